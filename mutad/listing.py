@@ -22,13 +22,13 @@ import operator
 import numpy as np
 
 from .core.debug import location, source
-from .engines.elementwise import ASSIGNMENT
+from .engines.elementwise import ASSIGNMENT, ElementsRead
 from .core.errors import function_name
 from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
 from .engines.operations import assign
 from .core.views import owner
-from .engines.writes import CopyBack
+from .engines.writes import CopyBack, SavedElement
 
 
 class TapeListing:
@@ -68,7 +68,9 @@ class TapeListing:
     __repr__ = __str__
 
     def _line(self, record):
-        inputs = ", ".join(self._value(x) for x in record.inputs)
+        read = record.state[1] if type(record) is ElementsRead else ()  # elements it read
+        inputs = ", ".join(self._element(*x) if i in read else self._value(x)
+                           for i, x in enumerate(record.inputs))
         if record.settings:
             inputs += "".join(f", {k}={self._value(v)}" for k, v in record.settings.items())
         call = f"{_primitive_name(record.primitive)}({inputs})"
@@ -86,6 +88,10 @@ class TapeListing:
         if place.whole:
             return name
         return name + _region(place)
+
+    def _element(self, source, key):
+        """The element ``source[key]`` (a place, the integers of a key), as ``%0[1, 2]``."""
+        return f"{self._value(source)}[{', '.join(map(str, key)) if type(key) is tuple else key}]"
 
     def _value(self, x):
         if type(x) in (Buffer, Place):
@@ -117,7 +123,7 @@ def kept_bytes(record, argument_memory=()):
     the constants and settings of its recipe, what its checkpoint saved, and the arrays a
     rule's pullback closure holds. A view counts the memory it keeps alive; each memory counts once, and the
     arguments' memory (``argument_memory``: ids of its owners), alive anyway, not at all."""
-    owners = {}
+    owners, scalars = {}, 0
     items = [record.kept, record.inputs, record.state, record.undo,
              list((record.settings or {}).values())]
     seen = set()
@@ -136,6 +142,8 @@ def kept_bytes(record, argument_memory=()):
             items.extend(x)
         elif type(x) is CopyBack:
             items.append(x.saved)
+        elif type(x) is SavedElement:
+            scalars += x.saved.nbytes  # NumPy's scalar: memory of its own
         elif callable(x) and getattr(x, "__closure__", None):
             # A pullback or undo closure: what it holds, one level deep.
             for cell in x.__closure__:
@@ -145,7 +153,7 @@ def kept_bytes(record, argument_memory=()):
                     continue
                 if isinstance(content, np.ndarray) or type(content) in (list, tuple):
                     items.append(content)
-    return sum(owners.values())
+    return sum(owners.values()) + scalars
 
 
 def _bytes(n):

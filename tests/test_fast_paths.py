@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.core.trees import flatten
-from mutad.engines import operations, tracing
+from mutad.engines import elementwise, operations, reverse, tracing, writes
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
@@ -68,6 +68,17 @@ def _products(a, b):
     y = y + (stack @ m).sum() + (stack @ a).sum()
     a[1:] = m[0, 1:] @ m[1:, 1:]  # the operand written after the product read it
     return y + np.sum(a * b[:3])
+
+
+def _outer_products(a, b):
+    """np.outer of traced vectors (the general path's rule), of a traced and a constant one,
+    of a matrix (flattened), and dot products of rows of the result, as a loop reads them."""
+    c = np.linspace(0.5, 1.5, 3)
+    o = np.outer(a[:3], b[:3]) + np.outer(c, a[:3]) + np.outer(b.reshape(3, 3), a[:3])[3:6]
+    s = 0.0
+    for i in range(3):
+        s = s + o[i, :i] @ o[:i, i] + o[i] @ a[:3]
+    return s + np.sum(o * o)
 
 
 def _complex_products(a, b):
@@ -154,6 +165,70 @@ def _aliased_elements(a, b):
     return np.sum(finite * finite) + 1e-6 * np.sum(np.where(np.isfinite(m32), m32, 0.0))
 
 
+def _overwritten_elements(a, b):
+    """Elements overwritten in arrays of each kind an element's undo tells apart (``inplace.
+    record_element_write``): an argument and a temporary of more than ``recompute.SMALL``
+    bytes, found through their buffers' references when put back; a small temporary and one
+    laid out in Fortran's order, which the undo holds; of float64, float32 and float16. The
+    arrays are read whole before they are written (products whose pullbacks read them), so
+    the gradient needs every element's bits put back; ``a`` may hold NaN, infinities, signed
+    zeros and subnormals."""
+    big = np.zeros(600) + b[0]
+    small = np.zeros(3) + b[1]
+    fortran = np.zeros((3, 2), order="F") + b[2]
+    low, half = a.astype(np.float32), a.astype(np.float16)
+    before = (np.sum(a * a) + np.sum(big * big) + np.sum(small * small)
+              + np.sum(fortran * fortran) + 1e-6 * np.sum(low * low) + 1e-6 * np.sum(half * half))
+    for x in (a, big, small, low, half):
+        for i in range(2):
+            x[i] = x[i + 1] * x[2]
+    fortran[1, 0] = fortran[0, 1] * fortran[2, 1]
+    after = (np.sum(a * b) + np.sum(big) + np.sum(small * small) + np.sum(fortran)
+             + 1e-6 * np.sum(low * low) + 1e-6 * np.sum(half * half))
+    return before + after
+
+
+def _elements_read(a, b):
+    """Elements read and used at once, as scalar loops do, of each kind the folding of reads
+    into the operation that uses them (``elementwise.fold_reads``) tells apart: one element
+    read twice (by an operation whose partials differ), negative indices, two arrays, a chain of operations, a view's elements,
+    complex and float32 elements; and the reads it must leave as they are: a value kept in a
+    variable, reads under an ``np.errstate`` block of their own."""
+    z = a * 1.0
+    c = b + 1j * a
+    low = a.astype(np.float32)
+    s = 0.0
+    for i in range(3):
+        s = s + a[i] * a[i] + np.arctan2(a[i], a[i])  # partials p and -p: their order shows
+        s = s + (z[i - 1] - b[2 - i]) * 0.5
+        kept = b[i]
+        s = s + kept * a[i] + kept
+        view = a[1:][::-1]
+        s = s + view[i % 2] / 3.0
+        t = c[i] * c[i - 1]
+        s = s + np.real(t * np.conj(t))
+        s = s + 1e-3 * (low[i] * low[i - 1])
+        a[i] += a[i - 1]
+        with np.errstate(divide="ignore"):
+            s = s + z[i] / a[0]
+    return s + np.sum(a * b)
+
+
+def _values_written(a, b):
+    """Values computed and written into elements at once, with the values an element's write
+    must leave their buffers: one kept in a variable and used after the write, one written
+    twice, one that is a read element itself (no operation made it)."""
+    z = np.zeros(4)
+    for i in range(3):
+        z[i] = a[i] * b[i]
+        z[i + 1] += a[i] / 3.0
+        v = a[i] + b[i]
+        z[i] = v
+        a[i] = v * v
+        b[i] = a[i + 1]
+    return np.sum(z * z) + np.sum(a * b)
+
+
 PROGRAMS = {
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
@@ -166,6 +241,11 @@ PROGRAMS = {
     "float32": (_float32_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
+    "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "written": (_values_written, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
+    "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
+    "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
+                                                        rng.standard_normal(4))),
 }
 
 
@@ -235,7 +315,7 @@ def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monke
 
 @pytest.mark.parametrize("name, pattern", [("seidel", 1), ("elements", 1), ("cholesky", 1),
                                            ("elements", 0), ("numbers", 0), ("aliases", 1),
-                                           ("aliases", 0)])
+                                           ("aliases", 0), ("overwritten", 1)])
 def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name, pattern,
                                                                             monkeypatch):
     """Pattern 1: traced values written into elements; 0: Python numbers. Each is recorded by
@@ -406,7 +486,8 @@ def _bits(results):
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
-@pytest.mark.parametrize("name", ["seidel", "lu", "cholesky", "elements", "numbers", "aliases"])
+@pytest.mark.parametrize("name", ["seidel", "lu", "cholesky", "elements", "numbers", "aliases",
+                                  "overwritten"])
 def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, monkeypatch):
     """The element's own write (``inplace.record_element_write``) against ``record_write``, by
     each policy, under a budget (which it leaves to ``record_write``), in a recording and its
@@ -418,3 +499,122 @@ def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, 
         patched.setattr(operations, "record_element_write", lambda *arguments: None)
         general = _bits(_by_every_mode(f, args))
     assert lean == general
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+def test_an_element_write_keeps_numpys_scalar_of_the_element_and_puts_back_its_bits(
+        monkeypatch):
+    """The undo of an element's own write keeps the element as NumPy's scalar of its dtype (no
+    0-d copy), holding the region where no reference follows its buffer, else its place; what
+    it puts back is every bit the element held: a NaN's payload, -0.0, a subnormal, which the
+    products recorded before the writes read in the reverse pass, as the general path's
+    copies give them back."""
+    payload = np.array([0x7FF8_0000_0000_0123], np.uint64).view(np.float64)[0]
+    a = np.array([payload, -0.0, 5e-324, -np.inf])
+    b = np.array([0.5, -0.0, np.inf, 2.0])
+    with ReverseDifferentiation("restore") as d:
+        d.call(_overwritten_elements, d.wrap([np.copy(a), np.copy(b)]))
+        undos = [r.undo for r in d.tape.records if type(r.undo) is writes.SavedElement]
+    assert len(undos) == 11
+    assert {type(u.region) is np.ndarray for u in undos} == {True, False}  # held, found
+    assert {u.saved.dtype for u in undos} == {np.dtype(t) for t in ("f8", "f4", "f2")}
+    assert all(isinstance(u.saved, np.generic) for u in undos)
+    lean = _bits(_by_every_mode(_overwritten_elements, (a, b)))
+    with monkeypatch.context() as patched:
+        patched.setattr(operations, "record_element_write", lambda *arguments: None)
+        general = _bits(_by_every_mode(_overwritten_elements, (a, b)))
+    assert lean == general
+
+
+def test_reads_are_folded_only_where_nothing_else_can_reach_their_values():
+    """The reads of elements used at once are folded into the operation that used them; a read
+    whose value a variable keeps, or that ran under an ``np.errstate`` block of its own, keeps
+    its record (of the three steps of the loop: one kept value, the block's two reads)."""
+    args = PROGRAMS["read"][1](np.random.default_rng(1))
+    with ReverseDifferentiation("restore") as d:
+        d.call(_elements_read, d.wrap([np.copy(a) for a in args]))
+        kinds = [type(r).__name__ for r in d.tape.records]
+    assert kinds.count("Gathered") == 3 * 3
+    assert kinds.count("ElementsRead") == 3 * 8
+
+
+def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():
+    """The values the loop computes and writes at once have no buffer of their own on the
+    tape: the record that made each and the write share the stand-in (``elementwise.
+    fold_written``); a value kept in a variable and written twice keeps its buffer."""
+    args = (np.arange(1.0, 5.0), np.arange(2.0, 6.0))
+    with ReverseDifferentiation("restore") as d:
+        d.call(_values_written, d.wrap([np.copy(a) for a in args]))
+        inputs = [r.inputs[0] for r in d.tape.records
+                  if type(r).__name__ == "Write" and r.written.shape == ()]
+        assert len(inputs) == 5 * 3
+        stand_in = elementwise._stand_in(np.dtype(float), "written")
+        assert sum(x is stand_in for x in inputs) == 3 * 3  # z[i] = a * b, z[i + 1] += ..., v * v
+        assert sum(type(x) is Buffer and x is not stand_in for x in inputs) == 2 * 3
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["read", "written", "seidel", "lu", "cholesky", "elements",
+                                  "numbers", "aliases", "overwritten"])
+def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode(
+        name, special, monkeypatch):
+    """An operation with the reads of its elements folded in (``elementwise.ElementsRead``),
+    and a value written through a stand-in (``elementwise.fold_written``), against the records
+    of those reads and of the operation, and the value's own buffer: the same values and
+    derivatives bit for bit, by each policy, under a budget and anomaly detection, recorded
+    and replayed, nested and beside forward mode; with NaN (a payload), infinities and signed
+    zeros too."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(12))
+    if special:
+        payload = np.array([0x7FF8_0000_0000_0321], np.uint64).view(np.float64)[0]
+        args = tuple(np.concatenate([[payload, -0.0, np.inf], a.ravel()])[:a.size]
+                     .reshape(a.shape) for a in args)
+    with np.errstate(all="ignore"):
+        folded = _bits(_by_every_mode(f, args))
+        for unfolded in ("fold_reads", "fold_written"):
+            with monkeypatch.context() as patched:
+                patched.setattr(reverse, unfolded, lambda records, errors_of=None: None)
+                assert _bits(_by_every_mode(f, args)) == folded, unfolded
+
+
+def test_products_of_traced_operands_are_recorded_as_their_plain_functions():
+    """A product whose operands are all traced is recorded with the plain ``back`` its rule
+    offers (``operations.Product``), on the fast path and the general one (np.outer); one
+    with a batch, a constant operand or complex values keeps the record of the rule's
+    closure."""
+    def kinds(f, args):
+        with ReverseDifferentiation("restore") as d:
+            d.call(f, d.wrap([np.copy(a) for a in args]))
+            return [(repr(r.primitive), type(r).__name__) for r in d.tape.records
+                    if repr(r.primitive) in ("np.matmul", "np.outer")]
+
+    rng = np.random.default_rng(2)
+    products = kinds(_products, PROGRAMS["products"][1](rng))
+    assert ("np.matmul", "Product") in products and ("np.matmul", "Record") in products
+    outer = kinds(_outer_products, PROGRAMS["outer"][1](rng))
+    assert outer.count(("np.outer", "Product")) == 2 and ("np.outer", "Record") in outer
+    assert {kind for _, kind in kinds(_complex_products, PROGRAMS["complex"][1](rng))} \
+        == {"Record"}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["products", "outer", "complex", "float32", "lu", "cholesky"])
+def test_products_by_plain_functions_give_the_bits_of_the_rules_closures_in_every_mode(
+        name, special, monkeypatch):
+    """A product recorded with its rule's plain ``back`` (``operations.Product``) against the
+    record of the rule's closure: the same values and derivatives bit for bit in every mode
+    that reaches it, with NaN, infinities and signed zeros too."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(13))
+    if special:
+        args = tuple(np.concatenate([[np.nan, -0.0, np.inf], a.ravel()])[:a.size]
+                     .reshape(a.shape) for a in args)
+    with np.errstate(all="ignore"):
+        plain = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(operations, "_plain_functions", lambda rule, values, kwargs: None)
+            closures = _bits(_by_every_mode(f, args))
+    assert plain == closures

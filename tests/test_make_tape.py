@@ -120,21 +120,15 @@ copying_writes(%0: f64[3], %1: f64[3]):
     filled_in_a_loop: ((np.arange(1.0, 4.0),), """\
 filled_in_a_loop(%0: f64[3]):
   # test_make_tape.py:{3}  y[i] = x[i] * x[i]
-  %1 = getitem(%0, 0)               0 B
-  %2 = getitem(%0, 0)               0 B
-  %3 = np.multiply(%1, %2)         16 B
-  %4[0] <- assign(%3)               8 B  checkpoint
-  %5 = getitem(%0, 1)               0 B
-  %6 = getitem(%0, 1)               0 B
-  %7 = np.multiply(%5, %6)         16 B
-  %4[1] <- assign(%7)               8 B  checkpoint
-  %8 = getitem(%0, 2)               0 B
-  %9 = getitem(%0, 2)               0 B
-  %10 = np.multiply(%8, %9)        16 B
-  %4[2] <- assign(%10)              8 B  checkpoint
+  %1 = np.multiply(%0[0], %0[0])        16 B
+  %2[0] <- assign(%1)                    8 B  checkpoint
+  %1 = np.multiply(%0[1], %0[1])        16 B
+  %2[1] <- assign(%1)                    8 B  checkpoint
+  %1 = np.multiply(%0[2], %0[2])        16 B
+  %2[2] <- assign(%1)                    8 B  checkpoint
   # test_make_tape.py:{4}  return y.sum()
-  %11 = np.sum(%4)                  0 B
-  return %11"""),
+  %3 = np.sum(%2)                        0 B
+  return %3"""),
     complex_parts: ((np.array([1 + 2j, 3 + 4j, 5 + 6j]),), """\
 complex_parts(%0: c128[3]):
   # test_make_tape.py:{2}  z.real *= 2.0

@@ -8,6 +8,7 @@ that their gradients are the traced ones, bit for bit.
 
 import cmath
 import math
+import sys
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, 
 from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClosedForm,
                              Operand, Rule)
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
-from ..core.tape import OneOutput
+from ..core.tape import OneOutput, Write
 from ..core.views import writeable
 from .writes import reads_written
 
@@ -104,16 +105,193 @@ class Elementwise(OneOutput):
     def pullback(record, shadows, _):
         dy = shadows.pop(record.output, read_only=True)
         if dy is not None:
-            rule, traced = record.state
-            kept = record.kept
-            y = None
-            if "y" in rule.uses:
-                y, kept = kept[-1], kept[:-1]
-            if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
-                # (``elementwise_cotangents``' first question, asked here: the common case)
-                _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
-            else:
-                elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+            _elementwise_back(shadows, record.state, dy, record.inputs, record.kept)
+
+
+def _elementwise_back(shadows, state, dy, places, kept):
+    """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places``."""
+    rule, traced = state
+    y = None
+    if "y" in rule.uses:
+        y, kept = kept[-1], kept[:-1]
+    if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
+        # (``elementwise_cotangents``' first question, asked here: the common case)
+        _small_cotangents(shadows, rule, dy, y, places, kept, traced)
+    else:
+        elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
+
+
+class Gathered(OneOutput):
+    """The record of ``x[key]`` that copies (an advanced index, one element): ``inputs`` are
+    the place of ``x`` and the key, ``state`` whether an element may have come from one place
+    several times (repeated indices, a view whose elements share memory). A scalar loop makes
+    one per element it reads: a record of the kind's own pullback, with no tuple of outputs."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        """Add the cotangent back where each element came from, each repeat its share."""
+        _gathered_back(shadows, shadows.pop(record.output), record.inputs, record.state)
+
+
+def _gathered_back(shadows, dy, inputs, repeats):
+    """``Gathered.pullback`` once its cotangent ``dy`` is taken (None: none reached it)."""
+    if dy is None:
+        return
+    source, key = inputs
+    if repeats:
+        shadows.add_at(source, key, dy)
+    else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
+        region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
+        region[key] += dy
+
+
+class ElementsRead(OneOutput):
+    """An :class:`Elementwise` record with the records of the elements it read folded in
+    (``fold_reads``): a scalar loop's ``x[i, j - 1] + x[i, j]``. ``inputs`` are the elementwise
+    record's, with the inputs of each read (its source's place and the key) in place of the
+    buffer it made; ``state`` is the elementwise record's, then the positions of those reads
+    in ``inputs``, in the order they ran. Its pullback is theirs, in the order the reverse pass
+    ran them: the operation's, into a stand-in buffer for each value read, then each read's,
+    the last first, from its stand-in's shadow. So it adds the same cotangents in the same
+    order, and a scalar loop keeps neither a record nor a buffer per element it reads."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        dy = shadows.pop(record.output, read_only=True)
+        if dy is None:
+            return
+        state, positions = record.state
+        inputs = record.inputs
+        places = list(inputs)
+        for n, i in enumerate(positions):
+            places[i] = _stand_in(inputs[i][0].dtype, n)
+        _elementwise_back(shadows, state, dy, places, record.kept)
+        for i in reversed(positions):
+            _gathered_back(shadows, shadows.pop(places[i]), inputs[i], False)
+
+
+_STAND_INS = {}
+"""The 0-d buffers cotangents pass through between two pullbacks that run one right after the
+other (``ElementsRead.pullback``'s, by position; ``fold_written``'s, "written"), by dtype and
+role: each is shadowed only between those two (added into, then taken out), so all share
+them."""
+
+
+def _stand_in(dtype, role):
+    buffer = _STAND_INS.get((dtype, role))
+    if buffer is None:
+        buffer = _STAND_INS[dtype, role] = Buffer(np.zeros((), dtype))
+    return buffer
+
+
+_WRITTEN = {}
+
+
+def _written_inputs(dtype):
+    """``(stand-in,)``, the inputs of a write of a value through the stand-in
+    (``fold_written``): one tuple for all writes of ``dtype``."""
+    inputs = _WRITTEN.get(dtype)
+    if inputs is None:
+        inputs = _WRITTEN[dtype] = (_stand_in(dtype, "written"),)
+    return inputs
+
+
+def fold_reads(records, errors_of):
+    """Fold into the last of ``records``, if it is an :class:`Elementwise` record, the records
+    just before it that read the elements it operates on (:class:`Gathered` records of one
+    element each, the one place it came from), where nothing else can reach what those made:
+    no traced array, view or record holds their buffers but these two records. The traced
+    values read are gone (the loop's operands of one statement, ``x[i, j] += x[i, j - 1]``),
+    so no later record can name their buffers, and the pullbacks of the records folded
+    together run as they would have: in a row, in the same order (``ElementsRead``).
+
+    Called before each record is appended, when the operands of the one before have gone.
+    ``errors_of``: the records whose pullbacks run under NumPy's error handling of their own
+    (``ReverseTape.errors_of``), which are left as they are."""
+    last = records[-1]
+    if type(last) is not Elementwise or last.output.origin is not None:
+        return
+    inputs = last.inputs
+    count = len(inputs)
+    start = len(records) - 1
+    positions = []
+    while start > 0:
+        read = records[start - 1]
+        if type(read) is not Gathered or read.state:
+            break
+        output = read.output
+        # Held by ``read.output``, by ``inputs`` and by ``output`` here, and by getrefcount's
+        # argument: nothing else (CPython's count of references)
+        if sys.getrefcount(output) != 4 or output.shape != () or output.weak \
+                or output.device is not None or output.dtype != read.inputs[0].dtype:
+            break
+        i = 0
+        while i < count and inputs[i] is not output:
+            i += 1
+        if i == count:  # not an input of ``last``
+            break
+        positions.append(i)
+        start -= 1
+    if not positions or (errors_of and any(id(r) in errors_of for r in records[start:])):
+        return
+    positions.reverse()
+    named = list(inputs)
+    for k, i in enumerate(positions):
+        named[i] = records[start + k].inputs
+    folded = ElementsRead(last.primitive, tuple(named), last.settings, last.output, last.kept,
+                          _folded_state(last.state, tuple(positions)))
+    folded.where = last.where
+    del records[start:]
+    records.append(folded)
+
+
+def fold_written(records):
+    """Where the last of ``records`` is the write of one value, a 0-d array that the record
+    just before it computed (``x[i, j] = v``, ``x[i, j] += v``: ``Write`` after an
+    :class:`Elementwise` or :class:`ElementsRead` record) and that nothing else holds (neither
+    a traced value nor another record: CPython's count of references), let the two records
+    pass its cotangent through a stand-in buffer instead of its own: the write's pullback adds
+    it there, and the other's, which the reverse pass runs right after, takes it out. A scalar
+    loop keeps no buffer per value it writes.
+
+    Called before each record is appended, when the value written has gone."""
+    write = records[-1]
+    if type(write) is not Write or len(records) < 2:
+        return
+    made = records[-2]
+    if type(made) is not Elementwise and type(made) is not ElementsRead:
+        return
+    buffer = made.output
+    if buffer.shape != () or buffer.origin is not None or buffer.weak or buffer.constant \
+            or buffer.device is not None or type(write.inputs) is not tuple \
+            or len(write.inputs) != 1 or write.inputs[0] is not buffer:
+        return
+    # Held by ``made.output``, ``write.inputs`` and ``buffer``, and by getrefcount's argument
+    if sys.getrefcount(buffer) != 4:
+        return
+    write.inputs = _written_inputs(buffer.dtype)
+    made.output = write.inputs[0]
+
+
+_FOLDED_STATES = {}
+FOLDED_STATES = 256
+"""How many states of ``ElementsRead`` records ``_folded_state`` remembers."""
+
+
+def _folded_state(state, positions):
+    """``(state, positions)``, one tuple for all equal ones (a loop's records share a few
+    plans' states and positions)."""
+    key = (id(state), positions)
+    folded = _FOLDED_STATES.get(key)
+    if folded is None or folded[0] is not state:  # (held here, its id is no other object's)
+        if len(_FOLDED_STATES) >= FOLDED_STATES:
+            _FOLDED_STATES.clear()
+        folded = _FOLDED_STATES[key] = (state, positions)
+    return folded
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):

@@ -32,8 +32,8 @@ from .reverse import (AliasRead, Traced, active, carries, constant_result, inner
 from ..core.tape import Write
 from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, CopyBack, Destination, Reads, Undo, Undos, at_target, check_region,
-                     decide_undo, over_target, saving)
+from .writes import (SAVED, CopyBack, Destination, Reads, SavedElement, Undo, Undos, at_target,
+                     check_region, decide_undo, exact_as_scalar, over_target, saving)
 
 
 def write_constant(tape, target, key, write, primitive=None):
@@ -204,13 +204,16 @@ def record_element_write(primitive, ufunc, target, inputs, values, state, pullba
     region, buffer = target.value, target.buffer
     place = place_of(target)
     tape.copied(False, None, buffer.key, target.whole)  # decide_undo's first question: yes
-    undo = CopyBack(region, at=_finder(target, place))
+    if type(region) is np.ndarray and exact_as_scalar(region.dtype):
+        undo = SavedElement(place if _follows(target) else region, region[()])
+    else:
+        undo = CopyBack(region, at=_finder(target, place))
     tape.before_write(buffer.key)
     if recomputation is not None:
         recomputation.write(buffer)
     ufunc(*values, out=region)
     written(buffer)
-    kept = [None] * len(inputs)
+    kept = _KEEPS_NOTHING.get(len(inputs)) or (None,) * len(inputs)
     record = Write(primitive, recipe(inputs, values, kept, tape), None, kept, state, pullback,
                    place, undo, "checkpoint", place)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
@@ -224,14 +227,23 @@ def _destination(target):
                        _finder(target, place), target.buffer)
 
 
+_KEEPS_NOTHING = {1: (None,)}
+"""The ``kept`` of a record of an element write, which keeps none of its inputs: one tuple
+for all (nothing writes into it: a replay's recomputation only replaces what a record keeps)."""
+
+
 def _finder(target, place):
     """What the undo of a write into the traced ``target``, at ``place``, calls to find it
-    then: through its buffer's reference (``recompute.Written``) where one follows the buffer
-    (a C-contiguous one: ``recompute.view`` maps views of those), so that the undo alone does
-    not keep a temporary alive; else None (the undo holds ``target``)."""
-    if target.buffer.ref is None or not target.buffer.c_contiguous:
-        return None
-    return CurrentRegion(place)
+    then (None: the undo holds ``target``)."""
+    return CurrentRegion(place) if _follows(target) else None
+
+
+def _follows(target):
+    """Whether the undo of a write into the traced ``target`` finds it then, through its
+    buffer's reference (``recompute.Written``), where one follows the buffer (a C-contiguous
+    one: ``recompute.view`` maps views of those), so that the undo alone does not keep a
+    temporary alive."""
+    return target.buffer.ref is not None and target.buffer.c_contiguous
 
 
 def _rule_restores():

@@ -44,7 +44,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
                       place_of, plain, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
-from ..core.tape import Primitive, Record
+from ..core.tape import OneOutput, Primitive, Record
 from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
 from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
@@ -372,6 +372,7 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
     where = tape.caller(SKIPPED)  # (``ReverseTape.record``: called by apply_ufunc, called by
     if where is not None:         # the engine)
         record.where = tape.lines.setdefault(where, where)
+    tape.fold()
     tape.records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
     if errors is not tape.errors and tape.errors is not None:
@@ -410,21 +411,29 @@ def _fast_function(ufunc, inputs, tape, values, plan):
     what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
     active(tape)
     rule = plan.rule
-    y, back = rule(*values)
+    plain = None if plan.user else _plain_functions(rule, values, None)
+    if plain is not None:
+        y, back = plain[0](*values), plain[1]
+    else:
+        y, back = rule(*values)
     if type(y) is np.ndarray:
         for x, v in zip(inputs, values):
             if y is v:
                 return x  # NumPy's result is the argument itself
-    if complex_among((y,)):
+    if plain is None and complex_among((y,)):
         back = complex_back(str(plan.primitive), rule, back)
     result, created = _output(tape, y, inputs)
     if not created:
         return result
     places = [place_of(x) for x in inputs]  # (``_record_function``: every argument traced)
-    primals = None if plan.user else {id(owner(x.value)) for x in inputs}
-    outputs = [result.buffer]
-    record = Record(plan.primitive, tuple(places), None, (result.buffer,), None,
-                    (back, places, primals, outputs, False), function_pullback)
+    if plain is not None:
+        record = Product(plan.primitive, tuple(places), None, result.buffer, None,
+                         (back, *values))
+    else:
+        primals = None if plan.user else {id(owner(x.value)) for x in inputs}
+        outputs = [result.buffer]
+        record = Record(plan.primitive, tuple(places), None, (result.buffer,), None,
+                        (back, places, primals, outputs, False), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
         tape.recomputation.give_recipe(record, None, result.buffer, None)
     tape.record(record)  # called by apply_ufunc, called by the engine
@@ -801,11 +810,20 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
     held = _held_by(back)
     kept = [_if_held(v, held) for v in values]
     settings = {k: _if_held(v, held) for k, v in kwargs.items()} if kwargs else None
+    # (every argument a traced array of the tape, which ``leaves`` are)
+    plain = None if (named is None or len(leaves) != len(args) or multiple or primals is None
+                     or tape.recorder is not None or outputs[0].dtype.kind == "c"
+                     or complex_among(values)) \
+        else _plain_functions(rule, values, kwargs)
     if named is None:
         named = recipe(args, values, kept, tape)
-    record = Record(primitive(name, rule), named, settings,
-                    tuple(b for b in outputs if b is not None), None,
-                    (back, places, primals, outputs, multiple), function_pullback)
+    if plain is not None:  # (the replay's recorder reads the closure's record: not while it runs)
+        record = Product(primitive(name, rule), named, settings, outputs[0], None,
+                         (plain[1], *values))
+    else:
+        record = Record(primitive(name, rule), named, settings,
+                        tuple(b for b in outputs if b is not None), None,
+                        (back, places, primals, outputs, multiple), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
         for i, buffer in enumerate(outputs):
             if buffer is not None:
@@ -823,6 +841,38 @@ def _held_by(back):
         except ValueError:  # an empty cell
             pass
     return held
+
+
+def _plain_functions(rule, values, kwargs):
+    """``(forward, back)``: plain functions that compute what the built-in pure ``rule`` and
+    the ``back`` it returns compute for the real ``values`` (``back(dy, *values)``), where the
+    rule offers them (``rule.specialized``, as to a compiled replay: np.matmul's and np.outer's
+    for operands without a batch) and every positional argument is differentiated; else
+    None."""
+    offer = getattr(getattr(rule, "__wrapped__", rule), "specialized", None)
+    if offer is None or kwargs or getattr(rule, "leading", None) != len(values):
+        return None
+    functions = offer(tuple([np.ndim(v) for v in values]), {})
+    return functions if functions is not None and len(functions) == 2 else None
+
+
+class Product(OneOutput):
+    """The record of a pure rule run as the plain functions it offers (``_plain_functions``:
+    ``a @ b`` of vectors and matrices, ``np.outer``), every argument traced: ``state`` is the
+    plain ``back`` and the arguments' values, which it reads. Its pullback is
+    ``function_pullback``'s on the record of the rule's closure, without the closure: a loop
+    of dot products makes one per step, a third of that record's memory."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def pullback(record, shadows, _):
+        dy = shadows.pop(record.output)
+        if dy is None:
+            return
+        back, *values = record.state
+        rows = list(zip(record.inputs, back(dy, *values), strict=True))
+        add_cotangents(shadows, rows, {id(owner(v)) for v in values})
 
 
 def function_pullback(record, shadows, _):

@@ -33,10 +33,11 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
+from .elementwise import Elementwise, fold_reads, fold_written
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
-from ..core.tape import Absent, OneOutput, Tape
+from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
 
@@ -90,6 +91,23 @@ class ReverseTape(Tape):
                 kept[i] = recomputation.hold(place, value)
         return kept
 
+    def fold(self):
+        """Before a record is appended: fold the reads of elements into the elementwise record
+        before it that read them (``elementwise.fold_reads``), and let a value written pass its
+        cotangent through a stand-in (``elementwise.fold_written``), where the tape is its own
+        (no replay records it, no other differentiation encloses it, no anomaly detection
+        checks each record)."""
+        records = self.records
+        if not records:
+            return
+        kind = type(records[-1])  # (what each asks first, asked here: this runs per record)
+        if (kind is Elementwise or kind is Write) and self.recorder is None \
+                and self.outer is None and self.anomaly is None:
+            if kind is Elementwise:
+                fold_reads(records, self.errors_of)
+            else:
+                fold_written(records)
+
     def record(self, record, skip=SKIPPED):
         """``Tape.record``, noting the user's line that ran the operation (``where``, for
         listings and diagnostics): ``skip`` is how many frames up the stack, this one's
@@ -98,6 +116,7 @@ class ReverseTape(Tape):
             self.recorder.outside(f"{record.primitive!r}")
         where = self.caller(skip)
         record.where = where if where is None else self.lines.setdefault(where, where)
+        self.fold()
         self.records.append(record)
         errors = ERRORS.get()
         if errors is not self.errors and self.errors is not None:

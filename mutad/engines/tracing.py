@@ -48,7 +48,7 @@ from .arraylike import (install_operators, item_assignment_refused, lost_tangent
                         holds_records, out_computation, put_right, records_key, records_write,
                         refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
-from .elementwise import unbroadcast
+from .elementwise import Gathered, unbroadcast
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
                       write_constant, writes_into)
@@ -59,7 +59,6 @@ from ..core.registry import NO_RULE, RULES, lookup
 from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
                       innermost, locate, plain, values_at, view_of)
 from ..core.shadows import overlapping
-from ..core.tape import OneOutput
 from ..core.views import same_region, views
 from .writes import CopyBack, Reads, Undo
 
@@ -273,28 +272,6 @@ def getitem(x, key):
     tape.record(Gathered(operator.getitem, (source, key), None, yt.buffer, None,
                          (not basic and _has_integer_array(key)) or overlapping(source)))
     return yt
-
-
-class Gathered(OneOutput):
-    """The record of ``x[key]`` that copies (an advanced index, one element): ``inputs`` are
-    the place of ``x`` and the key, ``state`` whether an element may have come from one place
-    several times (repeated indices, a view whose elements share memory). A scalar loop makes
-    one per element it reads: a record of the kind's own pullback, with no tuple of outputs."""
-
-    __slots__ = ()
-
-    @staticmethod
-    def pullback(record, shadows, _):
-        """Add the cotangent back where each element came from, each repeat its share."""
-        dy = shadows.pop(record.output)
-        if dy is None:
-            return
-        source, key = record.inputs
-        if record.state:
-            shadows.add_at(source, key, dy)
-        else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
-            region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
-            region[key] += dy
 
 
 def setitem(x, key, value):
