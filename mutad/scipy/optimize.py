@@ -1039,16 +1039,16 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
             "minimum, or make it an equality.")
     z = np.concatenate([x.ravel(), multipliers])
 
-    def kkt(function, f, z, x_of):
-        lam = z[n:]
-        x_z = x_of(z)
-        stationary = np.ravel(grad(lambda w: f(w) - lam @ active_rows(function, w))(x_z))
-        return np.concatenate([stationary, active_rows(function, x_z)])
+    def plain_kkt(z):
+        """F at ``z = (x, λ)``, of the plain functions: what ``∂F/∂(x, λ)`` is taken of."""
+        lam, at = z[n:], np.reshape(z[:n], shape)
+        lagrangian = lambda w: plain_objective(w) - lam @ active_rows(plain_g, w)  # noqa: E731
+        stationary = np.ravel(grad(lagrangian)(at))
+        return np.concatenate([stationary, active_rows(plain_g, at)])
 
     x_held = _constant(x)
-    lam = multipliers
     residual = np.concatenate([
-        np.ravel(_gradient(lambda w: objective(w) - lam @ active_rows(g, w), x)),
+        np.ravel(_gradient(lambda w: objective(w) - multipliers @ active_rows(g, w), x)),
         active_rows(g, x_held)])
     if _order(residual) > 1:
         raise UnsupportedOperationError(
@@ -1056,11 +1056,10 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
             "differentiates it once.")
     solution = _solution(
         name, z, residual,
-        _root_linearization(name, lambda w: kkt(plain_g, plain_objective, w,
-                                                lambda v: np.reshape(v[:n], shape)), z),
+        _root_linearization(name, plain_kkt, z),
         bool(res.success), res.message)
     out = {"x": np.reshape(solution[:n], shape) if _followed(solution) else res.x}
-    value = objective(x_held) - lam @ active_rows(g, x_held)
+    value = objective(x_held) - multipliers @ active_rows(g, x_held)
     if _followed(value):
         out["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, out, keep=(*_KEEP, "fun"))

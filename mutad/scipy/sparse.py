@@ -158,7 +158,6 @@ import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
 from ..core.allocation import INTERNAL, allocate, holds_derivative
-from ..core.debug import _learn as _learn_inside
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -2410,7 +2409,7 @@ def _constant_toarray(original):
     def toarray(self, order=None, out=None):
         y = original(self, order, out)
         if out is None and isinstance(y, np.ndarray) and y.dtype.kind in "fc" \
-                and not _learn_inside(sys._getframe(2).f_code.co_filename):
+                and not _internal(sys._getframe(2)):
             return allocate(y, (original, (self, order), {}))
         return y
 
