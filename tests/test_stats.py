@@ -244,6 +244,25 @@ def test_multivariate_normal_cdf_is_refused_when_traced():
         mutad.gradient(lambda x: stats.multivariate_normal.cdf(x, np.zeros(2)), np.ones(2))
 
 
+def test_multivariate_parameters_given_as_lists_of_traced_numbers():
+    # mean=[mu, 0.0], cov=[[...]] and alpha=[a, 2.0] as a user writes them: stacked, not
+    # converted by np.ndim (which cut the gradient with a ConversionError)
+    x = np.array([0.3, -0.2])
+    functions = (
+        lambda x, m: scipy.stats.multivariate_normal.logpdf(x, mean=[m, 0.0], cov=np.eye(2)),
+        lambda x, m: scipy.stats.multivariate_normal(mean=[m, 0.0], cov=2.0).logpdf(x),
+        lambda x, m: scipy.stats.multivariate_normal.logpdf(x, [0, 0], [[1 + m * m, 0.1],
+                                                                        [0.1, 1.0]]),
+        lambda x, m: scipy.stats.multivariate_normal.entropy([m, 0], [[1 + m * m, 0.1],
+                                                                      [0.1, 1.0]]),
+        lambda x, m: scipy.stats.dirichlet.logpdf([0.2, 0.3, 0.5], [m + 1, 2.0, x[0] + 1]),
+        lambda x, m: scipy.stats.dirichlet([m + 1, 2.0, x[0] + 1]).pdf([0.2, 0.3, 0.5]))
+    for f in functions:
+        value, _ = mutad.value_and_gradient(f, x, 0.4)
+        assert value == f(x, 0.4)
+        mutad.check_grads(f, x, 0.4)
+
+
 def test_dirichlet():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.3], [0.5, 0.1], [0.3, 0.6]])
     y, _ = mutad.pullback(stats.dirichlet.logpdf, x, alpha)

@@ -830,6 +830,7 @@ class MultivariateNormal:
     def logpdf(self, x, mean=None, cov=1, allow_singular=False):
         if not _is_traced((x, mean, cov), {}):
             return self.scipy.logpdf(x, mean, cov, allow_singular)
+        x, mean, cov = lists_as_arrays((x, mean, cov))  # (mean=[mu, 0.0])
         given_x, given_mean, given_cov = x, mean, cov
         x, mean, cov, dim = self._parameters(x, mean, cov)
         try:
@@ -866,6 +867,7 @@ class MultivariateNormal:
     def entropy(self, mean=None, cov=1, allow_singular=False):  # (the last: a frozen one's)
         if not _is_traced((mean, cov), {}):
             return self.scipy.entropy(mean, cov)
+        mean, cov = lists_as_arrays((mean, cov))
         given_mean, given_cov = mean, cov
         _, _, cov, dim = self._parameters(0.0, mean, cov)
         log_det = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
@@ -916,6 +918,7 @@ class Dirichlet:
     def logpdf(self, x, alpha):
         if not _is_traced((x, alpha), {}):
             return self.scipy.logpdf(x, alpha)
+        x, alpha = lists_as_arrays((x, alpha))  # (alpha=[a, b, 1.0])
         given_x = x
         if np.min(alpha) <= 0:
             raise ValueError("All parameters must be greater than 0")
