@@ -1194,9 +1194,24 @@ def rewritten_by_nditer(x):  # NumPy's documented pattern, over an array of the 
     return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
 
 
+def mapped_by_nditer(x):  # NumPy's documented pattern with an output operand
+    y = np.empty_like(x)
+    with np.nditer([x, y], op_flags=[["readonly"], ["writeonly"]]) as it:
+        for a, b in it:
+            b[...] = a * a + np.sin(a)
+    return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+
+def broadcast_by_nditer(x):  # several operands broadcast together, in NumPy's order
+    s, k = 0.0, 1.0
+    for a, b in np.nditer([x, x[0]]):
+        s, k = s + k * a * b, k + 1.0
+    return s
+
+
 @pytest.mark.parametrize("layout", ["C", "F", "reversed", "transposed"])
 @pytest.mark.parametrize("f", [squares_by_nditer, weighted_by_nditer, doubled_by_nditer,
-                               rewritten_by_nditer])
+                               rewritten_by_nditer, mapped_by_nditer, broadcast_by_nditer])
 def test_nditer_over_a_followed_array_visits_numpys_elements_in_numpys_order(f, layout):
     def laid_out():  # the same values, the memory in another order
         base = np.array([[0.5, -1.0, 0.3], [2.0, 0.25, -0.7]])
@@ -1220,9 +1235,9 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
             v[...] = 1.0
         return x.sum()
 
-    def two_operands(x):
+    def allocated_operand(x):
         s = 0.0
-        for a, b in np.nditer([x, x]):
+        for a, b in np.nditer([x, None]):
             s = s + a * b
         return s
 
@@ -1235,7 +1250,7 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
         read_only_written(x.copy())
     with pytest.raises(TypeError):  # the element, which refuses writes as NumPy's scalar does
         mutad.gradient(read_only_written, x)
-    for f in (two_operands, external_loop):
+    for f in (allocated_operand, external_loop):
         with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
             mutad.gradient(f, x)
         with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.nditer"):

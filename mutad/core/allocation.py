@@ -606,43 +606,58 @@ def _follows(tree):
 
 def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **kwargs):
     """``np.nditer`` in the mode: NumPy's iterator, which cannot take arrays mutad follows
-    (it needs their memory, and would write into it behind the tape's back). Over one array
-    mutad follows, with no flags: its elements in NumPy's order, each by indexing
-    (:class:`_ElementIterator`); otherwise an error that says what to write instead. Constants
-    (arrays allocated in the function) it reads as plain arrays, as before."""
+    (it needs their memory, and would write into it behind the tape's back). Over arrays
+    mutad follows (one, or several that broadcast together, ``np.nditer([x, y],
+    op_flags=[["readonly"], ["writeonly"]])``), with no flags: their elements in NumPy's
+    order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
+    write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
+    before."""
     if not (_in_mode() and _follows([op, op_dtypes, *rest, *kwargs.values()])):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
-    if type(op) in (list, tuple) and len(op) == 1:  # np.nditer([x], op_flags=[["readwrite"]])
-        op = op[0]
-    if op_flags and type(op_flags[0]) in (list, tuple) and len(op_flags) == 1:
-        op_flags = op_flags[0]
-    op_flags = set(op_flags or ["readonly"])
-    if (not wrapped(op) or flags or not op_flags <= {"readonly", "readwrite", "writeonly"}
-            or op_dtypes is not None or rest or kwargs):
+    several = type(op) in (list, tuple)
+    operands = list(op) if several else [op]
+    if op_flags is None or not all(type(f) in (list, tuple) for f in op_flags):
+        op_flags = [op_flags or ["readonly"]] * len(operands)
+    allowed = {"readonly", "readwrite", "writeonly"}
+    if (flags or len(op_flags) != len(operands) or op_dtypes is not None or rest or kwargs
+            or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
+            or not all(set(f) <= allowed for f in op_flags)):
         raise UnsupportedOperationError(
-            "np.nditer over an array mutad follows, with several operands or with flags: "
-            "NumPy's iterator reads and writes the array's memory directly, where mutad cannot "
-            "follow it. Iterate over one array (np.nditer(x) or np.nditer(x, "
-            "op_flags=['readwrite'])), loop with `for i in np.ndindex(x.shape):` and x[i], or "
-            "better, write the loop as whole-array operations.")
-    return _ElementIterator(op, order, writes=bool(op_flags & {"readwrite", "writeonly"}))
+            "np.nditer over an array mutad follows with flags, op_dtypes, or an operand that is "
+            "not an array (None, allocated by the iterator): NumPy's iterator reads and writes "
+            "the arrays' memory directly, where mutad cannot follow it. Iterate over arrays "
+            "with op_flags alone (np.nditer([x, y], op_flags=[['readonly'], ['writeonly']])), "
+            "loop with `for i in np.ndindex(x.shape):` and x[i], or better, write the loop "
+            "as whole-array operations.")
+    writes = [bool(set(f) & {"readwrite", "writeonly"}) for f in op_flags]
+    return _ElementIterator(operands, order, writes, several)
 
 
 class _ElementIterator:
-    """``np.nditer(x)`` of an array mutad follows: the elements of ``x`` in the order NumPy's
-    iterator visits them (read from the order it visits the memory's, a layout fact, not a
-    value), each a 0-d view ``x[i, j, ...]``, through which ``v[...] = ...`` writes ``x`` where
-    the iterator may write (``op_flags=['readwrite']``); read-only, it gives the element, which
-    refuses writes as NumPy's read-only view does. A context manager, as NumPy's is."""
+    """``np.nditer`` of arrays mutad follows: the elements in the order NumPy's iterator
+    visits them (read from the order it visits the memories', a layout fact, not a value),
+    each a 0-d view ``x[i, j, ...]`` (of a broadcast operand, the element broadcast there),
+    through which ``v[...] = ...`` writes ``x`` where the iterator may write
+    (``op_flags=['readwrite']``); read-only, it gives the element, which refuses writes as
+    NumPy's read-only view does. Several operands give a tuple per step, as NumPy's. A
+    context manager, as NumPy's is."""
 
-    def __init__(self, x, order, writes):
-        walk = np.nditer(memory(x), flags=["multi_index", "zerosize_ok", "refs_ok"], order=order)
+    def __init__(self, operands, order, writes, several):
+        walk = np.nditer([memory(x) for x in operands],
+                         flags=["multi_index", "zerosize_ok", "refs_ok"], order=order,
+                         op_flags=[["readwrite" if w else "readonly"] for w in writes])
         self._indices = [walk.multi_index for _ in walk]
-        self._x, self._writes = x, writes
+        self._operands, self._writes, self._several = operands, writes, several
+
+    def _element(self, x, index, writes):
+        index = tuple(0 if n == 1 else i for i, n in zip(index[len(index) - x.ndim:], x.shape))
+        return x[index + (Ellipsis,)] if writes else x[index]
 
     def __iter__(self):
-        suffix = (Ellipsis,) if self._writes else ()
-        return (self._x[index + suffix] for index in self._indices)
+        for index in self._indices:
+            elements = tuple(self._element(x, index, w)
+                             for x, w in zip(self._operands, self._writes))
+            yield elements if self._several else elements[0]
 
     def __enter__(self):
         return self
