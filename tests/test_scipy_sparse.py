@@ -1414,6 +1414,37 @@ def test_eliminate_zeros_leaves_the_zeros_out_of_what_scipy_tells(fmt):
     check(f, k.copy(), order=1)
 
 
+@pytest.mark.parametrize("kind", ["lil_matrix", "dok_matrix", "lil_array"])
+def test_regions_of_an_assembled_matrix_written_with_traced_values(kind):
+    """A[i, i - 1:i + 2] = [-k, 2 * k, -k], a row, a column, paired lists, a block, a number
+    broadcast: NumPy's assignment, entry by entry (a traced zero not stored, as SciPy's)."""
+    def assemble(k):
+        n = len(k)
+        A = getattr(scipy.sparse, kind)((n, n))
+        for i in range(n):
+            lo, hi = max(0, i - 1), min(n, i + 2)
+            A[i, lo:hi] = [-k[i], 2.0 + k[i] ** 2, -k[i]][lo - i + 1:hi - i + 1]
+        A[0, :] = k * 0.5                              # a whole row
+        A[1:3, 2] = k[:2] * 3.0                        # a column, an integer one
+        A[[3, 4], [0, 1]] = k[2:4]                     # paired lists
+        A[3:5, 3:5] = np.outer(k[:2], k[:2]) + 4.0 * np.eye(2)  # a block
+        A[2, :2] = k[0]                                # a number broadcast
+        A[4, 4] = 0.0 * k[0]                           # a zero SciPy does not store
+        return A
+
+    def f(k):
+        A = assemble(k).tocsc()
+        return spsolve(A, np.arange(1.0, len(k) + 1)).sum() + A.nnz * k[1]
+
+    k = K[:5].copy()
+    before = k.tobytes()
+    value, _ = mutad.value_and_gradient(f, k)
+    assert value == f(k.copy())
+    assert k.tobytes() == before
+    check(f, k, order=1)
+    replays_as_traced(f, [(k * s,) for s in (1.0, 1.5, 0.7)])
+
+
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
     def setdiag_after(k):  # setdiag overwrites the traced entry on the diagonal, not the other
         A = scipy.sparse.lil_matrix((3, 3))
@@ -1430,7 +1461,14 @@ def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
         A[0, :] = k[:3]
         return A.tocsr().sum()
 
-    refuses(region_of_traced, K.copy(), match="one entry at a time")
+    assert mutad.value_and_gradient(region_of_traced, K.copy())[0] == region_of_traced(K)
+
+    def read_as_array(k):
+        A = scipy.sparse.lil_matrix((3, 3))
+        A[0, np.array([[0, 1]])] = k[:2]  # an index of another kind
+        return A.tocsr().sum()
+
+    refuses(read_as_array, K.copy(), match="this index")
 
     def plain(x):  # without traced entries: SciPy's own matrix
         A = scipy.sparse.lil_matrix((3, 3))

@@ -157,7 +157,7 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import INTERNAL, allocate, holds_derivative
+from ..core.allocation import INTERNAL, allocate, holds_derivative, lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -2216,9 +2216,19 @@ class _Assembled:
         point = self._point(key)
         if point is None:
             if _followed(value):
-                _refuse(f"writing traced values into a scipy.sparse {self.format} matrix other "
-                        "than one entry at a time", "assign A[i, j] = v entry by entry, or "
-                        "build the matrix from (values, (rows, cols)) with coo_matrix.")
+                # A[i, i - 1:i + 2] = [-k, 2 * k, -k]: entry by entry, as NumPy's assignment
+                # broadcasts the values over the region and writes its positions in order
+                region = self._selection(key)
+                if region is None:
+                    _refuse(f"writing traced values into a scipy.sparse {self.format} matrix "
+                            "with this index", "index rows and columns with integers, slices, "
+                            "lists or masks, or write entries one at a time (A[i, j] = v).")
+                rows, cols = region
+                (value,) = lists_as_arrays((value,))
+                values = np.reshape(np.broadcast_to(value, rows.shape), (-1,))
+                for k, (i, j) in enumerate(zip(rows.ravel().tolist(), cols.ravel().tolist())):
+                    self[i, j] = values[k]
+                return None
             if self.entries:  # (a boundary condition: A[0, :] = 0)
                 overwritten = self._region(key)
                 if overwritten is None:
@@ -2237,10 +2247,11 @@ class _Assembled:
             self.entries.pop(point, None)
             super().__setitem__(point, value)
 
-    def _region(self, key):
-        """The traced entries inside the region ``key`` selects (rows and columns each an
-        integer, a slice, a list or a mask; two lists pair up, as NumPy's indices), or None for
-        another kind of index."""
+    def _selection(self, key):
+        """The positions the region ``key`` selects, as NumPy's indexing shapes them: row and
+        column numbers (non-negative) of the region's shape (rows and columns each an integer,
+        a slice, a list or a mask; two lists pair up, as NumPy's indices), or None for another
+        kind of index."""
         if type(key) is not tuple:
             key = (key, slice(None))
         if len(key) != 2:
@@ -2248,7 +2259,9 @@ class _Assembled:
         selected = []
         for k, size in zip(key, self.shape):
             if isinstance(k, (int, np.integer)):
-                selected.append(np.array([int(k) % size]))
+                if not -size <= k < size:
+                    return None  # SciPy's own error follows
+                selected.append(np.array(int(k) % size))
             elif isinstance(k, slice):
                 selected.append(np.arange(size)[k])
             elif isinstance(k, (list, np.ndarray)) and np.asarray(k).ndim == 1 \
@@ -2257,12 +2270,17 @@ class _Assembled:
             else:
                 return None
         rows, cols = selected
-        paired = all(isinstance(k, (list, np.ndarray)) for k in key)
-        if paired:
-            region = set(zip(rows.tolist(), cols.tolist()))
-        else:
-            rows, cols = set(rows.tolist()), set(cols.tolist())
-            region = {p for p in self.entries if p[0] in rows and p[1] in cols}
+        if not all(isinstance(k, (list, np.ndarray)) for k in key) and rows.ndim and cols.ndim:
+            rows, cols = rows[:, None], cols[None, :]  # an outer product, unless they pair up
+        return tuple(np.broadcast_arrays(rows, cols))
+
+    def _region(self, key):
+        """The traced entries inside the region ``key`` selects (:meth:`_selection`), or None
+        for another kind of index."""
+        selection = self._selection(key)
+        if selection is None:
+            return None
+        region = set(zip(selection[0].ravel().tolist(), selection[1].ravel().tolist()))
         return [p for p in self.entries if p in region]
 
     def __getitem__(self, key):
