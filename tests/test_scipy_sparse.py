@@ -1174,6 +1174,65 @@ def test_spilu_of_traced_values_preconditions_the_iterative_solves(method):
     assert replayed.reasons
 
 
+def test_splu_factors_of_traced_values_are_refused_not_constants():
+    """splu(A).U, .L, .perm_r, .perm_c of traced values were SciPy's plain factors: a zero
+    gradient, and a replay that read the recorded call's (another value). Refused; the
+    log-determinant they are read for is slogdet's; of a constant matrix they are SciPy's."""
+    for name in ("L", "U", "perm_r", "perm_c"):
+        def f(k, name=name):
+            lu = scipy.sparse.linalg.splu(nonsymmetric(k, "csc"))
+            return np.sum(getattr(lu, name).diagonal() if name in "LU" else getattr(lu, name)
+                          * k[:N]) + lu.solve(B).sum()
+
+        refuses(f, K.copy(), match=f"splu\\(A\\).{name} of a matrix with traced values")
+
+    def log_det(k):
+        return np.linalg.slogdet(nonsymmetric(k, "csc").toarray())[1]
+
+    check(log_det, K.copy(), order=1)
+    lu = scipy.sparse.linalg.splu(nonsymmetric(K, "csc"))
+    assert mutad.gradient(lambda b: np.sum(lu.U.diagonal()) * b.sum()
+                          + lu.solve(b).sum(), B)[0].shape == B.shape
+
+
+PLAIN_LU = scipy.sparse.linalg.splu(nonsymmetric(K, "csc"))
+PLAIN_SOLVE = scipy.sparse.linalg.factorized(nonsymmetric(K, "csc"))
+
+
+def implicit_steps(u0, k):
+    """An implicit time stepper with its matrix factorized once, before (a module's lu): its
+    compiled solve took plain arrays only (TypeError: argument 1 must be numpy.ndarray)."""
+    u = u0.copy()
+    for _ in range(3):
+        u = PLAIN_LU.solve(u + k * np.sin(u))
+        u = PLAIN_SOLVE(u)
+    return (u ** 2).sum() + PLAIN_LU.solve(u, trans="T") @ u0 + PLAIN_LU.solve(X2).sum() * k
+
+
+def test_a_factorization_made_before_the_differentiation_solves_traced_right_hand_sides():
+    u0 = U.copy()
+    before = u0.tobytes()
+    value, _ = mutad.value_and_gradient(implicit_steps, u0, 0.3)
+    assert value == implicit_steps(u0.copy(), 0.3)
+    assert u0.tobytes() == before
+    mutad.check_grads(implicit_steps, u0, 0.3, order=2)
+    mutad.check_grads(implicit_steps, u0, 0.3, policy="checkpoint")
+    replays_as_traced(implicit_steps, [(u0 * s, 0.3) for s in (1.0, 1.3, 0.6)], argnums=(0, 1))
+
+    def closed_over():
+        lu = scipy.sparse.linalg.splu(nonsymmetric(K, "csc"))
+        return lambda b: lu.solve(b).sum()
+
+    (g,) = mutad.gradient(closed_over(), B.copy())
+    assert np.array_equal(g, PLAIN_LU.solve(np.ones(N), trans="T"))
+
+    class Stepper:  # reached through another object's attribute: refused, saying what to do
+        lu = PLAIN_LU
+
+    stepper = Stepper()
+    refuses(lambda b: stepper.lu.solve(b).sum(), B.copy(), match="compiled code .* not Traced")
+
+
 def test_spilu_of_traced_values_is_refused_outside_a_preconditioner():
     def solved(k):
         return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).solve(B))

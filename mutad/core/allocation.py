@@ -76,7 +76,8 @@ import sys
 import threading
 import types
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -893,6 +894,12 @@ PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__co
                      _ModeUfunc.__call__.__code__))
 """The code of the mode's wrappers that call NumPy's function for the user's code."""
 _BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
+
+COMPILED_OBJECTS: dict[type, Callable[[Any], Any]] = {}
+"""For a type of SciPy's compiled objects whose methods take plain arrays only (SuperLU, made
+by ``splu`` before the differentiation), what stands in for one the function reaches, and for
+its methods (a ``factorized`` solve): an object whose methods follow traced arguments
+(``scipy.sparse`` registers SuperLU's)."""
 
 
 def _submodule_replacements():
@@ -1948,6 +1955,14 @@ class _Mode:
             func = self._stand_in(value.func, routed_only)
             if func is not None:
                 return functools.partial(func, *value.args, **value.keywords)
+        if routed_only:
+            return None
+        wrap = COMPILED_OBJECTS.get(type(value))
+        if wrap is not None:
+            return wrap(value)
+        bound = getattr(value, "__self__", None)  # a compiled object's method: lu.solve
+        if isinstance(value, types.BuiltinMethodType) and type(bound) in COMPILED_OBJECTS:
+            return getattr(COMPILED_OBJECTS[type(bound)](bound), value.__name__)
         return None
 
     def _route_methods(self):

@@ -45,7 +45,7 @@ from typing import ParamSpec, TypeVar
 
 import numpy as np
 
-from .errors import NonFiniteError, function_name
+from .errors import ConversionError, NonFiniteError, function_name
 from .shadows import Buffer, Place
 from .views import memory
 
@@ -215,14 +215,36 @@ def user_frames(function: Callable[_P, _R]) -> Callable[_P, _R]:
     def calling(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return function(*args, **kwargs)
-        except Exception as error:
+        except Exception as caught:
+            error = _compiled_code_refusal(caught)
             if os.environ.get("MUTAD_TRACEBACKS", "").strip().lower() == "full":
-                raise
+                raise error  # noqa: B904  (the cause set: the TypeError, or the error's own)
             if HIDDEN_NOTE not in getattr(error, "__notes__", ()) and hasattr(error, "add_note"):
                 error.add_note(HIDDEN_NOTE)
             raise error.with_traceback(without_our_frames(error.__traceback__))  # noqa: B904
 
     return calling
+
+
+def _compiled_code_refusal(error):
+    """``error``, or, for the TypeError of compiled code handed a traced array, which takes
+    plain arrays only ("argument 1 must be numpy.ndarray, not Traced": a method of an
+    extension object, a SciPy routine in C), the ConversionError that says what to do
+    instead (the TypeError its cause)."""
+    from .levels import WRAPPERS
+    if type(error) is not TypeError or not any(f"not {kind.__name__}" in str(error)
+                                               for kind in WRAPPERS):
+        return error
+    refusal = ConversionError(
+        f"a traced array was handed to compiled code that takes plain NumPy arrays only "
+        f"({error}), which mutad cannot follow: a routine without a rule in mutad, or the method "
+        "of an object made outside the function that mutad does not reach (an object the "
+        "function reads through another object's attribute). Make that object inside the "
+        "function or name it there (a global, a closure), give the routine a rule "
+        "(mutad.adjoint, docs/guide.md 'Custom rules'), or take mutad.stop_gradient(x) where no "
+        "gradient should flow.")
+    refusal.__cause__ = error
+    return refusal.with_traceback(error.__traceback__)
 
 
 class Warnings:

@@ -157,7 +157,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import INTERNAL, allocate, holds_derivative, lists_as_arrays
+from ..core.allocation import (COMPILED_OBJECTS, INTERNAL, allocate, holds_derivative,
+                               lists_as_arrays)
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -548,6 +549,8 @@ def _solve_rule(data, b, guess, solver):
     def back(dx):
         # x = op(A)⁻¹ b: λ = op(A)⁻ᵀ x̄, b̄ = λ, and op(A)'s cotangent -λ xᵀ, A's its transpose
         lam = _solve(data, np.reshape(dx, shape), None, solver=solver.adjoint())
+        if data is None:  # a constant matrix (_Factored)
+            return None, lam, None
         xb = np.reshape(x, shape)
         ddata = -(solver.layout.slots(xb, lam) if solver.trans
                   else solver.layout.slots(lam, xb))
@@ -2589,7 +2592,9 @@ spsolve_triangular = _route(SCIPY["spsolve_triangular"], _spsolve_triangular)
 class SuperLU:
     """SciPy's ``SuperLU`` factorization of a matrix a differentiation may follow, whose
     ``solve(b, trans)`` is differentiated in ``b`` and in the matrix's stored values; the
-    factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's."""
+    factors and permutations (``L``, ``U``, ``perm_r``, ``perm_c``) are SciPy's, refused where
+    the differentiation follows the values (they would be constants, a replay's the recorded
+    call's)."""
 
     def __init__(self, factor: Any, factorize: Any, layout: Any, data: Any) -> None:
         self.factor, self.factorize, self.layout, self.data = factor, factorize, layout, data
@@ -2609,7 +2614,60 @@ class SuperLU:
         return _solve(self.data, rhs, None, solver=self.solver.twin(trans in ("T", "H")))
 
     def __getattr__(self, name):
+        if name in ("L", "U", "perm_r", "perm_c") and _followed(self.__dict__["data"]):
+            # (SciPy's factors of the values at hand: constants to the differentiation, and to
+            # a replay, which would read the recorded call's)
+            _refuse(f"splu(A).{name} of a matrix with traced values",
+                    "mutad differentiates SuperLU's solves (lu.solve(b)), not its factors nor "
+                    "the pivoting they depend on. For log|det A| take "
+                    "np.linalg.slogdet(A.toarray()).")
         return getattr(self.__dict__["factor"], name)
+
+
+class _Factored(_Solver):
+    """Solves with a SuperLU factorization SciPy made before the differentiation (``lu =
+    splu(A)`` at module level, ``factorized(A)``): of a constant matrix (``data`` None), the
+    derivatives' solves with the same factors, ``trans="T"`` for the transpose."""
+
+    def __init__(self, factor, trans):
+        super().__init__(None, trans)
+        self.factor, self.first = factor, True
+
+    def twin(self, trans):
+        twin = super().twin(trans)
+        twin.first = False
+        return twin
+
+    def value(self, data, b, guess):
+        # SuperLU solves in its own dtype: the user's b as SciPy's solve takes it, a
+        # derivative's cast to it
+        rhs = np.asarray(b) if self.first else np.asarray(b, self.factor.L.dtype)
+        return self.factor.solve(rhs, "T" if self.trans else "N")
+
+
+class _PlainSuperLU:
+    """What stands in, in a differentiated function, for a SuperLU factorization SciPy made
+    before it (whose compiled ``solve`` takes plain arrays only): ``solve(b)`` of a traced
+    ``b`` is differentiated in ``b``, the matrix a constant; the rest is SciPy's."""
+
+    def __init__(self, factor: Any) -> None:
+        self.factor = factor
+
+    def solve(self, rhs: Any, trans: str = "N") -> Any:
+        if not _followed(rhs):
+            return self.factor.solve(rhs, trans)
+        _dense_rhs(rhs, "SuperLU.solve")
+        if trans not in ("N", "T", "H"):
+            return self.factor.solve(np.zeros(self.factor.shape[0]), trans)  # SciPy's error
+        # (a complex factorization's solves, 'H' among them, are refused by _solve's complex
+        # check; of a real one 'H' is 'T')
+        return _solve(None, rhs, None, solver=_Factored(self.factor, trans != "N"))
+
+    def __getattr__(self, name):
+        return getattr(self.__dict__["factor"], name)
+
+
+COMPILED_OBJECTS[type(SCIPY["splu"](_sparse.eye(1, format="csc")))] = _PlainSuperLU
 
 
 def _factorization(A, factorize):
