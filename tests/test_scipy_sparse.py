@@ -197,6 +197,28 @@ def test_values_are_scipys_own_while_differentiating():
             == theirs.tobytes()
 
 
+@pytest.mark.parametrize("stack", ["bmat", "hstack", "vstack", "block_diag"])
+def test_a_dense_matrix_s_zeros_stay_out_of_a_stacked_matrix(stack):
+    """csr_matrix(np.diag(d)) stores no zero; stacked (bmat, hstack, ...) its zeros were
+    entries of the result's SciPy values: K.sum() summed them in (another rounding than
+    SciPy's, 1 ulp), K.nnz counted them."""
+    def stacked(d):
+        blocks = [csr_matrix(np.diag(d[:9])), csr_matrix(np.ones((9, 9)) * d[9] + np.eye(9))]
+        return (scipy.sparse.bmat([[blocks[0], None], [None, blocks[1]]]) if stack == "bmat"
+                else getattr(scipy.sparse, stack)(blocks))
+
+    def f(d):
+        K = stacked(d)
+        return K.sum() + K.nnz * d[0] + scipy.sparse.linalg.norm(K)
+
+    rng = np.random.default_rng(10)
+    for _ in range(5):
+        d = rng.standard_normal(10)
+        value, _ = mutad.value_and_gradient(f, d)
+        assert value == f(d)
+    check(f, d, order=1)
+
+
 def test_closed_form_of_a_quadratic_form():
     # f(x) = xᵀ A x has gradient (A + Aᵀ) x; f(A's data) its cotangent x_i x_j on the pattern.
     g, = mutad.gradient(lambda u: u @ (M @ u), U.copy())

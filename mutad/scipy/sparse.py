@@ -1873,11 +1873,12 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     return made
 
 
-def _from_numbers(name, pieces, numbered, ones, shared=None):
+def _from_numbers(name, pieces, numbered, ones, shared=None, droppable=None):
     """The :class:`TracedSparse` a constructor made of the values of ``pieces``, given what it
     made of their numbers (``numbered``) and of ones (``ones``, its pattern); ``shared``: the
     traced array SciPy would store as it is (None: a copy), stored so where it holds the
-    values in the order the matrix stores them."""
+    values in the order the matrix stores them; ``droppable``: for each piece, which of its
+    values SciPy stores only where they are not zero (a dense matrix's entries), or None."""
     kinds = {str(p.dtype) for p in pieces if _followed(p)} - {"float64", "complex128"}
     if kinds:
         _refuse(f"{name} of traced {', '.join(sorted(kinds))} values",
@@ -1895,6 +1896,11 @@ def _from_numbers(name, pieces, numbered, ones, shared=None):
     flat = flat[0] if len(flat) == 1 else np.concatenate(flat)
     out = _Layout(ones)
     index = np.rint(numbered.data).astype(np.intp)
+    if droppable is not None and any(np.any(d) for d in droppable):
+        # an entry of a dense matrix stays one where the constructor moves it
+        source = np.reshape(index, (-1,)) - 1
+        out = out.dropping(np.where(source >= 0, np.concatenate(droppable)[
+            np.maximum(source, 0)], False))
     if shared is not None and np.shape(shared) == out.data_shape \
             and np.array_equal(index.reshape(-1), np.arange(1, index.size + 1)):
         return TracedSparse(out, shared)
@@ -1975,6 +1981,9 @@ def _stacking_function(name):
         _blocks(blocks, lambda m: matrices.append(_lift(m)))
         pieces = [np.reshape(m.data, (-1,))[m.layout.valid] if m.layout.padded
                   else np.reshape(m.data, (-1,)) for m in matrices]
+        droppable = [np.zeros(np.count_nonzero(m.layout.valid), bool)
+                     if m.layout.droppable is None else m.layout.droppable[m.layout.valid]
+                     for m in matrices]
         numbers = iter(_numbers(pieces))
 
         def numbered(m):
@@ -1988,7 +1997,7 @@ def _stacking_function(name):
         ones_blocks = _blocks(blocks, lambda _: next(order).layout.probe())
         return _from_numbers(f"scipy.sparse.{name}", pieces,
                              SCIPY[name](numbered_blocks, *args, **kwargs),
-                             SCIPY[name](ones_blocks, *args, **kwargs))
+                             SCIPY[name](ones_blocks, *args, **kwargs), droppable=droppable)
 
     return _route(SCIPY[name], stack)
 
