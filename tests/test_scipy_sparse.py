@@ -197,13 +197,15 @@ def test_values_are_scipys_own_while_differentiating():
             == theirs.tobytes()
 
 
-@pytest.mark.parametrize("stack", ["bmat", "hstack", "vstack", "block_diag"])
+@pytest.mark.parametrize("stack", ["bmat", "hstack", "vstack", "block_diag", "kron"])
 def test_a_dense_matrix_s_zeros_stay_out_of_a_stacked_matrix(stack):
-    """csr_matrix(np.diag(d)) stores no zero; stacked (bmat, hstack, ...) its zeros were
-    entries of the result's SciPy values: K.sum() summed them in (another rounding than
-    SciPy's, 1 ulp), K.nnz counted them."""
+    """csr_matrix(np.diag(d)) stores no zero; stacked (bmat, hstack, ..., kron's products) its
+    zeros were entries of the result's SciPy values: K.sum() summed them in (another rounding
+    than SciPy's, 1 ulp), K.nnz counted them."""
     def stacked(d):
         blocks = [csr_matrix(np.diag(d[:9])), csr_matrix(np.ones((9, 9)) * d[9] + np.eye(9))]
+        if stack == "kron":
+            return scipy.sparse.kron(blocks[0][:3, :3], blocks[1], format="csr")
         return (scipy.sparse.bmat([[blocks[0], None], [None, blocks[1]]]) if stack == "bmat"
                 else getattr(scipy.sparse, stack)(blocks))
 

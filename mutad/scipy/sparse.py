@@ -2046,6 +2046,12 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
     if out.format != ones.format:  # bsr: the slots as the conversion lays them out
         in_a, in_b = in_a.asformat(out.format), in_b.asformat(out.format)
     index_a, index_b = (np.rint(m.data).astype(np.intp) for m in (in_a, in_b))
+    if A.layout.droppable is not None or B.layout.droppable is not None:
+        # a product of an entry of a dense matrix: SciPy stores none where that entry is zero
+        out = out.dropping(np.logical_or(*(
+            np.zeros(index.size, bool) if m.layout.droppable is None else np.where(
+                index.reshape(-1) > 0, m.layout.droppable[np.maximum(index.reshape(-1) - 1, 0)],
+                False) for m, index in ((A, index_a), (B, index_b)))))
     return TracedSparse(out, _gather(A.data, index_a) * _gather(B.data, index_b))
 
 
