@@ -1960,9 +1960,9 @@ class _Mode:
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
-        bound = getattr(value, "__self__", None)  # a compiled object's method: lu.solve
-        if isinstance(value, types.BuiltinMethodType) and type(bound) in COMPILED_OBJECTS:
-            return getattr(COMPILED_OBJECTS[type(bound)](bound), value.__name__)
+        if isinstance(value, types.BuiltinMethodType) and \
+                type(value.__self__) in COMPILED_OBJECTS:  # a compiled object's method: lu.solve
+            return getattr(COMPILED_OBJECTS[type(value.__self__)](value.__self__), value.__name__)
         return None
 
     def _route_methods(self):
