@@ -17,6 +17,7 @@ import pytest
 import scipy.integrate
 import scipy.interpolate
 import scipy.linalg
+import scipy.sparse
 from scipy.integrate import (cumulative_simpson, cumulative_trapezoid, nquad, odeint, quad,
                              quad_vec, romb, simpson, solve_ivp, trapezoid)
 
@@ -216,6 +217,26 @@ def test_solve_ivp_args_and_closure_by_finite_differences(method, policy):
     mutad.check_grads(loss, *args, policy=policy, rtol=1e-5)
     if policy == "restore":
         mutad.check_jvp(loss, *args, rtol=1e-5)
+
+
+def test_solve_ivp_closing_over_a_traced_sparse_matrix():
+    """The method of lines with a sparse operator of the parameters (A @ y): the function read
+    a traced sparse matrix from its closure, which was refused as read "neither in args= nor
+    in its closure"."""
+    def loss(d, y0):
+        n = len(d)
+        A = scipy.sparse.diags([np.ones(n - 1), -2.0 - d ** 2, np.ones(n - 1)], [-1, 0, 1],
+                               format="csr")
+        sol = solve_ivp(lambda t, y: A @ y + np.sin(y), (0.0, 1.0), y0, **TIGHT)
+        return sol.y[:, -1] @ np.arange(1.0, n + 1)
+
+    args = (np.array([0.5, 0.2, 0.8, 0.3]), np.array([1.0, -0.5, 0.3, 0.7]))
+    before = [a.tobytes() for a in args]
+    value, _ = mutad.value_and_gradient(loss, *args)
+    assert value == loss(*args)
+    assert [a.tobytes() for a in args] == before
+    mutad.check_grads(loss, *args, rtol=1e-5)
+    mutad.check_jvp(loss, *args, rtol=1e-5)
 
 
 def test_solve_ivp_mutad_name_tuple_closure_and_decreasing_time():

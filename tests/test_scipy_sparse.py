@@ -1257,6 +1257,40 @@ def test_a_factorization_made_before_the_differentiation_solves_traced_right_han
     refuses(lambda b: stepper.lu.solve(b).sum(), B.copy(), match="compiled code .* not Traced")
 
 
+PRECONDITIONED = {
+    "M a sparse matrix of the values": lambda A, k: scipy.sparse.diags(1.0 / A.diagonal()),
+    "M's matvec closing over the traced matrix": lambda A, k:
+        scipy.sparse.linalg.LinearOperator(A.shape, matvec=lambda v: v / A.diagonal()),
+    "M's matvec closing over a traced array": lambda A, k:
+        scipy.sparse.linalg.LinearOperator(A.shape, matvec=lambda v, d=None: v / (2.0 + k[0])),
+    "M a dense array of the values": lambda A, k: np.diag(1.0 / A.diagonal()),
+}
+
+
+@pytest.mark.parametrize("method", ["cg", "gmres", "bicgstab"])
+@pytest.mark.parametrize("name", PRECONDITIONED)
+def test_a_preconditioner_made_of_traced_values(method, name):
+    """A Jacobi preconditioner of the matrix being differentiated (refused as a traced
+    setting, or its matvec's traced result written into SciPy's work array): its numbers
+    precondition the solve, which they do not change, nor its derivative; replays trace."""
+    solver = getattr(scipy.sparse.linalg, method)
+
+    def f(k):
+        A = stiffness(k, "csr")
+        x, info = solver(A, B * k[1], M=PRECONDITIONED[name](A, k), rtol=1e-13, atol=0.0)
+        return np.sum(x ** 2)
+
+    k = K.copy()
+    value, g = mutad.value_and_gradient(f, k)
+    assert value == f(K.copy())  # SciPy's own preconditioned solve
+    assert k.tobytes() == K.tobytes()
+    direct, = mutad.gradient(lambda k: np.sum(spsolve(stiffness(k, "csc"), B * k[1]) ** 2), k)
+    assert np.allclose(g, direct, rtol=1e-8)
+    mutad.check_grads(f, k, order=1, rtol=1e-6)
+    replayed = replays_as_traced(f, [(K * s,) for s in (1.0, 1.2, 0.9)])
+    assert replayed.reasons
+
+
 def test_spilu_of_traced_values_is_refused_outside_a_preconditioner():
     def solved(k):
         return np.sum(scipy.sparse.linalg.spilu(nonsymmetric(k, "csc")).solve(B))

@@ -101,7 +101,7 @@ from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOpe
 from ..engines.arraylike import carries_derivative
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
-from ..core.trees import flatten
+from ..core.trees import REGISTERED, flatten
 from ..core.views import memory, weaken
 from ._adjoints import Value, outside_differentiations, refused_attribute, scipys_value
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
@@ -407,7 +407,8 @@ class _Parameters:
                     held = cell.cell_contents
                 except ValueError:  # a cell not yet filled
                     continue
-                if isinstance(held, Tracer) or (type(held) in (list, tuple, dict)
+                # (a registered structure too: a traced sparse matrix, A @ y)
+                if isinstance(held, Tracer) or (type(held) in (list, tuple, dict, *REGISTERED)
                                                 and any(isinstance(v, Tracer)
                                                         for v in flatten(held)[0])):
                     leaves, rebuild = flatten(held)

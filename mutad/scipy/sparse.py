@@ -2730,25 +2730,57 @@ factorized = _route(SCIPY["factorized"], _factorized)
 spilu = _route(SCIPY["spilu"], _spilu)
 
 
+def _settings(method, options):
+    """The settings of an iterative solve, each constant a traced one holds as its plain value,
+    and the preconditioner ``M`` as its numbers (:func:`_plain_preconditioner`), which a
+    replay cannot keep; another setting that carries a derivative is refused."""
+    what = f"scipy.sparse.linalg.{method}'s settings computed in the function"
+    settled_options = {name: _plain_preconditioner(value, method, what) if name == "M"
+                       else value if carries_derivative(value) else settled(value, what)
+                       for name, value in options.items()}
+    traced = [name for name, value in settled_options.items() if _followed(value)]
+    if traced:
+        _refuse(f"scipy.sparse.linalg.{method} with traced settings ({', '.join(traced)})",
+                "pass them as constants: the solution's derivative is in A and b.")
+    return settled_options
+
+
+def _plain_preconditioner(M, method, what):
+    """A preconditioner made of traced values (``diags(1 / A.diagonal())``, a
+    ``LinearOperator`` whose functions read them from their closures, ``v / d``) on those
+    values' numbers: it changes how fast the solve converges, not its solution nor the
+    solution's derivative."""
+    if isinstance(M, TracedSparse):
+        return M.layout.build(settled(M.data, what))
+    parameters = _operator_parameters(M, method)
+    if parameters is None:
+        return settled(M, what)
+    values = [settled(v, what) for v in parameters.values()]
+
+    def applied(name):
+        def apply(v):
+            with _integrate.outside_differentiations(f"the preconditioner's {name}"), \
+                    _integrate.plain_allocation(), parameters.bound(values):
+                return getattr(M, name)(v)
+        return apply
+
+    return _splinalg.LinearOperator(M.shape, matvec=applied("matvec"),
+                                    rmatvec=applied("rmatvec"), dtype=M.dtype)
+
+
 def _iterative(method):
     def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
         parameters = _operator_parameters(A, method)
         if parameters is not None:
             _dense_rhs(b, method)
-            if _followed(*options.values()):
-                _refuse(f"scipy.sparse.linalg.{method} with traced settings "
-                        f"({', '.join(k for k, v in options.items() if _followed(v))})",
-                        "pass them as constants; the solution's derivative is in A and b.")
+            options = _settings(method, options)
             problem = _OperatorSolve(method, A, parameters, options)
             # (x0, a warm start, has no derivative)
             return _operator_solve(b, x0, *parameters.values(), problem=problem), 0
         if not _followed(A, b, x0):
             return SCIPY[method](A, b, x0, **options)
         _dense_rhs(b, method)
-        if _followed(*options.values()):
-            _refuse(f"scipy.sparse.linalg.{method} with traced settings "
-                    f"({', '.join(k for k, v in options.items() if _followed(v))})",
-                    "pass them as constants; the solution's derivative is in A and b.")
+        options = _settings(method, options)
         if isinstance(A, TracedSparse) or _sparse.issparse(A):
             layout, data = _matrix_of(A, method)
             solver = _Iterative(method, layout, None, options)
