@@ -109,6 +109,13 @@ PRODUCTS = {
     "kron(dense, A)": (lambda k: np.sum((scipy.sparse.kron(np.array([[1.0, 2.0], [0.0, 3.0]]),
                                                            stiffness(k)) @ np.tile(B, 2)) ** 2),
                        K),
+    # kronsum calls SciPy's own kron, which converted the traced values
+    "kronsum(A, T), T of allocated ones": (lambda k: np.sum(scipy.sparse.kronsum(
+        stiffness(k), scipy.sparse.diags([np.ones(2), -2.0 * np.ones(3), np.ones(2)],
+                                         [-1, 0, 1]), format="csr") @ np.ones(3 * N)) ** 2, K),
+    "kronsum(A, A) of arrays, csc": (lambda k: np.sum(scipy.sparse.kronsum(
+        scipy.sparse.csr_array(stiffness(k[:4])), scipy.sparse.csr_array(nonsymmetric(k[:4])),
+        format="csc") @ np.arange(9.0)) ** 2, K),
     "abs(A), A.power(3)": (lambda k: np.sum((abs(nonsymmetric(k)) @ B) ** 2)
                            + np.sum(nonsymmetric(k).power(3) @ B), K),
     "A ** 2 (matrix and array)": (lambda k: np.sum((stiffness(k, "csr") ** 2) @ B)

@@ -174,7 +174,7 @@ from ._adjoints import Value, scipys_value
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
-           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -184,7 +184,7 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
-        "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+        "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array")},
     "laplacian": _csgraph.laplacian}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
@@ -2056,6 +2056,28 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
 
 
 kron = _route(SCIPY["kron"], _kron)
+
+
+def _kronsum(A: Any, B: Any, format: str | None = None) -> Any:
+    """SciPy's ``kronsum``, ``kron(I_m, A) + kron(B, I_n)``, as SciPy writes it, with
+    :func:`_kron` (SciPy's calls its own kron, which would convert traced values)."""
+    if not _followed(A, B):
+        return SCIPY["kronsum"](A, B, format=format)
+    array = any(isinstance(x, _sparse.sparray) or (isinstance(x, TracedSparse) and isinstance(
+        x.layout.template, _sparse.sparray)) for x in (A, B))
+    eye = _sparse.eye_array if array else _sparse.identity
+    shapes = [np.shape(x) for x in (A, B)]
+    for name, shape in zip("AB", shapes):
+        if len(shape) != 2:
+            raise ValueError(f"kronsum requires 2D inputs. `{name}` is {len(shape)}D.")
+        if shape[0] != shape[1]:
+            raise ValueError(f"{name} is not square")
+    left = _kron(eye(shapes[1][0]), A, format="coo")
+    right = _kron(B, eye(shapes[0][0]), format="coo")
+    return (left + right).asformat(format)
+
+
+kronsum = _route(SCIPY["kronsum"], _kronsum)
 
 
 def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
