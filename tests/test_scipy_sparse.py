@@ -856,7 +856,8 @@ def refuses(f, *args, match):
 def test_refusals():
     refuses(lambda k: np.sum(scipy.sparse.csr_array(stiffness(k))[1] @ B), K.copy(),
             match="one dimension")
-    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)[0]), K.copy(), match="np.matrix")
+    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)[None]), K.copy(),
+            match="np.matrix")
     refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy(), match="np.matrix")
     refuses(lambda k: stiffness(k, "csr").max(axis=0), K.copy(), match="max")
     refuses(lambda k: np.sum(stiffness(k, "dia").setdiag(k[:2]) or 0.0), K.copy(),
@@ -2076,6 +2077,16 @@ MATRIX_SUMS = {
     "sum(axis=-1) + 1": lambda k: (stiffness(k, "coo").sum(axis=-1) + 1.0).A,
     "mean(axis=0)": lambda k: stiffness(k, "csr").mean(axis=0).A1,
     "an entry": lambda k: stiffness(k, "csr").sum(axis=0)[0, 2],
+    "a row, np.sum of it": lambda k: np.sum(stiffness(k, "csr").sum(axis=0)[0]),
+    # todense() of an spmatrix, SciPy's np.matrix (it was refused: "call toarray()")
+    "todense().A1": lambda k: nonsymmetric(k).todense().A1,
+    "np.asarray(todense())": lambda k: np.asarray(stiffness(k, "csc").todense()),
+    "todense() @ b (a row matrix)": lambda k: (nonsymmetric(k).todense() @ B).A1,
+    "todense()[1] (a row)": lambda k: nonsymmetric(k).todense()[1].A,
+    "todense()[:, 2] (a column)": lambda k: nonsymmetric(k).todense()[:, 2].A,
+    "todense()[1:3, [0, 2]]": lambda k: nonsymmetric(k).todense()[1:3, [0, 2]].A,
+    "todense().T * b[:, None] (a product)": lambda k: (nonsymmetric(k).todense().T
+                                                      * B[:, None]).A1,
     "lil": lambda k: (lambda a: (a.__setitem__((0, 1), k[0]), a.sum(axis=0).A1)[1])(
         scipy.sparse.lil_matrix((3, 3))),
 }

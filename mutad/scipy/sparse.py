@@ -959,7 +959,7 @@ def _as_matrix_rows(x):
 
 
 class TracedMatrix:
-    """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``) of traced values: a traced
+    """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
     (``*`` is the matrix product, ``.sum(axis)`` keeps two dimensions, ``.A``, ``.A1``), and
     refuses what it does not follow. ``np.asarray(m)`` and ``m.A`` are the traced array; NumPy's
@@ -1024,11 +1024,22 @@ class TracedMatrix:
         return TracedMatrix(np.sum(self.array, axis=axis, keepdims=True))
 
     def __getitem__(self, key):
-        if type(key) is tuple and len(key) == 2 and all(
-                isinstance(k, (int, np.integer)) for k in key):
-            return self.array[key]
-        _refuse("indexing an np.matrix of traced values (a scipy.sparse matrix's sum(axis)) "
-                "other than by one entry m[i, j]", "take its array first: m.A[...] or m.A1[...].")
+        """``np.matrix``'s indexing: an entry, or a matrix (a row where one index is left,
+        a column ``m[:, j]``), for integers, slices and integer lists."""
+        keys = key if type(key) is tuple else (key,)
+        if len(keys) > 2 or not all(isinstance(k, (int, np.integer, slice)) or (
+                isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
+                and np.ndim(k) == 1) for k in keys):
+            _refuse("indexing an np.matrix of traced values (a scipy.sparse matrix's sum(axis) "
+                    "or todense()) other than by integers, slices and integer lists",
+                    "take its array first: m.A[...] or m.A1[...].")
+        out = self.array[key]
+        if np.ndim(out) == 0:
+            return out
+        if np.ndim(out) == 1:  # as np.matrix: a column where the second index is a number
+            column = len(keys) > 1 and isinstance(keys[1], (int, np.integer))
+            return TracedMatrix(np.reshape(out, (-1, 1) if column else (1, -1)))
+        return TracedMatrix(out)
 
     def _elementwise(self, other, operation):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -1080,17 +1091,17 @@ class TracedMatrix:
         if name.startswith("__"):
             raise AttributeError(name)
         _refuse(f"m.{name} of an np.matrix of traced values (a scipy.sparse matrix's "
-                "sum(axis))", "mutad follows its sum, T, A, A1, copy, ravel, indexing by one "
-                "entry and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
+                "sum(axis) or todense())", "mutad follows its sum, T, A, A1, copy, ravel, "
+                "indexing and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
 
     def __pow__(self, other):
-        _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis): "
-                "a matrix power)", "take its array first (m.A ** k, elementwise) or write "
+        _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis) "
+                "or todense(): a matrix power)", "take its array first (m.A ** k, elementwise) or write "
                 "the products.")
 
     def __array__(self, dtype=None, copy=None):
-        _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis)) converted "
-                "to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
+        _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis) or "
+                "todense()) converted to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
                 "m.A, m.A1 (traced arrays).")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1106,7 +1117,8 @@ class TracedMatrix:
                 set(kwargs) <= {"axis"}:
             return self.sum(kwargs.get("axis", args[1] if len(args) > 1 else None))
         _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse "
-                "matrix's sum(axis))", "take its array first: np.asarray(m), m.A or m.A1.")
+                "matrix's sum(axis) or todense())", "take its array first: np.asarray(m), m.A "
+                "or m.A1.")
 
     def __repr__(self):
         return f"<traced matrix of shape {self.shape}>"
@@ -1461,9 +1473,11 @@ class TracedSparse:
         return dense
 
     def todense(self, order: str | None = None, out: None = None) -> Any:
-        if isinstance(self.layout.template, _sparse.spmatrix):
-            _refuse("todense() of a scipy.sparse matrix (spmatrix) with traced values",
-                    "np.matrix has no traced form: call toarray().")
+        if isinstance(self.layout.template, _sparse.spmatrix):  # SciPy's np.matrix
+            if out is not None:
+                _refuse("todense(out=...) of a scipy.sparse matrix with traced values",
+                        "use the matrix it returns.")
+            return TracedMatrix(self.toarray(order))
         return self.toarray(order, out)
 
     # reductions --------------------------------------------------------------------------
