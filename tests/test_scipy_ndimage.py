@@ -351,12 +351,44 @@ def test_affine_transform_in_its_matrix_and_offset(name, image):
 
 
 def test_interpolation_refusals(image):
-    with pytest.raises(UnsupportedOperationError, match="order=1"):
-        mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c).sum(), COORDINATES)
+    with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
+        mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c, mode="wrap").sum(),
+                       COORDINATES)
     with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
         mutad.gradient(lambda s: scipy.ndimage.shift(image, s, order=1, mode="wrap").sum(), 0.5)
-    with pytest.raises(UnsupportedOperationError, match="order=1"):
-        mutad.gradient(lambda m: scipy.ndimage.affine_transform(image, m).sum(), np.eye(2))
+    with pytest.raises(UnsupportedOperationError, match="mode='grid-constant'"):
+        mutad.gradient(lambda m: scipy.ndimage.affine_transform(
+            image, m, mode="grid-constant", cval=1.0).sum(), np.eye(2))
+
+
+@pytest.mark.parametrize("order, mode", [(3, "constant"), (3, "nearest"), (3, "mirror"),
+                                         (0, "constant"), (2, "reflect"), (2, "grid-mirror"),
+                                         (4, "grid-wrap"), (5, "grid-constant")])
+def test_spline_interpolation_in_its_coordinates(order, mode, rng):
+    """Registration with SciPy's default cubic splines (order=3, mode='constant'): only order
+    1 was differentiated in the coordinates. Between knots each weight is a polynomial in the
+    coordinate, differentiated through SciPy's own weights; points near and beyond the edges,
+    the shift and an affine map's matrix, to second order."""
+    image = rng.normal(size=(5, 6))
+    coordinates = np.stack([rng.uniform(-1.5, 5.5, 8), rng.uniform(-1.5, 6.5, 8)])
+
+    def f(c, x, s):
+        return (weighted(scipy.ndimage.map_coordinates(x, c, order=order, mode=mode))
+                + weighted(scipy.ndimage.shift(x, s, order=order, mode=mode)))
+
+    def rotated(t, x):
+        rotation = np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
+        return weighted(scipy.ndimage.affine_transform(x, rotation, offset=(0.3, -0.2),
+                                                       order=order, mode=mode))
+
+    args = (coordinates, image, np.array([0.3, -1.7]))
+    assert mutad.value_and_grad(f, argnums=(0, 1, 2))(*args)[0] == f(*args)
+    mutad.check_grads(f, *args, order=2 if order == 3 else 1)
+    mutad.check_jvp(f, *args)
+    replays_as_traced(f, [args, (coordinates * 0.9, image, args[2] + 0.4)], argnums=(0, 1, 2))
+    assert mutad.value_and_grad(rotated, argnums=(0, 1))(0.2, image)[0] == rotated(0.2, image)
+    mutad.check_grads(rotated, 0.2, image)
+    mutad.check_jvp(rotated, 0.2, image)
 
 
 def test_the_zoom_enters_through_the_output_shape_alone(image):

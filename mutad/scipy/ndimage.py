@@ -988,48 +988,81 @@ _WITHOUT_CONSTANT = ("nearest", "grid-wrap", "reflect", "grid-mirror", "mirror")
 
 
 def _traced_coordinates(name, order, mode, cval, what="coordinates"):
-    """Refuse differentiated coordinates but at order 1 with a mode without a constant, or
-    'constant' (the constant beyond the edges, not interpolated), or 'grid-constant' with
-    cval 0."""
+    """Refuse differentiated coordinates but with a mode whose interpolation is a polynomial
+    in the coordinate between knots (``_coordinate_weights``): not 'wrap' (its period n - 1
+    joins the image's ends at a seam), nor 'grid-constant' with a cval other than 0."""
     _constant(cval, "cval", name)
-    if order != 1 or mode not in (*_WITHOUT_CONSTANT, "constant", "grid-constant") or (
+    if order not in range(6) or mode not in (*_WITHOUT_CONSTANT, "constant",
+                                             "grid-constant") or (
             mode == "grid-constant" and np.any(np.asarray(cval) != 0)):
         raise UnsupportedOperationError(
-            f"scipy.ndimage.{name} with differentiated {what}: mutad differentiates "
-            "order=1 (linear interpolation, piecewise linear in the coordinates) with a mode "
-            f"in {(*_WITHOUT_CONSTANT, 'constant')} (or 'grid-constant' with cval=0), not "
-            f"order={order}, mode={mode!r}.")
+            f"scipy.ndimage.{name} with differentiated {what}: mutad differentiates orders "
+            f"0 to 5 with a mode in {(*_WITHOUT_CONSTANT, 'constant')} (or 'grid-constant' "
+            f"with cval=0), not order={order}, mode={mode!r}.")
 
 
 def _map_traced(input, coordinates, order, mode, cval, prefilter, dtype):
-    """``map_coordinates`` with traced coordinates: order 1 (``_traced_coordinates``)."""
+    """``map_coordinates`` with traced coordinates (``_traced_coordinates``)."""
     _traced_coordinates("map_coordinates", order, mode, cval)
     return _map(input, coordinates, cval, order, mode, prefilter, dtype)
 
 
-def _coordinate_weights(coordinates, shape, mode, prefilter):
-    """At each point, per axis: the weights of linear interpolation at its coordinate, and
-    their derivative in it, W(f + 1) - W(f) with f the coordinate's floor (SciPy's weights at
-    whole coordinates, which pick elements): constant between whole coordinates."""
+def _coordinate_weights(coordinates, shape, order, mode, prefilter):
+    """At each point, per axis: SciPy's interpolation weights at its coordinate, and their
+    derivative in it. Between knots (whole coordinates for odd orders, half-way between them
+    for even ones) each weight is a polynomial of degree ``order`` in the coordinate (SciPy's
+    B-spline, its prefilter and the mode's extension are linear), so its derivative is that of
+    the polynomial through SciPy's weights at ``order + 1`` points of the interval (at order
+    1, W(f + 1) - W(f)). With mode 'constant' the interval is cut to the image's extent
+    [0, n - 1], beyond which the constant is not interpolated: flat there. Decided from the
+    coordinates as they are."""
     weights, slopes = [], []
     for c, n in zip(coordinates, shape, strict=True):
         c = np.ravel(c)
         at = lambda where: _responses(lambda unit: _ndimage.map_coordinates(  # noqa: E731
-            unit, where[None], None, 1, mode, 0.0, prefilter), n).reshape(-1, n)
-        floor = np.floor(c)
+            unit, where[None], None, order, mode, 0.0, prefilter), n).reshape(-1, n)
         weights.append(at(c))
-        slope = at(floor + 1.0) - at(floor)
-        if mode == "constant":  # the constant beyond the edges, not interpolated: flat there
-            slope = np.where(((floor >= 0) & (floor + 1.0 <= n - 1))[:, None], slope, 0.0)
+        lo = np.floor(c) if order % 2 else np.floor(c + 0.5) - 0.5
+        hi = lo + 1.0
+        if mode == "constant":
+            lo, hi = np.maximum(lo, 0.0), np.minimum(hi, n - 1.0)
+        nodes = [lo + (hi - lo) * (j / order) for j in range(order + 1)] if order else []
+        slope = np.zeros((c.size, n))
+        with np.errstate(invalid="ignore"):  # (an interval cut to nothing: flat, below)
+            for node, derivative in zip(nodes, _lagrange_slopes(nodes, c)):
+                slope = slope + derivative[:, None] * at(node)
+        if mode == "constant":
+            slope = np.where(((c >= lo) & (c <= hi) & (hi > lo))[:, None], slope, 0.0)
         slopes.append(slope)
     return weights, slopes
+
+
+def _lagrange_slopes(nodes, c):
+    """The derivative at ``c`` of each Lagrange basis polynomial of ``nodes`` (arrays of the
+    points' nodes): for node j, the sum over m of 1 / (x_j - x_m) times the product of
+    (c - x_l) / (x_j - x_l) over the other l (for two nodes, -1 / h and 1 / h)."""
+    slopes = []
+    for j, xj in enumerate(nodes):
+        total = 0.0
+        for m, xm in enumerate(nodes):
+            if m == j:
+                continue
+            with np.errstate(divide="ignore", invalid="ignore"):  # (an interval cut to nothing)
+                term = 1.0 / (xj - xm)
+                for l, xl in enumerate(nodes):
+                    if l != j and l != m:
+                        term = term * (c - xl) / (xj - xl)
+            total = total + term
+        slopes.append(total)
+    return slopes
 
 
 @_map.rule
 def _map_rule(input, coordinates, cval, order, mode, prefilter, dtype):
     y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
     # Decided now, from the coordinates as they are: which interval each one lies in.
-    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), order, mode,
+                                          prefilter)
 
     def back(dy):
         dinput = _transpose_points(weights, dy)
@@ -1043,7 +1076,8 @@ def _map_rule(input, coordinates, cval, order, mode, prefilter, dtype):
 @_map.jvp_rule
 def _map_jvp(tangents, input, coordinates, cval, order, mode, prefilter, dtype):
     y = _map(input, coordinates, cval, order, mode, prefilter, dtype)
-    weights, slopes = _coordinate_weights(coordinates, np.shape(input), mode, prefilter)
+    weights, slopes = _coordinate_weights(coordinates, np.shape(input), order, mode,
+                                          prefilter)
     dinput, dcoordinates = (tuple(tangents) + (None, None))[:2]
     parts = [] if dinput is None else [_apply_points(weights, dinput, np.shape(y))]
     if dcoordinates is not None:
@@ -1076,8 +1110,8 @@ def _shift_rule(input, shifts, cval, order, mode, prefilter, dtype):
     # shift's the negated sum of the coordinates'.
     y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
     shape = np.shape(input)
-    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
-                                          prefilter)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, order,
+                                          mode, prefilter)
 
     def back(dy):
         along = _slopes_applied(weights, slopes, input, shape)
@@ -1091,8 +1125,8 @@ def _shift_rule(input, shifts, cval, order, mode, prefilter, dtype):
 def _shift_jvp(tangents, input, shifts, cval, order, mode, prefilter, dtype):
     y = _shift(input, shifts, cval, order, mode, prefilter, dtype)
     shape = np.shape(input)
-    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, mode,
-                                          prefilter)
+    weights, slopes = _coordinate_weights(_shift_coordinates(shape, shifts), shape, order,
+                                          mode, prefilter)
     dinput, dshifts = (tuple(tangents) + (None, None))[:2]
     parts = [] if dinput is None else [_apply_points(weights, dinput, shape)]
     if dshifts is not None:
@@ -1140,13 +1174,13 @@ def _affine_parts(matrix, offset, ndim):
     return linear, offset, cotangents, tangents
 
 
-def _affine_geometry(input, matrix, offset, output_shape, mode, prefilter):
+def _affine_geometry(input, matrix, offset, output_shape, order, mode, prefilter):
     """The output grid, the linear part and offset, and each output's interpolation weights
     and slopes at its coordinates ``linear @ grid + offset``."""
     linear, shifts, cotangents, tangents = _affine_parts(matrix, offset, np.ndim(input))
     grid = np.indices(output_shape, dtype=np.float64).reshape(len(output_shape), -1)
     weights, slopes = _coordinate_weights(list(linear @ grid + shifts[:, None]),
-                                          np.shape(input), mode, prefilter)
+                                          np.shape(input), order, mode, prefilter)
     return grid, weights, slopes, cotangents, tangents
 
 
@@ -1157,7 +1191,8 @@ def _affine_rule(input, matrix, offset, output_shape, cval, order, mode, prefilt
     # for the offset.
     y = _affine(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype)
     grid, weights, slopes, cotangents, _ = _affine_geometry(input, matrix, offset,
-                                                            output_shape, mode, prefilter)
+                                                            output_shape, order, mode,
+                                                            prefilter)
 
     def back(dy):
         along = np.stack([np.ravel(dy * part) for part in _slopes_applied(
@@ -1173,7 +1208,7 @@ def _affine_jvp(tangents, input, matrix, offset, output_shape, cval, order, mode
                 dtype):
     y = _affine(input, matrix, offset, output_shape, cval, order, mode, prefilter, dtype)
     grid, weights, slopes, _, split = _affine_geometry(input, matrix, offset, output_shape,
-                                                       mode, prefilter)
+                                                       order, mode, prefilter)
     dinput, dmatrix, doffset = (tuple(tangents) + (None, None, None))[:3]
     dlinear, dshifts = split(dmatrix, doffset)
     parts = [] if dinput is None else [_apply_points(weights, dinput, output_shape)]
