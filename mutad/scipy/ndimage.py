@@ -834,6 +834,8 @@ def affine_transform(input, matrix, offset=0.0, output_shape=None, output=None, 
     matrix, offset = lists_as_arrays([matrix, offset])
     if carries_derivative(matrix) or carries_derivative(offset):
         _traced_coordinates("affine_transform", order, mode, cval, "matrix or offset")
+        if order == 0 and np.ndim(matrix) == 2:  # (SciPy's refusal for a constant matrix)
+            _affine_coordinates(np.eye(2), 0.0, (1, 1), 2, "affine_transform", order)
         _apart("affine_transform", input, output, order, prefilter)
         dtype = _dtype(output, input, "affine_transform", output_shape)
         return _deliver(_affine(input, matrix, offset, output_shape, cval, order, mode,
@@ -859,6 +861,14 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
            cval=0.0, prefilter=True):
     # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
     # about its centre, every other axis as it is.
+    if carries_derivative(angle) and 0 <= order <= 5:
+        if np.ndim(input) != 2:
+            raise UnsupportedOperationError(
+                f"scipy.ndimage.rotate of a {np.ndim(input)}-d array by a differentiated "
+                "angle: mutad differentiates the angle of a 2-d image's rotation; rotate "
+                "each plane (a 2-d image) and stack them.")
+        return _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval,
+                                          prefilter)
     angle, = _settings("rotate", order, (angle, "the angle"))
     ndim = np.ndim(input)
     plane = sorted(a % ndim for a in axes)
@@ -886,6 +896,26 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
     return _interpolated(_ndimage.rotate, "rotate", input, output, output_shape, weights,
                          dict(angle=angle, axes=axes, reshape=reshape, order=order, mode=mode,
                               prefilter=prefilter), cval)
+
+
+def _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval, prefilter):
+    """``rotate`` of an image by a differentiated angle: SciPy's own steps (an image's
+    rotation is ``affine_transform`` by its matrix and the offset that keeps the centre),
+    which differentiate in the angle through the matrix and the offset; the output's shape,
+    whole numbers, is constant in it."""
+    c, s = _special.cosdg(angle), _special.sindg(angle)
+    rotation = np.stack([np.stack([c, s]), np.stack([-s, c])])
+    in_plane = np.asarray(np.shape(input))
+    if reshape:
+        iy, ix = in_plane
+        plain = np.asarray(settled(rotation, "the output shape of scipy.ndimage.rotate"))
+        bounds = plain @ [[0, 0, iy, iy], [0, ix, 0, ix]]
+        out_plane = (np.ptp(bounds, axis=1) + 0.5).astype(int)
+    else:
+        out_plane = in_plane
+    offset = (in_plane - 1) / 2 - rotation @ ((out_plane - 1) / 2)
+    return affine_transform(input, rotation, offset, tuple(int(n) for n in out_plane), output,
+                            order, mode, cval, prefilter)
 
 
 @stands_in_for(_ndimage.map_coordinates)
