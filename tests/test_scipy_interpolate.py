@@ -80,6 +80,11 @@ FORMS = {
     "make_lsq_spline weighted k=2 derivative": lambda y, q: make_lsq_spline(
         X, y, LSQ_KNOTS_2, k=2, w=np.linspace(1.0, 2.0, 7)).derivative()(q),
     "make_lsq_spline 2-d": lambda y, q: make_lsq_spline(X, np.stack([y, y * y], 1), LSQ_KNOTS)(q),
+    # linear in y with lam given (it was refused as a smoothing fit of FITPACK's)
+    "make_smoothing_spline lam": lambda y, q: scipy.interpolate.make_smoothing_spline(
+        X, y, lam=1e-2)(q),
+    "make_smoothing_spline w, 2-d derivative": lambda y, q: scipy.interpolate.make_smoothing_spline(
+        X, np.stack([y, y * y]), w=np.linspace(1.0, 2.0, 7), lam=0.1, axis=1).derivative()(q),
     "CubicHermiteSpline": lambda y, q: CubicHermiteSpline(X, y, np.cos(y))(q),
     "BSpline": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3], y[:6], 2)(q),
     "BSpline derivative": lambda y, q: BSpline(np.r_[[0.0] * 3, X[1:-1:2], [3.6] * 3],
@@ -477,6 +482,7 @@ SMOOTHING = {
         x, y)(1.5),
     "LSQUnivariateSpline": lambda x, y: scipy.interpolate.LSQUnivariateSpline(x, y, [2.5])(1.5),
     "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
+    # (lam=None: SciPy's generalized cross-validation chooses lam from y)
     "splrep": lambda x, y: scipy.interpolate.splrep(x, y, s=0.5)[1].sum(),
 }
 

@@ -530,6 +530,21 @@ class _LsqSpline(_OneDimensional):
         return self.basis_of(_LsqSpline(self.x, self.t, self.k, self.w, 0, self.method))
 
 
+class _SmoothingSpline(_OneDimensional):
+    """``make_smoothing_spline``'s B-spline of a given ``lam``: the penalised least-squares
+    fit on the knots x, c = (Bᵀ W B + lam Ω)⁻¹ Bᵀ W y, linear in y."""
+
+    def __init__(self, x, w, lam, axis):
+        self.x, self.w, self.lam, self.axis = x, w, lam, axis
+
+    def build(self, data):
+        return _interpolate.make_smoothing_spline(self.x, data[0], self.w, self.lam,
+                                                  axis=self.axis)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_SmoothingSpline(self.x, self.w, self.lam, 0))
+
+
 class _BSpline(_OneDimensional):
     """``BSpline(t, c, k)``: linear in its coefficients ``c``."""
 
@@ -1809,7 +1824,25 @@ def _smoothing_refusal(scipy_function):
 _univariate_spline = _smoothing_refusal(_interpolate.UnivariateSpline)
 _interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUnivariateSpline)
 _lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
-_make_smoothing_spline = _smoothing_refusal(_interpolate.make_smoothing_spline)
+
+
+@_route(_interpolate.make_smoothing_spline)
+def make_smoothing_spline(x: Any, y: Any, w: Any = None, lam: Any = None, *,
+                          axis: int = 0) -> Any:
+    """Linear in y where ``lam`` is given; with ``lam=None`` SciPy chooses it from y by
+    generalized cross-validation, whose derivative mutad does not compute: refused."""
+    if not _traced((x, y, w, lam)):
+        return _interpolate.make_smoothing_spline(x, y, w, lam, axis=axis)
+    if lam is None or _traced((x, w, lam)):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.make_smoothing_spline is differentiated in y alone, with lam "
+            "given and x, w and lam constant: with lam=None SciPy chooses lam from y by "
+            "generalized cross-validation, which mutad does not differentiate. Pass lam (the "
+            "value SciPy chose for the plain data, say), interpolate with make_interp_spline, "
+            "or pass mutad.stop_gradient(y) where no gradient should flow.")
+    spec = _SmoothingSpline(_plain_copy(x), None if w is None else _plain_copy(w), lam, axis)
+    spec.value((np.zeros(np.shape(y)),), spec.x[:1], 0)  # SciPy's errors, on the settings
+    return _TracedInterpolant("make_smoothing_spline", spec, (np.copy(y),), x=spec.x)
 
 
 # splrep at s = 0 interpolates: FITPACK's knots are then those of x alone, and the coefficients
