@@ -379,9 +379,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
             recomputation.give_recipe(record, 0, buffer, None)
         if plan.uses_y:
             read[-1] = recomputation.hold(buffer, y)
-    where = tape.caller(skip)  # (``ReverseTape.record``)
-    if where is not None:
-        record.where = tape.lines.setdefault(where, where)
+    record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     tape.fold()
     tape.records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)

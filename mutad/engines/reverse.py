@@ -70,7 +70,7 @@ class ReverseTape(Tape):
         self.recomputation = Recomputation(memory) if outer is None and recomputes else None
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
-        self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)
+        self.lines = {}  # each ``where`` its records name, one tuple for all (``caller``)
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
         self.heard = None  # while a replay records: where its reverse pass lists its warnings
@@ -120,8 +120,7 @@ class ReverseTape(Tape):
         included, are mutad's on every path to it (``debug.SKIPPED``)."""
         if self.recorder is not None and self.recorder.ready:
             self.recorder.outside(f"{record.primitive!r}")
-        where = self.caller(skip)
-        record.where = where if where is None else self.lines.setdefault(where, where)
+        record.where = self.caller(skip, self.lines)
         self.fold()
         self.records.append(record)
         errors = ERRORS.get()
