@@ -233,7 +233,8 @@ def _operations_on_arrays(a, b):
     """Operators and one-operand ufuncs on each kind of operand the dispatch's short paths
     (``tracing._fast_operator``, ``__array_ufunc__``'s one operand) take or leave to the general
     path: Python floats, ints and bools on either side, NumPy's float64 scalar, traced arrays,
-    constants of the tape (float and integer), plain arrays, 0-d arrays on either side, views
+    constants of the tape (float and integer), plain arrays, 0-d arrays on either side (real
+    and complex: NumPy's scalar math rounds complex products otherwise), views
     (strided, reversed, transposed: a result in Fortran's order), broadcasting, an array
     twice, float32 and complex operands (promotion), products (``@``), a division by zero
     under ``np.errstate``, and ``out=`` and ``where=``. Each on a line of its own: the records
@@ -247,7 +248,9 @@ def _operations_on_arrays(a, b):
     w = a + 1j * b
     t = [a * 2.0, 2.0 * a, a - 1, 1 - a, a / 3, 3 / a, a + b, a * b, b - a, a / b,
          a + True, a * np.float64(2.0), a * c, c * a, a * z, z * a, z * 2.0, a * n, n - a,
-         a0 * 2.0, a * a0, a0 * a, a0 - a0,
+         a0 * 2.0, a * a0, a0 * a, a0 - a0, 3 - a0, a0 / 3, a0 * a0, a0 % 0.7, 2.0 * a0,
+         w[0] * 2.0, 2.0 * w[0], w[0] * w[1], a0 * w[0], w[0] - a0, w[0] * w, a0 / w[1],
+         a32[1] * 2.0, a32[1] + a0, 1.5 * a32[2],
          a[1:] * b[:2], a[::-1] + 1.0, m.T * 2.0, m.T - m, m * a, a[:, None] * b,
          a * a, m[0] * m[:, 0], a % 1.5, a // 2.0, a ** 2, 2.0 ** a, a @ b, m @ a,
          a32 * 0.1, a32 * a, 1 + a32, a32 / a32,

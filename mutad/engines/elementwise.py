@@ -312,7 +312,9 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
             # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
             # dot product of both is finite: ``products.unmasked``); else it is asked
             suggested = out = dy if i == last else np.empty_like(dy)
-            if i == last and not writable(dy):  # (an empty_like is its own memory: writable)
+            # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
+            # both callers found writeable)
+            if i == last and dy.base is not None and not writable(dy):
                 out = None
             kind = type(partial)  # (the partials' own calls, made here: one call fewer)
             if kind is Operand:

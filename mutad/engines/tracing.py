@@ -244,27 +244,32 @@ def install_dispatch(cls, methods):
 
 def _fast_operator(ufunc, general, reflected):
     """The operator ``general`` (``install_operators``'), first taking the common case in
-    one call: an array of the tape's own with elements, not standing for a Python number,
-    beside a Python float or int or another such array, on a tape that no replay records
-    and no other differentiation encloses. There what ``general`` asks has one answer (no
-    operand takes the operation over or belongs to another level, the result has elements,
-    so no scalar math puts it right, and it is not weak), and ``apply_ufunc`` would take
-    ``operations.fast_ufunc``: it is called at once."""
+    one call: an array of the tape's own that does not stand for a Python number, beside a
+    Python float or int or another such array, on a tape that no replay records and no other
+    differentiation encloses, where the result has elements or no operand is complex. There
+    what ``general`` asks has one answer (no operand takes the operation over or belongs to
+    another level, no scalar math or Python arithmetic puts the result right: they do only
+    for complex scalars, ``arraylike._operator``, and it is not weak), and ``apply_ufunc``
+    would take ``operations.fast_ufunc``: it is called at once."""
 
     def method(self, other):
         value, buffer, tape = self.value, self.buffer, self.tape
-        if type(value) is np.ndarray and value.ndim and not buffer.weak \
-                and tape.recorder is None and tape.outer is None:
+        if type(value) is np.ndarray and not buffer.weak and tape.recorder is None \
+                and tape.outer is None:
             kind = type(other)
             if kind is float or kind is int:
                 operand, traced = other, 0
+                scalar = not value.ndim and value.dtype.kind == "c"
             elif kind is Traced and other.tape is tape and not other.buffer.weak \
                     and type(other.value) is np.ndarray:
                 operand, traced = other.value, 0 if other.buffer.constant else 1
+                scalar = not value.ndim and not operand.ndim and (
+                    value.dtype.kind == "c" or operand.dtype.kind == "c")
             else:
                 return general(self, other)
             mine = 0 if buffer.constant else 1
-            if mine or traced:  # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
+            if (mine or traced) and not scalar:
+                # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
                 if reflected:
                     yt = fast_ufunc(ufunc, (other, self), tape, [operand, value],
                                     traced | mine << 1, SKIPPED - 1)
