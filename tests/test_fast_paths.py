@@ -1,8 +1,8 @@
-"""The traced engine's fast paths (``operations._fast_ufunc``, ``operations._fast_function``,
-``operations.assign`` of one element) do what its general path does: the same records, the same gradients bit for bit, the caller's
-arrays back bit for bit, on programs whose operands change the paths' decisions (every
-operand traced or not, real or complex, float32, a view or a whole array, one loop's step
-after another)."""
+"""The traced engine's fast paths (``operations.fast_ufunc``, the dispatch's calls of it,
+``operations._fast_function``, ``operations.assign`` of one element) do what its general path
+does: the same records, the same gradients bit for bit, the caller's arrays back bit for bit,
+on programs whose operands change the paths' decisions (every operand traced or not, real or
+complex, float32, a view or a whole array, one loop's step after another)."""
 
 import types
 
@@ -229,7 +229,50 @@ def _values_written(a, b):
     return np.sum(z * z) + np.sum(a * b)
 
 
+def _operations_on_arrays(a, b):
+    """Operators and one-operand ufuncs on each kind of operand the dispatch's short paths
+    (``tracing._fast_operator``, ``__array_ufunc__``'s one operand) take or leave to the general
+    path: Python floats, ints and bools on either side, NumPy's float64 scalar, traced arrays,
+    constants of the tape (float and integer), plain arrays, 0-d arrays on either side (real
+    and complex: NumPy's scalar math rounds complex products otherwise), views
+    (strided, reversed, transposed: a result in Fortran's order), broadcasting, an array
+    twice, float32 and complex operands (promotion), products (``@``), a division by zero
+    under ``np.errstate``, and ``out=`` and ``where=``. Each on a line of its own: the records
+    name the lines."""
+    c = np.linspace(0.5, 1.5, 3)  # a plain array
+    z = np.zeros(3) + 1.5  # a constant of the tape
+    n = np.zeros(3, int) + 2  # an integer one
+    a0 = a[0]  # 0-d
+    m = np.outer(a, b)
+    a32 = a.astype(np.float32)
+    w = a + 1j * b
+    t = [a * 2.0, 2.0 * a, a - 1, 1 - a, a / 3, 3 / a, a + b, a * b, b - a, a / b,
+         a + True, a * np.float64(2.0), a * c, c * a, a * z, z * a, z * 2.0, a * n, n - a,
+         a0 * 2.0, a * a0, a0 * a, a0 - a0, 3 - a0, a0 / 3, a0 * a0, a0 % 0.7, 2.0 * a0,
+         w[0] * 2.0, 2.0 * w[0], w[0] * w[1], a0 * w[0], w[0] - a0, w[0] * w, a0 / w[1],
+         a32[1] * 2.0, a32[1] + a0, 1.5 * a32[2],
+         a[1:] * b[:2], a[::-1] + 1.0, m.T * 2.0, m.T - m, m * a, a[:, None] * b,
+         a * a, m[0] * m[:, 0], a % 1.5, a // 2.0, a ** 2, 2.0 ** a, a @ b, m @ a,
+         a32 * 0.1, a32 * a, 1 + a32, a32 / a32,
+         w * 2.0, w * a, a - w, w * w,
+         np.sin(a), np.sin(a[1:]), np.sin(a0), np.sqrt(a32 * a32), np.exp(w), np.sin(z),
+         np.cos(m.T), np.tanh(m[:, 1])]
+    with np.errstate(divide="ignore"):
+        infinite = a / (b - b)  # (no gradient reaches it: its partials would be infinite)
+    t.append(np.isinf(infinite) * 1.0)
+    out = np.zeros(3)
+    np.multiply(a, 2.0, out=out)
+    t.append(out)
+    t.append(np.add(a, b, where=b > 0, out=np.ones(3)))
+    total = 0.0
+    for v in t:
+        total = total + np.sum(np.real(v * np.conj(v)))
+    return total
+
+
 PROGRAMS = {
+    "operations": (_operations_on_arrays, lambda rng: (rng.standard_normal(3),
+                                                       rng.standard_normal(3))),
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
     "cholesky": (_cholesky_in_place, lambda rng: (
         (lambda r: r @ r.T + 6 * np.eye(6))(rng.standard_normal((6, 6))),)),
@@ -334,6 +377,41 @@ def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name,
     monkeypatch.setattr(operations, "record_element_write", counted)
     mutad.check_grads(f, *args)
     assert pattern in patterns
+
+
+def test_operators_and_functions_of_one_array_take_the_dispatchs_short_paths(monkeypatch):
+    taken = []
+    fast_ufunc = tracing.fast_ufunc
+
+    def counted(ufunc, *arguments):
+        taken.append(ufunc)
+        return fast_ufunc(ufunc, *arguments)
+
+    monkeypatch.setattr(tracing, "fast_ufunc", counted)
+
+    def f(a, b):
+        return np.sum(np.sin(a) * 2.0 + 1.5 * (a - b) + np.tanh(a) / 3 - a @ b)
+
+    mutad.check_grads(f, np.linspace(0.5, 1.5, 4), np.linspace(-1.0, 1.0, 4))
+    assert {np.sin, np.tanh, np.multiply, np.subtract, np.true_divide, np.matmul} <= set(taken)
+
+
+def test_operations_on_python_numbers_give_the_general_paths_gradients(monkeypatch):
+    """A float argument stands for a Python number (weak): operators on it and on arrays, and
+    functions of it, take the general path, with the arrays' own beside them."""
+
+    def f(a, k, n):
+        y = a * k + k * a + np.sin(k) * a + a * (k * k) - a / k + a * n + n * a + np.sin(k * a)
+        return np.sum(y * y) + k * k
+
+    args = (np.linspace(0.5, 1.5, 3), 0.7, 3)
+    fast = mutad.value_and_grad(f, argnums=(0, 1))(*args)
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        general = mutad.value_and_grad(f, argnums=(0, 1))(*args)
+    assert fast[0] == general[0]
+    assert np.array_equal(fast[1][0], general[1][0]) and fast[1][1] == general[1][1]
+    assert type(fast[1][1]) is type(general[1][1])
 
 
 def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_path(

@@ -85,10 +85,11 @@ made by a function that only the engine's internal functions call (``apply_ufunc
 entry point) may skip one more."""
 
 
-def caller(skip=SKIPPED):
+def caller(skip=SKIPPED, lines=None):
     """``(code, offset)`` of the innermost frame outside mutad, NumPy and SciPy, as a record's
     ``where`` (``tape.source_line`` gives its line), for ``ReverseTape.record``, skipping
-    ``skip`` frames (``SKIPPED``); None if there is none."""
+    ``skip`` frames (``SKIPPED``); None if there is none. ``lines``: a dict in which each
+    ``where`` found is kept, so that the records of one line share one tuple (a loop's)."""
     try:
         frame = sys._getframe(skip)
     except ValueError:  # a stack that shallow has no frame of the user's
@@ -100,12 +101,21 @@ def caller(skip=SKIPPED):
         if known is None:
             known = _learn(code.co_filename)
         if not known:
-            return code, frame.f_lasti  # the line number costs a search: worked out if shown
+            offset = frame.f_lasti  # (the line number costs a search: worked out if shown)
+            if lines is None:
+                return code, offset
+            # Keyed by the code's id, which the tuple kept keeps from being reused: hashing a
+            # code object hashes its constants and names, every time.
+            key = (id(code), offset)
+            where = lines.get(key)
+            if where is None:
+                where = lines[key] = (code, offset)
+            return where
         frame = frame.f_back
     return None
 
 
-def nowhere(skip=SKIPPED):
+def nowhere(skip=SKIPPED, lines=None):
     """:func:`caller` for a tape whose records need no line: a replay's, whose steps have
     none to give (walking up from one finds the call of the replayed function, at a cost)."""
     return None

@@ -16,8 +16,8 @@ from ..core.devices import is_device
 
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
                        times_partial, writable)
-from ..core.registry import (HOLOMORPHIC, ONE, Constant, ElementwiseRule, NoClosedForm,
-                             Operand, Rule)
+from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRule,
+                             NoClosedForm, Operand, Rule)
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput, Write
 from ..core.views import writeable
@@ -312,9 +312,17 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
             # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
             # dot product of both is finite: ``products.unmasked``); else it is asked
             suggested = out = dy if i == last else np.empty_like(dy)
-            if i == last and not writable(dy):  # (an empty_like is its own memory: writable)
+            # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
+            # both callers found writeable)
+            if i == last and dy.base is not None and not writable(dy):
                 out = None
-            p = partial(y, *values)
+            kind = type(partial)  # (the partials' own calls, made here: one call fewer)
+            if kind is Operand:
+                p = values[partial.position]
+            elif kind is Applied:
+                p = partial.function(y if partial.position is None else values[partial.position])
+            else:
+                p = partial(y, *values)
             if type(p) is float or type(p) is np.float64:
                 if p != 0.0 and math.isfinite(p):
                     g = dy * p if out is None else np.multiply(dy, p, out=out)

@@ -9,7 +9,7 @@ an assignment (``assign``) as the write of ``np.positive``; a function with a pu
 in-place or composite handler (``door``), or as a function without a derivative; and an
 in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
 The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
-on traced arrays with an elementwise rule (``_fast_ufunc``) or a pure one (``a @ b``,
+on traced arrays with an elementwise rule (``fast_ufunc``) or a pure one (``a @ b``,
 ``_fast_function``), and the assignment of one element (``assign(..., element=True)``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
@@ -183,18 +183,10 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
         if tape.recorder.ready:
             return tape.recorder.ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
     elif out is None and not kwargs and rule is None and pattern and tape.outer is None:
-        plans = _FAST.get(ufunc)  # the common case: ``_fast_ufunc``
-        plan = None if plans is None else plans.get(pattern)
-        if plan is None:
-            plan = _fast_plan(ufunc, pattern, len(inputs))
-        if type(plan) is _FastFunction:
-            if plan.rule is RULES.get(ufunc, NO_RULE).reverse and _real_arrays(inputs):
-                return _fast_function(ufunc, inputs, tape, values, plan)
-            plan = False
-        # (a rule declared again since the plan was made: the general path, which reads it)
-        if plan is not False and plan.rule is RULES.get(ufunc, NO_RULE).elementwise and (
-                plan.complex_rules is False or not complex_among(values)):
-            return _fast_ufunc(ufunc, inputs, tape, values, pattern, plan)
+        # the common case: ``fast_ufunc`` (called by this, called by the engine)
+        yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)
+        if yt is not None:
+            return yt
     return unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern)
 
 
@@ -256,7 +248,7 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
 
 
 class _FastPlan:
-    """What ``_fast_ufunc`` needs of a ufunc's rule for one ``pattern`` of traced inputs, worked
+    """What ``fast_ufunc`` needs of a ufunc's rule for one ``pattern`` of traced inputs, worked
     out once (``_fast_plan``): the rule's plan (``elementwise.differentiable``), the positions
     its partials read, the untraced positions, and the rule's decision and use of the output."""
 
@@ -305,11 +297,29 @@ def _fast_plan(ufunc, pattern, count):
     return plan
 
 
-def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
-    """``unwrapped_ufunc`` for the common case, in one function called by ``apply_ufunc``: no ``out=``, no
-    keyword argument, an elementwise rule that gives some input a gradient, a tape that no
-    replay records and no other differentiation encloses. It does what the general path does,
-    in the same order, with what ``plan`` worked out once."""
+def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
+    """``unwrapped_ufunc`` for the common case, in one function, or None where the general
+    path is taken: a ufunc on ``inputs`` (``_unwrap``: ``tape``, their ``values`` and the
+    ``pattern`` of traced ones, not 0), no ``out=``, no keyword argument, an elementwise rule
+    that gives some input a gradient (or a generalized ufunc's pure rule, on real arrays of
+    the tape: ``_fast_function``), a tape that no replay records and no other differentiation
+    encloses. It does what the general path does, in the same order, with what the plan of
+    ``ufunc`` for ``pattern`` worked out once (``_fast_plan``). ``skip``: how many frames
+    ``debug.caller`` skips, its own and this one's included: those of the engine's on every
+    path here (``debug.SKIPPED``)."""
+    plans = _FAST.get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    if plan is None:
+        plan = _fast_plan(ufunc, pattern, len(inputs))
+    if type(plan) is not _FastPlan:
+        if type(plan) is _FastFunction and plan.rule is RULES.get(ufunc, NO_RULE).reverse \
+                and _real_arrays(inputs):
+            return _fast_function(ufunc, inputs, tape, values, plan, skip + 1)
+        return None
+    # (a rule declared again since the plan was made: the general path, which reads it)
+    if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise or (
+            plan.complex_rules is not False and complex_among(values)):
+        return None
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
@@ -369,9 +379,7 @@ def _fast_ufunc(ufunc, inputs, tape, values, pattern, plan):
             recomputation.give_recipe(record, 0, buffer, None)
         if plan.uses_y:
             read[-1] = recomputation.hold(buffer, y)
-    where = tape.caller(SKIPPED)  # (``ReverseTape.record``: called by apply_ufunc, called by
-    if where is not None:         # the engine)
-        record.where = tape.lines.setdefault(where, where)
+    record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     tape.fold()
     tape.records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
@@ -404,11 +412,11 @@ def _real_arrays(inputs):
     return True
 
 
-def _fast_function(ufunc, inputs, tape, values, plan):
+def _fast_function(ufunc, inputs, tape, values, plan, skip):
     """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
-    traced by ``tape``, in one function called by ``apply_ufunc`` (the conditions of
-    ``_fast_ufunc``; no keyword argument): the rule runs and its record is made as there, with
-    what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
+    traced by ``tape``, in one function called by ``fast_ufunc`` (its conditions; ``skip``
+    counts ``ReverseTape.record``'s frame too): the rule runs and its record is made as there,
+    with what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
     active(tape)
     rule = plan.rule
     plain = None if plan.user else _plain_functions(rule, values, None)
@@ -436,7 +444,7 @@ def _fast_function(ufunc, inputs, tape, values, plan):
                         (back, places, primals, outputs, False), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
         tape.recomputation.give_recipe(record, None, result.buffer, None)
-    tape.record(record)  # called by apply_ufunc, called by the engine
+    tape.record(record, skip)
     if tape.anomaly is not None:
         tape.anomaly.produced(record, list(values), [result])
     return result

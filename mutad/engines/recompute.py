@@ -87,7 +87,8 @@ class Tracked(weakref.ref):
     __slots__ = ("layout",)
 
     def __new__(cls, array):
-        root = owner(array)
+        # (an array of its own memory, a fresh result's: its own owner, answered first)
+        root = array if type(array) is np.ndarray and array.base is None else owner(array)
         self = weakref.ref.__new__(cls, root)
         self.layout = None if root is array else (
             array.shape, array.dtype, address(array) - address(root), array.strides)

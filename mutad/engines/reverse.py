@@ -33,7 +33,7 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
-from .elementwise import Elementwise, fold_reads, fold_written
+from .elementwise import Elementwise, Gathered, fold_reads, fold_written
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
@@ -70,7 +70,7 @@ class ReverseTape(Tape):
         self.recomputation = Recomputation(memory) if outer is None and recomputes else None
         self.places = {}  # the places of arguments' views records name, each made once
         self.caller = caller
-        self.lines = {}  # each ``where`` its records name, one tuple for all (a loop's lines)
+        self.lines = {}  # each ``where`` its records name, one tuple for all (``caller``)
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
         self.heard = None  # while a replay records: where its reverse pass lists its warnings
@@ -98,11 +98,17 @@ class ReverseTape(Tape):
         (no replay records it, no other differentiation encloses it, no anomaly detection
         checks each record)."""
         records = self.records
-        if not records:
+        if len(records) < 2:
             return
-        kind = type(records[-1])  # (what each asks first, asked here: this runs per record)
-        if (kind is Elementwise or kind is Write) and self.recorder is None \
-                and self.outer is None and self.anomaly is None:
+        # (what each asks first, asked here: this runs per record, and an elementwise record
+        # after another, a chain of operations on arrays, has nothing to fold)
+        kind = type(records[-1])
+        if kind is Elementwise:
+            if type(records[-2]) is not Gathered:
+                return
+        elif kind is not Write:
+            return
+        if self.recorder is None and self.outer is None and self.anomaly is None:
             if kind is Elementwise:
                 fold_reads(records, self.errors_of)
             else:
@@ -114,8 +120,7 @@ class ReverseTape(Tape):
         included, are mutad's on every path to it (``debug.SKIPPED``)."""
         if self.recorder is not None and self.recorder.ready:
             self.recorder.outside(f"{record.primitive!r}")
-        where = self.caller(skip)
-        record.where = where if where is None else self.lines.setdefault(where, where)
+        record.where = self.caller(skip, self.lines)
         self.fold()
         self.records.append(record)
         errors = ERRORS.get()

@@ -44,17 +44,19 @@ import types
 import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
-from .arraylike import (install_operators, item_assignment_refused, lost_tangent,
+from .arraylike import (OPERATORS, install_operators, item_assignment_refused, lost_tangent,
                         holds_records, out_computation, put_right, records_key, records_write,
                         refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
+from ..core.debug import SKIPPED
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
                       write_constant, writes_into)
 from ..core.levels import Tracer
 from ..core.levels import innermost as innermost_tracer
-from .operations import apply_array_function, apply_function, apply_ufunc, assign, door
+from .operations import (apply_array_function, apply_function, apply_ufunc, assign, door,
+                         fast_ufunc)
 from ..core.registry import NO_RULE, RULES, lookup
 from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
                       innermost, locate, plain, values_at, view_of)
@@ -124,6 +126,14 @@ class TracedDispatch:
                 if type(x) is not Traced:
                     break
             else:  # traced operands alone: no stand-in, no out=, no other mode's value
+                if len(inputs) == 1:  # np.sin(x): what ``apply_ufunc`` asks, answered here
+                    tape, buffer = self.tape, self.buffer
+                    if not buffer.weak and not buffer.constant and tape.recorder is None \
+                            and tape.outer is None:
+                        # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
+                        yt = fast_ufunc(ufunc, inputs, tape, [self.value], 1, SKIPPED - 1)
+                        if yt is not None:
+                            return yt
                 return apply_ufunc(ufunc, inputs, None, kwargs)
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
@@ -232,8 +242,63 @@ def install_dispatch(cls, methods):
             setattr(cls, name, method)
 
 
+def _fast_operator(ufunc, general, reflected):
+    """The operator ``general`` (``install_operators``'), first taking the common case in
+    one call: an array of the tape's own that does not stand for a Python number, beside a
+    Python float or int or another such array, on a tape that no replay records and no other
+    differentiation encloses, where the result has elements or no operand is complex. There
+    what ``general`` asks has one answer (no operand takes the operation over or belongs to
+    another level, no scalar math or Python arithmetic puts the result right: they do only
+    for complex scalars, ``arraylike._operator``, and it is not weak), and ``apply_ufunc``
+    would take ``operations.fast_ufunc``: it is called at once."""
+
+    def method(self, other):
+        value, buffer, tape = self.value, self.buffer, self.tape
+        if type(value) is np.ndarray and not buffer.weak and tape.recorder is None \
+                and tape.outer is None:
+            kind = type(other)
+            if kind is float or kind is int:
+                operand, traced = other, 0
+                scalar = not value.ndim and value.dtype.kind == "c"
+            elif kind is Traced and other.tape is tape and not other.buffer.weak \
+                    and type(other.value) is np.ndarray:
+                operand, traced = other.value, 0 if other.buffer.constant else 1
+                scalar = not value.ndim and not operand.ndim and (
+                    value.dtype.kind == "c" or operand.dtype.kind == "c")
+            else:
+                return general(self, other)
+            mine = 0 if buffer.constant else 1
+            if (mine or traced) and not scalar:
+                # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
+                if reflected:
+                    yt = fast_ufunc(ufunc, (other, self), tape, [operand, value],
+                                    traced | mine << 1, SKIPPED - 1)
+                else:
+                    yt = fast_ufunc(ufunc, (self, other), tape, [value, operand],
+                                    mine | traced << 1, SKIPPED - 1)
+                if yt is not None:
+                    return yt
+        return general(self, other)
+
+    method.__name__ = general.__name__
+    method.__qualname__ = general.__qualname__
+    return method
+
+
+def install_fast_operators(cls):
+    """Give ``cls``'s binary operators their common case's short path (``_fast_operator``);
+    not ``**``, whose small integer powers are other ufuncs (``arraylike._fast_powers``)."""
+    for name, ufunc in OPERATORS.items():
+        if name != "pow":
+            for prefix in ("", "r"):
+                attribute = f"__{prefix}{name}__"
+                setattr(cls, attribute, _fast_operator(ufunc, getattr(cls, attribute),
+                                                       prefix == "r"))
+
+
 install_dispatch(Traced, TracedDispatch)
 install_operators(Traced, _binary)
+install_fast_operators(Traced)
 
 
 # ----------------------------------------------------------------------------------------------
