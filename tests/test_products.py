@@ -188,3 +188,70 @@ def test_times_directly():
     assert mutad.engines.products.times_scalar(np.float64(inf), 0.0) == 0.0
     assert mutad.engines.products.times_scalar(np.float64(0.0), nan) == 0.0
     assert mutad.engines.products.times_scalar(np.float64(2.0), inf) == inf
+
+
+def _spelled_out(d, p):
+    """``times(d, p)`` as its one reduction decides it: the plain product where ``unmasked``
+    says yes, else zero wherever a factor is zero (of either sign: a plain +0.0)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = d * p
+        if mutad.engines.products.unmasked(d, p):
+            return product
+        return np.where((d == 0) | (p == 0), 0.0, product).astype(product.dtype)
+
+
+_N = mutad.engines.products.UNTHREADED + 37  # long enough for the product formed first
+
+
+def _factors(rng, kind, dtype):
+    d = rng.uniform(-2.0, 2.0, _N)
+    p = rng.uniform(-2.0, 2.0, _N)
+    d[::7] = 0.0
+    p[::11] = -0.0  # zero products of either sign, which the mask makes +0.0
+    if kind == "zero-meets-inf":
+        d[5], p[5] = 0.0, np.inf
+    elif kind == "zero-meets-nan":
+        d[_N - 1], p[_N - 1] = np.nan, 0.0
+    elif kind == "inf-alone":
+        d[3] = -np.inf
+    elif kind == "sum-overflows":  # every product finite, their sum not
+        d[:] = np.finfo(dtype).max / 2
+        p[:] = 1.5
+        p[::11] = -0.0
+    elif kind == "near-the-bound":  # products large enough that the sum is asked
+        d[:] = np.finfo(dtype).max / (4 * _N)
+        p[:] = 1.0
+        p[::11] = -0.0
+    elif kind == "subnormal":
+        d[::3] = np.finfo(dtype).smallest_subnormal
+    with np.errstate(over="ignore"):
+        return d.astype(dtype), p.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("kind", ["finite", "zero-meets-inf", "zero-meets-nan", "inf-alone",
+                                  "sum-overflows", "near-the-bound", "subnormal"])
+def test_a_long_product_formed_before_its_check_is_times_own(rng, kind, dtype):
+    # ``times`` into memory of its own forms a long product first and reads its extremes, asking
+    # ``unmasked`` of the factors only where they do not settle it: bit for bit the product that
+    # asking first gives, the sign of each zero included, and its factors unchanged.
+    times = mutad.engines.products.times
+    d, p = _factors(rng, kind, dtype)
+    expected = _spelled_out(d, p)
+    before = d.tobytes(), p.tobytes()
+    with np.errstate(over="ignore"):  # the program's own overflow
+        out = np.empty_like(d)
+        assert times(d, p, out=out) is out
+    assert out.tobytes() == expected.tobytes()
+    assert (d.tobytes(), p.tobytes()) == before
+    # where ``out`` is a factor's memory, or a view that is not laid out as the sum reads it,
+    # the factors are read first, as before
+    for left, right, into in [(d.copy(), p, "left"), (d, p.copy(), "right")]:
+        target = left if into == "left" else right
+        with np.errstate(over="ignore"):
+            times(left, right, out=target)
+        assert target.tobytes() == expected.tobytes()
+    d2, p2 = d.reshape(-1, 1)[: (_N // 2) * 2].reshape(2, -1).T, p[: (_N // 2) * 2].reshape(-1, 2)
+    with np.errstate(over="ignore"):
+        strided = times(d2, p2, out=np.empty(p2.shape, dtype))
+    assert strided.tobytes() == _spelled_out(d2, p2).tobytes()

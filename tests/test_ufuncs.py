@@ -889,3 +889,92 @@ def test_the_lost_elements_found_by_reductions_are_those_of_the_mask(dtype, seed
         assert got is None
     else:
         np.testing.assert_array_equal(got, expected)
+
+
+def _signed_values(rng, dtype, signs, specials):
+    """Values of ``dtype`` of the given ``signs`` ("+", "-" or "mixed") over many magnitudes,
+    with ``specials`` (a list of values) put at random places."""
+    info = np.finfo(dtype)
+    x = rng.uniform(0.5, 2.0, 300) * 10.0 ** rng.integers(-4, 5, 300)
+    if signs == "-":
+        x = -x
+    elif signs == "mixed":
+        x *= rng.choice([-1.0, 1.0], x.size)
+    x = x.astype(dtype)
+    for value in specials:
+        x[rng.integers(x.size)] = {"tiny": info.smallest_normal, "subnormal": info.smallest_subnormal,
+                                   "huge": info.max, "zero": 0.0, "-zero": -0.0}.get(value, value)
+    return x
+
+
+_SPECIALS = [[], ["tiny"], ["huge"], ["subnormal"], ["zero"], ["-zero"], [np.nan], [np.inf],
+             [-np.inf], ["tiny", "huge"]]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("signs", ["+", "-", "mixed"])
+@pytest.mark.parametrize("specials", _SPECIALS, ids=str)
+def test_whether_a_product_is_normal_is_told_by_its_extremes_as_by_its_magnitudes(
+        rng, dtype, signs, specials):
+    # ``writes._normal`` reads an array of one sign by its extremes and another by its
+    # magnitudes: either way the answer is whether every element is a normal float.
+    from mutad.engines.writes import _normal
+    info = np.finfo(dtype)
+    a = _signed_values(rng, dtype, signs, [-v if signs == "-" and isinstance(v, float) else v
+                                           for v in specials])
+    if signs == "-":
+        a = np.where(np.isnan(a), a, -np.abs(a)).astype(dtype)
+    magnitude = np.abs(a)
+    with np.errstate(invalid="ignore"):
+        expected = bool(np.all((magnitude >= info.smallest_normal) & (magnitude <= info.max)))
+    assert _normal(a.copy()) is expected
+    assert _normal(a[:0].copy()) is True
+
+
+@pytest.mark.parametrize("signs", ["+", "-", "mixed"])
+@pytest.mark.parametrize("specials", _SPECIALS, ids=str)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.complex128])
+def test_the_measures_of_a_scaling_by_extremes_are_those_of_its_magnitudes(
+        rng, signs, specials, dtype):
+    # ``ufuncs._scaled`` reads an operand of one sign by its extremes, another by its
+    # magnitudes, masked only where one is zero or NaN: the largest |o| and the smallest
+    # non-zero one (negated), as the magnitudes spell them out.
+    from mutad.rules.ufuncs import _scaled
+    o = _signed_values(rng, np.float64, signs, specials)
+    if signs == "-":
+        o = np.where(np.isnan(o), o, -np.abs(o))
+    if dtype is np.int64:
+        o = np.clip(np.nan_to_num(o, posinf=7, neginf=-7), -1e6, 1e6).astype(np.int64)
+    elif dtype is np.complex128:
+        o = o.astype(complex)
+        o.imag = o.real[::-1]
+    else:
+        with np.errstate(over="ignore"):
+            o = o.astype(dtype)
+    magnitude = np.abs(o).astype(np.float64)
+    nonzero = magnitude[magnitude > 0]  # (NaN is not > 0)
+    expected = (float(np.max(magnitude)), -float(np.min(nonzero, initial=np.inf)))
+    np.testing.assert_array_equal(_scaled(None, [o]), expected)
+    assert _scaled(None, [o[:0]]) == (0.0, -np.inf)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_lost_elements_whose_distance_wraps_around_or_is_none(dtype):
+    # ``writes._lost`` reads the extremes of the distances in ulps as NumPy's integers hold
+    # them: an element of the other sign, an infinity for a NaN, the largest against the
+    # smallest float wrap around, and must still be found; all distances zero are no loss,
+    # zeros and subnormals among them.
+    from mutad.engines.writes import _far, _lost
+    info = np.finfo(dtype)
+    b = np.array([1.0, -2.0, info.max, -info.max, 0.0, info.smallest_subnormal, 3.0, np.inf],
+                 dtype)
+    assert _lost(b.copy(), b, np.empty(b.size, bool)) is None
+    for i, value in [(0, -1.0), (1, 2.0), (2, -info.max), (3, info.max), (4, -0.0),
+                     (5, -info.smallest_subnormal), (7, np.nan), (6, np.nextafter(
+                         np.nextafter(np.nextafter(dtype(3.0), dtype(4.0)), dtype(4.0)),
+                         dtype(4.0)))]:
+        a = b.copy()
+        a[i] = value
+        expected = _far(a.copy(), b, np.empty(b.size, bool)).copy()
+        assert expected[i] and expected.sum() == 1
+        np.testing.assert_array_equal(_lost(a.copy(), b, np.empty(b.size, bool)), expected)

@@ -185,6 +185,9 @@ def times(d, p, out=None):
     On a device (CuPy) the check is made there, not read: see ``_device_times``."""
     if (type(d) not in _HOST or type(p) not in _HOST) and (_on_device(d) or _on_device(p)):
         return _device_times(d, p, out)
+    if type(out) is np.ndarray and type(d) is np.ndarray and type(p) is np.ndarray \
+            and d.size > UNTHREADED and _apart(out, d, p):
+        return _product_first(d, p, out)
     if unmasked(d, p):
         return d * p if out is None else np.multiply(d, p, out=out)
     zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
@@ -198,6 +201,37 @@ def times(d, p, out=None):
 
 
 _HOST = frozenset((np.ndarray, float, int, complex, np.float64))
+
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+_SUMMABLE = {np.dtype(t): float(np.finfo(t).max) / 4 for t in (np.float64, np.float32)}
+"""Per real float type, a bound on the sum of the magnitudes of a product's elements under
+which no order of summing them, with each partial sum rounded, overflows (``times``)."""
+
+
+def _product_first(d, p, out):
+    """``times(d, p, out)`` where ``out`` shares no memory with ``d`` or ``p`` (``_apart``):
+    the product is formed first, and only its extremes are read, in cache, instead of a pass
+    over both factors before it; ``unmasked`` is asked, of the factors still at hand, only
+    where an element of the product is not finite or so large that some order of summing
+    them might overflow (elsewhere ``unmasked`` says yes: its sum is finite)."""
+    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
+        np.multiply(d, p, out=out)
+    low, high = _smallest(out, axis=None), _largest(out, axis=None)  # (a NaN: NaN)
+    bound = _SUMMABLE[out.dtype] / out.size
+    if not (-low < bound and high < bound) and not unmasked(d, p):
+        np.copyto(out, 0.0, where=np.logical_or(d == 0, p == 0))
+    return out
+
+
+def _apart(out, d, p):
+    """Whether ``times`` may write the product of ``d`` and ``p`` into ``out`` before it asks
+    ``unmasked``, which reads them: arrays of one real float type and shape, laid out as
+    ``unmasked`` sums their products (in one pass), ``out`` sharing no memory with either."""
+    dtype = out.dtype
+    return (dtype in _SUMMABLE and d.dtype == dtype and p.dtype == dtype
+            and d.shape == p.shape == out.shape
+            and (d.ndim <= 1 or d.flags.c_contiguous and p.flags.c_contiguous)
+            and not np.may_share_memory(out, d) and not np.may_share_memory(out, p))
 
 
 def _on_device(x):

@@ -424,17 +424,29 @@ def _pieces(values, position):
         yield None, target, values
 
 
+_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+
+
 def _normal(a):
     """Whether every element of ``a`` is a normal float (not zero, subnormal, infinite or
-    NaN), as magnitudes; overwrites ``a``."""
-    np.abs(a, out=a)
+    NaN); may overwrite ``a`` with its magnitudes."""
+    if not a.size:  # every element of nothing
+        return True
     info = _FINFO.get(a.dtype)
     if info is None:
         info = _FINFO[a.dtype] = np.finfo(a.dtype)
-    # ``initial`` makes an empty ``a`` (every element of nothing) normal; the reductions
-    # themselves, not np.min's and np.max's Python wrappers (a long write: a piece at a time)
-    return bool(np.minimum.reduce(a, axis=None, initial=info.max) >= info.smallest_normal
-                and np.maximum.reduce(a, axis=None, initial=info.smallest_normal) <= info.max)
+    # by the reductions themselves, not np.min's and np.max's Python wrappers (a long write:
+    # a piece at a time): the extremes, which of an array of one sign, as most pieces are,
+    # are those of its magnitudes; of another, its largest magnitude (a NaN: NaN, not normal)
+    low, high = _smallest(a, axis=None), _largest(a, axis=None)
+    if low > 0 or high < 0:
+        if high < 0:
+            low, high = -high, -low
+        return bool(low >= info.smallest_normal and high <= info.max)
+    if not (-low <= info.max and high <= info.max):
+        return False
+    np.abs(a, out=a)
+    return bool(_smallest(a, axis=None) >= info.smallest_normal)
 
 
 _FINFO = {}
@@ -448,39 +460,44 @@ _ORDERED = {np.dtype(t): (np.dtype(i), np.dtype(u))
 """The integer types of the ordered bit patterns of a real float type (``_far``)."""
 
 _SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
-_smallest, _largest = np.minimum.reduce, np.maximum.reduce
 
 
 def _lost(a, b, out):
     """``_far(a, b, out)`` where it has a True element, else None; uses ``a``'s memory.
 
     For a real ``b`` of a float type whose bit patterns are ordered, the common answer, no
-    element lost, is found by reductions: the largest distance in units in the last place, and
-    whether any element of ``b`` is zero or subnormal (only those must come back bit for bit);
-    the mask is formed only where one is."""
+    element lost, is found by reductions: the extremes of the distances in units in the last
+    place (all zero: every element bit for bit), then, where some element is not, whether any
+    element of ``b`` is zero or subnormal (only those must come back bit for bit); the mask
+    is formed only where one is."""
     kinds = _ORDERED.get(a.dtype) if type(a) is np.ndarray else None
     if kinds is None or a.size == 0:
         lost = _far(a, b, out)
         return lost if lost.any() else None
     d = a.view(kinds[0])
-    np.subtract(d, b.view(kinds[0]), out=d)
-    np.add(d, ULPS, out=d)  # within ULPS of b: 0 <= d <= 2 ULPS, as an unsigned number
-    distance = d.view(kinds[1])
-    smallest = _SMALLEST_NORMAL[a.dtype]
-    magnitude = np.abs(b)
+    np.subtract(d, b.view(kinds[0]), out=d)  # (wraps around: its extremes are of the
+    # distances as NumPy's integers hold them, within ULPS of 0 where they are)
     # (the reductions themselves, not np.min's and np.max's Python wrappers: a long write
     # is checked a piece at a time)
-    any_tiny = not _smallest(magnitude, axis=None) >= smallest  # (a NaN: asked element-wise)
-    if not any_tiny and _largest(distance, axis=None) <= 2 * ULPS:
+    low, high = _smallest(d, axis=None), _largest(d, axis=None)
+    if low == 0 and high == 0:
         return None
-    np.greater(distance, 2 * ULPS, out=out)
-    if any_tiny:
+    within = -ULPS <= low and high <= ULPS
+    smallest = _SMALLEST_NORMAL[a.dtype]
+    magnitude = None
+    if within:
+        magnitude = np.abs(b)
+        if _smallest(magnitude, axis=None) >= smallest:  # (a NaN: asked element-wise)
+            return None
+    np.add(d, ULPS, out=d)  # within ULPS of b: 0 <= d <= 2 ULPS, as an unsigned number
+    np.greater(d.view(kinds[1]), 2 * ULPS, out=out)
+    if magnitude is None:
+        magnitude = np.abs(b)
+    if not _smallest(magnitude, axis=None) >= smallest:  # (a NaN: asked element-wise)
         tiny = magnitude < smallest
         tiny &= d != ULPS
         np.logical_or(out, tiny, out=out)
-        if not out.any():
-            return None
-    return out
+    return out if not within or out.any() else None
 
 
 def _far(a, b, out):

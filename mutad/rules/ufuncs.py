@@ -71,16 +71,26 @@ def _scaled(t, others):
         return 0.0, -np.inf
     if o.dtype.kind != "f":  # magnitudes of complex numbers; integers, as floats
         o = np.abs(o, dtype=np.float64) if o.dtype.kind == "c" else o.astype(np.float64)
-    # by reductions of the magnitudes, not reductions where= a mask of the signs, which
-    # mispredict on mixed signs (about 30 times slower); the core measures a long contiguous
-    # write a piece at a time, in cache, and a write into a strided view whole (a temporary
-    # of 9 bytes per element)
+    # by reductions, not reductions where= a mask of the signs, which mispredict on mixed
+    # signs (about 30 times slower); the core measures a long contiguous write a piece at a
+    # time, in cache, and a write into a strided view whole (a temporary of 9 bytes per
+    # element). Of an operand of one sign, as most pieces are, the extremes are the measures;
+    # of another, those of its magnitudes, masked only where one is zero or NaN.
+    if o.size:
+        low, high = _smallest(o, axis=None), _largest(o, axis=None)  # (a NaN: NaN)
+        if low > 0:
+            return float(high), -float(low)
+        if high < 0:
+            return float(-low), float(high)
     magnitude = np.abs(o)
     largest = _largest(magnitude, axis=None, initial=0.0)  # (a NaN: NaN)
-    left_out = magnitude > 0
-    np.logical_not(left_out, out=left_out)  # zeros and NaNs
-    np.copyto(magnitude, np.inf, where=left_out)
-    return float(largest), -float(_smallest(magnitude, axis=None, initial=np.inf))
+    smallest = _smallest(magnitude, axis=None, initial=np.inf)
+    if not smallest > 0:  # zeros and NaNs are left out
+        left_out = magnitude > 0
+        np.logical_not(left_out, out=left_out)
+        np.copyto(magnitude, np.inf, where=left_out)
+        smallest = _smallest(magnitude, axis=None, initial=np.inf)
+    return float(largest), -float(smallest)
 
 
 def _scaling_bound(measures):
