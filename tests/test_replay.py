@@ -1127,6 +1127,22 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     assert "nested" in reason
 
 
+def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced():
+    """np.bincount of traced weights into bins the program computes (a particle deposit) is
+    one step the replay runs as the engine does, whose result is a new array: its slot was
+    bound by a step of its own, dropped, and no step filled it, so every replay failed on it
+    (as a guard: traced, 'guards failed on 4 calls in a row'). It is refused, with its
+    reason, when recorded."""
+    def deposit(x):
+        bins = np.floor(x * 8.0).astype(int) % 8
+        return (np.bincount(bins, weights=x * x, minlength=8) * np.arange(1.0, 9.0)).sum()
+
+    x = np.linspace(0.05, 0.95, 7)
+    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)])
+    (reason,) = replaying.reasons.values()
+    assert "records its own new arrays" in reason
+
+
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():
     """A recording that is refused lets go of the arrays it held at once: the traced call then
     reads or recomputes the same temporaries as without recording, to the same bits."""
