@@ -1127,6 +1127,21 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     assert "nested" in reason
 
 
+def test_a_decision_on_a_python_number_the_program_computed_is_replayed():
+    """round() of Python arithmetic on x[0].item() (a Python float to the program) decides a
+    loop's length: the guard read the replay's Python float as an array (AttributeError), so
+    every replay failed and traced."""
+    def f(x):
+        n = int(round(abs(x[0].item()) * 3)) + 1
+        total = 0.0
+        for j in range(n):
+            total = total + x[j % len(x)] * j
+        return total
+
+    x = np.array([0.9, -0.4, 1.3])
+    replayed_like_traced(f, [(x,), (x * 1.01,), (x * 0.99,)], traced_once=True)
+
+
 def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced():
     """np.bincount of traced weights into bins the program computes (a particle deposit) is
     one step the replay runs as the engine does, whose result is a new array: its slot was
