@@ -139,7 +139,7 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
-           "make_lsq_spline", "pchip_interpolate",
+           "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
            "splev", "splrep"]
 
 
