@@ -1127,6 +1127,37 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
     assert "nested" in reason
 
 
+def test_a_decision_on_a_python_number_the_program_computed_is_replayed():
+    """round() of Python arithmetic on x[0].item() (a Python float to the program) decides a
+    loop's length: the guard read the replay's Python float as an array (AttributeError), so
+    every replay failed and traced."""
+    def f(x):
+        n = int(round(abs(x[0].item()) * 3)) + 1
+        total = 0.0
+        for j in range(n):
+            total = total + x[j % len(x)] * j
+        return total
+
+    x = np.array([0.9, -0.4, 1.3])
+    replayed_like_traced(f, [(x,), (x * 1.01,), (x * 0.99,)], traced_once=True)
+
+
+def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced():
+    """np.bincount of traced weights into bins the program computes (a particle deposit) is
+    one step the replay runs as the engine does, whose result is a new array: its slot was
+    bound by a step of its own, dropped, and no step filled it, so every replay failed on it
+    (as a guard: traced, 'guards failed on 4 calls in a row'). It is refused, with its
+    reason, when recorded."""
+    def deposit(x):
+        bins = np.floor(x * 8.0).astype(int) % 8
+        return (np.bincount(bins, weights=x * x, minlength=8) * np.arange(1.0, 9.0)).sum()
+
+    x = np.linspace(0.05, 0.95, 7)
+    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)])
+    (reason,) = replaying.reasons.values()
+    assert "records its own new arrays" in reason
+
+
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():
     """A recording that is refused lets go of the arrays it held at once: the traced call then
     reads or recomputes the same temporaries as without recording, to the same bits."""

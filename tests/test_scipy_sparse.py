@@ -1962,7 +1962,8 @@ def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
         return getattr(spla, name)(A)
 
     x = np.array([2.0, 3.0, 4.0, 5.0])
-    with pytest.raises(mutad.MutadError, match=f"scipy.sparse.linalg.{name} of traced values"):
+    with pytest.raises(mutad.MutadError, match=f"scipy.sparse.linalg.{name} of traced values"
+                       + (".*expm_multiply" if name == "expm" else "")):
         mutad.gradient(f, x)
     assert x.tolist() == [2.0, 3.0, 4.0, 5.0]
     A = scipy.sparse.diags([x], [0], format="csc")

@@ -687,7 +687,11 @@ def _parts_of_one_another(a, b):
 
 
 def numpy_value(value):
-    """What NumPy hands Python for a 0-d ``value`` standing for a scalar: the scalar."""
+    """What NumPy hands Python for a 0-d ``value`` standing for a scalar: the scalar (of a
+    Python number a replay holds for a traced one, ``Buffer.weak``, the NumPy scalar tracing
+    decided on)."""
+    if type(value) in (float, int, complex):
+        return np.asarray(value)[()]
     return value[()] if value.ndim == 0 else value
 
 

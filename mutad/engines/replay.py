@@ -2218,7 +2218,7 @@ class Recorder:
         of their own, unless the engine records anything else meanwhile; then they are dropped
         and the whole operation is one :class:`Reenter` step."""
         self.enter()
-        mark = len(self.steps)
+        mark, first = len(self.steps), len(self.objects)
         traced = {}
         for x in within((args, kwargs), Traced):
             slot = self.slots.get(id(x))
@@ -2250,21 +2250,23 @@ class Recorder:
                 return y
             buffers = {info[0] for info in traced.values()}
             self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
-                                      self._reentered(y, buffers)))
+                                      self._reentered(y, buffers, first)))
         return y
 
-    def _reentered(self, y, buffers):
+    def _reentered(self, y, buffers, first):
         """How a :class:`Reenter` step stores its result: views of the buffers it was given
-        (a new buffer would have a key the program's other records do not know)."""
+        (a new buffer would have a key the program's other records do not know). A result
+        bound to a slot by a step of the operation's own, dropped (slot ``first`` on), is bound
+        anew: no step fills that slot."""
         if type(y) is Traced:
-            if id(y) in self.slots:
-                return None
+            if self.slots.get(id(y), first) < first:
+                return None  # a value of the program from before: its slot holds it
             if y.buffer not in buffers:
                 self.refuse("an operation that records its own new arrays")
                 return None
             return Out(self.bind(y), _value_of, y)
         if type(y) in (tuple, list):
-            return tuple(self._reentered(item, buffers) for item in y)
+            return tuple(self._reentered(item, buffers, first) for item in y)
         return None
 
     def refuse(self, reason):

@@ -4078,9 +4078,10 @@ def _unfollowed(name):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
                 "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
-                "mutad differentiates; or make the matrix dense (A.toarray()) and use NumPy's or "
-                "SciPy's dense routines (eigh, svd, lstsq, expm); or give it a rule with "
-                "mutad.adjoint.")
+                "mutad differentiates" + (", or expm_multiply(A, v) for expm(A) @ v" if name
+                                          == "expm" else "") + "; or make the matrix dense "
+                "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
+                "expm); or give it a rule with mutad.adjoint.")
         return original(*args, **kwargs)
 
     return _route(original, refuse)
