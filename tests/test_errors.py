@@ -449,6 +449,90 @@ def test_an_operation_reading_a_global_view_of_the_memory_it_writes():
         assert base.tobytes() == before
 
 
+def plain_alias_programs():
+    """Programs that read or write, by NumPy alone (no traced value among the operands), a
+    global sharing memory with their argument ``base[:3]``: ``(name, f, refused in forward
+    mode too)``."""
+    base = np.arange(1.0, 6.0)
+    G = base[1:4]   # overlaps the argument base[:3]
+
+    def sum_after_write(x):
+        x *= 2.0
+        return G.sum() + (x ** 2).sum()
+
+    def element_after_write(x):
+        x *= 2.0
+        return float(G[0]) + (x ** 2).sum()
+
+    def tolist_after_write(x):
+        x *= 2.0
+        return sum(G.tolist()) + (x ** 2).sum()
+
+    def function_after_write(x):
+        x *= 2.0
+        return np.dot(G, G) + (x ** 2).sum()
+
+    def setitem(x):
+        G[0] = 5.0
+        return (x ** 2).sum()
+
+    def out_keyword(x):
+        np.multiply(G, 2.0, out=G)
+        return (x ** 2).sum()
+
+    def ufunc_at(x):
+        np.add.at(G, [0, 0], 1.0)
+        return (x ** 2).sum()
+
+    def copyto(x):
+        np.copyto(G, 0.0)
+        return (x ** 2).sum()
+
+    def fill(x):
+        G.fill(3.0)
+        return (x ** 2).sum()
+
+    programs = (sum_after_write, element_after_write, tolist_after_write, function_after_write,
+                setitem, out_keyword, ufunc_at, copyto, fill)
+    return base, [(f.__name__, f) for f in programs]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in plain_alias_programs()[1]])
+def test_a_global_view_of_the_argument_read_or_written_by_numpy_alone_is_refused(name):
+    """Regression: a global viewing the argument's memory, read by NumPy alone after the
+    argument was written (``G.sum()``, ``float(G[0])``), gave a gradient without the
+    derivative through the write (and forward mode, on a copy, NumPy's value before it); one
+    written by NumPy alone (``G[0] = 5.0``, ``out=G``) changed the argument behind the
+    differentiation's back: a wrong gradient, and the caller's array left changed."""
+    base, programs = plain_alias_programs()
+    f = dict(programs)[name]
+    before = base.tobytes()
+    modes = {"gradient": lambda: mutad.gradient(f, base[:3]),
+             "replayed": lambda: mutad.grad(f, replay=True)(base[:3]),
+             "checkpoint": lambda: mutad.gradient(f, base[:3], policy="checkpoint"),
+             "jvp": lambda: mutad.jvp(f, (base[:3],), (np.ones(3),))}
+    for mode, run in modes.items():
+        with pytest.raises(errors.ConstantModifiedError, match="shares memory"):
+            run()
+        assert base.tobytes() == before, mode
+
+
+def test_a_global_view_apart_from_the_argument_written_or_read_by_numpy_alone():
+    """What NumPy alone reads of a global before the argument is written is a constant; a
+    plain write into other bytes of the argument's owner is the function's own, as NumPy's."""
+    G = np.arange(6.0)
+
+    def f(x):
+        s = G[:4].sum()       # read before the write: a constant
+        x *= 2.0
+        G[0] = 10.0           # apart from the argument G[3:]
+        return s + (x ** 2).sum() + G[:2].sum()
+
+    expected = 8 * G[3:]
+    assert np.array_equal(mutad.gradient(f, G[3:])[0], expected)
+    assert G.tolist() == [10.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+
+
 def test_another_thread_writing_a_constant_fails_while_the_gradient_runs():
     import threading
 

@@ -1058,8 +1058,11 @@ class Preexisting(np.ndarray):
     """
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        inputs = _plain_views(inputs)
         out = kwargs.get("out")
+        if ACTIVE.running:
+            written = (inputs[0],) if method == "at" else out or ()
+            accessed(inputs, kwargs.get("where"), written=written)
+        inputs = _plain_views(inputs)
         kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
         y = call(*inputs, **kwargs)
@@ -1068,6 +1071,8 @@ class Preexisting(np.ndarray):
         return made_in(y, call, inputs, kwargs, _caller(sys._getframe(1)))
 
     def __array_function__(self, func, types, args, kwargs):
+        if ACTIVE.running:
+            accessed(args, kwargs, written=args[:1] if func in WRITE_FIRST else ())
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         composite = RULES.get(func, NO_RULE).composite
         if composite is not None and ACTIVE.running and holds_wrapped(
@@ -1113,6 +1118,42 @@ class Preexisting(np.ndarray):
     @property
     def T(self):  # noqa: N802 (NumPy's name)
         return self.transpose()
+
+
+PLAIN_ACCESS: list[Callable[[np.ndarray, bool], None]] = []
+"""The engines' checks of the memory a stand-in views when user code reads or writes it by
+NumPy alone (the engines see no such operation: no traced value is among its operands), each
+``check(view, written)``: it refuses an array sharing memory with an argument a running
+differentiation traces, whose read after the function wrote into the argument would miss the
+derivative through that write, and whose write would change the argument behind the
+differentiation's back (``reverse.check_alias``, ``forward._check_alias``)."""
+
+WRITE_FIRST = frozenset((np.copyto, np.putmask, np.place, np.put, np.fill_diagonal,
+                         np.put_along_axis))
+"""NumPy functions that write into their first argument."""
+
+
+def accessed(*read, written=()):
+    """Run the ``PLAIN_ACCESS`` checks on the stand-ins within ``read`` and ``written``."""
+    for view in _stand_ins(read):
+        for check in PLAIN_ACCESS:
+            check(view, False)
+    for view in _stand_ins(written):
+        for check in PLAIN_ACCESS:
+            check(view, True)
+
+
+def _stand_ins(tree):
+    """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them)."""
+    kind = type(tree)
+    if kind is Preexisting:
+        yield tree.view(np.ndarray)
+    elif kind in (list, tuple):
+        for x in tree:
+            yield from _stand_ins(x)
+    elif kind is dict:
+        for x in tree.values():
+            yield from _stand_ins(x)
 
 
 def stands_in(inputs, kwargs):
@@ -1200,10 +1241,15 @@ def _making(name):
 
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
+        if ACTIVE.running:
+            accessed(args, kwargs)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         y = method(plain, *args, **kwargs)
         if y is plain:  # x.astype(x.dtype, copy=False): x itself, as NumPy gives it
             return self
+        if ACTIVE.running and not (type(y) is np.ndarray and owner(y) is owner(plain)):
+            # values read now, not a view whose reads are checked when they happen
+            accessed(_region(self, args[0]) if name == "__getitem__" else self)
         return made_in(y, method, (plain, *args), kwargs, sys._getframe(1))
 
     return _named(making, method)
@@ -1215,10 +1261,42 @@ def _writing(name):
     method = getattr(np.ndarray, name)
 
     def writing(self, *args, **kwargs):
+        if ACTIVE.running:
+            accessed(args, kwargs, written=_region(self, args[0]) if name == "__setitem__"
+                     else self)
         return method(_plain_views(self), *_plain_views(args), **_plain_views(kwargs))
 
     return _named(writing, method)
 
+
+def _region(stand_in, key):
+    """The elements of ``stand_in`` that ``stand_in[key]`` reads or ``stand_in[key] = ...``
+    writes, as a stand-in: those of a basic index, or all of them (a fancy index's elements
+    are no view)."""
+    try:
+        region = np.ndarray.__getitem__(stand_in.view(np.ndarray),
+                                        (*key, ...) if type(key) is tuple else (key, ...))
+    except (IndexError, TypeError, ValueError):  # (a second Ellipsis): NumPy's error follows
+        return stand_in
+    return region.view(Preexisting) if region.base is not None else stand_in
+
+
+def _reading(name):
+    """ndarray's method ``name``, which reads the array into Python's values (``item``,
+    ``tolist``, ``float()``): on a stand-in, after the ``PLAIN_ACCESS`` checks."""
+    method = getattr(np.ndarray, name)
+
+    def reading(self, *args, **kwargs):
+        if ACTIVE.running:
+            accessed(self)
+        return method(self, *args, **kwargs)
+
+    return _named(reading, method)
+
+
+for _name in ("item", "tolist", "tobytes", "__float__", "__int__", "__complex__", "__index__",
+              "__bool__"):
+    setattr(Preexisting, _name, _reading(_name))
 
 for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
     setattr(Preexisting, _name, _writing(_name))

@@ -1364,6 +1364,18 @@ def alias_read_after_write(shape, argument):
         "the derivative through them would be lost. " + ALIAS_FIX)
 
 
+def alias_written(shape, argument):
+    """The error for writing, by NumPy alone, into an array of ``shape`` that the function
+    reaches from elsewhere than its arguments and that shares memory with an argument of shape
+    ``argument``: the write would change the argument where the differentiation does not see
+    it."""
+    return ConstantModifiedError(
+        f"the function writes into an array of shape {shape} it reaches from elsewhere than "
+        f"its arguments (a global, a closure, an attribute) that shares memory with an "
+        f"argument of shape {argument}: the write would change the argument where mutad does "
+        "not see it. Write into the argument itself, or into a copy of the array.")
+
+
 def alias_written_after_read(shape, argument):
     """The error for writing into an argument of shape ``argument`` after an operation read,
     from elsewhere than the arguments, an array of ``shape`` sharing its memory, as a constant

@@ -22,10 +22,11 @@ import math
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
                                lists_as_arrays, stands_in, ufunc_operands)
-from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, conversion_error,
-                        inexact_output, install_operators, item_assignment_refused,
+from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, alias_written,
+                        conversion_error, inexact_output, install_operators,
+                        item_assignment_refused,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
@@ -187,12 +188,13 @@ def split(x, level, numbers=True):
     return x, None
 
 
-def _check_alias(x):
+def _check_alias(x, written=False):
     """``x`` is a plain array an operation reads beside duals. A jvp works on private copies
     of the caller's arrays (``session.ForwardDifferentiation``): if ``x`` shares memory with
     one (a global or a closure viewing an argument) and the function has changed the copy
     there, ``x`` holds the old values, not those NumPy would read, and is refused; unchanged,
-    it is read as a constant, as in reverse mode (``reverse.check_alias``)."""
+    it is read as a constant, as in reverse mode (``reverse.check_alias``). ``written``: NumPy
+    writes into ``x`` itself, which the copy would not see: refused."""
     root = None
     for run in ACTIVE.running:
         copies = getattr(run, "copies", None)
@@ -203,10 +205,15 @@ def _check_alias(x):
         pair = copies.get(root)
         if pair is not None:
             whole, dual = pair
+            if written:
+                raise alias_written(x.shape, whole.shape)
             flat = memory(dual.value).reshape(-1, order="A")  # laid out as whole: a view
             copied = strided(flat, x.shape, x.dtype, address(x) - address(whole), x.strides)
             if copied.tobytes() != x.tobytes():
                 raise alias_read_after_write(x.shape, whole.shape)
+
+
+PLAIN_ACCESS.append(_check_alias)
 
 
 def as_array(y):

@@ -25,10 +25,10 @@ import zlib
 
 import numpy as np
 
-from ..core.allocation import Preexisting
+from ..core.allocation import PLAIN_ACCESS, Preexisting
 from ..core.arguments import no_full_collections
-from .arraylike import (ArrayMethods, alias_read_after_write, alias_written_after_read,
-                        conversion_error, numpy_value, weak_value)
+from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
+                        alias_written_after_read, conversion_error, numpy_value, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
@@ -290,14 +290,15 @@ def keep(tape, x, value):
         freeze(tape, value)
 
 
-def check_alias(value, kept=False):
+def check_alias(value, kept=False, written=False):
     """``value`` is a plain array an operation reads beside traced arrays or constants. If it
     shares memory with an argument a running differentiation traces (a global or a closure
     viewing the argument's memory), it is read as a constant, which holds only while the
     function does not write into that argument: refused if the function did already; if a
     record keeps it (``kept``: ``freeze``), a later write into the argument is refused
-    (``AliasRead``). Such an array has the argument's owner (``views.owner``), so the test
-    costs a lookup."""
+    (``AliasRead``). ``written``: NumPy writes into ``value`` itself, which would change the
+    argument behind the tape's back: refused. Such an array has the argument's owner
+    (``views.owner``), so the test costs a lookup."""
     root = None
     for differentiation in ACTIVE.running:
         arguments = getattr(differentiation, "arguments", None)
@@ -308,11 +309,16 @@ def check_alias(value, kept=False):
         for argument, key in arguments.get(root, ()):
             if not _shares_memory(value, argument):
                 continue
+            if written:
+                raise alias_written(value.shape, argument.shape)
             guard = differentiation.guards.get(key)
             if guard is None and writeable(argument):  # its save ran: it was written
                 raise alias_read_after_write(value.shape, argument.shape)
             if kept and type(guard) is not AliasRead:
                 differentiation.guards[key] = AliasRead(value.shape, argument.shape)
+
+
+PLAIN_ACCESS.append(lambda value, written: check_alias(value, written=written))
 
 
 class AliasRead:
