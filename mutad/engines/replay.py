@@ -88,7 +88,7 @@ from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
-from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
+from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
@@ -2901,6 +2901,9 @@ class Program:
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
+        # The categories its reverse pass logs (``debug.logged_categories``) under the caller's
+        # error handling, which picked the program: kept where that calls and logs nothing
+        self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
     def plan(self, recorder):
@@ -3029,8 +3032,14 @@ class Program:
                 # The floating-point events of the reverse pass are heard as those of the
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
+                logged = self.logged
+                if logged is None:
+                    logged = logged_categories(modes)
+                    if "call" not in modes.values() and "log" not in modes.values():
+                        self.logged = logged  # (of the modes alone: ``logged_categories``)
                 heard_back = Heard()
-                with at_user_lines(heard_back, modes):  # (the caller's again)
+                with np.errstate(call=heard_back, **logged) if logged else \
+                        contextlib.nullcontext():  # (the caller's handling again)
                     while records:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:
@@ -3063,12 +3072,21 @@ def _raising_filters():
     """Python's warnings filters where one may turn a RuntimeWarning into an error (``-W
     error``, ``warnings.simplefilter("error")``), else None: NumPy's floating-point warnings
     then raise inside ``f``, where Python may catch them, and a replay warns only once its
-    program has run, so the filters pick a program as NumPy's error handling does."""
+    program has run, so the filters pick a program as NumPy's error handling does. The last
+    answer is kept with the filters it was given for: a list equal to those (item by item,
+    the same tuples, told by identity first) has the same answer."""
     filters = warnings.filters
-    if any(action == "error" and issubclass(RuntimeWarning, category)
-           for action, _, category, _, _ in filters):
-        return tuple(filters)
-    return None
+    last, answer = _LAST_FILTERS[0]  # (one pair, replaced whole: read in one step)
+    if filters == last:
+        return answer
+    answer = tuple(filters) if any(action == "error" and issubclass(RuntimeWarning, category)
+                                   for action, _, category, _, _ in filters) else None
+    _LAST_FILTERS[0] = list(filters), answer
+    return answer
+
+
+_LAST_FILTERS = [(None, None)]
+"""``_raising_filters``'s last filters (a copy) and its answer for them."""
 
 
 def _detached(x):
@@ -3713,12 +3731,14 @@ def _computed_with(x):
     (``_data``), a function of the user's (a rule attached, a LinearOperator's matvec), a
     library's object (aslinearoperator's sparse matrix), or a tuple, list or dict of those
     (the operands of a sum of LinearOperators)."""
-    if _data(x) or _users_function(x) or _librarys_object(x):
-        return True
     kind = type(x)
+    # (a tuple, list or dict of data is one of those: asked first, their items' answers; no
+    # other is data but as an array or a number, _data's first question)
     if kind is tuple or kind is list:
         return all(map(_computed_with, x))
-    return kind is dict and all(map(_computed_with, x.values()))
+    if kind is dict:
+        return all(map(_computed_with, x.values()))
+    return isinstance(x, _NUMBERS) or _users_function(x) or _librarys_object(x)
 
 
 def _librarys_object(x):
@@ -3728,7 +3748,13 @@ def _librarys_object(x):
     if kind in _NOT_LIBRARYS_OBJECTS or isinstance(x, type):
         return False
     module = getattr(kind, "__module__", None)
-    return type(module) is str and _library(module) and not _standard(module)
+    return type(module) is str and _librarys_module(module)
+
+
+@functools.lru_cache(maxsize=4096)
+def _librarys_module(module):
+    """Whether the module named ``module`` is NumPy's, SciPy's or mutad's."""
+    return _library(module) and not _standard(module)
 
 
 _NOT_LIBRARYS_OBJECTS = frozenset((types.FunctionType, types.BuiltinFunctionType,
@@ -4039,9 +4065,9 @@ def _changed(objects, arrays, held):
         return "first call"
     if len(objects) != len(held[0]):
         return "the objects it reaches"
-    for a, b in zip(objects, held[0]):
-        if a is not b:
-            return f"an object of type {type(a).__name__} rebound"
+    if not all(map(operator.is_, objects, held[0])):  # (the common answer, in one pass)
+        a = next(a for a, b in zip(objects, held[0]) if a is not b)
+        return f"an object of type {type(a).__name__} rebound"
     for a, contents in zip(arrays, held[1]):
         if not contents.same(a):
             return f"an array of shape {a.shape} changed"
@@ -4158,7 +4184,8 @@ class Replayed:
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
-        kinds = classes((args, kwargs))
+        kinds = classes((args, kwargs)) if kwargs or not all(  # (arrays and numbers alone,
+            type(x) in _NOT_OBJECTS for x in args) else []   # the common case, told at once)
         reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
