@@ -896,6 +896,20 @@ def test_decisions_on_a_stop_gradient_are_guarded():
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def test_a_stop_gradient_of_a_view_is_made_again_in_its_layout():
+    """stop_gradient copies in C order (ndarray.copy's); a replay made it in the view's own
+    order (np.copy's), and a sum of it, whose rounding follows the layout, had other bits."""
+    def f(x):
+        v = np.moveaxis(x, 2, 0)
+        return mutad.stop_gradient(v).sum() * v.sum()
+
+    rng = np.random.default_rng(1)
+    calls = [(rng.standard_normal((2, 2, 3)) * 10.0 ** rng.integers(-8, 8, (2, 2, 3)),)
+             for _ in range(12)]
+    replaying = replayed_like_traced(f, calls, traced_once=True)
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
 def test_scatters_ufunc_at_copyto_and_in_place_rules_are_replayed():
     def f(x, idx):
         y = np.zeros(4)
