@@ -1690,6 +1690,14 @@ def _bytes(value):
     return np.asarray(value).tobytes()
 
 
+def _layout_and_bytes(value):
+    """What a conversion of ``value`` to a plain array takes: its dtype, shape and bytes (a
+    BLAKE2 digest of those of an array over ``COPIED`` bytes, as ``Contents`` compares)."""
+    value = np.asarray(value)
+    return value.dtype.str, value.shape, (
+        value.tobytes() if value.nbytes <= COPIED else _digest(value))
+
+
 def _places(inputs):
     """A record's inputs as a step keeps them: the places (what its pullback reads), not the
     values of the first call."""
@@ -2196,6 +2204,9 @@ class Recorder:
         # array itself, as it is when the program was recorded: f must not change it after
         # (``w += 1``, plain NumPy code no step redoes), which ``end`` checks
         self.plain_reads = {}
+        # The constants converted to plain arrays (``converted``): (buffer, its version then,
+        # the plain array, a digest of its bytes then)
+        self.conversions = []
 
     def note_plain(self, leaf):
         """``leaf`` is an array argument the call does not trace. f may write into it (``k +=
@@ -2391,6 +2402,26 @@ class Recorder:
     def changed_plain(self):
         """Whether a plain array a step read holds other bytes now (``_read_plain``)."""
         return any(_digest(x) != digest for x, digest in self.plain_reads.values())
+
+    def converted(self, t, plain):
+        """Code no step redoes (SciPy's, given a spline's knots that f made) took the values
+        of the constant ``t`` as the plain array ``plain``; later steps may hold what it made
+        of them, the recorded call's. So a replay runs the program where ``t`` holds the same
+        values here: guarded, its bytes (a constant computed from constants always does; one
+        computed from the arguments fails where they change). And ``plain`` must hold those
+        values until the call ends: neither a write into ``t`` (its buffer's version) nor
+        one through ``plain`` (its digest) may follow, which ``changed_converted`` tells."""
+        if self._slot_of(t, "a conversion to a plain array of") is None:
+            return
+        self.guard(t, _layout_and_bytes(t.value), _layout_and_bytes)
+        self.conversions.append((t.buffer, t.buffer.version, plain, _digest(plain)))
+        if plain.flags.writeable:
+            self.plain_reads.setdefault(id(plain), (plain, self.conversions[-1][3]))
+
+    def changed_converted(self):
+        """Whether a constant converted to a plain array was written since (``converted``)."""
+        return any(buffer.version != version or _digest(plain) != digest
+                   for buffer, version, plain, digest in self.conversions)
 
     def _plain_read(self, x, held):
         """A step reads ``x``, memory of an argument the call does not trace: the argument's
@@ -3141,6 +3172,9 @@ class Recording:
                 aux = self._aux(recorder, aux)
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
+        if recorder.changed_converted():  # (first: the plain arrays read include those)
+            recorder.refuse("an array f made was written after its values were converted to a "
+                            "plain array, which the program holds as they were converted")
         if recorder.changed_plain():
             recorder.refuse("a plain array the program reads (an integer array f made) changed "
                             "after an operation read it")
