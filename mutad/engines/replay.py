@@ -3448,20 +3448,29 @@ class Reached:
 
     def __init__(self, objects, arrays, states, namespaces, names):
         self.objects, self.arrays = objects, arrays
-        self.states, self.namespaces, self.names = states, namespaces, names
+        self.states, self.names = states, names
+        # Per namespace held by the names the code names (each taken is one of them), those
+        # of them it did not have (``absent``): it has the same of them again exactly where
+        # it has every name taken (the values below are looked up) and none of those
+        strings = frozenset(name for name in names if type(name) is str)
+        self.namespaces = [(namespace, every, taken, values, strings - taken
+                            if not every and taken <= strings else None)
+                           for namespace, every, taken, values in namespaces]
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        names = self.names
-        for namespace, every, taken, values in self.namespaces:
-            if {name for name in (namespace if every else _named(names, namespace))
-                    if type(name) is str} != taken:
+        for namespace, every, taken, values, absent in self.namespaces:
+            if absent is not None:
+                if any(map(namespace.__contains__, absent)):
+                    return False
+            elif {name for name in (namespace if every else _named(self.names, namespace))
+                  if type(name) is str} != taken:
                 return False
             for name, value in values:
-                if namespace[name] is not value:
+                if namespace.get(name, _APART) is not value:
                     return False
         return True
 
