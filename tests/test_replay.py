@@ -896,6 +896,20 @@ def test_decisions_on_a_stop_gradient_are_guarded():
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def test_a_dtype_a_function_takes_from_the_values_is_guarded():
+    """eigvals gives float64 eigenvalues where they are real, complex128 where they are not:
+    the program recorded on real ones is not replayed on complex ones (it was, and computed
+    the gradient of another program)."""
+    def f(m):
+        return np.sum(np.abs(np.linalg.eigvals(m)))
+
+    real, rotation = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[1.0, -2.0], [2.0, 1.0]])
+    calls = [(real * scale,) for scale in (1.0, 1.5)] + [(rotation * scale,)
+                                                           for scale in (1.0, 0.5)]
+    replaying = replayed_like_traced(f, calls + calls[:1] + calls[2:3])
+    assert program_count(replaying) == 1 and not replaying.reasons  # (recorded again)
+
+
 def test_a_stop_gradient_of_a_view_is_made_again_in_its_layout():
     """stop_gradient copies in C order (ndarray.copy's); a replay made it in the view's own
     order (np.copy's), and a sum of it, whose rounding follows the layout, had other bits."""

@@ -229,14 +229,16 @@ def _as_is(y):
 # Steps: each is called with this call's values and tape, and appends the records it makes
 
 
-def _shape_guard(y, shape, code, layout=None):
+def _shape_guard(y, shape, code, layout=None, dtype=None):
     """The lines of a block that check the shape of the value ``y`` an index gave, which a key
     computed by the program may change (``x[x > 0]``), and for a view, where it lies in its
     memory (``Out.layout``). Every value of a replayed program has the shape it was recorded
     with (the arguments by their signature, what each step makes by its operands' shapes, or
     by a guard like this one), so a constant key into one gives the recorded shape, and needs
-    no guard."""
+    no guard. ``dtype``: the dtype ``y`` had, where a function made it (``Out.dtype``)."""
     lines = [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
+    if dtype is not None:
+        lines += [f"if {y}.dtype != {code.bind(dtype)}:", "    raise GuardFailed"]
     if layout is not None:
         lines += [f"if {code.bind(_layout)}({y}) != {code.bind(layout)}:", "    raise GuardFailed"]
     return lines
@@ -297,7 +299,7 @@ class Call:
             if out.convert is not _as_is:
                 y = f"{code.bind(out.convert)}({y})"
             y = code.made(out.slot, y, False)
-            code.forward += _shape_guard(y, out.shape, code, out.layout)
+            code.forward += _shape_guard(y, out.shape, code, out.layout, out.dtype)
             code.records.append(())
             return
         source, key = self.args
@@ -325,16 +327,18 @@ scalar arithmetic for NumPy scalars (the values a replay holds for read-only 0-d
 
 class Out:
     """Where a step stores a traced array it made: its slot, ``convert``, which makes the
-    value NumPy gave the value the traced array held (see ``as_constant``), and the shape it
-    had when recorded: a guard, since a shape may depend on values (``x[x > 0]``), and the
-    program's later steps on it were recorded for that one."""
+    value NumPy gave the value the traced array held (see ``as_constant``), and the shape and
+    dtype it had when recorded: guards, since a shape may depend on values (``x[x > 0]``), and
+    so may a function's dtype (``np.linalg.eigvals``, real or complex as the eigenvalues
+    are), and the program's later steps on it were recorded for those."""
 
-    __slots__ = ("slot", "convert", "shape", "buffer", "layout")
+    __slots__ = ("slot", "convert", "shape", "dtype", "buffer", "layout")
 
     def __init__(self, slot, convert, t, view=False):
         self.slot = slot
         self.convert = convert
         self.shape = t.value.shape
+        self.dtype = t.value.dtype
         self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
         # of a view of an operand, where it lies in its memory: a guard too, since settings
         # the program computes may move it (np.flip(x, axis) of a computed axis), and the
@@ -380,8 +384,8 @@ def _store(outputs, y, values):
         return
     if type(outputs) is Out:
         value = outputs.convert(y)
-        if value.shape != outputs.shape or outputs.layout is not None \
-                and _layout(value) != outputs.layout:
+        if value.shape != outputs.shape or value.dtype != outputs.dtype \
+                or outputs.layout is not None and _layout(value) != outputs.layout:
             raise GuardFailed
         if outputs.buffer is not None and outputs.buffer.weak and value.ndim == 0:
             value = value.item()  # as the traced value stood for it (arraylike.weak); a
@@ -1450,7 +1454,7 @@ class Function:
         elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
             made = f"y if type(y) is ndarray and y.base is None else {made}"
         y = code.made(self.outputs.slot, made, internal)
-        code.forward += _shape_guard(y, self.outputs.shape, code)
+        code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
 
     def _specialized(self):
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
