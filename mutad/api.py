@@ -262,8 +262,9 @@ def _stopped(x):
     else:
         forward.active(x.level)  # a dual whose jvp ended: a clear error
     # The plain numbers through every level, as a constant of every differentiation running
-    # (np.copy of x is how a replay makes it again).
-    return allocate(memory(x).copy(), (np.copy, (x,), {}))
+    # (np.copy of x is how a replay makes it again: in C order, as ndarray.copy's, whose
+    # layout later operations' results, and their sums' rounding, follow).
+    return allocate(memory(x).copy(), (np.copy, (x,), {"order": "C"}))
 
 
 @user_frames

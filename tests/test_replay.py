@@ -896,6 +896,91 @@ def test_decisions_on_a_stop_gradient_are_guarded():
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
+def test_a_dtype_a_function_takes_from_the_values_is_guarded():
+    """eigvals gives float64 eigenvalues where they are real, complex128 where they are not:
+    the program recorded on real ones is not replayed on complex ones (it was, and computed
+    the gradient of another program)."""
+    def f(m):
+        return np.sum(np.abs(np.linalg.eigvals(m)))
+
+    real, rotation = np.array([[2.0, 1.0], [1.0, 3.0]]), np.array([[1.0, -2.0], [2.0, 1.0]])
+    calls = [(real * scale,) for scale in (1.0, 1.5)] + [(rotation * scale,)
+                                                           for scale in (1.0, 0.5)]
+    replaying = replayed_like_traced(f, calls + calls[:1] + calls[2:3])
+    assert program_count(replaying) == 1 and not replaying.reasons  # (recorded again)
+
+
+def test_a_stop_gradient_of_a_view_is_made_again_in_its_layout():
+    """stop_gradient copies in C order (ndarray.copy's); a replay made it in the view's own
+    order (np.copy's), and a sum of it, whose rounding follows the layout, had other bits."""
+    def f(x):
+        v = np.moveaxis(x, 2, 0)
+        return mutad.stop_gradient(v).sum() * v.sum()
+
+    rng = np.random.default_rng(1)
+    calls = [(rng.standard_normal((2, 2, 3)) * 10.0 ** rng.integers(-8, 8, (2, 2, 3)),)
+             for _ in range(12)]
+    replaying = replayed_like_traced(f, calls, traced_once=True)
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_arrays_f_makes_and_scipy_takes_as_plain_arrays_are_replayed_and_guarded():
+    """SciPy's code, which no step redoes, takes an array f made as a plain array (a spline's
+    knots): a replay runs the program where that array holds the recorded values, as one made
+    from constants always does; one made from the arguments is guarded."""
+    import scipy.interpolate
+
+    def from_constants(x):
+        knots = np.linspace(0.0, 1.0, x.size)
+        return (scipy.interpolate.CubicSpline(knots, x)(np.linspace(0.0, 1.0, 7)) ** 2).sum()
+
+    def from_the_arguments(x):
+        knots = np.cumsum(np.exp(mutad.stop_gradient(x)))
+        at = 0.5 * (knots[1:] + knots[:-1])
+        return (scipy.interpolate.interp1d(knots, x * x)(at) * at).sum()
+
+    def plain_code_on_the_arguments(x):
+        weights = np.cumsum(np.exp(mutad.stop_gradient(x)))  # no decision of Python's on them
+        weights = np.cos(weights.__array__())  # plain code: the program holds its result
+        return (x * weights).sum()
+
+    rng = np.random.default_rng(7)
+    draws = [rng.uniform(-1.0, 1.0, 5) for _ in range(3)]
+    replaying = replayed_like_traced(from_constants, [(x.copy(),) for x in draws],
+                                     traced_once=True)
+    assert program_count(replaying) == 1 and not replaying.reasons
+    # the same values twice (a replay), then others (the guard fails: traced again)
+    calls = [(x.copy(),) for x in draws for _ in range(2)]
+    for f in (from_the_arguments, plain_code_on_the_arguments):
+        replaying = replayed_like_traced(f, calls)
+        assert program_count(replaying) == 1 and not replaying.reasons
+
+
+def test_an_array_written_after_its_conversion_to_a_plain_array_is_traced():
+    """The plain array a conversion gives is the recorded call's, which a program holds as it
+    was converted: an array f writes into afterwards (here the same zeros while x is finite,
+    NaN where it is not) is not replayed; nor one written through the plain array."""
+    def written_after(x):
+        k = np.zeros(3)
+        plain = k.__array__()                    # as code without a rule converts it
+        k[:] = mutad.stop_gradient(x) * 0.0
+        return (x * np.cos(plain)).sum()
+
+    def written_through(x):
+        k = np.linspace(0.0, 1.0, 3)
+        plain = k.__array__()
+        plain[0] = 2.0                           # plain code, which no step redoes
+        return (x * k).sum()
+
+    finite, infinite = np.array([1.0, 2.0, 3.0]), np.array([1.0, np.inf, 3.0])
+    with np.errstate(invalid="ignore"):
+        replaying = replayed_like_traced(written_after, [(finite.copy(),), (finite.copy(),),
+                                                         (infinite.copy(),)])
+    assert any("written after" in why for why in replaying.reasons.values())
+    replaying = replayed_like_traced(written_through, [(finite.copy(),)] * 3)
+    assert any("written after" in why for why in replaying.reasons.values())
+
+
 def test_scatters_ufunc_at_copyto_and_in_place_rules_are_replayed():
     def f(x, idx):
         y = np.zeros(4)

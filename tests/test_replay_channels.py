@@ -245,6 +245,26 @@ def test_the_callers_warnings_filters_pick_the_program():
         assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
+def test_a_warnings_filter_replaced_in_place_picks_the_program():
+    """The filters are told by their contents, not by the list that holds them: one replaced
+    in place, the list as long as it was, picks another program."""
+    def f(x):
+        try:
+            y = np.log(x)
+        except RuntimeWarning:
+            y = x * 2.0
+        return np.where(np.isfinite(y), y, 0.0).sum()
+
+    x = np.array([0.0, 1.0, 2.0])
+    replaying = mutad.value_and_grad(f, replay=True)
+    with warnings.catch_warnings(), np.errstate(divide="warn"):
+        warnings.simplefilter("ignore")
+        for action in ("ignore", "ignore", "error", "ignore", "error", "error"):
+            warnings.filters[0] = (action, *warnings.filters[0][1:])
+            got, expected = replaying(x.copy()), mutad.value_and_grad(f)(x.copy())
+            assert same(got[0], expected[0]) and same(got[1], expected[1])
+
+
 # ----------------------------------------------------------------------------------------------
 # What f reaches besides its arguments
 

@@ -285,6 +285,37 @@ def test_right_hand_side_reading_the_time():
         np.testing.assert_allclose(mutad.jvp(final, (0.7,), (1.0,))[1], exact, rtol=1e-7)
 
 
+def test_the_adjoints_replay_records_one_program_for_every_stage(monkeypatch):
+    """The discrete adjoint pulls back each stage of a step with its own row of the stage
+    cotangents: one program serves them all (a row of a larger array, at each row's offset,
+    would be a layout of its own, and record one program each), replayed as traced."""
+    replaying = []
+
+    def kept(*args, **kwargs):
+        replaying.append(mutad.grad(*args, **kwargs))
+        return replaying[-1]
+
+    monkeypatch.setattr(integrate, "grad", kept)
+
+    def loss(y0, k):
+        def rhs(t, y):
+            return np.array([y[1], -k * y[0] - 0.1 * y[1]])
+
+        sol = solve_ivp(rhs, (0.0, 2.0), y0, t_eval=np.linspace(0.0, 2.0, 5), rtol=1e-8)
+        return (sol.y[0] ** 2).sum()
+
+    y0 = np.array([0.0, 1.0])
+    got = mutad.gradient(loss, y0, 1.3)
+    assert [sum(type(p) is not str for p in r.programs.values()) for r in replaying] == [1]
+    monkeypatch.setattr(integrate, "grad", mutad.grad)
+    monkeypatch.setattr(mutad.engines.replay.Replayed, "_replay_or_record",
+                        lambda self, args, kwargs, *_: self.trace(
+                            self.f, args, kwargs, self.argnums, self.policy, self.has_aux))
+    traced = mutad.gradient(loss, y0, 1.3)
+    assert got[0].tobytes() == traced[0].tobytes() and got[1] == traced[1]
+    assert y0.tolist() == [0.0, 1.0]
+
+
 def test_solve_ivp_jacobian_sharing_the_closure():
     """fun and jac close over the same cell: one parameter, differentiated once."""
     def final(k):

@@ -322,17 +322,22 @@ def at_user_lines(writer, modes=None):
     gradient inside a function being differentiated); a null context if there are none, or
     if the user's handling already calls or logs (its ``seterrcall`` object must stay).
     ``modes``: ``np.geterr()`` as it is now, where the caller has just read it."""
-    if modes is None:
-        modes = np.geterr()
-    calls = "call" in modes.values() or "log" in modes.values()
-    ours = calls and type(np.geterrcall()) is Warnings
-    if calls and not ours:
-        return contextlib.nullcontext()
-    logged = {category: "log" for category, mode in modes.items()
-              if mode == "warn" or ours and mode == "log"}
+    logged = logged_categories(np.geterr() if modes is None else modes)
     if not logged:
         return contextlib.nullcontext()
     return np.errstate(call=writer, **logged)
+
+
+def logged_categories(modes):
+    """The categories ``at_user_lines`` logs under NumPy's error handling ``modes``
+    (``np.geterr()``): ``{category: "log"}``, empty where it is a null context. A function of
+    ``modes`` alone where none of them calls or logs."""
+    calls = "call" in modes.values() or "log" in modes.values()
+    ours = calls and type(np.geterrcall()) is Warnings
+    if calls and not ours:
+        return {}
+    return {category: "log" for category, mode in modes.items()
+            if mode == "warn" or ours and mode == "log"}
 
 
 # ----------------------------------------------------------------------------------------------

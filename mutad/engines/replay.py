@@ -88,7 +88,7 @@ from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
 from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
-from ..core.debug import (Warnings, anomaly_detection, at_user_lines, nowhere, user_frames,
+from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
                           elementwise_kept, read_by_partials, short, unbroadcast)
@@ -229,14 +229,16 @@ def _as_is(y):
 # Steps: each is called with this call's values and tape, and appends the records it makes
 
 
-def _shape_guard(y, shape, code, layout=None):
+def _shape_guard(y, shape, code, layout=None, dtype=None):
     """The lines of a block that check the shape of the value ``y`` an index gave, which a key
     computed by the program may change (``x[x > 0]``), and for a view, where it lies in its
     memory (``Out.layout``). Every value of a replayed program has the shape it was recorded
     with (the arguments by their signature, what each step makes by its operands' shapes, or
     by a guard like this one), so a constant key into one gives the recorded shape, and needs
-    no guard."""
+    no guard. ``dtype``: the dtype ``y`` had, where a function made it (``Out.dtype``)."""
     lines = [f"if {y}.shape != {code.bind(shape)}:", "    raise GuardFailed"]
+    if dtype is not None:
+        lines += [f"if {y}.dtype != {code.bind(dtype)}:", "    raise GuardFailed"]
     if layout is not None:
         lines += [f"if {code.bind(_layout)}({y}) != {code.bind(layout)}:", "    raise GuardFailed"]
     return lines
@@ -297,7 +299,7 @@ class Call:
             if out.convert is not _as_is:
                 y = f"{code.bind(out.convert)}({y})"
             y = code.made(out.slot, y, False)
-            code.forward += _shape_guard(y, out.shape, code, out.layout)
+            code.forward += _shape_guard(y, out.shape, code, out.layout, out.dtype)
             code.records.append(())
             return
         source, key = self.args
@@ -325,16 +327,18 @@ scalar arithmetic for NumPy scalars (the values a replay holds for read-only 0-d
 
 class Out:
     """Where a step stores a traced array it made: its slot, ``convert``, which makes the
-    value NumPy gave the value the traced array held (see ``as_constant``), and the shape it
-    had when recorded: a guard, since a shape may depend on values (``x[x > 0]``), and the
-    program's later steps on it were recorded for that one."""
+    value NumPy gave the value the traced array held (see ``as_constant``), and the shape and
+    dtype it had when recorded: guards, since a shape may depend on values (``x[x > 0]``), and
+    so may a function's dtype (``np.linalg.eigvals``, real or complex as the eigenvalues
+    are), and the program's later steps on it were recorded for those."""
 
-    __slots__ = ("slot", "convert", "shape", "buffer", "layout")
+    __slots__ = ("slot", "convert", "shape", "dtype", "buffer", "layout")
 
     def __init__(self, slot, convert, t, view=False):
         self.slot = slot
         self.convert = convert
         self.shape = t.value.shape
+        self.dtype = t.value.dtype
         self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
         # of a view of an operand, where it lies in its memory: a guard too, since settings
         # the program computes may move it (np.flip(x, axis) of a computed axis), and the
@@ -380,8 +384,8 @@ def _store(outputs, y, values):
         return
     if type(outputs) is Out:
         value = outputs.convert(y)
-        if value.shape != outputs.shape or outputs.layout is not None \
-                and _layout(value) != outputs.layout:
+        if value.shape != outputs.shape or value.dtype != outputs.dtype \
+                or outputs.layout is not None and _layout(value) != outputs.layout:
             raise GuardFailed
         if outputs.buffer is not None and outputs.buffer.weak and value.ndim == 0:
             value = value.item()  # as the traced value stood for it (arraylike.weak); a
@@ -1450,7 +1454,7 @@ class Function:
         elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
             made = f"y if type(y) is ndarray and y.base is None else {made}"
         y = code.made(self.outputs.slot, made, internal)
-        code.forward += _shape_guard(y, self.outputs.shape, code)
+        code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
 
     def _specialized(self):
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
@@ -1688,6 +1692,14 @@ def _weak_beside_arrays(args, spec):
 
 def _bytes(value):
     return np.asarray(value).tobytes()
+
+
+def _layout_and_bytes(value):
+    """What a conversion of ``value`` to a plain array takes: its dtype, shape and bytes (a
+    BLAKE2 digest of those of an array over ``COPIED`` bytes, as ``Contents`` compares)."""
+    value = np.asarray(value)
+    return value.dtype.str, value.shape, (
+        value.tobytes() if value.nbytes <= COPIED else _digest(value))
 
 
 def _places(inputs):
@@ -2196,6 +2208,9 @@ class Recorder:
         # array itself, as it is when the program was recorded: f must not change it after
         # (``w += 1``, plain NumPy code no step redoes), which ``end`` checks
         self.plain_reads = {}
+        # The constants converted to plain arrays (``converted``): (buffer, its version then,
+        # the plain array, a digest of its bytes then)
+        self.conversions = []
 
     def note_plain(self, leaf):
         """``leaf`` is an array argument the call does not trace. f may write into it (``k +=
@@ -2393,6 +2408,26 @@ class Recorder:
     def changed_plain(self):
         """Whether a plain array a step read holds other bytes now (``_read_plain``)."""
         return any(_digest(x) != digest for x, digest in self.plain_reads.values())
+
+    def converted(self, t, plain):
+        """Code no step redoes (SciPy's, given a spline's knots that f made) took the values
+        of the constant ``t`` as the plain array ``plain``; later steps may hold what it made
+        of them, the recorded call's. So a replay runs the program where ``t`` holds the same
+        values here: guarded, its bytes (a constant computed from constants always does; one
+        computed from the arguments fails where they change). And ``plain`` must hold those
+        values until the call ends: neither a write into ``t`` (its buffer's version) nor
+        one through ``plain`` (its digest) may follow, which ``changed_converted`` tells."""
+        if self._slot_of(t, "a conversion to a plain array of") is None:
+            return
+        self.guard(t, _layout_and_bytes(t.value), _layout_and_bytes)
+        self.conversions.append((t.buffer, t.buffer.version, plain, _digest(plain)))
+        if plain.flags.writeable:
+            self.plain_reads.setdefault(id(plain), (plain, self.conversions[-1][3]))
+
+    def changed_converted(self):
+        """Whether a constant converted to a plain array was written since (``converted``)."""
+        return any(buffer.version != version or _digest(plain) != digest
+                   for buffer, version, plain, digest in self.conversions)
 
     def _plain_read(self, x, held):
         """A step reads ``x``, memory of an argument the call does not trace: the argument's
@@ -2903,6 +2938,9 @@ class Program:
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
+        # The categories its reverse pass logs (``debug.logged_categories``) under the caller's
+        # error handling, which picked the program: kept where that calls and logs nothing
+        self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
 
     def plan(self, recorder):
@@ -3031,8 +3069,14 @@ class Program:
                 # The floating-point events of the reverse pass are heard as those of the
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
+                logged = self.logged
+                if logged is None:
+                    logged = logged_categories(modes)
+                    if "call" not in modes.values() and "log" not in modes.values():
+                        self.logged = logged  # (of the modes alone: ``logged_categories``)
                 heard_back = Heard()
-                with at_user_lines(heard_back, modes):  # (the caller's again)
+                with np.errstate(call=heard_back, **logged) if logged else \
+                        contextlib.nullcontext():  # (the caller's handling again)
                     while records:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:
@@ -3065,12 +3109,21 @@ def _raising_filters():
     """Python's warnings filters where one may turn a RuntimeWarning into an error (``-W
     error``, ``warnings.simplefilter("error")``), else None: NumPy's floating-point warnings
     then raise inside ``f``, where Python may catch them, and a replay warns only once its
-    program has run, so the filters pick a program as NumPy's error handling does."""
+    program has run, so the filters pick a program as NumPy's error handling does. The last
+    answer is kept with the filters it was given for: a list equal to those (item by item,
+    the same tuples, told by identity first) has the same answer."""
     filters = warnings.filters
-    if any(action == "error" and issubclass(RuntimeWarning, category)
-           for action, _, category, _, _ in filters):
-        return tuple(filters)
-    return None
+    last, answer = _LAST_FILTERS[0]  # (one pair, replaced whole: read in one step)
+    if filters == last:
+        return answer
+    answer = tuple(filters) if any(action == "error" and issubclass(RuntimeWarning, category)
+                                   for action, _, category, _, _ in filters) else None
+    _LAST_FILTERS[0] = list(filters), answer
+    return answer
+
+
+_LAST_FILTERS = [(None, None)]
+"""``_raising_filters``'s last filters (a copy) and its answer for them."""
 
 
 def _detached(x):
@@ -3125,6 +3178,9 @@ class Recording:
                 aux = self._aux(recorder, aux)
         if type(y) is Traced and id(y) not in recorder.slots:
             recorder.refuse("a result mutad made outside the operations a replay redoes")
+        if recorder.changed_converted():  # (first: the plain arrays read include those)
+            recorder.refuse("an array f made was written after its values were converted to a "
+                            "plain array, which the program holds as they were converted")
         if recorder.changed_plain():
             recorder.refuse("a plain array the program reads (an integer array f made) changed "
                             "after an operation read it")
@@ -3398,20 +3454,29 @@ class Reached:
 
     def __init__(self, objects, arrays, states, namespaces, names):
         self.objects, self.arrays = objects, arrays
-        self.states, self.namespaces, self.names = states, namespaces, names
+        self.states, self.names = states, names
+        # Per namespace held by the names the code names (each taken is one of them), those
+        # of them it did not have (``absent``): it has the same of them again exactly where
+        # it has every name taken (the values below are looked up) and none of those
+        strings = frozenset(name for name in names if type(name) is str)
+        self.namespaces = [(namespace, every, taken, values, strings - taken
+                            if not every and taken <= strings else None)
+                           for namespace, every, taken, values in namespaces]
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        names = self.names
-        for namespace, every, taken, values in self.namespaces:
-            if {name for name in (namespace if every else _named(names, namespace))
-                    if type(name) is str} != taken:
+        for namespace, every, taken, values, absent in self.namespaces:
+            if absent is not None:
+                if any(map(namespace.__contains__, absent)):
+                    return False
+            elif {name for name in (namespace if every else _named(self.names, namespace))
+                  if type(name) is str} != taken:
                 return False
             for name, value in values:
-                if namespace[name] is not value:
+                if namespace.get(name, _APART) is not value:
                     return False
         return True
 
@@ -3715,12 +3780,14 @@ def _computed_with(x):
     (``_data``), a function of the user's (a rule attached, a LinearOperator's matvec), a
     library's object (aslinearoperator's sparse matrix), or a tuple, list or dict of those
     (the operands of a sum of LinearOperators)."""
-    if _data(x) or _users_function(x) or _librarys_object(x):
-        return True
     kind = type(x)
+    # (a tuple, list or dict of data is one of those: asked first, their items' answers; no
+    # other is data but as an array or a number, _data's first question)
     if kind is tuple or kind is list:
         return all(map(_computed_with, x))
-    return kind is dict and all(map(_computed_with, x.values()))
+    if kind is dict:
+        return all(map(_computed_with, x.values()))
+    return isinstance(x, _NUMBERS) or _users_function(x) or _librarys_object(x)
 
 
 def _librarys_object(x):
@@ -3730,7 +3797,13 @@ def _librarys_object(x):
     if kind in _NOT_LIBRARYS_OBJECTS or isinstance(x, type):
         return False
     module = getattr(kind, "__module__", None)
-    return type(module) is str and _library(module) and not _standard(module)
+    return type(module) is str and _librarys_module(module)
+
+
+@functools.lru_cache(maxsize=4096)
+def _librarys_module(module):
+    """Whether the module named ``module`` is NumPy's, SciPy's or mutad's."""
+    return _library(module) and not _standard(module)
 
 
 _NOT_LIBRARYS_OBJECTS = frozenset((types.FunctionType, types.BuiltinFunctionType,
@@ -4041,9 +4114,9 @@ def _changed(objects, arrays, held):
         return "first call"
     if len(objects) != len(held[0]):
         return "the objects it reaches"
-    for a, b in zip(objects, held[0]):
-        if a is not b:
-            return f"an object of type {type(a).__name__} rebound"
+    if not all(map(operator.is_, objects, held[0])):  # (the common answer, in one pass)
+        a = next(a for a, b in zip(objects, held[0]) if a is not b)
+        return f"an object of type {type(a).__name__} rebound"
     for a, contents in zip(arrays, held[1]):
         if not contents.same(a):
             return f"an array of shape {a.shape} changed"
@@ -4160,7 +4233,8 @@ class Replayed:
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
-        kinds = classes((args, kwargs))
+        kinds = classes((args, kwargs)) if kwargs or not all(  # (arrays and numbers alone,
+            type(x) in _NOT_OBJECTS for x in args) else []   # the common case, told at once)
         reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"

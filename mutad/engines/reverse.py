@@ -704,9 +704,6 @@ class Traced(ArrayMethods):
             return value
         if not self.buffer.constant:
             raise conversion_error("np.asarray")
-        if self.tape.recorder is not None and self.tape.recorder.ready:
-            self.tape.recorder.refuse("the conversion of an array allocated in the function to "
-                                      "a plain array")
         value = np.asarray(self.value)
         if self.buffer.read or type(self.buffer.ref) is Held:
             # Read-only: a record needs its values, or it is the caller's argument, whose
@@ -714,6 +711,8 @@ class Traced(ArrayMethods):
             value = value.view()
             value.flags.writeable = False
             self.tape.read_views = True  # a write through it: api explains NumPy's error
+        if self.tape.recorder is not None and self.tape.recorder.ready:
+            self.tape.recorder.converted(self, value)  # code no step redoes takes its values
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
         return value.copy() if copy else value

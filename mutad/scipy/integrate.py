@@ -701,7 +701,9 @@ class _Problem:
             nonlocal replayed
             if replayed is not None:
                 try:
-                    return replayed(np.array(t), y, lam, *values)
+                    # Arrays of their own: a program is recorded per layout of its arguments,
+                    # and the solvers pass rows of their stage arrays, one offset per stage
+                    return replayed(np.array(t), np.array(y), np.array(lam), *values)
                 except ConversionError as error:
                     handled(error)
                     replayed = None
