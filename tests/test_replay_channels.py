@@ -225,17 +225,19 @@ def test_the_callers_error_handling_picks_the_program():
         replaying(np.array([0.0, 1.0]))
 
 
+def log_unless_it_warns(x):
+    try:
+        y = np.log(x)
+    except RuntimeWarning:
+        y = x * 2.0
+    return np.where(np.isfinite(y), y, 0.0).sum()
+
+
 def test_the_callers_warnings_filters_pick_the_program():
     """Under warnings.simplefilter("error") a floating-point warning raises inside f, which
     may catch it: the replay of a program recorded under the default filters, which warns
     once its program has run, is not that call."""
-    def f(x):
-        try:
-            y = np.log(x)
-        except RuntimeWarning:
-            y = x * 2.0
-        return np.where(np.isfinite(y), y, 0.0).sum()
-
+    f = log_unless_it_warns
     x = np.array([0.0, 1.0, 2.0])
     replaying = mutad.value_and_grad(f, replay=True)
     for action in ("default", "default", "error", "default", "error", "error"):
@@ -248,13 +250,7 @@ def test_the_callers_warnings_filters_pick_the_program():
 def test_a_warnings_filter_replaced_in_place_picks_the_program():
     """The filters are told by their contents, not by the list that holds them: one replaced
     in place, the list as long as it was, picks another program."""
-    def f(x):
-        try:
-            y = np.log(x)
-        except RuntimeWarning:
-            y = x * 2.0
-        return np.where(np.isfinite(y), y, 0.0).sum()
-
+    f = log_unless_it_warns
     x = np.array([0.0, 1.0, 2.0])
     replaying = mutad.value_and_grad(f, replay=True)
     with warnings.catch_warnings(), np.errstate(divide="warn"):
