@@ -533,6 +533,103 @@ def test_a_global_view_apart_from_the_argument_written_or_read_by_numpy_alone():
     assert G.tolist() == [10.0, 1.0, 2.0, 3.0, 4.0, 5.0]
 
 
+def routed_alias_programs():
+    """Programs that give a global sharing memory with their argument ``base[:4]`` to a routed
+    library function, which converts it itself (``np.asarray``: no NumPy protocol sees it):
+    read after the argument was written, or written into by the library."""
+    import scipy.ndimage
+    import scipy.signal
+    import scipy.sparse
+
+    base = np.arange(1.0, 7.0)
+    G = base[:4]    # the argument's memory
+    A = G.reshape(2, 2)
+    F = G.reshape((2, 2), order="F")
+    H = np.ones(4)  # apart from the argument
+    b = np.array([1.0, 2.0])
+
+    def solve(x):
+        x *= 2.0
+        return scipy.linalg.solve(A, b).sum() + (x ** 2).sum()
+
+    def gaussian_filter(x):
+        x *= 2.0
+        return scipy.ndimage.gaussian_filter(G, 1.0).sum() + (x ** 2).sum()
+
+    def lfilter(x):
+        x *= 2.0
+        return scipy.signal.lfilter([1.0, 0.5], [1.0], G).sum() + (x ** 2).sum()
+
+    def csr_matrix(x):
+        x *= 2.0
+        return scipy.sparse.csr_matrix(A).sum() + (x ** 2).sum()
+
+    def routed_method(x):
+        x *= 2.0
+        return scipy.stats.norm.logpdf(G).sum() + (x ** 2).sum()
+
+    def overwrite_a(x):   # (LAPACK's order: SciPy writes into it)
+        return scipy.linalg.solve(F, b, overwrite_a=True).sum() + (x ** 2).sum()
+
+    def overwrite_by_position(x):
+        return scipy.linalg.lu_factor(F, True)[0].sum() + (x ** 2).sum()
+
+    def output(x):
+        scipy.ndimage.gaussian_filter(H, 1.0, output=G)
+        return (x ** 2).sum()
+
+    programs = (solve, gaussian_filter, lfilter, csr_matrix, routed_method, overwrite_a,
+                overwrite_by_position, output)
+    return base, [(f.__name__, f) for f in programs]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in routed_alias_programs()[1]])
+def test_a_global_view_of_the_argument_given_to_a_routed_function_is_refused(name):
+    """Regression: a global viewing the argument's memory given to a routed SciPy function
+    (``scipy.linalg.solve(G, b)``) after the argument was written gave a gradient without the
+    derivative through the write (and forward mode, on a copy, SciPy's value of the old
+    values): SciPy converts the stand-in itself, which no NumPy protocol sees. Written by the
+    library (``overwrite_a=True``, ``output=G``), it changed the argument behind the
+    differentiation's back."""
+    base, programs = routed_alias_programs()
+    f = dict(programs)[name]
+    before = base.tobytes()
+    replayed = mutad.grad(f, replay=True)
+    modes = {"gradient": lambda: mutad.gradient(f, base[:4]),
+             "replayed": lambda: replayed(base[:4]),
+             "checkpoint": lambda: mutad.gradient(f, base[:4], policy="checkpoint"),
+             "jvp": lambda: mutad.jvp(f, (base[:4],), (np.ones(4),))}
+    for mode, run in [*modes.items(), ("replayed again", modes["replayed"])]:
+        with pytest.raises(errors.ConstantModifiedError, match="shares memory"):
+            run()
+        assert base.tobytes() == before, mode
+
+
+def test_a_global_view_given_to_a_routed_function_before_the_write_or_apart_from_it():
+    """What a routed function reads of a global before the argument is written is a constant,
+    as is what it reads of memory apart from the argument, after the write too."""
+    import scipy.ndimage
+
+    G = np.arange(1.0, 7.0)
+    b = np.array([1.0, 2.0])
+
+    def f(x):
+        s = scipy.linalg.solve(G[2:].reshape(2, 2), b).sum()   # before the write
+        x *= 2.0
+        t = scipy.ndimage.gaussian_filter(G[:2], 1.0).sum()    # apart from the argument
+        return s + t + (x ** 2).sum()
+
+    before = G.tobytes()
+    expected = 8 * G[2:]
+    assert np.array_equal(mutad.gradient(f, G[2:])[0], expected)
+    replayed = mutad.grad(f, replay=True)
+    for _ in range(3):
+        assert np.array_equal(replayed(G[2:]), expected)
+    assert np.array_equal(mutad.gradient(f, G[2:], policy="checkpoint")[0], expected)
+    assert np.array_equal(mutad.jvp(f, (G[2:],), (np.ones(4),))[1], expected.sum())
+    assert G.tobytes() == before
+
+
 def test_another_thread_writing_a_constant_fails_while_the_gradient_runs():
     import threading
 

@@ -68,6 +68,7 @@ import contextlib
 import dis
 import functools
 import importlib
+import inspect
 import itertools
 import math
 import operator
@@ -172,7 +173,7 @@ def by_user_code(y, func, args, kwargs, caller):
     constant the function may write traced values into; a rule's (``running_rule``) is plain."""
     if not ACTIVE.running or STATE.rules:
         return y
-    return made_in(y, func, args, kwargs, caller)
+    return made_in(y, func, args, kwargs, _caller(caller))
 
 
 STATE = _State()
@@ -890,9 +891,6 @@ QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}
 
 
 REPLACEMENTS = _replacements()
-PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__code__,
-                     _ModeUfunc.__call__.__code__))
-"""The code of the mode's wrappers that call NumPy's function for the user's code."""
 _BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
 
 COMPILED_OBJECTS: dict[type, Callable[[Any], Any]] = {}
@@ -1143,17 +1141,98 @@ def accessed(*read, written=()):
             check(view, True)
 
 
-def _stand_ins(tree):
-    """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them)."""
+class _Route:
+    """A routed function (``registry.defroute``) as user code reaches it in the mode: its
+    stand-in, called after the ``PLAIN_ACCESS`` checks of the stand-ins among its arguments.
+    The library converts such an array itself (``np.asarray``: NumPy converts an array of a
+    subclass without a hook, neither ``__array__`` nor ``__array_finalize__``), so the call is
+    the one place mutad sees it go: read, and written where the call says the library writes
+    into it (``out=``, ``output=``, ``overwrite_a=True``). Otherwise as the stand-in: its
+    attributes, ``isinstance`` against it, bound as a method if it is a function."""
+
+    def __init__(self, original, stand_in):
+        functools.update_wrapper(self, stand_in, updated=())
+        self.original, self.stand_in = original, stand_in
+
+    def __call__(self, *args, **kwargs):
+        if ACTIVE.running and _stand_ins((args, kwargs)):
+            accessed(args, kwargs, written=self._written(args, kwargs))
+        return self.stand_in(*args, **kwargs)
+
+    def __get__(self, instance, owner=None):
+        if instance is None or type(self.stand_in) is not types.FunctionType:
+            return self
+        return types.MethodType(self, instance)
+
+    def __getattr__(self, name):
+        if name == "stand_in":  # (not yet set: copy.copy's new object)
+            raise AttributeError(name)
+        return getattr(self.stand_in, name)
+
+    def __instancecheck__(self, instance):
+        return isinstance(instance, self.stand_in)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self.stand_in)
+
+    def __repr__(self):
+        return repr(self.stand_in)
+
+    @functools.cached_property
+    def _flags(self):
+        """``(signature, position)`` of the original where a parameter names what it writes
+        (``overwrite_a``, ``out``, ``output``), ``position`` that of the first such one, to find
+        those passed by position; else None."""
+        try:
+            signature = inspect.signature(self.original)
+        except (TypeError, ValueError):
+            return None
+        positions = [i for i, name in enumerate(signature.parameters)
+                     if name.startswith("overwrite_") or name in _OUTPUTS]
+        return (signature, positions[0]) if positions else None
+
+    def _written(self, args, kwargs):
+        """What the library may write into, called with ``args`` and ``kwargs``: its ``out=``
+        and ``output=`` arrays, and each ``<name>`` whose flag ``overwrite_<name>`` is set (all
+        the arguments where the call does not bind to its signature: the library's error, or
+        a write, follows)."""
+        arguments = kwargs
+        flags = self._flags
+        if flags is not None and (len(args) > flags[1] or any(  # (Signature.bind is slow)
+                name.startswith("overwrite_") for name in kwargs)):
+            try:
+                arguments = {**kwargs, **flags[0].bind(*args, **kwargs).arguments}
+            except TypeError:
+                return args, kwargs
+        return [arguments[name] for name in _OUTPUTS if name in arguments] + [
+            arguments[name[len("overwrite_"):]] for name, flag in arguments.items()
+            if name.startswith("overwrite_") and type(flag) in (bool, int, np.bool_) and flag
+            and name[len("overwrite_"):] in arguments]
+
+
+_OUTPUTS = ("out", "output")
+"""The names of the parameters of library functions that take the array they write into."""
+
+PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__code__,
+                     _ModeUfunc.__call__.__code__, _Route.__call__.__code__))
+"""The code of the mode's wrappers that call NumPy's or a library's function for the user's
+code."""
+
+
+def _stand_ins(tree, found=None):
+    """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them), a
+    list (a walk of every routed call's arguments: no generators)."""
+    found = [] if found is None else found
     kind = type(tree)
     if kind is Preexisting:
-        yield tree.view(np.ndarray)
-    elif kind in (list, tuple):
+        found.append(tree.view(np.ndarray))
+    elif kind is list or kind is tuple:
         for x in tree:
-            yield from _stand_ins(x)
+            _stand_ins(x, found)
     elif kind is dict:
         for x in tree.values():
-            yield from _stand_ins(x)
+            _stand_ins(x, found)
+    return found
 
 
 def stands_in(inputs, kwargs):
@@ -1766,7 +1845,7 @@ class _Mode:
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
-        self.routes = {}  # id(original) -> (original, stand-in), from the Rules' routes
+        self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
@@ -1804,7 +1883,8 @@ class _Mode:
         differentiation)."""
         if VERSIONS["route"] != self.routes_version:  # a rule module was loaded: look again
             self.routes_version = VERSIONS["route"]
-            self.routes = {id(f): (f, stand_in) for f, stand_in in table("route").items()}
+            self.routes = {id(f): (f, _Route(f, stand_in))
+                           for f, stand_in in table("route").items()}
             self.scanned.clear()
             self.modules = 0
         if len(LIBRARIES) != self.libraries:  # a device library's modules keep their bindings
@@ -2140,6 +2220,8 @@ def _routed(cls, name, rule, original):
                     "(CuPy's): mutad's rule for it computes on NumPy arrays. On a device, "
                     "write the step with NumPy's functions, which mutad differentiates there.")
             return True
+        if ACTIVE.running:  # the library's method converts the stand-ins NumPy's way: unseen
+            accessed(args, kwargs)
         return False
 
     if isinstance(original, staticmethod):  # rule(*args): no instance
