@@ -246,11 +246,15 @@ def inplace_adjoint(fn: Callable[..., Any] | None = None, *, writes: Sequence[st
     ...     scale_(x, s)
     ...     def back(dx, ds):
     ...         x[...] /= s            # restore x to what it held before the call
-    ...         ds += np.vdot(dx, x)   # accumulate: d(s x)/ds = x
+    ...         if ds is not None:     # None where s is not differentiated
+    ...             ds += np.vdot(dx, x)   # accumulate: d(s x)/ds = x
     ...         dx *= s                # dx is the cotangent of the new x: d(s x)/dx = s
     ...     return back
     >>> mutad.gradient(lambda x, s: (scale_(x, s), x.sum())[1], np.array([1.0, 2.0]), np.array(3.0))
     (array([3., 3.]), array(3.))
+    >>> mutad.gradient(lambda x, s: (scale_(x, s), x.sum())[1], np.array([1.0, 2.0]), np.array(3.0),
+    ...                argnums=0)
+    array([3., 3.])
     """
     if fn is None:
         return lambda fn: InplaceAdjoint(fn, writes)
