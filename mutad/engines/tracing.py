@@ -269,13 +269,11 @@ def _fast_operator(ufunc, general, reflected):
                 return general(self, other)
             mine = 0 if buffer.constant else 1
             if (mine or traced) and not scalar:
+                inputs, values, pattern = (((other, self), [operand, value], traced | mine << 1)
+                                           if reflected else
+                                           ((self, other), [value, operand], mine | traced << 1))
                 # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
-                if reflected:
-                    yt = fast_ufunc(ufunc, (other, self), tape, [operand, value],
-                                    traced | mine << 1, SKIPPED - 1)
-                else:
-                    yt = fast_ufunc(ufunc, (self, other), tape, [value, operand],
-                                    mine | traced << 1, SKIPPED - 1)
+                yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1)
                 if yt is not None:
                     return yt
         return general(self, other)
