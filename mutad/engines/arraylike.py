@@ -819,9 +819,12 @@ class FlatIterator:
 
 
 def _plain_key(key):
-    """An index with the values of differentiated arrays in it (an index has no derivative)."""
+    """An index with the values of differentiated arrays in it (an index has no derivative).
+    A constant (``np.argmax(x)``, ``x > 0``) converts as a plain array, which a replay guards:
+    its values are a decision of the program."""
     while isinstance(key, Tracer):
-        key = key.value
+        plain = key.plain_value()
+        key = key.value if plain is None else plain
     if type(key) in (list, tuple):
         return type(key)(_plain_key(k) for k in key)
     return key
