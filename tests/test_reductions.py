@@ -945,6 +945,21 @@ def test_add_reduceat_sums_segments_as_numpy_does(indices):
     mutad.check_grads(g, x)
 
 
+@pytest.mark.parametrize("zeros", ((), (1,), (1, 2)))
+@pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
+def test_multiply_reduceat_multiplies_segments_as_numpy_does(indices, zeros):
+    """np.multiply.reduceat: NumPy's segment products; an element's cotangent adds, for every
+    segment that holds it, the product of the segment's other elements (exact at zeros), in
+    both modes and to second order."""
+    x = np.array([0.3, -1.2, 2.5, 0.7, -0.4, 1.9])
+    x[list(zeros)] = 0.0
+    f = lambda x: (np.multiply.reduceat(x * x, indices) ** 2).sum()  # noqa: E731
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x, order=2)
+    g = lambda x: np.multiply.reduceat(x.reshape(3, 2), [1, 0, 2], axis=0).sum()  # noqa: E731
+    mutad.check_grads(g, x, modes=("rev", "fwd"))
+
+
 @pytest.mark.parametrize("ufunc", (np.maximum, np.minimum))
 @pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
 def test_selection_reduceat_reduces_each_segment(ufunc, indices):

@@ -419,18 +419,21 @@ def add_accumulate(a, axis=0, dtype=None):
 deflinear(np.cumsum, (np.add, "accumulate"))
 
 
+def _bounds(indices, n):
+    """The segment ``(start, end)`` along the axis of each output of ``ufunc.reduceat``, as
+    NumPy defines them: up to the next index, or the one element ``start`` where the indices do
+    not go up, the last segment up to ``n``."""
+    indices = np.asarray(indices).tolist()  # an index has no derivative
+    return [(start, end if start < end else start + 1)
+            for start, end in zip(indices, [*indices[1:], n])]
+
+
 def _segments(indices, n):
-    """The elements each output of ``np.add.reduceat`` sums, as NumPy defines them: pairs
-    ``(k, j)`` of an element ``k`` (along the axis) and an output ``j``."""
-    indices = np.asarray(indices)
-    ks, js = [], []
-    for j, start in enumerate(indices):
-        if j + 1 < len(indices) and start < indices[j + 1]:
-            end = indices[j + 1]
-        else:
-            end = n if j + 1 == len(indices) else start + 1
-        ks.extend(range(start, end))
-        js.extend([j] * (end - start))
+    """The elements each output of ``ufunc.reduceat`` reduces: pairs ``(k, j)`` of an element
+    ``k`` (along the axis) and an output ``j``."""
+    bounds = _bounds(indices, n)
+    ks = [k for start, end in bounds for k in range(start, end)]
+    js = [j for j, (start, end) in enumerate(bounds) for _ in range(start, end)]
     return np.array(ks, dtype=np.intp), np.array(js, dtype=np.intp)
 
 
@@ -448,6 +451,46 @@ def add_reduceat(a, indices, axis=0, dtype=None):
         return (np.moveaxis(g, 0, axis),)
 
     return y, back
+
+
+def _segment_others(a, indices, axis):
+    """``(ks, js, others)``: the pairs of ``_segments`` along ``axis`` (moved first) and, for
+    each, the product of the other elements of output ``j``'s segment (``product_of_others``:
+    exact with zeros)."""
+    moved = np.moveaxis(a, axis, 0)
+    bounds = _bounds(indices, moved.shape[0])
+    ks, js = _segments(indices, moved.shape[0])
+    others = [product_of_others(moved[start:end], 0, {}, has_zero(moved[start:end], {}))
+              for start, end in bounds]
+    return ks, js, np.concatenate(others) if others else moved[:0]
+
+
+@defrule((np.multiply, "reduceat"), leading=1)
+def multiply_reduceat(a, indices, axis=0, dtype=None):
+    """Segment products, NumPy's own; each element's cotangent sums, over the outputs whose
+    segments hold it, that output's cotangent times the product of the segment's other
+    elements."""
+    y = np.multiply.reduceat(a, indices, axis=axis, dtype=dtype)
+    axis = axis % a.ndim
+    ks, js, others = _segment_others(a, indices, axis)
+
+    def back(dy):
+        g = np.zeros_like(dy, shape=np.moveaxis(np.empty(a.shape), axis, 0).shape)
+        ufunc_at(np.add, g, ks, np.take(np.moveaxis(dy, axis, 0), js, axis=0) * others)
+        return (np.moveaxis(g, 0, axis),)
+
+    return y, back
+
+
+@defjvp((np.multiply, "reduceat"), leading=1)
+def multiply_reduceat_jvp(tangents, a, indices, axis=0, dtype=None):
+    y = np.multiply.reduceat(a, indices, axis=axis, dtype=dtype)
+    axis = axis % a.ndim
+    ks, js, others = _segment_others(a, indices, axis)
+    terms = np.take(np.moveaxis(tangents[0], axis, 0), ks, axis=0) * others
+    dy = np.zeros_like(terms, shape=(len(np.atleast_1d(indices)), *terms.shape[1:]))
+    ufunc_at(np.add, dy, js, terms)
+    return y, np.moveaxis(dy, 0, axis)
 
 
 deflinear((np.add, "reduceat"))
