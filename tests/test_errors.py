@@ -56,6 +56,9 @@ def structured_fields(x):
     return PARTICLES["pos"].sum()
 
 
+WEIGHTS = np.arange(16.0).reshape(4, 4)
+INDICES = np.array([0, 1, 1, 0])
+
 CASES = [
     # (what the function does after mutating x, error class, words the message must contain)
     (lambda x: x * 2.0, errors.NonScalarOutputError, ["scalar", "sum", "pullback"]),
@@ -88,6 +91,11 @@ CASES = [
      errors.UnsupportedFunctionError, ["np.frompyfunc", "object array", "np.vectorize"]),
     (structured_fields, errors.UntracedWriteError, ["structured array", "np.zeros(n, dtype=",
                                                     "array of its own"]),
+    # a plain array's method converts its traced argument: the function dispatches to mutad
+    (lambda x: WEIGHTS.dot(x).sum(), errors.ConversionError,
+     ["WEIGHTS.dot()", "np.dot(WEIGHTS, ...)", "WEIGHTS @ x"]),
+    (lambda x: INDICES.choose([x, 2 * x]).sum(), errors.ConversionError,
+     ["INDICES.choose()", "np.choose(INDICES, ...)"]),
 ]
 
 

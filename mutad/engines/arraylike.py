@@ -1171,6 +1171,11 @@ def conversion_error(what):
     fix = CONVERSION_FIXES.get(what.removesuffix("()").rsplit(".", 1)[-1], CONVERSION_FIX)
     if ".ma." in what or what.startswith("ma.") or _inside_masked(frame):
         fix = MASKED_FIX
+    elif fix is CONVERSION_FIX and _plain_method(what):
+        array, name = what.removesuffix("()").rsplit(".", 1)
+        fix = (f"{array}.{name}(...) of a plain array is NumPy's method, which converts its "
+               f"arguments: call the function, np.{name}({array}, ...)"
+               + (f" (or {array} @ x)" if name == "dot" else "") + ", which mutad follows.")
     elif fix is CONVERSION_FIX and what.startswith(("np.", "numpy.")):
         fix = LIST_FIX  # NumPy's own function, not dispatched to: a traced value inside a list
     user = _outside(frame, ("numpy", "mutad", "scipy"))
@@ -1186,6 +1191,15 @@ def conversion_error(what):
         "cut its gradient. "
         + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
         + (fix if fix is MASKED_FIX else CONVERSION_FIX)))  # (scipy.stats.mstats: np.ma's)
+
+
+def _plain_method(what):
+    """Whether ``what`` (a call as the code spells it, ``A.dot()``) is a method of an object's
+    that is a NumPy function of the object (``FORWARDED``): called on a plain array, NumPy's
+    method converted a traced argument where the function dispatches to mutad."""
+    head, _, name = what.removesuffix("()").rpartition(".")
+    return what.endswith("()") and bool(head) and name in FORWARDED \
+        and head not in ("np", "numpy")
 
 
 MASKED_FIX = ("Masked arrays (np.ma) are not differentiated: compute with the data and the "
