@@ -265,6 +265,41 @@ def test_writes_through_views_that_overlap_themselves_are_refused(name):
     assert a.tobytes() == before
 
 
+def _window_columns(x):
+    y = x * 1.0
+    w = sliding_window_view(y, 2, writeable=True)
+    w[:, 1] = w[:, 0] * x[0]  # a column of the windows: elements apart
+    w[..., 0] += 1.0
+    w[2, 1] = y[0] ** 2  # one element
+    return (y ** 3 * np.arange(6)).sum()
+
+
+def test_a_region_of_a_view_that_overlaps_itself_whose_own_elements_do_not_is_written():
+    """A basic index picks a region of such a view (a column of sliding windows) that NumPy
+    writes the same in any order: both modes and a replay follow the write, which they refused
+    as a write into the whole view; an index naming an element twice is still refused."""
+    x = np.linspace(0.5, 1.5, 6)
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(_window_columns)(x)
+    assert value == _window_columns(x.copy()) and x.tobytes() == before
+    mutad.check_grads(_window_columns, x, modes=("rev", "fwd"))
+    replaying = mutad.value_and_grad(_window_columns, replay=True)
+    for scale in (1.0, 2.0, -1.0):
+        got = replaying(x * scale)
+        expected = mutad.value_and_grad(_window_columns)(x * scale)
+        assert got[0] == expected[0] and got[1].tobytes() == expected[1].tobytes()
+
+    def twice(x):
+        y = x * 1.0
+        sliding_window_view(y, 2, writeable=True)[[0, 1], [1, 0]] = x[:2]  # y[1] twice
+        return y.sum()
+
+    for differentiate in (mutad.grad(twice), lambda x: mutad.jvp(twice, (x,), (x,))):
+        with pytest.raises(UnsupportedOperationError, match="share memory"):
+            differentiate(x)
+    assert x.tobytes() == before
+
+
 def test_refusing_a_write_through_broadcast_arrays_gives_no_warning():
     """Regression: reading the writeable flag of an ``np.broadcast_arrays`` result, to refuse
     the write, first emitted NumPy's FutureWarning about that flag; and so did an argument

@@ -464,11 +464,12 @@ def _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level):
     return [None if t is None else _aligned(t, ndim) for t in tangents]
 
 
-def _target(out, level, carries_tangent, name):
-    """The dual ``out`` an operation writes into (a region NumPy writes in an order-free way:
-    ``writes.check_region``, as in reverse mode); a plain target is fine only for constants."""
+def _target(out, level, carries_tangent, name, key=None):
+    """The dual ``out`` an operation writes into (at ``key``: a region NumPy writes in an
+    order-free way, ``writes.check_region``, as in reverse mode); a plain target is fine only
+    for constants."""
     if type(out) is Dual and out.level == level:
-        check_region(out.value, name)
+        check_region(out.value, name, key=key)
         return out
     if carries_tangent:
         raise UntracedWriteError(
@@ -654,7 +655,7 @@ def _assign(target, value, level, name, key=...):
     if level_of([value]) > level:
         raise lost_tangent(name)
     value_primal, value_tangent = split(value, level, numbers=False)
-    dual = _target(target, level, value_tangent is not None, name)
+    dual = _target(target, level, value_tangent is not None, name, key)
     if dual is None:
         target[key] = value_primal
         return target

@@ -82,8 +82,8 @@ def apart_from(target, inputs, position):
         else None for x in inputs], position)
 
 
-def check_destination(target, what):
-    """``writes.check_region`` for a write into the traced array ``target``; a
+def check_destination(target, what, key=None):
+    """``writes.check_region`` for a write into the traced array ``target`` (at ``key``); a
     destination read-only because mutad froze an array sharing its memory says so."""
     value = target.value
     if not writeable(value):
@@ -92,7 +92,7 @@ def check_destination(target, what):
             alias()
         check_region(value, what, target.whole)
     elif not target.whole and value.ndim:  # (writeable: check_region's one other question,
-        check_region(value, what)            # which a 0-d view's one element never raises)
+        check_region(value, what, key=key)   # which a 0-d view's one element never raises)
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,

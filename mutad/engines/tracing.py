@@ -342,7 +342,7 @@ def setitem(x, key, value):
     own assignment where the value overlaps its target or an index repeats."""
     tape = active(x.tape)
     writes_into("x[key] = value", x, value)
-    check_destination(x, "x[key] = value")
+    check_destination(x, "x[key] = value", key)
     if tape.recorder is not None and tape.recorder.ready:
         for t in _traced_in(key):  # a replay redoes the write at these positions: guarded
             tape.recorder.guard(t, t.value.tobytes())

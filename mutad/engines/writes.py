@@ -28,13 +28,15 @@ held (bit for bit where that is zero or subnormal), given the bytes the write le
 element is saved before the write."""
 
 
-def check_region(value, what, whole=False):
+def check_region(value, what, whole=False, key=None):
     """Refuse, before anything is written or recorded, a write into ``value`` that NumPy would
     not do (a read-only view, as ``np.diagonal`` gives) or whose elements share bytes, whose
     values, and so derivative, depend on the order NumPy writes them in (``whole``: the
-    write covers the whole of an array, which NumPy lays out apart). ``what`` names the write
-    (a ufunc: its out=). Both modes ask it of every destination."""
-    if writeable(value) and (whole or not overlaps_itself(value)):
+    write covers the whole of an array, which NumPy lays out apart; ``key``: the write is
+    ``value[key] = ...``, whose region alone is asked about). ``what`` names the write (a
+    ufunc: its out=). Both modes ask it of every destination."""
+    if writeable(value) and (whole or not overlaps_itself(value)
+                             or (key is not None and _region_apart(value, key))):
         return
     if isinstance(what, np.ufunc):
         what = f"np.{what.__name__}(..., out=...)"
@@ -45,6 +47,18 @@ def check_region(value, what, whole=False):
         f"{what}: the destination is a view whose elements share memory (from "
         "np.broadcast_arrays, sliding_window_view(..., writeable=True) or as_strided), so the "
         "result depends on the order of the writes. Write into the base array instead.")
+
+
+def _region_apart(x, key):
+    """Whether ``x[key]``, where ``x`` is a view whose elements share memory (a sliding
+    window's), is a region whose own elements do not (a column of the windows, one element):
+    a basic index, a view NumPy writes the same in any order."""
+    parts = key if type(key) is tuple else (key,)
+    if not all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))
+               for k in parts):
+        return False  # (an advanced index may name one element twice, a traced one changes)
+    region = x[key]
+    return isinstance(region, np.generic) or (views(region, x) and not overlaps_itself(region))
 
 
 # The operands of an elementwise write ``ufunc(*operands, out=target)``, as both modes see
