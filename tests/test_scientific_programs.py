@@ -26,3 +26,47 @@ def _flat_at_argmax(x):
 def test_a_flat_position_computed_from_the_values_is_guarded():
     rng = np.random.default_rng(0)
     _checked_like_numpy(_flat_at_argmax, [(rng.standard_normal((2, 3)),) for _ in range(6)])
+
+
+def _same_object(x, y):
+    if x is y:  # f(a, a): NumPy's x is y
+        return (x * 2.0).sum() + x[0]
+    x *= y
+    return (x * y).sum()
+
+
+def test_one_array_passed_twice_is_one_object_in_f_traced_and_replayed():
+    """f(a, a) gets one array twice, and ``x is y`` holds; mutad traced each position apart,
+    so f took its other branch, a wrong value and gradient; a replay told f(a, a) from
+    f(a, a[:]) (two objects over the same memory, laid out alike) by neither."""
+    a = np.array([1.0, 2.0, 3.0])
+    before = a.tobytes()
+    value, grads = mutad.value_and_grad(_same_object, argnums=(0, 1))(a, a)
+    b = a.copy()
+    assert value == _same_object(b, b) == 13.0
+    assert [g.tolist() for g in grads] == [[3.0, 2.0, 2.0]] * 2  # one buffer, one gradient
+    assert a.tobytes() == before
+    replaying = mutad.value_and_grad(_same_object, argnums=(0, 1), replay=True)
+    for args in [(a, a), (a, a), (a, a[:]), (a, a[:]), (a, a), (a[:], a[:].view())]:
+        b = a.copy()  # (f(a, a[:]) writes into a's memory: a copy of it for NumPy)
+        expected = _same_object(b, b) if args[0] is args[1] else _same_object(b, b[:])
+        got, traced = replaying(*args), mutad.value_and_grad(_same_object, argnums=(0, 1))(*args)
+        assert got[0] == traced[0] == expected
+        assert all(g.tobytes() == t.tobytes() for g, t in zip(got[1], traced[1]))
+        assert a.tobytes() == before
+
+
+def _owns_memory(x):
+    return (x * (2.0 if x.base is None else 3.0)).sum()
+
+
+def test_whether_an_argument_owns_its_memory_is_not_baked_into_a_replay():
+    """``x.base is None`` of the caller's array and of a view of all of another's, which a
+    replay's signature does not tell apart: a replay gave the recorded call's answer."""
+    a = np.array([1.0, 2.0, 3.0])
+    replaying = mutad.value_and_grad(_owns_memory, replay=True)
+    for x in (a, a, a[:], a[:], a):
+        got, traced = replaying(x), mutad.value_and_grad(_owns_memory)(x)
+        assert got[0] == traced[0] == _owns_memory(x)
+        assert got[1].tobytes() == traced[1].tobytes()
+    assert "x.base" in str(replaying.reasons)

@@ -3247,6 +3247,7 @@ def signature(parts):
     ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
     ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
     owners = {}
+    objects = {}  # which leaves are one array object (f(a, a): ``x is y`` in f)
     key = []
     for leaves, argument, plain in parts:
         described = "leaf" if type(argument) is np.ndarray else structure(argument)
@@ -3268,10 +3269,12 @@ def signature(parts):
             if kind is np.ndarray:
                 dtype = x.dtype
                 if dtype.kind in "fc":
+                    same = objects.setdefault(id(x), len(objects))
                     if x.base is None:  # (its own owner, the common case: owner()'s answer)
                         shape, strides = x.shape, x.strides
                         key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
-                                    owners.setdefault(id(x), len(owners)), 0, shape, strides))
+                                    owners.setdefault(id(x), len(owners)), 0, shape, strides,
+                                    same))
                         continue
                     base = owner(x)
                     if type(base) is not np.ndarray:
@@ -3280,7 +3283,7 @@ def signature(parts):
                     key.append((x.shape, dtype, x.strides, writeable(x),
                                 owners.setdefault(id(base), len(owners)),
                                 0 if base is x else address(x) - address(base), base.shape,
-                                base.strides))
+                                base.strides, same))
                 else:  # not differentiated: the program may depend on its values
                     key.append((x.shape, dtype.str, x.tobytes()))
             elif kind in (float, np.float64, np.float32, np.float16):

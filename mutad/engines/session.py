@@ -92,11 +92,23 @@ class ReverseDifferentiation(Differentiation):
         inputs, and guards the decisions taken on them; so does a differentiation nested in
         another, whose arguments are the outer one's arrays."""
         wrapped = []
-        for i, arg in enumerate(args):
+        made = {}  # id of a float array -> its traced array: one object passed twice is one
+        for i, arg in enumerate(args):  # (``x is y`` in f is True for f(a, a), as in NumPy)
             leaves, rebuild = flatten(arg)
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
             plain = selected is not None and i not in selected
-            new = [self._wrap_leaf(leaf, plain, plain and not recording) for leaf in leaves]
+            new = []
+            for leaf in leaves:
+                t = made.get(id(leaf)) if type(leaf) is np.ndarray else None
+                if t is None:
+                    t = self._wrap_leaf(leaf, plain, plain and not recording)
+                    if type(t) is Traced and type(leaf) is np.ndarray:
+                        made[id(leaf)] = t
+                else:  # the buffer is the same: its constancy as _wrap_leaf takes it
+                    t.buffer.constant = t.buffer.constant and plain and not recording
+                    self.traced.append(t)
+                    self.scalar.append(False)
+                new.append(t)
             if plain and recording and any(type(t) is not type(leaf) for t, leaf
                                            in zip(new, leaves, strict=True)):
                 self.outside_argnums = True  # traced for the replay only
