@@ -56,6 +56,18 @@ def test_one_array_passed_twice_is_one_object_in_f_traced_and_replayed():
         assert a.tobytes() == before
 
 
+def test_one_array_passed_twice_is_one_object_in_forward_mode():
+    """jvp made one dual for every argument over the same whole memory: f(a, a[:]) took the
+    branch of ``x is y``; f(a, a) is one object, its tangents added."""
+    a = np.array([1.0, 2.0, 3.0])
+    before = a.tobytes()
+    ones = (np.ones(3), np.ones(3))
+    assert mutad.jvp(_same_object, (a, a), ones) == (13.0, 14.0)  # 2 * 6 + 2
+    b = a.copy()
+    assert mutad.jvp(_same_object, (a, a[:]), ones) == (_same_object(b, b[:]), 288.0)
+    assert a.tobytes() == before
+
+
 def _owns_memory(x):
     return (x * (2.0 if x.base is None else 3.0)).sum()
 

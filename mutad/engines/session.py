@@ -305,6 +305,8 @@ class ForwardDifferentiation(Differentiation):
         super().__init__()
         self.level = next(LEVELS)
         self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
+        self.given = {}  # id of an argument's array -> its dual (``_one_per_object``)
+        self.given_duals = set()
 
     def call(self, f, primals, tangents):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
@@ -337,9 +339,25 @@ class ForwardDifferentiation(Differentiation):
         tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
         if len(tangents) != len(leaves):
             raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
-        wrapped = rebuild([self._leaf(x, t) for x, t in zip(leaves, tangents, strict=True)])
+        wrapped = rebuild([self._one_per_object(x, self._leaf(x, t))
+                           for x, t in zip(leaves, tangents, strict=True)])
         check_distinct_memory([whole for whole, _ in self.copies.values()])
         return wrapped
+
+    def _one_per_object(self, x, dual):
+        """``dual``, the dual ``_leaf`` made of the array ``x``, as one object per object of
+        the caller's: f(a, a) gets one dual twice (``x is y``, as in NumPy), f(a, a[:]) two
+        over the same memory and tangent."""
+        if type(dual) is not Dual or not isinstance(x, np.ndarray):
+            return dual
+        given = self.given.get(id(x))
+        if given is not None:
+            return given
+        if id(dual) in self.given_duals:  # another object of the caller's has this one
+            dual = dual[...]
+        self.given[id(x)] = dual
+        self.given_duals.add(id(dual))
+        return dual
 
     def _leaf(self, x, t):
         check_leaf(x)
