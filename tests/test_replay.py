@@ -1239,7 +1239,7 @@ def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced
 
     x = np.linspace(0.05, 0.95, 7)
     replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)])
-    (reason,) = replaying.reasons.values()
+    (reason,) = set(replaying.reasons.values())  # (linspace's x views memory of its own)
     assert "records its own new arrays" in reason
 
 

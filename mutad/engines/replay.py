@@ -3273,8 +3273,8 @@ def signature(parts):
                     if x.base is None:  # (its own owner, the common case: owner()'s answer)
                         shape, strides = x.shape, x.strides
                         key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
-                                    owners.setdefault(id(x), len(owners)), 0, shape, strides,
-                                    same))
+                                    owners.setdefault(id(x), len(owners)), None, shape, strides,
+                                    same))  # (offset None: owns its memory, x.base is None)
                         continue
                     base = owner(x)
                     if type(base) is not np.ndarray:

@@ -679,19 +679,6 @@ class Traced(ArrayMethods):
         held = self.buffer.owner
         return None if held is None else held()
 
-    @property
-    def base(self):
-        """``ArrayMethods.base``. Of an argument's memory while a replay records, a decision
-        its signature does not take (an array of its own, or a view of all of another's, are
-        laid out alike): the signature is traced on every call instead."""
-        recorder = self.tape.recorder
-        if recorder is not None and recorder.ready and any(
-                key == self.buffer.key for held in self.tape.arguments.values()
-                for _, key in held):
-            recorder.refuse("x.base of an argument: a replay does not tell the caller's arrays "
-                            "that own their memory from views of all of another's")
-        return ArrayMethods.base.fget(self)
-
     def _set_weak(self, weak):
         self.buffer.weak = weak
 
