@@ -68,6 +68,18 @@ def test_one_array_passed_twice_is_one_object_in_forward_mode():
     assert a.tobytes() == before
 
 
+def test_one_array_passed_twice_is_one_object_in_nested_differentiations():
+    """hessian(f, a, a): the inner gradient's arguments are the outer pass's duals, one
+    object twice, which it traced apart (the branch of x is not y: 10 times the Hessian)."""
+    a = np.array([1.0, 2.0, 3.0])
+    before = a.tobytes()
+    cubic = lambda x, y: (x ** 3).sum() if x is y else (x * y * y).sum() * 10.0  # noqa: E731
+    for row in mutad.hessian(cubic, a, a, argnums=(0, 1)):
+        for block in row:
+            np.testing.assert_array_equal(block, np.diag(6.0 * a))
+    assert a.tobytes() == before
+
+
 def _owns_memory(x):
     scale = 2.0 if x.base is None else 3.0
     return (x * (scale if x.flags.owndata else 5.0)).sum()

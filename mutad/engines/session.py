@@ -99,10 +99,10 @@ class ReverseDifferentiation(Differentiation):
             plain = selected is not None and i not in selected
             new = []
             for leaf in leaves:
-                t = made.get(id(leaf)) if type(leaf) is np.ndarray else None
+                t = made.get(id(leaf)) if _an_array(leaf) else None
                 if t is None:
                     t = self._wrap_leaf(leaf, plain, plain and not recording)
-                    if type(t) is Traced and type(leaf) is np.ndarray:
+                    if type(t) is Traced and _an_array(leaf):
                         made[id(leaf)] = t
                 else:  # the buffer is the same: its constancy as _wrap_leaf takes it
                     t.buffer.constant = t.buffer.constant and plain and not recording
@@ -271,6 +271,12 @@ class ReverseDifferentiation(Differentiation):
         super().restore()
 
 
+def _an_array(x):
+    """Whether the argument ``x`` is an array object (a traced or dual one of an enclosing
+    differentiation too), which ``f`` may compare by identity: not a number."""
+    return type(x) is np.ndarray or (isinstance(x, Tracer) and not stands_for_scalar(x))
+
+
 def _add_tangent(tangent, x, t, batch, flat=None):
     """``tangent += t``, ``tangent`` laid out as the argument ``x`` (after ``batch`` leading
     axes of directions). Where several places of ``x`` are one element of memory (a broadcast,
@@ -348,7 +354,7 @@ class ForwardDifferentiation(Differentiation):
         """``dual``, the dual ``_leaf`` made of the array ``x``, as one object per object of
         the caller's: f(a, a) gets one dual twice (``x is y``, as in NumPy), f(a, a[:]) two
         over the same memory and tangent."""
-        if type(dual) is not Dual or not isinstance(x, np.ndarray):
+        if type(dual) is not Dual or not _an_array(x):
             return dual
         given = self.given.get(id(x))
         if given is not None:
