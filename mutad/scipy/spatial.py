@@ -266,7 +266,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
         raise ValueError("XA and XB must have the same number of columns (i.e. feature "
                          "dimension.)")
     _refuse_out(out, "cdist")
-    (mA, n), mB = np.shape(XA), np.shape(XB)[0]
+    mA, mB = np.shape(XA)[0], np.shape(XB)[0]
     first, second = np.repeat(np.arange(mA), mB), np.tile(np.arange(mB), mA)
     if not callable(metric) and not isinstance(metric, str):
         raise TypeError("2nd argument metric must be a string identifier or a function.")
