@@ -703,3 +703,21 @@ def test_other_distributions_refuse_what_they_cannot_follow():
                     (lambda c: scipy.stats.f.ppf(x, 3.0, 5.0, scale=c), 1.0)):  # not followed
         with pytest.raises(mutad.MutadError):
             mutad.gradient(lambda c: np.sum(call(c)), c)
+
+
+def test_other_distributions_replay_where_the_support_moves():
+    """truncexpon's support [0, b] moves with its shape b: a replay does not keep the checks
+    of a differentiated shape, taken on its plain values (the calls are traced instead), and
+    keeps those of the points against a constant support."""
+    x = np.array([0.3, 0.8])
+
+    def f(b, scale):
+        return (scipy.stats.truncexpon.logpdf(x, b, scale=scale).clip(-50.0, None).sum()
+                + scipy.stats.truncexpon.cdf(x, b, scale=scale).sum())
+
+    calls = [(np.array(b), s) for b, s in ((1.0, 1.0), (0.5, 1.0), (1.5, 0.9), (0.7, 0.5))]
+    replays_as_traced(f, calls, argnums=(0, 1))
+    replays_as_traced(lambda s: f(1.0, s), [(np.array(s),) for s in (1.0, 0.5, 1.5, 0.7)])
+    logpdf = lambda s: scipy.stats.truncexpon.logpdf(x, 1.0, scale=s).clip(-50.0, None).sum()  # noqa: E731
+    # d/ds (-x/s - log s) at x = 0.3; 0.8 / 0.5 is outside the support
+    np.testing.assert_allclose(mutad.grad(logpdf)(np.array(0.5)), 0.3 / 0.25 - 2.0, rtol=1e-14)

@@ -88,7 +88,7 @@ from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
-from ..core.levels import Tracer, innermost
+from ..core.levels import ACTIVE, Tracer, innermost
 from ..core.registry import defmethod, defroute
 from ..core.views import memory
 from . import _descriptive, _numerics, linalg
@@ -1310,6 +1310,14 @@ class _Formulas(Continuous):
         return tuple(np.asarray(b, dtype=float) for b in self.scipy._get_support(*_plain(shapes)))
 
     def composition(self, name, x, shapes, loc, scale):
+        if any(carries_derivative(s) for s in shapes):
+            # SciPy's checks of differentiated shapes are taken on their plain values, which a
+            # replay would keep: the calls are traced instead
+            for differentiation in ACTIVE.running:
+                recorder = getattr(differentiation, "recorder", None)
+                if recorder is not None:
+                    recorder.refuse(f"scipy.stats.{self.scipy.name}.{name} of differentiated "
+                                    "shapes, whose checks are taken on their plain values")
         if not np.all(self._valid(*shapes)):
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.scipy.name}.{name} of differentiated arguments with shape "
