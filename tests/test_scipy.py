@@ -1144,6 +1144,29 @@ def test_spherical_harmonics_in_both_angles(n, m):
             np.testing.assert_allclose(tangent, dy[:, i], atol=1e-13)
 
 
+@pytest.mark.parametrize("n, m", [(2, 1), (3, 2), (3, -1), (1, 0), (4, -3)])
+def test_spherical_harmonics_outside_zero_to_pi(n, m):
+    """Regression: at angles outside [0, pi] (SciPy's Y is then that of arccos(cos theta),
+    even about each pole) the derivative in theta of an odd order had the wrong sign."""
+    theta = np.array([-2.5, -0.3, 3.5, 4.4, 7.0, -7.0])
+    phi = np.array([0.3, 6.1, 1.0, 2.2, 4.0, 0.5])
+    arguments = theta.copy(), phi.copy()
+
+    def f(t, p):
+        return scipy.special.sph_harm_y(n, m, t, p)
+
+    mutad.check_grads(f, theta, phi, order=2)  # checks that the caller's arrays come back
+    _, dy = scipy.special.sph_harm_y(n, m, theta, phi, diff_n=1)
+    _, tangent = mutad.jvp(f, (theta, phi), (np.ones(6), np.zeros(6)))
+    np.testing.assert_allclose(tangent, dy[:, 0], atol=1e-13)
+    assert theta.tobytes() == arguments[0].tobytes() and phi.tobytes() == arguments[1].tobytes()
+
+    def loss(t, p):
+        return np.sum(np.real(f(t, p)) ** 3)
+
+    replays_as_traced(loss, [(theta * s, phi) for s in (1.0, -1.0, 0.5)], argnums=(0, 1))
+
+
 def test_spherical_harmonics_of_arrays_of_degrees_and_their_hessian():
     n, m = np.arange(4)[:, None], np.array([-1, 0, 1])[:, None, None]
     mutad.check_grads(lambda t, p: np.abs(scipy.special.sph_harm_y(n, m, t, p)) ** 2,

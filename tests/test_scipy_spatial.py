@@ -196,6 +196,70 @@ def test_replay():
 
 
 # ----------------------------------------------------------------------------------------------
+# The distances between two points (euclidean(u, v), cosine, ...): SciPy's own steps, on the
+# traced vectors its check of them (np.asarray) now gives back
+
+TWO_POINTS = [
+    (distance.euclidean, {}), (distance.euclidean, {"w": W}), (distance.sqeuclidean, {}),
+    (distance.sqeuclidean, {"w": W}), (distance.cityblock, {"w": W}), (distance.chebyshev, {}),
+    (distance.minkowski, {"p": 3.0}), (distance.minkowski, {"p": 1.5, "w": W}),
+    (distance.cosine, {}), (distance.cosine, {"w": W}), (distance.correlation, {}),
+    (distance.correlation, {"w": W, "centered": False}), (distance.braycurtis, {}),
+    (distance.canberra, {"w": W}), (distance.seuclidean, {"V": W}),
+    (distance.mahalanobis, {"VI": np.diag(W)}),
+]
+
+
+@pytest.mark.parametrize("metric, options", TWO_POINTS,
+                         ids=lambda m: getattr(m, "__name__", "") or ",".join(m))
+def test_distances_between_two_points(metric, options):
+    """Regression: each converted its traced points (SciPy's _validate_vector, np.asarray)."""
+    def f(x, y):
+        return metric(x[0], y, **options) + 2.0 * metric(x[1], x[2], **options)
+
+    x, y = np.abs(X), np.abs(Y[0])  # (braycurtis and canberra divide by sums of |u| and |v|)
+    value, _ = mutad.value_and_grad(f)(x, y)
+    assert np.asarray(value).tobytes() == np.asarray(f(x, y)).tobytes()  # SciPy's, bit for bit
+    for policy in POLICIES:
+        mutad.check_grads(f, x, y, policy=policy)
+    replays_as_traced(f, [(x * s, y + s) for s in (1.0, 0.5, 1.5)], argnums=(0, 1))
+
+
+def test_distances_between_two_points_of_lists_and_in_place_updates():
+    def f(x):
+        x *= 1.5
+        return distance.euclidean([x[0, 0], x[0, 1]], [1.0, 2.0]) + distance.cosine(x[1], x[2])
+
+    mutad.check_grads(f, X.copy())
+
+
+def test_jensen_shannon_distance():
+    p, q = np.abs(X[:, 0]) + 0.1, np.abs(Y[:, 0]) + 0.1
+
+    def f(p, q):
+        return distance.jensenshannon(p[:4], q) + distance.jensenshannon(p[:4], q, base=2.0)
+
+    value, _ = mutad.value_and_grad(f)(p, q)
+    assert np.asarray(value).tobytes() == np.asarray(f(p, q)).tobytes()
+    mutad.check_grads(f, p, q)
+    two = np.abs(X[:4, :2]) + 0.1
+    mutad.check_grads(lambda a: np.sum(distance.jensenshannon(a, two[::-1], axis=1)), two.copy())
+
+
+def test_a_global_viewing_a_written_argument_given_to_a_distance_is_refused():
+    point = X[0].copy()
+    alias = point  # a global of the function, the argument's memory
+
+    def f(y):
+        y *= 2.0
+        return distance.euclidean(alias, Y[0] + y)
+
+    with pytest.raises(mutad.errors.ConstantModifiedError):
+        mutad.gradient(f, point)
+    assert point.tobytes() == X[0].tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
 # k-d trees of traced points, and SciPy's tree queried at traced points
 
 from scipy.spatial import KDTree, cKDTree  # noqa: E402

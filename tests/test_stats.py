@@ -637,3 +637,87 @@ def test_replayed_entropies_and_fits():
                                       (np.array(0.1), np.array(0.5), np.array(3.0))],
                                   argnums=(0, 1, 2))
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# The other continuous distributions, by SciPy's own standardised formulas
+
+FORMULAS = [("f", (3.0, 5.0)), ("genlogistic", (0.8,)), ("halfcauchy", ()), ("loggamma", (1.7,)),
+            ("lomax", (2.5,)), ("gompertz", (0.9,)), ("nakagami", (1.4,)), ("maxwell", ()),
+            ("exponweib", (2.0, 1.5)), ("powerlaw", (1.7,)), ("wald", ())]
+
+
+# (the distribution functions of f, loggamma and nakagami are incomplete beta and gamma functions
+# of their shapes, which mutad does not differentiate in their parameters)
+CASES = [(name, shapes, method) for name, shapes in FORMULAS for method in ("logpdf", "pdf", "cdf")
+         if method != "cdf" or name not in ("f", "loggamma", "nakagami")]
+
+
+@pytest.mark.parametrize("name, shapes, method", CASES, ids=[f"{n}.{m}" for n, _, m in CASES])
+def test_other_continuous_distributions_by_scipys_formulas(name, shapes, method):
+    """Regression: SciPy's generic methods converted the traced arguments (np.asarray, tuple)."""
+    generator = getattr(scipy.stats, name)
+    inside = generator.ppf([0.1, 0.4, 0.7, 0.95], *shapes) * 1.2 + 0.1
+    x = np.append(inside, generator.support(*shapes)[0] * 1.2 - 0.5)  # one outside the support
+
+    def f(p, x=inside):
+        return getattr(generator, method)(x, *p[:-2], loc=p[-2], scale=p[-1])
+
+    p = np.array([*shapes, 0.1, 1.2])
+    value, back = mutad.pullback(lambda p: f(p, x), p.copy())
+    assert value.tobytes() == f(p, x).tobytes()  # SciPy's, bit for bit, outside too
+    assert np.array_equal(back(np.eye(5)[-1])[0], np.zeros_like(p))  # constant outside
+    for policy in POLICIES:
+        mutad.check_grads(f, p, policy=policy)  # (the caller's arrays are checked too)
+    mutad.check_grads(lambda x, p: getattr(generator, method)(x, *p[:-2], 0.1, p[-1]),
+                      inside.copy(), p, modes=("rev", "fwd"))
+    replays_as_traced(lambda p: np.sum(f(p) ** 2), [(p * s,) for s in (1.0, 1.1, 0.9)])
+
+
+def test_other_distributions_frozen_and_of_the_users_own():
+    class ramp(scipy.stats.rv_continuous):  # a distribution written by the user
+        def _pdf(self, x, a):
+            return (1.0 + a * (x - 0.5)) / 1.0
+
+        def _argcheck(self, a):
+            return np.abs(a) < 2.0
+
+    users = ramp(a=0.0, b=1.0, name="ramp")
+
+    def f(a, scale, x=np.array([0.1, 0.5, 0.9])):
+        return (scipy.stats.f(a, 5.0, scale=scale).logpdf(x + 0.2).sum()
+                + np.sum(users.logpdf(x, a - 2.5, scale=scale)))
+
+    outside = np.array([0.1, 1.5])  # (-inf there)
+    value, grads = mutad.value_and_gradient(lambda a, s: f(a, s, outside), 3.0, 1.1)
+    assert value == f(3.0, 1.1, outside) and np.all(np.isfinite(grads))
+    mutad.check_grads(f, 3.0, 1.1)
+    replays_as_traced(f, [(3.0 * s, 1.1) for s in (1.0, 1.2, 0.9)], argnums=(0, 1))
+
+
+def test_other_distributions_refuse_what_they_cannot_follow():
+    x = np.array([0.2, 0.3])
+    for call, c in ((lambda c: scipy.stats.f.logpdf(x, c, 5.0), -1.0),  # a shape outside
+                    (lambda c: scipy.stats.kstwo.logpdf(x, 10, scale=c), 1.0),  # np.nditer
+                    (lambda c: scipy.stats.genextreme.logpdf(x, 0.2, scale=c), 1.0),
+                    (lambda c: scipy.stats.f.ppf(x, 3.0, 5.0, scale=c), 1.0)):  # not followed
+        with pytest.raises(mutad.MutadError):
+            mutad.gradient(lambda c: np.sum(call(c)), c)
+
+
+def test_other_distributions_replay_where_the_support_moves():
+    """truncexpon's support [0, b] moves with its shape b: a replay does not keep the checks
+    of a differentiated shape, taken on its plain values (the calls are traced instead), and
+    keeps those of the points against a constant support."""
+    x = np.array([0.3, 0.8])
+
+    def f(b, scale):
+        return (scipy.stats.truncexpon.logpdf(x, b, scale=scale).clip(-50.0, None).sum()
+                + scipy.stats.truncexpon.cdf(x, b, scale=scale).sum())
+
+    calls = [(np.array(b), s) for b, s in ((1.0, 1.0), (0.5, 1.0), (1.5, 0.9), (0.7, 0.5))]
+    replays_as_traced(f, calls, argnums=(0, 1))
+    replays_as_traced(lambda s: f(1.0, s), [(np.array(s),) for s in (1.0, 0.5, 1.5, 0.7)])
+    logpdf = lambda s: scipy.stats.truncexpon.logpdf(x, 1.0, scale=s).clip(-50.0, None).sum()  # noqa: E731
+    # d/ds (-x/s - log s) at x = 0.3; 0.8 / 0.5 is outside the support
+    np.testing.assert_allclose(mutad.grad(logpdf)(np.array(0.5)), 0.3 / 0.25 - 2.0, rtol=1e-14)

@@ -2203,9 +2203,12 @@ def _routed(cls, name, rule, original):
     again). A rule marked ``on_constants`` takes the traced constants too (the method would
     not read them as NumPy's values: ``np.isscalar`` of one is False). A rule marked ``always``
     takes every call while a differentiation runs, of a user's subclass too: it is the method's
-    own code, made to pass traced values through (``LinearOperator.matvec``)."""
+    own code, made to pass traced values through (``LinearOperator.matvec``). A rule marked
+    ``subclasses`` takes a user's subclass's calls too: it computes with the methods the
+    subclass defines (an ``rv_continuous``'s own ``_pdf``)."""
     on_constants = getattr(rule, "on_constants", False)
     always = getattr(rule, "always", False)
+    subclasses = getattr(rule, "subclasses", False)
 
     def routes(owner, args, kwargs):
         if always:
@@ -2213,7 +2216,7 @@ def _routed(cls, name, rule, original):
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))
                                or on_constants and holds_wrapped(args)) \
-                and not _overridden(owner, cls):
+                and (subclasses or not _overridden(owner, cls)):
             if any(device_of(a) is not None for a in (*args, *kwargs.values())):
                 raise UnsupportedArrayError(
                     f"{cls.__module__}.{cls.__qualname__}.{name} was given a device array "

@@ -22,6 +22,13 @@ SciPy calls on each pair in Python, is computed as the metric by its name: its v
 compiled metric's, which may differ from that function's in the last place. Another metric
 raises ``UnsupportedOperationError`` naming it, as does ``out=``.
 
+The distances between two points (``euclidean(u, v)``, ``minkowski``, ``cosine``,
+``correlation``, ``seuclidean``, ``mahalanobis``, ``braycurtis``, ``canberra``, with weights
+too, and ``jensenshannon``) are SciPy's own NumPy steps run on the traced vectors: its check of
+them, which converts them (``_validate_vector``), is routed to one that does not, and
+``correlation`` (``cosine``'s) and ``jensenshannon`` are SciPy's steps written out (a
+``math.sqrt`` and an ``np.asarray`` of a traced value): SciPy's values, bit for bit.
+
 Values. SciPy computes the first five in C++, each distance accumulating its terms in order
 along the row, which ``np.cumsum`` does too: ``euclidean``, ``sqeuclidean``, ``cityblock``,
 ``chebyshev`` and ``minkowski`` with p = 1, 2 or inf (which SciPy computes as those) are SciPy's
@@ -66,6 +73,7 @@ import math
 import numpy as np
 import scipy.spatial as _spatial_module
 import scipy.spatial.distance as _distance
+import scipy.special as _special
 import scipy.spatial.transform._rotation as _rotation
 
 from ..api import stop_gradient
@@ -76,7 +84,8 @@ from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, reproduces, scipys_value, stands_in_for
 
-__all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "pdist", "squareform"]
+__all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "correlation", "jensenshannon",
+           "pdist", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
 _SCIPY_KDTREE = _spatial_module.KDTree
@@ -257,7 +266,7 @@ def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
         raise ValueError("XA and XB must have the same number of columns (i.e. feature "
                          "dimension.)")
     _refuse_out(out, "cdist")
-    (mA, n), mB = np.shape(XA), np.shape(XB)[0]
+    mA, mB = np.shape(XA)[0], np.shape(XB)[0]
     first, second = np.repeat(np.arange(mA), mB), np.tile(np.arange(mB), mA)
     if not callable(metric) and not isinstance(metric, str):
         raise TypeError("2nd argument metric must be a string identifier or a function.")
@@ -306,6 +315,55 @@ def squareform(X, force="no", checks=True):
         return X[np.triu_indices(s[0], 1)]
     raise ValueError("The first argument must be one or two dimensional array. A "
                      f"{len(s)}-dimensional array is not permitted")
+
+
+@stands_in_for(_distance._validate_vector)
+def _validate_vector(u, dtype=None):
+    """SciPy's check of the vectors of its distances between two points (``euclidean(u, v)``,
+    ``minkowski``, ``cosine``, ``correlation``, ``seuclidean``, ``mahalanobis``, ``braycurtis``,
+    ``canberra``, ...), which converts them with ``np.asarray``: the traced vector itself, so
+    that SciPy's own NumPy steps after it run on it (SciPy's values, their derivatives)."""
+    (u,) = lists_as_arrays((u,))
+    u = u if hasattr(u, "dtype") else np.asarray(u)
+    if dtype is not None and u.dtype != dtype:
+        u = u.astype(dtype)
+    if np.ndim(u) == 1:
+        return u
+    raise ValueError("Input vector should be 1-D.")
+
+
+@stands_in_for(_distance.correlation)
+def correlation(u, v, w=None, centered=True):
+    """SciPy's ``correlation`` (and ``cosine``, which calls it), step by step, its
+    ``math.sqrt`` of a traced value ``np.sqrt`` (the same correctly rounded root)."""
+    u, v = _validate_vector(u), _validate_vector(v)
+    if np.iscomplexobj(u) or np.iscomplexobj(v):
+        raise TypeError("`u` and `v` must be real.")
+    if w is not None:
+        w = _distance._validate_weights(w)
+        w = w / w.sum()
+    if centered:
+        u = u - (np.mean(u) if w is None else np.dot(u, w))
+        v = v - (np.mean(v) if w is None else np.dot(v, w))
+    uw, vw = (u, v) if w is None else (u * w, v * w)
+    dist = 1.0 - np.dot(u, vw) / np.sqrt(np.dot(u, uw) * np.dot(v, vw))
+    return np.clip(dist, 0.0, 2.0)  # SciPy clips a rounding outside [0, 2]
+
+
+@stands_in_for(_distance.jensenshannon)
+def jensenshannon(p, q, base=None, *, axis=0, keepdims=False):
+    """SciPy's ``jensenshannon``, step by step, without its ``np.asarray``."""
+    p, q = lists_as_arrays((p, q))
+    p = p if hasattr(p, "dtype") else np.asarray(p)
+    q = q if hasattr(q, "dtype") else np.asarray(q)
+    p = p / np.sum(p, axis=axis, keepdims=True)
+    q = q / np.sum(q, axis=axis, keepdims=True)
+    m = (p + q) / 2.0
+    js = (np.sum(_special.rel_entr(p, m), axis=axis, keepdims=keepdims)
+          + np.sum(_special.rel_entr(q, m), axis=axis, keepdims=keepdims))
+    if base is not None:
+        js = js / np.log(base)
+    return np.sqrt(js / 2.0)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -848,7 +848,10 @@ __all__ += ["spherical_in", "spherical_jn", "spherical_kn", "spherical_yn"]
 # complex Y; the degree n and order m are integers) by ∂Y/∂φ = i m Y and the ladder relation
 # ∂Y/∂θ = ½ (√((n-m)(n+m+1)) e^(-iφ) Y_n^(m+1) - √((n+m)(n-m+1)) e^(iφ) Y_n^(m-1)), which
 # holds at the poles too and is made of Y itself, so every order follows. SciPy's Y is 0 where
-# |m| > n, and so is each term whose order leaves the range (its factor is 0 there).
+# |m| > n, and so is each term whose order leaves the range (its factor is 0 there). Outside
+# [0, pi] SciPy's Y is that of arccos(cos θ) (its |sin θ|^|m| is sqrt(1 - cos² θ)^|m|), even
+# about each pole: where sin θ < 0 the ladder of SciPy's Y, whose orders m ± 1 have the other
+# parity, has the opposite sign of its derivative (at the poles, SciPy's own derivative).
 
 
 def _ladder(n, m):
@@ -860,8 +863,9 @@ def _harmonics(original):
     """The stand-in of SciPy's ``sph_harm_y`` (``original``, held in a closure: the mode swaps
     the module-level names bound to routed functions)."""
     def dtheta(y, n, m, theta, phi):
-        return 0.5 * (_ladder(n, m) * np.exp(-1j * phi) * value(n, m + 1, theta, phi)
-                      - _ladder(n, -m) * np.exp(1j * phi) * value(n, m - 1, theta, phi))
+        ladder = 0.5 * (_ladder(n, m) * np.exp(-1j * phi) * value(n, m + 1, theta, phi)
+                        - _ladder(n, -m) * np.exp(1j * phi) * value(n, m - 1, theta, phi))
+        return np.where(np.sin(theta) < 0, -ladder, ladder)
 
     value = _HolomorphicElementwise(
         lambda n, m, theta, phi: original(n, m, theta, phi), None, None, dtheta,

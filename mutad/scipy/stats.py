@@ -29,6 +29,15 @@ functions are closed forms, ``ppf`` and ``isf`` are ``loc + scale * f(q, *shapes
 Student's t distribution function has its derivative in ``df``, by
 quadrature (``scipy.special.stdtr``).
 
+The other continuous distributions (``f``, ``genlogistic``, ``halfcauchy``, ``lomax``, ...,
+and a user's own ``rv_continuous`` subclass) have ``pdf``, ``logpdf``, ``cdf``, ``logcdf``,
+``sf`` and ``logsf`` by SciPy's own standardised formulas (``_logpdf``, ``_cdf``, ...), which
+are compositions of functions mutad differentiates: SciPy's value, with their derivatives,
+SciPy's checks of the shapes and its support decided on the plain values. Shapes outside their
+domain are refused (there is no valid stand-in to put in their place), and so is a formula that
+does not run on traced arrays (a MutadError names the step: an incomplete gamma function's
+shape, a buffer SciPy fills itself, ``np.nditer``).
+
 ``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
 SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
@@ -60,6 +69,7 @@ their frozen classes (facet ``method``), so that a differentiation can route
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from typing import Any
@@ -77,8 +87,8 @@ from ..api import stop_gradient
 from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
-from ..core.errors import UnsupportedOperationError
-from ..core.levels import Tracer, innermost
+from ..core.errors import MutadError, UnsupportedOperationError
+from ..core.levels import ACTIVE, Tracer, innermost
 from ..core.registry import defmethod, defroute
 from ..core.views import memory
 from . import _descriptive, _numerics, linalg
@@ -976,6 +986,8 @@ def _frozen_rule(name):
 
     def rule(self, x, *args, **kwargs):
         distribution = BY_GENERATOR.get(type(self.dist))
+        if distribution is None and isinstance(self.dist, _stats.rv_continuous):
+            distribution = _formulas(self.dist)
         if distribution is None:
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
@@ -1270,3 +1282,103 @@ for _name in ("evaluate", "__call__", "pdf", "logpdf"):
     defmethod(_kde.gaussian_kde, _name,
               _kde_at_points("logpdf" if _name == "logpdf" else "evaluate"))
 del _name
+
+
+# ----------------------------------------------------------------------------------------------
+# The other continuous distributions: SciPy's own standardised formulas (its private _logpdf,
+# _cdf, ...), which are compositions of NumPy's and SciPy's functions that dispatch
+
+
+class _Formulas(Continuous):
+    """A continuous distribution mutad has no composition of its own for (``scipy.stats.f``,
+    ``genextreme``, ...): SciPy's value, with the derivatives of SciPy's own standardised
+    formulas (``_logpdf``, ``_cdf``, ``_sf``, ``_logcdf``, ``_logsf``), evaluated at points inside
+    the support (``_get_support``) and shapes SciPy accepts (``_argcheck``). Shapes outside
+    their range, which have no stand-in here, are refused; so is a formula that does not
+    dispatch (SciPy's numerical integration of ``_pdf`` for a ``_cdf`` it lacks, say)."""
+
+    def __init__(self, scipy):
+        super().__init__(scipy, {name: _formula(scipy, name) for name in (
+            "logpdf", "cdf", "sf", "logcdf", "logsf")},
+            valid=self._valid, bounds=self._bounds, inside=self._inside)
+
+    # SciPy's checks of the shapes and its support, decisions: taken on the plain values
+    def _valid(self, *shapes):
+        return self.scipy._argcheck(*_plain(shapes))
+
+    def _bounds(self, *shapes):
+        return tuple(np.asarray(b, dtype=float) for b in self.scipy._get_support(*_plain(shapes)))
+
+    def composition(self, name, x, shapes, loc, scale):
+        if any(carries_derivative(s) for s in shapes):
+            # SciPy's checks of differentiated shapes are taken on their plain values, which a
+            # replay would keep: the calls are traced instead
+            for differentiation in ACTIVE.running:
+                recorder = getattr(differentiation, "recorder", None)
+                if recorder is not None:
+                    recorder.refuse(f"scipy.stats.{self.scipy.name}.{name} of differentiated "
+                                    "shapes, whose checks are taken on their plain values")
+        if not np.all(self._valid(*shapes)):
+            raise UnsupportedOperationError(
+                f"scipy.stats.{self.scipy.name}.{name} of differentiated arguments with shape "
+                "parameters outside the distribution's domain (SciPy gives NaN there): mutad "
+                "follows this distribution's formulas inside its domain.")
+        variant = copy.copy(self)
+        variant.safe = tuple(shapes)  # (all valid: none is substituted)
+        return Continuous.composition(variant, name, x, shapes, loc, scale)
+
+    def _inside(self, *shapes):
+        """A point inside the support, for the entries outside it (their value is constant)."""
+        low, high = self._bounds(*shapes)
+        return np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high),
+                        np.where(np.isfinite(low), low + 1.0,
+                                 np.where(np.isfinite(high), high - 1.0, 0.0)))
+
+
+def _formula(scipy, name):
+    """SciPy's standardised formula ``_<name>`` of distribution ``scipy``, called on valid
+    shapes and points inside the support: a ``TypeError`` or ``AttributeError`` there is its
+    code meeting arrays mutad follows (``np.nditer``, a compiled function), said as such."""
+    formula = getattr(scipy, f"_{name}")
+
+    def run(z, *shapes):
+        try:
+            return formula(z, *shapes)
+        except MutadError:
+            raise
+        except (TypeError, AttributeError) as error:
+            raise UnsupportedOperationError(
+                f"scipy.stats.{scipy.name}.{name} of differentiated arguments: SciPy's formula "
+                f"for it does not run on arrays mutad follows ({error}). Pass the arguments "
+                "through mutad.stop_gradient, or write the function with NumPy.") from error
+
+    return run
+
+
+def _plain(values):
+    return [np.asarray(memory(v)) for v in values]
+
+
+_FORMULAS: dict[int, _Formulas] = {}
+
+
+def _formulas(generator):
+    """The ``_Formulas`` of SciPy's continuous distribution ``generator`` (an instance: its
+    support may be its own), made once."""
+    found = _FORMULAS.get(id(generator))
+    if found is None or found.scipy is not generator:
+        found = _FORMULAS[id(generator)] = _Formulas(generator)
+    return found
+
+
+def _formulas_rule(name):
+    def rule(self, *args, **kwargs):
+        return getattr(_formulas(self), name)(*args, **kwargs)
+
+    rule.subclasses = True  # (a user's distribution: its own _pdf, _argcheck, ... are read)
+    return rule
+
+
+# (the distributions above have their own rules, on their own classes)
+for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
+    defmethod(_stats.rv_continuous, _name, _formulas_rule(_name))
