@@ -191,13 +191,13 @@ def test_times_directly():
 
 
 def _spelled_out(d, p):
-    """``times(d, p)`` as its one reduction decides it: the plain product where ``unmasked``
-    says yes, else zero wherever a factor is zero (of either sign: a plain +0.0)."""
+    """``times(d, p)`` spelled out: the plain product, but a plain +0.0 where a zero factor
+    meets a non-finite one (whatever ``unmasked`` says: a zero of either sign is the
+    product's own)."""
     with np.errstate(invalid="ignore", over="ignore"):
         product = d * p
-        if mutad.engines.products.unmasked(d, p):
-            return product
-        return np.where((d == 0) | (p == 0), 0.0, product).astype(product.dtype)
+        return np.where(((d == 0) | (p == 0)) & np.isnan(product), 0.0,
+                        product).astype(product.dtype)
 
 
 _N = mutad.engines.products.UNTHREADED + 37  # long enough for the product formed first
@@ -207,7 +207,7 @@ def _factors(rng, kind, dtype):
     d = rng.uniform(-2.0, 2.0, _N)
     p = rng.uniform(-2.0, 2.0, _N)
     d[::7] = 0.0
-    p[::11] = -0.0  # zero products of either sign, which the mask makes +0.0
+    p[::11] = -0.0  # zero products of either sign, which the mask leaves as they are
     if kind == "zero-meets-inf":
         d[5], p[5] = 0.0, np.inf
     elif kind == "zero-meets-nan":
@@ -255,3 +255,48 @@ def test_a_long_product_formed_before_its_check_is_times_own(rng, kind, dtype):
     with np.errstate(over="ignore"):
         strided = times(d2, p2, out=np.empty(p2.shape, dtype))
     assert strided.tobytes() == _spelled_out(d2, p2).tobytes()
+
+
+def _bits(a):
+    return np.asarray(a).tobytes()
+
+
+@pytest.mark.parametrize("size", (3, 3 * mutad.engines.products.UNTHREADED))
+@pytest.mark.parametrize("into", ("new", "apart", "d"))
+def test_a_check_that_overflows_changes_no_bit(size, into):
+    """Where no zero factor meets a non-finite one, ``times`` is NumPy's product, its zeros
+    signed, even where its check says no for finite factors (their dot product overflows)."""
+    d = np.zeros(size)
+    d[:2] = 1e308
+    p = np.full(size, -1.0)
+    p[:2] = 1.0
+    expected = d * p
+    assert np.signbit(expected[2:]).all()
+    out = {"new": None, "apart": np.empty(size), "d": d}[into]
+    assert _bits(mutad.engines.products.times(d, p, out)) == _bits(expected)
+
+
+def test_the_mask_replaces_only_the_nans_a_zero_makes():
+    d = np.array([0.0, 0.0, -0.0, np.nan, 2.0, np.inf])
+    p = np.array([np.inf, -3.0, 5.0, 0.0, np.nan, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = mutad.engines.products.times(d, p)
+    assert _bits(got[:3]) == _bits([0.0, -0.0, -0.0]) and got[3] == 0.0
+    assert np.isnan(got[4]) and got[5] == -np.inf
+
+
+@pytest.mark.parametrize("replay", (False, True))
+def test_a_gradient_keeps_its_signed_zeros_where_a_sum_overflows(replay):
+    w = np.array([1.0, 1.0, -1.0])
+    a = np.array([1e308, 1e308, 0.0])
+
+    def f(x):
+        return (x * w * a).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    grad = mutad.grad(f, replay=replay)
+    for _ in range(3):
+        before = x.tobytes()
+        assert _bits(grad(x)) == _bits(a * w)
+        assert x.tobytes() == before

@@ -159,12 +159,17 @@ class Shadows:
     ``sharers`` is None, or the list of the keys whose shadows are this same memory (``share``:
     equal cotangents, one copy); every method that writes a shadow or hands it out first gives
     a shadow still shared a copy of its own (``_own``), so sharing is never seen.
+
+    ``events``: None, or, in a replay's reverse pass, the log of the floating-point events it
+    hears where every event goes there or raises (``replay.Heard``), from which a compiled
+    block may take back those of a stretch it takes again (``blocks.Stretch``).
     """
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "events")
 
     def __init__(self):
         self.entries = {}
+        self.events = None
 
     def _entry(self, buffer):
         entry = self.entries.get(buffer.key)

@@ -28,6 +28,11 @@ and NumPy's scalar arithmetic and its ufunc loops may choose differently; so whe
 computes with NumPy's scalars and gets a NaN, it computes that result again with the ufunc,
 as the tracing engine does.
 
+A product of a cotangent and a partial is checked for a zero factor meeting a non-finite one
+(``products.times``), which costs a dot product; where a stretch of the reverse pass reads and
+writes local cotangents alone, its products are taken unchecked and the stretch is checked
+once, at its end, and taken again, checked, where that check fails (:class:`Stretch`).
+
 The steps write their own code (``emit``, ``emit_back``), each next to the pullback it unrolls,
 so that both say the same thing: the same NumPy calls on the same arrays in the same order,
 and so the same bits. A step that writes no code of its own (a write of another kind than the
@@ -42,7 +47,7 @@ import threading
 
 import numpy as np
 
-from .products import ZERO, _sum_of_products, _vdot, times, times_scalar, unmasked
+from .products import UNTHREADED, ZERO, _sum_of_products, _vdot, times, times_scalar, unmasked
 from ..core.tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -74,6 +79,15 @@ def _with_a_zero(dy, p):
     return dy * p if math.isfinite(dy) and math.isfinite(p) else ZERO
 
 
+class Retake(Exception):
+    """A stretch of products taken unchecked (:class:`Stretch`) met a partial it cannot take
+    so (not a vector of the cotangent's length, nor a finite nonzero number): it fails."""
+
+
+def _retake():
+    raise Retake
+
+
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
@@ -85,7 +99,70 @@ HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
            "times_scalar": times_scalar, "isfinite": math.isfinite,
            "sum_of_products": _sum_of_products, "vdot": _vdot, "ndarray": np.ndarray,
-           "float64": np.float64}
+           "float64": np.float64, "retake": _retake}
+
+
+def unchecked(buffer):
+    """Whether a stretch may take the products of ``buffer``'s cotangent unchecked
+    (:class:`Stretch`): a float64 vector short enough that checking a product is a dot
+    product of BLAS's (``products.UNTHREADED``), which is most of its cost."""
+    return len(buffer.shape) == 1 and buffer.dtype == np.float64 \
+        and buffer.shape[0] <= UNTHREADED
+
+
+class Pair:
+    """A reverse line in two forms: ``careful``, as it runs alone, and ``fast``, as a
+    :class:`Stretch` runs it before it checks its results (None: it has none)."""
+
+    __slots__ = ("fast", "careful")
+
+    def __init__(self, fast, careful):
+        self.fast = fast
+        self.careful = careful
+
+
+def careful(lines):
+    """``lines`` with each :class:`Pair` in its careful form."""
+    return [line.careful if type(line) is Pair else line for line in lines]
+
+
+class Stretch:
+    """The reverse lines of one step that read and write local cotangents alone (no shadow,
+    no entry of the dictionary, no deopt), strings and :class:`Pair`s; consecutive ones are
+    one stretch of the block's reverse pass (:meth:`Code.rendered`).
+
+    Checking each product of a cotangent and a partial (``products.times``: a zero factor
+    gives zero whatever the other) is a dot product per product; a stretch takes its products
+    unchecked instead, and checks once, at its end, that the cotangents it wrote hold no NaN.
+    That settles every product: one that ``times`` would mask is a zero meeting an infinity or
+    a NaN, whose plain product is a NaN, and a NaN stays one through every line of a stretch
+    (products, sums, copies of vectors of one length; a product whose partial is not a vector
+    of that length, which ``times`` might mask, leaves the unchecked stretch: ``retake``). Any
+    other product is ``times``' own, bit for bit, with the same floating-point events. Where
+    the check fails, or a line raises, the cotangents the stretch began with are restored
+    (their arrays copied first), the events it logged forgotten (``Shadows.events``: a
+    replay's whose events can be taken back; where they cannot, printed or handed to a
+    callback of the caller's, the stretch is not tried), and the block's reverse pass is
+    finished from there one step at a time, each product checked (``Block.deopt``), as are
+    its later calls, compiled again without stretches: a block that meets such a product
+    once is likely to meet it again.
+
+    ``opened``: the live local cotangents (key -> buffer) where its lines begin; ``entry``:
+    ``(name, buffer)`` of a cotangent the step took out of the dictionary, which its lines may
+    write, or None; ``touched``: the keys of the local cotangents its lines may write or bind;
+    ``closed``: the live ones where they end, and which of them hold one array
+    (``Code.sharing``); ``start``: ``(k, entry)``, its step and the name of the shadow entry
+    the step took out of the dictionary (``Code.deopt``)."""
+
+    __slots__ = ("lines", "opened", "entry", "touched", "closed", "start")
+
+    def __init__(self, lines, opened, entry, touched, closed, start):
+        self.lines = lines
+        self.opened = opened
+        self.entry = entry
+        self.touched = touched
+        self.closed = closed
+        self.start = start
 
 
 class Code:
@@ -95,10 +172,15 @@ class Code:
     block that only the block's own elementwise steps read); ``unreached``: those of values
     no cotangent can reach (only guards read them); ``guarded``: those of the buffers whose
     bytes the call saves before their first write (``Tape.guard``: the arguments');
-    ``shared``: the indices bound so far by the blocks of the program (:meth:`bind`)."""
+    ``shared``: the indices bound so far by the blocks of the program (:meth:`bind`);
+    ``stretches``: whether runs of local lines take their products unchecked (:class:`Stretch`).
+    """
 
-    def __init__(self, internal, unreached=frozenset(), guarded=(), shared=None):
+    def __init__(self, internal, unreached=frozenset(), guarded=(), shared=None,
+                 stretches=True):
         self.internal = internal
+        self.stretches = stretches
+        self.stretched = False  # whether some run of its lines is a stretch
         self.unreached = unreached
         self.guarded = guarded
         self.shared = {} if shared is None else shared  # see bind
@@ -308,12 +390,79 @@ class Code:
             return [*looked_up, f"view = {shadow}", f"view += {g}"]
         return [*looked_up, f"{shadow} += {g}"]
 
-    def deopt(self, k, entry):
+    def deopt(self, k, entry, stretch=None):
         """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),
-        ``entry`` the shadow entry the step took out of the dictionary."""
-        keys = self.bind(tuple(self.live))
-        live = "".join(f"{self.cotangents[key]}, " for key in self.live)
-        return f"return deopt(shadows, kept, {k}, {entry}, {keys}, ({live}))"
+        ``entry`` the shadow entry the step took out of the dictionary; or where ``stretch``,
+        which begins there, failed its check (:class:`Stretch`), with its ``opened`` live."""
+        live = self.live if stretch is None else stretch.opened
+        keys = self.bind(tuple(live))
+        names = "".join(f"{self.cotangents[key]}, " for key in live)
+        retaken = "" if stretch is None else ", True"
+        return f"return deopt(shadows, kept, {k}, {entry}, {keys}, ({names}){retaken})"
+
+    def stretch(self, lines, opened, entry, touched, start):
+        """``lines``, a step's, as a :class:`Stretch` that began where ``opened`` (a copy of
+        :attr:`live`) was live, at ``start``; as careful lines where the block takes none
+        (``stretches``), ``touched`` is empty, or a product has no fast form (``Pair.fast``
+        None: its partial a number known now, zero or not finite, which ``times`` masks)."""
+        if not self.stretches or not touched \
+                or any(type(line) is Pair and line.fast is None for line in lines):
+            return careful(lines)
+        return [Stretch(lines, opened, entry, touched, (dict(self.live), dict(self.sharing)),
+                        start)]
+
+    def rendered(self):
+        """The reverse pass's lines, each run of :class:`Stretch`es written out."""
+        lines, run = [], []
+        for item in [*self.reverse, None]:
+            if type(item) is Stretch:
+                run.append(item)
+                continue
+            if run:
+                lines += self._stretch(run)
+                run = []
+            if item is not None:
+                lines.append(item)
+        return lines
+
+    def _stretch(self, run):
+        """The lines of a run of stretches: the fast lines, checked at their end, and where
+        that fails, what leaves the compiled pass where they began (:class:`Stretch`)."""
+        unchecked_products = sum(type(line) is Pair for stretch in run for line in stretch.lines)
+        touched = set().union(*(stretch.touched for stretch in run))
+        first = run[0]
+        saved = [(self.cotangents[key], buffer) for key, buffer in first.opened.items()
+                 if key in touched]
+        if first.entry is not None:
+            saved.append(first.entry)
+        arrays = [name for name, buffer in saved if not scalar_cotangents(buffer)]
+        closed, sharing = run[-1].closed
+        sinks = []
+        for key, buffer in closed.items():
+            if key in touched and unchecked(buffer) and sharing.get(key) not in sinks:
+                sinks.append(key)  # (of two that hold one array, one)
+        sinks = [self.cotangents[key] for key in sinks]
+        # each copy and each check costs about what checking a product does
+        if not sinks or unchecked_products <= len(arrays) + len(sinks) + 1:
+            return careful([line for stretch in run for line in stretch.lines])
+        self.stretched = True
+        fast = [line.fast if type(line) is Pair else line
+                for stretch in run for line in stretch.lines]
+        total = " + ".join(f"vdot({name}, {name})" for name in sinks)
+        retreat = self.deopt(*first.start, stretch=first)
+        return [
+            "retake = shadows.events", "if retake is None:", f"    {retreat}",
+            "heard = len(retake.kinds)",
+            *(f"before{i} = {name}" for i, (name, _) in enumerate(saved)),
+            *(f"saved{i} = {name}.copy()" for i, (name, buffer) in enumerate(saved)
+              if not scalar_cotangents(buffer)),
+            "try:", *indent(fast), f"    total = {total}", "    checked = total != total",
+            "except Exception:", "    checked = True",
+            "if checked:", "    del retake.kinds[heard:]",
+            *(line for i, (name, buffer) in enumerate(saved)
+              for line in indent([f"{name} = before{i}", *(
+                  [] if scalar_cotangents(buffer) else [f"copyto({name}, saved{i})"])])),
+            f"    {retreat}"]
 
     def source(self):
         """The factory: ``make(constants, deopt, GuardFailed)`` returns the block's two
@@ -421,7 +570,7 @@ class Block:
     """A run of steps as generated functions; one tuple on the tape for all of them."""
 
     __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "records", "constants",
-                 "kept")
+                 "kept", "checked")
 
     def __init__(self, steps, internal, guard_failed, unreached=frozenset(), guarded=(),
                  shared=None):
@@ -435,16 +584,23 @@ class Block:
         made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
-        code = Code(internal, unreached, guarded, shared)
-        code.makers = {key: step for key, step in zip(self.outputs, steps) if key is not None}
-        for k, step in enumerate(steps):
-            step.emit(code, k)
-        for k in reversed(range(len(steps))):
-            code.reverse += steps[k].emit_back(code, k)
-        make = _factory(code.source())
-        self.forward, self.backward = make(code.constants, self.deopt, guard_failed)
+
+        def compiled(stretches):
+            code = Code(internal, unreached, guarded, shared, stretches)
+            code.makers = {key: step for key, step in zip(self.outputs, steps)
+                           if key is not None}
+            for k, step in enumerate(steps):
+                step.emit(code, k)
+            for k in reversed(range(len(steps))):
+                code.reverse += steps[k].emit_back(code, k)
+            code.reverse = code.rendered()
+            return code, _factory(code.source())(code.constants, self.deopt, guard_failed)
+
+        code, (self.forward, self.backward) = compiled(True)
         self.records, self.constants = code.records, code.constants
         self.kept = {name: i for i, name in enumerate(code.kept)}
+        # its reverse pass without stretches (whose forward pass and records are these)
+        self.checked = (lambda: compiled(False)[1][1]) if code.stretched else None
 
     def __call__(self, values, tape):
         tape.records.append((self, self.forward(values, tape), None))
@@ -452,11 +608,16 @@ class Block:
     def back(self, shadows, kept, _):
         self.backward(shadows, kept)
 
-    def deopt(self, shadows, kept, k, entry, keys, live):
+    def deopt(self, shadows, kept, k, entry, keys, live, retaken=False):
         """Finish the reverse pass from step ``k`` on, one step at a time with each step's own
         ``back``: the cotangents of the values made in the block that the compiled pass held
         (``keys``, ``live``) go into the shadows' dictionary, and so does ``entry``, the one
-        step ``k`` took out."""
+        step ``k`` took out. ``retaken``: a stretch that begins there failed its check
+        (:class:`Stretch`); the block's later calls run its reverse pass without stretches."""
+        checked = self.checked
+        if retaken and checked is not None:
+            self.checked = None
+            self.backward = checked()
         entries = shadows.entries
         if entry is not None:
             entries[self.outputs[k]] = entry

@@ -180,7 +180,10 @@ def times(d, p, out=None):
     ``sqrt`` at 0, say, and a zero ``p`` (the output does not move with that input: a factor
     of an exact zero, an operand ``minimum`` did not take) times any (co)tangent, an infinite
     one from ``sqrt`` at 0 further on, say. Checked by one reduction, so only products with a
-    non-finite factor pay for the mask.
+    non-finite factor pay for the mask. The mask replaces only the NaNs that a zero factor
+    makes: every other element is NumPy's product (a zero of its sign), so a check that says
+    no where no factor is non-finite (``unmasked``: a sum that overflows) changes no bit, and
+    neither does a product taken without one where none is (``blocks``).
 
     On a device (CuPy) the check is made there, not read: see ``_device_times``."""
     if (type(d) not in _HOST or type(p) not in _HOST) and (_on_device(d) or _on_device(p)):
@@ -192,12 +195,17 @@ def times(d, p, out=None):
         return d * p if out is None else np.multiply(d, p, out=out)
     zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
     with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
-        if out is None or wrapped(out):
-            product = d * p if out is None else np.multiply(d, p, out=out)
-            return np.where(zero, 0.0, product) if np.any(zero) else product
-        np.multiply(d, p, out=out)
-    np.copyto(out, 0.0, where=zero)
+        product = d * p if out is None else np.multiply(d, p, out=out)
+    made = _made_by_a_zero(zero, product)  # (0 * x is NaN or a zero, never infinite)
+    if out is None or wrapped(out):
+        return np.where(made, 0.0, product) if np.any(made) else product
+    np.copyto(out, 0.0, where=made)
     return out
+
+
+def _made_by_a_zero(zero, product):
+    """Where ``product`` is a NaN that a zero factor made (``zero``: where a factor is zero)."""
+    return np.logical_and(zero, np.isnan(memory(product)))
 
 
 _HOST = frozenset((np.ndarray, float, int, complex, np.float64))
@@ -219,7 +227,7 @@ def _product_first(d, p, out):
     low, high = _smallest(out, axis=None), _largest(out, axis=None)  # (a NaN: NaN)
     bound = _SUMMABLE[out.dtype] / out.size
     if not (-low < bound and high < bound) and not unmasked(d, p):
-        np.copyto(out, 0.0, where=np.logical_or(d == 0, p == 0))
+        np.copyto(out, 0.0, where=_made_by_a_zero(np.logical_or(d == 0, p == 0), out))
     return out
 
 
@@ -241,16 +249,14 @@ def _on_device(x):
 
 def _device_times(d, p, out):
     """``times`` on a device, without reading anything on the host (which would wait for the
-    device): the mask is applied where a zero factor meets a non-finite product, and only
-    when some does (a 0-d flag computed on the device), so the result is ``times``' bit for
-    bit wherever ``unmasked`` tells exactly."""
+    device): the mask, computed there, is applied whether or not it holds any element, so the
+    result is ``times``' bit for bit."""
     zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
     product = d * p if out is None else np.multiply(d, p, out=out)
-    bad = np.logical_and(zero, np.logical_not(np.isfinite(memory(product))))
-    mask = np.logical_and(zero, np.any(bad))
+    made = _made_by_a_zero(zero, product)
     if out is None or wrapped(out):
-        return np.where(mask, 0.0, product)
-    np.copyto(out, 0.0, where=mask)
+        return np.where(made, 0.0, product)
+    np.copyto(out, 0.0, where=made)
     return out
 
 

@@ -87,7 +87,7 @@ from ..core.devices import is_device
 from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
-from .blocks import Block, Opaque, flat_slice, indent, scalar_cotangents
+from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
@@ -574,12 +574,16 @@ class Pure:
         """Its lines in the block's reverse pass: :meth:`back`, unrolled."""
         vals, y = code.records[k]
         vals = ", ".join(vals)
+        local = _local_only(code, self.lean) if code.stretches else ()
+        opened = dict(code.live) if local else None
         if self.buffer.key in code.internal:
             owned = not code.shares(self.buffer)
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
-            return self._lean_back(code, vals, y, owned=owned, dy=dy)
+            lines = self._lean_back(code, vals, y, owned=owned, dy=dy, fast=bool(local))
+            return code.stretch(lines, opened, None, local and local | {self.buffer.key},
+                                (k, "None"))
         if self.buffer.key in code.unreached:
             return []
         key = code.key(self.buffer)
@@ -593,16 +597,28 @@ class Pure:
                     "    else:", f"        dy = {dy}",
                     *indent(self._lean_back(code, vals, y, always=False), 2)]
         # The local cotangents of its inputs are known to hold arrays only if it has one
-        return [f"x = pop({key}, None)",
-                "if x is None or x[3] is not None or not x[1].flags.writeable:",
-                f"    {code.deopt(k, 'x')}",
-                f"dy = {dy}", *self._lean_back(code, vals, y)]
+        taken = [f"x = pop({key}, None)",
+                 "if x is None or x[3] is not None or not x[1].flags.writeable:",
+                 f"    {code.deopt(k, 'x')}", f"dy = {dy}"]
+        lines = self._lean_back(code, vals, y, fast=bool(local))
+        return [*taken, *code.stretch(lines, opened, ("dy", self.buffer), local, (k, "x"))]
 
-    def _lean_back(self, code, vals, y, always=True, owned=True, dy="dy"):
-        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``, ``dy``: see
-        ``_lean_cotangents``)."""
+    def _lean_back(self, code, vals, y, always=True, owned=True, dy="dy", fast=False):
+        """The lean path of :meth:`back`, from ``dy`` on (``always``, ``owned``, ``dy``,
+        ``fast``: see ``_lean_cotangents``)."""
         return _lean_cotangents(code, self.lean, self.buffer, vals, y, always=always,
-                                owned=owned, dy=dy)
+                                owned=owned, dy=dy, fast=fast)
+
+
+def _local_only(code, lean):
+    """The keys of the local cotangents that the lean pullback ``lean`` of an elementwise step
+    (``_lean_inputs``) may write, where its lines touch nothing else (``blocks.Stretch``):
+    each input a whole buffer whose cotangent is a local, none broadcast; else an empty
+    set."""
+    if not lean or any(not direct or summed or code.cotangent(place) is None
+                       for *_, place, direct, summed in lean):
+        return frozenset()
+    return frozenset(place.key for *_, place, _, _ in lean)
 
 
 def _lean_inputs(rule, traced, inputs, made, scalar=True):
@@ -627,7 +643,7 @@ def _lean_inputs(rule, traced, inputs, made, scalar=True):
 
 
 def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True,
-                     dy="dy"):
+                     dy="dy", fast=False):
     """Lines that accumulate the cotangent ``dy`` of ``made`` (the buffer an elementwise step
     made, the place a write wrote) into those of its inputs, as ``elementwise._small_cotangents``
     does, for the inputs ``lean`` (per traced input: its position, partial, whether it is the
@@ -640,7 +656,9 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     ``dy`` is the step's own, to write into and hand over (not where another local cotangent
     holds its array too: ``Code.shares``); where it is not, each input's cotangent is made as
     for an input that is not the last (a copy, a product into a new array). ``dy``: the
-    name that holds it (a local cotangent the step took, read where it is)."""
+    name that holds it (a local cotangent the step took, read where it is). ``fast``: the
+    lines are a ``blocks.Stretch``'s, each checked product of a short float64 vector a
+    ``blocks.Pair`` whose fast line takes it unchecked."""
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
@@ -722,11 +740,20 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
                          f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                general = (f"({times} if {array}((type(p) is float or type(p) is float64) "
-                           f"and isfinite(p) or type(p) is int) and p else "
-                           f"product({dy}, p, {into}))")
+                number = ("((type(p) is float or type(p) is float64) and isfinite(p) "
+                          "or type(p) is int) and p")
+                general = f"({times} if {array}{number} else product({dy}, p, {into}))"
+                known = code.constant(p)  # (a number known now: zero or not finite here)
                 if p != "p":
                     evaluate.append(f"p = {p}")
+                if fast and unchecked(made):  # a vector, or a finite nonzero number: unchecked
+                    lines += [*evaluate, Pair(
+                        None if known is not None and type(known) is not np.ndarray else
+                        f"{g} = ({times} if type(p) is ndarray and p.shape == "
+                        f"{code.bind(made.shape)} or {number} else retake())",
+                        f"{g} = {general}")]
+                    rows.append((g, buffer, False))
+                    continue
             lines += [*evaluate, f"{g} = {general}"]
         rows.append((g, buffer, False))
     # A cotangent becomes the shadow of a whole C-contiguous buffer only in C order (as
@@ -3075,6 +3102,9 @@ class Program:
                     if "call" not in modes.values() and "log" not in modes.values():
                         self.logged = logged  # (of the modes alone: ``logged_categories``)
                 heard_back = Heard()
+                if all(mode in ("ignore", "raise") or category in logged
+                       for category, mode in modes.items()):  # (none printed, none called)
+                    shadows.events = heard_back
                 with np.errstate(call=heard_back, **logged) if logged else \
                         contextlib.nullcontext():  # (the caller's handling again)
                     while records:
