@@ -436,6 +436,26 @@ def _top(namespace):
     return str(namespace.get("__name__")).partition(".")[0]
 
 
+def internal(frame):
+    """Whether ``frame`` runs NumPy's, SciPy's, mutad's or a device library's own code
+    (``INTERNAL``), not the user's."""
+    return _top(frame.f_globals) in INTERNAL
+
+
+def shown_class(x, numpy_class):
+    """``x.__class__`` (of a value mutad hands the program in place of NumPy's) as its caller
+    asks it: to the user's code, ``numpy_class(x)``, the class of what NumPy would have handed
+    it, so that Python's ``isinstance`` (which asks ``__class__`` where ``type(x)`` fails)
+    answers as of NumPy's value and the program takes NumPy's branch; to NumPy's, SciPy's and
+    mutad's own code, which must tell the value from the array it wraps, ``type(x)``, as
+    ``type()`` always gives. Python's modules (``abc``'s ``isinstance(x, numbers.Number)``,
+    ``functools.singledispatch``) ask for their caller, which decides."""
+    frame = sys._getframe(2)  # (above the property's getter)
+    while _top(frame.f_globals) in STANDARD_LIBRARY and frame.f_back is not None:
+        frame = frame.f_back
+    return type(x) if internal(frame) else numpy_class(x)
+
+
 class _ModeUfunc:
     """A NumPy ufunc (``np.exp``) as user code sees it in the mode: called, or its methods
     (``reduce``, ``accumulate``, ``outer``, ``reduceat``) called, with lists or tuples holding
@@ -1286,8 +1306,7 @@ def made_in(y, func, args, kwargs, caller):
     if type(y) in (tuple, list):
         return type(y)(made_in(item, functools.partial(_item, func, i), args, kwargs, caller)
                        for i, item in enumerate(y))
-    if type(y) is not np.ndarray or str(caller.f_globals.get("__name__")).partition(".")[0] \
-            in INTERNAL:
+    if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
