@@ -226,6 +226,25 @@ def test_a_replay_takes_the_branch_of_each_calls_arguments():
             assert _same_tree(grads, expected[1])
 
 
+def constructing(x, seen):
+    """Calls NumPy's raw constructor and a scalar type, for which the allocation mode stands
+    in with types of its own: ``isinstance`` of them answers as NumPy's too."""
+    work = np.ndarray((2,))
+    work[:] = x[:2]
+    v = np.float64(x[0])
+    values = (x, work, v, x[0], x.sum(), x.sum().item())
+    seen.append([isinstance(w, t) for w in values for t in (np.ndarray, np.float64, float)])
+    return (work * v).sum()
+
+
+def test_the_allocation_modes_stand_in_types_answer_as_numpys():
+    expected, seen = [], []
+    constructing(X.copy(), expected)
+    mutad.gradient(functools.partial(constructing, seen=seen), X.copy())
+    mutad.jvp(functools.partial(constructing, seen=seen), (X.copy(),), (X,))
+    assert seen == expected * 2
+
+
 # ----------------------------------------------------------------------------------------------
 # What else asks a value's class
 
@@ -294,3 +313,24 @@ def test_numpys_scipys_and_mutads_own_code_see_mutads_class():
     for module in ("numpy._probe", "scipy._probe", "mutad._probe"):  # (numbers' ABC: theirs)
         assert seen[module] == (False, False, kind, kind)
     assert all(type(c) is kind and c.__class__ is np.ndarray for c in seen["copies"])
+
+
+def test_a_device_arrays_values_are_its_librarys_arrays():
+    """Of a device library's arrays (CuPy's, here its stand-in), its array class, whose
+    reductions and elements are 0-d arrays too."""
+    import device_array as xp
+    from mutad.core import devices
+    devices.register(xp.ndarray, xp)
+
+    def f(x, seen):
+        s = x.sum()
+        seen.append([isinstance(v, c) for v in (x, s, x[0]) for c in (xp.ndarray, np.ndarray,
+                                                                      np.generic, float)])
+        return s
+
+    x = xp.asarray(X)
+    expected, seen = [], []
+    f(x, expected)
+    mutad.gradient(functools.partial(f, seen=seen), x)
+    mutad.jvp(functools.partial(f, seen=seen), (x,), (x,))
+    assert seen == expected * 2 and expected[0][0]

@@ -449,9 +449,11 @@ def shown_class(x, numpy_class):
     answers as of NumPy's value and the program takes NumPy's branch; to NumPy's, SciPy's and
     mutad's own code, which must tell the value from the array it wraps, ``type(x)``, as
     ``type()`` always gives. Python's modules (``abc``'s ``isinstance(x, numbers.Number)``,
-    ``functools.singledispatch``) ask for their caller, which decides."""
+    ``functools.singledispatch``) and the mode's stand-in types ask for their caller, which
+    decides."""
     frame = sys._getframe(2)  # (above the property's getter)
-    while _top(frame.f_globals) in STANDARD_LIBRARY and frame.f_back is not None:
+    while (frame.f_code in FOR_THE_CALLER or _top(frame.f_globals) in STANDARD_LIBRARY) \
+            and frame.f_back is not None:
         frame = frame.f_back
     return type(x) if internal(frame) else numpy_class(x)
 
@@ -721,7 +723,7 @@ class _Constructor(type):
             return _own_stand_in(y)
         return y
 
-    def __instancecheck__(cls, x):
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(x, np.ndarray)
 
     def __subclasscheck__(cls, kind):
@@ -749,9 +751,9 @@ class _ScalarType(type):
     products and powers in NumPy's scalar math), which the engines follow; otherwise NumPy's own scalar type,
     called as it is. As a type it is NumPy's: a subclass of it, equal to it, with its hash, its
     dtype (``dtype=np.float64``, ``np.finfo``, ``issubclass``) and its instances
-    (``isinstance(v, np.float64)``, the values it gave among them; not ``isinstance(v,
-    float)``, which a traced value fails as ``x[0]`` does). Identity (``type(v) is np.float64``) it cannot pass: code
-    that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
+    (``isinstance(v, np.float64)``, the values it gave among them, whose class the user's
+    code is shown as NumPy's: ``shown_class``). Identity (``type(v) is np.float64``) it cannot
+    pass: code that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
 
     def __call__(cls, *args, **kwargs):
         original = cls.__bases__[0]
@@ -765,12 +767,8 @@ class _ScalarType(type):
             return converted
         return original(*args, **kwargs)
 
-    def __instancecheck__(cls, x):
-        original = cls.__bases__[0]
-        if wrapped(x) and getattr(x, "dtype", None) == original and memory(x).ndim == 0 \
-                and not memory(x).flags.writeable:  # what a call of it gave (a scalar's stand-in)
-            return True
-        return isinstance(x, original)
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(x, cls.__bases__[0])
 
     def __subclasscheck__(cls, kind):
         return kind is cls or issubclass(kind, cls.__bases__[0])
@@ -784,6 +782,12 @@ class _ScalarType(type):
 
     def __hash__(cls):
         return hash(cls.__bases__[0])
+
+
+FOR_THE_CALLER = frozenset((_Constructor.__instancecheck__.__code__,
+                            _ScalarType.__instancecheck__.__code__))
+"""The code of the mode's stand-in types that answer ``isinstance`` for the user's code that
+asked (``shown_class``)."""
 
 
 def _scalar_type(original):
