@@ -784,12 +784,6 @@ class _ScalarType(type):
         return hash(cls.__bases__[0])
 
 
-FOR_THE_CALLER = frozenset((_Constructor.__instancecheck__.__code__,
-                            _ScalarType.__instancecheck__.__code__))
-"""The code of the mode's stand-in types that answer ``isinstance`` for the user's code that
-asked (``shown_class``)."""
-
-
 def _scalar_type(original):
     stand_in = _ScalarType(original.__name__, (original,), {"__module__": "numpy",
                                                            "__doc__": original.__doc__})
@@ -1193,7 +1187,7 @@ class _Route:
             raise AttributeError(name)
         return getattr(self.stand_in, name)
 
-    def __instancecheck__(self, instance):
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.stand_in)
 
     def __subclasscheck__(self, subclass):
@@ -1232,6 +1226,14 @@ class _Route:
             arguments[name[len("overwrite_"):]] for name, flag in arguments.items()
             if name.startswith("overwrite_") and type(flag) in (bool, int, np.bool_) and flag
             and name[len("overwrite_"):] in arguments]
+
+
+FOR_THE_CALLER = {method.__code__ for method in (_Constructor.__instancecheck__,
+                                                 _ScalarType.__instancecheck__,
+                                                 _Route.__instancecheck__)}
+"""The code of the stand-ins that answer ``isinstance`` for the user's code that asked
+(``shown_class``): the mode's types, routed classes, and SciPy's sparse classes'
+(``mutad.scipy.sparse``)."""
 
 
 _OUTPUTS = ("out", "output")

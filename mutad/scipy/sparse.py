@@ -157,8 +157,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, allocate, holds_derivative, internal,
-                               lists_as_arrays, shown_class)
+from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
+                               internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -1133,6 +1133,8 @@ class TracedSparse:
     values; see the module's documentation for what it does."""
 
     __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+    # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
+    __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
 
     def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
@@ -2186,7 +2188,7 @@ class _SparseClass:
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
                             dtype=dtype)
 
-    def __instancecheck__(self, instance):
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.cls)
 
     def __subclasscheck__(self, subclass):
@@ -2199,6 +2201,7 @@ class _SparseClass:
         return repr(self.cls)
 
 
+FOR_THE_CALLER.add(_SparseClass.__instancecheck__.__code__)
 csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
     _SparseClass(SCIPY[name]) for name in (
         "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
