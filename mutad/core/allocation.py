@@ -436,6 +436,28 @@ def _top(namespace):
     return str(namespace.get("__name__")).partition(".")[0]
 
 
+def internal(frame):
+    """Whether ``frame`` runs NumPy's, SciPy's, mutad's or a device library's own code
+    (``INTERNAL``), not the user's."""
+    return _top(frame.f_globals) in INTERNAL
+
+
+def shown_class(x, numpy_class):
+    """``x.__class__`` (of a value mutad hands the program in place of NumPy's) as its caller
+    asks it: to the user's code, ``numpy_class(x)``, the class of what NumPy would have handed
+    it, so that Python's ``isinstance`` (which asks ``__class__`` where ``type(x)`` fails)
+    answers as of NumPy's value and the program takes NumPy's branch; to NumPy's, SciPy's and
+    mutad's own code, which must tell the value from the array it wraps, ``type(x)``, as
+    ``type()`` always gives. Python's modules (``abc``'s ``isinstance(x, numbers.Number)``,
+    ``functools.singledispatch``) and the mode's stand-in types ask for their caller, which
+    decides."""
+    frame = sys._getframe(2)  # (above the property's getter)
+    while (frame.f_code in FOR_THE_CALLER or _top(frame.f_globals) in STANDARD_LIBRARY) \
+            and frame.f_back is not None:
+        frame = frame.f_back
+    return type(x) if internal(frame) else numpy_class(x)
+
+
 class _ModeUfunc:
     """A NumPy ufunc (``np.exp``) as user code sees it in the mode: called, or its methods
     (``reduce``, ``accumulate``, ``outer``, ``reduceat``) called, with lists or tuples holding
@@ -701,7 +723,7 @@ class _Constructor(type):
             return _own_stand_in(y)
         return y
 
-    def __instancecheck__(cls, x):
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(x, np.ndarray)
 
     def __subclasscheck__(cls, kind):
@@ -729,9 +751,9 @@ class _ScalarType(type):
     products and powers in NumPy's scalar math), which the engines follow; otherwise NumPy's own scalar type,
     called as it is. As a type it is NumPy's: a subclass of it, equal to it, with its hash, its
     dtype (``dtype=np.float64``, ``np.finfo``, ``issubclass``) and its instances
-    (``isinstance(v, np.float64)``, the values it gave among them; not ``isinstance(v,
-    float)``, which a traced value fails as ``x[0]`` does). Identity (``type(v) is np.float64``) it cannot pass: code
-    that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
+    (``isinstance(v, np.float64)``, the values it gave among them, whose class the user's
+    code is shown as NumPy's: ``shown_class``). Identity (``type(v) is np.float64``) it cannot
+    pass: code that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
 
     def __call__(cls, *args, **kwargs):
         original = cls.__bases__[0]
@@ -745,12 +767,8 @@ class _ScalarType(type):
             return converted
         return original(*args, **kwargs)
 
-    def __instancecheck__(cls, x):
-        original = cls.__bases__[0]
-        if wrapped(x) and getattr(x, "dtype", None) == original and memory(x).ndim == 0 \
-                and not memory(x).flags.writeable:  # what a call of it gave (a scalar's stand-in)
-            return True
-        return isinstance(x, original)
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(x, cls.__bases__[0])
 
     def __subclasscheck__(cls, kind):
         return kind is cls or issubclass(kind, cls.__bases__[0])
@@ -1169,7 +1187,7 @@ class _Route:
             raise AttributeError(name)
         return getattr(self.stand_in, name)
 
-    def __instancecheck__(self, instance):
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.stand_in)
 
     def __subclasscheck__(self, subclass):
@@ -1208,6 +1226,14 @@ class _Route:
             arguments[name[len("overwrite_"):]] for name, flag in arguments.items()
             if name.startswith("overwrite_") and type(flag) in (bool, int, np.bool_) and flag
             and name[len("overwrite_"):] in arguments]
+
+
+FOR_THE_CALLER = {method.__code__ for method in (_Constructor.__instancecheck__,
+                                                 _ScalarType.__instancecheck__,
+                                                 _Route.__instancecheck__)}
+"""The code of the stand-ins that answer ``isinstance`` for the user's code that asked
+(``shown_class``): the mode's types, routed classes, and SciPy's sparse classes'
+(``mutad.scipy.sparse``)."""
 
 
 _OUTPUTS = ("out", "output")
@@ -1286,8 +1312,7 @@ def made_in(y, func, args, kwargs, caller):
     if type(y) in (tuple, list):
         return type(y)(made_in(item, functools.partial(_item, func, i), args, kwargs, caller)
                        for i, item in enumerate(y))
-    if type(y) is not np.ndarray or str(caller.f_globals.get("__name__")).partition(".")[0] \
-            in INTERNAL:
+    if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):

@@ -26,7 +26,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import Preexisting, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
                            UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
@@ -339,6 +339,9 @@ class ArrayMethods(Tracer):
     NumPy functions that dispatch back to them."""
 
     __slots__ = ()
+
+    # isinstance(x, np.ndarray), isinstance(x[0], float) answer as of NumPy's values
+    __class__ = property(lambda self: shown_class(self, numpy_class))
 
     shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
         "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
@@ -684,6 +687,27 @@ def _parts_of_one_another(a, b):
         a, b = b, a
     return a.kind == "c" and b.kind == "f" and a.isnative and b.isnative \
         and a.itemsize == 2 * b.itemsize
+
+
+def numpy_class(x):
+    """The class of what NumPy would hand the program for traced or dual ``x``, which its
+    ``__class__`` shows the user's code (``allocation.shown_class``): a Python number's where
+    ``x`` stands for one (``x.item()``), NumPy's scalar type where for a scalar (``x[0]``),
+    else the class of the array it wraps (``np.ndarray``, a device library's). Read from its
+    kind alone, never its values, so a replay has nothing to guard."""
+    value = memory(x)
+    kind = type(value)
+    if kind is Preexisting:
+        return np.ndarray
+    if kind not in (np.ndarray, float, int, complex):
+        return kind
+    if np.ndim(value):
+        return np.ndarray
+    if x.weak:
+        return complex if np.iscomplexobj(value) else float
+    if kind is np.ndarray and not stands_for_scalar(value):
+        return np.ndarray  # a 0-d array of the program's own (np.zeros(()))
+    return np.asarray(value).dtype.type  # (a replay's number for a traced one: ``numpy_value``)
 
 
 def numpy_value(value):

@@ -17,7 +17,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defroute, defrule,
                              holomorphic, recomputable)
 from ..core.tape import source_line
-from ..core.views import memory
+from ..core.views import memory, stands_for_scalar
 from ._helpers import traced_among, unbroadcast
 
 
@@ -164,7 +164,9 @@ def array_rule(func):
             kwargs["like"] = like
         y = func(a, *rest, **kwargs)
         if hasattr(a, "dtype") and memory(y) is memory(a):
-            y = a  # the argument itself: the same place, not a new buffer
+            # the argument itself: the same place, not a new buffer; but of NumPy's scalar
+            # (``x[0]``) NumPy makes an array, writeable, of its own
+            y = np.copy(y) if stands_for_scalar(a) else a
         shapes = [np.shape(item) for item in a] if isinstance(a, (list, tuple)) else None
         shape = None if shapes is not None else np.shape(a)
 
@@ -209,12 +211,16 @@ def array_jvp(func):
 
     def jvp(tangents, a, *rest, like=None, **kwargs):
         y = func(a, *rest, like=dispatcher(a, like), **kwargs)
+        scalar = hasattr(a, "dtype") and memory(y) is memory(a) and stands_for_scalar(a)
+        if scalar:  # NumPy's scalar: a new array (``array_rule``)
+            y = np.copy(y)
         if tangents[0] is None:
             return created(y)
         if not np.issubdtype(y.dtype, np.inexact):
             return y, None
         da = zero_filled(a, tangents[0])
-        return y, func(da, *rest, like=dispatcher(da), **kwargs)
+        dy = func(da, *rest, like=dispatcher(da), **kwargs)
+        return y, np.copy(dy) if scalar else dy
 
     jvp.__name__ = jvp.__qualname__ = f"{func.__name__}_jvp"
     return jvp

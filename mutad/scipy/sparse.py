@@ -157,8 +157,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, INTERNAL, allocate, holds_derivative,
-                               lists_as_arrays)
+from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
+                               internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -968,6 +968,8 @@ class TracedMatrix:
 
     __array_ufunc__ = None  # NumPy's operators give way to ours
     ndim = 2
+    # isinstance(m, np.matrix) in the user's code, as of SciPy's
+    __class__ = property(lambda self: shown_class(self, lambda _: np.matrix))
 
     def __init__(self, array: Any) -> None:
         self.array = array
@@ -1131,6 +1133,8 @@ class TracedSparse:
     values; see the module's documentation for what it does."""
 
     __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+    # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
+    __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
 
     def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
@@ -1145,7 +1149,7 @@ class TracedSparse:
         values = self._values
         layout = self.layout
         if isinstance(layout, _Layout) and layout.droppable is not None and \
-                not _internal(sys._getframe(1)) and np.any(layout.droppable & (np.reshape(
+                not internal(sys._getframe(1)) and np.any(layout.droppable & (np.reshape(
                     settled(values, "A.data of a scipy.sparse matrix made from a dense "
                                     "array"), (-1,)) == 0)):
             _refuse("A.data of a scipy.sparse matrix with zero entries that SciPy leaves out "
@@ -2184,7 +2188,7 @@ class _SparseClass:
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
                             dtype=dtype)
 
-    def __instancecheck__(self, instance):
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.cls)
 
     def __subclasscheck__(self, subclass):
@@ -2197,6 +2201,7 @@ class _SparseClass:
         return repr(self.cls)
 
 
+FOR_THE_CALLER.add(_SparseClass.__instancecheck__.__code__)
 csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
     _SparseClass(SCIPY[name]) for name in (
         "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -2249,7 +2254,7 @@ class _Assembled:
 
     def __getattribute__(self, name):
         if name[0] == "_" or name in _ASSEMBLED_READS or not object.__getattribute__(
-                self, "entries") or _internal(sys._getframe(1)):
+                self, "entries") or internal(sys._getframe(1)):
             return super().__getattribute__(name)
         if name in _ASSEMBLED_CONVERTED:
             return getattr(self.traced(), name)
@@ -2403,12 +2408,6 @@ class _Assembled:
         return super().__len__()  # type: ignore[misc]
 
 
-def _internal(frame):
-    """Whether ``frame`` runs SciPy's, NumPy's or mutad's own code (which reads a matrix's
-    storage as it is), not the user's."""
-    return str(frame.f_globals.get("__name__")).partition(".")[0] in INTERNAL
-
-
 def _binary_assembled(name):
     def method(self, *args):
         if object.__getattribute__(self, "entries"):
@@ -2481,7 +2480,7 @@ def _constant_toarray(original):
     def toarray(self, order=None, out=None):
         y = original(self, order, out)
         if out is None and isinstance(y, np.ndarray) and y.dtype.kind in "fc" \
-                and not _internal(sys._getframe(2)):
+                and not internal(sys._getframe(2)):
             return allocate(y, (original, (self, order), {}))
         return y
 
