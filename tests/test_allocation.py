@@ -1462,3 +1462,52 @@ def test_an_index_made_in_the_function_and_changed_after_a_record_read_it_is_ref
 
     with pytest.raises(errors.ConstantModifiedError):
         mutad.gradient(f, np.arange(1.0, 5.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays SciPy's functions that nothing routes make inside the function
+
+import scipy.ndimage  # noqa: E402
+import scipy.special  # noqa: E402
+from scipy.special import roots_hermite  # noqa: E402  (a SciPy function bound by name)
+
+NODES_BEFORE = scipy.special.roots_legendre(4)[0]  # made before any differentiation
+
+
+def test_arrays_scipys_unrouted_functions_make_take_traced_writes():
+    """Regression: a float array made inside the function by a SciPy function mutad routes
+    nowhere (quadrature nodes, a DFT matrix, a distance transform) was a plain array, and
+    writing a traced value into it raised UntracedWriteError."""
+    mask = np.ones((4, 4), bool)
+    mask[1, 2] = False
+
+    def f(x):
+        nodes, weights = scipy.special.roots_legendre(4)
+        nodes *= x  # in place, into SciPy's array
+        hermite, _ = roots_hermite(4)
+        hermite[1:3] = x[:2]
+        D = scipy.linalg.dft(4).real
+        D[1] = x
+        distances = scipy.ndimage.distance_transform_edt(mask)
+        distances[0] += x
+        return (np.sum(weights * np.exp(nodes)) + np.sum(hermite ** 2) + np.sum(D @ x)
+                + np.sum(distances ** 2))
+
+    x = np.array([0.3, -0.2, 0.5, 0.9])
+    value, _ = mutad.value_and_gradient(f, x.copy())
+    assert value == f(x.copy())
+    for policy in ("restore", "checkpoint"):
+        mutad.check_grads(f, x, policy=policy)  # (the caller's array comes back, checked)
+    replays_as_traced(f, [(x * s,) for s in (1.0, 0.5, -1.5)])
+
+
+def test_an_array_scipy_made_before_the_differentiation_is_still_refused():
+    before = NODES_BEFORE.copy()
+
+    def f(x):
+        NODES_BEFORE[:] = x
+        return np.sum(NODES_BEFORE ** 2)
+
+    with pytest.raises(errors.UntracedWriteError, match="before the differentiation started"):
+        mutad.gradient(f, np.ones(4))
+    NODES_BEFORE[:] = before  # (the refusal comes after the write)

@@ -320,6 +320,22 @@ def test_kdtree_query_derivative_is_the_unit_difference():
     assert np.allclose(gp, [[-3 / 34 ** 0.5, -5 / 34 ** 0.5], [0.0, -1.0], [0.0, 0.0]])
 
 
+def test_a_ckdtree_of_constant_points_built_inside_takes_traced_queries():
+    """Regression: SciPy's cKDTree (compiled methods) of constant points, built inside the
+    function, converted the traced queries."""
+    def f(x):
+        tree = scipy.spatial.cKDTree(TREE_POINTS)
+        assert isinstance(tree, scipy.spatial.cKDTree)
+        d, i = tree.query(x, k=2)
+        return np.sum(d ** 2) + np.sum(tree.query(x[0])[0])
+
+    x = TREE_QUERIES.copy()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert value == f(x)
+    mutad.check_grads(f, x)
+    replays_as_traced(f, [(TREE_QUERIES * s,) for s in (1.0, 0.7, 1.3)])
+
+
 def test_kdtree_of_constant_points_at_traced_queries():
     tree = KDTree(TREE_POINTS)
 

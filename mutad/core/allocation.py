@@ -17,7 +17,9 @@ intercept its factory functions:
 * the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
   and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt`` are such constants too, as
   are the new float arrays the routed SciPy functions below return to user code when no traced
-  value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values);
+  value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
+  those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
+  ``scipy.linalg.dft(n)``: ``_Made``, reached as routed functions are);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
@@ -1236,6 +1238,28 @@ FOR_THE_CALLER = {method.__code__ for method in (_Constructor.__instancecheck__,
 (``mutad.scipy.sparse``)."""
 
 
+class _Made:
+    """A Python function of SciPy's that nothing routes (``scipy.special.roots_legendre``,
+    ``scipy.linalg.dft``), as code reaches it in the mode: the function itself, whose result the
+    user's code receives as it receives a routed function's (``by_user_code``): a new float
+    array made of plain values is a constant the function may write traced values into, as
+    one NumPy makes. Bound as a method where the function is one."""
+
+    def __init__(self, original):
+        functools.update_wrapper(self, original)
+        self.original = original
+
+    def __call__(self, *args, **kwargs):
+        y = self.original(*args, **kwargs)
+        return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
+
+    def __get__(self, instance, owner=None):
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __repr__(self):
+        return repr(self.original)
+
+
 _OUTPUTS = ("out", "output")
 """The names of the parameters of library functions that take the array they write into."""
 
@@ -1871,6 +1895,7 @@ class _Mode:
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
+        self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
@@ -1897,10 +1922,26 @@ class _Mode:
                 pair = self.routes.get(id(value))
                 if pair is None and not internal:
                     pair = _BY_ORIGINAL.get(id(value))
-                if pair is None or pair[0] is not value:
+                if pair is not None and pair[0] is value:
+                    replacement = pair[1]
+                elif not internal or _top(namespace) == "scipy":
+                    replacement = self._made(value)
+                    if replacement is None:
+                        continue
+                else:
                     continue
-                replacement = pair[1]
             self.sites[id(namespace), name] = (namespace, name, value, replacement)
+
+    def _made(self, value):
+        """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
+        (made once per function), else None."""
+        if type(value) is not types.FunctionType \
+                or not str(getattr(value, "__module__", "")).startswith("scipy."):
+            return None
+        pair = self.made.get(id(value))
+        if pair is None or pair[0] is not value:
+            pair = self.made[id(value)] = (value, _Made(value))
+        return pair[1]
 
     def _scan_modules(self, f):
         """Find the bindings in modules imported since the last scan, and in ``f``'s module
@@ -2128,6 +2169,8 @@ class _Mode:
             pair = _BY_ORIGINAL.get(id(value))
         if pair is not None and pair[0] is value:
             return pair[1]
+        if not routed_only and (made := self._made(value)) is not None:
+            return made
         if isinstance(value, types.MethodType) and not isinstance(value.__self__, type):
             owner_class, name = type(value.__self__), value.__func__.__name__
             if any((base, name) in self.methods for base in owner_class.__mro__):

@@ -291,6 +291,16 @@ class StandIn:
         return y
 
 
+def not_replayed(reason):
+    """Tell the running recordings that a replay would not compute this call again as it
+    should (``reason`` says why: it decides on plain numbers, outside the recorded program):
+    the calls are traced instead."""
+    for differentiation in ACTIVE.running:
+        recorder = getattr(differentiation, "recorder", None)
+        if recorder is not None:
+            recorder.refuse(reason)
+
+
 def stands_in_for(original):
     """Decorate ``fn`` to stand in for ``original`` (a :class:`StandIn`)."""
     return lambda fn: StandIn(original, fn)

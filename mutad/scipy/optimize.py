@@ -122,7 +122,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
-from ._adjoints import outside_differentiations, scipys_value
+from ._adjoints import not_replayed, outside_differentiations, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
@@ -844,10 +844,7 @@ class _StandIn:
 def _not_replayed(name):
     """Tell the running recordings that a replay would not run solver ``name`` again (it
     solves on plain numbers, outside the recorded program): the calls are traced instead."""
-    for differentiation in ACTIVE.running:
-        recorder = getattr(differentiation, "recorder", None)
-        if recorder is not None:
-            recorder.refuse(f"{name}, whose solution a replay cannot compute again")
+    not_replayed(f"{name}, whose solution a replay cannot compute again")
 
 
 def _stands_in_for(original, doc=None):

@@ -623,10 +623,12 @@ class _StandInClass(type):
         return getattr(cls.scipy, name)
 
 
-def _tree_class(scipy_cls):
+def _tree_class(scipy_cls, plain_cls):
+    """The stand-in for ``scipy_cls``; of plain points it builds SciPy's ``plain_cls`` (held in
+    a closure: the mode swaps the module's names bound to SciPy's classes)."""
     def construct(data, *args, **options):
         if not _carries(data):
-            return scipy_cls(data, *args, **options)
+            return plain_cls(data, *args, **options)
         names = ("leafsize", "compact_nodes", "copy_data", "balanced_tree", "boxsize")
         if len(args) > len(names):
             raise TypeError(f"{scipy_cls.__name__}() takes at most {len(names) + 1} positional "
@@ -653,13 +655,16 @@ def _class_stand_in(scipy_cls, construct):
     return stand_in
 
 
-KDTree = _tree_class(_SCIPY_KDTREE)
-cKDTree = _tree_class(_SCIPY_CKDTREE)
+KDTree = _tree_class(_SCIPY_KDTREE, _SCIPY_KDTREE)
+# A cKDTree of plain points is SciPy's KDTree, its Python subclass over the same compiled tree
+# (the same answers), whose methods take traced queries
+cKDTree = _tree_class(_SCIPY_CKDTREE, _SCIPY_KDTREE)
 
 
 # SciPy's own tree (of constant points) queried at traced points (registry.defmethod). Only
 # KDTree, a Python class: cKDTree's methods are compiled, and a compiled class takes no routed
-# method, so a cKDTree built outside the differentiation is refused at traced queries.
+# method, so a cKDTree built outside the differentiation is refused at traced queries (one
+# built inside it is a KDTree, above).
 
 
 def _constant_query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):

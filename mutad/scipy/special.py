@@ -47,6 +47,7 @@ from scipy.special import (
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
+    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
 )
 from scipy.special._ufuncs import _lambertw, _zeta
 
@@ -68,7 +69,8 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 nondifferentiable(_special.gammasgn, _special.round)
 
 __all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt",
-           "chdtr", "chdtrc", "cosdg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
+           "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
+           "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
            "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
            "eval_genlaguerre", "eval_hermite", "eval_hermitenorm", "eval_jacobi", "eval_laguerre",
@@ -337,6 +339,13 @@ _PARAMETER_M = NoClosedForm("the parameter m")
 _DEGREES = NoClosedForm("the degrees of freedom v")
 
 
+def _f_density(a, b, x):
+    """d/dx of F's distribution function I_w(a/2, b/2), w = a x / (b + a x)."""
+    denominator = b + a * x
+    return _numerics.beta_density(0.5 * a, 0.5 * b, a * x / denominator) * (
+        a * b / (denominator * denominator))
+
+
 def _density(a, x):
     """d/dx P(a, x), in its log-space form."""
     return np.exp(_numerics.gamma_log_density(x, a))
@@ -460,6 +469,18 @@ elementwise(struve,    _ORDER, _struve_dx)
 elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
+elementwise(cosm1,     lambda y, x: -np.sin(x))
+elementwise(tandg,     lambda y, x: (math.pi / 180.0) * (1.0 + y * y),                 uses="y")
+elementwise(cotdg,     lambda y, x: (-math.pi / 180.0) * (1.0 + y * y),                uses="y")
+# kn truncates its order to an integer n: K_n' = -(K_(n-1) + K_(n+1)) / 2
+elementwise(kn,        None, lambda y, n, x: -0.5 * (kv(np.trunc(n) - 1.0, x)
+                                                     + kv(np.trunc(n) + 1.0, x)))
+# pdtr(k, m) = Q(floor(k) + 1, m), pdtrc its complement: piecewise constant in k
+elementwise(pdtr,      None, lambda y, k, m: -_density(np.floor(k) + 1.0, m))
+elementwise(pdtrc,     None, lambda y, k, m: _density(np.floor(k) + 1.0, m))
+# fdtr(a, b, x) = I_w(a/2, b/2) with w = a x / (b + a x), fdtrc its complement
+elementwise(fdtr,      _DEGREES, _DEGREES, lambda y, a, b, x: _f_density(a, b, x))
+elementwise(fdtrc,     _DEGREES, _DEGREES, lambda y, a, b, x: -_f_density(a, b, x))
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
 elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where

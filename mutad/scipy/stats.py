@@ -88,12 +88,12 @@ from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
-from ..core.levels import ACTIVE, Tracer, innermost
+from ..core.levels import Tracer, innermost
 from ..core.registry import defmethod, defroute
 from ..core.views import memory
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
-from ._adjoints import Elementwise, Value, refused_attribute, scipys_value
+from ._adjoints import Elementwise, Value, not_replayed, refused_attribute, scipys_value
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
                       log_expit, log_ndtr, logit, ndtr, ndtri, psi, stdtr, xlog1py, xlogy)
@@ -1014,7 +1014,7 @@ def _moments_rule(name):
         if name in ("mean", "var"):
             kwds["moments"] = name[0]
         shapes, loc, scale, moments = self._parse_args_stats(*args, **kwds)
-        plain = [np.asarray(memory(v)) for v in (*shapes, loc, scale)]
+        plain = _plain((*shapes, loc, scale))
         cond = self._argcheck(*plain[:-2]) & (plain[-1] > 0) & (plain[-2] == plain[-2])
         if not np.all(cond):
             raise UnsupportedOperationError(
@@ -1311,13 +1311,8 @@ class _Formulas(Continuous):
 
     def composition(self, name, x, shapes, loc, scale):
         if any(carries_derivative(s) for s in shapes):
-            # SciPy's checks of differentiated shapes are taken on their plain values, which a
-            # replay would keep: the calls are traced instead
-            for differentiation in ACTIVE.running:
-                recorder = getattr(differentiation, "recorder", None)
-                if recorder is not None:
-                    recorder.refuse(f"scipy.stats.{self.scipy.name}.{name} of differentiated "
-                                    "shapes, whose checks are taken on their plain values")
+            not_replayed(f"scipy.stats.{self.scipy.name}.{name} of differentiated shapes, "
+                         "whose checks are taken on their plain values")
         if not np.all(self._valid(*shapes)):
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.scipy.name}.{name} of differentiated arguments with shape "
