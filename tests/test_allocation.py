@@ -1499,6 +1499,24 @@ def test_arrays_scipys_unrouted_functions_make_take_traced_writes():
     for policy in ("restore", "checkpoint"):
         mutad.check_grads(f, x, policy=policy)  # (the caller's array comes back, checked)
     replays_as_traced(f, [(x * s,) for s in (1.0, 0.5, -1.5)])
+    # Outside the differentiation SciPy's modules are their own again: their class, and the
+    # functions themselves (the mode reads them through its class, ``_MadeModule``).
+    assert type(scipy.special) is types.ModuleType and type(scipy.linalg) is types.ModuleType
+    assert type(scipy.special.roots_legendre) is types.FunctionType
+    assert scipy.linalg.dft is scipy.linalg._special_matrices.dft
+
+
+def test_a_function_importing_scipys_function_in_its_body_makes_constants():
+    def f(x):
+        from scipy.special import roots_legendre  # (run in the mode, through the module)
+        nodes, weights = roots_legendre(3)
+        nodes[1:] = x
+        return np.sum(weights * nodes ** 2)
+
+    x = np.array([0.4, -0.7])
+    assert mutad.gradient(f, x.copy())[0].tolist() == pytest.approx(
+        (2 * x * np.array(scipy.special.roots_legendre(3)[1][1:])).tolist())
+    mutad.check_grads(f, x)
 
 
 def test_an_array_scipy_made_before_the_differentiation_is_still_refused():

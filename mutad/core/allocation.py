@@ -1260,6 +1260,20 @@ class _Made:
         return repr(self.original)
 
 
+class _MadeModule(types.ModuleType):
+    """The class of SciPy's public modules in the mode: their Python functions that nothing
+    routes read as their ``_Made`` (``scipy.linalg.dft``, ``from scipy.special import
+    roots_legendre`` run in the function); everything else as the module's own."""
+
+    def __getattribute__(self, name):
+        value = types.ModuleType.__getattribute__(self, name)
+        if type(value) is types.FunctionType:
+            made = MODE._made(value)
+            if made is not None:
+                return made
+        return value
+
+
 _OUTPUTS = ("out", "output")
 """The names of the parameters of library functions that take the array they write into."""
 
@@ -1896,16 +1910,21 @@ class _Mode:
         self.devices = {}  # id(device namespace) -> its mode version
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
+        self.made_modules = {}  # id -> SciPy's public modules holding them (_MadeModule)
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
 
     # finding the bindings ----------------------------------------------------------------
 
-    def _scan(self, namespace, internal=False):
+    def _scan(self, namespace, internal=False, module=None):
         """Note the bindings of ``namespace`` to swap: of a user module, those to NumPy, its
         factories and routed functions; of a library's public module, those to routed
-        functions alone."""
+        functions alone, and of SciPy's public ``module``, those to its other Python functions
+        (``_Made``) by switching the module's class (``_MadeModule``): one assignment per
+        module, not one per function, on every entry and exit."""
+        by_class = module is not None and type(module) is types.ModuleType \
+            and _top(namespace) == "scipy"
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
@@ -1927,6 +1946,9 @@ class _Mode:
                 elif not internal or _top(namespace) == "scipy":
                     replacement = self._made(value)
                     if replacement is None:
+                        continue
+                    if by_class:
+                        self.made_modules[id(module)] = module
                         continue
                 else:
                     continue
@@ -1976,7 +1998,7 @@ class _Mode:
                     self._scan(namespace)
                 elif _routes_into(own.partition(".")[0]) \
                         and not any(part.startswith("_") for part in own.split(".")):
-                    self._scan(namespace, internal=True)  # scipy.linalg, not its _basic
+                    self._scan(namespace, internal=True, module=module)  # not its _basic
             self.modules = len(sys.modules)
         namespace = getattr(f, "__globals__", None)
         name = namespace.get("__name__") if namespace is not None else None
@@ -2019,6 +2041,9 @@ class _Mode:
                 for namespace, name, original, replacement in self.sites.values():
                     if namespace.get(name) is original:
                         namespace[name] = replacement
+                for module in self.made_modules.values():
+                    if type(module) is types.ModuleType:
+                        module.__class__ = _MadeModule
                 self._route_methods()
                 self.ndarray = None
                 self.scalars = {}
@@ -2076,6 +2101,9 @@ class _Mode:
         for namespace, name, original, replacement in self.sites.values():
             if namespace.get(name) is replacement:
                 namespace[name] = original
+        for module in self.made_modules.values():
+            if type(module) is _MadeModule:
+                module.__class__ = types.ModuleType
         while self.cells:
             place, key, original, stand_in = self.cells.pop()
             if _get(place, key) is stand_in:
