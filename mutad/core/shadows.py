@@ -287,35 +287,37 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
-        if type(g) is np.ndarray and g.dtype is _FLOAT and not place.whole:
-            # (a real cotangent into a part of a shadow that exists, of its own memory, whose
-            # elements share no bytes: what the general path below comes to, answered first)
-            entry = self.entries.get(buffer.key)
-            if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray \
-                    and not overlapping(place):
-                view = self._view(entry, place)
-                view += g
-                return
-            if entry is None:
-                view = self._fresh_run(buffer, place)
-                if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
-                    np.add(g, 0.0, out=view)
-                    return
-        elif type(g) is np.ndarray and g.dtype is _FLOAT:
-            # (the common case, a real cotangent into a whole buffer, answered first)
-            entry = self.entries.get(buffer.key)
-            if entry is None:
-                if owned and buffer.c_contiguous and buffer.device is None \
-                        and buffer.dtype is _FLOAT and g.shape == buffer.shape:
-                    flags = g.flags
-                    if flags.c_contiguous and flags.writeable:
-                        self.entries[buffer.key] = [buffer, g, None, None]
+        if type(g) is np.ndarray and g.dtype is _FLOAT:
+            if place.whole:
+                # (the common case, a real cotangent into a whole buffer, answered first)
+                entry = self.entries.get(buffer.key)
+                if entry is None:
+                    if owned and buffer.c_contiguous and buffer.device is None \
+                            and buffer.dtype is _FLOAT and g.shape == buffer.shape:
+                        flags = g.flags
+                        if flags.c_contiguous and flags.writeable:
+                            self.entries[buffer.key] = [buffer, g, None, None]
+                            return
+                elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
+                    shadow = entry[1]
+                    if type(shadow) is np.ndarray:  # (not deeper than ``g``: ``_traced_like``)
+                        shadow += g
                         return
-            elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
-                shadow = entry[1]
-                if type(shadow) is np.ndarray:  # (not deeper than ``g``: ``_traced_like``)
-                    shadow += g
+            else:
+                # (a real cotangent into a part of a shadow that exists, of its own memory,
+                # whose elements share no bytes: what the general path below comes to,
+                # answered first)
+                entry = self.entries.get(buffer.key)
+                if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray \
+                        and not overlapping(place):
+                    view = self._view(entry, place)
+                    view += g
                     return
+                if entry is None:
+                    view = self._fresh_run(buffer, place)
+                    if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
+                        np.add(g, 0.0, out=view)
+                        return
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:

@@ -296,9 +296,10 @@ def _folded_state(state, positions):
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):
     """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
-    a product each (the last one into ``dy``'s memory), no sharing."""
+    a product each (the last one into ``dy``'s memory), no sharing. Each is added as soon as
+    it is made: none is ``dy`` but the last, and adding one writes nothing a later product
+    reads (the primal values, ``dy``, which is no shadow: popped, and writable)."""
     last = traced[-1]
-    rows = []
     for i in traced:
         partial = rule.partials[i]
         if partial is ONE and i != last and places[i].shape == dy.shape \
@@ -338,10 +339,9 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                 g = _times_partial_of(dy, p, out, suggested)
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
-        shape = places[i].shape
-        rows.append((places[i], g if g.shape == shape else unbroadcast(g, shape)))
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
+        place = places[i]
+        shadows.add(place, g if g.shape == place.shape else unbroadcast(g, place.shape),
+                    owned=True)
 
 
 def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
