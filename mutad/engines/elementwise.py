@@ -302,21 +302,26 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
     last = traced[-1]
     for i in traced:
         partial = rule.partials[i]
-        if partial is ONE and i != last and places[i].shape == dy.shape \
-                and shadows.has(places[i]):
-            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-            continue
         if partial is ONE:
-            g = dy if i == last else dy.copy()
+            if i == last:
+                g = dy
+            elif places[i].shape == dy.shape and shadows.has(places[i]):
+                shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+                continue
+            else:
+                g = dy.copy()
         elif type(dy) is np.ndarray:
             # ``times_partial`` of a small array, where the partial is a finite non-zero float
             # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
             # dot product of both is finite: ``products.unmasked``); else it is asked
-            suggested = out = dy if i == last else np.empty_like(dy)
             # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
             # both callers found writeable)
-            if i == last and dy.base is not None and not writable(dy):
-                out = None
+            if i != last:
+                suggested = out = np.empty_like(dy)
+            else:
+                suggested = out = dy
+                if dy.base is not None and not writable(dy):
+                    out = None
             kind = type(partial)  # (the partials' own calls, made here: one call fewer)
             if kind is Operand:
                 p = values[partial.position]
