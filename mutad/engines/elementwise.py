@@ -104,12 +104,23 @@ class Elementwise(OneOutput):
     @staticmethod
     def pullback(record, shadows, _):
         dy = shadows.pop(record.output, read_only=True)
-        if dy is not None:
-            _elementwise_back(shadows, record.state, dy, record.inputs, record.kept)
+        if dy is None:
+            return
+        # (``_elementwise_back`` written out: a long program runs this once per operation)
+        rule, traced = record.state
+        kept = record.kept
+        y = None
+        if "y" in rule.uses:
+            y, kept = kept[-1], kept[:-1]
+        if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
+            _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+        else:
+            elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
 
 
 def _elementwise_back(shadows, state, dy, places, kept):
-    """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places``."""
+    """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places`` (an
+    ``ElementsRead`` record's stand-ins)."""
     rule, traced = state
     y = None
     if "y" in rule.uses:
