@@ -20,7 +20,7 @@ from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRul
                              NoClosedForm, Operand, Rule)
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput, Write
-from ..core.views import writeable
+from ..core.views import NDARRAY, writeable
 from .writes import reads_written
 
 
@@ -112,7 +112,7 @@ class Elementwise(OneOutput):
         y = None
         if "y" in rule.uses:
             y, kept = kept[-1], kept[:-1]
-        if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
+        if type(dy) is NDARRAY and dy.nbytes < SHORT and dy.flags.writeable:
             _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
         else:
             elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
@@ -321,7 +321,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                 continue
             else:
                 g = dy.copy()
-        elif type(dy) is np.ndarray:
+        elif type(dy) is NDARRAY:
             # ``times_partial`` of a small array, where the partial is a finite non-zero float
             # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
             # dot product of both is finite: ``products.unmasked``); else it is asked
@@ -345,7 +345,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                     g = dy * p if out is None else np.multiply(dy, p, out=out)
                 else:
                     g = times(dy, p, out)
-            elif type(p) is np.ndarray and p.dtype is _REAL and p.shape == dy.shape \
+            elif type(p) is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
                     and dy.ndim <= 1 and dy.size <= UNTHREADED:
                 if cmath.isfinite(_vdot(dy, p)):
                     g = dy * p if out is None else np.multiply(dy, p, out=out)

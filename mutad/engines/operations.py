@@ -46,7 +46,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
-from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
+from ..core.views import NDARRAY, itself, memory, overlaps_itself, owner, views, wrapped
 from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -326,9 +326,9 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
         raise escaped("a traced array")
     y = ufunc(*values)
     rule = plan.rule
-    if type(y) is not np.ndarray and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
+    if type(y) is not NDARRAY and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
         y = fresh_value(y)
-    if type(y) is np.ndarray:  # (``fresh``)
+    if type(y) is NDARRAY:  # (``fresh``)
         if y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)
         buffer = Buffer(y)
