@@ -696,3 +696,75 @@ def test_products_by_plain_functions_give_the_bits_of_the_rules_closures_in_ever
             patched.setattr(operations, "_plain_functions", lambda rule, values, kwargs: None)
             closures = _bits(_by_every_mode(f, args))
     assert plain == closures
+
+
+def _repeated_operands(a, b):
+    """Elementwise operations whose cotangents meet: an operand twice (``a + a``, ``a * a``,
+    ``a - a``), a shadow made earlier in the reverse pass or not yet, a partial of one and
+    one that is not in one operation, broadcasting (a sum over the stretched axis), views, a
+    0-d operand, float32 and complex operands, a value reused by every step of a chain."""
+    s = a + a
+    p = a * a - b
+    t = np.hypot(a, a) + np.tanh(s) * p
+    m = a[:, None] + b
+    v = a[1:] * a[:-1] + b[1:] - b[:-1]
+    z = a + 1j * b
+    w = np.sin(z) * z
+    a32 = a.astype(np.float32)
+    h = a32 * a32 + a32
+    r = a[0] - a[0] * b[0]
+    x = b
+    for _ in range(4):
+        x = np.sin(x) * 0.5 + x * a - x
+    return (np.sum(t * t) + np.sum(m * m) + np.sum(v) + np.real(np.sum(w * np.conj(w)))
+            + np.sum(h) + r + np.sum(x))
+
+
+class _Deferred:
+    """The shadows as ``_small_cotangents`` sees them, adding each product it owns
+    (``owned=True``) only once every one is made (``flush``): the order in which it added
+    them before it added each as soon as it was made."""
+
+    def __init__(self, shadows):
+        self.shadows = shadows
+        self.rows = []
+
+    def has(self, place):
+        return self.shadows.has(place)
+
+    def add(self, place, g, owned=False):
+        if owned:
+            self.rows.append((place, g))
+        else:
+            self.shadows.add(place, g)
+
+    def flush(self):
+        for place, g in self.rows:
+            self.shadows.add(place, g, owned=True)
+
+
+def test_small_cotangents_added_as_made_give_the_bits_of_adding_them_after(monkeypatch):
+    """The cotangents of small elementwise records (``elementwise._small_cotangents``) added
+    as each is made, against the same products added once all are made, in every mode: the
+    same bits (a later product reads no shadow)."""
+    args = (np.random.default_rng(5).standard_normal(6),
+            np.random.default_rng(6).standard_normal(6))
+    small = elementwise._small_cotangents
+    calls = []
+
+    def counted(shadows, *arguments):
+        calls.append(arguments[-1])
+        return small(shadows, *arguments)
+
+    def deferred(shadows, *arguments):
+        rows = _Deferred(shadows)
+        small(rows, *arguments)
+        rows.flush()
+
+    monkeypatch.setattr(elementwise, "_small_cotangents", counted)
+    lean = _bits(_by_every_mode(_repeated_operands, args))
+    assert (0, 1) in calls and (0,) in calls  # both operands traced, and one
+    with monkeypatch.context() as patched:
+        patched.setattr(elementwise, "_small_cotangents", deferred)
+        after = _bits(_by_every_mode(_repeated_operands, args))
+    assert lean == after

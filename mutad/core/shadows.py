@@ -19,8 +19,8 @@ import numpy as np
 
 from .devices import device_of, is_device, ufunc_at
 from .levels import deeper
-from .views import (address, byte_span, element_indices, real_part_if, self_overlapping, strided,
-                    memory, wrapped, writeable)
+from .views import (NDARRAY, address, byte_span, element_indices, real_part_if, self_overlapping,
+                    strided, memory, wrapped, writeable)
 
 _serial = itertools.count()
 _FLOAT = np.dtype(float)
@@ -82,7 +82,7 @@ class Buffer:
         self.dtype = array.dtype
         # The namespace of the device library its memory belongs to (CuPy), None for NumPy's:
         # its shadow is made there.
-        self.device = None if type(array) is np.ndarray else device_of(array)
+        self.device = None if type(array) is NDARRAY else device_of(array)
         # (``shared``'s lookups written out: a buffer is made for every operation)
         # (None, not a false value, says it is missing: a 0-d array's shape and strides are
         # empty tuples, which are found)
@@ -292,35 +292,37 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
-        if type(g) is np.ndarray and g.dtype is _FLOAT and not place.whole:
-            # (a real cotangent into a part of a shadow that exists, of its own memory, whose
-            # elements share no bytes: what the general path below comes to, answered first)
-            entry = self.entries.get(buffer.key)
-            if entry is not None and entry[3] is None and type(entry[1]) is np.ndarray \
-                    and not overlapping(place):
-                view = self._view(entry, place)
-                view += g
-                return
-            if entry is None:
-                view = self._fresh_run(buffer, place)
-                if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
-                    np.add(g, 0.0, out=view)
-                    return
-        elif type(g) is np.ndarray and g.dtype is _FLOAT:
-            # (the common case, a real cotangent into a whole buffer, answered first)
-            entry = self.entries.get(buffer.key)
-            if entry is None:
-                if owned and buffer.c_contiguous and buffer.device is None \
-                        and buffer.dtype is _FLOAT and g.shape == buffer.shape:
-                    flags = g.flags
-                    if flags.c_contiguous and flags.writeable:
-                        self.entries[buffer.key] = [buffer, g, None, None]
+        if type(g) is NDARRAY and g.dtype is _FLOAT:
+            if place.whole:
+                # (the common case, a real cotangent into a whole buffer, answered first)
+                entry = self.entries.get(buffer.key)
+                if entry is None:
+                    if owned and buffer.c_contiguous and buffer.device is None \
+                            and buffer.dtype is _FLOAT and g.shape == buffer.shape:
+                        flags = g.flags
+                        if flags.c_contiguous and flags.writeable:
+                            self.entries[buffer.key] = [buffer, g, None, None]
+                            return
+                elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
+                    shadow = entry[1]
+                    if type(shadow) is NDARRAY:  # (not deeper than ``g``: ``_traced_like``)
+                        shadow += g
                         return
-            elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
-                shadow = entry[1]
-                if type(shadow) is np.ndarray:  # (not deeper than ``g``: ``_traced_like``)
-                    shadow += g
+            else:
+                # (a real cotangent into a part of a shadow that exists, of its own memory,
+                # whose elements share no bytes: what the general path below comes to,
+                # answered first)
+                entry = self.entries.get(buffer.key)
+                if entry is not None and entry[3] is None and type(entry[1]) is NDARRAY \
+                        and not overlapping(place):
+                    view = self._view(entry, place)
+                    view += g
                     return
+                if entry is None:
+                    view = self._fresh_run(buffer, place)
+                    if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
+                        np.add(g, 0.0, out=view)
+                        return
         g = real_part_if(place, g)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:
@@ -329,13 +331,13 @@ class Shadows:
                     and buffer.dtype == _FLOAT:
                 g = np.array(g)  # (a scalar loop's many: np.full's value, at a third the cost)
             elif buffer.shape != () and (type(g) is float or type(g) is np.float64 or (
-                    type(g) is np.ndarray and g.ndim == 0)):
+                    type(g) is NDARRAY and g.ndim == 0)):
                 g = np.full(buffer.shape, g, buffer.dtype)  # (broadcast_to's copy, faster)
-            elif not (owned and (type(g) is np.ndarray or wrapped(g) or is_device(g))
+            elif not (owned and (type(g) is NDARRAY or wrapped(g) or is_device(g))
                       and g.dtype == buffer.dtype and g.shape == buffer.shape
                       and g.flags.c_contiguous
-                      and (g.flags.writeable if type(g) is np.ndarray else writeable(g))):
-                if type(g) is not np.ndarray or g.shape != buffer.shape:  # (a copy either way)
+                      and (g.flags.writeable if type(g) is NDARRAY else writeable(g))):
+                if type(g) is not NDARRAY or g.shape != buffer.shape:  # (a copy either way)
                     g = np.broadcast_to(g, buffer.shape)
                 g = np.array(g, dtype=buffer.dtype, order="C", like=g if wrapped(g) else None)
             self.entries[buffer.key] = [buffer, g, None, None]

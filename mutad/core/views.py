@@ -16,6 +16,11 @@ from numpy.lib.array_utils import byte_bounds
 from . import devices
 from .levels import WRAPPERS
 
+NDARRAY = np.ndarray
+"""``np.ndarray`` as a name of a module's own, for the checks made several times per operation
+(``type(y) is NDARRAY``): NumPy's module defines ``__getattr__``, so Python does not specialize
+the lookup of ``np.ndarray``, and each costs a search of the module's names."""
+
 
 def memory(a):
     """The plain ndarray whose memory ``a`` is: ``a`` itself, or the one a wrapper wraps."""

@@ -20,7 +20,7 @@ from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRul
                              NoClosedForm, Operand, Rule)
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput, Write
-from ..core.views import writeable
+from ..core.views import NDARRAY, writeable
 from .writes import reads_written
 
 
@@ -104,12 +104,23 @@ class Elementwise(OneOutput):
     @staticmethod
     def pullback(record, shadows, _):
         dy = shadows.pop(record.output, read_only=True)
-        if dy is not None:
-            _elementwise_back(shadows, record.state, dy, record.inputs, record.kept)
+        if dy is None:
+            return
+        # (``_elementwise_back`` written out: a long program runs this once per operation)
+        rule, traced = record.state
+        kept = record.kept
+        y = None
+        if "y" in rule.uses:
+            y, kept = kept[-1], kept[:-1]
+        if type(dy) is NDARRAY and dy.nbytes < SHORT and dy.flags.writeable:
+            _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+        else:
+            elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
 
 
 def _elementwise_back(shadows, state, dy, places, kept):
-    """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places``."""
+    """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places`` (an
+    ``ElementsRead`` record's stand-ins)."""
     rule, traced = state
     y = None
     if "y" in rule.uses:
@@ -296,26 +307,32 @@ def _folded_state(state, positions):
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):
     """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
-    a product each (the last one into ``dy``'s memory), no sharing."""
+    a product each (the last one into ``dy``'s memory), no sharing. Each is added as soon as
+    it is made: none is ``dy`` but the last, and adding one writes nothing a later product
+    reads (the primal values, ``dy``, which is no shadow: popped, and writable)."""
     last = traced[-1]
-    rows = []
     for i in traced:
         partial = rule.partials[i]
-        if partial is ONE and i != last and places[i].shape == dy.shape \
-                and shadows.has(places[i]):
-            shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
-            continue
         if partial is ONE:
-            g = dy if i == last else dy.copy()
-        elif type(dy) is np.ndarray:
+            if i == last:
+                g = dy
+            elif places[i].shape == dy.shape and shadows.has(places[i]):
+                shadows.add(places[i], dy)  # an existing shadow takes dy as it is: no copy
+                continue
+            else:
+                g = dy.copy()
+        elif type(dy) is NDARRAY:
             # ``times_partial`` of a small array, where the partial is a finite non-zero float
             # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
             # dot product of both is finite: ``products.unmasked``); else it is asked
-            suggested = out = dy if i == last else np.empty_like(dy)
             # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
             # both callers found writeable)
-            if i == last and dy.base is not None and not writable(dy):
-                out = None
+            if i != last:
+                suggested = out = np.empty_like(dy)
+            else:
+                suggested = out = dy
+                if dy.base is not None and not writable(dy):
+                    out = None
             kind = type(partial)  # (the partials' own calls, made here: one call fewer)
             if kind is Operand:
                 p = values[partial.position]
@@ -328,7 +345,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                     g = dy * p if out is None else np.multiply(dy, p, out=out)
                 else:
                     g = times(dy, p, out)
-            elif type(p) is np.ndarray and p.dtype is _REAL and p.shape == dy.shape \
+            elif type(p) is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
                     and dy.ndim <= 1 and dy.size <= UNTHREADED:
                 if cmath.isfinite(_vdot(dy, p)):
                     g = dy * p if out is None else np.multiply(dy, p, out=out)
@@ -338,10 +355,9 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                 g = _times_partial_of(dy, p, out, suggested)
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
-        shape = places[i].shape
-        rows.append((places[i], g if g.shape == shape else unbroadcast(g, shape)))
-    for p, g in rows:
-        shadows.add(p, g, owned=True)
+        place = places[i]
+        shadows.add(place, g if g.shape == place.shape else unbroadcast(g, place.shape),
+                    owned=True)
 
 
 def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):

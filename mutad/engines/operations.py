@@ -30,8 +30,9 @@ from .arraylike import (inexact_output, joined_in_order, keywords_in_place, mask
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
-from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Rerun, differentiable,
-                          elementwise_kept, read_by_partials, write_kept, write_pullback)
+from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Rerun,
+                          differentiable, elementwise_kept, read_by_partials, write_kept,
+                          write_pullback)
 from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
                            function_name, no_rule)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
@@ -45,7 +46,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
-from ..core.views import itself, memory, overlaps_itself, owner, views, wrapped
+from ..core.views import NDARRAY, itself, memory, overlaps_itself, owner, views, wrapped
 from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -325,9 +326,9 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
         raise escaped("a traced array")
     y = ufunc(*values)
     rule = plan.rule
-    if type(y) is not np.ndarray and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
+    if type(y) is not NDARRAY and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
         y = fresh_value(y)
-    if type(y) is np.ndarray:  # (``fresh``)
+    if type(y) is NDARRAY:  # (``fresh``)
         if y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)
         buffer = Buffer(y)
@@ -350,17 +351,23 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
     for i in plan.untraced:
         if type(inputs[i]) not in _NUMBERS:
             keep(tape, inputs[i], read[i])
-    named = []  # (``recipe``, for whole arrays of the tape and Python's numbers)
-    for x in inputs:
-        if type(x) is Traced and x.whole and x.tape is tape:
-            named.append(x.buffer)
-        elif type(x) is float or type(x) is int:
-            named.append(x)
-        else:
-            named = recipe(inputs, values, read, tape)
-            break
+    # (``recipe``, for whole arrays of the tape and Python's numbers: the commonest operands)
+    if len(inputs) == 1:
+        x = inputs[0]  # (traced: ``pattern`` is not 0)
+        named = (x.buffer,) if x.whole and x.tape is tape else recipe(inputs, values, read,
+                                                                      tape)
     else:
-        named = tuple(named)
+        named = []
+        for x in inputs:
+            if type(x) is Traced and x.whole and x.tape is tape:
+                named.append(x.buffer)
+            elif type(x) is float or type(x) is int:
+                named.append(x)
+            else:
+                named = recipe(inputs, values, read, tape)
+                break
+        else:
+            named = tuple(named)
     if plan.decide is not None:
         read = [*read, plan.decide(*values)]
     if plan.uses_y:
@@ -380,8 +387,13 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
         if plan.uses_y:
             read[-1] = recomputation.hold(buffer, y)
     record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
-    tape.fold()
-    tape.records.append(record)
+    records = tape.records
+    # (``ReverseTape.fold``'s first question, asked here: after an elementwise record that
+    # follows no read of an element, the common case, it has nothing to fold)
+    if records and (type(records[-1]) is not Elementwise or len(records) > 1
+                    and type(records[-2]) is Gathered):
+        tape.fold()
+    records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
     if errors is not tape.errors and tape.errors is not None:
         tape.errors_of[id(record)] = (record, errors)

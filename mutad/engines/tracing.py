@@ -61,7 +61,7 @@ from ..core.registry import NO_RULE, RULES, lookup
 from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
                       innermost, locate, plain, values_at, view_of)
 from ..core.shadows import overlapping
-from ..core.views import same_region, views
+from ..core.views import NDARRAY, same_region, views
 from .writes import CopyBack, Reads, Undo
 
 
@@ -254,14 +254,14 @@ def _fast_operator(ufunc, general, reflected):
 
     def method(self, other):
         value, buffer, tape = self.value, self.buffer, self.tape
-        if type(value) is np.ndarray and not buffer.weak and tape.recorder is None \
+        if type(value) is NDARRAY and not buffer.weak and tape.recorder is None \
                 and tape.outer is None:
             kind = type(other)
             if kind is float or kind is int:
                 operand, traced = other, 0
                 scalar = not value.ndim and value.dtype.kind == "c"
             elif kind is Traced and other.tape is tape and not other.buffer.weak \
-                    and type(other.value) is np.ndarray:
+                    and type(other.value) is NDARRAY:
                 operand, traced = other.value, 0 if other.buffer.constant else 1
                 scalar = not value.ndim and not operand.ndim and (
                     value.dtype.kind == "c" or operand.dtype.kind == "c")
