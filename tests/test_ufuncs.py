@@ -978,3 +978,148 @@ def test_lost_elements_whose_distance_wraps_around_or_is_none(dtype):
         expected = _far(a.copy(), b, np.empty(b.size, bool)).copy()
         assert expected[i] and expected.sum() == 1
         np.testing.assert_array_equal(_lost(a.copy(), b, np.empty(b.size, bool)), expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# A long write done a piece at a time as its inverse is verified (``writes._verify``,
+# ``write=True``): each piece written while in cache, from the first piece not clean on the
+# rest in one call
+
+
+def _one_element_off(case, place, dtype, n=30):
+    """The operand of a write ``x op= o`` of ``case`` into ``n`` elements in pieces of 4 that
+    its inverse gives back exactly but at one element (``place``: in the first, the middle or
+    the last piece, or none), where it would not: an underflow, an infinite or NaN operand, a
+    zero factor, a division by zero, a term that absorbs the target's."""
+    o = np.linspace(0.75, 1.25, n).astype(dtype)
+    if case == "add-absorbed":
+        o = np.linspace(-0.25, 0.25, n).astype(dtype)
+    bad = {"multiply-underflow": np.finfo(dtype).smallest_normal / 64, "multiply-inf": np.inf,
+           "multiply-zero": 0.0, "divide-by-zero": 0.0, "add-absorbed": 1e20,
+           "add-nan": np.nan, "subtract-inf": -np.inf}[case]
+    index = {"first": 1, "middle": n // 2, "last": n - 1, "none": None}[place]
+    if index is not None:
+        o[index] = bad
+    return o
+
+
+_OPS = {"multiply": np.multiply, "divide": np.divide, "add": np.add, "subtract": np.subtract}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("place", ["first", "middle", "last", "none"])
+@pytest.mark.parametrize("case", ["multiply-underflow", "multiply-inf", "multiply-zero",
+                                  "divide-by-zero", "add-absorbed", "add-nan", "subtract-inf"])
+def test_a_write_done_as_its_inverse_is_verified_finds_every_element_it_loses(
+        monkeypatch, inverting, case, place, dtype):
+    """One element the inverse would not give back, in the first, a middle or the last piece
+    of a write done as it is verified: it is saved, so the restored operand the reverse pass
+    reads is the original (the gradient is the checkpoint policy's, and, bit for bit, that of
+    the write verified whole before it is done), and the caller's array is unchanged."""
+    from mutad.engines import writes
+
+    monkeypatch.setattr(writes, "CHUNK", 4)  # 8 pieces, the last one short
+    ufunc = _OPS[case.split("-")[0]]
+    o = _one_element_off(case, place, dtype)
+
+    def f(x):
+        y = np.sin(x)  # whose pullback reads x as it was before the write
+        ufunc(x, o, out=x)
+        return (y * np.where(np.isfinite(x), x, 0.0)).sum()
+
+    x = (np.linspace(0.5, 1.5, o.size) * np.pi / 3).astype(dtype)  # (every bit of each used)
+    before = x.tobytes()
+    verified = []
+    write_verified = writes.ElementwiseInverse.write_verified
+
+    def spy(self, tape, key):
+        undo, kind = write_verified(self, tape, key)
+        verified.append(kind)
+        return undo, kind
+
+    monkeypatch.setattr(writes.ElementwiseInverse, "write_verified", spy)
+    with np.errstate(all="ignore"):  # the program's own
+        value, (g,) = mutad.value_and_gradient(f, x)
+        assert x.tobytes() == before
+        assert verified == (["inverse"] if place == "none" else ["partial"])
+        monkeypatch.setattr(writes, "WRITTEN_AS_VERIFIED", frozenset())  # verified, then done
+        first_value, (first,) = mutad.value_and_gradient(f, x)
+        assert len(verified) == 1
+        checkpointed = mutad.gradient(f, x, policy="checkpoint")[0]
+    assert x.tobytes() == before
+    assert np.float64(value).tobytes() == np.float64(first_value).tobytes()
+    assert g.tobytes() == first.tobytes()
+    np.testing.assert_allclose(g, checkpointed, rtol=8 * np.finfo(dtype).eps, atol=0)
+
+
+@pytest.mark.parametrize("operand", ["float32 into float64", "float64 into float32", "complex",
+                                     "broadcast", "strided", "keyword"])
+def test_a_write_not_done_as_it_is_verified(monkeypatch, inverting, operand):
+    """A write whose pieces could differ from the whole write's, or whose exceptions the
+    verification might not see (operands of another type, complex values, operands laid out
+    otherwise, keyword arguments), is verified, then done by one call."""
+    from mutad.engines import writes
+
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes.ElementwiseInverse, "write_verified", None)  # never asked
+    dtype, o, kwargs = np.float64, np.linspace(0.75, 1.25, 30), {}
+    if operand == "float32 into float64":
+        o = o.astype(np.float32)
+    elif operand == "float64 into float32":
+        dtype = np.float32
+    elif operand == "complex":
+        dtype = complex
+    elif operand == "broadcast":
+        o = o[:1]
+    elif operand == "strided":
+        o = np.linspace(0.75, 1.25, 60)[::2]
+    else:
+        kwargs = {"casting": "same_kind"}
+
+    def f(x):
+        y = np.sin(x)
+        np.multiply(x, o, out=x, **kwargs)
+        return (y * x).real.sum()
+
+    x = np.linspace(0.5, 1.5, 30).astype(dtype)
+    before = x.tobytes()
+    g = mutad.gradient(f, x)[0]
+    assert x.tobytes() == before
+    np.testing.assert_allclose(g, mutad.gradient(f, x, policy="checkpoint")[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("state", ["warn", "raise"])
+def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypatch, inverting,
+                                                                       state):
+    """An overflow in two pieces of a write done as it is verified: one warning, as NumPy's
+    one call gives, or the error it raises, the caller's array left unchanged."""
+    import warnings
+
+    from mutad.engines import writes
+
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    o = np.full(30, 2.0)
+    o[[5, 29]] = 1e308
+
+    def f(x):
+        x *= o
+        return x.sum()
+
+    x = np.full(30, 10.0)
+    before = x.tobytes()
+    with warnings.catch_warnings(record=True) as caught, np.errstate(over=state):
+        warnings.simplefilter("always")
+        if state == "raise":
+            with pytest.raises(FloatingPointError):
+                f(x.copy())
+            with pytest.raises(FloatingPointError):
+                mutad.gradient(f, x)
+        else:
+            f(x.copy())
+            expected = [str(w.message) for w in caught]
+            del caught[:]
+            g = mutad.gradient(f, x)[0]
+            assert [str(w.message) for w in caught] == expected
+            assert len(expected) == 1
+            np.testing.assert_array_equal(g, o)
+    assert x.tobytes() == before

@@ -249,7 +249,8 @@ class Tape:
         ``inverse()`` undoes the write; ``is_safe()`` (None: always) says whether that inverse is
         exact enough for the operands at hand; ``checkpoint()`` saves the region about to be
         overwritten and returns a callable that copies it back. ``key`` names the buffer
-        written, ``growth`` (a number, or a callable evaluated only if the inverse is safe)
+        written, ``growth`` (a number, or a callable evaluated only if the inverse is safe;
+        None: the caller adds it once it is known, :meth:`grow`, before the next write)
         bounds how much the inverse can amplify the relative error already in it, and ``whole``
         says the write covers all of it (so a checkpoint makes it exact), ``size`` how many
         bytes it overwrites (a small write is copied: ``SMALL_WRITE``). Returns the callable
@@ -261,16 +262,19 @@ class Tape:
             # This inverse's own rounding is amplified by the inversions undone after it, the
             # earlier writes' (``drift``); its growth amplifies the rounding of those undone
             # before it, the later writes': it counts from the next write on.
-            drift = self.drift.get(key, 1.0)
-            if drift <= DRIFT_LIMIT:
-                if callable(growth):
-                    growth = growth()
-                if growth != 1.0:
-                    self.drift[key] = drift * growth
+            if self.drift.get(key, 1.0) <= DRIFT_LIMIT:
+                if growth is not None:
+                    self.grow(key, growth() if callable(growth) else growth)
                 return inverse
         if whole:
             self.drift.pop(key, None)
         return checkpoint()
+
+    def grow(self, key, growth):
+        """Count the ``growth`` of an inverse :meth:`undo_for` chose for a write into the buffer
+        named ``key`` in the drift of the inversions undone after it."""
+        if growth != 1.0:
+            self.drift[key] = self.drift.get(key, 1.0) * growth
 
     def copied(self, invertible, size, key=None, whole=False):
         """Whether a write is checkpointed whatever its operands are (:meth:`undo_for`'s first

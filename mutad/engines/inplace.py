@@ -32,8 +32,8 @@ from .reverse import (AliasRead, Traced, active, carries, constant_result, inner
 from ..core.tape import Write
 from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, CopyBack, Destination, Reads, SavedElement, Undo, Undos, at_target,
-                     check_region, decide_undo, exact_as_scalar, over_target, saving)
+from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, SavedElement, Undo, Undos,
+                     at_target, check_region, decide_undo, exact_as_scalar, over_target, saving)
 
 
 def write_constant(tape, target, key, write, primitive=None):
@@ -113,7 +113,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     (before the undo if not ``undo_first``), which reads ``state`` beside what the record
     keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
     reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read.
-    Returns the record.
+    A long elementwise write into one target whose inverse is chosen is done by the inverse's
+    verification, a piece at a time while each piece is in cache (``writes.VERIFYING``), in
+    place of ``write()``. Returns the record.
     """
     several = type(target) is list
     if several:
@@ -139,7 +141,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         chosen, kind = decide_undo(
             tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
-            undo.growth)
+            undo.growth, writing=not several)
         undos.append(chosen)
         kinds.append(kind)
     if decided is not None:
@@ -152,7 +154,10 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
             recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
             if not several:
                 recomputation.write(t.buffer)
-    write()
+    if not several and kinds[0] == VERIFYING:  # the inverse writes as it is verified
+        undos[0], kinds[0] = undos[0].write_verified(tape, targets[0].key)
+    else:
+        write()
     for t in targets:
         if t.buffer is not None:
             written(t.buffer)

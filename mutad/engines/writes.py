@@ -10,6 +10,8 @@ and the replay of a recording (``replay``) both call it, on the same values, so 
 decide alike.
 """
 
+import math
+
 import numpy as np
 
 from ..core.devices import namespace
@@ -213,24 +215,38 @@ SAVED = Undo()
 """The offer of a write with no inverse: the target's bytes are saved."""
 
 
-def decide_undo(tape, inverse, save, key, whole, size, growth=1.0):
+VERIFYING = "verifying"
+"""The kind :func:`decide_undo` gives a write whose elementwise inverse it chose and whose
+verification is left to the write itself (``ElementwiseInverse.write_verified``), which then
+says whether it is ``"inverse"`` or ``"partial"``."""
+
+
+def decide_undo(tape, inverse, save, key, whole, size, growth=1.0, writing=False):
     """``(undo, kind)``: how a write whose undo offers ``inverse`` (or None) and ``save()`` is
     undone, decided before it (``Tape.undo_for``; ``key``, ``whole``, ``size`` and ``growth``
     are its questions), and what that is: ``"inverse"``, ``"partial"`` (the inverse, then the
     elements it would not give back copied back: ``ElementwiseInverse.exactly``),
     ``"checkpoint"`` (``save()``'s copy) or ``"rebuild"`` (under a memory budget). The one place
-    the traced engine and the replay of a recording decide it."""
+    the traced engine and the replay of a recording decide it.
+
+    ``writing``: the caller can have the elementwise inverse write the target as it verifies
+    it (``ElementwiseInverse.write_verified``), a piece at a time while the piece is in cache;
+    where the inverse can (``ElementwiseInverse.can_write``) and is chosen, the kind is
+    ``VERIFYING``, the undo the inverse itself, and its growth is added to the tape's drift
+    once measured, by the write: the growth of a write counts from the next write on, so the
+    decision is the same."""
     elementwise = type(inverse) is ElementwiseInverse
+    deferred = writing and elementwise and inverse.can_write()
     undo = tape.undo_for(inverse, inverse.is_safe if elementwise else None, save, key,
-                         inverse.growth if elementwise else growth, whole, size)
+                         None if deferred else inverse.growth if elementwise else growth,
+                         whole, size)
     if undo is not inverse:
         return undo, "rebuild" if type(undo) is Rebuild else "checkpoint"
     if not elementwise:
         return undo, "inverse"
-    undo = inverse.exactly(undo)
-    inverse.settle()
-    return undo, ("inverse" if undo is inverse else "checkpoint" if type(undo) is CopyBack
-                  else "partial")
+    if deferred:
+        return undo, VERIFYING
+    return inverse.made_exact()
 
 
 class Reads:
@@ -323,6 +339,44 @@ class ElementwiseInverse:
     def is_safe(self):
         return self.apart() and self.rule.is_safe([self.values[i] for i in self.others_at])
 
+    def can_write(self):
+        """Whether the write can be done a piece at a time as its inverse is verified
+        (:meth:`write_verified`): one of the correctly rounded writes whose floating-point
+        exceptions the verification sees (``WRITTEN_AS_VERIFIED``), without keyword
+        arguments, into a long C-contiguous array of a float type, from operands of that
+        type laid out as it or Python numbers (``_pieceable``), none of an outer
+        differentiation (whose own tape must see the write), and a growth measured in the
+        same pass, if any."""
+        target = self.target
+        if self.ufunc not in WRITTEN_AS_VERIFIED or self.kwargs or type(target) is not np.ndarray \
+                or target.dtype not in _WRITTEN_DTYPES or not (
+                    self.rule.growth is None or type(self.rule.growth) is Normwise):
+            return False
+        dtype = target.dtype
+        values = list(self.values)
+        values[self.position] = target
+        return all(type(v) in (float, int) or type(v) is np.ndarray and v.dtype == dtype
+                   for v in values) and _pieceable(values, self.position)
+
+    def write_verified(self, tape, key):
+        """Do the write a piece at a time as its inverse is verified (``_verify``), add its
+        growth to the drift of the buffer ``key`` on ``tape`` (``Tape.grow``), and return
+        ``(undo, kind)`` as :func:`decide_undo` does for an inverse it verified first: the
+        same checks on the same bytes, so the same undo."""
+        growth = self.rule.growth
+        self.verified = _verify(self.ufunc, self.invert, self.target, self.values,
+                                self.position, self.kwargs, growth, write=True)
+        if growth is not None:
+            tape.grow(key, growth.bound(self.verified[1]))
+        return self.made_exact()
+
+    def made_exact(self):
+        """``(undo, kind)`` of the inverse, chosen: :meth:`exactly`, then :meth:`settle`."""
+        undo = self.exactly(self)
+        self.settle()
+        return undo, ("inverse" if undo is self else "checkpoint" if type(undo) is CopyBack
+                      else "partial")
+
     def growth(self):
         growth = self.rule.growth
         if growth is None:
@@ -351,7 +405,15 @@ class ElementwiseInverse:
         return self.verified
 
 
-def _verify(ufunc, invert, target, values, position, kwargs, normwise=None):
+WRITTEN_AS_VERIFIED = frozenset((np.add, np.subtract, np.multiply, np.divide, np.negative))
+"""The ufuncs whose writes :func:`_verify` may do a piece at a time (``write=True``): each
+element correctly rounded, so a piece's values are those of the whole write, and with every
+floating-point exception it may raise seen by the verification (``_verify``)."""
+
+_WRITTEN_DTYPES = frozenset((np.dtype(np.float64), np.dtype(np.float32)))
+
+
+def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, write=False):
     """``(lost, measures)``: which elements of ``target`` that ``ufunc(*values, out=target)``
     is about to overwrite its inverse ``invert`` would not give back to within ``ULPS``, and
     the ``measures`` of the growth ``normwise`` (a ``registry.Normwise``; None: none).
@@ -367,6 +429,17 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None):
     by a division) is within ``ULPS`` wherever the write's result is a normal float, so that
     is all a piece is checked for before its elements are. The growth is measured on the same
     pieces, while they are at hand: one pass over the operands for both.
+
+    ``write``: the write itself is done too (``ElementwiseInverse.can_write``: a long
+    contiguous write of ``WRITTEN_AS_VERIFIED``), each piece right after it is checked (its
+    lost elements saved), while it is in cache, as long as the pieces are clean, so that no
+    piece so written raised a floating-point exception: a product's or a quotient's result
+    normal (``_normal``), a sum's or a negation's finite (an overflow, an invalid operation
+    or a division by zero gives an infinity or NaN, an underflow a result that is not
+    normal, and a sum of two floats of one type never underflows: a result below the normal
+    range is exact). From the first piece that is not clean on, the rest is written after
+    the pass, by one call under the caller's ``np.errstate``, which warns or raises as
+    NumPy's call on the whole does.
     """
     plain = [memory(v) if wrapped(v) else v for v in values]
     plain[position] = memory(target)
@@ -374,6 +447,7 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None):
     bounded = getattr(invert, "bounded_where_normal", False) and target.dtype.kind != "c"
     lost, measures = [], []
     scratch = None
+    rest = 0 if write else None  # where the pieces not written yet start
     with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
         for where, piece, operands in _pieces(plain, position):
             others = [v for i, v in enumerate(operands) if i != position]
@@ -384,18 +458,31 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None):
                 scratch = xp.empty(piece.size, piece.dtype), xp.empty(piece.size, bool)
             back = scratch[0][:piece.size].reshape(piece.shape)
             ufunc(*operands, out=back, **kwargs)
+            writing = rest is not None and rest == where.start  # (``write``: pieces)
             if bounded:
-                if _normal(back):
+                clean = _normal(back)
+                if clean:
+                    if writing:
+                        ufunc(*operands, out=piece)
+                        rest = where.stop
                     continue
                 ufunc(*operands, out=back, **kwargs)  # (``_normal`` left magnitudes there)
+            else:
+                clean = writing and math.isfinite(_sum(back, axis=None))
             invert(back, others)
             far = _lost(back, piece, scratch[1][:piece.size].reshape(piece.shape))
-            if far is None or lost is None:
-                continue
-            if wrapped(target):
-                lost = None  # (the growth still measured on every piece)
-                continue
-            lost.append((where, np.packbits(far), piece[far]))
+            if far is not None and lost is not None:
+                if wrapped(target):
+                    lost = None  # (the growth still measured on every piece)
+                else:
+                    lost.append((where, np.packbits(far), piece[far]))  # (before it is written)
+            if writing and clean:
+                ufunc(*operands, out=piece)
+                rest = where.stop
+    if rest is not None and rest < target.size:
+        flat = [v.reshape(-1)[rest:] if type(v) is np.ndarray and v.ndim else v
+                for v in plain]
+        ufunc(*flat, out=flat[position])
     if len(measures) > 1:  # each the largest over the pieces, a NaN in any made one
         return lost, tuple(np.maximum.reduce(np.array(measures), axis=0).tolist())
     return lost, measures[0] if measures else None
@@ -420,25 +507,32 @@ def _put_back(inverse, find, lost):
     return inverse_then_put_back
 
 
+def _pieceable(values, position):
+    """Whether ``_pieces`` takes the write into ``values[position]`` a piece at a time: the
+    target is large and contiguous, and the array operands are laid out as it."""
+    target = values[position]
+    return target.size > 2 * CHUNK and type(target) is np.ndarray \
+        and target.flags.c_contiguous and all(
+            type(v) is not np.ndarray or v.ndim == 0
+            or (v.shape == target.shape and v.flags.c_contiguous) for v in values)
+
+
 def _pieces(values, position):
     """``(where, piece, operands)``: the target ``values[position]`` of a write and the
-    operands, a piece at a time (``where`` slices the flat target) when the target is large and
-    contiguous and the array operands are laid out as it, else all at once (``where`` None)."""
-    target = values[position]
-    size = target.size
-    if size > 2 * CHUNK and type(target) is np.ndarray and target.flags.c_contiguous and all(
-            type(v) is not np.ndarray or v.ndim == 0
-            or (v.shape == target.shape and v.flags.c_contiguous) for v in values):
+    operands, a piece at a time (``where`` slices the flat target: ``_pieceable``), else all
+    at once (``where`` None)."""
+    if _pieceable(values, position):
         flat = [v.reshape(-1) if type(v) is np.ndarray and v.ndim else v for v in values]
+        size = flat[position].size
         for start in range(0, size, CHUNK):
-            where = slice(start, start + CHUNK)
+            where = slice(start, min(start + CHUNK, size))
             yield (where, flat[position][where],
                    [v[where] if type(v) is np.ndarray and v.ndim else v for v in flat])
     else:
-        yield None, target, values
+        yield None, values[position], values
 
 
-_smallest, _largest = np.minimum.reduce, np.maximum.reduce
+_smallest, _largest, _sum = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 
 
 def _normal(a):
