@@ -319,6 +319,19 @@ def no_rule(func, forward=False, reverse_rule=False):
         "functions mutad differentiates.")
 
 
+def refuse_objects(name, y):
+    """Refuse an array of Python objects computed from differentiated arrays (``x.astype(object)``,
+    ``np.array(x, dtype=object)``): NumPy fills it with plain numbers, which have no
+    derivative, so the gradient through it would be cut without a word."""
+    for item in (y if isinstance(y, (tuple, list)) else (y,)):
+        if getattr(item, "dtype", None) == object:
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated array made an array of dtype object, whose "
+                "elements NumPy makes plain Python numbers: the gradient would be cut. Keep a "
+                "float dtype, or fill the object array by assignment, a[i] = x[i], which "
+                "keeps each traced value.")
+
+
 def differentiated_keyword(name, key, kind):
     """The error the engines raise when a value carrying a derivative (``kind``: a traced
     array, a dual) reaches a function as keyword argument ``key``: keyword arguments are read
