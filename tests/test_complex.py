@@ -731,3 +731,20 @@ def test_products_of_complex_elements_are_numpys_scalar_math():
     assert mutad.pullback(f, z)[0].tobytes() == expected.tobytes()
     assert mutad.jvp(f, (z,), (z,))[0].tobytes() == expected.tobytes()
     check(f, z[:8], order=2)
+
+
+@pytest.mark.parametrize("side", [1.0, -1.0], ids=["above", "below"])
+@pytest.mark.parametrize("ufunc", [np.arcsin, np.arccos], ids=lambda u: u.__name__)
+def test_arcsin_and_arccos_on_their_cut_take_numpys_side(ufunc, side):
+    # real values beyond 1 in size cast to complex (np.emath's way): x + 0j is taken from
+    # above, x - 0j from below; the derivative was the other side's, the imaginary part's
+    # gradient negated
+    def f(x):
+        z = x.astype(complex)
+        z = z if side > 0 else np.conjugate(z)
+        w = ufunc(z)
+        return (np.imag(w) * np.arange(1.0, 5.0)).sum() + np.abs(w).sum()
+
+    x = np.array([1.5, -1.7, 0.3, 2.5])
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    replays_as_traced(f, [(x,), (x * 1.1,)])

@@ -133,6 +133,18 @@ def one_minus_square(y):
     return np.subtract(1.0, d, out=d) if type(d) is np.ndarray else 1.0 - d
 
 
+def one_minus_square_signed(x):
+    """``1 - x * x``; for complex ``x``, its imaginary part's zero signed as ``-2 Re(x) Im(x)``'s.
+    NumPy's arcsin and arccos take a real ``x`` beyond 1 in size (the cut), as ``x + 0j`` from
+    above and ``x - 0j`` from below: the square root of 1 - x², whose imaginary zero the
+    subtraction makes +0 either way, would give the derivative of the other side."""
+    w = 1.0 - x * x
+    if not np.iscomplexobj(w):
+        return w
+    flipped = np.signbit(np.imag(w)) != np.signbit(-(np.real(x) * np.imag(x)))
+    return np.where(flipped, np.conjugate(w), w)
+
+
 # Decisions (``ElementwiseRule.decide``): what a partial branches on is decided from the inputs
 # when the operation runs and kept, small, for the pullback, which may see the inputs restored
 # by inversion: equal up to rounding, so a tie or a zero would not survive.
@@ -249,8 +261,8 @@ elementwise(np.fabs,       lambda y, x, sign: as_float(sign),             reads=
 elementwise(np.sin,        Applied(np.cos))
 elementwise(np.cos,        Applied(minus_sin))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
-elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(1.0 - x * x))
-elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(one_minus_square_signed(x)))
+elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(one_minus_square_signed(x)))
 elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh,       Applied(np.cosh))
 elementwise(np.cosh,       Applied(np.sinh))
