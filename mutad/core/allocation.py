@@ -983,6 +983,58 @@ def math_function(original):
     return _named(following, original)
 
 
+def _math_of_floats(original, split):
+    """``original`` (``math.fsum``, ``dist``, ``sumprod``) of the floats ``xs``, its sequences
+    the first ``split`` and the others (a replay calls it on its values, as ``put_value``)."""
+    def of_floats(*xs):
+        return original(xs) if split is None else original(xs[:split], xs[split:])
+
+    of_floats.__name__ = original.__name__
+    return of_floats
+
+
+def math_of_sequences(original):
+    """``math.fsum``, ``math.dist`` and ``math.sumprod`` of sequences holding traced real
+    scalars (``math.fsum(x * w)``, ``math.dist(p, q)``): NumPy's sum (of the squared
+    differences, of the products) of their elements, followed, with ``math``'s own value
+    (``put_value``: fsum rounds once); a Python float, as ``math_function`` gives. Anything
+    else is ``math``'s call (its errors, its conversions)."""
+    name = original.__name__
+
+    def following(*args):
+        if not ACTIVE.running:
+            return original(*args)
+        try:
+            sequences = [list(a) for a in args]  # read once, as math reads them (generators)
+        except TypeError:  # not iterable: math's error
+            return original(*args)
+        items = [x for sequence in sequences for x in sequence]
+        if not any(wrapped(x) for x in items) or any(
+                wrapped(x) and (x.size != 1 or x.dtype.kind != "f") for x in items):
+            return original(*sequences)  # math's conversion: refused, or math's error
+        exact = original(*[[memory(x).reshape(()) if wrapped(x) else x for x in sequence]
+                           for sequence in sequences])
+        stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
+                             else np.float64(x) for x in sequence]) for sequence in sequences]
+        if name == "fsum":
+            y = np.sum(stacked[0])
+        elif name == "dist":
+            difference = stacked[0] - stacked[1]
+            y = np.sqrt(np.sum(difference * difference))
+        else:
+            y = np.sum(stacked[0] * stacked[1])
+        put_value(y, exact)
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay puts math's value too
+            recorder.put_value(y, _math_of_floats(
+                original, None if len(sequences) == 1 else len(sequences[0])), items)
+        y = np.positive(y)  # a Python float: a value of its own (see math_function)
+        weaken(y)
+        return y
+
+    return _named(following, original)
+
+
 def math_predicate(original, ufunc):
     """``math.isfinite``, ``isnan``, ``isinf`` of a traced scalar: the answer of NumPy's
     ``ufunc`` on it, a decision the program takes as it takes ``x > 0`` (a replay checks it
@@ -1800,6 +1852,8 @@ MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(mat
                           for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
                                               ("isinf", np.isinf))})
 MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
+MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
+                          for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
 
 
