@@ -453,6 +453,7 @@ _OBJECT_ARRAYS = {
     "asarray": lambda x: np.asarray(x, dtype=object).sum() ** 2,
     "list": lambda x: np.array([x[0], 2.0 * x[1]], dtype=object).sum() ** 2,
     "full": lambda x: np.full(3, x[0], dtype=object).sum() ** 2,
+    "ragged": lambda x: np.array([x[:2], x[2:]], dtype=object)[0].sum() ** 2,  # was a ValueError
 }
 
 

@@ -84,7 +84,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .errors import UnsupportedArrayError, UnsupportedOperationError
+from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
 from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
@@ -379,8 +379,13 @@ def builder(func):
             kwargs.setdefault("like", a)
             y = func(a, *rest, **kwargs)
             return a if wrapped(y) and y.value is a.value else y  # np.asarray(x): x itself
-        y = _stacked(a)
         dtype = kwargs.get("dtype", rest[0] if rest else None)
+        try:
+            y = _stacked(a)
+        except ValueError:  # ragged: NumPy's array of objects, which holds plain numbers
+            if dtype is None or np.dtype(dtype) != object:
+                raise
+            raise objects_refused(f"np.{func.__name__}") from None
         if dtype is not None and np.dtype(dtype) != y.dtype:
             y = y.astype(dtype)
         ndmin = kwargs.get("ndmin", 0)

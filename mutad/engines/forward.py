@@ -39,8 +39,9 @@ from ..core.errors import (
     UntracedWriteError,
     differentiated_keyword,
     function_name,
+    holds_objects,
     no_rule,
-    refuse_objects,
+    objects_refused,
 )
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
@@ -592,8 +593,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
     y, dy = rule(tangents, *primals, **kwargs)
-    if dy is None and _differentiated(args, level):
-        refuse_objects(function_name(func), y)
+    if dy is None and holds_objects(y) and _differentiated(args, level):
+        raise objects_refused(function_name(func))
     if out is None and type(y) is np.ndarray:
         for x, p in zip(args, primals, strict=True):
             if y is p and type(x) is Dual and x.level == level:

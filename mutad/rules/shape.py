@@ -208,7 +208,7 @@ def padded_by_steps(array, pad_width, mode="constant", **kwargs):
         for axis in range(padded.ndim):
             view = np.moveaxis(padded, axis, -1)
             for index in np.ndindex(view.shape[:-1]):
-                mode(view[(*index, Ellipsis)], widths[axis], axis, kwargs)
+                mode(view[index + (Ellipsis,)], widths[axis], axis, kwargs)
         return padded
     if np.size(array) == 0:  # nothing to compute from: NumPy pads only axes of some length
         for axis, width_pair in enumerate(widths):
