@@ -417,6 +417,24 @@ def reader(func):
     return _named(reading_arrays, func)
 
 
+def joiner(func):
+    """``func`` (``np.concatenate``, ``np.column_stack``, ...) reading the lists and tuples in
+    its sequence of arrays that hold traced values as the arrays NumPy makes of them
+    (``joined_operands``): where no item is a traced array itself
+    (``np.column_stack(([a, b], [1.0, c]))``), NumPy would not dispatch, and convert them."""
+
+    def joining(*args, **kwargs):
+        if ACTIVE.running:
+            args = joined_operands(func, args)
+        return func(*args, **kwargs)
+
+    return _named(joining, func)
+
+
+JOINERS = ("concatenate", "stack", "hstack", "vstack", "dstack", "column_stack")
+"""NumPy's functions joining a sequence of arrays, whose items may be lists of traced values."""
+
+
 def joined_operands(func, args):
     """``args`` of ``func``; for a function joining a sequence of arrays (facet ``joins``),
     each list or tuple in it that holds traced values as the array NumPy makes of it
@@ -833,7 +851,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader)):
+    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader),
+                        (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
@@ -1270,7 +1289,8 @@ class _Route:
 _OUTPUTS = ("out", "output")
 """The names of the parameters of library functions that take the array they write into."""
 
-PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__code__,
+PASSING = frozenset((reader(np.sum).__code__, joiner(np.stack).__code__,
+                     _reading_lists(np.add.reduce).__code__,
                      _ModeUfunc.__call__.__code__, _Route.__call__.__code__))
 """The code of the mode's wrappers that call NumPy's or a library's function for the user's
 code."""
