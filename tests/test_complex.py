@@ -731,3 +731,27 @@ def test_products_of_complex_elements_are_numpys_scalar_math():
     assert mutad.pullback(f, z)[0].tobytes() == expected.tobytes()
     assert mutad.jvp(f, (z,), (z,))[0].tobytes() == expected.tobytes()
     check(f, z[:8], order=2)
+
+
+CUT_POINTS = {  # real values beyond 1 in size, with each sign of a zero part
+    "real, +0j": lambda x: x.astype(complex),
+    "real, -0j": lambda x: np.conjugate(x.astype(complex)),
+    "imaginary, +0": lambda x: x * 1j,
+    "imaginary, -0": lambda x: -np.conjugate(-x * 1j),
+}
+
+
+@pytest.mark.parametrize("points", sorted(CUT_POINTS))
+@pytest.mark.parametrize("ufunc", [np.arcsin, np.arccos, np.arcsinh, np.arccosh],
+                         ids=lambda u: u.__name__)
+def test_inverse_functions_on_their_cut_take_numpys_side(ufunc, points):
+    # NumPy takes a point of a cut from the side its zero part's sign says (x + 0j from
+    # above); the derivative was the other side's where 1 - x*x, x*x + 1 or x + 1 made that
+    # zero +0, the imaginary part's gradient negated
+    def f(x):
+        w = ufunc(CUT_POINTS[points](x))
+        return (np.imag(w) * np.arange(1.0, 5.0)).sum() + np.abs(w).sum()
+
+    x = np.array([1.5, -1.7, 0.3, 2.5])
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    replays_as_traced(f, [(x,), (x * 1.1,)])

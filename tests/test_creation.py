@@ -445,3 +445,40 @@ def test_an_object_whose_array_computes_from_traced_values_is_built_from_what_it
     assert x.tobytes() == caller.tobytes()
     mutad.check_grads(f, x)
     replays_as_traced(f, [(x,), (x * 1.25,)])
+
+
+_OBJECT_ARRAYS = {
+    "astype": lambda x: x.astype(object).sum() ** 2,
+    "array": lambda x: np.array(x, dtype=object).sum() ** 2,
+    "asarray": lambda x: np.asarray(x, dtype=object).sum() ** 2,
+    "list": lambda x: np.array([x[0], 2.0 * x[1]], dtype=object).sum() ** 2,
+    "full": lambda x: np.full(3, x[0], dtype=object).sum() ** 2,
+    "ragged": lambda x: np.array([x[:2], x[2:]], dtype=object)[0].sum() ** 2,  # was a ValueError
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OBJECT_ARRAYS))
+def test_an_object_array_of_traced_values_is_refused_not_a_zero_gradient(name, x):
+    # NumPy fills an object array made by a cast with plain Python numbers: each mode gave a
+    # zero derivative through it, without a word, before it was refused
+    f = _OBJECT_ARRAYS[name]
+    before = x.copy()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype object"):
+        mutad.gradient(f, x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype object"):
+        mutad.grad(f, replay=True)(x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype object"):
+        mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert x.tobytes() == before.tobytes()
+
+
+def test_an_object_array_of_constants_or_filled_by_assignment_is_followed(x):
+    def f(a):
+        b = np.zeros(2).astype(object)  # constants: no derivative to lose
+        b[0] = a[0]                     # each element the traced value itself
+        b[1] = a[1] * a[2]
+        return b.sum() ** 2
+
+    before = x.copy()
+    mutad.check_grads(f, x)
+    assert x.tobytes() == before.tobytes()

@@ -234,3 +234,36 @@ def test_item_and_tolist_as_numpy_gives_them():
     with pytest.raises(ValueError, match="size 1"):
         mutad.gradient(lambda x: x.item(), x)
     assert x.tobytes() == before
+
+
+SEQUENCES = {
+    "fsum": lambda x: math.fsum(x * x) * x[0],
+    "fsum of a generator": lambda x: math.fsum(t ** 3 for t in x) + 1.0,
+    # math's one rounding: 1e16 cancels exactly, which NumPy's pairwise sum would not
+    "fsum cancelling": lambda x: math.fsum([x[0], 1e16, x[1] * 0.1, -1e16, 0.3]) * x[2],
+    "dist": lambda x: math.dist(x[:2], [0.0, 1.0]) + math.dist(x, x[::-1] * 2.0),
+}
+if hasattr(math, "sumprod"):
+    SEQUENCES["sumprod"] = lambda x: math.sumprod(x, [1.0, 2.0, x[0]])
+
+
+@pytest.mark.parametrize("name", sorted(SEQUENCES))
+def test_math_of_sequences_of_traced_scalars_is_followed_with_maths_value(name, rng):
+    # math.fsum and math.dist converted their traced items: a ConversionError
+    f = SEQUENCES[name]
+    x = rng.standard_normal(3)
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    assert x.tobytes() == before
+    mutad.check_grads(f, x)
+    replaying = replayed_like_traced(f, [(x,), (rng.standard_normal(3),),
+                                         (rng.standard_normal(3),)])
+    assert not replaying.reasons and len(replaying.programs) == 1
+
+
+def test_math_fsum_of_what_math_cannot_take_is_maths_call():
+    with pytest.raises(TypeError, match="not iterable"):
+        mutad.gradient(lambda x: math.fsum(5.0) * x[0], np.ones(3))
+    with pytest.raises(mutad.errors.ConversionError):  # math would take the real part
+        mutad.gradient(lambda x: math.fsum(x + 1j), np.ones(3))

@@ -595,6 +595,30 @@ def test_pad_widths_by_axis_for_modes_that_compute(widths, rng):
     mutad.check_grads(f, x, modes=("rev", "fwd"))
 
 
+def _padded_with(vector, pad_width, axis, kwargs):
+    """A padding function as NumPy's documentation writes one: it fills the ends of each line
+    in place, here from the line's own first and last values."""
+    vector[:pad_width[0]] = kwargs.get("scale", 2.0) * vector[pad_width[0]]
+    if pad_width[1]:
+        vector[-pad_width[1]:] = vector[-pad_width[1] - 1] ** 2
+
+
+@pytest.mark.parametrize("widths", [2, ((1, 0), (2, 3))], ids=str)
+def test_pad_with_a_function_runs_it_on_each_line_as_numpy_does(widths, rng):
+    # a callable mode was a ValueError on traced arrays
+    weights = rng.standard_normal(np.pad(np.zeros((3, 4)), widths).shape)
+
+    def f(x):
+        return (np.pad(x, widths, _padded_with, scale=1.5) * weights).sum()
+
+    x = rng.standard_normal((3, 4))
+    before = x.tobytes()
+    assert np.asarray(mutad.value_and_grad(f)(x)[0]).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    replays_as_traced(f, [(x,), (rng.standard_normal((3, 4)),)])
+    assert x.tobytes() == before
+
+
 def test_pad_refuses_as_numpy_does():
     with pytest.raises(ValueError, match="stat_length of 0"):
         mutad.gradient(lambda x: np.pad(x, 1, "maximum", stat_length=0).sum(), np.ones(3))

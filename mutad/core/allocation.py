@@ -86,7 +86,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .errors import UnsupportedArrayError, UnsupportedOperationError
+from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
 from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
@@ -381,8 +381,13 @@ def builder(func):
             kwargs.setdefault("like", a)
             y = func(a, *rest, **kwargs)
             return a if wrapped(y) and y.value is a.value else y  # np.asarray(x): x itself
-        y = _stacked(a)
         dtype = kwargs.get("dtype", rest[0] if rest else None)
+        try:
+            y = _stacked(a)
+        except ValueError:  # ragged: NumPy's array of objects, which holds plain numbers
+            if dtype is None or np.dtype(dtype) != object:
+                raise
+            raise objects_refused(f"np.{func.__name__}") from None
         if dtype is not None and np.dtype(dtype) != y.dtype:
             y = y.astype(dtype)
         ndmin = kwargs.get("ndmin", 0)
@@ -412,6 +417,24 @@ def reader(func):
         return func(*args, **kwargs)
 
     return _named(reading_arrays, func)
+
+
+def joiner(func):
+    """``func`` (``np.concatenate``, ``np.column_stack``, ...) reading the lists and tuples in
+    its sequence of arrays that hold traced values as the arrays NumPy makes of them
+    (``joined_operands``): where no item is a traced array itself
+    (``np.column_stack(([a, b], [1.0, c]))``), NumPy would not dispatch, and convert them."""
+
+    def joining(*args, **kwargs):
+        if ACTIVE.running:
+            args = joined_operands(func, args)
+        return func(*args, **kwargs)
+
+    return _named(joining, func)
+
+
+JOINERS = ("concatenate", "stack", "hstack", "vstack", "dstack", "column_stack")
+"""NumPy's functions joining a sequence of arrays, whose items may be lists of traced values."""
 
 
 def joined_operands(func, args):
@@ -848,7 +871,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader)):
+    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader),
+                        (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
@@ -997,6 +1021,58 @@ def math_function(original):
         # a Python float: a value of its own, so that what the ufunc's record keeps of its
         # output stays the array math's value was put into
         y = np.positive(y)
+        weaken(y)
+        return y
+
+    return _named(following, original)
+
+
+def _math_of_floats(original, split):
+    """``original`` (``math.fsum``, ``dist``, ``sumprod``) of the floats ``xs``, its sequences
+    the first ``split`` and the others (a replay calls it on its values, as ``put_value``)."""
+    def of_floats(*xs):
+        return original(xs) if split is None else original(xs[:split], xs[split:])
+
+    of_floats.__name__ = original.__name__
+    return of_floats
+
+
+def math_of_sequences(original):
+    """``math.fsum``, ``math.dist`` and ``math.sumprod`` of sequences holding traced real
+    scalars (``math.fsum(x * w)``, ``math.dist(p, q)``): NumPy's sum (of the squared
+    differences, of the products) of their elements, followed, with ``math``'s own value
+    (``put_value``: fsum rounds once); a Python float, as ``math_function`` gives. Anything
+    else is ``math``'s call (its errors, its conversions)."""
+    name = original.__name__
+
+    def following(*args):
+        if not ACTIVE.running:
+            return original(*args)
+        try:
+            sequences = [list(a) for a in args]  # read once, as math reads them (generators)
+        except TypeError:  # not iterable: math's error
+            return original(*args)
+        items = [x for sequence in sequences for x in sequence]
+        if not any(wrapped(x) for x in items) or any(
+                wrapped(x) and (x.size != 1 or x.dtype.kind != "f") for x in items):
+            return original(*sequences)  # math's conversion: refused, or math's error
+        exact = original(*[[memory(x).reshape(()) if wrapped(x) else x for x in sequence]
+                           for sequence in sequences])
+        stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
+                             else np.float64(x) for x in sequence]) for sequence in sequences]
+        if name == "fsum":
+            y = np.sum(stacked[0])
+        elif name == "dist":
+            difference = stacked[0] - stacked[1]
+            y = np.sqrt(np.sum(difference * difference))
+        else:
+            y = np.sum(stacked[0] * stacked[1])
+        put_value(y, exact)
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay puts math's value too
+            recorder.put_value(y, _math_of_floats(
+                original, None if len(sequences) == 1 else len(sequences[0])), items)
+        y = np.positive(y)  # a Python float: a value of its own (see math_function)
         weaken(y)
         return y
 
@@ -1277,7 +1353,8 @@ class _MadeModule(types.ModuleType):
 _OUTPUTS = ("out", "output")
 """The names of the parameters of library functions that take the array they write into."""
 
-PASSING = frozenset((reader(np.sum).__code__, _reading_lists(np.add.reduce).__code__,
+PASSING = frozenset((reader(np.sum).__code__, joiner(np.stack).__code__,
+                     _reading_lists(np.add.reduce).__code__,
                      _ModeUfunc.__call__.__code__, _Route.__call__.__code__))
 """The code of the mode's wrappers that call NumPy's or a library's function for the user's
 code."""
@@ -1863,6 +1940,8 @@ MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(mat
                           for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
                                               ("isinf", np.isinf))})
 MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
+MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
+                          for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
 
 

@@ -319,6 +319,23 @@ def no_rule(func, forward=False, reverse_rule=False):
         "functions mutad differentiates.")
 
 
+def holds_objects(y):
+    """Whether ``y`` (or an item of a tuple or list of outputs) is an array of dtype object."""
+    return any(getattr(item, "dtype", None) == object
+               for item in (y if isinstance(y, (tuple, list)) else (y,)))
+
+
+def objects_refused(name):
+    """The error for an array of Python objects computed from differentiated arrays by
+    ``name`` (``x.astype(object)``, ``np.array(x, dtype=object)``): NumPy fills it with plain
+    numbers, which have no derivative, so the gradient through it would be cut without a
+    word."""
+    return UnsupportedOperationError(
+        f"{name} of a differentiated array made an array of dtype object, whose elements NumPy "
+        "makes plain Python numbers: the gradient would be cut. Keep a float dtype, or fill "
+        "the object array by assignment, a[i] = x[i], which keeps each traced value.")
+
+
 def differentiated_keyword(name, key, kind):
     """The error the engines raise when a value carrying a derivative (``kind``: a traced
     array, a dual) reaches a function as keyword argument ``key``: keyword arguments are read

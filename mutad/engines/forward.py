@@ -39,7 +39,9 @@ from ..core.errors import (
     UntracedWriteError,
     differentiated_keyword,
     function_name,
+    holds_objects,
     no_rule,
+    objects_refused,
 )
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
@@ -285,6 +287,14 @@ def _tangent_for(y, dy, sources, level, owned=True):
         fresh[...] = dy
         return fresh
     return enclosed(dy, level)
+
+
+def _differentiated(args, level):
+    """Whether any of a call's ``args`` (items of lists and tuples too) is a dual of ``level``
+    whose tangent is not a constant's zero."""
+    if type(args) in (list, tuple):
+        return any(_differentiated(x, level) for x in args)
+    return type(args) is Dual and args.level == level and not args.constant()
 
 
 def _wrap(y, dy, level, args, tangents, owned=True):
@@ -583,6 +593,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
     y, dy = rule(tangents, *primals, **kwargs)
+    if dy is None and holds_objects(y) and _differentiated(args, level):
+        raise objects_refused(function_name(func))
     if out is None and type(y) is np.ndarray:
         for x, p in zip(args, primals, strict=True):
             if y is p and type(x) is Dual and x.level == level:

@@ -34,7 +34,7 @@ from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Reru
                           differentiable, elementwise_kept, read_by_partials, write_kept,
                           write_pullback)
 from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
-                           function_name, no_rule)
+                           function_name, holds_objects, no_rule, objects_refused)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_element_write, record_write, target_position, write_constant)
 from .recompute import SMALL, Tracked, flat, keeps_memory, small
@@ -747,6 +747,8 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if not leaves:  # constants and plain values only: nothing to record
         result = constant_result(y, tape, args)
         return result if out is None else assign(out, result)
+    if holds_objects(y):
+        raise objects_refused(name)
     # The pullback may read the untraced arguments: keep them as they are.
     for x, v in zip(args, values, strict=True):
         if not (type(x) is Traced and x.tape is tape and not x.buffer.constant):

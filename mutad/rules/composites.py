@@ -1040,6 +1040,60 @@ def cond(x, p=None):
                                                                 axis=(-2, -1))
 
 
+# ``np.emath`` (``np.lib.scimath``): NumPy's steps, a real argument outside the function's real
+# domain cast to complex first (a decision on its values, which a replay guards), then the ufunc.
+
+
+def _as_complex(x):
+    single = issubclass(x.dtype.type, (np.single, np.byte, np.short, np.ubyte, np.ushort,
+                                       np.csingle))
+    return x.astype(np.complex64 if single else np.complex128)
+
+
+def _array(x):
+    return x if isinstance(x, Tracer) else np.asarray(x)
+
+
+def _complex_below_zero(x):
+    x = _array(x)
+    return _as_complex(x) if np.any(np.isreal(x) & (x < 0)) else x
+
+
+def _complex_beyond_one(x):
+    x = _array(x)
+    return _as_complex(x) if np.any(np.isreal(x) & (abs(x) > 1)) else x
+
+
+def _emath(ufunc, fix):
+    def composite(x):
+        return ufunc(fix(x))
+
+    composite.__name__ = composite.__qualname__ = ufunc.__name__
+    return composite
+
+
+for _ufunc in (np.sqrt, np.log, np.log10, np.log2):
+    defcomposite(getattr(np.emath, _ufunc.__name__))(_emath(_ufunc, _complex_below_zero))
+for _ufunc in (np.arccos, np.arcsin, np.arctanh):
+    defcomposite(getattr(np.emath, _ufunc.__name__))(_emath(_ufunc, _complex_beyond_one))
+
+
+@defcomposite(np.emath.logn)
+def logn(n, x):
+    x = _complex_below_zero(x)
+    n = _complex_below_zero(n)
+    return np.log(x) / np.log(n)
+
+
+@defcomposite(np.emath.power)
+def power(x, p):
+    x = _complex_below_zero(x)
+    p = _array(p)
+    if np.any(np.isreal(p) & (p < 0)):  # NumPy's: an integer power below zero as floats
+        p = p * 1.0
+    return np.power(x, p)
+
+
 # Index helpers, ranks and the parts of real arrays that are constants.
 nondifferentiable(np.diag_indices_from, np.triu_indices_from, np.tril_indices_from, np.spacing,
                   np.linalg.matrix_rank)
@@ -1053,4 +1107,6 @@ complex_aware(np.gradient, np.trapezoid, np.ediff1d, np.cumulative_sum, np.cumul
               np.poly, np.polyadd, np.polysub, np.polymul, np.roots, np.vander,
               np.linalg.multi_dot, np.meshgrid,
               np.diagflat, np.angle, np.real_if_close, np.linalg.svdvals, np.linalg.cond,
-              np.insert, np.block, np.apply_along_axis, np.apply_over_axes, np.piecewise)
+              np.insert, np.block, np.apply_along_axis, np.apply_over_axes, np.piecewise,
+              np.emath.sqrt, np.emath.log, np.emath.log10, np.emath.log2, np.emath.logn,
+              np.emath.power, np.emath.arccos, np.emath.arcsin, np.emath.arctanh)

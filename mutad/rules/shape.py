@@ -195,7 +195,8 @@ def padded_by_steps(array, pad_width, mode="constant", **kwargs):
     left to the rule above (``NotImplemented``)."""
     if mode in GATHER_PAD_MODES and kwargs.get("reflect_type", "even") == "even":
         return NotImplemented
-    if mode not in ("linear_ramp", "reflect", "symmetric", *PAD_STATISTICS):
+    if not callable(mode) and mode not in ("linear_ramp", "reflect", "symmetric",
+                                           *PAD_STATISTICS):
         raise ValueError(f"mode '{mode}' is not supported by np.pad on traced arrays")
     ndim = np.ndim(array)
     if isinstance(pad_width, dict):  # NumPy's {axis: width or (before, after)}
@@ -203,6 +204,12 @@ def padded_by_steps(array, pad_width, mode="constant", **kwargs):
         pad_width = [(w, w) if isinstance(w, (int, np.integer)) else w for w in pad_width]
     widths = _pairs(pad_width, ndim, as_index=True)
     padded = np.pad(array, widths)  # zeros around the array, then overwritten
+    if callable(mode):  # NumPy's steps: the function writes each line along each axis in place
+        for axis in range(padded.ndim):
+            view = np.moveaxis(padded, axis, -1)
+            for index in np.ndindex(view.shape[:-1]):
+                mode(view[index + (Ellipsis,)], widths[axis], axis, kwargs)
+        return padded
     if np.size(array) == 0:  # nothing to compute from: NumPy pads only axes of some length
         for axis, width_pair in enumerate(widths):
             if np.shape(array)[axis] == 0 and any(width_pair):

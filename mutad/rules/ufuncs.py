@@ -133,6 +133,19 @@ def one_minus_square(y):
     return np.subtract(1.0, d, out=d) if type(d) is np.ndarray else 1.0 - d
 
 
+def square_plus_one(x, sign):
+    """``sign * x * x + 1``; for complex ``x``, its imaginary part's zero signed as that of
+    ``2 sign Re(x) Im(x)``. NumPy's arcsin, arccos and arcsinh take a point of their cut (a real
+    ``x`` beyond 1 in size, an imaginary one for arcsinh) from the side its zero part's sign
+    says: the square root of this, whose imaginary zero the addition would make +0 either way,
+    would give the derivative of the other side."""
+    w = 1.0 + sign * (x * x)
+    if not np.iscomplexobj(w):
+        return w
+    flipped = np.signbit(np.imag(w)) != np.signbit(sign * (np.real(x) * np.imag(x)))
+    return np.where(flipped, np.conjugate(w), w)
+
+
 # Decisions (``ElementwiseRule.decide``): what a partial branches on is decided from the inputs
 # when the operation runs and kept, small, for the pullback, which may see the inputs restored
 # by inversion: equal up to rounding, so a tie or a zero would not survive.
@@ -249,14 +262,15 @@ elementwise(np.fabs,       lambda y, x, sign: as_float(sign),             reads=
 elementwise(np.sin,        Applied(np.cos))
 elementwise(np.cos,        Applied(minus_sin))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
-elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(1.0 - x * x))
-elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(1.0 - x * x))
+elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(square_plus_one(x, -1.0)))
+elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(square_plus_one(x, -1.0)))
 elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh,       Applied(np.cosh))
 elementwise(np.cosh,       Applied(np.sinh))
 elementwise(np.tanh,       Applied(one_minus_square, None),               uses="y")
-elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(x * x + 1.0))
-elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x + 1.0)))  # complex x too
+elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(square_plus_one(x, 1.0)))
+# complex x too, its imaginary zero's sign kept: x + 1.0 would make -0 +0, x - -1.0 keeps it
+elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x - -1.0)))
 elementwise(np.arctanh,    lambda y, x: 1.0 / (1.0 - x * x))
 elementwise(np.deg2rad,    Constant(np.pi / 180.0),                       reads=((),))
 elementwise(np.rad2deg,    Constant(180.0 / np.pi),                       reads=((),))
