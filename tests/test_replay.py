@@ -21,6 +21,7 @@ import mutad
 import random_programs as rp
 from mutad.bench.workloads import big_elementwise
 from mutad.engines.replay import ElementwiseWrite
+from mutad.errors import UntracedWriteError
 from test_recompute import peak_bytes
 
 POLICIES = ("restore", "checkpoint")
@@ -280,6 +281,40 @@ def test_what_the_function_closes_over_is_guarded_by_identity():
     factor = 6.0                          # the cell f closes over, rebound: recorded again
     assert same(replaying(x), np.full(3, 6.0))
 
+
+def _round_written(x):
+    s = np.round(x, 1)
+    s[s == 0.5] = x[s == 0.5]
+    return (s * s).sum()
+
+
+def _floor_added(x):
+    s = np.floor(x)
+    s += x
+    return (s * s).sum()
+
+
+def _sign_multiplied(x):
+    m = np.sign(x)
+    np.multiply(m, x, out=m)
+    return (m * m).sum()
+
+
+@pytest.mark.parametrize("f", [_round_written, _floor_added, _sign_multiplied])
+def test_a_write_into_a_plain_result_is_refused_as_tracing_refuses_it(f):
+    """Tracing holds a function's result without a derivative (np.round's, np.sign's) as a
+    plain array, and refuses a traced value written into it; the recording holds it as a
+    constant, which it could follow, and refuses the write too: the replaying function does
+    what tracing does on every call, not a value on some calls and an error on others."""
+    x = np.array([0.5, 1.25, -2.0, 0.3])
+    before = x.tobytes()
+    with pytest.raises(UntracedWriteError):
+        mutad.value_and_grad(f)(x)
+    replaying = mutad.value_and_grad(f, replay=True)
+    for _ in range(2):
+        with pytest.raises(UntracedWriteError):
+            replaying(x)
+    assert x.tobytes() == before
 
 def each_change_reaches_the_replay(f, x, changes):
     """Replay ``f`` at ``x`` after each of ``changes`` to what it reaches, twice each: every
