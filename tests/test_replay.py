@@ -316,6 +316,29 @@ def test_a_write_into_a_plain_result_is_refused_as_tracing_refuses_it(f):
             replaying(x)
     assert x.tobytes() == before
 
+
+def _comparison_written(x):
+    m = x > 0
+    m[0] = x[0]
+    return (x * x).sum() + m.sum()
+
+
+def _index_written(x):
+    k = np.argsort(x)
+    k[0] = x[1]
+    return (x[k] ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_comparison_written, _index_written])
+def test_a_traced_value_written_into_a_comparison_or_an_index_is_replayed(f):
+    """A comparison's or an index's result is a plain array to tracing, into which NumPy
+    writes a traced value's values (the gradient ends there); the recording holds it as a
+    constant, and writes the values as NumPy does, not a traced write NumPy refuses."""
+    calls = [(np.array(x),) for x in ([0.5, 1.25, -2.0, 0.3], [-0.5, 2.25, 2.0, 0.0],
+                                      [0.0, 1.0, 3.0, -1.0], [0.5, 1.25, -2.0, 0.3])]
+    replayed_like_traced(f, calls)
+
+
 def each_change_reaches_the_replay(f, x, changes):
     """Replay ``f`` at ``x`` after each of ``changes`` to what it reaches, twice each: every
     call is the traced one, and one program serves them all (recorded again after each)."""

@@ -202,7 +202,10 @@ class TracedDispatch:
         if _deeper(value, self.tape):
             raise lost_tangent("x[key] = value")
         if self.buffer.constant and innermost((value,), self.tape) is self.tape:
-            if not carries((value,), self.tape):
+            # (a constant of integers or booleans, an index or a comparison's result only a
+            # recording holds, which tracing holds plain: NumPy writes the values, the
+            # gradient ends there; records hold floats, and are followed)
+            if not carries((value,), self.tape) or self.value.dtype.kind in "biu":
                 if self.tape.recorder is not None and self.tape.recorder.ready:
                     return self.tape.recorder.constant_setitem(self, key, value)
                 key, value = plain(key), values_at(value, self.tape)
