@@ -3044,3 +3044,28 @@ def test_a_function_of_constants_that_writes_nothing_and_returns_a_value_replays
     assert checked(np.ones(3), 0.0) == 3.0
     with pytest.raises(GuardFailed):
         checked(np.array([1.0, np.nan]), 0.0)
+
+
+def _complement_of_positives(x):
+    i = np.setdiff1d(np.arange(x.size), np.nonzero(x > 0)[0])
+    return (x[i] ** 2).sum() + x.sum()
+
+
+def _union_of_extremes(x):
+    i = np.union1d(np.argsort(x)[:2], np.nonzero(x > 1.0)[0])
+    return (x[i] * 3.0).sum() + (x * x).sum()
+
+
+@pytest.mark.parametrize("f", [_complement_of_positives, _union_of_extremes])
+def test_a_numpy_function_of_a_plain_array_and_constants_is_replayed(f):
+    """Regression: a NumPy function mutad composes (np.setdiff1d, np.union1d), not knowing
+    which arguments it writes, given a plain array (np.arange's) and a constant the program
+    computed (an index): the recording raised AttributeError on the first call (it read the
+    plain array as a traced one); given two constants, it traced every call. It is a call of
+    the program, checked to write nothing."""
+    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, -0.5, 1.0, 2.0],
+                                      [1.5, -2.5, 3.5, -0.25, 1.0, 2.0],
+                                      [-1.0, 2.0, -3.0, 0.5, -1.0, -2.0],
+                                      [1.0, -2.0, 3.0, -0.5, 1.0, 2.0])]
+    replaying = replayed_like_traced(f, calls)
+    assert not replaying.reasons

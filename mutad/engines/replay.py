@@ -2736,39 +2736,44 @@ class Recorder:
     def on_constants(self, call, args, kwargs, tape, written):
         targets = {id(t): t for t in written if type(t) is Traced or isinstance(t, np.ndarray)}
         if targets:
-            return self._constants_written(call, args, kwargs, tape, written, *targets.values())
+            return self._constants_written(call, args, kwargs, tape, written,
+                                           list(targets.values()))
         y = self._run(on_constants, call, args, kwargs, tape, written)
         depends = self.depends((*args, kwargs))
         y = self.derive(y, depends)
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
         return y
 
-    def _constants_written(self, call, args, kwargs, tape, written, target, *others):
-        """A function of constants writing into ``target``, a constant array of the program
+    def _constants_written(self, call, args, kwargs, tape, written, targets):
+        """A function of constants that may write into ``targets``: one that returned a value
+        and wrote none of them (a NumPy function mutad composes, not knowing which of its
+        arguments it writes: ``np.diagflat``, ``np.setdiff1d``) is a call, whose replays are
+        checked to write nothing either; one writing into a constant array of the program
         (``np.fill_diagonal(A, v)``, ``np.put``, ``np.copyto`` into an array allocated in the
-        function): redone as a :class:`ConstantWrite` of the call, as ``a[k] = c`` and
+        function) is redone as a :class:`ConstantWrite` of the call, as ``a[k] = c`` and
         ``np.add(a, c, out=a)`` are, its bytes saved first where a record read them
-        (``inplace.on_constants``). Into an array the program does not follow, into several,
-        or a call that returns a value too: refused."""
-        if others or type(target) is not Traced or target.tape is not tape \
-                or not target.buffer.constant:
-            self.refuse("a function that may write into its arguments")
+        (``inplace.on_constants``). A write into an array the program does not follow, into
+        several, or a call that writes and returns a value: refused (traced, as it ran)."""
         before = len(tape.records)
-        held = target.value.tobytes()
+        held = [(t.value if type(t) is Traced else t).tobytes() for t in targets]
         y = self._run(on_constants, call, args, kwargs, tape, written)
         if self.reason is not None:
             return y
+        wrote = bool(tape.records[before:]) or any(
+            (t.value if type(t) is Traced else t).tobytes() != b for t, b in zip(targets, held))
         if y is not None:
-            if tape.records[before:] or target.value.tobytes() != held:
+            if wrote:
                 self.refuse("a function that writes into an array and returns a value")
                 return y
-            # It returned a value and wrote nothing (a NumPy function mutad composes, not
-            # knowing which of its arguments it writes: np.diagflat): a call, whose replays
-            # are checked to write nothing either
             depends = self.depends((*args, kwargs))
             y = self.derive(y, depends)
             self.steps.append(Call(_writing_nothing(call), self.spec(args), self.spec(kwargs),
                                    self.outputs(y, depends)))
+            return y
+        target = targets[0]
+        if len(targets) > 1 or type(target) is not Traced or target.tape is not tape \
+                or not target.buffer.constant:
+            self.refuse("a function that may write into its arguments")
             return y
         slot = self.spec(target)
         if type(slot) is not Slot:
