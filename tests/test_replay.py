@@ -3069,3 +3069,60 @@ def test_a_numpy_function_of_a_plain_array_and_constants_is_replayed(f):
                                       [1.0, -2.0, 3.0, -0.5, 1.0, 2.0])]
     replaying = replayed_like_traced(f, calls)
     assert not replaying.reasons
+
+
+def _ones_for_positives(x):
+    k = np.count_nonzero(x > 0)
+    return (np.array(k * [1.0] + [0.0] * (x.size - k)) * x).sum()
+
+
+def _repeated_by_argmax(x):
+    return len([0.0] * np.argmax(x)) * x.sum() + len("ab" * np.argmin(x)) * x[0]
+
+
+@pytest.mark.parametrize("f", [_ones_for_positives, _repeated_by_argmax])
+def test_a_count_computed_from_traced_values_repeats_a_sequence(f):
+    """Regression: NumPy's integer scalar times a list, a tuple or a string repeats it
+    (np.count_nonzero(m) * [1.0]); the recording holds that scalar as a traced constant, whose
+    product broadcast over the list's items instead: a wrong value on the recording call, and
+    the same one replayed. It repeats the sequence, its count a guard of the replay."""
+    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, -0.5, 1.0, 2.0],
+                                      [1.5, -2.5, 3.5, -0.25, 1.0, 2.0],
+                                      [-1.0, 2.0, -3.0, 0.5, -1.0, -2.0],
+                                      [-1.5, 2.5, -3.5, 0.25, -1.0, -2.0])]
+    for (x,) in calls:
+        assert mutad.value_and_grad(f)(x.copy())[0] == f(x.copy())
+    replayed_like_traced(f, calls)
+
+
+def test_a_float_scalar_times_a_sequence_raises_as_numpys_does():
+    """NumPy's float scalar times a list is Python's TypeError (only an integer repeats a
+    sequence); a traced one broadcast over the list's items, in both modes."""
+    def f(x):
+        try:
+            return len(x[0] * [1.0, 2.0, 3.0]) * x.sum()
+        except TypeError:
+            return 2.0 * x.sum()
+
+    x = np.array([1.5, 2.0])
+    assert f(x) == 7.0
+    assert mutad.value_and_grad(f)(x)[0] == 7.0
+    assert mutad.jvp(f, (x,), (np.ones(2),))[0] == 7.0
+    replayed_like_traced(f, [(x,), (x * 2,)])
+
+
+def test_a_derived_index_handed_to_code_taking_numpys_scalars_alone_is_traced():
+    """Regression: the recording holds an index computed from traced values as a traced
+    constant, which NumPy's random generators refuse (np.random.default_rng(np.argmax(x)):
+    TypeError; rng.choice(k): IndexError) where tracing hands them NumPy's scalar: the
+    replaying function raised on every call. Such a signature is traced, reasons say why."""
+    def seeded(x):
+        return (x * np.random.default_rng(np.argmax(x)).normal(size=x.size)).sum()
+
+    def chosen(x):
+        return x[np.random.default_rng(0).choice(np.count_nonzero(x > 0) + 1)] * 2.0
+
+    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0], [4.0, 2.0, -3.0], [1.0, -2.0, 3.0])]
+    for f in (seeded, chosen):
+        replaying = replayed_like_traced(f, calls)
+        assert any("recording raised" in why for why in replaying.reasons.values())

@@ -90,11 +90,13 @@ def _operator(method, name, prefix):
     ``_python_complex``). One function, so that an operation on arrays, nearly every one,
     costs one call and one question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
-    giving_way, reflected = prefix == "", prefix == "r"
+    giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
     if not giving_way and kinds is None and pythons is None:
         return method
 
     def operate(self, other):
+        if repeats and type(other) in _SEQUENCES and stands_for_scalar(self):
+            return _times_sequence(self, other)
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
                 and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
@@ -111,6 +113,20 @@ def _operator(method, name, prefix):
     operate.__name__ = method.__name__
     operate.__qualname__ = method.__qualname__
     return operate
+
+
+_SEQUENCES = frozenset((list, tuple, str, bytes))
+
+
+def _times_sequence(scalar, sequence):
+    """A value standing for NumPy's scalar times a Python sequence, as NumPy's scalar does it
+    (``np.count_nonzero(m) * [0.0]``): an integer's repeats the sequence, its value read by
+    ``__index__`` (a decision); another kind's is Python's TypeError. (An array's broadcasts
+    over the sequence's items.)"""
+    dtype = memory(scalar).dtype
+    if dtype.kind in "iu":
+        return operator.index(scalar) * sequence
+    raise TypeError(f"can't multiply sequence by non-int of type '{dtype.type.__name__}'")
 
 
 def _python_complex(result, self, other, operation, reflected):

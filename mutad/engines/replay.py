@@ -4329,12 +4329,16 @@ class Replayed:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                           self.has_aux, recording=recording)
-        except MutadError as error:
+        except Exception as error:
             # The recording traces the arrays outside argnums (a replay reads them as inputs);
             # a rule that takes one as a setting (a spline's knots) may refuse it as
-            # differentiated. Traced as usual, they are constants.
+            # differentiated. Traced as usual, they are constants. And it holds what NumPy
+            # computes from traced values (an index) as a traced constant, which code that
+            # takes NumPy's scalars alone may refuse (np.random.default_rng(np.argmax(x))):
+            # tracing holds NumPy's. Traced again, as usual, the call raises or not as f does.
             recorder = None if recording is None else recording.recorder
-            if recorder is None or not recorder.outside_argnums:
+            if recorder is None or not (recorder.outside_argnums if isinstance(
+                    error, MutadError) else recorder.derived):
                 raise
             refused = error
         finally:
@@ -4345,7 +4349,11 @@ class Replayed:
                                       self.has_aux)
             first = str(refused).split(". ")[0]
             self._keep(key, "a rule refused an array outside argnums, which a recording "
-                            f"follows as an input of the program ({first})")
+                            f"follows as an input of the program ({first})"
+                       if isinstance(refused, MutadError) else
+                       f"the recording raised {type(refused).__name__} ({first}) where tracing "
+                       "did not: a value computed from traced values (an index), which it holds "
+                       "as a traced constant, reached code that takes NumPy's scalars alone")
             return value, grads
         if recording is not None:
             if recording.program is not None and _random_states(objects) != drawn:
