@@ -300,12 +300,35 @@ def _sign_multiplied(x):
     return (m * m).sum()
 
 
-@pytest.mark.parametrize("f", [_round_written, _floor_added, _sign_multiplied])
+def _mask_of_ones_written(x):
+    w = np.where(x > 0, 1.0, 0.0)
+    w[w == 0] = x[w == 0]
+    return (w * w).sum()
+
+
+def _index_cast_multiplied(x):
+    w = np.argsort(x).astype(float)
+    w *= x
+    return w.sum()
+
+
+def _comparison_scaled_added(x):
+    w = (x > 0) * 1.0
+    w += x
+    return (w * w).sum()
+
+
+@pytest.mark.parametrize("f", [_round_written, _floor_added, _sign_multiplied,
+                               _mask_of_ones_written, _index_cast_multiplied,
+                               _comparison_scaled_added])
 def test_a_write_into_a_plain_result_is_refused_as_tracing_refuses_it(f):
-    """Tracing holds a function's result without a derivative (np.round's, np.sign's) as a
-    plain array, and refuses a traced value written into it; the recording holds it as a
-    constant, which it could follow, and refuses the write too: the replaying function does
-    what tracing does on every call, not a value on some calls and an error on others."""
+    """Tracing holds a function's result without a derivative (np.round's, np.sign's), and
+    what it computes from such results alone (np.where(x > 0, 1.0, 0.0), an index's
+    astype(float), a comparison times 1.0), as plain arrays, and refuses a traced value
+    written into one; the recording holds them as constants, which it could follow, and
+    refuses the write too: the replaying function does what tracing does on every call, not
+    a value on some calls and an error on others (regression: those computed from such
+    results were followed, the write replayed)."""
     x = np.array([0.5, 1.25, -2.0, 0.3])
     before = x.tobytes()
     with pytest.raises(UntracedWriteError):
@@ -3114,15 +3137,19 @@ def test_a_float_scalar_times_a_sequence_raises_as_numpys_does():
 def test_a_derived_index_handed_to_code_taking_numpys_scalars_alone_is_traced():
     """Regression: the recording holds an index computed from traced values as a traced
     constant, which NumPy's random generators refuse (np.random.default_rng(np.argmax(x)):
-    TypeError; rng.choice(k): IndexError) where tracing hands them NumPy's scalar: the
-    replaying function raised on every call. Such a signature is traced, reasons say why."""
+    TypeError; rng.choice(k): IndexError) where tracing hands them NumPy's scalar, and refuses
+    a view of its bytes as another dtype: the replaying function raised on every call. Such a
+    signature is traced, reasons say why."""
     def seeded(x):
         return (x * np.random.default_rng(np.argmax(x)).normal(size=x.size)).sum()
 
     def chosen(x):
         return x[np.random.default_rng(0).choice(np.count_nonzero(x > 0) + 1)] * 2.0
 
+    def bytes_viewed(x):  # (a view of a constant's bytes the recording refuses, as a traced's)
+        return x.sum() * (x > 0).view(np.uint8).sum() + np.argsort(x).view(np.float64)[0]
+
     calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0], [4.0, 2.0, -3.0], [1.0, -2.0, 3.0])]
-    for f in (seeded, chosen):
+    for f in (seeded, chosen, bytes_viewed):
         replaying = replayed_like_traced(f, calls)
         assert any("recording raised" in why for why in replaying.reasons.values())

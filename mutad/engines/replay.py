@@ -2501,16 +2501,22 @@ class Recorder:
         return any(x.tape is self.tape and (not x.buffer.constant or id(x.buffer) in self.derived)
                    for x in within(items, Traced))
 
-    def derive(self, y, depends):
+    def derive(self, y, depends, operands=()):
         """``y``, an operation's result; if it ``depends`` on traced values, each NumPy array
         or scalar in it (a comparison's result, an index) becomes a constant of the tape, so
         that what Python decides on it is seen (``Traced.__bool__``, ``_converted``) and
-        guarded. Python's own numbers (a shape) stay as they are."""
+        guarded. Python's own numbers (a shape) stay as they are. A constant computed from
+        ``operands`` that tracing holds as plain arrays alone (``m * 1.0``, ``k.astype(float)``
+        of a comparison's ``m``, an index ``k``) is one tracing holds as a plain array too."""
         if not depends:
             return y
         if type(y) is Traced:
             if y.buffer.constant:
                 self.derived.add(id(y.buffer))
+                traced = [x for x in within(operands, Traced) if x.tape is self.tape]
+                if traced and all(x.buffer.constant and id(x.buffer) in self.plain
+                                  for x in traced):
+                    self.plain[id(y.buffer)] = y.buffer
             return y
         if type(y) in (tuple, list):
             return type(y)(self.derive(item, True) for item in y)
@@ -2647,7 +2653,7 @@ class Recorder:
             return y
         if not new:
             depends = self.depends(inputs)
-            y = self.derive(y, depends)
+            y = self.derive(y, depends, inputs)
             self.steps.append(Call(ufunc, args, settings, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
@@ -2686,7 +2692,7 @@ class Recorder:
         new = tape.records[before:]
         if not new:
             depends = self.depends(args)
-            y = self.derive(y, depends)
+            y = self.derive(y, depends, (args, settings))
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
                                    self.outputs(y, depends)))
         elif len(new) == 1 and new[0].pullback is function_pullback:
@@ -2740,7 +2746,7 @@ class Recorder:
                                            list(targets.values()))
         y = self._run(on_constants, call, args, kwargs, tape, written)
         depends = self.depends((*args, kwargs))
-        y = self.derive(y, depends)
+        y = self.derive(y, depends, (args, kwargs))
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
         return y
 
@@ -2766,7 +2772,7 @@ class Recorder:
                 self.refuse("a function that writes into an array and returns a value")
                 return y
             depends = self.depends((*args, kwargs))
-            y = self.derive(y, depends)
+            y = self.derive(y, depends, (args, kwargs))
             self.steps.append(Call(_writing_nothing(call), self.spec(args), self.spec(kwargs),
                                    self.outputs(y, depends)))
             return y
@@ -2816,7 +2822,7 @@ class Recorder:
             return y
         if not new:
             depends = self.depends((x, key))
-            y = self.derive(y, depends)
+            y = self.derive(y, depends, (x, key))
             self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Gathered:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
@@ -4335,25 +4341,27 @@ class Replayed:
             # differentiated. Traced as usual, they are constants. And it holds what NumPy
             # computes from traced values (an index) as a traced constant, which code that
             # takes NumPy's scalars alone may refuse (np.random.default_rng(np.argmax(x))):
-            # tracing holds NumPy's. Traced again, as usual, the call raises or not as f does.
+            # tracing holds NumPy's. Traced again, as usual, the call raises or not as f does
+            # (f, which raised, runs twice).
             recorder = None if recording is None else recording.recorder
-            if recorder is None or not (recorder.outside_argnums if isinstance(
-                    error, MutadError) else recorder.derived):
+            if recorder is None or not (recorder.derived or recorder.outside_argnums
+                                        and isinstance(error, MutadError)):
                 raise
-            refused = error
+            first = str(error).split(". ")[0]
+            refused = (f"a rule refused an array outside argnums, which a recording follows as "
+                       f"an input of the program ({first})"
+                       if isinstance(error, MutadError) and recorder.outside_argnums else
+                       f"the recording raised {type(error).__name__} ({first}) where tracing "
+                       "did not: it holds what NumPy computes from traced values (an index) as "
+                       "a traced constant, which code that takes NumPy's values alone may "
+                       "refuse")
         finally:
             if recording is not None:
                 recording.seal()
         if refused is not None:
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                       self.has_aux)
-            first = str(refused).split(". ")[0]
-            self._keep(key, "a rule refused an array outside argnums, which a recording "
-                            f"follows as an input of the program ({first})"
-                       if isinstance(refused, MutadError) else
-                       f"the recording raised {type(refused).__name__} ({first}) where tracing "
-                       "did not: a value computed from traced values (an index), which it holds "
-                       "as a traced constant, reached code that takes NumPy's scalars alone")
+            self._keep(key, refused)
             return value, grads
         if recording is not None:
             if recording.program is not None and _random_states(objects) != drawn:
