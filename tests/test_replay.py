@@ -340,6 +340,40 @@ def test_a_write_into_a_plain_result_is_refused_as_tracing_refuses_it(f):
     assert x.tobytes() == before
 
 
+def _mask_flipped_after_a_read(x):
+    m = x > 0
+    y = np.where(m, x * x, 0.0) * x
+    m[:] = ~m
+    return y.sum() + (m * x).sum()
+
+
+def _weights_refilled_after_a_read(x):
+    w = (x > 0.5) * 1.0
+    y = np.exp(x * w) * x
+    w[:] = 1.0
+    return y.sum()
+
+
+@pytest.mark.parametrize("f", [_mask_flipped_after_a_read, _weights_refilled_after_a_read])
+def test_a_write_into_a_plain_result_a_record_read_is_refused_as_tracing_refuses_it(f):
+    """Regression: tracing holds a comparison's result (and what it computes from such results
+    alone) as a plain array, which it makes read-only once a record reads it, and a later write
+    into it raises ConstantModifiedError; the recording followed it as a constant, undid the
+    write, and replayed a value, so a replaying function gave a value on some calls and the
+    error on others. The recording freezes it where tracing does."""
+    from mutad.errors import ConstantModifiedError
+
+    x = np.array([0.5, 1.25, -2.0, 0.3])
+    before = x.tobytes()
+    with pytest.raises(ConstantModifiedError):
+        mutad.value_and_grad(f)(x)
+    replaying = mutad.value_and_grad(f, replay=True)
+    for _ in range(3):
+        with pytest.raises(ConstantModifiedError):
+            replaying(x)
+    assert x.tobytes() == before
+
+
 def _comparison_written(x):
     m = x > 0
     m[0] = x[0]
