@@ -124,9 +124,9 @@ BLOCK_STEPS = 128
 compiled templates wherever a loop body repeats (Python compiles one long function slowly)."""
 
 STRICT = False
-"""Whether a replay that raises ``NameError`` or ``AttributeError`` (which no recorded NumPy
-call raises: a mistake in mutad's own steps or generated code) raises it, rather than
-tracing the call as after any other error. The test suite and the soak set it."""
+"""Whether a replay or a recording that raises ``NameError`` or ``AttributeError`` (which no
+recorded NumPy call raises: a mistake in mutad's own steps or generated code) raises it,
+rather than tracing the call as after any other error. The test suite and the soak set it."""
 
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
@@ -4345,7 +4345,8 @@ class Replayed:
             # (f, which raised, runs twice).
             recorder = None if recording is None else recording.recorder
             if recorder is None or not (recorder.derived or recorder.outside_argnums
-                                        and isinstance(error, MutadError)):
+                                        and isinstance(error, MutadError)) or (
+                    STRICT and isinstance(error, (NameError, AttributeError))):
                 raise
             first = str(error).split(". ")[0]
             refused = (f"a rule refused an array outside argnums, which a recording follows as "
