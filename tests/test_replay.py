@@ -3187,3 +3187,21 @@ def test_a_derived_index_handed_to_code_taking_numpys_scalars_alone_is_traced():
     for f in (seeded, chosen, bytes_viewed):
         replaying = replayed_like_traced(f, calls)
         assert any("recording raised" in why for why in replaying.reasons.values())
+
+
+def test_an_array_allocated_from_a_comparison_is_followed_as_tracing_follows_it():
+    """np.array(m, dtype=float), np.zeros_like(k, dtype=float) of a comparison's or an index's
+    result are allocations, which tracing follows even of plain arrays: a traced value written
+    into one is replayed, where what a ufunc computes from such results alone is refused."""
+    def f(x):
+        m = x > 0
+        w = np.array(m, dtype=float)
+        w[~m] = x[~m]
+        v = np.zeros_like(np.argsort(x), dtype=float)
+        v += x
+        return (w * w).sum() + (v * x).sum()
+
+    calls = [(np.array(x),) for x in ([0.5, 1.25, -2.0, 0.3], [-0.5, 2.25, 2.0, 0.0],
+                                      [0.0, 1.0, 3.0, -1.0], [0.5, 1.25, -2.0, 0.3])]
+    replaying = replayed_like_traced(f, calls)
+    assert not replaying.reasons

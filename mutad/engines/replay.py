@@ -84,7 +84,7 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import as_floats, put_value
+from ..core.allocation import BUILDERS, FACTORIES, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, untraced_write, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
@@ -2746,7 +2746,7 @@ class Recorder:
                                            list(targets.values()))
         y = self._run(on_constants, call, args, kwargs, tape, written)
         depends = self.depends((*args, kwargs))
-        y = self.derive(y, depends, (args, kwargs))
+        y = self.derive(y, depends, () if _allocates(call) else (args, kwargs))
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
         return y
 
@@ -2910,6 +2910,17 @@ def _calling(function):
     def write(target, args, kwargs):
         function(*args, **kwargs)
     return write
+
+
+def _allocates(function):
+    """Whether ``function`` is one of NumPy's that make a new array (``np.array``,
+    ``np.zeros_like``, ``np.copy``), whose float result tracing follows, as an allocation,
+    even of plain arrays (``allocation.made_in``)."""
+    return getattr(function, "__name__", None) in _ALLOCATING \
+        and getattr(function, "__module__", None) == "numpy"
+
+
+_ALLOCATING = frozenset(FACTORIES + BUILDERS)
 
 
 def _writing_nothing(function):
