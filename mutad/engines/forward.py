@@ -24,9 +24,10 @@ from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
                                lists_as_arrays, stands_in, ufunc_operands)
-from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, alias_written,
+from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
+                        alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators,
-                        item_assignment_refused,
+                        item_assignment_refused, numpy_scalar,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
@@ -787,7 +788,8 @@ class Dual(ArrayMethods):
             return NotImplemented
         if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
             refuse_records(func, args)
-        return apply_function(func, args, kwargs, level)
+        y = apply_function(func, args, kwargs, level)
+        return numpy_scalar(args[0], y) if func in SCALAR_METHOD_FUNCTIONS and args else y
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None and np.dtype(dtype).kind in "iub":
@@ -892,7 +894,8 @@ class Dual(ArrayMethods):
 
     def astype(self, dtype, **kwargs):
         refuse_records(np.ndarray.astype, (self,))
-        return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)
+        return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
+                                                 self.level))
 
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"
