@@ -306,6 +306,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    python_number = type(y) in (float, complex)  # (promoted weakly, as NumPy does)
     y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
@@ -321,7 +322,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
                     "through the output would miss the argument's tangent. Return that view "
                     "of the tangent, or copy the output.")
             return Dual(y, dy, level)
-    return Dual(y, _tangent_for(y, dy, sources, level, owned), level)
+    return Dual(y, _tangent_for(y, dy, sources, level, owned), level, python_number)
 
 
 def _with_tangents(args, tangents):

@@ -46,7 +46,8 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
-from ..core.views import NDARRAY, itself, memory, overlaps_itself, owner, views, wrapped
+from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
+                          wrapped)
 from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -705,9 +706,13 @@ def _element_plan(pattern):
 def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    python_number = type(y) in (float, complex)
     y = inexact_output(y)
     if isinstance(y, np.inexact):  # NumPy's scalar (a dot product's): asked first
-        return fresh(y, tape), True
+        x = fresh(y, tape)
+        if python_number:  # (scipy.linalg.norm's by BLAS) promoted weakly, as NumPy does
+            weaken(x)
+        return x, True
     if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
         if y.dtype.kind not in "fc":
             return y, False
