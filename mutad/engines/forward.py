@@ -597,18 +597,23 @@ def apply_function(func, args, kwargs, level, rule=None):
     y, dy = rule(tangents, *primals, **kwargs)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
-    if out is None and type(y) is np.ndarray:
-        for x, p in zip(args, primals, strict=True):
-            if y is p and type(x) is Dual and x.level == level:
-                return x  # NumPy's result is the argument itself: np.atleast_1d(y) is y
+    if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
+        itself = _argument_itself(y, args, primals, level)
+        if itself is not None:
+            return itself
     if not complex_values and complex_among(y if isinstance(y, (tuple, list)) else (y,)):
         check_complex(function_name(func), rule)
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
     result = _wrap(y, dy, level, primals, tangents)
-    if type(result) is Dual and result.value.base is not None:
-        _viewing(result, args)
+    if out is None and type(result) in (list, tuple):  # (np.broadcast_arrays' arguments)
+        itself = [_argument_itself(yi, args, primals, level) for yi in y]
+        result = type(result)([item if x is None else x
+                               for x, item in zip(itself, result, strict=True)])
+    for item in result if type(result) in (list, tuple) else (result,):  # (np.split's views)
+        if type(item) is Dual and item.value.base is not None:
+            _viewing(item, args)
     if out is None:
         return result
     return _assign(out, result, level, function_name(func))
@@ -631,6 +636,16 @@ def _batched_rule(func, entry, rule, primals, out, level):
         return result
 
     return rule_of_the_batch
+
+
+def _argument_itself(y, args, primals, level):
+    """The dual among ``args`` whose primal is ``y`` itself (a plain array, or an enclosing
+    level's value), which NumPy's result then is; else None."""
+    if type(y) is np.ndarray or wrapped(y):
+        for x, p in zip(args, primals, strict=True):
+            if y is p and type(x) is Dual and x.level == level:
+                return x
+    return None
 
 
 def _viewing(view, args):

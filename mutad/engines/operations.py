@@ -717,6 +717,8 @@ def _output(tape, y, leaves):
         if y.dtype.kind not in "fc":
             return y, False
         for t in leaves:
+            if y is t.value:  # NumPy's result is the argument itself (np.broadcast_arrays')
+                return t, False
             if itself(y, t.value):  # the input itself: the same place
                 return Traced(y, t.buffer, tape, t.whole), False
         if memory(y).base is not None:
@@ -742,7 +744,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(name, rule)
     y, back = rule(*values, **kwargs)
-    if out is None and type(y) is np.ndarray:
+    if out is None and (type(y) is np.ndarray or wrapped(y)):  # (nested: an outer level's)
         for x, v in zip(args, values, strict=True):
             if y is v and type(x) is Traced and x.tape is tape:
                 return x  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -761,20 +763,20 @@ def apply_function(name, rule, args, kwargs, tape=None):
     for v in kwargs.values():
         freeze(tape, v)
     if isinstance(y, (tuple, list)):
-        wrapped = [_output(tape, yi, leaves) for yi in y]
-        items = [w for w, _ in wrapped]
+        outputs = [_output(tape, yi, leaves) for yi in y]
+        items = [w for w, _ in outputs]
         # Named tuples (eigh's EighResult) take their fields as separate arguments.
         result = type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     else:
-        wrapped = [_output(tape, y, leaves)]
-        result = wrapped[0][0]
-    created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
+        outputs = [_output(tape, y, leaves)]
+        result = outputs[0][0]
+    created = [w.buffer if is_fresh else None for w, is_fresh in outputs]
     if leaves and any(created):
         _record_function(tape, name, rule, back, args, values, kwargs, created,
                          multiple=isinstance(y, (tuple, list)), leaves=leaves)
         if tape.anomaly is not None:
             tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
-                                  [w for w, is_fresh in wrapped if is_fresh])
+                                  [w for w, is_fresh in outputs if is_fresh])
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
