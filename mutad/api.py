@@ -126,6 +126,8 @@ def _loss_and_aux(y):
 
 def _detached(x):
     if type(x) is Traced:
+        if x.weak:  # a Python number (s.item()): as it is in NumPy
+            return weak_value(x.value)
         x = x.value.copy()  # under an enclosing differentiation, an array it traces
     elif isinstance(x, np.ndarray):
         x = x.copy()  # the caller's integer arrays are put back after f returns
