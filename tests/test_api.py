@@ -580,6 +580,9 @@ def test_a_python_number_in_aux_comes_back_a_python_number():
     for replay in (False, True):
         (value, aux), grad = mutad.value_and_grad(f, has_aux=True, replay=replay)(x)
         assert [type(a) for a in aux] == [float, complex, np.float64] and aux == expected
+    # and vjp's outputs: x[0] is NumPy's scalar there (it came back a 0-d array)
+    y, back = mutad.vjp(lambda x: (x.sum().item(), x[0], x * 2.0), x)
+    assert [type(a) for a in y] == [float, np.float64, np.ndarray]
 
 
 def test_a_pair_without_has_aux_and_has_aux_without_a_pair():
