@@ -364,6 +364,8 @@ SCALAR_RESULTS = {
     "z[1].real": lambda a: (a * (1 + 2j))[1].real,
     "np.imag(z[1])": lambda a: np.imag((a * (1 + 2j))[1]),
     "x.sum().copy()": lambda a: a.sum().copy(),
+    "copy.copy(x[1])": lambda a: copy.copy(a[1]),
+    "copy.deepcopy(x.sum())": lambda a: copy.deepcopy(a.sum()),
 }
 
 

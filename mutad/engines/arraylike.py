@@ -572,10 +572,11 @@ class ArrayMethods(Tracer):
         return self._converted("pickling").__reduce__()
 
     def __copy__(self):
-        return self.copy()
+        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array)
+        return self if stands_for_scalar(self) else self.copy()
 
     def __deepcopy__(self, memo):
-        return self.copy()
+        return self.__copy__()
 
     def __delitem__(self, key):
         raise ValueError("cannot delete array elements")  # NumPy's error
