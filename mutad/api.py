@@ -30,7 +30,7 @@ from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
 from .engines.session import ReverseDifferentiation
 from .core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .core.views import memory, owner, wrapped
+from .core.views import memory, owner, stands_for_scalar, wrapped
 
 T = TypeVar("T")
 
@@ -126,10 +126,20 @@ def _loss_and_aux(y):
 
 def _detached(x):
     if type(x) is Traced:
-        x = x.value.copy()  # under an enclosing differentiation, an array it traces
-    elif isinstance(x, np.ndarray):
+        return _returned(x)
+    if isinstance(x, np.ndarray):
         x = x.copy()  # the caller's integer arrays are put back after f returns
     return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
+
+
+def _returned(t):
+    """Traced ``t``'s value as ``f`` returns it to the caller, detached (the reverse pass
+    rewinds every buffer): a Python number where it stands for one (``s.item()``), NumPy's
+    scalar where for one (``x[0]``, ``x.sum()``), else a copy of the array (under an
+    enclosing differentiation, an array it traces)."""
+    if t.weak:
+        return weak_value(t.value)
+    return t.value[()] if stands_for_scalar(t) else t.value.copy()
 
 
 @user_frames
@@ -299,8 +309,7 @@ def pullback(f: Callable[..., Any], *args: Any,
         raise
     outputs, rebuild = flatten(y)
     # Copies: the replay in back() rewinds every buffer, the outputs' too.
-    plain = [(weak_value(t.value) if t.weak else t.value.copy()) if type(t) is Traced else t
-             for t in outputs]
+    plain = [_returned(t) if type(t) is Traced else t for t in outputs]
     done: list[bool] = []
     left = d.caller_sums()  # the arguments as f left them, which back() reverses from
 

@@ -568,6 +568,23 @@ def test_has_aux_conventions_and_detached_aux():
         np.testing.assert_allclose(gradient, mutad.gradient(lambda x: loss_with_aux(x)[0], x)[0])
 
 
+def test_a_python_number_in_aux_comes_back_a_python_number():
+    """``s.item()`` in aux is a Python float, as NumPy gives it (it came back a float64 NumPy
+    scalar, which promotes a float32 array it multiplies to float64)."""
+    def f(x):
+        x *= 2.0
+        return (x * x).sum(), (x.sum().item(), x[0].item() * 1j, x.sum())
+
+    x = np.array([1.0, 2.0, 3.0])
+    expected = f(x.copy())[1]
+    for replay in (False, True):
+        (value, aux), grad = mutad.value_and_grad(f, has_aux=True, replay=replay)(x)
+        assert [type(a) for a in aux] == [float, complex, np.float64] and aux == expected
+    # and vjp's outputs: x[0] is NumPy's scalar there (it came back a 0-d array)
+    y, back = mutad.vjp(lambda x: (x.sum().item(), x[0], x * 2.0), x)
+    assert [type(a) for a in y] == [float, np.float64, np.ndarray]
+
+
 def test_a_pair_without_has_aux_and_has_aux_without_a_pair():
     x = np.ones(2)
     with pytest.raises(mutad.errors.NonScalarOutputError, match="has_aux=True"):

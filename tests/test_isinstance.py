@@ -34,7 +34,12 @@ def derived(x, k):
     return [x, k, s, x[-1], x.sum(), x[1:], x.T, x * 2.0, s * 2.0, s + k, k * k, -k,
             s.item(), x.sum().item() * 2.0, math.exp(s.real), np.sin(s), np.sin(k),
             x.reshape(-1, 1)[0], np.zeros(()), np.asarray(s), np.float64(s), work,
-            np.zeros(3), np.array([s, s]), list(x)[0], x.max(), np.dot(x, x)]
+            np.zeros(3), np.array([s, s]), list(x)[0], x.max(), np.dot(x, x),
+            # a NumPy scalar's methods, and the functions that call them, return scalars
+            s.copy(), s.astype(np.float32), s.astype(s.dtype), s.reshape(()), s.T, s.view(),
+            s.squeeze(), s.transpose(), s.real, s.imag, s.conj(), np.transpose(s),
+            np.reshape(s, ()), np.squeeze(s), np.real(s), np.imag(s), np.moveaxis(s, [], []),
+            np.angle(s), np.real_if_close(s), np.real_if_close(work), (s * 2.0).copy()]
 
 
 def observed(x, k, seen):
@@ -341,3 +346,85 @@ def test_a_device_arrays_values_are_its_librarys_arrays():
     mutad.gradient(functools.partial(f, seen=seen), x)
     mutad.jvp(functools.partial(f, seen=seen), (x,), (x,))
     assert seen == expected * 2 and expected[0][0]
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's scalars are values: what their methods return is one of its own
+
+
+SCALAR_RESULTS = {
+    "x[1].copy()": lambda a: a[1].copy(),
+    "x[1].astype(np.float64)": lambda a: a[1].astype(np.float64),
+    "x[1].astype(np.float32)": lambda a: a[1].astype(np.float32),
+    "x[1].reshape(())": lambda a: a[1].reshape(()),
+    "x[1].T": lambda a: a[1].T,
+    "x[1].squeeze()": lambda a: a[1].squeeze(),
+    "np.transpose(x[1])": lambda a: np.transpose(a[1]),
+    "np.squeeze(x[1])": lambda a: np.squeeze(a[1]),
+    "z[1].real": lambda a: (a * (1 + 2j))[1].real,
+    "np.imag(z[1])": lambda a: np.imag((a * (1 + 2j))[1]),
+    "x.sum().copy()": lambda a: a.sum().copy(),
+    "copy.copy(x[1])": lambda a: copy.copy(a[1]),
+    "copy.deepcopy(x.sum())": lambda a: copy.deepcopy(a.sum()),
+}
+
+
+def written_through_another_name(method):
+    def f(x):
+        v = method(x)
+        w = v  # another name for the same value
+        v += 1.0  # a new value for v: w keeps the old one, as Python does with numbers
+        v *= 3.0
+        return w * x[0] + v
+    return f
+
+
+@pytest.mark.parametrize("name", SCALAR_RESULTS)
+def test_a_numpy_scalars_methods_return_values_of_their_own(name):
+    """``x[1].copy()``, ``x[1].astype(...)`` and the other methods of a NumPy scalar (and the
+    functions that call them, ``np.transpose(s)``) return a scalar, as immutable as it is: an
+    augmented assignment rebinds the name. mutad returned a 0-d array, which the assignment
+    wrote in place, changing the value under the other name (a wrong value and gradient), or
+    a read-only view, which it refused."""
+    f = written_through_another_name(SCALAR_RESULTS[name])
+    x = np.array([0.3, -1.2, 2.0])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(f)(x)
+    assert value == f(x.copy()) and x.tobytes() == before
+    if "float32" not in name:  # (finite differences of float32 roundings are not its derivative)
+        mutad.check_grads(f, x, order=2)
+    y, dy = mutad.jvp(f, (x,), (np.ones(3),))
+    assert y == value and np.isclose(dy, grad.sum())
+    assert mutad.grad(f, replay=True)(x).tolist() == grad.tolist()
+
+
+def test_a_real_arrays_conj_is_the_array_itself():
+    """``x.conj()`` and ``x.conjugate()`` of a real array return the array itself (as NumPy's
+    methods do; ``np.conj(x)`` is a new array): a write into it is a write into ``x``."""
+    def f(x):
+        y = x.conj()
+        y *= 2.0
+        x.conjugate()[0] = 5.0
+        return (x * x).sum() * (2.0 if x.conj() is x else 3.0) + np.conj(x).sum()
+
+    x = np.array([0.3, -1.2, 2.0])
+    value, grad = mutad.value_and_grad(f)(x)
+    assert value == f(x.copy())
+    assert grad.tolist() == [0.0, 2 * 2 * 2 * 2 * -1.2 + 2.0, 2 * 2 * 2 * 2 * 2.0 + 2.0]
+    assert mutad.jvp(f, (x,), (np.ones(3),))[1] == grad.sum()
+
+
+def test_angle_of_a_real_array_has_numpys_dtype():
+    """``np.angle`` of a real float32 array is float32, as NumPy's ``arctan2(0, x)`` gives
+    (mutad's was float64), and of an element a NumPy scalar."""
+    x = np.array([0.3, -1.2, 2.0], np.float32)
+    seen = []
+
+    def f(x):
+        a, s = np.angle(x), np.angle(x[1], deg=True)
+        seen.append((a.dtype, isinstance(s, np.float32)))
+        return (a * x).sum() + s * x[1]
+
+    value, grad = mutad.value_and_grad(f)(x)
+    assert value == f(x.copy()) and seen[0] == seen[1] == (np.float32, True)
+    assert grad.tolist() == [0.0, np.float32(np.pi) + np.float32(180.0), 0.0]

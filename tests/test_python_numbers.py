@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import mutad
 
@@ -53,7 +54,15 @@ def strong_numpy_scalar(u, k):
     return (u * np.sin(k)).sum() + (u * k).sum()  # np.sin(k) is a float64 NumPy scalar
 
 
-PROGRAMS = [product, arithmetic_on_k, element_loop, in_place, functions, strong_numpy_scalar]
+def python_float_of_scipy(u, k):
+    # scipy.linalg.norm of a vector is BLAS's nrm2, a Python float: weak as k is (a float32 u
+    # times it stays float32; mutad's was a float64 NumPy scalar, which widened the product)
+    n = scipy.linalg.norm(u * k)
+    return ((u * n) ** 2).sum() + n * k
+
+
+PROGRAMS = [product, arithmetic_on_k, element_loop, in_place, functions, strong_numpy_scalar,
+            python_float_of_scipy]
 
 
 def same(a, b):

@@ -238,3 +238,17 @@ def test_hessenberg_of_a_real_matrix_in_a_complex_array_is_refused():
     with pytest.raises(UnsupportedOperationError, match="already zero"):
         mutad.gradient(lambda a: np.sum(np.abs(scipy.linalg.hessenberg(a)) ** 2),
                        GENERAL.astype(complex))
+
+
+def test_expm_of_a_float16_matrix_has_the_gradient_of_scipys_float32_values():
+    """SciPy computes expm of float16 in float32; the gradient's Fréchet derivative was
+    computed in float16, where it overflowed (SciPy's lu_factor then raised on infinities)."""
+    a = np.array([[0.3, -1.2, 2.0], [0.5, 0.1, -0.4], [1.5, 0.2, 0.7]])
+    w = np.arange(9.0).reshape(3, 3)
+    f = lambda m: np.sum(scipy.linalg.expm(m) * w)  # noqa: E731
+    a16 = a.astype(np.float16)
+    before = a16.tobytes()
+    value, grad = mutad.value_and_grad(f)(a16)
+    assert value == f(a16.copy()) and a16.tobytes() == before and grad.dtype == np.float16
+    expected = mutad.grad(f)(a16.astype(np.float64))
+    np.testing.assert_allclose(grad, expected, rtol=2e-3, atol=2e-3)

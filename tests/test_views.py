@@ -598,7 +598,7 @@ def bases_of_function_views(u):
     y = u * 1.0
     total = (u * u).sum()
     for view in (y.reshape(2, 2), y.T, np.ravel(y), y.reshape(2, 2).diagonal(),
-                 np.broadcast_to(y, (2, 4))):
+                 np.broadcast_to(y, (2, 4)), *np.split(y, 2)):
         total += u.sum() * (2.0 if view.base is y else 1.0)  # NumPy: True for each
     return total
 
@@ -630,6 +630,32 @@ def returns_its_argument(u, identity=True):
     v = np.atleast_1d(y)  # NumPy: y itself
     v *= 2.0              # so y is doubled too
     return (y * u).sum() + (u[0] * (v is y) if identity else 0.0)
+
+
+ITSELF = {  # functions NumPy answers with their argument itself, for a real 1-d array
+    "np.atleast_1d": np.atleast_1d, "np.real": np.real, "np.squeeze": np.squeeze,
+    "np.asarray": np.asarray, "a.conj()": lambda a: a.conj(), "a.real": lambda a: a.real,
+    "np.require": np.require, "a.astype(copy=False)": lambda a: a.astype(a.dtype, copy=False),
+    "np.broadcast_arrays": lambda a: np.broadcast_arrays(a, a)[0]}
+
+
+@pytest.mark.parametrize("name", ITSELF)
+def test_functions_numpy_answers_with_the_argument_itself(name):
+    """``np.real(a) is a`` and ``np.squeeze(a) is a`` in NumPy (a real array, nothing to
+    squeeze); mutad's reverse mode gave a view, so ``is`` took the other branch, and so did
+    every such function under a nested differentiation (the second derivative of another
+    branch than the value's)."""
+    def f(u):
+        y = np.exp(u)
+        v = ITSELF[name](y)
+        v *= 2.0
+        return (y * u).sum() + u[0] * (3.0 if v is y else 5.0)
+
+    u = np.array([0.1, 0.2, 0.3])
+    expected = f(u.copy())
+    assert mutad.value_and_grad(f)(u)[0] == expected
+    assert mutad.jvp(f, (u,), (np.ones(3),))[0] == expected
+    mutad.check_grads(f, u, order=2)
 
 
 def test_a_function_numpy_answers_with_its_argument_gives_the_argument():

@@ -333,17 +333,54 @@ def _fast_powers(power, power_in_place):
 
 FORWARDED = ("sum", "mean", "prod", "max", "min", "var", "std", "cumsum", "cumprod", "ravel",
              "swapaxes", "squeeze", "dot", "clip", "diagonal", "trace", "take", "repeat",
-             "argmax", "argmin", "argsort", "nonzero", "any", "all", "round", "conj",
-             "conjugate", "searchsorted", "argpartition", "choose")
+             "argmax", "argmin", "argsort", "nonzero", "any", "all", "round",
+             "searchsorted", "argpartition", "choose")
 """ndarray methods that are the NumPy function of the same name, called on the array (not
 ``ptp``, which NumPy 2 removed from its arrays)."""
+
+SCALAR_METHOD_FUNCTIONS = frozenset({
+    np.transpose, np.permute_dims, np.matrix_transpose, np.moveaxis, np.swapaxes, np.reshape,
+    np.squeeze, np.take, np.clip, np.round, np.around, np.real, np.imag})
+"""NumPy functions that call the method of their argument's name on what is not an ndarray
+(``_wrapfunc``, or the ``.real`` attribute): of a NumPy scalar they return what the scalar's
+method does, a scalar where an array's would return a 0-d array (``numpy_scalar``)."""
+
+
+def _by_mutad(frame):
+    """Whether mutad's own code made the call ``frame`` runs, past the allocation mode's
+    wrappers of NumPy's functions, which pass the program's calls on."""
+    while frame.f_globals.get("__name__") == _MODE and frame.f_back is not None:
+        frame = frame.f_back
+    return str(frame.f_globals.get("__name__")).partition(".")[0] == "mutad"
+
+
+_MODE = Preexisting.__module__  # (the allocation mode's module)
+
+
+def numpy_scalar(x, y):
+    """``y``, a method's result (or a ``SCALAR_METHOD_FUNCTIONS``' one) for ``x``, as NumPy
+    gives it: where ``x`` stands for a NumPy scalar, a 0-d ``y`` is a scalar too (its methods
+    return ``PyArray_Return`` of the array method's result), a value of its own and immutable
+    (``stands_for_scalar``), not a writeable array or a view of ``x``: writing into it would
+    otherwise write through every other name of it (``v = x[0].copy(); w = v; v += 1``).
+    For the program's calls (and NumPy's and SciPy's code), not mutad's rules: they compute
+    with an enclosing differentiation's values as with plain 0-d arrays, whose methods return
+    arrays (a view there is the view the rule's result is)."""
+    if wrapped(y) and memory(y).ndim == 0 and not stands_for_scalar(y) \
+            and wrapped(x) and stands_for_scalar(x) \
+            and not _by_mutad(sys._getframe(2)):  # (the caller of the method calling this)
+        y = np.copy(y)
+        memory(y).flags.writeable = False
+        if x.weak:  # a Python number's part (z.imag): a Python float
+            weaken(y)
+    return y
 
 
 def _call(name):
     func = getattr(np, name)
 
     def method(self, *args, **kwargs):
-        return func(self, *args, **kwargs)
+        return numpy_scalar(self, func(self, *args, **kwargs))
 
     method.__name__ = name
     method.__doc__ = f"As ``ndarray.{name}``; differentiated through ``np.{name}``."
@@ -371,11 +408,12 @@ class ArrayMethods(Tracer):
     strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
         "x.strides = ...", "use indexing or reshape for views."))
     flags = property(lambda self: Flags(self.value.flags))
-    T = property(lambda self: np.transpose(self))
+    T = property(lambda self: self if stands_for_scalar(self) else np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
     # Of a complex array, views of its memory (writing them writes the array); of a real one,
     # the array itself, and read-only zeros, as NumPy gives.
-    real = property(lambda self: np.real(self) if self.dtype.kind == "c" else self,
+    real = property(lambda self: numpy_scalar(self, np.real(self)) if self.dtype.kind == "c"
+                    else self,
                     lambda self, value: np.real(self).__setitem__(Ellipsis, value))
 
     def _set_imaginary_part(self, value):
@@ -383,7 +421,7 @@ class ArrayMethods(Tracer):
             raise TypeError("array does not have imaginary part to set")  # NumPy's error
         np.imag(self)[...] = value
 
-    imag = property(lambda self: np.imag(self), _set_imaginary_part)
+    imag = property(lambda self: numpy_scalar(self, np.imag(self)), _set_imaginary_part)
     device = property(lambda self: self.value.device)
 
     @property
@@ -550,10 +588,11 @@ class ArrayMethods(Tracer):
         return self._converted("pickling").__reduce__()
 
     def __copy__(self):
-        return self.copy()
+        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array)
+        return self if stands_for_scalar(self) else self.copy()
 
     def __deepcopy__(self, memo):
-        return self.copy()
+        return self.__copy__()
 
     def __delitem__(self, key):
         raise ValueError("cannot delete array elements")  # NumPy's error
@@ -638,17 +677,25 @@ class ArrayMethods(Tracer):
         return weak_arithmetic(result) if self.weak else result
 
     def reshape(self, *shape, **kwargs):
-        return np.reshape(self, shape[0] if len(shape) == 1 else shape, **kwargs)
+        return numpy_scalar(self, np.reshape(self, shape[0] if len(shape) == 1 else shape,
+                                             **kwargs))
 
     def transpose(self, *axes):
         """As ``ndarray.transpose``: axes as one tuple or as separate arguments."""
-        return np.transpose(self, axes[0] if len(axes) == 1 else axes or None)
+        return numpy_scalar(self, np.transpose(self, axes[0] if len(axes) == 1 else axes or None))
 
     def flatten(self, order="C"):
         return np.ravel(self, order=order).copy()
 
     def copy(self, order="C"):
-        return np.copy(self, order=order)
+        return numpy_scalar(self, np.copy(self, order=order))
+
+    def conj(self):
+        """As ``ndarray.conj``: of a real array, the array itself (not a copy, as ``np.conj``
+        makes)."""
+        return np.conjugate(self) if self.dtype.kind == "c" else self
+
+    conjugate = conj
 
     def sort(self, axis=-1, kind=None, order=None):
         """Sorts in place, as ``ndarray.sort``."""
@@ -682,7 +729,7 @@ class ArrayMethods(Tracer):
         if isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray):
             dtype, type = None, dtype
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
-            return self[...]
+            return self if stands_for_scalar(self) else self[...]
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
             y = memory(self).view(dtype)  # NumPy's view, and its error
             whole = owner_view(self)

@@ -24,9 +24,10 @@ from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
                                lists_as_arrays, stands_in, ufunc_operands)
-from .arraylike import (ArrayMethods, carries_derivative, alias_read_after_write, alias_written,
+from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
+                        alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators,
-                        item_assignment_refused,
+                        item_assignment_refused, numpy_scalar,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
@@ -305,6 +306,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
         dys = dy if dy is not None else (None,) * len(y)
         items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    python_number = type(y) in (float, complex)  # (promoted weakly, as NumPy does)
     y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
@@ -320,7 +322,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
                     "through the output would miss the argument's tangent. Return that view "
                     "of the tangent, or copy the output.")
             return Dual(y, dy, level)
-    return Dual(y, _tangent_for(y, dy, sources, level, owned), level)
+    return Dual(y, _tangent_for(y, dy, sources, level, owned), level, python_number)
 
 
 def _with_tangents(args, tangents):
@@ -595,18 +597,23 @@ def apply_function(func, args, kwargs, level, rule=None):
     y, dy = rule(tangents, *primals, **kwargs)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
-    if out is None and type(y) is np.ndarray:
-        for x, p in zip(args, primals, strict=True):
-            if y is p and type(x) is Dual and x.level == level:
-                return x  # NumPy's result is the argument itself: np.atleast_1d(y) is y
+    if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
+        itself = _argument_itself(y, args, primals, level)
+        if itself is not None:
+            return itself
     if not complex_values and complex_among(y if isinstance(y, (tuple, list)) else (y,)):
         check_complex(function_name(func), rule)
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
     result = _wrap(y, dy, level, primals, tangents)
-    if type(result) is Dual and result.value.base is not None:
-        _viewing(result, args)
+    if out is None and type(result) in (list, tuple):  # (np.broadcast_arrays' arguments)
+        itself = [_argument_itself(yi, args, primals, level) for yi in y]
+        result = type(result)([item if x is None else x
+                               for x, item in zip(itself, result, strict=True)])
+    for item in result if type(result) in (list, tuple) else (result,):  # (np.split's views)
+        if type(item) is Dual and item.value.base is not None:
+            _viewing(item, args)
     if out is None:
         return result
     return _assign(out, result, level, function_name(func))
@@ -629,6 +636,16 @@ def _batched_rule(func, entry, rule, primals, out, level):
         return result
 
     return rule_of_the_batch
+
+
+def _argument_itself(y, args, primals, level):
+    """The dual among ``args`` whose primal is ``y`` itself (a plain array, or an enclosing
+    level's value), which NumPy's result then is; else None."""
+    if type(y) is np.ndarray or wrapped(y):
+        for x, p in zip(args, primals, strict=True):
+            if y is p and type(x) is Dual and x.level == level:
+                return x
+    return None
 
 
 def _viewing(view, args):
@@ -787,7 +804,8 @@ class Dual(ArrayMethods):
             return NotImplemented
         if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
             refuse_records(func, args)
-        return apply_function(func, args, kwargs, level)
+        y = apply_function(func, args, kwargs, level)
+        return numpy_scalar(args[0], y) if func in SCALAR_METHOD_FUNCTIONS and args else y
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None and np.dtype(dtype).kind in "iub":
@@ -892,7 +910,8 @@ class Dual(ArrayMethods):
 
     def astype(self, dtype, **kwargs):
         refuse_records(np.ndarray.astype, (self,))
-        return apply_function(np.ndarray.astype, (self, dtype), kwargs, self.level)
+        return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
+                                                 self.level))
 
     def __repr__(self):
         return f"Dual({self.value!r}, tangent={self.tangent!r})"

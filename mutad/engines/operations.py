@@ -46,7 +46,8 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
-from ..core.views import NDARRAY, itself, memory, overlaps_itself, owner, views, wrapped
+from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
+                          wrapped)
 from .writes import ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -705,13 +706,19 @@ def _element_plan(pattern):
 def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    python_number = type(y) in (float, complex)
     y = inexact_output(y)
     if isinstance(y, np.inexact):  # NumPy's scalar (a dot product's): asked first
-        return fresh(y, tape), True
+        x = fresh(y, tape)
+        if python_number:  # (scipy.linalg.norm's by BLAS) promoted weakly, as NumPy does
+            weaken(x)
+        return x, True
     if isinstance(y, np.ndarray) or wrapped(y) or is_device(y):
         if y.dtype.kind not in "fc":
             return y, False
         for t in leaves:
+            if y is t.value:  # NumPy's result is the argument itself (np.broadcast_arrays')
+                return t, False
             if itself(y, t.value):  # the input itself: the same place
                 return Traced(y, t.buffer, tape, t.whole), False
         if memory(y).base is not None:
@@ -737,7 +744,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(name, rule)
     y, back = rule(*values, **kwargs)
-    if out is None and type(y) is np.ndarray:
+    if out is None and (type(y) is np.ndarray or wrapped(y)):  # (nested: an outer level's)
         for x, v in zip(args, values, strict=True):
             if y is v and type(x) is Traced and x.tape is tape:
                 return x  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -756,20 +763,20 @@ def apply_function(name, rule, args, kwargs, tape=None):
     for v in kwargs.values():
         freeze(tape, v)
     if isinstance(y, (tuple, list)):
-        wrapped = [_output(tape, yi, leaves) for yi in y]
-        items = [w for w, _ in wrapped]
+        outputs = [_output(tape, yi, leaves) for yi in y]
+        items = [w for w, _ in outputs]
         # Named tuples (eigh's EighResult) take their fields as separate arguments.
         result = type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     else:
-        wrapped = [_output(tape, y, leaves)]
-        result = wrapped[0][0]
-    created = [w.buffer if is_fresh else None for w, is_fresh in wrapped]
+        outputs = [_output(tape, y, leaves)]
+        result = outputs[0][0]
+    created = [w.buffer if is_fresh else None for w, is_fresh in outputs]
     if leaves and any(created):
         _record_function(tape, name, rule, back, args, values, kwargs, created,
                          multiple=isinstance(y, (tuple, list)), leaves=leaves)
         if tape.anomaly is not None:
             tape.anomaly.produced(tape.records[-1], [*values, *kwargs.values()],
-                                  [w for w, is_fresh in wrapped if is_fresh])
+                                  [w for w, is_fresh in outputs if is_fresh])
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")

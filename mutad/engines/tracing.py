@@ -44,9 +44,10 @@ import types
 import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in
-from .arraylike import (OPERATORS, install_operators, item_assignment_refused, lost_tangent,
+from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
+                        item_assignment_refused, lost_tangent,
                         holds_records, out_computation, put_right, records_key, records_write,
-                        refuse_records,
+                        numpy_scalar, refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
@@ -168,7 +169,8 @@ class TracedDispatch:
             return NotImplemented
         if holds_records(args) and not lookup(func).nondifferentiable:
             refuse_records(func, args)
-        return apply_array_function(func, args, kwargs, self.tape)
+        y = apply_array_function(func, args, kwargs, self.tape)
+        return numpy_scalar(args[0], y) if func in SCALAR_METHOD_FUNCTIONS and args else y
 
     # indexing -------------------------------------------------------------------------------
 
@@ -232,8 +234,8 @@ class TracedDispatch:
 
     def astype(self, dtype, **kwargs):
         refuse_records(np.ndarray.astype, (self,))
-        return apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse, (self, dtype),
-                              kwargs)
+        return numpy_scalar(self, apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse,
+                                                 (self, dtype), kwargs))
 
 
 def install_dispatch(cls, methods):

@@ -61,9 +61,12 @@ def _expm_rule(a):
             # traced by an outer differentiation: by expm itself, which it differentiates
             return (_frechet(transpose(a), dy),)
         # plain arrays: SciPy's expm_frechet, a matrix at a time, at a quarter of the cost
+        # (in double precision: SciPy's expm of float16 computes in float32, its Fréchet
+        # derivative in the matrix's own dtype, where it overflows)
         da = np.empty(np.shape(a), np.result_type(a, dy, float))
         for index in np.ndindex(np.shape(a)[:-2]):
-            da[index] = _linalg.expm_frechet(transpose(a[index]), dy[index], compute_expm=False)
+            da[index] = _linalg.expm_frechet(transpose(a[index]).astype(da.dtype),
+                                             dy[index].astype(da.dtype), compute_expm=False)
         return (da,)
 
     return y, back

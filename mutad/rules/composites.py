@@ -707,13 +707,16 @@ def diagflat(v, k=0):
 def angle(z, deg=False):
     if np.iscomplexobj(z):
         y = np.arctan2(np.imag(z), np.real(z))
-    else:  # 0 or pi by the sign bit, as NumPy's arctan2(0, x): a constant
-        y = np.where(np.isnan(z), np.nan, np.where(np.signbit(z), np.pi, 0.0))
+    else:  # 0 or pi by the sign bit, as NumPy's arctan2(0, x): a constant of its dtype (the
+        # float of x's size: float32 for float32), a scalar for 0-d
+        y = np.where(np.isnan(z), np.nan, np.where(np.signbit(z), np.pi, 0.0)).astype(
+            np.result_type(z.dtype, np.float16))[()]
     return y * (180 / np.pi) if deg else y
 
 
 @defcomposite(np.real_if_close)
 def real_if_close(a, tol=100):
+    a = np.asanyarray(a, like=a)  # as NumPy's: an array (a scalar's copy), dispatched
     if not np.iscomplexobj(a):
         return a  # a real array is its own real part
     if tol > 1:  # NumPy's reading: in units of the machine epsilon

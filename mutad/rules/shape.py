@@ -34,13 +34,13 @@ def linear_map(func, transpose):
     ``transpose(dy, a, *rest, **kwargs)``, called with ``func``'s own arguments except that
     ``a`` is a :class:`Template` (a linear map's transpose needs no values of ``a``). A
     function that hands ``a`` back unchanged (``np.real`` of a real array, ``np.squeeze`` of
-    one without axes of length 1) gives a view of it, which shares its shadow."""
+    one without axes of length 1) gives the traced argument itself, as NumPy gives ``a``
+    (``np.real(a) is a``): nothing is recorded (``operations.apply_function``)."""
 
     def rule(a, *rest, **kwargs):
         template = Template(a)
         y = func(a, *rest, **kwargs)
-        return (a.view() if y is a else y,
-                lambda dy: (transpose(dy, template, *rest, **kwargs),))
+        return y, lambda dy: (transpose(dy, template, *rest, **kwargs),)
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func, leading=1)(rule)
@@ -493,16 +493,14 @@ if hasattr(np, "unstack"):  # NumPy 2.1 and later
 
 def atleast_rule(func):
     """``atleast_nd(*arys)`` reshapes each argument; one argument gives one array, several a
-    tuple. One argument that already has enough dimensions comes back itself, as NumPy gives it
-    (the engines hand back the traced argument: ``np.atleast_1d(y) is y``); among several, as a
-    view of itself."""
+    tuple. An argument that already has enough dimensions comes back itself, as NumPy gives it
+    (the engines hand back the traced argument: ``np.atleast_1d(y) is y``)."""
 
     def rule(*arys):
         ys = func(*arys)
         shapes = [np.shape(x) for x in arys]
         if len(arys) == 1:
             return ys, lambda dy: (np.reshape(dy, shapes[0]),)
-        ys = tuple(x.view() if y is x else y for x, y in zip(arys, ys, strict=True))
 
         def back(dys):
             return tuple(None if dy is None else np.reshape(dy, shape)
@@ -524,19 +522,14 @@ for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
     atleast_rule(_func)
 
 
-def _itself(x):
-    return x if wrapped(x) else x.view()
-
-
 @defrule(np.broadcast_arrays)
 def broadcast_arrays(*args, subok=False):
-    """NumPy's views: an argument it returns as itself comes back as a view of itself (an
-    array an outer differentiation traces, under nested reverse mode, comes back as itself,
-    which the core also reads as a view); the others are broadcasts, writeable as NumPy makes
-    them, whose shadows the core accumulates element by element of memory."""
+    """NumPy's views: an argument it returns as itself comes back itself (the engines hand
+    back the traced argument); the others are broadcasts, writeable as NumPy makes them, whose
+    shadows the core accumulates element by element of memory."""
     shapes = [np.shape(x) for x in args]
     shape = np.broadcast_shapes(*shapes)
-    ys = tuple(_itself(x) if (isinstance(x, np.ndarray) or wrapped(x) or is_device(x))
+    ys = tuple(x if (isinstance(x, np.ndarray) or wrapped(x) or is_device(x))
                and x.shape == shape else y for x, y in zip(args, np.broadcast_arrays(*args, subok=subok), strict=True))
 
     def back(dys):
