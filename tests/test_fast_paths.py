@@ -13,6 +13,7 @@ import mutad
 from mutad.core.shadows import Buffer, Place
 from mutad.core.trees import flatten
 from mutad.engines import elementwise, operations, reverse, tracing, writes
+from mutad.engines.recompute import Held
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
 
@@ -614,6 +615,51 @@ def test_reads_are_folded_only_where_nothing_else_can_reach_their_values():
         kinds = [type(r).__name__ for r in d.tape.records]
     assert kinds.count("Gathered") == 3 * 3
     assert kinds.count("ElementsRead") == 3 * 8
+
+
+def test_the_reads_of_an_arguments_element_share_one_pair_of_place_and_key():
+    """The records of the reads of one element of an argument, on every step of a loop, hold
+    one ``(place, key)`` pair (as its views share one place); reads of an element of a
+    temporary, and reads by other keys, hold pairs of their own."""
+    def reads(a):
+        z = a * 1.0
+        s = 0.0
+        for _ in range(3):
+            s = s + a[1] * a[-1] + a[1:][0] + z[1]
+            kept = a[1]
+            s = s + kept + z[1]
+        return s
+
+    with ReverseDifferentiation("restore") as d:
+        d.call(reads, d.wrap([np.arange(1.0, 5.0)]))
+        pairs = [inputs for r in d.tape.records
+                 for inputs in ([r.inputs] if type(r) is elementwise.Gathered else
+                                [x for x in r.inputs if type(x) is tuple])]
+    held = [pair for pair in pairs if type(pair[0].buffer.ref) is Held]
+    whole = [pair for pair in held if pair[0].whole]
+    assert sorted(pair[1] for pair in whole) == [-1] * 3 + [1] * 6  # a[1], a[-1], kept
+    assert len({id(pair) for pair in whole}) == 2
+    view = [pair for pair in held if not pair[0].whole]
+    assert len(view) == 3 and len({id(pair) for pair in view}) == 1  # a[1:][0]
+    temporary = [pair for pair in pairs if type(pair[0].buffer.ref) is not Held]
+    assert len(temporary) == 6 and len({id(pair) for pair in temporary}) == 6  # z[1]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("name", ["read", "seidel", "lu", "cholesky", "elements", "aliases"])
+def test_shared_pairs_of_reads_give_the_bits_of_pairs_of_their_own_in_every_mode(
+        name, monkeypatch):
+    """The reads of an argument's elements sharing their pairs against each read's own pair
+    (no buffer taken as an argument's): the same values and derivatives bit for bit, by each
+    policy, under a budget and anomaly detection, recorded and replayed, nested and beside
+    forward mode."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(14))
+    with np.errstate(all="ignore"):
+        shared = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(tracing, "Held", type("Other", (), {}))
+            assert _bits(_by_every_mode(f, args)) == shared
 
 
 def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():

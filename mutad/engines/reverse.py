@@ -68,7 +68,9 @@ class ReverseTape(Tape):
         # recomputation would have to be traced too: only the outermost recomputes (and not
         # a replay's: ``recomputes``, it keeps what tracing kept)
         self.recomputation = Recomputation(memory) if outer is None and recomputes else None
-        self.places = {}  # the places of arguments' views records name, each made once
+        # the places of arguments' views records name, and the reads of their elements
+        # (``tracing.getitem``), each made once
+        self.places = {}
         self.caller = caller
         self.lines = {}  # each ``where`` its records name, one tuple for all (``caller``)
         self.anomaly = anomaly()

@@ -59,6 +59,7 @@ from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, assign, door,
                          fast_ufunc)
 from ..core.registry import NO_RULE, RULES, lookup
+from .recompute import Held
 from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
                       innermost, locate, plain, values_at, view_of)
 from ..core.shadows import overlapping
@@ -335,9 +336,15 @@ def getitem(x, key):
         return view_of(x, y, tape)
     yt = fresh(y, tape)
     source = locate(x, tape)
+    read = (source, key)
     if not basic:
         freeze(tape, key)
-    tape.record(Gathered(operator.getitem, (source, key), None, yt.buffer, None,
+    elif source is not None and type(source.buffer.ref) is Held:
+        # One element of an argument (a basic key that gave no view: integers): a loop reads
+        # each on every step, so its records share one pair, as its views share one place
+        # (``reverse.place_of``), rather than each keeping a pair and the loop's key
+        read = tape.places.setdefault(read, read)
+    tape.record(Gathered(operator.getitem, read, None, yt.buffer, None,
                          (not basic and _has_integer_array(key)) or overlapping(source)))
     return yt
 
