@@ -1439,6 +1439,34 @@ def made_in(y, func, args, kwargs, caller):
     return y
 
 
+def without_derivative(y, args, kwargs, level):
+    """``y = func(*args, **kwargs)``, a function without a derivative of traced values
+    (``np.floor(x)``, ``x > 0``, ``np.argsort(x)``), as tracing hands it to the user's code:
+    a new float array as a constant of the differentiations (``np.floor(x) + 1``, then a
+    traced value written into it, is followed, as a recording follows it: ``Recorder.derive``),
+    a new integer or boolean one as a stand-in of itself, so that the floats computed from it
+    are constants too (``w = (x > 0).astype(float)``, ``np.where(x > 0, 1.0, 0.5)``). Its
+    values are NumPy's; no derivative flows through them. NumPy's, SciPy's and mutad's own
+    code gets ``y`` as it is, and so does the differentiation of ``level`` where it is not
+    the innermost (the primal computation of a forward-mode one inside it: the inner one
+    holds the result)."""
+    if type(y) in (tuple, list) and not hasattr(y, "_fields"):  # np.nonzero's, np.modf's
+        return type(y)(without_derivative(item, args, kwargs, level) for item in y)
+    if type(y) is not np.ndarray or not y.ndim or not _in_mode() \
+            or ACTIVE.running[-1].level != level:
+        return y
+    frame = sys._getframe(1)
+    while frame is not None and _top(frame.f_globals) == "mutad":
+        frame = frame.f_back
+    if frame is None or internal(frame):
+        return y
+    if _allocated(y, args, kwargs):
+        return allocate(y)
+    if _counting(y, args, kwargs):
+        return _own_stand_in(y)
+    return y
+
+
 def _own_stand_in(y):
     """A new integer or boolean array ``y`` (nothing else holds it) as a stand-in of itself
     that owns its memory, as ``y`` did (``.base is None``, ``resize``): a copy of it."""

@@ -1373,11 +1373,9 @@ def untraced_write(what):
         "module-level work buffer, a default argument, a cache) or by an enclosing "
         "differentiation, or one made inside the function by a call the allocation mode does "
         "not follow (np.frombuffer, a draw from a generator made before the differentiation, "
-        "a copy of an array reached only through a list or an object's attributes, floats "
-        "computed from a boolean or integer array that a traced value decided: "
-        "(x > 0).astype(float), np.where(x > 0, 1.0, 0.0)). Allocate it inside the function "
-        "(np.zeros, np.empty, u = U0.copy(), np.array(a); m = np.zeros(n); m[x > 0] = 1.0), "
-        "which is followed, or pass it as an argument.")
+        "a copy of an array reached only through a list or an object's attributes). Allocate "
+        "it inside the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is "
+        "followed, or pass it as an argument.")
 
 
 def lost_tangent(what):

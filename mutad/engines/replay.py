@@ -86,7 +86,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import out_position, untraced_write, weak
+from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -2209,11 +2209,6 @@ class Recorder:
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
-        # Those of them tracing holds as plain arrays (a comparison's, np.round's result): by
-        # id, the buffer kept so that the id stays its own. Tracing refuses to write a traced
-        # value into one (the gradient would be lost there), and so does the recording
-        # (``_into_plain``), where such an array is a constant it could follow.
-        self.plain = {}
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
@@ -2284,7 +2279,6 @@ class Recorder:
         finally:
             soft, self.soft = self.soft, None
             self.leave()
-        self._into_plain((args, kwargs))
         if soft and self.reason is None:
             if any(_stands_in(record) for record in self.tape.records[before:]):
                 self.refuse("a value recomputed in the reverse pass inside an operation the "
@@ -2521,7 +2515,6 @@ class Recorder:
             # number to the functions it is handed to), as tracing holds a scalar result
             t = constant(fresh_value(y) if isinstance(y, np.generic) else y, self.tape)
             self.derived.add(id(t.buffer))
-            self.plain[id(t.buffer)] = t.buffer
             return t
         return y
 
@@ -2574,16 +2567,7 @@ class Recorder:
         finally:
             self.ready = True
             self.leave()
-        self._into_plain((args, kwargs))
         return y
-
-    def _into_plain(self, tree):
-        """After an operation on ``tree``: raises tracing's error where it wrote a traced value
-        into an array tracing holds as a plain one (``plain``), which tracing refuses."""
-        if self.plain and any(not x.buffer.constant and id(x.buffer) in self.plain
-                              for x in within(tree, Traced)):
-            raise untraced_write("a write into an array computed by a function without a "
-                                 "derivative (np.round, np.sign, a comparison, an index)")
 
     def raised(self, error):
         """An operation raised ``error`` while recording: Python may catch it and go on (a
