@@ -241,3 +241,56 @@ def test_results_without_a_derivative_are_numpys_arrays_to_the_program():
     mutad.check_jvp(f, x)
     replayed_like_traced(f, [(x,), (-x,), (x[::-1].copy(),)])
 
+
+def test_assertions_of_numpy_testing_on_traced_values_in_both_modes_and_replayed():
+    """np.testing's assertions read the values of traced arrays (no number comes back):
+    differentiated through, in both modes, and a replay asserts again on its own values.
+    Regression: NumPy's code converted the traced arrays, refused as cutting a gradient."""
+    from numpy.testing import assert_array_less
+
+    def f(x):
+        y = np.exp(x)
+        np.testing.assert_allclose(np.log(y), x, rtol=1e-12)
+        np.testing.assert_array_almost_equal(y, np.exp(x))
+        np.testing.assert_equal(y.shape, (3,))
+        assert_array_less(0.0, [y[0], y[1]])
+        np.testing.assert_array_less(x, 1.0)
+        return (y * y).sum()
+
+    x = np.array([0.2, -0.4, 0.7])
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    replaying = replayed_like_traced(f, [(x,), (x - 0.5,), (x * 0.5,)])
+    with pytest.raises(AssertionError):
+        replaying(x + 1.0)  # x[2] > 1: the replayed program asserts on its own values
+    with pytest.raises(AssertionError):
+        mutad.gradient(f, x + 1.0)
+
+
+def test_saving_traced_values_writes_numpys_bytes_in_both_modes_and_replayed():
+    """np.save and np.savetxt of traced arrays write their values (nothing comes back), as
+    NumPy writes them; a replay writes its own. Regression: refused as functions without a
+    rule."""
+    import io
+    files = []
+
+    def f(x):
+        y = np.sin(x) * 2.0
+        binary, text = io.BytesIO(), io.StringIO()
+        np.save(binary, y)
+        np.savetxt(text, y[:2])
+        files.append((binary.getvalue(), text.getvalue()))
+        return (y * x).sum()
+
+    x = np.array([0.2, -0.4, 0.7])
+    mutad.check_grads(f, x)
+    files.clear()
+    f(x.copy())
+    mutad.gradient(f, x)
+    mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert files[1:] == [files[0]] * 2
+    replaying = replayed_like_traced(f, [(x,), (x * 2.0,), (x * 3.0,)])
+    files.clear()
+    replaying(x * 4.0)
+    f(x * 4.0)
+    assert files[0] == files[1]
