@@ -1460,11 +1460,14 @@ def without_derivative(y, args, kwargs, level):
         frame = frame.f_back
     if frame is None or internal(frame):
         return y
-    if _allocated(y, args, kwargs):
-        return allocate(y)
-    if _counting(y, args, kwargs):
-        return _own_stand_in(y)
-    return y
+    kind = y.dtype.kind
+    if y.base is None and all(a is not y for a in args):  # (a ufunc's: new memory, always)
+        new = kind in "fciub"
+    else:
+        new = _allocated(y, args, kwargs) or _counting(y, args, kwargs)
+    if not new or y.dtype.names is not None:
+        return y
+    return allocate(y) if kind in "fc" else _own_stand_in(y)
 
 
 def _own_stand_in(y):
