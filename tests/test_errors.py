@@ -106,6 +106,8 @@ CASES = [
      ["pickle.dumps()", "copy.deepcopy(x)"]),
     (lambda x: (x * 2).setflags(write=False), errors.UnsupportedOperationError,
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
+    (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
+     ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),
     (lambda x: np.ndarray.sum(x * 2), errors.ConversionError,
      ["np.ndarray.sum(x)", "x.sum(...)", "np.sum(x, ...)"]),
 ]

@@ -245,7 +245,8 @@ def _compiled_code_refusal(error):
     from .levels import WRAPPERS
     text = str(error)
     if type(error) is not TypeError or not any(
-            f"not {kind.__name__}" in text or f"a '{kind.__name__}' object" in text
+            f"not {kind.__name__}" in text or f"not '{kind.__name__}'" in text
+            or f"a '{kind.__name__}' object" in text
             for kind in WRAPPERS):
         return error
     unbound = re.match(r"descriptor '(\w+)' for 'numpy\.ndarray' objects", text)
