@@ -108,6 +108,9 @@ CASES = [
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
     (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
      ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),
+    pytest.param(lambda x: (np.asmatrix(x.reshape(2, 2)) * 2).sum(), errors.ConversionError,
+                 ["np.asmatrix()", "A @ B"],
+                 marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
     (lambda x: np.ndarray.sum(x * 2), errors.ConversionError,
      ["np.ndarray.sum(x)", "x.sum(...)", "np.sum(x, ...)"]),
 ]

@@ -1289,7 +1289,7 @@ CONVERSION_FIXES["round"] = (
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
-CONVERSION_FIXES["matrix"] = (
+CONVERSION_FIXES["matrix"] = CONVERSION_FIXES["asmatrix"] = CONVERSION_FIXES["mat"] = (
     "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
     "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")
 
