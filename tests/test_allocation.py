@@ -1216,7 +1216,7 @@ def indexed_by_nditer(x):  # the indices it tracks, in NumPy's order (regression
     for v in it:
         i, j = it.multi_index
         s = s + v * (i + 2 * j + 1) + it.index * v * v
-    if not it.finished or list(it):  # exhausted, as NumPy's
+    if not it.finished or list(it) or len(it) != 1 or it.itersize != x.size:  # as NumPy's
         raise ValueError("not NumPy's iterator")
     it.reset()
     return s + it.value * it.multi_index[1]

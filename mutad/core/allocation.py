@@ -777,8 +777,12 @@ class _ElementIterator:
     def iterindex(self):
         return self._at
 
-    def __len__(self):
+    @property
+    def itersize(self):
         return len(self._indices)
+
+    def __len__(self):  # the number of operands, as NumPy's
+        return len(self._operands)
 
     def __enter__(self):
         return self
