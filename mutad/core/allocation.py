@@ -1523,16 +1523,17 @@ def without_derivative(y, args, kwargs, level):
     a new integer or boolean one as a stand-in of itself, so that the floats computed from it
     are constants too (``w = (x > 0).astype(float)``, ``np.where(x > 0, 1.0, 0.5)``). Its
     values are NumPy's; no derivative flows through them. NumPy's, SciPy's and mutad's own
-    code gets ``y`` as it is, and so does the differentiation of ``level`` where it is not
-    the innermost (the primal computation of a forward-mode one inside it: the inner one
-    holds the result)."""
+    code (a rule's composition: the frame outside the engines that called the function) gets
+    ``y`` as it is, and so does the differentiation of ``level`` where it is not the innermost
+    (the primal computation of a forward-mode one inside it: the inner one holds the
+    result)."""
     if type(y) in (tuple, list) and not hasattr(y, "_fields"):  # np.nonzero's, np.modf's
         return type(y)(without_derivative(item, args, kwargs, level) for item in y)
     if type(y) is not np.ndarray or not y.ndim or not _in_mode() \
             or ACTIVE.running[-1].level != level:
         return y
     frame = sys._getframe(1)
-    while frame is not None and _top(frame.f_globals) == "mutad":
+    while frame is not None and str(frame.f_globals.get("__name__")).startswith(_DISPATCH):
         frame = frame.f_back
     if frame is None or internal(frame):
         return y
@@ -1544,6 +1545,10 @@ def without_derivative(y, args, kwargs, level):
     if not new or y.dtype.names is not None:
         return y
     return allocate(y) if kind in "fc" else _own_stand_in(y)
+
+
+_DISPATCH = ("mutad.engines.", "mutad.core.")
+"""The modules of mutad's machinery between a NumPy function and the code that called it."""
 
 
 def _own_stand_in(y):
