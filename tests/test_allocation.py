@@ -1210,9 +1210,32 @@ def broadcast_by_nditer(x):  # several operands broadcast together, in NumPy's o
     return s
 
 
+def indexed_by_nditer(x):  # the indices it tracks, in NumPy's order (regression: refused)
+    it = np.nditer(x, flags=["multi_index", "c_index"])
+    s = 0.0
+    for v in it:
+        i, j = it.multi_index
+        s = s + v * (i + 2 * j + 1) + it.index * v * v
+    if not it.finished or list(it) or len(it) != 1 or it.itersize != x.size:  # as NumPy's
+        raise ValueError("not NumPy's iterator")
+    it.reset()
+    return s + it.value * it.multi_index[1]
+
+
+def stepped_by_nditer(x):  # NumPy's while-loop pattern, through the operands by index
+    y = np.zeros_like(x)
+    it = np.nditer([x, y], flags=["multi_index", "f_index"],
+                   op_flags=[["readonly"], ["writeonly"]])
+    while not it.finished:
+        it[1][...] = it[0] * it[0] * (it.multi_index[0] + 1) + it.index * it.value[0]
+        it.iternext()
+    return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+
 @pytest.mark.parametrize("layout", ["C", "F", "reversed", "transposed"])
 @pytest.mark.parametrize("f", [squares_by_nditer, weighted_by_nditer, doubled_by_nditer,
-                               rewritten_by_nditer, mapped_by_nditer, broadcast_by_nditer])
+                               rewritten_by_nditer, mapped_by_nditer, broadcast_by_nditer,
+                               indexed_by_nditer, stepped_by_nditer])
 def test_nditer_over_a_followed_array_visits_numpys_elements_in_numpys_order(f, layout):
     def laid_out():  # the same values, the memory in another order
         base = np.array([[0.5, -1.0, 0.3], [2.0, 0.25, -0.7]])

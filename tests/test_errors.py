@@ -2,6 +2,7 @@
 
 import importlib
 import operator
+import pickle
 import traceback
 
 import numpy as np
@@ -96,7 +97,44 @@ CASES = [
      ["WEIGHTS.dot()", "np.dot(WEIGHTS, ...)", "WEIGHTS @ x"]),
     (lambda x: INDICES.choose([x, 2 * x]).sum(), errors.ConversionError,
      ["INDICES.choose()", "np.choose(INDICES, ...)"]),
+    # regressions: an AttributeError of Python's, and advice that did not fit the call
+    (lambda x: (x * 2).__array_interface__["shape"][0] * x.sum(),
+     errors.UnsupportedAttributeError, ["__array_interface__", "x.shape", "mutad.adjoint"]),
+    (lambda x: x.sum() * len(x.tobytes()), errors.ConversionError,
+     ["x.tobytes()", "mutad.stop_gradient(x).tobytes()"]),
+    (lambda x: pickle.loads(pickle.dumps(x * 2)).sum(), errors.ConversionError,
+     ["pickle.dumps()", "copy.deepcopy(x)"]),
+    (lambda x: (x * 2).setflags(write=False), errors.UnsupportedOperationError,
+     ["x.setflags", "mutad.stop_gradient(x).copy()"]),
+    (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
+     ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),
+    pytest.param(lambda x: (np.asmatrix(x.reshape(2, 2)) * 2).sum(), errors.ConversionError,
+                 ["np.asmatrix()", "A @ B"],
+                 marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
+    (lambda x: np.ndarray.sum(x * 2), errors.ConversionError,
+     ["np.ndarray.sum(x)", "x.sum(...)", "np.sum(x, ...)"]),
 ]
+
+
+def test_the_fixes_advised_for_memory_bytes_and_flags_work():
+    """What the errors above advise runs, and the gradient flows through the rest."""
+    def f(x):
+        y = x * 2
+        key = mutad.stop_gradient(y).tobytes()
+        saved = pickle.loads(pickle.dumps(mutad.stop_gradient(y)))
+        locked = mutad.stop_gradient(y).copy()
+        locked.setflags(write=False)
+        if y.shape != (3,) or y.strides != (8,) or not y.flags.c_contiguous or len(key) != 24:
+            raise ValueError("not NumPy's layout")
+        return (y * y).sum() + (saved * locked).sum()
+
+    x = np.array([0.5, -1.0, 2.0])
+    before = x.tobytes()
+    assert np.array_equal(mutad.gradient(f, x)[0], 8.0 * x) and x.tobytes() == before
+    replaying = mutad.grad(f, replay=True)
+    for _ in range(2):
+        assert np.array_equal(replaying(x), 8.0 * x) and x.tobytes() == before
+
 
 
 @pytest.mark.parametrize("action, error, words", CASES, ids=lambda c: getattr(c, "__name__", ""))

@@ -668,18 +668,27 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     if op_flags is None or not all(type(f) in (list, tuple) for f in op_flags):
         op_flags = [op_flags or ["readonly"]] * len(operands)
     allowed = {"readonly", "readwrite", "writeonly"}
-    if (flags or len(op_flags) != len(operands) or op_dtypes is not None or rest or kwargs
+    flags = list(flags or ())
+    if (set(flags) - _TRACKING or len(op_flags) != len(operands) or op_dtypes is not None
+            or rest or kwargs
             or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
             or not all(set(f) <= allowed for f in op_flags)):
         raise UnsupportedOperationError(
-            "np.nditer over an array mutad follows with flags, op_dtypes, or an operand that is "
-            "not an array (None, allocated by the iterator): NumPy's iterator reads and writes "
-            "the arrays' memory directly, where mutad cannot follow it. Iterate over arrays "
-            "with op_flags alone (np.nditer([x, y], op_flags=[['readonly'], ['writeonly']])), "
-            "loop with `for i in np.ndindex(x.shape):` and x[i], or better, write the loop "
-            "as whole-array operations.")
+            "np.nditer over an array mutad follows with flags other than multi_index, "
+            "c_index, f_index, zerosize_ok and refs_ok (external_loop, buffered), op_dtypes, "
+            "or an operand that is not an array (None, allocated by the iterator): NumPy's "
+            "iterator reads and writes the arrays' memory directly, where mutad cannot follow "
+            "it. Iterate over arrays with op_flags and those flags alone (np.nditer([x, y], "
+            "flags=['multi_index'], op_flags=[['readonly'], ['writeonly']])), loop with "
+            "`for i in np.ndindex(x.shape):` and x[i], or better, write the loop as "
+            "whole-array operations.")
     writes = [bool(set(f) & {"readwrite", "writeonly"}) for f in op_flags]
-    return _ElementIterator(operands, order, writes, several)
+    return _ElementIterator(operands, order, writes, several, flags)
+
+
+_TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
+"""The flags of ``np.nditer`` its stand-in takes: which indices it tracks, and what NumPy
+allows it to iterate over; none changes the elements it gives."""
 
 
 class _ElementIterator:
@@ -688,25 +697,92 @@ class _ElementIterator:
     each a 0-d view ``x[i, j, ...]`` (of a broadcast operand, the element broadcast there),
     through which ``v[...] = ...`` writes ``x`` where the iterator may write
     (``op_flags=['readwrite']``); read-only, it gives the element, which refuses writes as
-    NumPy's read-only view does. Several operands give a tuple per step, as NumPy's. A
-    context manager, as NumPy's is."""
+    NumPy's read-only view does. Several operands give a tuple per step, as NumPy's. As
+    NumPy's, it is its own iterator (a loop exhausts it, ``reset()`` starts it again), steps
+    with ``iternext()`` until ``finished``, gives the operands' elements where it stands as
+    ``it[i]`` and ``it.value``, the index as ``it.multi_index`` (flag ``multi_index``) and the
+    flat index as ``it.index`` (``c_index`` or ``f_index``), and is a context manager."""
 
-    def __init__(self, operands, order, writes, several):
+    def __init__(self, operands, order, writes, several, flags):
         walk = np.nditer([memory(x) for x in operands],
                          flags=["multi_index", "zerosize_ok", "refs_ok"], order=order,
                          op_flags=[["readwrite" if w else "readonly"] for w in writes])
+        self._shape = walk.shape
         self._indices = [walk.multi_index for _ in walk]
         self._operands, self._writes, self._several = operands, writes, several
+        self._flags = set(flags)
+        self._at = 0  # the step it stands at; len(self._indices) once finished
 
     def _element(self, x, index, writes):
         index = tuple(0 if n == 1 else i for i, n in zip(index[len(index) - x.ndim:], x.shape))
         return x[index + (Ellipsis,)] if writes else x[index]
 
+    def _elements(self):
+        index = self._current("value")
+        return tuple(self._element(x, index, w) for x, w in zip(self._operands, self._writes))
+
+    def _current(self, what):
+        if self._at >= len(self._indices):
+            raise ValueError(f"Iterator is past the end: no {what}")  # (as NumPy's refuses)
+        return self._indices[self._at]
+
     def __iter__(self):
-        for index in self._indices:
-            elements = tuple(self._element(x, index, w)
-                             for x, w in zip(self._operands, self._writes))
-            yield elements if self._several else elements[0]
+        return self
+
+    def __next__(self):
+        if self._started:
+            self._at += 1
+        self._started = True
+        if self._at >= len(self._indices):
+            raise StopIteration
+        elements = self._elements()
+        return elements if self._several else elements[0]
+
+    _started = False  # whether a loop took the element it stands at
+
+    @property
+    def finished(self):
+        return self._at >= len(self._indices)
+
+    def iternext(self):
+        self._started = False
+        self._at = min(self._at + 1, len(self._indices))
+        return not self.finished
+
+    def reset(self):
+        self._at, self._started = 0, False
+
+    @property
+    def value(self):
+        elements = self._elements()
+        return elements if self._several else elements[0]
+
+    def __getitem__(self, i):
+        return self._elements()[i]
+
+    @property
+    def multi_index(self):
+        if "multi_index" not in self._flags:
+            raise ValueError("Iterator is not tracking a multi-index")
+        return self._current("multi-index")
+
+    @property
+    def index(self):
+        order = "C" if "c_index" in self._flags else "F" if "f_index" in self._flags else None
+        if order is None:
+            raise ValueError("Iterator does not have an index")
+        return int(np.ravel_multi_index(self._current("index"), self._shape, order=order))
+
+    @property
+    def iterindex(self):
+        return self._at
+
+    @property
+    def itersize(self):
+        return len(self._indices)
+
+    def __len__(self):  # the number of operands, as NumPy's
+        return len(self._operands)
 
     def __enter__(self):
         return self
@@ -1437,6 +1513,42 @@ def made_in(y, func, args, kwargs, caller):
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
     return y
+
+
+def without_derivative(y, args, kwargs, level):
+    """``y = func(*args, **kwargs)``, a function without a derivative of traced values
+    (``np.floor(x)``, ``x > 0``, ``np.argsort(x)``), as tracing hands it to the user's code:
+    a new float array as a constant of the differentiations (``np.floor(x) + 1``, then a
+    traced value written into it, is followed, as a recording follows it: ``Recorder.derive``),
+    a new integer or boolean one as a stand-in of itself, so that the floats computed from it
+    are constants too (``w = (x > 0).astype(float)``, ``np.where(x > 0, 1.0, 0.5)``). Its
+    values are NumPy's; no derivative flows through them. NumPy's, SciPy's and mutad's own
+    code (a rule's composition: the frame outside the engines that called the function) gets
+    ``y`` as it is, and so does the differentiation of ``level`` where it is not the innermost
+    (the primal computation of a forward-mode one inside it: the inner one holds the
+    result)."""
+    if type(y) in (tuple, list) and not hasattr(y, "_fields"):  # np.nonzero's, np.modf's
+        return type(y)(without_derivative(item, args, kwargs, level) for item in y)
+    if type(y) is not np.ndarray or not y.ndim or not _in_mode() \
+            or ACTIVE.running[-1].level != level:
+        return y
+    frame = sys._getframe(1)
+    while frame is not None and str(frame.f_globals.get("__name__")).startswith(_DISPATCH):
+        frame = frame.f_back
+    if frame is None or internal(frame):
+        return y
+    kind = y.dtype.kind
+    if y.base is None and all(a is not y for a in args):  # (a ufunc's: new memory, always)
+        new = kind in "fciub"
+    else:
+        new = _allocated(y, args, kwargs) or _counting(y, args, kwargs)
+    if not new or y.dtype.names is not None:
+        return y
+    return allocate(y) if kind in "fc" else _own_stand_in(y)
+
+
+_DISPATCH = ("mutad.engines.", "mutad.core.")
+"""The modules of mutad's machinery between a NumPy function and the code that called it."""
 
 
 def _own_stand_in(y):

@@ -37,6 +37,7 @@ import functools
 import importlib
 import linecache
 import os
+import re
 import sys
 import types
 import warnings
@@ -242,9 +243,22 @@ def _compiled_code_refusal(error):
     extension object, a SciPy routine in C), the ConversionError that says what to do
     instead (the TypeError its cause)."""
     from .levels import WRAPPERS
-    if type(error) is not TypeError or not any(f"not {kind.__name__}" in str(error)
-                                               for kind in WRAPPERS):
+    text = str(error)
+    if type(error) is not TypeError or not any(
+            f"not {kind.__name__}" in text or f"not '{kind.__name__}'" in text
+            or f"a '{kind.__name__}' object" in text
+            for kind in WRAPPERS):
         return error
+    unbound = re.match(r"descriptor '(\w+)' for 'numpy\.ndarray' objects", text)
+    if unbound:  # np.ndarray.sum(x): NumPy's own method, taken from the class
+        name = unbound.group(1)
+        refusal = ConversionError(
+            f"np.ndarray.{name}(x), ndarray's method taken from the class, was handed a traced "
+            f"array ({error}): it takes NumPy's own arrays only. Call the method on the array, "
+            f"x.{name}(...), which mutad follows, or the function np.{name}(x, ...) where NumPy "
+            "has one.")
+        refusal.__cause__ = error
+        return refusal.with_traceback(error.__traceback__)
     refusal = ConversionError(
         f"a traced array was handed to compiled code that takes plain NumPy arrays only "
         f"({error}), which mutad cannot follow: a routine without a rule in mutad, or the method "

@@ -27,8 +27,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import Preexisting, lists_as_arrays, shown_class
-from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedOperationError,
-                           UntracedWriteError, function_name)
+from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
+                           UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
                           weaken, wrapped)
@@ -617,6 +617,18 @@ class ArrayMethods(Tracer):
         "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
         "rule with mutad.adjoint (docs/guide.md, 'Custom rules')."))
 
+    def _interface(self):
+        # an AttributeError too: NumPy, converting the array, asks for these first and goes
+        # on to __array__ (which says what the conversion would cut) where they are missing
+        raise UnsupportedAttributeError(
+            "x.__array_interface__ (or __array_struct__) of a differentiated array: it hands "
+            "out the address of its memory, whose reads and writes mutad cannot follow. Read "
+            "x.shape, x.dtype, x.strides or x.flags for its layout, and give compiled code that "
+            "needs its memory a rule with mutad.adjoint (docs/guide.md, 'Custom rules').")
+
+    __array_interface__ = property(_interface)
+    __array_struct__ = property(_interface)
+
     def resize(self, *new_shape, refcheck=True):
         """``x.resize(shape, refcheck=False)`` of an array the function made that owns its
         memory: NumPy's new memory (the elements in C order, zeros after them), made by a
@@ -640,7 +652,9 @@ class ArrayMethods(Tracer):
             memory(self).setflags(write=False)  # no write into it to undo: read-only now
             return
         self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
-                     "reverse pass. Use a copy (y = x.copy(); y.setflags(...)) or leave it.")
+                     "reverse pass, so it stays writeable. Leave the flags as they are (a "
+                     "read-only flag only guards against writes the program makes), or set "
+                     "them on a copy no gradient flows through, mutad.stop_gradient(x).copy().")
 
     def unwritten_constant(self):
         """Whether this is an array the function made that no derivative reaches and that
@@ -1320,6 +1334,14 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
 }
 CONVERSION_FIXES.update(dict.fromkeys(("normal", "uniform", "exponential", "lognormal"),
                                      _DRAW_FIX))
+CONVERSION_FIXES["tobytes"] = (
+    "Numbers read back from bytes (np.frombuffer) have no derivative: keep computing with the "
+    "array. For a key or a checksum no gradient flows through, take "
+    "mutad.stop_gradient(x).tobytes().")
+CONVERSION_FIXES.update(dict.fromkeys(("dumps", "dump"), (
+    "A pickled array comes back as plain numbers, which would cut the gradient: copy it with "
+    "copy.deepcopy(x) or x.copy(), which mutad follows, and pickle mutad.stop_gradient(x) to "
+    "save values no gradient flows through.")))
 CONVERSION_FIXES["longdouble"] = (
     "mutad differentiates float16, float32 and float64 values (and complex64 and complex128), "
     "not long doubles: compute in float64, np.float64(x).")
@@ -1330,7 +1352,7 @@ CONVERSION_FIXES["round"] = (
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
-CONVERSION_FIXES["matrix"] = (
+CONVERSION_FIXES["matrix"] = CONVERSION_FIXES["asmatrix"] = CONVERSION_FIXES["mat"] = (
     "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
     "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")
 
@@ -1436,11 +1458,9 @@ def untraced_write(what):
         "module-level work buffer, a default argument, a cache) or by an enclosing "
         "differentiation, or one made inside the function by a call the allocation mode does "
         "not follow (np.frombuffer, a draw from a generator made before the differentiation, "
-        "a copy of an array reached only through a list or an object's attributes, floats "
-        "computed from a boolean or integer array that a traced value decided: "
-        "(x > 0).astype(float), np.where(x > 0, 1.0, 0.0)). Allocate it inside the function "
-        "(np.zeros, np.empty, u = U0.copy(), np.array(a); m = np.zeros(n); m[x > 0] = 1.0), "
-        "which is followed, or pass it as an argument.")
+        "a copy of an array reached only through a list or an object's attributes). Allocate "
+        "it inside the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is "
+        "followed, or pass it as an argument.")
 
 
 def lost_tangent(what):

@@ -23,7 +23,8 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, stands_in, ufunc_operands)
+                               lists_as_arrays, stands_in, ufunc_operands,
+                               without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators,
@@ -431,7 +432,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         if not entry.nondifferentiable:
             raise no_rule(ufunc, forward=True)
         if out is None:
-            return ufunc(*primals, **kwargs)
+            return without_derivative(ufunc(*primals, **kwargs), primals, kwargs, level)
         return _write_constant(ufunc, primals, out, kwargs, level)
     traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
     for i in list(traced):
@@ -588,7 +589,7 @@ def apply_function(func, args, kwargs, level, rule=None):
     if rule is None:
         if entry.nondifferentiable:
             if out is None:
-                return func(*primals, **kwargs)
+                return without_derivative(func(*primals, **kwargs), primals, kwargs, level)
             return _write_constant(func, primals, out, kwargs, level)
         raise no_rule(func, forward=True, reverse_rule=entry.reverse is not None)
     complex_values = complex_among(primals)

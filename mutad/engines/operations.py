@@ -24,7 +24,8 @@ import weakref
 
 import numpy as np
 
-from ..core.allocation import Preexisting, converted_by_numpy, joined_operands, ufunc_operands
+from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, ufunc_operands,
+                               without_derivative)
 from .arraylike import (inexact_output, joined_in_order, keywords_in_place, masked_ufunc,
                         out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
@@ -215,7 +216,7 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
             if not entry.nondifferentiable:
                 raise no_rule(ufunc)
             if out is None:
-                return ufunc(*values, **kwargs)
+                return without_derivative(ufunc(*values, **kwargs), values, kwargs, tape.level)
             rule = CONSTANT
     if out is not None:
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
@@ -976,7 +977,8 @@ def apply_array_function(func, args, kwargs, tape):
             return _nondiff_into(func, args, kwargs, out, level)
         if level.recorder is not None and level.recorder.ready:
             return level.recorder.nondiff(func, args, kwargs)
-        return func(*plain(args), **plain(kwargs))
+        args, kwargs = plain(args), plain(kwargs)
+        return without_derivative(func(*args, **kwargs), args, kwargs, level.level)
     raise no_rule(func)
 
 

@@ -84,9 +84,9 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import BUILDERS, FACTORIES, as_floats, put_value
+from ..core.allocation import as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import out_position, untraced_write, weak
+from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -2209,11 +2209,6 @@ class Recorder:
         # The buffers of constants whose values were computed from traced ones: Python's
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
-        # Those of them tracing holds as plain arrays (a comparison's, np.round's result): by
-        # id, the buffer kept so that the id stays its own. Tracing refuses to write a traced
-        # value into one (the gradient would be lost there), and so does the recording
-        # (``_into_plain``), where such an array is a constant it could follow.
-        self.plain = {}
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
@@ -2284,7 +2279,6 @@ class Recorder:
         finally:
             soft, self.soft = self.soft, None
             self.leave()
-        self._into_plain((args, kwargs))
         if soft and self.reason is None:
             if any(_stands_in(record) for record in self.tape.records[before:]):
                 self.refuse("a value recomputed in the reverse pass inside an operation the "
@@ -2501,22 +2495,16 @@ class Recorder:
         return any(x.tape is self.tape and (not x.buffer.constant or id(x.buffer) in self.derived)
                    for x in within(items, Traced))
 
-    def derive(self, y, depends, operands=()):
+    def derive(self, y, depends):
         """``y``, an operation's result; if it ``depends`` on traced values, each NumPy array
         or scalar in it (a comparison's result, an index) becomes a constant of the tape, so
         that what Python decides on it is seen (``Traced.__bool__``, ``_converted``) and
-        guarded. Python's own numbers (a shape) stay as they are. A constant computed from
-        ``operands`` that tracing holds as plain arrays alone (``m * 1.0``, ``k.astype(float)``
-        of a comparison's ``m``, an index ``k``) is one tracing holds as a plain array too."""
+        guarded. Python's own numbers (a shape) stay as they are."""
         if not depends:
             return y
         if type(y) is Traced:
             if y.buffer.constant:
                 self.derived.add(id(y.buffer))
-                traced = [x for x in within(operands, Traced) if x.tape is self.tape]
-                if traced and all(x.buffer.constant and id(x.buffer) in self.plain
-                                  for x in traced):
-                    self.plain[id(y.buffer)] = y.buffer
             return y
         if type(y) in (tuple, list):
             return type(y)(self.derive(item, True) for item in y)
@@ -2527,7 +2515,6 @@ class Recorder:
             # number to the functions it is handed to), as tracing holds a scalar result
             t = constant(fresh_value(y) if isinstance(y, np.generic) else y, self.tape)
             self.derived.add(id(t.buffer))
-            self.plain[id(t.buffer)] = t.buffer
             return t
         return y
 
@@ -2580,16 +2567,7 @@ class Recorder:
         finally:
             self.ready = True
             self.leave()
-        self._into_plain((args, kwargs))
         return y
-
-    def _into_plain(self, tree):
-        """After an operation on ``tree``: raises tracing's error where it wrote a traced value
-        into an array tracing holds as a plain one (``plain``), which tracing refuses."""
-        if self.plain and any(not x.buffer.constant and id(x.buffer) in self.plain
-                              for x in within(tree, Traced)):
-            raise untraced_write("a write into an array computed by a function without a "
-                                 "derivative (np.round, np.sign, a comparison, an index)")
 
     def raised(self, error):
         """An operation raised ``error`` while recording: Python may catch it and go on (a
@@ -2653,7 +2631,7 @@ class Recorder:
             return y
         if not new:
             depends = self.depends(inputs)
-            y = self.derive(y, depends, inputs)
+            y = self.derive(y, depends)
             self.steps.append(Call(ufunc, args, settings, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Elementwise:
             reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
@@ -2692,7 +2670,7 @@ class Recorder:
         new = tape.records[before:]
         if not new:
             depends = self.depends(args)
-            y = self.derive(y, depends, (args, settings))
+            y = self.derive(y, depends)
             self.steps.append(Call(_first_of(rule), self.spec(args), self.spec(settings),
                                    self.outputs(y, depends)))
         elif len(new) == 1 and new[0].pullback is function_pullback:
@@ -2746,7 +2724,7 @@ class Recorder:
                                            list(targets.values()))
         y = self._run(on_constants, call, args, kwargs, tape, written)
         depends = self.depends((*args, kwargs))
-        y = self.derive(y, depends, () if _allocates(call) else (args, kwargs))
+        y = self.derive(y, depends)
         self.steps.append(Call(call, self.spec(args), self.spec(kwargs), self.outputs(y, depends)))
         return y
 
@@ -2772,7 +2750,7 @@ class Recorder:
                 self.refuse("a function that writes into an array and returns a value")
                 return y
             depends = self.depends((*args, kwargs))
-            y = self.derive(y, depends, (args, kwargs))
+            y = self.derive(y, depends)
             self.steps.append(Call(_writing_nothing(call), self.spec(args), self.spec(kwargs),
                                    self.outputs(y, depends)))
             return y
@@ -2822,7 +2800,7 @@ class Recorder:
             return y
         if not new:
             depends = self.depends((x, key))
-            y = self.derive(y, depends, (x, key))
+            y = self.derive(y, depends)
             self.steps.append(Call(operator.getitem, (source, index), {}, self.outputs(y, depends)))
         elif len(new) == 1 and type(new[0]) is Gathered:
             self.steps.append(Gather(source.index, index, self.bind(y), new[0]))
@@ -2910,17 +2888,6 @@ def _calling(function):
     def write(target, args, kwargs):
         function(*args, **kwargs)
     return write
-
-
-def _allocates(function):
-    """Whether ``function`` is one of NumPy's that make a new array (``np.array``,
-    ``np.zeros_like``, ``np.copy``), whose float result tracing follows, as an allocation,
-    even of plain arrays (``allocation.made_in``)."""
-    return getattr(function, "__name__", None) in _ALLOCATING \
-        and getattr(function, "__module__", None) == "numpy"
-
-
-_ALLOCATING = frozenset(FACTORIES + BUILDERS)
 
 
 def _writing_nothing(function):

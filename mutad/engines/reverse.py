@@ -283,8 +283,6 @@ def keep(tape, x, value):
     if type(x) is Traced:
         if x.tape is tape and x.buffer.constant:
             x.buffer.read = True
-            if tape.recorder is not None and id(x.buffer) in tape.recorder.plain:
-                freeze(tape, x.value)  # one tracing holds as a plain array: frozen there too
         elif ended(x):
             freeze(tape, value)
     elif type(x) in (list, tuple) and type(value) in (list, tuple):

@@ -43,7 +43,7 @@ import types
 
 import numpy as np
 
-from ..core.allocation import Preexisting, lists_as_arrays, stands_in
+from ..core.allocation import Preexisting, lists_as_arrays, stands_in, without_derivative
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent,
                         holds_records, out_computation, put_right, records_key, records_write,
@@ -162,7 +162,9 @@ class TracedDispatch:
         if lookup(ufunc).nondifferentiable:
             if level.recorder is not None and level.recorder.ready:
                 return level.recorder.nondiff(getattr(ufunc, method), inputs, kwargs)
-            return getattr(ufunc, method)(*plain(inputs), **plain(kwargs))
+            inputs, kwargs = plain(inputs), plain(kwargs)
+            y = getattr(ufunc, method)(*inputs, **kwargs)
+            return without_derivative(y, inputs, kwargs, level.level)
         raise no_rule(key)
 
     def __array_function__(self, func, types, args, kwargs):

@@ -4,9 +4,12 @@ Piecewise-constant functions (``sign``, ``floor``) have derivative zero wherever
 their outputs are plain arrays, as in HIPS autograd's ``nograd_functions``.
 """
 
+import functools
+
 import numpy as np
 
-from ..core.registry import nondifferentiable
+from ..core.registry import defroute, nondifferentiable
+from ..core.views import wrapped
 
 nondifferentiable(
     # comparisons and predicates
@@ -33,3 +36,36 @@ nondifferentiable(
     # text: what a program prints or logs of its values
     np.array2string, np.array_repr, np.array_str,
 )
+
+# writing a program's values to a file: nothing computed from them comes back
+nondifferentiable(np.save, np.savez, np.savez_compressed, np.savetxt)
+
+
+def _dispatched(original):
+    """``original``, a NumPy function written in Python without NumPy's dispatch that reads
+    its arguments' values and gives none of them back as numbers (an assertion of
+    ``np.testing``), dispatched as NumPy dispatches its own: the arrays mutad follows among
+    its arguments (one level into lists and tuples) run it as a function without a
+    derivative, on their values, and a replay runs it again on the values of its call.
+    Without it, NumPy's own code converts them, which mutad refuses as cutting a gradient."""
+
+    def dispatching(*args, **kwargs):
+        found = [a for x in (*args, *kwargs.values())
+                 for a in (x if type(x) in (list, tuple) else (x,)) if wrapped(a)]
+        kinds = tuple(dict.fromkeys(type(a) for a in found))
+        for a in found:
+            y = type(a).__array_function__(a, original, kinds, args, kwargs)
+            if y is not NotImplemented:
+                return y
+        return original(*args, **kwargs)
+
+    return functools.wraps(original)(dispatching)
+
+
+for _function in (np.testing.assert_allclose, np.testing.assert_almost_equal,
+                  np.testing.assert_approx_equal, np.testing.assert_array_almost_equal,
+                  np.testing.assert_array_almost_equal_nulp, np.testing.assert_array_equal,
+                  np.testing.assert_array_less, np.testing.assert_array_max_ulp,
+                  np.testing.assert_equal):
+    nondifferentiable(_function)
+    defroute(_function, _dispatched(_function))
