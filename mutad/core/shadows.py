@@ -255,8 +255,15 @@ class Shadows:
         entry = self.entries.pop(buffer.key, None)
         if entry is None:
             return None
-        sharers = entry[3]
-        if sharers is None:  # (``_own``'s first question, asked here: the common case)
+        if entry[3] is None:  # (``_own``'s first question, asked here: the common case)
+            return entry[1]
+        return self.handed(entry, read_only)
+
+    def handed(self, entry, read_only=False):
+        """The shadow of ``entry``, just popped from the cache, as :meth:`pop` hands it out
+        (called there, and by a caller that pops an entry itself and finds it shared)."""
+        sharers, buffer = entry[3], entry[0]
+        if sharers is None:
             return entry[1]
         if read_only and len(sharers) > 1:
             sharers.remove(entry[0].key)

@@ -103,9 +103,11 @@ class Elementwise(OneOutput):
 
     @staticmethod
     def pullback(record, shadows, _):
-        dy = shadows.pop(record.output, read_only=True)
-        if dy is None:
+        # (``shadows.pop(record.output, read_only=True)`` written out: the common case first)
+        entry = shadows.entries.pop(record.output.key, None)
+        if entry is None:
             return
+        dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
         # (``_elementwise_back`` written out: a long program runs this once per operation)
         rule, traced = record.state
         kept = record.kept
