@@ -302,13 +302,14 @@ class Shadows:
         if type(g) is NDARRAY and g.dtype is _FLOAT:
             if place.whole:
                 # (the common case, a real cotangent into a whole buffer, answered first)
-                entry = self.entries.get(buffer.key)
+                entries, key = self.entries, buffer.key
+                entry = entries.get(key)
                 if entry is None:
                     if owned and buffer.c_contiguous and buffer.device is None \
                             and buffer.dtype is _FLOAT and g.shape == buffer.shape:
                         flags = g.flags
                         if flags.c_contiguous and flags.writeable:
-                            self.entries[buffer.key] = [buffer, g, None, None]
+                            entries[key] = [buffer, g, None, None]
                             return
                 elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
                     shadow = entry[1]
