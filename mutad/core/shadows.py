@@ -255,8 +255,15 @@ class Shadows:
         entry = self.entries.pop(buffer.key, None)
         if entry is None:
             return None
-        sharers = entry[3]
-        if sharers is None:  # (``_own``'s first question, asked here: the common case)
+        if entry[3] is None:  # (``_own``'s first question, asked here: the common case)
+            return entry[1]
+        return self.handed(entry, read_only)
+
+    def handed(self, entry, read_only=False):
+        """The shadow of ``entry``, just popped from the cache, as :meth:`pop` hands it out
+        (called there, and by a caller that pops an entry itself and finds it shared)."""
+        sharers, buffer = entry[3], entry[0]
+        if sharers is None:
             return entry[1]
         if read_only and len(sharers) > 1:
             sharers.remove(entry[0].key)
@@ -295,13 +302,14 @@ class Shadows:
         if type(g) is NDARRAY and g.dtype is _FLOAT:
             if place.whole:
                 # (the common case, a real cotangent into a whole buffer, answered first)
-                entry = self.entries.get(buffer.key)
+                entries, key = self.entries, buffer.key
+                entry = entries.get(key)
                 if entry is None:
                     if owned and buffer.c_contiguous and buffer.device is None \
                             and buffer.dtype is _FLOAT and g.shape == buffer.shape:
                         flags = g.flags
                         if flags.c_contiguous and flags.writeable:
-                            self.entries[buffer.key] = [buffer, g, None, None]
+                            entries[key] = [buffer, g, None, None]
                             return
                 elif entry[3] is None:  # (not shared: ``_own`` has nothing to do)
                     shadow = entry[1]

@@ -25,6 +25,7 @@ from .writes import reads_written
 
 
 _REAL = np.dtype(float)
+_FLOAT64 = np.float64
 
 SHORT = 1 << 16
 """Bytes below which an elementwise cotangent is computed the short way
@@ -103,9 +104,11 @@ class Elementwise(OneOutput):
 
     @staticmethod
     def pullback(record, shadows, _):
-        dy = shadows.pop(record.output, read_only=True)
-        if dy is None:
+        # (``shadows.pop(record.output, read_only=True)`` written out: the common case first)
+        entry = shadows.entries.pop(record.output.key, None)
+        if entry is None:
             return
+        dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
         # (``_elementwise_back`` written out: a long program runs this once per operation)
         rule, traced = record.state
         kept = record.kept
@@ -340,15 +343,17 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                 p = partial.function(y if partial.position is None else values[partial.position])
             else:
                 p = partial(y, *values)
-            if type(p) is float or type(p) is np.float64:
+            # (``out`` passed by position: NumPy parses no keyword, the same product)
+            kind = type(p)
+            if kind is float or kind is _FLOAT64:
                 if p != 0.0 and math.isfinite(p):
-                    g = dy * p if out is None else np.multiply(dy, p, out=out)
+                    g = dy * p if out is None else np.multiply(dy, p, out)
                 else:
                     g = times(dy, p, out)
-            elif type(p) is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
+            elif kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
                     and dy.ndim <= 1 and dy.size <= UNTHREADED:
                 if cmath.isfinite(_vdot(dy, p)):
-                    g = dy * p if out is None else np.multiply(dy, p, out=out)
+                    g = dy * p if out is None else np.multiply(dy, p, out)
                 else:
                     g = times(dy, p, out)
             else:

@@ -344,7 +344,10 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
             check_complex(function_name(ufunc), rule)
         yt = fresh(y, tape)
         buffer, y = yt.buffer, yt.value
-    if plan.reads is None:  # (``read_by_partials``)
+    nothing = plan.nothing
+    if nothing is not None:  # (what ``read_by_partials`` gives is not kept: all None)
+        read = nothing
+    elif plan.reads is None:  # (``read_by_partials``)
         read = values
     else:
         read = [None] * len(values)
@@ -370,23 +373,23 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
                 break
         else:
             named = tuple(named)
-    if plan.decide is not None:
-        read = [*read, plan.decide(*values)]
-    if plan.uses_y:
-        read.append(y)
-    elif plan.nothing is not None:
-        read = plan.nothing
+    uses_y = plan.uses_y
+    if nothing is None:  # (``nothing``: no decision, no output kept)
+        if plan.decide is not None:
+            read = [*read, plan.decide(*values)]
+        if uses_y:
+            read.append(y)
     record = Elementwise(ufunc, named, None, buffer, read, plan.state)
     recomputation = tape.recomputation
     if recomputation is not None:
-        if plan.nothing is None:  # (``ReverseTape.hold``)
+        if nothing is None:  # (``ReverseTape.hold``)
             for i in plan.read_at:
                 value, place = read[i], named[i]
                 if value is not None and (type(place) is Buffer or type(place) is Place):
                     read[i] = recomputation.hold(place, value)
         if buffer.ref is not None:
             recomputation.give_recipe(record, 0, buffer, None)
-        if plan.uses_y:
+        if uses_y:
             read[-1] = recomputation.hold(buffer, y)
     record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     records = tape.records

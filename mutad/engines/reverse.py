@@ -146,17 +146,19 @@ class ReverseTape(Tape):
         checked = reverse is not Tape.reverse  # (else a pure record's pullback is called here)
         watch = Warnings(ReverseTape.replay.__code__)
         watch.heard = self.heard
+        readers = None if recomputation is None else recomputation.readers  # (one dict)
+        errors_of = self.errors_of
         with at_user_lines(watch), no_full_collections():
             while records:
                 record = watch.record = records.pop()
                 keys = None
-                if recomputation is not None and recomputation.readers:
+                if readers:
                     plans = None if recomputation.planner is None else \
                         recomputation.planner(record)
                     keys = [key for held in (record.kept, record.state) if type(held) is list
                             for key in recomputation.resolve(
                                 held, None if held is not record.kept else plans)]
-                errors = self.errors_of.pop(id(record), None) if self.errors_of else None
+                errors = errors_of.pop(id(record), None) if errors_of else None
                 if errors is not None:  # its derivative's errors handled as its own were
                     with errors_as(errors[1], watch):
                         if checked or record.undo is not None:
