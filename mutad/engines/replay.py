@@ -2753,6 +2753,7 @@ class Recorder:
         if others or type(target) is not Traced or target.tape is not tape \
                 or not target.buffer.constant:
             self.refuse("a function that may write into its arguments")
+            return self._run(on_constants, call, args, kwargs, tape, written)  # (traced)
         before = len(tape.records)
         held = target.value.tobytes()
         y = self._run(on_constants, call, args, kwargs, tape, written)

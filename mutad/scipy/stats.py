@@ -33,10 +33,13 @@ The other continuous distributions (``f``, ``genlogistic``, ``halfcauchy``, ``lo
 and a user's own ``rv_continuous`` subclass) have ``pdf``, ``logpdf``, ``cdf``, ``logcdf``,
 ``sf`` and ``logsf`` by SciPy's own standardised formulas (``_logpdf``, ``_cdf``, ...), which
 are compositions of functions mutad differentiates: SciPy's value, with their derivatives,
-SciPy's checks of the shapes and its support decided on the plain values. Shapes outside their
-domain are refused (there is no valid stand-in to put in their place), and so is a formula that
-does not run on traced arrays (a MutadError names the step: an incomplete gamma function's
-shape, a buffer SciPy fills itself, ``np.nditer``).
+SciPy's checks of the shapes and its support decided on the plain values. The buffers SciPy's
+private code allocates and the formulas fill (``apply_where``'s, ``_lazyselect``'s, a frozen
+distribution's support of its shapes) are followed while they run
+(``allocation.library_allocation``). Shapes outside their domain are refused (there is no
+valid stand-in to put in their place), and so is a formula that does not run on traced arrays
+(a MutadError names the step: an incomplete gamma function's shape, SciPy's compiled code,
+``np.nditer``).
 
 ``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
@@ -78,13 +81,13 @@ import numpy as np
 import scipy.stats as _stats
 from scipy.stats._continuous_distns import FitDataError as _FitDataError
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
-from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
 from ..api import stop_gradient
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import library_allocation, lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
@@ -1320,7 +1323,8 @@ class _Formulas(Continuous):
                 "follows this distribution's formulas inside its domain.")
         variant = copy.copy(self)
         variant.safe = tuple(shapes)  # (all valid: none is substituted)
-        return Continuous.composition(variant, name, x, shapes, loc, scale)
+        with library_allocation():  # (SciPy's formulas fill buffers they allocate)
+            return Continuous.composition(variant, name, x, shapes, loc, scale)
 
     def _inside(self, *shapes):
         """A point inside the support, for the entries outside it (their value is constant)."""
@@ -1377,3 +1381,17 @@ def _formulas_rule(name):
 # (the distributions above have their own rules, on their own classes)
 for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
     defmethod(_stats.rv_continuous, _name, _formulas_rule(_name))
+
+
+_FROZEN_INIT = rv_frozen.__init__
+
+
+def _frozen_init(self, dist, *args, **kwds):
+    """Freezing a distribution of traced parameters (``scipy.stats.kappa4(h, k)``): SciPy's own
+    ``__init__``, whose support of the shapes (``_get_support``) may fill buffers it allocates
+    (``_lazyselect``)."""
+    with library_allocation():
+        _FROZEN_INIT(self, dist, *args, **kwds)
+
+
+defmethod(rv_frozen, "__init__", _frozen_init)
