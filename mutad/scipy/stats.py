@@ -989,8 +989,9 @@ def _frozen_rule(name):
 
     def rule(self, x, *args, **kwargs):
         distribution = BY_GENERATOR.get(type(self.dist))
-        if distribution is None and isinstance(self.dist, _stats.rv_continuous):
-            distribution = _formulas(self.dist)
+        if (distribution is None or not hasattr(distribution, name)) \
+                and isinstance(self.dist, _stats.rv_continuous):
+            distribution = _formulas(self.dist)  # (gamma's ppf: SciPy's formula, as unfrozen)
         if distribution is None:
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
@@ -1303,7 +1304,8 @@ class _Formulas(Continuous):
     def __init__(self, scipy):
         super().__init__(scipy, {name: _formula(scipy, name) for name in (
             "logpdf", "cdf", "sf", "logcdf", "logsf")},
-            valid=self._valid, bounds=self._bounds, inside=self._inside)
+            valid=self._valid, bounds=self._bounds, inside=self._inside,
+            quantiles={name: _formula(scipy, name) for name in ("ppf", "isf")})
 
     # SciPy's checks of the shapes and its support, decisions: taken on the plain values
     def _valid(self, *shapes):
@@ -1312,7 +1314,8 @@ class _Formulas(Continuous):
     def _bounds(self, *shapes):
         return tuple(np.asarray(b, dtype=float) for b in self.scipy._get_support(*_plain(shapes)))
 
-    def composition(self, name, x, shapes, loc, scale):
+    def _checked(self, name, shapes):
+        """This distribution with ``shapes`` as their own stand-ins, once SciPy accepts them."""
         if any(carries_derivative(s) for s in shapes):
             not_replayed(f"scipy.stats.{self.scipy.name}.{name} of differentiated shapes, "
                          "whose checks are taken on their plain values")
@@ -1323,8 +1326,18 @@ class _Formulas(Continuous):
                 "follows this distribution's formulas inside its domain.")
         variant = copy.copy(self)
         variant.safe = tuple(shapes)  # (all valid: none is substituted)
-        with library_allocation():  # (SciPy's formulas fill buffers they allocate)
+        return variant
+
+    # (SciPy's formulas fill buffers they allocate: library_allocation)
+    def composition(self, name, x, shapes, loc, scale):
+        variant = self._checked(name, shapes)
+        with library_allocation():
             return Continuous.composition(variant, name, x, shapes, loc, scale)
+
+    def quantile(self, name, q, shapes, loc, scale):
+        variant = self._checked(name, shapes)
+        with library_allocation():
+            return Continuous.quantile(variant, name, q, shapes, loc, scale)
 
     def _inside(self, *shapes):
         """A point inside the support, for the entries outside it (their value is constant)."""
@@ -1379,7 +1392,7 @@ def _formulas_rule(name):
 
 
 # (the distributions above have their own rules, on their own classes)
-for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
+for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
     defmethod(_stats.rv_continuous, _name, _formulas_rule(_name))
 
 
