@@ -303,11 +303,18 @@ def test_methods_rules_stand_in_for_scipys_methods():
     mutad.check_grads(lambda x: RULES[(type(frozen), "logpdf")].method(frozen, x), REAL[:3])
 
 
-def test_a_generator_with_its_own_support_is_refused():
+def test_a_generator_with_its_own_support_is_scipys_formulas():
+    """An instance with a support of its own (expon from 1, bernoulli: binom's class of n = 1)
+    is SciPy's formulas with that support, not the rule of the standard one (refused before)."""
     shifted = type(scipy.stats.expon)(a=1.0, name="expon")
     rule = RULES[(type(scipy.stats.expon), "logpdf")].method
-    with pytest.raises(mutad.MutadError, match="support"):
-        mutad.gradient(lambda x: rule(shifted, x).sum(), np.array([2.0, 3.0]))
+    x = np.array([0.5, 2.0, 3.0])
+    value, grad = mutad.value_and_gradient(lambda x: rule(shifted, x).sum(), x)
+    assert value == shifted.logpdf(x).sum() == -np.inf
+    assert grad[0].tolist() == [0.0, -1.0, -1.0]
+    mutad.check_grads(lambda p: scipy.stats.bernoulli.logpmf([0.0, 1.0], p), 0.3)
+    entropy = mutad.value_and_gradient(lambda s: shifted.entropy(scale=s), 1.5)  # (unshifted)
+    assert entropy == (shifted.entropy(scale=1.5), (1.0 / 1.5,))
 
 
 def test_scipys_own_names_are_routed_to_the_rules_while_a_differentiation_runs():
@@ -1098,3 +1105,105 @@ def test_scipys_buffers_outside_the_domain_and_numpys_bindings():
     mutad.check_grads(f, np.array(0.4))
     assert seen and all(kind is np.ndarray for kind in seen)
     assert {name: getattr(np, name) for name in bindings} == bindings
+
+
+# SciPy's discrete distributions without compositions of their own: SciPy's formulas (_logpmf,
+# _cdf, ...), differentiated in their real shapes; the cases that ran since, before which each
+# stopped (SciPy's generic methods converted the traced arguments)
+DISCRETE_FORMULAS = [
+    ('bernoulli', (0.3,), 'pmf', ('shape0',)),
+    ('bernoulli', (0.3,), 'logpmf', ('shape0',)),
+    ('betabinom', (5, 2.3, 0.63), 'pmf', ('shape1', 'shape2')),
+    ('betabinom', (5, 2.3, 0.63), 'logpmf', ('shape1', 'shape2')),
+    ('betanbinom', (5, 9.3, 1), 'pmf', ('shape1', 'shape2')),
+    ('betanbinom', (5, 9.3, 1), 'logpmf', ('shape1', 'shape2')),
+    ('boltzmann', (1.4, 19), 'pmf', ('shape0',)),
+    ('boltzmann', (1.4, 19), 'logpmf', ('shape0',)),
+    ('boltzmann', (1.4, 19), 'cdf', ('shape0',)),
+    ('boltzmann', (1.4, 19), 'sf', ('shape0',)),
+    ('boltzmann', (1.4, 19), 'logcdf', ('shape0',)),
+    ('boltzmann', (1.4, 19), 'logsf', ('shape0',)),
+    ('dlaplace', (0.8,), 'pmf', ('shape0',)),
+    ('dlaplace', (0.8,), 'logpmf', ('shape0',)),
+    ('dlaplace', (0.8,), 'cdf', ('shape0',)),
+    ('dlaplace', (0.8,), 'sf', ('shape0',)),
+    ('dlaplace', (0.8,), 'logcdf', ('shape0',)),
+    ('dlaplace', (0.8,), 'logsf', ('shape0',)),
+    ('geom', (0.5,), 'pmf', ('shape0',)),
+    ('geom', (0.5,), 'logpmf', ('shape0',)),
+    ('geom', (0.5,), 'cdf', ('shape0',)),
+    ('geom', (0.5,), 'sf', ('shape0',)),
+    ('geom', (0.5,), 'logcdf', ('shape0',)),
+    ('geom', (0.5,), 'logsf', ('shape0',)),
+    ('logser', (0.6,), 'pmf', ('shape0',)),
+    ('logser', (0.6,), 'logpmf', ('shape0',)),
+    ('logser', (0.6,), 'sf', ('shape0',)),
+    ('logser', (0.6,), 'logsf', ('shape0',)),
+    ('planck', (0.51,), 'pmf', ('shape0',)),
+    ('planck', (0.51,), 'logpmf', ('shape0',)),
+    ('planck', (0.51,), 'cdf', ('shape0',)),
+    ('planck', (0.51,), 'sf', ('shape0',)),
+    ('planck', (0.51,), 'logcdf', ('shape0',)),
+    ('planck', (0.51,), 'logsf', ('shape0',)),
+    ('yulesimon', (11.0,), 'pmf', ('shape0',)),
+    ('yulesimon', (11.0,), 'logpmf', ('shape0',)),
+    ('yulesimon', (11.0,), 'cdf', ('shape0',)),
+    ('yulesimon', (11.0,), 'sf', ('shape0',)),
+    ('yulesimon', (11.0,), 'logcdf', ('shape0',)),
+    ('yulesimon', (11.0,), 'logsf', ('shape0',)),
+]
+DISCRETE_FAST = [case for case in DISCRETE_FORMULAS if (case[0], case[2]) in {
+    ("geom", "pmf"), ("geom", "logsf"), ("logser", "sf"), ("betabinom", "logpmf"),
+    ("yulesimon", "pmf"), ("bernoulli", "logpmf"), ("dlaplace", "logcdf")}]
+
+
+def _check_scipys_discrete_formula(name, shapes, method, wrts, frozen=False):
+    """SciPy's value bit for bit; derivatives in the shapes against finite differences in
+    reverse (both policies), forward and replayed; none in the points (piecewise constant)."""
+    generator = getattr(scipy.stats, name)
+    chosen = [int(w[len("shape"):]) for w in wrts]
+    k0 = generator.ppf([0.2, 0.55, 0.85], *shapes, loc=1)
+
+    def f(k, p):
+        q = list(shapes)
+        for j, i in enumerate(chosen):
+            q[i] = p[j]
+        if frozen:
+            return getattr(generator(*q, loc=1), method)(k)
+        return getattr(generator, method)(k, *q, loc=1)
+
+    p0 = np.array([float(shapes[i]) for i in chosen])
+    value, back = mutad.pullback(f, k0.copy(), p0.copy())
+    assert value.tobytes() == f(k0, p0).tobytes()
+    assert not np.any(back(np.ones_like(value))[0])  # (none in k)
+    g = lambda p: f(k0, p)  # noqa: E731
+    for policy in POLICIES:
+        mutad.check_grads(g, p0, policy=policy, rtol=1e-5)
+    mutad.check_grads(g, p0, modes=("fwd",), rtol=1e-5)
+    replays_as_traced(lambda p: np.sum(g(p) ** 2), [(p0 * s,) for s in (1.0, 1.01, 0.99)])
+
+
+@pytest.mark.parametrize("name, shapes, method, wrts", DISCRETE_FAST,
+                         ids=[f"{c[0]}.{c[2]}" for c in DISCRETE_FAST])
+@pytest.mark.parametrize("frozen", [False, True])
+def test_discrete_distributions_by_scipys_formulas(name, shapes, method, wrts, frozen):
+    """Regression: SciPy's generic methods of the discrete distributions without a rule of
+    their own converted the traced shapes (tuple(), np.asarray), and bernoulli (a binom of its
+    own support) was refused."""
+    _check_scipys_discrete_formula(name, shapes, method, wrts, frozen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, shapes, method, wrts", DISCRETE_FORMULAS,
+                         ids=[f"{c[0]}.{c[2]}" for c in DISCRETE_FORMULAS])
+def test_every_discrete_distribution_by_scipys_formulas(name, shapes, method, wrts):
+    _check_scipys_discrete_formula(name, shapes, method, wrts)
+
+
+def test_discrete_formulas_outside_the_domain():
+    """A shape outside the domain (SciPy's NaN) is refused, as the continuous ones' are."""
+    k = np.array([1.0, 2.0])
+    assert np.all(np.isnan(scipy.stats.geom.pmf(k, 1.5)))
+    for call in (scipy.stats.geom.pmf, lambda k, p: scipy.stats.geom(p).logcdf(k)):
+        with pytest.raises(mutad.MutadError):
+            mutad.gradient(lambda p: np.sum(call(k, p)), 1.5)
