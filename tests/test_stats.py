@@ -1207,3 +1207,16 @@ def test_discrete_formulas_outside_the_domain():
     for call in (scipy.stats.geom.pmf, lambda k, p: scipy.stats.geom(p).logcdf(k)):
         with pytest.raises(mutad.MutadError):
             mutad.gradient(lambda p: np.sum(call(k, p)), 1.5)
+
+
+@pytest.mark.parametrize("method", INTEGRALS)
+def test_laplace_distribution_functions_at_the_centre(method):
+    """Regression: their derivative at x = loc was 0 (abs's derivative at 0), where it is the
+    density 0.5 / scale (divided by 0.5 for the logs)."""
+    f = getattr(scipy.stats.laplace, method)
+    expected = {"cdf": 0.5, "sf": -0.5, "logcdf": 1.0, "logsf": -1.0}[method] / 1.5
+    x = np.array([0.3, 1.0])
+    grad = mutad.gradient(lambda x: np.sum(f(x, 0.3, 1.5)), x)[0]
+    assert grad[0] == pytest.approx(expected, rel=1e-15)
+    # (a small step: their second derivatives jump at the centre)
+    mutad.check_grads(lambda x: f(x, 0.3, 1.5), x, modes=("rev", "fwd"), step=1e-7)

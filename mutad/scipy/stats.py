@@ -362,7 +362,10 @@ _AT_POINTS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", 
 
 
 def _laplace_tail(z):
-    return 0.5 * np.exp(-np.abs(z))
+    """``0.5 exp(-|z|)``, with the derivative at 0 of the branch the distribution functions
+    take there (``z <= 0``: ``0.5 exp(z)``), not ``abs``'s 0 (the density at the centre is
+    not 0)."""
+    return 0.5 * np.exp(np.where(z > 0, -z, z))
 
 
 def _laplace_ppf(q):
