@@ -156,6 +156,7 @@ class _State(threading.local):
     def __init__(self):
         self.plain = 0  # depth of plain_allocation() blocks in this thread
         self.rules = 0  # depth of the decorated functions and rules running on plain values
+        self.library = 0  # depth of library_allocation() blocks in this thread
 
 
 @contextlib.contextmanager
@@ -284,8 +285,9 @@ def _numeric_records(dtype):
     return all(d.kind in "biufc" for d in leaves) and any(d.kind in "fc" for d in leaves)
 
 
-def factory(func):
-    """``func`` allocating constants in the mode."""
+def factory(func, counting=True):
+    """``func`` allocating constants in the mode; without ``counting``, its integer and
+    boolean results are NumPy's own (not stand-ins of themselves: ``_counting``)."""
 
     takes_like = func.__name__ in TAKES_LIKE and func is getattr(np, func.__name__, None)
 
@@ -304,11 +306,92 @@ def factory(func):
         if _in_mode():
             if _allocated(y, args, kwargs):
                 return allocate(y, (func, args, kwargs))
-            if _counting(y, args, kwargs):
+            if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
         return y
 
     return _named(allocating, func)
+
+
+def _library_factory(func):
+    """NumPy's factory or builder ``func`` as SciPy's code reaches it (``np.full``,
+    ``xp.full_like``, ``np.asarray``) in a ``library_allocation()`` block: allocating as
+    ``factory(func)`` does, and building as ``builder(func)`` does (``np.asarray(x)`` of a
+    traced ``x`` is ``x``, not a conversion), where SciPy's own code calls it in a thread in
+    such a block; NumPy's own call otherwise (NumPy's code, mutad's, other threads). Its
+    integer and boolean results are NumPy's own."""
+    following = (builder if func.__name__ in BUILDERS else factory)(func, counting=False)
+
+    def allocating(*args, **kwargs):
+        if STATE.library and _top(sys._getframe(1).f_globals) == "scipy":
+            return following(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    return _named(allocating, func)
+
+
+def _writeable_array(x):
+    """``is_writeable_array`` of SciPy's array API helpers (``xpx.at(x, i).set(y)`` updates
+    ``x`` in place where it says so), which knows NumPy's arrays alone: an array a
+    differentiation follows is writeable where its memory is."""
+    if wrapped(x):
+        return writeable(memory(x))
+    return _LIBRARY["bindings"][0][2](x)
+
+
+_LIBRARY: dict[str, Any] = {
+    "depth": 0, "lock": threading.Lock(), "factories": {},
+    "bindings": [["scipy._lib.array_api_extra._lib._at", "is_writeable_array", None,
+                  _writeable_array]]}
+"""The ``library_allocation()`` blocks running in any thread; NumPy's factories bound in the
+``numpy`` module while one runs (name -> (NumPy's, ``_library_factory`` of it)); and the
+bindings of SciPy's modules swapped then ([module, name, SciPy's, mutad's])."""
+
+
+@contextlib.contextmanager
+def library_allocation() -> Iterator[None]:
+    """Follow, in this block (of this thread), the float arrays SciPy's private code allocates,
+    as the mode follows those of the user's code: constants that a traced value written into
+    makes traced. For a rule that runs SciPy's own formulas on traced values (a distribution's
+    ``_logpdf``, ``_lazywhere``, ``apply_where``), which fill buffers they allocate with NumPy's
+    factories through the ``numpy`` module (``np.full``, ``np.empty``; the array API's
+    ``xp.full_like``). The mode does not swap the bindings of SciPy's private modules on every
+    differentiation (there are too many: its fixed cost); this binds the factories in the
+    ``numpy`` module itself while a block runs, so the SciPy functions called within read them
+    (``_library_factory``), whose module they were found through."""
+    with _LIBRARY["lock"]:
+        if _LIBRARY["depth"] == 0:
+            factories = _LIBRARY["factories"]
+            for name in FACTORIES + BUILDERS:
+                own = getattr(np, name)
+                if name not in factories or factories[name][0] is not own:
+                    factories[name] = (own, _library_factory(own))
+                following = factories[name][1]
+                setattr(np, name, following)
+                if own in RULES:  # NumPy hands a call with like= over by the function the
+                    RULES[following] = RULES[own]  # name is bound to: this one, meanwhile
+            for binding in _LIBRARY["bindings"]:
+                module = sys.modules.get(binding[0])
+                if module is not None:
+                    binding[2] = getattr(module, binding[1])
+                    setattr(module, binding[1], binding[3])
+        _LIBRARY["depth"] += 1
+    STATE.library += 1
+    try:
+        yield
+    finally:
+        STATE.library -= 1
+        with _LIBRARY["lock"]:
+            _LIBRARY["depth"] -= 1
+            if _LIBRARY["depth"] == 0:
+                for name, (own, following) in _LIBRARY["factories"].items():
+                    RULES.pop(following, None)
+                    if getattr(np, name) is following:
+                        setattr(np, name, own)
+                for binding in _LIBRARY["bindings"]:
+                    module = sys.modules.get(binding[0])
+                    if module is not None and getattr(module, binding[1]) is binding[3]:
+                        setattr(module, binding[1], binding[2])
 
 
 def _fromiter_items(args, kwargs):
@@ -358,11 +441,11 @@ def _stacked(tree):
     return np.array(items)
 
 
-def builder(func):
+def builder(func, counting=True):
     """``func`` (``np.array`` and its variants) allocating constants in the mode, and building
     arrays from traced values: ``np.array(x)`` of a traced ``x`` is a copy and
     ``np.asarray(x)`` is ``x``, as NumPy's; nested lists with traced items are stacked."""
-    allocating = factory(func)
+    allocating = factory(func, counting)
 
     def building(*args, **kwargs):
         if args and type(args[0]) is Preexisting:  # NumPy's builders dispatch on like= alone
@@ -1656,7 +1739,8 @@ def _mirrored(original, replacements):
     stays the user's)."""
     namespace = dict(vars(original))
     for name, (own, new) in replacements.items():
-        if namespace.get(name, own) is own:
+        bound = namespace.get(name, own)
+        if bound is own or bound is _LIBRARY["factories"].get(name, (own, own))[1]:
             namespace[name] = new
     return namespace
 

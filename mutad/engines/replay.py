@@ -2410,7 +2410,7 @@ class Recorder:
             held = self.plain_arguments.get(id(owner(x)))
             if held is not None:
                 return self._plain_read(x, held)
-        if kind is np.ndarray and x.flags.writeable:
+        if kind is np.ndarray and writeable(x):  # (no FutureWarning on a broadcast)
             self._read_plain(x)
         if kind in PYTHON_SCALARS:
             # the same on every call a program replays (a signature holds the values of the

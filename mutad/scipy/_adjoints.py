@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _devices
 from ..core.allocation import by_user_code, lists_as_arrays
+from ..core.views import writeable
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
@@ -171,7 +172,7 @@ def _writable(values):
     which mutad keeps read-only: ``reverse.freeze``), at any depth of tuples and lists, a
     copy: SciPy's compiled functions take writable buffers even where they only read them."""
     return [type(v)(_writable(v)) if type(v) in (tuple, list) else
-            v.copy() if type(v) is np.ndarray and not v.flags.writeable else v for v in values]
+            v.copy() if type(v) is np.ndarray and not writeable(v) else v for v in values]
 
 
 def refuse_device_arrays(fn, args):

@@ -31,12 +31,18 @@ quadrature (``scipy.special.stdtr``).
 
 The other continuous distributions (``f``, ``genlogistic``, ``halfcauchy``, ``lomax``, ...,
 and a user's own ``rv_continuous`` subclass) have ``pdf``, ``logpdf``, ``cdf``, ``logcdf``,
-``sf`` and ``logsf`` by SciPy's own standardised formulas (``_logpdf``, ``_cdf``, ...), which
+``sf``, ``logsf``, ``ppf`` and ``isf``, and the other discrete ones (``geom``, ``logser``,
+``betabinom``, ``bernoulli``, ...) ``pmf``, ``logpmf``, ``cdf``, ``logcdf``, ``sf`` and
+``logsf`` (differentiated in their real shapes), by SciPy's own standardised formulas
+(``_logpdf``, ``_cdf``, ``_ppf``, ``_logpmf``, ...), which
 are compositions of functions mutad differentiates: SciPy's value, with their derivatives,
-SciPy's checks of the shapes and its support decided on the plain values. Shapes outside their
-domain are refused (there is no valid stand-in to put in their place), and so is a formula that
-does not run on traced arrays (a MutadError names the step: an incomplete gamma function's
-shape, a buffer SciPy fills itself, ``np.nditer``).
+SciPy's checks of the shapes and its support decided on the plain values. The buffers SciPy's
+private code allocates and the formulas fill (``apply_where``'s, ``_lazyselect``'s, a frozen
+distribution's support of its shapes) are followed while they run
+(``allocation.library_allocation``). Shapes outside their domain are refused (there is no
+valid stand-in to put in their place), and so is a formula that does not run on traced arrays
+(a MutadError names the step: an incomplete gamma function's shape, SciPy's compiled code,
+``np.nditer``).
 
 ``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
@@ -78,13 +84,13 @@ import numpy as np
 import scipy.stats as _stats
 from scipy.stats._continuous_distns import FitDataError as _FitDataError
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
-from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen
+from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen)
 
 from ..api import stop_gradient
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
@@ -240,6 +246,8 @@ class Univariate:
     def evaluate(self, name, x, *args, **kwargs):
         """Method ``name``: SciPy's value, with the derivatives of its composition."""
         x, shapes, loc, scale = self._parse(x, args, kwargs)
+        if type(x) in (list, tuple):  # points given as a list: the array SciPy reads
+            x = lists_as_arrays([x])[0] if holds_wrapped(x) else np.asarray(x)
         parameters = (*shapes, loc) if self.discrete else (*shapes, loc, scale)
         composition = (self.quantile if name in self.quantiles else self.composition)(
             name, x, shapes, loc, scale)
@@ -354,7 +362,10 @@ _AT_POINTS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", 
 
 
 def _laplace_tail(z):
-    return 0.5 * np.exp(-np.abs(z))
+    """``0.5 exp(-|z|)``, with the derivative at 0 of the branch the distribution functions
+    take there (``z <= 0``: ``0.5 exp(z)``), not ``abs``'s 0 (the density at the centre is
+    not 0)."""
+    return 0.5 * np.exp(np.where(z > 0, -z, z))
 
 
 def _laplace_ppf(q):
@@ -971,7 +982,10 @@ def _generator_rule(distribution, name):
     def rule(self, *args, **kwargs):
         support, standard = ((getattr(d, "a", None), getattr(d, "b", None))
                              for d in (self, distribution.scipy))
-        if support != standard:
+        if support != standard:  # (bernoulli, a binom of n = 1; a truncated instance)
+            if isinstance(self, (_stats.rv_continuous, _stats.rv_discrete)) \
+                    and hasattr(_formulas(self), name):
+                return getattr(_formulas(self), name)(*args, **kwargs)  # SciPy's formulas
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.name}.{name} of an instance made with its own support "
                 f"{support}: mutad's rule is for SciPy's standard one.")
@@ -986,8 +1000,10 @@ def _frozen_rule(name):
 
     def rule(self, x, *args, **kwargs):
         distribution = BY_GENERATOR.get(type(self.dist))
-        if distribution is None and isinstance(self.dist, _stats.rv_continuous):
-            distribution = _formulas(self.dist)
+        if (distribution is None or not hasattr(distribution, name)) \
+                and isinstance(self.dist, (_stats.rv_continuous, _stats.rv_discrete)) \
+                and hasattr(_formulas(self.dist), name):
+            distribution = _formulas(self.dist)  # (gamma's ppf: SciPy's formula, as unfrozen)
         if distribution is None:
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.dist.name}.{name}: mutad has no rule for this distribution; "
@@ -1289,18 +1305,17 @@ del _name
 # _cdf, ...), which are compositions of NumPy's and SciPy's functions that dispatch
 
 
-class _Formulas(Continuous):
-    """A continuous distribution mutad has no composition of its own for (``scipy.stats.f``,
-    ``genextreme``, ...): SciPy's value, with the derivatives of SciPy's own standardised
-    formulas (``_logpdf``, ``_cdf``, ``_sf``, ``_logcdf``, ``_logsf``), evaluated at points inside
-    the support (``_get_support``) and shapes SciPy accepts (``_argcheck``). Shapes outside
-    their range, which have no stand-in here, are refused; so is a formula that does not
-    dispatch (SciPy's numerical integration of ``_pdf`` for a ``_cdf`` it lacks, say)."""
+class _ScipysFormulas:
+    """A distribution mutad has no composition of its own for (``scipy.stats.f``,
+    ``genextreme``, ``geom``, ...): SciPy's value, with the derivatives of SciPy's own
+    standardised formulas (``_logpdf``, ``_cdf``, ``_sf``, ``_logcdf``, ``_logsf``, ``_ppf``,
+    ``_isf``; a discrete one's ``_logpmf``), evaluated at points inside the support
+    (``_get_support``) and shapes SciPy accepts (``_argcheck``). Shapes outside their range,
+    which have no stand-in here, are refused; so is a formula that does not dispatch (SciPy's
+    numerical integration of ``_pdf`` for a ``_cdf`` it lacks, say). With ``Continuous`` or
+    ``Discrete``, whose compositions these run."""
 
-    def __init__(self, scipy):
-        super().__init__(scipy, {name: _formula(scipy, name) for name in (
-            "logpdf", "cdf", "sf", "logcdf", "logsf")},
-            valid=self._valid, bounds=self._bounds, inside=self._inside)
+    scipy: Any
 
     # SciPy's checks of the shapes and its support, decisions: taken on the plain values
     def _valid(self, *shapes):
@@ -1309,7 +1324,8 @@ class _Formulas(Continuous):
     def _bounds(self, *shapes):
         return tuple(np.asarray(b, dtype=float) for b in self.scipy._get_support(*_plain(shapes)))
 
-    def composition(self, name, x, shapes, loc, scale):
+    def _checked(self, name, shapes):
+        """This distribution with ``shapes`` as their own stand-ins, once SciPy accepts them."""
         if any(carries_derivative(s) for s in shapes):
             not_replayed(f"scipy.stats.{self.scipy.name}.{name} of differentiated shapes, "
                          "whose checks are taken on their plain values")
@@ -1320,7 +1336,28 @@ class _Formulas(Continuous):
                 "follows this distribution's formulas inside its domain.")
         variant = copy.copy(self)
         variant.safe = tuple(shapes)  # (all valid: none is substituted)
-        return Continuous.composition(variant, name, x, shapes, loc, scale)
+        return variant
+
+    # (SciPy's formulas fill buffers they allocate: library_allocation)
+    def composition(self, name, x, shapes, loc, scale):
+        variant = self._checked(name, shapes)
+        with library_allocation():
+            return Univariate.composition(variant, name, x, shapes, loc, scale)
+
+    def quantile(self, name, q, shapes, loc, scale):
+        variant = self._checked(name, shapes)
+        with library_allocation():
+            return Univariate.quantile(variant, name, q, shapes, loc, scale)
+
+
+class _Formulas(_ScipysFormulas, Continuous):
+    """A continuous distribution by SciPy's formulas (``_ScipysFormulas``)."""
+
+    def __init__(self, scipy):
+        super().__init__(scipy, {name: _formula(scipy, name) for name in (
+            "logpdf", "cdf", "sf", "logcdf", "logsf")},
+            valid=self._valid, bounds=self._bounds, inside=self._inside,
+            quantiles={name: _formula(scipy, name) for name in ("ppf", "isf")})
 
     def _inside(self, *shapes):
         """A point inside the support, for the entries outside it (their value is constant)."""
@@ -1328,6 +1365,23 @@ class _Formulas(Continuous):
         return np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high),
                         np.where(np.isfinite(low), low + 1.0,
                                  np.where(np.isfinite(high), high - 1.0, 0.0)))
+
+
+class _DiscreteFormulas(_ScipysFormulas, Discrete):
+    """A discrete distribution by SciPy's formulas (``_ScipysFormulas``): its masses and
+    distribution functions, piecewise constant in the points and ``loc`` (no derivative
+    there), differentiated in the shapes. Its quantile functions have integer values."""
+
+    def __init__(self, scipy):
+        super().__init__(scipy, {
+            "logpdf": _formula(scipy, "logpmf"),
+            **{name: _formula(scipy, name) for name in ("cdf", "sf", "logcdf", "logsf")}},
+            valid=self._valid, bounds=self._bounds, inside=self._inside)
+
+    def _inside(self, *shapes):
+        """A point of the support (its lower end, where it has one)."""
+        low, high = self._bounds(*shapes)
+        return np.where(np.isfinite(low), low, np.where(np.isfinite(high), high, 0.0))
 
 
 def _formula(scipy, name):
@@ -1354,15 +1408,16 @@ def _plain(values):
     return [np.asarray(memory(v)) for v in values]
 
 
-_FORMULAS: dict[int, _Formulas] = {}
+_FORMULAS: dict[int, _ScipysFormulas] = {}
 
 
 def _formulas(generator):
     """The ``_Formulas`` of SciPy's continuous distribution ``generator`` (an instance: its
-    support may be its own), made once."""
+    support may be its own), or the ``_DiscreteFormulas`` of a discrete one, made once."""
     found = _FORMULAS.get(id(generator))
     if found is None or found.scipy is not generator:
-        found = _FORMULAS[id(generator)] = _Formulas(generator)
+        kind = _DiscreteFormulas if isinstance(generator, _stats.rv_discrete) else _Formulas
+        found = _FORMULAS[id(generator)] = kind(generator)
     return found
 
 
@@ -1375,5 +1430,21 @@ def _formulas_rule(name):
 
 
 # (the distributions above have their own rules, on their own classes)
-for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf"):
+for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
     defmethod(_stats.rv_continuous, _name, _formulas_rule(_name))
+for _name in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
+    defmethod(_stats.rv_discrete, _name, _formulas_rule(_name))
+
+
+_FROZEN_INIT = rv_frozen.__init__
+
+
+def _frozen_init(self, dist, *args, **kwds):
+    """Freezing a distribution of traced parameters (``scipy.stats.kappa4(h, k)``): SciPy's own
+    ``__init__``, whose support of the shapes (``_get_support``) may fill buffers it allocates
+    (``_lazyselect``)."""
+    with library_allocation():
+        _FROZEN_INIT(self, dist, *args, **kwds)
+
+
+defmethod(rv_frozen, "__init__", _frozen_init)
