@@ -958,6 +958,12 @@ def _as_matrix_rows(x):
     return np.reshape(x, (1, -1)) if np.ndim(x) < 2 else x
 
 
+_MATRIX_REDUCTIONS = {np.sum: "sum", np.mean: "mean", np.max: "max", np.amax: "max",
+                      np.min: "min", np.amin: "min", np.prod: "prod", np.std: "std",
+                      np.var: "var"}
+"""NumPy's functions that reduce an ``np.matrix`` by its method of the same meaning."""
+
+
 class TracedMatrix:
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1020,10 +1026,42 @@ class TracedMatrix:
     def copy(self) -> TracedMatrix:
         return TracedMatrix(self.array.copy())
 
-    def sum(self, axis: int | None = None) -> Any:
+    def _reduced(self, reduction, axis, **settings):
+        """``np.matrix``'s reductions: a number over every entry, a matrix (two dimensions
+        kept) along an axis."""
         if axis is None:
-            return np.sum(self.array)
-        return TracedMatrix(np.sum(self.array, axis=axis, keepdims=True))
+            return reduction(self.array, **settings)
+        return TracedMatrix(reduction(self.array, axis=axis, keepdims=True, **settings))
+
+    def sum(self, axis: int | None = None) -> Any:
+        return self._reduced(np.sum, axis)
+
+    def mean(self, axis: int | None = None) -> Any:
+        return self._reduced(np.mean, axis)
+
+    def max(self, axis: int | None = None) -> Any:
+        return self._reduced(np.max, axis)
+
+    def min(self, axis: int | None = None) -> Any:
+        return self._reduced(np.min, axis)
+
+    def prod(self, axis: int | None = None) -> Any:
+        return self._reduced(np.prod, axis)
+
+    def std(self, axis: int | None = None, ddof: int = 0) -> Any:
+        return self._reduced(np.std, axis, ddof=ddof)
+
+    def var(self, axis: int | None = None, ddof: int = 0) -> Any:
+        return self._reduced(np.var, axis, ddof=ddof)
+
+    def trace(self) -> TracedMatrix:  # (np.matrix's: a 1 x 1 matrix)
+        return TracedMatrix(np.reshape(np.trace(self.array), (1, 1)))
+
+    def diagonal(self) -> TracedMatrix:
+        return TracedMatrix(np.reshape(np.diagonal(self.array), (1, -1)))
+
+    def __abs__(self) -> TracedMatrix:
+        return TracedMatrix(np.abs(self.array))
 
     def __getitem__(self, key):
         """``np.matrix``'s indexing: an entry, or a matrix (a row where one index is left,
@@ -1093,8 +1131,9 @@ class TracedMatrix:
         if name.startswith("__"):
             raise AttributeError(name)
         _refuse(f"m.{name} of an np.matrix of traced values (a scipy.sparse matrix's "
-                "sum(axis) or todense())", "mutad follows its sum, T, A, A1, copy, ravel, "
-                "indexing and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
+                "sum(axis) or todense())", "mutad follows its sum, mean, max, min, prod, std, "
+                "var, trace, diagonal, T, A, A1, copy, ravel, indexing, abs and arithmetic: "
+                "take its array first, np.asarray(m), m.A or m.A1.")
 
     def __pow__(self, other):
         _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis) "
@@ -1115,9 +1154,10 @@ class TracedMatrix:
                 _refuse(f"np.{func.__name__}(m, dtype={dtype!r}) of an np.matrix of traced "
                         "values", "leave the dtype out (the values are float64).")
             return self.array.copy() if func is np.array else self.array
-        if func is np.sum and args and args[0] is self and len(args) <= 2 and \
+        method = _MATRIX_REDUCTIONS.get(func)
+        if method is not None and args and args[0] is self and len(args) <= 2 and \
                 set(kwargs) <= {"axis"}:
-            return self.sum(kwargs.get("axis", args[1] if len(args) > 1 else None))
+            return getattr(self, method)(kwargs.get("axis", args[1] if len(args) > 1 else None))
         _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse "
                 "matrix's sum(axis) or todense())", "take its array first: np.asarray(m), m.A "
                 "or m.A1.")
@@ -3432,7 +3472,9 @@ def _svds(A: Any, k: int = 6, ncv: int | None = None, tol: float = 0, which: str
           v0: Any = None, maxiter: int | None = None, return_singular_vectors: Any = True,
           solver: str = "arpack", rng: Any = None, options: Any = None, **kwargs: Any) -> Any:
     settings = dict(ncv=ncv, tol=tol, which=which, v0=v0, maxiter=maxiter, solver=solver,
-                    rng=rng, options=options, **kwargs)
+                    options=options, **kwargs)
+    if rng is not None:  # (passed on only when given: SciPy refuses it beside random_state=)
+        settings["rng"] = rng
     if not _followed(A, *settings.values()):
         return SCIPY["svds"](A, k, return_singular_vectors=return_singular_vectors, **settings)
     settings = _spectral_settings("svds", settings, A)
