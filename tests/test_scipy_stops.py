@@ -14,6 +14,7 @@ import scipy.optimize
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
+import scipy.special
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -407,3 +408,26 @@ def test_legacy_full_outputs():
         return info["fvec"] @ info["fvec"]
 
     np.testing.assert_allclose(mutad.gradient(g, p)[0], -2 * (x - p), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special: betaincinv, betainccinv in the probability, bdtr, bdtrc in p
+
+SPECIAL = {
+    "betaincinv": lambda y: scipy.special.betaincinv(2.0, 3.0, y).sum(),
+    "betainccinv": lambda y: scipy.special.betainccinv(2.5, 1.5, y).sum(),
+    "bdtr": lambda p: (scipy.special.bdtr(3, 10, p) + scipy.special.bdtr(2.7, 10, p)
+                       + scipy.special.bdtr(10, 10, p)).sum(),
+    "bdtrc": lambda p: scipy.special.bdtrc(3.0, 7, p).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+def test_special_functions(name):
+    check(SPECIAL[name], np.linspace(0.1, 0.9, 5))
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # SciPy's, of a float n
+def test_bdtr_number_of_trials_refused():
+    with pytest.raises(UnsupportedOperationError, match="number of trials"):
+        mutad.gradient(lambda n: scipy.special.bdtr(3.0, n, 0.4).sum(), np.array([10.0]))

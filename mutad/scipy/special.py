@@ -48,6 +48,7 @@ from scipy.special import (
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
+    bdtr, bdtrc, betainccinv, betaincinv,
 )
 from scipy.special._ufuncs import _lambertw, _zeta
 
@@ -68,7 +69,8 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt",
+__all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+           "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
@@ -356,6 +358,21 @@ def _inverse_density(x, a):
     return np.exp(-_numerics.gamma_log_density(x, a))
 
 
+def _beta_inverse_density(x, a, b):
+    """1 / (d/dx I_x(a, b)) at ``x``."""
+    return np.exp(betaln(a, b) - xlogy(a - 1.0, x) - xlog1py(b - 1.0, -x))
+
+
+def _binomial_density(k, n, p):
+    """d/dp of 1 - bdtr(k, n, p): the density of the (k+1)-th success, 0 where bdtr is
+    constant (k < 0 or k >= n)."""
+    k = np.floor(k)
+    inside = (k >= 0.0) & (k < n)
+    k, m = np.where(inside, k, 0.0), np.where(inside, n - k, 1.0)
+    return np.where(inside, np.exp(xlogy(k, p) + xlog1py(m - 1.0, -p) - betaln(m, k + 1.0)),
+                    0.0)
+
+
 def _delta(phi, m):
     s = np.sin(phi)
     return np.sqrt(1.0 - m * s * s)
@@ -492,6 +509,18 @@ elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
 # The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
 elementwise(gammaincinv,  _PARAMETER_A, lambda y, a, p: _inverse_density(y, a),     uses="xy")
 elementwise(gammainccinv, _PARAMETER_A, lambda y, a, q: -_inverse_density(y, a),    uses="xy")
+# The inverses of I_x(a, b) and its complement in the probability: one over the density at x = y,
+# B(a, b) x^(1-a) (1-x)^(1-b)
+elementwise(betaincinv,  _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, p: _beta_inverse_density(y, a, b),                        uses="xy")
+elementwise(betainccinv, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, q: -_beta_inverse_density(y, a, b),                       uses="xy")
+# bdtr(k, n, p) = I_(1-p)(n - k, k + 1) with k rounded down (piecewise constant in k), bdtrc
+# its complement: in p, minus (plus) the binomial density n C(n-1, k) p^k (1-p)^(n-k-1)
+elementwise(bdtr,  None, NoClosedForm("the number of trials n"),
+            lambda y, k, n, p: -_binomial_density(k, n, p))
+elementwise(bdtrc, None, NoClosedForm("the number of trials n"),
+            lambda y, k, n, p: _binomial_density(k, n, p))
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _DEGREES, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _DEGREES, lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
