@@ -11,6 +11,7 @@ import scipy.integrate
 import scipy.interpolate
 import scipy.linalg
 import scipy.optimize
+import scipy.signal
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
@@ -431,3 +432,77 @@ def test_special_functions(name):
 def test_bdtr_number_of_trials_refused():
     with pytest.raises(UnsupportedOperationError, match="number of trials"):
         mutad.gradient(lambda n: scipy.special.bdtr(3.0, n, 0.4).sum(), np.array([10.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# IIR filter design of differentiated critical frequencies (butter, cheby1, cheby2, ellip,
+# iirfilter): SciPy's steps on the traced Wn
+
+_SIGNAL = np.sin(np.linspace(0, 6, 48)) + 0.2 * np.cos(np.arange(48) * 1.3)
+
+DESIGNS = {
+    "butter low": (lambda w: scipy.signal.butter(3, w[0]), [0.25]),
+    "butter high, fs": (lambda w: scipy.signal.butter(4, w[0], btype="high", fs=10.0), [2.0]),
+    "butter bandpass": (lambda w: scipy.signal.butter(2, w, btype="bandpass"), [0.2, 0.4]),
+    "cheby1 zpk": (lambda w: scipy.signal.cheby1(3, 1.0, w[0], output="zpk"), [0.3]),
+    "cheby2": (lambda w: scipy.signal.cheby2(4, 40, w[0]), [0.3]),
+    "ellip bandpass": (lambda w: scipy.signal.ellip(3, 1, 30, w, btype="band"), [0.2, 0.5]),
+    "iirfilter analog": (lambda w: scipy.signal.iirfilter(3, w[0], btype="low", analog=True,
+                                                          ftype="butter"), [2.0]),
+}
+
+
+def _response(design):
+    def f(w):
+        out = design(w)
+        if len(out) == 3:  # zeros, poles, gain
+            return np.abs(out[1]).sum() + out[2] + np.real(out[0]).sum()
+        return scipy.signal.lfilter(*out, _SIGNAL).var()
+    return f
+
+
+@pytest.mark.parametrize("name", list(DESIGNS))
+def test_filter_design_in_the_critical_frequencies(name):
+    design, w = DESIGNS[name]
+    check(_response(design), np.array(w), rtol=1e-5, atol=1e-8)
+    plain = design(np.array(w))
+    for got, expected in zip(mutad.vjp(design, np.array(w))[0], plain):
+        assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_filter_design_refusals():
+    with pytest.raises(UnsupportedOperationError, match="output='sos'"):
+        mutad.gradient(lambda w: scipy.signal.butter(2, w[0], output="sos").sum(),
+                       np.array([0.3]))
+    with pytest.raises(UnsupportedOperationError, match="rp, rs"):
+        mutad.gradient(lambda r: scipy.signal.cheby1(2, r[0], 0.3)[0].sum(), np.array([1.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# roots and solve of piecewise polynomials built from traced data: SciPy's roots,
+# differentiated by the implicit function theorem
+
+_XS = np.linspace(0, 3, 8)
+_YS = np.sin(_XS) + 0.1 * _XS
+
+ROOTS = {
+    "CubicSpline.roots": lambda y: scipy.interpolate.CubicSpline(_XS, y - 0.5).roots(
+        extrapolate=False).sum(),
+    "CubicSpline.solve": lambda y: (scipy.interpolate.CubicSpline(
+        _XS, y, bc_type="natural").solve(0.6, extrapolate=False) ** 2).sum(),
+    "PchipInterpolator.roots": lambda y: scipy.interpolate.PchipInterpolator(
+        _XS, y - 0.5).roots().sum(),
+    "CubicHermiteSpline.roots": lambda y: scipy.interpolate.CubicHermiteSpline(
+        _XS, y - 0.5, np.cos(_XS)).roots().sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+def test_roots_of_traced_interpolants(name):
+    check(ROOTS[name], _YS.copy(), rtol=1e-5, atol=1e-6)
+
+
+def test_roots_at_a_breakpoint_refused():
+    with pytest.raises(UnsupportedOperationError, match="breakpoints"):
+        mutad.gradient(lambda y: scipy.interpolate.CubicSpline(_XS, y - y[3]).roots(
+            extrapolate=False).sum(), _YS.copy())

@@ -908,6 +908,105 @@ def ss2tf(A, B, C, D, input=0):
     return _ss2tf(A, B, C, D, input)
 
 
+# IIR filter design of differentiated critical frequencies: SciPy's steps (iirfilter, its
+# frequency transformations and bilinear transform) on the traced Wn, the analog prototype
+# (a function of the order and ripples alone) SciPy's own.
+
+
+def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butter",
+               output="ba", fs=None):
+    name = "scipy.signal.iirfilter"
+    _refuse_followed((rp, rs), "a filter's ripple or attenuation (rp, rs)",
+                     "Pass them as constants; the critical frequencies Wn are differentiated.")
+    Wn = array_argument(Wn) * 1.0
+    fs = _filter_design._validate_fs(fs, allow_none=True)
+    ftype, btype, output = (x.lower() for x in (ftype, btype, output))
+    if fs is not None:
+        if analog:
+            raise ValueError("fs cannot be specified for an analog filter")
+        Wn = Wn / (fs / 2)
+    plain = np.asarray(stop_gradient(Wn))
+    if np.any(plain <= 0):
+        raise ValueError("filter critical frequencies must be greater than 0")
+    if plain.size > 1 and not plain[0] < plain[1]:
+        raise ValueError("Wn[0] must be less than Wn[1]")
+    btype = _filter_design.band_dict.get(btype, btype)
+    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk") \
+            or _filter_design.filter_dict.get(ftype, [None])[0] is _filter_design.besselap:
+        raise UnsupportedOperationError(
+            f"{name}(btype={btype!r}, ftype={ftype!r}, output={output!r}) of differentiated "
+            "critical frequencies: mutad follows the lowpass, highpass and bandpass designs "
+            "of butter, cheby1, cheby2 and ellip with output='ba' or 'zpk' (filter with "
+            "lfilter, or sosfilt of tf2sos's sections).")
+    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0)
+    z, p, k = _filter_design.iirfilter(N, 1.0, rp, rs, btype="lowpass", analog=True,
+                                       ftype=ftype, output="zpk")
+    degree = _filter_design._relative_degree(z, p)
+    if not analog:
+        if np.any(plain >= 1):
+            if fs is not None:
+                raise ValueError("Digital filter critical frequencies must "
+                                 f"be 0 < Wn < fs/2 (fs={fs} -> fs/2={fs/2})")
+            raise ValueError("Digital filter critical frequencies must be 0 < Wn < 1")
+        fs = 2.0
+        warped = 2 * fs * np.tan(np.pi * Wn / fs)
+    else:
+        warped = Wn
+    if btype in ("lowpass", "highpass"):
+        if plain.size != 1:
+            raise ValueError("Must specify a single critical frequency Wn for lowpass or "
+                             "highpass filter")
+        wo = np.reshape(warped, ())
+        if btype == "lowpass":  # lp2lp_zpk
+            z, p, k = wo * z, wo * p, k * wo ** degree
+        else:  # lp2hp_zpk
+            z, p, k = (np.concatenate((wo / z, np.zeros(degree))), wo / p,
+                       k * np.real(np.prod(-z) / np.prod(-p)))
+    else:  # lp2bp_zpk
+        bw = warped[1] - warped[0]
+        wo = np.sqrt(warped[0] * warped[1])
+        z_lp = (z * bw / 2).astype(np.complex128)
+        p_lp = (p * bw / 2).astype(np.complex128)
+        z = np.concatenate((z_lp + np.sqrt(z_lp ** 2 - wo ** 2),
+                            z_lp - np.sqrt(z_lp ** 2 - wo ** 2), np.zeros(degree)))
+        p = np.concatenate((p_lp + np.sqrt(p_lp ** 2 - wo ** 2),
+                            p_lp - np.sqrt(p_lp ** 2 - wo ** 2)))
+        k = k * bw ** degree
+    if not analog:  # bilinear_zpk
+        degree = _filter_design._relative_degree(z, p)
+        fs2 = 2.0 * fs
+        k = k * np.real(np.prod(fs2 - z) / np.prod(fs2 - p))
+        z = np.concatenate(((fs2 + z) / (fs2 - z), -np.ones(degree)))
+        p = (fs2 + p) / (fs2 - p)
+    return (z, p, k) if output == "zpk" else _zpk2tf(z, p, k)
+
+
+iirfilter = stands_in_for(_signal.iirfilter)(_iirfilter)
+
+
+@stands_in_for(_signal.butter)
+def butter(N, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, btype=btype, analog=analog, output=output, ftype="butter", fs=fs)
+
+
+@stands_in_for(_signal.cheby1)
+def cheby1(N, rp, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rp=rp, btype=btype, analog=analog, output=output, ftype="cheby1",
+                      fs=fs)
+
+
+@stands_in_for(_signal.cheby2)
+def cheby2(N, rs, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rs=rs, btype=btype, analog=analog, output=output, ftype="cheby2",
+                      fs=fs)
+
+
+@stands_in_for(_signal.ellip)
+def ellip(N, rp, rs, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rp=rp, rs=rs, btype=btype, analog=analog, output=output,
+                      ftype="elliptic", fs=fs)
+
+
 @stands_in_for(_signal.zpk2tf)
 def zpk2tf(z, p, k):
     """SciPy's steps on differentiated zeros, poles and gain."""
