@@ -269,19 +269,43 @@ def test_matrix_reductions(name):
     check(MATRICES[name], np.linspace(1.0, 2.0, 6))
 
 
+MATRIX_FUNCTIONS = {
+    "det": lambda k: np.linalg.det((scipy.sparse.diags(k) + _laplacian(6)).todense()),
+    "slogdet": lambda k: np.linalg.slogdet((scipy.sparse.diags(k) + _laplacian(6)).todense())[1],
+    "inv, solve": lambda k: np.linalg.inv((scipy.sparse.diags(k) + _laplacian(6)).todense()).sum()
+    + np.linalg.solve((scipy.sparse.diags(k) + _laplacian(6)).todense(), np.ones(6)).sum(),
+    "eigvalsh": lambda k: np.linalg.eigvalsh((scipy.sparse.diags(k) + _laplacian(6)).todense()
+                                             ).max(),
+    "trace, diag, norm": lambda k: np.trace((scipy.sparse.diags(k) @ _laplacian(6)).todense())
+    + np.diag((scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum()
+    + np.linalg.norm((scipy.sparse.diags(k) @ _laplacian(6)).sum(axis=0)),
+    "cumsum, ravel": lambda k: np.cumsum((scipy.sparse.diags(k) @ _laplacian(6)).sum(axis=1)
+                                         ).max()
+    + np.ravel((scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRIX_FUNCTIONS))
+def test_numpy_functions_of_matrices(name):
+    check(MATRIX_FUNCTIONS[name], np.linspace(1.0, 2.0, 6), rtol=1e-6, atol=1e-6)
+
+
 def test_matrix_results_have_numpy_matrix_shapes():
     seen = {}
 
     def f(k):
         m = (scipy.sparse.diags(k) + _laplacian(3)).todense()
         seen.update(trace=np.shape(m.trace()), diagonal=np.shape(m.diagonal()),
-                    max=np.shape(m.max(axis=1)), mean=np.ndim(m.mean()))
+                    max=np.shape(m.max(axis=1)), mean=np.ndim(m.mean()),
+                    inverse=isinstance(np.linalg.inv(m), np.matrix), det=np.ndim(np.linalg.det(m)),
+                    cumsum=np.shape(np.cumsum(m)))
         return m.sum()
 
     mutad.gradient(f, np.ones(3))
-    plain = np.matrix(np.eye(3))
+    plain = np.matrix(np.eye(3) * 2)
     assert seen == dict(trace=np.shape(plain.trace()), diagonal=np.shape(plain.diagonal()),
-                        max=np.shape(plain.max(axis=1)), mean=np.ndim(plain.mean()))
+                        max=np.shape(plain.max(axis=1)), mean=np.ndim(plain.mean()),
+                        inverse=True, det=0, cumsum=np.shape(np.cumsum(plain)))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -964,6 +964,32 @@ _MATRIX_REDUCTIONS = {np.sum: "sum", np.mean: "mean", np.max: "max", np.amax: "m
 """NumPy's functions that reduce an ``np.matrix`` by its method of the same meaning."""
 
 
+def _as_matrix_computes(func, args, kwargs):
+    """NumPy's ``func`` of arguments among which are np.matrix of traced values: computed on
+    their traced arrays, its results given the types and shapes NumPy's on the plain
+    matrices has (a matrix stays one, ``np.linalg.det`` gives a number). NumPy's own call on
+    the plain matrices decides them, and must give the same values: a function whose values
+    change with np.matrix's semantics (its ``*``, its indexing that keeps two dimensions) is
+    refused."""
+    plain = func(*[a.value if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+
+    def matched(y, expected):
+        if isinstance(expected, tuple) and isinstance(y, tuple) and len(y) == len(expected):
+            items = [matched(a, b) for a, b in zip(y, expected)]
+            return type(expected)(*items) if hasattr(expected, "_fields") else tuple(items)
+        if np.size(y) == np.size(expected) and np.array_equal(
+                np.ravel(memory(y)), np.ravel(np.asarray(expected)), equal_nan=True):
+            if isinstance(expected, np.matrix):
+                return TracedMatrix(np.reshape(y, expected.shape))
+            return np.reshape(y, np.shape(expected)) if np.shape(y) != np.shape(expected) else y
+        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse matrix's "
+                "sum(axis) or todense()), whose values differ from those of its array",
+                "take its array first: np.asarray(m), m.A or m.A1.")
+
+    return matched(traced, plain)
+
+
 class TracedMatrix:
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1158,9 +1184,7 @@ class TracedMatrix:
         if method is not None and args and args[0] is self and len(args) <= 2 and \
                 set(kwargs) <= {"axis"}:
             return getattr(self, method)(kwargs.get("axis", args[1] if len(args) > 1 else None))
-        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse "
-                "matrix's sum(axis) or todense())", "take its array first: np.asarray(m), m.A "
-                "or m.A1.")
+        return _as_matrix_computes(func, args, kwargs)
 
     def __repr__(self):
         return f"<traced matrix of shape {self.shape}>"
