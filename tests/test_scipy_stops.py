@@ -530,3 +530,38 @@ def test_roots_at_a_breakpoint_refused():
     with pytest.raises(UnsupportedOperationError, match="breakpoints"):
         mutad.gradient(lambda y: scipy.interpolate.CubicSpline(_XS, y - y[3]).roots(
             extrapolate=False).sum(), _YS.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# lfiltic and tf2zpk of differentiated coefficients and histories: SciPy's steps
+
+SIGNAL_STEPS = {
+    "lfiltic into lfilter": (lambda p: scipy.signal.lfilter(
+        [1.0, p[0]], [1.0, -p[1]], _SIGNAL, zi=scipy.signal.lfiltic(
+            [1.0, p[0]], [1.0, -p[1]], y=[0.5], x=[0.2]))[0], [0.3, 0.1]),
+    "lfiltic, a[0] != 1": (lambda p: scipy.signal.lfiltic(
+        [p[0], 0.5, 0.1], [2.0, -p[1]], y=np.array([0.5, p[0]]), x=[0.2, 0.1]), [0.3, 0.1]),
+    "lfiltic of y": (lambda y: scipy.signal.lfiltic([1.0, 0.3], [1.0, -0.5, 0.2], y),
+                     [0.4, -0.2]),
+    "tf2zpk poles": (lambda a: scipy.signal.tf2zpk([1.0], [1.0, a[0], a[1]])[1], [0.5, 0.2]),
+    "tf2zpk": (lambda a: scipy.signal.tf2zpk([a[0], 1.0, 0.3], [2.0, a[1], 0.5]),
+               [0.5, 1.2]),
+}
+
+
+@pytest.mark.parametrize("name", list(SIGNAL_STEPS))
+def test_signal_steps(name):
+    f, x = SIGNAL_STEPS[name]
+    x = np.array(x)
+
+    def loss(x):
+        out = f(x)
+        parts = out if isinstance(out, tuple) else (out,)
+        return sum(np.sum(np.abs(part) ** 2) for part in parts)
+
+    check(loss, x)
+    out = f(x)
+    for got, expected in zip(mutad.vjp(f, x)[0] if isinstance(out, tuple)
+                             else (mutad.vjp(f, x)[0],),
+                             out if isinstance(out, tuple) else (out,)):
+        assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()

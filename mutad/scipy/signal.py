@@ -1025,6 +1025,64 @@ def normalize(b, a):
     return _normalize(b, a)
 
 
+@stands_in_for(_signal.tf2zpk)
+def tf2zpk(b, a):
+    """SciPy's steps on differentiated coefficients: ``normalize``, then the roots of the
+    numerator and denominator (``np.roots``, an eigenvalue problem mutad differentiates) and
+    the gain."""
+    b, a = _normalize(b, a)
+    b, a = b * 1.0, a * 1.0  # (SciPy's promotion to floating point)
+    k = b[0]
+    b = b / b[0]
+    empty = lambda c: np.asarray([], dtype=c.dtype)  # noqa: E731 (SciPy's, of fewer than 2)
+    return (np.roots(b) if np.shape(b)[0] >= 2 else empty(b),
+            np.roots(a) if np.shape(a)[0] >= 2 else empty(a), k)
+
+
+def _array_of(v):
+    v = array_argument(v)
+    return v if hasattr(v, "dtype") else np.asarray(v)
+
+
+@stands_in_for(_signal.lfiltic)
+def lfiltic(b, a, y, x=None):
+    """SciPy's steps (signal/_signaltools.py) on differentiated coefficients and histories:
+    the initial state of ``lfilter``'s transposed direct form."""
+    a, b, y = np.atleast_1d(_array_of(a)), np.atleast_1d(_array_of(b)), _array_of(y)
+    if np.ndim(a) > 1:
+        raise ValueError("Filter coefficients `a` must be 1-D.")
+    if np.ndim(b) > 1:
+        raise ValueError("Filter coefficients `b` must be 1-D.")
+    N, M = np.shape(a)[0] - 1, np.shape(b)[0] - 1
+    K = max(M, N)
+    if N < 0:
+        raise ValueError("There must be at least one `a` coefficient.")
+    dtypes = [b.dtype, a.dtype, y.dtype] + ([] if x is None else [_array_of(x).dtype])
+    result_type = np.result_type(*dtypes)
+    if result_type.kind in "bui":
+        result_type = np.dtype(np.float64)
+    if x is None:
+        x = np.zeros(M, dtype=result_type)
+    else:
+        x = _array_of(x).astype(result_type)
+        if np.size(x) < M:
+            x = np.concatenate((x, np.zeros(M - np.size(x))))
+    y = y.astype(result_type)
+    if np.size(y) < N:
+        y = np.concatenate((y, np.zeros(N - np.size(y))))
+    # SciPy's zi[m] = Σ b[m+1:] x[:M-m], then zi[m] -= Σ a[m+1:] y[:N-m], from zeros
+    zero = np.zeros((), dtype=result_type)
+    zi = [np.sum(b[m + 1:] * x[:M - m], axis=0) if m < M else zero for m in range(K)]
+    zi = [z - np.sum(a[m + 1:] * y[:N - m], axis=0) if m < N else z for m, z in enumerate(zi)]
+    zi = stacked(zi) if K else np.zeros(0, dtype=result_type)
+    first = np.asarray(stop_gradient(a[0]))
+    if first != 1.0:
+        if first == 0.0:
+            raise ValueError("First `a` filter coefficient must be non-zero.")
+        zi = zi / a[0]
+    return zi
+
+
 def _continuous(system, name):
     """The state-space matrices of a continuous ``system`` as SciPy's ``name`` reads them: an
     ``lti`` (SciPy's or a :class:`_System`) as it converts itself, a tuple through ``lti``."""
