@@ -565,3 +565,24 @@ def test_signal_steps(name):
                              else (mutad.vjp(f, x)[0],),
                              out if isinstance(out, tuple) else (out,)):
         assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_legacy_retall():
+    """retall=True without full_output: xopt and the iterates (refused: not differentiated)."""
+    def f(p):
+        x, iterates = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient,
+                                             args=(p,), gtol=1e-12, disp=False, retall=True)
+        with pytest.raises(UnsupportedOperationError, match="allvecs"):
+            len(iterates)
+        constant = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient,
+                                          args=(np.ones(2),), disp=False, retall=True)
+        assert len(constant) == 2 and len(constant[1]) > 1  # SciPy's own, nothing followed
+        return x.sum()
+
+    p = np.array([1.0, 2.0])
+    x = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,), gtol=1e-12,
+                               disp=False)
+    np.testing.assert_allclose(mutad.gradient(f, p)[0], 1 / (1 + 0.6 * x ** 2), rtol=1e-6)
+    plain = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
+                                   gtol=1e-12, disp=False, retall=True)
+    assert len(plain) == 2 and len(plain[1]) > 1

@@ -932,8 +932,10 @@ def _legacy_minimizer(original, function, flag_at=None, gradient_switch=None):
     def solve(original, a, p, call, followed):
         full = flag_at is not None
         result = _run(original, call, **({"full_output": True} if full else {}))
-        if not followed:
-            return result if not full or a["full_output"] else result[0]
+        if not followed:  # (retall=True without full_output: xopt and allvecs)
+            if not full or a["full_output"]:
+                return result
+            return (result[0], result[-1]) if a["retall"] else result[0]
         returns_gradient = gradient_switch is not None and a["fprime"] is None \
             and not a[gradient_switch]
         objective = _objective(a[function], returns_gradient)
@@ -955,12 +957,12 @@ def _legacy_minimizer(original, function, flag_at=None, gradient_switch=None):
         if not full:
             f = result[1] if value is None else _with_derivatives(result[1], value)
             extra = result[2]
-            if isinstance(extra, dict):  # fmin_l_bfgs_b's: grad is zero but on a bound
+            if isinstance(extra, dict):  # fmin_l_bfgs_b's: its grad not differentiated
                 extra = {k: (_Refused(f"{name}(...)'s {k}") if k == "grad" else v)
                          for k, v in extra.items()}
             return solution, f, extra
         if not a["full_output"]:
-            return solution
+            return (solution, _Refused(f"{name}(...)'s allvecs")) if a["retall"] else solution
         outputs = [solution, result[1] if value is None
                    else _with_derivatives(result[1], value)]
         outputs += [_Refused(f"{name}(...)'s output {i}") if _holds_floats(item) else item
