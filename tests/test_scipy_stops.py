@@ -526,10 +526,15 @@ def test_roots_of_traced_interpolants(name):
     check(ROOTS[name], _YS.copy(), rtol=1e-5, atol=1e-6)
 
 
-def test_roots_at_a_breakpoint_refused():
+def test_roots_at_breakpoints():
+    """A spline's root at a knot (a value of the data) moves smoothly; a PPoly's may be a jump
+    through zero there: refused."""
+    check(lambda y: scipy.interpolate.CubicSpline(_XS, y - 0.55).roots(extrapolate=False).sum(),
+          np.linspace(0.1, 1.0, 8) + (np.arange(8) == 4) * (0.55 - np.linspace(0.1, 1.0, 8)[4]),
+          rtol=1e-5, atol=1e-6)
+    c = np.array([[1.0, 1.0], [-1.0, 0.0]])  # x - 1 on [0, 1], then x - 1 on [1, 2]
     with pytest.raises(UnsupportedOperationError, match="breakpoints"):
-        mutad.gradient(lambda y: scipy.interpolate.CubicSpline(_XS, y - y[3]).roots(
-            extrapolate=False).sum(), _YS.copy())
+        mutad.gradient(lambda c: scipy.interpolate.PPoly(c, [0.0, 1.0, 2.0]).roots().sum(), c)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -860,7 +860,7 @@ class _TracedInterpolant:
         """SciPy's roots of ``interpolant(x) = y`` (its own call, on the plain data), each
         differentiated by the implicit function theorem, ``dr = -(ds(r) - dy) / s'(r)`` (s
         the interpolant, moving with the data). A root where the slope is zero, or at a
-        breakpoint (where a piecewise polynomial may jump through y), is refused."""
+        breakpoint of a PPoly (where it may jump through y), is refused."""
         self._require_piecewise_polynomial("solve")
         plain = [np.asarray(stop_gradient(d)) for d in self._data]
         built = self._spec.build(plain)
@@ -868,7 +868,9 @@ class _TracedInterpolant:
         if roots.size == 0:
             return roots
         slopes = built(roots, 1, extrapolate=True)
-        if not np.all(np.isfinite(slopes) & (slopes != 0.0)) or np.any(np.isin(roots, built.x)):
+        # (a PPoly of given coefficients may jump at a breakpoint; the splines are continuous)
+        jumps = isinstance(self._spec, _PPoly) and np.any(np.isin(roots, built.x))
+        if not np.all(np.isfinite(slopes) & (slopes != 0.0)) or jumps:
             raise UnsupportedOperationError(
                 f"scipy.interpolate.{self._name}(...).solve/roots of an interpolant built from "
                 "traced data: a root where its slope is zero or at one of its breakpoints "
