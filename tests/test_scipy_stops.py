@@ -436,26 +436,17 @@ def test_legacy_full_outputs():
 
 
 # ----------------------------------------------------------------------------------------------
-# scipy.special: betaincinv, betainccinv in the probability, bdtr, bdtrc in p
+# scipy.special: betaincinv, betainccinv in the probability
 
 SPECIAL = {
     "betaincinv": lambda y: scipy.special.betaincinv(2.0, 3.0, y).sum(),
     "betainccinv": lambda y: scipy.special.betainccinv(2.5, 1.5, y).sum(),
-    "bdtr": lambda p: (scipy.special.bdtr(3, 10, p) + scipy.special.bdtr(2.7, 10, p)
-                       + scipy.special.bdtr(10, 10, p)).sum(),
-    "bdtrc": lambda p: scipy.special.bdtrc(3.0, 7, p).sum(),
 }
 
 
 @pytest.mark.parametrize("name", list(SPECIAL))
 def test_special_functions(name):
     check(SPECIAL[name], np.linspace(0.1, 0.9, 5))
-
-
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # SciPy's, of a float n
-def test_bdtr_number_of_trials_refused():
-    with pytest.raises(UnsupportedOperationError, match="number of trials"):
-        mutad.gradient(lambda n: scipy.special.bdtr(3.0, n, 0.4).sum(), np.array([10.0]))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from scipy.special import (
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
-    bdtr, bdtrc, betainccinv, betaincinv,
+    betainccinv, betaincinv,
 )
 from scipy.special._ufuncs import _lambertw, _zeta
 
@@ -69,7 +69,7 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+__all__ = ["beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
@@ -363,16 +363,6 @@ def _beta_inverse_density(x, a, b):
     return np.exp(betaln(a, b) - xlogy(a - 1.0, x) - xlog1py(b - 1.0, -x))
 
 
-def _binomial_density(k, n, p):
-    """d/dp of 1 - bdtr(k, n, p): the density of the (k+1)-th success, 0 where bdtr is
-    constant (k < 0 or k >= n)."""
-    k = np.floor(k)
-    inside = (k >= 0.0) & (k < n)
-    k, m = np.where(inside, k, 0.0), np.where(inside, n - k, 1.0)
-    return np.where(inside, np.exp(xlogy(k, p) + xlog1py(m - 1.0, -p) - betaln(m, k + 1.0)),
-                    0.0)
-
-
 def _delta(phi, m):
     s = np.sin(phi)
     return np.sqrt(1.0 - m * s * s)
@@ -515,12 +505,6 @@ elementwise(betaincinv,  _PARAMETER_A, _PARAMETER_B,
             lambda y, a, b, p: _beta_inverse_density(y, a, b),                        uses="xy")
 elementwise(betainccinv, _PARAMETER_A, _PARAMETER_B,
             lambda y, a, b, q: -_beta_inverse_density(y, a, b),                       uses="xy")
-# bdtr(k, n, p) = I_(1-p)(n - k, k + 1) with k rounded down (piecewise constant in k), bdtrc
-# its complement: in p, minus (plus) the binomial density n C(n-1, k) p^k (1-p)^(n-k-1)
-elementwise(bdtr,  None, NoClosedForm("the number of trials n"),
-            lambda y, k, n, p: -_binomial_density(k, n, p))
-elementwise(bdtrc, None, NoClosedForm("the number of trials n"),
-            lambda y, k, n, p: _binomial_density(k, n, p))
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _DEGREES, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _DEGREES, lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
