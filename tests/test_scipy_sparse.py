@@ -2061,7 +2061,7 @@ def test_a_traced_matrix_times_a_vector_and_its_other_attributes():
     value = lambda k: (stiffness(k, "csr").sum(axis=0) @ u[:N]).sum()  # noqa: E731
     assert mutad.value_and_grad(value)(K)[0] == value(K)
     mutad.check_grads(value, K.copy())
-    refuses(lambda k: stiffness(k, "csr").sum(axis=0).mean(), K.copy(), match="m.mean")
+    refuses(lambda k: stiffness(k, "csr").sum(axis=0).cumsum(), K.copy(), match="m.cumsum")
 
 MATRIX_SUMS = {
     "sum(axis=0).A1": lambda k: stiffness(k, "csr").sum(axis=0).A1,

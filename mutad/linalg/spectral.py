@@ -715,15 +715,79 @@ def numpy_eigvals_jvp(tangents, a):
 # formulas applied to those factors.
 
 
-def _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value):
+def _standard_eigenproblem(name, b, type):
     if b is not None or type != 1:
         raise UnsupportedOperationError(
             f"scipy.linalg.{name}(a, b, type={type}): mutad differentiates the standard "
             "symmetric eigenproblem and the generalized one of type 1 (A v = λ B v).")
-    if subset_by_index is not None or subset_by_value is not None:
+
+
+def _subset(name, w, v, values, vectors, subset_by_index, subset_by_value):
+    """SciPy's eigenpairs of a subset (``subset_by_index=``, ``subset_by_value=``: ``values``,
+    and ``vectors`` unless None) as a selection from all of them, ``(w, v)``, which their
+    derivatives need (an eigenvector's derivative couples it with every other one): the
+    indices of the selected ones in ``w``, and the signs that make ``v``'s columns SciPy's
+    ``vectors`` (LAPACK picks each eigenvector's sign in each call), None without vectors.
+    None without a subset."""
+    if subset_by_index is None and subset_by_value is None:
+        return None
+    full = f"scipy.linalg.{name}(..., subset_by_index=/subset_by_value=)"
+    plain = memory(w)
+    if subset_by_index is not None:
+        lo, hi = (int(i) for i in subset_by_index)
+        index = np.arange(lo, hi + 1)
+    else:  # SciPy's half-open interval (lo, hi]
+        lo, hi = subset_by_value
+        inside = np.reshape((plain > lo) & (plain <= hi), (-1, plain.shape[-1]))
+        if np.any(inside != inside[:1]):
+            raise UnsupportedOperationError(
+                f"{full} of a stack of matrices by value, selecting eigenvalues of other "
+                "ranks in each: select by index, or compute them all and select.")
+        index = np.flatnonzero(inside[0])
+    if index.size != np.shape(values)[-1]:
         raise UnsupportedOperationError(
-            f"scipy.linalg.{name}(..., subset_by_index=/subset_by_value=): the derivative of "
-            "some eigenpairs needs all of them; compute them all and select (w[lo:hi]).")
+            f"{full}: an eigenvalue lies on a bound of subset_by_value={subset_by_value!r} "
+            "up to rounding, where the subset, and its derivative, change. Move the bounds "
+            "away from the eigenvalues, or select by index.")
+    if vectors is None:
+        return index, None
+    chosen, given = memory(v)[..., index], memory(vectors)
+    cosines = (np.sum(chosen * given, axis=-2) / np.linalg.norm(chosen, axis=-2)
+               / np.linalg.norm(given, axis=-2))
+    if not np.all(np.abs(np.abs(cosines) - 1.0) <= 1e-6):
+        raise UnsupportedOperationError(
+            f"{full}: a selected eigenvalue is repeated, and its eigenvectors are not "
+            "determined; differentiate the eigenvalues alone (eigvals_only=True).")
+    return index, np.sign(cosines)[..., None, :]
+
+
+def _subset_pullback(back, n, selection):
+    """``back``, the pullback of all the eigenpairs (or eigenvalues), as that of the subset
+    ``selection`` (``_subset``): the others' cotangents zero."""
+    if selection is None:
+        return back
+    index, signs = selection
+
+    def spread(d, signs=None):
+        if d is None:
+            return None
+        whole = np.zeros(np.shape(d)[:-1] + (n,), np.result_type(d, float))
+        whole[..., index] = d if signs is None else d * signs
+        return whole
+
+    if signs is None:  # the eigenvalues alone
+        return lambda dw: back(spread(dw))
+    return unreached_as_none(lambda dys: back((spread(dys[0]), spread(dys[1], signs))))
+
+
+def _subset_tangent(tangent, selection):
+    """All the eigenpairs' (or eigenvalues') tangent as that of the subset ``selection``."""
+    if selection is None:
+        return tangent
+    index, signs = selection
+    if signs is None:
+        return tangent[..., index]
+    return tangent[0][..., index], tangent[1][..., index] * signs
 
 
 def _eigenpairs(name, a, lower, check_finite, driver):
@@ -731,13 +795,12 @@ def _eigenpairs(name, a, lower, check_finite, driver):
     return eigh(a, lower=lower, check_finite=check_finite, driver=driver)
 
 
-def _generalized(name, a, b, type, subset_by_index, subset_by_value):
+def _generalized(name, a, b, type):
     """Whether ``eigh(a, b)`` is the generalized problem A v = λ B v that mutad follows (b
     given, type 1, real), refusing the other settings; False for the standard one."""
     if b is None:
-        _standard_eigenproblem(name, b, type, subset_by_index, subset_by_value)
+        _standard_eigenproblem(name, b, type)
         return False
-    _standard_eigenproblem(name, None, 1, subset_by_index, subset_by_value)
     if type != 1 or np.iscomplexobj(a) or np.iscomplexobj(b):
         raise UnsupportedOperationError(
             f"scipy.linalg.{name}(a, b, type={type}) of complex or type 2, 3 problems: mutad "
@@ -795,6 +858,17 @@ def _pencil_pairs(a, b, w):
     return spectrum_pairs(name, a, w)
 
 
+def _eigenproblem(name, a, b, type, lower, check_finite, driver):
+    """All the eigenpairs of ``a`` (of the pencil ``(a, b)``), which the derivatives read, the
+    repeated pairs of the pencil's, and whether the problem is the generalized one."""
+    generalized = _generalized(name, a, b, type)
+    if generalized:
+        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+        return w, v, _pencil_pairs(a, b, w), True
+    w, v = _eigenpairs(name, a, lower, check_finite, driver)
+    return w, v, None, False
+
+
 @eigh.rule
 def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
                overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
@@ -802,71 +876,83 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
     """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
     cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
     SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
-    (``_generalized_cotangents``)."""
-    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
-        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
-        pairs = _pencil_pairs(a, b, w)
+    (``_generalized_cotangents``); a subset of them by those of all (``_subset``)."""
+    w, v, pairs, generalized = _eigenproblem("eigh", a, b, type, lower, check_finite,
+                                             driver)
+    result = eigh(a, b, lower=lower, eigvals_only=eigvals_only, check_finite=check_finite,
+                  subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                  driver=driver)
+    values, vectors = (result, None) if eigvals_only else result
+    selection = _subset("eigh", w, v, values, vectors, subset_by_index, subset_by_value)
+    n = w.shape[-1]
+    if generalized:
         if eigvals_only:
-            values = eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
-                          driver=driver)
-            return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs)
-        return (w, v), unreached_as_none(
-            lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs))
-    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
-    if eigvals_only:
-        values = eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
-                      driver=driver)
-        return values, eigenvalues_pullback("scipy.linalg.eigh", a, w, v)
-    return (w, v), eigenpairs_pullback("scipy.linalg.eigh", eigh_cotangent, w, v,
-                                       spectrum_pairs("scipy.linalg.eigh", a, w))
+            back = lambda dw: _generalized_cotangents(w, v, dw, None, pairs)  # noqa: E731
+        else:
+            back = unreached_as_none(
+                lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs))
+    elif eigvals_only:
+        back = eigenvalues_pullback("scipy.linalg.eigh", a, w, v)
+    else:
+        back = eigenpairs_pullback("scipy.linalg.eigh", eigh_cotangent, w, v,
+                                   spectrum_pairs("scipy.linalg.eigh", a, w))
+    return result, _subset_pullback(back, n, selection)
 
 
 @eigh.jvp_rule
 def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
               subset_by_value=None, driver=None):
-    if _generalized("eigh", a, b, type, subset_by_index, subset_by_value):
-        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+    w, v, pairs, generalized = _eigenproblem("eigh", a, b, type, lower, check_finite,
+                                             driver)
+    result = eigh(a, b, lower=lower, eigvals_only=eigvals_only, check_finite=check_finite,
+                  subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                  driver=driver)
+    values, vectors = (result, None) if eigvals_only else result
+    selection = _subset("eigh", w, v, values, vectors, subset_by_index, subset_by_value)
+    if generalized:
         da, db = (tuple(tangents) + (None,) * 2)[:2]
-        dw, dv = _generalized_tangents(w, v, da, db, _pencil_pairs(a, b, w))
-        if eigvals_only:
-            return eigh(a, b, lower=lower, eigvals_only=True, check_finite=check_finite,
-                        driver=driver), dw
-        return (w, v), (dw, dv)
-    w, v = _eigenpairs("eigh", a, lower, check_finite, driver)
-    if eigvals_only:
-        return eigh(a, lower=lower, eigvals_only=True, check_finite=check_finite,
-                    driver=driver), eigenvalues_tangent("scipy.linalg.eigh", a, w, v,
-                                                        tangents[0])
-    return (w, v), eigenpairs_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
+        dw, dv = _generalized_tangents(w, v, da, db, pairs)
+        tangent = dw if eigvals_only else (dw, dv)
+    elif eigvals_only:
+        tangent = eigenvalues_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
+    else:
+        tangent = eigenpairs_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
+    return result, _subset_tangent(tangent, selection)
 
 
 @eigvalsh.rule
 def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
                    check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
-        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
-        values = eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver)
-        pairs = _pencil_pairs(a, b, w)
-        return values, lambda dw: _generalized_cotangents(w, v, dw, None, pairs)
-    w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
-    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
-    return values, eigenvalues_pullback("scipy.linalg.eigvalsh", a, w, v)
+    w, v, pairs, generalized = _eigenproblem("eigvalsh", a, b, type, lower, check_finite,
+                                             driver)
+    values = eigvalsh(a, b, lower=lower, check_finite=check_finite,
+                      subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                      driver=driver)
+    selection = _subset("eigvalsh", w, v, values, None, subset_by_index, subset_by_value)
+    if generalized:
+        back = lambda dw: _generalized_cotangents(w, v, dw, None, pairs)  # noqa: E731
+    else:
+        back = eigenvalues_pullback("scipy.linalg.eigvalsh", a, w, v)
+    return values, _subset_pullback(back, w.shape[-1], selection)
 
 
 @eigvalsh.jvp_rule
 def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False,
                   type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
                   driver=None):
-    if _generalized("eigvalsh", a, b, type, subset_by_index, subset_by_value):
-        w, v = eigh(a, b, lower=lower, check_finite=check_finite, driver=driver)
+    w, v, pairs, generalized = _eigenproblem("eigvalsh", a, b, type, lower, check_finite,
+                                             driver)
+    values = eigvalsh(a, b, lower=lower, check_finite=check_finite,
+                      subset_by_index=subset_by_index, subset_by_value=subset_by_value,
+                      driver=driver)
+    selection = _subset("eigvalsh", w, v, values, None, subset_by_index, subset_by_value)
+    if generalized:
         da, db = (tuple(tangents) + (None,) * 2)[:2]
-        return (eigvalsh(a, b, lower=lower, check_finite=check_finite, driver=driver),
-                _generalized_tangents(w, v, da, db, _pencil_pairs(a, b, w))[0])
-    _standard_eigenproblem("eigvalsh", b, type, subset_by_index, subset_by_value)
-    w, v = _eigenpairs("eigvalsh", a, lower, check_finite, driver)
-    values = eigvalsh(a, lower=lower, check_finite=check_finite, driver=driver)
-    return values, eigenvalues_tangent("scipy.linalg.eigvalsh", a, w, v, tangents[0])
+        tangent = _generalized_tangents(w, v, da, db, pairs)[0]
+    else:
+        tangent = eigenvalues_tangent("scipy.linalg.eigvalsh", a, w, v, tangents[0])
+    return values, _subset_tangent(tangent, selection)
 
 
 def _thin_svd(a, check_finite, lapack_driver):

@@ -190,3 +190,79 @@ dctn = _real_transform("dctn", "dct", False, True)
 idctn = _real_transform("idctn", "dct", True, True)
 dstn = _real_transform("dstn", "dst", False, True)
 idstn = _real_transform("idstn", "dst", True, True)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.fftpack, SciPy's legacy interface: Python wrappers of the same pocketfft transforms as
+# scipy.fft's, by other arguments (no norm for the complex transforms; idct and idst the
+# unnormalized transforms of the inverse type; rfft's output real, packed as Re y0, Re y1,
+# Im y1, Re y2, ..., and irfft's input so): the transforms above stand in for them, their
+# values bit for bit.
+
+import scipy.fftpack as _fftpack  # noqa: E402
+from ._adjoints import stands_in_for  # noqa: E402
+
+
+def _fftpack_real(name, transform, inverse):
+    @stands_in_for(getattr(_fftpack, name))
+    def stand_in(x, type=2, n=None, axis=-1, norm=None, overwrite_x=False):
+        return transform(x, _INVERSE_TYPE[type] if inverse else type, n, axis, norm)
+    return stand_in
+
+
+def _fftpack_real_nd(name, transform, inverse):
+    @stands_in_for(getattr(_fftpack, name))
+    def stand_in(x, type=2, shape=None, axes=None, norm=None, overwrite_x=False):
+        shape = _fftpack._helper._good_shape(x, shape, axes)
+        return transform(x, _INVERSE_TYPE[type] if inverse else type, shape, axes, norm)
+    return stand_in
+
+
+def _fftpack_complex(name, transform):
+    @stands_in_for(getattr(_fftpack, name))
+    def stand_in(x, n=None, axis=-1, overwrite_x=False):
+        return transform(x, n, axis)
+    return stand_in
+
+
+def _fftpack_complex_nd(name, transform, axes=None):
+    @stands_in_for(getattr(_fftpack, name))
+    def stand_in(x, shape=None, axes=axes, overwrite_x=False):
+        return transform(x, _fftpack._helper._good_shape(x, shape, axes), axes)
+    return stand_in
+
+
+for _name, _transform, _inverse in (("dct", dct, False), ("idct", dct, True),
+                                    ("dst", dst, False), ("idst", dst, True)):
+    _fftpack_real(_name, _transform, _inverse)
+    _fftpack_real_nd(_name + "n", dctn if _transform is dct else dstn, _inverse)
+for _name, _transform in (("fft", fft), ("ifft", ifft)):
+    _fftpack_complex(_name, _transform)
+    _fftpack_complex_nd(_name + "n", fftn if _transform is fft else ifftn)
+    _fftpack_complex_nd(_name + "2", fftn if _transform is fft else ifftn, (-2, -1))
+
+
+@stands_in_for(_fftpack.rfft)
+def _fftpack_rfft(x, n=None, axis=-1, overwrite_x=False):
+    """The real and imaginary parts of ``rfft``'s values, interleaved (the imaginary parts of
+    the zero frequency and of an even length's last, zero, left out)."""
+    size = np.shape(x)[axis] if n is None else n
+    y = np.moveaxis(rfft(x, n, axis), axis, -1)
+    pairs = np.stack([y[..., 1:].real, y[..., 1:].imag], axis=-1)
+    packed = np.concatenate([y[..., :1].real, np.reshape(pairs, (*y.shape[:-1], -1))], axis=-1)
+    return np.moveaxis(packed[..., :size], -1, axis)
+
+
+@stands_in_for(_fftpack.irfft)
+def _fftpack_irfft(x, n=None, axis=-1, overwrite_x=False):
+    """``irfft`` of the values that ``rfft``'s packed form holds, zero padded or truncated to
+    ``n`` as fftpack does."""
+    x = np.moveaxis(x, axis, -1)
+    size = x.shape[-1] if n is None else n
+    if size > x.shape[-1]:
+        x = np.concatenate([x, np.zeros((*x.shape[:-1], size - x.shape[-1]))], axis=-1)
+    x = x[..., :size]
+    zero = np.zeros((*x.shape[:-1], 1))
+    real = np.concatenate([x[..., :1], x[..., 1::2]], axis=-1)
+    imaginary = np.concatenate([zero, x[..., 2::2]] + [zero] * (size % 2 == 0), axis=-1)
+    return np.moveaxis(irfft(real + 1j * imaginary, size, -1), -1, axis)

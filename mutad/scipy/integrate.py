@@ -383,6 +383,7 @@ class _Parameters:
         self.cells = []  # (cell, what it holds, its leaves, rebuild)
         self.others = []  # the other cells, and (once frozen) what they held
         self.frozen = None
+        self.objects = set()  # the objects whose attributes are followed
         seen = set()  # functions and cells met (functions often share a cell: fun and jac)
         stack = [f for f in functions if f is not None]
         while stack:
@@ -398,7 +399,13 @@ class _Parameters:
                 stack.append(f.func)
                 continue
             if isinstance(f, types.MethodType):
+                self._attributes(f.__self__)
                 f = f.__func__
+            elif not isinstance(f, types.FunctionType):
+                # a callable object (an interpolant, the user's class with __call__): what
+                # its attributes hold, as an object's its closure holds, and its __call__'s
+                self._attributes(f)
+                f = getattr(type(f), "__call__", None)
             for cell in getattr(f, "__closure__", None) or ():
                 if id(cell) in seen:
                     continue
@@ -417,16 +424,24 @@ class _Parameters:
                 self.others.append(cell)
                 if isinstance(held, (types.FunctionType, functools.partial, types.MethodType)):
                     stack.append(held)
-                followed = dict(_followed_attributes(held))
-                for name, value in followed.items():
-                    leaves, rebuild = flatten(value)
-                    self.cells.append((_Attribute(held, name), value, leaves, rebuild))
-                if followed:  # its other attributes, as the other cells: what they hold
-                    self.others.extend(_Attribute(held, name)  # when the solve is done
-                                       for name in vars(held) if name not in followed)
+                self._attributes(held)
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
         self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
+
+    def _attributes(self, held):
+        """Follow the differentiated values the attributes of ``held`` hold (an object a
+        function closes over, is bound to or is), once however often it is met."""
+        if id(held) in self.objects:
+            return
+        self.objects.add(id(held))
+        followed = dict(_followed_attributes(held))
+        for name, value in followed.items():
+            leaves, rebuild = flatten(value)
+            self.cells.append((_Attribute(held, name), value, leaves, rebuild))
+        if followed:  # its other attributes, as the other cells: what they hold
+            self.others.extend(_Attribute(held, name)  # when the solve is done
+                               for name in vars(held) if name not in followed)
 
     def leaves(self):
         return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
@@ -1053,7 +1068,12 @@ class _Solution(Adjoint):
     complex_values = None
 
     def __init__(self, name, evaluate):
-        super().__init__(evaluate)
+        def outputs(y0, *values, problem, times=None):
+            """The outputs alone, where nothing the call receives is differentiated (a
+            traced t_span alone: the outputs move with their times outside this call)."""
+            return evaluate(problem, y0, values, times)[0]
+
+        super().__init__(outputs)
         self.__name__ = self.__qualname__ = name
         self.evaluate = evaluate
         self.rule(self._rule)

@@ -856,6 +856,33 @@ class _TracedInterpolant:
                        - self._evaluate(*self._data, lo, spec=spec, nu=0))
         return scipys_value(value, composition)
 
+    def solve(self, y=0.0, discontinuity=True, extrapolate=None):
+        """SciPy's roots of ``interpolant(x) = y`` (its own call, on the plain data), each
+        differentiated by the implicit function theorem, ``dr = -(ds(r) - dy) / s'(r)`` (s
+        the interpolant, moving with the data). A root where the slope is zero, or at a
+        breakpoint of a PPoly (where it may jump through y), is refused."""
+        self._require_piecewise_polynomial("solve")
+        plain = [np.asarray(stop_gradient(d)) for d in self._data]
+        built = self._spec.build(plain)
+        roots = built.solve(np.asarray(stop_gradient(y)), discontinuity, extrapolate)
+        if roots.size == 0:
+            return roots
+        slopes = built(roots, 1, extrapolate=True)
+        # (a PPoly of given coefficients may jump at a breakpoint; the splines are continuous)
+        jumps = isinstance(self._spec, _PPoly) and np.any(np.isin(roots, built.x))
+        if not np.all(np.isfinite(slopes) & (slopes != 0.0)) or jumps:
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{self._name}(...).solve/roots of an interpolant built from "
+                "traced data: a root where its slope is zero or at one of its breakpoints "
+                "does not move smoothly with the data. Find the roots of the plain "
+                "interpolant (built outside the differentiated function) there.")
+        composition = roots - (self(roots, extrapolate=True) - y) / slopes
+        return scipys_value(roots, composition)
+
+    def roots(self, discontinuity=True, extrapolate=None):
+        """``solve(0.0)``: SciPy's roots, differentiated."""
+        return self.solve(0.0, discontinuity, extrapolate)
+
     def _require_piecewise_polynomial(self, name):
         # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never
         # differentiated or integrated before: PPoly.derivative(-nu) is its antiderivative,
@@ -870,7 +897,8 @@ class _TracedInterpolant:
             f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
             "traced data, and mutad differentiates its values and derivatives (calling it, "
             ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
-            ".antiderivative() and .integrate(a, b) of the interpolant itself (for the "
+            ".antiderivative(), .integrate(a, b), .solve(y) and .roots() of the interpolant "
+            "itself (for the "
             "B-splines, .integrate(a, b)). Build it from "
             "plain data (outside the differentiated function) to use other attributes.")
 

@@ -126,8 +126,10 @@ from ._adjoints import not_replayed, outside_differentiations, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "curve_fit", "diagbroyden", "excitingmixing", "fixed_point", "fsolve", "least_squares",
-           "linearmixing", "linprog", "lsq_linear", "minimize", "minimize_scalar", "newton",
+           "curve_fit", "diagbroyden", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
+           "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fsolve",
+           "least_squares", "leastsq", "linearmixing", "linprog", "lsq_linear", "minimize",
+           "minimize_scalar", "newton",
            "newton_krylov", "nnls", "ridder", "root", "root_scalar", "toms748"]
 
 DENSE = 32
@@ -884,20 +886,100 @@ def minimize(original, a, p, call, followed):
                                     lambda z: plain_objective(z, *plain_args),
                                     _constraint_functions(name, a["constraints"],
                                                           p["constraints"]), p["bounds"])
-    x = np.array(res.x, dtype=float)
-    stationarity = _gradient(lambda z: objective(z, *args), x)
-    solution = _solution(
-        name, res.x, stationarity,
-        _minimum_linearization(name, lambda z: plain_objective(z, *plain_args), x.copy()),
-        bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=True),
-        at=lambda z: grad(lambda w: objective(w, *args))(z))
-    value = objective(_held_at(x, solution, stationarity), *args)
+    bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
+    solution, value = _minimum(name, lambda z: objective(z, *args),
+                               lambda z: plain_objective(z, *plain_args), res.x,
+                               bool(res.success), res.message, bounds)
     values = {"x": solution}
-    if _followed(value):
+    if value is not None:
         values["fun"] = _with_derivatives(res.fun, value)
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
-    held = _on_bounds(x.ravel(), _bounds_arrays(p["bounds"], x.size, pairs=True)).any()
+    held = _on_bounds(np.ravel(res.x), bounds).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
+
+
+def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None):
+    """SciPy's minimum ``x`` of ``objective`` (a function of ``x`` alone, computed by the
+    user's functions on what the differentiation follows; ``plain_objective`` its plain twin),
+    differentiated by the implicit function theorem (its gradient zero there), and the
+    objective there with the derivatives of its value (the envelope theorem), None where it
+    does not depend on what the differentiation follows."""
+    z = np.array(x, dtype=float)
+    stationarity = _gradient(objective, z)
+    solution = _solution(name, x, stationarity,
+                         _minimum_linearization(name, plain_objective, z.copy()), converged,
+                         message, bounds, at=lambda w: grad(objective)(w))
+    value = objective(_held_at(z, solution, stationarity))
+    return solution, (value if _followed(value) else None)
+
+
+# SciPy's legacy minimizers (fmin, fmin_powell, fmin_bfgs, fmin_cg, fmin_ncg, fmin_l_bfgs_b,
+# fmin_tnc), differentiated as minimize: their xopt and fopt; the other outputs holding numbers
+# that depend on the differentiated values (gopt, Bopt, direc, allvecs) are refused.
+
+
+def _legacy_minimizer(original, function, flag_at=None, gradient_switch=None):
+    """The stand-in of the legacy minimizer ``original`` whose objective is its parameter
+    ``function``; its full output (asked of SciPy always) has xopt first, fopt second and
+    the warning flag at ``flag_at`` (None: ``fmin_l_bfgs_b``'s and ``fmin_tnc``'s own
+    outputs); ``gradient_switch``: the parameter that, false with no ``fprime``, makes the
+    objective return its gradient after its value."""
+    name = f"scipy.optimize.{original.__name__}"
+    tnc = original.__name__ == "fmin_tnc"  # (its third output is its return code)
+
+    @_stands_in_for(original, f"``{name}``: SciPy's minimum, differentiated as "
+                    "``minimize``'s by the implicit function theorem.")
+    def solve(original, a, p, call, followed):
+        full = flag_at is not None
+        result = _run(original, call, **({"full_output": True} if full else {}))
+        if not followed:  # (retall=True without full_output: xopt and allvecs)
+            if not full or a["full_output"]:
+                return result
+            return (result[0], result[-1]) if a["retall"] else result[0]
+        returns_gradient = gradient_switch is not None and a["fprime"] is None \
+            and not a[gradient_switch]
+        objective = _objective(a[function], returns_gradient)
+        plain_objective = _objective(p[function], returns_gradient)
+        args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+        x = result[0]
+        if full:
+            converged = result[flag_at] == 0
+        elif tnc:
+            converged = result[2] in (0, 1, 2)  # (a local minimum, its f or x converged)
+        else:
+            converged = result[2]["warnflag"] == 0
+        bounds = a.get("bounds")
+        bounds = None if bounds is None else _bounds_arrays(p["bounds"], np.size(x), pairs=True)
+        solution, value = _minimum(name, lambda z: objective(z, *args),
+                                   lambda z: plain_objective(z, *plain_args), x, converged,
+                                   f"SciPy's flag {result[flag_at] if full else result[2]}",
+                                   bounds)
+        if not full:
+            f = result[1] if value is None else _with_derivatives(result[1], value)
+            extra = result[2]
+            if isinstance(extra, dict):  # fmin_l_bfgs_b's: its grad not differentiated
+                extra = {k: (_Refused(f"{name}(...)'s {k}") if k == "grad" else v)
+                         for k, v in extra.items()}
+            return solution, f, extra
+        if not a["full_output"]:
+            return (solution, _Refused(f"{name}(...)'s allvecs")) if a["retall"] else solution
+        outputs = [solution, result[1] if value is None
+                   else _with_derivatives(result[1], value)]
+        outputs += [_Refused(f"{name}(...)'s output {i}") if _holds_floats(item) else item
+                    for i, item in enumerate(result[2:], start=2)]
+        return tuple(outputs)
+
+    return solve
+
+
+fmin = _legacy_minimizer(_optimize.fmin, "func", 4)
+fmin_powell = _legacy_minimizer(_optimize.fmin_powell, "func", 5)
+fmin_bfgs = _legacy_minimizer(_optimize.fmin_bfgs, "f", 6)
+fmin_cg = _legacy_minimizer(_optimize.fmin_cg, "f", 4)
+fmin_ncg = _legacy_minimizer(_optimize.fmin_ncg, "f", 5)
+fmin_l_bfgs_b = _legacy_minimizer(_optimize.fmin_l_bfgs_b, "func",
+                                  gradient_switch="approx_grad")
+fmin_tnc = _legacy_minimizer(_optimize.fmin_tnc, "func", gradient_switch="approx_grad")
 
 
 # Constraints: at a minimum of f subject to g(x) = 0 (equalities) and g(x) ≥ 0 (inequalities,
@@ -1128,6 +1210,32 @@ def least_squares(original, a, p, call, followed):
                    keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
 
 
+@_stands_in_for(_optimize.leastsq)
+def leastsq(original, a, p, call, followed):
+    """``scipy.optimize.leastsq`` (MINPACK's Levenberg-Marquardt), its ``x`` differentiated
+    as ``least_squares``' at the minimum of ``½‖r‖²``; with ``full_output``, ``infodict``'s
+    ``fvec`` the residuals there, ``cov_x`` and the other arrays refused."""
+    x, cov_x, info, message, ier = _run(original, call, full_output=True)
+    if not followed:
+        return (x, cov_x, info, message, ier) if a["full_output"] else (x, ier)
+    name = "scipy.optimize.leastsq"
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+
+    def residuals(z):
+        return _as_array(a["func"](z, *args))
+
+    solution, _ = _minimum(name, _half_square(residuals),
+                           _half_square(lambda z: _as_array(p["func"](z, *plain_args))), x,
+                           ier in (1, 2, 3, 4), message)
+    if not a["full_output"]:
+        return solution, ier
+    moved = residuals(solution.copy())  # a copy: func may work in place
+    info = {k: (_with_derivatives(v, moved) if k == "fvec" and _followed(moved) else
+                _Refused(f"{name}(...)'s infodict['{k}']") if _holds_floats(v) else v)
+            for k, v in info.items()}
+    return solution, _Refused(f"{name}(...)'s cov_x"), info, message, ier
+
+
 @_stands_in_for(_optimize.curve_fit)
 def curve_fit(original, a, p, call, followed):
     """``scipy.optimize.curve_fit``, ``popt`` differentiated (with respect to ``ydata``,
@@ -1311,14 +1419,24 @@ def root_scalar(original, a, p, call, followed):
 @_stands_in_for(_optimize.newton)
 def newton(original, a, p, call, followed):
     """``scipy.optimize.newton`` of a scalar ``x0``, its root differentiated at the root:
-    ``dx*/dθ = -(∂f/∂θ) / f'(x*)``."""
+    ``dx*/dθ = -(∂f/∂θ) / f'(x*)``; of an array ``x0`` (SciPy's vectorized form, one scalar
+    root per element of ``func``'s elementwise values), its roots differentiated as ``root``'s
+    solution of ``func(x) = 0``."""
     name = "scipy.optimize.newton"
-    if np.size(p["x0"]) != 1 or np.ndim(p["x0"]) != 0:
+    if np.size(p["x0"]) > 1:
+        result = _run(original, call, full_output=True)
+        if not followed:
+            return result if a["full_output"] else result[0]
+        solution = _root_solution(name, a["func"], p["func"], False, result.root,
+                                  _tuple(a["args"]), _tuple(p["args"]),
+                                  bool(np.all(result.converged)))
+        return result._replace(root=solution) if a["full_output"] else solution
+    if np.ndim(p["x0"]) != 0:
         result = _run(original, call)
         if followed:
             raise UnsupportedOperationError(
-                f"{name} of an array x0 (many scalar roots at once) with differentiated "
-                "values: call it per root, or use scipy.optimize.root.")
+                f"{name} of an array x0 of one element with differentiated values: pass "
+                "x0 as a number (x0[0]), or use scipy.optimize.root.")
         return result
     x, report = _run(original, call, full_output=True)[:2]
     if not followed:

@@ -103,13 +103,15 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "coherence", "cont2discrete",
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "butter", "cheby1", "cheby2",
+           "coherence", "cont2discrete",
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
-           "dimpulse", "dlsim", "dlti", "dstep", "fftconvolve", "filtfilt", "find_peaks", "firwin",
-           "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "impulse", "istft", "lfilter",
-           "lfilter_zi", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
+           "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
+           "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
+           "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
            "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
-           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "upfirdn", "welch", "wiener", "zoom_fft",
+           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
+           "zoom_fft",
            "zpk2ss", "zpk2tf"]
 
 
@@ -908,6 +910,105 @@ def ss2tf(A, B, C, D, input=0):
     return _ss2tf(A, B, C, D, input)
 
 
+# IIR filter design of differentiated critical frequencies: SciPy's steps (iirfilter, its
+# frequency transformations and bilinear transform) on the traced Wn, the analog prototype
+# (a function of the order and ripples alone) SciPy's own.
+
+
+def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butter",
+               output="ba", fs=None):
+    name = "scipy.signal.iirfilter"
+    _refuse_followed((rp, rs), "a filter's ripple or attenuation (rp, rs)",
+                     "Pass them as constants; the critical frequencies Wn are differentiated.")
+    Wn = array_argument(Wn) * 1.0
+    fs = _filter_design._validate_fs(fs, allow_none=True)
+    ftype, btype, output = (x.lower() for x in (ftype, btype, output))
+    if fs is not None:
+        if analog:
+            raise ValueError("fs cannot be specified for an analog filter")
+        Wn = Wn / (fs / 2)
+    plain = np.asarray(stop_gradient(Wn))
+    if np.any(plain <= 0):
+        raise ValueError("filter critical frequencies must be greater than 0")
+    if plain.size > 1 and not plain[0] < plain[1]:
+        raise ValueError("Wn[0] must be less than Wn[1]")
+    btype = _filter_design.band_dict.get(btype, btype)
+    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk") \
+            or _filter_design.filter_dict.get(ftype, [None])[0] is _filter_design.besselap:
+        raise UnsupportedOperationError(
+            f"{name}(btype={btype!r}, ftype={ftype!r}, output={output!r}) of differentiated "
+            "critical frequencies: mutad follows the lowpass, highpass and bandpass designs "
+            "of butter, cheby1, cheby2 and ellip with output='ba' or 'zpk' (filter with "
+            "lfilter, or sosfilt of tf2sos's sections).")
+    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0)
+    z, p, k = _filter_design.iirfilter(N, 1.0, rp, rs, btype="lowpass", analog=True,
+                                       ftype=ftype, output="zpk")
+    degree = _filter_design._relative_degree(z, p)
+    if not analog:
+        if np.any(plain >= 1):
+            if fs is not None:
+                raise ValueError("Digital filter critical frequencies must "
+                                 f"be 0 < Wn < fs/2 (fs={fs} -> fs/2={fs/2})")
+            raise ValueError("Digital filter critical frequencies must be 0 < Wn < 1")
+        fs = 2.0
+        warped = 2 * fs * np.tan(np.pi * Wn / fs)
+    else:
+        warped = Wn
+    if btype in ("lowpass", "highpass"):
+        if plain.size != 1:
+            raise ValueError("Must specify a single critical frequency Wn for lowpass or "
+                             "highpass filter")
+        wo = np.reshape(warped, ())
+        if btype == "lowpass":  # lp2lp_zpk
+            z, p, k = wo * z, wo * p, k * wo ** degree
+        else:  # lp2hp_zpk
+            z, p, k = (np.concatenate((wo / z, np.zeros(degree))), wo / p,
+                       k * np.real(np.prod(-z) / np.prod(-p)))
+    else:  # lp2bp_zpk
+        bw = warped[1] - warped[0]
+        wo = np.sqrt(warped[0] * warped[1])
+        z_lp = (z * bw / 2).astype(np.complex128)
+        p_lp = (p * bw / 2).astype(np.complex128)
+        z = np.concatenate((z_lp + np.sqrt(z_lp ** 2 - wo ** 2),
+                            z_lp - np.sqrt(z_lp ** 2 - wo ** 2), np.zeros(degree)))
+        p = np.concatenate((p_lp + np.sqrt(p_lp ** 2 - wo ** 2),
+                            p_lp - np.sqrt(p_lp ** 2 - wo ** 2)))
+        k = k * bw ** degree
+    if not analog:  # bilinear_zpk
+        degree = _filter_design._relative_degree(z, p)
+        fs2 = 2.0 * fs
+        k = k * np.real(np.prod(fs2 - z) / np.prod(fs2 - p))
+        z = np.concatenate(((fs2 + z) / (fs2 - z), -np.ones(degree)))
+        p = (fs2 + p) / (fs2 - p)
+    return (z, p, k) if output == "zpk" else _zpk2tf(z, p, k)
+
+
+iirfilter = stands_in_for(_signal.iirfilter)(_iirfilter)
+
+
+@stands_in_for(_signal.butter)
+def butter(N, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, btype=btype, analog=analog, output=output, ftype="butter", fs=fs)
+
+
+@stands_in_for(_signal.cheby1)
+def cheby1(N, rp, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rp=rp, btype=btype, analog=analog, output=output, ftype="cheby1",
+                      fs=fs)
+
+
+@stands_in_for(_signal.cheby2)
+def cheby2(N, rs, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rs=rs, btype=btype, analog=analog, output=output, ftype="cheby2",
+                      fs=fs)
+
+
+@stands_in_for(_signal.ellip)
+def ellip(N, rp, rs, Wn, btype="low", analog=False, output="ba", fs=None):
+    return _iirfilter(N, Wn, rp=rp, rs=rs, btype=btype, analog=analog, output=output,
+                      ftype="elliptic", fs=fs)
+
+
 @stands_in_for(_signal.zpk2tf)
 def zpk2tf(z, p, k):
     """SciPy's steps on differentiated zeros, poles and gain."""
@@ -924,6 +1025,64 @@ def zpk2ss(z, p, k):
 def normalize(b, a):
     """SciPy's steps on differentiated coefficients."""
     return _normalize(b, a)
+
+
+@stands_in_for(_signal.tf2zpk)
+def tf2zpk(b, a):
+    """SciPy's steps on differentiated coefficients: ``normalize``, then the roots of the
+    numerator and denominator (``np.roots``, an eigenvalue problem mutad differentiates) and
+    the gain."""
+    b, a = _normalize(b, a)
+    b, a = b * 1.0, a * 1.0  # (SciPy's promotion to floating point)
+    k = b[0]
+    b = b / b[0]
+    empty = lambda c: np.asarray([], dtype=c.dtype)  # noqa: E731 (SciPy's, of fewer than 2)
+    return (np.roots(b) if np.shape(b)[0] >= 2 else empty(b),
+            np.roots(a) if np.shape(a)[0] >= 2 else empty(a), k)
+
+
+def _array_of(v):
+    v = array_argument(v)
+    return v if hasattr(v, "dtype") else np.asarray(v)
+
+
+@stands_in_for(_signal.lfiltic)
+def lfiltic(b, a, y, x=None):
+    """SciPy's steps (signal/_signaltools.py) on differentiated coefficients and histories:
+    the initial state of ``lfilter``'s transposed direct form."""
+    a, b, y = np.atleast_1d(_array_of(a)), np.atleast_1d(_array_of(b)), _array_of(y)
+    if np.ndim(a) > 1:
+        raise ValueError("Filter coefficients `a` must be 1-D.")
+    if np.ndim(b) > 1:
+        raise ValueError("Filter coefficients `b` must be 1-D.")
+    N, M = np.shape(a)[0] - 1, np.shape(b)[0] - 1
+    K = max(M, N)
+    if N < 0:
+        raise ValueError("There must be at least one `a` coefficient.")
+    dtypes = [b.dtype, a.dtype, y.dtype] + ([] if x is None else [_array_of(x).dtype])
+    result_type = np.result_type(*dtypes)
+    if result_type.kind in "bui":
+        result_type = np.dtype(np.float64)
+    if x is None:
+        x = np.zeros(M, dtype=result_type)
+    else:
+        x = _array_of(x).astype(result_type)
+        if np.size(x) < M:
+            x = np.concatenate((x, np.zeros(M - np.size(x))))
+    y = y.astype(result_type)
+    if np.size(y) < N:
+        y = np.concatenate((y, np.zeros(N - np.size(y))))
+    # SciPy's zi[m] = Σ b[m+1:] x[:M-m], then zi[m] -= Σ a[m+1:] y[:N-m], from zeros
+    zero = np.zeros((), dtype=result_type)
+    zi = [np.sum(b[m + 1:] * x[:M - m], axis=0) if m < M else zero for m in range(K)]
+    zi = [z - np.sum(a[m + 1:] * y[:N - m], axis=0) if m < N else z for m, z in enumerate(zi)]
+    zi = stacked(zi) if K else np.zeros(0, dtype=result_type)
+    first = np.asarray(stop_gradient(a[0]))
+    if first != 1.0:
+        if first == 0.0:
+            raise ValueError("First `a` filter coefficient must be non-zero.")
+        zi = zi / a[0]
+    return zi
 
 
 def _continuous(system, name):

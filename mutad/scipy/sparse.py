@@ -958,6 +958,38 @@ def _as_matrix_rows(x):
     return np.reshape(x, (1, -1)) if np.ndim(x) < 2 else x
 
 
+_MATRIX_REDUCTIONS = {np.sum: "sum", np.mean: "mean", np.max: "max", np.amax: "max",
+                      np.min: "min", np.amin: "min", np.prod: "prod", np.std: "std",
+                      np.var: "var"}
+"""NumPy's functions that reduce an ``np.matrix`` by its method of the same meaning."""
+
+
+def _as_matrix_computes(func, args, kwargs):
+    """NumPy's ``func`` of arguments among which are np.matrix of traced values: computed on
+    their traced arrays, its results given the types and shapes NumPy's on the plain
+    matrices has (a matrix stays one, ``np.linalg.det`` gives a number). NumPy's own call on
+    the plain matrices decides them, and must give the same values: a function whose values
+    change with np.matrix's semantics (its ``*``, its indexing that keeps two dimensions) is
+    refused."""
+    plain = func(*[a.value if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+
+    def matched(y, expected):
+        if isinstance(expected, tuple) and isinstance(y, tuple) and len(y) == len(expected):
+            items = [matched(a, b) for a, b in zip(y, expected)]
+            return type(expected)(*items) if hasattr(expected, "_fields") else tuple(items)
+        if np.size(y) == np.size(expected) and np.array_equal(
+                np.ravel(memory(y)), np.ravel(np.asarray(expected)), equal_nan=True):
+            if isinstance(expected, np.matrix):
+                return TracedMatrix(np.reshape(y, expected.shape))
+            return np.reshape(y, np.shape(expected)) if np.shape(y) != np.shape(expected) else y
+        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse matrix's "
+                "sum(axis) or todense()), whose values differ from those of its array",
+                "take its array first: np.asarray(m), m.A or m.A1.")
+
+    return matched(traced, plain)
+
+
 class TracedMatrix:
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1020,10 +1052,42 @@ class TracedMatrix:
     def copy(self) -> TracedMatrix:
         return TracedMatrix(self.array.copy())
 
-    def sum(self, axis: int | None = None) -> Any:
+    def _reduced(self, reduction, axis, **settings):
+        """``np.matrix``'s reductions: a number over every entry, a matrix (two dimensions
+        kept) along an axis."""
         if axis is None:
-            return np.sum(self.array)
-        return TracedMatrix(np.sum(self.array, axis=axis, keepdims=True))
+            return reduction(self.array, **settings)
+        return TracedMatrix(reduction(self.array, axis=axis, keepdims=True, **settings))
+
+    def sum(self, axis: int | None = None) -> Any:
+        return self._reduced(np.sum, axis)
+
+    def mean(self, axis: int | None = None) -> Any:
+        return self._reduced(np.mean, axis)
+
+    def max(self, axis: int | None = None) -> Any:
+        return self._reduced(np.max, axis)
+
+    def min(self, axis: int | None = None) -> Any:
+        return self._reduced(np.min, axis)
+
+    def prod(self, axis: int | None = None) -> Any:
+        return self._reduced(np.prod, axis)
+
+    def std(self, axis: int | None = None, ddof: int = 0) -> Any:
+        return self._reduced(np.std, axis, ddof=ddof)
+
+    def var(self, axis: int | None = None, ddof: int = 0) -> Any:
+        return self._reduced(np.var, axis, ddof=ddof)
+
+    def trace(self) -> TracedMatrix:  # (np.matrix's: a 1 x 1 matrix)
+        return TracedMatrix(np.reshape(np.trace(self.array), (1, 1)))
+
+    def diagonal(self) -> TracedMatrix:
+        return TracedMatrix(np.reshape(np.diagonal(self.array), (1, -1)))
+
+    def __abs__(self) -> TracedMatrix:
+        return TracedMatrix(np.abs(self.array))
 
     def __getitem__(self, key):
         """``np.matrix``'s indexing: an entry, or a matrix (a row where one index is left,
@@ -1093,8 +1157,9 @@ class TracedMatrix:
         if name.startswith("__"):
             raise AttributeError(name)
         _refuse(f"m.{name} of an np.matrix of traced values (a scipy.sparse matrix's "
-                "sum(axis) or todense())", "mutad follows its sum, T, A, A1, copy, ravel, "
-                "indexing and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
+                "sum(axis) or todense())", "mutad follows its sum, mean, max, min, prod, std, "
+                "var, trace, diagonal, T, A, A1, copy, ravel, indexing, abs and arithmetic: "
+                "take its array first, np.asarray(m), m.A or m.A1.")
 
     def __pow__(self, other):
         _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis) "
@@ -1115,12 +1180,11 @@ class TracedMatrix:
                 _refuse(f"np.{func.__name__}(m, dtype={dtype!r}) of an np.matrix of traced "
                         "values", "leave the dtype out (the values are float64).")
             return self.array.copy() if func is np.array else self.array
-        if func is np.sum and args and args[0] is self and len(args) <= 2 and \
+        method = _MATRIX_REDUCTIONS.get(func)
+        if method is not None and args and args[0] is self and len(args) <= 2 and \
                 set(kwargs) <= {"axis"}:
-            return self.sum(kwargs.get("axis", args[1] if len(args) > 1 else None))
-        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse "
-                "matrix's sum(axis) or todense())", "take its array first: np.asarray(m), m.A "
-                "or m.A1.")
+            return getattr(self, method)(kwargs.get("axis", args[1] if len(args) > 1 else None))
+        return _as_matrix_computes(func, args, kwargs)
 
     def __repr__(self):
         return f"<traced matrix of shape {self.shape}>"
@@ -3432,7 +3496,9 @@ def _svds(A: Any, k: int = 6, ncv: int | None = None, tol: float = 0, which: str
           v0: Any = None, maxiter: int | None = None, return_singular_vectors: Any = True,
           solver: str = "arpack", rng: Any = None, options: Any = None, **kwargs: Any) -> Any:
     settings = dict(ncv=ncv, tol=tol, which=which, v0=v0, maxiter=maxiter, solver=solver,
-                    rng=rng, options=options, **kwargs)
+                    options=options, **kwargs)
+    if rng is not None:  # (passed on only when given: SciPy refuses it beside random_state=)
+        settings["rng"] = rng
     if not _followed(A, *settings.values()):
         return SCIPY["svds"](A, k, return_singular_vectors=return_singular_vectors, **settings)
     settings = _spectral_settings("svds", settings, A)

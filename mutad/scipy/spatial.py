@@ -84,7 +84,8 @@ from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
 from ._adjoints import Value, refused_attribute, reproduces, scipys_value, stands_in_for
 
-__all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "correlation", "jensenshannon",
+__all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "correlation",
+           "distance_matrix", "jensenshannon", "minkowski_distance", "minkowski_distance_p",
            "pdist", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
@@ -219,6 +220,44 @@ def _distances(u, v, name, points, kwargs):
         VI = _array(VI)
     return _where_zero(np.sum((d @ np.swapaxes(VI, -1, -2)) * d, axis=-1), np.sqrt)
 
+
+
+# scipy.spatial's minkowski_distance_p, minkowski_distance and distance_matrix: SciPy's NumPy
+# steps (np.sum along the last axis) on the traced points, without the conversions that would
+# cut them; identical points at the distance 0 with the derivative 0 (``_where_zero``).
+
+
+@stands_in_for(_spatial_module.minkowski_distance_p)
+def minkowski_distance_p(x, y, p=2.0):
+    x, y = _array(x), _array(y)
+    magnitude = np.abs(y - x)
+    if p == np.inf:
+        return np.max(magnitude, axis=-1)
+    if p == 1:
+        return np.sum(magnitude, axis=-1)
+    return np.sum(_where_zero(magnitude, lambda a: a ** p), axis=-1)
+
+
+@stands_in_for(_spatial_module.minkowski_distance)
+def minkowski_distance(x, y, p=2.0):
+    total = minkowski_distance_p(x, y, p)
+    if p == np.inf or p == 1:
+        return total
+    return _where_zero(total, lambda s: s ** (1.0 / p))
+
+
+@stands_in_for(_spatial_module.distance_matrix)
+def distance_matrix(x, y, p=2.0, threshold=1000000):
+    """SciPy's distances of every row of ``x`` to every row of ``y``: ``minkowski_distance``
+    of the pairs broadcast (SciPy's loop over rows of large arrays gives the same values)."""
+    x, y = _array(x), _array(y)
+    if np.ndim(x) != 2 or np.ndim(y) != 2:  # (SciPy unpacks two dimensions of each)
+        raise ValueError("distance_matrix takes two 2-d arrays of points")
+    k, kk = np.shape(x)[1], np.shape(y)[1]
+    if k != kk:
+        raise ValueError(f"x contains {k}-dimensional vectors but y contains "
+                         f"{kk}-dimensional vectors")
+    return minkowski_distance(x[:, np.newaxis, :], y[np.newaxis, :, :], p)
 
 def _cosine(u, v, centred):
     if centred:  # SciPy's correlation: the cosine distance of the rows less their means

@@ -48,6 +48,7 @@ from scipy.special import (
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
+    betainccinv, betaincinv,
 )
 from scipy.special._ufuncs import _lambertw, _zeta
 
@@ -68,7 +69,8 @@ polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["beta", "betainc", "betaincc", "betaln", "binom", "boxcox", "boxcox1p", "cbrt",
+__all__ = ["beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+           "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
@@ -356,6 +358,11 @@ def _inverse_density(x, a):
     return np.exp(-_numerics.gamma_log_density(x, a))
 
 
+def _beta_inverse_density(x, a, b):
+    """1 / (d/dx I_x(a, b)) at ``x``."""
+    return np.exp(betaln(a, b) - xlogy(a - 1.0, x) - xlog1py(b - 1.0, -x))
+
+
 def _delta(phi, m):
     s = np.sin(phi)
     return np.sqrt(1.0 - m * s * s)
@@ -492,6 +499,12 @@ elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
 # The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
 elementwise(gammaincinv,  _PARAMETER_A, lambda y, a, p: _inverse_density(y, a),     uses="xy")
 elementwise(gammainccinv, _PARAMETER_A, lambda y, a, q: -_inverse_density(y, a),    uses="xy")
+# The inverses of I_x(a, b) and its complement in the probability: one over the density at x = y,
+# B(a, b) x^(1-a) (1-x)^(1-b)
+elementwise(betaincinv,  _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, p: _beta_inverse_density(y, a, b),                        uses="xy")
+elementwise(betainccinv, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, q: -_beta_inverse_density(y, a, b),                       uses="xy")
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _DEGREES, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _DEGREES, lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))

@@ -1,0 +1,584 @@
+"""Programs calling SciPy (outside scipy.stats) that stopped with an error instead of being
+differentiated: each checked against central differences, in reverse mode, forward mode and a
+replay (``grad(..., replay=True)`` recorded at one point, replayed at another), its value
+SciPy's bit for bit and the caller's arrays unchanged; and the cases that stay refused, with
+what to do instead."""
+
+import numpy as np
+import pytest
+import scipy.fftpack
+import scipy.integrate
+import scipy.interpolate
+import scipy.linalg
+import scipy.optimize
+import scipy.signal
+import scipy.sparse
+import scipy.sparse.linalg
+import scipy.spatial
+import scipy.special
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+
+
+def central(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False):
+    """``f``'s value (SciPy's, bit for bit), gradient (reverse mode, and a replay at another
+    point), and directional derivative (forward mode) against central differences; ``x``
+    unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the symmetric one
+    (the differences are symmetrised too)."""
+    def expected(x):
+        g = central(f, x)
+        return (g + g.T) / 2 if symmetric else g
+
+    plain = f(x.copy())
+    before = x.tobytes()
+    value, (g,) = mutad.value_and_gradient(f, x)
+    assert x.tobytes() == before
+    assert np.asarray(value).tobytes() == np.asarray(plain).tobytes()
+    np.testing.assert_allclose(g, expected(x), rtol=rtol, atol=atol)
+    direction = np.cos(np.arange(x.size)).reshape(x.shape)
+    if symmetric:
+        direction = direction + direction.T
+    _, tangent = mutad.jvp(f, (x,), (direction,))
+    np.testing.assert_allclose(tangent, np.sum(central(f, x) * direction), rtol=rtol,
+                               atol=atol * np.abs(direction).sum())
+    replayed = mutad.grad(f, replay=True)
+    np.testing.assert_array_equal(replayed(x), g)
+    other = x * 1.05
+    before = other.tobytes()
+    np.testing.assert_allclose(replayed(other), expected(other), rtol=rtol, atol=atol)
+    assert other.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.eigh and eigvalsh of a subset of the eigenpairs: SciPy's subset, differentiated
+# by the formulas of all the eigenpairs (an eigenvector's derivative couples it with the others)
+
+_M = np.random.default_rng(4).random((5, 5))
+SPD = _M @ _M.T + np.eye(5)
+PENCIL = 2.0 * np.eye(5) + 0.1
+
+
+def _subset_vectors(a):
+    w, v = scipy.linalg.eigh(a, subset_by_index=[1, 2])
+    return w.sum() + (v[:, 0] ** 2 * np.arange(5)).sum() + v[0, 1] * v[1, 1]
+
+
+def _subset_by_value(a):
+    return scipy.linalg.eigh(a, eigvals_only=True, subset_by_value=(0.5, 3.0)).sum()
+
+
+def _eigvalsh_subset(a):
+    return (scipy.linalg.eigvalsh(a, subset_by_index=(3, 4)) ** 2).sum()
+
+
+def _generalized_subset(a):
+    w, v = scipy.linalg.eigh(a, PENCIL, subset_by_index=[0, 1])
+    return w[0] + v[2, 1] * v[3, 1]
+
+
+def _subset_by_value_vectors(a):
+    w, v = scipy.linalg.eigh(a, subset_by_value=(1.05, 12.0), driver="evx")
+    return np.sum(w * np.abs(v[0])) + v[1, -1] * v[4, -1]
+
+
+@pytest.mark.parametrize("f", [_subset_vectors, _subset_by_value, _eigvalsh_subset,
+                               _generalized_subset, _subset_by_value_vectors],
+                         ids=lambda f: f.__name__)
+def test_eigh_subset(f):
+    check(f, SPD.copy(), symmetric=True)
+
+
+def test_eigh_subset_refusals():
+    repeated = np.diag([1.0, 2.0, 2.0, 3.0])
+    with pytest.raises(UnsupportedOperationError, match="repeated"):
+        mutad.gradient(lambda a: scipy.linalg.eigh(a, subset_by_index=[1, 1])[1][0, 0],
+                       repeated)
+    with pytest.raises(UnsupportedOperationError, match="stack of matrices by value"):
+        mutad.gradient(lambda a: scipy.linalg.eigvalsh(np.stack([
+            a, np.diag([2.0, 3.0, 4.0, 5.0, 20.0])]), subset_by_value=(1.05, 12.0)).sum(),
+            SPD.copy())
+
+
+def test_eigh_subset_of_a_stack():
+    check(lambda a: (scipy.linalg.eigh(np.stack([a, a @ a]), subset_by_index=[2, 3])[1][:, :, 0]
+                     ** 2 * np.arange(4.0)).sum(), SPD[:4, :4].copy(), symmetric=True)
+    check(lambda a: scipy.linalg.eigvalsh(np.stack([a, a + 0.01 * np.eye(5)]),
+                                          subset_by_value=(1.05, 100.0)).prod(),
+          SPD.copy(), symmetric=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.optimize.newton of an array x0: SciPy's vectorized Newton, its roots differentiated as
+# root's solution of func(x) = 0
+
+
+def _newton_squares(a):
+    r = scipy.optimize.newton(lambda x: x ** 2 - a, np.array([1.0, 1.0, 2.0]), tol=1e-14)
+    return (r * np.arange(1, 4)).sum()
+
+
+def _newton_args_fprime(a):
+    res = scipy.optimize.newton(lambda x, c: np.cos(x) - c * x, np.full(3, 0.5),
+                                fprime=lambda x, c: -np.sin(x) - c, args=(a,), tol=1e-14,
+                                full_output=True)
+    return res.root @ np.arange(1.0, 4.0) + res.converged.sum()
+
+
+@pytest.mark.parametrize("f", [_newton_squares, _newton_args_fprime], ids=lambda f: f.__name__)
+def test_newton_of_an_array(f):
+    check(f, np.array([2.0, 3.0, 5.0]) / 4, rtol=1e-6)
+
+
+def test_newton_of_one_element_array_refused():
+    with pytest.raises(UnsupportedOperationError, match="x0 as a number"):
+        mutad.gradient(lambda a: scipy.optimize.newton(lambda x: x ** 2 - a, np.array([1.0]))[0],
+                       np.array([2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.fftpack: scipy.fft's transforms by fftpack's arguments
+
+FFTPACK = {
+    "dct": lambda x: (scipy.fftpack.dct(x, norm="ortho")[:, :5] ** 2).sum()
+    + scipy.fftpack.dct(x, type=1).sum(),
+    "idct": lambda x: (scipy.fftpack.idct(x, type=2) * np.arange(x.shape[-1])).sum()
+    + scipy.fftpack.idct(x, 3, n=5, norm="ortho").sum(),
+    "dst": lambda x: (scipy.fftpack.dst(x, 2, axis=0) ** 2).sum()
+    + scipy.fftpack.idst(x, 4).sum(),
+    "dctn": lambda x: (scipy.fftpack.dctn(x, norm="ortho") ** 2
+                       * np.arange(x.size).reshape(x.shape)).sum()
+    + scipy.fftpack.idctn(x, shape=(2, 5)).sum() + scipy.fftpack.idstn(x, axes=[0]).sum(),
+    "fft": lambda x: np.abs(scipy.fftpack.fft(x, n=9)).sum()
+    + np.real(scipy.fftpack.ifft(x * 1j, axis=0)).sum(),
+    "fftn": lambda x: np.abs(scipy.fftpack.fftn(x)).sum()
+    + np.abs(scipy.fftpack.ifft2(x, shape=(4, 4))).sum(),
+    "rfft": lambda x: (scipy.fftpack.rfft(x) ** 2 * np.arange(x.shape[-1])).sum()
+    + scipy.fftpack.rfft(x, n=5, axis=0).sum() + scipy.fftpack.rfft(x, 6).sum(),
+    "irfft": lambda x: (scipy.fftpack.irfft(x) * np.arange(x.shape[-1])).sum()
+    + scipy.fftpack.irfft(x, n=10).sum() + scipy.fftpack.irfft(x, 5, axis=0).sum(),
+}
+
+
+@pytest.mark.parametrize("n", [7, 8])
+@pytest.mark.parametrize("name", list(FFTPACK))
+def test_fftpack(name, n):
+    check(FFTPACK[name], np.random.default_rng(n).random((3, n)))
+
+
+def test_fftpack_values_bit_for_bit():
+    """fftpack's own outputs, of every shape its arguments give (the packed real forms too)."""
+    x = np.random.default_rng(0).random((3, 7))
+    for name in ("dct", "idct", "dst", "idst", "fft", "ifft", "rfft", "irfft"):
+        for n in (None, 5, 10):
+            def f(z, name=name, n=n):
+                return getattr(scipy.fftpack, name)(z, n=n, axis=0)
+            assert mutad.vjp(f, x)[0].tobytes() == f(x).tobytes()
+            assert mutad.jvp(f, (x,), (x,))[0].tobytes() == f(x).tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# quad and solve_ivp of a callable object, or a method bound to one, that holds differentiated
+# arrays in its attributes (an interpolant, a model class)
+
+
+class _Model:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return self.w[0] * np.sin(x) + self.w[1] * x ** 2
+
+    def rhs(self, t, y):
+        return -self.w[0] * y + self.w[1]
+
+
+CALLABLES = {
+    "quad of an object": lambda w: scipy.integrate.quad(_Model(w * 2.0), 0, 1)[0],
+    "quad of its __call__": lambda w: scipy.integrate.quad(_Model(w).__call__, 0, 1)[0],
+    "solve_ivp of a bound method": lambda w: scipy.integrate.solve_ivp(
+        _Model(w).rhs, (0, 1), [1.0], rtol=1e-10, atol=1e-12).y[0, -1],
+    "quad of an interpolant": lambda y: scipy.integrate.quad(scipy.interpolate.interp1d(
+        np.linspace(0, 1, 2), y, kind="linear"), 0, 1)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(CALLABLES))
+def test_callable_objects_holding_differentiated_arrays(name):
+    check(CALLABLES[name], np.array([0.7, 1.3]), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# solve_ivp and odeint with differentiated times alone (the parameters and y0 constants)
+
+TIMES = {
+    "final time": lambda T: scipy.integrate.solve_ivp(
+        lambda t, y: -y + np.sin(t), (0, T[0]), [1.0], rtol=1e-10, atol=1e-12).y[0, -1],
+    "both ends, dense": lambda T: (lambda sol: sol.sol(1.0)[0] + sol.y[0, -1])(
+        scipy.integrate.solve_ivp(lambda t, y: -y + np.sin(t), (T[1], T[0]), [1.0],
+                                  rtol=1e-10, atol=1e-12, dense_output=True)),
+    "odeint's last time": lambda T: scipy.integrate.odeint(
+        lambda y, t: -y + np.sin(t), [1.0], np.array([0.0, 1.0, T[0]]), rtol=1e-10,
+        atol=1e-12)[-1, 0],
+}
+
+
+@pytest.mark.parametrize("name", list(TIMES))
+def test_differentiated_times_alone(name):
+    check(TIMES[name], np.array([2.0, 0.3]), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.matrix results of scipy.sparse (sum(axis), todense()): np.matrix's reductions
+
+
+def _laplacian(n):
+    return scipy.sparse.diags([-np.ones(n - 1), 2 * np.ones(n), -np.ones(n - 1)], [-1, 0, 1],
+                              format="csr")
+
+
+MATRICES = {
+    "max, min of sums": lambda k: (scipy.sparse.diags(k) @ _laplacian(6)).multiply(
+        _laplacian(6)).sum(axis=0).max() + (scipy.sparse.diags(k) @ _laplacian(6)).sum(
+        axis=1).min(),
+    "mean": lambda k: (scipy.sparse.diags(k) @ _laplacian(6)).todense().mean()
+    + (scipy.sparse.diags(k) @ _laplacian(6)).todense().mean(axis=0).sum()
+    + np.max(scipy.sparse.csr_matrix(np.diag(k)).sum(axis=0)),
+    "std, var": lambda k: (scipy.sparse.diags(k) + _laplacian(6)).todense().std(axis=1).sum()
+    + (scipy.sparse.diags(k) + _laplacian(6)).todense().var(ddof=1)
+    + np.mean(scipy.sparse.diags(k).sum(axis=1)),
+    "trace, abs, diagonal, prod": lambda k: (
+        (scipy.sparse.diags(k) + _laplacian(6)).todense().trace()[0, 0]
+        + abs(-(scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum()
+        + (scipy.sparse.diags(k) + _laplacian(6)).todense().diagonal()[0, 2]
+        + (scipy.sparse.diags(k) + _laplacian(6)).sum(axis=0).prod()),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRICES))
+def test_matrix_reductions(name):
+    check(MATRICES[name], np.linspace(1.0, 2.0, 6))
+
+
+MATRIX_FUNCTIONS = {
+    "det": lambda k: np.linalg.det((scipy.sparse.diags(k) + _laplacian(6)).todense()),
+    "slogdet": lambda k: np.linalg.slogdet((scipy.sparse.diags(k) + _laplacian(6)).todense())[1],
+    "inv, solve": lambda k: np.linalg.inv((scipy.sparse.diags(k) + _laplacian(6)).todense()).sum()
+    + np.linalg.solve((scipy.sparse.diags(k) + _laplacian(6)).todense(), np.ones(6)).sum(),
+    "eigvalsh": lambda k: np.linalg.eigvalsh((scipy.sparse.diags(k) + _laplacian(6)).todense()
+                                             ).max(),
+    "trace, diag, norm": lambda k: np.trace((scipy.sparse.diags(k) @ _laplacian(6)).todense())
+    + np.diag((scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum()
+    + np.linalg.norm((scipy.sparse.diags(k) @ _laplacian(6)).sum(axis=0)),
+    "cumsum, ravel": lambda k: np.cumsum((scipy.sparse.diags(k) @ _laplacian(6)).sum(axis=1)
+                                         ).max()
+    + np.ravel((scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(MATRIX_FUNCTIONS))
+def test_numpy_functions_of_matrices(name):
+    check(MATRIX_FUNCTIONS[name], np.linspace(1.0, 2.0, 6), rtol=1e-6, atol=1e-6)
+
+
+def test_matrix_results_have_numpy_matrix_shapes():
+    seen = {}
+
+    def f(k):
+        m = (scipy.sparse.diags(k) + _laplacian(3)).todense()
+        seen.update(trace=np.shape(m.trace()), diagonal=np.shape(m.diagonal()),
+                    max=np.shape(m.max(axis=1)), mean=np.ndim(m.mean()),
+                    inverse=isinstance(np.linalg.inv(m), np.matrix), det=np.ndim(np.linalg.det(m)),
+                    cumsum=np.shape(np.cumsum(m)))
+        return m.sum()
+
+    mutad.gradient(f, np.ones(3))
+    plain = np.matrix(np.eye(3) * 2)
+    assert seen == dict(trace=np.shape(plain.trace()), diagonal=np.shape(plain.diagonal()),
+                        max=np.shape(plain.max(axis=1)), mean=np.ndim(plain.mean()),
+                        inverse=True, det=0, cumsum=np.shape(np.cumsum(plain)))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.spatial's distance_matrix, minkowski_distance, minkowski_distance_p
+
+_P = np.random.default_rng(0).random((5, 3))
+_Q = np.random.default_rng(1).random((4, 3))
+
+DISTANCES = {
+    "to itself": lambda x: (1 / (scipy.spatial.distance_matrix(x, x) + np.eye(5))).sum(),
+    "p = 1, inf, 3": lambda x: scipy.spatial.distance_matrix(x, _Q, p=1).sum()
+    + scipy.spatial.distance_matrix(x, _Q, p=np.inf).sum()
+    + (scipy.spatial.distance_matrix(x, _Q, p=3) ** 2).sum(),
+    "rows, minkowski": lambda x: scipy.spatial.distance_matrix(x, _Q, threshold=10).sum()
+    + scipy.spatial.minkowski_distance(x[0], x[1])
+    + scipy.spatial.minkowski_distance_p(x, x[::-1], 1.5).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(DISTANCES))
+def test_distance_matrix(name):
+    check(DISTANCES[name], _P.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.linalg.svds with SciPy's older random_state= (it was passed on beside rng=None,
+# which SciPy refuses)
+
+
+@pytest.mark.parametrize("seed", [{"random_state": 0}, {"rng": 1}], ids=["random_state", "rng"])
+def test_svds_seeded(seed):
+    def f(k):
+        a = scipy.sparse.diags(k) + _laplacian(8)
+        return scipy.sparse.linalg.svds(a.tocsc(), k=2, return_singular_vectors=False,
+                                        tol=1e-12, **seed).sum()
+
+    check(f, np.linspace(1.0, 2.0, 8), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's legacy minimizers and leastsq, differentiated as minimize and least_squares: compared
+# with the derivatives of the exact minimum, x* = argmin Σ (x - p)² + 0.1 Σ x⁴ (x* + 0.2 x*³
+# = p, so dx*/dp = 1 / (1 + 0.6 x*²)), the solvers' tolerances tight
+
+
+def _quartic(x, p):
+    return np.sum((x - p) ** 2) + 0.1 * np.sum(x ** 4)
+
+
+def _quartic_gradient(x, p):
+    return 2 * (x - p) + 0.4 * x ** 3
+
+
+LEGACY = {
+    "fmin": lambda p: scipy.optimize.fmin(_quartic, np.zeros(2), args=(p,), xtol=1e-13,
+                                          ftol=1e-15, disp=False, maxiter=5000),
+    "fmin_powell": lambda p: scipy.optimize.fmin_powell(_quartic, np.zeros(2), args=(p,),
+                                                        xtol=1e-13, ftol=1e-15, disp=False),
+    "fmin_bfgs": lambda p: scipy.optimize.fmin_bfgs(_quartic, np.zeros(2), _quartic_gradient,
+                                                    args=(p,), gtol=1e-12, disp=False),
+    "fmin_cg": lambda p: scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient,
+                                                args=(p,), gtol=1e-12, disp=False),
+    "fmin_ncg": lambda p: scipy.optimize.fmin_ncg(_quartic, np.zeros(2), _quartic_gradient,
+                                                  args=(p,), avextol=1e-14, disp=False),
+    "fmin_l_bfgs_b": lambda p: scipy.optimize.fmin_l_bfgs_b(
+        lambda x: (_quartic(x, p), _quartic_gradient(x, p)), np.zeros(2), pgtol=1e-13,
+        factr=1)[0],
+    "fmin_l_bfgs_b approx_grad": lambda p: scipy.optimize.fmin_l_bfgs_b(
+        _quartic, np.zeros(2), args=(p,), approx_grad=True, pgtol=1e-13, factr=1)[0],
+    "fmin_tnc": lambda p: scipy.optimize.fmin_tnc(
+        _quartic, np.zeros(2), _quartic_gradient, args=(p,), pgtol=1e-14, ftol=1e-16,
+        xtol=1e-16, disp=0)[0],
+    "leastsq": lambda p: scipy.optimize.leastsq(
+        lambda x: np.r_[x - p, np.sqrt(0.1) * x ** 2], np.zeros(2), xtol=1e-15,
+        ftol=1e-15)[0],
+}
+
+
+@pytest.mark.parametrize("name", list(LEGACY))
+def test_legacy_minimizers(name):
+    solve = LEGACY[name]
+    weights = np.array([1.0, 3.0])
+
+    def f(p):
+        return solve(p) @ weights
+
+    p = np.array([1.0, 2.0])
+    plain = f(p.copy())
+    value, (g,) = mutad.value_and_gradient(f, p)
+    assert value == plain
+    x = solve(p)
+    exact = weights / (1 + 0.6 * x ** 2)
+    np.testing.assert_allclose(g, exact, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (p,), (np.ones(2),))[1], exact.sum(), rtol=1e-6)
+    replayed = mutad.grad(f, replay=True)
+    replayed(p)
+    q = p * 1.05
+    np.testing.assert_allclose(replayed(q), weights / (1 + 0.6 * solve(q) ** 2), rtol=1e-6)
+
+
+def test_legacy_full_outputs():
+    """fopt with its derivative (the envelope theorem: dfopt/dp = -2 (x* - p)), the
+    outputs of numbers mutad does not differentiate refused, counts and flags kept."""
+    p = np.array([1.0, 2.0])
+
+    def f(p):
+        xopt, fopt, gopt, bopt, calls, grad_calls, flag = scipy.optimize.fmin_bfgs(
+            _quartic, np.zeros(2), _quartic_gradient, args=(p,), gtol=1e-12, disp=False,
+            full_output=True)
+        assert isinstance(calls, int) and flag in (0, 2)  # (2: precision lost near gtol)
+        with pytest.raises(UnsupportedOperationError, match="output 2"):
+            gopt.sum()
+        return fopt
+
+    x = scipy.optimize.fmin_bfgs(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
+                                 gtol=1e-12, disp=False)
+    np.testing.assert_allclose(mutad.gradient(f, p)[0], -2 * (x - p), rtol=1e-6)
+
+    def g(p):
+        x, cov, info, message, ier = scipy.optimize.leastsq(
+            lambda x: np.r_[x - p, np.sqrt(0.1) * x ** 2], np.zeros(2), xtol=1e-15,
+            ftol=1e-15, full_output=True)
+        with pytest.raises(UnsupportedOperationError, match="cov_x"):
+            cov.sum()
+        return info["fvec"] @ info["fvec"]
+
+    np.testing.assert_allclose(mutad.gradient(g, p)[0], -2 * (x - p), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special: betaincinv, betainccinv in the probability
+
+SPECIAL = {
+    "betaincinv": lambda y: scipy.special.betaincinv(2.0, 3.0, y).sum(),
+    "betainccinv": lambda y: scipy.special.betainccinv(2.5, 1.5, y).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL))
+def test_special_functions(name):
+    check(SPECIAL[name], np.linspace(0.1, 0.9, 5))
+
+
+# ----------------------------------------------------------------------------------------------
+# IIR filter design of differentiated critical frequencies (butter, cheby1, cheby2, ellip,
+# iirfilter): SciPy's steps on the traced Wn
+
+_SIGNAL = np.sin(np.linspace(0, 6, 48)) + 0.2 * np.cos(np.arange(48) * 1.3)
+
+DESIGNS = {
+    "butter low": (lambda w: scipy.signal.butter(3, w[0]), [0.25]),
+    "butter high, fs": (lambda w: scipy.signal.butter(4, w[0], btype="high", fs=10.0), [2.0]),
+    "butter bandpass": (lambda w: scipy.signal.butter(2, w, btype="bandpass"), [0.2, 0.4]),
+    "cheby1 zpk": (lambda w: scipy.signal.cheby1(3, 1.0, w[0], output="zpk"), [0.3]),
+    "cheby2": (lambda w: scipy.signal.cheby2(4, 40, w[0]), [0.3]),
+    "ellip bandpass": (lambda w: scipy.signal.ellip(3, 1, 30, w, btype="band"), [0.2, 0.5]),
+    "iirfilter analog": (lambda w: scipy.signal.iirfilter(3, w[0], btype="low", analog=True,
+                                                          ftype="butter"), [2.0]),
+}
+
+
+def _response(design):
+    def f(w):
+        out = design(w)
+        if len(out) == 3:  # zeros, poles, gain
+            return np.abs(out[1]).sum() + out[2] + np.real(out[0]).sum()
+        return scipy.signal.lfilter(*out, _SIGNAL).var()
+    return f
+
+
+@pytest.mark.parametrize("name", list(DESIGNS))
+def test_filter_design_in_the_critical_frequencies(name):
+    design, w = DESIGNS[name]
+    check(_response(design), np.array(w), rtol=1e-5, atol=1e-8)
+    plain = design(np.array(w))
+    for got, expected in zip(mutad.vjp(design, np.array(w))[0], plain):
+        assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_filter_design_refusals():
+    with pytest.raises(UnsupportedOperationError, match="output='sos'"):
+        mutad.gradient(lambda w: scipy.signal.butter(2, w[0], output="sos").sum(),
+                       np.array([0.3]))
+    with pytest.raises(UnsupportedOperationError, match="rp, rs"):
+        mutad.gradient(lambda r: scipy.signal.cheby1(2, r[0], 0.3)[0].sum(), np.array([1.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# roots and solve of piecewise polynomials built from traced data: SciPy's roots,
+# differentiated by the implicit function theorem
+
+_XS = np.linspace(0, 3, 8)
+_YS = np.sin(_XS) + 0.1 * _XS
+
+ROOTS = {
+    "CubicSpline.roots": lambda y: scipy.interpolate.CubicSpline(_XS, y - 0.5).roots(
+        extrapolate=False).sum(),
+    "CubicSpline.solve": lambda y: (scipy.interpolate.CubicSpline(
+        _XS, y, bc_type="natural").solve(0.6, extrapolate=False) ** 2).sum(),
+    "PchipInterpolator.roots": lambda y: scipy.interpolate.PchipInterpolator(
+        _XS, y - 0.5).roots().sum(),
+    "CubicHermiteSpline.roots": lambda y: scipy.interpolate.CubicHermiteSpline(
+        _XS, y - 0.5, np.cos(_XS)).roots().sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(ROOTS))
+def test_roots_of_traced_interpolants(name):
+    check(ROOTS[name], _YS.copy(), rtol=1e-5, atol=1e-6)
+
+
+def test_roots_at_breakpoints():
+    """A spline's root at a knot (a value of the data) moves smoothly; a PPoly's may be a jump
+    through zero there: refused."""
+    check(lambda y: scipy.interpolate.CubicSpline(_XS, y - 0.55).roots(extrapolate=False).sum(),
+          np.linspace(0.1, 1.0, 8) + (np.arange(8) == 4) * (0.55 - np.linspace(0.1, 1.0, 8)[4]),
+          rtol=1e-5, atol=1e-6)
+    c = np.array([[1.0, 1.0], [-1.0, 0.0]])  # x - 1 on [0, 1], then x - 1 on [1, 2]
+    with pytest.raises(UnsupportedOperationError, match="breakpoints"):
+        mutad.gradient(lambda c: scipy.interpolate.PPoly(c, [0.0, 1.0, 2.0]).roots().sum(), c)
+
+
+# ----------------------------------------------------------------------------------------------
+# lfiltic and tf2zpk of differentiated coefficients and histories: SciPy's steps
+
+SIGNAL_STEPS = {
+    "lfiltic into lfilter": (lambda p: scipy.signal.lfilter(
+        [1.0, p[0]], [1.0, -p[1]], _SIGNAL, zi=scipy.signal.lfiltic(
+            [1.0, p[0]], [1.0, -p[1]], y=[0.5], x=[0.2]))[0], [0.3, 0.1]),
+    "lfiltic, a[0] != 1": (lambda p: scipy.signal.lfiltic(
+        [p[0], 0.5, 0.1], [2.0, -p[1]], y=np.array([0.5, p[0]]), x=[0.2, 0.1]), [0.3, 0.1]),
+    "lfiltic of y": (lambda y: scipy.signal.lfiltic([1.0, 0.3], [1.0, -0.5, 0.2], y),
+                     [0.4, -0.2]),
+    "tf2zpk poles": (lambda a: scipy.signal.tf2zpk([1.0], [1.0, a[0], a[1]])[1], [0.5, 0.2]),
+    "tf2zpk": (lambda a: scipy.signal.tf2zpk([a[0], 1.0, 0.3], [2.0, a[1], 0.5]),
+               [0.5, 1.2]),
+}
+
+
+@pytest.mark.parametrize("name", list(SIGNAL_STEPS))
+def test_signal_steps(name):
+    f, x = SIGNAL_STEPS[name]
+    x = np.array(x)
+
+    def loss(x):
+        out = f(x)
+        parts = out if isinstance(out, tuple) else (out,)
+        return sum(np.sum(np.abs(part) ** 2) for part in parts)
+
+    check(loss, x)
+    out = f(x)
+    for got, expected in zip(mutad.vjp(f, x)[0] if isinstance(out, tuple)
+                             else (mutad.vjp(f, x)[0],),
+                             out if isinstance(out, tuple) else (out,)):
+        assert np.asarray(got).tobytes() == np.asarray(expected).tobytes()
+
+
+def test_legacy_retall():
+    """retall=True without full_output: xopt and the iterates (refused: not differentiated)."""
+    def f(p):
+        x, iterates = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient,
+                                             args=(p,), gtol=1e-12, disp=False, retall=True)
+        with pytest.raises(UnsupportedOperationError, match="allvecs"):
+            len(iterates)
+        constant = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient,
+                                          args=(np.ones(2),), disp=False, retall=True)
+        assert len(constant) == 2 and len(constant[1]) > 1  # SciPy's own, nothing followed
+        return x.sum()
+
+    p = np.array([1.0, 2.0])
+    x = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,), gtol=1e-12,
+                               disp=False)
+    np.testing.assert_allclose(mutad.gradient(f, p)[0], 1 / (1 + 0.6 * x ** 2), rtol=1e-6)
+    plain = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
+                                   gtol=1e-12, disp=False, retall=True)
+    assert len(plain) == 2 and len(plain[1]) > 1
