@@ -705,3 +705,83 @@ def test_singular_values_and_eigenvalues_alone_are_numpys_own(rng):
         mutad.check_grads(loss, s, symmetric=(0,), rtol=1e-5)
     with pytest.raises(mutad.MutadError, match="hermitian=True"):
         mutad.gradient(lambda m: np.linalg.svd(m, hermitian=True, compute_uv=False).sum(), a)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.slogdet of an exactly singular matrix: NumPy's (0, -inf), without raising. The sign
+# is piecewise constant (no derivative); log|det| has none there, refused where a gradient
+# reaches it.
+
+SINGULAR = np.array([[1.0, 2.0], [2.0, 4.0]])
+REGULAR = np.array([[2.0, 0.5], [0.3, 1.5]])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_slogdet_sign_of_a_singular_matrix(dtype):
+    a = SINGULAR.astype(dtype)
+
+    def f(a):
+        sign, _ = np.linalg.slogdet(a)
+        return np.abs(sign) + a.real.sum()
+
+    before = a.tobytes()
+    value, (g,) = mutad.value_and_gradient(f, a)
+    assert a.tobytes() == before
+    assert np.asarray(value).tobytes() == np.asarray(f(a.copy())).tobytes()
+    np.testing.assert_array_equal(g, np.ones((2, 2)))
+    _, tangent = mutad.jvp(f, (a,), (np.ones_like(a),))
+    assert tangent == 4.0
+    replayed = mutad.grad(f, replay=True)
+    np.testing.assert_array_equal(replayed(a), g)
+    np.testing.assert_array_equal(replayed(REGULAR.astype(dtype)), g)
+    assert a.tobytes() == before
+
+
+def test_slogdet_of_a_stack_with_a_singular_matrix():
+    """The regular matrix's log|det| differentiated beside the singular one's sign and value."""
+    a = np.stack([REGULAR, SINGULAR])
+
+    def f(a):
+        sign, logdet = np.linalg.slogdet(a)
+        return logdet[0] * sign[0] + np.abs(sign[1])
+
+    before = a.tobytes()
+    value, (g,) = mutad.value_and_gradient(f, a)
+    assert a.tobytes() == before
+    assert np.asarray(value).tobytes() == np.asarray(f(a.copy())).tobytes()
+    expected = np.zeros_like(a)
+    expected[0] = np.linalg.inv(REGULAR).T
+    np.testing.assert_allclose(g, expected, rtol=1e-12)
+    np.testing.assert_allclose(g[0], directional_fd_gradient(lambda m: f(np.stack([m, SINGULAR])),
+                                                             REGULAR), rtol=1e-6)
+    direction = np.stack([np.ones((2, 2)), np.eye(2)])
+    _, tangent = mutad.jvp(f, (a,), (direction,))
+    np.testing.assert_allclose(tangent, np.sum(expected * direction), rtol=1e-12)
+    replayed = mutad.grad(f, replay=True)
+    np.testing.assert_array_equal(replayed(a), g)
+    assert a.tobytes() == before
+
+
+def directional_fd_gradient(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+def test_slogdet_log_of_a_singular_matrix_refused():
+    def f(a):
+        return np.linalg.slogdet(a)[1]
+
+    before = SINGULAR.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="singular matrix"):
+        mutad.gradient(f, SINGULAR)
+    assert SINGULAR.tobytes() == before
+    # forward mode cannot know whether log|det| is read: its tangent there is undefined (NaN)
+    value, tangent = mutad.jvp(f, (SINGULAR,), (np.ones((2, 2)),))
+    assert value == -np.inf and np.isnan(tangent)
+    # not moved, it does not change
+    value, tangent = mutad.jvp(f, (SINGULAR,), (np.zeros((2, 2)),))
+    assert value == -np.inf and tangent == 0.0

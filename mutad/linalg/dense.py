@@ -276,6 +276,28 @@ def numpy_det_jvp(tangents, a):
     return y, det_tangent(a, y, tangents[0])
 
 
+def _singular(sign):
+    """Where ``slogdet``'s matrices are exactly singular: NumPy gives them sign 0 and
+    log|det| -inf, without raising."""
+    return sign == 0
+
+
+def _nonsingular(a, singular):
+    """``a`` with each exactly singular matrix (``singular``) the identity, so that its
+    inverse exists; the rules then give those matrices no derivative of log|det|."""
+    if not np.any(singular):
+        return a
+    return np.where(as_matrices(singular), np.eye(a.shape[-1], dtype=a.dtype), a)
+
+
+def _slogdet_singular_refused():
+    return UnsupportedOperationError(
+        "np.linalg.slogdet's log|det| of a singular matrix (NumPy's value -inf) differentiated: "
+        "log|det A| has no derivative there (it tends to -inf from every side, its slope to "
+        "+inf on one side and -inf on the other). Differentiate the sign alone, or keep the "
+        "matrix away from singular ones (regularise it, A + eps I)")
+
+
 @defrule(np.linalg.slogdet, leading=1)
 def numpy_slogdet(a):
     """Real A: d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
@@ -283,27 +305,41 @@ def numpy_slogdet(a):
     Complex A: with t = d log det A = tr(A⁻¹ dA) (complex), d log|det A| = Re t and the sign
     det/|det| = e^{iθ} moves by d sign = i sign Im t. A loss's change is then
     l̄ Re t + Re(conj(s̄) i sign Im t) = Re(conj(g) t) with g = l̄ + i Im(conj(sign) s̄), and
-    t = <A⁻ᴴ, dA>, so Ā = g A⁻ᴴ."""
-    result = np.linalg.slogdet(a)
-    if np.iscomplexobj(a):
-        def back(dys):
-            dsign, dlog = dys
-            g = dlog + 1j * np.imag(np.conjugate(result[0]) * dsign)
-            return (as_matrices(g) * adjoint(np.linalg.inv(a)),)
+    t = <A⁻ᴴ, dA>, so Ā = g A⁻ᴴ.
 
-        return result, back
+    A singular matrix (sign 0, log|det| -inf, as NumPy gives them): its sign is constant
+    near it (no gradient), its log|det| has no derivative: refused where a gradient reaches it.
+    """
+    result = np.linalg.slogdet(a)
+    singular = _singular(result[0])
 
     def back(dys):
+        dsign, dlog = dys
+        if dlog is None:
+            dlog = np.zeros(np.shape(result[1]), np.result_type(result[1]))
+        if np.any(singular & (dlog != 0)):
+            raise _slogdet_singular_refused()
+        inverse = np.linalg.inv(_nonsingular(a, singular))
+        if np.iscomplexobj(a):
+            if dsign is not None:
+                dlog = dlog + 1j * np.imag(np.conjugate(result[0]) * dsign)
+            return (as_matrices(dlog) * adjoint(inverse),)
         # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant.
-        return (as_matrices(dys[1]) * transpose(np.linalg.inv(a)),)
+        return (as_matrices(dlog) * transpose(inverse),)
 
+    back.unreached_as_none = True  # a loss of the sign alone reads no log|det|
     return result, back
 
 
 @defjvp(np.linalg.slogdet)
 def numpy_slogdet_jvp(tangents, a):
     result = np.linalg.slogdet(a)
-    t = np.trace(np.linalg.solve(a, tangents[0]), axis1=-2, axis2=-1)  # d log det A
+    singular = _singular(result[0])
+    # d log det A, NaN (undefined) at a singular matrix moved: read only through log|det|
+    t = np.trace(np.linalg.solve(_nonsingular(a, singular), tangents[0]), axis1=-2, axis2=-1)
+    if np.any(singular):
+        moved = np.any(tangents[0] != 0, axis=(-2, -1))
+        t = np.where(singular & moved, np.nan, np.where(singular, 0.0, t))
     if np.iscomplexobj(a):  # d log|det| = Re t, d sign = i sign Im t (see slogdet)
         return result, type(result)(1j * result[0] * np.imag(t), np.real(t))
     # d log|det A| = tr(A⁻¹ dA); the sign is piecewise constant and has no tangent.
