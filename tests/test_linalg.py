@@ -101,6 +101,7 @@ PRODUCTS = [
     Case.named("convolve-longer-second", np.convolve, arguments(normal(2), normal(5))),
     Case.named("convolve-same",       lambda a, v: np.convolve(a, v, "same"), arguments(normal(6), normal(4))),
     Case.named("convolve-valid",      lambda a, v: np.convolve(a, v, mode="valid"), arguments(normal(3), normal(6))),
+    Case.named("convolve-0d",         np.convolve,   arguments(normal(), normal(4))),
 ]
 
 EINSUMS = [

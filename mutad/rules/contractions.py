@@ -561,15 +561,23 @@ def _convolution_window(n, m, mode):
 def convolve(a, v, *settings, mode="full"):
     mode = settings[0] if settings else mode
     y = np.convolve(a, v, mode)
+    shapes = np.shape(a), np.shape(v)
+    a, v = _one_dimensional(a), _one_dimensional(v)
     n, m = np.shape(a)[0], np.shape(v)[0]
 
     def back(dy):
         start, length = _convolution_window(n, m, mode)
         full = np.pad(dy, (start, n + m - 1 - start - length))
         # y[k] = Σ_i a[i] v[k - i]: da[i] = Σ_j dy[i + j] v[j], dv[j] = Σ_i dy[i + j] a[i].
-        return _correlate_valid(full, v), _correlate_valid(full, a)
+        return (np.reshape(_correlate_valid(full, v), shapes[0]),
+                np.reshape(_correlate_valid(full, a), shapes[1]))
 
     return y, back
+
+
+def _one_dimensional(x):
+    """A 0-d operand of ``np.convolve`` as the 1-element vector NumPy takes it for."""
+    return np.reshape(x, (1,)) if np.ndim(x) == 0 else x
 
 
 def _correlate_valid(x, w):
