@@ -307,6 +307,15 @@ def _reduced(t, order):
     return np.concatenate((t_sorted[-1:], t_sorted, t_sorted[:1]))
 
 
+def _complex_scalars(*values):
+    """``values`` (np.interp's x, left and right) with each complex value that stands for a
+    NumPy scalar (``x[0] * 1j``) that scalar: NumPy's interp takes a complex scalar (as x it
+    reads its real part, with a ComplexWarning) but refuses a complex 0-d array, which the
+    rules are given in its place."""
+    return tuple(v[()] if type(v) is np.ndarray and np.iscomplexobj(v)
+                 and views.stands_for_scalar(v) else v for v in values)
+
+
 @defrule(np.interp, leading=5)
 def interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:  # left and right are ignored, as NumPy ignores them
@@ -318,9 +327,13 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             return dx, _unreduced(dxp, order), _unreduced(dfp, order), None, None
 
         return y, periodic_back
+    x, left, right = _complex_scalars(x, left, right)
     y = np.interp(x, xp, fp, left, right)
     if not hasattr(x, "shape"):  # a Python float or list: plain, so converting it is safe
         x = np.asarray(x)
+    complex_x = np.iscomplexobj(x)
+    if complex_x:  # y depends on its real part alone
+        x = np.real(x)
     x_shape, xp_shape, fp_shape = np.shape(x), np.shape(xp), np.shape(fp)
     below = x < xp[0]
     above = x > xp[-1]
@@ -346,7 +359,9 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             t = (x - start) / h
             s = (np.take(fp, i + 1) - np.take(fp, i)) / h
             inner = np.where(inside, dy, 0.0)
-            dx = inner * s
+            # a complex x: ∂y/∂Re x = s, none in Im x (its cotangent real, by the holomorphic
+            # rules' conjugations, see registry.holomorphic)
+            dx = np.real(inner * s) if complex_x else inner * s
             dfp = accumulator(fp_shape, np.result_type(inner, t), inner, t, dleft, dright)
             dxp = accumulator(xp_shape, np.result_type(inner, s), inner, s, t)  # complex fp:
             # complex, and the core keeps the real part for the real xp
@@ -376,12 +391,16 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
         return interp_jvp((dx, None if dxp is None else _reduced(dxp, order),
                            None if dfp is None else _reduced(dfp, order)),
                           x_reduced, xp_reduced, fp_reduced)
+    x, left, right = _complex_scalars(x, left, right)
     y = np.interp(x, xp, fp, left, right)
     if all(t is None for t in tangents):
         return y, None
     if not hasattr(x, "shape"):  # a Python float or list: plain, so converting it is safe
         x = np.asarray(x)
     dx, dxp, dfp, dleft, dright = (tuple(tangents) + (None,) * 5)[:5]
+    if np.iscomplexobj(x):  # y depends on its real part alone
+        x = np.real(x)
+        dx = None if dx is None else np.real(dx)
     below = x < xp[0]
     above = x > xp[-1]
     terms = []
