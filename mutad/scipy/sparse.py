@@ -1681,14 +1681,30 @@ class TracedSparse:
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             pairs = _Pairs(self.layout, other.layout)
-            # (SciPy's bsr product keeps every block, its zeros too)
-            return TracedSparse(pairs.out if pairs.out.format == "bsr" else _dropping(pairs.out),
-                                _sparse_product(self.data, other.data, pairs=pairs))
+            out = _dropping(pairs.out)
+            if out.format == "bsr":
+                out = self._blocks_of_product(other, pairs.out)
+            return TracedSparse(out, _sparse_product(self.data, other.data, pairs=pairs))
         if not _dense_operand(other):
             return NotImplemented
         if np.ndim(other) == 0:
             raise ValueError("Scalar operands are not allowed, use '*' instead")
         return _times(self.data, other, self.layout)
+
+    def _blocks_of_product(self, other, out):
+        """SciPy's bsr product keeps every block of the products of its operands' blocks,
+        zero or not: of the blocks they store, which, where one leaves out blocks that are
+        zero, the values at hand tell (a replay, which would keep them, is not recorded)."""
+        if not (self.layout.drops or other.layout.drops):
+            return out
+        what = "a bsr product of a matrix that leaves out its blocks that are zero"
+        product = self.layout.build(settled(self.data, what)) @ other.layout.build(
+            settled(other.data, what))
+        rows = np.repeat(np.arange(len(product.indptr) - 1), np.diff(product.indptr))
+        columns = out.shape[1]  # (more than any block column's index)
+        stored = np.isin(out.major * columns + out.template.indices[:len(out.major)],
+                         rows * columns + product.indices[:len(rows)])
+        return out.dropping(np.repeat(~stored, np.prod(out.data_shape[1:])))
 
     def __rmatmul__(self, other):
         if not _dense_operand(other):
@@ -1876,9 +1892,9 @@ class TracedSparse:
         matrices, the ufunc of their summed values at each entry either stores (0 where one
         stores none), the zeros it gives dropped as SciPy drops them; of a number that keeps
         the zeros SciPy does not store (``maximum`` with c <= 0, ``minimum`` with c >= 0), the
-        ufunc of each stored value of the summed matrix; of another number, of every entry
-        (SciPy stores them all, with its warning); of an array, of the dense matrix. Ties are
-        the ufunc's (the gradient to both values)."""
+        ufunc of each stored value of the summed matrix (the zeros it gives left out, as
+        SciPy's); of another number, of every entry (SciPy stores them all, with its warning);
+        of an array, of the dense matrix. Ties are the ufunc's (the gradient to both values)."""
         other = _matrix_operand(other)
         probe = self.layout.probe()
         if not hasattr(probe, name):  # SciPy's error
@@ -1898,8 +1914,8 @@ class TracedSparse:
         if _is_scalar(other):
             keeps_zeros = memory(other) <= 0 if name == "maximum" else memory(other) >= 0
             if keeps_zeros:
-                self.sum_duplicates()  # as SciPy's does
-                return TracedSparse(self.layout, ufunc(self.data, other))
+                self.sum_duplicates()  # as SciPy's does; then it leaves out the zeros
+                return TracedSparse(_dropping(self.layout), ufunc(self.data, other))
             out = _Layout(getattr(probe, name)(memory(other)))  # (SciPy's warning)
             dense = self.toarray()
             return TracedSparse(out, np.reshape(ufunc(dense[out.rows, out.cols], other),
