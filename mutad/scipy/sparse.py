@@ -22,7 +22,12 @@ SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D
 of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
 a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
 ``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
-or the indices of such a matrix while an entry is zero is refused). Where SciPy sorts a
+or the indices of such a matrix while an entry is zero is refused). The zeros SciPy does store
+are stored: a bsr result (``kron`` of a B at least half full, SciPy's product of dense blocks;
+a sum, difference or product of bsr matrices) stays bsr, each block holding its zeros, and
+leaves out only a block that is all zero, as SciPy's; a dia matrix stores its zeros, and its
+conversions (``tocsr()``, ``diags(..., format="csr")``, ``kron``'s, ``bmat``'s) leave them
+out, as SciPy's. Where SciPy sorts a
 matrix's indices and adds its repeated entries in place (``spsolve``, ``splu`` of csc,
 ``A.sum()``, ``abs``, ``power``, ``norm``, a write at a repeated entry, ``sum_duplicates()``,
 ``sort_indices()``), the traced matrix does too: its stored values move and add as SciPy's
@@ -194,7 +199,7 @@ a name of this module, or a closure's cell, bound to one), so they are looked up
 ADJOINT_RTOL = 1e-10
 """The relative residual to which the adjoint and tangent solves of the iterative solvers run."""
 
-FORMATS = ("csr", "csc", "coo", "dia")
+FORMATS = ("csr", "csc", "coo", "dia", "bsr")
 """The formats whose stored values a :class:`TracedSparse` holds as SciPy lays them out."""
 
 
@@ -243,6 +248,7 @@ class _Layout:
         self.data_shape = template.data.shape
         m, n = self.shape
         self.droppable = None  # the slots SciPy stores only where their value is not zero
+        self.groups = None  # the droppable slots SciPy keeps or leaves out together (dropping)
         if self.format in ("csr", "csc"):
             major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
             self.major = major
@@ -250,6 +256,15 @@ class _Layout:
             rows, cols = (major, minor) if self.format == "csr" else (minor, major)
         elif self.format == "coo":
             rows, cols = template.coords
+        elif self.format == "bsr":  # data[s, r, c] is A[R·(block row) + r, C·(block col) + c]
+            r, c = template.blocksize
+            major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
+            self.major = major
+            minor = template.indices[:len(major)]
+            rows = np.broadcast_to((major * r)[:, None, None] + np.arange(r)[:, None],
+                                   (len(major), r, c)).reshape(-1)
+            cols = np.broadcast_to((minor * c)[:, None, None] + np.arange(c),
+                                   (len(major), r, c)).reshape(-1)
         else:  # dia: data[d, j] is A[j - offsets[d], j]
             width = self.data_shape[1]
             cols = np.tile(np.arange(width), len(template.offsets))
@@ -259,6 +274,15 @@ class _Layout:
         self.padded = not valid.all()
         self.valid = valid
         self.rows, self.cols = np.where(valid, rows, 0), np.where(valid, cols, 0)
+        if self.format == "dia" and valid.any():
+            # a dia matrix stores its zero values, but SciPy's conversions of it (tocoo,
+            # tocsr, tocsc; kron's, bmat's, a sum's) leave them out
+            self.droppable = valid
+
+    @property
+    def drops(self):
+        """Whether SciPy's matrix of this layout leaves out some slots by their values."""
+        return self.droppable is not None and self.format != "dia"
 
     def stored(self, data):
         """The sparse matrix of this pattern holding ``data``: :meth:`build`'s, also where
@@ -271,9 +295,15 @@ class _Layout:
         slot (an entry of a dense matrix) is left out, as SciPy leaves it out."""
         t = self.template
         data = np.array(data)
-        if dropping and self.droppable is not None:
-            keep = ~(self.droppable & (np.reshape(data, (-1,)) == 0))
+        if dropping and self.drops:
+            keep = ~self.left_out(data)
             if not keep.all():
+                if self.format == "bsr":  # whole blocks
+                    keep = keep.reshape(len(data), -1).any(axis=1)
+                    counts = np.bincount(self.major[keep], minlength=len(t.indptr) - 1)
+                    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(t.indptr.dtype)
+                    return self.kind((data[keep], t.indices[keep], indptr), shape=self.shape,
+                                     blocksize=t.blocksize)
                 data = np.reshape(data, (-1,))[keep]
                 if self.format == "coo":
                     built = self.kind((data, tuple(c[keep] for c in t.coords)), shape=self.shape)
@@ -284,6 +314,9 @@ class _Layout:
                 return self.kind((data, t.indices[keep], indptr), shape=self.shape)
         if self.format in ("csr", "csc"):
             return self.kind((data, t.indices.copy(), t.indptr.copy()), shape=self.shape)
+        if self.format == "bsr":
+            return self.kind((data, t.indices.copy(), t.indptr.copy()), shape=self.shape,
+                             blocksize=t.blocksize)
         if self.format == "coo":
             built = self.kind((data, tuple(c.copy() for c in t.coords)), shape=self.shape)
             # (as SciPy's: a conversion's coo, canonical, sums its values in their order)
@@ -311,12 +344,34 @@ class _Layout:
     def keys(self):
         return self.rows[self.valid] * self.shape[1] + self.cols[self.valid]
 
-    def dropping(self, droppable):
-        """This layout with ``droppable`` slots (None: none)."""
+    def dropping(self, droppable, groups=None):
+        """This layout with ``droppable`` slots (None: none); ``groups``: for each slot, the
+        group (a block of a bsr matrix) SciPy leaves out only where all of it is droppable and
+        zero (None: each slot alone)."""
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
         twin.droppable = None if droppable is None or not np.any(droppable) else droppable
+        twin.groups = None if twin.droppable is None else groups
         return twin
+
+    def grouping(self):
+        """The groups of the droppable slots, a bsr matrix's blocks where none are given (None:
+        each slot alone), for the slots an operation moves elsewhere."""
+        if self.groups is None and self.format == "bsr":
+            return np.arange(self.valid.size) // np.prod(self.data_shape[1:])
+        return self.groups
+
+    def left_out(self, values):
+        """Which slots SciPy leaves out of its matrix holding the plain ``values`` (a bsr
+        matrix's, whole blocks)."""
+        out = self.droppable & (np.reshape(values, (-1,)) == 0)
+        if self.groups is not None:
+            kept = np.bincount(self.groups, weights=~out, minlength=self.groups.max() + 1)
+            out = kept[self.groups] == 0
+        if self.format == "bsr":
+            each = int(np.prod(self.data_shape[1:]))
+            out = np.repeat(out.reshape(self.data_shape[0], each).all(axis=1), each)
+        return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -837,8 +892,11 @@ def _relayout(data, layout, operation, shares=False):
         index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
         if layout.droppable is not None:  # an entry of a dense matrix stays one
             source = np.reshape(index, (-1,)) - 1
-            out = out.dropping(np.where(source >= 0, layout.droppable[np.maximum(source, 0)],
-                                        False))
+            at = np.maximum(source, 0)
+            grouping = layout.grouping()
+            groups = None if grouping is None else np.where(  # (a new slot: alone)
+                source >= 0, grouping[at], grouping.max() + 1 + np.arange(len(at)))
+            out = out.dropping(np.where(source >= 0, layout.droppable[at], False), groups)
         if shares and index.shape == np.shape(data) and np.array_equal(
                 index.reshape(-1), np.arange(1, index.size + 1)):
             return out, data  # the same values in the same order: shared, as SciPy's A.T
@@ -908,7 +966,7 @@ def _converted_sum_jvp(tangents, data, layout, out, operation):
 def _dropping(layout):
     """``layout`` with every slot droppable: the result of a SciPy operation that stores only
     the entries that are not zero (a sum, an elementwise or matrix product)."""
-    if layout.format not in ("csr", "csc", "coo"):
+    if layout.format not in ("csr", "csc", "coo", "bsr"):
         return layout
     return layout.dropping(np.ones(layout.valid.size, bool))
 
@@ -1212,10 +1270,10 @@ class TracedSparse:
         some are zero is refused (a replay, which would not know, too)."""
         values = self._values
         layout = self.layout
-        if isinstance(layout, _Layout) and layout.droppable is not None and \
-                not internal(sys._getframe(1)) and np.any(layout.droppable & (np.reshape(
+        if isinstance(layout, _Layout) and layout.drops and \
+                not internal(sys._getframe(1)) and np.any(layout.left_out(
                     settled(values, "A.data of a scipy.sparse matrix made from a dense "
-                                    "array"), (-1,)) == 0)):
+                                    "array"))):
             _refuse("A.data of a scipy.sparse matrix with zero entries that SciPy leaves out "
                     "(of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy leaves them out: "
                     "read A.toarray(), or build the matrix from (data, indices, indptr) or "
@@ -1324,12 +1382,11 @@ class TracedSparse:
         """SciPy's: the stored entries, less those of a dense matrix that are zero (which
         SciPy leaves out; a replay, which would keep this call's count, is refused)."""
         layout = self.layout
-        if layout.droppable is None:
+        if not layout.drops:
             return layout.template.nnz
-        values = np.reshape(settled(self.data, "the nnz of a scipy.sparse matrix made from a "
-                                               "dense array, which counts its nonzero values"),
-                            (-1,))
-        return int(layout.template.nnz - np.count_nonzero(layout.droppable & (values == 0)))
+        values = settled(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
+                                    "which counts its nonzero values")
+        return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
 
     @property
     def dtype(self) -> np.dtype:
@@ -1345,12 +1402,11 @@ class TracedSparse:
             raise AttributeError(name)
         template = self.__dict__.get("layout")
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
-                                             "col", "has_canonical_format",
+                                             "col", "blocksize", "has_canonical_format",
                                              "has_sorted_indices"):
-            droppable = template.droppable
-            if droppable is not None and name not in (
-                    "has_canonical_format", "has_sorted_indices") and np.any(droppable & (
-                    np.reshape(settled(self.data, f"A.{name}"), (-1,)) == 0)):
+            if template.drops and name not in (
+                    "has_canonical_format", "has_sorted_indices") and np.any(template.left_out(
+                    settled(self.data, f"A.{name}"))):
                 _refuse(f"A.{name} of a scipy.sparse matrix with zero entries that SciPy "
                         "leaves out (of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy "
                         "leaves them out: read A.toarray(), or build the matrix from "
@@ -1526,6 +1582,12 @@ class TracedSparse:
     def todia(self, copy: bool = False) -> TracedSparse:
         return self.asformat("dia", copy)
 
+    def tobsr(self, blocksize: tuple[int, int] | None = None,
+              copy: bool = False) -> TracedSparse:
+        if self.format == "bsr" and blocksize in (None, self.layout.template.blocksize):
+            return self.asformat("bsr", copy)
+        return self._with(_relayout(self.data, self.layout, lambda m: m.tobsr(blocksize)))
+
     def copy(self) -> TracedSparse:
         return TracedSparse(self.layout, self.data.copy())
 
@@ -1619,13 +1681,30 @@ class TracedSparse:
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             pairs = _Pairs(self.layout, other.layout)
-            return TracedSparse(_dropping(pairs.out),
-                                _sparse_product(self.data, other.data, pairs=pairs))
+            out = _dropping(pairs.out)
+            if out.format == "bsr":
+                out = self._blocks_of_product(other, pairs.out)
+            return TracedSparse(out, _sparse_product(self.data, other.data, pairs=pairs))
         if not _dense_operand(other):
             return NotImplemented
         if np.ndim(other) == 0:
             raise ValueError("Scalar operands are not allowed, use '*' instead")
         return _times(self.data, other, self.layout)
+
+    def _blocks_of_product(self, other, out):
+        """SciPy's bsr product keeps every block of the products of its operands' blocks,
+        zero or not: of the blocks they store, which, where one leaves out blocks that are
+        zero, the values at hand tell (a replay, which would keep them, is not recorded)."""
+        if not (self.layout.drops or other.layout.drops):
+            return out
+        what = "a bsr product of a matrix that leaves out its blocks that are zero"
+        product = self.layout.build(settled(self.data, what)) @ other.layout.build(
+            settled(other.data, what))
+        rows = np.repeat(np.arange(len(product.indptr) - 1), np.diff(product.indptr))
+        columns = out.shape[1]  # (more than any block column's index)
+        stored = np.isin(out.major * columns + out.template.indices[:len(out.major)],
+                         rows * columns + product.indices[:len(rows)])
+        return out.dropping(np.repeat(~stored, np.prod(out.data_shape[1:])))
 
     def __rmatmul__(self, other):
         if not _dense_operand(other):
@@ -1813,9 +1892,9 @@ class TracedSparse:
         matrices, the ufunc of their summed values at each entry either stores (0 where one
         stores none), the zeros it gives dropped as SciPy drops them; of a number that keeps
         the zeros SciPy does not store (``maximum`` with c <= 0, ``minimum`` with c >= 0), the
-        ufunc of each stored value of the summed matrix; of another number, of every entry
-        (SciPy stores them all, with its warning); of an array, of the dense matrix. Ties are
-        the ufunc's (the gradient to both values)."""
+        ufunc of each stored value of the summed matrix (the zeros it gives left out, as
+        SciPy's); of another number, of every entry (SciPy stores them all, with its warning);
+        of an array, of the dense matrix. Ties are the ufunc's (the gradient to both values)."""
         other = _matrix_operand(other)
         probe = self.layout.probe()
         if not hasattr(probe, name):  # SciPy's error
@@ -1835,8 +1914,8 @@ class TracedSparse:
         if _is_scalar(other):
             keeps_zeros = memory(other) <= 0 if name == "maximum" else memory(other) >= 0
             if keeps_zeros:
-                self.sum_duplicates()  # as SciPy's does
-                return TracedSparse(self.layout, ufunc(self.data, other))
+                self.sum_duplicates()  # as SciPy's does; then it leaves out the zeros
+                return TracedSparse(_dropping(self.layout), ufunc(self.data, other))
             out = _Layout(getattr(probe, name)(memory(other)))  # (SciPy's warning)
             dense = self.toarray()
             return TracedSparse(out, np.reshape(ufunc(dense[out.rows, out.cols], other),
@@ -1955,12 +2034,14 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     return made
 
 
-def _from_numbers(name, pieces, numbered, ones, shared=None, droppable=None):
+def _from_numbers(name, pieces, numbered, ones, shared=None, droppable=None, groups=None):
     """The :class:`TracedSparse` a constructor made of the values of ``pieces``, given what it
     made of their numbers (``numbered``) and of ones (``ones``, its pattern); ``shared``: the
     traced array SciPy would store as it is (None: a copy), stored so where it holds the
     values in the order the matrix stores them; ``droppable``: for each piece, which of its
-    values SciPy stores only where they are not zero (a dense matrix's entries), or None."""
+    values SciPy stores only where they are not zero (a dense matrix's entries), or None;
+    ``groups``: for each piece, the groups of its droppable values (``_Layout.dropping``), or
+    None."""
     kinds = {str(p.dtype) for p in pieces if _followed(p)} - {"float64", "complex128"}
     if kinds:
         _refuse(f"{name} of traced {', '.join(sorted(kinds))} values",
@@ -1981,8 +2062,16 @@ def _from_numbers(name, pieces, numbered, ones, shared=None, droppable=None):
     if droppable is not None and any(np.any(d) for d in droppable):
         # an entry of a dense matrix stays one where the constructor moves it
         source = np.reshape(index, (-1,)) - 1
-        out = out.dropping(np.where(source >= 0, np.concatenate(droppable)[
-            np.maximum(source, 0)], False))
+        at = np.maximum(source, 0)
+        grouped = None
+        if groups is not None and any(g is not None for g in groups):
+            # each piece's groups, apart from the others'; a value of no group alone
+            start, each = 0, []
+            for d, g in zip(droppable, groups):
+                each.append(start + (np.arange(len(d)) if g is None else g))
+                start = each[-1].max() + 1 if len(d) else start
+            grouped = np.where(source >= 0, np.concatenate(each)[at], start + np.arange(len(at)))
+        out = out.dropping(np.where(source >= 0, np.concatenate(droppable)[at], False), grouped)
     if shared is not None and np.shape(shared) == out.data_shape \
             and np.array_equal(index.reshape(-1), np.arange(1, index.size + 1)):
         return TracedSparse(out, shared)
@@ -2029,8 +2118,11 @@ def _constructor_function(name):
         if _followed(*args, *kwargs.values()):
             _refuse(f"scipy.sparse.{name} with traced offsets or settings",
                     "pass them as constants.")
-        return _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
-                           lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
+        made = _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
+                            lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
+        # SciPy builds a dia matrix, whose conversion to another format leaves out its zeros
+        made.layout = _dropping(made.layout)
+        return made
 
     return _route(SCIPY[name], construct)
 
@@ -2066,6 +2158,8 @@ def _stacking_function(name):
         droppable = [np.zeros(np.count_nonzero(m.layout.valid), bool)
                      if m.layout.droppable is None else m.layout.droppable[m.layout.valid]
                      for m in matrices]
+        groups = [None if m.layout.grouping() is None else m.layout.grouping()[m.layout.valid]
+                  for m in matrices]
         numbers = iter(_numbers(pieces))
 
         def numbered(m):
@@ -2079,7 +2173,8 @@ def _stacking_function(name):
         ones_blocks = _blocks(blocks, lambda _: next(order).layout.probe())
         return _from_numbers(f"scipy.sparse.{name}", pieces,
                              SCIPY[name](numbered_blocks, *args, **kwargs),
-                             SCIPY[name](ones_blocks, *args, **kwargs), droppable=droppable)
+                             SCIPY[name](ones_blocks, *args, **kwargs), droppable=droppable,
+                             groups=groups)
 
     return _route(SCIPY[name], stack)
 
@@ -2121,20 +2216,49 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
     def slots(m):
         return m.layout.probe(np.arange(1.0, m.layout.valid.size + 1))
 
-    ones = SCIPY["kron"](A.layout.probe(), B.layout.probe(), format=format)
-    in_a = SCIPY["kron"](slots(A), B.layout.probe(), format=format)
-    in_b = SCIPY["kron"](A.layout.probe(), slots(B), format=format)
+    # SciPy multiplies dense blocks (bsr) where B stores at least half its entries, counting
+    # those it stores (not a dense matrix's or a dia matrix's zeros): where that count decides,
+    # so does B's values
+    size, most = np.prod(B.shape), np.count_nonzero(B.layout.valid)
+    blocks = format in (None, "bsr") and 2 * most >= size
+    if blocks and B.layout.droppable is not None and \
+            2 * (most - np.count_nonzero(B.layout.droppable)) < size:
+        values = settled(B.data, "scipy.sparse.kron, whose way of computing depends on how "
+                                 "many of B's values are zero")
+        blocks = 2 * (most - np.count_nonzero(B.layout.left_out(values))) >= size
+        if not blocks and format == "bsr":
+            _refuse("scipy.sparse.kron(A, B, format='bsr') of a B whose zero values SciPy "
+                    "leaves out", "pass format='csr' (or B without zero values).")
+    setting = format if blocks or format is not None else "coo"
+    ones = SCIPY["kron"](A.layout.probe(), B.layout.probe(), format=setting)
+    # (in dense blocks, A's value is in every entry of its block: its product with B's zeros)
+    in_a = SCIPY["kron"](slots(A), sparse(np.ones(B.shape)) if blocks else B.layout.probe(),
+                         format=setting)
+    in_b = SCIPY["kron"](A.layout.probe(), slots(B), format=setting)
+    if not np.all(np.isin(ones.data, (0.0, 1.0))):
+        _refuse("scipy.sparse.kron of a matrix with repeated entries (SciPy sums them)",
+                "call sum_duplicates() on it first.")
     out = _Layout(ones)
-    if out.format != ones.format:  # bsr: the slots as the conversion lays them out
+    if out.format != ones.format:  # lil, dok: the slots as the conversion lays them out
         in_a, in_b = in_a.asformat(out.format), in_b.asformat(out.format)
-    index_a, index_b = (np.rint(m.data).astype(np.intp) for m in (in_a, in_b))
-    if A.layout.droppable is not None or B.layout.droppable is not None:
-        # a product of an entry of a dense matrix: SciPy stores none where that entry is zero
-        out = out.dropping(np.logical_or(*(
-            np.zeros(index.size, bool) if m.layout.droppable is None else np.where(
-                index.reshape(-1) > 0, m.layout.droppable[np.maximum(index.reshape(-1) - 1, 0)],
-                False) for m, index in ((A, index_a), (B, index_b)))))
-    return TracedSparse(out, _gather(A.data, index_a) * _gather(B.data, index_b))
+    index_a, index_b = (np.rint(m.data).astype(np.intp).reshape(-1) for m in (in_a, in_b))
+    # SciPy leaves out the zero values A's (or B's) conversion leaves out, so every product
+    # of one: the products of one value are grouped, left out where all of them are zero;
+    # a product of two such values, where it is zero (a B in dense blocks keeps its zeros)
+    by_a, by_b = (np.zeros(index_a.size, bool) if m.layout.droppable is None or index is None
+                  else np.where(index > 0, m.layout.droppable[np.maximum(index - 1, 0)], False)
+                  for m, index in ((A, index_a), (B, None if blocks else index_b)))
+    if (by_a | by_b).any():
+        alone = np.arange(index_a.size)
+        group_a, group_b = (index if m.layout.grouping() is None else np.where(
+            index > 0, m.layout.grouping()[np.maximum(index - 1, 0)] + 1, 0)
+            for m, index in ((A, index_a), (B, index_b)))
+        groups = np.where(by_a & by_b, alone, np.where(
+            by_a, alone.size + group_a, np.where(by_b, alone.size + group_a.max() + 1 + group_b,
+                                                 alone)))
+        out = out.dropping(by_a | by_b, groups)
+    return TracedSparse(out, np.reshape(_gather(A.data, index_a) * _gather(B.data, index_b),
+                                        out.data_shape))
 
 
 kron = _route(SCIPY["kron"], _kron)
@@ -2170,7 +2294,7 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
         return SCIPY["norm"](x, ord, axis)
     if axis is None and ord in (None, "fro", "f"):
         x.sum_duplicates()  # as SciPy's does, in place
-        if x.layout.droppable is not None:  # SciPy's value: without a dense matrix's zeros
+        if x.layout.drops:  # SciPy's value: without a dense matrix's zeros
             return _frobenius(x.data, x.layout)
         return np.linalg.norm(np.reshape(x.data, (-1,)))
     if axis is None and ord in (1, np.inf, -1, -np.inf):

@@ -1,0 +1,192 @@
+"""mutad.scipy.sparse: a traced sparse matrix has SciPy's exact structure.
+
+SciPy keeps some zeros and leaves out others: ``kron`` multiplies dense blocks (bsr) where B
+is at least half full, so its blocks hold B's zeros, and a bsr sum keeps every block that is
+not all zero; a dia matrix stores its zeros, which its conversions (``tocsr``, ``diags(...,
+format="csr")``, ``kron``'s, ``bmat``'s) leave out. SuperLU factorizes the pattern it is
+given, so a solve is SciPy's bit for bit only where the pattern is SciPy's, explicit zeros,
+index order and canonical-format flags included.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg
+
+import mutad
+from cases import replays_as_traced
+
+N = 5
+LAPLACIAN = sp.diags([-np.ones(N - 1), 2.0 * np.ones(N), -np.ones(N - 1)], [-1, 0, 1])
+EYE = sp.eye(N)
+RHS = np.linspace(1.0, 2.0, N * N)
+
+
+def anisotropic(k):
+    """The 2-D diffusion solve whose kron is SciPy's dense-block (bsr) product."""
+    A = (sp.kron(sp.diags(k), LAPLACIAN) + sp.kron(LAPLACIAN, EYE)).tocsr()
+    return scipy.sparse.linalg.spsolve(A, RHS)
+
+
+def test_kron_sum_solve_is_scipys_bit_for_bit():
+    k = np.linspace(0.5, 1.5, N)
+    before = k.tobytes()
+    expected = anisotropic(k.copy())
+
+    def loss(k):
+        return np.sum(anisotropic(k) ** 2)
+
+    value, _ = mutad.value_and_grad(loss)(k)
+    assert np.asarray(value).tobytes() == np.sum(expected ** 2).tobytes()
+    y, _ = mutad.jvp(anisotropic, (k,), (np.ones_like(k),))
+    assert np.asarray(y).tobytes() == expected.tobytes()
+    mutad.check_grads(loss, k, order=2)
+    replaying = replays_as_traced(loss, [(k,), (k[::-1].copy(),)])
+    value, _ = replaying(k * 1.25)
+    assert np.asarray(value).tobytes() == np.sum(anisotropic(k * 1.25) ** 2).tobytes()
+    assert k.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# The structure of traced results against SciPy's own, on values with zeros in them
+
+L4 = sp.diags([-np.ones(3), 2.0 * np.ones(4), -np.ones(3)], [-1, 0, 1], format="csr")
+L4.data[1] = 0.0  # an explicit zero SciPy keeps
+I4 = sp.eye(4)
+L8 = sp.diags([-np.ones(7), 2.0 * np.ones(8), -np.ones(7)], [-1, 0, 1])
+Z = np.array([1.0, 0.0, 1.0, 0.0])
+
+
+def tridiagonal(k):
+    return sp.diags([k[1:], k, k[:-1]], [-1, 0, 1])
+
+
+def blocks(k):
+    return sp.kron(sp.diags(k), L4)
+
+
+def block_sum(k):
+    return blocks(k) + sp.kron(L4, I4)
+
+
+STRUCTURES = {
+    "kron, dense blocks (bsr)": blocks,
+    "kron, coo": lambda k: sp.kron(sp.diags(k), L8),
+    "kron, csr": lambda k: sp.kron(sp.diags(k), L4, format="csr"),
+    "kron(L, diags(k))": lambda k: sp.kron(L4, sp.diags(k)),
+    "kron, a zero of k": lambda k: sp.kron(sp.diags(k * Z), L4),
+    "kron, a zero in B's blocks": lambda k: sp.kron(sp.diags(k), sp.diags(k * Z) + sp.eye(4, k=1)
+                                                    + sp.eye(4, k=-1)),
+    "kron, B's zeros choose coo": lambda k: sp.kron(L4, tridiagonal(k * Z)),
+    "kron, B's values choose bsr": lambda k: sp.kron(L4, tridiagonal(k)),
+    "kron, zeros in both": lambda k: sp.kron(sp.diags(k * Z), sp.diags(k)),
+    "kron of a bsr sum": lambda k: sp.kron(block_sum(k), sp.eye(2)),
+    "kronsum": lambda k: sp.kronsum(sp.diags(k), L4),
+    "bsr + coo": block_sum,
+    "(bsr + coo).tocsr()": lambda k: block_sum(k).tocsr(),
+    "(bsr - coo).tocsc()": lambda k: (blocks(k) - sp.kron(L4, I4)).tocsc(),
+    "(bsr - coo).tocoo()": lambda k: (blocks(k) - sp.kron(L4, I4)).tocoo(),
+    "bsr - bsr, all zero": lambda k: blocks(k) - blocks(k),
+    "bsr with a zero k, + coo, tocsr": lambda k: (sp.kron(sp.diags(k * Z), L4)
+                                                  + sp.kron(L4, I4)).tocsr(),
+    "bsr.T": lambda k: blocks(k).T,
+    "bsr.multiply": lambda k: blocks(k).multiply(sp.kron(L4, I4)),
+    "bsr @ coo": lambda k: blocks(k) @ sp.kron(L4, I4),
+    "c * bsr": lambda k: 2.0 * blocks(k),
+    "bsr sum @ bsr sum": lambda k: block_sum(k) @ block_sum(k),
+    "abs(bsr sum), power": lambda k: abs(block_sum(k)) + block_sum(k).power(2),
+    "bsr sum.maximum(0)": lambda k: block_sum(k).maximum(0.0),
+    "csr.minimum(0)": lambda k: sp.csr_matrix((k - 1.0, np.arange(4), np.arange(5)),
+                                              shape=(4, 4)).minimum(0.0),
+    "csr.maximum(0)": lambda k: sp.csr_matrix((1.0 - k, np.arange(4), np.arange(5)),
+                                              shape=(4, 4)).maximum(0.0),
+    "bsr sum.tobsr((2, 2))": lambda k: block_sum(k).tobsr(blocksize=(2, 2)),
+    "tril(bsr sum)": lambda k: sp.tril(block_sum(k)),
+    "hstack(bsr sum, coo)": lambda k: sp.hstack([block_sum(k), sp.kron(L4, I4)], format="csr"),
+    "bmat([[bsr sum]])": lambda k: sp.bmat([[block_sum(k)]]),
+    "diags, a zero": lambda k: sp.diags(k * Z),
+    "diags csr, zero diagonal": lambda k: sp.diags([k[1:] * 0.0, k], [-1, 0], format="csr"),
+    "diags_array csc, zeros": lambda k: sp.diags_array(k * Z, format="csc"),
+    "spdiags, zeros, tocoo": lambda k: sp.spdiags(k * Z, 0, 4, 4).tocoo(),
+    "dia.tocsc(), zeros": lambda k: sp.diags(k * Z).tocsc(),
+    "dia.T": lambda k: sp.diags([k[1:] * Z[1:], k], [1, 0]).T,
+    "dia + dia": lambda k: sp.diags(k * Z) + sp.diags(k),
+    "dia @ csr": lambda k: sp.diags(k * Z) @ L4,
+    "dia.multiply": lambda k: sp.diags(k * Z).multiply(L4),
+    "csr.tobsr()": lambda k: sp.diags(k * Z, format="csr").tobsr(blocksize=(2, 2)),
+    "csr.asformat('bsr')": lambda k: sp.diags(k * Z, format="csr").asformat("bsr"),
+    "csr + csr": lambda k: sp.diags(k, format="csr") + L4,
+    "csr - csr, all zero": lambda k: sp.diags(k, format="csr") - sp.diags(k, format="csr"),
+    "csr.multiply": lambda k: sp.diags(k, format="csr").multiply(L4),
+    "csr @ csr": lambda k: sp.diags(k, format="csr") @ L4,
+    "eye + csr": lambda k: sp.eye(4, format="csr") + sp.diags(k * Z, format="csr"),
+    "(0 eye + csr).T": lambda k: (sp.eye(4, format="csr") * 0.0
+                                  + sp.diags(k * Z, format="csr")).T,
+    "bmat with a zero block": lambda k: sp.bmat([[sp.diags(k), L4], [None, sp.diags(k * 0.0)]]),
+    "hstack": lambda k: sp.hstack([sp.diags(k), L4, I4]),
+    "vstack csr": lambda k: sp.vstack([sp.diags(k), L4], format="csr"),
+    "(csr + csr).tocoo()": lambda k: (sp.diags(k, format="csr") + L4).tocoo(),
+}
+
+
+def structure(m):
+    """Everything of SciPy's matrix but its class's methods: format, pattern, stored values
+    (their bits), canonical-format flags."""
+    parts = [type(m).__name__, m.format, m.shape, m.nnz]
+    for name in ("indptr", "indices", "offsets", "blocksize", "coords"):
+        if hasattr(m, name):
+            found = getattr(m, name)
+            parts.append((name, [np.asarray(c).tolist() for c in found] if name == "coords"
+                          else np.asarray(found).tolist()))
+    parts.append(("data", np.asarray(m.data).tobytes()))
+    if m.format in ("csr", "csc", "bsr", "coo"):
+        parts.append(bool(m.has_canonical_format))
+    if m.format in ("csr", "csc", "bsr"):
+        parts.append(bool(m.has_sorted_indices))
+    return parts
+
+
+@pytest.mark.parametrize("name", STRUCTURES)
+def test_structure_is_scipys(name):
+    build = STRUCTURES[name]
+    k = np.array([0.5, 0.7, 1.1, 1.3])
+    before = k.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        expected = structure(build(k.copy()))
+        traced = []
+
+        def f(k):
+            m = build(k)
+            return np.sum((m @ np.ones(m.shape[1])) ** 2)
+
+        def kept(k):
+            m = build(k)
+            traced.append((m.value, m.nnz))
+            return f(k)
+
+        mutad.grad(kept)(k)
+        mutad.check_grads(f, k)
+    (matrix, nnz), = traced
+    assert structure(matrix) == expected
+    assert nnz == expected[3]
+    assert k.tobytes() == before
+
+
+def test_kron_whose_way_depends_on_b_s_zeros_is_scipys_in_a_replay():
+    """SciPy multiplies dense blocks where B stores at least half its entries, counting those
+    it stores: of a dia B, its values that are not zero. A replayed program, which would keep
+    one call's choice, is not recorded: each call is SciPy's way for its values."""
+    def loss(k):
+        return np.sum(sp.kron(L4, tridiagonal(k)) @ np.linspace(1.0, 2.0, 16)) ** 2
+
+    k = np.array([0.5, 0.7, 1.1, 1.3])
+    before = k.tobytes()
+    mutad.check_grads(loss, k, order=2)
+    mutad.check_grads(loss, k * Z, order=2)
+    replaying = replays_as_traced(loss, [(k,), (k * Z,), (k,)])
+    for x in (k, k * Z):
+        assert np.asarray(replaying(x)[0]).tobytes() == np.asarray(loss(x)).tobytes()
+    assert k.tobytes() == before
