@@ -582,24 +582,3 @@ def test_legacy_retall():
     plain = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
                                    gtol=1e-12, disp=False, retall=True)
     assert len(plain) == 2 and len(plain[1]) > 1
-
-
-# ----------------------------------------------------------------------------------------------
-# logsumexp of a Python list of traced numbers and constants: the array NumPy makes of it
-
-def _logsumexp_of_a_list(x):
-    return scipy.special.logsumexp([x[0], x[1] * 2, 0.0])
-
-
-def _logsumexp_of_lists_weighted(x):
-    return scipy.special.logsumexp([x[0], x[1]], b=[x[1] ** 2, 0.5])
-
-
-def _logsumexp_of_a_list_of_arrays(x):
-    return scipy.special.logsumexp([x, np.ones(2), x[::-1] * 3], axis=0).sum()
-
-
-@pytest.mark.parametrize("f", [_logsumexp_of_a_list, _logsumexp_of_lists_weighted,
-                               _logsumexp_of_a_list_of_arrays])
-def test_logsumexp_of_lists(f):
-    check(f, np.array([0.3, -0.7]))

@@ -57,7 +57,7 @@ from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
 from ..engines.products import times
-from ..rules._helpers import as_float, sign_of, stacked, unbroadcast
+from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import Elementwise, StandIn, scipy_adjoint
 
@@ -679,17 +679,6 @@ def _logsumexp_limits(y_kept):
     return np.isfinite(y_kept), np.isneginf(y_kept)
 
 
-def _sequence_as_array(x, primal=None):
-    """``x``, a list or tuple of numbers or arrays (``logsumexp([a[0], 2 * a[1], 0.0])``,
-    which SciPy takes as the array NumPy makes of it), as that array; for forward mode's
-    tangent of such a list, ``None`` for a constant item, that item of ``primal`` gives the
-    shape of its zeros."""
-    if type(x) not in (list, tuple):
-        return x
-    return stacked([np.zeros(np.shape(p)) if item is None else item
-                    for item, p in zip(x, x if primal is None else primal, strict=True)])
-
-
 def _logsumexp_partials(a, b, y_kept, sign_kept, limits):
     """``dy/da`` and ``dy/db`` (None without ``b``) of ``y = logsumexp(a, b=b)``, with ``y``
     and its sign (None: 1) kept as reduced axes of length 1.
@@ -700,7 +689,6 @@ def _logsumexp_partials(a, b, y_kept, sign_kept, limits):
     has any weight.
     """
     finite, vanished = limits
-    a, b = _sequence_as_array(a), _sequence_as_array(b)
     finite_y = np.where(finite, y_kept, 0.0)
     sign = 1.0 if sign_kept is None else sign_kept
     with np.errstate(divide="ignore"):
@@ -750,7 +738,7 @@ def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=F
         return value if keepdims or value is None else np.expand_dims(value, axes)
 
     partials = _logsumexp_partials(a, b, kept(y), kept(sign), _logsumexp_limits(kept(y)))
-    da, db = _sequence_as_array(tangents[0], a), _sequence_as_array(tangents[2], b)
+    da, db = tangents[0], tangents[2]
     terms = [t * partial for t, partial in zip((da, db), partials) if t is not None]
     dy = np.sum(sum(terms), axis=axes, keepdims=keepdims)
     return result, (dy, None) if return_sign else dy
