@@ -869,22 +869,28 @@ def _eigenproblem(name, a, b, type, lower, check_finite, driver):
     return w, v, None, False
 
 
-@eigh.rule
-def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
-               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
-               subset_by_value=None, driver=None):
-    """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
-    cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
-    SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
-    (``_generalized_cotangents``); a subset of them by those of all (``_subset``)."""
-    w, v, pairs, generalized = _eigenproblem("eigh", a, b, type, lower, check_finite,
-                                             driver)
+def _eigh_solution(name, a, b, lower, eigvals_only, type, check_finite, subset_by_index,
+                   subset_by_value, driver):
+    """SciPy's ``eigh`` (``eigvals_only=``: ``eigvalsh``'s, which is that call) and what its
+    derivatives read: all the eigenpairs, the pencil's repeated pairs (``_eigenproblem``),
+    whether the problem is the generalized one, and the subset selected (``_subset``)."""
+    w, v, pairs, generalized = _eigenproblem(name, a, b, type, lower, check_finite, driver)
     result = eigh(a, b, lower=lower, eigvals_only=eigvals_only, check_finite=check_finite,
                   subset_by_index=subset_by_index, subset_by_value=subset_by_value,
                   driver=driver)
     values, vectors = (result, None) if eigvals_only else result
-    selection = _subset("eigh", w, v, values, vectors, subset_by_index, subset_by_value)
-    n = w.shape[-1]
+    selection = _subset(name, w, v, values, vectors, subset_by_index, subset_by_value)
+    return result, w, v, pairs, generalized, selection
+
+
+def _eigh_pullback(name, a, b, *settings):
+    """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
+    cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
+    SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
+    (``_generalized_cotangents``); a subset of them by those of all (``_subset``).
+    ``settings``: ``_eigh_solution``'s after ``b``."""
+    result, w, v, pairs, generalized, selection = _eigh_solution(name, a, b, *settings)
+    eigvals_only, full = settings[1], f"scipy.linalg.{name}"
     if generalized:
         if eigvals_only:
             back = lambda dw: _generalized_cotangents(w, v, dw, None, pairs)  # noqa: E731
@@ -892,67 +898,56 @@ def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
             back = unreached_as_none(
                 lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs))
     elif eigvals_only:
-        back = eigenvalues_pullback("scipy.linalg.eigh", a, w, v)
+        back = eigenvalues_pullback(full, a, w, v)
     else:
-        back = eigenpairs_pullback("scipy.linalg.eigh", eigh_cotangent, w, v,
-                                   spectrum_pairs("scipy.linalg.eigh", a, w))
-    return result, _subset_pullback(back, n, selection)
+        back = eigenpairs_pullback(full, eigh_cotangent, w, v, spectrum_pairs(full, a, w))
+    return result, _subset_pullback(back, w.shape[-1], selection)
+
+
+def _eigh_tangent(name, tangents, a, b, *settings):
+    """``_eigh_pullback``'s forward counterpart."""
+    result, w, v, pairs, generalized, selection = _eigh_solution(name, a, b, *settings)
+    eigvals_only, full = settings[1], f"scipy.linalg.{name}"
+    if generalized:
+        da, db = (tuple(tangents) + (None,) * 2)[:2]
+        dw, dv = _generalized_tangents(w, v, da, db, pairs)
+        tangent = dw if eigvals_only else (dw, dv)
+    elif eigvals_only:
+        tangent = eigenvalues_tangent(full, a, w, v, tangents[0])
+    else:
+        tangent = eigenpairs_tangent(full, a, w, v, tangents[0])
+    return result, _subset_tangent(tangent, selection)
+
+
+@eigh.rule
+def _eigh_rule(a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
+               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
+               subset_by_value=None, driver=None):
+    return _eigh_pullback("eigh", a, b, lower, eigvals_only, type, check_finite,
+                          subset_by_index, subset_by_value, driver)
 
 
 @eigh.jvp_rule
 def _eigh_jvp(tangents, a, b=None, *, lower=True, eigvals_only=False, overwrite_a=False,
               overwrite_b=False, type=1, check_finite=True, subset_by_index=None,
               subset_by_value=None, driver=None):
-    w, v, pairs, generalized = _eigenproblem("eigh", a, b, type, lower, check_finite,
-                                             driver)
-    result = eigh(a, b, lower=lower, eigvals_only=eigvals_only, check_finite=check_finite,
-                  subset_by_index=subset_by_index, subset_by_value=subset_by_value,
-                  driver=driver)
-    values, vectors = (result, None) if eigvals_only else result
-    selection = _subset("eigh", w, v, values, vectors, subset_by_index, subset_by_value)
-    if generalized:
-        da, db = (tuple(tangents) + (None,) * 2)[:2]
-        dw, dv = _generalized_tangents(w, v, da, db, pairs)
-        tangent = dw if eigvals_only else (dw, dv)
-    elif eigvals_only:
-        tangent = eigenvalues_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
-    else:
-        tangent = eigenpairs_tangent("scipy.linalg.eigh", a, w, v, tangents[0])
-    return result, _subset_tangent(tangent, selection)
+    return _eigh_tangent("eigh", tangents, a, b, lower, eigvals_only, type, check_finite,
+                         subset_by_index, subset_by_value, driver)
 
 
 @eigvalsh.rule
 def _eigvalsh_rule(a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False, type=1,
                    check_finite=True, subset_by_index=None, subset_by_value=None, driver=None):
-    w, v, pairs, generalized = _eigenproblem("eigvalsh", a, b, type, lower, check_finite,
-                                             driver)
-    values = eigvalsh(a, b, lower=lower, check_finite=check_finite,
-                      subset_by_index=subset_by_index, subset_by_value=subset_by_value,
-                      driver=driver)
-    selection = _subset("eigvalsh", w, v, values, None, subset_by_index, subset_by_value)
-    if generalized:
-        back = lambda dw: _generalized_cotangents(w, v, dw, None, pairs)  # noqa: E731
-    else:
-        back = eigenvalues_pullback("scipy.linalg.eigvalsh", a, w, v)
-    return values, _subset_pullback(back, w.shape[-1], selection)
+    return _eigh_pullback("eigvalsh", a, b, lower, True, type, check_finite,
+                          subset_by_index, subset_by_value, driver)
 
 
 @eigvalsh.jvp_rule
 def _eigvalsh_jvp(tangents, a, b=None, *, lower=True, overwrite_a=False, overwrite_b=False,
                   type=1, check_finite=True, subset_by_index=None, subset_by_value=None,
                   driver=None):
-    w, v, pairs, generalized = _eigenproblem("eigvalsh", a, b, type, lower, check_finite,
-                                             driver)
-    values = eigvalsh(a, b, lower=lower, check_finite=check_finite,
-                      subset_by_index=subset_by_index, subset_by_value=subset_by_value,
-                      driver=driver)
-    selection = _subset("eigvalsh", w, v, values, None, subset_by_index, subset_by_value)
-    if generalized:
-        da, db = (tuple(tangents) + (None,) * 2)[:2]
-        tangent = _generalized_tangents(w, v, da, db, pairs)[0]
-    else:
-        tangent = eigenvalues_tangent("scipy.linalg.eigvalsh", a, w, v, tangents[0])
-    return values, _subset_tangent(tangent, selection)
+    return _eigh_tangent("eigvalsh", tangents, a, b, lower, True, type, check_finite,
+                         subset_by_index, subset_by_value, driver)
 
 
 def _thin_svd(a, check_finite, lapack_driver):
