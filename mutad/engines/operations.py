@@ -20,7 +20,6 @@ tape and the traced array (``reverse``) and the write path (``inplace``), below 
 
 import functools
 import types
-import weakref
 
 import numpy as np
 
@@ -300,7 +299,7 @@ def _fast_plan(ufunc, pattern, count):
     return plan
 
 
-def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
+def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     """``unwrapped_ufunc`` for the common case, in one function, or None where the general
     path is taken: a ufunc on ``inputs`` (``_unwrap``: ``tape``, their ``values`` and the
     ``pattern`` of traced ones, not 0), no ``out=``, no keyword argument, an elementwise rule
@@ -309,7 +308,8 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
     encloses. It does what the general path does, in the same order, with what the plan of
     ``ufunc`` for ``pattern`` worked out once (``_fast_plan``). ``skip``: how many frames
     ``debug.caller`` skips, its own and this one's included: those of the engine's on every
-    path here (``debug.SKIPPED``)."""
+    path here (``debug.SKIPPED``). ``named``: the record's inputs (``recipe``), where the caller
+    found every input a whole array of ``tape`` or a Python number; None: worked out here."""
     plans = _FAST.get(ufunc)
     plan = None if plans is None else plans.get(pattern)
     if plan is None:
@@ -336,9 +336,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
         buffer = Buffer(y)
         if y.nbytes >= SMALL:
             buffer.ref = Tracked(y)
-        yt = Traced(y, buffer, tape, True)
-        if y.ndim:  # (a 0-d result's owner: noted by ``view_of`` at its first view, if any)
-            buffer.owner = weakref.ref(yt)
+        yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
     else:
         if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
             check_complex(function_name(ufunc), rule)
@@ -357,7 +355,9 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip):
         if type(inputs[i]) not in _NUMBERS:
             keep(tape, inputs[i], read[i])
     # (``recipe``, for whole arrays of the tape and Python's numbers: the commonest operands)
-    if len(inputs) == 1:
+    if named is not None:
+        pass  # (the caller's)
+    elif len(inputs) == 1:
         x = inputs[0]  # (traced: ``pattern`` is not 0)
         named = (x.buffer,) if x.whole and x.tape is tape else recipe(inputs, values, read,
                                                                       tape)

@@ -472,10 +472,9 @@ def fresh(y, tape):
         y = tape.outer.lift(y)
     elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow
         track(buffer, y)
-    x = Traced(y, buffer, tape, True)
-    if buffer.shape:  # (a 0-d result, a scalar loop's, one per element: ``view_of`` notes it)
-        as_owner(x)
-    return x
+    # (its owner, what ``.base`` of its views gives, is noted by ``view_of`` at its first view:
+    # most results are never viewed, and a scalar loop makes one per element)
+    return Traced(y, buffer, tape, True)
 
 
 def as_owner(x):
@@ -552,8 +551,8 @@ def view_of(x, y, tape):
     if x.whole:
         x.buffer.note_address(x.value)
         if x.buffer.owner is None:
-            # the owner of a 0-d result, noted at its first view rather than at its making:
-            # a scalar loop makes one per element it reads or computes, and views few
+            # the owner of a fresh result, noted at its first view rather than at its making
+            # (``fresh``): most are never viewed
             as_owner(x)
     return Traced(y, x.buffer, tape, False)
 

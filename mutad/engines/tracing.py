@@ -133,7 +133,8 @@ class TracedDispatch:
                     if not buffer.weak and not buffer.constant and tape.recorder is None \
                             and tape.outer is None:
                         # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
-                        yt = fast_ufunc(ufunc, inputs, tape, [self.value], 1, SKIPPED - 1)
+                        yt = fast_ufunc(ufunc, inputs, tape, [self.value], 1, SKIPPED - 1,
+                                        (buffer,) if self.whole else None)
                         if yt is not None:
                             return yt
                 return apply_ufunc(ufunc, inputs, None, kwargs)
@@ -266,22 +267,27 @@ def _fast_operator(ufunc, general, reflected):
                 and tape.outer is None:
             kind = type(other)
             if kind is float or kind is int:
-                operand, traced = other, 0
+                operand, traced, place = other, 0, other
                 scalar = not value.ndim and value.dtype.kind == "c"
             elif kind is Traced and other.tape is tape and not other.buffer.weak \
                     and type(other.value) is NDARRAY:
                 operand, traced = other.value, 0 if other.buffer.constant else 1
+                place = other.buffer if other.whole else None
                 scalar = not value.ndim and not operand.ndim and (
                     value.dtype.kind == "c" or operand.dtype.kind == "c")
             else:
                 return general(self, other)
             mine = 0 if buffer.constant else 1
             if (mine or traced) and not scalar:
-                inputs, values, pattern = (((other, self), [operand, value], traced | mine << 1)
-                                           if reflected else
-                                           ((self, other), [value, operand], mine | traced << 1))
+                # (the record's inputs where both are whole arrays or numbers: ``recipe``)
+                if reflected:
+                    inputs, values, pattern = (other, self), [operand, value], traced | mine << 1
+                    named = (place, buffer) if place is not None and self.whole else None
+                else:
+                    inputs, values, pattern = (self, other), [value, operand], mine | traced << 1
+                    named = (buffer, place) if place is not None and self.whole else None
                 # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
-                yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1)
+                yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1, named)
                 if yt is not None:
                     return yt
         return general(self, other)
