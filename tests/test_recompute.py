@@ -218,6 +218,25 @@ def test_a_budget_costs_no_memory_where_inverses_serve():
     assert kinds == ["inverse", "partial", "inverse", "inverse", "rebuild"]
 
 
+def test_a_replay_lets_go_of_a_saved_copy_before_the_pullback_as_tracing_does():
+    """Regression: the replay of a large write with no inverse (W5's ``np.cos(c, out=c)``)
+    held the copy of the bytes it overwrote until that write's pullback had made its
+    cotangents, where tracing's undo lets go of it once copied back: W5 replayed took five
+    arrays, traced four."""
+    x = np.linspace(-3, 3, 200_000)
+    before = x.copy()
+    traced = mutad.gradient(big_elementwise, x)
+    traced_peak = peak_bytes(lambda: mutad.gradient(big_elementwise, x))
+    replayed = mutad.grad(big_elementwise, replay=True)
+    replayed(x), replayed(x)  # records, then replays (and compiles)
+    assert not replayed.reasons
+    replayed_peak = peak_bytes(lambda: replayed(x))
+    assert replayed_peak < traced_peak + x.nbytes / 4, (replayed_peak / x.nbytes,
+                                                        traced_peak / x.nbytes)
+    assert replayed(x).tobytes() == traced[0].tobytes()
+    assert x.tobytes() == before.tobytes()
+
+
 def test_a_write_that_reads_an_array_changed_later_starts_from_a_snapshot_of_its_own():
     def f(u, v):
         for k in range(12):

@@ -969,8 +969,10 @@ class ElementwiseWrite:
             tape.before_write(self.key)
             ufunc(*vals, out=target)
             # (what its pullback reads, no more: as the record ``record_write`` makes)
+            # (a list: the reverse pass lets go of the copy once it is copied back, before
+            # the pullback runs, as a checkpoint's undo does: ``back``)
             tape.records.append((self, read_by_partials(vals, self.reads) if self.traced
-                                 else None, (target, saved)))
+                                 else None, [target, saved]))
             return
         # The undo of a write into all of a large temporary finds it then, as tracing's does
         # (``inplace._finder``): it alone does not keep it alive, and does nothing if nothing
@@ -996,7 +998,7 @@ class ElementwiseWrite:
         return self.apart
 
     def back(self, shadows, vals, saved, record=None):
-        """The reverse of the lean record ``(self, vals, (target, saved))``: what
+        """The reverse of the lean record ``(self, vals, [target, saved])``: what
         ``Write.reverse`` does with the checkpoint's undo and ``write_pullback``: the
         cotangent of the values written taken, the bytes copied back, and the pullback run
         on the operands as they were. In a block, ``record`` is the record of the write
@@ -1004,9 +1006,12 @@ class ElementwiseWrite:
         if record is not None:
             Tape.reverse(record, shadows)
             return
-        target, saved = saved
+        target, copy = saved
+        if type(saved) is list:  # (a block's locals hold theirs: small)
+            saved[1] = None
         dy = shadows.take(self.written)
-        np.copyto(target, saved)
+        np.copyto(target, copy)
+        del copy  # freed before the pullback makes its cotangents (a large write's: W5's)
         if dy is not None and self.traced:
             rule, traced = self.state
             elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
