@@ -4,9 +4,11 @@ replay against central differences, the caller's arrays unchanged)."""
 
 import numpy as np
 import pytest
+import scipy.special
+import scipy.stats
 
 import mutad
-from test_scipy_stops import check
+from test_scipy_stops import central, check
 
 
 # ----------------------------------------------------------------------------------------------
@@ -77,3 +79,179 @@ def test_interp_of_a_complex_argument():
     np.testing.assert_allclose(tangent, 4.0 + 2.0 * slope, rtol=1e-12)
     np.testing.assert_array_equal(mutad.grad(f, replay=True)(z), g)
     assert z.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# An integer or boolean array f computed, written after a record read it: each record keeps the
+# values it read (tracing froze the array, and refused the write)
+
+def _mask_rewritten(x):
+    m = x > 0
+    y = np.where(m, x, 0.0)
+    m[:] = ~m
+    z = np.where(m, x, 1.0)
+    return (y * z).sum() + y.sum() + 2.0 * z.sum()
+
+
+def _index_rewritten(x):
+    idx = np.arange(x.size)[::-1].copy()
+    a = x[idx] * x
+    idx[:] = np.argsort(x)
+    return (a * x[idx] ** 2).sum()
+
+
+def _mask_flipped_in_place(x):
+    m = x > 0
+    a = x[m].sum()
+    m ^= True
+    return a * x[m].sum()
+
+
+def _counter_incremented(x):
+    k = np.arange(x.size)
+    y = x * k
+    k += 2
+    return (y * (x * k)).sum()
+
+
+def _scatter_mask_rewritten(x):
+    u = np.zeros(x.size)
+    m = x > 0.2
+    u[m] = x[m] ** 2
+    m[:] = x < 0
+    u[m] = 3.0 * x[m]
+    return (u * x).sum()
+
+
+def _add_at_index_rewritten(x):
+    u = np.zeros(3)
+    i = np.array([0, 1, 1, 2, 0])
+    np.add.at(u, i, x)
+    i[0] = 2
+    np.add.at(u, i, x ** 2)
+    return (u ** 2).sum()
+
+
+def _take_index_sorted(x):
+    i = np.argsort(x)
+    a = np.take(x, i)
+    i.sort()
+    return (a * np.take(x, i)).sum() + (np.take_along_axis(x, i, 0) * a).sum()
+
+
+def _boolean_factor_rewritten(x):
+    u = x.copy()
+    m = x > 0
+    u *= m
+    y = x * m
+    m[:] = True
+    m[0] = False
+    u += x * m
+    return (u ** 2).sum() + (y * u).sum()
+
+
+@pytest.mark.parametrize("f", [_mask_rewritten, _index_rewritten, _mask_flipped_in_place,
+                               _counter_incremented, _scatter_mask_rewritten,
+                               _add_at_index_rewritten, _take_index_sorted,
+                               _boolean_factor_rewritten])
+def test_integer_array_written_after_a_read(f):
+    check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
+
+
+def test_index_written_after_a_read_replays_each_call():
+    """A replay does not keep an index f made as the value it held at the end of the call
+    (an index rewritten with values computed from the argument): another argument, another
+    order."""
+    g = mutad.grad(_index_rewritten, replay=True)
+    x = np.array([0.3, -0.7, 1.1, -0.2, 0.5])
+    other = np.array([-0.4, 0.9, 0.1, 1.3, -0.6])
+    g(x)
+    np.testing.assert_array_equal(g(other), mutad.gradient(_index_rewritten, other)[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Products of integer or boolean arrays with traced ones, in every spelling
+
+def _method_dot(x):
+    return (x > 0).astype(int).dot(x) + (x < 0).dot(x ** 2)
+
+
+def _function_products(x):
+    k = np.arange(x.size)
+    return np.dot(k, x) + k @ x + x @ k + np.inner(k, x ** 2) + np.vdot(k, x)
+
+
+def _einsum_with_integers(x):
+    k = np.arange(x.size)
+    return np.einsum("i,i->", k, x) + np.einsum("i,j->ij", x > 0, x).sum() ** 2
+
+
+def _matmul_of_integers(x):
+    a = x[:4].reshape(2, 2)
+    return (np.matmul(np.ones((3, 2), bool), a).sum() + np.matmul(a, np.eye(2, dtype=int)) ** 2
+            ).sum() + (np.arange(4).reshape(2, 2) @ a).sum()
+
+
+def _method_choose(x):
+    return ((x > 0).astype(int).choose([x, 2.0 * x]) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_method_dot, _function_products, _einsum_with_integers,
+                               _matmul_of_integers, _method_choose])
+def test_products_with_integer_arrays(f):
+    check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# logsumexp, softmax and log_softmax of Python lists of traced numbers and constants: the array
+# NumPy makes of it, at every level of nested differentiations; a rule run inside a
+# distribution's formula (dpareto_lognorm's logsumexp of lists, under jvp) gives plain values
+
+def _logsumexp_of_a_list(x):
+    return scipy.special.logsumexp([x[0], x[1] * 2, 0.0])
+
+
+def _logsumexp_of_lists_weighted(x):
+    return scipy.special.logsumexp([x[0], x[1]], b=[x[1] ** 2, 0.5])
+
+
+def _logsumexp_of_a_list_of_arrays(x):
+    return scipy.special.logsumexp([x, np.ones(2), x[::-1] * 3], axis=0).sum()
+
+
+def _logsumexp_of_a_list_signed(x):
+    y, sign = scipy.special.logsumexp([x[0], x[1]], b=[1.0, -1.0], return_sign=True)
+    return y * sign
+
+
+def _softmax_of_lists(x):
+    return (scipy.special.softmax([x[0], 1.0, x[1]]) * np.arange(3)).sum() \
+        + scipy.special.log_softmax((x[1], x[0]))[0]
+
+
+LISTS = [_logsumexp_of_a_list, _logsumexp_of_lists_weighted, _logsumexp_of_a_list_of_arrays,
+         _logsumexp_of_a_list_signed, _softmax_of_lists]
+
+
+@pytest.mark.parametrize("f", LISTS)
+def test_logsumexp_of_lists(f):
+    check(f, np.array([0.3, -0.7]))
+
+
+@pytest.mark.parametrize("f", LISTS)
+def test_logsumexp_of_lists_nested(f):
+    x = np.array([0.3, -0.7])
+    rows = [central(lambda z: mutad.gradient(f, z)[0][i], x) for i in range(2)]
+    np.testing.assert_allclose(mutad.hessian(f, x), np.array(rows), rtol=1e-6, atol=1e-7)
+
+
+def test_logsumexp_of_lists_in_a_distribution_under_jvp():
+    x = np.array([0.5, 1.0, 2.0])
+
+    def f(x):
+        return scipy.stats.dpareto_lognorm.cdf(x, 3, 1.2, 1.5, 2)
+
+    y, dy = mutad.jvp(f, (x,), (np.ones(3),))
+    assert type(y) is np.ndarray and y.tobytes() == f(x).tobytes()
+    np.testing.assert_allclose(dy, scipy.stats.dpareto_lognorm.pdf(x, 3, 1.2, 1.5, 2),
+                               rtol=1e-10)

@@ -162,12 +162,17 @@ class _State(threading.local):
 @contextlib.contextmanager
 def running_rule() -> Iterator[None]:
     """A decorated function (``mutad.adjoint``), or its rule, runs on plain values in this
-    block: the routed functions it calls give it SciPy's plain results (``by_user_code``)."""
+    block: the routed functions it calls give it SciPy's plain results (``by_user_code``), and
+    the buffers SciPy's code allocates are plain in it, within a ``library_allocation()`` block
+    too (a rule of ``logsumexp`` inside a distribution's formula: they would be constants of
+    the differentiations, wrapping the rule's plain results once more)."""
     STATE.rules += 1
+    library, STATE.library = STATE.library, 0
     try:
         yield
     finally:
         STATE.rules -= 1
+        STATE.library = library
 
 
 def by_user_code(y, func, args, kwargs, caller):
@@ -1648,6 +1653,11 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose}
+"""ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
+computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
+
+
 def _making(name):
     """ndarray's method ``name``, which may make a new array (``copy``, ``astype``, a fancy
     index): on a stand-in, its result as ``_made`` gives it."""
@@ -1656,6 +1666,11 @@ def _making(name):
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
         if ACTIVE.running:
+            function = _WITH_OPERANDS.get(name)
+            if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
+                # traced operands (``(x > 0).astype(int).dot(x)``), which ndarray's method
+                # would convert: NumPy's function of the same computation, which follows them
+                return function(self, *args, **kwargs)
             accessed(args, kwargs)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         y = method(plain, *args, **kwargs)

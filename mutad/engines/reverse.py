@@ -294,6 +294,24 @@ def keep(tape, x, value):
         freeze(tape, value)
 
 
+def private(value):
+    """What a record keeps of ``value``, an operand it reads: a read-only copy of an integer or
+    boolean array the differentiated code made (a plain view of a stand-in: ``x > 0``,
+    ``np.arange(n)``, an index it computed), which the code may go on writing, as NumPy lets it
+    (``m[:] = ~m``) where a record keeping the array itself would need it frozen; a mask or an
+    index costs little to copy beside the floats the operation reads. Anything else as it is;
+    one level into tuples and lists (a key)."""
+    kind = type(value)
+    if kind is np.ndarray or kind is Preexisting:
+        if value.dtype.kind in "iub" and type(owner(value)) is Preexisting:
+            value = value.view(np.ndarray).copy(order="K")
+            value.flags.writeable = False
+        return value
+    if kind is tuple or kind is list:
+        return kind(private(item) for item in value)
+    return value
+
+
 def check_alias(value, kept=False, written=False):
     """``value`` is a plain array an operation reads beside traced arrays or constants. If it
     shares memory with an argument a running differentiation traces (a global or a closure
