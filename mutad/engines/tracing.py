@@ -60,7 +60,7 @@ from .operations import (apply_array_function, apply_function, apply_ufunc, assi
                          fast_ufunc)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
-from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
+from .reverse import (Traced, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, plain, private, values_at, view_of)
 from ..core.shadows import overlapping
 from ..core.views import NDARRAY, same_region, views
