@@ -255,3 +255,25 @@ def test_logsumexp_of_lists_in_a_distribution_under_jvp():
     assert type(y) is np.ndarray and y.tobytes() == f(x).tobytes()
     np.testing.assert_allclose(dy, scipy.stats.dpareto_lognorm.pdf(x, 3, 1.2, 1.5, 2),
                                rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode on the arrays f makes: a function of constants alone gives constants, as reverse
+# mode's (np.unique has no forward rule; np.histogram's edges were plain arrays, which a later
+# write of a dual into them refused)
+
+def _unique_of_constants(x):
+    u = np.unique(np.array([3.0, 1.0, 2.0, 1.0]))
+    u[0] = x[0]
+    return (u * x[:3]).sum()
+
+
+def _histogram_edges_written(x):
+    _, edges = np.histogram(np.array([0.1, 0.5, 0.9]), bins=4, range=(0, 1))
+    edges[1:-1] += 0.01 * x[:3]
+    return (np.diff(edges) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_unique_of_constants, _histogram_edges_written])
+def test_functions_of_constants_in_forward_mode(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24]))
