@@ -150,7 +150,15 @@ def _boolean_factor_rewritten(x):
     return (u ** 2).sum() + (y * u).sum()
 
 
-@pytest.mark.parametrize("f", [_mask_rewritten, _index_rewritten, _mask_flipped_in_place,
+def _index_shifted(x):
+    index = np.array([0, 2])
+    y = x[index]
+    index += 1  # the gather's pullback scatters through the index it read
+    return (y * x[index]).sum()
+
+
+@pytest.mark.parametrize("f", [_index_shifted, _mask_rewritten, _index_rewritten,
+                               _mask_flipped_in_place,
                                _counter_incremented, _scatter_mask_rewritten,
                                _add_at_index_rewritten, _take_index_sorted,
                                _boolean_factor_rewritten])
@@ -192,12 +200,19 @@ def _matmul_of_integers(x):
             ).sum() + (np.arange(4).reshape(2, 2) @ a).sum()
 
 
+WEIGHTS = np.arange(25.0).reshape(5, 5)
+
+
+def _method_dot_of_a_global(x):
+    return (WEIGHTS.dot(x) ** 2).sum() + WEIGHTS[1:3].dot(x).sum()
+
+
 def _method_choose(x):
     return ((x > 0).astype(int).choose([x, 2.0 * x]) ** 2).sum()
 
 
 @pytest.mark.parametrize("f", [_method_dot, _function_products, _einsum_with_integers,
-                               _matmul_of_integers, _method_choose])
+                               _matmul_of_integers, _method_dot_of_a_global, _method_choose])
 def test_products_with_integer_arrays(f):
     check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
 
@@ -277,3 +292,54 @@ def _histogram_edges_written(x):
 @pytest.mark.parametrize("f", [_unique_of_constants, _histogram_edges_written])
 def test_functions_of_constants_in_forward_mode(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays made by calls the allocation mode did not follow, then given traced values: an integer
+# np.mgrid (a stand-in of itself, so its astype(float) is a constant), np.load's and np.fromfile's
+# arrays (constants; a replay traces such a call), np.frombuffer's view of a buffer (standing in
+# as an array made before: what f makes of it is followed, a write into it refused)
+
+def _mgrid_as_floats(x):
+    grid = np.mgrid[0:2, 0:4].astype(float)
+    grid[0, 0] = x[:4]
+    i, j = np.ogrid[0:2, 0:4]
+    return (grid ** 2).sum() + (x.reshape(2, 4) * (i + 2 * j)).sum()
+
+
+def _loaded(x):
+    import io
+    stream = io.BytesIO()
+    np.save(stream, np.ones(4))
+    stream.seek(0)
+    d = np.load(stream)
+    d[0] = x[0]
+    d *= x[4:]
+    return (d * x[:4]).sum()
+
+
+def _from_a_buffer(x):
+    c = np.frombuffer(np.arange(4.0).tobytes()).copy()
+    c[1] = x[1]
+    k = np.frombuffer(np.arange(4).tobytes(), dtype=np.int64)
+    return (c * x[:4]).sum() + (k.astype(float) * x[4:]).sum() + x[k].sum()
+
+
+@pytest.mark.parametrize("f", [_mgrid_as_floats, _loaded, _from_a_buffer])
+def test_arrays_of_unfollowed_makers(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_write_into_a_buffers_view_is_refused():
+    """The buffer may be the caller's: writing a traced value into its view is refused, as
+    into an array made before the differentiation, and the buffer is left as it was."""
+    buffer = bytearray(np.zeros(4).tobytes())
+
+    def f(x):
+        d = np.frombuffer(buffer)
+        d[:] = x
+        return (d ** 2).sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.gradient(f, np.ones(4))
+    assert bytes(buffer) == bytes(32)

@@ -97,6 +97,11 @@ FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_
              "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
 
+LOADERS = ("load", "fromfile", "frombuffer")
+"""NumPy functions reading arrays from files and buffers: their float results are constants, as
+the factories' are, which a replay cannot make again (a file read once); a buffer's view stands
+in as an array made before (``Preexisting``)."""
+
 BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "require")
 """NumPy's array constructors: they also build arrays from traced values."""
 
@@ -316,6 +321,31 @@ def factory(func, counting=True):
         return y
 
     return _named(allocating, func)
+
+
+def loader(func):
+    """``func`` (``LOADERS``) in the mode: a new float array it reads is a constant, without the
+    call that made it (a replay of the program refuses it: the call is traced), an integer one a
+    stand-in of itself; ``np.frombuffer``'s view of memory that may be the caller's (a
+    ``bytearray``, ``bytes``) stands in for itself as an array made before does: what f makes of
+    it is followed (``np.frombuffer(b).copy()``), a traced value written into it refused; an
+    array viewing an argument's memory is NumPy's own."""
+
+    def loading(*args, **kwargs):
+        y = func(*args, **kwargs)
+        if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
+            if func is np.frombuffer:
+                if y.base is not None and not isinstance(y.base, np.ndarray):
+                    stand_in = y.view(Preexisting)
+                    stand_in.original = y
+                    return stand_in
+            elif _allocated(y, args, kwargs):
+                return allocate(y)
+            elif _counting(y, args, kwargs):
+                return _own_stand_in(y)
+        return y
+
+    return _named(loading, func)
 
 
 def _library_factory(func):
@@ -713,14 +743,21 @@ class _Grid:
 
 def _indexed(original, key, items):
     """``original[key]`` (an index expression of NumPy's building arrays from ``items``), each
-    new float array a constant of the differentiations running in this thread."""
+    new float array a constant of the differentiations running in this thread, each new integer
+    one a stand-in of itself, as the factories' (``np.mgrid[0:2, 0:4].astype(float)``)."""
     y = original[key]
     if not _in_mode():
         return y
     if type(y) in (tuple, list):
-        return type(y)(allocate(a, (_item, (original.__getitem__, i, key), {}))
-                       if _allocated(a, items, {}) else a for i, a in enumerate(y))
-    return allocate(y, (original.__getitem__, (key,), {})) if _allocated(y, items, {}) else y
+        return type(y)(_new(a, (_item, (original.__getitem__, i, key), {}), items)
+                       for i, a in enumerate(y))
+    return _new(y, (original.__getitem__, (key,), {}), items)
+
+
+def _new(y, made, items):
+    if _allocated(y, items, {}):
+        return allocate(y, made)
+    return _own_stand_in(y) if _counting(y, items, {}) else y
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
@@ -1035,8 +1072,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader),
-                        (JOINERS, joiner)):
+    for names, make in ((FACTORIES, factory), (LOADERS, loader), (BUILDERS, builder),
+                        (READERS, reader), (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
