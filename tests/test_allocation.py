@@ -1259,12 +1259,6 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
             v[...] = 1.0
         return x.sum()
 
-    def allocated_operand(x):
-        s = 0.0
-        for a, b in np.nditer([x, None]):
-            s = s + a * b
-        return s
-
     def external_loop(x):
         return sum(v.sum() for v in np.nditer(x, flags=["external_loop"]))
 
@@ -1274,11 +1268,10 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
         read_only_written(x.copy())
     with pytest.raises(TypeError):  # the element, which refuses writes as NumPy's scalar does
         mutad.gradient(read_only_written, x)
-    for f in (allocated_operand, external_loop):
-        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
-            mutad.gradient(f, x)
-        with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.nditer"):
-            mutad.jvp(f, (x,), (np.ones_like(x),))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
+        mutad.gradient(external_loop, x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.nditer"):
+        mutad.jvp(external_loop, (x,), (np.ones_like(x),))
     assert x.tobytes() == before
 
     def over_a_constant(x):  # an array allocated in the function: NumPy's own iterator

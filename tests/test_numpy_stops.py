@@ -343,3 +343,29 @@ def test_a_write_into_a_buffers_view_is_refused():
     with pytest.raises(mutad.errors.UntracedWriteError):
         mutad.gradient(f, np.ones(4))
     assert bytes(buffer) == bytes(32)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.nditer with an output it allocates (a None operand), as NumPy's tutorial writes it
+
+def _nditer_allocated_output(x):
+    it = np.nditer([x, None])
+    with it:
+        for a, b in it:
+            b[...] = a * a + 2.0 * a
+        squares = it.operands[1]
+    return (squares ** 2).sum()
+
+
+def _nditer_allocated_broadcast(x):
+    a = x.reshape(2, 4)
+    it = np.nditer([a, x[:4], None], op_flags=[["readonly"], ["readonly"],
+                                               ["writeonly", "allocate"]])
+    for p, q, r in it:
+        r[...] = p * q
+    return (it.operands[2] * np.arange(8.0).reshape(2, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_nditer_allocated_output, _nditer_allocated_broadcast])
+def test_nditer_with_an_allocated_output(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))

@@ -792,8 +792,19 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     operands = list(op) if several else [op]
     if op_flags is None or not all(type(f) in (list, tuple) for f in op_flags):
         op_flags = [op_flags or ["readonly"]] * len(operands)
-    allowed = {"readonly", "readwrite", "writeonly"}
+    allowed = {"readonly", "readwrite", "writeonly", "allocate"}
     flags = list(flags or ())
+    given = [x for x in operands if x is not None]
+    if len(given) < len(operands) and given and len(op_flags) == len(operands) and all(
+            wrapped(x) or isinstance(x, np.ndarray) for x in given):
+        # NumPy's allocation of an output (``np.nditer([x, None])``): the inputs' broadcast
+        # shape and dtype, allocated here as a constant the loop writes into
+        shape = np.broadcast_shapes(*(np.shape(x) for x in given))
+        dtype = np.result_type(*(memory(x) for x in given))
+        operands = [REPLACEMENTS["empty"][1](shape, dtype) if x is None else x
+                    for x in operands]
+        op_flags = [list(f) + (["writeonly"] if x is None and not set(f) & {
+            "readwrite", "writeonly"} else []) for x, f in zip(op, op_flags)]
     if (set(flags) - _TRACKING or len(op_flags) != len(operands) or op_dtypes is not None
             or rest or kwargs
             or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
@@ -801,7 +812,7 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
         raise UnsupportedOperationError(
             "np.nditer over an array mutad follows with flags other than multi_index, "
             "c_index, f_index, zerosize_ok and refs_ok (external_loop, buffered), op_dtypes, "
-            "or an operand that is not an array (None, allocated by the iterator): NumPy's "
+            "or an operand that is not an array: NumPy's "
             "iterator reads and writes the arrays' memory directly, where mutad cannot follow "
             "it. Iterate over arrays with op_flags and those flags alone (np.nditer([x, y], "
             "flags=['multi_index'], op_flags=[['readonly'], ['writeonly']])), loop with "
@@ -901,6 +912,11 @@ class _ElementIterator:
     @property
     def iterindex(self):
         return self._at
+
+    @property
+    def operands(self):
+        """The arrays iterated over, an allocated output among them, as NumPy's gives them."""
+        return tuple(self._operands)
 
     @property
     def itersize(self):
