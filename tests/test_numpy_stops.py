@@ -207,12 +207,19 @@ def _method_dot_of_a_global(x):
     return (WEIGHTS.dot(x) ** 2).sum() + WEIGHTS[1:3].dot(x).sum()
 
 
+def _reduced_masks(x):
+    m = np.logical_and.reduce([x > -1, x < 1, x != 0])
+    both = np.logical_or.accumulate((x > 0, x < -0.5))[-1]
+    return x[m].sum() + np.cumsum(m).dot(x) + (both * x).sum()
+
+
 def _method_choose(x):
     return ((x > 0).astype(int).choose([x, 2.0 * x]) ** 2).sum()
 
 
 @pytest.mark.parametrize("f", [_method_dot, _function_products, _einsum_with_integers,
-                               _matmul_of_integers, _method_dot_of_a_global, _method_choose])
+                               _matmul_of_integers, _method_dot_of_a_global, _reduced_masks,
+                               _method_choose])
 def test_products_with_integer_arrays(f):
     check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
 

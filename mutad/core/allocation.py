@@ -623,8 +623,8 @@ class _ModeUfunc:
     def __call__(self, *args, **kwargs):
         if ACTIVE.running:
             for a in args:  # (a loop, not any(...): this runs for every ufunc call)
-                if type(a) in (list, tuple) and holds_wrapped(a):
-                    args = lists_as_arrays(args)
+                if type(a) in (list, tuple):
+                    args = _list_operands(args)
                     break
         return self.ufunc(*args, **kwargs)
 
@@ -660,11 +660,20 @@ class _ModeUfunc:
 
 def _reading_lists(method):
     def reading(*args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
-            args = lists_as_arrays(args)
+        if ACTIVE.running and any(type(a) in (list, tuple) for a in args):
+            args = _list_operands(args)
         return method(*args, **kwargs)
 
     return reading
+
+
+def _list_operands(args):
+    """A ufunc's operands with each list or tuple holding traced values stacked (the engines
+    see the call), and each holding stand-ins the array the mode's ``np.array`` makes of it:
+    an integer or boolean one a stand-in of itself, a float one a constant
+    (``np.logical_and.reduce([x > -1, x < 1])`` is then a stand-in too, as ``&`` gives)."""
+    return [(_stacked(a) if holds_wrapped(a) else REPLACEMENTS["array"][1](a)
+             if _stand_ins(a) else a) if type(a) in (list, tuple) else a for a in args]
 
 
 UFUNCS = {name: (value, _ModeUfunc(value)) for name, value in vars(np).items()
