@@ -376,3 +376,28 @@ def _nditer_allocated_broadcast(x):
 @pytest.mark.parametrize("f", [_nditer_allocated_output, _nditer_allocated_broadcast])
 def test_nditer_with_an_allocated_output(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_mask_read_on_every_step_is_kept_once():
+    """The records of a loop reading the same mask share the copy they keep (the mask read
+    on every step of a time loop is not copied once per step), and a write into it makes the
+    later records keep the new values."""
+    from mutad.engines import reverse
+
+    kept = []
+
+    def f(x):
+        m = x > 0
+        y = x.copy()
+        for _ in range(20):
+            y = np.where(m, y * 1.01, y)
+        kept.append(len({id(c) for c in reverse._COPIES.values()}))
+        m[:] = ~m
+        for _ in range(3):
+            y = np.where(m, y * 1.02, y)
+        return y.sum()
+
+    x = np.linspace(-1.0, 1.0, 11)
+    (g,) = mutad.gradient(f, x)
+    assert kept == [1]
+    np.testing.assert_allclose(g, np.where(x > 0, 1.01 ** 20, 1.02 ** 3), rtol=1e-14)
