@@ -401,3 +401,30 @@ def test_a_mask_read_on_every_step_is_kept_once():
     (g,) = mutad.gradient(f, x)
     assert kept == [1]
     np.testing.assert_allclose(g, np.where(x > 0, 1.01 ** 20, 1.02 ** 3), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------
+# MaskedArray.max and .min (np.ma.max, np.max of a masked array): NumPy's values and masks
+
+def _masked_extremes(x):
+    m = np.ma.masked_where(x < 0, x)
+    return (m * 2 + 1).sum() + np.ma.sqrt(m).sum() + m.max() + m.min() * 3
+
+
+def _masked_extremes_by_axis(x):
+    m = np.ma.masked_where(x.reshape(2, 4) < 0, x.reshape(2, 4))
+    a, b = m.max(axis=0), np.ma.min(m, axis=1)
+    c = np.max(m, axis=1, keepdims=True)
+    return (a.filled(0.0) ** 2).sum() + b.sum() + c.sum() + np.amin(m)
+
+
+def _masked_column(x):
+    """A column masked whole: its maximum masked, its data NumPy's default fill value."""
+    m = np.ma.masked_where(x.reshape(2, 4) < 0.0, x.reshape(2, 4))
+    a = m.max(axis=0)
+    return a.filled(7.0).sum() + (a.data == 1e20).sum() + a.mask.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_extremes, _masked_extremes_by_axis, _masked_column])
+def test_masked_extremes(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, -0.57, 0.93, -1.36, 0.42]))
