@@ -157,11 +157,21 @@ def _index_shifted(x):
     return (y * x[index]).sum()
 
 
-@pytest.mark.parametrize("f", [_index_shifted, _mask_rewritten, _index_rewritten,
-                               _mask_flipped_in_place,
-                               _counter_incremented, _scatter_mask_rewritten,
-                               _add_at_index_rewritten, _take_index_sorted,
-                               _boolean_factor_rewritten])
+def _where_mask_rewritten(x):
+    m = x > 0
+    u = np.zeros_like(x)
+    np.add(u, x ** 2, where=m, out=u)
+    s = np.sum(x ** 2, where=m)
+    np.logical_not(m, out=m)
+    np.multiply(x, 3.0, where=m, out=u)
+    m[:2] = True
+    return (u * x).sum() + s * np.sum(x, where=m)
+
+
+@pytest.mark.parametrize("f", [_index_shifted, _where_mask_rewritten, _mask_rewritten,
+                               _index_rewritten, _mask_flipped_in_place, _counter_incremented,
+                               _scatter_mask_rewritten, _add_at_index_rewritten,
+                               _take_index_sorted, _boolean_factor_rewritten])
 def test_integer_array_written_after_a_read(f):
     check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
 

@@ -749,6 +749,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(name, rule)
     kept = [private(v) for v in values]
+    kwargs = {k: private(v) for k, v in kwargs.items()}  # (a mask as where=)
     y, back = rule(*kept, **kwargs)
     if any(k is not v and _views(y, k) for k, v in zip(kept, values, strict=True)):
         y, back = rule(*values, **kwargs)  # NumPy's result views that array: as NumPy's
