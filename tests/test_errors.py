@@ -82,8 +82,8 @@ CASES = [
     pytest.param(lambda x: float(np.matrix(x.reshape(2, 2)).sum()), errors.ConversionError,
                  ["np.matrix", "A @ B"],  # numpy.matrixlib is not numpy.ma: no masked arrays' advice
                  marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
-    (lambda x: np.ma.masked_less(x, 1.0).max(), errors.UnsupportedOperationError,
-     ["MaskedArray.max", "m.filled("]),
+    (lambda x: np.ma.masked_less(x, 1.0).argmax() * x[0], errors.UnsupportedOperationError,
+     ["MaskedArray.argmax", "m.filled("]),
     # regressions: the advice was generic (a library's conversion; a write into a plain array)
     (lambda x: scipy.stats.mstats.trimmed_std(x, (0.1, 0.1)), errors.ConversionError,
      ["stats.mstats.trimmed_std", "Masked arrays", "np.where(mask"]),
