@@ -220,7 +220,7 @@ def test_in_place_arithmetic_of_a_masked_array(program):
 
 
 @pytest.mark.parametrize("action, words", [
-    (lambda m: m.max(), ["MaskedArray.max", "m.filled("]),
+    (lambda m: m.argmax(), ["MaskedArray.argmax", "m.filled("]),
     (lambda m: m[0], ["Indexing"]),
     (lambda m: np.median(m), ["np.median"]),
     (lambda m: np.asarray(m).sum(), ["conversion"]),

@@ -4,9 +4,11 @@ replay against central differences, the caller's arrays unchanged)."""
 
 import numpy as np
 import pytest
+import scipy.special
+import scipy.stats
 
 import mutad
-from test_scipy_stops import check
+from test_scipy_stops import central, check
 
 
 # ----------------------------------------------------------------------------------------------
@@ -77,3 +79,362 @@ def test_interp_of_a_complex_argument():
     np.testing.assert_allclose(tangent, 4.0 + 2.0 * slope, rtol=1e-12)
     np.testing.assert_array_equal(mutad.grad(f, replay=True)(z), g)
     assert z.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# An integer or boolean array f computed, written after a record read it: each record keeps the
+# values it read (tracing froze the array, and refused the write)
+
+def _mask_rewritten(x):
+    m = x > 0
+    y = np.where(m, x, 0.0)
+    m[:] = ~m
+    z = np.where(m, x, 1.0)
+    return (y * z).sum() + y.sum() + 2.0 * z.sum()
+
+
+def _index_rewritten(x):
+    idx = np.arange(x.size)[::-1].copy()
+    a = x[idx] * x
+    idx[:] = np.argsort(x)
+    return (a * x[idx] ** 2).sum()
+
+
+def _mask_flipped_in_place(x):
+    m = x > 0
+    a = x[m].sum()
+    m ^= True
+    return a * x[m].sum()
+
+
+def _counter_incremented(x):
+    k = np.arange(x.size)
+    y = x * k
+    k += 2
+    return (y * (x * k)).sum()
+
+
+def _scatter_mask_rewritten(x):
+    u = np.zeros(x.size)
+    m = x > 0.2
+    u[m] = x[m] ** 2
+    m[:] = x < 0
+    u[m] = 3.0 * x[m]
+    return (u * x).sum()
+
+
+def _add_at_index_rewritten(x):
+    u = np.zeros(3)
+    i = np.array([0, 1, 1, 2, 0])
+    np.add.at(u, i, x)
+    i[0] = 2
+    np.add.at(u, i, x ** 2)
+    return (u ** 2).sum()
+
+
+def _take_index_sorted(x):
+    i = np.argsort(x)
+    a = np.take(x, i)
+    i.sort()
+    return (a * np.take(x, i)).sum() + (np.take_along_axis(x, i, 0) * a).sum()
+
+
+def _boolean_factor_rewritten(x):
+    u = x.copy()
+    m = x > 0
+    u *= m
+    y = x * m
+    m[:] = True
+    m[0] = False
+    u += x * m
+    return (u ** 2).sum() + (y * u).sum()
+
+
+def _index_shifted(x):
+    index = np.array([0, 2])
+    y = x[index]
+    index += 1  # the gather's pullback scatters through the index it read
+    return (y * x[index]).sum()
+
+
+def _where_mask_rewritten(x):
+    m = x > 0
+    u = np.zeros_like(x)
+    np.add(u, x ** 2, where=m, out=u)
+    s = np.sum(x ** 2, where=m)
+    np.logical_not(m, out=m)
+    np.multiply(x, 3.0, where=m, out=u)
+    m[:2] = True
+    return (u * x).sum() + s * np.sum(x, where=m)
+
+
+@pytest.mark.parametrize("f", [_index_shifted, _where_mask_rewritten, _mask_rewritten,
+                               _index_rewritten, _mask_flipped_in_place, _counter_incremented,
+                               _scatter_mask_rewritten, _add_at_index_rewritten,
+                               _take_index_sorted, _boolean_factor_rewritten])
+def test_integer_array_written_after_a_read(f):
+    check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
+
+
+def test_index_written_after_a_read_replays_each_call():
+    """A replay does not keep an index f made as the value it held at the end of the call
+    (an index rewritten with values computed from the argument): another argument, another
+    order."""
+    g = mutad.grad(_index_rewritten, replay=True)
+    x = np.array([0.3, -0.7, 1.1, -0.2, 0.5])
+    other = np.array([-0.4, 0.9, 0.1, 1.3, -0.6])
+    g(x)
+    np.testing.assert_array_equal(g(other), mutad.gradient(_index_rewritten, other)[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# Products of integer or boolean arrays with traced ones, in every spelling
+
+def _method_dot(x):
+    return (x > 0).astype(int).dot(x) + (x < 0).dot(x ** 2)
+
+
+def _function_products(x):
+    k = np.arange(x.size)
+    return np.dot(k, x) + k @ x + x @ k + np.inner(k, x ** 2) + np.vdot(k, x)
+
+
+def _einsum_with_integers(x):
+    k = np.arange(x.size)
+    return np.einsum("i,i->", k, x) + np.einsum("i,j->ij", x > 0, x).sum() ** 2
+
+
+def _matmul_of_integers(x):
+    a = x[:4].reshape(2, 2)
+    return (np.matmul(np.ones((3, 2), bool), a).sum() + np.matmul(a, np.eye(2, dtype=int)) ** 2
+            ).sum() + (np.arange(4).reshape(2, 2) @ a).sum()
+
+
+WEIGHTS = np.arange(25.0).reshape(5, 5)
+
+
+def _method_dot_of_a_global(x):
+    return (WEIGHTS.dot(x) ** 2).sum() + WEIGHTS[1:3].dot(x).sum()
+
+
+def _reduced_masks(x):
+    m = np.logical_and.reduce([x > -1, x < 1, x != 0])
+    both = np.logical_or.accumulate((x > 0, x < -0.5))[-1]
+    return x[m].sum() + np.cumsum(m).dot(x) + (both * x).sum()
+
+
+def _method_choose(x):
+    return ((x > 0).astype(int).choose([x, 2.0 * x]) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_method_dot, _function_products, _einsum_with_integers,
+                               _matmul_of_integers, _method_dot_of_a_global, _reduced_masks,
+                               _method_choose])
+def test_products_with_integer_arrays(f):
+    check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# logsumexp, softmax and log_softmax of Python lists of traced numbers and constants: the array
+# NumPy makes of it, at every level of nested differentiations; a rule run inside a
+# distribution's formula (dpareto_lognorm's logsumexp of lists, under jvp) gives plain values
+
+def _logsumexp_of_a_list(x):
+    return scipy.special.logsumexp([x[0], x[1] * 2, 0.0])
+
+
+def _logsumexp_of_lists_weighted(x):
+    return scipy.special.logsumexp([x[0], x[1]], b=[x[1] ** 2, 0.5])
+
+
+def _logsumexp_of_a_list_of_arrays(x):
+    return scipy.special.logsumexp([x, np.ones(2), x[::-1] * 3], axis=0).sum()
+
+
+def _logsumexp_of_a_list_signed(x):
+    y, sign = scipy.special.logsumexp([x[0], x[1]], b=[1.0, -1.0], return_sign=True)
+    return y * sign
+
+
+def _softmax_of_lists(x):
+    return (scipy.special.softmax([x[0], 1.0, x[1]]) * np.arange(3)).sum() \
+        + scipy.special.log_softmax((x[1], x[0]))[0]
+
+
+LISTS = [_logsumexp_of_a_list, _logsumexp_of_lists_weighted, _logsumexp_of_a_list_of_arrays,
+         _logsumexp_of_a_list_signed, _softmax_of_lists]
+
+
+@pytest.mark.parametrize("f", LISTS)
+def test_logsumexp_of_lists(f):
+    check(f, np.array([0.3, -0.7]))
+
+
+@pytest.mark.parametrize("f", LISTS)
+def test_logsumexp_of_lists_nested(f):
+    x = np.array([0.3, -0.7])
+    rows = [central(lambda z: mutad.gradient(f, z)[0][i], x) for i in range(2)]
+    np.testing.assert_allclose(mutad.hessian(f, x), np.array(rows), rtol=1e-6, atol=1e-7)
+
+
+def test_logsumexp_of_lists_in_a_distribution_under_jvp():
+    x = np.array([0.5, 1.0, 2.0])
+
+    def f(x):
+        return scipy.stats.dpareto_lognorm.cdf(x, 3, 1.2, 1.5, 2)
+
+    y, dy = mutad.jvp(f, (x,), (np.ones(3),))
+    assert type(y) is np.ndarray and y.tobytes() == f(x).tobytes()
+    np.testing.assert_allclose(dy, scipy.stats.dpareto_lognorm.pdf(x, 3, 1.2, 1.5, 2),
+                               rtol=1e-10)
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode on the arrays f makes: a function of constants alone gives constants, as reverse
+# mode's (np.unique has no forward rule; np.histogram's edges were plain arrays, which a later
+# write of a dual into them refused)
+
+def _unique_of_constants(x):
+    u = np.unique(np.array([3.0, 1.0, 2.0, 1.0]))
+    u[0] = x[0]
+    return (u * x[:3]).sum()
+
+
+def _histogram_edges_written(x):
+    _, edges = np.histogram(np.array([0.1, 0.5, 0.9]), bins=4, range=(0, 1))
+    edges[1:-1] += 0.01 * x[:3]
+    return (np.diff(edges) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_unique_of_constants, _histogram_edges_written])
+def test_functions_of_constants_in_forward_mode(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays made by calls the allocation mode did not follow, then given traced values: an integer
+# np.mgrid (a stand-in of itself, so its astype(float) is a constant), np.load's and np.fromfile's
+# arrays (constants; a replay traces such a call), np.frombuffer's view of a buffer (standing in
+# as an array made before: what f makes of it is followed, a write into it refused)
+
+def _mgrid_as_floats(x):
+    grid = np.mgrid[0:2, 0:4].astype(float)
+    grid[0, 0] = x[:4]
+    i, j = np.ogrid[0:2, 0:4]
+    return (grid ** 2).sum() + (x.reshape(2, 4) * (i + 2 * j)).sum()
+
+
+def _loaded(x):
+    import io
+    stream = io.BytesIO()
+    np.save(stream, np.ones(4))
+    stream.seek(0)
+    d = np.load(stream)
+    d[0] = x[0]
+    d *= x[4:]
+    return (d * x[:4]).sum()
+
+
+def _from_a_buffer(x):
+    c = np.frombuffer(np.arange(4.0).tobytes()).copy()
+    c[1] = x[1]
+    k = np.frombuffer(np.arange(4).tobytes(), dtype=np.int64)
+    return (c * x[:4]).sum() + (k.astype(float) * x[4:]).sum() + x[k].sum()
+
+
+@pytest.mark.parametrize("f", [_mgrid_as_floats, _loaded, _from_a_buffer])
+def test_arrays_of_unfollowed_makers(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_write_into_a_buffers_view_is_refused():
+    """The buffer may be the caller's: writing a traced value into its view is refused, as
+    into an array made before the differentiation, and the buffer is left as it was."""
+    buffer = bytearray(np.zeros(4).tobytes())
+
+    def f(x):
+        d = np.frombuffer(buffer)
+        d[:] = x
+        return (d ** 2).sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.gradient(f, np.ones(4))
+    assert bytes(buffer) == bytes(32)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.nditer with an output it allocates (a None operand), as NumPy's tutorial writes it
+
+def _nditer_allocated_output(x):
+    it = np.nditer([x, None])
+    with it:
+        for a, b in it:
+            b[...] = a * a + 2.0 * a
+        squares = it.operands[1]
+    return (squares ** 2).sum()
+
+
+def _nditer_allocated_broadcast(x):
+    a = x.reshape(2, 4)
+    it = np.nditer([a, x[:4], None], op_flags=[["readonly"], ["readonly"],
+                                               ["writeonly", "allocate"]])
+    for p, q, r in it:
+        r[...] = p * q
+    return (it.operands[2] * np.arange(8.0).reshape(2, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_nditer_allocated_output, _nditer_allocated_broadcast])
+def test_nditer_with_an_allocated_output(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_mask_read_on_every_step_is_kept_once():
+    """The records of a loop reading the same mask share the copy they keep (the mask read
+    on every step of a time loop is not copied once per step), and a write into it makes the
+    later records keep the new values."""
+    from mutad.engines import reverse
+
+    kept = []
+
+    def f(x):
+        m = x > 0
+        y = x.copy()
+        for _ in range(20):
+            y = np.where(m, y * 1.01, y)
+        kept.append(len({id(c) for c in reverse._COPIES.values()}))
+        m[:] = ~m
+        for _ in range(3):
+            y = np.where(m, y * 1.02, y)
+        return y.sum()
+
+    x = np.linspace(-1.0, 1.0, 11)
+    (g,) = mutad.gradient(f, x)
+    assert kept == [1]
+    np.testing.assert_allclose(g, np.where(x > 0, 1.01 ** 20, 1.02 ** 3), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------
+# MaskedArray.max and .min (np.ma.max, np.max of a masked array): NumPy's values and masks
+
+def _masked_extremes(x):
+    m = np.ma.masked_where(x < 0, x)
+    return (m * 2 + 1).sum() + np.ma.sqrt(m).sum() + m.max() + m.min() * 3
+
+
+def _masked_extremes_by_axis(x):
+    m = np.ma.masked_where(x.reshape(2, 4) < 0, x.reshape(2, 4))
+    a, b = m.max(axis=0), np.ma.min(m, axis=1)
+    c = np.max(m, axis=1, keepdims=True)
+    return (a.filled(0.0) ** 2).sum() + b.sum() + c.sum() + np.amin(m)
+
+
+def _masked_column(x):
+    """A column masked whole: its maximum masked, its data NumPy's default fill value."""
+    m = np.ma.masked_where(x.reshape(2, 4) < 0.0, x.reshape(2, 4))
+    a = m.max(axis=0)
+    return a.filled(7.0).sum() + (a.data == 1e20).sum() + a.mask.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_extremes, _masked_extremes_by_axis, _masked_column])
+def test_masked_extremes(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, -0.57, 0.93, -1.36, 0.42]))

@@ -999,16 +999,13 @@ LIBRARY_FAST = [case for case in LIBRARY_BUFFERS if (case[0], case[2]) in {
 # distribution functions choose their form) by a numerical inversion of the distribution
 # function (rv_continuous._ppf, whose root mutad differentiates implicitly): in forward mode it
 # meets a buffer SciPy allocates outside the formulas (np.place into rv_continuous.cdf's
-# output), and is refused; truncnorm's ppf meets the forward rule of logsumexp of a list, which
-# is refused too. dpareto_lognorm's distribution function is logsumexp of a list holding a
-# complex log (SciPy's _log_diff): NumPy's conversion of that list of forward-mode values
-# raises ValueError (known: a refusal, not a MutadError)
+# output), and is refused. (dpareto_lognorm's distribution function and truncnorm's quantile
+# function, logsumexp of lists of forward-mode values, are differentiated)
 FORWARD_REFUSED = {(name, method): mutad.MutadError
                    for name in ("exponnorm", "foldcauchy", "foldnorm", "recipinvgauss",
                                 "rel_breitwigner")
                    for method in ("logcdf", "logsf", "ppf")} | {
-    ("truncnorm", "ppf"): mutad.MutadError, ("dpareto_lognorm", "cdf"): ValueError,
-    ("dpareto_lognorm", "logcdf"): ValueError, ("dpareto_lognorm", "ppf"): ValueError}
+    ("dpareto_lognorm", "ppf"): mutad.MutadError}
 
 
 def _check_scipys_formula(name, shapes, method, wrts, frozen=False):

@@ -97,6 +97,11 @@ FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_
              "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
 
+LOADERS = ("load", "fromfile", "frombuffer")
+"""NumPy functions reading arrays from files and buffers: their float results are constants, as
+the factories' are, which a replay cannot make again (a file read once); a buffer's view stands
+in as an array made before (``Preexisting``)."""
+
 BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "require")
 """NumPy's array constructors: they also build arrays from traced values."""
 
@@ -162,12 +167,17 @@ class _State(threading.local):
 @contextlib.contextmanager
 def running_rule() -> Iterator[None]:
     """A decorated function (``mutad.adjoint``), or its rule, runs on plain values in this
-    block: the routed functions it calls give it SciPy's plain results (``by_user_code``)."""
+    block: the routed functions it calls give it SciPy's plain results (``by_user_code``), and
+    the buffers SciPy's code allocates are plain in it, within a ``library_allocation()`` block
+    too (a rule of ``logsumexp`` inside a distribution's formula: they would be constants of
+    the differentiations, wrapping the rule's plain results once more)."""
     STATE.rules += 1
+    library, STATE.library = STATE.library, 0
     try:
         yield
     finally:
         STATE.rules -= 1
+        STATE.library = library
 
 
 def by_user_code(y, func, args, kwargs, caller):
@@ -311,6 +321,31 @@ def factory(func, counting=True):
         return y
 
     return _named(allocating, func)
+
+
+def loader(func):
+    """``func`` (``LOADERS``) in the mode: a new float array it reads is a constant, without the
+    call that made it (a replay of the program refuses it: the call is traced), an integer one a
+    stand-in of itself; ``np.frombuffer``'s view of memory that may be the caller's (a
+    ``bytearray``, ``bytes``) stands in for itself as an array made before does: what f makes of
+    it is followed (``np.frombuffer(b).copy()``), a traced value written into it refused; an
+    array viewing an argument's memory is NumPy's own."""
+
+    def loading(*args, **kwargs):
+        y = func(*args, **kwargs)
+        if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
+            if func is np.frombuffer:
+                if y.base is not None and not isinstance(y.base, np.ndarray):
+                    stand_in = y.view(Preexisting)
+                    stand_in.original = y
+                    return stand_in
+            elif _allocated(y, args, kwargs):
+                return allocate(y)
+            elif _counting(y, args, kwargs):
+                return _own_stand_in(y)
+        return y
+
+    return _named(loading, func)
 
 
 def _library_factory(func):
@@ -588,8 +623,8 @@ class _ModeUfunc:
     def __call__(self, *args, **kwargs):
         if ACTIVE.running:
             for a in args:  # (a loop, not any(...): this runs for every ufunc call)
-                if type(a) in (list, tuple) and holds_wrapped(a):
-                    args = lists_as_arrays(args)
+                if type(a) in (list, tuple):
+                    args = _list_operands(args)
                     break
         return self.ufunc(*args, **kwargs)
 
@@ -625,11 +660,20 @@ class _ModeUfunc:
 
 def _reading_lists(method):
     def reading(*args, **kwargs):
-        if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
-            args = lists_as_arrays(args)
+        if ACTIVE.running and any(type(a) in (list, tuple) for a in args):
+            args = _list_operands(args)
         return method(*args, **kwargs)
 
     return reading
+
+
+def _list_operands(args):
+    """A ufunc's operands with each list or tuple holding traced values stacked (the engines
+    see the call), and each holding stand-ins the array the mode's ``np.array`` makes of it:
+    an integer or boolean one a stand-in of itself, a float one a constant
+    (``np.logical_and.reduce([x > -1, x < 1])`` is then a stand-in too, as ``&`` gives)."""
+    return [(_stacked(a) if holds_wrapped(a) else REPLACEMENTS["array"][1](a)
+             if _stand_ins(a) else a) if type(a) in (list, tuple) else a for a in args]
 
 
 UFUNCS = {name: (value, _ModeUfunc(value)) for name, value in vars(np).items()
@@ -708,14 +752,21 @@ class _Grid:
 
 def _indexed(original, key, items):
     """``original[key]`` (an index expression of NumPy's building arrays from ``items``), each
-    new float array a constant of the differentiations running in this thread."""
+    new float array a constant of the differentiations running in this thread, each new integer
+    one a stand-in of itself, as the factories' (``np.mgrid[0:2, 0:4].astype(float)``)."""
     y = original[key]
     if not _in_mode():
         return y
     if type(y) in (tuple, list):
-        return type(y)(allocate(a, (_item, (original.__getitem__, i, key), {}))
-                       if _allocated(a, items, {}) else a for i, a in enumerate(y))
-    return allocate(y, (original.__getitem__, (key,), {})) if _allocated(y, items, {}) else y
+        return type(y)(_new(a, (_item, (original.__getitem__, i, key), {}), items)
+                       for i, a in enumerate(y))
+    return _new(y, (original.__getitem__, (key,), {}), items)
+
+
+def _new(y, made, items):
+    if _allocated(y, items, {}):
+        return allocate(y, made)
+    return _own_stand_in(y) if _counting(y, items, {}) else y
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
@@ -750,8 +801,19 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     operands = list(op) if several else [op]
     if op_flags is None or not all(type(f) in (list, tuple) for f in op_flags):
         op_flags = [op_flags or ["readonly"]] * len(operands)
-    allowed = {"readonly", "readwrite", "writeonly"}
+    allowed = {"readonly", "readwrite", "writeonly", "allocate"}
     flags = list(flags or ())
+    given = [x for x in operands if x is not None]
+    if len(given) < len(operands) and given and len(op_flags) == len(operands) and all(
+            wrapped(x) or isinstance(x, np.ndarray) for x in given):
+        # NumPy's allocation of an output (``np.nditer([x, None])``): the inputs' broadcast
+        # shape and dtype, allocated here as a constant the loop writes into
+        shape = np.broadcast_shapes(*(np.shape(x) for x in given))
+        dtype = np.result_type(*(memory(x) for x in given))
+        operands = [REPLACEMENTS["empty"][1](shape, dtype) if x is None else x
+                    for x in operands]
+        op_flags = [list(f) + (["writeonly"] if x is None and not set(f) & {
+            "readwrite", "writeonly"} else []) for x, f in zip(op, op_flags)]
     if (set(flags) - _TRACKING or len(op_flags) != len(operands) or op_dtypes is not None
             or rest or kwargs
             or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
@@ -759,7 +821,7 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
         raise UnsupportedOperationError(
             "np.nditer over an array mutad follows with flags other than multi_index, "
             "c_index, f_index, zerosize_ok and refs_ok (external_loop, buffered), op_dtypes, "
-            "or an operand that is not an array (None, allocated by the iterator): NumPy's "
+            "or an operand that is not an array: NumPy's "
             "iterator reads and writes the arrays' memory directly, where mutad cannot follow "
             "it. Iterate over arrays with op_flags and those flags alone (np.nditer([x, y], "
             "flags=['multi_index'], op_flags=[['readonly'], ['writeonly']])), loop with "
@@ -859,6 +921,11 @@ class _ElementIterator:
     @property
     def iterindex(self):
         return self._at
+
+    @property
+    def operands(self):
+        """The arrays iterated over, an allocated output among them, as NumPy's gives them."""
+        return tuple(self._operands)
 
     @property
     def itersize(self):
@@ -1030,8 +1097,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (BUILDERS, builder), (READERS, reader),
-                        (JOINERS, joiner)):
+    for names, make in ((FACTORIES, factory), (LOADERS, loader), (BUILDERS, builder),
+                        (READERS, reader), (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
@@ -1648,6 +1715,11 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose}
+"""ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
+computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
+
+
 def _making(name):
     """ndarray's method ``name``, which may make a new array (``copy``, ``astype``, a fancy
     index): on a stand-in, its result as ``_made`` gives it."""
@@ -1656,6 +1728,11 @@ def _making(name):
     def making(self, *args, **kwargs):
         plain = self.view(np.ndarray)
         if ACTIVE.running:
+            function = _WITH_OPERANDS.get(name)
+            if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
+                # traced operands (``(x > 0).astype(int).dot(x)``), which ndarray's method
+                # would convert: NumPy's function of the same computation, which follows them
+                return function(self, *args, **kwargs)
             accessed(args, kwargs)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         y = method(plain, *args, **kwargs)

@@ -47,6 +47,7 @@ from ..core.errors import (
 )
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
+from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
                              complex_among)
 from ..core.trees import unsupported_array
@@ -252,6 +253,23 @@ def enclosed(y, level):
     return y
 
 
+def constant_result(y, level, primals):
+    """What a function of constants of ``level`` alone gives (``np.histogram``'s edges of an
+    array f made), as reverse mode's ``constant_result`` gives it: each new float array a
+    constant, a dual with a zero tangent into which f may write duals; a view of an argument,
+    a number, an integer array as they are."""
+    if type(y) in (tuple, list):
+        items = [constant_result(item, level, primals) for item in y]
+        return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
+    if type(y) is not np.ndarray or y.dtype.kind not in "fc":
+        return y
+    root = owner(y)
+    if any(isinstance(p, np.ndarray) and owner(p) is root for p in flat(primals)):
+        return y
+    y = enclosed(y, level)
+    return Dual(y, zero_tangent(y, level), level)
+
+
 def zero_tangent(like, level):
     """A zero tangent for a dual of ``level`` laid out as ``like``: a plain array, or an array
     of the levels outside ``level`` (``enclosed``), into which the tangents they compute can be
@@ -297,6 +315,13 @@ def _differentiated(args, level):
     if type(args) in (list, tuple):
         return any(_differentiated(x, level) for x in args)
     return type(args) is Dual and args.level == level and not args.constant()
+
+
+def _of_constants(args, level):
+    """Whether no dual of ``level`` among ``args`` carries a derivative, asked of a call whose
+    rule gave no tangent; not in a batched pass, where the answer for each direction would be
+    a decision of its own (its results are NumPy's plain arrays there)."""
+    return level not in BATCH and not _differentiated(args, level)
 
 
 def _wrap(y, dy, level, args, tangents, owned=True):
@@ -587,7 +612,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if rule is not None and batch_of(level) is not None:
         rule = _batched_rule(func, entry, rule, primals, out, level)
     if rule is None:
-        if entry.nondifferentiable:
+        # (constants alone, the function's own arrays: NumPy's values, as reverse mode has them)
+        if entry.nondifferentiable or not _differentiated(args, level):
             if out is None:
                 return without_derivative(func(*primals, **kwargs), primals, kwargs, level)
             return _write_constant(func, primals, out, kwargs, level)
@@ -607,6 +633,8 @@ def apply_function(func, args, kwargs, level, rule=None):
     if dy is None and type(like) is Dual:  # created like a dual: a dual with zero tangent
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
+    elif dy is None and out is None and _of_constants(args, level):
+        return constant_result(y, level, primals)
     result = _wrap(y, dy, level, primals, tangents)
     if out is None and type(result) in (list, tuple):  # (np.broadcast_arrays' arguments)
         itself = [_argument_itself(yi, args, primals, level) for yi in y]
@@ -1017,6 +1045,8 @@ def apply_adjoint(adjoint, level, args, kwargs):
     writes = getattr(adjoint, "writes", None)
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)
+        if dy is None and _of_constants(args, level):
+            return constant_result(y, level, primals)
         return _wrap(y, dy, level, primals, tangents, owned=False)
     for i in writes:
         if i < len(args) and tangents[i] is None and any(t is not None for t in tangents) \

@@ -42,7 +42,7 @@ from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, Elementwis
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
                       constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
-                      place_of, plain, recipe, view_of)
+                      place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
@@ -78,6 +78,7 @@ def _unwrap(items):
             kind = type(x)
             if kind is np.ndarray:
                 check_alias(x)
+                x = private(x)  # (a ufunc's result is new memory: never a view of it)
             elif kind is list or kind is tuple or kind is Preexisting or (
                     kind is not float and kind is not int and converted_by_numpy(x)):
                 return None, None, None  # ufunc_operands first: an array, as NumPy makes it
@@ -747,7 +748,13 @@ def apply_function(name, rule, args, kwargs, tape=None):
     complex_values = complex_among(values)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(name, rule)
-    y, back = rule(*values, **kwargs)
+    kept = [private(v) for v in values]
+    kwargs = {k: private(v) for k, v in kwargs.items()}  # (a mask as where=)
+    y, back = rule(*kept, **kwargs)
+    if any(k is not v and _views(y, k) for k, v in zip(kept, values, strict=True)):
+        y, back = rule(*values, **kwargs)  # NumPy's result views that array: as NumPy's
+    else:
+        values = kept
     if out is None and (type(y) is np.ndarray or wrapped(y)):  # (nested: an outer level's)
         for x, v in zip(args, values, strict=True):
             if y is v and type(x) is Traced and x.tape is tape:
@@ -788,6 +795,14 @@ def apply_function(name, rule, args, kwargs, tape=None):
             raise untraced_write(f"{name}(..., out=...)")
         return assign(out, result)
     return result
+
+
+def _views(y, a):
+    """Whether an array among ``y`` (a rule's output: one level into tuples and lists) views
+    the memory of ``a``."""
+    if isinstance(y, (tuple, list)):
+        return any(_views(item, a) for item in y)
+    return isinstance(y, np.ndarray) and owner(y) is a
 
 
 def complex_back(name, rule, back):

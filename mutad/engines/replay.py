@@ -84,7 +84,7 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import as_floats, put_value
+from ..core.allocation import Preexisting, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
@@ -2415,8 +2415,9 @@ class Recorder:
             held = self.plain_arguments.get(id(owner(x)))
             if held is not None:
                 return self._plain_read(x, held)
-        if kind is np.ndarray and writeable(x):  # (no FutureWarning on a broadcast)
-            self._read_plain(x)
+        if (kind is np.ndarray or kind is Preexisting and x.dtype.kind in "iub") \
+                and writeable(x):  # (no FutureWarning on a broadcast)
+            self._read_plain(x)  # (an index or a mask f made: a stand-in of its own)
         if kind in PYTHON_SCALARS:
             # the same on every call a program replays (a signature holds the values of the
             # numbers and strings among the arguments, and a step guards those it computes):

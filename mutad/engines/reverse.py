@@ -294,6 +294,36 @@ def keep(tape, x, value):
         freeze(tape, value)
 
 
+def private(value):
+    """What a record keeps of ``value``, an operand it reads: a read-only copy of an integer or
+    boolean array the differentiated code made (a plain view of a stand-in: ``x > 0``,
+    ``np.arange(n)``, an index it computed), which the code may go on writing, as NumPy lets it
+    (``m[:] = ~m``) where a record keeping the array itself would need it frozen; a mask or an
+    index costs little to copy beside the floats the operation reads. The records reading the
+    same bytes there share one copy (a mask read on every step of a loop: ``_COPIES``).
+    Anything else as it is; one level into tuples and lists (a key)."""
+    kind = type(value)
+    if kind is np.ndarray or kind is Preexisting:
+        if value.dtype.kind in "iub" and type(owner(value)) is Preexisting:
+            value = value.view(np.ndarray)
+            region = (address(value), value.shape, value.strides, value.dtype.str)
+            copy = _COPIES.get(region)
+            if copy is None or not np.array_equal(copy, value):
+                copy = value.copy(order="K")
+                copy.flags.writeable = False
+                _COPIES[region] = copy
+            return copy
+        return value
+    if kind is tuple or kind is list:
+        return kind(private(item) for item in value)
+    return value
+
+
+_COPIES: "weakref.WeakValueDictionary[tuple, np.ndarray]" = weakref.WeakValueDictionary()
+"""The copies ``private`` made, by the region they were read from, while a record holds them:
+a copy is shared where the region holds the same bytes again (compared whole, not summed)."""
+
+
 def check_alias(value, kept=False, written=False):
     """``value`` is a plain array an operation reads beside traced arrays or constants. If it
     shares memory with an argument a running differentiation traces (a global or a closure

@@ -60,8 +60,8 @@ from .operations import (apply_array_function, apply_function, apply_ufunc, assi
                          fast_ufunc)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
-from .reverse import (Traced, active, carries, check_alias, constant_result, freeze, fresh,
-                      innermost, locate, plain, values_at, view_of)
+from .reverse import (Traced, active, carries, check_alias, constant_result, fresh,
+                      innermost, keep, locate, plain, private, values_at, view_of)
 from ..core.shadows import overlapping
 from ..core.views import NDARRAY, same_region, views
 from .writes import CopyBack, Reads, Undo
@@ -338,15 +338,15 @@ def getitem(x, key):
     tape = active(x.tape)
     basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
     if not basic:
-        key = plain(key)
+        given, key = key, private(plain(key))  # (an advanced index: a copy, never a view)
     y = x.value[key]
     if not isinstance(y, np.generic) and views(y, x.value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
     yt = fresh(y, tape)
     source = locate(x, tape)
     read = (source, key)
-    if not basic:
-        freeze(tape, key)
+    if not basic:  # (a constant array of the tape it holds: its later writes are undone)
+        keep(tape, given, key)
     elif source is not None and type(source.buffer.ref) is Held:
         # One element of an argument (a basic key that gave no view: integers): a loop reads
         # each on every step, so its records share one pair, as its views share one place
@@ -369,8 +369,8 @@ def setitem(x, key, value):
     if _element_of(x.value, key):  # (a scalar loop's key, answered first)
         viewing, region = False, None
     else:
-        if not _plain_index(key):
-            key = _integers_as_scalars(plain(key))
+        if not _plain_index(key):  # (its record keeps the index: ``private``)
+            key = private(_integers_as_scalars(plain(key)))
         region = x.value[key]
         # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy)
         viewing = not isinstance(region, np.generic) and views(region, x.value)

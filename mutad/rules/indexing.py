@@ -28,7 +28,7 @@ from ..core.registry import (complex_aware, defbatched, defcomposite, definplace
 from ..core.allocation import lists_as_arrays
 from ..engines.elementwise import unbroadcast
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
-from ..engines.reverse import Traced, locate, plain
+from ..engines.reverse import Traced, locate, plain, private
 from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
@@ -446,7 +446,9 @@ def _unbuffered(ufunc, sign):
         check_destination(a, call)
         tape = a.tape
         target = a.value
-        key = index_for(memory(target), plain(indices))  # on the device of a device array
+        # on the device of a device array; the record's own copy of an index f made, which
+        # f may go on writing (``private``)
+        key = index_for(memory(target), private(plain(indices)))
         values = b.value if type(b) is Traced and b.tape is tape else b
 
         def save():

@@ -47,7 +47,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 def _refuse(what):
     raise UnsupportedOperationError(
         f"{what} of a masked array of differentiated values: mutad follows np.ma's "
-        "constructors, arithmetic, ufuncs, sum, mean, var, std, count, filled and compressed. "
+        "constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, filled and "
+        "compressed. "
         + FIX)
 
 
@@ -192,6 +193,29 @@ class Masked:
             return Masked(_data(dvar), mask, self._fill_value)
         return dvar
 
+    def max(self, axis=None, out=None, fill_value=None, keepdims=np._NoValue):
+        return self._extreme(np.max, _ma.maximum_fill_value, axis, out, fill_value, keepdims)
+
+    def min(self, axis=None, out=None, fill_value=None, keepdims=np._NoValue):
+        return self._extreme(np.min, _ma.minimum_fill_value, axis, out, fill_value, keepdims)
+
+    def _extreme(self, reduce, filler, axis, out, fill_value, keepdims):
+        """``MaskedArray.max`` or ``.min``, as NumPy computes it: of the data with the masked
+        elements filled by the value that never wins; a result reduced from masked elements
+        alone is masked, its data the dtype's default fill value."""
+        _no_out(reduce.__name__, out)
+        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
+        if fill_value is None:
+            fill_value = filler(np.empty(0, self.dtype))
+        result = reduce(self.filled(fill_value), axis=axis, **kwargs)
+        m = self._mask
+        newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
+        if np.ndim(result):
+            if np.ndim(newmask):
+                result = np.where(newmask, np.ma.default_fill_value(result), result)
+            return Masked(result, newmask)
+        return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
+
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue):
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         dvar = self.var(axis, dtype, out, ddof, **kwargs)
@@ -260,8 +284,8 @@ class Masked:
             raise AttributeError(name)
         raise MissingAttributeError(
             f"MaskedArray.{name} of a masked array of differentiated values: mutad follows "
-            "np.ma's constructors, arithmetic, ufuncs, sum, mean, var, std, count, filled and "
-            "compressed. " + FIX)
+            "np.ma's constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, "
+            "filled and compressed. " + FIX)
 
     def __getitem__(self, key):
         _refuse("Indexing (m[key])")
@@ -338,7 +362,8 @@ class Masked:
     __float__ = __int__ = __bool__
 
 
-_FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std"}
+_FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std", np.max: "max",
+              np.amax: "max", np.min: "min", np.amin: "min"}
 FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
 """np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
 
@@ -616,7 +641,8 @@ for _original, _composite in [
         (np.ma.compressed, lambda x: _as_masked(x).compressed()),
         (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
         (np.ma.mean, _method_of("mean")), (np.ma.var, _method_of("var")),
-        (np.ma.std, _method_of("std")), (np.ma.power, _power)]:
+        (np.ma.std, _method_of("std")), (np.ma.max, _method_of("max")),
+        (np.ma.min, _method_of("min")), (np.ma.power, _power)]:
     _StandIn(_original, _composite)
 for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
     if type(_original) is _ma._MaskedUnaryOperation and isinstance(_original.f, np.ufunc) \

@@ -36,9 +36,10 @@ class ScipyAdjoint(Adjoint):
 
     complex_values: str | None = None  # SciPy's functions take complex values only where a module says so
 
-    def __init__(self, fn):
+    def __init__(self, fn, arrays=()):
         super().__init__(fn)
         self.signature = inspect.signature(fn)
+        self.arrays = arrays  # the parameters SciPy takes as arrays (np.asarray of a list)
 
     def __call__(self, *args, **kwargs):
         # Traced arrays (reverse mode) and duals (forward mode) both need the binding.
@@ -54,6 +55,13 @@ class ScipyAdjoint(Adjoint):
                   for k, a in kwargs.items()}
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        for name in self.arrays:
+            # a list of traced numbers (logsumexp([a, b, 0.0])): the array NumPy makes of it,
+            # stacked at every level, so that the rule of each differentiation, reverse or
+            # forward, nested or not, receives an array of its own level, as for an array
+            value = bound.arguments[name]
+            if type(value) in (list, tuple):
+                bound.arguments[name] = lists_as_arrays([value])[0]
         overwritten = _overwritten(self.fn, bound)
         y = super().__call__(*bound.args, **bound.kwargs)
         for name, place in overwritten:
@@ -185,11 +193,12 @@ def refuse_device_arrays(fn, args):
         raise _devices.refusal(fn)
 
 
-def scipy_adjoint(fn):
+def scipy_adjoint(fn, arrays=()):
     """Wrap the SciPy function ``fn`` for a rule attached with ``@wrapped.rule``; the wrapper
     stands in for ``fn`` while a differentiation runs (``registry.defroute``), so that user code
-    calling ``scipy.linalg.solve`` by SciPy's name is differentiated."""
-    wrapper = defroute(fn, ScipyAdjoint(fn))
+    calling ``scipy.linalg.solve`` by SciPy's name is differentiated. ``arrays``: the names of
+    the parameters SciPy converts to arrays, which may be given as lists of traced numbers."""
+    wrapper = defroute(fn, ScipyAdjoint(fn, arrays))
     _devices.made(fn, wrapper)
     return wrapper
 

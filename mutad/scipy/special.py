@@ -61,9 +61,10 @@ from ..rules._helpers import as_float, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import Elementwise, StandIn, scipy_adjoint
 
-polygamma, multigammaln, logsumexp, softmax, log_softmax = map(scipy_adjoint, (
-    _special.polygamma, _special.multigammaln, _special.logsumexp, _special.softmax,
-    _special.log_softmax))
+polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
+logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
+softmax, log_softmax = (scipy_adjoint(fn, arrays=("x",))
+                        for fn in (_special.softmax, _special.log_softmax))
 
 # The sign of the gamma function and rounding to the nearest integer: piecewise constant, no
 # gradient.
