@@ -57,3 +57,49 @@ def test_where_reduction_forward_mode_ignores_the_tangents_of_left_out_elements(
     yk, dk = mutad.jvp(lambda z: reduction(np.sqrt(z), np.ones(z.shape, bool)), (x[kept],),
                        (t[kept],))
     assert y == yk and np.isfinite(dy) and np.isclose(dy, dk, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------
+# Python numbers (x[0].item()) and what NumPy and Python make of them
+
+
+def _bitwise(a, b):
+    return type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype \
+        and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _check_values(f, x):
+    """f returns (loss, values): the values as NumPy gives them, type, dtype and bits, under
+    gradient and jvp; the loss's gradient against the float64 derivative ``expected``."""
+    expected = f(x.copy())[1]
+    (_, got), _ = mutad.value_and_gradient(f, x.copy(), has_aux=True)
+    (_, got_forward), _ = mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+    for values in (got, got_forward):
+        assert len(values) == len(expected)
+        for a, b in zip(values, expected):
+            assert _bitwise(a, b), (a, b)
+
+
+def test_numpy_scalar_type_of_a_python_number_is_numpys_scalar():
+    def f(x):
+        v = x[0].item()  # a Python float
+        a = np.float32(v) * 0.1  # NumPy's float32 scalar times a Python float: float32
+        b = x.astype(np.float32) * np.float64(v)  # NumPy's float64 scalar: a float64 array
+        c = np.float16(v) + 1.0
+        d = np.complex64(v) * 0.1
+        return a + b.sum() + c + np.real(d), (a, b, c, d)
+
+    x = np.array([2.69571, 3.0, 0.3])
+    _check_values(f, x)
+    g = mutad.gradient(lambda x: f(x)[0], x.copy())[0]
+    v = float(np.float32(x[0]))  # the factor b's elements were multiplied by
+    assert np.allclose(g, [0.1 + x.sum() + v + 1.0 + 0.1, v, v], rtol=1e-6)
+
+
+def test_comparisons_and_round_of_python_numbers_are_pythons():
+    def f(x):
+        v, w = x[0].item(), x[1].item()
+        return v * w, (v > w, v == v, v != 1.0, v <= 3, w >= v, round(v, 2), round(v, 1) * 1.0,
+                       (v > w) * v, x[0] > w, round(x[0], 2))
+
+    _check_values(f, np.array([2.69571, 3.0]))

@@ -248,9 +248,10 @@ def weak_arithmetic(result, other=None):
     """``result`` of Python's arithmetic on a weak value (an operator of an engine, once it
     checked its own operand is weak) and ``other`` (None for ``-a``, ``+a``, ``abs(a)``):
     weak where ``other`` is too, as Python's numbers make Python's numbers (a result without
-    a derivative, ``k // 0.1``, is NumPy's scalar: then the Python number itself)."""
+    a derivative, ``k // 0.1``, ``k > 0``, is NumPy's scalar: then the Python number or bool
+    itself)."""
     if result is not NotImplemented and (other is None or weak(other)):
-        if isinstance(result, np.inexact):
+        if isinstance(result, (np.inexact, np.bool_)):
             return result.item()
         weaken(result)
     return result
@@ -535,14 +536,16 @@ class ArrayMethods(Tracer):
     def __round__(self, ndigits=None):
         """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
         ``int()`` is; with ``ndigits`` it is ``np.round(x, ndigits)``, which mutad
-        differentiates. An array has no ``round()``."""
+        differentiates (of a Python float, ``x[0].item()``, a Python float too, whose value it
+        is: Python's and NumPy's rounding agree there). An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
         if self.dtype.kind == "c":  # NumPy's complex scalars have no round() either
             raise TypeError(f"type numpy.{self.dtype.name} doesn't define __round__ method")
         if ndigits is None:
             return self._decided(round)
-        return np.round(self, ndigits)
+        result = np.round(self, ndigits)
+        return weak_arithmetic(result) if self.weak else result
 
     # ``.item()`` and ``.tolist()`` give Python numbers: of a value that depends on the
     # arguments, traced values standing for them (``weaken``), as ``math``'s functions give, so
