@@ -103,3 +103,19 @@ def test_comparisons_and_round_of_python_numbers_are_pythons():
                        (v > w) * v, x[0] > w, round(x[0], 2))
 
     _check_values(f, np.array([2.69571, 3.0]))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.array(x.sum()), lambda x: np.asarray(x[0]), lambda x: np.array(x[0].item()),
+    lambda x: x.sum(keepdims=True).reshape(()), lambda x: np.where(True, x[0], x[1]),
+    lambda x: x.sum(), lambda x: x[0], lambda x: x[0].item(), lambda x: np.float32(x[0]),
+    lambda x: (np.asarray(x[1]) * 2, x.reshape(2, 1)[0].reshape(()) * 1)])
+def test_jvp_gives_a_0d_array_where_numpy_does(f):
+    """jvp's outputs are NumPy's: a 0-d array stays one (it was NumPy's scalar), a scalar a
+    scalar; each tangent of its primal's type."""
+    x = np.array([1.0, 2.0])
+    expected = f(x.copy())
+    y, t = mutad.jvp(f, (x,), (np.array([1.0, -1.0]),))
+    ys, ts, es = (y, t, expected) if isinstance(y, tuple) else ((y,), (t,), (expected,))
+    for yi, ti, ei in zip(ys, ts, es):
+        assert _bitwise(yi, ei) and type(ti) is type(ei)
