@@ -119,3 +119,26 @@ def test_jvp_gives_a_0d_array_where_numpy_does(f):
     ys, ts, es = (y, t, expected) if isinstance(y, tuple) else ((y,), (t,), (expected,))
     for yi, ti, ei in zip(ys, ts, es):
         assert _bitwise(yi, ei) and type(ti) is type(ei)
+
+
+# ----------------------------------------------------------------------------------------------
+# Second derivatives of SciPy's x log y at x = 0: d/dy (x log y) = x / y is 0 there, but its
+# derivative in x, 1 / y, is not.
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
+def test_hessian_of_x_log_y_at_x_zero_keeps_the_cross_term(name):
+    import scipy.special as sp
+    xlog = getattr(sp, name)
+
+    def f(v):  # x log y (x log(1 + y)) at x = v[0], y = v[1]
+        return xlog(v[0], v[1])
+
+    for x in (0.0, 0.5):
+        v = np.array([x, 2.0])
+        H = mutad.hessian(f, v)
+        cross = 1.0 / v[1] if name == "xlogy" else 1.0 / (1.0 + v[1])
+        dyy = -x / v[1] ** 2 if name == "xlogy" else -x / (1.0 + v[1]) ** 2
+        assert np.allclose(H, [[0.0, cross], [cross, dyy]], rtol=1e-14, atol=0), (x, H)
+    g = mutad.gradient(f, np.array([0.0, -3.0 if name == "xlogy" else -0.5]))[0]
+    assert np.signbit(g[1]) == np.False_ and g[1] == 0.0  # the limit 0, as before: not -0.0
