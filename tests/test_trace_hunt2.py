@@ -142,3 +142,57 @@ def test_hessian_of_x_log_y_at_x_zero_keeps_the_cross_term(name):
         assert np.allclose(H, [[0.0, cross], [cross, dyy]], rtol=1e-14, atol=0), (x, H)
     g = mutad.gradient(f, np.array([0.0, -3.0 if name == "xlogy" else -0.5]))[0]
     assert np.signbit(g[1]) == np.False_ and g[1] == 0.0  # the limit 0, as before: not -0.0
+
+
+@pytest.mark.parametrize("expression", [
+    "v / z", "v // z", "v % z", "divmod(v, z)", "w / 0.0", "1.0 / z", "z ** -1.0", "v ** 0.5",
+    "pow(v, 0.5)", "v ** (1 / 3)", "v ** -1.5", "(-8.0) ** (w / 9)", "10.0 ** (w * 200)",
+    "(v ** 0.5).imag", "w ** 0.5", "w % -2.0", "v // 1.5"])
+def test_arithmetic_of_python_numbers_is_pythons(expression):
+    """Python numbers (x[0].item()) divide and raise to powers as Python's: ZeroDivisionError
+    and OverflowError where NumPy gives inf or nan, a negative number to a fractional power a
+    complex number, where NumPy's is nan (both were NumPy's, silently)."""
+    def f(x):
+        v, z, w = x[0].item(), x[1].item(), x[2].item()
+        return eval(expression)
+
+    x = np.array([-2.0, 0.0, 3.0])
+
+    def outcome(run):
+        try:
+            y = run()
+        except (ZeroDivisionError, OverflowError) as error:
+            return type(error)
+        return type(y), repr(y)
+
+    expected = outcome(lambda: f(x.copy()))
+    assert outcome(lambda: mutad.vjp(f, x.copy())[0]) == expected
+    assert outcome(lambda: mutad.jvp(f, (x.copy(),), (np.ones(3),))[0]) == expected
+    assert np.array_equal(x, [-2.0, 0.0, 3.0])
+
+
+def test_derivative_of_a_python_power_with_a_complex_value():
+    def f(x):  # sqrt(-2) = 1.414...j: its imaginary part is sqrt(-x0)
+        return (x[0].item() ** 0.5).imag + (x[1].item() ** 0.5).real
+
+    x = np.array([-2.0, 3.0])
+    expected = [-0.5 / np.sqrt(2.0), 0.5 / np.sqrt(3.0)]
+    assert np.allclose(mutad.gradient(f, x)[0], expected, rtol=1e-14)
+    for i in range(2):
+        _, t = mutad.jvp(f, (x,), (np.eye(2)[i],))
+        assert np.isclose(t, expected[i], rtol=1e-14)
+
+
+@pytest.mark.parametrize("expression", ["np.log(z)", "np.divide(w, z)", "np.log1p(z - 1.0)",
+                                        "np.arctanh(z + 1.0)"])
+def test_forward_mode_of_numpy_at_a_python_zero_is_numpys(expression):
+    """A partial of a Python number (1.0 / x at x = 0.0) is computed as NumPy computes it,
+    infinite, in forward mode as in reverse: Python's float division raised ZeroDivisionError."""
+    def f(x):
+        z, w = x[0].item(), x[1].item()
+        return eval(expression)
+
+    x = np.array([0.0, 3.0])
+    with np.errstate(all="ignore"):
+        y, t = mutad.jvp(f, (x,), (np.array([1.0, 0.0]),))
+        assert y == f(x) and np.isinf(t)

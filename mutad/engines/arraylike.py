@@ -90,8 +90,9 @@ def _operator(method, name, prefix):
     ``_python_complex``). One function, so that an operation on arrays, nearly every one,
     costs one call and one question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
+    pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
-    if not giving_way and kinds is None and pythons is None:
+    if not giving_way and kinds is None and pythons is None and pythons_own is None:
         return method
 
     def operate(self, other):
@@ -100,6 +101,10 @@ def _operator(method, name, prefix):
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
                 and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
+        if pythons_own is not None and weak(other) and weak(self):
+            turned = _pythons_own(self, other, pythons_own, reflected)
+            if turned is not None:
+                return turned
         result = method(self, other)
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
@@ -116,6 +121,30 @@ def _operator(method, name, prefix):
 
 
 _SEQUENCES = frozenset((list, tuple, str, bytes))
+
+_PYTHONS_OWN = {"truediv": operator.truediv, "floordiv": operator.floordiv,
+                "mod": operator.mod, "pow": operator.pow}
+"""The operators on Python numbers (values standing for them, ``x[0].item()``) whose outcome
+is Python's own, not NumPy's (``_pythons_own``)."""
+
+
+def _pythons_own(self, other, operation, reflected):
+    """Python's outcome of ``self OP other`` (``other OP self`` where ``reflected``), both
+    standing for Python numbers, where it is not NumPy's: Python raises (ZeroDivisionError of
+    ``v / 0.0``, ``v // 0.0``, ``v % 0.0``, ``0.0 ** -1.0``; OverflowError of ``10.0 ** v``
+    beyond the floats) where NumPy gives inf or nan, and a negative number to a fractional
+    power is Python's complex number, where NumPy's is nan: that power is then computed in
+    complex numbers (``_python_complex`` puts Python's value). None where the operation is
+    NumPy's as well."""
+    a, b = _python_number(self), _python_number(other)
+    exact = operation(b, a) if reflected else operation(a, b)  # Python's errors
+    if type(exact) is not complex or _complex(self) or _complex(other):
+        return None
+    if reflected:  # other is a Python number
+        return complex(b) ** self
+    z = self.astype(np.complex128)
+    weaken(z)
+    return z ** other
 
 
 def _times_sequence(scalar, sequence):
