@@ -196,3 +196,14 @@ def test_forward_mode_of_numpy_at_a_python_zero_is_numpys(expression):
     with np.errstate(all="ignore"):
         y, t = mutad.jvp(f, (x,), (np.array([1.0, 0.0]),))
         assert y == f(x) and np.isinf(t)
+
+
+def test_replay_of_a_python_power_with_a_complex_value_traces_that_call():
+    def f(x):
+        y = x[0].item() ** 0.5
+        return (y * np.conj(y)).real * 3.0 if isinstance(y, complex) else y * (x ** 2).sum()
+
+    g = mutad.grad(f, replay=True)
+    for x in ([-2.0, 1.0], [3.0, 1.0], [-3.0, 2.0], [4.0, 1.0]):
+        x = np.array(x)
+        assert np.array_equal(g(x), mutad.gradient(f, x)[0])

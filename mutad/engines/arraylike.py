@@ -122,6 +122,14 @@ def _operator(method, name, prefix):
 
 _SEQUENCES = frozenset((list, tuple, str, bytes))
 
+def _not_replayed(x, reason):
+    """A decision on the value of ``x`` that a replay would not take again: a recording of the
+    call stops, and the call's signature is traced."""
+    recorder = getattr(getattr(x, "tape", None), "recorder", None)
+    if recorder is not None:
+        recorder.refuse(reason)
+
+
 _PYTHONS_OWN = {"truediv": operator.truediv, "floordiv": operator.floordiv,
                 "mod": operator.mod, "pow": operator.pow}
 """The operators on Python numbers (values standing for them, ``x[0].item()``) whose outcome
@@ -137,9 +145,14 @@ def _pythons_own(self, other, operation, reflected):
     complex numbers (``_python_complex`` puts Python's value). None where the operation is
     NumPy's as well."""
     a, b = _python_number(self), _python_number(other)
-    exact = operation(b, a) if reflected else operation(a, b)  # Python's errors
+    try:
+        exact = operation(b, a) if reflected else operation(a, b)
+    except (ZeroDivisionError, OverflowError):
+        _not_replayed(self, "Python's arithmetic raised")  # (a program may catch it)
+        raise
     if type(exact) is not complex or _complex(self) or _complex(other):
         return None
+    _not_replayed(self, "a negative Python number to a fractional power, Python's complex")
     if reflected:  # other is a Python number
         return complex(b) ** self
     z = self.astype(np.complex128)
