@@ -207,3 +207,15 @@ def test_replay_of_a_python_power_with_a_complex_value_traces_that_call():
     for x in ([-2.0, 1.0], [3.0, 1.0], [-3.0, 2.0], [4.0, 1.0]):
         x = np.array(x)
         assert np.array_equal(g(x), mutad.gradient(f, x)[0])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.array(x.sum()), lambda x: np.asarray(x[0]), lambda x: np.array(3.0),
+    lambda x: x.sum(), lambda x: x[0].item() * 2, lambda x: np.float32(x[0]), lambda x: 3])
+def test_value_and_gradient_gives_the_value_as_numpy_does(f):
+    """The value is what f returned: a 0-d array stays one (it was made NumPy's scalar), a
+    Python number a Python number."""
+    x = np.array([1.0, 2.0])
+    expected = f(x.copy())
+    for value, _ in (mutad.value_and_gradient(f, x), mutad.value_and_grad(f)(x)):
+        assert _bitwise(value, expected)
