@@ -153,8 +153,8 @@ def test_arithmetic_of_python_numbers_is_pythons(expression):
     and OverflowError where NumPy gives inf or nan, a negative number to a fractional power a
     complex number, where NumPy's is nan (both were NumPy's, silently)."""
     def f(x):
-        v, z, w = x[0].item(), x[1].item(), x[2].item()
-        return eval(expression)
+        names = {"v": x[0].item(), "z": x[1].item(), "w": x[2].item()}
+        return eval(expression, {"np": np}, names)
 
     x = np.array([-2.0, 0.0, 3.0])
 
@@ -189,8 +189,7 @@ def test_forward_mode_of_numpy_at_a_python_zero_is_numpys(expression):
     """A partial of a Python number (1.0 / x at x = 0.0) is computed as NumPy computes it,
     infinite, in forward mode as in reverse: Python's float division raised ZeroDivisionError."""
     def f(x):
-        z, w = x[0].item(), x[1].item()
-        return eval(expression)
+        return eval(expression, {"np": np}, {"z": x[0].item(), "w": x[1].item()})
 
     x = np.array([0.0, 3.0])
     with np.errstate(all="ignore"):
