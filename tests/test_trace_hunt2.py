@@ -218,3 +218,15 @@ def test_value_and_gradient_gives_the_value_as_numpy_does(f):
     expected = f(x.copy())
     for value, _ in (mutad.value_and_gradient(f, x), mutad.value_and_grad(f)(x)):
         assert _bitwise(value, expected)
+
+
+def test_parts_and_conjugate_of_python_numbers_are_python_numbers():
+    """v.imag of a Python float and c.conjugate() of a Python complex are Python's numbers,
+    promoted weakly: they were NumPy's scalars, so float32 * v.imag was a float64 array."""
+    def f(x):
+        v = x[0].item()
+        c = v * 1j
+        return v * v, (v.imag, v.conjugate(), c.conjugate(), c.imag, c.real,
+                       x.astype(np.float32) * v.imag, x.astype(np.complex64) * c.conjugate())
+
+    _check_values(f, np.array([2.5, -1.0]))

@@ -464,7 +464,12 @@ class ArrayMethods(Tracer):
             raise TypeError("array does not have imaginary part to set")  # NumPy's error
         np.imag(self)[...] = value
 
-    imag = property(lambda self: numpy_scalar(self, np.imag(self)), _set_imaginary_part)
+    def _imaginary_part(self):
+        part = numpy_scalar(self, np.imag(self))
+        # of a Python number, a Python float (a real one's 0.0 is NumPy's zeros otherwise)
+        return weak_arithmetic(part) if self.weak else part
+
+    imag = property(_imaginary_part, _set_imaginary_part)
     device = property(lambda self: self.value.device)
 
     @property
@@ -751,8 +756,11 @@ class ArrayMethods(Tracer):
 
     def conj(self):
         """As ``ndarray.conj``: of a real array, the array itself (not a copy, as ``np.conj``
-        makes)."""
-        return np.conjugate(self) if self.dtype.kind == "c" else self
+        makes); of a Python complex number, a Python complex number."""
+        if self.dtype.kind != "c":
+            return self
+        result = np.conjugate(self)
+        return weak_arithmetic(result) if self.weak else result
 
     conjugate = conj
 
