@@ -87,8 +87,9 @@ def _operator(method, name, prefix):
     """The method ``__{prefix}{name}__`` from the engine's ``method``: giving way to an operand
     that takes the operation over (``a + b`` only: ``_gives_way``), then the value put right
     where NumPy's scalar math or Python's complex arithmetic computes it (``_scalar_math``,
-    ``_python_complex``). One function, so that an operation on arrays, nearly every one,
-    costs one call and one question more than the engine's own."""
+    ``_python_complex``), or Python's own outcome on Python numbers (``_pythons_own``). One
+    function, so that an operation on arrays, nearly every one, costs one call and one
+    question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
     pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
@@ -121,6 +122,7 @@ def _operator(method, name, prefix):
 
 
 _SEQUENCES = frozenset((list, tuple, str, bytes))
+
 
 def _not_replayed(x, reason):
     """A decision on the value of ``x`` that a replay would not take again: a recording of the
