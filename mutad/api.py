@@ -51,8 +51,8 @@ def _scalar_output(y):
             raise NonScalarOutputError(
                 f"gradient needs a scalar output, but the function returned an array of shape "
                 f"{y.value.shape}. Reduce it (y.sum()), or use mutad.pullback with a cotangent.")
-        return weak_value(y.value) if y.weak else y.value[()]  # a Python number, if it was one
-    if type(y) is float:
+        return _returned(y)  # a Python number or NumPy's scalar, or 0-d array, as it was
+    if type(y) in (float, int, bool):  # Python's number, as f returned it
         return y
     value = np.asarray(y)
     if value.ndim != 0 or value.dtype.kind not in "fiub":
@@ -60,7 +60,7 @@ def _scalar_output(y):
             f"gradient needs a scalar output, but the function returned {type(y).__name__}"
             f"{' of shape ' + str(value.shape) if value.ndim else ''}. Return a float "
             "(y.sum() for an array), or use mutad.pullback for non-scalar outputs.")
-    return value[()]
+    return y if type(y) is np.ndarray else value[()]  # a 0-d array stays one, as in NumPy
 
 
 @user_frames

@@ -1015,6 +1015,8 @@ class _ScalarType(type):
             converted = value.astype(original)
             if memory(converted).ndim == 0:  # NumPy's scalar: immutable, computed with as one
                 memory(converted).flags.writeable = False
+                # and promoted as one, of a Python number too (x32 * np.float64(v) is float64)
+                weaken(converted, False)
             return converted
         return original(*args, **kwargs)
 

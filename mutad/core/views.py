@@ -34,14 +34,15 @@ def wrapped(a):
     return type(a) in WRAPPERS
 
 
-def weaken(y):
+def weaken(y, weak=True):
     """Mark ``y``, a new traced or dual value made by Python's arithmetic on weak values (or by
     ``math``'s functions, which give Python floats), as standing for a Python number, at every
     level it belongs to (its value, an enclosing level's, is handed to that level's NumPy
-    calls)."""
+    calls); with ``weak=False``, as standing for NumPy's scalar (what ``np.float32(v)`` makes
+    of a Python number ``v``)."""
     while type(y) in WRAPPERS and y.dtype.kind in "fc" \
             and memory(y).ndim == 0:
-        y.weak = True
+        y.weak = weak
         y = y.value
 
 

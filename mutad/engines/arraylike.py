@@ -87,11 +87,13 @@ def _operator(method, name, prefix):
     """The method ``__{prefix}{name}__`` from the engine's ``method``: giving way to an operand
     that takes the operation over (``a + b`` only: ``_gives_way``), then the value put right
     where NumPy's scalar math or Python's complex arithmetic computes it (``_scalar_math``,
-    ``_python_complex``). One function, so that an operation on arrays, nearly every one,
-    costs one call and one question more than the engine's own."""
+    ``_python_complex``), or Python's own outcome on Python numbers (``_pythons_own``). One
+    function, so that an operation on arrays, nearly every one, costs one call and one
+    question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
+    pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
-    if not giving_way and kinds is None and pythons is None:
+    if not giving_way and kinds is None and pythons is None and pythons_own is None:
         return method
 
     def operate(self, other):
@@ -100,6 +102,10 @@ def _operator(method, name, prefix):
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
                 and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
+        if pythons_own is not None and weak(other) and weak(self):
+            turned = _pythons_own(self, other, pythons_own, reflected)
+            if turned is not None:
+                return turned
         result = method(self, other)
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
@@ -116,6 +122,44 @@ def _operator(method, name, prefix):
 
 
 _SEQUENCES = frozenset((list, tuple, str, bytes))
+
+
+def _not_replayed(x, reason):
+    """A decision on the value of ``x`` that a replay would not take again: a recording of the
+    call stops, and the call's signature is traced."""
+    recorder = getattr(getattr(x, "tape", None), "recorder", None)
+    if recorder is not None:
+        recorder.refuse(reason)
+
+
+_PYTHONS_OWN = {"truediv": operator.truediv, "floordiv": operator.floordiv,
+                "mod": operator.mod, "pow": operator.pow}
+"""The operators on Python numbers (values standing for them, ``x[0].item()``) whose outcome
+is Python's own, not NumPy's (``_pythons_own``)."""
+
+
+def _pythons_own(self, other, operation, reflected):
+    """Python's outcome of ``self OP other`` (``other OP self`` where ``reflected``), both
+    standing for Python numbers, where it is not NumPy's: Python raises (ZeroDivisionError of
+    ``v / 0.0``, ``v // 0.0``, ``v % 0.0``, ``0.0 ** -1.0``; OverflowError of ``10.0 ** v``
+    beyond the floats) where NumPy gives inf or nan, and a negative number to a fractional
+    power is Python's complex number, where NumPy's is nan: that power is then computed in
+    complex numbers (``_python_complex`` puts Python's value). None where the operation is
+    NumPy's as well."""
+    a, b = _python_number(self), _python_number(other)
+    try:
+        exact = operation(b, a) if reflected else operation(a, b)
+    except (ZeroDivisionError, OverflowError):
+        _not_replayed(self, "Python's arithmetic raised")  # (a program may catch it)
+        raise
+    if type(exact) is not complex or _complex(self) or _complex(other):
+        return None
+    _not_replayed(self, "a negative Python number to a fractional power, Python's complex")
+    if reflected:  # other is a Python number
+        return complex(b) ** self
+    z = self.astype(np.complex128)
+    weaken(z)
+    return z ** other
 
 
 def _times_sequence(scalar, sequence):
@@ -248,9 +292,10 @@ def weak_arithmetic(result, other=None):
     """``result`` of Python's arithmetic on a weak value (an operator of an engine, once it
     checked its own operand is weak) and ``other`` (None for ``-a``, ``+a``, ``abs(a)``):
     weak where ``other`` is too, as Python's numbers make Python's numbers (a result without
-    a derivative, ``k // 0.1``, is NumPy's scalar: then the Python number itself)."""
+    a derivative, ``k // 0.1``, ``k > 0``, is NumPy's scalar: then the Python number or bool
+    itself)."""
     if result is not NotImplemented and (other is None or weak(other)):
-        if isinstance(result, np.inexact):
+        if isinstance(result, (np.inexact, np.bool_)):
             return result.item()
         weaken(result)
     return result
@@ -421,7 +466,12 @@ class ArrayMethods(Tracer):
             raise TypeError("array does not have imaginary part to set")  # NumPy's error
         np.imag(self)[...] = value
 
-    imag = property(lambda self: numpy_scalar(self, np.imag(self)), _set_imaginary_part)
+    def _imaginary_part(self):
+        part = numpy_scalar(self, np.imag(self))
+        # of a Python number, a Python float (a real one's 0.0 is NumPy's zeros otherwise)
+        return weak_arithmetic(part) if self.weak else part
+
+    imag = property(_imaginary_part, _set_imaginary_part)
     device = property(lambda self: self.value.device)
 
     @property
@@ -535,14 +585,16 @@ class ArrayMethods(Tracer):
     def __round__(self, ndigits=None):
         """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
         ``int()`` is; with ``ndigits`` it is ``np.round(x, ndigits)``, which mutad
-        differentiates. An array has no ``round()``."""
+        differentiates (of a Python float, ``x[0].item()``, a Python float too, whose value it
+        is: Python's and NumPy's rounding agree there). An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
         if self.dtype.kind == "c":  # NumPy's complex scalars have no round() either
             raise TypeError(f"type numpy.{self.dtype.name} doesn't define __round__ method")
         if ndigits is None:
             return self._decided(round)
-        return np.round(self, ndigits)
+        result = np.round(self, ndigits)
+        return weak_arithmetic(result) if self.weak else result
 
     # ``.item()`` and ``.tolist()`` give Python numbers: of a value that depends on the
     # arguments, traced values standing for them (``weaken``), as ``math``'s functions give, so
@@ -706,8 +758,11 @@ class ArrayMethods(Tracer):
 
     def conj(self):
         """As ``ndarray.conj``: of a real array, the array itself (not a copy, as ``np.conj``
-        makes)."""
-        return np.conjugate(self) if self.dtype.kind == "c" else self
+        makes); of a Python complex number, a Python complex number."""
+        if self.dtype.kind != "c":
+            return self
+        result = np.conjugate(self)
+        return weak_arithmetic(result) if self.weak else result
 
     conjugate = conj
 

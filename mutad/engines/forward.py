@@ -374,7 +374,12 @@ def _term(rule, i, y, primals, tangent, original=None):
     partial = rule.partials[i]
     if partial is ONE:
         return tangent
-    p = partial(y, *primals)
+    try:
+        p = partial(y, *primals)
+    except (ZeroDivisionError, OverflowError):
+        # Python's arithmetic on the numbers of weak operands (1.0 / x at x = 0.0) raises where
+        # NumPy's, which the reverse pass computes with, gives inf or nan: NumPy's scalars
+        p = partial(y, *[_numpys_scalar(v) for v in primals])
     if original is not None:
         return _batch_times(tangent, p, original)
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
@@ -384,6 +389,11 @@ def _term(rule, i, y, primals, tangent, original=None):
                         if type(v) is np.ndarray) and writes_freely(p)):
         return times(tangent, p, out=p)
     return times(tangent, p)
+
+
+def _numpys_scalar(v):
+    """NumPy's scalar of a Python float or complex ``v``; anything else as it is."""
+    return np.float64(v) if type(v) is float else np.complex128(v) if type(v) is complex else v
 
 
 def _batch_times(d, p, original, out=None):

@@ -460,8 +460,12 @@ class ForwardDifferentiation(Differentiation):
 
     def output(self, out):
         """``(value, tangent)`` of one output leaf; a float that does not depend on the
-        arguments has a zero tangent."""
+        arguments has a zero tangent. A 0-d value is NumPy's scalar where it stands for one
+        (``x.sum()``, ``x[0]``), and stays a 0-d array where NumPy's is one (``np.array(s)``),
+        its tangent alike."""
         value, tangent = split(out, self.level)
+        if type(out) is Dual and out.level == self.level and not stands_for_scalar(out):
+            return value, tangent
         size = BATCH.get(self.level)
         if size is not None and tangent is None and (is_inexact_array(value)
                                                      or is_inexact_scalar(value)):

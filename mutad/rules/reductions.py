@@ -204,8 +204,9 @@ def _exclusive_products(a, axis):
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     any_zero = has_zero(a, kwargs)
-    return y, lambda dy: (expand(dy, a.shape, axis, keepdims)
-                          * product_of_others(a, axis, kwargs, any_zero),)
+    return y, lambda dy: (masked(expand(dy, a.shape, axis, keepdims)
+                                 * product_of_others(a, axis, kwargs, any_zero),
+                                 kwargs.get("where", True)),)
 
 
 @defjvp(np.prod, leading=1)
@@ -213,7 +214,9 @@ def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
-    return y, np.sum(da * others, axis=axis, keepdims=keepdims)
+    # a left-out element is not read: its tangent, even infinite, does not count
+    return y, np.sum(masked(da * others, kwargs.get("where", True)), axis=axis,
+                     keepdims=keepdims)
 
 
 @defrule((np.multiply, "reduce"), leading=1)
@@ -341,14 +344,17 @@ def ptp_jvp(tangents, a, axis=None, *, keepdims=False):
 
 
 def variance_gradient(a, axis, ddof, where):
-    """d var / d a = 2 (a - mean) / (n - ddof), zero where a ``where=`` mask leaves ``a`` out."""
+    """d var / d a = 2 (a - mean) / (n - ddof) over the elements a ``where=`` mask keeps; the
+    callers mask its products, as the left-out elements are not read (0 even where the
+    derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements)."""
     n = count(a, axis, where)
     centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
-    return masked((2 / (n - ddof)) * centred, where)
+    return (2 / (n - ddof)) * centred
 
 
 def variance_cotangent(dy, a, axis, keepdims, ddof, where):
-    return expand(dy, a.shape, axis, keepdims) * variance_gradient(a, axis, ddof, where)
+    return masked(expand(dy, a.shape, axis, keepdims) * variance_gradient(a, axis, ddof, where),
+                  where)
 
 
 def variance_tangent(da, a, axis, keepdims, ddof, where):
@@ -356,7 +362,7 @@ def variance_tangent(da, a, axis, keepdims, ddof, where):
     real variance's change (NumPy's variance of complex values is that of |a - mean|)."""
     g = variance_gradient(a, axis, ddof, where)
     product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else g * da
-    return np.sum(product, axis=axis, keepdims=keepdims)
+    return np.sum(masked(product, where), axis=axis, keepdims=keepdims)
 
 
 @defrule(np.var, leading=1)

@@ -117,9 +117,11 @@ def _xlogy_dx(y, x, w, zeros):
 
 
 def _xlogy_dw(y, x, w, zeros):
-    """d/dw x log w = x / w, taken as its limit 0 where x = 0 (SciPy's x log w is 0 there)."""
-    x_zero = zeros > 0
-    return np.where(x_zero, 0.0, x / np.where(x_zero, 1.0, w))
+    """d/dw x log w = x / w, taken as its limit 0 where w = 0 too (SciPy's x log w is 0 where
+    x = 0). Where x = 0 alone it is x / w itself, 0 (+ 0.0: never -0.0), so that its own
+    derivative in x, 1 / w, is there for second derivatives."""
+    both_zero = zeros == 2
+    return np.where(both_zero, 0.0, x / np.where(both_zero, 1.0, w) + 0.0)
 
 
 def _xlog1py_dx(y, x, w, zeros):
@@ -128,8 +130,8 @@ def _xlog1py_dx(y, x, w, zeros):
 
 
 def _xlog1py_dw(y, x, w, zeros):
-    x_zero = zeros > 0
-    return np.where(x_zero, 0.0, x / (1.0 + np.where(x_zero, 0.0, w)))
+    both_zero = zeros == 2  # as _xlogy_dw's
+    return np.where(both_zero, 0.0, x / (1.0 + np.where(both_zero, 0.0, w)) + 0.0)
 
 
 def _rel_entr_dx(y, x, w, zeros):
