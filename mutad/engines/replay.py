@@ -2217,6 +2217,10 @@ class Recorder:
         self.heard = []
         self.counted = 0
         self.depth = 0
+        # Python's warnings the steps issued and Python showed, (category, message): f may
+        # have acted on them (``catch_warnings(record=True)``; ``Shown``)
+        self.shown = []
+        self.showing = None  # the Shown installed while the call records
         self.writers = []  # the debug.Warnings that report to ``heard``
         # The write just traced: its plan (``operations.WritePlan``, one offering no inverse
         # where tracing withheld it for the memory its operands would hold) and whether its
@@ -2941,6 +2945,7 @@ class Program:
         self.steps = recorder.steps
         self.warned = list(recorder.heard)  # (message, file, line) of the warnings issued
         self.kinds = [_kind(message) for message, _, _ in self.warned]
+        self.shown = recorder.shown
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
@@ -3073,7 +3078,9 @@ class Program:
         try:
             heard = Heard()
             try:
-                with np.errstate(call=heard, **self.modes):  # and as each Modes step says
+                with np.errstate(call=heard, **self.modes), \
+                        warnings.catch_warnings(record=True) as issued:  # as Shown hears them
+                    warnings.simplefilter("always")
                     for step in self.steps:
                         step(values, tape)
             except GuardFailed:
@@ -3084,6 +3091,12 @@ class Program:
                 raise GuardFailed from error
             if heard.kinds != self.kinds:  # what Python may have acted on, or warns about
                 raise GuardFailed
+            if issued or self.shown:
+                shown = [(w.category, str(w.message)) for w in issued]
+                if shown != self.shown:  # f's filters, which may act on them, run no more
+                    raise GuardFailed
+                for w in issued:  # issued again under the caller's filters
+                    warn_at(w.message, w.category, w.filename, w.lineno)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
                 held, rebuild = self.aux
@@ -3177,6 +3190,32 @@ def _place(t):
     return Place(t.buffer, False, t.offset, value.shape, value.strides, value.dtype)
 
 
+class Shown:
+    """Installed as ``warnings._showwarnmsg``, through which Python shows each warning that
+    its filters neither ignore nor raise (C code's too), while a call records: the warnings
+    its operations issue and Python shows. f may act on them, under its own filters, which
+    the replay does not run (``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned
+    matrix caught by ``catch_warnings(record=True)``): a replay issues the same, or it is
+    traced (``Program._run``)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.previous = warnings._showwarnmsg
+        warnings._showwarnmsg = self
+
+    def __call__(self, message):
+        recorder = self.recorder
+        if recorder.depth and not (  # (f's own warnings are f's, not its operations')
+                recorder.heard and recorder.heard[-1] == (  # (floating-point events: heard)
+                    str(message.message), message.filename, message.lineno)):
+            recorder.shown.append((message.category, str(message.message)))
+        self.previous(message)
+
+    def remove(self):
+        if warnings._showwarnmsg is self:
+            warnings._showwarnmsg = self.previous
+
+
 class Recording:
     """What ``api._value_and_gradient`` calls while it traces a call to be replayed: ``start``
     once the arguments are traced, ``end`` once the function returned; ``program`` is then
@@ -3197,6 +3236,7 @@ class Recording:
             if t is None and type(leaf) is np.ndarray:
                 recorder.note_plain(leaf)
         tape.recorder = recorder
+        recorder.showing = Shown(recorder)
         recorder.pause_collector()
 
     def end(self, run, y):
@@ -3204,6 +3244,7 @@ class Recording:
         if recorder is None:
             return
         run.tape.recorder = None
+        recorder.showing.remove()
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
@@ -3255,6 +3296,7 @@ class Recording:
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
+            recorder.showing.remove()  # (also if the call raised)
             if recorder.tape.recomputation is not None:
                 recorder.tape.recomputation.planner = None
             if self.program is not None:

@@ -20,6 +20,7 @@ module, which imports none of them.
 """
 
 import operator
+import struct
 import weakref
 import zlib
 
@@ -790,7 +791,11 @@ class Traced(ArrayMethods):
         """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
         taken = ArrayMethods._decided(self, decide)
         if self.tape.recorder is not None and self.tape.recorder.ready:
-            self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
+            if type(taken) is float:  # by its bits: 0.0 == -0.0, which "%+.1f" % x tells apart
+                self.tape.recorder.guard(self, _float_bits(taken),
+                                         lambda value: _float_bits(decide(numpy_value(value))))
+            else:
+                self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
         return taken
 
     def __repr__(self):
@@ -805,3 +810,8 @@ class Traced(ArrayMethods):
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""
         return view_of(self, strided(self.value, shape, dtype, offset, strides), self.tape)
+
+
+def _float_bits(number):
+    """The bits of Python's float ``number`` (``Traced._decided`` guards a float by them)."""
+    return struct.pack("<d", number)

@@ -1,0 +1,72 @@
+"""Replays that answered as the recorded call where a decision went otherwise: each program
+here calls its replaying function on inputs that flip one decision the replay did not guard,
+and compares every call with a traced one, bit for bit, and the caller's bytes."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from test_replay import replayed_like_traced
+
+
+def flips(*rows):
+    return [(np.array(row, dtype=float),) for row in rows]
+
+
+# ----------------------------------------------------------------------------------------------
+# A float Python reads of a traced value, compared by its bits
+
+
+SIGNED_ZEROS = {
+    "%-format": lambda x: (x * len("%.1f" % x[0])).sum(),
+    "%-format's sign": lambda x: (x * (2.0 if ("%+.0f" % x[0])[0] == "-" else 1.0)).sum(),
+    "%-format of a tuple": lambda x: (x * len("%.3g|%s" % (x[0], x[1]))).sum(),
+}
+
+
+@pytest.mark.parametrize("name", SIGNED_ZEROS)
+def test_a_float_formatted_by_percent_is_guarded_by_its_bits(name):
+    """"%.1f" % x[0] reads float(x[0]), which the guard compared with ==: 0.0 == -0.0, so a
+    replay on -0.0 wrote the recorded "0.0" (3 characters, not 4)."""
+    replayed_like_traced(SIGNED_ZEROS[name], flips([0.0, 1.0], [0.0, 1.0], [-0.0, 1.0],
+                                                    [-0.0, 1.0], [0.0, 1.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's warnings the steps issue
+
+
+GOOD = np.eye(14) * 2.0 + 0.1
+ILL = scipy.linalg.hilbert(14)  # rcond 1e-18: scipy.linalg.solve warns
+
+
+def solve_or_flag(A, b):
+    """A program that reads the warnings of its solve, as a careful solver would."""
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        x = scipy.linalg.solve(A, b)
+    return (x * x).sum() * (2.0 if heard else 1.0)
+
+
+@pytest.mark.parametrize("first", [GOOD, ILL], ids=["well-conditioned", "ill-conditioned"])
+def test_a_warning_a_replayed_step_issues_is_the_recorded_ones(first):
+    """scipy.linalg.solve's LinAlgWarning on an ill-conditioned matrix, which f reads: a replay
+    ran the solve again under the caller's filters, not f's, so it answered as the recorded
+    call, whether that warned or not."""
+    other = ILL if first is GOOD else GOOD
+    b = np.ones(14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy.linalg.LinAlgWarning)
+        replayed_like_traced(solve_or_flag, [(first, b), (first, b), (other, b), (other, b),
+                                             (first, b)], argnums=(0, 1))
+
+
+def test_a_warning_the_recorded_call_showed_is_issued_again():
+    """A replay whose steps warn as the recorded call's did replays, and warns as it did."""
+    replaying = replayed_like_traced(lambda A, b: scipy.linalg.solve(A, b).sum(),
+                                     [(ILL, np.ones(14))] * 3, argnums=(0, 1))
+    assert not replaying.reasons
+    with pytest.warns(scipy.linalg.LinAlgWarning):
+        replaying(ILL, np.ones(14))
