@@ -70,3 +70,29 @@ def test_a_warning_the_recorded_call_showed_is_issued_again():
     assert not replaying.reasons
     with pytest.warns(scipy.linalg.LinAlgWarning):
         replaying(ILL, np.ones(14))
+
+
+def special_or_fallback(x):
+    with scipy.special.errstate(all="raise"):
+        try:
+            y = scipy.special.gammaln(x) + scipy.special.kv(1.0, x)
+        except scipy.special.SpecialFunctionError:
+            y = x
+    return y.sum()
+
+
+def test_scipy_specials_error_handling_inside_f_is_traced():
+    """scipy.special.errstate(all="raise") in f: a replay ran gammaln under the caller's
+    handling (ignore), so gammaln(0.0) gave inf where f, traced, caught the error."""
+    replaying = replayed_like_traced(special_or_fallback, flips([1.5, 2.5], [1.5, 2.5],
+                                                                [0.0, 2.5], [1.5, 2.5]))
+    assert "scipy.special's error handling" in "".join(replaying.reasons.values())
+
+
+def test_scipy_specials_error_handling_of_the_caller_replays():
+    """The caller's own handling, unchanged inside f, leaves the program replayed: a replay
+    runs the functions under it as the traced call does."""
+    with scipy.special.errstate(singular="warn"):
+        replaying = replayed_like_traced(lambda x: scipy.special.gammaln(x).sum(),
+                                         flips([1.5, 2.5], [1.5, 2.5], [3.0, 2.5]))
+    assert not replaying.reasons

@@ -2212,6 +2212,8 @@ class Recorder:
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
+        special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
+        self.special = None if special is None else (special.geterr, special.geterr())
         # The warnings of floating-point events the steps issued, (message, file, line); the
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
         self.heard = []
@@ -2527,7 +2529,14 @@ class Recorder:
         ``np.errstate`` block in ``f``), becomes a :class:`Modes` step where it changed. The
         categories ignored are ignored when replayed; those warned about (``"log"``, to
         ``debug.Warnings``) are counted, and a replay whose events are not the recorded
-        ones is traced. Raising, or a handler of the user's, Python may act on: refused."""
+        ones is traced. Raising, or a handler of the user's, Python may act on: refused.
+        So is scipy.special's error handling changed inside f (``scipy.special.errstate``),
+        which the replay, run under the caller's, would not have its functions raise or warn
+        as f asked."""
+        if self.special is not None and self.special[0]() != self.special[1]:
+            self.refuse("scipy.special's error handling changed inside f (scipy.special."
+                        "errstate): Python may act on its errors")
+            return
         modes, call = np.geterr(), np.geterrcall()
         if modes == self.modes and call is self.call:
             return
