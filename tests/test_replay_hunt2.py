@@ -34,6 +34,22 @@ def test_a_float_formatted_by_percent_is_guarded_by_its_bits(name):
                                                     [-0.0, 1.0], [0.0, 1.0]))
 
 
+def precise_string(x):
+    with np.printoptions(precision=8):
+        text = str(x)
+    return (x * len(text)).sum()
+
+
+def test_a_string_written_under_print_options_f_set_is_traced():
+    """str(x) under np.printoptions(precision=8) in f, the caller's precision 2: a replay's
+    guard wrote the string under the caller's options, "[1. 2.]" for [1.001, 2.0] as for
+    [1.0, 2.0], and answered as recorded where f, traced, wrote "[1.001 2.   ]"."""
+    with np.printoptions(precision=2):
+        replaying = replayed_like_traced(precise_string, flips([1.0, 2.0], [1.0, 2.0],
+                                                               [1.001, 2.0], [1.0, 2.0]))
+    assert "print options" in "".join(replaying.reasons.values())
+
+
 # ----------------------------------------------------------------------------------------------
 # Python's warnings the steps issue
 

@@ -2213,6 +2213,7 @@ class Recorder:
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
+        self.printing = np.get_printoptions()  # NumPy's print options, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
         # The warnings of floating-point events the steps issued, (message, file, line); the
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
@@ -2883,6 +2884,11 @@ class Recorder:
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
         slot = self._slot_of(x, "a decision on")
         if slot is None:
+            return
+        if type(taken) is str and np.get_printoptions() != self.printing:
+            # (a replay's guard writes the string under the caller's print options)
+            self.refuse("a string of a traced value written under print options f set "
+                        "(np.printoptions)")
             return
         if decide is None:
             decide = bool if type(taken) is bool else _bytes
