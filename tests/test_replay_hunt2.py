@@ -2,6 +2,7 @@
 here calls its replaying function on inputs that flip one decision the replay did not guard,
 and compares every call with a traced one, bit for bit, and the caller's bytes."""
 
+import math
 import warnings
 
 import numpy as np
@@ -111,4 +112,66 @@ def test_scipy_specials_error_handling_of_the_caller_replays():
     with scipy.special.errstate(singular="warn"):
         replaying = replayed_like_traced(lambda x: scipy.special.gammaln(x).sum(),
                                          flips([1.5, 2.5], [1.5, 2.5], [3.0, 2.5]))
+    assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's errors of math's functions, which f catches
+
+
+def sqrt_or_zero(x):
+    try:
+        r = math.sqrt(x[0])
+    except ValueError:
+        r = 0.0
+    return x.sum() * r
+
+
+def fsum_or_one(x):
+    try:
+        r = math.fsum([x[0] * 1e308, x[1] * 1e308])
+    except OverflowError:
+        r = 1.0
+    return x.sum() * r
+
+
+@pytest.mark.parametrize("f, rows", [
+    (sqrt_or_zero, ([1.0, 2.0], [1.0, 2.0], [-1.0, 2.0], [1.0, 2.0], [4.0, 2.0])),
+    (fsum_or_one, ([1e-300, 1e-300], [1e-300, 1e-300], [1.0, 1.0], [1e-300, 1e-300])),
+], ids=["math.sqrt", "math.fsum"])
+def test_an_error_of_maths_function_f_catches_traces_the_signature(f, rows):
+    """math.sqrt(-1.0)'s ValueError, caught by f: math's value is computed after its ufunc's
+    step, outside every operation the recording watches, so the call recorded f's except
+    branch unguarded, and replays on x[0] > 0 answered 0.0."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        replaying = replayed_like_traced(f, flips(*rows))
+    assert "raised" in "".join(replaying.reasons.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's numbers a replay holds for values that stand for them
+
+
+POWERS = {
+    "v ** 0.5": lambda v, w: v ** 0.5,
+    "(v * w) ** 0.5": lambda v, w: (v * w) ** 0.5,
+    "-v ** 0.5": lambda v, w: -v ** 0.5,
+    "v ** 0.5 + w ** 0.5": lambda v, w: v ** 0.5 + w ** 0.5,
+}
+
+
+@pytest.mark.parametrize("name", POWERS)
+def test_partials_of_pythons_numbers_compute_on_numpys_scalars(name):
+    """v = x[0].item() stands for a Python float; v ** 0.5 is NumPy's sqrt of it. Its
+    partial, 0.5 / y, was handed the Python float a replay holds for y: at y = 0.0 Python
+    raised ZeroDivisionError from the replay's reverse pass, where the traced call's partial
+    is inf. And NumPy's scalar math ran on Python's floats ((-2.0) ** 0.5 is complex)."""
+    power = POWERS[name]
+
+    def f(x):
+        with np.errstate(all="ignore"):
+            return x.sum() * power(x[0].item(), x[1].item())
+
+    replaying = replayed_like_traced(f, flips([0.5, 2.0], [0.5, 2.0], [0.0, 0.5], [0.0, 0.5],
+                                              [-2.0, 0.5], [0.5, 2.0]))
     assert not replaying.reasons

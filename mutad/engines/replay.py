@@ -454,7 +454,9 @@ class Pure:
             # rest from the latter
             self.ufunc = self.record_ufunc
         if self.scalar_math is not None:
-            self.ufunc = functools.partial(_on_scalars, self.scalar_math)
+            at = dict(self.at)
+            self.ufunc = functools.partial(_on_scalars, self.scalar_math,
+                                           [i in at for i in range(len(self.args))])
         if buffer.c_contiguous and short(buffer) and buffer.dtype.kind == "f" \
                 and self.later is None:
             # (a complex partial is conjugated: the engine's)
@@ -467,9 +469,10 @@ class Pure:
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
         if self.ufunc is not self.record_ufunc and isinstance(y, np.generic) and y != y:
             y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
-        if self.weak and isinstance(y, np.generic):
-            y = y.item()
-        values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
+        # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
+        # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
+        # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
+        values[self.out] = y.item() if self.weak and isinstance(y, np.generic) else y
         if self.lean is not None:  # what the partials read, no more (as ``record`` keeps)
             read = read_by_partials(vals, self.reads)
             if self.rule.decide is not None:  # and the decision they take, after the inputs
@@ -554,7 +557,12 @@ class Pure:
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             expression = f"{code.bind(self.ufunc)}({', '.join(vals)}{kwargs})"
-        if self.weak:  # a Python number, as __call__ holds it
+        kept = None
+        if self.weak:  # a Python number, as __call__ holds it (its partials NumPy's scalar)
+            if "y" in self.rule.uses:
+                kept = code.keep(f"w{k}")
+                code.forward.append(f"{kept} = {expression}")
+                expression = kept
             expression = f"number({expression})"
         y = code.made(self.out, expression, self.buffer.key in code.internal)
         decide = self.rule.decide
@@ -567,7 +575,7 @@ class Pure:
                 for name in vals]
         if decide is not None:
             vals.append(decision)
-        y = code.keep(y) if "y" in self.rule.uses else "None"
+        y = "None" if "y" not in self.rule.uses else kept if kept is not None else code.keep(y)
         code.records.append((vals, y))
 
     def emit_back(self, code, k):
@@ -886,10 +894,16 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
 
 
-def _on_scalars(operation, *values):
+def _on_scalars(operation, traced, *values):
     """``operation`` (``*``, ``**``) of NumPy's scalars ``values`` (0-d arrays as the scalars
-    they stand for): their own math, as the engine took the value (``arraylike.put_right``)."""
-    return operation(*(v[()] if type(v) is np.ndarray else v for v in values))
+    they stand for): their own math, as the engine took the value (``arraylike.put_right``).
+    The values of the program (``traced``, per value) are NumPy's scalars there, also those a
+    replay holds as Python's numbers (``Pure.weak``): ``(-2.0) ** 0.5`` is Python's complex
+    number, NumPy's NaN."""
+    return operation(*(v[()] if type(v) is np.ndarray else
+                       np.float64(v) if t and type(v) is float else
+                       np.complex128(v) if t and type(v) is complex else v
+                       for v, t in zip(values, traced, strict=True)))
 
 
 class ElementwiseWrite:
