@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+import mutad
+
 from test_replay import replayed_like_traced
 
 
@@ -175,3 +177,42 @@ def test_partials_of_pythons_numbers_compute_on_numpys_scalars(name):
     replaying = replayed_like_traced(f, flips([0.5, 2.0], [0.5, 2.0], [0.0, 0.5], [0.0, 0.5],
                                               [-2.0, 0.5], [0.5, 2.0]))
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's errors converting a traced value, which f catches
+
+
+CONVERSIONS = {
+    "int": int,
+    "round": round,
+    "math.floor": math.floor,
+    "range": lambda v: len(range(int(v))),
+    "as_integer_ratio": lambda v: v.as_integer_ratio()[0],
+}
+
+
+@pytest.mark.parametrize("name", CONVERSIONS)
+def test_an_error_converting_a_traced_value_is_guarded(name):
+    """int(inf)'s OverflowError (int(nan)'s ValueError), caught by f: the guard was written
+    after the conversion, which raised first, so the call recorded f's except branch
+    unguarded, and replays on finite values answered as it."""
+    convert = CONVERSIONS[name]
+
+    def f(x):
+        with np.errstate(all="ignore"):
+            y = x / x[1]
+            try:
+                n = convert(y[0])
+            except (ValueError, OverflowError):
+                n = -1
+            return (x * n).sum()
+
+    # (as_integer_ratio() of a finite traced value is refused: the traced call raises too)
+    replayed = flips([1.0, 0.0], [0.0, 0.0], [1.0, 0.0])
+    rows = replayed if name == "as_integer_ratio" else (
+        flips([1.0, 2.0], [1.0, 2.0], [1.0, 0.0], [1.0, 2.0], [0.0, 0.0], [3.0, 2.0]))
+    replaying = replayed_like_traced(f, rows)
+    if name == "as_integer_ratio":
+        with pytest.raises(mutad.errors.ConversionError):
+            replaying(np.array([1.0, 2.0]))

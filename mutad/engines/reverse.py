@@ -738,11 +738,12 @@ class Traced(ArrayMethods):
         if recorder is None or not recorder.ready:
             return ArrayMethods._converted(self, what, attempt)
         recorder.ready = False  # not a conversion of the program's own: a decision of Python's
+        value = None
         try:
             value = ArrayMethods._converted(self, what, attempt)
-        finally:
-            recorder.ready = True
-        recorder.guard(self, value.tobytes())
+        finally:  # (also where NumPy's own error, which f may catch, is raised: the bytes
+            recorder.ready = True  # decide it, inf.as_integer_ratio()'s OverflowError)
+            recorder.guard(self, (self.value if value is None else value).tobytes())
         return value
 
     def __index__(self):
@@ -789,13 +790,19 @@ class Traced(ArrayMethods):
 
     def _decided(self, decide):
         """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
-        taken = ArrayMethods._decided(self, decide)
-        if self.tape.recorder is not None and self.tape.recorder.ready:
-            if type(taken) is float:  # by its bits: 0.0 == -0.0, which "%+.1f" % x tells apart
-                self.tape.recorder.guard(self, _float_bits(taken),
-                                         lambda value: _float_bits(decide(numpy_value(value))))
-            else:
-                self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
+        recorder = self.tape.recorder
+        if recorder is None or not recorder.ready:
+            return ArrayMethods._decided(self, decide)
+        try:
+            taken = ArrayMethods._decided(self, decide)
+        except Exception:  # int(inf)'s OverflowError, which f may catch: the bytes decide it
+            recorder.guard(self, self.value.tobytes())
+            raise
+        if type(taken) is float:  # by its bits: 0.0 == -0.0, which "%+.1f" % x tells apart
+            recorder.guard(self, _float_bits(taken),
+                           lambda value: _float_bits(decide(numpy_value(value))))
+        else:
+            recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
         return taken
 
     def __repr__(self):
