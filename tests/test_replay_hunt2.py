@@ -216,3 +216,12 @@ def test_an_error_converting_a_traced_value_is_guarded(name):
     if name == "as_integer_ratio":
         with pytest.raises(mutad.errors.ConversionError):
             replaying(np.array([1.0, 2.0]))
+
+
+def test_a_dtype_numpy_computes_from_a_traced_value_is_guarded():
+    """np.min_scalar_type(x[0]): float16 for 1.0, float64 for 1e10, a dtype the program
+    goes on with; the replay held the recorded one."""
+    def f(x):
+        return x.sum() * np.dtype(np.min_scalar_type(x[0])).itemsize
+
+    replayed_like_traced(f, flips([1.0, 2.0], [1.0, 2.0], [1e10, 2.0], [1.5, 2.0], [1e300, 2.0]))

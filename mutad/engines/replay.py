@@ -2497,8 +2497,8 @@ class Recorder:
         """How a step stores its result ``y``: a new slot for each traced array in it, and
         for each Python number, string or bool in it computed from traced values (``depends``:
         ``np.allclose``, ``np.count_nonzero``) the value it must be again (:class:`Same`)."""
-        if depends and type(y) in PYTHON_SCALARS:
-            return Same(y)
+        if depends and (type(y) in PYTHON_SCALARS or isinstance(y, np.dtype)):
+            return Same(y)  # (a dtype: np.min_scalar_type(x[0]), float16 or float64)
         if type(y) is Traced:
             if y.tape is not self.tape:
                 self.refuse("an array of another differentiation")
