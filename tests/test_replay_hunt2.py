@@ -3,7 +3,9 @@ here calls its replaying function on inputs that flip one decision the replay di
 and compares every call with a traced one, bit for bit, and the caller's bytes."""
 
 import math
+import sys
 import warnings
+import weakref
 
 import numpy as np
 import pytest
@@ -225,3 +227,51 @@ def test_a_dtype_numpy_computes_from_a_traced_value_is_guarded():
         return x.sum() * np.dtype(np.min_scalar_type(x[0])).itemsize
 
     replayed_like_traced(f, flips([1.0, 2.0], [1.0, 2.0], [1e10, 2.0], [1.5, 2.0], [1e300, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# What f reaches besides its arguments
+
+
+def test_a_module_f_imports_is_what_f_reaches(tmp_path, monkeypatch):
+    """import settings inside f (a lazy import): the module was not among what f reaches,
+    so a replay answered with the recorded settings.scale after the caller changed it."""
+    (tmp_path / "replay_hunt_settings.py").write_text("scale = 1.0\nweights = [1.0, 2.0]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import replay_hunt_settings as settings
+
+    def f(x):
+        import replay_hunt_settings
+        from replay_hunt_settings import weights
+        return (x * replay_hunt_settings.scale).sum() + x[0] * weights[0]
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    for scale, first in [(1.0, 1.0), (1.0, 1.0), (2.0, 1.0), (2.0, 1.0), (2.0, 5.0), (2.0, 5.0)]:
+        settings.scale = scale
+        settings.weights[0] = first
+        value, grad = replaying(x)
+        assert value == 3.0 * scale + first and grad.tolist() == [scale + first, scale]
+    monkeypatch.delitem(sys.modules, "replay_hunt_settings")
+
+
+class Holder:
+    pass
+
+
+def test_an_object_f_reaches_through_a_weak_reference_is_what_f_reaches():
+    """f calls a weakref.ref for its object: the walk stopped at the reference, so a replay
+    read the object's recorded array after the caller rebound it."""
+    holder = Holder()
+    holder.w = np.array([1.0, 2.0])
+    reference = weakref.ref(holder)
+
+    def f(x):
+        return (x * reference().w).sum()
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([1.0, 1.0])
+    for w in ([1.0, 2.0], [1.0, 2.0], [3.0, 4.0], [3.0, 4.0]):
+        holder.w = np.array(w)
+        value, grad = replaying(x)
+        assert value == sum(w) and grad.tolist() == w

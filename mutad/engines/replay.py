@@ -64,6 +64,7 @@ import builtins
 import collections
 import collections.abc
 import contextlib
+import dis
 import functools
 import gc
 import hashlib
@@ -3748,6 +3749,7 @@ def _reach_into(x, work, arrays, names, walk, large):
             work.extend(x.__defaults__ or ())
             return
         work.append(code)
+        work.extend(_imported_modules(x))  # (import config in f: its attributes are state)
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
@@ -3825,6 +3827,10 @@ def _reach_into(x, work, arrays, names, walk, large):
         _hold_class(x, walk)
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
+    elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
+        referent = x()
+        if referent is not None:
+            work.append(referent)
     elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
         # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
@@ -3964,6 +3970,50 @@ def _code_identifiers(code):
         found.update(c.co_names)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports(code):
+    """``(level, name, fromlist)`` of each ``import`` statement of ``code`` and of the code
+    objects within it (``import config``, ``from .config import dt``), and of each string
+    among their constants where they call ``__import__`` (``__import__("config")``)."""
+    found, codes = [], [code]
+    while codes:
+        c = codes.pop()
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        if "__import__" in c.co_names:
+            found.extend((0, k, None) for k in c.co_consts if type(k) is str)
+        constants = []  # (an import's level and fromlist are the constants loaded before it)
+        for instruction in dis.get_instructions(c):
+            if instruction.opname == "IMPORT_NAME":
+                level, fromlist = constants[-2:] if len(constants) >= 2 else (0, None)
+                found.append((level, instruction.argval, fromlist))
+            constants = [*constants, instruction.argval] \
+                if instruction.opname == "LOAD_CONST" else []
+    return tuple(found)
+
+
+def _imported_modules(function):
+    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
+    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
+    f's state as a global module's is. (One not imported yet is imported by the call; the
+    next call's walk meets it, and finds what f reaches changed.)"""
+    package = function.__globals__.get("__package__") or ""
+    for level, name, fromlist in _imports(function.__code__):
+        if type(level) is not int or type(name) is not str:
+            continue
+        if level:
+            base = package.rsplit(".", level - 1)[0] if level > 1 else package
+            name = f"{base}.{name}" if name else base
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):
+            module = sys.modules.get(".".join(parts[:k]))
+            if module is not None:
+                yield module
+        for item in fromlist if type(fromlist) is tuple else ():  # (from package import mod)
+            module = sys.modules.get(f"{name}.{item}")
+            if module is not None:
+                yield module
 
 
 @functools.lru_cache(maxsize=4096)
