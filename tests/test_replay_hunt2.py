@@ -2,6 +2,7 @@
 here calls its replaying function on inputs that flip one decision the replay did not guard,
 and compares every call with a traced one, bit for bit, and the caller's bytes."""
 
+import contextvars
 import math
 import sys
 import warnings
@@ -275,3 +276,21 @@ def test_an_object_f_reaches_through_a_weak_reference_is_what_f_reaches():
         holder.w = np.array(w)
         value, grad = replaying(x)
         assert value == sum(w) and grad.tolist() == w
+
+
+SCALE = contextvars.ContextVar("replay_hunt_scale", default=1.0)
+
+
+def test_a_context_variable_f_reads_is_what_f_reaches():
+    """SCALE.get() in f, a context variable the caller sets between calls: the walk did not
+    read its value, so a replay answered with the recorded scale."""
+    replaying = mutad.value_and_grad(lambda x: (x * SCALE.get()).sum(), replay=True)
+    x = np.array([1.0, 2.0])
+    one, two = 1.0, 2.0
+    for scale in (one, one, two, two, one):
+        token = SCALE.set(scale)
+        try:
+            value, grad = replaying(x)
+        finally:
+            SCALE.reset(token)
+        assert value == 3.0 * scale and grad.tolist() == [scale, scale]

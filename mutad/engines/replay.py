@@ -64,6 +64,7 @@ import builtins
 import collections
 import collections.abc
 import contextlib
+import contextvars
 import dis
 import functools
 import gc
@@ -3831,6 +3832,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         referent = x()
         if referent is not None:
             work.append(referent)
+    elif kind is contextvars.ContextVar:  # its value in the caller's context (SCALE.get())
+        work.append(x.get(None))
     elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
         # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
