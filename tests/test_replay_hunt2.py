@@ -294,3 +294,26 @@ def test_a_context_variable_f_reads_is_what_f_reaches():
         finally:
             SCALE.reset(token)
         assert value == 3.0 * scale and grad.tolist() == [scale, scale]
+
+
+class Units(type):
+    scale = 1.0
+
+
+class Metres(metaclass=Units):
+    pass
+
+
+def test_an_attribute_of_a_metaclass_is_what_f_reaches():
+    """Metres.scale, found on the class's metaclass: the walk held the class and its bases,
+    not its metaclass, so a replay answered with the recorded scale after the caller set
+    another."""
+    replaying = mutad.value_and_grad(lambda x: (x * Metres.scale).sum(), replay=True)
+    x = np.array([1.0, 2.0])
+    try:
+        for scale in (1.0, 1.0, 3.0, 3.0):
+            Units.scale = scale
+            value, grad = replaying(x)
+            assert value == 3.0 * scale and grad.tolist() == [scale, scale]
+    finally:
+        Units.scale = 1.0

@@ -3957,8 +3957,9 @@ def _reach_items(x, kind, work, large):
 
 def _hold_class(cls, walk):
     """Hold the namespaces of ``cls`` and its bases, but those of NumPy's, SciPy's, mutad's
-    and the standard library's: a method a subclass inherits, a class attribute."""
-    for base in cls.__mro__:
+    and the standard library's: a method a subclass inherits, a class attribute; and those
+    of its metaclass and its bases, where a class attribute ``cls.scale`` may be found."""
+    for base in (*cls.__mro__, *type(cls).__mro__):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):  # (a new proxy on each call)
             walk.hold(vars(base), owner=base, whole=_users_module(module))
