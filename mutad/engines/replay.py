@@ -2229,8 +2229,8 @@ class Recorder:
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
-        self.printing = np.get_printoptions()  # NumPy's print options, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
+        self.printing = np.get_printoptions()  # NumPy's print options, as the call began
         # The warnings of floating-point events the steps issued, (message, file, line); the
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
         self.heard = []
