@@ -4,7 +4,11 @@ and compares every call with a traced one, bit for bit, and the caller's bytes."
 
 import contextvars
 import math
+import os
+import random
+import secrets
 import sys
+import uuid
 import warnings
 import weakref
 
@@ -317,3 +321,22 @@ def test_an_attribute_of_a_metaclass_is_what_f_reaches():
             assert value == 3.0 * scale and grad.tolist() == [scale, scale]
     finally:
         Units.scale = 1.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Random draws
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: os.urandom(1)[0] % 2,
+    lambda: secrets.randbelow(2),
+    lambda: uuid.uuid4().int % 2,
+    lambda: random.SystemRandom().random(),
+], ids=["os.urandom", "secrets", "uuid4", "SystemRandom"])
+def test_fresh_entropy_the_standard_library_draws_in_f_traces_the_call(draw):
+    """Bytes of the operating system's entropy drawn in f: a replay reused the recorded
+    call's numbers (f's value the same on every call where the traced calls differ)."""
+    replaying = mutad.value_and_grad(lambda x: (x * (1.0 + draw())).sum(), replay=True)
+    for _ in range(3):
+        replaying(np.ones(2))
+    assert "fresh entropy" in "".join(replaying.reasons.values())

@@ -4212,40 +4212,49 @@ def _digest(a):
 
 
 class FreshEntropy:
-    """Counts, while some recording runs, the generators NumPy seeds from fresh entropy
-    (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a seed: NumPy's
-    ``bit_generator.randbits``): a recording during which one was would replay its numbers.
-    Installed by the first recording that starts and removed by the last that ends; a
-    generator seeded by another thread meanwhile counts too (that signature is traced)."""
+    """Counts, while some recording runs, the draws of fresh entropy: the generators NumPy
+    seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
+    seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
+    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``):
+    a recording during which one was would replay its numbers. Installed by the first
+    recording that starts and removed by the last that ends; a draw made by another thread
+    meanwhile counts too (that signature is traced)."""
 
     lock = threading.Lock()
     users = 0
     count = 0
-    original = None
+    originals = []  # (module, name, function) of each function counted
 
     def __enter__(self):
         cls = type(self)
         with cls.lock:
-            module = np.random.bit_generator
-            if cls.users == 0 and hasattr(module, "randbits"):
-                cls.original = draw = module.randbits
-
-                def counted(bits):
-                    cls.count += 1
-                    return draw(bits)
-
-                module.randbits = counted
+            if cls.users == 0:
+                for module, name in ((np.random.bit_generator, "randbits"), (os, "urandom"),
+                                     (random, "_urandom")):
+                    draw = getattr(module, name, None)
+                    if draw is not None:
+                        cls.originals.append((module, name, draw))
+                        setattr(module, name, cls._counted(draw))
             cls.users += 1
             self.before = cls.count
         return self
+
+    @classmethod
+    def _counted(cls, draw):
+        def counted(*args):
+            cls.count += 1
+            return draw(*args)
+        return counted
 
     def __exit__(self, *exc):
         cls = type(self)
         with cls.lock:
             self.seeded = cls.count != self.before
             cls.users -= 1
-            if cls.users == 0 and cls.original is not None:
-                np.random.bit_generator.randbits, cls.original = cls.original, None
+            if cls.users == 0:
+                while cls.originals:
+                    module, name, draw = cls.originals.pop()
+                    setattr(module, name, draw)
 
 
 def _random_states(objects):
@@ -4475,8 +4484,9 @@ class Replayed:
                                     "replay would reuse the recorded numbers")
             if recording.program is not None and entropy.seeded:
                 recording.program = None
-                recording.reason = ("a generator seeded from fresh entropy in f (such as "
-                                    "np.random.default_rng() without a seed): a replay would "
+                recording.reason = ("fresh entropy drawn in f (a generator seeded from it, "
+                                    "such as np.random.default_rng() without a seed, or "
+                                    "os.urandom, secrets, uuid.uuid4()): a replay would "
                                     "reuse the recorded numbers; pass the generator or its "
                                     "seed as an argument")
             if recording.program is not None and reached is not None:
