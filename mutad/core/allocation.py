@@ -1242,7 +1242,8 @@ def math_function(original):
             y = np.sqrt(sum(a * a for a in args))
         else:
             y = _ufunc_of(name)(*args)
-        put_value(y, original(*as_floats(args)))
+        value = _math_value(original, as_floats(args), args)
+        put_value(y, value)
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too
             recorder.put_value(y, original, args)
@@ -1253,6 +1254,21 @@ def math_function(original):
         return y
 
     return _named(following, original)
+
+
+def _math_value(original, numbers, args):
+    """``original(*numbers)``, math's own value of the traced ``args``. Its error (a domain
+    error, fsum's overflow), which f may catch and go on, is a decision a replay cannot guard:
+    the recording that meets it is told so (``Recorder.raised``)."""
+    try:
+        return original(*numbers)
+    except Exception as error:
+        for x in args:
+            recorder = getattr(getattr(x, "tape", None), "recorder", None)
+            if recorder is not None:
+                recorder.raised(error)
+                break
+        raise
 
 
 def _math_of_floats(original, split):
@@ -1284,8 +1300,8 @@ def math_of_sequences(original):
         if not any(wrapped(x) for x in items) or any(
                 wrapped(x) and (x.size != 1 or x.dtype.kind != "f") for x in items):
             return original(*sequences)  # math's conversion: refused, or math's error
-        exact = original(*[[memory(x).reshape(()) if wrapped(x) else x for x in sequence]
-                           for sequence in sequences])
+        exact = _math_value(original, [[memory(x).reshape(()) if wrapped(x) else x
+                                        for x in sequence] for sequence in sequences], items)
         stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
                              else np.float64(x) for x in sequence]) for sequence in sequences]
         if name == "fsum":

@@ -64,6 +64,8 @@ import builtins
 import collections
 import collections.abc
 import contextlib
+import contextvars
+import dis
 import functools
 import gc
 import hashlib
@@ -454,7 +456,9 @@ class Pure:
             # rest from the latter
             self.ufunc = self.record_ufunc
         if self.scalar_math is not None:
-            self.ufunc = functools.partial(_on_scalars, self.scalar_math)
+            at = dict(self.at)
+            self.ufunc = functools.partial(_on_scalars, self.scalar_math,
+                                           [i in at for i in range(len(self.args))])
         if buffer.c_contiguous and short(buffer) and buffer.dtype.kind == "f" \
                 and self.later is None:
             # (a complex partial is conjugated: the engine's)
@@ -467,9 +471,10 @@ class Pure:
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
         if self.ufunc is not self.record_ufunc and isinstance(y, np.generic) and y != y:
             y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
-        if self.weak and isinstance(y, np.generic):
-            y = y.item()
-        values[self.out] = y  # a NumPy scalar where the traced array was a read-only 0-d one
+        # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
+        # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
+        # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
+        values[self.out] = y.item() if self.weak and isinstance(y, np.generic) else y
         if self.lean is not None:  # what the partials read, no more (as ``record`` keeps)
             read = read_by_partials(vals, self.reads)
             if self.rule.decide is not None:  # and the decision they take, after the inputs
@@ -554,7 +559,12 @@ class Pure:
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             expression = f"{code.bind(self.ufunc)}({', '.join(vals)}{kwargs})"
-        if self.weak:  # a Python number, as __call__ holds it
+        kept = None
+        if self.weak:  # a Python number, as __call__ holds it (its partials NumPy's scalar)
+            if "y" in self.rule.uses:
+                kept = code.keep(f"w{k}")
+                code.forward.append(f"{kept} = {expression}")
+                expression = kept
             expression = f"number({expression})"
         y = code.made(self.out, expression, self.buffer.key in code.internal)
         decide = self.rule.decide
@@ -567,7 +577,7 @@ class Pure:
                 for name in vals]
         if decide is not None:
             vals.append(decision)
-        y = code.keep(y) if "y" in self.rule.uses else "None"
+        y = "None" if "y" not in self.rule.uses else kept if kept is not None else code.keep(y)
         code.records.append((vals, y))
 
     def emit_back(self, code, k):
@@ -886,10 +896,16 @@ INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.trued
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
 
 
-def _on_scalars(operation, *values):
+def _on_scalars(operation, traced, *values):
     """``operation`` (``*``, ``**``) of NumPy's scalars ``values`` (0-d arrays as the scalars
-    they stand for): their own math, as the engine took the value (``arraylike.put_right``)."""
-    return operation(*(v[()] if type(v) is np.ndarray else v for v in values))
+    they stand for): their own math, as the engine took the value (``arraylike.put_right``).
+    The values of the program (``traced``, per value) are NumPy's scalars there, also those a
+    replay holds as Python's numbers (``Pure.weak``): ``(-2.0) ** 0.5`` is Python's complex
+    number, NumPy's NaN."""
+    return operation(*(v[()] if type(v) is np.ndarray else
+                       np.float64(v) if t and type(v) is float else
+                       np.complex128(v) if t and type(v) is complex else v
+                       for v, t in zip(values, traced, strict=True)))
 
 
 class ElementwiseWrite:
@@ -2217,11 +2233,18 @@ class Recorder:
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
+        special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
+        self.special = None if special is None else (special.geterr, special.geterr())
+        self.printing = np.get_printoptions()  # NumPy's print options, as the call began
         # The warnings of floating-point events the steps issued, (message, file, line); the
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
         self.heard = []
         self.counted = 0
         self.depth = 0
+        # Python's warnings the steps issued and Python showed, (category, message): f may
+        # have acted on them (``catch_warnings(record=True)``; ``Shown``)
+        self.shown = []
+        self.showing = None  # the Shown installed while the call records
         self.writers = []  # the debug.Warnings that report to ``heard``
         # The write just traced: its plan (``operations.WritePlan``, one offering no inverse
         # where tracing withheld it for the memory its operands would hold) and whether its
@@ -2482,8 +2505,8 @@ class Recorder:
         """How a step stores its result ``y``: a new slot for each traced array in it, and
         for each Python number, string or bool in it computed from traced values (``depends``:
         ``np.allclose``, ``np.count_nonzero``) the value it must be again (:class:`Same`)."""
-        if depends and type(y) in PYTHON_SCALARS:
-            return Same(y)
+        if depends and (type(y) in PYTHON_SCALARS or isinstance(y, np.dtype)):
+            return Same(y)  # (a dtype: np.min_scalar_type(x[0]), float16 or float64)
         if type(y) is Traced:
             if y.tape is not self.tape:
                 self.refuse("an array of another differentiation")
@@ -2529,7 +2552,14 @@ class Recorder:
         ``np.errstate`` block in ``f``), becomes a :class:`Modes` step where it changed. The
         categories ignored are ignored when replayed; those warned about (``"log"``, to
         ``debug.Warnings``) are counted, and a replay whose events are not the recorded
-        ones is traced. Raising, or a handler of the user's, Python may act on: refused."""
+        ones is traced. Raising, or a handler of the user's, Python may act on: refused.
+        So is scipy.special's error handling changed inside f (``scipy.special.errstate``),
+        which the replay, run under the caller's, would not have its functions raise or warn
+        as f asked."""
+        if self.special is not None and self.special[0]() != self.special[1]:
+            self.refuse("scipy.special's error handling changed inside f (scipy.special."
+                        "errstate): Python may act on its errors")
+            return
         modes, call = np.geterr(), np.geterrcall()
         if modes == self.modes and call is self.call:
             return
@@ -2877,6 +2907,11 @@ class Recorder:
         slot = self._slot_of(x, "a decision on")
         if slot is None:
             return
+        if type(taken) is str and np.get_printoptions() != self.printing:
+            # (a replay's guard writes the string under the caller's print options)
+            self.refuse("a string of a traced value written under print options f set "
+                        "(np.printoptions)")
+            return
         if decide is None:
             decide = bool if type(taken) is bool else _bytes
         self.steps.append(Guard(slot, decide, taken))
@@ -2947,6 +2982,7 @@ class Program:
         self.steps = recorder.steps
         self.warned = list(recorder.heard)  # (message, file, line) of the warnings issued
         self.kinds = [_kind(message) for message, _, _ in self.warned]
+        self.shown = recorder.shown
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
@@ -3079,7 +3115,9 @@ class Program:
         try:
             heard = Heard()
             try:
-                with np.errstate(call=heard, **self.modes):  # and as each Modes step says
+                with np.errstate(call=heard, **self.modes), \
+                        warnings.catch_warnings(record=True) as issued:  # as Shown hears them
+                    warnings.simplefilter("always")
                     for step in self.steps:
                         step(values, tape)
             except GuardFailed:
@@ -3090,6 +3128,12 @@ class Program:
                 raise GuardFailed from error
             if heard.kinds != self.kinds:  # what Python may have acted on, or warns about
                 raise GuardFailed
+            if issued or self.shown:
+                shown = [(w.category, str(w.message)) for w in issued]
+                if shown != self.shown:  # f's filters, which may act on them, run no more
+                    raise GuardFailed
+                for w in issued:  # issued again under the caller's filters
+                    warn_at(w.message, w.category, w.filename, w.lineno)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
                 held, rebuild = self.aux
@@ -3183,6 +3227,32 @@ def _place(t):
     return Place(t.buffer, False, t.offset, value.shape, value.strides, value.dtype)
 
 
+class Shown:
+    """Installed as ``warnings._showwarnmsg``, through which Python shows each warning that
+    its filters neither ignore nor raise (C code's too), while a call records: the warnings
+    its operations issue and Python shows. f may act on them, under its own filters, which
+    the replay does not run (``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned
+    matrix caught by ``catch_warnings(record=True)``): a replay issues the same, or it is
+    traced (``Program._run``)."""
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.previous = warnings._showwarnmsg
+        warnings._showwarnmsg = self
+
+    def __call__(self, message):
+        recorder = self.recorder
+        if recorder.depth and not (  # (f's own warnings are f's, not its operations')
+                recorder.heard and recorder.heard[-1] == (  # (floating-point events: heard)
+                    str(message.message), message.filename, message.lineno)):
+            recorder.shown.append((message.category, str(message.message)))
+        self.previous(message)
+
+    def remove(self):
+        if warnings._showwarnmsg is self:
+            warnings._showwarnmsg = self.previous
+
+
 class Recording:
     """What ``api._value_and_gradient`` calls while it traces a call to be replayed: ``start``
     once the arguments are traced, ``end`` once the function returned; ``program`` is then
@@ -3203,6 +3273,7 @@ class Recording:
             if t is None and type(leaf) is np.ndarray:
                 recorder.note_plain(leaf)
         tape.recorder = recorder
+        recorder.showing = Shown(recorder)
         recorder.pause_collector()
 
     def end(self, run, y):
@@ -3210,6 +3281,7 @@ class Recording:
         if recorder is None:
             return
         run.tape.recorder = None
+        recorder.showing.remove()
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
@@ -3261,6 +3333,7 @@ class Recording:
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
+            recorder.showing.remove()  # (also if the call raised)
             if recorder.tape.recomputation is not None:
                 recorder.tape.recomputation.planner = None
             if self.program is not None:
@@ -3683,6 +3756,7 @@ def _reach_into(x, work, arrays, names, walk, large):
             work.extend(x.__defaults__ or ())
             return
         work.append(code)
+        work.extend(_imported_modules(x))  # (import config in f: its attributes are state)
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
@@ -3760,6 +3834,12 @@ def _reach_into(x, work, arrays, names, walk, large):
         _hold_class(x, walk)
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
+    elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
+        referent = x()
+        if referent is not None:
+            work.append(referent)
+    elif kind is contextvars.ContextVar:  # its value in the caller's context (SCALE.get())
+        work.append(x.get(None))
     elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
         # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
@@ -3883,8 +3963,9 @@ def _reach_items(x, kind, work, large):
 
 def _hold_class(cls, walk):
     """Hold the namespaces of ``cls`` and its bases, but those of NumPy's, SciPy's, mutad's
-    and the standard library's: a method a subclass inherits, a class attribute."""
-    for base in cls.__mro__:
+    and the standard library's: a method a subclass inherits, a class attribute; and those
+    of its metaclass and its bases, where a class attribute ``cls.scale`` may be found."""
+    for base in (*cls.__mro__, *type(cls).__mro__):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):  # (a new proxy on each call)
             walk.hold(vars(base), owner=base, whole=_users_module(module))
@@ -3899,6 +3980,50 @@ def _code_identifiers(code):
         found.update(c.co_names)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _imports(code):
+    """``(level, name, fromlist)`` of each ``import`` statement of ``code`` and of the code
+    objects within it (``import config``, ``from .config import dt``), and of each string
+    among their constants where they call ``__import__`` (``__import__("config")``)."""
+    found, codes = [], [code]
+    while codes:
+        c = codes.pop()
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        if "__import__" in c.co_names:
+            found.extend((0, k, None) for k in c.co_consts if type(k) is str)
+        constants = []  # (an import's level and fromlist are the constants loaded before it)
+        for instruction in dis.get_instructions(c):
+            if instruction.opname == "IMPORT_NAME":
+                level, fromlist = constants[-2:] if len(constants) >= 2 else (0, None)
+                found.append((level, instruction.argval, fromlist))
+            constants = [*constants, instruction.argval] \
+                if instruction.opname == "LOAD_CONST" else []
+    return tuple(found)
+
+
+def _imported_modules(function):
+    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
+    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
+    f's state as a global module's is. (One not imported yet is imported by the call; the
+    next call's walk meets it, and finds what f reaches changed.)"""
+    package = function.__globals__.get("__package__") or ""
+    for level, name, fromlist in _imports(function.__code__):
+        if type(level) is not int or type(name) is not str:
+            continue
+        if level:
+            base = package.rsplit(".", level - 1)[0] if level > 1 else package
+            name = f"{base}.{name}" if name else base
+        parts = name.split(".")
+        for k in range(1, len(parts) + 1):
+            module = sys.modules.get(".".join(parts[:k]))
+            if module is not None:
+                yield module
+        for item in fromlist if type(fromlist) is tuple else ():  # (from package import mod)
+            module = sys.modules.get(f"{name}.{item}")
+            if module is not None:
+                yield module
 
 
 @functools.lru_cache(maxsize=4096)
@@ -4093,40 +4218,49 @@ def _digest(a):
 
 
 class FreshEntropy:
-    """Counts, while some recording runs, the generators NumPy seeds from fresh entropy
-    (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a seed: NumPy's
-    ``bit_generator.randbits``): a recording during which one was would replay its numbers.
-    Installed by the first recording that starts and removed by the last that ends; a
-    generator seeded by another thread meanwhile counts too (that signature is traced)."""
+    """Counts, while some recording runs, the draws of fresh entropy: the generators NumPy
+    seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
+    seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
+    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``):
+    a recording during which one was would replay its numbers. Installed by the first
+    recording that starts and removed by the last that ends; a draw made by another thread
+    meanwhile counts too (that signature is traced)."""
 
     lock = threading.Lock()
     users = 0
     count = 0
-    original = None
+    originals = []  # (module, name, function) of each function counted
 
     def __enter__(self):
         cls = type(self)
         with cls.lock:
-            module = np.random.bit_generator
-            if cls.users == 0 and hasattr(module, "randbits"):
-                cls.original = draw = module.randbits
-
-                def counted(bits):
-                    cls.count += 1
-                    return draw(bits)
-
-                module.randbits = counted
+            if cls.users == 0:
+                for module, name in ((np.random.bit_generator, "randbits"), (os, "urandom"),
+                                     (random, "_urandom")):
+                    draw = getattr(module, name, None)
+                    if draw is not None:
+                        cls.originals.append((module, name, draw))
+                        setattr(module, name, cls._counted(draw))
             cls.users += 1
             self.before = cls.count
         return self
+
+    @classmethod
+    def _counted(cls, draw):
+        def counted(*args):
+            cls.count += 1
+            return draw(*args)
+        return counted
 
     def __exit__(self, *exc):
         cls = type(self)
         with cls.lock:
             self.seeded = cls.count != self.before
             cls.users -= 1
-            if cls.users == 0 and cls.original is not None:
-                np.random.bit_generator.randbits, cls.original = cls.original, None
+            if cls.users == 0:
+                while cls.originals:
+                    module, name, draw = cls.originals.pop()
+                    setattr(module, name, draw)
 
 
 def _random_states(objects):
@@ -4356,8 +4490,9 @@ class Replayed:
                                     "replay would reuse the recorded numbers")
             if recording.program is not None and entropy.seeded:
                 recording.program = None
-                recording.reason = ("a generator seeded from fresh entropy in f (such as "
-                                    "np.random.default_rng() without a seed): a replay would "
+                recording.reason = ("fresh entropy drawn in f (a generator seeded from it, "
+                                    "such as np.random.default_rng() without a seed, or "
+                                    "os.urandom, secrets, uuid.uuid4()): a replay would "
                                     "reuse the recorded numbers; pass the generator or its "
                                     "seed as an argument")
             if recording.program is not None and reached is not None:

@@ -20,6 +20,7 @@ module, which imports none of them.
 """
 
 import operator
+import struct
 import weakref
 import zlib
 
@@ -766,11 +767,12 @@ class Traced(ArrayMethods):
         if recorder is None or not recorder.ready:
             return ArrayMethods._converted(self, what, attempt)
         recorder.ready = False  # not a conversion of the program's own: a decision of Python's
+        value = None
         try:
             value = ArrayMethods._converted(self, what, attempt)
-        finally:
-            recorder.ready = True
-        recorder.guard(self, value.tobytes())
+        finally:  # (also where NumPy's own error, which f may catch, is raised: the bytes
+            recorder.ready = True  # decide it, inf.as_integer_ratio()'s OverflowError)
+            recorder.guard(self, (self.value if value is None else value).tobytes())
         return value
 
     def __index__(self):
@@ -817,9 +819,19 @@ class Traced(ArrayMethods):
 
     def _decided(self, decide):
         """What Python reads of the value (``ArrayMethods._decided``), guarded by a replay."""
-        taken = ArrayMethods._decided(self, decide)
-        if self.tape.recorder is not None and self.tape.recorder.ready:
-            self.tape.recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
+        recorder = self.tape.recorder
+        if recorder is None or not recorder.ready:
+            return ArrayMethods._decided(self, decide)
+        try:
+            taken = ArrayMethods._decided(self, decide)
+        except Exception:  # int(inf)'s OverflowError, which f may catch: the bytes decide it
+            recorder.guard(self, self.value.tobytes())
+            raise
+        if type(taken) is float:  # by its bits: 0.0 == -0.0, which "%+.1f" % x tells apart
+            recorder.guard(self, _float_bits(taken),
+                           lambda value: _float_bits(decide(numpy_value(value))))
+        else:
+            recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
         return taken
 
     def __repr__(self):
@@ -834,3 +846,8 @@ class Traced(ArrayMethods):
     def restrided(self, shape, dtype, offset, strides):
         """The view of this one-dimensional array at byte ``offset`` (``views.strided``)."""
         return view_of(self, strided(self.value, shape, dtype, offset, strides), self.tape)
+
+
+def _float_bits(number):
+    """The bits of Python's float ``number`` (``Traced._decided`` guards a float by them)."""
+    return struct.pack("<d", number)
