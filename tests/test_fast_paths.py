@@ -814,3 +814,51 @@ def test_small_cotangents_added_as_made_give_the_bits_of_adding_them_after(monke
         patched.setattr(elementwise, "_small_cotangents", deferred)
         after = _bits(_by_every_mode(_repeated_operands, args))
     assert lean == after
+
+
+def _chains_between_writes(a, b):
+    """Runs of small elementwise operations between writes into their operands: a traced 0-d
+    value broadcast against them (its cotangent summed), views of an array as operands, an
+    operand whose shadow exists when its record is reversed and one whose shadow does not,
+    a partial that is infinite where the cotangent is zero (``products.times``' mask)."""
+    c = a[0] * b[0]  # a traced 0-d value
+    x = b.copy()
+    for k in range(3):
+        u = np.sin(x) * c + x * a
+        v = u - x
+        q = np.sqrt(x * 0.0)  # an infinite partial, the cotangent that reaches it zero
+        x = v * 1.5 + q * 0.0 + u
+        x[1:] += x[:-1] * a[1:]  # a write between runs, of views
+        x = np.tanh(x) + x[::-1] * c
+    return np.sum(x * a) + np.sum(_repeated_operands(a, b))
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # sqrt's partial at 0
+@pytest.mark.parametrize("name", ["repeated", "chains"])
+def test_runs_of_small_records_reversed_in_one_loop_give_the_bits_of_their_pullbacks(
+        name, monkeypatch):
+    """The traced reverse pass's loop over a run of elementwise records
+    (``elementwise.reverse_elementwise``), whose float64 products are added to whole buffers'
+    shadows directly (``_lean_cotangents``), against each record's own pullback one at a time
+    (anomaly detection checks each record: no run) and against ``_small_cotangents``: the
+    same bits in every mode."""
+    f = {"repeated": _repeated_operands, "chains": _chains_between_writes}[name]
+    args = (np.random.default_rng(8).standard_normal(6),
+            np.random.default_rng(9).standard_normal(6))
+    lean = elementwise._lean_cotangents
+    patterns = []
+
+    def counted(shadows, entries, rule, dy, y, places, values, traced):
+        patterns.append(traced)
+        return lean(shadows, entries, rule, dy, y, places, values, traced)
+
+    monkeypatch.setattr(elementwise, "_lean_cotangents", counted)
+    results = _by_every_mode(f, args)
+    assert (0, 1) in patterns and (0,) in patterns  # both operands traced, and one
+    restore, anomaly = _bits(results[0]), _bits(results[3])
+    assert restore == anomaly
+    with monkeypatch.context() as patched:
+        patched.setattr(elementwise, "_lean_cotangents",
+                        lambda shadows, entries, *rest: elementwise._small_cotangents(
+                            shadows, *rest))
+        assert _bits(_by_every_mode(f, args)) == _bits(results)

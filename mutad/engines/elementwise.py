@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.devices import is_device
 
+from .recompute import Written
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
                        times_partial, writable)
 from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRule,
@@ -119,6 +120,42 @@ class Elementwise(OneOutput):
             _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
         else:
             elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+
+
+def reverse_elementwise(records, shadows, watch):
+    """Reverse the run of :class:`Elementwise` records at the end of ``records``, newest first,
+    each as ``ReverseTape.replay`` reverses a pure record (``Elementwise.pullback``, then its
+    output forgets its recipe), in one loop: a program of small operations spends most of its
+    reverse pass in Python's calls, not in NumPy's. ``watch`` is the replay's
+    ``debug.Warnings``, told which record runs.
+
+    Where the cotangent is a small float64 array of its own, C-ordered (as the engine makes
+    them), ``_small_cotangents`` runs here written out, each product added as ``Shadows.add``
+    adds a float64 array it is handed into a whole buffer (the common case, a chain of
+    operations on whole arrays); everything else takes those functions themselves. So the
+    same products are added in the same order, bit for bit."""
+    entries = shadows.entries
+    while records and type(records[-1]) is Elementwise:
+        record = watch.record = records.pop()
+        output = record.output
+        entry = entries.pop(output.key, None)
+        if entry is not None:
+            dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
+            rule, traced = record.state
+            kept = record.kept
+            y = None
+            if "y" in rule.uses:
+                y, kept = kept[-1], kept[:-1]
+            flags = dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else None
+            if flags is None or not flags.writeable:
+                elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+            elif dy.dtype is not _REAL or dy.base is not None or not flags.c_contiguous:
+                _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
+            else:
+                _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
+        output.origin = None
+        if type(output.ref) is Written:
+            output.ref = output.ref.was
 
 
 def _elementwise_back(shadows, state, dy, places, kept):
@@ -361,6 +398,71 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         place = places[i]
+        shadows.add(place, g if g.shape == place.shape else unbroadcast(g, place.shape),
+                    owned=True)
+
+
+def _lean_cotangents(shadows, entries, rule, dy, y, places, values, traced):
+    """``_small_cotangents`` for ``dy`` a float64 array that owns its C-ordered, writable
+    memory (``reverse_elementwise``), with ``Shadows.add`` written out where a product is such
+    an array too, of the shape of a whole float64 C-ordered buffer (``entries``: the shadows'):
+    it becomes the buffer's shadow, or is added into the one it has. The same branches, in the
+    same order, as those functions take."""
+    last = traced[-1]
+    partials = rule.partials
+    for i in traced:
+        partial = partials[i]
+        place = places[i]
+        if partial is ONE:
+            if i == last:
+                g = dy
+            elif place.shape == dy.shape and shadows.has(place):
+                if type(place) is Buffer:
+                    entry = entries[place.key]
+                    if entry[3] is None and type(entry[1]) is NDARRAY:
+                        entry[1] += dy  # (``Shadows.add``'s first case)
+                        continue
+                shadows.add(place, dy)  # an existing shadow takes dy as it is: no copy
+                continue
+            else:
+                g = dy.copy()
+        else:
+            out = dy if i == last else np.empty_like(dy)  # (of dy's layout: C-ordered)
+            kind = type(partial)
+            if kind is Operand:
+                p = values[partial.position]
+            elif kind is Applied:
+                p = partial.function(y if partial.position is None else values[partial.position])
+            else:
+                p = partial(y, *values)
+            kind = type(p)
+            if kind is float or kind is _FLOAT64:
+                if p != 0.0 and math.isfinite(p):
+                    g = np.multiply(dy, p, out)
+                else:
+                    g = times(dy, p, out)
+            elif kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
+                    and dy.ndim <= 1 and dy.size <= UNTHREADED:
+                if cmath.isfinite(_vdot(dy, p)):
+                    g = np.multiply(dy, p, out)
+                else:
+                    g = times(dy, p, out)
+            else:
+                g = _times_partial_of(dy, p, out, out)
+            if g is not out:  # (not known to be a float64 array of dy's layout)
+                shadows.add(place, g if g.shape == place.shape else
+                            unbroadcast(g, place.shape), owned=True)
+                continue
+        # ``g``: ``dy``, a copy of it or a product into memory of its layout
+        if type(place) is Buffer and g.shape == place.shape:
+            entry = entries.get(place.key)
+            if entry is None:
+                if place.c_contiguous and place.device is None and place.dtype is _REAL:
+                    entries[place.key] = [place, g, None, None]  # (``Shadows.add``'s)
+                    continue
+            elif entry[3] is None and type(entry[1]) is NDARRAY:
+                entry[1] += g
+                continue
         shadows.add(place, g if g.shape == place.shape else unbroadcast(g, place.shape),
                     owned=True)
 
