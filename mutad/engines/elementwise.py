@@ -345,6 +345,32 @@ def _folded_state(state, positions):
     return folded
 
 
+def _small_product(dy, partial, y, values, out, suggested):
+    """``times_partial`` of a small array ``dy``, into ``out`` unless None: where the partial
+    (not ``ONE``) is a finite non-zero float or a real array of ``dy``'s shape,
+    ``products.times`` needs no mask if one dot product of both is finite
+    (``products.unmasked``); else it is asked. The partials' own calls are made here (one
+    call fewer), ``out`` passed by position (NumPy parses no keyword: the same product)."""
+    kind = type(partial)
+    if kind is Operand:
+        p = values[partial.position]
+    elif kind is Applied:
+        p = partial.function(y if partial.position is None else values[partial.position])
+    else:
+        p = partial(y, *values)
+    kind = type(p)
+    if kind is float or kind is _FLOAT64:
+        if p != 0.0 and math.isfinite(p):
+            return dy * p if out is None else np.multiply(dy, p, out)
+        return times(dy, p, out)
+    if kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape and dy.ndim <= 1 \
+            and dy.size <= UNTHREADED:
+        if cmath.isfinite(_vdot(dy, p)):
+            return dy * p if out is None else np.multiply(dy, p, out)
+        return times(dy, p, out)
+    return _times_partial_of(dy, p, out, suggested)
+
+
 def _small_cotangents(shadows, rule, dy, y, places, values, traced):
     """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
     a product each (the last one into ``dy``'s memory), no sharing. Each is added as soon as
@@ -362,9 +388,6 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
             else:
                 g = dy.copy()
         elif type(dy) is NDARRAY:
-            # ``times_partial`` of a small array, where the partial is a finite non-zero float
-            # or a real array of ``dy``'s shape (``products.times`` then needs no mask if one
-            # dot product of both is finite: ``products.unmasked``); else it is asked
             # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
             # both callers found writeable)
             if i != last:
@@ -373,28 +396,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
                 suggested = out = dy
                 if dy.base is not None and not writable(dy):
                     out = None
-            kind = type(partial)  # (the partials' own calls, made here: one call fewer)
-            if kind is Operand:
-                p = values[partial.position]
-            elif kind is Applied:
-                p = partial.function(y if partial.position is None else values[partial.position])
-            else:
-                p = partial(y, *values)
-            # (``out`` passed by position: NumPy parses no keyword, the same product)
-            kind = type(p)
-            if kind is float or kind is _FLOAT64:
-                if p != 0.0 and math.isfinite(p):
-                    g = dy * p if out is None else np.multiply(dy, p, out)
-                else:
-                    g = times(dy, p, out)
-            elif kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
-                    and dy.ndim <= 1 and dy.size <= UNTHREADED:
-                if cmath.isfinite(_vdot(dy, p)):
-                    g = dy * p if out is None else np.multiply(dy, p, out)
-                else:
-                    g = times(dy, p, out)
-            else:
-                g = _times_partial_of(dy, p, out, suggested)
+            g = _small_product(dy, partial, y, values, out, suggested)
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         place = places[i]
@@ -428,27 +430,7 @@ def _lean_cotangents(shadows, entries, rule, dy, y, places, values, traced):
                 g = dy.copy()
         else:
             out = dy if i == last else np.empty_like(dy)  # (of dy's layout: C-ordered)
-            kind = type(partial)
-            if kind is Operand:
-                p = values[partial.position]
-            elif kind is Applied:
-                p = partial.function(y if partial.position is None else values[partial.position])
-            else:
-                p = partial(y, *values)
-            kind = type(p)
-            if kind is float or kind is _FLOAT64:
-                if p != 0.0 and math.isfinite(p):
-                    g = np.multiply(dy, p, out)
-                else:
-                    g = times(dy, p, out)
-            elif kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape \
-                    and dy.ndim <= 1 and dy.size <= UNTHREADED:
-                if cmath.isfinite(_vdot(dy, p)):
-                    g = np.multiply(dy, p, out)
-                else:
-                    g = times(dy, p, out)
-            else:
-                g = _times_partial_of(dy, p, out, out)
+            g = _small_product(dy, partial, y, values, out, out)
             if g is not out:  # (not known to be a float64 array of dy's layout)
                 shadows.add(place, g if g.shape == place.shape else
                             unbroadcast(g, place.shape), owned=True)
