@@ -30,13 +30,13 @@ def central(f, x, h=1e-6):
     return g
 
 
-def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False):
+def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False, h=1e-6):
     """``f``'s value (SciPy's, bit for bit), gradient (reverse mode, and a replay at another
-    point), and directional derivative (forward mode) against central differences; ``x``
-    unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the symmetric one
-    (the differences are symmetrised too)."""
+    point), and directional derivative (forward mode) against central differences of step
+    ``h``; ``x`` unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the
+    symmetric one (the differences are symmetrised too)."""
     def expected(x):
-        g = central(f, x)
+        g = central(f, x, h)
         return (g + g.T) / 2 if symmetric else g
 
     plain = f(x.copy())
@@ -49,7 +49,7 @@ def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False):
     if symmetric:
         direction = direction + direction.T
     _, tangent = mutad.jvp(f, (x,), (direction,))
-    np.testing.assert_allclose(tangent, np.sum(central(f, x) * direction), rtol=rtol,
+    np.testing.assert_allclose(tangent, np.sum(central(f, x, h) * direction), rtol=rtol,
                                atol=atol * np.abs(direction).sum())
     replayed = mutad.grad(f, replay=True)
     np.testing.assert_array_equal(replayed(x), g)
@@ -582,3 +582,78 @@ def test_legacy_retall():
     plain = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
                                    gtol=1e-12, disp=False, retall=True)
     assert len(plain) == 2 and len(plain[1]) > 1
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's explicit Runge-Kutta solver classes stepped by the program (RK23, RK45, DOP853):
+# SciPy's steps, their step size control too, on the differentiated values (the differences
+# of a step of 1e-4: the step size control's rounding makes finer ones noisy); and solve_ivp
+# of an integer y0
+
+def _stepped(solver, **options):
+    def f(p):
+        s = solver(lambda t, y: np.array([y[1], -p[0] * y[0] - p[1] * y[1]]), 0.0,
+                   p[2:4], 3.0, **options)
+        ys = [s.y[0]]
+        while s.status == "running":
+            s.step()
+            ys.append(s.y[0])
+        return np.sum(np.array(ys) ** 2) + s.y[1]
+    return f
+
+
+def _stepped_dense(p):
+    s = scipy.integrate.RK45(lambda t, y: -p[0] * y + p[1], 0.0, np.array([1.0, 2.0]), 2.0)
+    total = 0.0
+    while s.status == "running":
+        s.step()
+        total = total + s.dense_output()(0.5 * (s.t_old + s.t)).sum()
+    return total
+
+
+_SOLVERS = {
+    "RK23": _stepped(scipy.integrate.RK23, rtol=1e-6),
+    "RK45": _stepped(scipy.integrate.RK45, rtol=1e-6, atol=1e-9),
+    "DOP853": _stepped(scipy.integrate.DOP853),
+    "RK45_first_step": _stepped(scipy.integrate.RK45, first_step=0.1, max_step=0.5),
+    "RK45_dense": _stepped_dense,
+}
+
+
+@pytest.mark.parametrize("name", list(_SOLVERS))
+def test_solver_classes_stepped(name):
+    x = np.array([1.0, 0.3, 1.0, 0.5]) if name != "RK45_dense" else np.array([0.8, 0.4])
+    check(_SOLVERS[name], x, rtol=5e-4, atol=1e-6, h=1e-4)
+
+
+def test_solve_ivp_integer_y0():
+    def f(p):
+        sol = scipy.integrate.solve_ivp(lambda t, y: [y[1], -p[0] * y[0]], (0, 5), [1, 0],
+                                        t_eval=[1.0, 2.5], rtol=1e-10, atol=1e-12)
+        return sol.y[0, -1] + sol.y[1].sum()
+    check(f, np.array([1.0]))
+
+
+@pytest.mark.parametrize("solver", ["Radau", "BDF", "LSODA"])
+def test_implicit_solver_classes_refused(solver):
+    def f(k):
+        s = getattr(scipy.integrate, solver)(lambda t, y: -k * y, 0.0, np.array([1.0]), 1.0)
+        while s.status == "running":
+            s.step()
+        return s.y[0]
+    with pytest.raises(UnsupportedOperationError, match=f"{solver}.*solve_ivp"):
+        mutad.gradient(f, np.array([2.0]))
+    # nothing differentiated reaching it: SciPy's solver as it is
+    g = mutad.gradient(lambda k: k[0] * f(np.array([2.0])), np.array([1.0]))[0]
+    assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
+
+
+def test_ode_class_refused():
+    def f(p):
+        r = scipy.integrate.ode(lambda t, y: [-p[0] * y[0]]).set_integrator("dopri5")
+        r.set_initial_value([1.0], 0.0)
+        return r.integrate(1.0)[0]
+    with pytest.raises(UnsupportedOperationError, match="ode of a right-hand side.*solve_ivp"):
+        mutad.gradient(f, np.array([2.0]))
+    g = mutad.gradient(lambda k: k[0] * f(np.array([2.0])), np.array([1.0]))[0]
+    assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
