@@ -657,3 +657,42 @@ def test_ode_class_refused():
         mutad.gradient(f, np.array([2.0]))
     g = mutad.gradient(lambda k: k[0] * f(np.array([2.0])), np.array([1.0]))[0]
     assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# FITPACK's spline classes fitted to differentiated y where the fit is linear in it
+# (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,
+# the coefficients the fit of the identity columns maps y to; a smoothing fit refused
+
+_XS = np.linspace(0.0, 3.0, 12)
+
+
+def _interpolated(y):
+    s = scipy.interpolate.InterpolatedUnivariateSpline(_XS, y)
+    return s(np.array([0.4, 1.1, 3.2])).sum() + s.integral(0.2, 2.5) + s.derivative()(0.7)
+
+
+def _univariate_s0(y):
+    s = scipy.interpolate.UnivariateSpline(_XS, y, k=4, s=0, ext="const")
+    return s(np.array([1.3, 3.5])).sum() + s.antiderivative(2)(2.0) + s.get_coeffs()[3]
+
+
+def _lsq(y):
+    s = scipy.interpolate.LSQUnivariateSpline(_XS, y, [1.0, 2.0], w=1.0 + _XS, k=2)
+    return (s(_XS) ** 2).sum() + s.derivative(2)(1.5) + s.get_knots()[1] * s.get_coeffs()[0]
+
+
+@pytest.mark.parametrize("f", [_interpolated, _univariate_s0, _lsq], ids=lambda f: f.__name__)
+def test_fitpack_spline_classes(f):
+    check(f, np.sin(_XS) + 0.1 * _XS ** 2)
+
+
+def test_fitpack_spline_refusals():
+    y = np.sin(_XS)
+    with pytest.raises(UnsupportedOperationError, match="smoothing fit"):
+        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_XS, y)(1.0), y)
+    with pytest.raises(UnsupportedOperationError, match="the argument x"):
+        mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _XS)
+    with pytest.raises(UnsupportedOperationError, match="roots"):
+        mutad.gradient(lambda y: scipy.interpolate.InterpolatedUnivariateSpline(
+            _XS, y).roots().sum(), y)

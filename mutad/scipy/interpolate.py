@@ -967,7 +967,7 @@ class _Constructor(type):
 
     def __instancecheck__(cls, instance):
         return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant,
-                                     _TracedBarycentric, _TracedRectBivariate))
+                                     _TracedBarycentric, _TracedRectBivariate, _FittedSpline))
 
     def __subclasscheck__(cls, subclass):
         return issubclass(subclass, cls.scipy)
@@ -1828,30 +1828,130 @@ defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 
 
 # ----------------------------------------------------------------------------------------------
-# Smoothing splines: refused by name with traced data. Their knots and coefficients come out of
-# FITPACK's iterations on the smoothing condition (or a generalized cross-validation), whose
-# derivative mutad does not compute.
+# FITPACK's spline classes where the fit is linear in y: InterpolatedUnivariateSpline,
+# UnivariateSpline with s=0 (knots at the data, set by x alone) and LSQUnivariateSpline (knots
+# given). The object is SciPy's knots with coefficients c = L y, their values SciPy's own, L
+# the fit of the identity columns (_linear_map); splev, splder, splantider and splint are
+# linear in c in their turn.
 
 
-def _smoothing_refusal(scipy_function):
-    name = scipy_function.__name__
+def _linear_map(f, size, name):
+    """SciPy's function ``f`` of a vector of ``size`` numbers, linear in it, as a function
+    that differentiates (to every order): values ``f``'s own, derivatives by the matrix ``L``
+    of ``f`` at the identity columns, and its transpose."""
+    L = np.stack([np.ravel(f(column)) for column in np.eye(size)], axis=1)
+    shape = np.shape(f(np.zeros(size)))
+    forward = Adjoint(lambda v: f(v))
+    transpose = Adjoint(lambda u: L.T @ np.ravel(u))
+    forward.__name__ = forward.__qualname__ = name
+    transpose.__name__ = transpose.__qualname__ = f"the transpose of {name}"
+    forward.rule(lambda v: (forward(v), lambda du: (transpose(du),)))
+    forward.jvp_rule(lambda tangents, v: (
+        forward(v), None if tangents[0] is None else forward(tangents[0])))
+    transpose.rule(lambda u: (transpose(u), lambda dv: (np.reshape(L @ dv, shape),)))
+    transpose.jvp_rule(lambda tangents, u: (
+        transpose(u), None if tangents[0] is None else transpose(tangents[0])))
+    return forward
 
-    def refuse(*args, **kwargs):
-        if _traced((args, kwargs)):
+
+class _FittedSpline:
+    """SciPy's ``UnivariateSpline`` (or ``InterpolatedUnivariateSpline``,
+    ``LSQUnivariateSpline``) fitted to differentiated data: SciPy's knots ``t`` and degree
+    ``k``, the coefficients ``c`` traced, its methods SciPy's on them."""
+
+    def __init__(self, name, t, c, k, ext):
+        self.name, self.t, self.c, self.k, self.ext = name, t, c, k, ext
+
+    def _of(self, function, name):
+        """The coefficients ``function(t, c, k)`` gives (SciPy's splder, splantider), as the
+        spline's; with its knots and degree."""
+        t, _, k = function((self.t, np.zeros(len(self.t)), self.k))
+        c = _linear_map(lambda c: function((self.t, c, self.k))[1], len(self.t),
+                        f"scipy.interpolate.{name}")(self.c)
+        return _FittedSpline(self.name, t, c, k, 1 if self.ext == 3 else self.ext)
+
+    def __call__(self, x: Any, nu: int = 0, ext: Any = None) -> Any:
+        ext = self.ext if ext is None else _interpolate._fitpack2._extrap_modes.get(ext, ext)
+        if not _traced(x) and np.size(x) == 0:
+            return np.array([])
+        return splev(x, (self.t, self.c, self.k), nu, ext)
+
+    def derivative(self, n: int = 1) -> Any:
+        return self._of(lambda tck: _interpolate.splder(tck, n), "splder")
+
+    def antiderivative(self, n: int = 1) -> Any:
+        return self._of(lambda tck: _interpolate.splantider(tck, n), "splantider")
+
+    def integral(self, a: float, b: float) -> Any:
+        _refuse_traced(f"{self.name}.integral", "the bounds a and b", (a, b),
+                       "Pass them as constants.")
+        return _linear_map(lambda c: _interpolate.splint(a, b, (self.t, c, self.k)),
+                           len(self.t), "scipy.interpolate.splint")(self.c)
+
+    def get_knots(self) -> Any:
+        return self.t[self.k:len(self.t) - self.k].copy()
+
+    def get_coeffs(self) -> Any:
+        return self.c[:len(self.t) - self.k - 1]
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.{self.name}(...).{name}: this spline was fitted to "
+            "differentiated data, and mutad differentiates its values (calls), derivative, "
+            "antiderivative, integral, get_coeffs and get_knots only. Compute the quantity "
+            "from those, or fit plain data (mutad.stop_gradient).")
+
+
+def _fitted_spline(scipy_class):
+    """The stand-in for FITPACK's spline class ``scipy_class``: SciPy's object from plain data,
+    a :class:`_FittedSpline` from differentiated y where the fit is linear in y; a smoothing fit
+    (UnivariateSpline with s > 0, or no s) refused."""
+    name = scipy_class.__name__
+    signature = inspect.signature(scipy_class)
+
+    def construct(*args, **kwargs):
+        if not _traced((args, kwargs)):
+            return scipy_class(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        s = given.get("s", 0)
+        if s is None or not np.all(np.equal(s, 0)):
             raise UnsupportedOperationError(
                 f"scipy.interpolate.{name} of differentiated data: its smoothing fit (FITPACK's "
-                "choice of knots and coefficients) has no derivative in mutad. Interpolate "
-                "with make_interp_spline or CubicSpline (differentiated in x and y), or pass "
-                "the data through mutad.stop_gradient where no gradient should flow.")
-        return scipy_function(*args, **kwargs)
+                "choice of knots and coefficients, s > 0) has no derivative in mutad. "
+                "Interpolate (s=0, InterpolatedUnivariateSpline, make_interp_spline), fit at "
+                "knots you choose (LSQUnivariateSpline, make_lsq_spline), smooth with "
+                "make_smoothing_spline(x, y, lam=...), or pass the data through "
+                "mutad.stop_gradient where no gradient should flow.")
+        for argument, value in given.items():
+            if argument != "y":
+                _refuse_traced(name, f"the argument {argument}", value,
+                               "The fit is differentiated in y alone: pass the others as "
+                               "constants.")
+        if np.ndim(given["y"]) != 1:
+            raise ValueError("x and y should have a same length")  # (SciPy's own checks)
 
-    refuse.__signature__ = inspect.signature(scipy_function)
-    return _route(scipy_function)(refuse)
+        def fitted(y):
+            return scipy_class(**dict(given, y=y))
+
+        spline = fitted(_plain(given["y"]))
+        t, _, k = spline._eval_args
+        c = _linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
+                        f"scipy.interpolate.{name}")(given["y"])
+        return _FittedSpline(name, np.copy(t), c, k, spline.ext)
+
+    construct.__signature__ = signature
+    return _route(scipy_class)(construct)
 
 
-_univariate_spline = _smoothing_refusal(_interpolate.UnivariateSpline)
-_interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUnivariateSpline)
-_lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
+# Smoothing splines: make_smoothing_spline with lam given is linear in y. Their smoothing fits
+# otherwise (FITPACK's iterations on the smoothing condition s, a generalized cross-validation)
+# are refused: mutad does not compute their derivative.
+
+_univariate_spline = _fitted_spline(_interpolate.UnivariateSpline)
+_interpolated_univariate_spline = _fitted_spline(_interpolate.InterpolatedUnivariateSpline)
+_lsq_univariate_spline = _fitted_spline(_interpolate.LSQUnivariateSpline)
 
 
 @_route(_interpolate.make_smoothing_spline)
@@ -1967,10 +2067,10 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
         raise UnsupportedOperationError(
             "scipy.interpolate.splev of differentiated coefficients is differentiated for one "
             "curve (one array c); evaluate each curve of a parametric spline by itself.")
-    if ext not in (0, 1, 2):
-        raise UnsupportedOperationError(
-            "scipy.interpolate.splev with ext=3 (the boundary value outside the data) is not "
-            "differentiated by mutad; use ext=0, 1 or 2, or clip the queries with np.clip.")
+    if ext == 3:  # FITPACK's value of a query outside is that at the end of the base interval
+        # it is past: the query clipped there (its derivative 0 outside); its derivatives
+        # (der > 0) are extrapolated, as with ext=0
+        x, ext = (np.clip(x, t[k], t[len(t) - k - 1]) if der == 0 else x), 0
     c = c if _traced(c) else _plain_copy(c)
     return _evaluate(c, x if _traced(x) else np.asarray(x), spec=_Splev(_plain_copy(t), k, ext),
                      nu=der)
