@@ -696,3 +696,59 @@ def test_fitpack_spline_refusals():
     with pytest.raises(UnsupportedOperationError, match="roots"):
         mutad.gradient(lambda y: scipy.interpolate.InterpolatedUnivariateSpline(
             _XS, y).roots().sum(), y)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.csgraph's shortest paths of traced weights: SciPy's distances, each the sum of
+# the weights on SciPy's path
+
+import scipy.sparse.csgraph  # noqa: E402
+
+_WEIGHTS = np.array([[0.0, 1.0, 4.0, 0.0, 7.0],
+                     [0.0, 0.0, 2.0, 5.0, 0.0],
+                     [1.5, 0.0, 0.0, 1.2, 0.0],
+                     [0.0, 0.0, 0.0, 0.0, 1.1],
+                     [0.3, 0.0, 2.5, 0.0, 0.0]])
+_EDGES = np.nonzero(_WEIGHTS)
+# every entry an edge (a dense graph's zeros are no edges: at them the distances jump)
+_COMPLETE = np.where(_WEIGHTS == 0, 6.0 + np.arange(25.0).reshape(5, 5) / 7, _WEIGHTS)
+
+
+def _paths_sparse(method, directed):
+    def f(v):
+        G = scipy.sparse.csr_matrix((v, _EDGES), shape=(5, 5))
+        d = scipy.sparse.csgraph.shortest_path(G, method=method, directed=directed)
+        return np.sum(d * np.arange(25.0).reshape(5, 5))
+    return f
+
+
+def _paths_dense_indices(w):
+    d, p = scipy.sparse.csgraph.dijkstra(w * 1.0, indices=[0, 3], return_predecessors=True)
+    return (d ** 2).sum() + p.sum()
+
+
+def _paths_min_only(w):
+    d = scipy.sparse.csgraph.dijkstra(w, indices=[1, 3], min_only=True, limit=3.0)
+    return np.sum(np.where(np.isfinite(d), d, 0.0) * np.arange(1.0, 6.0))
+
+
+def _paths_coo(v):
+    G = scipy.sparse.coo_matrix((v, ([0, 0, 1, 2, 3], [1, 2, 2, 3, 0])), shape=(4, 4))
+    return scipy.sparse.csgraph.bellman_ford(G, indices=0)[3] \
+        + scipy.sparse.csgraph.johnson(G.tocsr(), directed=False)[1, 3] \
+        + scipy.sparse.csgraph.floyd_warshall(G.tocsr(), unweighted=True).sum()
+
+
+_PATHS = {f"{m}_{'directed' if d else 'undirected'}": _paths_sparse(m, d)
+          for m in ("auto", "FW", "D", "BF", "J") for d in (True, False)}
+_PATHS.update(dense_indices=_paths_dense_indices, min_only=_paths_min_only)
+
+
+@pytest.mark.parametrize("name", list(_PATHS))
+def test_shortest_paths(name):
+    check(_PATHS[name], _WEIGHTS[_EDGES] if name[0].isupper() or name.startswith("auto")
+          else _COMPLETE.copy())
+
+
+def test_shortest_paths_coo():
+    check(_paths_coo, np.array([1.0, 4.0, 2.0, 0.5, 3.0]))

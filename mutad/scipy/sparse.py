@@ -52,7 +52,10 @@ product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced a
 (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
-matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it.
+matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
+its shortest paths (``shortest_path``, ``dijkstra``, ``bellman_ford``, ``johnson``,
+``floyd_warshall``, of a traced sparse matrix or dense array) give SciPy's distances,
+differentiated as the sum of the weights on the path SciPy's predecessors describe.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -149,6 +152,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import sys
 import threading
@@ -174,12 +178,13 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import Value, scipys_value
+from ._adjoints import Value, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
-           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
+           "shortest_path", "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -3643,6 +3648,90 @@ def _svds(A: Any, k: int = 6, ncv: int | None = None, tol: float = 0, which: str
 
 svds = _route(SCIPY["svds"], _svds)
 
+
+
+# ----------------------------------------------------------------------------------------------
+# csgraph's shortest paths of a traced graph: SciPy's distances and predecessors, each distance
+# differentiated as the sum of the weights of the edges on SciPy's path (the derivative of the
+# minimum over paths where one path is shortest; at a tie, that of the path SciPy chose)
+
+
+def _graph_weights(csgraph, directed):
+    """SciPy's plain graph for ``csgraph`` (a traced sparse matrix or dense array), and the
+    traced dense weights ``W[u, v]`` of the edges a path takes from ``u`` to ``v``: of an
+    undirected graph, the lighter of ``csgraph[u, v]`` and ``csgraph[v, u]`` where both are
+    edges, as SciPy's search relaxes both."""
+    if isinstance(csgraph, (TracedSparse, _Assembled)):
+        graph = _lift(csgraph)
+        plain, W = graph.value, graph.toarray()
+        edge = np.zeros(graph.shape, bool)  # stored entries are edges, explicit zeros too
+        edge[graph.layout.rows[graph.layout.valid], graph.layout.cols[graph.layout.valid]] = True
+    else:
+        W = csgraph
+        plain = np.array(memory(csgraph), dtype=float)
+        edge = (plain != 0) & np.isfinite(plain)  # SciPy's dense graph: 0, inf, nan no edge
+    if directed:
+        return plain, W
+    numbers = np.where(edge, memory(W), np.inf)
+    return plain, np.where(edge & (numbers <= numbers.T), W, np.transpose(W))
+
+
+def _along_paths(W, predecessors):
+    """The traced lengths of the paths the ``predecessors`` (SciPy's, one row per source, -9999
+    at a source and an unreached node) describe: ``D[r, j] = D[r, p] + W[p, j]``, ``p =
+    predecessors[r, j]``, level by level from the sources."""
+    P = np.reshape(predecessors, (-1, np.shape(predecessors)[-1]))
+    rows, cols = np.arange(P.shape[0])[:, None], np.arange(P.shape[1])[None, :]
+    has = P >= 0
+    parent = np.where(has, P, 0)
+    depth = np.where(has, -1, 0)
+    while True:
+        ready = (depth < 0) & (depth[rows, parent] >= 0)
+        if not ready.any():
+            break
+        depth[ready] = depth[rows, parent][ready] + 1
+    D = np.zeros(P.shape)
+    for level in range(1, depth.max(initial=0) + 1):
+        D = np.where(depth == level, D[rows, parent] + W[parent, cols], D)
+    return np.reshape(D, np.shape(predecessors))
+
+
+def _shortest_paths(name):
+    scipy_function = getattr(_csgraph, name)
+    signature = inspect.signature(scipy_function)
+
+    def stand_in(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        if not _followed(given["csgraph"]):
+            return scipy_function(*args, **kwargs)
+        for argument, value in given.items():
+            if argument != "csgraph" and _followed(value):
+                _refuse(f"scipy.sparse.csgraph.{name} of a traced {argument}",
+                        f"pass {argument} as a constant.")
+        plain, W = _graph_weights(given["csgraph"], given["directed"])
+        settings = dict(given, csgraph=plain, return_predecessors=True)
+        if "overwrite" in settings:
+            settings["overwrite"] = False
+        dist, predecessors, *sources = scipy_function(**settings)
+        if not given["unweighted"]:  # (a count of edges: no derivative)
+            lengths = _along_paths(W, predecessors)
+            if not reproduces(dist, lengths):
+                _refuse(f"scipy.sparse.csgraph.{name}: the distances are not the lengths of "
+                        "the paths of its predecessors (a negative cycle?)",
+                        "differentiate a graph whose shortest paths SciPy finds.")
+            dist = scipys_value(dist, lengths)
+        if given["return_predecessors"]:
+            return (dist, predecessors, *sources)
+        return dist
+
+    stand_in.__signature__ = signature
+    return _route(scipy_function, stand_in)
+
+
+shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (_shortest_paths(name) for name in (
+    "shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"))
 
 
 # ----------------------------------------------------------------------------------------------
