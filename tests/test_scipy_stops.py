@@ -752,3 +752,48 @@ def test_shortest_paths(name):
 
 def test_shortest_paths_coo():
     check(_paths_coo, np.array([1.0, 4.0, 2.0, 0.5, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.signal's waveforms and second-order designs of differentiated parameters (chirp,
+# sawtooth, iirnotch, iirpeak, bilinear): SciPy's steps
+
+_T = np.linspace(0.0, 1.0, 40)
+
+
+def _chirp(method, **options):
+    def f(p):
+        return np.sum(scipy.signal.chirp(_T * p[3], f0=p[0], t1=p[1], f1=p[2], method=method,
+                                         phi=30 * p[0], **options) * np.hanning(40))
+    return f
+
+
+def _complex_chirp(p):
+    return np.sum(np.abs(scipy.signal.chirp(_T, p[0], p[1], p[2], complex=True) - 0.5) ** 2)
+
+
+def _sawtooth(p):
+    return np.sum(scipy.signal.sawtooth(2 * np.pi * p[0] * _T + 0.1, width=p[1]) * np.hanning(40))
+
+
+def _notch(p):
+    b, a = scipy.signal.iirnotch(p[0], p[1], fs=100.0)
+    c, d = scipy.signal.iirpeak(p[0] / 100, p[1])
+    return np.sum(scipy.signal.lfilter(b, a, np.sin(7 * _T)) ** 2) + (c * d).sum()
+
+
+def _bilinear(p):
+    b, a = scipy.signal.bilinear(np.array([0.0, p[0], 1.0]), [1.0, p[1], p[2]], fs=10.0)
+    return np.sum(b * np.arange(1.0, 4.0)) + np.sum(a ** 2)
+
+
+_WAVES = {f"chirp_{m}": _chirp(m) for m in ("linear", "quadratic", "logarithmic", "hyperbolic")}
+_WAVES.update(chirp_quadratic_vertex=_chirp("quadratic", vertex_zero=False),
+              chirp_complex=_complex_chirp, sawtooth=_sawtooth, notch=_notch, bilinear=_bilinear)
+
+
+@pytest.mark.parametrize("name", list(_WAVES))
+def test_waveforms_and_designs(name):
+    x = {"sawtooth": np.array([3.0, 0.3]), "notch": np.array([12.0, 4.0]),
+         "bilinear": np.array([0.5, 0.2, 1.3])}.get(name, np.array([2.0, 1.1, 5.0, 1.0]))
+    check(_WAVES[name], x, rtol=1e-5)

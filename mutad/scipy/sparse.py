@@ -3726,7 +3726,9 @@ def _shortest_paths(name):
             return (dist, predecessors, *sources)
         return dist
 
-    stand_in.__signature__ = signature
+    stand_in.__signature__ = signature.replace(  # (SciPy's, annotated)
+        parameters=[p.replace(annotation=Any) for p in signature.parameters.values()],
+        return_annotation=Any)
     return _route(scipy_function, stand_in)
 
 
