@@ -797,3 +797,19 @@ def test_waveforms_and_designs(name):
     x = {"sawtooth": np.array([3.0, 0.3]), "notch": np.array([12.0, 4.0]),
          "bilinear": np.array([0.5, 0.2, 1.3])}.get(name, np.array([2.0, 1.1, 5.0, 1.0]))
     check(_WAVES[name], x, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# spilu of a constant matrix, its solve of a differentiated right-hand side: a linear map of it
+
+def _ilu(b):
+    A = (scipy.sparse.diags([-1.0, 2.5, -1.2], [-1, 0, 1], shape=(6, 6))
+         + scipy.sparse.coo_matrix(([0.3], ([0], [5])), shape=(6, 6))).tocsc()
+    ilu = scipy.sparse.linalg.spilu(A, drop_tol=0.1)
+    M = scipy.sparse.linalg.LinearOperator(A.shape, matvec=ilu.solve)
+    x, info = scipy.sparse.linalg.gmres(A, b, M=M, rtol=1e-12)
+    return np.sum(ilu.solve(b) * np.arange(6.0)) + ilu.solve(b ** 2, trans="T")[2] + x.sum()
+
+
+def test_spilu_solve_of_a_traced_right_hand_side():
+    check(_ilu, np.linspace(1.0, 2.0, 6))

@@ -840,7 +840,10 @@ class IncompleteFactors:
 
 def _spilu(A: Any, *args: Any, **kwargs: Any) -> Any:
     if not _followed(A, *args, *kwargs.values()):
-        return SCIPY["spilu"](A, *args, **kwargs)
+        # SciPy's factors of constant values, whose solve is a linear map of the right-hand
+        # side, its transpose the solve with trans="T": as splu's (SuperLU), with its solves
+        # differentiated in b
+        return _factorization(A, lambda m: SCIPY["spilu"](m, *args, **kwargs))
     if _followed(*args, *kwargs.values()) or not isinstance(A, TracedSparse):
         _refuse("scipy.sparse.linalg.spilu of traced settings or of a dense traced matrix",
                 "pass a scipy.sparse matrix of the values, and constant settings.")
