@@ -813,3 +813,37 @@ def _ilu(b):
 
 def test_spilu_solve_of_a_traced_right_hand_side():
     check(_ilu, np.linspace(1.0, 2.0, 6))
+
+
+# ----------------------------------------------------------------------------------------------
+# curve_fit's pcov: SciPy's, differentiated as (JᵀJ)⁻¹ s² at the differentiated popt (SciPy's J
+# a finite-difference estimate: the differences of its pcov agree to about 1e-5)
+
+_XD = np.linspace(0.0, 1.0, 12)
+
+
+def _fit(method, absolute_sigma=False, sigma=None):
+    tight = {"ftol": 1e-15, "xtol": 1e-15, "gtol": 1e-15}
+
+    def f(p):
+        yd = p[0] * np.exp(-p[1] * _XD) + 0.05 * np.sin(9 * _XD)
+        popt, pcov = scipy.optimize.curve_fit(
+            lambda x, a, b: a * np.exp(-b * x), _XD, yd, p0=[1.0, 1.0], method=method,
+            sigma=sigma, absolute_sigma=absolute_sigma, **tight)
+        return popt.sum() + 100 * np.sqrt(np.diag(pcov)).sum() + pcov[0, 1]
+    return f
+
+
+@pytest.mark.parametrize("method, absolute, sigma", [
+    ("lm", False, None), ("trf", False, None), ("lm", True, 0.1 + _XD), ("dogbox", False, _XD + 1)])
+def test_curve_fit_covariance(method, absolute, sigma):
+    check(_fit(method, absolute, sigma), np.array([1.0, 0.5]), rtol=1e-4, atol=1e-6, h=1e-3)
+
+
+def test_curve_fit_covariance_refused_where_indeterminate():
+    def f(p):  # as many data as parameters: SciPy's pcov infinite (with a warning)
+        popt, pcov = scipy.optimize.curve_fit(lambda x, a, b: a * x + b, _XD[:2], p * _XD[:2])
+        return popt.sum() + pcov.sum()
+    with pytest.warns(scipy.optimize.OptimizeWarning), \
+            pytest.raises(UnsupportedOperationError, match="pcov"):
+        mutad.gradient(f, np.array([1.0, 2.0]))
