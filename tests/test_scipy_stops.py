@@ -664,38 +664,38 @@ def test_ode_class_refused():
 # (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,
 # the coefficients the fit of the identity columns maps y to; a smoothing fit refused
 
-_XS = np.linspace(0.0, 3.0, 12)
+_KNOTS_X = np.linspace(0.0, 3.0, 12)
 
 
 def _interpolated(y):
-    s = scipy.interpolate.InterpolatedUnivariateSpline(_XS, y)
+    s = scipy.interpolate.InterpolatedUnivariateSpline(_KNOTS_X, y)
     return s(np.array([0.4, 1.1, 3.2])).sum() + s.integral(0.2, 2.5) + s.derivative()(0.7)
 
 
 def _univariate_s0(y):
-    s = scipy.interpolate.UnivariateSpline(_XS, y, k=4, s=0, ext="const")
+    s = scipy.interpolate.UnivariateSpline(_KNOTS_X, y, k=4, s=0, ext="const")
     return s(np.array([1.3, 3.5])).sum() + s.antiderivative(2)(2.0) + s.get_coeffs()[3]
 
 
 def _lsq(y):
-    s = scipy.interpolate.LSQUnivariateSpline(_XS, y, [1.0, 2.0], w=1.0 + _XS, k=2)
-    return (s(_XS) ** 2).sum() + s.derivative(2)(1.5) + s.get_knots()[1] * s.get_coeffs()[0]
+    s = scipy.interpolate.LSQUnivariateSpline(_KNOTS_X, y, [1.0, 2.0], w=1.0 + _KNOTS_X, k=2)
+    return (s(_KNOTS_X) ** 2).sum() + s.derivative(2)(1.5) + s.get_knots()[1] * s.get_coeffs()[0]
 
 
 @pytest.mark.parametrize("f", [_interpolated, _univariate_s0, _lsq], ids=lambda f: f.__name__)
 def test_fitpack_spline_classes(f):
-    check(f, np.sin(_XS) + 0.1 * _XS ** 2)
+    check(f, np.sin(_KNOTS_X) + 0.1 * _KNOTS_X ** 2)
 
 
 def test_fitpack_spline_refusals():
-    y = np.sin(_XS)
+    y = np.sin(_KNOTS_X)
     with pytest.raises(UnsupportedOperationError, match="smoothing fit"):
-        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_XS, y)(1.0), y)
+        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y)(1.0), y)
     with pytest.raises(UnsupportedOperationError, match="the argument x"):
-        mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _XS)
+        mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _KNOTS_X)
     with pytest.raises(UnsupportedOperationError, match="roots"):
         mutad.gradient(lambda y: scipy.interpolate.InterpolatedUnivariateSpline(
-            _XS, y).roots().sum(), y)
+            _KNOTS_X, y).roots().sum(), y)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -847,3 +847,34 @@ def test_curve_fit_covariance_refused_where_indeterminate():
     with pytest.warns(scipy.optimize.OptimizeWarning), \
             pytest.raises(UnsupportedOperationError, match="pcov"):
         mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# gmres and bicgstab of a LinearOperator without rmatvec, its matvec reading differentiated
+# values: the adjoint solve's Aᵀ y by the pullback of the matvec
+
+def _operator_solve(method):
+    def f(p):
+        def matvec(v):
+            out = np.zeros(5)
+            out[:] = p[0] * v + 0.3 * np.roll(v, 1)
+            out[1:] -= p[1] * v[:-1]
+            return out
+        A = scipy.sparse.linalg.LinearOperator((5, 5), matvec=matvec)
+        x, info = getattr(scipy.sparse.linalg, method)(A, p[2:], rtol=1e-13, atol=0.0)
+        return np.sum(x * np.arange(1.0, 6.0))
+    return f
+
+
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_operator_without_rmatvec(method):
+    check(_operator_solve(method), np.array([2.0, 0.4, 1.0, 0.5, -0.3, 0.8, 1.2]), rtol=1e-5)
+
+
+def test_constant_operator_without_rmatvec():
+    dense = np.eye(5) * 3.0 + np.triu(np.ones((5, 5)), 1) * 0.4
+
+    def f(b):
+        A = scipy.sparse.linalg.LinearOperator((5, 5), matvec=lambda v: dense @ v)
+        return np.sum(scipy.sparse.linalg.gmres(A, b ** 2, rtol=1e-13, atol=0.0)[0] * b)
+    check(f, np.array([1.0, 0.5, -0.3, 0.8, 1.2]), rtol=1e-5)

@@ -114,7 +114,8 @@ from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
 from ..core.views import memory, weaken
-from ._adjoints import Value, array_argument, outside_differentiations, refused_attribute, scipys_value
+from ._adjoints import (Value, array_argument, outside_differentiations, refused_attribute,
+                        scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
                        _with_derivatives)
 from .optimize import _constant as _allocated

@@ -104,7 +104,8 @@ derivative and depend on the differentiated values (``hess_inv``, ``final_simple
 ``root``'s ``fjac``, ``least_squares``' ``jac``) raise when used. ``curve_fit``'s ``pcov`` is
 SciPy's, differentiated as ``(JᵀJ)⁻¹ s²`` with the exact Jacobian J of the residuals at
 ``popt`` (SciPy estimates J by differences: the derivative is that of the covariance to the
-estimate's accuracy); refused where SciPy's is infinite or J is rank-deficient. With nothing differentiated reaching the solver, it is SciPy's own call.
+estimate's accuracy); refused where SciPy's is infinite or J is rank-deficient. With nothing
+differentiated reaching the solver, it is SciPy's own call.
 """
 
 import copy

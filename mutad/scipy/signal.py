@@ -114,8 +114,10 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butt
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
-           "iirnotch", "iirpeak", "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi", "sosfiltfilt",
+           "iirnotch", "iirpeak",
+           "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
+           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi",
+           "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
            "zpk2ss", "zpk2tf"]

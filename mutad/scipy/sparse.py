@@ -106,7 +106,8 @@ solve converges, not its solution) and ``maxiter``. A solve that does
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
-``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), or one
+``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints; without
+one, a real operator's ``Aᵀ y`` is the pullback of its ``matvec`` at ``y``), or one
 of the user's functions that read traced values from their closures (``_OperatorSolve``: the
 solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
@@ -169,6 +170,7 @@ from scipy.sparse.linalg import _interface
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
                                internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
+from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
@@ -184,7 +186,8 @@ __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_arra
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
            "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
-           "shortest_path", "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "shortest_path",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -779,9 +782,7 @@ class _Iterative(_Solver):
             try:
                 matrix.rmatvec(np.zeros(matrix.shape[0], matrix.dtype))
             except NotImplementedError:
-                _refuse(f"scipy.sparse.linalg.{self.method} with a LinearOperator without "
-                        "rmatvec", "its derivative solves with Aᵀ. Give the operator rmatvec "
-                        "(or pass A as a sparse matrix).")
+                return _transposed_by_pullback(matrix, f"scipy.sparse.linalg.{self.method}")
             return matrix.T
         return matrix.T
 
@@ -3735,8 +3736,9 @@ def _shortest_paths(name):
     return _route(scipy_function, stand_in)
 
 
-shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (_shortest_paths(name) for name in (
-    "shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"))
+shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (
+    _shortest_paths(name)
+    for name in ("shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -4137,9 +4139,9 @@ class _OperatorSolve:
                 try:
                     operator.rmatvec(np.zeros(operator.shape[0], operator.dtype))
                 except NotImplementedError:
-                    _refuse(f"{self.name} with a LinearOperator without rmatvec", "its "
-                            "derivative solves with Aᵀ. Give the operator rmatvec.")
-                operator = operator.T
+                    operator = _transposed_by_pullback(operator, self.name)
+                else:
+                    operator = operator.T
                 if options.get("M") is not None:
                     options["M"] = _transposed_preconditioner(options["M"])
                     dropped = options["M"] is None
@@ -4162,6 +4164,23 @@ class _OperatorSolve:
         user's function itself: SciPy's ``matvec`` would convert what it returns."""
         with self.parameters.bound(values):
             return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
+
+
+def _transposed_by_pullback(operator, name):
+    """``Aᵀ`` of a real operator without ``rmatvec``: each product ``Aᵀ y`` the pullback of
+    its matvec (linear, as a LinearOperator's is) at ``y``, by a differentiation of its own."""
+    if np.dtype(operator.dtype).kind == "c":
+        _refuse(f"{name} with a complex LinearOperator without rmatvec",
+                "its derivative solves with Aᵀ. Give the operator rmatvec.")
+    m, n = operator.shape
+
+    def rmatvec(y):
+        with _integrate.outside_differentiations(name), \
+                _integrate._allocation_followed():  # (the matvec's own arrays, followed)
+            _, pull = pullback(lambda v: np.reshape(operator._matvec(v), (m,)), np.zeros(n))
+            return pull(np.asarray(y, float).reshape(m))[0]
+
+    return _splinalg.LinearOperator((n, m), matvec=rmatvec, dtype=operator.dtype)
 
 
 def _operator_solve_value(b, guess, *values, problem):
