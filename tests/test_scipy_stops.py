@@ -878,3 +878,32 @@ def test_constant_operator_without_rmatvec():
         A = scipy.sparse.linalg.LinearOperator((5, 5), matvec=lambda v: dense @ v)
         return np.sum(scipy.sparse.linalg.gmres(A, b ** 2, rtol=1e-13, atol=0.0)[0] * b)
     check(f, np.array([1.0, 0.5, -0.3, 0.8, 1.2]), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# splprep of differentiated points with u given and s=0 (linear in the points), and splev of
+# its parametric curve; its own u refused
+
+_U = np.linspace(0.0, 1.0, 9)
+
+
+def _curve(r):
+    th = np.linspace(0.0, 3.0, 9)
+    tck, u = scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r ** 2, th], u=_U, s=0)
+    x, y, z = scipy.interpolate.splev(np.linspace(0.0, 1.0, 7), tck)
+    dx, _, _ = scipy.interpolate.splev(0.3, tck, der=1)
+    return np.sum(x * y) + z.sum() + dx + tck[1][1][2]
+
+
+def test_splprep_with_u():
+    check(_curve, 1.0 + 0.1 * np.arange(9.0))
+
+
+def test_splprep_refusals():
+    th = np.linspace(0.0, 3.0, 9)
+    with pytest.raises(UnsupportedOperationError, match="u given"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(
+            0.5, scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r], s=0)[0])[0], th)
+    with pytest.raises(UnsupportedOperationError, match="u given"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(0.5, scipy.interpolate.splprep(
+            [np.cos(th) * r, np.sin(th) * r], u=_U, s=0.1)[0])[0], th)

@@ -128,7 +128,8 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
-from ._adjoints import ScipyAdjoint, Value, refused_attribute, reproduces, scipys_value
+from ._adjoints import (ScipyAdjoint, Value, array_argument, refused_attribute, reproduces,
+                        scipys_value)
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -140,7 +141,7 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
-           "splev", "splrep"]
+           "splev", "splprep", "splrep"]
 
 
 def _traced(tree):
@@ -2030,6 +2031,42 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
     return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)
 
 
+@_route(_interpolate.splprep)
+def splprep(x: Any, w: Any = None, u: Any = None, ub: Any = None, ue: Any = None, k: int = 3,
+            task: int = 0, s: Any = None, t: Any = None, full_output: int = 0, nest: Any = None,
+            per: int = 0, quiet: int = 1) -> Any:
+    """Differentiated in the points ``x`` where the fit is linear in them: ``s=0`` with the
+    parameter values ``u`` given, whose knots FITPACK places by ``u`` alone; each coordinate's
+    coefficients SciPy's, the fit of the identity columns mapping its points to them."""
+    arguments = (x, w, u, ub, ue, k, task, s, t, full_output, nest, per, quiet)
+    if not _traced(arguments):
+        return _interpolate.splprep(*arguments)
+    if u is None or s is None or not np.all(np.equal(s, 0)) or task != 0 or t is not None \
+            or per or _traced((w, u, ub, ue, s, t)):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splprep is differentiated in the points x where its fit is "
+            "linear in them: s=0 and the parameter values u given (constants, say "
+            "np.linspace(0, 1, m)), task=0, per=0, no knots t; w, ub and ue constant. Its own u "
+            "(the points' cumulative chord lengths) and a smoothing fit's knots move with the "
+            "points in a way mutad does not differentiate. Or interpolate the curve with "
+            "make_interp_spline(u, points, axis=1), differentiated in u and the points.")
+    points = [array_argument(xi) for xi in x] if isinstance(x, (list, tuple)) else list(x)
+    plain = [_plain(xi) for xi in points]
+    settings = (w, u, ub, ue, k, task, s, t)
+    result = _interpolate.splprep(plain, *settings, full_output, nest, per, quiet)
+    (knots, _, degree), u_out = result[0] if full_output else result
+
+    def coordinate(j):
+        def fit(v):
+            rows = [np.zeros_like(p) for p in plain]
+            rows[j] = v
+            return _interpolate.splprep(rows, *settings, 0, nest, per, quiet)[0][1][j]
+        return _linear_map(fit, np.size(plain[j]), "scipy.interpolate.splprep")(points[j])
+
+    tck = [knots, [coordinate(j) for j in range(len(points))], degree]
+    return ((tck, u_out), *result[1:]) if full_output else (tck, u_out)
+
+
 class _Splev(_OneDimensional):
     """``splev(x, (t, c, k), der, ext)``: SciPy's values, linear in ``c`` as a B-spline."""
 
@@ -2063,6 +2100,9 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
         return _interpolate.splev(x, tck, der, ext)
     t, c, k = tck
     _refuse_traced("splev", "the knots t", t, "Pass the knots as constants.")
+    if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
+        # a parametric curve's (splprep's): SciPy's splev of each coordinate's coefficients
+        return [splev(x, (t, ci, k), der, ext) for ci in c]
     if _traced(c) and (np.ndim(c) != 1 or isinstance(c, (list, tuple))):
         raise UnsupportedOperationError(
             "scipy.interpolate.splev of differentiated coefficients is differentiated for one "
