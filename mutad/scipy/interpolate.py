@@ -128,8 +128,8 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
-from ._adjoints import (ScipyAdjoint, Value, array_argument, refused_attribute, reproduces,
-                        scipys_value)
+from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused_attribute,
+                        reproduces, scipys_value)
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -1832,27 +1832,8 @@ defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 # FITPACK's spline classes where the fit is linear in y: InterpolatedUnivariateSpline,
 # UnivariateSpline with s=0 (knots at the data, set by x alone) and LSQUnivariateSpline (knots
 # given). The object is SciPy's knots with coefficients c = L y, their values SciPy's own, L
-# the fit of the identity columns (_linear_map); splev, splder, splantider and splint are
+# the fit of the identity columns (linear_map); splev, splder, splantider and splint are
 # linear in c in their turn.
-
-
-def _linear_map(f, size, name):
-    """SciPy's function ``f`` of a vector of ``size`` numbers, linear in it, as a function
-    that differentiates (to every order): values ``f``'s own, derivatives by the matrix ``L``
-    of ``f`` at the identity columns, and its transpose."""
-    L = np.stack([np.ravel(f(column)) for column in np.eye(size)], axis=1)
-    shape = np.shape(f(np.zeros(size)))
-    forward = Adjoint(lambda v: f(v))
-    transpose = Adjoint(lambda u: L.T @ np.ravel(u))
-    forward.__name__ = forward.__qualname__ = name
-    transpose.__name__ = transpose.__qualname__ = f"the transpose of {name}"
-    forward.rule(lambda v: (forward(v), lambda du: (transpose(du),)))
-    forward.jvp_rule(lambda tangents, v: (
-        forward(v), None if tangents[0] is None else forward(tangents[0])))
-    transpose.rule(lambda u: (transpose(u), lambda dv: (np.reshape(L @ dv, shape),)))
-    transpose.jvp_rule(lambda tangents, u: (
-        transpose(u), None if tangents[0] is None else transpose(tangents[0])))
-    return forward
 
 
 class _FittedSpline:
@@ -1867,7 +1848,7 @@ class _FittedSpline:
         """The coefficients ``function(t, c, k)`` gives (SciPy's splder, splantider), as the
         spline's; with its knots and degree."""
         t, _, k = function((self.t, np.zeros(len(self.t)), self.k))
-        c = _linear_map(lambda c: function((self.t, c, self.k))[1], len(self.t),
+        c = linear_map(lambda c: function((self.t, c, self.k))[1], len(self.t),
                         f"scipy.interpolate.{name}")(self.c)
         return _FittedSpline(self.name, t, c, k, 1 if self.ext == 3 else self.ext)
 
@@ -1886,7 +1867,7 @@ class _FittedSpline:
     def integral(self, a: float, b: float) -> Any:
         _refuse_traced(f"{self.name}.integral", "the bounds a and b", (a, b),
                        "Pass them as constants.")
-        return _linear_map(lambda c: _interpolate.splint(a, b, (self.t, c, self.k)),
+        return linear_map(lambda c: _interpolate.splint(a, b, (self.t, c, self.k)),
                            len(self.t), "scipy.interpolate.splint")(self.c)
 
     def get_knots(self) -> Any:
@@ -1938,7 +1919,7 @@ def _fitted_spline(scipy_class):
 
         spline = fitted(_plain(given["y"]))
         t, _, k = spline._eval_args
-        c = _linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
+        c = linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
                         f"scipy.interpolate.{name}")(given["y"])
         return _FittedSpline(name, np.copy(t), c, k, spline.ext)
 
@@ -2061,7 +2042,7 @@ def splprep(x: Any, w: Any = None, u: Any = None, ub: Any = None, ue: Any = None
             rows = [np.zeros_like(p) for p in plain]
             rows[j] = v
             return _interpolate.splprep(rows, *settings, 0, nest, per, quiet)[0][1][j]
-        return _linear_map(fit, np.size(plain[j]), "scipy.interpolate.splprep")(points[j])
+        return linear_map(fit, np.size(plain[j]), "scipy.interpolate.splprep")(points[j])
 
     tck = [knots, [coordinate(j) for j in range(len(points))], degree]
     return ((tck, u_out), *result[1:]) if full_output else (tck, u_out)

@@ -102,7 +102,7 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
+from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent, linear_map,
                         refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
@@ -2993,12 +2993,11 @@ def bilinear(b: Any, a: Any, fs: Any = 1.0) -> Any:
         return np.asarray(total.coef[::-1].copy())
 
     def linear(c):
-        value = transformed(settled(c, "bilinear"))
-        if not _traced_among(c):
-            return value
-        columns = [transformed(e) for e in np.eye(len(c))]
-        L = np.stack([np.concatenate([np.zeros(N + 1 - len(col)), col]) for col in columns],
-                     axis=1)[N + 1 - len(value):]
-        return scipys_value(value, L @ c)
+        size = len(transformed(settled(c, "bilinear")))  # (NumPy trims a zero leading one)
+
+        def laid_out(v):  # of that size: the coefficients of the identity columns too
+            found = transformed(v)
+            return np.concatenate([np.zeros(max(size - len(found), 0)), found])[-size:]
+        return linear_map(laid_out, len(c), "scipy.signal.bilinear")(c)
 
     return _normalize(linear(b), linear(a))
