@@ -60,7 +60,7 @@ How each gradient is computed:
   ``s.step()`` in a loop, reading ``s.t``, ``s.y``, ``s.dense_output()``): for **RK23, RK45
   and DOP853**, SciPy's own steps run on the differentiated values, their step size control
   too, so the derivative is that of every value SciPy computes, the step sizes' dependence on
-  the inputs included (DOP853's ``dense_output`` excepted: SciPy fills its work array itself).
+  the inputs included.
   Radau, BDF, LSODA and ``scipy.integrate.ode`` (compiled integrators) refuse differentiated
   values with an error naming ``solve_ivp``, which differentiates all of them.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
@@ -1955,6 +1955,22 @@ def _solver_class(scipy_class, stepped=True):
 
         def dense_output(self) -> Any:
             return _SteppedDense(super().dense_output()) if stepped else super().dense_output()
+
+        def _dense_output_impl(self):
+            if not (stepped and _in_mode() and getattr(self, "K_extended", None) is not None):
+                return super()._dense_output_impl()
+            # DOP853's (ivp/rk.py), its interpolant's coefficients F joined rather than written
+            # into an array SciPy's code allocates (which would not hold traced values)
+            K, h = self.K_extended, self.h_previous
+            for s, (a, c) in enumerate(zip(self.A_EXTRA, self.C_EXTRA), start=self.n_stages + 1):
+                dy = np.dot(K[:s].T, a[:s]) * h
+                K[s] = self.fun(self.t_old + c * h, self.y_old + dy)
+            f_old = K[0]
+            delta_y = self.y - self.y_old
+            F = np.concatenate([delta_y[None], (h * f_old - delta_y)[None],
+                                (2 * delta_y - h * (self.f + f_old))[None],
+                                h * np.dot(self.D, K)]).astype(self.y_old.dtype, copy=False)
+            return _rk.Dop853DenseOutput(self.t_old, self.t, self.y_old, F)
 
         @property
         def _fun(self):
