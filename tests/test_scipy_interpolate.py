@@ -478,9 +478,7 @@ def test_arrays_made_inside_f_are_constants():
 
 SMOOTHING = {
     "UnivariateSpline": lambda x, y: scipy.interpolate.UnivariateSpline(x, y)(1.5),
-    "InterpolatedUnivariateSpline": lambda x, y: scipy.interpolate.InterpolatedUnivariateSpline(
-        x, y)(1.5),
-    "LSQUnivariateSpline": lambda x, y: scipy.interpolate.LSQUnivariateSpline(x, y, [2.5])(1.5),
+    # (InterpolatedUnivariateSpline, LSQUnivariateSpline: linear fits, differentiated)
     "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
     # (lam=None: SciPy's generalized cross-validation chooses lam from y)
     "splrep": lambda x, y: scipy.interpolate.splrep(x, y, s=0.5)[1].sum(),
@@ -510,6 +508,7 @@ SPLREP_QUERIES = np.array([0.2, 1.1, 2.95, -0.3, 3.4])
 @pytest.mark.parametrize("options, ext, der", [
     ({}, 0, 0), ({"s": 0, "k": 2}, 0, 0), ({"k": 5}, 1, 0), ({}, 0, 1), ({"k": 1}, 0, 0),
     ({"w": np.full(9, 2.0), "s": 0}, 2, 0), ({"xb": -1.0, "xe": 4.0, "s": 0.0}, 0, 2),
+    ({}, 3, 0), ({"k": 4}, 3, 1),
 ])
 def test_splrep_interpolating_then_splev(options, ext, der):
     """At s = 0 splrep's knots depend on x alone and its coefficients are linear in y: SciPy's
@@ -537,7 +536,6 @@ def test_splrep_interpolating_then_splev(options, ext, der):
     (lambda x, y: scipy.interpolate.splrep(x, y, s=0.1), "in y alone"),          # smoothing
     (lambda x, y: scipy.interpolate.splrep(x, y, w=x + 1.0), "in y alone"),      # default s
     (lambda x, y: scipy.interpolate.splrep(x, y, per=1), "in y alone"),
-    (lambda x, y: scipy.interpolate.splev(1.0, scipy.interpolate.splrep(x, y), ext=3), "ext=3"),
     (lambda x, y: scipy.interpolate.splev(1.0, (x + y[0], np.ones(9), 3)), "the knots t"),
 ])
 def test_splrep_and_splev_refuse_what_they_do_not_differentiate(program, message):

@@ -899,7 +899,7 @@ def line(x, a, b):
 
 def test_curve_fit():
     """A line: popt = X⁺ y, differentiated in ydata; a nonlinear model against finite
-    differences, in xdata and ydata; pcov refused."""
+    differences, in xdata and ydata; pcov, (XᵀX)⁻¹ ‖r‖² / (m - n) for the line."""
     x = np.linspace(0.0, 1.0, 6)
     y = 0.5 + 2.0 * x + 0.1 * np.sin(7 * x)
     X = np.stack([x, np.ones_like(x)], axis=1)
@@ -931,8 +931,12 @@ def test_curve_fit():
         popt, pcov = curve_fit(line, x, ydata)
         return np.sqrt(np.diag(pcov)).sum()
 
-    with pytest.raises(UnsupportedOperationError, match="pcov"):
-        mutad.gradient(uses_pcov, y)
+    def exact(ydata):  # the line's covariance, with the residuals of its exact fit
+        r = ydata - X @ np.linalg.lstsq(X, ydata, rcond=None)[0]
+        return np.sqrt(np.diag(np.linalg.inv(X.T @ X)) * (r @ r) / (len(x) - 2)).sum()
+
+    np.testing.assert_allclose(gradient_keeping(uses_pcov, y)[0],
+                               mutad.gradient(exact, y)[0], rtol=1e-6)
 
 
 def test_a_replayed_gradient_runs_the_solver_each_time():

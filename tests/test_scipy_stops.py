@@ -30,13 +30,13 @@ def central(f, x, h=1e-6):
     return g
 
 
-def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False):
+def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False, h=1e-6):
     """``f``'s value (SciPy's, bit for bit), gradient (reverse mode, and a replay at another
-    point), and directional derivative (forward mode) against central differences; ``x``
-    unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the symmetric one
-    (the differences are symmetrised too)."""
+    point), and directional derivative (forward mode) against central differences of step
+    ``h``; ``x`` unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the
+    symmetric one (the differences are symmetrised too)."""
     def expected(x):
-        g = central(f, x)
+        g = central(f, x, h)
         return (g + g.T) / 2 if symmetric else g
 
     plain = f(x.copy())
@@ -49,7 +49,7 @@ def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False):
     if symmetric:
         direction = direction + direction.T
     _, tangent = mutad.jvp(f, (x,), (direction,))
-    np.testing.assert_allclose(tangent, np.sum(central(f, x) * direction), rtol=rtol,
+    np.testing.assert_allclose(tangent, np.sum(central(f, x, h) * direction), rtol=rtol,
                                atol=atol * np.abs(direction).sum())
     replayed = mutad.grad(f, replay=True)
     np.testing.assert_array_equal(replayed(x), g)
@@ -582,3 +582,329 @@ def test_legacy_retall():
     plain = scipy.optimize.fmin_cg(_quartic, np.zeros(2), _quartic_gradient, args=(p,),
                                    gtol=1e-12, disp=False, retall=True)
     assert len(plain) == 2 and len(plain[1]) > 1
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's explicit Runge-Kutta solver classes stepped by the program (RK23, RK45, DOP853):
+# SciPy's steps, their step size control too, on the differentiated values (the differences
+# of a step of 1e-4: the step size control's rounding makes finer ones noisy); and solve_ivp
+# of an integer y0
+
+def _stepped(solver, **options):
+    def f(p):
+        s = solver(lambda t, y: np.array([y[1], -p[0] * y[0] - p[1] * y[1]]), 0.0,
+                   p[2:4], 3.0, **options)
+        ys = [s.y[0]]
+        while s.status == "running":
+            s.step()
+            ys.append(s.y[0])
+        return np.sum(np.array(ys) ** 2) + s.y[1]
+    return f
+
+
+def _stepped_dense(p, solver=scipy.integrate.RK45):
+    s = solver(lambda t, y: -p[0] * y + p[1], 0.0, np.array([1.0, 2.0]), 2.0)
+    total = 0.0
+    while s.status == "running":
+        s.step()
+        total = total + s.dense_output()(0.5 * (s.t_old + s.t)).sum()
+    return total
+
+
+_SOLVERS = {
+    "RK23": _stepped(scipy.integrate.RK23, rtol=1e-6),
+    "RK45": _stepped(scipy.integrate.RK45, rtol=1e-6, atol=1e-9),
+    "DOP853": _stepped(scipy.integrate.DOP853),
+    "RK45_first_step": _stepped(scipy.integrate.RK45, first_step=0.1, max_step=0.5),
+    "RK45_dense": _stepped_dense,
+    "DOP853_dense": lambda p: _stepped_dense(p, scipy.integrate.DOP853),
+}
+
+
+@pytest.mark.parametrize("name", list(_SOLVERS))
+def test_solver_classes_stepped(name):
+    x = np.array([0.8, 0.4]) if name.endswith("dense") else np.array([1.0, 0.3, 1.0, 0.5])
+    check(_SOLVERS[name], x, rtol=5e-4, atol=1e-6, h=1e-4)
+
+
+def test_solve_ivp_integer_y0():
+    def f(p):
+        sol = scipy.integrate.solve_ivp(lambda t, y: [y[1], -p[0] * y[0]], (0, 5), [1, 0],
+                                        t_eval=[1.0, 2.5], rtol=1e-10, atol=1e-12)
+        return sol.y[0, -1] + sol.y[1].sum()
+    check(f, np.array([1.0]))
+
+
+@pytest.mark.parametrize("solver", ["Radau", "BDF", "LSODA"])
+def test_implicit_solver_classes_refused(solver):
+    def f(k):
+        s = getattr(scipy.integrate, solver)(lambda t, y: -k * y, 0.0, np.array([1.0]), 1.0)
+        while s.status == "running":
+            s.step()
+        return s.y[0]
+    with pytest.raises(UnsupportedOperationError, match=f"{solver}.*solve_ivp"):
+        mutad.gradient(f, np.array([2.0]))
+    # nothing differentiated reaching it: SciPy's solver as it is
+    g = mutad.gradient(lambda k: k[0] * f(np.array([2.0])), np.array([1.0]))[0]
+    assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
+
+
+def test_ode_class_refused():
+    def f(p):
+        r = scipy.integrate.ode(lambda t, y: [-p[0] * y[0]]).set_integrator("dopri5")
+        r.set_initial_value([1.0], 0.0)
+        return r.integrate(1.0)[0]
+    with pytest.raises(UnsupportedOperationError, match="ode of a right-hand side.*solve_ivp"):
+        mutad.gradient(f, np.array([2.0]))
+    g = mutad.gradient(lambda k: k[0] * f(np.array([2.0])), np.array([1.0]))[0]
+    assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# FITPACK's spline classes fitted to differentiated y where the fit is linear in it
+# (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,
+# the coefficients the fit of the identity columns maps y to; a smoothing fit refused
+
+_KNOTS_X = np.linspace(0.0, 3.0, 12)
+
+
+def _interpolated(y):
+    s = scipy.interpolate.InterpolatedUnivariateSpline(_KNOTS_X, y)
+    return s(np.array([0.4, 1.1, 3.2])).sum() + s.integral(0.2, 2.5) + s.derivative()(0.7)
+
+
+def _univariate_s0(y):
+    s = scipy.interpolate.UnivariateSpline(_KNOTS_X, y, k=4, s=0, ext="const")
+    return s(np.array([1.3, 3.5])).sum() + s.antiderivative(2)(2.0) + s.get_coeffs()[3]
+
+
+def _lsq(y):
+    s = scipy.interpolate.LSQUnivariateSpline(_KNOTS_X, y, [1.0, 2.0], w=1.0 + _KNOTS_X, k=2)
+    return (s(_KNOTS_X) ** 2).sum() + s.derivative(2)(1.5) + s.get_knots()[1] * s.get_coeffs()[0]
+
+
+@pytest.mark.parametrize("f", [_interpolated, _univariate_s0, _lsq], ids=lambda f: f.__name__)
+def test_fitpack_spline_classes(f):
+    check(f, np.sin(_KNOTS_X) + 0.1 * _KNOTS_X ** 2)
+
+
+def test_fitpack_spline_refusals():
+    y = np.sin(_KNOTS_X)
+    with pytest.raises(UnsupportedOperationError, match="smoothing fit"):
+        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y)(1.0), y)
+    with pytest.raises(UnsupportedOperationError, match="the argument x"):
+        mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _KNOTS_X)
+    with pytest.raises(UnsupportedOperationError, match="roots"):
+        mutad.gradient(lambda y: scipy.interpolate.InterpolatedUnivariateSpline(
+            _KNOTS_X, y).roots().sum(), y)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.csgraph's shortest paths of traced weights: SciPy's distances, each the sum of
+# the weights on SciPy's path
+
+import scipy.sparse.csgraph  # noqa: E402
+
+_WEIGHTS = np.array([[0.0, 1.0, 4.0, 0.0, 7.0],
+                     [0.0, 0.0, 2.0, 5.0, 0.0],
+                     [1.5, 0.0, 0.0, 1.2, 0.0],
+                     [0.0, 0.0, 0.0, 0.0, 1.1],
+                     [0.3, 0.0, 2.5, 0.0, 0.0]])
+_EDGES = np.nonzero(_WEIGHTS)
+# every entry an edge (a dense graph's zeros are no edges: at them the distances jump)
+_COMPLETE = np.where(_WEIGHTS == 0, 6.0 + np.arange(25.0).reshape(5, 5) / 7, _WEIGHTS)
+
+
+def _paths_sparse(method, directed):
+    def f(v):
+        G = scipy.sparse.csr_matrix((v, _EDGES), shape=(5, 5))
+        d = scipy.sparse.csgraph.shortest_path(G, method=method, directed=directed)
+        return np.sum(d * np.arange(25.0).reshape(5, 5))
+    return f
+
+
+def _paths_dense_indices(w):
+    d, p = scipy.sparse.csgraph.dijkstra(w * 1.0, indices=[0, 3], return_predecessors=True)
+    return (d ** 2).sum() + p.sum()
+
+
+def _paths_min_only(w):
+    d = scipy.sparse.csgraph.dijkstra(w, indices=[1, 3], min_only=True, limit=3.0)
+    return np.sum(np.where(np.isfinite(d), d, 0.0) * np.arange(1.0, 6.0))
+
+
+def _paths_coo(v):
+    G = scipy.sparse.coo_matrix((v, ([0, 0, 1, 2, 3], [1, 2, 2, 3, 0])), shape=(4, 4))
+    return scipy.sparse.csgraph.bellman_ford(G, indices=0)[3] \
+        + scipy.sparse.csgraph.johnson(G.tocsr(), directed=False)[1, 3] \
+        + scipy.sparse.csgraph.floyd_warshall(G.tocsr(), unweighted=True).sum()
+
+
+_PATHS = {f"{m}_{'directed' if d else 'undirected'}": _paths_sparse(m, d)
+          for m in ("auto", "FW", "D", "BF", "J") for d in (True, False)}
+_PATHS.update(dense_indices=_paths_dense_indices, min_only=_paths_min_only)
+
+
+@pytest.mark.parametrize("name", list(_PATHS))
+def test_shortest_paths(name):
+    check(_PATHS[name], _WEIGHTS[_EDGES] if name[0].isupper() or name.startswith("auto")
+          else _COMPLETE.copy())
+
+
+def test_shortest_paths_coo():
+    check(_paths_coo, np.array([1.0, 4.0, 2.0, 0.5, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.signal's waveforms and second-order designs of differentiated parameters (chirp,
+# sawtooth, iirnotch, iirpeak, bilinear): SciPy's steps
+
+_T = np.linspace(0.0, 1.0, 40)
+
+
+def _chirp(method, **options):
+    def f(p):
+        return np.sum(scipy.signal.chirp(_T * p[3], f0=p[0], t1=p[1], f1=p[2], method=method,
+                                         phi=30 * p[0], **options) * np.hanning(40))
+    return f
+
+
+def _complex_chirp(p):
+    return np.sum(np.abs(scipy.signal.chirp(_T, p[0], p[1], p[2], complex=True) - 0.5) ** 2)
+
+
+def _sawtooth(p):
+    return np.sum(scipy.signal.sawtooth(2 * np.pi * p[0] * _T + 0.1, width=p[1]) * np.hanning(40))
+
+
+def _notch(p):
+    b, a = scipy.signal.iirnotch(p[0], p[1], fs=100.0)
+    c, d = scipy.signal.iirpeak(p[0] / 100, p[1])
+    return np.sum(scipy.signal.lfilter(b, a, np.sin(7 * _T)) ** 2) + (c * d).sum()
+
+
+def _bilinear(p):
+    b, a = scipy.signal.bilinear(np.array([0.0, p[0], 1.0]), [1.0, p[1], p[2]], fs=10.0)
+    return np.sum(b * np.arange(1.0, 4.0)) + np.sum(a ** 2)
+
+
+_WAVES = {f"chirp_{m}": _chirp(m) for m in ("linear", "quadratic", "logarithmic", "hyperbolic")}
+_WAVES.update(chirp_quadratic_vertex=_chirp("quadratic", vertex_zero=False),
+              chirp_complex=_complex_chirp, sawtooth=_sawtooth, notch=_notch, bilinear=_bilinear)
+
+
+@pytest.mark.parametrize("name", list(_WAVES))
+def test_waveforms_and_designs(name):
+    x = {"sawtooth": np.array([3.0, 0.3]), "notch": np.array([12.0, 4.0]),
+         "bilinear": np.array([0.5, 0.2, 1.3])}.get(name, np.array([2.0, 1.1, 5.0, 1.0]))
+    check(_WAVES[name], x, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# spilu of a constant matrix, its solve of a differentiated right-hand side: a linear map of it
+
+def _ilu(b):
+    A = (scipy.sparse.diags([-1.0, 2.5, -1.2], [-1, 0, 1], shape=(6, 6))
+         + scipy.sparse.coo_matrix(([0.3], ([0], [5])), shape=(6, 6))).tocsc()
+    ilu = scipy.sparse.linalg.spilu(A, drop_tol=0.1)
+    M = scipy.sparse.linalg.LinearOperator(A.shape, matvec=ilu.solve)
+    x, info = scipy.sparse.linalg.gmres(A, b, M=M, rtol=1e-12)
+    return np.sum(ilu.solve(b) * np.arange(6.0)) + ilu.solve(b ** 2, trans="T")[2] + x.sum()
+
+
+def test_spilu_solve_of_a_traced_right_hand_side():
+    check(_ilu, np.linspace(1.0, 2.0, 6))
+
+
+# ----------------------------------------------------------------------------------------------
+# curve_fit's pcov: SciPy's, differentiated as (JᵀJ)⁻¹ s² at the differentiated popt (SciPy's J
+# a finite-difference estimate: the differences of its pcov agree to about 1e-5)
+
+_XD = np.linspace(0.0, 1.0, 12)
+
+
+def _fit(method, absolute_sigma=False, sigma=None):
+    tight = {"ftol": 1e-15, "xtol": 1e-15, "gtol": 1e-15}
+
+    def f(p):
+        yd = p[0] * np.exp(-p[1] * _XD) + 0.05 * np.sin(9 * _XD)
+        popt, pcov = scipy.optimize.curve_fit(
+            lambda x, a, b: a * np.exp(-b * x), _XD, yd, p0=[1.0, 1.0], method=method,
+            sigma=sigma, absolute_sigma=absolute_sigma, **tight)
+        return popt.sum() + 100 * np.sqrt(np.diag(pcov)).sum() + pcov[0, 1]
+    return f
+
+
+@pytest.mark.parametrize("method, absolute, sigma", [
+    ("lm", False, None), ("trf", False, None), ("lm", True, 0.1 + _XD), ("dogbox", False, _XD + 1)])
+def test_curve_fit_covariance(method, absolute, sigma):
+    check(_fit(method, absolute, sigma), np.array([1.0, 0.5]), rtol=1e-4, atol=1e-6, h=1e-3)
+
+
+def test_curve_fit_covariance_refused_where_indeterminate():
+    def f(p):  # as many data as parameters: SciPy's pcov infinite (with a warning)
+        popt, pcov = scipy.optimize.curve_fit(lambda x, a, b: a * x + b, _XD[:2], p * _XD[:2])
+        return popt.sum() + pcov.sum()
+    with pytest.warns(scipy.optimize.OptimizeWarning), \
+            pytest.raises(UnsupportedOperationError, match="pcov"):
+        mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# gmres and bicgstab of a LinearOperator without rmatvec, its matvec reading differentiated
+# values: the adjoint solve's Aᵀ y by the pullback of the matvec
+
+def _operator_solve(method):
+    def f(p):
+        def matvec(v):
+            out = np.zeros(5)
+            out[:] = p[0] * v + 0.3 * np.roll(v, 1)
+            out[1:] -= p[1] * v[:-1]
+            return out
+        A = scipy.sparse.linalg.LinearOperator((5, 5), matvec=matvec)
+        x, info = getattr(scipy.sparse.linalg, method)(A, p[2:], rtol=1e-13, atol=0.0)
+        return np.sum(x * np.arange(1.0, 6.0))
+    return f
+
+
+@pytest.mark.parametrize("method", ["gmres", "bicgstab"])
+def test_operator_without_rmatvec(method):
+    check(_operator_solve(method), np.array([2.0, 0.4, 1.0, 0.5, -0.3, 0.8, 1.2]), rtol=1e-5)
+
+
+def test_constant_operator_without_rmatvec():
+    dense = np.eye(5) * 3.0 + np.triu(np.ones((5, 5)), 1) * 0.4
+
+    def f(b):
+        A = scipy.sparse.linalg.LinearOperator((5, 5), matvec=lambda v: dense @ v)
+        return np.sum(scipy.sparse.linalg.gmres(A, b ** 2, rtol=1e-13, atol=0.0)[0] * b)
+    check(f, np.array([1.0, 0.5, -0.3, 0.8, 1.2]), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# splprep of differentiated points with u given and s=0 (linear in the points), and splev of
+# its parametric curve; its own u refused
+
+_U = np.linspace(0.0, 1.0, 9)
+
+
+def _curve(r):
+    th = np.linspace(0.0, 3.0, 9)
+    tck, u = scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r ** 2, th], u=_U, s=0)
+    x, y, z = scipy.interpolate.splev(np.linspace(0.0, 1.0, 7), tck)
+    dx, _, _ = scipy.interpolate.splev(0.3, tck, der=1)
+    return np.sum(x * y) + z.sum() + dx + tck[1][1][2]
+
+
+def test_splprep_with_u():
+    check(_curve, 1.0 + 0.1 * np.arange(9.0))
+
+
+def test_splprep_refusals():
+    th = np.linspace(0.0, 3.0, 9)
+    with pytest.raises(UnsupportedOperationError, match="u given"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(
+            0.5, scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r], s=0)[0])[0], th)
+    with pytest.raises(UnsupportedOperationError, match="u given"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(0.5, scipy.interpolate.splprep(
+            [np.cos(th) * r, np.sin(th) * r], u=_U, s=0.1)[0])[0], th)

@@ -219,6 +219,25 @@ def scipys_value(value, composition):
     return y
 
 
+def linear_map(f, size, name):
+    """SciPy's function ``f`` of a vector of ``size`` numbers, linear in it, as a function
+    that differentiates (to every order): values ``f``'s own, derivatives by the matrix ``L``
+    of ``f`` at the identity columns, and its transpose."""
+    L = np.stack([np.ravel(f(column)) for column in np.eye(size)], axis=1)
+    shape = np.shape(f(np.zeros(size)))
+    forward = Adjoint(lambda v: f(v))
+    transpose = Adjoint(lambda u: L.T @ np.ravel(u))
+    forward.__name__ = forward.__qualname__ = name
+    transpose.__name__ = transpose.__qualname__ = f"the transpose of {name}"
+    forward.rule(lambda v: (forward(v), lambda du: (transpose(du),)))
+    forward.jvp_rule(lambda tangents, v: (
+        forward(v), None if tangents[0] is None else forward(tangents[0])))
+    transpose.rule(lambda u: (transpose(u), lambda dv: (np.reshape(L @ dv, shape),)))
+    transpose.jvp_rule(lambda tangents, u: (
+        transpose(u), None if tangents[0] is None else transpose(tangents[0])))
+    return forward
+
+
 def reproduces(value, composition, rtol=1e-8):
     """Whether ``composition`` (a traced computation of SciPy's ``value``, whose derivatives
     ``scipys_value`` gives it) has ``value``'s shape and agrees with it where it is finite, to

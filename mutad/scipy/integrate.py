@@ -56,6 +56,13 @@ How each gradient is computed:
   reverse pass; ``odeint`` keeps its outputs and solves each interval between them again in
   the reverse pass.
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
+* The solver classes stepped by the program (``s = RK45(fun, t0, y0, t_bound)``, then
+  ``s.step()`` in a loop, reading ``s.t``, ``s.y``, ``s.dense_output()``): for **RK23, RK45
+  and DOP853**, SciPy's own steps run on the differentiated values, their step size control
+  too, so the derivative is that of every value SciPy computes, the step sizes' dependence on
+  the inputs included.
+  Radau, BDF, LSODA and ``scipy.integrate.ode`` (compiled integrators) refuse differentiated
+  values with an error naming ``solve_ivp``, which differentiates all of them.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
   the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
   and break points, and in the limits ``f(b)`` and ``-f(a)``. ``nquad``: SciPy's nesting of
@@ -91,9 +98,13 @@ import numpy as np
 # module's names for the stand-ins below while a differentiation runs.
 from scipy.integrate import _bvp, _odepack_py, _quad_vec, _quadpack_py, _quadrature
 from scipy.integrate._ivp import ivp as _ivp
+from scipy.integrate import _ode
+from scipy.integrate._ivp import bdf as _bdf
+from scipy.integrate._ivp import lsoda as _lsoda
+from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import STATE, plain_allocation, user_object
+from ..core.allocation import STATE, _in_mode, allocate, plain_allocation, user_object
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
@@ -103,15 +114,17 @@ from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
 from ..core.views import memory, weaken
-from ._adjoints import Value, outside_differentiations, refused_attribute, scipys_value
+from ._adjoints import (Value, array_argument, outside_differentiations, refused_attribute,
+                        scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
                        _with_derivatives)
 from .optimize import _constant as _allocated
 from .optimize import _plain_call as _plain_arguments
 from .optimize import _result as _bvp_result
 
-__all__ = ["cumulative_simpson", "cumulative_trapezoid", "dblquad", "nquad", "odeint", "quad",
-           "quad_vec", "romb", "simpson", "solve_ivp", "tplquad", "trapezoid"]
+__all__ = ["BDF", "DOP853", "LSODA", "RK23", "RK45", "Radau", "complex_ode", "cumulative_simpson",
+           "cumulative_trapezoid", "dblquad", "nquad", "ode", "odeint", "quad", "quad_vec", "romb",
+           "simpson", "solve_ivp", "tplquad", "trapezoid"]
 
 
 def _routed(original):
@@ -1275,6 +1288,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         else [events]
     parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
                              () if args is None else args)
+    method = getattr(method, "scipy", method)  # SciPy's class for its stand-in (RK45)
     if type(y0) in (list, tuple) and _followed(y0):
         y0 = np.stack(y0)
     if not ACTIVE.running:
@@ -1294,7 +1308,9 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     if events is not None:
         _refuse_second_order("solve_ivp", "events")
     if not _followed(y0):
+        # SciPy's solvers' state (check_arguments): complex or float, an integer y0 too
         y0 = np.asarray(y0)
+        y0 = y0.astype(complex if np.iscomplexobj(y0) else float, copy=False)
     t0 = float(t_span[0])
     problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
                        t0, float(t_span[1]), method, options.get("rtol", 1e-3),
@@ -1892,3 +1908,155 @@ def nquad(func: Callable[..., Any], ranges: Sequence[Any], args: Any = None, opt
     if full_output:
         return value, found["abserr"], {"neval": found["neval"]}
     return value, found["abserr"]
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's step-by-step solvers used directly (RK45(fun, t0, y0, t_bound).step() in a loop):
+# SciPy's own steps on the differentiated values
+
+
+def _solver_class(scipy_class, stepped=True):
+    """The stand-in for SciPy's solver class ``scipy_class`` (``registry.defroute``): SciPy's
+    class, whose steps run on differentiated values as on plain ones. SciPy's solvers convert
+    the right-hand side's value (``check_arguments``: ``np.asarray(fun(t, y), dtype)``),
+    which would cut a traced one from its derivative; here it keeps it, as the same array, and
+    ``y0`` traced is the state SciPy starts from. Every step (its step size control too) is then
+    SciPy's arithmetic, differentiated as written: the derivative of the values SciPy computes.
+    Not ``stepped`` (the implicit methods, whose work arrays SciPy's code allocates and fills
+    each step, and LSODA's compiled code): a differentiated value reaching the solver is
+    refused, solve_ivp with the method named instead."""
+
+    def refuse():
+        raise UnsupportedOperationError(
+            f"scipy.integrate.{scipy_class.__name__} stepped on differentiated values: mutad "
+            "follows the steps of the explicit Runge-Kutta classes (RK23, RK45, DOP853) only. "
+            f"Call solve_ivp(fun, t_span, y0, method='{scipy_class.__name__}', t_eval=...) "
+            "(dense_output=True for values between steps), which mutad differentiates.")
+
+    class Solver(scipy_class):
+        scipy = scipy_class  # (what solve_ivp(method=) given the stand-in runs)
+
+        def __init__(self, fun: Callable[..., Any], t0: float, y0: Any, t_bound: float,
+                     *args: Any, **kwargs: Any) -> None:
+            self._mutad_fun = fun
+            y0 = array_argument(y0)
+            self._mutad_y0 = y0 if _followed(y0) else None
+            if not stepped and carries_derivative(y0):
+                refuse()
+            super().__init__(fun, t0, _plain(y0) if self._mutad_y0 is not None else y0, t_bound,
+                             *args, **kwargs)
+            if stepped and _in_mode():  # the stages' work array, written with traced values
+                extended = getattr(self, "K_extended", None)
+                if extended is not None:  # (DOP853's: K its first rows)
+                    self.K_extended = allocate(extended)
+                    self.K = self.K_extended[:self.n_stages + 1]
+                else:
+                    self.K = allocate(self.K)
+
+        def dense_output(self) -> Any:
+            return _SteppedDense(super().dense_output()) if stepped else super().dense_output()
+
+        def _dense_output_impl(self):
+            if not (stepped and _in_mode() and getattr(self, "K_extended", None) is not None):
+                return super()._dense_output_impl()
+            # DOP853's (ivp/rk.py), its interpolant's coefficients F joined rather than written
+            # into an array SciPy's code allocates (which would not hold traced values)
+            K, h = self.K_extended, self.h_previous
+            for s, (a, c) in enumerate(zip(self.A_EXTRA, self.C_EXTRA), start=self.n_stages + 1):
+                dy = np.dot(K[:s].T, a[:s]) * h
+                K[s] = self.fun(self.t_old + c * h, self.y_old + dy)
+            f_old = K[0]
+            delta_y = self.y - self.y_old
+            F = np.concatenate([delta_y[None], (h * f_old - delta_y)[None],
+                                (2 * delta_y - h * (self.f + f_old))[None],
+                                h * np.dot(self.D, K)]).astype(self.y_old.dtype, copy=False)
+            return _rk.Dop853DenseOutput(self.t_old, self.t, self.y_old, F)
+
+        @property
+        def _fun(self):
+            fun, dtype = self._mutad_fun, self._mutad_dtype
+
+            def fun_wrapped(t, y):
+                f = array_argument(fun(t, y))
+                if not _followed(f):
+                    return np.asarray(f, dtype)
+                if stepped:
+                    return f.astype(dtype, copy=False)
+                if carries_derivative(f):
+                    refuse()
+                return np.asarray(_plain(f), dtype)  # (a constant: an array f allocated)
+            return fun_wrapped
+
+        @_fun.setter
+        def _fun(self, value):
+            pass  # SciPy's own conversion (check_arguments): the property's instead
+
+        @property
+        def y(self) -> Any:
+            return self._mutad_y
+
+        @y.setter
+        def y(self, value: Any) -> None:
+            if "_mutad_y" not in self.__dict__:  # the state check_arguments made of y0
+                self._mutad_dtype = value.dtype
+                if self._mutad_y0 is not None:
+                    value = self._mutad_y0.astype(value.dtype, copy=False)
+            self._mutad_y = value
+
+    Solver.__name__, Solver.__qualname__ = scipy_class.__name__, scipy_class.__qualname__
+    Solver.__doc__ = (f"SciPy's ``{scipy_class.__name__}``, "
+                      + ("stepped on differentiated values" if stepped else
+                         "refusing differentiated values") + " (``integrate._solver_class``).")
+    Solver.__module__ = __name__
+    return defroute(scipy_class, Solver)
+
+
+def _ode_class(scipy_class):
+    """The stand-in for ``scipy.integrate.ode`` (or ``complex_ode``): SciPy's class, its
+    right-hand side's differentiated values refused (its integrators are compiled code, which
+    takes plain numbers), solve_ivp or odeint instead."""
+
+    class Ode(scipy_class):
+        def __init__(self, f: Callable[..., Any], jac: Any = None) -> None:
+            def plain(*args):
+                value = array_argument(f(*args))
+                if carries_derivative(value) or any(carries_derivative(a) for a in args):
+                    raise UnsupportedOperationError(
+                        f"scipy.integrate.{scipy_class.__name__} of a right-hand side that "
+                        "depends on differentiated values: its integrators (vode, zvode, "
+                        "lsoda, dopri5, dop853) are compiled code, which mutad does not "
+                        "follow. Call solve_ivp(f, (t0, t1), y0, t_eval=...) (f(t, y, *args); "
+                        "method='LSODA' or 'BDF' for stiff problems) or odeint, which mutad "
+                        "differentiates.")
+                return value
+            super().__init__(plain, jac)
+
+    Ode.__name__, Ode.__qualname__ = scipy_class.__name__, scipy_class.__qualname__
+    Ode.__doc__ = f"SciPy's ``{scipy_class.__name__}``, refusing differentiated values."
+    Ode.__module__ = __name__
+    return defroute(scipy_class, Ode)
+
+
+class _SteppedDense:
+    """SciPy's interpolant of one step (``solver.dense_output()``), called at a traced time
+    too: SciPy's ``DenseOutput.__call__`` converts the time by ``np.asarray``."""
+
+    def __init__(self, dense):
+        self.dense = dense
+
+    def __getattr__(self, name):
+        return getattr(self.dense, name)
+
+    def __call__(self, t):
+        t = array_argument(t)
+        if not _followed(t):
+            return self.dense(t)
+        if np.ndim(t) > 1:
+            raise ValueError("`t` must be a float or a 1-D array.")
+        return self.dense._call_impl(t)
+
+
+RK23, RK45, DOP853 = (_solver_class(c) for c in (_rk.RK23, _rk.RK45, _rk.DOP853))
+Radau, BDF, LSODA = (_solver_class(c, stepped=False) for c in (
+    _radau.Radau, _bdf.BDF, _lsoda.LSODA))
+ode, complex_ode = _ode_class(_ode.ode), _ode_class(_ode.complex_ode)

@@ -128,7 +128,8 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
-from ._adjoints import ScipyAdjoint, Value, refused_attribute, reproduces, scipys_value
+from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused_attribute,
+                        reproduces, scipys_value)
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -140,7 +141,7 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHe
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
-           "splev", "splrep"]
+           "splev", "splprep", "splrep"]
 
 
 def _traced(tree):
@@ -967,7 +968,7 @@ class _Constructor(type):
 
     def __instancecheck__(cls, instance):
         return isinstance(instance, (cls.scipy, _TracedInterpolant, _TracedGridInterpolant,
-                                     _TracedBarycentric, _TracedRectBivariate))
+                                     _TracedBarycentric, _TracedRectBivariate, _FittedSpline))
 
     def __subclasscheck__(cls, subclass):
         return issubclass(subclass, cls.scipy)
@@ -1828,30 +1829,111 @@ defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 
 
 # ----------------------------------------------------------------------------------------------
-# Smoothing splines: refused by name with traced data. Their knots and coefficients come out of
-# FITPACK's iterations on the smoothing condition (or a generalized cross-validation), whose
-# derivative mutad does not compute.
+# FITPACK's spline classes where the fit is linear in y: InterpolatedUnivariateSpline,
+# UnivariateSpline with s=0 (knots at the data, set by x alone) and LSQUnivariateSpline (knots
+# given). The object is SciPy's knots with coefficients c = L y, their values SciPy's own, L
+# the fit of the identity columns (linear_map); splev, splder, splantider and splint are
+# linear in c in their turn.
 
 
-def _smoothing_refusal(scipy_function):
-    name = scipy_function.__name__
+class _FittedSpline:
+    """SciPy's ``UnivariateSpline`` (or ``InterpolatedUnivariateSpline``,
+    ``LSQUnivariateSpline``) fitted to differentiated data: SciPy's knots ``t`` and degree
+    ``k``, the coefficients ``c`` traced, its methods SciPy's on them."""
 
-    def refuse(*args, **kwargs):
-        if _traced((args, kwargs)):
+    def __init__(self, name, t, c, k, ext):
+        self.name, self.t, self.c, self.k, self.ext = name, t, c, k, ext
+
+    def _of(self, function, name):
+        """The coefficients ``function(t, c, k)`` gives (SciPy's splder, splantider), as the
+        spline's; with its knots and degree."""
+        t, _, k = function((self.t, np.zeros(len(self.t)), self.k))
+        c = linear_map(lambda c: function((self.t, c, self.k))[1], len(self.t),
+                        f"scipy.interpolate.{name}")(self.c)
+        return _FittedSpline(self.name, t, c, k, 1 if self.ext == 3 else self.ext)
+
+    def __call__(self, x: Any, nu: int = 0, ext: Any = None) -> Any:
+        ext = self.ext if ext is None else _interpolate._fitpack2._extrap_modes.get(ext, ext)
+        if not _traced(x) and np.size(x) == 0:
+            return np.array([])
+        return splev(x, (self.t, self.c, self.k), nu, ext)
+
+    def derivative(self, n: int = 1) -> Any:
+        return self._of(lambda tck: _interpolate.splder(tck, n), "splder")
+
+    def antiderivative(self, n: int = 1) -> Any:
+        return self._of(lambda tck: _interpolate.splantider(tck, n), "splantider")
+
+    def integral(self, a: float, b: float) -> Any:
+        _refuse_traced(f"{self.name}.integral", "the bounds a and b", (a, b),
+                       "Pass them as constants.")
+        return linear_map(lambda c: _interpolate.splint(a, b, (self.t, c, self.k)),
+                           len(self.t), "scipy.interpolate.splint")(self.c)
+
+    def get_knots(self) -> Any:
+        return self.t[self.k:len(self.t) - self.k].copy()
+
+    def get_coeffs(self) -> Any:
+        return self.c[:len(self.t) - self.k - 1]
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.{self.name}(...).{name}: this spline was fitted to "
+            "differentiated data, and mutad differentiates its values (calls), derivative, "
+            "antiderivative, integral, get_coeffs and get_knots only. Compute the quantity "
+            "from those, or fit plain data (mutad.stop_gradient).")
+
+
+def _fitted_spline(scipy_class):
+    """The stand-in for FITPACK's spline class ``scipy_class``: SciPy's object from plain data,
+    a :class:`_FittedSpline` from differentiated y where the fit is linear in y; a smoothing fit
+    (UnivariateSpline with s > 0, or no s) refused."""
+    name = scipy_class.__name__
+    signature = inspect.signature(scipy_class)
+
+    def construct(*args, **kwargs):
+        if not _traced((args, kwargs)):
+            return scipy_class(*args, **kwargs)
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        s = given.get("s", 0)
+        if s is None or not np.all(np.equal(s, 0)):
             raise UnsupportedOperationError(
                 f"scipy.interpolate.{name} of differentiated data: its smoothing fit (FITPACK's "
-                "choice of knots and coefficients) has no derivative in mutad. Interpolate "
-                "with make_interp_spline or CubicSpline (differentiated in x and y), or pass "
-                "the data through mutad.stop_gradient where no gradient should flow.")
-        return scipy_function(*args, **kwargs)
+                "choice of knots and coefficients, s > 0) has no derivative in mutad. "
+                "Interpolate (s=0, InterpolatedUnivariateSpline, make_interp_spline), fit at "
+                "knots you choose (LSQUnivariateSpline, make_lsq_spline), smooth with "
+                "make_smoothing_spline(x, y, lam=...), or pass the data through "
+                "mutad.stop_gradient where no gradient should flow.")
+        for argument, value in given.items():
+            if argument != "y":
+                _refuse_traced(name, f"the argument {argument}", value,
+                               "The fit is differentiated in y alone: pass the others as "
+                               "constants.")
+        if np.ndim(given["y"]) != 1:
+            raise ValueError("x and y should have a same length")  # (SciPy's own checks)
 
-    refuse.__signature__ = inspect.signature(scipy_function)
-    return _route(scipy_function)(refuse)
+        def fitted(y):
+            return scipy_class(**dict(given, y=y))
+
+        spline = fitted(_plain(given["y"]))
+        t, _, k = spline._eval_args
+        c = linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
+                        f"scipy.interpolate.{name}")(given["y"])
+        return _FittedSpline(name, np.copy(t), c, k, spline.ext)
+
+    construct.__signature__ = signature
+    return _route(scipy_class)(construct)
 
 
-_univariate_spline = _smoothing_refusal(_interpolate.UnivariateSpline)
-_interpolated_univariate_spline = _smoothing_refusal(_interpolate.InterpolatedUnivariateSpline)
-_lsq_univariate_spline = _smoothing_refusal(_interpolate.LSQUnivariateSpline)
+# Smoothing splines: make_smoothing_spline with lam given is linear in y. Their smoothing fits
+# otherwise (FITPACK's iterations on the smoothing condition s, a generalized cross-validation)
+# are refused: mutad does not compute their derivative.
+
+_univariate_spline = _fitted_spline(_interpolate.UnivariateSpline)
+_interpolated_univariate_spline = _fitted_spline(_interpolate.InterpolatedUnivariateSpline)
+_lsq_univariate_spline = _fitted_spline(_interpolate.LSQUnivariateSpline)
 
 
 @_route(_interpolate.make_smoothing_spline)
@@ -1930,6 +2012,42 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
     return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)
 
 
+@_route(_interpolate.splprep)
+def splprep(x: Any, w: Any = None, u: Any = None, ub: Any = None, ue: Any = None, k: int = 3,
+            task: int = 0, s: Any = None, t: Any = None, full_output: int = 0, nest: Any = None,
+            per: int = 0, quiet: int = 1) -> Any:
+    """Differentiated in the points ``x`` where the fit is linear in them: ``s=0`` with the
+    parameter values ``u`` given, whose knots FITPACK places by ``u`` alone; each coordinate's
+    coefficients SciPy's, the fit of the identity columns mapping its points to them."""
+    arguments = (x, w, u, ub, ue, k, task, s, t, full_output, nest, per, quiet)
+    if not _traced(arguments):
+        return _interpolate.splprep(*arguments)
+    if u is None or s is None or not np.all(np.equal(s, 0)) or task != 0 or t is not None \
+            or per or _traced((w, u, ub, ue, s, t)):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splprep is differentiated in the points x where its fit is "
+            "linear in them: s=0 and the parameter values u given (constants, say "
+            "np.linspace(0, 1, m)), task=0, per=0, no knots t; w, ub and ue constant. Its own u "
+            "(the points' cumulative chord lengths) and a smoothing fit's knots move with the "
+            "points in a way mutad does not differentiate. Or interpolate the curve with "
+            "make_interp_spline(u, points, axis=1), differentiated in u and the points.")
+    points = [array_argument(xi) for xi in x] if isinstance(x, (list, tuple)) else list(x)
+    plain = [_plain(xi) for xi in points]
+    settings = (w, u, ub, ue, k, task, s, t)
+    result = _interpolate.splprep(plain, *settings, full_output, nest, per, quiet)
+    (knots, _, degree), u_out = result[0] if full_output else result
+
+    def coordinate(j):
+        def fit(v):
+            rows = [np.zeros_like(p) for p in plain]
+            rows[j] = v
+            return _interpolate.splprep(rows, *settings, 0, nest, per, quiet)[0][1][j]
+        return linear_map(fit, np.size(plain[j]), "scipy.interpolate.splprep")(points[j])
+
+    tck = [knots, [coordinate(j) for j in range(len(points))], degree]
+    return ((tck, u_out), *result[1:]) if full_output else (tck, u_out)
+
+
 class _Splev(_OneDimensional):
     """``splev(x, (t, c, k), der, ext)``: SciPy's values, linear in ``c`` as a B-spline."""
 
@@ -1963,14 +2081,17 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
         return _interpolate.splev(x, tck, der, ext)
     t, c, k = tck
     _refuse_traced("splev", "the knots t", t, "Pass the knots as constants.")
+    if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
+        # a parametric curve's (splprep's): SciPy's splev of each coordinate's coefficients
+        return [splev(x, (t, ci, k), der, ext) for ci in c]
     if _traced(c) and (np.ndim(c) != 1 or isinstance(c, (list, tuple))):
         raise UnsupportedOperationError(
             "scipy.interpolate.splev of differentiated coefficients is differentiated for one "
             "curve (one array c); evaluate each curve of a parametric spline by itself.")
-    if ext not in (0, 1, 2):
-        raise UnsupportedOperationError(
-            "scipy.interpolate.splev with ext=3 (the boundary value outside the data) is not "
-            "differentiated by mutad; use ext=0, 1 or 2, or clip the queries with np.clip.")
+    if ext == 3:  # FITPACK's value of a query outside is that at the end of the base interval
+        # it is past: the query clipped there (its derivative 0 outside); its derivatives
+        # (der > 0) are extrapolated, as with ext=0
+        x, ext = (np.clip(x, t[k], t[len(t) - k - 1]) if der == 0 else x), 0
     c = c if _traced(c) else _plain_copy(c)
     return _evaluate(c, x if _traced(x) else np.asarray(x), spec=_Splev(_plain_copy(t), k, ext),
                      nu=der)

@@ -101,8 +101,11 @@ object reached otherwise): pass it through
 depend on them). A replay (``mutad.grad(f, replay=True)``) traces a function that calls a
 solver on every call, since the solver must run again. The fields of a result that carry no
 derivative and depend on the differentiated values (``hess_inv``, ``final_simplex``,
-``root``'s ``fjac``, ``least_squares``' ``jac``, ``curve_fit``'s ``pcov``) raise when used.
-With nothing differentiated reaching the solver, it is SciPy's own call.
+``root``'s ``fjac``, ``least_squares``' ``jac``) raise when used. ``curve_fit``'s ``pcov`` is
+SciPy's, differentiated as ``(JᵀJ)⁻¹ s²`` with the exact Jacobian J of the residuals at
+``popt`` (SciPy estimates J by differences: the derivative is that of the covariance to the
+estimate's accuracy); refused where SciPy's is infinite or J is rank-deficient. With nothing
+differentiated reaching the solver, it is SciPy's own call.
 """
 
 import copy
@@ -122,7 +125,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
-from ._adjoints import not_replayed, outside_differentiations, scipys_value
+from ._adjoints import not_replayed, outside_differentiations, reproduces, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
@@ -1240,7 +1243,10 @@ def leastsq(original, a, p, call, followed):
 def curve_fit(original, a, p, call, followed):
     """``scipy.optimize.curve_fit``, ``popt`` differentiated (with respect to ``ydata``,
     ``xdata``, ``sigma`` and what ``f`` closes over) at the minimum of ``½‖(f(xdata, *p) -
-    ydata) / sigma‖²``; ``pcov`` (and ``full_output``'s ``infodict``) is refused."""
+    ydata) / sigma‖²``; ``pcov`` SciPy's, differentiated as ``(JᵀJ)⁻¹`` (times ``‖r‖² / (m -
+    n)`` unless ``absolute_sigma``), J the residuals' exact Jacobian at ``popt`` (SciPy's is
+    its finite-difference estimate: the derivative is that of the covariance SciPy estimates,
+    to that estimate's accuracy); ``full_output``'s ``infodict`` is refused."""
     result = _run(original, call)
     if not followed:
         return result
@@ -1271,10 +1277,33 @@ def curve_fit(original, a, p, call, followed):
             x.copy()),
         True, "", _bounds_arrays(p["bounds"], x.size, pairs=False),
         at=lambda z: grad(misfit)(z))
-    refused = _Refused(f"{name}(...)'s pcov")
+    pcov = _covariance(result[1], residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]),
+                       solution, a["absolute_sigma"], name)
     if len(result) == 2:
-        return solution, refused
-    return (solution, refused, _Refused(f"{name}(...)'s infodict"), *result[3:])
+        return solution, pcov
+    return (solution, pcov, _Refused(f"{name}(...)'s infodict"), *result[3:])
+
+
+def _covariance(pcov, residuals, popt, absolute, name):
+    """curve_fit's ``pcov`` (SciPy's value) with the derivatives of ``(JᵀJ)⁻¹ s²``, J the
+    Jacobian of ``residuals`` at the differentiated ``popt``, s² = ``‖r‖² / (m - n)`` (1 with
+    ``absolute``); refused where SciPy's is no such matrix (infinite: an indeterminate
+    covariance; a rank-deficient J, whose singular values SciPy drops) or the estimate is
+    far from it."""
+    refused = _Refused(f"{name}(...)'s pcov")
+    if not np.all(np.isfinite(pcov)):
+        return refused
+    J = jacobian(residuals, popt)
+    J = np.reshape(J, (-1, np.size(popt)))
+    m, n = J.shape
+    if m <= n or np.linalg.matrix_rank(stop_gradient(J)) < n:
+        return refused
+    composition = np.linalg.inv(J.T @ J)
+    if not absolute:
+        composition = composition * (np.sum(residuals(popt) ** 2) / (m - n))
+    if not reproduces(pcov, composition, rtol=1e-4):
+        return refused
+    return scipys_value(pcov, composition)
 
 
 @_stands_in_for(_optimize.root)

@@ -72,6 +72,11 @@ and poles (SciPy returns the roots) and of a differentiated ``dt``, differentiat
 ``dlsim``, differentiated frequencies, and the other attributes of a differentiated system
 (``to_zpk`` of a transfer function or state space, ``poles``, ``bode``: build it from plain
 values).
+
+The waveforms ``chirp`` and ``sawtooth`` and the designs ``iirnotch``, ``iirpeak`` and
+``bilinear`` are SciPy's steps on differentiated times, frequencies, widths, quality factors
+and coefficients (``bilinear``'s transformed polynomials, linear in the coefficients, SciPy's
+values with the derivatives of that map, then ``normalize``).
 """
 
 import functools
@@ -79,6 +84,7 @@ import inspect
 import math
 import operator
 import warnings
+from typing import Any
 
 import numpy as np
 import scipy.fft as _fft
@@ -96,20 +102,22 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent,
+from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent, linear_map,
                         refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "butter", "cheby1", "cheby2",
-           "coherence", "cont2discrete",
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butter", "cheby1",
+           "cheby2", "chirp", "coherence", "cont2discrete",
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
+           "iirnotch", "iirpeak",
            "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sosfilt", "sosfilt_zi", "sosfiltfilt",
+           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi",
+           "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
            "zpk2ss", "zpk2tf"]
@@ -2860,3 +2868,136 @@ def _lombscargle(x, y, freqs, *, precenter=_NO_PRECENTER, normalize=False, weigh
 
 
 lombscargle = StandIn(_signal.lombscargle, _lombscargle)
+
+
+# ----------------------------------------------------------------------------------------------
+# Waveforms and second-order designs of differentiated parameters: SciPy's steps
+
+
+def _float(x):
+    """SciPy's ``float(x)`` of a parameter: a traced one as a 0-d float64 array."""
+    return np.reshape(x, ()).astype(np.float64) if _traced_among(x) else float(x)
+
+
+@stands_in_for(_signal.chirp)
+def chirp(t: Any, f0: Any, t1: Any, f1: Any, method: str = "linear", phi: Any = 0,
+          vertex_zero: bool = True, *, complex: bool = False) -> Any:
+    """SciPy's steps (signal/_waveforms.py) on differentiated times, frequencies and phase."""
+    phase = _chirp_phase(_array_of(t), _float(f0), _float(t1), _float(f1), method,
+                         vertex_zero) + np.deg2rad(phi)
+    return np.exp(1j * phase) if complex else np.cos(phase)
+
+
+def _chirp_phase(t, f0, t1, f1, method, vertex_zero):
+    pi = np.pi
+    if method in ["linear", "lin", "li"]:
+        beta = (f1 - f0) / t1
+        return 2 * pi * (f0 * t + 0.5 * beta * t * t)
+    if method in ["quadratic", "quad", "q"]:
+        beta = (f1 - f0) / (t1 ** 2)
+        if vertex_zero:
+            return 2 * pi * (f0 * t + beta * t ** 3 / 3)
+        return 2 * pi * (f1 * t + beta * ((t1 - t) ** 3 - t1 ** 3) / 3)
+    if method in ["logarithmic", "log", "lo"]:
+        if f0 * f1 <= 0.0:
+            raise ValueError("For a logarithmic chirp, f0 and f1 must be nonzero and have the "
+                             "same sign.")
+        if f0 == f1:
+            return 2 * pi * f0 * t
+        beta = t1 / np.log(f1 / f0)
+        return 2 * pi * beta * f0 * (np.power(f1 / f0, t / t1) - 1.0)
+    if method in ["hyperbolic", "hyp"]:
+        if f0 == 0 or f1 == 0:
+            raise ValueError("For a hyperbolic chirp, f0 and f1 must be nonzero.")
+        if f0 == f1:
+            return 2 * pi * f0 * t
+        sing = -f1 * t1 / (f0 - f1)
+        return 2 * pi * (-sing * f0) * np.log(np.abs(1 - t / sing))
+    raise ValueError("method must be 'linear', 'quadratic', 'logarithmic', or 'hyperbolic', "
+                     f"but a value of {method!r} was given.")
+
+
+@stands_in_for(_signal.sawtooth)
+def sawtooth(t: Any, width: Any = 1) -> Any:
+    """SciPy's steps (signal/_waveforms.py) on differentiated times and width: NaN where the
+    width is outside [0, 1], ``tmod / (π w) - 1`` on the rise, ``(π (w + 1) - tmod) /
+    (π (1 - w))`` on the fall (each branch's width 1/2 where the other is taken, so that its
+    derivative there is finite)."""
+    t, w = _array_of(t), _array_of(width)
+    w = w + (t - t)
+    t = t + (w - w)
+    dtype = t.dtype if t.dtype.char in "fFdD" else np.dtype("d")
+    pi = np.pi
+    outside = (w > 1) | (w < 0)
+    tmod = np.mod(t, 2 * pi)
+    rising = ~outside & (tmod < w * 2 * pi)
+    falling = ~outside & ~rising
+    up = np.where(rising, w, 0.5)
+    down = np.where(falling, w, 0.5)
+    y = np.where(rising, tmod / (pi * up) - 1, (pi * (down + 1) - tmod) / (pi * (1 - down)))
+    return np.where(outside, np.nan, y).astype(dtype)
+
+
+def _notch_peak(ftype):
+    def design(w0: Any, Q: Any, fs: Any = 2.0, *, xp: Any = None, device: Any = None) -> Any:
+        """SciPy's steps (signal/_filter_design.py, ``_design_notch_peak_filter``) on a
+        differentiated frequency ``w0`` and quality factor ``Q``."""
+        _refuse_followed(fs, "the sampling frequency fs of a filter design",
+                         "Pass fs as a constant.")
+        fs = _filter_design._validate_fs(fs, allow_none=False)
+        w0 = 2 * _float(w0) / fs
+        Q = _float(Q)
+        if w0 > 1.0 or w0 < 0.0:
+            raise ValueError("w0 should be such that 0 < w0 < 1")
+        bw = w0 / Q
+        bw = bw * np.pi
+        w0 = w0 * np.pi
+        beta = np.tan(bw / 2.0)
+        gain = 1.0 / (1.0 + beta)
+        if ftype == "notch":
+            b = gain * array_argument([1.0, -2.0 * np.cos(w0), 1.0])
+        else:
+            b = (1.0 - gain) * np.array([1.0, 0.0, -1.0])
+        a = array_argument([1.0, -2.0 * gain * np.cos(w0), (2.0 * gain - 1.0)])
+        return b, a
+    return design
+
+
+iirnotch = stands_in_for(_signal.iirnotch)(_notch_peak("notch"))
+iirpeak = stands_in_for(_signal.iirpeak)(_notch_peak("peak"))
+
+
+@stands_in_for(_signal.bilinear)
+def bilinear(b: Any, a: Any, fs: Any = 1.0) -> Any:
+    """SciPy's steps (signal/_filter_design.py) on differentiated coefficients: the
+    transformed numerator and denominator are linear in ``b`` and ``a`` (SciPy's values, their
+    derivatives the map's, SciPy's polynomial arithmetic on the identity columns), then
+    ``normalize``."""
+    _refuse_followed(fs, "the sampling frequency fs of bilinear", "Pass fs as a constant.")
+    b, a = np.atleast_1d(_array_of(b)), np.atleast_1d(_array_of(a))
+    if not np.ndim(a) == 1:
+        raise ValueError(f"Parameter a is not a 1d array since a.shape={np.shape(a)}")
+    if not np.ndim(b) == 1:
+        raise ValueError(f"Parameter b is not a 1d array since b.shape={np.shape(b)}")
+    # SciPy's np.trim_zeros(·, 'f'): the leading zeros, by value
+    b, a = (c[int(np.argmax(settled(c, "bilinear") != 0)) if np.any(
+        settled(c, "bilinear") != 0) else len(c):] for c in (b, a))
+    fs = _filter_design._validate_fs(fs, allow_none=False)
+    fac = np.sqrt(fs * 2)
+    N = max(len(a), len(b)) - 1
+
+    def transformed(c):  # SciPy's, of plain coefficients
+        zp1 = np.polynomial.Polynomial((+1, 1)) / fac
+        zm1 = np.polynomial.Polynomial((-1, 1)) * fac
+        total = sum(c_ * zp1 ** (N - q) * zm1 ** q for q, c_ in enumerate(c[::-1]))
+        return np.asarray(total.coef[::-1].copy())
+
+    def linear(c):
+        size = len(transformed(settled(c, "bilinear")))  # (NumPy trims a zero leading one)
+
+        def laid_out(v):  # of that size: the coefficients of the identity columns too
+            found = transformed(v)
+            return np.concatenate([np.zeros(max(size - len(found), 0)), found])[-size:]
+        return linear_map(laid_out, len(c), "scipy.signal.bilinear")(c)
+
+    return _normalize(linear(b), linear(a))

@@ -52,7 +52,10 @@ product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced a
 (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
-matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it.
+matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
+its shortest paths (``shortest_path``, ``dijkstra``, ``bellman_ford``, ``johnson``,
+``floyd_warshall``, of a traced sparse matrix or dense array) give SciPy's distances,
+differentiated as the sum of the weights on the path SciPy's predecessors describe.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -103,7 +106,8 @@ solve converges, not its solution) and ``maxiter``. A solve that does
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
-``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints), or one
+``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints; without
+one, a real operator's ``Aᵀ y`` is the pullback of its ``matvec`` at ``y``), or one
 of the user's functions that read traced values from their closures (``_OperatorSolve``: the
 solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
@@ -149,6 +153,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import math
 import sys
 import threading
@@ -165,6 +170,7 @@ from scipy.sparse.linalg import _interface
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
                                internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
+from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
@@ -174,12 +180,14 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import Value, scipys_value
+from ._adjoints import Value, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
-           "factorized", "find", "gmres", "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
+           "shortest_path",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -774,9 +782,7 @@ class _Iterative(_Solver):
             try:
                 matrix.rmatvec(np.zeros(matrix.shape[0], matrix.dtype))
             except NotImplementedError:
-                _refuse(f"scipy.sparse.linalg.{self.method} with a LinearOperator without "
-                        "rmatvec", "its derivative solves with Aᵀ. Give the operator rmatvec "
-                        "(or pass A as a sparse matrix).")
+                return _transposed_by_pullback(matrix, f"scipy.sparse.linalg.{self.method}")
             return matrix.T
         return matrix.T
 
@@ -835,7 +841,10 @@ class IncompleteFactors:
 
 def _spilu(A: Any, *args: Any, **kwargs: Any) -> Any:
     if not _followed(A, *args, *kwargs.values()):
-        return SCIPY["spilu"](A, *args, **kwargs)
+        # SciPy's factors of constant values, whose solve is a linear map of the right-hand
+        # side, its transpose the solve with trans="T": as splu's (SuperLU), with its solves
+        # differentiated in b
+        return _factorization(A, lambda m: SCIPY["spilu"](m, *args, **kwargs))
     if _followed(*args, *kwargs.values()) or not isinstance(A, TracedSparse):
         _refuse("scipy.sparse.linalg.spilu of traced settings or of a dense traced matrix",
                 "pass a scipy.sparse matrix of the values, and constant settings.")
@@ -3646,6 +3655,93 @@ svds = _route(SCIPY["svds"], _svds)
 
 
 # ----------------------------------------------------------------------------------------------
+# csgraph's shortest paths of a traced graph: SciPy's distances and predecessors, each distance
+# differentiated as the sum of the weights of the edges on SciPy's path (the derivative of the
+# minimum over paths where one path is shortest; at a tie, that of the path SciPy chose)
+
+
+def _graph_weights(csgraph, directed):
+    """SciPy's plain graph for ``csgraph`` (a traced sparse matrix or dense array), and the
+    traced dense weights ``W[u, v]`` of the edges a path takes from ``u`` to ``v``: of an
+    undirected graph, the lighter of ``csgraph[u, v]`` and ``csgraph[v, u]`` where both are
+    edges, as SciPy's search relaxes both."""
+    if isinstance(csgraph, (TracedSparse, _Assembled)):
+        graph = _lift(csgraph)
+        plain, W = graph.value, graph.toarray()
+        edge = np.zeros(graph.shape, bool)  # stored entries are edges, explicit zeros too
+        edge[graph.layout.rows[graph.layout.valid], graph.layout.cols[graph.layout.valid]] = True
+    else:
+        W = csgraph
+        plain = np.array(memory(csgraph), dtype=float)
+        edge = (plain != 0) & np.isfinite(plain)  # SciPy's dense graph: 0, inf, nan no edge
+    if directed:
+        return plain, W
+    numbers = np.where(edge, memory(W), np.inf)
+    return plain, np.where(edge & (numbers <= numbers.T), W, np.transpose(W))
+
+
+def _along_paths(W, predecessors):
+    """The traced lengths of the paths the ``predecessors`` (SciPy's, one row per source, -9999
+    at a source and an unreached node) describe: ``D[r, j] = D[r, p] + W[p, j]``, ``p =
+    predecessors[r, j]``, level by level from the sources."""
+    P = np.reshape(predecessors, (-1, np.shape(predecessors)[-1]))
+    rows, cols = np.arange(P.shape[0])[:, None], np.arange(P.shape[1])[None, :]
+    has = P >= 0
+    parent = np.where(has, P, 0)
+    depth = np.where(has, -1, 0)
+    while True:
+        ready = (depth < 0) & (depth[rows, parent] >= 0)
+        if not ready.any():
+            break
+        depth[ready] = depth[rows, parent][ready] + 1
+    D = np.zeros(P.shape)
+    for level in range(1, depth.max(initial=0) + 1):
+        D = np.where(depth == level, D[rows, parent] + W[parent, cols], D)
+    return np.reshape(D, np.shape(predecessors))
+
+
+def _shortest_paths(name):
+    scipy_function = getattr(_csgraph, name)
+    signature = inspect.signature(scipy_function)
+
+    def stand_in(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        given = bound.arguments
+        if not _followed(given["csgraph"]):
+            return scipy_function(*args, **kwargs)
+        for argument, value in given.items():
+            if argument != "csgraph" and _followed(value):
+                _refuse(f"scipy.sparse.csgraph.{name} of a traced {argument}",
+                        f"pass {argument} as a constant.")
+        plain, W = _graph_weights(given["csgraph"], given["directed"])
+        settings = dict(given, csgraph=plain, return_predecessors=True)
+        if "overwrite" in settings:
+            settings["overwrite"] = False
+        dist, predecessors, *sources = scipy_function(**settings)
+        if not given["unweighted"]:  # (a count of edges: no derivative)
+            lengths = _along_paths(W, predecessors)
+            if not reproduces(dist, lengths):
+                _refuse(f"scipy.sparse.csgraph.{name}: the distances are not the lengths of "
+                        "the paths of its predecessors (a negative cycle?)",
+                        "differentiate a graph whose shortest paths SciPy finds.")
+            dist = scipys_value(dist, lengths)
+        if given["return_predecessors"]:
+            return (dist, predecessors, *sources)
+        return dist
+
+    stand_in.__signature__ = signature.replace(  # (SciPy's, annotated)
+        parameters=[p.replace(annotation=Any) for p in signature.parameters.values()],
+        return_annotation=Any)
+    return _route(scipy_function, stand_in)
+
+
+shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (
+    _shortest_paths(name)
+    for name in ("shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"))
+
+
+# ----------------------------------------------------------------------------------------------
 # csgraph.laplacian: SciPy's steps, on a traced graph
 
 
@@ -4043,9 +4139,9 @@ class _OperatorSolve:
                 try:
                     operator.rmatvec(np.zeros(operator.shape[0], operator.dtype))
                 except NotImplementedError:
-                    _refuse(f"{self.name} with a LinearOperator without rmatvec", "its "
-                            "derivative solves with Aᵀ. Give the operator rmatvec.")
-                operator = operator.T
+                    operator = _transposed_by_pullback(operator, self.name)
+                else:
+                    operator = operator.T
                 if options.get("M") is not None:
                     options["M"] = _transposed_preconditioner(options["M"])
                     dropped = options["M"] is None
@@ -4068,6 +4164,23 @@ class _OperatorSolve:
         user's function itself: SciPy's ``matvec`` would convert what it returns."""
         with self.parameters.bound(values):
             return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
+
+
+def _transposed_by_pullback(operator, name):
+    """``Aᵀ`` of a real operator without ``rmatvec``: each product ``Aᵀ y`` the pullback of
+    its matvec (linear, as a LinearOperator's is) at ``y``, by a differentiation of its own."""
+    if np.dtype(operator.dtype).kind == "c":
+        _refuse(f"{name} with a complex LinearOperator without rmatvec",
+                "its derivative solves with Aᵀ. Give the operator rmatvec.")
+    m, n = operator.shape
+
+    def rmatvec(y):
+        with _integrate.outside_differentiations(name), \
+                _integrate._allocation_followed():  # (the matvec's own arrays, followed)
+            _, pull = pullback(lambda v: np.reshape(operator._matvec(v), (m,)), np.zeros(n))
+            return pull(np.asarray(y, float).reshape(m))[0]
+
+    return _splinalg.LinearOperator((n, m), matvec=rmatvec, dtype=operator.dtype)
 
 
 def _operator_solve_value(b, guess, *values, problem):
