@@ -373,6 +373,44 @@ def test_random_programs_forward(small_arrays_as_large, policy, program):
         assert_same(d_dy, dy, "tangent")
 
 
+def _sign_times_imaginary_part(x):
+    return np.sign(x) * np.imag(x)  # -1 * 0.0: the tangent's sign follows the terms summed
+
+
+def _written_into_a_floor(x):
+    w = np.floor(x)  # a new array without a derivative, then traced values written into it
+    w[1:] += x[:-1] * x[1:]
+    return np.sign(x) * w
+
+
+def _angle_of_reals(x):
+    return np.sign(x) * np.angle(x)  # no derivative at all: zeros
+
+
+@pytest.mark.parametrize("f", [_sign_times_imaginary_part, _written_into_a_floor, _angle_of_reals])
+def test_results_without_a_derivative_on_the_device(f):
+    """A function without a derivative (np.sign(x), np.floor(x)) of a device array gives a
+    constant of the differentiation, as of NumPy's, not the device's plain array: a traced
+    value written into it is followed, and a product with it sums the same terms, whose zeros'
+    signs are NumPy's (sign(x) * imag(x) has the tangent 0.0 + -1 * 0.0 = 0.0, not -0.0)."""
+    x = np.array([-0.5, 0.3, 1.5, -2.0])
+    t = np.linspace(-1.0, 1.0, x.size)
+    y, dy = mutad.jvp(f, (x.copy(),), (t,))
+    d_x = xp.asarray(x)
+    d_y, d_dy = mutad.jvp(f, (d_x,), (xp.asarray(t),))
+    assert_same(d_y, y, "output")
+    assert_same(d_dy, dy, "tangent")
+    assert d_x.get().tobytes() == x.tobytes()
+    same_gradients(lambda x: np.sum(f(x) * x), x)
+    same_gradients(lambda x: np.sum(f(x)), x)
+
+    def cubic(x):  # nested: a constant of both differentiations
+        return np.sum(f(x) * x * x)
+
+    assert_same(mutad.hvp(cubic, (xp.asarray(x),), (xp.asarray(t),)),
+                mutad.hvp(cubic, (x.copy(),), (t,)), "hvp")
+
+
 def test_second_order_on_the_device():
     def f(x, w):
         x *= w

@@ -1686,9 +1686,10 @@ def made_in(y, func, args, kwargs, caller):
 def without_derivative(y, args, kwargs, level):
     """``y = func(*args, **kwargs)``, a function without a derivative of traced values
     (``np.floor(x)``, ``x > 0``, ``np.argsort(x)``), as tracing hands it to the user's code:
-    a new float array as a constant of the differentiations (``np.floor(x) + 1``, then a
-    traced value written into it, is followed, as a recording follows it: ``Recorder.derive``),
-    a new integer or boolean one as a stand-in of itself, so that the floats computed from it
+    a new float array (NumPy's or a device's) as a constant of the differentiations
+    (``np.floor(x) + 1``, then a traced value written into it, is followed, as a recording
+    follows it: ``Recorder.derive``; a product with it sums the same terms on either kind), a new
+    integer or boolean one of NumPy's as a stand-in of itself, so that the floats computed from it
     are constants too (``w = (x > 0).astype(float)``, ``np.where(x > 0, 1.0, 0.5)``). Its
     values are NumPy's; no derivative flows through them. NumPy's, SciPy's and mutad's own
     code (a rule's composition: the frame outside the engines that called the function) gets
@@ -1697,7 +1698,8 @@ def without_derivative(y, args, kwargs, level):
     result)."""
     if type(y) in (tuple, list) and not hasattr(y, "_fields"):  # np.nonzero's, np.modf's
         return type(y)(without_derivative(item, args, kwargs, level) for item in y)
-    if type(y) is not np.ndarray or not y.ndim or not _in_mode() \
+    device = type(y) is not np.ndarray and is_device(y)
+    if type(y) is not np.ndarray and not device or not y.ndim or not _in_mode() \
             or ACTIVE.running[-1].level != level:
         return y
     frame = sys._getframe(1)
@@ -1712,7 +1714,10 @@ def without_derivative(y, args, kwargs, level):
         new = _allocated(y, args, kwargs) or _counting(y, args, kwargs)
     if not new or y.dtype.names is not None:
         return y
-    return allocate(y) if kind in "fc" else _own_stand_in(y)
+    if kind in "fc":
+        return allocate(y)
+    # (a device's integers stay its own: a stand-in of itself is an array of NumPy's)
+    return y if device else _own_stand_in(y)
 
 
 _DISPATCH = ("mutad.engines.", "mutad.core.")
