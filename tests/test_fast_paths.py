@@ -25,13 +25,15 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
         lambda target, value, element=False: operations.assign(target, value)))
+    monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
+    monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
 
 
 def _as_the_engines(function):
     """``function``, its frame taken for one of the engine's: the line a record names is the
     differentiated code's, above it."""
     return types.FunctionType(function.__code__.replace(co_filename=operations.__file__),
-                              function.__globals__)
+                              function.__globals__, None, None, function.__closure__)
 
 
 def _cholesky_in_place(A):
@@ -230,6 +232,57 @@ def _values_written(a, b):
     return np.sum(z * z) + np.sum(a * b)
 
 
+def _scalar_statements(A, v):
+    """A scalar loop's statements in each form the element paths (``tracing._element_read``,
+    ``tracing._element_written``, an augmented assignment of a value standing for NumPy's
+    scalar) take or leave to the general path: negative and 1-d keys, a NumPy integer key,
+    elements of views (a row, the transpose), of a temporary and of an array the function
+    allocated (a constant until written), a value kept and used after its write, a scalar
+    updated in place and used again, an element's own value written back, float32 and
+    complex elements, a float64 value into a float32 element, a writeable 0-d array, and
+    Python numbers into traced arrays and into a constant."""
+    n = A.shape[0]
+    T = A * 1.0
+    Z = np.zeros((n, n))
+    row, At = A[1], A.T
+    for i in range(1, n - 1):
+        for j in range(1, n - 1):
+            A[i, j] += A[i, j - 1]
+            A[i, j] /= 3.0
+            A[-i, -j] -= v[j] * A[i, j]
+            T[i, j] = (T[i - 1, j] + A[i, j] + T[i + 1, j]) / 3.0
+            Z[i, j] = A[i, j] * T[i, j]
+            row[j] *= 1.0001
+            At[j, i] = At[i, j] + 0.5
+        v[i] = v[i - 1] * v[i]
+        v[np.int64(i)] += A[i, i]
+        kept = A[i, i] * 2.0
+        A[i, i] = kept
+        v[0] = kept + v[0]
+        s = A[i, 1]
+        s *= 2.0
+        s -= v[i]
+        A[0, i] = s + A[i, 1]
+        Z[i, i] = Z[i, i]
+        T[i, 0] = T[i, 0] + 0.0
+    A32 = A.astype(np.float32)
+    A32[1, 1] = A32[0, 0] * A32[1, 2]
+    A32[1, 2] = A[1, 2]
+    C = A + 1j * T
+    C[1, 1] *= C[0, 1]
+    C[2, 1] = C[1, 2] - A[0, 0]
+    w = np.zeros(())
+    w[()] = A[2, 2] * 0.5
+    A[1, 1] = w
+    A[n - 1, 0] = 0.5
+    v[-1] = 3
+    K = np.ones(3) * 2.0  # a constant: a number written into it stays one
+    K[1] = 0.25
+    A32[0, 0] = -0.0
+    return (np.sum(A * A) + np.sum(T * Z) + np.sum(v * v) + 1e-4 * np.sum(A32 * A32)
+            + np.real(np.sum(C * np.conj(C))) + np.sum(K * v[:3]))
+
+
 def _operations_on_arrays(a, b):
     """Operators and one-operand ufuncs on each kind of operand the dispatch's short paths
     (``tracing._fast_operator``, ``__array_ufunc__``'s one operand) take or leave to the general
@@ -290,6 +343,8 @@ PROGRAMS = {
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
+    "statements": (_scalar_statements, lambda rng: (rng.standard_normal((5, 5)),
+                                                    rng.standard_normal(5))),
 }
 
 
@@ -578,6 +633,44 @@ def test_an_elements_own_write_gives_the_general_paths_bits_in_every_mode(name, 
         patched.setattr(operations, "record_element_write", lambda *arguments: None)
         general = _bits(_by_every_mode(f, args))
     assert lean == general
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("name", ["statements", "seidel", "lu", "cholesky", "elements",
+                                  "numbers", "aliases", "written", "read", "overwritten"])
+def test_the_element_paths_give_the_general_paths_bits_in_every_mode(name, monkeypatch):
+    """A scalar loop's reads and writes of elements, and its augmented assignments of values
+    standing for NumPy's scalars, by their one-function paths (``tracing._element_read``,
+    ``tracing._element_written``, ``tracing._fast_operator``'s), against the general paths:
+    the same values and derivatives bit for bit, by each policy, under a budget and anomaly
+    detection, recorded and replayed, nested and beside forward mode. The paths are taken."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(15))
+    taken = []
+    read, written = tracing._element_read, tracing._element_written
+
+    def counted_read(x, key):
+        y = read(x, key)
+        taken.append(("read", y is not None))
+        return y
+
+    def counted_written(x, key, value):
+        done = written(x, key, value)
+        taken.append(("written", done))
+        return done
+
+    with np.errstate(all="ignore"):
+        with monkeypatch.context() as patched:
+            # (as the engine's functions: the lines records name are the program's, above)
+            patched.setattr(tracing, "_element_read", _as_the_engines(counted_read))
+            patched.setattr(tracing, "_element_written", _as_the_engines(counted_written))
+            fast = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            _general_path_only(patched)
+            assert _bits(_by_every_mode(f, args)) == fast
+    assert ("read", True) in taken
+    if name not in ("read",):
+        assert ("written", True) in taken
 
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design

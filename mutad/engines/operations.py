@@ -648,10 +648,7 @@ def assign(target, value, element=False):
         # What ``apply_ufunc`` does with a traced value of the target's own dtype (neither a
         # number nor a constant) outside a recording, without asking: a scalar loop's writes
         if element and not target.buffer.constant and target.value.dtype.kind == "f":
-            # ``_write_elementwise``, whose questions setitem answered: the destination is
-            # writable, the value is not the target (no position), the plan is always the same
-            _write_element(_ELEMENT_PLANS.get(1) or _element_plan(1), tape, target, value,
-                           value.value)
+            write_element(target, value, value.value)
             return target
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
@@ -660,10 +657,8 @@ def assign(target, value, element=False):
             and (target.tape.recorder is None or not target.tape.recorder.ready):
         # x[i, j] = 0.0: what ``apply_ufunc`` and ``_write_elementwise`` do with a Python
         # number written into an element of a traced array outside a recording, without asking
-        # (setitem answered the destination's questions; a number is no operand at the
-        # target's position, and no gradient reaches it): the write by the plan of a constant
-        _write_element(_ELEMENT_PLANS.get(0) or _element_plan(0), target.tape, target, value,
-                       value)
+        # (setitem answered the destination's questions)
+        write_number(target, value)
         return target
     if type(value) is bool or (type(value) is not Traced
                                and getattr(value, "dtype", None) == np.bool_):
@@ -676,6 +671,23 @@ def assign(target, value, element=False):
 
 
 _UNSAFE = {"casting": "unsafe"}
+
+
+def write_element(target, value, plain):
+    """``target[...] = value`` for ``target`` one element (a 0-d view) of a real traced array,
+    not a constant, and ``value`` a traced value of its tape and dtype (``plain``, its
+    value), neither a number nor a constant, outside a recording: ``_write_elementwise``,
+    whose questions ``tracing.setitem`` answered (the destination is writable, the value is
+    not the target: no position), by the plan that is always the same."""
+    _write_element(_ELEMENT_PLANS.get(1) or _element_plan(1), value.tape, target, value, plain)
+
+
+def write_number(target, value):
+    """``target[...] = value`` for ``target`` one element (a 0-d view) of a real traced array,
+    not a constant, and ``value`` a Python float or int, outside a recording: a number is no
+    operand at the target's position, and no gradient reaches it; the write by the plan of a
+    constant."""
+    _write_element(_ELEMENT_PLANS.get(0) or _element_plan(0), target.tape, target, value, value)
 
 
 _ELEMENT_PLANS = {}

@@ -57,13 +57,13 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import Tracer
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, assign, door,
-                         fast_ufunc)
+                         fast_ufunc, write_element, write_number)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, active, carries, check_alias, constant_result, fresh,
-                      innermost, keep, locate, plain, private, values_at, view_of)
+                      innermost, keep, locate, place_of, plain, private, values_at, view_of)
 from ..core.shadows import overlapping
-from ..core.views import NDARRAY, same_region, views
+from ..core.views import NDARRAY, same_region, views, writeable
 from .writes import CopyBack, Reads, Undo
 
 
@@ -179,6 +179,10 @@ class TracedDispatch:
     # indexing -------------------------------------------------------------------------------
 
     def __getitem__(self, key):
+        if type(key) is tuple or type(key) is int:
+            y = _element_read(self, key)
+            if y is not None:  # a scalar loop's x[i, j]
+                return y
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
         if self.tape.recorder is not None and self.tape.recorder.ready:
@@ -192,6 +196,10 @@ class TracedDispatch:
         return y
 
     def __setitem__(self, key, value):
+        kind = type(value)
+        if (kind is Traced or kind is float or kind is int) \
+                and _element_written(self, key, value):
+            return  # a scalar loop's x[i, j] = v
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
@@ -251,7 +259,7 @@ def install_dispatch(cls, methods):
             setattr(cls, name, method)
 
 
-def _fast_operator(ufunc, general, reflected):
+def _fast_operator(ufunc, general, reflected, scalars=False):
     """The operator ``general`` (``install_operators``'), first taking the common case in
     one call: an array of the tape's own that does not stand for a Python number, beside a
     Python float or int or another such array, on a tape that no replay records and no other
@@ -259,12 +267,17 @@ def _fast_operator(ufunc, general, reflected):
     what ``general`` asks has one answer (no operand takes the operation over or belongs to
     another level, no scalar math or Python arithmetic puts the result right: they do only
     for complex scalars, ``arraylike._operator``, and it is not weak), and ``apply_ufunc``
-    would take ``operations.fast_ufunc``: it is called at once."""
+    would take ``operations.fast_ufunc``: it is called at once.
+
+    ``scalars``: ``general`` is the augmented assignment ``a op= b``, taken here where ``a``
+    stands for NumPy's scalar (``x[i, j] /= 9.0`` reads one: ``stands_for_scalar``), which
+    Python rebinds to ``a op b`` as ``_binary``'s ``inplace`` computes it."""
 
     def method(self, other):
         value, buffer, tape = self.value, self.buffer, self.tape
         if type(value) is NDARRAY and not buffer.weak and tape.recorder is None \
-                and tape.outer is None:
+                and tape.outer is None and (not scalars or not value.ndim and value.base is None
+                                            and not value.flags.writeable):
             kind = type(other)
             if kind is float or kind is int:
                 operand, traced, place = other, 0, other
@@ -298,14 +311,15 @@ def _fast_operator(ufunc, general, reflected):
 
 
 def install_fast_operators(cls):
-    """Give ``cls``'s binary operators their common case's short path (``_fast_operator``);
-    not ``**``, whose small integer powers are other ufuncs (``arraylike._fast_powers``)."""
+    """Give ``cls``'s binary operators their common case's short path (``_fast_operator``),
+    and their augmented assignments that of a value standing for NumPy's scalar; not ``**``,
+    whose small integer powers are other ufuncs (``arraylike._fast_powers``)."""
     for name, ufunc in OPERATORS.items():
         if name != "pow":
-            for prefix in ("", "r"):
+            for prefix in ("", "r", "i"):
                 attribute = f"__{prefix}{name}__"
                 setattr(cls, attribute, _fast_operator(ufunc, getattr(cls, attribute),
-                                                       prefix == "r"))
+                                                       prefix == "r", prefix == "i"))
 
 
 install_dispatch(Traced, TracedDispatch)
@@ -357,6 +371,35 @@ def getitem(x, key):
     return yt
 
 
+def _element_read(x, key):
+    """``x[key]`` in one function where it is a scalar loop's: ``key`` Python integers naming
+    one element of ``x``, a real or complex array traced (not a constant) by a tape that no
+    replay records and no other differentiation encloses. There what ``__getitem__`` and
+    ``getitem`` ask has one answer: the key is basic and gives NumPy's scalar, no view, which
+    is recorded as ``getitem`` records it. Returns the traced element, or None (nothing
+    done: the general path is taken)."""
+    value, tape = x.value, x.tape
+    if type(value) is not NDARRAY or x.buffer.constant or tape.recorder is not None \
+            or tape.outer is not None or value.dtype.kind not in "fc":
+        return None
+    if type(key) is tuple:
+        if len(key) != value.ndim or not key:
+            return None
+        for k in key:
+            if type(k) is not int:
+                return None
+    elif value.ndim != 1:
+        return None
+    active(tape)
+    yt = fresh(value[key], tape)
+    source = x.buffer if x.whole else place_of(x)
+    read = (source, key)
+    if type(source.buffer.ref) is Held:  # (``getitem``: one pair per element of an argument)
+        read = tape.places.setdefault(read, read)
+    tape.record(Gathered(operator.getitem, read, None, yt.buffer, None, overlapping(source)))
+    return yt
+
+
 def setitem(x, key, value):
     """``x[key] = value``: the core's in-place path on the view ``x[key]``, or a scatter; NumPy's
     own assignment where the value overlaps its target or an index repeats."""
@@ -401,6 +444,48 @@ def setitem(x, key, value):
                   {"key": key})
     else:
         _scatter(tape, x, key, value)
+
+
+def _element_written(x, key, value):
+    """``x[key] = value`` in one function where it is a scalar loop's: ``key`` Python integers
+    naming one element of ``x``, all of a real array of its own memory that can be written,
+    on a tape that no replay records, no other differentiation encloses and no anomaly
+    detection watches; ``value`` a Python float or int into a traced array (not a constant),
+    or a traced value of the tape and the array's dtype standing for NumPy's scalar, of its
+    own memory, neither weak nor a constant. There what ``__setitem__`` and ``setitem`` ask
+    has one answer: the element is a 0-d view, no key is traced, the destination is writable
+    and the value, apart from ``x`` (each owns its memory, or it is a number), is no view of
+    it, so ``assign`` writes it as an element. Returns whether it did (False: nothing done,
+    the general path is taken)."""
+    target, tape = x.value, x.tape
+    if type(target) is not NDARRAY or not x.whole or tape.recorder is not None \
+            or tape.outer is not None or tape.anomaly is not None \
+            or target.dtype.kind != "f" or target.base is not None or not writeable(target):
+        return False
+    if type(key) is tuple:
+        if len(key) != target.ndim or not key:
+            return False
+        for k in key:
+            if type(k) is not int:
+                return False
+        index = (*key, Ellipsis)
+    elif type(key) is int and target.ndim == 1:
+        index = (key, Ellipsis)
+    else:
+        return False
+    if type(value) is not Traced:  # a Python number
+        if x.buffer.constant:
+            return False
+        write_number(view_of(x, target[index], tape), value)
+        return True
+    source, buffer = value.value, value.buffer
+    if value.tape is not tape or type(source) is not NDARRAY or source.ndim \
+            or source.base is not None or buffer is x.buffer or buffer.weak or buffer.constant \
+            or source.dtype != target.dtype or writeable(source):
+        return False
+    x.buffer.constant = False  # a constant written with a traced value is traced
+    write_element(view_of(x, target[index], tape), value, source)
+    return True
 
 
 def _traced_in(key):
