@@ -67,7 +67,7 @@ def test_a_replay_never_runs_where_pythons_arithmetic_goes_another_way(name, err
     """Recorded and replayed (compiled too) where Python's number is a float, a call on which
     it is another kind of number, or on which Python raises, is traced: Python's number and
     its derivative, or Python's error, bit for bit as traced; never NumPy's nan or inf, nor a
-    complex number where the program computes floats. The later calls replay again."""
+    complex number where the program computes floats; and the calls after it as traced."""
     f, recorded, other = CASES[name]
     replaying = mutad.value_and_grad(f, replay=True)
     trace, traced = replaying.trace, []
