@@ -55,7 +55,7 @@ def install_operators(cls, binary):
     for name, ufunc in COMPARISONS.items():
         compare = binary(ufunc)[0]
         setattr(cls, f"__{name}__", _records_compared(compare, name) if name in ("eq", "ne")
-                else compare)
+                else _ordered(compare, name))
 
 
 def _records_compared(compare, name):
@@ -67,6 +67,27 @@ def _records_compared(compare, name):
         value = memory(self)
         if value.dtype.names is not None:
             return getattr(value, f"__{name}__")(memory(other) if wrapped(other) else other)
+        return compare(self, other)
+
+    method.__name__ = method.__qualname__ = f"__{name}__"
+    return method
+
+
+_ORDERINGS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _ordered(compare, name):
+    """The ordering ``compare`` (``<``, ...), which on Python numbers of which one is complex
+    (``v ** 0.5 > 1.0`` of a negative ``v``) raises Python's TypeError, where NumPy orders
+    complex numbers."""
+    symbol = _ORDERINGS[name]
+
+    def method(self, other):
+        if getattr(self, "weak", False) is True and weak(other) \
+                and (_complex(self) or _complex(other)):
+            kinds = (type(_python_number(x)).__name__ for x in (self, other))
+            raise TypeError("'{}' not supported between instances of '{}' and '{}'".format(
+                symbol, *kinds))
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
@@ -153,6 +174,10 @@ def _pythons_own(self, other, operation, reflected):
         _not_replayed(self, "Python's arithmetic raised")  # (a program may catch it)
         raise
     if type(exact) is not complex or _complex(self) or _complex(other):
+        recorder = getattr(getattr(self, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay asks Python again, first
+            recorder.pythons_own(operation, (other, self) if reflected else (self, other),
+                                 type(exact))
         return None
     _not_replayed(self, "a negative Python number to a fractional power, Python's complex")
     if reflected:  # other is a Python number
@@ -160,6 +185,18 @@ def _pythons_own(self, other, operation, reflected):
     z = self.astype(np.complex128)
     weaken(z)
     return z ** other
+
+
+def _pythons_divmod(x, other, left, right):
+    """Python's error of ``divmod(left, right)`` where both stand for Python numbers (``x`` the
+    traced or dual one of them, ``other`` the other), its own (``float divmod()``), not its
+    ``//``'s."""
+    if weak(other) and weak(x):
+        try:
+            divmod(_python_number(left), _python_number(right))
+        except (ZeroDivisionError, OverflowError, TypeError):
+            _not_replayed(x, "Python's arithmetic raised")  # (a program may catch it)
+            raise
 
 
 def _times_sequence(scalar, sequence):
@@ -650,9 +687,11 @@ class ArrayMethods(Tracer):
         raise ValueError("cannot delete array elements")  # NumPy's error
 
     def __divmod__(self, other):
+        _pythons_divmod(self, other, self, other)
         return self // other, self % other
 
     def __rdivmod__(self, other):
+        _pythons_divmod(self, other, other, self)
         return other // self, other % self
 
     def to_device(self, device, /, *, stream=None):

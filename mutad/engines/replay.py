@@ -27,6 +27,10 @@ Every decision the program depends on is a *guard*:
   ``hash()``: ``Traced._decided``), and Python values NumPy functions computed from traced
   ones (a bool of ``np.allclose``: :class:`Same`): a step that checks the replayed value gives
   the same answer, else the call is recorded again;
+* Python's own arithmetic on Python numbers (``x[0].item() ** 0.5``, ``v / w``), which
+  tracing computes with NumPy's where Python's gives a number of the same kind: a step asks
+  Python again (:class:`PythonsOwn`), and a call on which it raises or gives another kind
+  of number (a complex one) is traced;
 * NumPy's floating-point error handling at each step (:class:`Modes`) and the events the call
   warned about (:class:`Heard`), in its steps and in its reverse pass (whose warnings a
   replay issues as tracing's did, at the user's lines); an operation that raised while
@@ -1455,8 +1459,8 @@ class Function:
         if self.scalar_math is not None:  # abs() of a complex scalar (arraylike.put_right)
             y = np.asarray(self.scalar_math(*(np.asarray(a)[()] for a in args)), y.dtype)
         _store(self.outputs, y, values)
-        primals = {id(owner(values[slot])) for slot in self.primals
-                   if type(values[slot]) is not float} if self.adopts else None
+        primals = {id(owner(values[slot])) for slot in self.primals  # (not Python's numbers)
+                   if type(values[slot]) not in (float, complex)} if self.adopts else None
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    function_pullback))
@@ -1634,6 +1638,47 @@ class Guard:
 
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
+
+
+class PythonsOwn:
+    """Python's ``operation`` (``/``, ``//``, ``%``, ``**``) of the Python numbers ``args``
+    stand for: tracing computed it with NumPy's arithmetic, Python's number being of ``kind``
+    (``arraylike._pythons_own``), and a replay does only where it is again. Where Python
+    raises (ZeroDivisionError, OverflowError) or gives another kind of number (a negative
+    number to a fractional power, a complex one), the call is traced, which raises as Python
+    or computes Python's number."""
+
+    __slots__ = ("operation", "args", "kind")
+
+    def __init__(self, operation, args, kind):
+        self.operation = operation
+        self.args = args
+        self.kind = kind
+
+    def __call__(self, values, tape):
+        a, b = (_python_number(values[x.index]) if type(x) is Slot else x for x in self.args)
+        if type(self.operation(a, b)) is not self.kind:
+            raise GuardFailed
+
+    def emit(self, code, k):
+        a, b = (f"{code.bind(_python_number)}({code.value(x.index)})" if type(x) is Slot
+                else code.bind(x) for x in self.args)
+        code.forward += [f"if type({code.bind(self.operation)}({a}, {b})) is not "
+                         f"{code.bind(self.kind)}:", "    raise GuardFailed"]
+        code.records.append(())
+
+    emit_back = staticmethod(_no_lines)
+    back = staticmethod(_no_pullback)
+
+
+def _python_number(v):
+    """The Python number a value of a replay stands for (a NumPy scalar or a read-only 0-d
+    array among them), as ``arraylike._python_number`` takes it."""
+    kind = type(v)
+    if kind is float or kind is complex:
+        return v
+    v = v.item() if isinstance(v, (np.ndarray, np.generic)) else v
+    return float(v) if type(v) is int else v
 
 
 class Reshape:
@@ -2078,7 +2123,7 @@ def _member(step):
             type(a) is Slot or not any(within(a, Slot)) for a in step.args) else Opaque(step, 1)
     if kind is ConstantWrite:
         return Opaque(step, 0 if step.saved is None else 1)
-    if kind is Guard:
+    if kind is Guard or kind is PythonsOwn:
         return step
     if kind is Function:
         return step if step.lean else Opaque(step, 1)
@@ -2901,6 +2946,11 @@ class Recorder:
             step.scalar_math = operation
         else:
             self.refuse("an operation of NumPy's scalars recorded otherwise")
+
+    def pythons_own(self, operation, operands, kind):
+        """Python's ``operation`` of the Python numbers ``operands`` stand for gave a number of
+        ``kind``, not NumPy's (``arraylike._pythons_own``): a replay asks again."""
+        self.steps.append(PythonsOwn(operation, tuple(self.spec(x) for x in operands), kind))
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
