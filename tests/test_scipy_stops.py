@@ -908,3 +908,112 @@ def test_splprep_refusals():
     with pytest.raises(UnsupportedOperationError, match="u given"):
         mutad.gradient(lambda r: scipy.interpolate.splev(0.5, scipy.interpolate.splprep(
             [np.cos(th) * r, np.sin(th) * r], u=_U, s=0.1)[0])[0], th)
+
+
+# zpk2sos, CloughTocher2DInterpolator, eigsh of a LinearOperator, lagrange, and
+# minimum_spanning_tree of differentiated values
+
+
+def test_minimum_spanning_tree_differentiates_the_chosen_weights():
+    import scipy.sparse.csgraph
+
+    def f(w):
+        M = np.zeros((4, 4))
+        M[0, 1], M[1, 2], M[0, 2], M[2, 3], M[3, 0] = w
+        tree = scipy.sparse.csgraph.minimum_spanning_tree(M)
+        assert isinstance(tree, scipy.sparse.csr_array)
+        return (tree.toarray() ** 2).sum() + tree.sum()
+
+    check(f, np.array([1.0, 2.0, 4.0, 3.0, 0.5]))
+    replayed, other = mutad.grad(f, replay=True), np.array([5.0, 2.0, 1.0, 3.0, 0.5])
+    replayed(np.array([1.0, 2.0, 4.0, 3.0, 0.5]))
+    np.testing.assert_allclose(replayed(other), central(f, other), rtol=1e-6)  # another tree
+
+
+def test_minimum_spanning_tree_of_a_traced_sparse_graph():
+    import scipy.sparse.csgraph
+    rows, cols = np.array([0, 0, 1, 2]), np.array([1, 2, 2, 3])
+
+    def f(w):
+        graph = scipy.sparse.csr_matrix((w, (rows, cols)), shape=(4, 4))
+        tree = scipy.sparse.csgraph.minimum_spanning_tree(graph)
+        assert isinstance(tree, scipy.sparse.csr_matrix)
+        return np.sin(tree.toarray()).sum()
+
+    check(f, np.array([1.0, 3.0, 2.0, 0.7]))
+
+
+def test_lagrange_of_a_zero_value():
+    def f(w):
+        return scipy.interpolate.lagrange(np.array([0.0, 1.0, 2.0]), w)(1.5) ** 2
+
+    check(f, np.array([0.0, 2.0, 5.0]))
+
+
+def test_lagrange_whose_leading_coefficient_cancels_is_refused():
+    f = lambda w: scipy.interpolate.lagrange(np.array([0.0, 1.0, 2.0]), w)(1.5)  # noqa: E731
+    with pytest.raises(UnsupportedOperationError, match="lagrange.*BarycentricInterpolator"):
+        mutad.gradient(f, np.array([1.0, 2.0, 3.0]))
+
+
+def test_zpk2sos_of_differentiated_poles_is_refused():
+    def f(a):
+        return scipy.signal.zpk2sos(np.array([-1.0, -1.0]), a[:2], a[2]).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="zpk2sos.*zpk2tf"):
+        mutad.gradient(f, np.array([0.5, 0.3, 2.0]))
+
+
+def test_clough_tocher_of_differentiated_values_is_refused():
+    points = np.random.default_rng(0).random((10, 2))
+
+    def f(v):
+        return scipy.interpolate.CloughTocher2DInterpolator(points, v)([[0.5, 0.5]]).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*Linear"):
+        mutad.gradient(f, np.random.default_rng(1).random(10))
+
+
+def test_eigsh_of_a_linear_operator_closing_over_traced_values_is_refused():
+    A = np.diag(np.arange(1.0, 7.0))
+
+    def f(a):
+        operator = scipy.sparse.linalg.LinearOperator((6, 6), matvec=lambda v: A @ v * a[0],
+                                                      dtype=float)
+        return scipy.sparse.linalg.eigsh(operator, k=2, return_eigenvectors=False).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="eigsh of a LinearOperator"):
+        mutad.gradient(f, np.array([2.0]))
+
+
+def test_lagrange_in_its_nodes():
+    w = np.array([1.0, -2.0, 0.5, 3.0])
+    check(lambda x: scipy.interpolate.lagrange(x, w)(0.3), np.array([0.0, 0.4, 1.1, 2.0]))
+
+
+def test_eigs_of_a_linear_operator_closing_over_traced_values_is_refused():
+    A = np.diag(np.arange(1.0, 7.0)) + np.eye(6, k=1)
+
+    def f(a):
+        operator = scipy.sparse.linalg.LinearOperator((6, 6), matvec=lambda v: A @ v * a[0],
+                                                      dtype=float)
+        return np.abs(scipy.sparse.linalg.eigs(operator, k=2, return_eigenvectors=False)).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="eigs of a LinearOperator"):
+        mutad.gradient(f, np.array([2.0]))
+
+
+def test_eigsh_of_a_plain_linear_operator_is_scipys():
+    A = np.diag(np.arange(1.0, 7.0))
+    operator = scipy.sparse.linalg.LinearOperator((6, 6), matvec=lambda v: A @ v, dtype=float)
+    v0 = np.ones(6)
+
+    def f(a):
+        w = scipy.sparse.linalg.eigsh(operator, k=2, v0=v0, return_eigenvectors=False)
+        return (w * a).sum()
+
+    a = np.array([1.0, 2.0])
+    value, (g,) = mutad.value_and_gradient(f, a)
+    assert value == f(a)
+    np.testing.assert_array_equal(
+        g, scipy.sparse.linalg.eigsh(operator, k=2, v0=v0, return_eigenvectors=False))

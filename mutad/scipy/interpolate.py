@@ -99,9 +99,11 @@ the identity columns, a block of columns at a time (both modes and every order t
 transposed pair). Refused: differentiated data points of the nearest neighbour and
 Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
-points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` at
-differentiated queries, and ``griddata(method='cubic')`` in two dimensions (SciPy estimates
-its gradients iteratively, to a tolerance).
+points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` of
+differentiated values or at differentiated queries, and ``griddata(method='cubic')`` in two
+dimensions (SciPy estimates its gradients iteratively, to a tolerance). ``lagrange`` is
+SciPy's steps on differentiated nodes and values (refused where the sum cancels the leading
+coefficient to 0, which SciPy's ``poly1d`` trims).
 """
 
 import copy
@@ -135,11 +137,13 @@ from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused
 # stand-ins below (which call these)
 _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
-__all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator", "CubicHermiteSpline",
+__all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator",
+           "CloughTocher2DInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
-           "barycentric_interpolate", "bisplrep", "krogh_interpolate", "make_interp_spline",
+           "barycentric_interpolate", "bisplrep", "krogh_interpolate", "lagrange",
+           "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
            "splev", "splprep", "splrep"]
 
@@ -2280,6 +2284,46 @@ def _refuse_at_points(name, instead):
             f"scipy.interpolate.{name} called at differentiated points: mutad does not "
             f"differentiate this interpolant in its query points. {instead}")
     return rule
+
+
+@_route(_interpolate.lagrange)
+def lagrange(x: Any, w: Any) -> Any:
+    """SciPy's steps (interpolate/_polyint.py): the sum over j of w[j] times the products of
+    (t - x[k]) / (x[j] - x[k]), by convolutions, without ``poly1d``'s trimming of the leading
+    zeros in between (of a w[j] that is 0: its terms add zeros either way). A leading
+    coefficient the sum cancels to 0 SciPy trims, which a derivative cannot follow: refused."""
+    if not _traced((x, w)):
+        return _interpolate.lagrange(x, w)
+    p = np.zeros(1)
+    for j in range(len(x)):
+        pt = np.atleast_1d(w[j])
+        for k in range(len(x)):
+            if k != j:
+                factor = np.concatenate((np.ones(1), np.atleast_1d(-x[k])))  # [1.0, -x[k]]
+                pt = np.convolve(pt, factor / (x[j] - x[k]))
+        p = np.polyadd(p, pt)
+    if np.shape(p)[0] > 1 and _plain(p)[0] == 0:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.lagrange of differentiated values whose sum cancels the leading "
+            "coefficient to exactly 0: SciPy's poly1d trims it, and the derivative of the "
+            "shorter polynomial would miss that coefficient's (not 0). Interpolate with "
+            "BarycentricInterpolator(x, w) or barycentric_interpolate (differentiated), or "
+            "solve for the coefficients with np.linalg.solve(np.vander(x), w).")
+    return np.poly1d(p)
+
+
+@_route(_interpolate.CloughTocher2DInterpolator)
+def CloughTocher2DInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
+                               tol: float = 1e-6, maxiter: int = 400, rescale: bool = False
+                               ) -> Any:
+    if _traced((points, values, fill_value)):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.CloughTocher2DInterpolator of differentiated points or values: "
+            "SciPy estimates the interpolant's gradients iteratively, to a tolerance, and "
+            "mutad has no derivative of them. Use LinearNDInterpolator or RBFInterpolator "
+            "(differentiated in their values), or build it from plain values.")
+    return _interpolate.CloughTocher2DInterpolator(points, values, fill_value, tol, maxiter,
+                                                   rescale)
 
 
 defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)

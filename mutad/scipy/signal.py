@@ -69,9 +69,10 @@ differentiated (they come from its eigenvalues: pass ``T``), the default frequen
 ``freqs`` and ``freqs_zpk`` (from the roots: pass ``worN``), ``freqresp`` of a state space or
 of a ``(num, den)`` tuple (SciPy converts them to zeros and poles), ``cont2discrete`` of zeros
 and poles (SciPy returns the roots) and of a differentiated ``dt``, differentiated ``t`` of
-``dlsim``, differentiated frequencies, and the other attributes of a differentiated system
-(``to_zpk`` of a transfer function or state space, ``poles``, ``bode``: build it from plain
-values).
+``dlsim``, differentiated frequencies, ``zpk2sos`` of differentiated zeros, poles or gain
+(SciPy pairs them by comparisons of their values: use ``zpk2tf``), and the other attributes
+of a differentiated system (``to_zpk`` of a transfer function or state space, ``poles``,
+``bode``: build it from plain values).
 
 The waveforms ``chirp`` and ``sawtooth`` and the designs ``iirnotch``, ``iirpeak`` and
 ``bilinear`` are SciPy's steps on differentiated times, frequencies, widths, quality factors
@@ -120,7 +121,7 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butt
            "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
-           "zpk2ss", "zpk2tf"]
+           "zpk2sos", "zpk2ss", "zpk2tf"]
 
 
 def _lagged_products(v, u, count):
@@ -1033,6 +1034,19 @@ def zpk2ss(z, p, k):
 def normalize(b, a):
     """SciPy's steps on differentiated coefficients."""
     return _normalize(b, a)
+
+
+@stands_in_for(_signal.zpk2sos)
+def zpk2sos(z, p, k, pairing=None, *, analog=False):
+    """SciPy's own call where nothing in it is differentiated; refused otherwise: SciPy pairs
+    the poles and zeros by comparisons of their values and writes the sections into an array
+    of its own."""
+    _refuse_followed((z, p, k, pairing), "zpk2sos's second-order sections",
+                     "Differentiate the transfer function instead: b, a = zpk2tf(z, p, k) "
+                     "(differentiated), filtered by lfilter(b, a, x); or pass the zeros, "
+                     "poles and gain as constants.")
+    return _signal.zpk2sos(*settled((z, p, k), "scipy.signal.zpk2sos's arguments"),
+                           pairing=pairing, analog=analog)
 
 
 @stands_in_for(_signal.tf2zpk)

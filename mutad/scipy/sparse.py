@@ -55,7 +55,9 @@ stored; a coo matrix's drops the diagonal's entries and appends the new ones), i
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
 its shortest paths (``shortest_path``, ``dijkstra``, ``bellman_ford``, ``johnson``,
 ``floyd_warshall``, of a traced sparse matrix or dense array) give SciPy's distances,
-differentiated as the sum of the weights on the path SciPy's predecessors describe.
+differentiated as the sum of the weights on the path SciPy's predecessors describe; its
+``minimum_spanning_tree`` is SciPy's tree of the plain weights holding the traced weights of
+the edges it chose.
 Every value is SciPy's own, computed by SciPy on the stored values (``A @ x`` is SciPy's
 product of the matrix SciPy builds from them).
 A SciPy matrix with constant values times a traced array (``A @ u``, ``u @ A``, ``A * c``,
@@ -123,7 +125,9 @@ eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ
 pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
 eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
 to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
-``1e-8`` relative) and the generalized problem (``M``) are refused.
+``1e-8`` relative) and the generalized problem (``M``) are refused, and so is, with ``eigs``,
+a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
+matrix).
 
 ``eigs(A, k, ...)`` of a real general ``A`` is ARPACK's call too: ``dλᵢ = lᵢ dA vᵢ`` with the
 left eigenvector ``lᵢ`` (``lᵢ vᵢ = 1``, inverse iteration with SuperLU on ``Aᵀ - λᵢ I``); the
@@ -187,7 +191,7 @@ __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_arra
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
            "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
-           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minres",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minimum_spanning_tree", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
@@ -199,7 +203,7 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array")},
-    "laplacian": _csgraph.laplacian}
+    "laplacian": _csgraph.laplacian, "minimum_spanning_tree": _csgraph.minimum_spanning_tree}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
 a name of this module, or a closure's cell, bound to one), so they are looked up here."""
@@ -3236,6 +3240,30 @@ def _eigenvectors_jvp(tangents, data, problem):
                                for i in range(len(w))], axis=1)
 
 
+def _closed_over(name, A):
+    """``A``, or of a ``LinearOperator``, one whose products refuse the values a
+    differentiation follows (read from the closure of its functions): ARPACK writes them into
+    its own work array, and mutad differentiates the eigenpairs of a matrix only."""
+    if not isinstance(A, _splinalg.LinearOperator):
+        return A
+
+    def checked(product):
+        def call(v):
+            y = product(v)
+            if _followed(y):
+                _refuse(f"scipy.sparse.linalg.{name} of a LinearOperator whose products depend "
+                        "on differentiated values (its functions read them from their "
+                        "closure)", "mutad differentiates the eigenpairs of a matrix: pass the "
+                        "matrix itself (a dense array or a sparse matrix of the traced "
+                        "values).")
+            return y
+        return call
+
+    return _splinalg.LinearOperator(A.shape, matvec=checked(A.matvec),
+                                    rmatvec=checked(A.rmatvec), matmat=checked(A.matmat),
+                                    dtype=A.dtype)
+
+
 def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
            v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
            return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
@@ -3243,7 +3271,8 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
     settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
                     Minv=Minv, OPinv=OPinv, mode=mode)
     if not _followed(A, *settings.values()):
-        return SCIPY["eigsh"](A, k, return_eigenvectors=return_eigenvectors, **settings)
+        return SCIPY["eigsh"](_closed_over("eigsh", A), k,
+                              return_eigenvectors=return_eigenvectors, **settings)
     traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
               or isinstance(x, TracedSparse)]
     if traced:
@@ -3465,7 +3494,8 @@ def _eigs(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM
     settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
                     Minv=Minv, OPinv=OPinv, OPpart=OPpart, rng=rng)
     if not _followed(A, *settings.values()):
-        return SCIPY["eigs"](A, k, return_eigenvectors=return_eigenvectors, **settings)
+        return SCIPY["eigs"](_closed_over("eigs", A), k,
+                             return_eigenvectors=return_eigenvectors, **settings)
     settings = _spectral_settings("eigs", settings, A)
     if M is not None or Minv is not None:
         _refuse("scipy.sparse.linalg.eigs of a generalized problem (M) of traced values",
@@ -3739,6 +3769,29 @@ def _shortest_paths(name):
 shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (
     _shortest_paths(name)
     for name in ("shortest_path", "dijkstra", "bellman_ford", "johnson", "floyd_warshall"))
+
+
+def _minimum_spanning_tree(csgraph: Any, overwrite: bool = False) -> Any:
+    """``scipy.sparse.csgraph.minimum_spanning_tree`` of a traced graph: SciPy's tree of the
+    plain weights (a choice among the edges), of SciPy's class, its stored values the traced
+    weights of the edges it chose (SciPy copies them from the graph), so that a derivative of
+    the tree's values is that of the chosen edges' weights (at a tie, of the tree SciPy
+    chose)."""
+    if not _followed(csgraph):
+        return SCIPY["minimum_spanning_tree"](csgraph, overwrite)
+    plain, W = _graph_weights(csgraph, directed=True)
+    tree = SCIPY["minimum_spanning_tree"](plain)
+    rows = np.repeat(np.arange(tree.shape[0]), np.diff(tree.indptr))
+    data = W[rows, tree.indices]
+    if not reproduces(tree.data, data):
+        _refuse("scipy.sparse.csgraph.minimum_spanning_tree: the tree's values are not the "
+                "graph's weights at its edges (a sparse graph with duplicate entries?)",
+                "pass the graph as a dense array or a canonical sparse matrix.")
+    return _SOLUTION_CLASSES[type(tree)]((scipys_value(tree.data, data), tree.indices,
+                                          tree.indptr), shape=tree.shape)
+
+
+minimum_spanning_tree = _route(SCIPY["minimum_spanning_tree"], _minimum_spanning_tree)
 
 
 # ----------------------------------------------------------------------------------------------
