@@ -117,3 +117,46 @@ def test_a_float_argument_to_a_fractional_power_and_divided_by():
             assert _same_outcome(got, expected), (k, got, expected)
             assert np.array_equal(x, [1.0, 2.0])
     assert _outcome(lambda: replaying(np.array([1.0, 2.0]), 2.0))[0] is ZeroDivisionError
+
+
+PYTHONS_ARITHMETIC = {  # a function computing with Python's complex (or float) numbers, whose
+    # arithmetic rounds otherwise than NumPy's scalars' (complex ** and /, in the last bit)
+    "(v * 1j) ** 1.5": lambda x: abs((x[0].item() * 1j) ** 1.5) * x.sum(),
+    "(v * 1j) ** w": lambda x: abs((x[0].item() * 1j) ** x[2].item()) * x.sum(),
+    "(v + 1j) ** (w - 0.5j)": lambda x: ((x[0].item() + 1j) ** (x[2].item() - 0.5j)).real
+    * x.sum(),
+    "(v + 1j) ** (10 * w)": lambda x: abs((x[0].item() + 1j) ** (10 * x[2].item())) * x.sum(),
+    "2.5 ** (v * 1j - 0.5)": lambda x: abs(2.5 ** (x[0].item() * 1j - 0.5)) * x.sum(),
+    "w / (v + 1j)": lambda x: (x[2].item() / (x[0].item() + 1j)).real * x.sum(),
+    "(v + 0.3j) / (w - 1.7j)": lambda x: abs((x[0].item() + 0.3j) / (x[2].item() - 1.7j))
+    * x.sum(),
+    "(v + 0.3j) * (w - 1.7j)": lambda x: abs((x[0].item() + 0.3j) * (x[2].item() - 1.7j))
+    * x.sum(),
+    "(v + 1j) * np.sin(x[1])": lambda x: abs((x[0].item() + 1j) * np.sin(x[1])) * x.sum(),
+    "(v * 1j + w) - 0.1": lambda x: abs((x[0].item() * 1j + x[2].item()) - 0.1) * x.sum(),
+    "v ** w": lambda x: abs(x[0].item()) ** x[2].item() * x.sum(),
+    "v / w": lambda x: x[0].item() / x[2].item() * x.sum(),
+    "v // w, v % w": lambda x: (x[0].item() // 0.7 + x[0].item() % 0.7) * x.sum(),
+    "divmod(v, w)": lambda x: divmod(x[0].item(), 0.3)[1] * x.sum(),
+}
+
+
+@pytest.mark.parametrize("name", PYTHONS_ARITHMETIC)
+def test_a_replay_computes_pythons_arithmetic_as_python(name):
+    """Python's arithmetic on Python numbers (complex ones: ``(v * 1j) ** 1.5``, ``w / z``),
+    which rounds otherwise than NumPy's scalars', replayed (interpreted, then compiled) as
+    traced: value and gradient bit for bit, on calls whose numbers differ."""
+    f = PYTHONS_ARITHMETIC[name]
+    replaying = mutad.value_and_grad(f, replay=True)
+    trace, traced = replaying.trace, []
+    replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    values = (2.0, 3.0, 2.0, 1.3, 3.7, -2.0, 2.0)
+    for v in values:
+        x = np.array([v, 0.5, 2.25])
+        before = x.copy()
+        expected = mutad.value_and_grad(f)(before.copy())
+        got = replaying(x)
+        assert same(got, expected), (v, got, expected)
+        assert same(got[0], f(before.copy())), (v, got[0])
+        assert x.tobytes() == before.tobytes()
+    assert len(traced) < len(values) - 2  # replayed, interpreted and compiled

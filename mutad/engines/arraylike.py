@@ -222,7 +222,25 @@ def _python_complex(result, self, other, operation, reflected):
     if not wrapped(result) or not _pythons_arithmetic(left, right):
         return
     weaken(result)
-    put_right(result, operation, _python_number(left), _python_number(right))
+    put_right(result, functools.partial(_on_pythons_numbers, operation), _python_number(left),
+              _python_number(right))
+
+
+def _on_pythons_numbers(operation, *scalars):
+    """``operation`` of the Python numbers ``scalars`` stand for, Python's own arithmetic, as
+    NumPy's scalar (the value a traced one holds). ``put_right`` hands it Python's numbers; a
+    replay, which computes the operation again, NumPy's scalars (``replay._on_scalars``, which
+    the value's partials compute on), whose own arithmetic rounds otherwise
+    (``(-2j) ** 1.5``)."""
+    return np.asarray(operation(*(_python_scalar(x) for x in scalars)))[()]
+
+
+def _python_scalar(x):
+    """The Python number NumPy's scalar ``x`` stands for (``_python_number``), else ``x``."""
+    if not isinstance(x, np.generic):
+        return x
+    value = x.item()
+    return float(value) if type(value) is int else value
 
 
 def _pythons_arithmetic(left, right):

@@ -473,8 +473,11 @@ class Pure:
         for i, slot in self.at:
             vals[i] = values[slot]
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
-        if self.ufunc is not self.record_ufunc and isinstance(y, np.generic) and y != y:
-            y = self.record_ufunc(*vals)  # a NaN as the ufunc makes it (see blocks)
+        if self.ufunc is not self.record_ufunc and self.scalar_math is None \
+                and isinstance(y, np.generic) and y != y:
+            # a NaN as the ufunc makes it (see blocks); scalar math's own NaN is its own, as
+            # the engine put it right (arraylike.put_right)
+            y = self.record_ufunc(*vals)
         # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
         # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
         # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
@@ -905,7 +908,8 @@ def _on_scalars(operation, traced, *values):
     they stand for): their own math, as the engine took the value (``arraylike.put_right``).
     The values of the program (``traced``, per value) are NumPy's scalars there, also those a
     replay holds as Python's numbers (``Pure.weak``): ``(-2.0) ** 0.5`` is Python's complex
-    number, NumPy's NaN."""
+    number, NumPy's NaN. (Where the engine took Python's arithmetic, ``operation`` takes them
+    back to Python's numbers: ``arraylike._on_pythons_numbers``.)"""
     return operation(*(v[()] if type(v) is np.ndarray else
                        np.float64(v) if t and type(v) is float else
                        np.complex128(v) if t and type(v) is complex else v
