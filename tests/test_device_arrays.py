@@ -411,6 +411,96 @@ def test_results_without_a_derivative_on_the_device(f):
                 mutad.hvp(cubic, (x.copy(),), (t,)), "hvp")
 
 
+def _written_into_a_mask_as_floats(x):
+    w = (x > 0).astype(float)  # floats of a boolean result without a derivative
+    w[1:] += x[:-1]
+    return w
+
+
+def _written_into_a_choice(x):
+    w = np.where(x > 0, 1.0, 0.5)
+    w[1:] += x[:-1]
+    return w
+
+
+def _written_into_an_order_as_floats(x):
+    w = np.argsort(x) * 1.0
+    w[1:] += x[:-1]
+    return w
+
+
+def _written_into_a_mask_times_ones(x):
+    w = (x > 0) * np.ones_like(x)  # the ways round it the refusal names
+    w[1:] += x[:-1]
+    return w
+
+
+def _written_into_a_choice_plus_zeros(x):
+    w = np.where(x > 0, 1.0, 0.5) + np.zeros_like(x)
+    w[1:] += x[:-1]
+    return w
+
+
+def _written_into_zeros_set_to_an_order(x):
+    w = np.zeros_like(x)
+    w[...] = np.argsort(x)
+    w[1:] += x[:-1]
+    return w
+
+
+def _in_every_mode(f, x, t):
+    """``f``'s value and derivatives at the device copy of ``x`` in every mode, compared with
+    NumPy's bit for bit, the device array given coming back unchanged."""
+    d_x = xp.asarray(x)
+    y, dy = mutad.jvp(f, (x.copy(),), (t,))
+    d_y, d_dy = mutad.jvp(f, (d_x,), (xp.asarray(t),))
+    assert_same(d_y, y, "output")
+    assert_same(d_dy, dy, "tangent")
+    same_gradients(lambda x: np.sum(f(x) * x), x)
+    u = np.linspace(0.5, 2.0, x.size)
+    value, pullback = mutad.vjp(f, x.copy())
+    d_value, d_pullback = mutad.vjp(f, d_x)
+    assert_same(d_value, value, "output")
+    assert_same(d_pullback(xp.asarray(u)), pullback(u))
+
+    def cubic(x):  # nested: a constant of both differentiations
+        return np.sum(f(x) * x * x)
+
+    assert_same(mutad.hvp(cubic, (d_x,), (xp.asarray(t),)), mutad.hvp(cubic, (x.copy(),), (t,)),
+                "hvp")
+    assert d_x.get().tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("f", [_written_into_a_mask_as_floats, _written_into_a_choice,
+                               _written_into_an_order_as_floats])
+def test_floats_of_integer_results_without_a_derivative_on_the_device(f):
+    """The floats computed from a device's boolean or integer result of a function without a
+    derivative (x > 0, np.argsort(x)) stay the device library's plain arrays, which mutad does
+    not follow (the integers must stay the library's own, to index its arrays): a traced value
+    written into them is refused in every mode with a MutadError naming the case and the ways
+    round it, not the device library's TypeError; on NumPy it is followed."""
+    x = np.array([-0.5, 0.3, 1.5, -2.0])
+    t = np.linspace(-1.0, 1.0, x.size)
+    mutad.jvp(f, (x.copy(),), (t,))  # followed on NumPy
+    d_x = xp.asarray(x)
+    for differentiate in (lambda: mutad.gradient(lambda x: np.sum(f(x) * x), d_x),
+                          lambda: mutad.vjp(f, d_x),
+                          lambda: mutad.jvp(f, (d_x,), (xp.asarray(t),)),
+                          lambda: mutad.hvp(lambda x: np.sum(f(x) * x * x), (d_x,),
+                                            (xp.asarray(t),))):
+        with pytest.raises(mutad.errors.UntracedWriteError,
+                           match=r"np\.where\(x > 0, 1\.0, 0\.5\) \+ np\.zeros_like\(x\)"):
+            differentiate()
+    assert d_x.get().tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("f", [_written_into_a_mask_times_ones, _written_into_a_choice_plus_zeros,
+                               _written_into_zeros_set_to_an_order])
+def test_floats_of_integer_results_made_from_followed_floats_on_the_device(f):
+    """The ways round that refusal it names give NumPy's values and derivatives bit for bit."""
+    _in_every_mode(f, np.array([-0.5, 0.3, 1.5, -2.0]), np.linspace(-1.0, 1.0, 4))
+
+
 def test_second_order_on_the_device():
     def f(x, w):
         x *= w

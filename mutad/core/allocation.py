@@ -1716,7 +1716,9 @@ def without_derivative(y, args, kwargs, level):
         return y
     if kind in "fc":
         return allocate(y)
-    # (a device's integers stay its own: a stand-in of itself is an array of NumPy's)
+    # (a device's integers stay its own: a stand-in of itself is an array of NumPy's, and a
+    # constant could not index the library's plain arrays; a traced value written into the
+    # floats the library makes of them is refused: devices.traced_refused)
     return y if device else _own_stand_in(y)
 
 

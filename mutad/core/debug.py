@@ -242,7 +242,11 @@ def _compiled_code_refusal(error):
     plain arrays only ("argument 1 must be numpy.ndarray, not Traced": a method of an
     extension object, a SciPy routine in C), the ConversionError that says what to do
     instead (the TypeError its cause)."""
+    from .devices import traced_refused
     from .levels import WRAPPERS
+    refusal = traced_refused(error)  # a device library's words for the same refusal
+    if refusal is not None:
+        return refusal
     text = str(error)
     if type(error) is not TypeError or not any(
             f"not {kind.__name__}" in text or f"not '{kind.__name__}'" in text

@@ -244,3 +244,32 @@ def beside(like, value):
     if isinstance(value, (np.ndarray, np.generic, float, int, complex)) and not is_device(value):
         return namespace(like).asarray(value)
     return value
+
+
+def traced_refused(error):
+    """For the TypeError of a device library handed a traced value it cannot compute with
+    (CuPy's "Unsupported type <class '...Traced'>": it computes with its own arrays only), the
+    UntracedWriteError that says where it comes from and what to do instead (the TypeError its
+    cause); else None. Such a value reaches the library's own code where it is written into, or
+    computed with by the methods of, a device array mutad does not follow: the floats made from
+    an integer or boolean result of a function without a derivative stay the library's plain
+    arrays on a device (``w = (x > 0).astype(float)``, ``np.where(x > 0, 1.0, 0.5)``,
+    ``np.argsort(x) * 1.0``), as integer arrays must stay the library's own to index its other
+    arrays; so do device arrays made before the differentiation started."""
+    from .errors import UntracedWriteError
+    text = str(error)
+    if type(error) is not TypeError or not any(f"Unsupported type {kind}" in text
+                                              for kind in WRAPPERS):
+        return None
+    refusal = UntracedWriteError(
+        f"a traced value reached the device library's own code ({error}), which computes with "
+        "its own arrays only: it was written into, or computed with by a method of, a device "
+        "array that mutad does not follow. On a device, the floats made from an integer or "
+        "boolean result of a function without a derivative are such arrays "
+        "(w = (x > 0).astype(float), np.where(x > 0, 1.0, 0.5), np.argsort(x) * 1.0), and so "
+        "are device arrays made before the differentiation started. Make the array from a float "
+        "array the function computes or allocates, which mutad follows: "
+        "w = (x > 0) * np.ones_like(x), np.where(x > 0, 1.0, 0.5) + np.zeros_like(x), or "
+        "w = np.zeros_like(x); w[...] = ... .")
+    refusal.__cause__ = error
+    return refusal.with_traceback(error.__traceback__)
