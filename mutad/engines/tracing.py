@@ -371,6 +371,18 @@ def getitem(x, key):
     return yt
 
 
+def _one_element(key, ndim):
+    """Whether ``key`` is Python integers, one per axis of ``ndim``: a scalar loop's."""
+    if type(key) is tuple:
+        if len(key) != ndim or not key:
+            return False
+        for k in key:
+            if type(k) is not int:
+                return False
+        return True
+    return type(key) is int and ndim == 1
+
+
 def _element_read(x, key):
     """``x[key]`` in one function where it is a scalar loop's: ``key`` Python integers naming
     one element of ``x``, a real or complex array traced (not a constant) by a tape that no
@@ -382,13 +394,7 @@ def _element_read(x, key):
     if type(value) is not NDARRAY or x.buffer.constant or tape.recorder is not None \
             or tape.outer is not None or value.dtype.kind not in "fc":
         return None
-    if type(key) is tuple:
-        if len(key) != value.ndim or not key:
-            return None
-        for k in key:
-            if type(k) is not int:
-                return None
-    elif value.ndim != 1:
+    if not _one_element(key, value.ndim):
         return None
     active(tape)
     yt = fresh(value[key], tape)
@@ -462,17 +468,9 @@ def _element_written(x, key, value):
             or tape.outer is not None or tape.anomaly is not None \
             or target.dtype.kind != "f" or target.base is not None or not writeable(target):
         return False
-    if type(key) is tuple:
-        if len(key) != target.ndim or not key:
-            return False
-        for k in key:
-            if type(k) is not int:
-                return False
-        index = (*key, Ellipsis)
-    elif type(key) is int and target.ndim == 1:
-        index = (key, Ellipsis)
-    else:
+    if not _one_element(key, target.ndim):
         return False
+    index = (*key, Ellipsis) if type(key) is tuple else (key, Ellipsis)
     if type(value) is not Traced:  # a Python number
         if x.buffer.constant:
             return False
