@@ -955,3 +955,71 @@ def test_runs_of_small_records_reversed_in_one_loop_give_the_bits_of_their_pullb
                         lambda shadows, entries, *rest: elementwise._small_cotangents(
                             shadows, *rest))
         assert _bits(_by_every_mode(f, args)) == _bits(results)
+
+
+def _one_at_a_time(records, shadows, watch):
+    """``reverse_elementwise`` as the general loop of ``ReverseTape.replay`` reverses a pure
+    record: its pullback, then its output forgets its recipe; one record."""
+    record = watch.record = records.pop()
+    record.pullback(record, shadows, None)
+    record.output.origin = None
+    if type(record.output.ref) is reverse.Written:
+        record.output.ref = record.output.ref.was
+
+
+def _chains(x, y, w):
+    """Runs of elementwise operations on whole arrays between other records: a shadow made by
+    a run, then added into through a view, read by a reduction's pullback, shared by ``a + a``,
+    given a product with non-finite partials (a mask), in float32."""
+    a = np.sin(x) * 0.5 + x * 1.5
+    b = a * a + np.tanh(a)  # ``a`` read twice: its shadow made, then added into
+    c = b[1:] * 2.0  # a view's cotangent added into the whole shadow of ``b``
+    d = np.exp(b) - b
+    e = d + d  # one cotangent for both operands
+    f = np.sum(e) + np.sum(c * w) + np.sum(w * np.sqrt(a[1:] * a[1:]))  # w: inf, -inf, 0.0
+    g = (np.cos(y) * np.float32(3.0) + y).astype(float)  # float32 cotangents
+    h = x @ np.ones((x.size, 2))  # a record that is not elementwise, between runs
+    return f + np.sum(g) + np.sum(np.sqrt(h * h + 1.0))
+
+
+def _ordered(x, y, w):
+    """Elementwise runs on an F-ordered array and on a transposed one (cotangents laid out
+    as they are), beside C-ordered ones of 400 elements."""
+    m = np.asfortranarray(np.outer(x, x[:3]))
+    t = np.sin(m) * m + m.T.T
+    r = np.tile(x, 60)
+    return np.sum(t * 2.0) + np.sum(np.tanh(t.T) * 3.0) + np.sum(np.exp(r) * r - r)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # inf * 0.0 by design
+@pytest.mark.parametrize("program", [_chains, _ordered])
+def test_the_runs_of_elementwise_records_reverse_as_each_record_does(program, monkeypatch):
+    """``reverse_elementwise`` (and its shadows known to be small float64 arrays of their own,
+    marked by ``_lean_cotangents``) against each record's own pullback: the same gradients bit
+    for bit, by each policy and under a memory budget, the caller's arrays unchanged."""
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=7), rng.normal(size=5).astype(np.float32)
+    w = np.array([1.0, np.inf, 0.0, 2.0, -np.inf, 3.0])
+    taken = []
+
+    def gradients():
+        results = []
+        for options in ({"policy": "restore"}, {"policy": "checkpoint"}, {"memory": 64.0}):
+            copies = [x.copy(), y.copy(), w.copy()]
+            results.append(mutad.value_and_gradient(program, *copies, argnums=(0, 1),
+                                                    **options))
+            assert [c.tobytes() for c in copies] == [x.tobytes(), y.tobytes(), w.tobytes()]
+        return _bits(results)
+
+    def counted(records, shadows, watch):
+        taken.append(None)
+        return runs(records, shadows, watch)
+
+    runs = reverse.reverse_elementwise
+    with monkeypatch.context() as patched:
+        patched.setattr(reverse, "reverse_elementwise", counted)
+        by_runs = gradients()
+    assert taken  # (the runs were reversed by it)
+    with monkeypatch.context() as patched:
+        patched.setattr(reverse, "reverse_elementwise", _one_at_a_time)
+        assert gradients() == by_runs

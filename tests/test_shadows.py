@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mutad.core import shadows
 from mutad.core.shadows import Buffer, Place
 from mutad.core.shadows import Shadows as _Shadows
 from mutad.engines.reverse import Traced
@@ -309,3 +310,37 @@ def test_subtract_into_an_existing_or_shared_shadow_is_adding_the_negation():
     cache.subtract(Place(b, False, 8, (3,), (8,), b.dtype), g[:3])
     assert cache.get(b).tobytes() == np.array(
         [1.0, -0.0 + -0.0, 0.0 + -(-0.0), 2.0 + -0.0, -1.0, 0.5]).tobytes()
+
+
+def _uncached_facts(array):
+    """A buffer's layout facts for ``array``, with no layout remembered from another array."""
+    saved = dict(shadows._contiguous)
+    shadows._contiguous.clear()
+    try:
+        buffer = Buffer(array)
+        return (buffer.shape, buffer.strides, buffer.span, buffer.c_contiguous, buffer.offset,
+                buffer.low)
+    finally:
+        shadows._contiguous.clear()
+        shadows._contiguous.update(saved)
+
+
+_LAYOUTS = [np.zeros(6), np.zeros(6, np.float32), np.zeros(12, np.float32)[::2],
+            np.zeros((3, 4)), np.zeros((3, 4)).T, np.zeros((4, 3), order="F"),
+            np.zeros((1, 5)), np.zeros((1, 5))[:, ::1], np.zeros((5, 1))[:, :1],
+            np.zeros((0, 3)), np.zeros(()), np.zeros(6, complex), np.zeros((2, 3, 4))[:, 1]]
+
+
+@pytest.mark.parametrize("first", range(len(_LAYOUTS)))
+def test_a_buffer_made_after_any_other_layout_has_the_facts_of_its_own(first):
+    """A buffer's layout facts, found by the layout of an array met before
+    (``shadows._contiguous``), are those worked out from the array alone: after an array of
+    another dtype with the same shape and strides (a float32 array with float64's strides
+    is not contiguous), of other shapes or strides, F-ordered, empty or 0-d."""
+    expected = [_uncached_facts(a) for a in _LAYOUTS]
+    Buffer(_LAYOUTS[first])
+    for a, facts in zip(_LAYOUTS, expected, strict=True):
+        buffer = Buffer(a)
+        assert (buffer.shape, buffer.strides, buffer.span, buffer.c_contiguous, buffer.offset,
+                buffer.low) == facts
+        assert buffer.c_contiguous == a.flags.c_contiguous

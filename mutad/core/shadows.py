@@ -27,7 +27,11 @@ _FLOAT = np.dtype(float)
 
 _layouts = {}
 LAYOUTS = 1024
-"""How many distinct shapes, strides and sizes ``shared`` remembers."""
+"""How many distinct shapes, strides and sizes ``shared`` remembers, and how many layouts of
+C-contiguous NumPy arrays ``_contiguous`` does."""
+_contiguous = {}
+"""``(shape, strides, dtype)`` of a C-contiguous NumPy array -> its buffer's ``shape``,
+``strides`` and ``span``, as ``shared`` gives them."""
 
 
 def shared(value):
@@ -79,14 +83,24 @@ class Buffer:
         # A 0-d buffer that stands for a Python number (a float argument, Python's arithmetic
         # on such numbers): weakly typed in NumPy's promotion (arraylike.weak).
         self.weak = False
-        self.dtype = array.dtype
+        self.dtype = dtype = array.dtype
         # The namespace of the device library its memory belongs to (CuPy), None for NumPy's:
         # its shadow is made there.
-        self.device = None if type(array) is NDARRAY else device_of(array)
-        # (``shared``'s lookups written out: a buffer is made for every operation)
+        shape, strides = array.shape, array.strides
+        if type(array) is NDARRAY:
+            self.device = None
+            # (a C-contiguous NumPy array laid out as one before, the common case: its facts
+            # found at once, for a buffer is made for every operation)
+            layout = _contiguous.get((shape, strides, dtype))
+            if layout is not None:
+                self.shape, self.strides, self.span = layout
+                self.c_contiguous, self.low, self.offset = True, None, 0
+                return
+        else:
+            self.device = device_of(array)
+        # (``shared``'s lookups written out)
         # (None, not a false value, says it is missing: a 0-d array's shape and strides are
         # empty tuples, which are found)
-        shape, strides = array.shape, array.strides
         one = _layouts.get(shape)
         self.shape = one if one is not None else shared(shape)
         one = _layouts.get(strides)
@@ -97,6 +111,11 @@ class Buffer:
             size = array.size
             one = _layouts.get(size)
             self.low, self.span, self.offset = None, one if one is not None else shared(size), 0
+            if self.device is None:
+                if len(_contiguous) >= LAYOUTS:
+                    _contiguous.clear()
+                _contiguous[self.shape, self.strides, dtype] = \
+                    (self.shape, self.strides, self.span)
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low

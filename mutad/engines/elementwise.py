@@ -146,8 +146,13 @@ def reverse_elementwise(records, shadows, watch):
             y = None
             if "y" in rule.uses:
                 y, kept = kept[-1], kept[:-1]
-            flags = dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else None
-            if flags is None or not flags.writeable:
+            # (a shadow ``_lean_cotangents`` made, marked so, is known to be what the
+            # questions of the other case establish)
+            flags = None if entry[-1] is dy else \
+                dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else False
+            if flags is None:
+                _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
+            elif flags is False or not flags.writeable:
                 elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
             elif dy.dtype is not _REAL or dy.base is not None or not flags.c_contiguous:
                 _small_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
@@ -440,7 +445,10 @@ def _lean_cotangents(shadows, entries, rule, dy, y, places, values, traced):
             entry = entries.get(place.key)
             if entry is None:
                 if place.c_contiguous and place.device is None and place.dtype is _REAL:
-                    entries[place.key] = [place, g, None, None]  # (``Shadows.add``'s)
+                    # (``Shadows.add``'s entry, which ends with ``g`` again while it is the
+                    # shadow: so marked, ``reverse_elementwise`` knows it a small float64 array
+                    # of its own, C-ordered and writable, as ``g`` is here)
+                    entries[place.key] = [place, g, None, None, g]
                     continue
             elif entry[3] is None and type(entry[1]) is NDARRAY:
                 entry[1] += g
