@@ -969,8 +969,8 @@ def _one_at_a_time(records, shadows, watch):
 
 def _chains(x, y, w):
     """Runs of elementwise operations on whole arrays between other records: a shadow made by
-    a run, then added into through a view, read by a reduction's pullback, shared by ``a + a``,
-    given a product with non-finite partials (a mask), in float32."""
+    a run, then added into through a view or by both operands of ``d + d``, products with
+    non-finite partials (a mask), float32 cotangents."""
     a = np.sin(x) * 0.5 + x * 1.5
     b = a * a + np.tanh(a)  # ``a`` read twice: its shadow made, then added into
     c = b[1:] * 2.0  # a view's cotangent added into the whole shadow of ``b``
