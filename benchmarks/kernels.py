@@ -35,8 +35,12 @@ timed too), then the peak extra memory of one gradient call, twice: tracemalloc'
 sees NumPy's buffers and mutad's Python objects, exact at these small sizes) and VmHWM after a
 reset through ``/proc/self/clear_refs`` (the harness's measure, which sees XLA's buffers too
 but moves by whole pages and heap growths), then one untimed round and ``--rounds`` rounds of
-(NumPy forward, gradient[, JAX's jitted forward]) back to back. The NumPy forward runs on fresh
-copies of the inputs, made before its clock starts. A ratio is computed within a round and
+(NumPy forward, gradient[, JAX's jitted forward]) back to back, each timed by the process's CPU
+time (``--clock``: on a machine shared with other work, the wall clock counts the time others
+take the core) over as many calls as make the NumPy forwards last ``--min-time`` (2 ms) at
+least: a forward of a few microseconds is below the resolution of one timing. The NumPy
+forward runs on fresh copies of the inputs, made before its clock starts. A ratio is computed
+within a round and
 reported as the median [min-max] over the rounds; the only absolute time is the NumPy
 forward's (and the replay's first two calls). Correctness, in the parent: each gradient along
 a fixed random direction against a fourth-order central difference of the NumPy loss
@@ -53,6 +57,7 @@ with the error's text.
 
 import argparse
 import json
+import math
 import os
 import platform
 import statistics
@@ -597,10 +602,21 @@ def _tracemalloc_peak(call):
     return peak - before
 
 
-def _timed(call):
-    start = time.perf_counter()
-    result = call()
-    return time.perf_counter() - start, result
+CLOCKS = {"process": time.process_time, "wall": time.perf_counter}
+"""``--clock``: the process's CPU time (the default: on a machine shared with other work, the
+time this single-threaded process ran, not the time others took the core from it), or the
+wall clock."""
+
+MIN_TIME = 0.002
+"""Seconds of NumPy forwards per timed sample at least (``--min-time``)."""
+
+
+def _timed(call, clock=time.perf_counter, repeat=1):
+    """``(seconds, result)`` of ``repeat`` calls of ``call`` by ``clock``: the last result."""
+    start = clock()
+    for _ in range(repeat):
+        result = call()
+    return clock() - start, result
 
 
 def _error_text(exc):
@@ -651,15 +667,23 @@ def measure(configuration):
         row["same_as_first_call"] = harness.fingerprint(value, gradients) == first
         row["arguments_unchanged"] &= harness.snapshot(problem.args) == before
         harness.pin_allocator("timing")
+        clock = CLOCKS[configuration.get("clock", "process")]
+        # Calls per timed sample: as many NumPy forwards as fill ``min_time`` (one call of a
+        # kernel whose forward takes microseconds is below the clock's and the machine's
+        # resolution), the gradient and JAX's forward called as often
+        once, _ = _timed(problem.numpy_forward, clock)
+        repeat = max(1, math.ceil(configuration.get("min_time", MIN_TIME) / max(once, 1e-9)))
+        row["calls_per_sample"], row["clock"] = repeat, configuration.get("clock", "process")
         times = {"numpy": [], "gradient": [], "own": []}
         for round_ in range(configuration["rounds"] + 1):  # the first round is untimed
-            copies = [a.copy() for a in problem.args]
-            start = time.perf_counter()
-            problem.loss(*copies)
-            elapsed = {"numpy": time.perf_counter() - start}
-            elapsed["gradient"], _ = _timed(gradient)
+            copies = [[a.copy() for a in problem.args] for _ in range(repeat)]
+            start = clock()
+            for arrays in copies:
+                problem.loss(*arrays)
+            elapsed = {"numpy": (clock() - start) / repeat}
+            elapsed["gradient"] = _timed(gradient, clock, repeat)[0] / repeat
             if forward is not None:
-                elapsed["own"], _ = _timed(forward)
+                elapsed["own"] = _timed(forward, clock, repeat)[0] / repeat
             if round_:
                 for key, seconds in elapsed.items():
                     times[key].append(seconds)
@@ -717,7 +741,8 @@ def _run(options, directory):
                 row["status"] = "not installed"
             else:
                 configuration = {"kernel": name, "system": system, "size": options.size,
-                                 "rounds": options.rounds,
+                                 "rounds": options.rounds, "clock": options.clock,
+                                 "min_time": options.min_time,
                                  "gradient_file": str(directory / f"{name}-{system}.npz")}
                 row.update(measure(configuration) if options.in_process
                            else run_child(configuration, options.timeout))
@@ -834,7 +859,8 @@ def table(rows, options):
     lines = [
         f"PolyBench kernels ({options.size} sizes), gradient / NumPy forward: "
         f"{options.rounds} rounds per configuration, each in a fresh interpreter with one "
-        "thread; median [min-max] of the per-round ratios.",
+        f"thread, timed by the {options.clock} clock over calls lasting "
+        f"{options.min_time * 1e3:g} ms at least; median [min-max] of the per-round ratios.",
         "",
         "| kernel | sizes | inputs KiB | NumPy fwd ms | mutad | mutad peak KiB (x inputs) "
         "| mutad-replay | replay 1st / 2nd call ms | jax | fd err mutad / replay / jax "
@@ -951,6 +977,12 @@ def parse(argv=None):
     parser.add_argument("--size", choices=SIZES, default="mini")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--clock", choices=tuple(CLOCKS), default="process",
+                        help="the process's CPU time (default) or the wall clock")
+    parser.add_argument("--min-time", type=float, default=MIN_TIME,
+                        help="seconds of NumPy forwards per timed sample at least: a kernel "
+                        "whose forward is shorter is called that many times per sample, its "
+                        "gradient as often (default %(default)s)")
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--in-process", action="store_true",
                         help="measure in this interpreter (a quick check; no fresh state)")

@@ -17,6 +17,7 @@ import gc
 import threading
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from .allocation import mode
 from .debug import ERRORS, Warnings, at_user_lines
@@ -165,15 +166,33 @@ def check_distinct_memory(owners):
     ``np.frombuffer`` arrays over one ``bytearray``, ``np.ndarray(buffer=...)``): mutad
     follows memory through NumPy's ``.base`` chain, and these are two chains, so a write
     through one would not reach the other's gradient. ``owners``: the arrays at the root of
-    each argument's chain, one per chain."""
-    for i, a in enumerate(owners):
-        for b in owners[:i]:
-            if np.shares_memory(a, b, max_work=100_000):
-                raise UnsupportedOperationError(
-                    f"two arguments (of shapes {a.shape} and {b.shape}) share memory, but "
-                    "neither is a view of the other: their memory belongs to an object that is "
-                    "not a NumPy array (np.frombuffer or np.ndarray(buffer=...) twice over one "
-                    "buffer), so mutad cannot tell that a write through one changes the "
-                    "other. Make one array over the memory and pass views of it (y = x[2:]), "
-                    "or pass copies.")
+    each argument's chain, one per chain.
+
+    NumPy's arrays are asked in the order of their lowest bytes, each only about those before
+    it whose bytes reach past its lowest: apart arrays (the common case) cost a sort, not a
+    question per pair (3,000 arguments: 4.5 million). Other arrays (a device library's) are
+    asked about every other array."""
+    spans, others = [], []
+    for a in owners:
+        if isinstance(a, np.ndarray):
+            low, high = byte_bounds(a)
+            spans.append((low, high, a))
+        else:
+            others.append(a)
+    spans.sort(key=lambda span: span[0])
+    pairs = [(a, b) for i, a in enumerate(others) for b in (*others[:i], *(s[2] for s in spans))]
+    reaching = []  # (high, array) of the arrays so far whose bytes may reach the next one's
+    for low, high, a in spans:
+        reaching = [(end, b) for end, b in reaching if end > low]
+        pairs.extend((a, b) for _, b in reaching)
+        reaching.append((high, a))
+    for a, b in pairs:
+        if np.shares_memory(a, b, max_work=100_000):
+            raise UnsupportedOperationError(
+                f"two arguments (of shapes {a.shape} and {b.shape}) share memory, but "
+                "neither is a view of the other: their memory belongs to an object that is "
+                "not a NumPy array (np.frombuffer or np.ndarray(buffer=...) twice over one "
+                "buffer), so mutad cannot tell that a write through one changes the "
+                "other. Make one array over the memory and pass views of it (y = x[2:]), "
+                "or pass copies.")
 

@@ -142,6 +142,8 @@ def _node(x):
         return list(children), lambda values: unflatten(aux, values)
     if kind in (tuple, list):
         return x, kind
+    if kind is np.ndarray:  # a leaf, told before asking ``STATIC``'s ABCs (numbers.Number)
+        return None, None
     if kind is dict:
         keys = list(x)
         return [x[k] for k in keys], lambda values: dict(zip(keys, values, strict=True))

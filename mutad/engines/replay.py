@@ -3053,7 +3053,9 @@ class Program:
             self.places.append(None if t is None else _place(t))
             if t is not None and writeable(t.value) and not run.scalar[j]:
                 self.saves.setdefault(t.buffer.key, []).append(j)
-        self.keys = [None if p is None else p.buffer.key for p in self.places]
+        # per leaf, whether no other leaf has its buffer: its shadow is handed over, not copied
+        keys = collections.Counter(p.buffer.key for p in self.places if p is not None)
+        self.hand_over = [p is not None and keys[p.buffer.key] == 1 for p in self.places]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
         self.constant = None if type(y) is Traced else y
@@ -3221,13 +3223,13 @@ class Program:
                         reverse(records.pop(), shadows)
                 if heard_back.kinds != self.back_kinds:
                     raise GuardFailed
-            keys = self.keys
             grads = []
-            for place, key, (_, scalar) in zip(self.places, keys, self.inputs, strict=True):
+            for place, hand_over, (_, scalar) in zip(self.places, self.hand_over, self.inputs,
+                                                     strict=True):
                 if place is None:
                     grads.append(None)
                     continue
-                g = shadows.release(place, hand_over=keys.count(key) == 1)
+                g = shadows.release(place, hand_over=hand_over)
                 grads.append(float(g) if scalar else g)
         finally:
             ACTIVE.running.remove(tape)

@@ -14,6 +14,8 @@ of the caller's memory (``forward``). Either one, on leaving its ``with`` block 
 ends.
 """
 
+import collections
+
 import numpy as np
 
 from ..core.allocation import drawing_argument
@@ -249,13 +251,13 @@ class ReverseDifferentiation(Differentiation):
         """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
         None for a leaf that is not differentiable."""
         # A shadow that no other argument reads is handed over instead of copied.
-        keys = [t.buffer.key for t in self.traced if t is not None]
+        keys = collections.Counter(t.buffer.key for t in self.traced if t is not None)
         grads = []
         for t, scalar in zip(self.traced, self.scalar, strict=True):
             if t is None:
                 grads.append(None)
                 continue
-            g = shadows.release(t, hand_over=keys.count(t.buffer.key) == 1)
+            g = shadows.release(t, hand_over=keys[t.buffer.key] == 1)
             grads.append(g.item() if scalar and not wrapped(g) else g)
         return grads
 
