@@ -668,6 +668,14 @@ EXPM_MULTIPLY = {
         lambda k: np.sum(scipy.sparse.linalg.expm_multiply(generator(k, scale=8.0), B) ** 2
                          * np.arange(N)), KX),
     "in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(M, u) ** 3), U),
+    # on SciPy's grid of times: e^{tA} B at each t, in A and B
+    "on a grid of times": (lambda k: np.sum(scipy.sparse.linalg.expm_multiply(
+        generator(k), B * k[0], start=0.0, stop=1.5, num=4) ** 2 * np.arange(N)), KX),
+    "on a grid without its end, a block of vectors": (
+        lambda k: np.sum(np.sin(scipy.sparse.linalg.expm_multiply(
+            generator(k, "csc"), X2 * k[1], start=0.5, stop=1.0, num=3, endpoint=False))), KX),
+    "on a grid, in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(
+        M, u, start=-0.5, stop=0.5, num=5)[[0, 2, 4]] ** 3), U),
 }
 
 
@@ -700,8 +708,8 @@ def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
 
 def test_expm_multiply_is_refused_where_it_has_no_rule():
     expm_multiply = scipy.sparse.linalg.expm_multiply
-    with pytest.raises(UnsupportedOperationError, match="grid of times"):
-        mutad.gradient(lambda k: np.sum(expm_multiply(generator(k), B, start=0.0, stop=1.0,
+    with pytest.raises(UnsupportedOperationError, match="grid of traced times"):
+        mutad.gradient(lambda k: np.sum(expm_multiply(generator(KX), B, start=0.0, stop=k[0],
                                                       num=3)), KX.copy())
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(lambda k: np.sum(expm_multiply(generator(k), B)), KX.copy())

@@ -143,8 +143,9 @@ refused. Of a dense array with traced values (SciPy takes one), each entry is a 
 [0, e^A]]`` with ``expm_multiply`` (to its own tolerance, double precision): the tangent is
 the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on ``A``'s pattern of
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
-sides: a dense ``n × n`` result). First order only; the time grid (``start``, ``stop``,
-``num``) is refused.
+sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
+``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
+``A``; the times themselves are constants (traced ones refused). First order only.
 
 **Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
 the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
@@ -3894,8 +3895,18 @@ def _first_order_expm(*items):
                 "the matrix dense and use scipy.linalg.expm, which every order differentiates.")
 
 
-def _expm_apply_value(data, b, layout, traceA):
-    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA)
+def _expm_apply_value(data, b, layout, traceA, grid):
+    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA, **dict(grid))
+
+
+def _grid_times(grid):
+    """The times of SciPy's grid (``start``, ``stop``, ``num``, ``endpoint``, as
+    ``np.linspace`` takes them, SciPy's defaults), or None for the single product e^A B."""
+    if not grid:
+        return None
+    grid = dict(grid)
+    return np.linspace(grid.pop("start"), grid.pop("stop"),
+                       **{k: v for k, v in grid.items() if v is not None})
 
 
 _expm_apply = Adjoint(_expm_apply_value)
@@ -3909,23 +3920,28 @@ def _expm_block(matrix, direction):
 
 
 @_expm_apply.rule
-def _expm_apply_rule(data, b, layout, traceA):
+def _expm_apply_rule(data, b, layout, traceA, grid):
     _first_order_expm(data, b)
-    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
     plain_b = np.asarray(b, float)
+    times = _grid_times(grid)
 
     def back(dy):
         # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ) on A's pattern: ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩,
-        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]
+        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]. On a grid, the sum
+        # over the times t of those of e^{tA} B: e^{tAᵀ} ȳ_t and t L(tAᵀ, ȳ_t bᵀ).
         _first_order_expm(dy)
-        dy = np.reshape(np.asarray(dy, float), np.shape(plain_b))
+        dy = np.asarray(dy, float)
         transposed = SCIPY["csr_array"](layout.build(data).T)
-        db = SCIPY["expm_multiply"](transposed, dy)
         n = layout.shape[0]
-        outer = np.outer(dy, plain_b) if np.ndim(dy) == 1 else dy @ plain_b.T
         stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
-        frechet = SCIPY["expm_multiply"](
-            _expm_block(transposed, SCIPY["csr_array"](outer)), stacked)[:n]
+        db, frechet = np.zeros_like(plain_b), np.zeros((n, n))
+        for t, dy_t in ([(1.0, dy)] if times is None else zip(times, dy)):
+            dy_t = np.reshape(dy_t, np.shape(plain_b))
+            db += SCIPY["expm_multiply"](transposed * t, dy_t)
+            outer = np.outer(dy_t, plain_b) if np.ndim(dy_t) == 1 else dy_t @ plain_b.T
+            frechet += t * SCIPY["expm_multiply"](
+                _expm_block(transposed * t, SCIPY["csr_array"](outer)), stacked)[:n]
         ddata = frechet[layout.rows, layout.cols]
         if layout.padded:
             ddata = np.where(layout.valid, ddata, 0.0)
@@ -3935,22 +3951,28 @@ def _expm_apply_rule(data, b, layout, traceA):
 
 
 @_expm_apply.jvp_rule
-def _expm_apply_jvp(tangents, data, b, layout, traceA):
+def _expm_apply_jvp(tangents, data, b, layout, traceA, grid):
     _first_order_expm(data, b, *tangents)
-    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
     ddata, db = tangents
     if ddata is None and db is None:
         return y, None
     matrix = layout.build(data)
     plain_b = np.asarray(b, float)
     n = layout.shape[0]
-    if ddata is None:
-        return y, SCIPY["expm_multiply"](matrix, np.asarray(db, float))
-    # exp([[A, Ȧ], [0, A]]) [ḃ; b] = [e^A ḃ + L(A, Ȧ) b; e^A b]
-    direction = layout.build(np.asarray(ddata, float), dropping=False)
     top = np.zeros_like(plain_b) if db is None else np.asarray(db, float)
-    return y, SCIPY["expm_multiply"](_expm_block(matrix, direction),
-                                     np.concatenate([top, plain_b]))[:n]
+    direction = None if ddata is None else layout.build(np.asarray(ddata, float),
+                                                         dropping=False)
+
+    def at(t):
+        if direction is None:
+            return SCIPY["expm_multiply"](matrix * t, top)
+        # exp([[tA, tȦ], [0, tA]]) [ḃ; b] = [e^{tA} ḃ + L(tA, tȦ) b; e^{tA} b]
+        return SCIPY["expm_multiply"](_expm_block(matrix * t, direction * t),
+                                      np.concatenate([top, plain_b]))[:n]
+
+    times = _grid_times(grid)
+    return y, at(1.0) if times is None else np.stack([at(t) for t in times])
 
 
 def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any = None,
@@ -3958,9 +3980,11 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
     if not _followed(A, B, start, stop, num, endpoint, traceA):
         return SCIPY["expm_multiply"](A, B, start=start, stop=stop, num=num, endpoint=endpoint,
                                       traceA=traceA)
-    if any(x is not None for x in (start, stop, num, endpoint)):
-        _refuse("scipy.sparse.linalg.expm_multiply on a grid of times (start, stop, num) of "
-                "traced values", "call it once per time t with A * t (e^{tA} B).")
+    grid = () if all(x is None for x in (start, stop, num, endpoint)) else (
+        ("start", start), ("stop", stop), ("num", num), ("endpoint", endpoint))
+    if _followed(start, stop):
+        _refuse("scipy.sparse.linalg.expm_multiply on a grid of traced times (start, stop)",
+                "pass them as constants, or call it once per time t with A * t (e^{tA} B).")
     if _followed(traceA):
         _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
                 "constant (or leave it out).")
@@ -3973,7 +3997,7 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
         _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
                 "it for real A and B.")
     layout, data = _matrix_of(A, "expm_multiply")
-    return _expm_apply(data, B, layout=layout, traceA=traceA)
+    return _expm_apply(data, B, layout=layout, traceA=traceA, grid=grid)
 
 
 expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
