@@ -20,7 +20,7 @@ time-invariant systems (``lti``, ``dlti``, ``TransferFunction``, ``ZerosPolesGai
 
 ``lfilter`` differentiates b, a, x and the initial state zi, along any axis, and with zi given
 the final state zf it returns as well, in reverse and in forward mode; ``sosfilt`` is its
-cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
+cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"`` and ``"gust"``) and
 ``sosfiltfilt`` SciPy's own steps on them. ``convolve2d`` and ``correlate2d`` differentiate
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
@@ -1697,11 +1697,59 @@ def lfilter_zi(b, a):
     return np.linalg.solve(np.eye(n - 1) - companion_t, b[1:] - a[1:] * b[0])
 
 
+def _filtfilt_gust(b, a, x, axis, irlen):
+    """SciPy's ``_filtfilt_gust`` (Gustafsson's initial conditions, fitted by least squares),
+    its steps each differentiated: its matrices built by stacking where SciPy writes into
+    zeros, the same values."""
+    b, a = np.atleast_1d(b), np.atleast_1d(a)
+    order = max(len(b), len(a)) - 1
+    if order == 0:
+        return (b[0] / a[0]) ** 2 * x
+    x = np.moveaxis(x, axis, -1)
+    n = np.shape(x)[-1]
+    m = n if irlen is None or n <= 2 * irlen else irlen
+    impulse = lfilter(b, a, np.zeros(m), zi=np.eye(1, order)[0])[0]
+    obs = np.stack([impulse] + [np.concatenate((np.zeros(k), impulse[:-k]))
+                                for k in range(1, order)], axis=1)
+    obs_r = obs[::-1]
+    s = lfilter(b, a, obs_r, axis=0)
+    s_r = s[::-1]
+
+    def blocks(top, bottom):  # SciPy's hstack, or its block diagonal when m < n
+        if m == n:
+            return np.concatenate((top, bottom), axis=1)
+        zeros = np.zeros((m, order))
+        return np.concatenate((np.concatenate((top, zeros), axis=1),
+                               np.concatenate((zeros, bottom), axis=1)))
+
+    y_fb = lfilter(b, a, lfilter(b, a, x)[..., ::-1])[..., ::-1]
+    y_bf = lfilter(b, a, lfilter(b, a, x[..., ::-1])[..., ::-1])
+    delta = y_bf - y_fb
+    if m != n:
+        delta = np.concatenate((delta[..., :m], delta[..., -m:]), axis=-1)
+    matrix = blocks(s_r - obs, obs_r - s)
+    if np.ndim(delta) == 1:
+        fitted = linalg.lstsq(matrix, delta)[0]
+    else:
+        columns = np.transpose(np.reshape(delta, (-1, np.shape(delta)[-1])))
+        fitted = np.reshape(np.transpose(linalg.lstsq(matrix, columns)[0]),
+                            np.shape(delta)[:-1] + (np.shape(matrix)[-1],))
+    correction = np.dot(fitted, np.transpose(blocks(s_r, obs_r)))
+    if m == n:
+        y = y_fb + correction
+    else:
+        middle = y_fb[..., m:n - m]
+        y = np.concatenate((y_fb[..., :m] + correction[..., :m], middle,
+                            y_fb[..., n - m:] + correction[..., -m:]), axis=-1)
+    return np.moveaxis(y, -1, axis)
+
+
 @stands_in_for(_signal.filtfilt)
 def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+    if method == "gust":
+        return _filtfilt_gust(b, a, x, axis, irlen)
     if method != "pad":
-        raise UnsupportedOperationError(
-            "scipy.signal.filtfilt(method='gust'): mutad differentiates method='pad' only.")
+        raise ValueError("method must be 'pad' or 'gust'.")
     # SciPy's steps (signal/_signaltools.py), each differentiated.
     b, a = np.atleast_1d(b), np.atleast_1d(a)
     edge, ext = _signaltools._validate_pad(padtype, padlen, x, axis,
