@@ -7,6 +7,7 @@ reverse, reverse over forward, forward over forward), the caller's arrays bit-fo
 each. Values while differentiating are SciPy's own, bit for bit; closed forms where there are.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -1691,6 +1692,37 @@ def test_a_boundary_condition_written_into_a_traced_matrix(fmt, through_lil):
     replays_as_traced(f, [(k * scale,) for scale in (1.0, 1.2, 0.9)])
     assert k.tobytes() == before
 
+
+LAPLACIAN = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(6, 6), format="csr")
+
+
+def _robin(k, fmt):
+    """A constant operator converted to lil (or dok) and given traced boundary rows and a
+    traced diagonal, then solved: SciPy's own conversion, its entries then written."""
+    A = LAPLACIAN.tolil() if fmt == "lil" else LAPLACIAN.todok()
+    A[0, 0] = 1.0 + k[0]
+    A[5, 5] = 1.0 + k[5] ** 2
+    A[5, 4] = -k[4]
+    lil = LAPLACIAN.tocsc().tolil()
+    lil.setdiag(2.0 + k)
+    return (scipy.sparse.linalg.spsolve(A.tocsr(), np.ones(6)).sum()
+            + (lil.tocsr() @ np.arange(6.0)).sum())
+
+
+@pytest.mark.parametrize("fmt", ["lil", "dok"])
+def test_traced_entries_written_into_a_constant_matrix_converted(fmt):
+    """``L.tolil()`` of a constant matrix made a plain lil matrix, which refused traced entries
+    (a ConversionError in SciPy's __setitem__); it takes them as one the function builds."""
+    k = np.linspace(1.0, 2.0, 6)
+    before, constant = k.tobytes(), LAPLACIAN.toarray().tobytes()
+    f = functools.partial(_robin, fmt=fmt)
+    assert mutad.value_and_grad(f)(k)[0] == f(k)
+    mutad.check_grads(f, k)
+    mutad.check_jvp(f, k)
+    replays_as_traced(f, [(k * scale,) for scale in (1.0, 1.2, 0.9)])
+    assert k.tobytes() == before and LAPLACIAN.toarray().tobytes() == constant
+    plain = LAPLACIAN.tolil()  # outside a differentiation: SciPy's own
+    assert type(plain) is scipy.sparse.lil_matrix
 
 
 def test_repeated_entries_are_summed_in_scipys_order():

@@ -66,7 +66,8 @@ differentiated function takes traced entries one at a time (``A[i, j] += k[e]``,
 assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary condition); its
 conversions, products and solves are those of the traced matrix of all its entries. A traced
 matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
-zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix. What is not
+zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix, as does the
+user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0, 0] = k[0]``). What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
 error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
@@ -2696,6 +2697,32 @@ for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.co
              for base in cls.__mro__ if "toarray" in vars(base)}:
     defmethod(_cls, "toarray", _constant_toarray(vars(_cls)["toarray"]))
 
+def _constant_assembly(original, fmt):
+    """SciPy's ``tolil`` or ``todok`` of a matrix of constants called by the user's code while
+    a differentiation runs: the same matrix as one that takes traced entries (``_Assembled``),
+    as a ``lil`` matrix the function builds does, so that a boundary condition written into a
+    constant operator (``A = L.tolil(); A[0, 0] = k[0]``, ``A.setdiag(v)``) is followed; SciPy's
+    own code gets SciPy's."""
+    def convert(self, copy=False):
+        y = original(self, copy)
+        if internal(sys._getframe(2)) or isinstance(y, _Assembled) or y is self:
+            return y  # (a lil's own tolil is the matrix itself, which its caller holds)
+        kind = {"lil": (lil_matrix, lil_array), "dok": (dok_matrix, dok_array)}[fmt]
+        return kind[isinstance(y, _sparse.sparray)].assembled(y)
+
+    convert.always = True  # (a routed method: of every call, the caller told apart above)
+    return convert
+
+
+for _name, _fmt in (("tolil", "lil"), ("todok", "dok")):
+    for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.coo_matrix,
+                                  _sparse.dia_matrix, _sparse.bsr_matrix, _sparse.lil_matrix,
+                                  _sparse.dok_matrix, _sparse.csr_array, _sparse.csc_array,
+                                  _sparse.coo_array, _sparse.dia_array, _sparse.lil_array,
+                                  _sparse.dok_array)
+                 for base in cls.__mro__ if _name in vars(base)}:
+        defmethod(_cls, _name, _constant_assembly(vars(_cls)[_name], _fmt))
+
 for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
     defmethod(_cls, "__imul__", _scaled_in_place("*"))
     defmethod(_cls, "__itruediv__", _scaled_in_place("/"))
@@ -2709,7 +2736,7 @@ for _cls, _names in (
         (_sparse._dia._dia_base, ("multiply",))):
     for _name in _names:
         defmethod(_cls, _name, _lifted(_name))
-del _cls, _names, _name
+del _cls, _names, _name, _fmt
 
 
 # ----------------------------------------------------------------------------------------------
