@@ -504,3 +504,57 @@ def test_student_t_cdf_differentiates_a_traced_df():
     """scipy.stats.t.cdf with df traced was refused: its derivative in df is stdtr's."""
     grad, = mutad.gradient(lambda df: scipy.stats.t.cdf(0.5, df), 3.0)
     assert relative_error(float(grad), mp_stdtr_dnu(3.0, 0.5, 1), 1e-300) <= FIRST
+
+
+# ----------------------------------------------------------------------------------------------
+# The incomplete gamma and beta functions in their parameters (series and continued fractions
+# differentiated term by term), on both sides of their switches and in their tails. The
+# references differentiate mpmath's smaller tail (the upper tail of the beta function as the
+# lower one of its complement, I_(1-x)(b, a)), which keeps its digits where the other is 1 - ε.
+
+def mp_gammainc_da(a, x):
+    with mp.workdps(DIGITS):
+        if x < a:
+            return float(mp.diff(lambda s: mp.gammainc(s, 0, x, regularized=True), a))
+        return float(mp.diff(lambda s: -mp.gammainc(s, x, mp.inf, regularized=True), a))
+
+
+def mp_betainc_dab(a, b, x, which):
+    with mp.workdps(DIGITS):
+        upper = x >= a / (a + b)  # one side for every step of the differences
+
+        def lower(a, b):
+            if upper:
+                return -mp.betainc(b, a, 0, 1 - mp.mpf(x), regularized=True)
+            return mp.betainc(a, b, 0, x, regularized=True)
+        if which == 0:
+            return float(mp.diff(lambda s: lower(s, b), a))
+        return float(mp.diff(lambda s: lower(a, s), b))
+
+
+@pytest.mark.parametrize("a, x", [
+    (0.01, 1e-5), (0.3, 0.9), (2.5, 1.5), (2.5, 10.0), (7.0, 0.1), (30.0, 31.0), (30.0, 100.0),
+    (200.0, 210.0), (5000.0, 4900.0), (5000.0, 5100.0), (0.5, 100.0), (1e4, 1e4)])
+def test_gammainc_in_its_parameter(a, x):
+    f = lambda a: sc.gammainc(a, x)  # noqa: E731
+    value, (grad,) = mutad.value_and_gradient(f, a)
+    assert value == sc.gammainc(a, x)
+    expected = mp_gammainc_da(a, x)
+    assert relative_error(float(grad), expected, 1e-300) <= FIRST
+    assert relative_error(float(mutad.jvp(f, (a,), (1.0,))[1]), expected, 1e-300) <= FIRST
+    complement, = mutad.gradient(lambda a: sc.gammaincc(a, x), a)
+    assert complement == -grad
+
+
+@pytest.mark.parametrize("a, b, x", [
+    (0.05, 0.1, 1e-4), (0.5, 2.5, 0.1), (3.0, 2.5, 0.5), (3.0, 2.5, 0.9), (20.0, 50.0, 0.1),
+    (300.0, 1000.0, 0.24), (1.0, 1.0, 0.3), (0.05, 1.0, 0.1), (1.8, 508.7, 0.2336),
+    (1000.0, 1000.0, 0.5), (2.0, 0.1, 0.999)])
+def test_betainc_in_its_parameters(a, b, x):
+    f = lambda a, b: sc.betainc(a, b, x)  # noqa: E731
+    value, (da, db) = mutad.value_and_gradient(f, a, b)
+    assert value == sc.betainc(a, b, x)
+    for ours, which in ((da, 0), (db, 1)):
+        assert relative_error(float(ours), mp_betainc_dab(a, b, x, which), 1e-300) <= FIRST
+    _, tangent = mutad.jvp(f, (a, b), (1.0, 0.0))
+    assert tangent == da

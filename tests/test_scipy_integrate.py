@@ -696,6 +696,41 @@ def test_quad_vec_and_break_points():
     np.testing.assert_allclose(mutad.gradient(kinked, 2.0)[0], 0.25, rtol=1e-8)
 
 
+@pytest.mark.parametrize("f", [
+    lambda p: quad(lambda x: np.exp(-p[0] * x), 0, 2, weight="cos", wvar=3.0)[0],
+    lambda p: quad(lambda x: np.exp(-p[0] * x) * p[1], 0, p[1], weight="sin", wvar=2.0)[0],
+    lambda p: quad(lambda x: np.exp(-p[0] * x), 0, np.inf, weight="cos", wvar=1.5)[0],
+    lambda p: quad(lambda x: np.exp(-p[0] * x) * p[1], 0, 1, weight="alg", wvar=(-0.5, 0.3))[0],
+    lambda p: quad(lambda x: 1.0 / (1 + p[0] * x * x), -1, 2, weight="cauchy", wvar=0.5)[0]
+    * p[1],
+    lambda p: quad(lambda x, q: np.exp(-q * x), 0, 2, args=(p[0],), weight="alg-loga",
+                   wvar=(0.0, 0.0))[0] * p[1],
+], ids=["cos", "sin_in_a_limit", "fourier", "alg", "cauchy", "alg_loga"])
+def test_quad_with_a_weight(f):
+    """quad's weights (QUADPACK's weighted rules): ∫ ∂f/∂θ w by quad with the same weight, and
+    for cos and sin, whose weight does not depend on the limits, f(b) w(b) in a limit."""
+    p = np.array([1.5, 0.7])
+    before = p.tobytes()
+    value, _ = mutad.value_and_grad(f)(p)
+    assert value == f(p.copy())
+    mutad.check_grads(f, p)
+    mutad.check_jvp(f, p)
+    replays_as_traced(f, [(p,), (p * 1.1,)])
+    assert p.tobytes() == before
+
+
+def test_quad_with_a_weight_second_derivatives_and_refusals():
+    p = np.array([1.5, 0.7])
+    mutad.check_grads(lambda p: quad(lambda x: np.exp(-p[0] * x) * p[1], 0, p[1], weight="sin",
+                                     wvar=2.0)[0], p, order=2)
+    with pytest.raises(UnsupportedOperationError, match="limits"):
+        mutad.gradient(lambda p: quad(lambda x: np.exp(-x), 0, p[0], weight="alg",
+                                      wvar=(0.5, 0.5))[0], p)
+    with pytest.raises(UnsupportedOperationError, match="wvar"):
+        mutad.gradient(lambda p: quad(lambda x: np.exp(-x), 0, 1, weight="cos",
+                                      wvar=p[0])[0], p)
+
+
 # ----------------------------------------------------------------------------------------------
 # What is refused, with a clear error
 

@@ -196,15 +196,37 @@ def test_an_output_made_outside_the_function_is_refused(rng):
     assert not out.any()
 
 
-def test_integer_outputs_and_traced_sigma_are_refused(rng):
+def test_integer_outputs_are_refused(rng):
     x = rng.normal(size=(5, 4))
     with pytest.raises(UnsupportedOperationError, match="float outputs"):
         mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=np.int32).sum(), x)
-    with pytest.raises(UnsupportedOperationError, match="sigma"):
-        mutad.gradient(lambda s: gaussian_filter(x, s).sum(), 1.0)
     with pytest.raises(UnsupportedOperationError, match="cval"):
         mutad.gradient(lambda c: scipy.ndimage.maximum_filter(x, 3, mode="constant",
                                                               cval=c).sum(), 1.0)
+
+
+IMAGE = np.random.default_rng(7).random((8, 7))
+
+
+@pytest.mark.parametrize("f", [
+    lambda s: np.sum(gaussian_filter(IMAGE, s[0]) ** 2),
+    lambda s: np.sum(gaussian_filter(IMAGE * s[1], s, mode="nearest") ** 2),
+    lambda s: np.sum(scipy.ndimage.gaussian_filter1d(IMAGE, s[1], order=1, axis=0) ** 2),
+    lambda s: np.sum(gaussian_filter(IMAGE, s, order=(0, 2)) ** 2),
+    lambda s: np.sum(scipy.ndimage.gaussian_laplace(IMAGE, s[0]) ** 2)
+    + scipy.ndimage.gaussian_gradient_magnitude(IMAGE, s[1]).sum(),
+], ids=["scalar", "per_axis", "derivative_1d", "second_derivative", "laplace_magnitude"])
+def test_gaussian_filters_in_sigma(f):
+    """A differentiated sigma: SciPy's kernel's steps on it (its radius decided from its value,
+    a whole number, so that a replay where it changes is traced again)."""
+    s = np.array([1.3, 0.8])
+    before = s.tobytes()
+    value, _ = mutad.value_and_grad(f)(s)
+    assert value == f(s.copy())
+    mutad.check_grads(f, s)
+    mutad.check_jvp(f, s)
+    replays_as_traced(f, [(s,), (s * 1.05,), (s * 1.5,)])  # (a longer kernel at 1.5)
+    assert s.tobytes() == before
 
 
 def test_plain_calls_are_scipys_own(rng):

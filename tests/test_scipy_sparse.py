@@ -7,6 +7,7 @@ reverse, reverse over forward, forward over forward), the caller's arrays bit-fo
 each. Values while differentiating are SciPy's own, bit for bit; closed forms where there are.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -668,6 +669,14 @@ EXPM_MULTIPLY = {
         lambda k: np.sum(scipy.sparse.linalg.expm_multiply(generator(k, scale=8.0), B) ** 2
                          * np.arange(N)), KX),
     "in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(M, u) ** 3), U),
+    # on SciPy's grid of times: e^{tA} B at each t, in A and B
+    "on a grid of times": (lambda k: np.sum(scipy.sparse.linalg.expm_multiply(
+        generator(k), B * k[0], start=0.0, stop=1.5, num=4) ** 2 * np.arange(N)), KX),
+    "on a grid without its end, a block of vectors": (
+        lambda k: np.sum(np.sin(scipy.sparse.linalg.expm_multiply(
+            generator(k, "csc"), X2 * k[1], start=0.5, stop=1.0, num=3, endpoint=False))), KX),
+    "on a grid, in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(
+        M, u, start=-0.5, stop=0.5, num=5)[[0, 2, 4]] ** 3), U),
 }
 
 
@@ -700,8 +709,8 @@ def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
 
 def test_expm_multiply_is_refused_where_it_has_no_rule():
     expm_multiply = scipy.sparse.linalg.expm_multiply
-    with pytest.raises(UnsupportedOperationError, match="grid of times"):
-        mutad.gradient(lambda k: np.sum(expm_multiply(generator(k), B, start=0.0, stop=1.0,
+    with pytest.raises(UnsupportedOperationError, match="grid of traced times"):
+        mutad.gradient(lambda k: np.sum(expm_multiply(generator(KX), B, start=0.0, stop=k[0],
                                                       num=3)), KX.copy())
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(lambda k: np.sum(expm_multiply(generator(k), B)), KX.copy())
@@ -1683,6 +1692,37 @@ def test_a_boundary_condition_written_into_a_traced_matrix(fmt, through_lil):
     replays_as_traced(f, [(k * scale,) for scale in (1.0, 1.2, 0.9)])
     assert k.tobytes() == before
 
+
+LAPLACIAN = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(6, 6), format="csr")
+
+
+def _robin(k, fmt):
+    """A constant operator converted to lil (or dok) and given traced boundary rows and a
+    traced diagonal, then solved: SciPy's own conversion, its entries then written."""
+    A = LAPLACIAN.tolil() if fmt == "lil" else LAPLACIAN.todok()
+    A[0, 0] = 1.0 + k[0]
+    A[5, 5] = 1.0 + k[5] ** 2
+    A[5, 4] = -k[4]
+    lil = LAPLACIAN.tocsc().tolil()
+    lil.setdiag(2.0 + k)
+    return (scipy.sparse.linalg.spsolve(A.tocsr(), np.ones(6)).sum()
+            + (lil.tocsr() @ np.arange(6.0)).sum())
+
+
+@pytest.mark.parametrize("fmt", ["lil", "dok"])
+def test_traced_entries_written_into_a_constant_matrix_converted(fmt):
+    """``L.tolil()`` of a constant matrix made a plain lil matrix, which refused traced entries
+    (a ConversionError in SciPy's __setitem__); it takes them as one the function builds."""
+    k = np.linspace(1.0, 2.0, 6)
+    before, constant = k.tobytes(), LAPLACIAN.toarray().tobytes()
+    f = functools.partial(_robin, fmt=fmt)
+    assert mutad.value_and_grad(f)(k)[0] == f(k)
+    mutad.check_grads(f, k)
+    mutad.check_jvp(f, k)
+    replays_as_traced(f, [(k * scale,) for scale in (1.0, 1.2, 0.9)])
+    assert k.tobytes() == before and LAPLACIAN.toarray().tobytes() == constant
+    plain = LAPLACIAN.tolil()  # outside a differentiation: SciPy's own
+    assert type(plain) is scipy.sparse.lil_matrix
 
 
 def test_repeated_entries_are_summed_in_scipys_order():

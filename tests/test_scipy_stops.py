@@ -486,8 +486,9 @@ def test_filter_design_in_the_critical_frequencies(name):
 
 
 def test_filter_design_refusals():
-    with pytest.raises(UnsupportedOperationError, match="output='sos'"):
-        mutad.gradient(lambda w: scipy.signal.butter(2, w[0], output="sos").sum(),
+    with pytest.raises(UnsupportedOperationError, match="butter, cheby1, cheby2 and ellip"):
+        mutad.gradient(lambda w: scipy.signal.iirfilter(2, w[0], ftype="bessel",
+                                                        output="sos").sum(),
                        np.array([0.3]))
     with pytest.raises(UnsupportedOperationError, match="rp, rs"):
         mutad.gradient(lambda r: scipy.signal.cheby1(2, r[0], 0.3)[0].sum(), np.array([1.0]))
@@ -956,12 +957,40 @@ def test_lagrange_whose_leading_coefficient_cancels_is_refused():
         mutad.gradient(f, np.array([1.0, 2.0, 3.0]))
 
 
-def test_zpk2sos_of_differentiated_poles_is_refused():
-    def f(a):
-        return scipy.signal.zpk2sos(np.array([-1.0, -1.0]), a[:2], a[2]).sum()
+SOS_DESIGNS = {
+    "butter bandpass": (lambda w: scipy.signal.butter(2, w, btype="band", output="sos"),
+                        [0.2, 0.4]),
+    "butter lowpass, odd order": (lambda w: scipy.signal.butter(5, w[0], output="sos"), [0.3]),
+    "cheby1 highpass": (lambda w: scipy.signal.cheby1(4, 1, w[0], btype="high", output="sos"),
+                        [0.3]),
+    "ellip bandpass": (lambda w: scipy.signal.ellip(3, 1, 40, w, btype="bandpass",
+                                                    output="sos"), [0.2, 0.45]),
+    "zpk2sos of real poles": (lambda a: scipy.signal.zpk2sos(np.array([-1.0, -1.0]), a[:2],
+                                                             a[2]), [0.5, 0.3, 2.0]),
+    "zpk2sos of complex poles, keep_odd": (lambda r: scipy.signal.zpk2sos(
+        np.array([-1.0, 0.3]), np.array([r[0] * np.exp(0.5j), r[0] * np.exp(-0.5j), r[1]]),
+        2.0 * r[1], pairing="keep_odd"), [0.7, 0.4]),
+}
 
-    with pytest.raises(UnsupportedOperationError, match="zpk2sos.*zpk2tf"):
-        mutad.gradient(f, np.array([0.5, 0.3, 2.0]))
+
+@pytest.mark.parametrize("name", list(SOS_DESIGNS))
+def test_second_order_sections_of_differentiated_designs(name):
+    """zpk2sos (and output='sos'): SciPy's sections, differentiated as the sections of the
+    zeros and poles SciPy paired."""
+    design, w = SOS_DESIGNS[name]
+    check(lambda w: scipy.signal.sosfilt(design(w), _SIGNAL).var(), np.array(w), rtol=1e-5,
+          atol=1e-8)
+    assert mutad.vjp(design, np.array(w))[0].tobytes() == design(np.array(w)).tobytes()
+
+
+def test_zpk2sos_refusals():
+    z = np.array([-1.0, -1.0])
+    with pytest.raises(UnsupportedOperationError, match="'nearest' and 'keep_odd'"):
+        mutad.gradient(lambda a: scipy.signal.zpk2sos(z, a[:2], a[2], pairing="minimal").sum(),
+                       np.array([0.5, 0.3, 2.0]))
+    with pytest.raises(UnsupportedOperationError, match="zpk2tf"):  # no gain: no pairing
+        mutad.gradient(lambda a: scipy.signal.zpk2sos(z, a[:2], a[2] * 0.0).sum(),
+                       np.array([0.5, 0.3, 2.0]))
 
 
 def test_clough_tocher_of_differentiated_values_is_refused():

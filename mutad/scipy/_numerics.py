@@ -24,6 +24,7 @@ from numpy.polynomial.legendre import leggauss
 from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
                            xlog1py, xlogy)
 
+from ..core.errors import UnsupportedOperationError
 from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise
 
@@ -499,3 +500,218 @@ def student_t_density(y, nu, t):
     """d/dt stdtr(ν, t): the density."""
     finite = np.isfinite(t)
     return np.where(finite, _t_density(np.where(finite, t, 0.0), nu), 0.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# The incomplete gamma and beta functions' derivatives in their parameters: the series and
+# continued fractions SciPy evaluates them with (Cephes'), differentiated term by term alongside
+# their values, as forward mode would (the way Eigen and TensorFlow differentiate igamma).
+
+_EPSILON = 2.0 * np.finfo(float).eps
+"""Where a term changes a sum or convergent by less, it has converged. A derivative's by less
+relative to the derivative and the value together: where the derivative vanishes (I_x(a, 1) = x^a
+has a fraction constant in a) its terms are rounding errors of the value's size."""
+_MOST_TERMS = 1_000_000
+
+
+def _iterate(step, converged, *state):
+    """Applies ``step`` to the state (1-d float arrays; the first ones constants ``step``
+    returns unchanged) of each element until ``converged(old, new)`` holds for it: each
+    element takes its own number of terms, and only those not converged are computed."""
+    state = [np.array(s, dtype=float) for s in state]
+    active = np.arange(state[0].size)
+    for _ in range(_MOST_TERMS):
+        if active.size == 0:
+            return state
+        old = [s[active] for s in state]
+        new = step(*old)
+        for s, n in zip(state, new, strict=True):
+            s[active] = n
+        active = active[~converged(old, new)]
+    raise UnsupportedOperationError(
+        "scipy.special: the derivative of an incomplete gamma or beta function in its "
+        f"parameters did not converge in {_MOST_TERMS} terms (parameters beyond 1e10?); pass "
+        "them as constants.")
+
+
+def _gammainc_series_da(a, x):
+    """∂P/∂a where x ≤ max(a, 1), from P = x^a e^-x / Γ(a+1) Σ_n c_n,
+    c_n = x^n / ((a+1)...(a+n)): Σ c_n (log x - ψ(a+1)) + Σ ∂c_n/∂a, times the front."""
+    def step(a, x, r, c, total, dc, dtotal):
+        r = r + 1.0
+        term = x / r
+        dc = term * (dc - c / r)
+        c = c * term
+        return a, x, r, c, total + c, dc, dtotal + dc
+
+    def converged(old, new):
+        c, total, dc, dtotal = new[3:]
+        return (c <= _EPSILON * total) & (np.abs(dc) <= _EPSILON * (np.abs(dtotal) + total))
+
+    ones = np.ones_like(a)
+    _, _, _, _, total, _, dtotal = _iterate(step, converged, a, x, a, ones, ones, 0 * a, 0 * a)
+    front = np.exp(gamma_log_density(x, a) + np.log(x) - np.log(a))  # x^a e^-x / Γ(a+1)
+    return front * (total * (np.log(x) - psi(a + 1.0)) + dtotal)
+
+
+def _gammainc_fraction_da(a, x):
+    """∂P/∂a = -∂Q/∂a where x > max(a, 1), from Q = x^a e^-x / Γ(a) K with Cephes' continued
+    fraction K = p_n / q_n (p_n = z p_(n-1) - y c p_(n-2), the same for q; y = n - a,
+    z = x + 2n + 1 - a), its convergents differentiated in a alongside."""
+    def step(a, x, c, p2, q2, p1, q1, dp2, dq2, dp1, dq1, k, dk):
+        c = c + 1.0
+        y = c + 1.0 - a
+        z = x + 2.0 * c + 2.0 - a
+        yc = y * c
+        p = p1 * z - p2 * yc
+        q = q1 * z - q2 * yc
+        dp = dp1 * z - p1 - dp2 * yc + p2 * c
+        dq = dq1 * z - q1 - dq2 * yc + q2 * c
+        # the convergents grow, their ratio does not: rescale them
+        scale = np.where(np.maximum(np.abs(p), np.abs(q)) > 1e100, 1e-100, 1.0)
+        k = np.where(q != 0, p / np.where(q != 0, q, 1.0), k)
+        dk = np.where(q != 0, (dp - k * dq) / np.where(q != 0, q, 1.0), dk)
+        return (a, x, c, p1 * scale, q1 * scale, p * scale, q * scale, dp1 * scale, dq1 * scale,
+                dp * scale, dq * scale, k, dk)
+
+    def converged(old, new):
+        k, dk = new[11], new[12]
+        return (np.abs(k - old[11]) <= _EPSILON * np.abs(k)) & (
+            np.abs(dk - old[12]) <= _EPSILON * (np.abs(dk) + np.abs(k)))
+
+    zeros = 0 * a
+    z = x + 2.0 - a
+    k0 = (x + 1.0) / (z * x)
+    dk0 = (x + 1.0) / (z * z * x)  # ∂/∂a of (x + 1) / (z x), z = x + 2 - a
+    state = _iterate(step, converged, a, x, zeros, 1.0 + zeros, x, x + 1.0, z * x, zeros, zeros,
+                     zeros, -x, k0, dk0)
+    k, dk = state[11], state[12]
+    front = np.exp(gamma_log_density(x, a) + np.log(x))  # x^a e^-x / Γ(a)
+    return -front * (k * (np.log(x) - psi(a)) + dk)
+
+
+def _gammainc_da_value(a, x):
+    """∂/∂a P(a, x) (SciPy's gammainc): 0 where P is constant in a (x = 0, x = ∞), NaN
+    outside P's domain."""
+    a, x = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(x, dtype=float))
+    shape = a.shape
+    a, x = a.ravel(), x.ravel()
+    result = np.where(np.isnan(a) | np.isnan(x) | (a <= 0) | (x < 0), np.nan, 0.0)
+    inside = both(a > 0, np.isfinite(a), x > 0, np.isfinite(x))
+    fraction = both(inside, x > 1.0, x > a)
+    series = inside & ~fraction
+    with _errstate():
+        if series.any():
+            result[series] = _gammainc_series_da(a[series], x[series])
+        if fraction.any():
+            result[fraction] = _gammainc_fraction_da(a[fraction], x[fraction])
+    result = result.reshape(shape)
+    return result[()] if result.ndim == 0 else result
+
+
+def _gammainc_da_dx(y, a, x):
+    """∂²P/∂a∂x: the density x^(a-1) e^-x / Γ(a) times log x - ψ(a)."""
+    inside = x > 0
+    xs = np.where(inside, x, 1.0)
+    return np.where(inside, incomplete_gamma_density(None, a, xs) * (np.log(xs) - digamma(a)),
+                    0.0)
+
+
+gammainc_da = Elementwise(_gammainc_da_value,
+                          NoClosedForm("the parameter a (a second derivative in a)"),
+                          _gammainc_da_dx, name="gammainc_da")
+"""∂/∂a of the regularized lower incomplete gamma function P(a, x)."""
+
+
+def _betainc_fraction(a, b, x):
+    """I_x(a, b) = x^a (1-x)^b / (a B(a, b)) K with the continued fraction
+    K = 1/(1 + d_1/(1 + d_2/(1 + ...))), d_(2m+1) = -(a+m)(a+b+m) x / ((a+2m)(a+2m+1)),
+    d_(2m) = m (b-m) x / ((a+2m-1)(a+2m)), which converges fast for x < (a+1)/(a+b+2): returns
+    ∂I/∂a and ∂I/∂b, from K's convergents A_n/B_n (A_n = A_(n-1) + d_n A_(n-2), the same
+    for B) differentiated in a and b alongside."""
+    def step(a, b, x, n, A2, A1, B2, B1, Aa2, Aa1, Ba2, Ba1, Ab2, Ab1, Bb2, Bb1, k, ka, kb):
+        n = n + 1.0
+        m = np.floor(0.5 * n)
+        odd = n - 2.0 * m == 1.0  # d_1, d_3, ...: n = 2m + 1
+        lo = np.where(odd, a + 2.0 * m, a + 2.0 * m - 1.0)
+        hi = lo + 1.0
+        denominator = lo * hi
+        top_odd = -(a + m) * (a + b + m) * x
+        top_even = m * (b - m) * x
+        d = np.where(odd, top_odd, top_even) / denominator
+        d_a = np.where(odd, -(2.0 * a + b + 2.0 * m) * x, 0.0) / denominator - d * (
+            1.0 / lo + 1.0 / hi)
+        d_b = np.where(odd, -(a + m) * x, m * x) / denominator
+        A = A1 + d * A2
+        B = B1 + d * B2
+        Aa = Aa1 + d_a * A2 + d * Aa2
+        Ba = Ba1 + d_a * B2 + d * Ba2
+        Ab = Ab1 + d_b * A2 + d * Ab2
+        Bb = Bb1 + d_b * B2 + d * Bb2
+        scale = 1.0 / np.maximum(np.abs(A), np.abs(B))  # the recurrence is linear: rescale
+        k = A / B
+        ka = (Aa - k * Ba) / B
+        kb = (Ab - k * Bb) / B
+        return (a, b, x, n, A1 * scale, A * scale, B1 * scale, B * scale, Aa1 * scale,
+                Aa * scale, Ba1 * scale, Ba * scale, Ab1 * scale, Ab * scale, Bb1 * scale,
+                Bb * scale, k, ka, kb)
+
+    def converged(old, new):
+        k = np.abs(new[16])
+        return both(np.abs(new[16] - old[16]) <= _EPSILON * k,
+                    *(np.abs(new[i] - old[i]) <= _EPSILON * (np.abs(new[i]) + k) for i in (17, 18)),
+                    new[3] >= 2.0)
+
+    zeros = 0 * a
+    ones = 1.0 + zeros
+    # A_0 = 0, B_0 = 1 (the fraction's b_0 = 0) and A_1 = B_1 = 1: K_1 = 1; step n adds d_n
+    state = _iterate(step, converged, a, b, x, zeros, zeros, ones, ones, ones, zeros, zeros,
+                     zeros, zeros, zeros, zeros, zeros, zeros, ones, zeros, zeros)
+    k, ka, kb = state[16:19]
+    log_front = xlogy(a, x) + xlog1py(b, -x) - np.log(a) - betaln(a, b)
+    front = np.exp(log_front)
+    da = front * (k * (np.log(x) - 1.0 / a + psi_difference(a, b)) + ka)
+    db = front * (k * (np.log1p(-x) + psi_difference(b, a)) + kb)
+    return da, db
+
+
+def _betainc_dab_value(which, a, b, x):
+    """∂/∂a (``which`` 0) or ∂/∂b (1) of I_x(a, b) (SciPy's betainc): 0 at x = 0 and x = 1
+    (where I is constant in a and b), NaN outside its domain (a, b > 0, 0 ≤ x ≤ 1).
+    Above x = (a+1)/(a+b+2) from the complement, I_x(a, b) = 1 - I_(1-x)(b, a)."""
+    a, b, x = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (a, b, x)))
+    shape = a.shape
+    a, b, x = a.ravel(), b.ravel(), x.ravel()
+    valid = both(a > 0, b > 0, x >= 0, x <= 1)
+    result = np.where(valid, 0.0, np.nan)
+    inside = both(valid, np.isfinite(a), np.isfinite(b), x > 0, x < 1)
+    swapped = both(inside, x * (a + b + 2.0) > a + 1.0)
+    direct = inside & ~swapped
+    with _errstate():
+        if direct.any():
+            result[direct] = _betainc_fraction(a[direct], b[direct], x[direct])[which]
+        if swapped.any():
+            # ∂/∂a I_x(a, b) = -∂/∂a I_(1-x)(b, a): the complement's derivative in its second
+            result[swapped] = -_betainc_fraction(b[swapped], a[swapped],
+                                                 1.0 - x[swapped])[1 - which]
+    result = result.reshape(shape)
+    return result[()] if result.ndim == 0 else result
+
+
+def _betainc_dab_dx(which):
+    """∂²I/∂a∂x or ∂²I/∂b∂x: the density's derivative in a or b."""
+    partial = (_beta_density_da, _beta_density_db)[which]
+
+    def dx(y, a, b, x):
+        return partial(beta_density(a, b, x), a, b, x)
+    return dx
+
+
+_SECOND_IN_A = NoClosedForm("the parameter a (a second derivative in a or b)")
+_SECOND_IN_B = NoClosedForm("the parameter b (a second derivative in a or b)")
+betainc_da = Elementwise(lambda a, b, x: _betainc_dab_value(0, a, b, x), _SECOND_IN_A,
+                         _SECOND_IN_B, _betainc_dab_dx(0), name="betainc_da")
+"""∂/∂a of the regularized incomplete beta function I_x(a, b)."""
+betainc_db = Elementwise(lambda a, b, x: _betainc_dab_value(1, a, b, x), _SECOND_IN_A,
+                         _SECOND_IN_B, _betainc_dab_dx(1), name="betainc_db")
+"""∂/∂b of the regularized incomplete beta function I_x(a, b)."""

@@ -65,7 +65,9 @@ How each gradient is computed:
   values with an error naming ``solve_ivp``, which differentiates all of them.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is ``quad_vec`` of
   the integrand's pullback (or, in forward mode, of its tangent), to the integral's tolerances
-  and break points, and in the limits ``f(b)`` and ``-f(a)``. ``nquad``: SciPy's nesting of
+  and break points, and in the limits ``f(b)`` and ``-f(a)``. With ``quad``'s ``weight``, the
+  derivative's integral is ``quad`` of each of its entries with the same weight, and in the
+  limits (``cos`` and ``sin`` only) ``f(b) w(b)``; a traced ``wvar`` is refused. ``nquad``: SciPy's nesting of
   ``quad`` calls (the innermost over the first variable, each range and option function
   called as SciPy calls it), each ``quad`` differentiated so, and the limits given by range
   functions of the parameters with them.
@@ -1683,7 +1685,11 @@ class _Integral:
         """``∫ g(x) dx`` over [a, b], ``g`` vector-valued: ``quad_vec`` at the tolerances and
         break points the integral was given; ``followed``: the one mutad differentiates (g
         computes with values an enclosing differentiation follows, which it then
-        differentiates by this same rule)."""
+        differentiates by this same rule). With ``quad``'s ``weight``, ``∫ g(x) w(x) dx``:
+        ``quad`` of each of g's entries with the same weight (QUADPACK's weighted rules, the
+        ones the value took)."""
+        if self.settings.get("weight") is not None:
+            return self._weighted_over(g, a, b, followed)
         settings = dict(epsabs=self.settings["epsabs"], epsrel=self.settings["epsrel"],
                         points=self.settings["points"])
         if followed:
@@ -1691,10 +1697,29 @@ class _Integral:
         with outside_differentiations(self.name), plain_allocation():
             return _quad_vec.quad_vec(g, a, b, **settings)[0]
 
+    def _weighted_over(self, g, a, b, followed):
+        settings = {k: self.settings[k] for k in (
+            "epsabs", "epsrel", "limit", "weight", "wvar", "wopts", "maxp1", "limlst")}
+        inside = next((float(_plain(x)) for x in (a, b) if np.isfinite(_plain(x))), 0.0)
+        a, b = (float(x) if isinstance(x, (int, np.integer)) else x for x in (a, b))
+        if followed:
+            return np.stack([quad(lambda x, i=i: np.ravel(g(x))[i], a, b, **settings)[0]
+                             for i in range(np.size(g(inside)))])
+        with outside_differentiations(self.name), plain_allocation():
+            return np.array([_quadpack_py.quad(lambda x, i=i: np.ravel(g(x))[i], a, b,
+                                               **settings)[0]
+                             for i in range(np.size(g(inside)))])
+
     def limit(self, x, values, followed=False):
-        """The integrand at a limit ``x``: plain, or (``followed``) as the enclosing
+        """The integrand at a limit ``x``, times ``quad``'s ``weight`` there (``cos`` or
+        ``sin``, the weights that do not depend on the limits; NaN for the others, whose
+        limits are not differentiated): plain, or (``followed``) as the enclosing
         differentiation follows it."""
-        return self.integrand(x, values) if followed else self.at(x, values)
+        y = self.integrand(x, values) if followed else self.at(x, values)
+        weight, wvar = self.settings.get("weight"), self.settings.get("wvar")
+        if weight in ("cos", "sin"):
+            return y * (np.cos if weight == "cos" else np.sin)(wvar * x)
+        return y if weight is None else y * np.nan
 
 
 def _integral_value(a, b, *values, integral):
@@ -1767,13 +1792,22 @@ def _integral(name, integrate, func, a, b, args, settings):
     differentiated; the rest of what SciPy returns as it is."""
     settings = _settings(name, settings, ("epsabs", "epsrel"))
     parameters = _Parameters(name, (func,), args)
+    weight, wvar = settings.get("weight"), settings.get("wvar")
+    if weight is not None and (_followed(wvar) or weight not in ("cos", "sin")
+                               and _followed(a, b)):
+        raise UnsupportedOperationError(
+            f"{name}(weight={weight!r}) of differentiated "
+            + ("weight parameters (wvar)" if _followed(wvar) else "limits")
+            + ": mutad differentiates a weighted integral in its integrand's parameters, and "
+            "in its limits for the weights 'cos' and 'sin' (the others depend on the limits); "
+            "pass them as constants, or write the weight into the integrand.")
     if not parameters.followed and not _followed(a, b):
         with plain_allocation():  # nothing differentiated reaches the integral
             return integrate(_plain_call(name, func), a, b, args=args, **settings)
-    if settings.get("weight") is not None or settings.get("complex_func"):
+    if settings.get("complex_func"):
         raise UnsupportedOperationError(
-            f"{name}(weight=..., complex_func=True) with differentiated inputs: mutad "
-            "differentiates plain integrals of real functions only.")
+            f"{name}(complex_func=True) with differentiated inputs: mutad differentiates "
+            "integrals of real functions only.")
     for limit in (a, b):
         if _followed(limit) and not np.isfinite(_plain(limit)):
             raise InvalidArgumentError(f"{name}: an infinite limit cannot be differentiated.")

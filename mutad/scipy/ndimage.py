@@ -10,7 +10,9 @@ SciPy's names too.
 The linear filters (``correlate``, ``convolve``, their 1-d forms, ``gaussian_filter``,
 ``uniform_filter``, ``sobel``, ``prewitt``, ``laplace``, ``gaussian_laplace``,
 ``gaussian_gradient_magnitude``) are differentiated in their input, their weights and a
-``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode. The
+``constant`` mode's ``cval``, for every boundary mode, to any order and in forward mode, and
+the Gaussian ones in sigma, through SciPy's kernel's steps (its radius, a whole number, decided
+from sigma's value: a replay where it changes traces the call again). The
 rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_filter``,
 ``percentile_filter``) pass each output's cotangent to the element it selected. The
 interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``,
@@ -358,14 +360,43 @@ def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=
 
 
 def _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius):
-    _constant(sigma, "sigma", "gaussian_filter")
-    sd = float(sigma)
+    if carries_derivative(sigma):
+        # differentiated through SciPy's own kernel (NumPy's steps on sigma); its radius, a
+        # whole number, is decided from sigma's value and constant in it
+        sd = float(settled(sigma, "the radius of scipy.ndimage.gaussian_filter's kernel "
+                                  "(decided from a differentiated sigma)"))
+    else:
+        sigma = _constant(sigma, "sigma", "gaussian_filter")
+        sd = float(sigma)
     lw = int(truncate * sd + 0.5) if radius is None else radius
     if not isinstance(lw, numbers.Integral) or lw < 0:
         raise ValueError("Radius must be a nonnegative integer.")
     # SciPy's own kernel, reversed as SciPy reverses it (it correlates).
-    weights = _filters._gaussian_kernel1d(sigma, order, lw)[::-1]
+    weights = _gaussian_kernel1d(sigma, order, lw)[::-1]
     return _correlate1d(input, weights, axis, dtype, mode, cval, 0)
+
+
+def _gaussian_kernel1d(sigma, order, radius):
+    """SciPy's ``_gaussian_kernel1d``; of a differentiated sigma and an order above 0, its
+    steps with the last product as ``np.dot(powers, q)`` (SciPy's ``powers.dot(q)``, a plain
+    array's method, would convert the traced ``q``): the same product, the same values."""
+    if order == 0 or not carries_derivative(sigma):
+        return _filters._gaussian_kernel1d(sigma, order, radius)
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    exponent_range = np.arange(order + 1)
+    sigma2 = sigma * sigma
+    x = np.arange(-radius, radius + 1)
+    phi_x = np.exp(-0.5 / sigma2 * x ** 2)
+    phi_x = phi_x / phi_x.sum()
+    q = np.zeros(order + 1)
+    q[0] = 1
+    D = np.diag(exponent_range[1:], 1)  # D @ q(x) = q'(x)
+    P = np.diag(np.ones(order) / -sigma2, -1)  # P @ q(x) = q(x) * p'(x)
+    Q_deriv = D + P
+    for _ in range(order):
+        q = Q_deriv.dot(q)
+    return np.dot(x[:, None] ** exponent_range, q) * phi_x
 
 
 @stands_in_for(_ndimage.gaussian_filter1d)

@@ -20,7 +20,7 @@ time-invariant systems (``lti``, ``dlti``, ``TransferFunction``, ``ZerosPolesGai
 
 ``lfilter`` differentiates b, a, x and the initial state zi, along any axis, and with zi given
 the final state zf it returns as well, in reverse and in forward mode; ``sosfilt`` is its
-cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"``) and
+cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"`` and ``"gust"``) and
 ``sosfiltfilt`` SciPy's own steps on them. ``convolve2d`` and ``correlate2d`` differentiate
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
@@ -70,9 +70,14 @@ differentiated (they come from its eigenvalues: pass ``T``), the default frequen
 of a ``(num, den)`` tuple (SciPy converts them to zeros and poles), ``cont2discrete`` of zeros
 and poles (SciPy returns the roots) and of a differentiated ``dt``, differentiated ``t`` of
 ``dlsim``, differentiated frequencies, ``zpk2sos`` of differentiated zeros, poles or gain
-(SciPy pairs them by comparisons of their values: use ``zpk2tf``), and the other attributes
+with ``analog=True`` or ``pairing='minimal'`` (use ``zpk2tf``), and the other attributes
 of a differentiated system (``to_zpk`` of a transfer function or state space, ``poles``,
 ``bode``: build it from plain values).
+
+``zpk2sos`` of differentiated zeros, poles or gain (digital, pairing ``'nearest'`` or
+``'keep_odd'``; and ``output='sos'`` of the IIR designs) is SciPy's sections, with the
+derivatives of the sections written from the zeros and poles SciPy paired (a decision on
+their values, read off SciPy's sections as the roots each one has).
 
 The waveforms ``chirp`` and ``sawtooth`` and the designs ``iirnotch``, ``iirpeak`` and
 ``bilinear`` are SciPy's steps on differentiated times, frequencies, widths, quality factors
@@ -942,13 +947,12 @@ def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butte
     if plain.size > 1 and not plain[0] < plain[1]:
         raise ValueError("Wn[0] must be less than Wn[1]")
     btype = _filter_design.band_dict.get(btype, btype)
-    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk") \
+    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk", "sos") \
             or _filter_design.filter_dict.get(ftype, [None])[0] is _filter_design.besselap:
         raise UnsupportedOperationError(
             f"{name}(btype={btype!r}, ftype={ftype!r}, output={output!r}) of differentiated "
             "critical frequencies: mutad follows the lowpass, highpass and bandpass designs "
-            "of butter, cheby1, cheby2 and ellip with output='ba' or 'zpk' (filter with "
-            "lfilter, or sosfilt of tf2sos's sections).")
+            "of butter, cheby1, cheby2 and ellip with output='ba', 'zpk' or 'sos'.")
     # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0)
     z, p, k = _filter_design.iirfilter(N, 1.0, rp, rs, btype="lowpass", analog=True,
                                        ftype=ftype, output="zpk")
@@ -989,6 +993,8 @@ def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butte
         k = k * np.real(np.prod(fs2 - z) / np.prod(fs2 - p))
         z = np.concatenate(((fs2 + z) / (fs2 - z), -np.ones(degree)))
         p = (fs2 + p) / (fs2 - p)
+    if output == "sos":
+        return zpk2sos(z, p, k, analog=analog)
     return (z, p, k) if output == "zpk" else _zpk2tf(z, p, k)
 
 
@@ -1038,15 +1044,58 @@ def normalize(b, a):
 
 @stands_in_for(_signal.zpk2sos)
 def zpk2sos(z, p, k, pairing=None, *, analog=False):
-    """SciPy's own call where nothing in it is differentiated; refused otherwise: SciPy pairs
-    the poles and zeros by comparisons of their values and writes the sections into an array
-    of its own."""
-    _refuse_followed((z, p, k, pairing), "zpk2sos's second-order sections",
-                     "Differentiate the transfer function instead: b, a = zpk2tf(z, p, k) "
-                     "(differentiated), filtered by lfilter(b, a, x); or pass the zeros, "
-                     "poles and gain as constants.")
-    return _signal.zpk2sos(*settled((z, p, k), "scipy.signal.zpk2sos's arguments"),
-                           pairing=pairing, analog=analog)
+    """SciPy's sections. Of differentiated zeros, poles or gain (digital, ``pairing``
+    'nearest' or 'keep_odd'): SciPy's values, with the derivatives of the same sections
+    written from the zeros and poles SciPy paired, ``[k, -k(a + b), k ab, 1, -(c + d), cd]``
+    (the gain in the first), the pairing (a decision on their values) read off SciPy's
+    sections as the roots each one has."""
+    if not _followed((z, p, k)):
+        return _signal.zpk2sos(*settled((z, p, k), "scipy.signal.zpk2sos's arguments"),
+                               pairing=pairing, analog=analog)
+    if analog or pairing not in (None, "nearest", "keep_odd"):
+        raise UnsupportedOperationError(
+            "scipy.signal.zpk2sos(analog=True or pairing='minimal') of differentiated zeros, "
+            "poles or gain: mutad follows the digital pairings 'nearest' and 'keep_odd'. "
+            "Differentiate the transfer function instead: b, a = zpk2tf(z, p, k), filtered by "
+            "lfilter(b, a, x).")
+    plain = _signal.zpk2sos(*(np.asarray(stop_gradient(v)) for v in (z, p, k)),
+                            pairing=pairing, analog=analog)
+    count = 2 * len(plain)
+    zeros, poles = ((np.concatenate((np.reshape(v, (-1,)) * (1 + 0j),
+                                     np.zeros(count - np.size(v))))
+                     if np.size(v) <= count else None) for v in (z, p))
+    if zeros is None or poles is None:
+        raise ValueError("more zeros or poles than the sections hold")
+    taken_zeros, taken_poles = set(), set()  # each zero and pole is in one section
+    sections = np.real(np.stack([np.stack(_paired(row[:3], zeros, taken_zeros)
+                                          + _paired(row[3:], poles, taken_poles))
+                                 for row in plain]))
+    gain = np.concatenate((np.reshape(k, (1, 1)) * np.ones((1, 3)),
+                           np.ones((len(plain) - 1, 3))))
+    composition = np.concatenate((sections[:, :3] * gain, sections[:, 3:]), axis=1)
+    if plain[0, 0] == 0 or not np.allclose(stop_gradient(composition), plain, rtol=1e-8,
+                                           atol=1e-12 * np.abs(plain).max()):
+        raise UnsupportedOperationError(
+            "scipy.signal.zpk2sos of differentiated zeros, poles or gain: its sections could "
+            "not be matched to the zeros and poles they pair (repeated or nearly equal ones). "
+            "Differentiate the transfer function instead: b, a = zpk2tf(z, p, k).")
+    return scipys_value(plain, composition)
+
+
+def _paired(row, candidates, used):
+    """The quadratic ``[1, -(a + b), ab]`` of the two of ``candidates`` (traced, complex) that
+    are the roots of SciPy's section ``row`` (nearest in value, each taken once)."""
+    roots = np.roots(row / row[0]) if row[0] != 0 else np.array([])
+    plain = np.asarray(stop_gradient(candidates))
+    chosen = []
+    for r in list(roots) + [0.0] * (2 - len(roots)):
+        distance = np.abs(plain - r)
+        distance[list(used)] = np.inf
+        j = int(np.argmin(distance))
+        used.add(j)
+        chosen.append(candidates[j])
+    a, b = chosen
+    return [np.ones((), dtype=complex), -(a + b), a * b]
 
 
 @stands_in_for(_signal.tf2zpk)
@@ -1697,11 +1746,59 @@ def lfilter_zi(b, a):
     return np.linalg.solve(np.eye(n - 1) - companion_t, b[1:] - a[1:] * b[0])
 
 
+def _filtfilt_gust(b, a, x, axis, irlen):
+    """SciPy's ``_filtfilt_gust`` (Gustafsson's initial conditions, fitted by least squares),
+    its steps each differentiated: its matrices built by stacking where SciPy writes into
+    zeros, the same values."""
+    b, a = np.atleast_1d(b), np.atleast_1d(a)
+    order = max(len(b), len(a)) - 1
+    if order == 0:
+        return (b[0] / a[0]) ** 2 * x
+    x = np.moveaxis(x, axis, -1)
+    n = np.shape(x)[-1]
+    m = n if irlen is None or n <= 2 * irlen else irlen
+    impulse = lfilter(b, a, np.zeros(m), zi=np.eye(1, order)[0])[0]
+    obs = np.stack([impulse] + [np.concatenate((np.zeros(k), impulse[:-k]))
+                                for k in range(1, order)], axis=1)
+    obs_r = obs[::-1]
+    s = lfilter(b, a, obs_r, axis=0)
+    s_r = s[::-1]
+
+    def blocks(top, bottom):  # SciPy's hstack, or its block diagonal when m < n
+        if m == n:
+            return np.concatenate((top, bottom), axis=1)
+        zeros = np.zeros((m, order))
+        return np.concatenate((np.concatenate((top, zeros), axis=1),
+                               np.concatenate((zeros, bottom), axis=1)))
+
+    y_fb = lfilter(b, a, lfilter(b, a, x)[..., ::-1])[..., ::-1]
+    y_bf = lfilter(b, a, lfilter(b, a, x[..., ::-1])[..., ::-1])
+    delta = y_bf - y_fb
+    if m != n:
+        delta = np.concatenate((delta[..., :m], delta[..., -m:]), axis=-1)
+    matrix = blocks(s_r - obs, obs_r - s)
+    if np.ndim(delta) == 1:
+        fitted = linalg.lstsq(matrix, delta)[0]
+    else:
+        columns = np.transpose(np.reshape(delta, (-1, np.shape(delta)[-1])))
+        fitted = np.reshape(np.transpose(linalg.lstsq(matrix, columns)[0]),
+                            np.shape(delta)[:-1] + (np.shape(matrix)[-1],))
+    correction = np.dot(fitted, np.transpose(blocks(s_r, obs_r)))
+    if m == n:
+        y = y_fb + correction
+    else:
+        middle = y_fb[..., m:n - m]
+        y = np.concatenate((y_fb[..., :m] + correction[..., :m], middle,
+                            y_fb[..., n - m:] + correction[..., -m:]), axis=-1)
+    return np.moveaxis(y, -1, axis)
+
+
 @stands_in_for(_signal.filtfilt)
 def filtfilt(b, a, x, axis=-1, padtype="odd", padlen=None, method="pad", irlen=None):
+    if method == "gust":
+        return _filtfilt_gust(b, a, x, axis, irlen)
     if method != "pad":
-        raise UnsupportedOperationError(
-            "scipy.signal.filtfilt(method='gust'): mutad differentiates method='pad' only.")
+        raise ValueError("method must be 'pad' or 'gust'.")
     # SciPy's steps (signal/_signaltools.py), each differentiated.
     b, a = np.atleast_1d(b), np.atleast_1d(a)
     edge, ext = _signaltools._validate_pad(padtype, padlen, x, axis,

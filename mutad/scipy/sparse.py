@@ -66,7 +66,8 @@ differentiated function takes traced entries one at a time (``A[i, j] += k[e]``,
 assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary condition); its
 conversions, products and solves are those of the traced matrix of all its entries. A traced
 matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
-zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix. What is not
+zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix, as does the
+user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0, 0] = k[0]``). What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
 error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
@@ -143,8 +144,9 @@ refused. Of a dense array with traced values (SciPy takes one), each entry is a 
 [0, e^A]]`` with ``expm_multiply`` (to its own tolerance, double precision): the tangent is
 the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on ``A``'s pattern of
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
-sides: a dense ``n × n`` result). First order only; the time grid (``start``, ``stop``,
-``num``) is refused.
+sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
+``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
+``A``; the times themselves are constants (traced ones refused). First order only.
 
 **Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
 the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
@@ -2695,6 +2697,32 @@ for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.co
              for base in cls.__mro__ if "toarray" in vars(base)}:
     defmethod(_cls, "toarray", _constant_toarray(vars(_cls)["toarray"]))
 
+def _constant_assembly(original, fmt):
+    """SciPy's ``tolil`` or ``todok`` of a matrix of constants called by the user's code while
+    a differentiation runs: the same matrix as one that takes traced entries (``_Assembled``),
+    as a ``lil`` matrix the function builds does, so that a boundary condition written into a
+    constant operator (``A = L.tolil(); A[0, 0] = k[0]``, ``A.setdiag(v)``) is followed; SciPy's
+    own code gets SciPy's."""
+    def convert(self, copy=False):
+        y = original(self, copy)
+        if internal(sys._getframe(2)) or isinstance(y, _Assembled) or y is self:
+            return y  # (a lil's own tolil is the matrix itself, which its caller holds)
+        kind = {"lil": (lil_matrix, lil_array), "dok": (dok_matrix, dok_array)}[fmt]
+        return kind[isinstance(y, _sparse.sparray)].assembled(y)
+
+    convert.always = True  # (a routed method: of every call, the caller told apart above)
+    return convert
+
+
+for _name, _fmt in (("tolil", "lil"), ("todok", "dok")):
+    for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.coo_matrix,
+                                  _sparse.dia_matrix, _sparse.bsr_matrix, _sparse.lil_matrix,
+                                  _sparse.dok_matrix, _sparse.csr_array, _sparse.csc_array,
+                                  _sparse.coo_array, _sparse.dia_array, _sparse.lil_array,
+                                  _sparse.dok_array)
+                 for base in cls.__mro__ if _name in vars(base)}:
+        defmethod(_cls, _name, _constant_assembly(vars(_cls)[_name], _fmt))
+
 for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
     defmethod(_cls, "__imul__", _scaled_in_place("*"))
     defmethod(_cls, "__itruediv__", _scaled_in_place("/"))
@@ -2708,7 +2736,7 @@ for _cls, _names in (
         (_sparse._dia._dia_base, ("multiply",))):
     for _name in _names:
         defmethod(_cls, _name, _lifted(_name))
-del _cls, _names, _name
+del _cls, _names, _name, _fmt
 
 
 # ----------------------------------------------------------------------------------------------
@@ -3894,8 +3922,18 @@ def _first_order_expm(*items):
                 "the matrix dense and use scipy.linalg.expm, which every order differentiates.")
 
 
-def _expm_apply_value(data, b, layout, traceA):
-    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA)
+def _expm_apply_value(data, b, layout, traceA, grid):
+    return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA, **dict(grid))
+
+
+def _grid_times(grid):
+    """The times of SciPy's grid (``start``, ``stop``, ``num``, ``endpoint``, as
+    ``np.linspace`` takes them, SciPy's defaults), or None for the single product e^A B."""
+    if not grid:
+        return None
+    grid = dict(grid)
+    return np.linspace(grid.pop("start"), grid.pop("stop"),
+                       **{k: v for k, v in grid.items() if v is not None})
 
 
 _expm_apply = Adjoint(_expm_apply_value)
@@ -3909,23 +3947,28 @@ def _expm_block(matrix, direction):
 
 
 @_expm_apply.rule
-def _expm_apply_rule(data, b, layout, traceA):
+def _expm_apply_rule(data, b, layout, traceA, grid):
     _first_order_expm(data, b)
-    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
     plain_b = np.asarray(b, float)
+    times = _grid_times(grid)
 
     def back(dy):
         # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ) on A's pattern: ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩,
-        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]
+        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]. On a grid, the sum
+        # over the times t of those of e^{tA} B: e^{tAᵀ} ȳ_t and t L(tAᵀ, ȳ_t bᵀ).
         _first_order_expm(dy)
-        dy = np.reshape(np.asarray(dy, float), np.shape(plain_b))
+        dy = np.asarray(dy, float)
         transposed = SCIPY["csr_array"](layout.build(data).T)
-        db = SCIPY["expm_multiply"](transposed, dy)
         n = layout.shape[0]
-        outer = np.outer(dy, plain_b) if np.ndim(dy) == 1 else dy @ plain_b.T
         stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
-        frechet = SCIPY["expm_multiply"](
-            _expm_block(transposed, SCIPY["csr_array"](outer)), stacked)[:n]
+        db, frechet = np.zeros_like(plain_b), np.zeros((n, n))
+        for t, dy_t in ([(1.0, dy)] if times is None else zip(times, dy)):
+            dy_t = np.reshape(dy_t, np.shape(plain_b))
+            db += SCIPY["expm_multiply"](transposed * t, dy_t)
+            outer = np.outer(dy_t, plain_b) if np.ndim(dy_t) == 1 else dy_t @ plain_b.T
+            frechet += t * SCIPY["expm_multiply"](
+                _expm_block(transposed * t, SCIPY["csr_array"](outer)), stacked)[:n]
         ddata = frechet[layout.rows, layout.cols]
         if layout.padded:
             ddata = np.where(layout.valid, ddata, 0.0)
@@ -3935,22 +3978,28 @@ def _expm_apply_rule(data, b, layout, traceA):
 
 
 @_expm_apply.jvp_rule
-def _expm_apply_jvp(tangents, data, b, layout, traceA):
+def _expm_apply_jvp(tangents, data, b, layout, traceA, grid):
     _first_order_expm(data, b, *tangents)
-    y = _expm_apply(data, b, layout=layout, traceA=traceA)
+    y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
     ddata, db = tangents
     if ddata is None and db is None:
         return y, None
     matrix = layout.build(data)
     plain_b = np.asarray(b, float)
     n = layout.shape[0]
-    if ddata is None:
-        return y, SCIPY["expm_multiply"](matrix, np.asarray(db, float))
-    # exp([[A, Ȧ], [0, A]]) [ḃ; b] = [e^A ḃ + L(A, Ȧ) b; e^A b]
-    direction = layout.build(np.asarray(ddata, float), dropping=False)
     top = np.zeros_like(plain_b) if db is None else np.asarray(db, float)
-    return y, SCIPY["expm_multiply"](_expm_block(matrix, direction),
-                                     np.concatenate([top, plain_b]))[:n]
+    direction = None if ddata is None else layout.build(np.asarray(ddata, float),
+                                                         dropping=False)
+
+    def at(t):
+        if direction is None:
+            return SCIPY["expm_multiply"](matrix * t, top)
+        # exp([[tA, tȦ], [0, tA]]) [ḃ; b] = [e^{tA} ḃ + L(tA, tȦ) b; e^{tA} b]
+        return SCIPY["expm_multiply"](_expm_block(matrix * t, direction * t),
+                                      np.concatenate([top, plain_b]))[:n]
+
+    times = _grid_times(grid)
+    return y, at(1.0) if times is None else np.stack([at(t) for t in times])
 
 
 def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any = None,
@@ -3958,9 +4007,11 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
     if not _followed(A, B, start, stop, num, endpoint, traceA):
         return SCIPY["expm_multiply"](A, B, start=start, stop=stop, num=num, endpoint=endpoint,
                                       traceA=traceA)
-    if any(x is not None for x in (start, stop, num, endpoint)):
-        _refuse("scipy.sparse.linalg.expm_multiply on a grid of times (start, stop, num) of "
-                "traced values", "call it once per time t with A * t (e^{tA} B).")
+    grid = () if all(x is None for x in (start, stop, num, endpoint)) else (
+        ("start", start), ("stop", stop), ("num", num), ("endpoint", endpoint))
+    if _followed(start, stop):
+        _refuse("scipy.sparse.linalg.expm_multiply on a grid of traced times (start, stop)",
+                "pass them as constants, or call it once per time t with A * t (e^{tA} B).")
     if _followed(traceA):
         _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
                 "constant (or leave it out).")
@@ -3973,7 +4024,7 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
         _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
                 "it for real A and B.")
     layout, data = _matrix_of(A, "expm_multiply")
-    return _expm_apply(data, B, layout=layout, traceA=traceA)
+    return _expm_apply(data, B, layout=layout, traceA=traceA, grid=grid)
 
 
 expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)

@@ -18,7 +18,7 @@ reach them (``registry.defroute``).
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
 it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
-Bessel function's order, an incomplete gamma or beta function's parameters) the row says so
+Bessel function's order, a hypergeometric function's parameters) the row says so
 (``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``.
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
@@ -26,7 +26,10 @@ the partials are written to hold at the same points (``_numerics``): log_ndtr's 
 √(2/π)/erfcx(-x/√2) in the left tail, rgamma's by reflection through the poles of Γ, the
 digamma differences of beta and betaln without cancellation, the densities of the incomplete
 gamma and beta functions in log-space forms (Temme's, Boost's), the scaled Bessel functions by
-their expansions for large arguments, and stdtr's in df by quadrature.
+their expansions for large arguments, stdtr's in df by quadrature, and the incomplete gamma
+and beta functions' in their parameters by SciPy's own series and continued fractions,
+differentiated term by term (the distribution functions of the gamma, chi-squared, beta, F,
+negative binomial distributions in their shapes and degrees of freedom, and their inverses).
 """
 
 import math
@@ -48,9 +51,9 @@ from scipy.special import (
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
-    betainccinv, betaincinv,
+    betainccinv, betaincinv, stdtrit,
 )
-from scipy.special._ufuncs import _lambertw, _zeta
+from scipy.special._ufuncs import _beta_ppf, _lambertw, _zeta
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -86,8 +89,8 @@ __all__ = ["beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
-           "stdtr", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1", "yn",
-           "yv"]
+           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
+           "yn", "yv"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -341,7 +344,6 @@ _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
 _PARAMETER_M = NoClosedForm("the parameter m")
-_DEGREES = NoClosedForm("the degrees of freedom v")
 
 
 def _f_density(a, b, x):
@@ -349,6 +351,60 @@ def _f_density(a, b, x):
     denominator = b + a * x
     return _numerics.beta_density(0.5 * a, 0.5 * b, a * x / denominator) * (
         a * b / (denominator * denominator))
+
+
+def _gammainc_da(y, a, x):
+    return _numerics.gammainc_da(a, x)
+
+
+def _betainc_da(y, a, b, x):
+    return _numerics.betainc_da(a, b, x)
+
+
+def _betainc_db(y, a, b, x):
+    return _numerics.betainc_db(a, b, x)
+
+
+def _chi2_ddf(y, v, x):
+    """∂/∂v of chdtr(v, x) = P(v/2, x/2)."""
+    return 0.5 * _numerics.gammainc_da(0.5 * v, 0.5 * x)
+
+
+def _f_ddf(which):
+    """∂/∂a (``which`` 0) or ∂/∂b of fdtr(a, b, x) = I_w(a/2, b/2), w = a x / (b + a x): through
+    the parameters and through w (∂w/∂a = b x / (b + a x)², ∂w/∂b = -a x / (b + a x)²)."""
+    parameter = (_numerics.betainc_da, _numerics.betainc_db)[which]
+
+    def partial(y, a, b, x):
+        denominator = b + a * x
+        w = a * x / denominator
+        dw = (b * x if which == 0 else -a * x) / (denominator * denominator)
+        return 0.5 * parameter(0.5 * a, 0.5 * b, w) + _numerics.beta_density(
+            0.5 * a, 0.5 * b, w) * dw
+    return partial
+
+
+_f_ddfn, _f_ddfd = _f_ddf(0), _f_ddf(1)
+
+
+def _inverse_gamma_da(y, a, p):
+    """∂/∂a of gammaincinv(a, p) or gammainccinv(a, q) = y: -(∂P/∂a)(a, y) / (∂P/∂x)(a, y)."""
+    return -_numerics.gammainc_da(a, y) * _inverse_density(y, a)
+
+
+def _inverse_beta_dab(which):
+    """∂/∂a (``which`` 0) or ∂/∂b of betaincinv(a, b, p) or betainccinv = y:
+    -(∂I/∂a)(a, b, y) / (∂I/∂x)(a, b, y)."""
+    parameter = (_numerics.betainc_da, _numerics.betainc_db)[which]
+
+    def partial(y, a, b, p):
+        return -parameter(a, b, y) * _beta_inverse_density(y, a, b)
+    return partial
+
+
+def _t_density_at(t, df):
+    """Student's t density at t, of df degrees of freedom."""
+    return _numerics.student_t_density(None, df, t)
 
 
 def _density(a, x):
@@ -405,11 +461,15 @@ elementwise(beta,      lambda y, a, b: -y * _numerics.psi_difference(a, b),
                        lambda y, a, b: -y * _numerics.psi_difference(b, a),          uses="xy")
 elementwise(betaln,    lambda y, a, b: -_numerics.psi_difference(a, b),
                        lambda y, a, b: -_numerics.psi_difference(b, a))
-elementwise(betainc,   _PARAMETER_A, _PARAMETER_B, _incomplete_beta_density)
-elementwise(betaincc,  _PARAMETER_A, _PARAMETER_B, _negated(_incomplete_beta_density))
-elementwise(gammainc,  _PARAMETER_A, _numerics.incomplete_gamma_density)
-elementwise(gammaincc, _PARAMETER_A, _negated(_numerics.incomplete_gamma_density))
+elementwise(betainc,   _betainc_da, _betainc_db, _incomplete_beta_density)
+elementwise(betaincc,  _negated(_betainc_da), _negated(_betainc_db),
+            _negated(_incomplete_beta_density))
+elementwise(gammainc,  _gammainc_da, _numerics.incomplete_gamma_density)
+elementwise(gammaincc, _negated(_gammainc_da), _negated(_numerics.incomplete_gamma_density))
 elementwise(stdtr,     lambda y, df, t: _numerics.stdtr_dnu(df, t), _numerics.student_t_density)
+# t = stdtrit(df, p) solves stdtr(df, t) = p: ∂t/∂p = 1/f(t), ∂t/∂df = -(∂stdtr/∂df)(t) / f(t)
+elementwise(stdtrit,   lambda y, df, p: -_numerics.stdtr_dnu(df, y) / _t_density_at(y, df),
+            lambda y, df, p: 1.0 / _t_density_at(y, df),                             uses="xy")
 elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfcx,     _numerics.erfcx_derivative,                                   uses="xy")
@@ -489,8 +549,9 @@ elementwise(kn,        None, lambda y, n, x: -0.5 * (kv(np.trunc(n) - 1.0, x)
 elementwise(pdtr,      None, lambda y, k, m: -_density(np.floor(k) + 1.0, m))
 elementwise(pdtrc,     None, lambda y, k, m: _density(np.floor(k) + 1.0, m))
 # fdtr(a, b, x) = I_w(a/2, b/2) with w = a x / (b + a x), fdtrc its complement
-elementwise(fdtr,      _DEGREES, _DEGREES, lambda y, a, b, x: _f_density(a, b, x))
-elementwise(fdtrc,     _DEGREES, _DEGREES, lambda y, a, b, x: -_f_density(a, b, x))
+elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
+elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
+            lambda y, a, b, x: -_f_density(a, b, x))
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
 elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
@@ -500,20 +561,27 @@ elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), 
 elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
             lambda y, a, b, x: a / b * hyp1f1(a + 1.0, b + 1.0, x))
 # The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
-elementwise(gammaincinv,  _PARAMETER_A, lambda y, a, p: _inverse_density(y, a),     uses="xy")
-elementwise(gammainccinv, _PARAMETER_A, lambda y, a, q: -_inverse_density(y, a),    uses="xy")
+# and in a, -(∂P/∂a) / (∂P/∂x) at x = y, the same for the complement (both partials change sign)
+elementwise(gammaincinv,  _inverse_gamma_da, lambda y, a, p: _inverse_density(y, a),  uses="xy")
+elementwise(gammainccinv, _inverse_gamma_da, lambda y, a, q: -_inverse_density(y, a), uses="xy")
 # The inverses of I_x(a, b) and its complement in the probability: one over the density at x = y,
 # B(a, b) x^(1-a) (1-x)^(1-b)
-elementwise(betaincinv,  _PARAMETER_A, _PARAMETER_B,
+elementwise(betaincinv,  _inverse_beta_dab(0), _inverse_beta_dab(1),
             lambda y, a, b, p: _beta_inverse_density(y, a, b),                        uses="xy")
-elementwise(betainccinv, _PARAMETER_A, _PARAMETER_B,
+elementwise(betainccinv, _inverse_beta_dab(0), _inverse_beta_dab(1),
             lambda y, a, b, q: -_beta_inverse_density(y, a, b),                       uses="xy")
+# scipy.stats.beta.ppf's own (Boost's) inverse, _beta_ppf(p, a, b) = betaincinv(a, b, p)
+elementwise(_beta_ppf,   lambda y, p, a, b: _beta_inverse_density(y, a, b),
+            lambda y, p, a, b: _inverse_beta_dab(0)(y, a, b, p),
+            lambda y, p, a, b: _inverse_beta_dab(1)(y, a, b, p),                      uses="xy")
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
-elementwise(chdtr,     _DEGREES, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
-elementwise(chdtrc,    _DEGREES, lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
-elementwise(gdtr,      lambda y, a, b, x: x * _density(b, a * x), _PARAMETER_B,
+elementwise(chdtr,     _chi2_ddf, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
+elementwise(chdtrc,    _negated(_chi2_ddf), lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
+elementwise(gdtr,      lambda y, a, b, x: x * _density(b, a * x),
+            lambda y, a, b, x: _numerics.gammainc_da(b, a * x),
             lambda y, a, b, x: a * _density(b, a * x))
-elementwise(gdtrc,     lambda y, a, b, x: -x * _density(b, a * x), _PARAMETER_B,
+elementwise(gdtrc,     lambda y, a, b, x: -x * _density(b, a * x),
+            lambda y, a, b, x: -_numerics.gammainc_da(b, a * x),
             lambda y, a, b, x: -a * _density(b, a * x))
 # Incomplete elliptic integrals F(φ|m) and E(φ|m): in the amplitude φ, 1/Δ and Δ with
 # Δ = sqrt(1 - m sin²φ)

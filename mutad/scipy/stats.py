@@ -20,10 +20,11 @@ for a large shape). They follow SciPy's conventions: ``nan`` for invalid paramet
 a log-density ``-inf``, a distribution function 0 or 1), with no gradient there; their
 parameters are substituted by valid ones before the formula is evaluated, so that neither the
 value nor the gradient of the valid entries meets a ``nan``. Every parameter is differentiated,
-the shapes of the gamma, chi-squared, beta and inverse gamma distribution functions and
-``nbinom``'s ``n`` in its distribution function excepted (incomplete gamma and beta functions,
-whose derivatives in their parameters mutad does not compute: a ``MutadError`` says so), and
-``binom``'s number of trials, an integer (refused when traced); the skew normal distribution
+``binom``'s number of trials excepted, an integer (refused when traced); the shapes of the
+gamma, chi-squared, beta and inverse gamma distribution functions and quantiles, and
+``nbinom``'s ``n`` in its distribution function (incomplete gamma and beta functions and their
+inverses, differentiated in their parameters by their series differentiated term by term), once
+only: a second derivative there is refused with a ``MutadError``; the skew normal distribution
 function has its derivatives in closed form beside SciPy's Owen's T. Where SciPy's quantile
 functions are closed forms, ``ppf`` and ``isf`` are ``loc + scale * f(q, *shapes)``.
 Student's t distribution function has its derivative in ``df``, by
