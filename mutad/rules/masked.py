@@ -19,9 +19,9 @@ masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's 
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
 writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
-``MaskedArray``'s, sharing masks where NumPy's share them. What is not written here
-(``**=``, other NumPy functions, complex data) raises ``UnsupportedOperationError`` saying to compute with ``m.filled(v)`` or
-``m.compressed()``, never a value without its derivative.
+``MaskedArray``'s, sharing masks where NumPy's share them. What is not written here (``**=``,
+other NumPy functions, complex data) raises ``UnsupportedOperationError`` saying to compute
+with ``m.filled(v)`` or ``m.compressed()``, never a value without its derivative.
 """
 
 import functools
@@ -46,12 +46,14 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
     AttributeError to ``hasattr``."""
 
 
+FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
+            "ufuncs, sum, mean, var, std, max, min, count, average, ravel, reshape, argsort, "
+            "filled and compressed. ")
+
+
 def _refuse(what):
     raise UnsupportedOperationError(
-        f"{what} of a masked array of differentiated values: mutad follows np.ma's "
-        "constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, filled and "
-        "compressed. "
-        + FIX)
+        f"{what} of a masked array of differentiated values: " + FOLLOWED + FIX)
 
 
 def _data(a):
@@ -135,6 +137,7 @@ class Masked:
     ndim = property(lambda self: np.ndim(self.data))
     size = property(lambda self: np.size(self.data))
     dtype = property(lambda self: self.data.dtype)
+
     def _set_mask(self, mask):
         """``MaskedArray.__setmask__`` (a soft mask): written into the mask in place (other
         masked arrays sharing it see it, as NumPy's do), made where there is none."""
@@ -358,9 +361,7 @@ class Masked:
         if name.startswith("_") or name == "value":  # Python's and mutad's probes
             raise AttributeError(name)
         raise MissingAttributeError(
-            f"MaskedArray.{name} of a masked array of differentiated values: mutad follows "
-            "np.ma's constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, "
-            "filled and compressed. " + FIX)
+            f"MaskedArray.{name} of a masked array of differentiated values: " + FOLLOWED + FIX)
 
     def _key(self, key):
         """An index as NumPy's indexing takes it: of a masked array, its data; a plain array

@@ -7,12 +7,12 @@ recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, 
 recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
 ``polyutils._fit``; the loops of ``*der`` and ``*int``; the companion matrices of
 ``*companion`` and their eigenvalues, ``*roots``; the products of lines of ``*fromroots``;
-``*line``; ``*trim``; the 2-d and 3-d ``*val``, ``*grid`` and ``*vander``; the arithmetic ``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and
-``*pow`` line for line, NumPy's in-place updates on copies the differentiation follows), so
-their values are NumPy's bit for
-bit and every step is differentiated by its own rule, in both modes and to every order. They stand in for NumPy's functions by
-name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
-value reaches them.
+``*line``; ``*trim``; the 2-d and 3-d ``*val``, ``*grid`` and ``*vander``; the arithmetic
+``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and ``*pow`` line for line, NumPy's in-place
+updates on copies the differentiation follows), so their values are NumPy's bit for bit and
+every step is differentiated by its own rule, in both modes and to every order. They stand in
+for NumPy's functions by name while a differentiation runs (``registry.defroute``), and run
+NumPy's own when no traced value reaches them.
 
 The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
 constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
