@@ -735,8 +735,9 @@ def _companion(module, prefix):
     """``*companion(c)``: NumPy's companion matrix of unit coefficients, its last column
     updated by the coefficients' terms as NumPy updates it."""
     linear, update, sign = _ROOTS[prefix]
-    name = prefix + "companion"
-    NUMPYS[name] = getattr(module, name)
+    original = getattr(module, prefix + "companion")
+    name = f"{original.__module__}.{original.__name__}"  # (as _standing_in keys it)
+    NUMPYS[name] = original
 
     def companion_matrix(c, trimmed=False):
         if not trimmed:
