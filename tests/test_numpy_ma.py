@@ -378,3 +378,16 @@ def test_a_masked_arrays_mask_set():
 def test_masked_statistics(program):
     from test_scipy_stops import check
     check(program, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2, 0.05, 1.7, -1.2, 0.6]))
+
+
+def _copied(x):
+    m = np.ma.masked_array(x, mask=[0, 1, 0, 0, 0, 0])
+    c = m.copy()
+    c[0] = np.ma.masked      # neither m's mask
+    c[2] = 5.0 * x[3]        # nor m's data
+    return m.sum() * 2 + c.sum() + scipy.stats.mstats.variation(np.ma.masked_less(x, 0.0))
+
+
+def test_a_masked_arrays_copy():
+    from test_scipy_stops import check
+    check(_copied, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2]))

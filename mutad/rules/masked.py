@@ -48,7 +48,7 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, ravel, reshape, argsort, "
-            "filled and compressed. ")
+            "copy, filled and compressed. ")
 
 
 def _refuse(what):
@@ -191,6 +191,12 @@ class Masked:
             fill_value = (np.nan if self.dtype.kind == "f" else _ma.minimum_fill_value(like)) \
                 if endwith else _ma.maximum_fill_value(like)
         return np.argsort(self.filled(fill_value), axis=axis, kind=kind, order=order)
+
+    def copy(self, order="C"):
+        """``MaskedArray.copy``: the data and the mask copied."""
+        mask = self._mask
+        return Masked(np.copy(self.data, order=order),
+                      mask if mask is NOMASK else np.copy(mask, order=order), self._fill_value)
 
     def unshare_mask(self):
         """``MaskedArray.unshare_mask``: a mask of its own (a copy, as NumPy makes of a shared
