@@ -85,8 +85,8 @@ CASES = [
     (lambda x: np.ma.masked_less(x, 1.0).argmax() * x[0], errors.UnsupportedOperationError,
      ["MaskedArray.argmax", "m.filled("]),
     # regressions: the advice was generic (a library's conversion; a write into a plain array)
-    (lambda x: scipy.stats.mstats.trimmed_std(x, (0.1, 0.1)), errors.ConversionError,
-     ["stats.mstats.trimmed_std", "Masked arrays", "np.where(mask"]),
+    (lambda x: scipy.stats.mstats.idealfourths(x).sum(), errors.ConversionError,
+     ["ma.sort", "mstats_extras.idealfourths", "Masked arrays", "np.where(mask"]),
     (lambda x: np.frompyfunc(lambda a: 2 * a, 1, 1)(x).astype(float).sum(),
      errors.UnsupportedFunctionError, ["np.frompyfunc", "object array", "np.vectorize"]),
     (structured_fields, errors.UntracedWriteError, ["structured array", "np.zeros(n, dtype=",

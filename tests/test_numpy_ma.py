@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import mutad
 from cases import replays_as_traced
@@ -221,14 +222,14 @@ def test_in_place_arithmetic_of_a_masked_array(program):
 
 @pytest.mark.parametrize("action, words", [
     (lambda m: m.argmax(), ["MaskedArray.argmax", "m.filled("]),
-    (lambda m: m[0], ["Indexing"]),
+    (lambda m: m.cumsum(), ["MaskedArray.cumsum"]),
     (lambda m: np.median(m), ["np.median"]),
     (lambda m: np.asarray(m).sum(), ["conversion"]),
     (lambda m: m.__iadd__(np.ma.masked_array(np.ones((4, 5)), mask=~M)), ["masks more"]),
     (lambda m: m.__ipow__(2.0), ["in-place power"]),
     (lambda m: np.add.reduce(m), ["np.add.reduce"]),
-    (lambda m: np.sum(m > 0) * 1.0, ["comparison"]),  # never Python's identity, False
-    (lambda m: setattr(m, "mask", False), ["Setting the mask"]),
+    (lambda m: m.T.sum(), ["MaskedArray.T"]),
+    (lambda m: setattr(m, "mask", [True, False]), ["Setting the mask"]),
 ])
 def test_what_is_not_followed_is_refused(action, words):
     x = X.copy()
@@ -291,3 +292,102 @@ def test_a_derivative_is_computed_under_its_operations_error_handling(name):
     assert raised_value == value and np.array_equal(raised_grad, grad, equal_nan=True)
     assert x.tobytes() == caller.tobytes()
     assert np.isclose(tangent, grad.sum(), rtol=1e-14, atol=0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Indexing, writes, comparisons and np.ma.average of masked arrays of differentiated values:
+# NumPy's values bit for bit, masks shared where NumPy's are (a view's, masked_where's with
+# copy=False), checked as test_scipy_stops.check does
+
+def _indexed_and_written(x):
+    m = np.ma.masked_array(x * 2.0, mask=[0, 1, 0, 0, 1, 0])
+    m[m > 0] = m[m > 0] ** 2          # a masked index and a masked value
+    m[0] = 3.0 * m[2]                 # an element, unmasking it
+    m[5] = np.ma.masked
+    total = m.sum()
+    v = m[1:4]                        # a view: the data and the mask shared
+    v[0] = x[3]
+    v[2] = np.ma.masked
+    return total + m.sum() * 2 + v.filled(0.5).sum() + m.data.sum()
+
+
+def _mask_rewritten(x):
+    m = np.ma.masked_invalid(np.log(x + 0.5))
+    s = m.filled(0.0).sum()
+    m[m.mask] = 0.0                   # the mask as the index: unmasked by the write
+    m.mask[1] = True
+    return s + (m ** 2).sum() + m.count()
+
+
+def _compared(x):
+    m = np.ma.masked_greater(x, 1.0)
+    big = (m > 0.2) & ~(m == x[0])
+    return m[big].sum() + np.sum(m.filled(0.0)[big.filled(False)]) + (m != 0.3).count()
+
+
+def _averages(x):
+    m = np.ma.masked_array(x, mask=[0, 0, 1, 0, 0, 1])
+    r = np.ma.asarray(m)
+    return (np.ma.average(m) + np.ma.average(m, weights=np.arange(1.0, 7.0))
+            + np.ma.average(r, weights=x ** 2) * 0.5)
+
+
+def _masked_where_shares(x):
+    m = np.ma.masked_array(x, mask=[0, 1, 0, 0, 0, 0])
+    w = np.ma.masked_where(x > 0.5, m, copy=False)   # writes m's mask too, as NumPy does
+    n = np.ma.masked_array(x * 3.0)
+    u = np.ma.masked_where(n < 0, n, copy=False)     # gives n its mask
+    return m.filled(0.0).sum() + 10 * w.filled(0.0).sum() + n.sum() + u.sum()
+
+
+@pytest.mark.parametrize("program", [_indexed_and_written, _mask_rewritten, _compared,
+                                     _averages, _masked_where_shares])
+def test_masked_arrays_indexed_written_compared(program):
+    from test_scipy_stops import check
+    check(program, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2]))
+
+
+def _mask_set(x):
+    m = np.ma.masked_array(x, mask=[0, 1, 0, 0, 0, 0])
+    v = m[2:]
+    s = m.sum()
+    m.mask = x < 0            # into the mask v shares
+    t = m.sum() + v.sum()
+    m.mask |= x > 1.0
+    n = np.ma.masked_array(x * 2.0)
+    n.mask = False
+    n.mask = np.ma.masked
+    return s + t + m.sum() * 3 + v.filled(0.25).sum() + n.filled(0.5).sum()
+
+
+def test_a_masked_arrays_mask_set():
+    from test_scipy_stops import check
+    check(_mask_set, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2]))
+
+
+# SciPy's masked statistics, which np.ma's indexing, writes, ravel, reshape and argsort reach
+# (trimr's a[idx[:k]] = masked)
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("program", [
+    lambda x: scipy.stats.mstats.trimmed_std(x, (0.1, 0.1)),
+    lambda x: scipy.stats.mstats.trimmed_mean(x, (0.2, 0.1)),
+    lambda x: (scipy.stats.mstats.trimboth(x, 0.1) ** 2).sum(),
+    lambda x: scipy.stats.mstats.trimtail(x, 0.2).sum(),
+])
+def test_masked_statistics(program):
+    from test_scipy_stops import check
+    check(program, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2, 0.05, 1.7, -1.2, 0.6]))
+
+
+def _copied(x):
+    m = np.ma.masked_array(x, mask=[0, 1, 0, 0, 0, 0])
+    c = m.copy()
+    c[0] = np.ma.masked      # neither m's mask
+    c[2] = 5.0 * x[3]        # nor m's data
+    return m.sum() * 2 + c.sum() + scipy.stats.mstats.variation(np.ma.masked_less(x, 0.0))
+
+
+def test_a_masked_arrays_copy():
+    from test_scipy_stops import check
+    check(_copied, np.array([0.3, -0.7, 1.1, 0.45, 0.9, -0.2]))

@@ -438,3 +438,33 @@ def _masked_column(x):
 @pytest.mark.parametrize("f", [_masked_extremes, _masked_extremes_by_axis, _masked_column])
 def test_masked_extremes(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, -0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# A view of a NumPy scalar (x[0] * 2) is a view of the new array NumPy makes of it: writeable,
+# and its own (np.atleast_1d(s), s.reshape(1, 1), np.ascontiguousarray(s) then written)
+
+def _scalar_views_written(x):
+    s = x[0] * 2.0
+    total = s
+    for view in (np.atleast_1d(s), np.atleast_2d(s), np.atleast_3d(s), np.expand_dims(s, 0),
+                 np.reshape(s, (1,)), np.ravel(s), s.reshape(1, 1), s.ravel(),
+                 np.ascontiguousarray(s), np.asfortranarray(s)):
+        view[...] += 1.0
+        view[...] *= x[1]
+        total = total + view.sum()
+    return total * s
+
+
+def test_views_of_a_scalar_written():
+    check(_scalar_views_written, np.array([0.3, -0.7]))
+
+
+def test_a_broadcast_scalar_stays_read_only():
+    def f(x):
+        b = np.broadcast_to(x[0] * 2.0, (1,))
+        with pytest.raises(ValueError):
+            b[0] = 1.0
+        return b.sum()
+
+    check(f, np.array([0.3, -0.7]))

@@ -375,3 +375,51 @@ def test_numpy_functions_of_a_poly1d_of_traced_coefficients():
     assert same(value, f(w))
     mutad.check_grads(f, w, modes=("rev", "fwd"))
     replayed_like_traced(f, [(w,), (w * 0.5,)])
+
+
+# ----------------------------------------------------------------------------------------------
+# The rest of each kind's functions: *companion, *fromroots, *line, *trim, *val2d, *val3d,
+# *grid2d, *grid3d, *vander2d and *vander3d of traced values (they converted them), checked as
+# test_scipy_stops.check does; and a routed function the program binds to a name of its own
+# (f = polyder), called on plain coefficients too (it recursed into itself)
+
+_PREFIXES = [(P.polynomial, "poly"), (P.chebyshev, "cheb"), (P.legendre, "leg"),
+             (P.hermite, "herm"), (P.hermite_e, "herme"), (P.laguerre, "lag")]
+
+
+def _more_functions(module, prefix):
+    def f(name):
+        return getattr(module, prefix + name)
+    return [
+        lambda x: np.abs(f("companion")(x)).sum(),
+        lambda x: (f("fromroots")(x) ** 2).sum() + f("fromroots")([x[0], 0.5])[1],
+        lambda x: f("line")(x[0], x[1]).sum() + f("line")(x[2], 0.0).sum(),
+        lambda x: (f("trim")(x * np.array([1.0, 1.0, 0.1, 0.2]), 0.25) ** 2).sum(),
+        lambda x: f("val2d")(x[0], 0.2, x.reshape(2, 2)) + f("val3d")(x[0], 0.2, x[1],
+                                                                       x.reshape(2, 2, 1)),
+        lambda x: f("grid2d")([0.3, x[1]], [0.2], x.reshape(2, 2)).sum()
+        + f("grid3d")([0.3, x[1]], [0.2], x[:1], x.reshape(2, 2, 1)).sum(),
+        lambda x: f("vander2d")(x, x[::-1], [1, 2]).sum()
+        + (f("vander3d")(x, x[::-1], x ** 2, [1, 2, 1]) ** 2).sum(),
+    ]
+
+
+@pytest.mark.parametrize("module, prefix", _PREFIXES)
+def test_the_other_functions_of_each_kind(module, prefix):
+    from test_scipy_stops import check
+    for f in _more_functions(module, prefix):
+        check(f, np.array([0.3, -0.7, 1.1, 0.45]))
+
+
+_polyder = P.polynomial.polyder  # a module's own name for a routed function
+
+
+def test_a_routed_function_bound_to_a_name_of_the_programs():
+    plain = np.array([1.0, 2.0, 3.0])
+
+    def loss(x):
+        return (_polyder(x) ** 2).sum() + _polyder(plain).sum() \
+            + P.polynomial.polycompanion(plain).sum()
+
+    from test_scipy_stops import check
+    check(loss, np.array([0.3, -0.7, 1.1, 0.45]))

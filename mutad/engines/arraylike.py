@@ -31,7 +31,7 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
-                          weaken, wrapped)
+                          weaken, wrapped, writeable)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -457,22 +457,29 @@ def _by_mutad(frame):
 _MODE = Preexisting.__module__  # (the allocation mode's module)
 
 
-def numpy_scalar(x, y):
+def numpy_scalar(x, y, converts=False):
     """``y``, a method's result (or a ``SCALAR_METHOD_FUNCTIONS``' one) for ``x``, as NumPy
     gives it: where ``x`` stands for a NumPy scalar, a 0-d ``y`` is a scalar too (its methods
     return ``PyArray_Return`` of the array method's result), a value of its own and immutable
     (``stands_for_scalar``), not a writeable array or a view of ``x``: writing into it would
     otherwise write through every other name of it (``v = x[0].copy(); w = v; v += 1``).
+    A view of one element of ``x`` (``s.reshape(1, 1)``, ``s.ravel()``; of a function that
+    ``converts`` its argument with ``np.asanyarray``, ``np.atleast_2d(s)``, a 0-d view too) is
+    a view of the new, writeable array NumPy makes of the scalar: a writeable copy. (A
+    broadcast, ``np.broadcast_to``, is read-only in NumPy too.)
     For the program's calls (and NumPy's and SciPy's code), not mutad's rules: they compute
     with an enclosing differentiation's values as with plain 0-d arrays, whose methods return
     arrays (a view there is the view the rule's result is)."""
-    if wrapped(y) and memory(y).ndim == 0 and not stands_for_scalar(y) \
-            and wrapped(x) and stands_for_scalar(x) \
-            and not _by_mutad(sys._getframe(2)):  # (the caller of the method calling this)
-        y = np.copy(y)
-        memory(y).flags.writeable = False
-        if x.weak:  # a Python number's part (z.imag): a Python float
-            weaken(y)
+    if wrapped(y) and wrapped(x) and stands_for_scalar(x) and not stands_for_scalar(y) \
+            and memory(y).size == 1 and not _by_mutad(sys._getframe(2)):
+        # (the caller of the method calling this)
+        if memory(y).ndim == 0 and not converts:
+            y = np.copy(y)
+            memory(y).flags.writeable = False
+            if x.weak:  # a Python number's part (z.imag): a Python float
+                weaken(y)
+        elif not writeable(memory(y)) and views(memory(y), memory(x)):
+            y = np.copy(y)
     return y
 
 

@@ -844,7 +844,9 @@ class Dual(ArrayMethods):
         if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
             refuse_records(func, args)
         y = apply_function(func, args, kwargs, level)
-        return numpy_scalar(args[0], y) if func in SCALAR_METHOD_FUNCTIONS and args else y
+        if not args or func is np.broadcast_to:
+            return y
+        return numpy_scalar(args[0], y, func not in SCALAR_METHOD_FUNCTIONS)
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None and np.dtype(dtype).kind in "iub":

@@ -174,7 +174,9 @@ class TracedDispatch:
         if holds_records(args) and not lookup(func).nondifferentiable:
             refuse_records(func, args)
         y = apply_array_function(func, args, kwargs, self.tape)
-        return numpy_scalar(args[0], y) if func in SCALAR_METHOD_FUNCTIONS and args else y
+        if not args or func is np.broadcast_to:
+            return y
+        return numpy_scalar(args[0], y, func not in SCALAR_METHOD_FUNCTIONS)
 
     # indexing -------------------------------------------------------------------------------
 

@@ -17,10 +17,11 @@ zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
 ``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
-``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do. What is not
-written here (indexing, ``**=``, ``min``/``max``, other NumPy functions,
-complex data) raises ``UnsupportedOperationError`` saying to compute with ``m.filled(v)`` or
-``m.compressed()``, never a value without its derivative.
+``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
+writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
+``MaskedArray``'s, sharing masks where NumPy's share them. What is not written here (``**=``,
+other NumPy functions, complex data) raises ``UnsupportedOperationError`` saying to compute
+with ``m.filled(v)`` or ``m.compressed()``, never a value without its derivative.
 """
 
 import functools
@@ -31,7 +32,8 @@ from numpy.ma import core as _ma
 from ..core.allocation import holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
-from ..core.views import memory, wrapped
+from ..core.levels import CARRIERS
+from ..core.views import memory, stands_for_scalar, wrapped
 
 NOMASK = np.ma.nomask
 FIX = ("Compute with m.filled(value) (the data, masked elements replaced) or m.compressed() "
@@ -44,12 +46,14 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
     AttributeError to ``hasattr``."""
 
 
+FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
+            "ufuncs, sum, mean, var, std, max, min, count, average, ravel, reshape, argsort, "
+            "copy, filled and compressed. ")
+
+
 def _refuse(what):
     raise UnsupportedOperationError(
-        f"{what} of a masked array of differentiated values: mutad follows np.ma's "
-        "constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, filled and "
-        "compressed. "
-        + FIX)
+        f"{what} of a masked array of differentiated values: " + FOLLOWED + FIX)
 
 
 def _data(a):
@@ -91,6 +95,29 @@ def _shrunk(m):
     return NOMASK if not np.any(m) else m
 
 
+def _comparison(compare):
+    """``MaskedArray``'s comparison (``_comparison``): the data's, a masked array of
+    booleans masked where either operand is (there, for == and !=, whether both are)."""
+    def compared(self, other):
+        if other is None or isinstance(other, (str, type)):
+            return NotImplemented  # (Python's own answer: not the same object)
+        smask, omask = self._mask, _mask(other)
+        mask = _mask_or(smask, omask)
+        if mask is smask or mask is omask:  # (np.ma.mask_or(..., copy=True))
+            mask = mask if mask is NOMASK else np.copy(mask)
+        check = compare(self.data, _data(other))
+        if not np.ndim(check):
+            return np.ma.masked if mask is not NOMASK and bool(mask) else check
+        if mask is not NOMASK:
+            if compare in (np.equal, np.not_equal):
+                check = _where(mask, compare(smask, omask), check)
+            if np.shape(mask) != np.shape(check):
+                mask = np.broadcast_to(mask, np.shape(check)).copy()
+        fill = None if self._fill_value is None else True
+        return Masked(check, mask, fill)
+    return compared
+
+
 class Masked:
     """A masked array of differentiated values (the module's docstring)."""
 
@@ -99,7 +126,7 @@ class Masked:
     __slots__ = ("data", "_mask", "_fill_value")
 
     def __init__(self, data, mask=NOMASK, fill_value=None):
-        if np.dtype(data.dtype).kind != "f":
+        if np.dtype(data.dtype).kind not in "fb":  # (booleans: a comparison's result)
             _refuse(f"np.ma of {data.dtype} values (mutad follows masked arrays of real "
                     "floats)")
         self.data, self._mask, self._fill_value = data, mask, fill_value
@@ -110,8 +137,23 @@ class Masked:
     ndim = property(lambda self: np.ndim(self.data))
     size = property(lambda self: np.size(self.data))
     dtype = property(lambda self: self.data.dtype)
-    mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask,
-                    lambda self, value: _refuse("Setting the mask (m.mask = ...)"))
+
+    def _set_mask(self, mask):
+        """``MaskedArray.__setmask__`` (a soft mask): written into the mask in place (other
+        masked arrays sharing it see it, as NumPy's do), made where there is none."""
+        if mask is np.ma.masked:
+            mask = True
+        if mask is self._mask:  # (m.mask |= v: written already)
+            return
+        if self._mask is NOMASK:
+            if mask is NOMASK:
+                return
+            self._mask = np.zeros(self.shape, bool)
+        if np.size(mask) not in (1, self.size):
+            _refuse("Setting the mask to one of another size (m.mask = ...)")
+        self._mask[...] = np.reshape(mask, self.shape) if np.size(mask) > 1 else mask
+
+    mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask, _set_mask)
 
     @property
     def fill_value(self):
@@ -122,6 +164,46 @@ class Masked:
     @fill_value.setter
     def fill_value(self, value):
         self._fill_value = _ma._check_fill_value(value, self.dtype)
+
+    # shapes: views of the data and of the mask, as MaskedArray's
+
+    def ravel(self, order="C"):
+        mask = self._mask
+        return Masked(np.ravel(self.data, order), mask if mask is NOMASK else
+                      np.reshape(np.ravel(mask, order), (self.size,)), self._fill_value)
+
+    def reshape(self, *shape, order="C"):
+        mask = self._mask
+        return Masked(self.data.reshape(*shape, order=order),
+                      mask if mask is NOMASK else mask.reshape(*shape, order=order),
+                      self._fill_value)
+
+    def argsort(self, axis=np._NoValue, kind=None, order=None, endwith=True, fill_value=None,
+                *, stable=None):
+        """``MaskedArray.argsort``: of the data, the masked elements filled to sort last
+        (``endwith``) or first; the axis by default NumPy's (``_deprecate_argsort_axis``)."""
+        if stable is not None:
+            raise ValueError("`stable` parameter is not supported for masked arrays.")
+        if axis is np._NoValue:
+            axis = _ma._deprecate_argsort_axis(self)
+        if fill_value is None:
+            like = np.empty(0, self.dtype)
+            fill_value = (np.nan if self.dtype.kind == "f" else _ma.minimum_fill_value(like)) \
+                if endwith else _ma.maximum_fill_value(like)
+        return np.argsort(self.filled(fill_value), axis=axis, kind=kind, order=order)
+
+    def copy(self, order="C"):
+        """``MaskedArray.copy``: the data and the mask copied."""
+        mask = self._mask
+        return Masked(np.copy(self.data, order=order),
+                      mask if mask is NOMASK else np.copy(mask, order=order), self._fill_value)
+
+    def unshare_mask(self):
+        """``MaskedArray.unshare_mask``: a mask of its own (a copy, as NumPy makes of a shared
+        one; the copy is harmless where it was not shared)."""
+        if self._mask is not NOMASK:
+            self._mask = np.copy(self._mask)
+        return self
 
     def __len__(self):
         return len(self.data)
@@ -137,7 +219,7 @@ class Masked:
             return self.data
         fill = self.fill_value if fill_value is None else _ma._check_fill_value(
             fill_value, self.dtype)
-        return np.where(m, np.asarray(fill, self.dtype), self.data)
+        return _where(m, np.asarray(fill, self.dtype), self.data)
 
     def compressed(self):
         data = np.ravel(self.data)
@@ -185,7 +267,7 @@ class Masked:
         cnt = self.count(axis=axis, **kwargs) - ddof
         danom = _binary(np.subtract, self, self.mean(axis, dtype, keepdims=True))
         # danom *= danom (MaskedArray.__imul__): 1 for the factor where danom is masked
-        factor = np.where(danom._mask, 1.0, danom.data)
+        factor = _where(danom._mask, 1.0, danom.data)
         danom = Masked(danom.data * factor, danom._mask, danom._fill_value)
         dvar = _divide(danom.sum(axis, **kwargs), cnt)
         if np.ndim(_data(dvar)):
@@ -212,7 +294,7 @@ class Masked:
         newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
         if np.ndim(result):
             if np.ndim(newmask):
-                result = np.where(newmask, np.ma.default_fill_value(result), result)
+                result = _where(newmask, np.ma.default_fill_value(result), result)
             return Masked(result, newmask)
         return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
 
@@ -265,6 +347,8 @@ class Masked:
     # NumPy's protocols ---------------------------------------------------------------------
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if kwargs.get("dtype", self.dtype) == self.dtype:  # (np.ma.average's dtype=, the data's)
+            kwargs.pop("dtype", None)
         if method != "__call__" or kwargs or ufunc.nout != 1:
             _refuse(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method}"
                     f"({', '.join(kwargs)}{'=...' if kwargs else ''})")
@@ -283,15 +367,54 @@ class Masked:
         if name.startswith("_") or name == "value":  # Python's and mutad's probes
             raise AttributeError(name)
         raise MissingAttributeError(
-            f"MaskedArray.{name} of a masked array of differentiated values: mutad follows "
-            "np.ma's constructors, arithmetic, ufuncs, sum, mean, var, std, max, min, count, "
-            "filled and compressed. " + FIX)
+            f"MaskedArray.{name} of a masked array of differentiated values: " + FOLLOWED + FIX)
+
+    def _key(self, key):
+        """An index as NumPy's indexing takes it: of a masked array, its data; a plain array
+        (``m.mask``: ``m[m.mask] = v``) copied (``_own``)."""
+        if type(key) is Masked or isinstance(key, np.ma.MaskedArray):
+            key = key.data
+        return _own(key)
 
     def __getitem__(self, key):
-        _refuse("Indexing (m[key])")
+        """``MaskedArray.__getitem__``: the data's element or view, with the mask's; an element
+        is NumPy's scalar, or ``np.ma.masked`` where masked. A view shares the data and the
+        mask, as NumPy's does."""
+        key = self._key(key)
+        dout = self.data[key]
+        mout = NOMASK if self._mask is NOMASK else self._mask[key]
+        if not np.ndim(dout) and (stands_for_scalar(dout) if wrapped(dout)
+                                  else not isinstance(dout, np.ndarray)):
+            return np.ma.masked if mout is not NOMASK and bool(mout) else dout
+        if mout is not NOMASK:
+            mout = np.reshape(mout, np.shape(dout))
+        return Masked(dout, mout, self._fill_value)
 
     def __setitem__(self, key, value):
-        _refuse("Writing into an element or slice (m[key] = value)")
+        """``MaskedArray.__setitem__`` (a soft mask): the data written in place, and the mask
+        where the array has one (or the value brings one): ``np.ma.masked`` masks, another
+        value unmasks unless it is masked itself; a masked index beside a value that is not a
+        masked array writes the data alone, as NumPy does."""
+        masked_key = type(key) is Masked or isinstance(key, np.ma.MaskedArray)
+        key = self._key(key)
+        if value is np.ma.masked:
+            if self._mask is NOMASK:
+                self._mask = np.zeros(self.shape, bool)
+            self._mask[key] = True
+            return
+        masked_value = type(value) is Masked or isinstance(value, np.ma.MaskedArray)
+        dval = _data(value) if masked_value else value
+        mval = _mask(value)
+        if self._mask is NOMASK:
+            self.data[key] = dval
+            if mval is not NOMASK:
+                self._mask = np.zeros(self.shape, bool)
+                self._mask[key] = mval
+        elif masked_key and not masked_value:
+            self.data[key] = dval
+        else:
+            self.data[key] = dval
+            self._mask[key] = mval
 
     # in-place arithmetic: MaskedArray's, which updates the data in place (the array the
     # masked array was made over, where it was not copied) -----------------------------------
@@ -317,7 +440,7 @@ class Masked:
         if m is not NOMASK and (self._mask is not NOMASK or np.any(m)):
             self._joined(m)
         other_data = _data(other)
-        other_data = np.where(self._mask, other_data.dtype.type(neutral), other_data)
+        other_data = _where(self._mask, other_data.dtype.type(neutral), other_data)
         ufunc(self.data, other_data, out=self.data)
         return self
 
@@ -338,10 +461,10 @@ class Masked:
         new_mask = _mask_or(_mask(other), _shrunk(dom_mask))  # (np.ma.mask_or's shrink)
         if dom_mask.any():
             fill = _ma.ufunc_fills[np.true_divide][1]
-            other_data = np.where(dom_mask, other_data.dtype.type(fill), other_data)
+            other_data = _where(dom_mask, other_data.dtype.type(fill), other_data)
         if new_mask is not NOMASK:  # (nomask |= nomask: still none)
             self._joined(new_mask)
-        other_data = np.where(self._mask, other_data.dtype.type(1), other_data)
+        other_data = _where(self._mask, other_data.dtype.type(1), other_data)
         np.true_divide(self.data, other_data, out=self.data)
         return self
 
@@ -351,13 +474,25 @@ class Masked:
     def __bool__(self):
         _refuse("bool()")
 
-    def _compared(self, other):
-        if other is None or isinstance(other, (str, type)):
-            return NotImplemented  # (Python's own answer: not the same object)
-        _refuse("A comparison (m > v, m == v)")
-
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _compared
+    __lt__, __le__ = _comparison(np.less), _comparison(np.less_equal)
+    __gt__, __ge__ = _comparison(np.greater), _comparison(np.greater_equal)
+    __eq__, __ne__ = _comparison(np.equal), _comparison(np.not_equal)
     __hash__ = object.__hash__
+
+    # a comparison's booleans: ndarray's operators, which are NumPy's ufuncs
+    def __invert__(self):
+        return _wrapped_ufunc(np.invert, (self,))
+
+    def __and__(self, other):
+        return _wrapped_ufunc(np.bitwise_and, (self, other))
+
+    def __or__(self, other):
+        return _wrapped_ufunc(np.bitwise_or, (self, other))
+
+    def __xor__(self, other):
+        return _wrapped_ufunc(np.bitwise_xor, (self, other))
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
     __float__ = __int__ = __bool__
 
@@ -366,6 +501,17 @@ _FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std", np.m
               np.amax: "max", np.min: "min", np.amin: "min"}
 FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
 """np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
+
+
+def _own(mask):
+    """A copy of a plain boolean ``mask`` for an operation mutad records, which keeps what it
+    reads read-only: a masked array's mask stays writeable (``m[i] = np.ma.masked``), as
+    NumPy's is."""
+    return np.copy(mask) if isinstance(mask, np.ndarray) and not wrapped(mask) else mask
+
+
+def _where(condition, x, y):
+    return np.where(_own(condition), x, y)
 
 
 def _no_out(name, out):
@@ -387,7 +533,7 @@ def _binary(ufunc, a, b):
     if not np.ndim(result):
         return np.ma.masked if m is not NOMASK and bool(m) else result
     if m is not NOMASK and np.any(m):
-        result = np.where(m, da, result)
+        result = _where(m, da, result)
     return Masked(result, m, _fill_of(a, b))
 
 
@@ -406,8 +552,8 @@ def _domained(op):
             m = m | op.domain(memory(da), memory(db))  # a decision, on the values
         if not np.ndim(m):
             return np.ma.masked if bool(m) else result
-        result = np.where(m, 0.0, result)  # np.copyto(result, 0, where=m)
-        result = result + np.multiply(m, da)  # result += m * da, on every element
+        result = _where(m, 0.0, result)  # np.copyto(result, 0, where=m)
+        result = result + np.multiply(_own(m), da)  # result += m * da, on every element
         return Masked(result, m, _fill_of(a, b))
     return call
 
@@ -431,7 +577,7 @@ def _unary(op):
         if not np.ndim(result):
             return np.ma.masked if m is not NOMASK and bool(m) else result
         if m is not NOMASK:
-            result = np.where(m, d, result)
+            result = _where(m, d, result)
         return Masked(result, m, _fill_of(a, None))
     return call
 
@@ -445,7 +591,7 @@ def _power(a, b):
     m = _mask_or(_mask(a), _mask(b))
     fa, fb = _data(a), _data(b)
     with np.errstate(divide="ignore", invalid="ignore"):
-        result = np.where(m, fa, np.power(fa, fb)) if m is not NOMASK else np.power(fa, fb)
+        result = _where(m, fa, np.power(fa, fb)) if m is not NOMASK else np.power(fa, fb)
     fill = _fill_of(a, None)
     invalid = np.logical_not(np.isfinite(result))
     if m is not NOMASK:
@@ -458,7 +604,7 @@ def _power(a, b):
         if m is NOMASK:
             m = invalid
         value = np.ma.default_fill_value(result) if fill is None else fill
-        result = np.where(invalid, np.asarray(value, result.dtype), result)
+        result = _where(invalid, np.asarray(value, result.dtype), result)
     return Masked(result, m, fill) if np.ndim(result) else result
 
 
@@ -478,7 +624,7 @@ def _wrapped_ufunc(ufunc, inputs):
         if np.any(d):
             fills = _ma.ufunc_fills.get(ufunc, like.fill_value)
             fill = fills[-1] if isinstance(fills, tuple) else fills
-            result = np.where(d, np.asarray(fill, result.dtype), result)
+            result = _where(d, np.asarray(fill, result.dtype), result)
             m = m | d
     if np.ndim(result) == 0 and bool(m):
         return np.ma.masked
@@ -518,7 +664,9 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
     if copy:
         data = np.copy(base, order=order or "K")
     elif order in ("C", "F") and np.ndim(base):  # np.array(data, order=...): a copy if needed
-        data = np.ascontiguousarray(base) if order == "C" else np.asfortranarray(base)
+        flags = memory(base).flags  # (np.ascontiguousarray converts: it dispatches on like=)
+        data = base if (flags.c_contiguous if order == "C" else flags.f_contiguous) \
+            else np.copy(base, order=order)
     else:
         data = base
     if mask is NOMASK:
@@ -548,17 +696,22 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
 
 
 def _masked_where(condition, a, copy=True):
+    if type(condition) is Masked or isinstance(condition, np.ma.MaskedArray):
+        condition = condition.filled(True)  # (np.ma.make_mask's)
     cond = condition if wrapped(condition) else np.array(condition, dtype=bool, copy=None)
     cond = cond.astype(bool) if wrapped(cond) else cond
     made = _new(np.ma.MaskedArray, a, copy=copy)
     if np.shape(cond) and np.shape(cond) != made.shape:
         raise IndexError("Inconsistent shape between the condition and the input"
                          f" (got {np.shape(cond)} and {made.shape})")
-    if made._mask is not NOMASK:
-        cond = np.logical_or(cond, made._mask)
-    made._mask = _shrunk(cond)
-    if made._mask is not NOMASK and np.shape(made._mask) != made.shape:
-        made._mask = np.broadcast_to(made._mask, made.shape).copy()
+    if made._mask is NOMASK:
+        made._mask = _shrunk(cond)
+        if made._mask is not NOMASK and np.shape(made._mask) != made.shape:
+            made._mask = np.broadcast_to(made._mask, made.shape).copy()
+    else:  # (MaskedArray.__setmask__) into the mask, shared with a's where not copied
+        made._mask[...] = _shrunk(np.logical_or(cond, made._mask))
+    if not copy and type(a) is Masked and a._mask is NOMASK:
+        a._mask = made._mask  # NumPy's masked_where gives a the new mask too
     return made
 
 
@@ -626,6 +779,7 @@ class _StandIn:
         return getattr(self.original, name)
 
 
+CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__) takes its rule
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
         (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),

@@ -5,13 +5,14 @@ NumPy writes ``numpy.polynomial`` in Python, but its functions are not dispatche
 gradient. The compositions here take NumPy's steps one by one (Horner's and Clenshaw's
 recurrences of ``polyval``, ``chebval``, ``legval``, ``hermval``, ``hermeval``, ``lagval``; the
 recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve of
-``polyutils._fit``; the loops of ``*der`` and ``*int``; the eigenvalues of the companion
-matrices of ``*roots``; the arithmetic ``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and
-``*pow`` line for line, NumPy's in-place updates on copies the differentiation follows), so
-their values are NumPy's bit for
-bit and every step is differentiated by its own rule, in both modes and to every order. They stand in for NumPy's functions by
-name while a differentiation runs (``registry.defroute``), and run NumPy's own when no traced
-value reaches them.
+``polyutils._fit``; the loops of ``*der`` and ``*int``; the companion matrices of
+``*companion`` and their eigenvalues, ``*roots``; the products of lines of ``*fromroots``;
+``*line``; ``*trim``; the 2-d and 3-d ``*val``, ``*grid`` and ``*vander``; the arithmetic
+``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and ``*pow`` line for line, NumPy's in-place
+updates on copies the differentiation follows), so their values are NumPy's bit for bit and
+every step is differentiated by its own rule, in both modes and to every order. They stand in
+for NumPy's functions by name while a differentiation runs (``registry.defroute``), and run
+NumPy's own when no traced value reaches them.
 
 The series classes (``Polynomial``, ``Chebyshev``, ...) follow traced coefficients: their
 constructor keeps them (``Polynomial(c)``), ``p(x)`` evaluates them, at traced points too, and
@@ -35,7 +36,7 @@ from numpy.polynomial._polybase import ABCPolyBase
 
 from ..core.allocation import holds_derivative, lists_as_arrays
 from ..core.errors import MutadError, UnsupportedOperationError
-from ..core.registry import defmethod, defroute
+from ..core.registry import defcomposite, defmethod, defroute
 from ..core.views import wrapped
 from ._helpers import check_fit_data
 
@@ -51,7 +52,8 @@ def _coefficients(c):
 def _points(x, tensor, c):
     """The points and the coefficients shaped against them, as every ``*val`` shapes them."""
     if isinstance(x, (tuple, list)):
-        x = np.asarray(x)
+        [x] = lists_as_arrays([x])  # (NumPy's np.asarray; the array it makes of traced items)
+        x = x if wrapped(x) else np.asarray(x)
     if (isinstance(x, np.ndarray) or wrapped(x)) and tensor:
         c = np.reshape(c, np.shape(c) + (1,) * np.ndim(x))
     return x, c
@@ -390,9 +392,10 @@ def _trimseq(seq):
     return seq[:n]
 
 
-def _as_series(*alist):
-    """``polyutils.as_series(alist)``: each a 1-d copy without trailing zeros (``_trimmed``),
-    all of NumPy's common type (a list holding traced numbers as the array NumPy makes of it)."""
+def _as_series(*alist, trim=True):
+    """``polyutils.as_series(alist, trim)``: each a 1-d copy, without trailing zeros
+    (``_trimseq``) where ``trim``, all of NumPy's common type (a list holding traced numbers as
+    the array NumPy makes of it)."""
     alist = lists_as_arrays(alist)
     arrays = [np.reshape(a, (-1,)) if wrapped(a) and np.ndim(a) == 0 else
               a if wrapped(a) else np.array(a, ndmin=1, copy=None) for a in alist]
@@ -401,7 +404,8 @@ def _as_series(*alist):
             raise ValueError("Coefficient array is empty")
         if np.ndim(a) != 1:
             raise ValueError("Coefficient array is not 1-d")
-    arrays = [_trimseq(a) for a in arrays]
+    if trim:
+        arrays = [_trimseq(a) for a in arrays]
     dtype = np.common_type(*(np.empty(0, np.dtype(a.dtype)) for a in arrays))
     like = next((a for a in arrays if wrapped(a)), None)  # a plain copy beside a traced one
     return [a.astype(dtype) if wrapped(a) else  # is followed: NumPy writes into its copies
@@ -727,29 +731,130 @@ _ROOTS = {  # prefix: (the root of a degree-1 series, the update of the last col
 }
 
 
-def _roots(module, prefix):
+def _companion(module, prefix):
+    """``*companion(c)``: NumPy's companion matrix of unit coefficients, its last column
+    updated by the coefficients' terms as NumPy updates it."""
     linear, update, sign = _ROOTS[prefix]
-    companion = getattr(module, prefix + "companion")
+    original = getattr(module, prefix + "companion")
+    name = f"{original.__module__}.{original.__name__}"  # (as _standing_in keys it)
+    NUMPYS[name] = original
 
+    def companion_matrix(c, trimmed=False):
+        if not trimmed:
+            [c] = _as_series(c)
+            if len(c) < 2:
+                raise ValueError("Series must have maximum degree of at least 1.")
+        if len(c) == 2:
+            return np.reshape(linear(c), (1, 1))
+        n = len(c) - 1
+        unit = np.zeros(n + 1, dtype=c.dtype)
+        unit[-1] = 1
+        base = NUMPYS[name](unit)  # NumPy's, its last column updated by zeros
+        column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
+        # (NumPy updates the column in place: in the companion's dtype, where the update of
+        # float32 coefficients by float64 scales is float64)
+        column = column.astype(base.dtype, copy=False)
+        return np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
+    return companion_matrix
+
+
+def _roots(companion_matrix, prefix):
     def roots(c):
         [c] = _as_series(c)
         if len(c) < 2:
             return np.array([], dtype=c.dtype)
         if len(c) == 2:
-            return np.reshape(linear(c), (1,))
-        n = len(c) - 1
-        unit = np.zeros(n + 1, dtype=c.dtype)
-        unit[-1] = 1
-        base = companion(unit)  # NumPy's, its last column updated by zeros
-        column = base[:, -1] - update(c, n) if sign < 0 else base[:, -1] + update(c, n)
-        # (NumPy updates the column in place: in the companion's dtype, where the update of
-        # float32 coefficients by float64 scales is float64)
-        column = column.astype(base.dtype, copy=False)
-        m = np.concatenate([base[:, :-1], np.reshape(column, (n, 1))], axis=1)
+            return np.reshape(_ROOTS[prefix][0](c), (1,))
+        m = companion_matrix(c, trimmed=True)
         r = np.linalg.eigvals(m if prefix == "poly" else m[::-1, ::-1])
         r.sort()
         return r
     return roots
+
+
+_LINES = {  # prefix: the coefficients of off + scl x
+    "poly": lambda off, scl: [off, scl], "cheb": lambda off, scl: [off, scl],
+    "leg": lambda off, scl: [off, scl], "herm": lambda off, scl: [off, scl / 2],
+    "herme": lambda off, scl: [off, scl], "lag": lambda off, scl: [off + scl, -scl],
+}
+
+
+def _line(prefix):
+    """``*line(off, scl)``: the array NumPy makes of the coefficients (one where scl is 0)."""
+    coefficients = _LINES[prefix]
+
+    def line(off, scl):
+        return np.array(coefficients(off, scl) if scl != 0 else [off], like=_like(off, scl))
+    return line
+
+
+def _like(*values):
+    """A traced value among ``values`` (the ``like=`` of an array mutad makes of them), or
+    None."""
+    return next((v for v in values if wrapped(v)), None)
+
+
+def _fromroots(line_f, mul_f, roots):
+    """``polyutils._fromroots``: the product of the lines of the sorted roots, paired as NumPy
+    pairs them."""
+    if len(roots) == 0:
+        return np.ones(1)
+    [roots] = _as_series(roots, trim=False)
+    roots = np.sort(roots)  # (NumPy sorts its copy in place)
+    p = [line_f(-r, 1) for r in roots]
+    n = len(p)
+    while n > 1:
+        m, r = divmod(n, 2)
+        tmp = [mul_f(p[i], p[i + m]) for i in range(m)]
+        if r:
+            tmp[0] = mul_f(tmp[0], p[-1])
+        p = tmp
+        n = m
+    return p[0]
+
+
+def _trimcoef(c, tol=0):
+    """``polyutils.trimcoef`` (every ``*trim``): the series without its trailing coefficients
+    of magnitude at most ``tol`` (exact zeros of differentiated values refused, ``_trimseq``)."""
+    if tol < 0:
+        raise ValueError("tol must be non-negative")
+    [c] = _as_series(c)
+    [ind] = np.nonzero(np.abs(c) > tol)
+    if len(ind) == 0:
+        return c[:1] * 0
+    return c[:ind[-1] + 1].copy()
+
+
+def _valnd(val_f, c, *args):
+    """``polyutils._valnd`` (``*val2d``, ``*val3d``): ``val_f`` along each ordinate."""
+    args = [a if wrapped(a) else np.asanyarray(a) for a in args]
+    shape0 = np.shape(args[0])
+    if not all(np.shape(a) == shape0 for a in args[1:]):
+        raise ValueError({3: "x, y, z are incompatible", 2: "x, y are incompatible"}.get(
+            len(args), "ordinates are incompatible"))
+    c = val_f(args[0], c)
+    for xi in args[1:]:
+        c = val_f(xi, c, tensor=False)
+    return c
+
+
+def _vander_nd(vander_fs, points, degrees):
+    """``polyutils._vander_nd`` (``*vander2d``, ``*vander3d``): the product of the 1-d
+    pseudo-Vandermonde matrices, each along an axis of its own, of the points as one array."""
+    n_dims = len(vander_fs)
+    if n_dims != len(points):
+        raise ValueError(f"Expected {n_dims} dimensions of sample points, got {len(points)}")
+    if n_dims != len(degrees):
+        raise ValueError(f"Expected {n_dims} dimensions of degrees, got {len(degrees)}")
+    if n_dims == 0:
+        raise ValueError("Unable to guess a dtype or shape when no points are given")
+    [stacked] = lists_as_arrays([tuple(points)])
+    points = tuple(np.asarray(stacked) + 0.0) if not wrapped(stacked) else tuple(stacked + 0.0)
+    result = None
+    for i in range(n_dims):
+        v = vander_fs[i](points[i], degrees[i])[(...,) + _pu._nth_slice(i, n_dims)]
+        result = v if result is None else result * v
+    return result
 
 
 _ARITHMETIC = {  # prefix: its mul, div, pow and mulx
@@ -776,13 +881,22 @@ _KINDS = {  # module: (class, its val, vander, der, int, as NumPy names them)
 }
 
 
+NUMPYS = {}
+"""NumPy's functions the compositions and stand-ins call, by name: not in a closure cell, where
+the allocation mode would swap in the route of the very function (``_swap_cells``: the user's
+``f = polyder`` reaches the stand-in), which calls the stand-in again."""
+
+
 def _standing_in(original, composite):
     """``original``'s stand-in while a differentiation runs: the composition when a value
     carrying a derivative is among the arguments, NumPy's function otherwise."""
+    key = f"{original.__module__}.{original.__name__}"
+    NUMPYS[key] = original
+
     def stand_in(*args, **kwargs):
         if holds_derivative(list(args)) or holds_derivative(list(kwargs.values())):
             return composite(*args, **kwargs)
-        return original(*args, **kwargs)
+        return NUMPYS[key](*args, **kwargs)
     stand_in.__name__ = stand_in.__qualname__ = original.__name__
     stand_in.__doc__ = original.__doc__
     stand_in.__module__ = __name__
@@ -832,14 +946,17 @@ COMPOSITES = {}
 
 for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
     _fit_f = _fitting(_van)
-    _roots_f = _roots(_module, _prefix)
+    _companion_f = _companion(_module, _prefix)
+    _roots_f = _roots(_companion_f, _prefix)
     _mul, _div_f, _pow_f, _mulx = _ARITHMETIC[_prefix]
     for _name, _composite in ((_prefix + "val", _val), (_prefix + "vander", _van),
                               (_prefix + "fit", _fit_f), (_prefix + "der", _der),
                               (_prefix + "int", _int), (_prefix + "roots", _roots_f),
                               (_prefix + "add", _add), (_prefix + "sub", _sub),
                               (_prefix + "mul", _mul), (_prefix + "div", _div_f),
-                              (_prefix + "pow", _pow_f), (_prefix + "mulx", _mulx)):
+                              (_prefix + "pow", _pow_f), (_prefix + "mulx", _mulx),
+                              (_prefix + "companion", _companion_f),
+                              (_prefix + "line", _line(_prefix))):
         _original = getattr(_module, _name)
         COMPOSITES[_original] = _composite
         _standing_in(_original, _composite)
@@ -922,3 +1039,20 @@ def _mapdomain(x, old, new):
 
 
 _standing_in(_pu.mapdomain, _mapdomain)
+for _original, _composite in ((_pu._fromroots, _fromroots), (_pu.trimcoef, _trimcoef),
+                              (_pu._valnd, _valnd), (_pu._vander_nd, _vander_nd)):
+    COMPOSITES[_original] = _composite
+    _standing_in(_original, _composite)
+
+
+# The power series' polyval2d and polygrid2d dispatch on their arguments (NumPy's
+# ``array_function_dispatch``): compositions of polyval, as NumPy computes them.
+
+@defcomposite(_P.polynomial.polyval2d)
+def _polyval2d(x, y, c):
+    return _valnd(polyval, c, x, y)
+
+
+@defcomposite(_P.polynomial.polygrid2d)
+def _polygrid2d(x, y, c):
+    return polyval(y, polyval(x, c))
