@@ -66,3 +66,31 @@ def test_memory_budget_after_a_write_it_cannot_rebuild_changes_no_bit(policy):
     fd = [np.sum(w * (_budget_program(x + eps * e) - _budget_program(x - eps * e))) / (2 * eps)
           for e in np.eye(4).reshape(4, 2, 2)]
     assert np.allclose(got.ravel(), fd, rtol=1e-7)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.median(a, overwrite_input=True) partitions ``a`` in place (NumPy's _median): a program that
+# reads ``a`` afterwards reads NumPy's order, which mutad left as it was.
+
+WEIGHTS = np.arange(24.0).reshape(2, 3, 4)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (1, 2)])
+@pytest.mark.parametrize("layout", ["C", "transposed"])
+def test_median_overwriting_its_input_leaves_numpys_order(axis, layout):
+    def f(t):
+        a = t * 1.0 if layout == "C" else (t.T * 1.0).T  # an F-ordered a: ravel copies it
+        m = np.median(a, axis=axis, overwrite_input=True)
+        return np.sum(m * m) + np.sum(a * WEIGHTS)
+
+    t0 = np.random.default_rng(3).standard_normal((2, 3, 4))
+    t = t0.copy()
+    value, (g,) = mutad.value_and_gradient(f, t)
+    assert np.array_equal(t, t0)
+    assert value.tobytes() == f(t0.copy()).tobytes()
+    y, dy = mutad.jvp(f, (t0.copy(),), (WEIGHTS - 11.5,))
+    assert y.tobytes() == value.tobytes()
+    assert np.isclose(dy, np.sum(g * (WEIGHTS - 11.5)), rtol=1e-12)
+    eps = 1e-6
+    fd = [(f(t0 + eps * e) - f(t0 - eps * e)) / (2 * eps) for e in np.eye(24).reshape(24, 2, 3, 4)]
+    assert np.allclose(g.ravel(), fd, rtol=1e-6, atol=1e-8)

@@ -23,7 +23,8 @@ import numpy as np
 
 from ..core.devices import is_device, namespace, ufunc_at
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import complex_aware, defbatched, defjvp, deflinear, defrule, holomorphic
+from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, deflinear,
+                             defrule, holomorphic)
 from ..core.views import memory, wrapped
 from ._helpers import Template, batch_axes, expand
 
@@ -818,6 +819,34 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     _rule, _jvp = median_rules(_func, _skip_nan)
     defrule(_func, leading=1)(_rule)
     defjvp(_func, leading=1)(_jvp)
+
+
+@defcomposite(np.median)
+def median_overwriting(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """np.median(a, overwrite_input=True) partitions ``a`` in place around its middle (NumPy's
+    _ureduce and _median), and a later read of ``a`` sees that order: the same partition is
+    made here, then the median taken of the partitioned ``a`` (the same values) by the rule."""
+    if not overwrite_input or np.ndim(a) == 0 or not hasattr(a, "partition"):
+        return NotImplemented  # nothing to reorder, or a list (NumPy makes an array of it)
+    part, along, ndim = a, axis, np.ndim(a)
+    if axis is not None:
+        axes = np.lib.array_utils.normalize_axis_tuple(axis, ndim)
+        along = axes[0]
+        if len(axes) > 1:  # _ureduce: the kept axes first, the reduced ones merged last
+            for i, kept in enumerate(sorted(set(range(ndim)) - set(axes))):
+                part = part.swapaxes(i, kept)
+            part = part.reshape(np.shape(part)[:ndim - len(axes)] + (-1,))
+            along = -1
+    size = np.size(part) if along is None else np.shape(part)[along]
+    kth = [size // 2 - 1, size // 2] if size % 2 == 0 else [(size - 1) // 2]
+    if np.issubdtype(part.dtype, np.inexact):
+        kth.append(-1)  # a NaN sorts last, and NumPy looks there
+    if size:
+        if along is None:
+            part.ravel().partition(kth)  # a copy, which nothing reads, where ravel copies
+        else:
+            part.partition(kth, axis=along)
+    return np.median(a, axis=axis, out=out, keepdims=keepdims)
 
 
 # Complex values (facet complex): sums, products and their running forms are
