@@ -69,18 +69,26 @@ def test_memory_budget_after_a_write_it_cannot_rebuild_changes_no_bit(policy):
 
 
 # ----------------------------------------------------------------------------------------------
-# np.median(a, overwrite_input=True) partitions ``a`` in place (NumPy's _median): a program that
-# reads ``a`` afterwards reads NumPy's order, which mutad left as it was.
+# np.median, np.quantile and np.percentile with overwrite_input=True partition ``a`` in place
+# (NumPy's _median and _quantile): a program that reads ``a`` afterwards reads NumPy's order,
+# which mutad left as it was.
 
 WEIGHTS = np.arange(24.0).reshape(2, 3, 4)
+STATISTICS = {
+    "median": lambda a, axis: np.median(a, axis=axis, overwrite_input=True),
+    "quantile": lambda a, axis: np.quantile(a, [0.2, 0.5], axis=axis, overwrite_input=True),
+    "percentile_lower": lambda a, axis: np.percentile(a, 37, axis=axis, overwrite_input=True,
+                                                      method="lower"),
+}
 
 
+@pytest.mark.parametrize("statistic", STATISTICS)
 @pytest.mark.parametrize("axis", [None, 0, -1, (0, 2), (1, 2)])
 @pytest.mark.parametrize("layout", ["C", "transposed"])
-def test_median_overwriting_its_input_leaves_numpys_order(axis, layout):
+def test_statistics_overwriting_their_input_leave_numpys_order(statistic, axis, layout):
     def f(t):
         a = t * 1.0 if layout == "C" else (t.T * 1.0).T  # an F-ordered a: ravel copies it
-        m = np.median(a, axis=axis, overwrite_input=True)
+        m = STATISTICS[statistic](a, axis)
         return np.sum(m * m) + np.sum(a * WEIGHTS)
 
     t0 = np.random.default_rng(3).standard_normal((2, 3, 4))

@@ -757,8 +757,8 @@ class OrderStatistics:
 
 def quantile_rules(func, skip_nan, scale):
     """The rule and forward rule of ``func`` (np.quantile and its kin), whose ``q`` is
-    ``scale`` times a quantile. ``overwrite_input`` only permits NumPy to scramble ``a``: not
-    doing so is always right."""
+    ``scale`` times a quantile. ``overwrite_input``: the composites below reorder ``a`` as
+    NumPy does first (np.median, np.quantile, np.percentile); the NaN-skipping ones leave it."""
 
     def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
              weights=None):
@@ -821,32 +821,76 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     defjvp(_func, leading=1)(_jvp)
 
 
+# With overwrite_input=True NumPy's median, quantile and percentile partition their input in
+# place, and a later read of it sees NumPy's order: the same permutation is written into it
+# first, then the rule takes the statistic of the reordered array (the same values).
+
+def _reduced_by_numpy(a, axis):
+    """The array NumPy's reduction runs on and the axis along which it partitions it: ``a``, or
+    ``a.ravel()`` for axis None, or (_ureduce) for several axes the kept axes first and the
+    reduced ones merged last: each a view of ``a`` or a copy, as NumPy makes it."""
+    if axis is None:
+        return a.ravel(), 0
+    ndim = np.ndim(a)
+    axes = np.lib.array_utils.normalize_axis_tuple(axis, ndim)
+    if len(axes) == 1:
+        return a, axes[0]
+    for i, kept in enumerate(sorted(set(range(ndim)) - set(axes))):
+        a = a.swapaxes(i, kept)
+    return a.reshape(np.shape(a)[:ndim - len(axes)] + (-1,)), -1
+
+
+def _reorder_as_numpy(func, a, axis, settings):
+    """Reorder ``a`` in place as ``func(a, axis=axis, overwrite_input=True, **settings)``
+    leaves it: the permutation NumPy's own call makes of a copy of the values, found by
+    matching their bytes along the axis (tied elements: either, the same bytes)."""
+    part, along = _reduced_by_numpy(a, axis)
+    before = np.array(memory(part))
+    after = before.copy()
+    func(after, axis=along, overwrite_input=True, **settings)
+    size = before.dtype.itemsize
+    keys = (lambda v: v.view(f"u{size}")) if size in (1, 2, 4, 8) else (lambda v: v)
+    order_before = np.argsort(keys(before), axis=along, kind="stable")
+    order_after = np.argsort(keys(after), axis=along, kind="stable")
+    if not np.array_equal(np.take_along_axis(keys(before), order_before, along),
+                          np.take_along_axis(keys(after), order_after, along)):
+        raise UnsupportedOperationError(  # NumPy wrote other values: not a reordering
+            f"np.{func.__name__}(..., overwrite_input=True) of a differentiated array: NumPy "
+            "left other values in it. Pass overwrite_input=False.")
+    permutation = np.empty_like(order_before)
+    np.put_along_axis(permutation, order_after, order_before, axis=along)
+    part[...] = np.take_along_axis(part, permutation, axis=along)
+
+
+def _overwriting(a, overwrite_input):
+    """Whether NumPy's call reorders ``a`` (not a list, of which it makes an array of its own,
+    nor a 0-d array, of one element)."""
+    return overwrite_input and np.ndim(a) > 0 and hasattr(a, "partition")
+
+
 @defcomposite(np.median)
 def median_overwriting(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """np.median(a, overwrite_input=True) partitions ``a`` in place around its middle (NumPy's
-    _ureduce and _median), and a later read of ``a`` sees that order: the same partition is
-    made here, then the median taken of the partitioned ``a`` (the same values) by the rule."""
-    if not overwrite_input or np.ndim(a) == 0 or not hasattr(a, "partition"):
-        return NotImplemented  # nothing to reorder, or a list (NumPy makes an array of it)
-    part, along, ndim = a, axis, np.ndim(a)
-    if axis is not None:
-        axes = np.lib.array_utils.normalize_axis_tuple(axis, ndim)
-        along = axes[0]
-        if len(axes) > 1:  # _ureduce: the kept axes first, the reduced ones merged last
-            for i, kept in enumerate(sorted(set(range(ndim)) - set(axes))):
-                part = part.swapaxes(i, kept)
-            part = part.reshape(np.shape(part)[:ndim - len(axes)] + (-1,))
-            along = -1
-    size = np.size(part) if along is None else np.shape(part)[along]
-    kth = [size // 2 - 1, size // 2] if size % 2 == 0 else [(size - 1) // 2]
-    if np.issubdtype(part.dtype, np.inexact):
-        kth.append(-1)  # a NaN sorts last, and NumPy looks there
-    if size:
-        if along is None:
-            part.ravel().partition(kth)  # a copy, which nothing reads, where ravel copies
-        else:
-            part.partition(kth, axis=along)
+    if not _overwriting(a, overwrite_input):
+        return NotImplemented
+    _reorder_as_numpy(np.median, a, axis, {})
     return np.median(a, axis=axis, out=out, keepdims=keepdims)
+
+
+def _quantile_overwriting(func):
+    def composite(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None, interpolation=None):
+        if not _overwriting(a, overwrite_input) or interpolation is not None:
+            return NotImplemented
+        _reorder_as_numpy(func, a, axis, {"q": np.array(memory(q)), "method": method,
+                                          "weights": None if weights is None
+                                          else np.array(memory(weights))})
+        return func(a, q, axis=axis, out=out, method=method, keepdims=keepdims,
+                    weights=weights)
+    return composite
+
+
+defcomposite(np.quantile)(_quantile_overwriting(np.quantile))
+defcomposite(np.percentile)(_quantile_overwriting(np.percentile))
 
 
 # Complex values (facet complex): sums, products and their running forms are
