@@ -18,6 +18,7 @@ vanishing terms of ``cumprod`` at zeros) run only when the input is traced (``wr
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -757,8 +758,8 @@ class OrderStatistics:
 
 def quantile_rules(func, skip_nan, scale):
     """The rule and forward rule of ``func`` (np.quantile and its kin), whose ``q`` is
-    ``scale`` times a quantile. ``overwrite_input``: the composites below reorder ``a`` as
-    NumPy does first (np.median, np.quantile, np.percentile); the NaN-skipping ones leave it."""
+    ``scale`` times a quantile. ``overwrite_input``: the composites below then leave ``a`` as
+    NumPy does."""
 
     def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
              weights=None):
@@ -821,9 +822,10 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     defjvp(_func, leading=1)(_jvp)
 
 
-# With overwrite_input=True NumPy's median, quantile and percentile partition their input in
-# place, and a later read of it sees NumPy's order: the same permutation is written into it
-# first, then the rule takes the statistic of the reordered array (the same values).
+# With overwrite_input=True NumPy's median, quantile and percentile (and their NaN-skipping
+# forms) partition their input in place (np.nanmedian writes values over its NaNs), and a
+# later read of it sees what NumPy left there: the rule takes the statistic, then the same
+# elements are written into the input.
 
 def _reduced_by_numpy(a, axis):
     """The array NumPy's reduction runs on and the axis along which it partitions it: ``a``, or
@@ -840,26 +842,50 @@ def _reduced_by_numpy(a, axis):
     return a.reshape(np.shape(a)[:ndim - len(axes)] + (-1,)), -1
 
 
-def _reorder_as_numpy(func, a, axis, settings):
-    """Reorder ``a`` in place as ``func(a, axis=axis, overwrite_input=True, **settings)``
-    leaves it: the permutation NumPy's own call makes of a copy of the values, found by
-    matching their bytes along the axis (tied elements: either, the same bytes)."""
-    part, along = _reduced_by_numpy(a, axis)
-    before = np.array(memory(part))
-    after = before.copy()
-    func(after, axis=along, overwrite_input=True, **settings)
+def _sources(before, after):
+    """For each element of ``after`` (a 1-d array of NumPy's), the index of the element of
+    ``before`` whose bytes it holds: equal ones paired in order (so that a reordering is a
+    permutation), an extra copy (np.nanmedian writes the values after a NaN over it) taken
+    from the last of them."""
     size = before.dtype.itemsize
     keys = (lambda v: v.view(f"u{size}")) if size in (1, 2, 4, 8) else (lambda v: v)
-    order_before = np.argsort(keys(before), axis=along, kind="stable")
-    order_after = np.argsort(keys(after), axis=along, kind="stable")
-    if not np.array_equal(np.take_along_axis(keys(before), order_before, along),
-                          np.take_along_axis(keys(after), order_after, along)):
-        raise UnsupportedOperationError(  # NumPy wrote other values: not a reordering
-            f"np.{func.__name__}(..., overwrite_input=True) of a differentiated array: NumPy "
-            "left other values in it. Pass overwrite_input=False.")
-    permutation = np.empty_like(order_before)
-    np.put_along_axis(permutation, order_after, order_before, axis=along)
-    part[...] = np.take_along_axis(part, permutation, axis=along)
+    kb, ka = keys(before), keys(after)
+    ob, oa = np.argsort(kb, kind="stable"), np.argsort(ka, kind="stable")
+    sb, sa = kb[ob], ka[oa]
+    left, right = np.searchsorted(sb, sa, "left"), np.searchsorted(sb, sa, "right")
+    if np.any(left == right):
+        return None
+    rank = np.arange(len(sa)) - np.searchsorted(sa, sa, "left")  # among its equals
+    sources = np.empty(len(sa), np.intp)
+    sources[oa] = ob[left + np.minimum(rank, right - left - 1)]
+    return sources
+
+
+def _reorder_as_numpy(func, a, axis, settings):
+    """Reorder ``a`` in place as ``func(a, axis=axis, overwrite_input=True, **settings)``
+    leaves it: the elements NumPy's own call leaves in a copy of the values, found by their
+    bytes along the axis (tied elements: either, the same bytes), gathered in ``a``."""
+    part, along = _reduced_by_numpy(a, axis)
+    before = np.array(memory(part))
+    if before.size == 0:
+        return
+    after = before.copy()
+    with warnings.catch_warnings():  # NumPy's warnings were the rule's call's to give
+        warnings.simplefilter("ignore")
+        func(after, axis=along, overwrite_input=True, **settings)
+    rows_before = np.moveaxis(before, along, -1).reshape(-1, before.shape[along])
+    rows_after = np.moveaxis(after, along, -1).reshape(rows_before.shape)
+    sources = np.empty(rows_before.shape, np.intp)
+    for i, (row_before, row_after) in enumerate(zip(rows_before, rows_after)):
+        found = _sources(row_before, row_after)
+        if found is None:
+            raise UnsupportedOperationError(
+                f"np.{func.__name__}(..., overwrite_input=True) of a differentiated array: "
+                "NumPy left values in it that were not there. Pass overwrite_input=False.")
+        sources[i] = found
+    moved = np.moveaxis(before, along, -1).shape
+    sources = np.moveaxis(sources.reshape(moved), -1, along)
+    part[...] = np.take_along_axis(part, sources, axis=along)
 
 
 def _overwriting(a, overwrite_input):
@@ -868,12 +894,18 @@ def _overwriting(a, overwrite_input):
     return overwrite_input and np.ndim(a) > 0 and hasattr(a, "partition")
 
 
-@defcomposite(np.median)
-def median_overwriting(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    if not _overwriting(a, overwrite_input):
-        return NotImplemented
-    _reorder_as_numpy(np.median, a, axis, {})
-    return np.median(a, axis=axis, out=out, keepdims=keepdims)
+def _median_overwriting(func):
+    def composite(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        if not _overwriting(a, overwrite_input):
+            return NotImplemented
+        y = func(a, axis=axis, out=out, keepdims=keepdims)
+        _reorder_as_numpy(func, a, axis, {})
+        return y
+    return composite
+
+
+for _func in (np.median, np.nanmedian):
+    defcomposite(_func)(_median_overwriting(_func))
 
 
 def _quantile_overwriting(func):
@@ -881,16 +913,16 @@ def _quantile_overwriting(func):
                   keepdims=False, *, weights=None, interpolation=None):
         if not _overwriting(a, overwrite_input) or interpolation is not None:
             return NotImplemented
+        y = func(a, q, axis=axis, out=out, method=method, keepdims=keepdims, weights=weights)
         _reorder_as_numpy(func, a, axis, {"q": np.array(memory(q)), "method": method,
                                           "weights": None if weights is None
                                           else np.array(memory(weights))})
-        return func(a, q, axis=axis, out=out, method=method, keepdims=keepdims,
-                    weights=weights)
+        return y
     return composite
 
 
-defcomposite(np.quantile)(_quantile_overwriting(np.quantile))
-defcomposite(np.percentile)(_quantile_overwriting(np.percentile))
+for _func in (np.quantile, np.percentile, np.nanquantile, np.nanpercentile):
+    defcomposite(_func)(_quantile_overwriting(_func))
 
 
 # Complex values (facet complex): sums, products and their running forms are
