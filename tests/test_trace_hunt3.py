@@ -111,3 +111,14 @@ def test_statistics_overwriting_their_input_leave_numpys_order(statistic, axis, 
     eps = 1e-6
     fd = [(f(t0 + eps * e) - f(t0 - eps * e)) / (2 * eps) for e in np.eye(24).reshape(24, 2, 3, 4)]
     assert np.allclose(g.ravel(), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_a_replay_of_a_median_overwriting_its_input_reorders_each_call_as_numpy():
+    def f(x):
+        y = x * 1.0
+        return np.median(y, overwrite_input=True) + np.sum(y * np.arange(5.0))
+
+    replayed = mutad.grad(f, replay=True)
+    for x in ([3.0, 1, 2, 5, 4], [1.0, 5, 4, 3, 2], [5.0, 4, 3, 2, 1], [2.0, 3, 1, 5, 4]):
+        x = np.array(x)
+        assert np.array_equal(replayed(x.copy()), mutad.gradient(f, x.copy())[0])

@@ -27,6 +27,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, deflinear,
                              defrule, holomorphic)
 from ..core.views import memory, wrapped
+from ..engines.arraylike import settled
 from ._helpers import Template, batch_axes, expand
 
 
@@ -866,7 +867,9 @@ def _reorder_as_numpy(func, a, axis, settings):
     leaves it: the elements NumPy's own call leaves in a copy of the values, found by their
     bytes along the axis (tied elements: either, the same bytes), gathered in ``a``."""
     part, along = _reduced_by_numpy(a, axis)
-    before = np.array(memory(part))
+    # the elements found from this call's values: a replay recording it traces it each time
+    before = np.array(settled(part, f"np.{func.__name__}(..., overwrite_input=True), whose "
+                                    "reordering of its input depends on its values"))
     if before.size == 0:
         return
     after = before.copy()
