@@ -122,3 +122,17 @@ def test_a_replay_of_a_median_overwriting_its_input_reorders_each_call_as_numpy(
     for x in ([3.0, 1, 2, 5, 4], [1.0, 5, 4, 3, 2], [5.0, 4, 3, 2, 1], [2.0, 3, 1, 5, 4]):
         x = np.array(x)
         assert np.array_equal(replayed(x.copy()), mutad.gradient(f, x.copy())[0])
+
+
+def test_a_constant_overwritten_by_a_quantile_of_a_traced_q_is_left_as_numpy_leaves_it():
+    values = np.array([3.0, 1.0, 2.0, 5.0, 4.0, 0.5, -1.0])
+    expected = values.copy()
+    np.quantile(expected, 0.37, overwrite_input=True)
+    constant = values.copy()
+
+    def f(q):  # constant, made before the differentiation, is read as a constant
+        return np.quantile(constant, q, overwrite_input=True)
+
+    g = mutad.gradient(f, np.array(0.37))[0]
+    assert np.array_equal(constant, expected)
+    assert np.isclose(g, 6 * (2.0 - 1.0))  # (n - 1) times the gap the quantile falls in

@@ -862,16 +862,18 @@ def _sources(before, after):
     return sources
 
 
-def _reorder_as_numpy(func, a, axis, settings):
-    """Reorder ``a`` in place as ``func(a, axis=axis, overwrite_input=True, **settings)``
-    leaves it: the elements NumPy's own call leaves in a copy of the values, found by their
-    bytes along the axis (tied elements: either, the same bytes), gathered in ``a``."""
+def _left_by_numpy(func, a, axis, settings):
+    """What ``func(a, axis=axis, overwrite_input=True, **settings)`` leaves in ``a``: the
+    elements NumPy's own call leaves in a copy of the values, found by their bytes along the
+    axis (tied elements: either, the same bytes). Returns the array NumPy reduces, the axis,
+    the index of each element's source along it, and whether that is a reordering; None for
+    an empty array."""
     part, along = _reduced_by_numpy(a, axis)
     # the elements found from this call's values: a replay recording it traces it each time
     before = np.array(settled(part, f"np.{func.__name__}(..., overwrite_input=True), whose "
                                     "reordering of its input depends on its values"))
     if before.size == 0:
-        return
+        return None
     after = before.copy()
     with warnings.catch_warnings():  # NumPy's warnings were the rule's call's to give
         warnings.simplefilter("ignore")
@@ -886,24 +888,39 @@ def _reorder_as_numpy(func, a, axis, settings):
                 f"np.{func.__name__}(..., overwrite_input=True) of a differentiated array: "
                 "NumPy left values in it that were not there. Pass overwrite_input=False.")
         sources[i] = found
+    reorders = bool(np.all(np.sort(sources, axis=-1) == np.arange(sources.shape[-1])))
     moved = np.moveaxis(before, along, -1).shape
-    sources = np.moveaxis(sources.reshape(moved), -1, along)
-    part[...] = np.take_along_axis(part, sources, axis=along)
+    return part, along, np.moveaxis(sources.reshape(moved), -1, along), reorders
 
 
 def _overwriting(a, overwrite_input):
-    """Whether NumPy's call reorders ``a`` (not a list, of which it makes an array of its own,
-    nor a 0-d array, of one element)."""
+    """Whether NumPy's call writes into ``a`` (not a list, of which it makes an array of its
+    own, nor a 0-d array, of one element)."""
     return overwrite_input and np.ndim(a) > 0 and hasattr(a, "partition")
+
+
+def _overwritten(func, a, axis, settings, statistic):
+    """``statistic()``, the rule's value, with ``a`` left as NumPy's call leaves it: reordered
+    first (the same values: an array the rule reads as a constant is then not written after),
+    or, where NumPy writes values over others (np.nanmedian over its NaNs), after it."""
+    left = _left_by_numpy(func, a, axis, settings)
+    if left is None:
+        return statistic()
+    part, along, sources, reorders = left
+    if reorders:
+        part[...] = np.take_along_axis(part, sources, axis=along)
+        return statistic()
+    y = statistic()
+    part[...] = np.take_along_axis(part, sources, axis=along)
+    return y
 
 
 def _median_overwriting(func):
     def composite(a, axis=None, out=None, overwrite_input=False, keepdims=False):
         if not _overwriting(a, overwrite_input):
             return NotImplemented
-        y = func(a, axis=axis, out=out, keepdims=keepdims)
-        _reorder_as_numpy(func, a, axis, {})
-        return y
+        return _overwritten(func, a, axis, {},
+                            lambda: func(a, axis=axis, out=out, keepdims=keepdims))
     return composite
 
 
@@ -916,11 +933,10 @@ def _quantile_overwriting(func):
                   keepdims=False, *, weights=None, interpolation=None):
         if not _overwriting(a, overwrite_input) or interpolation is not None:
             return NotImplemented
-        y = func(a, q, axis=axis, out=out, method=method, keepdims=keepdims, weights=weights)
-        _reorder_as_numpy(func, a, axis, {"q": np.array(memory(q)), "method": method,
-                                          "weights": None if weights is None
-                                          else np.array(memory(weights))})
-        return y
+        settings = {"q": np.array(memory(q)), "method": method,
+                    "weights": None if weights is None else np.array(memory(weights))}
+        return _overwritten(func, a, axis, settings, lambda: func(
+            a, q, axis=axis, out=out, method=method, keepdims=keepdims, weights=weights))
     return composite
 
 
