@@ -85,13 +85,10 @@ FAILING_ON_MAIN = {
 CI_FEATURES = tuple(f for f in FEATURES if f not in FAILING_ON_MAIN)
 """The classes CI's random programs use: those whose bugs are fixed on this branch."""
 
-KNOWN_BUGS = {
+KNOWN_BUGS: dict[str, str] = {
     # statements CI's programs leave out (``programs(avoid=...)``) until mutad's fix lands;
-    # the soak draws them unless told not to (delete the line when the fix lands)
-    "element_overflow": "an element overflowed to inf (x[0] *= 1e300 twice), then a product "
-                        "reads the array: under memory=0 the gradient there is NaN where "
-                        "without a budget it is -inf (tests/test_programs.py, "
-                        "test_an_overflowed_element_under_a_budget)",
+    # the soak draws them unless told not to (delete the line when the fix lands), e.g.
+    # "element_overflow": "an element overflowed to inf (x[0] *= 1e300 twice), ...",
 }
 
 KINK_MARGIN = 0.02

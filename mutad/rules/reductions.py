@@ -18,13 +18,16 @@ vanishing terms of ``cumprod`` at zeros) run only when the input is traced (``wr
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
 from ..core.devices import is_device, namespace, ufunc_at
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import complex_aware, defbatched, defjvp, deflinear, defrule, holomorphic
+from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, deflinear,
+                             defrule, holomorphic)
 from ..core.views import memory, wrapped
+from ..engines.arraylike import settled
 from ._helpers import Template, batch_axes, expand
 
 
@@ -756,8 +759,8 @@ class OrderStatistics:
 
 def quantile_rules(func, skip_nan, scale):
     """The rule and forward rule of ``func`` (np.quantile and its kin), whose ``q`` is
-    ``scale`` times a quantile. ``overwrite_input`` only permits NumPy to scramble ``a``: not
-    doing so is always right."""
+    ``scale`` times a quantile. ``overwrite_input``: the composites below then leave ``a`` as
+    NumPy does."""
 
     def rule(a, q, axis=None, overwrite_input=False, method="linear", keepdims=False,
              weights=None):
@@ -818,6 +821,127 @@ for _func, _skip_nan in ((np.median, False), (np.nanmedian, True)):
     _rule, _jvp = median_rules(_func, _skip_nan)
     defrule(_func, leading=1)(_rule)
     defjvp(_func, leading=1)(_jvp)
+
+
+# With overwrite_input=True NumPy's median, quantile and percentile (and their NaN-skipping
+# forms) partition their input in place (np.nanmedian writes values over its NaNs), and a
+# later read of it sees what NumPy left there: the rule takes the statistic, then the same
+# elements are written into the input.
+
+def _reduced_by_numpy(a, axis):
+    """The array NumPy's reduction runs on and the axis along which it partitions it: ``a``, or
+    ``a.ravel()`` for axis None, or (_ureduce) for several axes the kept axes first and the
+    reduced ones merged last: each a view of ``a`` or a copy, as NumPy makes it."""
+    if axis is None:
+        return a.ravel(), 0
+    ndim = np.ndim(a)
+    axes = np.lib.array_utils.normalize_axis_tuple(axis, ndim)
+    if len(axes) == 1:
+        return a, axes[0]
+    for i, kept in enumerate(sorted(set(range(ndim)) - set(axes))):
+        a = a.swapaxes(i, kept)
+    return a.reshape(np.shape(a)[:ndim - len(axes)] + (-1,)), -1
+
+
+def _sources(before, after):
+    """For each element of ``after`` (a 1-d array of NumPy's), the index of the element of
+    ``before`` whose bytes it holds: equal ones paired in order (so that a reordering is a
+    permutation), an extra copy (np.nanmedian writes the values after a NaN over it) taken
+    from the last of them."""
+    size = before.dtype.itemsize
+    keys = (lambda v: v.view(f"u{size}")) if size in (1, 2, 4, 8) else (lambda v: v)
+    kb, ka = keys(before), keys(after)
+    ob, oa = np.argsort(kb, kind="stable"), np.argsort(ka, kind="stable")
+    sb, sa = kb[ob], ka[oa]
+    left, right = np.searchsorted(sb, sa, "left"), np.searchsorted(sb, sa, "right")
+    if np.any(left == right):
+        return None
+    rank = np.arange(len(sa)) - np.searchsorted(sa, sa, "left")  # among its equals
+    sources = np.empty(len(sa), np.intp)
+    sources[oa] = ob[left + np.minimum(rank, right - left - 1)]
+    return sources
+
+
+def _left_by_numpy(func, a, axis, settings):
+    """What ``func(a, axis=axis, overwrite_input=True, **settings)`` leaves in ``a``: the
+    elements NumPy's own call leaves in a copy of the values, found by their bytes along the
+    axis (tied elements: either, the same bytes). Returns the array NumPy reduces, the axis,
+    the index of each element's source along it, and whether that is a reordering; None for
+    an empty array."""
+    part, along = _reduced_by_numpy(a, axis)
+    # the elements found from this call's values: a replay recording it traces it each time
+    before = np.array(settled(part, f"np.{func.__name__}(..., overwrite_input=True), whose "
+                                    "reordering of its input depends on its values"))
+    if before.size == 0:
+        return None
+    after = before.copy()
+    with warnings.catch_warnings():  # NumPy's warnings were the rule's call's to give
+        warnings.simplefilter("ignore")
+        func(after, axis=along, overwrite_input=True, **settings)
+    rows_before = np.moveaxis(before, along, -1).reshape(-1, before.shape[along])
+    rows_after = np.moveaxis(after, along, -1).reshape(rows_before.shape)
+    sources = np.empty(rows_before.shape, np.intp)
+    for i, (row_before, row_after) in enumerate(zip(rows_before, rows_after)):
+        found = _sources(row_before, row_after)
+        if found is None:
+            raise UnsupportedOperationError(
+                f"np.{func.__name__}(..., overwrite_input=True) of a differentiated array: "
+                "NumPy left values in it that were not there. Pass overwrite_input=False.")
+        sources[i] = found
+    reorders = bool(np.all(np.sort(sources, axis=-1) == np.arange(sources.shape[-1])))
+    moved = np.moveaxis(before, along, -1).shape
+    return part, along, np.moveaxis(sources.reshape(moved), -1, along), reorders
+
+
+def _overwriting(a, overwrite_input):
+    """Whether NumPy's call writes into ``a`` (not a list, of which it makes an array of its
+    own, nor a 0-d array, of one element)."""
+    return overwrite_input and np.ndim(a) > 0 and hasattr(a, "partition")
+
+
+def _overwritten(func, a, axis, settings, statistic):
+    """``statistic()``, the rule's value, with ``a`` left as NumPy's call leaves it: reordered
+    first (the same values: an array the rule reads as a constant is then not written after),
+    or, where NumPy writes values over others (np.nanmedian over its NaNs), after it."""
+    left = _left_by_numpy(func, a, axis, settings)
+    if left is None:
+        return statistic()
+    part, along, sources, reorders = left
+    if reorders:
+        part[...] = np.take_along_axis(part, sources, axis=along)
+        return statistic()
+    y = statistic()
+    part[...] = np.take_along_axis(part, sources, axis=along)
+    return y
+
+
+def _median_overwriting(func):
+    def composite(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+        if not _overwriting(a, overwrite_input):
+            return NotImplemented
+        return _overwritten(func, a, axis, {},
+                            lambda: func(a, axis=axis, out=out, keepdims=keepdims))
+    return composite
+
+
+for _func in (np.median, np.nanmedian):
+    defcomposite(_func)(_median_overwriting(_func))
+
+
+def _quantile_overwriting(func):
+    def composite(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=False, *, weights=None, interpolation=None):
+        if not _overwriting(a, overwrite_input) or interpolation is not None:
+            return NotImplemented
+        settings = {"q": np.array(memory(q)), "method": method,
+                    "weights": None if weights is None else np.array(memory(weights))}
+        return _overwritten(func, a, axis, settings, lambda: func(
+            a, q, axis=axis, out=out, method=method, keepdims=keepdims, weights=weights))
+    return composite
+
+
+for _func in (np.quantile, np.percentile, np.nanquantile, np.nanpercentile):
+    defcomposite(_func)(_quantile_overwriting(_func))
 
 
 # Complex values (facet complex): sums, products and their running forms are

@@ -162,6 +162,16 @@ def _huber_dr(y, delta, r, quadratic):
     return np.where(quadratic, r, delta * np.sign(r))
 
 
+def _expn_dx(y, n, x):
+    """E_n' = -E_(n-1), n truncated to an integer as SciPy's expn does; SciPy has no E_-1 (NaN),
+    so E_0 = e^-x / x takes its own derivative, -e^-x (1 + x) / x², written in ufuncs so that
+    its derivative, the second of E_1, follows (the other branch reads x = 1, where it is
+    finite, so that its derivatives are too)."""
+    first = np.trunc(n) == 0
+    x0 = np.where(first, x, 1.0)
+    return np.where(first, -np.exp(-x0) * (1.0 + x0) / (x0 * x0), -expn(n - 1, x))
+
+
 def _pseudo_huber_root(delta, r):
     return np.sqrt(1.0 + (r / delta) ** 2)
 
@@ -516,7 +526,7 @@ elementwise(inv_boxcox1p, lambda x, y, lmbda: _inv_boxcox_dy(x + 1.0, y, lmbda),
 elementwise(exprel,    _exprel_derivative)
 elementwise(exp1,      lambda y, x: -np.exp(-x) / x)
 elementwise(expi,      lambda y, x: np.exp(x) / x)
-elementwise(expn,      None, lambda y, n, x: -expn(n - 1, x))
+elementwise(expn,      None, _expn_dx)
 elementwise(exp10,     lambda y, x: math.log(10.0) * y,                                uses="y")
 elementwise(exp2,      lambda y, x: math.log(2.0) * y,                                 uses="y")
 elementwise(cbrt,      lambda y, x: 1.0 / (3.0 * y * y),                               uses="y")
