@@ -138,6 +138,11 @@ FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
 
+WRITTEN_OUT = frozenset((np.save, np.savez, np.savez_compressed, np.savetxt))
+"""NumPy's functions that write values to a file: a replay would write the new values, but
+what ``f`` does with the file after (reads it back: ``buffer.getvalue()``, ``open(path)``)
+is Python's, which it does not run. A recording that writes traced values is refused."""
+
 
 class GuardFailed(Exception):
     """A decision the recorded program depends on went the other way on this call."""
@@ -2868,6 +2873,10 @@ class Recorder:
                         "values into an array the program reads afterwards (a decision)")
             return function(*plain(args), **plain(kwargs))
         depends = self.depends((*args, kwargs))
+        if depends and function in WRITTEN_OUT:
+            self.refuse(f"np.{function.__name__} of traced values: a replay writes them again, "
+                        "but what f reads back of the file it runs as recorded")
+            return function(*plain(args), **plain(kwargs))
         y = self.derive(self._run(function, *plain(args), **plain(kwargs)), depends)
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                self.outputs(y, depends)))

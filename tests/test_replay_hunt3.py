@@ -1,0 +1,81 @@
+"""Replays that answered as the recorded call where a decision went otherwise: more programs
+whose replaying function is called on inputs that flip one decision the replay did not guard,
+each call compared with a traced one, bit for bit, and the caller's bytes."""
+
+import io
+
+import numpy as np
+import pytest
+
+from test_replay import replayed_like_traced
+
+
+def flips(*rows):
+    return [(np.array(row, dtype=float),) for row in rows]
+
+
+# ----------------------------------------------------------------------------------------------
+# Values f writes out and reads back
+
+
+def _text_read_back(x):
+    buffer = io.StringIO()
+    np.savetxt(buffer, x)
+    return (x * np.array([float(t) for t in buffer.getvalue().split()])).sum()
+
+
+def _length_of_text(x):
+    buffer = io.StringIO()
+    np.savetxt(buffer, x)
+    return x.sum() * len(buffer.getvalue())
+
+
+def _bytes_read_back(x):
+    buffer = io.BytesIO()
+    np.save(buffer, x)
+    return (x * np.frombuffer(buffer.getvalue()[-x.nbytes:])).sum()
+
+
+def _archive_read_back(x):
+    buffer = io.BytesIO()
+    np.savez(buffer, x=x)
+    return x.sum() * len(buffer.getvalue()) + x[0] * (b"\x00\x00\x1c@" in buffer.getvalue())
+
+
+def _file_read_back(x, path):
+    np.savetxt(path, x)
+    with open(path) as file:
+        return (x * np.array([float(t) for t in file.read().split()])).sum()
+
+
+WRITTEN = {"np.savetxt, read back": _text_read_back, "np.savetxt, its length": _length_of_text,
+           "np.save, read back": _bytes_read_back, "np.savez, read back": _archive_read_back,
+           "np.savetxt to a path, read back": _file_read_back}
+
+
+@pytest.mark.parametrize("name", WRITTEN)
+def test_values_f_writes_to_a_file_and_reads_back_are_not_replayed(name, tmp_path):
+    """np.savetxt(buffer, x) and f reads the buffer (or the file) back: the replay ran
+    savetxt again into the recorded call's buffer, and answered with what f had read back in
+    the recorded call (the value for 1.5 on a call with 7.0; the length of "0.0..." where
+    f wrote "-0.0...")."""
+    f = WRITTEN[name]
+    if f is _file_read_back:
+        path = str(tmp_path / "values.txt")
+        f = (lambda write: lambda x: write(x, path))(f)
+    replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0], [-0.0, 2.0],
+                                              [0.0, 2.0], [1.5, 2.0]))
+    assert "writes" in "".join(replaying.reasons.values())
+
+
+def test_values_f_writes_to_a_file_it_does_not_read_are_written_on_each_call(tmp_path):
+    """The file holds what the last call wrote, whether that call replayed or traced."""
+    path = tmp_path / "values.txt"
+
+    def f(x):
+        np.savetxt(path, x * 2.0)
+        return (x * x).sum()
+
+    replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0]))
+    replaying(np.array([3.0, 4.0]))
+    assert np.loadtxt(path).tolist() == [6.0, 8.0]
