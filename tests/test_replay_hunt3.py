@@ -3,10 +3,13 @@ whose replaying function is called on inputs that flip one decision the replay d
 each call compared with a traced one, bit for bit, and the caller's bytes."""
 
 import io
+import random
+import tempfile
 
 import numpy as np
 import pytest
 
+import mutad
 from test_replay import replayed_like_traced
 
 
@@ -79,3 +82,28 @@ def test_values_f_writes_to_a_file_it_does_not_read_are_written_on_each_call(tmp
     replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0]))
     replaying(np.array([3.0, 4.0]))
     assert np.loadtxt(path).tolist() == [6.0, 8.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Fresh entropy
+
+
+@pytest.mark.parametrize("draw", [
+    lambda: random.Random().random(),
+    lambda: (lambda r: (r.seed(), r.random())[1])(random.Random(3)),
+    lambda: len(tempfile._RandomNameSequence().__next__()) * random.Random().random(),
+], ids=["Random()", "Random.seed()", "a temporary name's generator"])
+def test_a_python_generator_seeded_from_fresh_entropy_in_f_traces_the_call(draw):
+    """random.Random() in f seeds itself from the operating system's entropy in C, which no
+    function os or random exposes counted: a replay reused the recorded call's numbers."""
+    replaying = mutad.value_and_grad(lambda x: (x * (1.0 + draw())).sum(), replay=True)
+    values = {replaying(np.ones(2))[0] for _ in range(4)}
+    assert len(values) == 4
+    assert "fresh entropy" in "".join(replaying.reasons.values())
+
+
+def test_a_python_generator_seeded_from_a_number_replays():
+    """random.Random(5) gives the same numbers on every call: replayed, not traced."""
+    replaying = replayed_like_traced(lambda x: (x * random.Random(5).random()).sum(),
+                                     flips([1.0, 2.0], [1.0, 2.0], [3.0, 2.0]))
+    assert not replaying.reasons

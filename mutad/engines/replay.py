@@ -4284,10 +4284,10 @@ class FreshEntropy:
     """Counts, while some recording runs, the draws of fresh entropy: the generators NumPy
     seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
     seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
-    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``):
-    a recording during which one was would replay its numbers. Installed by the first
-    recording that starts and removed by the last that ends; a draw made by another thread
-    meanwhile counts too (that signature is traced)."""
+    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``,
+    ``random.Random()`` without a seed): a recording during which one was would replay its
+    numbers. Installed by the first recording that starts and removed by the last that ends;
+    a draw made by another thread meanwhile counts too (that signature is traced)."""
 
     lock = threading.Lock()
     users = 0
@@ -4299,11 +4299,12 @@ class FreshEntropy:
         with cls.lock:
             if cls.users == 0:
                 for module, name in ((np.random.bit_generator, "randbits"), (os, "urandom"),
-                                     (random, "_urandom")):
+                                     (random, "_urandom"), (random.Random, "seed")):
                     draw = getattr(module, name, None)
                     if draw is not None:
                         cls.originals.append((module, name, draw))
-                        setattr(module, name, cls._counted(draw))
+                        setattr(module, name, (cls._seeded if module is random.Random
+                                               else cls._counted)(draw))
             cls.users += 1
             self.before = cls.count
         return self
@@ -4314,6 +4315,16 @@ class FreshEntropy:
             cls.count += 1
             return draw(*args)
         return counted
+
+    @classmethod
+    def _seeded(cls, seed):
+        """``random.Random.seed``, counted where it seeds from fresh entropy (``Random()``,
+        ``r.seed()``: CPython's C code reads the operating system's bytes itself)."""
+        def seeded(self, a=None, *args, **kwargs):
+            if a is None:
+                cls.count += 1
+            return seed(self, a, *args, **kwargs)
+        return seeded
 
     def __exit__(self, *exc):
         cls = type(self)
