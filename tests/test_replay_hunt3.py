@@ -3,6 +3,7 @@ whose replaying function is called on inputs that flip one decision the replay d
 each call compared with a traced one, bit for bit, and the caller's bytes."""
 
 import io
+import os
 import random
 import tempfile
 
@@ -92,10 +93,12 @@ def test_values_f_writes_to_a_file_it_does_not_read_are_written_on_each_call(tmp
     lambda: random.Random().random(),
     lambda: (lambda r: (r.seed(), r.random())[1])(random.Random(3)),
     lambda: len(tempfile._RandomNameSequence().__next__()) * random.Random().random(),
-], ids=["Random()", "Random.seed()", "a temporary name's generator"])
+    lambda: int.from_bytes(os.getrandom(8), "little") / 2.0 ** 64,
+], ids=["Random()", "Random.seed()", "a temporary name's generator", "os.getrandom"])
 def test_a_python_generator_seeded_from_fresh_entropy_in_f_traces_the_call(draw):
     """random.Random() in f seeds itself from the operating system's entropy in C, which no
-    function os or random exposes counted: a replay reused the recorded call's numbers."""
+    function os or random exposes counted, and os.getrandom is os.urandom's twin: a replay
+    reused the recorded call's numbers."""
     replaying = mutad.value_and_grad(lambda x: (x * (1.0 + draw())).sum(), replay=True)
     values = {replaying(np.ones(2))[0] for _ in range(4)}
     assert len(values) == 4

@@ -4284,8 +4284,8 @@ class FreshEntropy:
     """Counts, while some recording runs, the draws of fresh entropy: the generators NumPy
     seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
     seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
-    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``,
-    ``random.Random()`` without a seed): a recording during which one was would replay its
+    library draws (``os.urandom``, ``os.getrandom``, ``secrets``, ``uuid.uuid4()``,
+    ``random.SystemRandom``, ``random.Random()`` without a seed): a recording during which one was would replay its
     numbers. Installed by the first recording that starts and removed by the last that ends;
     a draw made by another thread meanwhile counts too (that signature is traced)."""
 
@@ -4299,7 +4299,8 @@ class FreshEntropy:
         with cls.lock:
             if cls.users == 0:
                 for module, name in ((np.random.bit_generator, "randbits"), (os, "urandom"),
-                                     (random, "_urandom"), (random.Random, "seed")):
+                                     (os, "getrandom"), (random, "_urandom"),
+                                     (random.Random, "seed")):
                     draw = getattr(module, name, None)
                     if draw is not None:
                         cls.originals.append((module, name, draw))
