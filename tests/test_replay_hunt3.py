@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import mutad
-from test_replay import replayed_like_traced
+from test_replay import replayed_like_traced, same
 
 
 def flips(*rows):
@@ -110,3 +110,35 @@ def test_a_python_generator_seeded_from_a_number_replays():
     replaying = replayed_like_traced(lambda x: (x * random.Random(5).random()).sum(),
                                      flips([1.0, 2.0], [1.0, 2.0], [3.0, 2.0]))
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# What f reaches besides its arguments
+
+
+SETTINGS = {"scale": 1.0}
+VIEWS = {"values": SETTINGS.values(), "items": SETTINGS.items(), "keys": SETTINGS.keys()}
+
+
+@pytest.mark.parametrize("view", VIEWS)
+def test_the_dict_a_view_f_reaches_shows_is_what_f_reaches(view):
+    """SETTINGS.values() held in a global, which f reads: the walk stopped at the view, so a
+    replay answered with the recorded scale after the caller set another (or added a key)."""
+    shown = VIEWS[view]
+
+    def f(x):
+        if view == "keys":
+            return x.sum() * len(shown)
+        return x.sum() * (next(iter(shown)) if view == "values" else dict(shown)["scale"])
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    try:
+        for step in range(6):
+            if step == 3:
+                SETTINGS["scale"] = 3.0
+                SETTINGS["offset"] = 0.5
+            assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
+    finally:
+        SETTINGS.clear()
+        SETTINGS["scale"] = 1.0

@@ -3903,6 +3903,9 @@ def _reach_into(x, work, arrays, names, walk, large):
             work.append(referent)
     elif kind is contextvars.ContextVar:  # its value in the caller's context (SCALE.get())
         work.append(x.get(None))
+    elif isinstance(x, collections.abc.MappingView):  # d.values(): the mapping it shows
+        mapping = getattr(x, "_mapping", _APART)  # (a view of collections.abc's; dict's
+        work.append(gc.get_referents(x)[0] if mapping is _APART else mapping)  # hides it)
     elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
         # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
