@@ -2,6 +2,7 @@
 whose replaying function is called on inputs that flip one decision the replay did not guard,
 each call compared with a traced one, bit for bit, and the caller's bytes."""
 
+import ctypes
 import io
 import os
 import random
@@ -142,3 +143,71 @@ def test_the_dict_a_view_f_reaches_shows_is_what_f_reaches(view):
     finally:
         SETTINGS.clear()
         SETTINGS["scale"] = 1.0
+
+
+class Lookup(type):
+    def __getattr__(cls, name):
+        if name not in LOOKED_UP:
+            raise AttributeError(name)
+        return LOOKED_UP[name]
+
+
+LOOKED_UP = {"scale": 1.0}
+
+
+class Looked(metaclass=Lookup):
+    pass
+
+
+def test_a_metaclass_special_method_is_what_f_reaches():
+    """Looked.scale, found through its metaclass's __getattr__ in a dict: the walk held the
+    metaclass's namespace but not what its __getattr__ reads, so a replay answered with the
+    recorded scale after the caller set another."""
+    replaying = mutad.value_and_grad(lambda x: (x * Looked.scale).sum(), replay=True)
+    x = np.array([1.0, 2.0])
+    try:
+        for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+            LOOKED_UP["scale"] = scale
+            value, grad = replaying(x)
+            assert value == 3.0 * scale and grad.tolist() == [scale, scale]
+    finally:
+        LOOKED_UP["scale"] = 1.0
+
+
+class Pair(ctypes.Structure):
+    _fields_ = [("scale", ctypes.c_double), ("count", ctypes.c_int)]
+
+
+SHARED = {"double": ctypes.c_double(1.0), "array": (ctypes.c_double * 2)(1.0, 2.0),
+          "structure": Pair(1.0, 1)}
+
+
+@pytest.mark.parametrize("kind", SHARED)
+def test_memory_of_ctypes_f_reaches_is_compared_by_its_bytes(kind):
+    """A ctypes value f reads (memory a C library shares, say), changed by the caller between
+    calls: the walk did not compare its bytes, so a replay answered with the recorded one."""
+    held = SHARED[kind]
+    read = {"double": lambda: held.value, "array": lambda: held[0],
+            "structure": lambda: held.scale * held.count}[kind]
+    replaying = mutad.value_and_grad(lambda x: (x * read()).sum(), replay=True)
+    x = np.array([1.0, 2.0])
+    for step in range(6):
+        if step == 3:
+            if kind == "array":
+                held[0] = 3.0
+            else:
+                setattr(held, "value" if kind == "double" else "scale", 3.0)
+        scale = read()
+        value, grad = replaying(x)
+        assert value == 3.0 * scale and grad.tolist() == [scale, scale]
+
+
+def test_a_ctypes_pointer_f_reaches_traces_the_call():
+    """What a pointer points to is memory the walk cannot tell the extent of: traced."""
+    target = ctypes.c_double(1.0)
+    pointer = ctypes.pointer(target)
+    replaying = mutad.value_and_grad(lambda x: (x * pointer.contents.value).sum(), replay=True)
+    for scale in (1.0, 1.0, 3.0):
+        target.value = scale
+        assert replaying(np.array([1.0, 2.0]))[0] == 3.0 * scale
+    assert "pointer" in "".join(replaying.reasons.values())

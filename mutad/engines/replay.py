@@ -69,6 +69,7 @@ import collections
 import collections.abc
 import contextlib
 import contextvars
+import ctypes
 import dis
 import functools
 import gc
@@ -3550,7 +3551,8 @@ def reach(f, kinds=(), kept=None):
     ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
     rule attached to a function), the attributes of an array of a subclass (a masked array's
-    mask), and the bytes of a record (``np.void``) that views an array's. ``objects`` are
+    mask), the bytes of a record (``np.void``) that views an array's and of a ctypes value,
+    the mapping a dict view shows, a metaclass's special methods. ``objects`` are
     compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
@@ -3790,6 +3792,11 @@ def _too_large(what):
             "by one on every call): pass it as an argument, or as an array")
 
 
+_CTYPES = ctypes._SimpleCData.__base__
+"""The base class of ctypes' values, arrays and structures (``_ctypes._CData``)."""
+
+_CTYPES_POINTERS = (ctypes._Pointer, ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_void_p)
+
 _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
                                  collections.OrderedDict, collections.defaultdict))
 
@@ -3856,7 +3863,11 @@ def _reach_into(x, work, arrays, names, walk, large):
                 work.extend(x.ravel().tolist())
         if kind is not np.ndarray:  # and a subclass's attributes (a masked array's mask)
             _reach_object(x, kind, work, walk)
-    elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
+    elif isinstance(x, _CTYPES_POINTERS):  # (what it points to has no extent to compare)
+        large.append(f"f reaches a ctypes pointer ({kind.__name__}): what it points to a "
+                     "replay cannot compare; pass what f reads through it as an argument")
+    elif kind in (bytearray, memoryview) or kind.__module__ == "array" or isinstance(
+            x, _CTYPES):  # mutable bytes (a ctypes value: memory a C library may share)
         try:
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
                           else np.asarray(x))
@@ -3895,6 +3906,7 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
         _hold_class(x, walk)
+        work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
     elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
