@@ -211,3 +211,24 @@ def test_a_ctypes_pointer_f_reaches_traces_the_call():
         target.value = scale
         assert replaying(np.array([1.0, 2.0]))[0] == 3.0 * scale
     assert "pointer" in "".join(replaying.reasons.values())
+
+
+UNITS = {"scale": 1.0}
+SCALED = np.frompyfunc(lambda v: v * UNITS["scale"], 1, 1)
+
+
+def test_the_function_a_ufunc_of_frompyfunc_calls_is_what_f_reaches():
+    """SCALED = np.frompyfunc(lambda v: v * UNITS["scale"], 1, 1), which f calls: the ufunc
+    holds its Python function in C, where the walk did not look, so a replay answered with
+    the recorded scale after the caller set another."""
+    def f(x):
+        return x.sum() * float(SCALED(2.0))
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([1.0, 2.0])
+    try:
+        for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+            UNITS["scale"] = scale
+            assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
+    finally:
+        UNITS["scale"] = 1.0

@@ -3966,11 +3966,14 @@ def _reach_object(x, kind, work, walk):
 
 def _library_state(x):
     """What ``reach`` reads of an object of NumPy's, SciPy's or mutad's: the values in its
-    ``__dict__`` and ``__slots__`` that a program computes with (``_computed_with``)."""
+    ``__dict__`` and ``__slots__`` that a program computes with (``_computed_with``), and the
+    function of a ufunc ``np.frompyfunc`` made."""
     namespace = getattr(x, "__dict__", None)
     held = [*namespace.values()] if type(namespace) is dict else []
     held += [getattr(x, name) for cls in type(x).__mro__ for name in _slot_names(cls)
              if hasattr(x, name)]
+    if type(x) is np.ufunc:  # np.frompyfunc's: the Python function it calls, held in C
+        held += [v for v in gc.get_referents(x) if type(v) is types.FunctionType]
     return tuple(v for v in held if _computed_with(v))
 
 
