@@ -4,8 +4,10 @@ each call compared with a traced one, bit for bit, and the caller's bytes."""
 
 import ctypes
 import io
+import mmap
 import os
 import random
+import struct
 import tempfile
 
 import numpy as np
@@ -232,3 +234,19 @@ def test_the_function_a_ufunc_of_frompyfunc_calls_is_what_f_reaches():
             assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
     finally:
         UNITS["scale"] = 1.0
+
+
+def test_an_mmap_f_reaches_is_compared_by_its_bytes():
+    """struct.unpack of an mmap f reads (memory another process may write): the walk did not
+    compare its bytes, so a replay answered with the recorded value."""
+    shared = mmap.mmap(-1, 8)
+    shared[:] = struct.pack("d", 1.0)
+
+    def f(x):
+        return x.sum() * struct.unpack("d", shared[:8])[0]
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for step in range(5):
+        if step == 3:
+            shared[:] = struct.pack("d", 3.0)
+        assert same(replaying(np.array([1.0, 2.0])), mutad.value_and_grad(f)(np.ones(2) * [1, 2]))

@@ -3551,7 +3551,8 @@ def reach(f, kinds=(), kept=None):
     ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
     rule attached to a function), the attributes of an array of a subclass (a masked array's
-    mask), the bytes of a record (``np.void``) that views an array's and of a ctypes value,
+    mask), the bytes of a record (``np.void``) that views an array's, of a ctypes value and
+    of an ``mmap``,
     the mapping a dict view shows, a metaclass's special methods. ``objects`` are
     compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
@@ -3866,8 +3867,8 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif isinstance(x, _CTYPES_POINTERS):  # (what it points to has no extent to compare)
         large.append(f"f reaches a ctypes pointer ({kind.__name__}): what it points to a "
                      "replay cannot compare; pass what f reads through it as an argument")
-    elif kind in (bytearray, memoryview) or kind.__module__ == "array" or isinstance(
-            x, _CTYPES):  # mutable bytes (a ctypes value: memory a C library may share)
+    elif kind in (bytearray, memoryview) or kind.__module__ in ("array", "mmap") \
+            or isinstance(x, _CTYPES):  # mutable bytes (a ctypes value: a C library's memory)
         try:
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
                           else np.asarray(x))
@@ -4303,9 +4304,10 @@ class FreshEntropy:
     seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
     seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
     library draws (``os.urandom``, ``os.getrandom``, ``secrets``, ``uuid.uuid4()``,
-    ``random.SystemRandom``, ``random.Random()`` without a seed): a recording during which one was would replay its
-    numbers. Installed by the first recording that starts and removed by the last that ends;
-    a draw made by another thread meanwhile counts too (that signature is traced)."""
+    ``random.SystemRandom``, ``random.Random()`` without a seed): a recording during which
+    one was would replay its numbers. Installed by the first recording that starts and
+    removed by the last that ends; a draw made by another thread meanwhile counts too (that
+    signature is traced)."""
 
     lock = threading.Lock()
     users = 0
