@@ -43,6 +43,12 @@ def _bytes_read_back(x):
     return (x * np.frombuffer(buffer.getvalue()[-x.nbytes:])).sum()
 
 
+def _rounded_read_back(x):
+    buffer = io.BytesIO()
+    np.save(buffer, np.floor(x))
+    return (x * np.frombuffer(buffer.getvalue()[-x.nbytes:])).sum()
+
+
 def _archive_read_back(x):
     buffer = io.BytesIO()
     np.savez(buffer, x=x)
@@ -56,7 +62,8 @@ def _file_read_back(x, path):
 
 
 WRITTEN = {"np.savetxt, read back": _text_read_back, "np.savetxt, its length": _length_of_text,
-           "np.save, read back": _bytes_read_back, "np.savez, read back": _archive_read_back,
+           "np.save, read back": _bytes_read_back, "np.save of np.floor(x)": _rounded_read_back,
+           "np.savez, read back": _archive_read_back,
            "np.savetxt to a path, read back": _file_read_back}
 
 

@@ -2808,7 +2808,18 @@ class Recorder:
             self.refuse("a function whose result is a plain array computed from traced ones")
         return None
 
+    def _written_out(self, function, items):
+        """Whether ``function`` writes values computed from traced ones among ``items`` to a
+        file (``WRITTEN_OUT``): the recording is refused."""
+        if function in WRITTEN_OUT and self.depends(items):
+            self.refuse(f"np.{function.__name__} of traced values: a replay writes them again, "
+                        "but what f reads back of the file it runs as recorded")
+            return True
+        return False
+
     def on_constants(self, call, args, kwargs, tape, written):
+        if self._written_out(call, (*args, kwargs)):
+            return on_constants(call, args, kwargs, tape, written)
         targets = {id(t): t for t in written if type(t) is Traced or isinstance(t, np.ndarray)}
         if targets:
             return self._constants_written(call, args, kwargs, tape, written,
@@ -2873,11 +2884,9 @@ class Recorder:
             self.refuse(f"{getattr(function, '__name__', 'a function')}(..., out=...) of traced "
                         "values into an array the program reads afterwards (a decision)")
             return function(*plain(args), **plain(kwargs))
-        depends = self.depends((*args, kwargs))
-        if depends and function in WRITTEN_OUT:
-            self.refuse(f"np.{function.__name__} of traced values: a replay writes them again, "
-                        "but what f reads back of the file it runs as recorded")
+        if self._written_out(function, (*args, kwargs)):
             return function(*plain(args), **plain(kwargs))
+        depends = self.depends((*args, kwargs))
         y = self.derive(self._run(function, *plain(args), **plain(kwargs)), depends)
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
                                self.outputs(y, depends)))
