@@ -211,11 +211,15 @@ def test_memory_of_ctypes_f_reaches_is_compared_by_its_bytes(kind):
         assert value == 3.0 * scale and grad.tolist() == [scale, scale]
 
 
-def test_a_ctypes_pointer_f_reaches_traces_the_call():
-    """What a pointer points to is memory the walk cannot tell the extent of: traced."""
+@pytest.mark.parametrize("kind", ["pointer", "function"])
+def test_a_ctypes_pointer_f_reaches_traces_the_call(kind):
+    """What a pointer points to is memory the walk cannot tell the extent of, and a C
+    function wrapping a Python one hides it: traced."""
     target = ctypes.c_double(1.0)
     pointer = ctypes.pointer(target)
-    replaying = mutad.value_and_grad(lambda x: (x * pointer.contents.value).sum(), replay=True)
+    scaled = ctypes.CFUNCTYPE(ctypes.c_double)(lambda: target.value)
+    read = (lambda: pointer.contents.value) if kind == "pointer" else scaled
+    replaying = mutad.value_and_grad(lambda x: (x * read()).sum(), replay=True)
     for scale in (1.0, 1.0, 3.0):
         target.value = scale
         assert replaying(np.array([1.0, 2.0]))[0] == 3.0 * scale

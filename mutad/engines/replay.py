@@ -3805,7 +3805,8 @@ def _too_large(what):
 _CTYPES = ctypes._SimpleCData.__base__
 """The base class of ctypes' values, arrays and structures (``_ctypes._CData``)."""
 
-_CTYPES_POINTERS = (ctypes._Pointer, ctypes.c_char_p, ctypes.c_wchar_p, ctypes.c_void_p)
+_CTYPES_POINTERS = (ctypes._Pointer, ctypes._CFuncPtr, ctypes.c_char_p, ctypes.c_wchar_p,
+                    ctypes.c_void_p)
 
 _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
                                  collections.OrderedDict, collections.defaultdict))
