@@ -3773,8 +3773,9 @@ class _Walk:
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
-                     "dir", "__getattribute__", "getattr_static", "asdict", "astuple",
-                     "globals", "locals", "eval", "exec"))
+                     "dir", "__getattribute__", "getattr_static", "getmembers",
+                     "getmembers_static", "asdict", "astuple", "globals", "locals", "eval",
+                     "exec"))
 """Names through which code reads an object's attributes by names it builds at run time
 (``getattr(p, f"w{i}")``, ``vars(p).values()``, ``object.__getattribute__(p, name)``): where
 some code ``reach`` reaches names one, every attribute of the objects, classes and modules
@@ -3966,6 +3967,8 @@ def _reach_object(x, kind, work, walk):
     if type(namespace) is dict:
         walk.hold(namespace, whole=users)
     if _standard(module):
+        if kind is types.SimpleNamespace and type(namespace) is dict:
+            work.append(namespace)  # (its repr and == read every attribute, in C)
         return
     if slots:  # a new dict on each walk: compared by what it holds
         walk.hold(slots, owner=slots, whole=users)
