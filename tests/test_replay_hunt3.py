@@ -299,3 +299,24 @@ def test_attributes_read_by_names_f_does_not_write_are_what_f_reaches(read):
             assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
     finally:
         SETTINGS_NS.decay = 2.0
+
+
+class Tolerances:
+    scale = 1.0
+
+
+def test_an_attribute_a_format_string_reads_is_what_f_reaches():
+    """"{0.scale}".format(settings): str.format reads the attribute by the name in the
+    string, which the walk did not take for a name, so a replay answered with the recorded
+    scale after the caller set another."""
+    def f(x):
+        return x.sum() * float("{0.scale}".format(Tolerances))
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    try:
+        for scale in (1.0, 1.0, 1.0, 3.0, 3.0):
+            Tolerances.scale = scale
+            x = np.array([1.0, 2.0])
+            assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
+    finally:
+        Tolerances.scale = 1.0

@@ -81,6 +81,7 @@ import operator
 import os
 import pickle
 import random
+import re
 import string
 import sys
 import threading
@@ -4124,7 +4125,8 @@ def _imported_modules(function):
 @functools.lru_cache(maxsize=4096)
 def _code_names(code):
     """The names ``code`` (immutable) and the code objects within it name, and the strings
-    among their constants, in tuples too (a name an attribute may be given as)."""
+    among their constants, in tuples too (a name an attribute may be given as), and the
+    attributes their format fields read (``"{0.scale}".format(p)``)."""
     found = set()
     codes = [code]
     while codes:
@@ -4135,12 +4137,17 @@ def _code_names(code):
             k = constants.pop()
             if type(k) is str:
                 found.add(k)
+                if "{" in k:
+                    found.update(_FORMATTED_ATTRIBUTE.findall(k))
             elif type(k) in (tuple, frozenset):
                 constants.extend(k)
             elif isinstance(k, types.CodeType):
                 codes.append(k)
     return frozenset(found)
 
+
+_FORMATTED_ATTRIBUTE = re.compile(r"(?<=[\w\]])\.([A-Za-z_]\w*)(?=[^{}]*})")
+"""An attribute a format field reads (``scale`` of ``{0.scale}``, ``{p.w.scale:.3f}``)."""
 
 _NUMBERS = (np.ndarray, np.generic, int, float, complex, bool, str, type(None))
 
