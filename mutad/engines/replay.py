@@ -3562,9 +3562,8 @@ def reach(f, kinds=(), kept=None):
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
     rule attached to a function), the attributes of an array of a subclass (a masked array's
     mask), the bytes of a record (``np.void``) that views an array's, of a ctypes value and
-    of an ``mmap``,
-    the mapping a dict view shows, a metaclass's special methods. ``objects`` are
-    compared by identity
+    of an ``mmap``, the mapping a dict view shows, a metaclass's special methods. ``objects``
+    are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
