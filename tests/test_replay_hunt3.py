@@ -2,6 +2,7 @@
 whose replaying function is called on inputs that flip one decision the replay did not guard,
 each call compared with a traced one, bit for bit, and the caller's bytes."""
 
+import argparse
 import ctypes
 import inspect
 import io
@@ -272,33 +273,36 @@ class Weights:
 WEIGHTS = Weights()
 SETTINGS_NS = types.SimpleNamespace(rate=0.5, decay=2.0)
 SAME_NS = types.SimpleNamespace(rate=0.5, decay=2.0)
+ARGUMENTS = argparse.Namespace(rate=0.5, decay=2.0)
 
 BY_BUILT_NAMES = {
     "inspect.getmembers": lambda x: x.sum() * sum(v for n, v in inspect.getmembers(WEIGHTS)
                                                   if n[:1] in "fs"),
     "repr": lambda x: x.sum() * len(repr(SETTINGS_NS)),
     "==": lambda x: x.sum() * (1.0 + (SETTINGS_NS == SAME_NS)),
+    "repr of argparse's": lambda x: x.sum() * len(repr(ARGUMENTS)),
 }
 
 
 @pytest.mark.parametrize("read", BY_BUILT_NAMES)
 def test_attributes_read_by_names_f_does_not_write_are_what_f_reaches(read):
     """inspect.getmembers(WEIGHTS) reads each attribute by a name it builds; repr and == of a
-    SimpleNamespace read all of them in C: the walk held only the names f's code names, so
-    a replay answered with the recorded weights after the caller set another."""
+    SimpleNamespace (or argparse's Namespace) read all of them: the walk held only the names
+    f's code names, so a replay answered with the recorded weights after the caller set
+    another."""
     f = BY_BUILT_NAMES[read]
     WEIGHTS.first, WEIGHTS.second = 1.0, 2.0
-    SETTINGS_NS.decay = 2.0
+    SETTINGS_NS.decay = ARGUMENTS.decay = 2.0
     replaying = mutad.value_and_grad(f, replay=True)
     try:
         for step in range(5):
             if step == 3:
                 WEIGHTS.second = 5.0
-                SETTINGS_NS.decay = 20.5
+                SETTINGS_NS.decay = ARGUMENTS.decay = 20.5
             x = np.array([1.0, 2.0])
             assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
     finally:
-        SETTINGS_NS.decay = 2.0
+        SETTINGS_NS.decay = ARGUMENTS.decay = 2.0
 
 
 class Tolerances:

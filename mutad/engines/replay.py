@@ -3967,8 +3967,8 @@ def _reach_object(x, kind, work, walk):
     if type(namespace) is dict:
         walk.hold(namespace, whole=users)
     if _standard(module):
-        if kind is types.SimpleNamespace and type(namespace) is dict:
-            work.append(namespace)  # (its repr and == read every attribute, in C)
+        if (module, kind.__qualname__) in _ATTRIBUTE_BAGS and type(namespace) is dict:
+            work.append(namespace)  # (its repr and == read every attribute)
         return
     if slots:  # a new dict on each walk: compared by what it holds
         walk.hold(slots, owner=slots, whole=users)
@@ -3976,6 +3976,11 @@ def _reach_object(x, kind, work, walk):
     if x is not None:  # what Python calls on it unnamed: x(), x.name, x[k]
         work.extend(_special_methods(kind))
     return False
+
+
+_ATTRIBUTE_BAGS = frozenset((("types", "SimpleNamespace"), ("argparse", "Namespace")))
+"""The standard library's classes of objects that are their attributes (``__module__``,
+``__qualname__``): their ``repr`` and ``==`` read every one, whatever names ``f`` names."""
 
 
 def _library_state(x):
