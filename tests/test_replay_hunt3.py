@@ -3,6 +3,7 @@ whose replaying function is called on inputs that flip one decision the replay d
 each call compared with a traced one, bit for bit, and the caller's bytes."""
 
 import argparse
+import collections
 import ctypes
 import inspect
 import io
@@ -324,3 +325,27 @@ def test_an_attribute_a_format_string_reads_is_what_f_reaches():
             assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
     finally:
         Tolerances.scale = 1.0
+
+
+HISTORY = collections.UserList([1.0])
+LABEL = collections.UserString("abc")
+
+
+@pytest.mark.parametrize("kind", ["UserList", "UserString"])
+def test_the_data_of_a_user_list_f_reaches_is_what_f_reaches(kind):
+    """HISTORY[-1] of a collections.UserList: its methods (the standard library's) read
+    HISTORY.data, a name f's code does not name, so a replay answered with the recorded item
+    after the caller appended another."""
+    f = ((lambda x: x.sum() * HISTORY[-1]) if kind == "UserList" else
+         (lambda x: x.sum() * len(LABEL)))
+    replaying = mutad.value_and_grad(f, replay=True)
+    try:
+        for step in range(5):
+            if step == 3:
+                HISTORY.append(3.0)
+                LABEL.data = "abcd"
+            x = np.array([1.0, 2.0])
+            assert same(replaying(x), mutad.value_and_grad(f)(x.copy()))
+    finally:
+        HISTORY[:] = [1.0]
+        LABEL.data = "abc"

@@ -3940,6 +3940,9 @@ def _reach_into(x, work, arrays, names, walk, large):
                           collections.abc.Mapping)):  # a container of another class
             _reach_items(x, kind, work, large)
             _reach_object(x, kind, work, walk)
+        elif isinstance(x, (collections.UserList, collections.UserString)):
+            work.append(x.data)  # (what its methods, the standard library's, read)
+            _reach_object(x, kind, work, walk)
         else:
             return _reach_object(x, kind, work, walk)
     return False
