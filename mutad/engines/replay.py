@@ -3806,8 +3806,9 @@ def _too_large(what):
 _CTYPES = ctypes._SimpleCData.__base__
 """The base class of ctypes' values, arrays and structures (``_ctypes._CData``)."""
 
-_CTYPES_POINTERS = (ctypes._Pointer, ctypes._CFuncPtr, ctypes.c_char_p, ctypes.c_wchar_p,
-                    ctypes.c_void_p)
+_CTYPES_POINTERS = (ctypes._Pointer, ctypes.CFUNCTYPE(None).__base__, ctypes.c_char_p,
+                    ctypes.c_wchar_p, ctypes.c_void_p)
+"""ctypes' pointers: to data, to a C function (which may wrap a Python one), to a string."""
 
 _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
                                  collections.OrderedDict, collections.defaultdict))
