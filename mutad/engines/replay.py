@@ -69,6 +69,7 @@ import collections
 import collections.abc
 import contextlib
 import contextvars
+import ctypes
 import dis
 import functools
 import gc
@@ -80,6 +81,7 @@ import operator
 import os
 import pickle
 import random
+import re
 import string
 import sys
 import threading
@@ -137,6 +139,11 @@ rather than tracing the call as after any other error. The test suite and the so
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
+
+WRITTEN_OUT = frozenset((np.save, np.savez, np.savez_compressed, np.savetxt))
+"""NumPy's functions that write values to a file: a replay would write the new values, but
+what ``f`` does with the file after (reads it back: ``buffer.getvalue()``, ``open(path)``)
+is Python's, which it does not run. A recording that writes traced values is refused."""
 
 
 class GuardFailed(Exception):
@@ -2802,7 +2809,18 @@ class Recorder:
             self.refuse("a function whose result is a plain array computed from traced ones")
         return None
 
+    def _written_out(self, function, items):
+        """Whether ``function`` writes values computed from traced ones among ``items`` to a
+        file (``WRITTEN_OUT``): the recording is refused."""
+        if function in WRITTEN_OUT and self.depends(items):
+            self.refuse(f"np.{function.__name__} of traced values: a replay writes them again, "
+                        "but what f reads back of the file it runs as recorded")
+            return True
+        return False
+
     def on_constants(self, call, args, kwargs, tape, written):
+        if self._written_out(call, (*args, kwargs)):
+            return on_constants(call, args, kwargs, tape, written)
         targets = {id(t): t for t in written if type(t) is Traced or isinstance(t, np.ndarray)}
         if targets:
             return self._constants_written(call, args, kwargs, tape, written,
@@ -2866,6 +2884,8 @@ class Recorder:
         if out is not None and type(out) is not Traced and self.depends((*args, kwargs)):
             self.refuse(f"{getattr(function, '__name__', 'a function')}(..., out=...) of traced "
                         "values into an array the program reads afterwards (a decision)")
+            return function(*plain(args), **plain(kwargs))
+        if self._written_out(function, (*args, kwargs)):
             return function(*plain(args), **plain(kwargs))
         depends = self.depends((*args, kwargs))
         y = self.derive(self._run(function, *plain(args), **plain(kwargs)), depends)
@@ -3543,8 +3563,9 @@ def reach(f, kinds=(), kept=None):
     ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
     rule attached to a function), the attributes of an array of a subclass (a masked array's
-    mask), and the bytes of a record (``np.void``) that views an array's. ``objects`` are
-    compared by identity
+    mask), the bytes of a record (``np.void``) that views an array's, of a ctypes value and
+    of an ``mmap``, the mapping a dict view shows, a metaclass's special methods. ``objects``
+    are compared by identity
     on each call, each as often as it was reached (a rebound global, a replaced ``__code__``,
     a rebound ``self.w``, a list grown by the same float), ``arrays`` by their bytes (``Contents``):
     Python may decide on their values without mutad seeing it (``if W[0] > 0``).
@@ -3754,8 +3775,9 @@ class _Walk:
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
-                     "dir", "__getattribute__", "getattr_static", "asdict", "astuple",
-                     "globals", "locals", "eval", "exec"))
+                     "dir", "__getattribute__", "getattr_static", "getmembers",
+                     "getmembers_static", "asdict", "astuple", "globals", "locals", "eval",
+                     "exec"))
 """Names through which code reads an object's attributes by names it builds at run time
 (``getattr(p, f"w{i}")``, ``vars(p).values()``, ``object.__getattribute__(p, name)``): where
 some code ``reach`` reaches names one, every attribute of the objects, classes and modules
@@ -3782,6 +3804,13 @@ def _too_large(what):
     return (f"f reaches {what} (more than {REACHED_ITEMS:,}, which a replay would compare one "
             "by one on every call): pass it as an argument, or as an array")
 
+
+_CTYPES = ctypes._SimpleCData.__base__
+"""The base class of ctypes' values, arrays and structures (``_ctypes._CData``)."""
+
+_CTYPES_POINTERS = (ctypes._Pointer, ctypes.CFUNCTYPE(None).__base__, ctypes.c_char_p,
+                    ctypes.c_wchar_p, ctypes.c_void_p)
+"""ctypes' pointers: to data, to a C function (which may wrap a Python one), to a string."""
 
 _BUILTIN_CONTAINERS = frozenset((tuple, list, set, frozenset, dict, collections.deque,
                                  collections.OrderedDict, collections.defaultdict))
@@ -3849,7 +3878,11 @@ def _reach_into(x, work, arrays, names, walk, large):
                 work.extend(x.ravel().tolist())
         if kind is not np.ndarray:  # and a subclass's attributes (a masked array's mask)
             _reach_object(x, kind, work, walk)
-    elif kind in (bytearray, memoryview) or kind.__module__ == "array":  # mutable bytes
+    elif isinstance(x, _CTYPES_POINTERS):  # (what it points to has no extent to compare)
+        large.append(f"f reaches a ctypes pointer ({kind.__name__}): what it points to a "
+                     "replay cannot compare; pass what f reads through it as an argument")
+    elif kind in (bytearray, memoryview) or kind.__module__ in ("array", "mmap") \
+            or isinstance(x, _CTYPES):  # mutable bytes (a ctypes value: a C library's memory)
         try:
             arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
                           else np.asarray(x))
@@ -3888,6 +3921,7 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
         _hold_class(x, walk)
+        work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
     elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
@@ -3896,6 +3930,9 @@ def _reach_into(x, work, arrays, names, walk, large):
             work.append(referent)
     elif kind is contextvars.ContextVar:  # its value in the caller's context (SCALE.get())
         work.append(x.get(None))
+    elif isinstance(x, collections.abc.MappingView):  # d.values(): the mapping it shows
+        mapping = getattr(x, "_mapping", _APART)  # (a view of collections.abc's; dict's
+        work.append(gc.get_referents(x)[0] if mapping is _APART else mapping)  # hides it)
     elif isinstance(x, collections.abc.Iterator) or getattr(kind, "__next__", None) is not None:
         # a generator, iter(list), itertools.count, an object of a class with __next__
         large.append(f"f reaches an iterator ({kind.__name__}): what it gives next is its "
@@ -3905,6 +3942,9 @@ def _reach_into(x, work, arrays, names, walk, large):
         if isinstance(x, (tuple, list, set, frozenset, collections.deque,
                           collections.abc.Mapping)):  # a container of another class
             _reach_items(x, kind, work, large)
+            _reach_object(x, kind, work, walk)
+        elif isinstance(x, (collections.UserList, collections.UserString)):
+            work.append(x.data)  # (what its methods, the standard library's, read)
             _reach_object(x, kind, work, walk)
         else:
             return _reach_object(x, kind, work, walk)
@@ -3933,6 +3973,8 @@ def _reach_object(x, kind, work, walk):
     if type(namespace) is dict:
         walk.hold(namespace, whole=users)
     if _standard(module):
+        if (module, kind.__qualname__) in _ATTRIBUTE_BAGS and type(namespace) is dict:
+            work.append(namespace)  # (its repr and == read every attribute)
         return
     if slots:  # a new dict on each walk: compared by what it holds
         walk.hold(slots, owner=slots, whole=users)
@@ -3942,13 +3984,21 @@ def _reach_object(x, kind, work, walk):
     return False
 
 
+_ATTRIBUTE_BAGS = frozenset((("types", "SimpleNamespace"), ("argparse", "Namespace")))
+"""The standard library's classes of objects that are their attributes (``__module__``,
+``__qualname__``): their ``repr`` and ``==`` read every one, whatever names ``f`` names."""
+
+
 def _library_state(x):
     """What ``reach`` reads of an object of NumPy's, SciPy's or mutad's: the values in its
-    ``__dict__`` and ``__slots__`` that a program computes with (``_computed_with``)."""
+    ``__dict__`` and ``__slots__`` that a program computes with (``_computed_with``), and the
+    function of a ufunc ``np.frompyfunc`` made."""
     namespace = getattr(x, "__dict__", None)
     held = [*namespace.values()] if type(namespace) is dict else []
     held += [getattr(x, name) for cls in type(x).__mro__ for name in _slot_names(cls)
              if hasattr(x, name)]
+    if type(x) is np.ufunc:  # np.frompyfunc's: the Python function it calls, held in C
+        held += [v for v in gc.get_referents(x) if type(v) is types.FunctionType]
     return tuple(v for v in held if _computed_with(v))
 
 
@@ -4085,7 +4135,8 @@ def _imported_modules(function):
 @functools.lru_cache(maxsize=4096)
 def _code_names(code):
     """The names ``code`` (immutable) and the code objects within it name, and the strings
-    among their constants, in tuples too (a name an attribute may be given as)."""
+    among their constants, in tuples too (a name an attribute may be given as), and the
+    attributes their format fields read (``"{0.scale}".format(p)``)."""
     found = set()
     codes = [code]
     while codes:
@@ -4096,12 +4147,17 @@ def _code_names(code):
             k = constants.pop()
             if type(k) is str:
                 found.add(k)
+                if "{" in k:
+                    found.update(_FORMATTED_ATTRIBUTE.findall(k))
             elif type(k) in (tuple, frozenset):
                 constants.extend(k)
             elif isinstance(k, types.CodeType):
                 codes.append(k)
     return frozenset(found)
 
+
+_FORMATTED_ATTRIBUTE = re.compile(r"(?<=[\w\]])\.([A-Za-z_]\w*)(?=[^{}]*})")
+"""An attribute a format field reads (``scale`` of ``{0.scale}``, ``{p.w.scale:.3f}``)."""
 
 _NUMBERS = (np.ndarray, np.generic, int, float, complex, bool, str, type(None))
 
@@ -4277,10 +4333,11 @@ class FreshEntropy:
     """Counts, while some recording runs, the draws of fresh entropy: the generators NumPy
     seeds from it (``np.random.default_rng()``, ``RandomState()``, ``PCG64()`` without a
     seed: NumPy's ``bit_generator.randbits``), and the operating system's bytes the standard
-    library draws (``os.urandom``, ``secrets``, ``uuid.uuid4()``, ``random.SystemRandom``):
-    a recording during which one was would replay its numbers. Installed by the first
-    recording that starts and removed by the last that ends; a draw made by another thread
-    meanwhile counts too (that signature is traced)."""
+    library draws (``os.urandom``, ``os.getrandom``, ``secrets``, ``uuid.uuid4()``,
+    ``random.SystemRandom``, ``random.Random()`` without a seed): a recording during which
+    one was would replay its numbers. Installed by the first recording that starts and
+    removed by the last that ends; a draw made by another thread meanwhile counts too (that
+    signature is traced)."""
 
     lock = threading.Lock()
     users = 0
@@ -4292,11 +4349,13 @@ class FreshEntropy:
         with cls.lock:
             if cls.users == 0:
                 for module, name in ((np.random.bit_generator, "randbits"), (os, "urandom"),
-                                     (random, "_urandom")):
+                                     (os, "getrandom"), (random, "_urandom"),
+                                     (random.Random, "seed")):
                     draw = getattr(module, name, None)
                     if draw is not None:
                         cls.originals.append((module, name, draw))
-                        setattr(module, name, cls._counted(draw))
+                        setattr(module, name, (cls._seeded if module is random.Random
+                                               else cls._counted)(draw))
             cls.users += 1
             self.before = cls.count
         return self
@@ -4307,6 +4366,16 @@ class FreshEntropy:
             cls.count += 1
             return draw(*args)
         return counted
+
+    @classmethod
+    def _seeded(cls, seed):
+        """``random.Random.seed``, counted where it seeds from fresh entropy (``Random()``,
+        ``r.seed()``: CPython's C code reads the operating system's bytes itself)."""
+        def seeded(self, a=None, *args, **kwargs):
+            if a is None:
+                cls.count += 1
+            return seed(self, a, *args, **kwargs)
+        return seeded
 
     def __exit__(self, *exc):
         cls = type(self)
