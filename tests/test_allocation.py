@@ -1554,3 +1554,42 @@ def test_an_array_scipy_made_before_the_differentiation_is_still_refused():
     with pytest.raises(errors.UntracedWriteError, match="before the differentiation started"):
         mutad.gradient(f, np.ones(4))
     NODES_BEFORE[:] = before  # (the refusal comes after the write)
+
+
+def test_bindings_changed_between_calls_are_read_as_bound_now():
+    """A name of NumPy's module rebound between calls to another object, even an equal one,
+    or deleted, is read in the mode as outside it; a library function the user rebinds
+    between calls (scipy.linalg.det = g) stays the user's in the mode and after it, and the
+    routed one is swapped in again once the user binds NumPy's back (the mode's record of
+    what it left bound where must not stand in for reading the bindings)."""
+    import scipy.linalg
+
+    seen = []
+
+    def f(x):
+        seen.append((getattr(np, "mutad_marker", None), scipy.linalg.det))
+        return (x * x).sum()
+
+    x, caller = np.array([1.0, 2.0]), np.array([1.0, 2.0])
+    det = scipy.linalg.det
+
+    def mine(a):
+        return a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+
+    try:
+        for marker, bound in ((1.5, det), (float("1.5"), det), (None, mine), (None, mine),
+                              (2.5, det), (None, det)):
+            if marker is None:
+                vars(np).pop("mutad_marker", None)
+            else:
+                np.mutad_marker = marker
+            scipy.linalg.det = bound
+            assert mutad.gradient(f, x)[0].tolist() == [2.0, 4.0]
+            assert np.array_equal(x, caller)
+            inside_marker, inside_det = seen.pop()
+            assert inside_marker is marker
+            assert (inside_det is mine) if bound is mine else (inside_det is not det)
+            assert scipy.linalg.det is bound
+    finally:
+        scipy.linalg.det = det
+        vars(np).pop("mutad_marker", None)

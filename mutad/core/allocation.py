@@ -1853,6 +1853,73 @@ def _snapshot(module):
     return tuple(namespace), tuple(namespace.values())
 
 
+def _version_reader():
+    """How to read a dictionary's version: a number CPython (3.10 to 3.13, built with the
+    global interpreter lock) gives every dict anew from one global counter each time it is
+    changed (``ma_version_tag``, PEP 509), the field after the object's header and its size,
+    read through ``ctypes``; so an unchanged version proves the dict binds what it bound when
+    it was read, and the mode need not compare hundreds of bindings on every entry and exit.
+    Where reading it so does not change with every kind of change to a probe dict, or on other
+    interpreters, None: the bindings are compared."""
+    try:
+        import ctypes
+    except ImportError:  # an interpreter without ctypes
+        return None
+    if sys.implementation.name != "cpython" or not (3, 10) <= sys.version_info[:2] <= (3, 13) \
+            or getattr(sys, "_is_gil_enabled", lambda: True)() is False \
+            or ctypes.sizeof(ctypes.c_ssize_t) != 8:
+        return None
+    offset = object.__basicsize__ + ctypes.sizeof(ctypes.c_ssize_t)  # past ob_refcnt, ob_type
+    probe = {"a": 1.5, "b": None}                                     # and ma_used
+
+    def read(d):  # an object (kept with the dict, which it must not outlive) whose .value reads
+        return ctypes.c_uint64.from_address(id(d) + offset)
+
+    version = read(probe)
+    seen = [version.value]
+    for change in (lambda: probe.__setitem__("a", 2.5), lambda: probe.__setitem__("c", 1),
+                   lambda: probe.pop("c"), lambda: probe.update(b=3), probe.popitem,
+                   probe.clear, lambda: probe.setdefault("d", 4)):
+        change()
+        seen.append(version.value)
+        if seen[-1] == seen[-2] or read(probe).value != seen[-1]:
+            return None
+    return read if len(set(seen)) == len(seen) else None
+
+
+_VERSION = _version_reader()
+
+
+class _Swaps:
+    """The sites of one namespace (``_Mode.sites``), swapped together: by one ``update`` where
+    the namespace's version (``_VERSION``) proves nothing was bound there since it was known
+    to hold all of one side, else name by name, each swapped where it holds what the mode put
+    there or found there."""
+
+    def __init__(self, namespace, sites):
+        self.namespace = namespace
+        self.version = _VERSION(namespace) if _VERSION is not None else None
+        self.sides = ({name: original for name, original, _ in sites},
+                      {name: replacement for name, _, replacement in sites})
+        self.known = [None, None]  # per side: the version when all its sites held that side
+
+    def swap(self, to):
+        """Bind side ``to`` (0: the library's, 1: the mode's) where the other side is bound."""
+        namespace, new, old = self.namespace, self.sides[to], self.sides[1 - to]
+        if self.version is not None and self.version.value == self.known[1 - to]:
+            namespace.update(new)
+            complete = True
+        else:
+            complete = True
+            for name, value in old.items():
+                if namespace.get(name) is value:
+                    namespace[name] = new[name]
+                else:
+                    complete = False
+        if self.version is not None:
+            self.known[to] = self.version.value if complete else None
+
+
 def _unchanged(module, snapshot):
     namespace = vars(module)
     names, values = snapshot
@@ -2273,12 +2340,15 @@ class _Mode:
                functools.partial(_mirrored, importlib.import_module("numpy." + name),
                                  SUBMODULE_REPLACEMENTS[name])]
               for name, module in self.submodules.items())]
-        for mirror in self.mirrors:
-            mirror.append(_snapshot(mirror[0]))
+        for mirror in self.mirrors:  # and its version (_VERSION) when that was taken
+            version = _VERSION(vars(mirror[0])) if _VERSION is not None else None
+            mirror += [_snapshot(mirror[0]), version,
+                       version.value if version is not None else None]
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
         self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
+        self.swaps = None  # the sites by namespace (_Swaps), made again when they change
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
@@ -2330,6 +2400,7 @@ class _Mode:
                 else:
                     continue
             self.sites[id(namespace), name] = (namespace, name, value, replacement)
+            self.swaps = None
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
@@ -2358,6 +2429,7 @@ class _Mode:
             # functions user code reaches as scipy.sparse.diags)
             self.sites = {key: site for key, site in self.sites.items()
                           if _top(site[0]) not in INTERNAL or _routes_into(_top(site[0]))}
+            self.swaps = None
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
@@ -2415,9 +2487,8 @@ class _Mode:
                 builtins.__import__ = self._importing
                 self._mirror()
                 self._scan_modules(f)
-                for namespace, name, original, replacement in self.sites.values():
-                    if namespace.get(name) is original:
-                        namespace[name] = replacement
+                for swaps in self._swaps():
+                    swaps.swap(1)
                 for module in self.made_modules.values():
                     if type(module) is types.ModuleType:
                         module.__class__ = _MadeModule
@@ -2435,12 +2506,17 @@ class _Mode:
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
         bindings changed since they were made (``self.mirrors``)."""
         for mirror in self.mirrors:
-            module, copy, make, snapshot = mirror
+            module, copy, make, snapshot, version, known = mirror
+            now = version.value if version is not None else None  # read before comparing: a
+            # change made after it shows next time
+            if version is not None and now == known:
+                continue
             if not _unchanged(module, snapshot):
                 namespace = make()
                 copy.__dict__.clear()
                 copy.__dict__.update(namespace)
                 mirror[3] = _snapshot(module)
+            mirror[5] = now
 
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it
@@ -2475,9 +2551,8 @@ class _Mode:
             self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
-        for namespace, name, original, replacement in self.sites.values():
-            if namespace.get(name) is replacement:
-                namespace[name] = original
+        for swaps in self._swaps():
+            swaps.swap(0)
         for module in self.made_modules.values():
             if type(module) is _MadeModule:
                 module.__class__ = types.ModuleType
@@ -2485,6 +2560,15 @@ class _Mode:
             place, key, original, stand_in = self.cells.pop()
             if _get(place, key) is stand_in:
                 _put(place, key, original)
+
+    def _swaps(self):
+        if self.swaps is None:
+            by_namespace = {}
+            for namespace, name, original, replacement in self.sites.values():
+                by_namespace.setdefault(id(namespace), (namespace, []))[1].append(
+                    (name, original, replacement))
+            self.swaps = [_Swaps(*pair) for pair in by_namespace.values()]
+        return self.swaps
 
     def _swap_cells(self, f, depth=4):
         """Swap what the mode replaces or routes where ``f`` reaches it through its closure
