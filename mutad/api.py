@@ -52,7 +52,8 @@ def _scalar_output(y):
         if y.value.size != 1:
             raise NonScalarOutputError(
                 f"gradient needs a scalar output (or an array of one element), but the function "
-                f"returned an array of shape {y.value.shape}. Reduce it (y.sum()), or use mutad.pullback with a cotangent.")
+                f"returned an array of shape {y.value.shape}. Reduce it (y.sum()), or use "
+                "mutad.pullback with a cotangent.")
         return _returned(y)  # a Python number or NumPy's scalar, or 0-d array, as it was
     if type(y) in (float, int, bool):  # Python's number, as f returned it
         return y

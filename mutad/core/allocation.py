@@ -51,8 +51,8 @@ Python's ``math`` functions of floats follow traced scalars (``MATH``).
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
 method names, or one its code names of an object it reaches so: ``model.grid.u0``) stand in as
-views of themselves (``Preexisting``), so that the arrays made from
-them are followed however they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
+views of themselves (``Preexisting``), so that the arrays made from them are followed however
+they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
 allocates as ``np.empty`` does where the function calls it (``ndarray``), and NumPy's float and
 complex scalar types called on traced values (``np.float64(x[0])``) give the converted traced
 values where the function calls them (``SCALAR_TYPES``).
