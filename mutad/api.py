@@ -47,15 +47,18 @@ def _scalar_output(y):
             "whose derivative is not a gradient. Return a real loss (np.abs(y) ** 2, "
             "np.real(y), ...), or use mutad.pullback with a complex cotangent.")
     if type(y) is Traced:
-        if y.value.ndim != 0:
+        # One element of any shape is a scalar (a (1, 1) ``e.T @ e`` of column vectors), as
+        # for autograd and PyTorch; the value comes back in its shape
+        if y.value.size != 1:
             raise NonScalarOutputError(
-                f"gradient needs a scalar output, but the function returned an array of shape "
-                f"{y.value.shape}. Reduce it (y.sum()), or use mutad.pullback with a cotangent.")
+                f"gradient needs a scalar output (or an array of one element), but the function "
+                f"returned an array of shape {y.value.shape}. Reduce it (y.sum()), or use "
+                "mutad.pullback with a cotangent.")
         return _returned(y)  # a Python number or NumPy's scalar, or 0-d array, as it was
     if type(y) in (float, int, bool):  # Python's number, as f returned it
         return y
     value = np.asarray(y)
-    if value.ndim != 0 or value.dtype.kind not in "fiub":
+    if value.size != 1 or value.dtype.kind not in "fiub":
         raise NonScalarOutputError(
             f"gradient needs a scalar output, but the function returned {type(y).__name__}"
             f"{' of shape ' + str(value.shape) if value.ndim else ''}. Return a float "

@@ -1028,6 +1028,54 @@ def test_arrays_reached_through_closures_defaults_and_attributes_are_followed():
     assert type(model.weights) is np.ndarray and model.loss.__defaults__[0].tolist() == [1.0] * 3
 
 
+class _Grid:
+    def __init__(self):
+        self.u0 = np.sin(np.linspace(0.0, np.pi, 8))
+
+
+class _HeatModel:
+    """A model made before the differentiation, reached by a name: its initial condition is
+    copied in its method and through the object, then updated in place."""
+
+    def __init__(self):
+        self.grid = _Grid()
+        self.scale = np.array([1.0, 2.0])
+
+    def run(self, k):
+        u = self.grid.u0.copy()
+        for _ in range(5):
+            u[1:-1] += k * (u[2:] - 2 * u[1:-1] + u[:-2])
+        return u
+
+
+HEAT_MODEL = _HeatModel()
+
+
+def _through_a_global_object(k):
+    u = HEAT_MODEL.grid.u0.copy()  # an attribute of an attribute of a module-level object
+    u *= HEAT_MODEL.scale.copy()[0] * k
+    return (HEAT_MODEL.run(k) ** 2).sum() + u.sum()
+
+
+def _through_a_default(k, model=HEAT_MODEL):
+    w = [model.scale][0].copy()  # (the copy of a list's item: made from the stand-in)
+    w *= k
+    return w.sum() + model.run(k)[3]
+
+
+def test_arrays_of_objects_reached_by_a_name_are_followed():
+    originals = HEAT_MODEL.grid.u0, HEAT_MODEL.scale
+    kept = [a.copy() for a in originals]
+    for f in (_through_a_global_object, _through_a_default):
+        k = np.array(0.2)
+        fd = mutad.testing.directional_fd(f, (k,), (np.array(1.0),))
+        np.testing.assert_allclose(mutad.gradient(f, k)[0], fd, rtol=1e-8)
+        np.testing.assert_allclose(mutad.jvp(f, (k,), (np.array(1.0),))[1], fd, rtol=1e-8)
+        replays_as_traced(f, [(np.array(0.2),), (np.array(0.3),), (np.array(0.25),)])
+    assert HEAT_MODEL.grid.u0 is originals[0] and HEAT_MODEL.scale is originals[1]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(originals, kept))
+
+
 def test_a_traced_value_written_into_an_array_made_before_is_still_refused():
     def f(D):
         U0[1:] *= D  # the caller's array itself

@@ -881,3 +881,42 @@ def test_jacrev_replays_its_rows_bit_for_bit():
         row = mutad.gradient(lambda x: (stencil(x)[0] * e).sum(), x)[0]
         assert row.tobytes() == J[k].tobytes()
     assert mutad.gradient(lambda x: stencil(x)[1], x)[0].tobytes() == j.tobytes()
+
+
+def _column_vector_kalman(q, ys):
+    """A column-vector filter as ported from MATLAB: its log-likelihood is a (1, 1) array."""
+    A = np.array([[1.0, 0.1], [0.0, 1.0]])
+    H = np.array([[1.0, 0.0]])
+    x, P, ll = np.zeros((2, 1)), np.eye(2), np.zeros((1, 1))
+    for y in ys:
+        x = A @ x
+        P = A @ P @ A.T + q * np.eye(2)
+        S = H @ P @ H.T + 0.1
+        e = y - H @ x
+        K = P @ H.T / S
+        x += K @ e
+        P -= K @ H @ P
+        ll -= 0.5 * (e.T @ e / S + np.log(S))
+    return ll
+
+
+def test_an_output_of_one_element_is_a_scalar_traced_and_replayed():
+    ys = np.sin(np.arange(12) * 0.3)
+    kept = ys.copy()
+    replayed = mutad.value_and_grad(_column_vector_kalman, replay=True)
+    for q in (0.05, 0.06, 0.07, 0.08):  # recorded, then replayed
+        value, g = mutad.value_and_gradient(_column_vector_kalman, np.array(q), ys, argnums=0)
+        expected = _column_vector_kalman(np.array(q), ys)
+        assert value.shape == (1, 1) and value == expected
+        fd = directional_fd(lambda q: _column_vector_kalman(q, ys)[0, 0], (np.array(q),),
+                            (np.array(1.0),))
+        np.testing.assert_allclose(g, fd, rtol=1e-6)
+        value_r, g_r = replayed(np.array(q), ys)
+        assert value_r.shape == (1, 1) and value_r == expected  # not the rewound buffer
+        np.testing.assert_allclose(g_r, g, rtol=1e-12)
+    assert np.array_equal(ys, kept)
+    x = np.array([1.0, 2.0, 3.0])
+    assert mutad.gradient(lambda x: x[1:2] * x[0], x)[0].tolist() == [2.0, 1.0, 0.0]
+    with pytest.raises(mutad.errors.NonScalarOutputError, match=r"one element.*\(2,\)"):
+        mutad.gradient(lambda x: x[1:] * 2.0, x)
+    assert x.tolist() == [1.0, 2.0, 3.0]

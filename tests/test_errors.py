@@ -1,5 +1,6 @@
 """Every MutadError path: raised, names the fix, and leaves the caller's arrays as they were."""
 
+import functools
 import importlib
 import operator
 import pickle
@@ -1086,3 +1087,28 @@ def test_a_conversion_numpy_refuses_too_raises_numpys_error(mode):
             assert mutad.grad(_numpys_own_refusal, replay=True)(x).tolist() == [9.0] * 6
     else:
         assert not np.any(mutad.hessian(_numpys_own_refusal, x))
+
+
+def test_frompyfunc_gets_the_same_advice_in_forward_mode():
+    doubled = np.frompyfunc(lambda a: 2 * a, 1, 1)
+    x = np.array([1.0, 2.0])
+    for differentiate in (lambda f: mutad.gradient(f, x),
+                          lambda f: mutad.jvp(f, (x,), (np.ones(2),))):
+        with pytest.raises(errors.UnsupportedFunctionError, match="np.frompyfunc.*np.vectorize"):
+            differentiate(lambda x: doubled(x).astype(float).sum())
+    assert x.tolist() == [1.0, 2.0]
+
+
+def test_a_cache_keyed_on_a_differentiated_value_is_named_when_its_result_escapes():
+    @functools.lru_cache(maxsize=None)
+    def stiffness(k):  # a cache keyed on the parameter: the second call's hit is stale
+        return k * np.array([[2.0, -1.0], [-1.0, 2.0]])
+
+    def f(k):
+        return np.linalg.solve(stiffness(k[0]), np.ones(2)).sum()
+
+    k = np.array([1.5])
+    np.testing.assert_allclose(mutad.gradient(f, k)[0], -np.ones(2).sum() / 1.5**2)
+    with pytest.raises(errors.EscapedTracerError, match="functools.lru_cache"):
+        mutad.gradient(f, k)
+    assert k.tolist() == [1.5]

@@ -50,8 +50,9 @@ Python's ``math`` functions of floats follow traced scalars (``MATH``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
-method names) stand in as views of themselves (``Preexisting``), so that the arrays made from
-them are followed however they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
+method names, or one its code names of an object it reaches so: ``model.grid.u0``) stand in as
+views of themselves (``Preexisting``), so that the arrays made from them are followed however
+they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
 allocates as ``np.empty`` does where the function calls it (``ndarray``), and NumPy's float and
 complex scalar types called on traced values (``np.float64(x[0])``) give the converted traced
 values where the function calls them (``SCALAR_TYPES``).
@@ -2575,7 +2576,7 @@ class _Mode:
         cells and the module-level names its code reads (a bound method or a partial, which the
         module scan leaves), and where the user functions, bound methods and partials held there
         reach it, ``depth`` levels down."""
-        todo, seen = [(f, 0)], set()
+        todo, seen, objects = [(f, 0)], set(), set()
         while todo:
             g, level = todo.pop()
             if g is None or id(g) in seen or level > depth:
@@ -2595,6 +2596,7 @@ class _Mode:
             # swapped.
             own = package == "mutad"
             places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
+            names: Any = ()
             if code is not None and namespace is not None and not own:
                 names = _names(code)  # its own code's and its nested functions' (a lambda's)
                 if "ndarray" in names:
@@ -2627,6 +2629,17 @@ class _Mode:
                     places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
                 elif isinstance(value, type) and _user_class(value) and code is not None:
                     places += [(value, name) for name in names if name in vars(value)]
+                elif user_object(value) and type(value) is not functools.partial \
+                        and level < depth and id(value) not in objects:
+                    # An object made before, reached by a name (``model.u0.copy()``, a
+                    # model's ``model.run(k)``): the attributes the code names, as of a
+                    # method's ``self``, and the code of the methods it names
+                    objects.add(id(value))
+                    attributes = vars(value)
+                    places += [(attributes, name) for name in names if name in attributes]
+                    todo += [(types.MethodType(method, value), level + 1) for name in names
+                             if type(method := inspect.getattr_static(type(value), name, None))
+                             is types.FunctionType]
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
 

@@ -291,6 +291,13 @@ def no_rule(func, forward=False, reverse_rule=False):
     method = type(func) is tuple
     ufunc = method or (numpy is not None and isinstance(func, numpy.ufunc))
     name = f"np.{func[0].__name__}.{func[1]}" if method else function_name(func)
+    if not method and ufunc and func.types == ["O" * func.nin + "->" + "O" * func.nout]:
+        # np.frompyfunc's, in either mode
+        return UnsupportedFunctionError(
+            f"{name}, made by np.frompyfunc, computes with Python objects (its result is an "
+            "object array), which mutad does not differentiate. Write "
+            "np.vectorize(f, otypes=[float]), whose calls of f mutad follows element by "
+            "element, or compute it from ufuncs mutad differentiates.")
     if forward and not ufunc:
         return UnsupportedFunctionError(
             f"{name} has no forward-mode rule in mutad"
@@ -303,12 +310,6 @@ def no_rule(func, forward=False, reverse_rule=False):
         return UnsupportedFunctionError(
             f"{name} has no differentiation rule in mutad; compute it with functions mutad "
             "differentiates.")
-    if ufunc and func.types == ["O" * func.nin + "->" + "O" * func.nout]:  # np.frompyfunc's
-        return UnsupportedFunctionError(
-            f"{name}, made by np.frompyfunc, computes with Python objects (its result is an "
-            "object array), which mutad does not differentiate. Write "
-            "np.vectorize(f, otypes=[float]), whose calls of f mutad follows element by "
-            "element, or compute it from ufuncs mutad differentiates.")
     if ufunc:
         return UnsupportedFunctionError(
             f"{name} has no differentiation rule in mutad. Give it one with mutad.adjoint, or "

@@ -110,5 +110,6 @@ def escaped(what, differentiation="the differentiation"):
     one that created it) ended."""
     return EscapedTracerError(
         f"{what} was used outside {differentiation} that created it (it escaped through a "
-        "global, a closure or an attribute). Return values from the differentiated function "
-        "instead of storing them.")
+        "global, a closure or an attribute, or a cache such as functools.lru_cache called "
+        "with a differentiated value). Return values from the differentiated function "
+        "instead of storing them, and cache only what does not depend on the arguments.")

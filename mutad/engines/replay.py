@@ -3221,7 +3221,8 @@ class Program:
             else:
                 value = values[self.output]
                 if type(value) is not float:  # a Python float, if it stands for one
-                    value = value[()]
+                    # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
+                    value = value[()] if value.ndim == 0 else value.copy()
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records, reverse = tape.records, Tape.reverse
