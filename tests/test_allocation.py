@@ -1641,3 +1641,36 @@ def test_bindings_changed_between_calls_are_read_as_bound_now():
     finally:
         scipy.linalg.det = det
         vars(np).pop("mutad_marker", None)
+
+
+def test_routed_functions_and_methods_show_the_librarys_signature():
+    """Code that inspects a library function (to tell SciPy's versions apart by a parameter's
+    name) sees the library's parameters inside a differentiation and after one, not those of
+    mutad's stand-in or of a routed method's (*args, **kwargs)."""
+    import inspect
+
+    import scipy.sparse
+    import scipy.sparse.linalg
+    import scipy.stats
+
+    functions = (scipy.sparse.linalg.cg, scipy.linalg.solve, np.poly1d,
+                 scipy.stats.multivariate_normal, scipy.stats.dirichlet)
+    outside = [str(inspect.signature(h)) for h in functions]
+    A = scipy.sparse.diags([1.0, 4.0, 1.0], [-1, 0, 1], shape=(5, 5)).tocsr()
+    seen = []
+
+    def f(b):
+        seen.append([str(inspect.signature(h)) for h in functions])
+        tol = {"rtol": 1e-12} if "rtol" in inspect.signature(scipy.sparse.linalg.cg).parameters \
+            else {"tol": 1e-12}
+        x, _ = scipy.sparse.linalg.cg(A, b, atol=0.0, **tol)
+        return (x * x).sum()
+
+    b = np.arange(1.0, 6.0)
+    before = b.copy()
+    g, = mutad.gradient(f, b)
+    assert seen == [outside]
+    assert [str(inspect.signature(h)) for h in functions] == outside
+    x = np.linalg.solve(A.toarray(), b)
+    np.testing.assert_allclose(g, 2 * np.linalg.solve(A.toarray().T, x), rtol=1e-9)
+    assert b.tobytes() == before.tobytes()

@@ -1520,6 +1520,18 @@ class _Route:
         return repr(self.stand_in)
 
     @functools.cached_property
+    def __signature__(self):
+        """The library function's signature, not the stand-in's: code that inspects it (to
+        tell SciPy's versions apart by a parameter's name) takes the branch it takes outside
+        the mode. The stand-in's where the original has none."""
+        for function in (self.original, self.stand_in):
+            try:
+                return inspect.signature(function)
+            except (TypeError, ValueError):
+                continue
+        return None
+
+    @functools.cached_property
     def _flags(self):
         """``(signature, position)`` of the original where a parameter names what it writes
         (``overwrite_a``, ``out``, ``output``), ``position`` that of the first such one, to find
@@ -2816,6 +2828,8 @@ def _routed(cls, name, rule, original):
     method.__name__ = name
     method.__qualname__ = f"{cls.__qualname__}.{name}"
     method.__doc__ = getattr(original, "__doc__", None)
+    method.__wrapped__ = getattr(original, "__func__", original)  # inspect.signature: the
+    # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
 
