@@ -6,10 +6,14 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
 
 import mutad
 import mutad.core.shadows as shadows_module
 from mutad.core.shadows import Shadows
+from mutad.engines import elementwise
+from mutad.errors import MutadError
+from random_programs import REAL_FEATURES, _plain, _weights, programs
 
 
 def chain(x):
@@ -127,3 +131,37 @@ def test_only_memory_nothing_else_holds_is_lent(monkeypatch):
     assert cache.empty_like(np.zeros((10, 10))) is not other
     assert cache.empty_like(np.zeros(100)) is other
     assert cache.spare is None
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs(REAL_FEATURES))
+def test_random_programs_lent_memory_changes_no_bit(monkeypatch, program):
+    assume(not program.numpy_raises)
+    # every cotangent made by the general path (not the small arrays' own), every copy lent
+    monkeypatch.setattr(elementwise, "SHORT", 0)
+    f, args = program.make()
+    weights = _weights(_plain(f, [a.copy() for a in args]))
+
+    def loss(*arguments):
+        return sum(np.sum(y * w) for y, w in zip(f(*arguments), weights, strict=True))
+
+    argnums = tuple(range(len(args)))
+    seen = []
+    for spare in (0, 1 << 62):
+        monkeypatch.setattr(shadows_module, "SPARE", spare)
+        runs = []
+        replayed = mutad.value_and_grad(loss, argnums=argnums, replay=True)
+        for gradient in [lambda *a: mutad.value_and_gradient(loss, *a, argnums=argnums)] \
+                + [replayed] * 3:
+            _, arguments = program.make()
+            before = [a.tobytes() for a in arguments]
+            try:
+                value, grads = gradient(*arguments)
+            except MutadError as error:
+                runs.append(type(error))
+                continue
+            assert [a.tobytes() for a in arguments] == before
+            runs.append((np.asarray(value).tobytes(),
+                         [np.asarray(g).tobytes() for g in grads]))
+        seen.append(runs)
+    assert seen[0] == seen[1]
