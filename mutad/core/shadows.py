@@ -213,7 +213,7 @@ class Shadows:
         """Let go of ``spare``, the spare lent before a pullback ran, if that pullback did not
         take it: memory is lent from one write's undo to the pullbacks of the write and of
         the next elementwise write at most, so it is not held longer than it was."""
-        if spare is not None and self.spare is spare:
+        if self.spare is spare:
             self.spare = None
 
     def empty_like(self, a):

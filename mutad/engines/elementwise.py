@@ -612,7 +612,8 @@ def write_pullback(record, shadows, dy):
         shadows.lend(spare)
         del spare
     elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
-    shadows.let_go(earlier)
+    if earlier is not None:  # (nearly always None: only large copies are lent)
+        shadows.let_go(earlier)
 
 
 class Rerun:

@@ -1042,7 +1042,8 @@ class ElementwiseWrite:
         del copy  # else freed before the pullback makes its cotangents (a large write's: W5's)
         rule, traced = self.state
         elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
-        shadows.let_go(earlier)
+        if earlier is not None:
+            shadows.let_go(earlier)
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its
