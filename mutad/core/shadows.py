@@ -14,6 +14,8 @@ buffer, laid out as it) and, for a part of it, ``offset`` (bytes from the buffer
 
 import itertools
 import math
+import sys
+import weakref
 
 import numpy as np
 
@@ -24,6 +26,30 @@ from .views import (NDARRAY, address, byte_span, element_indices, real_part_if, 
 
 _serial = itertools.count()
 _FLOAT = np.dtype(float)
+
+SPARE = 1 << 25
+"""Bytes from which memory the reverse pass is done with is lent to the next cotangent of its
+shape (:meth:`Shadows.lend`): malloc gives memory this large back to the system when it is
+freed and maps fresh pages for the next array, which the kernel zero-fills on first touch."""
+
+
+def _references_when_lent():
+    """What ``sys.getrefcount`` says, in :meth:`Shadows.lend`, of an array its caller holds in
+    one variable and nothing else holds (the interpreter's count, measured once)."""
+    def lend(array):
+        return sys.getrefcount(array)
+    array = np.empty(0)
+    return lend(array)
+
+
+_LENT = _references_when_lent()
+
+
+def lendable(array):
+    """Whether memory such as ``array`` is worth lending on (:meth:`Shadows.lend`): a plain
+    array of at least ``SPARE`` bytes."""
+    return type(array) is NDARRAY and array.nbytes >= SPARE
+
 
 _layouts = {}
 LAYOUTS = 1024
@@ -184,11 +210,41 @@ class Shadows:
     block may take back those of a stretch it takes again (``blocks.Stretch``).
     """
 
-    __slots__ = ("entries", "events")
+    __slots__ = ("entries", "events", "spare")
 
     def __init__(self):
         self.entries = {}
         self.events = None
+        self.spare = None  # memory lent to the next cotangent of its shape (``lend``)
+
+    def lend(self, array):
+        """Keep ``array``, memory the caller is done with (the copy an undo put back), for the
+        next new cotangent of its shape and type (``empty_like``), in place of the spare
+        lent before, if it is a large plain array of its own memory that nothing but the
+        caller's one variable holds (its reference count says so: no view, no record) and
+        nothing could find again (no weak reference: an undo that finds its target so)."""
+        if lendable(array) and array.base is None and array.flags.c_contiguous \
+                and array.flags.writeable and sys.getrefcount(array) == _LENT \
+                and not weakref.getweakrefcount(array):
+            self.spare = array
+
+    def let_go(self, spare):
+        """Let go of ``spare``, the spare lent before a pullback ran, if that pullback did not
+        take it: memory is lent from one write's undo to the pullbacks of the write and of
+        the next elementwise write at most, so it is not held longer than it was."""
+        if self.spare is spare:
+            self.spare = None
+
+    def empty_like(self, a):
+        """``np.empty_like(a)`` for a cotangent: the spare memory (``lend``) if it has
+        ``a``'s shape and type, else new memory. Its values are not read: only its pages are
+        reused."""
+        spare = self.spare
+        if spare is not None and type(a) is NDARRAY and spare.shape == a.shape \
+                and spare.dtype == a.dtype and a.flags.c_contiguous:
+            self.spare = None
+            return spare
+        return np.empty_like(a)
 
     def _entry(self, buffer):
         entry = self.entries.get(buffer.key)

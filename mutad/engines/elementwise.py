@@ -22,7 +22,7 @@ from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRul
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput, Write
 from ..core.views import NDARRAY, writeable
-from .writes import reads_written
+from .writes import CopyBack, reads_written
 
 
 _REAL = np.dtype(float)
@@ -514,7 +514,7 @@ def elementwise_cotangents(shadows, rule, dy, y, places, values, traced):
                 rows.append([places[i], twin[1], SHARED])
                 continue
             g = times_partial(dy, partial, y, values,
-                              dy if i == reuser and not negated else np.empty_like(dy))
+                              dy if i == reuser and not negated else shadows.empty_like(dy))
         rows.append([places[i], unbroadcast(g, places[i].shape), OWNED, i])
     if sharing:
         shadows.share([places[i] for i in sharing], dy)
@@ -613,7 +613,15 @@ def write_pullback(record, shadows, dy):
     if len(state) > 2:
         y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
                                                        **(record.settings or {}))
+    earlier = shadows.spare
+    undo = record.undo
+    if type(undo) is CopyBack and undo.lends:  # the copy it put back: its memory lent on
+        spare, undo.saved = undo.saved, None
+        shadows.lend(spare)
+        del spare
     elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+    if earlier is not None:  # (nearly always None: only large copies are lent)
+        shadows.let_go(earlier)
 
 
 class Rerun:

@@ -44,11 +44,11 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
                       constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
                       place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
-from ..core.shadows import Buffer, Place, overlapping, zeros
+from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
                           wrapped)
-from .writes import ElementwiseInverse, Reads, Undo, reads_written
+from .writes import CopyBack, ElementwiseInverse, Reads, Undo, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -628,11 +628,16 @@ class WritePlan:
             write = lambda: ufunc(*values, out=target, **kwargs)  # noqa: E731
         else:
             write = lambda: ufunc(*values, out=target)  # noqa: E731
-        return record_write(self.primitive, destination, write,
-                            Reads(inputs, values, kept, self.others_at, True, named),
-                            Undo(inverse, redo=self.redo), pullback=self.pullback, state=state,
-                            settings=kwargs or None, undo_first=self.undo_first, tape=tape,
-                            decided=decided)
+        record = record_write(self.primitive, destination, write,
+                              Reads(inputs, values, kept, self.others_at, True, named),
+                              Undo(inverse, redo=self.redo), pullback=self.pullback,
+                              state=state, settings=kwargs or None, undo_first=self.undo_first,
+                              tape=tape, decided=decided)
+        undo = record.undo
+        if type(undo) is CopyBack and self.undo_first and self.pullback is not None \
+                and lendable(undo.saved):
+            undo.lends = True  # its copy, put back before the pullback, lent on (``lend``)
+        return record
 
 
 def assign(target, value, element=False):

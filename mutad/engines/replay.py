@@ -1042,10 +1042,15 @@ class ElementwiseWrite:
             saved[1] = None
         dy = shadows.take(self.written)
         np.copyto(target, copy)
-        del copy  # freed before the pullback makes its cotangents (a large write's: W5's)
-        if dy is not None and self.traced:
-            rule, traced = self.state
-            elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
+        if dy is None or not self.traced:
+            return
+        earlier = shadows.spare
+        shadows.lend(copy)  # its memory lent to the cotangents made next (``write_pullback``)
+        del copy  # else freed before the pullback makes its cotangents (a large write's: W5's)
+        rule, traced = self.state
+        elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
+        if earlier is not None:
+            shadows.let_go(earlier)
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its

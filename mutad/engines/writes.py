@@ -100,17 +100,20 @@ class CopyBack:
     an advanced index or mask, if given), copied back when called, once. ``at``, if given,
     finds the region then (``recompute.current_region``), so that the undo does not hold it."""
 
-    __slots__ = ("region", "key", "saved", "at")
+    __slots__ = ("region", "key", "saved", "at", "lends")
 
     def __init__(self, region, key=None, at=None):
         self.region = region if at is None else None
         self.at = at
         self.key = key
         self.saved = region.copy() if key is None else region[key]  # an advanced index copies
+        self.lends = False  # whether the copy is kept, once put back, for the pullback to lend
 
     def __call__(self):
         region = self.region if self.at is None else self.at()
         saved, self.saved = self.saved, None  # freed once copied back, before the pullback runs
+        if self.lends:  # unless its memory is lent on (``elementwise.write_pullback``)
+            self.saved = saved
         if region is None:  # a temporary nothing reads any more
             return
         if self.key is None:
