@@ -39,6 +39,7 @@ VIEWS = {
     "a.T":                lambda a: a.T,
     "a.mT":               lambda a: a.mT,
     "np.matrix_transpose": lambda a: np.matrix_transpose(a),
+    "np.linalg.matrix_transpose": lambda a: np.linalg.matrix_transpose(a),
     "np.swapaxes":        lambda a: np.swapaxes(a, 0, 1),
     "a.swapaxes":         lambda a: a.swapaxes(1, 0),
     "np.moveaxis":        lambda a: np.moveaxis(a, 0, -1),

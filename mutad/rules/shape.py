@@ -101,6 +101,7 @@ linear_map(np.squeeze,      lambda dy, a, axis=None: np.reshape(dy, a.shape))
 linear_map(np.expand_dims,  lambda dy, a, axis: np.reshape(dy, a.shape))
 linear_map(np.transpose,    lambda dy, a, axes=None: np.transpose(dy, inverse_permutation(axes, a.ndim)))
 linear_map(np.matrix_transpose, lambda dy, x: np.swapaxes(dy, -1, -2))
+linear_map(np.linalg.matrix_transpose, lambda dy, x: np.swapaxes(dy, -1, -2))
 linear_map(np.swapaxes,     lambda dy, a, axis1, axis2: np.swapaxes(dy, axis1, axis2))
 linear_map(np.moveaxis,     lambda dy, a, source, destination: np.moveaxis(dy, destination, source))
 linear_map(np.rollaxis,     lambda dy, a, axis, start=0: gather_cotangent(dy, a, lambda s: np.rollaxis(s, axis, start)))
@@ -118,6 +119,7 @@ linear_map(np.delete,       lambda dy, arr, obj, axis=None: gather_cotangent(dy,
 linear_map(np.triu,         lambda dy, m, k=0: np.triu(dy, k))
 linear_map(np.tril,         lambda dy, m, k=0: np.tril(dy, k))
 linear_map(np.diagonal,     lambda dy, a, offset=0, axis1=0, axis2=1: place_diagonal(dy, a.shape, offset, axis1, axis2))
+linear_map(np.linalg.diagonal, lambda dy, x, offset=0: place_diagonal(dy, x.shape, offset, -2, -1))
 linear_map(np.diag,         lambda dy, v, k=0: np.diagonal(dy, k) if v.ndim == 1 else place_diagonal(dy, v.shape, k))
 linear_map(np.real,         lambda dy, val: dy)
 linear_map(np.imag,         lambda dy, val: val.zeros())  # of real ones: 0s
@@ -630,6 +632,7 @@ def clip_jvp(tangents, a, *bounds, **kwargs):
 # selects each element from a or a bound, in NumPy's order of complex values (by real part,
 # then imaginary part), which its masks compare with as NumPy's loop does.
 holomorphic(np.clip, np.reshape, np.squeeze, np.expand_dims, np.transpose, np.matrix_transpose,
+            np.linalg.matrix_transpose, np.linalg.diagonal,
             np.swapaxes, np.moveaxis, np.rollaxis, np.flip, np.fliplr, np.flipud, np.rot90,
             np.roll, np.broadcast_to, np.tile, np.repeat, np.resize, np.delete, np.triu, np.tril,
             np.diagonal, np.diag, np.real, np.imag, sliding_window_view, np.ravel, np.pad,
