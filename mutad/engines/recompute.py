@@ -637,12 +637,12 @@ class Recomputation:
         reads = _reads(inputs)
         if reads is None:
             return None
-        chain = self.chains.get(buffer.key)
-        if chain is None:
-            chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
         pairs = list(versions(reads[0]))
         if any(not b.c_contiguous for b, _ in pairs if b is not buffer):
             return None  # one its redone writes read could not be pinned (Chain.pin)
+        chain = self.chains.get(buffer.key)
+        if chain is None:  # made at its first write: it counts its writes from that version
+            chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
         for source, version in pairs:
             if version:  # read as it is now by the writes the replay redoes
                 source.read = True
