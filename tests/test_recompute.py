@@ -727,3 +727,34 @@ def test_a_recipe_found_current_is_asked_again_after_any_write():
     _records(f, x, y)
     assert answers == [(True, True), (True, True), (False, True), (True, True),
                        (False, True, None)]
+
+
+def sines_and_cosines_of_an_f_ordered_view(s):
+    a = s.reshape(2, 3, order="F")  # the argument seen in Fortran order
+    a *= np.tanh(a)  # reads a temporary laid out in Fortran order: saved, not rebuilt
+    for _ in range(3):  # rebuilt under a budget, each redone write a different one
+        np.sin(a, out=a)
+        np.cos(a, out=a)
+    return np.sum(a * np.arange(1.0, 7.0).reshape(2, 3))
+
+
+def test_a_chain_counts_its_writes_from_its_first_rebuilt_write():
+    """Regression: a write that read a temporary not in C order was refused by the chain of
+    its array (saved instead) after the chain had been made, at the version before that
+    write; the chain then counted its writes from there, and the reverse pass redid each
+    rebuilt write's successor in its place: a wrong gradient under ``memory=``, with finite
+    values, and the caller's bytes back."""
+    s = np.array([0.274, -0.46, -0.918, -0.967, 0.627, 0.826])
+    before = s.tobytes()
+    exact = mutad.gradient(sines_and_cosines_of_an_f_ordered_view, s, policy="checkpoint")[0]
+    for budget in (0, 200, 10_000):
+        got = mutad.gradient(sines_and_cosines_of_an_f_ordered_view, s, memory=budget)[0]
+        assert got.tobytes() == exact.tobytes()
+        assert s.tobytes() == before
+    replaying = mutad.value_and_grad(sines_and_cosines_of_an_f_ordered_view, memory=0,
+                                     replay=True)
+    for shift in (0.0, 0.1, -0.2):
+        x = s + shift
+        expected = mutad.gradient(sines_and_cosines_of_an_f_ordered_view, x,
+                                  policy="checkpoint")[0]
+        assert replaying(x)[1].tobytes() == expected.tobytes()

@@ -154,10 +154,16 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
             recomputation.overwriting(t.buffer, kind in ("checkpoint", "rebuild"))
             if not several:
                 recomputation.write(t.buffer)
+    raised = None
     if not several and kinds[0] == VERIFYING:  # the inverse writes as it is verified
         undos[0], kinds[0] = undos[0].write_verified(tape, targets[0].key)
     else:
-        write()
+        try:
+            write()
+        except FloatingPointError as error:
+            # Under np.errstate(...="raise") NumPy raises after writing its result: the write
+            # happened, and f may catch the error and go on, so it is recorded all the same
+            raised = error
     for t in targets:
         if t.buffer is not None:
             written(t.buffer)
@@ -190,6 +196,8 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
     if type(record.undo) is Rebuild:
         record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
+    if raised is not None:
+        raise raised
     return record
 
 
