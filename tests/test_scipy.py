@@ -531,6 +531,57 @@ def test_overwrite_flags_overwrite_a_traced_input_as_scipy_does(name, call, samp
                           symmetric=(0,) if name in ("cholesky", "cho_factor") else ())
 
 
+# SciPy raises LinAlgError after overwriting: an indefinite or singular matrix (F-ordered, which
+# SciPy overwrites; a C-ordered one it copies first and leaves as it was)
+INDEFINITE = np.array([[4.0, 2.0, 1.0], [2.0, 1.0, 3.0], [1.0, 3.0, 2.0]])
+SINGULAR = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 1.0, 1.0]])
+# fmt: off
+RAISING_CALLS = [
+    ("cholesky",   lambda a: linalg.cholesky(a, overwrite_a=True),                  INDEFINITE),
+    ("cho_factor", lambda a: linalg.cho_factor(a, overwrite_a=True),                INDEFINITE),
+    ("inv",        lambda a: linalg.inv(a, overwrite_a=True),                       SINGULAR),
+    ("solve",      lambda a: linalg.solve(a, np.ones(3), overwrite_a=True),         SINGULAR),
+    ("solve_pos",  lambda a: linalg.solve(a, np.ones(3), overwrite_a=True, assume_a="pos"),
+     INDEFINITE),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("order", ["F", "C"])
+@pytest.mark.parametrize("name, call, matrix", RAISING_CALLS, ids=[c[0] for c in RAISING_CALLS])
+def test_a_linalg_error_raised_after_scipy_overwrote_a_traced_input_is_refused(
+        name, call, matrix, order):
+    """Regression: SciPy overwrote an F-ordered ``a`` with part of its factorization before
+    raising LinAlgError, but mutad left the traced ``a`` as it was, so f catching the error and
+    reading ``a`` got a value that was not NumPy's (72.0 for 66.0 after ``cho_factor``) and
+    its gradient. What SciPy leaves has no rule: refused. A C-ordered ``a``, which SciPy copies
+    and leaves as it was, raises SciPy's error for f to catch, and is differentiated."""
+    weights = np.arange(9.0).reshape(3, 3)
+
+    def catches_and_reads(x):
+        a = np.array(x * 1.0, order=order)
+        try:
+            call(a)
+        except np.linalg.LinAlgError:
+            pass
+        return np.sum(a * weights)
+
+    x = matrix.copy()
+    before = x.tobytes()
+    expected = catches_and_reads(x)
+    if order == "F":
+        assert expected != np.sum(matrix * weights), "SciPy did not overwrite: proves nothing"
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="after overwriting"):
+            mutad.value_and_grad(catches_and_reads)(x)
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="after overwriting"):
+            mutad.jvp(catches_and_reads, (x,), (np.ones_like(x),))
+    else:
+        value, grad = mutad.value_and_grad(catches_and_reads)(x)
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert grad.tobytes() == weights.tobytes()
+    assert x.tobytes() == before
+
+
 # Decisions: xlogy's zeros are decided when it is computed ------------------------------------
 
 from decisions import check_decision_kept, then_disturbed  # noqa: E402

@@ -105,8 +105,20 @@ def _overwritten(fn, bound):
             arguments[name] = copy
     if not copies:
         return []  # (SciPy copies an array not contiguous: it overwrites none)
-    result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
-                **inspect.BoundArguments(bound.signature, arguments).kwargs)
+    try:
+        result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
+                    **inspect.BoundArguments(bound.signature, arguments).kwargs)
+    except Exception as error:
+        # SciPy raised (a singular or indefinite matrix's LinAlgError) after overwriting: f
+        # may catch the error and read what it left, a partial factorization without a rule
+        for name, copy in copies.items():
+            if copy.tobytes(order="A") != _plain(bound.arguments[name]).tobytes(order="A"):
+                raise UnsupportedOperationError(
+                    f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}=True) of a "
+                    f"differentiated array raised {type(error).__name__} ({error}) after "
+                    f"overwriting `{name}` with its workspace, which mutad does not follow. "
+                    f"Pass overwrite_{name}=False, or pass a copy of the array") from error
+        raise  # (SciPy left the arrays as they were: its error is f's to catch)
     found = []
     for name, copy in copies.items():
         x = _plain(bound.arguments[name])
