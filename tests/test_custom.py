@@ -4,6 +4,7 @@ forward by the innermost level among the arguments, each call's state its own.""
 import threading
 
 import numpy as np
+import pytest
 
 import mutad
 from mutad.custom import dispatch
@@ -94,3 +95,134 @@ def test_dispatch_follows_the_innermost_level():
     mutad.jvp(lambda x: mutad.gradient(lambda z: (double(z) * z).sum(), x)[0],
               (x,), (np.ones(2),))
     assert calls[0] == "reverse"
+
+
+def _raising_scale(checkpoint):
+    """``scale_(x, limit)``: x[0] *= 2, then ValueError if it passed ``limit``, else
+    x[1:] *= 2: with ``limit`` below the doubled x[0] it writes and then raises; with
+    ``limit`` negative it raises before writing. An in-place rule with a ``back``."""
+    @mutad.inplace_adjoint(writes=("x",))
+    def scale_(x, limit):
+        if limit < 0:
+            raise ValueError("a negative limit")
+        x[:1] *= 2.0
+        if x[0] > limit:
+            raise ValueError("past the limit")
+        x[1:] *= 2.0
+
+    @scale_.rule(checkpoint=("x",) if checkpoint else ())
+    def _scale_rule(x, limit):
+        scale_(x, limit)
+
+        def back(dx, dlimit):
+            if not checkpoint:
+                x[...] /= 2.0
+            dx *= 2.0
+        return back
+
+    def f(x, limit):
+        u = x * 1.0
+        try:
+            scale_(u, limit)
+        except ValueError:
+            pass
+        return np.sum(u * u * np.arange(1.0, u.size + 1))
+
+    def uncaught(x):
+        u = x * 1.0
+        scale_(u, 1.0)
+        return np.sum(u)
+
+    return f, uncaught
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_an_in_place_function_writing_then_raising_caught_by_f_is_refused(checkpoint):
+    """Regression: an in-place function that wrote into its argument and then raised, f
+    catching the error and reading the argument: the write went unrecorded, so the gradient
+    lacked its derivative ([4, 6] for [8, 6]), and one raising FloatingPointError stopped
+    the differentiation with a TypeError. Its rule gave no back for that write: refused, the
+    caller's bytes given back."""
+    f, uncaught = _raising_scale(checkpoint)
+    x = np.array([1.0, 1.5])
+    before = x.tobytes()
+    assert f(x, 1.0) == 4.0 + 2 * 2.25  # NumPy's: x[0] doubled, x[1] not
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="raised ValueError"):
+        mutad.value_and_grad(f)(x, 1.0)
+    assert x.tobytes() == before
+    # not caught, the function's own error stops f, as without mutad
+    with pytest.raises(ValueError, match="past the limit") as raised:
+        mutad.gradient(uncaught, x)
+    assert not isinstance(raised.value, mutad.MutadError)
+    assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+def test_an_in_place_function_raising_before_writing_caught_by_f(checkpoint):
+    """A function that raises before writing leaves its argument as it was: where mutad saved
+    it (checkpoint=) it finds it unchanged and differentiates f; where the rule restores, it
+    cannot tell, and refuses rather than guess."""
+    f, _ = _raising_scale(checkpoint)
+    x = np.array([1.0, 1.5])
+    before = x.tobytes()
+    if checkpoint:
+        value, grad = mutad.value_and_grad(f)(x, -1.0)
+        assert value == f(x, -1.0)
+        np.testing.assert_array_equal(grad, 2 * x * np.arange(1.0, 3.0))
+    else:
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="a negative limit"):
+            mutad.value_and_grad(f)(x, -1.0)
+    assert x.tobytes() == before
+
+
+def test_an_in_place_function_raising_floating_point_error_caught_by_f_is_refused():
+    """Regression: ``np.log(x, out=x)`` inside an in-place function, under
+    ``np.errstate(invalid="raise")``, f catching the FloatingPointError: the differentiation
+    stopped with a TypeError (a write recorded without its rule's back). Refused, clearly."""
+    @mutad.inplace_adjoint(writes=("x",))
+    def log_(x):
+        np.log(x, out=x)
+
+    @log_.rule
+    def _log_rule(x):
+        old = x.copy()
+        log_(x)
+
+        def back(dx):
+            dx /= old
+            x[...] = old
+        return back
+
+    def f(x):
+        u = x * 1.0
+        try:
+            with np.errstate(invalid="raise"):
+                log_(u)
+        except FloatingPointError:
+            pass
+        return np.sum(np.nan_to_num(u, nan=0.25))
+
+    x = np.array([0.5, -1.0, 2.0])
+    before = x.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="FloatingPointError"):
+        mutad.value_and_grad(f)(x)
+    assert x.tobytes() == before
+
+
+def test_cholesky_in_place_refusing_an_indefinite_matrix_caught_by_f_is_differentiated():
+    """``mutad.linalg.cholesky_`` leaves a matrix that is not positive definite as it was when
+    it raises: f adding to the diagonal and factoring again is differentiated (its gradient
+    the finite differences'), the caller's bytes given back."""
+    def jittered(A):
+        A = A * 1.0
+        try:
+            mutad.linalg.cholesky_(A)
+        except np.linalg.LinAlgError:
+            A += 3.0 * np.eye(len(A))
+            mutad.linalg.cholesky_(A)
+        return np.sum(np.tril(A) * np.arange(1.0, 10.0).reshape(3, 3))
+
+    A = np.array([[2.0, 1.0, 3.0], [1.0, 2.0, 1.0], [3.0, 1.0, 2.0]])
+    before = A.tobytes()
+    mutad.check_grads(jittered, A, symmetric=(0,))
+    assert A.tobytes() == before

@@ -33,7 +33,7 @@ from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Rerun,
                           differentiable, elementwise_kept, read_by_partials, write_kept,
                           write_pullback)
-from ..core.errors import (RuleError, UnsupportedOperationError, differentiated_keyword,
+from ..core.errors import (MutadError, RuleError, UnsupportedOperationError, differentiated_keyword,
                            function_name, holds_objects, no_rule, objects_refused)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_element_write, record_write, target_position, write_constant)
@@ -48,7 +48,7 @@ from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
                           wrapped)
-from .writes import CopyBack, ElementwiseInverse, Reads, Undo, reads_written
+from .writes import CopyBack, ElementwiseInverse, Reads, Undo, Undos, reads_written
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -1097,18 +1097,56 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     kept = [None if i in writes else v for i, v in enumerate(values)]
     ran = []
     held = {id(v) for v in values}
+
+    def run():
+        try:
+            ran.append(run_rule(*values, **kwargs))
+        except Exception as error:  # recorded all the same: f may catch it and go on
+            ran.append(error)
+
     record = record_write(
-        primitive(name, rule), [t for _, t in written],
-        lambda: ran.append(run_rule(*values, **kwargs)), Reads(args, values, kept),
+        primitive(name, rule), [t for _, t in written], run, Reads(args, values, kept),
         Undo([None if i in checkpointed else _rule_restores for i, _ in written],
              growth=factor),
         pullback=_inplace_rule_pullback, taken=False, undo_first=False,
         settings={k: _if_held(v, held) for k, v in kwargs.items()} or None)
+    if isinstance(ran[0], Exception):
+        record.state = (_raised_back(name, ran[0], record.undo), values,
+                        [locate(x, tape) for x in args])
+        raise ran[0]
     back, result = ran[0]
     if not callable(back):
         raise RuleError(f"the in-place rule of {name} must return its back function.")
     record.state = (back, values, [locate(x, tape) for x in args])
     return _map_result(name, result, args, values, tape)
+
+
+def _raised_back(name, error, undo):
+    """The ``back`` of an in-place rule that raised ``error`` (its write's ``undo``): the
+    function may have written into its arguments before raising, and the rule gave no
+    ``back`` for it. Where they are left as they were, the identity: so are they when mutad
+    saved them and finds them unchanged, and when a mutad function raised its own error (they
+    leave their arguments as they were, ``mutad.linalg.cholesky_``'s
+    ``NotPositiveDefiniteError``). Otherwise differentiating through the call is refused."""
+    undos = undo.undos if type(undo) is Undos else [undo]
+    if isinstance(error, MutadError) or all(
+            type(u) is CopyBack and u.key is None and _unchanged(u) for u in undos):
+        return lambda *shadows: None
+
+    def refuse(*shadows):
+        raise UnsupportedOperationError(
+            f"{name} raised {type(error).__name__} ({error}) inside its in-place rule, which "
+            "gave no back for what it may have written into its arguments before raising, and "
+            "f went on: its gradient is not known. Let the function leave its arguments as "
+            "they were when it raises, declare them with checkpoint= so mutad can check, or "
+            "call it on a copy") from error
+    return refuse
+
+
+def _unchanged(undo):
+    """Whether the region a ``CopyBack`` saved holds the bytes it saved."""
+    region = undo.region if undo.at is None else undo.at()
+    return type(region) is np.ndarray and undo.saved.tobytes() == region.tobytes()
 
 
 def _inplace_rule_pullback(record, shadows, _):
