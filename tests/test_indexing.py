@@ -782,8 +782,8 @@ def test_a_write_numpy_performs_otherwise_than_on_labels_is_refused(monkeypatch)
     """If the labels ever disagreed with what NumPy wrote, the gradient would be wrong: the write
     is checked, and a disagreement raises instead."""
     def shifted_provenance(write, target, source):
-        changed, origins = provenance(write, target, source)
-        return changed, (origins + 1) % source.size
+        changed, origins, raised = provenance(write, target, source)
+        return changed, (origins + 1) % source.size, raised
 
     provenance = inplace._provenance
     monkeypatch.setattr(inplace, "_provenance", shifted_provenance)
@@ -1411,3 +1411,47 @@ def test_an_element_write_out_of_bounds_is_numpys_index_error():
         f(np.ones(3))
     with pytest.raises(IndexError, match="out of bounds"):
         mutad.gradient(f, np.ones(3))
+
+
+def _put_past_the_end(u, x):
+    np.put(u, [0, 1, 9], x[:3] * 3.0)  # NumPy writes u[0] and u[1], then meets 9
+
+
+def _copyto_refusing_the_cast(u, x):
+    np.copyto(u, (x * 3.0).astype(np.float32), casting="no")  # NumPy refuses before writing
+
+
+def _copyto_refusing_complex(u, x):
+    np.copyto(u, x * 3.0 + 1j)  # complex into float: refused by casting="same_kind"
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("write, error", [
+    (_put_past_the_end, IndexError),
+    (_copyto_refusing_the_cast, TypeError),
+    (_copyto_refusing_complex, TypeError),
+], ids=["put-past-the-end", "copyto-casting-no", "copyto-complex-into-float"])
+def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, error, policy):
+    """Regression: ``np.put`` meeting an index out of bounds after writing the elements before
+    it, f catching the IndexError: mutad wrote nothing (value 11.7 for NumPy's 8.7, the
+    gradient missing the write); ``np.copyto`` refusing a cast wrote all the same (35.1 for
+    11.7). Now the array holds what NumPy leaves, bit for bit, and the gradient is that of
+    the whole program, the except branch included; the caller's bytes come back."""
+    weights = np.arange(1.0, 6.0)
+
+    def f(x):
+        u = x * 1.0
+        try:
+            write(u, x)
+        except error:
+            pass
+        return np.sum(u * u * weights)
+
+    x = np.array([0.5, -1.0, 2.0, 0.3, 1.2])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(f, policy=policy)(x)
+    assert np.float64(value).tobytes() == np.float64(f(x)).tobytes()
+    step = 1e-6
+    differences = [(f(x + h) - f(x - h)) / (2 * step) for h in np.eye(5) * step]
+    np.testing.assert_allclose(grad, differences, rtol=1e-6)
+    assert x.tobytes() == before

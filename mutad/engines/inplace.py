@@ -332,17 +332,25 @@ def _provenance(write, target, source):
     after writing them, keeping one of repeated indices): the same call runs on integer twins
     of the operands that hold the source's element positions. Returns a mask of the changed
     elements of ``target`` and, for each in C order, the C-order position of the element of
-    ``source`` whose value it took."""
+    ``source`` whose value it took, and the error the call raised after writing them (an index
+    out of bounds that ``np.put`` meets after writing those before it), or None; an error
+    raised before anything was written is raised."""
     target_twin, source_twin = _twins(target, source)
     before = target_twin.copy()
-    write(target_twin, source_twin)
+    raised = None
+    try:
+        write(target_twin, source_twin)
+    except Exception as error:
+        raised = error
     changed = target_twin != before
+    if raised is not None and not changed.any():
+        raise raised
     origins = target_twin[changed]
     if np.any(origins < 0):
         raise MutadError(
             "a write copied values that do not come from its source, so mutad cannot tell what "
             "it differentiates; copy the source first (x[key] = v.copy()).")
-    return changed, origins
+    return changed, origins, raised
 
 
 def _indexable(a):
@@ -380,13 +388,23 @@ def copy_into(primitive, target, value, write, settings):
     source = value.value if here else value
     layout = memory(source) if isinstance(source, np.ndarray) or wrapped(source) \
         or is_device(source) else beside(memory(target.value), np.asarray(source))
-    changed, origins = _provenance(write, memory(target.value), layout)
+    changed, origins, raised = _provenance(write, memory(target.value), layout)
     checked = not (wrapped(target.value) or wrapped(source))
     if checked:
         expected = np.take(layout, origins)  # before the write, which may overwrite the source
 
     def checked_write():
-        write(target.value, source)
+        nonlocal raised
+        if raised is None:
+            write(target.value, source)
+        else:  # NumPy raises after writing what the twins show: recorded, then raised to f
+            try:
+                write(target.value, source)
+            except type(raised) as error:
+                raised = error
+            else:
+                raise MutadError(f"NumPy raised {raised!r} on integer labels laid out as the "
+                                 "operands, not on them, so mutad cannot tell what it wrote")
         if checked:
             written = target.value[changed]
             cast = real_part_if(written, expected).astype(written.dtype, copy=False)
@@ -413,3 +431,5 @@ def copy_into(primitive, target, value, write, settings):
                  Reads((target, value), (target.value, source), [None, None]),
                  Undo(save=lambda: CopyBack(target.value, changed)), pullback=pullback,
                  state=origins if pullback else None, settings=settings, key=changed)
+    if raised is not None:
+        raise raised

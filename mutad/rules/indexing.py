@@ -684,6 +684,11 @@ def copyto(dst, src, casting="same_kind", where=True):
     src = as_array(src)
     if not writes_into("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
+    # NumPy's casting check, and its error, before anything is written (the assignments below
+    # cast as assignment does): on an empty destination, a Python or NumPy scalar as itself
+    np.copyto(np.empty(0, dst.dtype), src if isinstance(src, (int, float, complex, np.generic))
+              else np.empty(0, src.dtype if hasattr(src, "dtype") else np.asarray(src).dtype),
+              casting=casting)
     if overlaps(dst, src):
         copy_into(np.copyto, dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where),
                   {"casting": casting, "where": where})
