@@ -1162,3 +1162,44 @@ def test_a_write_that_raises_after_numpy_wrote_it_is_differentiated(n, settings)
     assert np.asarray(value).tobytes() == np.asarray(expected_value).tobytes()
     assert grad.tobytes() == expected.tobytes()
     assert x.tobytes() == before
+
+
+def overflowing_products(x, raising, overlapping):
+    u = x * 1.0
+    m = np.array([[1e305, 0.0], [0.0, 2.0]])
+    for _ in range(2):
+        try:
+            with np.errstate(over="raise" if raising else "ignore"):
+                # NumPy writes the product, then raises for the inf; into a copy of an out=
+                # that overlaps an operand, which it drops, leaving u as it was
+                np.matmul(m, u if overlapping else u * 1.0, out=u)
+        except FloatingPointError:
+            pass
+        u[0] = np.nan_to_num(u[0], posinf=7.0, neginf=-7.0) * 1e-300
+    return np.sum(u * np.array([[1.0, 2.0], [3.0, 4.0]]))
+
+
+@pytest.mark.parametrize("overlapping", [False, True])
+@pytest.mark.parametrize("settings", [{}, {"policy": "checkpoint"}, {"memory": 0}])
+def test_a_product_into_out_that_raises_after_numpy_wrote_it_is_differentiated(settings,
+                                                                               overlapping):
+    """Regression: ``np.matmul(m, v, out=u)`` under ``np.errstate(over="raise")``, the error
+    caught by f: NumPy has written ``u`` when it raises, but mutad, whose rule computed the
+    product and raised before writing it, left ``u`` as it was (value 11.7 for 77.0 on such a
+    program). Where ``v`` is ``u``, NumPy leaves ``u`` as it was. The value is NumPy's bit for
+    bit, and the gradient that of the same program with the error ignored where NumPy wrote
+    (the program's own where it did not); the caller's bytes come back."""
+    x = np.array([[5e3, 1e-3], [0.5, -1.0]])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(overflowing_products, **settings)(x, True, overlapping)
+    assert np.asarray(value).tobytes() == np.asarray(
+        overflowing_products(x, True, overlapping)).tobytes()
+    if overlapping:  # u as it was after the first product, written by the second
+        np.testing.assert_allclose(grad, [[1e-295, 2e-295], [6.0, 8.0]], rtol=1e-14)
+    else:
+        expected_value, expected = mutad.value_and_grad(overflowing_products, **settings)(
+            x, False, overlapping)
+        assert np.asarray(value).tobytes() == np.asarray(expected_value).tobytes()
+        assert grad.tobytes() == expected.tobytes()
+        assert np.any(grad != 0.0)
+    assert x.tobytes() == before

@@ -767,7 +767,20 @@ def apply_function(name, rule, args, kwargs, tape=None):
         check_complex(name, rule)
     kept = [private(v) for v in values]
     kwargs = {k: private(v) for k, v in kwargs.items()}  # (a mask as where=)
-    y, back = rule(*kept, **kwargs)
+    raised = None
+    try:
+        y, back = rule(*kept, **kwargs)
+    except FloatingPointError as error:
+        # Under np.errstate(...="raise") NumPy raises after writing its result into out=, and
+        # f may catch the error and go on: computed as NumPy computes it, written and
+        # recorded, then raised; but an out= that may overlap an operand (bounds, as NumPy
+        # asks) NumPy computes into a copy, dropped when it raises: out= is left as it was
+        if out is None or any(np.may_share_memory(memory(out), memory(v)) for v in values
+                              if type(memory(v)) is np.ndarray):
+            raise
+        raised = error
+        with np.errstate(**{k: "ignore" for k, v in np.geterr().items() if v == "raise"}):
+            y, back = rule(*kept, **kwargs)
     if any(k is not v and _views(y, k) for k, v in zip(kept, values, strict=True)):
         y, back = rule(*values, **kwargs)  # NumPy's result views that array: as NumPy's
     else:
@@ -781,7 +794,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     leaves = list(_leaves(args, tape))
     if not leaves:  # constants and plain values only: nothing to record
         result = constant_result(y, tape, args)
-        return result if out is None else assign(out, result)
+        return result if out is None else _into_out(out, result, raised)
     if holds_objects(y):
         raise objects_refused(name)
     # The pullback may read the untraced arguments: keep them as they are.
@@ -810,8 +823,17 @@ def apply_function(name, rule, args, kwargs, tape=None):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
         if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
             raise untraced_write(f"{name}(..., out=...)")
-        return assign(out, result)
+        return _into_out(out, result, raised)
     return result
+
+
+def _into_out(out, result, raised):
+    """``result`` written into ``out``, as NumPy writes it, then ``raised`` (the error NumPy
+    raised after writing, or None) raised."""
+    written = assign(out, result)
+    if raised is not None:
+        raise raised
+    return written
 
 
 def _views(y, a):
