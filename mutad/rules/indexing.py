@@ -502,27 +502,44 @@ def at_in_rounds(ufunc):
             raise UnsupportedOperationError(
                 f"{name}: its operand shares memory with the array it writes, which NumPy reads "
                 "as it writes; pass a copy of the operand.")
-        shape = np.shape(a)
-        positions = np.arange(np.size(a)).reshape(shape)[plain(indices)]  # NumPy's indexing
-        flat = positions.reshape(-1)
-        values = None if b is None else np.broadcast_to(
-            beside(views.memory(a), b), positions.shape).reshape(-1)
-        if ufunc is np.multiply and np.result_type(views.memory(a), plain(b)).kind == "c":
-            for k, position in enumerate(flat.tolist()):
-                index = np.unravel_index(position, shape)
-                a[index] = a[index] * values[k]
-            return
-        order = np.argsort(flat, kind="stable")
-        ordered = flat[order]
-        first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
-        for r in range(rank.max() + 1 if len(rank) else 0):
-            chosen = rank == r
-            index = np.unravel_index(flat[chosen], shape)
-            a[index] = ufunc(a[index]) if b is None else ufunc(a[index], values[chosen])
+        raising = {k: "ignore" for k, v in np.geterr().items() if v == "raise"}
+        if raising:
+            # NumPy applies every occurrence, then raises for the floating-point errors met
+            # (f may catch it and go on): its error is taken from its own call on a copy,
+            # raised after the rounds, which run with those errors ignored
+            try:
+                ufunc.at(np.array(views.memory(a)), plain(indices),
+                         *(() if b is None else (plain(b),)))
+            except FloatingPointError as error:
+                with np.errstate(**raising):
+                    _at_in_rounds(ufunc, a, indices, b)
+                raise error
+        _at_in_rounds(ufunc, a, indices, b)
 
     return at
+
+
+def _at_in_rounds(ufunc, a, indices, b):
+    """``at_in_rounds(ufunc)``'s rounds."""
+    shape = np.shape(a)
+    positions = np.arange(np.size(a)).reshape(shape)[plain(indices)]  # NumPy's indexing
+    flat = positions.reshape(-1)
+    values = None if b is None else np.broadcast_to(
+        beside(views.memory(a), b), positions.shape).reshape(-1)
+    if ufunc is np.multiply and np.result_type(views.memory(a), plain(b)).kind == "c":
+        for k, position in enumerate(flat.tolist()):
+            index = np.unravel_index(position, shape)
+            a[index] = a[index] * values[k]
+        return
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order]
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(flat)) - np.repeat(first, np.diff(np.r_[first, len(flat)]))
+    for r in range(rank.max() + 1 if len(rank) else 0):
+        chosen = rank == r
+        index = np.unravel_index(flat[chosen], shape)
+        a[index] = ufunc(a[index]) if b is None else ufunc(a[index], values[chosen])
 
 
 
