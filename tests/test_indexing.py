@@ -1491,4 +1491,8 @@ def test_a_ufunc_at_raising_after_numpy_applied_it_is_differentiated(which, poli
     assert np.float64(value).tobytes() == np.float64(_scatters_raising(x, which, True)).tobytes()
     assert np.float64(value).tobytes() == np.float64(expected_value).tobytes()
     assert grad.tobytes() == expected.tobytes()
+    tangent = np.linspace(-1.0, 1.0, 5)  # forward mode: the same (it recursed, for divide)
+    forward = mutad.jvp(lambda x: _scatters_raising(x, which, True), (x,), (tangent,))
+    assert [np.float64(v).tobytes() for v in forward] == [np.float64(v).tobytes() for v in
+        mutad.jvp(lambda x: _scatters_raising(x, which, False), (x,), (tangent,))]
     assert x.tobytes() == before

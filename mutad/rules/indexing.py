@@ -509,7 +509,7 @@ def at_in_rounds(ufunc):
             # raised after the rounds, which run with those errors ignored
             try:
                 ufunc.at(np.array(views.memory(a)), plain(indices),
-                         *(() if b is None else (plain(b),)))
+                         *(() if b is None else (views.memory(b),)))
             except FloatingPointError as error:
                 with np.errstate(**raising):
                     _at_in_rounds(ufunc, a, indices, b)
