@@ -1454,6 +1454,10 @@ def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, err
     step = 1e-6
     differences = [(f(x + h) - f(x - h)) / (2 * step) for h in np.eye(5) * step]
     np.testing.assert_allclose(grad, differences, rtol=1e-6)
+    tangent = np.linspace(-1.0, 1.0, 5)  # forward mode: np.put's tangent was not written
+    y, dy = mutad.jvp(f, (x,), (tangent,))
+    assert np.float64(y).tobytes() == np.float64(value).tobytes()
+    np.testing.assert_allclose(dy, grad @ tangent, rtol=1e-12)
     assert x.tobytes() == before
 
 

@@ -570,16 +570,32 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
                 "tangent would be lost. Allocate the destination inside the function jvp "
                 "differentiates: arrays created there (np.zeros, np.empty, np.array, ...) "
                 "carry tangents.")
-        call(*args, **kwargs)
+        try:
+            call(*args, **kwargs)
+        except Exception as error:
+            # NumPy may raise after writing (np.put meeting an index out of bounds after those
+            # before it; a ufunc.at's FloatingPointError): f may catch it and go on, so the
+            # same write is made on the tangent, then the error raised
+            raised = error
+        else:
+            raised = None
         if tangents[0] is None or (values_tangent is None and accumulates):
+            if raised is not None:
+                raise raised
             return None, None
         if type(values_tangent) in (list, tuple):  # values given as a list: its array's
             values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
         if values_at < len(moved):
             moved[values_at] = 0.0 if values_tangent is None else values_tangent
-        call(*moved, **kwargs)
-        return None, None
+        if raised is None:
+            call(*moved, **kwargs)
+            return None, None
+        try:
+            call(*moved, **kwargs)
+        except type(raised):
+            pass
+        raise raised
 
     return jvp
 
