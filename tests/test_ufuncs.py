@@ -1202,4 +1202,8 @@ def test_a_product_into_out_that_raises_after_numpy_wrote_it_is_differentiated(s
         assert np.asarray(value).tobytes() == np.asarray(expected_value).tobytes()
         assert grad.tobytes() == expected.tobytes()
         assert np.any(grad != 0.0)
+    tangent = np.array([[0.0, 1e-10], [1.0, -1.0]])  # forward mode: its own fix, the same
+    forward = mutad.jvp(lambda x: overflowing_products(x, True, overlapping), (x,), (tangent,))
+    assert np.asarray(forward[0]).tobytes() == np.asarray(value).tobytes()
+    np.testing.assert_allclose(forward[1], np.sum(grad * tangent), rtol=1e-12)
     assert x.tobytes() == before

@@ -631,7 +631,16 @@ def apply_function(func, args, kwargs, level, rule=None):
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
-    y, dy = rule(tangents, *primals, **kwargs)
+    raised = None
+    try:
+        y, dy = rule(tangents, *primals, **kwargs)
+    except FloatingPointError as error:  # written into out= before NumPy raised, as reverse
+        if out is None or any(np.may_share_memory(memory(out), memory(p)) for p in primals
+                              if type(memory(p)) is np.ndarray):  # mode has it (operations)
+            raise
+        raised = error
+        with np.errstate(**{k: "ignore" for k, v in np.geterr().items() if v == "raise"}):
+            y, dy = rule(tangents, *primals, **kwargs)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -655,7 +664,10 @@ def apply_function(func, args, kwargs, level, rule=None):
             _viewing(item, args)
     if out is None:
         return result
-    return _assign(out, result, level, function_name(func))
+    written = _assign(out, result, level, function_name(func))
+    if raised is not None:
+        raise raised
+    return written
 
 
 def _batched_rule(func, entry, rule, primals, out, level):
