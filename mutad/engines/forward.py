@@ -53,7 +53,8 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, wrapped, writes_freely)
-from .writes import at_target, check_region, over_target, reads_written
+from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
+                     written_before_raising)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -634,12 +635,11 @@ def apply_function(func, args, kwargs, level, rule=None):
     raised = None
     try:
         y, dy = rule(tangents, *primals, **kwargs)
-    except FloatingPointError as error:  # written into out= before NumPy raised, as reverse
-        if out is None or any(np.may_share_memory(memory(out), memory(p)) for p in primals
-                              if type(memory(p)) is np.ndarray):  # mode has it (operations)
+    except FloatingPointError as error:
+        if not written_before_raising(out, primals):
             raise
-        raised = error
-        with np.errstate(**{k: "ignore" for k, v in np.geterr().items() if v == "raise"}):
+        raised = error  # computed as NumPy computed it, written with its tangent, then raised
+        with np.errstate(**raising_ignored()):
             y, dy = rule(tangents, *primals, **kwargs)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))

@@ -33,8 +33,9 @@ from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Rerun,
                           differentiable, elementwise_kept, read_by_partials, write_kept,
                           write_pullback)
-from ..core.errors import (MutadError, RuleError, UnsupportedOperationError, differentiated_keyword,
-                           function_name, holds_objects, no_rule, objects_refused)
+from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
+                           differentiated_keyword, function_name, holds_objects, no_rule,
+                           objects_refused)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_element_write, record_write, target_position, write_constant)
 from .recompute import SMALL, Tracked, flat, keeps_memory, small
@@ -48,7 +49,8 @@ from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
                           wrapped)
-from .writes import CopyBack, ElementwiseInverse, Reads, Undo, Undos, reads_written
+from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
+                     reads_written, written_before_raising)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -771,15 +773,10 @@ def apply_function(name, rule, args, kwargs, tape=None):
     try:
         y, back = rule(*kept, **kwargs)
     except FloatingPointError as error:
-        # Under np.errstate(...="raise") NumPy raises after writing its result into out=, and
-        # f may catch the error and go on: computed as NumPy computes it, written and
-        # recorded, then raised; but an out= that may overlap an operand (bounds, as NumPy
-        # asks) NumPy computes into a copy, dropped when it raises: out= is left as it was
-        if out is None or any(np.may_share_memory(memory(out), memory(v)) for v in values
-                              if type(memory(v)) is np.ndarray):
+        if not written_before_raising(out, values):
             raise
-        raised = error
-        with np.errstate(**{k: "ignore" for k, v in np.geterr().items() if v == "raise"}):
+        raised = error  # computed as NumPy computed it, written and recorded, then raised
+        with np.errstate(**raising_ignored()):
             y, back = rule(*kept, **kwargs)
     if any(k is not v and _views(y, k) for k, v in zip(kept, values, strict=True)):
         y, back = rule(*values, **kwargs)  # NumPy's result views that array: as NumPy's

@@ -634,3 +634,18 @@ def _far(a, b, out):
     close = np.abs(a - b) <= ULPS * np.spacing(b)
     tiny &= a != b
     return np.logical_or(~close | tiny, np.signbit(a) != np.signbit(b), out=out)
+
+
+def raising_ignored():
+    """``np.errstate``'s settings with each category that raises ignored instead: to compute
+    again what NumPy computed before it raised."""
+    return {k: "ignore" for k, v in np.geterr().items() if v == "raise"}
+
+
+def written_before_raising(out, operands):
+    """Whether NumPy, raising FloatingPointError under ``np.errstate(...="raise")`` in a call
+    writing into ``out`` (None: none), wrote its result there first, as f may catch the error
+    and go on: it did, unless ``out`` may overlap one of ``operands`` (by their bounds, as
+    NumPy asks), when it computes into a copy that it drops as it raises."""
+    return out is not None and not any(np.may_share_memory(memory(out), memory(v))
+                                       for v in operands if type(memory(v)) is np.ndarray)

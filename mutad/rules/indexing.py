@@ -29,7 +29,7 @@ from ..core.allocation import lists_as_arrays
 from ..engines.elementwise import unbroadcast
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
-from ..engines.writes import Reads, Undo, checkpoint
+from ..engines.writes import Reads, Undo, checkpoint, raising_ignored
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
@@ -502,7 +502,7 @@ def at_in_rounds(ufunc):
             raise UnsupportedOperationError(
                 f"{name}: its operand shares memory with the array it writes, which NumPy reads "
                 "as it writes; pass a copy of the operand.")
-        raising = {k: "ignore" for k, v in np.geterr().items() if v == "raise"}
+        raising = raising_ignored()
         if raising:
             # NumPy applies every occurrence, then raises for the floating-point errors met
             # (f may catch it and go on): its error is taken from its own call on a copy,
