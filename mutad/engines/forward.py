@@ -28,7 +28,7 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, jo
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators,
-                        item_assignment_refused, numpy_scalar,
+                        item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
@@ -820,6 +820,10 @@ class Dual(ArrayMethods):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it (and an
             # object of the user's with an __array__, that array)
             return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
+        if method == "__call__" and not kwargs:  # np.float32(1.3) ** x[0]: NumPy's scalar math
+            result = numpys_scalar_operator(ufunc, inputs)
+            if result is not None:
+                return result
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = active(level_of(inputs + (out,)))
