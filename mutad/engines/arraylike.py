@@ -643,6 +643,15 @@ class ArrayMethods(Tracer):
     def __str__(self):
         return self._decided(str)
 
+    def __repr__(self):
+        """NumPy's: ``np.float64(1.5)`` of an element, ``array(1.5)`` of a 0-d array, and the
+        Python number's of one standing for it (``x[0].item()``, ``repr(x.tolist())``)."""
+        if getattr(self, "weak", False) is True:
+            return self._decided(lambda v: repr(v.item()))
+        if stands_for_scalar(self):
+            return self._decided(repr)
+        return self._decided(lambda v: repr(np.asarray(v)))
+
     def __bool__(self):
         return self._decided(bool)
 

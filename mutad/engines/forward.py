@@ -958,9 +958,6 @@ class Dual(ArrayMethods):
         return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
                                                  self.level))
 
-    def __repr__(self):
-        return f"Dual({self.value!r}, tangent={self.tangent!r})"
-
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
