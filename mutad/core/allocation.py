@@ -982,13 +982,30 @@ class _Constructor(type):
         return kind is cls or issubclass(kind, np.ndarray)
 
     def __getattr__(cls, name):
-        return getattr(np.ndarray, name)
+        attribute = getattr(np.ndarray, name)
+        if type(attribute) in (types.MethodDescriptorType, types.WrapperDescriptorType):
+            return _unbound_method(attribute, name)
+        return attribute
 
     def __eq__(cls, other):  # type(u) == np.ndarray, type(u) in (np.ndarray, list)
         return other is cls or other is np.ndarray or other is Preexisting
 
     def __hash__(cls):
         return hash(np.ndarray)
+
+
+def _unbound_method(method, name):
+    """ndarray's ``method`` called unbound (``np.ndarray.__iadd__(u, v)``, ``np.ndarray.sum(u)``):
+    of a traced or dual ``u`` its own method ``name``, which NumPy's refuses with a TypeError
+    (its ``self`` is no ndarray), else NumPy's."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if wrapped(self):
+            return getattr(self, name)(*args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    return call
 
 
 class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
@@ -1087,10 +1104,14 @@ _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 def _loaded_to_call(instructions, k):
     """Whether instruction ``k`` loads a value to be called: a method load, or one that pushes
     the NULL of a call (``NULL + ndarray``), or an attribute of a module loaded so (3.11:
-    ``NULL + np`` then ``ndarray``)."""
+    ``NULL + np`` then ``ndarray``), or a value whose method is called (``np.ndarray.sum``)."""
     here = instructions[k]
     if here.opname == "LOAD_METHOD" or "NULL" in (here.argrepr or ""):
         return True
+    after = instructions[k + 1] if k + 1 < len(instructions) else None
+    if after is not None and (after.opname == "LOAD_METHOD" or after.opname == "LOAD_ATTR"
+                              and "NULL" in (after.argrepr or "")):
+        return True  # a method of it called: np.ndarray.__iadd__(u, v)
     before = instructions[k - 1] if k else None
     return (here.opname == "LOAD_ATTR" and before is not None
             and before.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST")
