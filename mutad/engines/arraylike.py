@@ -1639,6 +1639,24 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "(pos = np.zeros(n); vel = np.zeros(n)).")
 
 
+def integers_out(ufunc, inputs, out, kwargs):
+    """``ufunc(*inputs, out=k)`` of values with a derivative into an integer or boolean array
+    ``k`` that no differentiation follows (``np.zeros(n, int)`` made in f), as NumPy computes
+    it: the ufunc's values cast into ``k`` (``casting='unsafe'``), whose derivative is zero.
+    Written as ``k[...] = ufunc(*inputs)``, the cast the engines make of a value into
+    integers, which a replay guards; None where this is no such call, or where it has other
+    settings than ``casting=`` and ``dtype=`` (``where=``: ``masked_ufunc``'s error)."""
+    if wrapped(out) or not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
+            or set(kwargs) - {"casting", "dtype"} or not any(wrapped(x) for x in inputs):
+        return None
+    y = ufunc(*inputs, **({"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}))
+    if not np.can_cast(y.dtype, out.dtype, kwargs.get("casting", "same_kind")):
+        plain = [memory(x) if wrapped(x) else x for x in inputs]
+        ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
+    out[...] = y
+    return out
+
+
 def untraced_write(what):
     """The error for writing a traced value into an array mutad does not follow."""
     return UntracedWriteError(

@@ -27,7 +27,7 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, jo
                                without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
-                        conversion_error, inexact_output, install_operators,
+                        conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
@@ -444,6 +444,10 @@ def _sum_terms(terms, sources):
 
 
 def apply_ufunc(ufunc, inputs, out, kwargs, level):
+    if out is not None and type(out) is not Dual:
+        written = integers_out(ufunc, inputs, out, kwargs)
+        if written is not None:
+            return written
     if kwargs.get("where", True) is not True:
         return masked_ufunc(ufunc, inputs, out, kwargs)
     pairs = [split(x, level) for x in inputs]
