@@ -1701,6 +1701,14 @@ def test_a_ufunc_writes_into_an_integer_array_f_made_as_numpy_casts():
         assert again == value and np.array_equal(h, g) and y.tobytes() == before
     with pytest.raises(TypeError, match="Cannot cast ufunc 'multiply' output"):
         mutad.gradient(lambda x: np.multiply(x, 2.0, out=np.zeros(3, int)).sum() * x[0], x)
+    # an integer array made before f: a write a replay would not redo, refused
+    with pytest.raises(mutad.errors.UntracedWriteError, match="created before"):
+        mutad.gradient(lambda x: (x * np.multiply(x, 2.0, out=COUNTS, casting="unsafe")).sum(),
+                       x)
+    assert not COUNTS.any()
+
+
+COUNTS = np.zeros(3, dtype=np.int64)
 
 
 def counted_out_gradient(x):

@@ -31,8 +31,8 @@ from ..core.allocation import Preexisting, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
-from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
-                          weaken, wrapped, writeable)
+from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
+                          views, weaken, wrapped, writeable)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -1641,13 +1641,15 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
 
 def integers_out(ufunc, inputs, out, kwargs):
     """``ufunc(*inputs, out=k)`` of values with a derivative into an integer or boolean array
-    ``k`` that no differentiation follows (``np.zeros(n, int)`` made in f), as NumPy computes
-    it: the ufunc's values cast into ``k`` (``casting='unsafe'``), whose derivative is zero.
-    Written as ``k[...] = ufunc(*inputs)``, the cast the engines make of a value into
-    integers, which a replay guards; None where this is no such call, or where it has other
-    settings than ``casting=`` and ``dtype=`` (``where=``: ``masked_ufunc``'s error)."""
-    if wrapped(out) or not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
-            or set(kwargs) - {"casting", "dtype"} or not any(wrapped(x) for x in inputs):
+    ``k`` f made (``np.zeros(n, int)``, the allocation mode's stand-in of its own, whose
+    ``__array_ufunc__`` passes on a plain view of it), as NumPy computes it: the ufunc's values
+    cast into ``k`` (``casting='unsafe'``), whose derivative is zero. Written as
+    ``k[...] = ufunc(*inputs)``, the cast the engines make of a value into integers, which a
+    replay guards; None where this is no such call (an array made before f: its error), or
+    where it has other settings than ``casting=`` and ``dtype=`` (``where=``: its error)."""
+    if not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
+            or type(owner(out)) is not Preexisting or set(kwargs) - {"casting", "dtype"} \
+            or not any(wrapped(x) for x in inputs):
         return None
     y = ufunc(*inputs, **({"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}))
     if not np.can_cast(y.dtype, out.dtype, kwargs.get("casting", "same_kind")):
