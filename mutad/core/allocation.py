@@ -46,7 +46,8 @@ generators ``np.random.default_rng`` makes in the mode (and those made before th
 reaches by a name, over the same bit generator), give their float draws as constants; their
 normal, uniform, exponential and lognormal draws with traced parameters are NumPy's draws
 computed from the standard ones with the traced parameters (``_reparameterised``);
-Python's ``math`` functions of floats follow traced scalars (``MATH``).
+Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
+those standing for floats as their numbers (``_json_default``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
@@ -73,6 +74,7 @@ import functools
 import importlib
 import inspect
 import itertools
+import json
 import math
 import operator
 import pickle
@@ -2345,6 +2347,19 @@ _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.va
 
 
 _IMPORT = builtins.__import__
+_JSON_DEFAULT = json.JSONEncoder.default
+
+
+def _json_default(encoder, o):
+    """``json.JSONEncoder.default`` in the mode: a traced or dual value standing for a Python
+    float or NumPy's float64 scalar (``x[0].item()``, ``x[0]``: floats, which json writes) is
+    its number, whose digits a replay guards (as ``str()``'s); anything else is json's own
+    (its TypeError naming NumPy's type: ``float32``, ``ndarray``)."""
+    if wrapped(o):
+        if o.dtype == np.float64 and stands_for_scalar(o):
+            return o._decided(float)
+        o = memory(o)[()] if stands_for_scalar(o) else memory(o)
+    return _JSON_DEFAULT(encoder, o)
 
 
 class _Mode:
@@ -2519,6 +2534,7 @@ class _Mode:
                 return
             try:
                 builtins.__import__ = self._importing
+                json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
                 for swaps in self._swaps():
@@ -2585,6 +2601,7 @@ class _Mode:
             self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
+        json.JSONEncoder.default = _JSON_DEFAULT
         for swaps in self._swaps():
             swaps.swap(0)
         for module in self.made_modules.values():
