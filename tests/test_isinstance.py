@@ -250,6 +250,31 @@ def test_the_allocation_modes_stand_in_types_answer_as_numpys():
     assert seen == expected * 2
 
 
+def unbound_methods(x):
+    y = x * 2.0
+    y = np.ndarray.__iadd__(y, x)
+    y = np.ndarray.__imul__(y, x[::-1])
+    x[0] = 3.0
+    np.ndarray.__isub__(x, y)
+    return np.ndarray.sum(y * y) + np.ndarray.dot(x, x) + np.ndarray.__add__(x, 1.0)[1]
+
+
+def test_ndarrays_methods_called_unbound_are_the_values_own():
+    """Regression: ``np.ndarray.__iadd__(y, x)`` of a traced ``y`` raised NumPy's TypeError
+    (its descriptor requires an ndarray): the allocation mode's ndarray stood in only where
+    the code called ``np.ndarray(...)`` itself."""
+    expected = unbound_methods(X.copy())
+    replaying = mutad.value_and_grad(unbound_methods, replay=True)
+    for _ in range(2):
+        x = X.copy()
+        value, g = mutad.value_and_grad(unbound_methods)(x)
+        assert value == expected and np.array_equal(x, X)
+        assert mutad.jvp(unbound_methods, (X.copy(),), (X,))[0] == expected
+        again, h = replaying(x)
+        assert again == value and np.array_equal(h, g) and np.array_equal(x, X)
+    mutad.check_grads(unbound_methods, X.copy())
+
+
 # ----------------------------------------------------------------------------------------------
 # What else asks a value's class
 

@@ -361,3 +361,37 @@ def test_a_python_complex_and_numpys_float64_compute_with_pythons_arithmetic(nam
         x = np.array([t])
         assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, np.array([0.7]), order=2)
+
+
+def scalars_on_the_left(x):
+    """NumPy's scalars on the left of elements and of the Python numbers ``.item()`` reads."""
+    import operator as op
+    c = x.dtype.type(1.3 + 0.2j) if x.dtype.kind == "c" else x.dtype.type(1.3)
+    t, e = x[0].item(), x[1]
+    s = c
+    s **= t
+    values = [c ** t, t ** c, c ** e, e ** c, c * t, c * e, op.pow(c, t), pow(c, e),
+              op.mul(c, t), s, np.power(c, t), np.multiply(c, e)]
+    return sum(np.real(v) for v in values[1:]) + np.real(values[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.complex64])
+def test_numpys_scalars_on_the_left_of_numbers_are_its_scalar_math(dtype):
+    """Regression: ``np.float32(1.3) ** x[0].item()`` reaches the ufunc, not the operand's
+    ``__rpow__`` (NumPy's scalar calls ``np.power``), and the engine took the loop's value,
+    1.482228 where NumPy's scalar math gives 1.4822279; the Python number beside float32's
+    scalar was then taken as the float64 scalar the engine holds, widening the math."""
+    rng = np.random.default_rng(7)
+    replayed = mutad.value_and_grad(scalars_on_the_left, replay=True)
+    for _ in range(40):
+        x = rng.uniform(0.2, 2.0, 2).astype(dtype)
+        if x.dtype.kind == "c":
+            x += (1j * rng.uniform(-1, 1, 2)).astype(dtype)
+        before = x.tobytes()
+        expected = scalars_on_the_left(x)
+        value, g = mutad.value_and_grad(scalars_on_the_left)(x)
+        assert same(value, expected)
+        assert same(mutad.jvp(scalars_on_the_left, (x,), (x,))[0], expected)
+        again, h = replayed(x)
+        assert same(again, expected) and np.array_equal(h, g)
+        assert x.tobytes() == before

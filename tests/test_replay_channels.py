@@ -5,6 +5,7 @@ function on inputs that flip the decision, and compares every call with a fresh 
 bit for bit, with the caller's bytes intact (``replayed_like_traced``)."""
 
 import functools
+import json
 import math
 import warnings
 
@@ -28,6 +29,9 @@ CHANNELS = {
     "%-format": lambda x: (x * len("%.0f" % x[0])).sum(),
     "str": lambda x: (x * len(str(x[0]))).sum(),
     "repr": lambda x: (x * len(repr(x[0]))).sum(),
+    "repr of a Python number": lambda x: (x * len(repr(x[0].item()))).sum(),
+    "str of a list": lambda x: (x * len(str(x.tolist()))).sum(),
+    "json": lambda x: (x * len(json.dumps([x[0].item(), x[1]]))).sum(),
     "str of an array": lambda x: (x * len(str(x))).sum(),
     "hash as a dict key": lambda x: (x * {1.0: 10.0, 10.0: 3.0}.get(x[0], 0.0)).sum(),
     "in a set": lambda x: (x * (x[0] in {1.0})).sum(),
@@ -89,6 +93,52 @@ def test_strings_and_hashes_are_numpys():
                         integer=True, hex=x[1].hex())
     with pytest.raises(TypeError, match="unhashable"):
         mutad.gradient(lambda x: hash(x) * x.sum(), x)
+
+
+def reprs(x):
+    y = x * 2.0
+    z = x[:2] + 1j * x[2:]
+    return [repr(x[0]), repr(x[0].item()), str(x.tolist()), repr(y), repr(x.sum()),
+            repr(np.float32(1.0) * x[0]), repr(z[0]), repr(z[0].item()), str(z.tolist()),
+            repr(x.reshape(2, 2)[0]), repr(x.sum(keepdims=True).reshape(())), f"{x.tolist()}"]
+
+
+def test_json_of_traced_numbers_is_numpys():
+    """Regression: json.dumps(x[0].item()) raised a TypeError (a traced value is no float):
+    json writes Python's floats and NumPy's float64 scalars, and refuses other types."""
+    x = np.array([1.5, 0.1, np.pi])
+    expected, seen = json.dumps([x[0].item(), x[1], {"a": x.sum().item()}, x.tolist()]), []
+
+    def f(x):
+        seen.append(json.dumps([x[0].item(), x[1], {"a": x.sum().item()}, x.tolist()]))
+        return x.sum()
+
+    mutad.gradient(f, x)
+    mutad.jvp(f, (x,), (np.ones(3),))
+    assert seen == [expected] * 2
+    with pytest.raises(TypeError, match="Object of type float32 is not JSON serializable"):
+        mutad.gradient(lambda x: len(json.dumps(x[0].astype(np.float32))) * x.sum(), x)
+    assert json.JSONEncoder.default.__module__ == "json.encoder"  # json's own again
+
+
+def test_reprs_and_lists_of_traced_values_are_numpys():
+    """Regression: repr() of a traced element was ``Traced(array(1.5))`` where NumPy's is
+    ``np.float64(1.5)`` (of ``x[0].item()``, Python's ``1.5``), and so ``str(x.tolist())``
+    differed from NumPy's string."""
+    x = np.array([1.5, 2.25, 3.0, 0.1])
+    expected, seen = reprs(x), []
+
+    def f(x):
+        seen.append(reprs(x))
+        return x.sum()
+
+    replaying = mutad.grad(f, replay=True)
+    mutad.gradient(f, x)
+    mutad.jvp(f, (x,), (np.ones(4),))
+    for _ in range(2):
+        replaying(x)
+    assert seen == [expected] * len(seen) and len(seen) == 4
+    assert x.tolist() == [1.5, 2.25, 3.0, 0.1]
 
 
 INTEGERS = {

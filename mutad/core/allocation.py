@@ -46,7 +46,8 @@ generators ``np.random.default_rng`` makes in the mode (and those made before th
 reaches by a name, over the same bit generator), give their float draws as constants; their
 normal, uniform, exponential and lognormal draws with traced parameters are NumPy's draws
 computed from the standard ones with the traced parameters (``_reparameterised``);
-Python's ``math`` functions of floats follow traced scalars (``MATH``).
+Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
+those standing for floats as their numbers (``_json_default``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
@@ -73,6 +74,7 @@ import functools
 import importlib
 import inspect
 import itertools
+import json
 import math
 import operator
 import pickle
@@ -982,13 +984,30 @@ class _Constructor(type):
         return kind is cls or issubclass(kind, np.ndarray)
 
     def __getattr__(cls, name):
-        return getattr(np.ndarray, name)
+        attribute = getattr(np.ndarray, name)
+        if type(attribute) in (types.MethodDescriptorType, types.WrapperDescriptorType):
+            return _unbound_method(attribute, name)
+        return attribute
 
     def __eq__(cls, other):  # type(u) == np.ndarray, type(u) in (np.ndarray, list)
         return other is cls or other is np.ndarray or other is Preexisting
 
     def __hash__(cls):
         return hash(np.ndarray)
+
+
+def _unbound_method(method, name):
+    """ndarray's ``method`` called unbound (``np.ndarray.__iadd__(u, v)``, ``np.ndarray.sum(u)``):
+    of a traced or dual ``u`` its own method ``name``, which NumPy's refuses with a TypeError
+    (its ``self`` is no ndarray), else NumPy's."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if wrapped(self):
+            return getattr(self, name)(*args, **kwargs)
+        return method(self, *args, **kwargs)
+
+    return call
 
 
 class ndarray(metaclass=_Constructor):  # noqa: N801 (NumPy's name)
@@ -1087,10 +1106,14 @@ _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 def _loaded_to_call(instructions, k):
     """Whether instruction ``k`` loads a value to be called: a method load, or one that pushes
     the NULL of a call (``NULL + ndarray``), or an attribute of a module loaded so (3.11:
-    ``NULL + np`` then ``ndarray``)."""
+    ``NULL + np`` then ``ndarray``), or a value whose method is called (``np.ndarray.sum``)."""
     here = instructions[k]
     if here.opname == "LOAD_METHOD" or "NULL" in (here.argrepr or ""):
         return True
+    after = instructions[k + 1] if k + 1 < len(instructions) else None
+    if after is not None and (after.opname == "LOAD_METHOD" or after.opname == "LOAD_ATTR"
+                              and "NULL" in (after.argrepr or "")):
+        return True  # a method of it called: np.ndarray.__iadd__(u, v)
     before = instructions[k - 1] if k else None
     return (here.opname == "LOAD_ATTR" and before is not None
             and before.opname in ("LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF", "LOAD_FAST")
@@ -2324,6 +2347,19 @@ _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.va
 
 
 _IMPORT = builtins.__import__
+_JSON_DEFAULT = json.JSONEncoder.default
+
+
+def _json_default(encoder, o):
+    """``json.JSONEncoder.default`` in the mode: a traced or dual value standing for a Python
+    float or NumPy's float64 scalar (``x[0].item()``, ``x[0]``: floats, which json writes) is
+    its number, whose digits a replay guards (as ``str()``'s); anything else is json's own
+    (its TypeError naming NumPy's type: ``float32``, ``ndarray``)."""
+    if wrapped(o):
+        if o.dtype == np.float64 and stands_for_scalar(o):
+            return o._decided(float)
+        o = memory(o)[()] if stands_for_scalar(o) else memory(o)
+    return _JSON_DEFAULT(encoder, o)
 
 
 class _Mode:
@@ -2498,6 +2534,7 @@ class _Mode:
                 return
             try:
                 builtins.__import__ = self._importing
+                json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
                 for swaps in self._swaps():
@@ -2564,6 +2601,7 @@ class _Mode:
             self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
+        json.JSONEncoder.default = _JSON_DEFAULT
         for swaps in self._swaps():
             swaps.swap(0)
         for module in self.made_modules.values():

@@ -21,6 +21,7 @@ import math
 import operator
 import re
 import sys
+import types
 import warnings
 
 import numpy as np
@@ -30,8 +31,8 @@ from ..core.allocation import Preexisting, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
-from ..core.views import (address, may_overlap, memory, owner_view, stands_for_scalar, views,
-                          weaken, wrapped, writeable)
+from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
+                          views, weaken, wrapped, writeable)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -376,7 +377,67 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
             and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
         put_right(result, _SCALAR_POWERS[type(other), other], a)
         return
+    numbers = (weak(other), weak(self)) if reflected else (weak(self), weak(other))
+    if numbers[0] != numbers[1]:  # a Python number beside NumPy's scalar takes its type
+        operation = functools.partial(_on_numbers, operation, numbers)
     put_right(result, operation, *((b, a) if reflected else (a, b)))
+
+
+def _on_numbers(operation, numbers, *scalars):
+    """``operation`` of NumPy's scalars ``scalars``, those that ``numbers`` marks as the Python
+    numbers they stand for (``_python_scalar``): beside NumPy's float32 scalar, a Python float
+    takes float32's math (``np.float32(1.3) ** x[0].item()``), where the float64 scalar the
+    engine and a replay hold for it would widen the operation."""
+    return operation(*(_python_scalar(x) if number else x
+                       for x, number in zip(scalars, numbers, strict=True)))
+
+
+def numpys_scalar_operator(ufunc, inputs):
+    """The reflected operator of NumPy's scalar ``a`` on the left of a traced or dual value
+    standing for a scalar (``np.float32(1.3) ** x[0].item()``), or None. NumPy's scalar does
+    not hand such an operator to the right operand's ``__rpow__``: it calls the ufunc, which
+    reaches ``__array_ufunc__`` as ``np.power(a, v)`` would, though NumPy computes the
+    operator with its scalar math (``_SCALAR_MATH``), which rounds otherwise than the loops.
+    The calling frame's instruction tells the two apart: an operator goes to the value's
+    reflected method, which puts its value right (``_scalar_math``)."""
+    name = _SCALAR_UFUNCS.get(ufunc)
+    if name is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic) \
+            or not wrapped(inputs[1]) or not stands_for_scalar(inputs[1]):
+        return None
+    frame = sys._getframe(2)  # (the program's: NumPy's scalar calls the ufunc from C)
+    if _instructions(frame.f_code).get(frame.f_lasti) not in _SCALAR_OPERATORS[name] \
+            and not _calls_any(frame, _OPERATOR_FUNCTIONS[name]):
+        return None
+    return getattr(type(inputs[1]), f"__r{name}__")(inputs[1], inputs[0])
+
+
+_SCALAR_UFUNCS = {OPERATORS[name]: name for name in _SCALAR_MATH}
+_SCALAR_OPERATORS = {"mul": ("*", "*="), "pow": ("**", "**=")}
+_OPERATOR_FUNCTIONS = {"mul": (operator.mul, operator.imul),
+                       "pow": (operator.pow, operator.ipow, builtins.pow)}
+"""The functions that apply an operator of ``_SCALAR_OPERATORS`` (``operator.pow(a, v)``,
+``pow(a, v)``), through NumPy's scalar's own method as the operator does."""
+
+
+def _calls_any(frame, functions):
+    """Whether the call ``frame`` runs calls one of ``functions``, named so in its source
+    (``pow``, ``op.pow``: attributes of modules alone are looked up again)."""
+    called = _called(frame)
+    if called is None:
+        return False
+    head, *rest = called.split(".")
+    found = frame.f_locals.get(head, frame.f_globals.get(head, getattr(builtins, head, None)))
+    for name in rest:
+        if type(found) is not types.ModuleType:
+            return False
+        found = getattr(found, name, None)
+    return any(found is function for function in functions)
+
+
+@functools.lru_cache(maxsize=256)
+def _instructions(code):
+    """The binary operators ``code`` runs, by the offset of their instruction."""
+    return {i.offset: i.argrepr for i in dis.get_instructions(code) if i.opname == "BINARY_OP"}
 
 
 _SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e)
@@ -581,6 +642,15 @@ class ArrayMethods(Tracer):
 
     def __str__(self):
         return self._decided(str)
+
+    def __repr__(self):
+        """NumPy's: ``np.float64(1.5)`` of an element, ``array(1.5)`` of a 0-d array, and the
+        Python number's of one standing for it (``x[0].item()``, ``repr(x.tolist())``)."""
+        if getattr(self, "weak", False) is True:
+            return self._decided(lambda v: repr(v.item()))
+        if stands_for_scalar(self):
+            return self._decided(repr)
+        return self._decided(lambda v: repr(np.asarray(v)))
 
     def __bool__(self):
         return self._decided(bool)
@@ -1567,6 +1637,26 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "of tuples), not of one made before or by np.rec or np.recarray. Allocate "
                   "it so inside the function, or keep each field in an array of its own "
                   "(pos = np.zeros(n); vel = np.zeros(n)).")
+
+
+def integers_out(ufunc, inputs, out, kwargs):
+    """``ufunc(*inputs, out=k)`` of values with a derivative into an integer or boolean array
+    ``k`` f made (``np.zeros(n, int)``, the allocation mode's stand-in of its own, whose
+    ``__array_ufunc__`` passes on a plain view of it), as NumPy computes it: the ufunc's values
+    cast into ``k`` (``casting='unsafe'``), whose derivative is zero. Written as
+    ``k[...] = ufunc(*inputs)``, the cast the engines make of a value into integers, which a
+    replay guards; None where this is no such call (an array made before f: its error), or
+    where it has other settings than ``casting=`` and ``dtype=`` (``where=``: its error)."""
+    if not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
+            or type(owner(out)) is not Preexisting or set(kwargs) - {"casting", "dtype"} \
+            or not any(wrapped(x) for x in inputs):
+        return None
+    y = ufunc(*inputs, **({"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}))
+    if not np.can_cast(y.dtype, out.dtype, kwargs.get("casting", "same_kind")):
+        plain = [memory(x) if wrapped(x) else x for x in inputs]
+        ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
+    out[...] = y
+    return out
 
 
 def untraced_write(what):

@@ -27,8 +27,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, jo
                                without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
-                        conversion_error, inexact_output, install_operators,
-                        item_assignment_refused, numpy_scalar,
+                        conversion_error, inexact_output, install_operators, integers_out,
+                        item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_key, records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
@@ -445,6 +445,10 @@ def _sum_terms(terms, sources):
 
 
 def apply_ufunc(ufunc, inputs, out, kwargs, level):
+    if out is not None and type(out) is not Dual:
+        written = integers_out(ufunc, inputs, out, kwargs)
+        if written is not None:
+            return written
     if kwargs.get("where", True) is not True:
         return masked_ufunc(ufunc, inputs, out, kwargs)
     pairs = [split(x, level) for x in inputs]
@@ -832,6 +836,10 @@ class Dual(ArrayMethods):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it (and an
             # object of the user's with an __array__, that array)
             return getattr(ufunc, method)(*ufunc_operands(inputs), **kwargs)
+        if method == "__call__" and not kwargs:  # np.float32(1.3) ** x[0]: NumPy's scalar math
+            result = numpys_scalar_operator(ufunc, inputs)
+            if result is not None:
+                return result
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = active(level_of(inputs + (out,)))
@@ -965,9 +973,6 @@ class Dual(ArrayMethods):
         refuse_records(np.ndarray.astype, (self,))
         return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
                                                  self.level))
-
-    def __repr__(self):
-        return f"Dual({self.value!r}, tangent={self.tangent!r})"
 
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields

@@ -25,9 +25,9 @@ import numpy as np
 
 from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, ufunc_operands,
                                without_derivative)
-from .arraylike import (inexact_output, joined_in_order, keywords_in_place, masked_ufunc,
-                        out_by_keyword, out_computation, out_position, stands_for_scalar, untraced_write,
-                        weak_beside_arrays, weak_value)
+from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
+                        masked_ufunc, out_by_keyword, out_computation, out_position,
+                        stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Rerun,
@@ -181,6 +181,10 @@ def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     if values is None:  # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it
         out, = ufunc_operands((out,))
         return apply_ufunc(ufunc, ufunc_operands(inputs), out, kwargs, rule)
+    if pattern and type(out) is not Traced and out is not None:
+        written = integers_out(ufunc, inputs, out, kwargs or {})
+        if written is not None:
+            return written
     if kwargs and kwargs.get("where", True) is not True and (pattern or not (
             out is None or type(out) is Traced and out.tape is tape and out.buffer.constant)):
         return masked_ufunc(ufunc, inputs, out, kwargs)

@@ -841,9 +841,6 @@ class Traced(ArrayMethods):
             recorder.guard(self, taken, lambda value: decide(numpy_value(value)))
         return taken
 
-    def __repr__(self):
-        return self._decided(lambda v: f"Traced({np.asarray(v)!r})")
-
     offset = property(lambda self: address(self.value) - self.buffer.low)
 
     def owner_view(self):

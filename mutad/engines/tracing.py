@@ -45,7 +45,7 @@ import numpy as np
 
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in, without_derivative
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
-                        item_assignment_refused, lost_tangent,
+                        item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, out_computation, put_right, records_key, records_write,
                         numpy_scalar, refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
@@ -138,6 +138,10 @@ class TracedDispatch:
                         if yt is not None:
                             return yt
                 return apply_ufunc(ufunc, inputs, None, kwargs)
+            if type(inputs[0]) is not Traced:  # np.float32(1.3) ** x[0]: NumPy's scalar math
+                result = numpys_scalar_operator(ufunc, inputs)
+                if result is not None:
+                    return result
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
         out = single_out(ufunc, kwargs)
