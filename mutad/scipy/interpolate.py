@@ -955,6 +955,20 @@ def _knots(name, x, followed=""):
     return _plain_copy(x)
 
 
+def _refuse_followed_knots(x):
+    """A recording follows the arrays outside argnums as inputs of its program, so knots
+    computed from them alone are traced there, where tracing holds them constants; and a
+    spline of traced knots takes SciPy's steps on traced arrays, whose derivatives in ``y``
+    differ in the last bits from those of constant knots. Refused there, the call is traced
+    (``replay.Replayed``), as its signature is from then on."""
+    recorder = getattr(getattr(x, "tape", None), "recorder", None)
+    if recorder is not None and recorder.outside_argnums:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.CubicSpline of knots a recording follows while arrays outside "
+            "argnums are inputs of the program: a replay would not differentiate constant "
+            "knots as tracing does")
+
+
 def _boundary(name, bc_type):
     _refuse_traced(name, "the boundary values in bc_type", bc_type,
                    "Pass them as constants, or add the spline of the boundary term yourself.")
@@ -1007,6 +1021,7 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
     if _traced(x):
+        _refuse_followed_knots(x)
         return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)

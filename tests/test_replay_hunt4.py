@@ -1,0 +1,39 @@
+"""Replays of scientific programs whose answers differed from tracing's: each program's
+replaying function is called on inputs that change its decisions, each call compared with a
+traced one, bit for bit, and the caller's bytes."""
+
+import numpy as np
+import scipy.interpolate
+
+import mutad
+from test_replay import replayed_like_traced
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays outside argnums, which a recording follows as inputs of the program
+
+
+def spline_of_knots_from_data(y, d):
+    knots = np.sort(d) + np.arange(3) * 10.0  # constants in tracing; followed in a recording
+    return scipy.interpolate.CubicSpline(knots, y)(knots.mean())
+
+
+def test_a_spline_of_knots_computed_from_an_array_outside_argnums_is_tracings():
+    """CubicSpline(knots, y) of knots computed from data passed outside argnums: the recording
+    followed the knots as traced (inputs of its program), so SciPy's steps of a spline of
+    traced knots gave the gradient in y, which differs from tracing's (constant knots) in the
+    last bits; every replay answered as that recording."""
+    y = np.array([1.0, 2.0, 3.0])
+    calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5],) * 3 + ([1.0, 2.0, 3.0],) * 3]
+    replaying = replayed_like_traced(spline_of_knots_from_data, calls)
+    assert "scipy.interpolate" in " ".join(map(str, replaying.reasons.values()))
+
+
+def test_a_spline_of_constant_knots_in_traced_data_still_replays():
+    """Knots f makes from no argument are constants in the recording too: replayed."""
+    def f(y, q):
+        return scipy.interpolate.CubicSpline(np.linspace(0, 1, 4), y)(0.3) * 2.0
+
+    replaying = replayed_like_traced(f, [(np.arange(4.0) * s, np.ones(2)) for s in (1, 2, 3)],
+                                     argnums=0)
+    assert not replaying.reasons
