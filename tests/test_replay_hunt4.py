@@ -3,9 +3,11 @@ replaying function is called on inputs that change its decisions, each call comp
 traced one, bit for bit, and the caller's bytes."""
 
 import numpy as np
+import pytest
 import scipy.interpolate
 
 import mutad
+
 from test_replay import replayed_like_traced
 
 
@@ -37,3 +39,23 @@ def test_a_spline_of_constant_knots_in_traced_data_still_replays():
     replaying = replayed_like_traced(f, [(np.arange(4.0) * s, np.ones(2)) for s in (1, 2, 3)],
                                      argnums=0)
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# The value's type
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.asarray(x @ x),
+    lambda x: scipy.interpolate.CubicSpline(np.arange(3.0), x)(0.5),
+    lambda x: x[:1].squeeze(),
+    lambda x: x.sum(),
+    lambda x: x.sum(keepdims=True)[0],
+], ids=["asarray", "spline", "squeeze", "sum", "element"])
+def test_a_replay_returns_the_value_as_tracing_does(f):
+    """A 0-d array f returns (np.asarray(x @ x), a spline's value at one point) is a 0-d array
+    traced, as in NumPy; a replay returned NumPy's scalar of it (a number the caller cannot
+    write into, and not an np.ndarray)."""
+    replaying = replayed_like_traced(f, [(np.array([1.0, 2.0, 3.0]) * s,) for s in (1, 2, 3)])
+    x = np.array([1.0, 2.0, 3.0])
+    assert type(replaying(x)[0]) is type(mutad.value_and_grad(f)(x)[0]) is type(f(x))

@@ -115,8 +115,8 @@ from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
 from .tracing import Gathered
 from ..core.trees import attributes, flatten
-from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if, strided,
-                          writeable)
+from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
+                          stands_for_scalar, strided, writeable)
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -3083,6 +3083,9 @@ class Program:
         self.hand_over = [p is not None and keys[p.buffer.key] == 1 for p in self.places]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
+        # whether it stands for NumPy's scalar, returned as one (a 0-d array f made, such as
+        # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
+        self.scalar_output = type(y) is Traced and stands_for_scalar(y)
         self.constant = None if type(y) is Traced else y
         # the large temporaries, let go after the last step that reads them (``prepare``)
         self.large = recorder.large - {self.output}
@@ -3227,7 +3230,7 @@ class Program:
                 value = values[self.output]
                 if type(value) is not float:  # a Python float, if it stands for one
                     # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
-                    value = value[()] if value.ndim == 0 else value.copy()
+                    value = value[()] if self.scalar_output else value.copy()
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records, reverse = tape.records, Tape.reverse
