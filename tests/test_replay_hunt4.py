@@ -59,3 +59,20 @@ def test_a_replay_returns_the_value_as_tracing_does(f):
     replaying = replayed_like_traced(f, [(np.array([1.0, 2.0, 3.0]) * s,) for s in (1, 2, 3)])
     x = np.array([1.0, 2.0, 3.0])
     assert type(replaying(x)[0]) is type(mutad.value_and_grad(f)(x)[0]) is type(f(x))
+
+
+def test_a_replay_returns_the_aux_values_as_tracing_does():
+    """The same for the arrays in aux: a replay made each 0-d one NumPy's scalar."""
+    def f(x):
+        return x.sum(), {"array": np.asarray(x @ x), "squeezed": x[:1].squeeze(),
+                         "sum": x.sum(), "element": x[0], "number": x[1].item()}
+
+    replaying = mutad.value_and_grad(f, has_aux=True, replay=True)
+    x = np.array([1.0, 2.0, 3.0])
+    for _ in range(3):
+        (_, got), _ = replaying(x)
+    (_, traced), _ = mutad.value_and_grad(f, has_aux=True)(x)
+    plain = f(x)[1]
+    assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in traced.items()} \
+        == {k: type(v) for k, v in plain.items()}
+    assert all(np.asarray(got[k]).tobytes() == np.asarray(traced[k]).tobytes() for k in got)

@@ -3065,7 +3065,9 @@ class Program:
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
-        self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
+        # (leaves, rebuild, scalars) of the aux output: leaves Slots or values, and per leaf
+        # whether it stands for a number (``_scalar``)
+        self.aux = aux
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
         self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
@@ -3085,7 +3087,7 @@ class Program:
         self.output_place = _place(y) if type(y) is Traced else None
         # whether it stands for NumPy's scalar, returned as one (a 0-d array f made, such as
         # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
-        self.scalar_output = type(y) is Traced and stands_for_scalar(y)
+        self.scalar_output = type(y) is Traced and _scalar(y)
         self.constant = None if type(y) is Traced else y
         # the large temporaries, let go after the last step that reads them (``prepare``)
         self.large = recorder.large - {self.output}
@@ -3220,9 +3222,9 @@ class Program:
                     warn_at(w.message, w.category, w.filename, w.lineno)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
-                held, rebuild = self.aux
-                aux = rebuild([_detached(values[x.index]) if type(x) is Slot else x
-                               for x in held])
+                held, rebuild, scalars = self.aux
+                aux = rebuild([_detached(values[x.index], scalar) if type(x) is Slot else x
+                               for x, scalar in zip(held, scalars, strict=True)])
             shadows = Shadows()
             if self.output is None:
                 value = self.constant
@@ -3297,11 +3299,17 @@ _LAST_FILTERS = [(None, None)]
 """``_raising_filters``'s last filters (a copy) and its answer for them."""
 
 
-def _detached(x):
-    """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
+def _scalar(t):
+    """Whether traced ``t``, which f returns, stands for a number (``api._returned``)."""
+    return t.weak or stands_for_scalar(t)
+
+
+def _detached(x, scalar):
+    """A value of the program as a plain copy (NumPy's scalar for a 0-d array that stands
+    for a number, as ``api._returned`` gives it)."""
     if isinstance(x, (np.generic, float)):
         return x
-    return x[()] if x.ndim == 0 else x.copy()
+    return x[()] if x.ndim == 0 and scalar else x.copy()
 
 
 def _place(t):
@@ -3411,7 +3419,7 @@ class Recording:
                                 "compute")
             else:
                 held.append(leaf)
-        return held, rebuild
+        return held, rebuild, [type(leaf) is Traced and _scalar(leaf) for leaf in leaves]
 
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
