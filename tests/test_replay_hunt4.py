@@ -41,6 +41,29 @@ def test_a_spline_of_constant_knots_in_traced_data_still_replays():
     assert not replaying.reasons
 
 
+
+def scattered_of_points_from_data(y, d):
+    points = np.stack([d, np.arange(6.0)], 1)
+    return scipy.interpolate.griddata(points, y, np.array([[1.0, 2.5]]), method="linear").sum()
+
+
+def interp1d_of_knots_from_data(y, d):
+    knots = np.sort(d) + np.arange(6) * 10.0
+    return scipy.interpolate.interp1d(knots, y)(knots.mean() + 1.0) * 1.0
+
+
+@pytest.mark.parametrize("f", [scattered_of_points_from_data, interp1d_of_knots_from_data])
+def test_data_points_computed_from_an_array_outside_argnums_are_tracings(f):
+    """griddata(points, y, ...) of points computed from data outside argnums: the recording
+    followed the points as traced, so the barycentric weights were solved in the traced
+    points rather than taken from SciPy's triangulation as tracing takes them, and the
+    gradient in y differed in the last bits. (interp1d's traced knots alike.)"""
+    y = np.array([1.0, 2.0, 3.0, 2.5, 1.0, 0.5])
+    calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5, 2.0, 1.0, 3.0],) * 3
+             + ([0.3, 0.1, 0.7, 0.2, 0.9, 0.4],) * 3]
+    replayed_like_traced(f, calls)
+
+
 # ----------------------------------------------------------------------------------------------
 # The value's type
 

@@ -955,16 +955,17 @@ def _knots(name, x, followed=""):
     return _plain_copy(x)
 
 
-def _refuse_followed_knots(x):
-    """A recording follows the arrays outside argnums as inputs of its program, so knots
-    computed from them alone are traced there, where tracing holds them constants; and a
-    spline of traced knots takes SciPy's steps on traced arrays, whose derivatives in ``y``
-    differ in the last bits from those of constant knots. Refused there, the call is traced
-    (``replay.Replayed``), as its signature is from then on."""
+def _refuse_followed_knots(name, x):
+    """Before a path that differentiates traced knots or data points ``x`` (SciPy's steps on
+    traced arrays, whose derivatives in the values differ in the last bits from those of
+    constant knots): a recording follows the arrays outside argnums as inputs of its program,
+    so knots computed from them alone are traced there, where tracing holds them constants.
+    Refused there, the call is traced (``replay.Replayed``), as its signature is from then
+    on."""
     recorder = getattr(getattr(x, "tape", None), "recorder", None)
     if recorder is not None and recorder.outside_argnums:
         raise UnsupportedOperationError(
-            "scipy.interpolate.CubicSpline of knots a recording follows while arrays outside "
+            f"scipy.interpolate.{name} of knots a recording follows while arrays outside "
             "argnums are inputs of the program: a replay would not differentiate constant "
             "knots as tracing does")
 
@@ -1021,7 +1022,7 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
     if _traced(x):
-        _refuse_followed_knots(x)
+        _refuse_followed_knots("CubicSpline", x)
         return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
@@ -1075,6 +1076,7 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
                                      assume_sorted)
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
     if _traced(x) and kind in ("linear", "slinear"):
+        _refuse_followed_knots("interp1d", x)
         return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
     x = _knots("interp1d", x, f"(It does with kind='linear' and 'slinear', not {kind!r}.) ")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
@@ -2130,6 +2132,7 @@ def _scattered_points(name, points, followed=False):
     triangulation's, whose simplices are decided on the plain points and whose barycentric
     weights follow the points), the traced points too: ``(plain, traced or None)``."""
     if followed and _traced(points):
+        _refuse_followed_knots(name, points)
         traced = _queries(points, np.shape(points)[-1]) if not isinstance(points, tuple) \
             else _queries(points, len(points))
         traced = traced if np.ndim(traced) == 2 else np.reshape(traced, (-1, 1))
