@@ -31,6 +31,21 @@ def test_a_spline_of_knots_computed_from_an_array_outside_argnums_is_tracings():
     assert "scipy.interpolate" in " ".join(map(str, replaying.reasons.values()))
 
 
+def spline_of_knots_from_data_caught(y, d):
+    try:
+        return spline_of_knots_from_data(y, d)
+    except Exception:  # what a careful program does where SciPy raises on bad knots
+        return y.sum() * 100.0
+
+
+def test_a_spline_of_knots_from_data_in_a_try_is_tracings():
+    """The same where f catches every error: the recording call answered f's except branch
+    (the refusal, caught), which tracing does not take."""
+    y = np.array([1.0, 2.0, 3.0])
+    calls = [(y.copy(), np.array([-1.0, 5.0, 0.5]))] * 3
+    replayed_like_traced(spline_of_knots_from_data_caught, calls)
+
+
 def test_a_spline_of_constant_knots_in_traced_data_still_replays():
     """Knots f makes from no argument are constants in the recording too: replayed."""
     def f(y, q):

@@ -2284,6 +2284,9 @@ class Recorder:
         self.reason = None
         # it traces arrays outside argnums (``session.ReverseDifferentiation.wrap``)
         self.outside_argnums = False
+        # why the call took another path than tracing would (a rule that refused an array
+        # outside argnums, which f may have caught): it is traced again (``Replayed``)
+        self.mistraced = None
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded (``bind``)
@@ -4595,6 +4598,8 @@ class Replayed:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                           self.has_aux, recording=recording)
+            if recording is not None and recording.recorder is not None:
+                refused = recording.recorder.mistraced
         except Exception as error:
             # The recording traces the arrays outside argnums (a replay reads them as inputs);
             # a rule that takes one as a setting (a spline's knots) may refuse it as

@@ -961,13 +961,15 @@ def _refuse_followed_knots(name, x):
     constant knots): a recording follows the arrays outside argnums as inputs of its program,
     so knots computed from them alone are traced there, where tracing holds them constants.
     Refused there, the call is traced (``replay.Replayed``), as its signature is from then
-    on."""
+    on (also where f catches the error and goes on: ``Recorder.mistraced``)."""
     recorder = getattr(getattr(x, "tape", None), "recorder", None)
     if recorder is not None and recorder.outside_argnums:
-        raise UnsupportedOperationError(
-            f"scipy.interpolate.{name} of knots a recording follows while arrays outside "
-            "argnums are inputs of the program: a replay would not differentiate constant "
-            "knots as tracing does")
+        message = (f"scipy.interpolate.{name} of knots a recording follows while arrays "
+                   "outside argnums are inputs of the program: a replay would not "
+                   "differentiate constant knots as tracing does")
+        recorder.refuse(message)
+        recorder.mistraced = message
+        raise UnsupportedOperationError(message)
 
 
 def _boundary(name, bc_type):
