@@ -46,6 +46,24 @@ def test_a_spline_of_knots_from_data_in_a_try_is_tracings():
     replayed_like_traced(spline_of_knots_from_data_caught, calls)
 
 
+def refused_spline_of_knots_from_data_caught(y, d):
+    knots = np.sort(d) + np.arange(4) * 10.0
+    try:
+        return scipy.interpolate.make_interp_spline(knots, y, k=3)(knots.mean()) * 1.0
+    except Exception:
+        return y.sum() * 100.0
+
+
+def test_a_refusal_of_knots_from_data_in_a_try_is_tracings():
+    """make_interp_spline refuses traced knots; those computed from data outside argnums are
+    traced only in the recording, whose refusal f caught: every replay answered f's except
+    branch, where tracing (constant knots) interpolates."""
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5, 2.0],) * 3
+             + ([1.0, 2.0, 3.0, 4.0],) * 3]
+    replayed_like_traced(refused_spline_of_knots_from_data_caught, calls)
+
+
 def test_a_spline_of_constant_knots_in_traced_data_still_replays():
     """Knots f makes from no argument are constants in the recording too: replayed."""
     def f(y, q):

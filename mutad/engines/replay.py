@@ -4598,8 +4598,12 @@ class Replayed:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                           self.has_aux, recording=recording)
-            if recording is not None and recording.recorder is not None:
-                refused = recording.recorder.mistraced
+            mistraced = None if recording is None or recording.recorder is None else \
+                recording.recorder.mistraced
+            if mistraced is not None:  # (and f caught the refusal)
+                refused = (f"a rule refused an array outside argnums, which a recording "
+                           f"follows as an input of the program ({mistraced.split('. ')[0]}), "
+                           "and f caught the error")
         except Exception as error:
             # The recording traces the arrays outside argnums (a replay reads them as inputs);
             # a rule that takes one as a setting (a spline's knots) may refuse it as

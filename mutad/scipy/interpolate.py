@@ -161,9 +161,26 @@ def _traced(tree):
 
 def _refuse_traced(name, what, value, instead):
     if _traced(value):
-        raise UnsupportedOperationError(
+        _refuse_in_recording(value, message := (
             f"scipy.interpolate.{name}: mutad does not differentiate with respect to {what}, "
-            f"and it depends on the differentiated arguments. {instead}")
+            f"and it depends on the differentiated arguments. {instead}"))
+        raise UnsupportedOperationError(message)
+
+
+def _refuse_in_recording(tree, message):
+    """Before refusing traced ``tree`` (lists, tuples, dicts): a recording follows the arrays
+    outside argnums as inputs of its program, so what is computed from them alone is traced
+    there, where tracing holds it a constant and takes another path. The call is traced
+    again (``replay.Replayed``), also where f catches the refusal and goes on
+    (``Recorder.mistraced``), and so is its signature from then on."""
+    if isinstance(tree, (list, tuple, dict)):
+        for item in tree.values() if isinstance(tree, dict) else tree:
+            _refuse_in_recording(item, message)
+        return
+    recorder = getattr(getattr(tree, "tape", None), "recorder", None)
+    if recorder is not None and recorder.outside_argnums and recorder.mistraced is None:
+        recorder.refuse(message)
+        recorder.mistraced = message
 
 
 def _plain_copy(value):
@@ -958,17 +975,14 @@ def _knots(name, x, followed=""):
 def _refuse_followed_knots(name, x):
     """Before a path that differentiates traced knots or data points ``x`` (SciPy's steps on
     traced arrays, whose derivatives in the values differ in the last bits from those of
-    constant knots): a recording follows the arrays outside argnums as inputs of its program,
-    so knots computed from them alone are traced there, where tracing holds them constants.
-    Refused there, the call is traced (``replay.Replayed``), as its signature is from then
-    on (also where f catches the error and goes on: ``Recorder.mistraced``)."""
+    constant knots), where a recording may follow them only as computed from arrays outside
+    argnums (``_refuse_in_recording``)."""
     recorder = getattr(getattr(x, "tape", None), "recorder", None)
     if recorder is not None and recorder.outside_argnums:
         message = (f"scipy.interpolate.{name} of knots a recording follows while arrays "
                    "outside argnums are inputs of the program: a replay would not "
                    "differentiate constant knots as tracing does")
-        recorder.refuse(message)
-        recorder.mistraced = message
+        _refuse_in_recording(x, message)
         raise UnsupportedOperationError(message)
 
 
