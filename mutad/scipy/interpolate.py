@@ -172,15 +172,17 @@ def _refuse_in_recording(tree, message):
     outside argnums as inputs of its program, so what is computed from them alone is traced
     there, where tracing holds it a constant and takes another path. The call is traced
     again (``replay.Replayed``), also where f catches the refusal and goes on
-    (``Recorder.mistraced``), and so is its signature from then on."""
+    (``Recorder.mistraced``), and so is its signature from then on. Whether one records."""
     if isinstance(tree, (list, tuple, dict)):
-        for item in tree.values() if isinstance(tree, dict) else tree:
-            _refuse_in_recording(item, message)
-        return
+        items = tree.values() if isinstance(tree, dict) else tree
+        return any([_refuse_in_recording(item, message) for item in items])
     recorder = getattr(getattr(tree, "tape", None), "recorder", None)
-    if recorder is not None and recorder.outside_argnums and recorder.mistraced is None:
+    if recorder is None or not recorder.outside_argnums:
+        return False
+    if recorder.mistraced is None:
         recorder.refuse(message)
         recorder.mistraced = message
+    return True
 
 
 def _plain_copy(value):
@@ -977,12 +979,10 @@ def _refuse_followed_knots(name, x):
     traced arrays, whose derivatives in the values differ in the last bits from those of
     constant knots), where a recording may follow them only as computed from arrays outside
     argnums (``_refuse_in_recording``)."""
-    recorder = getattr(getattr(x, "tape", None), "recorder", None)
-    if recorder is not None and recorder.outside_argnums:
-        message = (f"scipy.interpolate.{name} of knots a recording follows while arrays "
-                   "outside argnums are inputs of the program: a replay would not "
-                   "differentiate constant knots as tracing does")
-        _refuse_in_recording(x, message)
+    message = (f"scipy.interpolate.{name} of knots a recording follows while arrays outside "
+               "argnums are inputs of the program: a replay would not differentiate constant "
+               "knots as tracing does")
+    if _refuse_in_recording(x, message):
         raise UnsupportedOperationError(message)
 
 
