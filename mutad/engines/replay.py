@@ -115,8 +115,8 @@ from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
 from .tracing import Gathered
 from ..core.trees import attributes, flatten
-from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if, strided,
-                          writeable)
+from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
+                          stands_for_scalar, strided, writeable)
 from .writes import Destination, Undo, saving
 
 CACHE_SIZE = 8
@@ -2284,6 +2284,9 @@ class Recorder:
         self.reason = None
         # it traces arrays outside argnums (``session.ReverseDifferentiation.wrap``)
         self.outside_argnums = False
+        # why the call took another path than tracing would (a rule that refused an array
+        # outside argnums, which f may have caught): it is traced again (``Replayed``)
+        self.mistraced = None
         self.steps = []
         self.slots = {}  # id of a traced array (or of a plain argument) -> its slot
         self.objects = []  # what each slot stood for when recorded (``bind``)
@@ -3065,7 +3068,9 @@ class Program:
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
-        self.aux = aux  # (leaves, rebuild) of the aux output, leaves Slots or values
+        # (leaves, rebuild, scalars) of the aux output: leaves Slots or values, and per leaf
+        # whether it stands for a number (``_scalar``)
+        self.aux = aux
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
         self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
@@ -3083,6 +3088,9 @@ class Program:
         self.hand_over = [p is not None and keys[p.buffer.key] == 1 for p in self.places]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
+        # whether it stands for NumPy's scalar, returned as one (a 0-d array f made, such as
+        # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
+        self.scalar_output = type(y) is Traced and _scalar(y)
         self.constant = None if type(y) is Traced else y
         # the large temporaries, let go after the last step that reads them (``prepare``)
         self.large = recorder.large - {self.output}
@@ -3217,9 +3225,9 @@ class Program:
                     warn_at(w.message, w.category, w.filename, w.lineno)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
-                held, rebuild = self.aux
-                aux = rebuild([_detached(values[x.index]) if type(x) is Slot else x
-                               for x in held])
+                held, rebuild, scalars = self.aux
+                aux = rebuild([_detached(values[x.index], scalar) if type(x) is Slot else x
+                               for x, scalar in zip(held, scalars, strict=True)])
             shadows = Shadows()
             if self.output is None:
                 value = self.constant
@@ -3227,7 +3235,7 @@ class Program:
                 value = values[self.output]
                 if type(value) is not float:  # a Python float, if it stands for one
                     # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
-                    value = value[()] if value.ndim == 0 else value.copy()
+                    value = value[()] if self.scalar_output else value.copy()
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records, reverse = tape.records, Tape.reverse
@@ -3294,11 +3302,17 @@ _LAST_FILTERS = [(None, None)]
 """``_raising_filters``'s last filters (a copy) and its answer for them."""
 
 
-def _detached(x):
-    """A value of the program as a plain copy (NumPy's scalar for a 0-d array)."""
+def _scalar(t):
+    """Whether traced ``t``, which f returns, stands for a number (``api._returned``)."""
+    return t.weak or stands_for_scalar(t)
+
+
+def _detached(x, scalar):
+    """A value of the program as a plain copy (NumPy's scalar for a 0-d array that stands
+    for a number, as ``api._returned`` gives it)."""
     if isinstance(x, (np.generic, float)):
         return x
-    return x[()] if x.ndim == 0 else x.copy()
+    return x[()] if x.ndim == 0 and scalar else x.copy()
 
 
 def _place(t):
@@ -3408,7 +3422,7 @@ class Recording:
                                 "compute")
             else:
                 held.append(leaf)
-        return held, rebuild
+        return held, rebuild, [type(leaf) is Traced and _scalar(leaf) for leaf in leaves]
 
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
@@ -4584,6 +4598,12 @@ class Replayed:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                           self.has_aux, recording=recording)
+            mistraced = None if recording is None or recording.recorder is None else \
+                recording.recorder.mistraced
+            if mistraced is not None:  # (and f caught the refusal)
+                refused = (f"a rule refused an array outside argnums, which a recording "
+                           f"follows as an input of the program ({mistraced.split('. ')[0]}), "
+                           "and f caught the error")
         except Exception as error:
             # The recording traces the arrays outside argnums (a replay reads them as inputs);
             # a rule that takes one as a setting (a spline's knots) may refuse it as

@@ -161,9 +161,28 @@ def _traced(tree):
 
 def _refuse_traced(name, what, value, instead):
     if _traced(value):
-        raise UnsupportedOperationError(
+        _refuse_in_recording(value, message := (
             f"scipy.interpolate.{name}: mutad does not differentiate with respect to {what}, "
-            f"and it depends on the differentiated arguments. {instead}")
+            f"and it depends on the differentiated arguments. {instead}"))
+        raise UnsupportedOperationError(message)
+
+
+def _refuse_in_recording(tree, message):
+    """Before refusing traced ``tree`` (lists, tuples, dicts): a recording follows the arrays
+    outside argnums as inputs of its program, so what is computed from them alone is traced
+    there, where tracing holds it a constant and takes another path. The call is traced
+    again (``replay.Replayed``), also where f catches the refusal and goes on
+    (``Recorder.mistraced``), and so is its signature from then on. Whether one records."""
+    if isinstance(tree, (list, tuple, dict)):
+        items = tree.values() if isinstance(tree, dict) else tree
+        return any([_refuse_in_recording(item, message) for item in items])
+    recorder = getattr(getattr(tree, "tape", None), "recorder", None)
+    if recorder is None or not recorder.outside_argnums:
+        return False
+    if recorder.mistraced is None:
+        recorder.refuse(message)
+        recorder.mistraced = message
+    return True
 
 
 def _plain_copy(value):
@@ -955,6 +974,18 @@ def _knots(name, x, followed=""):
     return _plain_copy(x)
 
 
+def _refuse_followed_knots(name, x):
+    """Before a path that differentiates traced knots or data points ``x`` (SciPy's steps on
+    traced arrays, whose derivatives in the values differ in the last bits from those of
+    constant knots), where a recording may follow them only as computed from arrays outside
+    argnums (``_refuse_in_recording``)."""
+    message = (f"scipy.interpolate.{name} of knots a recording follows while arrays outside "
+               "argnums are inputs of the program: a replay would not differentiate constant "
+               "knots as tracing does")
+    if _refuse_in_recording(x, message):
+        raise UnsupportedOperationError(message)
+
+
 def _boundary(name, bc_type):
     _refuse_traced(name, "the boundary values in bc_type", bc_type,
                    "Pass them as constants, or add the spline of the boundary term yourself.")
@@ -1007,6 +1038,7 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
     if not _traced((x, y, bc_type)):
         return _interpolate.CubicSpline(x, y, axis, bc_type, extrapolate)
     if _traced(x):
+        _refuse_followed_knots("CubicSpline", x)
         return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
     spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
@@ -1060,6 +1092,7 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
                                      assume_sorted)
     _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
     if _traced(x) and kind in ("linear", "slinear"):
+        _refuse_followed_knots("interp1d", x)
         return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
     x = _knots("interp1d", x, f"(It does with kind='linear' and 'slinear', not {kind!r}.) ")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
@@ -2115,6 +2148,7 @@ def _scattered_points(name, points, followed=False):
     triangulation's, whose simplices are decided on the plain points and whose barycentric
     weights follow the points), the traced points too: ``(plain, traced or None)``."""
     if followed and _traced(points):
+        _refuse_followed_knots(name, points)
         traced = _queries(points, np.shape(points)[-1]) if not isinstance(points, tuple) \
             else _queries(points, len(points))
         traced = traced if np.ndim(traced) == 2 else np.reshape(traced, (-1, 1))
