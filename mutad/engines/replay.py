@@ -2675,6 +2675,11 @@ class Recorder:
         can guard, so the signature is traced."""
         self.refuse(f"an operation raised {type(error).__name__} while recording (Python may "
                     "catch it and take another path)")
+        if isinstance(error, MutadError) and self.outside_argnums and self.mistraced is None:
+            # a rule may refuse an array outside argnums, which the recording follows as an
+            # input and tracing holds a constant (scipy.special.kv in its order): if f catches
+            # it, this call took another path than tracing takes, and is traced again
+            self.mistraced = str(error)
 
     # the doors ---------------------------------------------------------------------------
 
