@@ -10,24 +10,16 @@ from hypothesis import HealthCheck, assume, given, settings
 
 import mutad
 import mutad.core.shadows as shadows_module
+from mutad.bench.workloads import big_elementwise
 from mutad.core.shadows import Shadows
 from mutad.engines import elementwise
 from mutad.errors import MutadError
 from random_programs import REAL_FEATURES, _plain, _weights, programs
 
 
-def chain(x):
-    """W5's chain: the cosine is written over ``c``, which it cannot be undone from, so ``c``
-    is copied; the cotangent of ``a`` in ``c *= a`` is the next new one of that shape."""
-    a = np.sin(x)
-    a *= x
-    b = np.tanh(a)
-    b += x
-    b *= -0.1
-    c = np.exp(b)
-    c *= a
-    np.cos(c, out=c)
-    return c.sum()
+# W5's chain: the cosine is written over ``c``, which it cannot be undone from, so ``c`` is
+# copied; the cotangent of ``a`` in ``c *= a`` is the next new one of that shape.
+chain = big_elementwise
 
 
 def chain_with_view(x):
