@@ -98,7 +98,6 @@ class Differentiation:
     def _adopted(self, x, first):
         raise NotImplementedError
 
-
     @property
     def shut(self):
         """The caller's arrays made read-only while this differentiation runs, by id, made
