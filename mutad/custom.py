@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, overload
 
 from .engines import forward, operations
-from .core.allocation import running_rule
+from .core.allocation import running_rule, writing_into
 from .core.errors import InvalidArgumentError, UnsupportedFunctionError
 from .core.levels import innermost
 from .core.registry import CONVENTION, user_rule
@@ -163,7 +163,7 @@ class InplaceAdjoint(Adjoint):
         return rule
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        result = dispatch(self, args, kwargs)
+        result = dispatch(self, writing_into(args, self.writes), kwargs)
         for adjoint, returned in reversed(RULES.running):
             if adjoint is self:  # called by its rule (of a nested differentiation too)
                 returned.append(result)

@@ -109,23 +109,44 @@ def test_out_arguments_and_functions_that_write():
     mutad.check_jvp(f, np.array([0.2, 0.7, 0.4, 0.9, 0.1]))
 
 
-PLAIN = np.zeros(3)  # allocated before jvp ran
+PLAIN = np.zeros(3)  # allocated before jvp ran, reached by a name
+HELD = [np.zeros(3)]  # reached only through a list
+
+
+def test_a_tangent_written_into_an_array_made_before_is_kept_on_a_copy():
+    """An array made before jvp ran and reached by a name: a write adopts it, a private copy
+    with a zero tangent, as an argument's; the caller's array does not change."""
+    def f(x):
+        PLAIN[0] = x[0]
+        return PLAIN
+
+    y, dy = jvp(f, (np.ones(3),), (np.ones(3),))
+    assert y.tolist() == [1.0, 0.0, 0.0] and dy.tolist() == [1.0, 0.0, 0.0]
+
+    def g(x):
+        np.sin(x, out=PLAIN)
+        return PLAIN * 2.0
+
+    y, dy = jvp(g, (np.ones(3),), (np.ones(3),))
+    assert y.tobytes() == (np.sin(np.ones(3)) * 2.0).tobytes()
+    assert dy.tobytes() == (np.cos(np.ones(3)) * 2.0).tobytes()
+    assert PLAIN.tolist() == [0.0, 0.0, 0.0]
 
 
 def test_a_tangent_written_into_a_plain_array_is_refused():
     def f(x):
-        PLAIN[0] = x[0]
-        return PLAIN
+        HELD[0][0] = x[0]
+        return HELD[0]
 
     with pytest.raises(errors.UntracedWriteError, match="Allocate it inside"):
         jvp(f, (np.ones(3),), (np.ones(3),))
 
     def g(x):
-        np.sin(x, out=PLAIN)
+        np.sin(x, out=HELD[0])
 
     with pytest.raises(errors.UntracedWriteError, match="inside the function jvp"):
         jvp(g, (np.ones(3),), (np.ones(3),))
-    assert PLAIN.tolist() == [0.0, 0.0, 0.0]
+    assert HELD[0].tolist() == [0.0, 0.0, 0.0]
 
 
 def test_a_tangent_written_into_an_array_allocated_inside_is_kept():

@@ -347,9 +347,9 @@ def test_arrays_of_unfollowed_makers(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
-def test_a_write_into_a_buffers_view_is_refused():
-    """The buffer may be the caller's: writing a traced value into its view is refused, as
-    into an array made before the differentiation, and the buffer is left as it was."""
+def test_a_write_into_a_buffers_view_is_followed_and_written_back():
+    """The buffer may be the caller's: its view stands in as an array made before the
+    differentiation, which a write adopts; the buffer is left as it was."""
     buffer = bytearray(np.zeros(4).tobytes())
 
     def f(x):
@@ -357,8 +357,7 @@ def test_a_write_into_a_buffers_view_is_refused():
         d[:] = x
         return (d ** 2).sum()
 
-    with pytest.raises(mutad.errors.UntracedWriteError):
-        mutad.gradient(f, np.ones(4))
+    assert mutad.gradient(f, np.arange(4.0))[0].tolist() == [0.0, 2.0, 4.0, 6.0]
     assert bytes(buffer) == bytes(32)
 
 

@@ -53,16 +53,19 @@ Float arrays made before the differentiation started that the differentiated fun
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
 method names, or one its code names of an object it reaches so: ``model.grid.u0``) stand in as
 views of themselves (``Preexisting``), so that the arrays made from them are followed however
-they are made (``U0.copy()``, ``U0 + 0.0``); ``np.ndarray((n,))``
+they are made (``U0.copy()``, ``U0 + 0.0``), and the function's first write into one adopts
+its memory (``adopted``: the differentiation follows it from then on as an argument outside
+argnums, and writes its bytes back); ``np.ndarray((n,))``
 allocates as ``np.empty`` does where the function calls it (``ndarray``), and NumPy's float and
 complex scalar types called on traced values (``np.float64(x[0])``) give the converted traced
 values where the function calls them (``SCALAR_TYPES``).
 
 Not followed: writing a traced value into an array allocated before the differentiation
-started (a module-level work buffer: it would change the caller's array), ``np.frombuffer``
-(its values are not made by the differentiated code: copy them, ``np.array(r)``, to write into
-them), and draws from generators made before the differentiation started that the function
-does not reach by a name (an argument, an attribute of an object it is given).
+started that the function does not reach by a name (held in a list), ``np.frombuffer`` of
+memory it does not reach so (its values are not made by the differentiated code: copy them,
+``np.array(r)``, to write into them), and draws from generators made before the
+differentiation started that the function does not reach by a name (an argument, an attribute
+of an object it is given).
 """
 
 from __future__ import annotations
@@ -486,6 +489,9 @@ def builder(func, counting=True):
     allocating = factory(func, counting)
 
     def building(*args, **kwargs):
+        if args and type(args[0]) is Preexisting and (level := adopted(args[0])) is not None:
+            y = building(level, *args[1:], **kwargs)  # a write adopted its memory
+            return args[0] if y is level else y  # np.asarray(U0) is U0, as in NumPy
         if args and type(args[0]) is Preexisting:  # NumPy's builders dispatch on like= alone
             stand_in, original = args[0], _original(args[0])
             y = allocating(original, *args[1:], **kwargs)
@@ -693,7 +699,7 @@ def ufunc_operands(inputs):
     holds traced values), each stand-in the plain array it views, and each object NumPy
     converts by its ``__array__`` that array (``converted_by_numpy``)."""
     return tuple((_stacked(a) if holds_wrapped(a) else np.asarray(a))
-                 if type(a) in (list, tuple) else a.view(np.ndarray)
+                 if type(a) in (list, tuple) else stand_in_value(a)
                  if type(a) is Preexisting else np.asarray(a)
                  if converted_by_numpy(a) else a for a in inputs)
 
@@ -1413,10 +1419,12 @@ class Preexisting(np.ndarray):
     operators give ndarrays, so NumPy has no hook for them: the methods that make an array
     are overridden here, and the operators and functions reach NumPy's protocols.
 
-    Its own memory is still plain: views of it stand in too (``U0[1:].copy()``), and writing a
-    traced value into it is refused as before, as it would change the caller's array. In
-    another thread, and outside the mode, it behaves as the ndarray it views; ``mutad``'s
-    engines receive that plain view, never the stand-in.
+    Its own memory is plain until the function writes into it: views of it stand in too
+    (``U0[1:].copy()``), and a write into one (``U0[1:] *= D``) adopts the memory
+    (``adopted``), after which the stand-ins of it are the running differentiation's array for
+    it to every operation. In another thread, and outside the mode, it behaves as the ndarray
+    it views; ``mutad``'s engines receive that plain view (or the adopted array), never the
+    stand-in.
     """
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -1424,6 +1432,7 @@ class Preexisting(np.ndarray):
         if ACTIVE.running:
             written = (inputs[0],) if method == "at" else out or ()
             accessed(inputs, kwargs.get("where"), written=written)
+            adopt(written)
         inputs = _plain_views(inputs)
         kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
@@ -1434,7 +1443,9 @@ class Preexisting(np.ndarray):
 
     def __array_function__(self, func, types, args, kwargs):
         if ACTIVE.running:
-            accessed(args, kwargs, written=args[:1] if func in WRITE_FIRST else ())
+            written = (*(args[:1] if func in WRITE_FIRST else ()), kwargs.get("out"))
+            accessed(args, kwargs, written=written)
+            adopt(written)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         composite = RULES.get(func, NO_RULE).composite
         if composite is not None and ACTIVE.running and holds_wrapped(
@@ -1448,7 +1459,7 @@ class Preexisting(np.ndarray):
                        _caller(sys._getframe(1)))
 
     def __repr__(self):
-        return repr(self.view(np.ndarray))
+        return repr(_plain_views(self))
 
     def _reshape_in_place(self, shape):
         """``U0.shape = ...``: the array it stands for is reshaped too, as NumPy's would be."""
@@ -1495,8 +1506,70 @@ WRITE_FIRST = frozenset((np.copyto, np.putmask, np.place, np.put, np.fill_diagon
 """NumPy functions that write into their first argument."""
 
 
+def adopted(stand_in, write=False):
+    """What the stand-in ``stand_in`` (of a float array) is to the differentiations running in
+    this thread once the function wrote into its memory: the array of the innermost one that
+    adopted it (``session.Differentiation.adopt``), which its reads and writes go to from then
+    on; with ``write`` (the function writes into it now), the innermost one's, adopted now.
+    None for a stand-in whose memory none adopted: the plain array it views is read as a
+    constant."""
+    running = ACTIVE.running
+    if not running or stand_in.dtype.kind not in "fc":
+        return None
+    plain = stand_in.view(np.ndarray)
+    return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
+
+
+def _adopted_at(stand_in, plain, root, depth, write):
+    """``adopted`` at the differentiation ``ACTIVE.running[depth]`` and those around it: the
+    array of the innermost that adopted ``root``'s memory (the array an enclosing one has for
+    the stand-in is what an inner one adopts)."""
+    running = ACTIVE.running
+    for k in range(depth, -1, -1):
+        adopter = getattr(running[k], "adopter", None)
+        if adopter is None:
+            if write and k == depth:
+                return None  # a level that adopts nothing: the write's own error follows
+            continue
+        arrays = adopter.adopted.get(root)
+        if arrays is not None:
+            pair = arrays.get(id(stand_in))
+            if pair is not None:
+                return pair[1]
+        if arrays is not None or write and k == depth:
+            outer = _adopted_at(stand_in, plain, root, k - 1, False) if k else None
+            return adopter.adopt(stand_in, root, plain if outer is None else outer)
+    return None
+
+
+def stand_in_value(stand_in):
+    """What the engines read for ``stand_in``: the plain array it views, or the running
+    differentiation's array for it once a write adopted its memory (``adopted``)."""
+    level = adopted(stand_in)
+    return stand_in.view(np.ndarray) if level is None else level
+
+
+def adopt(written):
+    """Adopt the memory of the stand-ins of float arrays within ``written``, which the function
+    writes into: the caller's arrays, whose bytes the differentiation keeps and writes back,
+    as an argument's (``adopted``)."""
+    for stand_in in _each_stand_in(written):
+        adopted(stand_in, write=True)
+
+
+def writing_into(args, positions):
+    """``args`` of a function that writes into those at ``positions`` (``mutad.inplace_adjoint``)
+    as the differentiations running in this thread take them: the stand-ins written adopted
+    (``adopted``), and each stand-in whose memory a write adopted the array for it."""
+    if not ACTIVE.running or not _each_stand_in(args):
+        return args
+    adopt([args[i] for i in positions if i < len(args)])
+    return adopted_views(args)
+
+
 def accessed(*read, written=()):
-    """Run the ``PLAIN_ACCESS`` checks on the stand-ins within ``read`` and ``written``."""
+    """Run the ``PLAIN_ACCESS`` checks on the stand-ins within ``read`` and ``written`` (not
+    those whose memory was adopted, whose reads and writes the differentiations follow)."""
     for view in _stand_ins(read):
         for check in PLAIN_ACCESS:
             check(view, False)
@@ -1519,8 +1592,11 @@ class _Route:
         self.original, self.stand_in = original, stand_in
 
     def __call__(self, *args, **kwargs):
-        if ACTIVE.running and _stand_ins((args, kwargs)):
-            accessed(args, kwargs, written=self._written(args, kwargs))
+        if ACTIVE.running and _each_stand_in((args, kwargs)):
+            written = self._written(args, kwargs)
+            accessed(args, kwargs, written=written)
+            adopt(written)
+            args, kwargs = adopted_views(args), adopted_views(kwargs)
         return self.stand_in(*args, **kwargs)
 
     def __get__(self, instance, owner=None):
@@ -1640,19 +1716,51 @@ PASSING = frozenset((reader(np.sum).__code__, joiner(np.stack).__code__,
 code."""
 
 
-def _stand_ins(tree, found=None):
-    """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them), a
-    list (a walk of every routed call's arguments: no generators)."""
+def _stand_ins(tree):
+    """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them) whose
+    memory no running differentiation adopted (``adopted``), a list."""
+    return [x.view(np.ndarray) for x in _each_stand_in(tree) if not _adopted_memory(x)]
+
+
+def _adopted_memory(stand_in):
+    """Whether a running differentiation adopted the memory ``stand_in`` views."""
+    root = None
+    for level in ACTIVE.running:
+        adopter = getattr(level, "adopter", None)
+        if adopter is not None and adopter.adopted:
+            root = id(owner(stand_in.view(np.ndarray))) if root is None else root
+            if root in adopter.adopted:
+                return True
+    return False
+
+
+def adopted_views(tree):
+    """``tree`` with each stand-in whose memory a write adopted replaced by the
+    differentiation's array for it (``adopted``), the others as they are."""
+    kind = type(tree)
+    if kind is Preexisting:
+        level = adopted(tree)
+        return tree if level is None else level
+    if kind is list or kind is tuple:
+        return kind(adopted_views(x) for x in tree)
+    if kind is dict:
+        return {k: adopted_views(v) for k, v in tree.items()}
+    return tree
+
+
+def _each_stand_in(tree, found=None):
+    """The stand-ins within ``tree`` (lists, tuples and dicts of them), a list (a walk of every
+    routed call's arguments: no generators)."""
     found = [] if found is None else found
     kind = type(tree)
     if kind is Preexisting:
-        found.append(tree.view(np.ndarray))
+        found.append(tree)
     elif kind is list or kind is tuple:
         for x in tree:
-            _stand_ins(x, found)
+            _each_stand_in(x, found)
     elif kind is dict:
         for x in tree.values():
-            _stand_ins(x, found)
+            _each_stand_in(x, found)
     return found
 
 
@@ -1676,9 +1784,13 @@ def _original(a):
 def _plain_views(tree):
     """``tree`` with each stand-in replaced by the plain ndarray viewing its memory: read-only
     while its owner is (``reverse.freeze`` makes an array a record reads read-only, and NumPy
-    does not pass the flag on to views made before, such as the stand-in itself)."""
+    does not pass the flag on to views made before, such as the stand-in itself); by the
+    differentiation's array for it once a write adopted its memory (``adopted``)."""
     kind = type(tree)
     if kind is Preexisting:
+        level = adopted(tree)
+        if level is not None:
+            return level
         view = tree.view(np.ndarray)
         if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
             view.flags.writeable = False
@@ -1787,6 +1899,9 @@ def _making(name):
     method = getattr(np.ndarray, name)
 
     def making(self, *args, **kwargs):
+        level = adopted(self)
+        if level is not None:  # (a write adopted its memory: as the differentiation's array)
+            return getattr(level, name)(*_plain_views(args), **_plain_views(kwargs))
         plain = self.view(np.ndarray)
         if ACTIVE.running:
             function = _WITH_OPERANDS.get(name)
@@ -1816,6 +1931,9 @@ def _writing(name):
         if ACTIVE.running:
             accessed(args, kwargs, written=_region(self, args[0]) if name == "__setitem__"
                      else self)
+            level = adopted(self, write=True)
+            if level is not None:
+                return getattr(level, name)(*_plain_views(args), **_plain_views(kwargs))
         return method(_plain_views(self), *_plain_views(args), **_plain_views(kwargs))
 
     return _named(writing, method)
@@ -1840,6 +1958,9 @@ def _reading(name):
 
     def reading(self, *args, **kwargs):
         if ACTIVE.running:
+            level = adopted(self)
+            if level is not None:
+                return getattr(level, name)(*args, **kwargs)
             accessed(self)
         return method(self, *args, **kwargs)
 

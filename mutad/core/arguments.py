@@ -19,7 +19,7 @@ import threading
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from .allocation import mode
+from .allocation import adopted_views, mode
 from .debug import ERRORS, Warnings, at_user_lines
 from .errors import ArgnumsError, MutadError, UnsupportedOperationError
 from .levels import ACTIVE
@@ -70,6 +70,9 @@ def run(differentiation, f, call, explain=None):
         refusals = len(ACTIVE.refusals)
         try:
             result = call(function)
+            adopter = getattr(differentiation, "adopter", None)
+            if adopter is not None and adopter.adopted:  # f returns an array it wrote into
+                result = adopted_views(result)
             if len(ACTIVE.refusals) > refusals:
                 raise went_past(ACTIVE.refusals[refusals])
             return result

@@ -38,7 +38,7 @@ import numpy as np
 
 from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
-from .allocation import Preexisting
+from .allocation import Preexisting, stand_in_value
 from .devices import is_device
 from .views import writeable
 
@@ -99,7 +99,7 @@ def _flatten(tree, path):
     children, build = _node(tree)
     if build is None:
         if type(tree) is Preexisting:  # an array made before, standing in: the array itself
-            tree = tree.view(np.ndarray)
+            tree = stand_in_value(tree)  # (or the differentiation's, once written)
         return [tree], _first
     if id(tree) in path:
         raise UnsupportedArgumentError(

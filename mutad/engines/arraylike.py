@@ -1663,13 +1663,16 @@ def untraced_write(what):
     """The error for writing a traced value into an array mutad does not follow."""
     return UntracedWriteError(
         f"{what}: a traced value was written into a plain array mutad does not follow, so its "
-        "gradient would be lost: one created before the differentiation started (a "
-        "module-level work buffer, a default argument, a cache) or by an enclosing "
-        "differentiation, or one made inside the function by a call the allocation mode does "
-        "not follow (np.frombuffer, a draw from a generator made before the differentiation, "
-        "a copy of an array reached only through a list or an object's attributes). Allocate "
-        "it inside the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is "
-        "followed, or pass it as an argument.")
+        "gradient would be lost: one created before the differentiation started that the "
+        "function reaches only through a list, a tuple or another object (a cache), or an "
+        "integer or structured one, or one created by an enclosing differentiation, or one "
+        "made inside the function by a call the allocation mode does not follow (a draw from "
+        "a generator made before the differentiation, a copy of an array reached only "
+        "through a list or an object's attributes). Allocate it inside "
+        "the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is followed, "
+        "reach it by a name (a module-level or closure variable, a default argument, an "
+        "attribute its code names: its writes are then followed, and its bytes written back), "
+        "or pass it as an argument.")
 
 
 def lost_tangent(what):

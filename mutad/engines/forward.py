@@ -23,7 +23,7 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, stands_in, ufunc_operands,
+                               lists_as_arrays, stand_in_value, stands_in, ufunc_operands,
                                without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
@@ -188,7 +188,9 @@ def split(x, level, numbers=True):
         tangents = [t for _, t in pairs]
         return type(x)(p for p, _ in pairs), None if all(t is None for t in tangents) else tangents
     if type(x) is Preexisting:
-        x = x.view(np.ndarray)
+        x = stand_in_value(x)
+        if type(x) is Dual:  # (a write adopted its memory)
+            return split(x, level, numbers)
     if type(x) is np.ndarray:
         _check_alias(x)
     return x, None

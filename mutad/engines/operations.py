@@ -23,7 +23,8 @@ import types
 
 import numpy as np
 
-from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, ufunc_operands,
+from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, stand_in_value,
+                               ufunc_operands,
                                without_derivative)
 from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
                         masked_ufunc, out_by_keyword, out_computation, out_position,
@@ -96,6 +97,8 @@ def _unwrap_at(items, tape, numbers=True):
     values = []
     traced = 0
     for i, x in enumerate(items):
+        if type(x) is Preexisting:
+            x = stand_in_value(x)
         if type(x) is Traced and x.tape is tape:
             values.append(weak_value(x.value) if numbers and x.buffer.weak else x.value)
             if not x.buffer.constant:
@@ -103,8 +106,6 @@ def _unwrap_at(items, tape, numbers=True):
         elif ended(x):
             values.append(memory(x))
         else:
-            if type(x) is Preexisting:
-                x = x.view(np.ndarray)
             if type(x) is np.ndarray:
                 check_alias(x)
             values.append(x)

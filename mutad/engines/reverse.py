@@ -54,7 +54,7 @@ class ReverseTape(Tape):
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
                  "places", "caller", "lines", "anomaly", "originals", "heard", "errors",
-                 "errors_of")
+                 "errors_of", "adopter")
 
     def __init__(self, policy, outer, memory=None, recomputes=True):
         super().__init__(policy)
@@ -77,6 +77,7 @@ class ReverseTape(Tape):
         self.lines = {}  # each ``where`` its records name, one tuple for all (``caller``)
         self.anomaly = anomaly()
         self.originals = None  # the caller's bytes its differentiation writes back at its end
+        self.adopter = None  # its differentiation, which adopts arrays made before (session)
         self.heard = None  # while a replay records: where its reverse pass lists its warnings
         # NumPy's floating-point error handling f runs under (``arguments.run`` sets it), and
         # per record run under another (np.ma's own np.errstate, a block of the user's), that
@@ -463,6 +464,34 @@ class DeviceCopy:
         if value.dtype.kind in "fc":
             return bool(np.array_equal(value, self.copy, equal_nan=True))
         return bool(np.array_equal(value, self.copy))
+
+
+def unfreeze(tape, root):
+    """Make the arrays over the memory of ``root`` that ``freeze`` made read-only writable
+    again, and forget the sums of their bytes: the memory becomes a buffer the tape follows
+    (an array made before the call, adopted by a write: ``session.Differentiation.adopt``).
+    The records that read it as a constant keep reading it: the reverse pass undoes the
+    writes that follow them before they run (the invariant of ``core.tape``), provided the
+    tape records every one of them: whether such records were made, so that the memory must
+    be traced rather than a constant (a constant's plain writes record nothing)."""
+    frozen = [a for a in tape.frozen.values() if owner(a) is root]
+    for a in sorted(frozen, key=_depth):  # owners first
+        del tape.frozen[id(a)]
+        a.flags.writeable = True
+    read = False
+    for key, (value, total, _) in list(tape.sums.items()):
+        if total is not None and owner(value) is root:
+            del tape.sums[key]
+            read = True
+    return read or bool(frozen)
+
+
+def _depth(a):
+    """How many arrays lie between ``a`` and the array owning its memory."""
+    depth = 0
+    while isinstance(a.base, np.ndarray):
+        a, depth = a.base, depth + 1
+    return depth
 
 
 def thaw(tape):

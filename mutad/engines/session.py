@@ -29,12 +29,34 @@ from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, e
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
 from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants, checksum,
-                      fresh, thaw, view_of)
+                      fresh, thaw, unfreeze, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
                           same_region, spans, weaken, wrapped, writeable)
+
+
+ADOPTED = ("f wrote into an array made before the call that it reaches by a name (a "
+           "module-level work buffer, an object's attribute, a default argument): its bytes "
+           "before each call would be an input of the program, which a replay does not read, "
+           "so each call is traced")
+"""Why a recording stops where the function writes into such an array (``adopt``)."""
+
+
+def written_elsewhere(error):
+    """The error for a write NumPy refused (``error``) where the function wrote into an array
+    made before the call through a name (``Differentiation.adopt``), and then, it may be, by
+    another way to its memory."""
+    return ConstantModifiedError(
+        f"{error}: the function wrote into an array made before the call through a name (a "
+        "module-level work buffer, an object's attribute), whose writes mutad follows from then "
+        "on, and then wrote into its memory another way (a list or an object holding the "
+        "array, a view of it made before the call), which mutad would not see; such arrays "
+        "are read-only while it differentiates. Write into it through the name alone, or "
+        "allocate the array inside the function. (Or an array an operation read as a "
+        "constant was overwritten: allocate it inside the function, or write into a new "
+        "array instead.)")
 
 
 class Differentiation:
@@ -43,6 +65,44 @@ class Differentiation:
 
     def __init__(self):
         self.originals = Originals()
+        # id(owner of the memory) -> {id(stand-in): (the stand-in, this one's array for it)}
+        self.adopted = {}
+        self.apart = set()  # the ids of those owners whose memory no argument views
+
+    def adopt(self, stand_in, root, x):
+        """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
+        stands for a float array made before the call that the function reaches by a name (a
+        module-level work buffer, ``self.u`` of a method), once the function wrote into its
+        memory (``root``: the id of the array owning it): ``x``, the plain array the stand-in
+        views (or an enclosing differentiation's array for it), taken as an argument outside
+        argnums is: its values before the call are constants, its bytes are the caller's,
+        written back when the differentiation ends. One array per stand-in, which its reads
+        and writes go to from then on (``allocation.adopted``)."""
+        first = root not in self.adopted
+        arrays = self.adopted.setdefault(root, {})
+        pair = arrays.get(id(stand_in))
+        if pair is None:  # (the stand-in is held: its id stays its own)
+            pair = arrays[id(stand_in)] = (stand_in, self._adopted(x, first))
+            if id(owner(x)) in self.apart:
+                # The caller's own objects for the memory are made read-only while this
+                # differentiation runs: another way to it than the name (a list holding the
+                # array) would write where mutad does not see. Its array for the memory views
+                # it through an array made before, which stays writable (NumPy does not pass
+                # the flag on to views made before).
+                for a in (owner(x), stand_in.__dict__.get("original")):
+                    if a is not None and writeable(a):
+                        a.flags.writeable = False
+                        self.shut[id(a)] = a
+        return pair[1]
+
+    def _adopted(self, x, first):
+        raise NotImplementedError
+
+    @property
+    def shut(self):
+        """The caller's arrays made read-only while this differentiation runs, by id, made
+        writable again when it ends: ``adopt``'s (``reverse.thaw``)."""
+        raise NotImplementedError
 
     def __enter__(self):
         return self
@@ -75,6 +135,7 @@ class ReverseDifferentiation(Differentiation):
                                 None if memory is None else int(memory))
         super().__init__()
         self.tape.originals = self.originals
+        self.tape.adopter = self
         self.buffers = {}
         self.pending = {}
         self.leaves = []
@@ -126,30 +187,7 @@ class ReverseDifferentiation(Differentiation):
         if plain and is_inexact_scalar(x):
             pass  # a number no gradient is asked of: as it is
         elif is_inexact_array(x):
-            base = owner(x)
-            outer = self.tape.outer
-            if id(base) not in self.buffers:
-                # One buffer for all views of the memory, laid out as the argument when it
-                # spans all of it (np.linspace's result views an array of its own).
-                layout = x if spans(x, base) else base
-                buffer = Buffer(layout, constant=constant and outer is None)
-                buffer.note_address(layout)
-                if outer is None:
-                    hold_for_good(buffer, layout)
-                lifted = None if outer is None else outer.lift(layout)
-                if lifted is not None:
-                    outer.caller_memory(lifted, layout)
-                self.buffers[id(base)] = (layout, buffer, lifted)
-            layout, buffer, lifted = self.buffers[id(base)]
-            buffer.constant = buffer.constant and constant  # all its arguments' views
-            value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
-            t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
-            if value.base is None and buffer.owner is None:  # what u[::2].base is
-                as_owner(t)
-            self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
-            if writeable(x):
-                self.pending.setdefault(buffer.key, []).append(value)
-                self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
+            t = self._caller_array(x, constant)
         elif is_inexact_scalar(x):
             t = fresh(np.result_type(x).type(x), self.tape)  # a NumPy scalar: immutable
             if type(x) is float or type(x) is complex:  # Python's: weak in NumPy's promotion
@@ -168,6 +206,57 @@ class ReverseDifferentiation(Differentiation):
         self.traced.append(t)
         self.scalar.append(t is not None and is_inexact_scalar(x))
         return x if t is None else t
+
+    def _caller_array(self, x, constant):
+        """The traced array of the caller's float array ``x``, over the buffer of all of its
+        memory: traced as it is, with no copy, its bytes kept before the first write."""
+        base = owner(x)
+        outer = self.tape.outer
+        if id(base) not in self.buffers:
+            # One buffer for all views of the memory, laid out as the argument when it
+            # spans all of it (np.linspace's result views an array of its own).
+            layout = x if spans(x, base) else base
+            buffer = Buffer(layout, constant=constant and outer is None)
+            buffer.note_address(layout)
+            if outer is None:
+                hold_for_good(buffer, layout)
+            lifted = None if outer is None else outer.lift(layout)
+            if lifted is not None:
+                outer.caller_memory(lifted, layout)
+            self.buffers[id(base)] = (layout, buffer, lifted)
+        layout, buffer, lifted = self.buffers[id(base)]
+        buffer.constant = buffer.constant and constant  # all its arguments' views
+        value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
+        t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
+        if value.base is None and buffer.owner is None:  # what u[::2].base is
+            as_owner(t)
+        self.tape.arguments.setdefault(id(base), []).append((x, buffer.key))
+        if writeable(x):
+            self.pending.setdefault(buffer.key, []).append(value)
+            self.tape.guard(buffer.key, lambda key=buffer.key: self._save(key))
+        return t
+
+    def _adopted(self, x, first):
+        """``adopt``: an array made before the call as this differentiation takes an argument
+        outside argnums, a constant (an enclosing one's array as an argument of its own),
+        over a view of all of its memory made now (``shut``)."""
+        recorder = self.tape.recorder
+        if recorder is not None:
+            recorder.refuse(ADOPTED)
+        if isinstance(x, Tracer):
+            return self._wrap_outer(x)
+        base = owner(x)
+        # traced where records read it as a constant (see unfreeze), else a constant
+        constant = not (first and unfreeze(self.tape, base))
+        if id(base) not in self.buffers:  # memory apart from the arguments'
+            self.apart.add(id(base))
+            if not spans(x, base):
+                self._caller_array(base.view(), constant)  # (base itself is shut)
+        return self._caller_array(x, constant)
+
+    @property
+    def shut(self):
+        return self.tape.frozen  # (thawed when the differentiation ends, or back is dropped)
 
     def _wrap_outer(self, x):
         """An argument an outer differentiation traces (this gradient is nested in another,
@@ -197,6 +286,8 @@ class ReverseDifferentiation(Differentiation):
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
+        if self.adopted and "read-only" in str(error):
+            return written_elsewhere(error)
         if self.tape.read_views and "read-only" in str(error):
             return ConstantModifiedError(
                 f"{error}: an array allocated in the differentiated function was read by an "
@@ -315,6 +406,8 @@ class ForwardDifferentiation(Differentiation):
         self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
         self.given = {}  # id of an argument's array -> its dual (``_one_per_object``)
         self.given_duals = set()
+        self.adopter = self  # (``allocation.adopted`` asks the running levels for it)
+        self.closed = {}  # ``shut``
 
     def call(self, f, primals, tangents):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
@@ -322,7 +415,9 @@ class ForwardDifferentiation(Differentiation):
         its outer level."""
         return run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent))
                                            for primal, tangent
-                                           in zip(primals, tangents, strict=True)]))
+                                           in zip(primals, tangents, strict=True)]),
+                   lambda error: written_elsewhere(error) if self.adopted
+                   and "read-only" in str(error) else None)
 
     def lift(self, y):
         """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
@@ -341,6 +436,24 @@ class ForwardDifferentiation(Differentiation):
         """A dual with a zero tangent is a constant of this level (``made``: how ``y`` was
         allocated, which only a replay's recording reads)."""
         return self.lift(y)
+
+    def _adopted(self, x, first):
+        """``adopt``: a private copy with a zero tangent, as an argument's."""
+        if not wrapped(x) and id(owner(x)) not in self.copies:
+            self.apart.add(id(owner(x)))
+        return self._leaf(x, None)
+
+    @property
+    def shut(self):
+        return self.closed
+
+    def restore(self):
+        """Make the caller's arrays ``adopt`` made read-only writable again (owners first),
+        and write back the caller's original bytes."""
+        closed, self.closed = self.closed, {}
+        for a in closed.values():
+            a.flags.writeable = True
+        super().restore()
 
     def wrap(self, primal, tangent):
         leaves, rebuild = flatten(primal)

@@ -43,7 +43,8 @@ import types
 
 import numpy as np
 
-from ..core.allocation import Preexisting, lists_as_arrays, stands_in, without_derivative
+from ..core.allocation import (Preexisting, lists_as_arrays, stand_in_value, stands_in,
+                               without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, out_computation, put_right, records_key, records_write,
@@ -213,7 +214,7 @@ class TracedDispatch:
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         if type(value) is Preexisting:
-            value = value.view(np.ndarray)
+            value = stand_in_value(value)
         if type(value) is np.ndarray:
             check_alias(value)
         recorder = self.tape.recorder

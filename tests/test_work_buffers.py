@@ -1,0 +1,382 @@
+"""Work arrays made before the differentiation and written inside the function.
+
+A float array the function reaches by a name (a module-level buffer, a closure's, a default
+argument's, ``self.u`` of a method, a class attribute, an entry of a dict reached so) is
+adopted by the function's first write into it: taken as an argument outside argnums is, its
+values before the call are constants, the reverse pass reads the values each record needs,
+and after the call (returned or raised) it holds the bytes it held before, bit for bit.
+Each test checks the value against NumPy's bit for bit, the gradient against finite
+differences, and the buffer's bytes after the call.
+"""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import errors
+from mutad.testing import directional_fd
+
+
+def _restoring(f, buffers):
+    """``f`` run by NumPy alone, the buffers' bytes put back after each call (as mutad leaves
+    them), so that every call starts from the same buffers."""
+    def g(*args):
+        kept = [b.copy() for b in buffers]
+        try:
+            return f(*args)
+        finally:
+            for b, k in zip(buffers, kept, strict=True):
+                b[...] = k
+    return g
+
+
+def _copies(args):
+    return [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
+
+
+def check(f, *args, buffers, rtol=1e-7, policy="restore"):
+    """Value bit for bit against NumPy's, gradient against finite differences, and the
+    buffers' and arguments' bytes after the call."""
+    numpy_f = _restoring(f, buffers)
+    before = [b.tobytes() for b in buffers]
+    given = [np.asarray(a).tobytes() for a in args]
+    expected = numpy_f(*_copies(args))
+    assert [b.tobytes() for b in buffers] == before
+    value, grads = mutad.value_and_gradient(f, *args, policy=policy)
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    assert [b.tobytes() for b in buffers] == before
+    assert [np.asarray(a).tobytes() for a in args] == given
+    rng = np.random.default_rng(0)
+    directions = [rng.standard_normal(np.shape(a)) for a in args]
+    directions = [d if np.ndim(a) else float(d) for a, d in zip(args, directions, strict=True)]
+    fd = directional_fd(numpy_f, args, directions)
+    along = sum(np.vdot(g, d) for g, d in zip(grads, directions, strict=True))
+    np.testing.assert_allclose(along, fd, rtol=rtol, atol=1e-9)
+    return value, grads
+
+
+# ----------------------------------------------------------------------------------------------
+# Where the buffer lives
+
+
+class Model:
+    def __init__(self, n):
+        self.u = np.zeros(n)
+        self.work = np.empty(n)
+
+    def step(self, k):
+        self.u += 0.1 * k * self.u + k
+        return self.u.sum()
+
+
+MODEL = Model(5)
+
+
+def model_run(k):
+    MODEL.u[:] = 1.0
+    for _ in range(3):
+        s = MODEL.step(k)
+    return s
+
+
+def test_an_objects_state_written_by_its_methods():
+    check(model_run, 0.5, buffers=[MODEL.u, MODEL.work])
+    check(model_run, 0.5, buffers=[MODEL.u, MODEL.work], policy="checkpoint")
+
+
+WORK = np.zeros(4)
+
+
+def module_buffer(x):
+    WORK[:] = x ** 2
+    WORK[1:] += WORK[:-1] * x[1:]
+    np.sin(WORK, out=WORK)
+    return (WORK * x).sum()
+
+
+def test_a_module_level_work_buffer():
+    check(module_buffer, np.array([0.3, -0.7, 1.1, 0.2]), buffers=[WORK])
+
+
+def test_a_work_buffer_read_before_it_is_written():
+    """Read as a constant by a record, then written: the reverse pass puts back the bytes
+    that record read before it runs."""
+    WORK[:] = [1.0, 2.0, 3.0, 4.0]
+
+    def f(x):
+        y = x * WORK          # a record keeps the buffer as it is now
+        WORK[:] = 0.0         # plain values: the record's constant must come back
+        WORK[::2] = x[::2] ** 3
+        return (y * y).sum() + (WORK * x).sum()
+
+    for policy in ("restore", "checkpoint"):
+        check(f, np.array([0.3, -0.7, 1.1, 0.2]), buffers=[WORK], policy=policy)
+    assert WORK.flags.writeable
+    WORK[:] = 0.0
+
+
+def default_buffer(x, buf=np.zeros(3)):  # noqa: B008 (the default is the point)
+    buf[:] = x
+    buf *= x
+    return buf.sum() + buf[0] * x[2]
+
+
+def test_a_default_arguments_buffer():
+    buffer = default_buffer.__defaults__[0]
+    check(default_buffer, np.array([0.5, 1.5, -2.0]), buffers=[buffer])
+
+
+class Scratch:
+    space = np.zeros(3)  # a class attribute, shared by every instance
+
+
+def test_a_class_attribute():
+    def f(x):
+        Scratch.space[:] = np.cos(x)
+        Scratch.space[0] *= x[1]
+        return (Scratch.space ** 2).sum()
+
+    check(f, np.array([0.5, 1.5, -2.0]), buffers=[Scratch.space])
+
+
+BUFFERS = {"w": np.zeros(3), "v": np.ones(3)}
+
+
+def test_a_dict_of_buffers_reached_by_a_name():
+    def f(x):
+        BUFFERS["w"][:] = x * BUFFERS["v"]
+        BUFFERS["v"] += BUFFERS["w"]
+        return BUFFERS["v"] @ x
+
+    check(f, np.array([0.5, 1.5, -2.0]), buffers=list(BUFFERS.values()))
+
+
+def test_a_closures_buffer():
+    work = np.linspace(0.0, 1.0, 4)
+
+    def f(x):
+        work[1:3] = x[:2] * work[1:3]
+        return np.sum(work * x)
+
+    check(f, np.array([0.3, -0.7, 1.1, 0.2]), buffers=[work])
+
+
+# ----------------------------------------------------------------------------------------------
+# Views, sharing, arguments, errors
+
+
+class Grid:
+    def __init__(self, n):
+        self.u = np.linspace(0.0, 1.0, n)
+        self.interior = self.u[1:-1]  # a view, stored on the object before the call
+
+    def smooth(self, k):
+        self.interior[:] = 0.5 * self.interior + k * (self.u[:-2] + self.u[2:])
+        return self.u @ self.u
+
+
+GRID = Grid(6)
+
+
+def test_views_of_the_buffer_stored_on_the_object():
+    def f(k):
+        for _ in range(2):
+            s = GRID.smooth(k)
+        return s + GRID.u[1]
+
+    check(f, 0.3, buffers=[GRID.u])
+
+
+class Stepper:
+    def __init__(self, state):
+        self.state = state
+
+    def advance(self, k):
+        self.state *= k
+        return self.state.sum()
+
+
+SHARED = np.array([1.0, 2.0, 3.0])
+FIRST, SECOND = Stepper(SHARED), Stepper(SHARED)
+
+
+def test_two_objects_sharing_one_buffer():
+    def f(k):
+        a = FIRST.advance(k)
+        b = SECOND.advance(k)  # sees the first one's write, as in NumPy
+        return a * b + FIRST.state[0]
+
+    check(f, 0.7, buffers=[SHARED])
+
+
+def test_the_buffer_comes_back_when_the_function_raises():
+    before = WORK.tobytes()
+
+    def f(x):
+        WORK[:] = x
+        WORK[0] = 5.0
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError):
+        mutad.gradient(f, np.ones(4))
+    assert WORK.tobytes() == before and WORK.flags.writeable
+    with pytest.raises(KeyError):
+        mutad.jvp(f, (np.ones(4),), (np.ones(4),))
+    assert WORK.tobytes() == before
+
+
+def test_a_buffer_also_passed_as_the_differentiated_argument_is_refused():
+    """Writing the argument's memory through the name: two arrays of one memory, one traced
+    and one read as a constant; refused as before, with the advice."""
+    state = np.array([0.5, 1.5, 2.5])
+
+    def f(x):
+        state[0] = 2.0 * x[1]
+        return (x * x).sum()
+
+    before = state.tobytes()
+    with pytest.raises(errors.ConstantModifiedError, match="Write into the argument itself"):
+        mutad.gradient(f, state)
+    assert state.tobytes() == before
+
+
+def test_a_buffer_reached_only_through_a_list_is_still_refused_with_the_fix():
+    held = [np.zeros(3)]
+
+    def f(x):
+        held[0][:] = x
+        return held[0].sum()
+
+    with pytest.raises(errors.UntracedWriteError) as caught:
+        mutad.gradient(f, np.ones(3))
+    message = str(caught.value)
+    assert "reached only through a list" in message and "Allocate it inside" in message
+    assert "pass it as an argument" in message
+    assert held[0].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_function_returns_the_buffer_it_wrote():
+    def f(x):
+        WORK[:] = x * 2.0
+        return WORK
+
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    y, dy = mutad.jvp(f, (x,), (np.ones(4),))
+    assert y.tobytes() == (x * 2.0).tobytes() and dy.tolist() == [2.0] * 4
+    value, aux = mutad.value_and_grad(lambda x: (f(x).sum(), f(x)), has_aux=True)(x)[0]
+    assert aux.tobytes() == (x * 2.0).tobytes()
+    assert not WORK.any()
+
+
+# ----------------------------------------------------------------------------------------------
+# Other modes and policies
+
+
+def test_forward_mode_and_hessians():
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    before = WORK.tobytes()
+    direction = np.array([1.0, -0.5, 0.25, 2.0])
+    y, dy = mutad.jvp(module_buffer, (x,), (direction,))
+    assert y.tobytes() == _restoring(module_buffer, [WORK])(x.copy()).tobytes()
+    fd = directional_fd(_restoring(module_buffer, [WORK]), (x,), (direction,))
+    np.testing.assert_allclose(dy, fd, rtol=1e-7)
+    assert WORK.tobytes() == before
+    H = mutad.hessian(module_buffer, x)
+    assert WORK.tobytes() == before
+    columns = [directional_fd(lambda v: mutad.gradient(module_buffer, v)[0], (x,), (e,))
+               for e in np.eye(4)]
+    np.testing.assert_allclose(H, np.array(columns).T, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(H, H.T, rtol=1e-10, atol=1e-12)
+    def kept(x):  # (NumPy's runs of the finite differences write WORK: put back after each)
+        before = WORK.copy()
+        y = module_buffer(x)
+        WORK[:] = before
+        return y
+
+    mutad.check_grads(kept, x, order=2)
+    assert WORK.tobytes() == before
+
+
+def test_a_write_by_another_way_to_the_memory_is_refused():
+    """The buffer reached by a name and through a list: the list's array, the caller's own, is
+    read-only once the function wrote through the name (mutad would not see that write)."""
+    held = [WORK]
+
+    def f(x):
+        WORK[:] = x
+        held[0][0] = 5.0
+        return WORK @ x
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
+                          lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
+        with pytest.raises(errors.ConstantModifiedError, match="another way"):
+            differentiate()
+        assert not WORK.any() and WORK.flags.writeable
+
+
+def test_nested_gradients_writing_one_buffer():
+    def inner(x):
+        WORK[:] = x * x
+        return WORK.sum()
+
+    def outer(x):
+        WORK[:] = 1.0                       # the outer one's write
+        g = mutad.gradient(inner, x)[0]     # the inner one's: it puts back the outer's bytes
+        return (g * WORK).sum() + WORK @ x  # 2 x . 1 + sum(x)
+
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    before = WORK.tobytes()
+    assert mutad.gradient(outer, x)[0].tolist() == [3.0] * 4
+    assert WORK.tobytes() == before
+
+
+def test_a_memory_budget():
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    before = WORK.tobytes()
+    expected = mutad.gradient(module_buffer, x)[0]
+    assert mutad.gradient(module_buffer, x, memory=0)[0].tobytes() == expected.tobytes()
+    assert WORK.tobytes() == before
+
+
+def test_pullback_writes_back_as_for_arguments():
+    """As the arguments: left as f left them until back() runs, which puts them back; read-only
+    until then, as the constants back() reads."""
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    before = WORK.tobytes()
+    left = _restoring(lambda x: (module_buffer(x), WORK.copy())[1], [WORK])(x.copy())
+    y, back = mutad.pullback(module_buffer, x)
+    assert WORK.tobytes() == left.tobytes()
+    assert back(1.0)[0].tobytes() == mutad.gradient(module_buffer, x)[0].tobytes()
+    assert WORK.tobytes() == before
+    y, back = mutad.pullback(module_buffer, x)
+    with pytest.raises(ValueError, match="read-only"):
+        WORK[0] = 7.0
+    del back
+    WORK[0] = 7.0  # (a back never called lets go of it)
+    WORK[:] = 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# replay=True: each call is traced, with the reason
+
+
+def test_replay_traces_every_call_and_says_why():
+    state = np.array([1.0, 2.0, 3.0])
+
+    def f(x):
+        y = (state * x).sum()   # the buffer's contents before the call are an input
+        state[:] = x * 3.0      # and f leaves it otherwise than it found it, in NumPy
+        return y + (state * x).sum()
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([0.5, -1.0, 2.0])
+    for contents in ([1.0, 2.0, 3.0], [-4.0, 0.5, 7.0], [-4.0, 0.5, 7.0], [0.0, 0.0, 1.0]):
+        state[:] = contents
+        before = state.tobytes()
+        value, grad = replaying(x)
+        assert state.tobytes() == before
+        expected = _restoring(f, [state])(x.copy())
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        np.testing.assert_allclose(grad, np.array(contents) + 6.0 * x, rtol=1e-12)
+    reasons = list(replaying.reasons.values())
+    assert reasons and "reaches by a name" in reasons[0]
