@@ -4390,6 +4390,18 @@ class Contents:
             return _digest(a) == self.digest
         return _same_bits(a, self.copy)
 
+    def restore(self, a):
+        """Write the bytes kept back into ``a``, where they changed; False where they did and
+        only a digest was kept (or its layout changed)."""
+        if self.same(a):
+            return True
+        a = _memory_of(a)
+        if (address(a), a.shape, a.strides, a.dtype) != self.layout or self.digest is not None:
+            return False
+        a[...] = self.copy if self.bytes is None else np.frombuffer(
+            self.bytes, a.dtype).reshape(a.shape)
+        return True
+
 
 def _memory_of(a):
     """An ndarray subclass's memory as a plain array: a subclass's copy and bytes may be its
@@ -4505,11 +4517,12 @@ class Saved:
     """What ``f`` may change of the state it reaches, as it was before a call that records:
     the random generators' states (``_generators``), the items of the containers, the
     attributes of the user's objects and classes, the globals of the user's functions, and
-    the bytes of the writeable arrays reached. A recording that a rule refused is traced
-    again, running ``f`` a second time: restored first, what ``f`` did on the first run (a
-    draw, an append, a count kept in a global) is done once, as NumPy alone does it."""
+    the bytes of the arrays reached (``contents``, their ``Contents``). A recording that a
+    rule refused is traced again, running ``f`` a second time: restored first, what ``f`` did
+    on the first run (a draw, an append, a count kept in a global) is done once, as NumPy
+    alone does it."""
 
-    def __init__(self, objects, arrays):
+    def __init__(self, objects, arrays, contents):
         self.generators = [(write, read()) for read, write in _generators(objects)]
         self.items, self.namespaces, seen = [], [], set()
         for x in objects:
@@ -4537,8 +4550,7 @@ class Saved:
                 namespace = x.__dict__
                 self.namespaces.append((namespace, dict(namespace), namespace.__setitem__,
                                         namespace.__delitem__))
-        self.arrays = [(a, a.copy()) for a in map(_memory_of, arrays)
-                       if a.flags.writeable and not a.dtype.hasobject]
+        self.arrays = list(zip(arrays, contents, strict=True))
 
     def restore(self):
         for write, state in self.generators:
@@ -4555,9 +4567,14 @@ class Saved:
             for name, value in items.items():
                 if namespace.get(name, _APART) is not value:
                     put(name, value)
-        for a, copy in self.arrays:
-            if not _same_bits(a, copy):
-                np.copyto(a, copy)
+        for a, contents in self.arrays:
+            if not contents.restore(a):
+                raise UnsupportedOperationError(
+                    f"f wrote an array of shape {a.shape} it reaches besides its arguments (of "
+                    f"more than {COPIED:,} bytes, which a replay compares by a digest) on a "
+                    "call it recorded and must trace again (a rule refused an array outside "
+                    "argnums, and f caught the error): running f again would find it written. "
+                    "Pass the array as an argument, or differentiate f without replay=True")
 
 
 try:  # NumPy's print options, which it replaces (never changes) as they are set: told at once
@@ -4785,9 +4802,11 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
-        saved = None if recording is None else Saved(
+        saved = None if recording is None else Saved(  # (self.held: the arrays as they are)
             objects if reached is None else (*objects, *reached[0]),
-            arrays if reached is None else (*arrays, *reached[1]))
+            arrays if reached is None else (*arrays, *reached[1]),
+            self.held[1] if reached is None else (*self.held[1],
+                                                  *(Contents(a) for a in reached[1])))
         entropy = FreshEntropy()
         refused = None
         try:
