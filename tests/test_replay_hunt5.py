@@ -3,9 +3,13 @@ changed, and recordings traced again whose first run of f left its effects: each
 replaying function is called on inputs or under settings that change one decision, each call
 compared with a traced one, bit for bit, and the caller's bytes."""
 
+import abc
+import array
+import asyncio
 import decimal
 import enum
 import os
+import queue
 import random
 import sys
 import warnings
@@ -154,6 +158,28 @@ def test_the_recursion_limit_is_a_setting_of_the_program():
         replayed_under(deep_or_caught, twice(limited(limit), limited(100)))
     finally:
         sys.setrecursionlimit(limit)
+
+
+class Registered(abc.ABC):
+    pass
+
+
+class Plain:
+    pass
+
+
+PLAIN = Plain()
+
+
+def test_a_virtual_subclass_registered_since_the_recording_is_a_setting_of_the_program():
+    """isinstance(PLAIN, Registered) after the caller registered Plain with the abstract base
+    class: the registry lives in C, where the walk did not look, so a replay answered with
+    the recorded False."""
+    def registered(now):
+        return lambda: Registered.register(Plain) if now else None
+
+    replayed_under(lambda x: x.sum() * (2.0 if isinstance(PLAIN, Registered) else 1.0),
+                   twice(registered(False), registered(True)))
 
 
 GENERATOR = np.random.default_rng(0)
@@ -337,3 +363,34 @@ def test_a_recording_that_raised_traced_again_does_what_f_does_once():
     start()
     expected = [seeded_by_an_index(x.copy()) for _ in range(3)], effects()
     assert same(got[0], expected[0]) and got[1] == expected[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# What f consumes, and buffers f resizes
+
+
+@pytest.mark.parametrize("kind", [queue.Queue, queue.SimpleQueue, asyncio.Queue])
+def test_a_queue_f_takes_from_traces_the_call(kind):
+    """SCALES.get_nowait() in f: a queue's next item is its state, as an iterator's is, which
+    the walk did not take for one (queue.Queue keeps its items in an attribute f's code does
+    not name; SimpleQueue in C), so every replay answered with the first item."""
+    scales = kind()
+    for v in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0):
+        scales.put_nowait(v)
+    replaying = mutad.value_and_grad(lambda x: x.sum() * scales.get_nowait(), replay=True)
+    assert [float(replaying(np.array([1.0, 2.0]))[0]) for _ in range(4)] == [3.0, 6.0, 9.0,
+                                                                            12.0]
+    assert "queue" in "".join(replaying.reasons.values())
+
+
+@pytest.mark.parametrize("kind", ["array.array", "bytearray"])
+def test_a_buffer_f_resizes_is_not_held_by_the_replay(kind):
+    """SCALES.pop() in f, of an array.array (or a bytearray): the walk held a view of its
+    bytes (np.frombuffer) while f ran, so f's pop raised BufferError ("cannot resize an array
+    that is exporting buffers"), where NumPy's run pops."""
+    scales = array.array("d", [6.0, 5.0, 4.0, 3.0, 2.0, 1.0]) if kind == "array.array" \
+        else bytearray([6, 5, 4, 3, 2, 1])
+    replaying = mutad.value_and_grad(lambda x: x.sum() * scales.pop(), replay=True)
+    assert [float(replaying(np.array([1.0, 2.0]))[0]) for _ in range(5)] == [3.0, 6.0, 9.0,
+                                                                            12.0, 15.0]
+    scales.append(1)

@@ -64,6 +64,8 @@ records), and the replay finds it the same way (:class:`Recomputed`), from the b
 undos put back, so its gradients stay the traced ones bit for bit and its memory tracing's.
 """
 
+import abc
+import array
 import builtins
 import collections
 import collections.abc
@@ -77,10 +79,12 @@ import gc
 import hashlib
 import importlib.util
 import itertools
+import mmap
 import math
 import operator
 import os
 import pickle
+import queue
 import random
 import re
 import string
@@ -3970,8 +3974,8 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif kind in (bytearray, memoryview) or kind.__module__ in ("array", "mmap") \
             or isinstance(x, _CTYPES):  # mutable bytes (a ctypes value: a C library's memory)
         try:
-            arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
-                          else np.asarray(x))
+            view = np.frombuffer(x, np.uint8) if kind is not memoryview else np.asarray(x)
+            arrays.append(x if kind in _BUFFERS else view)
         except (TypeError, ValueError, BufferError):
             large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
                          "contents as an argument")
@@ -4035,9 +4039,24 @@ def _reach_into(x, work, arrays, names, walk, large):
         elif isinstance(x, enum.Enum):  # its value (a list changed in place), which f reads
             work.append(x._value_)     # as member.value, a property of the standard library's
             _reach_object(x, kind, work, walk)
+        elif isinstance(x, _queues()):
+            large.append(f"f reaches a queue ({kind.__name__}): what it gives next is its "
+                         "state, which a replay cannot compare; pass what f takes from it as "
+                         "an argument")
         else:
             return _reach_object(x, kind, work, walk)
     return False
+
+
+def _queues():
+    """The classes of queues, whose ``get`` gives the next item as an iterator does: the queue
+    module's, and asyncio's and multiprocessing's where they are imported."""
+    found = [queue.Queue, queue.SimpleQueue]
+    for name, names in (("asyncio", ("Queue",)),
+                        ("multiprocessing.queues", ("Queue", "SimpleQueue"))):
+        module = sys.modules.get(name)
+        found += (getattr(module, name) for name in names if hasattr(module, name))
+    return tuple(found)
 
 
 def _reach_object(x, kind, work, walk):
@@ -4072,6 +4091,11 @@ def _reach_object(x, kind, work, walk):
         work.extend(_special_methods(kind))
     return False
 
+
+_BUFFERS = frozenset((bytearray, array.array, mmap.mmap))
+"""The types of the buffers not NumPy's that ``reach`` holds as they are among the arrays,
+their bytes compared through a view made for the moment (``_memory_of``): a view kept alive
+while f runs would keep f from resizing or closing them."""
 
 _ATTRIBUTE_BAGS = frozenset((("types", "SimpleNamespace"), ("argparse", "Namespace")))
 """The standard library's classes of objects that are their attributes (``__module__``,
@@ -4405,7 +4429,10 @@ class Contents:
 
 def _memory_of(a):
     """An ndarray subclass's memory as a plain array: a subclass's copy and bytes may be its
-    own (np.ma.masked, the constant a function compares results with, raises on tobytes)."""
+    own (np.ma.masked, the constant a function compares results with, raises on tobytes); a
+    buffer not NumPy's (``_BUFFERS``) viewed as bytes."""
+    if type(a) in _BUFFERS:
+        return np.frombuffer(a, np.uint8)
     return a.view(np.ndarray) if type(a) is not np.ndarray and isinstance(a, np.ndarray) else a
 
 
@@ -4570,7 +4597,7 @@ class Saved:
         for a, contents in self.arrays:
             if not contents.restore(a):
                 raise UnsupportedOperationError(
-                    f"f wrote an array of shape {a.shape} it reaches besides its arguments (of "
+                    f"f wrote an array of shape {_memory_of(a).shape} it reaches besides its arguments (of "
                     f"more than {COPIED:,} bytes, which a replay compares by a digest) on a "
                     "call it recorded and must trace again (a rule refused an array outside "
                     "argnums, and f caught the error): running f again would find it written. "
@@ -4606,13 +4633,16 @@ def _settings(objects):
     """``(read, value)`` of the settings a program's answers may depend on: NumPy's print
     options (a string of a constant array, written as the program was recorded), the
     recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
-    whose functions, classes or namespaces ``f`` reaches, and the states of the random
-    generators it reaches; a replay under others records anew."""
+    whose functions, classes or namespaces ``f`` reaches, the virtual subclasses registered
+    with abstract base classes where it reaches one, and the states of the random generators
+    it reaches; a replay under others records anew."""
     modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
                for x in objects if isinstance(x, (types.ModuleType, type, types.FunctionType,
                                                   types.BuiltinFunctionType))}
     found = [(_print_options, _print_options()), (sys.getrecursionlimit, sys.getrecursionlimit())]
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
+    if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
+        found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
     # the state of a generator f reaches, which it may read without drawing (a program that
     # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng)
     generators = {id(x): x for x in objects if isinstance(x, _GENERATORS)}
@@ -4653,7 +4683,7 @@ def _changed(objects, arrays, held):
         return f"an object of type {type(a).__name__} rebound"
     for a, contents in zip(arrays, held[1]):
         if not contents.same(a):
-            return f"an array of shape {a.shape} changed"
+            return f"an array of shape {_memory_of(a).shape} changed"
     return None
 
 
