@@ -300,6 +300,8 @@ COUNTED = Counted()
 COUNTED.calls = 0
 BUFFER = np.zeros(1)
 TOTALS = {"calls": 0}
+DRAWN = np.random.default_rng(0)
+PYTHONS = random.Random(0)
 
 
 def with_effects(x, orders):
@@ -310,20 +312,22 @@ def with_effects(x, orders):
     COUNTED.calls += 1
     BUFFER[0] += 1.0
     TOTALS["calls"] += 1
-    scale = np.random.rand() + random.random() + len(HISTORY) + COUNT + Counted.calls \
-        + COUNTED.calls + BUFFER[0] + TOTALS["calls"]
+    scale = np.random.rand() + random.random() + DRAWN.random() + PYTHONS.random() \
+        + len(HISTORY) + COUNT + Counted.calls + COUNTED.calls + BUFFER[0] + TOTALS["calls"]
     return special_of_an_order_from_data(x, orders) * scale
 
 
 def effects():
-    return (np.random.rand(), random.random(), len(HISTORY), COUNT, Counted.calls,
-            COUNTED.calls, BUFFER[0], TOTALS["calls"])
+    return (np.random.rand(), random.random(), DRAWN.random(), PYTHONS.random(), len(HISTORY),
+            COUNT, Counted.calls, COUNTED.calls, BUFFER[0], TOTALS["calls"])
 
 
 def start():
     global COUNT
     np.random.seed(1)
     random.seed(1)
+    DRAWN.bit_generator.state = np.random.default_rng(1).bit_generator.state
+    PYTHONS.seed(1)
     HISTORY.clear()
     COUNT = Counted.calls = COUNTED.calls = TOTALS["calls"] = 0
     BUFFER[0] = 0.0
@@ -332,7 +336,7 @@ def start():
 def test_a_recording_traced_again_does_what_f_does_once():
     """A rule's refusal of an array outside argnums, caught by f, makes the recording call
     traced again, which ran f a second time: its draws from NumPy's and the random module's
-    generators, its appends, and the counts it keeps in a global, a class, an object, an
+    generators (global, and held in globals), its appends, and the counts it keeps in a global, a class, an object, an
     array and a dict were made twice, and that call answered with the doubled counts."""
     calls = [(np.array([0.7, 1.3]), np.array([1.5, 2.0]))] * 3
     replaying = mutad.value_and_grad(with_effects, replay=True)
