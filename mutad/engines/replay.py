@@ -4052,10 +4052,10 @@ def _queues():
     """The classes of queues, whose ``get`` gives the next item as an iterator does: the queue
     module's, and asyncio's and multiprocessing's where they are imported."""
     found = [queue.Queue, queue.SimpleQueue]
-    for name, names in (("asyncio", ("Queue",)),
-                        ("multiprocessing.queues", ("Queue", "SimpleQueue"))):
-        module = sys.modules.get(name)
-        found += (getattr(module, name) for name in names if hasattr(module, name))
+    for module, names in (("asyncio", ("Queue",)),
+                          ("multiprocessing.queues", ("Queue", "SimpleQueue"))):
+        imported = sys.modules.get(module)
+        found += (getattr(imported, name) for name in names if hasattr(imported, name))
     return tuple(found)
 
 
@@ -4597,11 +4597,12 @@ class Saved:
         for a, contents in self.arrays:
             if not contents.restore(a):
                 raise UnsupportedOperationError(
-                    f"f wrote an array of shape {_memory_of(a).shape} it reaches besides its arguments (of "
-                    f"more than {COPIED:,} bytes, which a replay compares by a digest) on a "
-                    "call it recorded and must trace again (a rule refused an array outside "
-                    "argnums, and f caught the error): running f again would find it written. "
-                    "Pass the array as an argument, or differentiate f without replay=True")
+                    f"f wrote an array of shape {_memory_of(a).shape} it reaches besides its "
+                    f"arguments (of more than {COPIED:,} bytes, which a replay compares by a "
+                    "digest) on a call it recorded and must trace again (a rule refused an "
+                    "array outside argnums, and f caught the error): running f again would "
+                    "find it written. Pass the array as an argument, or differentiate f "
+                    "without replay=True")
 
 
 try:  # NumPy's print options, which it replaces (never changes) as they are set: told at once
@@ -4617,7 +4618,8 @@ def _decimal_context():
 
 
 _ENVIRONMENT = getattr(os.environ, "_data", os.environ)
-"""The environment's encoded items, copied at a three-hundredth of the cost of decoding them."""
+"""The environment's items as the operating system has them, copied without decoding them (at
+a small fraction of the cost of ``dict(os.environ)``)."""
 
 _SETTINGS = {
     "decimal": _decimal_context,
@@ -4646,9 +4648,8 @@ def _settings(objects):
     # the state of a generator f reaches, which it may read without drawing (a program that
     # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng)
     generators = {id(x): x for x in objects if isinstance(x, _GENERATORS)}
-    generators.update((id(x.__self__), x.__self__) for x in objects
-                      if type(x) is types.BuiltinMethodType and x in _STATE_READERS
-                      or type(x) is types.MethodType and x in _STATE_READERS)
+    generators.update((id(x.__self__), x.__self__) for x in objects if type(x) in (
+        types.BuiltinMethodType, types.MethodType) and x in _STATE_READERS)
     if generators:
         read = functools.partial(_random_states, generators.values(), False)
         found.append((read, read()))
