@@ -64,6 +64,8 @@ records), and the replay finds it the same way (:class:`Recomputed`), from the b
 undos put back, so its gradients stay the traced ones bit for bit and its memory tracing's.
 """
 
+import abc
+import array
 import builtins
 import collections
 import collections.abc
@@ -71,15 +73,18 @@ import contextlib
 import contextvars
 import ctypes
 import dis
+import enum
 import functools
 import gc
 import hashlib
 import importlib.util
 import itertools
+import mmap
 import math
 import operator
 import os
 import pickle
+import queue
 import random
 import re
 import string
@@ -2300,14 +2305,21 @@ class Recorder:
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
         self.printing = np.get_printoptions()  # NumPy's print options, as the call began
+        # Python's warnings handling as the call began, the caller's (``hearing``), and
+        # whether f heard (or silenced) a warning the steps issued under its own
+        self.handling = (warnings.filters, warnings._showwarnmsg_impl, warnings.showwarning)
+        self.filters = _filters_number()
+        self.hears = False
         # The warnings of floating-point events the steps issued, (message, file, line); the
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
-        self.heard = []
+        self.heard = _Issued(self)
         self.counted = 0
         self.depth = 0
         # Python's warnings the steps issued and Python showed, (category, message): f may
-        # have acted on them (``catch_warnings(record=True)``; ``Shown``)
+        # have acted on them (``catch_warnings(record=True)``; ``Shown``); per warning,
+        # whether it was shown under the caller's handling, to be issued again by a replay
         self.shown = []
+        self.reissued = []
         self.showing = None  # the Shown installed while the call records
         self.writers = []  # the debug.Warnings that report to ``heard``
         # The write just traced: its plan (``operations.WritePlan``, one offering no inverse
@@ -2412,6 +2424,18 @@ class Recorder:
             # decides whether tracing reads or recomputes it, which is not always the same bits
             self.steps, self.slots, self.objects = [], {}, []
             self.buffers, self.wholes, self.large = [], {}, set()
+
+    def hearing(self):
+        """Whether f's own warnings handling is in force (``warnings.catch_warnings`` in f: its
+        filters, a list it records to), under which f may hear or silence a warning the steps
+        issue: a replay does not issue that one again, and the caller's filters pick the
+        program (``hears``), as they set what f hears."""
+        filters, shows, show = self.handling
+        if warnings.filters is filters and warnings._showwarnmsg_impl is shows \
+                and warnings.showwarning is show:
+            return False
+        self.hears = True
+        return True
 
     def pause_collector(self):
         """A recording makes a step (and the engine a record) for every operation; the cyclic
@@ -3067,9 +3091,10 @@ class Program:
 
     def __init__(self, recorder, run, y, aux=None):
         self.steps = recorder.steps
-        self.warned = list(recorder.heard)  # (message, file, line) of the warnings issued
-        self.kinds = [_kind(message) for message, _, _ in self.warned]
-        self.shown = recorder.shown
+        # (message, file, line) of the warnings issued, those f did not hear issued again
+        self.warned = [w for w in recorder.heard if id(w) not in recorder.heard.quiet]
+        self.kinds = [_kind(message) for message, _, _ in recorder.heard]
+        self.shown, self.reissued = recorder.shown, recorder.reissued
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
@@ -3111,6 +3136,9 @@ class Program:
         # error handling, which picked the program: kept where that calls and logs nothing
         self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
+        # (read, value) of the settings that picked it (``_settings``): the caller's warnings
+        # filters where f heard a warning the steps issued
+        self.settings = ((_filters_number, recorder.filters),) if recorder.hears else ()
 
     def plan(self, recorder):
         """Once the traced call's reverse pass is over: the plans it wrote down for the steps
@@ -3190,6 +3218,10 @@ class Program:
                 gc.enable()
 
     def _run(self, leaves, modes):
+        for read, value in self.settings:
+            now = read()
+            if now is not value and now != value:
+                raise GuardFailed
         if not self.replays:
             self.prepare()
         values = [None] * self.size
@@ -3226,8 +3258,9 @@ class Program:
                 shown = [(w.category, str(w.message)) for w in issued]
                 if shown != self.shown:  # f's filters, which may act on them, run no more
                     raise GuardFailed
-                for w in issued:  # issued again under the caller's filters
-                    warn_at(w.message, w.category, w.filename, w.lineno)
+                for w, again in zip(issued, self.reissued):  # under the caller's filters
+                    if again:
+                        warn_at(w.message, w.category, w.filename, w.lineno)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
                 held, rebuild, scalars = self.aux
@@ -3286,25 +3319,38 @@ class Program:
         return (value if self.aux is None else (value, aux)), grads
 
 
-def _raising_filters():
-    """Python's warnings filters where one may turn a RuntimeWarning into an error (``-W
-    error``, ``warnings.simplefilter("error")``), else None: NumPy's floating-point warnings
-    then raise inside ``f``, where Python may catch them, and a replay warns only once its
-    program has run, so the filters pick a program as NumPy's error handling does. The last
-    answer is kept with the filters it was given for: a list equal to those (item by item,
-    the same tuples, told by identity first) has the same answer."""
+def _warning_filters():
+    """Python's warnings filters, as ``(a number that stands for them, the filters where one
+    may turn a RuntimeWarning into an error, else None)``. Filters that raise (``-W error``,
+    ``warnings.simplefilter("error")``) make NumPy's floating-point warnings raise inside
+    ``f``, where Python may catch them, and a replay warns only once its program has run: they
+    pick a program as NumPy's error handling does. The others pick one where ``f`` hears
+    warnings (``Recorder.hearing``). The last answer is kept with the filters it was given
+    for: a list equal to those (item by item, the same tuples, told by identity first) has the
+    same answer."""
     filters = warnings.filters
     last, answer = _LAST_FILTERS[0]  # (one pair, replaced whole: read in one step)
     if filters == last:
         return answer
-    answer = tuple(filters) if any(action == "error" and issubclass(RuntimeWarning, category)
-                                   for action, _, category, _, _ in filters) else None
+    held = tuple(filters)
+    answer = _FILTERS.get(held)
+    if answer is None:
+        answer = _FILTERS[held] = (len(_FILTERS), held if any(
+            action == "error" and issubclass(RuntimeWarning, category)
+            for action, _, category, _, _ in filters) else None)
     _LAST_FILTERS[0] = list(filters), answer
     return answer
 
 
+def _filters_number():
+    return _warning_filters()[0]
+
+
+_FILTERS = {}
+"""``_warning_filters``'s answer for each list of filters it was given (as a tuple)."""
+
 _LAST_FILTERS = [(None, None)]
-"""``_raising_filters``'s last filters (a copy) and its answer for them."""
+"""``_warning_filters``'s last filters (a copy) and its answer for them."""
 
 
 def _scalar(t):
@@ -3347,11 +3393,30 @@ class Shown:
                 recorder.heard and recorder.heard[-1] == (  # (floating-point events: heard)
                     str(message.message), message.filename, message.lineno)):
             recorder.shown.append((message.category, str(message.message)))
+            recorder.reissued.append(not recorder.hearing())
         self.previous(message)
 
     def remove(self):
         if warnings._showwarnmsg is self:
             warnings._showwarnmsg = self.previous
+
+
+class _Issued(list):
+    """``Recorder.heard``: the warnings of floating-point events the steps issued, ``(message,
+    file, line)``; ``quiet`` holds (by id) those issued under f's own warnings handling
+    (``Recorder.hearing``), which f heard or silenced: a replay does not issue them again."""
+
+    __slots__ = ("recorder", "quiet")
+
+    def __init__(self, recorder):
+        super().__init__()
+        self.recorder = recorder
+        self.quiet = {}
+
+    def append(self, item):
+        super().append(item)
+        if self.recorder.hearing():
+            self.quiet[id(item)] = item  # (kept: its id is no other's while the recording runs)
 
 
 class Recording:
@@ -3909,8 +3974,8 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif kind in (bytearray, memoryview) or kind.__module__ in ("array", "mmap") \
             or isinstance(x, _CTYPES):  # mutable bytes (a ctypes value: a C library's memory)
         try:
-            arrays.append(np.frombuffer(x, np.uint8) if kind is not memoryview
-                          else np.asarray(x))
+            view = np.frombuffer(x, np.uint8) if kind is not memoryview else np.asarray(x)
+            arrays.append(x if kind in _BUFFERS else view)
         except (TypeError, ValueError, BufferError):
             large.append(f"f reaches a {kind.__name__} mutad cannot compare: pass its "
                          "contents as an argument")
@@ -3971,9 +4036,27 @@ def _reach_into(x, work, arrays, names, walk, large):
         elif isinstance(x, (collections.UserList, collections.UserString)):
             work.append(x.data)  # (what its methods, the standard library's, read)
             _reach_object(x, kind, work, walk)
+        elif isinstance(x, enum.Enum):  # its value (a list changed in place), which f reads
+            work.append(x._value_)     # as member.value, a property of the standard library's
+            _reach_object(x, kind, work, walk)
+        elif isinstance(x, _queues()):
+            large.append(f"f reaches a queue ({kind.__name__}): what it gives next is its "
+                         "state, which a replay cannot compare; pass what f takes from it as "
+                         "an argument")
         else:
             return _reach_object(x, kind, work, walk)
     return False
+
+
+def _queues():
+    """The classes of queues, whose ``get`` gives the next item as an iterator does: the queue
+    module's, and asyncio's and multiprocessing's where they are imported."""
+    found = [queue.Queue, queue.SimpleQueue]
+    for module, names in (("asyncio", ("Queue",)),
+                          ("multiprocessing.queues", ("Queue", "SimpleQueue"))):
+        imported = sys.modules.get(module)
+        found += (getattr(imported, name) for name in names if hasattr(imported, name))
+    return tuple(found)
 
 
 def _reach_object(x, kind, work, walk):
@@ -4008,6 +4091,11 @@ def _reach_object(x, kind, work, walk):
         work.extend(_special_methods(kind))
     return False
 
+
+_BUFFERS = frozenset((bytearray, array.array, mmap.mmap))
+"""The types of the buffers not NumPy's that ``reach`` holds as they are among the arrays,
+their bytes compared through a view made for the moment (``_memory_of``): a view kept alive
+while f runs would keep f from resizing or closing them."""
 
 _ATTRIBUTE_BAGS = frozenset((("types", "SimpleNamespace"), ("argparse", "Namespace")))
 """The standard library's classes of objects that are their attributes (``__module__``,
@@ -4326,10 +4414,25 @@ class Contents:
             return _digest(a) == self.digest
         return _same_bits(a, self.copy)
 
+    def restore(self, a):
+        """Write the bytes kept back into ``a``, where they changed; False where they did and
+        only a digest was kept (or its layout changed)."""
+        if self.same(a):
+            return True
+        a = _memory_of(a)
+        if (address(a), a.shape, a.strides, a.dtype) != self.layout or self.digest is not None:
+            return False
+        a[...] = self.copy if self.bytes is None else np.frombuffer(
+            self.bytes, a.dtype).reshape(a.shape)
+        return True
+
 
 def _memory_of(a):
     """An ndarray subclass's memory as a plain array: a subclass's copy and bytes may be its
-    own (np.ma.masked, the constant a function compares results with, raises on tobytes)."""
+    own (np.ma.masked, the constant a function compares results with, raises on tobytes); a
+    buffer not NumPy's (``_BUFFERS``) viewed as bytes."""
+    if type(a) in _BUFFERS:
+        return np.frombuffer(a, np.uint8)
     return a.view(np.ndarray) if type(a) is not np.ndarray and isinstance(a, np.ndarray) else a
 
 
@@ -4413,19 +4516,152 @@ class FreshEntropy:
                     setattr(module, name, draw)
 
 
-def _random_states(objects):
-    """The states of the random generators a call may draw from: NumPy's global one, the
-    random module's, and the generators among ``objects`` (what ``f`` reaches: NumPy's, and
-    instances of ``random.Random``), as bytes. A draw while recording changes them: the program would replay its numbers."""
-    states = [np.random.get_state(legacy=False), random.getstate()]
+def _generators(objects, global_ones=True):
+    """``(read, write)`` of the state of each random generator a call may draw from: NumPy's
+    global one, the random module's (where ``global_ones``), and the generators among
+    ``objects`` (what ``f`` reaches: NumPy's, and instances of ``random.Random``)."""
+    found = [(functools.partial(np.random.get_state, legacy=False), np.random.set_state),
+             (random.getstate, random.setstate)] if global_ones else []
     for x in objects:
-        if isinstance(x, np.random.Generator):
-            states.append(x.bit_generator.state)
+        if isinstance(x, (np.random.Generator, np.random.BitGenerator)):
+            bits = x.bit_generator if isinstance(x, np.random.Generator) else x
+            found.append((lambda bits=bits: bits.state,
+                          lambda state, bits=bits: setattr(bits, "state", state)))
         elif isinstance(x, np.random.RandomState):
-            states.append(x.get_state(legacy=False))
+            found.append((functools.partial(x.get_state, legacy=False), x.set_state))
         elif isinstance(x, random.Random):  # an instance of the random module's own
-            states.append(x.getstate())
-    return pickle.dumps(states)
+            found.append((x.getstate, x.setstate))
+    return found
+
+
+def _random_states(objects, global_ones=True):
+    """The states of the random generators a call may draw from (``_generators``), as bytes.
+    A draw while recording changes them: the program would replay its numbers."""
+    return pickle.dumps([read() for read, _ in _generators(objects, global_ones)])
+
+
+class Saved:
+    """What ``f`` may change of the state it reaches, as it was before a call that records:
+    the random generators' states (``_generators``), the items of the containers, the
+    attributes of the user's objects and classes, the globals of the user's functions, and
+    the bytes of the arrays reached (``contents``, their ``Contents``). A recording that a
+    rule refused is traced again, running ``f`` a second time: restored first, what ``f`` did
+    on the first run (a draw, an append, a count kept in a global) is done once, as NumPy
+    alone does it."""
+
+    def __init__(self, objects, arrays, contents):
+        self.generators = [(write, read()) for read, write in _generators(objects)]
+        self.items, self.namespaces, seen = [], [], set()
+        for x in objects:
+            if id(x) in seen:
+                continue
+            seen.add(id(x))
+            kind = type(x)
+            if kind in (list, bytearray, set, collections.deque):
+                self.items.append((x, kind(x)))
+            elif kind in _BUILTIN_CONTAINERS and isinstance(x, dict):
+                self.namespaces.append((x, dict(x), x.__setitem__, x.__delitem__))
+            elif _users_function(x):
+                namespace = x.__globals__
+                if id(namespace) not in seen and _users_file(x.__code__.co_filename):
+                    seen.add(id(namespace))
+                    self.namespaces.append((namespace, dict(namespace), namespace.__setitem__,
+                                            namespace.__delitem__))
+            elif isinstance(x, type):
+                if _users_module(getattr(x, "__module__", "builtins")):
+                    self.namespaces.append((vars(x), dict(vars(x)),
+                                            functools.partial(setattr, x),
+                                            functools.partial(delattr, x)))
+            elif type(getattr(x, "__dict__", None)) is dict and _users_module(
+                    getattr(kind, "__module__", "builtins")):
+                namespace = x.__dict__
+                self.namespaces.append((namespace, dict(namespace), namespace.__setitem__,
+                                        namespace.__delitem__))
+        self.arrays = list(zip(arrays, contents, strict=True))
+
+    def restore(self):
+        for write, state in self.generators:
+            write(state)
+        for x, items in self.items:
+            if type(x) in (list, bytearray):
+                x[:] = items
+            else:
+                x.clear()
+                x.extend(items) if type(x) is collections.deque else x.update(items)
+        for namespace, items, put, remove in self.namespaces:
+            for name in [name for name in namespace if name not in items]:
+                remove(name)
+            for name, value in items.items():
+                if namespace.get(name, _APART) is not value:
+                    put(name, value)
+        for a, contents in self.arrays:
+            if not contents.restore(a):
+                raise UnsupportedOperationError(
+                    f"f wrote an array of shape {_memory_of(a).shape} it reaches besides its "
+                    f"arguments (of more than {COPIED:,} bytes, which a replay compares by a "
+                    "digest) on a call it recorded and must trace again (a rule refused an "
+                    "array outside argnums, and f caught the error): running f again would "
+                    "find it written. Pass the array as an argument, or differentiate f "
+                    "without replay=True")
+
+
+try:  # NumPy's print options, which it replaces (never changes) as they are set: told at once
+    _print_options = importlib.import_module("numpy._core.printoptions").format_options.get
+except (ImportError, AttributeError):
+    _print_options = np.get_printoptions
+
+
+def _decimal_context():
+    context = sys.modules["decimal"].getcontext()
+    return (context.prec, context.rounding, context.Emin, context.Emax, context.capitals,
+            context.clamp, *context.traps.values())
+
+
+_ENVIRONMENT = getattr(os.environ, "_data", os.environ)
+"""The environment's items as the operating system has them, copied without decoding them (at
+a small fraction of the cost of ``dict(os.environ)``)."""
+
+_SETTINGS = {
+    "decimal": _decimal_context,
+    "os": lambda: dict(_ENVIRONMENT),  # (os.getenv, os.environ.get read it)
+    "sys": lambda: tuple(sys.argv),
+}
+"""Per module, its settings kept outside the names the walk compares, which change its
+functions' answers: the decimal context (a thread's, changed in place: its precision), the
+environment, and the items of ``sys.argv``."""
+
+
+def _settings(objects):
+    """``(read, value)`` of the settings a program's answers may depend on: NumPy's print
+    options (a string of a constant array, written as the program was recorded), the
+    recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
+    whose functions, classes or namespaces ``f`` reaches, the virtual subclasses registered
+    with abstract base classes where it reaches one, and the states of the random generators
+    it reaches; a replay under others records anew."""
+    modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
+               for x in objects if isinstance(x, (types.ModuleType, type, types.FunctionType,
+                                                  types.BuiltinFunctionType))}
+    found = [(_print_options, _print_options()), (sys.getrecursionlimit, sys.getrecursionlimit())]
+    found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
+    if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
+        found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
+    # the state of a generator f reaches, which it may read without drawing (a program that
+    # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng)
+    generators = {id(x): x for x in objects if isinstance(x, _GENERATORS)}
+    generators.update((id(x.__self__), x.__self__) for x in objects if type(x) in (
+        types.BuiltinMethodType, types.MethodType) and x in _STATE_READERS)
+    if generators:
+        read = functools.partial(_random_states, generators.values(), False)
+        found.append((read, read()))
+    return tuple(found)
+
+
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
+               random.Random)
+
+_STATE_READERS = (np.random.get_state, random.getstate)
+"""The functions that read the state of NumPy's global generator and of the random module's
+(methods of those generators)."""
 
 
 REACHED = "what f reaches"
@@ -4448,7 +4684,7 @@ def _changed(objects, arrays, held):
         return f"an object of type {type(a).__name__} rebound"
     for a, contents in zip(arrays, held[1]):
         if not contents.same(a):
-            return f"an array of shape {a.shape} changed"
+            return f"an array of shape {_memory_of(a).shape} changed"
     return None
 
 
@@ -4558,7 +4794,7 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         modes = np.geterr()  # the caller's floating-point error handling picks a program too
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
-               or "log" in modes.values() else None, _raising_filters())
+               or "log" in modes.values() else None, _warning_filters()[1])
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
@@ -4597,6 +4833,11 @@ class Replayed:
             return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
+        saved = None if recording is None else Saved(  # (self.held: the arrays as they are)
+            objects if reached is None else (*objects, *reached[0]),
+            arrays if reached is None else (*arrays, *reached[1]),
+            self.held[1] if reached is None else (*self.held[1],
+                                                  *(Contents(a) for a in reached[1])))
         entropy = FreshEntropy()
         refused = None
         try:
@@ -4634,6 +4875,7 @@ class Replayed:
             if recording is not None:
                 recording.seal()
         if refused is not None:
+            saved.restore()  # (f runs again: what it did on the first run, undone)
             value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
                                       self.has_aux)
             self._keep(key, refused)
@@ -4653,6 +4895,9 @@ class Replayed:
                                     "seed as an argument")
             if recording.program is not None and reached is not None:
                 recording.program.reached = reached[0], [Contents(a) for a in reached[1]]
+            if recording.program is not None:
+                recording.program.settings += _settings(
+                    objects if reached is None else (*objects, *reached[0]))
             self._keep(key, recording.program or recording.reason)
         return value, grads
 
