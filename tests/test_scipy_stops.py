@@ -1046,3 +1046,153 @@ def test_eigsh_of_a_plain_linear_operator_is_scipys():
     assert value == f(a)
     np.testing.assert_array_equal(
         g, scipy.sparse.linalg.eigsh(operator, k=2, v0=v0, return_eigenvectors=False))
+
+
+# ----------------------------------------------------------------------------------------------
+# splint, splder and splantider of a tck whose coefficients are differentiated (splrep's at
+# s=0, a parametric curve's, the program's own): SciPy's, linear in the coefficients
+
+
+def _splint_of_splrep(y):
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    whole, integrals = scipy.interpolate.splint(0.0, 4.0, tck, full_output=1)
+    n = len(tck[0]) - 4  # the B-splines' integrals (FITPACK leaves the last entries unset)
+    assert integrals[:n].tobytes() == scipy.interpolate.splint(0.0, 4.0, (
+        tck[0], np.zeros(len(tck[0])), 3), full_output=1)[1][:n].tobytes()
+    return scipy.interpolate.splint(0.2, 2.5, tck) ** 2 + whole
+
+
+def _splder_splantider(y):
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    second = scipy.interpolate.splder(tck, 2)
+    up = scipy.interpolate.splantider(second, 3)
+    assert second[2] == 1 and up[2] == 4
+    return (scipy.interpolate.splev(1.1, second) + up[1][2]
+            + scipy.interpolate.splint(0.0, 1.0, up) * scipy.interpolate.splder(tck)[1][4])
+
+
+def _splint_of_a_curve(r):
+    tck, _ = scipy.interpolate.splprep([np.cos(_KNOTS_X) * r, np.sin(_KNOTS_X) * r],
+                                       u=np.linspace(0.0, 1.0, 12), s=0)
+    a, b = scipy.interpolate.splint(0.1, 0.8, tck)
+    return a * b
+
+
+def _tck_of_the_program(c):
+    t = np.r_[[0.0] * 4, 1.0, 2.0, [3.0] * 4]
+    return (scipy.interpolate.splint(0.5, 2.5, (t, c[:6], 3))
+            + scipy.interpolate.splder((t, np.reshape(c, (6, 2)), 3))[1][2, 1] ** 2)
+
+
+@pytest.mark.parametrize("f", [_splint_of_splrep, _splder_splantider, _splint_of_a_curve,
+                               _tck_of_the_program], ids=lambda f: f.__name__)
+def test_spline_functions_of_traced_coefficients(f):
+    x = 1.0 + 0.1 * np.arange(12.0) if f is _splint_of_a_curve else np.sin(_KNOTS_X) + 0.1 * _KNOTS_X
+    check(f, x)
+    mutad.check_grads(f, x, order=2 if f is _tck_of_the_program else 1)
+
+
+def test_splint_refusals():
+    tck = scipy.interpolate.splrep(_KNOTS_X, np.sin(_KNOTS_X), s=0)
+    with pytest.raises(UnsupportedOperationError, match="bounds a and b"):
+        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck), np.array([1.0]))
+    with pytest.raises(UnsupportedOperationError, match="knots t"):
+        mutad.gradient(lambda t: scipy.interpolate.splder((t, tck[1], 3))[1].sum(), tck[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# spsolve_triangular of a matrix made from a dense triangular array (csr_matrix(np.tril(M))):
+# SciPy leaves out its zeros outside the triangle, so the solve reads none of them
+
+
+def _triangular_of_dense(k):
+    A = scipy.sparse.csr_matrix(np.tril(np.outer(k, k)) + np.diag(k))
+    return (scipy.sparse.linalg.spsolve_triangular(A, np.ones(4)).sum()
+            + scipy.sparse.linalg.spsolve_triangular(A, k, unit_diagonal=True) @ k)
+
+
+def _upper_triangular_of_dense(k):
+    A = scipy.sparse.csc_array(np.triu(np.outer(k, k)) + np.eye(4))
+    return scipy.sparse.linalg.spsolve_triangular(A, np.ones((4, 2)), lower=False).sum()
+
+
+@pytest.mark.parametrize("f", [_triangular_of_dense, _upper_triangular_of_dense],
+                         ids=lambda f: f.__name__)
+def test_spsolve_triangular_of_a_dense_triangle(f):
+    check(f, np.linspace(0.5, 1.0, 4))
+    mutad.check_grads(f, np.linspace(0.5, 1.0, 4), policy="checkpoint")
+
+
+def test_spsolve_triangular_of_a_dense_matrix_with_entries_outside_is_refused():
+    def f(k):
+        M = np.tril(np.ones((3, 3))) + np.diag(k)
+        M[0, 2] = k[0] - 1.0  # zero where recorded, not zero at the replayed point
+        return scipy.sparse.linalg.spsolve_triangular(scipy.sparse.csr_matrix(M),
+                                                      np.ones(3)).sum()
+
+    replayed = mutad.grad(f, replay=True)
+    replayed(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(UnsupportedOperationError, match="outside its triangle"):
+        replayed(np.array([1.5, 2.0, 3.0]))
+    with pytest.raises(UnsupportedOperationError, match="outside its triangle"):
+        mutad.gradient(f, np.array([1.5, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# the legacy scipy.interpolate.Rbf of differentiated values: SciPy's object, its nodes SciPy's
+# solve A⁻¹ d, differentiated in d
+
+
+def _rbf_1d(v):
+    return scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v)(np.array([0.25, 0.6])).sum()
+
+
+def _rbf_2d_smoothed(v):
+    x, y = np.random.default_rng(0).random((2, 6))
+    f = scipy.interpolate.Rbf(x, y, v * 2, function="gaussian", smooth=0.01)
+    return (f(np.array([0.3, 0.5]), np.array([0.2, 0.9])) ** 2).sum() + f.nodes[0]
+
+
+def _rbf_n_d(v):
+    f = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 3), v.reshape(3, 2), mode="N-D",
+                              function="cubic")
+    return (f(np.array([0.3, 0.7])) ** 2).sum()
+
+
+def _rbf_own_function(v):
+    f = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v, function=lambda self, r: r ** 3 + r,
+                              epsilon=0.5)
+    return f(np.array([0.33]))[0]
+
+
+@pytest.mark.parametrize("f", [_rbf_1d, _rbf_2d_smoothed, _rbf_n_d, _rbf_own_function],
+                         ids=lambda f: f.__name__)
+def test_legacy_rbf(f):
+    x = np.cos(np.arange(6.0)) + 1.0
+    check(f, x)
+    mutad.check_grads(f, x, order=2 if f is _rbf_1d else 1)
+
+
+def test_legacy_rbf_is_scipys_object():
+    v = np.cos(np.arange(6.0))
+
+    def f(v):
+        rbf = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v)
+        assert isinstance(rbf, scipy.interpolate.Rbf)
+        return rbf
+
+    traced = mutad.vjp(f, v)[0]
+    plain = f(v)
+    assert np.asarray(traced.nodes).tobytes() == plain.nodes.tobytes()
+    assert traced(0.3).tobytes() == plain(0.3).tobytes()
+
+
+def test_legacy_rbf_refusals():
+    v = np.cos(np.arange(6.0))
+    x = np.linspace(0.0, 1.0, 6)
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*data points.*RBFInterpolator"):
+        mutad.gradient(lambda x: scipy.interpolate.Rbf(x, v)(0.5), x)
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*query points.*RBFInterpolator"):
+        mutad.gradient(lambda q: scipy.interpolate.Rbf(x, v * q[0])(q).sum(), np.array([0.5]))
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*epsilon"):
+        mutad.gradient(lambda e: scipy.interpolate.Rbf(x, v, epsilon=e[0])(0.5), np.array([0.5]))

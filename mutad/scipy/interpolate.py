@@ -116,6 +116,7 @@ from typing import Any
 
 import numpy as np
 import scipy.interpolate
+import scipy.linalg
 from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
@@ -141,11 +142,11 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator",
            "CloughTocher2DInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
-           "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
+           "RBFInterpolator", "Rbf", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "lagrange",
            "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
-           "splev", "splprep", "splrep"]
+           "splantider", "splder", "splev", "splint", "splprep", "splrep"]
 
 
 def _traced(tree):
@@ -2134,6 +2135,49 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
                      nu=der)
 
 
+def _of_coefficients(name, function, tck):
+    """``function(t, c, k)`` of a FITPACK spline whose coefficients are traced, linear in them
+    for constant knots (splint, splder, splantider): SciPy's ``function`` of the plain ones,
+    differentiated by the matrix of its values at the identity columns."""
+    t, c, k = tck
+    _refuse_traced(name, "the knots t", t, "Pass the knots as constants.")
+    t, shape = _plain_copy(t), np.shape(c)
+    return linear_map(lambda v: function((t, np.reshape(v, shape), k)), int(np.prod(shape)),
+                      f"scipy.interpolate.{name}")(np.reshape(c, -1))
+
+
+@_route(_interpolate.splint)
+def splint(a: Any, b: Any, tck: Any, full_output: int = 0) -> Any:
+    if not _traced((a, b, tck)) or isinstance(tck, _interpolate.BSpline):
+        return _interpolate.splint(a, b, tck, full_output)
+    _refuse_traced("splint", "the bounds a and b", (a, b), "Pass them as constants.")
+    t, c, k = tck
+    if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
+        return [splint(a, b, (t, ci, k)) for ci in c]  # a parametric curve's, as SciPy's
+    value = _of_coefficients("splint", lambda tck: _interpolate.splint(a, b, tck), tck)
+    if full_output:  # the integrals of the B-splines, constants
+        return value, _interpolate.splint(a, b, (_plain_copy(t), np.zeros(np.shape(c)), k), 1)[1]
+    return value
+
+
+def _coefficients_of(name, function):
+    """``splder`` or ``splantider`` of traced coefficients: SciPy's knots and degree, the
+    coefficients a linear function of the traced ones."""
+    def stand_in(tck: Any, n: int = 1) -> Any:
+        if not _traced(tck) or isinstance(tck, _interpolate.BSpline):
+            return function(tck, n)
+        t, c, k = tck
+        _refuse_traced(name, "the knots t", t, "Pass the knots as constants.")
+        t2, _, k2 = function((_plain_copy(t), np.zeros(np.shape(c)), k), n)
+        return t2, _of_coefficients(name, lambda tck: function(tck, n)[1], tck), k2
+    stand_in.__signature__ = inspect.signature(lambda tck, n=1: None)  # type: ignore[attr-defined]
+    return _route(function)(stand_in)
+
+
+splder = _coefficients_of("splder", _interpolate.splder)
+splantider = _coefficients_of("splantider", _interpolate.splantider)
+
+
 # ----------------------------------------------------------------------------------------------
 # Scattered data: griddata, LinearNDInterpolator, NearestNDInterpolator and RBFInterpolator.
 # Linear interpolation is Σ_k b_k(x) values[vertex_k] in the simplex (of SciPy's Delaunay
@@ -2547,6 +2591,41 @@ def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
         _refuse_traced("RBFInterpolator", "the data points of an interpolant with neighbors",
                        y, "Leave neighbors=None, or pass them as constants.")
     return _TracedRBF(y, d, settings)
+
+
+class _TracedRbf(_interpolate.Rbf):
+    """SciPy's legacy ``Rbf`` fitted to the plain values: its own object, its ``nodes``
+    (``A⁻¹ d``, by SciPy's solve) SciPy's numbers with the derivatives of that solve of the
+    traced values ``d``; a call's value ``Φ(x) · nodes`` is then SciPy's too."""
+
+    def __call__(self, *args: Any) -> Any:
+        _refuse_traced("Rbf", "the query points", args, "Pass them as constants, or use "
+                       "RBFInterpolator, which mutad differentiates in its query points.")
+        return super().__call__(*args)
+
+
+@_route(_interpolate.Rbf)
+def Rbf(*args: Any, **kwargs: Any) -> Any:
+    if not _traced((args, kwargs)):
+        return _interpolate.Rbf(*args, **kwargs)
+    _refuse_traced("Rbf", "the data points, epsilon or smooth", (args[:-1], kwargs),
+                   "Pass them as constants, or use RBFInterpolator, which mutad "
+                   "differentiates in its data points too.")
+    d = args[-1]
+    rbf = _TracedRbf(*args[:-1], _plain_copy(stop_gradient(d)), **kwargs)
+    A = rbf.A
+    if rbf._target_dim > 1:  # SciPy's: one LU factorisation, a solve of each column
+        factors = scipy.linalg.lu_factor(A)
+        composition = np.stack([scipy.linalg.lu_solve(factors, d[:, i])
+                                for i in range(rbf._target_dim)], axis=1)
+    else:
+        composition = scipy.linalg.solve(A, np.reshape(d, -1) if rbf.mode == "1-D" else d)
+    if not reproduces(rbf.nodes, composition):  # (a guard: never another solve's derivative)
+        raise UnsupportedOperationError(
+            "scipy.interpolate.Rbf of differentiated values: the solve for its nodes did not "
+            "reproduce SciPy's here, so mutad cannot differentiate it. Use RBFInterpolator.")
+    rbf.di, rbf.nodes = d, scipys_value(rbf.nodes, composition)
+    return rbf
 
 
 @_route(_interpolate.griddata)

@@ -721,22 +721,33 @@ class _Direct(_Solver):
 
 class _Triangular(_Solver):
     """``spsolve_triangular``, of a matrix whose pattern lies in its triangle (SciPy's result
-    for another is not a solve of it); with ``unit_diagonal=True`` it reads no diagonal value,
-    so those have no derivative (``mask``)."""
+    for another is not a solve of it), but for the zeros of a dense matrix there (``outside``),
+    which SciPy leaves out while they are zero: the solve reads none of them, nor, with
+    ``unit_diagonal=True``, a diagonal value, so those have no derivative (``mask``)."""
 
     def __init__(self, layout, lower, unit_diagonal):
         super().__init__(layout)
         self.lower, self.unit_diagonal = lower, unit_diagonal
         rows, cols = layout.rows, layout.cols
-        if np.any(layout.valid & (rows < cols if lower else rows > cols)):
-            _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={lower}) of a matrix "
-                    "with stored entries outside its triangle", "SciPy solves with a "
-                    "triangular matrix only: pass scipy.sparse.tril(A) (triu(A) for "
-                    "lower=False), whose pattern is the triangle.")
-        if unit_diagonal:
-            self.mask = np.reshape((rows != cols).astype(float), layout.data_shape)
+        outside = layout.valid & (rows < cols if lower else rows > cols)
+        dropped = np.zeros(outside.shape, bool) if layout.droppable is None else \
+            np.reshape(layout.droppable, outside.shape)
+        if np.any(outside & ~dropped):
+            self.refuse()
+        self.outside = np.reshape(outside, layout.data_shape)
+        if unit_diagonal or np.any(outside):
+            self.mask = np.reshape(((rows != cols) | ~unit_diagonal) & ~outside,
+                                   layout.data_shape).astype(float)
+
+    def refuse(self):
+        _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={self.lower}) of a matrix "
+                "with stored entries outside its triangle", "SciPy solves with a triangular "
+                "matrix only: pass scipy.sparse.tril(A) (triu(A) for lower=False), whose "
+                "pattern is the triangle.")
 
     def value(self, data, b, guess):
+        if np.any(np.where(self.outside, data, 0.0) != 0.0):  # a dense matrix's, not zero
+            self.refuse()
         matrix, lower = self.layout.build(data), self.lower
         if self.trans:
             matrix, lower = SCIPY["csc_array"](matrix.T), not lower
