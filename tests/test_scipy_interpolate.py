@@ -477,11 +477,10 @@ def test_arrays_made_inside_f_are_constants():
 
 
 SMOOTHING = {
-    "UnivariateSpline": lambda x, y: scipy.interpolate.UnivariateSpline(x, y)(1.5),
-    # (InterpolatedUnivariateSpline, LSQUnivariateSpline: linear fits, differentiated)
+    # (UnivariateSpline and splrep at s > 0 are differentiated on FITPACK's knots:
+    # test_scipy_stops.py)
     "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
     # (lam=None: SciPy's generalized cross-validation chooses lam from y)
-    "splrep": lambda x, y: scipy.interpolate.splrep(x, y, s=0.5)[1].sum(),
 }
 
 
@@ -533,8 +532,8 @@ def test_splrep_interpolating_then_splev(options, ext, der):
 
 @pytest.mark.parametrize("program, message", [
     (lambda x, y: scipy.interpolate.splrep(x + y, y), "in y alone"),             # traced x
-    (lambda x, y: scipy.interpolate.splrep(x, y, s=0.1), "in y alone"),          # smoothing
-    (lambda x, y: scipy.interpolate.splrep(x, y, w=x + 1.0), "in y alone"),      # default s
+    (lambda x, y: scipy.interpolate.splrep(x, y, s=y[0] ** 2), "in y alone"),    # traced s
+    (lambda x, y: scipy.interpolate.splrep(x, y, task=1, s=0.1), "in y alone"),
     (lambda x, y: scipy.interpolate.splrep(x, y, per=1), "in y alone"),
     (lambda x, y: scipy.interpolate.splev(1.0, (x + y[0], np.ones(9), 3)), "the knots t"),
 ])

@@ -664,7 +664,7 @@ def test_ode_class_refused():
 # ----------------------------------------------------------------------------------------------
 # FITPACK's spline classes fitted to differentiated y where the fit is linear in it
 # (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,
-# the coefficients the fit of the identity columns maps y to; a smoothing fit refused
+# the coefficients the fit of the identity columns maps y to
 
 _KNOTS_X = np.linspace(0.0, 3.0, 12)
 
@@ -691,8 +691,8 @@ def test_fitpack_spline_classes(f):
 
 def test_fitpack_spline_refusals():
     y = np.sin(_KNOTS_X)
-    with pytest.raises(UnsupportedOperationError, match="smoothing fit"):
-        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y)(1.0), y)
+    with pytest.raises(UnsupportedOperationError, match="the argument s"):
+        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y, s=y[0])(1.0), y)
     with pytest.raises(UnsupportedOperationError, match="the argument x"):
         mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _KNOTS_X)
     with pytest.raises(UnsupportedOperationError, match="roots"):
@@ -1196,3 +1196,71 @@ def test_legacy_rbf_refusals():
         mutad.gradient(lambda q: scipy.interpolate.Rbf(x, v * q[0])(q).sum(), np.array([0.5]))
     with pytest.raises(UnsupportedOperationError, match="Rbf.*epsilon"):
         mutad.gradient(lambda e: scipy.interpolate.Rbf(x, v, epsilon=e[0])(0.5), np.array([0.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# FITPACK's smoothing fits (UnivariateSpline, its default s too, and splrep at s > 0) of
+# differentiated y: SciPy's values, differentiated on FITPACK's knots as its least-squares
+# spline there or its smoothing spline of the weight p its iteration finds from y
+
+_NOISY_X = np.linspace(0.0, 3.0, 15)
+_NOISY_Y = np.sin(_NOISY_X) + 0.1 * np.cos(7.0 * _NOISY_X)
+
+
+def _smoothed(y):  # curfit's iteration on p
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, s=0.05)
+    assert len(s.get_knots()) > 2 and s.get_residual() != 0.05
+    return ((s(np.linspace(0.0, 3.0, 7)) ** 2).sum() + s.integral(0.5, 2.0)
+            + s.derivative()(1.1) + s.get_residual())
+
+
+def _smoothed_by_default(y):  # s = len(y), weighted: the least-squares polynomial
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, 3.0 * y, w=np.linspace(1.0, 4.0, 15), k=2)
+    return s(np.array([0.3, 2.2])).sum() + s.get_coeffs()[1] ** 2
+
+
+def _smoothed_in_a_box(y):
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, bbox=[-0.5, 3.5], k=4, s=0.02)
+    return (s.antiderivative()(np.array([0.0, 3.4])) ** 2).sum()
+
+
+def _splrep_smoothed(y):
+    (t, c, k), fp, ier, _ = scipy.interpolate.splrep(_NOISY_X, y, s=0.05, full_output=1)
+    assert ier == 0
+    return (scipy.interpolate.splev(np.array([0.3, 1.7, 2.9]), (t, c, k)) ** 2).sum() \
+        + scipy.interpolate.splint(0.0, 2.0, (t, c, k)) + fp * 3.0
+
+
+def _splrep_weighted(y):  # no s with weights: SciPy's s = m - sqrt(2 m)
+    tck = scipy.interpolate.splrep(_NOISY_X, 4.0 * y, w=np.full(15, 1.5), k=3)
+    return np.sin(scipy.interpolate.splev(np.array([0.5, 2.5]), tck)).sum()
+
+
+@pytest.mark.parametrize("f", [_smoothed, _smoothed_by_default, _smoothed_in_a_box,
+                               _splrep_smoothed, _splrep_weighted], ids=lambda f: f.__name__)
+def test_smoothing_fits(f):
+    check(f, _NOISY_Y)
+    mutad.check_grads(f, _NOISY_Y, modes=("rev", "fwd"))
+
+
+def test_smoothing_fit_replayed_where_fitpack_places_other_knots():
+    y, other = _NOISY_Y, _NOISY_Y + 0.3 * np.sin(9.0 * _NOISY_X)
+    knots = [len(scipy.interpolate.UnivariateSpline(_NOISY_X, v, s=0.05).get_knots())
+             for v in (y, other)]
+    assert knots[0] != knots[1]
+    replayed = mutad.grad(_smoothed, replay=True)
+    replayed(y)
+    np.testing.assert_allclose(replayed(other), central(_smoothed, other), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(replayed(other), mutad.gradient(_smoothed, other)[0])
+
+
+def test_smoothing_fit_refused_where_the_steps_do_not_reproduce_scipys(monkeypatch):
+    from mutad.scipy import interpolate as minterpolate
+    steps = minterpolate._curfit_steps
+    def perturbed(*args):
+        fit, fp = steps(*args)
+        return fit * (1.0 + 1e-6), fp
+
+    monkeypatch.setattr(minterpolate, "_curfit_steps", perturbed)
+    with pytest.raises(UnsupportedOperationError, match="did not reproduce SciPy's"):
+        mutad.gradient(_smoothed, _NOISY_Y)

@@ -14,7 +14,8 @@ User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_in
 and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
-``splrep`` at ``s=0`` then ``splev``), however it imported them:
+``splrep`` then ``splev``, ``splint``, ``splder``, ``splantider``; ``UnivariateSpline``, its
+smoothing fit on FITPACK's knots too; the legacy ``Rbf``), however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
@@ -1877,10 +1878,12 @@ defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 class _FittedSpline:
     """SciPy's ``UnivariateSpline`` (or ``InterpolatedUnivariateSpline``,
     ``LSQUnivariateSpline``) fitted to differentiated data: SciPy's knots ``t`` and degree
-    ``k``, the coefficients ``c`` traced, its methods SciPy's on them."""
+    ``k``, the coefficients ``c`` traced, its methods SciPy's on them; a smoothing fit's
+    ``residual`` (FITPACK's fp) traced too."""
 
-    def __init__(self, name, t, c, k, ext):
+    def __init__(self, name, t, c, k, ext, residual=None):
         self.name, self.t, self.c, self.k, self.ext = name, t, c, k, ext
+        self.residual = residual
 
     def _of(self, function, name):
         """The coefficients ``function(t, c, k)`` gives (SciPy's splder, splantider), as the
@@ -1914,12 +1917,133 @@ class _FittedSpline:
     def get_coeffs(self) -> Any:
         return self.c[:len(self.t) - self.k - 1]
 
+    def get_residual(self) -> Any:
+        if self.residual is None:
+            return self.__getattr__("get_residual")
+        return self.residual
+
     def __getattr__(self, name):
         return refused_attribute(
             name, f"scipy.interpolate.{self.name}(...).{name}: this spline was fitted to "
             "differentiated data, and mutad differentiates its values (calls), derivative, "
             "antiderivative, integral, get_coeffs and get_knots only. Compute the quantity "
             "from those, or fit plain data (mutad.stop_gradient).")
+
+
+# FITPACK's smoothing fit (curfit at s > 0: UnivariateSpline, splrep) places its knots by the
+# data, a decision of the forward pass as an argmax is, and then fits on them: the least-squares
+# spline on those knots where its residual fp = Σ (w (y - s(x)))² is within curfit's tolerance
+# of s (or above it, out of knots), else the smoothing spline c(p) that minimizes
+# fp + Σ (jumps of the k-th derivative at the interior knots / p)², p found by curfit's
+# iteration on fp(p) = s from the fits at p = 0 (the polynomial) and p = ∞. The fit on SciPy's
+# knots is computed again in traced steps (normal equations for curfit's Givens rotations, the
+# iteration step for step, its branches guarded as every decision is), which differentiate it
+# through p; the values stay SciPy's, and where the steps do not reproduce SciPy's coefficients
+# (to CURFIT_RTOL) mutad refuses rather than give another fit's derivative.
+
+CURFIT_TOL, CURFIT_MAXIT = 0.001, 20  # curfit's own
+CURFIT_RTOL = 1e-7
+
+
+def _curfit_jumps(t, k):
+    """FITPACK's fpdisc: the jumps of the k-th derivative of the B-splines at the interior knots
+    t[k+1:n-k-1], scaled as curfit scales them, one row a knot (n - 2k - 2, n - k - 1)."""
+    n, k1 = len(t), k + 1
+    nk1 = n - k1
+    fac = (nk1 - k) / (t[nk1] - t[k])
+    jumps = np.zeros((n - 2 * k1, nk1))
+    for row, l in enumerate(range(k + 1, nk1)):  # the knot t[l]
+        h = np.concatenate([t[l] - t[l - k1:l], t[l] - t[l + 1:l + k1 + 1]])
+        for j in range(k + 2):
+            prod = h[j] * np.prod(h[j + 1:j + k1] * fac)
+            jumps[row, row + j] = (t[row + j + k1] - t[row + j]) / prod
+    return jumps
+
+
+def _curfit_rational(p1, f1, p2, f2, p3, f3):
+    """FITPACK's fprati: the next p of the rational interpolation r(p) = (u p + v)/(p + w) of
+    three points of f, and the bracket (p1, f1, p3, f3) it keeps (p3 < 0: infinity)."""
+    if p3 > 0:
+        h1, h2, h3 = f1 * (f2 - f3), f2 * (f3 - f1), f3 * (f1 - f2)
+        p = -(p1 * p2 * h3 + p2 * p3 * h1 + p3 * p1 * h2) / (p1 * h1 + p2 * h2 + p3 * h3)
+    else:
+        p = (p1 * (f1 - f3) * f2 - p2 * (f2 - f3) * f1) / ((f1 - f2) * f3)
+    return (p, p2, f2, p3, f3) if not f2 < 0 else (p, p1, f1, p2, f2)
+
+
+def _smoothing_fit(name, x, y, w, xb, xe, k, s, t, c, fp):
+    """The coefficients (``len(t)``) and residual of curfit's fit at ``s > 0`` of the traced
+    ``y`` on SciPy's knots ``t``: SciPy's values ``c`` and ``fp``, differentiated as that fit
+    on those knots (see above)."""
+    refusal = UnsupportedOperationError(
+        f"scipy.interpolate.{name} of differentiated data at s > 0: mutad's steps of FITPACK's "
+        "smoothing fit on its knots did not reproduce SciPy's coefficients here (an "
+        "ill-conditioned fit, or a decision of the iteration on p taken within rounding), so "
+        "mutad cannot differentiate it. Fit at knots you choose (LSQUnivariateSpline, "
+        "make_lsq_spline), smooth with make_smoothing_spline(x, y, lam=...), or pass the data "
+        "through mutad.stop_gradient where no gradient should flow.")
+    try:
+        fit, residual = _curfit_steps(x, y, w, xb, xe, k, s, t)
+    except np.linalg.LinAlgError:  # a singular system, whose fit FITPACK's rotations rank
+        raise refusal from None
+    n = len(t)
+    value = np.asarray(c, float)[:n]  # (its last k + 1 entries FITPACK's workspace: unread)
+    if not np.max(np.abs(stop_gradient(fit) - value[:n - k - 1])) <= \
+            CURFIT_RTOL * np.max(np.abs(value[:n - k - 1])):
+        raise refusal
+    return (scipys_value(value, np.concatenate([fit, np.zeros(k + 1)])),
+            scipys_value(np.float64(fp), residual))
+
+
+def _curfit_steps(x, y, w, xb, xe, k, s, t):
+    """curfit's fit on the knots ``t`` of the traced ``y`` (its coefficients, n - k - 1, and
+    residual): the least-squares spline, or the smoothing spline of the p its iteration
+    finds."""
+    x, w, t = np.asarray(x, float), np.asarray(w, float), np.asarray(t, float)
+    n, k1 = len(t), k + 1
+    acc = CURFIT_TOL * s
+    design = w[:, None] * _interpolate.BSpline.design_matrix(x, t, k).toarray()
+    wy = w * y
+
+    def least_squares(design, rhs=wy):
+        coefficients = np.linalg.lstsq(design, rhs, rcond=None)[0]
+        return coefficients, np.sum((design[:len(x)] @ coefficients - wy) ** 2)
+
+    fit, fp = least_squares(design)
+    if n > 2 * k1 and fp < s and not abs(fp - s) < acc:  # curfit's smoothing spline
+        _, fp0 = least_squares(w[:, None] * _interpolate.BSpline.design_matrix(
+            x, np.r_[[xb] * k1, [xe] * k1], k).toarray())
+        jumps = _curfit_jumps(t, k)
+        rhs = np.concatenate([wy, np.zeros(len(jumps))])
+        p = (n - k1) / np.sum(np.abs(np.diag(np.linalg.qr(design, mode="r"))))
+        p1, f1, p3, f3 = 0.0, fp0 - s, -1.0, fp - s
+        ich1 = ich3 = False
+        for iteration in range(1, CURFIT_MAXIT + 1):
+            fit, fp = least_squares(np.concatenate([design, jumps / p]), rhs)
+            fpms = fp - s
+            if abs(fpms) < acc or iteration == CURFIT_MAXIT:
+                break
+            p2, f2 = p, fpms
+            if not ich3:
+                if not f2 - f3 > acc:  # the first p too large
+                    p3, f3, p = p2, f2, p * 0.04
+                    if p <= p1:
+                        p = p1 * 0.9 + p2 * 0.1
+                    continue
+                ich3 = f2 < 0
+            if not ich1:
+                if not f1 - f2 > acc:  # the first p too small
+                    p1, f1, p = p2, f2, p / 0.04
+                    if p3 < 0:
+                        continue
+                    if p >= p3:
+                        p = p2 * 0.1 + p3 * 0.9
+                    continue
+                ich1 = f2 > 0
+            if f2 >= f1 or f2 <= f3:  # curfit's ier=2: it stops
+                break
+            p, p1, f1, p3, f3 = _curfit_rational(p1, f1, p2, f2, p3, f3)
+    return fit, fp
 
 
 def _fitted_spline(scipy_class):
@@ -1935,15 +2059,6 @@ def _fitted_spline(scipy_class):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = bound.arguments
-        s = given.get("s", 0)
-        if s is None or not np.all(np.equal(s, 0)):
-            raise UnsupportedOperationError(
-                f"scipy.interpolate.{name} of differentiated data: its smoothing fit (FITPACK's "
-                "choice of knots and coefficients, s > 0) has no derivative in mutad. "
-                "Interpolate (s=0, InterpolatedUnivariateSpline, make_interp_spline), fit at "
-                "knots you choose (LSQUnivariateSpline, make_lsq_spline), smooth with "
-                "make_smoothing_spline(x, y, lam=...), or pass the data through "
-                "mutad.stop_gradient where no gradient should flow.")
         for argument, value in given.items():
             if argument != "y":
                 _refuse_traced(name, f"the argument {argument}", value,
@@ -1956,9 +2071,14 @@ def _fitted_spline(scipy_class):
             return scipy_class(**dict(given, y=y))
 
         spline = fitted(_plain(given["y"]))
-        t, _, k = spline._eval_args
+        t, c, k = spline._eval_args
+        _, _, w, xb, xe, _, s = spline._data[:7]
+        if s > 0:  # a smoothing fit, on the knots FITPACK placed by the data
+            c, fp = _smoothing_fit(name, given["x"], given["y"], w, xb, xe, k, s, t, c,
+                                   spline.get_residual())
+            return _FittedSpline(name, np.copy(t), c, k, spline.ext, fp)
         c = linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
-                        f"scipy.interpolate.{name}")(given["y"])
+                       f"scipy.interpolate.{name}")(given["y"])
         return _FittedSpline(name, np.copy(t), c, k, spline.ext)
 
     construct.__signature__ = signature
@@ -2032,19 +2152,26 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
     arguments = (x, y, w, xb, xe, k, task, s, t, full_output, per, quiet)
     if not _traced(arguments):
         return _interpolate.splrep(*arguments)
-    interpolating = (task == 0 and t is None and not per
-                     and (s is None and w is None or s is not None and np.all(np.equal(s, 0))))
-    if _traced((x, w, xb, xe, k, s, t)) or not interpolating or np.ndim(y) != 1:
+    interpolating = s is None and w is None or s is not None and np.all(np.equal(s, 0))
+    if _traced((x, w, xb, xe, k, s, t)) or task != 0 or t is not None or per \
+            or np.ndim(y) != 1:
         raise UnsupportedOperationError(
-            "scipy.interpolate.splrep is differentiated in y alone, when it interpolates (s=0, "
-            "or no s and no weights; task=0, per=0, no knots t), with x, w, xb and xe "
-            "constant: its smoothing fit (FITPACK's choice of knots and coefficients) has no "
-            "derivative in mutad. Interpolate with make_interp_spline or CubicSpline "
+            "scipy.interpolate.splrep is differentiated in y alone, with task=0, per=0 and no "
+            "knots t, and x, w, xb, xe and s constant. Fit at knots you choose with "
+            "make_lsq_spline, interpolate with make_interp_spline or CubicSpline "
             "(differentiated in x and y), or pass the data through mutad.stop_gradient where "
             "no gradient should flow.")
     x = _plain_copy(x)
     plain = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, full_output, per, quiet)
-    knots, _, degree = plain[0] if full_output else plain
+    knots, c, degree = plain[0] if full_output else plain
+    if not interpolating:  # a smoothing fit (s > 0), on the knots FITPACK placed by the data
+        m = len(x)
+        w = np.ones(m) if w is None else w
+        s = m - math.sqrt(2 * m) if s is None else s
+        fp = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, 1, per, quiet)[1]
+        c, fp = _smoothing_fit("splrep", x, y, w, x[0] if xb is None else xb,
+                               x[-1] if xe is None else xe, degree, s, knots, c, fp)
+        return ((knots, c, degree), fp, *plain[2:]) if full_output else (knots, c, degree)
     options = {"w": w, "xb": xb, "xe": xe, "s": s, "quiet": quiet}
     c = _interpolating_coefficients(x, knots, degree, options)(y)
     return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)
@@ -2170,7 +2297,7 @@ def _coefficients_of(name, function):
         _refuse_traced(name, "the knots t", t, "Pass the knots as constants.")
         t2, _, k2 = function((_plain_copy(t), np.zeros(np.shape(c)), k), n)
         return t2, _of_coefficients(name, lambda tck: function(tck, n)[1], tck), k2
-    stand_in.__signature__ = inspect.signature(lambda tck, n=1: None)  # type: ignore[attr-defined]
+    stand_in.__signature__ = inspect.signature(lambda tck, n=1: None)
     return _route(function)(stand_in)
 
 
@@ -2593,7 +2720,7 @@ def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
     return _TracedRBF(y, d, settings)
 
 
-class _TracedRbf(_interpolate.Rbf):
+class _TracedRbf(scipy.interpolate.Rbf):
     """SciPy's legacy ``Rbf`` fitted to the plain values: its own object, its ``nodes``
     (``A⁻¹ d``, by SciPy's solve) SciPy's numbers with the derivatives of that solve of the
     traced values ``d``; a call's value ``Φ(x) · nodes`` is then SciPy's too."""
