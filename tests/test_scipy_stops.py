@@ -993,16 +993,6 @@ def test_zpk2sos_refusals():
                        np.array([0.5, 0.3, 2.0]))
 
 
-def test_clough_tocher_of_differentiated_values_is_refused():
-    points = np.random.default_rng(0).random((10, 2))
-
-    def f(v):
-        return scipy.interpolate.CloughTocher2DInterpolator(points, v)([[0.5, 0.5]]).sum()
-
-    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*Linear"):
-        mutad.gradient(f, np.random.default_rng(1).random(10))
-
-
 def test_eigsh_of_a_linear_operator_closing_over_traced_values_is_refused():
     A = np.diag(np.arange(1.0, 7.0))
 
@@ -1264,3 +1254,84 @@ def test_smoothing_fit_refused_where_the_steps_do_not_reproduce_scipys(monkeypat
     monkeypatch.setattr(minterpolate, "_curfit_steps", perturbed)
     with pytest.raises(UnsupportedOperationError, match="did not reproduce SciPy's"):
         mutad.gradient(_smoothed, _NOISY_Y)
+
+
+# ----------------------------------------------------------------------------------------------
+# CloughTocher2DInterpolator and griddata(method='cubic') of differentiated values: SciPy's
+# values, differentiated as the interpolant of the number of Gauss-Seidel sweeps SciPy's
+# gradient estimate took (each sweep linear in the values)
+
+_CT_POINTS = np.random.default_rng(0).random((12, 2))
+_CT_QUERIES = np.array([[0.5, 0.5], [0.4, 0.45], [0.2, 0.7], [5.0, 5.0]])  # the last outside
+
+
+def _clough_tocher(v):
+    return np.nansum(scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, v)(_CT_QUERIES) ** 2)
+
+
+def _clough_tocher_on_a_grid(v):
+    f = scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, np.sin(v), rescale=True,
+                                                     fill_value=0.0, tol=1e-3)
+    X, Y = np.meshgrid(np.linspace(0.2, 0.8, 3), np.linspace(0.3, 0.6, 2))
+    return (f(X, Y) ** 2).sum()
+
+
+def _clough_tocher_of_a_plane(v):  # an exact estimate, a fixed point of the sweeps
+    values = 0.7 * _CT_POINTS[:, 0] - 0.3 * _CT_POINTS[:, 1] + v
+    return np.nansum(scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, values)(
+        _CT_QUERIES) ** 3)
+
+
+def _griddata_cubic(v):
+    return np.nansum(scipy.interpolate.griddata(_CT_POINTS, v, _CT_QUERIES, method="cubic") ** 2)
+
+
+@pytest.mark.parametrize("f", [_clough_tocher, _clough_tocher_on_a_grid, _griddata_cubic,
+                               _clough_tocher_of_a_plane], ids=lambda f: f.__name__)
+def test_clough_tocher_of_differentiated_values(f):
+    v = np.zeros(12) if f is _clough_tocher_of_a_plane else \
+        np.cos(3.0 * _CT_POINTS[:, 0]) + _CT_POINTS[:, 1]
+    check(f, v)
+    mutad.check_grads(f, v, modes=("rev", "fwd"))
+
+
+@pytest.mark.filterwarnings("ignore:Gradient estimation did not converge")  # (some differences')
+@pytest.mark.parametrize("tol", [1e-6, 1e-20])  # 1e-20: SciPy stops at a sweep changing nothing
+def test_clough_tocher_sweeps_are_scipys(tol):
+    """The sweeps found are those SciPy's estimate stops after: it stops within that many (no
+    warning), not within one fewer; and swept as often without a tolerance it is SciPy's."""
+    import warnings
+
+    from scipy.interpolate import _interpnd
+
+    from mutad.scipy.interpolate import _clough_tocher_sweeps
+
+    def estimate(interpolant, sweeps, tol):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            g = _interpnd.estimate_gradients_2d_global(interpolant.tri, interpolant.values,
+                                                       maxiter=sweeps, tol=tol)
+        return g, bool(caught)
+
+    for values in (np.cos(3.0 * _CT_POINTS[:, 0]), np.zeros(12)):
+        interpolant = scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, values, tol=tol)
+        sweeps = _clough_tocher_sweeps(interpolant, tol, 400)
+        assert not estimate(interpolant, sweeps, tol)[1]
+        assert sweeps == 1 or estimate(interpolant, sweeps - 1, tol)[1]
+        assert estimate(interpolant, sweeps, -1.0)[0].tobytes() == interpolant.grad.tobytes()
+    f = lambda v: np.nansum(scipy.interpolate.CloughTocher2DInterpolator(  # noqa: E731
+        _CT_POINTS, v, tol=tol)(_CT_QUERIES) ** 2)
+    check(f, np.cos(3.0 * _CT_POINTS[:, 0]))
+
+
+def test_clough_tocher_refusals():
+    v = np.cos(3.0 * _CT_POINTS[:, 0])
+    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*query"):
+        mutad.gradient(lambda q: scipy.interpolate.CloughTocher2DInterpolator(
+            _CT_POINTS, v * q[0, 0])(q).sum(), _CT_QUERIES[:1])
+    with pytest.raises(UnsupportedOperationError, match="one column of real values"):
+        mutad.gradient(lambda v: scipy.interpolate.CloughTocher2DInterpolator(
+            _CT_POINTS, np.stack([v, v], axis=1))(_CT_QUERIES[:1]).sum(), v)
+    with pytest.raises(UnsupportedOperationError, match="one column of real values"):
+        mutad.gradient(lambda p: scipy.interpolate.CloughTocher2DInterpolator(
+            p, v)(_CT_QUERIES[:1]).sum(), _CT_POINTS)

@@ -100,9 +100,11 @@ the identity columns, a block of columns at a time (both modes and every order t
 transposed pair). Refused: differentiated data points of the nearest neighbour and
 Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
-points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` of
-differentiated values or at differentiated queries, and ``griddata(method='cubic')`` in two
-dimensions (SciPy estimates its gradients iteratively, to a tolerance). ``lagrange`` is
+points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
+``griddata(method='cubic')`` in two dimensions) at differentiated queries or of more than one
+column of values; of one column of differentiated values it is linear in them for the number
+of sweeps SciPy's iterative gradient estimate took, a decision of the forward pass, and is
+differentiated so. ``lagrange`` is
 SciPy's steps on differentiated nodes and values (refused where the sum cancels the leading
 coefficient to 0, which SciPy's ``poly1d`` trims).
 """
@@ -118,6 +120,7 @@ from typing import Any
 import numpy as np
 import scipy.interpolate
 import scipy.linalg
+import scipy.spatial
 from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
@@ -2517,18 +2520,93 @@ def lagrange(x: Any, w: Any) -> Any:
     return np.poly1d(p)
 
 
+# CloughTocher2DInterpolator of traced values: SciPy estimates the gradients at the vertices by
+# Gauss-Seidel sweeps from zero, each linear in the values, until a sweep changes them by less
+# than tol; the number of sweeps is a decision of the forward pass (as an argmax is), and for
+# that number the interpolant is linear in the values: W v, W the values at the queries of the
+# interpolants of the identity columns swept as often (tol < 0: none stops early).
+
+
+def _clough_tocher_sweeps(interpolant, tol, maxiter):
+    """The number of sweeps SciPy's gradient estimate took for ``interpolant`` (SciPy's own,
+    of one column of real values): the fewest whose estimate is SciPy's bit for bit, one more
+    where that estimate is a fixed point SciPy's test of that sweep did not stop at."""
+    def estimate(sweeps, tol=tol):
+        if sweeps == 0:
+            return np.zeros_like(interpolant.grad)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _interpnd.GradientEstimationWarning)
+            return _interpnd.estimate_gradients_2d_global(interpolant.tri, interpolant.values,
+                                                          maxiter=sweeps, tol=tol)
+    scipys = interpolant.grad.tobytes()
+    low, high = 1, maxiter
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if estimate(middle).tobytes() == scipys else (middle + 1, high)
+    if low < maxiter:  # SciPy's test of sweep `low`: its largest change, relative above 1
+        g, before = interpolant.grad, estimate(low - 1, -1.0)
+        change = np.max(np.abs(before + -g), axis=-1) / np.maximum(1.0, np.max(np.abs(g), axis=-1))
+        low += 0 if np.max(change) < tol else 1
+    return low
+
+
+class _TracedCloughTocher:
+    """``CloughTocher2DInterpolator`` of traced values: called, SciPy's values, differentiated
+    as the interpolant of SciPy's number of sweeps (see above)."""
+
+    def __init__(self, points, values, fill_value, tol, maxiter, rescale):
+        self.values = values
+        self._interpolant = _interpolate.CloughTocher2DInterpolator(
+            points, _plain(values), fill_value, tol, maxiter, rescale)
+        sweeps = _clough_tocher_sweeps(self._interpolant, tol, maxiter)
+        self._of = functools.partial(self._swept, np.array(points, float), sweeps, rescale)
+
+    @staticmethod
+    def _swept(points, sweeps, rescale, values):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _interpnd.GradientEstimationWarning)
+            return _interpolate.CloughTocher2DInterpolator(points, values, 0.0, -1.0, sweeps,
+                                                           rescale)
+
+    def __call__(self, *args):
+        _refuse_traced("CloughTocher2DInterpolator", "the query points", args,
+                       "Pass them as constants, or use LinearNDInterpolator or RBFInterpolator, "
+                       "which mutad differentiates in their queries.")
+        value = self._interpolant(*args)
+        xi = _interpnd._ndim_coords_from_arrays(args if len(args) > 1 else args[0], ndim=2)
+        xi = np.reshape(np.asarray(xi, float), (-1, 2))
+        composition = np.reshape(_rbf_apply(self.values, self._of, xi), np.shape(value))
+        if not reproduces(value, composition):  # (a guard: never another estimate's derivative)
+            raise UnsupportedOperationError(
+                "scipy.interpolate.CloughTocher2DInterpolator of differentiated values: its "
+                "gradient estimate of SciPy's number of sweeps did not reproduce SciPy's values "
+                "here, so mutad cannot differentiate it. Use LinearNDInterpolator or "
+                "RBFInterpolator (differentiated in their values).")
+        return scipys_value(value, composition)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.CloughTocher2DInterpolator(...).{name}: this interpolant "
+            "was built from traced values, and mutad differentiates calling it only. Build it "
+            "from plain values to use other attributes.")
+
+
 @_route(_interpolate.CloughTocher2DInterpolator)
 def CloughTocher2DInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
                                tol: float = 1e-6, maxiter: int = 400, rescale: bool = False
                                ) -> Any:
-    if _traced((points, values, fill_value)):
+    if not _traced((points, values, fill_value)):
+        return _interpolate.CloughTocher2DInterpolator(points, values, fill_value, tol, maxiter,
+                                                       rescale)
+    if _traced((points, fill_value)) or np.ndim(values) != 1 or np.iscomplexobj(values) \
+            or isinstance(points, scipy.spatial.Delaunay):
         raise UnsupportedOperationError(
-            "scipy.interpolate.CloughTocher2DInterpolator of differentiated points or values: "
-            "SciPy estimates the interpolant's gradients iteratively, to a tolerance, and "
-            "mutad has no derivative of them. Use LinearNDInterpolator or RBFInterpolator "
-            "(differentiated in their values), or build it from plain values.")
-    return _interpolate.CloughTocher2DInterpolator(points, values, fill_value, tol, maxiter,
-                                                   rescale)
+            "scipy.interpolate.CloughTocher2DInterpolator is differentiated in one column of "
+            "real values (shape (npoints,)), with the points (an array) and fill_value "
+            "constant: SciPy estimates the gradients of each column by its own number of "
+            "sweeps. Interpolate each column by itself, or use LinearNDInterpolator or "
+            "RBFInterpolator (differentiated in their values).")
+    return _TracedCloughTocher(points, values, fill_value, tol, maxiter, rescale)
 
 
 defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)
@@ -2783,12 +2861,9 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
         return _scattered_call(_plain_interpolant(_interpolate.LinearNDInterpolator, given,
                                                   values, fill_value, rescale), values, (xi,),
                                {}, traced)
-    if method == "cubic" and ndim == 2:
-        raise UnsupportedOperationError(
-            "scipy.interpolate.griddata(method='cubic') of differentiated values or queries: "
-            "SciPy's Clough-Tocher interpolant estimates its gradients iteratively, to a "
-            "tolerance, and mutad has no derivative of them. Use method='linear' or "
-            "'nearest', or RBFInterpolator (differentiated in its values).")
+    if method == "cubic" and ndim == 2:  # SciPy's steps
+        return CloughTocher2DInterpolator(given, values, fill_value=fill_value,
+                                          rescale=rescale)(xi)
     raise ValueError(f"Unknown interpolation method {method!r} for {ndim} dimensional data")
 
 
