@@ -1335,3 +1335,33 @@ def test_clough_tocher_refusals():
     with pytest.raises(UnsupportedOperationError, match="one column of real values"):
         mutad.gradient(lambda p: scipy.interpolate.CloughTocher2DInterpolator(
             p, v)(_CT_QUERIES[:1]).sum(), _CT_POINTS)
+
+
+# ----------------------------------------------------------------------------------------------
+# RectBivariateSpline(...).integral of differentiated values (s=0, linear in z as uᵀ z v);
+# FITPACK's scattered surface fits of differentiated data refused by name
+
+
+def _grid_integral(z):
+    spline = scipy.interpolate.RectBivariateSpline(np.linspace(0.0, 1.0, 5),
+                                                   np.linspace(0.0, 2.0, 6), z.reshape(5, 6) ** 2,
+                                                   kx=2, ky=3)
+    return spline.integral(0.1, 0.8, -1.0, 1.5) ** 2 + spline.integral(2.0, 3.0, 0.0, 1.0)
+
+
+def test_rect_bivariate_integral():
+    z = np.sin(np.linspace(0.0, 6.0, 30))
+    check(_grid_integral, z)
+    mutad.check_grads(_grid_integral, z, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("name", ["SmoothBivariateSpline", "LSQBivariateSpline"])
+def test_scattered_surface_fits_refused_by_name(name):
+    x, y = np.random.default_rng(0).random((2, 30))
+    knots = (np.array([0.5]), np.array([0.5])) if name == "LSQBivariateSpline" else ()
+
+    def f(z):
+        return getattr(scipy.interpolate, name)(x, y, z, *knots)(0.5, 0.5)[0, 0]
+
+    with pytest.raises(UnsupportedOperationError, match=f"{name} of differentiated.*RBF"):
+        mutad.gradient(f, np.sin(3.0 * x) + y)

@@ -2984,12 +2984,36 @@ class _TracedRectBivariate:
     def get_knots(self):
         return self._spec.tx.copy(), self._spec.ty.copy()
 
+    def integral(self, xa, xb, ya, yb):
+        """SciPy's integral, linear in z as uᵀ z v (the spline's coefficients Bx⁻¹ z By⁻ᵀ
+        integrated along each axis): u and v from SciPy's integrals of the splines of
+        z = e_i 1ᵀ (u_i Σv), 1 e_jᵀ (Σu v_j) and 1 1ᵀ (Σu Σv)."""
+        _refuse_traced("RectBivariateSpline.integral", "the bounds", (xa, xb, ya, yb),
+                       "Pass them as constants.")
+        spec, bounds = self._spec, (xa, xb, ya, yb)
+        nx, ny = spec.x.size, spec.y.size
+        total = spec.spline(np.ones((nx, ny))).integral(*bounds)
+        u = np.array([spec.spline(np.outer(e, np.ones(ny))).integral(*bounds)
+                      for e in np.eye(nx)])
+        v = np.array([spec.spline(np.outer(np.ones(nx), e)).integral(*bounds)
+                      for e in np.eye(ny)])
+        weights = np.outer(u, v) / total if total != 0 else np.zeros((nx, ny))
+        value = np.float64(spec.checked(_plain(self._z)).integral(*bounds))
+        composition = np.sum(weights * self._z)
+        if not reproduces(value, composition):  # (a guard: never another fit's derivative)
+            raise UnsupportedOperationError(
+                "scipy.interpolate.RectBivariateSpline(...).integral of traced values: its "
+                "integral as a sum of the values did not reproduce SciPy's here, so mutad cannot "
+                "differentiate it. Integrate the spline's values at constant points instead.")
+        return scipys_value(value, composition)
+
     def __getattr__(self, name):
         return refused_attribute(
             name,
             f"scipy.interpolate.RectBivariateSpline(...).{name}: this spline was built from "
             "traced values, and mutad differentiates its values and partial derivatives "
-            "(calling it, .ev) only. Build it from plain values to use other attributes.")
+            "(calling it, .ev) and integral only. Build it from plain values to use other "
+            "attributes.")
 
 
 @_route(_interpolate.RectBivariateSpline)
@@ -3009,6 +3033,31 @@ def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, N
     spec = _RectBivariate(_constant_value(x), _constant_value(y), _constant_value(bbox), kx, ky,
                           s, maxit)
     return _TracedRectBivariate(spec, np.copy(z))
+
+
+def _refused_surface_fit(scipy_class):
+    """The stand-in for FITPACK's scattered surface fit ``scipy_class`` (surfit, sphere):
+    SciPy's own of plain data, a clear refusal of differentiated data."""
+    name = scipy_class.__name__
+
+    def construct(*args, **kwargs):
+        if _traced((args, kwargs)):
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{name} of differentiated data: mutad has no derivative of "
+                "FITPACK's scattered surface fits (surfit ranks its system, and places a "
+                "smoothing fit's knots, by the values). For data on a grid use "
+                "RectBivariateSpline(x, y, z) (s=0), which mutad differentiates in z; for "
+                "scattered data RBFInterpolator, CloughTocher2DInterpolator or griddata.")
+        return scipy_class(*args, **kwargs)
+
+    construct.__signature__ = inspect.signature(scipy_class)
+    return _route(scipy_class)(construct)
+
+
+for _scattered_fit in (_interpolate.SmoothBivariateSpline, _interpolate.LSQBivariateSpline,
+                       _interpolate.SmoothSphereBivariateSpline,
+                       _interpolate.LSQSphereBivariateSpline):
+    _refused_surface_fit(_scattered_fit)
 
 
 @_route(_interpolate.bisplrep)
