@@ -1365,3 +1365,60 @@ def test_scattered_surface_fits_refused_by_name(name):
 
     with pytest.raises(UnsupportedOperationError, match=f"{name} of differentiated.*RBF"):
         mutad.gradient(f, np.sin(3.0 * x) + y)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.linalg.expm and matrix_power of traced sparse matrices: SciPy's values (its Padé
+# approximant; its squarings of mutad's products), expm differentiated as the dense exponential
+# at the entries SciPy's result stores
+
+
+def _sparse_expm_tridiagonal(k):
+    A = scipy.sparse.diags([k[:2], -k, k[1:]], [-1, 0, 1], format="csc")
+    E = scipy.sparse.linalg.expm(A)
+    assert isinstance(E, scipy.sparse.csc_matrix)
+    return (E.toarray() ** 2).sum() + E[0, 2]
+
+
+def _sparse_expm_of_a_rate_matrix(k):
+    n = len(k)
+    Q = scipy.sparse.csr_array(scipy.sparse.diags(
+        [k[:-1], -np.r_[k[:-1], 0.0] - np.r_[0.0, k[1:]], k[1:]], [1, 0, -1]))
+    p = np.zeros(n)
+    p[0] = 1.0
+    return (scipy.sparse.linalg.expm(0.7 * Q).T @ p) @ np.arange(n)
+
+
+def _sparse_expm_block_diagonal(k):  # entries SciPy leaves out: unreached, their derivative 0
+    rows, cols = np.array([0, 0, 1, 2]), np.array([0, 1, 1, 2])
+    A = scipy.sparse.csc_matrix((k, (rows, cols)), shape=(3, 3))
+    return np.sin(scipy.sparse.linalg.expm(A).toarray()).sum()
+
+
+def _sparse_matrix_power(k):
+    A = scipy.sparse.csr_matrix((k, ([0, 0, 1, 2], [0, 1, 1, 2])), shape=(3, 3))
+    B = scipy.sparse.linalg.matrix_power(A, 5)
+    return B.toarray().sum() + (B @ k[:3]).sum() + scipy.sparse.linalg.matrix_power(A, 1)[0, 1]
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # (SciPy's, of csr)
+@pytest.mark.parametrize("f", [_sparse_expm_tridiagonal, _sparse_expm_of_a_rate_matrix,
+                               _sparse_expm_block_diagonal, _sparse_matrix_power],
+                         ids=lambda f: f.__name__)
+def test_sparse_expm_and_matrix_power(f):
+    k = np.array([0.3, 0.8, 0.5, 0.2])[:3 if f is _sparse_expm_tridiagonal else 4]
+    check(f, k)
+    mutad.check_grads(f, k, modes=("rev", "fwd"))
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+def test_sparse_expm_refusals():
+    def dense_made(k):  # csr_matrix(D) drops D's zeros, which the differentiation reaches
+        A = scipy.sparse.csr_matrix(np.diag(k) + 0.5 * np.eye(3, k=1))
+        return scipy.sparse.linalg.expm(A).toarray().sum()
+
+    with pytest.raises(UnsupportedOperationError, match="expm.*leaves out.*scipy.linalg.expm"):
+        mutad.gradient(dense_made, np.array([0.3, -0.2, 0.5]))
+    with pytest.raises(UnsupportedOperationError, match="expm of a traced \\(2, 3\\)"):
+        mutad.gradient(lambda k: scipy.sparse.linalg.expm(scipy.sparse.csc_matrix(
+            (k, ([0, 1], [0, 2])), shape=(2, 3))).sum(), np.array([0.3, 0.2]))

@@ -147,6 +147,9 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
 ``A``; the times themselves are constants (traced ones refused). First order only.
+``expm(A)`` is SciPy's matrix, differentiated as the dense exponential at the entries it
+stores (refused where it leaves out entries the traced values reach); ``matrix_power`` SciPy's
+squarings of the traced products.
 
 **Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
 the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
@@ -168,6 +171,7 @@ import weakref
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
@@ -190,17 +194,17 @@ from ._adjoints import Value, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
-           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
+           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
-           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minimum_spanning_tree", "minres",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
-    "aslinearoperator", "spilu")},
+    "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
+    "inv", "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -4481,8 +4485,75 @@ def _aslinearoperator(A: Any) -> Any:
 
 aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
 
+# matrix_power: SciPy's squarings, of mutad's products (SciPy's values). expm: SciPy's sparse
+# Padé approximant; its derivative the dense exponential's (scipy.linalg.expm, which mutad
+# differentiates, its Fréchet derivative) at the entries SciPy's result stores. An entry it does
+# not store is one no product of A's pattern reaches (its derivative 0), unless SciPy dropped
+# one that rounds to zero: then refused, as is a matrix too large to differentiate densely.
+
+EXPM_DENSE_LIMIT = 1000
+"""The largest order of a matrix whose expm mutad differentiates (through dense n x n
+exponentials)."""
+
+
+def _matrix_power(A: Any, power: Any) -> Any:
+    if not _followed(A):
+        return SCIPY["matrix_power"](A, power)
+    M, N = A.shape
+    if M != N:
+        raise TypeError("sparse matrix is not square")
+    if not isinstance(power, (int, np.integer)):
+        raise ValueError("exponent must be an integer")
+    power = int(power)
+    if power < 0:
+        raise ValueError("exponent must be >= 0")
+    if power == 0:
+        return _sparse.eye_array(M, dtype=A.dtype)
+    if power == 1:
+        return A.copy()
+    half = _matrix_power(A, power // 2)
+    return A @ half @ half if power % 2 else half @ half
+
+
+matrix_power = _route(SCIPY["matrix_power"], _matrix_power)
+
+_expm_value = Value(lambda data, layout: _solution_entries(SCIPY["expm"](layout.build(data))),
+                    "scipy.sparse.linalg.expm")
+
+
+def _expm(A: Any) -> Any:
+    if not _followed(A):
+        return SCIPY["expm"](A)
+    layout, data = _matrix_of(A, "expm")
+    n = layout.shape[0]
+    if layout.shape[0] != layout.shape[1] or n > EXPM_DENSE_LIMIT:
+        _refuse(f"scipy.sparse.linalg.expm of a traced {layout.shape} matrix", "mutad "
+                f"differentiates it for square matrices of order up to {EXPM_DENSE_LIMIT} "
+                "(through dense exponentials); use expm_multiply(A, v) for expm(A) @ v.")
+    values, rows, cols = _expm_value(data, layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+        structure = SCIPY["expm"](layout.probe(1.0))  # (all values 1: none cancel)
+    reached = structure.toarray() != 0
+    stored = np.zeros((n, n), bool)
+    stored[rows, cols] = True
+    dense = _dense(layout, data, None)
+    composition = scipy.linalg.expm(dense)[rows, cols]  # (mutad's rule, as it is routed)
+    if np.any(reached & ~stored) or not reproduces(values, composition):
+        _refuse("scipy.sparse.linalg.expm of traced values where SciPy's result leaves out "
+                "entries that the differentiated entries reach (a dense matrix's zeros, which "
+                "csr_matrix(D) drops while they are zero, or an entry that rounded to zero), or "
+                "where the dense exponential does not reproduce SciPy's", "build the matrix "
+                "from its pattern ((data, (row, col)), diags), or make it dense (A.toarray()) "
+                "and use scipy.linalg.expm.")
+    kind = _SOLUTION_CLASSES[type(structure)]
+    return kind((scipys_value(values, composition), (rows, cols)), shape=layout.shape)
+
+
+expm = _route(SCIPY["expm"], _expm)
+
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "onenormest", "expm", "matrix_power")
+              "gcrotmk", "tfqmr", "onenormest")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
@@ -4495,8 +4566,7 @@ def _unfollowed(name):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
                 "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
-                "mutad differentiates" + (", or expm_multiply(A, v) for expm(A) @ v" if name
-                                          == "expm" else "") + "; or make the matrix dense "
+                "mutad differentiates; or make the matrix dense "
                 "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
                 "expm); or give it a rule with mutad.adjoint.")
         return original(*args, **kwargs)
