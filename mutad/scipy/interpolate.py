@@ -1939,7 +1939,7 @@ class _FittedSpline:
 # of s (or above it, out of knots), else the smoothing spline c(p) that minimizes
 # fp + Σ (jumps of the k-th derivative at the interior knots / p)², p found by curfit's
 # iteration on fp(p) = s from the fits at p = 0 (the polynomial) and p = ∞. The fit on SciPy's
-# knots is computed again in traced steps (normal equations for curfit's Givens rotations, the
+# knots is computed again in traced steps (least squares for curfit's Givens rotations, the
 # iteration step for step, its branches guarded as every decision is), which differentiate it
 # through p; the values stay SciPy's, and where the steps do not reproduce SciPy's coefficients
 # (to CURFIT_RTOL) mutad refuses rather than give another fit's derivative.
@@ -2555,7 +2555,7 @@ class _TracedCloughTocher:
     as the interpolant of SciPy's number of sweeps (see above)."""
 
     def __init__(self, points, values, fill_value, tol, maxiter, rescale):
-        self.values = values
+        self.values = np.copy(values)  # (SciPy's interpolant holds its own)
         self._interpolant = _interpolate.CloughTocher2DInterpolator(
             points, _plain(values), fill_value, tol, maxiter, rescale)
         sweeps = _clough_tocher_sweeps(self._interpolant, tol, maxiter)
@@ -2829,7 +2829,8 @@ def Rbf(*args: Any, **kwargs: Any) -> Any:
         raise UnsupportedOperationError(
             "scipy.interpolate.Rbf of differentiated values: the solve for its nodes did not "
             "reproduce SciPy's here, so mutad cannot differentiate it. Use RBFInterpolator.")
-    rbf.di, rbf.nodes = d, scipys_value(rbf.nodes, composition)
+    rbf.di = np.copy(np.reshape(d, -1) if rbf.mode == "1-D" else d)  # (SciPy's own copy)
+    rbf.nodes = scipys_value(rbf.nodes, composition)
     return rbf
 
 
