@@ -477,11 +477,10 @@ def test_arrays_made_inside_f_are_constants():
 
 
 SMOOTHING = {
-    "UnivariateSpline": lambda x, y: scipy.interpolate.UnivariateSpline(x, y)(1.5),
-    # (InterpolatedUnivariateSpline, LSQUnivariateSpline: linear fits, differentiated)
+    # (UnivariateSpline and splrep at s > 0 are differentiated on FITPACK's knots:
+    # test_scipy_stops.py)
     "make_smoothing_spline": lambda x, y: scipy.interpolate.make_smoothing_spline(x, y)(1.5),
     # (lam=None: SciPy's generalized cross-validation chooses lam from y)
-    "splrep": lambda x, y: scipy.interpolate.splrep(x, y, s=0.5)[1].sum(),
 }
 
 
@@ -533,8 +532,8 @@ def test_splrep_interpolating_then_splev(options, ext, der):
 
 @pytest.mark.parametrize("program, message", [
     (lambda x, y: scipy.interpolate.splrep(x + y, y), "in y alone"),             # traced x
-    (lambda x, y: scipy.interpolate.splrep(x, y, s=0.1), "in y alone"),          # smoothing
-    (lambda x, y: scipy.interpolate.splrep(x, y, w=x + 1.0), "in y alone"),      # default s
+    (lambda x, y: scipy.interpolate.splrep(x, y, s=y[0] ** 2), "in y alone"),    # traced s
+    (lambda x, y: scipy.interpolate.splrep(x, y, task=1, s=0.1), "in y alone"),
     (lambda x, y: scipy.interpolate.splrep(x, y, per=1), "in y alone"),
     (lambda x, y: scipy.interpolate.splev(1.0, (x + y[0], np.ones(9), 3)), "the knots t"),
 ])
@@ -676,9 +675,9 @@ def test_scattered_data_refusals():
     with pytest.raises(UnsupportedOperationError, match="data points"):
         mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE,
                                                             "nearest").sum(), SCATTERED)
-    with pytest.raises(UnsupportedOperationError, match="cubic"):
-        mutad.gradient(lambda v: scipy.interpolate.griddata(SCATTERED, v, INSIDE, "cubic")
-                       .sum(), SCATTERED_VALUES)
+    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*query"):
+        mutad.gradient(lambda q: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, q,
+                                                            "cubic").sum(), INSIDE)
     with pytest.raises(UnsupportedOperationError, match="fill_value"):
         mutad.gradient(lambda c: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, INSIDE,
                                                             fill_value=c).sum(), 0.5)
@@ -901,7 +900,8 @@ def test_rect_bivariate_spline_values_are_scipys():
     (lambda z: RBS(RB_X, RB_Y, z, s=0.1)(0.5, 0.5).sum(), "s > 0"),
     (lambda z: RBS(RB_X, RB_Y, z).ev(z[0, 0], 0.5), "query points"),
     (lambda z: RBS(RB_X + z[0, 0], RB_Y, z)(0.5, 0.5).sum(), "grid"),
-    (lambda z: RBS(RB_X, RB_Y, z).integral(0, 1, 0, 1), "integral")])
+    (lambda z: RBS(RB_X, RB_Y, z).integral(0, z[0, 0], 0, 1), "integral.*bounds"),
+    (lambda z: RBS(RB_X, RB_Y, z).get_coeffs(), "get_coeffs")])
 def test_rect_bivariate_spline_refusals(f, match):
     with pytest.raises(UnsupportedOperationError, match=match):
         mutad.gradient(f, RB_Z.copy())

@@ -1994,7 +1994,7 @@ def test_the_zeros_of_a_sum_or_product_are_left_out_as_scipy_leaves_them():
         mutad.gradient(lambda k: (stiffness(k, "csr") - stiffness(k, "csr")).data.sum(), k)
 
 
-@pytest.mark.parametrize("name", ["lobpcg", "onenormest", "expm"])
+@pytest.mark.parametrize("name", ["lobpcg", "onenormest"])
 def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
     """SciPy's own code failed on the traced matrix with TypeError: type not understood."""
     import scipy.sparse.linalg as spla
@@ -2006,8 +2006,7 @@ def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
         return getattr(spla, name)(A)
 
     x = np.array([2.0, 3.0, 4.0, 5.0])
-    with pytest.raises(mutad.MutadError, match=f"scipy.sparse.linalg.{name} of traced values"
-                       + (".*expm_multiply" if name == "expm" else "")):
+    with pytest.raises(mutad.MutadError, match=f"scipy.sparse.linalg.{name} of traced values"):
         mutad.gradient(f, x)
     assert x.tolist() == [2.0, 3.0, 4.0, 5.0]
     A = scipy.sparse.diags([x], [0], format="csc")

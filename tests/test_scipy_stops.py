@@ -30,11 +30,11 @@ def central(f, x, h=1e-6):
     return g
 
 
-def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False, h=1e-6):
-    """``f``'s value (SciPy's, bit for bit), gradient (reverse mode, and a replay at another
-    point), and directional derivative (forward mode) against central differences of step
-    ``h``; ``x`` unchanged. ``symmetric``: a symmetric matrix argument, whose gradient is the
-    symmetric one (the differences are symmetrised too)."""
+def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False, h=1e-6, replay=True):
+    """``f``'s value (SciPy's, bit for bit), gradient (reverse mode, and, where ``replay``, a
+    replay at another point), and directional derivative (forward mode) against central
+    differences of step ``h``; ``x`` unchanged. ``symmetric``: a symmetric matrix argument,
+    whose gradient is the symmetric one (the differences are symmetrised too)."""
     def expected(x):
         g = central(f, x, h)
         return (g + g.T) / 2 if symmetric else g
@@ -51,6 +51,8 @@ def check(f, x, rtol=1e-6, atol=1e-7, symmetric=False, h=1e-6):
     _, tangent = mutad.jvp(f, (x,), (direction,))
     np.testing.assert_allclose(tangent, np.sum(central(f, x, h) * direction), rtol=rtol,
                                atol=atol * np.abs(direction).sum())
+    if not replay:
+        return
     replayed = mutad.grad(f, replay=True)
     np.testing.assert_array_equal(replayed(x), g)
     other = x * 1.05
@@ -664,7 +666,7 @@ def test_ode_class_refused():
 # ----------------------------------------------------------------------------------------------
 # FITPACK's spline classes fitted to differentiated y where the fit is linear in it
 # (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,
-# the coefficients the fit of the identity columns maps y to; a smoothing fit refused
+# the coefficients the fit of the identity columns maps y to
 
 _KNOTS_X = np.linspace(0.0, 3.0, 12)
 
@@ -691,8 +693,8 @@ def test_fitpack_spline_classes(f):
 
 def test_fitpack_spline_refusals():
     y = np.sin(_KNOTS_X)
-    with pytest.raises(UnsupportedOperationError, match="smoothing fit"):
-        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y)(1.0), y)
+    with pytest.raises(UnsupportedOperationError, match="the argument s"):
+        mutad.gradient(lambda y: scipy.interpolate.UnivariateSpline(_KNOTS_X, y, s=y[0])(1.0), y)
     with pytest.raises(UnsupportedOperationError, match="the argument x"):
         mutad.gradient(lambda x: scipy.interpolate.InterpolatedUnivariateSpline(x, y)(1.0), _KNOTS_X)
     with pytest.raises(UnsupportedOperationError, match="roots"):
@@ -993,16 +995,6 @@ def test_zpk2sos_refusals():
                        np.array([0.5, 0.3, 2.0]))
 
 
-def test_clough_tocher_of_differentiated_values_is_refused():
-    points = np.random.default_rng(0).random((10, 2))
-
-    def f(v):
-        return scipy.interpolate.CloughTocher2DInterpolator(points, v)([[0.5, 0.5]]).sum()
-
-    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*Linear"):
-        mutad.gradient(f, np.random.default_rng(1).random(10))
-
-
 def test_eigsh_of_a_linear_operator_closing_over_traced_values_is_refused():
     A = np.diag(np.arange(1.0, 7.0))
 
@@ -1046,3 +1038,389 @@ def test_eigsh_of_a_plain_linear_operator_is_scipys():
     assert value == f(a)
     np.testing.assert_array_equal(
         g, scipy.sparse.linalg.eigsh(operator, k=2, v0=v0, return_eigenvectors=False))
+
+
+# ----------------------------------------------------------------------------------------------
+# splint, splder and splantider of a tck whose coefficients are differentiated (splrep's at
+# s=0, a parametric curve's, the program's own): SciPy's, linear in the coefficients
+
+
+def _splint_of_splrep(y):
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    whole, integrals = scipy.interpolate.splint(0.0, 4.0, tck, full_output=1)
+    n = len(tck[0]) - 4  # the B-splines' integrals (FITPACK leaves the last entries unset)
+    assert integrals[:n].tobytes() == scipy.interpolate.splint(0.0, 4.0, (
+        tck[0], np.zeros(len(tck[0])), 3), full_output=1)[1][:n].tobytes()
+    return scipy.interpolate.splint(0.2, 2.5, tck) ** 2 + whole
+
+
+def _splder_splantider(y):
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    second = scipy.interpolate.splder(tck, 2)
+    up = scipy.interpolate.splantider(second, 3)
+    assert second[2] == 1 and up[2] == 4
+    return (scipy.interpolate.splev(1.1, second) + up[1][2]
+            + scipy.interpolate.splint(0.0, 1.0, up) * scipy.interpolate.splder(tck)[1][4])
+
+
+def _splint_of_a_curve(r):
+    tck, _ = scipy.interpolate.splprep([np.cos(_KNOTS_X) * r, np.sin(_KNOTS_X) * r],
+                                       u=np.linspace(0.0, 1.0, 12), s=0)
+    a, b = scipy.interpolate.splint(0.1, 0.8, tck)
+    return a * b
+
+
+def _tck_of_the_program(c):
+    t = np.r_[[0.0] * 4, 1.0, 2.0, [3.0] * 4]
+    return (scipy.interpolate.splint(0.5, 2.5, (t, c[:6], 3))
+            + scipy.interpolate.splder((t, np.reshape(c, (6, 2)), 3))[1][2, 1] ** 2)
+
+
+@pytest.mark.parametrize("f", [_splint_of_splrep, _splder_splantider, _splint_of_a_curve,
+                               _tck_of_the_program], ids=lambda f: f.__name__)
+def test_spline_functions_of_traced_coefficients(f):
+    x = 1.0 + 0.1 * np.arange(12.0) if f is _splint_of_a_curve else np.sin(_KNOTS_X) + 0.1 * _KNOTS_X
+    check(f, x, replay=f in (_splint_of_splrep, _tck_of_the_program))
+    mutad.check_grads(f, x, order=2 if f is _tck_of_the_program else 1)
+
+
+def test_splint_refusals():
+    tck = scipy.interpolate.splrep(_KNOTS_X, np.sin(_KNOTS_X), s=0)
+    with pytest.raises(UnsupportedOperationError, match="bounds a and b"):
+        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck), np.array([1.0]))
+    with pytest.raises(UnsupportedOperationError, match="knots t"):
+        mutad.gradient(lambda t: scipy.interpolate.splder((t, tck[1], 3))[1].sum(), tck[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# spsolve_triangular of a matrix made from a dense triangular array (csr_matrix(np.tril(M))):
+# SciPy leaves out its zeros outside the triangle, so the solve reads none of them
+
+
+def _triangular_of_dense(k):
+    A = scipy.sparse.csr_matrix(np.tril(np.outer(k, k)) + np.diag(k))
+    return (scipy.sparse.linalg.spsolve_triangular(A, np.ones(4)).sum()
+            + scipy.sparse.linalg.spsolve_triangular(A, k, unit_diagonal=True) @ k)
+
+
+def _upper_triangular_of_dense(k):
+    A = scipy.sparse.csc_array(np.triu(np.outer(k, k)) + np.eye(4))
+    return scipy.sparse.linalg.spsolve_triangular(A, np.ones((4, 2)), lower=False).sum()
+
+
+@pytest.mark.parametrize("f", [_triangular_of_dense, _upper_triangular_of_dense],
+                         ids=lambda f: f.__name__)
+def test_spsolve_triangular_of_a_dense_triangle(f):
+    check(f, np.linspace(0.5, 1.0, 4))
+    mutad.check_grads(f, np.linspace(0.5, 1.0, 4), policy="checkpoint")
+
+
+def test_spsolve_triangular_of_a_dense_matrix_with_entries_outside_is_refused():
+    def f(k):
+        M = np.tril(np.ones((3, 3))) + np.diag(k)
+        M[0, 2] = k[0] - 1.0  # zero where recorded, not zero at the replayed point
+        return scipy.sparse.linalg.spsolve_triangular(scipy.sparse.csr_matrix(M),
+                                                      np.ones(3)).sum()
+
+    replayed = mutad.grad(f, replay=True)
+    replayed(np.array([1.0, 2.0, 3.0]))
+    with pytest.raises(UnsupportedOperationError, match="outside its triangle"):
+        replayed(np.array([1.5, 2.0, 3.0]))
+    with pytest.raises(UnsupportedOperationError, match="outside its triangle"):
+        mutad.gradient(f, np.array([1.5, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# the legacy scipy.interpolate.Rbf of differentiated values: SciPy's object, its nodes SciPy's
+# solve A⁻¹ d, differentiated in d
+
+
+def _rbf_1d(v):
+    return scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v)(np.array([0.25, 0.6])).sum()
+
+
+def _rbf_2d_smoothed(v):
+    x, y = np.random.default_rng(0).random((2, 6))
+    f = scipy.interpolate.Rbf(x, y, v * 2, function="gaussian", smooth=0.01)
+    return (f(np.array([0.3, 0.5]), np.array([0.2, 0.9])) ** 2).sum() + f.nodes[0]
+
+
+def _rbf_n_d(v):
+    f = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 3), v.reshape(3, 2), mode="N-D",
+                              function="cubic")
+    return (f(np.array([0.3, 0.7])) ** 2).sum()
+
+
+def _rbf_own_function(v):
+    f = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v, function=lambda self, r: r ** 3 + r,
+                              epsilon=0.5)
+    return f(np.array([0.33]))[0]
+
+
+@pytest.mark.parametrize("f", [_rbf_1d, _rbf_2d_smoothed, _rbf_n_d, _rbf_own_function],
+                         ids=lambda f: f.__name__)
+def test_legacy_rbf(f):
+    x = np.cos(np.arange(6.0)) + 1.0
+    check(f, x)
+    mutad.check_grads(f, x, order=2 if f is _rbf_1d else 1)
+
+
+def test_legacy_rbf_is_scipys_object():
+    v = np.cos(np.arange(6.0))
+
+    def f(v):
+        rbf = scipy.interpolate.Rbf(np.linspace(0.0, 1.0, 6), v)
+        assert isinstance(rbf, scipy.interpolate.Rbf)
+        return rbf
+
+    traced = mutad.vjp(f, v)[0]
+    plain = f(v)
+    assert np.asarray(traced.nodes).tobytes() == plain.nodes.tobytes()
+    assert traced(0.3).tobytes() == plain(0.3).tobytes()
+
+
+def test_legacy_rbf_refusals():
+    v = np.cos(np.arange(6.0))
+    x = np.linspace(0.0, 1.0, 6)
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*data points.*RBFInterpolator"):
+        mutad.gradient(lambda x: scipy.interpolate.Rbf(x, v)(0.5), x)
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*query points.*RBFInterpolator"):
+        mutad.gradient(lambda q: scipy.interpolate.Rbf(x, v * q[0])(q).sum(), np.array([0.5]))
+    with pytest.raises(UnsupportedOperationError, match="Rbf.*epsilon"):
+        mutad.gradient(lambda e: scipy.interpolate.Rbf(x, v, epsilon=e[0])(0.5), np.array([0.5]))
+
+
+# ----------------------------------------------------------------------------------------------
+# FITPACK's smoothing fits (UnivariateSpline, its default s too, and splrep at s > 0) of
+# differentiated y: SciPy's values, differentiated on FITPACK's knots as its least-squares
+# spline there or its smoothing spline of the weight p its iteration finds from y
+
+_NOISY_X = np.linspace(0.0, 3.0, 15)
+_NOISY_Y = np.sin(_NOISY_X) + 0.1 * np.cos(7.0 * _NOISY_X)
+
+
+def _smoothed(y):  # curfit's iteration on p
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, s=0.05)
+    assert len(s.get_knots()) > 2 and s.get_residual() != 0.05
+    return ((s(np.linspace(0.0, 3.0, 7)) ** 2).sum() + s.integral(0.5, 2.0)
+            + s.derivative()(1.1) + s.get_residual())
+
+
+def _smoothed_by_default(y):  # s = len(y), weighted: the least-squares polynomial
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, 3.0 * y, w=np.linspace(1.0, 4.0, 15), k=2)
+    return s(np.array([0.3, 2.2])).sum() + s.get_coeffs()[1] ** 2
+
+
+def _smoothed_in_a_box(y):
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, bbox=[-0.5, 3.5], k=4, s=0.02)
+    return (s.antiderivative()(np.array([0.0, 3.4])) ** 2).sum()
+
+
+def _splrep_smoothed(y):
+    (t, c, k), fp, ier, _ = scipy.interpolate.splrep(_NOISY_X, y, s=0.05, full_output=1)
+    assert ier == 0
+    return (scipy.interpolate.splev(np.array([0.3, 1.7, 2.9]), (t, c, k)) ** 2).sum() \
+        + scipy.interpolate.splint(0.0, 2.0, (t, c, k)) + fp * 3.0
+
+
+def _splrep_weighted(y):  # no s with weights: SciPy's s = m - sqrt(2 m)
+    tck = scipy.interpolate.splrep(_NOISY_X, 4.0 * y, w=np.full(15, 1.5), k=3)
+    return np.sin(scipy.interpolate.splev(np.array([0.5, 2.5]), tck)).sum()
+
+
+@pytest.mark.parametrize("f", [_smoothed, _smoothed_by_default, _smoothed_in_a_box,
+                               _splrep_smoothed, _splrep_weighted], ids=lambda f: f.__name__)
+def test_smoothing_fits(f):
+    check(f, _NOISY_Y, replay=False)  # (replayed: the test below)
+    mutad.check_grads(f, _NOISY_Y, modes=("rev", "fwd"))
+
+
+def test_smoothing_fit_replayed_where_fitpack_places_other_knots():
+    y, other = _NOISY_Y, _NOISY_Y + 0.3 * np.sin(9.0 * _NOISY_X)
+    knots = [len(scipy.interpolate.UnivariateSpline(_NOISY_X, v, s=0.05).get_knots())
+             for v in (y, other)]
+    assert knots[0] != knots[1]
+    replayed = mutad.grad(_smoothed, replay=True)
+    replayed(y)
+    np.testing.assert_allclose(replayed(other), central(_smoothed, other), rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(replayed(other), mutad.gradient(_smoothed, other)[0])
+
+
+def test_smoothing_fit_refused_where_the_steps_do_not_reproduce_scipys(monkeypatch):
+    from mutad.scipy import interpolate as minterpolate
+    steps = minterpolate._curfit_steps
+    def perturbed(*args):
+        fit, fp = steps(*args)
+        return fit * (1.0 + 1e-6), fp
+
+    monkeypatch.setattr(minterpolate, "_curfit_steps", perturbed)
+    with pytest.raises(UnsupportedOperationError, match="did not reproduce SciPy's"):
+        mutad.gradient(_smoothed, _NOISY_Y)
+
+
+# ----------------------------------------------------------------------------------------------
+# CloughTocher2DInterpolator and griddata(method='cubic') of differentiated values: SciPy's
+# values, differentiated as the interpolant of the number of Gauss-Seidel sweeps SciPy's
+# gradient estimate took (each sweep linear in the values)
+
+_CT_POINTS = np.random.default_rng(0).random((12, 2))
+_CT_QUERIES = np.array([[0.5, 0.5], [0.4, 0.45], [0.2, 0.7], [5.0, 5.0]])  # the last outside
+
+
+def _clough_tocher(v):
+    return np.nansum(scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, v)(_CT_QUERIES) ** 2)
+
+
+def _clough_tocher_on_a_grid(v):
+    f = scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, np.sin(v), rescale=True,
+                                                     fill_value=0.0, tol=1e-3)
+    X, Y = np.meshgrid(np.linspace(0.2, 0.8, 3), np.linspace(0.3, 0.6, 2))
+    return (f(X, Y) ** 2).sum()
+
+
+def _clough_tocher_of_a_plane(v):  # an exact estimate, a fixed point of the sweeps
+    values = 0.7 * _CT_POINTS[:, 0] - 0.3 * _CT_POINTS[:, 1] + v
+    return np.nansum(scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, values)(
+        _CT_QUERIES) ** 3)
+
+
+def _griddata_cubic(v):
+    return np.nansum(scipy.interpolate.griddata(_CT_POINTS, v, _CT_QUERIES, method="cubic") ** 2)
+
+
+@pytest.mark.parametrize("f", [_clough_tocher, _clough_tocher_on_a_grid, _griddata_cubic,
+                               _clough_tocher_of_a_plane], ids=lambda f: f.__name__)
+def test_clough_tocher_of_differentiated_values(f):
+    v = np.zeros(12) if f is _clough_tocher_of_a_plane else \
+        np.cos(3.0 * _CT_POINTS[:, 0]) + _CT_POINTS[:, 1]
+    check(f, v)
+    mutad.check_grads(f, v, modes=("rev", "fwd"))
+
+
+@pytest.mark.filterwarnings("ignore:Gradient estimation did not converge")  # (some differences')
+@pytest.mark.parametrize("tol", [1e-6, 1e-20])  # 1e-20: SciPy stops at a sweep changing nothing
+def test_clough_tocher_sweeps_are_scipys(tol):
+    """The sweeps found are those SciPy's estimate stops after: it stops within that many (no
+    warning), not within one fewer; and swept as often without a tolerance it is SciPy's."""
+    import warnings
+
+    from scipy.interpolate import _interpnd
+
+    from mutad.scipy.interpolate import _clough_tocher_sweeps
+
+    def estimate(interpolant, sweeps, tol):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            g = _interpnd.estimate_gradients_2d_global(interpolant.tri, interpolant.values,
+                                                       maxiter=sweeps, tol=tol)
+        return g, bool(caught)
+
+    for values in (np.cos(3.0 * _CT_POINTS[:, 0]), np.zeros(12)):
+        interpolant = scipy.interpolate.CloughTocher2DInterpolator(_CT_POINTS, values, tol=tol)
+        sweeps = _clough_tocher_sweeps(interpolant, tol, 400)
+        assert not estimate(interpolant, sweeps, tol)[1]
+        assert sweeps == 1 or estimate(interpolant, sweeps - 1, tol)[1]
+        assert estimate(interpolant, sweeps, -1.0)[0].tobytes() == interpolant.grad.tobytes()
+    f = lambda v: np.nansum(scipy.interpolate.CloughTocher2DInterpolator(  # noqa: E731
+        _CT_POINTS, v, tol=tol)(_CT_QUERIES) ** 2)
+    check(f, np.cos(3.0 * _CT_POINTS[:, 0]))
+
+
+def test_clough_tocher_refusals():
+    v = np.cos(3.0 * _CT_POINTS[:, 0])
+    with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*query"):
+        mutad.gradient(lambda q: scipy.interpolate.CloughTocher2DInterpolator(
+            _CT_POINTS, v * q[0, 0])(q).sum(), _CT_QUERIES[:1])
+    with pytest.raises(UnsupportedOperationError, match="one column of real values"):
+        mutad.gradient(lambda v: scipy.interpolate.CloughTocher2DInterpolator(
+            _CT_POINTS, np.stack([v, v], axis=1))(_CT_QUERIES[:1]).sum(), v)
+    with pytest.raises(UnsupportedOperationError, match="one column of real values"):
+        mutad.gradient(lambda p: scipy.interpolate.CloughTocher2DInterpolator(
+            p, v)(_CT_QUERIES[:1]).sum(), _CT_POINTS)
+
+
+# ----------------------------------------------------------------------------------------------
+# RectBivariateSpline(...).integral of differentiated values (s=0, linear in z as uᵀ z v);
+# FITPACK's scattered surface fits of differentiated data refused by name
+
+
+def _grid_integral(z):
+    spline = scipy.interpolate.RectBivariateSpline(np.linspace(0.0, 1.0, 5),
+                                                   np.linspace(0.0, 2.0, 6), z.reshape(5, 6) ** 2,
+                                                   kx=2, ky=3)
+    return spline.integral(0.1, 0.8, -1.0, 1.5) ** 2 + spline.integral(2.0, 3.0, 0.0, 1.0)
+
+
+def test_rect_bivariate_integral():
+    z = np.sin(np.linspace(0.0, 6.0, 30))
+    check(_grid_integral, z)
+    mutad.check_grads(_grid_integral, z, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("name", ["SmoothBivariateSpline", "LSQBivariateSpline"])
+def test_scattered_surface_fits_refused_by_name(name):
+    x, y = np.random.default_rng(0).random((2, 30))
+    knots = (np.array([0.5]), np.array([0.5])) if name == "LSQBivariateSpline" else ()
+
+    def f(z):
+        return getattr(scipy.interpolate, name)(x, y, z, *knots)(0.5, 0.5)[0, 0]
+
+    with pytest.raises(UnsupportedOperationError, match=f"{name} of differentiated.*RBF"):
+        mutad.gradient(f, np.sin(3.0 * x) + y)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.linalg.expm and matrix_power of traced sparse matrices: SciPy's values (its Padé
+# approximant; its squarings of mutad's products), expm differentiated as the dense exponential
+# at the entries SciPy's result stores
+
+
+def _sparse_expm_tridiagonal(k):
+    A = scipy.sparse.diags([k[:2], -k, k[1:]], [-1, 0, 1], format="csc")
+    E = scipy.sparse.linalg.expm(A)
+    assert isinstance(E, scipy.sparse.csc_matrix)
+    return (E.toarray() ** 2).sum() + E[0, 2]
+
+
+def _sparse_expm_of_a_rate_matrix(k):
+    n = len(k)
+    Q = scipy.sparse.csr_array(scipy.sparse.diags(
+        [k[:-1], -np.r_[k[:-1], 0.0] - np.r_[0.0, k[1:]], k[1:]], [1, 0, -1]))
+    p = np.zeros(n)
+    p[0] = 1.0
+    return (scipy.sparse.linalg.expm(0.7 * Q).T @ p) @ np.arange(n)
+
+
+def _sparse_expm_block_diagonal(k):  # entries SciPy leaves out: unreached, their derivative 0
+    rows, cols = np.array([0, 0, 1, 2]), np.array([0, 1, 1, 2])
+    A = scipy.sparse.csc_matrix((k, (rows, cols)), shape=(3, 3))
+    return np.sin(scipy.sparse.linalg.expm(A).toarray()).sum()
+
+
+def _sparse_matrix_power(k):
+    A = scipy.sparse.csr_matrix((k, ([0, 0, 1, 2], [0, 1, 1, 2])), shape=(3, 3))
+    B = scipy.sparse.linalg.matrix_power(A, 5)
+    return B.toarray().sum() + (B @ k[:3]).sum() + scipy.sparse.linalg.matrix_power(A, 1)[0, 1]
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")  # (SciPy's, of csr)
+@pytest.mark.parametrize("f", [_sparse_expm_tridiagonal, _sparse_expm_of_a_rate_matrix,
+                               _sparse_expm_block_diagonal, _sparse_matrix_power],
+                         ids=lambda f: f.__name__)
+def test_sparse_expm_and_matrix_power(f):
+    k = np.array([0.3, 0.8, 0.5, 0.2])[:3 if f is _sparse_expm_tridiagonal else 4]
+    check(f, k)
+    mutad.check_grads(f, k, modes=("rev", "fwd"))
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+def test_sparse_expm_refusals():
+    def dense_made(k):  # csr_matrix(D) drops D's zeros, which the differentiation reaches
+        A = scipy.sparse.csr_matrix(np.diag(k) + 0.5 * np.eye(3, k=1))
+        return scipy.sparse.linalg.expm(A).toarray().sum()
+
+    with pytest.raises(UnsupportedOperationError, match="expm.*leaves out.*scipy.linalg.expm"):
+        mutad.gradient(dense_made, np.array([0.3, -0.2, 0.5]))
+    with pytest.raises(UnsupportedOperationError, match="expm of a traced \\(2, 3\\)"):
+        mutad.gradient(lambda k: scipy.sparse.linalg.expm(scipy.sparse.csc_matrix(
+            (k, ([0, 1], [0, 2])), shape=(2, 3))).sum(), np.array([0.3, 0.2]))

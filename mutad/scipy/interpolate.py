@@ -14,7 +14,8 @@ User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_in
 and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
 ``griddata``, ``LinearNDInterpolator``, ``NearestNDInterpolator``, ``RBFInterpolator``; and
-``splrep`` at ``s=0`` then ``splev``), however it imported them:
+``splrep`` then ``splev``, ``splint``, ``splder``, ``splantider``; ``UnivariateSpline``, its
+smoothing fit on FITPACK's knots too; the legacy ``Rbf``), however it imported them:
 while a differentiation runs, a constructor given traced data returns an interpolant of mutad's
 own (its values SciPy's, computed on the plain data at each call), and an interpolant SciPy
 built from plain data (outside the differentiated function, or inside it) is differentiated in
@@ -99,9 +100,11 @@ the identity columns, a block of columns at a time (both modes and every order t
 transposed pair). Refused: differentiated data points of the nearest neighbour and
 Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
-points of ``RBFInterpolator`` with ``neighbors``, ``CloughTocher2DInterpolator`` of
-differentiated values or at differentiated queries, and ``griddata(method='cubic')`` in two
-dimensions (SciPy estimates its gradients iteratively, to a tolerance). ``lagrange`` is
+points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
+``griddata(method='cubic')`` in two dimensions) at differentiated queries or of more than one
+column of values; of one column of differentiated values it is linear in them for the number
+of sweeps SciPy's iterative gradient estimate took, a decision of the forward pass, and is
+differentiated so. ``lagrange`` is
 SciPy's steps on differentiated nodes and values (refused where the sum cancels the leading
 coefficient to 0, which SciPy's ``poly1d`` trims).
 """
@@ -116,6 +119,8 @@ from typing import Any
 
 import numpy as np
 import scipy.interpolate
+import scipy.linalg
+import scipy.spatial
 from scipy.interpolate import _interpnd
 
 from scipy.sparse.linalg import spsolve
@@ -141,11 +146,11 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator",
            "CloughTocher2DInterpolator", "CubicHermiteSpline",
            "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
            "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
-           "RBFInterpolator", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
+           "RBFInterpolator", "Rbf", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "lagrange",
            "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
-           "splev", "splprep", "splrep"]
+           "splantider", "splder", "splev", "splint", "splprep", "splrep"]
 
 
 def _traced(tree):
@@ -1876,10 +1881,12 @@ defmethod(_interpolate.RegularGridInterpolator, "__call__", _grid_rule)
 class _FittedSpline:
     """SciPy's ``UnivariateSpline`` (or ``InterpolatedUnivariateSpline``,
     ``LSQUnivariateSpline``) fitted to differentiated data: SciPy's knots ``t`` and degree
-    ``k``, the coefficients ``c`` traced, its methods SciPy's on them."""
+    ``k``, the coefficients ``c`` traced, its methods SciPy's on them; a smoothing fit's
+    ``residual`` (FITPACK's fp) traced too."""
 
-    def __init__(self, name, t, c, k, ext):
+    def __init__(self, name, t, c, k, ext, residual=None):
         self.name, self.t, self.c, self.k, self.ext = name, t, c, k, ext
+        self.residual = residual
 
     def _of(self, function, name):
         """The coefficients ``function(t, c, k)`` gives (SciPy's splder, splantider), as the
@@ -1913,12 +1920,133 @@ class _FittedSpline:
     def get_coeffs(self) -> Any:
         return self.c[:len(self.t) - self.k - 1]
 
+    def get_residual(self) -> Any:
+        if self.residual is None:
+            return self.__getattr__("get_residual")
+        return self.residual
+
     def __getattr__(self, name):
         return refused_attribute(
             name, f"scipy.interpolate.{self.name}(...).{name}: this spline was fitted to "
             "differentiated data, and mutad differentiates its values (calls), derivative, "
             "antiderivative, integral, get_coeffs and get_knots only. Compute the quantity "
             "from those, or fit plain data (mutad.stop_gradient).")
+
+
+# FITPACK's smoothing fit (curfit at s > 0: UnivariateSpline, splrep) places its knots by the
+# data, a decision of the forward pass as an argmax is, and then fits on them: the least-squares
+# spline on those knots where its residual fp = Σ (w (y - s(x)))² is within curfit's tolerance
+# of s (or above it, out of knots), else the smoothing spline c(p) that minimizes
+# fp + Σ (jumps of the k-th derivative at the interior knots / p)², p found by curfit's
+# iteration on fp(p) = s from the fits at p = 0 (the polynomial) and p = ∞. The fit on SciPy's
+# knots is computed again in traced steps (least squares for curfit's Givens rotations, the
+# iteration step for step, its branches guarded as every decision is), which differentiate it
+# through p; the values stay SciPy's, and where the steps do not reproduce SciPy's coefficients
+# (to CURFIT_RTOL) mutad refuses rather than give another fit's derivative.
+
+CURFIT_TOL, CURFIT_MAXIT = 0.001, 20  # curfit's own
+CURFIT_RTOL = 1e-7
+
+
+def _curfit_jumps(t, k):
+    """FITPACK's fpdisc: the jumps of the k-th derivative of the B-splines at the interior knots
+    t[k+1:n-k-1], scaled as curfit scales them, one row a knot (n - 2k - 2, n - k - 1)."""
+    n, k1 = len(t), k + 1
+    nk1 = n - k1
+    fac = (nk1 - k) / (t[nk1] - t[k])
+    jumps = np.zeros((n - 2 * k1, nk1))
+    for row, l in enumerate(range(k + 1, nk1)):  # the knot t[l]
+        h = np.concatenate([t[l] - t[l - k1:l], t[l] - t[l + 1:l + k1 + 1]])
+        for j in range(k + 2):
+            prod = h[j] * np.prod(h[j + 1:j + k1] * fac)
+            jumps[row, row + j] = (t[row + j + k1] - t[row + j]) / prod
+    return jumps
+
+
+def _curfit_rational(p1, f1, p2, f2, p3, f3):
+    """FITPACK's fprati: the next p of the rational interpolation r(p) = (u p + v)/(p + w) of
+    three points of f, and the bracket (p1, f1, p3, f3) it keeps (p3 < 0: infinity)."""
+    if p3 > 0:
+        h1, h2, h3 = f1 * (f2 - f3), f2 * (f3 - f1), f3 * (f1 - f2)
+        p = -(p1 * p2 * h3 + p2 * p3 * h1 + p3 * p1 * h2) / (p1 * h1 + p2 * h2 + p3 * h3)
+    else:
+        p = (p1 * (f1 - f3) * f2 - p2 * (f2 - f3) * f1) / ((f1 - f2) * f3)
+    return (p, p2, f2, p3, f3) if not f2 < 0 else (p, p1, f1, p2, f2)
+
+
+def _smoothing_fit(name, x, y, w, xb, xe, k, s, t, c, fp):
+    """The coefficients (``len(t)``) and residual of curfit's fit at ``s > 0`` of the traced
+    ``y`` on SciPy's knots ``t``: SciPy's values ``c`` and ``fp``, differentiated as that fit
+    on those knots (see above)."""
+    refusal = UnsupportedOperationError(
+        f"scipy.interpolate.{name} of differentiated data at s > 0: mutad's steps of FITPACK's "
+        "smoothing fit on its knots did not reproduce SciPy's coefficients here (an "
+        "ill-conditioned fit, or a decision of the iteration on p taken within rounding), so "
+        "mutad cannot differentiate it. Fit at knots you choose (LSQUnivariateSpline, "
+        "make_lsq_spline), smooth with make_smoothing_spline(x, y, lam=...), or pass the data "
+        "through mutad.stop_gradient where no gradient should flow.")
+    try:
+        fit, residual = _curfit_steps(x, y, w, xb, xe, k, s, t)
+    except np.linalg.LinAlgError:  # a singular system, whose fit FITPACK's rotations rank
+        raise refusal from None
+    n = len(t)
+    value = np.asarray(c, float)[:n]  # (its last k + 1 entries FITPACK's workspace: unread)
+    if not np.max(np.abs(stop_gradient(fit) - value[:n - k - 1])) <= \
+            CURFIT_RTOL * np.max(np.abs(value[:n - k - 1])):
+        raise refusal
+    return (scipys_value(value, np.concatenate([fit, np.zeros(k + 1)])),
+            scipys_value(np.float64(fp), residual))
+
+
+def _curfit_steps(x, y, w, xb, xe, k, s, t):
+    """curfit's fit on the knots ``t`` of the traced ``y`` (its coefficients, n - k - 1, and
+    residual): the least-squares spline, or the smoothing spline of the p its iteration
+    finds."""
+    x, w, t = np.asarray(x, float), np.asarray(w, float), np.asarray(t, float)
+    n, k1 = len(t), k + 1
+    acc = CURFIT_TOL * s
+    design = w[:, None] * _interpolate.BSpline.design_matrix(x, t, k).toarray()
+    wy = w * y
+
+    def least_squares(design, rhs=wy):
+        coefficients = np.linalg.lstsq(design, rhs, rcond=None)[0]
+        return coefficients, np.sum((design[:len(x)] @ coefficients - wy) ** 2)
+
+    fit, fp = least_squares(design)
+    if n > 2 * k1 and fp < s and not abs(fp - s) < acc:  # curfit's smoothing spline
+        _, fp0 = least_squares(w[:, None] * _interpolate.BSpline.design_matrix(
+            x, np.r_[[xb] * k1, [xe] * k1], k).toarray())
+        jumps = _curfit_jumps(t, k)
+        rhs = np.concatenate([wy, np.zeros(len(jumps))])
+        p = (n - k1) / np.sum(np.abs(np.diag(np.linalg.qr(design, mode="r"))))
+        p1, f1, p3, f3 = 0.0, fp0 - s, -1.0, fp - s
+        ich1 = ich3 = False
+        for iteration in range(1, CURFIT_MAXIT + 1):
+            fit, fp = least_squares(np.concatenate([design, jumps / p]), rhs)
+            fpms = fp - s
+            if abs(fpms) < acc or iteration == CURFIT_MAXIT:
+                break
+            p2, f2 = p, fpms
+            if not ich3:
+                if not f2 - f3 > acc:  # the first p too large
+                    p3, f3, p = p2, f2, p * 0.04
+                    if p <= p1:
+                        p = p1 * 0.9 + p2 * 0.1
+                    continue
+                ich3 = f2 < 0
+            if not ich1:
+                if not f1 - f2 > acc:  # the first p too small
+                    p1, f1, p = p2, f2, p / 0.04
+                    if p3 < 0:
+                        continue
+                    if p >= p3:
+                        p = p2 * 0.1 + p3 * 0.9
+                    continue
+                ich1 = f2 > 0
+            if f2 >= f1 or f2 <= f3:  # curfit's ier=2: it stops
+                break
+            p, p1, f1, p3, f3 = _curfit_rational(p1, f1, p2, f2, p3, f3)
+    return fit, fp
 
 
 def _fitted_spline(scipy_class):
@@ -1934,15 +2062,6 @@ def _fitted_spline(scipy_class):
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = bound.arguments
-        s = given.get("s", 0)
-        if s is None or not np.all(np.equal(s, 0)):
-            raise UnsupportedOperationError(
-                f"scipy.interpolate.{name} of differentiated data: its smoothing fit (FITPACK's "
-                "choice of knots and coefficients, s > 0) has no derivative in mutad. "
-                "Interpolate (s=0, InterpolatedUnivariateSpline, make_interp_spline), fit at "
-                "knots you choose (LSQUnivariateSpline, make_lsq_spline), smooth with "
-                "make_smoothing_spline(x, y, lam=...), or pass the data through "
-                "mutad.stop_gradient where no gradient should flow.")
         for argument, value in given.items():
             if argument != "y":
                 _refuse_traced(name, f"the argument {argument}", value,
@@ -1955,9 +2074,14 @@ def _fitted_spline(scipy_class):
             return scipy_class(**dict(given, y=y))
 
         spline = fitted(_plain(given["y"]))
-        t, _, k = spline._eval_args
+        t, c, k = spline._eval_args
+        _, _, w, xb, xe, _, s = spline._data[:7]
+        if s > 0:  # a smoothing fit, on the knots FITPACK placed by the data
+            c, fp = _smoothing_fit(name, given["x"], given["y"], w, xb, xe, k, s, t, c,
+                                   spline.get_residual())
+            return _FittedSpline(name, np.copy(t), c, k, spline.ext, fp)
         c = linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
-                        f"scipy.interpolate.{name}")(given["y"])
+                       f"scipy.interpolate.{name}")(given["y"])
         return _FittedSpline(name, np.copy(t), c, k, spline.ext)
 
     construct.__signature__ = signature
@@ -2031,19 +2155,26 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
     arguments = (x, y, w, xb, xe, k, task, s, t, full_output, per, quiet)
     if not _traced(arguments):
         return _interpolate.splrep(*arguments)
-    interpolating = (task == 0 and t is None and not per
-                     and (s is None and w is None or s is not None and np.all(np.equal(s, 0))))
-    if _traced((x, w, xb, xe, k, s, t)) or not interpolating or np.ndim(y) != 1:
+    interpolating = s is None and w is None or s is not None and np.all(np.equal(s, 0))
+    if _traced((x, w, xb, xe, k, s, t)) or task != 0 or t is not None or per \
+            or np.ndim(y) != 1:
         raise UnsupportedOperationError(
-            "scipy.interpolate.splrep is differentiated in y alone, when it interpolates (s=0, "
-            "or no s and no weights; task=0, per=0, no knots t), with x, w, xb and xe "
-            "constant: its smoothing fit (FITPACK's choice of knots and coefficients) has no "
-            "derivative in mutad. Interpolate with make_interp_spline or CubicSpline "
+            "scipy.interpolate.splrep is differentiated in y alone, with task=0, per=0 and no "
+            "knots t, and x, w, xb, xe and s constant. Fit at knots you choose with "
+            "make_lsq_spline, interpolate with make_interp_spline or CubicSpline "
             "(differentiated in x and y), or pass the data through mutad.stop_gradient where "
             "no gradient should flow.")
     x = _plain_copy(x)
     plain = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, full_output, per, quiet)
-    knots, _, degree = plain[0] if full_output else plain
+    knots, c, degree = plain[0] if full_output else plain
+    if not interpolating:  # a smoothing fit (s > 0), on the knots FITPACK placed by the data
+        m = len(x)
+        w = np.ones(m) if w is None else w
+        s = m - math.sqrt(2 * m) if s is None else s
+        fp = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, 1, per, quiet)[1]
+        c, fp = _smoothing_fit("splrep", x, y, w, x[0] if xb is None else xb,
+                               x[-1] if xe is None else xe, degree, s, knots, c, fp)
+        return ((knots, c, degree), fp, *plain[2:]) if full_output else (knots, c, degree)
     options = {"w": w, "xb": xb, "xe": xe, "s": s, "quiet": quiet}
     c = _interpolating_coefficients(x, knots, degree, options)(y)
     return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)
@@ -2132,6 +2263,48 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
     c = c if _traced(c) else _plain_copy(c)
     return _evaluate(c, x if _traced(x) else np.asarray(x), spec=_Splev(_plain_copy(t), k, ext),
                      nu=der)
+
+
+def _of_coefficients(name, function, tck):
+    """``function(t, c, k)`` of a FITPACK spline whose coefficients are traced, linear in them
+    for constant knots (splint, splder, splantider): SciPy's ``function`` of the plain ones,
+    differentiated by the matrix of its values at the identity columns."""
+    t, c, k = tck
+    _refuse_traced(name, "the knots t", t, "Pass the knots as constants.")
+    t, shape = _plain_copy(t), np.shape(c)
+    return linear_map(lambda v: function((t, np.reshape(v, shape), k)), int(np.prod(shape)),
+                      f"scipy.interpolate.{name}")(np.reshape(c, -1))
+
+
+@_route(_interpolate.splint)
+def splint(a: Any, b: Any, tck: Any, full_output: int = 0) -> Any:
+    if not _traced((a, b, tck)) or isinstance(tck, _interpolate.BSpline):
+        return _interpolate.splint(a, b, tck, full_output)
+    _refuse_traced("splint", "the bounds a and b", (a, b), "Pass them as constants.")
+    t, c, k = tck
+    if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
+        return [splint(a, b, (t, ci, k)) for ci in c]  # a parametric curve's, as SciPy's
+    value = _of_coefficients("splint", lambda tck: _interpolate.splint(a, b, tck), tck)
+    if full_output:  # the integrals of the B-splines, constants
+        return value, _interpolate.splint(a, b, (_plain_copy(t), np.zeros(np.shape(c)), k), 1)[1]
+    return value
+
+
+def _coefficients_of(name, function):
+    """``splder`` or ``splantider`` of traced coefficients: SciPy's knots and degree, the
+    coefficients a linear function of the traced ones."""
+    def stand_in(tck: Any, n: int = 1) -> Any:
+        if not _traced(tck) or isinstance(tck, _interpolate.BSpline):
+            return function(tck, n)
+        t, c, k = tck
+        _refuse_traced(name, "the knots t", t, "Pass the knots as constants.")
+        t2, _, k2 = function((_plain_copy(t), np.zeros(np.shape(c)), k), n)
+        return t2, _of_coefficients(name, lambda tck: function(tck, n)[1], tck), k2
+    return _route(function)(stand_in)
+
+
+splder = _coefficients_of("splder", _interpolate.splder)
+splantider = _coefficients_of("splantider", _interpolate.splantider)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2346,18 +2519,93 @@ def lagrange(x: Any, w: Any) -> Any:
     return np.poly1d(p)
 
 
+# CloughTocher2DInterpolator of traced values: SciPy estimates the gradients at the vertices by
+# Gauss-Seidel sweeps from zero, each linear in the values, until a sweep changes them by less
+# than tol; the number of sweeps is a decision of the forward pass (as an argmax is), and for
+# that number the interpolant is linear in the values: W v, W the values at the queries of the
+# interpolants of the identity columns swept as often (tol < 0: none stops early).
+
+
+def _clough_tocher_sweeps(interpolant, tol, maxiter):
+    """The number of sweeps SciPy's gradient estimate took for ``interpolant`` (SciPy's own,
+    of one column of real values): the fewest whose estimate is SciPy's bit for bit, one more
+    where that estimate is a fixed point SciPy's test of that sweep did not stop at."""
+    def estimate(sweeps, tol=tol):
+        if sweeps == 0:
+            return np.zeros_like(interpolant.grad)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _interpnd.GradientEstimationWarning)
+            return _interpnd.estimate_gradients_2d_global(interpolant.tri, interpolant.values,
+                                                          maxiter=sweeps, tol=tol)
+    scipys = interpolant.grad.tobytes()
+    low, high = 1, maxiter
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if estimate(middle).tobytes() == scipys else (middle + 1, high)
+    if low < maxiter:  # SciPy's test of sweep `low`: its largest change, relative above 1
+        g, before = interpolant.grad, estimate(low - 1, -1.0)
+        change = np.max(np.abs(before + -g), axis=-1) / np.maximum(1.0, np.max(np.abs(g), axis=-1))
+        low += 0 if np.max(change) < tol else 1
+    return low
+
+
+class _TracedCloughTocher:
+    """``CloughTocher2DInterpolator`` of traced values: called, SciPy's values, differentiated
+    as the interpolant of SciPy's number of sweeps (see above)."""
+
+    def __init__(self, points, values, fill_value, tol, maxiter, rescale):
+        self.values = np.copy(values)  # (SciPy's interpolant holds its own)
+        self._interpolant = _interpolate.CloughTocher2DInterpolator(
+            points, _plain(values), fill_value, tol, maxiter, rescale)
+        sweeps = _clough_tocher_sweeps(self._interpolant, tol, maxiter)
+        self._of = functools.partial(self._swept, np.array(points, float), sweeps, rescale)
+
+    @staticmethod
+    def _swept(points, sweeps, rescale, values):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _interpnd.GradientEstimationWarning)
+            return _interpolate.CloughTocher2DInterpolator(points, values, 0.0, -1.0, sweeps,
+                                                           rescale)
+
+    def __call__(self, *args):
+        _refuse_traced("CloughTocher2DInterpolator", "the query points", args,
+                       "Pass them as constants, or use LinearNDInterpolator or RBFInterpolator, "
+                       "which mutad differentiates in their queries.")
+        value = self._interpolant(*args)
+        xi = _interpnd._ndim_coords_from_arrays(args if len(args) > 1 else args[0], ndim=2)
+        xi = np.reshape(np.asarray(xi, float), (-1, 2))
+        composition = np.reshape(_rbf_apply(self.values, self._of, xi), np.shape(value))
+        if not reproduces(value, composition):  # (a guard: never another estimate's derivative)
+            raise UnsupportedOperationError(
+                "scipy.interpolate.CloughTocher2DInterpolator of differentiated values: its "
+                "gradient estimate of SciPy's number of sweeps did not reproduce SciPy's values "
+                "here, so mutad cannot differentiate it. Use LinearNDInterpolator or "
+                "RBFInterpolator (differentiated in their values).")
+        return scipys_value(value, composition)
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name, f"scipy.interpolate.CloughTocher2DInterpolator(...).{name}: this interpolant "
+            "was built from traced values, and mutad differentiates calling it only. Build it "
+            "from plain values to use other attributes.")
+
+
 @_route(_interpolate.CloughTocher2DInterpolator)
 def CloughTocher2DInterpolator(points: Any, values: Any, fill_value: Any = np.nan,
                                tol: float = 1e-6, maxiter: int = 400, rescale: bool = False
                                ) -> Any:
-    if _traced((points, values, fill_value)):
+    if not _traced((points, values, fill_value)):
+        return _interpolate.CloughTocher2DInterpolator(points, values, fill_value, tol, maxiter,
+                                                       rescale)
+    if _traced((points, fill_value)) or np.ndim(values) != 1 or np.iscomplexobj(values) \
+            or isinstance(points, scipy.spatial.Delaunay):
         raise UnsupportedOperationError(
-            "scipy.interpolate.CloughTocher2DInterpolator of differentiated points or values: "
-            "SciPy estimates the interpolant's gradients iteratively, to a tolerance, and "
-            "mutad has no derivative of them. Use LinearNDInterpolator or RBFInterpolator "
-            "(differentiated in their values), or build it from plain values.")
-    return _interpolate.CloughTocher2DInterpolator(points, values, fill_value, tol, maxiter,
-                                                   rescale)
+            "scipy.interpolate.CloughTocher2DInterpolator is differentiated in one column of "
+            "real values (shape (npoints,)), with the points (an array) and fill_value "
+            "constant: SciPy estimates the gradients of each column by its own number of "
+            "sweeps. Interpolate each column by itself, or use LinearNDInterpolator or "
+            "RBFInterpolator (differentiated in their values).")
+    return _TracedCloughTocher(points, values, fill_value, tol, maxiter, rescale)
 
 
 defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)
@@ -2549,6 +2797,42 @@ def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
     return _TracedRBF(y, d, settings)
 
 
+class _TracedRbf(scipy.interpolate.Rbf):
+    """SciPy's legacy ``Rbf`` fitted to the plain values: its own object, its ``nodes``
+    (``A⁻¹ d``, by SciPy's solve) SciPy's numbers with the derivatives of that solve of the
+    traced values ``d``; a call's value ``Φ(x) · nodes`` is then SciPy's too."""
+
+    def __call__(self, *args: Any) -> Any:
+        _refuse_traced("Rbf", "the query points", args, "Pass them as constants, or use "
+                       "RBFInterpolator, which mutad differentiates in its query points.")
+        return super().__call__(*args)
+
+
+@_route(_interpolate.Rbf)
+def Rbf(*args: Any, **kwargs: Any) -> Any:
+    if not _traced((args, kwargs)):
+        return _interpolate.Rbf(*args, **kwargs)
+    _refuse_traced("Rbf", "the data points, epsilon or smooth", (args[:-1], kwargs),
+                   "Pass them as constants, or use RBFInterpolator, which mutad "
+                   "differentiates in its data points too.")
+    d = args[-1]
+    rbf = _TracedRbf(*args[:-1], _plain_copy(stop_gradient(d)), **kwargs)
+    A = rbf.A
+    if rbf._target_dim > 1:  # SciPy's: one LU factorisation, a solve of each column
+        factors = scipy.linalg.lu_factor(A)
+        composition = np.stack([scipy.linalg.lu_solve(factors, d[:, i])
+                                for i in range(rbf._target_dim)], axis=1)
+    else:
+        composition = scipy.linalg.solve(A, np.reshape(d, -1) if rbf.mode == "1-D" else d)
+    if not reproduces(rbf.nodes, composition):  # (a guard: never another solve's derivative)
+        raise UnsupportedOperationError(
+            "scipy.interpolate.Rbf of differentiated values: the solve for its nodes did not "
+            "reproduce SciPy's here, so mutad cannot differentiate it. Use RBFInterpolator.")
+    rbf.di = np.copy(np.reshape(d, -1) if rbf.mode == "1-D" else d)  # (SciPy's own copy)
+    rbf.nodes = scipys_value(rbf.nodes, composition)
+    return rbf
+
+
 @_route(_interpolate.griddata)
 def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
              fill_value: Any = np.nan, rescale: bool = False) -> Any:
@@ -2577,12 +2861,9 @@ def griddata(points: Any, values: Any, xi: Any, method: str = "linear",
         return _scattered_call(_plain_interpolant(_interpolate.LinearNDInterpolator, given,
                                                   values, fill_value, rescale), values, (xi,),
                                {}, traced)
-    if method == "cubic" and ndim == 2:
-        raise UnsupportedOperationError(
-            "scipy.interpolate.griddata(method='cubic') of differentiated values or queries: "
-            "SciPy's Clough-Tocher interpolant estimates its gradients iteratively, to a "
-            "tolerance, and mutad has no derivative of them. Use method='linear' or "
-            "'nearest', or RBFInterpolator (differentiated in its values).")
+    if method == "cubic" and ndim == 2:  # SciPy's steps
+        return CloughTocher2DInterpolator(given, values, fill_value=fill_value,
+                                          rescale=rescale)(xi)
     raise ValueError(f"Unknown interpolation method {method!r} for {ndim} dimensional data")
 
 
@@ -2703,12 +2984,36 @@ class _TracedRectBivariate:
     def get_knots(self):
         return self._spec.tx.copy(), self._spec.ty.copy()
 
+    def integral(self, xa, xb, ya, yb):
+        """SciPy's integral, linear in z as uᵀ z v (the spline's coefficients Bx⁻¹ z By⁻ᵀ
+        integrated along each axis): u and v from SciPy's integrals of the splines of
+        z = e_i 1ᵀ (u_i Σv), 1 e_jᵀ (Σu v_j) and 1 1ᵀ (Σu Σv)."""
+        _refuse_traced("RectBivariateSpline.integral", "the bounds", (xa, xb, ya, yb),
+                       "Pass them as constants.")
+        spec, bounds = self._spec, (xa, xb, ya, yb)
+        nx, ny = spec.x.size, spec.y.size
+        total = spec.spline(np.ones((nx, ny))).integral(*bounds)
+        u = np.array([spec.spline(np.outer(e, np.ones(ny))).integral(*bounds)
+                      for e in np.eye(nx)])
+        v = np.array([spec.spline(np.outer(np.ones(nx), e)).integral(*bounds)
+                      for e in np.eye(ny)])
+        weights = np.outer(u, v) / total if total != 0 else np.zeros((nx, ny))
+        value = np.float64(spec.checked(_plain(self._z)).integral(*bounds))
+        composition = np.sum(weights * self._z)
+        if not reproduces(value, composition):  # (a guard: never another fit's derivative)
+            raise UnsupportedOperationError(
+                "scipy.interpolate.RectBivariateSpline(...).integral of traced values: its "
+                "integral as a sum of the values did not reproduce SciPy's here, so mutad cannot "
+                "differentiate it. Integrate the spline's values at constant points instead.")
+        return scipys_value(value, composition)
+
     def __getattr__(self, name):
         return refused_attribute(
             name,
             f"scipy.interpolate.RectBivariateSpline(...).{name}: this spline was built from "
             "traced values, and mutad differentiates its values and partial derivatives "
-            "(calling it, .ev) only. Build it from plain values to use other attributes.")
+            "(calling it, .ev) and integral only. Build it from plain values to use other "
+            "attributes.")
 
 
 @_route(_interpolate.RectBivariateSpline)
@@ -2728,6 +3033,31 @@ def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, N
     spec = _RectBivariate(_constant_value(x), _constant_value(y), _constant_value(bbox), kx, ky,
                           s, maxit)
     return _TracedRectBivariate(spec, np.copy(z))
+
+
+def _refused_surface_fit(scipy_class):
+    """The stand-in for FITPACK's scattered surface fit ``scipy_class`` (surfit, sphere):
+    SciPy's own of plain data, a clear refusal of differentiated data."""
+    name = scipy_class.__name__
+
+    def construct(*args, **kwargs):
+        if _traced((args, kwargs)):
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{name} of differentiated data: mutad has no derivative of "
+                "FITPACK's scattered surface fits (surfit ranks its system, and places a "
+                "smoothing fit's knots, by the values). For data on a grid use "
+                "RectBivariateSpline(x, y, z) (s=0), which mutad differentiates in z; for "
+                "scattered data RBFInterpolator, CloughTocher2DInterpolator or griddata.")
+        return scipy_class(*args, **kwargs)
+
+    construct.__signature__ = inspect.signature(scipy_class)
+    return _route(scipy_class)(construct)
+
+
+for _scattered_fit in (_interpolate.SmoothBivariateSpline, _interpolate.LSQBivariateSpline,
+                       _interpolate.SmoothSphereBivariateSpline,
+                       _interpolate.LSQSphereBivariateSpline):
+    _refused_surface_fit(_scattered_fit)
 
 
 @_route(_interpolate.bisplrep)

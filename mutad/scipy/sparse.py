@@ -147,6 +147,9 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
 ``A``; the times themselves are constants (traced ones refused). First order only.
+``expm(A)`` is SciPy's matrix, differentiated as the dense exponential at the entries it
+stores (refused where it leaves out entries the traced values reach); ``matrix_power`` SciPy's
+squarings of the traced products.
 
 **Least squares.** ``lsqr`` and ``lsmr`` return SciPy's solution; its derivative is that of
 the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
@@ -168,6 +171,7 @@ import weakref
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
@@ -190,17 +194,17 @@ from ._adjoints import Value, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
-           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm_multiply",
+           "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
-           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "minimum_spanning_tree", "minres",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
-    "norm", "eigs", "eigsh", "svds", "expm_multiply", "lsqr", "lsmr", "inv",
-    "aslinearoperator", "spilu")},
+    "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
+    "inv", "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
@@ -721,22 +725,33 @@ class _Direct(_Solver):
 
 class _Triangular(_Solver):
     """``spsolve_triangular``, of a matrix whose pattern lies in its triangle (SciPy's result
-    for another is not a solve of it); with ``unit_diagonal=True`` it reads no diagonal value,
-    so those have no derivative (``mask``)."""
+    for another is not a solve of it), but for the zeros of a dense matrix there (``outside``),
+    which SciPy leaves out while they are zero: the solve reads none of them, nor, with
+    ``unit_diagonal=True``, a diagonal value, so those have no derivative (``mask``)."""
 
     def __init__(self, layout, lower, unit_diagonal):
         super().__init__(layout)
         self.lower, self.unit_diagonal = lower, unit_diagonal
         rows, cols = layout.rows, layout.cols
-        if np.any(layout.valid & (rows < cols if lower else rows > cols)):
-            _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={lower}) of a matrix "
-                    "with stored entries outside its triangle", "SciPy solves with a "
-                    "triangular matrix only: pass scipy.sparse.tril(A) (triu(A) for "
-                    "lower=False), whose pattern is the triangle.")
-        if unit_diagonal:
-            self.mask = np.reshape((rows != cols).astype(float), layout.data_shape)
+        outside = layout.valid & (rows < cols if lower else rows > cols)
+        dropped = np.zeros(outside.shape, bool) if layout.droppable is None else \
+            np.reshape(layout.droppable, outside.shape)
+        if np.any(outside & ~dropped):
+            self.refuse()
+        self.outside = np.reshape(outside, layout.data_shape)
+        if unit_diagonal or np.any(outside):
+            self.mask = np.reshape(((rows != cols) | ~unit_diagonal) & ~outside,
+                                   layout.data_shape).astype(float)
+
+    def refuse(self):
+        _refuse(f"scipy.sparse.linalg.spsolve_triangular(A, b, lower={self.lower}) of a matrix "
+                "with stored entries outside its triangle", "SciPy solves with a triangular "
+                "matrix only: pass scipy.sparse.tril(A) (triu(A) for lower=False), whose "
+                "pattern is the triangle.")
 
     def value(self, data, b, guess):
+        if np.any(np.where(self.outside, data, 0.0) != 0.0):  # a dense matrix's, not zero
+            self.refuse()
         matrix, lower = self.layout.build(data), self.lower
         if self.trans:
             matrix, lower = SCIPY["csc_array"](matrix.T), not lower
@@ -4470,8 +4485,75 @@ def _aslinearoperator(A: Any) -> Any:
 
 aslinearoperator = _route(SCIPY["aslinearoperator"], _aslinearoperator)
 
+# matrix_power: SciPy's squarings, of mutad's products (SciPy's values). expm: SciPy's sparse
+# Padé approximant; its derivative the dense exponential's (scipy.linalg.expm, which mutad
+# differentiates, its Fréchet derivative) at the entries SciPy's result stores. An entry it does
+# not store is one no product of A's pattern reaches (its derivative 0), unless SciPy dropped
+# one that rounds to zero: then refused, as is a matrix too large to differentiate densely.
+
+EXPM_DENSE_LIMIT = 1000
+"""The largest order of a matrix whose expm mutad differentiates (through dense n x n
+exponentials)."""
+
+
+def _matrix_power(A: Any, power: Any) -> Any:
+    if not _followed(A):
+        return SCIPY["matrix_power"](A, power)
+    M, N = A.shape
+    if M != N:
+        raise TypeError("sparse matrix is not square")
+    if not isinstance(power, (int, np.integer)):
+        raise ValueError("exponent must be an integer")
+    power = int(power)
+    if power < 0:
+        raise ValueError("exponent must be >= 0")
+    if power == 0:
+        return _sparse.eye_array(M, dtype=A.dtype)
+    if power == 1:
+        return A.copy()
+    half = _matrix_power(A, power // 2)
+    return A @ half @ half if power % 2 else half @ half
+
+
+matrix_power = _route(SCIPY["matrix_power"], _matrix_power)
+
+_expm_value = Value(lambda data, layout: _solution_entries(SCIPY["expm"](layout.build(data))),
+                    "scipy.sparse.linalg.expm")
+
+
+def _expm(A: Any) -> Any:
+    if not _followed(A):
+        return SCIPY["expm"](A)
+    layout, data = _matrix_of(A, "expm")
+    n = layout.shape[0]
+    if layout.shape[0] != layout.shape[1] or n > EXPM_DENSE_LIMIT:
+        _refuse(f"scipy.sparse.linalg.expm of a traced {layout.shape} matrix", "mutad "
+                f"differentiates it for square matrices of order up to {EXPM_DENSE_LIMIT} "
+                "(through dense exponentials); use expm_multiply(A, v) for expm(A) @ v.")
+    values, rows, cols = _expm_value(data, layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+        structure = SCIPY["expm"](layout.probe(1.0))  # (all values 1: none cancel)
+    reached = structure.toarray() != 0
+    stored = np.zeros((n, n), bool)
+    stored[rows, cols] = True
+    dense = _dense(layout, data, None)
+    composition = scipy.linalg.expm(dense)[rows, cols]  # (mutad's rule, as it is routed)
+    if np.any(reached & ~stored) or not reproduces(values, composition):
+        _refuse("scipy.sparse.linalg.expm of traced values where SciPy's result leaves out "
+                "entries that the differentiated entries reach (a dense matrix's zeros, which "
+                "csr_matrix(D) drops while they are zero, or an entry that rounded to zero), or "
+                "where the dense exponential does not reproduce SciPy's", "build the matrix "
+                "from its pattern ((data, (row, col)), diags), or make it dense (A.toarray()) "
+                "and use scipy.linalg.expm.")
+    kind = _SOLUTION_CLASSES[type(structure)]
+    return kind((scipys_value(values, composition), (rows, cols)), shape=layout.shape)
+
+
+expm = _route(SCIPY["expm"], _expm)
+
 UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "onenormest", "expm", "matrix_power")
+              "gcrotmk", "tfqmr", "onenormest")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
@@ -4484,8 +4566,7 @@ def _unfollowed(name):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
                 "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
-                "mutad differentiates" + (", or expm_multiply(A, v) for expm(A) @ v" if name
-                                          == "expm" else "") + "; or make the matrix dense "
+                "mutad differentiates; or make the matrix dense "
                 "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
                 "expm); or give it a rule with mutad.adjoint.")
         return original(*args, **kwargs)
