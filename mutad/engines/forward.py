@@ -45,6 +45,7 @@ from ..core.errors import (
     no_rule,
     objects_refused,
 )
+from ..core.debug import ERRORS, HELD, HOLDING
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
 from .recompute import flat
@@ -55,6 +56,67 @@ from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, 
                           real_part_if, strided, wrapped, writes_freely)
 from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
                      written_before_raising)
+
+
+# ----------------------------------------------------------------------------------------------
+# A tangent's floating-point events
+
+_CATEGORIES = (("divide", "divide by zero"), ("over", "overflow"), ("under", "underflow"),
+               ("invalid", "invalid value"))
+"""NumPy's error categories, by the words of its messages."""
+
+_RAISING = [None, ()]
+"""The last handling seen (``ERRORS``' value) and its categories that raise."""
+
+
+class _TangentErrors:
+    """NumPy's error handler (``call=``) while a tangent is computed where a category raises:
+    its message is held; another category's goes on to the handler this one stands for."""
+
+    __slots__ = ("before", "raising", "level")
+
+    def __init__(self, before, raising, level):
+        self.before, self.raising, self.level = before, raising, level
+
+    def __call__(self, kind, flag):  # a category the caller hands to a function of theirs
+        self.before(kind, flag)
+
+    def write(self, text):
+        category = next((c for c, words in _CATEGORIES if words in text), None)
+        if category in self.raising:
+            HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
+        elif self.before is not None:
+            self.before.write(text)
+
+
+class tangent_errors:
+    """The context in which a tangent of ``level`` is computed inside ``f``: its floating-point
+    events (``1 / (2 sqrt(x))`` at ``x = 0``) are the derivative's, not NumPy's, so they are
+    held (``debug.HELD``) and issued once ``f`` has returned, as a reverse pass issues its
+    gradient's."""
+
+    __slots__ = ("level", "outer", "errors")
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        self.outer = HOLDING.level
+        HOLDING.level = self.level
+        errors = ERRORS.get()
+        if errors is not _RAISING[0]:
+            _RAISING[:] = errors, tuple(k for k, v in np.geterr().items() if v == "raise")
+        raising = _RAISING[1]
+        self.errors = None
+        if raising:
+            self.errors = np.errstate(call=_TangentErrors(np.geterrcall(), raising, self.level),
+                                      **dict.fromkeys(raising, "log"))
+            self.errors.__enter__()
+
+    def __exit__(self, *exception):
+        if self.errors is not None:
+            self.errors.__exit__(*exception)
+        HOLDING.level = self.outer
 
 
 # ----------------------------------------------------------------------------------------------
@@ -488,9 +550,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         return y
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
-    given = _partial_arguments(rule, primals, traced)
-    dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
-                     for i in traced), tangents)
+    with tangent_errors(level):
+        given = _partial_arguments(rule, primals, traced)
+        dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
+                         for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents, level), level)
 
 
@@ -544,31 +607,8 @@ def _write_constant(func, primals, out, kwargs, level):
     return target
 
 
-def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
-                       originals=None):
-    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
-
-    The target's own tangent is updated in place where it is an input (``a *= b`` makes
-    ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
-    copies. Partials that read the inputs are evaluated before the primal write, those that read
-    only the output after it.
-    """
-    target = _target(out, level, bool(traced), f"{function_name(ufunc)}(..., out=...)")
-    if target is None:
-        return ufunc(*primals, out=out, **kwargs)
-    if traced and target.value.dtype.kind == "c":
-        check_complex(function_name(ufunc), rule)
-    # (the operands with a derivative, and an array: ``writes.at_target``)
-    operands = [p if i in traced and not weak(p) else None for i, p in enumerate(primals)]
-    position = at_target(target.value, operands)
-    over = over_target(target.value, operands, position)
-    given = _partial_arguments(rule, primals, traced)
-    after = reads_written(rule)  # partials that read only the output: after the write
-    if after:
-        ufunc(*primals, out=target.value, **kwargs)
-        y = target.value
-    else:
-        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+def _write_tangent(rule, target, position, over, traced, y, given, tangents, originals):
+    """``_write_elementwise``'s update of the target's tangent."""
     others = []
     for i in traced:
         if i == position:
@@ -588,6 +628,36 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
                 _batch_times(t, rule.partials[position](y, *given), t, out=t)
         for term in others:
             np.add(t, term, out=t)
+
+
+def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                       originals=None):
+    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
+
+    The target's own tangent is updated in place where it is an input (``a *= b`` makes
+    ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
+    copies. Partials that read the inputs are evaluated before the primal write, those that read
+    only the output after it.
+    """
+    target = _target(out, level, bool(traced), f"{function_name(ufunc)}(..., out=...)")
+    if target is None:
+        return ufunc(*primals, out=out, **kwargs)
+    if traced and target.value.dtype.kind == "c":
+        check_complex(function_name(ufunc), rule)
+    # (the operands with a derivative, and an array: ``writes.at_target``)
+    operands = [p if i in traced and not weak(p) else None for i, p in enumerate(primals)]
+    position = at_target(target.value, operands)
+    over = over_target(target.value, operands, position)
+    with tangent_errors(level):
+        given = _partial_arguments(rule, primals, traced)
+    after = reads_written(rule)  # partials that read only the output: after the write
+    if after:
+        ufunc(*primals, out=target.value, **kwargs)
+        y = target.value
+    else:
+        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+    with tangent_errors(level):
+        _write_tangent(rule, target, position, over, traced, y, given, tangents, originals)
     if not after:  # the partials above read the primals as they were
         ufunc(*primals, out=target.value, **kwargs)
     return target

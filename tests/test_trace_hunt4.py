@@ -1,0 +1,82 @@
+"""Wrong answers found by writing programs as scientists write them, each checked against NumPy's
+values and the exact derivative; every one failed before its fix."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode computes a tangent inside f, beside NumPy's value: the tangent's floating-point
+# events (1 / (2 sqrt(x)) at x = 0) are the derivative's, not NumPy's. Raised or warned there, f
+# could act on them, as on NumPy's own: under np.errstate(all="raise") it took its except branch,
+# and a warning recorded by warnings.catch_warnings changed its value. They are issued once f
+# has returned, as a reverse pass issues its gradient's.
+
+X = np.array([0.0, 1.0, 4.0])
+
+
+def _caught_error(x):
+    with np.errstate(all="raise"):
+        try:
+            y = np.sqrt(x * 1.0)  # NumPy computes it; its derivative divides by zero
+        except FloatingPointError:
+            y = x * 0.0 + 100.0
+    return np.sum(y)
+
+
+def _caught_warning(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            y = x ** 0.5
+            y *= 2.0
+        except RuntimeWarning:
+            y = x * 0.0 + 100.0
+    return np.sum(y)
+
+
+def _recorded_warnings(x):
+    y = x * 1.0
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        np.sqrt(y, out=y)  # in place: the target's tangent is updated after the write
+    return np.sum(y) + 100.0 * len(heard)
+
+
+@pytest.mark.parametrize("f", [_caught_error, _caught_warning, _recorded_warnings])
+def test_a_tangents_floating_point_events_are_not_fs(f):
+    expected = f(X.copy())
+    assert expected == f(X.copy()) and expected < 100.0  # NumPy takes no except branch
+    x = X.copy()
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        try:
+            value, tangent = mutad.jvp(f, (x,), (np.ones(3),))
+        except FloatingPointError as error:  # the derivative's, raised once f returned
+            assert f is _caught_error and "in a tangent" in str(error)
+        else:
+            assert value.tobytes() == expected.tobytes() and tangent == np.inf
+            assert [str(w.message) for w in heard] == ["divide by zero encountered in divide"]
+    assert np.array_equal(x, X)
+    if f is not _caught_error:  # forward over reverse: the Hessian's diagonal (inf at 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            h = mutad.hessian(f, X.copy())
+        s = 2.0 if f is _caught_warning else 1.0
+        assert np.array_equal(np.diag(h)[1:], -s * 0.25 * X[1:] ** -1.5)
+
+
+def test_numpys_own_error_still_reaches_f_in_forward_mode():
+    def f(x):
+        with np.errstate(divide="raise"):
+            try:
+                return np.sum(1.0 / x)
+            except FloatingPointError:
+                return np.sum(x * 3.0)
+
+    x = np.array([0.0, 2.0])
+    value, tangent = mutad.jvp(f, (x,), (np.array([1.0, 1.0]),))
+    assert value == 6.0 and tangent == 6.0
