@@ -80,3 +80,50 @@ def test_numpys_own_error_still_reaches_f_in_forward_mode():
     x = np.array([0.0, 2.0])
     value, tangent = mutad.jvp(f, (x,), (np.array([1.0, 1.0]),))
     assert value == 6.0 and tangent == 6.0
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.cond computed as NumPy does: under np.errstate(all="ignore"), the norms' inverse in
+# double precision with a singular matrix's inverse NaN (NumPy's cond of a singular matrix is
+# inf, where mutad's inverse raised LinAlgError), cast to x's real precision (float32 values
+# differed in the last bit), and a NaN where x holds none made inf (the zero matrix's 0 / 0).
+
+MATRICES = {
+    "singular": np.array([[1.0, 2.0], [2.0, 4.0]]),
+    "zero": np.zeros((2, 2)),
+    "float32": np.array([[2.0, 1.0], [0.5, 3.0]], np.float32),
+    "complex64": np.array([[2.0, 1.0j], [0.5, 3.0]], np.complex64),
+    "stack": np.stack([np.zeros((2, 2)), np.eye(2), [[2.0, 1.0], [0.5, 3.0]]]),
+    "nan": np.array([[np.nan, 1.0], [0.5, 3.0]]),
+}
+
+
+@pytest.mark.parametrize("p", [1, -1, np.inf, "fro", "nuc"])
+@pytest.mark.parametrize("name", MATRICES)
+def test_cond_of_any_matrix_is_numpys(name, p):
+    a = MATRICES[name]
+    try:
+        expected = np.linalg.cond(a, p)
+    except np.linalg.LinAlgError:  # the nuclear norm of a NaN inverse: the SVD fails
+        with pytest.raises(np.linalg.LinAlgError):
+            mutad.jvp(lambda z: np.linalg.cond(z, p), (a.copy(),), (np.ones_like(a),))
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's cond warns about nothing
+        y, _ = mutad.jvp(lambda z: np.linalg.cond(z, p), (a.copy(),), (np.ones_like(a),))
+        (_, value), _ = mutad.value_and_gradient(
+            lambda z: (np.sum(np.linalg.cond(z, p)), np.linalg.cond(z, p)), a.copy(),
+            has_aux=True)
+    for got in (y, value):
+        assert type(got) is type(expected) and got.dtype == expected.dtype
+        assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"])
+def test_cond_gradient_of_a_regular_matrix(p):
+    a = np.array([[2.0, 1.0], [0.5, 3.0]])
+    g = mutad.gradient(lambda z: np.linalg.cond(z, p), a)[0]
+    eps = 1e-6
+    fd = [(np.linalg.cond(a + eps * e, p) - np.linalg.cond(a - eps * e, p)) / (2 * eps)
+          for e in np.eye(4).reshape(4, 2, 2)]
+    assert np.allclose(g.ravel(), fd, rtol=1e-6)
