@@ -127,3 +127,39 @@ def test_cond_gradient_of_a_regular_matrix(p):
     fd = [(np.linalg.cond(a + eps * e, p) - np.linalg.cond(a - eps * e, p)) / (2 * eps)
           for e in np.eye(4).reshape(4, 2, 2)]
     assert np.allclose(g.ravel(), fd, rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------
+# Derivatives that take an SVD with vectors where NumPy's own function takes none (the
+# cofactors of np.linalg.det, the spectral norms, np.linalg.svd(compute_uv=False)): LAPACK's
+# SVD of a matrix holding an infinity may never return, so the differentiation hung where
+# NumPy answers. Such a matrix's derivative is NaN.
+
+def _svd_of_finite_matrices_only(monkeypatch):
+    svd = np.linalg.svd
+
+    def guarded(a, full_matrices=True, compute_uv=True, hermitian=False):
+        if type(a) is np.ndarray and compute_uv and not np.isfinite(a).all():
+            raise AssertionError("an SVD with vectors of a matrix that is not finite")
+        return svd(a, full_matrices, compute_uv, hermitian)
+
+    monkeypatch.setattr(np.linalg, "svd", guarded)
+
+
+@pytest.mark.parametrize("function", [
+    np.linalg.det, lambda a: np.linalg.svd(a, compute_uv=False).sum(),
+    lambda a: np.linalg.norm(a, 2), lambda a: np.linalg.norm(a, "nuc"),
+    lambda a: np.linalg.norm(a, -2), lambda a: np.linalg.cond(a)])
+def test_derivatives_of_a_matrix_with_an_infinity_take_no_svd_of_it(function, monkeypatch):
+    def f(x):
+        return function(np.diag(x))
+
+    x = np.array([np.inf, 1.0, 0.0, 2.0])
+    expected = f(x.copy())
+    _svd_of_finite_matrices_only(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value, g = mutad.value_and_gradient(f, x.copy())
+        y, t = mutad.jvp(f, (x.copy(),), (np.ones(4),))
+    assert value.tobytes() == expected.tobytes() and y.tobytes() == expected.tobytes()
+    assert np.isnan(g[0][0])  # in the infinite entry
