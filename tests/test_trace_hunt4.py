@@ -69,6 +69,39 @@ def test_a_tangents_floating_point_events_are_not_fs(f):
         assert np.array_equal(np.diag(h)[1:], -s * 0.25 * X[1:] ** -1.5)
 
 
+def _function_events(x, catch):
+    # np.prod's rule computes the value and its tangent (prod / x: inf / inf) in one call
+    if catch == "errors":
+        with np.errstate(all="raise"):
+            try:
+                np.prod(x)
+            except FloatingPointError:
+                return x[1] * 0.0 + 100.0
+        return x[1] * 1.0
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        np.prod(x)
+        np.log(x[1:] - 2.0)  # NumPy's own warning (log(0)) is still heard
+    return x[1] * 1.0 + 10.0 * len(heard)
+
+
+@pytest.mark.parametrize("catch", ["errors", "warnings"])
+def test_a_function_rules_tangent_events_are_not_fs(catch):
+    x = np.array([np.inf, 2.0, 3.0])
+    expected = _function_events(x.copy(), catch)
+    assert expected == (2.0 if catch == "errors" else 12.0)
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        try:
+            value, tangent = mutad.jvp(lambda x: _function_events(x, catch), (x.copy(),),
+                                       (np.ones(3),))
+        except FloatingPointError as error:
+            assert catch == "errors" and "in a tangent" in str(error)
+        else:
+            assert catch == "warnings" and value == expected and tangent == 1.0
+            assert any("invalid value encountered" in str(w.message) for w in heard)
+
+
 def test_numpys_own_error_still_reaches_f_in_forward_mode():
     def f(x):
         with np.errstate(divide="raise"):

@@ -45,7 +45,7 @@ from ..core.errors import (
     no_rule,
     objects_refused,
 )
-from ..core.debug import ERRORS, HELD, HOLDING
+from ..core.debug import ERRORS, HELD, HOLDING, warn_at
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
 from .recompute import flat
@@ -54,7 +54,7 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, wrapped, writes_freely)
-from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
+from .writes import (at_target, check_region, over_target, reads_written,
                      written_before_raising)
 
 
@@ -706,15 +706,21 @@ def apply_function(func, args, kwargs, level, rule=None):
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
-    raised = None
-    try:
+    held = HELD.setdefault(level, [])
+    before = len(held)
+    with tangent_errors(level):
         y, dy = rule(tangents, *primals, **kwargs)
-    except FloatingPointError as error:
-        if not written_before_raising(out, primals):
-            raise
-        raised = error  # computed as NumPy computed it, written with its tangent, then raised
-        with np.errstate(**raising_ignored()):
-            y, dy = rule(tangents, *primals, **kwargs)
+    raised = None
+    if len(held) > before:  # the value's events among them are NumPy's, issued inside f
+        met = held[before:]
+        del held[before:]
+        try:
+            _issue_numpys_events(func, primals, kwargs, met)
+        except FloatingPointError as error:
+            if not written_before_raising(out, primals):
+                raise
+            raised = error  # computed as NumPy computed it, written with its tangent, then raised
+        held.extend(met)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -742,6 +748,32 @@ def apply_function(func, args, kwargs, level, rule=None):
     if raised is not None:
         raise raised
     return written
+
+
+def _issue_numpys_events(func, primals, kwargs, met):
+    """Issue the floating-point events of NumPy's own call ``func(*primals, **kwargs)`` inside
+    ``f``, as NumPy issues them (raising its FloatingPointError), taking each warning from
+    ``met``, the events a rule computing the value beside its tangent met
+    (``tangent_errors``): what is left of ``met`` is the tangent's. Made on copies of the
+    arrays, only where the rule met an event."""
+    def plain(x):
+        while isinstance(x, Tracer):
+            x = x.value
+        return x.copy() if type(x) is np.ndarray else x
+
+    call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
+    own = object()  # where NumPy's warnings are held while its call runs
+    outer, HOLDING.level = HOLDING.level, own
+    try:
+        call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
+    finally:
+        HOLDING.level = outer
+        events = HELD.pop(own, ())
+        for event in events:
+            warn_at(event[0], RuntimeWarning, *event[1:])
+            same = next((e for e in met if e[0] == event[0]), None)
+            if same is not None:
+                met.remove(same)
 
 
 def _batched_rule(func, entry, rule, primals, out, level):
