@@ -196,3 +196,18 @@ def test_derivatives_of_a_matrix_with_an_infinity_take_no_svd_of_it(function, mo
         y, t = mutad.jvp(f, (x.copy(),), (np.ones(4),))
     assert value.tobytes() == expected.tobytes() and y.tobytes() == expected.tobytes()
     assert np.isnan(g[0][0])  # in the infinite entry
+
+
+@pytest.mark.parametrize("function", [
+    np.linalg.det, lambda a: np.linalg.svd(a, compute_uv=False)[..., 0],
+    lambda a: np.linalg.norm(a, "nuc", axis=(-2, -1))])
+def test_a_finite_matrix_beside_one_with_an_infinity_keeps_its_derivative(function,
+                                                                           monkeypatch):
+    finite = np.array([[2.0, 1.0, 0.0], [0.5, 3.0, 1.0], [0.0, 1.0, 4.0]])
+    singular = np.diag([np.inf, 1.0, 0.0])  # det's cofactors: an SVD
+    alone = mutad.gradient(lambda a: function(a[None])[0], finite)[0]
+    _svd_of_finite_matrices_only(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = mutad.gradient(lambda a: function(a)[1], np.stack([singular, finite]))[0]
+    assert np.allclose(g[1], alone, rtol=1e-12, atol=1e-14)  # (det: by its cofactors)

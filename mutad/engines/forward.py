@@ -761,19 +761,24 @@ def _issue_numpys_events(func, primals, kwargs, met):
             x = x.value
         return x.copy() if type(x) is np.ndarray else x
 
+    def take(message):
+        same = next((e for e in met if e[0] == message), None)
+        if same is not None:
+            met.remove(same)
+
     call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
     own = object()  # where NumPy's warnings are held while its call runs
     outer, HOLDING.level = HOLDING.level, own
     try:
         call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
+    except FloatingPointError as error:
+        take(str(error))
+        raise
     finally:
         HOLDING.level = outer
-        events = HELD.pop(own, ())
-        for event in events:
+        for event in HELD.pop(own, ()):
             warn_at(event[0], RuntimeWarning, *event[1:])
-            same = next((e for e in met if e[0] == event[0]), None)
-            if same is not None:
-                met.remove(same)
+            take(event[0])
 
 
 def _batched_rule(func, entry, rule, primals, out, level):

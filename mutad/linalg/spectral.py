@@ -599,13 +599,14 @@ def _thin_factors(a, s, hermitian):
     holds an infinity or a NaN, NaN vectors with NumPy's values (LAPACK's SVD with vectors may
     never return on such a matrix, where the singular values alone do; the derivative there is
     not finite)."""
-    if np.isfinite(a).all():
+    finite = np.isfinite(a).all(axis=(-2, -1))
+    if finite.all():
         return np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
-    m, n = a.shape[-2:]
-    k = min(m, n)
-    dtype = np.result_type(a, np.float64) if a.dtype.kind not in "fc" else a.dtype
-    return (np.full(a.shape[:-2] + (m, k), np.nan, dtype), s,
-            np.full(a.shape[:-2] + (k, n), np.nan, dtype))
+    u, s_finite, vt = np.linalg.svd(np.where(finite[..., None, None], a, 0),
+                                    full_matrices=False, hermitian=hermitian)
+    return (np.where(finite[..., None, None], u, np.nan),
+            np.where(finite[..., None], s_finite, s),
+            np.where(finite[..., None, None], vt, np.nan))
 
 
 @defrule(np.linalg.svd, leading=1)
