@@ -39,6 +39,7 @@ import linecache
 import os
 import re
 import sys
+import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
@@ -275,6 +276,33 @@ def _compiled_code_refusal(error):
     return refusal.with_traceback(error.__traceback__)
 
 
+class _Holding(threading.local):
+    level = None
+
+
+HOLDING = _Holding()
+"""``HOLDING.level``: the level of forward mode whose tangent is being computed inside ``f``,
+while one is (``forward.tangent_errors``); else None."""
+
+HELD: dict[int, list] = {}
+"""``level -> events``: NumPy's floating-point events of the tangents of a level of forward mode
+computed inside ``f``, to be issued once ``f`` has returned (``issue_held``), as a reverse
+pass issues its gradient's: issued inside ``f``, they are events NumPy's own call does not
+have, which ``f`` may act on (``except FloatingPointError`` under ``np.errstate(all="raise")``,
+a warning turned into an error or recorded by ``warnings.catch_warnings``). An event is
+``(message, filename, lineno, module_globals)`` for a warning, ``(message,)`` for an error."""
+
+
+def issue_held(level, issue=True):
+    """Issue the events held for ``level`` (``HELD``) in their order, an error raised as a
+    ``FloatingPointError``; with ``issue=False`` (``f`` raised), drop them."""
+    events = HELD.pop(level, None)
+    for event in events if issue and events else ():
+        if len(event) == 1:
+            raise FloatingPointError(f"{event[0]}, in a tangent")
+        warn_at(event[0], RuntimeWarning, *event[1:])
+
+
 class Warnings:
     """Where NumPy writes its floating-point warnings (error handling ``"log"``), to issue them
     at the user's line: the innermost frame outside mutad, NumPy and SciPy, up to ``stop`` (the
@@ -297,6 +325,10 @@ class Warnings:
             if not (_learn(code.co_filename) if known is None else known):
                 if self.heard is not None:
                     self.heard.append((message, code.co_filename, frame.f_lineno))
+                if HOLDING.level is not None:  # a tangent's, inside f: issued once f returns
+                    HELD.setdefault(HOLDING.level, []).append(
+                        (message, code.co_filename, frame.f_lineno, frame.f_globals))
+                    return
                 warn_at(message, RuntimeWarning, code.co_filename, frame.f_lineno,
                         frame.f_globals)
                 return

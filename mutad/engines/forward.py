@@ -45,6 +45,7 @@ from ..core.errors import (
     no_rule,
     objects_refused,
 )
+from ..core.debug import ERRORS, HELD, HOLDING, warn_at
 from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
 from .products import times
 from .recompute import flat
@@ -53,8 +54,69 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, wrapped, writes_freely)
-from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
+from .writes import (at_target, check_region, over_target, reads_written,
                      written_before_raising)
+
+
+# ----------------------------------------------------------------------------------------------
+# A tangent's floating-point events
+
+_CATEGORIES = (("divide", "divide by zero"), ("over", "overflow"), ("under", "underflow"),
+               ("invalid", "invalid value"))
+"""NumPy's error categories, by the words of its messages."""
+
+_RAISING = [None, ()]
+"""The last handling seen (``ERRORS``' value) and its categories that raise."""
+
+
+class _TangentErrors:
+    """NumPy's error handler (``call=``) while a tangent is computed where a category raises:
+    its message is held; another category's goes on to the handler this one stands for."""
+
+    __slots__ = ("before", "raising", "level")
+
+    def __init__(self, before, raising, level):
+        self.before, self.raising, self.level = before, raising, level
+
+    def __call__(self, kind, flag):  # a category the caller hands to a function of theirs
+        self.before(kind, flag)
+
+    def write(self, text):
+        category = next((c for c, words in _CATEGORIES if words in text), None)
+        if category in self.raising:
+            HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
+        elif self.before is not None:
+            self.before.write(text)
+
+
+class tangent_errors:
+    """The context in which a tangent of ``level`` is computed inside ``f``: its floating-point
+    events (``1 / (2 sqrt(x))`` at ``x = 0``) are the derivative's, not NumPy's, so they are
+    held (``debug.HELD``) and issued once ``f`` has returned, as a reverse pass issues its
+    gradient's."""
+
+    __slots__ = ("level", "outer", "errors")
+
+    def __init__(self, level):
+        self.level = level
+
+    def __enter__(self):
+        self.outer = HOLDING.level
+        HOLDING.level = self.level
+        errors = ERRORS.get()
+        if errors is not _RAISING[0]:
+            _RAISING[:] = errors, tuple(k for k, v in np.geterr().items() if v == "raise")
+        raising = _RAISING[1]
+        self.errors = None
+        if raising:
+            self.errors = np.errstate(call=_TangentErrors(np.geterrcall(), raising, self.level),
+                                      **dict.fromkeys(raising, "log"))
+            self.errors.__enter__()
+
+    def __exit__(self, *exception):
+        if self.errors is not None:
+            self.errors.__exit__(*exception)
+        HOLDING.level = self.outer
 
 
 # ----------------------------------------------------------------------------------------------
@@ -490,9 +552,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         return y
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
-    given = _partial_arguments(rule, primals, traced)
-    dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
-                     for i in traced), tangents)
+    with tangent_errors(level):
+        given = _partial_arguments(rule, primals, traced)
+        dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
+                         for i in traced), tangents)
     return Dual(y, _tangent_for(y, dy, tangents, level), level)
 
 
@@ -546,31 +609,8 @@ def _write_constant(func, primals, out, kwargs, level):
     return target
 
 
-def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
-                       originals=None):
-    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
-
-    The target's own tangent is updated in place where it is an input (``a *= b`` makes
-    ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
-    copies. Partials that read the inputs are evaluated before the primal write, those that read
-    only the output after it.
-    """
-    target = _target(out, level, bool(traced), f"{function_name(ufunc)}(..., out=...)")
-    if target is None:
-        return ufunc(*primals, out=out, **kwargs)
-    if traced and target.value.dtype.kind == "c":
-        check_complex(function_name(ufunc), rule)
-    # (the operands with a derivative, and an array: ``writes.at_target``)
-    operands = [p if i in traced and not weak(p) else None for i, p in enumerate(primals)]
-    position = at_target(target.value, operands)
-    over = over_target(target.value, operands, position)
-    given = _partial_arguments(rule, primals, traced)
-    after = reads_written(rule)  # partials that read only the output: after the write
-    if after:
-        ufunc(*primals, out=target.value, **kwargs)
-        y = target.value
-    else:
-        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+def _write_tangent(rule, target, position, over, traced, y, given, tangents, originals):
+    """``_write_elementwise``'s update of the target's tangent."""
     others = []
     for i in traced:
         if i == position:
@@ -590,6 +630,36 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
                 _batch_times(t, rule.partials[position](y, *given), t, out=t)
         for term in others:
             np.add(t, term, out=t)
+
+
+def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                       originals=None):
+    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
+
+    The target's own tangent is updated in place where it is an input (``a *= b`` makes
+    ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
+    copies. Partials that read the inputs are evaluated before the primal write, those that read
+    only the output after it.
+    """
+    target = _target(out, level, bool(traced), f"{function_name(ufunc)}(..., out=...)")
+    if target is None:
+        return ufunc(*primals, out=out, **kwargs)
+    if traced and target.value.dtype.kind == "c":
+        check_complex(function_name(ufunc), rule)
+    # (the operands with a derivative, and an array: ``writes.at_target``)
+    operands = [p if i in traced and not weak(p) else None for i, p in enumerate(primals)]
+    position = at_target(target.value, operands)
+    over = over_target(target.value, operands, position)
+    with tangent_errors(level):
+        given = _partial_arguments(rule, primals, traced)
+    after = reads_written(rule)  # partials that read only the output: after the write
+    if after:
+        ufunc(*primals, out=target.value, **kwargs)
+        y = target.value
+    else:
+        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+    with tangent_errors(level):
+        _write_tangent(rule, target, position, over, traced, y, given, tangents, originals)
     if not after:  # the partials above read the primals as they were
         ufunc(*primals, out=target.value, **kwargs)
     return target
@@ -638,15 +708,21 @@ def apply_function(func, args, kwargs, level, rule=None):
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
-    raised = None
-    try:
+    held = HELD.setdefault(level, [])
+    before = len(held)
+    with tangent_errors(level):
         y, dy = rule(tangents, *primals, **kwargs)
-    except FloatingPointError as error:
-        if not written_before_raising(out, primals):
-            raise
-        raised = error  # computed as NumPy computed it, written with its tangent, then raised
-        with np.errstate(**raising_ignored()):
-            y, dy = rule(tangents, *primals, **kwargs)
+    raised = None
+    if len(held) > before:  # the value's events among them are NumPy's, issued inside f
+        met = held[before:]
+        del held[before:]
+        try:
+            _issue_numpys_events(func, primals, kwargs, met)
+        except FloatingPointError as error:
+            if not written_before_raising(out, primals):
+                raise
+            raised = error  # computed as NumPy computed it, written with its tangent, then raised
+        held.extend(met)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -674,6 +750,37 @@ def apply_function(func, args, kwargs, level, rule=None):
     if raised is not None:
         raise raised
     return written
+
+
+def _issue_numpys_events(func, primals, kwargs, met):
+    """Issue the floating-point events of NumPy's own call ``func(*primals, **kwargs)`` inside
+    ``f``, as NumPy issues them (raising its FloatingPointError), taking each warning from
+    ``met``, the events a rule computing the value beside its tangent met
+    (``tangent_errors``): what is left of ``met`` is the tangent's. Made on copies of the
+    arrays, only where the rule met an event."""
+    def plain(x):
+        while isinstance(x, Tracer):
+            x = x.value
+        return x.copy() if type(x) is np.ndarray else x
+
+    def take(message):
+        same = next((e for e in met if e[0] == message), None)
+        if same is not None:
+            met.remove(same)
+
+    call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
+    own = object()  # where NumPy's warnings are held while its call runs
+    outer, HOLDING.level = HOLDING.level, own
+    try:
+        call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
+    except FloatingPointError as error:
+        take(str(error))
+        raise
+    finally:
+        HOLDING.level = outer
+        for event in HELD.pop(own, ()):
+            warn_at(event[0], RuntimeWarning, *event[1:])
+            take(event[0])
 
 
 def _batched_rule(func, entry, rule, primals, out, level):

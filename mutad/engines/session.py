@@ -21,6 +21,7 @@ import numpy as np
 from ..core.allocation import drawing_argument
 from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, run
+from ..core.debug import issue_held
 from .arraylike import stands_for_scalar
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
                            UnsupportedOperationError)
@@ -413,11 +414,17 @@ class ForwardDifferentiation(Differentiation):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
         the arguments are wrapped once it runs, so that a gradient inside ``f`` takes it as
         its outer level."""
-        return run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent))
-                                           for primal, tangent
-                                           in zip(primals, tangents, strict=True)]),
-                   lambda error: written_elsewhere(error) if self.adopted
-                   and "read-only" in str(error) else None)
+        try:
+            y = run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent))
+                                            for primal, tangent
+                                            in zip(primals, tangents, strict=True)]),
+                    lambda error: written_elsewhere(error) if self.adopted
+                    and "read-only" in str(error) else None)
+        except BaseException:
+            issue_held(self.level, issue=False)
+            raise
+        issue_held(self.level)  # a tangent's warnings and errors, once f has returned
+        return y
 
     def lift(self, y):
         """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else

@@ -55,6 +55,16 @@ def as_matrices(y):
     return np.reshape(y, np.shape(y) + (1, 1))
 
 
+def of_finite_matrices(a, derivative):
+    """``derivative(a)``, NaN for each matrix of ``a`` that holds an infinity or a NaN: LAPACK's
+    SVD with vectors of such a matrix may never return, and a derivative there is not
+    finite."""
+    finite = np.isfinite(a).all(axis=(-2, -1))[..., None, None]
+    if finite.all():
+        return derivative(a)
+    return np.where(finite, derivative(np.where(finite, a, 0)), np.nan)
+
+
 def real_diagonal(m):
     """The diagonal of a stack of matrices, its real part for complex ones, as a new array."""
     diagonal = np.diagonal(m, 0, -2, -1)

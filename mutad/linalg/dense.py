@@ -21,8 +21,8 @@ from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbro
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
 from .spectral import singular_values_pullback, singular_values_tangent
-from ._common import (adjoint, as_matrices, conjugate, hermitian_part, require_matrix,
-                      times_transpose)
+from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
+                      require_matrix, times_transpose)
 
 solve, inv, det, pinv, lstsq = map(scipy_adjoint, (
     _linalg.solve, _linalg.inv, _linalg.det, _linalg.pinv, _linalg.lstsq))
@@ -39,6 +39,10 @@ def cofactor(a):
     A = U S Vᴴ (the holomorphic derivative, det(A) A⁻ᵀ where A is invertible):
     adj(A)ᵀ = det(U) det(Vᴴ) conj(U) adj(S) conj(Vᴴ).
     """
+    return of_finite_matrices(a, _cofactor)
+
+
+def _cofactor(a):
     u, s, vt = np.linalg.svd(a)
     n = s.shape[-1]
     others = np.stack([np.prod(np.delete(s, i, axis=-1), axis=-1) for i in range(n)], axis=-1)

@@ -11,6 +11,7 @@ import scipy.linalg as _linalg
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
 from ..scipy._adjoints import scipy_adjoint
+from ._common import of_finite_matrices
 from .spectral import singular_spectrum
 
 norm = scipy_adjoint(_linalg.norm)
@@ -43,6 +44,23 @@ def _vector_norm_derivative(x, y, ord, axes):
         return np.where((x == 0) | (y == 0), 0.0, np.sign(x) * (magnitude / y) ** (ord - 1))
 
 
+def _spectral_norm_derivative(x, ord):
+    """``_matrix_norm_derivative`` of the norms of the singular values, of finite ``x``."""
+    u, s, vt = np.linalg.svd(x, full_matrices=False)
+    # Repeated singular values and zero ones are decided as the SVD's rule decides them:
+    # only the weights' sum over a repeated block, U_b (c I) V_bᵀ, is free of the basis
+    # NumPy picked for it, and a zero value's vectors are any of the null spaces'.
+    repeated, zero = singular_spectrum(f"np.linalg.norm(..., ord={ord!r})", x, s)
+    if ord == "nuc":  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A); at a zero
+        weights = ~zero  # value (a kink) the subgradient U_r V_rᵀ of the nonzero ones
+    else:  # d σ_i = u_iᵀ dA v_i; a σ_max (σ_min) repeated: its block shares it (ties)
+        pick = 0 if ord == 2 else -1
+        tied = repeated[..., pick, :] | (np.arange(s.shape[-1]) == (pick % s.shape[-1]))
+        tied = tied & ~zero[..., pick, None]  # at σ = 0, the subgradient 0
+        weights = tied / np.maximum(np.sum(tied, axis=-1, keepdims=True), 1)
+    return (u * weights[..., None, :]) @ vt
+
+
 def _matrix_norm_derivative(x, y, ord):
     """d y / d x for a matrix norm of the last two axes of ``x`` (``y`` with them kept); for
     complex ``x`` the gradient in mutad's convention: dσ_i = Re(u_iᴴ dA v_i), so the
@@ -53,19 +71,7 @@ def _matrix_norm_derivative(x, y, ord):
     if ord in ("nuc", 2, -2):
         if 0 in np.shape(x)[-2:]:  # no singular value: the norm of an empty matrix is 0
             return np.zeros_like(x)
-        u, s, vt = np.linalg.svd(x, full_matrices=False)
-        # Repeated singular values and zero ones are decided as the SVD's rule decides them:
-        # only the weights' sum over a repeated block, U_b (c I) V_bᵀ, is free of the basis
-        # NumPy picked for it, and a zero value's vectors are any of the null spaces'.
-        repeated, zero = singular_spectrum(f"np.linalg.norm(..., ord={ord!r})", x, s)
-        if ord == "nuc":  # d Σσ_i = tr(Uᵀ dA V) (Re tr(Uᴴ dA V) for complex A); at a zero
-            weights = ~zero  # value (a kink) the subgradient U_r V_rᵀ of the nonzero ones
-        else:  # d σ_i = u_iᵀ dA v_i; a σ_max (σ_min) repeated: its block shares it (ties)
-            pick = 0 if ord == 2 else -1
-            tied = repeated[..., pick, :] | (np.arange(s.shape[-1]) == (pick % s.shape[-1]))
-            tied = tied & ~zero[..., pick, None]  # at σ = 0, the subgradient 0
-            weights = tied / np.maximum(np.sum(tied, axis=-1, keepdims=True), 1)
-        return (u * weights[..., None, :]) @ vt
+        return of_finite_matrices(x, lambda x: _spectral_norm_derivative(x, ord))
     if ord in (1, -1, np.inf, -np.inf):
         # 1: the largest column sum of |x|; inf: the largest row sum; negative: the smallest.
         summed, across = (-2, -1) if ord in (1, -1) else (-1, -2)

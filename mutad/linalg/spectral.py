@@ -594,6 +594,21 @@ def numpy_eigvalsh_jvp(tangents, a, UPLO="L"):
         "np.linalg.eigvalsh", a, *np.linalg.eigh(a, UPLO), tangents[0])
 
 
+def _thin_factors(a, s, hermitian):
+    """The thin SVD's factors whose singular values ``s`` NumPy computed alone: where ``a``
+    holds an infinity or a NaN, NaN vectors with NumPy's values (LAPACK's SVD with vectors may
+    never return on such a matrix, where the singular values alone do; the derivative there is
+    not finite)."""
+    finite = np.isfinite(a).all(axis=(-2, -1))
+    if finite.all():
+        return np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
+    u, s_finite, vt = np.linalg.svd(np.where(finite[..., None, None], a, 0),
+                                    full_matrices=False, hermitian=hermitian)
+    return (np.where(finite[..., None, None], u, np.nan),
+            np.where(finite[..., None], s_finite, s),
+            np.where(finite[..., None, None], vt, np.nan))
+
+
 @defrule(np.linalg.svd, leading=1)
 def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """NumPy's factors (its singular values alone, without vectors, are another LAPACK
@@ -611,8 +626,7 @@ def numpy_svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     result = np.linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv,
                            hermitian=hermitian)
     # the thin factors: those returned (a non-square full SVD is refused above)
-    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
-                                                       hermitian=hermitian)
+    u, s, vt = result if compute_uv else _thin_factors(a, result, hermitian)
     spectrum = singular_spectrum("np.linalg.svd", a, s)
 
     def back(dys):
@@ -632,8 +646,7 @@ def numpy_svd_jvp(tangents, a, full_matrices=True, compute_uv=True, hermitian=Fa
         da = hermitian_part(da)
     result = np.linalg.svd(a, full_matrices, compute_uv, hermitian)
     # The tangent is of the factors NumPy returned, so the singular vectors' signs are theirs.
-    u, s, vt = result if compute_uv else np.linalg.svd(a, full_matrices=False,
-                                                       hermitian=hermitian)
+    u, s, vt = result if compute_uv else _thin_factors(a, result, hermitian)
     spectrum = singular_spectrum("np.linalg.svd", a, s)
     tangent = svd_tangent("np.linalg.svd", u, s, vt, da, spectrum)
     return result, (type(result)(*tangent) if compute_uv else tangent[1])

@@ -1036,11 +1036,45 @@ def svdvals(x, /):
 
 @defcomposite(np.linalg.cond)
 def cond(x, p=None):
-    if p in (None, 2, -2):
+    """NumPy's steps, under its ``np.errstate(all="ignore")``: the ratio of the extreme
+    singular values, or the norms of ``x`` and of its inverse, taken in double precision (a
+    singular matrix's inverse NaN, as LAPACK's is), in ``x``'s real precision; a NaN where
+    ``x`` holds none is inf."""
+    x = x if hasattr(x, "ndim") else np.asarray(x)
+    if x.size == 0 and math.prod(x.shape[-2:]) == 0:
+        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in {2, -2}:
         s = _singular_values(x)
-        return s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
-    return np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(np.linalg.inv(x), p,
-                                                                axis=(-2, -1))
+        with np.errstate(all="ignore"):
+            r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    else:
+        if x.ndim < 2:
+            raise np.linalg.LinAlgError(f"{x.ndim}-dimensional array given. Array must be at "
+                                        "least two-dimensional")
+        if x.shape[-1] != x.shape[-2]:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+        if x.dtype.kind in "fc" and x.dtype not in (np.float32, np.float64, np.complex64,
+                                                    np.complex128):
+            raise TypeError(f"array type {x.dtype.name} is unsupported in linalg")
+        single = x.dtype in (np.float32, np.complex64)
+        wide = x.astype(np.complex128 if x.dtype.kind == "c" else np.float64)
+        with np.errstate(all="ignore"):
+            r = np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(_inverse_or_nan(wide), p,
+                                                                     axis=(-2, -1))
+        r = r.astype(np.float32 if single else np.float64, copy=False)
+    r = np.where(np.isnan(r) & ~np.isnan(x).any(axis=(-2, -1)), np.inf, r)
+    return r[()] if r.ndim == 0 else r
+
+
+def _inverse_or_nan(a):
+    """The inverses of the matrices of ``a`` as NumPy's ``cond`` takes them: LAPACK's, NaN for
+    a singular one."""
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        if a.ndim == 2:
+            return np.full(a.shape, np.nan, a.dtype)
+        return np.stack([_inverse_or_nan(m) for m in a])
 
 
 # ``np.emath`` (``np.lib.scimath``): NumPy's steps, a real argument outside the function's real
