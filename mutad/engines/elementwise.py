@@ -200,10 +200,6 @@ def _gathered_back(shadows, dy, inputs, repeats):
         shadows.add_at(source, key, dy)
     else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
         region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
-        if type(dy) is np.ndarray and not dy.ndim and type(region) is np.ndarray:
-            # (one element's, as NumPy's scalar: the same sum, where a 0-d array added to an
-            # element takes NumPy's general path, three times as long)
-            dy = dy[()]
         region[key] += dy
 
 
