@@ -355,6 +355,19 @@ class Shadows:
         gradient reached the buffer."""
         if place.whole and key is None:
             return self.pop(place.buffer)
+        if key is None and place.shape == ():  # one element: a scalar loop's write
+            entry = self.entries.get(place.buffer.key)
+            if entry is None:
+                return None
+            flat = self._flat(self._own(entry))
+            # (read and zeroed by its index in the flat shadow, as ``_view`` maps it, without
+            # making a view of it: the same value, the same element zeroed)
+            if type(flat) is NDARRAY and flat.dtype is place.dtype \
+                    and place.offset % flat.itemsize == 0:
+                i = place.offset // flat.itemsize
+                dy = np.array(flat[i])
+                flat[i] = 0
+                return dy
         view = self.get(place)
         if view is None:
             return None

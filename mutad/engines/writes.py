@@ -146,9 +146,18 @@ class SavedElement:
     def __call__(self):
         region = self.region
         if type(region) is not np.ndarray:
-            region = current_region(region)
-            if region is None:  # a temporary nothing reads any more
+            place = region
+            buffer = place.buffer
+            array = buffer.ref()
+            if array is None:  # a temporary nothing reads any more
                 return
+            if type(array) is np.ndarray and buffer.c_contiguous and array.dtype is place.dtype \
+                    and place.offset % array.itemsize == 0:
+                # (the element by its position in C order, which is its place in memory: what
+                # ``current_region`` would view, without making the view)
+                array.flat[place.offset // array.itemsize] = self.saved
+                return
+            region = current_region(place)
         region[()] = self.saved
 
 
