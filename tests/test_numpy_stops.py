@@ -468,3 +468,147 @@ def test_a_broadcast_scalar_stays_read_only():
         return b.sum()
 
     check(f, np.array([0.3, -0.7]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma's factories (np.ma.zeros, masked_all, empty_like, ...) then written with differentiated
+# values: their float data is a constant the function may write into, as np.zeros' is
+
+def _masked_zeros_written(x):
+    m = np.ma.zeros(8)
+    m[:] = x
+    m[x < 0] = np.ma.masked
+    return (m ** 2).sum() + m.mean()
+
+
+def _masked_all_filled(x):
+    m = np.ma.masked_all((2, 4))
+    m[x.reshape(2, 4) > 0] = x.reshape(2, 4)[x.reshape(2, 4) > 0]
+    return m.sum() + (m * 3.0).max()
+
+
+def _masked_like_factories(x):
+    a = np.ma.array(x, mask=x > 1.0)
+    z = np.ma.zeros_like(a)  # a's mask, NumPy's zeros
+    z += x
+    e = np.ma.empty_like(a)
+    e[:] = 2.0 * x
+    o = np.ma.ones((2, 4))
+    o[1, 1] = np.ma.masked
+    o[0] = x[:4]
+    return z.sum() + e.sum() + (o * x.reshape(2, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_masked_zeros_written, _masked_all_filled, _masked_like_factories])
+def test_masked_factories_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_masked_factories_of_integers_and_outside_stay_numpys():
+    def f(x):
+        k = np.ma.zeros(3, dtype=int)
+        assert type(k) is np.ma.MaskedArray
+        return x.sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert type(np.ma.zeros(2)) is np.ma.MaskedArray
+
+
+# ----------------------------------------------------------------------------------------------
+# A generator's draw into a traced out= buffer: NumPy's numbers, in the buffer's layout
+
+def _drawn_into(x):
+    rng = np.random.default_rng(7)
+    buf = np.empty(8)
+    rng.random(out=buf)
+    buf *= x
+    g = np.empty((2, 4), order="F")
+    rng.standard_normal(out=g)
+    g[0] += x[:4]
+    return buf.sum() + (g ** 2).sum()
+
+
+def test_a_draw_into_a_traced_buffer():
+    check(_drawn_into, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+    def noncontiguous(x):
+        b = np.zeros((4, 2))
+        np.random.default_rng(0).random(out=b[:, 0])
+        return x.sum()
+
+    with pytest.raises(ValueError, match="contiguous"):  # NumPy's error
+        mutad.gradient(noncontiguous, np.ones(2))
+
+
+# ----------------------------------------------------------------------------------------------
+# Records written whole (a tuple, or records of another array) into an array of records holding
+# differentiated values: field by field, as NumPy assigns them (by position)
+
+def _records_written_whole(x):
+    dt = np.dtype([("p", "f8"), ("q", "f8"), ("k", "i8")])
+    a = np.zeros(4, dtype=dt)
+    for i in range(4):
+        a[i] = (x[i], x[i + 4] ** 2, i)
+    a[1:] = a[:-1]  # overlapping, as NumPy copies it
+    a[0] = (x[7] * 3, 1.5, 2)
+    b = np.zeros(2, dtype=[("u", "f8"), ("v", "f8"), ("w", "i8")])
+    b[:] = a[2:]  # by position, not by name
+    return (a["p"] * a["q"]).sum() + (b["u"] ** 2).sum() + b["w"].sum() + b["v"].sum()
+
+
+def test_records_written_whole():
+    check(_records_written_whole, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# x.setflags(write=False) (x.flags.writeable = False) on a differentiated array: read-only as
+# NumPy's until the reverse pass, whose undos write into it; the caller's flags as they were
+
+def _locked(x):
+    y = x * 2.0
+    y.setflags(write=False)
+    v = y[1:]
+    for write in (lambda: v.__setitem__(0, 5.0), lambda: np.add(y, 1.0, out=y)):
+        try:
+            write()
+            raise AssertionError("a write into a read-only array")
+        except ValueError:
+            pass
+    assert not y.flags.writeable and not v.flags.writeable
+    w = y + x
+    y.flags.writeable = True
+    y[0] = y[0] ** 2
+    return (y * x).sum() + (w ** 2).sum()
+
+
+def _argument_locked(x):
+    x.setflags(write=False)
+    try:
+        x[0] = 1.0
+        raise AssertionError("a write into a read-only array")
+    except ValueError:
+        pass
+    return (x ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_locked, _argument_locked])
+def test_arrays_made_read_only(f):
+    x = np.array([0.31, -0.72, 1.13, -0.24])
+    check(f, x)
+    assert x.flags.writeable
+
+
+def test_a_read_only_argument_stays_so():
+    x = np.array([0.31, -0.72, 1.13])
+    x.setflags(write=False)
+    (g,) = mutad.gradient(_argument_locked, x)
+    np.testing.assert_array_equal(g, 2 * x)
+    assert not x.flags.writeable
+
+    def unlocking(x):
+        x.setflags(write=True)  # the caller's read-only array: refused, left as it was
+        return x.sum()
+
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(unlocking, x)
+    assert not x.flags.writeable

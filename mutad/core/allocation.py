@@ -2203,6 +2203,17 @@ def _drawn(draw):
         if name in _SAMPLES and ACTIVE.running and (
                 holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
             return _sampled(draw, name, args, kwargs)
+        out = kwargs.get("out")
+        if wrapped(out) and ACTIVE.running:
+            # NumPy's draw fills a plain array, of out's layout (the order its numbers land
+            # in), which is written into out, as a constant of the draws the replay holds
+            drawn = memory(out)
+            if drawn.flags.c_contiguous or drawn.flags.f_contiguous:  # (else NumPy's error)
+                drawn = np.empty_like(drawn)
+            draw(*args, **{**kwargs, "out": drawn})
+            out[...] = allocate(drawn, (np.array, (drawn.copy(),), {})) if _in_mode() \
+                else drawn
+            return out
         y = draw(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
             return allocate(y, (np.array, (y.copy(),), {}))

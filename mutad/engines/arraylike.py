@@ -575,7 +575,7 @@ class ArrayMethods(Tracer):
     nbytes = property(lambda self: self.value.nbytes)
     strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
         "x.strides = ...", "use indexing or reshape for views."))
-    flags = property(lambda self: Flags(self.value.flags))
+    flags = property(lambda self: Flags(self))
     T = property(lambda self: self if stands_for_scalar(self) else np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
     # Of a complex array, views of its memory (writing them writes the array); of a real one,
@@ -833,10 +833,13 @@ class ArrayMethods(Tracer):
         self.adopt(data)
 
     def setflags(self, write=None, align=None, uic=None):
-        if write is False and align is None and uic is None and self.unwritten_constant():
-            # (SciPy's ShortTimeFFT locks the window it is given, made in the function)
-            memory(self).setflags(write=False)  # no write into it to undo: read-only now
-            return
+        if write is not None and align is None and uic is None:
+            if write is False and self.unwritten_constant():
+                # (SciPy's ShortTimeFFT locks the window it is given, made in the function)
+                memory(self).setflags(write=False)  # no write into it to undo: read-only now
+                return
+            if self.lock(bool(write)):
+                return
         self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
                      "reverse pass, so it stays writeable. Leave the flags as they are (a "
                      "read-only flag only guards against writes the program makes), or set "
@@ -845,6 +848,11 @@ class ArrayMethods(Tracer):
     def unwritten_constant(self):
         """Whether this is an array the function made that no derivative reaches and that
         nothing has written into since: nothing of it to put back in a reverse pass."""
+        return False
+
+    def lock(self, write):
+        """``x.setflags(write=write)`` where the engine can undo it (``Traced.lock``): whether
+        it did."""
         return False
 
     def byteswap(self, inplace=False):
@@ -1018,14 +1026,16 @@ _install_methods()
 
 
 class Flags:
-    """``x.flags`` of a traced or dual array: NumPy's flags, to read. Setting one would change
-    the array mutad writes back during the reverse pass (or the caller's own array), so it is
-    refused."""
+    """``x.flags`` of a traced or dual array: NumPy's flags, to read; ``writeable`` set as
+    ``x.setflags(write=...)`` sets it. Other flags would change the array mutad writes back
+    during the reverse pass (or the caller's own array): refused."""
 
-    __slots__ = ("numpy_flags",)
+    __slots__ = ("array",)
 
-    def __init__(self, numpy_flags):
-        object.__setattr__(self, "numpy_flags", numpy_flags)
+    def __init__(self, array):
+        object.__setattr__(self, "array", array)
+
+    numpy_flags = property(lambda self: self.array.value.flags)
 
     def __getattr__(self, name):
         return getattr(self.numpy_flags, name)
@@ -1034,6 +1044,9 @@ class Flags:
         return self.numpy_flags[key]
 
     def __setattr__(self, name, value):
+        if name in ("writeable", "w", "W", "WRITEABLE"):
+            self.array.setflags(write=value)
+            return
         raise UnsupportedOperationError(
             f"x.flags.{name} = {value!r} on a differentiated array: mutad writes the array's "
             "memory back during the reverse pass. Set flags on a copy (y = x.copy()).")
@@ -1362,17 +1375,31 @@ def records_key(x, key):
 
 
 def records_write(x, key, value):
-    """Refuse ``x[key] = value`` into an array of records (a structured dtype) by records
-    (``a[0] = (v, 1.0)``, ``a[1:] = b``) where ``x`` or ``value`` holds differentiated values:
-    mutad follows writes into its fields (``a['m'][0] = v``)."""
+    """``x[key] = value`` into an array of records (a structured dtype) by records where ``x``
+    or ``value`` holds differentiated values, written field by field as NumPy assigns them: a
+    tuple (one record, ``a[0] = (v, 1.0)``) its items in the fields' order, records
+    (``a[1:] = b``) their fields by position. True where written so; other values refused
+    (mutad follows writes into the fields, ``a['m'][0] = v``)."""
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
-        return
-    items = value if type(value) in (list, tuple) else (value,)
-    if carries_derivative(x) or any(carries_derivative(v) for v in items):
+        return False
+    names = x.dtype.names
+    if type(value) is tuple:
+        items = value
+    elif getattr(getattr(value, "dtype", None), "names", None) is not None:
+        items = [value[name] for name in value.dtype.names]
+    else:
+        items, names = value if type(value) is list else (value,), ()
+    if not (carries_derivative(x) or any(carries_derivative(v) for v in items)):
+        return False
+    if len(items) != len(names):
         raise UnsupportedOperationError(
             "x[key] = value into records of an array of records (a structured dtype) holding "
-            "differentiated values: mutad follows writes into its fields. Write each field: "
+            "differentiated values, of a value other than a record (a tuple of one item per "
+            "field) or records: mutad follows writes into its fields. Write each field: "
             "a['m'][key] = v.")
+    for name, item in zip(names, items):
+        x[name][key] = item
+    return True
 
 
 _SHAPED_LIKE = {np.zeros_like, np.empty_like, np.ones_like, np.shape, np.ndim, np.size}

@@ -914,6 +914,13 @@ class Dual(ArrayMethods):
     def unwritten_constant(self):
         return self.constant()  # (forward mode puts nothing back)
 
+    def lock(self, write):
+        """``x.setflags(write=...)``: the value's flag, as NumPy's (forward mode puts nothing
+        back, and ``f`` works on copies of the caller's arrays). Writes check the value first,
+        so a refused one leaves the tangent as it was."""
+        self.value.setflags(write=write)
+        return True
+
     def constant(self):
         """Whether the tangent is zero, and not an array an enclosing differentiation traces
         (one it follows only as a constant is fine)."""
@@ -995,7 +1002,8 @@ class Dual(ArrayMethods):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
-            records_write(self, key, value)
+            if records_write(self, key, value):
+                return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         _assign(self, value, self.level, "x[key] = value", key)

@@ -209,7 +209,8 @@ class TracedDispatch:
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
-            records_write(self, key, value)
+            if records_write(self, key, value):
+                return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         if type(value) is Preexisting:
