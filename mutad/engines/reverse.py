@@ -85,10 +85,6 @@ class ReverseTape(Tape):
         self.errors_of = {}
         self.locked = []  # the arrays the program made read-only (``Traced.lock``)
 
-    def replay(self, shadows):
-        unlock(self)
-        super().replay(shadows)
-
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
         where it reads none): stand-ins for those the replay can recompute (``recompute``)."""
@@ -145,6 +141,7 @@ class ReverseTape(Tape):
 
         NumPy's warnings from a pullback are issued at the line of the record that ran it
         (``debug.Warnings``); under ``detect_anomaly`` each record is checked as it runs."""
+        unlock(self)  # (the undos write into the arrays the program made read-only)
         recomputation = self.recomputation
         if recomputation is not None:
             recomputation.finish()
