@@ -629,3 +629,58 @@ def test_a_read_only_argument_stays_so():
     with pytest.raises(mutad.MutadError):
         mutad.gradient(unlocking, x)
     assert not x.flags.writeable
+
+
+# ----------------------------------------------------------------------------------------------
+# New float arrays from NumPy's Python functions that take numbers (windows, quadrature rules,
+# frequencies), however the function reaches them: constants it may write traced values into,
+# as np.zeros' arrays are
+
+def _windows_written(x):
+    w = np.hanning(8)
+    w[0] = x[0]
+    w *= x
+    g = np.hamming(8).reshape(2, 4).T.copy()
+    g[:, 0] = x[:4]
+    k = np.fft.fftfreq(8)
+    k[0] = x[1]
+    return (w ** 2).sum() + (g ** 2).sum() + (k * x).sum()
+
+
+def _quadrature_weights_written(x):
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    weights *= 0.5
+    weights[3] += x[3]
+    t, w = np.polynomial.hermite.hermgauss(8)  # read, then written in place
+    w /= np.sqrt(np.pi)
+    w[:] = w * np.exp(x * 0.1)
+    return (weights * np.exp(x * nodes)).sum() + (w * np.cos(x[0] + t)).sum()
+
+
+def _imported_by_name(x):
+    from numpy import blackman, kaiser
+    from numpy.polynomial.chebyshev import chebpts1
+    w = blackman(8) + kaiser(8, 2.0)
+    w[1:3] = x[1:3]
+    c = chebpts1(8)
+    c *= x
+    return (w * x).sum() + c.sum()
+
+
+@pytest.mark.parametrize("f", [_windows_written, _quadrature_weights_written, _imported_by_name])
+def test_arrays_of_numpys_python_functions_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_numpys_python_functions_give_numpys_other_results():
+    """Integer arrays and other objects as NumPy gives them; NumPy's own functions outside a
+    differentiation."""
+    def f(x):
+        i, j = np.triu_indices(3, 1)
+        assert type(i) is np.ndarray and i.dtype.kind == "i"
+        assert np.base_repr(5, 2) == "101" and np.iterable(x)
+        return x[i].sum() + x[j].sum()
+
+    np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
+    assert type(np.hanning) is type(f)
+    assert type(np.polynomial.legendre.leggauss) is type(f)

@@ -1616,6 +1616,57 @@ class _Made:
         return repr(self.original)
 
 
+class _MadeFloats(_Made):
+    """A Python function of NumPy's that makes arrays of numbers (``np.hanning(n)``,
+    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``), as code reaches it in the
+    mode: a new float array it gives the user's code is a constant the function may write
+    traced values into, as np.zeros' is (``made_in``); anything else (integers, views of its
+    arguments, other objects) as NumPy gives it."""
+
+    def __call__(self, *args, **kwargs):
+        y = self.original(*args, **kwargs)
+        if not ACTIVE.running or STATE.rules:
+            return y
+        return _new_floats(y, self.original, args, kwargs, sys._getframe(1))
+
+
+def _new_floats(y, func, args, kwargs, caller):
+    if type(y) in (tuple, list):
+        return type(y)(_new_floats(item, functools.partial(_item, func, i), args, kwargs, caller)
+                       for i, item in enumerate(y))
+    if type(y) is np.ndarray and y.dtype.kind in "fc" and y.base is None:
+        return made_in(y, func, args, kwargs, _caller(caller))
+    return y
+
+
+_NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg")
+"""NumPy's modules besides ``numpy`` whose Python functions user code receives as
+``_MadeFloats`` (the mode's copies of ``numpy``, ``numpy.fft`` and ``numpy.linalg`` bind them;
+NumPy's public modules under the others read them so, ``_MadeModule``); not np.random's or
+np.ma's, which the mode follows otherwise."""
+
+
+def _numpy_made(value):
+    """Whether ``value`` is a public Python function of NumPy's to be ``_MadeFloats``."""
+    if type(value) is not types.FunctionType or value.__name__.startswith("_") \
+            or _top(value.__globals__) != "numpy":  # (the mode's own bear NumPy's names)
+        return False
+    module = str(getattr(value, "__module__", ""))
+    return module == "numpy" or module in _NUMPY_MADE \
+        or module.startswith(tuple(m + "." for m in _NUMPY_MADE))
+
+
+_MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
+
+
+def made_floats(value):
+    """``_MadeFloats`` of NumPy's function ``value``, made once per function."""
+    pair = _MADE_FLOATS.get(id(value))
+    if pair is None or pair[0] is not value:
+        pair = _MADE_FLOATS[id(value)] = (value, _MadeFloats(value))
+    return pair[1]
+
+
 class _MadeModule(types.ModuleType):
     """The class of SciPy's public modules in the mode: their Python functions that nothing
     routes read as their ``_Made`` (``scipy.linalg.dft``, ``from scipy.special import
@@ -1876,6 +1927,9 @@ def _mirrored(original, replacements):
     function where ``original`` binds the library's (one the user rebound, ``np.zeros = g``,
     stays the user's)."""
     namespace = dict(vars(original))
+    for name, value in namespace.items():
+        if name not in replacements and _numpy_made(value):
+            namespace[name] = made_floats(value)
     for name, (own, new) in replacements.items():
         bound = namespace.get(name, own)
         if bound is own or bound is _LIBRARY["factories"].get(name, (own, own))[1]:
@@ -2430,8 +2484,9 @@ class _Mode:
         functions alone, and of SciPy's public ``module``, those to its other Python functions
         (``_Made``) by switching the module's class (``_MadeModule``): one assignment per
         module, not one per function, on every entry and exit."""
-        by_class = module is not None and type(module) is types.ModuleType \
-            and _top(namespace) == "scipy"
+        own = str(namespace.get("__name__"))
+        by_class = module is not None and type(module) is types.ModuleType and (
+            _top(namespace) == "scipy" or own.startswith(("numpy.polynomial", "numpy.lib")))
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
@@ -2450,7 +2505,7 @@ class _Mode:
                     pair = _BY_ORIGINAL.get(id(value))
                 if pair is not None and pair[0] is value:
                     replacement = pair[1]
-                elif not internal or _top(namespace) == "scipy":
+                elif not internal or by_class or _top(namespace) == "scipy":
                     replacement = self._made(value)
                     if replacement is None:
                         continue
@@ -2464,7 +2519,9 @@ class _Mode:
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
-        (made once per function), else None."""
+        (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
+        if _numpy_made(value):
+            return made_floats(value)
         if type(value) is not types.FunctionType \
                 or not str(getattr(value, "__module__", "")).startswith("scipy."):
             return None
