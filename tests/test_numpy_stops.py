@@ -684,3 +684,49 @@ def test_numpys_python_functions_give_numpys_other_results():
     np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
     assert type(np.hanning) is type(f)
     assert type(np.polynomial.legendre.leggauss) is type(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.rec's record arrays of differentiated values: structured arrays the differentiation
+# follows, whose fields read and write as attributes, as NumPy's record arrays
+
+def _records_from_arrays(x):
+    r = np.rec.fromarrays([x[:4], 2 * x[4:]], names="t,y")
+    r.y[1:] += r.t[:-1]
+    r.t = r.t ** 2  # a field set as an attribute
+    head = r[:2]  # a record array too
+    return np.sum(r.t * r.y) + r.y.max() + head.y.sum() + r[3].t + len(r) * r["y"][0]
+
+
+def _records_from_records(x):
+    r = np.rec.fromrecords([(x[0], 1.0, 3), (x[1] * x[2], x[3], 4)], names="a,b,k")
+    for record in r:
+        record.a *= 2.0
+    return (r.a * r.b).sum() + r.k.sum() * x[4]
+
+
+def _records_of_a_structured_array(x):
+    s = np.zeros(4, dtype=[("u", float), ("v", float)])
+    s["u"] = x[:4]
+    s["v"] = x[4:] ** 2
+    copied, viewed = np.rec.array(s), np.rec.array(s, copy=False)
+    viewed.u *= 3.0  # s's memory
+    lists = np.rec.array([x[:4], x[4:]], names="p,q")
+    return (copied.u * s["u"]).sum() + (viewed.v * copied.v).sum() + lists.q @ lists.p
+
+
+@pytest.mark.parametrize("f", [_records_from_arrays, _records_from_records,
+                               _records_of_a_structured_array])
+def test_record_arrays_of_derivatives(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_record_arrays_are_numpys_record_arrays():
+    def f(x):
+        r = np.rec.fromarrays([x, 2 * x], names="a,b")
+        assert isinstance(r, np.recarray) and r.shape == (3,) and r.dtype.names == ("a", "b")
+        with pytest.raises(AttributeError):
+            r.c
+        return r.b.sum()
+
+    np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])

@@ -1763,7 +1763,7 @@ def made_in(y, func, args, kwargs, caller):
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
-    if _in_mode() and y.dtype.kind in "fc":
+    if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
         return allocate(y, (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
