@@ -715,8 +715,16 @@ def _records_of_a_structured_array(x):
     return (copied.u * s["u"]).sum() + (viewed.v * copied.v).sum() + lists.q @ lists.p
 
 
+def _records_viewed(x):
+    s = np.zeros(4, dtype=[("u", float), ("v", float)])
+    r = s.view(np.recarray)  # s's memory, fields as attributes
+    r.u = x[:4]
+    r.v[1:] = r.u[:-1] ** 2 * x[5:]
+    return (s["v"] * x[4:]).sum() + r[2].u + r[1:].v.sum()
+
+
 @pytest.mark.parametrize("f", [_records_from_arrays, _records_from_records,
-                               _records_of_a_structured_array])
+                               _records_of_a_structured_array, _records_viewed])
 def test_record_arrays_of_derivatives(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 

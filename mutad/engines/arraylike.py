@@ -31,6 +31,7 @@ from ..core.allocation import Preexisting, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
+from ..core.registry import SUBCLASS_VIEWS
 from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
                           views, weaken, wrapped, writeable)
 
@@ -941,6 +942,8 @@ class ArrayMethods(Tracer):
             dtype, type = None, dtype
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
             return self if stands_for_scalar(self) else self[...]
+        if (dtype is None or np.dtype(dtype) == self.dtype) and type in SUBCLASS_VIEWS:
+            return SUBCLASS_VIEWS[type](self[...])  # (np.recarray's)
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
             y = memory(self).view(dtype)  # NumPy's view, and its error
             whole = owner_view(self)

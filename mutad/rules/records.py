@@ -10,7 +10,8 @@ records that carry a derivative written into it), read and written as NumPy's re
 reads and writes it: ndarray's attributes first, then the fields; a field of a structured
 dtype, records by an index (one record too) and whole-array methods as record arrays; other
 fields as arrays. NumPy's functions of it are those of its structured array (what mutad
-refuses of whole records it refuses here too).
+refuses of whole records it refuses here too). ``a.view(np.recarray)`` of an array the
+differentiation follows is one too.
 """
 
 import sys
@@ -20,7 +21,7 @@ import numpy as np
 from ..core.allocation import by_user_code, holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
-from ..core.registry import defroute
+from ..core.registry import SUBCLASS_VIEWS, defroute
 from ..core.views import memory, owner, wrapped
 
 
@@ -206,6 +207,7 @@ def _copy_fields(t, records):
 
 
 CARRIERS.add(Records)
+SUBCLASS_VIEWS[np.recarray] = Records
 _constructor(np.rec.fromarrays, _from_arrays)
 _constructor(np.rec.fromrecords, _from_records)
 _constructor(np.rec.array, _array, viewing=True)
