@@ -738,3 +738,34 @@ def test_record_arrays_are_numpys_record_arrays():
         return r.b.sum()
 
     np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# np.copy and np.sort of an array of records holding differentiated values: field by field (a
+# new array of records, each field copied, or gathered in NumPy's order of the records)
+
+def _records_copied_and_sorted(x):
+    s = np.zeros(4, dtype=[("k", int), ("v", float), ("w", float, (2,))])
+    s["k"] = [3, 1, 2, 0]
+    s["v"] = x[:4]
+    s["w"] = x[4:, None] * np.array([1.0, -2.0])
+    t = np.sort(s, order="k")
+    c = s.copy()
+    c["v"] *= 2.0  # a copy: s is as it was
+    d = np.copy(s)
+    return (t["v"] * np.arange(4)).sum() + (c["v"] * t["w"][:, 1]).sum() + d["w"][0, 0] \
+        + s["v"].sum()
+
+
+def _records_sorted_along_axes(x):
+    s = np.zeros((2, 2), dtype=[("a", float), ("b", float)])
+    s["a"] = x[:4].reshape(2, 2)
+    s["b"] = x[4:].reshape(2, 2)
+    t = np.sort(s, order=["b"], axis=0)
+    u = np.sort(s, order="a", axis=None)
+    return (t["a"] * np.arange(4).reshape(2, 2)).sum() + (u["b"] * np.arange(4)).sum()
+
+
+@pytest.mark.parametrize("f", [_records_copied_and_sorted, _records_sorted_along_axes])
+def test_records_copied_and_sorted(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))

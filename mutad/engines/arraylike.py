@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import Preexisting, lists_as_arrays, shown_class
+from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
@@ -1421,6 +1421,57 @@ def holds_records(items):
         elif kind in WRAPPERS and memory(x).dtype.names is not None:
             return True
     return False
+
+
+def _new_records(a, order="K", shape=None):
+    """A new array of ``a``'s records (np.empty_like's) that the differentiations follow."""
+    plain = np.empty_like(memory(a), order=order, shape=shape)
+    return allocate(plain, (np.empty_like, (plain,), {}))
+
+
+def _records_copy(a, order="K", subok=False):
+    """``np.copy`` of an array of records: a new one of its dtype and layout (np.empty_like's,
+    as NumPy's copy), each field written."""
+    y = _new_records(a, order)
+    for name in a.dtype.names:
+        y[name] = a[name]
+    return y
+
+
+def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.sort`` of an array of records: NumPy's order (``np.argsort``, which has no
+    derivative) applied to each field."""
+    order_of = np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
+    if isinstance(order_of, np.ndarray):  # (the mode's stand-in of integers: NumPy's array)
+        order_of = order_of.view(np.ndarray)
+    fields = {name: a[name] for name in a.dtype.names}
+    if axis is None:  # (of the records flattened)
+        fields = {name: field.reshape((-1,) + field.shape[a.ndim:])  # (subarrays kept)
+                  for name, field in fields.items()}
+        axis = 0
+    index = list(np.indices(order_of.shape, sparse=True))
+    index[axis] = order_of  # (np.take_along_axis's index, for fields of any dtype)
+    y = _new_records(a, shape=order_of.shape)
+    for name, field in fields.items():
+        y[name] = field[tuple(index)]
+    return y
+
+
+RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort}
+"""NumPy's functions of whole records (a structured dtype) that are written field by field
+where a derivative is among them (``records_function``)."""
+
+
+def records_function(func, args, kwargs):
+    """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
+    field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
+    by_fields = RECORD_FUNCTIONS.get(func)
+    if by_fields is None or not args or not isinstance(args[0], Tracer) \
+            or args[0].dtype.names is None or not carries_derivative(args[0]) \
+            or any(args[0].dtype.fields[name][0].names is not None
+                   for name in args[0].dtype.names):  # (nested records: by their fields)
+        return None
+    return by_fields(*args, **kwargs)
 
 
 def refuse_records(what, items):

@@ -30,7 +30,8 @@ from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivativ
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_key, records_write, refuse_records,
+                        out_by_keyword, holds_records, records_function, records_key,
+                        records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
@@ -862,6 +863,9 @@ class Dual(ArrayMethods):
         if _outranked(items, level):
             return NotImplemented
         if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
+            y = records_function(func, args, kwargs)
+            if y is not None:
+                return y
             refuse_records(func, args)
         y = apply_function(func, args, kwargs, level)
         if not args or func is np.broadcast_to:

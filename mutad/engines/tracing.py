@@ -46,8 +46,8 @@ import numpy as np
 from ..core.allocation import Preexisting, lists_as_arrays, stands_in, without_derivative
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
-                        holds_records, out_computation, put_right, records_key, records_write,
-                        numpy_scalar, refuse_records,
+                        holds_records, out_computation, put_right, records_function,
+                        records_key, records_write, numpy_scalar, refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
@@ -176,6 +176,9 @@ class TracedDispatch:
         if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
             return NotImplemented
         if holds_records(args) and not lookup(func).nondifferentiable:
+            y = records_function(func, args, kwargs)
+            if y is not None:
+                return y
             refuse_records(func, args)
         y = apply_array_function(func, args, kwargs, self.tape)
         if not args or func is np.broadcast_to:

@@ -40,7 +40,7 @@ class Records:
         array = object.__getattribute__(self, "array")
         if hasattr(np.ndarray, name):  # ndarray's attributes first, as NumPy's recarray
             value = getattr(array, name)
-            if callable(value) and not isinstance(value, np.dtype):
+            if callable(value):  # a method: its structured results record arrays too
                 return lambda *args, **kwargs: _records(value(*_arrays(args),
                                                               **_arrays(kwargs)))
             return _records(value)
