@@ -769,3 +769,25 @@ def _records_sorted_along_axes(x):
 @pytest.mark.parametrize("f", [_records_copied_and_sorted, _records_sorted_along_axes])
 def test_records_copied_and_sorted(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ndarray(shape, buffer=x, offset=..., strides=...) of an array the differentiation follows:
+# a view of its memory, as NumPy's
+
+def _ndarray_over_a_buffer(x):
+    base = np.zeros(8)
+    a = np.ndarray((4,), buffer=base, offset=16)
+    a[:] = x[:4]
+    b = np.ndarray((2, 2), dtype=float, buffer=x, offset=8, strides=(24, 8))  # x's memory
+    return (base ** 2).sum() + a.sum() + (b * np.arange(4.0).reshape(2, 2)).sum()
+
+
+def test_an_ndarray_over_a_traced_buffer():
+    check(_ndarray_over_a_buffer, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+    def reinterpreted(x):
+        return np.ndarray((8,), dtype=np.int64, buffer=x * 2.0).sum()
+
+    with pytest.raises(mutad.MutadError, match="reinterpreting"):
+        mutad.gradient(reinterpreted, np.ones(8))

@@ -92,7 +92,8 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
-from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
+from .views import (address, memory, owner, owner_view, stands_for_scalar, views, weaken,
+                    wrapped, writeable)
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -970,6 +971,9 @@ class _Constructor(type):
     as a type it is ndarray (``isinstance(u, np.ndarray)``, ``np.ndarray.sum``)."""
 
     def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        if wrapped(buffer):
+            return _viewing(buffer, np.ndarray(shape, dtype, memory(buffer), offset, strides,
+                                               order))
         y = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
@@ -994,6 +998,22 @@ class _Constructor(type):
 
     def __hash__(cls):
         return hash(np.ndarray)
+
+
+def _viewing(buffer, y):
+    """``np.ndarray(..., buffer=buffer)`` of a traced or dual ``buffer``: the view of its memory
+    that NumPy's ``y`` is (made of the memory, with NumPy's errors), as a view of ``buffer``'s,
+    which the differentiation follows. Of another dtype, which reinterprets the bytes, refused
+    as ``buffer.view(dtype)`` is."""
+    whole = owner_view(buffer)
+    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+    if y.dtype != buffer.dtype or not views(memory(flat), memory(whole)):
+        raise UnsupportedOperationError(
+            "np.ndarray(..., buffer=x) of a differentiated array x, of another dtype than x's "
+            "or over memory x's owner does not lay out in order: reinterpreting its bytes has "
+            "no derivative. Use x.view(), reshape or indexing for views, and x.astype for "
+            "another dtype.")
+    return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
 
 
 def _unbound_method(method, name):
