@@ -723,8 +723,18 @@ def _records_viewed(x):
     return (s["v"] * x[4:]).sum() + r[2].u + r[1:].v.sum()
 
 
+def _records_allocated(x):
+    r = np.recarray((4,), dtype=[("u", float), ("v", float)])
+    assert isinstance(r, np.recarray)
+    r.u = x[:4]
+    r.v = x[4:] * 2
+    r.u += r.v
+    return (r.u ** 2).sum()
+
+
 @pytest.mark.parametrize("f", [_records_from_arrays, _records_from_records,
-                               _records_of_a_structured_array, _records_viewed])
+                               _records_of_a_structured_array, _records_viewed,
+                               _records_allocated])
 def test_record_arrays_of_derivatives(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 

@@ -91,7 +91,7 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
-from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
+from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
 from .views import (address, memory, owner, owner_view, stands_for_scalar, views, weaken,
                     wrapped, writeable)
 
@@ -1090,6 +1090,50 @@ SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
                      for alias in ("half", "single", "double", "csingle", "cdouble")})
 """NumPy's float and complex scalar types by the names the ``numpy`` module gives them, and
 the mode's (``_ScalarType``), installed where the differentiated code calls them."""
+
+
+class _RecordsConstructor(type):
+    """The type of ``numpy.recarray`` as the mode shows it where the differentiated code calls
+    it: calling it (``np.recarray(n, dtype=...)``) allocates a constant record array of numbers
+    as ``np.zeros`` allocates an array (the record array ``registry.SUBCLASS_VIEWS`` gives of
+    it), unless it views a buffer; as a type it is NumPy's recarray."""
+
+    def __call__(cls, *args, **kwargs):
+        y = np.recarray(*args, **kwargs)
+        as_records = SUBCLASS_VIEWS.get(np.recarray)
+        if y.base is None and _in_mode() and _numeric_records(y.dtype) \
+                and as_records is not None:
+            return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
+        return y
+
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(x, np.recarray)
+
+    def __subclasscheck__(cls, kind):
+        return kind is cls or issubclass(kind, np.recarray)
+
+    def __getattr__(cls, name):
+        return getattr(np.recarray, name)
+
+    def __eq__(cls, other):
+        return other is cls or other is np.recarray
+
+    def __hash__(cls):
+        return hash(np.recarray)
+
+
+def _records_data(*args, **kwargs):
+    """The array of records ``np.recarray(*args, **kwargs)`` holds (the call a replay redoes)."""
+    return np.recarray(*args, **kwargs).view(np.ndarray)
+
+
+class recarray(metaclass=_RecordsConstructor):  # noqa: N801 (NumPy's name)
+    """``numpy.recarray`` where differentiated code calls it (``_RecordsConstructor``)."""
+
+
+CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray)}
+"""NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
+code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 
 
 def _uses_ndarray(code):
@@ -2494,7 +2538,7 @@ class _Mode:
         self.made_modules = {}  # id -> SciPy's public modules holding them (_MadeModule)
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
-        self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
+        self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -2680,12 +2724,12 @@ class _Mode:
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
         self.numpy.ndarray = self.ndarray or np.ndarray
-        for name, (original, _) in SCALAR_TYPES.items():
+        for name, (original, _) in CALLED_TYPES.items():
             self.numpy.__dict__[name] = self.scalars.get(name) or original
 
     def _undo(self):
         self.numpy.ndarray = np.ndarray
-        for name, (original, _) in SCALAR_TYPES.items():
+        for name, (original, _) in CALLED_TYPES.items():
             self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
@@ -2741,8 +2785,8 @@ class _Mode:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
-                for name in SCALAR_TYPES.keys() & names:
-                    original, stand_in = SCALAR_TYPES[name]
+                for name in CALLED_TYPES.keys() & names:
+                    original, stand_in = CALLED_TYPES[name]
                     calls, compares = _uses(code, name)
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (
