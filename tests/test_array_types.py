@@ -218,7 +218,7 @@ REFUSED = {
     "x.resize":     (lambda x: x.resize(9), UnsupportedOperationError, "np.resize"),
     "x.data":       (lambda x: x.data, UnsupportedOperationError, "indexing"),
     "x.ctypes":     (lambda x: x.ctypes, UnsupportedOperationError, "mutad.adjoint"),
-    "x.setflags":   (lambda x: x.setflags(write=False), UnsupportedOperationError, "copy"),
+    "x.setflags":   (lambda x: x.setflags(align=False), UnsupportedOperationError, "copy"),
     "x.byteswap":   (lambda x: x.byteswap(), UnsupportedOperationError, "astype"),
     "x.getfield":   (lambda x: x.getfield(np.float32), UnsupportedOperationError, "astype"),
     "x.setfield":   (lambda x: x.setfield(1.0, np.float64), UnsupportedOperationError, "indexing"),
@@ -363,19 +363,27 @@ def test_attribute_assignments(rng):
             mutad.jvp(assign, (np.ones(3),), (np.ones(3),))
 
 
-def test_flags_are_read_and_not_set(rng):
+def test_flags_are_read_and_writeable_alone_set(rng):
     x = np.ones((2, 3))
 
     def f(x):
         assert x.flags.c_contiguous and x.flags["C_CONTIGUOUS"] and not x.T.flags.c_contiguous
         assert "WRITEABLE" in repr(x.flags)
-        x.flags.writeable = False
+        x.flags.writeable = False  # as x.setflags(write=False)
+        assert not x.flags.writeable
+        return x.sum()
+
+    def g(x):
+        x.flags.aligned = False
         return x.sum()
 
     for differentiate in (lambda: mutad.gradient(f, x), lambda: mutad.jvp(f, (x,), (x,))):
+        differentiate()
+        assert x.flags.writeable  # the caller's array is as it was
+    for differentiate in (lambda: mutad.gradient(g, x), lambda: mutad.jvp(g, (x,), (x,))):
         with pytest.raises(UnsupportedOperationError, match="copy"):
             differentiate()
-        assert x.flags.writeable  # the caller's array is as it was
+        assert x.flags.writeable and x.flags.aligned
 
 
 def test_methods_numpy_removed_are_not_there():

@@ -103,7 +103,7 @@ CASES = [
      ["x.tobytes()", "mutad.stop_gradient(x).tobytes()"]),
     (lambda x: pickle.loads(pickle.dumps(x * 2)).sum(), errors.ConversionError,
      ["pickle.dumps()", "copy.deepcopy(x)"]),
-    (lambda x: (x * 2).setflags(write=False), errors.UnsupportedOperationError,
+    (lambda x: (x * 2).setflags(align=False), errors.UnsupportedOperationError,
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
     (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
      ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),

@@ -467,3 +467,336 @@ def test_a_broadcast_scalar_stays_read_only():
         return b.sum()
 
     check(f, np.array([0.3, -0.7]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma's factories (np.ma.zeros, masked_all, empty_like, ...) then written with differentiated
+# values: their float data is a constant the function may write into, as np.zeros' is
+
+def _masked_zeros_written(x):
+    m = np.ma.zeros(8)
+    m[:] = x
+    m[x < 0] = np.ma.masked
+    return (m ** 2).sum() + m.mean()
+
+
+def _masked_all_filled(x):
+    m = np.ma.masked_all((2, 4))
+    m[x.reshape(2, 4) > 0] = x.reshape(2, 4)[x.reshape(2, 4) > 0]
+    return m.sum() + (m * 3.0).max()
+
+
+def _masked_like_factories(x):
+    a = np.ma.array(x, mask=x > 1.0)
+    z = np.ma.zeros_like(a)  # a's mask, NumPy's zeros
+    z += x
+    e = np.ma.empty_like(a)
+    e[:] = 2.0 * x
+    o = np.ma.ones((2, 4))
+    o[1, 1] = np.ma.masked
+    o[0] = x[:4]
+    return z.sum() + e.sum() + (o * x.reshape(2, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_masked_zeros_written, _masked_all_filled, _masked_like_factories])
+def test_masked_factories_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_masked_factories_of_integers_and_outside_stay_numpys():
+    def f(x):
+        k = np.ma.zeros(3, dtype=int)
+        assert type(k) is np.ma.MaskedArray
+        return x.sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert type(np.ma.zeros(2)) is np.ma.MaskedArray
+
+
+# ----------------------------------------------------------------------------------------------
+# A generator's draw into a traced out= buffer: NumPy's numbers, in the buffer's layout
+
+def _drawn_into(x):
+    rng = np.random.default_rng(7)
+    buf = np.empty(8)
+    rng.random(out=buf)
+    buf *= x
+    g = np.empty((2, 4), order="F")
+    rng.standard_normal(out=g)
+    g[0] += x[:4]
+    return buf.sum() + (g ** 2).sum()
+
+
+def test_a_draw_into_a_traced_buffer():
+    check(_drawn_into, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+    def noncontiguous(x):
+        b = np.zeros((4, 2))
+        np.random.default_rng(0).random(out=b[:, 0])
+        return x.sum()
+
+    with pytest.raises(ValueError, match="contiguous"):  # NumPy's error
+        mutad.gradient(noncontiguous, np.ones(2))
+
+
+# ----------------------------------------------------------------------------------------------
+# Records written whole (a tuple, or records of another array) into an array of records holding
+# differentiated values: field by field, as NumPy assigns them (by position)
+
+def _records_written_whole(x):
+    dt = np.dtype([("p", "f8"), ("q", "f8"), ("k", "i8")])
+    a = np.zeros(4, dtype=dt)
+    for i in range(4):
+        a[i] = (x[i], x[i + 4] ** 2, i)
+    a[1:] = a[:-1]  # overlapping, as NumPy copies it
+    a[0] = (x[7] * 3, 1.5, 2)
+    b = np.zeros(2, dtype=[("u", "f8"), ("v", "f8"), ("w", "i8")])
+    b[:] = a[2:]  # by position, not by name
+    return (a["p"] * a["q"]).sum() + (b["u"] ** 2).sum() + b["w"].sum() + b["v"].sum()
+
+
+def test_records_written_whole():
+    check(_records_written_whole, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# x.setflags(write=False) (x.flags.writeable = False) on a differentiated array: read-only as
+# NumPy's until the reverse pass, whose undos write into it; the caller's flags as they were
+
+def _locked(x):
+    y = x * 2.0
+    y.setflags(write=False)
+    v = y[1:]
+    for write in (lambda: v.__setitem__(0, 5.0), lambda: np.add(y, 1.0, out=y)):
+        try:
+            write()
+            raise AssertionError("a write into a read-only array")
+        except ValueError:
+            pass
+    assert not y.flags.writeable and not v.flags.writeable
+    w = y + x
+    y.flags.writeable = True
+    y[0] = y[0] ** 2
+    return (y * x).sum() + (w ** 2).sum()
+
+
+def _argument_locked(x):
+    x.setflags(write=False)
+    try:
+        x[0] = 1.0
+        raise AssertionError("a write into a read-only array")
+    except ValueError:
+        pass
+    return (x ** 2).sum()
+
+
+def _locked_after_writes(x):
+    """The undos of the writes before the lock write into the array in the reverse pass."""
+    y = x * 2.0
+    y += x[::-1]
+    y *= x
+    y[1:] /= 1.5
+    y.setflags(write=False)
+    return (y ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_locked, _argument_locked, _locked_after_writes])
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_arrays_made_read_only(f, policy):
+    x = np.array([0.31, -0.72, 1.13, -0.24])
+    if policy == "checkpoint":
+        before = x.tobytes()
+        (g,) = mutad.gradient(f, x, policy=policy)
+        np.testing.assert_allclose(g, central(f, x), rtol=1e-6)
+        assert x.tobytes() == before
+    else:
+        check(f, x)
+    assert x.flags.writeable
+
+
+def test_a_read_only_argument_stays_so():
+    x = np.array([0.31, -0.72, 1.13])
+    x.setflags(write=False)
+    (g,) = mutad.gradient(_argument_locked, x)
+    np.testing.assert_array_equal(g, 2 * x)
+    assert not x.flags.writeable
+
+    def unlocking(x):
+        x.setflags(write=True)  # the caller's read-only array: refused, left as it was
+        return x.sum()
+
+    with pytest.raises(mutad.MutadError):
+        mutad.gradient(unlocking, x)
+    assert not x.flags.writeable
+
+
+# ----------------------------------------------------------------------------------------------
+# New float arrays from NumPy's Python functions that take numbers (windows, quadrature rules,
+# frequencies), however the function reaches them: constants it may write traced values into,
+# as np.zeros' arrays are
+
+def _windows_written(x):
+    w = np.hanning(8)
+    w[0] = x[0]
+    w *= x
+    g = np.hamming(8).reshape(2, 4).T.copy()
+    g[:, 0] = x[:4]
+    k = np.fft.fftfreq(8)
+    k[0] = x[1]
+    return (w ** 2).sum() + (g ** 2).sum() + (k * x).sum()
+
+
+def _quadrature_weights_written(x):
+    nodes, weights = np.polynomial.legendre.leggauss(8)
+    weights *= 0.5
+    weights[3] += x[3]
+    t, w = np.polynomial.hermite.hermgauss(8)  # read, then written in place
+    w /= np.sqrt(np.pi)
+    w[:] = w * np.exp(x * 0.1)
+    return (weights * np.exp(x * nodes)).sum() + (w * np.cos(x[0] + t)).sum()
+
+
+def _imported_by_name(x):
+    from numpy import blackman, kaiser
+    from numpy.polynomial.chebyshev import chebpts1
+    w = blackman(8) + kaiser(8, 2.0)
+    w[1:3] = x[1:3]
+    c = chebpts1(8)
+    c *= x
+    return (w * x).sum() + c.sum()
+
+
+@pytest.mark.parametrize("f", [_windows_written, _quadrature_weights_written, _imported_by_name])
+def test_arrays_of_numpys_python_functions_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_numpys_python_functions_give_numpys_other_results():
+    """Integer arrays and other objects as NumPy gives them; NumPy's own functions outside a
+    differentiation."""
+    def f(x):
+        i, j = np.triu_indices(3, 1)
+        assert type(i) is np.ndarray and i.dtype.kind == "i"
+        assert np.base_repr(5, 2) == "101" and np.iterable(x)
+        return x[i].sum() + x[j].sum()
+
+    np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
+    assert type(np.hanning) is type(f)
+    assert type(np.polynomial.legendre.leggauss) is type(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.rec's record arrays of differentiated values: structured arrays the differentiation
+# follows, whose fields read and write as attributes, as NumPy's record arrays
+
+def _records_from_arrays(x):
+    r = np.rec.fromarrays([x[:4], 2 * x[4:]], names="t,y")
+    r.y[1:] += r.t[:-1]
+    r.t = r.t ** 2  # a field set as an attribute
+    head = r[:2]  # a record array too
+    return np.sum(r.t * r.y) + r.y.max() + head.y.sum() + r[3].t + len(r) * r["y"][0]
+
+
+def _records_from_records(x):
+    r = np.rec.fromrecords([(x[0], 1.0, 3), (x[1] * x[2], x[3], 4)], names="a,b,k")
+    for record in r:
+        record.a *= 2.0
+    return (r.a * r.b).sum() + r.k.sum() * x[4]
+
+
+def _records_of_a_structured_array(x):
+    s = np.zeros(4, dtype=[("u", float), ("v", float)])
+    s["u"] = x[:4]
+    s["v"] = x[4:] ** 2
+    copied, viewed = np.rec.array(s), np.rec.array(s, copy=False)
+    viewed.u *= 3.0  # s's memory
+    lists = np.rec.array([x[:4], x[4:]], names="p,q")
+    return (copied.u * s["u"]).sum() + (viewed.v * copied.v).sum() + lists.q @ lists.p
+
+
+def _records_viewed(x):
+    s = np.zeros(4, dtype=[("u", float), ("v", float)])
+    r = s.view(np.recarray)  # s's memory, fields as attributes
+    r.u = x[:4]
+    r.v[1:] = r.u[:-1] ** 2 * x[5:]
+    return (s["v"] * x[4:]).sum() + r[2].u + r[1:].v.sum()
+
+
+def _records_allocated(x):
+    r = np.recarray((4,), dtype=[("u", float), ("v", float)])
+    assert isinstance(r, np.recarray)
+    r.u = x[:4]
+    r.v = x[4:] * 2
+    r.u += r.v
+    return (r.u ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_records_from_arrays, _records_from_records,
+                               _records_of_a_structured_array, _records_viewed,
+                               _records_allocated])
+def test_record_arrays_of_derivatives(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_record_arrays_are_numpys_record_arrays():
+    def f(x):
+        r = np.rec.fromarrays([x, 2 * x], names="a,b")
+        assert isinstance(r, np.recarray) and r.shape == (3,) and r.dtype.names == ("a", "b")
+        with pytest.raises(AttributeError):
+            r.c
+        return r.b.sum()
+
+    np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# np.copy and np.sort of an array of records holding differentiated values: field by field (a
+# new array of records, each field copied, or gathered in NumPy's order of the records)
+
+def _records_copied_and_sorted(x):
+    s = np.zeros(4, dtype=[("k", int), ("v", float), ("w", float, (2,))])
+    s["k"] = [3, 1, 2, 0]
+    s["v"] = x[:4]
+    s["w"] = x[4:, None] * np.array([1.0, -2.0])
+    t = np.sort(s, order="k")
+    c = s.copy()
+    c["v"] *= 2.0  # a copy: s is as it was
+    d = np.copy(s)
+    return (t["v"] * np.arange(4)).sum() + (c["v"] * t["w"][:, 1]).sum() + d["w"][0, 0] \
+        + s["v"].sum()
+
+
+def _records_sorted_along_axes(x):
+    s = np.zeros((2, 2), dtype=[("a", float), ("b", float)])
+    s["a"] = x[:4].reshape(2, 2)
+    s["b"] = x[4:].reshape(2, 2)
+    t = np.sort(s, order=["b"], axis=0)
+    u = np.sort(s, order="a", axis=None)
+    return (t["a"] * np.arange(4).reshape(2, 2)).sum() + (u["b"] * np.arange(4)).sum()
+
+
+@pytest.mark.parametrize("f", [_records_copied_and_sorted, _records_sorted_along_axes])
+def test_records_copied_and_sorted(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ndarray(shape, buffer=x, offset=..., strides=...) of an array the differentiation follows:
+# a view of its memory, as NumPy's
+
+def _ndarray_over_a_buffer(x):
+    base = np.zeros(8)
+    a = np.ndarray((4,), buffer=base, offset=16)
+    a[:] = x[:4]
+    b = np.ndarray((2, 2), dtype=float, buffer=x, offset=8, strides=(24, 8))  # x's memory
+    return (base ** 2).sum() + a.sum() + (b * np.arange(4.0).reshape(2, 2)).sum()
+
+
+def test_an_ndarray_over_a_traced_buffer():
+    check(_ndarray_over_a_buffer, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+    def reinterpreted(x):
+        return np.ndarray((8,), dtype=np.int64, buffer=x * 2.0).sum()
+
+    with pytest.raises(mutad.MutadError, match="reinterpreting"):
+        mutad.gradient(reinterpreted, np.ones(8))

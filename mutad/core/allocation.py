@@ -94,8 +94,9 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
-from .registry import NO_RULE, RULE_MODULES, RULES, VERSIONS, table
-from .views import memory, owner, stands_for_scalar, weaken, wrapped, writeable
+from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
+from .views import (address, memory, owner, owner_view, stands_for_scalar, views, weaken,
+                    wrapped, writeable)
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -976,6 +977,9 @@ class _Constructor(type):
     as a type it is ndarray (``isinstance(u, np.ndarray)``, ``np.ndarray.sum``)."""
 
     def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
+        if wrapped(buffer):
+            return _viewing(buffer, np.ndarray(shape, dtype, memory(buffer), offset, strides,
+                                               order))
         y = np.ndarray(shape, dtype, buffer, offset, strides, order)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
@@ -1000,6 +1004,22 @@ class _Constructor(type):
 
     def __hash__(cls):
         return hash(np.ndarray)
+
+
+def _viewing(buffer, y):
+    """``np.ndarray(..., buffer=buffer)`` of a traced or dual ``buffer``: the view of its memory
+    that NumPy's ``y`` is (made of the memory, with NumPy's errors), as a view of ``buffer``'s,
+    which the differentiation follows. Of another dtype, which reinterprets the bytes, refused
+    as ``buffer.view(dtype)`` is."""
+    whole = owner_view(buffer)
+    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+    if y.dtype != buffer.dtype or not views(memory(flat), memory(whole)):
+        raise UnsupportedOperationError(
+            "np.ndarray(..., buffer=x) of a differentiated array x, of another dtype than x's "
+            "or over memory x's owner does not lay out in order: reinterpreting its bytes has "
+            "no derivative. Use x.view(), reshape or indexing for views, and x.astype for "
+            "another dtype.")
+    return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
 
 
 def _unbound_method(method, name):
@@ -1076,6 +1096,50 @@ SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
                      for alias in ("half", "single", "double", "csingle", "cdouble")})
 """NumPy's float and complex scalar types by the names the ``numpy`` module gives them, and
 the mode's (``_ScalarType``), installed where the differentiated code calls them."""
+
+
+class _RecordsConstructor(type):
+    """The type of ``numpy.recarray`` as the mode shows it where the differentiated code calls
+    it: calling it (``np.recarray(n, dtype=...)``) allocates a constant record array of numbers
+    as ``np.zeros`` allocates an array (the record array ``registry.SUBCLASS_VIEWS`` gives of
+    it), unless it views a buffer; as a type it is NumPy's recarray."""
+
+    def __call__(cls, *args, **kwargs):
+        y = np.recarray(*args, **kwargs)
+        as_records = SUBCLASS_VIEWS.get(np.recarray)
+        if y.base is None and _in_mode() and _numeric_records(y.dtype) \
+                and as_records is not None:
+            return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
+        return y
+
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(x, np.recarray)
+
+    def __subclasscheck__(cls, kind):
+        return kind is cls or issubclass(kind, np.recarray)
+
+    def __getattr__(cls, name):
+        return getattr(np.recarray, name)
+
+    def __eq__(cls, other):
+        return other is cls or other is np.recarray
+
+    def __hash__(cls):
+        return hash(np.recarray)
+
+
+def _records_data(*args, **kwargs):
+    """The array of records ``np.recarray(*args, **kwargs)`` holds (the call a replay redoes)."""
+    return np.recarray(*args, **kwargs).view(np.ndarray)
+
+
+class recarray(metaclass=_RecordsConstructor):  # noqa: N801 (NumPy's name)
+    """``numpy.recarray`` where differentiated code calls it (``_RecordsConstructor``)."""
+
+
+CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray)}
+"""NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
+code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 
 
 def _uses_ndarray(code):
@@ -1692,6 +1756,57 @@ class _Made:
         return repr(self.original)
 
 
+class _MadeFloats(_Made):
+    """A Python function of NumPy's that makes arrays of numbers (``np.hanning(n)``,
+    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``), as code reaches it in the
+    mode: a new float array it gives the user's code is a constant the function may write
+    traced values into, as np.zeros' is (``made_in``); anything else (integers, views of its
+    arguments, other objects) as NumPy gives it."""
+
+    def __call__(self, *args, **kwargs):
+        y = self.original(*args, **kwargs)
+        if not ACTIVE.running or STATE.rules:
+            return y
+        return _new_floats(y, self.original, args, kwargs, sys._getframe(1))
+
+
+def _new_floats(y, func, args, kwargs, caller):
+    if type(y) in (tuple, list):
+        return type(y)(_new_floats(item, functools.partial(_item, func, i), args, kwargs, caller)
+                       for i, item in enumerate(y))
+    if type(y) is np.ndarray and y.dtype.kind in "fc" and y.base is None:
+        return made_in(y, func, args, kwargs, _caller(caller))
+    return y
+
+
+_NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg")
+"""NumPy's modules besides ``numpy`` whose Python functions user code receives as
+``_MadeFloats`` (the mode's copies of ``numpy``, ``numpy.fft`` and ``numpy.linalg`` bind them;
+NumPy's public modules under the others read them so, ``_MadeModule``); not np.random's or
+np.ma's, which the mode follows otherwise."""
+
+
+def _numpy_made(value):
+    """Whether ``value`` is a public Python function of NumPy's to be ``_MadeFloats``."""
+    if type(value) is not types.FunctionType or value.__name__.startswith("_") \
+            or _top(value.__globals__) != "numpy":  # (the mode's own bear NumPy's names)
+        return False
+    module = str(getattr(value, "__module__", ""))
+    return module == "numpy" or module in _NUMPY_MADE \
+        or module.startswith(tuple(m + "." for m in _NUMPY_MADE))
+
+
+_MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
+
+
+def made_floats(value):
+    """``_MadeFloats`` of NumPy's function ``value``, made once per function."""
+    pair = _MADE_FLOATS.get(id(value))
+    if pair is None or pair[0] is not value:
+        pair = _MADE_FLOATS[id(value)] = (value, _MadeFloats(value))
+    return pair[1]
+
+
 class _MadeModule(types.ModuleType):
     """The class of SciPy's public modules in the mode: their Python functions that nothing
     routes read as their ``_Made`` (``scipy.linalg.dft``, ``from scipy.special import
@@ -1824,7 +1939,7 @@ def made_in(y, func, args, kwargs, caller):
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
-    if _in_mode() and y.dtype.kind in "fc":
+    if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
         return allocate(y, (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
@@ -1997,6 +2112,9 @@ def _mirrored(original, replacements):
     function where ``original`` binds the library's (one the user rebound, ``np.zeros = g``,
     stays the user's)."""
     namespace = dict(vars(original))
+    for name, value in namespace.items():
+        if name not in replacements and _numpy_made(value):
+            namespace[name] = made_floats(value)
     for name, (own, new) in replacements.items():
         bound = namespace.get(name, own)
         if bound is own or bound is _LIBRARY["factories"].get(name, (own, own))[1]:
@@ -2324,6 +2442,17 @@ def _drawn(draw):
         if name in _SAMPLES and ACTIVE.running and (
                 holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
             return _sampled(draw, name, args, kwargs)
+        out = kwargs.get("out")
+        if wrapped(out) and ACTIVE.running:
+            # NumPy's draw fills a plain array, of out's layout (the order its numbers land
+            # in), which is written into out, as a constant of the draws the replay holds
+            drawn = memory(out)
+            if drawn.flags.c_contiguous or drawn.flags.f_contiguous:  # (else NumPy's error)
+                drawn = np.empty_like(drawn)
+            draw(*args, **{**kwargs, "out": drawn})
+            out[...] = allocate(drawn, (np.array, (drawn.copy(),), {})) if _in_mode() \
+                else drawn
+            return out
         y = draw(*args, **kwargs)
         if _in_mode() and _allocated(y, args, kwargs):
             return allocate(y, (np.array, (y.copy(),), {}))
@@ -2530,7 +2659,7 @@ class _Mode:
         self.made_modules = {}  # id -> SciPy's public modules holding them (_MadeModule)
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
-        self.scalars = {}  # name -> what np.<name> is in the mode (SCALAR_TYPES): NumPy's or not
+        self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -2540,8 +2669,9 @@ class _Mode:
         functions alone, and of SciPy's public ``module``, those to its other Python functions
         (``_Made``) by switching the module's class (``_MadeModule``): one assignment per
         module, not one per function, on every entry and exit."""
-        by_class = module is not None and type(module) is types.ModuleType \
-            and _top(namespace) == "scipy"
+        own = str(namespace.get("__name__"))
+        by_class = module is not None and type(module) is types.ModuleType and (
+            _top(namespace) == "scipy" or own.startswith(("numpy.polynomial", "numpy.lib")))
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
@@ -2560,7 +2690,7 @@ class _Mode:
                     pair = _BY_ORIGINAL.get(id(value))
                 if pair is not None and pair[0] is value:
                     replacement = pair[1]
-                elif not internal or _top(namespace) == "scipy":
+                elif not internal or by_class or _top(namespace) == "scipy":
                     replacement = self._made(value)
                     if replacement is None:
                         continue
@@ -2574,7 +2704,9 @@ class _Mode:
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
-        (made once per function), else None."""
+        (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
+        if _numpy_made(value):
+            return made_floats(value)
         if type(value) is not types.FunctionType \
                 or not str(getattr(value, "__module__", "")).startswith("scipy."):
             return None
@@ -2713,12 +2845,12 @@ class _Mode:
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
         self.numpy.ndarray = self.ndarray or np.ndarray
-        for name, (original, _) in SCALAR_TYPES.items():
+        for name, (original, _) in CALLED_TYPES.items():
             self.numpy.__dict__[name] = self.scalars.get(name) or original
 
     def _undo(self):
         self.numpy.ndarray = np.ndarray
-        for name, (original, _) in SCALAR_TYPES.items():
+        for name, (original, _) in CALLED_TYPES.items():
             self.numpy.__dict__[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
@@ -2774,8 +2906,8 @@ class _Mode:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
-                for name in SCALAR_TYPES.keys() & names:
-                    original, stand_in = SCALAR_TYPES[name]
+                for name in CALLED_TYPES.keys() & names:
+                    original, stand_in = CALLED_TYPES[name]
                     calls, compares = _uses(code, name)
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (

@@ -157,6 +157,9 @@ OWNER = {}
 VERSIONS = {"route": 0, "method": 0}
 """How many times a Rule's ``route`` or ``method`` was set: the allocation mode compares them
 with the versions it installed, so it looks again only when a rule module declared more."""
+SUBCLASS_VIEWS: dict = {}
+"""``x.view(cls)`` of a traced or dual array for the ndarray subclasses mutad follows, by
+``cls``: what stands for it, made of ``x[...]`` (``np.recarray``: ``rules.records``)."""
 
 
 class Rule:

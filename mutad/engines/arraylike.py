@@ -27,10 +27,11 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import Preexisting, lists_as_arrays, shown_class
+from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
+from ..core.registry import SUBCLASS_VIEWS
 from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
                           views, weaken, wrapped, writeable)
 
@@ -575,7 +576,7 @@ class ArrayMethods(Tracer):
     nbytes = property(lambda self: self.value.nbytes)
     strides = property(lambda self: self.value.strides, lambda self, strides: self._refuse(
         "x.strides = ...", "use indexing or reshape for views."))
-    flags = property(lambda self: Flags(self.value.flags))
+    flags = property(lambda self: Flags(self))
     T = property(lambda self: self if stands_for_scalar(self) else np.transpose(self))
     mT = property(lambda self: np.swapaxes(self, -1, -2))
     # Of a complex array, views of its memory (writing them writes the array); of a real one,
@@ -833,10 +834,13 @@ class ArrayMethods(Tracer):
         self.adopt(data)
 
     def setflags(self, write=None, align=None, uic=None):
-        if write is False and align is None and uic is None and self.unwritten_constant():
-            # (SciPy's ShortTimeFFT locks the window it is given, made in the function)
-            memory(self).setflags(write=False)  # no write into it to undo: read-only now
-            return
+        if write is not None and align is None and uic is None:
+            if write is False and self.unwritten_constant():
+                # (SciPy's ShortTimeFFT locks the window it is given, made in the function)
+                memory(self).setflags(write=False)  # no write into it to undo: read-only now
+                return
+            if self.lock(bool(write)):
+                return
         self._refuse("x.setflags(...)", "mutad writes the array's memory back during the "
                      "reverse pass, so it stays writeable. Leave the flags as they are (a "
                      "read-only flag only guards against writes the program makes), or set "
@@ -845,6 +849,11 @@ class ArrayMethods(Tracer):
     def unwritten_constant(self):
         """Whether this is an array the function made that no derivative reaches and that
         nothing has written into since: nothing of it to put back in a reverse pass."""
+        return False
+
+    def lock(self, write):
+        """``x.setflags(write=write)`` where the engine can undo it (``Traced.lock``): whether
+        it did."""
         return False
 
     def byteswap(self, inplace=False):
@@ -933,6 +942,8 @@ class ArrayMethods(Tracer):
             dtype, type = None, dtype
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
             return self if stands_for_scalar(self) else self[...]
+        if (dtype is None or np.dtype(dtype) == self.dtype) and type in SUBCLASS_VIEWS:
+            return SUBCLASS_VIEWS[type](self[...])  # (np.recarray's)
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
             y = memory(self).view(dtype)  # NumPy's view, and its error
             whole = owner_view(self)
@@ -1018,14 +1029,16 @@ _install_methods()
 
 
 class Flags:
-    """``x.flags`` of a traced or dual array: NumPy's flags, to read. Setting one would change
-    the array mutad writes back during the reverse pass (or the caller's own array), so it is
-    refused."""
+    """``x.flags`` of a traced or dual array: NumPy's flags, to read; ``writeable`` set as
+    ``x.setflags(write=...)`` sets it. Other flags would change the array mutad writes back
+    during the reverse pass (or the caller's own array): refused."""
 
-    __slots__ = ("numpy_flags",)
+    __slots__ = ("array",)
 
-    def __init__(self, numpy_flags):
-        object.__setattr__(self, "numpy_flags", numpy_flags)
+    def __init__(self, array):
+        object.__setattr__(self, "array", array)
+
+    numpy_flags = property(lambda self: self.array.value.flags)
 
     def __getattr__(self, name):
         return getattr(self.numpy_flags, name)
@@ -1034,6 +1047,9 @@ class Flags:
         return self.numpy_flags[key]
 
     def __setattr__(self, name, value):
+        if name in ("writeable", "w", "W", "WRITEABLE"):
+            self.array.setflags(write=value)
+            return
         raise UnsupportedOperationError(
             f"x.flags.{name} = {value!r} on a differentiated array: mutad writes the array's "
             "memory back during the reverse pass. Set flags on a copy (y = x.copy()).")
@@ -1362,17 +1378,31 @@ def records_key(x, key):
 
 
 def records_write(x, key, value):
-    """Refuse ``x[key] = value`` into an array of records (a structured dtype) by records
-    (``a[0] = (v, 1.0)``, ``a[1:] = b``) where ``x`` or ``value`` holds differentiated values:
-    mutad follows writes into its fields (``a['m'][0] = v``)."""
+    """``x[key] = value`` into an array of records (a structured dtype) by records where ``x``
+    or ``value`` holds differentiated values, written field by field as NumPy assigns them: a
+    tuple (one record, ``a[0] = (v, 1.0)``) its items in the fields' order, records
+    (``a[1:] = b``) their fields by position. True where written so; other values refused
+    (mutad follows writes into the fields, ``a['m'][0] = v``)."""
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
-        return
-    items = value if type(value) in (list, tuple) else (value,)
-    if carries_derivative(x) or any(carries_derivative(v) for v in items):
+        return False
+    names = x.dtype.names
+    if type(value) is tuple:
+        items = value
+    elif getattr(getattr(value, "dtype", None), "names", None) is not None:
+        items = [value[name] for name in value.dtype.names]
+    else:
+        items, names = value if type(value) is list else (value,), ()
+    if not (carries_derivative(x) or any(carries_derivative(v) for v in items)):
+        return False
+    if len(items) != len(names):
         raise UnsupportedOperationError(
             "x[key] = value into records of an array of records (a structured dtype) holding "
-            "differentiated values: mutad follows writes into its fields. Write each field: "
+            "differentiated values, of a value other than a record (a tuple of one item per "
+            "field) or records: mutad follows writes into its fields. Write each field: "
             "a['m'][key] = v.")
+    for name, item in zip(names, items):
+        x[name][key] = item
+    return True
 
 
 _SHAPED_LIKE = {np.zeros_like, np.empty_like, np.ones_like, np.shape, np.ndim, np.size}
@@ -1391,6 +1421,57 @@ def holds_records(items):
         elif kind in WRAPPERS and memory(x).dtype.names is not None:
             return True
     return False
+
+
+def _new_records(a, order="K", shape=None):
+    """A new array of ``a``'s records (np.empty_like's) that the differentiations follow."""
+    plain = np.empty_like(memory(a), order=order, shape=shape)
+    return allocate(plain, (np.empty_like, (plain,), {}))
+
+
+def _records_copy(a, order="K", subok=False):
+    """``np.copy`` of an array of records: a new one of its dtype and layout (np.empty_like's,
+    as NumPy's copy), each field written."""
+    y = _new_records(a, order)
+    for name in a.dtype.names:
+        y[name] = a[name]
+    return y
+
+
+def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.sort`` of an array of records: NumPy's order (``np.argsort``, which has no
+    derivative) applied to each field."""
+    order_of = np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
+    if isinstance(order_of, np.ndarray):  # (the mode's stand-in of integers: NumPy's array)
+        order_of = order_of.view(np.ndarray)
+    fields = {name: a[name] for name in a.dtype.names}
+    if axis is None:  # (of the records flattened)
+        fields = {name: field.reshape((-1,) + field.shape[a.ndim:])  # (subarrays kept)
+                  for name, field in fields.items()}
+        axis = 0
+    index = list(np.indices(order_of.shape, sparse=True))
+    index[axis] = order_of  # (np.take_along_axis's index, for fields of any dtype)
+    y = _new_records(a, shape=order_of.shape)
+    for name, field in fields.items():
+        y[name] = field[tuple(index)]
+    return y
+
+
+RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort}
+"""NumPy's functions of whole records (a structured dtype) that are written field by field
+where a derivative is among them (``records_function``)."""
+
+
+def records_function(func, args, kwargs):
+    """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
+    field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
+    by_fields = RECORD_FUNCTIONS.get(func)
+    if by_fields is None or not args or not isinstance(args[0], Tracer) \
+            or args[0].dtype.names is None or not carries_derivative(args[0]) \
+            or any(args[0].dtype.fields[name][0].names is not None
+                   for name in args[0].dtype.names):  # (nested records: by their fields)
+        return None
+    return by_fields(*args, **kwargs)
 
 
 def refuse_records(what, items):

@@ -30,7 +30,8 @@ from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivativ
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_key, records_write, refuse_records,
+                        out_by_keyword, holds_records, records_function, records_key,
+                        records_write, refuse_records,
                         out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
@@ -971,6 +972,9 @@ class Dual(ArrayMethods):
         if _outranked(items, level):
             return NotImplemented
         if holds_records(args) and not RULES.get(func, NO_RULE).nondifferentiable:
+            y = records_function(func, args, kwargs)
+            if y is not None:
+                return y
             refuse_records(func, args)
         y = apply_function(func, args, kwargs, level)
         if not args or func is np.broadcast_to:
@@ -1022,6 +1026,13 @@ class Dual(ArrayMethods):
 
     def unwritten_constant(self):
         return self.constant()  # (forward mode puts nothing back)
+
+    def lock(self, write):
+        """``x.setflags(write=...)``: the value's flag, as NumPy's (forward mode puts nothing
+        back, and ``f`` works on copies of the caller's arrays). Writes check the value first,
+        so a refused one leaves the tangent as it was."""
+        self.value.setflags(write=write)
+        return True
 
     def constant(self):
         """Whether the tangent is zero, and not an array an enclosing differentiation traces
@@ -1104,7 +1115,8 @@ class Dual(ArrayMethods):
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
-            records_write(self, key, value)
+            if records_write(self, key, value):
+                return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         _assign(self, value, self.level, "x[key] = value", key)

@@ -54,7 +54,7 @@ class ReverseTape(Tape):
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
                  "places", "caller", "lines", "anomaly", "originals", "heard", "errors",
-                 "errors_of", "adopter")
+                 "errors_of", "adopter", "locked")
 
     def __init__(self, policy, outer, memory=None, recomputes=True):
         super().__init__(policy)
@@ -84,6 +84,7 @@ class ReverseTape(Tape):
         # handling, under which its pullback runs too: id(record) -> (record, handling)
         self.errors = None
         self.errors_of = {}
+        self.locked = []  # the arrays the program made read-only (``Traced.lock``)
 
     def hold(self, kept, places):
         """What a record keeps of the values ``kept`` it reads at ``places`` (both lists, None
@@ -141,6 +142,7 @@ class ReverseTape(Tape):
 
         NumPy's warnings from a pullback are issued at the line of the record that ran it
         (``debug.Warnings``); under ``detect_anomaly`` each record is checked as it runs."""
+        unlock(self)  # (the undos write into the arrays the program made read-only)
         recomputation = self.recomputation
         if recomputation is not None:
             recomputation.finish()
@@ -494,11 +496,20 @@ def _depth(a):
     return depth
 
 
+def unlock(tape):
+    """Make the arrays the program made read-only (``Traced.lock``) writable again, newest
+    first (a view locked after its owner), for the undos of the reverse pass, or at the end."""
+    locked, tape.locked = tape.locked, []
+    for a in reversed(locked):
+        a.setflags(write=True)
+
+
 def thaw(tape):
     """Make the arrays ``freeze`` made read-only writable again (owners first). NumPy will
     not for an array whose memory belongs to no array (a C library's buffer handed over
     through a capsule, as odeint's function receives its state): that one stays read-only,
     as the library's own buffer, which nothing else writes, may."""
+    unlock(tape)
     frozen, tape.frozen = tape.frozen, {}
     for a in frozen.values():
         try:
@@ -793,6 +804,26 @@ class Traced(ArrayMethods):
 
     def unwritten_constant(self):
         return self.buffer.constant and self.buffer.version == 0 and not self.buffer.read
+
+    def lock(self, write):
+        """``x.setflags(write=False)``: the array read-only, as NumPy's, until the reverse pass
+        begins (``unlock``), whose undos write into it; ``write=True`` again of one the program
+        locked so. An array read-only otherwise (the caller's, a broadcast) is refused: its
+        flag is the caller's, or NumPy's to keep."""
+        value, locked = self.value, self.tape.locked
+        if write:
+            if writeable(value):
+                return True
+            if not any(a is value for a in locked):
+                return False
+        elif not writeable(value):
+            return True  # read-only already (the caller's array): nothing to undo
+        else:
+            if self.tape.recorder is not None and self.tape.recorder.ready:
+                self.tape.recorder.refuse("x.setflags(write=False), which a replay does not redo")
+            locked.append(value)
+        value.setflags(write=write)
+        return True
 
     def plain_value(self):
         """The plain array a constant stands for (``ArrayMethods``), None if traced."""

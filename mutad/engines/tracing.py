@@ -47,8 +47,8 @@ from ..core.allocation import (Preexisting, lists_as_arrays, stand_in_value, sta
                                without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
-                        holds_records, out_computation, put_right, records_key, records_write,
-                        numpy_scalar, refuse_records,
+                        holds_records, out_computation, put_right, records_function,
+                        records_key, records_write, numpy_scalar, refuse_records,
                         single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
@@ -177,6 +177,9 @@ class TracedDispatch:
         if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
             return NotImplemented
         if holds_records(args) and not lookup(func).nondifferentiable:
+            y = records_function(func, args, kwargs)
+            if y is not None:
+                return y
             refuse_records(func, args)
         y = apply_array_function(func, args, kwargs, self.tape)
         if not args or func is np.broadcast_to:
@@ -210,7 +213,8 @@ class TracedDispatch:
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
-            records_write(self, key, value)
+            if records_write(self, key, value):
+                return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
             value = lists_as_arrays([value])[0]  # makes of it
         if type(value) is Preexisting:

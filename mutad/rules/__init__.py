@@ -7,8 +7,12 @@ functions of ``np.linalg`` are rules of ``mutad.linalg``'s families, beside SciP
 import numpy as np
 
 from ..core.registry import complex_aware, defcomposite, lookup, table
-from . import (composites, contractions, creation, fft, indexing, masked,  # noqa: F401
-               nondiff, polynomial, reductions, shape, ufuncs)
+from . import (composites, contractions, creation, fft, indexing, masked, nondiff, polynomial,
+               records, reductions, shape, ufuncs)
+
+FAMILIES = (composites, contractions, creation, fft, indexing, masked, nondiff, polynomial,
+            records, reductions, shape, ufuncs)
+"""The rule families, each registering its rules as it is imported (in this order)."""
 
 # ``ufunc.at`` of every elementwise row, once all rows are in: ``np.add.at`` and
 # ``np.subtract.at`` have handlers of their own; the others apply their occurrences in rounds.

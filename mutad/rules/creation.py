@@ -11,10 +11,9 @@ so later writes of tangents into it have a place to go.
 
 import numpy as np
 
-from ..core.allocation import holds_derivative
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
-from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defroute, defrule,
+from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defrule,
                              holomorphic, recomputable)
 from ..core.tape import source_line
 from ..core.views import memory, stands_for_scalar
@@ -349,25 +348,3 @@ def astype_batched(tangents, a, dtype, **kwargs):
     return y, None if t is None else t.astype(dtype, **kwargs)
 
 
-def _record_array_refusal(original):
-    """``np.rec``'s constructors of differentiated values: a record array (``np.recarray``,
-    whose fields are attributes) is a subclass mutad does not follow; NumPy's own code would
-    convert the values. Refused, naming the structured array mutad follows instead."""
-
-    def refuse(*args, **kwargs):
-        if holds_derivative(list(args)) or holds_derivative(list(kwargs.values())):
-            raise UnsupportedOperationError(
-                f"np.rec.{original.__name__} of differentiated values: mutad does not follow "
-                "record arrays (np.recarray, fields read as attributes, r.a). Allocate a "
-                "structured array in the function and write its fields, "
-                "r = np.zeros(len(x), dtype=[('a', float), ('b', float)]); r['a'] = x; "
-                "r['b'] = y, and read them as r['a'].")
-        return original(*args, **kwargs)
-
-    refuse.__name__ = refuse.__qualname__ = original.__name__
-    refuse.__doc__ = original.__doc__
-    defroute(original, refuse)
-
-
-for _func in (np.rec.fromarrays, np.rec.fromrecords, np.rec.array):
-    _record_array_refusal(_func)

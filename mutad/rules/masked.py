@@ -25,11 +25,12 @@ with ``m.filled(v)`` or ``m.compressed()``, never a value without its derivative
 """
 
 import functools
+import sys
 
 import numpy as np
 from numpy.ma import core as _ma
 
-from ..core.allocation import holds_derivative
+from ..core.allocation import by_user_code, holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
@@ -779,6 +780,38 @@ class _StandIn:
         return getattr(self.original, name)
 
 
+class _Factory(_StandIn):
+    """np.ma's factories (``np.ma.zeros``, ``masked_all``, ``empty_like``, ...) as code calls
+    them while a differentiation runs: NumPy's masked array, whose float data the user's code
+    receives as the mode gives it np.zeros' (``by_user_code``): a constant the function may
+    write traced values into, so the masked array is a :class:`Masked` over it. A masked array
+    or traced value given (``np.ma.zeros_like(m)``) is read for its shape, dtype and mask, as
+    NumPy reads it."""
+
+    def __call__(self, *args, **kwargs):
+        args = tuple(_as_numpy(a) for a in args)
+        kwargs = {k: _as_numpy(v) for k, v in kwargs.items()}
+        y = self.original(*args, **kwargs)
+        if type(y) is not np.ma.MaskedArray or y.dtype.kind != "f":
+            return y
+        data = by_user_code(y.data, self.data_of, args, kwargs, sys._getframe(1))
+        if not wrapped(data):
+            return y
+        return Masked(data, y._mask, y._fill_value)
+
+    def data_of(self, *args, **kwargs):
+        """The data of the masked array NumPy's factory makes (the call a replay redoes)."""
+        return self.original(*args, **kwargs).data
+
+
+def _as_numpy(a):
+    """NumPy's value of ``a`` (its masked array of a :class:`Masked`) for a factory to read."""
+    if type(a) is Masked:
+        mask = memory(a._mask) if wrapped(a._mask) else a._mask  # (a comparison's: traced)
+        return np.ma.MaskedArray(memory(a.data), mask=mask, fill_value=a._fill_value)
+    return memory(a) if wrapped(a) else a
+
+
 CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__) takes its rule
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
@@ -806,4 +839,7 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
         _StandIn(_original, _domained(_original))
     elif type(_original) is _ma._MaskedBinaryOperation and _original.f in FLOAT_BINARY:
         _StandIn(_original, functools.partial(_binary, _original.f))
+for _original in (np.ma.zeros, np.ma.ones, np.ma.empty, np.ma.zeros_like, np.ma.ones_like,
+                  np.ma.empty_like, np.ma.masked_all, np.ma.masked_all_like, np.ma.identity):
+    _Factory(_original, None)
 del _original, _composite

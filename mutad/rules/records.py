@@ -1,0 +1,213 @@
+"""``np.rec``'s record arrays of differentiated values: structured arrays whose fields are
+attributes (``r.a``, ``r.a = v``).
+
+NumPy's ``recarray`` is an ndarray subclass owning its data, so it cannot hold a traced array.
+While a differentiation runs, ``np.rec.fromarrays``, ``np.rec.fromrecords`` and
+``np.rec.array`` called by the user's code give a :class:`Records`: a structured array the
+differentiation follows (NumPy's values, made by NumPy's function of the plain values, as a
+constant the function may write traced values into, as np.zeros' arrays are; the fields or
+records that carry a derivative written into it), read and written as NumPy's record array
+reads and writes it: ndarray's attributes first, then the fields; a field of a structured
+dtype, records by an index (one record too) and whole-array methods as record arrays; other
+fields as arrays. NumPy's functions of it are those of its structured array (what mutad
+refuses of whole records it refuses here too). ``a.view(np.recarray)`` of an array the
+differentiation follows is one too.
+"""
+
+import sys
+
+import numpy as np
+
+from ..core.allocation import by_user_code, holds_derivative
+from ..core.errors import UnsupportedOperationError
+from ..core.levels import CARRIERS
+from ..core.registry import SUBCLASS_VIEWS, defroute
+from ..core.views import memory, owner, wrapped
+
+
+class Records:
+    """A record array of differentiated values (the module's docstring)."""
+
+    __slots__ = ("array",)
+
+    # isinstance(r, np.recarray) holds, as of NumPy's (user code branches on it)
+    __class__ = property(lambda self: np.recarray)
+
+    def __init__(self, array):
+        object.__setattr__(self, "array", array)
+
+    def __getattr__(self, name):
+        array = object.__getattribute__(self, "array")
+        if hasattr(np.ndarray, name):  # ndarray's attributes first, as NumPy's recarray
+            value = getattr(array, name)
+            if callable(value):  # a method: its structured results record arrays too
+                return lambda *args, **kwargs: _records(value(*_arrays(args),
+                                                              **_arrays(kwargs)))
+            return _records(value)
+        if array.dtype.names is not None and name in array.dtype.names:
+            return _records(array[name])
+        raise AttributeError(f"recarray has no attribute {name}")
+
+    def __setattr__(self, name, value):
+        array = object.__getattribute__(self, "array")
+        if not hasattr(np.ndarray, name) and array.dtype.names is not None \
+                and name in array.dtype.names:
+            array[name] = _arrays(value)  # recarray.__setattr__: setfield
+        else:
+            setattr(array, name, _arrays(value))
+
+    def __getitem__(self, key):
+        return _records(self.array[_arrays(key)])
+
+    def __setitem__(self, key, value):
+        self.array[_arrays(key)] = _arrays(value)
+
+    def __len__(self):
+        return len(self.array)
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __repr__(self):
+        return f"rec.array({self.array!r})"
+
+    def __array__(self, dtype=None, copy=None):
+        return self.array.__array__(dtype, copy=copy)
+
+    def __array_function__(self, func, types, args, kwargs):
+        return _records(func(*_arrays(args), **_arrays(kwargs)))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _records(getattr(ufunc, method)(*_arrays(inputs), **_arrays(kwargs)))
+
+    def __eq__(self, other):
+        return self.array == _arrays(other)
+
+    def __ne__(self, other):
+        return self.array != _arrays(other)
+
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as NumPy's arrays
+
+
+def _arrays(tree):
+    """``tree`` (lists, tuples and dicts of it) with each :class:`Records`' structured array."""
+    kind = type(tree)
+    if kind is Records:
+        return object.__getattribute__(tree, "array")
+    if kind in (list, tuple):
+        return kind(_arrays(x) for x in tree)
+    if kind is dict:
+        return {k: _arrays(v) for k, v in tree.items()}
+    return tree
+
+
+def _records(y):
+    """A structured traced result as a record array, as NumPy's recarray gives its own."""
+    if wrapped(y) and y.dtype.names is not None:
+        return Records(y)
+    return y
+
+
+def _plain(tree):
+    """NumPy's values of ``tree`` (lists and tuples of it), for NumPy's function to read."""
+    kind = type(tree)
+    if kind is Records:
+        return memory(object.__getattribute__(tree, "array"))
+    if kind in (list, tuple):
+        return kind(_plain(x) for x in tree)
+    return memory(tree) if wrapped(tree) else tree
+
+
+def _constructor(original, written, viewing=False):
+    """``original`` (one of np.rec's constructors) as the user's code calls it in a
+    differentiation: NumPy's record array of the plain values as a constant, ``written(t,
+    *args, **kwargs)`` then writing into it the values that carry a derivative. Called by
+    NumPy's, SciPy's or mutad's code, NumPy's, which refuses values with a derivative.
+    ``viewing``: ``original(a, copy=False)`` of an array of records is a view of it
+    (``np.rec.array``'s)."""
+
+    def stand_in(*args, **kwargs):
+        if len(args) == 1 and set(kwargs) == {"copy"} and kwargs["copy"] is False \
+                and viewing and wrapped(_arrays(args[0])) \
+                and _arrays(args[0]).dtype.names is not None:
+            return Records(_arrays(args[0]))  # a view of it, as NumPy's
+        plain_args, plain_kwargs = _plain(args), {k: _plain(v) for k, v in kwargs.items()}
+        y = original(*plain_args, **plain_kwargs)
+        carried = holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))
+        if isinstance(y, np.ndarray) and any(
+                owner(memory(a)) is owner(y) for a in _leaves(_arrays([args, kwargs]))
+                if wrapped(a)):
+            raise UnsupportedOperationError(  # (it would be a second array over its memory)
+                f"np.rec.{original.__name__} viewing the memory of an array the function "
+                "follows, other than np.rec.array(a, copy=False) of an array of records: "
+                "copy it (copy=True), or read and write the structured array's fields.")
+        made = y
+        if type(y) is np.recarray:
+            made = by_user_code(y.view(np.ndarray), original, args, kwargs, sys._getframe(1))
+        if not wrapped(made):
+            if carried:
+                raise UnsupportedOperationError(
+                    f"np.rec.{original.__name__} of differentiated values, called by a "
+                    "library's code: mutad follows record arrays the function makes. Allocate "
+                    "a structured array in the function and write its fields, r = np.zeros("
+                    "len(x), dtype=[('a', float), ('b', float)]); r['a'] = x.")
+            return y
+        if carried:
+            written(made, *args, **kwargs)
+        return Records(made)
+
+    stand_in.__name__ = stand_in.__qualname__ = original.__name__
+    stand_in.__doc__ = original.__doc__
+    defroute(original, stand_in)
+
+
+def _leaves(tree):
+    if type(tree) in (list, tuple):
+        for x in tree:
+            yield from _leaves(x)
+    elif type(tree) is dict:
+        yield from _leaves(list(tree.values()))
+    else:
+        yield tree
+
+
+def _from_arrays(t, arrayList, *args, **kwargs):
+    for name, a in zip(t.dtype.names, arrayList):
+        if holds_derivative([a]):
+            t[name] = _arrays(a)
+
+
+def _from_records(t, recList, *args, **kwargs):
+    if wrapped(recList) or type(recList) is Records:  # an array of records
+        _copy_fields(t, _arrays(recList))
+        return
+    for place, record in zip(np.ndindex(t.shape), recList):  # (in C order, as NumPy's)
+        if holds_derivative([record]):
+            t[place] = tuple(_arrays(record))
+
+
+def _array(t, obj, *args, **kwargs):
+    obj = _arrays(obj)
+    if type(obj) in (list, tuple) and len(obj) and type(obj[0]) in (list, tuple):
+        _from_records(t, obj)
+    elif type(obj) in (list, tuple):
+        _from_arrays(t, obj)
+    elif wrapped(obj) and obj.dtype.names is not None:
+        _copy_fields(t, obj)
+    else:
+        raise UnsupportedOperationError(
+            "np.rec.array of differentiated values other than arrays, records or an array of "
+            "records: allocate a structured array in the function and write its fields.")
+
+
+def _copy_fields(t, records):
+    """The fields of ``records`` written into ``t`` by position, as NumPy assigns records."""
+    for name, source in zip(t.dtype.names, records.dtype.names):
+        t[name] = records[source]
+
+
+CARRIERS.add(Records)
+SUBCLASS_VIEWS[np.recarray] = Records
+_constructor(np.rec.fromarrays, _from_arrays)
+_constructor(np.rec.fromrecords, _from_records)
+_constructor(np.rec.array, _array, viewing=True)
