@@ -140,6 +140,65 @@ def test_writing_into_a_right_hand_side_allocated_before_the_gradient_is_followe
     assert np.array_equal(b, np.ones(3))
 
 
+SOLVES = {  # b ← F⁻¹ b for each kind of factor, the matrix first
+    "cholesky": lambda A, b: ldiv_(cholesky_(A), b),
+    "lu": lambda A, b: ldiv_(lu_factor_(A), b),
+    "general": lambda A, b: ldiv_(A, b),
+    "triangular": lambda A, b: solve_triangular_(A, b, lower=True),
+}
+
+
+@pytest.mark.parametrize("name", list(SOLVES))
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_right_hand_side_outside_argnums_that_the_solve_overwrites(rng, name, policy):
+    """b outside argnums, overwritten by the solution and read again: the gradient in A is the
+    one with every argument differentiated and with b made inside f, traced and replayed, and
+    finite differences' along a symmetric direction; the caller's arrays keep their bytes."""
+    solve = SOLVES[name]
+
+    def f(A, b):
+        x = solve(A, b)
+        return (x * b).sum() + np.sin(b).sum()
+
+    A, b = positive_definite(rng, 3), np.linspace(0.5, 1.5, 3)
+    before = A.tobytes(), b.tobytes()
+    alone = mutad.gradient(f, A, b, argnums=0, policy=policy)
+    every = mutad.gradient(f, A, b, policy=policy)[0]
+    inside = mutad.gradient(lambda A: f(A, np.linspace(0.5, 1.5, 3)), A, policy=policy)[0]
+    replayed = mutad.grad(f, policy=policy, replay=True)
+    for _ in range(3):
+        assert replayed(A, b).tobytes() == alone.tobytes()
+    assert alone.tobytes() == every.tobytes() == inside.tobytes()
+    assert (A.tobytes(), b.tobytes()) == before
+    D = rng.standard_normal((3, 3))
+    D = D + D.T
+    fd = directional_fd(f, (A, b), (D, None))
+    assert abs(np.sum(alone * D) - fd) <= 1e-7 * max(1.0, abs(fd))
+
+
+@pytest.mark.parametrize("name", list(SOLVES))
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_])
+def test_an_integer_right_hand_side_beside_differentiated_values_is_refused(rng, name, dtype):
+    """The solution cast into an integer b is truncated, so the reverse pass could not restore
+    b from it: refused by name, in reverse and forward mode, b left as it was. Outside a
+    differentiation b takes the cast solution, as NumPy's b[...] = x would."""
+    solve = SOLVES[name]
+    A = positive_definite(rng, 3)
+    b = np.ones(3, dtype)
+    before = A.tobytes(), b.tobytes()
+    calls = [lambda: mutad.gradient(lambda A, b: solve(A, b).sum(), A, b, argnums=0),
+             lambda: mutad.gradient(lambda A, b: solve(A, b).sum(), A, b, argnums=0,
+                                    policy="checkpoint"),
+             lambda: mutad.jvp(lambda A: solve(A, b).sum(), (A,), (np.eye(3),))]
+    for call in calls:
+        with pytest.raises(mutad.errors.UnsupportedArrayError, match="right-hand side b of dtype"):
+            call()
+        assert (A.tobytes(), b.tobytes()) == before
+    plain = np.ones(3, dtype)
+    solve(A.copy(), plain)
+    assert plain.dtype == dtype
+
+
 def test_a_right_hand_side_allocated_inside_is_followed(rng):
     def f(A):
         b = np.ones(3)

@@ -55,6 +55,17 @@ def _refuse_complex(call, *arrays):
             "or work with the real and imaginary parts as real arrays.")
 
 
+def _refuse_integer(call, b):
+    """Under a differentiation, refuse a right-hand side of integers or booleans: the solution,
+    cast into it, is truncated, so the reverse pass cannot restore ``b`` from it (nor give it a
+    cotangent). Outside one, ``b`` takes the cast solution as NumPy's ``b[...] = x`` would."""
+    if b.dtype.kind not in "fc":
+        raise UnsupportedArrayError(
+            f"{call} was given a right-hand side b of dtype {b.dtype} beside differentiated "
+            "values: the solution cast into it is truncated, so the reverse pass cannot restore "
+            "b. Pass a float b (b.astype(float)) and cast the solution afterwards.")
+
+
 def _factor_array(F):
     """The array behind a factor ``ldiv_`` takes (or the matrix itself)."""
     if isinstance(F, Cholesky):
@@ -286,6 +297,7 @@ def _cholesky_solve_(L, b, growth=1.0):
 
 @_cholesky_solve_.rule(growth=lambda L, b, growth=1.0: growth)
 def _cholesky_solve_rule(L, b, growth=1.0):
+    _refuse_integer("ldiv_(F, b)", b)
     if np.may_share_memory(L, b):
         raise InvalidArgumentError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _cholesky_solve_(L, b)
@@ -310,6 +322,7 @@ def _cholesky_solve_jvp(tangents, L, b, growth=1.0):
     """b ← x = A⁻¹ b and its tangent db ← A⁻¹ (db - dA x), both in place. ``L`` is the factor's
     matrix ``F.L`` and ``tangents[0]`` its tangent: that of the memory ``cholesky_`` overwrote,
     dL, or None for a constant factor."""
+    _refuse_integer("ldiv_(F, b)", b)
     dL, db = tangents[:2]
     _cholesky_solve_(L, b, growth)
     if dL is not None:
@@ -342,6 +355,7 @@ def _solve_triangular_(T, b, lower, transpose, unit):
 @_solve_triangular_.rule(growth=lambda T, b, lower, transpose, unit:
                          _triangular_condition(T, lower, unit) ** 0.5)
 def _solve_triangular_rule(T, b, lower, transpose, unit):
+    _refuse_integer("solve_triangular_(T, b)", b)
     if np.may_share_memory(T, b):
         raise InvalidArgumentError("solve_triangular_(T, b): b shares memory with T; pass a separate b.")
     _solve_triangular_(T, b, lower, transpose, unit)
@@ -360,6 +374,7 @@ def _solve_triangular_rule(T, b, lower, transpose, unit):
 
 @_solve_triangular_.jvp_rule
 def _solve_triangular_jvp(tangents, T, b, lower, transpose, unit):
+    _refuse_integer("solve_triangular_(T, b)", b)
     dT, db = tangents[:2]
     _solve_triangular_(T, b, lower, transpose, unit)
     if dT is not None:
@@ -531,6 +546,7 @@ def _lu_solve_(packed, pivots, b, growth=1.0):
 
 @_lu_solve_.rule(growth=lambda packed, pivots, b, growth=1.0: growth)
 def _lu_solve_rule(packed, pivots, b, growth=1.0):
+    _refuse_integer("ldiv_(F, b)", b)
     if np.may_share_memory(packed, b):
         raise InvalidArgumentError("ldiv_(F, b): b shares memory with the factor; pass a separate b.")
     _lu_solve_(packed, pivots, b)
@@ -565,6 +581,7 @@ def _lu_solve_jvp(tangents, packed, pivots, b, growth=1.0):
     """b ← x = A⁻¹ b and its tangent db ← A⁻¹ (db - dA x), both in place. ``packed`` is the
     factor's ``F.packed`` and ``tangents[0]`` its tangent: that of the memory ``lu_factor_``
     overwrote (dL and dU, packed as L and U are), or None for a constant factor."""
+    _refuse_integer("ldiv_(F, b)", b)
     dpacked, _, db = tangents[:3]
     _lu_solve_(packed, pivots, b, growth)
     if dpacked is not None:
@@ -593,6 +610,7 @@ def _general_solve_(A, b):
 
 @_general_solve_.rule(checkpoint=("b",))
 def _general_solve_rule(A, b):
+    _refuse_integer("ldiv_(A, b)", b)
     if np.may_share_memory(A, b):
         raise InvalidArgumentError("ldiv_(A, b): b shares memory with A; pass a separate b.")
     _general_solve_(A, b)
@@ -610,6 +628,7 @@ def _general_solve_rule(A, b):
 
 @_general_solve_.jvp_rule
 def _general_solve_jvp(tangents, A, b):
+    _refuse_integer("ldiv_(A, b)", b)
     dA, db = tangents
     _general_solve_(A, b)
     if dA is not None:
