@@ -2581,3 +2581,92 @@ def test_the_dense_array_of_a_matrix_of_constants_takes_traced_values(name):
     mutad.check_grads(f, x.copy())
     replays_as_traced(f, [(x * s,) for s in (1.0, 0.5, 1.0)])
     assert x.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# A traced value written into the stored values of a SciPy matrix of constants
+
+
+def _constant_eye():
+    return scipy.sparse.eye(3, format="csr")
+
+
+@pytest.mark.parametrize("build", [
+    _constant_eye,
+    lambda: scipy.sparse.identity(3, format="csr"),
+    lambda: scipy.sparse.eye_array(3, format="csr"),
+    lambda: scipy.sparse.eye(3, format="csr") + scipy.sparse.identity(3, format="csr"),
+    lambda: (scipy.sparse.eye(3) @ scipy.sparse.eye(3)).tocsr(),
+    lambda: scipy.sparse.kron(scipy.sparse.eye(1), scipy.sparse.eye(3)).tocsr(),
+    lambda: scipy.sparse.eye(3, format="csr").copy(),
+])
+@pytest.mark.parametrize("write", ["slice", "inplace"])
+def test_write_into_constant_sparse_data_names_the_matrix(build, write):
+    """``A.data[:] = x`` or ``A.data *= x[0]`` of a matrix SciPy built of constants (eye and
+    what is computed of it) is refused naming that array and the constructors that are
+    followed, not a buffer made before the call; the caller's array is unchanged."""
+    def f(x):
+        A = build()
+        if write == "slice":
+            A.data[:] = x
+        else:
+            A.data *= x[0]
+        return (A @ np.arange(3.0)).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(mutad.errors.UntracedWriteError,
+                       match=r"into A\.data, the stored values of a SciPy sparse matrix of "
+                             r"constants .*scipy\.sparse\.diags\(x\)"):
+        mutad.grad(f)(x)
+    assert np.array_equal(x, [1.0, 2.0, 3.0])
+
+
+_BEFORE = scipy.sparse.eye(3, format="csr")
+
+
+def test_write_into_global_constant_sparse_data_names_the_matrix():
+    def f(x):
+        _BEFORE.data[:] = x
+        return (_BEFORE @ np.ones(3)).sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError, match=r"into _BEFORE\.data"):
+        mutad.grad(f)(np.array([1.0, 2.0, 3.0]))
+    assert np.array_equal(_BEFORE.toarray(), np.eye(3))
+
+
+def test_write_into_plain_array_keeps_its_message():
+    """An array reached through a tuple (no sparse matrix on the line) keeps the general
+    message."""
+    held = (np.zeros(3),)
+
+    def f(x):
+        held[0][:] = x
+        return held[0].sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError, match="through a list, a tuple"):
+        mutad.grad(f)(np.ones(3))
+
+
+def test_the_constructors_the_refusal_names_are_followed():
+    """What the refusal says to write instead: a diagonal of the traced values, and a csr
+    matrix of stored values computed in the function, written in place: SciPy's values bit for
+    bit, gradients checked, the caller's array unchanged."""
+    def diagonal(x):
+        A = scipy.sparse.diags(np.ones(3) * x[0], format="csr")
+        A.data[:] = x * A.data
+        return (A @ np.arange(1.0, 4.0)) @ np.sin(x)
+
+    def assembled(x):
+        data = np.ones(3)
+        data[:] = x
+        A = csr_matrix((data, np.arange(3), np.arange(4)))
+        A.data *= x[0]
+        return (A @ np.arange(1.0, 4.0)) @ np.cos(x)
+
+    for f in (diagonal, assembled):
+        x = np.array([0.5, 1.5, -2.0])
+        expected = f(x.copy())
+        value = mutad.value_and_grad(f)(x)[0]
+        assert np.array_equal(x, [0.5, 1.5, -2.0])
+        assert value == expected
+        mutad.check_grads(f, x, modes=("rev",))

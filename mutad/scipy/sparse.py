@@ -69,7 +69,11 @@ matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary co
 zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix, as does the
 user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0, 0] = k[0]``). What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
-error that says what to write instead. The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+error that says what to write instead; so is a traced value written into the stored values of a
+matrix SciPy built of constants (``A = scipy.sparse.eye(n, format="csr"); A.data[:] = x``, SciPy's
+array, not followed): build it of the values (``scipy.sparse.diags(x)``, ``csr_matrix((data,
+indices, indptr))`` with ``data`` computed in the function), or write its entries
+(``A.tolil()``, ``A.setdiag(x)``). The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
 
@@ -161,6 +165,7 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 from __future__ import annotations
 
 import contextlib
+import dis
 import functools
 import inspect
 import math
@@ -179,7 +184,7 @@ from scipy.sparse.linalg import _interface
 
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
                                internal, lists_as_arrays, shown_class)
-from ..engines.arraylike import carries_derivative, settled
+from ..engines.arraylike import UNTRACED_WRITE_TARGETS, carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -2737,6 +2742,43 @@ for _name, _fmt in (("tolil", "lil"), ("todok", "dok")):
                                   _sparse.dok_array)
                  for base in cls.__mro__ if _name in vars(base)}:
         defmethod(_cls, _name, _constant_assembly(vars(_cls)[_name], _fmt))
+
+def _constant_data_written(frame, target):
+    """The explanation of a traced value written into the stored values of a SciPy matrix of
+    constants the user's line names (``A.data[:] = x``, ``A.data *= x[0]``, ``A`` made by
+    ``scipy.sparse.eye``, a sum or ``kron`` of such, or before the differentiation): SciPy's
+    array, which mutad does not follow; None where the line writes no such ``A.data``
+    (``target``, the array written where the caller has it, among its ``data``)."""
+    if frame is None:
+        return None
+    instructions = list(dis.get_instructions(frame.f_code))
+    line = next((i.positions.lineno for i in instructions if i.offset == frame.f_lasti), None)
+    loads = [i for i in instructions if i.opname != "COPY"]  # (A.data *= c: A, COPY, .data)
+    names = [a.argval for a, b in zip(loads, loads[1:])
+             if line is not None and b.positions.lineno == line and b.opname == "LOAD_ATTR"
+             and b.argval == "data" and a.opname in ("LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL",
+                                                     "LOAD_DEREF", "LOAD_CLASSDEREF")]
+    scopes = (frame.f_locals, frame.f_globals)
+    for name in names:
+        A = next((scope[name] for scope in scopes if name in scope), None)
+        if not _sparse.issparse(A) or isinstance(A, (TracedSparse, _Assembled)) \
+                or type(getattr(A, "data", None)) is not np.ndarray \
+                or (target is not None and not np.may_share_memory(target, A.data)):
+            continue
+        return (f"a traced value was written into {name}.data, the stored values of a SciPy "
+                "sparse matrix of constants (one SciPy built from plain numbers: "
+                "scipy.sparse.eye, identity, eye_array, random, or a sum, product, kron or "
+                "copy of such; or one made before the differentiation): mutad does not follow "
+                "that array, so the gradient would be lost. Build the matrix inside the "
+                "function from arrays holding the traced values, whose stored values are "
+                "followed: scipy.sparse.diags(x) or scipy.sparse.diags(np.ones(n) * x[0]) for "
+                "a diagonal, csr_matrix((data, indices, indptr)) or coo_matrix((data, (rows, "
+                "cols))) with data computed in the function (data = np.ones(n); data[:] = x), "
+                "or write its entries (A = A.tolil(); A.setdiag(x)).")
+    return None
+
+
+UNTRACED_WRITE_TARGETS.append(_constant_data_written)
 
 for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
     defmethod(_cls, "__imul__", _scaled_in_place("*"))
