@@ -2599,6 +2599,7 @@ def _constant_eye():
     lambda: (scipy.sparse.eye(3) @ scipy.sparse.eye(3)).tocsr(),
     lambda: scipy.sparse.kron(scipy.sparse.eye(1), scipy.sparse.eye(3)).tocsr(),
     lambda: scipy.sparse.eye(3, format="csr").copy(),
+    lambda: scipy.sparse.random(3, 3, density=0.5, format="csr", random_state=0),
 ])
 @pytest.mark.parametrize("write", ["slice", "inplace"])
 def test_write_into_constant_sparse_data_names_the_matrix(build, write):
@@ -2663,7 +2664,12 @@ def test_the_constructors_the_refusal_names_are_followed():
         A.data *= x[0]
         return (A @ np.arange(1.0, 4.0)) @ np.cos(x)
 
-    for f in (diagonal, assembled):
+    def entries(x):
+        A = scipy.sparse.eye(3, format="csr").tolil()
+        A.setdiag(x)
+        return (A.tocsr() @ np.arange(1.0, 4.0)) @ np.sin(x)
+
+    for f in (diagonal, assembled, entries):
         x = np.array([0.5, 1.5, -2.0])
         expected = f(x.copy())
         value = mutad.value_and_grad(f)(x)[0]
