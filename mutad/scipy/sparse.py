@@ -2763,7 +2763,8 @@ def _constant_data_written(frame, target):
         A = next((scope[name] for scope in scopes if name in scope), None)
         if not _sparse.issparse(A) or isinstance(A, (TracedSparse, _Assembled)) \
                 or type(getattr(A, "data", None)) is not np.ndarray \
-                or (target is not None and not np.may_share_memory(target, A.data)):
+                or (target is not None and (type(target) is not np.ndarray  # (a traced one)
+                                            or not np.may_share_memory(target, A.data))):
             continue
         return (f"a traced value was written into {name}.data, the stored values of a SciPy "
                 "sparse matrix of constants (one SciPy built from plain numbers: "
