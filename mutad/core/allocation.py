@@ -971,10 +971,25 @@ def _named(wrapper, func):
     return wrapper
 
 
-class _Constructor(type):
+class _ShownType(type):
+    """The type of one of NumPy's classes (``numpys``) as the mode shows it where the
+    differentiated code calls it: as a type it is NumPy's."""
+
+    numpys: type
+
+    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(x, cls.numpys)
+
+    def __subclasscheck__(cls, kind):
+        return kind is cls or issubclass(kind, cls.numpys)
+
+
+class _Constructor(_ShownType):
     """The type of ``numpy.ndarray`` as the mode shows it: calling it (``np.ndarray((n,))``, the
     raw constructor) allocates a constant, as ``np.empty`` does, unless it views a ``buffer``;
     as a type it is ndarray (``isinstance(u, np.ndarray)``, ``np.ndarray.sum``)."""
+
+    numpys = np.ndarray
 
     def __call__(cls, shape, dtype=float, buffer=None, offset=0, strides=None, order=None):
         if wrapped(buffer):
@@ -986,12 +1001,6 @@ class _Constructor(type):
         if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
             return _own_stand_in(y)
         return y
-
-    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
-        return isinstance(x, np.ndarray)
-
-    def __subclasscheck__(cls, kind):
-        return kind is cls or issubclass(kind, np.ndarray)
 
     def __getattr__(cls, name):
         attribute = getattr(np.ndarray, name)
@@ -1098,11 +1107,13 @@ SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
 the mode's (``_ScalarType``), installed where the differentiated code calls them."""
 
 
-class _RecordsConstructor(type):
+class _RecordsConstructor(_ShownType):
     """The type of ``numpy.recarray`` as the mode shows it where the differentiated code calls
     it: calling it (``np.recarray(n, dtype=...)``) allocates a constant record array of numbers
     as ``np.zeros`` allocates an array (the record array ``registry.SUBCLASS_VIEWS`` gives of
     it), unless it views a buffer; as a type it is NumPy's recarray."""
+
+    numpys = np.recarray
 
     def __call__(cls, *args, **kwargs):
         y = np.recarray(*args, **kwargs)
@@ -1111,12 +1122,6 @@ class _RecordsConstructor(type):
                 and as_records is not None:
             return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
         return y
-
-    def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
-        return isinstance(x, np.recarray)
-
-    def __subclasscheck__(cls, kind):
-        return kind is cls or issubclass(kind, np.recarray)
 
     def __getattr__(cls, name):
         return getattr(np.recarray, name)
@@ -1726,7 +1731,7 @@ class _Route:
             and name[len("overwrite_"):] in arguments]
 
 
-FOR_THE_CALLER = {method.__code__ for method in (_Constructor.__instancecheck__,
+FOR_THE_CALLER = {method.__code__ for method in (_ShownType.__instancecheck__,
                                                  _ScalarType.__instancecheck__,
                                                  _Route.__instancecheck__)}
 """The code of the stand-ins that answer ``isinstance`` for the user's code that asked
