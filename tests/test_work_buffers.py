@@ -528,3 +528,55 @@ def test_an_arrays_method_writing_into_a_buffer_by_out():
         return s + (WORK * x).sum() + TOTAL * 2.0
 
     check(f, np.array([0.3, -0.5, 1.2, -0.7]), buffers=[WORK, TOTAL])
+
+
+GAINS = np.array([1.0, 0.5, 2.0])
+
+
+def test_hessians_writing_into_a_buffer_through_a_view():
+    """A hessian (a gradient inside forward mode) whose function writes into a buffer through
+    a view of all of it (``W[...] *= x``): followed (an AttributeError before); through a view
+    of part of it: refused, with the way out."""
+    x = np.array([2.1, 1.5, 2.7])
+
+    def f(x):
+        GAINS[...] *= x
+        return (GAINS ** 3).sum()
+
+    def local(x):
+        gains = np.array([1.0, 0.5, 2.0])
+        gains[...] *= x
+        return (gains ** 3).sum()
+
+    before = GAINS.tobytes()
+    np.testing.assert_allclose(mutad.hessian(f, x), mutad.hessian(local, x), rtol=1e-12)
+    assert GAINS.tobytes() == before
+
+    def part(x):
+        GAINS[1:] *= x[1:]
+        return (GAINS ** 3).sum()
+
+    with pytest.raises(errors.MutadError, match="only as a whole"):
+        mutad.hessian(part, x)
+    assert GAINS.tobytes() == before and GAINS.flags.writeable
+
+
+def test_the_transpose_of_a_buffer():
+    """``W.T`` taken before the write that adopts ``W`` and read after it, and ``W.T[0] = x``
+    as the first write: a view of the buffer that mutad follows (was handed out as a plain
+    array: refused as a constant read after the write, and the write went past mutad)."""
+    square = np.zeros((3, 3))
+    ramp = np.arange(3.0)
+
+    def f(x):
+        t = square.T
+        square[:] = np.outer(x, ramp)
+        return (t @ x).sum()
+
+    def g(x):
+        square.T[0] = x
+        return (square @ x).sum() + square[1, 0]
+
+    x = np.array([2.1, 1.5, 2.7])
+    check(f, x, buffers=[square])
+    check(g, x, buffers=[square])

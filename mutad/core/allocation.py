@@ -1492,17 +1492,13 @@ class Preexisting(np.ndarray):
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
         return self.view(np.ndarray).__reduce__()
 
-    @property
-    def T(self):  # noqa: N802 (NumPy's name)
-        return self.transpose()
-
 
 def _viewing(name):
-    """ndarray's attribute ``name``, a view of the array (``real``, ``imag``, ``mT``, ``flat``):
-    on a stand-in whose memory a write adopted, the differentiation's array's, whose reads and
-    writes it follows; else NumPy's view of the plain array, a stand-in too (made from the
-    stand-in itself, its ``base`` would end the chain at the stand-in, not at the memory's
-    owner, and a write into it would adopt other memory)."""
+    """ndarray's attribute ``name``, a view of the array (``T``, ``mT``, ``real``, ``imag``,
+    ``flat``): on a stand-in whose memory a write adopted, the differentiation's array's, whose
+    reads and writes it follows; else NumPy's view of the plain array, a stand-in too (made
+    from the stand-in itself, its ``base`` would end the chain at the stand-in, not at the
+    memory's owner, and a write into it would adopt other memory)."""
     attribute = getattr(np.ndarray, name)
 
     def viewing(self):
@@ -1515,10 +1511,10 @@ def _viewing(name):
             return y  # (a flatiter of the plain array: its reads are constants)
         return self if y is plain else y.view(Preexisting)
 
-    return property(viewing, doc=attribute.__doc__)
+    return property(viewing)
 
 
-for _name in ("real", "imag", "mT", "flat"):
+for _name in ("T", "mT", "real", "imag", "flat"):
     setattr(Preexisting, _name, _viewing(_name))
 
 

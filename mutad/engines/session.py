@@ -262,7 +262,19 @@ class ReverseDifferentiation(Differentiation):
             self.buffers[id(base)] = (layout, buffer, lifted)
         layout, buffer, lifted = self.buffers[id(base)]
         buffer.constant = buffer.constant and constant  # all its arguments' views
-        value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
+        if lifted is None or x is layout:
+            value = x if lifted is None else lifted
+        elif type(lifted) is Traced:
+            value = view_of(lifted, x, outer)
+        elif same_region(x, layout):  # (a forward level's dual: ``W[...] *= k``)
+            value = lifted
+        else:
+            raise UnsupportedOperationError(
+                "a gradient inside forward mode (a hessian, a jvp of a gradient) whose function "
+                "reads or writes part of an array made before the call (a view, W[1:]) that it "
+                "writes into: mutad follows such an array there only as a whole. Compute with "
+                "the whole array (W * mask, np.where), or work on a copy made inside the "
+                "function (W = W.copy()).")
         t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
         if value.base is None and buffer.owner is None:  # what u[::2].base is
             as_owner(t)
