@@ -380,3 +380,203 @@ def test_replay_traces_every_call_and_says_why():
         np.testing.assert_allclose(grad, np.array(contents) + 6.0 * x, rtol=1e-12)
     reasons = list(replaying.reasons.values())
     assert reasons and "reaches by a name" in reasons[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# Views NumPy makes by an attribute or a method of the buffer
+
+
+SPECTRUM = np.array([0.5 - 1.0j, 2.0 + 0.25j, -1.0 + 3.0j])
+TABLE = np.array([[1.0, -2.0], [0.5, 4.0]])
+ROW = np.array([3.0, -1.0, 0.25])
+
+
+def test_the_real_and_imaginary_parts_of_a_complex_buffer():
+    """``U.imag``, ``U.real`` of a complex buffer (NumPy's views of the float parts of its
+    memory), read or written before or after the first write: the buffer's memory followed,
+    not another memory of their own (the gradient was 0)."""
+    def f(x):
+        parts = SPECTRUM.imag       # taken before the write that adopts the buffer
+        SPECTRUM[:] = x * (1.0 + 2.0j)
+        SPECTRUM[...] *= np.exp(1j * x)
+        return np.abs(SPECTRUM).sum() + SPECTRUM.real.sum() + (parts * x).sum()
+
+    def g(x):
+        SPECTRUM.real[:] = x        # the first write, into the real parts
+        SPECTRUM.imag[:] = x * x
+        return (SPECTRUM * SPECTRUM).real.sum()
+
+    def accumulating(x):
+        SPECTRUM.imag[...] += x     # the first write: an augmented one, into a view of a part
+        SPECTRUM.real[:] = SPECTRUM.imag * 2.0
+        return (np.abs(SPECTRUM) ** 2).sum()
+
+    x = np.array([0.3, -0.5, 1.2])
+    check(f, x, buffers=[SPECTRUM])
+    check(g, x, buffers=[SPECTRUM])
+    check(accumulating, x, buffers=[SPECTRUM])
+    before = SPECTRUM.tobytes()
+    assert mutad.jvp(f, (x,), (np.ones(3),))[1] == pytest.approx(
+        directional_fd(_restoring(f, [SPECTRUM]), [x], [np.ones(3)]), rel=1e-7)
+    assert SPECTRUM.tobytes() == before
+
+    def h(x):
+        SPECTRUM.view(np.float64)[:] = np.repeat(x, 2)  # neither part: refused
+        return SPECTRUM.real.sum()
+
+    with pytest.raises(errors.MutadError, match="U.real or U.imag"):
+        mutad.gradient(h, x)
+    assert SPECTRUM.tobytes() == before
+
+
+def test_views_made_by_attributes_and_methods_of_the_buffer():
+    """``U.view()``, ``U.mT``, ``U.flat`` and the reductions ``U.mean()``, ``U.std()``,
+    ``U.var()`` of a buffer after a write adopted it: the followed array's (the views' gradient
+    was 0, and ``U.mean()`` was refused as a conversion)."""
+    weights = np.array([[1.0, 2.0], [3.0, 4.0]])
+
+    def f(x):
+        TABLE[:] = x.reshape(2, 2)
+        return (TABLE.mT * weights).sum() + TABLE.view().sum() ** 2 + sum(TABLE.flat) ** 3
+
+    def g(x):
+        ROW[:] = x
+        ROW.flat[1] = 3.0
+        return ROW.mean() + ROW.std() + ROW.var() + ROW.max() * ROW.min() + ROW.prod()
+
+    check(f, np.array([0.3, -0.5, 1.2, -0.7]), buffers=[TABLE])
+    check(g, np.array([0.3, -0.5, 1.2]), buffers=[ROW])
+
+
+def test_reshaping_an_adopted_buffer_in_place_is_refused():
+    """``U.shape = ...`` after a write adopted ``U``: the followed array keeps its shape, so
+    the reshape is refused (it reshaped the caller's array alone, and the gradient was wrong)."""
+    def f(x):
+        ROW[:] = x
+        ROW.shape = (3, 1)
+        return (ROW @ ROW.T).sum()
+
+    before = ROW.tobytes()
+    with pytest.raises(errors.MutadError):
+        mutad.gradient(f, np.ones(3))
+    assert ROW.tobytes() == before and ROW.shape == (3,)
+
+
+class PingPong:
+    """Two work arrays swapped after each step, as a stencil code keeps its old and new
+    fields."""
+
+    def __init__(self):
+        self.old, self.new = np.zeros(4), np.zeros(4)
+
+    def step(self):
+        self.new[1:-1] = 0.5 * (self.old[:-2] + self.old[2:])
+        self.new[0], self.new[-1] = self.old[0], self.old[-1]
+        self.old, self.new = self.new, self.old
+
+
+PING = PingPong()
+
+
+def test_buffers_the_function_swaps_between_names():
+    """``self.old, self.new = self.new, self.old``: after the call each name holds the caller's
+    array NumPy leaves there, not mutad's stand-in for it (which stayed on the object)."""
+    first, second = PING.old, PING.new
+
+    def f(x):
+        PING.old[:] = x
+        for _ in range(3):
+            PING.step()
+        return (PING.old ** 2).sum() + PING.new[1]
+
+    def restored(x):  # NumPy's run, the names and bytes put back as mutad leaves the bytes
+        value = _restoring(f, [first, second])(x)
+        names = PING.old, PING.new
+        PING.old, PING.new = first, second
+        return value, names
+
+    x = np.array([0.3, -0.5, 1.2, -0.7])
+    value, names = restored(x.copy())
+    assert names[0] is second and names[1] is first
+    before = first.tobytes() + second.tobytes()
+    got, grad = mutad.value_and_gradient(f, x)
+    assert PING.old is second and PING.new is first
+    assert first.tobytes() + second.tobytes() == before
+    assert np.asarray(got).tobytes() == np.asarray(value).tobytes()
+    fd = directional_fd(lambda x: restored(x)[0], [x], [np.ones(4)])
+    np.testing.assert_allclose(np.sum(grad), fd, rtol=1e-7)
+    PING.old, PING.new = first, second
+
+
+TOTAL = np.array(0.0)
+
+
+def test_an_arrays_method_writing_into_a_buffer_by_out():
+    """``X.cumsum(out=W)``, ``X.take(idx, out=W)``, ``W.mean(out=T)``: the method's out= is
+    a write into the buffer, which adopts it as NumPy's function of the same call does (the
+    method wrote past mutad: the caller's buffer was left changed)."""
+    table = np.array([1.0, 2.0, 3.0, 4.0])
+
+    def f(x):
+        table.cumsum(out=WORK)
+        s = (WORK * x).sum()
+        table.take([1, 0, 3, 2], out=WORK)
+        s = s + (WORK * x).sum()
+        WORK[:] = x * x
+        WORK.cumsum(out=WORK)
+        WORK.mean(out=TOTAL)
+        return s + (WORK * x).sum() + TOTAL * 2.0
+
+    check(f, np.array([0.3, -0.5, 1.2, -0.7]), buffers=[WORK, TOTAL])
+
+
+GAINS = np.array([1.0, 0.5, 2.0])
+
+
+def test_hessians_writing_into_a_buffer_through_a_view():
+    """A hessian (a gradient inside forward mode) whose function writes into a buffer through
+    a view of all of it (``W[...] *= x``): followed (an AttributeError before); through a view
+    of part of it: refused, with the way out."""
+    x = np.array([2.1, 1.5, 2.7])
+
+    def f(x):
+        GAINS[...] *= x
+        return (GAINS ** 3).sum()
+
+    def local(x):
+        gains = np.array([1.0, 0.5, 2.0])
+        gains[...] *= x
+        return (gains ** 3).sum()
+
+    before = GAINS.tobytes()
+    np.testing.assert_allclose(mutad.hessian(f, x), mutad.hessian(local, x), rtol=1e-12)
+    assert GAINS.tobytes() == before
+
+    def part(x):
+        GAINS[1:] *= x[1:]
+        return (GAINS ** 3).sum()
+
+    with pytest.raises(errors.MutadError, match="only as a whole"):
+        mutad.hessian(part, x)
+    assert GAINS.tobytes() == before and GAINS.flags.writeable
+
+
+def test_the_transpose_of_a_buffer():
+    """``W.T`` taken before the write that adopts ``W`` and read after it, and ``W.T[0] = x``
+    as the first write: a view of the buffer that mutad follows (was handed out as a plain
+    array: refused as a constant read after the write, and the write went past mutad)."""
+    square = np.zeros((3, 3))
+    ramp = np.arange(3.0)
+
+    def f(x):
+        t = square.T
+        square[:] = np.outer(x, ramp)
+        return (t @ x).sum()
+
+    def g(x):
+        square.T[0] = x
+        return (square @ x).sum() + square[1, 0]
+
+    x = np.array([2.1, 1.5, 2.7])
+    check(f, x, buffers=[square])
+    check(g, x, buffers=[square])

@@ -1531,7 +1531,11 @@ class Preexisting(np.ndarray):
         return repr(_plain_views(self))
 
     def _reshape_in_place(self, shape):
-        """``U0.shape = ...``: the array it stands for is reshaped too, as NumPy's would be."""
+        """``U0.shape = ...``: the array it stands for is reshaped too, as NumPy's would be, and
+        the differentiation's array for it where a write adopted its memory."""
+        level = adopted(self)
+        if level is not None:
+            level.shape = shape
         original = self.__dict__.get("original")
         if original is not None:
             original.shape = shape
@@ -1557,9 +1561,46 @@ class Preexisting(np.ndarray):
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
         return self.view(np.ndarray).__reduce__()
 
-    @property
-    def T(self):  # noqa: N802 (NumPy's name)
-        return self.transpose()
+
+def _viewing(name):
+    """ndarray's attribute ``name``, a view of the array (``T``, ``mT``, ``real``, ``imag``,
+    ``flat``): on a stand-in whose memory a write adopted, the differentiation's array's, whose
+    reads and writes it follows; else NumPy's view of the plain array, a stand-in too (made
+    from the stand-in itself, its ``base`` would end the chain at the stand-in, not at the
+    memory's owner, and a write into it would adopt other memory)."""
+    attribute = getattr(np.ndarray, name)
+
+    def viewing(self):
+        level = adopted(self)
+        if level is not None:
+            return getattr(level, name)
+        plain = self.view(np.ndarray)
+        y = attribute.__get__(plain)
+        if type(y) is not np.ndarray:
+            return y  # (a flatiter of the plain array: its reads are constants)
+        return self if y is plain else y.view(Preexisting)
+
+    return property(viewing)
+
+
+for _name in ("T", "mT", "real", "imag", "flat"):
+    setattr(Preexisting, _name, _viewing(_name))
+
+
+def _view(self, *args, **kwargs):
+    """``U0.view()``, ``U0.view(dtype)``: on a stand-in whose memory a write adopted, the
+    differentiation's array's view; otherwise NumPy's view of the plain array, a stand-in too
+    (``_viewing``). ``U0.view(np.ndarray)``, ``U0.view(type=...)``: ndarray's."""
+    if kwargs.get("type") is not None or args and isinstance(args[0], type) and issubclass(
+            args[0], np.ndarray):
+        return np.ndarray.view(self, *args, **kwargs)
+    level = adopted(self)
+    if level is not None:
+        return level.view(*args, **kwargs)
+    return np.ndarray.view(self.view(np.ndarray), *args, **kwargs).view(Preexisting)
+
+
+Preexisting.view = _named(_view, np.ndarray.view)  # type: ignore[method-assign]
 
 
 PLAIN_ACCESS: list[Callable[[np.ndarray, bool], None]] = []
@@ -2019,6 +2060,10 @@ def _making(name):
     method = getattr(np.ndarray, name)
 
     def making(self, *args, **kwargs):
+        if kwargs.get("out") is not None and ACTIVE.running:
+            # ``U.cumsum(out=W)``: NumPy's function of the same call, whose out= the mode sees
+            # (adopted where it stands in), where ndarray's method writes past it
+            return getattr(np, name)(self, *args, **kwargs)
         level = adopted(self)
         if level is not None:  # (a write adopted its memory: as the differentiation's array)
             return getattr(level, name)(*_plain_views(args), **_plain_views(kwargs))
@@ -2096,7 +2141,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
-              "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__"):
+              "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
+              "mean", "std", "var"):
     setattr(Preexisting, _name, _making(_name))
 
 
@@ -2865,10 +2911,15 @@ class _Mode:
         for module in self.made_modules.values():
             if type(module) is _MadeModule:
                 module.__class__ = types.ModuleType
+        # (a place may hold another place's stand-in: ping-pong buffers swapped by the
+        # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
+        originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
         while self.cells:
-            place, key, original, stand_in = self.cells.pop()
-            if _get(place, key) is stand_in:
-                _put(place, key, original)
+            place, key, _, _ = self.cells.pop()
+            held = _get(place, key)
+            pair = originals.get(id(held))
+            if pair is not None and held is pair[0]:
+                _put(place, key, pair[1])
 
     def _swaps(self):
         if self.swaps is None:

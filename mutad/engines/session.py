@@ -60,6 +60,39 @@ def written_elsewhere(error):
         "array instead.)")
 
 
+def _part_of_complex(x):
+    """For ``x``, a plain float array viewing the real or imaginary parts of complex memory
+    (``U.imag`` of a complex buffer, taken before a write adopted it): ``(the complex array
+    whose part it is, "real" or "imag")``, so that the part is followed as that array's, whose
+    memory the differentiation follows; else None."""
+    if isinstance(x, Tracer) or type(x) is not np.ndarray:
+        return None
+    base = owner(x)
+    size = x.dtype.itemsize
+    if base.dtype.kind != "c" or x.dtype.kind != "f" or 2 * size != base.dtype.itemsize:
+        return None
+    offset = address(x) - address(base)
+    if any(s % base.dtype.itemsize for s in x.strides):
+        raise UnsupportedOperationError(
+            "a float view of a complex array made before the call, other than its real or "
+            "imaginary parts, through which the function reads or writes the array it wrote "
+            "into: use U.real or U.imag, or allocate the array inside the function.")
+    part = offset % (2 * size) // size
+    # (made from ``x``, which stays writeable while the owner of the memory is shut: ``adopt``)
+    whole = np.asarray(_Interface(x, {
+        "data": (address(x) - part * size, False), "shape": x.shape, "strides": x.strides,
+        "typestr": base.dtype.str, "version": 3}))
+    return whole, ("real", "imag")[part]
+
+
+class _Interface:
+    """An array interface over the memory of ``base`` (``np.lib.stride_tricks``' way), which
+    ``views.owner`` follows to the owner of that memory."""
+
+    def __init__(self, base, interface):
+        self.base, self.__array_interface__ = base, interface
+
+
 class Differentiation:
     """What both modes share: the caller's arrays to write back (``originals``), and the
     ``with`` block that writes them back on leaving."""
@@ -83,7 +116,10 @@ class Differentiation:
         arrays = self.adopted.setdefault(root, {})
         pair = arrays.get(id(stand_in))
         if pair is None:  # (the stand-in is held: its id stays its own)
-            pair = arrays[id(stand_in)] = (stand_in, self._adopted(x, first))
+            part = _part_of_complex(x)
+            adopted = self._adopted(x, first) if part is None else getattr(
+                self._adopted(part[0], first), part[1])
+            pair = arrays[id(stand_in)] = (stand_in, adopted)
             if id(owner(x)) in self.apart:
                 # The caller's own objects for the memory are made read-only while this
                 # differentiation runs: another way to it than the name (a list holding the
@@ -227,7 +263,19 @@ class ReverseDifferentiation(Differentiation):
             self.buffers[id(base)] = (layout, buffer, lifted)
         layout, buffer, lifted = self.buffers[id(base)]
         buffer.constant = buffer.constant and constant  # all its arguments' views
-        value = x if lifted is None else lifted if x is layout else view_of(lifted, x, outer)
+        if lifted is None or x is layout:
+            value = x if lifted is None else lifted
+        elif type(lifted) is Traced:
+            value = view_of(lifted, x, outer)
+        elif same_region(x, layout):  # (a forward level's dual: ``W[...] *= k``)
+            value = lifted
+        else:
+            raise UnsupportedOperationError(
+                "a gradient inside forward mode (a hessian, a jvp of a gradient) whose function "
+                "reads or writes part of an array made before the call (a view, W[1:]) that it "
+                "writes into: mutad follows such an array there only as a whole. Compute with "
+                "the whole array (W * mask, np.where), or work on a copy made inside the "
+                "function (W = W.copy()).")
         t = Traced(value, buffer, self.tape, x is layout or same_region(x, layout))
         if value.base is None and buffer.owner is None:  # what u[::2].base is
             as_owner(t)
