@@ -1562,7 +1562,7 @@ class Preexisting(np.ndarray):
         return self.view(np.ndarray).__reduce__()
 
 
-def _viewing(name):
+def _view_attribute(name):
     """ndarray's attribute ``name``, a view of the array (``T``, ``mT``, ``real``, ``imag``,
     ``flat``): on a stand-in whose memory a write adopted, the differentiation's array's, whose
     reads and writes it follows; else NumPy's view of the plain array, a stand-in too (made
@@ -1584,7 +1584,7 @@ def _viewing(name):
 
 
 for _name in ("T", "mT", "real", "imag", "flat"):
-    setattr(Preexisting, _name, _viewing(_name))
+    setattr(Preexisting, _name, _view_attribute(_name))
 
 
 def _view(self, *args, **kwargs):
