@@ -1895,18 +1895,29 @@ def _adopted_memory(stand_in):
     return False
 
 
+def in_containers(leaf, tree):
+    """``tree`` with ``leaf`` applied to what its lists, tuples and dicts hold, however deep
+    (each container rebuilt as one of its own type), or to ``tree`` itself."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return kind(in_containers(leaf, x) for x in tree)
+    if kind is dict:
+        return {k: in_containers(leaf, v) for k, v in tree.items()}
+    return leaf(tree)
+
+
 def adopted_views(tree):
     """``tree`` with each stand-in whose memory a write adopted replaced by the
     differentiation's array for it (``adopted``), the others as they are."""
-    kind = type(tree)
-    if kind is Preexisting:
-        level = adopted(tree)
-        return tree if level is None else level
-    if kind is list or kind is tuple:
-        return kind(adopted_views(x) for x in tree)
-    if kind is dict:
-        return {k: adopted_views(v) for k, v in tree.items()}
-    return tree
+    return in_containers(_adopted_view, tree)
+
+
+def _adopted_view(x):
+    if type(x) is Preexisting:
+        level = adopted(x)
+        if level is not None:
+            return level
+    return x
 
 
 def _each_stand_in(tree, found=None):
@@ -1947,20 +1958,19 @@ def _plain_views(tree):
     while its owner is (``reverse.freeze`` makes an array a record reads read-only, and NumPy
     does not pass the flag on to views made before, such as the stand-in itself); by the
     differentiation's array for it once a write adopted its memory (``adopted``)."""
-    kind = type(tree)
-    if kind is Preexisting:
-        level = adopted(tree)
-        if level is not None:
-            return level
-        view = tree.view(np.ndarray)
-        if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
-            view.flags.writeable = False
-        return view
-    if kind in (list, tuple):
-        return kind(_plain_views(x) for x in tree)
-    if kind is dict:
-        return {k: _plain_views(v) for k, v in tree.items()}
-    return tree
+    return in_containers(_plain_view, tree)
+
+
+def _plain_view(x):
+    if type(x) is not Preexisting:
+        return x
+    level = adopted(x)
+    if level is not None:
+        return level
+    view = x.view(np.ndarray)
+    if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
+        view.flags.writeable = False
+    return view
 
 
 def _caller(frame):

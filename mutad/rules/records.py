@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from ..core.allocation import by_user_code, holds_derivative
+from ..core.allocation import by_user_code, holds_derivative, in_containers
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import SUBCLASS_VIEWS, defroute
@@ -91,14 +91,8 @@ class Records:
 
 def _arrays(tree):
     """``tree`` (lists, tuples and dicts of it) with each :class:`Records`' structured array."""
-    kind = type(tree)
-    if kind is Records:
-        return object.__getattribute__(tree, "array")
-    if kind in (list, tuple):
-        return kind(_arrays(x) for x in tree)
-    if kind is dict:
-        return {k: _arrays(v) for k, v in tree.items()}
-    return tree
+    return in_containers(
+        lambda x: object.__getattribute__(x, "array") if type(x) is Records else x, tree)
 
 
 def _records(y):
