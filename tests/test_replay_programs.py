@@ -5,8 +5,10 @@ fresh traced call, bit for bit, with the caller's arrays intact. ``python -m tes
 
 import warnings
 
+import numpy as np
 import pytest
 
+import mutad
 import replay_programs
 
 PROGRAMS = 80
@@ -30,3 +32,25 @@ def test_the_programs_replay():
             replaying = replay_programs.check(seed)
             replayed += any(type(p) is not str for p in replaying.programs.values())
     assert replayed >= 20
+
+
+def _expand_and_add_an_element(a):
+    v = np.expand_dims(a, 0)
+    v[[0, 0]] += np.sin(v[0, -1, 0])  # a 0-d operand broadcast into a repeated-index write
+    return (v * np.linspace(1.0, 2.0, v.size).reshape(v.shape)).sum()
+
+
+@pytest.mark.parametrize("order", ("C", "F"))
+def test_a_compiled_write_of_a_broadcast_element(order):
+    """A random program's shrunk failure: a compiled block laid the summed cotangent of a 0-d
+    operand out in C order with ``ascontiguousarray``, which makes it 1-d, and the second
+    replay raised ValueError in the element read's pullback. Every call matches a traced one,
+    bit for bit, with the caller's array intact."""
+    replayed = mutad.value_and_grad(_expand_and_add_an_element, replay=True)
+    for k in range(4):
+        x = np.asarray(np.arange(6.0).reshape(3, 2) / 7 + k / 10, order=order)
+        before = x.copy()
+        value, grad = replayed(x)
+        assert np.array_equal(x, before)
+        want_value, want_grad = mutad.value_and_grad(_expand_and_add_an_element)(x)
+        assert value == want_value and np.array_equal(grad, want_grad)

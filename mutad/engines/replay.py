@@ -792,7 +792,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         made.buffer.c_contiguous if made.whole else True  # (a region's: Shadows.take's copy)
     for g, buffer, optional in rows:
         if type(buffer) is Buffer and buffer.c_contiguous:
-            add = code.add(buffer, g if laid_out else
+            # (a 0-d buffer's cotangent has no layout: ascontiguousarray would make it 1-d)
+            add = code.add(buffer, g if laid_out or buffer.shape == () else
                            f"{code.bind(np.ascontiguousarray)}({g})")
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
