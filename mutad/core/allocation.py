@@ -24,7 +24,9 @@ intercept its factory functions:
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
 * methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
-  traced arrays are among their arguments (``scipy.stats.norm.logpdf``);
+  traced arrays are among their arguments (``scipy.stats.norm.logpdf``); called from user code
+  with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
+  ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too;
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
@@ -1982,21 +1984,22 @@ def _caller(frame):
 
 
 def made_in(y, func, args, kwargs, caller):
-    """What the mode gives for ``y = func(*args, **kwargs)`` made from pre-existing memory in
+    """What the mode gives for ``y = func(*args, **kwargs)`` (``func`` None: a call a replay
+    cannot make again) made from pre-existing memory in
     the code of frame ``caller``: in user code, a view of it stands in too and a new float array
     is a constant of the differentiations running in this thread (a replay makes it again by
     the same call, whose pre-existing operands it guards by their bytes); in NumPy's, SciPy's
     and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
     if type(y) in (tuple, list):
-        return type(y)(made_in(item, functools.partial(_item, func, i), args, kwargs, caller)
-                       for i, item in enumerate(y))
+        return type(y)(made_in(item, func and functools.partial(_item, func, i), args, kwargs,
+                               caller) for i, item in enumerate(y))
     if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
     if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
-        return allocate(y, (func, args, kwargs))
+        return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
     return y
@@ -3170,16 +3173,22 @@ def _routed(cls, name, rule, original):
         def method(*args, **kwargs):
             if routes(cls, args, kwargs):
                 return rule(*args, **kwargs)
+            if ACTIVE.running:
+                return _handed(original.__func__, args, kwargs, None)
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
         def method(owner, *args, **kwargs):  # type: ignore[misc]
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
+            if ACTIVE.running:
+                return _handed(original.__get__(None, owner), args, kwargs, owner)
             return original.__func__(owner, *args, **kwargs)
     else:
         def method(self, *args, **kwargs):  # type: ignore[misc]
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
+            if ACTIVE.running:
+                return _handed(original.__get__(self, type(self)), args, kwargs, self)
             return original.__get__(self, type(self))(*args, **kwargs)
 
     method.__name__ = name
@@ -3189,6 +3198,73 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _handed(call, args, kwargs, instance):
+    """``call(*args, **kwargs)``, a library's method that its rule does not take (no traced
+    value among its arguments: ``spline(t)``, ``dist.pdf(grid)``), as the user's code receives
+    it: a new float array nothing else holds (not the object's own state: ``_fresh``), or a
+    tuple of them, is a constant the function may write traced values into, as np.zeros' is
+    (``made_in``); anything else as the library gives it. A replay makes it again by the same
+    call where the object is one of the library's own (``scipy.stats.norm``); an object the
+    program made or was given may hold other values on another call, so it refuses then."""
+    y = call(*args, **kwargs)
+    holders, within = _references(y)  # (a statement of its own: no other reference on the stack)
+    if STATE.rules or holders > _ONE_LOCAL:
+        return y
+    made = call if instance is None or _library_object(instance) else None
+    caller = _caller(sys._getframe(2))  # (above the method)
+    if type(y) is not tuple:
+        return made_in(y, made, args, kwargs, caller) if _fresh(y, True, within) else y
+    return tuple(made_in(item, made and functools.partial(_item, made, i), args, kwargs, caller)
+                 if _fresh(item, count <= _IN_A_TUPLE, bases) else item
+                 for i, (item, (count, bases)) in enumerate(zip(y, within)))
+
+
+def _references(y):
+    """How many references hold ``y`` (a local of its caller, as ``_handed``'s result) and
+    each array in its chain of bases (``y.base``, its base, ...); of a tuple ``y``, those of
+    each item."""
+    if type(y) is tuple:
+        return sys.getrefcount(y), [(sys.getrefcount(item), _bases(item)) for item in y]
+    return sys.getrefcount(y), _bases(y)
+
+
+def _bases(y):
+    counts = []
+    while type(y) is np.ndarray and y.base is not None:
+        y = y.base
+        counts.append(sys.getrefcount(y))
+    return counts
+
+
+def _calibrated():
+    """``_references`` of a new array, of a view of a new array, and of a tuple of one, each
+    held by one local: the counts that mean nothing else holds them."""
+    y, view, pair = np.empty(0), np.empty(1)[:], (np.empty(0),)
+    return _references(y)[0], _references(view)[1][0], _references(pair)[1][0][0]
+
+
+_ONE_LOCAL, _ONE_VIEW, _IN_A_TUPLE = _calibrated()
+
+
+def _fresh(y, alone, bases):
+    """Whether ``y`` is a float array that nothing else holds (``alone``), nor the arrays it is
+    a view of (``bases``: their ``_bases`` counts; no attribute, cache or view of the
+    library's: CPython's reference counts, as NumPy's own elision of temporaries reads them):
+    the user's code alone may read its memory, so the values written into it are the ones the
+    program reads."""
+    return type(y) is np.ndarray and alone and y.dtype.kind in "fc" and all(
+        count <= _ONE_VIEW for count in bases)
+
+
+def _library_object(instance):
+    """Whether ``instance`` is an object a library's module binds (``scipy.stats.norm``), or
+    a library's class: the same object on every call."""
+    if isinstance(instance, type):
+        return True
+    module = sys.modules.get(getattr(type(instance), "__module__", ""))
+    return module is not None and any(value is instance for value in vars(module).values())
 
 
 @functools.lru_cache(maxsize=256)
