@@ -29,6 +29,9 @@ MADE = {
     "a spline's derivative's values": lambda: SPLINE.derivative()(KNOTS),
     "an interpolation table's values": lambda: TABLE(KNOTS),
     "a sparse product": lambda: LAPLACIAN @ GRID,
+    "a sparse matrix's diagonal (a method no rule routes)": lambda: LAPLACIAN.diagonal(),
+    "a frozen distribution's draws": lambda: FROZEN.rvs(size=6, random_state=1),
+    "a distribution's draws": lambda: scipy.stats.norm.rvs(size=6, random_state=2),
 }
 
 

@@ -26,7 +26,9 @@ intercept its factory functions:
 * methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
   traced arrays are among their arguments (``scipy.stats.norm.logpdf``); called from user code
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
-  ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too;
+  ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too,
+  as are those of the other public methods of SciPy's classes among them, their bases and
+  subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``);
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
@@ -3081,7 +3083,26 @@ class _Mode:
                     base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
                 self.methods[cls, name] = rule, original
                 setattr(cls, name, _routed(cls, name, rule, original))
+        self._hand_methods({cls for cls, _ in table("method")})
         self.methods_version = version
+
+    def _hand_methods(self, routed):
+        """Install, once, the library's other public methods of the classes whose methods
+        are routed, their bases and subclasses (a sparse matrix's ``diagonal``, a distribution's
+        ``rvs``), as ``_handing`` makes them: the new float arrays they hand user code are
+        constants, as the routed ones' are (``_handed``)."""
+        family, seen = [*routed], set()
+        while family:
+            cls = family.pop()
+            if cls in seen or str(cls.__module__).partition(".")[0] not in HANDING_LIBRARIES:
+                continue
+            seen.add(cls)
+            family += [*cls.__mro__[1:], *cls.__subclasses__()]
+            for name, value in list(vars(cls).items()):
+                if type(value) is types.FunctionType and (cls, name) not in self.methods \
+                        and (not name.startswith("_") or name in HANDED_OPERATORS) \
+                        and not hasattr(value, "handing"):
+                    setattr(cls, name, _handing(value))
 
 
 def _codes(code):
@@ -3200,6 +3221,29 @@ def _routed(cls, name, rule, original):
         else method
 
 
+HANDING_LIBRARIES = frozenset({"scipy"})
+"""The libraries whose classes' public methods ``_hand_methods`` installs as ``_handing``."""
+
+HANDED_OPERATORS = frozenset({"__call__", "__matmul__", "__rmatmul__", "__mul__", "__rmul__",
+                              "__add__", "__radd__", "__sub__", "__rsub__", "__truediv__",
+                              "__rtruediv__", "__neg__", "__pow__", "__getitem__"})
+"""The special methods of theirs that user code calls by its operators (not ``__array__``,
+which NumPy calls from compiled code with the user's frame above it)."""
+
+
+def _handing(function):
+    """A library's method ``function`` that, while a differentiation runs in this thread,
+    hands the user's code its result as ``_handed`` does."""
+    @functools.wraps(function)
+    def method(self, *args, **kwargs):
+        if not ACTIVE.running:
+            return function(self, *args, **kwargs)
+        return _handed(function.__get__(self, type(self)), args, kwargs, self)
+
+    method.handing = True
+    return method
+
+
 def _handed(call, args, kwargs, instance):
     """``call(*args, **kwargs)``, a library's method that its rule does not take (no traced
     value among its arguments: ``spline(t)``, ``dist.pdf(grid)``), as the user's code receives
@@ -3209,11 +3253,13 @@ def _handed(call, args, kwargs, instance):
     call where the object is one of the library's own (``scipy.stats.norm``); an object the
     program made or was given may hold other values on another call, so it refuses then."""
     y = call(*args, **kwargs)
+    caller = _caller(sys._getframe(2))  # (above the method)
+    if STATE.rules or internal(caller):
+        return y
     holders, within = _references(y)  # (a statement of its own: no other reference on the stack)
-    if STATE.rules or holders > _ONE_LOCAL:
+    if holders > _ONE_LOCAL:
         return y
     made = call if instance is None or _library_object(instance) else None
-    caller = _caller(sys._getframe(2))  # (above the method)
     if type(y) is not tuple:
         return made_in(y, made, args, kwargs, caller) if _fresh(y, True, within) else y
     return tuple(made_in(item, made and functools.partial(_item, made, i), args, kwargs, caller)
