@@ -3194,22 +3194,22 @@ def _routed(cls, name, rule, original):
         def method(*args, **kwargs):
             if routes(cls, args, kwargs):
                 return rule(*args, **kwargs)
-            if ACTIVE.running:
-                return _handed(original.__func__, args, kwargs, None)
+            if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
+                return _handed(original.__func__, args, kwargs, None, caller)
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
         def method(owner, *args, **kwargs):  # type: ignore[misc]
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
-            if ACTIVE.running:
-                return _handed(original.__get__(None, owner), args, kwargs, owner)
+            if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
+                return _handed(original.__get__(None, owner), args, kwargs, owner, caller)
             return original.__func__(owner, *args, **kwargs)
     else:
         def method(self, *args, **kwargs):  # type: ignore[misc]
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
-            if ACTIVE.running:
-                return _handed(original.__get__(self, type(self)), args, kwargs, self)
+            if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
+                return _handed(original.__get__(self, type(self)), args, kwargs, self, caller)
             return original.__get__(self, type(self))(*args, **kwargs)
 
     method.__name__ = name
@@ -3236,25 +3236,24 @@ def _handing(function):
     hands the user's code its result as ``_handed`` does."""
     @functools.wraps(function)
     def method(self, *args, **kwargs):
-        if not ACTIVE.running:
-            return function(self, *args, **kwargs)
-        return _handed(function.__get__(self, type(self)), args, kwargs, self)
+        if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
+            return _handed(function.__get__(self, type(self)), args, kwargs, self, caller)
+        return function(self, *args, **kwargs)
 
     method.handing = True
     return method
 
 
-def _handed(call, args, kwargs, instance):
+def _handed(call, args, kwargs, instance, caller):
     """``call(*args, **kwargs)``, a library's method that its rule does not take (no traced
-    value among its arguments: ``spline(t)``, ``dist.pdf(grid)``), as the user's code receives
-    it: a new float array nothing else holds (not the object's own state: ``_fresh``), or a
-    tuple of them, is a constant the function may write traced values into, as np.zeros' is
-    (``made_in``); anything else as the library gives it. A replay makes it again by the same
+    value among its arguments: ``spline(t)``, ``dist.pdf(grid)``), as the user's code (its
+    frame ``caller``) receives it: a new float array nothing else holds (not the object's own
+    state: ``_fresh``), or a tuple of them, is a constant the function may write traced values
+    into, as np.zeros' is (``made_in``); anything else as the library gives it. A replay makes it again by the same
     call where the object is one of the library's own (``scipy.stats.norm``); an object the
     program made or was given may hold other values on another call, so it refuses then."""
     y = call(*args, **kwargs)
-    caller = _caller(sys._getframe(2))  # (above the method)
-    if STATE.rules or internal(caller):
+    if STATE.rules:
         return y
     holders, within = _references(y)  # (a statement of its own: no other reference on the stack)
     if holders > _ONE_LOCAL:
