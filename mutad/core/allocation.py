@@ -3102,7 +3102,8 @@ class _Mode:
                 if type(value) is types.FunctionType and (cls, name) not in self.methods \
                         and (not name.startswith("_") or name in HANDED_OPERATORS) \
                         and not hasattr(value, "handing"):
-                    setattr(cls, name, _handing(value))
+                    with contextlib.suppress(TypeError, AttributeError):  # (a class that
+                        setattr(cls, name, _handing(value))  # refuses: its method as it is)
 
 
 def _codes(code):
