@@ -1424,3 +1424,35 @@ def test_sparse_expm_refusals():
     with pytest.raises(UnsupportedOperationError, match="expm of a traced \\(2, 3\\)"):
         mutad.gradient(lambda k: scipy.sparse.linalg.expm(scipy.sparse.csc_matrix(
             (k, ([0, 1], [0, 2])), shape=(2, 3))).sum(), np.array([0.3, 0.2]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays SciPy makes of constants in the function (a method's values, a solver's result), into
+# which the function then writes traced values: constants of the differentiation, as np.zeros'
+
+
+def _method_values_written(p):
+    y = scipy.interpolate.interp1d(np.arange(4.0), [0.0, 1.0, 0.0, 1.0])(np.linspace(0, 3, 7))
+    y[3] = p[0]
+    w = scipy.stats.norm.pdf(np.linspace(-2.0, 2.0, 9))
+    w[4] = p[1]
+    w /= w.sum()
+    return np.sum(y ** 2) + w @ np.arange(9.0)
+
+
+def _solution_written(p):
+    x = scipy.optimize.minimize(lambda z: np.sum((z - 1.0) ** 2), np.zeros(2)).x
+    x[0] = p[0]
+    sol = scipy.integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [1.0, 2.0],
+                                    t_eval=np.linspace(0.0, 1.0, 5))
+    sol.y[0, :] *= p[1]
+    return np.sum(x ** 2) + sol.y.sum()
+
+
+@pytest.mark.parametrize("f", [_method_values_written, _solution_written],
+                         ids=lambda f: f.__name__)
+def test_arrays_scipy_makes_of_constants_take_traced_writes(f):
+    """Regression: the values of a SciPy object's method (an interpolant's, a distribution's pdf)
+    and the arrays of a solver's result (minimize(...).x, solve_ivp(...).y), made of constants
+    in the function, were plain: a traced value written into them raised UntracedWriteError."""
+    check(f, np.array([0.5, 0.2]), replay=f is _method_values_written)

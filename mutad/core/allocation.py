@@ -1990,6 +1990,13 @@ def made_in(y, func, args, kwargs, caller):
     if type(y) in (tuple, list):
         return type(y)(made_in(item, functools.partial(_item, func, i), args, kwargs, caller)
                        for i, item in enumerate(y))
+    if isinstance(y, dict) and str(type(y).__module__).startswith("scipy.") \
+            and not internal(caller):  # SciPy's results: minimize(...).x, solve_ivp(...).y
+        for key, item in list(y.items()):
+            if type(item) is np.ndarray:
+                y[key] = made_in(item, functools.partial(_item, func, key), args, kwargs,
+                                 caller)
+        return y
     if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
@@ -3180,7 +3187,13 @@ def _routed(cls, name, rule, original):
         def method(self, *args, **kwargs):  # type: ignore[misc]
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
-            return original.__get__(self, type(self))(*args, **kwargs)
+            y = original.__get__(self, type(self))(*args, **kwargs)
+            if not ACTIVE.running or STATE.rules:
+                return y
+            # the new float arrays the library's method gives the user's code (an
+            # interpolant's values, a distribution's pdf of constants): constants of the
+            # differentiation, as np.zeros' are, that the function may write traced values into
+            return made_in(y, _method_of(original), (self, *args), kwargs, sys._getframe(1))
 
     method.__name__ = name
     method.__qualname__ = f"{cls.__qualname__}.{name}"
@@ -3189,6 +3202,13 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _method_of(original):
+    """The function ``original`` (a method of a library's class, as its class holds it) runs
+    on its instance, its first argument: the call a replay makes again."""
+    return lambda instance, *args, **kwargs: original.__get__(instance, type(instance))(
+        *args, **kwargs)
 
 
 @functools.lru_cache(maxsize=256)

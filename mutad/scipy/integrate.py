@@ -90,6 +90,7 @@ Refused, with an error that says so: second derivatives with respect to times an
 import contextlib
 import functools
 import hashlib
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -106,7 +107,8 @@ from scipy.integrate._ivp import lsoda as _lsoda
 from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import STATE, _in_mode, allocate, plain_allocation, user_object
+from ..core.allocation import (STATE, _in_mode, allocate, by_user_code, plain_allocation,
+                               user_object)
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
@@ -1301,10 +1303,14 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
     if not (parameters.followed or _followed(y0) or span_followed or eval_followed):
         with plain_allocation():  # nothing differentiated reaches the solve
-            return _ivp.solve_ivp(
+            sol = _ivp.solve_ivp(
                 _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
                 None if events is None else [_plain_event(e) for e in event_list],
                 vectorized, args, **options)
+        # its arrays (sol.y): constants the function may write traced values into, as np.zeros'
+        return by_user_code(sol, _ivp.solve_ivp, (fun, span_given, y0, method, eval_given,
+                                                  dense_output, events, vectorized, args),
+                            options, sys._getframe(1))
     if span_followed or eval_followed:
         _refuse_second_order("solve_ivp", "differentiated times")
     if events is not None:

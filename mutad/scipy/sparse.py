@@ -2679,17 +2679,6 @@ def _lifted(name):
     return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
 
 
-def _scaled_in_place(operator):
-    def refuse(self, other):
-        if not _is_scalar(other):  # SciPy's own: Python then computes A = A op other
-            return NotImplemented
-        _refuse(f"A {operator}= c of a scipy.sparse matrix of constants by a traced c",
-                "SciPy scales the values the matrix itself stores, which cannot hold traced "
-                "ones (another name for it would not see them): write A = A "
-                f"{operator} c and use that matrix.")
-    return refuse
-
-
 def _dense(layout, data, order=None):
     """The dense array of the matrix of ``layout`` holding ``data`` (``toarray``)."""
     dense = np.zeros_like(data, shape=layout.shape)
@@ -2747,31 +2736,42 @@ for _name, _fmt in (("tolil", "lil"), ("todok", "dok")):
                  for base in cls.__mro__ if _name in vars(base)}:
         defmethod(_cls, _name, _constant_assembly(vars(_cls)[_name], _fmt))
 
+def _follows_in_place(A):
+    """Whether the SciPy matrix of constants ``A`` (csr, csc, coo, dia, bsr) becomes one with
+    traced values in place (:func:`_followed_in_place`) while a differentiation runs: a 2-d
+    float or complex one."""
+    return bool(ACTIVE.running) and A.__dict__["data"].dtype.kind in "fc" and len(A.shape) == 2
+
+
+def _followed_in_place(A):
+    """The SciPy matrix of constants ``A`` (``scipy.sparse.eye``, ``diags`` of plain numbers, a
+    ``kron`` or sum of such, one made before the call) made, in place, a :class:`TracedSparse`
+    of SciPy's pattern whose stored values are a constant the differentiation follows, as
+    ``np.zeros``'s is, where the user's code reads its stored values (``A.data[:] = k``,
+    ``A.data *= k[0]``) or writes traced values into it (``A.setdiag(v)``, ``A[i, j] = k[0]``,
+    ``A *= c``): what it writes is followed, and so are the matrix's products and solves from
+    then on. The matrix is SciPy's again, as it was, when the differentiation ends (the
+    caller's, made before it, unchanged), as an array made before is."""
+    layout = _Layout(A)
+    values = np.array(layout.template.data)
+    ACTIVE.running[-1].originals.keep_object(A)
+    object.__setattr__(A, "__class__", _TracedSparseArray if isinstance(
+        A, _sparse.sparray) else TracedSparse)
+    A.__dict__.clear()
+    TracedSparse.__init__(A, layout, allocate(values, (np.array, (values,), {})))
+    return A
+
+
 def _stored_values(self):
-    """``A.data`` of a SciPy matrix (csr, csc, coo, dia, bsr). Read by the user's code while a
-    differentiation runs, of a 2-d float or complex matrix of constants (``scipy.sparse.eye``,
-    ``diags`` of plain numbers, a ``kron`` or sum of such, one made before the call), the
-    matrix becomes, in place, a :class:`TracedSparse` of SciPy's pattern whose stored values
-    are a constant the differentiation follows, as ``np.zeros``'s is: a traced value written
-    into them (``A.data[:] = k``, ``A.data *= k[0]``) is followed, and so are the matrix's
-    products and solves from then on. The matrix is SciPy's again, as it was, when the
-    differentiation ends (the caller's, made before it, unchanged). SciPy's and mutad's own
-    reads, and those outside a differentiation, get SciPy's array."""
-    try:
-        data = self.__dict__["data"]
-    except KeyError:
-        raise AttributeError("data") from None
-    if ACTIVE.running and not internal(sys._getframe(1)) and data.dtype.kind in "fc" \
-            and len(self.shape) == 2:
-        layout = _Layout(self)
-        values = np.array(layout.template.data)
-        ACTIVE.running[-1].originals.keep_object(self)
-        object.__setattr__(self, "__class__", _TracedSparseArray if isinstance(
-            self, _sparse.sparray) else TracedSparse)
-        self.__dict__.clear()
-        TracedSparse.__init__(self, layout, allocate(values, (np.array, (values,), {})))
-        return self.data
-    return data
+    """``A.data`` of a SciPy matrix (csr, csc, coo, dia, bsr): read by the user's code while a
+    differentiation runs, the traced values of the matrix made traced in place
+    (:func:`_followed_in_place`); SciPy's and mutad's own reads, and those outside a
+    differentiation, get SciPy's array."""
+    if "data" not in self.__dict__:
+        raise AttributeError("data")
+    if ACTIVE.running and not internal(sys._getframe(1)) and _follows_in_place(self):
+        return _followed_in_place(self).data
+    return self.__dict__["data"]
 
 
 class _Attributes(abc.ABC):
@@ -2789,9 +2789,31 @@ def _store_values(self, data):
 
 _sparse._data._data_matrix.data = property(_stored_values, _store_values)
 
-for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
-    defmethod(_cls, "__imul__", _scaled_in_place("*"))
-    defmethod(_cls, "__itruediv__", _scaled_in_place("/"))
+
+def _written_in_place(name, operator=None):
+    """Method ``name`` of a SciPy matrix of constants that writes traced values into it
+    (``setdiag``, ``__setitem__``, ``*=``, ``/=``): the matrix's, made traced in place."""
+    def write(self, *args, **kwargs):
+        if operator is not None and not _is_scalar(args[0]):
+            return NotImplemented  # SciPy's own: Python then computes A = A op other
+        if isinstance(self, _sparse._data._data_matrix) and _follows_in_place(self):
+            return getattr(_followed_in_place(self), name)(*args, **kwargs)
+        _refuse(f"A {operator}= c of a scipy.sparse {self.format} matrix of constants by a "
+                "traced c" if operator else f"A.{name} of traced values into a "
+                f"scipy.sparse {self.format} matrix of constants of {self.dtype}",
+                "build the matrix from the values, or convert it to csr first.")
+    return write
+
+
+for _name, _operator in (("__imul__", "*"), ("__itruediv__", "/"), ("setdiag", None),
+                         ("__setitem__", None)):
+    for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.coo_matrix,
+                                  _sparse.dia_matrix, _sparse.bsr_matrix, _sparse.csr_array,
+                                  _sparse.csc_array, _sparse.coo_array, _sparse.dia_array,
+                                  _sparse.bsr_array)
+                 for base in cls.__mro__ if _name in vars(base)} | (
+            {_sparse._lil._lil_base, _sparse._dok._dok_base} if _operator else set()):
+        defmethod(_cls, _name, _written_in_place(_name, _operator))
 
 for _cls, _names in (
         (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
