@@ -252,7 +252,9 @@ _MVN_COV = np.array([[1.0, 0.3, 0.1], [0.3, 2.0, 0.2], [0.1, 0.2, 1.5]])
         cov=_MVN_COV[:2, :2]).sum() + scipy.stats.multivariate_normal(
             mean=[0.0, p[2]], cov=_MVN_COV[:2, :2]).cdf([0.2, 0.4]),
     lambda p: scipy.stats.multivariate_normal.cdf(p[0], mean=p[1], cov=2.0),
-], ids=["bivariate", "logcdf, mean, frozen", "one dimension"])
+    lambda p: scipy.stats.multivariate_normal.cdf(p[:2], cov=np.array([[1.0, 0.3],
+                                                                       [0.3, 2.0]])),
+], ids=["bivariate", "logcdf, mean, frozen", "one dimension", "a covariance made in f"])
 def test_multivariate_normal_cdf_in_x_and_mean(f):
     """Regression: multivariate_normal.cdf of traced x or mean was refused. SciPy's integral,
     differentiated as φ(aᵢ) times SciPy's conditional integral of one dimension fewer."""

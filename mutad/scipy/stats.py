@@ -896,13 +896,15 @@ class MultivariateNormal:
         if not _is_traced((x, mean, cov, *args), kwargs):
             return function(x, mean, cov, *args, **kwargs)
         name = f"scipy.stats.multivariate_normal.{'logcdf' if log else 'cdf'}"
-        if _is_traced((cov, *args), kwargs) or kwargs.get("lower_limit") is not None:
+        x, mean, cov = lists_as_arrays((x, mean, cov))
+        if any(carries_derivative(v) for v in (cov, *args, *kwargs.values())) \
+                or kwargs.get("lower_limit") is not None:
             raise UnsupportedOperationError(
                 f"{name} of a differentiated covariance or with a lower_limit: mutad "
                 "differentiates it in x and mean, with a constant cov and lower_limit=None.")
-        x, mean = lists_as_arrays((x, mean))
-        _, _, plain_cov, dim = self._parameters(0.0, None if mean is None else stop_gradient(
-            mean), stop_gradient(cov))
+        cov = np.array(memory(cov)) if isinstance(cov, Tracer) else cov  # (a constant's value)
+        _, _, plain_cov, dim = self._parameters(0.0, None if mean is None else memory(mean),
+                                                cov)
         problem = _NormalIntegral(function, cov, args, kwargs, np.asarray(plain_cov, float),
                                   dim, log)
         zero = np.zeros(dim)
