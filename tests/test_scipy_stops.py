@@ -1456,3 +1456,13 @@ def test_arrays_scipy_makes_of_constants_take_traced_writes(f):
     and the arrays of a solver's result (minimize(...).x, solve_ivp(...).y), made of constants
     in the function, were plain: a traced value written into them raised UntracedWriteError."""
     check(f, np.array([0.5, 0.2]), replay=f is _method_values_written)
+
+
+def test_an_array_a_scipy_object_holds_stays_scipys():
+    """A method's result that is the object's own memory (a spline's coefficients) is not made
+    a constant: a traced value written into it would change the object where its own calls,
+    SciPy's, would not see the derivative. It stays SciPy's array (the write is refused)."""
+    from mutad.core.allocation import _holds
+    spline = scipy.interpolate.BSpline(np.r_[[0.0] * 4, [1.0] * 4], np.arange(4.0), 3)
+    assert _holds(spline, spline.c) and _holds(spline, (np.zeros(2), spline.c[1:]))
+    assert not _holds(spline, spline(np.linspace(0.0, 1.0, 3)))

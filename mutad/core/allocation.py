@@ -3188,7 +3188,7 @@ def _routed(cls, name, rule, original):
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
             y = original.__get__(self, type(self))(*args, **kwargs)
-            if not ACTIVE.running or STATE.rules:
+            if not ACTIVE.running or STATE.rules or _holds(self, y):
                 return y
             # the new float arrays the library's method gives the user's code (an
             # interpolant's values, a distribution's pdf of constants): constants of the
@@ -3202,6 +3202,18 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _holds(obj, y):
+    """Whether the result ``y`` of a method of the library's object ``obj`` (lists and tuples of
+    arrays) is memory ``obj`` holds (``spline.get_coeffs()``): SciPy's own array, as it is,
+    since a write into it changes the object, whose own calls mutad does not follow."""
+    results = [a for a in (y if type(y) in (tuple, list) else (y,)) if type(a) is np.ndarray]
+    if not results:
+        return False
+    from .trees import arrays_within  # (trees imports this module)
+    held = {id(owner(a)) for a in arrays_within(obj)}
+    return any(id(owner(a)) in held for a in results)
 
 
 def _method_of(original):
