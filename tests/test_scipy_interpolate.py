@@ -871,6 +871,13 @@ RECT_BIVARIATE = {
                                                  np.linspace(-0.5, 2.5, 4)) * RB_W),
     "grid=False": lambda z: np.sum(RBS(RB_X, RB_Y, np.sin(z))(
         np.linspace(0, 1, 5), np.linspace(0, 2, 5), grid=False)),
+    # s > 0 (regressions: refused): FITPACK's smoothing fit on its knots, through its p
+    "smoothing": lambda z: np.sum(RBS(RB_X, RB_Y, z, s=20.0)(
+        np.linspace(0, 1, 5), np.linspace(0, 2, 4)) * RB_W),
+    "smoothing, other degrees, ev, coefficients": lambda z: (lambda s: np.sum(s.ev(
+        [0.1, 0.5, 0.9], [0.3, 1.1, 1.9], dx=1) ** 2) + s.get_coeffs() @ np.cos(np.arange(
+            s.get_coeffs().size)))(RBS(RB_X, RB_Y, z, kx=2, ky=2, s=5.0)),
+    "smoothing to a least-squares spline": lambda z: RBS(RB_X, RB_Y, z, s=60.0)(0.3, 1.2)[0, 0],
 }
 
 
@@ -897,7 +904,6 @@ def test_rect_bivariate_spline_values_are_scipys():
 
 
 @pytest.mark.parametrize("f, match", [
-    (lambda z: RBS(RB_X, RB_Y, z, s=0.1)(0.5, 0.5).sum(), "s > 0"),
     (lambda z: RBS(RB_X, RB_Y, z).ev(z[0, 0], 0.5), "query points"),
     (lambda z: RBS(RB_X + z[0, 0], RB_Y, z)(0.5, 0.5).sum(), "grid"),
     (lambda z: RBS(RB_X, RB_Y, z).integral(0, z[0, 0], 0, 1), "integral.*bounds"),

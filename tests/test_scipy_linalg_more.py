@@ -219,7 +219,7 @@ REFUSED = {
     "polar wide right": lambda a: scipy.linalg.polar(a[:3])[0],
     "polar tall left": lambda a: scipy.linalg.polar(a[:, :3], side="left")[0],
     "polar stacked": lambda a: scipy.linalg.polar(np.stack([a, a]))[0],
-    "ldl": lambda a: scipy.linalg.ldl(a + a.T)[1],
+    "ldl complex": lambda a: scipy.linalg.ldl(a + 1j * a.T)[1].real,
     "funm": lambda a: scipy.linalg.funm(a, np.cos),
 }
 
@@ -691,6 +691,31 @@ def test_banded_and_rq_calls_declare_no_rules():
         before = len(RULES)
         mutad.pullback(f, *[a.copy() for a in args])
         assert len(RULES) == before
+
+
+_INDEFINITE = (lambda m: m + m.T - np.diag(np.diag(m + m.T)))(
+    np.random.default_rng(0).standard_normal((5, 5)))  # a zero diagonal: a 2 x 2 pivot block
+
+
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("matrix", ["indefinite", "definite"])
+def test_ldl_is_differentiated_with_scipys_pivots(matrix, lower):
+    """Regression: scipy.linalg.ldl of a differentiated matrix was refused. Its factors are
+    SciPy's bit for bit, differentiated (to the second order) as the block factorisation with
+    SciPy's order and blocks, in the triangle LAPACK reads; the caller's array unchanged."""
+    a = _INDEFINITE if matrix == "indefinite" else _INDEFINITE @ _INDEFINITE + np.eye(5)
+    weights = np.arange(25.0).reshape(5, 5)
+
+    def f(a):
+        lu, d, perm = scipy.linalg.ldl(a, lower=lower)
+        return np.sum(lu * weights) + np.sum(d * d) + perm @ np.diag(a)
+
+    copy = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, copy)
+    assert value == f(a.copy()) and np.array_equal(copy, a)
+    assert not np.any(np.triu(g, 1) if lower else np.tril(g, -1))  # the triangle read
+    mutad.check_grads(f, copy, order=2)
+    mutad.check_jvp(f, copy)
 
 
 def test_ldl_and_funm_of_constants_are_scipys():

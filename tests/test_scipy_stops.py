@@ -1424,3 +1424,55 @@ def test_sparse_expm_refusals():
     with pytest.raises(UnsupportedOperationError, match="expm of a traced \\(2, 3\\)"):
         mutad.gradient(lambda k: scipy.sparse.linalg.expm(scipy.sparse.csc_matrix(
             (k, ([0, 1], [0, 2])), shape=(2, 3))).sum(), np.array([0.3, 0.2]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays SciPy makes of constants in the function (a method's values, a solver's result), into
+# which the function then writes traced values: constants of the differentiation, as np.zeros'
+
+
+def _method_values_written(p):
+    y = scipy.interpolate.interp1d(np.arange(4.0), [0.0, 1.0, 0.0, 1.0])(np.linspace(0, 3, 7))
+    y[3] = p[0]
+    w = scipy.stats.norm.pdf(np.linspace(-2.0, 2.0, 9))
+    w[4] = p[1]
+    w /= w.sum()
+    return np.sum(y ** 2) + w @ np.arange(9.0)
+
+
+def _solution_written(p):
+    x = scipy.optimize.minimize(lambda z: np.sum((z - 1.0) ** 2), np.zeros(2)).x
+    x[0] = p[0]
+    sol = scipy.integrate.solve_ivp(lambda t, y: -y, (0.0, 1.0), [1.0, 2.0],
+                                    t_eval=np.linspace(0.0, 1.0, 5))
+    sol.y[0, :] *= p[1]
+    return np.sum(x ** 2) + sol.y.sum()
+
+
+@pytest.mark.parametrize("f", [_method_values_written, _solution_written],
+                         ids=lambda f: f.__name__)
+def test_arrays_scipy_makes_of_constants_take_traced_writes(f):
+    """Regression: the values of a SciPy object's method (an interpolant's, a distribution's pdf)
+    and the arrays of a solver's result (minimize(...).x, solve_ivp(...).y), made of constants
+    in the function, were plain: a traced value written into them raised UntracedWriteError."""
+    check(f, np.array([0.5, 0.2]), replay=f is _method_values_written)
+
+
+def test_an_array_a_scipy_object_holds_stays_scipys():
+    """A method's result that is the object's own memory (a spline's coefficients) is not made
+    a constant: a traced value written into it would change the object where its own calls,
+    SciPy's, would not see the derivative. It stays SciPy's array (the write is refused)."""
+    x = np.linspace(0.0, 1.0, 12)
+    spline = scipy.interpolate.UnivariateSpline(x, np.sin(3 * x), s=0.01)
+    coefficients = spline.get_coeffs().copy()
+
+    def f(p):
+        c = spline.get_coeffs()   # (a view of the spline's own coefficients)
+        c *= p
+        return spline(0.5) + c.sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.gradient(f, 2.0)
+    assert spline.get_coeffs().tobytes() == coefficients.tobytes()
+    new = mutad.gradient(lambda p: (spline(x) * p).sum(), 2.0)[0]   # a new array: followed
+    assert new == spline(x).sum()

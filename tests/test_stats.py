@@ -242,9 +242,54 @@ def test_multivariate_normal_entropy():
     assert mutad.gradient(lambda s: scipy.stats.multivariate_normal.entropy(
         np.zeros(2), np.array([s, 2.0 * s])), 2.0) == (pytest.approx(0.5, rel=1e-12),)
 
-def test_multivariate_normal_cdf_is_refused_when_traced():
-    with pytest.raises(mutad.MutadError, match="cdf"):
-        mutad.gradient(lambda x: stats.multivariate_normal.cdf(x, np.zeros(2)), np.ones(2))
+_MVN_COV = np.array([[1.0, 0.3, 0.1], [0.3, 2.0, 0.2], [0.1, 0.2, 1.5]])
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: scipy.stats.multivariate_normal.cdf(p[:2], mean=np.zeros(2), cov=_MVN_COV[:2, :2]),
+    lambda p: scipy.stats.multivariate_normal.logcdf(
+        np.array([[0.1, 0.2], [0.5, -0.3], [1.0, 0.4]]) * p[0], mean=[p[1], 0.0],
+        cov=_MVN_COV[:2, :2]).sum() + scipy.stats.multivariate_normal(
+            mean=[0.0, p[2]], cov=_MVN_COV[:2, :2]).cdf([0.2, 0.4]),
+    lambda p: scipy.stats.multivariate_normal.cdf(p[0], mean=p[1], cov=2.0),
+    lambda p: scipy.stats.multivariate_normal.cdf(p[:2], cov=np.array([[1.0, 0.3],
+                                                                       [0.3, 2.0]])),
+], ids=["bivariate", "logcdf, mean, frozen", "one dimension", "a covariance made in f"])
+def test_multivariate_normal_cdf_in_x_and_mean(f):
+    """Regression: multivariate_normal.cdf of traced x or mean was refused. SciPy's integral,
+    differentiated as φ(aᵢ) times SciPy's conditional integral of one dimension fewer."""
+    p = np.array([0.3, 1.2, 0.1])
+    value, (g,) = mutad.value_and_gradient(f, p)
+    assert value == f(p.copy())
+    mutad.check_grads(f, p, modes=("rev", "fwd"), rtol=1e-5, atol=1e-7)
+
+
+def test_multivariate_normal_cdf_in_three_dimensions():
+    """SciPy's estimate of the integral (seeded), its gradient by SciPy's bivariate integrals:
+    of a covariance with a block of one, the product Φ₂ Φ₁'s."""
+    cov = _MVN_COV.copy()
+    cov[2, :2] = cov[:2, 2] = 0.0
+
+    def f(p):
+        return scipy.stats.multivariate_normal.cdf(p, cov=cov, rng=0)
+
+    def product(p):
+        return scipy.stats.multivariate_normal.cdf(p[:2], cov=cov[:2, :2]) * \
+            scipy.stats.norm.cdf(p[2], scale=np.sqrt(cov[2, 2]))
+
+    p = np.array([0.3, 1.2, 0.1])
+    value, (g,) = mutad.value_and_gradient(f, p)
+    assert value == f(p.copy())
+    expected = [(product(p + e) - product(p - e)) / 2e-6 for e in np.eye(3) * 1e-6]
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+
+
+def test_multivariate_normal_cdf_refusals():
+    with pytest.raises(mutad.MutadError, match="covariance"):
+        mutad.gradient(lambda c: stats.multivariate_normal.cdf(np.ones(2), cov=c * np.eye(2)),
+                       1.0)
+    with pytest.raises(mutad.MutadError, match="first order"):
+        mutad.hessian(lambda x: stats.multivariate_normal.cdf(x, np.zeros(2)), np.ones(2))
 
 
 def test_multivariate_parameters_given_as_lists_of_traced_numbers():

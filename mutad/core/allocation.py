@@ -1995,6 +1995,14 @@ def made_in(y, func, args, kwargs, caller):
     if type(y) in (tuple, list):
         return type(y)(made_in(item, func and functools.partial(_item, func, i), args, kwargs,
                                caller) for i, item in enumerate(y))
+    if isinstance(y, dict) and str(type(y).__module__).startswith("scipy.") \
+            and not internal(caller):  # SciPy's results: minimize(...).x, solve_ivp(...).y
+        for key, (count, bases) in _held_in(y).items():  # (those nothing else holds)
+            item = y[key]
+            if item.dtype.kind not in "fc" or _fresh(item, count <= _IN_A_DICT, bases):
+                y[key] = made_in(item, func and functools.partial(_item, func, key), args,
+                                 kwargs, caller)
+        return y
     if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
@@ -3250,9 +3258,10 @@ def _handed(call, args, kwargs, instance, caller):
     value among its arguments: ``spline(t)``, ``dist.pdf(grid)``), as the user's code (its
     frame ``caller``) receives it: a new float array nothing else holds (not the object's own
     state: ``_fresh``), or a tuple of them, is a constant the function may write traced values
-    into, as np.zeros' is (``made_in``); anything else as the library gives it. A replay makes it again by the same
-    call where the object is one of the library's own (``scipy.stats.norm``); an object the
-    program made or was given may hold other values on another call, so it refuses then."""
+    into, as np.zeros' is (``made_in``); anything else as the library gives it. A replay makes
+    it again by the same call where the object is one of the library's own
+    (``scipy.stats.norm``); an object the program made or was given may hold other values on
+    another call, so it refuses then."""
     y = call(*args, **kwargs)
     if STATE.rules:
         return y
@@ -3284,14 +3293,22 @@ def _bases(y):
     return counts
 
 
+def _held_in(result):
+    """``_references`` of each array among the values of the dict ``result``."""
+    return {key: (sys.getrefcount(value), _bases(value)) for key, value in result.items()
+            if type(value) is np.ndarray}
+
+
 def _calibrated():
-    """``_references`` of a new array, of a view of a new array, and of a tuple of one, each
-    held by one local: the counts that mean nothing else holds them."""
+    """``_references`` of a new array, of a view of a new array, of a tuple of one, each held
+    by one local, and ``_held_in`` of a dict of one: the counts that mean nothing else holds
+    them."""
     y, view, pair = np.empty(0), np.empty(1)[:], (np.empty(0),)
-    return _references(y)[0], _references(view)[1][0], _references(pair)[1][0][0]
+    return (_references(y)[0], _references(view)[1][0], _references(pair)[1][0][0],
+            _held_in({"": np.empty(0)})[""][0])
 
 
-_ONE_LOCAL, _ONE_VIEW, _IN_A_TUPLE = _calibrated()
+_ONE_LOCAL, _ONE_VIEW, _IN_A_TUPLE, _IN_A_DICT = _calibrated()
 
 
 def _fresh(y, alone, bases):

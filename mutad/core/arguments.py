@@ -30,10 +30,11 @@ from .views import writeable
 class Originals:
     """Copies of the caller's arrays that a differentiation may change, to write back."""
 
-    __slots__ = ("copies",)
+    __slots__ = ("copies", "objects")
 
     def __init__(self):
         self.copies = []
+        self.objects = []  # (an object the differentiation changed in place, its class, dict)
 
     def keep(self, x):
         """Copy ``x`` now, to write back at the end."""
@@ -43,8 +44,18 @@ class Originals:
         """Copy every array reachable from ``x`` (an integer array, an object's arrays)."""
         self.copies.extend((a, a.copy()) for a in arrays_within(x))
 
+    def keep_object(self, x):
+        """Keep ``x``'s class and attributes now (a SciPy matrix of constants that becomes a
+        matrix with traced values in place: ``mutad.scipy.sparse``), to put back at the end."""
+        self.objects.append((x, type(x), dict(x.__dict__)))
+
     def restore(self):
         """Write the copies back, the earliest last: it holds the caller's own bytes."""
+        while self.objects:
+            x, cls, attributes = self.objects.pop()
+            object.__dict__["__class__"].__set__(x, cls)  # (past a class property)
+            x.__dict__.clear()
+            x.__dict__.update(attributes)
         copies = self.copies
         while copies:
             x, original = copies.pop()

@@ -1740,20 +1740,8 @@ def integers_out(ufunc, inputs, out, kwargs):
     return out
 
 
-# Functions of the user's frame making the write (and the array written, where known) that
-# name the array more precisely than untraced_write can (the stored values of a SciPy matrix
-# of constants: mutad.scipy.sparse), as the whole message after ``what: ``; or None.
-UNTRACED_WRITE_TARGETS: list = []
-
-
-def untraced_write(what, target=None):
-    """The error for writing a traced value into an array mutad does not follow (``target``,
-    where the caller has it)."""
-    frame = _outside(sys._getframe(1), ("numpy", "mutad"))
-    for explain in UNTRACED_WRITE_TARGETS:
-        message = explain(frame, target)
-        if message is not None:
-            return UntracedWriteError(f"{what}: {message}")
+def untraced_write(what):
+    """The error for writing a traced value into an array mutad does not follow."""
     return UntracedWriteError(
         f"{what}: a traced value was written into a plain array mutad does not follow, so its "
         "gradient would be lost: one created before the differentiation started that the "

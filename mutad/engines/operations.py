@@ -501,7 +501,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
-            raise untraced_write(f"{function_name(ufunc)}(..., out=...)", out)
+            raise untraced_write(f"{function_name(ufunc)}(..., out=...)")
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
     check_destination(out, ufunc)
@@ -824,7 +824,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
         if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
-            raise untraced_write(f"{name}(..., out=...)", out)
+            raise untraced_write(f"{name}(..., out=...)")
         return _into_out(out, result, raised)
     return result
 

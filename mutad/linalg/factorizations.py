@@ -20,6 +20,7 @@ operations.
 import numpy as np
 import scipy.linalg as _linalg
 
+from ..core.allocation import allocate
 from ..core.devices import device_of
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
@@ -726,15 +727,53 @@ rq, cholesky_banded = _rq_stand_in, _cholesky_banded_stand_in
 complex_aware(np.linalg.cholesky, np.linalg.qr)
 
 
-def _ldl_refusal(A, lower=True, hermitian=True, overwrite_a=False, check_finite=True):
+def _ldl_with_pivots(A, lower=True, hermitian=True, overwrite_a=False, check_finite=True):
+    """SciPy's ``lu, d, perm`` (``A = lu d luᵀ``, ``lu[perm]`` unit triangular, ``d`` block
+    diagonal of 1 x 1 and 2 x 2 blocks, of the triangle of ``A`` LAPACK reads), differentiated
+    with SciPy's pivoting (the order ``perm`` and the blocks, decisions on the values, as
+    ``lu``'s pivots are): the derivative of the block LDLᵀ factorisation without pivoting of
+    ``A[perm][:, perm]`` with those blocks, computed by the factorisation itself in calls mutad
+    differentiates (to every order), its values SciPy's. ``overwrite_a`` is a permission SciPy
+    need not take: ``A`` is left as it was."""
     if not carries_derivative(A):  # a constant (mutad.stop_gradient): SciPy's own
         return _ldl.original(A, lower, hermitian, overwrite_a, check_finite)
-    raise UnsupportedOperationError(
-        "scipy.linalg.ldl of a differentiated matrix: mutad has no derivative of the LDLᵀ "
-        "factorisation (its Bunch-Kaufman pivoting chooses 1 x 1 and 2 x 2 blocks by the "
-        "values). Solve with scipy.linalg.solve(a, b, assume_a='sym'), factor a positive "
-        "definite matrix with cholesky or cho_factor, read the inertia from eigh's "
-        "eigenvalues (all differentiated), or pass the matrix through mutad.stop_gradient.")
+    if np.ndim(A) != 2 or np.iscomplexobj(A):
+        raise UnsupportedOperationError(
+            "scipy.linalg.ldl of a complex or stacked matrix: mutad differentiates the LDLᵀ "
+            "factorisation of one real symmetric matrix. Solve with scipy.linalg.solve(a, b, "
+            "assume_a='sym'), or use eigh.")
+    lu, d, perm = _ldl.original(np.array(memory(A)), lower, hermitian, False, check_finite)
+    n = lu.shape[0]
+    # the symmetric matrix of the triangle LAPACK reads, in the order of the factor, made
+    # lower triangular (an upper factor is one in the reverse order)
+    half = np.tril(A) if lower else np.triu(A)
+    order = perm if lower else perm[::-1]
+    S = (half + transpose(np.tril(half, -1) if lower else np.triu(half, 1)))[order][:, order]
+    blocks = np.diag(d if lower else d[::-1, ::-1], -1) != 0
+    L, D = allocate(np.eye(n)), allocate(np.zeros((n, n)))  # (arrays the writes follow)
+    j = 0
+    while j < n:
+        size = 2 if j + 1 < n and blocks[j] else 1
+        pivot = S[:size, :size]
+        D[j:j + size, j:j + size] = pivot
+        column = S[size:, :size]
+        factor = column / pivot if size == 1 else transpose(
+            np.linalg.solve(pivot, transpose(column)))
+        L[j + size:, j:j + size] = factor
+        S = S[size:, size:] - factor @ transpose(column)
+        j += size
+    if not lower:
+        L, D = L[::-1, ::-1], D[::-1, ::-1]
+    factor = allocate(np.empty((n, n)))
+    factor[perm] = L
+    scale = 1.0 + np.max(np.abs(lu), initial=0.0) * (1.0 + np.max(np.abs(d), initial=0.0))
+    if not max(np.max(np.abs(memory(factor) - lu), initial=0.0),
+               np.max(np.abs(memory(D) - d), initial=0.0)) <= 1e-8 * scale * n:
+        raise UnsupportedOperationError(  # (a guard)
+            "scipy.linalg.ldl: the factorisation with SciPy's pivots that gives mutad's "
+            "derivative did not reproduce SciPy's factors, so it cannot differentiate this "
+            "call. Solve with scipy.linalg.solve(a, b, assume_a='sym'), or use eigh.")
+    return scipys_value(lu, factor), scipys_value(d, D), perm
 
 
-_ldl = StandIn(_linalg.ldl, _ldl_refusal)
+_ldl = StandIn(_linalg.ldl, _ldl_with_pivots)

@@ -90,6 +90,7 @@ Refused, with an error that says so: second derivatives with respect to times an
 import contextlib
 import functools
 import hashlib
+import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -106,7 +107,8 @@ from scipy.integrate._ivp import lsoda as _lsoda
 from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import STATE, _in_mode, allocate, plain_allocation, user_object
+from ..core.allocation import (STATE, _in_mode, allocate, by_user_code, plain_allocation,
+                               user_object)
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
@@ -1275,6 +1277,18 @@ def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
     return rhs
 
 
+def _constant_solve(fun, t_span, y0, method, t_eval, dense_output, events, vectorized, args,
+                    **options):
+    """SciPy's ``solve_ivp`` of a problem nothing differentiated reaches, on plain arrays."""
+    event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
+        else [events]
+    with plain_allocation():
+        return _ivp.solve_ivp(
+            _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
+            None if events is None else [_plain_event(e) for e in event_list], vectorized,
+            args, **options)
+
+
 @_routed(_ivp.solve_ivp)
 def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
               method: Any = "RK45", t_eval: Any = None, dense_output: bool = False,
@@ -1300,11 +1314,11 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     (t_span, span_followed), (t_eval, eval_followed) = _times(t_span), _times(t_eval)
     options = _settings("solve_ivp", options, ("rtol", "atol", "max_step", "first_step"))
     if not (parameters.followed or _followed(y0) or span_followed or eval_followed):
-        with plain_allocation():  # nothing differentiated reaches the solve
-            return _ivp.solve_ivp(
-                _plain_call("solve_ivp", fun), t_span, y0, method, t_eval, dense_output,
-                None if events is None else [_plain_event(e) for e in event_list],
-                vectorized, args, **options)
+        # nothing differentiated reaches the solve: SciPy's, its arrays (sol.y) constants the
+        # function may write traced values into, as np.zeros' are
+        settings = (fun, t_span, y0, method, t_eval, dense_output, events, vectorized, args)
+        return by_user_code(_constant_solve(*settings, **options), _constant_solve, settings,
+                            options, sys._getframe(1))
     if span_followed or eval_followed:
         _refuse_second_order("solve_ivp", "differentiated times")
     if events is not None:

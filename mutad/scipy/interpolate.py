@@ -2019,33 +2019,44 @@ def _curfit_steps(x, y, w, xb, xe, k, s, t):
         jumps = _curfit_jumps(t, k)
         rhs = np.concatenate([wy, np.zeros(len(jumps))])
         p = (n - k1) / np.sum(np.abs(np.diag(np.linalg.qr(design, mode="r"))))
-        p1, f1, p3, f3 = 0.0, fp0 - s, -1.0, fp - s
-        ich1 = ich3 = False
-        for iteration in range(1, CURFIT_MAXIT + 1):
-            fit, fp = least_squares(np.concatenate([design, jumps / p]), rhs)
-            fpms = fp - s
-            if abs(fpms) < acc or iteration == CURFIT_MAXIT:
-                break
-            p2, f2 = p, fpms
-            if not ich3:
-                if not f2 - f3 > acc:  # the first p too large
-                    p3, f3, p = p2, f2, p * 0.04
-                    if p <= p1:
-                        p = p1 * 0.9 + p2 * 0.1
+        fit, fp = _smoothing_iteration(
+            lambda p: least_squares(np.concatenate([design, jumps / p]), rhs),
+            p, fp0, fp, s, acc, CURFIT_MAXIT)
+    return fit, fp
+
+
+def _smoothing_iteration(fit_at, p, fp0, fp, s, acc, maxit):
+    """FITPACK's iteration on the smoothing parameter ``p`` (curfit's, regrid's) from ``p``:
+    the fit ``fit_at(p)`` (its coefficients and residual) whose residual is ``s`` to ``acc``,
+    from the residuals ``fp0`` of the polynomial (p = 0) and ``fp`` of the least-squares
+    spline (p = ∞), step for step, its branches those of FITPACK."""
+    p1, f1, p3, f3 = 0.0, fp0 - s, -1.0, fp - s
+    ich1 = ich3 = False
+    for iteration in range(1, maxit + 1):
+        fit, fp = fit_at(p)
+        fpms = fp - s
+        if abs(fpms) < acc or iteration == maxit:
+            break
+        p2, f2 = p, fpms
+        if not ich3:
+            if not f2 - f3 > acc:  # the first p too large
+                p3, f3, p = p2, f2, p * 0.04
+                if p <= p1:
+                    p = p1 * 0.9 + p2 * 0.1
+                continue
+            ich3 = f2 < 0
+        if not ich1:
+            if not f1 - f2 > acc:  # the first p too small
+                p1, f1, p = p2, f2, p / 0.04
+                if p3 < 0:
                     continue
-                ich3 = f2 < 0
-            if not ich1:
-                if not f1 - f2 > acc:  # the first p too small
-                    p1, f1, p = p2, f2, p / 0.04
-                    if p3 < 0:
-                        continue
-                    if p >= p3:
-                        p = p2 * 0.1 + p3 * 0.9
-                    continue
-                ich1 = f2 > 0
-            if f2 >= f1 or f2 <= f3:  # curfit's ier=2: it stops
-                break
-            p, p1, f1, p3, f3 = _curfit_rational(p1, f1, p2, f2, p3, f3)
+                if p >= p3:
+                    p = p2 * 0.1 + p3 * 0.9
+                continue
+            ich1 = f2 > 0
+        if f2 >= f1 or f2 <= f3:  # FITPACK's ier=2: it stops
+            break
+        p, p1, f1, p3, f3 = _curfit_rational(p1, f1, p2, f2, p3, f3)
     return fit, fp
 
 
@@ -3016,6 +3027,105 @@ class _TracedRectBivariate:
             "attributes.")
 
 
+# RectBivariateSpline at s > 0 (FITPACK's regrid) places its knots by the values, a decision of
+# the forward pass, and fits on them as curfit does: the least-squares spline, or the smoothing
+# spline of the p its iteration (curfit's, from p = 1) finds, whose coefficients C are the
+# least-squares solution of [Sx; Bx/p] C [Sy; By/p]ᵀ = [[Z, 0], [0, 0]] (fpgrre: Sx, Sy the
+# B-splines at the grid, Bx, By the jumps of their derivatives at the interior knots). Computed
+# again in traced steps, the values SciPy's, refused where they do not reproduce SciPy's
+# coefficients (to CURFIT_RTOL).
+
+
+def _regrid_fit(spline, x, y, z, s, maxit):
+    """SciPy's coefficients (nx - kx - 1, ny - ky - 1) of ``spline``, the fit of the traced
+    ``z`` at ``s > 0``, differentiated as regrid's fit on its knots (see above)."""
+    (tx, ty), (kx, ky) = spline.get_knots(), spline.degrees
+    design = [_interpolate.BSpline.design_matrix(v, t, k).toarray()
+              for v, t, k in ((x, tx, kx), (y, ty, ky))]
+    polynomial = [_interpolate.BSpline.design_matrix(v, np.r_[[t[0]] * (k + 1), [t[-1]] * (
+        k + 1)], k).toarray() for v, t, k in ((x, tx, kx), (y, ty, ky))]  # (bbox's ends)
+
+    def least_squares(sx, sy, jumps=None):
+        """The coefficients and residual of [sx; jx] C [sy; jy]ᵀ = [[z, 0], [0, 0]]."""
+        ax, ay = sx, sy
+        if jumps is not None:
+            ax, ay = np.concatenate([sx, jumps[0]]), np.concatenate([sy, jumps[1]])
+        rows = np.concatenate([z, np.zeros((len(ax) - len(sx), z.shape[1]))])
+        half = np.linalg.lstsq(ax, rows, rcond=None)[0]  # (nx - kx - 1, my)
+        columns = np.concatenate([half.T, np.zeros((len(ay) - len(sy), half.shape[0]))])
+        c = np.linalg.lstsq(ay, columns, rcond=None)[0].T
+        return c, np.sum((sx @ c @ sy.T - z) ** 2)
+
+    refusal = UnsupportedOperationError(
+        "scipy.interpolate.RectBivariateSpline of differentiated data at s > 0: mutad's steps "
+        "of FITPACK's smoothing fit on its knots did not reproduce SciPy's coefficients here "
+        "(an ill-conditioned fit, or a decision of the iteration on p taken within rounding), "
+        "so mutad cannot differentiate it. Fit with s=0, or pass the data through "
+        "mutad.stop_gradient where no gradient should flow.")
+    try:
+        fit, fp = least_squares(*design)
+        acc = CURFIT_TOL * s
+        smoothing = len(tx) > 2 * (kx + 1) or len(ty) > 2 * (ky + 1)  # (else the polynomial)
+        if smoothing and fp < s and not abs(fp - s) < acc:
+            jumps = [_curfit_jumps(t, k) for t, k in ((tx, kx), (ty, ky))]
+            fp0 = least_squares(*polynomial)[1]
+            fit, fp = _smoothing_iteration(
+                lambda p: least_squares(*design, jumps=(jumps[0] / p, jumps[1] / p)),
+                1.0, fp0, fp, s, acc, maxit)
+    except np.linalg.LinAlgError:
+        raise refusal from None
+    value = np.reshape(spline.get_coeffs(), (len(tx) - kx - 1, len(ty) - ky - 1))
+    if not np.max(np.abs(stop_gradient(fit) - value)) <= CURFIT_RTOL * np.max(np.abs(value)):
+        raise refusal
+    return scipys_value(value, fit)
+
+
+class _SmoothRectBivariate:
+    """A ``RectBivariateSpline`` of traced values at ``s > 0``: SciPy's spline of their plain
+    values, called (``grid=True`` or ``False``) and ``ev``, differentiated through its
+    coefficients (:func:`_regrid_fit`), which ``get_coeffs`` gives."""
+
+    def __init__(self, spline, coefficients):
+        self._spline, self._c = spline, coefficients
+
+    def _basis(self, axis, points, nu):
+        t, k = self._spline.get_knots()[axis], self._spline.degrees[axis]
+        n = len(t) - k - 1
+        points = np.clip(np.ravel(np.asarray(points, float)), t[k], t[n])
+        return _interpolate.BSpline(t, np.eye(n), k)(points, nu=nu)
+
+    def _evaluate(self, xq, yq, dx, dy, grid):
+        _refuse_traced("RectBivariateSpline", "the query points", (xq, yq),
+                       "Evaluate at constant points.")
+        xq, yq = _constant_value(xq), _constant_value(yq)
+        value = self._spline.ev(xq, yq, dx, dy) if grid == "ev" else self._spline(
+            xq, yq, dx=dx, dy=dy, grid=grid)
+        gx, gy = self._basis(0, xq, dx), self._basis(1, yq, dy)
+        composition = gx @ self._c @ gy.T if grid is True else np.sum((gx @ self._c) * gy,
+                                                                       axis=1)
+        return scipys_value(value, np.reshape(composition, np.shape(value)))
+
+    def __call__(self, x, y, dx=0, dy=0, grid=True):
+        return self._evaluate(x, y, dx, dy, bool(grid))
+
+    def ev(self, xi, yi, dx=0, dy=0):
+        return self._evaluate(xi, yi, dx, dy, "ev")
+
+    def get_knots(self):
+        return self._spline.get_knots()
+
+    def get_coeffs(self):
+        return np.reshape(self._c, (-1,))
+
+    def __getattr__(self, name):
+        return refused_attribute(
+            name,
+            f"scipy.interpolate.RectBivariateSpline(...).{name}: this smoothing spline was "
+            "built from traced values, and mutad differentiates its values and partial "
+            "derivatives (calling it, .ev), knots and coefficients only. Build it from plain "
+            "values to use other attributes.")
+
+
 @_route(_interpolate.RectBivariateSpline)
 def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, None),
                         kx: int = 3, ky: int = 3, s: float = 0, maxit: int = 20) -> Any:
@@ -3026,10 +3136,9 @@ def RectBivariateSpline(x: Any, y: Any, z: Any, bbox: Any = (None, None, None, N
                    "Interpolate on a constant grid (map the queries onto it).")
     _refuse_traced("RectBivariateSpline", "the smoothing s", s, "Pass it as a constant.")
     if s != 0:
-        raise UnsupportedOperationError(
-            "scipy.interpolate.RectBivariateSpline(s > 0) of traced values: FITPACK places a "
-            "smoothing spline's knots by the values, so it is not linear in them and mutad has "
-            "no derivative of it. Use s=0 (interpolation).")
+        x, y, bbox = _constant_value(x), _constant_value(y), _constant_value(bbox)
+        spline = _interpolate.RectBivariateSpline(x, y, _plain(z), bbox, kx, ky, s, maxit)
+        return _SmoothRectBivariate(spline, _regrid_fit(spline, x, y, z, s, maxit))
     spec = _RectBivariate(_constant_value(x), _constant_value(y), _constant_value(bbox), kx, ky,
                           s, maxit)
     return _TracedRectBivariate(spec, np.copy(z))

@@ -111,6 +111,7 @@ differentiated reaching the solver, it is SciPy's own call.
 import copy
 import functools
 import inspect
+import sys
 import types
 from typing import Any
 
@@ -118,7 +119,7 @@ import numpy as np
 import scipy.optimize as _optimize
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..core.allocation import allocate, lists_as_arrays, user_object
+from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_object
 from ..api import grad, hvp, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
@@ -843,7 +844,10 @@ class _StandIn:
         if not ACTIVE.running:
             return self.original(*args, **kwargs)
         _not_replayed(f"scipy.optimize.{self.original.__name__}")
-        return self.solve(self.original, *_plain_call(self.original, args, kwargs))
+        # the plain float arrays of the result (a solution of constants, res.x): constants of
+        # the differentiation, as np.zeros' are, that the function may write traced values into
+        return by_user_code(self.solve(self.original, *_plain_call(self.original, args, kwargs)),
+                            self.original, args, kwargs, sys._getframe(1))
 
 
 def _not_replayed(name):

@@ -69,11 +69,12 @@ matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary co
 zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix, as does the
 user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0, 0] = k[0]``). What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
-error that says what to write instead; so is a traced value written into the stored values of a
-matrix SciPy built of constants (``A = scipy.sparse.eye(n, format="csr"); A.data[:] = x``, SciPy's
-array, not followed): build it of the values (``scipy.sparse.diags(x)``, ``csr_matrix((data,
-indices, indptr))`` with ``data`` computed in the function), or write its entries
-(``A.tolil()``, ``A.setdiag(x)``). The values of ``C = A @ B`` are SciPy's product's; its derivative adds, for each pair
+error that says what to write instead. A matrix SciPy built of constants (``scipy.sparse.eye``,
+``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
+the user's code reads (``A.data[:] = k``, ``A.data *= k[0]``) becomes a traced matrix of its
+pattern in place, its values a constant the differentiation follows, as ``np.zeros``'s are
+(SciPy's matrix again, as it was, when the differentiation ends). The values of ``C = A @ B``
+are SciPy's product's; its derivative adds, for each pair
 of stored values ``A[i, k]`` and ``B[k, j]``, the cotangent of ``C[i, j]`` times the other
 factor.
 
@@ -101,7 +102,10 @@ on the pattern of ``A`` alone, ``Ā = -λ xᵀ``, where ``λ = A⁻ᵀ x̄`` is 
 same method on the transposed matrix (``splu``'s factorization is the one SciPy computed, solved
 with ``trans="T"``; ``spsolve`` factorizes ``A`` once, with SuperLU, when the reverse pass first
 needs it, and again if the values it reads differ, as in a replayed program). No dense matrix
-is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method.
+is formed. Forward mode solves ``A ẋ = ḃ - Ȧ x`` with the same method. ``splu(A).L`` and
+``.U`` (a log-determinant, ``np.log(abs(lu.U.diagonal())).sum()``) are SciPy's factors, traced
+matrices of their patterns differentiated with SciPy's pivots (``_LUFactors``: dense, to the
+first order; a replay, which would keep the pivots, is refused).
 
 The iterative solvers' derivative holds to their tolerance: the value ``x`` meets SciPy's own
 ``rtol``/``atol`` (the gradient is that of the exact solution evaluated at this ``x``, so its
@@ -164,8 +168,8 @@ differentiated: inside a differentiation they are placeholders whose use raises.
 
 from __future__ import annotations
 
+import abc
 import contextlib
-import dis
 import functools
 import inspect
 import math
@@ -184,7 +188,7 @@ from scipy.sparse.linalg import _interface
 
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
                                internal, lists_as_arrays, shown_class)
-from ..engines.arraylike import UNTRACED_WRITE_TARGETS, carries_derivative, settled
+from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
@@ -2675,17 +2679,6 @@ def _lifted(name):
     return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
 
 
-def _scaled_in_place(operator):
-    def refuse(self, other):
-        if not _is_scalar(other):  # SciPy's own: Python then computes A = A op other
-            return NotImplemented
-        _refuse(f"A {operator}= c of a scipy.sparse matrix of constants by a traced c",
-                "SciPy scales the values the matrix itself stores, which cannot hold traced "
-                "ones (another name for it would not see them): write A = A "
-                f"{operator} c and use that matrix.")
-    return refuse
-
-
 def _dense(layout, data, order=None):
     """The dense array of the matrix of ``layout`` holding ``data`` (``toarray``)."""
     dense = np.zeros_like(data, shape=layout.shape)
@@ -2743,47 +2736,84 @@ for _name, _fmt in (("tolil", "lil"), ("todok", "dok")):
                  for base in cls.__mro__ if _name in vars(base)}:
         defmethod(_cls, _name, _constant_assembly(vars(_cls)[_name], _fmt))
 
-def _constant_data_written(frame, target):
-    """The explanation of a traced value written into the stored values of a SciPy matrix of
-    constants the user's line names (``A.data[:] = x``, ``A.data *= x[0]``, ``A`` made by
-    ``scipy.sparse.eye``, a sum or ``kron`` of such, or before the differentiation): SciPy's
-    array, which mutad does not follow; None where the line writes no such ``A.data``
-    (``target``, the array written where the caller has it, among its ``data``)."""
-    if frame is None:
-        return None
-    instructions = list(dis.get_instructions(frame.f_code))
-    line = next((i.positions.lineno for i in instructions if i.offset == frame.f_lasti), None)
-    loads = [i for i in instructions if i.opname != "COPY"]  # (A.data *= c: A, COPY, .data)
-    names = [a.argval for a, b in zip(loads, loads[1:])
-             if line is not None and b.positions.lineno == line and b.opname == "LOAD_ATTR"
-             and b.argval == "data" and a.opname in ("LOAD_FAST", "LOAD_NAME", "LOAD_GLOBAL",
-                                                     "LOAD_DEREF", "LOAD_CLASSDEREF")]
-    scopes = (frame.f_locals, frame.f_globals)
-    for name in names:
-        A = next((scope[name] for scope in scopes if name in scope), None)
-        if not _sparse.issparse(A) or isinstance(A, (TracedSparse, _Assembled)) \
-                or type(getattr(A, "data", None)) is not np.ndarray \
-                or (target is not None and (type(target) is not np.ndarray  # (a traced one)
-                                            or not np.may_share_memory(target, A.data))):
-            continue
-        return (f"a traced value was written into {name}.data, the stored values of a SciPy "
-                "sparse matrix of constants (one SciPy built from plain numbers: "
-                "scipy.sparse.eye, identity, eye_array, random, or a sum, product, kron or "
-                "copy of such; or one made before the differentiation): mutad does not follow "
-                "that array, so the gradient would be lost. Build the matrix inside the "
-                "function from arrays holding the traced values, whose stored values are "
-                "followed: scipy.sparse.diags(x) or scipy.sparse.diags(np.ones(n) * x[0]) for "
-                "a diagonal, csr_matrix((data, indices, indptr)) or coo_matrix((data, (rows, "
-                "cols))) with data computed in the function (data = np.ones(n); data[:] = x), "
-                "or write its entries (A = A.tolil(); A.setdiag(x)).")
-    return None
+def _follows_in_place(A):
+    """Whether the SciPy matrix of constants ``A`` (csr, csc, coo, dia, bsr) becomes one with
+    traced values in place (:func:`_followed_in_place`) while a differentiation runs: a 2-d
+    float or complex one."""
+    return bool(ACTIVE.running) and A.__dict__["data"].dtype.kind in "fc" and len(A.shape) == 2
 
 
-UNTRACED_WRITE_TARGETS.append(_constant_data_written)
+def _followed_in_place(A):
+    """The SciPy matrix of constants ``A`` (``scipy.sparse.eye``, ``diags`` of plain numbers, a
+    ``kron`` or sum of such, one made before the call) made, in place, a :class:`TracedSparse`
+    of SciPy's pattern whose stored values are a constant the differentiation follows, as
+    ``np.zeros``'s is, where the user's code reads its stored values (``A.data[:] = k``,
+    ``A.data *= k[0]``) or writes traced values into it (``A.setdiag(v)``, ``A[i, j] = k[0]``,
+    ``A *= c``): what it writes is followed, and so are the matrix's products and solves from
+    then on. The matrix is SciPy's again, as it was, when the differentiation ends (the
+    caller's, made before it, unchanged), as an array made before is."""
+    layout = _Layout(A)
+    values = np.array(layout.template.data)
+    ACTIVE.running[-1].originals.keep_object(A)
+    object.__setattr__(A, "__class__", _TracedSparseArray if isinstance(
+        A, _sparse.sparray) else TracedSparse)
+    A.__dict__.clear()
+    TracedSparse.__init__(A, layout, allocate(values, (np.array, (values,), {})))
+    return A
 
-for _cls in (_sparse._data._data_matrix, _sparse._lil._lil_base, _sparse._dok._dok_base):
-    defmethod(_cls, "__imul__", _scaled_in_place("*"))
-    defmethod(_cls, "__itruediv__", _scaled_in_place("/"))
+
+def _stored_values(self):
+    """``A.data`` of a SciPy matrix (csr, csc, coo, dia, bsr): read by the user's code while a
+    differentiation runs, the traced values of the matrix made traced in place
+    (:func:`_followed_in_place`); SciPy's and mutad's own reads, and those outside a
+    differentiation, get SciPy's array."""
+    if "data" not in self.__dict__:
+        raise AttributeError("data")
+    if ACTIVE.running and not internal(sys._getframe(1)) and _follows_in_place(self):
+        return _followed_in_place(self).data
+    return self.__dict__["data"]
+
+
+class _Attributes(abc.ABC):
+    """The base that holds the attributes of SciPy's sparse arrays (``SparseABC``'s): a class
+    Python lets an instance of ``csr_array`` become, as ``TracedSparse`` for ``csr_matrix``."""
+
+
+_TracedSparseArray = type("TracedSparse", (_Attributes, TracedSparse), {
+    "__module__": __name__, "__doc__": TracedSparse.__doc__})
+
+
+def _store_values(self, data):
+    self.__dict__["data"] = data
+
+
+_sparse._data._data_matrix.data = property(_stored_values, _store_values)
+
+
+def _written_in_place(name, operator=None):
+    """Method ``name`` of a SciPy matrix of constants that writes traced values into it
+    (``setdiag``, ``__setitem__``, ``*=``, ``/=``): the matrix's, made traced in place."""
+    def write(self, *args, **kwargs):
+        if operator is not None and not _is_scalar(args[0]):
+            return NotImplemented  # SciPy's own: Python then computes A = A op other
+        if isinstance(self, _sparse._data._data_matrix) and _follows_in_place(self):
+            return getattr(_followed_in_place(self), name)(*args, **kwargs)
+        _refuse(f"A {operator}= c of a scipy.sparse {self.format} matrix of constants by a "
+                "traced c" if operator else f"A.{name} of traced values into a "
+                f"scipy.sparse {self.format} matrix of constants of {self.dtype}",
+                "build the matrix from the values, or convert it to csr first.")
+    return write
+
+
+for _name, _operator in (("__imul__", "*"), ("__itruediv__", "/"), ("setdiag", None),
+                         ("__setitem__", None)):
+    for _cls in {base for cls in (_sparse.csr_matrix, _sparse.csc_matrix, _sparse.coo_matrix,
+                                  _sparse.dia_matrix, _sparse.bsr_matrix, _sparse.csr_array,
+                                  _sparse.csc_array, _sparse.coo_array, _sparse.dia_array,
+                                  _sparse.bsr_array)
+                 for base in cls.__mro__ if _name in vars(base)} | (
+            {_sparse._lil._lil_base, _sparse._dok._dok_base} if _operator else set()):
+        defmethod(_cls, _name, _written_in_place(_name, _operator))
 
 for _cls, _names in (
         (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
@@ -2951,14 +2981,92 @@ class SuperLU:
         return _solve(self.data, rhs, None, solver=self.solver.twin(trans in ("T", "H")))
 
     def __getattr__(self, name):
-        if name in ("L", "U", "perm_r", "perm_c") and _followed(self.__dict__["data"]):
-            # (SciPy's factors of the values at hand: constants to the differentiation, and to
-            # a replay, which would read the recorded call's)
-            _refuse(f"splu(A).{name} of a matrix with traced values",
-                    "mutad differentiates SuperLU's solves (lu.solve(b)), not its factors nor "
-                    "the pivoting they depend on. For log|det A| take "
-                    "np.linalg.slogdet(A.toarray()).")
+        data = self.__dict__["data"]
+        if name in ("L", "U", "perm_r", "perm_c") and _followed(data):
+            # SciPy's pivoting and pattern, decisions on the values at hand, which a replay
+            # would keep: it is refused
+            settled(data, f"splu(A).{name} of a matrix with traced values")
+            if name in ("L", "U"):
+                factors = _LUFactors(self.__dict__["factor"], self.layout)
+                layout = factors.layouts[name == "U"]
+                return TracedSparse(layout, _lu_factor(data, factors, name == "U"))
         return getattr(self.__dict__["factor"], name)
+
+
+class _LUFactors:
+    """SuperLU's factors of ``A`` (``Pr A Pc = L U``, ``Pr``/``Pc`` of ``perm_r``/``perm_c``)
+    as constants of their derivative with SciPy's pivoting and patterns: with ``B = Pr A Pc``
+    and ``X = L⁻¹ dB U⁻¹``, ``dL = L tril(X, -1)`` and ``dU = triu(X) U`` (the factors of
+    ``B + dB`` with the same pivots, ``L`` unit lower triangular), read on ``L``'s and ``U``'s
+    stored entries; their transpose gives ``B̄ = L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ``, read
+    on ``A``'s. Dense, of the matrix's size."""
+
+    def __init__(self, factor, layout):
+        self.factor, self.layout = factor, layout
+        self.layouts = (_Layout(factor.L), _Layout(factor.U))
+        self.L, self.U = factor.L.toarray(), factor.U.toarray()
+        # the position in B of each of A's stored values
+        self.at = (factor.perm_r[layout.rows], factor.perm_c[layout.cols])
+
+    def tangent(self, dA):
+        dB = np.zeros(self.L.shape, np.result_type(dA, self.L))
+        np.add.at(dB, self.at, np.where(self.layout.valid, np.reshape(dA, (-1,)), 0.0))
+        X = scipy.linalg.solve_triangular(self.L, dB, lower=True, unit_diagonal=True)
+        X = scipy.linalg.solve_triangular(self.U, X.T, trans="T", lower=False).T
+        return np.tril(X, -1), np.triu(X)
+
+    def cotangent(self, G):
+        Y = scipy.linalg.solve_triangular(self.L, G, trans="T", lower=True, unit_diagonal=True)
+        dB = scipy.linalg.solve_triangular(self.U, Y.T, lower=False).T
+        g = np.where(self.layout.valid, dB[self.at], 0.0)
+        return np.reshape(g, self.layout.data_shape)
+
+
+def _lu_factor_value(data, factors, upper):
+    return np.array((factors.factor.U if upper else factors.factor.L).data)
+
+
+_lu_factor = Adjoint(_lu_factor_value)
+_lu_factor.complex_values = None
+
+
+def _lu_first_order(*items):
+    if _followed(*items):
+        _refuse("splu(A).L or .U under a differentiation of a differentiation (a hessian, a "
+                "gradient of a gradient)", "its rule is of the first order; make the matrix "
+                "dense and use scipy.linalg.lu, which every order differentiates.")
+
+
+def _on_slots(dense, layout):
+    return np.reshape(np.where(layout.valid, dense[layout.rows, layout.cols], 0.0),
+                      layout.data_shape)
+
+
+@_lu_factor.rule
+def _lu_factor_rule(data, factors, upper):
+    _lu_first_order(data)
+    layout = factors.layouts[upper]
+
+    def back(g):
+        _lu_first_order(g)
+        bar = np.zeros(factors.L.shape, np.result_type(g, factors.L))
+        valid = layout.valid
+        np.add.at(bar, (layout.rows[valid], layout.cols[valid]), np.reshape(g, (-1,))[valid])
+        G = np.triu(bar @ factors.U.T) if upper else np.tril(factors.L.T @ bar, -1)
+        return factors.cotangent(G), None, None
+
+    return _lu_factor_value(data, factors, upper), back
+
+
+@_lu_factor.jvp_rule
+def _lu_factor_jvp(tangents, data, factors, upper):
+    _lu_first_order(data, tangents[0])
+    value = _lu_factor_value(data, factors, upper)
+    if tangents[0] is None:
+        return value, None
+    lower_part, upper_part = factors.tangent(np.asarray(tangents[0]))
+    dense = upper_part @ factors.U if upper else factors.L @ lower_part
+    return value, _on_slots(dense, factors.layouts[upper])
 
 
 class _Factored(_Solver):

@@ -53,6 +53,11 @@ SciPy's closed-form maximum likelihood fits, its steps on the differentiated dat
 and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``method='MM'``,
 are refused.
 
+``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy`` are differentiated in all their
+arguments; its ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with a constant
+``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
+the conditional distribution of the others, of one dimension fewer.
+
 The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
 are SciPy's steps on traced arrays, in ``mutad.scipy._descriptive``; they are importable from
 here too.
@@ -878,13 +883,32 @@ class MultivariateNormal:
         return np.exp(self.logpdf(x, mean, cov, allow_singular))
 
     def cdf(self, x, mean=None, cov=1, *args, **kwargs):
-        if not _is_traced((x, mean, cov, *args), kwargs):
-            return self.scipy.cdf(x, mean, cov, *args, **kwargs)
-        raise UnsupportedOperationError(
-            "multivariate_normal.cdf of differentiated arguments: SciPy integrates it "
-            "numerically, and mutad has no rule for that integral.")
+        return self._cdf(x, mean, cov, args, kwargs, False)
 
-    logcdf = cdf
+    def logcdf(self, x, mean=None, cov=1, *args, **kwargs):
+        return self._cdf(x, mean, cov, args, kwargs, True)
+
+    def _cdf(self, x, mean, cov, args, kwargs, log):
+        """SciPy's integral ``Φ(x - mean; cov)`` (its log), differentiated in ``x`` and ``mean``
+        (first order) by ``∂Φ/∂xᵢ = φ(aᵢ; Σᵢᵢ) Φ(a₋ᵢ - Σ₋ᵢ,ᵢ aᵢ/Σᵢᵢ; Σ₋ᵢ,₋ᵢ - Σ₋ᵢ,ᵢ Σᵢ,₋ᵢ/Σᵢᵢ)``
+        (``a = x - mean``; the conditional integral SciPy's too, of one dimension fewer)."""
+        function = self.scipy.logcdf if log else self.scipy.cdf
+        if not _is_traced((x, mean, cov, *args), kwargs):
+            return function(x, mean, cov, *args, **kwargs)
+        name = f"scipy.stats.multivariate_normal.{'logcdf' if log else 'cdf'}"
+        x, mean, cov = lists_as_arrays((x, mean, cov))
+        if any(carries_derivative(v) for v in (cov, *args, *kwargs.values())) \
+                or kwargs.get("lower_limit") is not None:
+            raise UnsupportedOperationError(
+                f"{name} of a differentiated covariance or with a lower_limit: mutad "
+                "differentiates it in x and mean, with a constant cov and lower_limit=None.")
+        cov = np.array(memory(cov)) if isinstance(cov, Tracer) else cov  # (a constant's value)
+        _, _, plain_cov, dim = self._parameters(0.0, None if mean is None else memory(mean),
+                                                cov)
+        problem = _NormalIntegral(function, cov, args, kwargs, np.asarray(plain_cov, float),
+                                  dim, log)
+        zero = np.zeros(dim)
+        return _normal_integral(x, zero if mean is None else mean, problem)
 
     def entropy(self, mean=None, cov=1, allow_singular=False):  # (the last: a frozen one's)
         if not _is_traced((mean, cov), {}):
@@ -895,6 +919,89 @@ class MultivariateNormal:
         log_det = 2.0 * np.sum(np.log(np.diagonal(np.linalg.cholesky(cov))))
         return _scipys_value(self._entropy(given_mean, given_cov),
                             0.5 * (dim * (_LOG_2PI + 1.0) + log_det))
+
+
+class _NormalIntegral:
+    """The constant part of a ``multivariate_normal.cdf``: SciPy's function, settings and
+    covariance, and the gradient of the integral in its upper limits."""
+
+    def __init__(self, function, cov, args, kwargs, plain_cov, dim, log):
+        self.function, self.cov, self.args, self.kwargs = function, cov, args, kwargs
+        self.plain_cov, self.dim, self.log = plain_cov, dim, log
+
+    def value(self, x, mean):
+        return self.function(x, mean, self.cov, *self.args, **self.kwargs)
+
+    def gradient(self, x, mean):
+        """∂Φ/∂x at each point (its log's, divided by Φ), of the shape of ``x - mean``."""
+        a = np.asarray(x, float) - np.asarray(mean, float)
+        points = np.reshape(a, (-1, self.dim))
+        S, g = self.plain_cov, np.empty(points.shape)
+        settings = dict(self.kwargs)
+        for i in range(self.dim):
+            rest = np.arange(self.dim) != i
+            density = _stats.norm.pdf(points[:, i], scale=np.sqrt(S[i, i]))
+            if self.dim == 1:
+                g[:, i] = density
+                continue
+            shift = np.outer(points[:, i], S[rest, i] / S[i, i])
+            conditional = S[np.ix_(rest, rest)] - np.outer(S[rest, i], S[i, rest]) / S[i, i]
+            g[:, i] = density * np.reshape(_stats.multivariate_normal.cdf(
+                points[:, rest] - shift, None, conditional, *self.args, **settings), (-1,))
+        if self.log:
+            g /= np.reshape(_stats.multivariate_normal.cdf(points, None, S, *self.args,
+                                                           **settings), (-1, 1))
+        return np.reshape(g, np.shape(a))
+
+
+def _normal_integral_value(x, mean, problem):
+    return problem.value(x, mean)
+
+
+_normal_integral = Adjoint(_normal_integral_value)
+_normal_integral.complex_values = None
+
+
+def _first_order(*items):
+    if any(carries_derivative(v) for v in items if v is not None):
+        raise UnsupportedOperationError(
+            "scipy.stats.multivariate_normal.cdf under a differentiation of a differentiation "
+            "(a hessian): its rule is of the first order.")
+
+
+def _to_shape(g, shape):
+    """``g`` summed down to ``shape`` (NumPy's broadcasting undone)."""
+    while np.ndim(g) > len(shape):
+        g = np.sum(g, axis=0)
+    return np.reshape(np.sum(g, axis=tuple(i for i, n in enumerate(shape) if n == 1),
+                             keepdims=True), shape)
+
+
+@_normal_integral.rule
+def _normal_integral_rule(x, mean, problem):
+    _first_order(x, mean)
+    gradient = problem.gradient(x, mean)
+
+    def back(dy):
+        _first_order(dy)
+        g = gradient * np.reshape(np.asarray(dy, float), np.shape(gradient)[:-1] + (1,)) \
+            if np.ndim(gradient) > 1 else gradient * np.asarray(dy, float)
+        return _to_shape(g, np.shape(x)), _to_shape(-g, np.shape(mean)), None
+
+    return problem.value(x, mean), back
+
+
+@_normal_integral.jvp_rule
+def _normal_integral_jvp(tangents, x, mean, problem):
+    _first_order(x, mean, *tangents[:2])
+    y = problem.value(x, mean)
+    dx, dmean = tangents[0], tangents[1]
+    if dx is None and dmean is None:
+        return y, None
+    change = (0.0 if dx is None else np.asarray(dx, float)) - (
+        0.0 if dmean is None else np.asarray(dmean, float))
+    gradient = problem.gradient(x, mean)
+    return y, np.reshape(np.sum(gradient * change, axis=-1), np.shape(y))
 
 
 def _log_beta_value(alpha):
