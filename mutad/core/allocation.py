@@ -2252,21 +2252,24 @@ class _Swaps:
                       {name: replacement for name, _, replacement in sites})
         self.known = [None, None]  # per side: the version when all its sites held that side
 
-    def swap(self, to):
-        """Bind side ``to`` (0: the library's, 1: the mode's) where the other side is bound."""
-        namespace, new, old = self.namespace, self.sides[to], self.sides[1 - to]
-        if self.version is not None and self.version.value == self.known[1 - to]:
-            namespace.update(new)
-            complete = True
-        else:
-            complete = True
-            for name, value in old.items():
-                if namespace.get(name) is value:
-                    namespace[name] = new[name]
-                else:
-                    complete = False
-        if self.version is not None:
-            self.known[to] = self.version.value if complete else None
+    @staticmethod
+    def swap(swaps, to):
+        """Bind side ``to`` (0: the library's, 1: the mode's) where the other side is bound, in
+        each of ``swaps`` (one loop: every differentiation swaps every namespace, both ways)."""
+        for one in swaps:
+            namespace, version = one.namespace, one.version
+            if version is not None and version.value == one.known[1 - to]:
+                namespace.update(one.sides[to])
+                complete = True
+            else:
+                new, complete = one.sides[to], True
+                for name, value in one.sides[1 - to].items():
+                    if namespace.get(name) is value:
+                        namespace[name] = new[name]
+                    else:
+                        complete = False
+            if version is not None:
+                one.known[to] = version.value if complete else None
 
 
 def _unchanged(module, snapshot):
@@ -2864,8 +2867,7 @@ class _Mode:
                 json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
-                for swaps in self._swaps():
-                    swaps.swap(1)
+                _Swaps.swap(self._swaps(), 1)
                 for module in self.made_modules.values():
                     if type(module) is types.ModuleType:
                         module.__class__ = _MadeModule
@@ -2919,18 +2921,19 @@ class _Mode:
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
         self.numpy.ndarray = self.ndarray or np.ndarray
+        namespace, scalars = self.numpy.__dict__, self.scalars
         for name, (original, _) in CALLED_TYPES.items():
-            self.numpy.__dict__[name] = self.scalars.get(name) or original
+            namespace[name] = scalars.get(name) or original
 
     def _undo(self):
         self.numpy.ndarray = np.ndarray
+        namespace = self.numpy.__dict__
         for name, (original, _) in CALLED_TYPES.items():
-            self.numpy.__dict__[name] = original
+            namespace[name] = original
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
-        for swaps in self._swaps():
-            swaps.swap(0)
+        _Swaps.swap(self._swaps(), 0)
         for module in self.made_modules.values():
             if type(module) is _MadeModule:
                 module.__class__ = types.ModuleType

@@ -298,11 +298,13 @@ def fold_reads(records, errors_of):
     named = list(inputs)
     for k, i in enumerate(positions):
         named[i] = records[start + k].inputs
-    folded = ElementsRead(last.primitive, tuple(named), last.settings, last.output, last.kept,
-                          _folded_state(last.state, tuple(positions)))
-    folded.where = last.where
-    del records[start:]
-    records.append(folded)
+    # The elementwise record becomes the folded one in place (the two kinds share its fields:
+    # only its inputs and state change), cheaper than a new record: nothing else holds it (no
+    # recipe names it, its output has none, and no replay or anomaly detection watches)
+    last.__class__ = ElementsRead
+    last.inputs = tuple(named)
+    last.state = _folded_state(last.state, tuple(positions))
+    del records[start:-1]
 
 
 def fold_written(records):

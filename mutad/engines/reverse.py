@@ -127,8 +127,15 @@ class ReverseTape(Tape):
         if self.recorder is not None and self.recorder.ready:
             self.recorder.outside(f"{record.primitive!r}")
         record.where = self.caller(skip, self.lines)
-        self.fold()
-        self.records.append(record)
+        records = self.records
+        # (``fold``'s first question, asked here: it folds only after a write, or after an
+        # elementwise record that follows a read of an element)
+        if records:
+            kind = type(records[-1])
+            if kind is Write or kind is Elementwise and len(records) > 1 \
+                    and type(records[-2]) is Gathered:
+                self.fold()
+        records.append(record)
         errors = ERRORS.get()
         if errors is not self.errors and self.errors is not None:
             self.errors_of[id(record)] = (record, errors)

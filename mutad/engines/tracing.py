@@ -61,9 +61,9 @@ from .operations import (apply_array_function, apply_function, apply_ufunc, assi
                          fast_ufunc, write_element, write_number)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
-from .reverse import (Traced, active, carries, check_alias, constant_result, fresh,
+from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, values_at, view_of)
-from ..core.shadows import overlapping
+from ..core.shadows import Buffer, overlapping
 from ..core.views import NDARRAY, same_region, views, writeable
 from .writes import CopyBack, Reads, Undo
 
@@ -408,7 +408,11 @@ def _element_read(x, key):
     if not _one_element(key, value.ndim):
         return None
     active(tape)
-    yt = fresh(value[key], tape)
+    # (``fresh`` of NumPy's scalar ``value[key]``, written out: a 0-d array, read-only as the
+    # scalar is immutable (``fresh_value``), a buffer of its own, too small to follow)
+    y = np.array(value[key])
+    _read_only(y, False)
+    yt = Traced(y, Buffer(y), tape, True)
     source = x.buffer if x.whole else place_of(x)
     read = (source, key)
     if type(source.buffer.ref) is Held:  # (``getitem``: one pair per element of an argument)
