@@ -536,7 +536,8 @@ GAINS = np.array([1.0, 0.5, 2.0])
 def test_hessians_writing_into_a_buffer_through_a_view():
     """A hessian (a gradient inside forward mode) whose function writes into a buffer through
     a view of all of it (``W[...] *= x``): followed (an AttributeError before); through a view
-    of part of it: refused, with the way out."""
+    of part of it (``W[1:] *= x``, ``W[::2]``): followed too (refused before, the forward
+    level holding the buffer as a whole)."""
     x = np.array([2.1, 1.5, 2.7])
 
     def f(x):
@@ -554,11 +555,23 @@ def test_hessians_writing_into_a_buffer_through_a_view():
 
     def part(x):
         GAINS[1:] *= x[1:]
-        return (GAINS ** 3).sum()
+        GAINS[::2] += x[0] * GAINS[1]
+        return (GAINS ** 3).sum() + GAINS[2] * x[0]
 
-    with pytest.raises(errors.MutadError, match="only as a whole"):
-        mutad.hessian(part, x)
+    def part_local(x):
+        gains = np.array([1.0, 0.5, 2.0])
+        gains[1:] *= x[1:]
+        gains[::2] += x[0] * gains[1]
+        return (gains ** 3).sum() + gains[2] * x[0]
+
+    np.testing.assert_allclose(mutad.hessian(part, x), mutad.hessian(part_local, x),
+                               rtol=1e-12)
     assert GAINS.tobytes() == before and GAINS.flags.writeable
+    h = 1e-5
+    differences = [(mutad.gradient(part, x + h * e)[0] - mutad.gradient(part, x - h * e)[0])
+                   / (2 * h) for e in np.eye(3)]
+    np.testing.assert_allclose(mutad.hessian(part, x), differences, rtol=1e-6)
+    assert GAINS.tobytes() == before
 
 
 def test_the_transpose_of_a_buffer():
@@ -580,3 +593,43 @@ def test_the_transpose_of_a_buffer():
     x = np.array([2.1, 1.5, 2.7])
     check(f, x, buffers=[square])
     check(g, x, buffers=[square])
+
+
+FLAT = np.zeros((2, 3))
+PLAIN_VIEWED = np.zeros(4)
+
+
+def test_a_write_through_flat_adopts_the_buffer():
+    """``W.flat[:] = x`` as the first write into a buffer: adopts it, as ``W[...] = x`` does
+    (refused before: the flatiter was the plain array's), and reads through the same
+    flatiter after it are the followed values."""
+    def f(x):
+        flat = FLAT.flat
+        flat[:] = np.tile(x, 2) * 2.0
+        FLAT.flat[4] = x[0] ** 3
+        return (FLAT ** 2).sum() + flat[1] * np.sin(flat[4])
+
+    value, (g,) = check(f, np.array([0.3, -0.5, 1.2]), buffers=[FLAT])
+    before = FLAT.tobytes()
+    np.testing.assert_allclose(mutad.hessian(f, np.array([0.3, -0.5, 1.2])),
+                               mutad.jacobian(lambda x: mutad.gradient(f, x)[0],
+                                              np.array([0.3, -0.5, 1.2])), rtol=1e-12)
+    assert FLAT.tobytes() == before
+
+
+def test_a_buffer_viewed_as_ndarray():
+    """``W.view(np.ndarray)`` of an adopted buffer reads the followed values (a silently zero
+    gradient before: the plain array's memory, read as a constant), and a write through such a
+    view taken before the first adopts the buffer."""
+    def after(x):
+        PLAIN_VIEWED[:] = x
+        v = PLAIN_VIEWED.view(np.ndarray)
+        return (v * v).sum() + PLAIN_VIEWED.view(type=np.ndarray)[1] * x[0]
+
+    def before(x):
+        v = PLAIN_VIEWED.view(np.ndarray)
+        v[1:] = x[1:] ** 2
+        return (PLAIN_VIEWED * x).sum()
+
+    for f in (after, before):
+        check(f, np.array([0.3, -0.5, 1.2, 0.8]), buffers=[PLAIN_VIEWED])

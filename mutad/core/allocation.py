@@ -1559,7 +1559,7 @@ class Preexisting(np.ndarray):
         return base
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
-        return self.view(np.ndarray).__reduce__()
+        return plain_memory(self).__reduce__()
 
 
 def _view_attribute(name):
@@ -1574,30 +1574,74 @@ def _view_attribute(name):
         level = adopted(self)
         if level is not None:
             return getattr(level, name)
-        plain = self.view(np.ndarray)
+        plain = plain_memory(self)
         y = attribute.__get__(plain)
-        if type(y) is not np.ndarray:
-            return y  # (a flatiter of the plain array: its reads are constants)
+        if type(y) is np.flatiter:
+            return _Flat(self, y)
         return self if y is plain else y.view(Preexisting)
 
     return property(viewing)
+
+
+class _Flat:
+    """``U0.flat`` of a stand-in whose memory no write adopted: NumPy's flatiter of the plain
+    array, whose reads are constants until a write through it (``U0.flat[:] = x``) or another
+    adopts the memory; from then on its reads and writes are the differentiation's array's."""
+
+    def __init__(self, stand_in, plain):
+        self._stand_in, self._plain = stand_in, plain
+
+    def _flat(self, write=False):
+        if ACTIVE.running:
+            accessed(self._stand_in, written=self._stand_in if write else ())
+            level = adopted(self._stand_in, write=write)
+            if level is not None:
+                return level.flat
+        return self._plain
+
+    def __getitem__(self, key):
+        return self._flat()[_plain_views(key)]
+
+    def __setitem__(self, key, value):
+        self._flat(write=True)[_plain_views(key)] = _plain_views(value)
+
+    def __iter__(self):
+        return iter(self._flat())
+
+    def __len__(self):
+        return len(self._plain)
+
+    def __array__(self, dtype=None, copy=None):
+        return self._plain.__array__(dtype, copy=copy)
+
+    def __getattr__(self, name):  # base, coords, index, copy: the flatiter's
+        return getattr(self._flat(), name)
 
 
 for _name in ("T", "mT", "real", "imag", "flat"):
     setattr(Preexisting, _name, _view_attribute(_name))
 
 
+def plain_memory(stand_in):
+    """The plain ndarray viewing the memory ``stand_in`` (a ``Preexisting``) stands for, which
+    mutad's own code reads and writes: ``ndarray.view``'s, not the stand-in's (``_view``)."""
+    return np.ndarray.view(stand_in, np.ndarray)
+
+
 def _view(self, *args, **kwargs):
-    """``U0.view()``, ``U0.view(dtype)``: on a stand-in whose memory a write adopted, the
-    differentiation's array's view; otherwise NumPy's view of the plain array, a stand-in too
-    (``_viewing``). ``U0.view(np.ndarray)``, ``U0.view(type=...)``: ndarray's."""
-    if kwargs.get("type") is not None or args and isinstance(args[0], type) and issubclass(
-            args[0], np.ndarray):
-        return np.ndarray.view(self, *args, **kwargs)
+    """``U0.view()``, ``U0.view(dtype)``, ``U0.view(np.ndarray)``: on a stand-in whose memory
+    a write adopted, the differentiation's array's view; otherwise NumPy's view of the plain
+    array, a stand-in too (``_viewing``); the user's code sees no other type for it than
+    ndarray. ``U0.view(np.recarray)``, another subclass: ndarray's."""
+    kind = kwargs.pop("type", None)
+    if args and isinstance(args[0], type) and issubclass(args[0], np.ndarray):
+        kind, args = args[0], args[1:]
+    if kind is not None and kind is not np.ndarray:
+        return np.ndarray.view(self, *args, type=kind, **kwargs)
     level = adopted(self)
     if level is not None:
         return level.view(*args, **kwargs)
-    return np.ndarray.view(self.view(np.ndarray), *args, **kwargs).view(Preexisting)
+    return np.ndarray.view(plain_memory(self), *args, **kwargs).view(Preexisting)
 
 
 Preexisting.view = _named(_view, np.ndarray.view)  # type: ignore[method-assign]
@@ -1626,7 +1670,7 @@ def adopted(stand_in, write=False):
     running = ACTIVE.running
     if not running or stand_in.dtype.kind not in "fc":
         return None
-    plain = stand_in.view(np.ndarray)
+    plain = plain_memory(stand_in)
     return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
 
 
@@ -1656,7 +1700,7 @@ def stand_in_value(stand_in):
     """What the engines read for ``stand_in``: the plain array it views, or the running
     differentiation's array for it once a write adopted its memory (``adopted``)."""
     level = adopted(stand_in)
-    return stand_in.view(np.ndarray) if level is None else level
+    return plain_memory(stand_in) if level is None else level
 
 
 def adopt(written):
@@ -1880,7 +1924,7 @@ code."""
 def _stand_ins(tree):
     """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them) whose
     memory no running differentiation adopted (``adopted``), a list."""
-    return [x.view(np.ndarray) for x in _each_stand_in(tree) if not _adopted_memory(x)]
+    return [plain_memory(x) for x in _each_stand_in(tree) if not _adopted_memory(x)]
 
 
 def _adopted_memory(stand_in):
@@ -1889,7 +1933,7 @@ def _adopted_memory(stand_in):
     for level in ACTIVE.running:
         adopter = getattr(level, "adopter", None)
         if adopter is not None and adopter.adopted:
-            root = id(owner(stand_in.view(np.ndarray))) if root is None else root
+            root = id(owner(plain_memory(stand_in))) if root is None else root
             if root in adopter.adopted:
                 return True
     return False
@@ -1967,7 +2011,7 @@ def _plain_view(x):
     level = adopted(x)
     if level is not None:
         return level
-    view = x.view(np.ndarray)
+    view = plain_memory(x)
     if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
         view.flags.writeable = False
     return view
@@ -2051,7 +2095,7 @@ def _own_stand_in(y):
     stand_in = np.ndarray.__new__(Preexisting, y.shape, y.dtype,
                                   order="F" if y.flags.f_contiguous and not y.flags.c_contiguous
                                   else "C")
-    np.copyto(stand_in.view(np.ndarray), y)
+    np.copyto(plain_memory(stand_in), y)
     return stand_in
 
 
@@ -2077,7 +2121,7 @@ def _making(name):
         level = adopted(self)
         if level is not None:  # (a write adopted its memory: as the differentiation's array)
             return getattr(level, name)(*_plain_views(args), **_plain_views(kwargs))
-        plain = self.view(np.ndarray)
+        plain = plain_memory(self)
         if ACTIVE.running:
             function = _WITH_OPERANDS.get(name)
             if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
@@ -2119,7 +2163,7 @@ def _region(stand_in, key):
     writes, as a stand-in: those of a basic index, or all of them (a fancy index's elements
     are no view)."""
     try:
-        region = np.ndarray.__getitem__(stand_in.view(np.ndarray),
+        region = np.ndarray.__getitem__(plain_memory(stand_in),
                                         (*key, ...) if type(key) is tuple else (key, ...))
     except (IndexError, TypeError, ValueError):  # (a second Ellipsis): NumPy's error follows
         return stand_in

@@ -1443,7 +1443,7 @@ def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
     derivative) applied to each field."""
     order_of = np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
     if isinstance(order_of, np.ndarray):  # (the mode's stand-in of integers: NumPy's array)
-        order_of = order_of.view(np.ndarray)
+        order_of = np.ndarray.view(order_of, np.ndarray)
     fields = {name: a[name] for name in a.dtype.names}
     if axis is None:  # (of the records flattened)
         fields = {name: field.reshape((-1,) + field.shape[a.ndim:])  # (subarrays kept)

@@ -23,8 +23,8 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, stand_in_value, stands_in, ufunc_operands,
-                               without_derivative)
+                               lists_as_arrays, plain_memory, stand_in_value, stands_in,
+                               ufunc_operands, without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
@@ -192,7 +192,7 @@ def batch_key(key, level):
     axes of advanced indices first when they are not next to each other (then they would go
     before the batch axis); such keys, and keys holding anything but integers, slices, None,
     Ellipsis and integer or boolean arrays and lists (duals), stop the pass."""
-    items = tuple(item.view(np.ndarray) if type(item) is Preexisting else item
+    items = tuple(plain_memory(item) if type(item) is Preexisting else item
                   for item in (key if type(key) is tuple else (key,)))
     advanced, arrays = [], False
     for position, item in enumerate(items):

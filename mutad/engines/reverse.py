@@ -26,7 +26,7 @@ import zlib
 
 import numpy as np
 
-from ..core.allocation import PLAIN_ACCESS, Preexisting
+from ..core.allocation import PLAIN_ACCESS, Preexisting, plain_memory
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
@@ -316,7 +316,7 @@ def private(value):
     kind = type(value)
     if kind is np.ndarray or kind is Preexisting:
         if value.dtype.kind in "iub" and type(owner(value)) is Preexisting:
-            value = value.view(np.ndarray)
+            value = plain_memory(value)
             region = (address(value), value.shape, value.strides, value.dtype.str)
             copy = _COPIES.get(region)
             if copy is None or not np.array_equal(copy, value):
@@ -731,7 +731,7 @@ def plain(tree):
     if kind is Traced:
         return weak_value(tree.value) if tree.buffer.weak else tree.value
     if kind is Preexisting:  # an index the function made (np.arange): the array it views
-        return tree.view(np.ndarray)
+        return plain_memory(tree)
     if kind is list or kind is tuple:
         return kind([plain(x) for x in tree])
     if kind is dict:
