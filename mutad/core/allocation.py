@@ -816,34 +816,44 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     given = [x for x in operands if x is not None]
     if len(given) < len(operands) and given and len(op_flags) == len(operands) and all(
             wrapped(x) or isinstance(x, np.ndarray) for x in given):
-        # NumPy's allocation of an output (``np.nditer([x, None])``): the inputs' broadcast
-        # shape and dtype, allocated here as a constant the loop writes into
-        shape = np.broadcast_shapes(*(np.shape(x) for x in given))
-        dtype = np.result_type(*(memory(x) for x in given))
-        operands = [REPLACEMENTS["empty"][1](shape, dtype) if x is None else x
-                    for x in operands]
+        # NumPy's allocation of an output (``np.nditer([x, None])``): NumPy's array (the
+        # inputs' broadcast shape and dtype, laid out as they are, which decides the order
+        # of the elements), allocated here as a constant the loop writes into
         op_flags = [list(f) + (["writeonly"] if x is None and not set(f) & {
             "readwrite", "writeonly"} else []) for x, f in zip(op, op_flags)]
-    if (set(flags) - _TRACKING or len(op_flags) != len(operands) or op_dtypes is not None
+        made = np.nditer([None if x is None else memory(x) for x in operands],
+                         [f for f in flags if f != "buffered"],
+                         [f if x is None else ["readonly"] for x, f in zip(operands, op_flags)],
+                         order=order).operands
+        operands = [REPLACEMENTS["empty_like"][1](y) if x is None else x
+                    for x, y in zip(operands, made)]
+    if (set(flags) - _TRACKING - _CHUNKING or len(op_flags) != len(operands)
+            or op_dtypes is not None
             or rest or kwargs
             or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
             or not all(set(f) <= allowed for f in op_flags)):
         raise UnsupportedOperationError(
             "np.nditer over an array mutad follows with flags other than multi_index, "
-            "c_index, f_index, zerosize_ok and refs_ok (external_loop, buffered), op_dtypes, "
-            "or an operand that is not an array: NumPy's "
+            "c_index, f_index, zerosize_ok, refs_ok, external_loop, buffered and grow_inner, "
+            "op_dtypes, or an operand that is not an array: NumPy's "
             "iterator reads and writes the arrays' memory directly, where mutad cannot follow "
             "it. Iterate over arrays with op_flags and those flags alone (np.nditer([x, y], "
             "flags=['multi_index'], op_flags=[['readonly'], ['writeonly']])), loop with "
             "`for i in np.ndindex(x.shape):` and x[i], or better, write the loop as "
             "whole-array operations.")
     writes = [bool(set(f) & {"readwrite", "writeonly"}) for f in op_flags]
+    if "external_loop" in flags:
+        return _ChunkIterator(operands, order, writes, several, flags)
     return _ElementIterator(operands, order, writes, several, flags)
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
 """The flags of ``np.nditer`` its stand-in takes: which indices it tracks, and what NumPy
 allows it to iterate over; none changes the elements it gives."""
+
+_CHUNKING = {"external_loop", "buffered", "grow_inner"}
+"""The flags of ``np.nditer`` with which it gives one-dimensional runs of elements
+(``_ChunkIterator``)."""
 
 
 class _ElementIterator:
@@ -949,6 +959,72 @@ class _ElementIterator:
 
     def __exit__(self, *exc):
         return False
+
+
+class _ChunkIterator(_ElementIterator):
+    """``np.nditer(..., flags=['external_loop'])`` of arrays mutad follows: the one-dimensional
+    runs of elements NumPy's iterator gives over their memory (its layout decisions: the
+    order, the dimensions it joins, a buffered run's length), each the same view of the array
+    mutad follows, writeable where the iterator may write. A run NumPy's would copy into a
+    buffer (no view of the memory) is refused."""
+
+    def __init__(self, operands, order, writes, several, flags):
+        plain = [memory(x) for x in operands]
+        walk = np.nditer(plain, flags=flags, order=order, op_flags=[["readonly"]] * len(plain))
+        self._steps = []
+        with walk:
+            if "delay_bufalloc" in flags:
+                walk.reset()
+            for runs in walk:
+                runs = runs if type(runs) is tuple else (runs,)
+                self._steps.append([_run(x, run) for x, run in zip(plain, runs, strict=True)])
+        self._indices = self._steps  # (the steps, whose length is the iterator's)
+        self._operands, self._writes, self._several = operands, writes, several
+        self._flags = set(flags)
+        self._at = 0
+
+    def _elements(self):
+        runs = self._current("value")
+        return tuple(_run_view(x, run, w)
+                     for x, run, w in zip(self._operands, runs, self._writes, strict=True))
+
+    @property
+    def itersize(self):
+        return sum(int(np.prod(run[0])) for run, *_ in self._steps)
+
+
+def _run(x, run):
+    """Where ``run``, a run of elements NumPy's iterator gives over the plain array ``x``,
+    lies in ``x``'s memory: (shape, strides, byte offset from the memory's start)."""
+    base = owner(x)
+    start = address(base)
+    end = start + base.nbytes
+    if not (run.dtype == x.dtype and (run.size == 0 or start <= address(run) < end)
+            and (run.size == 0 or np.shares_memory(run, base))):
+        raise UnsupportedOperationError(
+            "np.nditer(..., flags=['external_loop', 'buffered']) over an array mutad follows, "
+            "where NumPy's iterator copies the elements into a buffer of its own (a cast, or "
+            "a layout it does not read in place), whose writes mutad cannot follow. Leave "
+            "out 'buffered', or write the loop as whole-array operations.")
+    return run.shape, run.strides, address(run) - start
+
+
+def _run_view(x, run, writes):
+    """The view of ``x`` (an array mutad follows) that ``run`` (``_run``) is, read-only
+    unless the iterator ``writes`` it."""
+    shape, strides, offset = run
+    if not wrapped(x):
+        view = np.ndarray(shape, x.dtype, owner(x), offset, strides)
+        if not writes:
+            view.flags.writeable = False
+        return view.view(Preexisting) if type(x) is Preexisting else view
+    whole = owner_view(x)
+    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+    view = flat.restrided(shape, x.dtype, offset + address(whole) - address(owner(memory(x))),
+                          strides)
+    if not writes:
+        memory(view).flags.writeable = False
+    return view
 
 
 def _ndenumerate(arr):
