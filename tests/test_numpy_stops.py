@@ -361,6 +361,29 @@ def test_a_write_into_a_buffers_view_is_followed_and_written_back():
     assert bytes(buffer) == bytes(32)
 
 
+def _ndarray_over_a_buffer(x):  # (regression: the raw constructor's view was NumPy's own)
+    w = np.ndarray((4,), dtype=float, buffer=bytearray(32))
+    w[:] = np.sin(x[:4])
+    w[1:] += w[:-1] * x[4:7]
+    import array
+    a = np.ndarray((2,), buffer=array.array("d", [0.5, 2.0]))
+    a *= x[7]
+    return w @ w + (a * x[:2]).sum()
+
+
+def test_a_write_into_the_constructors_view_of_a_buffer():
+    check(_ndarray_over_a_buffer, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+    buffer = bytearray(np.ones(2).tobytes())
+
+    def f(x):
+        d = np.ndarray((2,), buffer=buffer)
+        d *= x
+        return (d ** 2).sum()
+
+    assert mutad.gradient(f, np.array([1.5, 2.0]))[0].tolist() == [3.0, 4.0]
+    assert bytes(buffer) == np.ones(2).tobytes()
+
+
 # ----------------------------------------------------------------------------------------------
 # np.nditer with an output it allocates (a None operand), as NumPy's tutorial writes it
 

@@ -342,10 +342,7 @@ def loader(func):
         y = func(*args, **kwargs)
         if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
             if func is np.frombuffer:
-                if y.base is not None and not isinstance(y.base, np.ndarray):
-                    stand_in = y.view(Preexisting)
-                    stand_in.original = y
-                    return stand_in
+                return _buffer_view(y)
             elif _allocated(y, args, kwargs):
                 return allocate(y)
             elif _counting(y, args, kwargs):
@@ -353,6 +350,18 @@ def loader(func):
         return y
 
     return _named(loading, func)
+
+
+def _buffer_view(y):
+    """``y``, NumPy's array viewing memory that may be the caller's (``np.frombuffer(b)``,
+    ``np.ndarray(shape, buffer=b)`` of a ``bytearray``, an ``array.array``, ``bytes``), as the
+    stand-in of an array made before: its writes adopt the memory, and what the function
+    makes of it is followed. An array viewing an ndarray's memory is NumPy's own."""
+    if y.base is None or isinstance(y.base, np.ndarray) or y.dtype.names is not None:
+        return y
+    stand_in = y.view(Preexisting)
+    stand_in.original = y
+    return stand_in
 
 
 def _library_factory(func):
@@ -819,8 +828,9 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
         # NumPy's allocation of an output (``np.nditer([x, None])``): NumPy's array (the
         # inputs' broadcast shape and dtype, laid out as they are, which decides the order
         # of the elements), allocated here as a constant the loop writes into
-        op_flags = [list(f) + (["writeonly"] if x is None and not set(f) & {
-            "readwrite", "writeonly"} else []) for x, f in zip(op, op_flags)]
+        op_flags = [list(f) if x is not None else [g for g in f if g != "readonly"] + (
+            [] if set(f) & {"readwrite", "writeonly"} else ["writeonly"]) + (
+            [] if "allocate" in f else ["allocate"]) for x, f in zip(operands, op_flags)]
         made = np.nditer([None if x is None else memory(x) for x in operands],
                          [f for f in flags if f != "buffered"],
                          [f if x is None else ["readonly"] for x, f in zip(operands, op_flags)],
@@ -1072,6 +1082,8 @@ class _Constructor(_ShownType):
             return _viewing(buffer, np.ndarray(shape, dtype, memory(buffer), offset, strides,
                                                order))
         y = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is not None and _in_mode():
+            return _buffer_view(y)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
         if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
