@@ -9,6 +9,7 @@ Each test checks the value against NumPy's bit for bit, the gradient against fin
 differences, and the buffer's bytes after the call.
 """
 
+import types
 import numpy as np
 import pytest
 
@@ -633,3 +634,54 @@ def test_a_buffer_viewed_as_ndarray():
 
     for f in (after, before):
         check(f, np.array([0.3, -0.5, 1.2, 0.8]), buffers=[PLAIN_VIEWED])
+
+
+MODULE_BUFFERS = types.ModuleType("buffers_of_a_model")  # a module of the user's, as ``import buffers``
+MODULE_BUFFERS.W = np.zeros(6)
+MODULE_BUFFERS.C = np.zeros(4, dtype=complex)
+
+
+def test_buffers_of_another_module():
+    """``buffers.W`` of a module the function reaches by a name: followed as a module-level
+    name of its own module is (refused before: the attribute of a module was not looked at),
+    and its methods with ``out=`` (``W.clip(..., out=W)``: refused, the ufunc NumPy's
+    ``ndarray.clip`` calls having no rule)."""
+    def f(x):
+        MODULE_BUFFERS.W.fill(0.0)
+        np.add(x[1:], x[:-1], out=MODULE_BUFFERS.W[1:])
+        np.cumsum(MODULE_BUFFERS.W, out=MODULE_BUFFERS.W)
+        MODULE_BUFFERS.W.clip(-1.0, 1.0, out=MODULE_BUFFERS.W)
+        C = MODULE_BUFFERS.C
+        C[:] = np.fft.fft(MODULE_BUFFERS.W[:4])
+        C *= np.exp(1j * x[:4])
+        return MODULE_BUFFERS.W @ x + np.abs(np.fft.ifft(C)).sum()
+
+    check(f, np.array([0.3, -1.2, 2.5, 0.7, 0.1, -0.4]), buffers=[MODULE_BUFFERS.W, MODULE_BUFFERS.C])
+    assert type(MODULE_BUFFERS.W) is np.ndarray
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, n):
+        self.a, self.b = np.zeros(n), np.ones(n)
+
+    def run(self, x):
+        self.a[:] = x
+        self.b[...] = self.a * self.a
+        return self.b.sum() + self.a.clip(x[0], 1.0) @ x
+
+
+SLOTTED = Slotted(4)
+
+
+def test_buffers_in_slots():
+    """Arrays in an object's ``__slots__``, reached by a name or as a method's ``self``:
+    followed as those in its ``__dict__`` are (refused before)."""
+    def f(x):
+        SLOTTED.a[:] = x
+        return (SLOTTED.a * SLOTTED.b).sum()
+
+    for g in (f, SLOTTED.run):
+        check(g, np.array([0.3, -1.2, 2.5, 0.7]), buffers=[SLOTTED.a, SLOTTED.b])
+        assert type(SLOTTED.a) is np.ndarray and type(SLOTTED.b) is np.ndarray

@@ -51,7 +51,8 @@ those standing for floats as their numbers (``_json_default``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
-method names, or one its code names of an object it reaches so: ``model.grid.u0``) stand in as
+method names, or one its code names of an object or a user's module it reaches so:
+``model.grid.u0``, ``buffers.W``) stand in as
 views of themselves (``Preexisting``), so that the arrays made from them are followed however
 they are made (``U0.copy()``, ``U0 + 0.0``), and the function's first write into one adopts
 its memory (``adopted``: the differentiation follows it from then on as an argument outside
@@ -2191,7 +2192,7 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
-_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose}
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip}
 """ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
 computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
 
@@ -2284,7 +2285,7 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var"):
+              "mean", "std", "var", "clip"):
     setattr(Preexisting, _name, _making(_name))
 
 
@@ -3113,7 +3114,7 @@ class _Mode:
                 places += [(namespace, name) for name in names if name in namespace]
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):  # self.u0 of a method: the attributes its code names
-                    places += [(vars(bound), name) for name in names if name in vars(bound)]
+                    places += _attributes(bound, names)
                 places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
                 places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
             while places:
@@ -3136,11 +3137,17 @@ class _Mode:
                     # model's ``model.run(k)``): the attributes the code names, as of a
                     # method's ``self``, and the code of the methods it names
                     objects.add(id(value))
-                    attributes = vars(value)
-                    places += [(attributes, name) for name in names if name in attributes]
+                    places += _attributes(value, names)
                     todo += [(types.MethodType(method, value), level + 1) for name in names
                              if type(method := inspect.getattr_static(type(value), name, None))
                              is types.FunctionType]
+                elif type(value) is types.ModuleType and _user_module(value) \
+                        and level < depth and id(value) not in objects:
+                    # a module of the user's reached by a name (``import buffers``, then
+                    # ``buffers.W``): the attributes the code names, as of an object
+                    objects.add(id(value))
+                    attributes = vars(value)
+                    places += [(attributes, name) for name in names if name in attributes]
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
 
@@ -3228,9 +3235,40 @@ def _names(code):
 
 
 def user_object(obj):
-    """Whether ``obj`` is an instance of a user class with attributes of its own."""
+    """Whether ``obj`` is an instance of a user class with attributes of its own (in its
+    ``__dict__``, or in slots)."""
     return (obj is not None and not isinstance(obj, (type, types.ModuleType))
-            and _user_class(type(obj)) and type(getattr(obj, "__dict__", None)) is dict)
+            and _user_class(type(obj)) and (type(getattr(obj, "__dict__", None)) is dict
+                                            or hasattr(type(obj), "__slots__")))
+
+
+def _attributes(obj, names):
+    """The places of the attributes of ``obj`` (a ``user_object``) among ``names``: the items
+    of its ``__dict__``, and its slots (``_Slots``)."""
+    attributes = getattr(obj, "__dict__", None)
+    places = [] if type(attributes) is not dict else [
+        (attributes, name) for name in names if name in attributes]
+    slots = [name for name in names
+             if type(inspect.getattr_static(type(obj), name, None)) is types.MemberDescriptorType
+             and hasattr(obj, name)]
+    return places + [(_Slots(obj), name) for name in slots]
+
+
+class _Slots:
+    """An object's slots as a place (``_get``, ``_put``): ``__slots__`` attributes, which no
+    ``__dict__`` holds."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _user_module(module):
+    """Whether ``module`` is the user's: neither Python's own, nor NumPy's, SciPy's, mutad's
+    or a device library's."""
+    top = str(getattr(module, "__name__", "")).partition(".")[0]
+    return top not in STANDARD_LIBRARY and top not in INTERNAL
 
 
 def _user_class(cls):
@@ -3243,6 +3281,8 @@ def _get(place, key):
     attribute, or a function's default (``key`` its position, or a keyword-only name)."""
     if type(place) is dict:
         return place[key]
+    if type(place) is _Slots:
+        return getattr(place.obj, key)
     if isinstance(place, type):
         return place.__dict__[key]
     if type(place) is types.FunctionType:
@@ -3254,6 +3294,8 @@ def _put(place, key, value):
     """Bind ``value`` where ``_get`` reads."""
     if type(place) is dict:
         place[key] = value
+    elif type(place) is _Slots:
+        setattr(place.obj, key, value)
     elif isinstance(place, type):
         setattr(place, key, value)
     elif type(place) is types.FunctionType and type(key) is int:
