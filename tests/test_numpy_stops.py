@@ -823,3 +823,27 @@ def test_an_ndarray_over_a_traced_buffer():
 
     with pytest.raises(mutad.MutadError, match="reinterpreting"):
         mutad.gradient(reinterpreted, np.ones(8))
+
+
+# ----------------------------------------------------------------------------------------------
+# ufuncs with several outputs into several out= arrays (refused before)
+
+def _into_several_outs(x):
+    q, r = np.empty(4), np.empty(4)
+    np.divmod(x * 3.0, 1.0, out=(q, r))
+    m = np.empty(4)
+    mantissas, exponents = np.frexp(x, out=(m, None))
+    f, i = np.modf(x * 2.5, out=(np.empty(4), None))
+    return (r ** 2).sum() + (m * exponents).sum() + (f * x).sum() + q.sum() + i @ x
+
+
+def test_ufuncs_into_several_outs():
+    check(_into_several_outs, np.array([0.31, -0.72, 1.13, -0.24]))
+
+    def other_dtype(x):
+        q, r = np.empty(4, dtype=np.float32), np.empty(4)
+        np.divmod(x, 1.0, out=(q, r))
+        return r.sum()
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype float32"):
+        mutad.gradient(other_dtype, np.array([0.31, -0.72, 1.13, -0.24]))

@@ -1136,6 +1136,31 @@ def _plain_key(key):
     return key
 
 
+def into_outs(ufunc, inputs, kwargs):
+    """``ufunc(*inputs, out=(a, b))`` of a ufunc with several outputs (``np.divmod``,
+    ``np.modf``, ``np.frexp``): its results, each written into its ``out=`` array where one is
+    given (NumPy's loop computes them all, then they are in those arrays), as a tuple of those
+    arrays and the other results. Refused with ``where=``, or an ``out=`` of another dtype than
+    its result's (NumPy would cast in its loop)."""
+    kwargs = dict(kwargs)
+    outs = kwargs.pop("out")
+    if "where" in kwargs:
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__} with several out= arrays and where=: compute without out= "
+            "and select with np.where(mask, new, old).")
+    results = ufunc(*inputs, **kwargs)
+    for o, y in zip(outs, results, strict=True):
+        if o is not None and memory(o).dtype != memory(y).dtype:
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__} with several out= arrays, one of dtype {memory(o).dtype} "
+                f"for a result of dtype {memory(y).dtype}: give out= arrays of the results' "
+                "dtypes, or write y.astype(...) yourself.")
+    for o, y in zip(outs, results, strict=True):
+        if o is not None:
+            o[...] = y
+    return tuple(y if o is None else o for o, y in zip(outs, results, strict=True))
+
+
 def single_out(ufunc, kwargs):
     """Take the one ``out=`` array of a ufunc call out of ``kwargs`` (None if there is none)."""
     out = kwargs.pop("out", None)

@@ -32,7 +32,7 @@ from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivativ
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_key,
                         records_write, refuse_records,
-                        out_computation, single_out, stands_for_scalar, takes_over, weak,
+                        into_outs, out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
@@ -950,6 +950,8 @@ class Dual(ArrayMethods):
             result = numpys_scalar_operator(ufunc, inputs)
             if result is not None:
                 return result
+        if method == "__call__" and len(kwargs.get("out") or ()) > 1:
+            return into_outs(ufunc, inputs, kwargs)  # np.divmod(a, b, out=(q, r))
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = active(level_of(inputs + (out,)))
