@@ -847,3 +847,50 @@ def test_ufuncs_into_several_outs():
 
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype float32"):
         mutad.gradient(other_dtype, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy.lib.recfunctions.structured_to_unstructured of records holding differentiated values
+# (refused before): NumPy's view of their memory, through which writes reach the fields, or,
+# where NumPy copies (fields of several dtypes), the fields side by side
+
+def _unstructured_view(x):
+    from numpy.lib import recfunctions
+    p = np.zeros(3, dtype=[("x", float), ("y", float), ("v", float, 2)])
+    p["x"], p["y"] = x[:3], x[3:6]
+    p["v"] = np.outer(x[:3], [1.0, -2.0])
+    xy = recfunctions.structured_to_unstructured(p[["x", "y"]])
+    xy[1] *= x[6]  # through the view, into p's fields
+    whole = recfunctions.structured_to_unstructured(p)
+    d = xy[:, None, :] - xy[None, :, :]
+    return np.sum(d ** 2) + (whole * np.arange(12.0).reshape(3, 4)).sum() + p["x"] @ p["y"]
+
+
+def _unstructured_copy(x):
+    from numpy.lib import recfunctions
+    p = np.zeros(2, dtype=[("a", float), ("n", np.int64), ("b", float)])
+    p["a"], p["b"] = x[:2], x[2:4] ** 2
+    p["n"] = [3, 4]
+    u = recfunctions.structured_to_unstructured(p)
+    u[0, 0] = 5.0  # a copy: p's field stays
+    return (u * np.arange(6.0).reshape(2, 3)).sum() + p["a"] @ x[4:6]
+
+
+@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy])
+def test_structured_to_unstructured(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36]))
+
+
+def _with_an_integer_field(x):  # (regression: the integer field's view froze the records'
+    # memory, and the undo of the write into p['a'] raised; flat, its cotangent was added
+    # into the integer field's shadow)
+    p = np.zeros(2, dtype=[("a", float), ("n", np.int64)])
+    p["a"] = x[:2]
+    p["n"] = [3, -1]
+    u = np.concatenate([p["a"].reshape(2, -1), p["n"].reshape(2, -1)], axis=-1)
+    flat = np.concatenate([p["a"], p["n"]])
+    return (u * np.arange(4.0).reshape(2, 2)).sum() + flat @ x
+
+
+def test_records_with_an_integer_field_beside_their_floats():
+    check(_with_an_integer_field, np.array([0.31, -0.72, 1.13, -0.24]))

@@ -25,6 +25,7 @@ import types
 import warnings
 
 import numpy as np
+from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
@@ -1482,7 +1483,22 @@ def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return y
 
 
-RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort}
+def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
+    """``structured_to_unstructured`` of an array of records: NumPy's view of their memory
+    where NumPy's result is one (the fields of one dtype, evenly spaced), as a view of the
+    array's; else its fields, each flattened to a run along the last axis, side by side in
+    NumPy's dtype."""
+    y = recfunctions.structured_to_unstructured(memory(arr), dtype, copy, casting)
+    whole = owner_view(arr)
+    if np.shares_memory(y, memory(arr)) and memory(whole).flags.c_contiguous:
+        # (the owner's memory in order: NumPy's view of its bytes is a view of it)
+        return whole.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+    runs = [arr[name].astype(y.dtype).reshape(arr.shape + (-1,)) for name in arr.dtype.names]
+    return np.concatenate(runs, axis=-1)
+
+
+RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
+                    recfunctions.structured_to_unstructured: _records_unstructured}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
 
