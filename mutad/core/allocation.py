@@ -62,9 +62,8 @@ complex scalar types called on traced values (``np.float64(x[0])``) give the con
 values where the function calls them (``SCALAR_TYPES``).
 
 Not followed: writing a traced value into an array allocated before the differentiation
-started that the function does not reach by a name (held in a list), ``np.frombuffer`` of
-memory it does not reach so (its values are not made by the differentiated code: copy them,
-``np.array(r)``, to write into them), and draws from generators made before the
+started that the function does not reach by a name (held in a deque, a cache; lists, tuples
+and dicts it reaches so are looked into), and draws from generators made before the
 differentiation started that the function does not reach by a name (an argument, an attribute
 of an object it is given).
 """
@@ -3059,6 +3058,12 @@ class _Mode:
         originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
         while self.cells:
             place, key, _, _ = self.cells.pop()
+            if type(place) is list:  # (the function may have moved its items: each one)
+                for i, held in enumerate(place):
+                    pair = originals.get(id(held))
+                    if pair is not None and held is pair[0]:
+                        place[i] = pair[1]
+                continue
             held = _get(place, key)
             pair = originals.get(id(held))
             if pair is not None and held is pair[0]:
@@ -3129,6 +3134,15 @@ class _Mode:
                     _put(place, key, stand_in)
                 elif type(value) is dict and level < depth and place is not value:
                     places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
+                elif type(value) is list and not own and id(value) not in objects:
+                    # work arrays held in a list (``self.k[i][:] = ...``, a layer's buffers)
+                    objects.add(id(value))
+                    places += [(value, i) for i in range(min(len(value), 64))]
+                elif isinstance(value, tuple) and not own and (
+                        held := _tuple_stand_in(value, self._stand_in)) is not None:
+                    # arrays in a tuple, which holds them for good: a tuple of their stand-ins
+                    self.cells.append((place, key, value, held))
+                    _put(place, key, held)
                 elif isinstance(value, type) and _user_class(value) and code is not None:
                     places += [(value, name) for name in names if name in vars(value)]
                 elif user_object(value) and type(value) is not functools.partial \
@@ -3276,10 +3290,21 @@ def _user_class(cls):
         *INTERNAL, "builtins")
 
 
+def _tuple_stand_in(held, stand_in):
+    """A tuple (or a named tuple) like ``held`` with a stand-in (``stand_in``) for each float
+    array among its items, or None where it holds none."""
+    if len(held) > 64 or not any(type(item) is np.ndarray and item.dtype.kind in "fc"
+                                 for item in held):
+        return None
+    items = [stand_in(item) if type(item) is np.ndarray and item.dtype.kind in "fc" else item
+             for item in held]
+    return type(held)(*items) if hasattr(held, "_fields") else type(held)(items)
+
+
 def _get(place, key):
     """What ``place`` binds at ``key``: a dict's item, a closure cell's contents, a class's
     attribute, or a function's default (``key`` its position, or a keyword-only name)."""
-    if type(place) is dict:
+    if type(place) is dict or type(place) is list:
         return place[key]
     if type(place) is _Slots:
         return getattr(place.obj, key)
@@ -3292,7 +3317,7 @@ def _get(place, key):
 
 def _put(place, key, value):
     """Bind ``value`` where ``_get`` reads."""
-    if type(place) is dict:
+    if type(place) is dict or type(place) is list:
         place[key] = value
     elif type(place) is _Slots:
         setattr(place.obj, key, value)
