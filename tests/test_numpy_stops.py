@@ -361,7 +361,7 @@ def test_a_write_into_a_buffers_view_is_followed_and_written_back():
     assert bytes(buffer) == bytes(32)
 
 
-def _ndarray_over_a_buffer(x):  # (regression: the raw constructor's view was NumPy's own)
+def _ndarray_over_bytes(x):  # (regression: the raw constructor's view was NumPy's own)
     w = np.ndarray((4,), dtype=float, buffer=bytearray(32))
     w[:] = np.sin(x[:4])
     w[1:] += w[:-1] * x[4:7]
@@ -372,7 +372,7 @@ def _ndarray_over_a_buffer(x):  # (regression: the raw constructor's view was Nu
 
 
 def test_a_write_into_the_constructors_view_of_a_buffer():
-    check(_ndarray_over_a_buffer, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+    check(_ndarray_over_bytes, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
     buffer = bytearray(np.ones(2).tobytes())
 
     def f(x):
