@@ -894,3 +894,27 @@ def _with_an_integer_field(x):  # (regression: the integer field's view froze th
 
 def test_records_with_an_integer_field_beside_their_floats():
     check(_with_an_integer_field, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+def _structured_view_of_floats(x):
+    from numpy.lib import recfunctions
+    y = x * 2.0
+    s = recfunctions.unstructured_to_structured(y.reshape(3, 2), names=["a", "b"])
+    s["a"] *= x[:3]  # through the records, into y
+    plain = recfunctions.unstructured_to_structured(np.ones((2, 2)), names=["p", "q"])
+    return (s["a"] * s["b"]).sum() + y @ x + plain["q"].sum()
+
+
+def test_unstructured_to_structured():
+    """NumPy's records viewing the floats' memory, as a view of the traced array (it had no
+    rule); where NumPy copies (another dtype), refused with the way out."""
+    check(_structured_view_of_floats, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93]))
+
+    def copied(x):
+        from numpy.lib import recfunctions
+        s = recfunctions.unstructured_to_structured(
+            x.reshape(3, 2), np.dtype([("a", np.float32), ("b", np.float32)]))
+        return s["a"].sum()
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="write each field"):
+        mutad.gradient(copied, np.ones(6))
