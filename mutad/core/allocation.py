@@ -95,7 +95,7 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
-from .views import (address, memory, owner, owner_view, stands_for_scalar, views, weaken,
+from .views import (address, memory, owner, stands_for_scalar, strided, view_as, weaken,
                     wrapped, writeable)
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -1023,15 +1023,12 @@ def _run_view(x, run, writes):
     """The view of ``x`` (an array mutad follows) that ``run`` (``_run``) is, read-only
     unless the iterator ``writes`` it."""
     shape, strides, offset = run
-    if not wrapped(x):
-        view = np.ndarray(shape, x.dtype, owner(x), offset, strides)
-        if not writes:
-            view.flags.writeable = False
-        return view.view(Preexisting) if type(x) is Preexisting else view
-    whole = owner_view(x)
-    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
-    view = flat.restrided(shape, x.dtype, offset + address(whole) - address(owner(memory(x))),
-                          strides)
+    flat = owner(memory(x)).reshape(-1, order="A")  # (its owner's memory, in order)
+    view = strided(flat, shape, x.dtype, offset, strides)
+    if wrapped(x):
+        view = view_as(x, view)
+    elif type(x) is Preexisting:
+        view = view.view(Preexisting)
     if not writes:
         memory(view).flags.writeable = False
     return view
@@ -1108,15 +1105,14 @@ def _viewing(buffer, y):
     that NumPy's ``y`` is (made of the memory, with NumPy's errors), as a view of ``buffer``'s,
     which the differentiation follows. Of another dtype, which reinterprets the bytes, refused
     as ``buffer.view(dtype)`` is."""
-    whole = owner_view(buffer)
-    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
-    if y.dtype != buffer.dtype or not views(memory(flat), memory(whole)):
+    view = view_as(buffer, y) if y.dtype == buffer.dtype else None
+    if view is None:
         raise UnsupportedOperationError(
             "np.ndarray(..., buffer=x) of a differentiated array x, of another dtype than x's "
             "or over memory x's owner does not lay out in order: reinterpreting its bytes has "
             "no derivative. Use x.view(), reshape or indexing for views, and x.astype for "
             "another dtype.")
-    return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+    return view
 
 
 def _unbound_method(method, name):

@@ -33,8 +33,8 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.registry import SUBCLASS_VIEWS
-from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
-                          views, weaken, wrapped, writeable)
+from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
+                          wrapped, writeable)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -946,11 +946,9 @@ class ArrayMethods(Tracer):
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in SUBCLASS_VIEWS:
             return SUBCLASS_VIEWS[type](self[...])  # (np.recarray's)
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
-            y = memory(self).view(dtype)  # NumPy's view, and its error
-            whole = owner_view(self)
-            flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
-            if views(memory(flat), memory(whole)):
-                return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+            y = view_as(self, memory(self).view(dtype))  # NumPy's view, and its error
+            if y is not None:
+                return y
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
@@ -1489,10 +1487,8 @@ def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
     array's; else its fields, each flattened to a run along the last axis, side by side in
     NumPy's dtype."""
     y = recfunctions.structured_to_unstructured(memory(arr), dtype, copy, casting)
-    whole = owner_view(arr)
-    if np.shares_memory(y, memory(arr)) and memory(whole).flags.c_contiguous:
-        # (the owner's memory in order: NumPy's view of its bytes is a view of it)
-        return whole.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+    if np.shares_memory(y, memory(arr)) and (view := view_as(arr, y)) is not None:
+        return view
     runs = [arr[name].astype(y.dtype).reshape(arr.shape + (-1,)) for name in arr.dtype.names]
     return np.concatenate(runs, axis=-1)
 

@@ -23,7 +23,7 @@ from ..core.allocation import by_user_code, holds_derivative, in_containers
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import SUBCLASS_VIEWS, defcomposite, defroute
-from ..core.views import address, memory, owner, owner_view, wrapped
+from ..core.views import memory, owner, view_as, wrapped
 
 
 class Records:
@@ -216,11 +216,11 @@ def unstructured_to_structured(arr, dtype=None, names=None, align=False, copy=Fa
     copies (fields of another dtype, a last axis not laid out as records), refused."""
     y = recfunctions.unstructured_to_structured(memory(arr), dtype, names, align, copy,
                                                 casting)
-    whole = owner_view(arr)
-    if not (np.shares_memory(y, memory(arr)) and memory(whole).flags.c_contiguous):
+    view = view_as(arr, y) if np.shares_memory(y, memory(arr)) else None
+    if view is None:
         raise UnsupportedOperationError(
             "np.lib.recfunctions.unstructured_to_structured of differentiated values that "
             "NumPy copies into new records (fields of another dtype than the array's, or a "
             "last axis not laid out as records): make the records with np.zeros(shape, dtype) "
             "and write each field, a['m'] = x[..., 0].")
-    return whole.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+    return view
