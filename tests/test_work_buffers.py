@@ -619,6 +619,14 @@ def test_a_write_through_flat_adopts_the_buffer():
                                               np.array([0.3, -0.5, 1.2])), rtol=1e-12)
     assert FLAT.tobytes() == before
 
+    def converted(x):  # np.asarray of the flatiter once adopted: refused, not a constant
+        FLAT.flat[:3] = x
+        return np.asarray(FLAT.flat).sum()
+
+    with pytest.raises(errors.ConversionError):
+        mutad.gradient(converted, np.array([0.3, -0.5, 1.2]))
+    assert FLAT.tobytes() == before
+
 
 def test_a_buffer_viewed_as_ndarray():
     """``W.view(np.ndarray)`` of an adopted buffer reads the followed values (a silently zero

@@ -1695,8 +1695,8 @@ class _Flat:
     def __len__(self):
         return len(self._plain)
 
-    def __array__(self, dtype=None, copy=None):
-        return self._plain.__array__(dtype, copy=copy)
+    def __array__(self, dtype=None, copy=None):  # (of an adopted memory: a conversion refused)
+        return self._flat().__array__(dtype, copy=copy)
 
     def __getattr__(self, name):  # base, coords, index, copy: the flatiter's
         return getattr(self._flat(), name)
