@@ -1278,10 +1278,39 @@ def stepped_by_nditer(x):  # NumPy's while-loop pattern, through the operands by
     return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
 
 
+def mapped_in_runs(x):  # NumPy's external loop: runs of elements, in NumPy's order and lengths
+    y = np.zeros_like(x)
+    with np.nditer([x, y], flags=["external_loop"],
+                   op_flags=[["readonly"], ["writeonly"]]) as it:
+        for a, b in it:
+            b[...] = np.sin(a) * a.size + a[::-1] * a[0]
+    return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+
+def doubled_in_runs(x):  # (regression: external_loop was refused)
+    with np.nditer(x, flags=["external_loop"], op_flags=[["readwrite"]]) as it:
+        for v in it:
+            v[...] = 2 * v * v + v[-1]
+    return (x * np.arange(1.0, x.size + 1).reshape(x.shape)).sum()
+
+
+def buffered_runs(x):  # buffered, with an output the iterator allocates
+    it = np.nditer([x, None], flags=["external_loop", "buffered"],
+                   op_flags=[["readonly"], ["writeonly", "allocate"]])
+    s = 0.0
+    with it:
+        for a, c in it:
+            c[...] = a * a[0] + np.cumsum(a)
+            s = s + (a ** 2).sum() * a.size
+        out = it.operands[1]
+    return s + (out * np.arange(1.0, out.size + 1).reshape(out.shape)).sum()
+
+
 @pytest.mark.parametrize("layout", ["C", "F", "reversed", "transposed"])
 @pytest.mark.parametrize("f", [squares_by_nditer, weighted_by_nditer, doubled_by_nditer,
                                rewritten_by_nditer, mapped_by_nditer, broadcast_by_nditer,
-                               indexed_by_nditer, stepped_by_nditer])
+                               indexed_by_nditer, stepped_by_nditer, mapped_in_runs,
+                               doubled_in_runs, buffered_runs])
 def test_nditer_over_a_followed_array_visits_numpys_elements_in_numpys_order(f, layout):
     def laid_out():  # the same values, the memory in another order
         base = np.array([[0.5, -1.0, 0.3], [2.0, 0.25, -0.7]])
@@ -1305,8 +1334,18 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
             v[...] = 1.0
         return x.sum()
 
-    def external_loop(x):
-        return sum(v.sum() for v in np.nditer(x, flags=["external_loop"]))
+    def cast(x):
+        return sum(v.sum() for v in np.nditer(x, flags=["external_loop", "buffered"],
+                                              op_dtypes=[np.float32]))
+
+    def broadcast_buffered(x):  # NumPy's iterator copies x[0]'s elements into its buffer
+        return sum((a * b).sum() for a, b in np.nditer([x, x[0]],
+                                                       flags=["external_loop", "buffered"]))
+
+    def read_only_run(x):
+        for v in np.nditer(x, flags=["external_loop"]):
+            v[...] = 1.0
+        return x.sum()
 
     x = np.array([[0.5, -1.0], [2.0, 0.25]])
     before = x.tobytes()
@@ -1314,10 +1353,16 @@ def test_nditer_refuses_what_it_cannot_follow_with_what_to_write_instead():
         read_only_written(x.copy())
     with pytest.raises(TypeError):  # the element, which refuses writes as NumPy's scalar does
         mutad.gradient(read_only_written, x)
+    with pytest.raises(ValueError):  # NumPy's: a read-only run
+        read_only_run(x.copy())
+    with pytest.raises(ValueError):
+        mutad.gradient(read_only_run, x)
     with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.ndindex"):
-        mutad.gradient(external_loop, x)
+        mutad.gradient(cast, x)
     with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"np\.nditer"):
-        mutad.jvp(external_loop, (x,), (np.ones_like(x),))
+        mutad.jvp(cast, (x,), (np.ones_like(x),))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="buffer of its own"):
+        mutad.gradient(broadcast_buffered, x)
     assert x.tobytes() == before
 
     def over_a_constant(x):  # an array allocated in the function: NumPy's own iterator

@@ -1,5 +1,6 @@
 """Every MutadError path: raised, names the fix, and leaves the caller's arrays as they were."""
 
+import collections
 import functools
 import importlib
 import operator
@@ -27,7 +28,8 @@ def mutate_then(action):
     return f
 
 
-HELD = [np.zeros(4)]  # allocated before any differentiation, reached only through a list:
+HELD = collections.deque([np.zeros(4)])  # allocated before any differentiation, held by a
+# deque:
 # mutad cannot follow it (one reached by a name is adopted: tests/test_work_buffers.py)
 
 
@@ -223,8 +225,8 @@ def test_overwriting_a_global_a_record_read_is_followed(f):
     mutad.check_grads(f, x)
 
 
-def test_overwriting_a_constant_held_in_a_list_a_record_reads_is_refused():
-    held = [np.ones((4, 4))]  # reached through a list: not followed
+def test_overwriting_a_constant_held_in_a_deque_a_record_reads_is_refused():
+    held = collections.deque([np.ones((4, 4))])  # reached through a deque: not followed
 
     def f(x):
         y = np.dot(held[0], x)
@@ -315,11 +317,12 @@ def test_every_way_to_the_memory_of_a_constant_view_is_followed(write):
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 def test_writing_a_constant_through_a_view_made_before_is_caught_before_the_replay(policy):
     S = np.array([1.0, 2.0, 3.0, 4.0])
-    earlier = [S[::-1]]  # NumPy does not make views made before read-only with their owner
+    earlier = collections.deque([S[::-1]])  # NumPy does not make views made before read-only
+    # with their owner
 
     def f(x):
         y = x * S[:2]
-        earlier[0][:] = 0.0  # in a list: not a stand-in of the mode (allocation.Preexisting)
+        earlier[0][:] = 0.0  # in a deque: not a stand-in of the mode (allocation.Preexisting)
         return (y * y).sum()
 
     x = np.array([0.5, 1.5])
@@ -745,10 +748,10 @@ def test_every_class_derives_from_its_built_in():
     assert mutad.testing.GradientCheckError is errors.GradientCheckError
 
 
-# allocated before any differentiation, reached only through a list: mutad cannot follow them
-ELEMENT_BUFFER = [np.ones(3)]
-UFUNC_BUFFER = [np.ones(2)]
-CONSTANT = [np.ones((2, 2))]
+# allocated before any differentiation, held by deques: mutad cannot follow them
+ELEMENT_BUFFER = collections.deque([np.ones(3)])
+UFUNC_BUFFER = collections.deque([np.ones(2)])
+CONSTANT = collections.deque([np.ones((2, 2))])
 
 
 def write_element(x):

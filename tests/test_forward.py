@@ -1,5 +1,7 @@
 """Forward mode's core: tangents mutated alongside primals, views, out=, writes, custom rules."""
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -110,7 +112,7 @@ def test_out_arguments_and_functions_that_write():
 
 
 PLAIN = np.zeros(3)  # allocated before jvp ran, reached by a name
-HELD = [np.zeros(3)]  # reached only through a list
+HELD = collections.deque([np.zeros(3)])  # reached only through a deque
 
 
 def test_a_tangent_written_into_an_array_made_before_is_kept_on_a_copy():

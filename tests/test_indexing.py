@@ -1,6 +1,8 @@
 """Gathers (take, sort, choose, diff, interp, …) and in-place scatters (ufunc.at, put, copyto),
 with overlapping operands and repeated indices computing what NumPy computes."""
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -838,7 +840,7 @@ def test_a_permutations_gradient_of_long_doubles(dtype):
     lambda x, plain: np.putmask(plain, plain > 0, x),
 ], ids=["add.at", "put", "copyto", "putmask"])
 def test_writing_a_traced_value_into_an_untraced_array_names_the_fix(call):
-    untraced = [np.ones(3)]  # reached only through a list: not followed
+    untraced = collections.deque([np.ones(3)])  # through a deque: not followed
 
     def f(x):
         call(x, untraced[0])

@@ -361,6 +361,29 @@ def test_a_write_into_a_buffers_view_is_followed_and_written_back():
     assert bytes(buffer) == bytes(32)
 
 
+def _ndarray_over_bytes(x):  # (regression: the raw constructor's view was NumPy's own)
+    w = np.ndarray((4,), dtype=float, buffer=bytearray(32))
+    w[:] = np.sin(x[:4])
+    w[1:] += w[:-1] * x[4:7]
+    import array
+    a = np.ndarray((2,), buffer=array.array("d", [0.5, 2.0]))
+    a *= x[7]
+    return w @ w + (a * x[:2]).sum()
+
+
+def test_a_write_into_the_constructors_view_of_a_buffer():
+    check(_ndarray_over_bytes, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+    buffer = bytearray(np.ones(2).tobytes())
+
+    def f(x):
+        d = np.ndarray((2,), buffer=buffer)
+        d *= x
+        return (d ** 2).sum()
+
+    assert mutad.gradient(f, np.array([1.5, 2.0]))[0].tolist() == [3.0, 4.0]
+    assert bytes(buffer) == np.ones(2).tobytes()
+
+
 # ----------------------------------------------------------------------------------------------
 # np.nditer with an output it allocates (a None operand), as NumPy's tutorial writes it
 
@@ -800,3 +823,98 @@ def test_an_ndarray_over_a_traced_buffer():
 
     with pytest.raises(mutad.MutadError, match="reinterpreting"):
         mutad.gradient(reinterpreted, np.ones(8))
+
+
+# ----------------------------------------------------------------------------------------------
+# ufuncs with several outputs into several out= arrays (refused before)
+
+def _into_several_outs(x):
+    q, r = np.empty(4), np.empty(4)
+    np.divmod(x * 3.0, 1.0, out=(q, r))
+    m = np.empty(4)
+    mantissas, exponents = np.frexp(x, out=(m, None))
+    f, i = np.modf(x * 2.5, out=(np.empty(4), None))
+    return (r ** 2).sum() + (m * exponents).sum() + (f * x).sum() + q.sum() + i @ x
+
+
+def test_ufuncs_into_several_outs():
+    check(_into_several_outs, np.array([0.31, -0.72, 1.13, -0.24]))
+
+    def other_dtype(x):
+        q, r = np.empty(4, dtype=np.float32), np.empty(4)
+        np.divmod(x, 1.0, out=(q, r))
+        return r.sum()
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="dtype float32"):
+        mutad.gradient(other_dtype, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy.lib.recfunctions.structured_to_unstructured of records holding differentiated values
+# (refused before): NumPy's view of their memory, through which writes reach the fields, or,
+# where NumPy copies (fields of several dtypes), the fields side by side
+
+def _unstructured_view(x):
+    from numpy.lib import recfunctions
+    p = np.zeros(3, dtype=[("x", float), ("y", float), ("v", float, 2)])
+    p["x"], p["y"] = x[:3], x[3:6]
+    p["v"] = np.outer(x[:3], [1.0, -2.0])
+    xy = recfunctions.structured_to_unstructured(p[["x", "y"]])
+    xy[1] *= x[6]  # through the view, into p's fields
+    whole = recfunctions.structured_to_unstructured(p)
+    d = xy[:, None, :] - xy[None, :, :]
+    return np.sum(d ** 2) + (whole * np.arange(12.0).reshape(3, 4)).sum() + p["x"] @ p["y"]
+
+
+def _unstructured_copy(x):
+    from numpy.lib import recfunctions
+    p = np.zeros(2, dtype=[("a", float), ("n", np.int64), ("b", float)])
+    p["a"], p["b"] = x[:2], x[2:4] ** 2
+    p["n"] = [3, 4]
+    u = recfunctions.structured_to_unstructured(p)
+    u[0, 0] = 5.0  # a copy: p's field stays
+    return (u * np.arange(6.0).reshape(2, 3)).sum() + p["a"] @ x[4:6]
+
+
+@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy])
+def test_structured_to_unstructured(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36]))
+
+
+def _with_an_integer_field(x):  # (regression: the integer field's view froze the records'
+    # memory, and the undo of the write into p['a'] raised; flat, its cotangent was added
+    # into the integer field's shadow)
+    p = np.zeros(2, dtype=[("a", float), ("n", np.int64)])
+    p["a"] = x[:2]
+    p["n"] = [3, -1]
+    u = np.concatenate([p["a"].reshape(2, -1), p["n"].reshape(2, -1)], axis=-1)
+    flat = np.concatenate([p["a"], p["n"]])
+    return (u * np.arange(4.0).reshape(2, 2)).sum() + flat @ x
+
+
+def test_records_with_an_integer_field_beside_their_floats():
+    check(_with_an_integer_field, np.array([0.31, -0.72, 1.13, -0.24]))
+
+
+def _structured_view_of_floats(x):
+    from numpy.lib import recfunctions
+    y = x * 2.0
+    s = recfunctions.unstructured_to_structured(y.reshape(3, 2), names=["a", "b"])
+    s["a"] *= x[:3]  # through the records, into y
+    plain = recfunctions.unstructured_to_structured(np.ones((2, 2)), names=["p", "q"])
+    return (s["a"] * s["b"]).sum() + y @ x + plain["q"].sum()
+
+
+def test_unstructured_to_structured():
+    """NumPy's records viewing the floats' memory, as a view of the traced array (it had no
+    rule); where NumPy copies (another dtype), refused with the way out."""
+    check(_structured_view_of_floats, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93]))
+
+    def copied(x):
+        from numpy.lib import recfunctions
+        s = recfunctions.unstructured_to_structured(
+            x.reshape(3, 2), np.dtype([("a", np.float32), ("b", np.float32)]))
+        return s["a"].sum()
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="write each field"):
+        mutad.gradient(copied, np.ones(6))

@@ -4,6 +4,7 @@ call returns the gradient of the program this call runs. Each case calls the rep
 function on inputs that flip the decision, and compares every call with a fresh traced one,
 bit for bit, with the caller's bytes intact (``replayed_like_traced``)."""
 
+import collections
 import functools
 import json
 import math
@@ -386,7 +387,7 @@ def test_a_closure_reshaped_in_place_is_followed():
 
 
 def test_a_constant_reshaped_in_place_before_the_reverse_pass_is_refused():
-    held = [np.ones(4)]  # in a list: not a stand-in of the mode (allocation.Preexisting)
+    held = collections.deque([np.ones(4)])  # not a stand-in of the mode (allocation.Preexisting)
 
     def f(x):
         w = held[0]

@@ -55,7 +55,8 @@ those standing for floats as their numbers (``_json_default``).
 
 Float arrays made before the differentiation started that the differentiated function reaches
 by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
-method names, or one its code names of an object it reaches so: ``model.grid.u0``) stand in as
+method names, or one its code names of an object or a user's module it reaches so:
+``model.grid.u0``, ``buffers.W``) stand in as
 views of themselves (``Preexisting``), so that the arrays made from them are followed however
 they are made (``U0.copy()``, ``U0 + 0.0``), and the function's first write into one adopts
 its memory (``adopted``: the differentiation follows it from then on as an argument outside
@@ -65,9 +66,8 @@ complex scalar types called on traced values (``np.float64(x[0])``) give the con
 values where the function calls them (``SCALAR_TYPES``).
 
 Not followed: writing a traced value into an array allocated before the differentiation
-started that the function does not reach by a name (held in a list), ``np.frombuffer`` of
-memory it does not reach so (its values are not made by the differentiated code: copy them,
-``np.array(r)``, to write into them), and draws from generators made before the
+started that the function does not reach by a name (held in a deque, a cache; lists, tuples
+and dicts it reaches so are looked into), and draws from generators made before the
 differentiation started that the function does not reach by a name (an argument, an attribute
 of an object it is given).
 """
@@ -99,7 +99,7 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
-from .views import (address, memory, owner, owner_view, stands_for_scalar, views, weaken,
+from .views import (address, memory, owner, stands_for_scalar, strided, view_as, weaken,
                     wrapped, writeable)
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
@@ -346,10 +346,7 @@ def loader(func):
         y = func(*args, **kwargs)
         if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
             if func is np.frombuffer:
-                if y.base is not None and not isinstance(y.base, np.ndarray):
-                    stand_in = y.view(Preexisting)
-                    stand_in.original = y
-                    return stand_in
+                return _buffer_view(y)
             elif _allocated(y, args, kwargs):
                 return allocate(y)
             elif _counting(y, args, kwargs):
@@ -357,6 +354,18 @@ def loader(func):
         return y
 
     return _named(loading, func)
+
+
+def _buffer_view(y):
+    """``y``, NumPy's array viewing memory that may be the caller's (``np.frombuffer(b)``,
+    ``np.ndarray(shape, buffer=b)`` of a ``bytearray``, an ``array.array``, ``bytes``), as the
+    stand-in of an array made before: its writes adopt the memory, and what the function
+    makes of it is followed. An array viewing an ndarray's memory is NumPy's own."""
+    if y.base is None or isinstance(y.base, np.ndarray) or y.dtype.names is not None:
+        return y
+    stand_in = y.view(Preexisting)
+    stand_in.original = y
+    return stand_in
 
 
 def _library_factory(func):
@@ -820,34 +829,45 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     given = [x for x in operands if x is not None]
     if len(given) < len(operands) and given and len(op_flags) == len(operands) and all(
             wrapped(x) or isinstance(x, np.ndarray) for x in given):
-        # NumPy's allocation of an output (``np.nditer([x, None])``): the inputs' broadcast
-        # shape and dtype, allocated here as a constant the loop writes into
-        shape = np.broadcast_shapes(*(np.shape(x) for x in given))
-        dtype = np.result_type(*(memory(x) for x in given))
-        operands = [REPLACEMENTS["empty"][1](shape, dtype) if x is None else x
-                    for x in operands]
-        op_flags = [list(f) + (["writeonly"] if x is None and not set(f) & {
-            "readwrite", "writeonly"} else []) for x, f in zip(op, op_flags)]
-    if (set(flags) - _TRACKING or len(op_flags) != len(operands) or op_dtypes is not None
+        # NumPy's allocation of an output (``np.nditer([x, None])``): NumPy's array (the
+        # inputs' broadcast shape and dtype, laid out as they are, which decides the order
+        # of the elements), allocated here as a constant the loop writes into
+        op_flags = [list(f) if x is not None else [g for g in f if g != "readonly"] + (
+            [] if set(f) & {"readwrite", "writeonly"} else ["writeonly"]) + (
+            [] if "allocate" in f else ["allocate"]) for x, f in zip(operands, op_flags)]
+        made = np.nditer([None if x is None else memory(x) for x in operands],
+                         [f for f in flags if f != "buffered"],
+                         [f if x is None else ["readonly"] for x, f in zip(operands, op_flags)],
+                         order=order).operands
+        operands = [REPLACEMENTS["empty_like"][1](y) if x is None else x
+                    for x, y in zip(operands, made)]
+    if (set(flags) - _TRACKING - _CHUNKING or len(op_flags) != len(operands)
+            or op_dtypes is not None
             or rest or kwargs
             or not all(wrapped(x) or isinstance(x, np.ndarray) for x in operands)
             or not all(set(f) <= allowed for f in op_flags)):
         raise UnsupportedOperationError(
             "np.nditer over an array mutad follows with flags other than multi_index, "
-            "c_index, f_index, zerosize_ok and refs_ok (external_loop, buffered), op_dtypes, "
-            "or an operand that is not an array: NumPy's "
+            "c_index, f_index, zerosize_ok, refs_ok, external_loop, buffered and grow_inner, "
+            "op_dtypes, or an operand that is not an array: NumPy's "
             "iterator reads and writes the arrays' memory directly, where mutad cannot follow "
             "it. Iterate over arrays with op_flags and those flags alone (np.nditer([x, y], "
             "flags=['multi_index'], op_flags=[['readonly'], ['writeonly']])), loop with "
             "`for i in np.ndindex(x.shape):` and x[i], or better, write the loop as "
             "whole-array operations.")
     writes = [bool(set(f) & {"readwrite", "writeonly"}) for f in op_flags]
+    if "external_loop" in flags:
+        return _ChunkIterator(operands, order, writes, several, flags)
     return _ElementIterator(operands, order, writes, several, flags)
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
 """The flags of ``np.nditer`` its stand-in takes: which indices it tracks, and what NumPy
 allows it to iterate over; none changes the elements it gives."""
+
+_CHUNKING = {"external_loop", "buffered", "grow_inner"}
+"""The flags of ``np.nditer`` with which it gives one-dimensional runs of elements
+(``_ChunkIterator``)."""
 
 
 class _ElementIterator:
@@ -955,6 +975,69 @@ class _ElementIterator:
         return False
 
 
+class _ChunkIterator(_ElementIterator):
+    """``np.nditer(..., flags=['external_loop'])`` of arrays mutad follows: the one-dimensional
+    runs of elements NumPy's iterator gives over their memory (its layout decisions: the
+    order, the dimensions it joins, a buffered run's length), each the same view of the array
+    mutad follows, writeable where the iterator may write. A run NumPy's would copy into a
+    buffer (no view of the memory) is refused."""
+
+    def __init__(self, operands, order, writes, several, flags):
+        plain = [memory(x) for x in operands]
+        walk = np.nditer(plain, flags=flags, order=order, op_flags=[["readonly"]] * len(plain))
+        self._steps = []
+        with walk:
+            if "delay_bufalloc" in flags:
+                walk.reset()
+            for runs in walk:
+                runs = runs if type(runs) is tuple else (runs,)
+                self._steps.append([_run(x, run) for x, run in zip(plain, runs, strict=True)])
+        self._indices = self._steps  # (the steps, whose length is the iterator's)
+        self._operands, self._writes, self._several = operands, writes, several
+        self._flags = set(flags)
+        self._at = 0
+
+    def _elements(self):
+        runs = self._current("value")
+        return tuple(_run_view(x, run, w)
+                     for x, run, w in zip(self._operands, runs, self._writes, strict=True))
+
+    @property
+    def itersize(self):
+        return sum(int(np.prod(run[0])) for run, *_ in self._steps)
+
+
+def _run(x, run):
+    """Where ``run``, a run of elements NumPy's iterator gives over the plain array ``x``,
+    lies in ``x``'s memory: (shape, strides, byte offset from the memory's start)."""
+    base = owner(x)
+    start = address(base)
+    end = start + base.nbytes
+    if not (run.dtype == x.dtype and (run.size == 0 or start <= address(run) < end)
+            and (run.size == 0 or np.shares_memory(run, base))):
+        raise UnsupportedOperationError(
+            "np.nditer(..., flags=['external_loop', 'buffered']) over an array mutad follows, "
+            "where NumPy's iterator copies the elements into a buffer of its own (a cast, or "
+            "a layout it does not read in place), whose writes mutad cannot follow. Leave "
+            "out 'buffered', or write the loop as whole-array operations.")
+    return run.shape, run.strides, address(run) - start
+
+
+def _run_view(x, run, writes):
+    """The view of ``x`` (an array mutad follows) that ``run`` (``_run``) is, read-only
+    unless the iterator ``writes`` it."""
+    shape, strides, offset = run
+    flat = owner(memory(x)).reshape(-1, order="A")  # (its owner's memory, in order)
+    view = strided(flat, shape, x.dtype, offset, strides)
+    if wrapped(x):
+        view = view_as(x, view)
+    elif type(x) is Preexisting:
+        view = view.view(Preexisting)
+    if not writes:
+        memory(view).flags.writeable = False
+    return view
+
+
 def _ndenumerate(arr):
     """``np.ndenumerate`` in the mode: of an array mutad follows (or a list holding its
     values), each index with the element itself, read by indexing (NumPy's reads the array's
@@ -1000,6 +1083,8 @@ class _Constructor(_ShownType):
             return _viewing(buffer, np.ndarray(shape, dtype, memory(buffer), offset, strides,
                                                order))
         y = np.ndarray(shape, dtype, buffer, offset, strides, order)
+        if buffer is not None and _in_mode():
+            return _buffer_view(y)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
         if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
@@ -1024,15 +1109,14 @@ def _viewing(buffer, y):
     that NumPy's ``y`` is (made of the memory, with NumPy's errors), as a view of ``buffer``'s,
     which the differentiation follows. Of another dtype, which reinterprets the bytes, refused
     as ``buffer.view(dtype)`` is."""
-    whole = owner_view(buffer)
-    flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
-    if y.dtype != buffer.dtype or not views(memory(flat), memory(whole)):
+    view = view_as(buffer, y) if y.dtype == buffer.dtype else None
+    if view is None:
         raise UnsupportedOperationError(
             "np.ndarray(..., buffer=x) of a differentiated array x, of another dtype than x's "
             "or over memory x's owner does not lay out in order: reinterpreting its bytes has "
             "no derivative. Use x.view(), reshape or indexing for views, and x.astype for "
             "another dtype.")
-    return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+    return view
 
 
 def _unbound_method(method, name):
@@ -1563,7 +1647,7 @@ class Preexisting(np.ndarray):
         return base
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
-        return self.view(np.ndarray).__reduce__()
+        return plain_memory(self).__reduce__()
 
 
 def _view_attribute(name):
@@ -1578,30 +1662,74 @@ def _view_attribute(name):
         level = adopted(self)
         if level is not None:
             return getattr(level, name)
-        plain = self.view(np.ndarray)
+        plain = plain_memory(self)
         y = attribute.__get__(plain)
-        if type(y) is not np.ndarray:
-            return y  # (a flatiter of the plain array: its reads are constants)
+        if type(y) is np.flatiter:
+            return _Flat(self, y)
         return self if y is plain else y.view(Preexisting)
 
     return property(viewing)
+
+
+class _Flat:
+    """``U0.flat`` of a stand-in whose memory no write adopted: NumPy's flatiter of the plain
+    array, whose reads are constants until a write through it (``U0.flat[:] = x``) or another
+    adopts the memory; from then on its reads and writes are the differentiation's array's."""
+
+    def __init__(self, stand_in, plain):
+        self._stand_in, self._plain = stand_in, plain
+
+    def _flat(self, write=False):
+        if ACTIVE.running:
+            accessed(self._stand_in, written=self._stand_in if write else ())
+            level = adopted(self._stand_in, write=write)
+            if level is not None:
+                return level.flat
+        return self._plain
+
+    def __getitem__(self, key):
+        return self._flat()[_plain_views(key)]
+
+    def __setitem__(self, key, value):
+        self._flat(write=True)[_plain_views(key)] = _plain_views(value)
+
+    def __iter__(self):
+        return iter(self._flat())
+
+    def __len__(self):
+        return len(self._plain)
+
+    def __array__(self, dtype=None, copy=None):  # (of an adopted memory: a conversion refused)
+        return self._flat().__array__(dtype, copy=copy)
+
+    def __getattr__(self, name):  # base, coords, index, copy: the flatiter's
+        return getattr(self._flat(), name)
 
 
 for _name in ("T", "mT", "real", "imag", "flat"):
     setattr(Preexisting, _name, _view_attribute(_name))
 
 
+def plain_memory(stand_in):
+    """The plain ndarray viewing the memory ``stand_in`` (a ``Preexisting``) stands for, which
+    mutad's own code reads and writes: ``ndarray.view``'s, not the stand-in's (``_view``)."""
+    return np.ndarray.view(stand_in, np.ndarray)
+
+
 def _view(self, *args, **kwargs):
-    """``U0.view()``, ``U0.view(dtype)``: on a stand-in whose memory a write adopted, the
-    differentiation's array's view; otherwise NumPy's view of the plain array, a stand-in too
-    (``_viewing``). ``U0.view(np.ndarray)``, ``U0.view(type=...)``: ndarray's."""
-    if kwargs.get("type") is not None or args and isinstance(args[0], type) and issubclass(
-            args[0], np.ndarray):
-        return np.ndarray.view(self, *args, **kwargs)
+    """``U0.view()``, ``U0.view(dtype)``, ``U0.view(np.ndarray)``: on a stand-in whose memory
+    a write adopted, the differentiation's array's view; otherwise NumPy's view of the plain
+    array, a stand-in too (``_viewing``); the user's code sees no other type for it than
+    ndarray. ``U0.view(np.recarray)``, another subclass: ndarray's."""
+    kind = kwargs.pop("type", None)
+    if args and isinstance(args[0], type) and issubclass(args[0], np.ndarray):
+        kind, args = args[0], args[1:]
+    if kind is not None and kind is not np.ndarray:
+        return np.ndarray.view(self, *args, type=kind, **kwargs)
     level = adopted(self)
     if level is not None:
         return level.view(*args, **kwargs)
-    return np.ndarray.view(self.view(np.ndarray), *args, **kwargs).view(Preexisting)
+    return np.ndarray.view(plain_memory(self), *args, **kwargs).view(Preexisting)
 
 
 Preexisting.view = _named(_view, np.ndarray.view)  # type: ignore[method-assign]
@@ -1630,7 +1758,7 @@ def adopted(stand_in, write=False):
     running = ACTIVE.running
     if not running or stand_in.dtype.kind not in "fc":
         return None
-    plain = stand_in.view(np.ndarray)
+    plain = plain_memory(stand_in)
     return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
 
 
@@ -1660,7 +1788,7 @@ def stand_in_value(stand_in):
     """What the engines read for ``stand_in``: the plain array it views, or the running
     differentiation's array for it once a write adopted its memory (``adopted``)."""
     level = adopted(stand_in)
-    return stand_in.view(np.ndarray) if level is None else level
+    return plain_memory(stand_in) if level is None else level
 
 
 def adopt(written):
@@ -1884,7 +2012,7 @@ code."""
 def _stand_ins(tree):
     """The plain views of the stand-ins within ``tree`` (lists, tuples and dicts of them) whose
     memory no running differentiation adopted (``adopted``), a list."""
-    return [x.view(np.ndarray) for x in _each_stand_in(tree) if not _adopted_memory(x)]
+    return [plain_memory(x) for x in _each_stand_in(tree) if not _adopted_memory(x)]
 
 
 def _adopted_memory(stand_in):
@@ -1893,7 +2021,7 @@ def _adopted_memory(stand_in):
     for level in ACTIVE.running:
         adopter = getattr(level, "adopter", None)
         if adopter is not None and adopter.adopted:
-            root = id(owner(stand_in.view(np.ndarray))) if root is None else root
+            root = id(owner(plain_memory(stand_in))) if root is None else root
             if root in adopter.adopted:
                 return True
     return False
@@ -1971,7 +2099,7 @@ def _plain_view(x):
     level = adopted(x)
     if level is not None:
         return level
-    view = x.view(np.ndarray)
+    view = plain_memory(x)
     if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
         view.flags.writeable = False
     return view
@@ -2064,7 +2192,7 @@ def _own_stand_in(y):
     stand_in = np.ndarray.__new__(Preexisting, y.shape, y.dtype,
                                   order="F" if y.flags.f_contiguous and not y.flags.c_contiguous
                                   else "C")
-    np.copyto(stand_in.view(np.ndarray), y)
+    np.copyto(plain_memory(stand_in), y)
     return stand_in
 
 
@@ -2072,7 +2200,7 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
-_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose}
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip}
 """ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
 computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
 
@@ -2090,7 +2218,7 @@ def _making(name):
         level = adopted(self)
         if level is not None:  # (a write adopted its memory: as the differentiation's array)
             return getattr(level, name)(*_plain_views(args), **_plain_views(kwargs))
-        plain = self.view(np.ndarray)
+        plain = plain_memory(self)
         if ACTIVE.running:
             function = _WITH_OPERANDS.get(name)
             if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
@@ -2132,7 +2260,7 @@ def _region(stand_in, key):
     writes, as a stand-in: those of a basic index, or all of them (a fancy index's elements
     are no view)."""
     try:
-        region = np.ndarray.__getitem__(stand_in.view(np.ndarray),
+        region = np.ndarray.__getitem__(plain_memory(stand_in),
                                         (*key, ...) if type(key) is tuple else (key, ...))
     except (IndexError, TypeError, ValueError):  # (a second Ellipsis): NumPy's error follows
         return stand_in
@@ -2165,7 +2293,7 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var"):
+              "mean", "std", "var", "clip"):
     setattr(Preexisting, _name, _making(_name))
 
 
@@ -2942,6 +3070,12 @@ class _Mode:
         originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
         while self.cells:
             place, key, _, _ = self.cells.pop()
+            if type(place) is list:  # (the function may have moved its items: each one)
+                for i, held in enumerate(place):
+                    pair = originals.get(id(held))
+                    if pair is not None and held is pair[0]:
+                        place[i] = pair[1]
+                continue
             held = _get(place, key)
             pair = originals.get(id(held))
             if pair is not None and held is pair[0]:
@@ -2997,7 +3131,7 @@ class _Mode:
                 places += [(namespace, name) for name in names if name in namespace]
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):  # self.u0 of a method: the attributes its code names
-                    places += [(vars(bound), name) for name in names if name in vars(bound)]
+                    places += _attributes(bound, names)
                 places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
                 places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
             while places:
@@ -3012,6 +3146,15 @@ class _Mode:
                     _put(place, key, stand_in)
                 elif type(value) is dict and level < depth and place is not value:
                     places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
+                elif type(value) is list and not own and id(value) not in objects:
+                    # work arrays held in a list (``self.k[i][:] = ...``, a layer's buffers)
+                    objects.add(id(value))
+                    places += [(value, i) for i in range(min(len(value), 64))]
+                elif isinstance(value, tuple) and not own and (
+                        held := _tuple_stand_in(value, self._stand_in)) is not None:
+                    # arrays in a tuple, which holds them for good: a tuple of their stand-ins
+                    self.cells.append((place, key, value, held))
+                    _put(place, key, held)
                 elif isinstance(value, type) and _user_class(value) and code is not None:
                     places += [(value, name) for name in names if name in vars(value)]
                 elif user_object(value) and type(value) is not functools.partial \
@@ -3020,11 +3163,17 @@ class _Mode:
                     # model's ``model.run(k)``): the attributes the code names, as of a
                     # method's ``self``, and the code of the methods it names
                     objects.add(id(value))
-                    attributes = vars(value)
-                    places += [(attributes, name) for name in names if name in attributes]
+                    places += _attributes(value, names)
                     todo += [(types.MethodType(method, value), level + 1) for name in names
                              if type(method := inspect.getattr_static(type(value), name, None))
                              is types.FunctionType]
+                elif type(value) is types.ModuleType and _user_module(value) \
+                        and level < depth and id(value) not in objects:
+                    # a module of the user's reached by a name (``import buffers``, then
+                    # ``buffers.W``): the attributes the code names, as of an object
+                    objects.add(id(value))
+                    attributes = vars(value)
+                    places += [(attributes, name) for name in names if name in attributes]
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
 
@@ -3132,9 +3281,40 @@ def _names(code):
 
 
 def user_object(obj):
-    """Whether ``obj`` is an instance of a user class with attributes of its own."""
+    """Whether ``obj`` is an instance of a user class with attributes of its own (in its
+    ``__dict__``, or in slots)."""
     return (obj is not None and not isinstance(obj, (type, types.ModuleType))
-            and _user_class(type(obj)) and type(getattr(obj, "__dict__", None)) is dict)
+            and _user_class(type(obj)) and (type(getattr(obj, "__dict__", None)) is dict
+                                            or hasattr(type(obj), "__slots__")))
+
+
+def _attributes(obj, names):
+    """The places of the attributes of ``obj`` (a ``user_object``) among ``names``: the items
+    of its ``__dict__``, and its slots (``_Slots``)."""
+    attributes = getattr(obj, "__dict__", None)
+    places = [] if type(attributes) is not dict else [
+        (attributes, name) for name in names if name in attributes]
+    slots = [name for name in names
+             if type(inspect.getattr_static(type(obj), name, None)) is types.MemberDescriptorType
+             and hasattr(obj, name)]
+    return places + [(_Slots(obj), name) for name in slots]
+
+
+class _Slots:
+    """An object's slots as a place (``_get``, ``_put``): ``__slots__`` attributes, which no
+    ``__dict__`` holds."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+
+def _user_module(module):
+    """Whether ``module`` is the user's: neither Python's own, nor NumPy's, SciPy's, mutad's
+    or a device library's."""
+    top = str(getattr(module, "__name__", "")).partition(".")[0]
+    return top not in STANDARD_LIBRARY and top not in INTERNAL
 
 
 def _user_class(cls):
@@ -3142,11 +3322,24 @@ def _user_class(cls):
         *INTERNAL, "builtins")
 
 
+def _tuple_stand_in(held, stand_in):
+    """A tuple (or a named tuple) like ``held`` with a stand-in (``stand_in``) for each float
+    array among its items, or None where it holds none."""
+    if len(held) > 64 or not any(type(item) is np.ndarray and item.dtype.kind in "fc"
+                                 for item in held):
+        return None
+    items = [stand_in(item) if type(item) is np.ndarray and item.dtype.kind in "fc" else item
+             for item in held]
+    return type(held)(*items) if hasattr(held, "_fields") else type(held)(items)
+
+
 def _get(place, key):
     """What ``place`` binds at ``key``: a dict's item, a closure cell's contents, a class's
     attribute, or a function's default (``key`` its position, or a keyword-only name)."""
-    if type(place) is dict:
+    if type(place) is dict or type(place) is list:
         return place[key]
+    if type(place) is _Slots:
+        return getattr(place.obj, key)
     if isinstance(place, type):
         return place.__dict__[key]
     if type(place) is types.FunctionType:
@@ -3156,8 +3349,10 @@ def _get(place, key):
 
 def _put(place, key, value):
     """Bind ``value`` where ``_get`` reads."""
-    if type(place) is dict:
+    if type(place) is dict or type(place) is list:
         place[key] = value
+    elif type(place) is _Slots:
+        setattr(place.obj, key, value)
     elif isinstance(place, type):
         setattr(place, key, value)
     elif type(place) is types.FunctionType and type(key) is int:

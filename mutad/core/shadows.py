@@ -387,6 +387,8 @@ class Shadows:
         no zero fill, no addition.
         """
         buffer = place if type(place) is Buffer else place.buffer
+        if not place.whole and place.dtype.kind in "iub":
+            return  # an integer field of an array of records: it carries no derivative
         if type(g) is NDARRAY and g.dtype is _FLOAT:
             if place.whole:
                 # (the common case, a real cotangent into a whole buffer, answered first)

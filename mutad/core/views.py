@@ -65,6 +65,20 @@ def owner_view(a):
     return a.owner_view() if wrapped(a) else owner(a)
 
 
+def view_as(x, y):
+    """The view of traced or dual ``x``'s memory that the plain array ``y``, a view of the
+    memory of ``x``'s value's owner, is (``np.ndarray(buffer=x)``, a run of ``np.nditer``,
+    records viewed as floats), at ``x``'s level; None where that memory is not laid out in
+    order, so that no view of it is ``y``."""
+    whole = owner_view(x)
+    if not memory(whole).flags.c_contiguous:
+        flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
+        if not views(memory(flat), memory(whole)):
+            return None
+        whole = flat
+    return whole.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+
+
 def address(a):
     """The address of ``a``'s first element."""
     a = memory(a)

@@ -25,6 +25,7 @@ import types
 import warnings
 
 import numpy as np
+from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
@@ -32,8 +33,8 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, innermost, refused
 from ..core.registry import SUBCLASS_VIEWS
-from ..core.views import (address, may_overlap, memory, owner, owner_view, stands_for_scalar,
-                          views, weaken, wrapped, writeable)
+from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
+                          wrapped, writeable)
 
 OPERATORS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
              "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
@@ -945,11 +946,9 @@ class ArrayMethods(Tracer):
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in SUBCLASS_VIEWS:
             return SUBCLASS_VIEWS[type](self[...])  # (np.recarray's)
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
-            y = memory(self).view(dtype)  # NumPy's view, and its error
-            whole = owner_view(self)
-            flat = whole.reshape(-1, order="A")  # the owner's memory in order: a view
-            if views(memory(flat), memory(whole)):
-                return flat.restrided(y.shape, y.dtype, address(y) - address(whole), y.strides)
+            y = view_as(self, memory(self).view(dtype))  # NumPy's view, and its error
+            if y is not None:
+                return y
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
@@ -1134,6 +1133,31 @@ def _plain_key(key):
     if type(key) in (list, tuple):
         return type(key)(_plain_key(k) for k in key)
     return key
+
+
+def into_outs(ufunc, inputs, kwargs):
+    """``ufunc(*inputs, out=(a, b))`` of a ufunc with several outputs (``np.divmod``,
+    ``np.modf``, ``np.frexp``): its results, each written into its ``out=`` array where one is
+    given (NumPy's loop computes them all, then they are in those arrays), as a tuple of those
+    arrays and the other results. Refused with ``where=``, or an ``out=`` of another dtype than
+    its result's (NumPy would cast in its loop)."""
+    kwargs = dict(kwargs)
+    outs = kwargs.pop("out")
+    if "where" in kwargs:
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__} with several out= arrays and where=: compute without out= "
+            "and select with np.where(mask, new, old).")
+    results = ufunc(*inputs, **kwargs)
+    for o, y in zip(outs, results, strict=True):
+        if o is not None and memory(o).dtype != memory(y).dtype:
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__} with several out= arrays, one of dtype {memory(o).dtype} "
+                f"for a result of dtype {memory(y).dtype}: give out= arrays of the results' "
+                "dtypes, or write y.astype(...) yourself.")
+    for o, y in zip(outs, results, strict=True):
+        if o is not None:
+            o[...] = y
+    return tuple(y if o is None else o for o, y in zip(outs, results, strict=True))
 
 
 def single_out(ufunc, kwargs):
@@ -1443,7 +1467,7 @@ def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
     derivative) applied to each field."""
     order_of = np.argsort(a, axis=axis, kind=kind, order=order, stable=stable)
     if isinstance(order_of, np.ndarray):  # (the mode's stand-in of integers: NumPy's array)
-        order_of = order_of.view(np.ndarray)
+        order_of = np.ndarray.view(order_of, np.ndarray)
     fields = {name: a[name] for name in a.dtype.names}
     if axis is None:  # (of the records flattened)
         fields = {name: field.reshape((-1,) + field.shape[a.ndim:])  # (subarrays kept)
@@ -1457,7 +1481,20 @@ def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return y
 
 
-RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort}
+def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
+    """``structured_to_unstructured`` of an array of records: NumPy's view of their memory
+    where NumPy's result is one (the fields of one dtype, evenly spaced), as a view of the
+    array's; else its fields, each flattened to a run along the last axis, side by side in
+    NumPy's dtype."""
+    y = recfunctions.structured_to_unstructured(memory(arr), dtype, copy, casting)
+    if np.shares_memory(y, memory(arr)) and (view := view_as(arr, y)) is not None:
+        return view
+    runs = [arr[name].astype(y.dtype).reshape(arr.shape + (-1,)) for name in arr.dtype.names]
+    return np.concatenate(runs, axis=-1)
+
+
+RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
+                    recfunctions.structured_to_unstructured: _records_unstructured}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
 
@@ -1745,11 +1782,11 @@ def untraced_write(what):
     return UntracedWriteError(
         f"{what}: a traced value was written into a plain array mutad does not follow, so its "
         "gradient would be lost: one created before the differentiation started that the "
-        "function reaches only through a list, a tuple or another object (a cache), or an "
-        "integer or structured one, or one created by an enclosing differentiation, or one "
-        "made inside the function by a call the allocation mode does not follow (a draw from "
-        "a generator made before the differentiation, a copy of an array reached only "
-        "through a list or an object's attributes). Allocate it inside "
+        "function reaches only through an object mutad does not look into (a cache, a "
+        "deque), or an integer or structured one, or one created by an enclosing "
+        "differentiation, or one made inside the function by a call the allocation mode does "
+        "not follow (a draw from a generator made before the differentiation, a copy of an "
+        "array reached only through such an object). Allocate it inside "
         "the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is followed, "
         "reach it by a name (a module-level or closure variable, a default argument, an "
         "attribute its code names: its writes are then followed, and its bytes written back), "

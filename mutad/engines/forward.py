@@ -23,8 +23,8 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, stand_in_value, stands_in, ufunc_operands,
-                               without_derivative)
+                               lists_as_arrays, plain_memory, stand_in_value, stands_in,
+                               ufunc_operands, without_derivative)
 from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
@@ -32,7 +32,7 @@ from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivativ
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_key,
                         records_write, refuse_records,
-                        out_computation, single_out, stands_for_scalar, takes_over, weak,
+                        into_outs, out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
@@ -192,7 +192,7 @@ def batch_key(key, level):
     axes of advanced indices first when they are not next to each other (then they would go
     before the batch axis); such keys, and keys holding anything but integers, slices, None,
     Ellipsis and integer or boolean arrays and lists (duals), stop the pass."""
-    items = tuple(item.view(np.ndarray) if type(item) is Preexisting else item
+    items = tuple(plain_memory(item) if type(item) is Preexisting else item
                   for item in (key if type(key) is tuple else (key,)))
     advanced, arrays = [], False
     for position, item in enumerate(items):
@@ -950,6 +950,8 @@ class Dual(ArrayMethods):
             result = numpys_scalar_operator(ufunc, inputs)
             if result is not None:
                 return result
+        if method == "__call__" and len(kwargs.get("out") or ()) > 1:
+            return into_outs(ufunc, inputs, kwargs)  # np.divmod(a, b, out=(q, r))
         out = single_out(ufunc, kwargs)
         # NumPy asks one dual per call whatever their levels: it answers for the innermost.
         level = active(level_of(inputs + (out,)))

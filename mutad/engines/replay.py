@@ -4434,7 +4434,9 @@ def _memory_of(a):
     buffer not NumPy's (``_BUFFERS``) viewed as bytes."""
     if type(a) in _BUFFERS:
         return np.frombuffer(a, np.uint8)
-    return a.view(np.ndarray) if type(a) is not np.ndarray and isinstance(a, np.ndarray) else a
+    if type(a) is not np.ndarray and isinstance(a, np.ndarray):
+        return np.ndarray.view(a, np.ndarray)  # (not a stand-in's own view: ``plain_memory``)
+    return a
 
 
 def _as_bytes(a):

@@ -26,7 +26,7 @@ import zlib
 
 import numpy as np
 
-from ..core.allocation import PLAIN_ACCESS, Preexisting
+from ..core.allocation import PLAIN_ACCESS, Preexisting, plain_memory
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
@@ -315,15 +315,17 @@ def keep(tape, x, value):
 def private(value):
     """What a record keeps of ``value``, an operand it reads: a read-only copy of an integer or
     boolean array the differentiated code made (a plain view of a stand-in: ``x > 0``,
-    ``np.arange(n)``, an index it computed), which the code may go on writing, as NumPy lets it
+    ``np.arange(n)``, an index it computed, an integer field of an array of records, whose
+    other fields the function writes), which the code may go on writing, as NumPy lets it
     (``m[:] = ~m``) where a record keeping the array itself would need it frozen; a mask or an
     index costs little to copy beside the floats the operation reads. The records reading the
     same bytes there share one copy (a mask read on every step of a loop: ``_COPIES``).
     Anything else as it is; one level into tuples and lists (a key)."""
     kind = type(value)
     if kind is np.ndarray or kind is Preexisting:
-        if value.dtype.kind in "iub" and type(owner(value)) is Preexisting:
-            value = value.view(np.ndarray)
+        if value.dtype.kind in "iub" and (type(whole := owner(value)) is Preexisting or (
+                type(whole) is np.ndarray and whole.dtype.names is not None)):
+            value = plain_memory(value)
             region = (address(value), value.shape, value.strides, value.dtype.str)
             copy = _COPIES.get(region)
             if copy is None or not np.array_equal(copy, value):
@@ -738,7 +740,7 @@ def plain(tree):
     if kind is Traced:
         return weak_value(tree.value) if tree.buffer.weak else tree.value
     if kind is Preexisting:  # an index the function made (np.arange): the array it views
-        return tree.view(np.ndarray)
+        return plain_memory(tree)
     if kind is list or kind is tuple:
         return kind([plain(x) for x in tree])
     if kind is dict:

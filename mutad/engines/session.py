@@ -35,7 +35,7 @@ from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
-                          same_region, spans, weaken, wrapped, writeable)
+                          same_region, spans, views, weaken, wrapped, writeable)
 
 
 ADOPTED = ("f wrote into an array made before the call that it reaches by a name (a "
@@ -150,6 +150,19 @@ class Differentiation:
     def restore(self):
         """Write back the caller's original bytes."""
         self.originals.restore()
+
+
+def _part_of_dual(whole, layout, x):
+    """The view of a forward level's dual ``whole`` of the caller's array ``layout`` that the
+    caller's view ``x`` of ``layout``'s memory is (``W[1:]`` inside a hessian): the same view
+    of its value and tangent, laid out as ``layout``. None where the dual's value is not laid
+    out so, or its memory not in order (no view of it is ``x``'s)."""
+    if type(whole) is not Dual or whole.value.strides != layout.strides:
+        return None
+    flat = whole.reshape(-1, order="A")
+    if not views(memory(flat), memory(whole)):
+        return None
+    return flat.restrided(x.shape, x.dtype, address(x) - address(layout), x.strides)
 
 
 class ReverseDifferentiation(Differentiation):
@@ -269,6 +282,8 @@ class ReverseDifferentiation(Differentiation):
             value = view_of(lifted, x, outer)
         elif same_region(x, layout):  # (a forward level's dual: ``W[...] *= k``)
             value = lifted
+        elif (part := _part_of_dual(lifted, layout, x)) is not None:
+            value = part
         else:
             raise UnsupportedOperationError(
                 "a gradient inside forward mode (a hessian, a jvp of a gradient) whose function "

@@ -49,7 +49,7 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, out_computation, put_right, records_function,
                         records_key, records_write, numpy_scalar, refuse_records,
-                        single_out, stands_for_scalar, takes_over, weak_arithmetic)
+                        into_outs, single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
 from ..core.errors import no_rule
@@ -145,6 +145,8 @@ class TracedDispatch:
                     return result
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
+        if method == "__call__" and len(kwargs.get("out") or ()) > 1:
+            return into_outs(ufunc, inputs, kwargs)  # np.divmod(a, b, out=(q, r))
         out = single_out(ufunc, kwargs)
         if defers(self.tape, inputs):
             return NotImplemented

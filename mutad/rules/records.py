@@ -17,12 +17,13 @@ differentiation follows is one too.
 import sys
 
 import numpy as np
+from numpy.lib import recfunctions
 
 from ..core.allocation import by_user_code, holds_derivative, in_containers
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
-from ..core.registry import SUBCLASS_VIEWS, defroute
-from ..core.views import memory, owner, wrapped
+from ..core.registry import SUBCLASS_VIEWS, defcomposite, defroute
+from ..core.views import memory, owner, view_as, wrapped
 
 
 class Records:
@@ -205,3 +206,21 @@ SUBCLASS_VIEWS[np.recarray] = Records
 _constructor(np.rec.fromarrays, _from_arrays)
 _constructor(np.rec.fromrecords, _from_records)
 _constructor(np.rec.array, _array, viewing=True)
+
+
+@defcomposite(recfunctions.unstructured_to_structured)
+def unstructured_to_structured(arr, dtype=None, names=None, align=False, copy=False,
+                               casting="unsafe"):
+    """NumPy's view of ``arr``'s memory as records (its last axis the fields, of its dtype),
+    as a view of the array mutad follows, whose fields are then views of it. Where NumPy
+    copies (fields of another dtype, a last axis not laid out as records), refused."""
+    y = recfunctions.unstructured_to_structured(memory(arr), dtype, names, align, copy,
+                                                casting)
+    view = view_as(arr, y) if np.shares_memory(y, memory(arr)) else None
+    if view is None:
+        raise UnsupportedOperationError(
+            "np.lib.recfunctions.unstructured_to_structured of differentiated values that "
+            "NumPy copies into new records (fields of another dtype than the array's, or a "
+            "last axis not laid out as records): make the records with np.zeros(shape, dtype) "
+            "and write each field, a['m'] = x[..., 0].")
+    return view
