@@ -117,6 +117,7 @@ facets; ``user_rule`` for ``custom``. ``table(facet)`` lists the functions with 
 """
 
 import functools
+import warnings
 
 from .errors import (ComplexInputError, ConversionError, UnsupportedOperationError,
                      function_name, no_rule)
@@ -676,7 +677,11 @@ def deflinear(*funcs, operands=(0,), offsets=()):
                 else _device_among(args)
             moved = [_tangent_or_zero(a, tangents[i], device) if i in operands else a
                      for i, a in enumerate(args)]
-            return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
+            # the same function of the tangents: its Python warnings (np.mean's "Mean of empty
+            # slice") are the value's again, which NumPy's call above has issued once
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
 
         return jvp
 

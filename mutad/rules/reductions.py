@@ -351,7 +351,9 @@ def variance_gradient(a, axis, ddof, where):
     callers mask its products, as the left-out elements are not read (0 even where the
     derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements)."""
     n = count(a, axis, where)
-    centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
+    with warnings.catch_warnings():  # of an empty slice: NumPy's np.var has warned
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
     return (2 / (n - ddof)) * centred
 
 
