@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import mutad
 
@@ -136,3 +137,31 @@ def test_a_tangents_warning_is_labelled():
     heard = _heard(lambda: mutad.jvp(lambda x: np.sum(np.log(x)), (x,), (np.ones(3),)))
     assert heard == ["divide by zero encountered in log",
                      "divide by zero encountered in divide, in a tangent"]
+
+
+# SciPy's moments warn of catastrophic cancellation (nearly equal data); mutad's stand-ins for
+# them computed the same values without the warning.
+
+STATISTICS = [
+    lambda x: scipy.stats.zscore(x), lambda x: scipy.stats.zmap(x, x * 2.0),
+    lambda x: scipy.stats.tvar(x), lambda x: scipy.stats.moment(x, 2),
+    lambda x: scipy.stats.skew(x), lambda x: scipy.stats.describe(x)[3],
+]
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp"])
+@pytest.mark.parametrize("statistic", range(len(STATISTICS)))
+@pytest.mark.parametrize("values", [[1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 5.0]])
+def test_scipys_precision_warning_is_given(values, statistic, mode):
+    def f(x):
+        return np.nansum(STATISTICS[statistic](x))
+
+    x = np.array(values)
+    before = x.tobytes()
+    expected = _heard(lambda: f(x.copy()))
+    if mode == "gradient":
+        heard = _heard(lambda: mutad.value_and_gradient(f, x))
+    else:
+        heard = _heard(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
+    assert x.tobytes() == before
+    assert _own(heard) == expected
