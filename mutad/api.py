@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -601,9 +602,47 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     return jacobian_of_f
 
 
+class _RunsShownAsOne:
+    """While a Jacobian or a Hessian runs ``f`` once per direction (or batch of them), the
+    warnings shown are those one run shows: NumPy's own, as its one run of ``f`` gives them,
+    and the derivative's, not once more per direction. A warning (its text, category and line)
+    is shown for its k-th occurrence in a run only if no run before has shown k of it. It
+    hooks where Python shows a warning, after the filters: one that the user's filters turn
+    into an error still raises inside ``f``, as in NumPy's run, and ``f``'s own
+    ``catch_warnings`` records what it records."""
+
+    def __init__(self, f):
+        self.f = f
+        self.shown, self.run = {}, {}
+
+    def __call__(self, *args, **kwargs):
+        self.run = {}  # a run begins
+        return self.f(*args, **kwargs)
+
+    def __enter__(self):
+        self.show_before = warnings._showwarnmsg_impl
+        warnings._showwarnmsg_impl = self.show
+        return self
+
+    def __exit__(self, *exception):
+        warnings._showwarnmsg_impl = self.show_before
+
+    def show(self, message):
+        key = (str(message.message), message.category, message.filename, message.lineno)
+        k = self.run[key] = self.run.get(key, 0) + 1
+        if k > self.shown.get(key, 0):
+            self.shown[key] = k
+            self.show_before(message)
+
+
 def _jacobian(f, args, argnums, mode):
     """:func:`jacobian` by ``mode``: "forward", "reverse", or None for the one with fewer
     passes."""
+    with _RunsShownAsOne(f) as runs:
+        return _jacobian_of_runs(runs, args, argnums, mode)
+
+
+def _jacobian_of_runs(f, args, argnums, mode):
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
@@ -764,6 +803,11 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     of directions per pass where every operation on them is one the batch handles (as in
     :func:`jacobian`), else one direction per pass, with the same result. A decorated function
     whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
+    with _RunsShownAsOne(f) as runs:
+        return _hessian(runs, args, argnums, policy)
+
+
+def _hessian(f, args, argnums, policy):
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)

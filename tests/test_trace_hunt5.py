@@ -165,3 +165,45 @@ def test_scipys_precision_warning_is_given(values, statistic, mode):
         heard = _heard(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
     assert x.tobytes() == before
     assert _own(heard) == expected
+
+
+# A Jacobian or a Hessian runs f once per direction (or batch of them): each run showed NumPy's
+# warnings again (a Hessian of four elements: the log's warning five times, where NumPy's one
+# run gives it once).
+
+
+def _logs(x):
+    y = np.log(x)
+    for _ in range(2):  # twice in one run: NumPy shows it twice
+        z = np.log(x)
+    return np.sum(np.where(np.isfinite(y), y, 0.0) ** 2) + np.sum(x ** 3) + 0.0 * np.sum(
+        np.where(np.isfinite(z), z, 0.0))
+
+
+@pytest.mark.parametrize("derivative", [
+    lambda x: mutad.hessian(_logs, x), lambda x: mutad.hessian(_logs, x, policy="checkpoint"),
+    lambda x: mutad.jacfwd(_logs)(x), lambda x: mutad.jacrev(_logs)(x),
+    lambda x: mutad.jacobian(_logs, x)])
+def test_jacobians_and_hessians_show_one_runs_warnings(derivative):
+    x = np.array([1.0, 0.0, 2.0, 3.0])
+    before = x.tobytes()
+    heard = _heard(lambda: derivative(x))
+    assert x.tobytes() == before
+    expected = _heard(lambda: _logs(x.copy()))
+    assert expected == ["divide by zero encountered in log"] * 3
+    assert _own(heard) == expected
+
+
+def test_a_warning_turned_into_an_error_still_raises_in_each_run():
+    def f(x):
+        try:
+            y = np.log(x)
+        except RuntimeWarning:
+            y = x * 0.0
+        return np.sum(y ** 2 + x ** 3)
+
+    x = np.array([1.0, 0.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = mutad.hessian(f, x)
+    np.testing.assert_array_equal(h, np.diag(6.0 * x))  # the except branch, in every run
