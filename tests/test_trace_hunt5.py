@@ -207,3 +207,34 @@ def test_a_warning_turned_into_an_error_still_raises_in_each_run():
         warnings.simplefilter("error")
         h = mutad.hessian(f, x)
     np.testing.assert_array_equal(h, np.diag(6.0 * x))  # the except branch, in every run
+
+
+# Forward mode's product rule for contractions: a constant made in f (np.ones, np.arange) is a
+# dual with a zero tangent, and its term, NumPy's product of the other operand with zeros, was
+# NaN wherever that operand held a NaN or an infinity, whatever the direction: jvp and jacfwd
+# gave NaN for every column where the gradient is finite.
+
+CONTRACTIONS = [
+    lambda x: x @ np.ones(4), lambda x: np.dot(np.ones(4), x), lambda x: np.sort(x) @ np.arange(4.0),
+    lambda x: np.einsum("i,i->", x, np.arange(4.0)), lambda x: np.sum(np.outer(x, np.ones(2))),
+    lambda x: np.tensordot(x, np.ones(4), 1), lambda x: np.inner(np.ones(4), x),
+    lambda x: np.sum(np.kron(x, np.ones(2))), lambda x: np.sum(np.ones((2, 4)) @ x),
+]
+
+
+@pytest.mark.parametrize("special", [np.nan, np.inf])
+@pytest.mark.parametrize("contraction", range(len(CONTRACTIONS)))
+def test_a_constants_zero_tangent_contributes_zero(contraction, special):
+    f = CONTRACTIONS[contraction]
+    x = np.array([special, 1.0, 2.0, 0.5])
+    before = x.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = mutad.gradient(f, x)[0]
+        columns = mutad.jacfwd(f)(x)
+        direction = np.array([0.0, 1.0, -2.0, 3.0])
+        _, t = mutad.jvp(f, (x,), (direction,))
+    assert x.tobytes() == before
+    assert np.all(np.isfinite(g))
+    np.testing.assert_array_equal(columns, g)
+    assert t == g @ direction

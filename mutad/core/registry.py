@@ -688,6 +688,17 @@ def deflinear(*funcs, operands=(0,), offsets=()):
     _enter("forward", funcs, linear_jvp)
 
 
+def vanishes(tangent):
+    """Whether ``tangent`` is a plain array of zeros (a constant's made in f: ``np.ones``):
+    its term of a product rule is then zero, as a zero tangent contributes zero whatever it
+    meets, where NumPy's product with an infinity or a NaN of the other operands would make it
+    NaN, and every direction's tangent with it. A tangent an enclosing differentiation traces
+    is never skipped (its derivative need not be zero). Its cost is below the term's."""
+    import numpy as np
+
+    return type(tangent) is np.ndarray and not tangent.any()
+
+
 def defmultilinear(*funcs, operands=None):
     """Declare the forward rules of ``funcs``, linear in each of the positional arguments
     ``operands`` separately (all of them if None): the product rule, one term per operand that
@@ -700,7 +711,8 @@ def defmultilinear(*funcs, operands=None):
             y = call(*args, **kwargs)
             dy = None
             for i, t in enumerate(tangents):
-                if t is None or (operands is not None and i not in operands):
+                if (t is None or (operands is not None and i not in operands)
+                        or vanishes(t)):
                     continue
                 term = call(*args[:i], t, *args[i + 1:], **kwargs)
                 dy = term if dy is None else dy + term
