@@ -238,3 +238,34 @@ def test_a_constants_zero_tangent_contributes_zero(contraction, special):
     assert np.all(np.isfinite(g))
     np.testing.assert_array_equal(columns, g)
     assert t == g @ direction
+
+
+# Forward rules of reductions summed derivative * tangent: an infinite or NaN derivative of
+# one element times that element's zero tangent made every direction's tangent NaN (jacfwd all
+# NaN), where the gradient, whose zero cotangents contribute zero, is finite in those entries.
+
+REDUCTIONS = [
+    (lambda x: np.prod(x), [np.inf, 1.0, 2.0, 0.5]),
+    (lambda x: np.nanprod(x), [np.inf, np.nan, 2.0, 0.5]),
+    (lambda x: np.prod(x, where=x < 3.0), [1e308, 1e308, 2.0, 0.5]),
+    (lambda x: np.linalg.norm(x, 0.5), [np.inf, 1.0, 2.0, 0.5]),
+    (lambda x: np.linalg.norm(x, 3), [np.inf, 1.0, 2.0, 0.5]),
+    (lambda x: np.linalg.norm(x, 1), [np.nan, 1.0, -2.0, 0.5]),
+    (lambda x: np.linalg.vector_norm(x, ord=4), [np.inf, 1.0, 2.0, 0.5]),
+    (lambda x: np.std(x, where=x > 0), [np.inf, 1.0, -2.0, 0.5]),
+    (lambda x: np.var(x, where=x > 0), [np.inf, 1.0, -2.0, 0.5]),
+]
+
+
+@pytest.mark.parametrize("reduction", range(len(REDUCTIONS)))
+def test_a_zero_tangent_beside_an_infinite_derivative(reduction):
+    f, values = REDUCTIONS[reduction]
+    x = np.array(values)
+    before = x.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = mutad.gradient(f, x)[0]
+        columns = mutad.jacfwd(f)(x)
+    assert x.tobytes() == before
+    assert not np.isnan(g).all()  # entries that are not NaN: so must the columns' be
+    np.testing.assert_allclose(columns, g, rtol=1e-15, atol=0, equal_nan=True)
