@@ -254,6 +254,8 @@ REDUCTIONS = [
     (lambda x: np.linalg.vector_norm(x, ord=4), [np.inf, 1.0, 2.0, 0.5]),
     (lambda x: np.std(x, where=x > 0), [np.inf, 1.0, -2.0, 0.5]),
     (lambda x: np.var(x, where=x > 0), [np.inf, 1.0, -2.0, 0.5]),
+    (lambda x: np.sum(np.sinc(x)), [np.nan, 1.0, 2.0, 0.5]),  # NumPy's Python functions
+    (lambda x: np.sum(np.i0(x)), [np.nan, 1.0, 2.0, 0.5]),
 ]
 
 
