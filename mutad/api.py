@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 import weakref
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
@@ -517,10 +518,12 @@ def _differentiable_argument(x, function, position):
                            "so it has no derivative.")
 
 
-def _on_leaves(f, args, selected):
+def _on_leaves(f, args, selected, runs=None):
     """``f`` as a function of the leaves of ``args``, the leaves, the positions of the float
     leaves of each selected argument, and ``per_argument(values, i)``, which rebuilds argument
-    ``i``'s structure around one value per float leaf (None for the others)."""
+    ``i``'s structure around one value per float leaf (None for the others). ``runs``: the
+    ``_RunsShownAsOne`` told of each run of ``f`` (in this function, which the allocation
+    mode follows to ``f``, not in one more around it)."""
     leaves, parts = [], []
     for a in args:
         these, rebuild = flatten(a)
@@ -528,6 +531,8 @@ def _on_leaves(f, args, selected):
         leaves.extend(these)
 
     def f_of_leaves(*xs):
+        if runs is not None:
+            runs.begin()
         return f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
 
     def per_argument(values, i):
@@ -601,13 +606,50 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     return jacobian_of_f
 
 
+class _RunsShownAsOne:
+    """While a Jacobian or a Hessian runs ``f`` once per direction (or batch of them), the
+    warnings shown are those one run shows: NumPy's own, as its one run of ``f`` gives them,
+    and the derivative's, not once more per direction. A warning (its text, category and line)
+    is shown for its k-th occurrence in a run only if no run before has shown k of it. It
+    hooks where Python shows a warning, after the filters: one that the user's filters turn
+    into an error still raises inside ``f``, as in NumPy's run, and ``f``'s own
+    ``catch_warnings`` records what it records."""
+
+    def __init__(self):
+        self.shown, self.run = {}, {}
+
+    def begin(self):
+        """A run of ``f`` begins (``_on_leaves``'s function calls it)."""
+        self.run = {}
+
+    def __enter__(self):
+        self.show_before = warnings._showwarnmsg_impl
+        warnings._showwarnmsg_impl = self.show
+        return self
+
+    def __exit__(self, *exception):
+        warnings._showwarnmsg_impl = self.show_before
+
+    def show(self, message):
+        key = (str(message.message), message.category, message.filename, message.lineno)
+        k = self.run[key] = self.run.get(key, 0) + 1
+        if k > self.shown.get(key, 0):
+            self.shown[key] = k
+            self.show_before(message)
+
+
 def _jacobian(f, args, argnums, mode):
     """:func:`jacobian` by ``mode``: "forward", "reverse", or None for the one with fewer
     passes."""
+    with _RunsShownAsOne() as runs:
+        return _jacobian_of_runs(f, args, argnums, mode, runs)
+
+
+def _jacobian_of_runs(f, args, argnums, mode, runs):
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
-    f, args, positions, per_argument = _on_leaves(f, args, selected)
+    f, args, positions, per_argument = _on_leaves(f, args, selected, runs)
     y = session.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
@@ -764,10 +806,15 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     of directions per pass where every operation on them is one the batch handles (as in
     :func:`jacobian`), else one direction per pass, with the same result. A decorated function
     whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
+    with _RunsShownAsOne() as runs:
+        return _hessian(f, args, argnums, policy, runs)
+
+
+def _hessian(f, args, argnums, policy, runs):
     selected, single = check_argnums(argnums, len(args))
     for i in selected:
         _differentiable_argument(args[i], "hessian", i)
-    f, args, positions, per_argument = _on_leaves(f, args, selected)
+    f, args, positions, per_argument = _on_leaves(f, args, selected, runs)
     leaves = sorted({k for ks in positions.values() for k in ks})
     blocks = {}  # (leaf, leaf) -> block
     for j in leaves:

@@ -300,7 +300,8 @@ def issue_held(level, issue=True):
     for event in events if issue and events else ():
         if len(event) == 1:
             raise FloatingPointError(f"{event[0]}, in a tangent")
-        warn_at(event[0], RuntimeWarning, *event[1:])
+        # labelled, as a gradient's are: the derivative's, beside NumPy's own (issued in f)
+        warn_at(f"{event[0]}, in a tangent", RuntimeWarning, *event[1:])
 
 
 class Warnings:

@@ -117,6 +117,7 @@ facets; ``user_rule`` for ``custom``. ``table(facet)`` lists the functions with 
 """
 
 import functools
+import warnings
 
 from .errors import (ComplexInputError, ConversionError, UnsupportedOperationError,
                      function_name, no_rule)
@@ -676,11 +677,26 @@ def deflinear(*funcs, operands=(0,), offsets=()):
                 else _device_among(args)
             moved = [_tangent_or_zero(a, tangents[i], device) if i in operands else a
                      for i, a in enumerate(args)]
-            return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
+            # the same function of the tangents: its Python warnings (np.mean's "Mean of empty
+            # slice") are the value's again, which NumPy's call above has issued once
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                return y, call(*moved, **{k: v for k, v in kwargs.items() if k not in offsets})
 
         return jvp
 
     _enter("forward", funcs, linear_jvp)
+
+
+def vanishes(tangent):
+    """Whether ``tangent`` is a plain array of zeros (a constant's made in f: ``np.ones``):
+    its term of a product rule is then zero, as a zero tangent contributes zero whatever it
+    meets, where NumPy's product with an infinity or a NaN of the other operands would make it
+    NaN, and every direction's tangent with it. A tangent an enclosing differentiation traces
+    is never skipped (its derivative need not be zero). Its cost is below the term's."""
+    import numpy as np
+
+    return type(tangent) is np.ndarray and not tangent.any()
 
 
 def defmultilinear(*funcs, operands=None):
@@ -695,7 +711,8 @@ def defmultilinear(*funcs, operands=None):
             y = call(*args, **kwargs)
             dy = None
             for i, t in enumerate(tangents):
-                if t is None or (operands is not None and i not in operands):
+                if (t is None or (operands is not None and i not in operands)
+                        or vanishes(t)):
                     continue
                 term = call(*args[:i], t, *args[i + 1:], **kwargs)
                 dy = term if dy is None else dy + term

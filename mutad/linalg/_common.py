@@ -58,11 +58,18 @@ def as_matrices(y):
 def of_finite_matrices(a, derivative):
     """``derivative(a)``, NaN for each matrix of ``a`` that holds an infinity or a NaN: LAPACK's
     SVD with vectors of such a matrix may never return, and a derivative there is not
-    finite."""
+    finite. It is computed at a stand-in there, diag(1, 2, ...), whose singular values are
+    distinct and nonzero, so that no check of repeated or zero values refuses the stack for
+    that matrix."""
     finite = np.isfinite(a).all(axis=(-2, -1))[..., None, None]
     if finite.all():
         return derivative(a)
-    return np.where(finite, derivative(np.where(finite, a, 0)), np.nan)
+    m, n = np.shape(a)[-2:]
+    stand_in = np.eye(m, n, dtype=a.dtype) * np.arange(1, n + 1, dtype=a.dtype)
+    # NaN there, of each entry of that matrix (not a constant NaN, whose derivative an
+    # enclosing differentiation would take as 0)
+    undefined = np.sum(np.where(finite, 0.0, a), axis=(-2, -1), keepdims=True) * np.nan
+    return np.where(finite, derivative(np.where(finite, a, stand_in)), undefined)
 
 
 def real_diagonal(m):

@@ -10,6 +10,7 @@ import scipy.linalg as _linalg
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
+from ..engines.products import times
 from ..scipy._adjoints import scipy_adjoint
 from ._common import of_finite_matrices
 from .spectral import singular_spectrum
@@ -120,11 +121,12 @@ def norm_pullback(x, y, ord, axes, keepdims, matrix):
 
 def norm_tangent(x, dx, y, ord, axes, keepdims, matrix):
     """The tangent of a norm: the reverse rule's (sub)gradient applied to ``dx``, for complex
-    ``x`` as the real inner product Re(conj(gradient) dx)."""
+    ``x`` as the real inner product Re(conj(gradient) dx); a zero element of ``dx`` contributes
+    zero, beside an infinite or NaN derivative too (``times``), as in the gradient."""
     derivative = norm_derivative(x, y, ord, axes, keepdims, matrix)
     if np.iscomplexobj(derivative):
         return np.sum(np.real(np.conjugate(derivative) * dx), axis=axes, keepdims=keepdims)
-    return np.sum(derivative * dx, axis=axes, keepdims=keepdims)
+    return np.sum(times(dx, derivative), axis=axes, keepdims=keepdims)
 
 
 def reduced_axes(x, axis):

@@ -141,7 +141,10 @@ def repeated_pairs(values, size=None):
     n = values.shape[-1]
     scale = np.max(np.abs(values), axis=-1, initial=0.0)[..., None, None]
     limit = REPEATED_ULPS * (size or n) * np.finfo(values.dtype).eps * scale
-    close = np.abs(values[..., None, :] - values[..., :, None]) <= limit
+    # (none where a value is infinite or NaN: the bound is then no bound, and that matrix's
+    # derivative is not finite anyway, which must not refuse the other matrices of a stack)
+    close = np.abs(values[..., None, :] - values[..., :, None]) <= np.where(
+        np.isfinite(scale), limit, -1.0)
     return close & ~np.eye(n, dtype=bool, like=values)
 
 
@@ -266,7 +269,8 @@ def singular_spectrum(name, a, s):
     size = max(np.shape(a)[-2:])
     pairs = repeated_pairs(plain, size)
     limit = REPEATED_ULPS * size * np.finfo(plain.dtype).eps
-    zero = plain <= limit * np.max(plain, axis=-1, initial=0.0)[..., None]
+    largest = np.max(plain, axis=-1, initial=0.0)[..., None]
+    zero = plain <= np.where(np.isfinite(largest), limit * largest, -1.0)  # (as for pairs)
     require_first_order(name, a, s, pairs | (zero[..., :, None] & zero[..., None, :]))
     return pairs, zero
 

@@ -28,7 +28,7 @@ import numpy as np
 from ..core.errors import UnsupportedOperationError
 from ..core.debug import caller, warn_at
 from ..core.registry import (complex_aware, defbatched, defjvp, deflinear, defmultilinear,
-                             defrule, holomorphic)
+                             defrule, holomorphic, vanishes)
 from ..core.tape import source_line
 from ..core.views import memory
 from ._helpers import transpose, unbroadcast
@@ -610,7 +610,7 @@ def _product_batched(func):
         if kwargs or np.ndim(a) not in (1, 2) or np.ndim(b) not in (1, 2):
             return NotImplemented
         y = func(a, b)
-        ta, tb = tangents[0], tangents[1]
+        ta, tb = (None if t is None or vanishes(t) else t for t in tangents[:2])
         dy = None
         if ta is not None:
             dy = np.matmul(ta, b)  # (B, [n,] k) @ b: the batch axis a stack's

@@ -28,6 +28,7 @@ from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, de
                              defrule, holomorphic)
 from ..core.views import memory, wrapped
 from ..engines.arraylike import settled
+from ..engines.products import times
 from ._helpers import Template, batch_axes, expand
 
 
@@ -217,8 +218,9 @@ def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
-    # a left-out element is not read: its tangent, even infinite, does not count
-    return y, np.sum(masked(da * others, kwargs.get("where", True)), axis=axis,
+    # a left-out element is not read: its tangent, even infinite, does not count; a zero
+    # tangent contributes zero, beside an infinite or NaN product of the others too (times)
+    return y, np.sum(masked(times(da, others), kwargs.get("where", True)), axis=axis,
                      keepdims=keepdims)
 
 
@@ -252,7 +254,7 @@ def nanprod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs)
     present = ~np.isnan(a)
     factors = np.where(present, a, 1)
     others = product_of_others(factors, axis, kwargs, has_zero(factors, kwargs))
-    return y, np.sum(np.where(present, da * others, 0), axis=axis, keepdims=keepdims)
+    return y, np.sum(np.where(present, times(da, others), 0), axis=axis, keepdims=keepdims)
 
 
 ########################################################################################
@@ -351,7 +353,9 @@ def variance_gradient(a, axis, ddof, where):
     callers mask its products, as the left-out elements are not read (0 even where the
     derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements)."""
     n = count(a, axis, where)
-    centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
+    with warnings.catch_warnings():  # of an empty slice: NumPy's np.var has warned
+        warnings.simplefilter("ignore", RuntimeWarning)
+        centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
     return (2 / (n - ddof)) * centred
 
 
@@ -364,7 +368,7 @@ def variance_tangent(da, a, axis, keepdims, ddof, where):
     """The gradient's inner product with ``da``: for complex ``a``, Re(conj(gradient) da), the
     real variance's change (NumPy's variance of complex values is that of |a - mean|)."""
     g = variance_gradient(a, axis, ddof, where)
-    product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else g * da
+    product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else times(da, g)
     return np.sum(masked(product, where), axis=axis, keepdims=keepdims)
 
 
@@ -404,7 +408,9 @@ def std_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwa
     y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
-    return y, d_variance / np.where(y == 0, np.inf, 2 * y)  # as the reverse rule: 0 at std 0
+    # as the reverse rule: 0 at std 0; a zero change of the variance (a direction along
+    # elements where= leaves out) is zero beside a NaN or infinite std too
+    return y, np.where(d_variance == 0, d_variance, d_variance / np.where(y == 0, np.inf, 2 * y))
 
 
 ########################################################################################

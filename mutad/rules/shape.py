@@ -677,13 +677,15 @@ def accumulate_of(ufunc):
         if dtype is None and out is not None:
             dtype = out.dtype
         a = lists_as_arrays([a])[0]
-        # NumPy's values, and its errors (a cast it refuses, an out of another shape)
+        # NumPy's values, and its errors (a cast it refuses, an out of another shape) and
+        # floating-point events: the steps' are the same ones again
         expected = ufunc.accumulate(memory(a), axis=axis, dtype=dtype, out=None if out is None
                                     else np.empty(np.shape(out), dtype=out.dtype))
         moved = np.moveaxis(a if dtype is None else a.astype(dtype, copy=False), axis, 0)
         steps = [moved[0]]
-        for i in range(1, moved.shape[0]):
-            steps.append(ufunc(steps[-1], moved[i]))
+        with np.errstate(all="ignore"):
+            for i in range(1, moved.shape[0]):
+                steps.append(ufunc(steps[-1], moved[i]))
         y = (np.moveaxis(np.stack(steps), 0, axis) if steps
              else np.moveaxis(moved * 1.0, 0, axis))
         y = _laid_out_as(y, expected)
@@ -732,16 +734,18 @@ def reduce_of(ufunc):
         if count == 0 and not given and ufunc.identity is None:
             raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which "
                              "has no identity")
+        # NumPy's values, and its floating-point events: the fold's are the same ones again
+        expected = ufunc.reduce(memory(a), axis=axis, keepdims=keepdims, **given)
         if count == 0:  # the identity or initial everywhere: a constant
             y = np.full(folded.shape[1:], ufunc.identity if not given else initial,
                         dtype=np.result_type(a))
         else:
-            y = folded[0] if not given else ufunc(initial, folded[0])
-            for i in range(1, count):
-                y = ufunc(y, folded[i])
+            with np.errstate(all="ignore"):
+                y = folded[0] if not given else ufunc(initial, folded[0])
+                for i in range(1, count):
+                    y = ufunc(y, folded[i])
         if keepdims:
             y = np.expand_dims(y, axes)
-        expected = ufunc.reduce(memory(a), axis=axis, keepdims=keepdims, **given)
         if not _same_bits(memory(y), expected):
             raise UnsupportedOperationError(
                 f"{name} of a differentiated array laid out so that NumPy reduces it in another "

@@ -199,6 +199,24 @@ def over_hypot(x, y, at_origin):
     return np.where(at_origin, 0.0, x / np.where(at_origin, 1.0, y))
 
 
+def log_sum_shares(power):
+    """The partials of ``log(power(a) + power(b))`` (np.logaddexp, np.logaddexp2): the shares
+    ``1 / (1 + power(b - a))`` and ``1 / (1 + power(a - b))``, not ``power(a - y)``, which is
+    NaN where ``y`` is infinite. At a = +inf beside a finite b they are 1 and 0, the limits;
+    at a = b (two equal infinities too) 1/2 each, as at every tie; NaN only beside a NaN."""
+    def difference(a, b):
+        with np.errstate(invalid="ignore"):  # inf - inf: a tie, set to 0 below
+            d = np.subtract(a, b)
+        return np.where(np.equal(a, b), 0.0, d)
+
+    def share(d):
+        with np.errstate(over="ignore"):  # power(d) = inf: a share of 0
+            return 1.0 / (1.0 + power(d))
+
+    return (lambda y, a, b: share(difference(b, a)),
+            lambda y, a, b: share(difference(a, b)))
+
+
 def zero_base(a, b):
     """Where a power's base is 0 (None if nowhere), and where its exponent is 0 as well:
     d(a**b)/db is taken as 0 at a zero base, and d(a**b)/da is 0 where a**b is 0**0 = 1 (a
@@ -327,14 +345,14 @@ elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin
             decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / np.hypot(a, b) / np.hypot(a, b),
                            lambda y, a, b: -a / np.hypot(a, b) / np.hypot(a, b))
-elementwise(np.logaddexp,  lambda y, a, b: np.exp(a - y), lambda y, a, b: np.exp(b - y), uses="xy")
+elementwise(np.logaddexp,  *log_sum_shares(np.exp), uses="xy")
 elementwise(np.float_power, lambda y, a, b, zero: float_power_by_base(a, b, zero),
                            lambda y, a, b, zero: float_power_by_exponent(a, b, zero), decide=zero_base)
 elementwise(np.copysign,   lambda y, a, b, signs: as_float(signs), None, reads=((), ()),
             decide=lambda a, b: sign_of(a) * sign_of(np.copysign(1.0, b)))  # b: only its sign
 elementwise(np.ldexp,      lambda y, x, i: np.ldexp(1.0, i), None)                  # i: an integer
 elementwise(np.nextafter,  ONE, None)                                               # one ulp away
-elementwise(np.logaddexp2, lambda y, a, b: np.exp2(a - y), lambda y, a, b: np.exp2(b - y), uses="xy")
+elementwise(np.logaddexp2, *log_sum_shares(np.exp2), uses="xy")
 # fmt: on
 
 
@@ -394,7 +412,8 @@ complex_ufunc(np.absolute, absolute, absolute_jvp)
 complex_ufunc(np.sign, sign, sign_jvp)
 
 
-# Elementwise functions that NumPy writes in Python rather than as ufuncs.
+# Elementwise functions that NumPy writes in Python rather than as ufuncs: (co)tangent times
+# derivative as the rows' (``times``: a zero one contributes zero beside a NaN derivative).
 
 
 def near_zero(x):
@@ -414,13 +433,13 @@ def sinc_derivative(x, near_zero):
 @defrule(np.sinc)
 def sinc(x):
     near = near_zero(x)
-    return np.sinc(x), lambda dy: (dy * sinc_derivative(x, near),)
+    return np.sinc(x), lambda dy: (times(dy, sinc_derivative(x, near)),)
 
 
 @defjvp(np.sinc)
 def sinc_jvp(tangents, x):
     (dx,) = tangents
-    return np.sinc(x), dx * sinc_derivative(x, near_zero(x))
+    return np.sinc(x), times(dx, sinc_derivative(x, near_zero(x)))
 
 
 holomorphic(np.sinc)  # the series and the quotient hold for complex x
@@ -430,13 +449,13 @@ holomorphic(np.sinc)  # the series and the quotient hold for complex x
 def i0(x):
     """NumPy's modified Bessel function of order 0 (its own Chebyshev series, real x alone);
     I0' = I1, SciPy's, itself differentiated to any order."""
-    return np.i0(x), lambda dy: (dy * scipy.special.i1(x),)
+    return np.i0(x), lambda dy: (times(dy, scipy.special.i1(x)),)
 
 
 @defjvp(np.i0)
 def i0_jvp(tangents, x):
     (dx,) = tangents
-    return np.i0(x), dx * scipy.special.i1(x)
+    return np.i0(x), times(dx, scipy.special.i1(x))
 
 
 @defcomposite(np.sort_complex)

@@ -55,7 +55,7 @@ from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
-from ..core.views import wrapped
+from ..core.views import memory, wrapped
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
@@ -157,6 +157,23 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
 # Moments
 
 
+def _warn_of_cancellation(x, mean, deviation, axis):
+    """SciPy's warning of ``_demean``, which ``_xp_var`` and ``_moment`` give: where the
+    deviations from a slice's mean of more than one element are all below 10 ε of it (nearly
+    equal values)."""
+    deviation, mean = np.asarray(memory(deviation)), np.asarray(memory(mean))
+    if deviation.size == 0:
+        return
+    n = np.size(x) if axis is None else _count(x, axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        relative = np.max(np.abs(deviation), axis=axis, keepdims=True) / np.abs(mean)
+        lost = np.any(relative < np.finfo(mean.dtype).eps * 10) and n > 1
+    if lost:
+        warnings.warn("Precision loss occurred in moment calculation due to catastrophic "
+                      "cancellation. This occurs when the data are nearly identical. Results "
+                      "may be unreliable.", RuntimeWarning, stacklevel=4)
+
+
 def _moment(a, order, axis, mean=None):
     """SciPy's ``_moment``: the central moment by exponentiation by squares."""
     if np.size(a) == 0:
@@ -177,6 +194,7 @@ def _moment(a, order, axis, mean=None):
     elif np.result_type(mean) != dtype:
         mean = mean.astype(dtype) if wrapped(mean) else np.asarray(mean, dtype)
     deviation = a - mean
+    _warn_of_cancellation(a, mean, deviation, axis)
     s = deviation * 1.0 if powers[-1] == 1 else deviation**2
     for n in powers[-2::-1]:
         s = s**2
@@ -328,6 +346,7 @@ def _variance(x, axis=None, correction=0, keepdims=False, omit=False):
     """SciPy's ``_xp_var``."""
     mean = _mean(x, axis=axis, keepdims=True, omit=omit)
     deviation = x - mean
+    _warn_of_cancellation(x, mean, deviation, axis)
     var = _mean(deviation * deviation, axis=axis, keepdims=keepdims, omit=omit)
     if correction != 0:  # SciPy's counts are in the variance's dtype (float32 for float32 x)
         dtype = np.result_type(var)
