@@ -13,7 +13,7 @@ from cases import replays_as_traced
 from mutad.engines.session import ReverseDifferentiation
 from mutad.bench.workloads import big_elementwise
 from mutad.errors import PolicyError
-from mutad.engines.recompute import SMALL, Lazy, Recomputation
+from mutad.engines.recompute import SMALL, Chain, Lazy, Recomputation, advance
 
 N = 2 * SMALL // 8  # arrays large enough to be recomputed rather than kept
 
@@ -758,3 +758,55 @@ def test_a_chain_counts_its_writes_from_its_first_rebuilt_write():
         expected = mutad.gradient(sines_and_cosines_of_an_f_ordered_view, x,
                                   policy="checkpoint")[0]
         assert replaying(x)[1].tobytes() == expected.tobytes()
+
+
+def _fewest_redone(states, free, memo={}):
+    """The fewest writes redone to give the states of ``states`` versions from a snapshot's
+    on, newest first, with ``free`` more snapshots allowed: by trying every place for the
+    next one (the definition ``recompute.advance`` answers in closed form)."""
+    if states <= 1:
+        return 0
+    if free == 0:
+        return states * (states - 1) // 2
+    if (states, free) not in memo:
+        memo[states, free] = min(m + _fewest_redone(states - m, free - 1)
+                                 + _fewest_redone(m, free) for m in range(1, states))
+    return memo[states, free]
+
+
+def test_the_next_snapshot_is_left_where_the_fewest_writes_are_redone():
+    for free in range(1, 6):
+        for states in range(2, 90):
+            m = advance(states, free)
+            assert 1 <= m < states
+            assert (m + _fewest_redone(states - m, free - 1) + _fewest_redone(m, free)
+                    == _fewest_redone(states, free)), (states, free, m)
+
+
+def red_black(u, steps):
+    """Red-black sweeps that cannot be inverted (W6's), rebuilt under a budget."""
+    for _ in range(steps):
+        u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] - 1e-3 * np.exp(u[1:-1:2]))
+        u[2:-1:2] = 0.5 * (u[1:-2:2] + u[3::2] - 1e-3 * np.exp(u[2:-1:2]))
+    return np.sum(u * u)
+
+
+def test_a_budget_redoes_the_fewest_writes_its_snapshots_allow(monkeypatch):
+    """200 rebuilt writes, 8 snapshots: the forward pass leaves 4 (every 64 writes), and the
+    reverse pass places the others by revolve's schedule: 449 writes redone, where halving
+    each stretch redid 588; the gradient is the checkpoint policy's, bit for bit."""
+    redone = []
+    redo = Chain._redo
+
+    def counted(self, snapshot, start, stop):
+        redone.append(stop - start)
+        return redo(self, snapshot, start, stop)
+
+    monkeypatch.setattr(Chain, "_redo", counted)
+    u = np.sin(np.linspace(0, 3, 2 * N))  # (each half as large as N: recomputed, not kept)
+    before = u.tobytes()
+    got = mutad.gradient(lambda u: red_black(u, 100), u, memory=8 * u.nbytes)[0]
+    assert sum(redone) == 449
+    assert got.tobytes() == mutad.gradient(lambda u: red_black(u, 100), u,
+                                           policy="checkpoint")[0].tobytes()
+    assert u.tobytes() == before

@@ -51,6 +51,7 @@ is within the rounding that value propagates (measured on the leapfrog workload:
 
 import collections
 import itertools
+import math
 import struct
 import weakref
 
@@ -735,14 +736,15 @@ class Chain:
     each write records how to redo it: its record, whose inputs are places of the buffer itself
     (read from the copy being rebuilt) and recomputable temporaries. The replay needs the
     buffer as it was before each write, newest first (``state_at``): from the nearest snapshot
-    below, it redoes the writes in between, leaving snapshots halfway on the way while the
-    budget allows (so reversing a stretch of L writes redoes about L log L of them), and drops
-    those above, which it will not need again. Nothing else may change what the redone writes
-    read: when a buffer they depend on is written, the next write starts from a snapshot kept
-    to the end (a barrier); and where the replay will give that buffer back only within
-    rounding (an inverse), its bytes are kept first (``pin``) for the writes before, which
-    then compute again exactly what they computed: a rebuilt region holds the bytes a
-    checkpoint would have saved, and a budget changes no bit of the gradient.
+    below, it redoes the writes in between, leaving snapshots on the way where revolve's
+    schedule puts them while the budget allows (``advance``: the fewest writes redone for the
+    snapshots left), and drops those above, which it will not need again. Nothing else may
+    change what the redone writes read: when a buffer they depend on is written, the next
+    write starts from a snapshot kept to the end (a barrier); and where the replay will give
+    that buffer back only within rounding (an inverse), its bytes are kept first (``pin``) for
+    the writes before, which then compute again exactly what they computed: a rebuilt region
+    holds the bytes a checkpoint would have saved, and a budget changes no bit of the
+    gradient.
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
@@ -839,7 +841,7 @@ class Chain:
             if start == version:
                 return snapshots[start]
             if len(snapshots) < self.budget and version - start > 1:
-                middle = (start + version + 1) // 2
+                middle = start + advance(version - start + 1, self.budget - len(snapshots))
                 snapshots[middle] = self._redo(snapshots[start], start, middle)
             else:
                 return self._redo(snapshots[start], start, version)
@@ -856,6 +858,22 @@ class Chain:
         for write in self.writes[start - self.first:stop - self.first]:
             write.redo(read_all(write.inputs, rebuilt), view(work, self.buffer, write.place))
         return work
+
+
+def advance(states, free):
+    """How many writes past a snapshot to leave the next one, when the states of the
+    ``states`` versions from the snapshot's on are needed newest first and ``free`` more
+    snapshots may be kept: the place of Griewank and Walther's binomial schedule (*revolve*,
+    ACM TOMS 26, 2000), which redoes the fewest writes. With the snapshot below counted among
+    ``c = free + 1``, the least repetition ``r`` with ``C(c + r, c) >= states`` steps, the
+    first step is ``max(C(c + r - 2, c), states - C(c + r - 1, c - 1))`` (at least 1).
+    Halving each stretch instead redid a sixth to a third more: W6 with 8 snapshots redoes
+    2.25 writes per write at T = 100 (2.94 halving), 4.26 at T = 1000 (4.99)."""
+    c = free + 1
+    r = 0
+    while math.comb(c + r, c) < states:
+        r += 1
+    return max(1, math.comb(c + r - 2, c) if r >= 2 else 0, states - math.comb(c + r - 1, c - 1))
 
 
 class Rebuild:
