@@ -3116,7 +3116,9 @@ class Program:
                 self.saves.setdefault(t.buffer.key, []).append(j)
         # per leaf, whether no other leaf has its buffer: its shadow is handed over, not copied
         keys = collections.Counter(p.buffer.key for p in self.places if p is not None)
-        self.hand_over = [p is not None and keys[p.buffer.key] == 1 for p in self.places]
+        # per leaf: (place, whether handed over, whether it stands for a float scalar)
+        self.returned = [(p, p is not None and keys[p.buffer.key] == 1, scalar)
+                         for p, (_, scalar) in zip(self.places, self.inputs, strict=True)]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
         # whether it stands for NumPy's scalar, returned as one (a 0-d array f made, such as
@@ -3134,7 +3136,8 @@ class Program:
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
         # The categories its reverse pass logs (``debug.logged_categories``) under the caller's
-        # error handling, which picked the program: kept where that calls and logs nothing
+        # error handling, which picked the program, and whether that prints and calls nothing
+        # then (its events are heard as they come): kept where it calls and logs nothing
         self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
         # (read, value) of the settings that picked it (``_settings``): the caller's warnings
@@ -3281,14 +3284,16 @@ class Program:
                 # The floating-point events of the reverse pass are heard as those of the
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
                 # replay whose events are not the recorded ones is traced, and warns as it
-                logged = self.logged
-                if logged is None:
+                known = self.logged
+                if known is None:
                     logged = logged_categories(modes)
+                    known = logged, all(mode in ("ignore", "raise") or category in logged
+                                        for category, mode in modes.items())
                     if "call" not in modes.values() and "log" not in modes.values():
-                        self.logged = logged  # (of the modes alone: ``logged_categories``)
+                        self.logged = known  # (of the modes alone: ``logged_categories``)
+                logged, quiet = known
                 heard_back = Heard()
-                if all(mode in ("ignore", "raise") or category in logged
-                       for category, mode in modes.items()):  # (none printed, none called)
+                if quiet:  # (none printed, none called)
                     shadows.events = heard_back
                 with np.errstate(call=heard_back, **logged) if logged else \
                         contextlib.nullcontext():  # (the caller's handling again)
@@ -3297,8 +3302,7 @@ class Program:
                 if heard_back.kinds != self.back_kinds:
                     raise GuardFailed
             grads = []
-            for place, hand_over, (_, scalar) in zip(self.places, self.hand_over, self.inputs,
-                                                     strict=True):
+            for place, hand_over, scalar in self.returned:
                 if place is None:
                     grads.append(None)
                     continue
@@ -3309,8 +3313,9 @@ class Program:
             tape.records.clear()
             thaw(tape)
             originals.restore()
-        for message, filename, line in (*self.warned, *self.warned_back):  # as traced
-            warn_at(message, RuntimeWarning, filename, line)
+        if self.warned or self.warned_back:
+            for message, filename, line in (*self.warned, *self.warned_back):  # as traced
+                warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
             held = [*self.alive] if self.output is None else [self.output, *self.alive]
