@@ -1,0 +1,40 @@
+"""Replays (and recordings) that answered otherwise than tracing on fresh realistic programs:
+each program's replaying function is called on inputs that change one decision, each call
+compared with a traced one, bit for bit, and the caller's bytes."""
+
+import numpy as np
+
+from test_replay import replayed_like_traced
+
+
+def calls(*rows):
+    return [(np.array(row),) for row in rows]
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's booleans of comparisons of Python numbers
+
+
+def test_a_comparison_of_python_numbers_is_pythons_bool_when_recorded():
+    """a + b of a = x[0].item() > 1, b = ...: Python's bools add as integers (True + True is
+    2), where NumPy's booleans add as a logical or; tracing gives Python's bools, a recording
+    gave the tape's boolean constants, so that its first call and every replay added them
+    as NumPy does."""
+    def count(x):
+        a = x[0].item() > 1
+        b = x[1].item() > 1
+        return (a + b) * x[2] + (a ^ b) * (x ** 2).sum()
+
+    replayed_like_traced(count, calls([1.5, 2.5, 0.5], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0],
+                                      [1.5, 2.5, 0.5], [1.5, 2.5, 0.5], [0.0, 0.0, 1.0]))
+
+
+def test_a_comparison_of_python_numbers_is_the_bool_python_compares_by_identity():
+    """``flag is True`` of a comparison of Python numbers: True in Python and when traced, and
+    a recording's boolean constant is not Python's True."""
+    def gated(x):
+        flag = x[0].item() > 0
+        return (x ** 2).sum() if flag is True else x.sum()
+
+    replayed_like_traced(gated, calls([1.0, 2.0], [1.0, 2.0], [-1.0, 2.0], [-1.0, 2.0],
+                                      [1.0, 3.0]))
