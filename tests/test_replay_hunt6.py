@@ -4,7 +4,9 @@ compared with a traced one, bit for bit, and the caller's bytes."""
 
 import numpy as np
 
-from test_replay import replayed_like_traced
+import mutad
+
+from test_replay import replayed_like_traced, same
 
 
 def calls(*rows):
@@ -38,3 +40,25 @@ def test_a_comparison_of_python_numbers_is_the_bool_python_compares_by_identity(
 
     replayed_like_traced(gated, calls([1.0, 2.0], [1.0, 2.0], [-1.0, 2.0], [-1.0, 2.0],
                                       [1.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# What a replay returns
+
+
+def test_a_python_complex_number_in_aux_is_returned_by_a_replay():
+    """aux holding (y[0] + 1j * y[1]).item(), a Python complex computed from traced values:
+    the replay held it as Python's number and raised AttributeError reading its ndim."""
+    def loss(x):
+        y = x * 1.0
+        return (y ** 2).sum(), {"z": (y[0] + 1j * y[1]).item(), "v": y[2].item() / 3.0}
+
+    replaying = mutad.value_and_grad(loss, has_aux=True, replay=True)
+    for row in ([1.0, 2.0, 3.0], [1.0, 5.0, 3.0], [-2.0, 0.5, 1.0]):
+        x = np.array(row)
+        (value, aux), grads = replaying(x)
+        (want, wanted), expected = mutad.value_and_grad(loss, has_aux=True)(x.copy())
+        assert x.tolist() == row
+        assert type(aux["z"]) is type(wanted["z"]) is complex and aux["z"] == wanted["z"]
+        assert type(aux["v"]) is float and aux["v"] == wanted["v"]
+        assert same(value, want) and same(grads, expected)
