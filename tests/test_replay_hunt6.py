@@ -62,3 +62,47 @@ def test_a_python_complex_number_in_aux_is_returned_by_a_replay():
         assert type(aux["z"]) is type(wanted["z"]) is complex and aux["z"] == wanted["z"]
         assert type(aux["v"]) is float and aux["v"] == wanted["v"]
         assert same(value, want) and same(grads, expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's fast path of ** (np.square, np.sqrt, np.reciprocal), of float and complex arrays alone
+
+
+def test_a_count_in_a_small_integer_dtype_to_the_power_half_is_a_float64():
+    """n ** 0.5 of n = (x > 0).sum(dtype=np.int16), which a recording holds as a 0-d array of
+    the program: NumPy's power gives a float64, and the recording took np.sqrt, whose result
+    for an int16 is a float16 (1.732 for 1.7320508...), on its first call and every replay."""
+    def scaled(x):
+        n = (x > 0).sum(dtype=np.int16)
+        return (x * n ** 0.5).sum()
+
+    replayed_like_traced(scaled, calls([1.0, 2.0, 3.0, -1.0, -0.3], [1.0, 2.0, 3.0, -1.0, -0.3],
+                                       [1.0, 2.0, 3.0, 1.0, -0.3], [1.0, 2.0, 3.0, -1.0, -0.3]))
+
+
+def test_an_integer_to_the_power_minus_one_raises_as_numpys():
+    """np.argmax(x) ** -1: NumPy's ValueError (integers to negative integer powers), which f
+    catches; the recording took np.reciprocal, 1 // k, and answered 0 or 1."""
+    def inverse_position(x):
+        try:
+            w = np.argmax(x) ** -1
+        except ValueError:
+            w = 0.5
+        return x.sum() * w
+
+    replayed_like_traced(inverse_position, calls([1.0, 3.0, 2.0], [1.0, 3.0, 2.0],
+                                                 [3.0, 1.0, 2.0], [1.0, 3.0, 2.0]))
+
+
+def test_a_complex_array_to_the_float_power_two_is_numpys_power():
+    """z ** 2.0 and z ** -1.0 of a complex array: NumPy's fast path takes Python's int 2 and
+    -1 alone, so a float exponent is np.power, which rounds otherwise than np.square and
+    np.reciprocal (on about a third of random values); mutad took those."""
+    rng = np.random.default_rng(0)
+    z = (rng.standard_normal(64) + 1j * rng.standard_normal(64)) * np.exp(rng.uniform(-30, 30, 64))
+
+    def powers(z):
+        return np.concatenate([(z ** 2.0).real, (z ** -1.0).imag, (z ** 2).real])
+
+    y, back = mutad.pullback(powers, z.copy())
+    assert same(y, powers(z.copy()))
