@@ -106,3 +106,15 @@ def test_a_complex_array_to_the_float_power_two_is_numpys_power():
 
     y, back = mutad.pullback(powers, z.copy())
     assert same(y, powers(z.copy()))
+
+
+def test_a_boolean_array_squared_is_numpys_int8():
+    """m ** 2 of a boolean array is np.square's int8, NumPy's fast path for Python's int 2
+    (np.power would give int64): 100 * m ** 2 wraps around as NumPy's does."""
+    def wrapped(x):
+        m = x > 0.5
+        return (x * (m ** 2 * 100 + m ** 2 * 100)).sum()
+
+    replayed_like_traced(wrapped, calls([1.0, 0.2, 3.0], [1.0, 0.2, 3.0], [0.1, 0.7, 3.0]))
+    x = np.array([1.0, 0.2, 3.0])
+    assert mutad.value_and_grad(wrapped)(x)[0] == wrapped(x.copy())

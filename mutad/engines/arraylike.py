@@ -477,11 +477,14 @@ def _stands_for_scalar_operand(x):
 
 def _fast_power(x, exponent):
     """The ufunc of ``FAST_POWERS`` NumPy's ``x ** exponent`` calls (its ``fast_scalar_power``),
-    or None for ``np.power``: only of a float or complex array, and only for the exponents
-    Python's int 2 and -1 and float 0.5. (``k ** -1`` of an integer is NumPy's ValueError, not
-    a reciprocal; ``z ** 2.0`` of a complex array rounds otherwise than ``np.square``.)"""
+    or None for ``np.power``: for Python's int 2 (np.square, of a boolean array an int8), and
+    of a float or complex array for Python's int -1 and float 0.5. (``k ** -1`` of an integer
+    is NumPy's ValueError, not a reciprocal; ``z ** 2.0`` of a complex array rounds otherwise
+    than ``np.square``.)"""
     kind = type(exponent)
-    if (kind is int and (exponent == 2 or exponent == -1) or kind is float and exponent == 0.5) \
+    if kind is int and exponent == 2:
+        return np.square if memory(x).dtype.kind in "biufc" else None
+    if (kind is int and exponent == -1 or kind is float and exponent == 0.5) \
             and memory(x).dtype.kind in "fc":
         return FAST_POWERS[exponent]
     return None
