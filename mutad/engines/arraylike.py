@@ -354,7 +354,7 @@ def weak_arithmetic(result, other=None):
     if result is not NotImplemented and (other is None or weak(other)):
         if isinstance(result, (np.inexact, np.bool_)):
             return result.item()
-        if wrapped(result) and memory(result).dtype == bool:
+        if wrapped(result) and memory(result).dtype == bool and memory(result).ndim == 0:
             # a comparison's result a recording replay holds as a boolean of the tape (to see
             # decisions on it): Python's bool all the same, which adds as an integer and is
             # True, a decision the replay guards (``Traced._decided``)
