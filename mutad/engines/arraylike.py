@@ -355,6 +355,11 @@ def weak_arithmetic(result, other=None):
     if result is not NotImplemented and (other is None or weak(other)):
         if isinstance(result, (np.inexact, np.bool_)):
             return result.item()
+        if wrapped(result) and memory(result).dtype == bool and memory(result).ndim == 0:
+            # a comparison's result a recording replay holds as a boolean of the tape (to see
+            # decisions on it): Python's bool all the same, which adds as an integer and is
+            # True, a decision the replay guards (``Traced._decided``)
+            return bool(result)
         weaken(result)
     return result
 
@@ -375,8 +380,8 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
             or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
         return
     a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
-    if operation is operator.pow and not reflected and type(other) in (int, float) \
-            and other in FAST_POWERS:  # computed by a ufunc of one operand (fast_power)
+    if operation is operator.pow and not reflected and _fast_power(self, other) is not None:
+        # computed by a ufunc of one operand (fast_power)
         put_right(result, _SCALAR_POWERS[type(other), other], a)
         return
     numbers = (weak(other), weak(self)) if reflected else (weak(self), weak(other))
@@ -442,8 +447,7 @@ def _instructions(code):
     return {i.offset: i.argrepr for i in dis.get_instructions(code) if i.opname == "BINARY_OP"}
 
 
-_SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e)
-                  for e in (2, 2.0, 0.5, -1, -1.0)}
+_SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e) for e in (2, 0.5, -1)}
 """``a ** e`` of one NumPy scalar ``a`` for the exponents of ``FAST_POWERS``: what NumPy's
 scalar math gives where the engine's value came from a ufunc of one operand."""
 
@@ -472,19 +476,35 @@ def _stands_for_scalar_operand(x):
     return wrapped(x) and stands_for_scalar(x)
 
 
+def _fast_power(x, exponent):
+    """The ufunc of ``FAST_POWERS`` NumPy's ``x ** exponent`` calls (its ``fast_scalar_power``),
+    or None for ``np.power``: for Python's int 2 (np.square, of a boolean array an int8), and
+    of a float or complex array for Python's int -1 and float 0.5. (``k ** -1`` of an integer
+    is NumPy's ValueError, not a reciprocal; ``z ** 2.0`` of a complex array rounds otherwise
+    than ``np.square``.)"""
+    kind = type(exponent)
+    if kind is int and exponent == 2:
+        return np.square if memory(x).dtype.kind in "biufc" else None
+    if (kind is int and exponent == -1 or kind is float and exponent == 0.5) \
+            and memory(x).dtype.kind in "fc":
+        return FAST_POWERS[exponent]
+    return None
+
+
 def _fast_powers(power, power_in_place):
     """``__pow__`` and ``__ipow__`` taking NumPy's fast path, ``power`` and ``power_in_place``
     for other exponents."""
 
     def fast_power(self, other):
-        if type(other) in (int, float) and other in FAST_POWERS:
-            result = FAST_POWERS[other](self)
+        ufunc = _fast_power(self, other)
+        if ufunc is not None:
+            result = ufunc(self)
             return weak_arithmetic(result) if self.weak else result
         return power(self, other)
 
     def fast_power_in_place(self, other):
-        if type(other) in (int, float) and other in FAST_POWERS:
-            ufunc = FAST_POWERS[other]
+        ufunc = _fast_power(self, other)
+        if ufunc is not None:
             if stands_for_scalar(self):
                 result = ufunc(self)
                 return weak_arithmetic(result) if self.weak else result

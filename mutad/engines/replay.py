@@ -3366,8 +3366,8 @@ def _scalar(t):
 
 def _detached(x, scalar):
     """A value of the program as a plain copy (NumPy's scalar for a 0-d array that stands
-    for a number, as ``api._returned`` gives it)."""
-    if isinstance(x, (np.generic, float)):
+    for a number, as ``api._returned`` gives it); a Python number (a weak value's) as it is."""
+    if isinstance(x, (np.generic, float, complex)):
         return x
     return x[()] if x.ndim == 0 and scalar else x.copy()
 
