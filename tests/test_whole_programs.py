@@ -3,6 +3,7 @@ gradient: the value is NumPy's bit for bit, traced, replayed and in forward mode
 replayed gradient is the traced one bit for bit; the caller's arrays come back bit for bit."""
 
 import numpy as np
+import scipy.linalg
 
 import mutad
 from test_replay import replayed_like_traced
@@ -50,3 +51,25 @@ def test_correlate_with_the_longer_operand_second_is_contiguous_as_numpys():
     calls = [(rng.standard_normal(5), rng.standard_normal(40), rng.standard_normal((44, 30)))
              for _ in range(3)]
     _like_numpy_in_every_mode(_matched_filter, calls)
+
+
+def test_a_factorization_cached_by_an_earlier_differentiation_is_refused_not_a_crash():
+    """A module-level cache filled during a traced call holds that call's arrays; a recording
+    replay given one (lu_solve of the cached factors) refused it as an array of another
+    differentiation while building the step, then indexed the slots it had just emptied: a
+    KeyError. It now refuses the recording, and the call is traced, as NumPy's values."""
+    cache = {}
+
+    def cached_solve(b, A):
+        if A.shape not in cache:
+            cache[A.shape] = scipy.linalg.lu_factor(A)
+        return np.sum(scipy.linalg.lu_solve(cache[A.shape], b) ** 2)
+
+    rng = np.random.default_rng(2)
+    A = 3 * np.eye(4) + rng.random((4, 4))
+    calls = [(rng.random(4), A) for _ in range(3)]
+    mutad.gradient(cached_solve, *calls[0], argnums=0)
+    replayed_like_traced(cached_solve, calls)
+    for b, A in calls:
+        assert mutad.value_and_grad(cached_solve, replay=True)(b, A)[0] == \
+            np.sum(scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), b) ** 2)
