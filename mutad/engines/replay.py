@@ -2827,11 +2827,12 @@ class Recorder:
                       and not x.buffer.constant]
         leaves = {x.buffer for x in traced}
         outputs = self._function_outputs(y, leaves)
+        spec = self.spec(args)  # (refuses an array of another differentiation: a cache's)
         if self.reason is not None:  # refused: the recording's slots are gone
             return
         dims = None if _offer(rule) is None else tuple(
             np.ndim(x.value if type(x) is Traced else x) for x in args)
-        self.steps.append(Function(rule, self.spec(args), settings, outputs,
+        self.steps.append(Function(rule, spec, settings, outputs,
                                    [self.slots[id(x)] for x in traced], record, dims))
 
     def _function_outputs(self, y, leaves):

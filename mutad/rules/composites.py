@@ -598,7 +598,8 @@ def roots(p):
 @defcomposite(np.vander)
 def vander(x, N=None, increasing=False):
     """NumPy's: in the promotion of x's dtype with int (float64 for float32 x), the powers
-    accumulated by multiplication along each row."""
+    accumulated by multiplication along each row, C-contiguous as NumPy's (the decreasing
+    powers are not a reversed view: a later product would round in another order)."""
     if np.ndim(x) != 1:
         raise ValueError("x must be a one-dimensional array or sequence.")
     n = np.shape(x)[0] if N is None else N
@@ -607,13 +608,15 @@ def vander(x, N=None, increasing=False):
         return column[:, :0]
     powers = np.cumprod(np.concatenate(
         [np.ones_like(column), np.broadcast_to(column, (np.shape(x)[0], n - 1))], axis=1), axis=1)
-    return powers if increasing else powers[:, ::-1]
+    return powers if increasing else powers[:, ::-1].copy()
 
 
 @defcomposite(np.correlate)
 def correlate(a, v, mode="valid"):
     if np.shape(v)[0] > np.shape(a)[0]:  # NumPy correlates the other way round, reversed
-        return correlate(v, a, mode)[::-1]
+        # into a contiguous array, as NumPy's (not a view of negative stride: a later product
+        # would round in another order)
+        return correlate(v, a, mode)[::-1].copy()
     return np.convolve(a, v[::-1], mode)
 
 
