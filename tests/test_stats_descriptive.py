@@ -71,6 +71,10 @@ CASES = [
     ("tvar", lambda x: S.tvar(x, (0.0, 2.5), axis=1), (X,)),
     ("tvar-all", lambda x: S.tvar(x, axis=None), (X,)),
     ("tstd", lambda x: S.tstd(x, (0.0, None), (False, True), axis=1), (X,)),
+    ("tsem", lambda x: S.tsem(x, (0.0, 2.5), axis=1), (X,)),
+    ("tsem-all", lambda x: S.tsem(x, axis=None, ddof=2), (X,)),
+    ("tmin", lambda x: S.tmin(x, 0.5, axis=1, inclusive=False), (X,)),
+    ("tmax", lambda x: S.tmax(x, 1.5, axis=None), (X,)),
     ("trim_mean", lambda x: S.trim_mean(x, 0.2, axis=1), (X,)),
     ("iqr", lambda x: S.iqr(x, axis=1, scale="normal"), (X,)),
     ("iqr-midpoint", lambda x: S.iqr(x, rng=(10, 80), interpolation="midpoint"), (X,)),
@@ -197,17 +201,97 @@ def test_too_small_samples_are_nan_with_scipys_warning():
         assert np.isnan(S.sem(np.array([1.0])))
 
 
-def test_nan_policy_raise_is_followed_and_omit_refused():
+def test_nan_policy_raise_is_followed_and_omit_refused_by_describe():
     x = X[0].copy()
     x[0] = np.nan
     with pytest.raises(ValueError, match="nan"):
         mutad.gradient(lambda x: S.skew(x, nan_policy="raise"), x)
     mutad.check_grads(lambda x: S.skew(x, nan_policy="raise"), X[0])
-    for function in (lambda x: S.skew(x, nan_policy="omit"),
-                     lambda x: S.zscore(x, nan_policy="omit"),
-                     lambda x: S.describe(x, nan_policy="omit").mean):
-        with pytest.raises(mutad.MutadError, match="nan_policy='omit'"):
-            mutad.gradient(lambda x: np.sum(function(x)), x)
+    with pytest.raises(mutad.MutadError, match="nan_policy='omit'"):
+        mutad.gradient(lambda x: S.describe(x, nan_policy="omit").mean, x)
+
+
+WITH_NANS = X.copy()
+WITH_NANS[[0, 2, 2], [1, 0, 4]] = np.nan
+OMITTING = {
+    "zscore": lambda x: S.zscore(x[0], nan_policy="omit"),
+    "zscore-axis": lambda x: S.zscore(x, axis=1, ddof=1, nan_policy="omit"),
+    "zmap": lambda x: S.zmap(x[::-1], x, axis=1, nan_policy="omit"),
+    "sem": lambda x: S.sem(x, axis=1, nan_policy="omit"),
+    "sem-none": lambda x: S.sem(x, axis=None, nan_policy="omit"),
+    "skew": lambda x: S.skew(x[2], nan_policy="omit"),
+    "tmean": lambda x: S.tmean(x, (0.0, 2.5), axis=1, nan_policy="omit"),
+    "tvar": lambda x: S.tvar(x, (0.0, 2.5), axis=1, nan_policy="omit"),
+    "tstd": lambda x: S.tstd(x[0], nan_policy="omit"),
+    "tsem": lambda x: S.tsem(x, axis=0, nan_policy="omit"),
+    "tmin": lambda x: S.tmin(x, 0.5, axis=1, nan_policy="omit"),
+    "tmax": lambda x: S.tmax(x[2], nan_policy="omit"),
+    "gmean-weights": lambda x: S.gmean(np.abs(x), axis=1, weights=np.abs(x[::-1]),
+                                       nan_policy="omit"),
+}
+
+
+@pytest.mark.parametrize("name", OMITTING)
+def test_nan_policy_omit_is_followed(name):
+    """nan_policy='omit' was refused: the statistic of the values that are not NaN (a slice at
+    a time), SciPy's bit for bit, its derivative in them (a NaN score stays NaN, with none)."""
+    function = OMITTING[name]
+    x = WITH_NANS.copy()
+    traced, back = mutad.pullback(lambda x: fields(function(x)), x)
+    expected = fields(function(WITH_NANS.copy()))
+    for mine, scipys in zip(traced, expected, strict=True):
+        assert np.asarray(mine).tobytes() == np.asarray(scipys).tobytes()
+    gradient, = back(tuple(np.ones(np.shape(t)) for t in traced))
+    assert np.isfinite(gradient).all() and not gradient[np.isnan(WITH_NANS)].any()
+    assert x.tobytes() == WITH_NANS.tobytes()
+    # (finite differences of the values that are not NaN: the NaNs put in where they are)
+    mutad.check_grads(lambda x: total(function)(np.where(np.isnan(WITH_NANS), np.nan, x)), X)
+
+
+def test_omitted_nans_moving_between_calls_replay_as_traced():
+    """Which values are NaN changes the samples' lengths: a replay follows the traced call."""
+    def f(x):
+        return (np.nansum(S.zscore(x, axis=1, nan_policy="omit")[:, 2])
+                + np.sum(S.tsem(x, axis=1, nan_policy="omit")) + S.skew(x[0], nan_policy="omit"))
+
+    calls = []
+    for rows, columns in (([0, 2], [1, 4]), ([1, 3, 3], [0, 2, 5]), ([], []), ([0], [3])):
+        x = X.copy()
+        x[rows, columns] = np.nan
+        calls.append((x,))
+    replays_as_traced(f, calls)
+
+
+def test_omitting_too_many_gives_scipys_warnings():
+    x = WITH_NANS.copy()
+    x[1] = np.nan
+    for function in (lambda x: S.sem(x, axis=1, nan_policy="omit"),
+                     lambda x: S.sem(x[1], nan_policy="omit"),
+                     lambda x: S.zmap(x[0], x[1], nan_policy="omit"),
+                     lambda x: S.zscore(x, axis=1, nan_policy="omit"),
+                     lambda x: S.tvar(x, axis=1, nan_policy="omit")):
+        caught = []
+        for run in (function, lambda x: mutad.pullback(function, x)[0]):
+            with warnings.catch_warnings(record=True) as record:
+                warnings.simplefilter("always")
+                caught.append(run(x.copy()))
+            caught.append([(w.category, str(w.message)) for w in record])
+        assert np.asarray(caught[0]).tobytes() == np.asarray(caught[2]).tobytes()
+        assert caught[1] == caught[3]
+
+
+def test_describe_of_one_value_warns_as_scipy():
+    """SciPy's variance of one value is its scalar's 0 * inf: NumPy names the scalar loop
+    ("scalar multiply"); mutad's said "multiply"."""
+    caught = []
+    for run in (lambda x: S.describe(x).variance,
+                lambda x: mutad.pullback(lambda x: S.describe(x).variance, x)[0]):
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            assert np.isnan(run(np.array([2.0])))
+        caught.append([(w.category, str(w.message)) for w in record])
+    assert caught[0] == caught[1]
+    assert "scalar multiply" in str(caught[0])
 
 
 def test_ranks_carry_no_derivative():

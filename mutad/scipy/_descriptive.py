@@ -9,9 +9,11 @@ for bit and reverse mode, forward mode and every order follow from the rules of 
 SciPy's decorator of its reductions (``_axis_nan_policy``: ``axis`` moved last or ``None``
 ravelled, ``keepdims``, too-small samples) is :func:`_reduction`.
 
-``nan_policy``: ``'propagate'`` and ``'raise'`` are followed; ``'omit'`` drops the NaNs,
-a choice of which elements count that mutad does not follow: it is refused
-(``UnsupportedOperationError``) and says to drop them first. Ranks carry no derivative
+``nan_policy``: ``'propagate'`` and ``'raise'`` are followed; ``'omit'`` is followed by the
+reductions (SciPy's decorator: each sample, or slice, without its NaNs) and by ``zmap`` and
+``zscore`` (NaNs weighted zero): which values are NaN is a decision, the NaNs carry no
+derivative. Elsewhere (``describe``, ``winsorize``, the Kolmogorov-Smirnov tests) it is refused
+(``UnsupportedOperationError``) and says to drop the NaNs first. Ranks carry no derivative
 (``rankdata``, and ``spearmanr``, a function of ranks alone: its derivative is zero wherever it
 is defined, which is everywhere but at ties); the mode is refused. The p-values are
 differentiated where SciPy computes them with functions mutad differentiates (``stdtr``,
@@ -43,7 +45,8 @@ import numpy as np
 import scipy.special as _special
 import scipy.stats as _stats
 from scipy.stats._axis_nan_policy import (SmallSampleWarning, _broadcast_shapes,
-                                          too_small_1d_not_omit)
+                                          too_small_1d_not_omit, too_small_1d_omit,
+                                          too_small_nd_omit)
 from scipy.stats._stats_py import (DescribeResult, KstestResult, LinregressResult,
                                    PearsonRResult, SignificanceResult, TtestResult,
                                    _scale_conversions)
@@ -59,16 +62,17 @@ from ..core.views import memory, wrapped
 
 __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
-           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmean", "tstd", "trim_mean",
+           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmax", "tmean", "tmin", "tsem", "tstd",
+           "trim_mean",
            "scoreatpercentile", "trimmed_mean", "ttest_1samp", "ttest_ind", "tvar", "variation",
            "winsorize", "zmap", "zscore"]
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
 
-def _check_nan_policy(name, nan_policy, samples):
-    """SciPy's ``nan_policy``, where mutad follows it."""
-    if nan_policy == "propagate":
+def _check_nan_policy(name, nan_policy, samples, omits=False):
+    """SciPy's ``nan_policy``, where mutad follows it (``'omit'`` where ``omits``)."""
+    if nan_policy == "propagate" or (nan_policy == "omit" and omits):
         return
     if nan_policy == "raise":
         if any(np.any(np.isnan(s)) for s in samples):
@@ -109,7 +113,7 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
             if given[:1] != list(samples[:1]):
                 raise TypeError(f"{name}() missing its sample {samples[0]!r}")
             values = [np.atleast_1d(settings.pop(s)) for s in given]
-            _check_nan_policy(name, nan_policy, values)
+            _check_nan_policy(name, nan_policy, values, omits=True)
             count = outputs(settings) if callable(outputs) else outputs
             if axis is None:
                 reduced = tuple(range(max(np.ndim(v) for v in values)))
@@ -127,12 +131,24 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
                 values = [np.reshape(v, np.shape(v)[:-len(axes)]
                                      + (math.prod(np.shape(v)[-len(axes):]),)) for v in values]
             one_d = all(np.ndim(v) <= 1 for v in values)
-            if one_d and any(np.shape(v)[-1] <= too_small for v in values):
+            omit = nan_policy == "omit" and any(np.any(np.isnan(v)) for v in values)
+            if one_d and omit:
+                results = _on_present(body, given, values, settings, paired, too_small, count,
+                                      too_small_1d_omit)
+            elif one_d and any(np.shape(v)[-1] <= too_small for v in values):
                 warnings.warn(too_small_1d_not_omit, SmallSampleWarning, stacklevel=2)
                 results = (np.float64(np.nan),) * count
             elif not one_d and any(np.size(v) == 0 for v in values):
                 shape = np.broadcast_shapes(*(np.shape(v)[:-1] for v in values))
                 results = tuple(np.full(shape, np.nan) for _ in range(count))
+            elif omit:  # SciPy's slice by slice, each of its present values
+                shape = np.broadcast_shapes(*(np.shape(v)[:-1] for v in values))
+                values = [np.broadcast_to(v, shape + np.shape(v)[-1:]) for v in values]
+                slices = [_on_present(body, given, [v[i] for v in values], settings, paired,
+                                      too_small, count, too_small_nd_omit)
+                          for i in np.ndindex(shape)]
+                results = tuple(np.reshape(np.stack([s[k] for s in slices]), shape)
+                                for k in range(count))
             else:
                 named = dict(zip(given, values, strict=True))
                 results = body(**named, **settings) if one_d else body(
@@ -151,6 +167,24 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
         return StandIn(original, stand_in)
 
     return decorate
+
+
+def _on_present(body, names, values, settings, paired, too_small, count, message):
+    """``body`` of the 1-d samples ``values`` without their NaNs (SciPy's ``_remove_nans``:
+    a pair goes where either of its values is NaN), or NaNs with SciPy's warning where too few
+    are left. Which values are present is a decision: the others carry no derivative."""
+    if paired:
+        present = ~np.isnan(values[0])
+        for v in values[1:]:
+            present = present & ~np.isnan(v)
+        values = [v[present] for v in values]
+    else:
+        values = [v[~np.isnan(v)] for v in values]
+    if any(np.shape(v)[-1] <= too_small for v in values):
+        warnings.warn(message, SmallSampleWarning, stacklevel=4)
+        return (np.float64(np.nan),) * count
+    results = body(**dict(zip(names, values, strict=True)), **settings)
+    return (results,) if count == 1 else tuple(results)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,7 +248,14 @@ def _var(a, axis, ddof=0, mean=None):
     var = _moment(a, 2, axis, mean=mean)
     if ddof != 0:  # (SciPy's count in the sample's dtype: a float32 variance stays float32)
         n = np.asarray(_count(a, axis), dtype=np.result_type(a))
-        var = var * (n / (n - ddof))
+        factor = n / (n - ddof)
+        if np.ndim(var) != 0:
+            return var * factor
+        # SciPy's variance of a 1-d sample is NumPy's scalar: its floating-point warnings
+        # name the scalar loop ("scalar multiply"), which NumPy's scalars give here
+        np.asarray(memory(var))[()] * factor[()]
+        with np.errstate(all="ignore"):
+            var = var * factor
     return var
 
 
@@ -328,6 +369,9 @@ def _mean(x, axis=None, weights=None, keepdims=False, omit=False):
         x, weights = np.broadcast_arrays(x, weights)
     if omit and np.any(np.isnan(x)):
         nan = np.isnan(x)
+        if np.any(np.all(nan, axis=axis)):
+            warnings.warn(too_small_1d_omit if np.ndim(x) == 1 or axis is None
+                          else too_small_nd_omit, SmallSampleWarning, stacklevel=3)
         weights = np.ones_like(x) if weights is None else weights
         x = np.where(nan, 0.0, x)
         weights = np.where(nan, 0.0, weights)
@@ -361,11 +405,20 @@ def _variance(x, axis=None, correction=0, keepdims=False, omit=False):
 
 def _zmap(scores, compare, axis=0, ddof=0, nan_policy="propagate"):
     like_zscore = scores is compare
-    _check_nan_policy("zmap", nan_policy, [compare])
-    mean = _mean(compare, axis=axis, keepdims=True)
-    std = _variance(compare, axis=axis, correction=ddof, keepdims=True)**0.5
+    _check_nan_policy("zmap", nan_policy, [compare], omits=True)
+    omit = nan_policy == "omit"
+    with warnings.catch_warnings():
+        if like_zscore:  # (SciPy's zscore gives no SmallSampleWarning)
+            warnings.simplefilter("ignore", SmallSampleWarning)
+        mean = _mean(compare, axis=axis, keepdims=True, omit=omit)
+        std = _variance(compare, axis=axis, correction=ddof, keepdims=True, omit=omit)**0.5
+    missing = np.isnan(scores)
+    if np.any(missing):  # their NaN scores, with no derivative (NaN times 0 would be NaN)
+        scores = np.where(missing, 0.0, scores)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (scores - mean) / std
+    if np.any(missing):
+        z = np.where(missing, np.nan, z)
     if like_zscore:  # constant slices: NaN, as SciPy says
         zero = std <= np.abs(np.finfo(np.float64).eps * mean)
         z = np.where(np.broadcast_to(zero, np.shape(z)), np.nan, z)
@@ -455,12 +508,44 @@ def _tvar(a, limits=None, inclusive=(True, True), axis=0, ddof=1):
     mask = _outside_limits(a, limits, inclusive)
     if np.any(mask):
         a = np.where(mask, np.nan, a)
-    return _variance(a, axis=axis, correction=ddof, omit=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallSampleWarning)
+        return _variance(a, axis=axis, correction=ddof, omit=True)
 
 
 tvar = _reduction(_stats.tvar)(_tvar)
 tstd = _reduction(_stats.tstd)(lambda a, limits=None, inclusive=(True, True), axis=0, ddof=1:
                                _tvar(a, limits, inclusive, axis, ddof)**0.5)
+
+
+@_reduction(_stats.tsem)
+def tsem(a, limits=None, inclusive=(True, True), axis=0, ddof=1):
+    sd = _tvar(a, limits, inclusive, axis, ddof)**0.5
+    present = ~(_outside_limits(a, limits, inclusive) | np.isnan(a))
+    n = np.sum(present.astype(np.result_type(a)), axis=axis, dtype=np.result_type(sd))
+    return sd / n**0.5
+
+
+def _trimmed_extreme(reduce, passed_over, a, limits, inclusive, axis):
+    """SciPy's ``tmin`` and ``tmax`` (of floating-point data, as traced data is): the values
+    outside ``limits`` replaced by the infinity that ``reduce`` passes over, a slice with none
+    left NaN."""
+    mask = _outside_limits(a, limits, inclusive)
+    if np.any(mask):
+        a = np.where(mask, passed_over, a)
+    res = reduce(a, axis=axis)
+    invalid = np.all(mask, axis=axis)
+    if np.any(invalid):
+        res = np.where(invalid, np.nan, res)
+    return res[()] if np.ndim(res) == 0 else res
+
+
+tmin = _reduction(_stats.tmin)(
+    lambda a, lowerlimit=None, axis=0, inclusive=True:
+    _trimmed_extreme(np.min, np.inf, a, (lowerlimit, None), (inclusive, None), axis))
+tmax = _reduction(_stats.tmax)(
+    lambda a, upperlimit=None, axis=0, inclusive=True:
+    _trimmed_extreme(np.max, -np.inf, a, (None, upperlimit), (None, inclusive), axis))
 
 
 @_reduction(_stats.trim_mean)
