@@ -64,7 +64,9 @@ def _scalar_output(y):
             f"gradient needs a scalar output, but the function returned {type(y).__name__}"
             f"{' of shape ' + str(value.shape) if value.ndim else ''}. Return a float "
             "(y.sum() for an array), or use mutad.pullback for non-scalar outputs.")
-    return y if type(y) is np.ndarray else value[()]  # a 0-d array stays one, as in NumPy
+    # a 0-d array stays one, as in NumPy; a subclass's too, as f returned it: np.ma.masked (a
+    # reduction of masked elements alone) is NumPy's value, whose data np.asarray would return
+    return y if isinstance(y, np.ndarray) else value[()]
 
 
 @user_frames

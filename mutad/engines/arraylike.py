@@ -238,6 +238,9 @@ def _on_pythons_numbers(operation, *scalars):
     return np.asarray(operation(*(_python_scalar(x) for x in scalars)))[()]
 
 
+_PYTHONS_ABS = functools.partial(_on_pythons_numbers, abs)
+
+
 def _python_scalar(x):
     """The Python number NumPy's scalar ``x`` stands for (``_python_number``), else ``x``."""
     if not isinstance(x, np.generic):
@@ -467,6 +470,24 @@ def put_right(result, operation, *scalars):
         value.flags.writeable = True
         value[()] = exact
         value.flags.writeable = False
+
+
+def put_abs_right(result, x):
+    """Puts right ``result`` of ``abs(x)`` where ``x`` stands for a complex scalar: NumPy's
+    scalar math rounds otherwise than the loop; and of a Python complex number, Python's own
+    abs, whose NaN is its own (hypot keeps a NaN part's sign) and which raises OverflowError
+    beyond the floats, where NumPy's is inf."""
+    if not stands_for_scalar(x):
+        return
+    if not (weak(x) and _complex(x)):
+        put_right(result, abs, memory(x)[()])
+        return
+    try:
+        abs(_python_number(x))
+    except OverflowError:
+        _not_replayed(x, "Python's arithmetic raised")  # (a program may catch it)
+        raise
+    put_right(result, _PYTHONS_ABS, memory(x)[()])  # (a replay's raises: it traces the call)
 
 
 def _stands_for_scalar_operand(x):
@@ -902,8 +923,7 @@ class ArrayMethods(Tracer):
 
     def __abs__(self):
         result = np.absolute(self)
-        if stands_for_scalar(self):  # of a complex scalar: NumPy's scalar math rounds otherwise
-            put_right(result, abs, memory(self)[()])
+        put_abs_right(result, self)
         return weak_arithmetic(result) if self.weak else result
 
     def reshape(self, *shape, **kwargs):

@@ -47,7 +47,7 @@ from ..core.allocation import (Preexisting, lists_as_arrays, stand_in_value, sta
                                without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
-                        holds_records, out_computation, put_right, records_function,
+                        holds_records, out_computation, put_abs_right, records_function,
                         records_key, records_write, numpy_scalar, refuse_records,
                         into_outs, single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
@@ -253,8 +253,7 @@ class TracedDispatch:
 
     def __abs__(self):
         result = apply_ufunc(np.absolute, (self,))
-        if stands_for_scalar(self):  # of a complex scalar: NumPy's scalar math rounds otherwise
-            put_right(result, abs, self.value[()])
+        put_abs_right(result, self)
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
