@@ -300,3 +300,35 @@ def test_a_gradient_keeps_its_signed_zeros_where_a_sum_overflows(replay):
         before = x.tobytes()
         assert _bits(grad(x)) == _bits(a * w)
         assert x.tobytes() == before
+
+
+NAN_AT_1 = np.array([0.3, np.nan, 0.7, 2.0])
+
+
+NAN_GUARDED = {
+    "norm": lambda x, y: np.linalg.norm(x),
+    "norm-rows": lambda x, y: np.linalg.norm(np.stack([x, y]), axis=1),  # one NaN, one not
+    "vecdot": lambda x, y: np.vecdot(x, y),
+    "vecdot-rows": lambda x, y: np.vecdot(np.stack([x, y]), np.stack([y, y])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NAN_GUARDED))
+def test_a_zero_cotangent_beside_a_nan_contributes_zero_in_norms_and_vecdot(name):
+    """``np.where(np.isnan(r), 0.0, r)`` gives ``r`` a zero cotangent where it is NaN; the
+    pullbacks of the norm and of vecdot multiplied it by their NaN partials (NumPy's ``0 *
+    nan``), so the gradient was NaN where the derivative is zero (or finite elsewhere)."""
+    def guarded(x, y):
+        r = NAN_GUARDED[name](x, y)
+        return np.sum(np.where(np.isnan(r), 0.0, r))
+
+    x, y = NAN_AT_1.copy(), np.array([1.5, -0.5, 0.25, 2.0])
+    before = (x.tobytes(), y.tobytes())
+    gx, gy = no_invalid_warning(lambda: mutad.gradient(guarded, x, y, argnums=(0, 1)))
+    assert (x.tobytes(), y.tobytes()) == before
+    finite = ~np.isnan(x)
+    for grad, at, other in ((gx, lambda v: guarded(v, y), x), (gy, lambda v: guarded(x, v), y)):
+        expected = central_differences(at, other, 1e-6)
+        keep = finite if other is x else np.ones(4, bool)  # the NaN entry has no neighbours
+        np.testing.assert_allclose(grad[keep], expected[keep], rtol=1e-6, atol=1e-9)
+        assert np.all(np.isfinite(grad[keep]))

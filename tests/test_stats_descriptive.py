@@ -645,3 +645,27 @@ def test_mstats_of_a_masked_array_run_np_mas_code():
     mutad follows (it was refused)."""
     from test_scipy_stops import check
     check(lambda x: S.mstats.trimmed_mean(np.ma.masked_less(x, 0.0)), X)
+
+
+@pytest.mark.parametrize("field", ["statistic", "pvalue"])
+def test_pearsonr_of_data_with_a_nan_guarded_by_where_has_a_zero_gradient(field):
+    """With the default nan_policy, a NaN in the data makes pearsonr's statistic NaN; a
+    program that replaces it (np.where(np.isnan(r), 0.0, r)) is constant there, and its
+    gradient zero: the zero cotangent reached the norms and the vecdot of pearsonr's steps,
+    whose pullbacks multiplied it by their NaN partials."""
+    x, y = X[0].copy(), Y[0].copy()
+    x[2] = np.nan
+
+    def guarded(x, y):
+        r = getattr(scipy.stats.pearsonr(x, y), field)
+        return np.where(np.isnan(r), 0.0, r)
+
+    before = (x.tobytes(), y.tobytes())
+    value, grads = mutad.value_and_grad(guarded, argnums=(0, 1))(x, y)
+    assert (x.tobytes(), y.tobytes()) == before
+    assert np.asarray(value).tobytes() == np.asarray(guarded(x, y)).tobytes()
+    assert [g.tolist() for g in grads] == [[0.0] * 6, [0.0] * 6]
+    replayed = mutad.value_and_grad(guarded, argnums=(0, 1), replay=True)
+    for _ in range(2):
+        assert [g.tolist() for g in replayed(x, y)[1]] == [[0.0] * 6, [0.0] * 6]
+    assert mutad.jvp(guarded, (x, y), (np.ones(6), np.ones(6)))[1] == 0.0

@@ -3,6 +3,7 @@ gradient: the value is NumPy's bit for bit, traced, replayed and in forward mode
 replayed gradient is the traced one bit for bit; the caller's arrays come back bit for bit."""
 
 import numpy as np
+import pytest
 import scipy.linalg
 
 import mutad
@@ -73,3 +74,46 @@ def test_a_factorization_cached_by_an_earlier_differentiation_is_refused_not_a_c
     for b, A in calls:
         assert mutad.value_and_grad(cached_solve, replay=True)(b, A)[0] == \
             np.sum(scipy.linalg.lu_solve(scipy.linalg.lu_factor(A), b) ** 2)
+
+
+def _cached_factor_solve(factor, solve):
+    """A program that factors its matrix once, into a module-level cache, and solves with the
+    cached factor on every later call."""
+    cache = {}
+
+    def f(b, A):
+        if A.shape not in cache:
+            cache[A.shape] = factor(A)
+        return np.sum(solve(cache[A.shape], b) ** 2)
+
+    return f
+
+
+_FACTOR_SOLVES = {
+    "lu": (scipy.linalg.lu_factor, scipy.linalg.lu_solve),
+    "cho": (lambda A: scipy.linalg.cho_factor(A @ A.T), scipy.linalg.cho_solve),
+    "triangular": (lambda A: np.triu(A) + 0.0, scipy.linalg.solve_triangular),
+    "matmul": (lambda A: A * 2.0, np.matmul),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FACTOR_SOLVES))
+def test_a_factor_cached_by_an_earlier_gradient_is_a_constant_in_forward_mode(name):
+    """The cache filled by a gradient holds that tape's arrays: a later jvp passed them, as
+    values of another level, to the factorization's forward rule, whose solve then recorded on
+    the ended tape (lu_solve: an EscapedTracerError). Forward mode now takes such an ended
+    constant as the plain array it holds, as reverse mode does."""
+    f = _cached_factor_solve(*_FACTOR_SOLVES[name])
+    rng = np.random.default_rng(3)
+    b, A = rng.random(4), 3 * np.eye(4) + rng.random((4, 4))
+    before = (b.tobytes(), A.tobytes())
+    gradient = mutad.gradient(f, b, A, argnums=0)
+    v = rng.standard_normal(4)
+    y, dy = mutad.jvp(f, (b, A), (v, None))
+    assert (b.tobytes(), A.tobytes()) == before
+    factor, solve = _FACTOR_SOLVES[name]
+    assert np.asarray(y).tobytes() == np.sum(solve(factor(A), b) ** 2).tobytes()
+    h = 1e-6
+    assert dy == pytest.approx((f(b + h * v, A) - f(b - h * v, A)) / (2 * h), rel=1e-6)
+    assert dy == pytest.approx(gradient @ v, rel=1e-12)
+    assert mutad.jvp(f, (b, A), (v, None))[1] == dy

@@ -105,6 +105,12 @@ def running(level):
     return any(d.level == level for d in ACTIVE.running)
 
 
+def ended(x):
+    """Whether ``x`` is a constant of a differentiation no longer running in this thread (kept
+    in a cache by an earlier call): every engine then takes it as the plain array it holds."""
+    return isinstance(x, Tracer) and not running(x.level) and x.constant_here()
+
+
 def escaped(what, differentiation="the differentiation"):
     """The error for ``what`` (a traced array, a dual) used after ``differentiation`` (the
     one that created it) ended."""

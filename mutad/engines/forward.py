@@ -48,7 +48,7 @@ from ..core.errors import (
     objects_refused,
 )
 from ..core.debug import ERRORS, HELD, HOLDING, warn_at
-from ..core.levels import ACTIVE, Tracer, escaped, innermost, running
+from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
@@ -257,6 +257,10 @@ def split(x, level, numbers=True):
             return split(x, level, numbers)
     if type(x) is np.ndarray:
         _check_alias(x)
+    elif ended(x):  # cached by an earlier differentiation: a constant, as in reverse mode
+        return memory(x), None  # (a rule's own calls on it would dispatch to its ended tape)
+    elif type(x) in (list, tuple) and any(ended(e) for e in x):  # (lu_factor's (lu, piv))
+        return type(x)(memory(e) if ended(e) else e for e in x), None
     return x, None
 
 

@@ -34,6 +34,7 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
+from ..core.levels import ended as any_ended
 from .elementwise import (Elementwise, Gathered, fold_reads, fold_written,
                           reverse_elementwise)
 from .products import CHUNK
@@ -261,8 +262,9 @@ def innermost(items, tape=None):
 
 
 def ended(x):
-    """Whether ``x`` is a constant whose differentiation is no longer running."""
-    return type(x) is Traced and x.buffer.constant and x.tape not in ACTIVE.running
+    """Whether ``x`` is an array of a tape, a constant whose differentiation is no longer
+    running (``levels.ended``)."""
+    return type(x) is Traced and any_ended(x)
 
 
 def freeze(tape, value):

@@ -107,14 +107,14 @@ def norm_pullback(x, y, ord, axes, keepdims, matrix):
 
         def back(dy):
             dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-            return (dy_kept * np.where(zero, 0.0, x / np.where(zero, 1.0, y_kept)),)
+            return (times(dy_kept, np.where(zero, 0.0, x / np.where(zero, 1.0, y_kept))),)
 
         return back
     derivative = norm_derivative(x, y, ord, axes, keepdims, matrix)
 
     def back(dy):
         dy_kept = dy if keepdims else np.expand_dims(dy, axes)
-        return (dy_kept * derivative,)
+        return (times(dy_kept, derivative),)
 
     return back
 

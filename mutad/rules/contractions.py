@@ -31,6 +31,7 @@ from ..core.registry import (complex_aware, defbatched, defjvp, deflinear, defmu
                              defrule, holomorphic, vanishes)
 from ..core.tape import source_line
 from ..core.views import memory
+from ..engines.products import times
 from ._helpers import transpose, unbroadcast
 
 
@@ -405,9 +406,10 @@ defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
 def vecdot(a, b, axis=-1, **kwargs):
     y = np.vecdot(a, b, axis=axis, **kwargs)
 
-    def back(dy):  # a is conjugated, as in vdot
+    def back(dy):  # a is conjugated, as in vdot; a zero dy contributes zero (``times``)
         dy = np.expand_dims(dy, axis)
-        return unbroadcast(np.conjugate(dy) * b, np.shape(a)), unbroadcast(dy * a, np.shape(b))
+        return (unbroadcast(times(np.conjugate(dy), b), np.shape(a)),
+                unbroadcast(times(dy, a), np.shape(b)))
 
     return y, back
 
