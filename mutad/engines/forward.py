@@ -1009,6 +1009,7 @@ class Dual(ArrayMethods):
             return np.asarray(self.value, dtype=dtype)
         value = self.plain_value()
         if value is None:
+            active(self.level)  # stored during the jvp, used after it
             raise conversion_error("np.asarray")
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
