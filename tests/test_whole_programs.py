@@ -2,6 +2,8 @@
 gradient: the value is NumPy's bit for bit, traced, replayed and in forward mode; the
 replayed gradient is the traced one bit for bit; the caller's arrays come back bit for bit."""
 
+from collections import deque
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -117,3 +119,122 @@ def test_a_factor_cached_by_an_earlier_gradient_is_a_constant_in_forward_mode(na
     assert dy == pytest.approx((f(b + h * v, A) - f(b - h * v, A)) / (2 * h), rel=1e-6)
     assert dy == pytest.approx(gradient @ v, rel=1e-12)
     assert mutad.jvp(f, (b, A), (v, None))[1] == dy
+
+
+class _BatchNorm:
+    """A layer as a module of a network: running statistics kept on the object."""
+
+    def __init__(self, n):
+        self.running_mean = np.zeros(n)
+        self.momentum = 0.1
+
+    def __call__(self, x, gamma):
+        mu = x.mean(axis=0)
+        self.running_mean *= 1 - self.momentum
+        self.running_mean += self.momentum * mu
+        return gamma * (x - mu)
+
+
+def test_jvp_writes_what_an_undifferentiated_argument_gives_into_state_as_numpy():
+    """jvp gives an argument without a tangent a zero one; the running mean of such an
+    argument, added into an object's state (``+=``, ``out=``) that the jvp does not follow,
+    raised UntracedWriteError where value_and_grad writes it as NumPy does. A value whose
+    tangent is zero is a constant along the direction: it is written, and the state ends as
+    NumPy's."""
+    layer = _BatchNorm(3)
+
+    def loss(gamma, X):
+        return np.sum(layer(X, gamma) ** 3)
+
+    rng = np.random.default_rng(3)
+    gamma, X, v = rng.random(3) + 0.5, rng.standard_normal((6, 3)), rng.standard_normal(3)
+    before = [gamma.tobytes(), X.tobytes()]
+    expected = loss(gamma, X)
+    state = layer.running_mean.copy()
+    layer.running_mean[:] = 0.0
+    value, tangent = mutad.jvp(loss, (gamma, X), (v, None))
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    assert layer.running_mean.tobytes() == state.tobytes()
+    layer.running_mean[:] = 0.0
+    assert np.isclose(tangent, mutad.gradient(loss, gamma, X, argnums=0) @ v, rtol=1e-12)
+    assert [gamma.tobytes(), X.tobytes()] == before
+
+    held = deque([np.zeros(3)])  # an object mutad does not look into
+
+    def traced_into_state(gamma, X):
+        state = held[0]
+        state += X[0]  # no derivative flows: written
+        state += gamma  # a derivative flows: refused
+        return np.sum(X * gamma)
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.jvp(traced_into_state, (gamma, X), (v, None))
+
+
+@mutad.inplace_adjoint(writes=("a",))
+def _accumulate_(a, b):
+    a += b
+    return a
+
+
+@_accumulate_.jvp_rule
+def _accumulate_forward(tangents, a, b):
+    da, db = tangents
+    _accumulate_(a, b)
+    if db is not None:
+        da += db
+    return a
+
+
+@pytest.mark.parametrize("write", [
+    lambda state, v: np.multiply(v, 2.0, out=state),
+    lambda state, v: np.add(state, v, out=state),
+    lambda state, v: np.copyto(state, v),
+    lambda state, v: np.add.at(state, [0, 0, 2], v),
+    lambda state, v: _accumulate_(state, v),
+], ids=["ufunc-out", "augmented", "copyto", "ufunc-at", "inplace-rule"])
+def test_jvp_writes_constants_into_arrays_it_does_not_follow(write):
+    """Each route of a write into an array held where mutad does not look (a deque): values
+    made from an argument jvp was given no tangent for are written as NumPy writes them (they
+    raised UntracedWriteError), values a derivative flows through are still refused."""
+    held = deque([np.zeros(3)])
+
+    def f(w, X):
+        write(held[0], X[0] * 2)
+        return np.sum(w * X[1])
+
+    X = np.arange(6.0).reshape(2, 3)
+    expected = np.zeros(3)
+    write(expected, X[0] * 2)
+    before = X.tobytes()
+    assert mutad.jvp(f, (np.ones(3), X), (np.ones(3), None)) == (12.0, 12.0)
+    assert held[0].tobytes() == expected.tobytes() and X.tobytes() == before
+
+    def g(w, X):
+        write(held[0], w)
+        return np.sum(w * X[1])
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.jvp(g, (np.ones(3), X), (np.ones(3), None))
+
+
+@pytest.mark.parametrize("differentiate", [
+    lambda f, w, X: mutad.value_and_grad(f)(w, X),
+    lambda f, w, X: mutad.jvp(f, (w, X), (np.ones_like(w), None)),
+], ids=["reverse", "forward"])
+def test_a_loss_kept_in_a_history_list_is_refused_as_escaped_after_the_call(differentiate):
+    """A training loop's habit: the loss appended to a module-level list. Converting it after
+    the differentiation (float(), np.asarray) raised ConversionError, which says the conversion
+    would cut a gradient, as if a differentiation were running; it is the escaped value the
+    documentation names, and has_aux the way to keep it."""
+    history = []
+
+    def f(w, X):
+        loss = np.sum((X @ w) ** 2)
+        history.append(loss)
+        return loss
+
+    differentiate(f, np.ones(2), np.arange(6.0).reshape(3, 2))
+    for convert in (float, np.asarray):
+        with pytest.raises(mutad.errors.EscapedTracerError):
+            convert(history[0])

@@ -31,7 +31,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
-from ..core.levels import WRAPPERS, Tracer, innermost, refused
+from ..core.levels import WRAPPERS, Tracer, escaped, innermost, refused, running
 from ..core.registry import SUBCLASS_VIEWS
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
@@ -726,6 +726,8 @@ class ArrayMethods(Tracer):
                 with warnings.catch_warnings():  # for one (float() of a complex scalar is
                     warnings.simplefilter("ignore")  # its real part, of a 0-d array an error)
                     attempt(memory(self)[()] if stands_for_scalar(self) else memory(self))
+            if not running(self.level):  # stored during a differentiation, used after it
+                raise escaped("a traced array")
             raise conversion_error(what)
         return value
 

@@ -551,6 +551,8 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
                 raise rule.partials[i].error(ufunc)
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if out is not None:
+        if not _followed(out, level) and not _carry([inputs[i] for i in traced]):
+            traced = []  # constants only: written into an array the jvp does not follow
         return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
                                   originals)
     y = as_array(ufunc(*primals, **kwargs))
@@ -588,11 +590,24 @@ def _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level):
     return [None if t is None else _aligned(t, ndim) for t in tangents]
 
 
+def _followed(out, level):
+    """Whether ``out`` is a dual of this jvp, which follows what is written into it."""
+    return type(out) is Dual and out.level == level
+
+
+def _carry(values):
+    """Whether a derivative flows through one of ``values``: a dual whose tangent is zero (of
+    an argument given no tangent, or made from one alone) is a constant along the direction, as
+    reverse mode takes an argument outside ``argnums``, and an array the jvp does not follow
+    may take its value."""
+    return any(type(v) is not Dual or carries_derivative(v) for v in values)
+
+
 def _target(out, level, carries_tangent, name, key=None):
     """The dual ``out`` an operation writes into (at ``key``: a region NumPy writes in an
     order-free way, ``writes.check_region``, as in reverse mode); a plain target is fine only
     for constants."""
-    if type(out) is Dual and out.level == level:
+    if _followed(out, level):
         check_region(out.value, name, key=key)
         return out
     if carries_tangent:
@@ -856,7 +871,8 @@ def _assign(target, value, level, name, key=...):
     if level_of([value]) > level:
         raise lost_tangent(name)
     value_primal, value_tangent = split(value, level, numbers=False)
-    dual = _target(target, level, value_tangent is not None, name, key)
+    carries = value_tangent is not None and (_followed(target, level) or _carry([value]))
+    dual = _target(target, level, carries, name, key)
     if dual is None:
         target[key] = value_primal
         return target
@@ -997,6 +1013,7 @@ class Dual(ArrayMethods):
             return np.asarray(self.value, dtype=dtype)
         value = self.plain_value()
         if value is None:
+            active(self.level)  # stored during the jvp, used after it
             raise conversion_error("np.asarray")
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
@@ -1207,10 +1224,13 @@ def apply_adjoint(adjoint, level, args, kwargs):
         if dy is None and _of_constants(args, level):
             return constant_result(y, level, primals)
         return _wrap(y, dy, level, primals, tangents, owned=False)
-    for i in writes:
-        if i < len(args) and tangents[i] is None and any(t is not None for t in tangents) \
-                and getattr(args[i], "dtype", np.dtype(int)).kind in "fc":
-            _target(args[i], level, True, name)
+    plain = [i for i in writes if i < len(args) and tangents[i] is None
+             and getattr(args[i], "dtype", np.dtype(int)).kind in "fc"]
+    if plain and any(t is not None for t in tangents):
+        if _carry([a for a, t in zip(args, tangents, strict=True) if t is not None]):
+            _target(args[plain[0]], level, True, name)
+        if all(tangents[i] is None for i in writes if i < len(args)):
+            tangents = (None,) * len(tangents)  # constants only, into arrays not followed
     result = rule(tangents, *primals, **kwargs)
     return _returned(result, args, primals)
 

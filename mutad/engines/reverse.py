@@ -795,6 +795,7 @@ class Traced(ArrayMethods):
                                          lambda v: np.asarray(v).astype(dtype).tobytes())
             return value
         if not self.buffer.constant:
+            active(self.tape)  # stored during the differentiation, used after it
             raise conversion_error("np.asarray")
         value = np.asarray(self.value)
         if self.buffer.read or type(self.buffer.ref) is Held:

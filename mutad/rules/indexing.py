@@ -553,6 +553,15 @@ def _list_tangent(values, tangents):
                                      else [None] * len(values), strict=True)])
 
 
+def _zero(tangent):
+    """Whether ``tangent`` is zero, and no enclosing differentiation follows it (as
+    ``Dual.constant``): its values are constants along the direction, as those of an argument
+    jvp was given no tangent for."""
+    if wrapped(tangent):
+        tangent = tangent.plain_value()
+    return isinstance(tangent, np.ndarray) and not tangent.any()
+
+
 def _same_write_on_tangents(call, name, values_at, accumulates=False):
     """Forward mode's rule of ``call``, which writes into its first argument values (argument
     ``values_at``) that enter linearly, at given indices or under a mask: the same write into
@@ -563,6 +572,8 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
             raise UnsupportedOperationError(
                 f"{name}: only its target and values may carry tangents.")
         values_tangent = tangents[values_at] if values_at < len(tangents) else None
+        if tangents[0] is None and values_tangent is not None and _zero(values_tangent):
+            values_tangent = None  # constants, into an array the jvp does not follow
         if tangents[0] is None and values_tangent is not None:
             raise UntracedWriteError(
                 f"{name}: a value with a tangent was written into an array that carries none "
