@@ -3030,11 +3030,19 @@ _lu_factor = Adjoint(_lu_factor_value)
 _lu_factor.complex_values = None
 
 
-def _lu_first_order(*items):
-    if _followed(*items):
-        _refuse("splu(A).L or .U under a differentiation of a differentiation (a hessian, a "
-                "gradient of a gradient)", "its rule is of the first order; make the matrix "
-                "dense and use scipy.linalg.lu, which every order differentiates.")
+def _first_order(routine, dense):
+    """The check of a rule of the first order only: it refuses ``routine`` where one of its
+    items is followed by an outer differentiation, naming ``dense``, which every order
+    differentiates."""
+    def check(*items):
+        if _followed(*items):
+            _refuse(f"{routine} under a differentiation of a differentiation (a hessian, a "
+                    "gradient of a gradient)", "its rule is of the first order; make the "
+                    f"matrix dense and use {dense}, which every order differentiates.")
+    return check
+
+
+_lu_first_order = _first_order("splu(A).L or .U", "scipy.linalg.lu")
 
 
 def _on_slots(dense, layout):
@@ -3363,11 +3371,7 @@ class _Eigenproblem:
         return -project(z)
 
 
-def _eigenproblem_first_order(*items):
-    if _followed(*items):
-        _refuse("scipy.sparse.linalg.eigsh under a differentiation of a differentiation (a "
-                "hessian, a gradient of a gradient)", "its rule is of the first order; make "
-                "the matrix dense and use scipy.linalg.eigh, which every order differentiates.")
+_eigenproblem_first_order = _first_order("scipy.sparse.linalg.eigsh", "scipy.linalg.eigh")
 
 
 def _eigenvalues_value(data, problem):
