@@ -98,6 +98,28 @@ def test_the_copy_of_a_large_write_holds_the_next_cotangent(replay, n, monkeypat
     assert any(taken)
 
 
+def test_a_replayed_copied_write_lends_its_copy(monkeypatch):
+    """The replay's own record of a copied write (``replay.ElementwiseWrite``'s) lends the copy
+    it put back to its pullback's cotangents, as the engine's record does
+    (``elementwise.write_cotangents``): asked on the replayed calls alone."""
+    monkeypatch.setattr(shadows_module, "SPARE", 0)
+    x = np.linspace(-3.0, 3.0, 30_000)
+    g = mutad.value_and_grad(chain, replay=True)
+    expected = [g(x) for _ in range(2)][-1]  # recorded, then replayed
+    spares = []
+    cotangents = elementwise.elementwise_cotangents
+
+    def watched(shadows, *args):
+        spares.append(shadows.spare is not None)
+        return cotangents(shadows, *args)
+
+    monkeypatch.setattr(elementwise, "elementwise_cotangents", watched)
+    value, gradient = g(x)
+    assert any(spares)
+    assert float(value).hex() == float(expected[0]).hex()
+    assert np.asarray(gradient).tobytes() == np.asarray(expected[1]).tobytes()
+
+
 def test_only_memory_nothing_else_holds_is_lent(monkeypatch):
     monkeypatch.setattr(shadows_module, "SPARE", 0)
     cache = Shadows()

@@ -615,13 +615,22 @@ def write_pullback(record, shadows, dy):
     if len(state) > 2:
         y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
                                                        **(record.settings or {}))
-    earlier = shadows.spare
     undo = record.undo
-    if type(undo) is CopyBack and undo.lends:  # the copy it put back: its memory lent on
-        spare, undo.saved = undo.saved, None
+    write_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1],
+                     undo.lent() if type(undo) is CopyBack and undo.lends else None)
+
+
+def write_cotangents(shadows, rule, dy, y, places, kept, traced, spare=None):
+    """The cotangents of the operands of an elementwise write (``elementwise_cotangents``),
+    the traced record's (``write_pullback``) and the replay's lean record's: ``spare``, the
+    copy the write's checkpoint put back, which nothing else holds (passed as it is let go of,
+    never from a variable: ``Shadows.lend`` counts its references), is lent to the cotangents
+    made here, and to no later ones."""
+    earlier = shadows.spare
+    if spare is not None:
         shadows.lend(spare)
-        del spare
-    elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+        del spare  # (not lent: freed before the cotangents are made)
+    elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
     if earlier is not None:  # (nearly always None: only large copies are lent)
         shadows.let_go(earlier)
 

@@ -47,8 +47,17 @@ def write_constant(tape, target, key, write, primitive=None):
         written(target.buffer)
         write()
         return
-    record_write(primitive, target, write, undo=Undo(save=saving(target.value, key)),
-                 taken=False)
+    record_constant_write(primitive, target, target.value, key, write)
+
+
+def record_constant_write(primitive, target, value, key, write, tape=None):
+    """:func:`record_write` of ``write()``, which writes constants into ``value[key]`` (None:
+    all of it) of ``target`` (a traced array, or a :class:`writes.Destination` on ``tape``),
+    an array a record read: its bytes there saved and put back, its cotangent passed through
+    (the values written get none). The traced engine's (``write_constant``) and the replay's
+    (``replay.ConstantWrite``)."""
+    record_write(primitive, target, write, undo=Undo(save=saving(value, key)), taken=False,
+                 tape=tape)
 
 
 def on_constants(call, args, kwargs, tape, written=()):

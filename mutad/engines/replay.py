@@ -103,14 +103,14 @@ from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_cotangents,
-                          elementwise_kept, read_by_partials, short, unbroadcast)
+from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_kept,
+                          read_by_partials, short, unbroadcast, write_cotangents)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .inplace import on_constants, record_write
+from .inplace import on_constants, record_constant_write
 from .operations import (apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
@@ -122,7 +122,7 @@ from .tracing import Gathered
 from ..core.trees import attributes, flatten
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)
-from .writes import Destination, Undo, saving
+from .writes import Destination
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -1043,20 +1043,16 @@ class ElementwiseWrite:
         if record is not None:
             Tape.reverse(record, shadows)
             return
-        target, copy = saved
-        if type(saved) is list:  # (a block's locals hold theirs: small)
-            saved[1] = None
         dy = shadows.take(self.written)
-        np.copyto(target, copy)
+        np.copyto(saved[0], saved[1])
         if dy is None or not self.traced:
             return
-        earlier = shadows.spare
-        shadows.lend(copy)  # its memory lent to the cotangents made next (``write_pullback``)
-        del copy  # else freed before the pullback makes its cotangents (a large write's: W5's)
         rule, traced = self.state
-        elementwise_cotangents(shadows, rule, dy, None, self.inputs, vals, traced)
-        if earlier is not None:
-            shadows.let_go(earlier)
+        # the copy's memory lent to the cotangents made next, as the checkpoint's of the
+        # engine's record is (a list: the step's own record; a block's locals hold theirs,
+        # small, in a tuple)
+        write_cotangents(shadows, rule, dy, None, self.inputs, vals, traced,
+                         saved.pop() if type(saved) is list else None)
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its
@@ -1190,7 +1186,7 @@ class ElementwiseWrite:
 class ConstantWrite:
     """A write of constants into an array allocated in the function: ``write(target,
     *args)``; if a record read the array before, its bytes are saved first
-    (``inplace.write_constant``), at ``key`` within it (None: all of it)."""
+    (``inplace.record_constant_write``), at ``key`` within it (None: all of it)."""
 
     __slots__ = ("write", "target", "args", "saved", "key")
 
@@ -1207,10 +1203,8 @@ class ConstantWrite:
         if self.saved is None:
             self.write(target, *args)
             return
-        record_write(None, Destination(target, None, False, self.saved),
-                     lambda: self.write(target, *args),
-                     undo=Undo(save=saving(target, resolve(self.key, values))), taken=False,
-                     tape=tape)
+        record_constant_write(None, Destination(target, None, False, self.saved), target,
+                              resolve(self.key, values), lambda: self.write(target, *args), tape)
 
 
 class Gather:

@@ -124,6 +124,12 @@ class CopyBack:
         else:
             region[self.key] = saved  # repeated indices all get the same original
 
+    def lent(self):
+        """The saved copy, put back and kept (``lends``), let go of: for the pullback to lend
+        its memory on (``elementwise.write_cotangents``)."""
+        saved, self.saved = self.saved, None
+        return saved
+
 
 _copyto = getattr(np.copyto, "_implementation", np.copyto)
 
