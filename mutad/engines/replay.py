@@ -122,7 +122,7 @@ from .tracing import Gathered
 from ..core.trees import attributes, flatten
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)
-from .writes import Destination
+from .writes import Destination, copy_back
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -1044,7 +1044,7 @@ class ElementwiseWrite:
             Tape.reverse(record, shadows)
             return
         dy = shadows.take(self.written)
-        np.copyto(saved[0], saved[1])
+        copy_back(saved[0], saved[1])
         if dy is None or not self.traced:
             return
         rule, traced = self.state
@@ -1098,7 +1098,8 @@ class ElementwiseWrite:
             # pullback may share shadows: the earlier steps' locals of shadows are looked up
             # again (a small region's is zeroed in place)
             code.shadows.clear()
-        take = [f"dy = shadows.take({code.bind(written)})", f"copyto({target}, {saved})"]
+        take = [f"dy = shadows.take({code.bind(written)})",
+                f"{code.bind(copy_back)}({target}, {saved})"]
         hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)

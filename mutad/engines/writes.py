@@ -117,10 +117,7 @@ class CopyBack:
         if region is None:  # a temporary nothing reads any more
             return
         if self.key is None:
-            if type(region) is np.ndarray:
-                _copyto(region, saved)  # NumPy's own: no dispatch
-            else:
-                np.copyto(region, saved)  # a device library's, through NumPy's protocol
+            copy_back(region, saved)
         else:
             region[self.key] = saved  # repeated indices all get the same original
 
@@ -129,6 +126,16 @@ class CopyBack:
         its memory on (``elementwise.write_cotangents``)."""
         saved, self.saved = self.saved, None
         return saved
+
+
+def copy_back(region, saved):
+    """Put the bytes ``saved`` of ``region`` before a write back into it: a checkpoint's undo,
+    the engine's (:class:`CopyBack`) and those a replay's own records and compiled blocks
+    run."""
+    if type(region) is np.ndarray:
+        _copyto(region, saved)  # NumPy's own: no dispatch
+    else:
+        np.copyto(region, saved)  # a device library's, through NumPy's protocol
 
 
 _copyto = getattr(np.copyto, "_implementation", np.copyto)
