@@ -1301,9 +1301,10 @@ class SetElement:
     """``x[i, j] = v``: one element of a float64 array, ``v`` a float64 scalar the program
     computed, or a number (a constant: ``u[0] = 0.0``). Recorded as a view (:class:`Call`)
     and an assignment into it (:class:`ElementwiseWrite` with the engine's ``ASSIGNMENT``),
-    which :func:`with_blocks` fuses into this step when a run of steps is compiled. It does
-    what they do: the element saved and copied back in the reverse pass (an assignment has no
-    inverse, under either policy), and its cotangent taken from the array's and handed to
+    which :func:`with_blocks` fuses into this step when a run of steps is compiled: a member
+    of a block alone, which runs its lines (``emit``), never the step itself. They do what
+    the two steps do: the element saved and copied back in the reverse pass (an assignment has
+    no inverse, under either policy), and its cotangent taken from the array's and handed to
     ``v`` (``Write.reverse``, ``write_pullback``), or dropped for a constant."""
 
     __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out",
@@ -1343,14 +1344,6 @@ class SetElement:
                 or not scalar_cotangents(write.inputs[0]):
             return None
         return cls(view.args[0].index, index, value.index, write.inputs[0], written, write.key)
-
-    def __call__(self, values, tape):
-        array = values[self.source]
-        old = array[self.index]
-        if tape.guards:
-            tape.before_write(self.key)
-        array[self.index] = self.constant if self.value is None else values[self.value]
-        tape.records.append((self, array, old))
 
     def back(self, shadows, array, old):
         dy = shadows.take(self.written)
