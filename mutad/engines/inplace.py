@@ -8,8 +8,9 @@ takes the same steps for a scalar loop's assignment of one element, less those t
 apply to it. Around them: the checks of a destination (``check_destination``,
 ``writes_into``, ``overlaps``); which operands of an elementwise write are its target, or lie
 over it (``target_position``, ``apart_from``);
-writes into constants a record has read (``write_constant``, and ``on_constants``, a call on
-constants alone, which may write into them); and writes that copy elements (``copy_into``),
+writes into constants a record has read (``write_constant``, whose record the replay's makes
+too: ``record_constant_write``; and ``on_constants``, a call on constants alone, which may
+write into them); and writes that copy elements (``copy_into``),
 recorded as the gather NumPy performed, which it is asked on integer twins of the operands.
 
 How a write is undone is decided a layer below (``writes``, which forward mode's checks of a
