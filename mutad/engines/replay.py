@@ -3530,8 +3530,8 @@ def signature(parts):
     """What picks a program for the flattened arguments ``parts`` (``(leaves, argument,
     plain)`` per argument, ``plain`` when its numbers are passed as they are: outside
     ``argnums``): the structure, and per leaf its kind, shape, dtype and layout (which
-    arguments share memory, and where), or its value if it is not differentiated (the bits of
-    a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
+    arguments share memory, and where, an integer array's too), and its value if it is not
+    differentiated (the bits of a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
     ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
     ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
     owners = {}
@@ -3555,25 +3555,27 @@ def signature(parts):
             if kind is complex or isinstance(x, np.complexfloating):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
+                # An array not differentiated (integers, booleans) is described as one that is,
+                # and by its values too, on which the program may depend: its layout and the
+                # memory it shares with other arguments decide what f reads from it after a
+                # write into either (k += 1 where k2 is k), and its order (k.ravel('K'))
                 dtype = x.dtype
-                if dtype.kind in "fc":
-                    same = objects.setdefault(id(x), len(objects))
-                    if x.base is None:  # (its own owner, the common case: owner()'s answer)
-                        shape, strides = x.shape, x.strides
-                        key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
-                                    owners.setdefault(id(x), len(owners)), None, shape, strides,
-                                    same))  # (offset None: owns its memory, x.base is None)
-                        continue
-                    base = owner(x)
-                    if type(base) is not np.ndarray:
-                        return (f"a view of a {type(base).__name__}",
-                                f"an array whose memory is a {type(base).__name__}'s")
-                    key.append((x.shape, dtype, x.strides, writeable(x),
-                                owners.setdefault(id(base), len(owners)),
-                                0 if base is x else address(x) - address(base), base.shape,
-                                base.strides, same))
-                else:  # not differentiated: the program may depend on its values
-                    key.append((x.shape, dtype.str, x.tobytes()))
+                values = None if dtype.kind in "fc" else x.tobytes()
+                same = objects.setdefault(id(x), len(objects))
+                if x.base is None:  # (its own owner, the common case: owner()'s answer)
+                    shape, strides = x.shape, x.strides
+                    key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
+                                owners.setdefault(id(x), len(owners)), None, shape, strides,
+                                same, values))  # (offset None: owns its memory, x.base is None)
+                    continue
+                base = owner(x)
+                if type(base) is not np.ndarray:
+                    return (f"a view of a {type(base).__name__}",
+                            f"an array whose memory is a {type(base).__name__}'s")
+                key.append((x.shape, dtype, x.strides, writeable(x),
+                            owners.setdefault(id(base), len(owners)),
+                            0 if base is x else address(x) - address(base), base.shape,
+                            base.strides, same, values))
             elif kind in (float, np.float64, np.float32, np.float16):
                 key.append((kind, np.array(x).tobytes()) if plain else kind)
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):

@@ -1,0 +1,86 @@
+"""Replays that answered otherwise than tracing and NumPy on fresh programs: each program's
+replaying function is called on inputs that change one decision the recording made, each call
+compared with a traced one, bit for bit, with NumPy's value, and the caller's bytes."""
+
+import numpy as np
+
+import mutad
+
+from test_replay import same
+
+
+def replayed_like_numpy(f, makers, argnums=0):
+    """Call ``value_and_grad(f, replay=True)`` on the arguments each of ``makers`` makes (a
+    maker, not a tuple: arguments that share memory must share it in every copy), and check
+    each call against a traced one and NumPy's value on arguments made afresh, and the
+    caller's bytes."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    for make in makers:
+        args = make()
+        before = [a.tobytes() for a in args]
+        got = replaying(*args)
+        assert [a.tobytes() for a in args] == before
+        expected = mutad.value_and_grad(f, argnums=argnums)(*make())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(*make()))
+    return replaying
+
+
+# ----------------------------------------------------------------------------------------------
+# Integer and boolean arrays among the arguments: their values pick a program, and so do their
+# layout and the memory they share
+
+
+def _points():
+    return np.array([1.0, 2.0, 3.0])
+
+
+def test_an_integer_argument_that_is_another_one_reads_the_other_ones_write():
+    """k += 1, then x[k2]: where k2 is k it reads the incremented indices. The signature held
+    the integer arrays' values alone, so a program recorded for f(x, k, k) was replayed for
+    f(x, k, k.copy()), and the other way round."""
+    def gathered(x, k, k2):
+        k += 1
+        return (x[k2] * x[k % 3]).sum()
+
+    def shared():
+        k = np.array([0, 1])
+        return _points(), k, k
+
+    def apart():
+        return _points(), np.array([0, 1]), np.array([0, 1])
+
+    replayed_like_numpy(gathered, [shared, shared, apart, apart, shared, apart])
+    replayed_like_numpy(gathered, [apart, apart, shared, shared, apart, shared])
+
+
+def test_integer_arguments_that_overlap_read_each_others_writes():
+    """k and k2 overlapping views of one integer array, f writing into k2 and reading k."""
+    def gathered(x, k, k2):
+        k2[0] = 2
+        return x[k].sum() * 2 + x[k2].sum()
+
+    def overlapping():
+        k = np.array([0, 1, 1])
+        return _points(), k[:2], k[1:]
+
+    def apart():
+        return _points(), np.array([0, 1]), np.array([1, 1])
+
+    replayed_like_numpy(gathered, [overlapping, overlapping, apart, apart, overlapping])
+    replayed_like_numpy(gathered, [apart, apart, overlapping, overlapping, apart])
+
+
+def test_an_integer_arguments_memory_order_picks_a_program():
+    """k.ravel(order='K') follows k's memory: a C- and an F-ordered k of the same values give
+    other indices, and the signature held the values alone."""
+    def gathered(x, k):
+        return (x[k.ravel(order="K")] * np.arange(4)).sum()
+
+    def c_ordered():
+        return np.array([1.0, 2.0, 3.0, 4.0]), np.array([[0, 1], [2, 3]])
+
+    def f_ordered():
+        return np.array([1.0, 2.0, 3.0, 4.0]), np.asfortranarray([[0, 1], [2, 3]])
+
+    replayed_like_numpy(gathered, [c_ordered, c_ordered, f_ordered, f_ordered, c_ordered])
