@@ -84,3 +84,46 @@ def test_an_integer_arguments_memory_order_picks_a_program():
         return np.array([1.0, 2.0, 3.0, 4.0]), np.asfortranarray([[0, 1], [2, 3]])
 
     replayed_like_numpy(gathered, [c_ordered, c_ordered, f_ordered, f_ordered, c_ordered])
+
+
+# ----------------------------------------------------------------------------------------------
+# An index computed by NumPy (np.argmax), which a recording holds as a value of its own: NumPy
+# indexes with its scalar, a basic index, whose result is a view f may write through
+
+
+def _rows(*rows):
+    return [lambda row=row: (np.array(row),) for row in rows]
+
+
+WEIGHTS = np.arange(9.0).reshape(3, 3)
+
+
+def test_a_row_at_an_argmax_is_a_view_written_through():
+    """v = M[np.argmax(x)]; v *= 2 doubles a row of M, as NumPy's M[np.intp(1)] is a view. The
+    recording held the argmax as a 0-d array, to NumPy an advanced index, whose row is a copy:
+    its first call and every replay left M as it was (168.0 where NumPy gives 243.0)."""
+    def doubled(x):
+        m = np.outer(x, x)
+        v = m[np.argmax(x)]
+        v *= 2
+        return (m * WEIGHTS).sum()
+
+    replayed_like_numpy(doubled, _rows([1.0, 3.0, 2.0], [1.0, 3.0, 2.0], [1.0, 3.0, 2.0],
+                                       [3.0, 1.0, 2.0], [1.0, 1.0, 1.0], [1.0, 3.0, 2.0]))
+
+
+def test_keys_holding_an_argmax_give_views_as_numpys():
+    """The same index in a tuple (M[i, :], M[..., i], T[:, i][i]) and an element written
+    through a row (M[i][i] = 7.0)."""
+    def written(x):
+        m = np.outer(x, x)
+        i = np.argmax(x)
+        row = m[i, :]
+        row[...] = np.diagonal(m)[::-1]
+        column = m[..., np.argmin(x)]
+        column -= 1.0
+        m[i][i] = 7.0
+        return (m * WEIGHTS).sum()
+
+    replayed_like_numpy(written, _rows([1.0, 3.0, 2.0], [1.0, 3.0, 2.0], [1.0, 3.0, 2.0],
+                                       [3.0, 1.0, 2.0], [2.0, 3.0, 3.0], [1.0, 3.0, 2.0]))
