@@ -127,3 +127,23 @@ def test_keys_holding_an_argmax_give_views_as_numpys():
 
     replayed_like_numpy(written, _rows([1.0, 3.0, 2.0], [1.0, 3.0, 2.0], [1.0, 3.0, 2.0],
                                        [3.0, 1.0, 2.0], [2.0, 3.0, 3.0], [1.0, 3.0, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's round() of a Python float
+
+
+def test_round_of_a_python_float_to_digits_is_pythons():
+    """round(a, 2) of a = x[0].item(): Python rounds the decimal a float is exactly, 2.675 to
+    2.67 (2.675 is 2.67499...), and keeps 1.7976931348623157e308; NumPy's round scales,
+    rounds and scales back, 2.68, and overflows to inf. Traced, in forward mode and replayed
+    (where the value changes, as the step computes it again) the value was NumPy's."""
+    def rounded(x):
+        a = x[0].item()
+        return x[1] * round(a, 2) + x[1] * round(a * 10.0, -1)
+
+    for row in ([2.675, 1.0], [4.35, 2.0], [1.7976931348623157e308, 0.5]):
+        x = np.array(row)
+        assert mutad.jvp(rounded, (x,), (np.ones(2),))[0] == rounded(x)
+    replayed_like_numpy(rounded, _rows([2.675, 1.0], [2.675, 1.0], [2.675, 1.0], [4.35, 2.0],
+                                       [1.7976931348623157e307, 0.5], [2.675, 1.0]))

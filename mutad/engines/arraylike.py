@@ -349,6 +349,12 @@ def weak_beside_arrays(args):
     return found and other
 
 
+def _pythons_round(number, ndigits):
+    """Python's ``round()`` of the Python float ``number``, as NumPy's float64 scalar (the
+    result of a function without a derivative, which a recording holds as a constant)."""
+    return np.float64(round(float(number), ndigits))
+
+
 def weak_arithmetic(result, other=None):
     """``result`` of Python's arithmetic on a weak value (an operator of an engine, once it
     checked its own operand is weak) and ``other`` (None for ``-a``, ``+a``, ``abs(a)``):
@@ -762,16 +768,24 @@ class ArrayMethods(Tracer):
     def __round__(self, ndigits=None):
         """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
         ``int()`` is; with ``ndigits`` it is ``np.round(x, ndigits)``, which mutad
-        differentiates (of a Python float, ``x[0].item()``, a Python float too, whose value it
-        is: Python's and NumPy's rounding agree there). An array has no ``round()``."""
+        differentiates. Of a Python float (``x[0].item()``) it is a Python float too, of
+        Python's value: Python rounds the decimal the float is exactly (``round(2.675, 2)`` is
+        2.67, as 2.675 is 2.67499...), NumPy scales, rounds and scales back (2.68), and
+        overflows past 1e306 where Python's is the number. An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
         if self.dtype.kind == "c":  # NumPy's complex scalars have no round() either
             raise TypeError(f"type numpy.{self.dtype.name} doesn't define __round__ method")
         if ndigits is None:
             return self._decided(round)
-        result = np.round(self, ndigits)
-        return weak_arithmetic(result) if self.weak else result
+        if not self.weak:
+            return np.round(self, ndigits)
+        ndigits = operator.index(ndigits)  # (Python's: an integer, a decision if computed)
+        tape = getattr(self, "tape", None)
+        if tape is None or tape.recorder is None or not tape.recorder.ready:
+            return round(float(memory(self)), ndigits)  # (no derivative)
+        # a recording holds it as a constant computed from traced values, a step it redoes
+        return weak_arithmetic(tape.recorder.nondiff(_pythons_round, (self, ndigits), {}))
 
     # ``.item()`` and ``.tolist()`` give Python numbers: of a value that depends on the
     # arguments, traced values standing for them (``weaken``), as ``math``'s functions give, so
