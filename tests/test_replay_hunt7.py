@@ -129,6 +129,22 @@ def test_keys_holding_an_argmax_give_views_as_numpys():
                                        [3.0, 1.0, 2.0], [2.0, 3.0, 3.0], [1.0, 3.0, 2.0]))
 
 
+def test_an_integer_a_scalars_method_made_indexes_as_numpys_scalar():
+    """i = s.astype(int) of a scalar s computed from x: NumPy's scalar, so M[i] is a view. Traced
+    it was a 0-d array (a copy: v *= 2 was lost, 168.0 where NumPy gives 243.0); recorded, a
+    step copied the scalar, whose copy a replay held as a 0-d array, a copy again where the
+    row it picked began M's memory, as the recorded view's did."""
+    def doubled(x):
+        m = np.outer(x, x)
+        i = (x[0] * 0.0 + np.argmax(x)).astype(int)
+        v = m[i]
+        v *= 2
+        return (m * WEIGHTS).sum()
+
+    replayed_like_numpy(doubled, _rows([1.0, 3.0, 2.0], [1.0, 3.0, 2.0], [1.0, 3.0, 2.0],
+                                       [3.0, 1.0, 2.0], [3.0, 1.0, 2.0], [1.0, 3.0, 2.0]))
+
+
 # ----------------------------------------------------------------------------------------------
 # Python's round() of a Python float
 

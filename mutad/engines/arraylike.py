@@ -576,7 +576,8 @@ def numpy_scalar(x, y, converts=False):
     A view of one element of ``x`` (``s.reshape(1, 1)``, ``s.ravel()``; of a function that
     ``converts`` its argument with ``np.asanyarray``, ``np.atleast_2d(s)``, a 0-d view too) is
     a view of the new, writeable array NumPy makes of the scalar: a writeable copy. (A
-    broadcast, ``np.broadcast_to``, is read-only in NumPy too.)
+    broadcast, ``np.broadcast_to``, is read-only in NumPy too.) A plain 0-d ``y`` (of no
+    derivative: ``s.astype(int)``) is NumPy's scalar, which indexes as one (``M[i]`` a view).
     For the program's calls (and NumPy's and SciPy's code), not mutad's rules: they compute
     with an enclosing differentiation's values as with plain 0-d arrays, whose methods return
     arrays (a view there is the view the rule's result is)."""
@@ -586,10 +587,16 @@ def numpy_scalar(x, y, converts=False):
         if memory(y).ndim == 0 and not converts:
             y = np.copy(y)
             memory(y).flags.writeable = False
+            recorder = getattr(getattr(y, "tape", None), "recorder", None)
+            if recorder is not None:  # (the step that made the copy has stored it: a
+                recorder.made_scalar(y)  # replay's is a 0-d array, where it is an index)
             if x.weak:  # a Python number's part (z.imag): a Python float
                 weaken(y)
         elif not writeable(memory(y)) and views(memory(y), memory(x)):
             y = np.copy(y)
+    elif type(y) is np.ndarray and not y.ndim and not converts and wrapped(x) \
+            and stands_for_scalar(x) and not _by_mutad(sys._getframe(2)):
+        y = y[()]  # a plain result (no derivative: s.astype(int)) is NumPy's scalar itself
     return y
 
 

@@ -232,6 +232,16 @@ def as_constant(y):
     return np.asarray(y) if isinstance(y, (float, int)) else y
 
 
+def as_scalar(y):
+    """A constant integer or boolean the recording held as standing for NumPy's scalar
+    (``s.astype(int)`` of a scalar ``s``), as NumPy's scalar: a key holding it is a basic index
+    (``M[i]`` a view), as the recording's was (``tracing._index``), where a 0-d array the
+    replay computed (``np.copy``'s) would be an advanced one (a copy)."""
+    if type(y) is np.ndarray:
+        return y[()]
+    return y if isinstance(y, np.generic) else np.asarray(y)[()]
+
+
 def as_fresh(y):
     """A rule's new float output, as ``operations._output`` holds it: a broadcast view copied."""
     if type(y) is np.ndarray and y.base is not None and overlaps_itself(y):
@@ -2602,11 +2612,21 @@ class Recorder:
                 return None
             if id(y) in self.slots:
                 return None  # the array itself (``np.asarray(x)``, an ``out=``)
-            convert = as_constant if y.buffer.constant else fresh_value
+            convert = fresh_value if not y.buffer.constant else as_scalar if (
+                y.value.dtype.kind in "iub" and stands_for_scalar(y)) else as_constant
             return Out(self.bind(y), convert, y, view=not y.whole)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self.outputs(item, depends) for item in y)
         return None
+
+    def made_scalar(self, y):
+        """``y``, a constant the last step stored, was made to stand for NumPy's scalar
+        (``arraylike.numpy_scalar``: ``s.astype(int)`` of a scalar ``s``): that step stores
+        it as NumPy's scalar too where it is an integer or a boolean (``as_scalar``)."""
+        out = getattr(self.steps[-1], "outputs", None) if self.steps else None
+        if type(out) is Out and out.slot == self.slots.get(id(y)) \
+                and out.convert is as_constant and y.value.dtype.kind in "iub":
+            out.convert = as_scalar
 
     def depends(self, items):
         """Whether a traced array, or a constant computed from one, is among ``items``."""
