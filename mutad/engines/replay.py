@@ -375,7 +375,12 @@ class Out:
 
 
 def _layout(view):
-    return view.strides, address(view) - address(owner(view))
+    """Where ``view`` lies in its memory, and whether an array of dimensions is a view at all:
+    one of its own (an advanced index's copy where the recording's key gave a view, which a
+    write through it would miss) lies at offset 0 too. (A 0-d one may be either: a replay
+    holds a scalar the recording viewed, ``x[0].item()``'s, as a value of its own.)"""
+    base = owner(view)
+    return view.strides, address(view) - address(base), base is view and view.ndim > 0
 
 
 class Same:
