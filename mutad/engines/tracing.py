@@ -364,7 +364,7 @@ def getitem(x, key):
     tape = active(x.tape)
     basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
     if not basic:
-        given, key = key, private(_index(key))  # (an advanced index: a copy, never a view)
+        given, key = key, private(_index(key))  # (advanced: a copy; basic once _index's)
     y = x.value[key]
     if not isinstance(y, np.generic) and views(y, x.value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
