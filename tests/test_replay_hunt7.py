@@ -163,3 +163,31 @@ def test_round_of_a_python_float_to_digits_is_pythons():
         assert mutad.jvp(rounded, (x,), (np.ones(2),))[0] == rounded(x)
     replayed_like_numpy(rounded, _rows([2.675, 1.0], [2.675, 1.0], [2.675, 1.0], [4.35, 2.0],
                                        [1.7976931348623157e307, 0.5], [2.675, 1.0]))
+
+
+def test_rows_swapped_through_views_at_a_pivot_an_argmax_found():
+    """Gaussian elimination with partial pivoting, its rows swapped through views of them
+    (rk = A[k]; rp = A[p]; rk[:], rp[:] = rp.copy(), rk.copy()) at p = k + np.argmax(...): the
+    recording's rows at p were copies, the swap lost, on its first call and every replay."""
+    def solved(a):
+        m = a.reshape(3, 3).copy()
+        b = np.array([1.0, 2.0, 3.0])
+        for k in range(2):
+            p = k + np.argmax(np.abs(m[k:, k]))
+            if p != k:
+                rk, rp = m[k], m[p]
+                rk[:], rp[:] = rp.copy(), rk.copy()
+                b[[k, p]] = b[[p, k]]
+            for i in range(k + 1, 3):
+                factor = m[i, k] / m[k, k]
+                m[i, k:] -= factor * m[k, k:]
+                b[i] -= factor * b[k]
+        x = np.zeros(3)
+        for i in range(2, -1, -1):
+            x[i] = (b[i] - m[i, i + 1:] @ x[i + 1:]) / m[i, i]
+        return x.sum()
+
+    first = [4.0, 1.0, 2.0, 1.0, 3.0, 0.5, 2.0, 1.0, 5.0]
+    replayed_like_numpy(solved, _rows(first, first, first,
+                                      [1.0, 4.0, 2.0, 3.0, 1.0, 0.5, 2.0, 1.0, 5.0],
+                                      [1.0, 2.0, 3.0, 6.0, 5.0, 4.0, 9.0, 7.0, 8.0], first))
