@@ -349,6 +349,12 @@ def weak_beside_arrays(args):
     return found and other
 
 
+def _pythons_round(number, ndigits):
+    """Python's ``round()`` of the Python float ``number``, as NumPy's float64 scalar (the
+    result of a function without a derivative, which a recording holds as a constant)."""
+    return np.float64(round(float(number), ndigits))
+
+
 def weak_arithmetic(result, other=None):
     """``result`` of Python's arithmetic on a weak value (an operator of an engine, once it
     checked its own operand is weak) and ``other`` (None for ``-a``, ``+a``, ``abs(a)``):
@@ -570,7 +576,8 @@ def numpy_scalar(x, y, converts=False):
     A view of one element of ``x`` (``s.reshape(1, 1)``, ``s.ravel()``; of a function that
     ``converts`` its argument with ``np.asanyarray``, ``np.atleast_2d(s)``, a 0-d view too) is
     a view of the new, writeable array NumPy makes of the scalar: a writeable copy. (A
-    broadcast, ``np.broadcast_to``, is read-only in NumPy too.)
+    broadcast, ``np.broadcast_to``, is read-only in NumPy too.) A plain 0-d ``y`` (of no
+    derivative: ``s.astype(int)``) is NumPy's scalar, which indexes as one (``M[i]`` a view).
     For the program's calls (and NumPy's and SciPy's code), not mutad's rules: they compute
     with an enclosing differentiation's values as with plain 0-d arrays, whose methods return
     arrays (a view there is the view the rule's result is)."""
@@ -580,10 +587,16 @@ def numpy_scalar(x, y, converts=False):
         if memory(y).ndim == 0 and not converts:
             y = np.copy(y)
             memory(y).flags.writeable = False
+            recorder = getattr(getattr(y, "tape", None), "recorder", None)
+            if recorder is not None:  # (the step that made the copy has stored it: a
+                recorder.made_scalar(y)  # replay's is a 0-d array, where it is an index)
             if x.weak:  # a Python number's part (z.imag): a Python float
                 weaken(y)
         elif not writeable(memory(y)) and views(memory(y), memory(x)):
             y = np.copy(y)
+    elif type(y) is np.ndarray and not y.ndim and not converts and wrapped(x) \
+            and stands_for_scalar(x) and not _by_mutad(sys._getframe(2)):
+        y = y[()]  # a plain result (no derivative: s.astype(int)) is NumPy's scalar itself
     return y
 
 
@@ -762,16 +775,24 @@ class ArrayMethods(Tracer):
     def __round__(self, ndigits=None):
         """As NumPy's scalars': ``round()`` of a 0-d value (``x[0]``) is a Python int, as
         ``int()`` is; with ``ndigits`` it is ``np.round(x, ndigits)``, which mutad
-        differentiates (of a Python float, ``x[0].item()``, a Python float too, whose value it
-        is: Python's and NumPy's rounding agree there). An array has no ``round()``."""
+        differentiates. Of a Python float (``x[0].item()``) it is a Python float too, of
+        Python's value: Python rounds the decimal the float is exactly (``round(2.675, 2)`` is
+        2.67, as 2.675 is 2.67499...), NumPy scales, rounds and scales back (2.68), and
+        overflows past 1e306 where Python's is the number. An array has no ``round()``."""
         if self.ndim:
             raise TypeError("type numpy.ndarray doesn't define __round__ method")  # NumPy's
         if self.dtype.kind == "c":  # NumPy's complex scalars have no round() either
             raise TypeError(f"type numpy.{self.dtype.name} doesn't define __round__ method")
         if ndigits is None:
             return self._decided(round)
-        result = np.round(self, ndigits)
-        return weak_arithmetic(result) if self.weak else result
+        if not self.weak:
+            return np.round(self, ndigits)
+        ndigits = operator.index(ndigits)  # (Python's: an integer, a decision if computed)
+        tape = getattr(self, "tape", None)
+        if tape is None or tape.recorder is None or not tape.recorder.ready:
+            return round(float(memory(self)), ndigits)  # (no derivative)
+        # a recording holds it as a constant computed from traced values, a step it redoes
+        return weak_arithmetic(tape.recorder.nondiff(_pythons_round, (self, ndigits), {}))
 
     # ``.item()`` and ``.tolist()`` give Python numbers: of a value that depends on the
     # arguments, traced values standing for them (``weaken``), as ``math``'s functions give, so

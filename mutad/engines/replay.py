@@ -232,6 +232,16 @@ def as_constant(y):
     return np.asarray(y) if isinstance(y, (float, int)) else y
 
 
+def as_scalar(y):
+    """A constant integer or boolean the recording held as standing for NumPy's scalar
+    (``s.astype(int)`` of a scalar ``s``), as NumPy's scalar: a key holding it is a basic index
+    (``M[i]`` a view), as the recording's was (``tracing._index``), where a 0-d array the
+    replay computed (``np.copy``'s) would be an advanced one (a copy)."""
+    if type(y) is np.ndarray:
+        return y[()]
+    return y if isinstance(y, np.generic) else np.asarray(y)[()]
+
+
 def as_fresh(y):
     """A rule's new float output, as ``operations._output`` holds it: a broadcast view copied."""
     if type(y) is np.ndarray and y.base is not None and overlaps_itself(y):
@@ -365,7 +375,12 @@ class Out:
 
 
 def _layout(view):
-    return view.strides, address(view) - address(owner(view))
+    """Where ``view`` lies in its memory, and whether an array of dimensions is a view at all:
+    one of its own (an advanced index's copy where the recording's key gave a view, which a
+    write through it would miss) lies at offset 0 too. (A 0-d one may be either: a replay
+    holds a scalar the recording viewed, ``x[0].item()``'s, as a value of its own.)"""
+    base = owner(view)
+    return view.strides, address(view) - address(base), base is view and view.ndim > 0
 
 
 class Same:
@@ -2590,11 +2605,21 @@ class Recorder:
                 return None
             if id(y) in self.slots:
                 return None  # the array itself (``np.asarray(x)``, an ``out=``)
-            convert = as_constant if y.buffer.constant else fresh_value
+            convert = fresh_value if not y.buffer.constant else as_scalar if (
+                y.value.dtype.kind in "iub" and stands_for_scalar(y)) else as_constant
             return Out(self.bind(y), convert, y, view=not y.whole)
         if type(y) in (tuple, list) or (isinstance(y, tuple) and hasattr(y, "_fields")):
             return tuple(self.outputs(item, depends) for item in y)
         return None
+
+    def made_scalar(self, y):
+        """``y``, a constant the last step stored, was made to stand for NumPy's scalar
+        (``arraylike.numpy_scalar``: ``s.astype(int)`` of a scalar ``s``): that step stores
+        it as NumPy's scalar too where it is an integer or a boolean (``as_scalar``)."""
+        out = getattr(self.steps[-1], "outputs", None) if self.steps else None
+        if type(out) is Out and out.slot == self.slots.get(id(y)) \
+                and out.convert is as_constant and y.value.dtype.kind in "iub":
+            out.convert = as_scalar
 
     def depends(self, items):
         """Whether a traced array, or a constant computed from one, is among ``items``."""
@@ -3518,8 +3543,8 @@ def signature(parts):
     """What picks a program for the flattened arguments ``parts`` (``(leaves, argument,
     plain)`` per argument, ``plain`` when its numbers are passed as they are: outside
     ``argnums``): the structure, and per leaf its kind, shape, dtype and layout (which
-    arguments share memory, and where), or its value if it is not differentiated (the bits of
-    a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
+    arguments share memory, and where, an integer array's too), and its value if it is not
+    differentiated (the bits of a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
     ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
     ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
     owners = {}
@@ -3543,25 +3568,27 @@ def signature(parts):
             if kind is complex or isinstance(x, np.complexfloating):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
+                # An array not differentiated (integers, booleans) is described as one that is,
+                # and by its values too, on which the program may depend: its layout and the
+                # memory it shares with other arguments decide what f reads from it after a
+                # write into either (k += 1 where k2 is k), and its order (k.ravel('K'))
                 dtype = x.dtype
-                if dtype.kind in "fc":
-                    same = objects.setdefault(id(x), len(objects))
-                    if x.base is None:  # (its own owner, the common case: owner()'s answer)
-                        shape, strides = x.shape, x.strides
-                        key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
-                                    owners.setdefault(id(x), len(owners)), None, shape, strides,
-                                    same))  # (offset None: owns its memory, x.base is None)
-                        continue
-                    base = owner(x)
-                    if type(base) is not np.ndarray:
-                        return (f"a view of a {type(base).__name__}",
-                                f"an array whose memory is a {type(base).__name__}'s")
-                    key.append((x.shape, dtype, x.strides, writeable(x),
-                                owners.setdefault(id(base), len(owners)),
-                                0 if base is x else address(x) - address(base), base.shape,
-                                base.strides, same))
-                else:  # not differentiated: the program may depend on its values
-                    key.append((x.shape, dtype.str, x.tobytes()))
+                values = None if dtype.kind in "fc" else x.tobytes()
+                same = objects.setdefault(id(x), len(objects))
+                if x.base is None:  # (its own owner, the common case: owner()'s answer)
+                    shape, strides = x.shape, x.strides
+                    key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
+                                owners.setdefault(id(x), len(owners)), None, shape, strides,
+                                same, values))  # (offset None: owns its memory, x.base is None)
+                    continue
+                base = owner(x)
+                if type(base) is not np.ndarray:
+                    return (f"a view of a {type(base).__name__}",
+                            f"an array whose memory is a {type(base).__name__}'s")
+                key.append((x.shape, dtype, x.strides, writeable(x),
+                            owners.setdefault(id(base), len(owners)),
+                            0 if base is x else address(x) - address(base), base.shape,
+                            base.strides, same, values))
             elif kind in (float, np.float64, np.float32, np.float16):
                 key.append((kind, np.array(x).tobytes()) if plain else kind)
             elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):

@@ -200,7 +200,7 @@ class TracedDispatch:
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
         elif self.buffer.constant:
-            y = constant_result(self.value[plain(key)], self.tape, (self,))
+            y = constant_result(self.value[_index(key)], self.tape, (self,))
         else:
             y = getitem(self, key)
         if stands_for_scalar(self) and not stands_for_scalar(y):
@@ -364,7 +364,7 @@ def getitem(x, key):
     tape = active(x.tape)
     basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
     if not basic:
-        given, key = key, private(plain(key))  # (an advanced index: a copy, never a view)
+        given, key = key, private(_index(key))  # (advanced: a copy; basic once _index's)
     y = x.value[key]
     if not isinstance(y, np.generic) and views(y, x.value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
@@ -534,6 +534,18 @@ def _plain_index(key):
         if type(k) is not int and type(k) is not slice:
             return False
     return True
+
+
+def _index(key):
+    """``plain(key)`` as NumPy takes the index: a traced integer that stands for NumPy's
+    scalar (``np.argmax(x)``, which a recording holds as a read-only 0-d array of the tape:
+    ``Recorder.derive``) as that scalar, a basic index. To NumPy a 0-d array is an advanced
+    one: ``M[np.array(1)]`` is a copy of a row, ``M[np.intp(1)]`` a view f may write through."""
+    if type(key) is tuple:
+        return tuple([_index(k) for k in key])
+    if type(key) is Traced and key.value.dtype.kind in "iu" and stands_for_scalar(key):
+        return key.value[()]
+    return plain(key)
 
 
 def _integers_as_scalars(key):
