@@ -62,3 +62,29 @@ def test_hessian_with_respect_to_values_through_fixed_knots(f):
     y = np.cos(3 * x) + 1.5
     assert mutad.gradient(f, y.copy(), x.copy(), argnums=0) is not None
     _hessian_like_finite_differences(f, y, x)
+
+
+def test_a_gradient_penalty_through_fixed_knots():
+    """Reverse over reverse: a loss holding the squared gradient of a fit in ``y`` through
+    the fixed knots ``x`` (a write into them too), differentiated in ``y``; the inner gradient
+    refused the knots as differentiated. Its gradient is the finite difference's, a replay's
+    the traced one's, and ``x`` comes back as it was."""
+    def fit(y, x):
+        x *= 1.0
+        knots = scipy.interpolate.PchipInterpolator(x, y)(np.array([0.3, 0.6]))
+        return np.sum(knots ** 3) + np.sum(np.polynomial.Polynomial.fit(x, y, 2)(x) ** 2)
+
+    def penalised(y, x):
+        return np.sum(mutad.gradient(fit, y, x, argnums=0) ** 2) + fit(y, x.copy())
+
+    x = np.linspace(0.0, 1.0, 6)
+    y = np.cos(3 * x) + 1.5
+    before = (y.tobytes(), x.tobytes())
+    g = mutad.gradient(penalised, y, x, argnums=0)
+    assert (y.tobytes(), x.tobytes()) == before
+    v = np.linspace(-1.0, 1.0, 6)
+    assert g @ v == pytest.approx(directional_fd(penalised, (y, x), (v, None)), rel=1e-7)
+    replaying = mutad.grad(penalised, replay=True)
+    for k in range(3):
+        z = y + 0.01 * k
+        assert replaying(z, x).tobytes() == mutad.gradient(penalised, z, x, argnums=0).tobytes()
