@@ -18,7 +18,7 @@ import collections
 
 import numpy as np
 
-from ..core.allocation import drawing_argument
+from ..core.allocation import drawing_argument, holds_derivative
 from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, run
 from ..core.debug import issue_held
@@ -203,9 +203,14 @@ class ReverseDifferentiation(Differentiation):
         as NumPy's and records nothing, and writes into them are followed and undone. A call
         a replay records (``recording``) traces them instead: the replay reads them as
         inputs, and guards the decisions taken on them; so does a differentiation nested in
-        another, whose arguments are the outer one's arrays."""
+        another of the outer one's arrays that carry its derivative, or share memory with a
+        selected argument."""
         wrapped = []
         made = {}  # id of a float array -> its traced array: one object passed twice is one
+        # the memory of the enclosing levels' arrays in selected arguments: followed here
+        followed = {id(owner(leaf)) for i, arg in enumerate(args)
+                    if selected is None or i in selected
+                    for leaf in flatten(arg)[0] if isinstance(leaf, Tracer)}
         for i, arg in enumerate(args):  # (``x is y`` in f is True for f(a, a), as in NumPy)
             leaves, rebuild = flatten(arg)
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
@@ -214,7 +219,7 @@ class ReverseDifferentiation(Differentiation):
             for leaf in leaves:
                 t = made.get(id(leaf)) if _an_array(leaf) else None
                 if t is None:
-                    t = self._wrap_leaf(leaf, plain, plain and not recording)
+                    t = self._wrap_leaf(leaf, plain, plain and not recording, followed)
                     if type(t) is Traced and _an_array(leaf):
                         made[id(leaf)] = t
                 else:  # the buffer is the same: its constancy as _wrap_leaf takes it
@@ -231,7 +236,7 @@ class ReverseDifferentiation(Differentiation):
                                if type(key) is int])
         return wrapped
 
-    def _wrap_leaf(self, x, plain=False, constant=False):
+    def _wrap_leaf(self, x, plain=False, constant=False, followed=frozenset()):
         check_leaf(x)
         t = None
         if plain and is_inexact_scalar(x):
@@ -249,8 +254,11 @@ class ReverseDifferentiation(Differentiation):
                 t = fresh(x, self.tape)  # its own at each place, as a float argument is
                 if x.weak:
                     weaken(t)
-            else:
-                t = self._wrap_outer(x)  # an array of a differentiation this one is inside
+            else:  # an array of a differentiation this one is inside: a constant here
+                # where no level follows it (not asking of memory a selected argument shares,
+                # whose tangents a batched pass holds in some directions only)
+                t = self._wrap_outer(x, constant and id(owner(x)) not in followed
+                                     and not holds_derivative(x))
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
             self.originals.keep_within(x)
         self.traced.append(t)
@@ -322,18 +330,21 @@ class ReverseDifferentiation(Differentiation):
     def shut(self):
         return self.tape.frozen  # (thawed when the differentiation ends, or back is dropped)
 
-    def _wrap_outer(self, x):
+    def _wrap_outer(self, x, constant=False):
         """An argument an outer differentiation traces (this gradient is nested in another,
         reverse or forward): traced here as a buffer of its own, its values the outer one's.
-        Saving and restoring it are operations the outer one follows like any other."""
+        Saving and restoring it are operations the outer one follows like any other.
+        ``constant``: outside argnums and constant at every enclosing level too (``x`` of
+        ``hessian(f, y, x, argnums=0)``), so no derivative of any level flows through it."""
         key = ("outer", id(owner(x)))
         if key not in self.buffers:  # one buffer for all of the memory, as for plain arrays
             whole = self.tape.outer.lift(owner_view(x))
-            buffer = Buffer(whole)
+            buffer = Buffer(whole, constant=constant)
             buffer.note_address(whole)
             self.buffers[key] = (whole, buffer)
             self.tape.guard(buffer.key, lambda: self._save(buffer.key))
         whole, buffer = self.buffers[key]
+        buffer.constant = buffer.constant and constant  # all its arguments' views
         value = self.tape.outer.lift(x)
         self.pending.setdefault(buffer.key, []).append(value)
         return Traced(value, buffer, self.tape, same_region(value, whole))
