@@ -64,9 +64,9 @@ X = np.array([0.3, -0.7, 1.1, 0.5])
 
 
 # ----------------------------------------------------------------------------------------------
-# Work arrays an object's methods write, reached through its other methods, its __call__,
-# an override calling its base's, a property, a class method, a partial's keyword: all were
-# UntracedWriteError (mutad looked at the attributes the function's own code names alone)
+# Work arrays an object's methods write, reached through its other methods, its __call__ and
+# other special methods, an override calling its base's, a property, a class method, a
+# partial's keyword: all were UntracedWriteError (mutad looked at the attributes the function's own code names alone)
 
 class Heat:
     def __init__(self, n):
@@ -118,6 +118,45 @@ class Table:
         return cls.W
 
 
+class Field:
+    """A container of the user's over a work array, written through its special methods."""
+
+    def __init__(self, n):
+        self.data = np.zeros(n)
+
+    def __getitem__(self, k):
+        return self.data[k]
+
+    def __setitem__(self, k, v):
+        self.data[k] = v
+
+    def __iadd__(self, other):
+        self.data += other
+        return self
+
+
+def _container():
+    field = Field(4)
+
+    def f(x):
+        field[:] = x
+        field[1:] = field[1:] * field[:-1]
+        return (field[:] ** 2).sum()
+
+    return f, lambda: [field.data]
+
+
+def _augmented():
+    field = Field(4)
+
+    def f(x):
+        acc = field
+        acc += np.sin(x)
+        return (field[:] * x).sum()
+
+    return f, lambda: [field.data]
+
+
 def _solver_method():
     s = Heat(4)
     return s.run, lambda: [s.u, s.work, s.step_count]
@@ -160,7 +199,8 @@ def _partial_keyword():
 
 @pytest.mark.parametrize("make", [_solver_method, _solver_called, _solver_as_f,
                                   _override_calling_super, _property, _class_method,
-                                  _partial_keyword], ids=lambda m: m.__name__)
+                                  _partial_keyword, _container, _augmented],
+                         ids=lambda m: m.__name__)
 def test_work_arrays_of_objects(make):
     check(make, X)
 

@@ -3324,14 +3324,17 @@ def _methods(obj, names):
     """The user-written methods of ``obj`` (a ``user_object``, or a user class) that code
     naming ``names`` may run: each definition of such a name along its class's bases (an
     override calls its base's through ``super()``), a property's getter, a static method's and
-    a class method's function, bound as Python binds them; and ``__call__`` of an object, which
-    ``obj(x)`` runs without naming it."""
+    a class method's function, bound as Python binds them; and an object's special methods,
+    which syntax runs without naming them (``obj(x)``, ``obj[k] = v``, ``obj += u``, ``for v
+    in obj``), but those that make it."""
     cls = obj if isinstance(obj, type) else type(obj)
-    wanted = set(names) | ({"__call__"} if cls is not obj else set())
     methods = []
     for base in cls.__mro__:
         if not _user_class(base):
             continue
+        wanted = set(names) if cls is obj else set(names) | {
+            name for name in vars(base) if name.startswith("__") and name.endswith("__")
+            and name not in _MAKING}
         for name in wanted & vars(base).keys():
             member = vars(base)[name]
             if type(member) is property:
@@ -3343,6 +3346,11 @@ def _methods(obj, names):
             elif type(member) is types.FunctionType and cls is not obj:
                 methods.append(types.MethodType(member, obj))
     return methods
+
+
+_MAKING = {"__init__", "__new__", "__init_subclass__", "__class_getitem__", "__del__",
+           "__set_name__"}
+"""Special methods that make (or unmake) an object, which no syntax on it runs (``_methods``)."""
 
 
 def _holders(obj):
