@@ -486,10 +486,11 @@ class ReverseDifferentiation(Differentiation):
     def ours(self, x):
         return type(x) is Traced and x.tape is self.tape
 
-    def settle(self, holders, returned=True):
-        self.caller_of.update((id(t), leaf) for t, leaf
-                              in zip(self.traced, self.leaves, strict=True) if t is not None)
-        super().settle(holders, returned)
+    def detached(self, x):
+        if self.ours(x) and id(x) not in self.caller_of:  # (an argument: the caller's object)
+            self.caller_of.update((id(t), leaf) for t, leaf
+                                  in zip(self.traced, self.leaves, strict=True) if t is not None)
+        return super().detached(x)
 
     def _per_argument(self, leaf_values):
         """Rebuild each positional argument's structure around its leaves' values."""
