@@ -306,6 +306,31 @@ def test_a_layer_called_or_its_dunder_called_leaves_the_same_state():
     assert states[0][2]  # the argument itself, as NumPy's run stores it
 
 
+class Interior:
+    def __init__(self):
+        self.u = np.zeros(5)
+
+    def f(self, x):
+        self.u[:] = x
+        self.interior = self.u[1:-1]  # a view of the state, stored
+        self.interior *= 2.0
+        return (self.u ** 2).sum()
+
+
+def test_a_view_of_written_state_stored_is_a_view_of_the_callers_array():
+    x = np.arange(1.0, 6.0)
+    expected = Interior()
+    expected.f(x)
+    for differentiate in (lambda f: mutad.gradient(f, x), lambda f: mutad.jvp(f, (x,), (x,))):
+        s = Interior()
+        differentiate(s.f)
+        assert type(s.interior) is np.ndarray and np.shares_memory(s.interior, s.u)
+        assert s.u.tobytes() == expected.u.tobytes()
+        assert s.interior.tobytes() == expected.interior.tobytes()
+        s.interior[0] = 100.0  # writable, as NumPy's view, and a view
+        assert s.u[1] == 100.0
+
+
 def test_a_replay_leaves_plain_values_it_reads_on_the_next_call():
     """The buffer a first call made (``self.buf``) was left traced: the next call raised
     EscapedTracerError."""

@@ -107,6 +107,7 @@ class Differentiation:
         self.left = []  # (that caller's array, its values as f left them: ``settle``)
         self.caller_of = {}  # id of an array given to f -> the caller's object (``detached``)
         self.later = []  # what differentiations nested in f left in plain arrays (``leave``)
+        self.views = []  # (a view of a caller's array ``settle`` stored, that array)
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -179,13 +180,39 @@ class Differentiation:
         if not self.ours(x):
             return None
         caller = self.caller_of.get(id(x))
+        if caller is None:
+            caller = self._caller_view(x)
         return caller if caller is not None else returned(x)
+
+    def _caller_view(self, x):
+        """Where ``x`` views an array made before the call that ``f`` wrote into and that ends
+        holding what ``f`` left (``self.interior = self.u[1:-1]``): the same view of the
+        caller's array, as NumPy's run would have stored it; else None."""
+        if stands_for_scalar(x) or type(x.value) is not np.ndarray:
+            return None
+        for caller, adopted in self.written:
+            if type(caller) is np.ndarray and type(adopted.value) is np.ndarray and any(
+                    caller is a for a, _ in self.left) and owner(x.value) is owner(
+                    adopted.value) and caller.strides == adopted.value.strides:
+                offset = address(x.value) - address(adopted.value) + address(caller) - address(
+                    owner(caller))
+                try:
+                    view = np.ndarray(x.shape, x.dtype, buffer=owner(caller), offset=offset,
+                                      strides=x.value.strides)
+                except (TypeError, ValueError):  # (memory NumPy hands out no buffer of)
+                    return None
+                self.views.append((view, caller))
+                return view
+        return None
 
     def restore(self):
         """Write back the caller's original bytes, then the values ``f`` left in the arrays
         made before the call it wrote into (``settle``)."""
         self.originals.restore()
-        left, self.left = self.left, []
+        for view, caller in self.views:  # (made while the caller's memory was read-only)
+            if writeable(caller):
+                view.flags.writeable = True
+        left, self.left, self.views = self.left, [], []
         runs = getattr(RUNS, "left", None)
         if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
             if not runs:
@@ -487,7 +514,9 @@ class ReverseDifferentiation(Differentiation):
         return type(x) is Traced and x.tape is self.tape
 
     def detached(self, x):
-        if self.ours(x) and id(x) not in self.caller_of:  # (an argument: the caller's object)
+        if not self.ours(x):
+            return None
+        if id(x) not in self.caller_of:  # (an argument: the caller's object)
             self.caller_of.update((id(t), leaf) for t, leaf
                                   in zip(self.traced, self.leaves, strict=True) if t is not None)
         return super().detached(x)
