@@ -23,7 +23,6 @@ from .core.errors import (
 from .engines import forward, session
 from .core.allocation import allocate
 from .core.arguments import check_argnums
-from .engines.arraylike import weak_value
 from .core.debug import user_frames
 from .core.levels import Tracer
 from .listing import TapeListing
@@ -31,7 +30,7 @@ from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
 from .engines.session import ReverseDifferentiation
 from .core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
-from .core.views import memory, owner, stands_for_scalar, wrapped
+from .core.views import memory, owner, wrapped
 
 T = TypeVar("T")
 
@@ -138,14 +137,7 @@ def _detached(x):
     return x[()] if type(x) is np.ndarray and x.ndim == 0 else x
 
 
-def _returned(t):
-    """Traced ``t``'s value as ``f`` returns it to the caller, detached (the reverse pass
-    rewinds every buffer): a Python number where it stands for one (``s.item()``), NumPy's
-    scalar where for one (``x[0]``, ``x.sum()``), else a copy of the array (under an
-    enclosing differentiation, an array it traces)."""
-    if t.weak:
-        return weak_value(t.value)
-    return t.value[()] if stands_for_scalar(t) else t.value.copy()
+_returned = session.returned
 
 
 @user_frames
@@ -619,6 +611,7 @@ class _RunsShownAsOne:
 
     def __init__(self):
         self.shown, self.run = {}, {}
+        self.outer_runs = None
 
     def begin(self):
         """A run of ``f`` begins (``_on_leaves``'s function calls it)."""
@@ -627,10 +620,20 @@ class _RunsShownAsOne:
     def __enter__(self):
         self.show_before = warnings._showwarnmsg_impl
         warnings._showwarnmsg_impl = self.show
+        # the arrays made before the call that f writes into, put back after each run and left
+        # as the first one left them when all have ended (``session.RUNS``): by the outermost
+        # Jacobian or Hessian, where one runs inside another's f
+        self.outer_runs = getattr(session.RUNS, "left", None)
+        if self.outer_runs is None:
+            session.RUNS.left = []
         return self
 
     def __exit__(self, *exception):
         warnings._showwarnmsg_impl = self.show_before
+        if self.outer_runs is None:
+            left, session.RUNS.left = session.RUNS.left, None
+            if exception[0] is None:
+                session.leave(left)
 
     def show(self, message):
         key = (str(message.message), message.category, message.filename, message.lineno)
@@ -652,7 +655,12 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
     for i in selected:
         _differentiable_argument(args[i], "jacobian", i)
     f, args, positions, per_argument = _on_leaves(f, args, selected, runs)
-    y = session.jvp(f, tuple(args), (None,) * len(args))[0]
+    differentiated = sorted({k for leaves in positions.values() for k in leaves})
+    # In forward mode, the first batch of directions gives f's value too: no run of f of its
+    # own for the outputs' shapes, so that a small Jacobian runs f (and its side effects) once
+    first = _first_batch(f, args, differentiated[0]) if (
+        BATCHED and mode == "forward" and differentiated) else None
+    y = first[0] if first is not None else session.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
     for out in outputs:
         if np.iscomplexobj(out):
@@ -665,12 +673,17 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
                 f"dicts), not {type(out).__name__}.")
     sizes = [int(np.prod(np.shape(out))) for out in outputs]
     jacobians = {}
-    for i in sorted({k for leaves in positions.values() for k in leaves}):
+    for i in differentiated:
         x_shape = np.shape(args[i])
         if mode == "reverse" or mode is None and sum(sizes) < int(np.prod(x_shape)):
             blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
         else:
-            columns = _batched_columns(f, args, i, sizes) if BATCHED else None
+            columns = None
+            if first is not None and i == differentiated[0]:
+                rest = _batched_columns(f, args, i, sizes, start=len(first[1]))
+                columns = None if rest is None else first[1] + rest
+            elif BATCHED:
+                columns = _batched_columns(f, args, i, sizes)
             if columns is None:  # one direction per pass
                 columns = []
                 for e in _basis(args[i]):
@@ -694,13 +707,34 @@ BATCH_BYTES = 8 << 20
 directions as fit for the larger of the argument's memory and the outputs."""
 
 
-def _batched_columns(f, args, i, sizes):
+def _first_batch(f, args, i):
+    """``f``'s value and the columns of the Jacobian with respect to ``args[i]`` for its first
+    directions (as many as ``HESSIAN_BATCH``, and as fit ``BATCH_BYTES`` for the argument's
+    memory: the outputs' sizes are not known yet), from one batched pass; None where the batch
+    does not apply or the pass failed (``_batched_columns``)."""
+    x = args[i]
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < 2:
+        return None
+    count = max(2, min(x.size, HESSIAN_BATCH, BATCH_BYTES // (x.dtype.itemsize * owner(x).size)))
+    values = []
+
+    def run(tangents, count):
+        y, dy = session.jvp_batched(f, tuple(args), tangents, count)
+        values.append(y)
+        return flatten(dy)[0]
+
+    columns = _columns_in_batches(args, i, count, run, stop=count)
+    return None if columns is None else (values[0], columns)
+
+
+def _batched_columns(f, args, i, sizes, start=0):
     """The columns of the Jacobian with respect to ``args[i]``, as the loop over ``_basis``
     gives them, from forward passes that carry a batch of directions each
     (``session.jvp_batched``); None where the batch does not apply (a number, an array of a
     device, of one element) or a pass met something the batch does not handle
     (``forward.BATCH``), or failed in any way: then one direction per pass gives the result,
-    or the error, as it always has."""
+    or the error, as it always has. ``start``: the first direction (those before it were
+    taken: ``_first_batch``)."""
     x = args[i]
     if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < 2:
         return None
@@ -708,18 +742,20 @@ def _batched_columns(f, args, i, sizes):
     per_direction = x.dtype.itemsize * max(owner(x).size, sum(sizes), 1)
     size = max(2, min(n, BATCH_BYTES // per_direction))
     return _columns_in_batches(args, i, size, lambda tangents, count: flatten(
-        session.jvp_batched(f, tuple(args), tangents, count)[1])[0])
+        session.jvp_batched(f, tuple(args), tangents, count)[1])[0], start)
 
 
-def _columns_in_batches(args, i, size, run):
-    """The columns for every basis direction of ``args[i]``, ``size`` directions a pass:
-    ``run(tangents, count)`` gives the leaves of a pass's batched tangents; None where a pass
-    fails in any way (``BatchUnsupported``, or an error one direction per pass gives too)."""
+def _columns_in_batches(args, i, size, run, start=0, stop=None):
+    """The columns for the basis directions ``start`` to ``stop`` (None: the last) of
+    ``args[i]``, ``size`` directions a pass: ``run(tangents, count)`` gives the leaves of a
+    pass's batched tangents; None where a pass fails in any way (``BatchUnsupported``, or an
+    error one direction per pass gives too)."""
     x = args[i]
     n = x.size
+    stop = n if stop is None else stop
     columns = []
-    for start in range(0, n, size):
-        count = min(size, n - start)
+    for start in range(start, stop, size):
+        count = min(size, stop - start)
         directions = np.zeros((count, n), x.dtype)
         directions[np.arange(count), start + np.arange(count)] = 1.0
         tangents = [None] * len(args)

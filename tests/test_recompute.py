@@ -1,6 +1,7 @@
 """Recomputation: temporaries the reverse pass computes again from their recipes instead of
 keeping them alive (mutad/engines/recompute.py)."""
 
+import collections
 import gc
 import weakref
 import tracemalloc
@@ -460,7 +461,7 @@ def test_a_temporary_a_later_recipe_reads_after_a_write_is_put_back(monkeypatch)
 def test_a_temporary_the_program_still_holds_is_put_back(monkeypatch):
     """An array the program keeps after it returns (here in a list) is not dead: its writes
     are undone as every other's, so it holds its first values after the gradient."""
-    held = []
+    held = collections.deque()  # (a list would hold NumPy's value after the call)
 
     def f(x, refs):
         t = np.sin(x)

@@ -3032,7 +3032,7 @@ def test_a_walk_meets_an_array_of_an_ended_differentiation_as_its_value():
     from mutad.engines.reverse import ReverseTape, Traced
     from mutad.engines.replay import reach
 
-    held = []
+    held = collections.deque()  # (a list would hold NumPy's value after the call)
     mutad.grad(lambda x: held.append(x) or (x * x).sum())(np.linspace(0.5, 1.5, 3))
     traced = held[0]
     assert type(traced) is Traced

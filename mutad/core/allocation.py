@@ -2987,9 +2987,9 @@ class _Mode:
             if self.depth > 1:
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
-                self._swap_cells(f)
+                holders = self._swap_cells(f)
                 self._install_types()
-                return
+                return holders
             try:
                 builtins.__import__ = self._importing
                 json.JSONEncoder.default = _json_default
@@ -3002,8 +3002,9 @@ class _Mode:
                 self._route_methods()
                 self.ndarray = None
                 self.scalars = {}
-                self._swap_cells(f)
+                holders = self._swap_cells(f)
                 self._install_types()
+                return holders
             except BaseException:
                 self._undo()
                 self.depth -= 1
@@ -3094,28 +3095,45 @@ class _Mode:
         """Swap what the mode replaces or routes where ``f`` reaches it through its closure
         cells and the module-level names its code reads (a bound method or a partial, which the
         module scan leaves), and where the user functions, bound methods and partials held there
-        reach it, ``depth`` levels down."""
+        reach it, ``depth`` levels down. Gives the places found so (``holders``, what
+        ``settle`` looks into when ``f`` returns): ``(place, key)``, or ``(container, None)``
+        for all of an object's attributes, a list's items or a dict's."""
         todo, seen, objects = [(f, 0)], set(), set()
+        holders: list = []
         while todo:
             g, level = todo.pop()
-            if g is None or id(g) in seen or level > depth:
+            # (a method by its object and function: ``_methods`` binds it anew each time)
+            key: Any = (id(g.__self__), id(g.__func__)) if type(g) is types.MethodType else id(g)
+            if g is None or key in seen or level > depth:
                 continue
-            seen.add(id(g))
+            seen.add(key)
+            names: Any = ()
             if isinstance(g, functools.partial):
                 todo.append((g.func, level + 1))
+                # a work array bound as the partial's keyword (partial(step, work=W))
+                places: list = [(g.keywords, key) for key in g.keywords]
+                holders.append((g.keywords, None))
+                code = namespace = None
+                own = False
+                g = None
+            elif user_object(g) and not callable(getattr(g, "__func__", None)):
+                todo += [(method, level) for method in _methods(g, ())]  # a callable object
                 continue
-            g_bound, g = g, getattr(g, "__func__", g)
-            code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
-            package = str((namespace or {}).get("__name__")).partition(".")[0]
-            if package in INTERNAL and package != "mutad":
-                continue  # NumPy's and SciPy's own functions keep their bindings
-            # mutad's own (a wrapper around the user's function, in testing or api) keep theirs
-            # too, but the functions they hold are followed, and a routed function or method
-            # they hold (the user's f itself: mutad.hessian(scipy.special.logsumexp, x)) is
-            # swapped.
-            own = package == "mutad"
-            places = [(cell, "cell_contents") for cell in getattr(g, "__closure__", None) or ()]
-            names: Any = ()
+            else:
+                g_bound, g = g, getattr(g, "__func__", g)
+                code, namespace = getattr(g, "__code__", None), getattr(g, "__globals__", None)
+                package = str((namespace or {}).get("__name__")).partition(".")[0]
+                if package in INTERNAL and package != "mutad":
+                    continue  # NumPy's and SciPy's own functions keep their bindings
+                # mutad's own (a wrapper around the user's function, in testing or api) keep
+                # theirs too, but the functions they hold are followed, and a routed function
+                # or method they hold (the user's f itself: mutad.hessian(
+                # scipy.special.logsumexp, x)) is swapped.
+                own = package == "mutad"
+                places = [(cell, "cell_contents")
+                          for cell in getattr(g, "__closure__", None) or ()]
+                if not own:  # (mutad's own closures hold what its engines need as it is)
+                    holders += places
             if code is not None and namespace is not None and not own:
                 names = _names(code)  # its own code's and its nested functions' (a lambda's)
                 if "ndarray" in names:
@@ -3129,9 +3147,17 @@ class _Mode:
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
                 places += [(namespace, name) for name in names if name in namespace]
+                holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
                 bound = getattr(g_bound, "__self__", None)
-                if user_object(bound):  # self.u0 of a method: the attributes its code names
+                if user_object(bound):
+                    holders += _holders(bound)
+                    # self.u0 of a method: the attributes its code names, and the code of the
+                    # methods (properties, a base's through super()) it names on self
                     places += _attributes(bound, names)
+                    todo += [(method, level + 1) for method in _methods(bound, names)]
+                elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
+                    places += [(bound, name) for name in names if name in vars(bound)]
+                    holders += [(bound, name) for name in names]
                 places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
                 places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
             while places:
@@ -3146,9 +3172,11 @@ class _Mode:
                     _put(place, key, stand_in)
                 elif type(value) is dict and level < depth and place is not value:
                     places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
+                    holders.append((value, None))
                 elif type(value) is list and not own and id(value) not in objects:
                     # work arrays held in a list (``self.k[i][:] = ...``, a layer's buffers)
                     objects.add(id(value))
+                    holders.append((value, None))
                     places += [(value, i) for i in range(min(len(value), 64))]
                 elif isinstance(value, tuple) and not own and (
                         held := _tuple_stand_in(value, self._stand_in)) is not None:
@@ -3156,7 +3184,11 @@ class _Mode:
                     self.cells.append((place, key, value, held))
                     _put(place, key, held)
                 elif isinstance(value, type) and _user_class(value) and code is not None:
-                    places += [(value, name) for name in names if name in vars(value)]
+                    places += [(value, name) for name in names if name in vars(value)
+                               and type(vars(value)[name]) is not classmethod]
+                    holders += [(value, name) for name in names]
+                    todo += [(method, level + 1) for method in _methods(value, names)
+                             if isinstance(getattr(method, "__self__", None), type)]
                 elif user_object(value) and type(value) is not functools.partial \
                         and level < depth and id(value) not in objects:
                     # An object made before, reached by a name (``model.u0.copy()``, a
@@ -3164,9 +3196,8 @@ class _Mode:
                     # method's ``self``, and the code of the methods it names
                     objects.add(id(value))
                     places += _attributes(value, names)
-                    todo += [(types.MethodType(method, value), level + 1) for name in names
-                             if type(method := inspect.getattr_static(type(value), name, None))
-                             is types.FunctionType]
+                    holders += _holders(value)
+                    todo += [(method, level + 1) for method in _methods(value, names)]
                 elif type(value) is types.ModuleType and _user_module(value) \
                         and level < depth and id(value) not in objects:
                     # a module of the user's reached by a name (``import buffers``, then
@@ -3176,6 +3207,7 @@ class _Mode:
                     places += [(attributes, name) for name in names if name in attributes]
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
+        return holders
 
     def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
@@ -3286,6 +3318,87 @@ def user_object(obj):
     return (obj is not None and not isinstance(obj, (type, types.ModuleType))
             and _user_class(type(obj)) and (type(getattr(obj, "__dict__", None)) is dict
                                             or hasattr(type(obj), "__slots__")))
+
+
+def _methods(obj, names):
+    """The user-written methods of ``obj`` (a ``user_object``, or a user class) that code
+    naming ``names`` may run: each definition of such a name along its class's bases (an
+    override calls its base's through ``super()``), a property's getter, a static method's and
+    a class method's function, bound as Python binds them; and an object's special methods,
+    which syntax runs without naming them (``obj(x)``, ``obj[k] = v``, ``obj += u``, ``for v
+    in obj``), but those that make it."""
+    cls = obj if isinstance(obj, type) else type(obj)
+    methods = []
+    for base in cls.__mro__:
+        if not _user_class(base):
+            continue
+        wanted = set(names) if cls is obj else set(names) | {
+            name for name in vars(base) if name.startswith("__") and name.endswith("__")
+            and name not in _MAKING}
+        for name in wanted & vars(base).keys():
+            member = vars(base)[name]
+            if type(member) is property:
+                member = member.fget
+            if type(member) is classmethod:
+                methods.append(types.MethodType(member.__func__, cls))
+            elif type(member) is staticmethod:
+                methods.append(member.__func__)
+            elif type(member) is types.FunctionType and cls is not obj:
+                methods.append(types.MethodType(member, obj))
+    return methods
+
+
+_MAKING = {"__init__", "__new__", "__init_subclass__", "__class_getitem__", "__del__",
+           "__set_name__"}
+"""Special methods that make (or unmake) an object, which no syntax on it runs (``_methods``)."""
+
+
+def _holders(obj):
+    """The places of all attributes of ``obj`` (a ``user_object``) for ``settle``: its
+    ``__dict__`` (which may gain one), and its slots."""
+    attributes = getattr(obj, "__dict__", None)
+    slots = [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())
+             if type(name) is str and hasattr(obj, name)]
+    return ([(attributes, None)] if type(attributes) is dict else []) + [
+        (_Slots(obj), name) for name in slots]
+
+
+def settle(holders, detached, depth=3):
+    """Replace in ``holders`` (``_Mode._swap_cells``'s: the places the differentiated function
+    reaches by a name) each value of the differentiation that ended its run of the function
+    by ``detached(value)``, a plain value (None: not the differentiation's), in the lists,
+    dicts and tuples held there too, ``depth`` levels down: what the function stored there
+    (``self.buf = np.zeros_like(x)``, ``history.append(u)``) is NumPy's value after the
+    differentiation, never a traced one."""
+    for place, key in holders:
+        for k in (list(place) if type(place) is dict else range(len(place))) \
+                if key is None else (key,):
+            try:
+                value = _get(place, k)
+            except (KeyError, IndexError, AttributeError, ValueError):  # (not bound)
+                continue
+            plain = _settled(value, detached, depth)
+            if plain is not value:
+                _put(place, k, plain)
+
+
+def _settled(value, detached, depth):
+    if isinstance(value, Tracer):
+        plain = detached(value)
+        return value if plain is None else plain
+    if depth == 0 or type(value) not in (list, dict, tuple) and not (
+            isinstance(value, tuple) and hasattr(value, "_fields")):
+        return value
+    if type(value) is list or type(value) is dict:
+        for k in (list(value) if type(value) is dict else range(len(value))):
+            plain = _settled(value[k], detached, depth - 1)
+            if plain is not value[k]:
+                value[k] = plain
+        return value
+    items = [_settled(item, detached, depth - 1) for item in value]
+    if all(a is b for a, b in zip(items, value)):
+        return value
+    return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
 
 
 def _attributes(obj, names):
@@ -3553,10 +3666,10 @@ def mode(f=None):
     """The allocation mode around one differentiation of ``f``; gives the function to call:
     ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
     method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``)."""
-    MODE.enter(f)
+    holders = MODE.enter(f)
     try:
         with MODE.lock:
             stand_in = None if f is None else MODE._stand_in(f)
-        yield f if stand_in is None else stand_in
+        yield f if stand_in is None else stand_in, holders
     finally:
         MODE.exit()

@@ -74,16 +74,23 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f) as function, at_user_lines(Warnings()), no_full_collections():
+    with mode(f) as (function, holders), at_user_lines(Warnings()), no_full_collections():
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()
         ACTIVE.running.append(differentiation)
         refusals = len(ACTIVE.refusals)
         try:
-            result = call(function)
             adopter = getattr(differentiation, "adopter", None)
-            if adopter is not None and adopter.adopted:  # f returns an array it wrote into
-                result = adopted_views(result)
+            try:
+                result = call(function)
+            except BaseException:
+                if adopter is not None:  # what f stored before it raised is plain too
+                    adopter.settle(holders, returned=False)
+                raise
+            if adopter is not None:
+                adopter.settle(holders)  # the caller's state as NumPy's run of f leaves it
+                if adopter.adopted:  # f returns an array it wrote into
+                    result = adopted_views(result)
             if len(ACTIVE.refusals) > refusals:
                 raise went_past(ACTIVE.refusals[refusals])
             return result

@@ -271,7 +271,9 @@ def _compiled_code_refusal(error):
         "function reads through another object's attribute). Make that object inside the "
         "function or name it there (a global, a closure), give the routine a rule "
         "(mutad.adjoint, docs/guide.md 'Custom rules'), or take mutad.stop_gradient(x) where no "
-        "gradient should flow.")
+        "gradient should flow; an array made in the function for such code (memoryview(w), a "
+        "buffer a routine fills) is NumPy's own where it is made inside a `with "
+        "mutad.plain_allocation():` block.")
     refusal.__cause__ = error
     return refusal.with_traceback(error.__traceback__)
 

@@ -867,7 +867,9 @@ class ArrayMethods(Tracer):
         "x.data", "its raw memory cannot be followed. Use indexing to read or write elements."))
     ctypes = property(lambda self: self._refuse(
         "x.ctypes", "compiled code reading its memory has no derivative. Give the routine a "
-        "rule with mutad.adjoint (docs/guide.md, 'Custom rules')."))
+        "rule with mutad.adjoint (docs/guide.md, 'Custom rules'); an array made in the "
+        "function for such code is NumPy's own where it is made inside a `with "
+        "mutad.plain_allocation():` block."))
 
     def _interface(self):
         # an AttributeError too: NumPy, converting the array, asks for these first and goes

@@ -15,14 +15,15 @@ ends.
 """
 
 import collections
+import threading
 
 import numpy as np
 
-from ..core.allocation import drawing_argument, holds_derivative
+from ..core.allocation import drawing_argument, holds_derivative, settle
 from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, run
 from ..core.debug import issue_held
-from .arraylike import stands_for_scalar
+from .arraylike import stands_for_scalar, weak_value
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
                            UnsupportedOperationError)
 from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, enclosed, split,
@@ -102,6 +103,11 @@ class Differentiation:
         # id(owner of the memory) -> {id(stand-in): (the stand-in, this one's array for it)}
         self.adopted = {}
         self.apart = set()  # the ids of those owners whose memory no argument views
+        self.written = []  # (the caller's array of an adopted stand-in, this one's array for it)
+        self.left = []  # (that caller's array, its values as f left them: ``settle``)
+        self.caller_of = {}  # id of an array given to f -> the caller's object (``detached``)
+        self.later = []  # what differentiations nested in f left in plain arrays (``leave``)
+        self.views = []  # (a view of a caller's array ``settle`` stored, that array)
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -120,6 +126,8 @@ class Differentiation:
             adopted = self._adopted(x, first) if part is None else getattr(
                 self._adopted(part[0], first), part[1])
             pair = arrays[id(stand_in)] = (stand_in, adopted)
+            self.written.append((x, adopted))
+            self.caller_of[id(adopted)] = x
             if id(owner(x)) in self.apart:
                 # The caller's own objects for the memory are made read-only while this
                 # differentiation runs: another way to it than the name (a list holding the
@@ -147,9 +155,95 @@ class Differentiation:
     def __exit__(self, *exception):
         self.restore()
 
+    def ours(self, x):
+        """Whether ``x`` is a traced or dual value of this differentiation."""
+        raise NotImplementedError
+
+    def settle(self, holders, returned=True):
+        """``f`` returned: its effects on the caller's state are those of NumPy's one run of
+        ``f``. An array made before the call that it wrote into ends holding what ``f`` left
+        in it (written back by :meth:`restore`, after the reverse pass rewound it; one whose
+        memory an argument views comes back as the argument does), and a
+        value of this differentiation ``f`` stored where it reaches by a name (``self.buf``,
+        a list it appended to, a global: ``holders``, ``allocation.settle``) is replaced by
+        its plain value, as NumPy's run would have stored it: the caller's own object where
+        it is an argument or such an array, else a copy of its values now. ``returned``: False
+        where ``f`` raised, after which the caller's arrays come back as they were."""
+        if returned:
+            # (memory an argument views too comes back as the argument's does)
+            self.left = [(x, t.value.copy()) for x, t in self.written
+                         if isinstance(x, Tracer) or id(owner(x)) in self.apart] + self.later
+        settle(holders, self.detached)
+
+    def detached(self, x):
+        """``x``'s plain value (``settle``) where it is this differentiation's, else None."""
+        if not self.ours(x):
+            return None
+        caller = self.caller_of.get(id(x))
+        if caller is None:
+            caller = self._caller_view(x)
+        return caller if caller is not None else returned(x)
+
+    def _caller_view(self, x):
+        """Where ``x`` views an array made before the call that ``f`` wrote into and that ends
+        holding what ``f`` left (``self.interior = self.u[1:-1]``): the same view of the
+        caller's array, as NumPy's run would have stored it; else None."""
+        if stands_for_scalar(x) or type(x.value) is not np.ndarray:
+            return None
+        for caller, adopted in self.written:
+            if type(caller) is np.ndarray and type(adopted.value) is np.ndarray and any(
+                    caller is a for a, _ in self.left) and owner(x.value) is owner(
+                    adopted.value) and caller.strides == adopted.value.strides:
+                offset = address(x.value) - address(adopted.value) + address(caller) - address(
+                    owner(caller))
+                try:
+                    view = np.ndarray(x.shape, x.dtype, buffer=owner(caller), offset=offset,
+                                      strides=x.value.strides)
+                except (TypeError, ValueError):  # (memory NumPy hands out no buffer of)
+                    return None
+                self.views.append((view, caller))
+                return view
+        return None
+
     def restore(self):
-        """Write back the caller's original bytes."""
+        """Write back the caller's original bytes, then the values ``f`` left in the arrays
+        made before the call it wrote into (``settle``)."""
         self.originals.restore()
+        for view, caller in self.views:  # (made while the caller's memory was read-only)
+            if writeable(caller):
+                view.flags.writeable = True
+        left, self.left, self.views = self.left, [], []
+        runs = getattr(RUNS, "left", None)
+        if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
+            if not runs:
+                runs.extend(left)
+            return
+        leave(left)
+
+
+RUNS = threading.local()
+"""``left``: while a Jacobian or a Hessian runs ``f`` once per pass (``api._RunsShownAsOne``),
+a list that takes what the first run left in the arrays made before the call it wrote into
+(``Differentiation.settle``): each run starts from the caller's bytes, and ``leave`` writes
+those values when the last one has ended, as NumPy's one run of ``f`` leaves them."""
+
+
+def leave(left):
+    """Write ``left``'s values, ``(the caller's array, values)``, into the caller's arrays.
+    Inside an enclosing differentiation (this one nested in its function), into an array that
+    one does not follow, a plain one: the enclosing one keeps its bytes first, to put them
+    back when it ends, and leaves these values then (``later``), so that each of its runs
+    starts from the caller's bytes."""
+    enclosing = ACTIVE.running[-1].adopter if ACTIVE.running else None
+    for x, values in left:
+        if not isinstance(x, Tracer):  # (an enclosing level's values: NumPy's numbers)
+            while isinstance(values, Tracer):
+                values = values.value
+            if enclosing is not None:
+                enclosing.originals.keep(x)
+                enclosing.later.append((x, values))
+        if writeable(x):
+            np.copyto(x, values)
 
 
 def _part_of_dual(whole, layout, x):
@@ -427,6 +521,17 @@ class ReverseDifferentiation(Differentiation):
             grads.append(g.item() if scalar and not wrapped(g) else g)
         return grads
 
+    def ours(self, x):
+        return type(x) is Traced and x.tape is self.tape
+
+    def detached(self, x):
+        if not self.ours(x):
+            return None
+        if id(x) not in self.caller_of:  # (an argument: the caller's object)
+            self.caller_of.update((id(t), leaf) for t, leaf
+                                  in zip(self.traced, self.leaves, strict=True) if t is not None)
+        return super().detached(x)
+
     def _per_argument(self, leaf_values):
         """Rebuild each positional argument's structure around its leaves' values."""
         return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
@@ -437,6 +542,16 @@ class ReverseDifferentiation(Differentiation):
         thaw(self.tape)
         self.tape.clear()
         super().restore()
+
+
+def returned(t):
+    """Traced or dual ``t``'s value as ``f`` returns it to the caller, detached (the reverse
+    pass rewinds every buffer): a Python number where it stands for one (``s.item()``), NumPy's
+    scalar where for one (``x[0]``, ``x.sum()``), else a copy of the array (under an
+    enclosing differentiation, an array it traces)."""
+    if t.weak:
+        return weak_value(t.value)
+    return t.value[()] if stands_for_scalar(t) else t.value.copy()
 
 
 def _an_array(x):
@@ -500,6 +615,9 @@ class ForwardDifferentiation(Differentiation):
         issue_held(self.level)  # a tangent's warnings and errors, once f has returned
         return y
 
+    def ours(self, x):
+        return type(x) is Dual and x.level == self.level
+
     def lift(self, y):
         """``y`` as a dual of this level (as ``ReverseTape.lift``): itself if it is one, else
         with a zero tangent."""
@@ -559,6 +677,7 @@ class ForwardDifferentiation(Differentiation):
             dual = dual[...]
         self.given[id(x)] = dual
         self.given_duals.add(id(dual))
+        self.caller_of[id(dual)] = x
         return dual
 
     def _leaf(self, x, t):
