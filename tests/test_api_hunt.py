@@ -1,0 +1,45 @@
+"""The public API's contracts on the kinds of arguments a caller passes: what type and dtype a
+derivative comes back as, and that every route (traced, replayed, forward) agrees."""
+
+import numpy as np
+import pytest
+
+import mutad
+
+
+def _square(a, b):
+    return a * a * b
+
+
+@pytest.mark.parametrize("x", [np.float32(1.1), np.float16(1.1), np.float64(1.1),
+                               np.longdouble(1) / 3])
+def test_gradient_of_a_numpy_scalar_is_a_numpy_scalar_of_its_dtype(x):
+    """A NumPy scalar's gradient is NumPy's scalar of its dtype, as an array's is an array of
+    its dtype, traced and replayed alike (a longdouble's lost its bits as a Python float)."""
+    b = x.dtype.type(3)
+    expected = x.dtype.type(2) * (x * b)  # NumPy's own arithmetic in x's dtype
+    gradients = [mutad.gradient(_square, x, b)[0],
+                 *[mutad.grad(_square, replay=True)(x, b) for _ in range(3)]]
+    for g in gradients:
+        assert type(g) is type(x)
+        assert g.tobytes() == expected.tobytes()
+    jvp = mutad.jvp(lambda a: _square(a, b), (x,), (x.dtype.type(1),))[1]
+    assert type(jvp) is type(x) and jvp.tobytes() == expected.tobytes()
+
+
+def test_jacobian_and_hessian_of_numpy_scalars_keep_their_dtype():
+    x = np.longdouble(1) / 3
+    J = mutad.jacobian(lambda a: a * a, x)
+    assert type(J) is np.longdouble and J == 2 * x
+    H = mutad.hessian(lambda a: a * a * a, x)
+    assert type(H) is np.longdouble and H == 6 * x
+    assert type(mutad.hessian(lambda a: a * a * a, np.float32(2.0))) is np.float32
+
+
+def test_derivatives_of_python_numbers_stay_python_numbers():
+    assert type(mutad.gradient(_square, 2.0, 3.0)[0]) is float
+    assert type(mutad.grad(_square, replay=True)(2.0, 3.0)) is float
+    assert type(mutad.gradient(lambda z: (z * z).real, 1.0 + 2.0j)[0]) is complex
+    assert type(mutad.jacobian(lambda a: a * a, 2.0)) is float
+    assert type(mutad.hessian(lambda a: a * a * a, 2.0)) is float
+
