@@ -43,3 +43,22 @@ def test_derivatives_of_python_numbers_stay_python_numbers():
     assert type(mutad.jacobian(lambda a: a * a, 2.0)) is float
     assert type(mutad.hessian(lambda a: a * a * a, 2.0)) is float
 
+
+@pytest.mark.parametrize("primal, tangent", [(np.array([1, 2, 3]), np.ones(3)), (3, 1.0),
+                                             (True, 1.0), (np.int64(2), np.float64(2))])
+def test_jvp_refuses_a_tangent_for_an_integer_primal(primal, tangent):
+    """A tangent for an integer or boolean primal was dropped: the derivative along it
+    silently left out of the result (JAX refuses it too)."""
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(mutad.errors.InvalidArgumentError, match="not differentiated"):
+        mutad.jvp(lambda a, n: a * n, (x, primal), (np.ones(3), tangent))
+    with pytest.raises(mutad.errors.InvalidArgumentError, match="not differentiated"):
+        mutad.hvp(lambda a, n: (a * a * n).sum(), (x, primal), (np.ones(3), tangent))
+
+
+def test_jvp_takes_none_or_zeros_for_an_integer_primal():
+    x = np.array([1.0, 2.0, 3.0])
+    for n, tangent in [(np.array([1, 2, 3]), None), (np.array([1, 2, 3]), np.zeros(3)),
+                       (2, 0.0)]:
+        y, dy = mutad.jvp(lambda a, n: a * n, (x, n), (np.ones(3), tangent))
+        assert np.array_equal(y, x * n) and np.array_equal(dy, np.ones(3) * n)

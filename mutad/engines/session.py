@@ -571,6 +571,14 @@ class ForwardDifferentiation(Differentiation):
                 weaken(dual)
             return dual
         if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
+            if t is not None and (wrapped(t) or np.any(np.asarray(t) != 0)):
+                # it would be dropped: the derivative along it silently left out
+                raise InvalidArgumentError(
+                    f"jvp: a nonzero tangent was given for a primal that is not differentiated "
+                    f"({type(x).__name__}{' of ' + str(x.dtype) if hasattr(x, 'dtype') else ''}"
+                    "): integers and booleans have no tangent. Pass None for it, or pass the "
+                    "primal as a float (2.0 rather than 2, x.astype(float)) to differentiate "
+                    "it.")
             self.originals.keep_within(x)
             return x
         if wrapped(x) and stands_for_scalar(x):
