@@ -679,7 +679,7 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
                     tangents = [None] * len(args)
                     tangents[i] = e
                     columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
-            blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
+            blocks = [_assemble([c[k] for c in columns], x_shape, out)
                       for k, out in enumerate(outputs)]
         blocks = [scalar_derivative(J, type(args[i]), type(out))
                   if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
@@ -750,11 +750,13 @@ def _reverse_rows(f, args, i, k, out):
     return np.reshape(stacked, np.shape(out) + np.shape(args[i]))
 
 
-def _assemble(columns, x_shape, out_shape):
-    """The derivative of shape ``out_shape + x_shape`` from its columns, one per element of
-    ``x`` in C order."""
-    if not columns:  # x has no elements
-        return np.zeros(out_shape + x_shape)
+def _assemble(columns, x_shape, out):
+    """The derivative of shape ``out.shape + x_shape`` from its columns, one per element of
+    ``x`` in C order, each of ``out``'s shape and dtype."""
+    out_shape = np.shape(out)
+    if not columns:  # x has no elements: zero columns of out's dtype, as the others are
+        dtype = out.dtype if hasattr(out, "dtype") else np.result_type(out)
+        return np.zeros(out_shape + x_shape, dtype)
     stacked = np.stack(columns).reshape(x_shape + out_shape)  # traced columns stay traced
     return np.moveaxis(stacked, tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
 
@@ -832,7 +834,7 @@ def _hessian(f, args, argnums, policy, runs):
                 tangents[j] = e
                 columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
         for row, i in enumerate(leaves):
-            block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
+            block = _assemble([c[row] for c in columns], np.shape(args[j]), args[i])
             scalars = is_inexact_scalar(args[i]) and is_inexact_scalar(args[j])
             blocks[i, j] = (scalar_derivative(block, type(args[i]), type(args[j])) if scalars
                             else block)

@@ -62,3 +62,17 @@ def test_jvp_takes_none_or_zeros_for_an_integer_primal():
                        (2, 0.0)]:
         y, dy = mutad.jvp(lambda a, n: a * n, (x, n), (np.ones(3), tangent))
         assert np.array_equal(y, x * n) and np.array_equal(dy, np.ones(3) * n)
+
+
+def test_derivatives_with_respect_to_empty_arrays_keep_the_dtype_of_the_others():
+    """Without columns, the Jacobian and Hessian blocks were float64 whatever the dtypes: an
+    empty float32 argument gives float32 blocks, as one with elements does."""
+    x32, empty32 = np.ones(3, np.float32), np.ones((0, 2), np.float32)
+    for x in (x32, empty32):
+        assert mutad.jacobian(lambda a: a * 2, x).dtype == np.float32
+        assert mutad.jacobian(lambda a: (a * 2).astype(np.float16), x).dtype == np.float16
+        assert mutad.hessian(lambda a: (a * a).sum(), x).dtype == np.float32
+    H = mutad.hessian(lambda a, b: (a * a).sum() * b.sum(), empty32, np.ones(2), argnums=(0, 1))
+    assert [[block.dtype for block in row] for row in H] == [[np.float32, np.float32],
+                                                             [np.float64, np.float64]]
+    assert H[0][1].shape == (0, 2, 2) and H[1][0].shape == (2, 0, 2)
