@@ -3094,7 +3094,8 @@ class Program:
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
         self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
-        self.inputs = []  # per leaf: (slot, a float scalar's type or None), slot None if not an array
+        # per leaf: (slot, a float scalar's type or None), slot None if not an array
+        self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
         self.saves = {}  # buffer key -> the leaves to save before its first write
         for j, (leaf, t) in enumerate(zip(run.leaves, run.traced, strict=True)):
