@@ -29,7 +29,8 @@ from .listing import TapeListing
 from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
 from .engines.session import ReverseDifferentiation
-from .core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
+from .core.trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
+                          scalar_derivative)
 from .core.views import memory, owner, wrapped
 
 T = TypeVar("T")
@@ -149,7 +150,8 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     ``argnums=None`` gives a tuple with one entry per positional argument; an int gives that
     gradient alone; a tuple of ints gives a tuple (negative positions count from the end).
     Each gradient has its argument's structure: an array of the same shape and dtype for a
-    float array, a float for a float scalar, the same tuples, lists, dicts, namedtuples,
+    float array, a Python float for a Python float and NumPy's scalar of its dtype for
+    NumPy's, the same tuples, lists, dicts, namedtuples,
     dataclasses and objects for containers (see docs/guide.md, "Argument structures"), and
     ``None`` for what cannot be differentiated (integers, booleans, integer arrays, None).
     ``policy="checkpoint"`` saves every overwritten region instead of restoring it by
@@ -690,9 +692,10 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
                     tangents = [None] * len(args)
                     tangents[i] = e
                     columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
-            blocks = [_assemble([c[k] for c in columns], x_shape, np.shape(out))
+            blocks = [_assemble([c[k] for c in columns], x_shape, out)
                       for k, out in enumerate(outputs)]
-        blocks = [float(J) if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
+        blocks = [scalar_derivative(J, type(args[i]), type(out))
+                  if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
                   for J, out in zip(blocks, outputs, strict=True)]
         jacobians[i] = rebuild(blocks)
     results = [per_argument(jacobians, i) for i in selected]
@@ -783,11 +786,13 @@ def _reverse_rows(f, args, i, k, out):
     return np.reshape(stacked, np.shape(out) + np.shape(args[i]))
 
 
-def _assemble(columns, x_shape, out_shape):
-    """The derivative of shape ``out_shape + x_shape`` from its columns, one per element of
-    ``x`` in C order."""
-    if not columns:  # x has no elements
-        return np.zeros(out_shape + x_shape)
+def _assemble(columns, x_shape, out):
+    """The derivative of shape ``out.shape + x_shape`` from its columns, one per element of
+    ``x`` in C order, each of ``out``'s shape and dtype."""
+    out_shape = np.shape(out)
+    if not columns:  # x has no elements: zero columns of out's dtype, as the others are
+        dtype = out.dtype if hasattr(out, "dtype") else np.result_type(out)
+        return np.zeros(out_shape + x_shape, dtype)
     stacked = np.stack(columns).reshape(x_shape + out_shape)  # traced columns stay traced
     return np.moveaxis(stacked, tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
 
@@ -865,9 +870,10 @@ def _hessian(f, args, argnums, policy, runs):
                 tangents[j] = e
                 columns.append(_hessian_column(f, args, tuple(tangents), tuple(leaves), policy))
         for row, i in enumerate(leaves):
-            block = _assemble([c[row] for c in columns], np.shape(args[j]), np.shape(args[i]))
+            block = _assemble([c[row] for c in columns], np.shape(args[j]), args[i])
             scalars = is_inexact_scalar(args[i]) and is_inexact_scalar(args[j])
-            blocks[i, j] = float(block) if scalars else block
+            blocks[i, j] = (scalar_derivative(block, type(args[i]), type(args[j])) if scalars
+                            else block)
     # Argument i's structure of argument j's structures: H[i][j] holds the second derivatives
     # with respect to a leaf of i, then a leaf of j.
     H = [[per_argument({a: per_argument({b: blocks[a, b] for b in positions[j]}, j)

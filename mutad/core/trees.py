@@ -304,6 +304,16 @@ def is_inexact_scalar(x):
     return isinstance(x, (float, complex, np.inexact)) and not isinstance(x, bool)
 
 
+def scalar_derivative(value, *types):
+    """The 0-d derivative ``value`` with respect to (or of) numbers of ``types``, as the
+    number it is returned as: Python's where every one of them is Python's, else NumPy's
+    scalar of its dtype (a float32 argument's gradient is float32, as an array's is). Exact
+    either way: ``item`` of a longdouble keeps it one."""
+    if all(t is float or t is complex for t in types):
+        return value.item()
+    return value[()]
+
+
 def check_leaf(x):
     """Refuse a leaf mutad would differentiate wrongly: ndarray subclasses, and ``object``
     arrays holding numbers."""

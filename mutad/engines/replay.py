@@ -119,7 +119,7 @@ from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, cons
 from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
 from .tracing import Gathered
-from ..core.trees import attributes, flatten
+from ..core.trees import attributes, flatten, scalar_derivative
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)
 from .writes import Destination, copy_back
@@ -3119,7 +3119,8 @@ class Program:
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
         self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
-        self.inputs = []  # per leaf: (slot, is a float scalar), slot None if not an array
+        # per leaf: (slot, a float scalar's type or None), slot None if not an array
+        self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
         self.saves = {}  # buffer key -> the leaves to save before its first write
         for j, (leaf, t) in enumerate(zip(run.leaves, run.traced, strict=True)):
@@ -3321,7 +3322,7 @@ class Program:
                     grads.append(None)
                     continue
                 g = shadows.release(place, hand_over=hand_over)
-                grads.append(float(g) if scalar else g)
+                grads.append(scalar_derivative(g, scalar) if scalar else g)
         finally:
             ACTIVE.running.remove(tape)
             tape.records.clear()

@@ -34,7 +34,8 @@ from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants
                       fresh, thaw, unfreeze, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
-from ..core.trees import check_leaf, flatten, is_inexact_array, is_inexact_scalar
+from ..core.trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
+                          scalar_derivative)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
                           same_region, spans, views, weaken, wrapped, writeable)
 
@@ -319,7 +320,7 @@ class ReverseDifferentiation(Differentiation):
                 else:  # the buffer is the same: its constancy as _wrap_leaf takes it
                     t.buffer.constant = t.buffer.constant and plain and not recording
                     self.traced.append(t)
-                    self.scalar.append(False)
+                    self.scalar.append(None)
                 new.append(t)
             if plain and recording and any(type(t) is not type(leaf) for t, leaf
                                            in zip(new, leaves, strict=True)):
@@ -356,7 +357,8 @@ class ReverseDifferentiation(Differentiation):
         else:  # integer arrays, and those inside objects of NumPy's and SciPy's classes
             self.originals.keep_within(x)
         self.traced.append(t)
-        self.scalar.append(t is not None and is_inexact_scalar(x))
+        # the type of a differentiated number, whose gradient is returned as one
+        self.scalar.append(type(x) if t is not None and is_inexact_scalar(x) else None)
         return x if t is None else t
 
     def _caller_array(self, x, constant):
@@ -508,8 +510,8 @@ class ReverseDifferentiation(Differentiation):
         return self._per_argument(self._released(shadows))
 
     def _released(self, shadows):
-        """One gradient per leaf: a copy of its shadow (zeros if none), a float for a scalar,
-        None for a leaf that is not differentiable."""
+        """One gradient per leaf: a copy of its shadow (zeros if none), a number for a number
+        (``scalar_derivative``), None for a leaf that is not differentiable."""
         # A shadow that no other argument reads is handed over instead of copied.
         keys = collections.Counter(t.buffer.key for t in self.traced if t is not None)
         grads = []
@@ -518,7 +520,7 @@ class ReverseDifferentiation(Differentiation):
                 grads.append(None)
                 continue
             g = shadows.release(t, hand_over=keys[t.buffer.key] == 1)
-            grads.append(g.item() if scalar and not wrapped(g) else g)
+            grads.append(scalar_derivative(g, scalar) if scalar and not wrapped(g) else g)
         return grads
 
     def ours(self, x):
@@ -699,6 +701,14 @@ class ForwardDifferentiation(Differentiation):
                 weaken(dual)
             return dual
         if not (is_inexact_array(x) or (wrapped(x) and x.dtype.kind in "fc")):
+            if t is not None and (wrapped(t) or np.any(np.asarray(t) != 0)):
+                # it would be dropped: the derivative along it silently left out
+                raise InvalidArgumentError(
+                    f"jvp: a nonzero tangent was given for a primal that is not differentiated "
+                    f"({type(x).__name__}{' of ' + str(x.dtype) if hasattr(x, 'dtype') else ''}"
+                    "): integers and booleans have no tangent. Pass None for it, or pass the "
+                    "primal as a float (2.0 rather than 2, x.astype(float)) to differentiate "
+                    "it.")
             self.originals.keep_within(x)
             return x
         if wrapped(x) and stands_for_scalar(x):
