@@ -3296,9 +3296,11 @@ def _codes(code):
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
 
+@functools.lru_cache(maxsize=4096)
 def _names(code):
-    """The names ``code`` and the code of the functions defined in it read."""
-    return sorted({name for c in _codes(code) for name in c.co_names})
+    """The names ``code`` (immutable) and the code of the functions defined in it read (read
+    again on every entry of the mode: kept)."""
+    return tuple(sorted({name for c in _codes(code) for name in c.co_names}))
 
 
 def _own_names(namespace):
