@@ -1991,7 +1991,14 @@ class _RoutingModule(types.ModuleType):
     add`` run in the function) reads as its ``_Route``, so that the mode need not bind the
     routes into the module's namespace and back on every entry and exit (one assignment of the
     module's class instead); everything else as the module's own. The names the module's own
-    code reads as globals, which no attribute access sees, are swapped (``_own_names``)."""
+    code reads as globals, which no attribute access sees, are swapped (``_own_names``).
+
+    (Routes bound into the modules for good, as dispatchers that call the library's function
+    outside a differentiation, would cost nothing per entry, but user code would see them
+    outside one too: not the library's function by identity or type, not picklable by
+    reference as a function, and one frame more between the caller and the library, which
+    moves the line a library's ``warnings.warn(..., stacklevel=2)`` names, and so whether
+    Python's default filters show it.)"""
 
     def __getattribute__(self, name):
         value = types.ModuleType.__getattribute__(self, name)
