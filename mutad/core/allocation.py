@@ -2901,7 +2901,7 @@ class _Mode:
         by_class = module is not None and type(module) is types.ModuleType and internal
         made_by_class = by_class and (
             _top(namespace) == "scipy" or own.startswith(("numpy.polynomial", "numpy.lib")))
-        read = _own_names(namespace) if by_class else ()
+        read = None  # (_own_names, asked once a routed function is found)
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
@@ -2920,6 +2920,8 @@ class _Mode:
                     pair = _BY_ORIGINAL.get(id(value))
                 if pair is not None and pair[0] is value:
                     replacement = pair[1]
+                    if by_class and read is None:
+                        read = _own_names(namespace)
                     if by_class and name not in read:
                         self.switched.setdefault(id(module), [module, _RoutingModule])
                         continue
@@ -3314,27 +3316,34 @@ def _own_names(namespace):
     """The names that the code of the functions and classes defined in the module whose
     namespace is ``namespace`` reads (as globals, which no attribute access of the module
     sees), found among its bindings, its classes' attributes and the containers it binds."""
-    names, seen, todo = set(), set(), list(namespace.values())
+    names, seen, package = set(), set(), _top(namespace)
+    todo = [value for name, value in namespace.items() if name != "__builtins__"]
     while todo:
         value = todo.pop()
-        if id(value) in seen:
+        kind = type(value)  # (not isinstance, which would ask a lazy object's __class__)
+        if kind in _ATOMS or id(value) in seen:
             continue
         seen.add(id(value))
-        if isinstance(value, (staticmethod, classmethod)):
+        if kind is staticmethod or kind is classmethod:
             todo.append(value.__func__)
-        elif isinstance(value, property):
+        elif issubclass(kind, property):
             todo += [value.fget, value.fset, value.fdel]
-        elif isinstance(value, functools.partial):
+        elif issubclass(kind, functools.partial):
             todo.append(value.func)
-        elif type(value) is types.FunctionType:
-            if value.__globals__ is namespace:
-                names.update(_names(value.__code__))
-            todo.append(getattr(value, "__wrapped__", None))
-        elif isinstance(value, type):  # (its methods' globals tell where it was defined:
-            todo += vars(value).values()  # its __module__ may name the public module)
-        elif type(value) in (dict, list, tuple, set, frozenset):
-            todo += value.values() if type(value) is dict else value
+        elif kind is types.FunctionType:
+            if value.__globals__ is namespace:  # (not _names: its cache is for user code)
+                names.update(*(c.co_names for c in _codes(value.__code__)))
+            todo.append(value.__dict__.get("__wrapped__"))
+        elif issubclass(kind, type) and str(value.__module__).partition(".")[0] == package:
+            todo += vars(value).values()  # (its methods' globals tell in which module it was
+            # defined: its __module__ may name the public module)
+        elif kind in (dict, list, tuple, set, frozenset):
+            todo += value.values() if kind is dict else value
     return names
+
+
+_ATOMS = frozenset((str, int, float, bool, bytes, complex, type(None)))
+"""Values ``_own_names`` need not look into."""
 
 
 def user_object(obj):
