@@ -37,7 +37,8 @@ T = TypeVar("T")
 
 
 def _scalar_output(y):
-    if isinstance(y, (tuple, list)):
+    # (a traced value's isinstance asks its __class__, which looks for its caller: not here)
+    if type(y) is not Traced and isinstance(y, (tuple, list)):
         raise NonScalarOutputError(
             f"gradient needs a scalar output, but the function returned a {type(y).__name__}. "
             "If it is (loss, aux), pass has_aux=True to get aux back beside the gradients; "

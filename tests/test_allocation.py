@@ -558,6 +558,30 @@ def test_routed_functions_are_scipys_own_outside_a_differentiation_and_inside_sc
     assert scipy.linalg.solve is original and matrix_exponential is scipy.linalg.expm
 
 
+def test_a_library_module_binds_the_routes_only_where_its_own_code_reads_them():
+    # Code reading a routed function as the module's attribute (scipy.linalg.solve,
+    # np.ma.add) gets the route through the module's class in the mode; the module's own
+    # code reads its globals from its namespace, which binds the route only for those names
+    # (np.ma.core's MaskedArray.__add__ calls its global ``add``).
+    seen = []
+    masked = np.ma.masked_array(np.ones(2), mask=[False, True])
+
+    def f(x):
+        seen.append((scipy.linalg.solve, vars(scipy.linalg)["solve"], np.ma.add,
+                     vars(np.ma)["add"], vars(np.ma.core)["add"]))
+        return (x * x).sum()
+
+    solve, add = scipy.linalg.solve, np.ma.add
+    mutad.gradient(f, np.ones(2))
+    routed_solve, bound_solve, routed_add, bound_add, own_add = seen[0]
+    assert routed_solve.__wrapped__ is registry.RULES[solve].route and bound_solve is solve
+    assert routed_add.__wrapped__ is registry.RULES[add].route and bound_add is add
+    assert own_add is routed_add
+    assert scipy.linalg.solve is solve and np.ma.add is add and np.ma.core.add is add
+    assert type(scipy.linalg) is types.ModuleType and type(np.ma) is types.ModuleType
+    assert (masked + 1.0).tolist() == [2.0, None]
+
+
 def test_numpy_filed_under_another_name_keeps_its_own_functions(monkeypatch):
     # A package that re-exports NumPy by filing its modules in sys.modules under names of its
     # own: they are still NumPy's modules, so the mode must not swap bindings inside them.

@@ -1985,13 +1985,35 @@ def made_floats(value):
     return pair[1]
 
 
-class _MadeModule(types.ModuleType):
-    """The class of SciPy's public modules in the mode: their Python functions that nothing
-    routes read as their ``_Made`` (``scipy.linalg.dft``, ``from scipy.special import
-    roots_legendre`` run in the function); everything else as the module's own."""
+class _RoutingModule(types.ModuleType):
+    """The class of a library's public module in the mode (``scipy.linalg``, ``numpy.ma``):
+    a routed function or class read from it (``scipy.linalg.solve``, ``from numpy.ma import
+    add`` run in the function) reads as its ``_Route``, so that the mode need not bind the
+    routes into the module's namespace and back on every entry and exit (one assignment of the
+    module's class instead); everything else as the module's own. The names the module's own
+    code reads as globals, which no attribute access sees, are swapped (``_own_names``).
+
+    (Routes bound into the modules for good, as dispatchers that call the library's function
+    outside a differentiation, would cost nothing per entry, but user code would see them
+    outside one too: not the library's function by identity or type, not picklable by
+    reference as a function, and one frame more between the caller and the library, which
+    moves the line a library's ``warnings.warn(..., stacklevel=2)`` names, and so whether
+    Python's default filters show it.)"""
 
     def __getattribute__(self, name):
         value = types.ModuleType.__getattribute__(self, name)
+        pair = MODE.routes.get(id(value))
+        return pair[1] if pair is not None and pair[0] is value else value
+
+
+class _MadeModule(_RoutingModule):
+    """The class of SciPy's public modules in the mode: their Python functions that nothing
+    routes read as their ``_Made`` (``scipy.linalg.dft``, ``from scipy.special import
+    roots_legendre`` run in the function); the routed ones as their ``_Route``; everything
+    else as the module's own."""
+
+    def __getattribute__(self, name):
+        value = _RoutingModule.__getattribute__(self, name)
         if type(value) is types.FunctionType:
             made = MODE._made(value)
             if made is not None:
@@ -2861,7 +2883,7 @@ class _Mode:
         self.devices = {}  # id(device namespace) -> its mode version
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
-        self.made_modules = {}  # id -> SciPy's public modules holding them (_MadeModule)
+        self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
@@ -2871,12 +2893,15 @@ class _Mode:
     def _scan(self, namespace, internal=False, module=None):
         """Note the bindings of ``namespace`` to swap: of a user module, those to NumPy, its
         factories and routed functions; of a library's public module, those to routed
-        functions alone, and of SciPy's public ``module``, those to its other Python functions
-        (``_Made``) by switching the module's class (``_MadeModule``): one assignment per
-        module, not one per function, on every entry and exit."""
+        functions alone, where its own code reads them as globals; the rest of its routed
+        functions, and of SciPy's public ``module`` its other Python functions (``_Made``), by
+        switching the module's class (``_RoutingModule``, ``_MadeModule``): one assignment
+        per module, not one per function, on every entry and exit."""
         own = str(namespace.get("__name__"))
-        by_class = module is not None and type(module) is types.ModuleType and (
+        by_class = module is not None and type(module) is types.ModuleType and internal
+        made_by_class = by_class and (
             _top(namespace) == "scipy" or own.startswith(("numpy.polynomial", "numpy.lib")))
+        read = None  # (_own_names, asked once a routed function is found)
         for name, value in list(namespace.items()):
             if value is np and not internal:
                 replacement = self.numpy
@@ -2895,12 +2920,17 @@ class _Mode:
                     pair = _BY_ORIGINAL.get(id(value))
                 if pair is not None and pair[0] is value:
                     replacement = pair[1]
-                elif not internal or by_class or _top(namespace) == "scipy":
+                    if by_class and read is None:
+                        read = _own_names(namespace)
+                    if by_class and name not in read:
+                        self.switched.setdefault(id(module), [module, _RoutingModule])
+                        continue
+                elif not internal or made_by_class or _top(namespace) == "scipy":
                     replacement = self._made(value)
                     if replacement is None:
                         continue
-                    if by_class:
-                        self.made_modules[id(module)] = module
+                    if made_by_class:
+                        self.switched[id(module)] = [module, _MadeModule]
                         continue
                 else:
                     continue
@@ -2996,9 +3026,9 @@ class _Mode:
                 self._mirror()
                 self._scan_modules(f)
                 _Swaps.swap(self._swaps(), 1)
-                for module in self.made_modules.values():
+                for module, cls in self.switched.values():
                     if type(module) is types.ModuleType:
-                        module.__class__ = _MadeModule
+                        module.__class__ = cls
                 self._route_methods()
                 self.ndarray = None
                 self.scalars = {}
@@ -3063,8 +3093,8 @@ class _Mode:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
         _Swaps.swap(self._swaps(), 0)
-        for module in self.made_modules.values():
-            if type(module) is _MadeModule:
+        for module, cls in self.switched.values():
+            if type(module) is cls:
                 module.__class__ = types.ModuleType
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
@@ -3307,9 +3337,45 @@ def _codes(code):
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
 
 
+@functools.lru_cache(maxsize=4096)
 def _names(code):
-    """The names ``code`` and the code of the functions defined in it read."""
-    return sorted({name for c in _codes(code) for name in c.co_names})
+    """The names ``code`` (immutable) and the code of the functions defined in it read (read
+    again on every entry of the mode: kept)."""
+    return tuple(sorted({name for c in _codes(code) for name in c.co_names}))
+
+
+def _own_names(namespace):
+    """The names that the code of the functions and classes defined in the module whose
+    namespace is ``namespace`` reads (as globals, which no attribute access of the module
+    sees), found among its bindings, its classes' attributes and the containers it binds."""
+    names, seen, package = set(), set(), _top(namespace)
+    todo = [value for name, value in namespace.items() if name != "__builtins__"]
+    while todo:
+        value = todo.pop()
+        kind = type(value)  # (not isinstance, which would ask a lazy object's __class__)
+        if kind in _ATOMS or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if kind is staticmethod or kind is classmethod:
+            todo.append(value.__func__)
+        elif issubclass(kind, property):
+            todo += [value.fget, value.fset, value.fdel]
+        elif issubclass(kind, functools.partial):
+            todo.append(value.func)
+        elif kind is types.FunctionType:
+            if value.__globals__ is namespace:  # (not _names: its cache is for user code)
+                names.update(*(c.co_names for c in _codes(value.__code__)))
+            todo.append(value.__dict__.get("__wrapped__"))
+        elif issubclass(kind, type) and str(value.__module__).partition(".")[0] == package:
+            todo += vars(value).values()  # (its methods' globals tell in which module it was
+            # defined: its __module__ may name the public module)
+        elif kind in (dict, list, tuple, set, frozenset):
+            todo += value.values() if kind is dict else value
+    return names
+
+
+_ATOMS = frozenset((str, int, float, bool, bytes, complex, type(None)))
+"""Values ``_own_names`` need not look into."""
 
 
 def user_object(obj):

@@ -193,6 +193,8 @@ def check_distinct_memory(owners):
     it whose bytes reach past its lowest: apart arrays (the common case) cost a sort, not a
     question per pair (3,000 arguments: 4.5 million). Other arrays (a device library's) are
     asked about every other array."""
+    if len(owners) < 2:
+        return
     spans, others = [], []
     for a in owners:
         if isinstance(a, np.ndarray):

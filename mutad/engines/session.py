@@ -369,7 +369,7 @@ class ReverseDifferentiation(Differentiation):
         if id(base) not in self.buffers:
             # One buffer for all views of the memory, laid out as the argument when it
             # spans all of it (np.linspace's result views an array of its own).
-            layout = x if spans(x, base) else base
+            layout = x if x is base or spans(x, base) else base
             buffer = Buffer(layout, constant=constant and outer is None)
             buffer.note_address(layout)
             if outer is None:
