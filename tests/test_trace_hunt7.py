@@ -77,3 +77,68 @@ def test_the_derivatives_of_cumprod_beside_infinities_nans_and_beyond_the_floats
         y, t = mutad.jvp(np.cumprod, (x.copy(),), (e,))
         assert bits(y) == bits(np.cumprod(x))
         np.testing.assert_allclose(t, jac[:, k], rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# Products (matmul, dot, einsum, inner, tensordot, outer, kron, vdot) summed NumPy's products of
+# a zero cotangent or tangent with a NaN or an infinity of the other operand, so a NaN in a
+# column an output does not read made that output's derivative NaN: the gradient of
+# (y @ A)[0] with A[0, 1] NaN was NaN where it is A[:, 0], np.cov's variance of one row beside a
+# row with a NaN was NaN, and jvp of x @ x in a direction away from a NaN was NaN. Each term is
+# now a product whose zero factor gives zero (as the elementwise rules' are).
+
+A = np.array([[1.0, nan], [2.0, 3.0], [4.0, -inf]])
+Y = np.array([1.0, 2.0, 3.0])
+
+FIRST_COLUMN = {
+    "matmul": lambda y, a: (y @ a)[0],
+    "matmul of the transpose": lambda y, a: (a.T @ y)[0],
+    "matmul of matrices": lambda y, a: ((np.eye(3) * y) @ a)[:, 0].sum(),
+    "dot": lambda y, a: np.dot(y, a)[0],
+    "einsum": lambda y, a: np.einsum("i,ij->j", y, a)[0],
+    "inner": lambda y, a: np.inner(a.T, y)[0],
+    "tensordot": lambda y, a: np.tensordot(y, a, 1)[0],
+    "outer": lambda y, a: np.outer(y, a[0])[:, 0].sum() + y @ a[:, 0] - y.sum(),
+    "kron": lambda y, a: np.kron(y, a[0])[::2].sum() + y @ a[:, 0] - y.sum(),
+    "stack of matmuls": lambda y, a: (np.stack([y, y]) @ a)[:, 0].sum() / 2.0,
+}
+
+
+@pytest.mark.parametrize("product", FIRST_COLUMN)
+def test_a_product_reading_no_nan_has_its_derivative_beside_one(product):
+    def f(y):
+        y *= 1.0  # in place
+        return FIRST_COLUMN[product](y, A)
+
+    caller = Y.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(Y.copy()))
+    assert caller.tobytes() == Y.tobytes()
+    np.testing.assert_allclose(g, A[:, 0], rtol=1e-15)  # d (y @ A[:, 0]) / dy
+    np.testing.assert_allclose(mutad.jacfwd(f)(Y.copy()), A[:, 0], rtol=1e-15)
+
+
+def test_the_variance_of_a_row_beside_a_row_with_a_nan():
+    def f(y):
+        return np.cov(np.stack([y, np.array([1.0, nan, 2.0])]))[0, 0]
+
+    (g,) = mutad.gradient(f, Y.copy())
+    np.testing.assert_array_equal(g, 2.0 * (Y - Y.mean()) / 2.0)
+
+
+@pytest.mark.parametrize("product", [lambda x: x @ x, lambda x: np.dot(x, x),
+                                     lambda x: np.einsum("i,i", x, x), lambda x: np.vdot(x, x),
+                                     lambda x: np.inner(x, x)])
+def test_jvp_of_a_product_in_a_direction_away_from_a_nan(product):
+    x = np.array([nan, 1.0, 2.0])
+    y, t = mutad.jvp(product, (x.copy(),), (np.array([0.0, 1.0, 0.0]),))
+    assert bits(y) == bits(product(x.copy()))
+    assert t == 2.0  # 2 x[1]
+    np.testing.assert_array_equal(mutad.jacfwd(product)(x.copy()), [nan, 2.0, 4.0])
+
+
+def test_jacfwd_of_a_matrix_product_with_a_nan_in_the_matrix():
+    B = np.array([[1.0, 2.0], [nan, 3.0]])
+    np.testing.assert_array_equal(mutad.jacfwd(lambda y: B @ y)(np.array([1.0, 2.0])), B)
+    np.testing.assert_array_equal(mutad.jacfwd(lambda y: y @ A)(Y.copy()), A.T)
+
