@@ -142,3 +142,32 @@ def test_jacfwd_of_a_matrix_product_with_a_nan_in_the_matrix():
     np.testing.assert_array_equal(mutad.jacfwd(lambda y: B @ y)(np.array([1.0, 2.0])), B)
     np.testing.assert_array_equal(mutad.jacfwd(lambda y: y @ A)(Y.copy()), A.T)
 
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.logsumexp at an infinite result took e^(a - y) with y taken as 0, e^a: the
+# gradient of logsumexp([0, inf, 1]) was [1, inf, e], where it is the softmax's limit, all the
+# weight on the infinity ([0, 1, 0]; equal shares b_i / sum b_j among several); a term SciPy
+# leaves out (b_i = 0) at a_i = inf had the NaN e^(inf - inf) where it has no weight; and a
+# zero tangent of b beside an infinite partial gave jvp NaN.
+
+@pytest.mark.parametrize("a, b, expected", [
+    (np.array([0.0, inf, -inf, 1.0]), None, [0.0, 1.0, 0.0, 0.0]),
+    (np.array([0.0, inf, inf, 1.0]), np.array([1.0, 2.0, 1.0, 0.5]), [0.0, 2 / 3, 1 / 3, 0.0]),
+    (np.array([0.0, -0.0, inf, -inf, 1.0]), np.array([1.0, 2.0, 0.0, 1.0, 0.5]),
+     np.array([1.0, 2.0, 0.0, 0.0, 0.5 * np.e]) / (3.0 + 0.5 * np.e)),
+])
+def test_logsumexp_at_an_infinity(a, b, expected):
+    import scipy.special
+
+    def f(a):
+        a *= 1.0  # in place
+        return scipy.special.logsumexp(a, b=None if b is None else np.array(b))
+
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    np.testing.assert_allclose(g, expected, rtol=1e-15)
+    for k in range(a.size):
+        _, t = mutad.jvp(f, (a.copy(),), (np.eye(a.size)[k],))
+        np.testing.assert_allclose(t, expected[k], rtol=1e-15)
