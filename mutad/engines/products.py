@@ -280,11 +280,11 @@ def product_times(f, x, y):
     elementwise rules' products do, where NumPy's sum of them would be NaN.
 
     Where that is finite (one reduction, of the product) it is ``f(x, y)``, bit for bit: no
-    term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite parts, and the others are counted by
-    ``f`` of indicators, which sums ones where a term is of a kind: an element is NaN where a
-    NaN term meets no zero, or infinite terms of both signs, else the sign of its infinite
-    terms, else the finite sum. Arrays an enclosing differentiation traces, on a device, or
-    not of a real float type, are ``f(x, y)``."""
+    term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite parts,
+    and the others are counted by ``f`` of indicators, which sums ones where a term is of a
+    kind: an element is NaN where a NaN term meets no zero, or infinite terms of both signs,
+    else the sign of its infinite terms, else the finite sum. Arrays an enclosing
+    differentiation traces, on a device, or not of a real float type, are ``f(x, y)``."""
     product = f(x, y)
     # finite: then no term was 0 * inf or NaN, and every one is NumPy's (the sum of squares
     # warns of no inf - inf; it says no for a huge element, which costs only time)

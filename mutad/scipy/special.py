@@ -783,7 +783,7 @@ def _logsumexp_partials(a, b, y_kept, sign_kept, limits, axes):
         da = np.where(b == 0, 0.0, da * np.sign(b))
     da = np.where(vanished, 0.0, da)
     db = None if b is None else np.where(vanished, 0.0, sign * np.exp(a - finite_y))
-    if np.any(infinite):
+    if type(infinite) is not np.ndarray or infinite.any():  # (a device's: not read)
         kept = a if b is None else np.where(b == 0, -np.inf, a)
         top = np.max(kept, axis=axes, keepdims=True)
         with np.errstate(invalid="ignore"):  # inf - inf where the top is inf, replaced
