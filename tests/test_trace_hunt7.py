@@ -171,3 +171,23 @@ def test_logsumexp_at_an_infinity(a, b, expected):
     for k in range(a.size):
         _, t = mutad.jvp(f, (a.copy(),), (np.eye(a.size)[k],))
         np.testing.assert_allclose(t, expected[k], rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.cross's pullback took NumPy's cross products of the cotangent with the other operand: a
+# zero component of the cotangent met a NaN there, so the gradient of the z component of
+# [1, 0, nan] × b, which reads no NaN, was NaN in b's x and y.
+
+def test_the_gradient_of_a_cross_product_component_beside_a_nan():
+    a = np.array([[1.0, 0.0, nan], [1.0, 2.0, 3.0]])
+
+    def f(b):
+        b *= 1.0  # in place
+        return np.cross(a, b)[:, 2].sum()
+
+    b = np.array([1.0, 2.0, 3.0])
+    caller = b.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(b.copy()))
+    assert caller.tobytes() == b.tobytes()
+    np.testing.assert_array_equal(g, [-a[0, 1] - a[1, 1], a[0, 0] + a[1, 0], 0.0])

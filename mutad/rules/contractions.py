@@ -519,6 +519,14 @@ def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
 
 
+def _cross_times(u, v):
+    """``np.cross(u, v)`` of 3-vectors along the last axis, each product a ``times``: a zero
+    component of a cotangent contributes zero beside a NaN or an infinity of the other
+    operand (the gradient of a component that reads none was NaN)."""
+    return np.stack([times(u[..., i], v[..., j]) - times(u[..., j], v[..., i])
+                     for i, j in ((1, 2), (2, 0), (0, 1))], axis=-1)
+
+
 @defrule(np.cross, np.linalg.cross, leading=2)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
@@ -541,8 +549,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         else:
             dy3 = np.moveaxis(dy, axisc, -1)
         # <dy, a × b> = <a, b × dy> = <b, dy × a>
-        da = np.cross(to3(b_last), dy3)[..., :a_last.shape[-1]]
-        db = np.cross(dy3, to3(a_last))[..., :b_last.shape[-1]]
+        da = _cross_times(to3(b_last), dy3)[..., :a_last.shape[-1]]
+        db = _cross_times(dy3, to3(a_last))[..., :b_last.shape[-1]]
         da = np.moveaxis(unbroadcast(da, a_last.shape), -1, axisa)
         db = np.moveaxis(unbroadcast(db, b_last.shape), -1, axisb)
         return da, db
