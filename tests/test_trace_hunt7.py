@@ -191,3 +191,15 @@ def test_the_gradient_of_a_cross_product_component_beside_a_nan():
     assert bits(value) == bits(f(b.copy()))
     assert caller.tobytes() == b.tobytes()
     np.testing.assert_array_equal(g, [-a[0, 1] - a[1, 1], a[0, 0] + a[1, 0], 0.0])
+
+
+def test_jvp_of_solve_with_a_matrix_made_in_f_beside_a_nan():
+    # the matrix made in f has a tangent of zeros: its term dA x was 0 * NaN where x is NaN
+    def f(x):
+        return np.linalg.solve(np.eye(2) * 2.0, np.array([x[1], x[0]]))
+
+    x = np.array([nan, 3.0])
+    y, t = mutad.jvp(f, (x.copy(),), (np.array([0.0, 1.0]),))
+    assert bits(y) == bits(f(x.copy()))
+    np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
+                                               (np.array([0.0, 1.0]),))[1])
