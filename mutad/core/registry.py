@@ -699,10 +699,20 @@ def vanishes(tangent):
     return type(tangent) is np.ndarray and not tangent.any()
 
 
-def defmultilinear(*funcs, operands=None):
+def _with_operands(call, args, kwargs, i, j, u, v):
+    """``call(*args, **kwargs)`` with positional arguments ``i`` and ``j`` replaced by ``u`` and
+    ``v``: a product rule's term, as a function of the two factors."""
+    args = list(args)
+    args[i], args[j] = u, v
+    return call(*args, **kwargs)
+
+
+def defmultilinear(*funcs, operands=None, product=None):
     """Declare the forward rules of ``funcs``, linear in each of the positional arguments
-    ``operands`` separately (all of them if None): the product rule, one term per operand that
-    carries a tangent."""
+    ``operands`` separately (all of them if None, but for strings and lists: einsum's
+    subscripts): the product rule, one term per operand that carries a tangent. ``product``:
+    how a term of two operands is taken, ``product(term, tangent, other)`` for ``term`` the
+    function of both (``engines.products.product_times``); else the call with the tangent."""
 
     def multilinear_jvp(func):
         call = _callable(func)
@@ -710,11 +720,17 @@ def defmultilinear(*funcs, operands=None):
         def jvp(tangents, *args, **kwargs):
             y = call(*args, **kwargs)
             dy = None
+            linear = [i for i, x in enumerate(args) if (operands is None or i in operands)
+                      and not isinstance(x, (str, list))]
             for i, t in enumerate(tangents):
-                if (t is None or (operands is not None and i not in operands)
-                        or vanishes(t)):
+                if t is None or i not in linear or vanishes(t):
                     continue
-                term = call(*args[:i], t, *args[i + 1:], **kwargs)
+                if product is not None and len(linear) == 2:
+                    j = linear[1 - linear.index(i)]
+                    term = product(functools.partial(_with_operands, call, args, kwargs, i, j),
+                                   t, args[j])
+                else:
+                    term = call(*args[:i], t, *args[i + 1:], **kwargs)
                 dy = term if dy is None else dy + term
             return y, dy
 

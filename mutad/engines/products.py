@@ -270,3 +270,49 @@ def times_scalar(d, p):
 
 
 ZERO = np.float64(0.0)
+
+
+def product_times(f, x, y):
+    """``f(x, y)`` for ``f`` bilinear, a sum of products of an element of ``x`` and one of ``y``
+    (a matrix product, a two-operand einsum), with each product a ``times``: a term with a zero
+    factor contributes zero, whatever the other (a zero cotangent of one output beside a NaN
+    of an operand in a column it does not read; a zero tangent beside an infinity), as the
+    elementwise rules' products do, where NumPy's sum of them would be NaN.
+
+    Where that is finite (one reduction, of the product) it is ``f(x, y)``, bit for bit: no
+    term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite parts,
+    and the others are counted by ``f`` of indicators, which sums ones where a term is of a
+    kind: an element is NaN where a NaN term meets no zero, or infinite terms of both signs,
+    else the sign of its infinite terms, else the finite sum. Arrays an enclosing
+    differentiation traces, on a device, or not of a real float type, are ``f(x, y)``."""
+    product = f(x, y)
+    # finite: then no term was 0 * inf or NaN, and every one is NumPy's (the sum of squares
+    # warns of no inf - inf; it says no for a huge element, which costs only time)
+    if type(product) is np.ndarray:
+        if product.dtype.kind != "f":
+            return product
+        flat = product if product.ndim == 1 else product.reshape(-1)
+        if math.isfinite(flat.dot(flat)) or np.isfinite(product).all():
+            return product
+    elif not isinstance(product, np.floating) or math.isfinite(product):
+        return product  # (or traced by an enclosing differentiation, or a device's)
+    if not (type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.kind == "f"
+            and y.dtype.kind == "f"):
+        return product
+
+    def count(u, v):
+        return f(u.astype(np.float64), v.astype(np.float64)) > 0
+
+    finite_x, finite_y = np.isfinite(x), np.isfinite(y)
+    value = f(np.where(finite_x, x, 0), np.where(finite_y, y, 0))
+    nan = count(np.isnan(x), y != 0) | count(x != 0, np.isnan(y))
+    up_x, down_x = x == np.inf, x == -np.inf
+    up_y, down_y = y == np.inf, y == -np.inf
+    above_x, below_x = finite_x & (x > 0), finite_x & (x < 0)
+    up = (count(up_x, y > 0) | count(down_x, y < 0) | count(above_x, up_y)
+          | count(below_x, down_y))
+    down = (count(up_x, y < 0) | count(down_x, y > 0) | count(above_x, down_y)
+            | count(below_x, up_y))
+    value = np.where(up, np.inf, np.where(down, -np.inf, value))
+    value = np.where(nan | (up & down), np.nan, value).astype(np.result_type(product))
+    return value if type(product) is np.ndarray else value[()]

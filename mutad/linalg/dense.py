@@ -20,6 +20,7 @@ from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
 from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
+from ..engines.products import product_times
 from .spectral import singular_values_pullback, singular_values_tangent
 from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
                       require_matrix, times_transpose)
@@ -115,8 +116,8 @@ def numpy_solve_jvp(tangents, a, b):
     # dx = A⁻¹ (db - dA x)  (Giles 2008, §3.1), a 1-d b made a column for the products
     is_vector = np.ndim(b) == 1
     rhs = None if db is None else db[..., None] if is_vector else db
-    if da is not None:
-        da_x = da @ (x[..., None] if is_vector else x)
+    if da is not None:  # a zero tangent of A contributes zero beside a NaN of x (times)
+        da_x = product_times(np.matmul, da, x[..., None] if is_vector else x)
         rhs = -da_x if rhs is None else rhs - da_x
     dx = np.linalg.solve(a, rhs)
     return x, dx[..., 0] if is_vector else dx

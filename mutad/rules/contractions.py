@@ -27,12 +27,17 @@ import numpy as np
 
 from ..core.errors import UnsupportedOperationError
 from ..core.debug import caller, warn_at
-from ..core.registry import (complex_aware, defbatched, defjvp, deflinear, defmultilinear,
-                             defrule, holomorphic, vanishes)
+from ..core import registry
+from ..core.registry import (complex_aware, defbatched, defjvp, deflinear, defrule,
+                             holomorphic, vanishes)
 from ..core.tape import source_line
 from ..core.views import memory
-from ..engines.products import times
+from ..engines.products import product_times, times
 from ._helpers import transpose, unbroadcast
+
+# A term of two operands is a sum of products of a tangent's elements and the other operand's,
+# each a ``times``: a zero tangent beside a NaN or an infinity contributes zero
+defmultilinear = functools.partial(registry.defmultilinear, product=product_times)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -103,8 +108,11 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
     unique = "".join(dict.fromkeys(term))
     reached = set(output).union(*others)
     target = "".join(c for c in unique if c in reached)
-    g = np.einsum(",".join([output, *others]) + "->" + target, dy, *other_operands,
-                  optimize=bool(others))
+    subscripts = ",".join([output, *others]) + "->" + target
+    if len(other_operands) == 1:  # a zero cotangent beside a NaN contributes zero
+        g = product_times(functools.partial(np.einsum, subscripts), dy, other_operands[0])
+    else:
+        g = np.einsum(subscripts, dy, *other_operands, optimize=bool(others))
     g = np.broadcast_to(np.reshape(g, [sizes[c] if c in target else 1 for c in unique]),
                         [sizes[c] for c in unique])
     if len(unique) < len(term):
@@ -119,7 +127,7 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
 def _inner_product_back(a, b):
     """The pullback of the inner product of two vectors of one shape: each cotangent is dy
     times the other, as the einsum of ``einsum_cotangent`` would give it."""
-    return lambda dy: (dy * b, dy * a)
+    return lambda dy: (times(dy, b), times(dy, a))
 
 
 def contraction_back(terms, output, operands):
@@ -286,8 +294,8 @@ def outer(a, b):
 
 
 def _outer_back(dy, a, b):
-    da = np.reshape(dy @ np.ravel(b), np.shape(a))
-    db = np.reshape(np.ravel(a) @ dy, np.shape(b))
+    da = np.reshape(product_times(np.matmul, dy, np.ravel(b)), np.shape(a))
+    db = np.reshape(product_times(np.matmul, np.ravel(a), dy), np.shape(b))
     return da, db
 
 
@@ -308,8 +316,8 @@ def vdot(a, b):
     y = np.vdot(a, b)
 
     def back(dy):  # a is conjugated: its cotangent is conj(dy) b (and holds for complex ones)
-        return (np.reshape(np.conjugate(dy) * np.ravel(b), np.shape(a)),
-                np.reshape(dy * np.ravel(a), np.shape(b)))
+        return (np.reshape(times(np.conjugate(dy), np.ravel(b)), np.shape(a)),
+                np.reshape(times(dy, np.ravel(a)), np.shape(b)))
 
     return y, back
 
@@ -320,29 +328,36 @@ defmultilinear(np.vdot, operands=(0, 1))
 # Without a batch, matmul's cotangents are the products directly (a loop of them is a triangular
 # solve, factorization or multiplication, where Python's overhead is the cost), by the
 # dimensions of the operands:
+# (each product a ``times``: a zero cotangent of an output contributes zero beside a NaN or an
+# infinity of an operand, as the elementwise rules' do)
 def _dot_back(dy, a, b):  # a dot product: one product per element
-    return dy * b, a * dy
+    return product_times(np.multiply, dy, b), product_times(np.multiply, a, dy)
 
 
 def _vector_matrix_back(dy, a, b):
-    return b @ dy, a[:, None] * dy
+    return product_times(np.matmul, b, dy), product_times(np.multiply, a[:, None], dy)
 
 
 def _matrix_vector_back(dy, a, b):
-    return dy[:, None] * b, dy @ a
+    return product_times(np.multiply, dy[:, None], b), product_times(np.matmul, dy, a)
 
 
-# The same products as Python expressions of ``dy`` and the operands ``{0}``, ``{1}``, which a
-# compiled replay writes as lines of its own (in a loop of dot products, the call is a fifth)
-setattr(_dot_back, "lines", ("{dy} * {1}", "{0} * {dy}"))
-setattr(_vector_matrix_back, "lines", ("{1} @ {dy}", "{0}[:, None] * {dy}"))
-setattr(_matrix_vector_back, "lines", ("{dy}[:, None] * {1}", "{dy} @ {0}"))
+# The same products as Python expressions of ``dy``, the operands ``{0}``, ``{1}``, and
+# ``{product_times}``, ``{multiply}`` and ``{matmul}``, which a compiled replay writes as lines
+# of its own (in a loop of dot products, the call is a fifth)
+setattr(_dot_back, "lines", ("{product_times}({multiply}, {dy}, {1})",
+                             "{product_times}({multiply}, {0}, {dy})"))
+setattr(_vector_matrix_back, "lines", ("{product_times}({matmul}, {1}, {dy})",
+                                       "{product_times}({multiply}, {0}[:, None], {dy})"))
+setattr(_matrix_vector_back, "lines", ("{product_times}({multiply}, {dy}[:, None], {1})",
+                                       "{product_times}({matmul}, {dy}, {0})"))
 
 _UNBATCHED = {
     (1, 1): _dot_back,
     (1, 2): _vector_matrix_back,  # a vector times a matrix
     (2, 1): _matrix_vector_back,
-    (2, 2): lambda dy, a, b: (dy @ transpose(b), transpose(a) @ dy),
+    (2, 2): lambda dy, a, b: (product_times(np.matmul, dy, transpose(b)),
+                              product_times(np.matmul, transpose(a), dy)),
 }
 
 
@@ -391,12 +406,12 @@ def _summed_product(left, right, shape):
     products (a stack of 3,600 matrices' cotangents, where the sum is one matrix)."""
     batch = np.broadcast_shapes(np.shape(left)[:-2], np.shape(right)[:-2])
     if len(shape) != 2 or not batch:
-        return unbroadcast(left @ right, shape)
+        return unbroadcast(product_times(np.matmul, left, right), shape)
     left = np.broadcast_to(left, batch + np.shape(left)[-2:])
     right = np.broadcast_to(right, batch + np.shape(right)[-2:])
     inner = math.prod(batch) * np.shape(right)[-2]  # explicit: -1 is no size for empty arrays
     rows = np.reshape(np.moveaxis(left, -2, 0), (np.shape(left)[-2], inner))
-    return rows @ np.reshape(right, (inner, np.shape(right)[-1]))
+    return product_times(np.matmul, rows, np.reshape(right, (inner, np.shape(right)[-1])))
 
 
 defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
@@ -504,6 +519,14 @@ def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
 
 
+def _cross_times(u, v):
+    """``np.cross(u, v)`` of 3-vectors along the last axis, each product a ``times``: a zero
+    component of a cotangent contributes zero beside a NaN or an infinity of the other
+    operand (the gradient of a component that reads none was NaN)."""
+    return np.stack([times(u[..., i], v[..., j]) - times(u[..., j], v[..., i])
+                     for i, j in ((1, 2), (2, 0), (0, 1))], axis=-1)
+
+
 @defrule(np.cross, np.linalg.cross, leading=2)
 def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     if axis is not None:
@@ -526,8 +549,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         else:
             dy3 = np.moveaxis(dy, axisc, -1)
         # <dy, a × b> = <a, b × dy> = <b, dy × a>
-        da = np.cross(to3(b_last), dy3)[..., :a_last.shape[-1]]
-        db = np.cross(dy3, to3(a_last))[..., :b_last.shape[-1]]
+        da = _cross_times(to3(b_last), dy3)[..., :a_last.shape[-1]]
+        db = _cross_times(dy3, to3(a_last))[..., :b_last.shape[-1]]
         da = np.moveaxis(unbroadcast(da, a_last.shape), -1, axisa)
         db = np.moveaxis(unbroadcast(db, b_last.shape), -1, axisb)
         return da, db
@@ -614,14 +637,14 @@ def _product_batched(func):
         y = func(a, b)
         ta, tb = (None if t is None or vanishes(t) else t for t in tangents[:2])
         dy = None
-        if ta is not None:
-            dy = np.matmul(ta, b)  # (B, [n,] k) @ b: the batch axis a stack's
+        if ta is not None:  # (B, [n,] k) @ b: the batch axis a stack's
+            dy = product_times(np.matmul, ta, b)
         if tb is not None:
             if np.ndim(b) == 1:  # a @ tb_b for each b: rows of tb @ a.T
-                term = np.matmul(tb, np.swapaxes(a, -1, -2)) if np.ndim(a) == 2 else \
-                    np.matmul(tb, a)
+                term = product_times(np.matmul, tb, np.swapaxes(a, -1, -2)) if np.ndim(a) == 2 \
+                    else product_times(np.matmul, tb, a)
             else:  # (n, k) @ (B, k, m), or (k,) @ (B, k, m)
-                term = np.matmul(a, tb)
+                term = product_times(np.matmul, a, tb)
             dy = term if dy is None else dy + term
         return y, dy
 

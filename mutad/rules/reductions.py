@@ -4,8 +4,9 @@ Each forward rule (``*_jvp``) follows its reverse rule and is its transpose: it 
 input's tangent the way the reverse rule spreads the cotangent.
 
 Ties and zeros follow JAX and HIPS autograd: a maximum shared by several elements splits its
-gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero (the
-product of the other elements, never a division by zero), to second order too.
+gradient equally among them, and ``prod``/``cumprod`` are exact when elements are zero,
+infinite or NaN or the products leave the floats (the product of the other elements, never a
+division by a factor), to second order too.
 
 Which elements tie, are zero or are NaN is decided when the rule runs and kept for ``back``:
 the reverse pass may hand ``back`` inputs restored by inversion, equal to the originals up to
@@ -160,26 +161,37 @@ for _func, _average in ((np.nansum, False), (np.nanmean, True)):
 # prod
 
 
-def has_zero(a, factors_kwargs):
-    """Whether a product of ``a`` has a zero factor: which formula ``product_of_others`` takes,
-    decided when the product is computed."""
-    zero = a == 0
+def divides_inexactly(a, axis, factors_kwargs):
+    """Whether some product of ``a`` over ``axis`` is not finite and normal, so that ``prod / a``
+    is not the product of the other elements: a zero factor (0 / 0), an infinite or NaN one
+    (inf / inf, NaN at the elements beside it), or a product that overflows or underflows
+    (inf / a, 0 / a where the others' product is finite). Which formula ``product_of_others``
+    takes, decided when the product is computed."""
     where = factors_kwargs.get("where", True)
-    return bool(np.any(zero if where is True else zero & where))
+    factors = a if where is True else np.where(where, a, 1)
+    if np.result_type(factors).kind not in "fc":
+        return bool(np.any(factors == 0))
+    with np.errstate(all="ignore"):
+        size = np.abs(np.prod(factors, axis=axis, **factors_kwargs))
+    return not bool(np.all(size >= np.finfo(size.dtype).tiny)) or not bool(
+        np.all(np.isfinite(size)))
 
 
-def product_of_others(a, axis, factors_kwargs, any_zero):
-    """For each element, the product of the other elements reduced with it, exact with zeros.
+def product_of_others(a, axis, factors_kwargs, inexact):
+    """For each element, the product of the other elements reduced with it, exact with zeros,
+    infinities, NaNs and products beyond the floats.
 
-    Without zeros that is ``prod / a``. With zeros it is the product of the elements before
-    times that of the elements after (exclusive cumulative products): no division, so with one
-    zero it is the product of the non-zero elements at the zero and 0 elsewhere, with two or
-    more 0 everywhere (as HIPS autograd's and JAX's gradients of ``prod``), and its own
-    derivatives are exact there too, so second derivatives of ``prod`` are right at zeros.
+    Where every product is finite and normal that is ``prod / a``. Else (``inexact``:
+    ``divides_inexactly``) it is the product of the elements before times that of the elements
+    after (exclusive cumulative products): no division, so with one zero it is the product of
+    the non-zero elements at the zero and 0 elsewhere, with two or more 0 everywhere (as HIPS
+    autograd's and JAX's gradients of ``prod``), beside an infinity or a NaN the product of the
+    others, and its own derivatives are exact there too, so second derivatives of ``prod`` are
+    right at zeros.
     """
     where = factors_kwargs.get("where", True)
     factors = a if where is True else np.where(where, a, 1)  # left-out elements count as 1
-    if any_zero:
+    if inexact:
         others = _exclusive_products(factors, axis)
         initial = factors_kwargs.get("initial", np._NoValue)
         if initial is not np._NoValue:
@@ -207,9 +219,9 @@ def _exclusive_products(a, axis):
 @defrule(np.prod, leading=1)
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    any_zero = has_zero(a, kwargs)
+    inexact = divides_inexactly(a, axis, kwargs)
     return y, lambda dy: (masked(expand(dy, a.shape, axis, keepdims)
-                                 * product_of_others(a, axis, kwargs, any_zero),
+                                 * product_of_others(a, axis, kwargs, inexact),
                                  kwargs.get("where", True)),)
 
 
@@ -217,7 +229,7 @@ def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
-    others = product_of_others(a, axis, kwargs, has_zero(a, kwargs))
+    others = product_of_others(a, axis, kwargs, divides_inexactly(a, axis, kwargs))
     # a left-out element is not read: its tangent, even infinite, does not count; a zero
     # tangent contributes zero, beside an infinite or NaN product of the others too (times)
     return y, np.sum(masked(times(da, others), kwargs.get("where", True)), axis=axis,
@@ -238,10 +250,10 @@ def multiply_reduce_jvp(tangents, a, axis=0, **kwargs):
 def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     present = ~np.isnan(a)
-    any_zero = has_zero(np.where(present, a, 1), kwargs)
+    inexact = divides_inexactly(np.where(present, a, 1), axis, kwargs)
 
     def back(dy):
-        others = product_of_others(np.where(present, a, 1), axis, kwargs, any_zero)
+        others = product_of_others(np.where(present, a, 1), axis, kwargs, inexact)
         return (np.where(present, expand(dy, a.shape, axis, keepdims) * others, 0),)
 
     return y, back
@@ -253,7 +265,7 @@ def nanprod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs)
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     present = ~np.isnan(a)
     factors = np.where(present, a, 1)
-    others = product_of_others(factors, axis, kwargs, has_zero(factors, kwargs))
+    others = product_of_others(factors, axis, kwargs, divides_inexactly(factors, axis, kwargs))
     return y, np.sum(np.where(present, times(da, others), 0), axis=axis, keepdims=keepdims)
 
 
@@ -475,8 +487,8 @@ def _segment_others(a, indices, axis):
     moved = np.moveaxis(a, axis, 0)
     bounds = _bounds(indices, moved.shape[0])
     ks, js = _segments(indices, moved.shape[0])
-    others = [product_of_others(moved[start:end], 0, {}, has_zero(moved[start:end], {}))
-              for start, end in bounds]
+    others = [product_of_others(segment, 0, {}, divides_inexactly(segment, 0, {}))
+              for segment in (moved[start:end] for start, end in bounds)]
     return ks, js, np.concatenate(others) if others else moved[:0]
 
 
@@ -511,7 +523,46 @@ def multiply_reduceat_jvp(tangents, a, indices, axis=0, dtype=None):
 deflinear((np.add, "reduceat"))
 
 
-def cumprod_cotangent(dy, x, y, axis, zero):
+def divides_inexactly_along(y, zero, axis):
+    """Whether ``y = cumprod(x, axis)`` is not finite and normal up to ``x``'s first zero (as
+    ``divides_inexactly`` for ``prod``), so that ``y / x`` is not the product of the other
+    factors: the derivatives are then taken step by step (``_cumprod_cotangent_in_order``)."""
+    if y.dtype.kind not in "fc" or y.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        size = np.abs(y)
+    before_first_zero = np.cumsum(zero, axis=axis) == 0
+    return not bool(np.all(np.isfinite(size))) or bool(
+        np.any((size < np.finfo(size.dtype).tiny) & before_first_zero))
+
+
+def _cumprod_cotangent_in_order(dy, x, y, axis):
+    """The cotangent of ``x`` for ``y = cumprod(x, axis)`` by the chain rule through NumPy's
+    steps ``y[i] = y[i - 1] x[i]``, from the last: exact whatever the factors (zeros,
+    infinities, NaNs) and the products (beyond the floats), where ``cumprod_cotangent``'s
+    division by ``x`` is not. A zero cotangent contributes zero beside an infinite factor
+    (``times``)."""
+    dy, x, y = (np.moveaxis(v, axis, 0) for v in (dy, x, y))
+    n = x.shape[0]
+    g = [dy[n - 1]] * n
+    for i in range(n - 1, 0, -1):
+        carried = g[i]
+        g[i] = times(carried, y[i - 1])
+        g[i - 1] = dy[i - 1] + times(carried, x[i])
+    return np.moveaxis(np.stack(g), 0, axis)
+
+
+def _cumprod_tangent_in_order(dx, x, y, axis):
+    """The tangent of ``y = cumprod(x, axis)`` step by step, ``dy[i] = dy[i - 1] x[i] +
+    y[i - 1] dx[i]``: the transpose of ``_cumprod_cotangent_in_order``."""
+    dx, x, y = (np.moveaxis(v, axis, 0) for v in (dx, x, y))
+    dy = [dx[0]]
+    for i in range(1, x.shape[0]):
+        dy.append(times(dy[i - 1], x[i]) + times(y[i - 1], dx[i]))
+    return np.moveaxis(np.stack(dy), 0, axis)
+
+
+def cumprod_cotangent(dy, x, y, axis, zero, stepwise=False):
     """The cotangent of ``x`` for ``y = cumprod(x, axis)``, without dividing by zero.
 
     ``dx[k] = sum_{i >= k} dy[i] prod_{j <= i, j != k} x[j]``. Before the first zero ``z``
@@ -524,8 +575,11 @@ def cumprod_cotangent(dy, x, y, axis, zero):
     derivative, so second derivatives are exact at zeros too: between ``z`` and the second
     zero ``z2`` the cofactor is the sum above with ``x[z]`` replaced by 1, at ``z2`` the sum with
     both replaced by 1; past ``z2`` every term holds ``x[z] x[z2]``, whose derivatives vanish.
-    ``zero`` is where ``x`` was 0 when the product was computed.
+    ``zero`` is where ``x`` was 0 when the product was computed; ``stepwise``
+    (``divides_inexactly_along``) where ``y`` was not finite and normal before it.
     """
+    if stepwise:
+        return _cumprod_cotangent_in_order(dy, x, y, axis)
     zeros_so_far = np.cumsum(zero, axis=axis)
     before_first_zero = zeros_so_far == 0
     g = np.where(before_first_zero,
@@ -562,6 +616,8 @@ def cumprod_tangent(dx, x, y, axis):
     replaced by 1), and from ``z2`` on ``x[z] dx[z2] y''[i]`` (both zeros replaced by 1).
     """
     zero = x == 0
+    if divides_inexactly_along(y, zero, axis):
+        return _cumprod_tangent_in_order(dx, x, y, axis)
     zeros_so_far = np.cumsum(zero, axis=axis)
     before_first_zero = zeros_so_far == 0
     ratios = np.where(before_first_zero, dx / np.where(before_first_zero, x, 1), 0)
@@ -589,10 +645,12 @@ def cumprod_tangent(dx, x, y, axis):
 def cumprod(a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
-        zero = np.ravel(a) == 0
-        return y, lambda dy: (cumprod_cotangent(dy, a.reshape(-1), y, 0, zero).reshape(a.shape),)
+        x, zero = a.reshape(-1), np.ravel(a) == 0
+        stepwise = divides_inexactly_along(y, zero, 0)
+        return y, lambda dy: (cumprod_cotangent(dy, x, y, 0, zero, stepwise).reshape(a.shape),)
     zero = a == 0
-    return y, lambda dy: (cumprod_cotangent(dy, a, y, axis, zero),)
+    stepwise = divides_inexactly_along(y, zero, axis)
+    return y, lambda dy: (cumprod_cotangent(dy, a, y, axis, zero, stepwise),)
 
 
 @defjvp(np.cumprod, leading=1)

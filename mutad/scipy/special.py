@@ -755,30 +755,44 @@ def _reduced_axes(a, axis, b):
 
 
 def _logsumexp_limits(y_kept):
-    """Where y is finite and where it is -inf: the branches of ``_logsumexp_partials``, taken
-    when y is computed (a pullback may see y restored up to rounding)."""
-    return np.isfinite(y_kept), np.isneginf(y_kept)
+    """Where y is -inf and where +inf: the branches of ``_logsumexp_partials``, taken when y is
+    computed (a pullback may see y restored up to rounding)."""
+    return np.isneginf(y_kept), np.isposinf(y_kept)
 
 
-def _logsumexp_partials(a, b, y_kept, sign_kept, limits):
-    """``dy/da`` and ``dy/db`` (None without ``b``) of ``y = logsumexp(a, b=b)``, with ``y``
-    and its sign (None: 1) kept as reduced axes of length 1.
+def _logsumexp_partials(a, b, y_kept, sign_kept, limits, axes):
+    """``dy/da`` and ``dy/db`` (None without ``b``) of ``y = logsumexp(a, b=b)`` over ``axes``,
+    with ``y`` and its sign (None: 1) kept as reduced axes of length 1.
 
     y = log|s|, s = Σ b_i e^(a_i): dy/da_i = sign · b_i e^(a_i - y), dy/db_i = sign · e^(a_i - y).
     With |b_i| folded into the exponent it is at most 0 when every b_i has one sign, so the
     weights never overflow (the softmax trick). Where every term vanished (y = -inf) no entry
-    has any weight.
+    has any weight; a term SciPy leaves out (b_i = 0) has none either, even at a_i = inf. Where
+    y is +inf the weights are their limits, the softmax's, b_i e^(a_i - m) / s' for m the
+    largest a_i, the terms at m = inf sharing it as b_i / Σ b_j (e^(a - y) was e^a beside an
+    infinity, as y was taken as 0 there, or inf / inf).
     """
-    finite, vanished = limits
-    finite_y = np.where(finite, y_kept, 0.0)
+    vanished, infinite = limits
+    finite_y = np.where(vanished | infinite, 0.0, y_kept)  # (a NaN y: NaN partials)
     sign = 1.0 if sign_kept is None else sign_kept
     with np.errstate(divide="ignore"):
         magnitude = 0.0 if b is None else np.log(np.abs(b))
-    da = sign * np.exp(a + magnitude - finite_y)
+    with np.errstate(invalid="ignore"):  # inf - inf at a term left out, replaced below
+        da = sign * np.exp(a + magnitude - finite_y)
     if b is not None:
-        da = da * np.sign(b)
+        da = np.where(b == 0, 0.0, da * np.sign(b))
     da = np.where(vanished, 0.0, da)
     db = None if b is None else np.where(vanished, 0.0, sign * np.exp(a - finite_y))
+    if type(infinite) is not np.ndarray or infinite.any():  # (a device's: not read)
+        kept = a if b is None else np.where(b == 0, -np.inf, a)
+        top = np.max(kept, axis=axes, keepdims=True)
+        with np.errstate(invalid="ignore"):  # inf - inf where the top is inf, replaced
+            shifted = np.where(np.isposinf(top), np.isposinf(kept) * 1.0, np.exp(kept - top))
+        weights = shifted if b is None else shifted * b
+        total = np.sum(weights, axis=axes, keepdims=True)
+        da = np.where(infinite, weights / total, da)
+        if db is not None:
+            db = np.where(infinite, shifted / total, db)
     return da, db
 
 
@@ -795,11 +809,11 @@ def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
 
     def back(dresult):
         dy = dresult[0] if return_sign else dresult  # the sign is piecewise constant
-        partial_a, partial_b = _logsumexp_partials(a, b, kept(y), kept(sign), limits)
-        da = kept(dy) * partial_a
+        partial_a, partial_b = _logsumexp_partials(a, b, kept(y), kept(sign), limits, axes)
+        da = times(kept(dy), partial_a)
         db = None
         if b is not None:
-            db = kept(dy) * partial_b
+            db = times(kept(dy), partial_b)
             db = unbroadcast(np.broadcast_to(db, np.broadcast_shapes(db.shape, np.shape(b))),
                              np.shape(b))
         da = unbroadcast(np.broadcast_to(da, np.broadcast_shapes(da.shape, np.shape(a))),
@@ -818,9 +832,10 @@ def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=F
     def kept(value):
         return value if keepdims or value is None else np.expand_dims(value, axes)
 
-    partials = _logsumexp_partials(a, b, kept(y), kept(sign), _logsumexp_limits(kept(y)))
+    partials = _logsumexp_partials(a, b, kept(y), kept(sign), _logsumexp_limits(kept(y)),
+                                    axes)
     da, db = tangents[0], tangents[2]
-    terms = [t * partial for t, partial in zip((da, db), partials) if t is not None]
+    terms = [times(t, partial) for t, partial in zip((da, db), partials) if t is not None]
     dy = np.sum(sum(terms), axis=axes, keepdims=keepdims)
     return result, (dy, None) if return_sign else dy
 

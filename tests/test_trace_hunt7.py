@@ -1,0 +1,205 @@
+"""Wrong answers found in traced, forward and second-order differentiation at special values,
+each checked against NumPy's own run bit for bit; every one failed before its fix."""
+
+import numpy as np
+import pytest
+
+import mutad
+
+inf, nan = np.inf, np.nan
+
+
+def bits(v):
+    return np.asarray(v).tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# np.prod's and np.cumprod's derivatives took the product of the other factors as prod / x (and
+# y / x along a cumulative product) wherever no factor was zero: beside an infinity that is
+# inf / inf, beside a NaN NaN for every element, and where the product overflows or underflows
+# inf / x or 0 / x, where the others' product is finite. They are now taken without dividing
+# wherever a product is not finite and normal (exclusive products; cumprod step by step).
+
+def exclusive(x):
+    return np.array([np.prod(np.delete(x, k)) for k in range(x.size)])
+
+
+PRODUCTS = [np.array([inf, -inf, 1.0, 2.0, -1.0]), np.array([nan, 1.0, 2.0, -1.0, 0.5]),
+            np.array([1e-200, 1e-200, 1e200, 2.0]), np.array([1e200, 1e200, 1e-200, 0.5]),
+            np.array([0.0, inf, 2.0])]
+
+
+@pytest.mark.parametrize("x", PRODUCTS, ids=str)
+@pytest.mark.parametrize("reduce", [np.prod, np.nanprod, np.multiply.reduce])
+def test_the_derivatives_of_prod_beside_infinities_nans_and_beyond_the_floats(x, reduce):
+    def f(x):
+        x *= 1.0  # in place
+        return reduce(x)
+
+    caller = x.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(x.copy()))
+    assert caller.tobytes() == x.tobytes()
+    others = exclusive(x) if reduce is not np.nanprod else np.where(
+        np.isnan(x), 0.0, exclusive(np.where(np.isnan(x), 1.0, x)))
+    np.testing.assert_array_equal(g, others)
+    for k in range(x.size):  # forward mode: the other factors' product, direction by direction
+        e = np.zeros_like(x)
+        e[k] = 1.0
+        _, t = mutad.jvp(f, (x.copy(),), (e,))
+        np.testing.assert_array_equal(t, others[k])
+
+
+@pytest.mark.parametrize("x", [np.array([inf, 2.0, 3.0]), np.array([nan, 2.0, 0.5, 4.0]),
+                               np.array([1e200, 1e200, 1e-200, 3.0]),
+                               np.array([1e-200, 1e-200, 1e200, 3.0])], ids=str)
+def test_the_derivatives_of_cumprod_beside_infinities_nans_and_beyond_the_floats(x):
+    w = np.arange(1.0, x.size + 1)
+
+    def f(x):
+        x *= 1.0  # in place
+        return np.cumprod(x) @ w
+
+    # d y[i] / d x[k] = the product of x[:i + 1] but x[k], taken in NumPy's order
+    jac = np.array([[np.prod(np.delete(x[:i + 1], k)) if k <= i else 0.0 for k in range(x.size)]
+                    for i in range(x.size)])
+    caller = x.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(x.copy()))
+    assert caller.tobytes() == x.tobytes()
+    with np.errstate(invalid="ignore"):
+        expected = np.array([np.sum(np.where(jac[:, k] == 0, 0.0, w * jac[:, k]))
+                             for k in range(x.size)])
+    np.testing.assert_allclose(g, expected, rtol=1e-15)  # sums in another order
+    for k in range(x.size):
+        e = np.zeros_like(x)
+        e[k] = 1.0
+        y, t = mutad.jvp(np.cumprod, (x.copy(),), (e,))
+        assert bits(y) == bits(np.cumprod(x))
+        np.testing.assert_allclose(t, jac[:, k], rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# Products (matmul, dot, einsum, inner, tensordot, outer, kron, vdot) summed NumPy's products of
+# a zero cotangent or tangent with a NaN or an infinity of the other operand, so a NaN in a
+# column an output does not read made that output's derivative NaN: the gradient of
+# (y @ A)[0] with A[0, 1] NaN was NaN where it is A[:, 0], np.cov's variance of one row beside a
+# row with a NaN was NaN, and jvp of x @ x in a direction away from a NaN was NaN. Each term is
+# now a product whose zero factor gives zero (as the elementwise rules' are).
+
+A = np.array([[1.0, nan], [2.0, 3.0], [4.0, -inf]])
+Y = np.array([1.0, 2.0, 3.0])
+
+FIRST_COLUMN = {
+    "matmul": lambda y, a: (y @ a)[0],
+    "matmul of the transpose": lambda y, a: (a.T @ y)[0],
+    "matmul of matrices": lambda y, a: ((np.eye(3) * y) @ a)[:, 0].sum(),
+    "dot": lambda y, a: np.dot(y, a)[0],
+    "einsum": lambda y, a: np.einsum("i,ij->j", y, a)[0],
+    "inner": lambda y, a: np.inner(a.T, y)[0],
+    "tensordot": lambda y, a: np.tensordot(y, a, 1)[0],
+    "outer": lambda y, a: np.outer(y, a[0])[:, 0].sum() + y @ a[:, 0] - y.sum(),
+    "kron": lambda y, a: np.kron(y, a[0])[::2].sum() + y @ a[:, 0] - y.sum(),
+    "stack of matmuls": lambda y, a: (np.stack([y, y]) @ a)[:, 0].sum() / 2.0,
+}
+
+
+@pytest.mark.parametrize("product", FIRST_COLUMN)
+def test_a_product_reading_no_nan_has_its_derivative_beside_one(product):
+    def f(y):
+        y *= 1.0  # in place
+        return FIRST_COLUMN[product](y, A)
+
+    caller = Y.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(Y.copy()))
+    assert caller.tobytes() == Y.tobytes()
+    np.testing.assert_allclose(g, A[:, 0], rtol=1e-15)  # d (y @ A[:, 0]) / dy
+    np.testing.assert_allclose(mutad.jacfwd(f)(Y.copy()), A[:, 0], rtol=1e-15)
+
+
+def test_the_variance_of_a_row_beside_a_row_with_a_nan():
+    def f(y):
+        return np.cov(np.stack([y, np.array([1.0, nan, 2.0])]))[0, 0]
+
+    (g,) = mutad.gradient(f, Y.copy())
+    np.testing.assert_array_equal(g, 2.0 * (Y - Y.mean()) / 2.0)
+
+
+@pytest.mark.parametrize("product", [lambda x: x @ x, lambda x: np.dot(x, x),
+                                     lambda x: np.einsum("i,i", x, x), lambda x: np.vdot(x, x),
+                                     lambda x: np.inner(x, x)])
+def test_jvp_of_a_product_in_a_direction_away_from_a_nan(product):
+    x = np.array([nan, 1.0, 2.0])
+    y, t = mutad.jvp(product, (x.copy(),), (np.array([0.0, 1.0, 0.0]),))
+    assert bits(y) == bits(product(x.copy()))
+    assert t == 2.0  # 2 x[1]
+    np.testing.assert_array_equal(mutad.jacfwd(product)(x.copy()), [nan, 2.0, 4.0])
+
+
+def test_jacfwd_of_a_matrix_product_with_a_nan_in_the_matrix():
+    B = np.array([[1.0, 2.0], [nan, 3.0]])
+    np.testing.assert_array_equal(mutad.jacfwd(lambda y: B @ y)(np.array([1.0, 2.0])), B)
+    np.testing.assert_array_equal(mutad.jacfwd(lambda y: y @ A)(Y.copy()), A.T)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.logsumexp at an infinite result took e^(a - y) with y taken as 0, e^a: the
+# gradient of logsumexp([0, inf, 1]) was [1, inf, e], where it is the softmax's limit, all the
+# weight on the infinity ([0, 1, 0]; equal shares b_i / sum b_j among several); a term SciPy
+# leaves out (b_i = 0) at a_i = inf had the NaN e^(inf - inf) where it has no weight; and a
+# zero tangent of b beside an infinite partial gave jvp NaN.
+
+@pytest.mark.parametrize("a, b, expected", [
+    (np.array([0.0, inf, -inf, 1.0]), None, [0.0, 1.0, 0.0, 0.0]),
+    (np.array([0.0, inf, inf, 1.0]), np.array([1.0, 2.0, 1.0, 0.5]), [0.0, 2 / 3, 1 / 3, 0.0]),
+    (np.array([0.0, -0.0, inf, -inf, 1.0]), np.array([1.0, 2.0, 0.0, 1.0, 0.5]),
+     np.array([1.0, 2.0, 0.0, 0.0, 0.5 * np.e]) / (3.0 + 0.5 * np.e)),
+])
+def test_logsumexp_at_an_infinity(a, b, expected):
+    import scipy.special
+
+    def f(a):
+        a *= 1.0  # in place
+        return scipy.special.logsumexp(a, b=None if b is None else np.array(b))
+
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    np.testing.assert_allclose(g, expected, rtol=1e-15)
+    for k in range(a.size):
+        _, t = mutad.jvp(f, (a.copy(),), (np.eye(a.size)[k],))
+        np.testing.assert_allclose(t, expected[k], rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.cross's pullback took NumPy's cross products of the cotangent with the other operand: a
+# zero component of the cotangent met a NaN there, so the gradient of the z component of
+# [1, 0, nan] × b, which reads no NaN, was NaN in b's x and y.
+
+def test_the_gradient_of_a_cross_product_component_beside_a_nan():
+    a = np.array([[1.0, 0.0, nan], [1.0, 2.0, 3.0]])
+
+    def f(b):
+        b *= 1.0  # in place
+        return np.cross(a, b)[:, 2].sum()
+
+    b = np.array([1.0, 2.0, 3.0])
+    caller = b.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(b.copy()))
+    assert caller.tobytes() == b.tobytes()
+    np.testing.assert_array_equal(g, [-a[0, 1] - a[1, 1], a[0, 0] + a[1, 0], 0.0])
+
+
+def test_jvp_of_solve_with_a_matrix_made_in_f_beside_a_nan():
+    # the matrix made in f has a tangent of zeros: its term dA x was 0 * NaN where x is NaN
+    def f(x):
+        return np.linalg.solve(np.eye(2) * 2.0, np.array([x[1], x[0]]))
+
+    x = np.array([nan, 3.0])
+    y, t = mutad.jvp(f, (x.copy(),), (np.array([0.0, 1.0]),))
+    assert bits(y) == bits(f(x.copy()))
+    np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
+                                               (np.array([0.0, 1.0]),))[1])
