@@ -70,6 +70,10 @@ def _records_compared(compare, name):
         value = memory(self)
         if value.dtype.names is not None:
             return getattr(value, f"__{name}__")(memory(other) if wrapped(other) else other)
+        if type(other) is int and _weak_number(self):
+            name_, other = _exact_against_int(name, other)
+            if type(other) is bool:  # (the int is no float: never equal to one)
+                return other
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
@@ -91,10 +95,41 @@ def _ordered(compare, name):
             kinds = (type(_python_number(x)).__name__ for x in (self, other))
             raise TypeError("'{}' not supported between instances of '{}' and '{}'".format(
                 symbol, *kinds))
+        if type(other) is int and _weak_number(self):
+            turned, other = _exact_against_int(name, other)
+            if turned != name:
+                return getattr(self, f"__{turned}__")(other)
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
     return method
+
+
+def _weak_number(x):
+    """Whether ``x``, a traced or dual value, stands for a Python number (``x[0].item()``)."""
+    return getattr(x, "weak", False) is True and memory(x).ndim == 0
+
+
+def _exact_against_int(name, n):
+    """``(name', other)``: a comparison ``v name' other`` of a Python float ``v`` with a float
+    ``other`` that answers as Python's ``v name n`` of the Python int ``n``, which Python
+    compares exactly, where NumPy rounds ``n`` to a float first (``2.0**53 < 2**53 + 1`` is
+    True in Python, False in NumPy) or raises OverflowError beyond the floats. ``other`` is a
+    bool where ``name`` is ``eq`` or ``ne`` and ``n`` is no float: the answer, whatever ``v``.
+    An ``n`` a float holds exactly is NumPy's comparison as it is."""
+    try:
+        near = float(n)
+    except OverflowError:
+        near = math.inf if n > 0 else -math.inf
+    if near == n:  # (Python's exact comparison)
+        return name, n
+    if name in ("eq", "ne"):
+        return name, name == "ne"
+    below = near if near < n else math.nextafter(near, -math.inf)
+    above = near if near > n else math.nextafter(near, math.inf)
+    # v < n is v <= below, v > n is v >= above: no float lies strictly between them and n
+    return {"lt": ("le", below), "le": ("le", below), "gt": ("ge", above),
+            "ge": ("ge", above)}[name]
 
 
 _SCALAR_MATH = {"mul": "c", "pow": "fc"}

@@ -1,0 +1,55 @@
+"""Replays and traced calls that answered otherwise than NumPy and Python: each program is
+differentiated on inputs that change one decision, each replayed call compared with a traced
+one, bit for bit, with NumPy's value, and the caller's bytes."""
+
+import numpy as np
+import pytest
+
+import mutad
+
+from test_replay import same
+
+
+def replayed_like_numpy(f, makers, argnums=0):
+    """Call ``value_and_grad(f, replay=True)`` on the arguments each of ``makers`` makes, and
+    check each call against a traced one, NumPy's value on arguments made afresh, and the
+    caller's bytes."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    for make in makers:
+        args = make()
+        before = [a.tobytes() for a in args]
+        got = replaying(*args)
+        assert [a.tobytes() for a in args] == before
+        expected = mutad.value_and_grad(f, argnums=argnums)(*make())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(*make()))
+    return replaying
+
+
+# ----------------------------------------------------------------------------------------------
+# A Python float (``x[0].item()``) compared with a Python int: Python compares them exactly,
+# where NumPy rounds the int to a float first (or raises OverflowError beyond the floats)
+
+_BIG = 2 ** 53 + 1  # no float: 2.0**53 < _BIG in Python, not in NumPy
+
+
+@pytest.mark.parametrize("compare", [
+    lambda v: v < _BIG, lambda v: v <= _BIG, lambda v: v > _BIG, lambda v: v >= _BIG,
+    lambda v: v == _BIG, lambda v: v != _BIG, lambda v: _BIG > v, lambda v: _BIG == v,
+    lambda v: v < -_BIG, lambda v: v > -_BIG, lambda v: v < 10 ** 400, lambda v: v > -10 ** 400,
+    lambda v: v == 10 ** 400, lambda v: v != -10 ** 400, lambda v: v > 10 ** 400,
+    lambda v: v < 2 ** 53, lambda v: v == 2 ** 53])
+def test_a_python_float_compared_with_a_python_int_is_pythons_exact_comparison(compare):
+    def branched(x):
+        if compare(x[0].item()):
+            return (x * x).sum()
+        return (3 * x).sum()
+
+    def at(value):
+        return lambda: (np.array([value, 2.0]),)
+
+    values = [2.0 ** 53, 2.0 ** 53 + 2, -2.0 ** 53, -2.0 ** 53 - 2, np.inf, -np.inf, 1.5]
+    replayed_like_numpy(branched, [at(v) for v in values + values[::-1]])
+    for value in values:
+        x = np.array([value, 2.0])
+        assert same(mutad.jvp(branched, (x,), (np.ones(2),))[0], branched(x.copy()))
