@@ -53,3 +53,32 @@ def test_a_python_float_compared_with_a_python_int_is_pythons_exact_comparison(c
     for value in values:
         x = np.array([value, 2.0])
         assert same(mutad.jvp(branched, (x,), (np.ones(2),))[0], branched(x.copy()))
+
+
+# ----------------------------------------------------------------------------------------------
+# A Python float beside a list, tuple, range, string or None: Python's float neither computes
+# nor compares with them (TypeError, or not equal), where NumPy made them arrays
+
+
+@pytest.mark.parametrize("other", [[1.5], (1.5, 2.0), range(2), "1.5", None, [[1.5]]])
+def test_a_python_float_beside_a_python_container_is_pythons_float(other):
+    def tried(x):
+        v = x[0].item()
+        outcomes = []
+        for operation in (lambda: v + other, lambda: other - v, lambda: v / other,
+                          lambda: v ** other, lambda: v % other, lambda: v < other,
+                          lambda: other >= v):
+            try:
+                outcomes.append(operation())
+            except TypeError:
+                outcomes.append(None)
+        assert all(outcome is None for outcome in outcomes)
+        if v == other or other == v or not v != other:
+            return (x * x).sum()
+        return (x * 3).sum()
+
+    def made():
+        return (np.array([1.5, 2.0]),)
+
+    replayed_like_numpy(tried, [made] * 4)
+    assert same(mutad.jvp(tried, made(), (np.ones(2),))[0], tried(*made()))

@@ -71,9 +71,11 @@ def _records_compared(compare, name):
         if value.dtype.names is not None:
             return getattr(value, f"__{name}__")(memory(other) if wrapped(other) else other)
         if type(other) is int and _weak_number(self):
-            name_, other = _exact_against_int(name, other)
+            other = _exact_against_int(name, other)[1]
             if type(other) is bool:  # (the int is no float: never equal to one)
                 return other
+        elif type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's: not equal, as a float is to a list)
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
@@ -99,10 +101,19 @@ def _ordered(compare, name):
             turned, other = _exact_against_int(name, other)
             if turned != name:
                 return getattr(self, f"__{turned}__")(other)
+        elif type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's TypeError)
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
     return method
+
+
+_NO_NUMBERS = frozenset((list, tuple, range, str, bytes, bytearray, dict, set, frozenset,
+                         type(None)))
+"""Types of Python's that its float neither computes nor compares with (``1.5 + [1.0]`` is
+Python's TypeError, ``1.5 == (1.5,)`` False), where NumPy makes them arrays: a value that
+stands for a Python float (``_weak_number``) leaves them to Python, as its float does."""
 
 
 def _weak_number(x):
@@ -158,6 +169,8 @@ def _operator(method, name, prefix):
     def operate(self, other):
         if repeats and type(other) in _SEQUENCES and stands_for_scalar(self):
             return _times_sequence(self, other)
+        if type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's TypeError, as its float's)
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
                 and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
