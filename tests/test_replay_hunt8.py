@@ -8,22 +8,7 @@ import pytest
 import mutad
 
 from test_replay import same
-
-
-def replayed_like_numpy(f, makers, argnums=0):
-    """Call ``value_and_grad(f, replay=True)`` on the arguments each of ``makers`` makes, and
-    check each call against a traced one, NumPy's value on arguments made afresh, and the
-    caller's bytes."""
-    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
-    for make in makers:
-        args = make()
-        before = [a.tobytes() for a in args]
-        got = replaying(*args)
-        assert [a.tobytes() for a in args] == before
-        expected = mutad.value_and_grad(f, argnums=argnums)(*make())
-        assert same(got[0], expected[0]) and same(got[1], expected[1])
-        assert same(got[0], f(*make()))
-    return replaying
+from test_replay_hunt7 import replayed_like_numpy
 
 
 # ----------------------------------------------------------------------------------------------
