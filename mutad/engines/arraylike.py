@@ -70,6 +70,12 @@ def _records_compared(compare, name):
         value = memory(self)
         if value.dtype.names is not None:
             return getattr(value, f"__{name}__")(memory(other) if wrapped(other) else other)
+        if type(other) is int and _weak_number(self):
+            other = _exact_against_int(name, other)[1]
+            if type(other) is bool:  # (the int is no float: never equal to one)
+                return other
+        elif type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's: not equal, as a float is to a list)
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
@@ -91,10 +97,50 @@ def _ordered(compare, name):
             kinds = (type(_python_number(x)).__name__ for x in (self, other))
             raise TypeError("'{}' not supported between instances of '{}' and '{}'".format(
                 symbol, *kinds))
+        if type(other) is int and _weak_number(self):
+            turned, other = _exact_against_int(name, other)
+            if turned != name:
+                return getattr(self, f"__{turned}__")(other)
+        elif type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's TypeError)
         return compare(self, other)
 
     method.__name__ = method.__qualname__ = f"__{name}__"
     return method
+
+
+_NO_NUMBERS = frozenset((list, tuple, range, str, bytes, bytearray, dict, set, frozenset,
+                         type(None)))
+"""Types of Python's that its float neither computes nor compares with (``1.5 + [1.0]`` is
+Python's TypeError, ``1.5 == (1.5,)`` False), where NumPy makes them arrays: a value that
+stands for a Python float (``_weak_number``) leaves them to Python, as its float does."""
+
+
+def _weak_number(x):
+    """Whether ``x``, a traced or dual value, stands for a Python number (``x[0].item()``)."""
+    return getattr(x, "weak", False) is True and memory(x).ndim == 0
+
+
+def _exact_against_int(name, n):
+    """``(name', other)``: a comparison ``v name' other`` of a Python float ``v`` with a float
+    ``other`` that answers as Python's ``v name n`` of the Python int ``n``, which Python
+    compares exactly, where NumPy rounds ``n`` to a float first (``2.0**53 < 2**53 + 1`` is
+    True in Python, False in NumPy) or raises OverflowError beyond the floats. ``other`` is a
+    bool where ``name`` is ``eq`` or ``ne`` and ``n`` is no float: the answer, whatever ``v``.
+    An ``n`` a float holds exactly is NumPy's comparison as it is."""
+    try:
+        near = float(n)
+    except OverflowError:
+        near = math.inf if n > 0 else -math.inf
+    if near == n:  # (Python's exact comparison)
+        return name, n
+    if name in ("eq", "ne"):
+        return name, name == "ne"
+    below = near if near < n else math.nextafter(near, -math.inf)
+    above = near if near > n else math.nextafter(near, math.inf)
+    # v < n is v <= below, v > n is v >= above: no float lies strictly between them and n
+    return {"lt": ("le", below), "le": ("le", below), "gt": ("ge", above),
+            "ge": ("ge", above)}[name]
 
 
 _SCALAR_MATH = {"mul": "c", "pow": "fc"}
@@ -123,6 +169,8 @@ def _operator(method, name, prefix):
     def operate(self, other):
         if repeats and type(other) in _SEQUENCES and stands_for_scalar(self):
             return _times_sequence(self, other)
+        if type(other) in _NO_NUMBERS and _weak_number(self):
+            return NotImplemented  # (Python's TypeError, as its float's)
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
                 and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
             return NotImplemented
