@@ -761,6 +761,7 @@ def test_sqrtm_with_a_complex_root_is_refused():
 # the reverse rule (rule_checks.check_forward_rule)
 
 SIGNS = np.where(WHERE, 1.0, -1.0)
+REAL_SPECTRUM = np.diag([1.0, 2.0, 3.5, 5.0]) + 0.3 * np.cos(np.arange(16.0) ** 1.5).reshape(4, 4)
 SIGNAL = normal_array(8)
 B, A = np.array([0.5, -0.2, 0.1]), np.array([1.5, -0.4])
 
@@ -783,6 +784,10 @@ SCIPY = [
     rule_case(signal.lfilter, Const(B), A, X3, 1, normal_array(2, 2, 4)),
     rule_case(signal.lfilter, B, Const(A), SIGNAL, -1, Const(normal_array(2))),
     rule_case(signal.lfilter, B, np.array([2.0]), SIGNAL),
+    # eig's left eigenvectors, and its eigenvalues alone (a matrix of real, distinct ones)
+    rule_case(linalg.eig, REAL_SPECTRUM, left=True),
+    rule_case(linalg.eig, REAL_SPECTRUM, left=True, right=False),
+    rule_case(linalg.eig, REAL_SPECTRUM, right=False),
 ]
 
 

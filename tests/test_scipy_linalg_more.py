@@ -65,6 +65,13 @@ FORMS = {
     "eig values": (lambda a: scipy.linalg.eig(a)[0].imag, (A,)),
     "eig real vectors": (lambda a: scipy.linalg.eig(a), (NEAR_SYMMETRIC,)),
     "mutad eig": (lambda a: np.abs(linalg.eig(a)[1]) ** 2, (A,)),
+    # left eigenvectors, and the eigenvalues alone (they were refused: "left=False")
+    "eig left": (lambda a: (lambda w, vl, vr: (w.imag, np.abs(vl) ** 2, np.abs(vr) ** 2))(
+        *scipy.linalg.eig(a, left=True)), (A,)),
+    "eig left, not right": (lambda a: (lambda w, vl: (w.real, np.abs(vl) ** 2))(
+        *scipy.linalg.eig(a, left=True, right=False)), (A,)),
+    "eig left real vectors": (lambda a: scipy.linalg.eig(a, left=True), (NEAR_SYMMETRIC,)),
+    "eig not right": (lambda a: scipy.linalg.eig(a, right=False).imag, (A,)),
     "solve_banded (1, 1)": (lambda ab, b: solve_banded((1, 1), ab, b), (_general_band(1, 1), B)),
     "solve_banded (2, 1)": (lambda ab, b: solve_banded((2, 1), ab, b), (_general_band(2, 1), B2)),
     "solve_banded (0, 2)": (lambda ab, b: solve_banded((0, 2), ab, b), (_general_band(0, 2), B)),
@@ -211,7 +218,7 @@ NEARLY_SINGULAR = Q @ np.diag([1.0, 0.5, 1e-5, 2e-5]) @ Q.T  # rank 2 at cond=1e
 
 REFUSED = {
     "eig b": lambda a: scipy.linalg.eig(a, np.eye(4))[0].real,
-    "eig left": lambda a: scipy.linalg.eig(a, left=True)[0].real,
+    "eig left complex": lambda a: np.abs(scipy.linalg.eig(a + 1j * a.T, left=True)[1]),
     "eigvals homogeneous": lambda a: scipy.linalg.eigvals(a, homogeneous_eigvals=True).real,
     "lu rectangular": lambda a: scipy.linalg.lu(a[:, :3])[1],
     "lstsq rank": lambda a: scipy.linalg.lstsq(NEARLY_SINGULAR + 0.0 * a, B[:4], cond=1e-3)[0],
