@@ -66,8 +66,10 @@ order of the knots and each query's interval decided on the plain values.
 Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
 a variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
-and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
-``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
+and attributes of a traced interpolant other than calling it, ``derivative``, its knots
+``x`` (a B-spline's ``t`` and ``k``) and its coefficients ``c`` (SciPy's, differentiated as
+the affine map of the data they are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coefficients of the
+interpolants of the identity columns), build it from plain data for those. ``antiderivative`` and
 ``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
 periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
@@ -912,6 +914,41 @@ class _TracedInterpolant:
         """``solve(0.0)``: SciPy's roots, differentiated."""
         return self.solve(0.0, discontinuity, extrapolate)
 
+    @property
+    def c(self):
+        """SciPy's coefficients (of its object built from the plain data), affine in the data
+        as the values are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coefficients of the interpolants
+        of datum ``i``'s identity columns, ``c₀`` those of zero data (its boundary values)."""
+        spec = self._spec
+        plain = [np.asarray(stop_gradient(d)) for d in self._data]
+        value = getattr(_derived(spec, spec.build(plain)), "c", None)
+        if value is None:  # (an interpolant without coefficients: interp1d's, barycentric)
+            return self.__getattr__("c")
+        composition = _derived(spec, spec.build([np.zeros_like(d) for d in plain])).c
+        for i, datum in enumerate(self._data):
+            width = spec.rows(i, plain)
+            basis = _derived(spec, spec.linear(i, plain, width).build(spec.identity(i, plain)))
+            composition = composition + np.tensordot(basis.c, spec.columns(datum), axes=1)
+        if not reproduces(value, composition):  # (a guard: never another fit's derivative)
+            raise UnsupportedOperationError(
+                f"scipy.interpolate.{self._name}(...).c of traced data: its coefficients as a "
+                "linear map of the data did not reproduce SciPy's here, so mutad cannot "
+                "differentiate them. Use the interpolant's values (calling it) instead.")
+        return scipys_value(value, composition)
+
+    def __getattr__(self, name):
+        if name in _CONSTANT_ATTRIBUTES.get(type(self._spec), ()):
+            return getattr(self._spec.build([np.asarray(stop_gradient(d))
+                                             for d in self._data]), name)
+        return refused_attribute(
+            name,
+            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
+            "traced data, and mutad differentiates its values and derivatives (calling it, "
+            ".derivative()) and coefficients (.c) only, and for CubicSpline, the Hermite "
+            "splines and PPoly .antiderivative(), .integrate(a, b), .solve(y) and .roots() of "
+            "the interpolant itself (for the B-splines, .integrate(a, b)). Build it from "
+            "plain data (outside the differentiated function) to use other attributes.")
+
     def _require_piecewise_polynomial(self, name):
         # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never
         # differentiated or integrated before: PPoly.derivative(-nu) is its antiderivative,
@@ -920,16 +957,21 @@ class _TracedInterpolant:
         if not isinstance(self._spec, (_CubicSpline, _Hermite, _PPoly)) or self._spec.derived:
             self.__getattr__(name)
 
-    def __getattr__(self, name):
-        return refused_attribute(
-            name,
-            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
-            "traced data, and mutad differentiates its values and derivatives (calling it, "
-            ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
-            ".antiderivative(), .integrate(a, b), .solve(y) and .roots() of the interpolant "
-            "itself (for the "
-            "B-splines, .integrate(a, b)). Build it from "
-            "plain data (outside the differentiated function) to use other attributes.")
+
+
+def _derived(spec, interpolant):
+    """``interpolant`` as ``spec`` asked for it: its derivative (or antiderivative)."""
+    return interpolant.derivative(spec.derived) if spec.derived else interpolant
+
+
+_B_SPLINE_SETTINGS = ("t", "k", "axis", "extrapolate")
+_CONSTANT_ATTRIBUTES = {
+    _CubicSpline: ("axis", "extrapolate"), _Hermite: ("axis", "extrapolate"),
+    _Made: ("axis", "extrapolate"), _PPoly: ("axis", "extrapolate"),
+    _Spline: _B_SPLINE_SETTINGS, _LsqSpline: _B_SPLINE_SETTINGS,
+    _SmoothingSpline: _B_SPLINE_SETTINGS, _BSpline: _B_SPLINE_SETTINGS}
+"""The attributes of a traced interpolant that do not depend on its data (its knots are the
+constant x, t): SciPy's object's own."""
 
 
 _integral_value = Value(
