@@ -654,6 +654,16 @@ def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, prog
         mutad.jvp(program, (x,), (np.ones(2),))
 
 
+def test_riemann_zeta_says_its_exponent_has_no_derivative():
+    """zeta(x) of a traced x: no formula in x, said as the two-argument form says it (it was
+    "zeta has no differentiation rule"); of a constant x, a constant."""
+    x = np.array([2.5, 3.0])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="the exponent x"):
+        mutad.gradient(lambda x: scipy.special.zeta(x).sum(), x)
+    assert mutad.gradient(lambda q: scipy.special.zeta(3.0) * q, 2.0)[0] == \
+        scipy.special.zeta(3.0)
+
+
 SEVERAL_OUTPUTS = {
     "sici": lambda x: scipy.special.sici(x)[0] * scipy.special.sici(x)[1],
     "sici_ci": lambda x: scipy.special.sici(x)[1],

@@ -1076,18 +1076,31 @@ def _tck_of_the_program(c):
             + scipy.interpolate.splder((t, np.reshape(c, (6, 2)), 3))[1][2, 1] ** 2)
 
 
+def _splint_in_its_bounds(y):
+    """Traced bounds (they were refused: "pass them as constants"), inside the base interval
+    and beyond it (FITPACK's spline is zero there), of traced coefficients and constant ones."""
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    fixed = scipy.interpolate.splrep(_KNOTS_X, np.cos(_KNOTS_X), s=0)
+    return (scipy.interpolate.splint(y[1], 2.0 + y[3], tck) * y[2]
+            + scipy.interpolate.splint(-1.0, y[5] + 0.5, fixed) ** 2
+            + scipy.interpolate.splint(y[0] + 0.3, _KNOTS_X[-1] + 1.0, fixed)
+            + sum(scipy.interpolate.splint(0.1, 0.5 + y[4], (tck[0], [tck[1], fixed[1]], 3))))
+
+
 @pytest.mark.parametrize("f", [_splint_of_splrep, _splder_splantider, _splint_of_a_curve,
-                               _tck_of_the_program], ids=lambda f: f.__name__)
+                               _tck_of_the_program, _splint_in_its_bounds],
+                         ids=lambda f: f.__name__)
 def test_spline_functions_of_traced_coefficients(f):
     x = 1.0 + 0.1 * np.arange(12.0) if f is _splint_of_a_curve else np.sin(_KNOTS_X) + 0.1 * _KNOTS_X
-    check(f, x, replay=f in (_splint_of_splrep, _tck_of_the_program))
-    mutad.check_grads(f, x, order=2 if f is _tck_of_the_program else 1)
+    check(f, x, replay=f in (_splint_of_splrep, _tck_of_the_program, _splint_in_its_bounds))
+    mutad.check_grads(f, x, order=2 if f in (_tck_of_the_program, _splint_in_its_bounds) else 1)
 
 
 def test_splint_refusals():
     tck = scipy.interpolate.splrep(_KNOTS_X, np.sin(_KNOTS_X), s=0)
     with pytest.raises(UnsupportedOperationError, match="bounds a and b"):
-        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck), np.array([1.0]))
+        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck, full_output=1)[0],
+                       np.array([1.0]))
     with pytest.raises(UnsupportedOperationError, match="knots t"):
         mutad.gradient(lambda t: scipy.interpolate.splder((t, tck[1], 3))[1].sum(), tck[0])
 

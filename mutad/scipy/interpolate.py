@@ -2329,14 +2329,36 @@ def _of_coefficients(name, function, tck):
                       f"scipy.interpolate.{name}")(np.reshape(c, -1))
 
 
+def _splint_in_its_bounds(a, b, tck, full_output):
+    """SciPy's integral from traced bounds, with the derivatives of F(b) - F(a), F the
+    antiderivative (``splantider``), the bounds clipped to the base interval outside which
+    FITPACK takes the spline as zero."""
+    if full_output:
+        _refuse_traced("splint(full_output=1)", "the bounds a and b", (a, b),
+                       "Pass them as constants, or leave full_output out.")
+    t, k = _plain_copy(tck[0]), tck[2]
+    value = np.float64(_interpolate.splint(stop_gradient(a), stop_gradient(b),
+                                           (t, np.asarray(stop_gradient(tck[1])), k)))
+    antiderivative = splantider(tck)
+    lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
+    composition = splev(hi, antiderivative) - splev(lo, antiderivative)
+    if not reproduces(value, composition):  # (a guard: never another integral's derivative)
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splint of traced bounds: the antiderivative's difference did not "
+            "reproduce SciPy's integral here, so mutad cannot differentiate it. Pass the "
+            "bounds as constants.")
+    return scipys_value(value, composition)
+
+
 @_route(_interpolate.splint)
 def splint(a: Any, b: Any, tck: Any, full_output: int = 0) -> Any:
     if not _traced((a, b, tck)) or isinstance(tck, _interpolate.BSpline):
         return _interpolate.splint(a, b, tck, full_output)
-    _refuse_traced("splint", "the bounds a and b", (a, b), "Pass them as constants.")
     t, c, k = tck
     if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
         return [splint(a, b, (t, ci, k)) for ci in c]  # a parametric curve's, as SciPy's
+    if _traced((a, b)):
+        return _splint_in_its_bounds(a, b, tck, full_output)
     value = _of_coefficients("splint", lambda tck: _interpolate.splint(a, b, tck), tck)
     if full_output:  # the integrals of the B-splines, constants
         return value, _interpolate.splint(a, b, (_plain_copy(t), np.zeros(np.shape(c)), k), 1)[1]
