@@ -798,6 +798,9 @@ SCIPY = [
     rule_case(linalg.eig, REAL_SPECTRUM, left=True),
     rule_case(linalg.eig, REAL_SPECTRUM, left=True, right=False),
     rule_case(linalg.eig, REAL_SPECTRUM, right=False),
+    # a generalized problem's eigenvalues, in both matrices
+    rule_case(linalg.eigvals, REAL_SPECTRUM, np.eye(4) + 0.2 * REAL_SPECTRUM.T),
+    rule_case(linalg.eig, REAL_SPECTRUM, Const(np.eye(4) + 0.1 * REAL_SPECTRUM), right=False),
 ]
 
 
