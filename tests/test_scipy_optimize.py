@@ -660,6 +660,41 @@ def test_minimize_scalar(method):
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
 
 
+LEGACY_SCALAR_MINIMIZERS = {
+    "golden": lambda c: scipy.optimize.golden(
+        lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,), brack=(-1.0, 2.0), tol=1e-12),
+    "golden closure, full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(
+        scipy.optimize.golden(lambda x: (x - c) ** 2 + x ** 4 / 4, tol=1e-12, full_output=1)),
+    "brent": lambda c: scipy.optimize.brent(lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,),
+                                            tol=1e-12),
+    "brent full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(scipy.optimize.brent(
+        lambda x: (x - c) ** 2 + x ** 4 / 4, brack=(-1.0, 2.0), full_output=True)),
+    "fminbound": lambda c: scipy.optimize.fminbound(
+        lambda x, c: (x - c) ** 2 + x ** 4 / 4, -3.0, 3.0, args=(c,), xtol=1e-12),
+    "fminbound full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(scipy.optimize.fminbound(
+        lambda x: (x - c) ** 2 + x ** 4 / 4, -3.0, 3.0, xtol=1e-12, full_output=1)),
+}
+
+
+@pytest.mark.parametrize("name", LEGACY_SCALAR_MINIMIZERS)
+def test_golden_brent_and_fminbound(name):
+    """The legacy scalar minimizers, differentiated at the minimum as minimize_scalar is:
+    golden's arithmetic moves by fixed ratios, so following it gave a derivative of 0 (a
+    wrong number), brent's and fminbound's the derivative of their last step."""
+    f = LEGACY_SCALAR_MINIMIZERS[name]
+    c = 0.8
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - ((x - c) if "full" in name else 0.0)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
+
+
+def test_fminbound_refuses_differentiated_bounds():
+    with pytest.raises(UnsupportedOperationError, match="bounds"):
+        mutad.gradient(lambda c: scipy.optimize.fminbound(lambda x: (x - 5.0) ** 2, -c, c), 2.0)
+
+
 def test_scalar_root_refusals():
     def step(c):  # a sign change that is a jump, not a root
         return brentq(lambda x: np.sign(x - c) + 0.0 * c, -1.0, 1.0)
