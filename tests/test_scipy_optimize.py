@@ -690,6 +690,35 @@ def test_golden_brent_and_fminbound(name):
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
 
 
+GLOBAL_MINIMIZERS = {
+    "differential_evolution": lambda f, c: scipy.optimize.differential_evolution(
+        f, [(-2.0, 2.0)], args=(c,), seed=0, tol=1e-10),
+    "shgo": lambda f, c: scipy.optimize.shgo(f, [(-2.0, 2.0)], args=(c,)),
+    "dual_annealing": lambda f, c: scipy.optimize.dual_annealing(f, [(-2.0, 2.0)], args=(c,),
+                                                                 seed=0),
+    "direct": lambda f, c: scipy.optimize.direct(f, [(-2.0, 2.0)], args=(c,), eps=1e-8,
+                                                 vol_tol=1e-30, len_tol=1e-12),
+}
+
+
+@pytest.mark.parametrize("name", GLOBAL_MINIMIZERS)
+def test_global_minimizers(name):
+    """SciPy's global minimizers, their minimum differentiated as minimize's (they stopped on
+    NumPy conversions inside SciPy): argmin (x - c)² + x⁴ / 4, dx*/dc = 2 / (2 + 3 x*²), the
+    minimum's value -2 (x* - c)."""
+    c = 0.8
+
+    def f(c):
+        res = GLOBAL_MINIMIZERS[name](lambda x, c: (x[0] - c) ** 2 + x[0] ** 4 / 4, c)
+        return res.x[0] + 0.5 * res.fun
+
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - (x - c)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-4)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-4)
+
+
 def test_fminbound_refuses_differentiated_bounds():
     with pytest.raises(UnsupportedOperationError, match="bounds"):
         mutad.gradient(lambda c: scipy.optimize.fminbound(lambda x: (x - 5.0) ** 2, -c, c), 2.0)

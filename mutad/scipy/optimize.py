@@ -27,7 +27,9 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
   Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar`` (and the legacy ``golden``,
-  ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0):
+  ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0; and the
+  global minimizers ``differential_evolution``, ``shgo``, ``dual_annealing`` and ``direct``,
+  at the minimum they return, where it is stationary):
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
   at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
@@ -131,12 +133,13 @@ from ._adjoints import not_replayed, outside_differentiations, reproduces, scipy
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "curve_fit", "diagbroyden", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
+           "curve_fit", "diagbroyden", "differential_evolution", "direct", "dual_annealing",
+           "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
            "least_squares", "leastsq", "linearmixing", "linprog", "lsq_linear", "minimize",
            "minimize_scalar", "newton",
-           "newton_krylov", "nnls", "ridder", "root", "root_scalar", "toms748"]
+           "newton_krylov", "nnls", "ridder", "root", "root_scalar", "shgo", "toms748"]
 
 DENSE = 32
 """Up to this many unknowns, ``∂F/∂x`` is formed and decomposed; beyond, solved iteratively."""
@@ -905,6 +908,37 @@ def minimize(original, a, p, call, followed):
     # The gradient at the minimum is zero along the solutions, unless a bound holds it.
     held = _on_bounds(np.ravel(res.x), bounds).any()
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
+
+
+def _global_minimizer(original):
+    """The stand-in for one of SciPy's global minimizers (``differential_evolution``,
+    ``shgo``, ``dual_annealing``, ``direct``): SciPy's search on plain numbers, its minimum
+    ``res.x`` (and ``res.fun``) differentiated as ``minimize``'s, where it is a stationary point
+    (polished, or on a bound); ``res``'s other numbers (shgo's other local minima) refused."""
+    name = f"scipy.optimize.{original.__name__}"
+
+    def solve(original, a, p, call, followed):
+        res = _run(original, call)
+        if not followed:
+            return res
+        args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+        bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
+        solution, value = _minimum(name, lambda z: a["func"](z, *args),
+                                   lambda z: p["func"](z, *plain_args), res.x,
+                                   bool(res.success), res.message, bounds)
+        values = {"x": solution}
+        if value is not None:
+            values["fun"] = _with_derivatives(res.fun, value)
+        return _result(name, res, values, keep=(*_KEEP, "fun"))
+
+    solve.__doc__ = _global_minimizer.__doc__
+    return _stands_in_for(original, doc=solve.__doc__)(solve)
+
+
+differential_evolution = _global_minimizer(_optimize.differential_evolution)
+shgo = _global_minimizer(_optimize.shgo)
+dual_annealing = _global_minimizer(_optimize.dual_annealing)
+direct = _global_minimizer(_optimize.direct)
 
 
 def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None):
