@@ -929,12 +929,10 @@ class _TracedInterpolant:
             width = spec.rows(i, plain)
             basis = _derived(spec, spec.linear(i, plain, width).build(spec.identity(i, plain)))
             composition = composition + np.tensordot(basis.c, spec.columns(datum), axes=1)
-        if not reproduces(value, composition):  # (a guard: never another fit's derivative)
-            raise UnsupportedOperationError(
-                f"scipy.interpolate.{self._name}(...).c of traced data: its coefficients as a "
-                "linear map of the data did not reproduce SciPy's here, so mutad cannot "
-                "differentiate them. Use the interpolant's values (calling it) instead.")
-        return scipys_value(value, composition)
+        return _reproduced(value, composition, (
+            f"scipy.interpolate.{self._name}(...).c of traced data: its coefficients as a "
+            "linear map of the data did not reproduce SciPy's here, so mutad cannot "
+            "differentiate them. Use the interpolant's values (calling it) instead."))
 
     def __getattr__(self, name):
         if name in _CONSTANT_ATTRIBUTES.get(type(self._spec), ()):
@@ -957,6 +955,14 @@ class _TracedInterpolant:
         if not isinstance(self._spec, (_CubicSpline, _Hermite, _PPoly)) or self._spec.derived:
             self.__getattr__(name)
 
+
+
+def _reproduced(value, composition, message):
+    """SciPy's ``value`` with the derivatives of ``composition``, which must reproduce it (a
+    guard: never another computation's derivative); refused by ``message`` where it does not."""
+    if not reproduces(value, composition):
+        raise UnsupportedOperationError(message)
+    return scipys_value(value, composition)
 
 
 def _derived(spec, interpolant):
@@ -2336,13 +2342,10 @@ def _splev_in_its_knots(x, tck, der, ext):
     if ext == 1:  # FITPACK's 0 outside the base interval
         inside = (points >= t[tck[2]]) & (points <= t[len(t) - tck[2] - 1])
         composition = np.where(inside, composition, 0.0)
-    composition = np.reshape(composition, np.shape(value))
-    if not reproduces(value, composition):  # (a guard: never another spline's derivative)
-        raise UnsupportedOperationError(
-            "scipy.interpolate.splev of a spline whose knots are differentiated: de Boor's "
-            "recursion did not reproduce SciPy's values here, so mutad cannot differentiate "
-            "them. Pass the parameter values u to splprep (constants).")
-    return scipys_value(value, composition)
+    return _reproduced(value, np.reshape(composition, np.shape(value)), (
+        "scipy.interpolate.splev of a spline whose knots are differentiated: de Boor's "
+        "recursion did not reproduce SciPy's values here, so mutad cannot differentiate "
+        "them. Pass the parameter values u to splprep (constants)."))
 
 
 def _splprep_fields(w, k, nest, *points):
@@ -2459,13 +2462,10 @@ def _splint_in_its_bounds(a, b, tck, full_output):
                                            (t, np.asarray(stop_gradient(tck[1])), k)))
     antiderivative = splantider(tck)
     lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
-    composition = splev(hi, antiderivative) - splev(lo, antiderivative)
-    if not reproduces(value, composition):  # (a guard: never another integral's derivative)
-        raise UnsupportedOperationError(
-            "scipy.interpolate.splint of traced bounds: the antiderivative's difference did not "
-            "reproduce SciPy's integral here, so mutad cannot differentiate it. Pass the "
-            "bounds as constants.")
-    return scipys_value(value, composition)
+    return _reproduced(value, splev(hi, antiderivative) - splev(lo, antiderivative), (
+        "scipy.interpolate.splint of traced bounds: the antiderivative's difference did not "
+        "reproduce SciPy's integral here, so mutad cannot differentiate it. Pass the bounds "
+        "as constants."))
 
 
 @_route(_interpolate.splint)
