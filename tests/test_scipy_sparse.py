@@ -2163,6 +2163,8 @@ MATRIX_SUMS = {
     "todense().H": lambda k: (nonsymmetric(k).todense().H * B[:, None]).A1,
     "todense() ** 3 (a matrix power)": lambda k: (nonsymmetric(k).todense() ** 3).A1,
     "todense().dot(b)": lambda k: nonsymmetric(k).todense().dot(B).A1,
+    "todense().dot(k), dot(itself)": lambda k: (lambda m: m.dot(k[:N]).A1 + m.dot(m).A1[:N])(
+        nonsymmetric(k).todense()),
     "sum(axis=1).squeeze() (a row)": lambda k: stiffness(k, "csr").sum(axis=1).squeeze().A,
     "sum(axis=0).cumsum()": lambda k: stiffness(k, "csr").sum(axis=0).cumsum().A1,
     "todense().reshape(1, -1)": lambda k: nonsymmetric(k).todense().reshape(1, -1).A1,

@@ -1099,7 +1099,7 @@ def _matrix_results(traced, plain, what):
 _MATRIX_AS_ARRAY_METHODS = frozenset({
     "reshape", "squeeze", "cumsum", "cumprod", "argmax", "argmin", "argsort", "any", "all",
     "round", "clip", "conj", "conjugate", "astype", "swapaxes", "repeat", "take", "dot",
-    "nonzero", "ptp"})
+    "nonzero"})
 """np.matrix's methods that change nothing in place and compute the values ndarray's method of
 the same name computes (the types and shapes differ: np.matrix keeps two dimensions): followed
 as the traced array's method, the results given np.matrix's shapes."""
@@ -1289,8 +1289,9 @@ class TracedMatrix:
         if name in _MATRIX_AS_ARRAY_METHODS:
             def method(*args, **kwargs):
                 operands = [_matrix_operand(a) for a in args]
+                plain = [memory(a) if wrapped(a) else a for a in operands]
                 return _matrix_results(getattr(self.array, name)(*operands, **kwargs),
-                                       getattr(self.value, name)(*args, **kwargs), f"m.{name}")
+                                       getattr(self.value, name)(*plain, **kwargs), f"m.{name}")
             return method
         if name.startswith("__"):
             raise AttributeError(name)

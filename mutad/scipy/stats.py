@@ -54,8 +54,9 @@ and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``me
 are refused.
 
 ``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
-``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments; its ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with a constant
-``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
+``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments;
+``multivariate_normal``'s ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with
+a constant ``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
 the conditional distribution of the others, of one dimension fewer.
 
 The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
@@ -114,8 +115,8 @@ from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
                  "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
-                 "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm", "t", "truncnorm",
-                 "uniform", "weibull_min")
+                 "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm",
+                 "t", "truncnorm", "uniform", "weibull_min")
 # The descriptive statistics and tests stand in for SciPy's (registry.defroute) from their module.
 __all__ = [*DISTRIBUTIONS, *_descriptive.__all__, "gaussian_kde"]
 
@@ -1081,8 +1082,9 @@ class Dirichlet:
 
 class MultivariateT(MultivariateNormal):
     """``scipy.stats.multivariate_t``: ``logpdf`` and ``pdf`` through a Cholesky factor of the
-    shape matrix, as the normal's: Γ((ν + p)/2) / (Γ(ν/2) (νπ)^{p/2} |Σ|^{1/2}) (1 + δ/ν)^{-(ν + p)/2},
-    ``δ`` the Mahalanobis distance; differentiated in ``x``, ``loc``, ``shape`` and ``df``."""
+    shape matrix, as the normal's: Γ((ν + p)/2) / (Γ(ν/2) (νπ)^{p/2} |Σ|^{1/2})
+    (1 + δ/ν)^{-(ν + p)/2}, ``δ`` the Mahalanobis distance; differentiated in ``x``, ``loc``,
+    ``shape`` and ``df``."""
 
     scipy = _stats.multivariate_t
     _logpdf = Value(_stats.multivariate_t.logpdf, "scipy.stats.multivariate_t.logpdf")
