@@ -698,7 +698,15 @@ GLOBAL_MINIMIZERS = {
                                                                  seed=0),
     "direct": lambda f, c: scipy.optimize.direct(f, [(-2.0, 2.0)], args=(c,), eps=1e-8,
                                                  vol_tol=1e-30, len_tol=1e-12),
+    "brute": lambda f, c: (lambda r: scipy.optimize.OptimizeResult(x=np.atleast_1d(r[0]),
+                                                                   fun=r[1]))(
+        scipy.optimize.brute(f, [(-2.0, 2.0)], args=(c,), full_output=True, finish=_fmin_tight)),
 }
+
+
+def _fmin_tight(func, x0, args=(), full_output=0, disp=0):
+    return scipy.optimize.fmin(func, x0, args, xtol=1e-12, ftol=1e-15,
+                               full_output=full_output, disp=disp)
 
 
 @pytest.mark.parametrize("name", GLOBAL_MINIMIZERS)
@@ -717,6 +725,12 @@ def test_global_minimizers(name):
     assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
     np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-4)
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-4)
+
+
+def test_brute_refuses_the_values_on_its_grid():
+    with pytest.raises(UnsupportedOperationError, match="Jout"):
+        mutad.gradient(lambda c: scipy.optimize.brute(
+            lambda x: (x[0] - c) ** 2, [(-1.0, 1.0)], full_output=True)[3].sum(), 0.3)
 
 
 def test_fminbound_refuses_differentiated_bounds():

@@ -28,7 +28,8 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
   Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar`` (and the legacy ``golden``,
   ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0; and the
-  global minimizers ``differential_evolution``, ``shgo``, ``dual_annealing`` and ``direct``,
+  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing`` and
+  ``direct``,
   at the minimum they return, where it is stationary):
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
@@ -133,8 +134,8 @@ from ._adjoints import not_replayed, outside_differentiations, reproduces, scipy
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "curve_fit", "diagbroyden", "differential_evolution", "direct", "dual_annealing",
-           "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
+           "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
+           "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
            "least_squares", "leastsq", "linearmixing", "linprog", "lsq_linear", "minimize",
@@ -933,6 +934,27 @@ def _global_minimizer(original):
 
     solve.__doc__ = _global_minimizer.__doc__
     return _stands_in_for(original, doc=solve.__doc__)(solve)
+
+
+@_stands_in_for(_optimize.brute)
+def brute(original, a, p, call, followed):
+    """``scipy.optimize.brute``: SciPy's grid search and ``finish`` on plain numbers, its
+    minimum differentiated as ``minimize``'s where it is stationary (``finish`` polished it);
+    with ``full_output``, the value there too, the grid SciPy's, the values on it refused."""
+    result = _run(original, call)
+    if not followed:
+        return result
+    name = "scipy.optimize.brute"
+    full = bool(a["full_output"])
+    x = result[0] if full else result
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    solution, value = _minimum(name, lambda z: a["func"](z, *args),
+                               lambda z: p["func"](z, *plain_args), np.atleast_1d(x), True)
+    solution = np.reshape(solution, np.shape(x))
+    if not full:
+        return solution
+    fval = _with_derivatives(result[1], value) if value is not None else result[1]
+    return solution, fval, result[2], _Refused(f"{name}(...)[3] (Jout, the values on the grid)")
 
 
 differential_evolution = _global_minimizer(_optimize.differential_evolution)
