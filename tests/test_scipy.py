@@ -654,6 +654,16 @@ def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, prog
         mutad.jvp(program, (x,), (np.ones(2),))
 
 
+def test_riemann_zeta_says_its_exponent_has_no_derivative():
+    """zeta(x) of a traced x: no formula in x, said as the two-argument form says it (it was
+    "zeta has no differentiation rule"); of a constant x, a constant."""
+    x = np.array([2.5, 3.0])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="the exponent x"):
+        mutad.gradient(lambda x: scipy.special.zeta(x).sum(), x)
+    assert mutad.gradient(lambda q: scipy.special.zeta(3.0) * q, 2.0)[0] == \
+        scipy.special.zeta(3.0)
+
+
 SEVERAL_OUTPUTS = {
     "sici": lambda x: scipy.special.sici(x)[0] * scipy.special.sici(x)[1],
     "sici_ci": lambda x: scipy.special.sici(x)[1],
@@ -761,6 +771,7 @@ def test_sqrtm_with_a_complex_root_is_refused():
 # the reverse rule (rule_checks.check_forward_rule)
 
 SIGNS = np.where(WHERE, 1.0, -1.0)
+REAL_SPECTRUM = np.diag([1.0, 2.0, 3.5, 5.0]) + 0.3 * np.cos(np.arange(16.0) ** 1.5).reshape(4, 4)
 SIGNAL = normal_array(8)
 B, A = np.array([0.5, -0.2, 0.1]), np.array([1.5, -0.4])
 
@@ -783,6 +794,13 @@ SCIPY = [
     rule_case(signal.lfilter, Const(B), A, X3, 1, normal_array(2, 2, 4)),
     rule_case(signal.lfilter, B, Const(A), SIGNAL, -1, Const(normal_array(2))),
     rule_case(signal.lfilter, B, np.array([2.0]), SIGNAL),
+    # eig's left eigenvectors, and its eigenvalues alone (a matrix of real, distinct ones)
+    rule_case(linalg.eig, REAL_SPECTRUM, left=True),
+    rule_case(linalg.eig, REAL_SPECTRUM, left=True, right=False),
+    rule_case(linalg.eig, REAL_SPECTRUM, right=False),
+    # a generalized problem's eigenvalues, in both matrices
+    rule_case(linalg.eigvals, REAL_SPECTRUM, np.eye(4) + 0.2 * REAL_SPECTRUM.T),
+    rule_case(linalg.eig, REAL_SPECTRUM, Const(np.eye(4) + 0.1 * REAL_SPECTRUM), right=False),
 ]
 
 

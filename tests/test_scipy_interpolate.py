@@ -138,6 +138,20 @@ FORMS = {
         0.1, q[2]),
     "mutad.scipy.interpolate": lambda y, q: interpolate.CubicSpline(X, y)(q),
     "scipy.interpolate.CubicSpline": lambda y, q: scipy.interpolate.CubicSpline(X, y)(q),
+    # the coefficients .c, linear in the data as the values are (they were refused)
+    "CubicSpline c": lambda y, q: CubicSpline(X, y).c,
+    "CubicSpline clamped values c": lambda y, q: CubicSpline(
+        X, y, bc_type=((1, 0.5), (2, -1.0))).c[:, 1:4],
+    "CubicSpline axis=1 c": lambda y, q: CubicSpline(X, np.stack([y, y * y]), axis=1).c,
+    "CubicSpline derivative c": lambda y, q: CubicSpline(X, y).derivative().c,
+    "CubicSpline antiderivative c": lambda y, q: CubicSpline(X, y).antiderivative().c,
+    "CubicSpline c copied, written": lambda y, q: (lambda c: (c.__setitem__(0, 2.0 * c[0]),
+                                                              c)[1])(CubicSpline(X, y).c.copy()),
+    "make_interp_spline c": lambda y, q: make_interp_spline(X, y).c * make_interp_spline(X, y).t[
+        :len(X)],
+    "make_lsq_spline c": lambda y, q: make_lsq_spline(X, y, LSQ_KNOTS).c,
+    "PchipInterpolator c": lambda y, q: PchipInterpolator(X, y).c,
+    "PPoly c": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).c,
 }
 
 
@@ -361,7 +375,8 @@ REFUSED = {
     "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
     "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
-    "attribute": lambda y: CubicSpline(X, y).c,
+    "attribute": lambda y: CubicSpline(X, y).solve_ivp,
+    "interp1d coefficients": lambda y: interp1d(X, y).c,
     "interp1d derivative": lambda y: interp1d(X, y).derivative(),
     "antiderivative's derivative": lambda y: CubicSpline(X, y).antiderivative().derivative()(
         QUERIES),
@@ -376,7 +391,7 @@ REFUSED = {
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],
                                   axis=1)(QUERIES),
-    "PPoly attribute": lambda y: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).c,
+    "PPoly attribute": lambda y: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).breakpoints,
     "barycentric traced nodes": lambda y: barycentric_interpolate(y, X, QUERIES),
     "barycentric orders": lambda y: barycentric_interpolate(X, y, QUERIES, der=[0, 1]),
     "barycentric attribute": lambda y: BarycentricInterpolator(X, y).wi,
@@ -535,7 +550,7 @@ def test_splrep_interpolating_then_splev(options, ext, der):
     (lambda x, y: scipy.interpolate.splrep(x, y, s=y[0] ** 2), "in y alone"),    # traced s
     (lambda x, y: scipy.interpolate.splrep(x, y, task=1, s=0.1), "in y alone"),
     (lambda x, y: scipy.interpolate.splrep(x, y, per=1), "in y alone"),
-    (lambda x, y: scipy.interpolate.splev(1.0, (x + y[0], np.ones(9), 3)), "the knots t"),
+    (lambda x, y: scipy.interpolate.splder((x + y[0], np.ones(9), 3))[1], "the knots t"),
 ])
 def test_splrep_and_splev_refuse_what_they_do_not_differentiate(program, message):
     x, y = np.arange(6.0), np.sin(np.arange(6.0))

@@ -43,6 +43,7 @@ B = _rng().standard_normal(N)
 B2 = _rng().standard_normal((N, 2))
 C = np.r_[4.0, 0.5 * _rng().standard_normal(N - 1)]
 R = np.r_[9.0, 0.5 * _rng().standard_normal(N - 1)]  # r[0] is not read
+PENCIL_B = np.eye(4) + 0.2 * np.cos(np.arange(16.0)).reshape(4, 4)  # invertible, nonsymmetric
 NEAR_SYMMETRIC = A + A.T + np.diag([0.0, 1.0, 3.0, 6.0]) + 0.1 * np.triu(A)  # real eigenvalues
 
 # name: (f, arguments); f returns the differentiable outputs
@@ -65,6 +66,20 @@ FORMS = {
     "eig values": (lambda a: scipy.linalg.eig(a)[0].imag, (A,)),
     "eig real vectors": (lambda a: scipy.linalg.eig(a), (NEAR_SYMMETRIC,)),
     "mutad eig": (lambda a: np.abs(linalg.eig(a)[1]) ** 2, (A,)),
+    # left eigenvectors, and the eigenvalues alone (they were refused: "left=False")
+    "eig left": (lambda a: (lambda w, vl, vr: (w.imag, np.abs(vl) ** 2, np.abs(vr) ** 2))(
+        *scipy.linalg.eig(a, left=True)), (A,)),
+    "eig left, not right": (lambda a: (lambda w, vl: (w.real, np.abs(vl) ** 2))(
+        *scipy.linalg.eig(a, left=True, right=False)), (A,)),
+    "eig left real vectors": (lambda a: scipy.linalg.eig(a, left=True), (NEAR_SYMMETRIC,)),
+    "eig not right": (lambda a: scipy.linalg.eig(a, right=False).imag, (A,)),
+    # a generalized problem's eigenvalues (they were refused: "b=None")
+    "eigvals generalized": (lambda a, b: np.abs(scipy.linalg.eigvals(a, b)) ** 2, (A, PENCIL_B)),
+    "eigvals generalized real": (lambda a, b: scipy.linalg.eigvals(a, b).real,
+                                 (NEAR_SYMMETRIC, PENCIL_B)),
+    "eig generalized, not right": (lambda a, b: scipy.linalg.eig(a, b, right=False).imag,
+                                   (A, PENCIL_B)),
+    "eigvals generalized, b constant": (lambda a: scipy.linalg.eigvals(a, PENCIL_B).imag, (A,)),
     "solve_banded (1, 1)": (lambda ab, b: solve_banded((1, 1), ab, b), (_general_band(1, 1), B)),
     "solve_banded (2, 1)": (lambda ab, b: solve_banded((2, 1), ab, b), (_general_band(2, 1), B2)),
     "solve_banded (0, 2)": (lambda ab, b: solve_banded((0, 2), ab, b), (_general_band(0, 2), B)),
@@ -211,7 +226,10 @@ NEARLY_SINGULAR = Q @ np.diag([1.0, 0.5, 1e-5, 2e-5]) @ Q.T  # rank 2 at cond=1e
 
 REFUSED = {
     "eig b": lambda a: scipy.linalg.eig(a, np.eye(4))[0].real,
-    "eig left": lambda a: scipy.linalg.eig(a, left=True)[0].real,
+    "eigvals singular b": lambda a: np.nan_to_num(scipy.linalg.eigvals(
+        a, np.diag([1.0, 1.0, 1.0, 0.0])).real),
+    "eigvals b complex": lambda a: scipy.linalg.eigvals(a, np.eye(4) + 1j).real,
+    "eig left complex": lambda a: np.abs(scipy.linalg.eig(a + 1j * a.T, left=True)[1]),
     "eigvals homogeneous": lambda a: scipy.linalg.eigvals(a, homogeneous_eigvals=True).real,
     "lu rectangular": lambda a: scipy.linalg.lu(a[:, :3])[1],
     "lstsq rank": lambda a: scipy.linalg.lstsq(NEARLY_SINGULAR + 0.0 * a, B[:4], cond=1e-3)[0],

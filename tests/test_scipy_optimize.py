@@ -660,6 +660,84 @@ def test_minimize_scalar(method):
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
 
 
+LEGACY_SCALAR_MINIMIZERS = {
+    "golden": lambda c: scipy.optimize.golden(
+        lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,), brack=(-1.0, 2.0), tol=1e-12),
+    "golden closure, full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(
+        scipy.optimize.golden(lambda x: (x - c) ** 2 + x ** 4 / 4, tol=1e-12, full_output=1)),
+    "brent": lambda c: scipy.optimize.brent(lambda x, c: (x - c) ** 2 + x ** 4 / 4, args=(c,),
+                                            tol=1e-12),
+    "brent full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(scipy.optimize.brent(
+        lambda x: (x - c) ** 2 + x ** 4 / 4, brack=(-1.0, 2.0), full_output=True)),
+    "fminbound": lambda c: scipy.optimize.fminbound(
+        lambda x, c: (x - c) ** 2 + x ** 4 / 4, -3.0, 3.0, args=(c,), xtol=1e-12),
+    "fminbound full_output": lambda c: (lambda r: r[0] + 0.5 * r[1])(scipy.optimize.fminbound(
+        lambda x: (x - c) ** 2 + x ** 4 / 4, -3.0, 3.0, xtol=1e-12, full_output=1)),
+}
+
+
+@pytest.mark.parametrize("name", LEGACY_SCALAR_MINIMIZERS)
+def test_golden_brent_and_fminbound(name):
+    """The legacy scalar minimizers, differentiated at the minimum as minimize_scalar is:
+    golden's arithmetic moves by fixed ratios, so following it gave a derivative of 0 (a
+    wrong number), brent's and fminbound's the derivative of their last step."""
+    f = LEGACY_SCALAR_MINIMIZERS[name]
+    c = 0.8
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - ((x - c) if "full" in name else 0.0)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
+
+
+GLOBAL_MINIMIZERS = {
+    "differential_evolution": lambda f, c: scipy.optimize.differential_evolution(
+        f, [(-2.0, 2.0)], args=(c,), seed=0, tol=1e-10),
+    "shgo": lambda f, c: scipy.optimize.shgo(f, [(-2.0, 2.0)], args=(c,)),
+    "dual_annealing": lambda f, c: scipy.optimize.dual_annealing(f, [(-2.0, 2.0)], args=(c,),
+                                                                 seed=0),
+    "direct": lambda f, c: scipy.optimize.direct(f, [(-2.0, 2.0)], args=(c,), eps=1e-8,
+                                                 vol_tol=1e-30, len_tol=1e-12),
+    "brute": lambda f, c: (lambda r: scipy.optimize.OptimizeResult(x=np.atleast_1d(r[0]),
+                                                                   fun=r[1]))(
+        scipy.optimize.brute(f, [(-2.0, 2.0)], args=(c,), full_output=True, finish=_fmin_tight)),
+}
+
+
+def _fmin_tight(func, x0, args=(), full_output=0, disp=0):
+    return scipy.optimize.fmin(func, x0, args, xtol=1e-12, ftol=1e-15,
+                               full_output=full_output, disp=disp)
+
+
+@pytest.mark.parametrize("name", GLOBAL_MINIMIZERS)
+def test_global_minimizers(name):
+    """SciPy's global minimizers, their minimum differentiated as minimize's (they stopped on
+    NumPy conversions inside SciPy): argmin (x - c)² + x⁴ / 4, dx*/dc = 2 / (2 + 3 x*²), the
+    minimum's value -2 (x* - c)."""
+    c = 0.8
+
+    def f(c):
+        res = GLOBAL_MINIMIZERS[name](lambda x, c: (x[0] - c) ** 2 + x[0] ** 4 / 4, c)
+        return res.x[0] + 0.5 * res.fun
+
+    x = brentq(lambda x: 2 * (x - c) + x ** 3, -5, 5, xtol=1e-15)
+    expected = 2 / (2 + 3 * x * x) - (x - c)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-4)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-4)
+
+
+def test_brute_refuses_the_values_on_its_grid():
+    with pytest.raises(UnsupportedOperationError, match="Jout"):
+        mutad.gradient(lambda c: scipy.optimize.brute(
+            lambda x: (x[0] - c) ** 2, [(-1.0, 1.0)], full_output=True)[3].sum(), 0.3)
+
+
+def test_fminbound_refuses_differentiated_bounds():
+    with pytest.raises(UnsupportedOperationError, match="bounds"):
+        mutad.gradient(lambda c: scipy.optimize.fminbound(lambda x: (x - 5.0) ** 2, -c, c), 2.0)
+
+
 def test_scalar_root_refusals():
     def step(c):  # a sign change that is a jump, not a root
         return brentq(lambda x: np.sign(x - c) + 0.0 * c, -1.0, 1.0)

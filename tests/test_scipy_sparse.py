@@ -678,6 +678,13 @@ EXPM_MULTIPLY = {
             generator(k, "csc"), X2 * k[1], start=0.5, stop=1.0, num=3, endpoint=False))), KX),
     "on a grid, in b alone": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(
         M, u, start=-0.5, stop=0.5, num=5)[[0, 2, 4]] ** 3), U),
+    # a dense A, an array (it was refused: "pass a scipy.sparse matrix")
+    "a dense A, in A and b": (lambda k: np.sum(scipy.sparse.linalg.expm_multiply(
+        generator(k).toarray(), B * k[0]) ** 2), KX),
+    "a dense A, on a grid of times": (lambda k: np.sum(np.sin(scipy.sparse.linalg.expm_multiply(
+        generator(k).toarray(), X2 * k[1], start=0.0, stop=1.0, num=3))), KX),
+    "a dense constant A, in b": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(
+        M.toarray(), u) ** 3), U),
 }
 
 
@@ -700,8 +707,14 @@ def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
     def dense(k):
         return scipy.linalg.expm(generator(k).toarray()) @ B
 
+    def dense_array(k):  # SciPy's expm_multiply of the dense array: its own values
+        return scipy.sparse.linalg.expm_multiply(generator(k).toarray(), B)
+
     value, g = mutad.value_and_grad(lambda k: sparse(k)[2])(KX.copy())
     assert value.tobytes() == scipy.sparse.linalg.expm_multiply(generator(KX), B)[2].tobytes()
+    value, g_array = mutad.value_and_grad(lambda k: dense_array(k)[2])(KX.copy())
+    assert value.tobytes() == dense_array(KX)[2].tobytes()
+    assert np.allclose(g_array, g, rtol=1e-10)
     assert np.allclose(g, mutad.grad(lambda k: dense(k)[2])(KX.copy()), rtol=1e-10)
     _, t = mutad.jvp(lambda k: sparse(k), (KX.copy(),), (U[:1].repeat(N + 1),))
     _, t_dense = mutad.jvp(lambda k: dense(k), (KX.copy(),), (U[:1].repeat(N + 1),))
@@ -715,6 +728,11 @@ def test_expm_multiply_is_refused_where_it_has_no_rule():
                                                       num=3)), KX.copy())
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(lambda k: np.sum(expm_multiply(generator(k), B)), KX.copy())
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hessian(lambda k: np.sum(expm_multiply(generator(k).toarray(), B)), KX.copy())
+    operator = scipy.sparse.linalg.aslinearoperator(generator(KX))
+    with pytest.raises(UnsupportedOperationError, match="LinearOperator"):
+        mutad.gradient(lambda u: np.sum(expm_multiply(operator, u)), U.copy())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -868,7 +886,8 @@ def test_refusals():
             match="one dimension")
     refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0)[None]), K.copy(),
             match="np.matrix")
-    refuses(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy(), match="np.matrix")
+    with pytest.raises(np.linalg.LinAlgError, match="square"):  # NumPy's: a matrix power
+        mutad.gradient(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy())
     refuses(lambda k: stiffness(k, "csr").max(axis=0), K.copy(), match="max")
     refuses(lambda k: np.sum(stiffness(k, "dia").setdiag(k[:2]) or 0.0), K.copy(),
             match="dia")
@@ -2105,7 +2124,8 @@ def test_a_traced_matrix_times_a_vector_and_its_other_attributes():
     value = lambda k: (stiffness(k, "csr").sum(axis=0) @ u[:N]).sum()  # noqa: E731
     assert mutad.value_and_grad(value)(K)[0] == value(K)
     mutad.check_grads(value, K.copy())
-    refuses(lambda k: stiffness(k, "csr").sum(axis=0).cumsum(), K.copy(), match="m.cumsum")
+    refuses(lambda k: stiffness(k, "csr").sum(axis=0).sort(), K.copy(), match="m.sort")
+    refuses(lambda k: stiffness(k, "csr").todense() ** 0.5, K.copy(), match="an integer")
 
 MATRIX_SUMS = {
     "sum(axis=0).A1": lambda k: stiffness(k, "csr").sum(axis=0).A1,
@@ -2134,6 +2154,21 @@ MATRIX_SUMS = {
                                                       * B[:, None]).A1,
     "lil": lambda k: (lambda a: (a.__setitem__((0, 1), k[0]), a.sum(axis=0).A1)[1])(
         scipy.sparse.lil_matrix((3, 3))),
+    # np.matrix's other methods (they were refused: "take its array first")
+    "sum(axis=0).item(1)": lambda k: stiffness(k, "csr").sum(axis=0).item(1),
+    "sum(axis=1).tolist()": lambda k: stiffness(k, "csr").sum(axis=1).tolist()[2][0]
+    * stiffness(k, "csr").sum(axis=0).tolist()[0][1],
+    "todense().I (the inverse)": lambda k: nonsymmetric(k).todense().I.A1,
+    "todense()[:2].I (the pseudo-inverse)": lambda k: nonsymmetric(k).todense()[:2].I.A1,
+    "todense().H": lambda k: (nonsymmetric(k).todense().H * B[:, None]).A1,
+    "todense() ** 3 (a matrix power)": lambda k: (nonsymmetric(k).todense() ** 3).A1,
+    "todense().dot(b)": lambda k: nonsymmetric(k).todense().dot(B).A1,
+    "todense().dot(k), dot(itself)": lambda k: (lambda m: m.dot(k[:N]).A1 + m.dot(m).A1[:N])(
+        nonsymmetric(k).todense()),
+    "sum(axis=1).squeeze() (a row)": lambda k: stiffness(k, "csr").sum(axis=1).squeeze().A,
+    "sum(axis=0).cumsum()": lambda k: stiffness(k, "csr").sum(axis=0).cumsum().A1,
+    "todense().reshape(1, -1)": lambda k: nonsymmetric(k).todense().reshape(1, -1).A1,
+    "todense().clip(0.5, 2)": lambda k: nonsymmetric(k).todense().clip(0.5, 2.0).A1,
 }
 
 

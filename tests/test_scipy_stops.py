@@ -4,6 +4,8 @@ replay (``grad(..., replay=True)`` recorded at one point, replayed at another), 
 SciPy's bit for bit and the caller's arrays unchanged; and the cases that stay refused, with
 what to do instead."""
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.fftpack
@@ -885,8 +887,8 @@ def test_constant_operator_without_rmatvec():
 
 
 # ----------------------------------------------------------------------------------------------
-# splprep of differentiated points with u given and s=0 (linear in the points), and splev of
-# its parametric curve; its own u refused
+# splprep of differentiated points with u given and s=0 (linear in the points), or its own u
+# (then its knots move with the points too), and splev of its parametric curve
 
 _U = np.linspace(0.0, 1.0, 9)
 
@@ -903,12 +905,48 @@ def test_splprep_with_u():
     check(_curve, 1.0 + 0.1 * np.arange(9.0))
 
 
+def _curve_by_chords(r, k=3):
+    """splprep's own u (it was refused: "u given"): u, the knots and the coefficients move
+    with the points; splev of the curve in its knots, its derivatives, outside too."""
+    th = np.linspace(0.0, 3.0, 9)
+    tck, u = scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r ** 2], k=k, s=0)
+    x, y = scipy.interpolate.splev(np.linspace(0.0, 1.0, 7), tck)
+    dx, dy = scipy.interpolate.splev(u[3:5], tck, der=1)
+    outside = scipy.interpolate.splev(np.array([-0.1, 1.2]), tck, ext=1)[1]
+    beyond = scipy.interpolate.splev(1.1, tck)[0]
+    return (np.sum(x * y) + np.sum(dx * dy) + u[4] + tck[0][5] + tck[1][1][2]
+            + outside.sum() + beyond)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_splprep_by_its_own_chord_lengths(k):
+    f = functools.partial(_curve_by_chords, k=k)
+    check(f, 1.0 + 0.1 * np.arange(9.0), rtol=1e-5)
+    if k == 3:
+        mutad.check_grads(f, 1.0 + 0.1 * np.arange(9.0), order=2, rtol=1e-4)
+
+
+def _spline_in_its_knots(inner):
+    t = np.concatenate([np.zeros(4), inner, np.full(4, 3.0)])
+    c, q = np.cos(np.arange(7.0)), np.array([0.3, 1.0, 2.5, 3.4])
+    return (np.sum(scipy.interpolate.splev(q, (t, c, 3)) ** 2)
+            + scipy.interpolate.splev(q, (t, c, 3), der=2) @ q)
+
+
+def test_splev_in_its_knots():
+    """splev of traced knots (they were refused): de Boor's recursion in them, extrapolated."""
+    check(_spline_in_its_knots, np.array([0.8, 1.5, 2.2]))
+
+
 def test_splprep_refusals():
     th = np.linspace(0.0, 3.0, 9)
-    with pytest.raises(UnsupportedOperationError, match="u given"):
-        mutad.gradient(lambda r: scipy.interpolate.splev(
-            0.5, scipy.interpolate.splprep([np.cos(th) * r, np.sin(th) * r], s=0)[0])[0], th)
-    with pytest.raises(UnsupportedOperationError, match="u given"):
+    with pytest.raises(UnsupportedOperationError, match="interpolates"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(0.5, scipy.interpolate.splprep(
+            [np.cos(th) * r, np.sin(th) * r])[0])[0], th)  # (its default s smooths)
+    with pytest.raises(UnsupportedOperationError, match="ext=0 and ext=1"):
+        mutad.gradient(lambda r: scipy.interpolate.splev(1.5, scipy.interpolate.splprep(
+            [np.cos(th) * r, np.sin(th) * r], s=0)[0], ext=3)[0], th)
+    with pytest.raises(UnsupportedOperationError, match="interpolates"):
         mutad.gradient(lambda r: scipy.interpolate.splev(0.5, scipy.interpolate.splprep(
             [np.cos(th) * r, np.sin(th) * r], u=_U, s=0.1)[0])[0], th)
 
@@ -1076,18 +1114,31 @@ def _tck_of_the_program(c):
             + scipy.interpolate.splder((t, np.reshape(c, (6, 2)), 3))[1][2, 1] ** 2)
 
 
+def _splint_in_its_bounds(y):
+    """Traced bounds (they were refused: "pass them as constants"), inside the base interval
+    and beyond it (FITPACK's spline is zero there), of traced coefficients and constant ones."""
+    tck = scipy.interpolate.splrep(_KNOTS_X, y, s=0)
+    fixed = scipy.interpolate.splrep(_KNOTS_X, np.cos(_KNOTS_X), s=0)
+    return (scipy.interpolate.splint(y[1], 2.0 + y[3], tck) * y[2]
+            + scipy.interpolate.splint(-1.0, y[5] + 0.5, fixed) ** 2
+            + scipy.interpolate.splint(y[0] + 0.3, _KNOTS_X[-1] + 1.0, fixed)
+            + sum(scipy.interpolate.splint(0.1, 0.5 + y[4], (tck[0], [tck[1], fixed[1]], 3))))
+
+
 @pytest.mark.parametrize("f", [_splint_of_splrep, _splder_splantider, _splint_of_a_curve,
-                               _tck_of_the_program], ids=lambda f: f.__name__)
+                               _tck_of_the_program, _splint_in_its_bounds],
+                         ids=lambda f: f.__name__)
 def test_spline_functions_of_traced_coefficients(f):
     x = 1.0 + 0.1 * np.arange(12.0) if f is _splint_of_a_curve else np.sin(_KNOTS_X) + 0.1 * _KNOTS_X
-    check(f, x, replay=f in (_splint_of_splrep, _tck_of_the_program))
-    mutad.check_grads(f, x, order=2 if f is _tck_of_the_program else 1)
+    check(f, x, replay=f in (_splint_of_splrep, _tck_of_the_program, _splint_in_its_bounds))
+    mutad.check_grads(f, x, order=2 if f in (_tck_of_the_program, _splint_in_its_bounds) else 1)
 
 
 def test_splint_refusals():
     tck = scipy.interpolate.splrep(_KNOTS_X, np.sin(_KNOTS_X), s=0)
     with pytest.raises(UnsupportedOperationError, match="bounds a and b"):
-        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck), np.array([1.0]))
+        mutad.gradient(lambda b: scipy.interpolate.splint(0.0, b[0], tck, full_output=1)[0],
+                       np.array([1.0]))
     with pytest.raises(UnsupportedOperationError, match="knots t"):
         mutad.gradient(lambda t: scipy.interpolate.splder((t, tck[1], 3))[1].sum(), tck[0])
 

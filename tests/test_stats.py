@@ -311,6 +311,30 @@ def test_multivariate_parameters_given_as_lists_of_traced_numbers():
         mutad.check_grads(f, x, 0.4)
 
 
+MULTIVARIATE_T = {
+    "logpdf": lambda x, m: scipy.stats.multivariate_t.logpdf(
+        x, loc=[m, 0.0], shape=[[1 + m * m, 0.1], [0.1, 1.0]], df=3.0 + m),
+    "pdf of points": lambda x, m: scipy.stats.multivariate_t.pdf(
+        np.stack([x, x * m]), [0.1, m], np.diag([1.0, 2.0 + m]), df=4).sum(),
+    "frozen": lambda x, m: scipy.stats.multivariate_t([m, 0.0], 2.0, df=5 * m).logpdf(x),
+    "frozen outside": lambda x, m: _T_FROZEN.logpdf(x * m),
+}
+_T_FROZEN = scipy.stats.multivariate_t([0.1, 0.0], [[2.0, 0.3], [0.3, 1.0]], df=2.5)
+
+
+@pytest.mark.parametrize("name", MULTIVARIATE_T)
+def test_multivariate_t(name):
+    """multivariate_t's density (it stopped on SciPy's np.asarray of its parameters), SciPy's
+    values, differentiated in the points, loc, shape and df."""
+    f, x = MULTIVARIATE_T[name], np.array([0.3, -0.2])
+    value, _ = mutad.value_and_gradient(f, x, 0.4)
+    assert value == f(x, 0.4)
+    for policy in POLICIES:
+        mutad.check_grads(f, x, 0.4, policy=policy, order=2)
+    with pytest.raises(mutad.MutadError, match="multivariate_normal"):
+        mutad.gradient(lambda m: scipy.stats.multivariate_t.logpdf(x, [m, 0], df=np.inf), 0.4)
+
+
 def test_dirichlet():
     alpha, x = np.array([1.5, 2.0, 3.0]), np.array([[0.2, 0.3], [0.5, 0.1], [0.3, 0.6]])
     y, _ = mutad.pullback(stats.dirichlet.logpdf, x, alpha)

@@ -535,6 +535,12 @@ KS_TESTS = {
     "kstest-function": lambda x: S.kstest(np.abs(x), S.expon.cdf, args=(0.01,)),
     "ks_2samp": lambda x: S.ks_2samp(x[:10], x[10:] * 1.5),
     "kstest-two-samples": lambda x: S.kstest(x[:10], x[10:] + 0.5, alternative="greater"),
+    # nan_policy="omit": each sample without its NaNs (it was refused)
+    "ks_1samp-omit": lambda x: S.ks_1samp(np.where(np.abs(x) > 1.5, np.nan, x), S.norm.cdf,
+                                          nan_policy="omit"),
+    "kstest-name-omit": lambda x: S.kstest(np.append(x, np.nan), "norm", nan_policy="omit"),
+    "ks_2samp-omit": lambda x: S.ks_2samp(np.append(x[:10], np.nan), x[10:] * 1.5,
+                                          nan_policy="omit"),
 }
 
 

@@ -1019,13 +1019,62 @@ def _svdvals_jvp(tangents, a, overwrite_a=False, check_finite=True):
 # (its phases of complex eigenvectors: LAPACK's geev, as NumPy's), and np.linalg.eigvals's rule
 # at NumPy's eigenvalues of the same matrix, matched to SciPy's.
 
-def _standard_eig(name, a, b, homogeneous_eigvals, left=False, right=True):
+def _standard_eig(name, a, b, homogeneous_eigvals, left=False, vectors=True):
     require_matrix(name, a)
-    if b is not None or homogeneous_eigvals or left or not right:
+    generalized = b is not None and (vectors or np.iscomplexobj(a) or np.iscomplexobj(b))
+    if generalized or homogeneous_eigvals or left and np.iscomplexobj(a):
         raise UnsupportedOperationError(
             f"scipy.linalg.{name}: mutad differentiates the standard eigenproblem's eigenvalues "
-            "and right eigenvectors (b=None, left=False, homogeneous_eigvals=False). For a "
-            "generalized one with b invertible, take the eigenpairs of solve(b, a).")
+            "and right eigenvectors (b=None, homogeneous_eigvals=False), the left ones "
+            "(left=True) of a real matrix, and the eigenvalues alone of a real generalized "
+            "one (eigvals(a, b)). For a generalized one's eigenvectors, with b invertible, "
+            "take the eigenpairs of solve(b, a); for a complex matrix's left eigenvectors, the "
+            "right ones of a.conj().T.")
+
+
+def _pencil(a, b, w):
+    """``M = b⁻¹ a``, whose eigenvalues are those of the pencil (a, b), and ``order``: the
+    index among NumPy's eigenvalues of ``M`` of each of SciPy's ``w`` (QZ's, of the pencil),
+    matched where each is unambiguously the nearest (refused elsewhere)."""
+    plain_w, m, order = memory(w), None, None
+    if np.all(np.isfinite(plain_w)):  # (an infinite one: b singular)
+        m = np.linalg.solve(b, a)
+        distance = np.abs(plain_w[:, None] - np.linalg.eigvals(memory(m))[None, :])
+        order = np.argmin(distance, axis=1)
+        tolerance = 1e-8 * (1.0 + np.max(np.abs(plain_w)))
+        matched = distance[np.arange(len(order)), order]
+        runner_up = np.partition(distance, 1, axis=1)[:, 1] if len(order) > 1 else np.inf
+        if len(set(order.tolist())) < len(order) or np.any(matched > tolerance) or np.any(
+                runner_up <= tolerance):
+            order = None
+    if order is None:
+        raise UnsupportedOperationError(
+            "scipy.linalg.eigvals(a, b): the pencil's eigenvalues are not those of "
+            "solve(b, a) to rounding here, distinct (b singular or ill-conditioned: infinite "
+            "eigenvalues; or repeated ones), so mutad cannot differentiate them. Differentiate "
+            "the eigenvalues of solve(b, a), or eigh(a, b) for a symmetric pencil.")
+    return m, order
+
+
+def _generalized_eigvals_rule(a, b, w):
+    m, order = _pencil(a, b, w)
+    numpy_w, back = RULES[np.linalg.eigvals].reverse(m)
+    inverse = np.argsort(order)
+
+    def pullback(dw):
+        # M = b⁻¹ a: ā = b⁻ᵀ M̄, b̄ = -b⁻ᵀ M̄ Mᵀ
+        dm, = back(_as_numpy_cotangent(dw[inverse], numpy_w))
+        da = np.linalg.solve(transpose(b), np.real(dm))
+        return da, -da @ transpose(m)
+
+    return w, pullback
+
+
+def _generalized_eigvals_jvp(da, db, a, b, w):
+    m, order = _pencil(a, b, w)
+    change = (0.0 if da is None else da) - (0.0 if db is None else db @ m)
+    _, dw = RULES[np.linalg.eigvals].forward((np.linalg.solve(b, change),), m)
+    return w, _as_scipy_tangent(dw[order], w)
 
 
 def _as_scipy_tangent(t, like):
@@ -1033,25 +1082,79 @@ def _as_scipy_tangent(t, like):
     return t + 0j if np.iscomplexobj(like) and not np.iscomplexobj(t) else t
 
 
+def _eig_factors(a, check_finite, result, left, right):
+    """``(w, vr, vl)``: the eigenvalues SciPy returned, its right eigenvectors (computed for
+    the formulas where SciPy was not asked for them), and its left ones (None unless asked
+    for). LAPACK's geev computes the eigenvalues alike whichever eigenvectors it is asked for
+    (the Schur form's), which the one computed here is checked to be."""
+    w = result[0]
+    vr = result[-1] if right else None
+    vl = result[1] if left else None
+    if vr is None:
+        w_right, vr = eig(a, check_finite=check_finite)
+        if memory(w_right).tobytes() != memory(w).tobytes():
+            raise UnsupportedOperationError(
+                "scipy.linalg.eig(a, left=True, right=False): LAPACK's eigenvalues differ from "
+                "those it computes with the right eigenvectors, so mutad cannot match the two. "
+                "Pass right=True (the default).")
+    return w, vr, vl
+
+
+def _left_pairs(a, w, vl):
+    """The repeated pairs of ``a``ᵀ's eigenvalues conj(w), whose right eigenvectors are ``a``'s
+    left ones (a real matrix's)."""
+    return spectrum_pairs("scipy.linalg.eig", transpose(a), conjugate(w), vl)
+
+
 @eig.rule
 def _eig_rule(a, b=None, left=False, right=True, overwrite_a=False, overwrite_b=False,
               check_finite=True, homogeneous_eigvals=False):
-    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
-    result = eig(a, check_finite=check_finite)
-    # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings complex
-    # with zero imaginary parts; the core takes a real matrix's real part.
-    return result, eigenpairs_pullback("scipy.linalg.eig", eig_cotangent, *result,
-                                       spectrum_pairs("scipy.linalg.eig", a, *result))
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, left or right)
+    if not left and not right:  # the eigenvalues alone: eigvals's (LAPACK's same call)
+        return _eigvals_rule(a, b, check_finite=check_finite)
+    result = eig(a, left=left, right=right, check_finite=check_finite)
+    if not left:
+        # Real eigenvalues (zero imaginary parts) make np.linalg.eig's formulas' couplings
+        # complex with zero imaginary parts; the core takes a real matrix's real part.
+        return result, eigenpairs_pullback("scipy.linalg.eig", eig_cotangent, *result,
+                                           spectrum_pairs("scipy.linalg.eig", a, *result))
+    # A real matrix's left eigenvectors are the right ones of aᵀ, for the eigenvalues conj(w):
+    # their cotangent in aᵀ, transposed.
+    w, vr, vl = _eig_factors(a, check_finite, result, left, right)
+    pairs = spectrum_pairs("scipy.linalg.eig", a, w, vr)
+    left_pairs = _left_pairs(a, w, vl)
+
+    def back(dys):
+        dw, dvl, dvr = dys if right else (*dys, None)
+        if dw is None:
+            dw = np.zeros(w.shape, np.result_type(w.real), like=memory(w))
+        da = eig_cotangent("scipy.linalg.eig", w, vr, dw, dvr, pairs)
+        if dvl is not None:
+            da = da + transpose(eig_cotangent("scipy.linalg.eig", conjugate(w), vl,
+                                              np.zeros_like(dw), dvl, left_pairs))
+        return (da,)
+
+    return result, unreached_as_none(back)
 
 
 @eig.jvp_rule
 def _eig_jvp(tangents, a, b=None, left=False, right=True, overwrite_a=False,
              overwrite_b=False, check_finite=True, homogeneous_eigvals=False):
-    _standard_eig("eig", a, b, homogeneous_eigvals, left, right)
-    w, v = eig(a, check_finite=check_finite)
-    dw, dv = eig_tangent("scipy.linalg.eig", w, v, tangents[0],
-                         spectrum_pairs("scipy.linalg.eig", a, w, v))
-    return (w, v), (_as_scipy_tangent(dw, w), dv if np.iscomplexobj(v) else np.real(dv))
+    _standard_eig("eig", a, b, homogeneous_eigvals, left, left or right)
+    if not left and not right:
+        return _eigvals_jvp(tangents, a, b, check_finite=check_finite)
+    result = eig(a, left=left, right=right, check_finite=check_finite)
+    w, vr, vl = _eig_factors(a, check_finite, result, left, right)
+    dw, dvr = eig_tangent("scipy.linalg.eig", w, vr, tangents[0],
+                          spectrum_pairs("scipy.linalg.eig", a, w, vr))
+    out = [_as_scipy_tangent(dw, w)]
+    if left:
+        dvl = eig_tangent("scipy.linalg.eig", conjugate(w), vl, transpose(tangents[0]),
+                          _left_pairs(a, w, vl))[1]
+        out.append(dvl if np.iscomplexobj(vl) else np.real(dvl))
+    if right:
+        out.append(dvr if np.iscomplexobj(vr) else np.real(dvr))
+    return result, tuple(out)
 
 
 def _as_numpy_cotangent(d, like):
@@ -1062,7 +1165,9 @@ def _as_numpy_cotangent(d, like):
 
 @eigvals.rule
 def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_eigvals=False):
-    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    _standard_eig("eigvals", a, b, homogeneous_eigvals, vectors=False)
+    if b is not None:
+        return _generalized_eigvals_rule(a, b, eigvals(a, b, check_finite=check_finite))
     w = eigvals(a, check_finite=check_finite)
     numpy_w, back = RULES[np.linalg.eigvals].reverse(a)
     return w, lambda dw: back(_as_numpy_cotangent(dw, numpy_w))
@@ -1071,7 +1176,10 @@ def _eigvals_rule(a, b=None, overwrite_a=False, check_finite=True, homogeneous_e
 @eigvals.jvp_rule
 def _eigvals_jvp(tangents, a, b=None, overwrite_a=False, check_finite=True,
                  homogeneous_eigvals=False):
-    _standard_eig("eigvals", a, b, homogeneous_eigvals)
+    _standard_eig("eigvals", a, b, homogeneous_eigvals, vectors=False)
+    if b is not None:
+        return _generalized_eigvals_jvp(*tangents[:2], a, b,
+                                        eigvals(a, b, check_finite=check_finite))
     w = eigvals(a, check_finite=check_finite)
     _, dw = RULES[np.linalg.eigvals].forward(tangents[:1], a)
     return w, _as_scipy_tangent(dw, w)

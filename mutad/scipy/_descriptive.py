@@ -12,7 +12,8 @@ ravelled, ``keepdims``, too-small samples) is :func:`_reduction`.
 ``nan_policy``: ``'propagate'`` and ``'raise'`` are followed; ``'omit'`` is followed by the
 reductions (SciPy's decorator: each sample, or slice, without its NaNs) and by ``zmap`` and
 ``zscore`` (NaNs weighted zero): which values are NaN is a decision, the NaNs carry no
-derivative. Elsewhere (``describe``, ``winsorize``, the Kolmogorov-Smirnov tests) it is refused
+derivative; and by the Kolmogorov-Smirnov tests (each sample without its NaNs, as SciPy's
+decorator). Elsewhere (``describe``, ``winsorize``) it is refused
 (``UnsupportedOperationError``) and says to drop the NaNs first. Ranks carry no derivative
 (``rankdata``, and ``spearmanr``, a function of ranks alone: its derivative is zero wherever it
 is defined, which is everywhere but at ties); the mode is refused. The p-values are
@@ -1051,11 +1052,14 @@ def _ks_settings(name, x, axis, nan_policy, keepdims):
         raise UnsupportedOperationError(
             f"scipy.stats.{name} of a differentiated sample that is not one 1-d array (axis=, "
             "keepdims=): mutad follows the test of one sample; loop over the samples.")
-    _check_nan_policy(name, nan_policy, [x])
-    if np.any(np.isnan(x)):
+    _check_nan_policy(name, nan_policy, [x], omits=True)
+    if nan_policy == "omit":  # (SciPy's decorator: the sample without its NaNs)
+        x = x[~np.isnan(x)]
+    if np.any(np.isnan(x)) or np.size(x) == 0:
         raise UnsupportedOperationError(
-            f"scipy.stats.{name} of a differentiated sample holding NaN: drop the NaNs first "
-            "(x[~np.isnan(x)]).")
+            f"scipy.stats.{name} of a differentiated sample holding NaN, or none left: drop "
+            "the NaNs first (x[~np.isnan(x)], or nan_policy='omit'), and keep a value.")
+    return x
 
 
 def _distance(cdfvals, x, sign):
@@ -1090,7 +1094,7 @@ _KSTWOBIGN_SF = Elementwise(lambda z: _stats.kstwobign.sf(z),
 
 def _ks_1samp(x, cdf, args=(), alternative="two-sided", method="auto", *, axis=0,
               nan_policy="propagate", keepdims=False):
-    _ks_settings("ks_1samp", x, axis, nan_policy, keepdims)
+    x = _ks_settings("ks_1samp", x, axis, nan_policy, keepdims)
     alternative = _ks_alternative(alternative)
     N = np.shape(x)[-1]
     x = np.sort(x)
@@ -1132,8 +1136,8 @@ _ks_2samp_value = Value(_ks_2samp_fields, "scipy.stats.ks_2samp")
 
 def _ks_2samp(data1, data2, alternative="two-sided", method="auto", *, axis=0,
               nan_policy="propagate", keepdims=False):
-    for data in (data1, data2):
-        _ks_settings("ks_2samp", data, axis, nan_policy, keepdims)
+    data1, data2 = (_ks_settings("ks_2samp", data, axis, nan_policy, keepdims)
+                    for data in (data1, data2))
     statistic, pvalue, location, sign = _ks_2samp_value(data1, data2, alternative, method)
     # the location is one of the samples: that sample, differentiated
     both = np.concatenate([data1, data2])

@@ -66,8 +66,10 @@ order of the knots and each query's interval decided on the plain values.
 Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
 a variable made from them instead), traced boundary values in ``bc_type`` and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
-and attributes of a traced interpolant other than calling it, ``derivative`` and its knots
-``x`` (``c``, ``roots``: build it from plain data for those). ``antiderivative`` and
+and attributes of a traced interpolant other than calling it, ``derivative``, its knots
+``x`` (a B-spline's ``t`` and ``k``) and its coefficients ``c`` (SciPy's, differentiated as
+the affine map of the data they are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coefficients of the
+interpolants of the identity columns), build it from plain data for those. ``antiderivative`` and
 ``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
 periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
@@ -912,6 +914,39 @@ class _TracedInterpolant:
         """``solve(0.0)``: SciPy's roots, differentiated."""
         return self.solve(0.0, discontinuity, extrapolate)
 
+    @property
+    def c(self):
+        """SciPy's coefficients (of its object built from the plain data), affine in the data
+        as the values are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coefficients of the interpolants
+        of datum ``i``'s identity columns, ``c₀`` those of zero data (its boundary values)."""
+        spec = self._spec
+        plain = [np.asarray(stop_gradient(d)) for d in self._data]
+        value = getattr(_derived(spec, spec.build(plain)), "c", None)
+        if value is None:  # (an interpolant without coefficients: interp1d's, barycentric)
+            return self.__getattr__("c")
+        composition = _derived(spec, spec.build([np.zeros_like(d) for d in plain])).c
+        for i, datum in enumerate(self._data):
+            width = spec.rows(i, plain)
+            basis = _derived(spec, spec.linear(i, plain, width).build(spec.identity(i, plain)))
+            composition = composition + np.tensordot(basis.c, spec.columns(datum), axes=1)
+        return _reproduced(value, composition, (
+            f"scipy.interpolate.{self._name}(...).c of traced data: its coefficients as a "
+            "linear map of the data did not reproduce SciPy's here, so mutad cannot "
+            "differentiate them. Use the interpolant's values (calling it) instead."))
+
+    def __getattr__(self, name):
+        if name in _CONSTANT_ATTRIBUTES.get(type(self._spec), ()):
+            return getattr(self._spec.build([np.asarray(stop_gradient(d))
+                                             for d in self._data]), name)
+        return refused_attribute(
+            name,
+            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
+            "traced data, and mutad differentiates its values and derivatives (calling it, "
+            ".derivative()) and coefficients (.c) only, and for CubicSpline, the Hermite "
+            "splines and PPoly .antiderivative(), .integrate(a, b), .solve(y) and .roots() of "
+            "the interpolant itself (for the B-splines, .integrate(a, b)). Build it from "
+            "plain data (outside the differentiated function) to use other attributes.")
+
     def _require_piecewise_polynomial(self, name):
         # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never
         # differentiated or integrated before: PPoly.derivative(-nu) is its antiderivative,
@@ -920,16 +955,29 @@ class _TracedInterpolant:
         if not isinstance(self._spec, (_CubicSpline, _Hermite, _PPoly)) or self._spec.derived:
             self.__getattr__(name)
 
-    def __getattr__(self, name):
-        return refused_attribute(
-            name,
-            f"scipy.interpolate.{self._name}(...).{name}: this interpolant was built from "
-            "traced data, and mutad differentiates its values and derivatives (calling it, "
-            ".derivative()) only, and for CubicSpline, the Hermite splines and PPoly "
-            ".antiderivative(), .integrate(a, b), .solve(y) and .roots() of the interpolant "
-            "itself (for the "
-            "B-splines, .integrate(a, b)). Build it from "
-            "plain data (outside the differentiated function) to use other attributes.")
+
+
+def _reproduced(value, composition, message):
+    """SciPy's ``value`` with the derivatives of ``composition``, which must reproduce it (a
+    guard: never another computation's derivative); refused by ``message`` where it does not."""
+    if not reproduces(value, composition):
+        raise UnsupportedOperationError(message)
+    return scipys_value(value, composition)
+
+
+def _derived(spec, interpolant):
+    """``interpolant`` as ``spec`` asked for it: its derivative (or antiderivative)."""
+    return interpolant.derivative(spec.derived) if spec.derived else interpolant
+
+
+_B_SPLINE_SETTINGS = ("t", "k", "axis", "extrapolate")
+_CONSTANT_ATTRIBUTES = {
+    _CubicSpline: ("axis", "extrapolate"), _Hermite: ("axis", "extrapolate"),
+    _Made: ("axis", "extrapolate"), _PPoly: ("axis", "extrapolate"),
+    _Spline: _B_SPLINE_SETTINGS, _LsqSpline: _B_SPLINE_SETTINGS,
+    _SmoothingSpline: _B_SPLINE_SETTINGS, _BSpline: _B_SPLINE_SETTINGS}
+"""The attributes of a traced interpolant that do not depend on its data (its knots are the
+constant x, t): SciPy's object's own."""
 
 
 _integral_value = Value(
@@ -2195,23 +2243,27 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
 def splprep(x: Any, w: Any = None, u: Any = None, ub: Any = None, ue: Any = None, k: int = 3,
             task: int = 0, s: Any = None, t: Any = None, full_output: int = 0, nest: Any = None,
             per: int = 0, quiet: int = 1) -> Any:
-    """Differentiated in the points ``x`` where the fit is linear in them: ``s=0`` with the
-    parameter values ``u`` given, whose knots FITPACK places by ``u`` alone; each coordinate's
-    coefficients SciPy's, the fit of the identity columns mapping its points to them."""
+    """Differentiated in the points ``x`` where it interpolates them (``s=0``): with the
+    parameter values ``u`` given, whose knots FITPACK places by ``u`` alone, each coordinate's
+    coefficients SciPy's, the fit of the identity columns mapping its points to them; with its
+    own ``u`` (the chord lengths), u, the knots and the coefficients move with the points
+    (``_splprep_by_chords``), and ``splev`` differentiates the curve in its knots too."""
     arguments = (x, w, u, ub, ue, k, task, s, t, full_output, nest, per, quiet)
     if not _traced(arguments):
         return _interpolate.splprep(*arguments)
-    if u is None or s is None or not np.all(np.equal(s, 0)) or task != 0 or t is not None \
-            or per or _traced((w, u, ub, ue, s, t)):
+    interpolating = s is not None and np.all(np.equal(s, 0))  # (its default s smooths)
+    if not interpolating or task != 0 or t is not None or per or _traced((w, u, ub, ue, s, t)) \
+            or u is None and (ub is not None or ue is not None):
         raise UnsupportedOperationError(
-            "scipy.interpolate.splprep is differentiated in the points x where its fit is "
-            "linear in them: s=0 and the parameter values u given (constants, say "
-            "np.linspace(0, 1, m)), task=0, per=0, no knots t; w, ub and ue constant. Its own u "
-            "(the points' cumulative chord lengths) and a smoothing fit's knots move with the "
-            "points in a way mutad does not differentiate. Or interpolate the curve with "
-            "make_interp_spline(u, points, axis=1), differentiated in u and the points.")
+            "scipy.interpolate.splprep is differentiated in the points x where it interpolates "
+            "them: s=0, task=0, per=0, no knots t; w, u, ub and ue "
+            "constant (ub and ue left out with its own u). A smoothing fit's knots move with "
+            "the points in a way mutad does not differentiate: interpolate the curve with "
+            "make_interp_spline(u, points, axis=1) instead, differentiated in u and the points.")
     points = [array_argument(xi) for xi in x] if isinstance(x, (list, tuple)) else list(x)
     plain = [_plain(xi) for xi in points]
+    if u is None:
+        return _splprep_by_chords(points, plain, w, k, full_output, nest, quiet)
     settings = (w, u, ub, ue, k, task, s, t)
     result = _interpolate.splprep(plain, *settings, full_output, nest, per, quiet)
     (knots, _, degree), u_out = result[0] if full_output else result
@@ -2225,6 +2277,116 @@ def splprep(x: Any, w: Any = None, u: Any = None, ub: Any = None, ue: Any = None
 
     tck = [knots, [coordinate(j) for j in range(len(points))], degree]
     return ((tck, u_out), *result[1:]) if full_output else (tck, u_out)
+
+
+# splprep's own parameter values u (the points' normalised cumulative chord lengths, FITPACK's)
+# move with the points, and so do its interpolating knots (u's values, or midpoints of
+# neighbours for an even degree): its B-splines are then differentiated in their knots too,
+# through de Boor's recursion written with NumPy's operations (``_bspline_rows``), their
+# values SciPy's (a composition that reproduces them).
+
+
+def _bspline_rows(x, t, k, count):
+    """The values at ``x`` (1-d) of the ``count`` B-splines of degree ``k`` on the knots ``t``
+    (both may be traced), as rows: de Boor's recursion on the k + 1 splines nonzero at each
+    point, its interval ``t[l] <= x < t[l + 1]`` decided on the plain values as FITPACK does
+    (``k <= l < count``: the end intervals extended beyond the base interval)."""
+    l = _bspline_intervals(t, x, k, count)
+    h = [np.ones(np.shape(x))]
+    for j in range(1, k + 1):
+        previous, h = h, [np.zeros(np.shape(x))] * (j + 1)
+        for n in range(1, j + 1):
+            after, before = t[l + n], t[l + n - j]
+            weight = previous[n - 1] / (after - before)
+            h[n - 1] = h[n - 1] + weight * (after - x)
+            h[n] = weight * (x - before)
+    columns = np.arange(count)
+    return sum(h[m][:, None] * (columns == (l - k + m)[:, None]) for m in range(k + 1))
+
+
+_bspline_intervals = Value(
+    lambda t, x, k, count: np.clip(np.searchsorted(t, x, side="right") - 1, k, count - 1),
+    "scipy.interpolate B-splines' intervals")
+
+
+def _spline_derivative(t, c, k):
+    """The knots, coefficients and degree of a B-spline's derivative (splder's formula, in
+    NumPy's operations: traced knots and coefficients alike), ``c`` its ``len(t) - k - 1``
+    coefficients."""
+    n = len(c)
+    dc = k * (c[1:n] - c[:n - 1]) / (t[k + 1:k + n] - t[1:n])
+    return t[1:len(t) - 1], dc, k - 1
+
+
+_splev_value = Value(lambda x, t, c, k, der, ext: _interpolate.splev(x, (t, c, k), der, ext),
+                     "scipy.interpolate.splev")
+
+
+def _splev_in_its_knots(x, tck, der, ext):
+    """SciPy's ``splev`` of traced knots (splprep's), with the derivatives of the B-splines'
+    values in the knots, coefficients and points."""
+    t, c, k = tck
+    value = _splev_value(x, t, c, k, der, ext)
+    if ext not in (0, 1) or der > k:
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splev of a spline whose knots are differentiated (splprep's own "
+            "u): mutad follows ext=0 and ext=1 and derivatives up to the degree. Evaluate "
+            "inside the base interval with ext=0.")
+    n = len(t) - k - 1
+    knots, coefficients = t, c[:n]
+    for _ in range(der):
+        knots, coefficients, k = _spline_derivative(knots, coefficients, k)
+        n -= 1
+    points = np.reshape(x, -1) * 1.0
+    composition = _bspline_rows(points, knots, k, n) @ coefficients
+    if ext == 1:  # FITPACK's 0 outside the base interval
+        inside = (points >= t[tck[2]]) & (points <= t[len(t) - tck[2] - 1])
+        composition = np.where(inside, composition, 0.0)
+    return _reproduced(value, np.reshape(composition, np.shape(value)), (
+        "scipy.interpolate.splev of a spline whose knots are differentiated: de Boor's "
+        "recursion did not reproduce SciPy's values here, so mutad cannot differentiate "
+        "them. Pass the parameter values u to splprep (constants)."))
+
+
+def _splprep_fields(w, k, nest, *points):
+    (t, c, _), u = _interpolate.splprep(list(points), w, None, None, None, k, 0, 0.0, None, 0,
+                                        nest, 0, 1)
+    return np.concatenate([u, t, *c])
+
+
+_splprep_value = Value(_splprep_fields, "scipy.interpolate.splprep")
+
+
+def _splprep_by_chords(points, plain, w, k, full_output, nest, quiet):
+    """``splprep(x, s=0)`` with its own u: SciPy's result, u, the knots and the coefficients
+    differentiated in the points (u the normalised cumulative chord lengths, the knots u's
+    values (odd k) or midpoints (even k), the coefficients the interpolating B-spline's)."""
+    result = _interpolate.splprep(plain, w, None, None, None, k, 0, 0.0, None, full_output,
+                                  nest, 0, quiet)
+    m, n = len(plain[0]), len(result[0][0][0] if full_output else result[0][0])
+    # SciPy's u, knots and coefficients, of the points a replay is given too
+    values = _splprep_value(w, k, nest, *points)
+    u_value, t_value = values[:m], values[m:m + n]
+    c_values = [values[m + n + j * m:m + n + (j + 1) * m] for j in range(len(points))]
+    chords = np.sqrt(np.sum(np.diff(np.stack(points), axis=1) ** 2, axis=0))
+    v = np.concatenate([np.zeros(1), np.cumsum(chords)])
+    u = v / v[-1]
+    half = k // 2
+    inner = u[(k + 1) // 2:m - (k + 1) // 2] if k % 2 else (
+        u[half:m - half - 1] + u[half + 1:m - half]) / 2
+    t = np.concatenate([np.repeat(u[:1], k + 1), inner, np.repeat(u[-1:], k + 1)])
+    rows = _bspline_rows(u, t, k, m)
+    c = [np.linalg.solve(rows, p) for p in points]
+    if not (reproduces(u_value, u) and reproduces(t_value, t) and all(
+            reproduces(value, ci) for value, ci in zip(c_values, c))):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.splprep with its own u: the chord lengths, knots or "
+            "interpolating coefficients mutad computes did not reproduce SciPy's here, so it "
+            "cannot differentiate them. Pass the parameter values u (constants).")
+    coefficients = [scipys_value(value, ci) for value, ci in zip(c_values, c)]
+    tck = [scipys_value(t_value, t), coefficients, k]
+    u = scipys_value(u_value, u)
+    return ((tck, u), *result[1:]) if full_output else (tck, u)
 
 
 class _Splev(_OneDimensional):
@@ -2259,10 +2421,11 @@ def splev(x: Any, tck: Any, der: int = 0, ext: int = 0) -> Any:
     if not _traced((x, tck)) or isinstance(tck, _interpolate.BSpline):
         return _interpolate.splev(x, tck, der, ext)
     t, c, k = tck
-    _refuse_traced("splev", "the knots t", t, "Pass the knots as constants.")
     if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
         # a parametric curve's (splprep's): SciPy's splev of each coordinate's coefficients
         return [splev(x, (t, ci, k), der, ext) for ci in c]
+    if _traced(t):
+        return _splev_in_its_knots(x, (t, c, k), der, ext)
     if _traced(c) and (np.ndim(c) != 1 or isinstance(c, (list, tuple))):
         raise UnsupportedOperationError(
             "scipy.interpolate.splev of differentiated coefficients is differentiated for one "
@@ -2287,14 +2450,33 @@ def _of_coefficients(name, function, tck):
                       f"scipy.interpolate.{name}")(np.reshape(c, -1))
 
 
+def _splint_in_its_bounds(a, b, tck, full_output):
+    """SciPy's integral from traced bounds, with the derivatives of F(b) - F(a), F the
+    antiderivative (``splantider``), the bounds clipped to the base interval outside which
+    FITPACK takes the spline as zero."""
+    if full_output:
+        _refuse_traced("splint(full_output=1)", "the bounds a and b", (a, b),
+                       "Pass them as constants, or leave full_output out.")
+    t, k = _plain_copy(tck[0]), tck[2]
+    value = np.float64(_interpolate.splint(stop_gradient(a), stop_gradient(b),
+                                           (t, np.asarray(stop_gradient(tck[1])), k)))
+    antiderivative = splantider(tck)
+    lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
+    return _reproduced(value, splev(hi, antiderivative) - splev(lo, antiderivative), (
+        "scipy.interpolate.splint of traced bounds: the antiderivative's difference did not "
+        "reproduce SciPy's integral here, so mutad cannot differentiate it. Pass the bounds "
+        "as constants."))
+
+
 @_route(_interpolate.splint)
 def splint(a: Any, b: Any, tck: Any, full_output: int = 0) -> Any:
     if not _traced((a, b, tck)) or isinstance(tck, _interpolate.BSpline):
         return _interpolate.splint(a, b, tck, full_output)
-    _refuse_traced("splint", "the bounds a and b", (a, b), "Pass them as constants.")
     t, c, k = tck
     if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
         return [splint(a, b, (t, ci, k)) for ci in c]  # a parametric curve's, as SciPy's
+    if _traced((a, b)):
+        return _splint_in_its_bounds(a, b, tck, full_output)
     value = _of_coefficients("splint", lambda tck: _interpolate.splint(a, b, tck), tck)
     if full_output:  # the integrals of the B-splines, constants
         return value, _interpolate.splint(a, b, (_plain_copy(t), np.zeros(np.shape(c)), k), 1)[1]

@@ -48,7 +48,10 @@ non-square matrix, ``mode='raw'``, and complex values.
 change nearby) at SciPy's cutoff of the singular values; ``lstsq`` refuses a matrix whose rank
 at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem, of a real or a
 complex matrix) have np.linalg's formulas on SciPy's eigenpairs, whose eigenvalues are complex
-even where they are real.
+even where they are real; a real matrix's left eigenvectors (``left=True``) those of the right
+eigenvectors of its transpose; a real generalized problem's eigenvalues (``eigvals(a, b)``,
+``eig(a, b, right=False)``) those of ``solve(b, a)``, matched to SciPy's (refused where b is
+singular or the match is not clear).
 
 ``polar`` (``side="right"`` of a square or tall matrix, ``"left"`` of a square or wide one, of
 full rank) has a rule of its own on SciPy's thin SVD, whose only divisors are the sums of two

@@ -26,7 +26,11 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 ``ẋ = -(∂F/∂x)⁻¹ Ḟ``. ``F`` for each solver:
 
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
-  Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar``:
+  Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar`` (and the legacy ``golden``,
+  ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0; and the
+  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing`` and
+  ``direct``,
+  at the minimum they return, where it is stationary):
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
   at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
@@ -130,11 +134,13 @@ from ._adjoints import not_replayed, outside_differentiations, reproduces, scipy
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "curve_fit", "diagbroyden", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
-           "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fsolve",
+           "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
+           "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
+           "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
+           "fsolve", "golden", "brent",
            "least_squares", "leastsq", "linearmixing", "linprog", "lsq_linear", "minimize",
            "minimize_scalar", "newton",
-           "newton_krylov", "nnls", "ridder", "root", "root_scalar", "toms748"]
+           "newton_krylov", "nnls", "ridder", "root", "root_scalar", "shgo", "toms748"]
 
 DENSE = 32
 """Up to this many unknowns, ``∂F/∂x`` is formed and decomposed; beyond, solved iteratively."""
@@ -905,6 +911,58 @@ def minimize(original, a, p, call, followed):
     return _result(name, res, values, keep=(*_KEEP, "fun", *(() if held else ("jac",))))
 
 
+def _global_minimizer(original):
+    """The stand-in for one of SciPy's global minimizers (``differential_evolution``,
+    ``shgo``, ``dual_annealing``, ``direct``): SciPy's search on plain numbers, its minimum
+    ``res.x`` (and ``res.fun``) differentiated as ``minimize``'s, where it is a stationary point
+    (polished, or on a bound); ``res``'s other numbers (shgo's other local minima) refused."""
+    name = f"scipy.optimize.{original.__name__}"
+
+    def solve(original, a, p, call, followed):
+        res = _run(original, call)
+        if not followed:
+            return res
+        args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+        bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
+        solution, value = _minimum(name, lambda z: a["func"](z, *args),
+                                   lambda z: p["func"](z, *plain_args), res.x,
+                                   bool(res.success), res.message, bounds)
+        values = {"x": solution}
+        if value is not None:
+            values["fun"] = _with_derivatives(res.fun, value)
+        return _result(name, res, values, keep=(*_KEEP, "fun"))
+
+    solve.__doc__ = _global_minimizer.__doc__
+    return _stands_in_for(original, doc=solve.__doc__)(solve)
+
+
+@_stands_in_for(_optimize.brute)
+def brute(original, a, p, call, followed):
+    """``scipy.optimize.brute``: SciPy's grid search and ``finish`` on plain numbers, its
+    minimum differentiated as ``minimize``'s where it is stationary (``finish`` polished it);
+    with ``full_output``, the value there too, the grid SciPy's, the values on it refused."""
+    result = _run(original, call)
+    if not followed:
+        return result
+    name = "scipy.optimize.brute"
+    full = bool(a["full_output"])
+    x = result[0] if full else result
+    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
+    solution, value = _minimum(name, lambda z: a["func"](z, *args),
+                               lambda z: p["func"](z, *plain_args), np.atleast_1d(x), True)
+    solution = np.reshape(solution, np.shape(x))
+    if not full:
+        return solution
+    fval = _with_derivatives(result[1], value) if value is not None else result[1]
+    return solution, fval, result[2], _Refused(f"{name}(...)[3] (Jout, the values on the grid)")
+
+
+differential_evolution = _global_minimizer(_optimize.differential_evolution)
+shgo = _global_minimizer(_optimize.shgo)
+dual_annealing = _global_minimizer(_optimize.dual_annealing)
+direct = _global_minimizer(_optimize.direct)
+
+
 def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None):
     """SciPy's minimum ``x`` of ``objective`` (a function of ``x`` alone, computed by the
     user's functions on what the differentiation follows; ``plain_objective`` its plain twin),
@@ -1159,20 +1217,62 @@ def minimize_scalar(original, a, p, call, followed):
     if not followed:
         return res
     name = "scipy.optimize.minimize_scalar"
-    args, plain_args = _tuple(a["args"]), _tuple(p["args"])
-    x = np.float64(res.x)
-    stationarity = _gradient(lambda z: a["fun"](z, *args), x)
-    solution = _solution(
-        name, x, stationarity,
-        _minimum_linearization(name, lambda z: p["fun"](z, *plain_args), x),
-        bool(res.success), res.message,
-        None if p["bounds"] is None else _bounds_arrays(p["bounds"], 1, pairs=False),
-        at=lambda z: grad(lambda w: a["fun"](w, *args))(z))
-    value = a["fun"](_held_at(x, solution, stationarity), *args)
+    solution, value = _scalar_minimum(name, a["fun"], p["fun"], a["args"], p["args"], res.x,
+                                      bool(res.success), res.message, p["bounds"])
     values = {"x": solution}
     if _followed(value):
         values["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, values, keep=(*_KEEP, "fun"))
+
+
+def _scalar_minimum(name, fun, plain_fun, args, plain_args, x, success, message, bounds):
+    """The minimizer ``x`` of ``fun(z, *args)`` found by SciPy, differentiated at the minimum:
+    ``dx*/dθ = -(∂²L/∂x∂θ) / (∂²L/∂x²)``; and the objective's value there, followed."""
+    args, plain_args = _tuple(args), _tuple(plain_args)
+    x = np.float64(x)
+    stationarity = _gradient(lambda z: fun(z, *args), x)
+    solution = _solution(
+        name, x, stationarity,
+        _minimum_linearization(name, lambda z: plain_fun(z, *plain_args), x), success,
+        message, None if bounds is None else _bounds_arrays(bounds, 1, pairs=False),
+        at=lambda z: grad(lambda w: fun(w, *args))(z))
+    return solution, fun(_held_at(x, solution, stationarity), *args)
+
+
+def _legacy_scalar_minimizer(original, bounds_of, fields):
+    """The stand-in for SciPy's ``golden``, ``brent`` or ``fminbound``: its minimizer
+    differentiated as ``minimize_scalar``'s (their iterations compare the values and move by
+    fixed ratios, so following their arithmetic would give a derivative of 0); with
+    ``full_output``, the value there too, the counts as SciPy's. ``bounds_of(p)``: the
+    interval searched (fminbound's), ``fields``: the outputs after x and the value."""
+    name = f"scipy.optimize.{original.__name__}"
+
+    def solve(original, a, p, call, followed):
+        result = _run(original, call)
+        if not followed:
+            return result
+        bounds = bounds_of(a)
+        if any(_followed(bound) for bound in bounds or ()):
+            raise UnsupportedOperationError(
+                f"{name} of differentiated bounds: mutad differentiates the minimizer in the "
+                "objective's parameters; pass the bounds as constants.")
+        full = bool(a["full_output"])
+        x = result[0] if full else result
+        success = not full or original is not _optimize.fminbound or result[2] == 0
+        solution, value = _scalar_minimum(name, a["func"], p["func"], a["args"], p["args"], x,
+                                          success, f"{name} did not converge", bounds_of(p))
+        if not full:
+            return solution
+        return (solution, _with_derivatives(result[1], value) if _followed(value)
+                else result[1], *result[2:2 + fields])
+
+    solve.__doc__ = _legacy_scalar_minimizer.__doc__
+    return _stands_in_for(original, doc=solve.__doc__)(solve)
+
+
+golden = _legacy_scalar_minimizer(_optimize.golden, lambda a: None, 1)
+brent = _legacy_scalar_minimizer(_optimize.brent, lambda a: None, 2)
+fminbound = _legacy_scalar_minimizer(_optimize.fminbound, lambda a: (a["x1"], a["x2"]), 2)
 
 
 @_stands_in_for(_optimize.least_squares)

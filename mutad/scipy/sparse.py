@@ -48,8 +48,9 @@ ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` 
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
-``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m[i, j]`` and ``A.multiply(m)`` are followed
-(other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
+``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``, ``m ** k``, ``m[i, j]``,
+``A.multiply(m)`` and the methods that compute an array's values (``item``, ``cumsum``, ...)
+are followed (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
@@ -154,7 +155,8 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
-``A``; the times themselves are constants (traced ones refused). First order only.
+``A``; the times themselves are constants (traced ones refused). First order only. Of a dense
+``A`` (an array), SciPy's value of the array, the derivatives those of its sparse form.
 ``expm(A)`` is SciPy's matrix, differentiated as the dense exponential at the entries it
 stores (refused where it leaves out entries the traced values reach); ``matrix_power`` SciPy's
 squarings of the traced products.
@@ -1070,6 +1072,13 @@ def _as_matrix_computes(func, args, kwargs):
     refused."""
     plain = func(*[a.value if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
     traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    return _matrix_results(traced, plain, f"np.{func.__name__}")
+
+
+def _matrix_results(traced, plain, what):
+    """The results ``traced`` of a computation on traced arrays given the types and shapes of
+    ``plain``, the same computation's on the plain np.matrix; refused where the values
+    differ."""
 
     def matched(y, expected):
         if isinstance(expected, tuple) and isinstance(y, tuple) and len(y) == len(expected):
@@ -1080,11 +1089,20 @@ def _as_matrix_computes(func, args, kwargs):
             if isinstance(expected, np.matrix):
                 return TracedMatrix(np.reshape(y, expected.shape))
             return np.reshape(y, np.shape(expected)) if np.shape(y) != np.shape(expected) else y
-        _refuse(f"np.{func.__name__} of an np.matrix of traced values (a scipy.sparse matrix's "
+        _refuse(f"{what} of an np.matrix of traced values (a scipy.sparse matrix's "
                 "sum(axis) or todense()), whose values differ from those of its array",
                 "take its array first: np.asarray(m), m.A or m.A1.")
 
     return matched(traced, plain)
+
+
+_MATRIX_AS_ARRAY_METHODS = frozenset({
+    "reshape", "squeeze", "cumsum", "cumprod", "argmax", "argmin", "argsort", "any", "all",
+    "round", "clip", "conj", "conjugate", "astype", "swapaxes", "repeat", "take", "dot",
+    "nonzero"})
+"""np.matrix's methods that change nothing in place and compute the values ndarray's method of
+the same name computes (the types and shapes differ: np.matrix keeps two dimensions): followed
+as the traced array's method, the results given np.matrix's shapes."""
 
 
 class TracedMatrix:
@@ -1250,18 +1268,45 @@ class TracedMatrix:
     def __rmatmul__(self, other):  # (np.matmul's operands as they are, a matrix of the result)
         return TracedMatrix(_as_matrix_rows(_matrix_operand(other) @ self.array))
 
+    def item(self, *args):
+        return self.array.item(*args)
+
+    def tolist(self):
+        return self.array.tolist()
+
+    def getI(self) -> TracedMatrix:  # np.matrix's: the inverse, or the pseudo-inverse
+        square = self.shape[0] == self.shape[1]
+        return TracedMatrix((np.linalg.inv if square else np.linalg.pinv)(self.array))
+
+    I = property(getI)  # noqa: E741 (np.matrix's name)
+
+    def getH(self) -> TracedMatrix:
+        return TracedMatrix(np.conj(np.transpose(self.array)))
+
+    H = property(getH)
+
     def __getattr__(self, name):
+        if name in _MATRIX_AS_ARRAY_METHODS:
+            def method(*args, **kwargs):
+                operands = [_matrix_operand(a) for a in args]
+                plain = [memory(a) if wrapped(a) else a for a in operands]
+                return _matrix_results(getattr(self.array, name)(*operands, **kwargs),
+                                       getattr(self.value, name)(*plain, **kwargs), f"m.{name}")
+            return method
         if name.startswith("__"):
             raise AttributeError(name)
         _refuse(f"m.{name} of an np.matrix of traced values (a scipy.sparse matrix's "
                 "sum(axis) or todense())", "mutad follows its sum, mean, max, min, prod, std, "
-                "var, trace, diagonal, T, A, A1, copy, ravel, indexing, abs and arithmetic: "
-                "take its array first, np.asarray(m), m.A or m.A1.")
+                "var, trace, diagonal, T, A, A1, H, I, copy, ravel, item, tolist, "
+                f"{', '.join(sorted(_MATRIX_AS_ARRAY_METHODS))}, indexing, abs, "
+                "powers and arithmetic: take its array first, np.asarray(m), m.A or m.A1.")
 
     def __pow__(self, other):
-        _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's sum(axis) "
-                "or todense(): a matrix power)", "take its array first (m.A ** k, elementwise) or write "
-                "the products.")
+        if not isinstance(other, (int, np.integer)):
+            _refuse("a power of an np.matrix of traced values (a scipy.sparse matrix's "
+                    "sum(axis) or todense()) other than by an integer", "take its array first "
+                    "(m.A ** p, elementwise).")
+        return TracedMatrix(np.linalg.matrix_power(self.array, other))
 
     def __array__(self, dtype=None, copy=None):
         _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis) or "
@@ -4096,6 +4141,10 @@ def _expm_apply_value(data, b, layout, traceA, grid):
     return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA, **dict(grid))
 
 
+def _expm_apply_dense_value(a, b, traceA, grid):
+    return SCIPY["expm_multiply"](a, b, traceA=traceA, **dict(grid))
+
+
 def _grid_times(grid):
     """The times of SciPy's grid (``start``, ``stop``, ``num``, ``endpoint``, as
     ``np.linspace`` takes them, SciPy's defaults), or None for the single product e^A B."""
@@ -4108,6 +4157,8 @@ def _grid_times(grid):
 
 _expm_apply = Adjoint(_expm_apply_value)
 _expm_apply.complex_values = None
+_expm_apply_dense = Adjoint(_expm_apply_dense_value)
+_expm_apply_dense.complex_values = None
 
 
 def _expm_block(matrix, direction):
@@ -4116,29 +4167,52 @@ def _expm_block(matrix, direction):
     return SCIPY["bmat"]([[matrix, direction], [None, matrix]], format="csr")
 
 
+def _expm_cotangents(matrix, b, grid, dy):
+    """``(Ā, b̄)`` of e^A B (or of SciPy's grid of e^{tA} B) for the cotangent ``dy``, ``A``
+    a sparse matrix of the values (Ā dense)."""
+    # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ): ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩, its columns the top
+    # half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]. On a grid, the sum over the times t of those
+    # of e^{tA} B: e^{tAᵀ} ȳ_t and t L(tAᵀ, ȳ_t bᵀ).
+    _first_order_expm(dy)
+    dy = np.asarray(dy, float)
+    times = _grid_times(grid)
+    transposed = SCIPY["csr_array"](matrix.T)
+    n = matrix.shape[0]
+    stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
+    db, frechet = np.zeros_like(b), np.zeros((n, n))
+    for t, dy_t in ([(1.0, dy)] if times is None else zip(times, dy)):
+        dy_t = np.reshape(dy_t, np.shape(b))
+        db += SCIPY["expm_multiply"](transposed * t, dy_t)
+        outer = np.outer(dy_t, b) if np.ndim(dy_t) == 1 else dy_t @ b.T
+        frechet += t * SCIPY["expm_multiply"](
+            _expm_block(transposed * t, SCIPY["csr_array"](outer)), stacked)[:n]
+    return frechet, db
+
+
+def _expm_tangent(matrix, direction, b, db, grid):
+    """The tangent of e^A B (or of SciPy's grid of e^{tA} B) along ``direction`` (Ȧ, a sparse
+    matrix, or None) and ``db`` (ḃ, or None), ``A`` a sparse matrix of the values."""
+    n = matrix.shape[0]
+    top = np.zeros_like(b) if db is None else np.asarray(db, float)
+
+    def at(t):
+        if direction is None:
+            return SCIPY["expm_multiply"](matrix * t, top)
+        # exp([[tA, tȦ], [0, tA]]) [ḃ; b] = [e^{tA} ḃ + L(tA, tȦ) b; e^{tA} b]
+        return SCIPY["expm_multiply"](_expm_block(matrix * t, direction * t),
+                                      np.concatenate([top, b]))[:n]
+
+    times = _grid_times(grid)
+    return at(1.0) if times is None else np.stack([at(t) for t in times])
+
+
 @_expm_apply.rule
 def _expm_apply_rule(data, b, layout, traceA, grid):
     _first_order_expm(data, b)
     y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
-    plain_b = np.asarray(b, float)
-    times = _grid_times(grid)
 
     def back(dy):
-        # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ) on A's pattern: ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩,
-        # its columns the top half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]. On a grid, the sum
-        # over the times t of those of e^{tA} B: e^{tAᵀ} ȳ_t and t L(tAᵀ, ȳ_t bᵀ).
-        _first_order_expm(dy)
-        dy = np.asarray(dy, float)
-        transposed = SCIPY["csr_array"](layout.build(data).T)
-        n = layout.shape[0]
-        stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
-        db, frechet = np.zeros_like(plain_b), np.zeros((n, n))
-        for t, dy_t in ([(1.0, dy)] if times is None else zip(times, dy)):
-            dy_t = np.reshape(dy_t, np.shape(plain_b))
-            db += SCIPY["expm_multiply"](transposed * t, dy_t)
-            outer = np.outer(dy_t, plain_b) if np.ndim(dy_t) == 1 else dy_t @ plain_b.T
-            frechet += t * SCIPY["expm_multiply"](
-                _expm_block(transposed * t, SCIPY["csr_array"](outer)), stacked)[:n]
+        frechet, db = _expm_cotangents(layout.build(data), np.asarray(b, float), grid, dy)
         ddata = frechet[layout.rows, layout.cols]
         if layout.padded:
             ddata = np.where(layout.valid, ddata, 0.0)
@@ -4154,22 +4228,31 @@ def _expm_apply_jvp(tangents, data, b, layout, traceA, grid):
     ddata, db = tangents
     if ddata is None and db is None:
         return y, None
-    matrix = layout.build(data)
-    plain_b = np.asarray(b, float)
-    n = layout.shape[0]
-    top = np.zeros_like(plain_b) if db is None else np.asarray(db, float)
     direction = None if ddata is None else layout.build(np.asarray(ddata, float),
                                                          dropping=False)
+    return y, _expm_tangent(layout.build(data), direction, np.asarray(b, float), db, grid)
 
-    def at(t):
-        if direction is None:
-            return SCIPY["expm_multiply"](matrix * t, top)
-        # exp([[tA, tȦ], [0, tA]]) [ḃ; b] = [e^{tA} ḃ + L(tA, tȦ) b; e^{tA} b]
-        return SCIPY["expm_multiply"](_expm_block(matrix * t, direction * t),
-                                      np.concatenate([top, plain_b]))[:n]
 
-    times = _grid_times(grid)
-    return y, at(1.0) if times is None else np.stack([at(t) for t in times])
+# A dense A: SciPy's value of the dense array, the derivatives those of its sparse form.
+
+@_expm_apply_dense.rule
+def _expm_apply_dense_rule(a, b, traceA, grid):
+    _first_order_expm(a, b)
+    y = _expm_apply_dense(a, b, traceA=traceA, grid=grid)
+    return y, lambda dy: _expm_cotangents(SCIPY["csr_array"](np.asarray(a, float)),
+                                          np.asarray(b, float), grid, dy)
+
+
+@_expm_apply_dense.jvp_rule
+def _expm_apply_dense_jvp(tangents, a, b, traceA, grid):
+    _first_order_expm(a, b, *tangents)
+    y = _expm_apply_dense(a, b, traceA=traceA, grid=grid)
+    da, db = tangents
+    if da is None and db is None:
+        return y, None
+    direction = None if da is None else SCIPY["csr_array"](np.asarray(da, float))
+    return y, _expm_tangent(SCIPY["csr_array"](np.asarray(a, float)), direction,
+                            np.asarray(b, float), db, grid)
 
 
 def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any = None,
@@ -4186,13 +4269,16 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
         _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
                 "constant (or leave it out).")
     _dense_rhs(B, "expm_multiply")
-    if not (isinstance(A, TracedSparse) or _sparse.issparse(A)):
-        _refuse("scipy.sparse.linalg.expm_multiply of a matrix that is not a scipy.sparse "
-                "matrix inside a differentiated function", "pass a scipy.sparse matrix, or "
-                "use scipy.linalg.expm(A) @ B for a dense one.")
-    if np.iscomplexobj(getattr(A, "data", 0.0)) or np.iscomplexobj(B):
+    sparse = isinstance(A, TracedSparse) or _sparse.issparse(A)
+    if not sparse and not _dense_operand(A):
+        _refuse("scipy.sparse.linalg.expm_multiply of a matrix that is neither a scipy.sparse "
+                "matrix nor an array inside a differentiated function", "pass a scipy.sparse "
+                "matrix or a NumPy array (a LinearOperator has no entries to differentiate).")
+    if np.iscomplexobj(getattr(A, "data", 0.0) if sparse else A) or np.iscomplexobj(B):
         _refuse("scipy.sparse.linalg.expm_multiply of complex values", "mutad differentiates "
                 "it for real A and B.")
+    if not sparse:
+        return _expm_apply_dense(A, B, traceA=traceA, grid=grid)
     layout, data = _matrix_of(A, "expm_multiply")
     return _expm_apply(data, B, layout=layout, traceA=traceA, grid=grid)
 

@@ -53,7 +53,7 @@ from scipy.special import (
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
     betainccinv, betaincinv, stdtrit,
 )
-from scipy.special._ufuncs import _beta_ppf, _lambertw, _zeta
+from scipy.special._ufuncs import _beta_ppf, _lambertw, _riemann_zeta, _zeta
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -549,6 +549,7 @@ elementwise(struve,    _ORDER, _struve_dx)
 elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
+elementwise(_riemann_zeta, NoClosedForm("the exponent x"))  # zeta(x): only a constant x
 elementwise(cosm1,     lambda y, x: -np.sin(x))
 elementwise(tandg,     lambda y, x: (math.pi / 180.0) * (1.0 + y * y),                 uses="y")
 elementwise(cotdg,     lambda y, x: (-math.pi / 180.0) * (1.0 + y * y),                uses="y")

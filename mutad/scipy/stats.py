@@ -53,9 +53,10 @@ SciPy's closed-form maximum likelihood fits, its steps on the differentiated dat
 and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``method='MM'``,
 are refused.
 
-``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy`` are differentiated in all their
-arguments; its ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with a constant
-``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
+``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
+``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments;
+``multivariate_normal``'s ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with
+a constant ``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
 the conditional distribution of the others, of one dimension fewer.
 
 The descriptive statistics and tests (``skew``, ``zscore``, ``pearsonr``, ``ttest_ind``, ...)
@@ -93,7 +94,8 @@ from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
-                                       multivariate_normal_frozen, multivariate_normal_gen)
+                                       multivariate_normal_frozen, multivariate_normal_gen,
+                                       multivariate_t_frozen, multivariate_t_gen)
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
@@ -113,8 +115,8 @@ from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
                  "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
-                 "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm", "t", "truncnorm",
-                 "uniform", "weibull_min")
+                 "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm",
+                 "t", "truncnorm", "uniform", "weibull_min")
 # The descriptive statistics and tests stand in for SciPy's (registry.defroute) from their module.
 __all__ = [*DISTRIBUTIONS, *_descriptive.__all__, "gaussian_kde"]
 
@@ -1078,7 +1080,47 @@ class Dirichlet:
         return np.exp(self.logpdf(x, alpha))
 
 
+class MultivariateT(MultivariateNormal):
+    """``scipy.stats.multivariate_t``: ``logpdf`` and ``pdf`` through a Cholesky factor of the
+    shape matrix, as the normal's: Γ((ν + p)/2) / (Γ(ν/2) (νπ)^{p/2} |Σ|^{1/2})
+    (1 + δ/ν)^{-(ν + p)/2}, ``δ`` the Mahalanobis distance; differentiated in ``x``, ``loc``,
+    ``shape`` and ``df``."""
+
+    scipy = _stats.multivariate_t
+    _logpdf = Value(_stats.multivariate_t.logpdf, "scipy.stats.multivariate_t.logpdf")
+
+    def __call__(self, loc=None, shape=1, df=1, allow_singular=False, seed=None):
+        return Frozen(self, (loc, shape, df), {})
+
+    def logpdf(self, x, loc=None, shape=1, df=1):
+        if not _is_traced((x, loc, shape, df), {}):
+            return self.scipy.logpdf(x, loc, shape, df)
+        x, loc, shape = lists_as_arrays((x, loc, shape))
+        if not np.all(np.isfinite(memory(df))) or np.any(memory(df) <= 0):
+            raise UnsupportedOperationError(
+                "scipy.stats.multivariate_t of differentiated values with df=inf (or not "
+                "positive): take multivariate_normal for the infinite df.")
+        given = (x, loc, shape, df)
+        x, loc, shape, dim = self._parameters(x, loc, shape)
+        factor = np.linalg.cholesky(shape)
+        points = np.reshape(x - loc, (-1, dim))
+        z = linalg.solve_triangular(factor, np.transpose(points), lower=True)
+        mahalanobis = np.reshape(np.sum(z * z, axis=0), np.shape(x - loc)[:-1])
+        log_det = 2.0 * np.sum(np.log(np.diagonal(factor)))
+        half = (df + dim) / 2.0
+        composition = _squeezed(gammaln(half) - gammaln(df / 2.0)
+                                - dim / 2.0 * np.log(df * math.pi) - 0.5 * log_det
+                                - half * np.log1p(mahalanobis / df))
+        return _scipys_value(self._logpdf(*given), composition)
+
+    def pdf(self, x, loc=None, shape=1, df=1):
+        if not _is_traced((x, loc, shape, df), {}):
+            return self.scipy.pdf(x, loc, shape, df)
+        return np.exp(self.logpdf(x, loc, shape, df))
+
+
 multivariate_normal = MultivariateNormal()
+multivariate_t = MultivariateT()
 dirichlet = Dirichlet()
 
 
@@ -1187,7 +1229,8 @@ for _name in poisson.methods():
 for _generator, _frozen, _distribution, _names in (
         (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
-        (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf"))):
+        (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf")),
+        (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf"))):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
         defmethod(_generator, _name, _generator_rule(_distribution, _name))
@@ -1195,6 +1238,10 @@ defmethod(multivariate_normal_frozen, "logpdf", lambda self, x: multivariate_nor
     x, self.mean, self.cov_object.covariance))
 defmethod(multivariate_normal_frozen, "pdf", lambda self, x: multivariate_normal.pdf(
     x, self.mean, self.cov_object.covariance))
+defmethod(multivariate_t_frozen, "logpdf", lambda self, x: multivariate_t.logpdf(
+    x, self.loc, self.shape, self.df))
+defmethod(multivariate_t_frozen, "pdf", lambda self, x: multivariate_t.pdf(
+    x, self.loc, self.shape, self.df))
 defmethod(dirichlet_frozen, "logpdf", lambda self, x: dirichlet.logpdf(x, self.alpha))
 defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
 del _distribution, _name, _generator, _frozen, _names
