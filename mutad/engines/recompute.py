@@ -627,11 +627,16 @@ class Recomputation:
         self.written.clear()
         self.lazy.clear()
 
-    def chain(self, place, inputs):
+    def chain(self, place, inputs, undone=False):
         """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),
         when the replay can rebuild what it overwrites (see :class:`Chain`) under the memory
-        budget; None otherwise."""
+        budget; None otherwise. ``undone``: the write is undone otherwise (by its inverse), and
+        joins the chain of its buffer, if there is one, only so that the replay can redo it
+        when it rebuilds the chain's earlier writes (what it returns is then no undo); where
+        it cannot, the chain ends there."""
         buffer = place.buffer
+        if undone and buffer.key not in self.chains:
+            return None
         array = buffer.ref() if buffer.ref is not None else None
         if self.budget is None or array is None or not buffer.c_contiguous:
             return None
@@ -646,10 +651,13 @@ class Recomputation:
         chain = self.chains.get(buffer.key)
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
+        depends = [(b, v) for b, v in pairs if b is not buffer]
+        if undone and not chain.continues(depends):
+            return None
         for source, version in pairs:
             if version:  # read as it is now by the writes the replay redoes
                 source.read = True
-        return chain.before_write(place, [(b, v) for b, v in pairs if b is not buffer])
+        return chain.before_write(place, depends)
 
 
     def overwriting(self, buffer, exact):
@@ -786,6 +794,15 @@ class Chain:
                 self.depends[b.key] = (b, v)
         self.pending = Rebuild(self, version, place)
         return self.pending
+
+    def continues(self, depends):
+        """Whether a write that reads ``depends`` and is undone otherwise can join the chain
+        without a snapshot kept to the end (a barrier), which would cost more than the write's
+        own undo: the chain's last write left the buffer as it is, and nothing the writes
+        since the last barrier read, nor what this one reads, has changed since then."""
+        if self.last is None or self.buffer.version != self.last or not self._unchanged():
+            return False
+        return all(self.depends.get(b.key, (b, v))[1] == v for b, v in depends)
 
     def pin(self, buffer):
         """``buffer``, about to be written by a write the replay undoes only within rounding:
