@@ -27,7 +27,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import CurrentRegion, Rebuild, written
+from .recompute import CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -142,7 +142,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     rebuilding = (undo.redo is not None and not several and undo.save is None
                   and recomputation is not None and recomputation.budget is not None)
     if rebuilding:
-        redo_inputs = recipe(inputs, values, None, tape)
+        redo_inputs = redone(recipe(inputs, values, None, tape), values)
     for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
         if rebuilding:

@@ -324,6 +324,24 @@ def _reads(items):
     return depends, cost
 
 
+def redone(named, values):
+    """The inputs of a write a chain may redo (``Recomputation.chain``): ``named``, as the
+    record names them (``reverse.recipe``), less the small temporaries that no reference
+    follows (an element read, ``u[0] = u[1]``), which the replay could neither find nor
+    compute again: those by their ``values``, copied now (no more memory than a checkpoint of
+    such a write keeps, and the write no longer ends the chain)."""
+    if not any(_is_place(x) and _lost(x, v) for x, v in zip(named, values)):
+        return named
+    return tuple((v.copy() if type(v) is np.ndarray else v) if _is_place(x) and _lost(x, v)
+                 else x for x, v in zip(named, values))
+
+
+def _lost(place, value):
+    buffer = place if type(place) is Buffer else place.buffer
+    return buffer.ref is None and not buffer.constant and (
+        type(value) is not np.ndarray or small(value))
+
+
 def _reading(buffer):
     """The replay may recompute ``buffer`` from its recipe: the buffers that reads after a
     write into them (at a version above 0) must have the writes since undone."""
