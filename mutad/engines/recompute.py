@@ -803,6 +803,11 @@ class Chain:
             # rule), which cannot be redone: the chain ends, later writes are checkpointed
             return None
         if not self.snapshots or not self._unchanged():
+            if len(self.barriers) >= self.budget:
+                # what the writes read changes as often as they write (a stepper reading an
+                # array each step changes): a snapshot kept to the end per stretch would cost
+                # more than saving what the writes overwrite, so from here on they are saved
+                return None
             self._snapshot(version, barrier=True)
             self.depends = {}
         elif version % self.spacing == 0:
