@@ -23,6 +23,17 @@ def growth_per_step(gradient, few, many):
     return (peaks[1] - peaks[0]) / (many - few)
 
 
+def budget_growth(f, *args, budget):
+    """The growth per step of the peak memory of the gradient of ``f(*args, steps)`` under
+    the memory budget ``budget``."""
+    return growth_per_step(lambda steps: mutad.gradient(
+        lambda *a: f(*a, steps), *args, memory=budget), 10, 40)
+
+
+N = 10_000
+"""Arrays whose snapshots and saved regions are all the memory that grows."""
+
+
 def damped_then_assigned(u, steps):
     """An inverted write (``u *= 0.9``) between the assignments a budget rebuilds."""
     for _ in range(steps):
@@ -70,16 +81,14 @@ def heat_with_boundaries(u, steps, r=0.3):
     return np.sum(u ** 2)
 
 
+@pytest.mark.slow
 def test_a_write_that_reads_an_element_does_not_end_the_rebuilt_writes_of_its_array():
     """Regression: a rebuilt write could not read a small temporary (an element, ``u[1]``),
     which no reference follows: ``u[0] = u[1]`` was saved instead, which ended the chain of
     rebuilt writes into ``u`` for good, and under ``memory=`` an explicit heat step with
     boundary writes grew by an array per step. Such a value is kept by the chain instead."""
-    n = 20_000
-    u = np.sin(np.linspace(0, 3, n))
-    per_step = growth_per_step(
-        lambda steps: mutad.gradient(lambda u: heat_with_boundaries(u, steps), u,
-                                     memory=4 * u.nbytes), 10, 40)
+    u = np.sin(np.linspace(0, 3, N))
+    per_step = budget_growth(heat_with_boundaries, u, budget=4 * u.nbytes)
     assert per_step < u.nbytes / 8, per_step / u.nbytes
 
 
@@ -96,31 +105,24 @@ def work_array(u, v, steps):
     return np.sum(u * v)
 
 
+@pytest.mark.slow
 def test_a_budget_costs_no_more_memory_than_saving_where_every_step_needs_a_barrier():
     """Regression: a chain whose writes read arrays written at every step kept a snapshot of
     its whole array per step (a barrier), and copies of what the replay would give back only
     within rounding (pins): with ``memory=`` the loop above grew by three arrays per step, by
     two without a budget. A chain that has used its budget on barriers now ends, and its
     later writes are saved."""
-    n = 20_000
-    u, v = np.linspace(0.1, 0.5, n), np.linspace(0.2, 0.3, n)
-
-    def growth(budget):
-        return growth_per_step(lambda steps: mutad.gradient(
-            lambda u, v: work_array(u, v, steps), u, v, memory=budget), 10, 40)
-
-    assert growth(4 * u.nbytes) < growth(None) + u.nbytes / 8
+    u, v = np.linspace(0.1, 0.5, N), np.linspace(0.2, 0.3, N)
+    assert budget_growth(work_array, u, v, budget=4 * u.nbytes) \
+        < budget_growth(work_array, u, v, budget=None) + u.nbytes / 8
 
 
 def test_an_inverted_write_does_not_end_the_rebuilt_writes_of_its_array():
     """Regression: a write undone by its inverse between two writes a budget rebuilds ended
     the chain of rebuilt writes for good, and every later write was saved again: under
     ``memory=`` the memory grew by a whole array per step, as without a budget."""
-    n = 20_000
-    u = np.sin(np.linspace(0, 3, n))
-    per_step = growth_per_step(
-        lambda steps: mutad.gradient(lambda u: damped_then_assigned(u, steps), u,
-                                     memory=4 * u.nbytes), 10, 40)
+    u = np.sin(np.linspace(0, 3, N))
+    per_step = budget_growth(damped_then_assigned, u, budget=4 * u.nbytes)
     assert per_step < u.nbytes / 8, per_step / u.nbytes
 
 

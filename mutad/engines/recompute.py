@@ -764,9 +764,13 @@ class Chain:
     buffer as it was before each write, newest first (``state_at``): from the nearest snapshot
     below, it redoes the writes in between, leaving snapshots on the way where revolve's
     schedule puts them while the budget allows (``advance``: the fewest writes redone for the
-    snapshots left), and drops those above, which it will not need again. Nothing else may
+    snapshots left), and drops those above, which it will not need again. A write into the
+    buffer undone by its inverse is redone too (it keeps its inverse as its undo), where it
+    needs no barrier; else the chain ends there. Nothing else may
     change what the redone writes read: when a buffer they depend on is written, the next
-    write starts from a snapshot kept to the end (a barrier); and where the replay will give
+    write starts from a snapshot kept to the end (a barrier), and a chain that holds as many
+    barriers as its budget has snapshots ends (its later writes are saved, as without a
+    budget, which then costs no more); and where the replay will give
     that buffer back only within rounding (an inverse), its bytes are kept first (``pin``) for
     the writes before, which then compute again exactly what they computed: a rebuilt region
     holds the bytes a checkpoint would have saved, and a budget changes no bit of the
