@@ -27,7 +27,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import CurrentRegion, Rebuild, written
+from .recompute import CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -142,7 +142,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     rebuilding = (undo.redo is not None and not several and undo.save is None
                   and recomputation is not None and recomputation.budget is not None)
     if rebuilding:
-        redo_inputs = recipe(inputs, values, None, tape)
+        redo_inputs = redone(recipe(inputs, values, None, tape), values)
     for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
         if rebuilding:
@@ -154,6 +154,10 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
             undo.growth, writing=not several)
         undos.append(chosen)
         kinds.append(kind)
+    joined = None
+    if rebuilding and kinds[0] != "rebuild":
+        # undone by its inverse: the chain of its target, if any, goes on through it
+        joined = recomputation.chain(targets[0].place, redo_inputs, undone=True)
     if decided is not None:
         decided(kinds)
     if tape.anomaly is not None:
@@ -204,8 +208,8 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
-    if type(record.undo) is Rebuild:
-        record.undo.chain.wrote(redo_inputs, places[0], undo.redo)
+    if type(record.undo) is Rebuild or joined is not None:
+        (joined or record.undo).chain.wrote(redo_inputs, places[0], undo.redo)
     if raised is not None:
         raise raised
     return record

@@ -324,6 +324,24 @@ def _reads(items):
     return depends, cost
 
 
+def redone(named, values):
+    """The inputs of a write a chain may redo (``Recomputation.chain``): ``named``, as the
+    record names them (``reverse.recipe``), less the small temporaries that no reference
+    follows (an element read, ``u[0] = u[1]``), which the replay could neither find nor
+    compute again: those by their ``values``, copied now (no more memory than a checkpoint of
+    such a write keeps, and the write no longer ends the chain)."""
+    if not any(_is_place(x) and _lost(x, v) for x, v in zip(named, values)):
+        return named
+    return tuple((v.copy() if type(v) is np.ndarray else v) if _is_place(x) and _lost(x, v)
+                 else x for x, v in zip(named, values))
+
+
+def _lost(place, value):
+    buffer = place if type(place) is Buffer else place.buffer
+    return buffer.ref is None and not buffer.constant and (
+        type(value) is not np.ndarray or small(value))
+
+
 def _reading(buffer):
     """The replay may recompute ``buffer`` from its recipe: the buffers that reads after a
     write into them (at a version above 0) must have the writes since undone."""
@@ -627,11 +645,16 @@ class Recomputation:
         self.written.clear()
         self.lazy.clear()
 
-    def chain(self, place, inputs):
+    def chain(self, place, inputs, undone=False):
         """The undo of a write into ``place`` from ``inputs`` (the places and values it reads),
         when the replay can rebuild what it overwrites (see :class:`Chain`) under the memory
-        budget; None otherwise."""
+        budget; None otherwise. ``undone``: the write is undone otherwise (by its inverse), and
+        joins the chain of its buffer, if there is one, only so that the replay can redo it
+        when it rebuilds the chain's earlier writes (what it returns is then no undo); where
+        it cannot, the chain ends there."""
         buffer = place.buffer
+        if undone and buffer.key not in self.chains:
+            return None
         array = buffer.ref() if buffer.ref is not None else None
         if self.budget is None or array is None or not buffer.c_contiguous:
             return None
@@ -646,10 +669,13 @@ class Recomputation:
         chain = self.chains.get(buffer.key)
         if chain is None:
             chain = self.chains[buffer.key] = Chain(self, buffer, array, self.budget)
+        depends = [(b, v) for b, v in pairs if b is not buffer]
+        if undone and not chain.continues(depends):
+            return None
         for source, version in pairs:
             if version:  # read as it is now by the writes the replay redoes
                 source.read = True
-        return chain.before_write(place, [(b, v) for b, v in pairs if b is not buffer])
+        return chain.before_write(place, depends)
 
 
     def overwriting(self, buffer, exact):
@@ -738,9 +764,13 @@ class Chain:
     buffer as it was before each write, newest first (``state_at``): from the nearest snapshot
     below, it redoes the writes in between, leaving snapshots on the way where revolve's
     schedule puts them while the budget allows (``advance``: the fewest writes redone for the
-    snapshots left), and drops those above, which it will not need again. Nothing else may
+    snapshots left), and drops those above, which it will not need again. A write into the
+    buffer undone by its inverse is redone too (it keeps its inverse as its undo), where it
+    needs no barrier; else the chain ends there. Nothing else may
     change what the redone writes read: when a buffer they depend on is written, the next
-    write starts from a snapshot kept to the end (a barrier); and where the replay will give
+    write starts from a snapshot kept to the end (a barrier), and a chain that holds as many
+    barriers as its budget has snapshots ends (its later writes are saved, as without a
+    budget, which then costs no more); and where the replay will give
     that buffer back only within rounding (an inverse), its bytes are kept first (``pin``) for
     the writes before, which then compute again exactly what they computed: a rebuilt region
     holds the bytes a checkpoint would have saved, and a budget changes no bit of the
@@ -777,6 +807,11 @@ class Chain:
             # rule), which cannot be redone: the chain ends, later writes are checkpointed
             return None
         if not self.snapshots or not self._unchanged():
+            if len(self.barriers) >= self.budget:
+                # what the writes read changes as often as they write (a stepper reading an
+                # array each step changes): a snapshot kept to the end per stretch would cost
+                # more than saving what the writes overwrite, so from here on they are saved
+                return None
             self._snapshot(version, barrier=True)
             self.depends = {}
         elif version % self.spacing == 0:
@@ -786,6 +821,15 @@ class Chain:
                 self.depends[b.key] = (b, v)
         self.pending = Rebuild(self, version, place)
         return self.pending
+
+    def continues(self, depends):
+        """Whether a write that reads ``depends`` and is undone otherwise can join the chain
+        without a snapshot kept to the end (a barrier), which would cost more than the write's
+        own undo: the chain's last write left the buffer as it is, and nothing the writes
+        since the last barrier read, nor what this one reads, has changed since then."""
+        if self.last is None or self.buffer.version != self.last or not self._unchanged():
+            return False
+        return all(self.depends.get(b.key, (b, v))[1] == v for b, v in depends)
 
     def pin(self, buffer):
         """``buffer``, about to be written by a write the replay undoes only within rounding:
