@@ -8,9 +8,11 @@ your state'). Each program is made afresh (``make``) for every run, NumPy's and 
 import ctypes
 import dataclasses
 import functools
+import pickle
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 import mutad
 
@@ -418,3 +420,104 @@ def test_jacfwd_runs_a_small_function_once():
     np.testing.assert_allclose(J, np.array(columns).T, rtol=1e-13)
     reference.run(X)
     assert s.u.tobytes() == reference.u.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# New arrays made by calls the mode does not follow, from plain values, that one local name
+# alone holds: an augmented assignment to the name writes traced values into them (they were
+# UntracedWriteError)
+
+SPARSE = scipy.sparse.csr_matrix(np.arange(1.0, 17.0).reshape(4, 4) % 5)
+
+
+def _column_sums_raveled(x):
+    d = np.asarray(SPARSE.sum(axis=0)).ravel()  # SciPy's np.matrix, seen as an array
+    d *= x
+    d += x * x
+    return (d * d).sum()
+
+
+def _column_sums_a1(x):
+    d = SPARSE.sum(axis=0).A1
+    d *= x
+    return (d * x).sum()
+
+
+def _column_sums_get_a(x):
+    d = SPARSE.sum(axis=0).getA()
+    d *= x
+    return (d ** 2).sum()
+
+
+def _unpickled(x):
+    y = pickle.loads(pickle.dumps(np.linspace(1.0, 2.0, 4)))
+    y *= x
+    y -= np.sin(x)
+    return (y ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_column_sums_raveled, _column_sums_a1, _column_sums_get_a,
+                               _unpickled])
+def test_an_augmented_assignment_into_a_new_array_only_its_name_holds(f):
+    check(lambda: (f, lambda: [SPARSE.data, SPARSE.indices, SPARSE.indptr]), X)
+    replayed = mutad.grad(f, replay=True)
+    for k in range(4):
+        x = X * (1.0 + 0.3 * k) - 0.1 * k
+        given = x.tobytes()
+        assert replayed(x).tobytes() == mutad.gradient(f, x)[0].tobytes()
+        assert x.tobytes() == given
+
+
+def _held_by_another_name(x):
+    y = pickle.loads(pickle.dumps(np.ones(4)))
+    z = y
+    y *= x
+    return (y + z).sum()
+
+
+def _written_by_out(x):
+    y = pickle.loads(pickle.dumps(np.ones(4)))
+    np.multiply(y, x, out=y)
+    return y.sum()
+
+
+def _viewed(x):
+    y = pickle.loads(pickle.dumps(np.ones(4)))
+    v = y[:2]
+    y *= x
+    return y.sum() + v.sum()
+
+
+def _matrix_kept(x):
+    m = SPARSE.sum(axis=0)
+    d = np.asarray(m).ravel()  # a view of the matrix m, which the function reads after
+    d *= x
+    return d.sum() + m.sum()
+
+
+CACHED = {}
+
+
+def _cached(x):
+    y = CACHED.setdefault("y", pickle.loads(pickle.dumps(np.ones(4))))
+    y *= x
+    return y.sum()
+
+
+def _over_a_buffer(x):
+    """y views a ctypes array over b, which f reads after: a copy written instead of y's memory
+    gave 1.2 where NumPy gives 2.04."""
+    b = bytearray(np.ones(4).tobytes())
+    y = np.ctypeslib.as_array((ctypes.c_double * 4).from_buffer(b))
+    y *= x
+    return (x * np.frombuffer(bytes(b))).sum()
+
+
+@pytest.mark.parametrize("f", [_held_by_another_name, _written_by_out, _viewed, _matrix_kept,
+                               _cached, _over_a_buffer])
+def test_a_write_into_a_new_array_something_else_holds_refused_with_what_to_do(f):
+    """Another name, a view, the matrix viewed, a dict would read the array's old values."""
+    for differentiate in (lambda: mutad.gradient(f, X), lambda: mutad.jvp(f, (X,), (X,))):
+        CACHED.clear()  # (an array in it made before the call is adopted: followed)
+        with pytest.raises(mutad.errors.UntracedWriteError, match=r"\(y \*= x\).*np\.array"):
+            differentiate()

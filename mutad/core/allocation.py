@@ -3698,6 +3698,82 @@ def _fresh(y, alone, bases):
         count <= _ONE_VIEW for count in bases)
 
 
+def rebound_in_place(ufunc, inputs, kwargs):
+    """``y op= x`` of a traced ``x`` into a local ``y`` of the user's code that is a new float
+    array nothing else holds, made by a call the mode does not follow from plain values
+    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``pickle.loads(...)``): the
+    statement rebinds the name to what the operator gives, so ``y`` is a constant (as np.zeros'
+    is) the traced values are written into, the array it gives. None for any other call: a
+    write into an array something else may read (another name, an object, a view: CPython's
+    reference counts, as ``_handed`` reads them) or that no name takes back is refused."""
+    out = kwargs.get("out")
+    if type(out) is not tuple or len(out) != 1 or type(out[0]) is not np.ndarray \
+            or not inputs or out[0] is not inputs[0] or not _in_mode():
+        return None
+    if _out_references(inputs, kwargs) != _ONE_LOCAL_IN_PLACE:
+        return None
+    y = out[0]
+    if y.dtype.kind not in "fc" or not y.flags.writeable or not _alone_in_its_memory(y):
+        return None
+    frame = sys._getframe(2)  # (the user's frame: NumPy's operator is compiled code)
+    if internal(frame) or not _rebinds(frame.f_code, frame.f_lasti):
+        return None
+    del kwargs["out"]
+    constant = allocate(np.copy(y, order="K"))
+    return ufunc(constant, *inputs[1:], out=constant, **kwargs)
+
+
+def _alone_in_its_memory(y):
+    """Whether nothing holds the arrays ``y`` is a view of (a SciPy matrix it views) but the
+    views of them, down to the array owning the memory (not an object of another kind, which
+    may share it: a buffer, a memory map's)."""
+    while y.base is not None:
+        y = y.base
+        if not isinstance(y, np.ndarray) or sys.getrefcount(y) > _ONE_VIEW:
+            return False
+    return True
+
+
+def _out_references(inputs, kwargs):
+    return sys.getrefcount(kwargs["out"][0])
+
+
+@functools.lru_cache(maxsize=1024)
+def _rebinds(code, lasti):
+    """Whether the instruction at ``lasti`` of ``code`` is an augmented assignment to a local
+    name (``y *= x``), whose result the name takes."""
+    instructions = list(dis.get_instructions(code))
+    for i, instruction in enumerate(instructions[:-1]):
+        if instruction.offset == lasti:
+            return instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("=") \
+                and instructions[i + 1].opname == "STORE_FAST"
+    return False
+
+
+class _Probe:
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _out_references(inputs, kwargs)
+
+
+def _in_place_references():
+    """``_out_references`` of ``y *= x`` into a local ``y`` nothing else holds (no tracing
+    function reading the frame's locals, which would hold it too)."""
+    def measured():
+        y = np.empty(1)
+        y *= _Probe()
+        return y
+
+    tracing = sys.gettrace()
+    sys.settrace(None)
+    try:
+        return measured()
+    finally:
+        sys.settrace(tracing)
+
+
+_ONE_LOCAL_IN_PLACE = _in_place_references()
+
+
 def _library_object(instance):
     """Whether ``instance`` is an object a library's module binds (``scipy.stats.norm``), or
     a library's class: the same object on every call."""

@@ -1903,7 +1903,13 @@ def untraced_write(what):
         "the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is followed, "
         "reach it by a name (a module-level or closure variable, a default argument, an "
         "attribute its code names: its writes are then followed, and its bytes written back), "
-        "or pass it as an argument.")
+        "or pass it as an argument. " + FRESH_FIX)
+
+
+FRESH_FIX = ("A new array a call made inside the function from plain values (pickle.loads, "
+             "np.asarray of a SciPy matrix) takes traced values by an augmented assignment to "
+             "the one name that holds it (y *= x), nothing else holding it (another name, a "
+             "view, an object); otherwise write into a copy of it (y = np.array(y)).")
 
 
 def lost_tangent(what):
