@@ -521,3 +521,70 @@ def test_a_write_into_a_new_array_something_else_holds_refused_with_what_to_do(f
         CACHED.clear()  # (an array in it made before the call is adopted: followed)
         with pytest.raises(mutad.errors.UntracedWriteError, match=r"\(y \*= x\).*np\.array"):
             differentiate()
+
+
+# ----------------------------------------------------------------------------------------------
+# An array of records made before the call, reached by a name: its fields written are followed
+# as a float array's (was UntracedWriteError)
+
+class Particles:
+    def __init__(self):
+        self.s = np.zeros(4, dtype=[("pos", float), ("vel", float)])
+        self.s["vel"] = [1.0, -2.0, 0.5, 3.0]
+
+    def f(self, x):
+        self.s["pos"] = x
+        self.s["vel"] *= x
+        self.s["pos"] += 0.1 * self.s["vel"]
+        return (self.s["pos"] ** 2 * self.s["vel"]).sum()
+
+
+def _records(p):
+    return [p.s["pos"].copy(), p.s["vel"].copy()]
+
+
+def test_the_fields_of_records_made_before_the_call_written():
+    reference = Particles()
+    expected = reference.f(X.copy())
+    fd = _central(lambda: (Particles().f,), X)
+    direction = np.cos(np.arange(4.0))
+    for run in (lambda f: mutad.value_and_gradient(f, X),
+                lambda f: mutad.jvp(f, (X,), (direction,))):
+        p = Particles()
+        value, derivative = run(p.f)
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        expected_derivative = fd if isinstance(derivative, tuple) else fd @ direction
+        np.testing.assert_allclose(np.squeeze(derivative), expected_derivative, rtol=1e-6)
+        assert type(p.s) is np.ndarray and p.s.tobytes() == reference.s.tobytes()
+    p, reference = Particles(), Particles()
+    replayed = mutad.grad(p.f, replay=True)
+    for k in range(4):
+        x = X * (1.0 + 0.3 * k)
+        given = x.tobytes()
+        assert replayed(x).tobytes() == mutad.gradient(reference.f, x)[0].tobytes()
+        assert p.s.tobytes() == reference.s.tobytes() and x.tobytes() == given
+
+
+def test_the_fields_of_records_made_before_written_under_nesting_refused():
+    p = Particles()
+    before = p.s.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError,
+                       match="records .* made before and written under nested"):
+        mutad.hessian(p.f, X)
+    assert p.s.tobytes() == before
+
+
+RECORDS = np.array([(1.0, 0.5), (2.0, 0.25), (3.0, 2.0), (4.0, 1.0)],
+                   dtype=[("pos", float), ("vel", float)])
+
+
+def test_records_made_before_read_under_nesting_as_numpys():
+    """Sorted or gathered, records made before the call that f reaches by a name stand in as
+    float arrays do: the records made of them under a Hessian are NumPy's, as they were."""
+    before = RECORDS.tobytes()
+    for read in (lambda: np.sort(RECORDS, order="vel")["pos"],
+                 lambda: RECORDS[[3, 1, 2, 0]]["pos"], lambda: RECORDS.copy()["vel"]):
+        w = read()
+        np.testing.assert_allclose(mutad.hessian(lambda x: (x @ read()) ** 2, X),
+                                   2 * np.outer(w, w), rtol=1e-14)
+        assert RECORDS.tobytes() == before

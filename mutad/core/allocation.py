@@ -230,16 +230,20 @@ def allocate(y, made=None):
     thread (each level's value an array of the levels outside it); the innermost's array.
     ``made``: ``(function, args, kwargs)``, the call that made it."""
     if y.dtype.names is not None and len(ACTIVE.running) > 1:
-        raise UnsupportedOperationError(
-            "an array of records (a structured dtype) allocated under nested differentiation "
-            "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
-            "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
+        raise _nested_records("allocated")
     for differentiation in ACTIVE.running:
         if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
             differentiation.recorder.refuse("an array of records (a structured dtype), "
                                             "which a replay does not redo")
         y = differentiation.constant(y, made)
     return y
+
+
+def _nested_records(how):
+    return UnsupportedOperationError(
+        f"an array of records (a structured dtype) {how} under nested differentiation "
+        "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
+        "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
 
 
 def _in_mode():
@@ -1756,8 +1760,10 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or stand_in.dtype.kind not in "fc":
+    if not running or stand_in.dtype.kind not in "fc" and not _numeric_records(stand_in.dtype):
         return None
+    if write and len(running) > 1 and stand_in.dtype.names is not None:
+        raise _nested_records("made before and written")
     plain = plain_memory(stand_in)
     return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
 
@@ -2158,6 +2164,8 @@ def made_in(y, func, args, kwargs, caller):
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
+    if y.dtype.names is not None and len(ACTIVE.running) > 1:
+        return y  # (records made before, a file's: NumPy's under nesting, their writes refused)
     if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
         return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
@@ -3245,7 +3253,7 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or value.dtype.kind not in "fc":
+            if routed_only or value.dtype.kind not in "fc" and not _numeric_records(value.dtype):
                 return None
             stand_in = value.view(Preexisting)
             stand_in.original = value

@@ -1865,9 +1865,10 @@ def _naming_a_field(frame):
 STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['pos']): mutad "
                   "follows the fields of one the function allocates with NumPy's factories "
                   "(np.zeros(n, dtype=[('pos', float), ('vel', float)]), np.empty, np.array "
-                  "of tuples), not of one made before or by np.rec or np.recarray. Allocate "
-                  "it so inside the function, or keep each field in an array of its own "
-                  "(pos = np.zeros(n); vel = np.zeros(n)).")
+                  "of tuples) or reaches by a name (self.p, a module's), not of one made "
+                  "before that it reaches otherwise or one made by np.rec or np.recarray. "
+                  "Allocate it so inside the function, or keep each field in an array of its "
+                  "own (pos = np.zeros(n); vel = np.zeros(n)).")
 
 
 def integers_out(ufunc, inputs, out, kwargs):
