@@ -28,7 +28,10 @@ intercept its factory functions:
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
   ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too,
   as are those of the other public methods of SciPy's classes among them, their bases and
-  subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``);
+  subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``); any other new
+  float array a call the mode does not follow made from plain values (``pickle.loads``,
+  ``np.asarray`` of a SciPy matrix) that one local name alone holds takes traced values by an
+  augmented assignment to the name, which rebinds it (``rebound_in_place``);
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
@@ -53,8 +56,9 @@ computed from the standard ones with the traced parameters (``_reparameterised``
 Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
 those standing for floats as their numbers (``_json_default``).
 
-Float arrays made before the differentiation started that the differentiated function reaches
-by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
+Float arrays (and arrays of numeric records) made before the differentiation started that the
+differentiated function reaches by a name (a module-level initial condition ``U0``, a
+closure's, a default's, an attribute its
 method names, or one its code names of an object or a user's module it reaches so:
 ``model.grid.u0``, ``buffers.W``) stand in as
 views of themselves (``Preexisting``), so that the arrays made from them are followed however
