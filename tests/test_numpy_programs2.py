@@ -5,9 +5,11 @@ its gradient against central differences, and the state the function changed lef
 one run of it leaves it, plain NumPy values (docs/sharp-bits.md, 'What the function leaves in
 your state'). Each program is made afresh (``make``) for every run, NumPy's and mutad's."""
 
+import copy
 import ctypes
 import dataclasses
 import functools
+import io
 import pickle
 
 import numpy as np
@@ -456,8 +458,30 @@ def _unpickled(x):
     return (y ** 2).sum()
 
 
+def _deep_copied(x):
+    y = copy.deepcopy(np.linspace(1.0, 2.0, 4))
+    y *= x
+    return (y ** 2).sum()
+
+
+def _loaded_from_bytes(x):
+    saved = io.BytesIO()
+    np.save(saved, np.linspace(1.0, 2.0, 4))
+    saved.seek(0)
+    y = np.load(saved)
+    y *= x
+    return (y ** 2).sum()
+
+
+def _from_a_bytearray(x):
+    y = np.frombuffer(bytearray(np.linspace(1.0, 2.0, 4).tobytes()))
+    y *= x
+    return (y ** 2).sum()
+
+
 @pytest.mark.parametrize("f", [_column_sums_raveled, _column_sums_a1, _column_sums_get_a,
-                               _unpickled])
+                               _unpickled, _deep_copied, _loaded_from_bytes,
+                               _from_a_bytearray])
 def test_an_augmented_assignment_into_a_new_array_only_its_name_holds(f):
     check(lambda: (f, lambda: [SPARSE.data, SPARSE.indices, SPARSE.indptr]), X)
     replayed = mutad.grad(f, replay=True)
