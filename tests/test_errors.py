@@ -53,12 +53,13 @@ def untraced_function_out(x):
     return HELD[0].sum()
 
 
-PARTICLES = np.zeros(3, dtype=[("pos", float), ("vel", float)])  # before the differentiation
+# made before the differentiation, held by a deque (one reached by a name is followed)
+PARTICLES = collections.deque([np.zeros(4, dtype=[("pos", float), ("vel", float)])])
 
 
 def structured_fields(x):
-    PARTICLES["pos"] = x
-    return PARTICLES["pos"].sum()
+    PARTICLES[0]["pos"] = x
+    return PARTICLES[0]["pos"].sum()
 
 
 INDICES = np.array([0, 1, 1, 0])

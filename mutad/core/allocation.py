@@ -28,7 +28,10 @@ intercept its factory functions:
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
   ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too,
   as are those of the other public methods of SciPy's classes among them, their bases and
-  subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``);
+  subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``); any other new
+  float array a call the mode does not follow made from plain values (``pickle.loads``,
+  ``np.asarray`` of a SciPy matrix) that one local name alone holds takes traced values by an
+  augmented assignment to the name, which rebinds it (``rebound_in_place``);
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
@@ -53,8 +56,9 @@ computed from the standard ones with the traced parameters (``_reparameterised``
 Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
 those standing for floats as their numbers (``_json_default``).
 
-Float arrays made before the differentiation started that the differentiated function reaches
-by a name (a module-level initial condition ``U0``, a closure's, a default's, an attribute its
+Float arrays (and arrays of numeric records) made before the differentiation started that the
+differentiated function reaches by a name (a module-level initial condition ``U0``, a
+closure's, a default's, an attribute its
 method names, or one its code names of an object or a user's module it reaches so:
 ``model.grid.u0``, ``buffers.W``) stand in as
 views of themselves (``Preexisting``), so that the arrays made from them are followed however
@@ -230,16 +234,20 @@ def allocate(y, made=None):
     thread (each level's value an array of the levels outside it); the innermost's array.
     ``made``: ``(function, args, kwargs)``, the call that made it."""
     if y.dtype.names is not None and len(ACTIVE.running) > 1:
-        raise UnsupportedOperationError(
-            "an array of records (a structured dtype) allocated under nested differentiation "
-            "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
-            "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
+        raise _nested_records("allocated")
     for differentiation in ACTIVE.running:
         if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
             differentiation.recorder.refuse("an array of records (a structured dtype), "
                                             "which a replay does not redo")
         y = differentiation.constant(y, made)
     return y
+
+
+def _nested_records(how):
+    return UnsupportedOperationError(
+        f"an array of records (a structured dtype) {how} under nested differentiation "
+        "(a Hessian, a gradient of a gradient): mutad follows its fields in one "
+        "differentiation. Keep each field in an array of its own (pos = np.zeros(n)).")
 
 
 def _in_mode():
@@ -1756,8 +1764,10 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or stand_in.dtype.kind not in "fc":
+    if not running or stand_in.dtype.kind not in "fc" and not _numeric_records(stand_in.dtype):
         return None
+    if write and len(running) > 1 and stand_in.dtype.names is not None:
+        raise _nested_records("made before and written")
     plain = plain_memory(stand_in)
     return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
 
@@ -2158,6 +2168,8 @@ def made_in(y, func, args, kwargs, caller):
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
+    if y.dtype.names is not None and len(ACTIVE.running) > 1:
+        return y  # (records made before, a file's: NumPy's under nesting, their writes refused)
     if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
         return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
@@ -3245,7 +3257,7 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or value.dtype.kind not in "fc":
+            if routed_only or value.dtype.kind not in "fc" and not _numeric_records(value.dtype):
                 return None
             stand_in = value.view(Preexisting)
             stand_in.original = value
@@ -3696,6 +3708,82 @@ def _fresh(y, alone, bases):
     program reads."""
     return type(y) is np.ndarray and alone and y.dtype.kind in "fc" and all(
         count <= _ONE_VIEW for count in bases)
+
+
+def rebound_in_place(ufunc, inputs, kwargs):
+    """``y op= x`` of a traced ``x`` into a local ``y`` of the user's code that is a new float
+    array nothing else holds, made by a call the mode does not follow from plain values
+    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``pickle.loads(...)``): the
+    statement rebinds the name to what the operator gives, so ``y`` is a constant (as np.zeros'
+    is) the traced values are written into, the array it gives. None for any other call: a
+    write into an array something else may read (another name, an object, a view: CPython's
+    reference counts, as ``_handed`` reads them) or that no name takes back is refused."""
+    out = kwargs.get("out")
+    if type(out) is not tuple or len(out) != 1 or type(out[0]) is not np.ndarray \
+            or not inputs or out[0] is not inputs[0] or not _in_mode():
+        return None
+    if _out_references(inputs, kwargs) != _ONE_LOCAL_IN_PLACE:
+        return None
+    y = out[0]
+    if y.dtype.kind not in "fc" or not y.flags.writeable or not _alone_in_its_memory(y):
+        return None
+    frame = sys._getframe(2)  # (the user's frame: NumPy's operator is compiled code)
+    if internal(frame) or not _rebinds(frame.f_code, frame.f_lasti):
+        return None
+    del kwargs["out"]
+    constant = allocate(np.copy(y, order="K"))
+    return ufunc(constant, *inputs[1:], out=constant, **kwargs)
+
+
+def _alone_in_its_memory(y):
+    """Whether nothing holds the arrays ``y`` is a view of (a SciPy matrix it views) but the
+    views of them, down to the array owning the memory (not an object of another kind, which
+    may share it: a buffer, a memory map's)."""
+    while y.base is not None:
+        y = y.base
+        if not isinstance(y, np.ndarray) or sys.getrefcount(y) > _ONE_VIEW:
+            return False
+    return True
+
+
+def _out_references(inputs, kwargs):
+    return sys.getrefcount(kwargs["out"][0])
+
+
+@functools.lru_cache(maxsize=1024)
+def _rebinds(code, lasti):
+    """Whether the instruction at ``lasti`` of ``code`` is an augmented assignment to a local
+    name (``y *= x``), whose result the name takes."""
+    instructions = list(dis.get_instructions(code))
+    for i, instruction in enumerate(instructions[:-1]):
+        if instruction.offset == lasti:
+            return instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("=") \
+                and instructions[i + 1].opname == "STORE_FAST"
+    return False
+
+
+class _Probe:
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _out_references(inputs, kwargs)
+
+
+def _in_place_references():
+    """``_out_references`` of ``y *= x`` into a local ``y`` nothing else holds (no tracing
+    function reading the frame's locals, which would hold it too)."""
+    def measured():
+        y = np.empty(1)
+        y *= _Probe()
+        return y
+
+    tracing = sys.gettrace()
+    sys.settrace(None)
+    try:
+        return measured()
+    finally:
+        sys.settrace(tracing)
+
+
+_ONE_LOCAL_IN_PLACE = _in_place_references()
 
 
 def _library_object(instance):

@@ -1865,9 +1865,10 @@ def _naming_a_field(frame):
 STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['pos']): mutad "
                   "follows the fields of one the function allocates with NumPy's factories "
                   "(np.zeros(n, dtype=[('pos', float), ('vel', float)]), np.empty, np.array "
-                  "of tuples), not of one made before or by np.rec or np.recarray. Allocate "
-                  "it so inside the function, or keep each field in an array of its own "
-                  "(pos = np.zeros(n); vel = np.zeros(n)).")
+                  "of tuples) or reaches by a name (self.p, a module's), not of one made "
+                  "before that it reaches otherwise or one made by np.rec or np.recarray. "
+                  "Allocate it so inside the function, or keep each field in an array of its "
+                  "own (pos = np.zeros(n); vel = np.zeros(n)).")
 
 
 def integers_out(ufunc, inputs, out, kwargs):
@@ -1903,7 +1904,13 @@ def untraced_write(what):
         "the function (np.zeros, np.empty, u = U0.copy(), np.array(a)), which is followed, "
         "reach it by a name (a module-level or closure variable, a default argument, an "
         "attribute its code names: its writes are then followed, and its bytes written back), "
-        "or pass it as an argument.")
+        "or pass it as an argument. " + FRESH_FIX)
+
+
+FRESH_FIX = ("A new array a call made inside the function from plain values (pickle.loads, "
+             "np.asarray of a SciPy matrix) takes traced values by an augmented assignment to "
+             "the one name that holds it (y *= x), nothing else holding it (another name, a "
+             "view, an object); otherwise write into a copy of it (y = np.array(y)).")
 
 
 def lost_tangent(what):

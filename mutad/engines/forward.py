@@ -24,9 +24,10 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, plain_memory, stand_in_value, stands_in,
+                               lists_as_arrays, plain_memory, rebound_in_place,
+                               stand_in_value, stands_in,
                                ufunc_operands, without_derivative)
-from .arraylike import (SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
+from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
@@ -615,7 +616,8 @@ def _target(out, level, carries_tangent, name, key=None):
             f"{name}: a value with a tangent was written into an array that carries none (one "
             "created before jvp started, or by an enclosing differentiation), so its tangent "
             "would be lost. Allocate the destination inside the function jvp differentiates: "
-            "arrays created there (np.zeros, np.empty, np.array, ...) carry tangents.")
+            "arrays created there (np.zeros, np.empty, np.array, ...) carry tangents. "
+            + FRESH_FIX)
     return None
 
 
@@ -962,6 +964,10 @@ class Dual(ArrayMethods):
         self.value, self.tangent, self.owner = other.value, other.tangent, other.owner
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method == "__call__" and type(kwargs.get("out")) is tuple:
+            rebound = rebound_in_place(ufunc, inputs, kwargs)  # y *= x, y a new plain array
+            if rebound is not None:
+                return rebound
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
         if method == "__call__" and any(type(x) in (list, tuple) or converted_by_numpy(x)

@@ -639,9 +639,12 @@ class ForwardDifferentiation(Differentiation):
         return self.lift(y)
 
     def _adopted(self, x, first):
-        """``adopt``: a private copy with a zero tangent, as an argument's."""
+        """``adopt``: a private copy with a zero tangent, as an argument's (of an array of
+        records, which is no argument, a copy of it as this level's constant)."""
         if not wrapped(x) and id(owner(x)) not in self.copies:
             self.apart.add(id(owner(x)))
+        if x.dtype.names is not None and not wrapped(x):
+            return self.lift(np.copy(x))
         return self._leaf(x, None)
 
     @property

@@ -43,8 +43,8 @@ import types
 
 import numpy as np
 
-from ..core.allocation import (Preexisting, lists_as_arrays, stand_in_value, stands_in,
-                               without_derivative)
+from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
+                               stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, out_computation, put_abs_right, records_function,
@@ -143,6 +143,10 @@ class TracedDispatch:
                 result = numpys_scalar_operator(ufunc, inputs)
                 if result is not None:
                     return result
+        if method == "__call__" and type(kwargs.get("out")) is tuple:
+            rebound = rebound_in_place(ufunc, inputs, kwargs)  # y *= x, y a new plain array
+            if rebound is not None:
+                return rebound
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
         if method == "__call__" and len(kwargs.get("out") or ()) > 1:
