@@ -203,3 +203,59 @@ def test_jvp_of_solve_with_a_matrix_made_in_f_beside_a_nan():
     assert bits(y) == bits(f(x.copy()))
     np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
                                                (np.array([0.0, 1.0]),))[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# An einsum of three or more operands took NumPy's einsum of the cotangent (or the tangent) with
+# the other operands: a zero weight beside W's NaN made the whole contraction NaN, where the
+# derivative along x of w W x is w W, finite in every column. And a compiled replay's loop of
+# dot products checks a scalar cotangent, or the product, before it calls product_times: the
+# same derivative as the traced one.
+
+@pytest.mark.parametrize("infinity", [nan, np.inf])
+def test_an_einsum_of_three_operands_beside_a_nan_or_an_infinity(infinity):
+    w = np.array([1.0, 0.0])
+    m = np.array([[1.0, 2.0, 3.0, 4.0], [infinity, 1.0, 1.0, 1.0]])
+
+    def f(x):
+        x *= 1.0  # in place
+        return np.einsum("i,ij,j->", w, m, x)
+
+    x = np.array([nan, 1.0, 2.0, 3.0])
+    caller = x.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(x.copy()))
+    assert caller.tobytes() == x.tobytes()
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0, 4.0])
+    for k in range(1, 4):  # the value reads x[0]'s NaN: the tangent, along e_k, does not
+        _, t = mutad.jvp(f, (x.copy(),), (np.eye(4)[k],))
+        assert t == g[k]
+
+
+def test_an_einsum_of_three_operands_counts_infinite_terms_of_both_signs():
+    # along x: the terms w_i m_ij of column j: inf + 1 (inf), inf - inf (NaN), -inf (-inf),
+    # 0 * NaN (zero: finite, the sum of the others)
+    w = np.array([1.0, 1.0, 0.0])
+    m = np.array([[inf, inf, -inf, 1.0], [1.0, -inf, 1.0, 2.0], [5.0, 5.0, 5.0, nan]])
+    g = mutad.gradient(lambda x: np.einsum("i,ij,j->", w, m, x), np.ones(4))[0]
+    np.testing.assert_array_equal(g, [inf, nan, -inf, 3.0])
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_a_loop_of_dot_products_beside_a_nan_in_a_row_it_weighs_by_zero(replay):
+    def f(a, x):
+        y = np.zeros(3)
+        for i in range(3):
+            y[i] = a[i, :] @ x
+        return y[0] - y[2] + 0.0 * y[1]
+
+    a = np.arange(1.0, 10.0).reshape(3, 3)
+    a[1, 2] = nan
+    x = np.array([1.0, 2.0, 3.0])
+    gradient = mutad.grad(f, argnums=(0, 1), replay=replay)
+    for _ in range(3):  # replay: the recording, the compiled replay, a replay
+        caller = a.copy(), x.copy()
+        ga, gx = gradient(*caller)
+        assert caller[0].tobytes() == a.tobytes() and caller[1].tobytes() == x.tobytes()
+        np.testing.assert_array_equal(ga, [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, -2.0, -3.0]])
+        np.testing.assert_array_equal(gx, a[0] - a[2])

@@ -109,10 +109,9 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
     reached = set(output).union(*others)
     target = "".join(c for c in unique if c in reached)
     subscripts = ",".join([output, *others]) + "->" + target
-    if len(other_operands) == 1:  # a zero cotangent beside a NaN contributes zero
-        g = product_times(functools.partial(np.einsum, subscripts), dy, other_operands[0])
-    else:
-        g = np.einsum(subscripts, dy, *other_operands, optimize=bool(others))
+    # a zero cotangent beside a NaN contributes zero
+    g = product_times(functools.partial(np.einsum, subscripts, optimize=len(others) > 1),
+                      dy, *other_operands)
     g = np.broadcast_to(np.reshape(g, [sizes[c] if c in target else 1 for c in unique]),
                         [sizes[c] for c in unique])
     if len(unique) < len(term):
