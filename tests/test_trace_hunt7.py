@@ -259,3 +259,37 @@ def test_a_loop_of_dot_products_beside_a_nan_in_a_row_it_weighs_by_zero(replay):
         assert caller[0].tobytes() == a.tobytes() and caller[1].tobytes() == x.tobytes()
         np.testing.assert_array_equal(ga, [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, -2.0, -3.0]])
         np.testing.assert_array_equal(gx, a[0] - a[2])
+
+
+# ----------------------------------------------------------------------------------------------
+# solve's and lstsq's cotangents of A are products of the cotangent with the solution (or the
+# right-hand side): a column of b holding a NaN, which the loss does not read, has a zero
+# cotangent, and NumPy's products made all of A's cotangent NaN. Its derivative is the one
+# without that column.
+
+_SQUARE = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+_TALL = np.array([[4.0, 1.0], [1.0, 3.0], [0.0, 1.0]])
+_NAN_COLUMN = np.array([[1.0, nan], [2.0, 1.0], [3.0, 1.0]])
+
+
+@pytest.mark.parametrize("solver, a", [
+    (lambda a, b: np.linalg.solve(a, b)[:, 0].sum(), _SQUARE),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _SQUARE),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _TALL),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[1][0], _TALL),
+], ids=["solve", "lstsq", "lstsq tall", "lstsq residual"])
+def test_a_solver_beside_a_column_of_b_holding_a_nan(solver, a):
+    def f(a):
+        a *= 1.0  # in place
+        return solver(a, _NAN_COLUMN)
+
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    expected = mutad.gradient(lambda a: solver(a, _NAN_COLUMN[:, :1]), a.copy())[0]
+    np.testing.assert_allclose(g, expected, rtol=1e-14, atol=1e-15)
+    assert np.isfinite(g).all()
+    direction = np.ones_like(a)
+    _, t = mutad.jvp(f, (a.copy(),), (direction,))
+    np.testing.assert_allclose(t, np.sum(expected * direction), rtol=1e-13)

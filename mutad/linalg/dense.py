@@ -97,13 +97,14 @@ def numpy_solve(a, b):
     is_vector = np.ndim(b) == 1  # NumPy 2: b is a vector only when it is 1-d
 
     def back(dx):
-        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1), a zero column of b̄ (of
+        # x̄) contributing zero beside a NaN of x
         if is_vector:
             db = np.linalg.solve(transpose(a), dx[..., None])[..., 0]
-            da = -db[..., :, None] * x[..., None, :]
+            da = -product_times(np.multiply, db[..., :, None], x[..., None, :])
         else:
             db = np.linalg.solve(transpose(a), dx)
-            da = -(db @ transpose(x))
+            da = -product_times(np.matmul, db, transpose(x))
         return unbroadcast(da, np.shape(a)), unbroadcast(db, np.shape(b))
 
     return x, back
@@ -217,13 +218,13 @@ def numpy_lstsq(a, b, rcond=None):
         b2 = b[:, None] if is_vector else b
         # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv);
         # ᴴ for ᵀ for complex values, here and below.
-        db = adjoint(p) @ dx2
-        da = pinv_back(dx2 @ adjoint(b2))[0]
+        db = adjoint(p) @ dx2  # (a zero column of x̄ contributes zero beside a NaN of b)
+        da = pinv_back(product_times(np.matmul, dx2, adjoint(b2)))[0]
         if np.size(residuals):
             # r_k = |b_k - A x_k|²; x is optimal, so only the explicit A, b dependence counts
             # (envelope theorem): r̄ gives Ā = -2 r̄ (b - A x) xᵀ, b̄ = 2 r̄ (b - A x).
-            weighted = 2.0 * (b2 - a @ x2) * dresiduals
-            da = da - weighted @ adjoint(x2)
+            weighted = product_times(np.multiply, 2.0 * (b2 - a @ x2), dresiduals)
+            da = da - product_times(np.matmul, weighted, adjoint(x2))
             db = db + weighted
         if np.any(ds):
             # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ), as the
@@ -249,8 +250,8 @@ def numpy_lstsq_jvp(tangents, a, b, rcond=None):
     dx2 = 0.0 if db2 is None else p @ db2
     moved = 0.0 if db2 is None else db2
     if da is not None:
-        dx2 = dx2 + _pinv_tangent(a, p, da) @ b2
-        moved = moved - da @ x2
+        dx2 = dx2 + product_times(np.matmul, _pinv_tangent(a, p, da), b2)
+        moved = moved - product_times(np.matmul, da, x2)
     if not np.size(residuals):
         dresiduals = np.zeros_like(residuals)
     elif np.iscomplexobj(x2) or np.iscomplexobj(moved):  # dr = 2 Re <b - A x, db - dA x>
