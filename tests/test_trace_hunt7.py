@@ -3,6 +3,7 @@ each checked against NumPy's own run bit for bit; every one failed before its fi
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import mutad
 
@@ -277,7 +278,15 @@ _NAN_COLUMN = np.array([[1.0, nan], [2.0, 1.0], [3.0, 1.0]])
     (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _SQUARE),
     (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _TALL),
     (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[1][0], _TALL),
-], ids=["solve", "lstsq", "lstsq tall", "lstsq residual"])
+    (lambda a, b: scipy.linalg.solve(a, b, check_finite=False)[:, 0].sum(), _SQUARE),
+    (lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True, check_finite=False)[:, 0].sum(),
+     _SQUARE),
+    (lambda a, b: scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b,
+                                        check_finite=False)[:, 0].sum(), _SQUARE),
+    (lambda a, b: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b,
+                                         check_finite=False)[:, 0].sum(), _SQUARE),
+], ids=["solve", "lstsq", "lstsq tall", "lstsq residual", "scipy solve", "solve_triangular",
+        "lu_solve", "cho_solve"])
 def test_a_solver_beside_a_column_of_b_holding_a_nan(solver, a):
     def f(a):
         a *= 1.0  # in place
@@ -293,3 +302,20 @@ def test_a_solver_beside_a_column_of_b_holding_a_nan(solver, a):
     direction = np.ones_like(a)
     _, t = mutad.jvp(f, (a.copy(),), (direction,))
     np.testing.assert_allclose(t, np.sum(expected * direction), rtol=1e-13)
+
+
+@pytest.mark.parametrize("solver", [
+    lambda a, b: scipy.linalg.solve(a, b, check_finite=False),
+    lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True, check_finite=False),
+    lambda a, b: scipy.linalg.solve_toeplitz(a[:, 0], b, check_finite=False),
+], ids=["scipy solve", "solve_triangular", "solve_toeplitz"])
+def test_jvp_of_a_scipy_solver_with_a_matrix_made_in_f_beside_a_nan(solver):
+    # the matrix made in f has a tangent of zeros: its term dA x was 0 * NaN where x is NaN
+    def f(x):
+        return solver(np.eye(2) * 2.0, np.array([x[1], x[0]]))
+
+    x = np.array([nan, 3.0])
+    y, t = mutad.jvp(f, (x.copy(),), (np.array([0.0, 1.0]),))
+    assert bits(y) == bits(f(x.copy()))
+    np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
+                                               (np.array([0.0, 1.0]),))[1])

@@ -425,7 +425,7 @@ def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False
     if da is not None:
         # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
         da = _on_read_entries(da, assume_a)
-        dm_x = (transpose(da) if transposed else da) @ x
+        dm_x = product_times(np.matmul, transpose(da) if transposed else da, x)
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, solve(a, rhs, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
 
