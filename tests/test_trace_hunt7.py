@@ -319,3 +319,30 @@ def test_jvp_of_a_scipy_solver_with_a_matrix_made_in_f_beside_a_nan(solver):
     assert bits(y) == bits(f(x.copy()))
     np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
                                                (np.array([0.0, 1.0]),))[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# inv's and matrix_power's rules took NumPy's products Yᵀ Ȳ Yᵀ and the powers of A: a zero of
+# the cotangent (or of the tangent, or of the identity the powers began with) met the NaN of
+# diag(NaN, 1), whose inverse and square are finite at [1, 1]; the derivative there is finite.
+
+_DIAGONAL_NAN = np.array([[nan, 0.0], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("function, gradient", [
+    (lambda a: np.linalg.matrix_power(a, 2)[1, 1], [[0.0, 0.0], [0.0, 2.0]]),
+    (lambda a: np.linalg.inv(a)[1, 1], [[0.0, 0.0], [nan, -1.0]]),  # Ā[1, 0] = -Y[1, 1] Y[0, 1]
+], ids=["matrix_power", "inv"])
+def test_inv_and_matrix_power_beside_a_nan_they_do_not_spread(function, gradient):
+    def f(a):
+        a *= 1.0  # in place
+        return function(a)
+
+    a = _DIAGONAL_NAN
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    np.testing.assert_array_equal(g, gradient)
+    _, t = mutad.jvp(f, (a.copy(),), (np.array([[0.0, 0.0], [0.0, 1.0]]),))
+    assert t == gradient[1][1]

@@ -73,6 +73,16 @@ def det_tangent(a, y, da):
 # np.linalg: inverses and solves
 
 
+def _chained(u, v, w):
+    return u @ v @ w
+
+
+def sandwich(u, v, w):
+    """``u @ v @ w``, each of its terms a ``product_times`` one: a zero of the middle factor (a
+    cotangent or a tangent) contributes zero beside a NaN of the outer ones."""
+    return product_times(_chained, u, v, w)
+
+
 @defrule(np.linalg.inv, leading=1)
 def numpy_inv(a):
     y = np.linalg.inv(a)
@@ -80,7 +90,7 @@ def numpy_inv(a):
     def back(dy):
         # dY = -Y dA Y  (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
         y_t = transpose(y)
-        return (-(y_t @ dy @ y_t),)
+        return (-sandwich(y_t, dy, y_t),)
 
     return y, back
 
@@ -88,7 +98,7 @@ def numpy_inv(a):
 @defjvp(np.linalg.inv)
 def numpy_inv_jvp(tangents, a):
     y = np.linalg.inv(a)
-    return y, -(y @ tangents[0] @ y)  # Giles 2008, §3.1
+    return y, -sandwich(y, tangents[0], y)  # Giles 2008, §3.1
 
 
 @defrule(np.linalg.solve, leading=2)
@@ -177,13 +187,15 @@ def numpy_matrix_power(a, n):
     def back(dy):
         # Y = B^m: dY = Σ_k B^k dB B^(m-1-k), so B̄ = Σ_k (Bᵀ)^k Ȳ (Bᵀ)^(m-1-k).
         base_t = transpose(base)
+        # (Bᵀ)^k as sums of terms, each a product_times one: NumPy's products would spread a
+        # NaN of B through the zeros beside it, into terms whose derivative is finite
         powers = [np.broadcast_to(np.eye(base.shape[-1], like=memory(base)), base.shape)]
-        for _ in range(count - 1):
-            powers.append(powers[-1] @ base_t)
-        db = sum((powers[k] @ dy @ powers[count - 1 - k] for k in range(count)),
+        for k in range(count - 1):
+            powers.append(product_times(np.matmul, powers[-1], base_t) if k else base_t)
+        db = sum((sandwich(powers[k], dy, powers[count - 1 - k]) for k in range(count)),
                  start=np.zeros_like(dy))
         if n < 0:  # B = A⁻¹: Ā = -Bᵀ B̄ Bᵀ
-            db = -(base_t @ db @ base_t)
+            db = -sandwich(base_t, db, base_t)
         return (db,)
 
     return y, back
@@ -197,11 +209,13 @@ def numpy_matrix_power_jvp(tangents, a, n):
     base, dbase = a, tangents[0]
     if n < 0:  # B = A⁻¹, dB = -B dA B
         base = np.linalg.inv(a)
-        dbase = -(base @ dbase @ base)
+        dbase = -sandwich(base, dbase, base)
     # d(B^k B) = d(B^k) B + B^k dB, from B^1 up to B^|n|
     power, dpower = base, dbase
     for _ in range(abs(n) - 1):
-        power, dpower = power @ base, dpower @ base + power @ dbase
+        power, dpower = (product_times(np.matmul, power, base),
+                         product_times(np.matmul, dpower, base)
+                         + product_times(np.matmul, power, dbase))
     return y, dpower
 
 
