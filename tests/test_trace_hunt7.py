@@ -3,6 +3,7 @@ each checked against NumPy's own run bit for bit; every one failed before its fi
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import mutad
 
@@ -203,3 +204,145 @@ def test_jvp_of_solve_with_a_matrix_made_in_f_beside_a_nan():
     assert bits(y) == bits(f(x.copy()))
     np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
                                                (np.array([0.0, 1.0]),))[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# An einsum of three or more operands took NumPy's einsum of the cotangent (or the tangent) with
+# the other operands: a zero weight beside W's NaN made the whole contraction NaN, where the
+# derivative along x of w W x is w W, finite in every column. And a compiled replay's loop of
+# dot products checks a scalar cotangent, or the product, before it calls product_times: the
+# same derivative as the traced one.
+
+@pytest.mark.parametrize("infinity", [nan, np.inf])
+def test_an_einsum_of_three_operands_beside_a_nan_or_an_infinity(infinity):
+    w = np.array([1.0, 0.0])
+    m = np.array([[1.0, 2.0, 3.0, 4.0], [infinity, 1.0, 1.0, 1.0]])
+
+    def f(x):
+        x *= 1.0  # in place
+        return np.einsum("i,ij,j->", w, m, x)
+
+    x = np.array([nan, 1.0, 2.0, 3.0])
+    caller = x.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(x.copy()))
+    assert caller.tobytes() == x.tobytes()
+    np.testing.assert_array_equal(g, [1.0, 2.0, 3.0, 4.0])
+    for k in range(1, 4):  # the value reads x[0]'s NaN: the tangent, along e_k, does not
+        _, t = mutad.jvp(f, (x.copy(),), (np.eye(4)[k],))
+        assert t == g[k]
+
+
+def test_an_einsum_of_three_operands_counts_infinite_terms_of_both_signs():
+    # along x: the terms w_i m_ij of column j: inf + 1 (inf), inf - inf (NaN), -inf (-inf),
+    # 0 * NaN (zero: finite, the sum of the others)
+    w = np.array([1.0, 1.0, 0.0])
+    m = np.array([[inf, inf, -inf, 1.0], [1.0, -inf, 1.0, 2.0], [5.0, 5.0, 5.0, nan]])
+    g = mutad.gradient(lambda x: np.einsum("i,ij,j->", w, m, x), np.ones(4))[0]
+    np.testing.assert_array_equal(g, [inf, nan, -inf, 3.0])
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_a_loop_of_dot_products_beside_a_nan_in_a_row_it_weighs_by_zero(replay):
+    def f(a, x):
+        y = np.zeros(3)
+        for i in range(3):
+            y[i] = a[i, :] @ x
+        return y[0] - y[2] + 0.0 * y[1]
+
+    a = np.arange(1.0, 10.0).reshape(3, 3)
+    a[1, 2] = nan
+    x = np.array([1.0, 2.0, 3.0])
+    gradient = mutad.grad(f, argnums=(0, 1), replay=replay)
+    for _ in range(3):  # replay: the recording, the compiled replay, a replay
+        caller = a.copy(), x.copy()
+        ga, gx = gradient(*caller)
+        assert caller[0].tobytes() == a.tobytes() and caller[1].tobytes() == x.tobytes()
+        np.testing.assert_array_equal(ga, [[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [-1.0, -2.0, -3.0]])
+        np.testing.assert_array_equal(gx, a[0] - a[2])
+
+
+# ----------------------------------------------------------------------------------------------
+# solve's and lstsq's cotangents of A are products of the cotangent with the solution (or the
+# right-hand side): a column of b holding a NaN, which the loss does not read, has a zero
+# cotangent, and NumPy's products made all of A's cotangent NaN. Its derivative is the one
+# without that column.
+
+_SQUARE = np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]])
+_TALL = np.array([[4.0, 1.0], [1.0, 3.0], [0.0, 1.0]])
+_NAN_COLUMN = np.array([[1.0, nan], [2.0, 1.0], [3.0, 1.0]])
+
+
+@pytest.mark.parametrize("solver, a", [
+    (lambda a, b: np.linalg.solve(a, b)[:, 0].sum(), _SQUARE),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _SQUARE),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0][:, 0].sum(), _TALL),
+    (lambda a, b: np.linalg.lstsq(a, b, rcond=None)[1][0], _TALL),
+    (lambda a, b: scipy.linalg.solve(a, b, check_finite=False)[:, 0].sum(), _SQUARE),
+    (lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True, check_finite=False)[:, 0].sum(),
+     _SQUARE),
+    (lambda a, b: scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b,
+                                        check_finite=False)[:, 0].sum(), _SQUARE),
+    (lambda a, b: scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b,
+                                         check_finite=False)[:, 0].sum(), _SQUARE),
+], ids=["solve", "lstsq", "lstsq tall", "lstsq residual", "scipy solve", "solve_triangular",
+        "lu_solve", "cho_solve"])
+def test_a_solver_beside_a_column_of_b_holding_a_nan(solver, a):
+    def f(a):
+        a *= 1.0  # in place
+        return solver(a, _NAN_COLUMN)
+
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    expected = mutad.gradient(lambda a: solver(a, _NAN_COLUMN[:, :1]), a.copy())[0]
+    np.testing.assert_allclose(g, expected, rtol=1e-14, atol=1e-15)
+    assert np.isfinite(g).all()
+    direction = np.ones_like(a)
+    _, t = mutad.jvp(f, (a.copy(),), (direction,))
+    np.testing.assert_allclose(t, np.sum(expected * direction), rtol=1e-13)
+
+
+@pytest.mark.parametrize("solver", [
+    lambda a, b: scipy.linalg.solve(a, b, check_finite=False),
+    lambda a, b: scipy.linalg.solve_triangular(a, b, lower=True, check_finite=False),
+    lambda a, b: scipy.linalg.solve_toeplitz(a[:, 0], b, check_finite=False),
+], ids=["scipy solve", "solve_triangular", "solve_toeplitz"])
+def test_jvp_of_a_scipy_solver_with_a_matrix_made_in_f_beside_a_nan(solver):
+    # the matrix made in f has a tangent of zeros: its term dA x was 0 * NaN where x is NaN
+    def f(x):
+        return solver(np.eye(2) * 2.0, np.array([x[1], x[0]]))
+
+    x = np.array([nan, 3.0])
+    y, t = mutad.jvp(f, (x.copy(),), (np.array([0.0, 1.0]),))
+    assert bits(y) == bits(f(x.copy()))
+    np.testing.assert_array_equal(t, mutad.jvp(f, (np.array([1.0, 3.0]),),
+                                               (np.array([0.0, 1.0]),))[1])
+
+
+# ----------------------------------------------------------------------------------------------
+# inv's and matrix_power's rules took NumPy's products Yᵀ Ȳ Yᵀ and the powers of A: a zero of
+# the cotangent (or of the tangent, or of the identity the powers began with) met the NaN of
+# diag(NaN, 1), whose inverse and square are finite at [1, 1]; the derivative there is finite.
+
+_DIAGONAL_NAN = np.array([[nan, 0.0], [0.0, 1.0]])
+
+
+@pytest.mark.parametrize("function, gradient", [
+    (lambda a: np.linalg.matrix_power(a, 2)[1, 1], [[0.0, 0.0], [0.0, 2.0]]),
+    (lambda a: np.linalg.inv(a)[1, 1], [[0.0, 0.0], [nan, -1.0]]),  # Ā[1, 0] = -Y[1, 1] Y[0, 1]
+], ids=["matrix_power", "inv"])
+def test_inv_and_matrix_power_beside_a_nan_they_do_not_spread(function, gradient):
+    def f(a):
+        a *= 1.0  # in place
+        return function(a)
+
+    a = _DIAGONAL_NAN
+    caller = a.copy()
+    value, (g,) = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    np.testing.assert_array_equal(g, gradient)
+    _, t = mutad.jvp(f, (a.copy(),), (np.array([[0.0, 0.0], [0.0, 1.0]]),))
+    assert t == gradient[1][1]

@@ -699,11 +699,12 @@ def vanishes(tangent):
     return type(tangent) is np.ndarray and not tangent.any()
 
 
-def _with_operands(call, args, kwargs, i, j, u, v):
-    """``call(*args, **kwargs)`` with positional arguments ``i`` and ``j`` replaced by ``u`` and
-    ``v``: a product rule's term, as a function of the two factors."""
+def _with_operands(call, args, kwargs, places, *values):
+    """``call(*args, **kwargs)`` with the positional arguments at ``places`` replaced by
+    ``values``: a product rule's term, as a function of its factors."""
     args = list(args)
-    args[i], args[j] = u, v
+    for i, value in zip(places, values, strict=True):
+        args[i] = value
     return call(*args, **kwargs)
 
 
@@ -711,8 +712,8 @@ def defmultilinear(*funcs, operands=None, product=None):
     """Declare the forward rules of ``funcs``, linear in each of the positional arguments
     ``operands`` separately (all of them if None, but for strings and lists: einsum's
     subscripts): the product rule, one term per operand that carries a tangent. ``product``:
-    how a term of two operands is taken, ``product(term, tangent, other)`` for ``term`` the
-    function of both (``engines.products.product_times``); else the call with the tangent."""
+    how a term is taken, ``product(term, *factors)`` for ``term`` the function of the linear
+    operands (``engines.products.product_times``); else the call with the tangent."""
 
     def multilinear_jvp(func):
         call = _callable(func)
@@ -725,10 +726,10 @@ def defmultilinear(*funcs, operands=None, product=None):
             for i, t in enumerate(tangents):
                 if t is None or i not in linear or vanishes(t):
                     continue
-                if product is not None and len(linear) == 2:
-                    j = linear[1 - linear.index(i)]
-                    term = product(functools.partial(_with_operands, call, args, kwargs, i, j),
-                                   t, args[j])
+                if product is not None:
+                    factors = [t if j == i else args[j] for j in linear]
+                    term = product(functools.partial(_with_operands, call, args, kwargs, linear),
+                                   *factors)
                 else:
                     term = call(*args[:i], t, *args[i + 1:], **kwargs)
                 dy = term if dy is None else dy + term

@@ -272,20 +272,20 @@ def times_scalar(d, p):
 ZERO = np.float64(0.0)
 
 
-def product_times(f, x, y):
-    """``f(x, y)`` for ``f`` bilinear, a sum of products of an element of ``x`` and one of ``y``
-    (a matrix product, a two-operand einsum), with each product a ``times``: a term with a zero
-    factor contributes zero, whatever the other (a zero cotangent of one output beside a NaN
-    of an operand in a column it does not read; a zero tangent beside an infinity), as the
+def product_times(f, *factors):
+    """``f(*factors)`` for ``f`` multilinear, a sum of products of one element of each factor
+    (a matrix product, an einsum), with each product a ``times``: a term with a zero factor
+    contributes zero, whatever the others (a zero cotangent of one output beside a NaN of an
+    operand in a column it does not read; a zero tangent beside an infinity), as the
     elementwise rules' products do, where NumPy's sum of them would be NaN.
 
-    Where that is finite (one reduction, of the product) it is ``f(x, y)``, bit for bit: no
-    term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite parts,
-    and the others are counted by ``f`` of indicators, which sums ones where a term is of a
-    kind: an element is NaN where a NaN term meets no zero, or infinite terms of both signs,
-    else the sign of its infinite terms, else the finite sum. Arrays an enclosing
-    differentiation traces, on a device, or not of a real float type, are ``f(x, y)``."""
-    product = f(x, y)
+    Where that is finite (one reduction, of the product) it is ``f(*factors)``, bit for bit:
+    no term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite
+    parts, and the others are counted by ``f`` of indicators, which sums ones (or signs) where
+    a term is of a kind: an element is NaN where a NaN term meets no zero, or infinite terms
+    of both signs, else the sign of its infinite terms, else the finite sum. Factors an
+    enclosing differentiation traces, on a device, or not of a real float type: ``f``'s."""
+    product = f(*factors)
     # finite: then no term was 0 * inf or NaN, and every one is NumPy's (the sum of squares
     # warns of no inf - inf; it says no for a huge element, which costs only time)
     if type(product) is np.ndarray:
@@ -296,23 +296,26 @@ def product_times(f, x, y):
             return product
     elif not isinstance(product, np.floating) or math.isfinite(product):
         return product  # (or traced by an enclosing differentiation, or a device's)
-    if not (type(x) is np.ndarray and type(y) is np.ndarray and x.dtype.kind == "f"
-            and y.dtype.kind == "f"):
+    if not all(type(x) is np.ndarray and x.dtype.kind == "f" for x in factors):
         return product
 
-    def count(u, v):
-        return f(u.astype(np.float64), v.astype(np.float64)) > 0
+    def count(*indicators):  # exact: sums of at most 2**53 terms of -1, 0 and 1
+        return f(*(u.astype(np.float64) for u in indicators))
 
-    finite_x, finite_y = np.isfinite(x), np.isfinite(y)
-    value = f(np.where(finite_x, x, 0), np.where(finite_y, y, 0))
-    nan = count(np.isnan(x), y != 0) | count(x != 0, np.isnan(y))
-    up_x, down_x = x == np.inf, x == -np.inf
-    up_y, down_y = y == np.inf, y == -np.inf
-    above_x, below_x = finite_x & (x > 0), finite_x & (x < 0)
-    up = (count(up_x, y > 0) | count(down_x, y < 0) | count(above_x, up_y)
-          | count(below_x, down_y))
-    down = (count(up_x, y < 0) | count(down_x, y > 0) | count(above_x, down_y)
-            | count(below_x, up_y))
+    finite = [np.isfinite(x) for x in factors]
+    value = f(*(np.where(ok, x, 0) for ok, x in zip(finite, factors, strict=True)))
+    nonzero = [x != 0 for x in factors]
+    nan = np.zeros(np.shape(product), bool)
+    for k, x in enumerate(factors):  # a NaN factor and no zero one
+        nan |= count(*nonzero[:k], np.isnan(x), *nonzero[k + 1:]) > 0
+    # the terms of no zero or NaN factor, and of those the finite ones: by sign, those of an
+    # infinite factor are the difference
+    numbers = [np.sign(np.where(np.isnan(x), 0, x)) for x in factors]
+    size, signed = count(*map(abs, numbers)), count(*numbers)
+    finite_numbers = [np.where(ok, s, 0) for ok, s in zip(finite, numbers, strict=True)]
+    finite_size, finite_signed = count(*map(abs, finite_numbers)), count(*finite_numbers)
+    up = size + signed > finite_size + finite_signed
+    down = size - signed > finite_size - finite_signed
     value = np.where(up, np.inf, np.where(down, -np.inf, value))
     value = np.where(nan | (up & down), np.nan, value).astype(np.result_type(product))
     return value if type(product) is np.ndarray else value[()]

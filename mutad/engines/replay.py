@@ -1623,7 +1623,8 @@ class Function:
             g = f"g{i}"
             lines.append(f"{g} = " + expressions[i].format(
                 *held, dy=dy, product_times=code.bind(product_times),
-                multiply=code.bind(np.multiply), matmul=code.bind(np.matmul)))
+                multiply=code.bind(np.multiply), matmul=code.bind(np.matmul),
+                isfinite=code.bind(math.isfinite)))
             if type(place) is Buffer and place.c_contiguous and short(place):
                 lines += code.add(place, g)
             elif place.whole or overlapping(place):

@@ -29,6 +29,7 @@ façades over these modules; the products (einsum, matmul, ...) stay a rule fami
 import numpy as np
 
 from ..core.errors import UnsupportedOperationError
+from ..engines.products import product_times
 from ..rules._helpers import symmetric_part, transpose
 
 
@@ -79,10 +80,12 @@ def real_diagonal(m):
 
 
 def times_transpose(u, v):
-    """``u vᵀ``, a 1-d ``u`` and ``v`` being columns (their outer product)."""
+    """``u vᵀ``, a 1-d ``u`` and ``v`` being columns (their outer product), each term a
+    ``product_times`` one: a zero column of a cotangent ``u`` contributes zero beside a NaN of
+    the solution ``v`` (a column of a right-hand side the loss does not read)."""
     if np.ndim(u) == 1:
-        return np.outer(u, v)
-    return u @ transpose(v)
+        return product_times(np.outer, u, v)
+    return product_times(np.matmul, u, transpose(v))
 
 
 def is_transposed(trans):

@@ -73,6 +73,16 @@ def det_tangent(a, y, da):
 # np.linalg: inverses and solves
 
 
+def _chained(u, v, w):
+    return u @ v @ w
+
+
+def sandwich(u, v, w):
+    """``u @ v @ w``, each of its terms a ``product_times`` one: a zero of the middle factor (a
+    cotangent or a tangent) contributes zero beside a NaN of the outer ones."""
+    return product_times(_chained, u, v, w)
+
+
 @defrule(np.linalg.inv, leading=1)
 def numpy_inv(a):
     y = np.linalg.inv(a)
@@ -80,7 +90,7 @@ def numpy_inv(a):
     def back(dy):
         # dY = -Y dA Y  (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
         y_t = transpose(y)
-        return (-(y_t @ dy @ y_t),)
+        return (-sandwich(y_t, dy, y_t),)
 
     return y, back
 
@@ -88,7 +98,7 @@ def numpy_inv(a):
 @defjvp(np.linalg.inv)
 def numpy_inv_jvp(tangents, a):
     y = np.linalg.inv(a)
-    return y, -(y @ tangents[0] @ y)  # Giles 2008, §3.1
+    return y, -sandwich(y, tangents[0], y)  # Giles 2008, §3.1
 
 
 @defrule(np.linalg.solve, leading=2)
@@ -97,13 +107,14 @@ def numpy_solve(a, b):
     is_vector = np.ndim(b) == 1  # NumPy 2: b is a vector only when it is 1-d
 
     def back(dx):
-        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1).
+        # x = A⁻¹ b: b̄ = A⁻ᵀ x̄ and Ā = -b̄ xᵀ (Giles 2008, §3.1), a zero column of b̄ (of
+        # x̄) contributing zero beside a NaN of x
         if is_vector:
             db = np.linalg.solve(transpose(a), dx[..., None])[..., 0]
-            da = -db[..., :, None] * x[..., None, :]
+            da = -product_times(np.multiply, db[..., :, None], x[..., None, :])
         else:
             db = np.linalg.solve(transpose(a), dx)
-            da = -(db @ transpose(x))
+            da = -product_times(np.matmul, db, transpose(x))
         return unbroadcast(da, np.shape(a)), unbroadcast(db, np.shape(b))
 
     return x, back
@@ -176,13 +187,15 @@ def numpy_matrix_power(a, n):
     def back(dy):
         # Y = B^m: dY = Σ_k B^k dB B^(m-1-k), so B̄ = Σ_k (Bᵀ)^k Ȳ (Bᵀ)^(m-1-k).
         base_t = transpose(base)
+        # (Bᵀ)^k as sums of terms, each a product_times one: NumPy's products would spread a
+        # NaN of B through the zeros beside it, into terms whose derivative is finite
         powers = [np.broadcast_to(np.eye(base.shape[-1], like=memory(base)), base.shape)]
-        for _ in range(count - 1):
-            powers.append(powers[-1] @ base_t)
-        db = sum((powers[k] @ dy @ powers[count - 1 - k] for k in range(count)),
+        for k in range(count - 1):
+            powers.append(product_times(np.matmul, powers[-1], base_t) if k else base_t)
+        db = sum((sandwich(powers[k], dy, powers[count - 1 - k]) for k in range(count)),
                  start=np.zeros_like(dy))
         if n < 0:  # B = A⁻¹: Ā = -Bᵀ B̄ Bᵀ
-            db = -(base_t @ db @ base_t)
+            db = -sandwich(base_t, db, base_t)
         return (db,)
 
     return y, back
@@ -196,11 +209,13 @@ def numpy_matrix_power_jvp(tangents, a, n):
     base, dbase = a, tangents[0]
     if n < 0:  # B = A⁻¹, dB = -B dA B
         base = np.linalg.inv(a)
-        dbase = -(base @ dbase @ base)
+        dbase = -sandwich(base, dbase, base)
     # d(B^k B) = d(B^k) B + B^k dB, from B^1 up to B^|n|
     power, dpower = base, dbase
     for _ in range(abs(n) - 1):
-        power, dpower = power @ base, dpower @ base + power @ dbase
+        power, dpower = (product_times(np.matmul, power, base),
+                         product_times(np.matmul, dpower, base)
+                         + product_times(np.matmul, power, dbase))
     return y, dpower
 
 
@@ -217,13 +232,13 @@ def numpy_lstsq(a, b, rcond=None):
         b2 = b[:, None] if is_vector else b
         # x = P b with P = pinv(A) (full rank): b̄ = Pᵀ x̄, and Ā from P̄ = x̄ bᵀ (see pinv);
         # ᴴ for ᵀ for complex values, here and below.
-        db = adjoint(p) @ dx2
-        da = pinv_back(dx2 @ adjoint(b2))[0]
+        db = adjoint(p) @ dx2  # (a zero column of x̄ contributes zero beside a NaN of b)
+        da = pinv_back(product_times(np.matmul, dx2, adjoint(b2)))[0]
         if np.size(residuals):
             # r_k = |b_k - A x_k|²; x is optimal, so only the explicit A, b dependence counts
             # (envelope theorem): r̄ gives Ā = -2 r̄ (b - A x) xᵀ, b̄ = 2 r̄ (b - A x).
-            weighted = 2.0 * (b2 - a @ x2) * dresiduals
-            da = da - weighted @ adjoint(x2)
+            weighted = product_times(np.multiply, 2.0 * (b2 - a @ x2), dresiduals)
+            da = da - product_times(np.matmul, weighted, adjoint(x2))
             db = db + weighted
         if np.any(ds):
             # Singular values: σ̄ gives Ā = U diag(σ̄) Vᵀ (Giles 2008, §3.2; vt is Vᴴ), as the
@@ -249,8 +264,8 @@ def numpy_lstsq_jvp(tangents, a, b, rcond=None):
     dx2 = 0.0 if db2 is None else p @ db2
     moved = 0.0 if db2 is None else db2
     if da is not None:
-        dx2 = dx2 + _pinv_tangent(a, p, da) @ b2
-        moved = moved - da @ x2
+        dx2 = dx2 + product_times(np.matmul, _pinv_tangent(a, p, da), b2)
+        moved = moved - product_times(np.matmul, da, x2)
     if not np.size(residuals):
         dresiduals = np.zeros_like(residuals)
     elif np.iscomplexobj(x2) or np.iscomplexobj(moved):  # dr = 2 Re <b - A x, db - dA x>
@@ -424,7 +439,7 @@ def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False
     if da is not None:
         # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
         da = _on_read_entries(da, assume_a)
-        dm_x = (transpose(da) if transposed else da) @ x
+        dm_x = product_times(np.matmul, transpose(da) if transposed else da, x)
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, solve(a, rhs, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
 

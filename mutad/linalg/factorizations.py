@@ -27,6 +27,7 @@ from ..core.registry import complex_aware, defjvp, defrule
 from ..rules._helpers import require_symmetric, symmetric_part, transpose
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
+from ..engines.products import product_times
 from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import memory
 from .spectral import REPEATED_ULPS
@@ -347,7 +348,7 @@ def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=Fa
     if da is not None:
         # dx = M⁻¹ (db - dM x), dM the tangent of the triangle solve_triangular reads.
         dt = _read_triangle(da, lower, unit_diagonal)
-        dm_x = (transpose(dt) if is_transposed(trans) else dt) @ x
+        dm_x = product_times(np.matmul, transpose(dt) if is_transposed(trans) else dt, x)
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
 

@@ -21,6 +21,7 @@ from ..core.errors import (ComplexInputError, InvalidArgumentError, NotPositiveD
                           UnsupportedArrayError)
 from ..engines.reverse import Traced
 from ..core.views import may_overlap, memory, wrapped
+from ._common import times_transpose
 from . import factorizations as dispatching
 from .factorizations import (cholesky_tangent, lu_tangent, lu_tangent_times, permutation,
                              solve_lower)
@@ -559,7 +560,7 @@ def _lu_solve_rule(packed, pivots, b, growth=1.0):
         if dpacked is not None:
             # Ā = -b̄ xᵀ; the factored M is A (or Aᵀ), M = P L U with dM = P (dL U + L dU):
             # L̄ = strict lower of Pᵀ M̄ Uᵀ, Ū = upper of Lᵀ Pᵀ M̄.
-            M_bar = -(np.outer(db, x) if x.ndim == 1 else db @ x.T)
+            M_bar = -times_transpose(db, x)
             if not same:
                 M_bar = M_bar.T
             _swap_rows(M_bar, pivots, reverse=False)  # Pᵀ M̄

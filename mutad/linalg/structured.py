@@ -13,6 +13,7 @@ import scipy.linalg as _linalg
 from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
 from ..scipy._adjoints import scipy_adjoint, stands_in_for
+from ..engines.products import product_times
 from ._common import times_transpose
 
 solve_banded, solveh_banded, cho_solve_banded, solve_toeplitz = map(scipy_adjoint, (
@@ -255,7 +256,8 @@ def _solve_toeplitz_jvp(tangents, c_or_cr, b, check_finite=True):
     if dc is not None or dr is not None:
         dt = toeplitz(np.zeros_like(c) if dc is None else dc,
                       np.zeros_like(r) if dr is None else dr)
-        rhs = -(dt @ x) if rhs is None else rhs - dt @ x
+        dt_x = product_times(np.matmul, dt, x)  # (a zero tangent beside a NaN of x: zero)
+        rhs = -dt_x if rhs is None else rhs - dt_x
     if rhs is None:
         return x, None
     return x, solve_toeplitz((c, r) if given else c, rhs, check_finite=False)
