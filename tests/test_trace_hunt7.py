@@ -1,6 +1,8 @@
 """Wrong answers found in traced, forward and second-order differentiation at special values,
 each checked against NumPy's own run bit for bit; every one failed before its fix."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -346,3 +348,27 @@ def test_inv_and_matrix_power_beside_a_nan_they_do_not_spread(function, gradient
     np.testing.assert_array_equal(g, gradient)
     _, t = mutad.jvp(f, (a.copy(),), (np.array([[0.0, 0.0], [0.0, 1.0]]),))
     assert t == gradient[1][1]
+
+
+def test_checking_a_product_for_infinities_warns_of_no_overflow_of_its_own():
+    """Regression: whether a (co)tangent product needs its zero-times-infinity mask was checked
+    by a dot product of it with itself (or a sum) that overflows for elements past 1e154, and
+    NumPy warned of that overflow ("overflow encountered in dot, in the gradient of
+    np.multiply"; under ``np.errstate(over="raise")`` it raised) where the program's own
+    arithmetic overflows nowhere: traced, forward, and in the lines of a compiled replay."""
+    x = np.array([1.0, 2.0, 3.0])
+    A = np.array([[1e305, 0.0], [0.0, 2.0]])
+    w = np.full(3, 1e200)
+    big = np.full((200, 300), 1e300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            assert mutad.gradient(lambda x: (np.ones((2, 3)) * x * w).sum(), x)[0].tolist() \
+                == [2e200] * 3
+            assert mutad.gradient(lambda x: (big * x[0]).sum(), x)[0][0] == np.sum(big)
+            assert mutad.gradient(lambda x: (A @ x[:2]).sum(), x)[0].tolist() == [1e305, 2.0, 0.0]
+            y, dy = mutad.jvp(lambda x: A @ x[:2], (x,), (np.ones(3),))
+            assert dy.tolist() == [1e305, 2.0]
+            g = mutad.grad(lambda x: (A @ x[:2]).sum() + np.dot(x[:2], A[0]), replay=True)
+            for k in range(4):
+                assert g(x * (k + 1)).tolist() == [2e305, 2.0, 0.0]

@@ -118,7 +118,8 @@ def _times(dy, p, out):
 
 def _finite(p):
     """Whether every element of ``p`` is finite; may say no for a few huge ones (|p|² overflows
-    in the dot product that checks a contiguous array at memory speed), which costs only time."""
+    in the dot product that checks a short array, the sum a long one), which costs only time
+    and raises or warns of nothing, whatever ``np.errstate`` says."""
     kind = type(p)
     if kind is float:
         return math.isfinite(p)
@@ -130,12 +131,12 @@ def _finite(p):
         p = p.view(p.real.dtype) if p.ndim and p.flags.c_contiguous else np.abs(p)
     elif p.dtype.kind != "f":
         return True
-    dimensions = p.ndim
-    if dimensions == 0:
+    if p.ndim == 0:
         return math.isfinite(p)
-    if dimensions == 1 and p.size <= UNTHREADED:  # the method: a third of np.vdot's cost
-        return math.isfinite(p.dot(p))
-    return math.isfinite(np.add.reduce(p, axis=None))
+    if p.size <= UNTHREADED:  # (NumPy's vdot, unlike ndarray.dot, warns of no overflow)
+        return math.isfinite(_vdot(p, p))
+    with np.errstate(all="ignore"):  # a sum past the largest float: a no, not a warning
+        return math.isfinite(np.add.reduce(p, axis=None))
 
 
 _vdot = getattr(np.vdot, "_implementation", np.vdot)
@@ -286,13 +287,9 @@ def product_times(f, *factors):
     of both signs, else the sign of its infinite terms, else the finite sum. Factors an
     enclosing differentiation traces, on a device, or not of a real float type: ``f``'s."""
     product = f(*factors)
-    # finite: then no term was 0 * inf or NaN, and every one is NumPy's (the sum of squares
-    # warns of no inf - inf; it says no for a huge element, which costs only time)
+    # finite: then no term was 0 * inf or NaN, and every one is NumPy's
     if type(product) is np.ndarray:
-        if product.dtype.kind != "f":
-            return product
-        flat = product if product.ndim == 1 else product.reshape(-1)
-        if math.isfinite(flat.dot(flat)) or np.isfinite(product).all():
+        if product.dtype.kind != "f" or _finite(product) or np.isfinite(product).all():
             return product
     elif not isinstance(product, np.floating) or math.isfinite(product):
         return product  # (or traced by an enclosing differentiation, or a device's)

@@ -107,7 +107,7 @@ from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elemen
                           read_by_partials, short, unbroadcast, write_cotangents)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
-from .products import UNTHREADED, product_times, times
+from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
 from .inplace import on_constants, record_constant_write
@@ -1624,7 +1624,7 @@ class Function:
             lines.append(f"{g} = " + expressions[i].format(
                 *held, dy=dy, product_times=code.bind(product_times),
                 multiply=code.bind(np.multiply), matmul=code.bind(np.matmul),
-                isfinite=code.bind(math.isfinite)))
+                isfinite=code.bind(math.isfinite), vdot=code.bind(_vdot)))
             if type(place) is Buffer and place.c_contiguous and short(place):
                 lines += code.add(place, g)
             elif place.whole or overlapping(place):

@@ -342,14 +342,15 @@ def _matrix_vector_back(dy, a, b):
 
 
 # The same products as Python expressions of ``dy``, the operands ``{0}``, ``{1}``, and
-# ``{product_times}``, ``{multiply}``, ``{matmul}`` and ``{isfinite}``, which a compiled replay
+# ``{product_times}``, ``{multiply}``, ``{matmul}``, ``{isfinite}`` and ``{vdot}`` (NumPy's, which
+# warns of no overflow: ``products._finite``), which a compiled replay
 # writes as lines of its own (in a loop of dot products, the call is a fifth). Where a scalar
 # cotangent is finite and not zero, no term is 0 * inf or 0 * NaN, and where the product is
 # finite no term was either: then the product is ``product_times``', which is called only
 # past these checks (no pass over the product, no call: a sixth of a loop of dot products)
 _FINITE_DY = ("({dy} * {%d} if {isfinite}({dy}) and {dy} else"
               " {product_times}({multiply}, {dy}, {%d}))")
-_FINITE_MATMUL = ("(pm if {isfinite}((pm := {matmul}(%s)).dot(pm))"
+_FINITE_MATMUL = ("(pm if {isfinite}({vdot}(pm := {matmul}(%s), pm))"
                   " else {product_times}({matmul}, %s))")
 setattr(_dot_back, "lines", (_FINITE_DY % (1, 1), _FINITE_DY % (0, 0)))
 setattr(_vector_matrix_back, "lines", (_FINITE_MATMUL % (("{1}, {dy}",) * 2),
