@@ -3404,7 +3404,7 @@ def _methods(obj, names):
     override calls its base's through ``super()``), a property's getter, a static method's and
     a class method's function, bound as Python binds them; and an object's special methods,
     which syntax runs without naming them (``obj(x)``, ``obj[k] = v``, ``obj += u``, ``for v
-    in obj``), but those that make it."""
+    in obj``), but those that make it and those NumPy calls to convert it (``_CONVERTING``)."""
     cls = obj if isinstance(obj, type) else type(obj)
     methods = []
     for base in cls.__mro__:
@@ -3412,7 +3412,7 @@ def _methods(obj, names):
             continue
         wanted = set(names) if cls is obj else set(names) | {
             name for name in vars(base) if name.startswith("__") and name.endswith("__")
-            and name not in _MAKING}
+            and name not in _MAKING and name not in _CONVERTING}
         for name in wanted & vars(base).keys():
             member = vars(base)[name]
             if type(member) is property:
@@ -3429,6 +3429,13 @@ def _methods(obj, names):
 _MAKING = {"__init__", "__new__", "__init_subclass__", "__class_getitem__", "__del__",
            "__set_name__"}
 """Special methods that make (or unmake) an object, which no syntax on it runs (``_methods``)."""
+
+_CONVERTING = {"__array__", "__array_interface__", "__array_struct__", "__array_priority__",
+               "__array_ufunc__", "__array_function__", "__buffer__", "__dlpack__",
+               "__dlpack_device__"}
+"""Special methods by which NumPy converts an object of the user's (``np.asarray(obj)``, ``x *
+obj``), which must give NumPy's own arrays: the attributes they read are not followed through
+them (``_methods``), else a stand-in of ``self.value`` would reach NumPy from ``__array__``."""
 
 
 def _holders(obj):
