@@ -191,13 +191,18 @@ def test_output_dtype_rounds_as_scipy_does(rng):
                       + (x * x).sum(), x, rtol=1e-3, atol=1e-3, step=1e-2)
 
 
-def test_an_output_made_outside_the_function_is_followed_and_written_back(rng):
-    """An output made before the call, reached by a closure: the filter's write adopts it."""
+def test_an_output_made_outside_the_function_is_followed_and_left_as_numpy_leaves_it(rng):
+    """An output made before the call, reached by a closure: the filter's write adopts it, and
+    it holds the filtered values afterwards, NumPy's plain ones (docs/sharp-bits.md, 'What
+    the function leaves in your state')."""
     x, out = rng.normal(size=(5, 4)), np.zeros((5, 4))
+    before = x.tobytes()
     expected = mutad.gradient(lambda x: (gaussian_filter(x, 1.0) ** 2).sum(), x)[0]
     got = mutad.gradient(lambda x: (gaussian_filter(x, 1.0, output=out) ** 2).sum(), x)[0]
     assert got.tobytes() == expected.tobytes()
-    assert not out.any()
+    assert type(out) is np.ndarray and out.tobytes() == gaussian_filter(x, 1.0).tobytes()
+    assert x.tobytes() == before
+    out[...] = 0.0
     held = collections.deque([out])  # reached only through a deque: not followed
     with pytest.raises(UntracedWriteError, match="allocate the output"):
         mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=held[0]).sum(), x)
