@@ -1268,10 +1268,10 @@ class TracedMatrix:
     def __rmatmul__(self, other):  # (np.matmul's operands as they are, a matrix of the result)
         return TracedMatrix(_as_matrix_rows(_matrix_operand(other) @ self.array))
 
-    def item(self, *args):
+    def item(self, *args: Any) -> Any:
         return self.array.item(*args)
 
-    def tolist(self):
+    def tolist(self) -> Any:
         return self.array.tolist()
 
     def getI(self) -> TracedMatrix:  # np.matrix's: the inverse, or the pseudo-inverse
