@@ -116,6 +116,13 @@ WARNING_CASES = [
 ]
 
 
+def _heard_differentiating(f, x, mode):
+    """The warnings heard while ``f`` is differentiated at ``x``, in reverse or forward mode."""
+    if mode == "gradient":
+        return _heard(lambda: mutad.value_and_gradient(f, x))
+    return _heard(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
+
+
 @pytest.mark.parametrize("mode", ["gradient", "jvp"])
 @pytest.mark.parametrize("case", range(len(WARNING_CASES)))
 def test_warnings_are_numpys_once(case, mode):
@@ -124,10 +131,7 @@ def test_warnings_are_numpys_once(case, mode):
     before = x.tobytes()
     expected = _heard(lambda: f(x.copy()))
     assert expected  # each case warns in NumPy's own run
-    if mode == "gradient":
-        heard = _heard(lambda: mutad.value_and_gradient(f, x))
-    else:
-        heard = _heard(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
+    heard = _heard_differentiating(f, x, mode)
     assert x.tobytes() == before
     assert _own(heard) == expected
 
@@ -159,10 +163,7 @@ def test_scipys_precision_warning_is_given(values, statistic, mode):
     x = np.array(values)
     before = x.tobytes()
     expected = _heard(lambda: f(x.copy()))
-    if mode == "gradient":
-        heard = _heard(lambda: mutad.value_and_gradient(f, x))
-    else:
-        heard = _heard(lambda: mutad.jvp(f, (x,), (np.ones_like(x),)))
+    heard = _heard_differentiating(f, x, mode)
     assert x.tobytes() == before
     assert _own(heard) == expected
 
