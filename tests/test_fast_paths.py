@@ -836,15 +836,84 @@ def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mod
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(12))
     if special:
-        payload = np.array([0x7FF8_0000_0000_0321], np.uint64).view(np.float64)[0]
-        args = tuple(np.concatenate([[payload, -0.0, np.inf], a.ravel()])[:a.size]
-                     .reshape(a.shape) for a in args)
+        args = _with_special_values(args)
     with np.errstate(all="ignore"):
         folded = _bits(_by_every_mode(f, args))
         for unfolded in ("fold_reads", "fold_written"):
             with monkeypatch.context() as patched:
                 patched.setattr(reverse, unfolded, lambda records, errors_of=None: None)
                 assert _bits(_by_every_mode(f, args)) == folded, unfolded
+
+
+def _gathered_back_by_the_shadows_view(gathered_back):
+    """``gathered_back`` (``elementwise._gathered_back``) by ``Shadows.of`` alone: a buffer
+    read from is named by a place that is all of it (no shadow found by the buffer's key)."""
+
+    def general(shadows, dy, inputs, repeats):
+        source, key = inputs
+        if type(source) is Buffer:
+            source = Place(source, True, 0, source.shape, source.strides, source.dtype)
+        gathered_back(shadows, dy, (source, key), repeats)
+
+    return general
+
+
+_NEVER_LENT = np.empty((0, 0, 0, 0), np.int8)
+"""A spare of ``Shadows`` no cotangent is like (``Shadows.empty_like`` never takes it)."""
+
+
+def _write_pullback_through_its_cotangents(write_pullback):
+    """``write_pullback`` (``elementwise.write_pullback``) by ``write_cotangents`` for every
+    undo: with a spare lent before, which it lets go of after the cotangents (not this one,
+    which no cotangent takes)."""
+
+    def general(record, shadows, dy):
+        if shadows.spare is None:
+            shadows.spare = _NEVER_LENT
+        try:
+            write_pullback(record, shadows, dy)
+        finally:
+            if shadows.spare is _NEVER_LENT:
+                shadows.spare = None
+
+    return general
+
+
+def _with_special_values(args):
+    """``args`` with their first elements a NaN (with a payload), -0.0 and infinity."""
+    payload = np.array([0x7FF8_0000_0000_0321], np.uint64).view(np.float64)[0]
+    return tuple(np.concatenate([[payload, -0.0, np.inf], a.ravel()])[:a.size]
+                 .reshape(a.shape) for a in args)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["statements", "read", "written", "seidel", "cholesky",
+                                  "aliases", "overwritten"])
+def test_the_reverse_shortcuts_of_elements_give_the_general_paths_bits_in_every_mode(
+        name, special, monkeypatch):
+    """The reverse pass's shortcuts for a scalar loop, a read's cotangent added into its
+    buffer's shadow found by key (``elementwise._gathered_back``) and a write's pullback
+    straight to its cotangents where nothing is lent (``elementwise.write_pullback``), against
+    ``Shadows.of`` and ``write_cotangents`` for every one: the same values and derivatives bit
+    for bit, by each policy, under a budget and anomaly detection, recorded and replayed,
+    nested and beside forward mode; with NaN (a payload), infinities and signed zeros too."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(16))
+    if special:
+        args = _with_special_values(args)
+    with np.errstate(all="ignore"):
+        lean = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(elementwise, "_gathered_back",
+                            _gathered_back_by_the_shadows_view(elementwise._gathered_back))
+            # (plans made afresh: each holds the pullback it was made with)
+            patched.setattr(operations, "write_pullback",
+                            _write_pullback_through_its_cotangents(operations.write_pullback))
+            patched.setattr(operations, "_ELEMENT_PLANS", {})
+            patched.setattr(operations.WritePlan, "_shared", {})
+            assert _bits(_by_every_mode(f, args)) == lean
 
 
 def test_products_of_traced_operands_are_recorded_as_their_plain_functions():

@@ -359,7 +359,10 @@ class Shadows:
             entry = self.entries.get(place.buffer.key)
             if entry is None:
                 return None
-            flat = self._flat(self._own(entry))
+            # (``_own`` and ``_flat`` have nothing to do for a shadow of its own memory
+            # already mapped flat: a scalar loop writes one buffer's elements many times)
+            flat = entry[2] if entry[3] is None and entry[2] is not None else \
+                self._flat(self._own(entry))
             # (read and zeroed by its index in the flat shadow, as ``_view`` maps it, without
             # making a view of it: the same value, the same element zeroed)
             if type(flat) is NDARRAY and flat.dtype is place.dtype \

@@ -198,9 +198,17 @@ def _gathered_back(shadows, dy, inputs, repeats):
     source, key = inputs
     if repeats:
         shadows.add_at(source, key, dy)
-    else:  # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
-        region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
-        region[key] += dy
+        return
+    if type(dy) is NDARRAY and type(source) is Buffer:
+        # (``shadows.of``'s answer where the whole buffer's shadow exists, of its own memory:
+        # that shadow; a scalar loop reads each element many times)
+        entry = shadows.entries.get(source.key)
+        if entry is not None and entry[3] is None:
+            entry[1][key] += dy
+            return
+    # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
+    region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
+    region[key] += dy
 
 
 class ElementsRead(OneOutput):
@@ -616,6 +624,14 @@ def write_pullback(record, shadows, dy):
         y = state[2] if rule.uses == "y" else state[2](*kept[:len(record.inputs)],
                                                        **(record.settings or {}))
     undo = record.undo
+    if type(undo) is not CopyBack and shadows.spare is None:
+        # (``write_cotangents`` where nothing is lent, now or before, and
+        # ``elementwise_cotangents``' first question, asked here: a scalar loop's writes)
+        if type(dy) is NDARRAY and dy.nbytes < SHORT and dy.flags.writeable:
+            _small_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+        else:
+            elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1])
+        return
     write_cotangents(shadows, rule, dy, y, record.inputs, kept, state[1],
                      undo.lent() if type(undo) is CopyBack and undo.lends else None)
 

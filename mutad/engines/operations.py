@@ -685,13 +685,22 @@ def assign(target, value, element=False):
 _UNSAFE = {"casting": "unsafe"}
 
 
-def write_element(target, value, plain):
+def write_element(target, value, plain, pattern=1):
     """``target[...] = value`` for ``target`` one element (a 0-d view) of a real traced array,
     not a constant, and ``value`` a traced value of its tape and dtype (``plain``, its
     value), neither a number nor a constant, outside a recording: ``_write_elementwise``,
     whose questions ``tracing.setitem`` answered (the destination is writable, the value is
-    not the target: no position), by the plan that is always the same."""
-    _write_element(_ELEMENT_PLANS.get(1) or _element_plan(1), value.tape, target, value, plain)
+    not the target: no position), by the plan that is always the same (``pattern`` 0: of a
+    Python number, ``write_number``'s). The write is recorded by ``record_element_write``,
+    which skips the steps that cannot apply to it (no inverse on offer, nothing kept), or else
+    by the plan itself."""
+    plan = _ELEMENT_PLANS.get(pattern) or _element_plan(pattern)
+    tape = target.tape
+    # (ASSIGNMENT keeps no operand and offers no inverse: write_kept's kept is [None] and its
+    # state the plan's partials, as record_element_write takes them)
+    if record_element_write(plan.primitive, plan.ufunc, target, (value,), [plain],
+                            plan.partials, plan.pullback, tape) is None:
+        plan.run(tape, _destination(target), (value,), [plain], None)
 
 
 def write_number(target, value):
@@ -699,23 +708,12 @@ def write_number(target, value):
     not a constant, and ``value`` a Python float or int, outside a recording: a number is no
     operand at the target's position, and no gradient reaches it; the write by the plan of a
     constant."""
-    _write_element(_ELEMENT_PLANS.get(0) or _element_plan(0), target.tape, target, value, value)
+    write_element(target, value, value, 0)
 
 
 _ELEMENT_PLANS = {}
 """The ``WritePlan`` of ``assign(..., element=True)`` by the pattern of its value (1: traced, 0:
 a Python number), each made at its first use."""
-
-
-def _write_element(plan, tape, target, value, plain):
-    """``plan.run`` of an element plan: its write of ``value`` (``plain``, its value) into the
-    element ``target``, recorded by ``record_element_write``, which skips the steps that cannot
-    apply to it (no inverse on offer, nothing kept), or else by the plan itself."""
-    # (ASSIGNMENT keeps no operand and offers no inverse: write_kept's kept is [None] and its
-    # state the plan's partials, as record_element_write takes them)
-    if record_element_write(plan.primitive, plan.ufunc, target, (value,), [plain],
-                            plan.partials, plan.pullback, tape) is None:
-        plan.run(tape, _destination(target), (value,), [plain], None)
 
 
 def _element_plan(pattern):

@@ -64,7 +64,7 @@ from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, values_at, view_of)
 from ..core.shadows import Buffer, overlapping
-from ..core.views import NDARRAY, same_region, views, writeable
+from ..core.views import NDARRAY, WRITEABLE, same_region, views
 from .writes import CopyBack, Reads, Undo
 
 
@@ -486,7 +486,8 @@ def _element_written(x, key, value):
     target, tape = x.value, x.tape
     if type(target) is not NDARRAY or not x.whole or tape.recorder is not None \
             or tape.outer is not None or tape.anomaly is not None \
-            or target.dtype.kind != "f" or target.base is not None or not writeable(target):
+            or target.dtype.kind != "f" or target.base is not None \
+            or not target.flags.num & WRITEABLE:  # (``writeable`` of a plain array)
         return False
     if not _one_element(key, target.ndim):
         return False
@@ -499,7 +500,7 @@ def _element_written(x, key, value):
     source, buffer = value.value, value.buffer
     if value.tape is not tape or type(source) is not NDARRAY or source.ndim \
             or source.base is not None or buffer is x.buffer or buffer.weak or buffer.constant \
-            or source.dtype != target.dtype or writeable(source):
+            or source.dtype != target.dtype or source.flags.num & WRITEABLE:
         return False
     x.buffer.constant = False  # a constant written with a traced value is traced
     write_element(view_of(x, target[index], tape), value, source)
