@@ -396,6 +396,47 @@ def test_the_fast_paths_give_the_general_paths_records_and_gradients(name, monke
     assert fast_records == general_records
 
 
+def _large_operands(a, b):
+    """Operations on arrays large enough to be recomputed (``recompute.SMALL``): their records
+    hold stand-ins for what they read, beside small arrays kept as they are."""
+    s = np.sin(a)
+    small = a[:4] * s[:4]  # (a record keeps this part of ``s``: its buffer is marked kept)
+    t = s * b + a * a
+    u = np.tanh(t) * s
+    return np.sum(u * t) + np.sum(small * small)
+
+
+def _held(f, args):
+    """What the records of ``f(*args)`` hold after its forward pass: for each, the kind of
+    each value it keeps (an array, a stand-in, a number) and of the reference each buffer it
+    names holds to its array (``Buffer.ref``: none, tracked, kept by a record, held)."""
+
+    def buffers(items):
+        for p in items:
+            if type(p) in (list, tuple):
+                yield from buffers(p)
+            elif type(p) in (Buffer, Place):
+                yield p.buffer
+
+    with ReverseDifferentiation("restore") as d:
+        d.call(f, d.wrap([np.copy(a) for a in args]))
+        return [([type(k).__name__ for k in r.kept or ()],
+                 [type(b.ref).__name__ for b in (*buffers(r.inputs or ()), *r.outputs)])
+                for r in d.tape.records]
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS) + ["large"])
+def test_the_fast_paths_keep_and_reference_what_the_general_paths_do(name, monkeypatch):
+    f, make = PROGRAMS[name] if name != "large" else (
+        _large_operands, lambda rng: (rng.standard_normal(1000), rng.standard_normal(1000)))
+    args = make(np.random.default_rng(3))
+    fast = _held(f, args)
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        general = _held(f, args)
+    assert fast == general
+
+
 @pytest.mark.parametrize("name", ["cholesky", "lu", "products"])
 def test_the_dot_products_of_a_loop_take_the_fast_path_and_are_right(name, monkeypatch):
     f, make = PROGRAMS[name]

@@ -328,7 +328,8 @@ def _uncached_facts(array):
 _LAYOUTS = [np.zeros(6), np.zeros(6, np.float32), np.zeros(12, np.float32)[::2],
             np.zeros((3, 4)), np.zeros((3, 4)).T, np.zeros((4, 3), order="F"),
             np.zeros((1, 5)), np.zeros((1, 5))[:, ::1], np.zeros((5, 1))[:, :1],
-            np.zeros((0, 3)), np.zeros(()), np.zeros(6, complex), np.zeros((2, 3, 4))[:, 1]]
+            np.zeros((0, 3)), np.zeros(()), np.zeros(6, complex), np.zeros((2, 3, 4))[:, 1],
+            np.zeros(6, np.dtype(float, metadata={"unit": "m"})), np.zeros(3, ">f8")]
 
 
 @pytest.mark.parametrize("first", range(len(_LAYOUTS)))
@@ -336,7 +337,8 @@ def test_a_buffer_made_after_any_other_layout_has_the_facts_of_its_own(first):
     """A buffer's layout facts, found by the layout of an array met before
     (``shadows._contiguous``), are those worked out from the array alone: after an array of
     another dtype with the same shape and strides (a float32 array with float64's strides
-    is not contiguous), of other shapes or strides, F-ordered, empty or 0-d."""
+    is not contiguous), or of an equal dtype that is another object, of other shapes or
+    strides, F-ordered, empty or 0-d."""
     expected = [_uncached_facts(a) for a in _LAYOUTS]
     Buffer(_LAYOUTS[first])
     for a, facts in zip(_LAYOUTS, expected, strict=True):

@@ -56,8 +56,10 @@ LAYOUTS = 1024
 """How many distinct shapes, strides and sizes ``shared`` remembers, and how many layouts of
 C-contiguous NumPy arrays ``_contiguous`` does."""
 _contiguous = {}
-"""``(shape, strides, dtype)`` of a C-contiguous NumPy array -> its buffer's ``shape``,
-``strides`` and ``span``, as ``shared`` gives them."""
+"""The shape of a C-contiguous NumPy array -> ``(strides, dtype, shape, strides, span)``: the
+strides and dtype of the last such array of that shape, and its buffer's ``shape``,
+``strides`` and ``span``, as ``shared`` gives them. Keyed by the shape alone, the strides
+compared and the dtype by identity: a key holding the dtype costs its hash on every lookup."""
 
 
 def shared(value):
@@ -117,9 +119,9 @@ class Buffer:
             self.device = None
             # (a C-contiguous NumPy array laid out as one before, the common case: its facts
             # found at once, for a buffer is made for every operation)
-            layout = _contiguous.get((shape, strides, dtype))
-            if layout is not None:
-                self.shape, self.strides, self.span = layout
+            layout = _contiguous.get(shape)
+            if layout is not None and layout[1] is dtype and layout[0] == strides:
+                _, _, self.shape, self.strides, self.span = layout
                 self.c_contiguous, self.low, self.offset = True, None, 0
                 return
         else:
@@ -140,8 +142,7 @@ class Buffer:
             if self.device is None:
                 if len(_contiguous) >= LAYOUTS:
                     _contiguous.clear()
-                _contiguous[self.shape, self.strides, dtype] = \
-                    (self.shape, self.strides, self.span)
+                _contiguous[shape] = (strides, dtype, self.shape, self.strides, self.span)
         else:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low

@@ -39,7 +39,7 @@ from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            objects_refused)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
                       record_element_write, record_write, target_position, write_constant)
-from .recompute import SMALL, Tracked, flat, keeps_memory, small
+from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
@@ -393,7 +393,18 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
         if nothing is None:  # (``ReverseTape.hold``)
             for i in plan.read_at:
                 value, place = read[i], named[i]
-                if value is not None and (type(place) is Buffer or type(place) is Place):
+                if value is None:
+                    continue
+                kind = type(place)
+                if kind is Buffer and place.origin is None and type(value) is NDARRAY:
+                    # (``Recomputation.hold``'s answer where no recipe can recompute the
+                    # buffer, the common case: the record keeps the array, and says so once)
+                    ref = place.ref
+                    if ref is None:
+                        place.ref = Kept(value)
+                    elif type(ref) is not Kept and type(ref) is not Held:
+                        read[i] = recomputation.hold(place, value)
+                elif kind is Buffer or kind is Place:
                     read[i] = recomputation.hold(place, value)
         if buffer.ref is not None:
             recomputation.give_recipe(record, 0, buffer, None)
