@@ -348,6 +348,14 @@ PROGRAMS = {
 }
 
 
+def _program(name, seed, special=False):
+    """The program ``name`` of ``PROGRAMS`` and its arguments drawn from ``seed``, with NaN (a
+    payload), infinities and signed zeros among them if ``special``."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(seed))
+    return f, _with_special_values(args) if special else args
+
+
 def _gradient(f, args):
     """Value and gradient of ``f`` at copies of ``args``, checking the caller's copies come back
     bit for bit."""
@@ -874,10 +882,7 @@ def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mod
     derivatives bit for bit, by each policy, under a budget and anomaly detection, recorded
     and replayed, nested and beside forward mode; with NaN (a payload), infinities and signed
     zeros too."""
-    f, make = PROGRAMS[name]
-    args = make(np.random.default_rng(12))
-    if special:
-        args = _with_special_values(args)
+    f, args = _program(name, 12, special)
     with np.errstate(all="ignore"):
         folded = _bits(_by_every_mode(f, args))
         for unfolded in ("fold_reads", "fold_written"):
@@ -940,10 +945,7 @@ def test_the_reverse_shortcuts_of_elements_give_the_general_paths_bits_in_every_
     ``Shadows.of`` and ``write_cotangents`` for every one: the same values and derivatives bit
     for bit, by each policy, under a budget and anomaly detection, recorded and replayed,
     nested and beside forward mode; with NaN (a payload), infinities and signed zeros too."""
-    f, make = PROGRAMS[name]
-    args = make(np.random.default_rng(16))
-    if special:
-        args = _with_special_values(args)
+    f, args = _program(name, 16, special)
     with np.errstate(all="ignore"):
         lean = _bits(_by_every_mode(f, args))
         with monkeypatch.context() as patched:
