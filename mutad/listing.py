@@ -28,6 +28,7 @@ from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
 from .engines.operations import assign
 from .core.views import owner
+from .engines.inplace import SavedWrite
 from .engines.writes import CopyBack, SavedElement
 
 
@@ -140,7 +141,7 @@ def kept_bytes(record, argument_memory=()):
             items.append(x.value)  # an array an enclosing differentiation traces
         elif type(x) in (list, tuple):
             items.extend(x)
-        elif type(x) is CopyBack:
+        elif type(x) is CopyBack or type(x) is SavedWrite:
             items.append(x.saved)
         elif type(x) is SavedElement:
             scalars += x.saved.nbytes  # NumPy's scalar: memory of its own

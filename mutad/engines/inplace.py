@@ -5,10 +5,11 @@ the overwritten bytes will be put back from what the write offers (``writes.deci
 saves the caller's bytes before their first write (``Tape.before_write``), writes, keeps the
 constants the record reads unchanged, and records a ``tape.Write``; ``record_element_write``
 takes the same steps for a scalar loop's assignment of one element, less those that cannot
-apply to it. Around them: the checks of a destination (``check_destination``,
-``writes_into``, ``overlaps``); which operands of an elementwise write are its target, or lie
-over it (``target_position``, ``apart_from``);
-writes into constants a record has read (``write_constant``, whose record the replay's makes
+apply to it, and ``record_saved_write`` for an elementwise write whose bytes are saved,
+recorded as a :class:`SavedWrite`, the record the replay of a recording makes of it too.
+Around them: the checks of a destination (``check_destination``, ``writes_into``,
+``overlaps``); which operands of an elementwise write are its target, or lie over it
+(``target_position``, ``apart_from``); writes into constants a record has read (``write_constant``, whose record the replay's makes
 too: ``record_constant_write``; and ``on_constants``, a call on constants alone, which may
 write into them); and writes that copy elements (``copy_into``),
 recorded as the gather NumPy performed, which it is asked on integer twins of the operands.
@@ -31,10 +32,12 @@ from .recompute import CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
+from .elementwise import write_cotangents
 from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
 from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, SavedElement, Undo, Undos,
-                     at_target, check_region, decide_undo, exact_as_scalar, over_target, saving)
+                     at_target, check_region, copy_back, decide_undo, exact_as_scalar,
+                     over_target, saving)
 
 
 def write_constant(tape, target, key, write, primitive=None):
@@ -191,13 +194,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                 held[i] = values[i]
         named = reads.named
         if named is None:
-            for i, x in enumerate(inputs):
-                if held is not None and held[i] is not None and not (
-                        type(x) is Traced and x.tape is tape and not x.buffer.constant):
-                    keep(tape, x, values[i])
-            named = recipe(inputs, values, held, tape)
-            if reads.recompute:
-                held = tape.hold(held, named)
+            named, held = _named(tape, inputs, values, held, reads.recompute)
     places = [t.place for t in targets]
     record = Write(primitive, named, settings, held, state, pullback,
                    tuple(places) if several else places[0],
@@ -210,6 +207,151 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
     if type(record.undo) is Rebuild or joined is not None:
         (joined or record.undo).chain.wrote(redo_inputs, places[0], undo.redo)
+    if raised is not None:
+        raise raised
+    return record
+
+
+def _named(tape, inputs, values, held, recompute):
+    """``(named, held)``: the operands ``inputs`` (their ``values``) of a record of ``tape`` as
+    its recipe names them (``reverse.recipe``), the constants among those it keeps (``held``,
+    None where it keeps none) marked read, and what it keeps, with stand-ins for the values the
+    reverse pass recomputes where ``recompute`` (``ReverseTape.hold``)."""
+    for i, x in enumerate(inputs):
+        if held is not None and held[i] is not None and not (
+                type(x) is Traced and x.tape is tape and not x.buffer.constant):
+            keep(tape, x, values[i])
+    named = recipe(inputs, values, held, tape)
+    return named, tape.hold(held, named) if recompute else held
+
+
+class SavedWrite:
+    """The record of an elementwise write ``ufunc(*values, out=target)`` whose overwritten
+    bytes are saved (``Tape.copied``: no inverse on offer, or a small write) and whose
+    partials read neither the values it wrote nor a decision of the rule (a plan that
+    ``saves``): the one record of such a write, the traced engine's
+    (:func:`record_saved_write`) and the replay's (``replay.ElementwiseWrite``), reversed by
+    :meth:`reverse` in both, whose lines a compiled block runs in its place
+    (:meth:`write_lines`, :meth:`back_lines`). It keeps what a ``tape.Write`` with a
+    ``writes.CopyBack`` undo and ``elementwise.write_pullback`` keep, in one object: the
+    operands' places (``inputs``), the rule's plan for the traced ones (``state``, None: no
+    gradient reaches the values written), the place written, the values the partials read
+    (``kept``), the target (``region``, or ``find()`` finds it in the reverse pass:
+    ``recompute.current_region``, None once nothing reads it) and its bytes before the write
+    (``saved``)."""
+
+    __slots__ = ("primitive", "inputs", "state", "written", "kept", "region", "find", "saved",
+                 "where")
+
+    settings = key = None
+    outputs = ()
+    undo_kind = "checkpoint"
+    undo_first = True
+
+    def __init__(self, primitive, inputs, state, written, kept, region, find, saved):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.state = state
+        self.written = written
+        self.kept = kept
+        self.region = region
+        self.find = find
+        self.saved = saved
+        self.where = None
+
+    line = Write.line
+
+    @property
+    def taken(self):
+        return self.written
+
+    @property
+    def undo(self):
+        """The callable that puts back the bytes the write overwrote: the record itself."""
+        return self
+
+    def __call__(self):
+        region = self.region if self.find is None else self.find()
+        if region is not None:  # (else a temporary nothing reads any more)
+            copy_back(region, self.saved)
+
+    def lent(self):
+        """The saved copy, put back, let go of: for the pullback to lend its memory on."""
+        saved, self.saved = self.saved, None
+        return saved
+
+    def reverse(self, shadows):
+        """What ``Write.reverse`` does with a checkpoint's undo and ``write_pullback``: the
+        cotangent of the values written taken, the bytes copied back, and the cotangents of
+        the operands made from it, the copy's memory lent to them (``write_cotangents``)."""
+        dy = shadows.take(self.written)
+        self()
+        if dy is None or self.state is None:
+            self.saved = None
+            return
+        SavedWrite.cotangents(self, shadows, dy)
+
+    @staticmethod
+    def cotangents(record, shadows, dy):
+        """Its pullback: the cotangents of the operands, from ``dy``."""
+        rule, traced = record.state
+        write_cotangents(shadows, rule, dy, None, record.inputs, record.kept, traced,
+                         record.lent())
+
+    @property
+    def pullback(self):
+        return None if self.state is None else SavedWrite.cotangents
+
+    @staticmethod
+    def write_lines(ufunc, values, target, saved, before):
+        """The lines of a compiled block that do the write and keep what its record keeps:
+        ``saved``, a copy of ``target``, then ``before`` (``Tape.before_write``'s lines),
+        then ``ufunc(*values, out=target)`` (names the block binds)."""
+        return [f"{saved} = {target}.copy()", *before,
+                f"{ufunc}({', '.join(values)}, out={target})"]
+
+    @staticmethod
+    def back_lines(take, put_back, target, saved):
+        """The lines of a compiled block that begin :meth:`reverse`: ``dy``, the cotangent
+        of the values written (``take``, ``Shadows.take``'s lines), and the bytes put back
+        (``put_back``, ``writes.copy_back`` as the block binds it)."""
+        return [*take, f"{put_back}({target}, {saved})"]
+
+
+def record_saved_write(primitive, ufunc, tape, destination, inputs, values, kept, state,
+                       invertible):
+    """:func:`record_write` of the write ``ufunc(*values, out=destination.value)`` of a plan
+    that ``saves`` (``operations.WritePlan``), where ``Tape.copied`` saves its bytes (with an
+    inverse on offer if ``invertible``), as the :class:`SavedWrite` it records then, in the
+    order ``record_write`` takes its steps, less those that ask what the write does not
+    have. Returns the record; None, with nothing done, where the tape inverts the write, a
+    memory budget may rebuild it, anomaly detection watches it, a replay's recording reads
+    the engine's record of it (``Recorder.ufunc``), or the record of the value it writes may
+    fold into it (``elementwise.fold_written``): ``record_write`` then records it."""
+    recomputation = tape.recomputation
+    target = destination.value
+    if tape.recorder is not None or tape.anomaly is not None or (
+            recomputation is not None and recomputation.budget is not None) or (
+            len(values) == 1 and getattr(values[0], "shape", None) == ()) or not tape.copied(
+                invertible, target.nbytes, destination.key, destination.whole):
+        return None
+    find = destination.find
+    saved = target.copy()
+    tape.before_write(destination.key)
+    buffer = destination.buffer
+    if recomputation is not None:
+        recomputation.overwriting(buffer, True)
+        recomputation.write(buffer)
+    raised = None
+    try:
+        ufunc(*values, out=target)
+    except FloatingPointError as error:  # NumPy wrote before it raised: ``record_write``
+        raised = error
+    written(buffer)
+    named, kept = _named(tape, inputs, values, kept, True)
+    record = SavedWrite(primitive, named, state, destination.place, kept,
+                        target if find is None else None, find, saved)
+    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if raised is not None:
         raise raised
     return record

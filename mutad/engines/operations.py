@@ -38,7 +38,8 @@ from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
 from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
-                      record_element_write, record_write, target_position, write_constant)
+                      record_element_write, record_saved_write, record_write, target_position,
+                      write_constant)
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
@@ -582,7 +583,7 @@ class WritePlan:
     ``withheld``: the program's recording offered no inverse (:meth:`withholding`)."""
 
     __slots__ = ("ufunc", "rule", "kwargs", "position", "others_at", "reads", "partials",
-                 "invertible", "primitive", "pullback", "redo", "undo_first")
+                 "invertible", "primitive", "pullback", "redo", "undo_first", "saves")
 
     def __init__(self, ufunc, rule, kwargs, position, reads, partials, count, withheld=False):
         self.ufunc = ufunc
@@ -599,6 +600,9 @@ class WritePlan:
         self.redo = Rerun.of(ufunc, kwargs)
         # (partials that read the values written run before the write is undone)
         self.undo_first = not reads_written(rule)
+        # where its bytes are saved, a write recorded as an ``inplace.SavedWrite``: its
+        # partials read neither the values written nor a decision
+        self.saves = not kwargs and rule.decide is None and "y" not in rule.uses
 
     _shared = {}
 
@@ -636,12 +640,16 @@ class WritePlan:
         and ``decided``: as :func:`record_write` takes them. Returns the record."""
         ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
         kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
+        invertible = self.invertible and not (withheld is not None and withheld(kept))
+        if self.saves and named is None:  # (the replay's step records its own: ``saves``)
+            record = record_saved_write(self.primitive, ufunc, tape, destination, inputs,
+                                        values, kept, state, invertible)
+            if record is not None:
+                return record
         inverse = None
-        if self.invertible:
+        if invertible:
             inverse = ElementwiseInverse(ufunc, rule, self.position, self.others_at, values,
                                          target, kept, apart, destination.find, kwargs)
-            if withheld is not None and withheld(kept):
-                inverse = None
         if kwargs:
             write = lambda: ufunc(*values, out=target, **kwargs)  # noqa: E731
         else:

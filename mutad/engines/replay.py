@@ -104,13 +104,13 @@ from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, 
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_kept,
-                          read_by_partials, short, unbroadcast, write_cotangents)
+                          read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
                         recomputable, small)
-from .inplace import on_constants, record_constant_write
+from .inplace import SavedWrite, on_constants, record_constant_write
 from .operations import (apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
@@ -948,7 +948,9 @@ class ElementwiseWrite:
     """An elementwise write into a traced array (``out=``, an augmented assignment, an
     assignment to a region): the engine's own :class:`operations.WritePlan` run on the call's
     values, which decides afresh how the overwritten bytes will be put back; or, where the
-    tape copies them whatever the operands (``Tape.copied``), a lean record of its own."""
+    tape copies them whatever the operands (``Tape.copied``), the write and tracing's record
+    of it, an ``inplace.SavedWrite`` (:meth:`saved_write`), done here with no question asked
+    twice."""
 
     __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
                  "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
@@ -981,9 +983,8 @@ class ElementwiseWrite:
     def prepare(self):
         self.args_of = resolver(self.args)
         rule, invertible = self.rule, self.plan.invertible
-        # Where the write's bytes are copied (``Tape.copied``) and its pullback reads no output,
-        # the step keeps a record of its own: the operands and the saved bytes (``back``)
-        self.lean = not self.kwargs and rule.decide is None and "y" not in rule.uses
+        # Where the write's bytes are copied (``Tape.copied``), its record is a SavedWrite
+        self.lean = self.plan.saves
         # and in a block, its pullback as lines of the block's own where it is a small
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
@@ -1020,11 +1021,7 @@ class ElementwiseWrite:
             saved = target.copy()
             tape.before_write(self.key)
             ufunc(*vals, out=target)
-            # (what its pullback reads, no more: as the record ``record_write`` makes)
-            # (a list: the reverse pass lets go of the copy once it is copied back, before
-            # the pullback runs, as a checkpoint's undo does: ``back``)
-            tape.records.append((self, read_by_partials(vals, self.reads) if self.traced
-                                 else None, [target, saved]))
+            tape.records.append(self.saved_write(vals, target, saved))
             return
         # The undo of a write into all of a large temporary finds it then, as tracing's does
         # (``inplace._finder``): it alone does not keep it alive, and does nothing if nothing
@@ -1050,24 +1047,19 @@ class ElementwiseWrite:
         return self.apart
 
     def back(self, shadows, vals, saved, record=None):
-        """The reverse of the lean record ``(self, vals, [target, saved])``: what
-        ``Write.reverse`` does with the checkpoint's undo and ``write_pullback``: the
-        cotangent of the values written taken, the bytes copied back, and the pullback run
-        on the operands as they were. In a block, ``record`` is the record of the write
-        where it was not lean (its operands asked for the inverse)."""
-        if record is not None:
-            Tape.reverse(record, shadows)
-            return
-        dy = shadows.take(self.written)
-        copy_back(saved[0], saved[1])
-        if dy is None or not self.traced:
-            return
-        rule, traced = self.state
-        # the copy's memory lent to the cotangents made next, as the checkpoint's of the
-        # engine's record is (a list: the step's own record; a block's locals hold theirs,
-        # small, in a tuple)
-        write_cotangents(shadows, rule, dy, None, self.inputs, vals, traced,
-                         saved.pop() if type(saved) is list else None)
+        """The step's reverse where a block's reverse pass finishes one step at a time
+        (``Block.deopt``), from what the block kept of it: the engine's ``record`` where the
+        block did not save the write, else its :meth:`saved_write` (``saved``: the target and
+        the copy)."""
+        Tape.reverse(self.saved_write(vals, saved[0], saved.pop()) if record is None else record,
+                     shadows)
+
+    def saved_write(self, vals, target, saved):
+        """The record of the write where its bytes were ``saved`` (``inplace.SavedWrite``, as
+        tracing's): it keeps what its partials read of the operands ``vals``, no more."""
+        return SavedWrite(self.plan.primitive, self.inputs, self.state, self.written,
+                          read_by_partials(vals, self.reads) if self.traced else None, target,
+                          None, saved)
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: the lean write (:meth:`__call__`) where the tape copies its
@@ -1081,8 +1073,8 @@ class ElementwiseWrite:
             if name is not None and name[0] == "v":
                 code.keep(name)
         key = code.bind(self.key, "key")
-        lean = [f"{saved} = {target}.copy()", *code.before_write(self.key),
-                f"{code.bind(self.ufunc)}({', '.join(vals)}, out={target})"]
+        lean = SavedWrite.write_lines(code.bind(self.ufunc), vals, target, saved,
+                                      code.before_write(self.key))
         if not self.plan.invertible and self.lean:  # always copied (Tape.copied): no record
             if self.whole:
                 code.forward.append(f"tape.copied(False, {target}.nbytes, {key}, True)")
@@ -1113,8 +1105,8 @@ class ElementwiseWrite:
             # pullback may share shadows: the earlier steps' locals of shadows are looked up
             # again (a small region's is zeroed in place)
             code.shadows.clear()
-        take = [f"dy = shadows.take({code.bind(written)})",
-                f"{code.bind(copy_back)}({target}, {saved})"]
+        take = SavedWrite.back_lines([f"dy = shadows.take({code.bind(written)})"],
+                                     code.bind(copy_back), target, saved)
         hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)
@@ -1143,7 +1135,8 @@ class ElementwiseWrite:
                 for *_, place, _, _ in self.cotangents):
             return self._back_into_local(code, k, vals, target, saved, record, span, take)
         elif self.cotangents is None:
-            lean = [f"{code.bind(self)}.back(shadows, [{vals}], ({target}, {saved}))"]
+            lean = [f"{code.bind(self)}.saved_write([{vals}], {target}, {saved})"
+                    ".reverse(shadows)"]
         elif span is not None:
             # a row's: its cotangent taken from the flat shadow, a local from here on (made
             # before the write's undo is chosen, both ways finding it), and known to exist

@@ -130,8 +130,7 @@ class CopyBack:
 
 def copy_back(region, saved):
     """Put the bytes ``saved`` of ``region`` before a write back into it: a checkpoint's undo,
-    the engine's (:class:`CopyBack`) and those a replay's own records and compiled blocks
-    run."""
+    :class:`CopyBack`'s, ``inplace.SavedWrite``'s and a compiled block's."""
     if type(region) is np.ndarray:
         _copyto(region, saved)  # NumPy's own: no dispatch
     else:
