@@ -132,3 +132,44 @@ def test_pseudo_huber_derivatives_where_the_closed_form_cancels(delta, r):
     np.testing.assert_allclose(t, float(by_delta), rtol=1e-14)
     (g_r,) = mutad.gradient(lambda rr: scipy.special.pseudo_huber(delta, rr), np.array(r))
     np.testing.assert_allclose(g_r, float(rm / s), rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# binom's and poch's partials were y (ψ(·) - ψ(·)): 0 · inf = NaN where a Γ of the denominator
+# is at a pole and the value is 0 (binom(2, 3), binom(1.5, 2.5), poch(-12, 2.5)), where the
+# derivative is finite (1/3 in n at binom(2, 3)), and 0 where the arguments are large enough for
+# the digamma difference to cancel (binom(1e30, 2.5), poch(1e30, 2.5)). Now the product rule
+# at the poles and the digamma differences without cancellation.
+
+def mp_binom(n, k):
+    return mpmath.gamma(n + 1) * mpmath.rgamma(k + 1) * mpmath.rgamma(n - k + 1)
+
+
+def mp_poch(z, m):
+    return mpmath.gamma(z + m) * mpmath.rgamma(z)
+
+
+@pytest.mark.parametrize("function, reference, point", [
+    (scipy.special.binom, mp_binom, (2.0, 3.0)), (scipy.special.binom, mp_binom, (1.5, 2.5)),
+    (scipy.special.binom, mp_binom, (7.5, 10.5)), (scipy.special.binom, mp_binom, (2.5, -12.0)),
+    (scipy.special.binom, mp_binom, (1e30, 2.5)), (scipy.special.binom, mp_binom, (5.3, 2.1)),
+    (scipy.special.poch, mp_poch, (-12.0, 2.5)), (scipy.special.poch, mp_poch, (0.0, 1.5)),
+    (scipy.special.poch, mp_poch, (1e30, 2.5)), (scipy.special.poch, mp_poch, (1e20, -2.5)),
+    (scipy.special.poch, mp_poch, (4.0, -1.5))], ids=lambda v: getattr(v, "__name__", str(v)))
+def test_binom_and_poch_derivatives_at_poles_and_large_arguments(function, reference, point):
+    def f(x):
+        x *= 1.0  # in place
+        return function(x[0], x[1])
+
+    x = np.array(point)
+    with mpmath.workdps(40):
+        at = [mpmath.mpf(v) for v in point]
+        expected = [float(mpmath.diff(lambda t: reference(t, at[1]), at[0])),
+                    float(mpmath.diff(lambda t: reference(at[0], t), at[1]))]
+        second = [[float(mpmath.diff(lambda s, t: reference(s, t), at, (2 - i - j, i + j)))
+                   for j in range(2)] for i in range(2)] if max(point) < 1e3 else None
+    g, t = derivatives(f, x)
+    np.testing.assert_allclose(g, expected, rtol=1e-13)
+    np.testing.assert_allclose(t, sum(expected), rtol=1e-13)
+    if second is not None:
+        np.testing.assert_allclose(mutad.hessian(f, x), second, rtol=1e-9, atol=1e-12)

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.special as _special
 from numpy.polynomial.legendre import leggauss
 from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
-                           xlog1py, xlogy)
+                           rgamma, xlog1py, xlogy)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import NoClosedForm
@@ -109,6 +109,52 @@ def psi_difference(x, h):
     with _errstate():
         direct = psi(x + h) - psi(x)
     return np.where(good, series + total, direct)
+
+
+def psi_gap(x, h):
+    """ψ(x + h) - ψ(x) for h of either sign, without cancellation where x and x + h are
+    positive (:func:`psi_difference` from the smaller of the two)."""
+    up = h >= 0
+    low = np.where(up, x, x + h)
+    return np.where(up, 1.0, -1.0) * psi_difference(low, np.abs(h))
+
+
+def reciprocal_pole(x):
+    """Where x is a pole of Γ (0, -1, -2, ...), so that 1/Γ(x) is 0."""
+    return both(x <= 0, np.rint(x) == x)
+
+
+def binom_partials(y, n, k):
+    """d/dn and d/dk of binom(n, k) = Γ(n + 1) A B, A = 1/Γ(k + 1), B = 1/Γ(n - k + 1):
+    y (ψ(n + 1) - ψ(n - k + 1)) and y (ψ(n - k + 1) - ψ(k + 1)), the differences without
+    cancellation (at n = 1e30 they were 0). Where A or B is at a pole of Γ, y is 0 and those
+    forms 0 · inf: there the product rule, with the derivatives of A and B
+    (:func:`rgamma_derivative`, (-1)^j j! at -j), every term kept so that it holds to second
+    order."""
+    top = n - k + 1.0
+    poles = np.logical_or(reciprocal_pole(top), reciprocal_pole(k + 1.0))
+    with _errstate():
+        dn = y * psi_gap(top, k)
+        dk = y * psi_gap(k + 1.0, n - 2.0 * k)
+        g = gamma(n + 1.0)
+        a, b = rgamma(k + 1.0), rgamma(top)
+        da, db = rgamma_derivative(a, k + 1.0), rgamma_derivative(b, top)
+        dn_poles = g * (psi(n + 1.0) * a * b + a * db)
+        dk_poles = g * (da * b - a * db)
+    return np.where(poles, dn_poles, dn), np.where(poles, dk_poles, dk)
+
+
+def poch_dz(y, z, m):
+    """d/dz poch(z, m) = d/dz Γ(z + m) / Γ(z): y (ψ(z + m) - ψ(z)), the difference without
+    cancellation (at z = 1e30 it was 0). Where z is a pole of Γ, y is 0 and that form 0 · inf:
+    there the product rule, Γ(z + m) (ψ(z + m) / Γ(z) + (1/Γ)'(z)), every term kept so that it
+    holds to second order."""
+    pole = reciprocal_pole(z)
+    with _errstate():
+        regular = y * psi_gap(z, m)
+        r = rgamma(z)
+        at_pole = gamma(z + m) * (psi(z + m) * r + rgamma_derivative(r, z))
+    return np.where(pole, at_pole, regular)
 
 
 def stirling(a):

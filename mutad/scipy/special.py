@@ -540,10 +540,9 @@ elementwise(exp2,      lambda y, x: math.log(2.0) * y,                          
 elementwise(cbrt,      lambda y, x: 1.0 / (3.0 * y * y),                               uses="y")
 elementwise(sindg,     lambda y, x: (math.pi / 180.0) * cosdg(x))
 elementwise(cosdg,     lambda y, x: (-math.pi / 180.0) * sindg(x))
-elementwise(binom,     lambda y, n, k: y * (psi(n + 1.0) - psi(n - k + 1.0)),
-            lambda y, n, k: y * (psi(n - k + 1.0) - psi(k + 1.0)),                   uses="xy")
-elementwise(poch,      lambda y, z, m: y * (psi(z + m) - psi(z)), lambda y, z, m: y * psi(z + m),
-            uses="xy")
+elementwise(binom,     lambda y, n, k: _numerics.binom_partials(y, n, k)[0],
+            lambda y, n, k: _numerics.binom_partials(y, n, k)[1],                    uses="xy")
+elementwise(poch,      _numerics.poch_dz, lambda y, z, m: y * psi(z + m),             uses="xy")
 elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0,
             lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
 elementwise(log1p,     lambda y, x: 1.0 / (1.0 + x))
