@@ -5,6 +5,7 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.special
+import scipy.stats
 
 import mutad
 
@@ -173,3 +174,35 @@ def test_binom_and_poch_derivatives_at_poles_and_large_arguments(function, refer
     np.testing.assert_allclose(t, sum(expected), rtol=1e-13)
     if second is not None:
         np.testing.assert_allclose(mutad.hessian(f, x), second, rtol=1e-9, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.wasserstein_distance (and energy_distance, SciPy's _cdf_distance): the CDFs of the
+# intervals of length zero between tied values were SciPy's searchsorted counts, which count
+# every value of the tie; the value is the same (the interval has no length), but the gradient
+# of a value tied with one of the other sample came out 0 where the distance is smooth: the
+# distance of a sample from its own reflection shifted by 1/2 is 1/2 for every sample, and its
+# gradient was ±1/4. Those CDFs are now counted by position in the merged order.
+
+SAMPLE = np.array([0.0, 1.0, 1.0, 3.0, -1.0, 3.0, 2.0, 0.0])
+
+
+@pytest.mark.parametrize("case", ["below", "weighted", "shifted"])
+def test_wasserstein_distance_at_values_tied_across_the_samples(case):
+    other = np.arange(8.0)  # every value of SAMPLE below its match in other: smooth there
+    distance = {
+        "below": lambda a: scipy.stats.wasserstein_distance(a, other),
+        "weighted": lambda a: scipy.stats.wasserstein_distance(
+            a, other, u_weights=np.arange(1.0, 9.0), v_weights=np.ones(8)),
+        "shifted": lambda a: scipy.stats.wasserstein_distance(a, a[::-1] + 0.5),  # 1/2
+    }[case]
+    expected = {"below": np.full(8, -1 / 8), "weighted": -np.arange(1.0, 9.0) / 36,
+                "shifted": np.zeros(8)}[case]
+
+    def f(a):
+        a *= 1.0  # in place
+        return distance(a)
+
+    g, t = derivatives(f, SAMPLE)
+    np.testing.assert_allclose(g, expected, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(t, expected.sum(), rtol=1e-14, atol=1e-16)
