@@ -4,6 +4,7 @@ each checked against NumPy's (SciPy's) own run bit for bit; every one failed bef
 import mpmath
 import numpy as np
 import pytest
+import scipy.linalg
 import scipy.special
 import scipy.stats
 
@@ -206,3 +207,39 @@ def test_wasserstein_distance_at_values_tied_across_the_samples(case):
     g, t = derivatives(f, SAMPLE)
     np.testing.assert_allclose(g, expected, rtol=1e-14, atol=1e-16)
     np.testing.assert_allclose(t, expected.sum(), rtol=1e-14, atol=1e-16)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.det's derivative was det(A) A⁻ᵀ wherever A is invertible: where det(A) underflows to
+# 0 (diag(1e-200, 1e-200)) that is 0 where the cofactors are 1e-200, and where it overflows
+# (diag(1e200, 1e200)) inf · A⁻ᵀ where they are 1e200. There the cofactors are taken from the
+# SVD, as at singular matrices, in both modes; the other matrices of a stack keep Jacobi's form.
+
+@pytest.mark.parametrize("scale", [1e-200, 1e200, 1e-160])
+@pytest.mark.parametrize("det", [np.linalg.det, scipy.linalg.det], ids=["numpy", "scipy"])
+def test_det_derivative_where_det_is_beyond_the_floats(scale, det):
+    n = 3 if scale == 1e-160 else 2
+    a = np.diag(scale * np.arange(1.0, n + 1))
+
+    def f(a):
+        a *= 1.0  # in place
+        return det(a)
+
+    cofactors = np.diag([np.prod(np.delete(np.diag(a), i)) for i in range(n)])
+    assert np.all(cofactors[np.diag_indices(n)] > 0) and np.all(np.isfinite(cofactors))
+    with np.errstate(over="ignore"):  # det(A) itself overflows, as NumPy's own does
+        g, t = derivatives(f, a)
+    np.testing.assert_allclose(g, cofactors, rtol=1e-14)
+    np.testing.assert_allclose(t, np.trace(cofactors), rtol=1e-14)
+
+
+def test_det_derivative_of_a_stack_with_one_matrix_beyond_the_floats():
+    a = np.stack([np.diag([1e-200, 2e-200]), np.array([[2.0, 1.0], [1.0, 3.0]])])
+
+    def f(a):
+        a *= 1.0  # in place
+        return np.linalg.det(a).sum()
+
+    g, _ = derivatives(f, a)
+    np.testing.assert_allclose(g[0], np.diag([2e-200, 1e-200]), rtol=1e-14)
+    np.testing.assert_allclose(g[1], [[3.0, -1.0], [-1.0, 2.0]], rtol=1e-14)
