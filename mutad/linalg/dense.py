@@ -51,22 +51,46 @@ def _cofactor(a):
     return sign[..., None, None] * ((conjugate(u) * others[..., None, :]) @ conjugate(vt))
 
 
+def _beyond_the_floats(a, y):
+    """Where a finite matrix's det(A) is not finite and normal (0 or subnormal by underflow,
+    inf by overflow; None if nowhere): det(A) A⁻ᵀ is then 0 · A⁻ᵀ or inf · A⁻ᵀ, where the
+    cofactors themselves may be numbers (diag(1e-200, 1e-200) has det 0 and cofactors 1e-200),
+    as the SVD's products of the other singular values give them."""
+    size = np.abs(y)
+    inexact = np.logical_and(np.isfinite(a).all(axis=(-2, -1)), np.logical_not(
+        np.logical_and(size >= np.finfo(size.dtype).tiny, size < np.inf)))
+    return inexact if np.any(inexact) else None
+
+
 def det_cotangent(a, y, dy):
     """Ā for y = det(A): d det = det(A) tr(A⁻¹ dA) (Jacobi's formula; Giles 2008, §3.1), so
-    Ā = ȳ det(A) A⁻ᵀ, the cofactor matrix adj(A)ᵀ where A is singular."""
+    Ā = ȳ det(A) A⁻ᵀ, the cofactor matrix adj(A)ᵀ where A is singular or det(A) is beyond the
+    floats."""
     try:
-        adjugate = as_matrices(y) * transpose(np.linalg.inv(a))
+        inverse = transpose(np.linalg.inv(a))
     except np.linalg.LinAlgError:
-        adjugate = cofactor(a)
-    return as_matrices(dy) * adjugate
+        return as_matrices(dy) * cofactor(a)
+    inexact = _beyond_the_floats(a, y)
+    if inexact is None:
+        return as_matrices(dy) * (as_matrices(y) * inverse)
+    with np.errstate(over="ignore", invalid="ignore"):  # replaced by the cofactors there
+        adjugate = as_matrices(y) * inverse
+    return as_matrices(dy) * np.where(as_matrices(inexact), cofactor(a), adjugate)
 
 
 def det_tangent(a, y, da):
-    """The tangent of y = det(A) along dA: det(A) tr(A⁻¹ dA), <adj(A)ᵀ, dA> for singular A."""
+    """The tangent of y = det(A) along dA: det(A) tr(A⁻¹ dA), <adj(A)ᵀ, dA> for singular A
+    and where det(A) is beyond the floats."""
     try:
-        return y * np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1)
+        solved = np.linalg.solve(a, da)
     except np.linalg.LinAlgError:
         return np.sum(cofactor(a) * da, axis=(-2, -1))
+    inexact = _beyond_the_floats(a, y)
+    if inexact is None:
+        return y * np.trace(solved, axis1=-2, axis2=-1)
+    with np.errstate(over="ignore", invalid="ignore"):  # replaced by the cofactors there
+        jacobi = y * np.trace(solved, axis1=-2, axis2=-1)
+    return np.where(inexact, np.sum(cofactor(a) * da, axis=(-2, -1)), jacobi)
 
 
 # ----------------------------------------------------------------------------------------------

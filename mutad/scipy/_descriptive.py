@@ -1429,21 +1429,42 @@ def _cdf(values, weights, sorter, indices):
     return cumulative[indices] / cumulative[-1]
 
 
+def _cdf_at_ties(values, weights, sorter, order, start, tie):
+    """A sample's CDF on the intervals of length zero (``tie``) between tied values, by
+    position in the merged order: its values (weights) up to the interval's left end alone.
+    SciPy's searchsorted counts every value of the tie there, which leaves the value as it is
+    (the interval has no length) but not the derivative: moving a tied value moves the ends of
+    the interval before it and after it, and those have the same weight then, so an element
+    tied with a value of the other sample had a gradient of 0 where the distance is smooth."""
+    mine = np.logical_and(order >= start, order < start + values.size)[:-1]
+    if weights is None:
+        return np.cumsum(mine) / values.size
+    own = np.where(mine, weights[np.where(mine, order[:-1] - start, 0)], 0.0)
+    return np.where(tie, np.cumsum(own), 0.0) / np.cumsum(weights[sorter])[-1]
+
+
 def _cdf_distance(p, u_values, v_values, u_weights=None, v_weights=None):
     """SciPy's ``_cdf_distance``: the integral of ``|U - V| ** p`` between the sorted values
     of both samples, to the power ``1 / p``. Which CDF step each interval falls in is SciPy's
-    decision (argsort, searchsorted) on the plain values; the intervals (the sorted values'
-    differences: the gradient goes to the values the sort moved) and the weights are
-    differentiated."""
+    decision (argsort, searchsorted) on the plain values, and at ties the merged order's
+    (``_cdf_at_ties``); the intervals (the sorted values' differences: the gradient goes to
+    the values the sort moved) and the weights are differentiated."""
     u_values, u_weights = _distribution(u_values, u_weights)
     v_values, v_weights = _distribution(v_values, v_weights)
     u_sorter, v_sorter = np.argsort(u_values), np.argsort(v_values)
-    all_values = np.sort(np.concatenate((u_values, v_values)), kind="mergesort")
+    merged = np.concatenate((u_values, v_values))
+    order = np.argsort(merged, kind="mergesort")  # np.sort's order, kind="mergesort"
+    all_values = merged[order]
     deltas = np.diff(all_values)
     u_cdf = _cdf(u_values, u_weights, u_sorter,
                  np.searchsorted(u_values[u_sorter], all_values[:-1], "right"))
     v_cdf = _cdf(v_values, v_weights, v_sorter,
                  np.searchsorted(v_values[v_sorter], all_values[:-1], "right"))
+    tie = deltas == 0
+    if np.any(tie):
+        u_cdf = np.where(tie, _cdf_at_ties(u_values, u_weights, u_sorter, order, 0, tie), u_cdf)
+        v_cdf = np.where(tie, _cdf_at_ties(v_values, v_weights, v_sorter, order,
+                                           u_values.size, tie), v_cdf)
     if p == 1:
         return np.vecdot(np.abs(u_cdf - v_cdf), deltas)
     if p == 2:

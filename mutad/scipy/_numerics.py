@@ -22,7 +22,7 @@ import numpy as np
 import scipy.special as _special
 from numpy.polynomial.legendre import leggauss
 from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
-                           xlog1py, xlogy)
+                           rgamma, xlog1py, xlogy)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import NoClosedForm
@@ -109,6 +109,52 @@ def psi_difference(x, h):
     with _errstate():
         direct = psi(x + h) - psi(x)
     return np.where(good, series + total, direct)
+
+
+def psi_gap(x, h):
+    """ψ(x + h) - ψ(x) for h of either sign, without cancellation where x and x + h are
+    positive (:func:`psi_difference` from the smaller of the two)."""
+    up = h >= 0
+    low = np.where(up, x, x + h)
+    return np.where(up, 1.0, -1.0) * psi_difference(low, np.abs(h))
+
+
+def reciprocal_pole(x):
+    """Where x is a pole of Γ (0, -1, -2, ...), so that 1/Γ(x) is 0."""
+    return both(x <= 0, np.rint(x) == x)
+
+
+def binom_partials(y, n, k):
+    """d/dn and d/dk of binom(n, k) = Γ(n + 1) A B, A = 1/Γ(k + 1), B = 1/Γ(n - k + 1):
+    y (ψ(n + 1) - ψ(n - k + 1)) and y (ψ(n - k + 1) - ψ(k + 1)), the differences without
+    cancellation (at n = 1e30 they were 0). Where A or B is at a pole of Γ, y is 0 and those
+    forms 0 · inf: there the product rule, with the derivatives of A and B
+    (:func:`rgamma_derivative`, (-1)^j j! at -j), every term kept so that it holds to second
+    order."""
+    top = n - k + 1.0
+    poles = np.logical_or(reciprocal_pole(top), reciprocal_pole(k + 1.0))
+    with _errstate():
+        dn = y * psi_gap(top, k)
+        dk = y * psi_gap(k + 1.0, n - 2.0 * k)
+        g = gamma(n + 1.0)
+        a, b = rgamma(k + 1.0), rgamma(top)
+        da, db = rgamma_derivative(a, k + 1.0), rgamma_derivative(b, top)
+        dn_poles = g * (psi(n + 1.0) * a * b + a * db)
+        dk_poles = g * (da * b - a * db)
+    return np.where(poles, dn_poles, dn), np.where(poles, dk_poles, dk)
+
+
+def poch_dz(y, z, m):
+    """d/dz poch(z, m) = d/dz Γ(z + m) / Γ(z): y (ψ(z + m) - ψ(z)), the difference without
+    cancellation (at z = 1e30 it was 0). Where z is a pole of Γ, y is 0 and that form 0 · inf:
+    there the product rule, Γ(z + m) (ψ(z + m) / Γ(z) + (1/Γ)'(z)), every term kept so that it
+    holds to second order."""
+    pole = reciprocal_pole(z)
+    with _errstate():
+        regular = y * psi_gap(z, m)
+        r = rgamma(z)
+        at_pole = gamma(z + m) * (psi(z + m) * r + rgamma_derivative(r, z))
+    return np.where(pole, at_pole, regular)
 
 
 def stirling(a):
@@ -199,26 +245,40 @@ beta_density = Elementwise(_beta_density_value, _beta_density_da, _beta_density_
 # The scaled complementary error function, and the normal distribution's log-tail
 
 
-def _erfcx_derivative_series(u):
-    """erfcx'(u) for u ≥ 10: -(1/√π) Σ_k (-1)^k (2k+1)!! / (2^k u^(2k+2)), 20 terms."""
-    q = 1.0 / (2.0 * u * u)
-    total = 0.0
-    coefficient = 1.0  # (2k+1)!! (-1)^k, built up
+def _double_factorial_series(q, sign):
+    """Σ_k sign^k (2k+1)!! q^k, k < 20, by Horner's rule: the asymptotic series of erfcx' and
+    dawsn' in q = 1/(2u²), for |u| ≥ 10, where they are exact to rounding."""
+    coefficient = 1.0  # sign^k (2k+1)!!, built up
     terms = []
     for k in range(20):
-        coefficient = coefficient * (2 * k + 1) * (-1 if k else 1)
+        coefficient = coefficient * (2 * k + 1) * (sign if k else 1)
         terms.append(coefficient)
+    total = 0.0
     for c in reversed(terms):
         total = total * q + c
-    return -total / (_SQRT_PI * u * u)
+    return total
 
 
 def erfcx_derivative(y, u):
     """d/du erfcx(u) = 2u erfcx(u) - 2/√π, which cancels for large u (erfcx(u) ≈ 1/(u√π)):
-    there, its asymptotic series."""
+    there, its asymptotic series -(1/√π) Σ_k (-1)^k (2k+1)!! / (2^k u^(2k+2))."""
     large = u >= 10.0
-    series = _erfcx_derivative_series(np.where(large, u, 10.0))
+    far = np.where(large, u, 10.0)
+    series = -_double_factorial_series(1.0 / (2.0 * far * far), -1) / (_SQRT_PI * far * far)
     return np.where(large, series, 2.0 * u * y - 2.0 / _SQRT_PI)
+
+
+def dawsn_derivative(y, x):
+    """d/dx D(x) = 1 - 2x D(x), which cancels for large |x| (D(x) ≈ 1/(2x)): a relative error
+    of x² ε, all of it from x = 1e8 on. There, its asymptotic series
+    -Σ_k (2k+1)!! / (2x²)^(k+1); for complex x (holomorphic) the closed form."""
+    if np.iscomplexobj(x) or np.iscomplexobj(y):
+        return 1.0 - 2.0 * x * y
+    large = np.abs(x) >= 10.0
+    far = np.where(large, x, 10.0)
+    with np.errstate(over="ignore"):  # x² beyond the floats: the series is -0 there
+        q = 1.0 / (2.0 * far * far)
+    return np.where(large, -q * _double_factorial_series(q, 1), 1.0 - 2.0 * x * y)
 
 
 def log_ndtr_derivative(y, x):
