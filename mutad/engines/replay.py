@@ -3577,7 +3577,12 @@ def signature(parts):
                 # memory it shares with other arguments decide what f reads from it after a
                 # write into either (k += 1 where k2 is k), and its order (k.ravel('K'))
                 dtype = x.dtype
-                values = None if dtype.kind in "fc" else x.tobytes()
+                values = None if dtype.kind in "fc" else x.tobytes() if not dtype.hasobject \
+                    else _objects_held(x)
+                if values is None and dtype.hasobject:
+                    return ("an array of dtype object", "an array of Python objects other than "
+                            "numbers, strings and None: its bytes are the objects' addresses, "
+                            "which another object may take, and an object may change in place")
                 same = objects.setdefault(id(x), len(objects))
                 if x.base is None:  # (its own owner, the common case: owner()'s answer)
                     shape, strides = x.shape, x.strides
@@ -3595,11 +3600,33 @@ def signature(parts):
                             base.strides, same, values))
             elif kind in (float, np.float64, np.float32, np.float16):
                 key.append((kind, np.array(x).tobytes()) if plain else kind)
-            elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
+            elif kind in (int, bool, str, bytes, type(None)):
                 key.append((kind, x))
+            elif isinstance(x, np.generic):
+                # By its bits, not by ==: np.longdouble(-0.0) == 0.0, and datetimes and
+                # timedeltas of other units are equal (a day is 24 hours) where astype(int)
+                # tells them apart; a structured scalar (np.void) has no hash
+                key.append((kind, x.dtype.str, x.tobytes()))
             else:
                 return kind.__name__, f"an argument of type {kind.__name__}"
     return tuple(key), None
+
+
+def _objects_held(x):
+    """What an array of dtype object holds, as a signature compares it: each item's type and
+    value (a float's bits), where all are Python's numbers, strings, bytes or None; else None.
+    Its bytes are addresses, which a later object may take after the first is freed."""
+    if x.dtype.kind != "O":
+        return None  # (a structured dtype with object fields)
+    items = []
+    for item in x.ravel(order="K").tolist():
+        kind = type(item)
+        if kind is float:
+            item = np.float64(item).tobytes()
+        elif kind not in (int, bool, str, bytes, type(None)):
+            return None
+        items.append((kind, item))
+    return tuple(items)
 
 
 def structure(tree):
