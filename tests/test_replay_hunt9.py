@@ -92,3 +92,32 @@ def test_an_object_array_of_strings_picks_a_program_by_its_strings():
         assert same(value, expected[label if label == "aa" else "bb"][0])
         assert same(gradient, expected[label if label == "aa" else "bb"][1])
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# Numbers and strings among the arguments not differentiated: which of them are one object, as
+# for arrays (equal strings or large integers made apart are two)
+
+
+@pytest.mark.parametrize("made", [lambda: "".join(["a", "b"]), lambda: int("1" * 30),
+                                  lambda: float("2.5"), lambda: np.int64(7)])
+def test_arguments_that_are_one_object_pick_another_program_than_equal_ones(made):
+    def branched(x, a, b):
+        if a is b:
+            return (x * x).sum()
+        return (x * 3).sum()
+
+    def one():
+        value = made()
+        return _points(), value, value
+
+    def two():
+        return _points(), made(), made()
+
+    for order in ([one, two, one, two], [two, one, two, one]):
+        replaying = mutad.value_and_grad(branched, replay=True)
+        for make in order:
+            got = replaying(*make())
+            expected = mutad.value_and_grad(branched)(*make())
+            assert same(got[0], expected[0]) and same(got[1], expected[1])
+            assert same(got[0], branched(*make()))
