@@ -3541,11 +3541,12 @@ def signature(parts):
     plain)`` per argument, ``plain`` when its numbers are passed as they are: outside
     ``argnums``): the structure, and per leaf its kind, shape, dtype and layout (which
     arguments share memory, and where, an integer array's too), and its value if it is not
-    differentiated (the bits of a plain float: -0.0 is not 0.0 to ``math.copysign``). Returns
-    ``(key, None)``, or ``(what, why)`` if an argument is of a kind a replay does not follow:
-    ``what`` names that kind, ``why`` says why it is traced (``Replayed.reasons``)."""
+    differentiated (the bits of a plain float: -0.0 is not 0.0 to ``math.copysign``), and
+    which leaves are one object. Returns ``(key, None)``, or ``(what, why)`` if an argument
+    is of a kind a replay does not follow: ``what`` names that kind, ``why`` says why it is
+    traced (``Replayed.reasons``)."""
     owners = {}
-    objects = {}  # which leaves are one array object (f(a, a): ``x is y`` in f)
+    objects = {}  # which leaves are one object (f(a, a): ``x is y`` in f)
     key = []
     for leaves, argument, plain in parts:
         described = "leaf" if type(argument) is np.ndarray else structure(argument)
@@ -3570,7 +3571,12 @@ def signature(parts):
                 # memory it shares with other arguments decide what f reads from it after a
                 # write into either (k += 1 where k2 is k), and its order (k.ravel('K'))
                 dtype = x.dtype
-                values = None if dtype.kind in "fc" else x.tobytes()
+                values = None if dtype.kind in "fc" else x.tobytes() if not dtype.hasobject \
+                    else _objects_held(x)
+                if values is None and dtype.hasobject:
+                    return ("an array of dtype object", "an array of Python objects other than "
+                            "numbers, strings and None: its bytes are the objects' addresses, "
+                            "which another object may take, and an object may change in place")
                 same = objects.setdefault(id(x), len(objects))
                 if x.base is None:  # (its own owner, the common case: owner()'s answer)
                     shape, strides = x.shape, x.strides
@@ -3586,13 +3592,44 @@ def signature(parts):
                             owners.setdefault(id(base), len(owners)),
                             0 if base is x else address(x) - address(base), base.shape,
                             base.strides, same, values))
-            elif kind in (float, np.float64, np.float32, np.float16):
-                key.append((kind, np.array(x).tobytes()) if plain else kind)
-            elif kind in (int, bool, str, bytes, type(None)) or isinstance(x, np.generic):
+            elif kind is bool or x is None:
                 key.append((kind, x))
+            elif kind in (float, np.float64, np.float32, np.float16) and not plain:
+                key.append(kind)
             else:
-                return kind.__name__, f"an argument of type {kind.__name__}"
+                # A number or string not differentiated, by its value, and which leaves are
+                # one object, as for arrays (f(x, s, s): ``a is b`` in f, where equal strings
+                # made apart are two objects)
+                same = objects.setdefault(id(x), len(objects))
+                if kind in (float, np.float64, np.float32, np.float16):
+                    key.append((kind, np.array(x).tobytes(), same))
+                elif kind in (int, str, bytes):
+                    key.append((kind, x, same))
+                elif isinstance(x, np.generic):
+                    # By its bits, not by ==: np.longdouble(-0.0) == 0.0, and datetimes and
+                    # timedeltas of other units are equal (a day is 24 hours) where
+                    # astype(int) tells them apart; a structured scalar (np.void) has no hash
+                    key.append((kind, x.dtype.str, x.tobytes(), same))
+                else:
+                    return kind.__name__, f"an argument of type {kind.__name__}"
     return tuple(key), None
+
+
+def _objects_held(x):
+    """What an array of dtype object holds, as a signature compares it: each item's type and
+    value (a float's bits), where all are Python's numbers, strings, bytes or None; else None.
+    Its bytes are addresses, which a later object may take after the first is freed."""
+    if x.dtype.kind != "O":
+        return None  # (a structured dtype with object fields)
+    items = []
+    for item in x.ravel(order="K").tolist():
+        kind = type(item)
+        if kind is float:
+            item = np.float64(item).tobytes()
+        elif kind not in (int, bool, str, bytes, type(None)):
+            return None
+        items.append((kind, item))
+    return tuple(items)
 
 
 def structure(tree):
