@@ -918,3 +918,43 @@ def test_unstructured_to_structured():
 
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="write each field"):
         mutad.gradient(copied, np.ones(6))
+
+
+# ----------------------------------------------------------------------------------------------
+# float() called by the differentiated code: Python's float of a traced value, followed as
+# x.item() is (it was refused, though the code of the same meaning with .item() was followed)
+
+def _float_of_the_loss(x):
+    return float(np.sum(x ** 2)) + x[0]
+
+
+def _float_of_elements(x):
+    loss = 0.0
+    for v in x:
+        loss += float(v) ** 2 * np.cos(float(v))
+    return loss
+
+
+def _float_of_a_buffers_sum(x):
+    prev, cur = np.empty_like(x), np.empty_like(x)
+    prev[...] = x
+    cur[:] = 0.9 * x
+    for _ in range(3):
+        prev, cur = cur, 2 * cur - prev + 0.2 * (np.roll(cur, 1) - 2 * cur + np.roll(cur, -1))
+    return float(np.sum(cur ** 2)) * float(x.max())
+
+
+def _float_beside_floats_as_a_type(x):
+    y = np.zeros(3, dtype=float)  # the name as a dtype, and a type, in the same function
+    y[:] = x * float(x[1])
+    assert isinstance(float(x[0]), float) and isinstance(1.5, float) and issubclass(float, float)
+    return y.sum() + float("0.5") * float(2) * x[2]
+
+
+@pytest.mark.parametrize("f", [_float_of_the_loss, _float_of_elements, _float_of_a_buffers_sum,
+                               _float_beside_floats_as_a_type])
+def test_float_of_traced_values_is_followed(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
+    assert "float" not in globals()  # the mode's float bound for the differentiation only
+
+
