@@ -958,3 +958,25 @@ def test_float_of_traced_values_is_followed(f):
     assert "float" not in globals()  # the mode's float bound for the differentiation only
 
 
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode: a view NumPy's function gives of an array f made (np.einsum('ii->i', D), which
+# views D's diagonal) was a plain array, so a write of a dual into it was refused, where reverse
+# mode followed it; now the same view of the dual, as reverse mode's constant_result gives
+
+def _einsum_diagonal_written(x):
+    D = np.diag(np.ones(3))
+    np.einsum("ii->i", D)[...] = x
+    return np.linalg.det(D) + D.sum()
+
+
+def _einsum_transpose_written(x):
+    M = np.zeros((3, 2))
+    np.einsum("ij->ji", M)[0] = x
+    M[:, 1] = x ** 2
+    return (M @ np.array([1.0, -2.0])).prod()
+
+
+@pytest.mark.parametrize("f", [_einsum_diagonal_written, _einsum_transpose_written])
+def test_views_of_arrays_f_made_written_in_forward_mode(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
