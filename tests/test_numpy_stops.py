@@ -2,6 +2,9 @@
 ``test_scipy_stops.check`` does (NumPy's value bit for bit, reverse mode, forward mode and a
 replay against central differences, the caller's arrays unchanged)."""
 
+import collections
+import math
+
 import numpy as np
 import pytest
 import scipy.special
@@ -951,8 +954,16 @@ def _float_beside_floats_as_a_type(x):
     return y.sum() + float("0.5") * float(2) * x[2]
 
 
+def _float_handed_on(x):
+    values = list(map(float, x))  # (float loaded, not called here: map calls it)
+    sums = collections.defaultdict(float)
+    for i, v in enumerate(values):
+        sums[i % 2] += v * v
+    return sums[0] - sums[1] + math.fsum(map(float, x))
+
+
 @pytest.mark.parametrize("f", [_float_of_the_loss, _float_of_elements, _float_of_a_buffers_sum,
-                               _float_beside_floats_as_a_type])
+                               _float_beside_floats_as_a_type, _float_handed_on])
 def test_float_of_traced_values_is_followed(f):
     check(f, np.array([0.31, -0.72, 1.13]))
     assert "float" not in globals()  # the mode's float bound for the differentiation only

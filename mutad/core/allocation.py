@@ -57,7 +57,7 @@ Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``js
 those standing for floats as their numbers (``_json_default``); Python's ``float``, called by
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
 does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
-code calls it and never compares a type with it by identity (``_Mode._compares_float``).
+code reads it and never compares a type with it by identity (``_Mode._compares_float``).
 
 Float arrays (and arrays of numeric records) made before the differentiation started that the
 differentiated function reaches by a name (a module-level initial condition ``U0``, a
@@ -1224,7 +1224,7 @@ class _PythonFloat(_ScalarType):
 
 PYTHON_FLOAT = _PythonFloat("float", (float,), {"__module__": "builtins",
                                                  "__doc__": float.__doc__})
-"""Python's ``float`` in the mode (``_PythonFloat``), bound where the differentiated code calls
+"""Python's ``float`` in the mode (``_PythonFloat``), bound where the differentiated code reads
 the builtin and never compares a type with it by identity (``_Mode._swap_cells``)."""
 
 
@@ -2924,7 +2924,7 @@ class _Mode:
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
-        # id(namespace) -> [a user module's namespace whose code calls float(), what its float
+        # id(namespace) -> [a user module's namespace whose code reads float, what its float
         # is in the mode: PYTHON_FLOAT, Python's own where some code may compare by identity]
         self.floats = {}
         self.float_compares = {}  # id(namespace) -> (it, its size, _compares_float's answer)
@@ -3227,11 +3227,10 @@ class _Mode:
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
                 if "float" in names and namespace.get("float", PYTHON_FLOAT) is PYTHON_FLOAT:
-                    calls, compares = _uses(code, "float")
+                    # (called, or handed on to be called: map(float, x), defaultdict(float))
                     site = self.floats.setdefault(id(namespace), [namespace, None])
-                    site[1] = float if compares or site[1] is float or (
-                        calls and self._compares_float(namespace)) else (
-                        PYTHON_FLOAT if calls else site[1])
+                    site[1] = float if site[1] is float or _uses(code, "float")[1] \
+                        or self._compares_float(namespace) else PYTHON_FLOAT
                 places += [(namespace, name) for name in names if name in namespace]
                 holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
                 bound = getattr(g_bound, "__self__", None)
