@@ -325,15 +325,15 @@ def enclosed(y, level):
     return y
 
 
-def constant_result(y, level, args):
+def constant_result(y, level, primals, args=()):
     """What a function of constants of ``level`` alone gives (``np.histogram``'s edges of an
     array f made), as reverse mode's ``constant_result`` gives it: each new float array a
-    constant, a dual with a zero tangent into which f may write duals; a view of a dual
-    argument's memory (``np.einsum('ii->i', D)``) the same view of the dual, into which f may
-    write as into the argument; a view of a plain argument, a number, an integer array as
-    they are."""
+    constant, a dual with a zero tangent into which f may write duals; a view of the memory
+    of a dual among ``args`` (``np.einsum('ii->i', D)``) the same view of the dual, into which
+    f may write as into the argument; a view of a plain argument, a number, an integer array
+    as they are."""
     if type(y) in (tuple, list):
-        items = [constant_result(item, level, args) for item in y]
+        items = [constant_result(item, level, primals, args) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if type(y) is not np.ndarray or y.dtype.kind not in "fc":
         return y
@@ -342,8 +342,8 @@ def constant_result(y, level, args):
         if type(x) is Dual and x.level == level and owner(memory(x)) is root:
             view = view_as(x, y)
             return y if view is None else view
-        if isinstance(x, np.ndarray) and owner(x) is root:
-            return y
+    if any(isinstance(p, np.ndarray) and owner(p) is root for p in flat(primals)):
+        return y
     y = enclosed(y, level)
     return Dual(y, zero_tangent(y, level), level)
 
@@ -764,7 +764,7 @@ def apply_function(func, args, kwargs, level, rule=None):
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
     elif dy is None and out is None and _of_constants(args, level):
-        return constant_result(y, level, args)
+        return constant_result(y, level, primals, args)
     result = _wrap(y, dy, level, primals, tangents)
     if out is None and type(result) in (list, tuple):  # (np.broadcast_arrays' arguments)
         itself = [_argument_itself(yi, args, primals, level) for yi in y]
@@ -1234,7 +1234,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)
         if dy is None and _of_constants(args, level):
-            return constant_result(y, level, args)
+            return constant_result(y, level, primals, args)
         return _wrap(y, dy, level, primals, tangents, owned=False)
     plain = [i for i in writes if i < len(args) and tangents[i] is None
              and getattr(args[i], "dtype", np.dtype(int)).kind in "fc"]
