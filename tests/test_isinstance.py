@@ -456,3 +456,39 @@ def test_angle_of_a_real_array_has_numpys_dtype():
     value, grad = mutad.value_and_grad(f)(x)
     assert value == f(x.copy()) and seen[0] == seen[1] == (np.float32, True)
     assert grad.tolist() == [0.0, np.float32(np.pi) + np.float32(180.0), 0.0]
+
+
+def test_float_in_code_that_compares_types_by_identity_stays_pythons():
+    """Code that may compare a type with ``float`` by identity keeps Python's float, which no
+    stand-in passes, and float() of a traced value is refused there, as in a library's code."""
+    def f(x):
+        v = float(x[0])
+        return v * x[1] if type(v) is float else x.sum()
+
+    with pytest.raises(mutad.errors.ConversionError, match=r"float\(\)"):
+        mutad.gradient(f, np.array([0.5, 2.0]))
+    assert f(np.array([0.5, 2.0])) == 1.0 and "float" not in globals()  # (this module compares so)
+
+
+def test_float_stays_pythons_in_a_module_some_code_of_which_compares_it_by_identity():
+    """The mode's float is bound as a module's global, which all its code reads: a function the
+    differentiation reaches only through a container (not by a name its code reads) that
+    compares with ``float`` by identity must see Python's, so the module keeps it."""
+    import types
+
+    module = types.ModuleType("a_users_module")
+    exec(compile("def is_python_float(v):\n"
+                 "    return type(v) is float\n"
+                 "CHECKS = {}\n"
+                 "def loss(x):\n"
+                 "    v = float(x[0])\n"
+                 "    assert CHECKS['float'](1.5)\n"
+                 "    return v * x[1]\n", "a_users_module.py", "exec"), vars(module))
+    module.CHECKS["float"] = module.is_python_float
+    with pytest.raises(mutad.errors.ConversionError, match=r"float\(\)"):
+        mutad.gradient(module.loss, np.array([0.5, 2.0]))
+    assert "float" not in vars(module)
+    module.CHECKS["float"] = bool  # no code of it compares now: float() followed
+    del module.is_python_float
+    np.testing.assert_array_equal(mutad.gradient(module.loss, np.array([0.5, 2.0]))[0],
+                                  [2.0, 0.5])

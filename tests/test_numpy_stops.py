@@ -2,6 +2,9 @@
 ``test_scipy_stops.check`` does (NumPy's value bit for bit, reverse mode, forward mode and a
 replay against central differences, the caller's arrays unchanged)."""
 
+import collections
+import math
+
 import numpy as np
 import pytest
 import scipy.special
@@ -918,3 +921,73 @@ def test_unstructured_to_structured():
 
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="write each field"):
         mutad.gradient(copied, np.ones(6))
+
+
+# ----------------------------------------------------------------------------------------------
+# float() called by the differentiated code: Python's float of a traced value, followed as
+# x.item() is (it was refused, though the code of the same meaning with .item() was followed)
+
+def _float_of_the_loss(x):
+    return float(np.sum(x ** 2)) + x[0]
+
+
+def _float_of_elements(x):
+    loss = 0.0
+    for v in x:
+        loss += float(v) ** 2 * np.cos(float(v))
+    return loss
+
+
+def _float_of_a_buffers_sum(x):
+    prev, cur = np.empty_like(x), np.empty_like(x)
+    prev[...] = x
+    cur[:] = 0.9 * x
+    for _ in range(3):
+        prev, cur = cur, 2 * cur - prev + 0.2 * (np.roll(cur, 1) - 2 * cur + np.roll(cur, -1))
+    return float(np.sum(cur ** 2)) * float(x.max())
+
+
+def _float_beside_floats_as_a_type(x):
+    y = np.zeros(3, dtype=float)  # the name as a dtype, and a type, in the same function
+    y[:] = x * float(x[1])
+    assert isinstance(float(x[0]), float) and isinstance(1.5, float) and issubclass(float, float)
+    return y.sum() + float("0.5") * float(2) * x[2]
+
+
+def _float_handed_on(x):
+    values = list(map(float, x))  # (float loaded, not called here: map calls it)
+    sums = collections.defaultdict(float)
+    for i, v in enumerate(values):
+        sums[i % 2] += v * v
+    return sums[0] - sums[1] + math.fsum(map(float, x))
+
+
+@pytest.mark.parametrize("f", [_float_of_the_loss, _float_of_elements, _float_of_a_buffers_sum,
+                               _float_beside_floats_as_a_type, _float_handed_on])
+def test_float_of_traced_values_is_followed(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
+    assert "float" not in globals()  # the mode's float bound for the differentiation only
+
+
+
+# ----------------------------------------------------------------------------------------------
+# Forward mode: a view NumPy's function gives of an array f made (np.einsum('ii->i', D), which
+# views D's diagonal) was a plain array, so a write of a dual into it was refused, where reverse
+# mode followed it; now the same view of the dual, as reverse mode's constant_result gives
+
+def _einsum_diagonal_written(x):
+    D = np.diag(np.ones(3))
+    np.einsum("ii->i", D)[...] = x
+    return np.linalg.det(D) + D.sum()
+
+
+def _einsum_transpose_written(x):
+    M = np.zeros((3, 2))
+    np.einsum("ij->ji", M)[0] = x
+    M[:, 1] = x ** 2
+    return (M @ np.array([1.0, -2.0])).prod()
+
+
+@pytest.mark.parametrize("f", [_einsum_diagonal_written, _einsum_transpose_written])
+def test_views_of_arrays_f_made_written_in_forward_mode(f):
+    check(f, np.array([0.31, -0.72, 1.13]))

@@ -54,7 +54,10 @@ reaches by a name, over the same bit generator), give their float draws as const
 normal, uniform, exponential and lognormal draws with traced parameters are NumPy's draws
 computed from the standard ones with the traced parameters (``_reparameterised``);
 Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
-those standing for floats as their numbers (``_json_default``).
+those standing for floats as their numbers (``_json_default``); Python's ``float``, called by
+the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
+does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
+code reads it and never compares a type with it by identity (``_Mode._compares_float``).
 
 Float arrays (and arrays of numeric records) made before the differentiation started that the
 differentiated function reaches by a name (a module-level initial condition ``U0``, a
@@ -1201,6 +1204,28 @@ SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
                      for alias in ("half", "single", "double", "csingle", "cdouble")})
 """NumPy's float and complex scalar types by the names the ``numpy`` module gives them, and
 the mode's (``_ScalarType``), installed where the differentiated code calls them."""
+
+
+class _PythonFloat(_ScalarType):
+    """The type of Python's ``float`` as the mode shows it where the differentiated code calls
+    it: of a traced float value (``float(x[0])``, ``return float(loss)``) the value standing
+    for the Python float Python gives, as ``x.item()`` gives it, which the engines follow
+    (after NumPy's own errors and warnings: ``float()`` of an array of several elements);
+    otherwise Python's ``float``. As a type it is Python's (``_ScalarType``)."""
+
+    def __call__(cls, *args, **kwargs):
+        if ACTIVE.running and len(args) == 1 and not kwargs and wrapped(args[0]) \
+                and args[0].dtype.kind == "f":
+            value = args[0]
+            float(memory(value)[()] if stands_for_scalar(value) else memory(value))
+            return value.item()
+        return float(*args, **kwargs)
+
+
+PYTHON_FLOAT = _PythonFloat("float", (float,), {"__module__": "builtins",
+                                                 "__doc__": float.__doc__})
+"""Python's ``float`` in the mode (``_PythonFloat``), bound where the differentiated code reads
+the builtin and never compares a type with it by identity (``_Mode._swap_cells``)."""
 
 
 class _RecordsConstructor(_ShownType):
@@ -2899,6 +2924,10 @@ class _Mode:
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
+        # id(namespace) -> [a user module's namespace whose code reads float, what its float
+        # is in the mode: PYTHON_FLOAT, Python's own where some code may compare by identity]
+        self.floats = {}
+        self.float_compares = {}  # id(namespace) -> (it, its size, _compares_float's answer)
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -3095,8 +3124,17 @@ class _Mode:
         namespace, scalars = self.numpy.__dict__, self.scalars
         for name, (original, _) in CALLED_TYPES.items():
             namespace[name] = scalars.get(name) or original
+        for namespace, chosen in self.floats.values():  # (a builtin: bound as a global)
+            if chosen is PYTHON_FLOAT:
+                namespace["float"] = PYTHON_FLOAT
+            elif namespace.get("float") is PYTHON_FLOAT:
+                del namespace["float"]
 
     def _undo(self):
+        for namespace, _ in self.floats.values():
+            if namespace.get("float") is PYTHON_FLOAT:
+                del namespace["float"]
+        self.floats = {}
         self.numpy.ndarray = np.ndarray
         namespace = self.numpy.__dict__
         for name, (original, _) in CALLED_TYPES.items():
@@ -3188,6 +3226,11 @@ class _Mode:
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
+                if "float" in names and namespace.get("float", PYTHON_FLOAT) is PYTHON_FLOAT:
+                    # (called, or handed on to be called: map(float, x), defaultdict(float))
+                    site = self.floats.setdefault(id(namespace), [namespace, None])
+                    site[1] = float if site[1] is float or _uses(code, "float")[1] \
+                        or self._compares_float(namespace) else PYTHON_FLOAT
                 places += [(namespace, name) for name in names if name in namespace]
                 holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
                 bound = getattr(g_bound, "__self__", None)
@@ -3250,6 +3293,17 @@ class _Mode:
                 elif callable(value) and not isinstance(value, (type, types.ModuleType)):
                     todo.append((value, level + 1))
         return holders
+
+    def _compares_float(self, namespace):
+        """Whether the code of some function or class of the module whose namespace is
+        ``namespace`` may compare a type with ``float`` by identity (``_uses``): the mode's
+        float, bound as the module's global, would be the one it compares with."""
+        known = self.float_compares.get(id(namespace))
+        if known is None or known[0] is not namespace or known[1] != len(namespace):
+            compares = any(_uses(code, "float")[1] for code in _own_codes(namespace)
+                           if "float" in _names(code))
+            known = self.float_compares[id(namespace)] = (namespace, len(namespace), compares)
+        return known[2]
 
     def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
@@ -3360,7 +3414,13 @@ def _own_names(namespace):
     """The names that the code of the functions and classes defined in the module whose
     namespace is ``namespace`` reads (as globals, which no attribute access of the module
     sees), found among its bindings, its classes' attributes and the containers it binds."""
-    names, seen, package = set(), set(), _top(namespace)
+    return {name for code in _own_codes(namespace) for c in _codes(code) for name in c.co_names}
+
+
+def _own_codes(namespace):
+    """The code of the functions and classes defined in the module whose namespace is
+    ``namespace`` (``_own_names``)."""
+    codes, seen, package = [], set(), _top(namespace)
     todo = [value for name, value in namespace.items() if name != "__builtins__"]
     while todo:
         value = todo.pop()
@@ -3376,14 +3436,14 @@ def _own_names(namespace):
             todo.append(value.func)
         elif kind is types.FunctionType:
             if value.__globals__ is namespace:  # (not _names: its cache is for user code)
-                names.update(*(c.co_names for c in _codes(value.__code__)))
+                codes.append(value.__code__)
             todo.append(value.__dict__.get("__wrapped__"))
         elif issubclass(kind, type) and str(value.__module__).partition(".")[0] == package:
             todo += vars(value).values()  # (its methods' globals tell in which module it was
             # defined: its __module__ may name the public module)
         elif kind in (dict, list, tuple, set, frozenset):
             todo += value.values() if kind is dict else value
-    return names
+    return codes
 
 
 _ATOMS = frozenset((str, int, float, bool, bytes, complex, type(None)))

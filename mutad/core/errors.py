@@ -43,11 +43,12 @@ class UntracedWriteError(MutadError, TypeError):
 
 
 class ConversionError(MutadError, TypeError):
-    """A traced array was converted to a plain ndarray or number (``float()``, or
-    ``np.asarray`` inside code without a mutad rule).
+    """A traced array was converted to a plain ndarray or number (``complex()``, or
+    ``float()`` or ``np.asarray`` inside code without a mutad rule).
 
     This happens when code without a mutad rule, typically a SciPy routine, converts its input,
-    or when ``float(x)`` is taken of a value that depends on the arguments: the conversion
+    or when ``complex(x)`` is taken of a value that depends on the arguments (``float(x)``
+    called by the differentiated code itself is followed, as ``x.item()`` is): the conversion
     would cut the gradient. Fix: wrap the routine with ``mutad.adjoint`` (or
     ``mutad.inplace_adjoint`` if it writes into its arguments) and give it a rule with
     ``@routine.rule`` (see docs/guide.md, "Custom rules"); keep computing with the array instead

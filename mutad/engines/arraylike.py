@@ -1772,6 +1772,10 @@ CONVERSION_FIXES["round"] = (
 for _name in ("int", "complex", "item", "tolist"):
     CONVERSION_FIXES[_name] = CONVERSION_FIXES["float"]
 del _name
+CONVERSION_FIXES["float"] += (
+    " (float() itself is followed as x.item() is where the differentiated code calls it, "
+    "unless code of its module compares a type with float by identity, `type(v) is float`, "
+    "which isinstance(v, float) replaces.)")
 CONVERSION_FIXES["matrix"] = CONVERSION_FIXES["asmatrix"] = CONVERSION_FIXES["mat"] = (
     "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
     "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")

@@ -56,7 +56,7 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
-                          real_part_if, strided, wrapped, writes_freely)
+                          real_part_if, strided, view_as, wrapped, writes_freely)
 from .writes import (at_target, check_region, over_target, reads_written,
                      written_before_raising)
 
@@ -325,17 +325,23 @@ def enclosed(y, level):
     return y
 
 
-def constant_result(y, level, primals):
+def constant_result(y, level, primals, args=()):
     """What a function of constants of ``level`` alone gives (``np.histogram``'s edges of an
     array f made), as reverse mode's ``constant_result`` gives it: each new float array a
-    constant, a dual with a zero tangent into which f may write duals; a view of an argument,
-    a number, an integer array as they are."""
+    constant, a dual with a zero tangent into which f may write duals; a view of the memory
+    of a dual among ``args`` (``np.einsum('ii->i', D)``) the same view of the dual, into which
+    f may write as into the argument; a view of a plain argument, a number, an integer array
+    as they are."""
     if type(y) in (tuple, list):
-        items = [constant_result(item, level, primals) for item in y]
+        items = [constant_result(item, level, primals, args) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if type(y) is not np.ndarray or y.dtype.kind not in "fc":
         return y
     root = owner(y)
+    for x in flat(args):
+        if type(x) is Dual and x.level == level and owner(memory(x)) is root:
+            view = view_as(x, y)
+            return y if view is None else view
     if any(isinstance(p, np.ndarray) and owner(p) is root for p in flat(primals)):
         return y
     y = enclosed(y, level)
@@ -758,7 +764,7 @@ def apply_function(func, args, kwargs, level, rule=None):
         y = enclosed(y, level)
         dy = zero_tangent(y, level)
     elif dy is None and out is None and _of_constants(args, level):
-        return constant_result(y, level, primals)
+        return constant_result(y, level, primals, args)
     result = _wrap(y, dy, level, primals, tangents)
     if out is None and type(result) in (list, tuple):  # (np.broadcast_arrays' arguments)
         itself = [_argument_itself(yi, args, primals, level) for yi in y]
@@ -1228,7 +1234,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
     if writes is None:
         y, dy = rule(tangents, *primals, **kwargs)
         if dy is None and _of_constants(args, level):
-            return constant_result(y, level, primals)
+            return constant_result(y, level, primals, args)
         return _wrap(y, dy, level, primals, tangents, owned=False)
     plain = [i for i in writes if i < len(args) and tangents[i] is None
              and getattr(args[i], "dtype", np.dtype(int)).kind in "fc"]
