@@ -1527,3 +1527,65 @@ def test_an_array_a_scipy_object_holds_stays_scipys():
     assert spline.get_coeffs().tobytes() == coefficients.tobytes()
     new = mutad.gradient(lambda p: (spline(x) * p).sum(), 2.0)[0]   # a new array: followed
     assert new == spline(x).sum()
+
+
+# ----------------------------------------------------------------------------------------------
+# A stand-in takes its SciPy function's arguments by their names: the Fourier filters' second
+# parameter is sigma, size or shift (fourier_gaussian(F, sigma=1.0) raised TypeError), eigsh
+# takes rng, BarycentricInterpolator random_state
+
+
+def _routes():
+    import importlib
+
+    from mutad.core import registry
+    for module in set(registry.RULE_MODULES.values()):
+        importlib.import_module(module)
+    for original, rule in list(registry.RULES.items()):
+        stand_in = getattr(rule, "route", None)
+        if stand_in is not None and callable(original):
+            yield original, stand_in
+
+
+def _keywords(f):
+    import inspect
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def test_every_stand_in_takes_its_scipy_functions_keywords():
+    missing = {}
+    for original, stand_in in _routes():
+        ours, theirs = _keywords(getattr(stand_in, "fn", stand_in)), _keywords(original)
+        if ours is not None and theirs is not None and theirs - ours:
+            missing[getattr(original, "__qualname__", repr(original))] = theirs - ours
+    assert not missing
+
+
+@pytest.mark.parametrize("name, keyword, value", [
+    ("fourier_gaussian", "sigma", 1.3), ("fourier_uniform", "size", 2.5),
+    ("fourier_ellipsoid", "size", 2.5), ("fourier_shift", "shift", 0.7)])
+def test_fourier_filters_by_keyword(name, keyword, value):
+    import scipy.ndimage
+    image = np.cos(np.arange(36.0)).reshape(6, 6)
+
+    def f(x):
+        filtered = getattr(scipy.ndimage, name)(np.fft.fft2(x), **{keyword: value}, axis=-1)
+        return np.sum(np.abs(np.fft.ifft2(filtered)) ** 2)
+
+    check(f, image)
+
+
+def test_eigsh_with_rng():
+    def f(k):
+        a = scipy.sparse.diags([-k[1:], 2.0 + k, -k[1:]], [-1, 0, 1], format="csr")
+        w = scipy.sparse.linalg.eigsh(a, 2, which="LA", tol=1e-14,
+                                      rng=0)[0]
+        return w.sum()
+
+    check(f, np.linspace(0.5, 1.5, 8), rtol=1e-5)

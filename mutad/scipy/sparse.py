@@ -3510,9 +3510,9 @@ def _closed_over(name, A):
 def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
            v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
            return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
-           mode: str = "normal") -> Any:
+           mode: str = "normal", rng: Any = None) -> Any:
     settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
-                    Minv=Minv, OPinv=OPinv, mode=mode)
+                    Minv=Minv, OPinv=OPinv, mode=mode, rng=rng)
     if not _followed(A, *settings.values()):
         return SCIPY["eigsh"](_closed_over("eigsh", A), k,
                               return_eigenvectors=return_eigenvectors, **settings)
