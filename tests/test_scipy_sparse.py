@@ -888,7 +888,9 @@ def test_refusals():
             match="np.matrix")
     with pytest.raises(np.linalg.LinAlgError, match="square"):  # NumPy's: a matrix power
         mutad.gradient(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy())
-    refuses(lambda k: stiffness(k, "csr").max(axis=0), K.copy(), match="max")
+    refuses(lambda k: scipy.sparse.csr_array(stiffness(k)).max(axis=0), K.copy(),
+            match="max")
+    refuses(lambda k: stiffness(k, "csr").min(axis=1, explicit=True), K.copy(), match="min")
     refuses(lambda k: np.sum(stiffness(k, "dia").setdiag(k[:2]) or 0.0), K.copy(),
             match="dia")
     refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
@@ -2169,7 +2171,22 @@ MATRIX_SUMS = {
     "sum(axis=0).cumsum()": lambda k: stiffness(k, "csr").sum(axis=0).cumsum().A1,
     "todense().reshape(1, -1)": lambda k: nonsymmetric(k).todense().reshape(1, -1).A1,
     "todense().clip(0.5, 2)": lambda k: nonsymmetric(k).todense().clip(0.5, 2.0).A1,
+    # assignments into np.matrix (they raised TypeError: no item assignment)
+    "todense()[0, 1] = k[0]": lambda k: _written(nonsymmetric(k).todense(), (0, 1), k[0]).A1,
+    "todense()[:, 2] = a column": lambda k: _written(
+        nonsymmetric(k).todense(), (slice(None), 2), k[:N, None] * 2.0).A1,
+    "todense()[1] = a row of itself": lambda k: (lambda m: _written(m, 1, m[3] * k[2]).A1)(
+        nonsymmetric(k).todense()),
+    "todense()[[0, 0], [2, 2]] = [k0, k1] (the last wins)": lambda k: _written(
+        stiffness(k, "csr").todense(), ([0, 0], [2, 2]), [k[0], k[1]]).A1,
+    "sum(axis=0)[0, 1:3] = 0.5": lambda k: _written(stiffness(k, "csr").sum(axis=0),
+                                                   (0, slice(1, 3)), 0.5).A1,
 }
+
+
+def _written(m, key, value):
+    m[key] = value
+    return m
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # NumPy's, of np.matrix * x
@@ -2192,6 +2209,13 @@ EXTREMES = {
     "max of a csr_array": lambda d: scipy.sparse.csr_array(_stored(d)).max(),
     "max of a coo matrix": lambda d: _stored(d).tocoo().max(),
     "max of a full matrix": lambda d: csr_matrix(np.reshape(d[:4], (2, 2))).max(),
+    # an spmatrix's extremes along an axis: SciPy's coo matrix of them (they were refused)
+    "max(axis=0)": lambda d: _stored(d).max(axis=0).toarray(),
+    "min(axis=1) of a coo matrix": lambda d: _stored(d).tocoo().min(axis=1).toarray(),
+    "max(axis=-1) of a full matrix": lambda d: csr_matrix(np.reshape(d[:4], (2, 2))).max(
+        axis=-1).toarray(),
+    # A.conj() of real values, a copy (it was refused)
+    "conj()": lambda d: (_stored(d).conj() @ B).sum() + _stored(d).conjugate(False).max(),
 }
 
 
@@ -2202,6 +2226,42 @@ def test_max_and_min(name):
     y, _ = mutad.pullback(f, d.copy())
     assert np.asarray(y).tobytes() == np.asarray(f(d)).tobytes()
     check(f, d)
+
+
+def test_max_along_an_axis_is_scipys_coo_matrix_and_leaves_the_caller_coo_unsummed():
+    """A coo matrix with a repeated entry: SciPy sums a copy, the matrix keeps its entries."""
+    d = M.data - 2.0 + 0.01 * np.arange(M.nnz)
+    rows, cols = np.r_[M.tocoo().row, 0], np.r_[M.tocoo().col, 0]
+    seen = []
+
+    def f(d):
+        a = scipy.sparse.coo_matrix((np.r_[d, 1.0], (rows, cols)), shape=M.shape)
+        m = a.max(axis=0)
+        seen.append((isinstance(m, scipy.sparse.coo_matrix), m.shape, m.nnz, a.nnz))
+        return m.toarray()
+
+    y, _ = mutad.pullback(f, d.copy())
+    assert y.tobytes() == f(d).tobytes()
+    assert seen[0] == seen[1]
+    mutad.check_grads(lambda d: np.sum(f(d) ** 2), d)
+
+
+def test_nonzero_of_traced_values_is_scipys_and_a_decision():
+    def f(d):
+        a = csr_matrix((d, M.indices, M.indptr), shape=M.shape)
+        rows, cols = a.nonzero()
+        return np.sum(a.toarray()[rows, cols] * (rows + 2 * cols))
+
+    d = M.data.copy()
+    d[::3] = 0.0
+    rows, cols = csr_matrix((d, M.indices, M.indptr), shape=M.shape).nonzero()
+    expected = np.zeros(M.nnz)
+    positions = {(r, c): i for i, (r, c) in enumerate(zip(*M.nonzero()))}
+    for r, c in zip(rows, cols):
+        expected[positions[r, c]] = r + 2 * c
+    assert np.array_equal(mutad.gradient(f, d)[0], expected)
+    mutad.check_grads(f, M.data.copy())
+    replays_as_traced(f, [(d,), (M.data.copy(),), (d,)])
 
 
 def test_max_splits_its_gradient_between_ties_and_leaves_an_unstored_zero_none():

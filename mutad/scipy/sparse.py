@@ -44,7 +44,8 @@ whose pattern is SciPy's result's (SciPy's operation applied to the numbers of t
 values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
-ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
+ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
+coo matrix of them), ``A.nonzero()`` (a decision on the values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
@@ -1222,6 +1223,18 @@ class TracedMatrix:
             return TracedMatrix(np.reshape(out, (-1, 1) if column else (1, -1)))
         return TracedMatrix(out)
 
+    def __setitem__(self, key, value):
+        """``np.matrix``'s assignment (ndarray's, given a matrix: ``m[:, j]`` takes a column
+        ``m[:, [k]]``): which entry of ``value`` each written entry takes is NumPy's own
+        answer, the same assignment of the entries' numbers into an np.matrix of integers
+        (its errors too), written into the traced array."""
+        value, = lists_as_arrays([_matrix_operand(value)])
+        taken = np.full(self.shape, -1, dtype=np.intp).view(np.matrix)
+        taken[key] = np.arange(np.size(value)).reshape(np.shape(value))
+        taken = taken.view(np.ndarray)
+        written = taken >= 0
+        self.array[written] = np.reshape(value, (-1,))[taken[written]]
+
     def _elementwise(self, other, operation):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             return NotImplemented
@@ -1505,8 +1518,8 @@ class TracedSparse:
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
             "A.maximum, A.minimum, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
-            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(), "
-            "min(), getrow, getcol, setdiag, toarray() and .data. Compute with A.data, or with "
+            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
+            "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
             "A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1723,14 +1736,24 @@ class TracedSparse:
         return self._extreme("min", axis, out, explicit)
 
     def _extreme(self, name, axis, out, explicit):
-        if axis is not None or out is not None:
-            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse matrix with traced values",
-                    f"SciPy's result is a sparse matrix of the {name}ima, which mutad does not "
+        if out is not None or axis is not None and (
+                explicit or not isinstance(self.layout.template, _sparse.spmatrix)):
+            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse array with traced values, "
+                    "or of the stored entries alone (explicit=True)",
+                    f"SciPy's result is a sparse array of the {name}ima, which mutad does not "
                     f"make: take them from the dense array, A.toarray().{name}(axis), or "
                     f"{name}() of the rows or columns you need (A[[i], :].{name}()).")
-        getattr(self.layout.probe(), name)(explicit=explicit)  # SciPy's errors (no entry)
-        summed = self if self.format == "coo" else self.copy()  # SciPy's coo sums in place
+        # SciPy's errors (no entry, another axis)
+        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
+        summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
+        if axis is not None:
+            # SciPy's coo matrix of each line's extreme, the zeros not stored among its
+            # entries, those that are zero left out: the dense array's (no repeated entries
+            # left to add), made sparse as SciPy makes a dense matrix sparse
+            lines = getattr(np, name)(summed.toarray(), axis=axis, keepdims=True)
+            return RULES[SCIPY["coo_matrix"]].route(lines)
         layout = summed.layout
         values = np.reshape(summed.data, (-1,))[layout.valid]
         if not explicit and int(np.count_nonzero(layout.valid)) < self.shape[0] * self.shape[1]:
@@ -1844,6 +1867,20 @@ class TracedSparse:
 
     def __neg__(self):
         return TracedSparse(self.layout, -self.data)
+
+    def conjugate(self, copy: bool = True) -> TracedSparse:
+        """SciPy's: of real values (the only ones mutad follows here) a copy, or the matrix
+        itself."""
+        return self.copy() if copy else self
+
+    conj = conjugate
+
+    def nonzero(self) -> tuple[Any, Any]:
+        """SciPy's rows and columns of the stored entries that are not zero: a decision
+        taken on the values."""
+        return self.layout.build(settled(
+            self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
+                       "entries")).nonzero()
 
     def __pos__(self):
         return self
