@@ -1589,3 +1589,35 @@ def test_eigsh_with_rng():
         return w.sum()
 
     check(f, np.linspace(0.5, 1.5, 8), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.matrix_balance (it was refused: SciPy's np.asarray of A): B = T⁻¹ A T, T
+# LAPACK's permutation and powers of 2, decided on the plain values
+
+_UNBALANCED = np.array([[1.0, 64.0, 3.0], [0.05, 2.0, 40.0], [0.5, 0.02, 3.0]])
+
+
+def _balanced(a):
+    b, t = scipy.linalg.matrix_balance(a)
+    return np.sum(b * np.arange(9.0).reshape(3, 3)) + t[0, 0]
+
+
+def _balanced_separately(a):
+    b, (scaling, permutation) = scipy.linalg.matrix_balance(a, separate=True)
+    return np.sum(b ** 2) + scaling[1] + permutation[0]
+
+
+def _balanced_in_place(a):
+    a = a.copy()
+    b, _ = scipy.linalg.matrix_balance(a, overwrite_a=True, permute=False)
+    return np.sum(np.linalg.eigvals(b).real * np.arange(3.0)) + np.sum(a * b)
+
+
+@pytest.mark.parametrize("f", [_balanced, _balanced_separately, _balanced_in_place],
+                         ids=lambda f: f.__name__)
+def test_matrix_balance(f):
+    check(f, _UNBALANCED.copy(), rtol=1e-5)
+    g = mutad.gradient(_balanced, _UNBALANCED)[0]
+    t = scipy.linalg.matrix_balance(_UNBALANCED)[1]  # B = T⁻¹ A T: Ā = T⁻ᵀ B̄ Tᵀ
+    np.testing.assert_array_equal(g, np.linalg.inv(t).T @ np.arange(9.0).reshape(3, 3) @ t.T)
