@@ -1581,14 +1581,30 @@ def test_fourier_filters_by_keyword(name, keyword, value):
     check(f, image)
 
 
-def test_eigsh_with_rng():
+@pytest.mark.parametrize("seed", ["a seed", "a generator made in f"])
+def test_eigsh_and_eigs_with_rng(seed):
+    """rng=: eigsh took none; a generator made in f drew ARPACK's start vector in SciPy's code
+    as an array mutad follows, which ARPACK's compiled code refused (a TypeError)."""
+    def rng():
+        return 0 if seed == "a seed" else np.random.default_rng(0)
+
     def f(k):
-        a = scipy.sparse.diags([-k[1:], 2.0 + k, -k[1:]], [-1, 0, 1], format="csr")
-        w = scipy.sparse.linalg.eigsh(a, 2, which="LA", tol=1e-14,
-                                      rng=0)[0]
-        return w.sum()
+        a = scipy.sparse.diags([-k[1:], 2.0 + k, -0.5 * k[1:]], [-1, 0, 1], format="csr")
+        w = scipy.sparse.linalg.eigsh((a + a.T) / 2, 2, which="LA", tol=1e-14, rng=rng())[0]
+        z = scipy.sparse.linalg.eigs(a, 2, which="LR", tol=1e-14, rng=rng())[0]
+        return w.sum() + z.real.sum()
 
     check(f, np.linspace(0.5, 1.5, 8), rtol=1e-5)
+
+
+def test_a_draw_in_f_still_takes_traced_writes():
+    def f(x):
+        w = np.random.default_rng(1).standard_normal(3)
+        w[0] = x[0]
+        w *= x[1]
+        return np.sum(w ** 2)
+
+    check(f, np.array([0.3, 1.2]))
 
 
 # ----------------------------------------------------------------------------------------------

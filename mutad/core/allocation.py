@@ -2693,11 +2693,20 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs):
+        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
+                _caller(sys._getframe(1))):
             return allocate(y, (np.array, (y.copy(),), {}))
         return y
 
     return _named(drawing, draw)
+
+
+def _drawn_for_the_user(frame):
+    """Whether a draw in ``frame`` is the user's code's (or, in a ``library_allocation()``
+    block, SciPy's private code's, whose buffers are followed there): a generator the function
+    made and handed to SciPy (``eigsh(A, rng=rng)``) draws ARPACK's start vector in SciPy's
+    code, which takes NumPy's own array, as its ``np.zeros`` gives."""
+    return not internal(frame) or bool(STATE.library) and _top(frame.f_globals) == "scipy"
 
 
 def _shuffled(shuffle, args, kwargs):
