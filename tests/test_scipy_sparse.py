@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse
+import scipy.linalg
 import scipy.sparse.linalg
 from scipy.sparse import csr_matrix, diags
 from scipy.sparse.linalg import spsolve
@@ -2839,3 +2840,36 @@ def test_the_constructors_the_refusal_names_are_followed():
         assert np.array_equal(x, [0.5, 1.5, -2.0])
         assert value == expected
         mutad.check_grads(f, x, modes=("rev",))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.matrix of a constant sparse matrix (todense() of sp.eye, made in the function) takes traced
+# writes, as a new array does (it raised UntracedWriteError); read alone, it computes as SciPy's
+
+
+def _written_identity(p):
+    a = scipy.sparse.eye(4).todense()
+    a[0, 0] = p[0]
+    a *= p[1] + 1.0
+    a[:, 1] = a[:, 0] * 2.0
+    return np.asarray(a).sum() + (a * a)[0, 0]
+
+
+MATRICES_OF_CONSTANTS = {
+    "written": _written_identity,
+    "scipy.linalg.solve": lambda p: scipy.linalg.solve(diags([1.0, 2.0, 3.0]).todense(),
+                                                       p).sum(),
+    "np.linalg.solve": lambda p: np.linalg.solve(diags([1.0, 2.0, 3.0]).todense(), p).sum(),
+    "csr_matrix of it": lambda p: (csr_matrix(scipy.sparse.eye(3).todense()) @ p).sum(),
+    "compared": lambda p: p.sum() * (scipy.sparse.eye(3).todense() == 1).sum(),
+    "a product": lambda p: (scipy.sparse.eye(3).todense() @ p).sum() + (
+        p * scipy.sparse.eye(3).todense()).sum(),
+}
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # NumPy's, of np.matrix
+@pytest.mark.parametrize("name", MATRICES_OF_CONSTANTS)
+def test_a_matrix_of_constants_from_todense(name):
+    f = MATRICES_OF_CONSTANTS[name]
+    x = np.array([1.0, 0.5, 2.0])
+    _checked_in_every_mode(f, x)

@@ -51,7 +51,9 @@ inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arr
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
 ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``, ``m ** k``, ``m[i, j]``,
 ``A.multiply(m)`` and the methods that compute an array's values (``item``, ``cumsum``, ...)
-are followed (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
+are followed (other indexing and powers, which differ from an array's, are refused), and so
+are assignments ``m[key] = v``; ``todense()`` of a matrix of constants made in the function is
+one too, of constants, which traced values written into it make traced. ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
@@ -189,8 +191,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
-                               internal, lists_as_arrays, shown_class)
+from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, allocate,
+                               holds_derivative, internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
@@ -1071,7 +1073,8 @@ def _as_matrix_computes(func, args, kwargs):
     the plain matrices decides them, and must give the same values: a function whose values
     change with np.matrix's semantics (its ``*``, its indexing that keeps two dimensions) is
     refused."""
-    plain = func(*[a.value if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    plain = func(*[a.value if isinstance(a, TracedMatrix) else memory(a) if wrapped(a) else a
+                   for a in args], **kwargs)
     traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
     return _matrix_results(traced, plain, f"np.{func.__name__}")
 
@@ -1322,9 +1325,36 @@ class TracedMatrix:
         return TracedMatrix(np.linalg.matrix_power(self.array, other))
 
     def __array__(self, dtype=None, copy=None):
+        if not carries_derivative(self.array):  # (a constant: sp.eye(n).todense(), unwritten)
+            return np.asarray(self.value, dtype=dtype)
         _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis) or "
                 "todense()) converted to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
                 "m.A, m.A1 (traced arrays).")
+
+    def _compared(self, other, comparison):
+        """np.matrix's comparison, a matrix of booleans without a derivative."""
+        other = _matrix_operand(other)
+        return comparison(self.value, memory(other) if wrapped(other) else other)
+
+    def __eq__(self, other):  # type: ignore[override]
+        return self._compared(other, lambda a, b: a == b)
+
+    def __ne__(self, other):  # type: ignore[override]
+        return self._compared(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compared(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compared(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compared(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compared(other, lambda a, b: a >= b)
+
+    __hash__ = None  # type: ignore[assignment]  (np.matrix's: unhashable)
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape, np.size) and len(args) == 1 and not kwargs:
@@ -3203,6 +3233,7 @@ class _PlainSuperLU:
 
 
 COMPILED_OBJECTS[type(SCIPY["splu"](_sparse.eye(1, format="csc")))] = _PlainSuperLU
+HANDED_SUBCLASSES[np.matrix] = TracedMatrix  # (sp.eye(n).todense(), then m[0, 0] = x)
 
 
 def _factorization(A, factorize):
