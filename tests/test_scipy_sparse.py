@@ -2873,3 +2873,17 @@ def test_a_matrix_of_constants_from_todense(name):
     f = MATRICES_OF_CONSTANTS[name]
     x = np.array([1.0, 0.5, 2.0])
     _checked_in_every_mode(f, x)
+
+
+def test_comparisons_of_a_traced_matrix_are_np_matrix_s():
+    """m == c of a traced np.matrix (a sum along an axis) was Python's identity: False."""
+    seen = []
+
+    def f(k):
+        sums = stiffness(k, "csr").sum(axis=0)
+        seen.append(((sums > 2.0).sum(), (sums == sums).all(), type(sums <= 0.0).__name__))
+        return sums.sum()
+
+    mutad.gradient(f, K.copy())
+    f(K.copy())
+    assert seen[0] == seen[1]
