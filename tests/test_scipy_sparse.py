@@ -1610,6 +1610,33 @@ def test_regions_of_an_assembled_matrix_written_with_traced_values(kind):
     replays_as_traced(f, [(k * s,) for s in (1.0, 1.5, 0.7)])
 
 
+@pytest.mark.parametrize("kind", ["lil_matrix", "dok_matrix"])
+def test_regions_of_an_assembled_matrix_with_traced_entries_are_read(kind):
+    """A[1, :], A[:, [0, 2]], A[1:3, 1:] of a matrix holding traced entries: the region's
+    values (they were refused), written back scaled (A[1, :] = A[1, :] * k, a sparse value)."""
+    def f(k):
+        A = getattr(scipy.sparse, kind)(np.eye(4) * 3.0)
+        A[0, 1:3] = k[:2]
+        A[1, 0] = k[2]
+        row = A[1, :]
+        A[1, :] = row * (1.0 + k[0])
+        A[2, :] = A[0, :].toarray() * k[3] + A[2, :].toarray()
+        block = A[0:2, 1:]
+        return (spsolve(A.tocsc(), np.arange(1.0, 5.0)).sum() + block.sum()
+                + (A[:, [0, 2]] @ np.ones(2)).sum())
+
+    _checked_in_every_mode(f, K[:4].copy())
+
+
+def test_a_row_of_an_assembled_sparse_array_is_refused_as_one_dimensional():
+    def f(k):
+        A = scipy.sparse.lil_array(np.eye(3))
+        A[0, 1] = k[0]
+        return A[0, :].sum()
+
+    refuses(f, K.copy(), match="one dimension")
+
+
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
     def setdiag_after(k):  # setdiag overwrites the traced entry on the diagonal, not the other
         A = scipy.sparse.lil_matrix((3, 3))

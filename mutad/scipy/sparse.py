@@ -1336,10 +1336,10 @@ class TracedMatrix:
         other = _matrix_operand(other)
         return comparison(self.value, memory(other) if wrapped(other) else other)
 
-    def __eq__(self, other):  # type: ignore[override]
+    def __eq__(self, other):
         return self._compared(other, lambda a, b: a == b)
 
-    def __ne__(self, other):  # type: ignore[override]
+    def __ne__(self, other):
         return self._compared(other, lambda a, b: a != b)
 
     def __lt__(self, other):
@@ -1354,7 +1354,7 @@ class TracedMatrix:
     def __ge__(self, other):
         return self._compared(other, lambda a, b: a >= b)
 
-    __hash__ = None  # type: ignore[assignment]  (np.matrix's: unhashable)
+    __hash__ = None  # type: ignore[assignment]  # (np.matrix's: unhashable)
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape, np.size) and len(args) == 1 and not kwargs:
@@ -2622,7 +2622,11 @@ class _Assembled:
                             "with this index", "index rows and columns with integers, slices, "
                             "lists or masks, or write entries one at a time (A[i, j] = v).")
                 rows, cols = region
+                if isinstance(value, TracedSparse):  # (A[i, :] = A[i, :] * k: its entries)
+                    value = value.toarray()
                 (value,) = lists_as_arrays((value,))
+                while np.ndim(value) > rows.ndim and np.shape(value)[0] == 1:
+                    value = value[0]  # (NumPy's assignment drops leading ones)
                 values = np.reshape(np.broadcast_to(value, rows.shape), (-1,))
                 for k, (i, j) in enumerate(zip(rows.ravel().tolist(), cols.ravel().tolist())):
                     self[i, j] = values[k]
@@ -2686,8 +2690,13 @@ class _Assembled:
         if point is not None and point in self.entries:
             return self.entries[point]
         if self.entries and point is None:
-            _refuse(f"reading a region of a scipy.sparse {self.format} matrix holding traced "
-                    "entries", "convert it first (A.tocsr()), which mutad follows.")
+            if self._selection(key) is None:
+                _refuse(f"reading a region of a scipy.sparse {self.format} matrix holding "
+                        "traced entries with this index", "index rows and columns with "
+                        "integers, slices, lists or masks, or convert it first (A.tocsr()).")
+            # the region of the traced matrix it stands for: its values, as a csr matrix (of
+            # SciPy's shape) where SciPy's would be of the matrix's own format
+            return self.traced().tocsr()[key]
         return super().__getitem__(key)
 
     def copy(self):
