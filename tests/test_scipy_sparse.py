@@ -2914,3 +2914,11 @@ def test_comparisons_of_a_traced_matrix_are_np_matrix_s():
     mutad.gradient(f, K.copy())
     f(K.copy())
     assert seen[0] == seen[1]
+
+
+def test_a_decision_on_a_matrix_comparison_is_taken_again_in_a_replay():
+    def f(k):
+        sums = stiffness(k, "csr").sum(axis=0)
+        return sums.sum() * 2.0 if (sums > 4.0).sum() > 1 else sums.sum()
+
+    replays_as_traced(f, [(K.copy(),), (K * 0.2,), (K * 3.0,), (K.copy(),)])

@@ -1326,15 +1326,18 @@ class TracedMatrix:
 
     def __array__(self, dtype=None, copy=None):
         if not carries_derivative(self.array):  # (a constant: sp.eye(n).todense(), unwritten)
-            return np.asarray(self.value, dtype=dtype)
+            return np.asarray(settled(self.array, "an np.matrix converted to a NumPy array"),
+                              dtype=dtype).view(np.matrix)
         _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis) or "
                 "todense()) converted to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
                 "m.A, m.A1 (traced arrays).")
 
     def _compared(self, other, comparison):
-        """np.matrix's comparison, a matrix of booleans without a derivative."""
-        other = _matrix_operand(other)
-        return comparison(self.value, memory(other) if wrapped(other) else other)
+        """np.matrix's comparison, a matrix of booleans without a derivative (a decision on
+        the values, which a replay does not take again)."""
+        what = "a comparison of an np.matrix"
+        return comparison(settled(self.array, what).view(np.matrix),
+                          settled(_matrix_operand(other), what))
 
     def __eq__(self, other):
         return self._compared(other, lambda a, b: a == b)
