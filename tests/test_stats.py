@@ -370,6 +370,9 @@ def test_multinomial():
     np.testing.assert_allclose(grad, [2 / 0.2 - 1 / 0.5, 1 / 0.3 - 1 / 0.5, 0.0], rtol=1e-12)
     mutad.check_jvp(lambda b: stats.multinomial.pmf([2, 1, 1], 4, b), b)
     replays_as_traced(lambda a: f(a)[0], [(a,), (a[::-1].copy(),)])
+    # a row summing to 1, then one SciPy adjusts: the decision is taken again
+    replays_as_traced(lambda b: scipy.stats.multinomial.logpmf([2, 1, 1], 4, b),
+                      [(np.array([0.2, 0.3, 0.5]),), (b,), (np.array([0.25, 0.25, 0.5]),)])
     with pytest.raises(mutad.MutadError, match="integers"):
         mutad.gradient(lambda n: scipy.stats.multinomial.logpmf([2, 1, 1], n, b), 4.0)
 

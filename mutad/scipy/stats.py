@@ -1144,9 +1144,10 @@ class Multinomial:
                 "scipy.stats.multinomial.logpmf of differentiated counts x or n: they are "
                 "integers; differentiate in p.")
         value = self._logpmf(x, n, p)  # (SciPy's errors, and its warning, once)
-        plain = np.array(memory(p), dtype=np.float64)
-        eps = np.finfo(np.result_type(plain, np.float32)).eps * 10
-        adjusted = np.abs(1 - plain.sum(axis=-1)) > eps
+        # SciPy's adjustment of a row not summing to 1: a comparison of the traced values, a
+        # decision a replay takes again
+        p = p.astype(np.float64)
+        adjusted = np.abs(1 - np.sum(p, axis=-1)) > np.finfo(np.float64).eps * 10
         last = np.where(adjusted, 1.0 - np.sum(p[..., :-1], axis=-1), p[..., -1])
         used = np.concatenate([p[..., :-1], last[..., None]], axis=-1)
         composition = np.sum(xlogy(np.multiply(x, 1.0), used), axis=-1)
