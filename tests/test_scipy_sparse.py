@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse
+import scipy.linalg
 import scipy.sparse.linalg
 from scipy.sparse import csr_matrix, diags
 from scipy.sparse.linalg import spsolve
@@ -888,7 +889,9 @@ def test_refusals():
             match="np.matrix")
     with pytest.raises(np.linalg.LinAlgError, match="square"):  # NumPy's: a matrix power
         mutad.gradient(lambda k: np.sum(stiffness(k, "csr").sum(axis=0) ** 2), K.copy())
-    refuses(lambda k: stiffness(k, "csr").max(axis=0), K.copy(), match="max")
+    refuses(lambda k: scipy.sparse.csr_array(stiffness(k)).max(axis=0), K.copy(),
+            match="max")
+    refuses(lambda k: stiffness(k, "csr").min(axis=1, explicit=True), K.copy(), match="min")
     refuses(lambda k: np.sum(stiffness(k, "dia").setdiag(k[:2]) or 0.0), K.copy(),
             match="dia")
     refuses(lambda k: np.sum(stiffness(k, "csr") + np.ones((N, N))), K.copy(),
@@ -1607,6 +1610,33 @@ def test_regions_of_an_assembled_matrix_written_with_traced_values(kind):
     replays_as_traced(f, [(k * s,) for s in (1.0, 1.5, 0.7)])
 
 
+@pytest.mark.parametrize("kind", ["lil_matrix", "dok_matrix"])
+def test_regions_of_an_assembled_matrix_with_traced_entries_are_read(kind):
+    """A[1, :], A[:, [0, 2]], A[1:3, 1:] of a matrix holding traced entries: the region's
+    values (they were refused), written back scaled (A[1, :] = A[1, :] * k, a sparse value)."""
+    def f(k):
+        A = getattr(scipy.sparse, kind)(np.eye(4) * 3.0)
+        A[0, 1:3] = k[:2]
+        A[1, 0] = k[2]
+        row = A[1, :]
+        A[1, :] = row * (1.0 + k[0])
+        A[2, :] = A[0, :].toarray() * k[3] + A[2, :].toarray()
+        block = A[0:2, 1:]
+        return (spsolve(A.tocsc(), np.arange(1.0, 5.0)).sum() + block.sum()
+                + (A[:, [0, 2]] @ np.ones(2)).sum())
+
+    _checked_in_every_mode(f, K[:4].copy())
+
+
+def test_a_row_of_an_assembled_sparse_array_is_refused_as_one_dimensional():
+    def f(k):
+        A = scipy.sparse.lil_array(np.eye(3))
+        A[0, 1] = k[0]
+        return A[0, :].sum()
+
+    refuses(f, K.copy(), match="one dimension")
+
+
 def test_an_assembled_matrix_refuses_what_would_read_its_placeholders():
     def setdiag_after(k):  # setdiag overwrites the traced entry on the diagonal, not the other
         A = scipy.sparse.lil_matrix((3, 3))
@@ -2169,7 +2199,22 @@ MATRIX_SUMS = {
     "sum(axis=0).cumsum()": lambda k: stiffness(k, "csr").sum(axis=0).cumsum().A1,
     "todense().reshape(1, -1)": lambda k: nonsymmetric(k).todense().reshape(1, -1).A1,
     "todense().clip(0.5, 2)": lambda k: nonsymmetric(k).todense().clip(0.5, 2.0).A1,
+    # assignments into np.matrix (they raised TypeError: no item assignment)
+    "todense()[0, 1] = k[0]": lambda k: _written(nonsymmetric(k).todense(), (0, 1), k[0]).A1,
+    "todense()[:, 2] = a column": lambda k: _written(
+        nonsymmetric(k).todense(), (slice(None), 2), k[:N, None] * 2.0).A1,
+    "todense()[1] = a row of itself": lambda k: (lambda m: _written(m, 1, m[3] * k[2]).A1)(
+        nonsymmetric(k).todense()),
+    "todense()[[0, 0], [2, 2]] = [k0, k1] (the last wins)": lambda k: _written(
+        stiffness(k, "csr").todense(), ([0, 0], [2, 2]), [k[0], k[1]]).A1,
+    "sum(axis=0)[0, 1:3] = 0.5": lambda k: _written(stiffness(k, "csr").sum(axis=0),
+                                                   (0, slice(1, 3)), 0.5).A1,
 }
+
+
+def _written(m, key, value):
+    m[key] = value
+    return m
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # NumPy's, of np.matrix * x
@@ -2192,6 +2237,13 @@ EXTREMES = {
     "max of a csr_array": lambda d: scipy.sparse.csr_array(_stored(d)).max(),
     "max of a coo matrix": lambda d: _stored(d).tocoo().max(),
     "max of a full matrix": lambda d: csr_matrix(np.reshape(d[:4], (2, 2))).max(),
+    # an spmatrix's extremes along an axis: SciPy's coo matrix of them (they were refused)
+    "max(axis=0)": lambda d: _stored(d).max(axis=0).toarray(),
+    "min(axis=1) of a coo matrix": lambda d: _stored(d).tocoo().min(axis=1).toarray(),
+    "max(axis=-1) of a full matrix": lambda d: csr_matrix(np.reshape(d[:4], (2, 2))).max(
+        axis=-1).toarray(),
+    # A.conj() of real values, a copy (it was refused)
+    "conj()": lambda d: (_stored(d).conj() @ B).sum() + _stored(d).conjugate(False).max(),
 }
 
 
@@ -2202,6 +2254,42 @@ def test_max_and_min(name):
     y, _ = mutad.pullback(f, d.copy())
     assert np.asarray(y).tobytes() == np.asarray(f(d)).tobytes()
     check(f, d)
+
+
+def test_max_along_an_axis_is_scipys_coo_matrix_and_leaves_the_caller_coo_unsummed():
+    """A coo matrix with a repeated entry: SciPy sums a copy, the matrix keeps its entries."""
+    d = M.data - 2.0 + 0.01 * np.arange(M.nnz)
+    rows, cols = np.r_[M.tocoo().row, 0], np.r_[M.tocoo().col, 0]
+    seen = []
+
+    def f(d):
+        a = scipy.sparse.coo_matrix((np.r_[d, 1.0], (rows, cols)), shape=M.shape)
+        m = a.max(axis=0)
+        seen.append((isinstance(m, scipy.sparse.coo_matrix), m.shape, m.nnz, a.nnz))
+        return m.toarray()
+
+    y, _ = mutad.pullback(f, d.copy())
+    assert y.tobytes() == f(d).tobytes()
+    assert seen[0] == seen[1]
+    mutad.check_grads(lambda d: np.sum(f(d) ** 2), d)
+
+
+def test_nonzero_of_traced_values_is_scipys_and_a_decision():
+    def f(d):
+        a = csr_matrix((d, M.indices, M.indptr), shape=M.shape)
+        rows, cols = a.nonzero()
+        return np.sum(a.toarray()[rows, cols] * (rows + 2 * cols))
+
+    d = M.data.copy()
+    d[::3] = 0.0
+    rows, cols = csr_matrix((d, M.indices, M.indptr), shape=M.shape).nonzero()
+    expected = np.zeros(M.nnz)
+    positions = {(r, c): i for i, (r, c) in enumerate(zip(*M.nonzero()))}
+    for r, c in zip(rows, cols):
+        expected[positions[r, c]] = r + 2 * c
+    assert np.array_equal(mutad.gradient(f, d)[0], expected)
+    mutad.check_grads(f, M.data.copy())
+    replays_as_traced(f, [(d,), (M.data.copy(),), (d,)])
 
 
 def test_max_splits_its_gradient_between_ties_and_leaves_an_unstored_zero_none():
@@ -2779,3 +2867,58 @@ def test_the_constructors_the_refusal_names_are_followed():
         assert np.array_equal(x, [0.5, 1.5, -2.0])
         assert value == expected
         mutad.check_grads(f, x, modes=("rev",))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.matrix of a constant sparse matrix (todense() of sp.eye, made in the function) takes traced
+# writes, as a new array does (it raised UntracedWriteError); read alone, it computes as SciPy's
+
+
+def _written_identity(p):
+    a = scipy.sparse.eye(4).todense()
+    a[0, 0] = p[0]
+    a *= p[1] + 1.0
+    a[:, 1] = a[:, 0] * 2.0
+    return np.asarray(a).sum() + (a * a)[0, 0]
+
+
+MATRICES_OF_CONSTANTS = {
+    "written": _written_identity,
+    "scipy.linalg.solve": lambda p: scipy.linalg.solve(diags([1.0, 2.0, 3.0]).todense(),
+                                                       p).sum(),
+    "np.linalg.solve": lambda p: np.linalg.solve(diags([1.0, 2.0, 3.0]).todense(), p).sum(),
+    "csr_matrix of it": lambda p: (csr_matrix(scipy.sparse.eye(3).todense()) @ p).sum(),
+    "compared": lambda p: p.sum() * (scipy.sparse.eye(3).todense() == 1).sum(),
+    "a product": lambda p: (scipy.sparse.eye(3).todense() @ p).sum() + (
+        p * scipy.sparse.eye(3).todense()).sum(),
+}
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # NumPy's, of np.matrix
+@pytest.mark.parametrize("name", MATRICES_OF_CONSTANTS)
+def test_a_matrix_of_constants_from_todense(name):
+    f = MATRICES_OF_CONSTANTS[name]
+    x = np.array([1.0, 0.5, 2.0])
+    _checked_in_every_mode(f, x)
+
+
+def test_comparisons_of_a_traced_matrix_are_np_matrix_s():
+    """m == c of a traced np.matrix (a sum along an axis) was Python's identity: False."""
+    seen = []
+
+    def f(k):
+        sums = stiffness(k, "csr").sum(axis=0)
+        seen.append(((sums > 2.0).sum(), (sums == sums).all(), type(sums <= 0.0).__name__))
+        return sums.sum()
+
+    mutad.gradient(f, K.copy())
+    f(K.copy())
+    assert seen[0] == seen[1]
+
+
+def test_a_decision_on_a_matrix_comparison_is_taken_again_in_a_replay():
+    def f(k):
+        sums = stiffness(k, "csr").sum(axis=0)
+        return sums.sum() * 2.0 if (sums > 4.0).sum() > 1 else sums.sum()
+
+    replays_as_traced(f, [(K.copy(),), (K * 0.2,), (K * 3.0,), (K.copy(),)])

@@ -1527,3 +1527,113 @@ def test_an_array_a_scipy_object_holds_stays_scipys():
     assert spline.get_coeffs().tobytes() == coefficients.tobytes()
     new = mutad.gradient(lambda p: (spline(x) * p).sum(), 2.0)[0]   # a new array: followed
     assert new == spline(x).sum()
+
+
+# ----------------------------------------------------------------------------------------------
+# A stand-in takes its SciPy function's arguments by their names: the Fourier filters' second
+# parameter is sigma, size or shift (fourier_gaussian(F, sigma=1.0) raised TypeError), eigsh
+# takes rng, BarycentricInterpolator random_state
+
+
+def _routes():
+    import importlib
+
+    from mutad.core import registry
+    for module in set(registry.RULE_MODULES.values()):
+        importlib.import_module(module)
+    for original, rule in list(registry.RULES.items()):
+        stand_in = getattr(rule, "route", None)
+        if stand_in is not None and callable(original):
+            yield original, stand_in
+
+
+def _keywords(f):
+    import inspect
+    try:
+        parameters = inspect.signature(f).parameters.values()
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+
+def test_every_stand_in_takes_its_scipy_functions_keywords():
+    missing = {}
+    for original, stand_in in _routes():
+        ours, theirs = _keywords(getattr(stand_in, "fn", stand_in)), _keywords(original)
+        if ours is not None and theirs is not None and theirs - ours:
+            missing[getattr(original, "__qualname__", repr(original))] = theirs - ours
+    assert not missing
+
+
+@pytest.mark.parametrize("name, keyword, value", [
+    ("fourier_gaussian", "sigma", 1.3), ("fourier_uniform", "size", 2.5),
+    ("fourier_ellipsoid", "size", 2.5), ("fourier_shift", "shift", 0.7)])
+def test_fourier_filters_by_keyword(name, keyword, value):
+    import scipy.ndimage
+    image = np.cos(np.arange(36.0)).reshape(6, 6)
+
+    def f(x):
+        filtered = getattr(scipy.ndimage, name)(np.fft.fft2(x), **{keyword: value}, axis=-1)
+        return np.sum(np.abs(np.fft.ifft2(filtered)) ** 2)
+
+    check(f, image)
+
+
+@pytest.mark.parametrize("seed", ["a seed", "a generator made in f"])
+def test_eigsh_and_eigs_with_rng(seed):
+    """rng=: eigsh took none; a generator made in f drew ARPACK's start vector in SciPy's code
+    as an array mutad follows, which ARPACK's compiled code refused (a TypeError)."""
+    def rng():
+        return 0 if seed == "a seed" else np.random.default_rng(0)
+
+    def f(k):
+        a = scipy.sparse.diags([-k[1:], 2.0 + k, -0.5 * k[1:]], [-1, 0, 1], format="csr")
+        w = scipy.sparse.linalg.eigsh((a + a.T) / 2, 2, which="LA", tol=1e-14, rng=rng())[0]
+        z = scipy.sparse.linalg.eigs(a, 2, which="LR", tol=1e-14, rng=rng())[0]
+        return w.sum() + z.real.sum()
+
+    check(f, np.linspace(0.5, 1.5, 8), rtol=1e-5)
+
+
+def test_a_draw_in_f_still_takes_traced_writes():
+    def f(x):
+        w = np.random.default_rng(1).standard_normal(3)
+        w[0] = x[0]
+        w *= x[1]
+        return np.sum(w ** 2)
+
+    check(f, np.array([0.3, 1.2]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.matrix_balance (it was refused: SciPy's np.asarray of A): B = T⁻¹ A T, T
+# LAPACK's permutation and powers of 2, decided on the plain values
+
+_UNBALANCED = np.array([[1.0, 64.0, 3.0], [0.05, 2.0, 40.0], [0.5, 0.02, 3.0]])
+
+
+def _balanced(a):
+    b, t = scipy.linalg.matrix_balance(a)
+    return np.sum(b * np.arange(9.0).reshape(3, 3)) + t[0, 0]
+
+
+def _balanced_separately(a):
+    b, (scaling, permutation) = scipy.linalg.matrix_balance(a, separate=True)
+    return np.sum(b ** 2) + scaling[1] + permutation[0]
+
+
+def _balanced_in_place(a):
+    a = a.copy()
+    b, _ = scipy.linalg.matrix_balance(a, overwrite_a=True, permute=False)
+    return np.sum(np.linalg.eigvals(b).real * np.arange(3.0)) + np.sum(a * b)
+
+
+@pytest.mark.parametrize("f", [_balanced, _balanced_separately, _balanced_in_place],
+                         ids=lambda f: f.__name__)
+def test_matrix_balance(f):
+    check(f, _UNBALANCED.copy(), rtol=1e-5)
+    g = mutad.gradient(_balanced, _UNBALANCED)[0]
+    t = scipy.linalg.matrix_balance(_UNBALANCED)[1]  # B = T⁻¹ A T: Ā = T⁻ᵀ B̄ Tᵀ
+    np.testing.assert_array_equal(g, np.linalg.inv(t).T @ np.arange(9.0).reshape(3, 3) @ t.T)

@@ -348,6 +348,35 @@ def test_dirichlet():
         mutad.gradient(lambda x: stats.dirichlet.logpdf(x, alpha), np.array([0.2, 0.2, 0.2]))
 
 
+@pytest.mark.filterwarnings("ignore:Some rows of `p`:FutureWarning")  # SciPy's, of b's rows
+def test_multinomial():
+    """logpmf and pmf of differentiated probabilities (they were refused: SciPy's np.asarray
+    of p), a row that does not sum to 1 with its last probability SciPy's 1 - the others'."""
+    counts = np.array([[2, 1, 1], [0, 3, 1], [1, 1, 1]])
+    a = np.array([1.5, 2.0, 3.0])
+
+    def f(a):
+        p = a / a.sum()
+        return (scipy.stats.multinomial.logpmf(counts, 4, p)
+                + scipy.stats.multinomial(4, p).pmf(counts[0]))
+
+    value, _ = mutad.pullback(f, a)
+    assert value.tobytes() == f(a).tobytes()  # SciPy's, the -inf of the last row's too
+    for policy in POLICIES:
+        mutad.check_grads(lambda a: np.sum(np.where(np.isfinite(f(a)), f(a), 0.0)), a,
+                          policy=policy, order=2)
+    b = np.array([0.2, 0.3, 0.4])
+    grad = mutad.gradient(lambda b: scipy.stats.multinomial.logpmf([2, 1, 1], 4, b), b)[0]
+    np.testing.assert_allclose(grad, [2 / 0.2 - 1 / 0.5, 1 / 0.3 - 1 / 0.5, 0.0], rtol=1e-12)
+    mutad.check_jvp(lambda b: stats.multinomial.pmf([2, 1, 1], 4, b), b)
+    replays_as_traced(lambda a: f(a)[0], [(a,), (a[::-1].copy(),)])
+    # a row summing to 1, then one SciPy adjusts: the decision is taken again
+    replays_as_traced(lambda b: scipy.stats.multinomial.logpmf([2, 1, 1], 4, b),
+                      [(np.array([0.2, 0.3, 0.5]),), (b,), (np.array([0.25, 0.25, 0.5]),)])
+    with pytest.raises(mutad.MutadError, match="integers"):
+        mutad.gradient(lambda n: scipy.stats.multinomial.logpmf([2, 1, 1], n, b), 4.0)
+
+
 def test_methods_has_a_rule_for_every_method_of_these_classes():
     for name in stats.DISTRIBUTIONS:
         distribution = getattr(stats, name)

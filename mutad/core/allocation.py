@@ -1385,6 +1385,12 @@ QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}
 REPLACEMENTS = _replacements()
 _BY_ORIGINAL = {id(func): (func, new) for func, new in REPLACEMENTS.values()}
 
+HANDED_SUBCLASSES: dict[type, Callable[[Any], Any]] = {}
+"""For a subclass of ndarray a library's method returns (an spmatrix's ``todense()``, an
+``np.matrix``), what stands in for a new one that the user's code alone holds, given the
+constant the mode makes of its array: an object that computes as the subclass does and takes
+traced values written into it (``scipy.sparse`` registers np.matrix's)."""
+
 COMPILED_OBJECTS: dict[type, Callable[[Any], Any]] = {}
 """For a type of SciPy's compiled objects whose methods take plain arrays only (SuperLU, made
 by ``splu`` before the differentiation), what stands in for one the function reaches, and for
@@ -2188,6 +2194,11 @@ def made_in(y, func, args, kwargs, caller):
                 y[key] = made_in(item, func and functools.partial(_item, func, key), args,
                                  kwargs, caller)
         return y
+    handed = HANDED_SUBCLASSES.get(type(y))
+    if handed is not None and not internal(caller) and _in_mode() and y.dtype.kind in "fc":
+        # (its array as a constant, which a replay cannot make again by the call: it is the
+        # subclass's)
+        return handed(made_in(y.view(np.ndarray), None, args, kwargs, caller))
     if type(y) is not np.ndarray or internal(caller):
         return y
     root = owner(y)
@@ -2718,11 +2729,20 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs):
+        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
+                _caller(sys._getframe(1))):
             return allocate(y, (np.array, (y.copy(),), {}))
         return y
 
     return _named(drawing, draw)
+
+
+def _drawn_for_the_user(frame):
+    """Whether a draw in ``frame`` is the user's code's (or, in a ``library_allocation()``
+    block, SciPy's private code's, whose buffers are followed there): a generator the function
+    made and handed to SciPy (``eigsh(A, rng=rng)``) draws ARPACK's start vector in SciPy's
+    code, which takes NumPy's own array, as its ``np.zeros`` gives."""
+    return not internal(frame) or bool(STATE.library) and _top(frame.f_globals) == "scipy"
 
 
 def _shuffled(shuffle, args, kwargs):
@@ -3743,7 +3763,7 @@ def _references(y):
 
 def _bases(y):
     counts = []
-    while type(y) is np.ndarray and y.base is not None:
+    while (type(y) is np.ndarray or type(y) in HANDED_SUBCLASSES) and y.base is not None:
         y = y.base
         counts.append(sys.getrefcount(y))
     return counts
@@ -3773,7 +3793,8 @@ def _fresh(y, alone, bases):
     library's: CPython's reference counts, as NumPy's own elision of temporaries reads them):
     the user's code alone may read its memory, so the values written into it are the ones the
     program reads."""
-    return type(y) is np.ndarray and alone and y.dtype.kind in "fc" and all(
+    return (type(y) is np.ndarray or type(y) in HANDED_SUBCLASSES) and alone \
+        and y.dtype.kind in "fc" and all(
         count <= _ONE_VIEW for count in bases)
 
 

@@ -24,7 +24,7 @@ and a loss that reads them is refused (``require_phase_free``).
 import numpy as np
 import scipy.linalg as _linalg
 
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ..api import stop_gradient
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
@@ -1719,6 +1719,29 @@ def _hessenberg(a, calc_q=False, overwrite_a=False, check_finite=True):
 
 
 _hessenberg_stand_in = StandIn(_linalg.hessenberg, _hessenberg)
+
+
+# matrix_balance: B = T⁻¹ A T, T = P D a permutation of a diagonal of powers of 2 that LAPACK
+# (gebal) chooses by the values, a decision. SciPy's B, with the derivative T⁻¹ dA T: each entry
+# of B an entry of A scaled by a power of 2.
+
+
+def _matrix_balance(A, permute=True, scale=True, separate=False, overwrite_a=False):
+    if not carries_derivative(A):
+        return _matrix_balance_stand_in.original(A, permute, scale, separate, overwrite_a)
+    require_matrix("matrix_balance", A)
+    plain = settled(A, "scipy.linalg.matrix_balance, whose permutation and scaling LAPACK "
+                       "chooses by the values")
+    b, t = _matrix_balance_stand_in.original(np.array(plain), permute, scale)
+    t_inverse = np.transpose(np.divide(1.0, t, out=np.zeros_like(t), where=t != 0))
+    b = scipys_value(b, t_inverse @ A @ t)
+    if separate:
+        return b, _matrix_balance_stand_in.original(np.array(plain), permute, scale, True)[1]
+    return b, t
+
+
+_matrix_balance_stand_in = StandIn(_linalg.matrix_balance, _matrix_balance)
+matrix_balance = _matrix_balance_stand_in
 hessenberg = _hessenberg_stand_in
 
 

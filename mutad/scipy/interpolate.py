@@ -1452,17 +1452,18 @@ class _TracedBarycentric:
             "attributes.")
 
 
-def _barycentric(xi, yi, axis, wi, rng):
+def _barycentric(xi, yi, axis, wi, randomness):
     """A barycentric interpolant of ``yi``: SciPy's own of plain values, mutad's of traced
     ones, with the weights of one construction of SciPy's (``wi``, or computed from ``xi``
-    with ``rng``, as SciPy does)."""
+    with the generator of ``randomness``, SciPy's keywords ``rng`` or ``random_state``, as
+    SciPy does)."""
     if not _traced((xi, yi, wi)):
-        return _interpolate.BarycentricInterpolator(xi, yi, axis, wi=wi, rng=rng)
+        return _interpolate.BarycentricInterpolator(xi, yi, axis, wi=wi, **randomness)
     xi = _knots("BarycentricInterpolator", xi)
     _refuse_traced("BarycentricInterpolator", "the weights wi", wi,
                    "Pass them as constants, or let SciPy compute them from xi.")
     nodes = _interpolate.BarycentricInterpolator(xi, None if yi is None else np.zeros(
-        np.shape(yi)), axis, wi=_plain_copy(wi) if wi is not None else None, rng=rng)
+        np.shape(yi)), axis, wi=_plain_copy(wi) if wi is not None else None, **randomness)
     if yi is None:
         raise UnsupportedOperationError(
             "scipy.interpolate.BarycentricInterpolator(xi) without yi, set later: mutad "
@@ -1504,8 +1505,10 @@ defmethod(_interpolate.BarycentricInterpolator, "derivative",
 
 @_route(_interpolate.BarycentricInterpolator)
 def BarycentricInterpolator(xi: Any, yi: Any = None, axis: int = 0, *, wi: Any = None,
-                            rng: Any = None) -> Any:
-    return _barycentric(xi, yi, axis, wi, rng)
+                            rng: Any = None, random_state: Any = None) -> Any:
+    # (random_state, SciPy's older name, passed on only when given, as SciPy refuses both)
+    randomness = {"rng": rng} if random_state is None else {"random_state": random_state}
+    return _barycentric(xi, yi, axis, wi, randomness)
 
 
 @_route(_interpolate.barycentric_interpolate)
@@ -1513,7 +1516,7 @@ def barycentric_interpolate(xi: Any, yi: Any, x: Any, axis: int = 0, *, der: Any
                             rng: Any = None) -> Any:
     if not _traced((xi, yi, x)):
         return _interpolate.barycentric_interpolate(xi, yi, x, axis, der=der, rng=rng)
-    interpolant = _barycentric(xi, yi, axis, None, rng)
+    interpolant = _barycentric(xi, yi, axis, None, {"rng": rng})
     if isinstance(interpolant, _interpolate.BarycentricInterpolator):  # plain values, traced x
         interpolant = _TracedBarycentric(_Barycentric(_plain_copy(xi), interpolant.wi, axis),
                                          interpolant.yi, interpolant.xi)

@@ -74,6 +74,9 @@ every mode and order follows. ``fiedler``'s ``|a_i - a_j|`` takes the derivative
 entries are equal (its diagonal). ``hankel`` of an array of two or more dimensions, which SciPy
 ravels with a warning that it will change, is refused.
 
+``matrix_balance`` is SciPy's ``B = T⁻¹ A T``, with ``T`` (a permutation and powers of 2)
+LAPACK's choice on the plain values, a constant: the derivative ``T⁻¹ dA T``.
+
 ``expm`` takes complex matrices (its rule, with transposes, is declared holomorphic); ``cosm``,
 ``sinm``, ``tanm``, ``coshm``, ``sinhm`` and ``tanhm`` are SciPy's own steps on ``expm`` and
 ``solve`` (``tanm`` and ``tanhm`` of a complex matrix: SciPy's value with np.linalg.solve's
@@ -129,8 +132,8 @@ from ..linalg.factorizations import (cho_factor, cho_solve, cholesky, lu, lu_fac
 from ..linalg.functions import (cosm, coshm, expm, expm_frechet, fractional_matrix_power, logm,
                                 sinhm, sinm, sqrtm, tanhm, tanm)
 from ..linalg.norms import norm
-from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, null_space, orth,
-                               orthogonal_procrustes, pinvh, polar, subspace_angles, svd, svdvals)
+from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, matrix_balance,
+                               null_space, orth, orthogonal_procrustes, pinvh, polar, subspace_angles, svd, svdvals)
 from ..linalg.structured import (block_diag, circulant, companion, convolution_matrix, fiedler,
                                  fiedler_companion, hankel, leslie, solve_banded, solveh_banded,
                                  solve_toeplitz, toeplitz)
@@ -138,7 +141,7 @@ from ..linalg.structured import (block_diag, circulant, companion, convolution_m
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "cosm", "coshm", "det", "eig", "eigh", "eigvals", "eigvalsh",
            "expm", "expm_frechet", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
-           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "norm", "null_space", "orth", "orthogonal_procrustes",
+           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_balance", "norm", "null_space", "orth", "orthogonal_procrustes",
            "pinv", "pinvh", "polar",
            "qr", "sinhm", "sinm", "solve", "solve_banded",
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",

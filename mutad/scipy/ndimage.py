@@ -1405,11 +1405,14 @@ def _fourier_dtype(output, input, name):
     return chosen
 
 
-def _fourier_stand_in(name):
+def _fourier_stand_in(name, parameter_name):
     original = _FOURIER[name]
 
     @stands_in_for(original)
-    def stand_in(input, parameter, n=-1, axis=-1, output=None):
+    def stand_in(input, *args, **kwargs):
+        # SciPy's signature, its parameter by its own name (sigma, size or shift)
+        input, parameter, n, axis, output = _FOURIER_SIGNATURES[parameter_name](
+            input, *args, **kwargs)
         parameter, = lists_as_arrays([parameter])  # (a, b): the array NumPy makes of it
         dtype = _fourier_dtype(output, input, name)
         ndim = np.ndim(input)
@@ -1430,10 +1433,17 @@ def _fourier_stand_in(name):
     return stand_in
 
 
-fourier_gaussian = _fourier_stand_in("fourier_gaussian")
-fourier_uniform = _fourier_stand_in("fourier_uniform")
-fourier_ellipsoid = _fourier_stand_in("fourier_ellipsoid")
-fourier_shift = _fourier_stand_in("fourier_shift")
+_FOURIER_SIGNATURES = {
+    "sigma": lambda input, sigma, n=-1, axis=-1, output=None: (input, sigma, n, axis, output),
+    "size": lambda input, size, n=-1, axis=-1, output=None: (input, size, n, axis, output),
+    "shift": lambda input, shift, n=-1, axis=-1, output=None: (input, shift, n, axis, output)}
+"""SciPy's signatures of the Fourier filters, whose second parameter each names its own way:
+the arguments of a call, in order."""
+
+fourier_gaussian = _fourier_stand_in("fourier_gaussian", "sigma")
+fourier_uniform = _fourier_stand_in("fourier_uniform", "size")
+fourier_ellipsoid = _fourier_stand_in("fourier_ellipsoid", "size")
+fourier_shift = _fourier_stand_in("fourier_shift", "shift")
 
 
 # ----------------------------------------------------------------------------------------------

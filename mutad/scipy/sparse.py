@@ -44,13 +44,16 @@ whose pattern is SciPy's result's (SciPy's operation applied to the numbers of t
 values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x`` (1-d or
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
-ties split the gradient evenly, np.max's rule), ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
+ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
+coo matrix of them), ``A.nonzero()`` (a decision on the values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
 ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``, ``m ** k``, ``m[i, j]``,
 ``A.multiply(m)`` and the methods that compute an array's values (``item``, ``cumsum``, ...)
-are followed (other indexing and powers, which differ from an array's, are refused). ``A.setdiag(v, k)``
+are followed (other indexing and powers, which differ from an array's, are refused), and so
+are assignments ``m[key] = v``; ``todense()`` of a matrix of constants made in the function is
+one too, of constants, which traced values written into it make traced. ``A.setdiag(v, k)``
 writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
@@ -188,8 +191,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, allocate, holds_derivative,
-                               internal, lists_as_arrays, shown_class)
+from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, allocate,
+                               holds_derivative, internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
@@ -1070,7 +1073,8 @@ def _as_matrix_computes(func, args, kwargs):
     the plain matrices decides them, and must give the same values: a function whose values
     change with np.matrix's semantics (its ``*``, its indexing that keeps two dimensions) is
     refused."""
-    plain = func(*[a.value if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    plain = func(*[a.value if isinstance(a, TracedMatrix) else memory(a) if wrapped(a) else a
+                   for a in args], **kwargs)
     traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
     return _matrix_results(traced, plain, f"np.{func.__name__}")
 
@@ -1222,6 +1226,18 @@ class TracedMatrix:
             return TracedMatrix(np.reshape(out, (-1, 1) if column else (1, -1)))
         return TracedMatrix(out)
 
+    def __setitem__(self, key, value):
+        """``np.matrix``'s assignment (ndarray's, given a matrix: ``m[:, j]`` takes a column
+        ``m[:, [k]]``): which entry of ``value`` each written entry takes is NumPy's own
+        answer, the same assignment of the entries' numbers into an np.matrix of integers
+        (its errors too), written into the traced array."""
+        value, = lists_as_arrays([_matrix_operand(value)])
+        taken = np.full(self.shape, -1, dtype=np.intp).view(np.matrix)
+        taken[key] = np.arange(np.size(value)).reshape(np.shape(value))
+        taken = taken.view(np.ndarray)
+        written = taken >= 0
+        self.array[written] = np.reshape(value, (-1,))[taken[written]]
+
     def _elementwise(self, other, operation):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             return NotImplemented
@@ -1309,9 +1325,39 @@ class TracedMatrix:
         return TracedMatrix(np.linalg.matrix_power(self.array, other))
 
     def __array__(self, dtype=None, copy=None):
+        if not carries_derivative(self.array):  # (a constant: sp.eye(n).todense(), unwritten)
+            return np.asarray(settled(self.array, "an np.matrix converted to a NumPy array"),
+                              dtype=dtype).view(np.matrix)
         _refuse("an np.matrix of traced values (a scipy.sparse matrix's sum(axis) or "
                 "todense()) converted to a NumPy array", "use np.asarray(m) inside the differentiated function, or "
                 "m.A, m.A1 (traced arrays).")
+
+    def _compared(self, other, comparison):
+        """np.matrix's comparison, a matrix of booleans without a derivative (a decision on
+        the values, which a replay does not take again)."""
+        what = "a comparison of an np.matrix"
+        return comparison(settled(self.array, what).view(np.matrix),
+                          settled(_matrix_operand(other), what))
+
+    def __eq__(self, other):
+        return self._compared(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compared(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compared(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compared(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compared(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compared(other, lambda a, b: a >= b)
+
+    __hash__ = None  # type: ignore[assignment]  # (np.matrix's: unhashable)
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape, np.size) and len(args) == 1 and not kwargs:
@@ -1505,8 +1551,8 @@ class TracedSparse:
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
             "A.maximum, A.minimum, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
-            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(), "
-            "min(), getrow, getcol, setdiag, toarray() and .data. Compute with A.data, or with "
+            "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
+            "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
             "A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1723,14 +1769,24 @@ class TracedSparse:
         return self._extreme("min", axis, out, explicit)
 
     def _extreme(self, name, axis, out, explicit):
-        if axis is not None or out is not None:
-            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse matrix with traced values",
-                    f"SciPy's result is a sparse matrix of the {name}ima, which mutad does not "
+        if out is not None or axis is not None and (
+                explicit or not isinstance(self.layout.template, _sparse.spmatrix)):
+            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse array with traced values, "
+                    "or of the stored entries alone (explicit=True)",
+                    f"SciPy's result is a sparse array of the {name}ima, which mutad does not "
                     f"make: take them from the dense array, A.toarray().{name}(axis), or "
                     f"{name}() of the rows or columns you need (A[[i], :].{name}()).")
-        getattr(self.layout.probe(), name)(explicit=explicit)  # SciPy's errors (no entry)
-        summed = self if self.format == "coo" else self.copy()  # SciPy's coo sums in place
+        # SciPy's errors (no entry, another axis)
+        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
+        summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
+        if axis is not None:
+            # SciPy's coo matrix of each line's extreme, the zeros not stored among its
+            # entries, those that are zero left out: the dense array's (no repeated entries
+            # left to add), made sparse as SciPy makes a dense matrix sparse
+            lines = getattr(np, name)(summed.toarray(), axis=axis, keepdims=True)
+            return RULES[SCIPY["coo_matrix"]].route(lines)
         layout = summed.layout
         values = np.reshape(summed.data, (-1,))[layout.valid]
         if not explicit and int(np.count_nonzero(layout.valid)) < self.shape[0] * self.shape[1]:
@@ -1844,6 +1900,20 @@ class TracedSparse:
 
     def __neg__(self):
         return TracedSparse(self.layout, -self.data)
+
+    def conjugate(self, copy: bool = True) -> TracedSparse:
+        """SciPy's: of real values (the only ones mutad follows here) a copy, or the matrix
+        itself."""
+        return self.copy() if copy else self
+
+    conj = conjugate
+
+    def nonzero(self) -> tuple[Any, Any]:
+        """SciPy's rows and columns of the stored entries that are not zero: a decision
+        taken on the values."""
+        return self.layout.build(settled(
+            self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
+                       "entries")).nonzero()
 
     def __pos__(self):
         return self
@@ -2555,7 +2625,11 @@ class _Assembled:
                             "with this index", "index rows and columns with integers, slices, "
                             "lists or masks, or write entries one at a time (A[i, j] = v).")
                 rows, cols = region
+                if isinstance(value, TracedSparse):  # (A[i, :] = A[i, :] * k: its entries)
+                    value = value.toarray()
                 (value,) = lists_as_arrays((value,))
+                while np.ndim(value) > rows.ndim and np.shape(value)[0] == 1:
+                    value = value[0]  # (NumPy's assignment drops leading ones)
                 values = np.reshape(np.broadcast_to(value, rows.shape), (-1,))
                 for k, (i, j) in enumerate(zip(rows.ravel().tolist(), cols.ravel().tolist())):
                     self[i, j] = values[k]
@@ -2619,8 +2693,13 @@ class _Assembled:
         if point is not None and point in self.entries:
             return self.entries[point]
         if self.entries and point is None:
-            _refuse(f"reading a region of a scipy.sparse {self.format} matrix holding traced "
-                    "entries", "convert it first (A.tocsr()), which mutad follows.")
+            if self._selection(key) is None:
+                _refuse(f"reading a region of a scipy.sparse {self.format} matrix holding "
+                        "traced entries with this index", "index rows and columns with "
+                        "integers, slices, lists or masks, or convert it first (A.tocsr()).")
+            # the region of the traced matrix it stands for: its values, as a csr matrix (of
+            # SciPy's shape) where SciPy's would be of the matrix's own format
+            return self.traced().tocsr()[key]
         return super().__getitem__(key)
 
     def copy(self):
@@ -3166,6 +3245,7 @@ class _PlainSuperLU:
 
 
 COMPILED_OBJECTS[type(SCIPY["splu"](_sparse.eye(1, format="csc")))] = _PlainSuperLU
+HANDED_SUBCLASSES[np.matrix] = TracedMatrix  # (sp.eye(n).todense(), then m[0, 0] = x)
 
 
 def _factorization(A, factorize):
@@ -3510,9 +3590,9 @@ def _closed_over(name, A):
 def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
            v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
            return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
-           mode: str = "normal") -> Any:
+           mode: str = "normal", rng: Any = None) -> Any:
     settings = dict(M=M, sigma=sigma, which=which, v0=v0, ncv=ncv, maxiter=maxiter, tol=tol,
-                    Minv=Minv, OPinv=OPinv, mode=mode)
+                    Minv=Minv, OPinv=OPinv, mode=mode, rng=rng)
     if not _followed(A, *settings.values()):
         return SCIPY["eigsh"](_closed_over("eigsh", A), k,
                               return_eigenvectors=return_eigenvectors, **settings)

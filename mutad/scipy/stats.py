@@ -93,7 +93,8 @@ from scipy.stats._continuous_distns import FitDataError as _FitDataError
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
-from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen,
+from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
+                                       multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
                                        multivariate_t_frozen, multivariate_t_gen)
 
@@ -114,7 +115,8 @@ from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc
 from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
-                 "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multivariate_normal",
+                 "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multinomial",
+                 "multivariate_normal",
                  "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm",
                  "t", "truncnorm", "uniform", "weibull_min")
 # The descriptive statistics and tests stand in for SciPy's (registry.defroute) from their module.
@@ -1119,9 +1121,49 @@ class MultivariateT(MultivariateNormal):
         return np.exp(self.logpdf(x, loc, shape, df))
 
 
+class Multinomial:
+    """``scipy.stats.multinomial``: ``logpmf`` and ``pmf``, differentiated in the
+    probabilities ``p`` (the counts ``x`` and ``n`` are integers): SciPy's value, with the
+    derivatives of Σ xᵢ log pᵢ of the probabilities SciPy uses, whose last one is
+    ``1 - Σ`` of the others in a row whose sum is not 1 within SciPy's tolerance (a decision
+    on the plain values)."""
+
+    scipy = _stats.multinomial
+    discrete = True
+    _logpmf = Value(_stats.multinomial.logpmf, "scipy.stats.multinomial.logpmf")
+
+    def __call__(self, n, p, seed=None):
+        return Frozen(self, (n, p), {})
+
+    def logpmf(self, x, n, p):
+        if not _is_traced((x, n, p), {}):
+            return self.scipy.logpmf(x, n, p)
+        x, p = lists_as_arrays((x, p))
+        if carries_derivative(x) or carries_derivative(n):
+            raise UnsupportedOperationError(
+                "scipy.stats.multinomial.logpmf of differentiated counts x or n: they are "
+                "integers; differentiate in p.")
+        value = self._logpmf(x, n, p)  # (SciPy's errors, and its warning, once)
+        # SciPy's adjustment of a row not summing to 1: a comparison of the traced values, a
+        # decision a replay takes again
+        p = p.astype(np.float64)
+        adjusted = np.abs(1 - np.sum(p, axis=-1)) > np.finfo(np.float64).eps * 10
+        last = np.where(adjusted, 1.0 - np.sum(p[..., :-1], axis=-1), p[..., -1])
+        used = np.concatenate([p[..., :-1], last[..., None]], axis=-1)
+        composition = np.sum(xlogy(np.multiply(x, 1.0), used), axis=-1)
+        # (where SciPy's value is -inf or nan, x or the parameters out of their domain: none)
+        return _scipys_value(value, np.where(np.isfinite(value), composition, 0.0))
+
+    def pmf(self, x, n, p):
+        if not _is_traced((x, n, p), {}):
+            return self.scipy.pmf(x, n, p)
+        return np.exp(self.logpmf(x, n, p))
+
+
 multivariate_normal = MultivariateNormal()
 multivariate_t = MultivariateT()
 dirichlet = Dirichlet()
+multinomial = Multinomial()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1230,6 +1272,7 @@ for _generator, _frozen, _distribution, _names in (
         (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf")),
+        (multinomial_gen, multinomial_frozen, multinomial, ("logpmf", "pmf")),
         (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf"))):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
@@ -1244,6 +1287,8 @@ defmethod(multivariate_t_frozen, "pdf", lambda self, x: multivariate_t.pdf(
     x, self.loc, self.shape, self.df))
 defmethod(dirichlet_frozen, "logpdf", lambda self, x: dirichlet.logpdf(x, self.alpha))
 defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
+defmethod(multinomial_frozen, "logpmf", lambda self, x: multinomial.logpmf(x, self.n, self.p))
+defmethod(multinomial_frozen, "pmf", lambda self, x: multinomial.pmf(x, self.n, self.p))
 del _distribution, _name, _generator, _frozen, _names
 
 
