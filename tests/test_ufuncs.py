@@ -544,6 +544,7 @@ def test_lost_elements_are_given_back_piece_by_piece_and_in_views(monkeypatch, r
     import mutad.engines.writes
 
     monkeypatch.setattr(mutad.engines.writes, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.writes, "PIECE", 1)
     x = rng.uniform(0.5, 1.5, (4, 5))
     factors = np.ones((4, 5))
     factors[1, 3] = factors[3, 0] = 1e-310  # underflow in two pieces only
@@ -636,6 +637,7 @@ def test_a_write_is_checked_and_measured_alike_whole_and_a_piece_at_a_time(
 
     whole_lost, whole = verify()
     monkeypatch.setattr(writes, "CHUNK", 4)  # 12 pieces, the last one short
+    monkeypatch.setattr(writes, "PIECE", 1)
     lost, measures = verify()
     assert measures == rule.growth.measure(t, [o]) or np.array_equal(
         measures, whole, equal_nan=True)
@@ -1033,6 +1035,7 @@ def test_a_write_done_as_its_inverse_is_verified_finds_every_element_it_loses(
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)  # 8 pieces, the last one short
+    monkeypatch.setattr(writes, "PIECE", 1)
     ufunc = _OPS[case.split("-")[0]]
     o = _one_element_off(case, place, dtype)
 
@@ -1075,6 +1078,7 @@ def test_a_write_not_done_as_it_is_verified(monkeypatch, inverting, operand):
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
     monkeypatch.setattr(writes.ElementwiseInverse, "write_verified", None)  # never asked
     dtype, o, kwargs = np.float64, np.linspace(0.75, 1.25, 30), {}
     if operand == "float32 into float64":
@@ -1102,9 +1106,10 @@ def test_a_write_not_done_as_it_is_verified(monkeypatch, inverting, operand):
     np.testing.assert_allclose(g, mutad.gradient(f, x, policy="checkpoint")[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("ufunc", [np.multiply, np.add])
 @pytest.mark.parametrize("state", ["warn", "raise"])
 def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypatch, inverting,
-                                                                       state):
+                                                                       state, ufunc):
     """An overflow in two pieces of a write done as it is verified: one warning, as NumPy's
     one call gives, or the error it raises, the caller's array left unchanged."""
     import warnings
@@ -1112,14 +1117,17 @@ def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypat
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
     o = np.full(30, 2.0)
     o[[5, 29]] = 1e308
 
     def f(x):
-        x *= o
+        ufunc(x, o, out=x)
         return x.sum()
 
     x = np.full(30, 10.0)
+    if ufunc is np.add:
+        x[[5, 29]] = 1e308
     before = x.tobytes()
     with warnings.catch_warnings(record=True) as caught, np.errstate(over=state):
         warnings.simplefilter("always")
@@ -1135,8 +1143,50 @@ def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypat
             g = mutad.gradient(f, x)[0]
             assert [str(w.message) for w in caught] == expected
             assert len(expected) == 1
-            np.testing.assert_array_equal(g, o)
+            np.testing.assert_array_equal(g, o if ufunc is np.multiply else np.ones(30))
     assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("largest", [1.0, 1e308, np.inf, np.nan])
+def test_a_sum_verified_as_it_is_written_reads_its_result_again_only_where_it_may_raise(
+        monkeypatch, largest):
+    """A piece of ``t += o`` whose operands' measures of growth (the largest magnitudes)
+    are finite and add up to at most half the largest float raises no floating-point
+    exception: it is written as it is verified without a pass over its result to find that
+    out (``Normwise.quiet``); any other piece is summed, as before. Either way the write and
+    the elements found lost are those of the write verified whole."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+    from mutad.rules.ufuncs import absorption
+
+    rule = rule_for(np.add).elementwise
+    o = np.linspace(-1.0, 1.0, 40)
+    t = np.linspace(3.0, -2.0, 40)
+    t[17] = largest
+    summed = []
+    monkeypatch.setattr(writes, "_sum", lambda a, axis: summed.append(a.size) or a.sum())
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
+    written = t.copy()
+    with np.errstate(all="ignore"):
+        lost, measures = writes._verify(np.add, rule.inverse[0], written, [written, o], 0, {},
+                                        absorption, write=True)
+        expected = t + o
+    np.testing.assert_array_equal(written, expected)
+    # (of the pieces, that of t[17] alone: where it is not clean, the rest is written by one
+    # call after the pass)
+    assert summed == ([] if largest == 1.0 else [4])
+    whole_lost, whole = writes._verify(np.add, rule.inverse[0], t, [t, o], 0, {}, absorption)
+    np.testing.assert_array_equal(measures, whole)
+
+    def mask(found):
+        flags = np.zeros(t.size, bool)
+        for where, packed, _ in found:
+            region = flags if where is None else flags[where]
+            region |= np.unpackbits(packed, count=region.size).view(bool)
+        return flags
+
+    np.testing.assert_array_equal(mask(lost), mask(whole_lost))
 
 
 def logs_of_sines(x, raising):
