@@ -1189,6 +1189,31 @@ def test_a_sum_verified_as_it_is_written_reads_its_result_again_only_where_it_ma
     np.testing.assert_array_equal(mask(lost), mask(whole_lost))
 
 
+def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_a_chunk_at_a_time(
+        monkeypatch):
+    """The elements a write's inverse would not give back are kept, with their bit masks, per
+    CHUNK that holds any, however long the pieces it is verified in: a long run of such
+    writes keeps, until the reverse pass reaches each, no more than pieces of a CHUNK would."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+    from mutad.rules.ufuncs import absorption
+
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 4)  # pieces of 16 elements
+    rule = rule_for(np.add).elementwise
+    t, o = np.ones(40), np.ones(40)
+    t[21] = 1e-20  # absorbed by 1 + 1e-20, so 1 - 1 gives back 0
+    written = t.copy()
+    lost, _ = writes._verify(np.add, rule.inverse[0], written, [written, o], 0, {},
+                             absorption, write=True)
+    np.testing.assert_array_equal(written, t + o)
+    assert len(lost) == 1
+    where, packed, original = lost[0]
+    assert where == slice(20, 24)
+    np.testing.assert_array_equal(np.unpackbits(packed, count=4), [0, 1, 0, 0])
+    np.testing.assert_array_equal(original, [1e-20])
+
+
 def logs_of_sines(x, raising):
     u = x.copy()
     for _ in range(3):

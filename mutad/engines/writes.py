@@ -504,7 +504,7 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
                 if wrapped(target):
                     lost = None  # (the growth still measured on every piece)
                 else:
-                    lost.append((where, np.packbits(far), piece[far]))  # (before it is written)
+                    _keep_lost(lost, where, far, piece)  # (before it is written)
             if writing and clean:
                 ufunc(*operands, out=piece)
                 rest = where.stop
@@ -515,6 +515,24 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
     if len(measures) > 1:  # each the largest over the pieces, a NaN in any made one
         return lost, tuple(np.maximum.reduce(np.array(measures), axis=0).tolist())
     return lost, measures[0] if measures else None
+
+
+def _keep_lost(lost, where, far, piece):
+    """Append to ``lost`` the elements of ``piece`` (at ``where`` in the flat target, None:
+    all of it) marked in ``far``, as ``(where, bit mask, their values)`` per ``CHUNK`` of the
+    piece that holds any: a write undone this way keeps its masks until the reverse pass
+    reaches it, so a long run of them keeps a mask only where elements were lost, at the
+    granularity of a ``CHUNK`` whatever the length of the pieces verified."""
+    if where is None or piece.size <= CHUNK:
+        lost.append((where, np.packbits(far), piece[far]))
+        return
+    for start in range(0, piece.size, CHUNK):
+        part = slice(start, start + CHUNK)
+        marked = far[part]
+        if marked.any():
+            values = piece[part]
+            lost.append((slice(where.start + start, where.start + start + values.size),
+                         np.packbits(marked), values[marked]))
 
 
 def _put_back(inverse, find, lost):
