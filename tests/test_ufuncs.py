@@ -611,6 +611,16 @@ def _scaling(t, o):
         return float(np.max(magnitude) / nonzero.min())
 
 
+def lost_mask(lost, size):
+    """Where the entries ``lost`` of ``writes._verify`` mark elements of a target of ``size``
+    elements."""
+    found = np.zeros(size, bool)
+    for where, packed, _ in lost:
+        region = found if where is None else found[where]
+        region |= np.unpackbits(packed, count=region.size).view(bool)
+    return found
+
+
 @pytest.mark.parametrize("ufunc, reference", [(np.add, _absorption), (np.multiply, _scaling),
                                               (np.divide, _scaling)])
 @pytest.mark.parametrize("target", ["finite", "deciding", "zeros", "nan", "complex"])
@@ -643,22 +653,15 @@ def test_a_write_is_checked_and_measured_alike_whole_and_a_piece_at_a_time(
         measures, whole, equal_nan=True)
     np.testing.assert_array_equal(rule.growth.bound(measures), reference(t, o))
 
-    def mask(lost):
-        found = np.zeros(t.size, bool)
-        for where, packed, original in lost:
-            region = found if where is None else found[where]
-            region |= np.unpackbits(packed, count=region.size).view(bool)
-        return found
-
     # the elements the inverse would not give back, whole or a piece at a time, are those it
     # does not give back within 2 ulps (a product's inverse: wherever the product is normal)
     with np.errstate(all="ignore"):
         back = ufunc(t, o)
         rule.inverse[0](back, [o])
     far = writes._far(back, t, np.empty(t.shape, bool))
-    np.testing.assert_array_equal(mask(whole_lost), far)
+    np.testing.assert_array_equal(lost_mask(whole_lost, t.size), far)
     if t.dtype.kind != "c":  # (NumPy's complex loops may round the elements of a short array
-        np.testing.assert_array_equal(mask(lost), far)  # otherwise than a long one's)
+        np.testing.assert_array_equal(lost_mask(lost, t.size), far)  # otherwise than a long one's)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -1178,15 +1181,7 @@ def test_a_sum_verified_as_it_is_written_reads_its_result_again_only_where_it_ma
     assert summed == ([] if largest == 1.0 else [4])
     whole_lost, whole = writes._verify(np.add, rule.inverse[0], t, [t, o], 0, {}, absorption)
     np.testing.assert_array_equal(measures, whole)
-
-    def mask(found):
-        flags = np.zeros(t.size, bool)
-        for where, packed, _ in found:
-            region = flags if where is None else flags[where]
-            region |= np.unpackbits(packed, count=region.size).view(bool)
-        return flags
-
-    np.testing.assert_array_equal(mask(lost), mask(whole_lost))
+    np.testing.assert_array_equal(lost_mask(lost, t.size), lost_mask(whole_lost, t.size))
 
 
 def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_a_chunk_at_a_time(
