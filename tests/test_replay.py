@@ -2752,6 +2752,7 @@ def test_writes_checked_a_piece_at_a_time_replay_as_they_trace(monkeypatch, poli
     import mutad.engines.writes
 
     monkeypatch.setattr(mutad.engines.writes, "CHUNK", 4)  # 11 pieces, the last one short
+    monkeypatch.setattr(mutad.engines.writes, "PIECE", 1)
     calls = _deciding_calls(np.random.default_rng(8))
     with np.errstate(all="ignore"):  # (a call that warns where the recording did not traces)
         replayed_like_traced(scaled_and_shifted, calls, policy, argnums=(0, 1, 2),

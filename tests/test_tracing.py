@@ -144,6 +144,7 @@ def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, p
     import mutad.engines.recompute
 
     monkeypatch.setattr(mutad.engines.products, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.products, "PIECE", 1)
     x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
 
     def f(x, w, s):
@@ -156,14 +157,17 @@ def test_partials_evaluated_piecewise_give_the_same_gradient(monkeypatch, rng, p
     mutad.check_grads(f, x, w, 0.5, policy=policy)
 
 
+@pytest.mark.parametrize("piece", [1, 4])
 @pytest.mark.parametrize("chunk", [3, 1 << 20])
-def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk):
+def test_products_added_into_existing_shadows_piecewise(monkeypatch, rng, chunk, piece):
     # A partial's product is added into an input's shadow a piece at a time where that shadow
-    # exists already; the gradient is the one the whole products give, bit for bit.
+    # exists already; the gradient is the one the whole products give, bit for bit, whatever
+    # the pieces' length.
     import mutad.engines.products
     import mutad.engines.recompute
 
     monkeypatch.setattr(mutad.engines.products, "CHUNK", chunk)
+    monkeypatch.setattr(mutad.engines.products, "PIECE", piece)
     monkeypatch.setattr(mutad.engines.recompute, "SMALL", 0)  # small cotangents take a simpler path
     x, w = rng.uniform(0.2, 1.2, (5, 7)), rng.uniform(0.2, 1.2, (5, 7))
 
@@ -199,6 +203,7 @@ def test_equal_cotangents_share_memory_unseen(monkeypatch, rng, chunk):
     import mutad.engines.recompute
 
     monkeypatch.setattr(mutad.engines.products, "CHUNK", chunk)
+    monkeypatch.setattr(mutad.engines.products, "PIECE", 1)
     monkeypatch.setattr(mutad.engines.recompute, "SMALL", 0)  # small cotangents take a simpler path
     x, w = rng.uniform(0.2, 1.2, 14), rng.uniform(0.2, 1.2, 14)
 

@@ -544,6 +544,7 @@ def test_lost_elements_are_given_back_piece_by_piece_and_in_views(monkeypatch, r
     import mutad.engines.writes
 
     monkeypatch.setattr(mutad.engines.writes, "CHUNK", 3)
+    monkeypatch.setattr(mutad.engines.writes, "PIECE", 1)
     x = rng.uniform(0.5, 1.5, (4, 5))
     factors = np.ones((4, 5))
     factors[1, 3] = factors[3, 0] = 1e-310  # underflow in two pieces only
@@ -610,6 +611,16 @@ def _scaling(t, o):
         return float(np.max(magnitude) / nonzero.min())
 
 
+def lost_mask(lost, size):
+    """Where the entries ``lost`` of ``writes._verify`` mark elements of a target of ``size``
+    elements."""
+    found = np.zeros(size, bool)
+    for where, packed, _ in lost:
+        region = found if where is None else found[where]
+        region |= np.unpackbits(packed, count=region.size).view(bool)
+    return found
+
+
 @pytest.mark.parametrize("ufunc, reference", [(np.add, _absorption), (np.multiply, _scaling),
                                               (np.divide, _scaling)])
 @pytest.mark.parametrize("target", ["finite", "deciding", "zeros", "nan", "complex"])
@@ -636,17 +647,11 @@ def test_a_write_is_checked_and_measured_alike_whole_and_a_piece_at_a_time(
 
     whole_lost, whole = verify()
     monkeypatch.setattr(writes, "CHUNK", 4)  # 12 pieces, the last one short
+    monkeypatch.setattr(writes, "PIECE", 1)
     lost, measures = verify()
     assert measures == rule.growth.measure(t, [o]) or np.array_equal(
         measures, whole, equal_nan=True)
     np.testing.assert_array_equal(rule.growth.bound(measures), reference(t, o))
-
-    def mask(lost):
-        found = np.zeros(t.size, bool)
-        for where, packed, original in lost:
-            region = found if where is None else found[where]
-            region |= np.unpackbits(packed, count=region.size).view(bool)
-        return found
 
     # the elements the inverse would not give back, whole or a piece at a time, are those it
     # does not give back within 2 ulps (a product's inverse: wherever the product is normal)
@@ -654,9 +659,9 @@ def test_a_write_is_checked_and_measured_alike_whole_and_a_piece_at_a_time(
         back = ufunc(t, o)
         rule.inverse[0](back, [o])
     far = writes._far(back, t, np.empty(t.shape, bool))
-    np.testing.assert_array_equal(mask(whole_lost), far)
+    np.testing.assert_array_equal(lost_mask(whole_lost, t.size), far)
     if t.dtype.kind != "c":  # (NumPy's complex loops may round the elements of a short array
-        np.testing.assert_array_equal(mask(lost), far)  # otherwise than a long one's)
+        np.testing.assert_array_equal(lost_mask(lost, t.size), far)  # otherwise than a long one's)
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -1033,6 +1038,7 @@ def test_a_write_done_as_its_inverse_is_verified_finds_every_element_it_loses(
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)  # 8 pieces, the last one short
+    monkeypatch.setattr(writes, "PIECE", 1)
     ufunc = _OPS[case.split("-")[0]]
     o = _one_element_off(case, place, dtype)
 
@@ -1075,6 +1081,7 @@ def test_a_write_not_done_as_it_is_verified(monkeypatch, inverting, operand):
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
     monkeypatch.setattr(writes.ElementwiseInverse, "write_verified", None)  # never asked
     dtype, o, kwargs = np.float64, np.linspace(0.75, 1.25, 30), {}
     if operand == "float32 into float64":
@@ -1102,9 +1109,10 @@ def test_a_write_not_done_as_it_is_verified(monkeypatch, inverting, operand):
     np.testing.assert_allclose(g, mutad.gradient(f, x, policy="checkpoint")[0], rtol=1e-6)
 
 
+@pytest.mark.parametrize("ufunc", [np.multiply, np.add])
 @pytest.mark.parametrize("state", ["warn", "raise"])
 def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypatch, inverting,
-                                                                       state):
+                                                                       state, ufunc):
     """An overflow in two pieces of a write done as it is verified: one warning, as NumPy's
     one call gives, or the error it raises, the caller's array left unchanged."""
     import warnings
@@ -1112,14 +1120,17 @@ def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypat
     from mutad.engines import writes
 
     monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
     o = np.full(30, 2.0)
     o[[5, 29]] = 1e308
 
     def f(x):
-        x *= o
+        ufunc(x, o, out=x)
         return x.sum()
 
     x = np.full(30, 10.0)
+    if ufunc is np.add:
+        x[[5, 29]] = 1e308
     before = x.tobytes()
     with warnings.catch_warnings(record=True) as caught, np.errstate(over=state):
         warnings.simplefilter("always")
@@ -1135,8 +1146,67 @@ def test_a_write_done_as_it_is_verified_warns_and_raises_as_numpy_does(monkeypat
             g = mutad.gradient(f, x)[0]
             assert [str(w.message) for w in caught] == expected
             assert len(expected) == 1
-            np.testing.assert_array_equal(g, o)
+            np.testing.assert_array_equal(g, o if ufunc is np.multiply else np.ones(30))
     assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("largest", [1.0, 1e308, np.inf, np.nan])
+def test_a_sum_verified_as_it_is_written_reads_its_result_again_only_where_it_may_raise(
+        monkeypatch, largest):
+    """A piece of ``t += o`` whose operands' measures of growth (the largest magnitudes)
+    are finite and add up to at most half the largest float raises no floating-point
+    exception: it is written as it is verified without a pass over its result to find that
+    out (``Normwise.quiet``); any other piece is summed, as before. Either way the write and
+    the elements found lost are those of the write verified whole."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+    from mutad.rules.ufuncs import absorption
+
+    rule = rule_for(np.add).elementwise
+    o = np.linspace(-1.0, 1.0, 40)
+    t = np.linspace(3.0, -2.0, 40)
+    t[17] = largest
+    summed = []
+    monkeypatch.setattr(writes, "_sum", lambda a, axis: summed.append(a.size) or a.sum())
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 1)
+    written = t.copy()
+    with np.errstate(all="ignore"):
+        lost, measures = writes._verify(np.add, rule.inverse[0], written, [written, o], 0, {},
+                                        absorption, write=True)
+        expected = t + o
+    np.testing.assert_array_equal(written, expected)
+    # (of the pieces, that of t[17] alone: where it is not clean, the rest is written by one
+    # call after the pass)
+    assert summed == ([] if largest == 1.0 else [4])
+    whole_lost, whole = writes._verify(np.add, rule.inverse[0], t, [t, o], 0, {}, absorption)
+    np.testing.assert_array_equal(measures, whole)
+    np.testing.assert_array_equal(lost_mask(lost, t.size), lost_mask(whole_lost, t.size))
+
+
+def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_a_chunk_at_a_time(
+        monkeypatch):
+    """The elements a write's inverse would not give back are kept, with their bit masks, per
+    CHUNK that holds any, however long the pieces it is verified in: a long run of such
+    writes keeps, until the reverse pass reaches each, no more than pieces of a CHUNK would."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+    from mutad.rules.ufuncs import absorption
+
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 4)  # pieces of 16 elements
+    rule = rule_for(np.add).elementwise
+    t, o = np.ones(40), np.ones(40)
+    t[21] = 1e-20  # absorbed by 1 + 1e-20, so 1 - 1 gives back 0
+    written = t.copy()
+    lost, _ = writes._verify(np.add, rule.inverse[0], written, [written, o], 0, {},
+                             absorption, write=True)
+    np.testing.assert_array_equal(written, t + o)
+    assert len(lost) == 1
+    where, packed, original = lost[0]
+    assert where == slice(20, 24)
+    np.testing.assert_array_equal(np.unpackbits(packed, count=4), [0, 1, 0, 0])
+    np.testing.assert_array_equal(original, [1e-20])
 
 
 def logs_of_sines(x, raising):

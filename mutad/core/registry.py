@@ -384,13 +384,17 @@ class Normwise:
     the operands combine by their maximum (a NaN in any part makes a NaN); ``bound(measures)``
     the growth from the measures of the whole. Called on whole operands it is the growth; the
     core measures the parts of a long write in its one pass over them, which also verifies
-    the inverse element by element (``writes.ElementwiseInverse``)."""
+    the inverse element by element (``writes.ElementwiseInverse``). ``quiet(measures,
+    dtype)`` (None: never asked), where the measures of a part say so, answers that the write
+    of that part into an array of the float ``dtype`` raises no floating-point exception, which
+    the core then need not find out from the values written (``writes._verify``)."""
 
-    __slots__ = ("measure", "bound")
+    __slots__ = ("measure", "bound", "quiet")
 
-    def __init__(self, measure, bound):
+    def __init__(self, measure, bound, quiet=None):
         self.measure = measure
         self.bound = bound
+        self.quiet = quiet
 
     def __call__(self, t, others):
         return self.bound(self.measure(t, others))

@@ -55,7 +55,19 @@ def _absorption_bound(measures):
         return 1.0 + float(np.float64(size_o) / size_t)
 
 
-absorption = Normwise(_absorbed, _absorption_bound)
+def _absorbed_quietly(measures, dtype):
+    """Whether ``t ± o`` raises no floating-point exception where the largest ``|t|`` and
+    ``|o|`` are ``measures`` (``_absorbed``'s): both are finite (no invalid operation: no
+    infinity or NaN among the operands) and their sum is at most half the largest float (no
+    overflow); a sum never underflows (a result below the normal range is exact)."""
+    size_t, size_o = measures  # (a NaN: finite no longer, the comparison false)
+    return size_t + size_o <= _HALF_LARGEST[dtype]
+
+
+_HALF_LARGEST = {np.dtype(t): float(np.finfo(t).max) / 2 for t in (np.float64, np.float32)}
+
+
+absorption = Normwise(_absorbed, _absorption_bound, _absorbed_quietly)
 """How much undoing ``t ± o`` can amplify an error already in ``t``: rounding errors of about
 eps |o| come back on a ``t`` that may be much smaller, so ``1 + max|o| / max|t|``. The inverse
 itself is exact (verified per element), so this only matters for a later restoration of the
