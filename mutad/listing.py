@@ -22,14 +22,14 @@ import operator
 import numpy as np
 
 from .core.debug import location, source
-from .engines.elementwise import ASSIGNMENT, ElementsRead
+from .engines.elementwise import ASSIGNMENT, ElementWrite, ElementsRead
 from .core.errors import function_name
 from .core.shadows import Buffer, Place
 from .core.tape import Absent, Primitive
 from .engines.operations import assign
 from .core.views import owner
 from .engines.inplace import SavedWrite
-from .engines.writes import CopyBack, SavedElement
+from .engines.writes import CopyBack
 
 
 class TapeListing:
@@ -143,8 +143,11 @@ def kept_bytes(record, argument_memory=()):
             items.extend(x)
         elif type(x) is CopyBack or type(x) is SavedWrite:
             items.append(x.saved)
-        elif type(x) is SavedElement:
-            scalars += x.saved.nbytes  # NumPy's scalar: memory of its own
+        elif type(x) is ElementWrite:
+            if isinstance(x.saved, np.ndarray):
+                items.append(x.saved)
+            else:
+                scalars += x.saved.nbytes  # NumPy's scalar: memory of its own
         elif callable(x) and getattr(x, "__closure__", None):
             # A pullback or undo closure: what it holds, one level deep.
             for cell in x.__closure__:

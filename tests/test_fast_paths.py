@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place, Shadows
 from mutad.core.trees import flatten
-from mutad.engines import elementwise, operations, reverse, tracing, writes
+from mutad.engines import elementwise, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
@@ -739,7 +739,7 @@ def _taken_by_a_view(shadows, place, key=None):
 
 
 def _put_back_through_a_view(undo):
-    """``SavedElement.__call__`` through the element's 0-d view alone."""
+    """``ElementWrite.__call__`` through the element's 0-d view alone."""
     region = undo.region
     if type(region) is not np.ndarray:
         region = current_region(region)
@@ -754,7 +754,7 @@ def _put_back_through_a_view(undo):
 def test_element_writes_reversed_by_their_index_give_the_bits_of_their_views(
         name, special, monkeypatch):
     """The reverse pass of an element's write, the cotangent taken and the element put back
-    by its index in the flat shadow and in the array (``Shadows.take``, ``SavedElement``),
+    by its index in the flat shadow and in the array (``Shadows.take``, ``ElementWrite``),
     against the 0-d views they stand for: the same values and derivatives bit for bit in
     every mode, over arrays of each kind an element's undo tells apart (float64, float32,
     float16, Fortran-ordered, followed or held) and NaN (a payload), infinities, signed zeros
@@ -769,7 +769,7 @@ def test_element_writes_reversed_by_their_index_give_the_bits_of_their_views(
         lean = _bits(_by_every_mode(f, args))
         with monkeypatch.context() as patched:
             patched.setattr(Shadows, "take", _taken_by_a_view)
-            patched.setattr(writes.SavedElement, "__call__", _put_back_through_a_view)
+            patched.setattr(elementwise.ElementWrite, "__call__", _put_back_through_a_view)
             assert _bits(_by_every_mode(f, args)) == lean
 
 
@@ -786,7 +786,7 @@ def test_an_element_write_keeps_numpys_scalar_of_the_element_and_puts_back_its_b
     b = np.array([0.5, -0.0, np.inf, 2.0])
     with ReverseDifferentiation("restore") as d:
         d.call(_overwritten_elements, d.wrap([np.copy(a), np.copy(b)]))
-        undos = [r.undo for r in d.tape.records if type(r.undo) is writes.SavedElement]
+        undos = [r.undo for r in d.tape.records if type(r.undo) is elementwise.ElementWrite]
     assert len(undos) == 11
     assert {type(u.region) is np.ndarray for u in undos} == {True, False}  # held, found
     assert {u.saved.dtype for u in undos} == {np.dtype(t) for t in ("f8", "f4", "f2")}
@@ -863,7 +863,7 @@ def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():
     with ReverseDifferentiation("restore") as d:
         d.call(_values_written, d.wrap([np.copy(a) for a in args]))
         inputs = [r.inputs[0] for r in d.tape.records
-                  if type(r).__name__ == "Write" and r.written.shape == ()]
+                  if type(r).__name__ in ("Write", "ElementWrite") and r.written.shape == ()]
         assert len(inputs) == 5 * 3
         stand_in = elementwise._stand_in(np.dtype(float), "written")
         assert sum(x is stand_in for x in inputs) == 3 * 3  # z[i] = a * b, z[i + 1] += ..., v * v

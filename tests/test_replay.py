@@ -1884,6 +1884,47 @@ def test_numbers_assigned_to_elements_compile_as_element_writes(n, policy):
     assert all(step.constant != (1 << 60) + 1 for step in fused)
 
 
+def elements_of_each_kind(a, b):
+    """Values assigned to elements of a float32 and a float64 array in a loop, and Python's
+    numbers: the writes a block does not fuse (``SetElement`` takes float64 alone)."""
+    c = b.astype(np.float32)
+    a = a * 1.0
+    for i in range(1, len(a) - 1):
+        c[i] = c[i - 1] * np.float32(0.5) + c[i + 1]
+        a[i] = a[i - 1] * 0.25 - a[i + 1]
+        c[0] = 1.5
+    return np.sum(a * a) + np.sum(c * c)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_an_element_write_is_replayed_as_tracing_records_it(policy, monkeypatch):
+    """An element's assignment is one record in both engines (``elementwise.ElementWrite``):
+    the traced engine's put-back and the replay's (before a block compiles the loop) are that
+    record's, once per element written, and the values and gradients are the traced ones bit
+    for bit on every call."""
+    from mutad.engines.elementwise import ElementWrite
+    put_back = ElementWrite.__call__
+    engines = []
+    monkeypatch.setattr(ElementWrite, "__call__",
+                        lambda record: (engines.append(record), put_back(record))[1])
+    rng = np.random.default_rng(5)
+    calls = [(rng.standard_normal(9), rng.standard_normal(9)) for _ in range(3)]
+    replaying = mutad.value_and_grad(elements_of_each_kind, argnums=(0, 1), policy=policy,
+                                     replay=True)
+    traced, replayed = [], []
+    for args in calls:
+        del engines[:]
+        got = replaying(*args)
+        replayed.append(len(engines))
+        del engines[:]
+        expected = mutad.value_and_grad(elements_of_each_kind, argnums=(0, 1),
+                                        policy=policy)(*args)
+        traced.append(len(engines))
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+    assert traced == [3 * 7] * 3  # a[i], c[i] and c[0] in each of 7 iterations
+    assert replayed[1] == 3 * 7  # (the first call records, the third runs a compiled block)
+
+
 def kalman_like(a, q, F0, ys):
     """Products of small matrices in a loop, as a newcomer's Kalman filter writes them: whole
     temporaries (``F @ P``) whose cotangents the products of matmul's plain back become or

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.devices import is_device
 
-from .recompute import Written
+from .recompute import Written, current_region
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
                        times_partial, writable)
 from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRule,
@@ -317,16 +317,16 @@ def fold_reads(records, errors_of):
 
 def fold_written(records):
     """Where the last of ``records`` is the write of one value, a 0-d array that the record
-    just before it computed (``x[i, j] = v``, ``x[i, j] += v``: ``Write`` after an
-    :class:`Elementwise` or :class:`ElementsRead` record) and that nothing else holds (neither
-    a traced value nor another record: CPython's count of references), let the two records
-    pass its cotangent through a stand-in buffer instead of its own: the write's pullback adds
-    it there, and the other's, which the reverse pass runs right after, takes it out. A scalar
-    loop keeps no buffer per value it writes.
+    just before it computed (``x[i, j] = v``, ``x[i, j] += v``: an :class:`ElementWrite` or a
+    ``Write`` after an :class:`Elementwise` or :class:`ElementsRead` record) and that nothing
+    else holds (neither a traced value nor another record: CPython's count of references), let
+    the two records pass its cotangent through a stand-in buffer instead of its own: the
+    write's pullback adds it there, and the other's, which the reverse pass runs right after,
+    takes it out. A scalar loop keeps no buffer per value it writes.
 
     Called before each record is appended, when the value written has gone."""
     write = records[-1]
-    if type(write) is not Write or len(records) < 2:
+    if type(write) is not Write and type(write) is not ElementWrite or len(records) < 2:
         return
     made = records[-2]
     if type(made) is not Elementwise and type(made) is not ElementsRead:
@@ -649,6 +649,93 @@ def write_cotangents(shadows, rule, dy, y, places, kept, traced, spare=None):
     elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
     if earlier is not None:  # (nearly always None: only large copies are lent)
         shadows.let_go(earlier)
+
+
+class ElementWrite:
+    """The record of a checkpointed write into one element of a NumPy array, a scalar loop's
+    ``x[i, j] = v`` (``np.positive(v, out=element)``, the engine's ``ASSIGNMENT``): the one
+    record of such a write, the traced engine's (``inplace.record_element_write``) and the
+    replay's (``replay.SetElement``, or ``ElementwiseWrite`` where a block does not fuse the
+    write), reversed by :meth:`reverse` in both, whose lines a
+    compiled block runs in its place (:meth:`write_lines`, :meth:`back_lines`). It keeps
+    what a ``tape.Write`` with :func:`write_pullback` would, less what such a write cannot
+    have (no inverse, no operand kept): the value's place (``inputs``), the rule's plan
+    (``state``, None: no gradient reaches the value written, a constant), the element's place
+    (``written``), and the element before the write (``saved``): NumPy's scalar of its dtype
+    where that holds every bit (``writes.exact_as_scalar``: 32 bytes against 112 for a 0-d
+    copy of a float64), else a 0-d copy, put back into ``region``, the element's 0-d view, or,
+    where ``region`` is the element's place, into the element of its buffer found then
+    (``recompute.current_region``), so that the record does not keep the array alive."""
+
+    __slots__ = ("primitive", "inputs", "state", "written", "region", "saved", "where")
+
+    settings = key = None
+    outputs = ()
+    kept = (None,)  # (it keeps no operand: a replay's recomputation has nothing to replace)
+    undo_kind = "checkpoint"
+    undo_first = True
+    line = Write.line
+
+    def __init__(self, primitive, inputs, state, written, region, saved):
+        self.primitive = primitive
+        self.inputs = inputs
+        self.state = state
+        self.written = written
+        self.region = region
+        self.saved = saved
+        self.where = None
+
+    @property
+    def taken(self):
+        return self.written
+
+    @property
+    def undo(self):
+        """The callable that puts back what the write overwrote: the record itself."""
+        return self
+
+    @property
+    def pullback(self):
+        return None if self.state is None else write_pullback
+
+    def __call__(self):
+        region = self.region
+        if type(region) is not np.ndarray:
+            place = region
+            buffer = place.buffer
+            array = buffer.ref()
+            if array is None:  # a temporary nothing reads any more
+                return
+            if type(array) is np.ndarray and buffer.c_contiguous and array.dtype is place.dtype \
+                    and place.offset % array.itemsize == 0:
+                # (the element by its position in C order, which is its place in memory: what
+                # ``current_region`` would view, without making the view)
+                array.flat[place.offset // array.itemsize] = self.saved
+                return
+            region = current_region(place)
+        region[()] = self.saved
+
+    def reverse(self, shadows):
+        """What ``Write.reverse`` does with this record: the cotangent of the value written
+        taken, the element put back, and the value's cotangent made from it
+        (:func:`write_pullback`)."""
+        dy = shadows.take(self.written)
+        self()
+        if dy is not None and self.state is not None:
+            write_pullback(self, shadows, dy)
+
+    @staticmethod
+    def write_lines(array, index, value, saved, before):
+        """The lines of a compiled block that do the write and keep what its record keeps:
+        ``saved``, the element ``array[index]``, then ``before`` (``Tape.before_write``'s
+        lines), then the assignment of ``value`` (names the block binds)."""
+        return [f"{saved} = {array}[{index}]", *before, f"{array}[{index}] = {value}"]
+
+    @staticmethod
+    def back_lines(take, array, index, saved):
+        """The lines of a compiled block that begin :meth:`reverse`: ``take``, lines that take
+        the cotangent of the value written (as ``Shadows.take``), then the element put back."""
+        return [*take, f"{array}[{index}] = {saved}"]
 
 
 class Rerun:

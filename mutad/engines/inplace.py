@@ -5,8 +5,9 @@ the overwritten bytes will be put back from what the write offers (``writes.deci
 saves the caller's bytes before their first write (``Tape.before_write``), writes, keeps the
 constants the record reads unchanged, and records a ``tape.Write``; ``record_element_write``
 takes the same steps for a scalar loop's assignment of one element, less those that cannot
-apply to it, and ``record_saved_write`` for an elementwise write whose bytes are saved,
-recorded as a :class:`SavedWrite`, the record the replay of a recording makes of it too.
+apply to it, recorded as an ``elementwise.ElementWrite``, and ``record_saved_write`` for an
+elementwise write whose bytes are saved, recorded as a :class:`SavedWrite`: each the record
+the replay of a recording makes of its write too.
 Around them: the checks of a destination (``check_destination``, ``writes_into``,
 ``overlaps``); which operands of an elementwise write are its target, or lie over it
 (``target_position``, ``apart_from``); writes into constants a record has read (``write_constant``, whose record the replay's makes
@@ -32,10 +33,10 @@ from .recompute import CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
-from .elementwise import write_cotangents
+from .elementwise import ElementWrite, write_cotangents
 from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, SavedElement, Undo, Undos,
+from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
                      at_target, check_region, copy_back, decide_undo, exact_as_scalar,
                      over_target, saving)
 
@@ -260,15 +261,8 @@ class SavedWrite:
         self.where = None
 
     line = Write.line
-
-    @property
-    def taken(self):
-        return self.written
-
-    @property
-    def undo(self):
-        """The callable that puts back the bytes the write overwrote: the record itself."""
-        return self
+    taken = ElementWrite.taken  # (the place written, whose cotangent the reverse pass takes)
+    undo = ElementWrite.undo
 
     def __call__(self):
         region = self.region if self.find is None else self.find()
@@ -357,34 +351,34 @@ def record_saved_write(primitive, ufunc, tape, destination, inputs, values, kept
     return record
 
 
-def record_element_write(primitive, ufunc, target, inputs, values, state, pullback, tape):
-    """:func:`record_write` of the write ``ufunc(*values, out=target)``, with no inverse on
-    offer and a pullback that keeps none of its ``inputs``, into ``target``, one element (a
-    0-d view) of a traced array: a scalar loop's ``x[i, j] = v`` (``operations.assign``). Its
-    steps in their order, less those that ask what such a write cannot have: it is
-    checkpointed, as ``decide_undo`` decides for any write without an inverse (so no other
-    place is pinned: ``Recomputation.overwriting``), and it keeps no operand. Returns the
-    record; None, with nothing done, where a memory budget would rebuild it or anomaly
-    detection watches it: ``record_write`` then records it."""
+def record_element_write(primitive, ufunc, target, inputs, values, state, tape):
+    """:func:`record_write` of the assignment ``ufunc(*values, out=target)``
+    (``np.positive``), with no inverse on offer and a pullback that keeps none of its
+    ``inputs``, into ``target``, one element (a 0-d view) of a traced NumPy array: a scalar
+    loop's ``x[i, j] = v`` (``operations.assign``), recorded as the
+    :class:`elementwise.ElementWrite` the replay makes of it too. Its steps in their order,
+    less those that ask what such a write cannot have: it is checkpointed, as ``decide_undo``
+    decides for any write without an inverse (so no other place is pinned:
+    ``Recomputation.overwriting``), and it keeps no operand. Returns the record; None, with
+    nothing done, where a memory budget would rebuild it, anomaly detection watches it or the
+    element is not a NumPy array's: ``record_write`` then records it."""
     recomputation = tape.recomputation
-    if tape.anomaly is not None or (recomputation is not None
-                                    and recomputation.budget is not None):
+    region = target.value
+    if tape.anomaly is not None or type(region) is not np.ndarray or (
+            recomputation is not None and recomputation.budget is not None):
         return None
-    region, buffer = target.value, target.buffer
+    buffer = target.buffer
     place = place_of(target)
     tape.copied(False, None, buffer.key, target.whole)  # decide_undo's first question: yes
-    if type(region) is np.ndarray and exact_as_scalar(region.dtype):
-        undo = SavedElement(place if _follows(target) else region, region[()])
-    else:
-        undo = CopyBack(region, at=_finder(target, place))
+    saved = region[()] if exact_as_scalar(region.dtype) else region.copy()
     tape.before_write(buffer.key)
     if recomputation is not None:
         recomputation.write(buffer)
     ufunc(*values, out=region)
     written(buffer)
     kept = _KEEPS_NOTHING.get(len(inputs)) or (None,) * len(inputs)
-    record = Write(primitive, recipe(inputs, values, kept, tape), None, kept, state, pullback,
-                   place, undo, "checkpoint", place)
+    record = ElementWrite(primitive, recipe(inputs, values, kept, tape), state, place,
+                          place if _follows(target) else region, saved)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     return record
 

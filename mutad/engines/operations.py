@@ -718,7 +718,7 @@ def write_element(target, value, plain, pattern=1):
     # (ASSIGNMENT keeps no operand and offers no inverse: write_kept's kept is [None] and its
     # state the plan's partials, as record_element_write takes them)
     if record_element_write(plan.primitive, plan.ufunc, target, (value,), [plain],
-                            plan.partials, plan.pullback, tape) is None:
+                            plan.partials, tape) is None:
         plan.run(tape, _destination(target), (value,), [plain], None)
 
 

@@ -103,8 +103,8 @@ from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, Elementwise, differentiable, elementwise_kept,
-                          read_by_partials, short, unbroadcast)
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
+                          elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
@@ -1056,7 +1056,12 @@ class ElementwiseWrite:
 
     def saved_write(self, vals, target, saved):
         """The record of the write where its bytes were ``saved`` (``inplace.SavedWrite``, as
-        tracing's): it keeps what its partials read of the operands ``vals``, no more."""
+        tracing's): it keeps what its partials read of the operands ``vals``, no more; an
+        assignment to one element of a NumPy array, tracing's record of it
+        (``elementwise.ElementWrite``), which keeps none."""
+        if self.rule is ASSIGNMENT and type(target) is np.ndarray and target.shape == ():
+            return ElementWrite(self.plan.primitive, self.inputs, self.state, self.written,
+                                target, saved)
         return SavedWrite(self.plan.primitive, self.inputs, self.state, self.written,
                           read_by_partials(vals, self.reads) if self.traced else None, target,
                           None, saved)
@@ -1310,21 +1315,22 @@ class SetElement:
     computed, or a number (a constant: ``u[0] = 0.0``). Recorded as a view (:class:`Call`)
     and an assignment into it (:class:`ElementwiseWrite` with the engine's ``ASSIGNMENT``),
     which :func:`with_blocks` fuses into this step when a run of steps is compiled: a member
-    of a block alone, which runs its lines (``emit``), never the step itself. They do what
-    the two steps do: the element saved and copied back in the reverse pass (an assignment has
-    no inverse, under either policy), and its cotangent taken from the array's and handed to
-    ``v`` (``Write.reverse``, ``write_pullback``), or dropped for a constant."""
+    of a block alone, which runs its lines (``emit``), never the step itself. Its record is
+    tracing's, an ``elementwise.ElementWrite``, whose lines the block runs: the element saved
+    and put back in the reverse pass (an assignment has no inverse, under either policy), and
+    its cotangent taken from the array's and handed to ``v``, or dropped for a constant."""
 
     __slots__ = ("source", "index", "value", "place", "written", "key", "buffer", "out",
-                 "constant")
+                 "constant", "state")
 
-    def __init__(self, source, index, value, place, written, key, constant=None):
+    def __init__(self, source, index, value, place, written, key, state, constant=None):
         self.source = source  # the slot of the array
         self.index = index  # a tuple of integers
         self.value = value  # the slot of v; None for a constant
         self.place = place  # v's buffer; None for a constant
         self.written = written  # the element's place
         self.key = key  # the array's buffer key
+        self.state = state  # the rule's plan (as the record's); None for a constant
         self.constant = constant  # the number assigned, where ``value`` is None
         self.buffer = self.out = None  # it makes no value
 
@@ -1347,48 +1353,53 @@ class SetElement:
         if written.whole or written.shape != () or written.dtype != np.float64:
             return None
         if not write.traced and _float64_exactly(value):  # a number: as np.positive writes it
-            return cls(view.args[0].index, index, None, None, written, write.key, value)
+            return cls(view.args[0].index, index, None, None, written, write.key, None, value)
         if not write.traced or type(value) is not Slot or type(write.inputs[0]) is not Buffer \
                 or not scalar_cotangents(write.inputs[0]):
             return None
-        return cls(view.args[0].index, index, value.index, write.inputs[0], written, write.key)
+        return cls(view.args[0].index, index, value.index, write.inputs[0], written, write.key,
+                   write.state)
 
     def back(self, shadows, array, old):
-        dy = shadows.take(self.written)
-        array[self.index] = old
-        if dy is not None and self.place is not None:
-            shadows.add(self.place, dy, owned=True)
+        """The step's reverse where a block's reverse pass finishes one step at a time
+        (``Block.deopt``): its record's, made of what the block kept (the array, the element
+        before the write)."""
+        ElementWrite(assign, (self.place,), self.state, self.written,
+                     array[self.index + (Ellipsis,)], old).reverse(shadows)
 
     def emit(self, code, k):
-        """As :meth:`Pure.emit`."""
+        """As :meth:`Pure.emit`: its record's lines."""
         array = code.keep(code.value(self.source))
         old = code.keep(f"old{k}")
-        index = code.bind(self.index)
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
-        code.forward += [f"{old} = {array}[{index}]", *code.before_write(self.key),
-                         f"{array}[{index}] = {value}"]
+        code.forward += ElementWrite.write_lines(array, code.bind(self.index), value, old,
+                                                 code.before_write(self.key))
         code.records.append((array, old))
 
     def emit_back(self, code, k):
-        """As :meth:`Pure.emit_back`."""
+        """As :meth:`Pure.emit_back`: its record's lines, the cotangent taken as the block
+        holds it."""
         array, old = code.records[k]
-        restore = f"{array}[{code.bind(self.index)}] = {old}"
+        index = code.bind(self.index)
         take = f"dy = shadows.take({code.bind(self.written)})"
         if self.value is None:  # a constant: the element's cotangent dropped
-            return [*_dropped(code, self.written, [take]), restore]
+            return ElementWrite.back_lines(_dropped(code, self.written, [take]), array, index,
+                                           old)
         if code.cotangent(self.place) is None:
-            return [take, restore, "if dy is not None:",
+            return [*ElementWrite.back_lines([take], array, index, old), "if dy is not None:",
                     f"    shadows.add({code.bind(self.place)}, dy, True)"]
         # v's cotangent is a local, known to hold a scalar if the array has a shadow
         buffer = self.written.buffer
         if buffer.dtype != np.float64:  # (a complex array's real part)
-            return [f"x = get({code.bind(self.key, 'key')})", "if x is None:",
-                    f"    {code.deopt(k, 'None')}", take, restore,
+            return [*ElementWrite.back_lines(
+                        [f"x = get({code.bind(self.key, 'key')})", "if x is None:",
+                         f"    {code.deopt(k, 'None')}", take], array, index, old),
                     *code.add(self.place, "dy[()]")]
         # the element read and zeroed where it lies
         lines, flat = code.existing_flat(buffer, k)
         element = code.bind(self.written.offset // 8)
-        return [*lines, f"dy = {flat}[{element}]", f"{flat}[{element}] = 0.0", restore,
+        return [*ElementWrite.back_lines([*lines, f"dy = {flat}[{element}]",
+                                          f"{flat}[{element}] = 0.0"], array, index, old),
                 *code.add(self.place, "dy")]
 
 

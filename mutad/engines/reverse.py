@@ -35,7 +35,7 @@ from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, call
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
-from .elementwise import (Elementwise, Gathered, fold_reads, fold_written,
+from .elementwise import (ElementWrite, Elementwise, Gathered, fold_reads, fold_written,
                           reverse_elementwise)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
@@ -113,7 +113,7 @@ class ReverseTape(Tape):
         if kind is Elementwise:
             if type(records[-2]) is not Gathered:
                 return
-        elif kind is not Write:
+        elif kind is not Write and kind is not ElementWrite:
             return
         if self.recorder is None and self.outer is None and self.anomaly is None:
             if kind is Elementwise:
@@ -133,8 +133,8 @@ class ReverseTape(Tape):
         # elementwise record that follows a read of an element)
         if records:
             kind = type(records[-1])
-            if kind is Write or kind is Elementwise and len(records) > 1 \
-                    and type(records[-2]) is Gathered:
+            if kind is Write or kind is ElementWrite or kind is Elementwise \
+                    and len(records) > 1 and type(records[-2]) is Gathered:
                 self.fold()
         records.append(record)
         errors = ERRORS.get()

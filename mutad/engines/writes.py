@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core.devices import namespace
 from .products import CHUNK
-from .recompute import Rebuild, current_region
+from .recompute import Rebuild
 from ..core.errors import ReadOnlyError, UnsupportedOperationError
 from ..core.registry import Normwise
 from ..core.views import (may_overlap, memory, overlaps_itself, same_region, views, wrapped,
@@ -138,39 +138,6 @@ def copy_back(region, saved):
 
 
 _copyto = getattr(np.copyto, "_implementation", np.copyto)
-
-
-class SavedElement:
-    """The undo of a checkpointed write into one element of a NumPy array (a scalar loop's
-    ``x[i, j] = v``): the element's value as NumPy's scalar of its dtype, which holds its bytes
-    exactly in a third of the memory of a 0-d copy (32 bytes against 112 for float64), put back into ``region``, the element's 0-d
-    view, or, where ``region`` is the element's place, into the element of its buffer found
-    then (``recompute.current_region``), so that the undo does not keep the array alive.
-    A scalar loop keeps one per element it writes: two small objects, where a :class:`CopyBack`
-    is four."""
-
-    __slots__ = ("region", "saved")
-
-    def __init__(self, region, saved):
-        self.region = region
-        self.saved = saved
-
-    def __call__(self):
-        region = self.region
-        if type(region) is not np.ndarray:
-            place = region
-            buffer = place.buffer
-            array = buffer.ref()
-            if array is None:  # a temporary nothing reads any more
-                return
-            if type(array) is np.ndarray and buffer.c_contiguous and array.dtype is place.dtype \
-                    and place.offset % array.itemsize == 0:
-                # (the element by its position in C order, which is its place in memory: what
-                # ``current_region`` would view, without making the view)
-                array.flat[place.offset // array.itemsize] = self.saved
-                return
-            region = current_region(place)
-        region[()] = self.saved
 
 
 def exact_as_scalar(dtype):
