@@ -1,0 +1,113 @@
+"""The bits of a differentiated program's value are NumPy's own, a NaN's sign and payload too.
+
+NumPy computes ``a + b`` and ``a * b`` of two of its scalars (a reduction's result, ``x[0]``)
+with its scalar math, whose NaN is the other operand's where both are NaN (the compiler orders
+a commutative operation's operands), and ``np.add`` of them with its loops. Every mode gives the
+value NumPy's run of the program gives, bit for bit, recorded and replayed alike.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+
+NAN = np.float64(np.nan)
+X = np.array([-0., 2, 1, -0., -1, 2])
+Y = np.array([-1, -1, -0., np.inf, 2, 2])  # x * y: -0.0 * inf, the machine's NaN (-nan on x86)
+
+
+def sorted_and_plain_sums(x, y):
+    return np.sort(x * y).sum() + (x * y).sum()
+
+
+def product_of_sums(x, y):
+    return np.sort(x * y).sum() * (x * y).sum()
+
+
+def elements(x, y):
+    total = x[0] * y[3]
+    total += np.sort(x * y)[-1]
+    return total * (x[1] + y[1]) + x[3] * y[3]
+
+
+def condition_number(x, y):
+    return np.linalg.cond(np.array([[2, x[3] * y[3]], [x[2], 3]]), "fro")
+
+
+def ufunc_of_scalars(x, y):
+    return np.add(np.sort(x * y).sum(), (x * y).sum())  # the loop's NaN, not scalar math's
+
+
+PROGRAMS = [sorted_and_plain_sums, product_of_sums, elements, condition_number, ufunc_of_scalars]
+
+
+def _bits(v):
+    return np.asarray(v).tobytes()
+
+
+def _numpys(f, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return f(*args)
+
+
+@pytest.mark.parametrize("f", PROGRAMS)
+def test_value_is_numpys_bit_for_bit(f):
+    x, y = X.copy(), Y.copy()
+    expected = _numpys(f, X, Y)
+    assert np.isnan(expected)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value, _ = mutad.value_and_grad(f, argnums=(0, 1))(x, y)
+        forward, _ = mutad.jvp(f, (x, y), (np.ones(6), np.ones(6)))
+    assert _bits(value) == _bits(expected)
+    assert _bits(forward) == _bits(expected)
+    assert _bits(x) == _bits(X) and _bits(y) == _bits(Y)
+
+
+@pytest.mark.parametrize("f", PROGRAMS)
+def test_replay_gives_numpys_nan(f):
+    """Recorded where no NaN appears, replayed where one does, and the other way round."""
+    finite = Y.copy()
+    finite[3] = 5.0
+    g = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for y in (finite, Y, finite, Y):
+            value, _ = g(X.copy(), y.copy())
+            assert _bits(value) == _bits(_numpys(f, X, y))
+
+
+def test_scalar_math_nan_of_either_sign():
+    """``np.float64`` operators beside traced scalars, NaNs of both signs, in each order."""
+    def f(x):
+        a, b = x[0] * np.inf, x[1] * np.inf  # NaN of 0 * inf beside a NaN of the input
+        return (a + b) * (b + a) + np.float64(-NAN) * a + a * NAN + x[2] * x[3]
+
+    for x0, x1 in ((0.0, NAN), (0.0, -NAN), (-NAN, 0.0), (NAN, -0.0)):
+        x = np.array([x0, x1, NAN, -NAN])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = f(x)
+            value, _ = mutad.value_and_grad(f)(x.copy())
+            replayed = mutad.value_and_grad(f, replay=True)
+            replayed(x.copy())
+            again, _ = replayed(x.copy())
+        assert _bits(value) == _bits(expected) == _bits(again)
+
+
+def test_replay_takes_scalar_maths_nan_beside_a_reductions():
+    """A reduction's result beside a power of elements, recorded where both are NaN."""
+    def f(x):
+        return (x ** 2).sum() + x[0] ** x[1]
+
+    recorded = np.array([NAN, -NAN, 0.0, 3.0])
+    x = np.array([-NAN, 1.0, np.inf, 0.0])  # -nan + nan: NumPy's scalar math gives nan
+    g = mutad.value_and_grad(f, replay=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g(recorded.copy())
+        for _ in range(3):
+            assert _bits(g(x.copy())[0]) == _bits(f(x))
