@@ -1,4 +1,5 @@
-"""The bits of a differentiated program's value are NumPy's own, a NaN's sign and payload too.
+"""The bits of a differentiated program's value are NumPy's own, a NaN's sign and payload too,
+and a derivative beyond the floats is the infinity of its exact sign.
 
 NumPy computes ``a + b`` and ``a * b`` of two of its scalars (a reduction's result, ``x[0]``)
 with its scalar math, whose NaN is the other operand's where both are NaN (the compiler orders
@@ -10,8 +11,11 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
+from numpy.testing import assert_array_equal
 
 import mutad
+from mutad.engines.products import product_times
 
 NAN = np.float64(np.nan)
 X = np.array([-0., 2, 1, -0., -1, 2])
@@ -111,3 +115,33 @@ def test_replay_takes_scalar_maths_nan_beside_a_reductions():
         g(recorded.copy())
         for _ in range(3):
             assert _bits(g(x.copy())[0]) == _bits(f(x))
+
+
+W = np.array([[1, -2], [0.5, 3]])
+
+
+@pytest.mark.parametrize("solve", [np.linalg.solve, scipy.linalg.solve_triangular],
+                         ids=["solve", "solve_triangular"])
+def test_cotangent_past_the_floats_has_the_exact_sign(solve):
+    """At A = 1e-200 I the gradient of sum(A⁻¹ W) is 1e400 times that at I: beyond the floats,
+    the infinity of the exact sign, not that of the term a product's sum overflowed on first."""
+    a = 1e-200 * np.eye(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (g,) = mutad.gradient(lambda a: np.sum(solve(a, W)), a.copy())
+    (at_identity,) = mutad.gradient(lambda a: np.sum(solve(a, W)), np.eye(2))
+    assert np.all(np.isfinite(at_identity))
+    assert_array_equal(g, np.where(at_identity != 0, np.copysign(np.inf, at_identity), 0.0))
+    assert _bits(a) == _bits(1e-200 * np.eye(2))
+
+
+def test_product_past_the_floats_keeps_finite_elements_bits():
+    u = np.array([[1e200, 1e200], [1.0, 3.0]])
+    v = np.array([[1e200, 1.0], [-2e200, 0.1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        product = product_times(np.matmul, u, v)
+        plain = u @ v
+    assert product[0, 0] == -np.inf  # 1e400 - 2e400
+    assert np.isfinite(plain[1]).all() and _bits(product[1]) == _bits(plain[1])
+    assert _bits(product[0, 1]) == _bits(plain[0, 1])
