@@ -1,5 +1,6 @@
 """The bits of a differentiated program's value are NumPy's own, a NaN's sign and payload too,
-and a derivative beyond the floats is the infinity of its exact sign.
+and a derivative beyond the floats is the infinity of its exact sign. A SciPy solver calls the
+functions handed to it more times than NumPy's run does, as docs/sharp-bits.md says.
 
 NumPy computes ``a + b`` and ``a * b`` of two of its scalars (a reduction's result, ``x[0]``)
 with its scalar math, whose NaN is the other operand's where both are NaN (the compiler orders
@@ -11,7 +12,9 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.linalg
+import scipy.optimize
 from numpy.testing import assert_array_equal
 
 import mutad
@@ -145,3 +148,47 @@ def test_product_past_the_floats_keeps_finite_elements_bits():
     assert product[0, 0] == -np.inf  # 1e400 - 2e400
     assert np.isfinite(plain[1]).all() and _bits(product[1]) == _bits(plain[1])
     assert _bits(product[0, 1]) == _bits(plain[0, 1])
+
+
+def _counted(solve):
+    """``f`` handing a counting function to ``solve``, and the list it appends to."""
+    calls = []
+
+    def f(x):
+        def fun(t):
+            calls.append(1)
+            return t ** 3 + t - x[0]
+        return solve(fun) + len(calls) * x[1]
+
+    return f, calls
+
+
+def test_a_solvers_extra_calls_are_documented():
+    """docs/sharp-bits.md, "What the function leaves in your state": a root finder of one
+    unknown calls the user's function twice more (at the root, and for f'(x*)) in either mode,
+    after SciPy's own run, whose root is SciPy's."""
+    f, calls = _counted(lambda fun: scipy.optimize.brentq(fun, -100, 100))
+    x = np.array([2.0, 1.0])
+    expected = f(x)
+    numpys = len(calls)
+    root = expected - numpys * x[1]
+    calls.clear()
+    value, _ = mutad.value_and_grad(f)(x.copy())
+    assert len(calls) == numpys + 2 and value == root + len(calls) * x[1]
+    calls.clear()
+    value, _ = mutad.jvp(f, (x.copy(),), (np.ones(2),))
+    assert len(calls) == numpys + 2 and value == root + len(calls) * x[1]
+
+
+@pytest.mark.parametrize("solve", [
+    lambda fun: scipy.integrate.quad(fun, 0.0, 1.0)[0],
+    lambda fun: scipy.optimize.root(fun, np.ones(1)).x[0],
+], ids=["quad", "root"])
+def test_other_solvers_call_again_too(solve):
+    f, calls = _counted(solve)
+    x = np.array([2.0, 1.0])
+    f(x)
+    numpys = len(calls)
+    calls.clear()
+    mutad.value_and_grad(f)(x.copy())
+    assert len(calls) > numpys
