@@ -143,9 +143,12 @@ def _exact_against_int(name, n):
             "ge": ("ge", above)}[name]
 
 
-_SCALAR_MATH = {"mul": "c", "pow": "fc"}
+_SCALAR_MATH = {"add": "fc", "mul": "fc", "pow": "fc"}
 """The operators for which NumPy's scalar math, on operands that stand for scalars of these
-kinds, rounds otherwise than its loops (``_scalar_math``): complex products, and powers."""
+kinds, gives other bits than its loops (``_scalar_math``): complex products and powers round
+otherwise; real sums and products (and complex sums, part by part) round alike but may take
+the other operand's NaN, as the compiler orders a commutative operation's operands
+(``np.float64(nan) + -nan`` is -nan, ``np.add`` of them nan)."""
 
 _PYTHONS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
             "truediv": operator.truediv, "pow": operator.pow}
@@ -436,15 +439,29 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
     if type(value) is not np.ndarray or value.dtype.kind not in kinds or value.ndim \
             or not stands_for_scalar(self) or not _stands_for_scalar_operand(other):
         return
-    a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
-    if operation is operator.pow and not reflected and _fast_power(self, other) is not None:
+    power = operation is operator.pow
+    if power and not reflected and _fast_power(self, other) is not None:
         # computed by a ufunc of one operand (fast_power)
-        put_right(result, _SCALAR_POWERS[type(other), other], a)
+        put_right(result, _SCALAR_POWERS[type(other), other], memory(self)[()])
         return
     numbers = (weak(other), weak(self)) if reflected else (weak(self), weak(other))
     if numbers[0] != numbers[1]:  # a Python number beside NumPy's scalar takes its type
         operation = functools.partial(_on_numbers, operation, numbers)
-    put_right(result, operation, *((b, a) if reflected else (a, b)))
+    nan_only = not power and value.dtype.kind == "f"  # (a real sum or product)
+    if nan_only and not math.isnan(value):  # the loops' bits: a replay asks after a NaN
+        scalar_math(result, operation, nan_only)
+        return
+    a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
+    put_right(result, operation, *((b, a) if reflected else (a, b)), nan_only=nan_only)
+
+
+def put_nan_right(result, self, other, ufunc, reflected):
+    """``_scalar_math`` of the fast operators' ``result`` (``tracing._fast_operator``), on real
+    values, where the loop's NaN may not be NumPy's scalar math's."""
+    name = _SCALAR_UFUNCS.get(ufunc)
+    if name is not None:
+        _scalar_math(result, result.value, self, other, _PYTHONS[name], _SCALAR_MATH[name],
+                     reflected)
 
 
 def _on_numbers(operation, numbers, *scalars):
@@ -476,8 +493,9 @@ def numpys_scalar_operator(ufunc, inputs):
 
 
 _SCALAR_UFUNCS = {OPERATORS[name]: name for name in _SCALAR_MATH}
-_SCALAR_OPERATORS = {"mul": ("*", "*="), "pow": ("**", "**=")}
-_OPERATOR_FUNCTIONS = {"mul": (operator.mul, operator.imul),
+_SCALAR_OPERATORS = {"add": ("+", "+="), "mul": ("*", "*="), "pow": ("**", "**=")}
+_OPERATOR_FUNCTIONS = {"add": (operator.add, operator.iadd),
+                       "mul": (operator.mul, operator.imul),
                        "pow": (operator.pow, operator.ipow, builtins.pow)}
 """The functions that apply an operator of ``_SCALAR_OPERATORS`` (``operator.pow(a, v)``,
 ``pow(a, v)``), through NumPy's scalar's own method as the operator does."""
@@ -509,21 +527,28 @@ _SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e) for 
 scalar math gives where the engine's value came from a ufunc of one operand."""
 
 
-def put_right(result, operation, *scalars):
+def put_right(result, operation, *scalars, nan_only=False):
     """The traced or dual ``result`` of NumPy's scalars ``scalars`` with the value NumPy's
     scalar math gives, ``operation(*scalars)``, where the ufunc loop that computed it (and
-    the record, the partials) rounded otherwise; a replay computes it so too."""
+    the record, the partials) rounded otherwise, or (``nan_only``) took the other NaN; a
+    replay computes it so too."""
     value = getattr(result, "value", None)
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
         return
-    recorder = getattr(getattr(result, "tape", None), "recorder", None)
-    if recorder is not None:
-        recorder.scalar_math(result, operation)
+    scalar_math(result, operation, nan_only)
     exact = np.asarray(operation(*scalars), value.dtype)
     if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
         value.flags.writeable = True
         value[()] = exact
         value.flags.writeable = False
+
+
+def scalar_math(result, operation, nan_only=False):
+    """Tells a recording that NumPy's scalar math, ``operation``, made ``result`` (where
+    ``nan_only``, bits other than the loop's only where it is NaN)."""
+    recorder = getattr(getattr(result, "tape", None), "recorder", None)
+    if recorder is not None:
+        recorder.scalar_math(result, operation, nan_only)
 
 
 def put_abs_right(result, x):

@@ -26,6 +26,7 @@ operations at a tenth of a ufunc call's cost. Where both operands of an operatio
 which of them comes out (the sign and payload of the NaN) is up to the code that computes it,
 and NumPy's scalar arithmetic and its ufunc loops may choose differently; so wherever a block
 computes with NumPy's scalars and gets a NaN, it computes that result again with the ufunc,
+or with NumPy's scalar math where the program's own operator took it (``Pure._nan_again``),
 as the tracing engine does.
 
 A product of a cotangent and a partial is checked for a zero factor meeting a non-finite one

@@ -293,7 +293,8 @@ def product_times(f, *factors):
     no term had a non-finite factor. Otherwise the finite terms sum as ``f`` of the finite
     parts, and the others are counted by ``f`` of indicators, which sums ones (or signs) where
     a term is of a kind: an element is NaN where a NaN term meets no zero, or infinite terms
-    of both signs, else the sign of its infinite terms, else the finite sum. Factors an
+    of both signs, else the sign of its infinite terms, else the finite sum (past the
+    floats: the infinity of its sign, ``_scaled``). Factors an
     enclosing differentiation traces, on a device, or not of a real float type: ``f``'s."""
     product = f(*factors)
     # finite: then no term was 0 * inf or NaN, and every one is NumPy's
@@ -309,7 +310,10 @@ def product_times(f, *factors):
         return f(*(u.astype(np.float64) for u in indicators))
 
     finite = [np.isfinite(x) for x in factors]
-    value = f(*(np.where(ok, x, 0) for ok, x in zip(finite, factors, strict=True)))
+    finite_parts = [np.where(ok, x, 0) for ok, x in zip(finite, factors, strict=True)]
+    value = f(*finite_parts)
+    if not np.isfinite(value).all():  # finite terms past the floats, or their sum
+        value = np.where(np.isfinite(value), value, _scaled(f, finite_parts))
     nonzero = [x != 0 for x in factors]
     nan = np.zeros(np.shape(product), bool)
     for k, x in enumerate(factors):  # a NaN factor and no zero one
@@ -325,3 +329,14 @@ def product_times(f, *factors):
     value = np.where(up, np.inf, np.where(down, -np.inf, value))
     value = np.where(nan | (up & down), np.nan, value).astype(np.result_type(product))
     return value if type(product) is np.ndarray else value[()]
+
+
+def _scaled(f, factors):
+    """``f(*factors)`` of finite factors, computed on them scaled by powers of two to
+    magnitudes below one and scaled back: where the sum of an element is beyond the floats,
+    the infinity of its sign, not the NaN (``inf - inf``) or the infinity of whichever term
+    overflowed first that the sum in its own order gives (``1e200 * 1e200 - 1e200 * 2e200``)."""
+    exponents = [int(np.frexp(np.max(np.abs(x)))[1]) if x.size else 0 for x in factors]
+    with np.errstate(all="ignore"):
+        scaled = f(*(np.ldexp(x, -e) for x, e in zip(factors, exponents, strict=True)))
+        return np.ldexp(scaled, sum(exponents))

@@ -440,7 +440,8 @@ class Pure:
     its buffer), from a tuple of this call's values in place of a record."""
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
-                 "inputs", "buffer", "state", "lean", "weak", "scalar_math", "later")
+                 "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
+                 "later")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -468,6 +469,7 @@ class Pure:
         self.lean = None  # prepare(), before the first replay
         self.weak = False  # prepare(): the value stands for a Python number (Buffer.weak)
         self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
+        self.scalar_nan = None  # the same, where only its NaN is its own (Recorder)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
 
     def prepare(self):
@@ -486,6 +488,8 @@ class Pure:
             # product of complex scalars from the former (``arraylike._scalar_math``), the
             # rest from the latter
             self.ufunc = self.record_ufunc
+        if self.scalar_nan is not None and self.ufunc is self.record_ufunc:
+            self.scalar_math = self.scalar_nan  # (not computed on NumPy's scalars)
         if self.scalar_math is not None:
             at = dict(self.at)
             self.ufunc = functools.partial(_on_scalars, self.scalar_math,
@@ -502,9 +506,9 @@ class Pure:
         y = self.ufunc(*vals, **self.kwargs) if self.kwargs else self.ufunc(*vals)
         if self.ufunc is not self.record_ufunc and self.scalar_math is None \
                 and isinstance(y, np.generic) and y != y:
-            # a NaN as the ufunc makes it (see blocks); scalar math's own NaN is its own, as
+            # a NaN as the ufunc makes it (see blocks), or as NumPy's scalar math does, where
             # the engine put it right (arraylike.put_right)
-            y = self.record_ufunc(*vals)
+            y = self._nan_again()(*vals)
         # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
         # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
         # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
@@ -518,6 +522,15 @@ class Pure:
             tape.records.append(Recomputed.later(self.later, self.record(vals, y), values))
         else:
             tape.records.append(self.record(vals, y))
+
+    def _nan_again(self):
+        """What computes a NaN result again: the ufunc, or NumPy's scalar math on the values
+        as its scalars (an operand may be a 0-d array: ``_on_scalars``)."""
+        if self.scalar_nan is None:
+            return self.record_ufunc
+        at = dict(self.at)
+        return functools.partial(_on_scalars, self.scalar_nan,
+                                 [i in at for i in range(len(self.args))])
 
     def record(self, vals, y):
         kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
@@ -586,9 +599,9 @@ class Pure:
                                    in zip(self.args, vals, operands)
                                    if type(a) is float and math.isfinite(a) and a != 0)
             expression = f"{operands[0]} {infix} {operands[1]}"
-            if self.buffer.shape == ():  # NumPy's scalars: a NaN as the ufunc makes it
+            if self.buffer.shape == ():  # NumPy's scalars: a NaN as NumPy made it
                 y = code.made(self.out, expression, True)
-                ufunc = code.bind(self.record_ufunc)
+                ufunc = code.bind(self._nan_again())
                 expression = f"{y} if {y} == {y} else {ufunc}({vals[0]}, {vals[1]})"
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
@@ -3019,14 +3032,22 @@ class Recorder:
         if slot is not None:
             self.steps.append(PutValue(slot, function, self.spec(args)))
 
-    def scalar_math(self, y, operation):
-        """``y`` is ``operation`` (``*``, ``**``) of scalars, whose value the engine takes from
-        NumPy's scalar math (``arraylike._scalar_math``): so does the step that made it."""
+    def scalar_math(self, y, operation, nan_only=False):
+        """``y`` is ``operation`` (``+``, ``*``, ``**``) of scalars, whose value the engine
+        takes from NumPy's scalar math (``arraylike._scalar_math``; ``nan_only``: where it is
+        NaN, a real sum or product): so does the step that made it."""
         slot = self.slots.get(id(y))
         step = self.steps[-1] if self.steps else None
-        if type(step) is Pure and step.out == slot or type(step) is Function \
+        if type(step) is Pure and step.out == slot and nan_only:
+            step.scalar_nan = operation  # (its operators on NumPy's scalars: ``prepare``)
+        elif type(step) is Pure and step.out == slot or type(step) is Function \
                 and not step.lean and type(step.outputs) is Out and step.outputs.slot == slot:
             step.scalar_math = operation
+        elif type(step) is Call and type(step.outputs) is Out and step.outputs.slot == slot \
+                and type(step.function) is np.ufunc and not step.kwargs \
+                and type(step.args) in (tuple, list):  # of values without a derivative
+            step.function = functools.partial(_on_scalars, operation,
+                                              [type(a) is Slot for a in step.args])
         else:
             self.refuse("an operation of NumPy's scalars recorded otherwise")
 

@@ -38,6 +38,7 @@ traced array, and what is done with values), ``inplace`` (the writes), ``operati
 assignment, functions and their rules) and this one.
 """
 
+import math
 import operator
 import types
 
@@ -45,7 +46,7 @@ import numpy as np
 
 from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
-from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators,
+from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, out_computation, put_abs_right, records_function,
                         records_key, records_write, numpy_scalar, refuse_records,
@@ -283,7 +284,8 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
     what ``general`` asks has one answer (no operand takes the operation over or belongs to
     another level, no scalar math or Python arithmetic puts the result right: they do only
     for complex scalars, ``arraylike._operator``, and it is not weak), and ``apply_ufunc``
-    would take ``operations.fast_ufunc``: it is called at once.
+    would take ``operations.fast_ufunc``: it is called at once. (A real scalar's NaN alone
+    may be NumPy's scalar math's other NaN: ``arraylike.put_nan_right``.)
 
     ``scalars``: ``general`` is the augmented assignment ``a op= b``, taken here where ``a``
     stands for NumPy's scalar (``x[i, j] /= 9.0`` reads one: ``stands_for_scalar``), which
@@ -318,6 +320,9 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
                 # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
                 yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1, named)
                 if yt is not None:
+                    y = yt.value
+                    if not y.ndim and y.dtype.kind == "f" and math.isnan(y):  # scalar math's?
+                        put_nan_right(yt, self, other, ufunc, reflected)
                     return yt
         return general(self, other)
 
