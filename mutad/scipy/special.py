@@ -780,7 +780,7 @@ def _logsumexp_partials(a, b, vanished, axes):
     a term SciPy leaves out (b_i = 0) has none either, even at a_i = inf.
     """
     kept = a if b is None else np.where(b == 0, -np.inf, a)
-    top = np.max(kept, axis=axes, keepdims=True)
+    top = np.max(kept, axis=axes, keepdims=True, initial=-np.inf)  # (-inf: no terms)
     infinite = np.isposinf(top)
     level = np.where(infinite | np.isneginf(top), 0.0, top)  # (a NaN top: NaN partials)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where the top is inf
