@@ -1925,6 +1925,44 @@ def test_an_element_write_is_replayed_as_tracing_records_it(policy, monkeypatch)
     assert replayed[1] == 3 * 7  # (the first call records, the third runs a compiled block)
 
 
+def float32_elements(b):
+    """Values assigned to elements of a float32 array in a loop (writes a block does not fuse
+    into ``SetElement``): computed ones, a Python float, and an integer that NumPy's
+    assignment would round twice (by float64), where ``np.positive``, the engine's
+    assignment, rounds it once."""
+    c = b.astype(np.float32)
+    for i in range(1, len(c) - 1):
+        c[i] = c[i - 1] * np.float32(0.5) + c[i + 1]
+        c[0] = 1.5
+        c[-1] = (1 << 60) + (1 << 36) + 1
+    return np.sum(c * c)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_a_compiled_element_write_runs_its_records_lines(policy, monkeypatch):
+    """An element's assignment a block compiles without fusing it (a float32 one) runs the
+    lines of its record, ``elementwise.ElementWrite``, tracing's and the replay's before the
+    block: not a ``SavedWrite``'s copy and copy back. The values and gradients are the traced
+    ones bit for bit on every call."""
+    from mutad.engines.elementwise import ElementWrite
+    from mutad.engines.inplace import SavedWrite
+    from mutad.engines.replay import ElementwiseWrite
+    made = []
+    for kind in (ElementWrite, SavedWrite):
+        for name in ("write_lines", "back_lines"):
+            lines = getattr(kind, name)
+            monkeypatch.setattr(kind, name, staticmethod(
+                lambda *args, kind=kind, lines=lines, **kwargs: (
+                    made.append(kind), lines(*args, **kwargs))[1]))
+    rng = np.random.default_rng(8)
+    replaying = replayed_like_traced(float32_elements,
+                                     [(rng.standard_normal(9),) for _ in range(5)], policy)
+    assert [step for block in blocks(replaying) for step in block.steps
+            if type(step) is ElementwiseWrite and step.written.dtype == np.float32
+            and step.written.shape == ()]
+    assert made and set(made) == {ElementWrite}
+
+
 def kalman_like(a, q, F0, ys):
     """Products of small matrices in a loop, as a newcomer's Kalman filter writes them: whole
     temporaries (``F @ P``) whose cotangents the products of matmul's plain back become or

@@ -725,11 +725,18 @@ class ElementWrite:
             write_pullback(self, shadows, dy)
 
     @staticmethod
-    def write_lines(array, index, value, saved, before):
+    def write_lines(array, index, value, saved, before, ufunc=None, exact=True):
         """The lines of a compiled block that do the write and keep what its record keeps:
         ``saved``, the element ``array[index]``, then ``before`` (``Tape.before_write``'s
-        lines), then the assignment of ``value`` (names the block binds)."""
-        return [f"{saved} = {array}[{index}]", *before, f"{array}[{index}] = {value}"]
+        lines), then the assignment of ``value`` (names the block binds). Where ``ufunc`` is
+        given, ``array`` is the element's 0-d view (``index`` ``()``), written as tracing
+        writes it, ``ufunc(value, out=array)`` (NumPy's assignment may round otherwise: a
+        large integer into a float32), and kept as tracing keeps it: NumPy's scalar where it
+        is ``exact`` (``writes.exact_as_scalar``), else a 0-d copy."""
+        if ufunc is None:
+            return [f"{saved} = {array}[{index}]", *before, f"{array}[{index}] = {value}"]
+        kept = f"{array}[()]" if exact else f"{array}.copy()"
+        return [f"{saved} = {kept}", *before, f"{ufunc}({value}, out={array})"]
 
     @staticmethod
     def back_lines(take, array, index, saved):

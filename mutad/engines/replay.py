@@ -122,7 +122,7 @@ from .tracing import Gathered
 from ..core.trees import attributes, flatten, scalar_derivative
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)
-from .writes import Destination, copy_back
+from .writes import Destination, copy_back, exact_as_scalar
 
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
@@ -962,14 +962,15 @@ class ElementwiseWrite:
     assignment to a region): the engine's own :class:`operations.WritePlan` run on the call's
     values, which decides afresh how the overwritten bytes will be put back; or, where the
     tape copies them whatever the operands (``Tape.copied``), the write and tracing's record
-    of it, an ``inplace.SavedWrite`` (:meth:`saved_write`), done here with no question asked
+    of it, an ``inplace.SavedWrite`` or, for an assignment to one element of a NumPy array,
+    an ``elementwise.ElementWrite`` (:meth:`saved_write`), done here with no question asked
     twice."""
 
     __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
                  "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
-                 "lean", "cotangents", "later", "unplanned", "operands")
+                 "lean", "cotangents", "later", "unplanned", "operands", "element")
 
-    def __init__(self, plan, args, target, apart, record, key, whole):
+    def __init__(self, plan, args, target, apart, record, key, whole, element):
         # The write's decisions, those tracing made and handed over (``Recorder.written``):
         # where the target is among the operands, whether an inverse is on offer (none where
         # tracing withheld it), what the record keeps; and ``apart``: no other operand
@@ -988,6 +989,9 @@ class ElementwiseWrite:
         self.buffer = record.written.buffer
         self.key = key
         self.whole = whole
+        # an assignment to one element of a NumPy array (the kind of the program's values is
+        # the same on every call: ``signature``), whose record is an ElementWrite
+        self.element = element and self.rule is ASSIGNMENT
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
         # Tracing saved what the write overwrote, and would recompute an operand its inverse
         # reads in the reverse pass: a replay that inverts it cannot tell how (GuardFailed)
@@ -1072,7 +1076,7 @@ class ElementwiseWrite:
         tracing's): it keeps what its partials read of the operands ``vals``, no more; an
         assignment to one element of a NumPy array, tracing's record of it
         (``elementwise.ElementWrite``), which keeps none."""
-        if self.rule is ASSIGNMENT and type(target) is np.ndarray and target.shape == ():
+        if self.element:
             return ElementWrite(self.plan.primitive, self.inputs, self.state, self.written,
                                 target, saved)
         return SavedWrite(self.plan.primitive, self.inputs, self.state, self.written,
@@ -1091,8 +1095,13 @@ class ElementwiseWrite:
             if name is not None and name[0] == "v":
                 code.keep(name)
         key = code.bind(self.key, "key")
-        lean = SavedWrite.write_lines(code.bind(self.ufunc), vals, target, saved,
-                                      code.before_write(self.key))
+        if self.element:  # (its record's lines: :meth:`saved_write`)
+            lean = ElementWrite.write_lines(target, "()", vals[0], saved,
+                                            code.before_write(self.key), code.bind(self.ufunc),
+                                            exact_as_scalar(self.written.dtype))
+        else:
+            lean = SavedWrite.write_lines(code.bind(self.ufunc), vals, target, saved,
+                                          code.before_write(self.key))
         if not self.plan.invertible and self.lean:  # always copied (Tape.copied): no record
             if self.whole:
                 code.forward.append(f"tape.copied(False, {target}.nbytes, {key}, True)")
@@ -1123,8 +1132,9 @@ class ElementwiseWrite:
             # pullback may share shadows: the earlier steps' locals of shadows are looked up
             # again (a small region's is zeroed in place)
             code.shadows.clear()
-        take = SavedWrite.back_lines([f"dy = shadows.take({code.bind(written)})"],
-                                     code.bind(copy_back), target, saved)
+        take = [f"dy = shadows.take({code.bind(written)})"]
+        take = ElementWrite.back_lines(take, target, "()", saved) if self.element \
+            else SavedWrite.back_lines(take, code.bind(copy_back), target, saved)
         hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)
@@ -2781,8 +2791,9 @@ class Recorder:
             elif len(new) == 1 and type(new[0]) is Write and rule is not None \
                     and self.written is not None:
                 plan, apart = self.written
+                element = type(target.value) is np.ndarray and target.value.shape == ()
                 step = ElementwiseWrite(plan, args, self.spec(target).index, apart, new[0],
-                                        target.buffer.key, target.whole)
+                                        target.buffer.key, target.whole, element)
                 self.steps.append(step)
                 self.recomputed(new[0], step)
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(
