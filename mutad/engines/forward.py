@@ -714,7 +714,8 @@ def apply_function(func, args, kwargs, level, rule=None):
             check_complex(function_name(func), composite)
         y = composite(*args, **kwargs)
         if y is not NotImplemented or entry.forward is None:
-            return y
+            # (its own arrays, np.histogram's counts, the user's as a rule's results are)
+            return without_derivative(y, args, kwargs, level)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)
