@@ -171,10 +171,91 @@ def _where_mask_rewritten(x):
     return (u * x).sum() + s * np.sum(x, where=m)
 
 
+# An integer or boolean array NumPy computed from constants f made (counts, an order, bins),
+# written after a traced operation read it: it stands in for itself, as one computed from a
+# traced array does, so that each record keeps the values it read
+
+def _counts_zeroed(x):
+    grid = np.linspace(0.0, 1.0, 12)
+    counts = np.histogram(grid, bins=x.size)[0]
+    w = counts * x
+    counts[0] = 0
+    return (w * x).sum() + (counts * x ** 2).sum()
+
+
+def _counts_normalised(x):
+    counts = np.bincount(np.floor(np.linspace(0.0, 4.9, 9)).astype(int), minlength=x.size)
+    w = x * counts
+    counts //= 2
+    return (w ** 2).sum() + (x * counts).sum()
+
+
+def _order_shifted(x):
+    order = np.argsort(np.cos(np.arange(x.size, dtype=float)))
+    y = x[order]
+    order += 1
+    order %= x.size
+    return (y * x[order]).sum()
+
+
+def _bins_rewritten(x):
+    bins = np.digitize(np.linspace(0.0, 1.0, x.size), [0.3, 0.6])
+    y = x * bins
+    bins[:] = bins[::-1]
+    return (y * x * bins).sum()
+
+
+def _positions_sorted(x):
+    where = np.searchsorted(np.arange(10.0), np.linspace(4.5, 0.0, x.size)) // 2
+    y = np.take(x, where)
+    where.sort()
+    return (y * np.take(x, where) ** 2).sum()
+
+
+def _nonzero_written(x):
+    (i,) = np.nonzero(np.cos(np.arange(x.size, dtype=float)) > 0)
+    y = x[i] ** 2
+    np.add(i, 1, out=i)
+    return y.sum() * x[i].sum()
+
+
+def _mask_of_constants_flipped(x):
+    m = np.linspace(-1.0, 1.0, x.size) > 0
+    y = np.where(m, x, 2.0 * x)
+    m[:] = ~m
+    return (y * np.where(m, x ** 2, 0.0)).sum()
+
+
+def _counts_as_floats_written(x):
+    w = np.histogram(np.linspace(0.0, 1.0, 12), bins=x.size)[0] / 12
+    y = w * x
+    w[1] = 0.5
+    w /= w.sum()
+    return (y * w).sum() + (w * x ** 2).sum()
+
+
+def _counts_as_floats_traced(x):
+    w = np.histogram(np.linspace(0.0, 1.0, 12), bins=x.size)[0].astype(float)
+    w[...] = x * w
+    w[1] = x[2]
+    return (w ** 2).sum()
+
+
+def _counts_of_the_argument_zeroed(x):
+    counts, edges = np.histogram(x, bins=x.size)
+    w = counts * x
+    counts[0] = 0
+    return (w * x).sum() + (counts * x ** 2).sum() + edges.sum()
+
+
 @pytest.mark.parametrize("f", [_index_shifted, _where_mask_rewritten, _mask_rewritten,
                                _index_rewritten, _mask_flipped_in_place, _counter_incremented,
                                _scatter_mask_rewritten, _add_at_index_rewritten,
-                               _take_index_sorted, _boolean_factor_rewritten])
+                               _take_index_sorted, _boolean_factor_rewritten,
+                               _counts_zeroed, _counts_normalised, _order_shifted,
+                               _bins_rewritten, _positions_sorted, _nonzero_written,
+                               _mask_of_constants_flipped, _counts_as_floats_written,
+                               _counts_as_floats_traced, _counts_of_the_argument_zeroed])
 def test_integer_array_written_after_a_read(f):
     check(f, np.array([0.3, -0.7, 1.1, -0.2, 0.5]))
 

@@ -2225,7 +2225,8 @@ def without_derivative(y, args, kwargs, level):
     code (a rule's composition: the frame outside the engines that called the function) gets
     ``y`` as it is, and so does the differentiation of ``level`` where it is not the innermost
     (the primal computation of a forward-mode one inside it: the inner one holds the
-    result)."""
+    result). The engines give the integer arrays of functions of constants
+    (``np.argsort(np.cos(t))``) and of composites (``np.histogram(x)``'s counts) so too."""
     if type(y) in (tuple, list) and not hasattr(y, "_fields"):  # np.nonzero's, np.modf's
         return type(y)(without_derivative(item, args, kwargs, level) for item in y)
     device = type(y) is not np.ndarray and is_device(y)

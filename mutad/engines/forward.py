@@ -330,13 +330,16 @@ def constant_result(y, level, primals, args=()):
     array f made), as reverse mode's ``constant_result`` gives it: each new float array a
     constant, a dual with a zero tangent into which f may write duals; a view of the memory
     of a dual among ``args`` (``np.einsum('ii->i', D)``) the same view of the dual, into which
-    f may write as into the argument; a view of a plain argument, a number, an integer array
-    as they are."""
+    f may write as into the argument; a new integer or boolean array as ``without_derivative``
+    gives it; a view of a plain argument, a number as they are."""
     if type(y) in (tuple, list):
         items = [constant_result(item, level, primals, args) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
-    if type(y) is not np.ndarray or y.dtype.kind not in "fc":
+    if type(y) is not np.ndarray:
         return y
+    if y.dtype.kind not in "fc":
+        return without_derivative(y, [*flat(primals), *(memory(x) for x in flat(args)
+                                                         if type(x) is Dual)], {}, level)
     root = owner(y)
     for x in flat(args):
         if type(x) is Dual and x.level == level and owner(memory(x)) is root:
@@ -711,7 +714,8 @@ def apply_function(func, args, kwargs, level, rule=None):
             check_complex(function_name(func), composite)
         y = composite(*args, **kwargs)
         if y is not NotImplemented or entry.forward is None:
-            return y
+            # (its own arrays, np.histogram's counts, the user's as a rule's results are)
+            return without_derivative(y, args, kwargs, level)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
     args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)

@@ -1035,7 +1035,7 @@ def apply_array_function(func, args, kwargs, tape):
         active(tape)
         y = door(tape, entry.composite, args, kwargs)
         if y is not NotImplemented:
-            return y
+            return without_derivative(y, args, kwargs, level.level)
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
         args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
@@ -1046,7 +1046,10 @@ def apply_array_function(func, args, kwargs, tape):
         if complex_among(args):
             check_complex(function_name(func), handler)
         active(tape)
-        return door(tape, handler, args, kwargs)
+        y = door(tape, handler, args, kwargs)
+        # (a composite's own arrays, np.histogram's counts, the user's as a rule's results are)
+        return y if handler is entry.inplace else without_derivative(y, args, kwargs,
+                                                                      level.level)
     if entry.nondifferentiable:
         out = next((t for t in _written(func, args, kwargs) if type(t) is Traced), None)
         if out is not None:

@@ -26,7 +26,7 @@ import zlib
 
 import numpy as np
 
-from ..core.allocation import PLAIN_ACCESS, Preexisting, plain_memory
+from ..core.allocation import PLAIN_ACCESS, Preexisting, plain_memory, without_derivative
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
@@ -591,16 +591,21 @@ def constant(y, tape):
 
 def constant_result(y, tape, sources):
     """The result of an operation on constants of ``tape`` (and plain values): an argument
-    itself, a view of a constant's memory (the same buffer), a plain non-float value, or a
-    new constant. ``sources`` are the operation's arguments."""
+    itself, a view of a constant's memory (the same buffer), a new constant, or a non-float
+    value: a new integer or boolean array as ``without_derivative`` gives it (an index or a
+    count of constants, ``np.argsort(c)``, stands in for itself as ``np.argsort(x)``'s does:
+    a record reading it keeps a copy, ``private``, and f may go on writing into it).
+    ``sources`` are the operation's arguments."""
     if type(y) in (tuple, list):
         items = [constant_result(item, tape, sources) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if isinstance(y, np.inexact):  # NumPy's scalar: immutable, as a fresh result's is
         y = fresh_value(y)
-    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)) \
-            or y.dtype.kind not in "fc" and y.dtype.names is None:  # (records: as floats)
+    if not (type(y) is np.ndarray or wrapped(y) or is_device(y)):
         return y
+    if y.dtype.kind not in "fc" and y.dtype.names is None:  # (records: as floats)
+        return without_derivative(y, [x.value if type(x) is Traced else x
+                                      for x in flat(sources)], {}, tape.level)
     root = owner(y)
     for x in flat(sources):
         if type(x) is Traced and x.tape is tape:
