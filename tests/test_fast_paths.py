@@ -12,7 +12,7 @@ import pytest
 import mutad
 from mutad.core.shadows import Buffer, Place, Shadows
 from mutad.core.trees import flatten
-from mutad.engines import elementwise, operations, reverse, tracing
+from mutad.engines import elementwise, inplace, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
@@ -1186,3 +1186,26 @@ def test_the_runs_of_elementwise_records_reverse_as_each_record_does(program, mo
     with monkeypatch.context() as patched:
         patched.setattr(reverse, "reverse_elementwise", _one_at_a_time)
         assert gradients() == by_runs
+
+
+def test_an_element_write_of_all_of_its_buffer_is_left_to_the_general_write():
+    """The element's own write skips ``Tape.copied``, which ends the drift of a buffer written
+    whole: its targets are views (``view_of``), never all of their buffer. A whole target is
+    refused (nothing written, nothing recorded), for ``record_write`` to record."""
+    refused = []
+
+    def write(x):
+        tape = x.tape
+        value = x * 3.0
+        count = len(tape.records)
+        tape.drift[x.buffer.key] = 3.0
+        plan = operations._element_plan(1)
+        refused.append(x.whole and inplace.record_element_write(
+            plan.primitive, plan.ufunc, x, (value,), [value.value], plan.partials, tape) is None
+            and x.value.tobytes() == np.array(2.0).tobytes()
+            and len(tape.records) == count and tape.drift[x.buffer.key] == 3.0)
+        return value
+
+    with ReverseDifferentiation("restore") as d:
+        d.call(write, d.wrap([np.array(2.0)]))
+    assert refused == [True]

@@ -37,7 +37,7 @@ from .elementwise import ElementWrite, write_cotangents
 from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
                           strided, wrapped, writeable)
 from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
-                     at_target, check_region, copy_back, decide_undo, exact_as_scalar,
+                     at_target, check_region, copy_back, decide_undo,
                      over_target, saving)
 
 
@@ -359,26 +359,33 @@ def record_element_write(primitive, ufunc, target, inputs, values, state, tape):
     :class:`elementwise.ElementWrite` the replay makes of it too. Its steps in their order,
     less those that ask what such a write cannot have: it is checkpointed, as ``decide_undo``
     decides for any write without an inverse (so no other place is pinned:
-    ``Recomputation.overwriting``), and it keeps no operand. Returns the record; None, with
-    nothing done, where a memory budget would rebuild it, anomaly detection watches it or the
-    element is not a NumPy array's: ``record_write`` then records it."""
+    ``Recomputation.overwriting``), of a view, not all of its buffer (so ``Tape.copied`` has no
+    drift to end), and it keeps no operand. Returns the record; None, with nothing done, where
+    a memory budget would rebuild it, anomaly detection watches it or the element is all of
+    its buffer or not a NumPy array's: ``record_write`` then records it."""
     recomputation = tape.recomputation
     region = target.value
-    if tape.anomaly is not None or type(region) is not np.ndarray or (
+    if tape.anomaly is not None or type(region) is not np.ndarray or target.whole or (
             recomputation is not None and recomputation.budget is not None):
         return None
     buffer = target.buffer
     place = place_of(target)
-    tape.copied(False, None, buffer.key, target.whole)  # decide_undo's first question: yes
-    saved = region[()] if exact_as_scalar(region.dtype) else region.copy()
+    # (``exact_as_scalar`` of a real dtype: NumPy's scalar of an element up to 8 bytes is exact;
+    # a copy is exact for every dtype)
+    saved = region[()] if region.itemsize <= 8 and region.dtype.kind == "f" else region.copy()
     tape.before_write(buffer.key)
     if recomputation is not None:
         recomputation.write(buffer)
     ufunc(*values, out=region)
     written(buffer)
-    kept = _KEEPS_NOTHING.get(len(inputs)) or (None,) * len(inputs)
-    record = ElementWrite(primitive, recipe(inputs, values, kept, tape), state, place,
-                          place if _follows(target) else region, saved)
+    if len(inputs) == 1 and type(inputs[0]) is Traced and inputs[0].tape is tape:
+        inputs = (place_of(inputs[0]),)  # (``recipe`` of the one traced value written)
+    else:
+        inputs = recipe(inputs, values, _KEEPS_NOTHING.get(len(inputs)) or
+                        (None,) * len(inputs), tape)
+    record = ElementWrite(primitive, inputs, state, place,
+                          place if buffer.ref is not None and buffer.c_contiguous else region,
+                          saved)  # (``_follows``)
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     return record
 

@@ -31,9 +31,9 @@ from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_
                         stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
-from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, Elementwise, Gathered, Rerun,
-                          differentiable, elementwise_kept, read_by_partials, write_kept,
-                          write_pullback)
+from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, Gathered,
+                          Rerun, differentiable, elementwise_kept, read_by_partials,
+                          write_kept, write_pullback)
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
@@ -48,7 +48,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carrie
                       place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
-from ..core.tape import OneOutput, Primitive, Record
+from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
                           wrapped)
 from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
@@ -413,11 +413,14 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             read[-1] = recomputation.hold(buffer, y)
     record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     records = tape.records
-    # (``ReverseTape.fold``'s first question, asked here: after an elementwise record that
-    # follows no read of an element, the common case, it has nothing to fold)
-    if records and (type(records[-1]) is not Elementwise or len(records) > 1
-                    and type(records[-2]) is Gathered):
-        tape.fold()
+    # (``ReverseTape.fold``'s first question, asked here: it folds only after a write, or
+    # after an elementwise record that follows a read of an element; after another
+    # elementwise record or a read, the common cases, it has nothing to fold)
+    if records:
+        kind = type(records[-1])
+        if kind is Write or kind is ElementWrite or kind is Elementwise \
+                and len(records) > 1 and type(records[-2]) is Gathered:
+            tape.fold()
     records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
     if errors is not tape.errors and tape.errors is not None:

@@ -105,21 +105,14 @@ class ReverseTape(Tape):
         (no replay records it, no other differentiation encloses it, no anomaly detection
         checks each record)."""
         records = self.records
-        if len(records) < 2:
-            return
         # (what each asks first, asked here: this runs per record, and an elementwise record
         # after another, a chain of operations on arrays, has nothing to fold)
-        kind = type(records[-1])
-        if kind is Elementwise:
-            if type(records[-2]) is not Gathered:
-                return
-        elif kind is not Write and kind is not ElementWrite:
-            return
-        if self.recorder is None and self.outer is None and self.anomaly is None:
-            if kind is Elementwise:
-                fold_reads(records, self.errors_of)
-            else:
+        if records and self.recorder is None and self.outer is None and self.anomaly is None:
+            kind = type(records[-1])
+            if kind is Write or kind is ElementWrite:
                 fold_written(records)
+            elif kind is Elementwise and len(records) > 1 and type(records[-2]) is Gathered:
+                fold_reads(records, self.errors_of)
 
     def record(self, record, skip=SKIPPED):
         """``Tape.record``, noting the user's line that ran the operation (``where``, for
@@ -129,13 +122,13 @@ class ReverseTape(Tape):
             self.recorder.outside(f"{record.primitive!r}")
         record.where = self.caller(skip, self.lines)
         records = self.records
-        # (``fold``'s first question, asked here: it folds only after a write, or after an
-        # elementwise record that follows a read of an element)
-        if records:
+        # (``fold``, written out: it runs before every record)
+        if records and self.recorder is None and self.outer is None and self.anomaly is None:
             kind = type(records[-1])
-            if kind is Write or kind is ElementWrite or kind is Elementwise \
-                    and len(records) > 1 and type(records[-2]) is Gathered:
-                self.fold()
+            if kind is Write or kind is ElementWrite:
+                fold_written(records)
+            elif kind is Elementwise and len(records) > 1 and type(records[-2]) is Gathered:
+                fold_reads(records, self.errors_of)
         records.append(record)
         errors = ERRORS.get()
         if errors is not self.errors and self.errors is not None:
