@@ -1,0 +1,68 @@
+"""Python's ``float`` as the mode shows it to the differentiated code (``float(x[0])`` followed
+as ``x.item()`` is): where that cannot give Python's answer, Python's own stays."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.errors import ConversionError
+
+
+# (a module of their own: code reading ``type`` beside ``float`` keeps Python's float for the
+# whole module, the test below of this one included)
+_TYPED = {"__name__": "typed_user_code"}
+exec(compile("""
+def compared_by_equality(x):
+    return x[0] * (2.0 if type(float(x[1])) == float else 3.0)
+
+def as_a_subclass(x):
+    return x[0] * (2.0 if issubclass(type(float(x[1])), float) else 3.0)
+
+def by_name(x):
+    return float(x[0] * x[1]) * (2.0 if type(float(x[1])).__name__ == "float" else 3.0)
+""", "typed_user_code", "exec"), _TYPED)
+
+
+@pytest.mark.parametrize("name", ["compared_by_equality", "as_a_subclass", "by_name"])
+def test_float_beside_types_of_values_keeps_pythons(name):
+    """``type()`` of the value standing for a Python float is mutad's class, so a function that
+    reads ``type`` beside ``float`` keeps Python's float, whose ``float()`` of a traced value
+    is refused (it gave 3.0 * x[0] where NumPy gives 2.0 * x[0], silently)."""
+    x = np.array([0.3, -1.2, 2.5])
+    before = x.tobytes()
+    with pytest.raises(ConversionError):
+        mutad.gradient(_TYPED[name], x)
+    assert x.tobytes() == before
+
+
+SEEN = {}
+
+
+def _derives_from_float_and_float64(x):
+    class Scaled(float):
+        def squared(self):
+            return self * self
+
+    class Tagged(np.float64):
+        pass
+
+    s, t = Scaled(3.0), Tagged(2.0)
+    SEEN.update(Scaled=Scaled, s=s, Tagged=Tagged, t=t)
+    return x[0] * s.squared() * float(x[1]) * np.float64(x[0])
+
+
+def test_a_class_derived_from_float_in_f_is_its_own():
+    """``class Scaled(float)`` inside the differentiated function derives from Python's float
+    (it derived from the mode's, whose call gives a plain float: Scaled(3.0).squared() raised
+    AttributeError, and isinstance(2.0, Scaled) was True), and ``class Tagged(np.float64)``
+    from NumPy's (np.float64(x[0]) of the same function was refused)."""
+    x = np.array([0.5, 2.0])
+    before = x.tobytes()
+    (g,) = mutad.gradient(_derives_from_float_and_float64, x)
+    assert x.tobytes() == before
+    np.testing.assert_array_equal(g, [2 * 9.0 * 2.0 * 0.5, 9.0 * 0.5 * 0.5])
+    Scaled, s, Tagged, t = SEEN["Scaled"], SEEN["s"], SEEN["Tagged"], SEEN["t"]
+    assert Scaled.__bases__ == ((1.0).__class__,) and Tagged.__bases__ == (np.float64,)
+    assert s.__class__ == Scaled and t.__class__ == Tagged
+    assert not isinstance(2.0, Scaled) and not isinstance(np.float64(1.0), Tagged)
+    assert _derives_from_float_and_float64(x.copy()) == 0.5 * 9.0 * 2.0 * 0.5
