@@ -66,3 +66,50 @@ def test_a_class_derived_from_float_in_f_is_its_own():
     assert s.__class__ == Scaled and t.__class__ == Tagged
     assert not isinstance(2.0, Scaled) and not isinstance(np.float64(1.0), Tagged)
     assert _derives_from_float_and_float64(x.copy()) == 0.5 * 9.0 * 2.0 * 0.5
+
+
+# a Python int that no double holds, nearer to a float32 tie than the double NumPy rounds it to
+# first: NumPy's assignment gives 2**63 in float32, a cast from int64 the float32 above
+BETWEEN = 2 ** 63 + 2 ** 39 + 1
+WRITES = {
+    "element": lambda y: y.__setitem__(0, BETWEEN),
+    "slice": lambda y: y.__setitem__(slice(0, 2), BETWEEN),
+    "list": lambda y: y.__setitem__(slice(0, 2), [BETWEEN, BETWEEN]),
+    "past int64": lambda y: y.__setitem__(1, 2 ** 70),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+@pytest.mark.parametrize("write", sorted(WRITES))
+def test_a_python_int_written_is_numpys_nearest_double_first(write, dtype):
+    """A Python int written into floats is NumPy's: the nearest double, then the array's dtype
+    (it was np.positive's cast from int64, which rounds once: a float32 one ulp above NumPy's,
+    silently, and it refused an int past int64 with a UFuncTypeError)."""
+    def f(x):
+        y = x.astype(dtype)
+        WRITES[write](y)
+        return (y.astype(np.complex128).real * x).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    before = x.tobytes()
+    expected = f(x.copy())
+    replayed = mutad.value_and_grad(f, replay=True)
+    for value, _ in [mutad.value_and_grad(f)(x), replayed(x), replayed(x),
+                     mutad.jvp(f, (x,), (np.ones(3),))]:
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    assert x.tobytes() == before
+
+
+def test_a_python_int_past_the_doubles_raises_numpys_overflow():
+    """(f catches it: it was a UFuncTypeError)"""
+    def f(x):
+        y = x.copy()
+        try:
+            y[0] = 10 ** 400
+        except OverflowError:
+            y[0] = 3 * x[1]
+        return (y * x).sum()
+
+    x = np.array([1.0, 2.0])
+    (g,) = mutad.gradient(f, x)
+    np.testing.assert_array_equal(g, [6.0, 7.0])  # of 3 x1 x0 + x1 x1
