@@ -1304,7 +1304,8 @@ def _uses(code, name):
     return uses
 
 
-_NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity); (code, type) -> reads type
+_NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
+# (code, type) -> whether it reads the builtin type (``_compares_with_float``)
 
 
 def _compares_with_float(code):
