@@ -113,3 +113,31 @@ def test_a_python_int_past_the_doubles_raises_numpys_overflow():
     x = np.array([1.0, 2.0])
     (g,) = mutad.gradient(f, x)
     np.testing.assert_array_equal(g, [6.0, 7.0])  # of 3 x1 x0 + x1 x1
+
+
+def _reads_a_view_of_an_index_then_writes_the_index(x, c):
+    i = np.argsort(c)
+    v = i[1:]
+    a = x[v]
+    i[:] = 0
+    return (a * np.array([1.0, 2.0, 3.0])).sum()
+
+
+def test_a_view_of_an_index_f_writes_after_a_read_is_replayed_as_traced():
+    """A replay records ``np.argsort(c)`` as a constant: its view ``i[1:]`` is the same buffer,
+    so ``i[:] = 0`` after ``x[v]`` read it is undone for that read's reverse (the view had a
+    buffer of its own: the gather's reverse read the zeros, a gradient [6, 0, 0, 0] on every
+    call)."""
+    f = _reads_a_view_of_an_index_then_writes_the_index
+    replayed = mutad.value_and_grad(f, argnums=0, replay=True)
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        x, c = rng.standard_normal(4), rng.standard_normal(4)
+        before = (x.tobytes(), c.tobytes())
+        expected = np.zeros(4)
+        expected[np.argsort(c)[1:]] = [1.0, 2.0, 3.0]
+        traced = mutad.value_and_grad(f, argnums=0)(x, c)
+        value, g = replayed(x, c)
+        np.testing.assert_array_equal(traced[1], expected)
+        assert g.tobytes() == expected.tobytes() and value == traced[0] == f(x, c)
+        assert (x.tobytes(), c.tobytes()) == before
