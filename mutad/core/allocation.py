@@ -57,7 +57,7 @@ Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``js
 those standing for floats as their numbers (``_json_default``); Python's ``float``, called by
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
 does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
-code reads it and never compares a type with it by identity (``_Mode._compares_float``).
+code reads it and never compares a type with it (``_Mode._compares_float``).
 
 Float arrays (and arrays of numeric records) made before the differentiation started that the
 differentiated function reaches by a name (a module-level initial condition ``U0``, a
@@ -1160,6 +1160,14 @@ class _ScalarType(type):
     code is shown as NumPy's: ``shown_class``). Identity (``type(v) is np.float64``) it cannot
     pass: code that may compare by identity keeps NumPy's own (``_Mode._swap_cells``)."""
 
+    def __new__(mcs, name, bases, namespace, **kwargs):
+        # a class the user's code derives from the stand-in in the mode (``class P(float)``
+        # in f) is derived from the type it stands in for: its own class, as outside the mode
+        if any(isinstance(base, _ScalarType) for base in bases):
+            return type(name, tuple(base.__bases__[0] if isinstance(base, _ScalarType)
+                                    else base for base in bases), namespace, **kwargs)
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
     def __call__(cls, *args, **kwargs):
         original = cls.__bases__[0]
         if ACTIVE.running and len(args) == 1 and not kwargs and holds_wrapped(args[0]):
@@ -1297,6 +1305,22 @@ def _uses(code, name):
 
 
 _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
+# (code, type) -> whether it reads the builtin type (``_compares_with_float``)
+
+
+def _compares_with_float(code):
+    """Whether ``code`` (or a function defined in it) may compare a type with ``float`` where
+    the mode's float, standing for Python's, cannot pass: by identity (``_uses``), or a type
+    that Python's ``type`` gave (``type(v) == float``, ``issubclass(type(v), float)``,
+    ``type(v).__name__``), which of the value standing for a Python float is mutad's class."""
+    if _uses(code, "float")[1]:
+        return True
+    reads_type = _NAME_USES.get((code, type))
+    if reads_type is None:
+        reads_type = _NAME_USES[code, type] = any(
+            i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+            for c in _codes(code) for i in dis.get_instructions(c))
+    return reads_type
 
 
 def _loaded_to_call(instructions, k):
@@ -3250,7 +3274,7 @@ class _Mode:
                 if "float" in names and namespace.get("float", PYTHON_FLOAT) is PYTHON_FLOAT:
                     # (called, or handed on to be called: map(float, x), defaultdict(float))
                     site = self.floats.setdefault(id(namespace), [namespace, None])
-                    site[1] = float if site[1] is float or _uses(code, "float")[1] \
+                    site[1] = float if site[1] is float or _compares_with_float(code) \
                         or self._compares_float(namespace) else PYTHON_FLOAT
                 places += [(namespace, name) for name in names if name in namespace]
                 holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
@@ -3317,11 +3341,12 @@ class _Mode:
 
     def _compares_float(self, namespace):
         """Whether the code of some function or class of the module whose namespace is
-        ``namespace`` may compare a type with ``float`` by identity (``_uses``): the mode's
-        float, bound as the module's global, would be the one it compares with."""
+        ``namespace`` may compare a type with ``float`` where the mode's cannot pass
+        (``_compares_with_float``): the mode's float, bound as the module's global, would be
+        the one it compares with."""
         known = self.float_compares.get(id(namespace))
         if known is None or known[0] is not namespace or known[1] != len(namespace):
-            compares = any(_uses(code, "float")[1] for code in _own_codes(namespace)
+            compares = any(_compares_with_float(code) for code in _own_codes(namespace)
                            if "float" in _names(code))
             known = self.float_compares[id(namespace)] = (namespace, len(namespace), compares)
         return known[2]

@@ -675,6 +675,7 @@ def assign(target, value, element=False):
     its ComplexWarning): the cast NumPy's ufuncs refuse unless told. ``element``: ``target``
     is one element, a 0-d view of an array ``tracing.setitem`` checked (``check_destination``)
     and found apart from ``value`` (``overlaps``)."""
+    value = as_assigned(value, target.dtype)
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
@@ -707,6 +708,21 @@ def assign(target, value, element=False):
 _UNSAFE = {"casting": "unsafe"}
 
 
+def as_assigned(value, dtype):
+    """``value`` as NumPy's assignment into an array of ``dtype`` takes it: a Python int into
+    floats or complex numbers, alone or in a list or tuple, is first the nearest double,
+    whatever its size (np.positive, or an array of ints, would cast it from int64, rounding
+    once: 2**60 + 2**36 + 1 into float32, and refuse one past int64; Python's float raises
+    NumPy's OverflowError past the doubles)."""
+    if dtype.kind not in "fc":
+        return value
+    if type(value) is int:
+        return float(value)
+    if type(value) in (list, tuple):
+        return [as_assigned(item, dtype) for item in value]
+    return value
+
+
 def write_element(target, value, plain, pattern=1):
     """``target[...] = value`` for ``target`` one element (a 0-d view) of a real traced array,
     not a constant, and ``value`` a traced value of its tape and dtype (``plain``, its
@@ -730,6 +746,7 @@ def write_number(target, value):
     not a constant, and ``value`` a Python float or int, outside a recording: a number is no
     operand at the target's position, and no gradient reaches it; the write by the plan of a
     constant."""
+    value = as_assigned(value, target.dtype)
     write_element(target, value, value, 0)
 
 

@@ -596,18 +596,20 @@ def constant_result(y, tape, sources):
         y = fresh_value(y)
     if not (type(y) is np.ndarray or wrapped(y) or is_device(y)):
         return y
-    if y.dtype.kind not in "fc" and y.dtype.names is None:  # (records: as floats)
-        return without_derivative(y, [x.value if type(x) is Traced else x
-                                      for x in flat(sources)], {}, tape.level)
     root = owner(y)
     for x in flat(sources):
         if type(x) is Traced and x.tape is tape:
             if itself(y, x.value):
                 return x
             if x.buffer.constant and owner(x.value) is root:
+                # (integers too: v = i[1:] of a constant index, read by x[v], is i's buffer,
+                # so that a write into i is undone for that record's reverse)
                 return view_of(x, y, tape)
         elif type(x) is np.ndarray and owner(x) is root:
             return y  # a view of a plain array stays plain
+    if y.dtype.kind not in "fc" and y.dtype.names is None:  # (records: as floats)
+        return without_derivative(y, [x.value if type(x) is Traced else x
+                                      for x in flat(sources)], {}, tape.level)
     return constant(y, tape)
 
 

@@ -58,8 +58,8 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
                       write_constant, writes_into)
 from ..core.levels import Tracer
 from ..core.levels import innermost as innermost_tracer
-from .operations import (apply_array_function, apply_function, apply_ufunc, assign, door,
-                         fast_ufunc, write_element, write_number)
+from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
+                         door, fast_ufunc, write_element, write_number)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -223,7 +223,7 @@ class TracedDispatch:
             if records_write(self, key, value):
                 return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
-            value = lists_as_arrays([value])[0]  # makes of it
+            value = lists_as_arrays([as_assigned(value, self.value.dtype)])[0]  # makes of it
         if type(value) is Preexisting:
             value = stand_in_value(value)
         if type(value) is np.ndarray:
