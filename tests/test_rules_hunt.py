@@ -2,7 +2,7 @@
 
 Each point is one where the textbook formula of a rule cancels or overflows while the
 function's value and its derivative are finite and representable: arcsin's, arccos's and
-arctanh's 1 - x² near ±1, Ei's e^x / x beyond e^x's overflow.
+arctanh's 1 - x² near ±1, arcsinh's 1 + x² beyond 1.34e154, Ei's e^x / x beyond e^x's overflow.
 """
 
 import mpmath as mp
@@ -28,6 +28,7 @@ def assert_close(got, want):
 CASES = [(f, fm, x) for f, fm in ((np.arcsin, mp.asin), (np.arccos, mp.acos),
                                    (np.arctanh, mp.atanh))
           for x in (1 - 1e-8, 0.9999999, -(1 - 1e-12))]
+CASES += [(np.arcsinh, mp.asinh, x) for x in (1.4e154, -1e200, 1e300, 3.0)]
 CASES += [(sc.expi, mp.ei, x) for x in (709.0, 710.0, 716.0)]
 
 

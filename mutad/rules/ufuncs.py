@@ -164,6 +164,12 @@ def square_plus_one(x, sign):
     return np.where(flipped, np.conjugate(w), w)
 
 
+def root_of_square_plus_one(x):
+    """√(x² + 1), for real x by hypot: x² overflows beyond 1.34e154, where the root does not
+    (arcsinh's derivative there is 1/|x|, not 0)."""
+    return np.sqrt(square_plus_one(x, 1.0)) if np.iscomplexobj(x) else np.hypot(1.0, x)
+
+
 # Decisions (``ElementwiseRule.decide``): what a partial branches on is decided from the inputs
 # when the operation runs and kept, small, for the pullback, which may see the inputs restored
 # by inversion: equal up to rounding, so a tie or a zero would not survive.
@@ -304,7 +310,7 @@ elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh,       Applied(np.cosh))
 elementwise(np.cosh,       Applied(np.sinh))
 elementwise(np.tanh,       Applied(one_minus_square, None),               uses="y")
-elementwise(np.arcsinh,    lambda y, x: 1.0 / np.sqrt(square_plus_one(x, 1.0)))
+elementwise(np.arcsinh,    lambda y, x: 1.0 / root_of_square_plus_one(x))
 # complex x too, its imaginary zero's sign kept: x + 1.0 would make -0 +0, x - -1.0 keeps it
 elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x - -1.0)))
 elementwise(np.arctanh,    lambda y, x: 1.0 / factored_one_minus_square(x))
