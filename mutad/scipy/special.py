@@ -172,6 +172,13 @@ def _expn_dx(y, n, x):
     return np.where(first, -np.exp(-x0) * (1.0 + x0) / (x0 * x0), -expn(n - 1, x))
 
 
+def _expi_derivative(y, x):
+    """Ei'(x) = e^x / x, as (e^(x/2) / x) e^(x/2): e^x alone overflows beyond x = 709.78, where
+    Ei and its derivative are finite up to 716."""
+    half = np.exp(0.5 * x)
+    return half / x * half
+
+
 def _pseudo_huber_root(delta, r):
     """t = r / δ and s = √(1 + t²) (by hypot: t² may pass the floats where s does not)."""
     t = r / delta
@@ -533,7 +540,7 @@ elementwise(inv_boxcox1p, lambda x, y, lmbda: _inv_boxcox_dy(x + 1.0, y, lmbda),
             _inv_boxcox1p_dlambda,                                                    uses="xy")
 elementwise(exprel,    _exprel_derivative)
 elementwise(exp1,      lambda y, x: -np.exp(-x) / x)
-elementwise(expi,      lambda y, x: np.exp(x) / x)
+elementwise(expi,      _expi_derivative)
 elementwise(expn,      None, _expn_dx)
 elementwise(exp10,     lambda y, x: math.log(10.0) * y,                                uses="y")
 elementwise(exp2,      lambda y, x: math.log(2.0) * y,                                 uses="y")
