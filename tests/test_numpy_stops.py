@@ -219,6 +219,14 @@ def _nonzero_written(x):
     return y.sum() * x[i].sum()
 
 
+def _nonzero_method_written(x):
+    # the method, not np.nonzero: ndarray's gives plain arrays even of a subclass's
+    (i,) = (np.linspace(0.0, 1.0, x.size) > 0.3).nonzero()
+    y = x[i] ** 2
+    i -= 1
+    return y.sum() * x[i].sum()
+
+
 def _mask_of_constants_flipped(x):
     m = np.linspace(-1.0, 1.0, x.size) > 0
     y = np.where(m, x, 2.0 * x)
@@ -254,6 +262,7 @@ def _counts_of_the_argument_zeroed(x):
                                _take_index_sorted, _boolean_factor_rewritten,
                                _counts_zeroed, _counts_normalised, _order_shifted,
                                _bins_rewritten, _positions_sorted, _nonzero_written,
+                               _nonzero_method_written,
                                _mask_of_constants_flipped, _counts_as_floats_written,
                                _counts_as_floats_traced, _counts_of_the_argument_zeroed])
 def test_integer_array_written_after_a_read(f):

@@ -2388,7 +2388,7 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip"):
+              "mean", "std", "var", "clip", "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
 
