@@ -381,8 +381,7 @@ def record_element_write(primitive, ufunc, target, inputs, values, state, tape):
     if len(inputs) == 1 and type(inputs[0]) is Traced and inputs[0].tape is tape:
         inputs = (place_of(inputs[0]),)  # (``recipe`` of the one traced value written)
     else:
-        inputs = recipe(inputs, values, _KEEPS_NOTHING.get(len(inputs)) or
-                        (None,) * len(inputs), tape)
+        inputs = recipe(inputs, values, (None,) * len(inputs), tape)  # (it keeps none)
     record = ElementWrite(primitive, inputs, state, place,
                           place if buffer.ref is not None and buffer.c_contiguous else region,
                           saved)  # (``_follows``)
@@ -395,11 +394,6 @@ def _destination(target):
     place = place_of(target)
     return Destination(target.value, target.buffer.key, target.whole, place,
                        _finder(target, place), target.buffer)
-
-
-_KEEPS_NOTHING = {1: (None,)}
-"""The ``kept`` of a record of an element write, which keeps none of its inputs: one tuple
-for all (nothing writes into it: a replay's recomputation only replaces what a record keeps)."""
 
 
 def _finder(target, place):
