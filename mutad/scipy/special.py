@@ -50,7 +50,7 @@ from scipy.special import (
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv,
-    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg,
+    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc,
     betainccinv, betaincinv, stdtrit,
 )
 from scipy.special._ufuncs import _beta_ppf, _lambertw, _riemann_zeta, _zeta
@@ -73,7 +73,7 @@ softmax, log_softmax = (scipy_adjoint(fn, arrays=("x",))
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+__all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
@@ -437,6 +437,13 @@ def _density(a, x):
     return np.exp(_numerics.gamma_log_density(x, a))
 
 
+def _binomial_density(k, n, p):
+    """d/dp of I_p(k + 1, n - k), the beta(k + 1, n - k) density at ``p``; 0 where ``k >= n``."""
+    inside = k < n
+    b = np.where(inside, n - k, 1.0)
+    return np.where(inside, np.exp(xlogy(k, p) + xlog1py(b - 1.0, -p) - betaln(k + 1.0, b)), 0.0)
+
+
 def _inverse_density(x, a):
     """1 / (d/dx P(a, x)) at ``x``."""
     return np.exp(-_numerics.gamma_log_density(x, a))
@@ -573,6 +580,12 @@ elementwise(kn,        None, lambda y, n, x: -0.5 * (kv(np.trunc(n) - 1.0, x)
 # pdtr(k, m) = Q(floor(k) + 1, m), pdtrc its complement: piecewise constant in k
 elementwise(pdtr,      None, lambda y, k, m: -_density(np.floor(k) + 1.0, m))
 elementwise(pdtrc,     None, lambda y, k, m: _density(np.floor(k) + 1.0, m))
+# bdtr(k, n, p) = I_(1-p)(n - k, k + 1) (k floored), bdtrc its complement: piecewise constant in
+# k, in p minus the beta(k + 1, n - k) density at p (0 where k >= n: bdtr is 1 there)
+elementwise(bdtr,      None, NoClosedForm("the number of trials n"),
+            lambda y, k, n, p: -_binomial_density(np.floor(k), n, p))
+elementwise(bdtrc,     None, NoClosedForm("the number of trials n"),
+            lambda y, k, n, p: _binomial_density(np.floor(k), n, p))
 # fdtr(a, b, x) = I_w(a/2, b/2) with w = a x / (b + a x), fdtrc its complement
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
