@@ -1028,3 +1028,15 @@ def numpys_bits_in_every_mode(f, x):
             value, _ = differentiate(x)
             assert np.asarray(value).tobytes() == np.asarray(loss(x.copy())).tobytes()
     return expected
+
+
+def followed_as_scipy(f, x, other, rtol=None):
+    """``f``, a SciPy call on ``x`` that mutad follows: its value SciPy's bit for bit, its
+    derivatives in both modes those of central differences (``x`` unchanged), and a replay
+    recorded at ``x`` and run at ``other`` the traced call's bits."""
+    import mutad  # (the module imports no mutad at import time)
+
+    expected = np.asarray(f(x.copy())).tobytes()
+    assert np.asarray(mutad.value_and_gradient(f, x)[0]).tobytes() == expected
+    mutad.check_grads(f, x, modes=("rev", "fwd"), rtol=rtol)
+    replays_as_traced(f, [(x,), (other,), (x,)])

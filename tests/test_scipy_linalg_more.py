@@ -842,3 +842,15 @@ def test_qz_is_refused_by_name(name):
     # of constants, SciPy's own
     (g,) = mutad.gradient(lambda s: s * np.sum(scipy.linalg.qz(M5, E5)[0]), 2.0)
     assert g == np.sum(scipy.linalg.qz(M5, E5)[0])
+
+
+def test_khatri_rao_is_scipys_own_code():
+    """SciPy's column-wise Kronecker product of traced matrices (it stopped with a
+    ConversionError at SciPy's asarray)."""
+    from cases import followed_as_scipy
+
+    def f(a):
+        return np.sum(scipy.linalg.khatri_rao(a.reshape(2, 3), np.ones((4, 3)) + a[:3]) ** 2)
+
+    x = np.linspace(0.2, 1.3, 6)
+    followed_as_scipy(f, x, x[::-1].copy())

@@ -918,3 +918,25 @@ def test_chirp_z_transforms(name, rng):
     mutad.check_grads(power, copy, order=2)
     mutad.check_jvp(power, copy)
     assert copy.tobytes() == x.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own code on traced coefficients: tf2sos, sosfreqz and freqz_sos (they stopped with a
+# ConversionError at SciPy's asarray)
+
+_NOISE = np.cos(np.arange(20.0) ** 1.3)
+
+
+@pytest.mark.parametrize("name, f", [
+    ("tf2sos", lambda c: np.sum(scipy.signal.sosfilt(
+        scipy.signal.tf2sos([1.0, c[0]], [1.0, -c[1]]), _NOISE) ** 2)),
+    ("sosfreqz", lambda c: np.sum(np.abs(scipy.signal.sosfreqz(
+        np.array([[c[0], 0.1, 0.0, 1.0, -c[1], 0.0]]), worN=16)[1]) ** 2)),
+    ("freqz_sos", lambda c: np.sum(np.abs(scipy.signal.freqz_sos(
+        np.array([[c[0], 0.1, 0.0, 1.0, -c[1], 0.0], [1.0, c[1], 0.0, 1.0, 0.2, c[0] / 4]]),
+        worN=8)[1]))),
+])
+def test_scipys_own_code_on_traced_coefficients(name, f):
+    from cases import followed_as_scipy
+
+    followed_as_scipy(f, np.array([0.5, 0.3]), np.array([0.45, 0.35]))

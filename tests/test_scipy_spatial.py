@@ -679,3 +679,28 @@ def test_as_euler_at_gimbal_lock_is_scipys(seq):
     with pytest.warns(UserWarning, match="Gimbal lock"):
         y, _ = mutad.jvp(f, (a,), (np.ones(3),))
     assert np.asarray(y).tobytes() == expected.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own code on traced points: procrustes and geometric_slerp (they stopped with a
+# ConversionError at SciPy's np.array of the points)
+
+from cases import followed_as_scipy  # noqa: E402
+
+_SHAPE = np.cos(np.arange(14.0)).reshape(7, 2) + np.arange(14.0).reshape(7, 2) % 3
+
+
+@pytest.mark.parametrize("name, f, x", [
+    ("procrustes disparity", lambda p: scipy.spatial.procrustes(_SHAPE, p.reshape(7, 2))[2],
+     _SHAPE.ravel() * 1.1 + 0.05 * np.sin(np.arange(14.0))),
+    ("procrustes standardised", lambda p: np.sum(
+        scipy.spatial.procrustes(p.reshape(7, 2), _SHAPE)[1] ** 3)
+     + np.sum(scipy.spatial.procrustes(p.reshape(7, 2), _SHAPE)[0][:, 0] ** 2),
+     _SHAPE.ravel() * 1.1 + 0.05 * np.sin(np.arange(14.0))),
+    ("geometric_slerp t", lambda t: np.sum(scipy.spatial.geometric_slerp(
+        np.array([1.0, 0.0]), np.array([0.0, 1.0]), t) * np.array([1.0, 2.0])), np.array(0.3)),
+    ("geometric_slerp ends", lambda v: np.sum(scipy.spatial.geometric_slerp(
+        v[:3] / np.linalg.norm(v[:3]), v[3:] / np.linalg.norm(v[3:]),
+        np.linspace(0.0, 1.0, 4)) ** 3), np.array([1.0, 0.1, 0.2, 0.1, 1.0, 0.3]))])
+def test_scipys_own_code_on_traced_points(name, f, x):
+    followed_as_scipy(f, x, x * 1.07)

@@ -675,3 +675,29 @@ def test_pearsonr_of_data_with_a_nan_guarded_by_where_has_a_zero_gradient(field)
     for _ in range(2):
         assert [g.tolist() for g in replayed(x, y)[1]] == [[0.0] * 6, [0.0] * 6]
     assert mutad.jvp(guarded, (x, y), (np.ones(6), np.ones(6)))[1] == 0.0
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own code on traced samples: theilslopes (the median of the pairwise slopes, a decision
+# on their values) and chi2_contingency (they stopped with a ConversionError)
+
+_SAMPLE = np.sin(np.arange(12.0) ** 1.7) + 0.3 * np.arange(12.0)
+_TABLE = np.array([10.0, 20.0, 30.0, 6.0, 9.0, 17.0])
+
+
+@pytest.mark.parametrize("name, f, x, other", [
+    ("theilslopes", lambda d: scipy.stats.theilslopes(d)[0], _SAMPLE, _SAMPLE[::-1].copy()),
+    ("theilslopes with x", lambda d: sum(scipy.stats.theilslopes(d, np.arange(12.0) ** 1.1)[:3]),
+     _SAMPLE, np.cos(_SAMPLE)),
+    ("chi2_contingency", lambda t: scipy.stats.chi2_contingency(t.reshape(2, 3))[0], _TABLE,
+     _TABLE[::-1].copy()),
+    ("chi2_contingency 2x2, Yates", lambda t: scipy.stats.chi2_contingency(t.reshape(2, 2)).pvalue,
+     _TABLE[:4], _TABLE[2:]),
+    ("chi2_contingency expected", lambda t: np.sum(scipy.stats.chi2_contingency(
+        t.reshape(2, 3), correction=False).expected_freq ** 2), _TABLE, _TABLE + 1.0),
+    ("chi2_contingency log-likelihood", lambda t: scipy.stats.chi2_contingency(
+        t.reshape(2, 3), lambda_="log-likelihood")[0], _TABLE, _TABLE * 1.5)])
+def test_scipys_own_code_on_traced_samples(name, f, x, other):
+    from cases import followed_as_scipy
+
+    followed_as_scipy(f, x, other, rtol=1e-5)

@@ -12,13 +12,16 @@ import scipy.linalg as _linalg
 
 from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
-from ..scipy._adjoints import scipy_adjoint, stands_in_for
+from ..scipy._adjoints import ScipysCode, scipy_adjoint, stands_in_for
 from ..engines.products import product_times
 from ._common import times_transpose
 
 solve_banded, solveh_banded, cho_solve_banded, solve_toeplitz = map(scipy_adjoint, (
     _linalg.solve_banded, _linalg.solveh_banded, _linalg.cho_solve_banded,
     _linalg.solve_toeplitz))
+
+# SciPy's own code on traced matrices: its column-wise Kronecker product is NumPy's steps
+khatri_rao = ScipysCode(_linalg.khatri_rao)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -6,19 +6,20 @@ import contextlib
 import functools
 import inspect
 import sys
+import threading
 
 import numpy as np
 
 from . import _devices
-from ..core.allocation import by_user_code, lists_as_arrays
+from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
 from ..core.views import writeable
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
-from ..core.errors import EscapedTracerError, UnsupportedOperationError
+from ..core.errors import EscapedTracerError, MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE, innermost
 from ..core.views import wrapped
-from ..core.registry import NoClosedForm, defroute, padded
+from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
 
 
@@ -73,14 +74,16 @@ class ScipyAdjoint(Adjoint):
         return rule
 
 
-def _plain(x):
+def _plain(x, numbers=False):
     """``x`` with each traced array or dual (at any level, in tuples and lists) its plain
-    value."""
+    value; where ``numbers``, a 0-d one's the number it holds."""
     if type(x) in (tuple, list):
-        return type(x)(_plain(v) for v in x)
+        return type(x)(_plain(v, numbers) for v in x)
+    if not wrapped(x):
+        return x
     while wrapped(x):
         x = x.value
-    return x
+    return x[()] if numbers and np.ndim(x) == 0 else x
 
 
 def _overwritten(fn, bound):
@@ -330,6 +333,79 @@ class StandIn:
         for name, place in overwritten:
             y = _written_as_scipy_writes(self.original, bound.arguments[name], name, place, y)
         return y
+
+
+class ScipysCode(StandIn):
+    """SciPy's function ``original``, written in Python as steps mutad follows (NumPy's
+    functions, and SciPy's routed ones by the names its module binds): on traced arguments
+    SciPy's own code runs as it is (``following_scipys_code``), so that its value is SciPy's
+    and its derivative that of its steps, decisions on values included, as the user's code
+    is followed."""
+
+    def __init__(self, original):
+        super().__init__(original, self.follow)
+
+    def follow(self, *args, **kwargs):
+        return following_scipys_code(self.original, args, kwargs)
+
+
+def following_scipys_code(function, args, kwargs):
+    """``function(*args, **kwargs)``, a SciPy function (or method) written in Python, run in a
+    ``library_allocation()`` block, where its ``np.asarray`` of a traced array is that array
+    and the buffers it allocates are followed, and with the names its module binds to routed
+    functions (``orthogonal_procrustes`` in ``procrustes``'s private module, which the mode
+    does not swap) bound to their stand-ins meanwhile: what it reaches through them is
+    followed, and compiled code it calls on traced values is refused (``ConversionError``).
+    An error of another kind that SciPy's code raises on the traced values but not on their
+    plain ones (a check ``np.isscalar(df)`` of a traced number) is refused too, saying so; one
+    it raises on both is SciPy's, the caller's to see."""
+    namespace = getattr(inspect.unwrap(function), "__globals__", {})
+    with _ROUTED_NAMES:
+        entry = _SWAPPED.get(id(namespace))
+        if entry is None:
+            originals = {}
+            for name, value in list(namespace.items()):
+                try:
+                    stand_in = RULES.get(value, NO_RULE).route
+                except TypeError:  # (an unhashable value)
+                    continue
+                if stand_in is not None and callable(value):
+                    originals[name] = value
+                    namespace[name] = stand_in
+            entry = _SWAPPED[id(namespace)] = [0, originals]
+        entry[0] += 1
+    try:
+        with library_allocation():
+            return function(*args, **kwargs)
+    except MutadError:
+        raise
+    except Exception as error:
+        try:  # (a traced number's plain value is a 0-d array: the number, as it was indexed)
+            function(*_plain(args, numbers=True),
+                     **{k: _plain(v, numbers=True) for k, v in kwargs.items()})
+        except Exception:
+            raise error from None  # (SciPy's own error, of the plain values too)
+        public = ".".join(p for p in function.__module__.split(".") if not p.startswith("_"))
+        name = f"{public}.{function.__qualname__.replace('_gen.', '.')}"  # (scipy.stats.wishart)
+        raise UnsupportedOperationError(
+            f"{name} does not run on differentiated values: SciPy's code, which mutad follows "
+            f"step by step, raised {type(error).__name__} ({error}) where the plain values "
+            "pass. Pass that argument as a constant (a number, or an array not computed from "
+            "the differentiated arguments).") from error
+    finally:
+        with _ROUTED_NAMES:
+            entry[0] -= 1
+            if entry[0] == 0:
+                del _SWAPPED[id(namespace)]
+                for name, value in entry[1].items():
+                    if namespace.get(name) is RULES[value].route:
+                        namespace[name] = value
+
+
+_ROUTED_NAMES = threading.Lock()
+_SWAPPED: dict[int, list] = {}
+"""``id(namespace)`` -> [the calls in ``following_scipys_code`` running with it, {name: SciPy's
+function it bound before its stand-in}]."""
 
 
 def not_replayed(reason):

@@ -58,12 +58,12 @@ from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
-from ._adjoints import Elementwise, StandIn, Value, scipys_value, stands_in_for
+from ._adjoints import Elementwise, ScipysCode, StandIn, Value, scipys_value, stands_in_for
 from ..core.views import memory, wrapped
 
-__all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
+__all__ = ["binned_statistic", "chi2_contingency", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
-           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmax", "tmean", "tmin", "tsem", "tstd",
+           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmax", "tmean", "tmin", "theilslopes", "tsem", "tstd",
            "trim_mean",
            "scoreatpercentile", "trimmed_mean", "ttest_1samp", "ttest_ind", "tvar", "variation",
            "winsorize", "zmap", "zscore"]
@@ -1480,3 +1480,10 @@ def wasserstein_distance(u_values, v_values, u_weights=None, v_weights=None):
 @stands_in_for(_stats.energy_distance)
 def energy_distance(u_values, v_values, u_weights=None, v_weights=None):
     return np.sqrt(2) * _cdf_distance(2, u_values, v_values, u_weights, v_weights)
+
+
+# SciPy's own code on traced samples (ScipysCode): theilslopes's median of the pairwise slopes
+# (a decision on their values, as np.median's), chi2_contingency's expected frequencies and
+# statistic
+theilslopes = ScipysCode(_stats.theilslopes)
+chi2_contingency = ScipysCode(_stats.chi2_contingency)

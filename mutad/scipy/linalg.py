@@ -135,13 +135,13 @@ from ..linalg.norms import norm
 from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, matrix_balance,
                                null_space, orth, orthogonal_procrustes, pinvh, polar, subspace_angles, svd, svdvals)
 from ..linalg.structured import (block_diag, circulant, companion, convolution_matrix, fiedler,
-                                 fiedler_companion, hankel, leslie, solve_banded, solveh_banded,
+                                 fiedler_companion, hankel, khatri_rao, leslie, solve_banded, solveh_banded,
                                  solve_toeplitz, toeplitz)
 
 __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "companion",
            "convolution_matrix", "cosm", "coshm", "det", "eig", "eigh", "eigvals", "eigvalsh",
            "expm", "expm_frechet", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
-           "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_balance", "norm", "null_space", "orth", "orthogonal_procrustes",
+           "khatri_rao", "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_balance", "norm", "null_space", "orth", "orthogonal_procrustes",
            "pinv", "pinvh", "polar",
            "qr", "sinhm", "sinm", "solve", "solve_banded",
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",

@@ -108,7 +108,7 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, StandIn, Value, array_argument, array_tangent, linear_map,
+from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent, linear_map,
                         refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
@@ -122,9 +122,9 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butt
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
            "iirnotch", "iirpeak",
            "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi",
+           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi", "sosfreqz", "freqz_sos",
            "sosfiltfilt",
-           "spectrogram", "ss2tf", "step", "stft", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
+           "spectrogram", "ss2tf", "step", "stft", "tf2sos", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
            "zpk2sos", "zpk2ss", "zpk2tf"]
 
@@ -3112,3 +3112,10 @@ def bilinear(b: Any, a: Any, fs: Any = 1.0) -> Any:
         return linear_map(laid_out, len(c), "scipy.signal.bilinear")(c)
 
     return _normalize(linear(b), linear(a))
+
+
+# SciPy's own code on traced coefficients (ScipysCode): tf2sos is zpk2sos of tf2zpk, the
+# response of second-order sections the product of freqz's (each of them routed)
+tf2sos = ScipysCode(_signal.tf2sos)
+sosfreqz = ScipysCode(_signal.sosfreqz)
+freqz_sos = ScipysCode(_signal.freqz_sos)

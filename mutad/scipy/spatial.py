@@ -82,11 +82,12 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import defmethod, defroute
 from ..engines.arraylike import carries_derivative
-from ._adjoints import Value, refused_attribute, reproduces, scipys_value, stands_in_for
+from ._adjoints import (ScipysCode, Value, refused_attribute, reproduces, scipys_value,
+                        stands_in_for)
 
 __all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "correlation",
-           "distance_matrix", "jensenshannon", "minkowski_distance", "minkowski_distance_p",
-           "pdist", "squareform"]
+           "distance_matrix", "geometric_slerp", "jensenshannon", "minkowski_distance",
+           "minkowski_distance_p", "pdist", "procrustes", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
 _SCIPY_KDTREE = _spatial_module.KDTree
@@ -1169,3 +1170,12 @@ for _name, _method in (("apply", _rotation_apply), ("__mul__", _rotation_times),
 defmethod(_Rotation, "__init__", _rotation_init)
 for _name in ("from_matrix", "from_rotvec", "from_mrp", "from_euler"):
     defmethod(_Rotation, _name, _rotation_constructor(_name))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own code on traced points (ScipysCode): procrustes's centring, scaling and
+# orthogonal_procrustes (routed), geometric_slerp's interpolation on the sphere
+
+
+procrustes = ScipysCode(_spatial_module.procrustes)
+geometric_slerp = ScipysCode(_spatial_module.geometric_slerp)

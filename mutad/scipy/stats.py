@@ -54,7 +54,9 @@ and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``me
 are refused.
 
 ``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
-``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments;
+``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments (points and
+parameters given as arrays or as lists); ``dirichlet``'s ``mean``, ``var`` and ``entropy``, and
+``wishart``'s ``logpdf`` and ``pdf``, are SciPy's own code run on the traced parameters;
 ``multivariate_normal``'s ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with
 a constant ``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
 the conditional distribution of the others, of one dimension fewer.
@@ -96,7 +98,7 @@ from scipy.stats import _kde
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
-                                       multivariate_t_frozen, multivariate_t_gen)
+                                       multivariate_t_frozen, multivariate_t_gen, wishart_gen)
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
@@ -108,7 +110,8 @@ from ..core.registry import defmethod, defroute
 from ..core.views import memory
 from . import _descriptive, _numerics, linalg
 from ._descriptive import *  # noqa: F403
-from ._adjoints import Elementwise, Value, not_replayed, refused_attribute, scipys_value
+from ._adjoints import (Elementwise, Value, following_scipys_code, not_replayed, refused_attribute,
+                        scipys_value)
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
                       log_expit, log_ndtr, logit, ndtr, ndtri, psi, stdtr, xlog1py, xlogy)
@@ -355,13 +358,14 @@ class Frozen:
         if name in _AT_POINTS and hasattr(distribution, name):
             method = getattr(distribution, name)
             return lambda x, *args, **kwargs: method(x, *self.args, *args, **self.kwds, **kwargs)
-        if name == "entropy" and hasattr(distribution, name):
-            return lambda: distribution.entropy(*self.args, **self.kwds)
+        if name in _OF_PARAMETERS and hasattr(distribution, name):
+            method = getattr(distribution, name)
+            return lambda: method(*self.args, **self.kwds)
         if name.startswith("__") or not _is_traced(self.args, self.kwds):
             # (constant parameters: SciPy's own frozen distribution's mean(), rvs(), ...)
             return getattr(distribution.scipy(*self.args, **self.kwds), name)
         followed = [n for n in _AT_POINTS if hasattr(distribution, n)]
-        followed += ["entropy()"] if hasattr(distribution, "entropy") else []
+        followed += [f"{n}()" for n in _OF_PARAMETERS if hasattr(distribution, n)]
         refused_attribute(name, f"{name} of a frozen scipy.stats distribution with "
                           "differentiated parameters is not followed (mutad follows its "
                           f"{', '.join(followed)}): compute it from the parameters.")
@@ -369,6 +373,10 @@ class Frozen:
 
 _AT_POINTS = ("pdf", "logpdf", "pmf", "logpmf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf")
 """The methods of a frozen distribution that take points (or probabilities) first."""
+
+_OF_PARAMETERS = ("entropy", "mean", "var")
+"""The methods of a frozen distribution of its parameters alone (of a multivariate one's, those
+its class in this module has)."""
 
 
 def _laplace_tail(z):
@@ -845,6 +853,8 @@ class MultivariateNormal:
         return Frozen(self, (mean, cov, allow_singular), {})
 
     def _parameters(self, x, mean, cov):
+        # (the lists of plain numbers lists_as_arrays leaves: the arrays SciPy makes of them)
+        x, mean, cov = (np.asarray(v) if type(v) in (list, tuple) else v for v in (x, mean, cov))
         cov_ndim, mean_ndim = np.ndim(cov), 0 if mean is None else np.ndim(mean)
         dim = np.shape(cov)[0] if cov_ndim else np.shape(mean)[0] if mean_ndim else 1
         if cov_ndim == 0:
@@ -1038,6 +1048,13 @@ def _log_beta_jvp(tangents, alpha):
     return _log_beta(alpha), -np.sum(tangents[0] * _numerics.psi_difference(alpha, _others(alpha)))
 
 
+_SCIPYS_METHODS = {f"{kind.__name__.removesuffix('_gen')}.{name}": getattr(kind, name)
+                   for kind, names in ((dirichlet_gen, ("mean", "var", "entropy")),
+                                       (wishart_gen, ("logpdf", "pdf"))) for name in names}
+"""SciPy's methods that rules run as SciPy's own code, read before a differentiation installs the
+rules in their place."""
+
+
 class Dirichlet:
     """``scipy.stats.dirichlet``: ``logpdf`` and ``pdf``, with SciPy's checks of ``alpha`` and
     of ``x`` (components along the first axis, the last one optionally left out)."""
@@ -1080,6 +1097,17 @@ class Dirichlet:
         if not _is_traced((x, alpha), {}):
             return self.scipy.pdf(x, alpha)
         return np.exp(self.logpdf(x, alpha))
+
+    # (closed forms of alpha: SciPy's own code, run on the traced parameters)
+    def mean(self, alpha):
+        return following_scipys_code(_SCIPYS_METHODS["dirichlet.mean"], (self.scipy, alpha), {})
+
+    def var(self, alpha):
+        return following_scipys_code(_SCIPYS_METHODS["dirichlet.var"], (self.scipy, alpha), {})
+
+    def entropy(self, alpha):
+        return following_scipys_code(_SCIPYS_METHODS["dirichlet.entropy"], (self.scipy, alpha),
+                                     {})
 
 
 class MultivariateT(MultivariateNormal):
@@ -1271,7 +1299,7 @@ for _name in poisson.methods():
 for _generator, _frozen, _distribution, _names in (
         (multivariate_normal_gen, multivariate_normal_frozen, multivariate_normal,
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
-        (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf")),
+        (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf", "mean", "var", "entropy")),
         (multinomial_gen, multinomial_frozen, multinomial, ("logpmf", "pmf")),
         (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf"))):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
@@ -1287,6 +1315,13 @@ defmethod(multivariate_t_frozen, "pdf", lambda self, x: multivariate_t.pdf(
     x, self.loc, self.shape, self.df))
 defmethod(dirichlet_frozen, "logpdf", lambda self, x: dirichlet.logpdf(x, self.alpha))
 defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
+for _name in ("mean", "var", "entropy"):
+    defmethod(dirichlet_frozen, _name, lambda self, _name=_name: getattr(dirichlet, _name)(
+        self.alpha))
+# wishart's density: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
+for _name in ("logpdf", "pdf"):
+    defmethod(wishart_gen, _name, lambda self, *args, _name=_name, **kwargs: following_scipys_code(
+        _SCIPYS_METHODS[f"wishart.{_name}"], (self, *args), kwargs))
 defmethod(multinomial_frozen, "logpmf", lambda self, x: multinomial.logpmf(x, self.n, self.p))
 defmethod(multinomial_frozen, "pmf", lambda self, x: multinomial.pmf(x, self.n, self.p))
 del _distribution, _name, _generator, _frozen, _names
