@@ -16,7 +16,8 @@ from ..core.views import writeable
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..custom import Adjoint, dispatch
-from ..core.errors import EscapedTracerError, MutadError, UnsupportedOperationError
+from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
+                          UnsupportedOperationError)
 from ..core.levels import ACTIVE, innermost
 from ..core.views import wrapped
 from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
@@ -355,10 +356,10 @@ def following_scipys_code(function, args, kwargs):
     and the buffers it allocates are followed, and with the names its module binds to routed
     functions (``orthogonal_procrustes`` in ``procrustes``'s private module, which the mode
     does not swap) bound to their stand-ins meanwhile: what it reaches through them is
-    followed, and compiled code it calls on traced values is refused (``ConversionError``).
-    An error of another kind that SciPy's code raises on the traced values but not on their
-    plain ones (a check ``np.isscalar(df)`` of a traced number) is refused too, saying so; one
-    it raises on both is SciPy's, the caller's to see."""
+    followed. A conversion of a traced value to plain numbers (compiled code, ``math.log``)
+    is refused, and so is an error of another kind that SciPy's code raises on the traced
+    values but not on their plain ones (a check ``np.isscalar(df)`` of a traced number), saying
+    which function it was; an error it raises on both is SciPy's, the caller's to see."""
     namespace = getattr(inspect.unwrap(function), "__globals__", {})
     with _ROUTED_NAMES:
         entry = _SWAPPED.get(id(namespace))
@@ -377,6 +378,10 @@ def following_scipys_code(function, args, kwargs):
     try:
         with library_allocation():
             return function(*args, **kwargs)
+    except ConversionError as error:  # (its advice, to call mutad's function, is this call)
+        step = str(error).split(", called through")[0].split(", which would cut")[0]
+        raise _not_followed(function, f"converted a traced value to plain numbers ({step})"
+                            ) from error
     except MutadError:
         raise
     except Exception as error:
@@ -385,13 +390,8 @@ def following_scipys_code(function, args, kwargs):
                      **{k: _plain(v, numbers=True) for k, v in kwargs.items()})
         except Exception:
             raise error from None  # (SciPy's own error, of the plain values too)
-        public = ".".join(p for p in function.__module__.split(".") if not p.startswith("_"))
-        name = f"{public}.{function.__qualname__.replace('_gen.', '.')}"  # (scipy.stats.wishart)
-        raise UnsupportedOperationError(
-            f"{name} does not run on differentiated values: SciPy's code, which mutad follows "
-            f"step by step, raised {type(error).__name__} ({error}) where the plain values "
-            "pass. Pass that argument as a constant (a number, or an array not computed from "
-            "the differentiated arguments).") from error
+        raise _not_followed(function, f"raised {type(error).__name__} ({error}) where the "
+                            "plain values pass") from error
     finally:
         with _ROUTED_NAMES:
             entry[0] -= 1
@@ -400,6 +400,15 @@ def following_scipys_code(function, args, kwargs):
                 for name, value in entry[1].items():
                     if namespace.get(name) is RULES[value].route:
                         namespace[name] = value
+
+
+def _not_followed(function, what):
+    public = ".".join(p for p in function.__module__.split(".") if not p.startswith("_"))
+    name = f"{public}.{function.__qualname__.replace('_gen.', '.')}"  # (scipy.stats.wishart)
+    return UnsupportedOperationError(
+        f"{name} does not run on differentiated values: SciPy's code, which mutad follows step "
+        f"by step, {what}. Pass that argument as a constant (a number, or an array not "
+        "computed from the differentiated arguments).")
 
 
 _ROUTED_NAMES = threading.Lock()

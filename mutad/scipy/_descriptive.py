@@ -61,12 +61,16 @@ from ..core.registry import NoClosedForm
 from ._adjoints import Elementwise, ScipysCode, StandIn, Value, scipys_value, stands_in_for
 from ..core.views import memory, wrapped
 
-__all__ = ["binned_statistic", "chi2_contingency", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
+__all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "entropy", "gmean", "hmean", "iqr",
            "kendalltau", "ks_1samp", "ks_2samp", "kstest", "kurtosis", "linregress", "median_abs_deviation", "mode", "moment", "pearsonr",
-           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmax", "tmean", "tmin", "theilslopes", "tsem", "tstd",
+           "pmean", "rankdata", "sem", "skew", "spearmanr", "tmax", "tmean", "tmin", "tsem", "tstd",
            "trim_mean",
            "scoreatpercentile", "trimmed_mean", "ttest_1samp", "ttest_ind", "tvar", "variation",
            "winsorize", "zmap", "zscore"]
+__all__ += ["boxcox_llf", "chi2_contingency", "chisquare", "differential_entropy", "expectile",
+            "expected_freq", "f_oneway", "gstd", "kstat", "kstatvar", "levene", "lmoment",
+            "obrientransform", "pointbiserialr", "power_divergence", "ranksums", "sigmaclip",
+            "theilslopes", "trim1", "trimboth", "yeojohnson_llf"]  # (SciPy's own code: FOLLOWED)
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -1484,6 +1488,13 @@ def energy_distance(u_values, v_values, u_weights=None, v_weights=None):
 
 # SciPy's own code on traced samples (ScipysCode): theilslopes's median of the pairwise slopes
 # (a decision on their values, as np.median's), chi2_contingency's expected frequencies and
-# statistic
-theilslopes = ScipysCode(_stats.theilslopes)
-chi2_contingency = ScipysCode(_stats.chi2_contingency)
+# statistic, the other tests' statistics and the transformations of fixed lambda
+FOLLOWED = ("theilslopes", "chi2_contingency", "chisquare", "power_divergence", "f_oneway",
+            "levene", "ranksums", "pointbiserialr", "boxcox_llf", "yeojohnson_llf", "gstd",
+            "sigmaclip", "trimboth", "trim1", "obrientransform", "differential_entropy", "kstat",
+            "kstatvar", "expectile", "lmoment")
+(theilslopes, chi2_contingency, chisquare, power_divergence, f_oneway, levene, ranksums,
+ pointbiserialr, boxcox_llf, yeojohnson_llf, gstd, sigmaclip, trimboth, trim1, obrientransform,
+ differential_entropy, kstat, kstatvar, expectile, lmoment) = (
+    ScipysCode(getattr(_stats, name)) for name in FOLLOWED)
+expected_freq = ScipysCode(_stats.contingency.expected_freq)
