@@ -665,6 +665,19 @@ def test_ode_class_refused():
     assert g.tobytes() == np.array([f(np.array([2.0]))]).tobytes()
 
 
+@pytest.mark.parametrize("where", ["y0", "t0"])
+def test_ode_class_refuses_a_differentiated_initial_value(where):
+    """A differentiated y0 or t0 of set_initial_value stopped with a ConversionError at SciPy's
+    asarray, whose advice (give it a rule) said nothing of solve_ivp."""
+    def f(p):
+        r = scipy.integrate.ode(lambda t, y: -0.5 * y).set_integrator("dopri5")
+        r.set_initial_value([p[0], 1.0] if where == "y0" else [1.0, 1.0],
+                            p[0] if where == "t0" else 0.0)
+        return r.integrate(2.0)[0]
+    with pytest.raises(UnsupportedOperationError, match="ode of an initial value.*solve_ivp"):
+        mutad.gradient(f, np.array([0.5]))
+
+
 # ----------------------------------------------------------------------------------------------
 # FITPACK's spline classes fitted to differentiated y where the fit is linear in it
 # (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,

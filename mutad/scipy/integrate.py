@@ -2064,20 +2064,27 @@ def _ode_class(scipy_class):
     right-hand side's differentiated values refused (its integrators are compiled code, which
     takes plain numbers), solve_ivp or odeint instead."""
 
+    def refused(what):
+        return UnsupportedOperationError(
+            f"scipy.integrate.{scipy_class.__name__} of {what} differentiated values: its "
+            "integrators (vode, zvode, lsoda, dopri5, dop853) are compiled code, which mutad "
+            "does not follow. Call solve_ivp(f, (t0, t1), y0, t_eval=...) (f(t, y, *args); "
+            "method='LSODA' or 'BDF' for stiff problems) or odeint, which mutad "
+            "differentiates.")
+
     class Ode(scipy_class):
         def __init__(self, f: Callable[..., Any], jac: Any = None) -> None:
             def plain(*args):
                 value = array_argument(f(*args))
                 if carries_derivative(value) or any(carries_derivative(a) for a in args):
-                    raise UnsupportedOperationError(
-                        f"scipy.integrate.{scipy_class.__name__} of a right-hand side that "
-                        "depends on differentiated values: its integrators (vode, zvode, "
-                        "lsoda, dopri5, dop853) are compiled code, which mutad does not "
-                        "follow. Call solve_ivp(f, (t0, t1), y0, t_eval=...) (f(t, y, *args); "
-                        "method='LSODA' or 'BDF' for stiff problems) or odeint, which mutad "
-                        "differentiates.")
+                    raise refused("a right-hand side that depends on")
                 return value
             super().__init__(plain, jac)
+
+        def set_initial_value(self, y: Any, t: Any = 0.0) -> Any:
+            if any(carries_derivative(array_argument(v)) for v in (y, t)):
+                raise refused("an initial value or time holding")  # (SciPy's asarray: a
+            return super().set_initial_value(y, t)                  # ConversionError)
 
     Ode.__name__, Ode.__qualname__ = scipy_class.__name__, scipy_class.__qualname__
     Ode.__doc__ = f"SciPy's ``{scipy_class.__name__}``, refusing differentiated values."
