@@ -704,3 +704,23 @@ _SHAPE = np.cos(np.arange(14.0)).reshape(7, 2) + np.arange(14.0).reshape(7, 2) %
         np.linspace(0.0, 1.0, 4)) ** 3), np.array([1.0, 0.1, 0.2, 0.1, 1.0, 0.3]))])
 def test_scipys_own_code_on_traced_points(name, f, x):
     followed_as_scipy(f, x, x * 1.07)
+
+
+@pytest.mark.parametrize("side", ["u", "v", "both, the pair's indices read"])
+def test_directed_hausdorff_is_the_distance_of_scipys_pair(side):
+    """SciPy's distance, differentiated as the distance between the pair of points it found (it
+    stopped with a ConversionError at SciPy's asarray); a replay at other points asks SciPy
+    for their pair again."""
+    other = np.sin(np.arange(8.0)).reshape(4, 2)
+
+    def f(p):
+        points = p.reshape(7, 2)
+        if side == "u":
+            return distance.directed_hausdorff(points, other)[0]
+        if side == "v":
+            return distance.directed_hausdorff(other, points, seed=1)[0] ** 2
+        d, i, j = distance.directed_hausdorff(points, points[::-1] * 0.8 + 0.1)
+        return d + points[i, 0] * points[j, 1]
+
+    x = np.cos(np.arange(14.0) ** 1.3)
+    followed_as_scipy(f, x, np.cos(np.arange(14.0) ** 1.1))

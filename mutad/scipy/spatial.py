@@ -86,7 +86,7 @@ from ._adjoints import (ScipysCode, Value, refused_attribute, reproduces, scipys
                         stands_in_for)
 
 __all__ = ["ConvexHull", "Delaunay", "KDTree", "cKDTree", "cdist", "correlation",
-           "distance_matrix", "geometric_slerp", "jensenshannon", "minkowski_distance",
+           "directed_hausdorff", "distance_matrix", "geometric_slerp", "jensenshannon", "minkowski_distance",
            "minkowski_distance_p", "pdist", "procrustes", "squareform"]
 
 # SciPy's classes, kept before a differentiation routes the module's names to the stand-ins
@@ -1179,3 +1179,17 @@ for _name in ("from_matrix", "from_rotvec", "from_mrp", "from_euler"):
 
 procrustes = ScipysCode(_spatial_module.procrustes)
 geometric_slerp = ScipysCode(_spatial_module.geometric_slerp)
+
+
+# directed_hausdorff: SciPy's distance and the pair of points it found (a decision on the values,
+# which a replay asks SciPy again), differentiated as the distance between that pair
+_hausdorff = Value(lambda u, v, rng, seed: _distance.directed_hausdorff(
+    u, v, rng) if seed is None else _distance.directed_hausdorff(u, v, seed=seed),
+                   "scipy.spatial.distance.directed_hausdorff")  # (SciPy's seed, deprecated)
+
+
+@stands_in_for(_distance.directed_hausdorff)
+def directed_hausdorff(u, v, rng=0, *, seed=None):
+    u, v = lists_as_arrays((u, v))
+    d, i, j = _hausdorff(u, v, rng, seed)
+    return scipys_value(d, np.linalg.norm(u[i] - v[j])), i, j
