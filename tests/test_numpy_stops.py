@@ -440,6 +440,77 @@ def test_arrays_of_unfollowed_makers(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
+def _unpickled_workspace(x):
+    import pickle
+    w = pickle.loads(pickle.dumps(np.zeros(8)))
+    w[...] = x
+    w[1:] += w[:-1] * 0.5
+    return (w ** 2).sum()
+
+
+def _unpickled_from_a_file(x):
+    import io
+    import pickle
+    stream = io.BytesIO()
+    pickle.dump({"u": np.ones(4), "k": np.arange(4), "name": "run"}, stream)
+    stream.seek(0)
+    state = pickle.load(stream)
+    state["u"][:] = x[:4] * state["u"]
+    state["k"][0] = 3  # (integers: NumPy's, as pickled)
+    return (state["u"] * x[state["k"] + 4]).sum() + len(state["name"])
+
+
+def _unpickled_by_its_own_name(x):
+    from pickle import dumps, loads
+    u, v = loads(dumps((np.zeros(4), np.linspace(0.0, 1.0, 4))))
+    u[:] = x[4:]
+    v *= x[:4]
+    return u @ v
+
+
+def _archive_read(x):
+    import io
+    stream = io.BytesIO()
+    np.savez(stream, u=np.zeros(8), c=np.full(8, 2.0))
+    stream.seek(0)
+    with np.load(stream) as data:
+        u = data["u"]
+        arrays = dict(data)
+    u[...] = x
+    arrays["c"][:4] = x[4:] ** 2
+    return (u * arrays["c"]).sum() + arrays["u"].sum()
+
+
+@pytest.mark.parametrize("f", [_unpickled_workspace, _unpickled_from_a_file,
+                               _unpickled_by_its_own_name, _archive_read])
+def test_arrays_read_from_pickles_and_archives_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_pickle_and_archives_are_pythons_and_numpys_outside():
+    import io
+    import pickle
+    import _pickle
+
+    def f(x):
+        return (pickle.loads(pickle.dumps(np.ones(2))) * x).sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert pickle.loads is _pickle.loads and pickle.load is _pickle.load
+    stream = io.BytesIO()
+    np.savez(stream, u=np.ones(2))
+    stream.seek(0)
+    kept = {}
+
+    def g(x):
+        kept["data"] = np.load(stream)
+        return x.sum()
+
+    mutad.gradient(g, np.ones(2))
+    u = kept["data"]["u"]  # read after the differentiation: NumPy's array
+    assert type(u) is np.ndarray and u.tolist() == [1.0, 1.0]
+
+
 def test_a_write_into_a_buffers_view_is_followed_and_written_back():
     """The buffer may be the caller's: its view stands in as an array made before the
     differentiation, which a write adopts; the buffer is left as NumPy's run leaves it."""
@@ -788,17 +859,92 @@ def test_arrays_of_numpys_python_functions_written(f):
 
 
 def test_numpys_python_functions_give_numpys_other_results():
-    """Integer arrays and other objects as NumPy gives them; NumPy's own functions outside a
+    """Integer arrays as NumPy's values (standing in for themselves, as np.argsort's of a
+    constant do), other objects as NumPy gives them; NumPy's own functions outside a
     differentiation."""
     def f(x):
         i, j = np.triu_indices(3, 1)
-        assert type(i) is np.ndarray and i.dtype.kind == "i"
+        assert isinstance(i, np.ndarray) and i.dtype.kind == "i" and i.base is None
+        assert i.tolist() == [0, 0, 1] and j.tolist() == [1, 2, 2]
+        r, c = np.diag_indices(3)
+        assert r is c  # NumPy gives one array twice
         assert np.base_repr(5, 2) == "101" and np.iterable(x)
         return x[i].sum() + x[j].sum()
 
     np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
     assert type(np.hanning) is type(f)
     assert type(np.polynomial.legendre.leggauss) is type(f)
+
+
+# Integer arrays of NumPy's Python functions (np.triu_indices, np.tril_indices_from,
+# np.diag_indices), written after a traced operation read them: they stand in for themselves,
+# as np.argsort's of a constant does, so that each record keeps the values it read
+
+def _triu_indices_rewritten(x):
+    i, j = np.triu_indices(3, 1)
+    a = x.reshape(3, 3)
+    v = a[i, j]
+    i[:] = 2 - i
+    return (v * a[i, j]).sum() + x[j].sum()
+
+
+def _tril_indices_shifted(x):
+    a = x.reshape(3, 3).copy()
+    i, j = np.tril_indices_from(a)
+    v = a[i, j] ** 2
+    j[:] = i
+    np.add(i, 0, out=i)
+    return (v * a[i, j]).sum()
+
+
+def _diag_indices_written_through_one_name(x):
+    a = x.reshape(3, 3).copy()
+    r, c = np.diag_indices(3)  # one array: a write through r shows through c
+    d = a[r, c].copy()
+    r[0] = 1
+    a[r, c] = d ** 2
+    return (a * x.reshape(3, 3)).sum()
+
+
+def _triu_indices_as_cholesky_mask(x):
+    L = np.linalg.cholesky(np.outer(x[:3], x[:3]) + np.eye(3))
+    upper = np.triu_indices(3, 1)
+    L[upper] = x[3:6]
+    upper[1][:] = upper[0]
+    return (L ** 2).sum() + L[upper].sum()
+
+
+@pytest.mark.parametrize("f", [_triu_indices_rewritten, _tril_indices_shifted,
+                               _diag_indices_written_through_one_name,
+                               _triu_indices_as_cholesky_mask])
+def test_index_arrays_of_numpys_python_functions_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42, 0.11]))
+
+
+# ----------------------------------------------------------------------------------------------
+# ndarray's searchsorted method of an array made before the differentiation, with traced
+# values to find: np.searchsorted's computation (the method converted them)
+
+KNOTS = np.linspace(-2.0, 2.0, 7)
+
+
+def _knots_searched_by_the_method(x):
+    k = KNOTS.searchsorted(x)
+    return (x * k).sum() + x[k % x.size].sum() + KNOTS[1:].searchsorted(x[0] ** 2, "right")
+
+
+def _knots_of_a_closure_searched():
+    knots = np.array([-1.0, 0.0, 0.5, 2.0])
+
+    def f(x):
+        k = knots.searchsorted(x * 2.0, side="left")
+        return ((x - knots[np.minimum(k, 3)]) ** 2).sum()
+    return f
+
+
+@pytest.mark.parametrize("f", [_knots_searched_by_the_method, _knots_of_a_closure_searched()])
+def test_searchsorted_method_of_an_array_made_before(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42, 0.11]))
 
 
 # ----------------------------------------------------------------------------------------------

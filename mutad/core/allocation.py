@@ -15,7 +15,9 @@ intercept its factory functions:
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
 * the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
-  and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt`` are such constants too, as
+  and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt``, the float arrays
+  ``pickle.loads`` and ``pickle.load`` give user code and those of ``np.load``'s ``.npz``
+  archives are such constants too, as
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
@@ -29,7 +31,7 @@ intercept its factory functions:
   ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too,
   as are those of the other public methods of SciPy's classes among them, their bases and
   subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``); any other new
-  float array a call the mode does not follow made from plain values (``pickle.loads``,
+  float array a call the mode does not follow made from plain values (``np.ma.getdata``,
   ``np.asarray`` of a SciPy matrix) that one local name alone holds takes traced values by an
   augmented assignment to the name, which rebinds it (``rebound_in_place``);
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
@@ -355,16 +357,60 @@ def loader(func):
 
     def loading(*args, **kwargs):
         y = func(*args, **kwargs)
-        if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
-            if func is np.frombuffer:
+        if _in_mode():
+            if type(y) is np.lib.npyio.NpzFile:  # np.load of an .npz archive: its arrays so
+                y.__class__ = _Archive
+            elif func is np.frombuffer:
                 return _buffer_view(y)
-            elif _allocated(y, args, kwargs):
-                return allocate(y)
-            elif _counting(y, args, kwargs):
-                return _own_stand_in(y)
+            return _loaded(y, args, kwargs)
         return y
 
     return _named(loading, func)
+
+
+def _loaded(y, args=(), kwargs=None):
+    """An array a call read from a file, a buffer or a pickle, as the mode gives it: a new
+    float array a constant, without the call that made it (a replay of the program refuses
+    it: the call is traced), an integer or boolean one a stand-in of itself; anything else (an
+    array viewing an argument's memory, records) NumPy's own."""
+    if type(y) is np.ndarray and y.dtype.names is None:
+        if _allocated(y, args, kwargs or {}):
+            return allocate(y)
+        if _counting(y, args, kwargs or {}):
+            return _own_stand_in(y)
+    return y
+
+
+class _Archive(np.lib.npyio.NpzFile):
+    """``np.load``'s archive of ``.npz`` files, opened in the mode: each array read from it
+    (``data["u"]``, ``dict(data)``) as ``np.load`` reads an ``.npy`` file (``_loaded``);
+    outside the mode (the archive kept past the differentiation), NumPy's own."""
+
+    def __getitem__(self, key):
+        y = super().__getitem__(key)
+        return _loaded(y) if _in_mode() else y
+
+
+def _unpickling(func):
+    """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
+    code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
+    constant); the others as Python's own (an integer array is NumPy's, as pickled); the calls
+    of NumPy's and the libraries' code as Python's own."""
+
+    def unpickling(*args, **kwargs):
+        y = func(*args, **kwargs)
+        if _in_mode():
+            caller = _top(sys._getframe(1).f_globals)
+            if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
+                return in_containers(_loaded_floats, y)
+        return y
+
+    return _named(unpickling, func)
+
+
+def _loaded_floats(y):
+    return _loaded(y) if type(y) is np.ndarray and y.dtype.kind in "fc" else y
+
 
 
 def _buffer_view(y):
@@ -2001,25 +2047,38 @@ class _Made:
 
 class _MadeFloats(_Made):
     """A Python function of NumPy's that makes arrays of numbers (``np.hanning(n)``,
-    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``), as code reaches it in the
-    mode: a new float array it gives the user's code is a constant the function may write
-    traced values into, as np.zeros' is (``made_in``); anything else (integers, views of its
-    arguments, other objects) as NumPy gives it."""
+    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``, ``np.triu_indices(n)``), as
+    code reaches it in the mode: a new float array it gives the user's code is a constant the
+    function may write traced values into, as np.zeros' is (``made_in``); a new integer or
+    boolean one stands in for itself, as ``np.argsort`` of a constant's does
+    (``without_derivative``), so that a record reading it keeps the values it read and the
+    function may go on writing into it (``i, j = np.triu_indices(n, 1)``, then ``i[:] = ...``);
+    anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
         y = self.original(*args, **kwargs)
         if not ACTIVE.running or STATE.rules:
             return y
-        return _new_floats(y, self.original, args, kwargs, sys._getframe(1))
+        return _new_arrays(y, self.original, args, kwargs, sys._getframe(1), {})
 
 
-def _new_floats(y, func, args, kwargs, caller):
+def _new_arrays(y, func, args, kwargs, caller, made):
+    """``_MadeFloats``' result ``y``; ``made``: what each new array of it became, by ``id``,
+    so that one array given twice stays one (``np.diag_indices(n)`` is ``(i, i)``)."""
     if type(y) in (tuple, list):
-        return type(y)(_new_floats(item, functools.partial(_item, func, i), args, kwargs, caller)
-                       for i, item in enumerate(y))
-    if type(y) is np.ndarray and y.dtype.kind in "fc" and y.base is None:
-        return made_in(y, func, args, kwargs, _caller(caller))
-    return y
+        return type(y)(_new_arrays(item, functools.partial(_item, func, i), args, kwargs,
+                                   caller, made) for i, item in enumerate(y))
+    if type(y) is not np.ndarray or y.base is not None:
+        return y
+    if id(y) not in made:
+        if y.dtype.kind in "fc":
+            made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
+        elif y.dtype.kind in "iub" and _in_mode() and not internal(_caller(caller)) \
+                and all(a is not y for a in _arrays([args, kwargs])):
+            made[id(y)] = _own_stand_in(y)
+        else:
+            made[id(y)] = y
+    return made[id(y)]
 
 
 _NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg")
@@ -2295,9 +2354,11 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
-_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip}
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip,
+                  "searchsorted": np.searchsorted}
 """ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
-computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
+computes the same (``a.dot(b)`` is ``np.dot(a, b)``, ``knots.searchsorted(v)`` is
+``np.searchsorted(knots, v)``)."""
 
 
 def _making(name):
@@ -2388,7 +2449,7 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "nonzero"):  # (nonzero: ndarray's, never a subclass's)
+              "mean", "std", "var", "clip", "nonzero", "searchsorted"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
 
@@ -2903,6 +2964,12 @@ MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
+PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
+                       for name in ("load", "loads")}
+"""``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,
+NumPy's and the libraries' read them there, and keep Python's: ``_unpickling``) and where a
+user's module binds them (``from pickle import loads``)."""
+_BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.values()})
 
 
 _IMPORT = builtins.__import__
@@ -2955,7 +3022,9 @@ class _Mode:
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
-        self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
+        self.sites = {  # (id(namespace), name) -> (namespace, name, original, replacement)
+            (id(vars(pickle)), name): (vars(pickle), name, own, new)
+            for name, (own, new) in PICKLE_REPLACEMENTS.items()}
         self.swaps = None  # the sites by namespace (_Swaps), made again when they change
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
@@ -3827,7 +3896,7 @@ def _fresh(y, alone, bases):
 def rebound_in_place(ufunc, inputs, kwargs):
     """``y op= x`` of a traced ``x`` into a local ``y`` of the user's code that is a new float
     array nothing else holds, made by a call the mode does not follow from plain values
-    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``pickle.loads(...)``): the
+    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``np.ma.getdata(m)``): the
     statement rebinds the name to what the operator gives, so ``y`` is a constant (as np.zeros'
     is) the traced values are written into, the array it gives. None for any other call: a
     write into an array something else may read (another name, an object, a view: CPython's
