@@ -487,6 +487,32 @@ def test_arrays_read_from_pickles_and_archives_written(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
+def _masked_filled_written(x):
+    m = np.ma.masked_array(np.zeros(8), mask=np.arange(8) % 3 == 0)
+    w = np.ma.filled(m, 1.0)  # a new array: the data, masked elements replaced
+    w[...] = x * w
+    d = np.ma.filled(np.ma.masked_less(np.linspace(-1.0, 1.0, 8), 0.0), 0.5)
+    d[1:] += w[:-1]
+    return (w * d).sum() + m.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_filled_written])
+def test_arrays_a_masked_array_of_constants_fills_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_masked_arrays_own_data_written_stays_refused():
+    """np.ma.getdata's array (np.ma.filled's of no mask) is the masked array's memory, which
+    the plain masked array reads after: the write is refused, not followed into a wrong sum."""
+    def f(x):
+        m = np.ma.masked_array(np.zeros(4), mask=[True, False, False, False])
+        np.ma.getdata(m)[:] = x
+        return m.sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError, match="np.array"):
+        mutad.gradient(f, np.ones(4))
+
+
 def test_pickle_and_archives_are_pythons_and_numpys_outside():
     import io
     import pickle

@@ -34,7 +34,7 @@ from ..core.allocation import by_user_code, holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
-from ..core.views import memory, stands_for_scalar, wrapped
+from ..core.views import memory, owner, stands_for_scalar, wrapped
 
 NOMASK = np.ma.nomask
 FIX = ("Compute with m.filled(value) (the data, masked elements replaced) or m.compressed() "
@@ -780,6 +780,25 @@ class _StandIn:
         return getattr(self.original, name)
 
 
+class _Reader(_StandIn):
+    """np.ma's functions that give the data of a masked array (``np.ma.filled``,
+    ``np.ma.getdata``) as code calls them while a differentiation runs: of plain values, their
+    new float array (the data filled) as the mode gives the user's code a routed function's
+    (``by_user_code``): a constant the function may write traced values into, as np.zeros'
+    is. The masked array's own data stays NumPy's (a traced write into it is refused: the
+    plain masked array would read it without its derivative)."""
+
+    def __call__(self, *args, **kwargs):
+        values = [*args, *kwargs.values()]
+        if holds_derivative(values) or any(type(v) is Masked for v in values):
+            return self.composite(*args, **kwargs)
+        y = self.original(*args, **kwargs)
+        if type(y) is not np.ndarray or y.dtype.kind not in "fc" or any(
+                isinstance(v, np.ndarray) and owner(v) is owner(y) for v in values):
+            return y
+        return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
+
+
 class _Factory(_StandIn):
     """np.ma's factories (``np.ma.zeros``, ``masked_all``, ``empty_like``, ...) as code calls
     them while a differentiation runs: NumPy's masked array, whose float data the user's code
@@ -823,7 +842,6 @@ for _original, _composite in [
         (np.ma.masked_equal, _comparing(np.equal)),
         (np.ma.masked_not_equal, _comparing(np.not_equal)),
         (np.ma.masked_outside, _masked_outside), (np.ma.masked_inside, _masked_inside),
-        (np.ma.filled, _filled), (np.ma.getdata, lambda a, subok=True: _data(a)),
         (np.ma.getmask, _mask), (np.ma.getmaskarray, _mask_array),
         (np.ma.compressed, lambda x: _as_masked(x).compressed()),
         (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
@@ -831,6 +849,8 @@ for _original, _composite in [
         (np.ma.std, _method_of("std")), (np.ma.max, _method_of("max")),
         (np.ma.min, _method_of("min")), (np.ma.power, _power)]:
     _StandIn(_original, _composite)
+_Reader(np.ma.filled, _filled)
+_Reader(np.ma.getdata, lambda a, subok=True: _data(a))
 for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
     if type(_original) is _ma._MaskedUnaryOperation and isinstance(_original.f, np.ufunc) \
             and "d->d" in _original.f.types:
