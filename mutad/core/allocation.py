@@ -61,8 +61,8 @@ the differentiated code, gives the traced value standing for the Python float (a
 does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
 code reads it and never compares a type with it (``_Mode._compares_float``).
 
-Float arrays (and arrays of numeric records) made before the differentiation started that the
-differentiated function reaches by a name (a module-level initial condition ``U0``, a
+Float arrays (and arrays of records holding floats) made before the differentiation started
+that the differentiated function reaches by a name (a module-level initial condition ``U0``, a
 closure's, a default's, an attribute its
 method names, or one its code names of an object or a user's module it reaches so:
 ``model.grid.u0``, ``buffers.W``) stand in as
@@ -294,14 +294,15 @@ def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
     argument."""
     if type(y) is not np.ndarray and not is_device(y) or (
-            y.dtype.kind not in "fc" and not _numeric_records(y.dtype)):
+            y.dtype.kind not in "fc" and not _followed_records(y.dtype)):
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
 
 
-def _numeric_records(dtype):
-    """Whether ``dtype`` is a structured one of numbers only, a float among them."""
+def _followed_records(dtype):
+    """Whether ``dtype`` is a structured one of numbers and text (a name, a label beside the
+    floats), a float among them: records whose floats the mode follows."""
     if dtype.names is None:
         return False
     leaves = []
@@ -316,7 +317,7 @@ def _numeric_records(dtype):
             walk(d.fields[name][0])
 
     walk(dtype)
-    return all(d.kind in "biufc" for d in leaves) and any(d.kind in "fc" for d in leaves)
+    return all(d.kind in "biufcUS" for d in leaves) and any(d.kind in "fc" for d in leaves)
 
 
 def factory(func, counting=True):
@@ -1293,7 +1294,7 @@ class _RecordsConstructor(_ShownType):
     def __call__(cls, *args, **kwargs):
         y = np.recarray(*args, **kwargs)
         as_records = SUBCLASS_VIEWS.get(np.recarray)
-        if y.base is None and _in_mode() and _numeric_records(y.dtype) \
+        if y.base is None and _in_mode() and _followed_records(y.dtype) \
                 and as_records is not None:
             return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
         return y
@@ -1865,7 +1866,7 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or stand_in.dtype.kind not in "fc" and not _numeric_records(stand_in.dtype):
+    if not running or stand_in.dtype.kind not in "fc" and not _followed_records(stand_in.dtype):
         return None
     if write and len(running) > 1 and stand_in.dtype.names is not None:
         raise _nested_records("made before and written")
@@ -2289,7 +2290,7 @@ def made_in(y, func, args, kwargs, caller):
         return y.view(Preexisting)
     if y.dtype.names is not None and len(ACTIVE.running) > 1:
         return y  # (records made before, a file's: NumPy's under nesting, their writes refused)
-    if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
+    if _in_mode() and (y.dtype.kind in "fc" or _followed_records(y.dtype)):
         return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
@@ -3426,7 +3427,7 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or value.dtype.kind not in "fc" and not _numeric_records(value.dtype):
+            if routed_only or value.dtype.kind not in "fc" and not _followed_records(value.dtype):
                 return None
             stand_in = value.view(Preexisting)
             stand_in.original = value
