@@ -1323,3 +1323,25 @@ def _einsum_transpose_written(x):
 @pytest.mark.parametrize("f", [_einsum_diagonal_written, _einsum_transpose_written])
 def test_views_of_arrays_f_made_written_in_forward_mode(f):
     check(f, np.array([0.31, -0.72, 1.13]))
+
+
+# ----------------------------------------------------------------------------------------------
+# repr() of an array under nested differentiation (a Hessian): NumPy's text, as at one level
+# (it converted the enclosing differentiation's traced value)
+
+def test_repr_of_an_array_under_nested_differentiation():
+    shown = []
+
+    def f(x):
+        with np.printoptions(precision=3, suppress=True):
+            shown.append((repr(x * 2), repr(x[1:]), str(x), repr(x[0])))
+        return (x ** 3).sum() * (len(shown[-1][0]) > 0)
+
+    x = np.array([0.3, -0.7, 1.1])
+    expected = f(x.copy()) and shown.pop()
+    np.testing.assert_allclose(mutad.hessian(f, x), np.diag(6.0 * x), rtol=1e-14)
+    assert shown.pop() == expected
+    direction = np.array([1.0, 0.5, -2.0])
+    _, tangent = mutad.jvp(lambda x: mutad.gradient(f, x)[0], (x,), (direction,))
+    np.testing.assert_allclose(tangent, 6.0 * x * direction, rtol=1e-14)
+    assert shown.pop() == expected

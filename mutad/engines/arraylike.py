@@ -779,7 +779,8 @@ class ArrayMethods(Tracer):
             return self._decided(lambda v: repr(v.item()))
         if stands_for_scalar(self):
             return self._decided(repr)
-        return self._decided(lambda v: repr(np.asarray(v)))
+        # (an enclosing differentiation's value, under nested ones: its own repr, NumPy's)
+        return self._decided(lambda v: repr(v if isinstance(v, Tracer) else np.asarray(v)))
 
     def __bool__(self):
         return self._decided(bool)
