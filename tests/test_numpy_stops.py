@@ -940,9 +940,25 @@ def _triu_indices_as_cholesky_mask(x):
     return (L ** 2).sum() + L[upper].sum()
 
 
+def _mask_indices_rewritten(x):
+    i, j = np.mask_indices(3, np.triu)  # (views of one array NumPy made)
+    a = x.reshape(3, 3)
+    v = a[i, j]
+    i[:] = 0
+    return (v * a[i, j]).sum()
+
+
+def _raveled_index_rewritten(x):
+    k = np.ravel_multi_index(([0, 1, 2], [2, 1, 0]), (3, 3))
+    y = x[k]
+    k[0] = 4
+    return (y * x[k]).sum()
+
+
 @pytest.mark.parametrize("f", [_triu_indices_rewritten, _tril_indices_shifted,
                                _diag_indices_written_through_one_name,
-                               _triu_indices_as_cholesky_mask])
+                               _triu_indices_as_cholesky_mask, _mask_indices_rewritten,
+                               _raveled_index_rewritten])
 def test_index_arrays_of_numpys_python_functions_written(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42, 0.11]))
 

@@ -117,6 +117,11 @@ FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_
              "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
 
+INDEX_MAKERS = ("ravel_multi_index",)
+"""NumPy's compiled functions making integer arrays of numbers (not of arrays: no argument
+dispatches them): a new integer array they give stands in for itself, as ``np.arange``'s
+(``factory``'s ``_counting``)."""
+
 LOADERS = ("load", "fromfile", "frombuffer")
 """NumPy functions reading arrays from files and buffers: their float results are constants, as
 the factories' are, which a replay cannot make again (a file read once); a buffer's view stands
@@ -1390,8 +1395,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (LOADERS, loader), (BUILDERS, builder),
-                        (READERS, reader), (JOINERS, joiner)):
+    for names, make in ((FACTORIES, factory), (INDEX_MAKERS, factory), (LOADERS, loader),
+                        (BUILDERS, builder), (READERS, reader), (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
@@ -2069,14 +2074,13 @@ def _new_arrays(y, func, args, kwargs, caller, made):
     if type(y) in (tuple, list):
         return type(y)(_new_arrays(item, functools.partial(_item, func, i), args, kwargs,
                                    caller, made) for i, item in enumerate(y))
-    if type(y) is not np.ndarray or y.base is not None:
+    if type(y) is not np.ndarray:
         return y
     if id(y) not in made:
-        if y.dtype.kind in "fc":
+        if y.dtype.kind in "fc" and y.base is None:
             made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
-        elif y.dtype.kind in "iub" and _in_mode() and not internal(_caller(caller)) \
-                and all(a is not y for a in _arrays([args, kwargs])):
-            made[id(y)] = _own_stand_in(y)
+        elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
+            made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
         else:
             made[id(y)] = y
     return made[id(y)]
