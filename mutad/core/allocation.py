@@ -418,7 +418,6 @@ def _loaded_floats(y):
     return _loaded(y) if type(y) is np.ndarray and y.dtype.kind in "fc" else y
 
 
-
 def _buffer_view(y):
     """``y``, NumPy's array viewing memory that may be the caller's (``np.frombuffer(b)``,
     ``np.ndarray(shape, buffer=b)`` of a ``bytearray``, an ``array.array``, ``bytes``), as the
@@ -2454,7 +2453,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "nonzero", "searchsorted"):  # (nonzero: ndarray's, never a subclass's)
+              "mean", "std", "var", "clip", "searchsorted",
+              "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
 

@@ -774,7 +774,11 @@ class _StandIn:
         values = [*args, *kwargs.values()]
         if holds_derivative(values) or any(type(v) is Masked for v in values):
             return self.composite(*args, **kwargs)
-        return self.original(*args, **kwargs)
+        return self.given(self.original(*args, **kwargs), args, kwargs, values)
+
+    def given(self, y, args, kwargs, values):
+        """What the user's code receives of NumPy's result ``y`` of plain ``values``."""
+        return y
 
     def __getattr__(self, name):
         return getattr(self.original, name)
@@ -788,15 +792,11 @@ class _Reader(_StandIn):
     is. The masked array's own data stays NumPy's (a traced write into it is refused: the
     plain masked array would read it without its derivative)."""
 
-    def __call__(self, *args, **kwargs):
-        values = [*args, *kwargs.values()]
-        if holds_derivative(values) or any(type(v) is Masked for v in values):
-            return self.composite(*args, **kwargs)
-        y = self.original(*args, **kwargs)
+    def given(self, y, args, kwargs, values):
         if type(y) is not np.ndarray or y.dtype.kind not in "fc" or any(
                 isinstance(v, np.ndarray) and owner(v) is owner(y) for v in values):
             return y
-        return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
+        return by_user_code(y, self.original, args, kwargs, sys._getframe(2))
 
 
 class _Factory(_StandIn):
