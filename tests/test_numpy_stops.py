@@ -1247,6 +1247,42 @@ def test_records_made_before_with_text_written():
     assert atoms.tobytes() == expected.tobytes()
 
 
+def _records_made_before_written_by_field(records):
+    namespace = {"R": records}
+    exec("def f(x):\n"
+         "    R['q'][1:] *= x[0]\n"
+         "    R['q'][0] = x[1]\n"
+         "    R['k'][0] = 7\n"
+         "    return (R['q'] * x).sum()\n", namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_records_made_before_written_by_field_in_forward_mode(text):
+    """A field of records made before the call, written: forward mode adopts all of the
+    records (it took the field's view as an argument's array, and raised an AttributeError);
+    under nested differentiation, refused with what to do, the records left as they were."""
+    dtype = [("k", int), ("q", float)] + ([("name", "U2")] * text)
+    start = np.array([(1, 1.0) + ("a",) * text, (2, 2.0) + ("b",) * text,
+                      (3, 3.0) + ("c",) * text], dtype=dtype)
+    x, direction = np.array([0.5, 2.0, 3.0]), np.array([1.0, -1.0, 0.5])
+    expected = start.copy()
+    value = _records_made_before_written_by_field(expected)(x.copy())  # x0 x1 + 2 x0 x1 + 3 x0 x2
+    gradient = np.array([3 * x[1] + 3 * x[2], 3 * x[0], 3 * x[0]])
+    records = start.copy()
+    y, tangent = mutad.jvp(_records_made_before_written_by_field(records), (x,), (direction,))
+    assert y == value and records.tobytes() == expected.tobytes()
+    np.testing.assert_allclose(tangent, gradient @ direction, rtol=1e-14)
+    records = start.copy()
+    np.testing.assert_array_equal(
+        mutad.gradient(_records_made_before_written_by_field(records), x)[0], gradient)
+    assert records.tobytes() == expected.tobytes()
+    records = start.copy()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="nested"):
+        mutad.hessian(_records_made_before_written_by_field(records), x)
+    assert records.tobytes() == start.tobytes()
+
+
 def _structured_view_of_floats(x):
     from numpy.lib import recfunctions
     y = x * 2.0

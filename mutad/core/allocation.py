@@ -1872,10 +1872,11 @@ def adopted(stand_in, write=False):
     running = ACTIVE.running
     if not running or stand_in.dtype.kind not in "fc" and not _followed_records(stand_in.dtype):
         return None
-    if write and len(running) > 1 and stand_in.dtype.names is not None:
-        raise _nested_records("made before and written")
     plain = plain_memory(stand_in)
-    return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
+    base = owner(plain)
+    if write and len(running) > 1 and base.dtype.names is not None:  # (records, or a field)
+        raise _nested_records("made before and written")
+    return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
 
 
 def _adopted_at(stand_in, plain, root, depth, write):
