@@ -513,6 +513,14 @@ def test_a_masked_arrays_own_data_written_stays_refused():
         mutad.gradient(f, np.ones(4))
 
 
+def test_a_replay_of_an_unpickled_workspace_traces_with_its_reason():
+    g = mutad.grad(_unpickled_workspace, replay=True)
+    for k in range(3):
+        x = np.linspace(-1.0, 1.0, 8) * (1.0 + k)
+        assert g(x).tobytes() == mutad.gradient(_unpickled_workspace, x)[0].tobytes()
+    assert "a call a replay cannot redo" in str(g.reasons)
+
+
 def test_pickle_and_archives_are_pythons_and_numpys_outside():
     import io
     import pickle

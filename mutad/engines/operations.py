@@ -717,7 +717,7 @@ def _write_text(target, value):
     strings); a replay, which would not redo it, is refused (the call is traced)."""
     if target.tape.recorder is not None:
         target.tape.recorder.refuse("strings written into an array of records")
-    memory(target)[...] = memory(value) if type(value) is Traced else value
+    memory(target)[...] = memory(value) if wrapped(value) else value
     return target
 
 
