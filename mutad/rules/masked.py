@@ -15,7 +15,8 @@ what NumPy computed: the arithmetic operators (``_MaskedBinaryOperation``: the f
 data where either is masked; division as ``_DomainedBinaryOperation``, masking divisions by
 zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs called on a
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
-``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, and the
+``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, ``np.ma.median``
+of all the elements (NumPy's median of the unmasked ones, alike to the bit), and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
 writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
@@ -48,8 +49,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
-            "ufuncs, sum, mean, var, std, max, min, count, average, ravel, reshape, argsort, "
-            "copy, filled and compressed. ")
+            "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
+            "ravel, reshape, argsort, copy, filled and compressed. ")
 
 
 def _refuse(what):
@@ -751,6 +752,18 @@ def _as_masked(a):
     return a if type(a) is Masked else _new(np.ma.MaskedArray, a)
 
 
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """``np.ma.median`` over all of the elements: NumPy's median of the unmasked ones
+    (``np.median(m.compressed())``, whose middle two it averages as np.ma's does); along an
+    axis, or of no unmasked element (np.ma's masked constant), refused."""
+    if axis is not None or out is not None or keepdims:
+        _refuse("np.ma.median along an axis (or into out=)")
+    data = _as_masked(a).compressed()
+    if data.size == 0:
+        _refuse("np.ma.median with every element masked")
+    return np.median(data)
+
+
 def _method_of(name):
     """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
     def function(a, *args, **kwargs):
@@ -847,7 +860,7 @@ for _original, _composite in [
         (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
         (np.ma.mean, _method_of("mean")), (np.ma.var, _method_of("var")),
         (np.ma.std, _method_of("std")), (np.ma.max, _method_of("max")),
-        (np.ma.min, _method_of("min")), (np.ma.power, _power)]:
+        (np.ma.min, _method_of("min")), (np.ma.power, _power), (np.ma.median, _median)]:
     _StandIn(_original, _composite)
 _Reader(np.ma.filled, _filled)
 _Reader(np.ma.getdata, lambda a, subok=True: _data(a))
