@@ -1405,3 +1405,29 @@ def test_repr_of_an_array_under_nested_differentiation():
     _, tangent = mutad.jvp(lambda x: mutad.gradient(f, x)[0], (x,), (direction,))
     np.testing.assert_allclose(tangent, 6.0 * x * direction, rtol=1e-14)
     assert shown.pop() == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's named results (np.linalg.qr's, eigh's, svd's, slogdet's) of constants f made: their
+# float arrays constants too, as a plain tuple's are (they stayed plain, and a traced write
+# into one was refused)
+
+def _factors_of_constants_written(x):
+    Q, R = np.linalg.qr(np.vander(np.linspace(0.0, 1.0, x.size), 3))
+    R[0, 0] = x[0]
+    eigen = np.linalg.eigh(np.diag([1.0, 2.0, 3.0]) + 0.1)
+    eigen.eigenvectors[:, 0] = x[:3]
+    u, s, vt = np.linalg.svd(np.eye(3) * 2.0 + 0.5)
+    s *= x[3:6]
+    sign, logdet = np.linalg.slogdet(np.eye(2) * 3.0)
+    return (R ** 2).sum() + (Q.T @ x).sum() + (eigen.eigenvectors.T @ eigen.eigenvectors).sum() \
+        + eigen.eigenvalues @ x[3:6] + ((u * s) @ vt[0]).sum() + sign * logdet * x[6]
+
+
+def test_named_results_of_constants_written():
+    def f(x):
+        result = np.linalg.qr(np.eye(3) + 1.0)
+        assert type(result).__name__ == "QRResult" and result.Q is result[0]
+        return _factors_of_constants_written(x)
+
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
