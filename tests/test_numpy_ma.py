@@ -75,6 +75,9 @@ PROGRAMS = {
     "copy=True": lambda x: np.ma.masked_array(x, mask=M, copy=True).std(),
     "np.ma.power": lambda x: np.ma.power(masked(x), 3),
     "np.ma.divide": lambda x: np.ma.divide(x, np.ma.masked_array(x - x[0, 1], mask=M)),
+    "np.ma.median, an even count": lambda x: np.ma.median(masked(x)),
+    "np.ma.median, an odd count": lambda x: np.ma.median(np.ma.masked_where(x > 1.5, x)),
+    "np.ma.median, no mask": lambda x: np.ma.median(np.ma.masked_array(x)) * x,
 }
 
 
@@ -224,6 +227,7 @@ def test_in_place_arithmetic_of_a_masked_array(program):
     (lambda m: m.argmax(), ["MaskedArray.argmax", "m.filled("]),
     (lambda m: m.cumsum(), ["MaskedArray.cumsum"]),
     (lambda m: np.median(m), ["np.median"]),
+    (lambda m: np.ma.median(m, axis=0), ["np.ma.median along an axis", "m.filled("]),
     (lambda m: np.asarray(m).sum(), ["conversion"]),
     (lambda m: m.__iadd__(np.ma.masked_array(np.ones((4, 5)), mask=~M)), ["masks more"]),
     (lambda m: m.__ipow__(2.0), ["in-place power"]),

@@ -501,20 +501,20 @@ def test_an_augmented_assignment_into_a_new_array_only_its_name_holds(f):
 
 
 def _held_by_another_name(x):
-    y = pickle.loads(pickle.dumps(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
     z = y
     y *= x
     return (y + z).sum()
 
 
 def _written_by_out(x):
-    y = pickle.loads(pickle.dumps(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
     np.multiply(y, x, out=y)
     return y.sum()
 
 
 def _viewed(x):
-    y = pickle.loads(pickle.dumps(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
     v = y[:2]
     y *= x
     return y.sum() + v.sum()
@@ -524,7 +524,7 @@ CACHED = {}
 
 
 def _cached(x):
-    y = CACHED.setdefault("y", pickle.loads(pickle.dumps(np.ones(4))))
+    y = CACHED.setdefault("y", np.ma.getdata(np.ma.masked_array(np.ones(4))))
     y *= x
     return y.sum()
 

@@ -440,6 +440,111 @@ def test_arrays_of_unfollowed_makers(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
+def _unpickled_workspace(x):
+    import pickle
+    w = pickle.loads(pickle.dumps(np.zeros(8)))
+    w[...] = x
+    w[1:] += w[:-1] * 0.5
+    return (w ** 2).sum()
+
+
+def _unpickled_from_a_file(x):
+    import io
+    import pickle
+    stream = io.BytesIO()
+    pickle.dump({"u": np.ones(4), "k": np.arange(4), "name": "run"}, stream)
+    stream.seek(0)
+    state = pickle.load(stream)
+    state["u"][:] = x[:4] * state["u"]
+    state["k"][0] = 3  # (integers: NumPy's, as pickled)
+    return (state["u"] * x[state["k"] + 4]).sum() + len(state["name"])
+
+
+def _unpickled_by_its_own_name(x):
+    from pickle import dumps, loads
+    u, v = loads(dumps((np.zeros(4), np.linspace(0.0, 1.0, 4))))
+    u[:] = x[4:]
+    v *= x[:4]
+    return u @ v
+
+
+def _archive_read(x):
+    import io
+    stream = io.BytesIO()
+    np.savez(stream, u=np.zeros(8), c=np.full(8, 2.0))
+    stream.seek(0)
+    with np.load(stream) as data:
+        u = data["u"]
+        arrays = dict(data)
+    u[...] = x
+    arrays["c"][:4] = x[4:] ** 2
+    return (u * arrays["c"]).sum() + arrays["u"].sum()
+
+
+@pytest.mark.parametrize("f", [_unpickled_workspace, _unpickled_from_a_file,
+                               _unpickled_by_its_own_name, _archive_read])
+def test_arrays_read_from_pickles_and_archives_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def _masked_filled_written(x):
+    m = np.ma.masked_array(np.zeros(8), mask=np.arange(8) % 3 == 0)
+    w = np.ma.filled(m, 1.0)  # a new array: the data, masked elements replaced
+    w[...] = x * w
+    d = np.ma.filled(np.ma.masked_less(np.linspace(-1.0, 1.0, 8), 0.0), 0.5)
+    d[1:] += w[:-1]
+    return (w * d).sum() + m.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_filled_written])
+def test_arrays_a_masked_array_of_constants_fills_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_a_masked_arrays_own_data_written_stays_refused():
+    """np.ma.getdata's array (np.ma.filled's of no mask) is the masked array's memory, which
+    the plain masked array reads after: the write is refused, not followed into a wrong sum."""
+    def f(x):
+        m = np.ma.masked_array(np.zeros(4), mask=[True, False, False, False])
+        np.ma.getdata(m)[:] = x
+        return m.sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError, match="np.array"):
+        mutad.gradient(f, np.ones(4))
+
+
+def test_a_replay_of_an_unpickled_workspace_traces_with_its_reason():
+    g = mutad.grad(_unpickled_workspace, replay=True)
+    for k in range(3):
+        x = np.linspace(-1.0, 1.0, 8) * (1.0 + k)
+        assert g(x).tobytes() == mutad.gradient(_unpickled_workspace, x)[0].tobytes()
+    assert "a call a replay cannot redo" in str(g.reasons)
+
+
+def test_pickle_and_archives_are_pythons_and_numpys_outside():
+    import io
+    import pickle
+    import _pickle
+
+    def f(x):
+        return (pickle.loads(pickle.dumps(np.ones(2))) * x).sum()
+
+    mutad.gradient(f, np.ones(2))
+    assert pickle.loads is _pickle.loads and pickle.load is _pickle.load
+    stream = io.BytesIO()
+    np.savez(stream, u=np.ones(2))
+    stream.seek(0)
+    kept = {}
+
+    def g(x):
+        kept["data"] = np.load(stream)
+        return x.sum()
+
+    mutad.gradient(g, np.ones(2))
+    u = kept["data"]["u"]  # read after the differentiation: NumPy's array
+    assert type(u) is np.ndarray and u.tolist() == [1.0, 1.0]
+
+
 def test_a_write_into_a_buffers_view_is_followed_and_written_back():
     """The buffer may be the caller's: its view stands in as an array made before the
     differentiation, which a write adopts; the buffer is left as NumPy's run leaves it."""
@@ -788,17 +893,108 @@ def test_arrays_of_numpys_python_functions_written(f):
 
 
 def test_numpys_python_functions_give_numpys_other_results():
-    """Integer arrays and other objects as NumPy gives them; NumPy's own functions outside a
+    """Integer arrays as NumPy's values (standing in for themselves, as np.argsort's of a
+    constant do), other objects as NumPy gives them; NumPy's own functions outside a
     differentiation."""
     def f(x):
         i, j = np.triu_indices(3, 1)
-        assert type(i) is np.ndarray and i.dtype.kind == "i"
+        assert isinstance(i, np.ndarray) and i.dtype.kind == "i" and i.base is None
+        assert i.tolist() == [0, 0, 1] and j.tolist() == [1, 2, 2]
+        r, c = np.diag_indices(3)
+        assert r is c  # NumPy gives one array twice
         assert np.base_repr(5, 2) == "101" and np.iterable(x)
         return x[i].sum() + x[j].sum()
 
     np.testing.assert_array_equal(mutad.gradient(f, np.ones(3))[0], [2.0, 2.0, 2.0])
     assert type(np.hanning) is type(f)
     assert type(np.polynomial.legendre.leggauss) is type(f)
+
+
+# Integer arrays of NumPy's Python functions (np.triu_indices, np.tril_indices_from,
+# np.diag_indices), written after a traced operation read them: they stand in for themselves,
+# as np.argsort's of a constant does, so that each record keeps the values it read
+
+def _triu_indices_rewritten(x):
+    i, j = np.triu_indices(3, 1)
+    a = x.reshape(3, 3)
+    v = a[i, j]
+    i[:] = 2 - i
+    return (v * a[i, j]).sum() + x[j].sum()
+
+
+def _tril_indices_shifted(x):
+    a = x.reshape(3, 3).copy()
+    i, j = np.tril_indices_from(a)
+    v = a[i, j] ** 2
+    j[:] = i
+    np.add(i, 0, out=i)
+    return (v * a[i, j]).sum()
+
+
+def _diag_indices_written_through_one_name(x):
+    a = x.reshape(3, 3).copy()
+    r, c = np.diag_indices(3)  # one array: a write through r shows through c
+    d = a[r, c].copy()
+    r[0] = 1
+    a[r, c] = d ** 2
+    return (a * x.reshape(3, 3)).sum()
+
+
+def _triu_indices_as_cholesky_mask(x):
+    L = np.linalg.cholesky(np.outer(x[:3], x[:3]) + np.eye(3))
+    upper = np.triu_indices(3, 1)
+    L[upper] = x[3:6]
+    upper[1][:] = upper[0]
+    return (L ** 2).sum() + L[upper].sum()
+
+
+def _mask_indices_rewritten(x):
+    i, j = np.mask_indices(3, np.triu)  # (views of one array NumPy made)
+    a = x.reshape(3, 3)
+    v = a[i, j]
+    i[:] = 0
+    return (v * a[i, j]).sum()
+
+
+def _raveled_index_rewritten(x):
+    k = np.ravel_multi_index(([0, 1, 2], [2, 1, 0]), (3, 3))
+    y = x[k]
+    k[0] = 4
+    return (y * x[k]).sum()
+
+
+@pytest.mark.parametrize("f", [_triu_indices_rewritten, _tril_indices_shifted,
+                               _diag_indices_written_through_one_name,
+                               _triu_indices_as_cholesky_mask, _mask_indices_rewritten,
+                               _raveled_index_rewritten])
+def test_index_arrays_of_numpys_python_functions_written(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42, 0.11]))
+
+
+# ----------------------------------------------------------------------------------------------
+# ndarray's searchsorted method of an array made before the differentiation, with traced
+# values to find: np.searchsorted's computation (the method converted them)
+
+KNOTS = np.linspace(-2.0, 2.0, 7)
+
+
+def _knots_searched_by_the_method(x):
+    k = KNOTS.searchsorted(x)
+    return (x * k).sum() + x[k % x.size].sum() + KNOTS[1:].searchsorted(x[0] ** 2, "right")
+
+
+def _knots_of_a_closure_searched():
+    knots = np.array([-1.0, 0.0, 0.5, 2.0])
+
+    def f(x):
+        k = knots.searchsorted(x * 2.0, side="left")
+        return ((x - knots[np.minimum(k, 3)]) ** 2).sum()
+    return f
+
+
+@pytest.mark.parametrize("f", [_knots_searched_by_the_method, _knots_of_a_closure_searched()])
+def test_searchsorted_method_of_an_array_made_before(f):
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42, 0.11]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -989,6 +1185,112 @@ def test_records_with_an_integer_field_beside_their_floats():
     check(_with_an_integer_field, np.array([0.31, -0.72, 1.13, -0.24]))
 
 
+# Records with text fields beside their floats (a name, a label): followed as records of
+# numbers are; the text is written as NumPy writes it (no derivative flows through it)
+
+def _records_with_a_name(x):
+    rec = np.zeros(4, dtype=[("name", "U5"), ("v", float), ("k", int)])
+    rec["name"] = "a"
+    rec["v"] = x
+    rec["k"] = np.arange(4)
+    rec["name"][2] = "b"
+    return (rec["v"] * rec["k"]).sum() + rec["v"][rec["name"] == "b"].sum()
+
+
+def _records_sorted_by_a_label(x):
+    rec = np.zeros(4, dtype=[("label", "S3"), ("w", float)])
+    rec["label"] = [b"d", b"a", b"c", b"b"]
+    rec["w"] = x ** 2
+    rec.sort(order="label")  # the labels move with their weights
+    return (rec["w"] * np.arange(4)).sum() + rec[0]["w"] + (rec["label"] == b"c") @ rec["w"]
+
+
+def _atoms_by_element(x):
+    atoms = np.empty(4, dtype=[("element", "U2"), ("mass", float), ("pos", float, 2)])
+    atoms["element"] = ["H", "O", "H", "C"]
+    atoms["mass"] = [1.0, 16.0, 1.0, 12.0]
+    atoms["pos"] = x[:, None] * np.array([1.0, 0.5])
+    hydrogens = atoms["element"] == "H"
+    atoms["pos"][hydrogens] *= 2.0
+    centre = (atoms["mass"][:, None] * atoms["pos"]).sum(0) / atoms["mass"].sum()
+    return (centre ** 2).sum() + atoms["pos"][hydrogens].sum()
+
+
+ATOMS = np.zeros(3, dtype=[("name", "U2"), ("q", float)])
+ATOMS["name"] = ["Na", "Cl", "K"]
+ATOMS["q"] = [1.0, -1.0, 1.0]
+
+
+def _records_made_before_copied(x):
+    a = ATOMS.copy()
+    a["q"] *= x[:3]
+    a["name"][0] = "Li"
+    return (a["q"] ** 2).sum() + (a["name"] == "Li") @ x[1:]
+
+
+@pytest.mark.parametrize("f", [_records_with_a_name, _records_sorted_by_a_label,
+                               _atoms_by_element, _records_made_before_copied])
+def test_records_with_text_beside_their_floats(f):
+    before = ATOMS.tobytes()
+    check(f, np.array([0.31, -0.72, 1.13, -0.24]))
+    assert ATOMS.tobytes() == before
+
+
+def test_records_made_before_with_text_written():
+    """A module's records written (a float field by a traced value, a name by text): followed,
+    and left as NumPy's run leaves them."""
+    atoms = ATOMS.copy()
+    namespace = {"np": np, "ATOMS": atoms}
+    exec("def f(x):\n"
+         "    ATOMS['q'][1] = x[0]\n"
+         "    ATOMS['name'][2] = 'Li'\n"
+         "    return (ATOMS['q'] * x[:3]).sum() + (ATOMS['name'] == 'Li') @ x[3:]\n",
+         namespace)
+    x = np.array([0.3, -0.7, 1.1, 0.2, 0.5, 0.9])
+    (g,) = mutad.gradient(namespace["f"], x)
+    np.testing.assert_array_equal(g, [1.0 - 0.7, 0.3, 1.0, 0.0, 0.0, 1.0])
+    expected = ATOMS.copy()
+    namespace["ATOMS"] = expected
+    namespace["f"](x)
+    assert atoms.tobytes() == expected.tobytes()
+
+
+def _records_made_before_written_by_field(records):
+    namespace = {"R": records}
+    exec("def f(x):\n"
+         "    R['q'][1:] *= x[0]\n"
+         "    R['q'][0] = x[1]\n"
+         "    R['k'][0] = 7\n"
+         "    return (R['q'] * x).sum()\n", namespace)
+    return namespace["f"]
+
+
+@pytest.mark.parametrize("text", [False, True])
+def test_records_made_before_written_by_field_in_forward_mode(text):
+    """A field of records made before the call, written: forward mode adopts all of the
+    records (it took the field's view as an argument's array, and raised an AttributeError);
+    under nested differentiation, refused with what to do, the records left as they were."""
+    dtype = [("k", int), ("q", float)] + ([("name", "U2")] * text)
+    start = np.array([(1, 1.0) + ("a",) * text, (2, 2.0) + ("b",) * text,
+                      (3, 3.0) + ("c",) * text], dtype=dtype)
+    x, direction = np.array([0.5, 2.0, 3.0]), np.array([1.0, -1.0, 0.5])
+    expected = start.copy()
+    value = _records_made_before_written_by_field(expected)(x.copy())  # x0 x1 + 2 x0 x1 + 3 x0 x2
+    gradient = np.array([3 * x[1] + 3 * x[2], 3 * x[0], 3 * x[0]])
+    records = start.copy()
+    y, tangent = mutad.jvp(_records_made_before_written_by_field(records), (x,), (direction,))
+    assert y == value and records.tobytes() == expected.tobytes()
+    np.testing.assert_allclose(tangent, gradient @ direction, rtol=1e-14)
+    records = start.copy()
+    np.testing.assert_array_equal(
+        mutad.gradient(_records_made_before_written_by_field(records), x)[0], gradient)
+    assert records.tobytes() == expected.tobytes()
+    records = start.copy()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="nested"):
+        mutad.hessian(_records_made_before_written_by_field(records), x)
+    assert records.tobytes() == start.tobytes()
+
+
 def _structured_view_of_floats(x):
     from numpy.lib import recfunctions
     y = x * 2.0
@@ -1081,3 +1383,51 @@ def _einsum_transpose_written(x):
 @pytest.mark.parametrize("f", [_einsum_diagonal_written, _einsum_transpose_written])
 def test_views_of_arrays_f_made_written_in_forward_mode(f):
     check(f, np.array([0.31, -0.72, 1.13]))
+
+
+# ----------------------------------------------------------------------------------------------
+# repr() of an array under nested differentiation (a Hessian): NumPy's text, as at one level
+# (it converted the enclosing differentiation's traced value)
+
+def test_repr_of_an_array_under_nested_differentiation():
+    shown = []
+
+    def f(x):
+        with np.printoptions(precision=3, suppress=True):
+            shown.append((repr(x * 2), repr(x[1:]), str(x), repr(x[0])))
+        return (x ** 3).sum() * (len(shown[-1][0]) > 0)
+
+    x = np.array([0.3, -0.7, 1.1])
+    expected = f(x.copy()) and shown.pop()
+    np.testing.assert_allclose(mutad.hessian(f, x), np.diag(6.0 * x), rtol=1e-14)
+    assert shown.pop() == expected
+    direction = np.array([1.0, 0.5, -2.0])
+    _, tangent = mutad.jvp(lambda x: mutad.gradient(f, x)[0], (x,), (direction,))
+    np.testing.assert_allclose(tangent, 6.0 * x * direction, rtol=1e-14)
+    assert shown.pop() == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's named results (np.linalg.qr's, eigh's, svd's, slogdet's) of constants f made: their
+# float arrays constants too, as a plain tuple's are (they stayed plain, and a traced write
+# into one was refused)
+
+def _factors_of_constants_written(x):
+    Q, R = np.linalg.qr(np.vander(np.linspace(0.0, 1.0, x.size), 3))
+    R[0, 0] = x[0]
+    eigen = np.linalg.eigh(np.diag([1.0, 2.0, 3.0]) + 0.1)
+    eigen.eigenvectors[:, 0] = x[:3]
+    u, s, vt = np.linalg.svd(np.eye(3) * 2.0 + 0.5)
+    s *= x[3:6]
+    sign, logdet = np.linalg.slogdet(np.eye(2) * 3.0)
+    return (R ** 2).sum() + (Q.T @ x).sum() + (eigen.eigenvectors.T @ eigen.eigenvectors).sum() \
+        + eigen.eigenvalues @ x[3:6] + ((u * s) @ vt[0]).sum() + sign * logdet * x[6]
+
+
+def test_named_results_of_constants_written():
+    def f(x):
+        result = np.linalg.qr(np.eye(3) + 1.0)
+        assert type(result).__name__ == "QRResult" and result.Q is result[0]
+        return _factors_of_constants_written(x)
+
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))

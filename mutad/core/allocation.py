@@ -15,7 +15,9 @@ intercept its factory functions:
   when on it is traced. Other threads, integer and boolean results, and results that are
   views of existing arrays (``np.asarray(a)`` of an array) are left plain;
 * the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
-  and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt`` are such constants too, as
+  and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt``, the float arrays
+  ``pickle.loads`` and ``pickle.load`` give user code and those of ``np.load``'s ``.npz``
+  archives are such constants too, as
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
@@ -29,7 +31,7 @@ intercept its factory functions:
   ``dist.pdf(grid)``, ``A @ c``; not the object's own state: ``_handed``) are constants too,
   as are those of the other public methods of SciPy's classes among them, their bases and
   subclasses (``A.diagonal()``, ``dist.rvs(size=n)``: ``_hand_methods``); any other new
-  float array a call the mode does not follow made from plain values (``pickle.loads``,
+  float array a call the mode does not follow made from plain values (``np.ma.getdata``,
   ``np.asarray`` of a SciPy matrix) that one local name alone holds takes traced values by an
   augmented assignment to the name, which rebinds it (``rebound_in_place``);
 * functions whose Rule has a ``route`` (``registry.defroute``: ``scipy.linalg.solve``) are
@@ -59,8 +61,8 @@ the differentiated code, gives the traced value standing for the Python float (a
 does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
 code reads it and never compares a type with it (``_Mode._compares_float``).
 
-Float arrays (and arrays of numeric records) made before the differentiation started that the
-differentiated function reaches by a name (a module-level initial condition ``U0``, a
+Float arrays (and arrays of records holding floats) made before the differentiation started
+that the differentiated function reaches by a name (a module-level initial condition ``U0``, a
 closure's, a default's, an attribute its
 method names, or one its code names of an object or a user's module it reaches so:
 ``model.grid.u0``, ``buffers.W``) stand in as
@@ -114,6 +116,11 @@ FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_
              "arange", "diag", "diagflat", "vander", "fromfunction", "fromiter",
              "indices", "loadtxt", "genfromtxt", "fromstring")
 """NumPy functions whose float results are new arrays, allocated as constants in the mode."""
+
+INDEX_MAKERS = ("ravel_multi_index",)
+"""NumPy's compiled functions making integer arrays of numbers (not of arrays: no argument
+dispatches them): a new integer array they give stands in for itself, as ``np.arange``'s
+(``factory``'s ``_counting``)."""
 
 LOADERS = ("load", "fromfile", "frombuffer")
 """NumPy functions reading arrays from files and buffers: their float results are constants, as
@@ -292,14 +299,15 @@ def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
     argument."""
     if type(y) is not np.ndarray and not is_device(y) or (
-            y.dtype.kind not in "fc" and not _numeric_records(y.dtype)):
+            y.dtype.kind not in "fc" and not _followed_records(y.dtype)):
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
 
 
-def _numeric_records(dtype):
-    """Whether ``dtype`` is a structured one of numbers only, a float among them."""
+def _followed_records(dtype):
+    """Whether ``dtype`` is a structured one of numbers and text (a name, a label beside the
+    floats), a float among them: records whose floats the mode follows."""
     if dtype.names is None:
         return False
     leaves = []
@@ -314,7 +322,7 @@ def _numeric_records(dtype):
             walk(d.fields[name][0])
 
     walk(dtype)
-    return all(d.kind in "biufc" for d in leaves) and any(d.kind in "fc" for d in leaves)
+    return all(d.kind in "biufcUS" for d in leaves) and any(d.kind in "fc" for d in leaves)
 
 
 def factory(func, counting=True):
@@ -355,16 +363,59 @@ def loader(func):
 
     def loading(*args, **kwargs):
         y = func(*args, **kwargs)
-        if _in_mode() and type(y) is np.ndarray and y.dtype.names is None:
-            if func is np.frombuffer:
+        if _in_mode():
+            if type(y) is np.lib.npyio.NpzFile:  # np.load of an .npz archive: its arrays so
+                y.__class__ = _Archive
+            elif func is np.frombuffer:
                 return _buffer_view(y)
-            elif _allocated(y, args, kwargs):
-                return allocate(y)
-            elif _counting(y, args, kwargs):
-                return _own_stand_in(y)
+            return _loaded(y, args, kwargs)
         return y
 
     return _named(loading, func)
+
+
+def _loaded(y, args=(), kwargs=None):
+    """An array a call read from a file, a buffer or a pickle, as the mode gives it: a new
+    float array a constant, without the call that made it (a replay of the program refuses
+    it: the call is traced), an integer or boolean one a stand-in of itself; anything else (an
+    array viewing an argument's memory, records) NumPy's own."""
+    if type(y) is np.ndarray and y.dtype.names is None:
+        if _allocated(y, args, kwargs or {}):
+            return allocate(y)
+        if _counting(y, args, kwargs or {}):
+            return _own_stand_in(y)
+    return y
+
+
+class _Archive(np.lib.npyio.NpzFile):
+    """``np.load``'s archive of ``.npz`` files, opened in the mode: each array read from it
+    (``data["u"]``, ``dict(data)``) as ``np.load`` reads an ``.npy`` file (``_loaded``);
+    outside the mode (the archive kept past the differentiation), NumPy's own."""
+
+    def __getitem__(self, key):
+        y = super().__getitem__(key)
+        return _loaded(y) if _in_mode() else y
+
+
+def _unpickling(func):
+    """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
+    code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
+    constant); the others as Python's own (an integer array is NumPy's, as pickled); the calls
+    of NumPy's and the libraries' code as Python's own."""
+
+    def unpickling(*args, **kwargs):
+        y = func(*args, **kwargs)
+        if _in_mode():
+            caller = _top(sys._getframe(1).f_globals)
+            if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
+                return in_containers(_loaded_floats, y)
+        return y
+
+    return _named(unpickling, func)
+
+
+def _loaded_floats(y):
+    return _loaded(y) if type(y) is np.ndarray and y.dtype.kind in "fc" else y
 
 
 def _buffer_view(y):
@@ -1247,7 +1298,7 @@ class _RecordsConstructor(_ShownType):
     def __call__(cls, *args, **kwargs):
         y = np.recarray(*args, **kwargs)
         as_records = SUBCLASS_VIEWS.get(np.recarray)
-        if y.base is None and _in_mode() and _numeric_records(y.dtype) \
+        if y.base is None and _in_mode() and _followed_records(y.dtype) \
                 and as_records is not None:
             return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
         return y
@@ -1343,8 +1394,8 @@ def _loaded_to_call(instructions, k):
 def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
-    for names, make in ((FACTORIES, factory), (LOADERS, loader), (BUILDERS, builder),
-                        (READERS, reader), (JOINERS, joiner)):
+    for names, make in ((FACTORIES, factory), (INDEX_MAKERS, factory), (LOADERS, loader),
+                        (BUILDERS, builder), (READERS, reader), (JOINERS, joiner)):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)
@@ -1819,12 +1870,13 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or stand_in.dtype.kind not in "fc" and not _numeric_records(stand_in.dtype):
+    if not running or stand_in.dtype.kind not in "fc" and not _followed_records(stand_in.dtype):
         return None
-    if write and len(running) > 1 and stand_in.dtype.names is not None:
-        raise _nested_records("made before and written")
     plain = plain_memory(stand_in)
-    return _adopted_at(stand_in, plain, id(owner(plain)), len(running) - 1, write)
+    base = owner(plain)
+    if write and len(running) > 1 and base.dtype.names is not None:  # (records, or a field)
+        raise _nested_records("made before and written")
+    return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
 
 
 def _adopted_at(stand_in, plain, root, depth, write):
@@ -2001,25 +2053,37 @@ class _Made:
 
 class _MadeFloats(_Made):
     """A Python function of NumPy's that makes arrays of numbers (``np.hanning(n)``,
-    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``), as code reaches it in the
-    mode: a new float array it gives the user's code is a constant the function may write
-    traced values into, as np.zeros' is (``made_in``); anything else (integers, views of its
-    arguments, other objects) as NumPy gives it."""
+    ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``, ``np.triu_indices(n)``), as
+    code reaches it in the mode: a new float array it gives the user's code is a constant the
+    function may write traced values into, as np.zeros' is (``made_in``); a new integer or
+    boolean one stands in for itself, as ``np.argsort`` of a constant's does
+    (``without_derivative``), so that a record reading it keeps the values it read and the
+    function may go on writing into it (``i, j = np.triu_indices(n, 1)``, then ``i[:] = ...``);
+    anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
         y = self.original(*args, **kwargs)
         if not ACTIVE.running or STATE.rules:
             return y
-        return _new_floats(y, self.original, args, kwargs, sys._getframe(1))
+        return _new_arrays(y, self.original, args, kwargs, sys._getframe(1), {})
 
 
-def _new_floats(y, func, args, kwargs, caller):
+def _new_arrays(y, func, args, kwargs, caller, made):
+    """``_MadeFloats``' result ``y``; ``made``: what each new array of it became, by ``id``,
+    so that one array given twice stays one (``np.diag_indices(n)`` is ``(i, i)``)."""
     if type(y) in (tuple, list):
-        return type(y)(_new_floats(item, functools.partial(_item, func, i), args, kwargs, caller)
-                       for i, item in enumerate(y))
-    if type(y) is np.ndarray and y.dtype.kind in "fc" and y.base is None:
-        return made_in(y, func, args, kwargs, _caller(caller))
-    return y
+        return type(y)(_new_arrays(item, functools.partial(_item, func, i), args, kwargs,
+                                   caller, made) for i, item in enumerate(y))
+    if type(y) is not np.ndarray:
+        return y
+    if id(y) not in made:
+        if y.dtype.kind in "fc" and y.base is None:
+            made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
+        elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
+            made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
+        else:
+            made[id(y)] = y
+    return made[id(y)]
 
 
 _NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg")
@@ -2230,7 +2294,7 @@ def made_in(y, func, args, kwargs, caller):
         return y.view(Preexisting)
     if y.dtype.names is not None and len(ACTIVE.running) > 1:
         return y  # (records made before, a file's: NumPy's under nesting, their writes refused)
-    if _in_mode() and (y.dtype.kind in "fc" or _numeric_records(y.dtype)):
+    if _in_mode() and (y.dtype.kind in "fc" or _followed_records(y.dtype)):
         return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
@@ -2295,9 +2359,11 @@ def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
 
 
-_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip}
+_WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip,
+                  "searchsorted": np.searchsorted}
 """ndarray's methods whose arguments are arrays they compute with, by the NumPy function that
-computes the same (``a.dot(b)`` is ``np.dot(a, b)``)."""
+computes the same (``a.dot(b)`` is ``np.dot(a, b)``, ``knots.searchsorted(v)`` is
+``np.searchsorted(knots, v)``)."""
 
 
 def _making(name):
@@ -2388,7 +2454,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "nonzero"):  # (nonzero: ndarray's, never a subclass's)
+              "mean", "std", "var", "clip", "searchsorted",
+              "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
 
@@ -2903,6 +2970,12 @@ MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
+PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
+                       for name in ("load", "loads")}
+"""``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,
+NumPy's and the libraries' read them there, and keep Python's: ``_unpickling``) and where a
+user's module binds them (``from pickle import loads``)."""
+_BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.values()})
 
 
 _IMPORT = builtins.__import__
@@ -2955,7 +3028,9 @@ class _Mode:
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
-        self.sites = {}  # (id(namespace), name) -> (namespace, name, original, replacement)
+        self.sites = {  # (id(namespace), name) -> (namespace, name, original, replacement)
+            (id(vars(pickle)), name): (vars(pickle), name, own, new)
+            for name, (own, new) in PICKLE_REPLACEMENTS.items()}
         self.swaps = None  # the sites by namespace (_Swaps), made again when they change
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
@@ -3357,7 +3432,7 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or value.dtype.kind not in "fc" and not _numeric_records(value.dtype):
+            if routed_only or value.dtype.kind not in "fc" and not _followed_records(value.dtype):
                 return None
             stand_in = value.view(Preexisting)
             stand_in.original = value
@@ -3827,7 +3902,7 @@ def _fresh(y, alone, bases):
 def rebound_in_place(ufunc, inputs, kwargs):
     """``y op= x`` of a traced ``x`` into a local ``y`` of the user's code that is a new float
     array nothing else holds, made by a call the mode does not follow from plain values
-    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``pickle.loads(...)``): the
+    (``np.asarray(A.sum(axis=0)).ravel()`` of a SciPy matrix, ``np.ma.getdata(m)``): the
     statement rebinds the name to what the operator gives, so ``y`` is a constant (as np.zeros'
     is) the traced values are written into, the array it gives. None for any other call: a
     write into an array something else may read (another name, an object, a view: CPython's

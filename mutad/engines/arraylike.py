@@ -779,7 +779,8 @@ class ArrayMethods(Tracer):
             return self._decided(lambda v: repr(v.item()))
         if stands_for_scalar(self):
             return self._decided(repr)
-        return self._decided(lambda v: repr(np.asarray(v)))
+        # (an enclosing differentiation's value, under nested ones: its own repr, NumPy's)
+        return self._decided(lambda v: repr(v if isinstance(v, Tracer) else np.asarray(v)))
 
     def __bool__(self):
         return self._decided(bool)
@@ -1936,7 +1937,7 @@ def untraced_write(what):
         "or pass it as an argument. " + FRESH_FIX)
 
 
-FRESH_FIX = ("A new array a call made inside the function from plain values (pickle.loads, "
+FRESH_FIX = ("A new array a call made inside the function from plain values (np.ma.getdata, "
              "np.asarray of a SciPy matrix) takes traced values by an augmented assignment to "
              "the one name that holds it (y *= x), nothing else holding it (another name, a "
              "view, an object); otherwise write into a copy of it (y = np.array(y)).")

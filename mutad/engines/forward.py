@@ -332,7 +332,7 @@ def constant_result(y, level, primals, args=()):
     of a dual among ``args`` (``np.einsum('ii->i', D)``) the same view of the dual, into which
     f may write as into the argument; a new integer or boolean array as ``without_derivative``
     gives it; a view of a plain argument, a number as they are."""
-    if type(y) in (tuple, list):
+    if type(y) in (tuple, list) or isinstance(y, tuple) and hasattr(y, "_fields"):
         items = [constant_result(item, level, primals, args) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if type(y) is not np.ndarray:

@@ -675,6 +675,8 @@ def assign(target, value, element=False):
     its ComplexWarning): the cast NumPy's ufuncs refuse unless told. ``element``: ``target``
     is one element, a 0-d view of an array ``tracing.setitem`` checked (``check_destination``)
     and found apart from ``value`` (``overlaps``)."""
+    if type(target) is Traced and target.value.dtype.kind in "US":
+        return _write_text(target, value)
     value = as_assigned(value, target.dtype)
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
@@ -706,6 +708,17 @@ def assign(target, value, element=False):
 
 
 _UNSAFE = {"casting": "unsafe"}
+
+
+def _write_text(target, value):
+    """``target[...] = value`` into strings (a field of an array of records beside its floats,
+    ``rec["name"] = "H"``, or one moved by a sort of the records): no derivative flows through
+    text and no pullback reads it, so the write is NumPy's own, unrecorded (no ufunc copies
+    strings); a replay, which would not redo it, is refused (the call is traced)."""
+    if target.tape.recorder is not None:
+        target.tape.recorder.refuse("strings written into an array of records")
+    memory(target)[...] = memory(value) if wrapped(value) else value
+    return target
 
 
 def as_assigned(value, dtype):

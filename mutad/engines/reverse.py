@@ -589,7 +589,8 @@ def constant_result(y, tape, sources):
     count of constants, ``np.argsort(c)``, stands in for itself as ``np.argsort(x)``'s does:
     a record reading it keeps a copy, ``private``, and f may go on writing into it).
     ``sources`` are the operation's arguments."""
-    if type(y) in (tuple, list):
+    if type(y) in (tuple, list) or isinstance(y, tuple) and hasattr(y, "_fields"):
+        # (NumPy's named results too: np.linalg.qr's, eigh's, svd's, slogdet's)
         items = [constant_result(item, tape, sources) for item in y]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if isinstance(y, np.inexact):  # NumPy's scalar: immutable, as a fresh result's is

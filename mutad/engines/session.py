@@ -640,12 +640,22 @@ class ForwardDifferentiation(Differentiation):
 
     def _adopted(self, x, first):
         """``adopt``: a private copy with a zero tangent, as an argument's (of an array of
-        records, which is no argument, a copy of it as this level's constant)."""
-        if not wrapped(x) and id(owner(x)) not in self.copies:
-            self.apart.add(id(owner(x)))
-        if x.dtype.names is not None and not wrapped(x):
-            return self.lift(np.copy(x))
-        return self._leaf(x, None)
+        records, which is no argument, a copy of all of them as this level's constant, whose
+        view ``x`` is: the records, some of them, or a field's)."""
+        base = owner(x)
+        if not wrapped(x) and id(base) not in self.copies:
+            self.apart.add(id(base))
+        if wrapped(x) or base.dtype.names is None:
+            return self._leaf(x, None)
+        if id(base) not in self.copies:
+            copy = np.copy(base, order="K")
+            if copy.strides != base.strides:
+                raise UnsupportedOperationError(
+                    "jvp: an array of records made before the call views memory laid out "
+                    "with gaps; copy it in the function (r = R.copy()).")
+            self.copies[id(base)] = (base, self.lift(copy))
+        whole = self.copies[id(base)][1]
+        return whole.restrided(x.shape, x.dtype, address(x) - address(base), x.strides)
 
     @property
     def shut(self):

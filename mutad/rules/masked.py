@@ -15,7 +15,8 @@ what NumPy computed: the arithmetic operators (``_MaskedBinaryOperation``: the f
 data where either is masked; division as ``_DomainedBinaryOperation``, masking divisions by
 zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs called on a
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
-``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, and the
+``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, ``np.ma.median``
+of all the elements (NumPy's median of the unmasked ones, alike to the bit), and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
 writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
@@ -34,7 +35,7 @@ from ..core.allocation import by_user_code, holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
-from ..core.views import memory, stands_for_scalar, wrapped
+from ..core.views import memory, owner, stands_for_scalar, wrapped
 
 NOMASK = np.ma.nomask
 FIX = ("Compute with m.filled(value) (the data, masked elements replaced) or m.compressed() "
@@ -48,8 +49,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
-            "ufuncs, sum, mean, var, std, max, min, count, average, ravel, reshape, argsort, "
-            "copy, filled and compressed. ")
+            "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
+            "ravel, reshape, argsort, copy, filled and compressed. ")
 
 
 def _refuse(what):
@@ -751,6 +752,18 @@ def _as_masked(a):
     return a if type(a) is Masked else _new(np.ma.MaskedArray, a)
 
 
+def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """``np.ma.median`` over all of the elements: NumPy's median of the unmasked ones
+    (``np.median(m.compressed())``, whose middle two it averages as np.ma's does); along an
+    axis, or of no unmasked element (np.ma's masked constant), refused."""
+    if axis is not None or out is not None or keepdims:
+        _refuse("np.ma.median along an axis (or into out=)")
+    data = _as_masked(a).compressed()
+    if data.size == 0:
+        _refuse("np.ma.median with every element masked")
+    return np.median(data)
+
+
 def _method_of(name):
     """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
     def function(a, *args, **kwargs):
@@ -774,10 +787,29 @@ class _StandIn:
         values = [*args, *kwargs.values()]
         if holds_derivative(values) or any(type(v) is Masked for v in values):
             return self.composite(*args, **kwargs)
-        return self.original(*args, **kwargs)
+        return self.given(self.original(*args, **kwargs), args, kwargs, values)
+
+    def given(self, y, args, kwargs, values):
+        """What the user's code receives of NumPy's result ``y`` of plain ``values``."""
+        return y
 
     def __getattr__(self, name):
         return getattr(self.original, name)
+
+
+class _Reader(_StandIn):
+    """np.ma's functions that give the data of a masked array (``np.ma.filled``,
+    ``np.ma.getdata``) as code calls them while a differentiation runs: of plain values, their
+    new float array (the data filled) as the mode gives the user's code a routed function's
+    (``by_user_code``): a constant the function may write traced values into, as np.zeros'
+    is. The masked array's own data stays NumPy's (a traced write into it is refused: the
+    plain masked array would read it without its derivative)."""
+
+    def given(self, y, args, kwargs, values):
+        if type(y) is not np.ndarray or y.dtype.kind not in "fc" or any(
+                isinstance(v, np.ndarray) and owner(v) is owner(y) for v in values):
+            return y
+        return by_user_code(y, self.original, args, kwargs, sys._getframe(2))
 
 
 class _Factory(_StandIn):
@@ -823,14 +855,15 @@ for _original, _composite in [
         (np.ma.masked_equal, _comparing(np.equal)),
         (np.ma.masked_not_equal, _comparing(np.not_equal)),
         (np.ma.masked_outside, _masked_outside), (np.ma.masked_inside, _masked_inside),
-        (np.ma.filled, _filled), (np.ma.getdata, lambda a, subok=True: _data(a)),
         (np.ma.getmask, _mask), (np.ma.getmaskarray, _mask_array),
         (np.ma.compressed, lambda x: _as_masked(x).compressed()),
         (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
         (np.ma.mean, _method_of("mean")), (np.ma.var, _method_of("var")),
         (np.ma.std, _method_of("std")), (np.ma.max, _method_of("max")),
-        (np.ma.min, _method_of("min")), (np.ma.power, _power)]:
+        (np.ma.min, _method_of("min")), (np.ma.power, _power), (np.ma.median, _median)]:
     _StandIn(_original, _composite)
+_Reader(np.ma.filled, _filled)
+_Reader(np.ma.getdata, lambda a, subok=True: _data(a))
 for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
     if type(_original) is _ma._MaskedUnaryOperation and isinstance(_original.f, np.ufunc) \
             and "d->d" in _original.f.types:
