@@ -1228,3 +1228,35 @@ def test_an_element_write_of_all_of_its_buffer_is_left_to_the_general_write():
         d.call(write, d.wrap([np.array(2.0)]))
     assert written == [True]
 
+
+@pytest.mark.parametrize("name", ["seidel", "cholesky", "lu"])
+def test_folded_records_hand_their_cotangents_on_without_giving_stand_ins_shadows(
+        name, monkeypatch):
+    """A value written through the stand-in (``elementwise.fold_written``) and the elements an
+    operation read (``elementwise.ElementsRead``) pass their cotangents on as they are
+    (``ElementWrite.reverse``, ``_small_cotangents``' ``handed``): in these float64 loops no
+    stand-in is given a shadow by ``Shadows.add``, which would make it the same array (the
+    bits are the unfolded records':
+    ``test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode``)."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(5))
+    added = []
+    add = Shadows.add
+
+    def counted(self, place, g, owned=False):
+        added.append(place.buffer)
+        return add(self, place, g, owned)
+
+    monkeypatch.setattr(Shadows, "add", counted)
+    folded = []
+    pullback = elementwise.ElementsRead.pullback
+
+    def counted_pullback(record, shadows, dy):
+        folded.append(record)
+        return pullback(record, shadows, dy)
+
+    monkeypatch.setattr(elementwise.ElementsRead, "pullback", staticmethod(counted_pullback))
+    _gradient(f, args)
+    stand_ins = {id(b) for b in elementwise._STAND_INS.values()}
+    assert folded and added
+    assert not [b for b in added if id(b) in stand_ins]
