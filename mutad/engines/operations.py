@@ -750,7 +750,8 @@ def write_into_element(x, key, value, plain, pattern=1):
     which asked its questions)."""
     plan = _ELEMENT_PLANS.get(pattern) or _element_plan(pattern)
     tape, buffer, array = x.tape, x.buffer, x.value
-    region = array[(*key, Ellipsis)]  # (the element's 0-d view; IndexError past the ends)
+    index = (*key, Ellipsis)
+    region = array[index]  # (the element's 0-d view; IndexError past the ends)
     # (``place_of`` the view, found from the key rather than its address: all of ``x`` is
     # the buffer, laid out as it, ``buffer.offset`` bytes past its lowest)
     offset = buffer.offset
