@@ -256,6 +256,9 @@ def _stand_in(dtype, role):
 
 
 _WRITTEN = {}
+_WRITTEN_IDS = set()
+"""The ids of the tuples ``_WRITTEN`` holds for good: whether a write's inputs are one of them
+is a question of one lookup (``ElementWrite.reverse``, which the replay runs too)."""
 
 
 def _written_inputs(dtype):
@@ -264,6 +267,7 @@ def _written_inputs(dtype):
     inputs = _WRITTEN.get(dtype)
     if inputs is None:
         inputs = _WRITTEN[dtype] = (_stand_in(dtype, "written"),)
+        _WRITTEN_IDS.add(id(inputs))
     return inputs
 
 
@@ -735,10 +739,11 @@ class ElementWrite:
         dy = shadows.take(self.written)
         self()
         if dy is not None and self.state is not None:
-            written = self.inputs[0]
-            if self.inputs is _WRITTEN.get(written.dtype) and type(dy) is NDARRAY \
-                    and dy.dtype is written.dtype and not dy.ndim and dy.flags.writeable \
-                    and shadows.spare is None and written.key not in shadows.entries:
+            if id(self.inputs) in _WRITTEN_IDS and type(dy) is NDARRAY \
+                    and dy.dtype is self.inputs[0].dtype and not dy.ndim \
+                    and dy.flags.writeable and shadows.spare is None \
+                    and self.inputs[0].key not in shadows.entries:
+                written = self.inputs[0]
                 # (``write_pullback``'s answer where the value written passes its cotangent
                 # through the stand-in (``fold_written``), which has no shadow yet: ``dy``
                 # itself becomes its shadow, as ``Shadows.add`` makes an array it owns)
