@@ -77,6 +77,11 @@ def _stencil(A, s, k):
     A[i, j] = (A[i - 1, j] + A[i, j] + A[i + 1, j]) / 3.0
 
 
+def _update(A, s, k):
+    i, j = 1 + k % 30, 1 + k % 29
+    A[i, j] -= A[i, 7] * A[7, j]
+
+
 STATEMENTS = {
     "x[i, j]": _read,
     "x[i, j] = s": _write,
@@ -87,6 +92,7 @@ STATEMENTS = {
     "x[i, j] *= 1.0001": _multiply,
     "x[i, j] /= 1.0001": _divide,
     "x[i, j] = (x[i-1, j] + x[i, j] + x[i+1, j]) / 3.0": _stencil,
+    "x[i, j] -= x[i, k] * x[k, j]": _update,
 }
 """Each statement as a function of the array, the scalar and the loop's counter."""
 

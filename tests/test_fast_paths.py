@@ -11,8 +11,9 @@ import pytest
 
 import mutad
 from mutad.core.shadows import Buffer, Place, Shadows
+from mutad.core.tape import Write
 from mutad.core.trees import flatten
-from mutad.engines import elementwise, inplace, operations, reverse, tracing
+from mutad.engines import elementwise, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
@@ -191,6 +192,20 @@ def _overwritten_elements(a, b):
     return before + after
 
 
+def _negative_indices(m, v):
+    """Elements written and updated by negative indices, and by indices past the middle, into
+    an argument, a Fortran-ordered temporary and a float32 one: each element's place found from
+    its key (``operations.write_into_element``) is its view's."""
+    fortran = np.zeros((3, 4), order="F") + v[0]
+    low = m.astype(np.float32)
+    for x in (m, fortran, low):
+        for i in range(-3, 3):
+            x[i, -1 - i] -= x[i, 1] * v[i]
+            x[-1, i] = v[i + 1]
+            x[i, i - 1] = 0.5
+    return np.sum(m * m) + np.sum(fortran * fortran) + np.sum(low.astype(float) * v[1])
+
+
 def _elements_read(a, b):
     """Elements read and used at once, as scalar loops do, of each kind the folding of reads
     into the operation that uses them (``elementwise.fold_reads``) tells apart: one element
@@ -345,6 +360,8 @@ PROGRAMS = {
                                                         rng.standard_normal(4))),
     "statements": (_scalar_statements, lambda rng: (rng.standard_normal((5, 5)),
                                                     rng.standard_normal(5))),
+    "negative": (_negative_indices, lambda rng: (rng.standard_normal((3, 4)),
+                                                 rng.standard_normal(4))),
 }
 
 
@@ -1189,23 +1206,57 @@ def test_the_runs_of_elementwise_records_reverse_as_each_record_does(program, mo
 
 
 def test_an_element_write_of_all_of_its_buffer_is_left_to_the_general_write():
-    """The element's own write skips ``Tape.copied``, which ends the drift of a buffer written
-    whole: its targets are views (``view_of``), never all of their buffer. A whole target is
-    refused (nothing written, nothing recorded), for ``record_write`` to record."""
-    refused = []
+    """The element's own write (``inplace.record_element_write``) skips ``Tape.copied``, which
+    ends the drift of a buffer written whole: its targets are views, never all of their
+    buffer. A whole target is left by ``operations.write_element`` to ``record_write``, which
+    records a ``tape.Write`` and ends the drift."""
+    written = []
 
     def write(x):
         tape = x.tape
         value = x * 3.0
         count = len(tape.records)
         tape.drift[x.buffer.key] = 3.0
-        plan = operations._element_plan(1)
-        refused.append(x.whole and inplace.record_element_write(
-            plan.primitive, plan.ufunc, x, (value,), [value.value], plan.partials, tape) is None
-            and x.value.tobytes() == np.array(2.0).tobytes()
-            and len(tape.records) == count and tape.drift[x.buffer.key] == 3.0)
+        operations.write_element(x, value, value.value)
+        written.append(x.whole and x.value.tobytes() == np.array(6.0).tobytes()
+                       and len(tape.records) == count + 1
+                       and type(tape.records[-1]) is Write
+                       and x.buffer.key not in tape.drift)
         return value
 
     with ReverseDifferentiation("restore") as d:
         d.call(write, d.wrap([np.array(2.0)]))
-    assert refused == [True]
+    assert written == [True]
+
+
+@pytest.mark.parametrize("name", ["seidel", "cholesky", "lu"])
+def test_folded_records_hand_their_cotangents_on_without_giving_stand_ins_shadows(
+        name, monkeypatch):
+    """A value written through the stand-in (``elementwise.fold_written``) and the elements an
+    operation read (``elementwise.ElementsRead``) pass their cotangents on as they are
+    (``ElementWrite.reverse``, ``_small_cotangents``' ``handed``): in these float64 loops no
+    stand-in is given a shadow by ``Shadows.add``, which would make it the same array (the
+    bits are the unfolded records':
+    ``test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode``)."""
+    f, make = PROGRAMS[name]
+    args = make(np.random.default_rng(5))
+    added = []
+    add = Shadows.add
+
+    def counted(self, place, g, owned=False):
+        added.append(place.buffer)
+        return add(self, place, g, owned)
+
+    monkeypatch.setattr(Shadows, "add", counted)
+    folded = []
+    pullback = elementwise.ElementsRead.pullback
+
+    def counted_pullback(record, shadows, dy):
+        folded.append(record)
+        return pullback(record, shadows, dy)
+
+    monkeypatch.setattr(elementwise.ElementsRead, "pullback", staticmethod(counted_pullback))
+    _gradient(f, args)
+    stand_ins = {id(b) for b in elementwise._STAND_INS.values()}
+    assert folded and added
+    assert not [b for b in added if id(b) in stand_ins]

@@ -163,16 +163,17 @@ def reverse_elementwise(records, shadows, watch):
             output.ref = output.ref.was
 
 
-def _elementwise_back(shadows, state, dy, places, kept):
+def _elementwise_back(shadows, state, dy, places, kept, handed):
     """``Elementwise.pullback`` once its cotangent ``dy`` is taken, into ``places`` (an
-    ``ElementsRead`` record's stand-ins)."""
+    ``ElementsRead`` record's stand-ins), the cotangents of stand-ins that would be their
+    shadows as they are put in ``handed`` instead (``_small_cotangents``)."""
     rule, traced = state
     y = None
     if "y" in rule.uses:
         y, kept = kept[-1], kept[:-1]
     if type(dy) is np.ndarray and dy.nbytes < SHORT and dy.flags.writeable:
         # (``elementwise_cotangents``' first question, asked here: the common case)
-        _small_cotangents(shadows, rule, dy, y, places, kept, traced)
+        _small_cotangents(shadows, rule, dy, y, places, kept, traced, handed)
     else:
         elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
 
@@ -233,9 +234,11 @@ class ElementsRead(OneOutput):
         places = list(inputs)
         for n, i in enumerate(positions):
             places[i] = _stand_in(inputs[i][0].dtype, n)
-        _elementwise_back(shadows, state, dy, places, record.kept)
+        handed = dict.fromkeys(positions)
+        _elementwise_back(shadows, state, dy, places, record.kept, handed)
         for i in reversed(positions):
-            _gathered_back(shadows, shadows.pop(places[i]), inputs[i], False)
+            g = handed.pop(i, None)
+            _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
 
 
 _STAND_INS = {}
@@ -253,6 +256,9 @@ def _stand_in(dtype, role):
 
 
 _WRITTEN = {}
+_WRITTEN_IDS = set()
+"""The ids of the tuples ``_WRITTEN`` holds for good: whether a write's inputs are one of them
+is a question of one lookup (``ElementWrite.reverse``, which the replay runs too)."""
 
 
 def _written_inputs(dtype):
@@ -261,6 +267,7 @@ def _written_inputs(dtype):
     inputs = _WRITTEN.get(dtype)
     if inputs is None:
         inputs = _WRITTEN[dtype] = (_stand_in(dtype, "written"),)
+        _WRITTEN_IDS.add(id(inputs))
     return inputs
 
 
@@ -386,11 +393,16 @@ def _small_product(dy, partial, y, values, out, suggested):
     return _times_partial_of(dy, p, out, suggested)
 
 
-def _small_cotangents(shadows, rule, dy, y, places, values, traced):
+def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
     """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
     a product each (the last one into ``dy``'s memory), no sharing. Each is added as soon as
     it is made: none is ``dy`` but the last, and adding one writes nothing a later product
-    reads (the primal values, ``dy``, which is no shadow: popped, and writable)."""
+    reads (the primal values, ``dy``, which is no shadow: popped, and writable).
+
+    ``handed``: the positions of ``ElementsRead``'s stand-ins (its keys), which have no
+    shadow yet; each takes the cotangent that ``Shadows.add`` would make the stand-in's shadow
+    as it is (a writable 0-d array of its dtype), for the caller to take instead of popping
+    that shadow: the same array, without the entry made and popped."""
     last = traced[-1]
     for i in traced:
         partial = rule.partials[i]
@@ -415,8 +427,13 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced):
         else:
             g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
         place = places[i]
-        shadows.add(place, g if g.shape == place.shape else unbroadcast(g, place.shape),
-                    owned=True)
+        if g.shape != place.shape:
+            g = unbroadcast(g, place.shape)
+        if handed is not None and i in handed and type(g) is NDARRAY \
+                and g.dtype is place.dtype and g.shape == () and g.flags.writeable:
+            handed[i] = g
+            continue
+        shadows.add(place, g, owned=True)
 
 
 def _lean_cotangents(shadows, entries, rule, dy, y, places, values, traced):
@@ -722,6 +739,16 @@ class ElementWrite:
         dy = shadows.take(self.written)
         self()
         if dy is not None and self.state is not None:
+            if id(self.inputs) in _WRITTEN_IDS and type(dy) is NDARRAY \
+                    and dy.dtype is self.inputs[0].dtype and not dy.ndim \
+                    and dy.flags.writeable and shadows.spare is None \
+                    and self.inputs[0].key not in shadows.entries:
+                written = self.inputs[0]
+                # (``write_pullback``'s answer where the value written passes its cotangent
+                # through the stand-in (``fold_written``), which has no shadow yet: ``dy``
+                # itself becomes its shadow, as ``Shadows.add`` makes an array it owns)
+                shadows.entries[written.key] = [written, dy, None, None]
+                return
             write_pullback(self, shadows, dy)
 
     @staticmethod

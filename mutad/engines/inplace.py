@@ -351,25 +351,26 @@ def record_saved_write(primitive, ufunc, tape, destination, inputs, values, kept
     return record
 
 
-def record_element_write(primitive, ufunc, target, inputs, values, state, tape):
-    """:func:`record_write` of the assignment ``ufunc(*values, out=target)``
+def record_element_write(primitive, ufunc, tape, buffer, region, place, inputs, values, state,
+                         skip=SKIPPED + 1):
+    """:func:`record_write` of the assignment ``ufunc(*values, out=region)``
     (``np.positive``), with no inverse on offer and a pullback that keeps none of its
-    ``inputs``, into ``target``, one element (a 0-d view) of a traced NumPy array: a scalar
-    loop's ``x[i, j] = v`` (``operations.assign``), recorded as the
+    ``inputs``, into ``region``, one element (a 0-d view, at ``place``) of a NumPy array whose
+    memory is ``buffer``, traced by ``tape``: a scalar loop's ``x[i, j] = v``
+    (``operations.assign``, ``tracing.setitem``), recorded as the
     :class:`elementwise.ElementWrite` the replay makes of it too. Its steps in their order,
     less those that ask what such a write cannot have: it is checkpointed, as ``decide_undo``
     decides for any write without an inverse (so no other place is pinned:
     ``Recomputation.overwriting``), of a view, not all of its buffer (so ``Tape.copied`` has no
     drift to end), and it keeps no operand. Returns the record; None, with nothing done, where
-    a memory budget would rebuild it, anomaly detection watches it or the element is all of
-    its buffer or not a NumPy array's: ``record_write`` then records it."""
+    a memory budget would rebuild it or anomaly detection watches it: ``record_write`` then
+    records it. Its callers ask what else it needs: the element is not all of its buffer, and
+    ``region`` is a NumPy array. ``skip``: the frames ``debug.caller`` skips (by default, as
+    called by the engine's writes, called by the engine)."""
     recomputation = tape.recomputation
-    region = target.value
-    if tape.anomaly is not None or type(region) is not np.ndarray or target.whole or (
-            recomputation is not None and recomputation.budget is not None):
+    if tape.anomaly is not None or (recomputation is not None
+                                    and recomputation.budget is not None):
         return None
-    buffer = target.buffer
-    place = place_of(target)
     # (``exact_as_scalar`` of a real dtype: NumPy's scalar of an element up to 8 bytes is exact;
     # a copy is exact for every dtype)
     saved = region[()] if region.itemsize <= 8 and region.dtype.kind == "f" else region.copy()
@@ -385,7 +386,7 @@ def record_element_write(primitive, ufunc, target, inputs, values, state, tape):
     record = ElementWrite(primitive, inputs, state, place,
                           place if buffer.ref is not None and buffer.c_contiguous else region,
                           saved)  # (``_follows``)
-    tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
+    tape.record(record, skip)
     return record
 
 

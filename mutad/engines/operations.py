@@ -45,7 +45,7 @@ from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, Elementwis
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
 from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
                       constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
-                      place_of, plain, private, recipe, view_of)
+                      place_at, place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
@@ -747,11 +747,34 @@ def write_element(target, value, plain, pattern=1):
     by the plan itself."""
     plan = _ELEMENT_PLANS.get(pattern) or _element_plan(pattern)
     tape = target.tape
+    region = target.value
     # (ASSIGNMENT keeps no operand and offers no inverse: write_kept's kept is [None] and its
     # state the plan's partials, as record_element_write takes them)
-    if record_element_write(plan.primitive, plan.ufunc, target, (value,), [plain],
-                            plan.partials, tape) is None:
+    if target.whole or type(region) is not NDARRAY or record_element_write(
+            plan.primitive, plan.ufunc, tape, target.buffer, region, place_of(target),
+            (value,), [plain], plan.partials) is None:
         plan.run(tape, _destination(target), (value,), [plain], None)
+
+
+def write_into_element(x, key, value, plain, pattern=1):
+    """:func:`write_element` into ``x[key]``, one element of ``x``, a traced NumPy array that
+    is all of its buffer (``key``: a tuple of integers, one per axis), without the traced
+    view of that element: a scalar loop's ``x[i, j] = v`` (``tracing._element_written``,
+    which asked its questions)."""
+    plan = _ELEMENT_PLANS.get(pattern) or _element_plan(pattern)
+    tape, buffer, array = x.tape, x.buffer, x.value
+    index = (*key, Ellipsis)
+    region = array[index]  # (the element's 0-d view; IndexError past the ends)
+    # (``place_of`` the view, found from the key rather than its address: all of ``x`` is
+    # the buffer, laid out as it, ``buffer.offset`` bytes past its lowest)
+    offset = buffer.offset
+    for k, n, stride in zip(key, array.shape, array.strides):
+        offset += (k + n if k < 0 else k) * stride
+    # (``debug.caller`` skips this frame, its caller's and ``Traced.__setitem__``'s too)
+    if record_element_write(plan.primitive, plan.ufunc, tape, buffer, region,
+                            place_at(buffer, offset, (), (), region.dtype, tape), (value,),
+                            [plain], plan.partials, SKIPPED + 2) is None:
+        write_element(view_of(x, region, tape), value, plain, pattern)
 
 
 def write_number(target, value):

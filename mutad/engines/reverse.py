@@ -661,15 +661,21 @@ def place_of(x):
     if x.whole:
         return x.buffer  # a buffer is the place of all of itself
     value, buffer = x.value, x.buffer
-    offset = address(value) - buffer.low
+    return place_at(buffer, address(value) - buffer.low, value.shape, value.strides,
+                    value.dtype, x.tape)
+
+
+def place_at(buffer, offset, shape, strides, dtype, tape):
+    """The place of the view of part of ``buffer``'s memory ``offset`` bytes past its lowest
+    byte, laid out by ``shape``, ``strides`` and ``dtype``, traced by ``tape``."""
     if type(buffer.ref) is not Held:
-        return Place(buffer, False, offset, value.shape, value.strides, value.dtype)
+        return Place(buffer, False, offset, shape, strides, dtype)
     # The views of an argument repeat on every step of a loop: one place for each
-    place = (buffer, offset, value.shape, value.strides, value.dtype)
-    places = x.tape.places
+    place = (buffer, offset, shape, strides, dtype)
+    places = tape.places
     named = places.get(place)
     if named is None:
-        named = places[place] = Place(buffer, False, *place[1:])
+        named = places[place] = Place(buffer, False, offset, shape, strides, dtype)
     return named
 
 

@@ -59,7 +59,7 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import Tracer
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
-                         door, fast_ufunc, write_element, write_number)
+                         door, fast_ufunc, write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -496,11 +496,13 @@ def _element_written(x, key, value):
         return False
     if not _one_element(key, target.ndim):
         return False
-    index = (*key, Ellipsis) if type(key) is tuple else (key, Ellipsis)
+    if type(key) is not tuple:
+        key = (key,)
     if type(value) is not Traced:  # a Python number
         if x.buffer.constant:
             return False
-        write_number(view_of(x, target[index], tape), value)
+        value = as_assigned(value, target.dtype)
+        write_into_element(x, key, value, value, 0)
         return True
     source, buffer = value.value, value.buffer
     if value.tape is not tape or type(source) is not NDARRAY or source.ndim \
@@ -508,7 +510,7 @@ def _element_written(x, key, value):
             or source.dtype != target.dtype or source.flags.num & WRITEABLE:
         return False
     x.buffer.constant = False  # a constant written with a traced value is traced
-    write_element(view_of(x, target[index], tape), value, source)
+    write_into_element(x, key, value, source)
     return True
 
 
