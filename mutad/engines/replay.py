@@ -3685,7 +3685,7 @@ def structure(tree):
         return None if None in items else (kind, items)
     if kind is dict:
         items = tuple(structure(x) for x in tree.values())
-        return None if None in items else (dict, tuple(tree), items)
+        return None if None in items else (dict, tuple(map(_exactly, tree)), items)
     if kind is np.ndarray or isinstance(tree, (float, int, str, bytes, type(None), np.generic)):
         return "leaf"
     names = attributes(tree)
@@ -3693,6 +3693,20 @@ def structure(tree):
         items = tuple(structure(getattr(tree, name)) for name in names)
         return None if None in items else (kind, tuple(names), items)
     return None
+
+
+def _exactly(key):
+    """A dict's ``key`` as a signature tells keys apart: by type, and a float's by its bits.
+    To a dict, 1, 1.0 and True are one key, and 0.0 and -0.0 too; not to f, which may index
+    with the key (``x[True]`` is all of ``x``), write it (``str(1.0)``) or take its sign."""
+    kind = type(key)
+    if kind is tuple:
+        return kind, tuple(map(_exactly, key))
+    if kind is frozenset:
+        return kind, frozenset(map(_exactly, key))
+    if kind is float or kind is complex or isinstance(key, np.generic):
+        return kind, np.array(key).tobytes()
+    return kind, key
 
 
 def other_container(tree):

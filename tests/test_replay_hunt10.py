@@ -1,0 +1,67 @@
+"""Replays that answered otherwise than tracing and NumPy on fresh programs: each program's
+replaying function is called on inputs that change one decision the recording made, each call
+compared with a traced one, bit for bit, with NumPy's value, and the caller's data."""
+
+import copy
+import math
+
+import numpy as np
+import pytest
+
+import mutad
+
+from test_replay import same
+
+
+def replayed_like_numpy(f, makers, argnums=0):
+    """Call ``value_and_grad(f, replay=True)`` on the arguments each of ``makers`` makes, and
+    check each call against a traced one and NumPy's value on arguments made afresh, and that
+    the caller's arguments (arrays in containers too) are as they were."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    for make in makers:
+        args = make()
+        before = copy.deepcopy(args)
+        got = replaying(*args)
+        assert same(args, before)
+        expected = mutad.value_and_grad(f, argnums=argnums)(*make())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(*make()))
+    return replaying
+
+
+# ----------------------------------------------------------------------------------------------
+# A dict among the arguments picks a program by its keys as f tells them apart: a dict takes
+# 1, 1.0 and True for one key, and 0.0 and -0.0 too
+
+
+def _indexed_by_keys(x, weights):
+    total = 0.0
+    for k, w in weights.items():
+        total = total + (x[k] * w).sum()  # x[True] is all of x, x[1] one element
+    return total
+
+
+def _signed_by_key(x, weights):
+    (k, w), = weights.items()
+    return (x * math.copysign(w, k)).sum()
+
+
+def _named_by_key(x, weights):
+    (k, w), = weights.items()
+    return (x * w).sum() * len(str(k))  # "1", "1.0", "True"
+
+
+@pytest.mark.parametrize("f, keys", [
+    (_indexed_by_keys, [1, True, 1, True]),
+    (_indexed_by_keys, [(1, 0), (True, False), (1, 0)]),
+    (_signed_by_key, [0.0, -0.0, 0.0, -0.0]),
+    (_signed_by_key, [np.float64(0.0), np.float64(-0.0), np.float64(0.0)]),
+    (_named_by_key, [1, 1.0, True, np.int64(1), 1, 1.0])])
+def test_dict_keys_equal_to_a_dict_but_not_to_f_pick_programs_apart(f, keys):
+    if type(keys[0]) is tuple:
+        def at(key):
+            return lambda: (np.arange(6.0).reshape(2, 3), {key: 2.0})
+    else:
+        def at(key):
+            return lambda: (np.array([1.0, 2.0, 3.0]), {key: 2.0})
+    replayed_like_numpy(f, [at(k) for k in keys])
