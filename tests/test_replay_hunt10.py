@@ -3,7 +3,9 @@ replaying function is called on inputs that change one decision the recording ma
 compared with a traced one, bit for bit, with NumPy's value, and the caller's data."""
 
 import copy
+import decimal
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -65,3 +67,22 @@ def test_dict_keys_equal_to_a_dict_but_not_to_f_pick_programs_apart(f, keys):
         def at(key):
             return lambda: (np.array([1.0, 2.0, 3.0]), {key: 2.0})
     replayed_like_numpy(f, [at(k) for k in keys])
+
+
+# ----------------------------------------------------------------------------------------------
+# Code that takes plain values alone, given an element of an array outside argnums: tracing
+# holds that array as NumPy's, a recording follows it as an input of the program
+
+
+@pytest.mark.parametrize("plain", [
+    lambda v: struct.unpack("<d", struct.pack("<d", v))[0],
+    lambda v: float(decimal.Decimal(float(v)))])
+def test_plain_code_given_an_element_outside_argnums_is_traced_as_tracing_does(plain):
+    def scaled(x, c):
+        return (x * plain(c[0])).sum()
+
+    def at(value):
+        return lambda: (np.ones(2), np.array([value, 3.0]))
+
+    replaying = replayed_like_numpy(scaled, [at(2.0), at(-0.5), at(2.0)])
+    assert "where tracing did not" in next(iter(replaying.reasons.values()))

@@ -4971,11 +4971,12 @@ class Replayed:
             # differentiated. Traced as usual, they are constants. And it holds what NumPy
             # computes from traced values (an index) as a traced constant, which code that
             # takes NumPy's scalars alone may refuse (np.random.default_rng(np.argmax(x))):
-            # tracing holds NumPy's. Traced again, as usual, the call raises or not as f does
-            # (f, which raised, runs twice).
+            # tracing holds NumPy's; so may code that takes plain values alone of an element
+            # of an array outside argnums (struct.pack("d", c[0]), decimal.Decimal(c[0])).
+            # Traced again, as usual, the call raises or not as f does (f, which raised, runs
+            # twice).
             recorder = None if recording is None else recording.recorder
-            if recorder is None or not (recorder.derived or recorder.outside_argnums
-                                        and isinstance(error, MutadError)) or (
+            if recorder is None or not (recorder.derived or recorder.outside_argnums) or (
                     STRICT and isinstance(error, (NameError, AttributeError))):
                 raise
             first = str(error).split(". ")[0]
@@ -4983,9 +4984,9 @@ class Replayed:
                        f"an input of the program ({first})"
                        if isinstance(error, MutadError) and recorder.outside_argnums else
                        f"the recording raised {type(error).__name__} ({first}) where tracing "
-                       "did not: it holds what NumPy computes from traced values (an index) as "
-                       "a traced constant, which code that takes NumPy's values alone may "
-                       "refuse")
+                       "did not: it holds what NumPy computes from traced values (an index), "
+                       "and the arrays outside argnums, as traced values, which code that takes "
+                       "NumPy's values alone may refuse")
         finally:
             if recording is not None:
                 recording.seal()
