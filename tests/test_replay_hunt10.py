@@ -86,3 +86,29 @@ def test_plain_code_given_an_element_outside_argnums_is_traced_as_tracing_does(p
 
     replaying = replayed_like_numpy(scaled, [at(2.0), at(-0.5), at(2.0)])
     assert "where tracing did not" in next(iter(replaying.reasons.values()))
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's boolean scalar squared is its scalar math's int64; a boolean array squared is
+# np.square's int8. A recording holds the comparison x[0] > 0 as a 0-d array standing for
+# NumPy's scalar, and took np.square's int8: 127 + 1 wrapped around to -128
+
+
+def _squared(b):
+    return b ** 2
+
+
+def _squared_in_place(b):
+    b **= 2
+    return b
+
+
+@pytest.mark.parametrize("square", [_squared, _squared_in_place])
+def test_numpys_boolean_scalar_squared_is_an_int64(square):
+    def counted(x):
+        return (x * (square(x[0] > 0) + 127)).sum()
+
+    def at(value):
+        return lambda: (np.array([value, 2.0]),)
+
+    replayed_like_numpy(counted, [at(1.0), at(1.0), at(-1.0), at(1.0)])
