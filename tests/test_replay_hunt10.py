@@ -112,3 +112,36 @@ def test_numpys_boolean_scalar_squared_is_an_int64(square):
         return lambda: (np.array([value, 2.0]),)
 
     replayed_like_numpy(counted, [at(1.0), at(1.0), at(-1.0), at(1.0)])
+
+
+# ----------------------------------------------------------------------------------------------
+# A draw from NumPy's global generator that f puts back (seeds it again, or sets the state it
+# read): the recording left the state as it found it, so the program was kept, and replayed
+# the recorded numbers under another state the caller set
+
+
+def _reseeding(x):
+    noise = np.random.standard_normal(x.shape)
+    np.random.seed(0)
+    return (x * noise).sum()
+
+
+def _restoring(x):
+    state = np.random.get_state()
+    noise = np.random.uniform(size=x.shape)
+    np.random.set_state(state)
+    return (x * noise).sum()
+
+
+@pytest.mark.parametrize("f", [_reseeding, _restoring])
+def test_a_draw_from_the_global_generator_put_back_is_the_callers_state(f):
+    state = np.random.get_state()
+    try:
+        replaying = mutad.value_and_grad(f, replay=True)
+        for seed in (0, 0, 1, 2, 0):
+            np.random.seed(seed)
+            got = replaying(np.arange(3.0))
+            np.random.seed(seed)
+            assert same(got, mutad.value_and_grad(f)(np.arange(3.0)))
+    finally:
+        np.random.set_state(state)

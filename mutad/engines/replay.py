@@ -4760,11 +4760,14 @@ def _settings(objects):
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
-    # the state of a generator f reaches, which it may read without drawing (a program that
-    # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng)
+    # the state of a generator f reaches, itself or by a method of it (np.random.normal is
+    # one of NumPy's global generator), which it may read without drawing (a program that
+    # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng); or
+    # draw from and then put back (np.random.seed(0) after a draw, set_state): the numbers
+    # drawn are the state's at the call
     generators = {id(x): x for x in objects if isinstance(x, _GENERATORS)}
     generators.update((id(x.__self__), x.__self__) for x in objects if type(x) in (
-        types.BuiltinMethodType, types.MethodType) and x in _STATE_READERS)
+        types.BuiltinMethodType, types.MethodType) and isinstance(x.__self__, _GENERATORS))
     if generators:
         read = functools.partial(_random_states, generators.values(), False)
         found.append((read, read()))
@@ -4773,11 +4776,6 @@ def _settings(objects):
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
                random.Random)
-
-_STATE_READERS = (np.random.get_state, random.getstate)
-"""The functions that read the state of NumPy's global generator and of the random module's
-(methods of those generators)."""
-
 
 REACHED = "what f reaches"
 """The key of ``Replayed.reasons`` for a function whose reach changes on every call."""
