@@ -88,6 +88,7 @@ import queue
 import random
 import re
 import string
+import struct
 import sys
 import threading
 import types
@@ -4801,6 +4802,12 @@ def _changed(objects, arrays, held):
     return None
 
 
+_REFUSALS_OF_TRACED = (MutadError, TypeError, struct.error)
+"""The errors of code given a traced value where it takes NumPy's (a rule's refusal, a type
+it does not take), which a recording that follows arrays outside argnums may meet where
+tracing, holding them as NumPy's, does not."""
+
+
 class Replayed:
     """``grad(f, replay=True)``: records ``f``'s program per signature and replays it."""
 
@@ -4970,11 +4977,14 @@ class Replayed:
             # computes from traced values (an index) as a traced constant, which code that
             # takes NumPy's scalars alone may refuse (np.random.default_rng(np.argmax(x))):
             # tracing holds NumPy's; so may code that takes plain values alone of an element
-            # of an array outside argnums (struct.pack("d", c[0]), decimal.Decimal(c[0])).
-            # Traced again, as usual, the call raises or not as f does (f, which raised, runs
-            # twice).
+            # of an array outside argnums, the TypeError of a traced value where a number is
+            # taken (decimal.Decimal(float(c[0])), struct.pack("d", c[0])'s struct.error); any
+            # other error there, NumPy's (a FloatingPointError under np.errstate), tracing
+            # raises too, after the same warnings. Traced again, as usual, the call raises or
+            # not as f does (f, which raised, runs twice).
             recorder = None if recording is None else recording.recorder
-            if recorder is None or not (recorder.derived or recorder.outside_argnums) or (
+            if recorder is None or not (recorder.derived or recorder.outside_argnums and
+                                        isinstance(error, _REFUSALS_OF_TRACED)) or (
                     STRICT and isinstance(error, (NameError, AttributeError))):
                 raise
             first = str(error).split(". ")[0]
