@@ -2,6 +2,7 @@
 replaying function is called on inputs that change one decision the recording made, each call
 compared with a traced one, bit for bit, with NumPy's value, and the caller's data."""
 
+import collections
 import copy
 import decimal
 import math
@@ -48,6 +49,14 @@ def _signed_by_key(x, weights):
     return (x * math.copysign(w, k)).sum()
 
 
+_Point = collections.namedtuple("_Point", "t level")
+
+
+def _signed_by_field(x, weights):
+    (k, w), = weights.items()
+    return (x * math.copysign(w, k.t)).sum()
+
+
 def _named_by_key(x, weights):
     (k, w), = weights.items()
     return (x * w).sum() * len(str(k))  # "1", "1.0", "True"
@@ -58,9 +67,10 @@ def _named_by_key(x, weights):
     (_indexed_by_keys, [(1, 0), (True, False), (1, 0)]),
     (_signed_by_key, [0.0, -0.0, 0.0, -0.0]),
     (_signed_by_key, [np.float64(0.0), np.float64(-0.0), np.float64(0.0)]),
+    (_signed_by_field, [_Point(0.0, 1), _Point(-0.0, 1), _Point(0.0, 1)]),
     (_named_by_key, [1, 1.0, True, np.int64(1), 1, 1.0])])
 def test_dict_keys_equal_to_a_dict_but_not_to_f_pick_programs_apart(f, keys):
-    if type(keys[0]) is tuple:
+    if type(keys[0]) is tuple:  # (indices into a matrix)
         def at(key):
             return lambda: (np.arange(6.0).reshape(2, 3), {key: 2.0})
     else:

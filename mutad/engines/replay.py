@@ -3701,7 +3701,7 @@ def _exactly(key):
     To a dict, 1, 1.0 and True are one key, and 0.0 and -0.0 too; not to f, which may index
     with the key (``x[True]`` is all of ``x``), write it (``str(1.0)``) or take its sign."""
     kind = type(key)
-    if kind is tuple:
+    if isinstance(key, tuple):  # (a namedtuple's too)
         return kind, tuple(map(_exactly, key))
     if kind is frozenset:
         return kind, frozenset(map(_exactly, key))
