@@ -101,7 +101,8 @@ def test_plain_code_given_an_element_outside_argnums_is_traced_as_tracing_does(p
 # ----------------------------------------------------------------------------------------------
 # NumPy's boolean scalar squared is its scalar math's int64; a boolean array squared is
 # np.square's int8. A recording holds the comparison x[0] > 0 as a 0-d array standing for
-# NumPy's scalar, and took np.square's int8: 127 + 1 wrapped around to -128
+# NumPy's scalar, and took np.square's int8: 127 + 1 wrapped around to -128; np.asarray of it
+# was that stand-in itself, not NumPy's 0-d array
 
 
 def _squared(b):
@@ -113,7 +114,12 @@ def _squared_in_place(b):
     return b
 
 
-@pytest.mark.parametrize("square", [_squared, _squared_in_place])
+def _array_squared(b):
+    return np.asarray(b) ** 2  # NumPy's 0-d array: np.square's int8, 127 + 1 is -128
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # (NumPy's, of its int8)
+@pytest.mark.parametrize("square", [_squared, _squared_in_place, _array_squared])
 def test_numpys_boolean_scalar_squared_is_an_int64(square):
     def counted(x):
         return (x * (square(x[0] > 0) + 127)).sum()
