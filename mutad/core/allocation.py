@@ -583,7 +583,11 @@ def builder(func, counting=True):
         if wrapped(a):  # NumPy dispatches on like= alone
             kwargs.setdefault("like", a)
             y = func(a, *rest, **kwargs)
-            return a if wrapped(y) and y.value is a.value else y  # np.asarray(x): x itself
+            if wrapped(y) and y.value is a.value:  # np.asarray(x): x itself, and of NumPy's
+                # scalar a 0-d array (x[0] > 0, which a recording holds as a constant standing
+                # for np.True_: np.asarray(b) ** 2 is np.square's int8, b ** 2 an int64)
+                return a[...] if stands_for_scalar(a) else a
+            return y
         dtype = kwargs.get("dtype", rest[0] if rest else None)
         try:
             y = _stacked(a)

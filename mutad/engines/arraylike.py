@@ -581,10 +581,12 @@ def _fast_power(x, exponent):
     or None for ``np.power``: for Python's int 2 (np.square, of a boolean array an int8), and
     of a float or complex array for Python's int -1 and float 0.5. (``k ** -1`` of an integer
     is NumPy's ValueError, not a reciprocal; ``z ** 2.0`` of a complex array rounds otherwise
-    than ``np.square``.)"""
+    than ``np.square``; ``b ** 2`` of NumPy's boolean scalar, ``(x[0] > 0) ** 2``, is its
+    scalar math's int64, np.power's, not an int8.)"""
     kind = type(exponent)
     if kind is int and exponent == 2:
-        return np.square if memory(x).dtype.kind in "biufc" else None
+        return np.square if memory(x).dtype.kind in "iufc" or memory(x).dtype.kind == "b" \
+            and not stands_for_scalar(x) else None
     if (kind is int and exponent == -1 or kind is float and exponent == 0.5) \
             and memory(x).dtype.kind in "fc":
         return FAST_POWERS[exponent]

@@ -88,6 +88,7 @@ import queue
 import random
 import re
 import string
+import struct
 import sys
 import threading
 import types
@@ -3685,7 +3686,7 @@ def structure(tree):
         return None if None in items else (kind, items)
     if kind is dict:
         items = tuple(structure(x) for x in tree.values())
-        return None if None in items else (dict, tuple(tree), items)
+        return None if None in items else (dict, tuple(map(_exactly, tree)), items)
     if kind is np.ndarray or isinstance(tree, (float, int, str, bytes, type(None), np.generic)):
         return "leaf"
     names = attributes(tree)
@@ -3693,6 +3694,20 @@ def structure(tree):
         items = tuple(structure(getattr(tree, name)) for name in names)
         return None if None in items else (kind, tuple(names), items)
     return None
+
+
+def _exactly(key):
+    """A dict's ``key`` as a signature tells keys apart: by type, and a float's by its bits.
+    To a dict, 1, 1.0 and True are one key, and 0.0 and -0.0 too; not to f, which may index
+    with the key (``x[True]`` is all of ``x``), write it (``str(1.0)``) or take its sign."""
+    kind = type(key)
+    if isinstance(key, tuple):  # (a namedtuple's too)
+        return kind, tuple(map(_exactly, key))
+    if kind is frozenset:
+        return kind, frozenset(map(_exactly, key))
+    if kind is float or kind is complex or isinstance(key, np.generic):
+        return kind, np.array(key).tobytes()
+    return kind, key
 
 
 def other_container(tree):
@@ -4746,11 +4761,14 @@ def _settings(objects):
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
-    # the state of a generator f reaches, which it may read without drawing (a program that
-    # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng)
+    # the state of a generator f reaches, itself or by a method of it (np.random.normal is
+    # one of NumPy's global generator), which it may read without drawing (a program that
+    # draws is not kept: ``_random_states``): np.random.get_state(), copy.deepcopy(rng); or
+    # draw from and then put back (np.random.seed(0) after a draw, set_state): the numbers
+    # drawn are the state's at the call
     generators = {id(x): x for x in objects if isinstance(x, _GENERATORS)}
     generators.update((id(x.__self__), x.__self__) for x in objects if type(x) in (
-        types.BuiltinMethodType, types.MethodType) and x in _STATE_READERS)
+        types.BuiltinMethodType, types.MethodType) and isinstance(x.__self__, _GENERATORS))
     if generators:
         read = functools.partial(_random_states, generators.values(), False)
         found.append((read, read()))
@@ -4759,11 +4777,6 @@ def _settings(objects):
 
 _GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator,
                random.Random)
-
-_STATE_READERS = (np.random.get_state, random.getstate)
-"""The functions that read the state of NumPy's global generator and of the random module's
-(methods of those generators)."""
-
 
 REACHED = "what f reaches"
 """The key of ``Replayed.reasons`` for a function whose reach changes on every call."""
@@ -4787,6 +4800,12 @@ def _changed(objects, arrays, held):
         if not contents.same(a):
             return f"an array of shape {_memory_of(a).shape} changed"
     return None
+
+
+_REFUSALS_OF_TRACED = (MutadError, TypeError, struct.error)
+"""The errors of code given a traced value where it takes NumPy's (a rule's refusal, a type
+it does not take), which a recording that follows arrays outside argnums may meet where
+tracing, holding them as NumPy's, does not."""
 
 
 class Replayed:
@@ -4957,11 +4976,15 @@ class Replayed:
             # differentiated. Traced as usual, they are constants. And it holds what NumPy
             # computes from traced values (an index) as a traced constant, which code that
             # takes NumPy's scalars alone may refuse (np.random.default_rng(np.argmax(x))):
-            # tracing holds NumPy's. Traced again, as usual, the call raises or not as f does
-            # (f, which raised, runs twice).
+            # tracing holds NumPy's; so may code that takes plain values alone of an element
+            # of an array outside argnums, the TypeError of a traced value where a number is
+            # taken (decimal.Decimal(float(c[0])), struct.pack("d", c[0])'s struct.error); any
+            # other error there, NumPy's (a FloatingPointError under np.errstate), tracing
+            # raises too, after the same warnings. Traced again, as usual, the call raises or
+            # not as f does (f, which raised, runs twice).
             recorder = None if recording is None else recording.recorder
-            if recorder is None or not (recorder.derived or recorder.outside_argnums
-                                        and isinstance(error, MutadError)) or (
+            if recorder is None or not (recorder.derived or recorder.outside_argnums and
+                                        isinstance(error, _REFUSALS_OF_TRACED)) or (
                     STRICT and isinstance(error, (NameError, AttributeError))):
                 raise
             first = str(error).split(". ")[0]
@@ -4969,9 +4992,9 @@ class Replayed:
                        f"an input of the program ({first})"
                        if isinstance(error, MutadError) and recorder.outside_argnums else
                        f"the recording raised {type(error).__name__} ({first}) where tracing "
-                       "did not: it holds what NumPy computes from traced values (an index) as "
-                       "a traced constant, which code that takes NumPy's values alone may "
-                       "refuse")
+                       "did not: it holds what NumPy computes from traced values (an index), "
+                       "and the arrays outside argnums, as traced values, which code that takes "
+                       "NumPy's values alone may refuse")
         finally:
             if recording is not None:
                 recording.seal()

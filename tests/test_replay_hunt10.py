@@ -1,0 +1,163 @@
+"""Replays that answered otherwise than tracing and NumPy on fresh programs: each program's
+replaying function is called on inputs that change one decision the recording made, each call
+compared with a traced one, bit for bit, with NumPy's value, and the caller's data."""
+
+import collections
+import copy
+import decimal
+import math
+import struct
+
+import numpy as np
+import pytest
+
+import mutad
+
+from test_replay import same
+
+
+def replayed_like_numpy(f, makers, argnums=0):
+    """Call ``value_and_grad(f, replay=True)`` on the arguments each of ``makers`` makes, and
+    check each call against a traced one and NumPy's value on arguments made afresh, and that
+    the caller's arguments (arrays in containers too) are as they were."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    for make in makers:
+        args = make()
+        before = copy.deepcopy(args)
+        got = replaying(*args)
+        assert same(args, before)
+        expected = mutad.value_and_grad(f, argnums=argnums)(*make())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(*make()))
+    return replaying
+
+
+# ----------------------------------------------------------------------------------------------
+# A dict among the arguments picks a program by its keys as f tells them apart: a dict takes
+# 1, 1.0 and True for one key, and 0.0 and -0.0 too
+
+
+def _indexed_by_keys(x, weights):
+    total = 0.0
+    for k, w in weights.items():
+        total = total + (x[k] * w).sum()  # x[True] is all of x, x[1] one element
+    return total
+
+
+def _signed_by_key(x, weights):
+    (k, w), = weights.items()
+    return (x * math.copysign(w, k)).sum()
+
+
+_Point = collections.namedtuple("_Point", "t level")
+
+
+def _signed_by_field(x, weights):
+    (k, w), = weights.items()
+    return (x * math.copysign(w, k.t)).sum()
+
+
+def _named_by_key(x, weights):
+    (k, w), = weights.items()
+    return (x * w).sum() * len(str(k))  # "1", "1.0", "True"
+
+
+@pytest.mark.parametrize("f, keys", [
+    (_indexed_by_keys, [1, True, 1, True]),
+    (_indexed_by_keys, [(1, 0), (True, False), (1, 0)]),
+    (_signed_by_key, [0.0, -0.0, 0.0, -0.0]),
+    (_signed_by_key, [np.float64(0.0), np.float64(-0.0), np.float64(0.0)]),
+    (_signed_by_field, [_Point(0.0, 1), _Point(-0.0, 1), _Point(0.0, 1)]),
+    (_named_by_key, [1, 1.0, True, np.int64(1), 1, 1.0])])
+def test_dict_keys_equal_to_a_dict_but_not_to_f_pick_programs_apart(f, keys):
+    if type(keys[0]) is tuple:  # (indices into a matrix)
+        def at(key):
+            return lambda: (np.arange(6.0).reshape(2, 3), {key: 2.0})
+    else:
+        def at(key):
+            return lambda: (np.array([1.0, 2.0, 3.0]), {key: 2.0})
+    replayed_like_numpy(f, [at(k) for k in keys])
+
+
+# ----------------------------------------------------------------------------------------------
+# Code that takes plain values alone, given an element of an array outside argnums: tracing
+# holds that array as NumPy's, a recording follows it as an input of the program
+
+
+@pytest.mark.parametrize("plain", [
+    lambda v: struct.unpack("<d", struct.pack("<d", v))[0],
+    lambda v: float(decimal.Decimal(float(v)))])
+def test_plain_code_given_an_element_outside_argnums_is_traced_as_tracing_does(plain):
+    def scaled(x, c):
+        return (x * plain(c[0])).sum()
+
+    def at(value):
+        return lambda: (np.ones(2), np.array([value, 3.0]))
+
+    replaying = replayed_like_numpy(scaled, [at(2.0), at(-0.5), at(2.0)])
+    assert "where tracing did not" in next(iter(replaying.reasons.values()))
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's boolean scalar squared is its scalar math's int64; a boolean array squared is
+# np.square's int8. A recording holds the comparison x[0] > 0 as a 0-d array standing for
+# NumPy's scalar, and took np.square's int8: 127 + 1 wrapped around to -128; np.asarray of it
+# was that stand-in itself, not NumPy's 0-d array
+
+
+def _squared(b):
+    return b ** 2
+
+
+def _squared_in_place(b):
+    b **= 2
+    return b
+
+
+def _array_squared(b):
+    return np.asarray(b) ** 2  # NumPy's 0-d array: np.square's int8, 127 + 1 is -128
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered")  # (NumPy's, of its int8)
+@pytest.mark.parametrize("square", [_squared, _squared_in_place, _array_squared])
+def test_numpys_boolean_scalar_squared_is_an_int64(square):
+    def counted(x):
+        return (x * (square(x[0] > 0) + 127)).sum()
+
+    def at(value):
+        return lambda: (np.array([value, 2.0]),)
+
+    replayed_like_numpy(counted, [at(1.0), at(1.0), at(-1.0), at(1.0)])
+
+
+# ----------------------------------------------------------------------------------------------
+# A draw from NumPy's global generator that f puts back (seeds it again, or sets the state it
+# read): the recording left the state as it found it, so the program was kept, and replayed
+# the recorded numbers under another state the caller set
+
+
+def _reseeding(x):
+    noise = np.random.standard_normal(x.shape)
+    np.random.seed(0)
+    return (x * noise).sum()
+
+
+def _restoring(x):
+    state = np.random.get_state()
+    noise = np.random.uniform(size=x.shape)
+    np.random.set_state(state)
+    return (x * noise).sum()
+
+
+@pytest.mark.parametrize("f", [_reseeding, _restoring])
+def test_a_draw_from_the_global_generator_put_back_is_the_callers_state(f):
+    state = np.random.get_state()
+    try:
+        replaying = mutad.value_and_grad(f, replay=True)
+        for seed in (0, 0, 1, 2, 0):
+            np.random.seed(seed)
+            got = replaying(np.arange(3.0))
+            np.random.seed(seed)
+            assert same(got, mutad.value_and_grad(f)(np.arange(3.0)))
+    finally:
+        np.random.set_state(state)
