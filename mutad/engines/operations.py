@@ -363,7 +363,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     for i in plan.untraced:
         if type(inputs[i]) not in _NUMBERS:
             keep(tape, inputs[i], read[i])
-    # (``recipe``, for whole arrays of the tape and Python's numbers: the commonest operands)
+    # (``recipe``, for arrays of the tape and Python's numbers: the commonest operands)
     if named is not None:
         pass  # (the caller's)
     elif len(inputs) == 1:
@@ -373,8 +373,8 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     else:
         named = []
         for x in inputs:
-            if type(x) is Traced and x.whole and x.tape is tape:
-                named.append(x.buffer)
+            if type(x) is Traced and x.tape is tape:  # (a view's place: a slice's stencil)
+                named.append(x.buffer if x.whole else place_of(x))
             elif type(x) is float or type(x) is int:
                 named.append(x)
             else:
