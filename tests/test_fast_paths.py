@@ -24,6 +24,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(operations, "_FAST", {})
     monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
     monkeypatch.setattr(operations, "_function_plan", lambda func, rule, args, tape: None)
+    monkeypatch.setattr(operations, "_number_into", lambda target, value: False)
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
         lambda target, value, element=False: operations.assign(target, value)))
     monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
@@ -342,6 +343,22 @@ def _functions(a, b):
     return y + np.sum(a * b[:3]) + np.mean(np.tanh(np.concatenate([a, b])))
 
 
+def _stencils(u, v):
+    """Slices read, combined and written (a heat equation's step, its boundaries assigned
+    numbers, whole rows of numbers and of arrays), on a vector and a matrix."""
+    r = 0.25
+    for _ in range(3):
+        u[1:-1] += r * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u[0] = 0.0
+        u[-1] = 1
+        u[2:4] = 0.5
+    m = v.reshape(3, 3)
+    m[1:, :] = 0.5 * (m[1:, :] + m[:-1, :])
+    m[0, :] = -1.5
+    m[:, 1:] -= 0.7 * (m[:, 1:] - m[:, :-1])
+    return np.sum(u * u) + np.sum(m * m)
+
+
 PROGRAMS = {
     "operations": (_operations_on_arrays, lambda rng: (rng.standard_normal(3),
                                                        rng.standard_normal(3))),
@@ -357,6 +374,7 @@ PROGRAMS = {
     "numbers": (_numbers_into_elements, lambda rng: (rng.standard_normal(3),
                                                      rng.standard_normal(3))),
     "functions": (_functions, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
+    "stencils": (_stencils, lambda rng: (rng.standard_normal(8), rng.standard_normal(9))),
     "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "written": (_values_written, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),

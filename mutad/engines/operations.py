@@ -729,6 +729,9 @@ def assign(target, value, element=False):
         # (setitem answered the destination's questions)
         write_number(target, value)
         return target
+    if _number_into(target, value):
+        return _write_elementwise(np.positive, ASSIGNMENT, target.tape, (value,), [value], 0,
+                                  target, {})
     if type(value) is bool or (type(value) is not Traced
                                and getattr(value, "dtype", None) == np.bool_):
         # NumPy's assignment casts booleans to the target's 0 and 1, exactly; np.positive, which
@@ -740,6 +743,14 @@ def assign(target, value, element=False):
 
 
 _UNSAFE = {"casting": "unsafe"}
+
+
+def _number_into(target, value):
+    """Whether ``assign(target, value)`` is ``_write_elementwise``'s at once, as
+    ``apply_ufunc`` would find it: ``value`` a Python float (``x[1:-1] = 0.0``: no traced
+    operand, pattern 0) into a real traced array that is no constant, outside a recording."""
+    return type(value) is float and type(target) is Traced and not target.buffer.constant \
+        and target.value.dtype.kind == "f" and target.tape.recorder is None
 
 
 def as_assigned(value, dtype):

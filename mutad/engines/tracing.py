@@ -581,6 +581,8 @@ def _integers_as_scalars(key):
 def _without_leading_ones(value, ndim):
     """``value`` without the leading length-1 axes that NumPy's assignment drops to fit a
     target of ``ndim`` axes (``x[0, ...] = v[1:2]``), which a ufunc's ``out=`` would refuse."""
+    if type(value) is float or type(value) is int:  # (no axis: a boundary's x[0] = 0.0)
+        return value
     shape = value.shape if hasattr(value, "shape") else np.shape(value)
     drop = 0
     while len(shape) - drop > ndim and shape[drop] == 1:
