@@ -10,7 +10,8 @@ in-place or composite handler (``door``), or as a function without a derivative;
 in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
 The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
 on traced arrays with an elementwise rule (``fast_ufunc``) or a pure one (``a @ b``,
-``_fast_function``), and the assignment of one element (``assign(..., element=True)``).
+``_fast_function``, which also takes a NumPy function's pure rule on such arrays: ``np.sum(x)``),
+and the assignment of one element (``assign(..., element=True)``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
@@ -1108,7 +1109,8 @@ def apply_array_function(func, args, kwargs, tape):
         args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
         args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
         plan = None if kwargs else _function_plan(func, rule, args, tape)
-        if plan is not None:  # (``debug.caller``'s frame, _fast_function's and this one's skipped)
+        if plan is not None:  # (the frames of debug.caller, ReverseTape.record,
+            # _fast_function and this one skipped)
             return _fast_function(func, args, tape, [x.value for x in args], plan, SKIPPED)
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = entry.inplace or entry.composite
