@@ -81,8 +81,9 @@ def view_as(x, y):
 
 def address(a):
     """The address of ``a``'s first element."""
-    a = memory(a)
-    if type(a) is np.ndarray and _data_at is not None:
+    if type(a) is not NDARRAY:  # (a plain array, the common case, asked first)
+        a = memory(a)
+    if type(a) is NDARRAY and _data_at is not None:
         return _data_at(id(a) + _DATA_OFFSET).value
     if devices.is_device(a):
         return devices.address(a)

@@ -438,8 +438,9 @@ def writes_into(call, target, *values):
 def overlaps(target, value, region=None):
     """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
     by default): traced by this differentiation, by an enclosing one (whose arrays a nested
-    one's arguments may be) or by none."""
-    return ((isinstance(value, np.ndarray) or wrapped(value) or is_device(value))
+    one's arguments may be) or by none. (A traced value is told by ``wrapped`` first: asked
+    ``isinstance``, its ``__class__`` looks for the caller's frame.)"""
+    return ((wrapped(value) or isinstance(value, np.ndarray) or is_device(value))
             and may_overlap(value, target.value if region is None else region))
 
 

@@ -10,7 +10,8 @@ in-place or composite handler (``door``), or as a function without a derivative;
 in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's ``back`` does.
 The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
 on traced arrays with an elementwise rule (``fast_ufunc``) or a pure one (``a @ b``,
-``_fast_function``), and the assignment of one element (``assign(..., element=True)``).
+``_fast_function``, which also takes a NumPy function's pure rule on such arrays: ``np.sum(x)``),
+and the assignment of one element (``assign(..., element=True)``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
@@ -363,7 +364,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     for i in plan.untraced:
         if type(inputs[i]) not in _NUMBERS:
             keep(tape, inputs[i], read[i])
-    # (``recipe``, for whole arrays of the tape and Python's numbers: the commonest operands)
+    # (``recipe``, for arrays of the tape and Python's numbers: the commonest operands)
     if named is not None:
         pass  # (the caller's)
     elif len(inputs) == 1:
@@ -373,8 +374,8 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     else:
         named = []
         for x in inputs:
-            if type(x) is Traced and x.whole and x.tape is tape:
-                named.append(x.buffer)
+            if type(x) is Traced and x.tape is tape:  # (a view's place: a slice's stencil)
+                named.append(x.buffer if x.whole else place_of(x))
             elif type(x) is float or type(x) is int:
                 named.append(x)
             else:
@@ -431,16 +432,44 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
 
 
 class _FastFunction:
-    """What ``_fast_function`` needs of a generalized ufunc with a pure rule (np.matmul), worked
-    out once (``_fast_plan``): the rule, the primitive that names it in records, and whether
-    it is a user's (whose cotangents are never adopted)."""
+    """What ``_fast_function`` needs of a generalized ufunc (np.matmul) or a NumPy function
+    with a pure rule, worked out once (``_fast_plan``, ``_function_plan``): the rule, the
+    primitive that names it in records, whether it is a user's (whose cotangents are never
+    adopted) and whether it offers plain functions (``_plain_functions``)."""
 
-    __slots__ = ("rule", "primitive", "user")
+    __slots__ = ("rule", "primitive", "user", "specialized")
 
-    def __init__(self, ufunc, rule):
+    def __init__(self, func, rule):
         self.rule = rule
-        self.primitive = primitive(function_name(ufunc), rule)
+        self.primitive = primitive(function_name(func), rule)
         self.user = is_user_rule(rule)
+        self.specialized = getattr(getattr(rule, "__wrapped__", rule), "specialized",
+                                   None) is not None
+
+
+_FUNCTIONS = {}
+"""``_FastFunction`` by NumPy function (``_function_plan``)."""
+
+
+def _function_plan(func, rule, args, tape):
+    """The ``_FastFunction`` of ``func``, whose pure rule is ``rule``, where
+    ``apply_function(name, rule, args, {}, tape)`` may be ``_fast_function``'s: ``args`` are
+    real NumPy arrays ``tape`` traces (not constants, none standing for a Python number), on a
+    tape that no replay records and no other differentiation encloses; else None. There
+    ``apply_function`` hands the rule the arrays' values as they are and keeps nothing else."""
+    if not args or tape.recorder is not None or tape.outer is not None:
+        return None
+    for x in args:
+        if type(x) is not Traced or x.tape is not tape:
+            return None
+        buffer, value = x.buffer, x.value
+        if buffer.constant or buffer.weak or type(value) is not NDARRAY \
+                or value.dtype.kind != "f":
+            return None
+    plan = _FUNCTIONS.get(func)
+    if plan is None or plan.rule is not rule:
+        plan = _FUNCTIONS[func] = _FastFunction(func, rule)
+    return plan
 
 
 def _real_arrays(inputs):
@@ -456,14 +485,20 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
     """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
     traced by ``tape``, in one function called by ``fast_ufunc`` (its conditions; ``skip``
     counts ``ReverseTape.record``'s frame too): the rule runs and its record is made as there,
-    with what ``plan`` worked out once. A dot product in a loop over rows makes one per step."""
+    with what ``plan`` worked out once. A dot product in a loop over rows makes one per step.
+    A NumPy function's (``np.sum(x)``: ``apply_array_function``, ``_function_plan``'s
+    conditions) too, which may give several outputs, or an array of objects: those are the
+    general path's, which takes what the rule gave."""
     active(tape)
     rule = plan.rule
-    plain = None if plan.user else _plain_functions(rule, values, None)
+    plain = None if plan.user or not plan.specialized else \
+        _plain_functions(rule, values, None)
     if plain is not None:
         y, back = plain[0](*values), plain[1]
     else:
         y, back = rule(*values)
+        if isinstance(y, (tuple, list)) or type(y) is NDARRAY and y.dtype.kind == "O":
+            return apply_function(str(plan.primitive), rule, inputs, {}, tape, (y, back))
     if type(y) is np.ndarray:
         for x, v in zip(inputs, values):
             if y is v:
@@ -697,6 +732,9 @@ def assign(target, value, element=False):
         # (setitem answered the destination's questions)
         write_number(target, value)
         return target
+    if _number_into(target, value):
+        return _write_elementwise(np.positive, ASSIGNMENT, target.tape, (value,), [value], 0,
+                                  target, {})
     if type(value) is bool or (type(value) is not Traced
                                and getattr(value, "dtype", None) == np.bool_):
         # NumPy's assignment casts booleans to the target's 0 and 1, exactly; np.positive, which
@@ -719,6 +757,14 @@ def _write_text(target, value):
         target.tape.recorder.refuse("strings written into an array of records")
     memory(target)[...] = memory(value) if wrapped(value) else value
     return target
+
+
+def _number_into(target, value):
+    """Whether ``assign(target, value)`` is ``_write_elementwise``'s at once, as
+    ``apply_ufunc`` would find it: ``value`` a Python float (``x[1:-1] = 0.0``: no traced
+    operand, pattern 0) into a real traced array that is no constant, outside a recording."""
+    return type(value) is float and type(target) is Traced and not target.buffer.constant \
+        and target.value.dtype.kind == "f" and target.tape.recorder is None
 
 
 def as_assigned(value, dtype):
@@ -834,8 +880,10 @@ def _output(tape, y, leaves):
     return y, False
 
 
-def apply_function(name, rule, args, kwargs, tape=None):
-    """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs."""
+def apply_function(name, rule, args, kwargs, tape=None, ran=None):
+    """Run a pure ``rule`` on the plain values of ``args``, wrap and record its outputs.
+    ``ran``: ``(y, back)``, what the rule returned for these arguments, handed here by
+    ``_fast_function`` (which takes one output of floats only), not run again."""
     arg_tape, values = _unwrap_args(args)
     tape = active(arg_tape or tape)
     if tape.recorder is not None and tape.recorder.ready:
@@ -849,7 +897,7 @@ def apply_function(name, rule, args, kwargs, tape=None):
     kwargs = {k: private(v) for k, v in kwargs.items()}  # (a mask as where=)
     raised = None
     try:
-        y, back = rule(*kept, **kwargs)
+        y, back = rule(*kept, **kwargs) if ran is None else ran
     except FloatingPointError as error:
         if not written_before_raising(out, values):
             raise
@@ -1096,6 +1144,10 @@ def apply_array_function(func, args, kwargs, tape):
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
         args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
         args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
+        plan = None if kwargs else _function_plan(func, rule, args, tape)
+        if plan is not None:  # (the frames of debug.caller, ReverseTape.record,
+            # _fast_function and this one skipped)
+            return _fast_function(func, args, tape, [x.value for x in args], plan, SKIPPED)
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = entry.inplace or entry.composite
     if handler is not None:

@@ -374,8 +374,11 @@ def getitem(x, key):
     basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
     if not basic:
         given, key = key, private(_index(key))  # (advanced: a copy; basic once _index's)
-    y = x.value[key]
-    if not isinstance(y, np.generic) and views(y, x.value):  # (NumPy's scalar: a copy)
+    value = x.value
+    y = value[key]
+    if basic and type(y) is NDARRAY and type(value) is NDARRAY:
+        return view_of(x, y, tape)  # (an ndarray's basic index: a view of it, not asked)
+    if not isinstance(y, np.generic) and views(y, value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
     yt = fresh(y, tape)
     source = locate(x, tape)
@@ -443,11 +446,15 @@ def setitem(x, key, value):
     if _element_of(x.value, key):  # (a scalar loop's key, answered first)
         viewing, region = False, None
     else:
-        if not _plain_index(key):  # (its record keeps the index: ``private``)
+        basic = _plain_index(key)
+        if not basic:  # (its record keeps the index: ``private``)
             key = private(_integers_as_scalars(plain(key)))
-        region = x.value[key]
-        # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy)
-        viewing = not isinstance(region, np.generic) and views(region, x.value)
+        target = x.value
+        region = target[key]
+        # (NumPy's scalar: one element, copied; otherwise a view, or an advanced index's copy;
+        # an ndarray's basic index gives a view of it, not asked)
+        viewing = basic and type(region) is NDARRAY and type(target) is NDARRAY or \
+            not isinstance(region, np.generic) and views(region, target)
     if viewing or getattr(region, "ndim", 0) == 0:
         element = not viewing
         index = key
@@ -576,6 +583,8 @@ def _integers_as_scalars(key):
 def _without_leading_ones(value, ndim):
     """``value`` without the leading length-1 axes that NumPy's assignment drops to fit a
     target of ``ndim`` axes (``x[0, ...] = v[1:2]``), which a ufunc's ``out=`` would refuse."""
+    if type(value) is float or type(value) is int:  # (no axis: a boundary's x[0] = 0.0)
+        return value
     shape = value.shape if hasattr(value, "shape") else np.shape(value)
     drop = 0
     while len(shape) - drop > ndim and shape[drop] == 1:
