@@ -1,0 +1,70 @@
+"""Programs in the forms scientific code takes (filters, steppers, solvers, resamplers), each
+of which once gave a wrong value or gradient, or stopped: the value is NumPy's bit for bit,
+the gradient the derivative of it, the caller's arrays come back, and a replay is the traced
+run bit for bit."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from test_replay import replayed_like_traced
+
+
+def _resampled(particles, z):
+    """A particle filter's step: weights made in the function, then resized to the number
+    of particles (the same number: NumPy reshapes in place, checking no references) and
+    refilled, as particle-filter code resets them after resampling."""
+    n = len(particles)
+    weights = np.ones(n) / n
+    first = weights[:2]  # a view taken before the resize: it stays one with the weights
+    weights *= np.exp(-0.5 * (particles - z) ** 2)
+    weights /= weights.sum()
+    log_likelihood = np.log(weights @ particles ** 2)
+    indexes = np.searchsorted(np.cumsum(weights), (0.5 + np.arange(n)) / n)
+    particles[:] = particles[np.minimum(indexes, n - 1)]
+    weights.resize(len(particles))
+    weights.fill(1.0 / len(weights))
+    first *= 3.0
+    weights.resize((2, n // 2))  # a new shape, the same number: a view of the same memory
+    return log_likelihood + (weights[0] * particles[: n // 2]).sum() + particles.mean()
+
+
+def test_a_resize_to_the_same_number_of_elements_reshapes_in_place():
+    rng = np.random.default_rng(0)
+    particles, z = rng.standard_normal(8), 0.3
+    before = particles.tobytes()
+    value, gradient = mutad.value_and_grad(_resampled)(particles, z)
+    assert np.asarray(value).tobytes() == np.asarray(_resampled(particles.copy(), z)).tobytes()
+    assert particles.tobytes() == before
+    mutad.check_grads(_resampled, particles, z, modes=("rev", "fwd"))
+    replayed_like_traced(_resampled, [(rng.standard_normal(8), z) for _ in range(4)])
+
+
+def _resized_argument(x):
+    x.resize(2, x.size // 2)  # NumPy: the caller's array takes the new shape
+    return x.sum()
+
+
+def _resized_strided(x):
+    y = (x * 2.0)[::2]
+    y.resize(y.size)
+    return y.sum()
+
+
+def test_a_resize_keeping_the_size_of_an_argument_or_a_strided_view_is_refused_as_numpy():
+    x = np.arange(4.0)
+    with pytest.raises(UnsupportedOperationError, match="caller.s array"):
+        mutad.gradient(_resized_argument, x)
+    with pytest.raises(ValueError, match="single-segment"):
+        _resized_strided(x.copy())
+    with pytest.raises(ValueError, match="single-segment"):
+        mutad.gradient(_resized_strided, x)
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_resize_keeping_the_size_of_an_argument_is_refused_in_forward_mode():
+    x = np.arange(4.0)
+    with pytest.raises(UnsupportedOperationError, match="caller.s array"):
+        mutad.jvp(_resized_argument, (x,), (np.ones(4),))
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
