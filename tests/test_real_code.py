@@ -68,3 +68,44 @@ def test_a_resize_keeping_the_size_of_an_argument_is_refused_in_forward_mode():
     with pytest.raises(UnsupportedOperationError, match="caller.s array"):
         mutad.jvp(_resized_argument, (x,), (np.ones(4),))
     assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+_folded = np.vectorize(lambda t: t * t if t > 0 else -t)
+
+
+def _vectorized_sums(a):
+    return (_folded(a).sum(), np.vectorize(lambda s, t: s * t + 1.0)(a.T[:, :, None], a[0]).sum())
+
+
+def _vectorized_sum(a):
+    return _vectorized_sums(a)[0] + _vectorized_sums(a)[1]
+
+
+LAYOUTS = {"F": np.asfortranarray, "transposed": lambda a: a.T.copy().T,
+           "strided": lambda a: np.repeat(a, 2, axis=1)[:, ::2]}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_vectorize_lays_out_its_output_as_numpys_ufuncs_do(layout):
+    """np.vectorize's output is a ufunc's (frompyfunc): laid out as its operands (order 'K'),
+    so a Fortran-ordered argument gives a Fortran-ordered result, which a sum adds up in
+    another order than a C-ordered one's; mutad stacked the results in C order, and the
+    value differed from NumPy's in its last bits."""
+    rng = np.random.default_rng(0)
+    for shape in [(4, 3), (7, 5)] * 2:
+        x = LAYOUTS[layout](rng.standard_normal(shape))
+        before = x.tobytes()
+        for k in range(2):
+            def part(a):
+                return _vectorized_sums(a)[k]
+            expected = part(x.copy(order="K"))
+            value, gradient = mutad.value_and_grad(part)(x)
+            assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+            assert np.asarray(mutad.jvp(part, (x,), (x,))[0]).tobytes() == expected.tobytes()
+            replaying = mutad.value_and_grad(part, replay=True)
+            for _ in range(3):
+                got = replaying(x)
+                assert np.asarray(got[0]).tobytes() == np.asarray(expected).tobytes()
+                assert got[1].tobytes() == gradient.tobytes()
+        assert x.tobytes() == before
+    mutad.check_grads(_vectorized_sum, x, modes=("rev", "fwd"))

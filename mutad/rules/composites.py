@@ -911,11 +911,28 @@ def vectorized(self, *args, **kwargs):
     outputs = list(zip(*results)) if several else [results]
     dtypes = self.otypes or [getattr(r, "dtype", None) or np.asarray(r).dtype
                              for r in (results[0] if several else [results[0]])]
+    axes = _ufunc_output_axes(operands, shape)
     arrays = []
     for values, dtype in zip(outputs, dtypes, strict=True):
         y = np.stack(list(values))
-        arrays.append((y if y.dtype == dtype else y.astype(dtype)).reshape(shape))
+        y = (y if y.dtype == dtype else y.astype(dtype)).reshape(shape)
+        if axes != sorted(axes):  # NumPy's memory order, which a later reduction sums in
+            y = y.transpose(axes).copy().transpose(np.argsort(axes))
+        arrays.append(y)
     return tuple(arrays) if several else arrays[0]
+
+
+def _ufunc_output_axes(operands, shape):
+    """The axes of ``shape`` from outermost to innermost in the memory of the array NumPy's
+    ufunc machinery (``np.vectorize``'s ``frompyfunc``) allocates for ``operands`` (order
+    'K': their layout, C order where it leaves the choice): NumPy's iterator decides on
+    stand-ins with the operands' strides, whose memory it never reads."""
+    stand_ins = [np.lib.stride_tricks.as_strided(np.empty(1), shape, np.shape(x) and x.strides)
+                 for x in operands]
+    layout = np.nditer(stand_ins + [None], flags=["zerosize_ok", "refs_ok"],
+                       op_flags=[["readonly"]] * len(stand_ins) + [["writeonly", "allocate"]],
+                       order="K").operands[-1]
+    return sorted(range(len(shape)), key=lambda axis: -layout.strides[axis])
 
 
 def _vectorized_with_signature(self, *args, **kwargs):
