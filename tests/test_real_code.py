@@ -109,3 +109,25 @@ def test_vectorize_lays_out_its_output_as_numpys_ufuncs_do(layout):
                 assert got[1].tobytes() == gradient.tobytes()
         assert x.tobytes() == before
     mutad.check_grads(_vectorized_sum, x, modes=("rev", "fwd"))
+
+
+@pytest.mark.parametrize("cache", [False, True])
+@pytest.mark.parametrize("layout", ["C", "F", "reversed"])
+def test_vectorize_calls_the_function_as_numpy_does(layout, cache):
+    """NumPy calls the function once on the first elements to decide the output type
+    (reused for the first element visited where ``cache`` is set), then on each element in
+    the order its ufunc machinery visits them, the arguments' memory order: a function that
+    draws random numbers (or counts its calls) gives NumPy's values only in NumPy's order.
+    mutad called it in C order, without the first call, and the values were others."""
+    a = np.arange(1.0, 7.0).reshape(2, 3)
+    x = {"C": a, "F": np.asfortranarray(a), "reversed": a[::-1].copy()[::-1]}[layout]
+
+    def noisy(m):
+        rng = np.random.default_rng(5)
+        draw = np.vectorize(lambda mu: mu * rng.standard_normal(), cache=cache)
+        return (draw(m) * np.arange(6.0).reshape(2, 3)).sum()
+
+    expected = noisy(x.copy(order="K") if layout != "reversed" else x[::-1].copy()[::-1])
+    assert mutad.value_and_grad(noisy)(x)[0] == expected
+    assert mutad.jvp(noisy, (x,), (np.ones_like(x),))[0] == expected
+    mutad.check_grads(noisy, x, modes=("rev", "fwd"))
