@@ -894,7 +894,8 @@ def vectorized(self, *args, **kwargs):
     kwargs = {**kwargs}
     names = [name for name in kwargs if name not in self.excluded]
     positions = [i for i in range(len(args)) if i not in self.excluded]
-    vectorized_args = lists_as_arrays([args[i] for i in positions] + [kwargs[name] for name in names])
+    vectorized_args = lists_as_arrays([args[i] for i in positions]
+                                      + [kwargs[name] for name in names])
     operands = np.broadcast_arrays(*vectorized_args)
     shape = operands[0].shape if operands else ()
 
