@@ -131,3 +131,10 @@ def test_vectorize_calls_the_function_as_numpy_does(layout, cache):
     assert mutad.value_and_grad(noisy)(x)[0] == expected
     assert mutad.jvp(noisy, (x,), (np.ones_like(x),))[0] == expected
     mutad.check_grads(noisy, x, modes=("rev", "fwd"))
+
+
+def test_vectorize_with_every_argument_excluded_calls_the_function_once():
+    total = np.vectorize(lambda x: x.sum() * 2.0, excluded={0})
+    x = np.arange(3.0)
+    value, gradient = mutad.value_and_grad(total)(x)
+    assert value == total(x) == 6.0 and gradient.tolist() == [2.0, 2.0, 2.0]

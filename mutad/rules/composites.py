@@ -906,8 +906,10 @@ def vectorized(self, *args, **kwargs):
         kwargs.update(zip(names, elements[len(positions):]))
         return self.pyfunc(*given, **kwargs)
 
+    if not operands:
+        return call([])  # NumPy's f() where every argument is excluded
     first = None
-    if not self.otypes and operands:
+    if not self.otypes:
         if any(np.size(x) == 0 for x in vectorized_args):
             raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
         first = call([x.flat[0] if np.ndim(x) else x[()] for x in vectorized_args])
