@@ -138,3 +138,13 @@ def test_vectorize_with_every_argument_excluded_calls_the_function_once():
     x = np.arange(3.0)
     value, gradient = mutad.value_and_grad(total)(x)
     assert value == total(x) == 6.0 and gradient.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_vectorize_of_a_python_number_beside_an_array():
+    scaled = np.vectorize(lambda x, k: x * k)
+    x = np.arange(1.0, 4.0)
+    for f in (lambda a: scaled(a, 3.0).sum(), lambda a: scaled(a, k=3.0).sum(),
+              lambda a: scaled(2.0, a).sum()):
+        value, gradient = mutad.value_and_grad(f)(x)
+        assert value == f(x.copy())
+        mutad.check_grads(f, x, modes=("rev", "fwd"))

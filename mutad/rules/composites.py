@@ -912,7 +912,9 @@ def vectorized(self, *args, **kwargs):
     if not self.otypes:
         if any(np.size(x) == 0 for x in vectorized_args):
             raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
-        first = call([x.flat[0] if np.ndim(x) else x[()] for x in vectorized_args])
+        # (NumPy's np.asarray(x).flat[0]: a Python number as NumPy's scalar)
+        first = call([np.asarray(x).flat[0] if not hasattr(x, "flat") else
+                      x.flat[0] if x.ndim else x[()] for x in vectorized_args])
     visits, axes = _ufunc_iteration(operands, shape)
     results = {}
     for index in visits:
