@@ -960,17 +960,33 @@ class ArrayMethods(Tracer):
     __array_struct__ = property(_interface)
 
     def resize(self, *new_shape, refcheck=True):
-        """``x.resize(shape, refcheck=False)`` of an array the function made that owns its
-        memory: NumPy's new memory (the elements in C order, zeros after them), made by a
-        copy and a join mutad differentiates, which this array then stands for
-        (``adopt``). Else (an argument, a view, NumPy's reference check) refused."""
+        """``x.resize(shape)`` keeping the number of elements: NumPy neither reallocates nor
+        checks references, it reshapes a single-segment array in place, and so does this
+        (``x.shape = shape``: refused for an argument's array, as the caller's keeps its
+        shape). ``x.resize(shape, refcheck=False)`` of another size, of an array the function
+        made that owns its memory: NumPy's new memory (the elements in C order, zeros after
+        them), made by a copy and a join mutad differentiates, which this array then stands
+        for (``adopt``). Else (an argument, a view, NumPy's reference check) refused."""
+        if new_shape in ((), (None,)):
+            return  # NumPy's x.resize(): nothing to do
+        if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
+            new_shape = tuple(new_shape[0])
+        if all(n >= 0 for n in new_shape) and math.prod(new_shape) == self.size:
+            if self.flags.c_contiguous:
+                try:
+                    self.shape = new_shape
+                except UnsupportedOperationError:
+                    self._refuse("x.resize(...) of an argument", "NumPy would reshape the "
+                                 "caller's array, whose shape stays. Make a new array: "
+                                 "x = x.reshape(shape).")
+                return
+            if not self.flags.f_contiguous:
+                raise ValueError("resize only works on single-segment arrays")  # NumPy's
         if refcheck or not self.resizable():
             self._refuse("x.resize(...)", "it replaces the array's memory in place, which "
                          "mutad follows only for an array the function made that owns its "
-                         "memory, with refcheck=False. Make a new array: x = np.resize(x, "
-                         "shape), or np.pad / np.concatenate.")
-        if len(new_shape) == 1 and not isinstance(new_shape[0], (int, np.integer)):
-            new_shape = tuple(new_shape[0])
+                         "memory, with refcheck=False, or keeps its number of elements. Make "
+                         "a new array: x = np.resize(x, shape), or np.pad / np.concatenate.")
         data = np.zeros(new_shape, self.dtype, like=self)  # (NumPy's error for a negative length)
         kept = min(data.size, self.size)
         data.reshape(-1)[:kept] = np.ravel(self)[:kept]

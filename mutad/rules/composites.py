@@ -884,38 +884,77 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
 def vectorized(self, *args, **kwargs):
     """``np.vectorize(f)(*args)`` on traced arrays: ``f`` called on each element of the
     broadcast arguments (a traced 0-d array, where NumPy gives it a Python scalar: what ``f``
-    computes is recorded), its results cast to the type of the first (or ``otypes``) and
-    stacked in the arguments' shape, one array per output."""
+    computes is recorded) in the order NumPy's ufunc machinery visits them (order 'K': the
+    arguments' memory order), after one call on the first element of each argument that
+    decides the output types where ``otypes`` does not (reused for the first element visited
+    where ``cache`` is set), as NumPy calls it; its results cast to those types and laid out
+    as that machinery lays out its output, one array per output."""
     if self.signature is not None:
         return _vectorized_with_signature(self, *args, **kwargs)
     kwargs = {**kwargs}
     names = [name for name in kwargs if name not in self.excluded]
     positions = [i for i in range(len(args)) if i not in self.excluded]
-    operands = np.broadcast_arrays(*lists_as_arrays(
-        [args[i] for i in positions] + [kwargs[name] for name in names]))
+    vectorized_args = lists_as_arrays([args[i] for i in positions]
+                                      + [kwargs[name] for name in names])
+    operands = np.broadcast_arrays(*vectorized_args)
     shape = operands[0].shape if operands else ()
-    results = []
-    for index in np.ndindex(*shape):
-        elements = [x[index] for x in operands]
+
+    def call(elements):
         given = list(args)
         for i, x in zip(positions, elements[:len(positions)]):
             given[i] = x
         kwargs.update(zip(names, elements[len(positions):]))
-        results.append(self.pyfunc(*given, **kwargs))
-    if not results:
-        if not self.otypes:
+        return self.pyfunc(*given, **kwargs)
+
+    if not operands:
+        return call([])  # NumPy's f() where every argument is excluded
+    first = None
+    if not self.otypes:
+        if any(np.size(x) == 0 for x in vectorized_args):
             raise ValueError("cannot call `vectorize` on size 0 inputs unless `otypes` is set")
+        # (NumPy's np.asarray(x).flat[0]: a Python number as NumPy's scalar)
+        first = call([np.asarray(x).flat[0] if not hasattr(x, "flat") else
+                      x.flat[0] if x.ndim else x[()] for x in vectorized_args])
+    visits, axes = _ufunc_iteration(operands, shape)
+    results = {}
+    for index in visits:
+        reuse = first is not None and self.cache and not results
+        results[index] = first if reuse else call([x[index] for x in operands])
+    if not results:
         arrays = [np.empty(shape, dtype) for dtype in self.otypes]
         return tuple(arrays) if len(arrays) > 1 else arrays[0]
+    results = [results[index] for index in np.ndindex(*shape)]
     several = type(results[0]) is tuple
     outputs = list(zip(*results)) if several else [results]
+    typed = first if first is not None else results[0]
     dtypes = self.otypes or [getattr(r, "dtype", None) or np.asarray(r).dtype
-                             for r in (results[0] if several else [results[0]])]
+                             for r in (typed if several else [typed])]
     arrays = []
     for values, dtype in zip(outputs, dtypes, strict=True):
         y = np.stack(list(values))
-        arrays.append((y if y.dtype == dtype else y.astype(dtype)).reshape(shape))
+        y = (y if y.dtype == dtype else y.astype(dtype)).reshape(shape)
+        if axes != sorted(axes):  # NumPy's memory order, which a later reduction sums in
+            y = y.transpose(axes).copy().transpose(np.argsort(axes))
+        arrays.append(y)
     return tuple(arrays) if several else arrays[0]
+
+
+def _ufunc_iteration(operands, shape):
+    """The multi-indices of ``shape`` in the order NumPy's ufunc machinery (``np.vectorize``'s
+    ``frompyfunc``) visits them for ``operands`` (order 'K'), and the axes of the output it
+    allocates from outermost to innermost in memory: NumPy's iterator decides on stand-ins
+    with the operands' strides, whose memory it never reads."""
+    stand_ins = [np.lib.stride_tricks.as_strided(np.empty(1), shape, np.shape(x) and x.strides)
+                 for x in operands]
+    it = np.nditer(stand_ins + [None], flags=["zerosize_ok", "refs_ok", "multi_index"],
+                   op_flags=[["readonly"]] * len(stand_ins) + [["writeonly", "allocate"]],
+                   order="K")
+    layout = it.operands[-1]
+    visits = []
+    while not it.finished:
+        visits.append(it.multi_index)
+        it.iternext()
+    return visits, sorted(range(len(shape)), key=lambda axis: -layout.strides[axis])
 
 
 def _vectorized_with_signature(self, *args, **kwargs):
