@@ -60,7 +60,7 @@ from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
 from ..engines.products import times
-from ..rules._helpers import as_float, sign_of, unbroadcast
+from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import Elementwise, StandIn, scipy_adjoint
 
@@ -503,8 +503,8 @@ elementwise(erfcinv,   lambda y, x: (-0.5 * _SQRT_PI) * np.exp(y * y),          
 elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
 elementwise(ndtri,     lambda y, x: _SQRT_2PI * np.exp(0.5 * y * y),                 uses="y")
 elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                                uses="xy")
-elementwise(expit,     lambda y, x: y * expit(-x),                                   uses="xy")
-elementwise(log_expit, lambda y, x: expit(-x))
+elementwise(expit,     lambda y, x: logistic_density(x))
+elementwise(log_expit, lambda y, x: logistic(-x))
 elementwise(logit,     lambda y, x: 1.0 / (x * (1.0 - x)))
 elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
 elementwise(xlog1py,   _xlog1py_dx, _xlog1py_dw,                                 decide=_xlog1py_zeros)
