@@ -116,3 +116,52 @@ def test_tanh_written_in_place_gives_the_derivative_of_its_input():
         want = [float(3 * mp.sech(t) ** 2) for t in map(mp.mpf, x)]
     for got, w in zip(g, want):
         assert_near(float(got), w)
+
+
+# poch(z, m) where z and z + m are both poles of Γ is the ratio of their residues (poch(-2, 1) =
+# -2, a polynomial in z for an integer m); its z-derivative took Γ(z + m) (ψ(z + m)/Γ(z) +
+# (1/Γ)'(z)) there, inf · 0: NaN, and so its second derivative.
+
+DOUBLE_POLES = [(-2.0, 1.0), (-3.0, 2.0), (-1.0, -1.0), (-5.0, -3.0), (-4.0, 4.0), (0.0, 0.0)]
+
+
+@pytest.mark.parametrize("z, m", DOUBLE_POLES)
+def test_poch_at_a_double_pole(z, m):
+    zs, ms = np.array([z]), np.array([m])
+    with mp.workdps(40):
+        first = float(mp.diff(lambda t: mp.rf(t, m), z))
+        second = float(mp.diff(lambda t: mp.rf(t, m), z, 2))
+    reverse, dm = mutad.gradient(lambda a, b: sc.poch(a, b).sum(), zs, ms)
+    _, forward = mutad.jvp(lambda a: sc.poch(a, ms), (zs,), (np.ones(1),))
+    h = mutad.hessian(lambda a: sc.poch(a, ms).sum(), zs)
+    for got, want in ((reverse[0], first), (forward[0], first), (np.ravel(h)[0], second)):
+        assert abs(float(got) - want) <= 1e-14 * max(abs(want), abs(first), 1.0), (got, want)
+    assert np.isnan(dm[0])  # poch(z, ·) is 0 on either side of m: no derivative
+
+
+# voigt_profile's partials from w'(z) = -2z w(z) + 2i/√π, which cancels for large |z|: in the
+# wings (x = 1e5 σ: the σ-partial 2e3 times too large, of the wrong sign), for a narrow
+# Gaussian (σ = 1e-8: every partial wrong, the γ-partial 0), and beside the real axis, where
+# the series for large |z| leaves out e^(-z²). Against 120 digits.
+
+VOIGT = [(1e5, 1.0, 0.1), (1e8, 1.0, 1.0), (1.0, 1e-8, 1.0), (5.0, 1.0, 1e4), (1e3, 1.0, 1.0),
+         (12.0, 1.0, 1e-20), (12.0, 1.0, 0.0), (-12.0, 1.0, 1e-15), (11.3, 1.0, 1.4)]
+
+
+def mp_voigt(x, sigma, gamma):
+    z = (x + 1j * gamma) / (sigma * mp.sqrt(2))
+    return mp.re(mp.exp(-z * z) * mp.erfc(-1j * z)) / (sigma * mp.sqrt(2 * mp.pi))
+
+
+@pytest.mark.parametrize("point", VOIGT, ids=str)
+def test_voigt_profile_partials_far_from_the_centre(point):
+    args = [np.array([v]) for v in point]
+    got = mutad.gradient(lambda x, s, g: sc.voigt_profile(x, s, g).sum(), *args)
+    with mp.workdps(120):
+        p = [mp.mpf(v) for v in point]
+        for k in range(3):
+            def along(t, k=k):
+                q = list(p)
+                q[k] = t
+                return mp_voigt(*q)
+            assert_near(float(got[k][0]), float(mp.diff(along, p[k])))

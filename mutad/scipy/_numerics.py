@@ -148,13 +148,26 @@ def poch_dz(y, z, m):
     """d/dz poch(z, m) = d/dz Γ(z + m) / Γ(z): y (ψ(z + m) - ψ(z)), the difference without
     cancellation (at z = 1e30 it was 0). Where z is a pole of Γ, y is 0 and that form 0 · inf:
     there the product rule, Γ(z + m) (ψ(z + m) / Γ(z) + (1/Γ)'(z)), every term kept so that it
-    holds to second order."""
+    holds to second order. Where z + m is a pole too, y is the ratio of the two poles' residues
+    (poch(-2, 1) = -2), and both forms are NaN: ψ(z + m) - ψ(z) is there the limit of the
+    difference of its regular parts, ψ(1 - z - m) - ψ(1 - z) (by reflection; its derivative
+    that of ψ's difference too)."""
     pole = reciprocal_pole(z)
+    double = both(pole, reciprocal_pole(z + m))
     with _errstate():
         regular = y * psi_gap(z, m)
         r = rgamma(z)
         at_pole = gamma(z + m) * (psi(z + m) * r + rgamma_derivative(r, z))
-    return np.where(pole, at_pole, regular)
+        at_double_pole = y * psi_gap(np.where(double, 1.0 - z, 1.0), -m)
+    return np.where(double, at_double_pole, np.where(pole, at_pole, regular))
+
+
+def poch_dm(y, z, m):
+    """d/dm poch(z, m) = y ψ(z + m); NaN where z and z + m are poles of Γ: poch(z, ·) is 0 on
+    either side of such an m (poch(-2, 1 ± h) = 0, poch(-2, 1) = -2), where it has no
+    derivative (ψ(0) alone is -inf, of ψ's limit from the right)."""
+    with _errstate():
+        return np.where(both(reciprocal_pole(z), reciprocal_pole(z + m)), np.nan, y * psi(z + m))
 
 
 def stirling(a):
