@@ -294,6 +294,17 @@ def dawsn_derivative(y, x):
     return np.where(large, -q * _double_factorial_series(q, 1), 1.0 - 2.0 * x * y)
 
 
+def inverse_slope(y, tail, scale):
+    """``scale / density`` of an inverse of erfc at its output ``y`` (or of ndtr, at y / √2),
+    where ``tail``, an exact input, is the probability beyond y (of the same sign's tail):
+    e^(y²) = erfcx(|y|) / tail, whose relative error is that of y over |y|, not y² times it,
+    as exp(y * y) of the rounded y (49 ulps for erfinv at 1 - 1e-15; 126 for ndtri_exp at
+    -100, of exp(x + y²/2), which cancels). Infinite where the tail is 0 (at ±1 of erfinv)."""
+    with _errstate():
+        slope = scale * erfcx(np.where(y < 0, -y, y)) / np.where(tail == 0, 1.0, tail)
+    return np.where(tail == 0, np.inf * scale, slope)
+
+
 def log_ndtr_derivative(y, x):
     """d/dx log Φ(x) = φ(x)/Φ(x) = √(2/π) / erfcx(-x/√2): exact in the left tail, where
     exp(-x²/2 - log Φ(x)) subtracts two large numbers."""

@@ -471,6 +471,15 @@ def _where_defined(y, partial):
     """``partial``, NaN where SciPy's value ``y`` is (outside its domain: m > 1)."""
     return np.where(np.isnan(y), y, partial)
 
+def _ndtri_exp_slope(y, x):
+    """d/dx ndtri_exp(x) = e^x / φ(y): below the median Φ(y)/φ(y) = √(π/2) erfcx(-y/√2) (e^x
+    is Φ(y)), above e^x times ``_numerics.inverse_slope`` of the tail 1 - e^x = -expm1(x)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(y < 0, 1.0, np.exp(x))
+        tail = np.where(y < 0, 1.0, -np.expm1(x))
+    return factor * _numerics.inverse_slope(y / math.sqrt(2.0), tail, 0.5 * _SQRT_2PI)
+
+
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
@@ -498,10 +507,14 @@ elementwise(stdtrit,   lambda y, df, p: -_numerics.stdtr_dnu(df, y) / _t_density
 elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
 elementwise(erfcx,     _numerics.erfcx_derivative,                                   uses="xy")
-elementwise(erfinv,    lambda y, x: (0.5 * _SQRT_PI) * np.exp(y * y),                uses="y")
-elementwise(erfcinv,   lambda y, x: (-0.5 * _SQRT_PI) * np.exp(y * y),               uses="y")
+elementwise(erfinv,    lambda y, x: _numerics.inverse_slope(y, 1.0 - np.where(y < 0, -x, x),
+                                                     0.5 * _SQRT_PI),                  uses="xy")
+elementwise(erfcinv,   lambda y, x: _numerics.inverse_slope(y, np.where(y < 0, 2.0 - x, x),
+                                                     -0.5 * _SQRT_PI),                 uses="xy")
 elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
-elementwise(ndtri,     lambda y, x: _SQRT_2PI * np.exp(0.5 * y * y),                 uses="y")
+elementwise(ndtri,     lambda y, x: _numerics.inverse_slope(y / math.sqrt(2.0),
+                                                     np.where(y < 0, x, 1.0 - x),
+                                                     0.5 * _SQRT_2PI),                  uses="xy")
 elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                                uses="xy")
 elementwise(expit,     lambda y, x: logistic_density(x))
 elementwise(log_expit, lambda y, x: logistic(-x))
@@ -578,7 +591,7 @@ elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
             lambda y, a, b, x: -_f_density(a, b, x))
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
-elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
+elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
 # x^p is: the limit at x = 0)
 elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
