@@ -227,7 +227,8 @@ def log_sum_shares(power):
     def difference(a, b):
         with np.errstate(invalid="ignore"):  # inf - inf: a tie, set to 0 below
             d = np.subtract(a, b)
-        return np.where(np.equal(a, b), 0.0, d)
+        # (only there: a - b at a finite tie is 0 already, and moves with a and b)
+        return np.where(np.logical_and(np.equal(a, b), np.isinf(a)), 0.0, d)
 
     return (lambda y, a, b: logistic(difference(a, b), power),
             lambda y, a, b: logistic(difference(b, a), power))
