@@ -201,3 +201,22 @@ def test_inverse_function_derivative_within_a_few_ulps(f, fm, x):
     _, forward = mutad.jvp(f, (xs,), (np.ones(1),))
     for got in (reverse[0], forward[0]):
         assert abs(float(got) - want) <= 8 * np.spacing(abs(want)), (got, want)
+
+
+# erf's, erfc's, ndtr's and erfi's derivatives took exp(∓x²) of the rounded square x * x: off by
+# x² ε relative (224 ulps for erf at 26.1, 12 at 5.3). Against the closed forms at 60 digits.
+
+SQUARES = [(sc.erf, lambda t: 2 / mp.sqrt(mp.pi) * mp.exp(-t * t), x) for x in (5.3, -26.1)]
+SQUARES += [(sc.erfc, lambda t: -2 / mp.sqrt(mp.pi) * mp.exp(-t * t), 19.9),
+            (sc.ndtr, mp.npdf, 37.3), (sc.ndtr, mp.npdf, -26.1),
+            (sc.erfi, lambda t: 2 / mp.sqrt(mp.pi) * mp.exp(t * t), 25.9)]
+
+
+@pytest.mark.parametrize("f, fm, x", SQUARES, ids=lambda c: getattr(c, "__name__", repr(c)))
+def test_derivative_of_a_gaussian_within_a_few_ulps(f, fm, x):
+    want = analytic(fm, x)
+    xs = np.array([x])
+    reverse, = mutad.gradient(lambda t: f(t).sum(), xs)
+    _, forward = mutad.jvp(f, (xs,), (np.ones(1),))
+    for got in (reverse[0], forward[0]):
+        assert abs(float(got) - want) <= 4 * np.spacing(abs(want)), (got, want)

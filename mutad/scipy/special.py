@@ -504,14 +504,14 @@ elementwise(stdtr,     lambda y, df, t: _numerics.stdtr_dnu(df, t), _numerics.st
 # t = stdtrit(df, p) solves stdtr(df, t) = p: ∂t/∂p = 1/f(t), ∂t/∂df = -(∂stdtr/∂df)(t) / f(t)
 elementwise(stdtrit,   lambda y, df, p: -_numerics.stdtr_dnu(df, y) / _t_density_at(y, df),
             lambda y, df, p: 1.0 / _t_density_at(y, df),                             uses="xy")
-elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
-elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
+elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, -1.0))
+elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * _numerics.exp_of_square(x, -1.0))
 elementwise(erfcx,     _numerics.erfcx_derivative,                                   uses="xy")
 elementwise(erfinv,    lambda y, x: _numerics.inverse_slope(y, 1.0 - np.where(y < 0, -x, x),
                                                      0.5 * _SQRT_PI),                  uses="xy")
 elementwise(erfcinv,   lambda y, x: _numerics.inverse_slope(y, np.where(y < 0, 2.0 - x, x),
                                                      -0.5 * _SQRT_PI),                 uses="xy")
-elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
+elementwise(ndtr,      lambda y, x: _numerics.exp_of_square(x, -0.5) / _SQRT_2PI)
 elementwise(ndtri,     lambda y, x: _numerics.inverse_slope(y / math.sqrt(2.0),
                                                      np.where(y < 0, x, 1.0 - x),
                                                      0.5 * _SQRT_2PI),                  uses="xy")
@@ -590,7 +590,7 @@ elementwise(pdtrc,     None, lambda y, k, m: _density(np.floor(k) + 1.0, m))
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
             lambda y, a, b, x: -_f_density(a, b, x))
-elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
+elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, 1.0))
 elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
 # x^p is: the limit at x = 0)
