@@ -2728,16 +2728,13 @@ def leapfrog_chain(q, p, steps=4):
 def exp_chain(x):
     """W5's chain with exp where it takes tanh: exp's partial reads its output ``b``, which the
     next two steps overwrite, so the reverse pass recomputes it from ``a`` (tanh's partial reads
-    its input, which stays alive for ``c *= a``: W5 itself recomputes nothing)."""
-    a = np.sin(x)
-    a *= x
+    its input, which stays alive for ``c = ... * a``: W5 itself recomputes nothing)."""
+    a = np.sin(x) * x
     b = np.exp(a)
     b += x
     b *= -0.1
-    c = np.exp(b)
-    c *= a
-    np.cos(c, out=c)
-    return c.sum()
+    c = np.exp(b) * a
+    return np.cos(c, out=c).sum()
 
 
 @pytest.mark.parametrize("policy", POLICIES)
