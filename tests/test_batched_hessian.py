@@ -137,7 +137,14 @@ def _accumulated(x):
     return (y * y * x).sum()
 
 
-EXACT = [_elementwise, _in_place, _views, _decisions, _overwrites, _accumulated]
+def _selected(x):
+    y = np.where(x > 0.5, np.sin(x), x[::-1] * 2.0)
+    z = np.where(x[:3] < 0.3, 1.5, x[3:] ** 2)  # a constant branch
+    w = np.where(np.array([[True], [False]]), x[:3], np.cos(x[3:]))  # broadcast to (2, 3)
+    return (y * y).sum() + (z * x[:3]).sum() + (w ** 3).sum()
+
+
+EXACT = [_elementwise, _in_place, _views, _decisions, _overwrites, _accumulated, _selected]
 ROUNDED = [_products]
 
 

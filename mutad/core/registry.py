@@ -337,7 +337,7 @@ class Constant:
 
 class Applied:
     """A partial derivative that is ``function`` of one value: input ``position``, or the
-    output where ``position`` is None (sine's ``np.cos(x)``, tanh's ``1 - y * y``): compiled
+    output where ``position`` is None (sine's ``np.cos(x)``, expm1's ``np.exp(x)``): compiled
     code calls ``function`` on that value rather than the partial, one Python call less per
     step (a replay's small steps spend as long calling as computing)."""
 

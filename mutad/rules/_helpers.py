@@ -144,6 +144,41 @@ def sign_of(x):
     return np.sign(x).astype(np.float16)
 
 
+def logistic_density(x, scale=1.0):
+    """scale² σ'(scale x), σ the logistic sigmoid, from x: scale² e / (1 + e)² with
+    e = exp(-scale |x|) (for complex x, of whichever of ±x has a real part ≥ 0: σ' is even), a
+    few ulps everywhere, also through its own derivative. From σ's rounded outputs it is 0
+    where σ(-x) underflows, and tanh's derivative 4 σ'(2x) as 1 - tanh² 0 beyond |x| = 19.1
+    (4.6e-17 at 19.5) and 4% off at 18. A plain real array takes two arrays of memory (the
+    ufunc's output did one); a traced one is split at 0 by np.where, not by np.abs, whose
+    subgradient 0 there would be each side's derivative."""
+    if type(x) is np.ndarray and x.ndim and x.dtype.kind == "f":  # (0-d: np.abs gives a scalar)
+        e = np.abs(x)
+        np.multiply(e, -scale, out=e)
+        np.exp(e, out=e)
+        square = np.add(1.0, e)
+        np.multiply(square, square, out=square)
+        np.divide(e, square, out=e)
+        return e if scale == 1.0 else np.multiply(e, scale * scale, out=e)
+    e = np.exp(np.where(np.real(x) < 0, scale * x, -scale * x))
+    return e / ((1.0 + e) * (1.0 + e)) * (scale * scale)
+
+
+def sech_squared(x):
+    """tanh's derivative 1 / cosh²(x) = 4 σ'(2x) (``logistic_density``)."""
+    return logistic_density(x, 2.0)
+
+
+def logistic(x, power=np.exp):
+    """1 / (1 + power(-x)) of a real x (the logistic sigmoid, for power e^x), as e / (1 + e)
+    with e = power(x) where x < 0: there power(-x) overflows to a result of 0 where the sigmoid
+    is a subnormal number (SciPy's expit(-710) is 0, not 4.5e-309). NaN for NaN; 0 and 1 at
+    -inf and inf. Split at 0 by np.where, so that its derivative holds there."""
+    negative = x < 0
+    e = power(np.where(negative, x, -x))
+    return np.where(negative, e, 1.0) / (1.0 + e)
+
+
 def as_float(sign):
     return np.multiply(sign, 1.0, dtype=np.float64)
 

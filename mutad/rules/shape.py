@@ -574,6 +574,20 @@ def where(condition, *branches):
 deflinear(np.where, operands=(1, 2))
 
 
+@defbatched(np.where)
+def where_batched(tangents, condition, *branches):
+    """Each direction's tangent taken from the branch the condition takes the value from."""
+    if len(branches) != 2:
+        return NotImplemented
+    y = np.where(condition, *branches)
+    size = batch_size(tangents[1:])
+    if size is None:
+        return y, None
+    x, z = (batch_aligned(batch_or_zeros(b, t, size), y.ndim)
+            for b, t in zip(branches, tangents[1:], strict=True))
+    return y, np.where(condition, x, z)
+
+
 def clip_bounds(bounds, kwargs):
     # Bounds given by keyword are constants (those that are differentiated come by position:
     # CLIP_BOUNDS).

@@ -21,7 +21,7 @@ from ..core.registry import (ONE, Applied, Constant, Normwise, Operand, complex_
                              holomorphic)
 from ..core.views import memory
 from ..engines.products import times
-from ._helpers import as_float, sign_of, unbroadcast
+from ._helpers import as_float, logistic, sech_squared, sign_of, unbroadcast
 
 LN2 = np.log(2.0)
 LN10 = np.log(10.0)
@@ -140,11 +140,6 @@ def minus_sin(x):
     return negated(np.sin(x))
 
 
-def one_minus_square(y):
-    d = np.multiply(y, y)
-    return np.subtract(1.0, d, out=d) if type(d) is np.ndarray else 1.0 - d
-
-
 def factored_one_minus_square(x):
     """1 - x², for real x as (1 - x)(1 + x), whose factors are exact where x nears ±1 and the
     difference cancels (arctanh's derivative at 1 - 1e-8: a relative error of 5e-10)."""
@@ -226,19 +221,17 @@ def over_hypot(x, y, at_origin):
 def log_sum_shares(power):
     """The partials of ``log(power(a) + power(b))`` (np.logaddexp, np.logaddexp2): the shares
     ``1 / (1 + power(b - a))`` and ``1 / (1 + power(a - b))``, not ``power(a - y)``, which is
-    NaN where ``y`` is infinite. At a = +inf beside a finite b they are 1 and 0, the limits;
+    NaN where ``y`` is infinite (by ``logistic``, which keeps the subnormal shares where
+    ``power`` of the difference overflows). At a = +inf beside a finite b they are 1 and 0;
     at a = b (two equal infinities too) 1/2 each, as at every tie; NaN only beside a NaN."""
     def difference(a, b):
         with np.errstate(invalid="ignore"):  # inf - inf: a tie, set to 0 below
             d = np.subtract(a, b)
-        return np.where(np.equal(a, b), 0.0, d)
+        # (only there: a - b at a finite tie is 0 already, and moves with a and b)
+        return np.where(np.logical_and(np.equal(a, b), np.isinf(a)), 0.0, d)
 
-    def share(d):
-        with np.errstate(over="ignore"):  # power(d) = inf: a share of 0
-            return 1.0 / (1.0 + power(d))
-
-    return (lambda y, a, b: share(difference(b, a)),
-            lambda y, a, b: share(difference(a, b)))
+    return (lambda y, a, b: logistic(difference(a, b), power),
+            lambda y, a, b: logistic(difference(b, a), power))
 
 
 def zero_base(a, b):
@@ -309,7 +302,7 @@ elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(square_plus_one(x, -1.0))
 elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
 elementwise(np.sinh,       Applied(np.cosh))
 elementwise(np.cosh,       Applied(np.sinh))
-elementwise(np.tanh,       Applied(one_minus_square, None),               uses="y")
+elementwise(np.tanh,       Applied(sech_squared))
 elementwise(np.arcsinh,    lambda y, x: 1.0 / root_of_square_plus_one(x))
 # complex x too, its imaginary zero's sign kept: x + 1.0 would make -0 +0, x - -1.0 keeps it
 elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x - -1.0)))

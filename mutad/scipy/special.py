@@ -60,7 +60,7 @@ from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
 from ..engines.products import times
-from ..rules._helpers import as_float, sign_of, unbroadcast
+from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import Elementwise, StandIn, scipy_adjoint
 
@@ -478,6 +478,15 @@ def _where_defined(y, partial):
     """``partial``, NaN where SciPy's value ``y`` is (outside its domain: m > 1)."""
     return np.where(np.isnan(y), y, partial)
 
+def _ndtri_exp_slope(y, x):
+    """d/dx ndtri_exp(x) = e^x / φ(y): below the median Φ(y)/φ(y) = √(π/2) erfcx(-y/√2) (e^x
+    is Φ(y)), above e^x times ``_numerics.inverse_slope`` of the tail 1 - e^x = -expm1(x)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(y < 0, 1.0, np.exp(x))
+        tail = np.where(y < 0, 1.0, -np.expm1(x))
+    return factor * _numerics.inverse_slope(y / math.sqrt(2.0), tail, 0.5 * _SQRT_2PI)
+
+
 # fmt: off
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
@@ -502,16 +511,20 @@ elementwise(stdtr,     lambda y, df, t: _numerics.stdtr_dnu(df, t), _numerics.st
 # t = stdtrit(df, p) solves stdtr(df, t) = p: ∂t/∂p = 1/f(t), ∂t/∂df = -(∂stdtr/∂df)(t) / f(t)
 elementwise(stdtrit,   lambda y, df, p: -_numerics.stdtr_dnu(df, y) / _t_density_at(y, df),
             lambda y, df, p: 1.0 / _t_density_at(y, df),                             uses="xy")
-elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * np.exp(-x * x))
-elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * np.exp(-x * x))
+elementwise(erf,       lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, -1.0))
+elementwise(erfc,      lambda y, x: (-2.0 / _SQRT_PI) * _numerics.exp_of_square(x, -1.0))
 elementwise(erfcx,     _numerics.erfcx_derivative,                                   uses="xy")
-elementwise(erfinv,    lambda y, x: (0.5 * _SQRT_PI) * np.exp(y * y),                uses="y")
-elementwise(erfcinv,   lambda y, x: (-0.5 * _SQRT_PI) * np.exp(y * y),               uses="y")
-elementwise(ndtr,      lambda y, x: np.exp(-0.5 * x * x) / _SQRT_2PI)
-elementwise(ndtri,     lambda y, x: _SQRT_2PI * np.exp(0.5 * y * y),                 uses="y")
+elementwise(erfinv,    lambda y, x: _numerics.inverse_slope(y, 1.0 - np.where(y < 0, -x, x),
+                                                     0.5 * _SQRT_PI),                  uses="xy")
+elementwise(erfcinv,   lambda y, x: _numerics.inverse_slope(y, np.where(y < 0, 2.0 - x, x),
+                                                     -0.5 * _SQRT_PI),                 uses="xy")
+elementwise(ndtr,      lambda y, x: _numerics.exp_of_square(x, -0.5) / _SQRT_2PI)
+elementwise(ndtri,     lambda y, x: _numerics.inverse_slope(y / math.sqrt(2.0),
+                                                     np.where(y < 0, x, 1.0 - x),
+                                                     0.5 * _SQRT_2PI),                  uses="xy")
 elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                                uses="xy")
-elementwise(expit,     lambda y, x: y * expit(-x),                                   uses="xy")
-elementwise(log_expit, lambda y, x: expit(-x))
+elementwise(expit,     lambda y, x: logistic_density(x))
+elementwise(log_expit, lambda y, x: logistic(-x))
 elementwise(logit,     lambda y, x: 1.0 / (x * (1.0 - x)))
 elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
 elementwise(xlog1py,   _xlog1py_dx, _xlog1py_dw,                                 decide=_xlog1py_zeros)
@@ -556,7 +569,7 @@ elementwise(sindg,     lambda y, x: (math.pi / 180.0) * cosdg(x))
 elementwise(cosdg,     lambda y, x: (-math.pi / 180.0) * sindg(x))
 elementwise(binom,     lambda y, n, k: _numerics.binom_partials(y, n, k)[0],
             lambda y, n, k: _numerics.binom_partials(y, n, k)[1],                    uses="xy")
-elementwise(poch,      _numerics.poch_dz, lambda y, z, m: y * psi(z + m),             uses="xy")
+elementwise(poch,      _numerics.poch_dz, _numerics.poch_dm,                          uses="xy")
 elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0,
             lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
 elementwise(log1p,     lambda y, x: 1.0 / (1.0 + x))
@@ -590,8 +603,8 @@ elementwise(bdtrc,     None, NoClosedForm("the number of trials n"),
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
             lambda y, a, b, x: -_f_density(a, b, x))
-elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * np.exp(x * x))
-elementwise(ndtri_exp, lambda y, x: _SQRT_2PI * np.exp(x + 0.5 * y * y),              uses="xy")
+elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, 1.0))
+elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
 # x^p is: the limit at x = 0)
 elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
@@ -668,27 +681,74 @@ elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, 
 # fmt: on
 
 
+_FAR = 8.0
+"""Where |z| ≥ this, w'(z) = -2z w(z) + 2i/√π cancels (to 2 digits here, all of them at
+σ = 1e-8): the Voigt profile's partials take w's asymptotic series there, whose terms fall
+below 1e-19 by the 25th."""
+
+_ASYMPTOTIC_TERMS = 25
+
+
+def _voigt_far(zeta, sigma):
+    """``(d_x, d_sigma, d_gamma)`` of the Voigt profile from w(z) ~ (i/√π) Σ c_k / z^(2k+1),
+    c_k = (2k-1)!! / 2^k, in ζ = x + iγ and t = 1/z² = 2σ²/ζ² (finite at σ = 0, where they are
+    the Lorentzian's): w'(z) = -(i/√π) Σ (2k+1) c_k t^k / z², z w' + w = -(i/√π) Σ 2k c_k t^k / z,
+    term by term, as the partials divided by σ² and σ² √2 / ζ. The series leaves out a term
+    e^(-z²) S beside the real axis (all of Re w on it), which the caller weighs."""
+    t = 2.0 * sigma * sigma / (zeta * zeta)
+    slope = radial = 0.0
+    for k in range(_ASYMPTOTIC_TERMS - 1, -1, -1):  # by Horner's scheme
+        c = math.prod(range(1, 2 * k, 2)) / 2.0 ** k
+        slope = slope * t + (2 * k + 1) * c
+        if k:
+            radial = radial * t + 2 * k * c
+    along = -1j * slope / (math.pi * zeta * zeta)
+    return (np.real(along), -np.real(-1j * 2.0 * sigma * radial / (math.pi * zeta ** 3)),
+            -np.imag(along))
+
+
 def _voigt_partials(x, sigma, gamma):
     """The partials of SciPy's Voigt profile V = Re w(z) / (σ √(2π)), z = (x + iγ) / (σ √2),
-    in x, σ and γ, by the Faddeeva function's derivative w'(z) = -2z w(z) + 2i/√π; at σ = 0,
-    those of the Lorentzian γ / (π (x² + γ²)) it is there (whose σ-partial is 0: the profile
-    is even in σ)."""
-    lorentz = sigma == 0
-    s = np.where(lorentz, 1.0, sigma)
+    in x, σ and γ, by the Faddeeva function's derivative w'(z) = -2z w(z) + 2i/√π; where
+    |z| ≥ ``_FAR`` (at σ = 0 too: those of the Lorentzian γ / (π (x² + γ²)) it is there, whose
+    σ-partial is 0, the profile being even in σ), by ``_voigt_far``. Its series leaves out
+    e^(-z²) S, S = 1 on the real axis, falling to 0 away from it, where the real parts (the x-
+    and σ-partials) of the series are proportional to γ and may be smaller: within 1 of the
+    axis (γ ≤ σ √2) the partials add those of e^(-z²) (the rest, (1 - S) e^(-z²), is below
+    1e-25 of theirs); beyond, they take the series where what it leaves out, below
+    e^(γ'² - x'²) (x' + iγ' = z), is below 1e-17 of theirs, or z is as far above the axis as
+    along it, and w' elsewhere. Each branch reads safe points where another is taken, so that
+    its own derivatives are finite there."""
+    zeta = x + 1j * gamma
+    size = np.abs(zeta) / (math.sqrt(2.0) * sigma)  # |z|, inf at σ = 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        far = size >= _FAR
+        near_axis = np.logical_and(far, (sigma > 0) & (gamma <= math.sqrt(2.0) * sigma))
+        left_out = np.exp((gamma - x) * (gamma + x) / (2.0 * sigma * sigma)) * size ** 5
+        real_far = np.logical_and(far, near_axis | (sigma == 0) | (gamma >= np.abs(x))
+                                  | (left_out <= 1e-17 * gamma / (math.sqrt(2.0) * sigma)))
+    s = np.where(real_far, 1.0, sigma)
     scale = s * math.sqrt(2.0)
-    z = (x + 1j * gamma) / scale
+    z = np.where(real_far, 1.0, zeta) / scale
     w = wofz(z)
     slope = -2.0 * z * w + 2j / _SQRT_PI  # w'(z)
     norm = s * math.sqrt(2.0 * math.pi)
-    d_x = np.real(slope) / (scale * norm)
-    d_gamma = -np.imag(slope) / (scale * norm)
-    d_sigma = -np.real(slope * z) / (s * norm) - np.real(w) / (norm * s)
-    if not np.any(lorentz):
-        return d_x, d_sigma, d_gamma
-    r2 = x * x + gamma * gamma
-    return (np.where(lorentz, -2.0 * gamma * x / (math.pi * r2 * r2), d_x),
-            np.where(lorentz, 0.0, d_sigma),
-            np.where(lorentz, (x * x - gamma * gamma) / (math.pi * r2 * r2), d_gamma))
+    near = (np.real(slope) / (scale * norm), -np.real(slope * z + w) / (s * norm),
+            -np.imag(slope) / (scale * norm))
+    if not np.any(far):
+        return near
+    d_x, d_sigma, d_gamma = _voigt_far(np.where(far, zeta, 1.0), np.where(far, sigma, 0.0))
+    if np.any(near_axis):  # the partials of e^(-z²) / (σ √(2π))
+        s = np.where(near_axis, sigma, 1.0)
+        zeta = np.where(near_axis, zeta, 0.0)
+        z, square = zeta / (s * math.sqrt(2.0)), zeta * zeta / (2.0 * s * s)  # (exact z²: x²/2)
+        e = np.exp(-square)
+        slope, radial = -2.0 * z * e, (1.0 - 2.0 * square) * e
+        d_x = d_x + np.where(near_axis, np.real(slope) / (2.0 * _SQRT_PI * s * s), 0.0)
+        d_sigma = d_sigma - np.where(near_axis, np.real(radial) / (_SQRT_2PI * s * s), 0.0)
+        d_gamma = d_gamma - np.where(near_axis, np.imag(slope) / (2.0 * _SQRT_PI * s * s), 0.0)
+    return (np.where(real_far, d_x, near[0]), np.where(real_far, d_sigma, near[1]),
+            np.where(far, d_gamma, near[2]))
 
 
 # The rows whose partials are complex derivatives, for complex arguments (facet complex).
