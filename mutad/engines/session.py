@@ -14,7 +14,6 @@ of the caller's memory (``forward``). Either one, on leaving its ``with`` block 
 ends.
 """
 
-import collections
 import threading
 
 import numpy as np
@@ -513,7 +512,12 @@ class ReverseDifferentiation(Differentiation):
         """One gradient per leaf: a copy of its shadow (zeros if none), a number for a number
         (``scalar_derivative``), None for a leaf that is not differentiable."""
         # A shadow that no other argument reads is handed over instead of copied.
-        keys = collections.Counter(t.buffer.key for t in self.traced if t is not None)
+        # (counted in a plain loop: ``collections.Counter``'s set-up costs more than the
+        # count itself for the few leaves of a call)
+        keys: dict = {}
+        for t in self.traced:
+            if t is not None:
+                keys[t.buffer.key] = keys.get(t.buffer.key, 0) + 1
         grads = []
         for t, scalar in zip(self.traced, self.scalar, strict=True):
             if t is None:
