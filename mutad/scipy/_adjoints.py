@@ -16,9 +16,11 @@ from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
 from ..core.views import writeable
 from ..api import stop_gradient
 from ..engines.arraylike import ArrayMethods, carries_derivative
+from ..engines.replay import Heard
 from ..custom import Adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
                           UnsupportedOperationError)
+from ..core.debug import Warnings
 from ..core.levels import ACTIVE, innermost
 from ..core.views import wrapped
 from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
@@ -542,8 +544,14 @@ def outside_differentiations(name):
     (``name`` the routine the block runs for)."""
     running = ACTIVE.running
     ACTIVE.running = []
+    # NumPy's floating-point events, where a running differentiation hears them (a replay
+    # compares them with its recording's): issued at the user's lines instead, as a
+    # differentiation started in the block logs them, which then replays
+    logged = {category: "log" for category, mode in np.geterr().items() if mode == "log"}
+    heard = logged and isinstance(np.geterrcall(), (Warnings, Heard))
     try:
-        yield
+        with np.errstate(call=Warnings(), **logged) if heard else contextlib.nullcontext():
+            yield
     except EscapedTracerError as error:
         raise UnsupportedOperationError(
             f"{name}: a function given to it reaches a value the differentiation follows "
