@@ -944,17 +944,17 @@ def test_dblquad_and_tplquad_are_scipys_nquad_differentiated():
     assert value == triple(p, 2.0) and g == triple(p, 1.0)
 
 
-def _nested_integrals(integrand):
-    """dblquad, nquad and a quad of a function that calls quad, of ``integrand(y, x, k)``,
-    in the parameter ``k = p[0]`` and in limits ``p[1]`` (outer) and ``x * p[1]`` (inner)."""
-    return {
-        "dblquad": lambda p: scipy.integrate.dblquad(
-            integrand, 0.0, p[1], 0.0, lambda x: x * p[1], args=(p[0],))[0],
-        "nquad": lambda p: scipy.integrate.nquad(
-            integrand, [lambda x, k: [0.0, x * p[1]], [0.0, p[1]]], args=(p[0],))[0],
-        "quad of quad": lambda p: scipy.integrate.quad(
-            lambda x: scipy.integrate.quad(integrand, 0.0, x * p[1], args=(x, p[0]))[0],
-            0.0, p[1])[0]}
+def _nested_quad_benchmark():
+    """benchmarks/nested_quad.py as a module: its integrals (``KINDS``) and the count of the
+    integrand's calls (``CALLS``)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "nested_quad.py"
+    spec = importlib.util.spec_from_file_location("nested_quad", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("kind", ["dblquad", "nquad", "quad of quad"])
@@ -963,14 +963,10 @@ def test_nested_quad_evaluates_the_integrand_a_few_times_as_often_as_scipy(kind)
     (seconds for a dblquad of a few hundred points): each inner quad's derivative integral was
     a quad_vec (at least 63 points, against QUADPACK's 21), and under the outer replay each
     inner pullback was traced (its floating-point events were the replay's to hear), not
-    replayed. Values SciPy's bit for bit, derivatives those of central differences."""
-    calls = [0]
-
-    def integrand(y, x, k):
-        calls[0] += 1
-        return np.exp(-k * x * y) * np.cos(y)
-
-    f = _nested_integrals(integrand)[kind]
+    replayed. Values SciPy's bit for bit, derivatives (in a parameter and in the limits)
+    those of central differences. The integrals are the benchmark's, which cannot rot so."""
+    benchmark = _nested_quad_benchmark()
+    f, calls = benchmark.KINDS[kind], benchmark.CALLS
     p = np.array([0.7, 1.2])
     calls[0] = 0
     expected = f(p.copy())

@@ -36,7 +36,7 @@ def _array_namespace(self, api_version=None):
     return array_api_compat.array_namespace(_plain(self), api_version=api_version)
 
 
-ArrayMethods.__array_namespace__ = _array_namespace
+setattr(ArrayMethods, "__array_namespace__", _array_namespace)  # (NumPy's arrays' protocol)
 
 
 class ScipyAdjoint(Adjoint):
