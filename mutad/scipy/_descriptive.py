@@ -71,7 +71,8 @@ __all__ += ["boxcox_llf", "chi2_contingency", "chisquare", "differential_entropy
             "expected_freq", "f_oneway", "gstd", "kstat", "kstatvar", "levene", "lmoment",
             "obrientransform", "pointbiserialr", "power_divergence", "ranksums", "sigmaclip",
             "theilslopes", "trim1", "trimboth", "yeojohnson_llf", "ttest_rel", "jarque_bera",
-            "normaltest", "mannwhitneyu", "bartlett", "cramervonmises", "quantile"]  # (SciPy's own code: FOLLOWED)
+            "normaltest", "mannwhitneyu", "bartlett", "cramervonmises",
+            "quantile"]  # (SciPy's own code: FOLLOWED)
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -1496,8 +1497,8 @@ def energy_distance(u_values, v_values, u_weights=None, v_weights=None):
 FOLLOWED = ("theilslopes", "chi2_contingency", "chisquare", "power_divergence", "f_oneway",
             "levene", "ranksums", "pointbiserialr", "boxcox_llf", "yeojohnson_llf", "gstd",
             "sigmaclip", "trimboth", "trim1", "obrientransform", "differential_entropy", "kstat",
-            "kstatvar", "expectile", "lmoment", "ttest_rel", "jarque_bera", "normaltest", "mannwhitneyu", "bartlett",
-            "cramervonmises", "quantile")
+            "kstatvar", "expectile", "lmoment", "ttest_rel", "jarque_bera", "normaltest",
+            "mannwhitneyu", "bartlett", "cramervonmises", "quantile")
 (theilslopes, chi2_contingency, chisquare, power_divergence, f_oneway, levene, ranksums,
  pointbiserialr, boxcox_llf, yeojohnson_llf, gstd, sigmaclip, trimboth, trim1, obrientransform,
  differential_entropy, kstat, kstatvar, expectile, lmoment, ttest_rel, jarque_bera,

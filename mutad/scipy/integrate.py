@@ -1850,7 +1850,8 @@ def quad(func: Callable[..., Any], a: float, b: float, args: Any = (), full_outp
          complex_func: bool = False) -> Any:
     """SciPy's ``quad``, differentiated in the limits and the parameters (``args=`` and the
     arrays ``func`` closes over): the parameters' gradient is ``quad`` of each entry of the
-    integrand's pullback. Returns ``(value, abserr, ...)`` as SciPy does, only the value differentiated."""
+    integrand's pullback. Returns ``(value, abserr, ...)`` as SciPy does, only the value
+    differentiated."""
     settings = dict(full_output=full_output, epsabs=epsabs, epsrel=epsrel, limit=limit,
                     points=points, weight=weight, wvar=wvar, wopts=wopts, maxp1=maxp1,
                     limlst=limlst, complex_func=complex_func)
