@@ -2048,15 +2048,13 @@ def test_the_zeros_of_a_sum_or_product_are_left_out_as_scipy_leaves_them():
         mutad.gradient(lambda k: (stiffness(k, "csr") - stiffness(k, "csr")).data.sum(), k)
 
 
-@pytest.mark.parametrize("name", ["lobpcg", "onenormest"])
+@pytest.mark.parametrize("name", ["onenormest"])
 def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
     """SciPy's own code failed on the traced matrix with TypeError: type not understood."""
     import scipy.sparse.linalg as spla
 
     def f(x):
         A = scipy.sparse.diags([x, 0.1 * x[:-1], 0.1 * x[:-1]], [0, 1, -1], format="csc")
-        if name == "lobpcg":
-            return getattr(spla, name)(A, np.ones((4, 1)))[0].sum()
         return getattr(spla, name)(A)
 
     x = np.array([2.0, 3.0, 4.0, 5.0])
@@ -2065,6 +2063,26 @@ def test_sparse_linalg_without_a_rule_is_refused_by_name(name):
     assert x.tolist() == [2.0, 3.0, 4.0, 5.0]
     A = scipy.sparse.diags([x], [0], format="csc")
     assert np.allclose(spla.inv(A).toarray(), np.diag(1 / x))  # outside: SciPy's own
+
+
+def _lobpcg_smallest(x):
+    A = scipy.sparse.diags([x, 0.3 * x[:-1], 0.3 * x[:-1]], [0, 1, -1], format="csr")
+    X = np.cos(np.arange(24.0)).reshape(12, 2)
+    return scipy.sparse.linalg.lobpcg(A, X, largest=False, tol=1e-9, maxiter=100)[0].sum()
+
+
+@pytest.mark.parametrize("f", [
+    _lobpcg_smallest,
+    lambda x: scipy.sparse.linalg.lobpcg(np.diag(x[:4]) + 0.2, np.ones((4, 1)))[0].sum()],
+    ids=["iterations", "dense eigensolver"])
+@pytest.mark.filterwarnings("ignore:The problem size")
+def test_lobpcg_runs_as_scipys_own_code(f):
+    """lobpcg of a traced matrix was refused by name; SciPy's code is NumPy's and
+    scipy.linalg's steps, followed as they are (value SciPy's, derivative of its steps)."""
+    from cases import followed_as_scipy
+
+    x = np.linspace(2.0, 9.0, 12)
+    followed_as_scipy(f, x, x[::-1] * 1.1, rtol=1e-5)
 
 
 def test_a_sparse_matrix_of_float32_values_is_refused():

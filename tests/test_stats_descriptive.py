@@ -728,7 +728,21 @@ _POSITIVE = np.abs(_SAMPLE) + 1.0
     ("kstat, kstatvar", lambda d: scipy.stats.kstat(d, 3) + scipy.stats.kstatvar(d), _SAMPLE,
      np.cos(_SAMPLE)),
     ("expectile", lambda d: scipy.stats.expectile(d, 0.3), _SAMPLE, np.cos(_SAMPLE)),
-    ("lmoment", lambda d: np.sum(scipy.stats.lmoment(d)), _SAMPLE, np.cos(_SAMPLE))])
+    ("lmoment", lambda d: np.sum(scipy.stats.lmoment(d)), _SAMPLE, np.cos(_SAMPLE)),
+    # SciPy's code calling its undecorated skew, kurtosis, skewtest and ttest_1samp (_no_deco)
+    ("ttest_rel", lambda d: scipy.stats.ttest_rel(d, _SAMPLE[::-1] * 1.1).pvalue, _SAMPLE,
+     np.cos(_SAMPLE)),
+    ("jarque_bera", lambda d: scipy.stats.jarque_bera(d).statistic, _SAMPLE, np.cos(_SAMPLE)),
+    ("normaltest", lambda d: scipy.stats.normaltest(np.concatenate([d, d ** 2])).statistic,
+     _SAMPLE, np.cos(_SAMPLE)),
+    # SciPy's code written against array_api_compat's namespace (xp.clip, xp.asarray)
+    ("mannwhitneyu", lambda d: scipy.stats.mannwhitneyu(d, _SAMPLE * 0.9 + 0.1).pvalue + d @ d,
+     _SAMPLE, np.cos(_SAMPLE)),
+    ("bartlett", lambda d: scipy.stats.bartlett(d[:6], d[6:]).statistic, _SAMPLE,
+     np.cos(_SAMPLE)),
+    ("cramervonmises", lambda d: scipy.stats.cramervonmises(d, "norm").statistic, _SAMPLE,
+     np.cos(_SAMPLE)),
+    ("quantile", lambda d: scipy.stats.quantile(d, 0.3), _SAMPLE, np.cos(_SAMPLE))])
 def test_scipys_own_code_on_traced_samples(name, f, x, other):
     from cases import followed_as_scipy
 

@@ -9,19 +9,34 @@ import sys
 import threading
 
 import numpy as np
+from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
 from ..core.views import writeable
 from ..api import stop_gradient
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import ArrayMethods, carries_derivative
+from ..engines.replay import Heard
 from ..custom import Adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
                           UnsupportedOperationError)
+from ..core.debug import Warnings
 from ..core.levels import ACTIVE, innermost
 from ..core.views import wrapped
 from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
+
+
+def _array_namespace(self, api_version=None):
+    """A traced or dual array's ``__array_namespace__``: the one SciPy's namespace detection
+    (array_api_compat's) gives the array it stands for (NumPy's compatible namespace, for a
+    NumPy array). That detection knows NumPy's arrays by their type, and asks an array of
+    another type for this method, refusing one without; so SciPy's code written against the
+    namespace (``xp.clip`` in ``bartlett``) runs on traced arrays as on NumPy's."""
+    return array_api_compat.array_namespace(_plain(self), api_version=api_version)
+
+
+setattr(ArrayMethods, "__array_namespace__", _array_namespace)  # (NumPy's arrays' protocol)
 
 
 class ScipyAdjoint(Adjoint):
@@ -529,8 +544,14 @@ def outside_differentiations(name):
     (``name`` the routine the block runs for)."""
     running = ACTIVE.running
     ACTIVE.running = []
+    # NumPy's floating-point events, where a running differentiation hears them (a replay
+    # compares them with its recording's): issued at the user's lines instead, as a
+    # differentiation started in the block logs them, which then replays
+    logged = {category: "log" for category, mode in np.geterr().items() if mode == "log"}
+    heard = logged and isinstance(np.geterrcall(), (Warnings, Heard))
     try:
-        yield
+        with np.errstate(call=Warnings(), **logged) if heard else contextlib.nullcontext():
+            yield
     except EscapedTracerError as error:
         raise UnsupportedOperationError(
             f"{name}: a function given to it reaches a value the differentiation follows "

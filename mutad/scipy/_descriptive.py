@@ -70,7 +70,9 @@ __all__ = ["binned_statistic", "circmean", "circstd", "circvar", "describe", "en
 __all__ += ["boxcox_llf", "chi2_contingency", "chisquare", "differential_entropy", "expectile",
             "expected_freq", "f_oneway", "gstd", "kstat", "kstatvar", "levene", "lmoment",
             "obrientransform", "pointbiserialr", "power_divergence", "ranksums", "sigmaclip",
-            "theilslopes", "trim1", "trimboth", "yeojohnson_llf"]  # (SciPy's own code: FOLLOWED)
+            "theilslopes", "trim1", "trimboth", "yeojohnson_llf", "ttest_rel", "jarque_bera",
+            "normaltest", "mannwhitneyu", "bartlett", "cramervonmises",
+            "quantile"]  # (SciPy's own code: FOLLOWED)
 
 _ALTERNATIVES = {"less": -1, "two-sided": 0, "greater": 1}
 
@@ -107,7 +109,10 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
     name = original.__name__
 
     def decorate(body):
-        def stand_in(*args, **kwargs):
+        def stand_in(*args, _no_deco=False, **kwargs):
+            if _no_deco:  # SciPy's own calls of its undecorated function (skew in jarque_bera)
+                results = body(*args, **kwargs)
+                return pack(*results) if pack is not None and type(results) is tuple else results
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             settings = dict(bound.arguments)
@@ -1492,9 +1497,11 @@ def energy_distance(u_values, v_values, u_weights=None, v_weights=None):
 FOLLOWED = ("theilslopes", "chi2_contingency", "chisquare", "power_divergence", "f_oneway",
             "levene", "ranksums", "pointbiserialr", "boxcox_llf", "yeojohnson_llf", "gstd",
             "sigmaclip", "trimboth", "trim1", "obrientransform", "differential_entropy", "kstat",
-            "kstatvar", "expectile", "lmoment")
+            "kstatvar", "expectile", "lmoment", "ttest_rel", "jarque_bera", "normaltest",
+            "mannwhitneyu", "bartlett", "cramervonmises", "quantile")
 (theilslopes, chi2_contingency, chisquare, power_divergence, f_oneway, levene, ranksums,
  pointbiserialr, boxcox_llf, yeojohnson_llf, gstd, sigmaclip, trimboth, trim1, obrientransform,
- differential_entropy, kstat, kstatvar, expectile, lmoment) = (
+ differential_entropy, kstat, kstatvar, expectile, lmoment, ttest_rel, jarque_bera,
+ normaltest, mannwhitneyu, bartlett, cramervonmises, quantile) = (
     ScipysCode(getattr(_stats, name)) for name in FOLLOWED)
 expected_freq = ScipysCode(_stats.contingency.expected_freq)

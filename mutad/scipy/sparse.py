@@ -204,7 +204,7 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import Value, reproduces, scipys_value
+from ._adjoints import ScipysCode, Value, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
@@ -4873,7 +4873,11 @@ def _expm(A: Any) -> Any:
 
 expm = _route(SCIPY["expm"], _expm)
 
-UNFOLLOWED = ("lobpcg", "qmr", "cgs", "lgmres",
+# SciPy's own code on a traced matrix (ScipysCode): lobpcg's iterations are NumPy's and
+# scipy.linalg's steps (eigh of the Rayleigh-Ritz projections), its decisions on the values
+lobpcg = ScipysCode(_splinalg.lobpcg)
+
+UNFOLLOWED = ("qmr", "cgs", "lgmres",
               "gcrotmk", "tfqmr", "onenormest")
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
