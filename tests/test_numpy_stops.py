@@ -468,6 +468,28 @@ def _unpickled_by_its_own_name(x):
     return u @ v
 
 
+def _unpickled_objects_held_twice(x):
+    import pickle
+    w, names = np.zeros(4), ["u"]
+    state = pickle.loads(pickle.dumps({"pair": (w, w), "names": names, "also": names}))
+    u, v = state["pair"]  # one array, as pickled: written through u, read through v
+    u[:] = x[:4]
+    state["names"].append("v")
+    return (v * x[4:]).sum() * len(state["also"])
+
+
+def _unpickled_cycles(x):
+    import pickle
+    w, loop = np.ones(4), []
+    loop.append(loop)
+    ring = ([], w)
+    ring[0].append(ring)
+    state = pickle.loads(pickle.dumps({"ring": ring, "loop": loop}))
+    state["ring"][0][0][1][1:] *= x[5:]  # the tuple the list in it holds is the tuple
+    held = state["loop"][0] is state["loop"] and state["ring"][0][0] is state["ring"]
+    return (state["ring"][1] * x[:4]).sum() * held
+
+
 def _archive_read(x):
     import io
     stream = io.BytesIO()
@@ -482,7 +504,8 @@ def _archive_read(x):
 
 
 @pytest.mark.parametrize("f", [_unpickled_workspace, _unpickled_from_a_file,
-                               _unpickled_by_its_own_name, _archive_read])
+                               _unpickled_by_its_own_name, _unpickled_objects_held_twice,
+                               _unpickled_cycles, _archive_read])
 def test_arrays_read_from_pickles_and_archives_written(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 

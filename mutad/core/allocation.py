@@ -408,14 +408,53 @@ def _unpickling(func):
         if _in_mode():
             caller = _top(sys._getframe(1).f_globals)
             if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
-                return in_containers(_loaded_floats, y)
+                return _unpickled(y)
         return y
 
     return _named(unpickling, func)
 
 
-def _loaded_floats(y):
-    return _loaded(y) if type(y) is np.ndarray and y.dtype.kind in "fc" else y
+def _unpickled(tree):
+    """``tree``, what ``pickle.loads`` made, with each float array in it (at the top, or in its
+    lists, tuples and dicts) a constant (``_loaded``), as Python's unpickling made it otherwise:
+    an object it holds twice (``[a, a]``, a list two dicts hold) is one object still, written
+    through either name, and a list holding itself holds itself. Its lists and dicts, new and
+    nobody else's, are given their items in place; a tuple holding a float array is made again,
+    once, and given in place of the old one wherever it is held."""
+    made = {}  # id(object of the tree) -> what it becomes (_BUILDING: a tuple being made)
+    cycles = []  # (list or dict, key, tuple): a reference to a tuple within its own making
+
+    def given(container, key, item):
+        new = walk(item)
+        if new is _BUILDING:
+            cycles.append((container, key, item))
+            return item
+        return new
+
+    def walk(x):
+        if id(x) in made:
+            return made[id(x)]
+        kind = type(x)
+        if kind is list or kind is dict:
+            made[id(x)] = x
+            for key in range(len(x)) if kind is list else list(x):
+                x[key] = given(x, key, x[key])
+            return x
+        if kind is tuple:
+            made[id(x)] = _BUILDING
+            items = tuple(walk(item) for item in x)
+            made[id(x)] = x if all(a is b for a, b in zip(items, x)) else items
+            return made[id(x)]
+        made[id(x)] = _loaded(x) if type(x) is np.ndarray and x.dtype.kind in "fc" else x
+        return made[id(x)]
+
+    tree = walk(tree)
+    for container, key, item in cycles:
+        container[key] = made[id(item)]
+    return tree
+
+
+_BUILDING = object()
 
 
 def _buffer_view(y):
