@@ -1251,8 +1251,18 @@ def _records_made_before_copied(x):
     return (a["q"] ** 2).sum() + (a["name"] == "Li") @ x[1:]
 
 
+def _names_read_as_text(x):
+    rec = np.zeros(3, dtype=[("name", "U5"), ("v", float)])
+    rec["v"] = x[:3]
+    rec["name"][1] = "ab"
+    name = rec["name"][1]  # NumPy's str: its length, its methods, + text
+    scale = len(name) + name.upper().startswith("A") + len(rec["name"][1] + "c")
+    return (rec["v"] * scale).sum() + x[3] * sum(len(n) for n in rec["name"])
+
+
 @pytest.mark.parametrize("f", [_records_with_a_name, _records_sorted_by_a_label,
-                               _atoms_by_element, _records_made_before_copied])
+                               _atoms_by_element, _records_made_before_copied,
+                               _names_read_as_text])
 def test_records_with_text_beside_their_floats(f):
     before = ATOMS.tobytes()
     check(f, np.array([0.31, -0.72, 1.13, -0.24]))
