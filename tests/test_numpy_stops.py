@@ -544,6 +544,33 @@ def test_a_replay_of_an_unpickled_workspace_traces_with_its_reason():
     assert "a call a replay cannot redo" in str(g.reasons)
 
 
+@pytest.mark.parametrize("pickled_in_the_call", [False, True])
+def test_an_array_unpickled_out_of_band_over_an_array_made_before(pickled_in_the_call):
+    """pickle's protocol 5 with out-of-band buffers: the array unpickled views the memory of
+    the array pickled, made before the call (NumPy's w *= x writes into it). Taken as a new
+    constant (and the stand-in pickled in band) the write went elsewhere, a read of the array
+    made before gave its old values, silently; the write is refused, the array left as it
+    was."""
+    import pickle
+    base = np.ones(4)
+    buffers = []
+    data = pickle.dumps(base, protocol=5, buffer_callback=buffers.append)
+
+    def f(x):
+        if pickled_in_the_call:
+            buffers.clear()
+            w = pickle.loads(pickle.dumps(base, protocol=5, buffer_callback=buffers.append),
+                             buffers=buffers)
+        else:
+            w = pickle.loads(data, buffers=buffers)
+        w *= x
+        return w.sum() + base.sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.gradient(f, np.linspace(0.5, 2.0, 4))
+    assert base.tolist() == [1.0] * 4
+
+
 def test_pickle_and_archives_are_pythons_and_numpys_outside():
     import io
     import pickle

@@ -401,11 +401,13 @@ def _unpickling(func):
     """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
     code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
     constant); the others as Python's own (an integer array is NumPy's, as pickled); the calls
-    of NumPy's and the libraries' code as Python's own."""
+    of NumPy's and the libraries' code as Python's own. Given out-of-band ``buffers``, its
+    arrays may view the caller's memory (an array made before, as a view of it would): they
+    are Python's own, a traced write into them refused."""
 
     def unpickling(*args, **kwargs):
         y = func(*args, **kwargs)
-        if _in_mode():
+        if _in_mode() and kwargs.get("buffers") is None:
             caller = _top(sys._getframe(1).f_globals)
             if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
                 return _unpickled(y)
@@ -1801,6 +1803,9 @@ class Preexisting(np.ndarray):
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
         return plain_memory(self).__reduce__()
+
+    def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
+        return plain_memory(self).__reduce_ex__(protocol)
 
 
 def _view_attribute(name):
