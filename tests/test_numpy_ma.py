@@ -78,7 +78,14 @@ PROGRAMS = {
     "np.ma.median, an even count": lambda x: np.ma.median(masked(x)),
     "np.ma.median, an odd count": lambda x: np.ma.median(np.ma.masked_where(x > 1.5, x)),
     "np.ma.median, no mask": lambda x: np.ma.median(np.ma.masked_array(x)) * x,
+    "np.ma.median of an array, overwrite_input": lambda x: _median_sorting(x * 1.0),
 }
+
+
+def _median_sorting(w):
+    """np.ma.median of an array without a mask is np.median's, which overwrite_input lets
+    sort the array in place: the array read after is the sorted one, as NumPy's is."""
+    return np.ma.median(w, overwrite_input=True) * w
 
 
 def numpys(result):
@@ -228,6 +235,7 @@ def test_in_place_arithmetic_of_a_masked_array(program):
     (lambda m: m.cumsum(), ["MaskedArray.cumsum"]),
     (lambda m: np.median(m), ["np.median"]),
     (lambda m: np.ma.median(m, axis=0), ["np.ma.median along an axis", "m.filled("]),
+    (lambda m: np.ma.median(m, overwrite_input=True), ["overwrite_input", "in place"]),
     (lambda m: np.asarray(m).sum(), ["conversion"]),
     (lambda m: m.__iadd__(np.ma.masked_array(np.ones((4, 5)), mask=~M)), ["masks more"]),
     (lambda m: m.__ipow__(2.0), ["in-place power"]),

@@ -468,6 +468,28 @@ def _unpickled_by_its_own_name(x):
     return u @ v
 
 
+def _unpickled_objects_held_twice(x):
+    import pickle
+    w, names = np.zeros(4), ["u"]
+    state = pickle.loads(pickle.dumps({"pair": (w, w), "names": names, "also": names}))
+    u, v = state["pair"]  # one array, as pickled: written through u, read through v
+    u[:] = x[:4]
+    state["names"].append("v")
+    return (v * x[4:]).sum() * len(state["also"])
+
+
+def _unpickled_cycles(x):
+    import pickle
+    w, loop = np.ones(4), []
+    loop.append(loop)
+    ring = ([], w)
+    ring[0].append(ring)
+    state = pickle.loads(pickle.dumps({"ring": ring, "loop": loop}))
+    state["ring"][0][0][1][1:] *= x[5:]  # the tuple the list in it holds is the tuple
+    held = state["loop"][0] is state["loop"] and state["ring"][0][0] is state["ring"]
+    return (state["ring"][1] * x[:4]).sum() * held
+
+
 def _archive_read(x):
     import io
     stream = io.BytesIO()
@@ -482,7 +504,8 @@ def _archive_read(x):
 
 
 @pytest.mark.parametrize("f", [_unpickled_workspace, _unpickled_from_a_file,
-                               _unpickled_by_its_own_name, _archive_read])
+                               _unpickled_by_its_own_name, _unpickled_objects_held_twice,
+                               _unpickled_cycles, _archive_read])
 def test_arrays_read_from_pickles_and_archives_written(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
@@ -519,6 +542,33 @@ def test_a_replay_of_an_unpickled_workspace_traces_with_its_reason():
         x = np.linspace(-1.0, 1.0, 8) * (1.0 + k)
         assert g(x).tobytes() == mutad.gradient(_unpickled_workspace, x)[0].tobytes()
     assert "a call a replay cannot redo" in str(g.reasons)
+
+
+@pytest.mark.parametrize("pickled_in_the_call", [False, True])
+def test_an_array_unpickled_out_of_band_over_an_array_made_before(pickled_in_the_call):
+    """pickle's protocol 5 with out-of-band buffers: the array unpickled views the memory of
+    the array pickled, made before the call (NumPy's w *= x writes into it). Taken as a new
+    constant (and the stand-in pickled in band) the write went elsewhere, a read of the array
+    made before gave its old values, silently; the write is refused, the array left as it
+    was."""
+    import pickle
+    base = np.ones(4)
+    buffers = []
+    data = pickle.dumps(base, protocol=5, buffer_callback=buffers.append)
+
+    def f(x):
+        if pickled_in_the_call:
+            buffers.clear()
+            w = pickle.loads(pickle.dumps(base, protocol=5, buffer_callback=buffers.append),
+                             buffers=buffers)
+        else:
+            w = pickle.loads(data, buffers=buffers)
+        w *= x
+        return w.sum() + base.sum()
+
+    with pytest.raises(mutad.errors.UntracedWriteError):
+        mutad.gradient(f, np.linspace(0.5, 2.0, 4))
+    assert base.tolist() == [1.0] * 4
 
 
 def test_pickle_and_archives_are_pythons_and_numpys_outside():
@@ -1228,8 +1278,18 @@ def _records_made_before_copied(x):
     return (a["q"] ** 2).sum() + (a["name"] == "Li") @ x[1:]
 
 
+def _names_read_as_text(x):
+    rec = np.zeros(3, dtype=[("name", "U5"), ("v", float)])
+    rec["v"] = x[:3]
+    rec["name"][1] = "ab"
+    name = rec["name"][1]  # NumPy's str: its length, its methods, + text
+    scale = len(name) + name.upper().startswith("A") + len(rec["name"][1] + "c")
+    return (rec["v"] * scale).sum() + x[3] * sum(len(n) for n in rec["name"])
+
+
 @pytest.mark.parametrize("f", [_records_with_a_name, _records_sorted_by_a_label,
-                               _atoms_by_element, _records_made_before_copied])
+                               _atoms_by_element, _records_made_before_copied,
+                               _names_read_as_text])
 def test_records_with_text_beside_their_floats(f):
     before = ATOMS.tobytes()
     check(f, np.array([0.31, -0.72, 1.13, -0.24]))

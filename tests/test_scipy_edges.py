@@ -558,3 +558,18 @@ def test_betainc_in_its_parameters(a, b, x):
         assert relative_error(float(ours), mp_betainc_dab(a, b, x, which), 1e-300) <= FIRST
     _, tangent = mutad.jvp(f, (a, b), (1.0, 0.0))
     assert tangent == da
+
+
+@pytest.mark.parametrize("function", [sc.bdtr, sc.bdtrc])
+def test_binomial_distribution_function_of_a_float_number_of_trials(function):
+    """SciPy truncates a float n (bdtr(2, 5.5, p) is bdtr(2, 5, p)): the derivative in p is
+    that of the truncated n's, not the beta density of n = 5.5's."""
+    p = np.array([0.3, 0.5, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (SciPy's, of a float n)
+        grad, = mutad.gradient(lambda q: np.sum(function(2, 5.5, q)), p)
+        expected, = mutad.gradient(lambda q: np.sum(function(2, 5, q)), p)
+        h = 1e-6
+        central = (function(2, 5.5, p + h) - function(2, 5.5, p - h)) / (2 * h)
+    assert grad.tobytes() == expected.tobytes()
+    np.testing.assert_allclose(grad, central, rtol=1e-7)

@@ -724,3 +724,22 @@ def test_directed_hausdorff_is_the_distance_of_scipys_pair(side):
 
     x = np.cos(np.arange(14.0) ** 1.3)
     followed_as_scipy(f, x, np.cos(np.arange(14.0) ** 1.1))
+
+
+def test_directed_hausdorff_of_float32_points_is_scipys_double():
+    """SciPy measures float32 points as doubles and gives a Python float: its bits, in both
+    modes (the distance of the pair computed in float32 gave its rounding in reverse mode)."""
+    other = np.sin(np.arange(8.0)).reshape(4, 2).astype(np.float32)
+
+    def f(p):
+        return distance.directed_hausdorff(p.reshape(4, 2).astype(np.float32), other)[0]
+
+    x = np.cos(np.arange(8.0) ** 1.3)
+    expected = np.float64(f(x))
+    value, _ = mutad.value_and_gradient(f, x)
+    assert np.asarray(value).tobytes() == expected.tobytes()
+    value, _ = mutad.jvp(f, (x,), (np.ones(8),))
+    assert np.asarray(value).tobytes() == expected.tobytes()
+    (grad,) = mutad.gradient(f, x)  # (the pair's distance, in doubles of the rounded points)
+    pair = x.reshape(4, 2).astype(np.float32)[3].astype(np.float64) - other[3]  # (SciPy's)
+    np.testing.assert_allclose(grad, [0.0] * 6 + list(pair / np.linalg.norm(pair)), rtol=1e-6)

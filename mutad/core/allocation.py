@@ -401,21 +401,62 @@ def _unpickling(func):
     """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
     code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
     constant); the others as Python's own (an integer array is NumPy's, as pickled); the calls
-    of NumPy's and the libraries' code as Python's own."""
+    of NumPy's and the libraries' code as Python's own. Given out-of-band ``buffers``, its
+    arrays may view the caller's memory (an array made before, as a view of it would): they
+    are Python's own, a traced write into them refused."""
 
     def unpickling(*args, **kwargs):
         y = func(*args, **kwargs)
-        if _in_mode():
+        if _in_mode() and kwargs.get("buffers") is None:
             caller = _top(sys._getframe(1).f_globals)
             if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
-                return in_containers(_loaded_floats, y)
+                return _unpickled(y)
         return y
 
     return _named(unpickling, func)
 
 
-def _loaded_floats(y):
-    return _loaded(y) if type(y) is np.ndarray and y.dtype.kind in "fc" else y
+def _unpickled(tree):
+    """``tree``, what ``pickle.loads`` made, with each float array in it (at the top, or in its
+    lists, tuples and dicts) a constant (``_loaded``), as Python's unpickling made it otherwise:
+    an object it holds twice (``[a, a]``, a list two dicts hold) is one object still, written
+    through either name, and a list holding itself holds itself. Its lists and dicts, new and
+    nobody else's, are given their items in place; a tuple holding a float array is made again,
+    once, and given in place of the old one wherever it is held."""
+    made = {}  # id(object of the tree) -> what it becomes (_BUILDING: a tuple being made)
+    cycles = []  # (list or dict, key, tuple): a reference to a tuple within its own making
+
+    def given(container, key, item):
+        new = walk(item)
+        if new is _BUILDING:
+            cycles.append((container, key, item))
+            return item
+        return new
+
+    def walk(x):
+        if id(x) in made:
+            return made[id(x)]
+        kind = type(x)
+        if kind is list or kind is dict:
+            made[id(x)] = x
+            for key in range(len(x)) if kind is list else list(x):
+                x[key] = given(x, key, x[key])
+            return x
+        if kind is tuple:
+            made[id(x)] = _BUILDING
+            items = tuple(walk(item) for item in x)
+            made[id(x)] = x if all(a is b for a, b in zip(items, x)) else items
+            return made[id(x)]
+        made[id(x)] = _loaded(x) if type(x) is np.ndarray and x.dtype.kind in "fc" else x
+        return made[id(x)]
+
+    tree = walk(tree)
+    for container, key, item in cycles:
+        container[key] = made[id(item)]
+    return tree
+
+
+_BUILDING = object()
 
 
 def _buffer_view(y):
@@ -1766,6 +1807,9 @@ class Preexisting(np.ndarray):
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
         return plain_memory(self).__reduce__()
+
+    def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
+        return plain_memory(self).__reduce_ex__(protocol)
 
 
 def _view_attribute(name):

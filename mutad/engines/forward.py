@@ -1139,6 +1139,10 @@ class Dual(ArrayMethods):
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
+        if self.value.dtype.kind in "US" and type(self.value) is np.ndarray:  # text: an
+            element = self.value[key]  # element is NumPy's str (records' names)
+            if type(element) is not np.ndarray:
+                return element
         if batch_of(self.level) is not None:
             value = as_array(self.value[key])
             tangent = self.tangent[batch_key(key, self.level)]

@@ -202,6 +202,10 @@ class TracedDispatch:
                 return y
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
+        if self.value.dtype.kind in "US":  # text (records' names): an element is NumPy's str
+            element = self.value[_index(key)]
+            if type(element) is not np.ndarray:
+                return element
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
         elif self.buffer.constant:

@@ -755,9 +755,15 @@ def _as_masked(a):
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """``np.ma.median`` over all of the elements: NumPy's median of the unmasked ones
     (``np.median(m.compressed())``, whose middle two it averages as np.ma's does); along an
-    axis, or of no unmasked element (np.ma's masked constant), refused."""
+    axis, or of no unmasked element (np.ma's masked constant), refused. ``overwrite_input``
+    lets NumPy sort the input in place: an array without a mask is np.median's, which sorts
+    it; a masked array's sort in place is refused."""
     if axis is not None or out is not None or keepdims:
-        _refuse("np.ma.median along an axis (or into out=)")
+        _refuse("np.ma.median along an axis (or into out=, or with keepdims)")
+    if overwrite_input:
+        if type(a) is not Masked and not isinstance(a, np.ma.MaskedArray):  # (np.median's)
+            return np.median(_data(a), overwrite_input=True)
+        _refuse("np.ma.median with overwrite_input=True (which sorts the masked array in place)")
     data = _as_masked(a).compressed()
     if data.size == 0:
         _refuse("np.ma.median with every element masked")

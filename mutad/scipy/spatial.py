@@ -1191,5 +1191,6 @@ _hausdorff = Value(lambda u, v, rng, seed: _distance.directed_hausdorff(
 @stands_in_for(_distance.directed_hausdorff)
 def directed_hausdorff(u, v, rng=0, *, seed=None):
     u, v = lists_as_arrays((u, v))
-    d, i, j = _hausdorff(u, v, rng, seed)
-    return scipys_value(d, np.linalg.norm(u[i] - v[j])), i, j
+    d, i, j = _hausdorff(u, v, rng, seed)  # (SciPy's, of the points as doubles)
+    pair = u[i].astype(np.float64) - v[j].astype(np.float64)
+    return scipys_value(d, np.linalg.norm(pair)), i, j

@@ -593,12 +593,13 @@ elementwise(kn,        None, lambda y, n, x: -0.5 * (kv(np.trunc(n) - 1.0, x)
 # pdtr(k, m) = Q(floor(k) + 1, m), pdtrc its complement: piecewise constant in k
 elementwise(pdtr,      None, lambda y, k, m: -_density(np.floor(k) + 1.0, m))
 elementwise(pdtrc,     None, lambda y, k, m: _density(np.floor(k) + 1.0, m))
-# bdtr(k, n, p) = I_(1-p)(n - k, k + 1) (k floored), bdtrc its complement: piecewise constant in
-# k, in p minus the beta(k + 1, n - k) density at p (0 where k >= n: bdtr is 1 there)
+# bdtr(k, n, p) = I_(1-p)(n - k, k + 1) (k floored, a float n truncated as SciPy does), bdtrc its
+# complement: piecewise constant in k, in p minus the beta(k + 1, n - k) density at p (0 where
+# k >= n: bdtr is 1 there)
 elementwise(bdtr,      None, NoClosedForm("the number of trials n"),
-            lambda y, k, n, p: -_binomial_density(np.floor(k), n, p))
+            lambda y, k, n, p: -_binomial_density(np.floor(k), np.trunc(n), p))
 elementwise(bdtrc,     None, NoClosedForm("the number of trials n"),
-            lambda y, k, n, p: _binomial_density(np.floor(k), n, p))
+            lambda y, k, n, p: _binomial_density(np.floor(k), np.trunc(n), p))
 # fdtr(a, b, x) = I_w(a/2, b/2) with w = a x / (b + a x), fdtrc its complement
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
