@@ -1,5 +1,7 @@
 """``out=`` arrays NumPy refuses: every engine raises NumPy's own error, before any write,
 and leaves the caller's arrays as they were."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -88,3 +90,20 @@ def test_accepted_out_layouts_still_differentiate():
     check_grads(f, a, b)
     tangent = mutad.jvp(f, (a, b), (np.ones((3, 3)), np.zeros((3, 3))))[1]
     assert np.isclose(tangent, np.sum(grads[0]))
+
+
+def test_judgement_issues_no_warning_of_its_own():
+    """NumPy's warnings of a call with ``out=`` are issued once, by the call itself."""
+    def f(a):
+        out = np.zeros(3)
+        np.mean(a[:0], axis=0, out=out)
+        return np.sum(out) + np.sum(a)
+
+    def messages(call):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        return [str(w.message) for w in caught]
+
+    a = np.ones((2, 3))
+    assert messages(lambda: mutad.gradient(f, a)) == messages(lambda: f(a.copy()))

@@ -1447,7 +1447,8 @@ def judge_out(func, args, kwargs):
         return
     stand_in = _laid_out_like(target)
     call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # (the real call's to issue)
+        warnings.simplefilter("ignore")
         call(*_plain_tree(args), **{**_plain_tree(kwargs), "out": (
             (stand_in,) if type(kwargs["out"]) is tuple else stand_in)})
 
