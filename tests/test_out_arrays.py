@@ -107,3 +107,23 @@ def test_judgement_issues_no_warning_of_its_own():
 
     a = np.ones((2, 3))
     assert messages(lambda: mutad.gradient(f, a)) == messages(lambda: f(a.copy()))
+
+
+@pytest.mark.parametrize("engine", ["gradient", "jvp", "replay"])
+def test_a_layout_accepted_once_does_not_accept_another(engine):
+    """NumPy's judgement is kept per layout: a loop's ``np.dot(a, b, out=c)`` is judged once,
+    and an ``out`` of the same shape laid out otherwise, or of another dtype, after it is
+    still refused as NumPy refuses it."""
+    accepted = _summed(lambda a, b: np.dot(a, b, out=np.zeros((3, 3))))
+    a0, b0 = np.arange(1.0, 10.0).reshape(3, 3), np.eye(3) + 0.5
+    a, b = a0.copy(), b0.copy()
+    for _ in range(2):
+        _calls(accepted, a, b)[engine]()
+    for case in ("dot Fortran-ordered", "dot float32", "dot strided", "dot read-only"):
+        f = _summed(REFUSED[case])
+        expected = _numpy_error(f, a0, b0)
+        with pytest.raises(type(expected)) as raised:
+            _calls(f, a, b)[engine]()
+        assert str(raised.value) == str(expected)
+    np.testing.assert_array_equal(a, a0, strict=True)
+    np.testing.assert_array_equal(b, b0, strict=True)

@@ -1445,12 +1445,51 @@ def judge_out(func, args, kwargs):
         target = plain_memory(target)
     if type(target) is not np.ndarray:
         return
+    plain_args, plain_kwargs = _plain_tree(args), _plain_tree(kwargs)
+    layout = _layout((func, plain_args, plain_kwargs))
+    if layout is not None and layout in _ACCEPTED_OUTS:
+        return
     stand_in = _laid_out_like(target)
     call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
     with np.errstate(all="ignore"), warnings.catch_warnings():  # (the real call's to issue)
         warnings.simplefilter("ignore")
-        call(*_plain_tree(args), **{**_plain_tree(kwargs), "out": (
+        call(*plain_args, **{**plain_kwargs, "out": (
             (stand_in,) if type(kwargs["out"]) is tuple else stand_in)})
+    if layout is not None:
+        if len(_ACCEPTED_OUTS) >= 512:
+            _ACCEPTED_OUTS.clear()
+        _ACCEPTED_OUTS.add(layout)
+
+
+# The calls whose out= NumPy accepted, by layout (``_layout``): whether NumPy takes an out=
+# array is decided by the operands' and out's dtypes, shapes, strides, alignment and
+# writeability and the other arguments, never by the arrays' values (errors that depend on
+# values, such as an index out of range, are the computation's own), so a loop's
+# ``np.dot(a, b, out=c)`` is judged once, not at every step
+_ACCEPTED_OUTS: set = set()
+
+
+def _layout(tree):
+    """A hashable description of ``tree`` (a call's function and plain arguments) that holds
+    everything NumPy's acceptance of its out= array can depend on: each array's dtype, shape,
+    strides, alignment and writeability, every other object by type and value; None where an
+    object cannot be described so (the call is then judged every time)."""
+    kind = type(tree)
+    if kind is np.ndarray:
+        flags = tree.flags
+        return (np.ndarray, tree.dtype, tree.shape, tree.strides, flags.aligned,
+                flags.writeable)
+    if kind is list or kind is tuple:
+        items = tuple(_layout(x) for x in tree)
+        return None if None in items else (kind, items)
+    if kind is dict:
+        items = tuple((k, _layout(v)) for k, v in tree.items())
+        return None if any(v is None for _, v in items) else (dict, items)
+    try:
+        hash(tree)
+    except TypeError:
+        return None
+    return (kind, tree)
 
 
 def _laid_out_like(a):
