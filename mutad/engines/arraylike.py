@@ -28,7 +28,8 @@ import numpy as np
 from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import Preexisting, allocate, lists_as_arrays, shown_class
+from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
+                               shown_class)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import WRAPPERS, Tracer, escaped, innermost, refused, running
@@ -1425,6 +1426,100 @@ def out_by_keyword(func, args, kwargs):
     kwargs = dict(kwargs)
     kwargs.update(zip(names, args[position:], strict=False))
     return args[:position], kwargs
+
+
+def judge_out(func, args, kwargs):
+    """Raise NumPy's own error where NumPy refuses ``func(*args, **kwargs)``'s ``out=`` array
+    (``np.dot`` takes a C-contiguous ``out`` of its result's dtype alone, ``np.einsum`` casts
+    into it only safely, a reduction's has its result's number of dimensions, none is
+    read-only): the engines compute the result apart and assign it into ``out``, which would
+    accept them all. NumPy itself judges, by the call on the plain operands into an array of
+    ``out``'s dtype, shape and strides (its result is dropped): one place for every function's
+    contract, whatever it is. An ``out`` that overlaps an operand is no error in NumPy (it
+    computes into a copy), so the stand-in's own memory does not change the judgement."""
+    out = kwargs.get("out")
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    target = memory(out)
+    if type(target) is Preexisting:
+        target = plain_memory(target)
+    if type(target) is not np.ndarray:
+        return
+    plain_args, plain_kwargs = _plain_tree(args), _plain_tree(kwargs)
+    layout = _layout((func, plain_args, plain_kwargs))
+    if layout is not None and layout in _ACCEPTED_OUTS:
+        return
+    stand_in = _laid_out_like(target)
+    call = getattr(*func) if type(func) is tuple else func  # (ufunc, method)
+    with np.errstate(all="ignore"), warnings.catch_warnings():  # (the real call's to issue)
+        warnings.simplefilter("ignore")
+        call(*plain_args, **{**plain_kwargs, "out": (
+            (stand_in,) if type(kwargs["out"]) is tuple else stand_in)})
+    if layout is not None:
+        if len(_ACCEPTED_OUTS) >= 512:
+            _ACCEPTED_OUTS.clear()
+        _ACCEPTED_OUTS.add(layout)
+
+
+# The calls whose out= NumPy accepted, by layout (``_layout``): whether NumPy takes an out=
+# array is decided by the operands' and out's dtypes, shapes, strides, alignment and
+# writeability and the other arguments, never by the arrays' values (errors that depend on
+# values, such as an index out of range, are the computation's own), so a loop's
+# ``np.dot(a, b, out=c)`` is judged once, not at every step
+_ACCEPTED_OUTS: set = set()
+
+
+def _layout(tree):
+    """A hashable description of ``tree`` (a call's function and plain arguments) that holds
+    everything NumPy's acceptance of its out= array can depend on: each array's dtype, shape,
+    strides, alignment and writeability, every other object by type and value; None where an
+    object cannot be described so (the call is then judged every time)."""
+    kind = type(tree)
+    if kind is np.ndarray:
+        flags = tree.flags
+        return (np.ndarray, tree.dtype, tree.shape, tree.strides, flags.aligned,
+                flags.writeable)
+    if kind is list or kind is tuple:
+        items = tuple(_layout(x) for x in tree)
+        return None if None in items else (kind, items)
+    if kind is dict:
+        items = tuple((k, _layout(v)) for k, v in tree.items())
+        return None if any(v is None for _, v in items) else (dict, items)
+    try:
+        hash(tree)
+    except TypeError:
+        return None
+    return (kind, tree)
+
+
+def _laid_out_like(a):
+    """A new array of ``a``'s dtype, shape, strides, alignment and writeability."""
+    itemsize, low, high = a.dtype.itemsize, 0, a.dtype.itemsize
+    if a.size:
+        for n, stride in zip(a.shape, a.strides, strict=True):
+            low, high = low + min(0, (n - 1) * stride), high + max(0, (n - 1) * stride)
+    misaligned = 0 if a.flags.aligned else 1
+    buffer = np.empty(high - low + misaligned + itemsize, np.uint8)
+    offset = -low + misaligned + (-buffer.ctypes.data % max(a.dtype.alignment, 1))
+    stand_in = np.ndarray(a.shape, a.dtype, buffer=buffer, offset=offset, strides=a.strides)
+    stand_in.flags.writeable = a.flags.writeable
+    return stand_in
+
+
+def _plain_tree(tree):
+    """``tree`` with every traced, dual or stand-in array replaced by the plain value a NumPy
+    call takes for it."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return kind([_plain_tree(x) for x in tree])
+    if kind is dict:
+        return {k: _plain_tree(v) for k, v in tree.items()}
+    if kind is Preexisting:
+        return plain_memory(tree)
+    if wrapped(tree):
+        value = memory(tree)
+        return weak_value(value) if weak(tree) else value
+    return tree
 
 
 def joined_in_order(func, args, kwargs):

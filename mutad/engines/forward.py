@@ -34,8 +34,8 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_key,
                         records_write, refuse_records,
-                        into_outs, out_computation, single_out, stands_for_scalar, takes_over, weak,
-                        weak_arithmetic,
+                        into_outs, judge_out, out_computation, single_out, stands_for_scalar,
+                        takes_over, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
     RuleError,
@@ -717,6 +717,8 @@ def apply_function(func, args, kwargs, level, rule=None):
             # (its own arrays, np.histogram's counts, the user's as a rule's results are)
             return without_derivative(y, args, kwargs, level)
     args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+    if "out" in kwargs:
+        judge_out(func, args, kwargs)  # NumPy's error where it refuses out
     args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
     # (the positions the reverse rule differentiates: the forward rule's too)
     args, kwargs = keywords_in_place(func, entry.reverse, args, kwargs)

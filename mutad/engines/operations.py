@@ -28,7 +28,7 @@ from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
                                ufunc_operands,
                                without_derivative)
 from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
-                        masked_ufunc, out_by_keyword, out_computation, out_position,
+                        masked_ufunc, judge_out, out_by_keyword, out_computation, out_position,
                         stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
@@ -1142,6 +1142,8 @@ def apply_array_function(func, args, kwargs, tape):
             return without_derivative(y, args, kwargs, level.level)
     if rule is not None:
         args, kwargs = out_by_keyword(func, args, kwargs)  # np.dot(a, b, c): c is out
+        if "out" in kwargs:
+            judge_out(func, args, kwargs)  # NumPy's error where it refuses out
         args, kwargs = out_computation(func, args, kwargs)  # np.sum(x32, out=o64): in float64
         args, kwargs = keywords_in_place(func, rule, args, kwargs)  # np.diff(x, append=a)
         plan = None if kwargs else _function_plan(func, rule, args, tape)

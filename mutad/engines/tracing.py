@@ -48,7 +48,7 @@ from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
-                        holds_records, out_computation, put_abs_right, records_function,
+                        holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, numpy_scalar, refuse_records,
                         into_outs, single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
@@ -166,6 +166,8 @@ class TracedDispatch:
         key = (ufunc, method)
         entry = RULES.get(key, NO_RULE)
         if entry.reverse is not None:
+            if out is not None:
+                judge_out(key, inputs, kwargs)  # NumPy's error where it refuses out
             inputs, kwargs = out_computation(key, inputs, kwargs)  # np.add.reduce(x32, out=o64)
             return apply_function(f"np.{ufunc.__name__}.{method}", entry.reverse, inputs, kwargs)
         handler = entry.inplace or entry.composite
