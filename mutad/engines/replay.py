@@ -50,7 +50,9 @@ reads from outside what it reaches (a file, the clock) is read as it was when th
 recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
-recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
+recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
+``is`` and ``type()``, which no hook reaches, tell it from NumPy's, so a function whose code
+reads either (:func:`_identity_read`) is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
 call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
@@ -98,7 +100,7 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import Preexisting, as_floats, put_value
+from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
@@ -4054,6 +4056,9 @@ def _reach_into(x, work, arrays, names, walk, large):
             large.append("f reads modules by names it builds (sys.modules[...], "
                          "importlib.import_module): a replay cannot tell which; pass what it "
                          "reads as arguments")
+        unanswered = _identity_read(code)
+        if unanswered is not None:
+            large.append(unanswered)
         whole_globals = not GLOBALS_BY_NAME.isdisjoint(identifiers)  # (globals()[name])
         work.extend(_cell_contents(x))
         work.extend(x.__defaults__ or ())
@@ -4313,6 +4318,57 @@ def _code_identifiers(code):
         found.update(c.co_names)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _identity_read(code):
+    """Why a recording of ``code`` (or of a function defined in it) may answer otherwise than
+    NumPy, naming the line; None where it cannot. While it records, the replay hands ``f``
+    its stand-ins for NumPy's integers and booleans computed from the arguments, which
+    Python's ``is`` and ``type()`` tell apart from NumPy's (``(x[0] > 0) is np.True_``,
+    ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is not
+    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) answers as
+    NumPy's value would: no stand-in and no NumPy scalar is a constant of the code. (Python
+    3.11 writes ``if out is None`` as a jump, with no ``is`` at all.)"""
+    for c in _codes(code):
+        instructions = list(dis.get_instructions(c))
+        line = c.co_firstlineno
+        for k, instruction in enumerate(instructions):
+            # (3.13 numbers every instruction; before, the first of each line)
+            number = getattr(instruction, "line_number", instruction.starts_line)
+            line = number if type(number) is int else line
+            where = f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line})"
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
+                    and instruction.argval == "type":
+                return (f"{where} reads type(), which a recording would answer otherwise than "
+                        "NumPy: it hands f stand-ins for NumPy's integers and booleans "
+                        "computed from the arguments (type(np.argmax(x)) is not np.int64 "
+                        "there); isinstance answers as NumPy does")
+            if instruction.opname == "IS_OP" and not _of_a_constant(instructions, k):
+                return (f"{where} compares by identity (is), which a recording would answer "
+                        "otherwise than NumPy: it hands f stand-ins for NumPy's integers and "
+                        "booleans computed from the arguments ((x[0] > 0) is not np.True_ "
+                        "there); compare values with ==, and types with isinstance")
+    return None
+
+
+def _of_a_constant(instructions, k):
+    """Whether the ``is`` of instruction ``k`` has a constant among its operands: the one
+    loaded just before it, or the one before a single load (``None is v``), where no jump
+    lands in between (``v is (w if c else None)``)."""
+    right = instructions[k - 1] if k else None
+    if right is None or instructions[k].is_jump_target:
+        return False
+    if right.opname == "LOAD_CONST":
+        return True
+    return k > 1 and right.opname in _SINGLE_LOADS and not right.is_jump_target \
+        and instructions[k - 2].opname == "LOAD_CONST"
+
+
+_SINGLE_LOADS = frozenset(("LOAD_FAST", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF",
+                           "LOAD_CLASSDEREF"))
+"""Instructions that push one value and pop none (an operand of ``is``; a LOAD_GLOBAL that
+also pushes a call's NULL is not one)."""
 
 
 @functools.lru_cache(maxsize=4096)
