@@ -4,6 +4,7 @@ compared with a traced one, bit for bit, with NumPy's value, and the caller's da
 
 import collections
 import copy
+import dataclasses
 import decimal
 import math
 import struct
@@ -196,7 +197,26 @@ def _in_a_lambda(x):
     return (x ** 2).sum() if positive(x[0]) else (3 * x).sum()
 
 
+class _Decision:
+    def __init__(self, b):  # (Python calls it, f does not name it)
+        self.positive = b is np.True_
+
+
+def _in_an_object_made(x):
+    return (x ** 2).sum() if _Decision(x[0] > 0).positive else (3 * x).sum()
+
+
+class _Decides:
+    def __call__(self, b):
+        return type(b) is np.bool_
+
+
+def _in_an_object_called(x):
+    return (x ** 2).sum() if _Decides()(x[0] > 0) else (3 * x).sum()
+
+
 @pytest.mark.parametrize("f, at, offset", [
+    (_in_an_object_made, _Decision.__init__, 1), (_in_an_object_called, _Decides.__call__, 1),
     (_is_numpys_true, _is_numpys_true, 1), (_type_of_a_comparison, _type_of_a_comparison, 2),
     (_type_of_an_index, _type_of_an_index, 1), (_through_a_helper, _same_decisions, 1),
     (_in_a_lambda, _in_a_lambda, 1)])
@@ -226,9 +246,22 @@ def _defaulted(x, out=None, scale=None):
     return out.sum()
 
 
-def test_identity_with_a_constant_still_replays():
-    """`v is None` (a jump, or an `is` of a constant) answers as NumPy's value would: no
-    stand-in and no NumPy scalar is a constant. Such a function is replayed."""
+@dataclasses.dataclass
+class _Weights:
+    w: np.ndarray
+    scale: float = 1.0
+
+
+def _compares_dataclasses(x):
+    same_weights = _Weights(x) == _Weights(x)  # (other.__class__ is self.__class__)
+    return (x * x).sum() if same_weights else x.sum()
+
+
+@pytest.mark.parametrize("f", [_defaulted, _compares_dataclasses])
+def test_identity_with_a_constant_or_a_class_still_replays(f):
+    """`v is None` (a jump, or an `is` of a constant) and `a.__class__ is b.__class__` answer
+    as NumPy's values would: no stand-in and no NumPy scalar is a constant or a class, and a
+    stand-in's `__class__` is NumPy's. Such a function is replayed."""
     x = np.array([1.0, 0.5, 2.0])
-    replaying = replayed_like_numpy(_defaulted, [lambda: (x.copy(),)] * 3)
+    replaying = replayed_like_numpy(f, [lambda: (x.copy(),)] * 3)
     assert program_count(replaying) == 1 and replaying.reasons == {}

@@ -3764,7 +3764,8 @@ def reach(f, kinds=(), kept=None):
     of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
-    the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
+    the user's classes (a ``__getattr__`` reading a dict; a class's ``__init__``, which
+    Python calls) and a module's ``__getattr__``; the
     arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold, in their
     ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
@@ -4131,6 +4132,7 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif isinstance(x, type):
         _hold_class(x, walk)
         work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
+        work.extend(_special_methods(x))  # what Python calls unnamed on its objects f makes
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
     elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
@@ -4353,13 +4355,16 @@ def _identity_read(code):
 
 
 def _of_a_constant(instructions, k):
-    """Whether the ``is`` of instruction ``k`` has a constant among its operands: the one
-    loaded just before it, or the one before a single load (``None is v``), where no jump
-    lands in between (``v is (w if c else None)``)."""
+    """Whether the ``is`` of instruction ``k`` has a constant or a class among its operands,
+    which no stand-in and no NumPy scalar is: a constant loaded just before it, or before a
+    single load (``None is v``), where no jump lands in between (``v is (w if c else None)``),
+    or an object's ``__class__``, which a stand-in answers as NumPy's value does (a
+    dataclass's ``other.__class__ is self.__class__``)."""
     right = instructions[k - 1] if k else None
     if right is None or instructions[k].is_jump_target:
         return False
-    if right.opname == "LOAD_CONST":
+    if right.opname == "LOAD_CONST" or right.opname == "LOAD_ATTR" \
+            and right.argval == "__class__":
         return True
     return k > 1 and right.opname in _SINGLE_LOADS and not right.is_jump_target \
         and instructions[k - 2].opname == "LOAD_CONST"
