@@ -4329,8 +4329,8 @@ def _identity_read(code):
     its stand-ins for NumPy's integers and booleans computed from the arguments, which
     Python's ``is`` and ``type()`` tell apart from NumPy's (``(x[0] > 0) is np.True_``,
     ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is not
-    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) answers as
-    NumPy's value would: no stand-in and no NumPy scalar is a constant of the code. (Python
+    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
+    read as ``__class__`` answers as NumPy's value would (``_answered_as_numpys``). (Python
     3.11 writes ``if out is None`` as a jump, with no ``is`` at all.)"""
     for c in _codes(code):
         instructions = list(dis.get_instructions(c))
@@ -4339,22 +4339,24 @@ def _identity_read(code):
             # (3.13 numbers every instruction; before, the first of each line)
             number = getattr(instruction, "line_number", instruction.starts_line)
             line = number if type(number) is int else line
-            where = f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line})"
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
                     and instruction.argval == "type":
-                return (f"{where} reads type(), which a recording would answer otherwise than "
-                        "NumPy: it hands f stand-ins for NumPy's integers and booleans "
-                        "computed from the arguments (type(np.argmax(x)) is not np.int64 "
-                        "there); isinstance answers as NumPy does")
-            if instruction.opname == "IS_OP" and not _of_a_constant(instructions, k):
-                return (f"{where} compares by identity (is), which a recording would answer "
-                        "otherwise than NumPy: it hands f stand-ins for NumPy's integers and "
-                        "booleans computed from the arguments ((x[0] > 0) is not np.True_ "
-                        "there); compare values with ==, and types with isinstance")
+                why = ("reads type(), which a recording would answer otherwise than NumPy: it "
+                       "hands f stand-ins for NumPy's integers and booleans computed from the "
+                       "arguments (type(np.argmax(x)) is not np.int64 there); isinstance "
+                       "answers as NumPy does")
+            elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
+                why = ("compares by identity (is), which a recording would answer otherwise "
+                       "than NumPy: it hands f stand-ins for NumPy's integers and booleans "
+                       "computed from the arguments ((x[0] > 0) is not np.True_ there); "
+                       "compare values with ==, and types with isinstance")
+            else:
+                continue
+            return f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line}) {why}"
     return None
 
 
-def _of_a_constant(instructions, k):
+def _answered_as_numpys(instructions, k):
     """Whether the ``is`` of instruction ``k`` has a constant or a class among its operands,
     which no stand-in and no NumPy scalar is: a constant loaded just before it, or before a
     single load (``None is v``), where no jump lands in between (``v is (w if c else None)``),
