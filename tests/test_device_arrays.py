@@ -330,8 +330,9 @@ def test_replay_on_the_device(name):
     for _ in range(3):
         assert_same(replayed(*to_device(list(problem.args))), expected, "replayed")
     # A replay does not follow device arrays yet, nor what the device module's __getattr__
-    # reads (its own module, by name): every call is traced, and says why.
-    assert any("device array" in why or "modules by names" in why
+    # reads (its own module, by name, and type() of what it wraps): every call is traced, and
+    # says why.
+    assert any("device array" in why or "modules by names" in why or "reads type()" in why
                for why in replayed.reasons.values())
     assert not replayed.programs
 

@@ -633,12 +633,13 @@ SCALES = np.ma.masked_array([1.0, 2.0], mask=[False, True])
 
 
 def test_arrays_of_ndarray_subclasses_that_f_reaches():
-    """np.ma.masked (compared with a result) and a masked array f reads are compared by their
+    """np.ma.masked (read for its mask) and a masked array f reads are compared by their
     memory: the second call raised np.ma's AttributeError (np.ma.masked.tobytes), and a change
-    of a masked array's data reaches the replay."""
+    of a masked array's data reaches the replay. (``y is not MISSING`` would leave f traced:
+    ``test_replay_hunt10``.)"""
     def f(x):
         y = (x * SCALES.data).sum()
-        return y if y is not MISSING else 0.0
+        return y if MISSING.mask else 0.0
 
     try:
         each_change_reaches_the_replay(f, np.array([1.0, 3.0]),

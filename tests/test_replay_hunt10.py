@@ -4,6 +4,7 @@ compared with a traced one, bit for bit, with NumPy's value, and the caller's da
 
 import collections
 import copy
+import dataclasses
 import decimal
 import math
 import struct
@@ -13,7 +14,7 @@ import pytest
 
 import mutad
 
-from test_replay import same
+from test_replay import program_count, same
 
 
 def replayed_like_numpy(f, makers, argnums=0):
@@ -161,3 +162,106 @@ def test_a_draw_from_the_global_generator_put_back_is_the_callers_state(f):
             assert same(got, mutad.value_and_grad(f)(np.arange(3.0)))
     finally:
         np.random.set_state(state)
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's `is` and type() told the recording's stand-ins for NumPy's integers and booleans
+# from NumPy's own (no hook reaches them): the recording took the other branch, and every
+# replay ran it, 10.5 for NumPy's 5.25. A function whose code (or a function it reaches) reads
+# either is traced on every call, and reasons names the line
+
+
+def _is_numpys_true(x):
+    return (x ** 2).sum() if (x[0] > 0) is np.True_ else (3 * x).sum()
+
+
+def _type_of_a_comparison(x):
+    b = x[0] > 0
+    return (x ** 2).sum() if type(b) is np.bool_ else (3 * x).sum()
+
+
+def _type_of_an_index(x):
+    return (x ** 2).sum() if type(np.argmax(x)) is np.int64 else (3 * x).sum()
+
+
+def _same_decisions(a, b):
+    return a is b
+
+
+def _through_a_helper(x):
+    return (x ** 2).sum() if _same_decisions(x[0] > 0, x[2] > 0) else (3 * x).sum()
+
+
+def _in_a_lambda(x):
+    positive = lambda v: (v > 0) is not np.False_  # noqa: E731
+    return (x ** 2).sum() if positive(x[0]) else (3 * x).sum()
+
+
+class _Decision:
+    def __init__(self, b):  # (Python calls it, f does not name it)
+        self.positive = b is np.True_
+
+
+def _in_an_object_made(x):
+    return (x ** 2).sum() if _Decision(x[0] > 0).positive else (3 * x).sum()
+
+
+class _Decides:
+    def __call__(self, b):
+        return type(b) is np.bool_
+
+
+def _in_an_object_called(x):
+    return (x ** 2).sum() if _Decides()(x[0] > 0) else (3 * x).sum()
+
+
+@pytest.mark.parametrize("f, at, offset", [
+    (_in_an_object_made, _Decision.__init__, 1), (_in_an_object_called, _Decides.__call__, 1),
+    (_is_numpys_true, _is_numpys_true, 1), (_type_of_a_comparison, _type_of_a_comparison, 2),
+    (_type_of_an_index, _type_of_an_index, 1), (_through_a_helper, _same_decisions, 1),
+    (_in_a_lambda, _in_a_lambda, 1)])
+def test_identity_and_type_of_numpys_scalars_are_traced(f, at, offset):
+    x = np.array([1.0, 0.5, 2.0])
+    assert f(x) == 5.25
+    for replaying in (mutad.grad(f, replay=True), mutad.value_and_grad(f, replay=True)):
+        for _ in range(3):
+            expected = mutad.value_and_grad(f)(x)
+            assert same(expected[1], 2 * x)
+            got = replaying(x.copy())
+            assert same(got, expected if type(got) is tuple else expected[1])
+        assert program_count(replaying) == 0
+        why = replaying.reasons["what f reaches"]
+        line = at.__code__.co_firstlineno + offset
+        assert f"line {line})" in why and ("type()" in why or "(is)" in why)
+    replayed_like_numpy(f, [lambda: (np.array([1.0, 0.5, 2.0]),),
+                            lambda: (np.array([-1.0, 0.5, -2.0]),)])
+
+
+def _defaulted(x, out=None, scale=None):
+    if out is None:
+        out = np.zeros_like(x)
+    missing = scale is None
+    unset = None is scale
+    out[:] = x * x if missing and unset and out is not None else x
+    return out.sum()
+
+
+@dataclasses.dataclass
+class _Weights:
+    w: np.ndarray
+    scale: float = 1.0
+
+
+def _compares_dataclasses(x):
+    same_weights = _Weights(x) == _Weights(x)  # (other.__class__ is self.__class__)
+    return (x * x).sum() if same_weights else x.sum()
+
+
+@pytest.mark.parametrize("f", [_defaulted, _compares_dataclasses])
+def test_identity_with_a_constant_or_a_class_still_replays(f):
+    """`v is None` (a jump, or an `is` of a constant) and `a.__class__ is b.__class__` answer
+    as NumPy's values would: no stand-in and no NumPy scalar is a constant or a class, and a
+    stand-in's `__class__` is NumPy's. Such a function is replayed."""
+    x = np.array([1.0, 0.5, 2.0])
+    replaying = replayed_like_numpy(f, [lambda: (x.copy(),)] * 3)
+    assert program_count(replaying) == 1 and replaying.reasons == {}

@@ -50,7 +50,9 @@ reads from outside what it reaches (a file, the clock) is read as it was when th
 recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
-recording, as a constant of the tape, so that Python's decisions on it are seen. An operation
+recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
+``is`` and ``type()``, which no hook reaches, tell it from NumPy's, so a function whose code
+reads either (:func:`_identity_read`) is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
 call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
@@ -98,7 +100,7 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import Preexisting, as_floats, put_value
+from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
@@ -3762,7 +3764,8 @@ def reach(f, kinds=(), kept=None):
     of modules and functions (not NumPy's, SciPy's, mutad's or the standard library's classes
     and modules) whose names some code reached names, or some string reached holds
     (``getattr(p, "dt")``, ``vars(p)["dt"]``, names in a global tuple); the special methods of
-    the user's classes (a ``__getattr__`` reading a dict) and a module's ``__getattr__``; the
+    the user's classes (a ``__getattr__`` reading a dict; a class's ``__init__``, which
+    Python calls) and a module's ``__getattr__``; the
     arrays, numbers and containers NumPy's, SciPy's and mutad's objects hold, in their
     ``__dict__`` or ``__slots__`` (a sparse matrix's, a spline's), the objects of those
     libraries they hold (a LinearOperator's sparse matrix), the user's functions they hold (a
@@ -4054,6 +4057,9 @@ def _reach_into(x, work, arrays, names, walk, large):
             large.append("f reads modules by names it builds (sys.modules[...], "
                          "importlib.import_module): a replay cannot tell which; pass what it "
                          "reads as arguments")
+        unanswered = _identity_read(code)
+        if unanswered is not None:
+            large.append(unanswered)
         whole_globals = not GLOBALS_BY_NAME.isdisjoint(identifiers)  # (globals()[name])
         work.extend(_cell_contents(x))
         work.extend(x.__defaults__ or ())
@@ -4126,6 +4132,7 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif isinstance(x, type):
         _hold_class(x, walk)
         work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
+        work.extend(_special_methods(x))  # what Python calls unnamed on its objects f makes
     elif kind in _READERS_BY_NAME:
         walk.dynamic = True
     elif isinstance(x, weakref.ref):  # what f calls it for (a weakly held object)
@@ -4313,6 +4320,62 @@ def _code_identifiers(code):
         found.update(c.co_names)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
+
+
+@functools.lru_cache(maxsize=4096)
+def _identity_read(code):
+    """Why a recording of ``code`` (or of a function defined in it) may answer otherwise than
+    NumPy, naming the line; None where it cannot. While it records, the replay hands ``f``
+    its stand-ins for NumPy's integers and booleans computed from the arguments, which
+    Python's ``is`` and ``type()`` tell apart from NumPy's (``(x[0] > 0) is np.True_``,
+    ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is not
+    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
+    read as ``__class__`` answers as NumPy's value would (``_answered_as_numpys``). (Python
+    3.11 writes ``if out is None`` as a jump, with no ``is`` at all.)"""
+    for c in _codes(code):
+        instructions = list(dis.get_instructions(c))
+        line = c.co_firstlineno
+        for k, instruction in enumerate(instructions):
+            # (3.13 numbers every instruction; before, the first of each line)
+            number = getattr(instruction, "line_number", instruction.starts_line)
+            line = number if type(number) is int else line
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
+                    and instruction.argval == "type":
+                why = ("reads type(), which a recording would answer otherwise than NumPy: it "
+                       "hands f stand-ins for NumPy's integers and booleans computed from the "
+                       "arguments (type(np.argmax(x)) is not np.int64 there); isinstance "
+                       "answers as NumPy does")
+            elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
+                why = ("compares by identity (is), which a recording would answer otherwise "
+                       "than NumPy: it hands f stand-ins for NumPy's integers and booleans "
+                       "computed from the arguments ((x[0] > 0) is not np.True_ there); "
+                       "compare values with ==, and types with isinstance")
+            else:
+                continue
+            return f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line}) {why}"
+    return None
+
+
+def _answered_as_numpys(instructions, k):
+    """Whether the ``is`` of instruction ``k`` has a constant or a class among its operands,
+    which no stand-in and no NumPy scalar is: a constant loaded just before it, or before a
+    single load (``None is v``), where no jump lands in between (``v is (w if c else None)``),
+    or an object's ``__class__``, which a stand-in answers as NumPy's value does (a
+    dataclass's ``other.__class__ is self.__class__``)."""
+    right = instructions[k - 1] if k else None
+    if right is None or instructions[k].is_jump_target:
+        return False
+    if right.opname == "LOAD_CONST" or right.opname == "LOAD_ATTR" \
+            and right.argval == "__class__":
+        return True
+    return k > 1 and right.opname in _SINGLE_LOADS and not right.is_jump_target \
+        and instructions[k - 2].opname == "LOAD_CONST"
+
+
+_SINGLE_LOADS = frozenset(("LOAD_FAST", "LOAD_GLOBAL", "LOAD_NAME", "LOAD_DEREF",
+                           "LOAD_CLASSDEREF"))
+"""Instructions that push one value and pop none (an operand of ``is``; a LOAD_GLOBAL that
+also pushes a call's NULL is not one)."""
 
 
 @functools.lru_cache(maxsize=4096)
