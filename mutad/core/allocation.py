@@ -3083,6 +3083,9 @@ class _Mode:
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
+        # each array made before by its one stand-in while the cells hold them: two names of one
+        # array (``V = W``) stay one object (``V is W``), whichever place the swap finds first
+        self.array_stand_ins: dict = {}
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
@@ -3317,6 +3320,7 @@ class _Mode:
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
+        self.array_stand_ins = {}
         while self.cells:
             place, key, _, _ = self.cells.pop()
             if type(place) is list:  # (the function may have moved its items: each one)
@@ -3482,8 +3486,11 @@ class _Mode:
         if type(value) is np.ndarray:
             if routed_only or value.dtype.kind not in "fc" and not _followed_records(value.dtype):
                 return None
-            stand_in = value.view(Preexisting)
-            stand_in.original = value
+            stand_in = self.array_stand_ins.get(id(value))
+            if stand_in is None or stand_in.original is not value:
+                stand_in = value.view(Preexisting)
+                stand_in.original = value
+                self.array_stand_ins[id(value)] = stand_in
             return stand_in
         if value is np:
             return None if routed_only else self.numpy
