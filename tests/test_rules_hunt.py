@@ -216,13 +216,15 @@ SQUARES += [(sc.erfc, lambda t: -2 / mp.sqrt(mp.pi) * mp.exp(-t * t), 19.9),
 # tail as √(2/π) / erfcx(-x/√2), erfcx of the rounded x/√2 (415 ulps at 26.1, 0 from 37.7 on),
 # arctan's 1 / (1 + x * x), 0 where x * x overflows (from 1.34e154 on), logaddexp's small
 # share e^(a - b) / (1 + e^(a - b)) of the rounded difference (407 ulps at a - b = -534.42),
-# dawsn's 1 - 2x D(x), which cancels (87 ulps at 7.7).
+# dawsn's 1 - 2x D(x) and erfcx's 2x erfcx(x) - 2/√π, which cancel (87 ulps at 7.7, 159 at 7).
 # Against the closed forms at 60 digits.
 
 TAILS = [(sc.log_ndtr, lambda t: mp.npdf(t) / mp.ncdf(t), x) for x in (26.1, 5.0, 37.9)]
 TAILS += [(np.arctan, lambda t: 1 / (1 + t * t), x) for x in (1.4e154, -3e153, 1e160)]
 TAILS += [(sc.dawsn, lambda t: 1 - 2 * t * mp.sqrt(mp.pi) / 2 * mp.exp(-t * t) * mp.erfi(t), x)
           for x in (7.7, -6.5, 9.0)]
+TAILS += [(sc.erfcx, lambda t: 2 * t * mp.exp(t * t) * mp.erfc(t) - 2 / mp.sqrt(mp.pi), x)
+          for x in (6.5, 7.0, 9.0)]
 
 
 @pytest.mark.parametrize("f, fm, x", SQUARES + TAILS,
