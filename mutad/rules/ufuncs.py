@@ -11,6 +11,8 @@ maximum took, a sign at 0) reads a decision taken when the ufunc ran, never its 
 reverse pass restored them.
 """
 
+import math
+
 import numpy as np
 import scipy.special
 
@@ -218,20 +220,45 @@ def over_hypot(x, y, at_origin):
     return np.where(at_origin, 0.0, x / np.where(at_origin, 1.0, y))
 
 
-def log_sum_shares(power):
+def arctan_derivative(x):
+    """1 / (1 + x²), as (1/x)/x beyond |x| = 1e8, where 1 + x² rounds to x²: x * x overflows
+    from 1.34e154 on, where the derivative is a float down to 4.9e-324 (and a normal one to
+    1.34e154)."""
+    large = np.abs(x) > 1e8
+    far, near = np.where(large, x, 1.0), np.where(large, 0.0, x)
+    return np.where(large, np.divide(1.0, far) / far, 1.0 / (1.0 + near * near))
+
+
+def rounding_of_difference(a, b):
+    """(a - b) - fl(a - b), exact (Knuth's two-sum) where both are finite, from the operands'
+    plain values: a constant to an enclosing differentiation, for which the difference moves as
+    its rounded value does. 0 where it is not finite."""
+    a, b = memory(a), memory(b)
+    dtype = np.result_type(a, b, 1.0)
+    a, b = np.asarray(a, dtype=dtype), np.negative(b, dtype=dtype)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = a + b
+        b_part = d - a
+        error = (a - (d - b_part)) + (b - b_part)
+    return np.where(np.isfinite(error), error, 0.0)
+
+
+def log_sum_shares(power, log_base):
     """The partials of ``log(power(a) + power(b))`` (np.logaddexp, np.logaddexp2): the shares
     ``1 / (1 + power(b - a))`` and ``1 / (1 + power(a - b))``, not ``power(a - y)``, which is
     NaN where ``y`` is infinite (by ``logistic``, which keeps the subnormal shares where
     ``power`` of the difference overflows). At a = +inf beside a finite b they are 1 and 0;
-    at a = b (two equal infinities too) 1/2 each, as at every tie; NaN only beside a NaN."""
-    def difference(a, b):
+    at a = b (two equal infinities too) 1/2 each, as at every tie; NaN only beside a NaN.
+    A small share, ≈ power(a - b), takes the rounding of the difference |a - b| times over
+    (407 ulps at a - b = -534.42): it is carried, σ(d + δ) ≈ σ(d) (1 + δ log_base σ(-d))."""
+    def share(a, b):
         with np.errstate(invalid="ignore"):  # inf - inf: a tie, set to 0 below
             d = np.subtract(a, b)
         # (only there: a - b at a finite tie is 0 already, and moves with a and b)
-        return np.where(np.logical_and(np.equal(a, b), np.isinf(a)), 0.0, d)
+        s = logistic(np.where(np.logical_and(np.equal(a, b), np.isinf(a)), 0.0, d), power)
+        return s * (1.0 + (log_base * rounding_of_difference(a, b)) * (1.0 - s))
 
-    return (lambda y, a, b: logistic(difference(a, b), power),
-            lambda y, a, b: logistic(difference(b, a), power))
+    return (lambda y, a, b: share(a, b), lambda y, a, b: share(b, a))
 
 
 def zero_base(a, b):
@@ -299,7 +326,7 @@ elementwise(np.cos,        Applied(minus_sin))
 elementwise(np.tan,        lambda y, x: 1.0 + y * y,                      uses="y")
 elementwise(np.arcsin,     lambda y, x: 1.0 / np.sqrt(square_plus_one(x, -1.0)))
 elementwise(np.arccos,     lambda y, x: -1.0 / np.sqrt(square_plus_one(x, -1.0)))
-elementwise(np.arctan,     lambda y, x: 1.0 / (1.0 + x * x))
+elementwise(np.arctan,     lambda y, x: arctan_derivative(x))
 elementwise(np.sinh,       Applied(np.cosh))
 elementwise(np.cosh,       Applied(np.sinh))
 elementwise(np.tanh,       Applied(sech_squared))
@@ -362,14 +389,14 @@ elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin
             decide=origin)
 elementwise(np.arctan2,    lambda y, a, b: b / np.hypot(a, b) / np.hypot(a, b),
                            lambda y, a, b: -a / np.hypot(a, b) / np.hypot(a, b))
-elementwise(np.logaddexp,  *log_sum_shares(np.exp), uses="xy")
+elementwise(np.logaddexp,  *log_sum_shares(np.exp, 1.0), uses="xy")
 elementwise(np.float_power, lambda y, a, b, zero: float_power_by_base(a, b, zero),
                            lambda y, a, b, zero: float_power_by_exponent(a, b, zero), decide=zero_base)
 elementwise(np.copysign,   lambda y, a, b, signs: as_float(signs), None, reads=((), ()),
             decide=lambda a, b: sign_of(a) * sign_of(np.copysign(1.0, b)))  # b: only its sign
 elementwise(np.ldexp,      lambda y, x, i: np.ldexp(1.0, i), None)                  # i: an integer
 elementwise(np.nextafter,  ONE, None)                                               # one ulp away
-elementwise(np.logaddexp2, *log_sum_shares(np.exp2), uses="xy")
+elementwise(np.logaddexp2, *log_sum_shares(np.exp2, math.log(2.0)), uses="xy")
 # fmt: on
 
 
