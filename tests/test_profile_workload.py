@@ -32,8 +32,10 @@ def test_parts_name_the_replayed_steps_and_records_and_leave_the_replay_as_it_wa
     steps = program.steps
     ratio, shares = script()["parts"](gradient, problem, 2)
     assert ratio > 0 and all(share >= 0 for share in shares.values())
-    # (at this size the replay compiles the steps between the writes into blocks)
-    assert {"step Pure tanh", "step Block", "reverse Block"} <= shares.keys()
+    # (at this size the replay compiles the steps between the writes into blocks; a step whose
+    # partial reads its output stays a step of its own)
+    assert {"step Block", "reverse Block"} <= shares.keys()
+    assert any(name.startswith("step Pure ") for name in shares)
     assert Tape.reverse is reverse and program.steps is steps
     value_after, (g_after,) = gradient(*problem.args)
     assert value_after == value and np.array_equal(g_after.view(np.int64), g.view(np.int64))
