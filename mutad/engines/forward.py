@@ -32,7 +32,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_function, records_key,
+                        out_by_keyword, holds_records, records_function, records_key, text_element,
                         records_write, refuse_records,
                         into_outs, out_computation, single_out, stands_for_scalar, takes_over, weak,
                         weak_arithmetic,
@@ -1139,9 +1139,9 @@ class Dual(ArrayMethods):
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
-        if self.value.dtype.kind in "US" and type(self.value) is np.ndarray:  # text: an
-            element = self.value[key]  # element is NumPy's str (records' names)
-            if type(element) is not np.ndarray:
+        if type(self.value) is np.ndarray:
+            element = text_element(self.value, key)
+            if element is not None:
                 return element
         if batch_of(self.level) is not None:
             value = as_array(self.value[key])
