@@ -242,7 +242,8 @@ def scipys_value(value, composition):
     SciPy's value is (LAPACK's Fortran order), which later sums' rounding may depend on, and
     of its dtype (a float32 value stays float32, where a float64 composition would widen it,
     and a double stays a double beside a float32 composition, where SciPy's Python float would
-    take its rounding in NumPy's weak promotion), and a Python number where SciPy's is one."""
+    take its rounding in NumPy's weak promotion); a value that stands for a Python number
+    (weak) gives one that does."""
     order = "F" if np.isfortran(value) else "K"
     dtype = np.result_type(value)
     zero = np.subtract(stop_gradient(composition), composition, order=order)
