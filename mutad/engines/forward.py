@@ -414,6 +414,8 @@ def _wrap(y, dy, level, args, tangents, owned=True):
         items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     python_number = type(y) in (float, complex)  # (promoted weakly, as NumPy does)
+    if python_number and dy is None:
+        return y  # a Python number without a derivative stays one (SciPy's distances)
     y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y

@@ -244,7 +244,7 @@ def scipys_value(value, composition):
     and a double stays a double beside a float32 composition, where SciPy's Python float would
     take its rounding in NumPy's weak promotion); a value that stands for a Python number
     (weak) gives one that does."""
-    order = "F" if np.isfortran(value) else "K"
+    order = "F" if weak(value) or np.isfortran(value) else "K"
     dtype = np.result_type(value)
     zero = np.subtract(stop_gradient(composition), composition, order=order)
     if zero.dtype != dtype and zero.dtype.kind == dtype.kind:
