@@ -1287,9 +1287,23 @@ def _names_read_as_text(x):
     return (rec["v"] * scale).sum() + x[3] * sum(len(n) for n in rec["name"])
 
 
+def _record_read_field_by_field(x):
+    rec = np.zeros(3, dtype=[("name", "U5"), ("tag", "S3"), ("v", float)])
+    rec["v"] = x[:3]
+    rec["name"][1], rec["tag"][1] = "ab", b"zz"
+    one = rec[1]  # NumPy's np.void: its text fields are NumPy's str and bytes
+    name, tag = one["name"], rec[1]["tag"]
+    scale = len(name) + name.upper().startswith("A") + len(tag) + (one[1] == b"zz") * 3
+    if one["name"] == "ab":  # a Python bool, as NumPy's str compares
+        scale += len(rec[2]["name"] + "c")
+    one[2] = one[2] * x[3]  # its fields by position, read and written through the view
+    one[0] = "abc"
+    return (rec["v"] * scale).sum() + one["v"] * x[3] + len(rec["name"][1])
+
+
 @pytest.mark.parametrize("f", [_records_with_a_name, _records_sorted_by_a_label,
                                _atoms_by_element, _records_made_before_copied,
-                               _names_read_as_text])
+                               _names_read_as_text, _record_read_field_by_field])
 def test_records_with_text_beside_their_floats(f):
     before = ATOMS.tobytes()
     check(f, np.array([0.31, -0.72, 1.13, -0.24]))

@@ -573,3 +573,32 @@ def test_binomial_distribution_function_of_a_float_number_of_trials(function):
         central = (function(2, 5.5, p + h) - function(2, 5.5, p - h)) / (2 * h)
     assert grad.tobytes() == expected.tobytes()
     np.testing.assert_allclose(grad, central, rtol=1e-7)
+
+
+def test_scipys_value_keeps_scipys_double_beside_float32_derivatives():
+    """SciPy's Python float (a double) given the derivatives of a float32 composition keeps
+    its bits in both modes (reverse mode rounded it to float32, the composition's dtype), and
+    stays a Python number, which NumPy promotes weakly (forward mode made it NumPy's
+    float64)."""
+    from mutad.scipy._adjoints import Value, scipys_value
+    total = Value(lambda x: float(np.sum(x.astype(np.float64) ** 2)), "a double sum")
+    promoted = []
+
+    def f(x):
+        x32 = x.astype(np.float32)
+        y = scipys_value(total(x32), np.sum(x32 * x32))
+        promoted.append((y * x32).dtype)
+        return y
+
+    x = np.cos(np.arange(5.0) ** 1.3)
+    x32 = x.astype(np.float32)
+    expected = np.float64(np.sum(x32.astype(np.float64) ** 2))
+    assert expected != np.float32(expected)  # (its float32 rounding is another number)
+    value, (grad,) = mutad.value_and_gradient(f, x)
+    assert np.asarray(value).tobytes() == expected.tobytes()
+    assert promoted == [np.float32]  # (reverse mode)
+    np.testing.assert_allclose(grad, 2 * x32, rtol=1e-6)
+    value, tangent = mutad.jvp(f, (x,), (np.ones(5),))
+    assert np.asarray(value).tobytes() == expected.tobytes()
+    np.testing.assert_allclose(tangent, np.sum(2 * x32), rtol=1e-6)
+    assert promoted == [np.float32, np.float32]  # (forward mode)

@@ -1639,6 +1639,8 @@ def records_key(x, key):
         return key
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
         return key
+    if isinstance(key, (int, np.integer)) and _one_record(memory(x)):
+        return names[key]  # a field by its position, as NumPy's np.void reads it
     items = key if type(key) is tuple else (key,)
     if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
         return (*items, Ellipsis)
@@ -1653,15 +1655,43 @@ def records_key(x, key):
     return key
 
 
+def _one_record(value):
+    """Whether ``value``, the plain value of a traced or dual array of records, is one record
+    of an array (``rec[1]``, NumPy's ``np.void``, which mutad follows as the 0-d view
+    ``rec[1, ...]``) rather than a 0-d array of its own."""
+    return value.ndim == 0 and value.base is not None and value.dtype.names is not None
+
+
+def text_element(value, key):
+    """NumPy's ``str`` (or ``bytes``) that ``value[key]`` is, ``value`` the plain value of a
+    traced or dual array, where it reads one element of text: an element of a text array
+    (records' names, ``rec['name'][1]``) or a text field of one record (``rec[1]['name']``,
+    NumPy's ``np.void`` read by its field, which mutad follows as the 0-d view of the
+    record); else None. Text carries no derivative, and NumPy's code runs on its str
+    (``len``, its methods, ``==``)."""
+    if value.dtype.kind in "US":
+        element = value[key]
+        return None if type(element) is np.ndarray else element
+    if type(key) is str and _one_record(value):
+        field = value[key]
+        if field.dtype.kind in "US" and field.ndim == 0:
+            return field[()]
+    return None
+
+
 def records_write(x, key, value):
     """``x[key] = value`` into an array of records (a structured dtype) by records where ``x``
     or ``value`` holds differentiated values, written field by field as NumPy assigns them: a
     tuple (one record, ``a[0] = (v, 1.0)``) its items in the fields' order, records
-    (``a[1:] = b``) their fields by position. True where written so; other values refused
+    (``a[1:] = b``) their fields by position, and a field of one record by its position
+    (``rec[1][0] = v``). True where written so; other values refused
     (mutad follows writes into the fields, ``a['m'][0] = v``)."""
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
         return False
     names = x.dtype.names
+    if isinstance(key, (int, np.integer)) and _one_record(memory(x)):
+        x[names[key]] = value  # a field by its position, as NumPy's np.void writes it
+        return True
     if type(value) is tuple:
         items = value
     elif getattr(getattr(value, "dtype", None), "names", None) is not None:

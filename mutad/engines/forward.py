@@ -32,7 +32,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_function, records_key,
+                        out_by_keyword, holds_records, records_function, records_key, text_element,
                         records_write, refuse_records,
                         into_outs, judge_out, out_computation, single_out, stands_for_scalar,
                         takes_over, weak, weak_arithmetic,
@@ -414,6 +414,8 @@ def _wrap(y, dy, level, args, tangents, owned=True):
         items = [_wrap(a, b, level, args, tangents, owned) for a, b in zip(y, dys, strict=True)]
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     python_number = type(y) in (float, complex)  # (promoted weakly, as NumPy does)
+    if python_number and dy is None:
+        return y  # a Python number without a derivative stays one (SciPy's distances)
     y = inexact_output(y)
     if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
         return y
@@ -1141,9 +1143,9 @@ class Dual(ArrayMethods):
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
-        if self.value.dtype.kind in "US" and type(self.value) is np.ndarray:  # text: an
-            element = self.value[key]  # element is NumPy's str (records' names)
-            if type(element) is not np.ndarray:
+        if type(self.value) is np.ndarray:
+            element = text_element(self.value, key)
+            if element is not None:
                 return element
         if batch_of(self.level) is not None:
             value = as_array(self.value[key])

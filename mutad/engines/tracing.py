@@ -49,7 +49,7 @@ from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
-                        records_key, records_write, numpy_scalar, refuse_records,
+                        records_key, records_write, text_element, numpy_scalar, refuse_records,
                         into_outs, single_out, stands_for_scalar, takes_over, weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
@@ -204,10 +204,9 @@ class TracedDispatch:
                 return y
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
-        if self.value.dtype.kind in "US":  # text (records' names): an element is NumPy's str
-            element = self.value[_index(key)]
-            if type(element) is not np.ndarray:
-                return element
+        element = text_element(self.value, _index(key))
+        if element is not None:
+            return element
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
         elif self.buffer.constant:

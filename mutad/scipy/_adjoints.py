@@ -13,9 +13,9 @@ from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
-from ..core.views import writeable
+from ..core.views import weaken, writeable
 from ..api import stop_gradient
-from ..engines.arraylike import ArrayMethods, carries_derivative
+from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
 from ..custom import Adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
@@ -240,13 +240,18 @@ def scipys_value(value, composition):
     composition's value as a constant, so that the difference is +0 exactly wherever it is
     finite and every bit of SciPy's value stays, the sign of a zero included; laid out as
     SciPy's value is (LAPACK's Fortran order), which later sums' rounding may depend on, and
-    of its dtype (a float32 value stays float32, where a float64 composition would widen it)."""
-    order = "F" if np.isfortran(value) else "K"
-    y = np.subtract(value, np.subtract(stop_gradient(composition), composition, order=order),
-                    order=order)
+    of its dtype (a float32 value stays float32, where a float64 composition would widen it,
+    and a double stays a double beside a float32 composition, where SciPy's Python float would
+    take its rounding in NumPy's weak promotion); a value that stands for a Python number
+    (weak) gives one that does."""
+    order = "F" if weak(value) or np.isfortran(value) else "K"
     dtype = np.result_type(value)
-    if y.dtype != dtype and y.dtype.kind == dtype.kind:
-        y = y.astype(dtype, order=order)
+    zero = np.subtract(stop_gradient(composition), composition, order=order)
+    if zero.dtype != dtype and zero.dtype.kind == dtype.kind:
+        zero = zero.astype(dtype, order=order)
+    y = np.subtract(value, zero, order=order)
+    if weak(value):
+        weaken(y)
     return y
 
 
