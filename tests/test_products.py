@@ -332,3 +332,22 @@ def test_a_zero_cotangent_beside_a_nan_contributes_zero_in_norms_and_vecdot(name
         keep = finite if other is x else np.ones(4, bool)  # the NaN entry has no neighbours
         np.testing.assert_allclose(grad[keep], expected[keep], rtol=1e-6, atol=1e-9)
         assert np.all(np.isfinite(grad[keep]))
+
+
+
+@pytest.mark.parametrize("f, grad", [
+    (lambda b: np.dot([b[0], b[1]], [1.0, 2.0]), [1.0, 2.0, 0.0, 0.0]),
+    (lambda b: np.dot((1.0, 2.0), b[:2]), [1.0, 2.0, 0.0, 0.0]),
+    (lambda b: np.dot([1, 2], b[:2]), [1.0, 2.0, 0.0, 0.0]),
+    (lambda b: np.inner([1.0, 2.0], b[::-2]), [0.0, 2.0, 0.0, 1.0]),
+])
+def test_an_inner_product_with_a_list_of_numbers_has_its_gradient(f, grad):
+    """The pullback of an inner product multiplies by the other operand: one NumPy took as a
+    list or tuple of numbers is multiplied as its array (it raised TypeError)."""
+    b = np.array([0.5, -1.5, 2.0, 3.0])
+    kept = b.copy()
+    value, (g,) = mutad.value_and_gradient(f, b, argnums=(0,))
+    assert np.float64(value).tobytes() == np.float64(f(b.copy())).tobytes()
+    assert g.tobytes() == np.array(grad).tobytes()
+    assert mutad.jvp(f, (b,), (np.ones(4),))[1] == sum(grad)
+    assert b.tobytes() == kept.tobytes()

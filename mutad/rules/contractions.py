@@ -125,7 +125,10 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
 
 def _inner_product_back(a, b):
     """The pullback of the inner product of two vectors of one shape: each cotangent is dy
-    times the other, as the einsum of ``einsum_cotangent`` would give it."""
+    times the other, as the einsum of ``einsum_cotangent`` would give it. An operand NumPy
+    took as a list or tuple (``np.dot(v, [1.0, 2.0])``: one holding traced numbers arrives
+    an array) is multiplied as its array."""
+    a, b = (np.asarray(x) if type(x) in (list, tuple) else x for x in (a, b))
     return lambda dy: (times(dy, b), times(dy, a))
 
 
