@@ -234,13 +234,14 @@ def rounding_of_difference(a, b):
     plain values: a constant to an enclosing differentiation, for which the difference moves as
     its rounded value does. 0 where it is not finite."""
     a, b = memory(a), memory(b)
-    dtype = np.result_type(a, b, 1.0)
-    a, b = np.asarray(a, dtype=dtype), np.negative(b, dtype=dtype)
+    xp = namespace(a if is_device(a) else b)  # (NumPy, or the device library of its memory)
+    dtype = xp.result_type(a, b, 1.0)
+    a, b = xp.asarray(a, dtype=dtype), xp.negative(xp.asarray(b, dtype=dtype))
     with np.errstate(invalid="ignore", over="ignore"):
         d = a + b
         b_part = d - a
         error = (a - (d - b_part)) + (b - b_part)
-    return np.where(np.isfinite(error), error, 0.0)
+    return xp.where(xp.isfinite(error), error, 0.0)
 
 
 def log_sum_shares(power, log_base):

@@ -211,7 +211,7 @@ __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_arra
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
-           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lobpcg", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
            "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tril", "triu", "vstack"]
 
