@@ -265,3 +265,33 @@ def test_identity_with_a_constant_or_a_class_still_replays(f):
     x = np.array([1.0, 0.5, 2.0])
     replaying = replayed_like_numpy(f, [lambda: (x.copy(),)] * 3)
     assert program_count(replaying) == 1 and replaying.reasons == {}
+
+
+# ----------------------------------------------------------------------------------------------
+# The aux output of has_aux=True, where it is a large temporary (one the replay lets go after
+# the last step that reads it, as tracing does): it is read once the steps are over
+
+
+def _large_aux(x):
+    y = np.exp(x * 0.001)
+    return y.sum(), y
+
+
+def _large_aux_in_a_dict(x):
+    y = x * 2.0  # no pullback reads y
+    return (y + 1.0).sum(), {"head": y[:3], "y": y}
+
+
+@pytest.mark.parametrize("f", [_large_aux, _large_aux_in_a_dict])
+def test_a_large_temporary_returned_as_aux_is_held_to_the_end(f):
+    """The replay let a temporary of 4 KiB or more go after the last step that read it, the
+    aux output's too: its second call raised AttributeError where tracing returns it."""
+    replaying = mutad.value_and_grad(f, has_aux=True, replay=True)
+    for start in (0.5, 1.5, 0.7, 2.5):
+        x = np.linspace(start, 2 * start, 1000)
+        before = x.copy()
+        (value, aux), grads = replaying(x)
+        assert same(x, before)
+        (value_t, aux_t), grads_t = mutad.value_and_grad(f, has_aux=True)(before.copy())
+        assert same(value, value_t) and same(aux, aux_t) and same(grads, grads_t)
+    assert program_count(replaying) == 1 and replaying.reasons == {}

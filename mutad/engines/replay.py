@@ -3182,8 +3182,12 @@ class Program:
         # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
         self.scalar_output = type(y) is Traced and _scalar(y)
         self.constant = None if type(y) is Traced else y
+        # the slots of the values returned (the output, the aux output's arrays): read once
+        # the steps are over, never let go before
+        self.returned_slots = {self.output} - {None} | (
+            set() if aux is None else {x.index for x in aux[0] if type(x) is Slot})
         # the large temporaries, let go after the last step that reads them (``prepare``)
-        self.large = recorder.large - {self.output}
+        self.large = recorder.large - self.returned_slots
         # Values its reverse pass recomputes (``plan``): the slot of its ``Recomputed``, the
         # slots it reads alive then, the buffers it recomputes, and how many records read
         # each one recomputed for several from the ``Recomputed``'s cache
@@ -3217,7 +3221,7 @@ class Program:
         for step in reversed(planned):  # in the order of the reverse pass
             step.later = (self.recomputes,
                           [(i, _replan(plan, slots, self, stored)) for i, plan in step.later])
-        self.large |= {slots[key] for key in self.recomputed if key in slots} - {self.output}
+        self.large |= {slots[key] for key in self.recomputed if key in slots} - self.returned_slots
 
     def aliases(self, leaves):
         """Whether an argument shares memory with an array the program reads as a constant:
@@ -3375,9 +3379,7 @@ class Program:
                 warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
-            held = [*self.alive] if self.output is None else [self.output, *self.alive]
-            if self.aux is not None:
-                held += [x.index for x in self.aux[0] if type(x) is Slot]
+            held = [*self.returned_slots, *self.alive]
             self.steps = with_blocks(self.steps, held, self.saves)
         return (value if self.aux is None else (value, aux)), grads
 
