@@ -1,5 +1,7 @@
 """Elementwise ufuncs: every rule, in every way a program can apply it, under both policies."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.special
@@ -1284,3 +1286,20 @@ def test_a_product_into_out_that_raises_after_numpy_wrote_it_is_differentiated(s
     assert np.asarray(forward[0]).tobytes() == np.asarray(value).tobytes()
     np.testing.assert_allclose(forward[1], np.sum(grad * tangent), rtol=1e-12)
     assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_tanhs_derivative_far_out_is_zero_without_a_warning(dtype):
+    """tanh's derivative is 1 / cosh², below the smallest float past |x| = 710 (float64): it
+    is computed with no overflow on the way, whatever |x| (the partial once warned of one in
+    ``multiply`` at |x| = 1e308), and a few ulps from the exact value within."""
+    big = np.finfo(dtype).max
+    x = np.array([big, -big, 800.0, -30.0, 0.5, 0.0, np.inf], dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (g,) = mutad.gradient(lambda x: np.tanh(x).sum(), x)
+    assert g.dtype == dtype
+    with np.errstate(over="ignore"):  # (cosh of the largest float64s: inf, as it should)
+        exact = (1 / np.cosh(x.astype(np.longdouble))) ** 2
+    assert np.array_equal(g[[0, 1, 2, 6]], np.zeros(4, dtype))
+    assert np.all(np.abs(g - exact) <= 8 * np.spacing(exact.astype(dtype)).astype(np.longdouble))
