@@ -778,3 +778,25 @@ def test_slogdet_log_of_a_singular_matrix_refused():
     # not moved, it does not change
     value, tangent = mutad.jvp(f, (SINGULAR,), (np.zeros((2, 2)),))
     assert value == -np.inf and tangent == 0.0
+
+
+def test_hessian_of_one_eigenvector_is_silent():
+    """A loss of one eigenvector leaves the other columns' cotangents zero; the check that no
+    repeated eigenvalue is read took their norms' square roots, and the Hessian, which
+    differentiates the reverse pass, then warned of a division by zero (an error under
+    ``-W error``) for a scale no result depends on."""
+    def f(a):
+        w, v = np.linalg.eigh(a + a.T)
+        return w[-1] + np.sum(v[:, 0] ** 4)
+
+    a = np.random.default_rng(0).standard_normal((3, 3))
+    before = a.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = mutad.hessian(f, a)
+    assert a.tobytes() == before
+    direction = np.random.default_rng(1).standard_normal((3, 3))
+    along = central(lambda t: np.sum(mutad.gradient(f, a + t * direction)[0] * direction),
+                    np.zeros(()), h=1e-5)
+    np.testing.assert_allclose(np.einsum("ijkl,ij,kl->", h, direction, direction), along,
+                               rtol=1e-5)

@@ -51,6 +51,10 @@ values repeated within rounding, ``REPEATED_ULPS``), a loss that reads the choic
 
 
 def squared_column_norms(x):
+    """Per column, its squared norm: a scale the checks below compare against, of the plain
+    values (never differentiated: under a Hessian, sqrt of a zero column would take an
+    infinite slope, and warn, for a number no result depends on)."""
+    x = memory(x)
     return np.sum(np.real(np.conjugate(x) * x), axis=-2)
 
 
