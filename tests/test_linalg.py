@@ -780,14 +780,18 @@ def test_slogdet_log_of_a_singular_matrix_refused():
     assert value == -np.inf and tangent == 0.0
 
 
-def test_hessian_of_one_eigenvector_is_silent():
-    """A loss of one eigenvector leaves the other columns' cotangents zero; the check that no
-    repeated eigenvalue is read took their norms' square roots, and the Hessian, which
-    differentiates the reverse pass, then warned of a division by zero (an error under
+@pytest.mark.parametrize("decomposition", ["eigh", "svd"])
+def test_hessian_of_one_eigenvector_is_silent(decomposition):
+    """A loss of one eigenvector (singular vector) leaves the other columns' cotangents zero;
+    the check that no repeated value is read took their norms' square roots, and the Hessian,
+    which differentiates the reverse pass, then warned of a division by zero (an error under
     ``-W error``) for a scale no result depends on."""
     def f(a):
-        w, v = np.linalg.eigh(a + a.T)
-        return w[-1] + np.sum(v[:, 0] ** 4)
+        if decomposition == "eigh":
+            w, v = np.linalg.eigh(a + a.T)
+            return w[-1] + np.sum(v[:, 0] ** 4)
+        u, s, vt = np.linalg.svd(a)
+        return s[0] + np.sum(u[:, 0] ** 4)
 
     a = np.random.default_rng(0).standard_normal((3, 3))
     before = a.tobytes()
