@@ -804,3 +804,31 @@ def test_hessian_of_one_eigenvector_is_silent(decomposition):
                     np.zeros(()), h=1e-5)
     np.testing.assert_allclose(np.einsum("ijkl,ij,kl->", h, direction, direction), along,
                                rtol=1e-5)
+
+
+@pytest.mark.parametrize("decomposition", ["lstsq", "eigh"])
+def test_hvp_through_a_constant_decomposition_at_repeated_values(decomposition):
+    """A matrix made in the function from constants (a rank-deficient design matrix, one with
+    a repeated eigenvalue) carries no derivative at any level: its decomposition needs no
+    second derivative, and hvp (reverse over forward, which traces every array) refused it
+    as if it did."""
+    design = np.random.default_rng(0).standard_normal((5, 2))
+
+    def f(b):
+        if decomposition == "lstsq":
+            a = np.column_stack([design, design[:, 0]])  # rank 2 of 3: a zero singular value
+            x = np.linalg.lstsq(a, b, rcond=None)[0]
+            return x @ x + np.sum(b ** 3)
+        w, v = np.linalg.eigh(np.diag([1.0, 1.0, 2.0]) * design[0, 0])
+        return np.sum((v.T @ b) ** 2 * w) + np.sum(b ** 3)
+
+    b = np.random.default_rng(1).standard_normal(5 if decomposition == "lstsq" else 3)
+    direction = np.ones_like(b)
+    before = b.tobytes()
+    if decomposition == "lstsq":
+        p = np.linalg.pinv(np.column_stack([design, design[:, 0]]))
+        expected = 2.0 * p.T @ (p @ direction) + 6.0 * b * direction
+    else:
+        expected = 2.0 * np.diag([1.0, 1.0, 2.0]) * design[0, 0] @ direction + 6.0 * b * direction
+    np.testing.assert_allclose(mutad.hvp(f, (b,), (direction,)), expected, rtol=1e-10)
+    assert b.tobytes() == before

@@ -162,11 +162,12 @@ def _repeated_values(values, which):
 
 
 def require_first_order(name, a, values, pairs):
-    """Refuse a second derivative at repeated values (``a`` followed by an enclosing
-    differentiation): the first-order rules drop the repeated pairs' couplings, and the
-    derivative of what they compute misses them (at A = I the Hessian of Σ w³ would lose
-    its off-diagonal terms)."""
-    if wrapped(a) and np.any(pairs):
+    """Refuse a second derivative at repeated values (``a`` depending on what an enclosing
+    differentiation differentiates): the first-order rules drop the repeated pairs'
+    couplings, and the derivative of what they compute misses them (at A = I the Hessian of
+    Σ w³ would lose its off-diagonal terms). A constant matrix (made in the function from
+    arrays outside argnums, which nested differentiation traces too) has none to miss."""
+    if carries_derivative(a) and np.any(pairs):
         raise UnsupportedOperationError(
             f"{name}: a second derivative at repeated values {_repeated_values(values, pairs)} "
             "(equal within rounding): mutad differentiates the decomposition there once, not "
