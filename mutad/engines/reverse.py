@@ -877,7 +877,7 @@ class Traced(ArrayMethods):
         NumPy's error where none exists), for an array made inside the function or a view of
         an argument's (``v = x.view()``, ``x.ravel()``: a new object, as NumPy's); the
         argument's array itself stands for the caller's, whose shape stays."""
-        session = getattr(self.tape, "adopter", None)
+        session = self.tape.adopter
         if (session.stands_for_callers(self) if session is not None else
                 any(key == self.buffer.key for entries in self.tape.arguments.values()
                     for _, key in entries)):
