@@ -778,3 +778,57 @@ def test_slogdet_log_of_a_singular_matrix_refused():
     # not moved, it does not change
     value, tangent = mutad.jvp(f, (SINGULAR,), (np.zeros((2, 2)),))
     assert value == -np.inf and tangent == 0.0
+
+
+@pytest.mark.parametrize("decomposition", ["eigh", "svd"])
+def test_hessian_of_one_eigenvector_is_silent(decomposition):
+    """A loss of one eigenvector (singular vector) leaves the other columns' cotangents zero;
+    the check that no repeated value is read took their norms' square roots, and the Hessian,
+    which differentiates the reverse pass, then warned of a division by zero (an error under
+    ``-W error``) for a scale no result depends on."""
+    def f(a):
+        if decomposition == "eigh":
+            w, v = np.linalg.eigh(a + a.T)
+            return w[-1] + np.sum(v[:, 0] ** 4)
+        u, s, vt = np.linalg.svd(a)
+        return s[0] + np.sum(u[:, 0] ** 4)
+
+    a = np.random.default_rng(0).standard_normal((3, 3))
+    before = a.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h = mutad.hessian(f, a)
+    assert a.tobytes() == before
+    direction = np.random.default_rng(1).standard_normal((3, 3))
+    along = central(lambda t: np.sum(mutad.gradient(f, a + t * direction)[0] * direction),
+                    np.zeros(()), h=1e-5)
+    np.testing.assert_allclose(np.einsum("ijkl,ij,kl->", h, direction, direction), along,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("decomposition", ["lstsq", "eigh"])
+def test_hvp_through_a_constant_decomposition_at_repeated_values(decomposition):
+    """A matrix made in the function from constants (a rank-deficient design matrix, one with
+    a repeated eigenvalue) carries no derivative at any level: its decomposition needs no
+    second derivative, and hvp (reverse over forward, which traces every array) refused it
+    as if it did."""
+    design = np.random.default_rng(0).standard_normal((5, 2))
+
+    def f(b):
+        if decomposition == "lstsq":
+            a = np.column_stack([design, design[:, 0]])  # rank 2 of 3: a zero singular value
+            x = np.linalg.lstsq(a, b, rcond=None)[0]
+            return x @ x + np.sum(b ** 3)
+        w, v = np.linalg.eigh(np.diag([1.0, 1.0, 2.0]) * design[0, 0])
+        return np.sum((v.T @ b) ** 2 * w) + np.sum(b ** 3)
+
+    b = np.random.default_rng(1).standard_normal(5 if decomposition == "lstsq" else 3)
+    direction = np.ones_like(b)
+    before = b.tobytes()
+    if decomposition == "lstsq":
+        p = np.linalg.pinv(np.column_stack([design, design[:, 0]]))
+        expected = 2.0 * p.T @ (p @ direction) + 6.0 * b * direction
+    else:
+        expected = 2.0 * np.diag([1.0, 1.0, 2.0]) * design[0, 0] @ direction + 6.0 * b * direction
+    np.testing.assert_allclose(mutad.hvp(f, (b,), (direction,)), expected, rtol=1e-10)
+    assert b.tobytes() == before

@@ -947,13 +947,12 @@ class Dual(ArrayMethods):
 
     @shape.setter
     def shape(self, shape):
-        """``x.shape = ...`` as NumPy's, of an array made inside the function (``Traced.shape``),
-        its tangent alike; an argument's array keeps its shape."""
+        """``x.shape = ...`` as NumPy's, of an array made inside the function or a view of an
+        argument's (``Traced.shape``), its tangent alike; an argument's array keeps its shape."""
         if self.level in BATCH:
             unbatched(self.level, "x.shape = ...")
-        root = owner(self.value)
-        if any(owner(dual.value) is root for run in ACTIVE.running
-               for _, dual in getattr(run, "copies", {}).values()):
+        if any(run.stands_for_callers(self) for run in ACTIVE.running
+               if hasattr(run, "stands_for_callers")):
             ArrayMethods.shape.fset(self, shape)  # refused, with what to write instead
         value, tangent = self.value.view(), self.tangent.view()
         value.shape = shape  # NumPy's rule, and its error

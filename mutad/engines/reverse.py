@@ -874,10 +874,13 @@ class Traced(ArrayMethods):
     @shape.setter
     def shape(self, shape):
         """``x.shape = ...`` reshapes in place as NumPy does (a view of the same memory, or
-        NumPy's error where none exists), for an array made inside the function; an argument's
-        array stands for the caller's, whose shape stays."""
-        if any(key == self.buffer.key for entries in self.tape.arguments.values()
-               for _, key in entries):
+        NumPy's error where none exists), for an array made inside the function or a view of
+        an argument's (``v = x.view()``, ``x.ravel()``: a new object, as NumPy's); the
+        argument's array itself stands for the caller's, whose shape stays."""
+        session = self.tape.adopter
+        if (session.stands_for_callers(self) if session is not None else
+                any(key == self.buffer.key for entries in self.tape.arguments.values()
+                    for _, key in entries)):
             ArrayMethods.shape.fset(self, shape)  # refused, with what to write instead
         new = self.value.view()
         new.shape = shape  # NumPy's rule, and its error

@@ -175,6 +175,12 @@ class Differentiation:
                          if isinstance(x, Tracer) or id(owner(x)) in self.apart] + self.later
         settle(holders, self.detached)
 
+    def stands_for_callers(self, x):
+        """Whether ``x`` is the very array ``f`` was given for a caller's (an argument's, an
+        adopted one's), not a view of it: ``x.shape = ...`` would reshape the caller's array,
+        whose shape stays."""
+        return id(x) in self.caller_of
+
     def detached(self, x):
         """``x``'s plain value (``settle``) where it is this differentiation's, else None."""
         if not self.ours(x):
@@ -529,6 +535,9 @@ class ReverseDifferentiation(Differentiation):
 
     def ours(self, x):
         return type(x) is Traced and x.tape is self.tape
+
+    def stands_for_callers(self, x):
+        return super().stands_for_callers(x) or any(t is x for t in self.traced)
 
     def detached(self, x):
         if not self.ours(x):

@@ -51,6 +51,10 @@ values repeated within rounding, ``REPEATED_ULPS``), a loss that reads the choic
 
 
 def squared_column_norms(x):
+    """Per column, its squared norm: a scale the checks below compare against, of the plain
+    values (never differentiated: under a Hessian, sqrt of a zero column would take an
+    infinite slope, and warn, for a number no result depends on)."""
+    x = memory(x)
     return np.sum(np.real(np.conjugate(x) * x), axis=-2)
 
 
@@ -158,11 +162,12 @@ def _repeated_values(values, which):
 
 
 def require_first_order(name, a, values, pairs):
-    """Refuse a second derivative at repeated values (``a`` followed by an enclosing
-    differentiation): the first-order rules drop the repeated pairs' couplings, and the
-    derivative of what they compute misses them (at A = I the Hessian of Σ w³ would lose
-    its off-diagonal terms)."""
-    if wrapped(a) and np.any(pairs):
+    """Refuse a second derivative at repeated values (``a`` depending on what an enclosing
+    differentiation differentiates): the first-order rules drop the repeated pairs'
+    couplings, and the derivative of what they compute misses them (at A = I the Hessian of
+    Σ w³ would lose its off-diagonal terms). A constant matrix (made in the function from
+    arrays outside argnums, which nested differentiation traces too) has none to miss."""
+    if carries_derivative(a) and np.any(pairs):
         raise UnsupportedOperationError(
             f"{name}: a second derivative at repeated values {_repeated_values(values, pairs)} "
             "(equal within rounding): mutad differentiates the decomposition there once, not "
