@@ -1505,3 +1505,30 @@ def test_named_results_of_constants_written():
         return _factors_of_constants_written(x)
 
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.array of a structured dtype from tuples (the records) holding traced values: each tuple one
+# record, its items the fields (they were stacked as rows and cast, each number to every field:
+# a wrong value)
+
+def _records_of_tuples(x):
+    r = np.array([(x[0], 1), (x[1] ** 2, 2)], dtype=[("v", "f8"), ("n", "i8")])
+    return (r["v"] * r["n"]).sum()
+
+
+def _records_of_tuples_in_rows(x):
+    r = np.array([[(x[0], x[1])], [(2.0, x[2] ** 2)]], dtype=[("a", "f8"), ("b", "f8")])
+    return (r["a"] * r["b"]).sum() + r["b"][1, 0]
+
+
+def _records_with_a_subarray_field(x):
+    r = np.asarray([(x[:2], 1.5), (x[1:], x[0])], dtype=[("u", "f8", (2,)), ("w", "f8")])
+    return (r["u"] ** 2 * r["w"][:, None]).sum()
+
+
+@pytest.mark.parametrize("f", [_records_of_tuples, _records_of_tuples_in_rows,
+                               _records_with_a_subarray_field])
+def test_records_of_tuples_holding_traced_values(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
+

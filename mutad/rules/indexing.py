@@ -597,8 +597,9 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         if type(values_tangent) in (list, tuple):  # values given as a list: its array's
             values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
-        if values_at < len(moved):
-            moved[values_at] = 0.0 if values_tangent is None else values_tangent
+        if values_at < len(moved):  # (a zero of the target's type: an integer field's too)
+            moved[values_at] = np.zeros((), tangents[0].dtype) if values_tangent is None \
+                else values_tangent
         if raised is None:
             call(*moved, **kwargs)
             return None, None
