@@ -1532,3 +1532,29 @@ def _records_with_a_subarray_field(x):
 def test_records_of_tuples_holding_traced_values(f):
     check(f, np.array([0.31, -0.72, 1.13]))
 
+
+# ----------------------------------------------------------------------------------------------
+# np.r_ and np.c_ of traced values with a slice (a range) or a directive (axis, least number of
+# dimensions, where the items' axes go): NumPy's concatenation, made by the engines (NumPy's own
+# converted the traced items)
+
+def _joined_with_a_range(x):
+    y = np.r_[x, 1:4, 0:1:3j]
+    return (y ** 2 * np.arange(y.size)).sum()
+
+
+def _joined_by_a_directive(x):
+    a = np.r_["0,2", x, x * 2]
+    b = np.r_["1,2,0", x, [1.0, x[0], 3.0]]
+    c = np.r_["-1", x, x[::-1]]
+    return (a ** 2).sum() + (b * np.arange(6.0).reshape(3, 2)).sum() + c @ np.cos(c)
+
+
+def _columns_with_a_range(x):
+    return (np.c_[x, 0:3, x ** 2] @ np.array([1.0, 0.5, -2.0]) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_joined_with_a_range, _joined_by_a_directive,
+                               _columns_with_a_range])
+def test_index_concatenations_with_ranges_and_directives(f):
+    check(f, np.array([0.31, -0.72, 1.13]))

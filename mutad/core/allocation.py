@@ -870,30 +870,53 @@ def converted_by_numpy(x):
 
 class _Joined:
     """``np.r_`` or ``np.c_`` in the mode: an index expression joining traced values (``np.r_[a,
-    0.0, b]``, ``np.c_[x, y]``) is the concatenation it stands for, which the engines follow;
-    NumPy's own would convert them. Keys with a slice or a string directive, or without traced
-    values, are NumPy's own."""
+    0.0, b]``, ``np.c_[x, y]``, ``np.r_['0,2', a, b]``, ``np.r_[x, 1:4]``) is the concatenation
+    it stands for, made as NumPy's ``AxisConcatenator`` makes it (a directive's axis, least
+    number of dimensions and place of the items' axes; a slice's range; NumPy's promotion of
+    the items, Python numbers weak), which the engines follow; NumPy's own would convert them.
+    Keys without traced values, and the matrix directives (``'r'``, ``'c'``), are NumPy's own."""
 
-    def __init__(self, original, columns):
+    def __init__(self, original):
         self.original = original
-        self.columns = columns
 
     def __getitem__(self, key):
         items = key if type(key) is tuple else (key,)
         if not (ACTIVE.running and holds_wrapped(items)) or any(
-                type(x) in (slice, str) for x in items):
+                type(x) is str and (k or x in ("r", "c")) for k, x in enumerate(items)):
             return _indexed(self.original, key, items)
-        # NumPy's dtype: the promotion of the items', Python numbers weak (np.r_[0.1, x32] is
-        # float32), every item converted to it before the concatenation
-        dtype = np.result_type(*(x if type(x) in np.ScalarType else
-                                 x.dtype if wrapped(x) else np.asarray(x).dtype for x in items))
-        parts = [x.astype(dtype, copy=False) if wrapped(x) else np.asarray(x, dtype=dtype)
-                 for x in items]
-        if not self.columns:  # r_: along the first axis, scalars as 1-d
-            return np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts])
-        if any(p.ndim == 0 for p in parts):
-            return self.original[key]
-        return np.concatenate([p.reshape(-1, 1) if p.ndim == 1 else p for p in parts], axis=-1)
+        axis, ndmin, trans1d = self.original.axis, self.original.ndmin, self.original.trans1d
+        if type(items[0]) is str:
+            try:
+                settings = [int(v) for v in items[0].split(",")]
+            except ValueError:
+                return _indexed(self.original, key, items)  # NumPy's error
+            axis, ndmin, trans1d = (settings + [ndmin, trans1d][len(settings) - 1:])[:3]
+            items = items[1:]
+        parts, kinds = [], []
+        for item in items:
+            if type(item) is slice:
+                part = np.r_[item]  # its range, one-dimensional
+                if ndmin > 1:
+                    part = np.array(part, copy=None, ndmin=ndmin)
+                    if trans1d != -1:
+                        part = part.swapaxes(-1, trans1d)
+            elif type(item) in np.ScalarType:
+                part = item
+            else:
+                item = _stacked(item)  # a list holding traced values: NumPy's array of it
+                part = np.array(item, copy=None, subok=True, ndmin=ndmin,
+                                like=item if wrapped(item) else None)
+                if trans1d != -1 and np.ndim(item) < ndmin:
+                    k2, k1 = ndmin - np.ndim(item), trans1d
+                    k1 += k2 + 1 if k1 < 0 else 0
+                    axes = list(range(ndmin))
+                    part = part.transpose(axes[:k1] + axes[k2:] + axes[k1:k2])
+            parts.append(part)
+            kinds.append(item if type(item) in np.ScalarType else part.dtype)
+        dtype = np.result_type(*kinds)
+        parts = [p.astype(dtype, copy=False) if wrapped(p) else
+                 np.array(p, copy=None, subok=True, ndmin=ndmin, dtype=dtype) for p in parts]
+        return np.concatenate(parts, axis=axis)
 
     def __len__(self):
         return len(self.original)
@@ -932,8 +955,7 @@ def _new(y, made, items):
     return _own_stand_in(y) if _counting(y, items, {}) else y
 
 
-JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
-          "c_": (np.c_, _Joined(np.c_, columns=True)),
+JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
           "mgrid": (np.mgrid, _Grid(np.mgrid)), "ogrid": (np.ogrid, _Grid(np.ogrid))}
 """NumPy's index expressions that build arrays, and the mode's."""
 
