@@ -1558,3 +1558,42 @@ def _columns_with_a_range(x):
                                _columns_with_a_range])
 def test_index_concatenations_with_ranges_and_directives(f):
     check(f, np.array([0.31, -0.72, 1.13]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.polydiv of traced coefficients: NumPy's long division step by step (it had no rule)
+
+def _divided(x):
+    q, r = np.polydiv(x[:4], x[4:])
+    return (q ** 2).sum() + (r * np.arange(1, r.size + 1)).sum()
+
+
+def _divided_by_a_constant(x):
+    q, r = np.polydiv(x[:3], np.array([1.0, -1.0]))
+    return q @ q + r.sum()
+
+
+def _dividing_a_constant(x):
+    q, r = np.polydiv(np.array([1.0, 2.0, 2.0]), x[1:3])
+    return q.sum() * r[0]
+
+
+def _divided_by_a_longer_one(x):
+    q, r = np.polydiv(x[:2], x[2:5])
+    return q.sum() + (r ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_divided, _divided_by_a_constant, _dividing_a_constant,
+                               _divided_by_a_longer_one])
+def test_polydiv(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+def test_polydiv_dropping_a_differentiated_remainder_coefficient_is_refused():
+    def f(x):
+        u = np.array([1.0, 0.0, 0.0, 2.0]) + np.array([0.0, 0.0, 1.0, 0.0]) * x[0]
+        return np.polydiv(u, np.array([1.0, 0.0, 0.0]))[1].sum()
+
+    assert f(np.array([0.0])) == 2.0  # NumPy drops the remainder's leading 0 (x[0])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="np.polydiv"):
+        mutad.gradient(f, np.array([0.0]))

@@ -112,10 +112,12 @@ def _record_arrays(x):
     return (r.p ** 2 * r.q).sum()
 
 
+_SIX = np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87])
+
+
 @pytest.mark.parametrize("f, x", [(particles, np.array([1.0, 2.0, 1.5, 0.7])),
                                   (nested, np.array([1.0, 2.0, 1.5, 0.7])),
-                                  (_labelled, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87])),
-                                  (_record_arrays, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))],
+                                  (_labelled, _SIX), (_record_arrays, _SIX)],
                          ids=["particles", "nested", "integer field", "np.rec"])
 def test_records_under_nested_differentiation(f, x):
     """Records the function makes, under a Hessian (forward over reverse): the outer jvp
