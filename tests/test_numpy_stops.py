@@ -1597,3 +1597,20 @@ def test_polydiv_dropping_a_differentiated_remainder_coefficient_is_refused():
     assert f(np.array([0.0])) == 2.0  # NumPy drops the remainder's leading 0 (x[0])
     with pytest.raises(mutad.errors.UnsupportedOperationError, match="np.polydiv"):
         mutad.gradient(f, np.array([0.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# MaskedArray.argmin and argmax of traced values: NumPy's positions, of the data with the masked
+# elements filled by the value that never wins (they were missing attributes)
+
+def _masked_positions(x):
+    m = np.ma.masked_where(x > 1.0, x)
+    a = np.ma.masked_less(x.reshape(2, 3), 0)
+    rows = a.argmax(axis=1)
+    columns = np.ma.argmin(a, axis=0, keepdims=True)
+    return x[m.argmin()] * x[m.argmax()] + (x.reshape(2, 3)[np.arange(2), rows] ** 2).sum() \
+        + x.reshape(2, 3)[columns[0], np.arange(3)].sum()
+
+
+def test_masked_argmin_and_argmax():
+    check(_masked_positions, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
