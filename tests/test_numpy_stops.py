@@ -1614,3 +1614,29 @@ def _masked_positions(x):
 
 def test_masked_argmin_and_argmax():
     check(_masked_positions, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.unique of traced values: NumPy's values, each gathered from its first occurrence (it had no
+# rule); its index, inverse and counts NumPy's
+
+def _unique_of_copies(x):
+    u = np.unique(np.concatenate([x, x[:2]]))
+    return (u ** 2 * np.arange(u.size)).sum()
+
+
+def _unique_inverse_and_counts(x):
+    u, inverse, counts = np.unique(np.concatenate([x, x[:2]]), return_inverse=True,
+                                   return_counts=True)
+    return (u * counts).sum() + (u[inverse] ** 2).sum()
+
+
+def _unique_rows(x):
+    rows = np.concatenate([x.reshape(2, 3), x.reshape(2, 3)[:1]])
+    u, index = np.unique(rows, axis=0, return_index=True)
+    return (u ** 2 * np.arange(u.size).reshape(u.shape)).sum() + index.sum()
+
+
+@pytest.mark.parametrize("f", [_unique_of_copies, _unique_inverse_and_counts, _unique_rows])
+def test_unique_of_traced_values(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
