@@ -885,12 +885,15 @@ class _Joined:
                 type(x) is str and (k or x in ("r", "c")) for k, x in enumerate(items)):
             return _indexed(self.original, key, items)
         axis, ndmin, trans1d = self.original.axis, self.original.ndmin, self.original.trans1d
-        if type(items[0]) is str:
+        if type(items[0]) is str:  # 'axis', or 'axis,ndmin' and a third, trans1d, as NumPy's
+            settings = items[0].split(",")
             try:
-                settings = [int(v) for v in items[0].split(",")]
+                axis = int(settings[0])
+                if len(settings) > 1:
+                    ndmin = int(settings[1])
+                    trans1d = int(settings[2]) if len(settings) == 3 else trans1d
             except ValueError:
                 return _indexed(self.original, key, items)  # NumPy's error
-            axis, ndmin, trans1d = (settings + [ndmin, trans1d][len(settings) - 1:])[:3]
             items = items[1:]
         parts, kinds = [], []
         for item in items:

@@ -556,9 +556,8 @@ def polydiv(u, v):
         raise UnsupportedOperationError(
             "np.polydiv of differentiated coefficients whose remainder has a leading "
             "coefficient close to 0: NumPy drops it, but the remainder still moves with it, and "
-            "the derivative of the shorter remainder would miss that. Divide with the "
-            "remainder kept: q, r = np.polydiv(u, v) on coefficients whose remainder's first "
-            "is not 0, or compute r = u - np.polymul(q, v) yourself.")
+            "the derivative of the shorter remainder would miss that. Compute the remainder "
+            "with its leading coefficient kept yourself: r = np.polysub(u, np.polymul(q, v)).")
     if truepoly:
         return np.poly1d(q), np.poly1d(r)
     return q, r
