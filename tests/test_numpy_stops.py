@@ -1505,3 +1505,138 @@ def test_named_results_of_constants_written():
         return _factors_of_constants_written(x)
 
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.array of a structured dtype from tuples (the records) holding traced values: each tuple one
+# record, its items the fields (they were stacked as rows and cast, each number to every field:
+# a wrong value)
+
+def _records_of_tuples(x):
+    r = np.array([(x[0], 1), (x[1] ** 2, 2)], dtype=[("v", "f8"), ("n", "i8")])
+    return (r["v"] * r["n"]).sum()
+
+
+def _records_of_tuples_in_rows(x):
+    r = np.array([[(x[0], x[1])], [(2.0, x[2] ** 2)]], dtype=[("a", "f8"), ("b", "f8")])
+    return (r["a"] * r["b"]).sum() + r["b"][1, 0]
+
+
+def _records_with_a_subarray_field(x):
+    r = np.asarray([(x[:2], 1.5), (x[1:], x[0])], dtype=[("u", "f8", (2,)), ("w", "f8")])
+    return (r["u"] ** 2 * r["w"][:, None]).sum()
+
+
+@pytest.mark.parametrize("f", [_records_of_tuples, _records_of_tuples_in_rows,
+                               _records_with_a_subarray_field])
+def test_records_of_tuples_holding_traced_values(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.r_ and np.c_ of traced values with a slice (a range) or a directive (axis, least number of
+# dimensions, where the items' axes go): NumPy's concatenation, made by the engines (NumPy's own
+# converted the traced items)
+
+def _joined_with_a_range(x):
+    y = np.r_[x, 1:4, 0:1:3j]
+    return (y ** 2 * np.arange(y.size)).sum()
+
+
+def _joined_by_a_directive(x):
+    a = np.r_["0,2", x, x * 2]
+    b = np.r_["1,2,0", x, [1.0, x[0], 3.0]]
+    c = np.r_["-1", x, x[::-1]]
+    return (a ** 2).sum() + (b * np.arange(6.0).reshape(3, 2)).sum() + c @ np.cos(c)
+
+
+def _columns_with_a_range(x):
+    return (np.c_[x, 0:3, x ** 2] @ np.array([1.0, 0.5, -2.0]) ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_joined_with_a_range, _joined_by_a_directive,
+                               _columns_with_a_range])
+def test_index_concatenations_with_ranges_and_directives(f):
+    check(f, np.array([0.31, -0.72, 1.13]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.polydiv of traced coefficients: NumPy's long division step by step (it had no rule)
+
+def _divided(x):
+    q, r = np.polydiv(x[:4], x[4:])
+    return (q ** 2).sum() + (r * np.arange(1, r.size + 1)).sum()
+
+
+def _divided_by_a_constant(x):
+    q, r = np.polydiv(x[:3], np.array([1.0, -1.0]))
+    return q @ q + r.sum()
+
+
+def _dividing_a_constant(x):
+    q, r = np.polydiv(np.array([1.0, 2.0, 2.0]), x[1:3])
+    return q.sum() * r[0]
+
+
+def _divided_by_a_longer_one(x):
+    q, r = np.polydiv(x[:2], x[2:5])
+    return q.sum() + (r ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_divided, _divided_by_a_constant, _dividing_a_constant,
+                               _divided_by_a_longer_one])
+def test_polydiv(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+def test_polydiv_dropping_a_differentiated_remainder_coefficient_is_refused():
+    def f(x):
+        u = np.array([1.0, 0.0, 0.0, 2.0]) + np.array([0.0, 0.0, 1.0, 0.0]) * x[0]
+        return np.polydiv(u, np.array([1.0, 0.0, 0.0]))[1].sum()
+
+    assert f(np.array([0.0])) == 2.0  # NumPy drops the remainder's leading 0 (x[0])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="np.polydiv"):
+        mutad.gradient(f, np.array([0.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# MaskedArray.argmin and argmax of traced values: NumPy's positions, of the data with the masked
+# elements filled by the value that never wins (they were missing attributes)
+
+def _masked_positions(x):
+    m = np.ma.masked_where(x > 1.0, x)
+    a = np.ma.masked_less(x.reshape(2, 3), 0)
+    rows = a.argmax(axis=1)
+    columns = np.ma.argmin(a, axis=0, keepdims=True)
+    return x[m.argmin()] * x[m.argmax()] + (x.reshape(2, 3)[np.arange(2), rows] ** 2).sum() \
+        + x.reshape(2, 3)[columns[0], np.arange(3)].sum()
+
+
+def test_masked_argmin_and_argmax():
+    check(_masked_positions, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.unique of traced values: NumPy's values, each gathered from its first occurrence (it had no
+# rule); its index, inverse and counts NumPy's
+
+def _unique_of_copies(x):
+    u = np.unique(np.concatenate([x, x[:2]]))
+    return (u ** 2 * np.arange(u.size)).sum()
+
+
+def _unique_inverse_and_counts(x):
+    u, inverse, counts = np.unique(np.concatenate([x, x[:2]]), return_inverse=True,
+                                   return_counts=True)
+    return (u * counts).sum() + (u[inverse] ** 2).sum()
+
+
+def _unique_rows(x):
+    rows = np.concatenate([x.reshape(2, 3), x.reshape(2, 3)[:1]])
+    u, index = np.unique(rows, axis=0, return_index=True)
+    return (u ** 2 * np.arange(u.size).reshape(u.shape)).sum() + index.sum()
+
+
+@pytest.mark.parametrize("f", [_unique_of_copies, _unique_inverse_and_counts, _unique_rows])
+def test_unique_of_traced_values(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))

@@ -243,8 +243,6 @@ def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array.
     ``made``: ``(function, args, kwargs)``, the call that made it."""
-    if y.dtype.names is not None and len(ACTIVE.running) > 1:
-        raise _nested_records("allocated")
     for differentiation in ACTIVE.running:
         if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
             differentiation.recorder.refuse("an array of records (a structured dtype), "
@@ -298,11 +296,16 @@ def _arrays(tree):
 def _allocated(y, args, kwargs):
     """Whether ``y`` is a new float array (NumPy's or a device's), not the memory of an
     argument."""
-    if type(y) is not np.ndarray and not is_device(y) or (
-            y.dtype.kind not in "fc" and not _followed_records(y.dtype)):
+    if type(y) is not np.ndarray and not is_device(y) or not follows_floats(y.dtype):
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
+
+
+def follows_floats(dtype):
+    """Whether the mode follows the arrays of ``dtype``: floats and complex numbers, or records
+    of them (``_followed_records``)."""
+    return dtype.kind in "fc" or _followed_records(dtype)
 
 
 def _followed_records(dtype):
@@ -599,6 +602,34 @@ def _stacked(tree):
     return np.array(items)
 
 
+def _plain(tree):
+    """``tree`` with each traced value its plain value: what NumPy reads it as."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_plain(x) for x in tree)
+    return memory(tree) if wrapped(tree) else tree
+
+
+def _field(tree, i):
+    """The ``i``-th field of the records in ``tree``: NumPy reads a tuple as a record and a
+    list as a dimension, and gives a value that is not a record to every field."""
+    if type(tree) is list:
+        return [_field(x, i) for x in tree]
+    return tree[i] if type(tree) is tuple else tree
+
+
+def _records(allocating, a, rest, kwargs):
+    """``np.array(a, dtype)`` of a structured ``dtype`` from nested lists of tuples (the records)
+    holding traced values: NumPy's array of their plain values (its shape, its errors, the
+    fields of constants), then each field holding traced values written, which the engines
+    follow as any write into an array of records."""
+    y = allocating(_plain(a), *rest, **kwargs)
+    for i, name in enumerate(y.dtype.names):
+        values = _field(a, i)
+        if holds_wrapped(values):
+            y[name] = _stacked(values)
+    return y
+
+
 def builder(func, counting=True):
     """``func`` (``np.array`` and its variants) allocating constants in the mode, and building
     arrays from traced values: ``np.array(x)`` of a traced ``x`` is a copy and
@@ -630,6 +661,8 @@ def builder(func, counting=True):
                 return a[...] if stands_for_scalar(a) else a
             return y
         dtype = kwargs.get("dtype", rest[0] if rest else None)
+        if dtype is not None and np.dtype(dtype).names is not None:
+            return _records(allocating, a, rest, kwargs)
         try:
             y = _stacked(a)
         except ValueError:  # ragged: NumPy's array of objects, which holds plain numbers
@@ -837,30 +870,56 @@ def converted_by_numpy(x):
 
 class _Joined:
     """``np.r_`` or ``np.c_`` in the mode: an index expression joining traced values (``np.r_[a,
-    0.0, b]``, ``np.c_[x, y]``) is the concatenation it stands for, which the engines follow;
-    NumPy's own would convert them. Keys with a slice or a string directive, or without traced
-    values, are NumPy's own."""
+    0.0, b]``, ``np.c_[x, y]``, ``np.r_['0,2', a, b]``, ``np.r_[x, 1:4]``) is the concatenation
+    it stands for, made as NumPy's ``AxisConcatenator`` makes it (a directive's axis, least
+    number of dimensions and place of the items' axes; a slice's range; NumPy's promotion of
+    the items, Python numbers weak), which the engines follow; NumPy's own would convert them.
+    Keys without traced values, and the matrix directives (``'r'``, ``'c'``), are NumPy's own."""
 
-    def __init__(self, original, columns):
+    def __init__(self, original):
         self.original = original
-        self.columns = columns
 
     def __getitem__(self, key):
         items = key if type(key) is tuple else (key,)
         if not (ACTIVE.running and holds_wrapped(items)) or any(
-                type(x) in (slice, str) for x in items):
+                type(x) is str and (k or x in ("r", "c")) for k, x in enumerate(items)):
             return _indexed(self.original, key, items)
-        # NumPy's dtype: the promotion of the items', Python numbers weak (np.r_[0.1, x32] is
-        # float32), every item converted to it before the concatenation
-        dtype = np.result_type(*(x if type(x) in np.ScalarType else
-                                 x.dtype if wrapped(x) else np.asarray(x).dtype for x in items))
-        parts = [x.astype(dtype, copy=False) if wrapped(x) else np.asarray(x, dtype=dtype)
-                 for x in items]
-        if not self.columns:  # r_: along the first axis, scalars as 1-d
-            return np.concatenate([p.reshape(1) if p.ndim == 0 else p for p in parts])
-        if any(p.ndim == 0 for p in parts):
-            return self.original[key]
-        return np.concatenate([p.reshape(-1, 1) if p.ndim == 1 else p for p in parts], axis=-1)
+        axis, ndmin, trans1d = self.original.axis, self.original.ndmin, self.original.trans1d
+        if type(items[0]) is str:  # 'axis', or 'axis,ndmin' and a third, trans1d, as NumPy's
+            settings = items[0].split(",")
+            try:
+                axis = int(settings[0])
+                if len(settings) > 1:
+                    ndmin = int(settings[1])
+                    trans1d = int(settings[2]) if len(settings) == 3 else trans1d
+            except ValueError:
+                return _indexed(self.original, key, items)  # NumPy's error
+            items = items[1:]
+        parts, kinds = [], []
+        for item in items:
+            if type(item) is slice:
+                part = np.r_[item]  # its range, one-dimensional
+                if ndmin > 1:
+                    part = np.array(part, copy=None, ndmin=ndmin)
+                    if trans1d != -1:
+                        part = part.swapaxes(-1, trans1d)
+            elif type(item) in np.ScalarType:
+                part = item
+            else:
+                item = _stacked(item)  # a list holding traced values: NumPy's array of it
+                part = np.array(item, copy=None, subok=True, ndmin=ndmin,
+                                like=item if wrapped(item) else None)
+                if trans1d != -1 and np.ndim(item) < ndmin:
+                    k2, k1 = ndmin - np.ndim(item), trans1d
+                    k1 += k2 + 1 if k1 < 0 else 0
+                    axes = list(range(ndmin))
+                    part = part.transpose(axes[:k1] + axes[k2:] + axes[k1:k2])
+            parts.append(part)
+            kinds.append(item if type(item) in np.ScalarType else part.dtype)
+        dtype = np.result_type(*kinds)
+        parts = [p.astype(dtype, copy=False) if wrapped(p) else
+                 np.array(p, copy=None, subok=True, ndmin=ndmin, dtype=dtype) for p in parts]
+        return np.concatenate(parts, axis=axis)
 
     def __len__(self):
         return len(self.original)
@@ -899,8 +958,7 @@ def _new(y, made, items):
     return _own_stand_in(y) if _counting(y, items, {}) else y
 
 
-JOINED = {"r_": (np.r_, _Joined(np.r_, columns=False)),
-          "c_": (np.c_, _Joined(np.c_, columns=True)),
+JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
           "mgrid": (np.mgrid, _Grid(np.mgrid)), "ogrid": (np.ogrid, _Grid(np.ogrid))}
 """NumPy's index expressions that build arrays, and the mode's."""
 
@@ -1918,7 +1976,7 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or stand_in.dtype.kind not in "fc" and not _followed_records(stand_in.dtype):
+    if not running or not follows_floats(stand_in.dtype):
         return None
     plain = plain_memory(stand_in)
     base = owner(plain)
@@ -2340,9 +2398,7 @@ def made_in(y, func, args, kwargs, caller):
     root = owner(y)
     if any(owner(a) is root for a in _arrays([args, kwargs])):
         return y.view(Preexisting)
-    if y.dtype.names is not None and len(ACTIVE.running) > 1:
-        return y  # (records made before, a file's: NumPy's under nesting, their writes refused)
-    if _in_mode() and (y.dtype.kind in "fc" or _followed_records(y.dtype)):
+    if _in_mode() and follows_floats(y.dtype):
         return allocate(y, None if func is None else (func, args, kwargs))
     if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
         return _own_stand_in(y)
@@ -3484,7 +3540,7 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or value.dtype.kind not in "fc" and not _followed_records(value.dtype):
+            if routed_only or not follows_floats(value.dtype):
                 return None
             stand_in = self.array_stand_ins.get(id(value))
             if stand_in is None or stand_in.original is not value:

@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, plain_memory, rebound_in_place,
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, follows_floats,
+                               joined_operands, lists_as_arrays, plain_memory, rebound_in_place,
                                stand_in_value, stands_in,
                                ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
@@ -337,7 +337,7 @@ def constant_result(y, level, primals, args=()):
         return type(y)(*items) if hasattr(y, "_fields") else type(y)(items)
     if type(y) is not np.ndarray:
         return y
-    if y.dtype.kind not in "fc":
+    if not follows_floats(y.dtype):
         return without_derivative(y, [*flat(primals), *(memory(x) for x in flat(args)
                                                          if type(x) is Dual)], {}, level)
     root = owner(y)
@@ -417,7 +417,7 @@ def _wrap(y, dy, level, args, tangents, owned=True):
     if python_number and dy is None:
         return y  # a Python number without a derivative stays one (SciPy's distances)
     y = inexact_output(y)
-    if dy is None or not hasattr(y, "dtype") or y.dtype.kind not in "fc":
+    if dy is None or not hasattr(y, "dtype") or not follows_floats(y.dtype):
         return y
     y = as_array(y)
     pairs = list(_with_tangents(args, tangents))

@@ -513,7 +513,7 @@ def _poly1d_divided(self, other):
     else ``np.polydiv``, as NumPy's."""
     if np.isscalar(other) or isinstance(other, Tracer) and stands_for_scalar(other):
         return np.poly1d(self.coeffs / other)
-    return np.polydiv(self, np.poly1d(other))
+    return polydiv(self, np.poly1d(other))
 
 
 setattr(_poly1d_divided, "on_constants", True)  # (x[j] - x[k] of an x allocated in f)
@@ -527,6 +527,40 @@ def polymul(a1, a2):
     product = np.convolve(_as_poly1d(a1), _as_poly1d(a2))
     return np.poly1d(product) if isinstance(a1, np.poly1d) or isinstance(a2, np.poly1d) \
         else product
+
+
+@defcomposite(np.polydiv)
+def polydiv(u, v):
+    """NumPy's long division step by step: each quotient coefficient written into q, the
+    remainder updated in place, its leading entries NumPy finds close to 0 dropped. Those the
+    division cancels are 0 whatever the coefficients; one of the remainder's own dropped from
+    differentiated coefficients is refused (the remainder still moves with it)."""
+    truepoly = isinstance(u, np.poly1d) or isinstance(v, np.poly1d)
+    u = np.atleast_1d(_as_array(u.coeffs if isinstance(u, np.poly1d) else u)) + 0.0
+    v = np.atleast_1d(_as_array(v.coeffs if isinstance(v, np.poly1d) else v)) + 0.0
+    w = u[0] + v[0]
+    m, n = len(u) - 1, len(v) - 1
+    scale = 1. / v[0]
+    q = np.zeros_like(w, shape=(max(m - n + 1, 1),))
+    r = u.astype(np.result_type(w))
+    for k in range(m - n + 1):
+        d = scale * r[k]
+        q[k] = d
+        r[k:k + n + 1] -= d * v
+    cancelled = max(m - n + 1, 0)
+    dropped = 0
+    while np.allclose(r[0], 0, rtol=1e-14) and (r.shape[-1] > 1):
+        r = r[1:]
+        dropped += 1
+    if dropped > cancelled and holds_derivative([r]):
+        raise UnsupportedOperationError(
+            "np.polydiv of differentiated coefficients whose remainder has a leading "
+            "coefficient close to 0: NumPy drops it, but the remainder still moves with it, and "
+            "the derivative of the shorter remainder would miss that. Compute the remainder "
+            "with its leading coefficient kept yourself: r = np.polysub(u, np.polymul(q, v)).")
+    if truepoly:
+        return np.poly1d(q), np.poly1d(r)
+    return q, r
 
 
 @defcomposite(np.polyfit)

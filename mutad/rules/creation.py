@@ -11,6 +11,7 @@ so later writes of tangents into it have a place to go.
 
 import numpy as np
 
+from ..core.allocation import follows_floats
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defrule,
@@ -28,8 +29,9 @@ def _no_gradient(func):
 
 
 def created(y):
-    """``y`` with a zero tangent: a float buffer created by a call forward mode handles."""
-    return y, np.zeros_like(y) if np.issubdtype(y.dtype, np.inexact) else None
+    """``y`` with a zero tangent: a float buffer (or records of floats) created by a call
+    forward mode handles."""
+    return y, np.zeros_like(y) if follows_floats(y.dtype) else None
 
 
 def _zero_tangent(func):

@@ -159,6 +159,30 @@ def sort_jvp(tangents, a, axis=-1, kind=None, order=None, **kwargs):
     return y, _laid_out_as(y, rearrange(tangents[0]))
 
 
+@defcomposite(np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None,
+           **kwargs):
+    """NumPy's unique values (its index, inverse and counts as they are), each gathered from
+    its first occurrence, so that it takes that element's derivative: equal elements are one
+    value, of which the first is a valid one-sided choice, as ``np.sort`` takes ties (and the
+    right one where the equal elements are copies of one value, ``np.concatenate([x, x])``).
+    Where the first occurrences do not hold NumPy's bits (a signed zero, NaNs beside one
+    another), refused."""
+    plain = memory(ar)
+    result = np.unique(plain, return_index, return_inverse, return_counts, axis, **kwargs)
+    values = result[0] if type(result) is tuple else result
+    first = np.unique(plain, True, axis=axis, **kwargs)[1]
+    gathered = np.ravel(ar)[first] if axis is None else np.take(ar, first, axis=axis)
+    found = memory(gathered)
+    if found.shape != values.shape or found.tobytes() != values.tobytes():
+        raise UnsupportedOperationError(
+            "np.unique of differentiated values where equal elements differ in their bits (0.0 "
+            "and -0.0, NaNs): NumPy's unique value need not be the first one's, whose "
+            "derivative mutad gives. Make them one value first (x + 0.0 turns -0.0 into 0.0), "
+            "or take np.unique(x, return_index=True) and gather x[index] yourself.")
+    return (gathered, *result[1:]) if type(result) is tuple else gathered
+
+
 @defrule(np.partition, leading=1)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     # NumPy leaves the order within each side of kth unspecified, so the permutation is found
@@ -597,8 +621,9 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         if type(values_tangent) in (list, tuple):  # values given as a list: its array's
             values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
-        if values_at < len(moved):
-            moved[values_at] = 0.0 if values_tangent is None else values_tangent
+        if values_at < len(moved):  # (a zero of the target's type: an integer field's too)
+            moved[values_at] = np.zeros((), tangents[0].dtype) if values_tangent is None \
+                else values_tangent
         if raised is None:
             call(*moved, **kwargs)
             return None, None

@@ -50,7 +50,7 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
-            "ravel, reshape, argsort, copy, filled and compressed. ")
+            "ravel, reshape, argsort, argmin, argmax, copy, filled and compressed. ")
 
 
 def _refuse(what):
@@ -193,6 +193,24 @@ class Masked:
             fill_value = (np.nan if self.dtype.kind == "f" else _ma.minimum_fill_value(like)) \
                 if endwith else _ma.maximum_fill_value(like)
         return np.argsort(self.filled(fill_value), axis=axis, kind=kind, order=order)
+
+    def argmin(self, axis=None, fill_value=None, out=None, *, keepdims=np._NoValue):
+        """``MaskedArray.argmin``: of the data, the masked elements filled with the largest
+        value of the dtype (NumPy's ``minimum_fill_value``), so that none is the least; an
+        index array, NumPy's (not a masked one)."""
+        return self._position(np.argmin, _ma.minimum_fill_value, axis, fill_value, out,
+                              keepdims)
+
+    def argmax(self, axis=None, fill_value=None, out=None, *, keepdims=np._NoValue):
+        """``MaskedArray.argmax``: as ``argmin``, the masked elements filled with the least."""
+        return self._position(np.argmax, _ma.maximum_fill_value, axis, fill_value, out,
+                              keepdims)
+
+    def _position(self, func, filler, axis, fill_value, out, keepdims):
+        if fill_value is None:
+            fill_value = filler(np.empty(0, self.dtype))
+        keepdims = False if keepdims is np._NoValue else bool(keepdims)
+        return func(self.filled(fill_value), axis, out=out, keepdims=keepdims)
 
     def copy(self, order="C"):
         """``MaskedArray.copy``: the data and the mask copied."""
