@@ -51,8 +51,9 @@ recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
-``is`` and ``type()``, which no hook reaches, tell it from NumPy's, so a function whose code
-reads either (:func:`_identity_read`) is traced on every call. An operation
+``is``, ``type()`` and ``id()``, which no hook reaches, tell it from NumPy's, so a function
+whose code reads one (:func:`_identity_read`), or that reaches one of them or ``operator.is_``
+as a value (``IDENTITY_READERS``), is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
 call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
@@ -3909,9 +3910,11 @@ def _walked_in_library(name, value, namespace):
     would reach thousands of objects) are compared by identity; a module is walked (by the
     names the code names), a ufunc (its attributes can be set: ``np.add.scale = 2.0``), data
     (``np.pi``, an array set there) and an object of the user's set there."""
-    if namespace is _BUILTINS:
+    if namespace is _BUILTINS:  # (code that names type or id: found by its instructions)
         return _PRISTINE.get(name, _APART) is not value
     kind = type(value)
+    if id(value) in IDENTITY_READERS:  # operator.is_: met, the walk tells why it is traced
+        return True
     if kind is types.ModuleType or kind is np.ufunc or _users_function(value):
         return True
     if _data(value):  # but the library's own names (``__all__``), which the walk would
@@ -4074,6 +4077,8 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
             walk.hold(x.__dict__, whole=_users_file(code.co_filename))
+    elif x is _BUILTINS:  # a module's __builtins__ (its globals held whole): as its functions'
+        walk.hold(x, shallow=True)  # builtins are held, by the names the code names
     elif kind in _BUILTIN_CONTAINERS:
         _reach_items(x, kind, work, large)
     elif kind is Traced:
@@ -4081,6 +4086,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         # the pullbacks of SciPy's solvers close over the parameters of the enclosing one: its
         # value is all a program reads of it (``operations._unwrap``), not its tape's records
         work.append(x.value)
+    elif id(x) in IDENTITY_READERS:  # (ident = id, operator.is_, partial(operator.is_, c))
+        large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -4329,9 +4336,9 @@ def _identity_read(code):
     """Why a recording of ``code`` (or of a function defined in it) may answer otherwise than
     NumPy, naming the line; None where it cannot. While it records, the replay hands ``f``
     its stand-ins for NumPy's integers and booleans computed from the arguments, which
-    Python's ``is`` and ``type()`` tell apart from NumPy's (``(x[0] > 0) is np.True_``,
-    ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is not
-    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
+    Python's ``is``, ``type()`` and ``id()`` tell apart from NumPy's (``(x[0] > 0) is
+    np.True_``, ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is
+    not replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
     read as ``__class__`` answers as NumPy's value would (``_answered_as_numpys``). (Python
     3.11 writes ``if out is None`` as a jump, with no ``is`` at all.)"""
     for c in _codes(code):
@@ -4342,11 +4349,8 @@ def _identity_read(code):
             number = getattr(instruction, "line_number", instruction.starts_line)
             line = number if type(number) is int else line
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
-                    and instruction.argval == "type":
-                why = ("reads type(), which a recording would answer otherwise than NumPy: it "
-                       "hands f stand-ins for NumPy's integers and booleans computed from the "
-                       "arguments (type(np.argmax(x)) is not np.int64 there); isinstance "
-                       "answers as NumPy does")
+                    and instruction.argval in ("type", "id"):
+                why = _reads_identity(f"{instruction.argval}()")
             elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
                 why = ("compares by identity (is), which a recording would answer otherwise "
                        "than NumPy: it hands f stand-ins for NumPy's integers and booleans "
@@ -4356,6 +4360,23 @@ def _identity_read(code):
                 continue
             return f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line}) {why}"
     return None
+
+
+def _reads_identity(reader):
+    """Why a recording of code reading ``reader`` (``type()``, ``id()``, ``operator.is_``) may
+    answer otherwise than NumPy."""
+    return (f"reads {reader}, which a recording would answer otherwise than NumPy: it hands f "
+            "stand-ins for NumPy's integers and booleans computed from the arguments "
+            "(type(np.argmax(x)) is not np.int64 there, nor is x[0] > 0 np.True_); compare "
+            "values with ==, and types with isinstance")
+
+
+IDENTITY_READERS = {id(type): "type()", id(builtins.id): "id()",
+                    id(operator.is_): "operator.is_", id(operator.is_not): "operator.is_not"}
+"""The functions that tell a recording's stand-ins from NumPy's scalars as ``is`` does, by the
+ids of those objects: code that names ``type`` or ``id`` is found by its instructions
+(``_identity_read``), and where a walk meets one as a value (``ident = id``, ``T = type``,
+``operator.is_``, ``functools.partial(operator.is_, np.True_)``), it is called there."""
 
 
 def _answered_as_numpys(instructions, k):
