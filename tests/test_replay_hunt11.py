@@ -106,3 +106,35 @@ def test_identity_read_by_other_routes_is_traced(f):
     assert program_count(replaying) == 0
     why = " ".join(replaying.reasons.values())
     assert "a recording would answer otherwise than NumPy" in why
+
+
+# ----------------------------------------------------------------------------------------------
+# The recording's stand-ins have methods NumPy's integers and booleans lack (__len__,
+# __iter__): isinstance of collections.abc's Iterable or Sized, which test a class for them,
+# and hasattr(b, "__len__") answered True where NumPy answers False, and every replay took that
+# branch. A function whose code reads those attributes by name or reaches those classes is
+# traced on every call
+
+
+def _iterable(x):
+    import collections.abc
+    return (x ** 2).sum() if isinstance(x[0] > 0, collections.abc.Iterable) else (3 * x).sum()
+
+
+def _sized(x):
+    import typing
+    return (x ** 2).sum() if isinstance(np.argmax(x), typing.Sized) else (3 * x).sum()
+
+
+def _has_a_length(x):
+    return (x ** 2).sum() if hasattr(np.argmax(x), "__len__") else (3 * x).sum()
+
+
+@pytest.mark.parametrize("f", [_iterable, _sized, _has_a_length])
+def test_what_a_stand_in_has_and_numpys_scalars_lack_is_traced(f):
+    x = np.array([1.0, 0.5, 2.0])
+    assert f(x) == 10.5
+    replaying = replayed_like_numpy(f, [lambda: (np.array([1.0, 0.5, 2.0]),)] * 2 + [
+        lambda: (np.array([-1.0, 0.5, -2.0]),), lambda: (np.array([1.0, 0.5, 2.0]),)])
+    assert program_count(replaying) == 0
+    assert "a recording would answer otherwise than NumPy" in " ".join(replaying.reasons.values())

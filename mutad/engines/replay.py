@@ -95,6 +95,7 @@ import struct
 import sys
 import threading
 import types
+import typing
 import warnings
 import weakref
 
@@ -4351,6 +4352,8 @@ def _identity_read(code):
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
                     and instruction.argval in ("type", "id"):
                 why = _reads_identity(f"{instruction.argval}()")
+            elif instruction.opname in _BY_NAME and instruction.argval in STAND_IN_ONLY:
+                why = _reads_identity(f"the attribute {instruction.argval} (hasattr, getattr)")
             elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
                 why = ("compares by identity (is), which a recording would answer otherwise "
                        "than NumPy: it hands f stand-ins for NumPy's integers and booleans "
@@ -4371,12 +4374,47 @@ def _reads_identity(reader):
             "values with ==, and types with isinstance")
 
 
+_NUMPYS_SCALARS = (np.True_, np.int64(0), np.intp(0))
+
+STAND_IN_ONLY = frozenset(name for name in dir(Traced) if name[:2] == "__" == name[-2:] and not
+                          any(hasattr(type(v), name) for v in _NUMPYS_SCALARS))
+"""The special attributes a recording's stand-in has and NumPy's integers and booleans lack
+(``__len__``, ``__iter__``, ``__array_ufunc__``): ``hasattr(b, "__len__")`` tells them apart."""
+
+_BY_NAME = frozenset(("LOAD_CONST", "LOAD_ATTR", "LOAD_METHOD"))
+"""Instructions through which code names an attribute (``getattr(b, "__len__")``,
+``b.__iter__``)."""
+
+
+def _protocols_told_apart():
+    """The abstract classes of ``collections.abc`` and ``typing``'s runtime protocols (with
+    ``typing``'s aliases of the former) that answer ``isinstance`` of a stand-in otherwise than
+    of NumPy's integers and booleans, as they test its class for methods (``Iterable``,
+    ``Sized``), by ids, with their names."""
+    found = {}
+    for module in (collections.abc, typing):
+        for name, c in vars(module).items():
+            origin = getattr(c, "__origin__", c)  # (typing.Iterable: collections.abc's)
+            if isinstance(origin, abc.ABCMeta) and (module is not typing or getattr(
+                    origin, "_is_runtime_protocol", False) or c is not origin):
+                try:
+                    apart = issubclass(Traced, origin) != any(
+                        isinstance(v, origin) for v in _NUMPYS_SCALARS)
+                except TypeError:
+                    continue
+                if apart:
+                    found[id(c)] = f"{module.__name__}.{name}"
+    return found
+
+
 IDENTITY_READERS = {id(type): "type()", id(builtins.id): "id()",
-                    id(operator.is_): "operator.is_", id(operator.is_not): "operator.is_not"}
-"""The functions that tell a recording's stand-ins from NumPy's scalars as ``is`` does, by the
-ids of those objects: code that names ``type`` or ``id`` is found by its instructions
-(``_identity_read``), and where a walk meets one as a value (``ident = id``, ``T = type``,
-``operator.is_``, ``functools.partial(operator.is_, np.True_)``), it is called there."""
+                    id(operator.is_): "operator.is_", id(operator.is_not): "operator.is_not",
+                    **_protocols_told_apart()}
+"""The functions and abstract classes that tell a recording's stand-ins from NumPy's scalars
+as ``is`` does, by the ids of those objects: code that names ``type`` or ``id`` is found by its
+instructions (``_identity_read``), and where a walk meets one as a value (``ident = id``,
+``T = type``, ``operator.is_``, ``functools.partial(operator.is_, np.True_)``,
+``collections.abc.Iterable``), it is called there."""
 
 
 def _answered_as_numpys(instructions, k):
