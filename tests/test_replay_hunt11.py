@@ -138,3 +138,50 @@ def test_what_a_stand_in_has_and_numpys_scalars_lack_is_traced(f):
         lambda: (np.array([-1.0, 0.5, -2.0]),), lambda: (np.array([1.0, 0.5, 2.0]),)])
     assert program_count(replaying) == 0
     assert "a recording would answer otherwise than NumPy" in " ".join(replaying.reasons.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# And the other way: NumPy's scalars have a buffer (memoryview), an array interface and
+# attributes the stand-ins lack (numerator), and cannot be referred to weakly, where a stand-in
+# can; sys.getsizeof tells their sizes apart
+
+
+def _has_a_buffer(x):
+    try:
+        memoryview(x[0] > 0)
+    except TypeError:
+        return (3 * x).sum()
+    return (x ** 2).sum()
+
+
+def _has_an_array_interface(x):
+    return (x ** 2).sum() if hasattr(np.argmax(x), "__array_interface__") else (3 * x).sum()
+
+
+def _has_a_numerator(x):
+    return (x ** 2).sum() if getattr(np.argmax(x), "numerator", None) == 2 else (3 * x).sum()
+
+
+def _not_weakly_held(x):
+    import weakref
+    try:
+        weakref.ref(x[0] > 0)
+    except TypeError:
+        return (x ** 2).sum()
+    return (3 * x).sum()
+
+
+def _sized_by_python(x):
+    import sys
+    return (x ** 2).sum() if sys.getsizeof(np.argmax(x)) < 100 else (3 * x).sum()
+
+
+@pytest.mark.parametrize("f", [_has_a_buffer, _has_an_array_interface, _has_a_numerator,
+                               _not_weakly_held, _sized_by_python])
+def test_what_numpys_scalars_have_and_a_stand_in_lacks_is_traced(f):
+    x = np.array([1.0, 0.5, 2.0])
+    assert f(x) == 5.25
+    replaying = replayed_like_numpy(f, [lambda: (np.array([1.0, 0.5, 2.0]),)] * 2 + [
+        lambda: (np.array([-1.0, 0.5, -2.0]),), lambda: (np.array([1.0, 0.5, 2.0]),)])
+    assert program_count(replaying) == 0
+    assert "a recording would answer otherwise than NumPy" in " ".join(replaying.reasons.values())

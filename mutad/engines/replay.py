@@ -81,6 +81,7 @@ import functools
 import gc
 import hashlib
 import importlib.util
+import inspect
 import itertools
 import mmap
 import math
@@ -104,7 +105,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import out_position, weak
+from .arraylike import ArrayMethods, out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -4350,9 +4351,9 @@ def _identity_read(code):
             number = getattr(instruction, "line_number", instruction.starts_line)
             line = number if type(number) is int else line
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
-                    and instruction.argval in ("type", "id"):
+                    and instruction.argval in _BUILTIN_READERS:
                 why = _reads_identity(f"{instruction.argval}()")
-            elif instruction.opname in _BY_NAME and instruction.argval in STAND_IN_ONLY:
+            elif instruction.opname in _BY_NAME and instruction.argval in ATTRIBUTES_APART:
                 why = _reads_identity(f"the attribute {instruction.argval} (hasattr, getattr)")
             elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
                 why = ("compares by identity (is), which a recording would answer otherwise "
@@ -4376,10 +4377,24 @@ def _reads_identity(reader):
 
 _NUMPYS_SCALARS = (np.True_, np.int64(0), np.intp(0))
 
-STAND_IN_ONLY = frozenset(name for name in dir(Traced) if name[:2] == "__" == name[-2:] and not
-                          any(hasattr(type(v), name) for v in _NUMPYS_SCALARS))
-"""The special attributes a recording's stand-in has and NumPy's integers and booleans lack
-(``__len__``, ``__iter__``, ``__array_ufunc__``): ``hasattr(b, "__len__")`` tells them apart."""
+
+def _attributes_apart():
+    """The attributes by whose presence code tells a recording's stand-in from NumPy's integers
+    and booleans (``hasattr(b, "__len__")``, ``getattr(i, "numerator", None)``): the special
+    ones one of them has and the other lacks, the stand-in's array interface, which it refuses
+    as missing, and the others NumPy's scalars have alone (the stand-in's own, ``value``,
+    ``dot``, are names too common to read as telling anything)."""
+    names = set(dir(Traced)).union(*(dir(type(v)) for v in _NUMPYS_SCALARS))
+    numpys = {name for name in names if any(hasattr(type(v), name) for v in _NUMPYS_SCALARS)}
+    stand_ins = {name for name in names if getattr(inspect.getattr_static(Traced, name, None),
+                                                   "fget", None) is not _REFUSED_AS_MISSING
+                 and hasattr(Traced, name)}
+    return frozenset(name for name in numpys ^ stand_ins
+                     if name in numpys or name[:2] == "__" == name[-2:])
+
+
+_REFUSED_AS_MISSING = ArrayMethods.__array_interface__.fget
+ATTRIBUTES_APART = _attributes_apart()
 
 _BY_NAME = frozenset(("LOAD_CONST", "LOAD_ATTR", "LOAD_METHOD"))
 """Instructions through which code names an attribute (``getattr(b, "__len__")``,
@@ -4409,12 +4424,20 @@ def _protocols_told_apart():
 
 IDENTITY_READERS = {id(type): "type()", id(builtins.id): "id()",
                     id(operator.is_): "operator.is_", id(operator.is_not): "operator.is_not",
+                    id(memoryview): "memoryview()", id(sys.getsizeof): "sys.getsizeof",
+                    id(weakref.ref): "weakref.ref", id(weakref.proxy): "weakref.proxy",
                     **_protocols_told_apart()}
 """The functions and abstract classes that tell a recording's stand-ins from NumPy's scalars
 as ``is`` does, by the ids of those objects: code that names ``type`` or ``id`` is found by its
 instructions (``_identity_read``), and where a walk meets one as a value (``ident = id``,
 ``T = type``, ``operator.is_``, ``functools.partial(operator.is_, np.True_)``,
-``collections.abc.Iterable``), it is called there."""
+``collections.abc.Iterable``), it is called there. (``memoryview``: NumPy's scalars have a
+buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
+
+_BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
+                             if id(v) in IDENTITY_READERS)
+"""The builtins among them, which the walk compares by identity alone (``type``, ``id``):
+code that names one is found by its instructions."""
 
 
 def _answered_as_numpys(instructions, k):
