@@ -2,8 +2,10 @@
 replaying function is called on inputs that change one decision the recording made, each call
 compared with a traced one, bit for bit, with NumPy's value, and the caller's data."""
 
+import builtins
 import functools
 import operator
+import sys
 import types
 
 import numpy as np
@@ -40,6 +42,7 @@ def replayed_like_numpy(f, makers, argnums=0):
 
 HELPERS = """
 import operator
+import sys
 import numpy as np
 
 as_type = type
@@ -185,3 +188,81 @@ def test_what_numpys_scalars_have_and_a_stand_in_lacks_is_traced(f):
         lambda: (np.array([-1.0, 0.5, -2.0]),), lambda: (np.array([1.0, 0.5, 2.0]),)])
     assert program_count(replaying) == 0
     assert "a recording would answer otherwise than NumPy" in " ".join(replaying.reasons.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# A module f imports in its body and nobody imported before the first call: the walk made
+# before that call could not see what f reads of it (here operator.is_ in its code), and the
+# walk kept from then on read only what it had met, so every call answered otherwise than
+# NumPy. A call that will import a module of the user's is traced until it is imported
+
+
+LATE_MODULE = """
+import operator
+import sys
+import numpy as np
+
+
+def positive(b):
+    return operator.is_(b, np.True_)
+"""
+
+
+def test_a_module_imported_by_the_first_call_is_walked(tmp_path, monkeypatch):
+    (tmp_path / "replay_late_module.py").write_text(LATE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "replay_late_module", raising=False)
+
+    def f(x):
+        import replay_late_module
+        return (x ** 2).sum() if replay_late_module.positive(x[0] > 0) else (3 * x).sum()
+
+    replaying = replayed_like_numpy(f, [lambda: (np.array([1.0, 0.5, 2.0]),)] * 3 + [
+        lambda: (np.array([-1.0, 0.5, -2.0]),)])
+    assert program_count(replaying) == 0
+    assert "a recording would answer otherwise than NumPy" in " ".join(replaying.reasons.values())
+    sys.modules.pop("replay_late_module", None)
+
+
+# ----------------------------------------------------------------------------------------------
+# The builtins module met as an object (builtins.id, builtins.type: the walk compared them by
+# identity alone, taking the code to name them as globals, which its instructions show), and
+# code f builds and runs (eval, exec), whose comparisons no scan of f's code sees
+
+
+def _builtins_id(x):
+    return (x ** 2).sum() if builtins.id(x[0] > 0) == builtins.id(np.True_) else (3 * x).sum()
+
+
+def _builtins_type(x):
+    return (x ** 2).sum() if builtins.type(np.argmax(x)) == np.int64 else (3 * x).sum()
+
+
+BUILDING = """
+import numpy as np
+
+
+def evaluated(x):
+    return (x ** 2).sum() if eval("b is np.True_", {"b": x[0] > 0, "np": np}) else (3 * x).sum()
+
+
+def executed(x):
+    namespace = {"b": x[0] > 0, "np": np}
+    exec("r = type(b) is np.bool_", namespace)
+    return (x ** 2).sum() if namespace["r"] else (3 * x).sum()
+"""
+
+building = types.ModuleType("replay_building")  # (eval: f's globals are held whole)
+exec(compile(BUILDING, "replay_building.py", "exec"), building.__dict__)
+
+
+@pytest.mark.parametrize("f", [_builtins_id, _builtins_type, building.evaluated,
+                               building.executed])
+def test_the_builtins_module_and_code_built_are_traced(f):
+    x = np.array([1.0, 0.5, 2.0])
+    assert f(x) == 5.25
+    replaying = replayed_like_numpy(f, [lambda: (np.array([1.0, 0.5, 2.0]),)] * 2 + [
+        lambda: (np.array([-1.0, 0.5, -2.0]),), lambda: (np.array([1.0, 0.5, 2.0]),)])
+    assert program_count(replaying) == 0
+    why = " ".join(replaying.reasons.values())
+    assert "a recording would answer otherwise than NumPy" in why or "eval, exec" in why

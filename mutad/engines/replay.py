@@ -3840,6 +3840,8 @@ def reach(f, kinds=(), kept=None):
                             objects.append(value)
                 else:
                     work.extend(namespace[name] for name in reversed(new))
+    if walk.builtins and not names.isdisjoint(_BUILTIN_READERS):  # (builtins.type(i))
+        large.append(f"f {_reads_identity(f'builtins.{min(names & _BUILTIN_READERS)}')}")
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
                        [(name, namespace[name]) for name in sorted(done)])
@@ -3970,11 +3972,12 @@ class _Walk:
     builds names]`` (an object's, a class's, a module's reached as an object: not a function's
     globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home", "shallow")
+    __slots__ = ("held", "dynamic", "home", "shallow", "builtins")
 
     def __init__(self, home):
         self.held = {}
         self.dynamic = False
+        self.builtins = False  # the builtins module met as an object (builtins.id)
         self.home = home  # the file of f's code: the program's, whose built names count
         self.shallow = set()  # (the ids of those whose values _walked_in_library tells)
 
@@ -4056,6 +4059,11 @@ def _reach_into(x, work, arrays, names, walk, large):
             return
         work.append(code)
         work.extend(_imported_modules(x))  # (import config in f: its attributes are state)
+        missing = _not_imported(x)
+        if missing is not None and _users_file(code.co_filename):
+            large.append(f"f imports {missing} when it runs, which is not imported yet: what "
+                         "f reads of it a replay cannot tell before the call imports it "
+                         "(traced until it is imported)")
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
@@ -4134,6 +4142,7 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif kind in (staticmethod, classmethod, functools.cached_property):
         work.append(x.__func__ if kind is not functools.cached_property else x.func)
     elif kind is types.ModuleType:
+        walk.builtins = walk.builtins or x is builtins
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
@@ -4351,6 +4360,10 @@ def _identity_read(code):
             number = getattr(instruction, "line_number", instruction.starts_line)
             line = number if type(number) is int else line
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
+                    and instruction.argval in ("eval", "exec"):
+                why = ("runs code it builds (eval, exec), in which a replay cannot find what "
+                       "would answer otherwise than NumPy while recording: is, type()")
+            elif instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
                     and instruction.argval in _BUILTIN_READERS:
                 why = _reads_identity(f"{instruction.argval}()")
             elif instruction.opname in _BY_NAME and instruction.argval in ATTRIBUTES_APART:
@@ -4435,7 +4448,7 @@ instructions (``_identity_read``), and where a walk meets one as a value (``iden
 buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
 
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
-                             if id(v) in IDENTITY_READERS)
+                             if id(v) in IDENTITY_READERS) | {"eval", "exec"}
 """The builtins among them, which the walk compares by identity alone (``type``, ``id``):
 code that names one is found by its instructions."""
 
@@ -4464,37 +4477,44 @@ also pushes a call's NULL is not one)."""
 
 @functools.lru_cache(maxsize=4096)
 def _imports(code):
-    """``(level, name, fromlist)`` of each ``import`` statement of ``code`` and of the code
-    objects within it (``import config``, ``from .config import dt``), and of each string
-    among their constants where they call ``__import__`` (``__import__("config")``)."""
+    """``(level, name, fromlist, statement)`` of each ``import`` statement of ``code`` and of
+    the code objects within it (``import config``, ``from .config import dt``; ``statement``
+    True), and of each string among their constants where they call ``__import__``
+    (``__import__("config")``; False: any string may be one)."""
     found, codes = [], [code]
     while codes:
         c = codes.pop()
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
         if "__import__" in c.co_names:
-            found.extend((0, k, None) for k in c.co_consts if type(k) is str)
+            found.extend((0, k, None, False) for k in c.co_consts if type(k) is str)
         constants = []  # (an import's level and fromlist are the constants loaded before it)
         for instruction in dis.get_instructions(c):
             if instruction.opname == "IMPORT_NAME":
                 level, fromlist = constants[-2:] if len(constants) >= 2 else (0, None)
-                found.append((level, instruction.argval, fromlist))
+                found.append((level, instruction.argval, fromlist, True))
             constants = [*constants, instruction.argval] \
                 if instruction.opname == "LOAD_CONST" else []
     return tuple(found)
 
 
-def _imported_modules(function):
-    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
-    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
-    f's state as a global module's is. (One not imported yet is imported by the call; the
-    next call's walk meets it, and finds what f reaches changed.)"""
+def _imported_names(function):
+    """``(name, fromlist, statement)`` of each import of ``function``'s code (``_imports``),
+    its name made absolute."""
     package = function.__globals__.get("__package__") or ""
-    for level, name, fromlist in _imports(function.__code__):
+    for level, name, fromlist, statement in _imports(function.__code__):
         if type(level) is not int or type(name) is not str:
             continue
         if level:
             base = package.rsplit(".", level - 1)[0] if level > 1 else package
             name = f"{base}.{name}" if name else base
+        yield name, fromlist, statement
+
+
+def _imported_modules(function):
+    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
+    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
+    f's state as a global module's is. (One not imported yet: ``_not_imported``.)"""
+    for name, fromlist, _ in _imported_names(function):
         parts = name.split(".")
         for k in range(1, len(parts) + 1):
             module = sys.modules.get(".".join(parts[:k]))
@@ -4504,6 +4524,17 @@ def _imported_modules(function):
             module = sys.modules.get(f"{name}.{item}")
             if module is not None:
                 yield module
+
+
+def _not_imported(function):
+    """The first module an ``import`` statement of ``function``'s code names that is not
+    imported yet, or None: the call imports it, after the walk that would have read what f
+    reaches through it (its code, ``operator.is_`` there; a walk kept as ``Reached`` reads
+    only what it met)."""
+    for name, _, statement in _imported_names(function):
+        if statement and name not in sys.modules and not _library(name):
+            return name  # (NumPy's, SciPy's, the standard library's: held by names alone)
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
