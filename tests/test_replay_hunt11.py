@@ -266,3 +266,38 @@ def test_the_builtins_module_and_code_built_are_traced(f):
     assert program_count(replaying) == 0
     why = " ".join(replaying.reasons.values())
     assert "a recording would answer otherwise than NumPy" in why or "eval, exec" in why
+
+
+def _scaled_by_a_module_imported_in_f(x):
+    import replay_settings
+    return (x * replay_settings.SCALE).sum()
+
+
+def test_a_module_imported_anew_between_calls_is_read_again(monkeypatch):
+    """A module f imports in its body, imported anew between calls (taken out of sys.modules
+    and imported again, as a notebook reloads its settings): the walk kept from the first
+    call compared the old module's namespace, and every replay gave the first scale."""
+    replaying = mutad.value_and_grad(_scaled_by_a_module_imported_in_f, replay=True)
+    x = np.array([1.0, 0.5, 2.0])
+    for scale in (1.0, 1.0, 3.0, 3.0, 5.0):
+        settings = types.ModuleType("replay_settings")
+        settings.SCALE = scale
+        monkeypatch.setitem(sys.modules, "replay_settings", settings)
+        got = replaying(x)
+        assert same(got, mutad.value_and_grad(_scaled_by_a_module_imported_in_f)(x))
+        assert same(got[0], (x * scale).sum())
+
+
+def _squared_where_positive(x):
+    y = x * 2.0
+    if operator.is_(x[0] > 0, np.True_):
+        y = y * x
+    return y
+
+
+def test_jacrev_which_replays_its_rows_reads_identity_as_numpy():
+    """jacrev records the first row's program and replays it for the others: with
+    operator.is_ answered by the recording's stand-in, every row took the other branch
+    (the Jacobian of 2x for NumPy's 2x**2)."""
+    x = np.array([1.0, 0.5, 2.0])
+    assert same(mutad.jacrev(_squared_where_positive)(x), np.diag(4 * x))

@@ -3817,6 +3817,9 @@ def reach(f, kinds=(), kept=None):
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind) or (_library_state if librarys else None)
+                if kind is types.FunctionType and not _library_file(x.__code__.co_filename):
+                    imported = tuple(_module_names(x))
+                    read = _importing_state(imported) if imported else read
                 if read is not None and (kind is not np.ufunc or all(  # (of the values the
                         type(v) in _READS_NOTHING or not (_data(v) or _users_function(v))
                         for v in x.__dict__.values())):  # walk takes, as _reach_into does)
@@ -4510,20 +4513,31 @@ def _imported_names(function):
         yield name, fromlist, statement
 
 
-def _imported_modules(function):
-    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
-    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
-    f's state as a global module's is. (One not imported yet: ``_not_imported``.)"""
+def _module_names(function):
+    """The names of the modules ``function``'s code imports when it runs, and of the packages
+    on their way (``a``, ``a.b`` of ``import a.b``; ``a.b.c`` of ``from a.b import c``, which
+    may be a module)."""
     for name, fromlist, _ in _imported_names(function):
         parts = name.split(".")
-        for k in range(1, len(parts) + 1):
-            module = sys.modules.get(".".join(parts[:k]))
-            if module is not None:
-                yield module
-        for item in fromlist if type(fromlist) is tuple else ():  # (from package import mod)
-            module = sys.modules.get(f"{name}.{item}")
-            if module is not None:
-                yield module
+        yield from (".".join(parts[:k]) for k in range(1, len(parts) + 1))
+        yield from (f"{name}.{item}" for item in (fromlist if type(fromlist) is tuple else ()))
+
+
+def _imported_modules(function):
+    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
+    ``sys.modules`` holds them now: what it reads of them is f's state as a global module's
+    is. (One not imported yet: ``_not_imported``.)"""
+    return [module for module in map(sys.modules.get, _module_names(function))
+            if module is not None]
+
+
+def _importing_state(names):
+    """What ``reach`` reads of a function whose code imports the modules ``names`` (a tuple):
+    its ``_function_state`` and those modules as ``sys.modules`` holds them (one imported anew
+    between calls, ``del sys.modules[name]``, is another module)."""
+    def read(f):
+        return (*_function_state(f), _APART, *map(sys.modules.get, names))
+    return read
 
 
 def _not_imported(function):
