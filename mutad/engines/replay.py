@@ -4452,8 +4452,9 @@ buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)
 
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
                              if id(v) in IDENTITY_READERS) | {"eval", "exec"}
-"""The builtins among them, which the walk compares by identity alone (``type``, ``id``):
-code that names one is found by its instructions."""
+"""The builtins among them, which the walk compares by identity alone (``type``, ``id``), and
+``eval`` and ``exec``, whose code no scan sees: code that names one is found by its
+instructions, and the builtins module met as an object (``builtins.type``) by the names."""
 
 
 def _answered_as_numpys(instructions, k):
