@@ -51,8 +51,9 @@ recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
-``is`` and ``type()``, which no hook reaches, tell it from NumPy's, so a function whose code
-reads either (:func:`_identity_read`) is traced on every call. An operation
+``is``, ``type()`` and ``id()``, which no hook reaches, tell it from NumPy's, so a function
+whose code reads one (:func:`_identity_read`), or that reaches one of them or ``operator.is_``
+as a value (``IDENTITY_READERS``), is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
 call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
@@ -80,6 +81,7 @@ import functools
 import gc
 import hashlib
 import importlib.util
+import inspect
 import itertools
 import mmap
 import math
@@ -94,6 +96,7 @@ import struct
 import sys
 import threading
 import types
+import typing
 import warnings
 import weakref
 
@@ -102,7 +105,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import out_position, weak
+from .arraylike import ArrayMethods, out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -3814,6 +3817,9 @@ def reach(f, kinds=(), kept=None):
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind) or (_library_state if librarys else None)
+                if kind is types.FunctionType and not _library_file(x.__code__.co_filename):
+                    imported = tuple(_module_names(x))
+                    read = _importing_state(imported) if imported else read
                 if read is not None and (kind is not np.ufunc or all(  # (of the values the
                         type(v) in _READS_NOTHING or not (_data(v) or _users_function(v))
                         for v in x.__dict__.values())):  # walk takes, as _reach_into does)
@@ -3837,6 +3843,8 @@ def reach(f, kinds=(), kept=None):
                             objects.append(value)
                 else:
                     work.extend(namespace[name] for name in reversed(new))
+    if walk.builtins and not names.isdisjoint(_BUILTIN_READERS):  # (builtins.type(i))
+        large.append(f"f {_reads_identity(f'builtins.{min(names & _BUILTIN_READERS)}')}")
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
                        [(name, namespace[name]) for name in sorted(done)])
@@ -3909,9 +3917,11 @@ def _walked_in_library(name, value, namespace):
     would reach thousands of objects) are compared by identity; a module is walked (by the
     names the code names), a ufunc (its attributes can be set: ``np.add.scale = 2.0``), data
     (``np.pi``, an array set there) and an object of the user's set there."""
-    if namespace is _BUILTINS:
+    if namespace is _BUILTINS:  # (code that names type or id: found by its instructions)
         return _PRISTINE.get(name, _APART) is not value
     kind = type(value)
+    if id(value) in IDENTITY_READERS:  # operator.is_: met, the walk tells why it is traced
+        return True
     if kind is types.ModuleType or kind is np.ufunc or _users_function(value):
         return True
     if _data(value):  # but the library's own names (``__all__``), which the walk would
@@ -3965,11 +3975,12 @@ class _Walk:
     builds names]`` (an object's, a class's, a module's reached as an object: not a function's
     globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home", "shallow")
+    __slots__ = ("held", "dynamic", "home", "shallow", "builtins")
 
     def __init__(self, home):
         self.held = {}
         self.dynamic = False
+        self.builtins = False  # the builtins module met as an object (builtins.id)
         self.home = home  # the file of f's code: the program's, whose built names count
         self.shallow = set()  # (the ids of those whose values _walked_in_library tells)
 
@@ -4051,6 +4062,11 @@ def _reach_into(x, work, arrays, names, walk, large):
             return
         work.append(code)
         work.extend(_imported_modules(x))  # (import config in f: its attributes are state)
+        missing = _not_imported(x)
+        if missing is not None and _users_file(code.co_filename):
+            large.append(f"f imports {missing} when it runs, which is not imported yet: what "
+                         "f reads of it a replay cannot tell before the call imports it "
+                         "(traced until it is imported)")
         names.update(_code_names(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
@@ -4074,6 +4090,8 @@ def _reach_into(x, work, arrays, names, walk, large):
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
             walk.hold(x.__dict__, whole=_users_file(code.co_filename))
+    elif x is _BUILTINS:  # a module's __builtins__ (its globals held whole): as its functions'
+        walk.hold(x, shallow=True)  # builtins are held, by the names the code names
     elif kind in _BUILTIN_CONTAINERS:
         _reach_items(x, kind, work, large)
     elif kind is Traced:
@@ -4081,6 +4099,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         # the pullbacks of SciPy's solvers close over the parameters of the enclosing one: its
         # value is all a program reads of it (``operations._unwrap``), not its tape's records
         work.append(x.value)
+    elif id(x) in IDENTITY_READERS:  # (ident = id, operator.is_, partial(operator.is_, c))
+        large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -4125,6 +4145,7 @@ def _reach_into(x, work, arrays, names, walk, large):
     elif kind in (staticmethod, classmethod, functools.cached_property):
         work.append(x.__func__ if kind is not functools.cached_property else x.func)
     elif kind is types.ModuleType:
+        walk.builtins = walk.builtins or x is builtins
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
@@ -4329,9 +4350,9 @@ def _identity_read(code):
     """Why a recording of ``code`` (or of a function defined in it) may answer otherwise than
     NumPy, naming the line; None where it cannot. While it records, the replay hands ``f``
     its stand-ins for NumPy's integers and booleans computed from the arguments, which
-    Python's ``is`` and ``type()`` tell apart from NumPy's (``(x[0] > 0) is np.True_``,
-    ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is not
-    replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
+    Python's ``is``, ``type()`` and ``id()`` tell apart from NumPy's (``(x[0] > 0) is
+    np.True_``, ``type(np.argmax(x)) is np.int64``), and no hook reaches: such a recording is
+    not replayed. ``v is c`` (``is not`` too) of a constant ``c`` (``out is None``) or of a class
     read as ``__class__`` answers as NumPy's value would (``_answered_as_numpys``). (Python
     3.11 writes ``if out is None`` as a jump, with no ``is`` at all.)"""
     for c in _codes(code):
@@ -4342,11 +4363,14 @@ def _identity_read(code):
             number = getattr(instruction, "line_number", instruction.starts_line)
             line = number if type(number) is int else line
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
-                    and instruction.argval == "type":
-                why = ("reads type(), which a recording would answer otherwise than NumPy: it "
-                       "hands f stand-ins for NumPy's integers and booleans computed from the "
-                       "arguments (type(np.argmax(x)) is not np.int64 there); isinstance "
-                       "answers as NumPy does")
+                    and instruction.argval in ("eval", "exec"):
+                why = ("runs code it builds (eval, exec), in which a replay cannot find what "
+                       "would answer otherwise than NumPy while recording: is, type()")
+            elif instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
+                    and instruction.argval in _BUILTIN_READERS:
+                why = _reads_identity(f"{instruction.argval}()")
+            elif instruction.opname in _BY_NAME and instruction.argval in ATTRIBUTES_APART:
+                why = _reads_identity(f"the attribute {instruction.argval} (hasattr, getattr)")
             elif instruction.opname == "IS_OP" and not _answered_as_numpys(instructions, k):
                 why = ("compares by identity (is), which a recording would answer otherwise "
                        "than NumPy: it hands f stand-ins for NumPy's integers and booleans "
@@ -4356,6 +4380,81 @@ def _identity_read(code):
                 continue
             return f"{getattr(c, 'co_qualname', c.co_name)} ({c.co_filename}, line {line}) {why}"
     return None
+
+
+def _reads_identity(reader):
+    """Why a recording of code reading ``reader`` (``type()``, ``id()``, ``operator.is_``) may
+    answer otherwise than NumPy."""
+    return (f"reads {reader}, which a recording would answer otherwise than NumPy: it hands f "
+            "stand-ins for NumPy's integers and booleans computed from the arguments "
+            "(type(np.argmax(x)) is not np.int64 there, nor is x[0] > 0 np.True_); compare "
+            "values with ==, and types with isinstance")
+
+
+_NUMPYS_SCALARS = (np.True_, np.int64(0), np.intp(0))
+
+
+def _attributes_apart():
+    """The attributes by whose presence code tells a recording's stand-in from NumPy's integers
+    and booleans (``hasattr(b, "__len__")``, ``getattr(i, "numerator", None)``): the special
+    ones one of them has and the other lacks, the stand-in's array interface, which it refuses
+    as missing, and the others NumPy's scalars have alone (the stand-in's own, ``value``,
+    ``dot``, are names too common to read as telling anything)."""
+    names = set(dir(Traced)).union(*(dir(type(v)) for v in _NUMPYS_SCALARS))
+    numpys = {name for name in names if any(hasattr(type(v), name) for v in _NUMPYS_SCALARS)}
+    stand_ins = {name for name in names if getattr(inspect.getattr_static(Traced, name, None),
+                                                   "fget", None) is not _REFUSED_AS_MISSING
+                 and hasattr(Traced, name)}
+    return frozenset(name for name in numpys ^ stand_ins
+                     if name in numpys or name[:2] == "__" == name[-2:])
+
+
+_REFUSED_AS_MISSING = ArrayMethods.__array_interface__.fget
+ATTRIBUTES_APART = _attributes_apart()
+
+_BY_NAME = frozenset(("LOAD_CONST", "LOAD_ATTR", "LOAD_METHOD"))
+"""Instructions through which code names an attribute (``getattr(b, "__len__")``,
+``b.__iter__``)."""
+
+
+def _protocols_told_apart():
+    """The abstract classes of ``collections.abc`` and ``typing``'s runtime protocols (with
+    ``typing``'s aliases of the former) that answer ``isinstance`` of a stand-in otherwise than
+    of NumPy's integers and booleans, as they test its class for methods (``Iterable``,
+    ``Sized``), by ids, with their names."""
+    found = {}
+    for module in (collections.abc, typing):
+        for name, c in vars(module).items():
+            origin = getattr(c, "__origin__", c)  # (typing.Iterable: collections.abc's)
+            if isinstance(origin, abc.ABCMeta) and (module is not typing or getattr(
+                    origin, "_is_runtime_protocol", False) or c is not origin):
+                try:
+                    apart = issubclass(Traced, origin) != any(
+                        isinstance(v, origin) for v in _NUMPYS_SCALARS)
+                except TypeError:
+                    continue
+                if apart:
+                    found[id(c)] = f"{module.__name__}.{name}"
+    return found
+
+
+IDENTITY_READERS = {id(type): "type()", id(builtins.id): "id()",
+                    id(operator.is_): "operator.is_", id(operator.is_not): "operator.is_not",
+                    id(memoryview): "memoryview()", id(sys.getsizeof): "sys.getsizeof",
+                    id(weakref.ref): "weakref.ref", id(weakref.proxy): "weakref.proxy",
+                    **_protocols_told_apart()}
+"""The functions and abstract classes that tell a recording's stand-ins from NumPy's scalars
+as ``is`` does, by the ids of those objects: code that names ``type`` or ``id`` is found by its
+instructions (``_identity_read``), and where a walk meets one as a value (``ident = id``,
+``T = type``, ``operator.is_``, ``functools.partial(operator.is_, np.True_)``,
+``collections.abc.Iterable``), it is called there. (``memoryview``: NumPy's scalars have a
+buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
+
+_BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
+                             if id(v) in IDENTITY_READERS) | {"eval", "exec"}
+"""The builtins among them, which the walk compares by identity alone (``type``, ``id``), and
+``eval`` and ``exec``, whose code no scan sees: code that names one is found by its
+instructions, and the builtins module met as an object (``builtins.type``) by the names."""
 
 
 def _answered_as_numpys(instructions, k):
@@ -4382,46 +4481,75 @@ also pushes a call's NULL is not one)."""
 
 @functools.lru_cache(maxsize=4096)
 def _imports(code):
-    """``(level, name, fromlist)`` of each ``import`` statement of ``code`` and of the code
-    objects within it (``import config``, ``from .config import dt``), and of each string
-    among their constants where they call ``__import__`` (``__import__("config")``)."""
+    """``(level, name, fromlist, statement)`` of each ``import`` statement of ``code`` and of
+    the code objects within it (``import config``, ``from .config import dt``; ``statement``
+    True), and of each string among their constants where they call ``__import__``
+    (``__import__("config")``; False: any string may be one)."""
     found, codes = [], [code]
     while codes:
         c = codes.pop()
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
         if "__import__" in c.co_names:
-            found.extend((0, k, None) for k in c.co_consts if type(k) is str)
+            found.extend((0, k, None, False) for k in c.co_consts if type(k) is str)
         constants = []  # (an import's level and fromlist are the constants loaded before it)
         for instruction in dis.get_instructions(c):
             if instruction.opname == "IMPORT_NAME":
                 level, fromlist = constants[-2:] if len(constants) >= 2 else (0, None)
-                found.append((level, instruction.argval, fromlist))
+                found.append((level, instruction.argval, fromlist, True))
             constants = [*constants, instruction.argval] \
                 if instruction.opname == "LOAD_CONST" else []
     return tuple(found)
 
 
-def _imported_modules(function):
-    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
-    ``sys.modules`` holds them now, and the packages on their way: what it reads of them is
-    f's state as a global module's is. (One not imported yet is imported by the call; the
-    next call's walk meets it, and finds what f reaches changed.)"""
+def _imported_names(function):
+    """``(name, fromlist, statement)`` of each import of ``function``'s code (``_imports``),
+    its name made absolute."""
     package = function.__globals__.get("__package__") or ""
-    for level, name, fromlist in _imports(function.__code__):
+    for level, name, fromlist, statement in _imports(function.__code__):
         if type(level) is not int or type(name) is not str:
             continue
         if level:
             base = package.rsplit(".", level - 1)[0] if level > 1 else package
             name = f"{base}.{name}" if name else base
+        yield name, fromlist, statement
+
+
+def _module_names(function):
+    """The names of the modules ``function``'s code imports when it runs, and of the packages
+    on their way (``a``, ``a.b`` of ``import a.b``; ``a.b.c`` of ``from a.b import c``, which
+    may be a module)."""
+    for name, fromlist, _ in _imported_names(function):
         parts = name.split(".")
-        for k in range(1, len(parts) + 1):
-            module = sys.modules.get(".".join(parts[:k]))
-            if module is not None:
-                yield module
-        for item in fromlist if type(fromlist) is tuple else ():  # (from package import mod)
-            module = sys.modules.get(f"{name}.{item}")
-            if module is not None:
-                yield module
+        yield from (".".join(parts[:k]) for k in range(1, len(parts) + 1))
+        yield from (f"{name}.{item}" for item in (fromlist if type(fromlist) is tuple else ()))
+
+
+def _imported_modules(function):
+    """The modules ``function``'s code imports when it runs (``import config`` inside f), as
+    ``sys.modules`` holds them now: what it reads of them is f's state as a global module's
+    is. (One not imported yet: ``_not_imported``.)"""
+    return [module for module in map(sys.modules.get, _module_names(function))
+            if module is not None]
+
+
+def _importing_state(names):
+    """What ``reach`` reads of a function whose code imports the modules ``names`` (a tuple):
+    its ``_function_state`` and those modules as ``sys.modules`` holds them (one imported anew
+    between calls, ``del sys.modules[name]``, is another module)."""
+    def read(f):
+        return (*_function_state(f), _APART, *map(sys.modules.get, names))
+    return read
+
+
+def _not_imported(function):
+    """The first module an ``import`` statement of ``function``'s code names that is not
+    imported yet, or None: the call imports it, after the walk that would have read what f
+    reaches through it (its code, ``operator.is_`` there; a walk kept as ``Reached`` reads
+    only what it met)."""
+    for name, _, statement in _imported_names(function):
+        if statement and name not in sys.modules and not _library(name):
+            return name  # (NumPy's, SciPy's, the standard library's: held by names alone)
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
