@@ -1004,6 +1004,9 @@ class Dual(ArrayMethods):
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
         if out is not None:
             kwargs["out"] = out
+            written = integers_out(ufunc, inputs, out, kwargs, method)
+            if written is not None:  # np.add.accumulate(x, out=k) of integers k
+                return written
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):
