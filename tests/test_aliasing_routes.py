@@ -137,3 +137,24 @@ def test_a_view_by_another_route_is_the_arrays_view(route, program, mode):
     if mode != "replay":
         assert caller.tobytes() == x.tobytes()
     W[:] = W0
+
+
+def test_a_replay_writing_through_ndarray_buffer_of_a_traced_array():
+    """``np.ndarray(shape, buffer=w)`` of an array f made is a view the replay holds no slot
+    for: a write through it ended the recording with an AttributeError; now the program is
+    traced on every call, its values NumPy's."""
+    def f(x):
+        w = x * 1.0
+        v = np.ndarray(w.shape, np.float64, buffer=w)
+        v *= x
+        return (w * x).sum()
+
+    g = mutad.value_and_grad(f, replay=True)
+    for k in range(3):
+        x0 = np.array([0.5, 1.5, -2.5]) + k
+        x = x0.copy()
+        value, grad = g(x)
+        assert value == f(x0.copy())
+        np.testing.assert_array_equal(grad, 3 * x0 * x0, strict=True)
+        assert x.tobytes() == x0.tobytes()
+
