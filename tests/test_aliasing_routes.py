@@ -158,3 +158,53 @@ def test_a_replay_writing_through_ndarray_buffer_of_a_traced_array():
         np.testing.assert_array_equal(grad, 3 * x0 * x0, strict=True)
         assert x.tobytes() == x0.tobytes()
 
+
+SOURCES = {
+    "argument": lambda x, w0: x,
+    "argument outside argnums": lambda x, w0: w0,
+    "temporary": lambda x, w0: x * 1.0,
+    "constant": lambda x, w0: np.ones(3),
+}
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__.strip("_"))
+@pytest.mark.parametrize("source", SOURCES)
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "hessian", "replay"])
+def test_array_method_of_a_traced_array_is_the_array(source, program, mode):
+    """``w.__array__()`` in the function's code is ``w`` itself, as NumPy's. Of an array the
+    function made or was given outside argnums it was the plain array of its memory, which
+    read the traced values later written into ``w`` as constants (wrong gradients, and wrong
+    values under jvp); of a traced argument it was refused."""
+    def f(x, w0):
+        w = SOURCES[source](x, w0)
+        return program(w, w.__array__(), x * 1.0)
+
+    def numpy_f(x):
+        return f(x.copy(), W0.copy())
+
+    for k in range(3 if mode == "replay" else 1):
+        x0 = np.array([0.5, 1.5, -2.5]) + 0.25 * k
+        x, w0 = x0.copy(), W0.copy()
+        if mode == "gradient":
+            value, grad = mutad.value_and_gradient(f, x, w0, argnums=0)
+        elif mode == "jvp":
+            t = np.array([0.3, -0.7, 1.1])
+            value, tangent = mutad.jvp(f, (x, w0), (t, np.zeros(3)))
+        elif mode == "hessian":
+            hessian = mutad.hessian(f, x, w0, argnums=0)
+            h = 1e-4
+            fd = np.array([(_gradient_fd(numpy_f, x0 + h * e) - _gradient_fd(numpy_f, x0 - h * e))
+                           / (2 * h) for e in np.eye(3)])
+            np.testing.assert_allclose(hessian, fd, rtol=1e-3, atol=1e-3)
+        else:
+            if k == 0:
+                g = mutad.value_and_grad(f, argnums=0, replay=True)
+            value, grad = g(x, w0)
+        if mode != "hessian":
+            assert value == numpy_f(x0)
+        if mode in ("gradient", "replay"):
+            np.testing.assert_allclose(grad, _gradient_fd(numpy_f, x0), rtol=1e-6, atol=1e-6)
+        if mode == "jvp":
+            np.testing.assert_allclose(tangent, _gradient_fd(numpy_f, x0) @ t, rtol=1e-6,
+                                       atol=1e-6)
+        assert x.tobytes() == x0.tobytes() and w0.tobytes() == W0.tobytes()

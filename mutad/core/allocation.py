@@ -1948,11 +1948,12 @@ Preexisting.view = _named(_view, np.ndarray.view)  # type: ignore[method-assign]
 
 
 def _array(self, dtype=None, copy=None):
-    """``U0.__array__()``: NumPy's gives a plain view of the memory, here the stand-in's own
-    view (``_view``), which the differentiation follows; of another dtype, or a copy, NumPy's
-    (NumPy calls no ``__array__`` of an ndarray's subclass to convert it)."""
+    """``U0.__array__()``: the stand-in itself, as NumPy's is the array itself (ndarray's would
+    be a plain view of the memory, read as a constant), which the differentiation follows; of
+    another dtype, or a copy, NumPy's (NumPy calls no ``__array__`` of an ndarray's subclass
+    to convert it)."""
     if ACTIVE.running and copy is not True and (dtype is None or np.dtype(dtype) == self.dtype):
-        return _view(self)
+        return self
     return np.ndarray.__array__(plain_memory(self), dtype, copy=copy)
 
 
@@ -4063,6 +4064,39 @@ def _alone_in_its_memory(y):
 
 def _out_references(inputs, kwargs):
     return sys.getrefcount(kwargs["out"][0])
+
+
+def called_by_name(name):
+    """Whether the mode's user code called the method ``name`` of a value by its name
+    (``w.__array__()``), rather than NumPy's compiled code (a conversion) from wherever it
+    runs: the caller's caller's instruction calls a method ``name`` it loaded."""
+    frame = sys._getframe(2)
+    return _in_mode() and not internal(frame) and _calls(frame.f_code, frame.f_lasti) == name
+
+
+@functools.lru_cache(maxsize=256)
+def _calls(code, lasti):
+    """The name of the attribute or method whose value the call at ``lasti`` of ``code`` calls
+    (the instruction that put it on the stack, found by the stack effects of those after it),
+    or None."""
+    instructions = list(dis.get_instructions(code))
+    # (the last instruction at or before lasti: a call's inline caches follow it)
+    k = next((i for i in range(len(instructions) - 1, -1, -1)
+              if instructions[i].offset <= lasti), None)
+    if k is None or not instructions[k].opname.startswith("CALL") \
+            or instructions[k].arg is None:
+        return None
+    depth = 0
+    for ins in reversed(instructions[:k]):
+        if ins.opname in ("PRECALL", "KW_NAMES", "CACHE"):
+            continue
+        try:
+            depth += dis.stack_effect(ins.opcode, ins.arg)
+        except ValueError:  # (an instruction of no fixed effect: nothing to tell)
+            return None
+        if depth >= instructions[k].arg + 1:
+            return ins.argval if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") else None
+    return None
 
 
 @functools.lru_cache(maxsize=1024)

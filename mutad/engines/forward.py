@@ -23,8 +23,8 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, joined_operands,
-                               lists_as_arrays, plain_memory, rebound_in_place,
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, converted_by_numpy,
+                               joined_operands, lists_as_arrays, plain_memory, rebound_in_place,
                                stand_in_value, stands_in,
                                ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
@@ -1030,6 +1030,9 @@ class Dual(ArrayMethods):
         return numpy_scalar(args[0], y, func not in SCALAR_METHOD_FUNCTIONS)
 
     def __array__(self, dtype=None, copy=None):
+        if copy is not True and (dtype is None or np.dtype(dtype) == self.dtype) \
+                and called_by_name("__array__"):
+            return self  # w.__array__() in the user's code: w itself, as NumPy's (Traced's)
         if dtype is not None and np.dtype(dtype).kind in "iub":
             # Integers or booleans (np.int64(x[0]), np.asarray(x, int)): as NumPy casts, whose
             # derivative is zero, as reverse mode's Traced.__array__ converts them
