@@ -127,3 +127,54 @@ def test_a_layout_accepted_once_does_not_accept_another(engine):
         assert str(raised.value) == str(expected)
     np.testing.assert_array_equal(a, a0, strict=True)
     np.testing.assert_array_equal(b, b0, strict=True)
+
+
+INTEGER_OUTS = {
+    "add.accumulate int64": (lambda x, o: np.add.accumulate(x, out=o), (4,), np.int64),
+    "add.accumulate int8": (lambda x, o: np.add.accumulate(x, out=o), (4,), np.int8),
+    "add.accumulate bool": (lambda x, o: np.add.accumulate(x, out=o), (4,), np.bool_),
+    "multiply.accumulate int64": (lambda x, o: np.multiply.accumulate(x, out=o), (4,),
+                                  np.int64),
+    "add.reduce int64": (lambda x, o: np.add.reduce(x, out=o), (), np.int64),
+    "add.reduceat int64": (lambda x, o: np.add.reduceat(x, [0, 2], out=o), (2,), np.int64),
+}
+
+
+@pytest.mark.parametrize("engine", ["gradient", "jvp", "replay"])
+@pytest.mark.parametrize("case", list(INTEGER_OUTS))
+def test_a_reduction_into_integers_casts_as_numpy(case, engine):
+    """A ufunc's reduction into an integer ``out`` f made computes in the promotion of the
+    operand's dtype and ``out``'s and casts into ``out`` (NumPy refuses no kind there, unlike
+    the ufunc's call): its values NumPy's bit for bit, their derivative zero. It was refused
+    as a traced value written into an array mutad does not follow."""
+    write, shape, dtype = INTEGER_OUTS[case]
+
+    def f(x):
+        o = np.zeros(shape, dtype)
+        write(x, o)
+        return (x[:o.size] * o).sum() if o.ndim else x.sum() * o
+
+    def numpy_gradient(x):
+        o = np.zeros(shape, dtype)
+        write(x, o)
+        g = np.zeros_like(x)
+        if o.ndim:
+            g[:o.size] = o
+        else:
+            g[:] = o
+        return g
+
+    for k in range(3 if engine == "replay" else 1):
+        x0 = np.array([0.5, 1.5, 2.5, -1.25]) + 0.75 * k
+        x = x0.copy()
+        expected = f(x0.copy())
+        if engine == "jvp":
+            value, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+            assert value == expected and tangent == numpy_gradient(x0).sum()
+        else:
+            if k == 0:
+                g = mutad.value_and_grad(f, replay=engine == "replay")
+            value, grad = g(x)
+            assert value == expected
+            np.testing.assert_array_equal(grad, numpy_gradient(x0), strict=True)
+        np.testing.assert_array_equal(x, x0, strict=True)

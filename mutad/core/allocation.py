@@ -108,8 +108,8 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
-from .views import (address, memory, owner, stands_for_scalar, strided, view_as, weaken,
-                    wrapped, writeable)
+from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
+                    weaken, wrapped, writeable)
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -347,6 +347,11 @@ def factory(func, counting=True):
                 return func(*args, like=like, **kwargs)
         y = func(*args, **kwargs)
         if _in_mode():
+            if args and not isinstance(args[0], np.ndarray) and type(y) is np.ndarray \
+                    and y.base is not None:  # a view of a memoryview's, an interface's memory
+                named = _named_view(y)
+                if named is not None:
+                    return named
             if _allocated(y, args, kwargs):
                 return allocate(y, (func, args, kwargs))
             if counting and _counting(y, args, kwargs):
@@ -466,12 +471,50 @@ def _buffer_view(y):
     """``y``, NumPy's array viewing memory that may be the caller's (``np.frombuffer(b)``,
     ``np.ndarray(shape, buffer=b)`` of a ``bytearray``, an ``array.array``, ``bytes``), as the
     stand-in of an array made before: its writes adopt the memory, and what the function
-    makes of it is followed. An array viewing an ndarray's memory is NumPy's own."""
+    makes of it is followed. Over the memory of an array made before that the function
+    reaches by a name (``np.frombuffer(memoryview(W))``), that array's view (``_named_view``);
+    an array viewing another ndarray's memory is NumPy's own."""
+    named = _named_view(y)
+    if named is not None:
+        return named
     if y.base is None or isinstance(y.base, np.ndarray) or y.dtype.names is not None:
         return y
     stand_in = y.view(Preexisting)
     stand_in.original = y
     return stand_in
+
+
+class _Interface:
+    """Memory exposed by ``__array_interface__``, holding the array that owns it as its
+    ``base`` (which ``views.owner`` follows), as ``as_strided``'s object does."""
+
+    def __init__(self, interface, base):
+        self.__array_interface__ = interface
+        self.base = base
+
+
+def _named_view(y):
+    """``y``, a new plain array viewing memory by a route other than NumPy's views and
+    indexing (``np.frombuffer(W.data)``, ``np.ndarray(shape, buffer=memoryview(W))``,
+    ``np.asarray`` of a memoryview or of an object's ``__array_interface__``,
+    ``np.ctypeslib.as_array(W.ctypes...)``), as the stand-in of the array made before whose
+    memory it views, when the function reaches that array by a name (``_Mode._stand_in``): a
+    view of the stand-in's memory, so that its memory has one owner, one array the
+    differentiation adopts, and a write through either name is seen through the other, as
+    in NumPy. None where no such array holds ``y``'s bytes."""
+    if not ACTIVE.running or type(y) is not np.ndarray or y.base is None or y.size == 0:
+        return None
+    low, high = byte_bounds(y)
+    for stand_in in MODE.array_stand_ins.values():
+        plain = plain_memory(stand_in)
+        start, end = byte_bounds(plain)
+        if start <= low and high <= end:
+            interface = {"shape": y.shape, "strides": y.strides, "typestr": y.dtype.str,
+                         "descr": y.dtype.descr, "data": (address(y), not y.flags.writeable),
+                         "version": 3}
+            view = np.asarray(_Interface(interface, plain))
+            return view.view(Preexisting)
+    return None
 
 
 def _library_factory(func):
@@ -1291,7 +1334,10 @@ def _unbound_method(method, name):
 
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        if wrapped(self):
+        if wrapped(self) or type(self) is Preexisting:
+            # (a stand-in's own: NumPy's np.ndarray.view(U0) or np.ndarray.__getitem__(U0, k)
+            # would be a plain view of its memory, read as a constant after a write adopted it)
+            args = tuple(np.ndarray if isinstance(a, _Constructor) else a for a in args)
             return getattr(self, name)(*args, **kwargs)
         return method(self, *args, **kwargs)
 
@@ -1853,10 +1899,12 @@ class Preexisting(np.ndarray):
         """As NumPy's ``base`` of the array this one stands for (a stand-in is made as a view
         of it): None for one that owns its memory, else the array owning its memory, through
         the plain views the stand-ins' methods make (a stand-in where one owns it: ``i[::2].base
-        is i``)."""
+        is i``); for a view NumPy made of a stand-in itself (``np.ndarray.__getitem__(U0, k)``,
+        a method the stand-in does not override), that stand-in, so that ``views.owner`` finds
+        the one owner of the memory through it."""
         viewed = np.ndarray.base.__get__(self)
-        if viewed is None:
-            return None
+        if viewed is None or type(viewed) is Preexisting:
+            return viewed
         base = viewed.base
         while type(base) is np.ndarray and not base.flags.owndata \
                 and isinstance(base.base, np.ndarray):
@@ -1942,8 +1990,10 @@ def _view(self, *args, **kwargs):
     array, a stand-in too (``_viewing``); the user's code sees no other type for it than
     ndarray. ``U0.view(np.recarray)``, another subclass: ndarray's."""
     kind = kwargs.pop("type", None)
-    if args and isinstance(args[0], type) and issubclass(args[0], np.ndarray):
+    if args and isinstance(args[0], type) and issubclass(args[0], (np.ndarray, ndarray)):
         kind, args = args[0], args[1:]
+    if isinstance(kind, _Constructor):  # (the mode's np.ndarray, as the user's code names it)
+        kind = np.ndarray
     if kind is not None and kind is not np.ndarray:
         return np.ndarray.view(self, *args, type=kind, **kwargs)
     level = adopted(self)
@@ -1953,6 +2003,19 @@ def _view(self, *args, **kwargs):
 
 
 Preexisting.view = _named(_view, np.ndarray.view)  # type: ignore[method-assign]
+
+
+def _array(self, dtype=None, copy=None):
+    """``U0.__array__()``: the stand-in itself, as NumPy's is the array itself (ndarray's would
+    be a plain view of the memory, read as a constant), which the differentiation follows; of
+    another dtype, or a copy, NumPy's (NumPy calls no ``__array__`` of an ndarray's subclass
+    to convert it)."""
+    if ACTIVE.running and copy is not True and (dtype is None or np.dtype(dtype) == self.dtype):
+        return self
+    return np.ndarray.__array__(plain_memory(self), dtype, copy=copy)
+
+
+Preexisting.__array__ = _named(_array, np.ndarray.__array__)  # type: ignore[method-assign]
 
 
 PLAIN_ACCESS: list[Callable[[np.ndarray, bool], None]] = []
@@ -2062,6 +2125,10 @@ class _Route:
             accessed(args, kwargs, written=written)
             adopt(written)
             args, kwargs = adopted_views(args), adopted_views(kwargs)
+            y = self.stand_in(*args, **kwargs)
+            # a plain view of a stand-in's memory (as_strided(U0, ...)): the stand-in's view
+            named = _named_view(y)
+            return y if named is None else named
         return self.stand_in(*args, **kwargs)
 
     def __get__(self, instance, owner=None):
@@ -2187,12 +2254,15 @@ def _new_arrays(y, func, args, kwargs, caller, made):
             made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
         elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
+        elif y.base is not None and _in_mode() and not internal(_caller(caller)) \
+                and (named := _named_view(y)) is not None:
+            made[id(y)] = named  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...))
         else:
             made[id(y)] = y
     return made[id(y)]
 
 
-_NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg")
+_NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg", "numpy.ctypeslib")
 """NumPy's modules besides ``numpy`` whose Python functions user code receives as
 ``_MadeFloats`` (the mode's copies of ``numpy``, ``numpy.fft`` and ``numpy.linalg`` bind them;
 NumPy's public modules under the others read them so, ``_MadeModule``); not np.random's or
@@ -2261,7 +2331,8 @@ _OUTPUTS = ("out", "output")
 
 PASSING = frozenset((reader(np.sum).__code__, joiner(np.stack).__code__,
                      _reading_lists(np.add.reduce).__code__,
-                     _ModeUfunc.__call__.__code__, _Route.__call__.__code__))
+                     _ModeUfunc.__call__.__code__, _Route.__call__.__code__,
+                     _unbound_method(np.ndarray.sum, "sum").__code__))
 """The code of the mode's wrappers that call NumPy's or a library's function for the user's
 code."""
 
@@ -2498,7 +2569,7 @@ def _making(name):
         if ACTIVE.running and not (type(y) is np.ndarray and owner(y) is owner(plain)):
             # values read now, not a view whose reads are checked when they happen
             accessed(_region(self, args[0]) if name == "__getitem__" else self)
-        return made_in(y, method, (plain, *args), kwargs, sys._getframe(1))
+        return made_in(y, method, (plain, *args), kwargs, _caller(sys._getframe(1)))
 
     return _named(making, method)
 
@@ -3168,7 +3239,8 @@ class _Mode:
         own = str(namespace.get("__name__"))
         by_class = module is not None and type(module) is types.ModuleType and internal
         made_by_class = by_class and (
-            _top(namespace) == "scipy" or own.startswith(("numpy.polynomial", "numpy.lib")))
+            _top(namespace) == "scipy"
+            or own.startswith(("numpy.polynomial", "numpy.lib", "numpy.ctypeslib")))
         read = None  # (_own_names, asked once a routed function is found)
         for name, value in list(namespace.items()):
             if value is np and not internal:
@@ -4048,6 +4120,39 @@ def _alone_in_its_memory(y):
 
 def _out_references(inputs, kwargs):
     return sys.getrefcount(kwargs["out"][0])
+
+
+def called_by_name(name):
+    """Whether the mode's user code called the method ``name`` of a value by its name
+    (``w.__array__()``), rather than NumPy's compiled code (a conversion) from wherever it
+    runs: the caller's caller's instruction calls a method ``name`` it loaded."""
+    frame = sys._getframe(2)
+    return _in_mode() and not internal(frame) and _calls(frame.f_code, frame.f_lasti) == name
+
+
+@functools.lru_cache(maxsize=256)
+def _calls(code, lasti):
+    """The name of the attribute or method whose value the call at ``lasti`` of ``code`` calls
+    (the instruction that put it on the stack, found by the stack effects of those after it),
+    or None."""
+    instructions = list(dis.get_instructions(code))
+    # (the last instruction at or before lasti: a call's inline caches follow it)
+    k = next((i for i in range(len(instructions) - 1, -1, -1)
+              if instructions[i].offset <= lasti), None)
+    if k is None or not instructions[k].opname.startswith("CALL") \
+            or instructions[k].arg is None:
+        return None
+    depth = 0
+    for ins in reversed(instructions[:k]):
+        if ins.opname in ("PRECALL", "KW_NAMES", "CACHE"):
+            continue
+        try:
+            depth += dis.stack_effect(ins.opcode, ins.arg)
+        except ValueError:  # (an instruction of no fixed effect: nothing to tell)
+            return None
+        if depth >= instructions[k].arg + 1:
+            return ins.argval if ins.opname in ("LOAD_METHOD", "LOAD_ATTR") else None
+    return None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -2044,20 +2044,30 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "own (pos = np.zeros(n); vel = np.zeros(n)).")
 
 
-def integers_out(ufunc, inputs, out, kwargs):
+def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
     """``ufunc(*inputs, out=k)`` of values with a derivative into an integer or boolean array
     ``k`` f made (``np.zeros(n, int)``, the allocation mode's stand-in of its own, whose
     ``__array_ufunc__`` passes on a plain view of it), as NumPy computes it: the ufunc's values
     cast into ``k`` (``casting='unsafe'``), whose derivative is zero. Written as
     ``k[...] = ufunc(*inputs)``, the cast the engines make of a value into integers, which a
     replay guards; None where this is no such call (an array made before f: its error), or
-    where it has other settings than ``casting=`` and ``dtype=`` (``where=``: its error)."""
+    where it has other settings than ``casting=`` and ``dtype=`` (``where=``: its error).
+    A ``method`` (``np.add.accumulate(x, out=k)``, ``reduce``, ``reduceat``) computes in the
+    promotion of its operand's dtype and ``k``'s and casts into ``k`` whatever the kinds, as
+    NumPy's reductions do; with ``axis=``, ``keepdims=`` or ``initial=`` too."""
+    settings = {"casting", "dtype"} if method == "__call__" else {
+        "axis", "dtype", "keepdims", "initial"}
     if not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
-            or type(owner(out)) is not Preexisting or set(kwargs) - {"casting", "dtype"} \
+            or type(owner(out)) is not Preexisting or set(kwargs) - settings - {"out"} \
+            or method not in ("__call__", "reduce", "accumulate", "reduceat") \
             or not any(wrapped(x) for x in inputs):
         return None
-    y = ufunc(*inputs, **({"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}))
-    if not np.can_cast(y.dtype, out.dtype, kwargs.get("casting", "same_kind")):
+    computing = {k: v for k, v in kwargs.items() if k not in ("out", "casting")}
+    if method != "__call__":
+        computing.setdefault("dtype", np.promote_types(memory(inputs[0]).dtype, out.dtype))
+    y = getattr(ufunc, method)(*inputs, **computing)
+    if method == "__call__" and not np.can_cast(y.dtype, out.dtype,
+                                                kwargs.get("casting", "same_kind")):
         plain = [memory(x) if wrapped(x) else x for x in inputs]
         ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
     out[...] = y

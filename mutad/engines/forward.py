@@ -23,10 +23,10 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (PLAIN_ACCESS, Preexisting, converted_by_numpy, follows_floats,
-                               joined_operands, lists_as_arrays, plain_memory, rebound_in_place,
-                               stand_in_value, stands_in,
-                               ufunc_operands, without_derivative)
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, converted_by_numpy,
+                               follows_floats, joined_operands, lists_as_arrays, plain_memory,
+                               rebound_in_place, stand_in_value, stands_in, ufunc_operands,
+                               without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
@@ -1003,6 +1003,9 @@ class Dual(ArrayMethods):
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
         if out is not None:
             kwargs["out"] = out
+            written = integers_out(ufunc, inputs, out, kwargs, method)
+            if written is not None:  # np.add.accumulate(x, out=k) of integers k
+                return written
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1026,6 +1029,9 @@ class Dual(ArrayMethods):
         return numpy_scalar(args[0], y, func not in SCALAR_METHOD_FUNCTIONS)
 
     def __array__(self, dtype=None, copy=None):
+        if copy is not True and (dtype is None or np.dtype(dtype) == self.dtype) \
+                and called_by_name("__array__"):
+            return self  # w.__array__() in the user's code: w itself, as NumPy's (Traced's)
         if dtype is not None and np.dtype(dtype).kind in "iub":
             # Integers or booleans (np.int64(x[0]), np.asarray(x, int)): as NumPy casts, whose
             # derivative is zero, as reverse mode's Traced.__array__ converts them

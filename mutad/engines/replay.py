@@ -2789,16 +2789,17 @@ class Recorder:
             if target is None:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) into an array the "
                             "differentiation does not follow")
+            elif type(into := self.spec(target)) is not Slot:
+                pass  # (refused: a view mutad made of it, np.ndarray(buffer=x), holds no slot)
             elif constant_target and target.buffer.constant:  # constants into a constant
                 self.derive(target, self.depends(inputs))
-                self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings),
-                                                self.spec(target).index, args,
+                self.steps.append(ConstantWrite(_ufunc_into(ufunc, settings), into.index, args,
                                                 new[0].written if new else None, None))
             elif len(new) == 1 and type(new[0]) is Write and rule is not None \
                     and self.written is not None:
                 plan, apart = self.written
                 element = type(target.value) is np.ndarray and target.value.shape == ()
-                step = ElementwiseWrite(plan, args, self.spec(target).index, apart, new[0],
+                step = ElementwiseWrite(plan, args, into.index, apart, new[0],
                                         target.buffer.key, target.whole, element)
                 self.steps.append(step)
                 self.recomputed(new[0], step)

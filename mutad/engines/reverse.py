@@ -26,7 +26,8 @@ import zlib
 
 import numpy as np
 
-from ..core.allocation import PLAIN_ACCESS, Preexisting, plain_memory, without_derivative
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, plain_memory,
+                               without_derivative)
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
@@ -792,7 +793,13 @@ class Traced(ArrayMethods):
 
     def __array__(self, dtype=None, copy=None):
         """A constant converts as a plain array would (read-only once a record has read it:
-        code without a rule must not change it behind mutad's back); a traced array cannot."""
+        code without a rule must not change it behind mutad's back); a traced array cannot.
+        Called by the user's code (``v = w.__array__()``), the array itself, as NumPy's: a
+        plain array of its memory would read the traced values later written into it as
+        constants."""
+        if copy is not True and (dtype is None or np.dtype(dtype) == self.dtype) \
+                and called_by_name("__array__"):
+            return self
         if dtype is not None and np.dtype(dtype).kind in "iub" and not self.buffer.constant:
             # Integers or booleans (k[:] = x into an integer array, np.asarray(x, int)): as
             # NumPy casts, whose derivative is zero; a replay guards the values made.

@@ -50,7 +50,8 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, p
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, text_element, numpy_scalar, refuse_records,
-                        into_outs, single_out, stands_for_scalar, takes_over, weak_arithmetic)
+                        integers_out, into_outs, single_out, stands_for_scalar, takes_over,
+                        weak_arithmetic)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
 from ..core.errors import no_rule
@@ -159,6 +160,9 @@ class TracedDispatch:
             return apply_ufunc(ufunc, inputs, out, kwargs)
         if out is not None:
             kwargs["out"] = out
+            written = integers_out(ufunc, inputs, out, kwargs, method)
+            if written is not None:  # np.add.accumulate(x, out=k) of integers k
+                return written
         level = innermost((*inputs, out))
         if not carries((*inputs, out), level):  # ufunc.at writes into its first operand
             written = (out, inputs[0]) if method == "at" else (out,)
