@@ -1302,3 +1302,24 @@ def test_folded_records_hand_their_cotangents_on_without_giving_stand_ins_shadow
     stand_ins = {id(b) for b in elementwise._STAND_INS.values()}
     assert folded and added
     assert not [b for b in added if id(b) in stand_ins]
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("zero, other", [(0.0, np.inf), (-0.0, -np.inf), (0.0, np.nan)])
+def test_a_zero_cotangent_times_a_non_finite_element_is_zero_as_for_arrays(zero, other):
+    """A scalar loop's product of two elements read (``x[0] * x[1]``), whose cotangent is an
+    exact zero and one of whose factors is infinite or NaN: each factor's cotangent is the
+    masked product (``products.times``), zero, as for the same product of one-element views,
+    whose check of finiteness is a dot product (``elementwise._small_product``)."""
+
+    def elements(x):
+        return zero * (x[0] * x[1])
+
+    def views(x):
+        return np.sum(zero * (x[0:1] * x[1:2]))
+
+    x = np.array([2.0, other])
+    (by_elements,) = mutad.gradient(elements, x.copy())
+    (by_views,) = mutad.gradient(views, x.copy())
+    assert by_elements.tobytes() == by_views.tobytes()
+    assert by_elements[0] == 0.0

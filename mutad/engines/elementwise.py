@@ -387,7 +387,9 @@ def _small_product(dy, partial, y, values, out, suggested):
         return times(dy, p, out)
     if kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape and dy.ndim <= 1 \
             and dy.size <= UNTHREADED:
-        if cmath.isfinite(_vdot(dy, p)):
+        # (of one element, a scalar loop's: the dot product is its one product, Python's numbers
+        # multiplied: no warning, as none from the dot product)
+        if cmath.isfinite(dy.item() * p.item() if not dy.ndim else _vdot(dy, p)):
             return dy * p if out is None else np.multiply(dy, p, out)
         return times(dy, p, out)
     return _times_partial_of(dy, p, out, suggested)

@@ -44,9 +44,9 @@ from .inplace import (_destination, _rule_restores, apart_from, check_destinatio
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup)
-from .reverse import (Traced, _NUMBERS, _if_held, active, add_cotangents, carries, check_alias,
-                      constant_result, ended, freeze, fresh, fresh_value, innermost, keep, locate,
-                      place_at, place_of, plain, private, recipe, view_of)
+from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
+                      check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
+                      keep, locate, place_at, place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
@@ -54,6 +54,8 @@ from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views
                           wrapped)
 from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
                      reads_written, written_before_raising)
+
+_FLOAT64 = np.float64
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -338,7 +340,11 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
         raise escaped("a traced array")
     y = ufunc(*values)
     rule = plan.rule
-    if type(y) is not NDARRAY and isinstance(y, np.inexact):  # a 0-d result: NumPy's scalar
+    kind = type(y)
+    if kind is _FLOAT64:  # a 0-d result: NumPy's scalar (``fresh_value``, the commonest first)
+        y = np.array(y)
+        _read_only(y, False)
+    elif kind is not NDARRAY and isinstance(y, np.inexact):
         y = fresh_value(y)
     if type(y) is NDARRAY:  # (``fresh``)
         if y.dtype.kind == "c":
