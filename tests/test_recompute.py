@@ -12,7 +12,7 @@ import pytest
 import mutad
 from cases import replays_as_traced
 from mutad.engines.session import ReverseDifferentiation
-from mutad.bench.workloads import big_elementwise
+from mutad.bench.workloads import big_elementwise, heat_fit
 from mutad.errors import PolicyError
 from mutad.engines.recompute import SMALL, Chain, Lazy, Recomputation, advance
 
@@ -194,6 +194,26 @@ def test_a_budget_bounds_the_memory_of_writes_that_cannot_be_inverted():
     per_step = growth_per_step(
         lambda steps: mutad.gradient(lambda u: heat(u, steps), u, memory=6 * u.nbytes), 4, 44)
     assert per_step < n * 8 / 8, per_step
+
+
+def test_a_budget_bounds_the_memory_of_a_heat_fit_with_its_ends_assigned():
+    """The heat fit as a first script writes it (``u = u0.copy()``, a slice update, then
+    ``u[0] = u[-1] = 0.0`` at every step): the update cannot be inverted (its inverse would
+    keep the increment, as large as the bytes a checkpoint saves, since the increment reads
+    what the update overwrites), so without a budget each step keeps an array; with one, the
+    assignments of the ends join the rebuilt writes and the memory stays flat, the gradient
+    the checkpoint policy's bit for bit and the caller's ``u0`` untouched."""
+    n = 100_000
+    u0 = np.sin(np.linspace(0, 3, n))
+    target = np.cos(np.linspace(0, 2, n))
+    before = u0.tobytes()
+    per_step = growth_per_step(lambda steps: mutad.gradient(
+        heat_fit, u0, target, steps, argnums=0, memory=6 * u0.nbytes), 4, 44)
+    assert per_step < n * 8 / 8, per_step
+    exact = mutad.gradient(heat_fit, u0, target, 30, argnums=0, policy="checkpoint")
+    budget = mutad.gradient(heat_fit, u0, target, 30, argnums=0, memory=6 * u0.nbytes)
+    assert budget.tobytes() == exact.tobytes()
+    assert u0.tobytes() == before
 
 
 def peak_bytes(gradient):
