@@ -1650,3 +1650,49 @@ def test_matrix_balance(f):
     g = mutad.gradient(_balanced, _UNBALANCED)[0]
     t = scipy.linalg.matrix_balance(_UNBALANCED)[1]  # B = T⁻¹ A T: Ā = T⁻ᵀ B̄ Tᵀ
     np.testing.assert_array_equal(g, np.linalg.inv(t).T @ np.arange(9.0).reshape(3, 3) @ t.T)
+
+
+# ----------------------------------------------------------------------------------------------
+# A solver's function meeting one differentiated array in two places (args=(k, k), a closure
+# cell beside a list or a solution holding it): its derivative was counted twice
+
+
+def _quad_of_one_array_twice(x):
+    return scipy.integrate.quad(lambda t, a, b: a[0] * t + b[1] * t * t, 0.0, 1.0,
+                                args=(x, x))[0]
+
+
+def _quad_closure_and_list(x):
+    p = [x]
+    return scipy.integrate.quad(lambda t: x[0] * np.sin(t) + p[0][1] * t * t, 0.0, 1.0)[0]
+
+
+def _ivp_of_one_array_twice(x):
+    s = scipy.integrate.solve_ivp(lambda t, y, a, b: -a[0] * y - b[1], (0.0, 1.0), [1.0],
+                                  args=(x, x), rtol=1e-11, atol=1e-12)
+    return s.y[0, -1]
+
+
+@pytest.mark.parametrize("f", [_quad_of_one_array_twice, _quad_closure_and_list,
+                               _ivp_of_one_array_twice], ids=lambda f: f.__name__)
+def test_a_solver_meeting_one_array_twice(f):
+    check(f, np.array([1.0, 0.5]), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# quad of solve_ivp's dense output, the integrand closing over the result (s.sol(t): SciPy's
+# OdeResult, a dict) or its interpolant: it was refused, their values hidden from quad
+
+
+def _quad_of_a_dense_solution(x):
+    s = scipy.integrate.solve_ivp(lambda t, y: -x[0] * y, (0.0, 1.0), [x[1]], dense_output=True,
+                                  rtol=1e-9, atol=1e-11)
+    sol = s.sol
+    return scipy.integrate.quad(lambda t: s.sol(t)[0] * sol(t)[0] + x[0] * t, 0.0, 1.0,
+                                epsrel=1e-10)[0]
+
+
+@pytest.mark.slow
+def test_quad_of_a_dense_ode_solution():
+    check(_quad_of_a_dense_solution, np.array([1.0, 0.5]), rtol=1e-5, atol=1e-6, h=1e-5,
+          replay=False)
