@@ -1696,3 +1696,39 @@ def _quad_of_a_dense_solution(x):
 def test_quad_of_a_dense_ode_solution():
     check(_quad_of_a_dense_solution, np.array([1.0, 0.5]), rtol=1e-5, atol=1e-6, h=1e-5,
           replay=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special: the incomplete elliptic integrals in their parameter m (refused: no closed
+# form) and Tricomi's U (no rule)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda m: np.sum(scipy.special.ellipeinc(0.9, m) ** 2), np.array([0.3, -0.5, 0.95, 0.8])),
+    (lambda m: np.sum(scipy.special.ellipkinc(0.9, m) ** 2), np.array([0.3, -0.5, 0.95, 0.8])),
+    (lambda p: np.sum(scipy.special.ellipkinc(p, p / 2) + scipy.special.ellipeinc(p, p / 3)),
+     np.array([0.3, 0.7, 1.3, 1.9])),
+    (lambda x: np.sum(scipy.special.hyperu(1.5, 2.5, x) * x), np.array([0.3, 1.7, 4.0])),
+], ids=["ellipeinc m", "ellipkinc m", "both arguments", "hyperu"])
+def test_special_functions_without_a_rule(f, x):
+    check(f, x)
+    mutad.check_grads(f, x, order=2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("phi", [0.4, 1.2, -2.0])
+def test_incomplete_elliptic_integrals_at_m_0_and_1(phi):
+    """At m = 0 the quotients are 0/0, at m = 1 ellipkinc's terms cancel: their limits, the
+    integrals ∓∫ sin²θ / 2 dθ and ∫ sin²θ / 2cos³θ dθ."""
+    e = mutad.gradient(lambda m: scipy.special.ellipeinc(phi, m), 0.0)[0]
+    k = mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m), 0.0)[0]
+    assert np.isclose(e, (np.sin(2 * phi) - 2 * phi) / 8, rtol=1e-14)
+    assert np.isclose(k, (2 * phi - np.sin(2 * phi)) / 8, rtol=1e-14)
+    one = mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m), 1.0)[0]
+    if np.cos(phi) > 0:
+        left = (scipy.special.ellipkinc(phi, 1.0) - scipy.special.ellipkinc(phi, 1.0 - 1e-7)) / 1e-7
+        assert np.isclose(one, left, rtol=1e-5)
+        m = np.array([1.0 - 1e-9])
+        assert np.isclose(one, mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m)[0], m)[0][0],
+                          rtol=1e-5)
+    else:
+        assert np.isnan(one)
