@@ -1732,3 +1732,54 @@ def test_incomplete_elliptic_integrals_at_m_0_and_1(phi):
                           rtol=1e-5)
     else:
         assert np.isnan(one)
+
+
+# ----------------------------------------------------------------------------------------------
+# The stored values and pattern of a sparse matrix made from a dense array of constants
+# (np.eye's, a dense matrix built in f), read by the user's code: SciPy's matrix holds none of
+# its zeros, and neither does mutad's from then on (it refused the read: the zeros it keeps
+# for their derivative have none here)
+
+
+def _scaled_identity_data(x):
+    A = scipy.sparse.csr_matrix(np.eye(4) * 2.0 + np.eye(4, k=1))
+    A.data *= x[0]
+    A.data[:3] += x[1:]
+    return np.sum((A @ x) ** 2) + A.nnz
+
+
+def _triplet_loop(x):
+    A = scipy.sparse.csr_matrix(np.diag(np.ones(4)) + np.eye(4, k=2))
+    A.data[:4] = x * x
+    C = A.tocoo()
+    s = 0.0
+    for i, j, v in zip(C.row, C.col, C.data):
+        s = s + v * (i + 1.0) * (j + 2.0)
+    return s + np.sum(A.indices) + (A.T @ x) @ x
+
+
+def _zero_written_stays_stored(x):
+    A = scipy.sparse.csc_array(np.ones((3, 3)))
+    d = A.data
+    d[0] = 0.0  # SciPy stores the zero written: nnz 9, as in SciPy
+    d[1:4] *= x
+    return A.nnz + np.sum(A.indices) + A @ x @ x + scipy.sparse.linalg.spsolve(
+        A + scipy.sparse.eye(3, format="csc") * 4.0, x).sum()
+
+
+@pytest.mark.parametrize("f", [_scaled_identity_data, _triplet_loop, _zero_written_stays_stored],
+                         ids=lambda f: f.__name__)
+def test_data_of_a_sparse_matrix_of_dense_constants(f):
+    check(f, np.array([0.7, 1.3, -0.4, 0.9])[:3 if f is _zero_written_stays_stored else 4])
+
+
+def test_data_of_a_sparse_matrix_of_traced_dense_zeros_stays_refused():
+    """A zero entry of a dense array that carries a derivative: SciPy leaves it out, yet what
+    the user's code does to the stored values would reach it in SciPy for any other value."""
+    def f(x):
+        A = scipy.sparse.csr_matrix(np.outer(x, x) - np.outer(x, x)[0, 1])
+        A.data *= 2.0
+        return (A @ x).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="leaves them out"):
+        mutad.gradient(f, np.array([1.0, 2.0, 3.0]))

@@ -1398,21 +1398,40 @@ class TracedSparse:
         """The traced array of its stored values. Those of a matrix made from a dense array
         include its zero entries, which SciPy leaves out: the user's code reading them while
         some are zero is refused (a replay, which would not know, too)."""
-        values = self._values
-        layout = self.layout
-        if isinstance(layout, _Layout) and layout.drops and \
-                not internal(sys._getframe(1)) and np.any(layout.left_out(
-                    settled(values, "A.data of a scipy.sparse matrix made from a dense "
-                                    "array"))):
-            _refuse("A.data of a scipy.sparse matrix with zero entries that SciPy leaves out "
-                    "(of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy leaves them out: "
-                    "read A.toarray(), or build the matrix from (data, indices, indptr) or "
-                    "(data, (row, col)).")
-        return values
+        if isinstance(self.layout, _Layout) and not internal(sys._getframe(1)):
+            self._as_scipy_stores("A.data")
+        return self._values
 
     @data.setter
     def data(self, values: Any) -> None:
         self._values = values
+
+    def _as_scipy_stores(self, what):
+        """Before the user's code reads ``what``, the stored values or the pattern: where the
+        matrix keeps zero entries that SciPy leaves out (of a dense array, a sum, a product),
+        the matrix SciPy stores, in place, if those zeros are constants (``np.eye``'s, a
+        dense matrix of constants): their derivative is zero, and SciPy's matrix, which has
+        no such entries, is its own from then on. Zeros that carry a derivative are refused:
+        what the user's code does to the stored values, they would not receive. Once read,
+        the pattern is SciPy's, which stores a zero written into its values (``A.data[0] =
+        0``): no slot is left out by its value any more. The pattern is a decision on the
+        values, which a replay recording the call is refused."""
+        layout, values = self.layout, self._values
+        if not layout.drops:
+            return
+        out = layout.left_out(settled(values, f"{what} of a scipy.sparse matrix made from a "
+                                              "dense array"))
+        if not np.any(out):
+            if self._peers is None:
+                self.layout = layout.dropping(None)
+            return
+        if carries_derivative(values) or self._peers is not None or layout.format == "bsr":
+            _refuse(f"{what} of a scipy.sparse matrix with zero entries that SciPy leaves out "
+                    "(of a dense array, a sum, a product)", "mutad keeps those entries (for "
+                    "their derivative), SciPy leaves them out: read A.toarray(), or build the "
+                    "matrix from (data, indices, indptr) or (data, (row, col)).")
+        self.layout = _Layout(layout.build(memory(values)))
+        self._values = np.reshape(values, (-1,))[np.flatnonzero(~out)]
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
@@ -1534,14 +1553,9 @@ class TracedSparse:
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
                                              "col", "blocksize", "has_canonical_format",
                                              "has_sorted_indices"):
-            if template.drops and name not in (
-                    "has_canonical_format", "has_sorted_indices") and np.any(template.left_out(
-                    settled(self.data, f"A.{name}"))):
-                _refuse(f"A.{name} of a scipy.sparse matrix with zero entries that SciPy "
-                        "leaves out (of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy "
-                        "leaves them out: read A.toarray(), or build the matrix from "
-                        "(data, indices, indptr) or (data, (row, col)).")
-            found = getattr(template.template, name)
+            if name not in ("has_canonical_format", "has_sorted_indices"):
+                self._as_scipy_stores(f"A.{name}")
+            found = getattr(self.layout.template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
                 found.flags.writeable = False
