@@ -22,7 +22,9 @@ SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D
 of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
 a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
 ``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
-or the indices of such a matrix while an entry is zero is refused). The zeros SciPy does store
+or the indices of such a matrix while an entry is zero is refused where that zero carries a
+derivative, and otherwise, a constant's zero (``csr_matrix(np.eye(n))``), makes the matrix
+SciPy's, without it). The zeros SciPy does store
 are stored: a bsr result (``kron`` of a B at least half full, SciPy's product of dense blocks;
 a sum, difference or product of bsr matrices) stays bsr, each block holding its zeros, and
 leaves out only a block that is all zero, as SciPy's; a dia matrix stores its zeros, and its
