@@ -1783,3 +1783,17 @@ def test_data_of_a_sparse_matrix_of_traced_dense_zeros_stays_refused():
 
     with pytest.raises(UnsupportedOperationError, match="leaves them out"):
         mutad.gradient(f, np.array([1.0, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.signal.deconvolve (it was refused: SciPy's np.asarray): SciPy's own code, lfilter of an
+# impulse, on the traced signal and divisor
+
+
+def _deconvolved(x):
+    quotient, remainder = scipy.signal.deconvolve(np.convolve(x, [1.0, 0.5, 0.1]), x[:2] + 1.0)
+    return np.sum(quotient ** 2) + np.sum(remainder * np.arange(remainder.size))
+
+
+def test_deconvolve():
+    check(_deconvolved, np.array([0.4, 0.9, 1.3, -0.2, 0.7]))
