@@ -1797,3 +1797,19 @@ def _deconvolved(x):
 
 def test_deconvolve():
     check(_deconvolved, np.array([0.4, 0.9, 1.3, -0.2, 0.7]))
+
+
+# ----------------------------------------------------------------------------------------------
+# A.count_nonzero() of a traced sparse matrix (it was refused): SciPy's count, repeated entries
+# added in place first as SciPy adds them
+
+
+def _counted(x):
+    A = scipy.sparse.coo_matrix((np.r_[x, -x[0]], ([0, 1, 2, 0], [0, 1, 2, 0])), shape=(3, 3))
+    B = scipy.sparse.csr_matrix(np.outer(x, x) - x[0] * x[0])
+    return (A.count_nonzero() * x[1] + B.count_nonzero() + B.count_nonzero(axis=0) @ x
+            + scipy.sparse.diags(x).count_nonzero() * x[2] + A.nnz + A.toarray().sum())
+
+
+def test_count_nonzero_of_a_traced_sparse_matrix():
+    check(_counted, np.array([1.0, 2.0, 3.0]))

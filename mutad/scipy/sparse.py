@@ -47,7 +47,8 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
 ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
-coo matrix of them), ``A.nonzero()`` (a decision on the values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
+coo matrix of them), ``A.nonzero()`` and ``A.count_nonzero(axis)`` (decisions on the
+values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
@@ -1538,6 +1539,15 @@ class TracedSparse:
         values = settled(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
                                     "which counts its nonzero values")
         return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
+
+    def count_nonzero(self, axis: int | None = None) -> Any:
+        """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
+        in place (as it does); a decision on the values, which a replay recording the call
+        is refused."""
+        if self.format in ("csr", "csc", "coo"):
+            self.sum_duplicates()
+        values = settled(self.data, "A.count_nonzero() of a scipy.sparse matrix")
+        return self.layout.build(memory(values)).count_nonzero(axis)
 
     @property
     def dtype(self) -> np.dtype:
