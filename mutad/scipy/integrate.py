@@ -472,7 +472,6 @@ class _Parameters:
             for key, value in held.items():
                 if key not in followed:
                     self._attributes(value)
-            return
         followed = dict(_followed_attributes(held))
         for name, value in followed.items():
             leaves, rebuild = flatten(value)

@@ -1400,7 +1400,7 @@ class TracedSparse:
     def data(self) -> Any:
         """The traced array of its stored values. Those of a matrix made from a dense array
         include its zero entries, which SciPy leaves out: the user's code reading them while
-        some are zero is refused (a replay, which would not know, too)."""
+        some are zero makes the matrix SciPy's, or is refused (``_as_scipy_stores``)."""
         if isinstance(self.layout, _Layout) and not internal(sys._getframe(1)):
             self._as_scipy_stores("A.data")
         return self._values

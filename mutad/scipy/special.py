@@ -496,9 +496,8 @@ def _ellipkinc_dm(y, phi, m):
                - np.sin(2.0 * phi) / (4.0 * (1.0 - ms) * _delta(phi, ms)))
     c = np.cos(phi)
     inside = one & (c > 0)
-    cs = np.where(inside, c, 1.0)
-    t = np.sin(phi) / cs
-    at_one = np.where(inside, (t / cs - np.log1p(np.sin(phi)) + np.log(cs)) / 4.0, np.nan)
+    cs, sn = np.where(inside, c, 1.0), np.where(inside, np.sin(phi), 0.0)
+    at_one = np.where(inside, (sn / (cs * cs) - np.log1p(sn) + np.log(cs)) / 4.0, np.nan)
     return np.where(zero, (2.0 * phi - np.sin(2.0 * phi)) / 8.0,
                     np.where(one, at_one, general))
 
