@@ -1813,3 +1813,27 @@ def _counted(x):
 
 def test_count_nonzero_of_a_traced_sparse_matrix():
     check(_counted, np.array([1.0, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.comb and perm of traced values (refused: SciPy's np.asarray): binom and poch,
+# 0 where SciPy's condition says so; exact=True SciPy's integer
+
+
+def _combinations(x):
+    return (np.sum(scipy.special.comb(10, x * 3)) + np.sum(scipy.special.comb(x + 5, 2))
+            + np.sum(scipy.special.comb(x + 2, 2, repetition=True))
+            + np.sum(scipy.special.comb(x, 3 * x)) + scipy.special.comb(x[0] + 5, 2)
+            + scipy.special.comb(5, 2, exact=True) * x[1])
+
+
+def _permutations(x):
+    return (np.sum(scipy.special.perm(8, x * 2)) + np.sum(scipy.special.perm(3 * x, x))
+            + scipy.special.perm(x[1] + 4, 2) + scipy.special.perm(6, 2, exact=True) * x[0])
+
+
+@pytest.mark.parametrize("f", [_combinations, _permutations], ids=lambda f: f.__name__)
+def test_comb_and_perm(f):
+    x = np.array([0.4, 0.9, 1.3, 2.2, 3.7])
+    check(f, x, rtol=1e-5)
+    mutad.check_grads(f, x, order=2, rtol=1e-5)

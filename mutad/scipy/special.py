@@ -62,7 +62,7 @@ from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrul
 from ..engines.products import times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import Elementwise, StandIn, scipy_adjoint
+from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint
 
 polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
 logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
@@ -1129,3 +1129,34 @@ def _harmonics(original):
 
 sph_harm_y = _harmonics(_special.sph_harm_y)
 __all__ += ["sph_harm_y"]
+
+
+# ----------------------------------------------------------------------------------------------
+# comb and perm, SciPy's Python over binom and poch (it converts its arguments with np.asarray):
+# with exact=False, SciPy's steps on the traced values, 0 (1 for comb(N, 0, repetition=True))
+# where SciPy's condition says so; with exact=True, SciPy's integer, which has no derivative
+
+
+def _combinations(original):
+    def stand_in(N, k, *, exact=False, repetition=False):
+        if exact:
+            return original(_plain(N, True), _plain(k, True), exact=True, repetition=repetition)
+        if repetition:
+            return np.where((k == 0) & (N >= 0), 1.0, binom(N + k - 1, k))
+        return np.where((k <= N) & (N >= 0) & (k >= 0), binom(N, k), 0.0)
+
+    return StandIn(original, stand_in)
+
+
+def _permutations(original):
+    def stand_in(N, k, exact=False):
+        if exact:
+            return original(_plain(N, True), _plain(k, True), exact=True)
+        return np.where((k <= N) & (N >= 0) & (k >= 0), poch(N - k + 1, k), 0.0)
+
+    return StandIn(original, stand_in)
+
+
+comb = _combinations(_special.comb)
+perm = _permutations(_special.perm)
+__all__ += ["comb", "perm"]
