@@ -1650,3 +1650,190 @@ def test_matrix_balance(f):
     g = mutad.gradient(_balanced, _UNBALANCED)[0]
     t = scipy.linalg.matrix_balance(_UNBALANCED)[1]  # B = T⁻¹ A T: Ā = T⁻ᵀ B̄ Tᵀ
     np.testing.assert_array_equal(g, np.linalg.inv(t).T @ np.arange(9.0).reshape(3, 3) @ t.T)
+
+
+# ----------------------------------------------------------------------------------------------
+# A solver's function meeting one differentiated array in two places (args=(k, k), a closure
+# cell beside a list or a solution holding it): its derivative was counted twice
+
+
+def _quad_of_one_array_twice(x):
+    return scipy.integrate.quad(lambda t, a, b: a[0] * t + b[1] * t * t, 0.0, 1.0,
+                                args=(x, x))[0]
+
+
+def _quad_closure_and_list(x):
+    p = [x]
+    return scipy.integrate.quad(lambda t: x[0] * np.sin(t) + p[0][1] * t * t, 0.0, 1.0)[0]
+
+
+def _ivp_of_one_array_twice(x):
+    s = scipy.integrate.solve_ivp(lambda t, y, a, b: -a[0] * y - b[1], (0.0, 1.0), [1.0],
+                                  args=(x, x), rtol=1e-11, atol=1e-12)
+    return s.y[0, -1]
+
+
+@pytest.mark.parametrize("f", [_quad_of_one_array_twice, _quad_closure_and_list,
+                               _ivp_of_one_array_twice], ids=lambda f: f.__name__)
+def test_a_solver_meeting_one_array_twice(f):
+    check(f, np.array([1.0, 0.5]), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# quad of solve_ivp's dense output, the integrand closing over the result (s.sol(t): SciPy's
+# OdeResult, a dict) or its interpolant: it was refused, their values hidden from quad
+
+
+def _quad_of_a_dense_solution(x):
+    s = scipy.integrate.solve_ivp(lambda t, y: -x[0] * y, (0.0, 1.0), [x[1]], dense_output=True,
+                                  rtol=1e-9, atol=1e-11)
+    sol = s.sol
+    return scipy.integrate.quad(lambda t: s.sol(t)[0] * sol(t)[0] + x[0] * t, 0.0, 1.0,
+                                epsrel=1e-10)[0]
+
+
+@pytest.mark.slow
+def test_quad_of_a_dense_ode_solution():
+    check(_quad_of_a_dense_solution, np.array([1.0, 0.5]), rtol=1e-5, atol=1e-6, h=1e-5,
+          replay=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special: the incomplete elliptic integrals in their parameter m (refused: no closed
+# form) and Tricomi's U (no rule)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda m: np.sum(scipy.special.ellipeinc(0.9, m) ** 2), np.array([0.3, -0.5, 0.95, 0.8])),
+    (lambda m: np.sum(scipy.special.ellipkinc(0.9, m) ** 2), np.array([0.3, -0.5, 0.95, 0.8])),
+    (lambda p: np.sum(scipy.special.ellipkinc(p, p / 2) + scipy.special.ellipeinc(p, p / 3)),
+     np.array([0.3, 0.7, 1.3, 1.9])),
+    (lambda x: np.sum(scipy.special.hyperu(1.5, 2.5, x) * x), np.array([0.3, 1.7, 4.0])),
+], ids=["ellipeinc m", "ellipkinc m", "both arguments", "hyperu"])
+def test_special_functions_without_a_rule(f, x):
+    check(f, x)
+    mutad.check_grads(f, x, order=2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("phi", [0.4, 1.2, -2.0])
+def test_incomplete_elliptic_integrals_at_m_0_and_1(phi):
+    """At m = 0 the quotients are 0/0, at m = 1 ellipkinc's terms cancel: their limits, the
+    integrals ∓∫ sin²θ / 2 dθ and ∫ sin²θ / 2cos³θ dθ."""
+    e = mutad.gradient(lambda m: scipy.special.ellipeinc(phi, m), 0.0)[0]
+    k = mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m), 0.0)[0]
+    assert np.isclose(e, (np.sin(2 * phi) - 2 * phi) / 8, rtol=1e-14)
+    assert np.isclose(k, (2 * phi - np.sin(2 * phi)) / 8, rtol=1e-14)
+    one = mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m), 1.0)[0]
+    if np.cos(phi) > 0:
+        left = (scipy.special.ellipkinc(phi, 1.0) - scipy.special.ellipkinc(phi, 1.0 - 1e-7)) / 1e-7
+        assert np.isclose(one, left, rtol=1e-5)
+        m = np.array([1.0 - 1e-9])
+        assert np.isclose(one, mutad.gradient(lambda m: scipy.special.ellipkinc(phi, m)[0], m)[0][0],
+                          rtol=1e-5)
+    else:
+        assert np.isnan(one)
+
+
+# ----------------------------------------------------------------------------------------------
+# The stored values and pattern of a sparse matrix made from a dense array of constants
+# (np.eye's, a dense matrix built in f), read by the user's code: SciPy's matrix holds none of
+# its zeros, and neither does mutad's from then on (it refused the read: the zeros it keeps
+# for their derivative have none here)
+
+
+def _scaled_identity_data(x):
+    A = scipy.sparse.csr_matrix(np.eye(4) * 2.0 + np.eye(4, k=1))
+    A.data *= x[0]
+    A.data[:3] += x[1:]
+    return np.sum((A @ x) ** 2) + A.nnz
+
+
+def _triplet_loop(x):
+    A = scipy.sparse.csr_matrix(np.diag(np.ones(4)) + np.eye(4, k=2))
+    A.data[:4] = x * x
+    C = A.tocoo()
+    s = 0.0
+    for i, j, v in zip(C.row, C.col, C.data):
+        s = s + v * (i + 1.0) * (j + 2.0)
+    return s + np.sum(A.indices) + (A.T @ x) @ x
+
+
+def _zero_written_stays_stored(x):
+    A = scipy.sparse.csc_array(np.ones((3, 3)))
+    d = A.data
+    d[0] = 0.0  # SciPy stores the zero written: nnz 9, as in SciPy
+    d[1:4] *= x
+    return A.nnz + np.sum(A.indices) + A @ x @ x + scipy.sparse.linalg.spsolve(
+        A + scipy.sparse.eye(3, format="csc") * 4.0, x).sum()
+
+
+@pytest.mark.parametrize("f", [_scaled_identity_data, _triplet_loop, _zero_written_stays_stored],
+                         ids=lambda f: f.__name__)
+def test_data_of_a_sparse_matrix_of_dense_constants(f):
+    check(f, np.array([0.7, 1.3, -0.4, 0.9])[:3 if f is _zero_written_stays_stored else 4])
+
+
+def test_data_of_a_sparse_matrix_of_traced_dense_zeros_stays_refused():
+    """A zero entry of a dense array that carries a derivative: SciPy leaves it out, yet what
+    the user's code does to the stored values would reach it in SciPy for any other value."""
+    def f(x):
+        A = scipy.sparse.csr_matrix(np.outer(x, x) - np.outer(x, x)[0, 1])
+        A.data *= 2.0
+        return (A @ x).sum()
+
+    with pytest.raises(UnsupportedOperationError, match="leaves them out"):
+        mutad.gradient(f, np.array([1.0, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.signal.deconvolve (it was refused: SciPy's np.asarray): SciPy's own code, lfilter of an
+# impulse, on the traced signal and divisor
+
+
+def _deconvolved(x):
+    quotient, remainder = scipy.signal.deconvolve(np.convolve(x, [1.0, 0.5, 0.1]), x[:2] + 1.0)
+    return np.sum(quotient ** 2) + np.sum(remainder * np.arange(remainder.size))
+
+
+def test_deconvolve():
+    check(_deconvolved, np.array([0.4, 0.9, 1.3, -0.2, 0.7]))
+
+
+# ----------------------------------------------------------------------------------------------
+# A.count_nonzero() of a traced sparse matrix (it was refused): SciPy's count, repeated entries
+# added in place first as SciPy adds them
+
+
+def _counted(x):
+    A = scipy.sparse.coo_matrix((np.r_[x, -x[0]], ([0, 1, 2, 0], [0, 1, 2, 0])), shape=(3, 3))
+    B = scipy.sparse.csr_matrix(np.outer(x, x) - x[0] * x[0])
+    return (A.count_nonzero() * x[1] + B.count_nonzero() + B.count_nonzero(axis=0) @ x
+            + scipy.sparse.diags(x).count_nonzero() * x[2] + A.nnz + A.toarray().sum())
+
+
+def test_count_nonzero_of_a_traced_sparse_matrix():
+    check(_counted, np.array([1.0, 2.0, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.comb and perm of traced values (refused: SciPy's np.asarray): binom and poch,
+# 0 where SciPy's condition says so; exact=True SciPy's integer
+
+
+def _combinations(x):
+    return (np.sum(scipy.special.comb(10, x * 3)) + np.sum(scipy.special.comb(x + 5, 2))
+            + np.sum(scipy.special.comb(x + 2, 2, repetition=True))
+            + np.sum(scipy.special.comb(x, 3 * x)) + scipy.special.comb(x[0] + 5, 2)
+            + scipy.special.comb(5, 2, exact=True) * x[1])
+
+
+def _permutations(x):
+    return (np.sum(scipy.special.perm(8, x * 2)) + np.sum(scipy.special.perm(3 * x, x))
+            + scipy.special.perm(x[1] + 4, 2) + scipy.special.perm(6, 2, exact=True) * x[0])
+
+
+@pytest.mark.parametrize("f", [_combinations, _permutations], ids=lambda f: f.__name__)
+def test_comb_and_perm(f):
+    x = np.array([0.4, 0.9, 1.3, 2.2, 3.7])
+    check(f, x, rtol=1e-5)
+    mutad.check_grads(f, x, order=2, rtol=1e-5)

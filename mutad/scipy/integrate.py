@@ -447,6 +447,13 @@ class _Parameters:
         # Positions among the leaves (args' first, then the cells') of the differentiated ones.
         leaves = self.leaves()
         self.followed = [i for i, v in enumerate(leaves) if isinstance(v, Tracer)]
+        # One array met in several places (args=(k, k), a closure cell beside an object
+        # holding it) is one value: each of its places is bound to it, and its derivative,
+        # the sum of theirs, is taken once (two values would each receive the sum: the
+        # differentiation of the bound function sees one array)
+        distinct = {}
+        self.slots = [distinct.setdefault(id(leaves[i]), len(distinct)) for i in self.followed]
+        self.distinct = [self.followed[self.slots.index(k)] for k in range(len(distinct))]
 
     def _attributes(self, held):
         """Follow the differentiated values the attributes of ``held`` hold (an object a
@@ -454,6 +461,17 @@ class _Parameters:
         if id(held) in self.objects:
             return
         self.objects.add(id(held))
+        if isinstance(held, dict) and type(held) is not dict:
+            # SciPy's result (solve_ivp's OdeResult, OptimizeResult), a dict read by attribute
+            # (s.y, s.sol): its items as attributes, and what the objects among them hold
+            followed = {key: value for key, value in held.items() if _holds_traced(value)}
+            for key, value in followed.items():
+                leaves, rebuild = flatten(value)
+                self.cells.append((_Item(held, key), value, leaves, rebuild))
+            self.others.extend(_Item(held, key) for key in held if key not in followed)
+            for key, value in held.items():
+                if key not in followed:
+                    self._attributes(value)
         followed = dict(_followed_attributes(held))
         for name, value in followed.items():
             leaves, rebuild = flatten(value)
@@ -466,14 +484,14 @@ class _Parameters:
         return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
 
     def values(self):
-        """The differentiated leaves, in order."""
+        """The differentiated leaves, in order, each array once."""
         leaves = self.leaves()
-        return [leaves[i] for i in self.followed]
+        return [leaves[i] for i in self.distinct]
 
     def _filled(self, values):
         leaves = self.leaves()
-        for i, v in zip(self.followed, values, strict=True):
-            leaves[i] = v
+        for i, k in zip(self.followed, self.slots, strict=True):
+            leaves[i] = values[k]
         return leaves
 
     def args(self, values):
@@ -504,9 +522,13 @@ def _followed_attributes(held):
                 if any(isinstance(v, Tracer) for v in flatten(vars(held)[name])[0])]
     if not user_object(held):
         return []
-    return [(name, value) for name, value in vars(held).items()
-            if isinstance(value, Tracer) or (type(value) in (list, tuple, dict) and any(
-                isinstance(v, Tracer) for v in flatten(value)[0]))]
+    return [(name, value) for name, value in vars(held).items() if _holds_traced(value)]
+
+
+def _holds_traced(value):
+    """Whether ``value`` is a differentiated value, or a list, tuple or dict holding some."""
+    return isinstance(value, Tracer) or (type(value) in (list, tuple, dict) and any(
+        isinstance(v, Tracer) for v in flatten(value)[0]))
 
 
 class _Attribute:
@@ -525,6 +547,20 @@ class _Attribute:
     @cell_contents.setter
     def cell_contents(self, value):
         self.owner.__dict__[self.name] = value
+
+
+class _Item(_Attribute):
+    """An item of a dict SciPy returns (``OdeResult``), read and set as a closure cell is."""
+
+    __slots__ = ()
+
+    @property
+    def cell_contents(self):
+        return self.owner[self.name]
+
+    @cell_contents.setter
+    def cell_contents(self, value):
+        self.owner[self.name] = value
 
 
 class _Bound:
@@ -1245,6 +1281,8 @@ _DENSE = _Solution("solve_ivp(...).sol", _dense_values)
 class _DenseSolution:
     """``sol.sol`` of a differentiated solve: SciPy's interpolant, differentiable in ``y0``, the
     parameters and ``t``."""
+
+    read_when_called = ("y0", "values")  # (a function closing over it: _Parameters)
 
     def __init__(self, problem, y0, values):
         self.problem, self.y0, self.values = problem, y0, values

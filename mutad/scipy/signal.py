@@ -117,7 +117,8 @@ fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
 __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butter", "cheby1",
            "cheby2", "chirp", "coherence", "cont2discrete",
-           "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "detrend",
+           "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "deconvolve",
+           "detrend",
            "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
            "iirnotch", "iirpeak",
@@ -3115,7 +3116,9 @@ def bilinear(b: Any, a: Any, fs: Any = 1.0) -> Any:
 
 
 # SciPy's own code on traced coefficients (ScipysCode): tf2sos is zpk2sos of tf2zpk, the
-# response of second-order sections the product of freqz's (each of them routed)
+# response of second-order sections the product of freqz's (each of them routed); deconvolve
+# is lfilter of an impulse and convolve (routed)
 tf2sos = ScipysCode(_signal.tf2sos)
 sosfreqz = ScipysCode(_signal.sosfreqz)
 freqz_sos = ScipysCode(_signal.freqz_sos)
+deconvolve = ScipysCode(_signal.deconvolve)

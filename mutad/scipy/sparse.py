@@ -22,7 +22,9 @@ SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D
 of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
 a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
 ``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
-or the indices of such a matrix while an entry is zero is refused). The zeros SciPy does store
+or the indices of such a matrix while an entry is zero is refused where that zero carries a
+derivative, and otherwise, a constant's zero (``csr_matrix(np.eye(n))``), makes the matrix
+SciPy's, without it). The zeros SciPy does store
 are stored: a bsr result (``kron`` of a B at least half full, SciPy's product of dense blocks;
 a sum, difference or product of bsr matrices) stays bsr, each block holding its zeros, and
 leaves out only a block that is all zero, as SciPy's; a dia matrix stores its zeros, and its
@@ -45,7 +47,8 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 2-d), ``A[i, j]``, ``A.sum(axis)``, ``A.mean(axis)``, ``A.diagonal(k)``, ``A.trace(k)``,
 ``A.max()`` and ``A.min()`` (of every entry, the unstored zeros too unless ``explicit=True``;
 ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
-coo matrix of them), ``A.nonzero()`` (a decision on the values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
+coo matrix of them), ``A.nonzero()`` and ``A.count_nonzero(axis)`` (decisions on the
+values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
 ``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
 product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
@@ -1397,22 +1400,41 @@ class TracedSparse:
     def data(self) -> Any:
         """The traced array of its stored values. Those of a matrix made from a dense array
         include its zero entries, which SciPy leaves out: the user's code reading them while
-        some are zero is refused (a replay, which would not know, too)."""
-        values = self._values
-        layout = self.layout
-        if isinstance(layout, _Layout) and layout.drops and \
-                not internal(sys._getframe(1)) and np.any(layout.left_out(
-                    settled(values, "A.data of a scipy.sparse matrix made from a dense "
-                                    "array"))):
-            _refuse("A.data of a scipy.sparse matrix with zero entries that SciPy leaves out "
-                    "(of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy leaves them out: "
-                    "read A.toarray(), or build the matrix from (data, indices, indptr) or "
-                    "(data, (row, col)).")
-        return values
+        some are zero makes the matrix SciPy's, or is refused (``_as_scipy_stores``)."""
+        if isinstance(self.layout, _Layout) and not internal(sys._getframe(1)):
+            self._as_scipy_stores("A.data")
+        return self._values
 
     @data.setter
     def data(self, values: Any) -> None:
         self._values = values
+
+    def _as_scipy_stores(self, what):
+        """Before the user's code reads ``what``, the stored values or the pattern: where the
+        matrix keeps zero entries that SciPy leaves out (of a dense array, a sum, a product),
+        the matrix SciPy stores, in place, if those zeros are constants (``np.eye``'s, a
+        dense matrix of constants): their derivative is zero, and SciPy's matrix, which has
+        no such entries, is its own from then on. Zeros that carry a derivative are refused:
+        what the user's code does to the stored values, they would not receive. Once read,
+        the pattern is SciPy's, which stores a zero written into its values (``A.data[0] =
+        0``): no slot is left out by its value any more. The pattern is a decision on the
+        values, which a replay recording the call is refused."""
+        layout, values = self.layout, self._values
+        if not layout.drops:
+            return
+        out = layout.left_out(settled(values, f"{what} of a scipy.sparse matrix made from a "
+                                              "dense array"))
+        if not np.any(out):
+            if self._peers is None:
+                self.layout = layout.dropping(None)
+            return
+        if carries_derivative(values) or self._peers is not None or layout.format == "bsr":
+            _refuse(f"{what} of a scipy.sparse matrix with zero entries that SciPy leaves out "
+                    "(of a dense array, a sum, a product)", "mutad keeps those entries (for "
+                    "their derivative), SciPy leaves them out: read A.toarray(), or build the "
+                    "matrix from (data, indices, indptr) or (data, (row, col)).")
+        self.layout = _Layout(layout.build(memory(values)))
+        self._values = np.reshape(values, (-1,))[np.flatnonzero(~out)]
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
@@ -1518,6 +1540,15 @@ class TracedSparse:
                                     "which counts its nonzero values")
         return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
 
+    def count_nonzero(self, axis: int | None = None) -> Any:
+        """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
+        in place (as it does); a decision on the values, which a replay recording the call
+        is refused."""
+        if self.format in ("csr", "csc", "coo"):
+            self.sum_duplicates()
+        values = settled(self.data, "A.count_nonzero() of a scipy.sparse matrix")
+        return self.layout.build(memory(values)).count_nonzero(axis)
+
     @property
     def dtype(self) -> np.dtype:
         return np.dtype(self.data.dtype)
@@ -1534,14 +1565,9 @@ class TracedSparse:
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
                                              "col", "blocksize", "has_canonical_format",
                                              "has_sorted_indices"):
-            if template.drops and name not in (
-                    "has_canonical_format", "has_sorted_indices") and np.any(template.left_out(
-                    settled(self.data, f"A.{name}"))):
-                _refuse(f"A.{name} of a scipy.sparse matrix with zero entries that SciPy "
-                        "leaves out (of a dense array, a sum, a product)", "mutad keeps those entries (for their derivative), SciPy "
-                        "leaves them out: read A.toarray(), or build the matrix from "
-                        "(data, indices, indptr) or (data, (row, col)).")
-            found = getattr(template.template, name)
+            if name not in ("has_canonical_format", "has_sorted_indices"):
+                self._as_scipy_stores(f"A.{name}")
+            found = getattr(self.layout.template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
                 found.flags.writeable = False

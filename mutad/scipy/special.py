@@ -49,7 +49,7 @@ from scipy.special import (
     eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
-    ndtri_exp, powm1, voigt_profile, wofz, lpmv,
+    ndtri_exp, powm1, voigt_profile, wofz, lpmv, hyperu,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc,
     betainccinv, betaincinv, stdtrit,
 )
@@ -62,7 +62,7 @@ from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrul
 from ..engines.products import times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import Elementwise, StandIn, scipy_adjoint
+from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint
 
 polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
 logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
@@ -83,7 +83,7 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "eval_legendre", "eval_sh_chebyt", "eval_sh_chebyu", "eval_sh_legendre", "exp1",
            "exp10", "exp2", "expi", "expit", "expm1", "expn", "exprel", "gamma", "gammainc",
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
-           "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "inv_boxcox",
+           "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kl_div", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
@@ -368,7 +368,6 @@ _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
-_PARAMETER_M = NoClosedForm("the parameter m")
 
 
 def _f_density(a, b, x):
@@ -472,6 +471,35 @@ def _lpmv_dx(y, m, v, x):
     end = np.where(edge, x, 1.0)
     at_end = np.where(m == 0, 0.5 * v * (v + 1.0) * end ** (v + 1.0), np.nan)
     return np.where(edge, at_end, inside)
+
+
+def _ellipeinc_dm(y, phi, m):
+    """d/dm E(φ|m) = (E(φ|m) - F(φ|m)) / 2m (DLMF 19.4.2), at m = 0 its limit
+    -(2φ - sin 2φ)/8 (of -∫ sin²θ / 2 dθ); the quotient reads a safe m there, so that its own
+    derivative has no NaN where it is not taken."""
+    zero = m == 0
+    ms = np.where(zero, 0.5, m)
+    general = (np.where(zero, ellipeinc(phi, ms), y) - ellipkinc(phi, ms)) / (2.0 * ms)
+    return np.where(zero, (np.sin(2.0 * phi) - 2.0 * phi) / 8.0, general)
+
+
+def _ellipkinc_dm(y, phi, m):
+    """d/dm F(φ|m) = ∫ sin²θ / 2Δ³ dθ = E/(2m(1-m)) - F/2m - sin 2φ / (4(1-m)Δ) (DLMF 19.4.2,
+    Δ = sqrt(1 - m sin²φ)); at m = 0, (2φ - sin 2φ)/8, and at m = 1, where the terms cancel,
+    the integral's (sec φ tan φ - log(sec φ + tan φ))/4 (|φ| < π/2; NaN beyond, where F is
+    infinite). Each branch reads safe points."""
+    zero, one = m == 0, m == 1
+    special = zero | one
+    ms = np.where(special, 0.5, m)
+    f = np.where(special, ellipkinc(phi, ms), y)
+    general = (ellipeinc(phi, ms) / (2.0 * ms * (1.0 - ms)) - f / (2.0 * ms)
+               - np.sin(2.0 * phi) / (4.0 * (1.0 - ms) * _delta(phi, ms)))
+    c = np.cos(phi)
+    inside = one & (c > 0)
+    cs, sn = np.where(inside, c, 1.0), np.where(inside, np.sin(phi), 0.0)
+    at_one = np.where(inside, (sn / (cs * cs) - np.log1p(sn) + np.log(cs)) / 4.0, np.nan)
+    return np.where(zero, (2.0 * phi - np.sin(2.0 * phi)) / 8.0,
+                    np.where(one, at_one, general))
 
 
 def _where_defined(y, partial):
@@ -636,11 +664,14 @@ elementwise(gdtrc,     lambda y, a, b, x: -x * _density(b, a * x),
             lambda y, a, b, x: -_numerics.gammainc_da(b, a * x),
             lambda y, a, b, x: -a * _density(b, a * x))
 # Incomplete elliptic integrals F(φ|m) and E(φ|m): in the amplitude φ, 1/Δ and Δ with
-# Δ = sqrt(1 - m sin²φ)
-elementwise(ellipkinc, lambda y, phi, m: _where_defined(y, 1.0 / _delta(phi, m)), _PARAMETER_M,
-            uses="xy")
-elementwise(ellipeinc, lambda y, phi, m: _where_defined(y, _delta(phi, m)), _PARAMETER_M,
-            uses="xy")
+# Δ = sqrt(1 - m sin²φ); in the parameter m, _ellipkinc_dm and _ellipeinc_dm
+elementwise(ellipkinc, lambda y, phi, m: _where_defined(y, 1.0 / _delta(phi, m)),
+            lambda y, phi, m: _where_defined(y, _ellipkinc_dm(y, phi, m)),            uses="xy")
+elementwise(ellipeinc, lambda y, phi, m: _where_defined(y, _delta(phi, m)),
+            lambda y, phi, m: _where_defined(y, _ellipeinc_dm(y, phi, m)),            uses="xy")
+# Tricomi's U(a, b, x): U' = -a U(a + 1, b + 1, x) (DLMF 13.3.22)
+elementwise(hyperu,    _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: -a * hyperu(a + 1.0, b + 1.0, x))
 elementwise(radian,    Constant(math.pi / 180.0), Constant(math.pi / 10800.0),
             Constant(math.pi / 648000.0),                                reads=((), (), ()))
 # Orthogonal polynomials: the derivative in x is one of degree n - 1 (Gegenbauer's
@@ -1098,3 +1129,34 @@ def _harmonics(original):
 
 sph_harm_y = _harmonics(_special.sph_harm_y)
 __all__ += ["sph_harm_y"]
+
+
+# ----------------------------------------------------------------------------------------------
+# comb and perm, SciPy's Python over binom and poch (it converts its arguments with np.asarray):
+# with exact=False, SciPy's steps on the traced values, 0 (1 for comb(N, 0, repetition=True))
+# where SciPy's condition says so; with exact=True, SciPy's integer, which has no derivative
+
+
+def _combinations(original):
+    def stand_in(N, k, *, exact=False, repetition=False):
+        if exact:
+            return original(_plain(N, True), _plain(k, True), exact=True, repetition=repetition)
+        if repetition:
+            return np.where((k == 0) & (N >= 0), 1.0, binom(N + k - 1, k))
+        return np.where((k <= N) & (N >= 0) & (k >= 0), binom(N, k), 0.0)
+
+    return StandIn(original, stand_in)
+
+
+def _permutations(original):
+    def stand_in(N, k, exact=False):
+        if exact:
+            return original(_plain(N, True), _plain(k, True), exact=True)
+        return np.where((k <= N) & (N >= 0) & (k >= 0), poch(N - k + 1, k), 0.0)
+
+    return StandIn(original, stand_in)
+
+
+comb = _combinations(_special.comb)
+perm = _permutations(_special.perm)
+__all__ += ["comb", "perm"]
