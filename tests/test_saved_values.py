@@ -161,3 +161,14 @@ def test_a_save_is_forgotten_when_the_differentiation_ends(tmp_path):
 
     mutad.gradient(saves, np.ones(2))
     np.testing.assert_array_equal(mutad.gradient(loads, np.ones(2))[0], np.ones(2))
+
+
+def test_a_hessian_refuses_the_read_back_too():
+    def f(x):
+        s = io.BytesIO()
+        np.save(s, x)
+        s.seek(0)
+        return (np.load(s) * x).sum()
+
+    with pytest.raises(mutad.MutadError, match="lose their derivative"):
+        mutad.hessian(f, np.array([1.0, 2.0]))
