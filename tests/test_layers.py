@@ -10,7 +10,8 @@ folders that hold them (core/, engines/, rules/, the public faces at the top, be
        core.devices                     libraries' arrays (CuPy's), their namespace and memory
     1  core.views core.shadows         NumPy plumbing, and the caller's side of a
        core.trees core.allocation       differentiation; source lines, warnings, anomalies
-       core.arguments core.debug
+       core.arguments core.debug        (saves of traced values, and the reads of them:
+       core.written                     refused)
     2  engines.arraylike               the array layer both engines share,
        engines.products                 recomputation, and the records of elementwise
        engines.recompute                operations and of writes (their undo)
@@ -42,7 +43,7 @@ LAYERS = [
     ("core", "engines", "core.errors", "core.tape", "core.levels", "core.registry",
      "core.devices"),
     ("core.views", "core.shadows", "core.trees", "core.allocation", "core.arguments",
-     "core.debug"),
+     "core.debug", "core.written"),
     ("engines.arraylike", "engines.products", "engines.recompute", "engines.elementwise",
      "engines.writes"),
     ("engines.reverse", "engines.inplace", "engines.operations", "engines.tracing",

@@ -110,6 +110,7 @@ from .levels import ACTIVE, CARRIERS, Tracer
 from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
                     weaken, wrapped, writeable)
+from .written import check_read, saving, source
 
 FACTORIES = ("zeros", "empty", "ones", "full", "eye", "identity", "tri", "zeros_like",
              "ones_like", "empty_like", "full_like", "copy", "linspace", "logspace", "geomspace",
@@ -126,6 +127,15 @@ LOADERS = ("load", "fromfile", "frombuffer")
 """NumPy functions reading arrays from files and buffers: their float results are constants, as
 the factories' are, which a replay cannot make again (a file read once); a buffer's view stands
 in as an array made before (``Preexisting``)."""
+
+SAVERS = ("save", "savez", "savez_compressed", "savetxt")
+"""NumPy functions writing arrays to files: what a save of traced values wrote to is
+remembered (``written.saving``), so that a read of it in the differentiation is refused."""
+
+FILE_READERS = ("loadtxt", "genfromtxt")
+"""The factories among ``FACTORIES`` that read a file: a read of what a save of traced values
+wrote is refused (``written.check_read``), as the ``LOADERS``' and ``pickle.load``'s are."""
+
 
 BUILDERS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "require")
 """NumPy's array constructors: they also build arrays from traced values."""
@@ -345,6 +355,8 @@ def factory(func, counting=True):
             like = next((a for a in (*args, *kwargs.values()) if wrapped(a)), None)
             if like is not None:
                 return func(*args, like=like, **kwargs)
+        if func.__name__ in FILE_READERS:
+            check_read(f"np.{func.__name__}", source(args, kwargs))
         y = func(*args, **kwargs)
         if _in_mode():
             if args and not isinstance(args[0], np.ndarray) and type(y) is np.ndarray \
@@ -370,6 +382,7 @@ def loader(func):
     array viewing an argument's memory is NumPy's own."""
 
     def loading(*args, **kwargs):
+        check_read(f"np.{func.__name__}", source(args, kwargs))
         y = func(*args, **kwargs)
         if _in_mode():
             if type(y) is np.lib.npyio.NpzFile:  # np.load of an .npz archive: its arrays so
@@ -414,6 +427,7 @@ def _unpickling(func):
     are Python's own, a traced write into them refused."""
 
     def unpickling(*args, **kwargs):
+        check_read(f"pickle.{func.__name__}", source(args, kwargs))
         y = func(*args, **kwargs)
         if _in_mode() and kwargs.get("buffers") is None:
             caller = _top(sys._getframe(1).f_globals)
@@ -1544,7 +1558,8 @@ def _replacements():
     """NumPy's functions and mutad's for the mode, by name."""
     table = {}
     for names, make in ((FACTORIES, factory), (INDEX_MAKERS, factory), (LOADERS, loader),
-                        (BUILDERS, builder), (READERS, reader), (JOINERS, joiner)):
+                        (BUILDERS, builder), (READERS, reader), (JOINERS, joiner),
+                        (SAVERS, lambda func: _named(saving(func), func))):
         for name in names:
             if "." in name:
                 continue  # a submodule's (SUBMODULE_REPLACEMENTS)

@@ -109,6 +109,8 @@ def run(differentiation, f, call, explain=None):
         finally:
             del ACTIVE.refusals[refusals:]
             ACTIVE.running.pop()
+            if not ACTIVE.running:
+                ACTIVE.written.clear()
 
 
 def went_past(error):

@@ -35,6 +35,9 @@ class _Active(threading.local):
         # The conversions refused while a differentiation runs (``refused``), until the call
         # they were raised in has ended (``core.arguments.run``).
         self.refusals = []
+        # What saves of traced values wrote to (``written``), until the outermost
+        # differentiation of this thread has ended: a read of it is refused.
+        self.written = []
 
 
 def refused(error):
@@ -76,6 +79,17 @@ class Tracer:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         WRAPPERS.add(cls)
+
+
+def carries_derivative(x):
+    """Whether traced or dual ``x`` (or the value of an enclosing level it holds) depends on
+    the differentiated arguments: not a constant (an array allocated in the function, or made
+    from arrays made before it, ``allocation.Preexisting``) at every level."""
+    while isinstance(x, Tracer):
+        if not x.constant_here():
+            return True
+        x = x.value
+    return False
 
 
 def innermost(items, inner=None):

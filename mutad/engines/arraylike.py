@@ -32,7 +32,8 @@ from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_mem
                                shown_class)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
-from ..core.levels import WRAPPERS, Tracer, escaped, innermost, refused, running
+from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
+                           running)
 from ..core.registry import SUBCLASS_VIEWS
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
@@ -1614,17 +1615,6 @@ def keywords_in_place(func, rule, args, kwargs):
         else:
             given.append(names[0][1])
     return (*args, *lists_as_arrays(given[len(args):])), rest  # constant_values=(a, b)
-
-
-def carries_derivative(x):
-    """Whether traced or dual ``x`` (or the value of an enclosing level it holds) depends on
-    the differentiated arguments: not a constant (an array allocated in the function, or made
-    from arrays made before it, ``allocation.Preexisting``) at every level."""
-    while isinstance(x, Tracer):
-        if not x.constant_here():
-            return True
-        x = x.value
-    return False
 
 
 def records_key(x, key):

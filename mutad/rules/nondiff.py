@@ -37,7 +37,8 @@ nondifferentiable(
     np.array2string, np.array_repr, np.array_str,
 )
 
-# writing a program's values to a file: nothing computed from them comes back
+# writing a program's values to a file: nothing computed from them comes back (a read of
+# what a save of traced values wrote is refused: ``core.written``)
 nondifferentiable(np.save, np.savez, np.savez_compressed, np.savetxt)
 
 
