@@ -1401,14 +1401,17 @@ def _uses(code, name):
 
 
 _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
-# (code, type) -> whether it reads the builtin type (``_compares_with_float``)
+# (code, type) -> whether it reads the builtin type other than to show or call what it gives
+# (``_compares_with_float``)
 
 
 def _compares_with_float(code):
     """Whether ``code`` (or a function defined in it) may compare a type with ``float`` where
     the mode's float, standing for Python's, cannot pass: by identity (``_uses``), or a type
     that Python's ``type`` gave (``type(v) == float``, ``issubclass(type(v), float)``,
-    ``type(v).__name__``), which of the value standing for a Python float is mutad's class."""
+    ``type(v).__name__ == "float"``), which of the value standing for a Python float is mutad's
+    class; a read of ``type`` whose result is only shown or called (``_type_only_shown``)
+    compares nothing."""
     if _uses(code, "float")[1]:
         return True
     reads_type = _NAME_USES.get((code, type))
