@@ -832,3 +832,25 @@ def test_hvp_through_a_constant_decomposition_at_repeated_values(decomposition):
         expected = 2.0 * np.diag([1.0, 1.0, 2.0]) * design[0, 0] @ direction + 6.0 * b * direction
     np.testing.assert_allclose(mutad.hvp(f, (b,), (direction,)), expected, rtol=1e-10)
     assert b.tobytes() == before
+
+
+def test_hessian_through_a_work_array_made_before_and_filled_with_constants():
+    """A work array made before the call, which the function fills with constants (a matrix
+    with a repeated eigenvalue), carries no derivative at either level of a Hessian (forward
+    over reverse): the inner gradient took it for a traced one, ran eigh's pullback, and
+    refused its repeated eigenvalues."""
+    work = np.zeros((3, 3))
+
+    def f(b):
+        work[...] = np.diag([1.0, 1.0, 2.0])
+        w, v = np.linalg.eigh(work)
+        return np.sum((v.T @ b) ** 2 * w) + np.sum(b ** 3)
+
+    b = np.array([0.5, -1.0, 2.0])
+    before = b.tobytes()
+    expected = np.diag([2.0, 2.0, 4.0]) + np.diag(6.0 * b)
+    np.testing.assert_allclose(mutad.hessian(f, b), expected, rtol=1e-12)
+    np.testing.assert_allclose(mutad.hvp(f, (b,), (np.ones(3),)), expected @ np.ones(3),
+                               rtol=1e-12)
+    assert b.tobytes() == before
+    assert work.tobytes() == np.diag([1.0, 1.0, 2.0]).tobytes()

@@ -35,6 +35,74 @@ def test_float_beside_types_of_values_keeps_pythons(name):
     assert x.tobytes() == before
 
 
+
+# A module whose code reads ``type`` only to show a name or to call it: no type is compared
+# with float there, and ``float(loss)`` of a traced loss is followed as ``loss.item()``.
+_SHOWN = {"__name__": "shown_user_code"}
+exec(compile("""
+import logging
+import numpy as np
+
+class Model:
+    def __init__(self, n):
+        self.w = np.zeros(n, dtype=float)
+
+    def __repr__(self):
+        return f"{type(self).__name__}(n={self.w.size})"
+
+def main():
+    try:
+        model = Model(3)
+        logging.getLogger("shown").debug("%s: %s", type(model).__name__, model)
+    except Exception as e:
+        print(type(e).__name__, float("nan"))
+        raise TypeError(f"could not build a {type(e).__name__}") from e
+    return type(model.w)(model.w)
+
+def loss(x):
+    value = np.sum(x ** 2)
+    return float(value) * 2.0
+""", "shown_user_code", "exec"), _SHOWN)
+
+
+def test_float_beside_type_shown_or_called_follows_float():
+    """Reading ``type`` to print, format or log a name, or to call what it gives, compares no
+    type with float: ``float(value)`` in the module is followed, not refused."""
+    x = np.array([0.3, -1.2, 2.5])
+    before = x.tobytes()
+    (g,) = mutad.gradient(_SHOWN["loss"], x)
+    np.testing.assert_array_equal(g, 4.0 * x)
+    assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("comparison", [
+    "type(v) == float", "type(v) is float", "issubclass(type(v), float)",
+    "type(v) in (float, int)", "type(v).__name__ == 'float'", "type(v) != float",
+    "f'{type(v).__name__}' == 'float'", "'{}'.format(type(v).__name__) == 'float'",
+    "str(type(v)) == \"<class 'float'>\"", "KINDS.get(type(v).__name__) == 1",
+    "(lambda t: t == float)(type(v))"])
+def test_a_type_compared_with_float_beside_shown_ones_keeps_pythons(comparison):
+    """Code that also compares a type with float, however its other reads of ``type`` only
+    show it, keeps Python's float (the mode's would take the other branch): refused."""
+    namespace = {"__name__": "compared_user_code"}
+    exec(compile(f"""
+import numpy as np
+KINDS = {{"float": 1}}
+
+def describe(e):
+    print(type(e).__name__)
+
+def loss(x):
+    v = float(x[1])
+    return float(np.sum(x ** 2)) * (2.0 if {comparison} else 3.0)
+""", "compared_user_code", "exec"), namespace)
+    x = np.array([0.3, -1.2, 2.5])
+    before = x.tobytes()
+    with pytest.raises(ConversionError):
+        mutad.gradient(namespace["loss"], x)
+    assert x.tobytes() == before
+
+
 SEEN = {}
 
 

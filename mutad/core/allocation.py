@@ -1519,22 +1519,115 @@ def _uses(code, name):
 
 
 _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
-# (code, type) -> whether it reads the builtin type (``_compares_with_float``)
+# (code, type) -> whether it reads the builtin type other than to show or call what it gives
+# (``_compares_with_float``)
 
 
 def _compares_with_float(code):
     """Whether ``code`` (or a function defined in it) may compare a type with ``float`` where
     the mode's float, standing for Python's, cannot pass: by identity (``_uses``), or a type
     that Python's ``type`` gave (``type(v) == float``, ``issubclass(type(v), float)``,
-    ``type(v).__name__``), which of the value standing for a Python float is mutad's class."""
+    ``type(v).__name__ == "float"``), which of the value standing for a Python float is mutad's
+    class; a read of ``type`` whose result is only shown or called (``_type_only_shown``)
+    compares nothing."""
     if _uses(code, "float")[1]:
         return True
     reads_type = _NAME_USES.get((code, type))
     if reads_type is None:
-        reads_type = _NAME_USES[code, type] = any(
-            i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-            for c in _codes(code) for i in dis.get_instructions(c))
+        reads_type = False
+        for c in _codes(code):
+            instructions = list(dis.get_instructions(c))
+            reads_type = reads_type or any(
+                i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                and not _type_only_shown(instructions, k, c.co_name)
+                for k, i in enumerate(instructions))
+        _NAME_USES[code, type] = reads_type
     return reads_type
+
+
+# Callees a type, or its name, may be handed to without being compared: shown to a person,
+# or made text (a comparison of which is followed further: ``str(type(v)) == ...``).
+_SHOWING_CALLEES = {"print", "write", "debug", "info", "warning", "warn", "error", "exception",
+                    "critical", "log"}
+_TEXT_CALLEES = {"repr", "str", "format", "join"}
+_NAME_ATTRIBUTES = ("__name__", "__qualname__", "__module__")
+_FORMATTING = ("FORMAT_VALUE", "FORMAT_SIMPLE", "FORMAT_WITH_SPEC", "CONVERT_VALUE")
+
+
+def _type_only_shown(instructions, k, code_name):
+    """Whether the builtin ``type`` that instruction ``k`` loads is called, and what it gives
+    (or its ``__name__``, or text made of them) is only called (``type(x)(y)``), shown (handed
+    to print, a logger's or an exception's call, returned by ``__repr__``) or dropped: no
+    comparison with a type can come of it. Read by following the values on the stack through
+    the straight code after the load; anything else (a comparison, a store, a jump, an
+    instruction not known here) is taken as a possible comparison."""
+    start = k  # the start of its line: the callee it is handed to (print) is loaded there
+    while start and getattr(instructions[start], "starts_line", None) in (None, False):
+        start -= 1
+    stack = []  # what each value pushed since ``start`` is: a label, or None for another
+    watched = {"type", "the type", "its name", "text"}
+    seen = False  # the load of type
+    for i in instructions[start:start + 64]:
+        seen = seen or i is instructions[k]
+        name, argrepr = i.opname, i.argrepr or ""
+        popped = None
+        if name in ("PRECALL", "KW_NAMES", "NOP", "CACHE", "EXTENDED_ARG"):
+            continue
+        if name == "PUSH_NULL":
+            pops, pushed = 0, ["null"]
+        elif name in ("LOAD_ATTR", "LOAD_METHOD"):
+            pops = 1
+            if stack[-1:] in (["the type"], ["its name"]) and i.argval in _NAME_ATTRIBUTES:
+                pushed = ["its name"]
+            elif stack[-1:] and stack[-1] in watched:
+                return False  # another attribute of the type (__mro__, __eq__)
+            else:
+                method = name == "LOAD_METHOD" or "NULL" in argrepr
+                pushed = [("callee", i.argval)] + ([None] if method else [])
+        elif name.startswith("LOAD_") and name not in ("LOAD_SUPER_ATTR", "LOAD_BUILD_CLASS"):
+            loaded = ("type" if i is instructions[k] else ("callee", i.argval)
+                      if name in ("LOAD_GLOBAL", "LOAD_NAME") else None)
+            pops = 0
+            pushed = ([loaded] if dis.stack_effect(i.opcode, i.arg, jump=False) == 1
+                      else ["null", loaded] if argrepr.startswith("NULL") else [loaded, "null"])
+        elif name in ("CALL", "CALL_METHOD", "CALL_FUNCTION"):
+            pops = i.arg + (1 if name == "CALL_FUNCTION" else 2)
+            called = stack[len(stack) - pops:] if pops <= len(stack) else [None] * 2
+            callee, arguments = ((called[0], called[1:]) if name == "CALL_FUNCTION"
+                                 or "null" not in called[:2] else
+                                 (called[1] if called[0] == "null" else called[0], called[2:]))
+            named = callee[1] if isinstance(callee, tuple) else None
+            texts = named in _TEXT_CALLEES or _exception(named)  # (an exception: raised)
+            given = watched.intersection(arguments)
+            popped = given and not (texts or named in _SHOWING_CALLEES) or callee in (
+                "its name", "text")
+            pushed = ["the type" if callee == "type" else "text" if given and texts else None]
+        elif name in _FORMATTING or name in ("BUILD_STRING", "BUILD_TUPLE") or (
+                name == "BINARY_OP" and argrepr.strip() in ("%", "+")):
+            pops = (2 if name == "FORMAT_WITH_SPEC" or name == "FORMAT_VALUE" and (i.arg or 0)
+                    & 0x04 else 1 if name in _FORMATTING else i.arg if name.startswith("BUILD")
+                    else 2)
+            pushed = ["text" if watched.intersection(stack[len(stack) - pops:]) else None]
+        elif name == "POP_TOP" or name == "RETURN_VALUE" and stack[-1:] == ["text"] and (
+                code_name in ("__repr__", "__str__")):
+            pops, pushed = 1, []
+        elif name == "RAISE_VARARGS":
+            pops, pushed = i.arg, []
+        else:
+            return False  # an instruction not followed here
+        if pops > len(stack) or popped:
+            return False  # what comes from before ``start``, or a watched value not shown
+        del stack[len(stack) - pops:]
+        stack += pushed
+        if seen and not watched.intersection(stack):
+            return True
+    return False
+
+
+def _exception(name):
+    """Whether ``name`` is one of Python's exception classes (``TypeError(...)``)."""
+    value = getattr(builtins, name, None) if type(name) is str else None
+    return isinstance(value, type) and issubclass(value, BaseException)
 
 
 def _loaded_to_call(instructions, k):

@@ -1934,7 +1934,7 @@ del _name
 CONVERSION_FIXES["float"] += (
     " (float() itself is followed as x.item() is where the differentiated code calls it, "
     "unless code of its module compares a type with float by identity, `type(v) is float`, "
-    "or reads type() beside float, `type(v) == float`: isinstance(v, float) replaces both.)")
+    "or compares what type() gives, `type(v) == float`: isinstance(v, float) replaces both.)")
 CONVERSION_FIXES["matrix"] = CONVERSION_FIXES["asmatrix"] = CONVERSION_FIXES["mat"] = (
     "np.matrix is not differentiated (NumPy discourages it): compute with 2-d arrays, "
     "writing A @ B for its A * B, A.T for its transpose and np.linalg.inv(A) for A.I.")

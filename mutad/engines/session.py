@@ -375,11 +375,13 @@ class ReverseDifferentiation(Differentiation):
             # One buffer for all views of the memory, laid out as the argument when it
             # spans all of it (np.linspace's result views an array of its own).
             layout = x if x is base or spans(x, base) else base
-            buffer = Buffer(layout, constant=constant and outer is None)
+            lifted = None if outer is None else outer.lift(layout)
+            # a constant here where no enclosing level's derivative flows through it either
+            # (a forward level's zero tangent; a reverse level follows the writes into it)
+            buffer = Buffer(layout, constant=constant and not holds_derivative(lifted))
             buffer.note_address(layout)
             if outer is None:
                 hold_for_good(buffer, layout)
-            lifted = None if outer is None else outer.lift(layout)
             if lifted is not None:
                 outer.caller_memory(lifted, layout)
             self.buffers[id(base)] = (layout, buffer, lifted)
