@@ -2,6 +2,7 @@
 fills and written afterwards, in both modes; np.sinc's forward rule (np.nan_to_num, a composition, in test_tracing)."""
 
 import enum
+import warnings
 
 import numpy as np
 import pytest
@@ -482,3 +483,100 @@ def test_an_object_array_of_constants_or_filled_by_assignment_is_followed(x):
     before = x.copy()
     mutad.check_grads(f, x)
     assert x.tobytes() == before.tobytes()
+
+
+# fmt: off
+SHAPED = {  # a matrix diag(1, 1, 2) made from a traced array's shape alone
+    "ones_like":      lambda b: np.diag(np.ones_like(b)),
+    "zeros_like":     lambda b: np.diag(np.zeros_like(b) + 1.0),
+    "empty_like":     lambda b: np.diag((lambda e: (e.fill(1.0), e)[1])(np.empty_like(b))),
+    "empty_like-set": lambda b: np.diag((lambda e: (e.__setitem__(Ellipsis, 1.0), e)[1])(
+        np.empty_like(b))),
+    "full_like":      lambda b: np.diag(np.full_like(b, 1.0)),
+    "ones_like-shape": lambda b: np.ones_like(b, shape=(3, 3)) * np.eye(3),
+    "zeros-like=":    lambda b: np.diag(np.zeros(3, like=b) + 1.0),
+    "full-like=":     lambda b: np.diag(np.full(3, 1.0, like=b)),
+    "eye-like=":      lambda b: np.eye(3, like=b),
+    "identity-like=": lambda b: np.identity(3, like=b),
+}
+# fmt: on
+
+
+def _spectral_quadratic(make):
+    """``b @ C @ b`` through eigh of ``C = diag(1, 1, 2)``, made by ``make`` from ``b``: its
+    repeated eigenvalue is refused only for a matrix that depends on what is differentiated."""
+    def f(b):
+        C = make(b)
+        C[-1, -1] = 2.0
+        w, V = np.linalg.eigh(C)
+        return np.sum((V.T @ b) ** 2 * w)
+
+    return f
+
+
+@pytest.mark.parametrize("make", SHAPED.values(), ids=SHAPED.keys())
+def test_a_buffer_made_from_a_traced_arrays_shape_is_a_constant(make):
+    f = _spectral_quadratic(make)
+    b = np.array([1.0, 2.0, 3.0])
+    held = b.tobytes()
+    expected = np.array([2.0, 4.0, 12.0])  # the gradient of b0² + b1² + 2 b2²
+    assert np.allclose(mutad.gradient(f, b)[0], expected, rtol=1e-14)
+    assert np.allclose(mutad.grad(f, replay=True)(b), expected, rtol=1e-14)
+    replays_as_traced(f, [(b,), (b * 1.5,)])
+    assert np.allclose(mutad.jvp(f, (b,), (np.ones(3),))[1], expected.sum(), rtol=1e-14)
+    assert np.allclose(mutad.hessian(f, b), np.diag([2.0, 2.0, 4.0]), rtol=1e-14)
+    assert b.tobytes() == held
+
+
+# fmt: off
+SHAPED_WRITTEN = {  # made from a traced array's shape, then traced values written into them
+    "zeros_like":  lambda b: np.zeros_like(b),
+    "empty_like":  lambda b: (lambda e: (e.fill(0.5), e)[1])(np.empty_like(b)),
+    "ones-like=":  lambda b: np.ones(b.shape, like=b),
+    "full_like":   lambda b: np.full_like(b, 2.0),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("make", SHAPED_WRITTEN.values(), ids=SHAPED_WRITTEN.keys())
+def test_a_constant_buffer_made_from_a_traced_arrays_shape_follows_traced_writes(make):
+    def f(b):
+        w = make(b)
+        w[0] = b[1] * 2.0
+        w[2:] += np.sin(b[:2])
+        return np.sum(w ** 2 * b)
+
+    b = np.array([0.7, 1.3, -0.4, 2.1])
+    held = b.tobytes()
+    mutad.check_grads(f, b, order=2)
+    replays_as_traced(f, [(b,), (b * 0.5,)])
+    assert b.tobytes() == held
+
+
+def test_the_square_root_of_a_buffer_made_from_a_traced_arrays_shape_does_not_warn():
+    # its zeros carry no derivative: no infinite partial is multiplied by a zero cotangent
+    def f(b):
+        return np.sum(np.sqrt(np.zeros_like(b)) + b)
+
+    b = np.array([1.0, 2.0, 3.0])
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.array_equal(mutad.gradient(f, b)[0], np.ones(3))
+        assert np.array_equal(mutad.grad(f, replay=True)(b), np.ones(3))
+
+
+@pytest.mark.parametrize("decompose", [
+    lambda M: (lambda U, s, Vt: (s, U))(*np.linalg.svd(M)),
+    lambda M: (lambda w, V: (np.real(w), np.real(V)))(*np.linalg.eig(M)),
+], ids=["svd", "eig"])
+def test_decompositions_of_a_matrix_made_from_a_traced_arrays_shape(decompose):
+    # its repeated singular values and eigenvalues are NumPy's constants, not refused
+    def f(b):
+        s, U = decompose(np.diag(np.ones_like(b)))
+        return np.sum((U.T @ b) ** 2 * s)
+
+    b = np.array([1.0, 2.0, 3.0])
+    held = b.tobytes()
+    assert np.allclose(mutad.gradient(f, b)[0], 2.0 * b, rtol=1e-14)
+    assert np.allclose(mutad.grad(f, replay=True)(b), 2.0 * b, rtol=1e-14)
+    assert b.tobytes() == held

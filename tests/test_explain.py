@@ -198,6 +198,7 @@ def test_the_text_is_returned_and_printed_to_a_file():
 
 LABELS = {"elementwise": "elementwise", "reverse": "reverse", "forward": "forward",
           "inplace": "in place", "composite": "composite", "nondifferentiable": "no gradient",
+          "shaped": "shaped",
           "recomputable": "recomputable", "joins": "joins", "complex": "complex values",
           "complex_rules": "complex operands", "user": "reverse", "route": "routed",
           "batched": "batched"}

@@ -40,6 +40,13 @@ ones that apply to it:
   its copying ones).
 * ``nondifferentiable``: its outputs carry no gradient (``nondifferentiable``); it runs on
   plain values.
+* ``shaped``: for a function that makes a new array of values read from none of its array
+  arguments but those named (``np.zeros_like(a)`` and ``np.ones(n, like=a)`` read ``a``'s shape,
+  dtype, layout or device alone; ``np.full_like(a, v)`` reads the values of ``v``), the
+  ``(position, keyword)`` of each argument named, ``()`` for none (``shaped``). Where none of
+  those carries a derivative, the engines run it as a function of constants, its result a
+  constant (which a traced value written into it makes traced), not a value that depends on
+  ``a`` (which a spectral or rank check would treat as differentiated).
 * ``recomputable``: the reverse pass may compute the output of its ``reverse`` rule again
   rather than keep it (``recomputable``): cheap, and the same bytes each time.
 * ``joins``: its first argument is a sequence of arrays (``concatenate``), in which a list or
@@ -144,7 +151,7 @@ RULE_MODULES = {
 }
 
 FACETS = ("elementwise", "reverse", "forward", "inplace", "composite", "nondifferentiable",
-          "recomputable", "joins", "complex", "complex_rules", "user", "route", "method",
+          "shaped", "recomputable", "joins", "complex", "complex_rules", "user", "route", "method",
           "batched")
 """A :class:`Rule`'s facets, in the order ``explain`` and ``repr`` name them."""
 _FLAGS = ("nondifferentiable", "recomputable", "joins", "user")
@@ -633,6 +640,23 @@ def nondifferentiable(*funcs):
         rule_for(func).nondifferentiable = True
 
 
+def shaped(*funcs, values=()):
+    """Declare that ``funcs`` make arrays whose values are read from none of their arguments
+    but ``values``, the ``(position, keyword)`` of each (facet ``shaped``)."""
+    for func in funcs:
+        rule_for(func).shaped = tuple(values)
+
+
+def value_arguments(entry, args, kwargs):
+    """The arguments of a call of the function of the Rule ``entry`` whose values its result
+    may depend on: those its facet ``shaped`` names, or all of them."""
+    if entry.shaped is None:
+        return (*args, *kwargs.values())
+    return tuple(args[position] if position < len(args) else kwargs[keyword]
+                 for position, keyword in entry.shaped
+                 if position < len(args) or keyword in kwargs)
+
+
 def _tangent_or_zero(arg, tangent, device=None):
     """A linear operand's tangent; zeros where it carries none (a sequence: item by item), on
     ``device`` (a device library's namespace: that of the other operands) if given."""
@@ -964,6 +988,12 @@ class _Explanation:
             self.known = True
             self.add("no gradient", "its outputs carry no gradient (facet nondifferentiable, "
                      "registry.nondifferentiable): it runs on plain values in both modes")
+        if entry.shaped is not None:
+            read = ", ".join(keyword for _, keyword in entry.shaped)
+            self.add("shaped", "its array arguments give the result a shape, a dtype, a layout "
+                     f"or a device alone{f', its values read from {read} alone' if read else ''}"
+                     " (facet shaped, registry.shaped): where those carry no derivative, the "
+                     "result is a constant")
         if jvp is not None:
             self.known = True
             self.add("forward", self.forward_rule(jvp))

@@ -43,7 +43,8 @@ from .inplace import (_destination, _rule_restores, apart_from, check_destinatio
                       write_constant)
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
-                             check_complex, complex_among, is_recomputable, is_user_rule, lookup)
+                             check_complex, complex_among, is_recomputable, is_user_rule, lookup,
+                             value_arguments)
 from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
                       check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
                       keep, locate, place_at, place_of, plain, private, recipe, view_of)
@@ -1137,9 +1138,10 @@ def apply_array_function(func, args, kwargs, tape):
         return joined
     args = joined_operands(func, args)
     level = innermost((*args, *kwargs.values()), tape)
-    if not carries((*args, *kwargs.values()), level):
-        return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
     entry = RULES.get(func, NO_RULE)
+    # (np.zeros_like(x) reads x's shape alone: its result a constant, as np.zeros(n)'s)
+    if not carries(value_arguments(entry, args, kwargs), level):
+        return on_constants(func, args, kwargs, level, _written(func, args, kwargs))
     rule = entry.reverse
     if rule is not None and entry.composite is not None:  # the composite's calls first (np.pad)
         active(tape)

@@ -15,7 +15,7 @@ from ..core.allocation import follows_floats
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defrule,
-                             holomorphic, recomputable)
+                             holomorphic, recomputable, shaped)
 from ..core.tape import source_line
 from ..core.views import memory, stands_for_scalar
 from ._helpers import traced_among, unbroadcast
@@ -42,11 +42,15 @@ def _zero_tangent(func):
     return jvp
 
 
-# Their values do not depend on the values of their array arguments (only on shapes).
+# Their values are read from no argument (their array arguments give a shape, a dtype, a
+# layout, a device), or from the fill value alone: made of traced arrays, they are constants,
+# as np.zeros(n)'s are (a traced value written into one makes it traced).
 for _func in (np.zeros_like, np.ones_like, np.empty_like,
               np.empty, np.zeros, np.ones, np.eye, np.identity):
     defrule(_func, leading=0)(_no_gradient(_func))
     defjvp(_func)(_zero_tangent(_func))
+    shaped(_func)
+shaped(np.full, np.full_like, values=[(1, "fill_value")])
 
 
 @defrule(np.full, leading=2)
