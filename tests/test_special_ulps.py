@@ -48,15 +48,35 @@ ERFCX = [
     (7.9, -0.008831024690637856, 0.0021847646227161365),
     (12.0, -0.003877862738062271, 0.0006397363162930207),
 ]
-CASES = [pytest.param(sc.dawsn, *case, id=f"dawsn({case[0]})") for case in DAWSN] + [
-    pytest.param(sc.erfcx, *case, id=f"erfcx({case[0]})") for case in ERFCX]
+# i0e, i1e: the scaled derivatives of I_v e^-|x|, (I_(v-1) + I_(v+1))/2 - sign(x) I_v times
+# e^-|x| and the next, (I_(v-2) + 2 I_v + I_(v+2))/4 - sign(x) (I_(v-1) + I_(v+1)) + I_v, by
+# mpmath's besseli at 80 digits.
+I0E = [
+    (5.0, -0.019568545664785997, 0.006342637940663521),
+    (20.0, -0.0022740897015373564, 0.0001728682939102792),
+    (35.4693, -0.0009545395692194177, 4.066490529280858e-05),
+    (-30.0, 0.0012296158835897392, 6.202074722455996e-05),
+    (49.9, -0.0005702213759053128, 1.722949718102182e-05),
+]
+I1E = [
+    (3.0, -0.01943526356790907, 0.0016096787034987584),
+    (20.0, -0.002101221407627077, 0.0001509583319292963),
+    (35.2065, -0.0009238930943973153, 3.846942703478395e-05),
+    (-30.0, -0.0011675951363651794, -5.680612465277664e-05),
+    (49.9, -0.000552991878724291, 1.6361788056531182e-05),
+]
+CASES = [pytest.param(f, *case, id=f"{f.__name__}({case[0]})")
+         for f, cases in ((sc.dawsn, DAWSN), (sc.erfcx, ERFCX), (sc.i0e, I0E), (sc.i1e, I1E))
+         for case in cases]
 
 
 @pytest.mark.parametrize("f, x, first, second", CASES)
 def test_derivatives_to_a_few_ulps(f, x, first, second):
     """Where 1 - 2x D(x) and 2x erfcx(x) - 2/√π cancel (by 2x²: 220 and 198 ulps near 6.3
     from the functions' values rounded), the Taylor series about nodes and the asymptotic
-    series give the derivative to rounding, and their own derivatives the second."""
+    series give the derivative to rounding, and their own derivatives the second; where the
+    scaled Bessel functions' recurrences do (by 2x: 183 and 257 ulps near 35), the
+    trapezoidal rule of an integral of one sign."""
     firsts, seconds = derivatives(lambda v: f(v), np.float64(x))
     for d in firsts:
         assert ulps(d, first) <= 2, (d, first)

@@ -475,6 +475,27 @@ def ive_derivative_large(v, x):
     return -total / np.sqrt(2.0 * np.pi * x)
 
 
+_CIRCLE = 128
+"""Points of the trapezoidal rule over the circle in ``ive_derivative_integral``: it is exact
+for the Fourier modes of e^(x cos θ) below 128, and those beyond are below 1e-30 of the first
+for x ≤ 50 (I_k(x) / I_0(x) ≈ e^(-k²/2x))."""
+
+
+def ive_derivative_integral(n, x):
+    """d/dx (I_n(x) e^-x) for n = 0 or 1 and 0 ≤ x ≤ 50, by the trapezoidal rule over the
+    circle (exact to rounding: the integrand is periodic and entire) of
+    -(1/π) ∫_0^π e^(-x s) s cos(nθ) dθ, s = 1 - cos θ = 2 sin²(θ/2): for n = 0 its terms have
+    one sign, for n = 1 those of θ > π/2 are below e^-x of the others. The recurrence's
+    (I_(n-1) + I_(n+1))/2 - I_n cancels instead, by about 2x (187 ulps for i1e at 35)."""
+    total = 0.0
+    for k in range(_CIRCLE // 2, -1, -1):  # the smallest terms first
+        theta = 2.0 * math.pi * k / _CIRCLE
+        s = 2.0 * math.sin(0.5 * theta) ** 2
+        weight = (1.0 if k in (0, _CIRCLE // 2) else 2.0) / _CIRCLE
+        total = total + (-weight * s * math.cos(n * theta)) * np.exp(-s * x)
+    return total
+
+
 def kve_derivative_large(v, x):
     """d/dx (K_v(x) e^x) for x ≥ bessel_large(v), from its expansion."""
     total = 0.0

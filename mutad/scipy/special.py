@@ -240,19 +240,19 @@ def _incomplete_beta_density(y, a, b, x):
 
 
 def _scaled_i(order):
-    """The partial of i0e (order 0) or i1e (order 1), ``I_v(x) e^-|x|``: the recurrence's minus
-    sign(x) y (the sign decided when the function runs; at 0 it is 0), and beyond 50 the
-    expansion, where the recurrence's difference cancels. i0e is even, i1e odd."""
+    """The partial of i0e (order 0) or i1e (order 1), ``I_v(x) e^-|x|``, from that at |x|: below
+    50 by the trapezoidal rule of ``_numerics.ive_derivative_integral``, beyond by the
+    expansion (the recurrence's difference (I_(v-1) + I_(v+1))/2 - I_v cancels for large x).
+    i0e is even, its partial sign(x) times that at |x| (the sign decided when the function
+    runs; at 0 it is 0); i1e odd, its partial even."""
     def partial(y, x, sign):
-        large = np.abs(x) >= 50.0
-        expansion = _numerics.ive_derivative_large(float(order),
-                                                   np.where(large, np.abs(x), 50.0))
-        if order == 0:
-            expansion = as_float(sign) * expansion
-            recurrence = i1e(x)
-        else:
-            recurrence = 0.5 * (i0e(x) + ive(2.0, x))
-        return np.where(large, expansion, recurrence - as_float(sign) * y)
+        size = np.abs(x)
+        large = size >= 50.0
+        expansion = _numerics.ive_derivative_large(float(order), np.where(large, size, 50.0))
+        below = np.where(large, np.float64(0.0), size)  # in doubles, for float32 too
+        integral = _numerics.ive_derivative_integral(order, below)
+        at_size = np.where(large, expansion, integral)
+        return as_float(sign) * at_size if order == 0 else at_size
 
     return partial
 
