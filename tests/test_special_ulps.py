@@ -65,8 +65,33 @@ I1E = [
     (-30.0, -0.0011675951363651794, -5.680612465277664e-05),
     (49.9, -0.000552991878724291, 1.6361788056531182e-05),
 ]
+# k0e, k1e, kve(2.5, x): (K_v - (K_(v-1) + K_(v+1))/2) e^x and the next,
+# ((K_(v-2) + 2 K_v + K_(v+2))/4 - (K_(v-1) + K_(v+1)) + K_v) e^x, by mpmath's besselk at 60
+# digits.
+K0E = [
+    (1.0, -0.49169040645636325, 0.6527726733505318),
+    (10.0, -0.019134636159190085, 0.0028073847411987044),
+    (47.6867, -0.0018883000424651803, 5.9095055160320446e-05),
+]
+K1E = [
+    (1.0, -1.144463079806895, 2.1278438927196213),
+    (10.0, -0.02194202090038879, 0.003494483054798062),
+    (35.0, -0.0031222889063266747, 0.00013651308612073904),
+]
+KVE = [
+    (1.0, -15.666426716443754, 47.93926575231789),
+    (10.0, -0.040624104800461615, 0.008471612098632848),
+    (40.0, -0.0030576450831140125, 0.0001297563941916421),
+]
+
+
+def kve_half_odd(x):
+    return sc.kve(2.5, x)
+
+
 CASES = [pytest.param(f, *case, id=f"{f.__name__}({case[0]})")
-         for f, cases in ((sc.dawsn, DAWSN), (sc.erfcx, ERFCX), (sc.i0e, I0E), (sc.i1e, I1E))
+         for f, cases in ((sc.dawsn, DAWSN), (sc.erfcx, ERFCX), (sc.i0e, I0E), (sc.i1e, I1E),
+                          (sc.k0e, K0E), (sc.k1e, K1E), (kve_half_odd, KVE))
          for case in cases]
 
 
@@ -75,8 +100,8 @@ def test_derivatives_to_a_few_ulps(f, x, first, second):
     """Where 1 - 2x D(x) and 2x erfcx(x) - 2/√π cancel (by 2x²: 220 and 198 ulps near 6.3
     from the functions' values rounded), the Taylor series about nodes and the asymptotic
     series give the derivative to rounding, and their own derivatives the second; where the
-    scaled Bessel functions' recurrences do (by 2x: 183 and 257 ulps near 35), the
-    trapezoidal rule of an integral of one sign."""
+    scaled Bessel functions' recurrences do (by about 2x: 183 and 257 ulps near 35 for i0e
+    and i1e, 395 for k0e at 47.7), the trapezoidal rule of an integral of one sign."""
     firsts, seconds = derivatives(lambda v: f(v), np.float64(x))
     for d in firsts:
         assert ulps(d, first) <= 2, (d, first)

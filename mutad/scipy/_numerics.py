@@ -504,6 +504,36 @@ def kve_derivative_large(v, x):
     return -total * np.sqrt(np.pi / (2.0 * x))
 
 
+_LINE_STEP, _LINE_END = 1.0 / 16.0, 6.0
+"""The step and the end of the trapezoidal rule in ``kve_derivative_integral``: for
+1/2 ≤ x ≤ 50 and |v| ≤ 8 the terms beyond 6 are below 1e-22 of the integral, and the
+rule's error (of an integrand analytic in a strip) below 1e-19."""
+
+QUADRATURE_ORDERS = 8.0
+"""The largest |v| for which ``kve_derivative_integral`` serves."""
+
+
+def kve_derivative_integral(v, x):
+    """d/dx (K_v(x) e^x) = -∫_0^∞ e^(-x s) s cosh(vt) dt, s = cosh t - 1 = 2 sinh²(t/2), for
+    1/2 ≤ x ≤ 50 and |v| ≤ ``QUADRATURE_ORDERS``, by the trapezoidal rule (exact to rounding:
+    the integrand is even and falls double exponentially). Its terms have one sign, where
+    the recurrence's K_v - (K_(v-1) + K_(v+1))/2, scaled, cancels by about 2x (127 ulps for
+    k1e at 35)."""
+    total = 0.0
+    steps = int(_LINE_END / _LINE_STEP)
+    for k in range(steps, -1, -1):  # the smallest terms first
+        t = k * _LINE_STEP
+        s = 2.0 * math.sinh(0.5 * t) ** 2
+        weight = _LINE_STEP if k else 0.5 * _LINE_STEP
+        total = total + (-weight * s) * np.cosh(v * t) * np.exp(-s * x)
+    return total
+
+
+def quadrature_k(v, x):
+    """Where ``kve_derivative_integral`` serves."""
+    return both(x >= 0.5, x < 50.0, np.abs(v) <= QUADRATURE_ORDERS)
+
+
 def kv_derivative(y, v, x):
     """K_v' = -(K_{v-1} + K_{v+1})/2, from the scaled functions: SciPy's kv is 0 beyond
     x ≈ 700 where K_v(x) still has a value."""
@@ -517,16 +547,20 @@ def k1_derivative(y, x):
 
 
 def scaled_k_derivative(order):
-    """The partial of k0e (order 0) or k1e (order 1): y - K_{v-1}e - K_{v+1}e over 2, and the
-    expansion where that cancels."""
+    """The partial of k0e (order 0) or k1e (order 1): y - (K_(v-1) + K_(v+1))/2 scaled below
+    1/2, the trapezoidal rule of ``kve_derivative_integral`` to 50 and the expansion beyond,
+    where that difference cancels."""
     def partial(y, x):
         large = x >= 50.0
+        middle = quadrature_k(order, x)
         xs = np.where(large, x, 50.0)
         if order == 0:
             direct = y - k1e(x)
         else:
             direct = y - 0.5 * (k0e(x) + kve(2.0, x))
-        return np.where(large, kve_derivative_large(float(order), xs), direct)
+        integral = kve_derivative_integral(float(order), np.where(middle, x, np.float64(1.0)))
+        return np.where(large, kve_derivative_large(float(order), xs),
+                        np.where(middle, integral, direct))
     return partial
 
 

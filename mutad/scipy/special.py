@@ -271,12 +271,17 @@ def _ive_derivative(y, v, x, sign):
 
 
 def _kve_derivative(y, v, x):
-    """d/dx kve(v, x) = kve - (K_{v-1} + K_{v+1})/2 scaled, and the expansion beyond
-    ``bessel_large(v)``, where that difference cancels."""
+    """d/dx kve(v, x) = kve - (K_{v-1} + K_{v+1})/2 scaled, and where that difference cancels
+    the trapezoidal rule of ``kve_derivative_integral`` (below 50, for orders up to 8) and the
+    expansion beyond ``bessel_large(v)``."""
     bound = _numerics.bessel_large(v)
     large = x >= bound
+    middle = _numerics.quadrature_k(v, x)
     expansion = _numerics.kve_derivative_large(v, np.where(large, x, bound))
-    return np.where(large, expansion, y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)))
+    integral = _numerics.kve_derivative_integral(np.where(middle, v, 0.0),
+                                                 np.where(middle, x, np.float64(1.0)))
+    recurrence = y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x))
+    return np.where(large, expansion, np.where(middle, integral, recurrence))
 
 
 def _negated(partial):
