@@ -496,8 +496,9 @@ def _ndtri_exp_slope(y, x):
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
 # -(K_{v-1} + K_{v+1}) / 2; the exponentially scaled ones (ive = iv e^-|x|, kve = kv e^x) add
-# the derivative of the scaling, and take their expansions for large x, where that difference
-# cancels. Integer orders (yn) are piecewise constant: no gradient.
+# the derivative of the scaling, and where that difference cancels take their expansions for
+# large x and integrals of one sign below 50 (i0e, i1e, k0e, k1e, kve). Integer orders (yn)
+# are piecewise constant: no gradient.
 elementwise(gamma,     lambda y, x: y * _numerics.digamma(x),                        uses="xy")
 elementwise(rgamma,    _numerics.rgamma_derivative,                                  uses="xy")
 elementwise(gammaln,   lambda y, x: _numerics.digamma(x))
