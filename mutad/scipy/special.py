@@ -240,19 +240,19 @@ def _incomplete_beta_density(y, a, b, x):
 
 
 def _scaled_i(order):
-    """The partial of i0e (order 0) or i1e (order 1), ``I_v(x) e^-|x|``: the recurrence's minus
-    sign(x) y (the sign decided when the function runs; at 0 it is 0), and beyond 50 the
-    expansion, where the recurrence's difference cancels. i0e is even, i1e odd."""
+    """The partial of i0e (order 0) or i1e (order 1), ``I_v(x) e^-|x|``, from that at |x|: below
+    50 by the trapezoidal rule of ``_numerics.ive_derivative_integral``, beyond by the
+    expansion (the recurrence's difference (I_(v-1) + I_(v+1))/2 - I_v cancels for large x).
+    i0e is even, its partial sign(x) times that at |x| (the sign decided when the function
+    runs; at 0 it is 0); i1e odd, its partial even."""
     def partial(y, x, sign):
-        large = np.abs(x) >= 50.0
-        expansion = _numerics.ive_derivative_large(float(order),
-                                                   np.where(large, np.abs(x), 50.0))
-        if order == 0:
-            expansion = as_float(sign) * expansion
-            recurrence = i1e(x)
-        else:
-            recurrence = 0.5 * (i0e(x) + ive(2.0, x))
-        return np.where(large, expansion, recurrence - as_float(sign) * y)
+        size = np.abs(x)
+        large = size >= 50.0
+        expansion = _numerics.ive_derivative_large(float(order), np.where(large, size, 50.0))
+        below = np.where(large, np.float64(0.0), size)  # in doubles, for float32 too
+        integral = _numerics.ive_derivative_integral(order, below)
+        at_size = np.where(large, expansion, integral)
+        return as_float(sign) * at_size if order == 0 else at_size
 
     return partial
 
@@ -271,12 +271,17 @@ def _ive_derivative(y, v, x, sign):
 
 
 def _kve_derivative(y, v, x):
-    """d/dx kve(v, x) = kve - (K_{v-1} + K_{v+1})/2 scaled, and the expansion beyond
-    ``bessel_large(v)``, where that difference cancels."""
+    """d/dx kve(v, x) = kve - (K_{v-1} + K_{v+1})/2 scaled, and where that difference cancels
+    the trapezoidal rule of ``kve_derivative_integral`` (below 50, for orders up to 8) and the
+    expansion beyond ``bessel_large(v)``."""
     bound = _numerics.bessel_large(v)
     large = x >= bound
+    middle = _numerics.quadrature_k(v, x)
     expansion = _numerics.kve_derivative_large(v, np.where(large, x, bound))
-    return np.where(large, expansion, y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x)))
+    integral = _numerics.kve_derivative_integral(np.where(middle, v, 0.0),
+                                                 np.where(middle, x, np.float64(1.0)))
+    recurrence = y - 0.5 * (kve(v - 1.0, x) + kve(v + 1.0, x))
+    return np.where(large, expansion, np.where(middle, integral, recurrence))
 
 
 def _negated(partial):
@@ -519,8 +524,9 @@ def _ndtri_exp_slope(y, x):
 # One line per ufunc: the partial derivative of each input, from (y, *inputs). Recurrences for
 # the Bessel functions: C'_v = (C_{v-1} - C_{v+1}) / 2 for J and Y, (I_{v-1} + I_{v+1}) / 2,
 # -(K_{v-1} + K_{v+1}) / 2; the exponentially scaled ones (ive = iv e^-|x|, kve = kv e^x) add
-# the derivative of the scaling, and take their expansions for large x, where that difference
-# cancels. Integer orders (yn) are piecewise constant: no gradient.
+# the derivative of the scaling, and where that difference cancels take their expansions for
+# large x and integrals of one sign below 50 (i0e, i1e, k0e, k1e, kve). Integer orders (yn)
+# are piecewise constant: no gradient.
 elementwise(gamma,     lambda y, x: y * _numerics.digamma(x),                        uses="xy")
 elementwise(rgamma,    _numerics.rgamma_derivative,                                  uses="xy")
 elementwise(gammaln,   lambda y, x: _numerics.digamma(x))
