@@ -2,6 +2,7 @@
 first-order modes already followed the program."""
 
 import numpy as np
+import pytest
 
 import mutad
 
@@ -32,3 +33,12 @@ def test_one_element_written_through_a_self_overlapping_view_under_nesting():
     np.testing.assert_allclose(mutad.jvp(gradient, (x,), (v,))[1], expected * v, rtol=1e-12)
     assert (x.tobytes(), v.tobytes()) == before
 
+
+@pytest.mark.parametrize("primal, tangent", [
+    (2.0, np.complex128(1.0 + 1.0j)),            # NumPy's cast dropped 1j: dy was 4, a warning
+    (np.float32(2.0), np.array(1.0 + 1.0j)),
+    (np.ones(2), np.array([1.0j, 0.0])),          # NumPy's cast refused in the middle
+])
+def test_a_complex_tangent_for_a_real_primal_is_refused(primal, tangent):
+    with pytest.raises(mutad.errors.InvalidArgumentError, match="complex tangent"):
+        mutad.jvp(lambda x: x * x, (primal,), (tangent,))
