@@ -718,8 +718,8 @@ class ForwardDifferentiation(Differentiation):
             raise InvalidArgumentError(
                 f"jvp: a complex tangent was given for a real primal "
                 f"({getattr(x, 'dtype', 'float')}): a real argument moves along real directions "
-                "only. Pass the tangent's real part, or "
-                "the primal as complex (x.astype(complex)) to move it off the real line.")
+                "only. Pass the tangent's real part, or the primal as complex "
+                "(x.astype(complex)) to move it off the real line.")
         if self.level in BATCH:
             return self._batched_leaf(x, t, BATCH[self.level])
         if t is not None and np.shape(t) != np.shape(x):
