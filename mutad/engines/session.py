@@ -712,6 +712,14 @@ class ForwardDifferentiation(Differentiation):
 
     def _leaf(self, x, t):
         check_leaf(x)
+        real = isinstance(x, float) or getattr(getattr(x, "dtype", None), "kind", "") == "f"
+        if t is not None and real and np.iscomplexobj(t):
+            # NumPy's cast would drop its imaginary part (a warning) or refuse in the middle
+            raise InvalidArgumentError(
+                f"jvp: a complex tangent was given for a real primal "
+                f"({getattr(x, 'dtype', 'float')}): a real argument moves along real directions "
+                "only. Pass the tangent's real part, or the primal as complex "
+                "(x.astype(complex)) to move it off the real line.")
         if self.level in BATCH:
             return self._batched_leaf(x, t, BATCH[self.level])
         if t is not None and np.shape(t) != np.shape(x):

@@ -59,6 +59,7 @@ def _region_apart(x, key):
     if not all(k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))
                for k in parts):
         return False  # (an advanced index may name one element twice, a traced one changes)
+    x = memory(x)  # (a traced destination's plain memory: indexing it would trace the region)
     region = x[key]
     return isinstance(region, np.generic) or (views(region, x) and not overlaps_itself(region))
 
