@@ -308,6 +308,7 @@ UFUNC_CASES += [
     Case(special.voigt_profile, (real, above_half), settings=((1, 0.6),), label="x gamma"),
     Case(special.powm1,     (above_half, exponent)),
     Case(special.hyp1f1,    (real,),               settings=((0, 0.5), (1, 1.5))),
+    Case(special.hyperu,    (positive,),           settings=((0, 0.5), (1, 1.5))),
     Case(special.gammaincinv, (probability,),      settings=((0, 2.5),)),
     Case(special.gammainccinv, (probability,),     settings=((0, 2.5),)),
     Case(special.betaincinv, (probability,),       settings=((0, 2.0), (1, 3.0))),
