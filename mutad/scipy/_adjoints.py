@@ -128,6 +128,10 @@ def _overwritten(fn, bound):
         result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
                     **inspect.BoundArguments(bound.signature, arguments).kwargs)
     except Exception as error:
+        # this call's error, which f may catch and take another path, is SciPy's on these
+        # values, not a step's: a replay would not see it
+        for recorder in _recorders(bound.arguments[name] for name in copies):
+            recorder.raised(error)
         # SciPy raised (a singular or indefinite matrix's LinAlgError) after overwriting: f
         # may catch the error and read what it left, a partial factorization without a rule
         for name, copy in copies.items():
@@ -140,12 +144,25 @@ def _overwritten(fn, bound):
         raise  # (SciPy left the arrays as they were: its error is f's to catch)
     found = []
     for name, copy in copies.items():
-        x = _plain(bound.arguments[name])
-        if copy.tobytes(order="A") == x.tobytes(order="A"):
-            continue  # left as it was
         path = _memory_path(result, copy)
-        found.append((name, copy if path is None else path))
+        if path is not None:  # (written even where its bytes are the array's: inv(I))
+            found.append((name, path))
+        elif copy.tobytes(order="A") != _plain(bound.arguments[name]).tobytes(order="A"):
+            found.append((name, copy))
+        else:  # left as it was, here: SciPy's workspace may be the array on other values
+            for recorder in _recorders([bound.arguments[name]]):  # (solve's a, of I)
+                recorder.refuse(f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}="
+                                f"True) left `{name}` as it was on these values only")
     return found
+
+
+def _recorders(arrays):
+    """The recorders of a replay recording now (``replay.Recorder``) that the traced
+    ``arrays`` belong to."""
+    for x in arrays:
+        recorder = getattr(getattr(x, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:
+            yield recorder
 
 
 def _memory_path(y, memory, path=()):
