@@ -5,11 +5,14 @@ data."""
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.linalg
+import scipy.sparse
+import scipy.sparse.linalg
 
 import mutad
 
-from test_replay import same
+from test_replay import program_count, same
 
 
 def replayed_like_scipy(f, matrices, order="F"):
@@ -89,3 +92,66 @@ def test_a_workspace_equal_to_the_argument_is_decided_on_each_call():
     with pytest.raises(mutad.MutadError, match="overwrite_a=True"):
         replaying(np.asfortranarray(SPD))  # (SciPy's 5.21: tracing refuses the workspace)
     assert "left `a` as it was on these values only" in " ".join(replaying.reasons.values())
+
+
+def _factors_a_copy_in_place(a):
+    lu, piv = scipy.linalg.lu_factor(a, overwrite_a=True)  # (SciPy copies a C-ordered a)
+    return scipy.linalg.lu_solve((lu, piv), np.array([1.0, 2.0])).sum() + a.sum()
+
+
+def test_an_array_scipy_copies_whatever_its_values_is_replayed():
+    replaying = replayed_like_scipy(_factors_a_copy_in_place, [EYE, EYE, SPD, EYE], order="C")
+    assert program_count(replaying) == 1 and not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# A Python number a rule returns, computed from the traced operands, was held by the program
+# as the recording's: scipy.linalg.lstsq's rank (a Python int, where np.linalg's is NumPy's)
+# was 2 on every replay, SciPy's 1 or 0 for a matrix of lower rank. It is checked again on
+# each replay, and a call on which it differs is recorded again
+
+
+def _solution_and_rank(a):
+    x, residues, rank, s = scipy.linalg.lstsq(a, np.array([1.0, 2.0]))
+    return x.sum() + rank
+
+
+def test_a_rank_scipy_returns_is_guarded():
+    replayed_like_scipy(_solution_and_rank, [SPD, SPD, np.ones((2, 2)), np.zeros((2, 2)), SPD],
+                        order="C")
+
+
+# ----------------------------------------------------------------------------------------------
+# And what a solver found besides its solution on the recording's values, held outside the
+# program: quad's error estimate and full_output's counts, lsqr's istop and iteration count,
+# were the recording's on every replay (lsqr's 5 iterations where SciPy took 1)
+
+
+def _integral_and_error(x):
+    value, error = scipy.integrate.quad(lambda t: np.sin(x[0] * t) * x[1], 0.0, 1.0)
+    return value + error * 1e10
+
+
+def _integral_and_evaluations(x):
+    value, error, info = scipy.integrate.quad(lambda t: np.exp(-x[0] * t) * x[1], 0.0, np.inf,
+                                              full_output=1)
+    return value + info["neval"]
+
+
+def _least_squares_iterations(x):
+    a = scipy.sparse.diags([x + 3.0], [0])
+    solution, stop, iterations = scipy.sparse.linalg.lsqr(a, np.ones(x.size))[:3]
+    return solution.sum() + stop + iterations
+
+
+@pytest.mark.parametrize("f, other", [(_integral_and_error, [30.0, 1.0, 1.0]),
+                                      (_integral_and_evaluations, [30.0, 1.0, 1.0]),
+                                      (_least_squares_iterations, [1.0, 1.0, 1.0])])
+def test_what_a_solver_found_besides_its_solution_is_guarded(f, other):
+    first = [0.5, 2.0, 1.5]
+    replaying = mutad.value_and_grad(f, replay=True)
+    for v in [first, first, other, first, other]:
+        got = replaying(np.array(v))
+        expected = mutad.value_and_grad(f)(np.array(v))
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(np.array(v)))

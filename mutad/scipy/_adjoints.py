@@ -149,11 +149,33 @@ def _overwritten(fn, bound):
             found.append((name, path))
         elif copy.tobytes(order="A") != _plain(bound.arguments[name]).tobytes(order="A"):
             found.append((name, copy))
-        else:  # left as it was, here: SciPy's workspace may be the array on other values
-            for recorder in _recorders([bound.arguments[name]]):  # (solve's a, of I)
+        elif _writes_into(fn, bound, arguments, name, copy):
+            # left as it was on these values only (solve's workspace of I is I): a replay
+            # would leave it so on others
+            for recorder in _recorders([bound.arguments[name]]):
                 recorder.refuse(f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}="
                                 f"True) left `{name}` as it was on these values only")
     return found
+
+
+def _writes_into(fn, bound, arguments, name, copy):
+    """Whether SciPy's ``fn`` writes into argument ``name`` laid out as ``copy`` is (which
+    it left as it was): asked again on a copy of other values, a symmetric, diagonally
+    dominant matrix (or, not 2-d, an increasing sequence) that none of its routines refuses
+    and whose factors and results are not its bytes."""
+    generic = np.empty_like(copy, order="K")
+    if copy.ndim == 2:
+        rows, columns = np.indices(copy.shape)
+        generic[...] = 1.0 / (2.0 + rows + columns) + max(copy.shape) * (rows == columns)
+    else:
+        generic[...] = (1.0 + np.arange(copy.size) / copy.size).reshape(copy.shape)
+    before = generic.copy(order="K")
+    probe = inspect.BoundArguments(bound.signature, {**arguments, name: generic})
+    try:
+        fn(*probe.args, **probe.kwargs)
+    except Exception:
+        return True  # (not known: as if it did)
+    return generic.tobytes(order="A") != before.tobytes(order="A")
 
 
 def _recorders(arrays):
@@ -452,6 +474,17 @@ _ROUTED_NAMES = threading.Lock()
 _SWAPPED: dict[int, list] = {}
 """``id(namespace)`` -> [the calls in ``following_scipys_code`` running with it, {name: SciPy's
 function it bound before its stand-in}]."""
+
+
+def found_again(value, found, *settings):
+    """``found(value, *settings)``: what a solver that computed the traced ``value`` found
+    besides (an error estimate, an iteration count) on this call's values, held by one of the
+    ``settings`` (its problem). A recording checks it again on each replay (a step that reads
+    it after the solver's step ran again), as Python may have read it."""
+    recorder = getattr(getattr(value, "tape", None), "recorder", None)
+    if recorder is not None and recorder.ready:
+        return recorder.nondiff(found, (value, *settings), {})
+    return found(value, *settings)
 
 
 def not_replayed(reason):

@@ -207,7 +207,7 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import ScipysCode, Value, reproduces, scipys_value
+from ._adjoints import ScipysCode, Value, found_again, reproduces, scipys_value
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
@@ -4538,11 +4538,15 @@ def _least_squares_method(method):
             data = np.zeros(0)
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
         x = _least_squares(data, b, guess, problem=problem)
-        result = problem.result
-        return (x, result[1], result[2],
+        return (x, *found_again(x, _stop_and_iterations, problem),
                 *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
 
     return _route(SCIPY[method], solve)
+
+
+def _stop_and_iterations(x, problem):
+    """Why SciPy's least-squares solver stopped (istop), and after how many iterations."""
+    return problem.result[1], problem.result[2]
 
 
 lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
