@@ -481,8 +481,7 @@ def found_again(value, found, *settings):
     besides (an error estimate, an iteration count) on this call's values, held by one of the
     ``settings`` (its problem). A recording checks it again on each replay (a step that reads
     it after the solver's step ran again), as Python may have read it."""
-    recorder = getattr(getattr(value, "tape", None), "recorder", None)
-    if recorder is not None and recorder.ready:
+    for recorder in _recorders([value]):
         return recorder.nondiff(found, (value, *settings), {})
     return found(value, *settings)
 
