@@ -155,3 +155,27 @@ def test_what_a_solver_found_besides_its_solution_is_guarded(f, other):
         expected = mutad.value_and_grad(f)(np.array(v))
         assert same(got[0], expected[0]) and same(got[1], expected[1])
         assert same(got[0], f(np.array(v)))
+
+
+# ----------------------------------------------------------------------------------------------
+# A callback SciPy's iterative solver calls on each iteration (counting them into a list) ran
+# while recording alone: every replay read the recorded count (7.0 for SciPy's 2.0)
+
+DIAGONAL = scipy.sparse.diags([np.arange(1.0, 7.0)], [0], format="csr")
+
+
+def _solution_and_iterations(b):
+    iterations = []
+    x, info = scipy.sparse.linalg.cg(DIAGONAL, b, callback=lambda xk: iterations.append(1),
+                                     rtol=1e-12)
+    return x.sum() + len(iterations)
+
+
+def test_a_solver_given_a_callback_is_traced():
+    replaying = mutad.value_and_grad(_solution_and_iterations, replay=True)
+    for b in [np.ones(6), np.ones(6), np.eye(6)[2] * 3.0, np.ones(6)]:
+        got = replaying(b.copy())
+        expected = mutad.value_and_grad(_solution_and_iterations)(b.copy())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], _solution_and_iterations(b.copy()))
+    assert "with a callback" in " ".join(replaying.reasons.values())

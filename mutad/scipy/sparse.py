@@ -207,7 +207,8 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import ScipysCode, Value, found_again, reproduces, scipys_value
+from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
+                        scipys_value)
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
@@ -3359,6 +3360,9 @@ def _plain_preconditioner(M, method, what):
 
 def _iterative(method):
     def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
+        if options.get("callback") is not None:  # (counting the iterations into a list)
+            not_replayed(f"scipy.sparse.linalg.{method} with a callback, which SciPy calls "
+                         "on each iteration: a replay would not call it")
         parameters = _operator_parameters(A, method)
         if parameters is not None:
             _dense_rhs(b, method)
