@@ -2453,7 +2453,7 @@ class Recorder:
             return Out(self.bind(y), _value_of, y)
         if type(y) in (tuple, list):
             return tuple(self._reentered(item, buffers, first) for item in y)
-        return None
+        return self._plain_output(y)
 
     def refuse(self, reason):
         if self.reason is None:
@@ -2635,6 +2635,8 @@ class Recorder:
         ``np.allclose``, ``np.count_nonzero``) the value it must be again (:class:`Same`)."""
         if depends and (type(y) in PYTHON_SCALARS or isinstance(y, np.dtype)):
             return Same(y)  # (a dtype: np.min_scalar_type(x[0]), float16 or float64)
+        if depends and type(y) is dict:
+            return self._plain_output(y)
         if type(y) is Traced:
             if y.tape is not self.tape:
                 self.refuse("an array of another differentiation")
@@ -2897,6 +2899,16 @@ class Recorder:
             return tuple(self._function_outputs(item, leaves) for item in y)
         if isinstance(y, (np.ndarray, np.generic)):
             self.refuse("a function whose result is a plain array computed from traced ones")
+        return self._plain_output(y)
+
+    def _plain_output(self, y):
+        """How a step stores a Python value in the result of an operation on traced values,
+        computed from them (scipy's lstsq's rank, quad's infodict of counts): a number the
+        replay must compute again (:class:`Same`); a dict, which no step checks, refuses."""
+        if type(y) in PYTHON_SCALARS:
+            return Same(y)
+        if type(y) is dict and y:
+            self.refuse("a function whose result holds a dict computed from traced values")
         return None
 
     def _written_out(self, function, items):

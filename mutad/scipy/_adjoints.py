@@ -128,6 +128,10 @@ def _overwritten(fn, bound):
         result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
                     **inspect.BoundArguments(bound.signature, arguments).kwargs)
     except Exception as error:
+        # this call's error, which f may catch and take another path, is SciPy's on these
+        # values, not a step's: a replay would not see it
+        for recorder in _recorders(bound.arguments[name] for name in copies):
+            recorder.raised(error)
         # SciPy raised (a singular or indefinite matrix's LinAlgError) after overwriting: f
         # may catch the error and read what it left, a partial factorization without a rule
         for name, copy in copies.items():
@@ -140,12 +144,47 @@ def _overwritten(fn, bound):
         raise  # (SciPy left the arrays as they were: its error is f's to catch)
     found = []
     for name, copy in copies.items():
-        x = _plain(bound.arguments[name])
-        if copy.tobytes(order="A") == x.tobytes(order="A"):
-            continue  # left as it was
         path = _memory_path(result, copy)
-        found.append((name, copy if path is None else path))
+        if path is not None:  # (written even where its bytes are the array's: inv(I))
+            found.append((name, path))
+        elif copy.tobytes(order="A") != _plain(bound.arguments[name]).tobytes(order="A"):
+            found.append((name, copy))
+        elif _writes_into(fn, bound, arguments, name, copy):
+            # left as it was on these values only (solve's workspace of I is I): a replay
+            # would leave it so on others
+            for recorder in _recorders([bound.arguments[name]]):
+                recorder.refuse(f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}="
+                                f"True) left `{name}` as it was on these values only")
     return found
+
+
+def _writes_into(fn, bound, arguments, name, copy):
+    """Whether SciPy's ``fn`` writes into argument ``name`` laid out as ``copy`` is (which
+    it left as it was): asked again on a copy of other values, a symmetric, diagonally
+    dominant matrix (or, not 2-d, an increasing sequence) that none of its routines refuses
+    and whose factors and results are not its bytes."""
+    generic = np.empty_like(copy, order="K")
+    if copy.ndim == 2:
+        rows, columns = np.indices(copy.shape)
+        generic[...] = 1.0 / (2.0 + rows + columns) + max(copy.shape) * (rows == columns)
+    else:
+        generic[...] = (1.0 + np.arange(copy.size) / copy.size).reshape(copy.shape)
+    before = generic.copy(order="K")
+    probe = inspect.BoundArguments(bound.signature, {**arguments, name: generic})
+    try:
+        fn(*probe.args, **probe.kwargs)
+    except Exception:
+        return True  # (not known: as if it did)
+    return generic.tobytes(order="A") != before.tobytes(order="A")
+
+
+def _recorders(arrays):
+    """The recorders of a replay recording now (``replay.Recorder``) that the traced
+    ``arrays`` belong to."""
+    for x in arrays:
+        recorder = getattr(getattr(x, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:
+            yield recorder
 
 
 def _memory_path(y, memory, path=()):
@@ -435,6 +474,16 @@ _ROUTED_NAMES = threading.Lock()
 _SWAPPED: dict[int, list] = {}
 """``id(namespace)`` -> [the calls in ``following_scipys_code`` running with it, {name: SciPy's
 function it bound before its stand-in}]."""
+
+
+def found_again(value, found, *settings):
+    """``found(value, *settings)``: what a solver that computed the traced ``value`` found
+    besides (an error estimate, an iteration count) on this call's values, held by one of the
+    ``settings`` (its problem). A recording checks it again on each replay (a step that reads
+    it after the solver's step ran again), as Python may have read it."""
+    for recorder in _recorders([value]):
+        return recorder.nondiff(found, (value, *settings), {})
+    return found(value, *settings)
 
 
 def not_replayed(reason):

@@ -120,8 +120,8 @@ from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
 from ..core.views import memory, weaken
-from ._adjoints import (Value, array_argument, outside_differentiations, refused_attribute,
-                        scipys_value)
+from ._adjoints import (Value, array_argument, found_again, outside_differentiations,
+                        refused_attribute, scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
                        _with_derivatives)
 from .optimize import _constant as _allocated
@@ -1877,7 +1877,13 @@ def _integral(name, integrate, func, a, b, args, settings):
     value = _QUAD(a, b, *parameters.values(), integral=integral)
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
-    return (value, *integral.found[1:])
+    return (value, *found_again(value, _besides_the_value, integral))
+
+
+def _besides_the_value(value, integral):
+    """What ``integral`` found besides its ``value``: the error estimate (full_output's
+    counts)."""
+    return integral.found[1:]
 
 
 @_routed(_quadpack_py.quad)

@@ -207,7 +207,8 @@ from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import ScipysCode, Value, reproduces, scipys_value
+from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
+                        scipys_value)
 
 __all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
@@ -3359,6 +3360,9 @@ def _plain_preconditioner(M, method, what):
 
 def _iterative(method):
     def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
+        if options.get("callback") is not None:  # (counting the iterations into a list)
+            not_replayed(f"scipy.sparse.linalg.{method} with a callback, which SciPy calls "
+                         "on each iteration: a replay would not call it")
         parameters = _operator_parameters(A, method)
         if parameters is not None:
             _dense_rhs(b, method)
@@ -4538,11 +4542,15 @@ def _least_squares_method(method):
             data = np.zeros(0)
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
         x = _least_squares(data, b, guess, problem=problem)
-        result = problem.result
-        return (x, result[1], result[2],
+        return (x, *found_again(x, _stop_and_iterations, problem),
                 *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
 
     return _route(SCIPY[method], solve)
+
+
+def _stop_and_iterations(x, problem):
+    """Why SciPy's least-squares solver stopped (istop), and after how many iterations."""
+    return problem.result[1], problem.result[2]
 
 
 lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
