@@ -304,3 +304,17 @@ def test_zero_factors_beside_infinite_ones_as_one_direction_per_pass(monkeypatch
     J, batched = compare(f, make, monkeypatch)
     assert batched
     assert np.signbit(J[0]).any()
+
+
+def test_a_direction_along_which_no_operand_moves_gives_numpys_zero(monkeypatch):
+    # x0 * x0 along the direction of x1: one pass per direction runs it on constants alone,
+    # whose tangent is NumPy's zero, where the sum of the zero products would be -0.0
+    def f(x):
+        return x[:1] * x[:1], np.sin(x[:1]) * x[1:] * -1.0
+
+    def make():
+        return (np.array([-0.5, 1.5]),)
+
+    J, batched = compare(f, make, monkeypatch)
+    assert batched
+    assert not np.signbit(J[0][0, 1])

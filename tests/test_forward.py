@@ -1,6 +1,7 @@
 """Forward mode's core: tangents mutated alongside primals, views, out=, writes, custom rules."""
 
 import collections
+import warnings
 
 import numpy as np
 import pytest
@@ -417,3 +418,39 @@ def test_second_derivative_of_sinc_at_zero():
     h = mutad.hvp(lambda x: np.sum(np.sinc(x)), (x,), (np.ones(3),))
     exact = [-np.pi ** 2 / 3, -np.pi ** 2 / 3, None]
     np.testing.assert_allclose(h[:2], exact[:2], rtol=1e-8)
+
+
+def _made_inside_at_zero(b):
+    root = np.sqrt(np.zeros(3))  # its partial, 1 / (2 sqrt(0)), is infinite
+    np.sqrt(root, out=root)
+    root[0] = b[0] ** 2  # a constant's result takes a tangent written into it
+    return np.sum(root + b)
+
+
+@pytest.mark.parametrize("mode", ["jvp", "hvp", "hessian"])
+def test_operations_on_constants_alone_compute_no_partials(mode):
+    # An array the function makes (np.zeros) is a dual with a zero tangent, into which a value
+    # with one may be written later; until then it is a constant, which reverse mode records
+    # no rule for: its infinite partial times its zero tangent must not warn.
+    b = np.array([1.0, 2.0, 3.0])
+    kept = b.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if mode == "jvp":
+            value, tangent = mutad.jvp(_made_inside_at_zero, (b,), (np.ones(3),))
+            assert (value, tangent) == (_made_inside_at_zero(b), 5.0)
+        elif mode == "hvp":
+            assert mutad.hvp(_made_inside_at_zero, (b,), (np.ones(3),)).tolist() == [2, 0, 0]
+        else:
+            assert mutad.hessian(_made_inside_at_zero, b).tolist() == [[2, 0, 0], [0, 0, 0],
+                                                                      [0, 0, 0]]
+    np.testing.assert_array_equal(b, kept, strict=True)
+    assert b.tobytes() == kept.tobytes()
+
+
+def test_an_infinite_partial_of_an_operand_with_a_tangent_still_warns():
+    b = np.array([1.0, 2.0, 3.0])
+    with pytest.warns(RuntimeWarning, match="divide by zero encountered in divide, in a tangent"):
+        _, tangent = mutad.jvp(lambda b: np.sqrt(b - np.array([1.0, 0.0, 0.0])), (b,),
+                               (np.ones(3),))
+    assert tangent[0] == np.inf

@@ -562,21 +562,60 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             if carries_derivative(inputs[i]):
                 raise rule.partials[i].error(ufunc)
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
+    if traced and not any(_moves(inputs[i], level) for i in traced):
+        traced = []  # constants alone: NumPy's operation, no partial (1 / (2 sqrt(0))) computed
     if out is not None:
         if not _followed(out, level) and not _carry([inputs[i] for i in traced]):
             traced = []  # constants only: written into an array the jvp does not follow
-        return _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
-                                  originals)
+        still = _still(originals, traced)
+        target = _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
+                                    originals)
+        if still is not None:
+            target.tangent[still] = 0.0
+        return target
     y = as_array(ufunc(*primals, **kwargs))
     if not traced:
-        return y
+        if all(t is None for t in tangents):
+            return y
+        return Dual(y, zero_tangent(y, level), level)  # a constant, written into later
     if y.dtype.kind == "c":  # of complex operands: a row declared for them (facet complex)
         check_complex(function_name(ufunc), rule)
     with tangent_errors(level):
         given = _partial_arguments(rule, primals, traced)
         dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
                          for i in traced), tangents)
-    return Dual(y, _tangent_for(y, dy, tangents, level), level)
+    dy = _tangent_for(y, dy, tangents, level)
+    still = _still(originals, traced)
+    if still is not None:
+        dy[still] = 0.0
+    return Dual(y, dy, level)
+
+
+def _moves(x, level):
+    """Whether a derivative of ``level`` flows through the operand ``x``: not a constant (an
+    array the function made, ``np.zeros(n)``, whose tangent is zero until a value with one is
+    written into it), as reverse mode records no rule for an operation of constants alone. In
+    a batched pass, whether it moves along some direction (``_still``: the others)."""
+    if type(x) is not Dual:
+        return True
+    if x.level in BATCH:
+        return bool(np.any(x.tangent))
+    return not x.constant_here()
+
+
+def _still(originals, traced):
+    """In a batched pass, the directions along which none of the ``traced`` operands moves
+    (their tangents ``originals``), None where there is none: one pass per direction runs the
+    operation on constants there, whose tangent is NumPy's zero, not a sum of zero products
+    (whose sign would follow the partials')."""
+    if originals is None or not traced:
+        return None
+    moving = None
+    for i in traced:
+        t = originals[i]
+        along = np.any(t.reshape(t.shape[0], -1), axis=1)
+        moving = along if moving is None else moving | along
+    return None if moving.all() else ~moving
 
 
 def _batch_operands(ufunc, rule, primals, tangents, out, kwargs, level):
