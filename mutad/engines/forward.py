@@ -49,6 +49,7 @@ from ..core.errors import (
     objects_refused,
 )
 from ..core.debug import ERRORS, HELD, HOLDING, warn_at
+from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
 from .recompute import flat
@@ -596,8 +597,8 @@ def _moves(x, level):
     array the function made, ``np.zeros(n)``, whose tangent is zero until a value with one is
     written into it), as reverse mode records no rule for an operation of constants alone. In
     a batched pass, whether it moves along some direction (``_still``: the others)."""
-    if type(x) is not Dual:
-        return True
+    if type(x) is not Dual or is_device(x.tangent):
+        return True  # (a device's tangent: asking would wait for the device, every operation)
     if x.level in BATCH:
         return bool(np.any(x.tangent))
     return not x.constant_here()
@@ -613,6 +614,8 @@ def _still(originals, traced):
     moving = None
     for i in traced:
         t = originals[i]
+        if type(t) is not np.ndarray:
+            return None  # a device's (asking would wait for it) or a traced one: not asked
         along = np.any(t.reshape(t.shape[0], -1), axis=1)
         moving = along if moving is None else moving | along
     return None if moving.all() else ~moving
