@@ -208,3 +208,68 @@ def test_array_method_of_a_traced_array_is_the_array(source, program, mode):
             np.testing.assert_allclose(tangent, _gradient_fd(numpy_f, x0) @ t, rtol=1e-6,
                                        atol=1e-6)
         assert x.tobytes() == x0.tobytes() and w0.tobytes() == W0.tobytes()
+
+
+@pytest.mark.parametrize("source", ["constant", "argument outside argnums"])
+@pytest.mark.parametrize("read_first", [False, True])
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "replay"])
+def test_a_plain_array_converted_from_memory_later_traced_is_refused(source, read_first, mode):
+    """A conversion not written ``w.__array__()`` (``getattr(w, "__array__")()``, compiled code)
+    hands out a plain array of ``w``'s memory, which reads the traced values later written
+    into ``w`` as constants. jvp returned a wrong tangent (0.5 instead of NumPy's finite
+    difference, 1.0), and the gradient a raw ``ValueError`` from its reverse pass: both modes
+    now refuse with a MutadError that says what to write instead."""
+    def f(x, w0):
+        w = SOURCES[source](x, w0) * 1.0 if source == "constant" else w0
+        v = getattr(w, "__array__")()
+        y = (v * x).sum() if read_first else 0.0
+        w *= x
+        return y + (v * x).sum()
+
+    x0, t = np.array([1.0, 2.0, 3.0]), np.array([1.0, -1.0, 0.5])
+    x, w0 = x0.copy(), W0.copy()
+    with pytest.raises(mutad.MutadError):
+        if mode == "gradient":
+            mutad.gradient(f, x, w0, argnums=0)
+        elif mode == "jvp":
+            mutad.jvp(f, (x, w0), (t, np.zeros(3)))
+        else:
+            mutad.value_and_grad(f, argnums=0, replay=True)(x, w0)
+    assert x.tobytes() == x0.tobytes() and w0.tobytes() == W0.tobytes()
+
+
+def test_a_plain_array_converted_from_memory_never_traced_is_followed():
+    """The refusal above is of traced writes only: a conversion of memory that stays constant
+    is NumPy's plain array, values and derivatives NumPy's."""
+    def f(x):
+        w = np.ones(3)
+        v = getattr(w, "__array__")()
+        w *= 2.0
+        return (v * x * x).sum()
+
+    x0 = np.array([1.0, 2.0, 3.0])
+    x = x0.copy()
+    value, grad = mutad.value_and_grad(f)(x)
+    assert value == f(x0.copy())
+    np.testing.assert_array_equal(grad, 4.0 * x0, strict=True)
+    _, tangent = mutad.jvp(f, (x,), (np.array([1.0, -1.0, 0.5]),))
+    assert tangent == 4.0 * (1.0 - 2.0 + 1.5)
+    assert x.tobytes() == x0.tobytes()
+
+
+def test_a_plain_array_converted_from_memory_not_read_after_a_traced_write_is_followed():
+    """Only a read of the plain array once its memory carries a derivative is refused: one
+    read before the write alone is a constant, as NumPy's values are."""
+    def f(x):
+        w = np.ones(3)
+        v = getattr(w, "__array__")()
+        y = (v * x).sum()
+        w[:] = x * x
+        return y + (w * x).sum()
+
+    x0, t = np.array([1.0, 2.0, 3.0]), np.array([1.0, -1.0, 0.5])
+    x = x0.copy()
+    value, tangent = mutad.jvp(f, (x,), (t,))
+    assert value == f(x0.copy())
+    assert tangent == ((1.0 + 3.0 * x0 ** 2) * t).sum()
+    assert x.tobytes() == x0.tobytes()

@@ -338,6 +338,20 @@ def objects_refused(name):
         "the object array by assignment, a[i] = x[i], which keeps each traced value.")
 
 
+def plain_copy_missed(name):
+    """The error for a value with a derivative meeting memory of which a conversion NumPy made
+    (``getattr(w, "__array__")()``, compiled code: not ``w.__array__()`` written so, which is
+    ``w``) handed out a plain array: that array reads the values as constants, so their
+    derivative would be lost. One wording for both modes."""
+    return ConstantModifiedError(
+        f"{name}: a value with a derivative was written into an array of which a plain ndarray "
+        "of the same memory was handed out by a conversion (getattr(w, '__array__')(), or "
+        "compiled code converting w), and that plain array reads the values written as "
+        "constants, so their derivative would be lost. Read the array itself instead (w, or "
+        "w.__array__() written so, which is w), or write into a new array "
+        "(w = np.empty_like(w)) before writing the differentiated values.")
+
+
 def differentiated_keyword(name, key, kind):
     """The error the engines raise when a value carrying a derivative (``kind``: a traced
     array, a dual) reaches a function as keyword argument ``key``: keyword arguments are read

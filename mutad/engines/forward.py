@@ -47,6 +47,7 @@ from ..core.errors import (
     holds_objects,
     no_rule,
     objects_refused,
+    plain_copy_missed,
 )
 from ..core.debug import ERRORS, HELD, HOLDING, warn_at
 from ..core.devices import is_device
@@ -272,9 +273,17 @@ def _check_alias(x, written=False):
     one (a global or a closure viewing an argument) and the function has changed the copy
     there, ``x`` holds the old values, not those NumPy would read, and is refused; unchanged,
     it is read as a constant, as in reverse mode (``reverse.check_alias``). ``written``: NumPy
-    writes into ``x`` itself, which the copy would not see: refused."""
+    writes into ``x`` itself, which the copy would not see: refused. So is ``x`` where a
+    conversion handed it out of a dual's memory (``Dual.__array__``) whose tangent is no
+    longer zero: ``x`` would read the dual's values as constants."""
     root = None
     for run in ACTIVE.running:
+        handed = getattr(run, "handed", None)
+        if handed:
+            root = id(owner(x)) if root is None else root
+            if any(may_overlap(x, value) and not dual.constant_here()
+                   for value, dual in handed.get(root, [None])[1:]):
+                raise plain_copy_missed("a plain array read beside dual arrays")
         copies = getattr(run, "copies", None)
         if not copies:
             continue
@@ -1082,6 +1091,11 @@ class Dual(ArrayMethods):
         if value is None:
             active(self.level)  # stored during the jvp, used after it
             raise conversion_error("np.asarray")
+        # A plain array of its memory, which would read a tangent's later values as constants
+        root = owner(value)
+        for run in ACTIVE.running:
+            if run.level == self.level:
+                run.handed.setdefault(id(root), [root]).append((value, self))
         if dtype is not None and np.dtype(dtype) != value.dtype:
             return value.astype(dtype)
         return value.copy() if copy else value

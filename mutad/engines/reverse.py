@@ -33,7 +33,7 @@ from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
-from ..core.errors import ConstantModifiedError, UnsupportedArrayError
+from ..core.errors import ConstantModifiedError, UnsupportedArrayError, plain_copy_missed
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
 from .elementwise import (ElementWrite, Elementwise, Gathered, fold_reads, fold_written,
@@ -56,7 +56,7 @@ class ReverseTape(Tape):
 
     __slots__ = ("level", "outer", "frozen", "read_views", "sums", "arguments", "recomputation",
                  "places", "caller", "lines", "anomaly", "originals", "heard", "errors",
-                 "errors_of", "adopter", "locked")
+                 "errors_of", "adopter", "locked", "plain_handed")
 
     def __init__(self, policy, outer, memory=None, recomputes=True):
         super().__init__(policy)
@@ -64,6 +64,9 @@ class ReverseTape(Tape):
         self.outer = outer
         self.frozen = {}  # untraced arrays records read, kept read-only while the tape lives
         self.read_views = False  # whether read-only views of read constants were handed out
+        # The memory of traced arrays conversions handed out as plain arrays, by the id of its
+        # owner, with its buffer: a record reading it once the buffer is traced is refused
+        self.plain_handed = {}
         self.sums = {}  # the checksums of their bytes, checked before the replay
         # The caller's float arrays it traces and their buffers' keys, by the id of their
         # owner: a plain array read that views their memory is checked (``check_alias``).
@@ -400,6 +403,9 @@ def _protect(tape, value):
     while isinstance(chain[-1].base, np.ndarray):
         chain.append(chain[-1].base)
     root = chain[-1]
+    handed = tape.plain_handed.get(id(root))
+    if handed is not None and not handed[1].constant:
+        raise plain_copy_missed("a plain array read by an operation mutad records")
     if writeable(root) or id(root) in tape.frozen:
         # The memory of an argument a running differentiation traces (a global viewing it,
         # read apart from it: check_alias) stays writable, for the writes into the argument
@@ -812,6 +818,8 @@ class Traced(ArrayMethods):
             active(self.tape)  # stored during the differentiation, used after it
             raise conversion_error("np.asarray")
         value = np.asarray(self.value)
+        root = owner(value)
+        self.tape.plain_handed[id(root)] = (root, self.buffer)
         if self.buffer.read or type(self.buffer.ref) is Held:
             # Read-only: a record needs its values, or it is the caller's argument, whose
             # writes must be followed to be undone.

@@ -615,6 +615,9 @@ class ForwardDifferentiation(Differentiation):
         self.given_duals = set()
         self.adopter = self  # (``allocation.adopted`` asks the running levels for it)
         self.closed = {}  # ``shut``
+        # The memory conversions handed out as plain arrays, by the id of its owner: a value
+        # with a tangent written there is refused (``forward._target``)
+        self.handed = {}
 
     def call(self, f, primals, tangents):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
