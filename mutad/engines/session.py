@@ -615,8 +615,8 @@ class ForwardDifferentiation(Differentiation):
         self.given_duals = set()
         self.adopter = self  # (``allocation.adopted`` asks the running levels for it)
         self.closed = {}  # ``shut``
-        # The memory conversions handed out as plain arrays, by the id of its owner: a value
-        # with a tangent written there is refused (``forward._target``)
+        # The plain arrays conversions handed out of duals' memory, by the id of its owner: one
+        # read once its dual's tangent is not zero is refused (``forward._check_alias``)
         self.handed = {}
 
     def call(self, f, primals, tangents):
