@@ -17,10 +17,11 @@ import numpy as np
 from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
-from ..core.errors import ReadOnlyError, UnsupportedOperationError
+from ..core.errors import ReadOnlyError, UnsupportedOperationError, plain_copy_missed
+from ..core.levels import ACTIVE
 from ..core.registry import Normwise
-from ..core.views import (may_overlap, memory, overlaps_itself, same_region, views, wrapped,
-                          writeable)
+from ..core.views import (may_overlap, memory, overlaps_itself, owner, same_region, views,
+                          wrapped, writeable)
 
 
 ULPS = 2
@@ -43,6 +44,9 @@ def check_region(value, what, whole=False, key=None):
     if isinstance(what, np.ufunc):
         what = f"np.{what.__name__}(..., out=...)"
     if not writeable(value):
+        if any(id(owner(value)) in getattr(run, "plain_handed", ()) for run in ACTIVE.running):
+            # read-only as a plain array a conversion handed out of it was read by a record
+            raise plain_copy_missed(what)
         raise ReadOnlyError(f"{what}: the destination is read-only, as NumPy makes it (a view "
                             "from np.diagonal, np.broadcast_to, ...). Write into a copy of it.")
     raise UnsupportedOperationError(
