@@ -530,7 +530,9 @@ def kve_derivative_integral(v, x):
 
 
 def quadrature_k(v, x):
-    """Where ``kve_derivative_integral`` serves."""
+    """Where ``kve_derivative_integral`` serves: real x (complex x keeps the recurrence)."""
+    if np.iscomplexobj(x):
+        return False
     return both(x >= 0.5, x < 50.0, np.abs(v) <= QUADRATURE_ORDERS)
 
 
