@@ -3850,6 +3850,8 @@ def reach(f, kinds=(), kept=None):
                 if id(namespace) in walk.shallow:  # a library module's, the builtins
                     for name in reversed(new):
                         value = namespace[name]
+                        if id(value) in FILE_READERS:
+                            large.append(_reads_files(FILE_READERS[id(value)]))
                         if _walked_in_library(name, value, namespace):
                             work.append(value)
                         else:  # compared by identity alone (np.exp = g: another object)
@@ -4114,6 +4116,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.append(x.value)
     elif id(x) in IDENTITY_READERS:  # (ident = id, operator.is_, partial(operator.is_, c))
         large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
+    elif id(x) in FILE_READERS:  # (from os.path import exists; a helper module's open)
+        large.append(_reads_files(FILE_READERS[id(x)]))
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -4462,6 +4466,26 @@ instructions (``_identity_read``), and where a walk meets one as a value (``iden
 ``T = type``, ``operator.is_``, ``functools.partial(operator.is_, np.True_)``,
 ``collections.abc.Iterable``), it is called there. (``memoryview``: NumPy's scalars have a
 buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
+
+FILE_READERS = {id(v): name for name, v in (
+    ("io.open", __import__("io").open), ("open()", builtins.open), ("os.open", os.open),
+    ("os.stat", os.stat), ("os.lstat", os.lstat), ("os.listdir", os.listdir),
+    ("os.scandir", os.scandir), ("os.path.exists", os.path.exists),
+    ("os.path.lexists", os.path.lexists), ("os.path.isfile", os.path.isfile),
+    ("os.path.isdir", os.path.isdir), ("os.path.getsize", os.path.getsize),
+    ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd))}
+"""The functions through which code reads or writes files (or asks after them), by ids: what
+they read changes between calls where nothing a replay guards does, and what is written
+through them a replay would not write (it runs the recorded steps, not ``f``'s Python), so
+code that reaches one is traced on every call. (NumPy's own readers and writers, ``np.load``,
+``np.save``, are operations a replay follows.)"""
+
+
+def _reads_files(reader):
+    """Why a function reaching ``reader`` (``open()``, ``os.path.exists``) is traced."""
+    return (f"f reaches {reader}: what a file holds may change between calls, and what f "
+            "writes to one a replay would not write again; pass what f reads as an argument")
+
 
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
                              if id(v) in IDENTITY_READERS) | {"eval", "exec"}

@@ -1,0 +1,93 @@
+"""Replays of functions that read state outside their arguments which no guard saw change:
+each replaying function is called as that state changes between calls, each call compared
+with a traced one, bit for bit, and with NumPy's value."""
+
+import os
+
+import numpy as np
+
+import mutad
+
+from test_replay import same
+
+
+def replayed_like_numpy(f, change, calls=5):
+    """Call ``value_and_grad(f, replay=True)`` after each ``change(i)`` of what ``f`` reads,
+    and check each call against a traced one and NumPy's value."""
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([1.0, -0.5, 2.0])
+    for i in range(calls):
+        change(i)
+        got = replaying(x.copy())
+        expected = mutad.value_and_grad(f)(x.copy())
+        assert same(got[0], expected[0]) and same(got[1], expected[1])
+        assert same(got[0], f(x.copy()))
+    return replaying
+
+
+# ----------------------------------------------------------------------------------------------
+# A file f reads (or asks after) changes between calls where nothing a replay guards does: the
+# recording read it once, and every replay used what it read then
+
+
+def test_a_file_read_in_f_leaves_it_traced(tmp_path):
+    path = tmp_path / "scale.txt"
+
+    def loss(x):
+        with open(path) as file:
+            scale = float(file.read())
+        return scale * x.sum()
+
+    replaying = replayed_like_numpy(loss, lambda i: path.write_text(str(1.0 + i)))
+    assert "open()" in " ".join(replaying.reasons.values())
+
+
+def test_a_file_asked_after_in_f_leaves_it_traced(tmp_path):
+    path = tmp_path / "flag"
+
+    def change(i):
+        if i % 2:
+            path.touch()
+        elif path.exists():
+            path.unlink()
+
+    def loss(x):
+        return (2.0 if os.path.exists(path) else 1.0) * x.sum()
+
+    replaying = replayed_like_numpy(loss, change)
+    assert "os.path.exists" in " ".join(replaying.reasons.values())
+
+
+# And what f writes to a file a replay did not write (it runs the recorded steps)
+
+
+def test_a_file_written_in_f_is_written_on_every_call(tmp_path):
+    path = tmp_path / "log.txt"
+
+    def loss(x):
+        value = (x ** 2).sum()
+        with open(path, "a") as file:
+            file.write(f"{float(value)!r}\n")
+        return value
+
+    replaying = mutad.value_and_grad(loss, replay=True)
+    x = np.array([1.0, -0.5, 2.0])
+    for _ in range(4):
+        replaying(x.copy())
+    assert path.read_text().count("\n") == 4
+
+
+
+def test_the_working_directory_read_in_f_leaves_it_traced(tmp_path):
+    (tmp_path / "a").mkdir()
+    directories = [str(tmp_path), str(tmp_path / "a")]
+    start = os.getcwd()
+
+    def loss(x):
+        return len(os.getcwd()) * x.sum()
+
+    try:
+        replaying = replayed_like_numpy(loss, lambda i: os.chdir(directories[i % 2]))
+    finally:
+        os.chdir(start)
+    assert "os.getcwd" in " ".join(replaying.reasons.values())
