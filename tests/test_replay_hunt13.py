@@ -91,3 +91,25 @@ def test_the_working_directory_read_in_f_leaves_it_traced(tmp_path):
     finally:
         os.chdir(start)
     assert "os.getcwd" in " ".join(replaying.reasons.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# An array f reaches was guarded by its bytes and where they lie, not by whether it may be
+# written: code deciding on its writeable flag took the recorded branch on every replay
+
+
+READ_ONLY_SOMETIMES = np.array([1.0, 2.0])
+
+
+def _scaled_where_writeable(x):
+    return (2.0 if READ_ONLY_SOMETIMES.flags.writeable else 1.0) * x.sum()
+
+
+def test_an_array_made_read_only_between_calls_drops_the_programs():
+    def change(i):
+        READ_ONLY_SOMETIMES.flags.writeable = bool(i % 2)
+
+    try:
+        replayed_like_numpy(_scaled_where_writeable, change)
+    finally:
+        READ_ONLY_SOMETIMES.flags.writeable = True

@@ -4739,7 +4739,7 @@ class Contents:
 
     def __init__(self, a):
         a = _memory_of(a)
-        self.layout = (address(a), a.shape, a.strides, a.dtype)
+        self.layout = _reached_layout(a)
         self.copy = self.digest = self.bytes = None
         if _as_bytes(a) and not a.dtype.hasobject:  # (kept as the bytes they are compared
             self.bytes = a.tobytes()  # with: one copy a call; a copy of objects keeps them)
@@ -4750,7 +4750,7 @@ class Contents:
 
     def same(self, a):
         a = _memory_of(a)
-        if (address(a), a.shape, a.strides, a.dtype) != self.layout:
+        if _reached_layout(a) != self.layout:
             return False
         if self.bytes is not None:
             return a.tobytes() == self.bytes
@@ -4764,11 +4764,17 @@ class Contents:
         if self.same(a):
             return True
         a = _memory_of(a)
-        if (address(a), a.shape, a.strides, a.dtype) != self.layout or self.digest is not None:
+        if _reached_layout(a) != self.layout or self.digest is not None:
             return False
         a[...] = self.copy if self.bytes is None else np.frombuffer(
             self.bytes, a.dtype).reshape(a.shape)
         return True
+
+
+def _reached_layout(a):
+    """Where ``a``'s memory lies and how it is read, and whether it may be written: code that
+    asks (``a.flags.writeable``) decides on it as on the bytes."""
+    return address(a), a.shape, a.strides, a.dtype, a.flags.num & WRITEABLE != 0
 
 
 def _memory_of(a):
