@@ -3,6 +3,7 @@ each replaying function is called as that state changes between calls, each call
 with a traced one, bit for bit, and with NumPy's value."""
 
 import os
+import pathlib
 
 import numpy as np
 
@@ -32,9 +33,10 @@ def replayed_like_numpy(f, change, calls=5):
 
 def test_a_file_read_in_f_leaves_it_traced(tmp_path):
     path = tmp_path / "scale.txt"
+    name = str(path)  # (a pathlib.Path's methods read files too)
 
     def loss(x):
-        with open(path) as file:
+        with open(name) as file:
             scale = float(file.read())
         return scale * x.sum()
 
@@ -44,6 +46,7 @@ def test_a_file_read_in_f_leaves_it_traced(tmp_path):
 
 def test_a_file_asked_after_in_f_leaves_it_traced(tmp_path):
     path = tmp_path / "flag"
+    name = str(path)
 
     def change(i):
         if i % 2:
@@ -52,10 +55,26 @@ def test_a_file_asked_after_in_f_leaves_it_traced(tmp_path):
             path.unlink()
 
     def loss(x):
-        return (2.0 if os.path.exists(path) else 1.0) * x.sum()
+        return (2.0 if os.path.exists(name) else 1.0) * x.sum()
 
     replaying = replayed_like_numpy(loss, change)
     assert "os.path.exists" in " ".join(replaying.reasons.values())
+
+
+
+def test_a_file_read_through_pathlib_leaves_it_traced(tmp_path):
+    path = tmp_path / "scale.txt"
+
+    def loss(x):
+        return float(path.read_text()) * x.sum()
+
+    def loss_of_its_name(x):
+        return float(pathlib.Path(str(path)).read_text()) * x.sum()
+
+    for f in (loss, loss_of_its_name):
+        replaying = replayed_like_numpy(f, lambda i: path.write_text(str(1.0 + i)))
+        assert "pathlib.Path" in " ".join(replaying.reasons.values()) \
+            or "PosixPath" in " ".join(replaying.reasons.values())
 
 
 # And what f writes to a file a replay did not write (it runs the recorded steps)

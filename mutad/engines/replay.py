@@ -87,6 +87,7 @@ import mmap
 import math
 import operator
 import os
+import pathlib
 import pickle
 import queue
 import random
@@ -4118,6 +4119,8 @@ def _reach_into(x, work, arrays, names, walk, large):
         large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
     elif id(x) in FILE_READERS:  # (from os.path import exists; a helper module's open)
         large.append(_reads_files(FILE_READERS[id(x)]))
+    elif isinstance(x, pathlib.Path):  # (path.read_text(), path.exists())
+        large.append(_reads_files(f"a {kind.__name__}, whose methods read files"))
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -4473,7 +4476,8 @@ FILE_READERS = {id(v): name for name, v in (
     ("os.scandir", os.scandir), ("os.path.exists", os.path.exists),
     ("os.path.lexists", os.path.lexists), ("os.path.isfile", os.path.isfile),
     ("os.path.isdir", os.path.isdir), ("os.path.getsize", os.path.getsize),
-    ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd))}
+    ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd),
+    ("pathlib.Path", pathlib.Path), ("pathlib.Path", type(pathlib.Path())))}
 """The functions through which code reads or writes files (or asks after them), by ids: what
 they read changes between calls where nothing a replay guards does, and what is written
 through them a replay would not write (it runs the recorded steps, not ``f``'s Python), so
