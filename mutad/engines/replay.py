@@ -4471,14 +4471,15 @@ instructions (``_identity_read``), and where a walk meets one as a value (``iden
 buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
 
 FILE_READERS = {id(v): name for name, v in (
-    ("io.open", __import__("io").open), ("open()", builtins.open), ("os.open", os.open),
+    ("open()", builtins.open), ("os.open", os.open),
     ("os.stat", os.stat), ("os.lstat", os.lstat), ("os.listdir", os.listdir),
     ("os.scandir", os.scandir), ("os.path.exists", os.path.exists),
     ("os.path.lexists", os.path.lexists), ("os.path.isfile", os.path.isfile),
     ("os.path.isdir", os.path.isdir), ("os.path.getsize", os.path.getsize),
     ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd),
-    ("pathlib.Path", pathlib.Path), ("pathlib.Path", type(pathlib.Path())))}
-"""The functions through which code reads or writes files (or asks after them), by ids: what
+    ("pathlib.Path", pathlib.Path), (f"pathlib.{type(pathlib.Path()).__name__}",
+                                     type(pathlib.Path())))}
+"""The functions (and classes) through which code reads or writes files (or asks after them), by ids: what
 they read changes between calls where nothing a replay guards does, and what is written
 through them a replay would not write (it runs the recorded steps, not ``f``'s Python), so
 code that reaches one is traced on every call. (NumPy's own readers and writers, ``np.load``,
