@@ -2,6 +2,7 @@
 each replaying function is called as that state changes between calls, each call compared
 with a traced one, bit for bit, and with NumPy's value."""
 
+import glob
 import os
 import pathlib
 
@@ -75,6 +76,17 @@ def test_a_file_read_through_pathlib_leaves_it_traced(tmp_path):
         replaying = replayed_like_numpy(f, lambda i: path.write_text(str(1.0 + i)))
         assert "pathlib.Path" in " ".join(replaying.reasons.values()) \
             or "PosixPath" in " ".join(replaying.reasons.values())
+
+
+
+def test_a_directory_listed_in_f_leaves_it_traced(tmp_path):
+    pattern = str(tmp_path / "*.txt")
+
+    def loss(x):
+        return len(glob.glob(pattern)) * x.sum()
+
+    replaying = replayed_like_numpy(loss, lambda i: (tmp_path / f"{i}.txt").touch())
+    assert "glob.glob" in " ".join(replaying.reasons.values())
 
 
 # And what f writes to a file a replay did not write (it runs the recorded steps)

@@ -79,6 +79,7 @@ import dis
 import enum
 import functools
 import gc
+import glob
 import hashlib
 import importlib.util
 import inspect
@@ -4477,6 +4478,7 @@ FILE_READERS = {id(v): name for name, v in (
     ("os.path.lexists", os.path.lexists), ("os.path.isfile", os.path.isfile),
     ("os.path.isdir", os.path.isdir), ("os.path.getsize", os.path.getsize),
     ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd),
+    ("glob.glob", glob.glob), ("glob.iglob", glob.iglob),
     ("pathlib.Path", pathlib.Path), (f"pathlib.{type(pathlib.Path()).__name__}",
                                      type(pathlib.Path())))}
 """The functions (and classes) through which code reads or writes files (or asks after them), by ids: what
