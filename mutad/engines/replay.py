@@ -79,6 +79,7 @@ import dis
 import enum
 import functools
 import gc
+import glob
 import hashlib
 import importlib.util
 import inspect
@@ -87,6 +88,7 @@ import mmap
 import math
 import operator
 import os
+import pathlib
 import pickle
 import queue
 import random
@@ -3850,6 +3852,8 @@ def reach(f, kinds=(), kept=None):
                 if id(namespace) in walk.shallow:  # a library module's, the builtins
                     for name in reversed(new):
                         value = namespace[name]
+                        if id(value) in FILE_READERS:
+                            large.append(_reads_files(FILE_READERS[id(value)]))
                         if _walked_in_library(name, value, namespace):
                             work.append(value)
                         else:  # compared by identity alone (np.exp = g: another object)
@@ -4114,6 +4118,10 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.append(x.value)
     elif id(x) in IDENTITY_READERS:  # (ident = id, operator.is_, partial(operator.is_, c))
         large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
+    elif id(x) in FILE_READERS:  # (from os.path import exists; a helper module's open)
+        large.append(_reads_files(FILE_READERS[id(x)]))
+    elif isinstance(x, pathlib.Path):  # (path.read_text(), path.exists())
+        large.append(_reads_files(f"a {kind.__name__}, whose methods read files"))
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
         arrays.append(x)
         if x.dtype.hasobject:  # and the objects it holds (its bytes are their addresses)
@@ -4463,6 +4471,29 @@ instructions (``_identity_read``), and where a walk meets one as a value (``iden
 ``collections.abc.Iterable``), it is called there. (``memoryview``: NumPy's scalars have a
 buffer, the stand-in none; ``weakref``: the stand-in can be referred to weakly.)"""
 
+FILE_READERS = {id(v): name for name, v in (
+    ("open()", builtins.open), ("os.open", os.open),
+    ("os.stat", os.stat), ("os.lstat", os.lstat), ("os.listdir", os.listdir),
+    ("os.scandir", os.scandir), ("os.path.exists", os.path.exists),
+    ("os.path.lexists", os.path.lexists), ("os.path.isfile", os.path.isfile),
+    ("os.path.isdir", os.path.isdir), ("os.path.getsize", os.path.getsize),
+    ("os.path.getmtime", os.path.getmtime), ("os.getcwd", os.getcwd),
+    ("glob.glob", glob.glob), ("glob.iglob", glob.iglob),
+    ("pathlib.Path", pathlib.Path), (f"pathlib.{type(pathlib.Path()).__name__}",
+                                     type(pathlib.Path())))}
+"""The functions (and classes) through which code reads or writes files (or asks after them), by ids: what
+they read changes between calls where nothing a replay guards does, and what is written
+through them a replay would not write (it runs the recorded steps, not ``f``'s Python), so
+code that reaches one is traced on every call. (NumPy's own readers and writers, ``np.load``,
+``np.save``, are operations a replay follows.)"""
+
+
+def _reads_files(reader):
+    """Why a function reaching ``reader`` (``open()``, ``os.path.exists``) is traced."""
+    return (f"f reaches {reader}: what a file holds may change between calls, and what f "
+            "writes to one a replay would not write again; pass what f reads as an argument")
+
+
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
                              if id(v) in IDENTITY_READERS) | {"eval", "exec"}
 """The builtins among them, which the walk compares by identity alone (``type``, ``id``), and
@@ -4715,7 +4746,7 @@ class Contents:
 
     def __init__(self, a):
         a = _memory_of(a)
-        self.layout = (address(a), a.shape, a.strides, a.dtype)
+        self.layout = _reached_layout(a)
         self.copy = self.digest = self.bytes = None
         if _as_bytes(a) and not a.dtype.hasobject:  # (kept as the bytes they are compared
             self.bytes = a.tobytes()  # with: one copy a call; a copy of objects keeps them)
@@ -4726,7 +4757,7 @@ class Contents:
 
     def same(self, a):
         a = _memory_of(a)
-        if (address(a), a.shape, a.strides, a.dtype) != self.layout:
+        if _reached_layout(a) != self.layout:
             return False
         if self.bytes is not None:
             return a.tobytes() == self.bytes
@@ -4740,11 +4771,17 @@ class Contents:
         if self.same(a):
             return True
         a = _memory_of(a)
-        if (address(a), a.shape, a.strides, a.dtype) != self.layout or self.digest is not None:
+        if _reached_layout(a) != self.layout or self.digest is not None:
             return False
         a[...] = self.copy if self.bytes is None else np.frombuffer(
             self.bytes, a.dtype).reshape(a.shape)
         return True
+
+
+def _reached_layout(a):
+    """Where ``a``'s memory lies and how it is read, and whether it may be written: code that
+    asks (``a.flags.writeable``) decides on it as on the bytes."""
+    return address(a), a.shape, a.strides, a.dtype, a.flags.num & WRITEABLE != 0
 
 
 def _memory_of(a):
