@@ -297,10 +297,27 @@ class SavedWrite:
         return None if self.state is None else SavedWrite.cotangents
 
     @staticmethod
+    def write(tape, key, ufunc, values, target):
+        """``ufunc(*values, out=target)`` into the buffer named ``key`` of ``tape``, as its
+        record needs it done, the traced engine's (:func:`record_saved_write`) and the
+        replay's: a copy of ``target`` first, then ``Tape.before_write``, then the write (the
+        steps of :meth:`write_lines`). Returns the copy and the FloatingPointError NumPy
+        raised after writing (``record_write``: the write is recorded, then raised), or
+        None."""
+        saved = target.copy()
+        tape.before_write(key)
+        try:
+            ufunc(*values, out=target)
+        except FloatingPointError as error:
+            return saved, error
+        return saved, None
+
+    @staticmethod
     def write_lines(ufunc, values, target, saved, before):
-        """The lines of a compiled block that do the write and keep what its record keeps:
-        ``saved``, a copy of ``target``, then ``before`` (``Tape.before_write``'s lines),
-        then ``ufunc(*values, out=target)`` (names the block binds)."""
+        """The lines of a compiled block that do the write and keep what its record keeps
+        (:meth:`write`'s steps): ``saved``, a copy of ``target``, then ``before``
+        (``Tape.before_write``'s lines), then ``ufunc(*values, out=target)`` (names the block
+        binds)."""
         return [f"{saved} = {target}.copy()", *before,
                 f"{ufunc}({', '.join(values)}, out={target})"]
 
@@ -330,17 +347,10 @@ def record_saved_write(primitive, ufunc, tape, destination, inputs, values, kept
                 invertible, target.nbytes, destination.key, destination.whole):
         return None
     find = destination.find
-    saved = target.copy()
-    tape.before_write(destination.key)
     buffer = destination.buffer
-    if recomputation is not None:
-        recomputation.overwriting(buffer, True)
+    if recomputation is not None:  # (checkpointed: ``overwriting`` pins nothing)
         recomputation.write(buffer)
-    raised = None
-    try:
-        ufunc(*values, out=target)
-    except FloatingPointError as error:  # NumPy wrote before it raised: ``record_write``
-        raised = error
+    saved, raised = SavedWrite.write(tape, destination.key, ufunc, values, target)
     written(buffer)
     named, kept = _named(tape, inputs, values, kept, True)
     record = SavedWrite(primitive, named, state, destination.place, kept,

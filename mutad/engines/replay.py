@@ -1042,10 +1042,10 @@ class ElementwiseWrite:
         vals = self.args_of(values)
         target = values[self.target]
         if self.lean and tape.copied(self.plan.invertible, target.nbytes, self.key, self.whole):
-            saved = target.copy()
-            tape.before_write(self.key)
-            ufunc(*vals, out=target)
+            saved, raised = SavedWrite.write(tape, self.key, ufunc, vals, target)
             tape.records.append(self.saved_write(vals, target, saved))
+            if raised is not None:
+                raise raised
             return
         # The undo of a write into all of a large temporary finds it then, as tracing's does
         # (``inplace._finder``): it alone does not keep it alive, and does nothing if nothing
