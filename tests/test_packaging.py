@@ -124,6 +124,19 @@ def test_the_installed_package_ships_py_typed():
         assert "mutad/py.typed" in {str(f).replace("\\", "/") for f in distribution.files}
 
 
+def test_a_fresh_import_of_mutad_differentiates_array_operations():
+    """``import mutad`` alone, in a new interpreter, gives traced arrays their operations (the
+    engine's dispatch, installed as ``engines.tracing`` is imported): no module of the package
+    may count on another's importing it for some other name."""
+    program = ("import numpy as np, mutad\n"
+               "f = lambda b: np.sum(b * b.astype(np.float32))\n"
+               "print(mutad.grad(f)(np.arange(3.0)).tolist())")
+    result = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[0.0, 2.0, 4.0]"
+
+
 # ----------------------------------------------------------------------------------------------
 # Type information
 
