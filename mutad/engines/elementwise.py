@@ -22,7 +22,7 @@ from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRul
 from ..core.shadows import Buffer, Place, bytes_of, overlapping
 from ..core.tape import OneOutput, Write
 from ..core.views import NDARRAY, writeable
-from .writes import CopyBack, reads_written
+from .writes import EXACT_AS_SCALAR, CopyBack, reads_written
 
 
 _REAL = np.dtype(float)
@@ -754,14 +754,27 @@ class ElementWrite:
             write_pullback(self, shadows, dy)
 
     @staticmethod
+    def write(tape, key, ufunc, values, region):
+        """``ufunc(*values, out=region)`` into the element ``region`` (a 0-d view) of the
+        buffer named ``key`` of ``tape``, as its record needs it done, the traced engine's
+        (``inplace.record_element_write``) and the replay's: the element kept first (NumPy's
+        scalar where that holds every bit, ``writes.exact_as_scalar``, else a 0-d copy), then
+        ``Tape.before_write``, then the write (the steps of :meth:`write_lines`). Returns
+        what was kept."""
+        saved = region[()] if region.dtype in EXACT_AS_SCALAR else region.copy()
+        tape.before_write(key)
+        ufunc(*values, out=region)
+        return saved
+
+    @staticmethod
     def write_lines(array, index, value, saved, before, ufunc=None, exact=True):
-        """The lines of a compiled block that do the write and keep what its record keeps:
-        ``saved``, the element ``array[index]``, then ``before`` (``Tape.before_write``'s
-        lines), then the assignment of ``value`` (names the block binds). Where ``ufunc`` is
-        given, ``array`` is the element's 0-d view (``index`` ``()``), written as tracing
-        writes it, ``ufunc(value, out=array)`` (NumPy's assignment may round otherwise: a
-        large integer into a float32), and kept as tracing keeps it: NumPy's scalar where it
-        is ``exact`` (``writes.exact_as_scalar``), else a 0-d copy."""
+        """The lines of a compiled block that do the write and keep what its record keeps
+        (:meth:`write`'s steps): ``saved``, the element ``array[index]``, then ``before``
+        (``Tape.before_write``'s lines), then the assignment of ``value`` (names the block
+        binds). Where ``ufunc`` is given, ``array`` is the element's 0-d view (``index``
+        ``()``), written as tracing writes it, ``ufunc(value, out=array)`` (NumPy's assignment
+        may round otherwise: a large integer into a float32), and kept as tracing keeps it:
+        NumPy's scalar where it is ``exact`` (``writes.exact_as_scalar``), else a 0-d copy."""
         if ufunc is None:
             return [f"{saved} = {array}[{index}]", *before, f"{array}[{index}] = {value}"]
         kept = f"{array}[()]" if exact else f"{array}.copy()"

@@ -381,13 +381,9 @@ def record_element_write(primitive, ufunc, tape, buffer, region, place, inputs, 
     if tape.anomaly is not None or (recomputation is not None
                                     and recomputation.budget is not None):
         return None
-    # (``exact_as_scalar`` of a real dtype: NumPy's scalar of an element up to 8 bytes is exact;
-    # a copy is exact for every dtype)
-    saved = region[()] if region.itemsize <= 8 and region.dtype.kind == "f" else region.copy()
-    tape.before_write(buffer.key)
     if recomputation is not None:
         recomputation.write(buffer)
-    ufunc(*values, out=region)
+    saved = ElementWrite.write(tape, buffer.key, ufunc, values, region)
     written(buffer)
     if len(inputs) == 1 and type(inputs[0]) is Traced and inputs[0].tape is tape:
         inputs = (place_of(inputs[0]),)  # (``recipe`` of the one traced value written)

@@ -1042,7 +1042,10 @@ class ElementwiseWrite:
         vals = self.args_of(values)
         target = values[self.target]
         if self.lean and tape.copied(self.plan.invertible, target.nbytes, self.key, self.whole):
-            saved, raised = SavedWrite.write(tape, self.key, ufunc, vals, target)
+            if self.element:  # (an assignment, np.positive, raises nothing)
+                saved, raised = ElementWrite.write(tape, self.key, ufunc, vals, target), None
+            else:
+                saved, raised = SavedWrite.write(tape, self.key, ufunc, vals, target)
             tape.records.append(self.saved_write(vals, target, saved))
             if raised is not None:
                 raise raised

@@ -148,8 +148,14 @@ _copyto = getattr(np.copyto, "_implementation", np.copyto)
 def exact_as_scalar(dtype):
     """Whether NumPy's scalar of ``dtype`` gives back every bit of an element of it: real and
     complex floats up to 16 bytes, whose scalars hold the value and nothing else (an extended
-    precision's padding bytes are not kept)."""
-    return dtype.kind in "fc" and dtype.itemsize <= 8 * (1 + (dtype.kind == "c"))
+    precision's padding bytes are not kept), in the machine's byte order."""
+    return dtype in EXACT_AS_SCALAR
+
+
+EXACT_AS_SCALAR = frozenset(map(np.dtype, (np.float16, np.float32, np.float64, np.complex64,
+                                           np.complex128)))
+"""The dtypes :func:`exact_as_scalar` answers for (a set: a scalar loop asks it of each element
+it writes, ``elementwise.ElementWrite.write``)."""
 
 
 def checkpoint(region, key=None):
