@@ -111,7 +111,7 @@ from .arraylike import ArrayMethods, out_position, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, Gathered, differentiable,
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -126,6 +126,7 @@ from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, cons
                       plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import Record, Tape, Write
+from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
 from ..core.trees import attributes, flatten, scalar_derivative
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)

@@ -29,7 +29,6 @@ from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, e
                       unbatched, zero_tangent)
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from . import tracing  # noqa: F401  (its import gives Traced its operations: install_dispatch)
 from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants, checksum,
                       fresh, thaw, unfreeze, view_of)
 from ..core.shadows import Buffer, Shadows
