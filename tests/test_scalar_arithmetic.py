@@ -1,10 +1,12 @@
 """A scalar loop's float64 arithmetic in Python's floats (``elementwise.arithmetic_in_python``,
 ``exact_in_python``: an element's ``+ - * /`` in the forward pass, a product of a partial and
-the sum into an array's shadow in the reverse pass) gives NumPy's results bit for bit: over
+the sum into an array's shadow in the reverse pass) and its element writes by assignment
+(``inplace.record_element_write``) give NumPy's results bit for bit: over
 random scalar-loop programs (element reads and writes, values kept in lists, dicts, tuples and
 attributes and read back later, branches on comparisons, ``float()`` and ``int()``, a row
 viewed and written through), with ordinary values and with zeros, subnormals, huge values,
-infinities and NaNs, mutad's value is plain NumPy's, its gradient is the one the ufuncs alone
+infinities and NaNs, mutad's value and every element the program leaves (a NaN's sign and
+payload included) are plain NumPy's, its gradient is the one the ufuncs alone
 give (the same engine with the Python path turned off), the caller's arrays come back, and
 where the program is smooth the gradient matches finite differences."""
 
@@ -82,12 +84,15 @@ def _program(seed, smooth):
             "box = Box()"]
     for _ in range(int(rng.integers(6, 20))):
         body += _statement(rng, smooth)
-    source = "def f(A, x):\n" + "".join(
-        f"    {line}\n" for line in body + [
-            "return (A * A).sum() + (x * x).sum() + kept[-1] * d['v']"])
-    namespace = {"Box": type("Box", (), {}), "np": np}
+    # (each element's bits as the program leaves them, its NaNs' payloads too: ``seen``)
+    ending = ["seen.append([float(A[i, j]) for i in range(N) for j in range(N)])",
+              "seen.append([float(x[j]) for j in range(N)])",
+              "return (A * A).sum() + (x * x).sum() + kept[-1] * d['v']"]
+    source = "def f(A, x):\n" + "".join(f"    {line}\n" for line in body + ending)
+    seen = []
+    namespace = {"Box": type("Box", (), {}), "np": np, "seen": seen, "N": N}
     exec(compile(source, f"<program {seed}>", "exec"), namespace)
-    return namespace["f"], source
+    return namespace["f"], source, seen
 
 
 def _arguments(seed, special):
@@ -126,7 +131,7 @@ def _ufuncs_only(monkeypatch):
 @pytest.mark.parametrize("special", [False, True])
 @pytest.mark.parametrize("seed", range(40))
 def test_random_scalar_loops(seed, special, monkeypatch):
-    f, source = _program(seed, smooth=False)
+    f, source, seen = _program(seed, smooth=False)
     A, x = _arguments(seed, special)
     before = _bits([A, x])
     try:
@@ -136,8 +141,11 @@ def test_random_scalar_loops(seed, special, monkeypatch):
             _numpy(f, A, x)
         return
     assert _bits([A, x]) == before, source  # the caller's arrays, as they were
+    written = _bits(seen)
+    seen.clear()
     expected, _, _ = _numpy(f, A, x)
     assert _bits([loss]) == _bits([expected]), source
+    assert written == _bits(seen), source  # every element as NumPy leaves it
     _ufuncs_only(monkeypatch)
     loss_ufuncs, (gA_ufuncs, gx_ufuncs) = _mutad(f, A, x)
     assert _bits([loss]) == _bits([loss_ufuncs]), source
@@ -146,7 +154,7 @@ def test_random_scalar_loops(seed, special, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_random_scalar_loops_match_finite_differences(seed):
-    f, source = _program(100 + seed, smooth=True)
+    f, source, _ = _program(100 + seed, smooth=True)
     A, x = _arguments(seed, special=False)
     loss, (gA, gx) = _mutad(f, A, x)
     if not np.isfinite(loss) or abs(loss) > 1e8:
@@ -175,7 +183,7 @@ def test_python_arithmetic_is_taken_and_left(monkeypatch):
 
     monkeypatch.setattr(elementwise, "exact_in_python", noting)
     for seed in range(8):
-        f, _ = _program(seed, smooth=False)
+        f, _, _ = _program(seed, smooth=False)
         try:
             _mutad(f, *_arguments(seed, special=True))
         except (IndexError, ZeroDivisionError, OverflowError, ValueError):
