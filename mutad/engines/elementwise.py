@@ -412,21 +412,17 @@ def arithmetic_in_python(ufunc, values):
     operation = _ARITHMETIC.get(ufunc)
     if operation is None or len(values) != 2:
         return None
-    a, b = values
-    kind = type(a)
-    if kind is NDARRAY:
-        if a.ndim or a.dtype is not _REAL:
+    floats = []
+    for value in values:
+        kind = type(value)
+        if kind is NDARRAY:
+            if value.ndim or value.dtype is not _REAL:
+                return None
+            value = value.item()
+        elif kind is not float:
             return None
-        a = a.item()
-    elif kind is not float:
-        return None
-    kind = type(b)
-    if kind is NDARRAY:
-        if b.ndim or b.dtype is not _REAL:
-            return None
-        b = b.item()
-    elif kind is not float:
-        return None
+        floats.append(value)
+    a, b = floats
     if not b and operation is operator.truediv:
         return None
     result = operation(a, b)
