@@ -25,6 +25,7 @@ from .views import (NDARRAY, address, byte_span, element_indices, real_part_if, 
                     strided, memory, wrapped, writeable)
 
 _serial = itertools.count()
+_next_key = _serial.__next__
 _FLOAT = np.dtype(float)
 
 SPARE = 1 << 25
@@ -91,7 +92,7 @@ class Buffer:
                  "device", "constant", "read", "version", "origin", "ref", "weak", "owner")
 
     def __init__(self, array, constant=False):
-        self.key = next(_serial)
+        self.key = _next_key()
         # ``version`` counts the writes into it so far in the forward pass. ``origin`` says how
         # the replay can read its bytes: ``HELD`` (the differentiation holds the array: an
         # argument), a ``Recipe`` (recomputable from the record that created it), or None;
@@ -117,6 +118,10 @@ class Buffer:
         shape, strides = array.shape, array.strides
         if type(array) is NDARRAY:
             self.device = None
+            if not shape:  # (0-d: a scalar loop's values, a buffer each, answered first)
+                self.shape = self.strides = ()
+                self.span, self.c_contiguous, self.low, self.offset = 1, True, None, 0
+                return
             # (a C-contiguous NumPy array laid out as one before, the common case: its facts
             # found at once, for a buffer is made for every operation)
             layout = _contiguous.get(shape)

@@ -8,6 +8,7 @@ that their gradients are the traced ones, bit for bit.
 
 import cmath
 import math
+import operator
 import sys
 
 import numpy as np
@@ -205,7 +206,17 @@ def _gathered_back(shadows, dy, inputs, repeats):
         # that shadow; a scalar loop reads each element many times)
         entry = shadows.entries.get(source.key)
         if entry is not None and entry[3] is None:
-            entry[1][key] += dy
+            shadow = entry[1]
+            if not dy.ndim and dy.dtype is _REAL and type(shadow) is NDARRAY \
+                    and shadow.dtype is _REAL and (type(key) is int or type(key) is tuple and
+                                                   len(key) == shadow.ndim):
+                # (one element, an integer per axis: a scalar loop's; the sum is added as
+                # ``shadow[key] += dy`` would add it, where Python's is that one)
+                total = shadow.item(key) + dy.item()
+                if exact_in_python(total):
+                    shadow[key] = total
+                    return
+            shadow[key] += dy
             return
     # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
     region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
@@ -233,7 +244,10 @@ class ElementsRead(OneOutput):
         inputs = record.inputs
         places = list(inputs)
         for n, i in enumerate(positions):
-            places[i] = _stand_in(inputs[i][0].dtype, n)
+            dtype = inputs[i][0].dtype
+            # (a float64's, by position: the common case, without hashing the dtype)
+            places[i] = _REAL_STAND_INS[n] if dtype is _REAL and n < len(_REAL_STAND_INS) \
+                else _stand_in(dtype, n)
         handed = dict.fromkeys(positions)
         _elementwise_back(shadows, state, dy, places, record.kept, handed)
         for i in reversed(positions):
@@ -253,6 +267,10 @@ def _stand_in(dtype, role):
     if buffer is None:
         buffer = _STAND_INS[dtype, role] = Buffer(np.zeros((), dtype))
     return buffer
+
+
+_REAL_STAND_INS = tuple(_stand_in(_REAL, n) for n in range(4))
+"""The first stand-ins of float64 by position, as ``_stand_in`` gives them."""
 
 
 _WRITTEN = {}
@@ -298,7 +316,8 @@ def fold_reads(records, errors_of):
         # Held by ``read.output``, by ``inputs`` and by ``output`` here, and by getrefcount's
         # argument: nothing else (CPython's count of references)
         if sys.getrefcount(output) != 4 or output.shape != () or output.weak \
-                or output.device is not None or output.dtype != read.inputs[0].dtype:
+                or output.device is not None or (output.dtype is not read.inputs[0].dtype
+                                                 and output.dtype != read.inputs[0].dtype):
             break
         i = 0
         while i < count and inputs[i] is not output:
@@ -367,6 +386,49 @@ def _folded_state(state, positions):
     return folded
 
 
+_NORMAL, _LARGEST = sys.float_info.min, sys.float_info.max
+
+
+def exact_in_python(result):
+    """Whether ``result``, one addition, subtraction, multiplication or division of float64
+    values computed with Python's floats, is NumPy's ufunc's result, bit for bit, and one that
+    raised no floating-point error NumPy would act on: a normal, finite number. Both round the
+    exact result of the operands, binary64 alike, to nearest (IEEE 754); a NaN's payload may
+    differ, and an overflow or underflow (its tininess, before rounding or after) is the
+    ufunc's to report, so those are left to it."""
+    return _NORMAL < abs(result) <= _LARGEST
+
+
+_ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+               np.divide: operator.truediv}
+
+
+def arithmetic_in_python(ufunc, values):
+    """``ufunc(*values)``'s value as a Python float, computed with Python's floats, for
+    ``ufunc`` one of + - * / and ``values`` two float64 0-d arrays or Python floats (a scalar
+    loop's operands), where that is the ufunc's result bit for bit (``exact_in_python``);
+    else None (the ufunc computes it: another operation or operand, a result NumPy alone
+    decides, a division by zero, which Python refuses)."""
+    operation = _ARITHMETIC.get(ufunc)
+    if operation is None or len(values) != 2:
+        return None
+    floats = []
+    for value in values:
+        kind = type(value)
+        if kind is NDARRAY:
+            if value.ndim or value.dtype is not _REAL:
+                return None
+            value = value.item()
+        elif kind is not float:
+            return None
+        floats.append(value)
+    a, b = floats
+    if not b and operation is operator.truediv:
+        return None
+    result = operation(a, b)
+    return result if exact_in_python(result) else None
+
+
 def _small_product(dy, partial, y, values, out, suggested):
     """``times_partial`` of a small array ``dy``, into ``out`` unless None: where the partial
     (not ``ONE``) is a finite non-zero float or a real array of ``dy``'s shape,
@@ -383,13 +445,25 @@ def _small_product(dy, partial, y, values, out, suggested):
     kind = type(p)
     if kind is float or kind is _FLOAT64:
         if p != 0.0 and math.isfinite(p):
+            if out is not None and not dy.ndim and dy.dtype is _REAL:
+                product = dy.item() * float(p)
+                if exact_in_python(product):
+                    out[()] = product
+                    return out
             return dy * p if out is None else np.multiply(dy, p, out)
         return times(dy, p, out)
     if kind is NDARRAY and p.dtype is _REAL and p.shape == dy.shape and dy.ndim <= 1 \
             and dy.size <= UNTHREADED:
         # (of one element, a scalar loop's: the dot product is its one product, Python's numbers
         # multiplied: no warning, as none from the dot product)
-        if cmath.isfinite(dy.item() * p.item() if not dy.ndim else _vdot(dy, p)):
+        if not dy.ndim:
+            product = dy.item() * p.item()
+            if out is not None and dy.dtype is _REAL and exact_in_python(product):
+                out[()] = product  # (``out`` is float64 as ``dy`` is: ``empty_like``, or it)
+                return out
+            if cmath.isfinite(product):
+                return dy * p if out is None else np.multiply(dy, p, out)
+        elif cmath.isfinite(_vdot(dy, p)):
             return dy * p if out is None else np.multiply(dy, p, out)
         return times(dy, p, out)
     return _times_partial_of(dy, p, out, suggested)
@@ -763,7 +837,14 @@ class ElementWrite:
         what was kept."""
         saved = region[()] if region.dtype in EXACT_AS_SCALAR else region.copy()
         tape.before_write(key)
-        ufunc(*values, out=region)
+        value = values[0]
+        if ufunc is np.positive and region.dtype is _REAL and (
+                type(value) is float or type(value) is NDARRAY and value.dtype is _REAL):
+            # (np.positive of a float64 copies its bytes, a NaN's as they are, and raises no
+            # error: NumPy's assignment of one, at a tenth of the cost)
+            region[()] = value
+        else:
+            ufunc(*values, out=region)
         return saved
 
     @staticmethod

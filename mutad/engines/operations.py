@@ -33,8 +33,8 @@ from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
 from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, Gathered,
-                          Rerun, differentiable, elementwise_kept, read_by_partials,
-                          write_kept, write_pullback)
+                          Rerun, arithmetic_in_python, differentiable, elementwise_kept,
+                          read_by_partials, write_kept, write_pullback)
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
@@ -339,10 +339,12 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
-    y = ufunc(*values)
+    y = arithmetic_in_python(ufunc, values)  # (a scalar loop's: Python's float, the same)
+    if y is None:
+        y = ufunc(*values)
     rule = plan.rule
     kind = type(y)
-    if kind is _FLOAT64:  # a 0-d result: NumPy's scalar (``fresh_value``, the commonest first)
+    if kind is _FLOAT64 or kind is float:  # a 0-d result: NumPy's scalar (``fresh_value``)
         y = np.array(y)
         _read_only(y, False)
     elif kind is not NDARRAY and isinstance(y, np.inexact):
