@@ -6,6 +6,7 @@ and the caller's data."""
 import warnings
 
 import numpy as np
+import pytest
 
 import mutad
 
@@ -49,3 +50,25 @@ def test_a_dot_products_nan_cotangent_is_numpys_nan():
         warnings.simplefilter("ignore", RuntimeWarning)
         grad = mutad.gradient(_sines_squared_and_dotted, calls[0][0], argnums=0)
     assert np.signbit(grad[1]) and np.isnan(grad[1])  # (-nan: sin's, and cos's, NaN)
+
+
+# ----------------------------------------------------------------------------------------------
+# Open: where every element of the gradient is NaN, an element written with abs() of a NaN and
+# then summed with dot products in a loop gives, from the third call on (the compiled block),
+# a NaN of the other sign in one element of x's gradient than tracing's
+
+
+def _abs_of_a_nan_then_dot_products(x, y):
+    s = np.outer(x, y) @ x
+    s[0] = abs(s[1])
+    for r in range(5):
+        s[r] = s[r] + s[:r] @ x[:r]
+    return s.sum()
+
+
+@pytest.mark.xfail(strict=True, reason="a compiled block's NaN cotangent has the other sign "
+                   "than tracing's (open)")
+def test_nan_cotangents_of_a_compiled_loop_are_tracings():
+    x, y = np.array([-1.0, -0.7, -np.nan, -0.5, 2.0]), np.array([-1.2, 1.1, 0.4, 0.5, 0.2])
+    calls = [(x * (1 + k / 100), y * (1 + k / 100)) for k in range(4)]
+    replayed_like_traced(_abs_of_a_nan_then_dot_products, calls, argnums=(0, 1))
