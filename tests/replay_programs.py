@@ -2,7 +2,10 @@
 the engine's own random programs: each program is Python source of a function ``f(x, y)``
 built from statements that decide on values in every way Python can (branches, loops, ties,
 argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, Python bools
-and integers from NumPy functions, a global array changed between calls). ``check`` calls
+and integers from NumPy functions, a global array changed between calls) and write in every
+way the replay compiles or runs again (elements, slices and strided views, scatters and
+``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
+reductions, SciPy's ``overwrite_a``, complex parts). ``check`` calls
 ``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
 decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
 and the caller's bytes."""
@@ -10,6 +13,7 @@ and the caller's bytes."""
 import textwrap
 
 import numpy as np
+import scipy.linalg
 
 import mutad
 
@@ -85,6 +89,24 @@ def _statements(rng):
         f"out=s)\nnp.cumsum(x * {c}, out=s[::-1])",
         f"m = np.zeros((2, {N}))\nnp.matmul(np.outer(y, x), s, out=m[0])\n"
         f"np.matmul(np.ones(({N}, {N})), np.ones({N}), out=m[1])\ns = s + m.sum(axis=0)",
+        # scatters through index arrays the data picks, repeated indices among them, and
+        # ufunc.at, into the work array and into a complex temporary
+        f"k = np.argsort(x)[[0, 0, {i}]]\ns[k] += y[:3] * {c}\ns[k[1:]] = x[1:3]",
+        f"np.add.at(s, np.argsort(y)[[0, 0, {j}]], x[:3])\n"
+        f"np.multiply.at(s, [{i}, {i}], {c} + 1.5)\nnp.maximum.at(s, np.argmax(x), y[{j}])",
+        f"z = s + 1j * y\nz[np.argsort(x)[[0, 0]]] -= x[:2] * 1j\nnp.add.at(z, [{i}, {i}], y[:2])\n"
+        "s = np.abs(z) + z.imag",
+        # NumPy's writing functions: copyto, put, putmask and place, with masks of the data
+        f"np.copyto(s, y * {c}, where=x > {c})\nnp.copyto(s[:2], x[{i}])",
+        f"np.put(s, np.argsort(x)[:2], y[:2] * 2.0)\nnp.putmask(s, s > {c}, y)\n"
+        f"np.place(s, x < {c}, y[::-1])",
+        # reductions into out=, of a new array and of a view of the work array
+        f"t = np.empty({N})\nnp.sum(np.outer(x, s), axis=0, out=t)\n"
+        "np.max(np.outer(s, y), axis=1, out=s)\nnp.prod(np.outer(y, t) * 0.5, axis=1, out=s[::-1])",
+        # SciPy factoring a matrix of the data in place (overwrite_a) and solving with it
+        f"m = np.asfortranarray(np.outer(x, y) + {5 * N} * np.eye({N}))\n"
+        "factors = scipy.linalg.lu_factor(m, overwrite_a=True)\n"
+        "s = s + scipy.linalg.lu_solve(factors, s) + m.sum(axis=0)",
     ]
     return choices[rng.integers(len(choices))]
 
@@ -99,16 +121,23 @@ def source(seed, length=None):
 
 
 def make(seed):
-    namespace = {"np": np, "W": np.ones(N)}
+    namespace = {"np": np, "scipy": scipy, "W": np.ones(N)}
     exec(compile(source(seed), f"<replay program {seed}>", "exec"), namespace)  # noqa: S102
     return namespace["f"], namespace["W"]
 
 
+SPECIAL = (-0.0, np.inf, -np.inf, np.nan)
+"""One input in six holds one of these (a zero's sign, infinities, a NaN's sign and bits)."""
+
+
 def inputs(rng):
-    """Arguments drawn from ``VALUES``, one in three perturbed."""
+    """Arguments drawn from ``VALUES``, one in three perturbed, one in six with an element of
+    ``SPECIAL``."""
     x, y = (rng.choice(VALUES, size=N) for _ in range(2))
     if rng.random() < 1 / 3:
         x = x + rng.normal(scale=0.1, size=N)
+    if rng.random() < 1 / 6:
+        x[rng.integers(N)] = rng.choice(SPECIAL)
     return x, y
 
 

@@ -327,7 +327,11 @@ def product_times(f, *factors):
     up = size + signed > finite_size + finite_signed
     down = size - signed > finite_size - finite_signed
     value = np.where(up, np.inf, np.where(down, -np.inf, value))
-    value = np.where(nan | (up & down), np.nan, value).astype(np.result_type(product))
+    # A NaN is NumPy's own where NumPy's product has one there (its sign and payload: a NaN
+    # factor's, as ``times`` and the compiled replay's ``dy * b`` give it), else NumPy's nan
+    nan = nan | (up & down)
+    value = np.where(nan, np.where(np.isnan(product), product, np.nan), value)
+    value = value.astype(np.result_type(product))
     return value if type(product) is np.ndarray else value[()]
 
 
