@@ -110,7 +110,8 @@ def check_destination(target, what, key=None):
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
-                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None):
+                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None,
+                 rebuilt=None):
     """The one in-place path, the traced engine's and the replay's: ``write()`` overwrites
     (part of) ``target``, an array of its tape or a :class:`writes.Destination` on ``tape``
     (or several: a list, the offers of ``undo`` lists too), and the write is recorded as a
@@ -126,7 +127,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     cotangent passes through), undoes the write and runs ``pullback(record, shadows, dy)``
     (before the undo if not ``undo_first``), which reads ``state`` beside what the record
     keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
-    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read.
+    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read;
+    in the replay of a recording under a budget, ``rebuilt`` (a ``recompute.Rebuild`` of the
+    replay's chain) is the undo of a write that would be saved.
     A long elementwise write into one target whose inverse is chosen is done by the inverse's
     verification, a piece at a time while each piece is in cache (``writes.VERIFYING``), in
     place of ``write()``. Returns the record.
@@ -152,6 +155,8 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         if rebuilding:
             save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
+        elif rebuilt is not None:
+            save = lambda: rebuilt  # noqa: E731
         chosen, kind = decide_undo(
             tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
@@ -206,7 +211,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
-    if type(record.undo) is Rebuild or joined is not None:
+    if rebuilding and (type(record.undo) is Rebuild or joined is not None):
         (joined or record.undo).chain.wrote(redo_inputs, places[0], undo.redo)
     if raised is not None:
         raise raised
