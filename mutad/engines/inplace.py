@@ -29,7 +29,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import CurrentRegion, Rebuild, redone, written
+from .recompute import FEW_BYTES, CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -127,7 +127,8 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     cotangent passes through), undoes the write and runs ``pullback(record, shadows, dy)``
     (before the undo if not ``undo_first``), which reads ``state`` beside what the record
     keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
-    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read;
+    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read
+    (unless it writes a few bytes: ``recompute.FEW_BYTES``);
     in the replay of a recording under a budget, ``rebuilt`` (a ``recompute.Rebuild`` of the
     replay's chain) is the undo of a write that would be saved.
     A long elementwise write into one target whose inverse is chosen is done by the inverse's
@@ -152,7 +153,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         redo_inputs = redone(recipe(inputs, values, None, tape), values)
     for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
-        if rebuilding:
+        if t.value.nbytes <= FEW_BYTES:
+            pass  # (saved, and joins the chain of its array below)
+        elif rebuilding:
             save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
         elif rebuilt is not None:

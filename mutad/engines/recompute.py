@@ -68,6 +68,12 @@ WORK = 64
 SMALL = 4096
 """Values below this many bytes are kept, not recomputed."""
 
+FEW_BYTES = 64
+"""Under a memory budget, a write of at most this many bytes (an element, a boundary value) is
+saved, not rebuilt: its copy costs no more memory than its record, where its rebuild would
+redo the writes before it into a copy of its whole array. It joins its array's chain all the
+same (``Recomputation.chain``), which redoes it when it rebuilds the writes before it."""
+
 
 def small(value):
     """Whether the array ``value`` (or all of a buffer, or the values at a place in one) is
