@@ -824,21 +824,19 @@ class Chain:
             snapshot = False
         else:
             snapshot = None
-        if snapshot is not None:
-            self._snapshot(version, barrier=snapshot)
         for b, v in depends:
             if b.key not in self.depends:  # since the last barrier, b had this version
                 self.depends[b.key] = (b, v)
-        self.pending = Rebuild(self, version, place, snapshot)
-        return self.pending
+        return self.again(version, place, snapshot)
 
     def again(self, version, place, snapshot):
-        """In a replay of the recorded call, the undo of its write into ``place`` at
-        ``version``, after the snapshot ``before_write`` kept for it then (``snapshot``:
-        ``Rebuild.snapshot``)."""
+        """The undo of a write into ``place`` at ``version``, after keeping the snapshot
+        ``snapshot`` says (None: none, False: one, True: a barrier): ``before_write``'s, and a
+        replay's of the recorded call, which keeps the snapshots that call kept
+        (``Rebuild.snapshot``)."""
         if snapshot is not None:
             self._snapshot(version, barrier=snapshot)
-        self.pending = Rebuild(self, version, place)
+        self.pending = Rebuild(self, version, place, snapshot)
         return self.pending
 
     def continues(self, depends):
