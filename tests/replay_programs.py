@@ -159,14 +159,16 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def check(seed, calls=8, policy="restore"):
+def check(seed, calls=8, policy="restore", memory=None):
     """Replay program ``seed`` on ``calls`` inputs that flip its decisions (and the global
     ``W``'s sign on some calls); raise :class:`Mismatch` where a replayed call differs from
-    a traced one or leaves the caller's arrays changed. Returns the replaying function."""
+    a traced one or leaves the caller's arrays changed. Both under the memory budget
+    ``memory`` (None: none). Returns the replaying function."""
     f, W = make(seed)
     rng = np.random.default_rng(seed + 1)
-    replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, replay=True)
-    traced = mutad.value_and_grad(f, argnums=(0, 1), policy=policy)
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory,
+                                     replay=True)
+    traced = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory)
     previous = inputs(rng)
     for call in range(calls):
         args = previous if rng.random() < 0.3 else inputs(rng)  # repeats replay, others flip

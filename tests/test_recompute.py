@@ -225,6 +225,30 @@ def peak_bytes(gradient):
         tracemalloc.stop()
 
 
+def test_a_budget_saves_the_writes_of_a_few_bytes_and_rebuilds_the_others(monkeypatch):
+    """The heat fit's ends (``u[0] = 0.0``: 8 bytes) are saved under a budget, not rebuilt:
+    rebuilding one redid the slice updates before it into a copy of all of ``u``, so that two
+    rebuilds in three were for the ends. They still join the chain of ``u``, which redoes them
+    when it rebuilds the slice updates; the gradient is the checkpoint policy's, bit for bit."""
+    n, steps = 20_000, 12
+    u0 = np.sin(np.linspace(0, 3, n))
+    target = np.cos(np.linspace(0, 2, n))
+    with ReverseDifferentiation("restore", memory=4 * u0.nbytes) as d:
+        d.call(heat_fit, [*d.wrap((u0,)), target, steps])
+        kinds = [r.undo_kind for r in d.tape.records if r.undo is not None]
+        chain, = d.tape.recomputation.chains.values()
+        joined = len(chain.writes)
+    assert kinds == ["rebuild", "checkpoint", "checkpoint"] * steps
+    assert joined == 3 * steps
+    rebuilt = []
+    state_at = Chain.state_at
+    monkeypatch.setattr(Chain, "state_at",
+                        lambda chain, version: rebuilt.append(version) or state_at(chain, version))
+    exact = mutad.gradient(heat_fit, u0, target, steps, argnums=0, policy="checkpoint")
+    budget = mutad.gradient(heat_fit, u0, target, steps, argnums=0, memory=4 * u0.nbytes)
+    assert budget.tobytes() == exact.tobytes() and len(rebuilt) == steps
+
+
 def test_a_budget_costs_no_memory_where_inverses_serve():
     """Regression: under a budget, ``c *= a`` (``a`` written before, kept by a record) was
     rebuilt from snapshots rather than undone by its inverse, and a rebuilt array was held

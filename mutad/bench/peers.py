@@ -31,7 +31,14 @@ argument signature replay it. The harness times it after that first call, which 
 its own."""
 TRACED_SYSTEM = "mutad-restore"
 """What mutad-replay is compared with: the same policy, traced on every call."""
-MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget", REPLAY_SYSTEM)
+REPLAY_BUDGET_SYSTEM = "mutad-replay-budget"
+"""mutad-budget through ``mutad.value_and_grad(..., memory=..., replay=True)``, made once per
+process as mutad-replay is: the same budget, its rebuilt writes rebuilt by the replay too."""
+REPLAYS = {REPLAY_SYSTEM: TRACED_SYSTEM, REPLAY_BUDGET_SYSTEM: "mutad-budget"}
+"""Each system that records and replays, and the system it is compared with: the same,
+traced on every call."""
+MUTAD_SYSTEMS = (*(f"mutad-{policy}" for policy in POLICIES), "mutad-budget", REPLAY_SYSTEM,
+                 REPLAY_BUDGET_SYSTEM)
 PEER_MODULES = {"torch": "torch", "jax": "jax", "autograd": "autograd"}
 SYSTEMS = (*MUTAD_SYSTEMS, "numpy", *PEER_MODULES)
 """Every system, in the order tables list them. "numpy" is the plain forward, no AD."""
@@ -193,13 +200,13 @@ def _policy(system):
 def _mutad(problem, system):
     policy = _policy(system)
     memory = None
-    if system == "mutad-budget":
+    if system in ("mutad-budget", REPLAY_BUDGET_SYSTEM):
         memory = BUDGET_STATES * max(np.asarray(a).nbytes for a in problem.args)
 
     traced_instead = None
-    if system == REPLAY_SYSTEM:
+    if system in REPLAYS:
         replayed = mutad.value_and_grad(problem.loss, argnums=problem.argnums, policy=policy,
-                                        replay=True)
+                                        memory=memory, replay=True)
 
         def gradient():
             return replayed(*problem.args)
@@ -709,7 +716,7 @@ def behaviour(system, problem):
         policy = _policy(system)
 
         def differentiate(f):
-            if system != REPLAY_SYSTEM:
+            if system not in REPLAYS:
                 return mutad.gradient(f, caller_a, b, policy=policy)
             replayed = mutad.grad(f, argnums=(0, 1), policy=policy, replay=True)
             recorded = replayed(caller_a, b)

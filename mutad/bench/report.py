@@ -82,8 +82,9 @@ the systems: mutad-restore puts back what the code overwrote by undoing each ste
 undoes a += b), mutad-checkpoint by saving what each step overwrites (exact; the reference),
 mutad-budget as mutad-restore, saving the steps that cannot be undone within a memory budget of
 8 times the largest input's size (memory= of mutad.value_and_gradient), mutad-replay as
-mutad-restore, its program recorded on the first call and replayed on later ones; numpy is
-the plain function, no gradient: the baseline
+mutad-restore, its program recorded on the first call and replayed on later ones,
+mutad-replay-budget as mutad-budget, recorded and replayed so; numpy is the plain function, no
+gradient: the baseline
 W1 addvecs prints what each system does with `a += b` and `a[:] += b` written inside the
 differentiated function, the idiomatic workaround, and whether the caller's a ends up mutated.
 """
@@ -114,7 +115,8 @@ def legend(with_peers):
         "  a += b); mutad-checkpoint saves what each step overwrites; mutad-budget undoes what",
         "  it can and, for the steps it cannot, keeps at most 8 times the largest input's",
         "  memory, recomputing the rest; mutad-replay records the program on its first call",
-        "  and replays it on later calls; numpy is the plain function, without a gradient",
+        "  and replays it on later calls (mutad-replay-budget: under mutad-budget's budget);",
+        "  numpy is the plain function, without a gradient",
     ]
     return "\n".join(lines)
 
@@ -368,7 +370,8 @@ def _measured(result):
 def _traced_row(results, replay_row):
     """The measured mutad-restore row of the same workload and size, or None."""
     for r in results:
-        if (r["system"] == peers.TRACED_SYSTEM and r["workload"] == replay_row["workload"]
+        if (r["system"] == peers.REPLAYS[replay_row["system"]]
+                and r["workload"] == replay_row["workload"]
                 and r["params"] == replay_row["params"] and _measured(r)):
             return r
     return None
@@ -379,7 +382,7 @@ def annotate_first_calls(results):
     call's time over the median traced gradient of mutad-restore at the same size in the same
     run, or None where mutad-restore did not run."""
     for row in results:
-        if row["system"] == peers.REPLAY_SYSTEM and _measured(row):
+        if row["system"] in peers.REPLAYS and _measured(row):
             traced = _traced_row(results, row)
             row["first_call_over_traced"] = (
                 row["first_call_seconds"] / _median(traced["gradient_seconds"])
@@ -396,13 +399,14 @@ def _ratio(numerator, denominator):
     return None if numerator is None or not denominator else numerator / denominator
 
 
-def _replay_rows(results, workload_names):
-    """The table's rows, and the reasons mutad gave for the programs it traces on every call
-    instead of replaying them, numbered as the rows refer to them."""
+def _replay_rows(results, workload_names, system):
+    """The table's rows for the replaying ``system``, and the reasons mutad gave for the
+    programs it traces on every call instead of replaying them, numbered as the rows refer to
+    them."""
     rows, reasons = [], []
     for name in workload_names:
         for replay in results:
-            if (replay["workload"] != name or replay["system"] != peers.REPLAY_SYSTEM
+            if (replay["workload"] != name or replay["system"] != system
                     or not _measured(replay)):
                 continue
             traced = _traced_row(results, replay) or {}
@@ -431,19 +435,25 @@ def _replay_rows(results, workload_names):
 
 
 def format_replay(results, workload_names, markdown=False):
-    """mutad-replay against mutad-restore per workload and size (the figures of issue 13's
-    targets), or "" when mutad-replay was not measured."""
-    rows, notes = _replay_rows(results, workload_names)
-    if not rows:
-        return ""
-    title = ("mutad-replay: the first call records, later calls replay; against mutad-restore, "
-             "traced on every call (ms, medians)")
-    if not markdown:
-        return "\n".join([title, *_columns(REPLAY_HEADER, rows), *notes])
-    lines = [f"**{title}**", "", "| " + " | ".join(REPLAY_HEADER) + " |",
-             "|" + "---|" * len(REPLAY_HEADER)]
-    lines += ["| " + " | ".join(row) + " |" for row in rows]
-    return "\n".join(lines + ([""] + [f"{note}  " for note in notes] if notes else []))
+    """Each replaying system (mutad-replay, mutad-replay-budget) against the same system
+    traced on every call (mutad-restore, mutad-budget) per workload and size, a table for each
+    that was measured; "" when none was."""
+    tables = []
+    for system, traced in peers.REPLAYS.items():
+        rows, notes = _replay_rows(results, workload_names, system)
+        if not rows:
+            continue
+        title = (f"{system}: the first call records, later calls replay; against {traced}, "
+                 "traced on every call (ms, medians)")
+        if not markdown:
+            tables.append("\n".join([title, *_columns(REPLAY_HEADER, rows), *notes]))
+            continue
+        lines = [f"**{title}**", "", "| " + " | ".join(REPLAY_HEADER) + " |",
+                 "|" + "---|" * len(REPLAY_HEADER)]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        tables.append("\n".join(lines + ([""] + [f"{note}  " for note in notes]
+                                          if notes else [])))
+    return "\n\n".join(tables)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import CurrentRegion, Rebuild, redone, written
+from .recompute import FEW_BYTES, CurrentRegion, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -110,7 +110,8 @@ def check_destination(target, what, key=None):
 
 
 def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=None, state=None,
-                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None):
+                 settings=None, taken=True, key=None, undo_first=True, tape=None, decided=None,
+                 rebuilt=None):
     """The one in-place path, the traced engine's and the replay's: ``write()`` overwrites
     (part of) ``target``, an array of its tape or a :class:`writes.Destination` on ``tape``
     (or several: a list, the offers of ``undo`` lists too), and the write is recorded as a
@@ -126,7 +127,10 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     cotangent passes through), undoes the write and runs ``pullback(record, shadows, dy)``
     (before the undo if not ``undo_first``), which reads ``state`` beside what the record
     keeps. Under a memory budget, a write that would be saved is instead rebuilt in the
-    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read.
+    reverse pass (``recompute.Chain``) where ``undo.redo`` can do it again from what it read
+    (unless it writes a few bytes: ``recompute.FEW_BYTES``);
+    in the replay of a recording under a budget, ``rebuilt`` (a ``recompute.Rebuild`` of the
+    replay's chain) is the undo of a write that would be saved.
     A long elementwise write into one target whose inverse is chosen is done by the inverse's
     verification, a piece at a time while each piece is in cache (``writes.VERIFYING``), in
     place of ``write()``. Returns the record.
@@ -149,9 +153,13 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         redo_inputs = redone(recipe(inputs, values, None, tape), values)
     for t, inverse in zip(targets, inverses, strict=True):
         save = undo.save or (lambda t=t: CopyBack(t.value, at=t.find))
-        if rebuilding:
+        if t.value.nbytes <= FEW_BYTES:
+            pass  # (saved, and joins the chain of its array below)
+        elif rebuilding:
             save = lambda t=t: (recomputation.chain(t.place, redo_inputs)  # noqa: E731
                                 or CopyBack(t.value))
+        elif rebuilt is not None:
+            save = lambda: rebuilt  # noqa: E731
         chosen, kind = decide_undo(
             tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
@@ -206,7 +214,7 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     tape.record(record, SKIPPED + 1)  # called by the engine's writes, called by the engine
     if tape.anomaly is not None:
         tape.anomaly.wrote(record, [t.value for t in targets], finite_before)
-    if type(record.undo) is Rebuild or joined is not None:
+    if rebuilding and (type(record.undo) is Rebuild or joined is not None):
         (joined or record.undo).chain.wrote(redo_inputs, places[0], undo.redo)
     if raised is not None:
         raise raised

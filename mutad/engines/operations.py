@@ -679,12 +679,12 @@ class WritePlan:
 
 
     def run(self, tape, destination, inputs, values, apart, withheld=None, named=None,
-            decided=None):
+            decided=None, rebuilt=None):
         """Write and record, on ``tape``, into ``destination`` (a :class:`writes.Destination`)
         from the operands ``inputs`` and their ``values``: an inverse is on offer where the
         rule has one, ``apart()`` says no other operand lies over the target (None where the
-        plan offers none), and ``withheld(kept)`` (if given) does not withhold it. ``named``
-        and ``decided``: as :func:`record_write` takes them. Returns the record."""
+        plan offers none), and ``withheld(kept)`` (if given) does not withhold it. ``named``,
+        ``decided`` and ``rebuilt``: as :func:`record_write` takes them. Returns the record."""
         ufunc, rule, kwargs, target = self.ufunc, self.rule, self.kwargs, destination.value
         kept, state = write_kept(ufunc, rule, values, self.reads, self.partials, target)
         invertible = self.invertible and not (withheld is not None and withheld(kept))
@@ -705,7 +705,7 @@ class WritePlan:
                               Reads(inputs, values, kept, self.others_at, True, named),
                               Undo(inverse, redo=self.redo), pullback=self.pullback,
                               state=state, settings=kwargs or None, undo_first=self.undo_first,
-                              tape=tape, decided=decided)
+                              tape=tape, decided=decided, rebuilt=rebuilt)
         undo = record.undo
         if type(undo) is CopyBack and self.undo_first and self.pullback is not None \
                 and lendable(undo.saved):

@@ -68,6 +68,12 @@ WORK = 64
 SMALL = 4096
 """Values below this many bytes are kept, not recomputed."""
 
+FEW_BYTES = 64
+"""Under a memory budget, a write of at most this many bytes (an element, a boundary value) is
+saved, not rebuilt: its copy costs no more memory than its record, where its rebuild would
+redo the writes before it into a copy of its whole array. It joins its array's chain all the
+same (``Recomputation.chain``), which redoes it when it rebuilds the writes before it."""
+
 
 def small(value):
     """Whether the array ``value`` (or all of a buffer, or the values at a place in one) is
@@ -812,14 +818,25 @@ class Chain:
                 # array each step changes): a snapshot kept to the end per stretch would cost
                 # more than saving what the writes overwrite, so from here on they are saved
                 return None
-            self._snapshot(version, barrier=True)
+            snapshot = True
             self.depends = {}
         elif version % self.spacing == 0:
-            self._snapshot(version, barrier=False)
+            snapshot = False
+        else:
+            snapshot = None
         for b, v in depends:
             if b.key not in self.depends:  # since the last barrier, b had this version
                 self.depends[b.key] = (b, v)
-        self.pending = Rebuild(self, version, place)
+        return self.again(version, place, snapshot)
+
+    def again(self, version, place, snapshot):
+        """The undo of a write into ``place`` at ``version``, after keeping the snapshot
+        ``snapshot`` says (None: none, False: one, True: a barrier): ``before_write``'s, and a
+        replay's of the recorded call, which keeps the snapshots that call kept
+        (``Rebuild.snapshot``)."""
+        if snapshot is not None:
+            self._snapshot(version, barrier=snapshot)
+        self.pending = Rebuild(self, version, place, snapshot)
         return self.pending
 
     def continues(self, depends):
@@ -900,7 +917,12 @@ class Chain:
             rebuilt.update(pins)
         read_all = self.recomputation.read_all
         for write in self.writes[start - self.first:stop - self.first]:
-            write.redo(read_all(write.inputs, rebuilt), view(work, self.buffer, write.place))
+            # (its first redo while a replay records says how it found its inputs; no local
+            # holds them, which would keep a recomputed one alive through the next redo)
+            plans = write.plans
+            write.redo(read_all(write.inputs, rebuilt) if plans is None or plans
+                       else read_all(write.inputs, rebuilt, True, plans),
+                       view(work, self.buffer, write.place))
         return work
 
 
@@ -925,13 +947,19 @@ class Rebuild:
     chain rebuilds. It also says how the chain redoes the write (``Chain.wrote``): ``redo(the
     values of inputs now, out)``, into ``place``."""
 
-    __slots__ = ("chain", "version", "place", "inputs", "redo")
+    __slots__ = ("chain", "version", "place", "inputs", "redo", "snapshot", "plans")
 
-    def __init__(self, chain, version, place):
+    def __init__(self, chain, version, place, snapshot=None):
         self.chain = chain
         self.version = version  # the buffer's before the write
         self.place = place
         self.inputs = self.redo = None
+        # what the chain kept just before the write: None, a snapshot (False) or a barrier
+        # (True), which a replay of the recorded call keeps at the same write
+        self.snapshot = snapshot
+        # While a replay records: a list to which the first redo of the write adds how it
+        # found its inputs (``Recomputation.read_all``'s plan), for the replay to find them so
+        self.plans = None
 
     def __call__(self):
         chain = self.chain

@@ -56,15 +56,17 @@ whose code reads one (:func:`_identity_read`), or that reaches one of them or ``
 as a value (``IDENTITY_READERS``), is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
-call. What a replay cannot redo at all (a differentiation nested in ``f``, a memory budget)
-leaves that signature traced on every call, correct but not faster; :attr:`Replayed.reasons`
-says why.
+call. What a replay cannot redo at all (a differentiation nested in ``f``) leaves that
+signature traced on every call, correct but not faster; :attr:`Replayed.reasons` says why.
 
 A temporary that tracing recomputes in its reverse pass (``recompute``: one of 4 KiB or more,
 so that memory stays O(state)) is recomputed by the replay too: the recording's reverse pass
 writes down how it found each such value (read alive, recomputed from what, kept for several
 records), and the replay finds it the same way (:class:`Recomputed`), from the bytes its
 undos put back, so its gradients stay the traced ones bit for bit and its memory tracing's.
+Under a memory budget, the writes tracing rebuilds from a few snapshots (``recompute.Chain``)
+are rebuilt by the replay too (:class:`Chained`): the same snapshots at the same writes, each
+redone from its inputs found as the recording's first redo of it found them.
 """
 
 import abc
@@ -116,8 +118,8 @@ from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differen
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
-from .recompute import (ALIVE, CACHED, READ, RUN, SAME, SEQUENCE, Lazy, count_down,
-                        recomputable, small)
+from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
+                        Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write
 from .operations import (apply_function, assign, complex_back, function_pullback,
                          unwrapped_ufunc)
@@ -976,7 +978,8 @@ class ElementwiseWrite:
 
     __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
                  "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
-                 "lean", "cotangents", "later", "unplanned", "operands", "element")
+                 "lean", "cotangents", "later", "unplanned", "operands", "element", "saved",
+                 "chained")
 
     def __init__(self, plan, args, target, apart, record, key, whole, element):
         # The write's decisions, those tracing made and handed over (``Recorder.written``):
@@ -1004,12 +1007,18 @@ class ElementwiseWrite:
         # Tracing saved what the write overwrote, and would recompute an operand its inverse
         # reads in the reverse pass: a replay that inverts it cannot tell how (GuardFailed)
         self.unplanned = False
+        # Under a memory budget: whether tracing saved (or rebuilt) what the write overwrote,
+        # which a replay must decide too (else its chains would take other writes); and where
+        # tracing rebuilt it, how the replay's chain of its buffer takes it (:class:`Chained`)
+        self.saved = None
+        self.chained = None
 
     def prepare(self):
         self.args_of = resolver(self.args)
         rule, invertible = self.rule, self.plan.invertible
         # Where the write's bytes are copied (``Tape.copied``), its record is a SavedWrite
-        self.lean = self.plan.saves
+        # (unless they are rebuilt: a chain's)
+        self.lean = self.plan.saves and self.chained is None
         # and in a block, its pullback as lines of the block's own where it is a small
         # elementwise one (``_lean_cotangents``; None: the step's ``back``)
         written = self.written
@@ -1057,16 +1066,25 @@ class ElementwiseWrite:
         find = weakref.ref(target) if self.whole and target.base is None \
             and not small(target) else None
         destination = Destination(target, self.key, self.whole, self.written, find)
+        chained = self.chained
+        rebuilt = None if chained is None else chained.undo(values)
         record = self.plan.run(tape, destination, self.inputs, vals, self.apart_now,
-                               named=self.inputs, decided=self.decided if self.unplanned else None)
+                               named=self.inputs, rebuilt=rebuilt,
+                               decided=self.decided if self.unplanned or self.saved is not None
+                               else None)
+        if rebuilt is not None:
+            chained.wrote(rebuilt, vals, self.plan.redo)
         if self.later is not None:
             tape.records[-1] = Recomputed.later(self.later, record, values)
 
-    @staticmethod
-    def decided(kinds):
-        """Tracing saved what the write overwrote, and would recompute an operand its inverse
-        reads in the reverse pass: a replay that inverts it cannot tell how."""
-        if kinds[0] != "checkpoint":
+    def decided(self, kinds):
+        """The undo decided for the write is the recorded call's, where it must be: tracing
+        saved what the write overwrote, and would recompute an operand its inverse reads in the
+        reverse pass (``unplanned``: a replay that inverts it cannot tell how); under a memory
+        budget, tracing saved or rebuilt it, or undid it otherwise (``saved``: the writes the
+        chains of the recorded call took, and only those, are taken by the replay's)."""
+        saved = kinds[0] == "checkpoint" or kinds[0] == "rebuild"
+        if self.unplanned and not saved or self.saved is not None and saved != self.saved:
             raise GuardFailed
 
     def apart_now(self):
@@ -1381,8 +1399,8 @@ class SetElement:
         if not all(type(i) is int for i in index):
             return None
         if type(write) is not ElementwiseWrite or write.rule is not ASSIGNMENT \
-                or write.target != view.outputs.slot or write.kwargs:
-            return None
+                or write.target != view.outputs.slot or write.kwargs or write.saved is not None:
+            return None  # (under a memory budget: the undo is the chain's, the write the plan's)
         written, value = write.written, write.args[0]
         if written.whole or written.shape != () or written.dtype != np.float64:
             return None
@@ -1910,14 +1928,18 @@ class Recomputed:
     records is kept until the last of them has read it.
 
     A program that recomputes has one in a slot of its own (``Program.recomputes``); a step
-    whose record reads such values appends ``later(plans, record, values)`` for its record."""
+    whose record reads such values appends ``later(plans, record, values)`` for its record.
+    Under a memory budget it also holds the call's chains (``recompute.Chain``), by the key of
+    the buffer each rebuilds, whose redone writes find their inputs through it too
+    (:class:`Chained`)."""
 
-    __slots__ = ("cache", "left", "alive")
+    __slots__ = ("cache", "left", "alive", "chains")
 
     def __init__(self, cached, alive):
         self.cache = {}
         self.left = dict(cached)  # buffer key -> how many records will read it from the cache
         self.alive = dict(alive)  # slot -> how many will read it alive: then it is let go
+        self.chains = {}
 
     @staticmethod
     def later(plans, record, values):
@@ -1938,12 +1960,19 @@ class Recomputed:
             kept[i] = self.read(plan, values)
         Tape.reverse(record, shadows)
 
-    def read(self, plan, values):
+    def read(self, plan, values, rebuilt=None):
+        """The value of ``plan``; ``rebuilt``, for a write a chain redoes: the arrays that stand
+        for the buffers it rebuilds, by key (what it reads alive is held for it: no count)."""
         _, key, layout, number, how, source = plan
         if how is ALIVE:
-            array = values[source]
-            if count_down(self.alive, source):  # (the records that read it hold it)
-                values[source] = None
+            if rebuilt is not None:
+                array = rebuilt.get(key)
+                if array is None:
+                    array = values[source]
+            else:
+                array = values[source]
+                if count_down(self.alive, source):  # (the records that read it hold it)
+                    values[source] = None
             if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
                 if number:
                     return array.item() if isinstance(array, np.generic) else array
@@ -1955,19 +1984,19 @@ class Recomputed:
             if count_down(self.left, key):
                 self.cache.pop(key, None)
         else:
-            array = self.compute(source, values)
+            array = self.compute(source, values, rebuilt)
         if number:
             return array.item()
         return array if layout is None else strided(array.reshape(-1), *layout)
 
-    def compute(self, plan, values):
+    def compute(self, plan, values, rebuilt=None):
         if plan[0] is SAME:
             _, key, stored, same = plan
-            y = self.read(same, values)
+            y = self.read(same, values, rebuilt)
         else:
             _, key, stored, primitive, rule, output, inputs, settings = plan
-            args = [self.input(p, values) for p in inputs]
-            kwargs = {k: self.input(p, values) for k, p in settings.items()}
+            args = [self.input(p, values, rebuilt) for p in inputs]
+            kwargs = {k: self.input(p, values, rebuilt) for k, p in settings.items()}
             if rule is not None:
                 y = rule(*args, **kwargs)[0]
                 if output is not None:
@@ -1978,26 +2007,95 @@ class Recomputed:
             self.cache[key] = y
         return y
 
-    def input(self, plan, values):
+    def input(self, plan, values, rebuilt=None):
         kind = plan[0]
         if kind is READ:
-            return self.read(plan, values)
+            return self.read(plan, values, rebuilt)
         if kind is SEQUENCE:
-            return plan[1](self.input(p, values) for p in plan[2])
+            return plan[1](self.input(p, values, rebuilt) for p in plan[2])
         return plan[1]
+
+
+class Redone:
+    """What the replay's chain of a buffer (``recompute.Chain``) reads the inputs of the writes
+    it redoes through, in place of tracing's ``Recomputation``: their plans
+    (:class:`Chained`), over the call's ``values``."""
+
+    __slots__ = ("recomputed", "values")
+
+    def __init__(self, recomputed, values):
+        self.recomputed = recomputed
+        self.values = values
+
+    def read_all(self, inputs, rebuilt):
+        if inputs is None:  # a write the recorded call's chain never redid
+            raise GuardFailed
+        recomputed, values = self.recomputed, self.values
+        return tuple(recomputed.input(plan, values, rebuilt) for plan in inputs)
+
+
+class Chained:
+    """A write that the recorded call's memory budget rebuilt (``recompute.Chain``): the
+    replay's chain of its buffer takes it as the recorded call's did, the snapshots kept at the
+    same writes (so the reverse pass redoes the same writes, by revolve's same schedule), and
+    redoes it from its inputs found as the recorded call's first redo of it found them
+    (``inputs``: a plan per input, ``Recomputation.read``'s over the program's slots;
+    ``copies``: the positions of the small values no reference follows, copied as the write
+    reads them, as tracing copies them: ``recompute.redone``; None: a write the recorded call
+    never redid). The chain, and the arrays its redone writes read alive (``Program.held``),
+    live as long as tracing's."""
+
+    __slots__ = ("slot", "buffer", "whole", "budget", "first", "version", "snapshot", "place",
+                 "inputs", "copies")
+
+    def __init__(self, slot, rebuild, whole, budget, inputs, copies):
+        chain = rebuild.chain
+        self.slot = slot  # the program's Recomputed, which holds the call's chains
+        self.buffer = chain.buffer
+        self.whole = whole  # the slot of all of the buffer
+        self.budget = budget
+        self.first = chain.first
+        self.version = rebuild.version
+        self.snapshot = rebuild.snapshot
+        self.place = rebuild.place
+        self.inputs = inputs
+        self.copies = copies
+
+    def undo(self, values):
+        """The undo of the write about to be made: its buffer's chain's, the chain made at its
+        first write."""
+        recomputed = values[self.slot]
+        chain = recomputed.chains.get(self.buffer.key)
+        if chain is None:
+            chain = recomputed.chains[self.buffer.key] = Chain(
+                Redone(recomputed, values), self.buffer, values[self.whole], self.budget)
+            chain.first = self.first
+        return chain.again(self.version, self.place, self.snapshot)
+
+    def wrote(self, rebuild, vals, redo):
+        """The write just made, from the values ``vals``."""
+        inputs = self.inputs
+        if self.copies and inputs is not None:
+            inputs = list(inputs)
+            for i in self.copies:
+                v = vals[i]
+                inputs[i] = (CONSTANT, v.copy() if type(v) is np.ndarray else v)
+        rebuild.chain.wrote(inputs, self.place, redo)
 
 
 class Unplanned(Exception):
     """A value the traced reverse pass recomputed that a replay could not find as it did."""
 
 
-def _replan(plan, slots, program, stored):
+def _replan(plan, slots, program, stored, rebuilt=None):
     """``plan`` (``recompute.Recomputation.read``'s) over the program's slots (``slots``:
     buffer key -> slot): ``(READ, key, layout, number, how, source)``, ``source`` the slot
     of an array read alive (``program.alive``), or its computation again, its inputs replanned
     (for a value kept for several records, the computation that kept it, in ``stored``: plans
     are replanned in the order the reverse pass made them); counts the reads of values kept
-    for several records (``program.cached``)."""
+    for several records (``program.cached``). ``rebuilt``: the key of the buffer a chain
+    rebuilds, for the plan of a write it redoes, which reads that buffer from the chain and
+    what else it reads alive from slots held for the whole call (``program.held``)."""
     kind = plan[0]
     if kind is READ:
         _, place, numbers, source = plan
@@ -2008,33 +2106,43 @@ def _replan(plan, slots, program, stored):
         how = source if type(source) is str else None
         if how is ALIVE:
             source = slots.get(buffer.key)
-            if source is None:
+            if rebuilt is not None:
+                if source is None and buffer.key != rebuilt:
+                    raise Unplanned("a rebuilt write redone from an array the replay does not "
+                                    "follow")
+                if buffer.key != rebuilt:
+                    program.held.add(source)
+            elif source is None:
                 raise Unplanned("a value recomputed from an array the replay does not follow")
-            program.alive[source] = program.alive.get(source, 0) + 1
+            else:
+                program.alive[source] = program.alive.get(source, 0) + 1
+        elif how is CACHED and rebuilt is not None:
+            raise Unplanned("a rebuilt write redone from a value recomputed for several records")
         elif how is CACHED:
             program.cached[buffer.key] = program.cached.get(buffer.key, 0) + 1
             source = stored.get(buffer.key)
             if source is None:
                 raise Unplanned("a value recomputed for several records in an unknown order")
         else:
-            source = _replan(source, slots, program, stored)
+            source = _replan(source, slots, program, stored, rebuilt)
         return (READ, buffer.key, layout, numbers and buffer.weak, how, source)
     if kind is SAME or kind is RUN:  # a computation: (kind, key, kept, ...)
         key, kept = plan[1], plan[2]
         program.recomputed.add(key)
         if kind is SAME:
-            how = (_replan(plan[3], slots, program, stored),)
+            how = (_replan(plan[3], slots, program, stored, rebuilt),)
         else:
             primitive, rule, output, inputs, settings = plan[3:]
             how = (primitive, rule, output,
-                   tuple(_replan(p, slots, program, stored) for p in inputs),
-                   {k: _replan(p, slots, program, stored) for k, p in settings.items()})
+                   tuple(_replan(p, slots, program, stored, rebuilt) for p in inputs),
+                   {k: _replan(p, slots, program, stored, rebuilt) for k, p in settings.items()})
         plan = (kind, key, kept, *how)
         if kept:
             stored[key] = plan
         return plan
     if kind is SEQUENCE:
-        return (SEQUENCE, plan[1], tuple(_replan(p, slots, program, stored) for p in plan[2]))
+        return (SEQUENCE, plan[1],
+                tuple(_replan(p, slots, program, stored, rebuilt) for p in plan[2]))
     return plan  # a constant
 
 
@@ -2813,7 +2921,8 @@ class Recorder:
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(
                     _recomputable(inputs[i], values[i], tape) for i in step.plan.others_at)
                 if tape.recomputation is not None and tape.recomputation.budget is not None:
-                    self.refuse("a memory budget (memory=)")
+                    step.saved = new[0].undo_kind in ("checkpoint", "rebuild")
+                    step.chained = _chained(tape.recomputation, new[0], target.buffer)
             else:
                 self.refuse(f"np.{ufunc.__name__}(..., out=...) of this kind")
             return y
@@ -3106,6 +3215,21 @@ class Recorder:
         self.steps.append(Guard(slot, decide, taken))
 
 
+def _chained(recomputation, record, buffer):
+    """The ``recompute.Rebuild`` with which the chain of ``buffer`` took the write ``record``
+    just made into it, its undo or (a write undone by its inverse that joined the chain) only
+    how the chain redoes it; None if no chain took it. Its first redo will write down how it
+    found its inputs (``plans``), for the replay's chain to find them so (``Program.plan``)."""
+    rebuild = record.undo
+    if type(rebuild) is not Rebuild:
+        chain = recomputation.chains.get(buffer.key)
+        if chain is None or chain.last != buffer.version:  # (its last write is not this one)
+            return None
+        rebuild = chain.writes[-1]
+    rebuild.plans = []
+    return rebuild
+
+
 def _ufunc_into(ufunc, settings):
     def write(target, *args):
         ufunc(*args, out=target, **settings)
@@ -3181,6 +3305,9 @@ class Program:
         self.aux = aux
         self.size = len(recorder.objects)
         self.policy = run.tape.policy
+        recomputation = run.tape.recomputation
+        # the memory budget (``memory=``) its chains rebuild writes under, None if none
+        self.budget = None if recomputation is None else recomputation.budget
         self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
         # per leaf: (slot, a float scalar's type or None), slot None if not an array
         self.inputs = []
@@ -3214,6 +3341,9 @@ class Program:
         # each one recomputed for several from the ``Recomputed``'s cache
         self.recomputes = None
         self.alive, self.recomputed, self.cached = {}, set(), {}
+        # the slots its chains read (all of each buffer rebuilt, what their redone writes read
+        # alive): held for the whole call, as tracing's chains hold them (:class:`Chained`)
+        self.held = set()
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
@@ -3234,7 +3364,9 @@ class Program:
             raise Unplanned("a record whose values the reverse pass did not recompute")
         slots = recorder.wholes
         planned = [step for step in self.steps if getattr(step, "later", None) is not None]
-        if not planned:
+        chained = [step for step in self.steps
+                   if type(step) is ElementwiseWrite and step.chained is not None]
+        if not planned and not chained:
             return
         self.recomputes = self.size
         self.size += 1
@@ -3242,7 +3374,36 @@ class Program:
         for step in reversed(planned):  # in the order of the reverse pass
             step.later = (self.recomputes,
                           [(i, _replan(plan, slots, self, stored)) for i, plan in step.later])
+        for step in chained:
+            step.chained = self._chained(step, step.chained, slots)
         self.large |= {slots[key] for key in self.recomputed if key in slots} - self.returned_slots
+
+    def _chained(self, step, rebuild, slots):
+        """The :class:`Chained` of ``step``, a write the recorded call's chain rebuilt
+        (``rebuild``, its undo then, whose ``plans`` its first redo wrote down)."""
+        key = rebuild.chain.buffer.key
+        whole = slots.get(key)
+        if whole is None:
+            raise Unplanned("a rebuilt write into an array the replay does not hold whole")
+        self.held.add(whole)
+        inputs, copies = None, []
+        if rebuild.plans:
+            inputs = []
+            for i, (arg, plan) in enumerate(zip(step.args, rebuild.plans[0][2], strict=True)):
+                if type(arg) is not Slot:
+                    if any(within(arg, Slot)):
+                        raise Unplanned("a rebuilt write of a list of values the program "
+                                        "computes")
+                    inputs.append((CONSTANT, arg))
+                elif plan[0] is CONSTANT:  # a small value no reference follows: copied
+                    if type(plan[1]) is np.ndarray and not small(plan[1]):
+                        raise Unplanned("a rebuilt write of a large value kept as it is")
+                    inputs.append(None)
+                    copies.append(i)
+                else:
+                    inputs.append(_replan(plan, slots, self, {}, key))
+            inputs = tuple(inputs)
+        return Chained(self.recomputes, rebuild, whole, self.budget, inputs, tuple(copies))
 
     def aliases(self, leaves):
         """Whether an argument shares memory with an array the program reads as a constant:
@@ -3280,7 +3441,7 @@ class Program:
         if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
-        self.steps = with_frees(self.steps, self.large - self.alive.keys())
+        self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
@@ -3393,6 +3554,8 @@ class Program:
         finally:
             ACTIVE.running.remove(tape)
             tape.records.clear()
+            if self.recomputes is not None:  # (its chains refer back to the values)
+                values[self.recomputes] = None
             thaw(tape)
             originals.restore()
         if self.warned or self.warned_back:
@@ -3400,7 +3563,7 @@ class Program:
                 warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
-            held = [*self.returned_slots, *self.alive]
+            held = [*self.returned_slots, *self.alive, *self.held]
             self.steps = with_blocks(self.steps, held, self.saves)
         return (value if self.aux is None else (value, aux)), grads
 
@@ -3550,6 +3713,17 @@ class Recording:
         if recorder.changed_plain():
             recorder.refuse("a plain array the program reads (an integer array f made) changed "
                             "after an operation read it")
+        recomputation = run.tape.recomputation
+        if recomputation is not None and recomputation.chains:
+            taken = {id(step.chained) for step in recorder.steps
+                     if type(step) is ElementwiseWrite and step.chained is not None}
+            if any(chain.pins for chain in recomputation.chains.values()):
+                recorder.refuse("a memory budget rebuilt writes that read an array a write "
+                                "undone by its inverse then overwrote")
+            elif any(id(w) not in taken for chain in recomputation.chains.values()
+                     for w in chain.writes):
+                recorder.refuse("a memory budget rebuilt writes of an operation the replay "
+                                "runs through the engine")
         if recorder.reason is not None:
             self.reason = recorder.reason
         else:
@@ -5065,8 +5239,6 @@ class Replayed:
         self.with_value = with_value
         self.has_aux = has_aux
         self.memory = memory
-        # Not replayed yet: a memory budget (traced on every call)
-        self.always = "a memory budget (memory=)" if memory is not None else None
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
         # Programs share their buffers' descriptions between calls: one call at a time
         # replays, and one made meanwhile from another thread is traced
@@ -5089,20 +5261,14 @@ class Replayed:
         """Why each signature that is traced on every call is: ``{signature: reason}``. Of
         arguments a replay does not follow (a complex number, a registered pytree), which
         have no signature, the key names their kind (``"a complex128 number"``, the class's
-        name); with a memory budget, every call is traced and the key is ``"memory="``."""
+        name)."""
         reasons = {key: p for key, p in self.programs.items() if type(p) is str}
         reasons.update(self.unfollowed)
-        if self.always is not None:
-            reasons["memory="] = self.always
         return reasons
 
     @user_frames
     def __call__(self, *args, **kwargs):
-        if self.always is not None:
-            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
-                                      self.has_aux, self.memory)
-        else:
-            value, grads = self._value_and_gradient(args, kwargs)
+        value, grads = self._value_and_gradient(args, kwargs)
         if self.with_value:
             return value, grads
         return (grads, value[1]) if self.has_aux else grads
@@ -5114,11 +5280,17 @@ class Replayed:
         selected, single = checked
         # Under detect_anomaly every call is traced: a program's steps keep no source lines
         if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False):
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         try:
             return self._replay_or_record(args, kwargs, selected, single)
         finally:
             self.lock.release()
+
+    def _traced(self, args, kwargs, recording=None):
+        """The call traced (``api._value_and_gradient``), its program written down by
+        ``recording`` if given."""
+        return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux,
+                          self.memory, recording=recording)
 
     def _reach(self):
         """``reach(self.f)``: the last walk's answer where what it read holds (``Reached``)."""
@@ -5134,7 +5306,7 @@ class Replayed:
         objects, arrays, unfollowed = self._reach()
         if unfollowed is not None:  # what a replay cannot compare (or only at tracing's cost)
             self.unfollowed[REACHED] = unfollowed
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
             self.programs.clear()  # what f reaches changed: every program may differ
@@ -5144,8 +5316,7 @@ class Replayed:
                 self.unfollowed[REACHED] = (
                     f"what f reaches besides its arguments changed on {self.changes} calls in a "
                     f"row ({changed}): pass what changes between calls as an argument")
-                return self.trace(self.f, args, kwargs, self.argnums, self.policy,
-                                  self.has_aux)
+                return self._traced(args, kwargs)
         else:
             self.changes = 0
             self.unfollowed.pop(REACHED, None)
@@ -5155,9 +5326,9 @@ class Replayed:
         key, why = signature(described)
         if why is not None:  # arguments a replay does not follow: traced, reasons says why
             self.unfollowed[key] = why
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         if PLAIN_NUMBERS in self.unfollowed and key not in self.programs:
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         modes = np.geterr()  # the caller's floating-point error handling picks a program too
         key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
                or "log" in modes.values() else None, _warning_filters()[1])
@@ -5169,12 +5340,12 @@ class Replayed:
         reached = reach(self.f, kinds) if kinds else None  # (their methods by f's names)
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         if type(program) is Program and kinds and _changed(*reached[:2], program.reached):
             program = None
         flat = [leaf for leaves, _ in parts for leaf in leaves]
         if type(program) is Program and program.aliases(flat):
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         if type(program) is Program:
             self.programs.move_to_end(key)
             try:
@@ -5196,7 +5367,7 @@ class Replayed:
                     per_argument[i] for i in selected)
                 return value, grads
         if program is None and self._numbers_change(described, key):
-            return self.trace(self.f, args, kwargs, self.argnums, self.policy, self.has_aux)
+            return self._traced(args, kwargs)
         recording = Recording(self.has_aux) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
         saved = None if recording is None else Saved(  # (self.held: the arrays as they are)
@@ -5208,8 +5379,7 @@ class Replayed:
         refused = None
         try:
             with entropy if recording is not None else contextlib.nullcontext():
-                value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
-                                          self.has_aux, recording=recording)
+                value, grads = self._traced(args, kwargs, recording)
             mistraced = None if recording is None or recording.recorder is None else \
                 recording.recorder.mistraced
             if mistraced is not None:  # (and f caught the refusal)
@@ -5246,8 +5416,7 @@ class Replayed:
                 recording.seal()
         if refused is not None:
             saved.restore()  # (f runs again: what it did on the first run, undone)
-            value, grads = self.trace(self.f, args, kwargs, self.argnums, self.policy,
-                                      self.has_aux)
+            value, grads = self._traced(args, kwargs)
             self._keep(key, refused)
             return value, grads
         if recording is not None:
