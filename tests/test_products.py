@@ -276,6 +276,51 @@ def test_a_check_that_overflows_changes_no_bit(size, into):
     assert _bits(mutad.engines.products.times(d, p, out)) == _bits(expected)
 
 
+_LONG = 3 * mutad.engines.products.UNTHREADED + 6  # checked in pieces, the last a short one
+
+
+@pytest.mark.parametrize("at", (0, mutad.engines.products.UNTHREADED - 1,
+                                mutad.engines.products.UNTHREADED, _LONG - 1))
+@pytest.mark.parametrize("dtype", (np.float64, np.float32))
+@pytest.mark.parametrize("kind", ("inf", "nan", "zero-meets-inf"))
+def test_a_long_check_finds_a_non_finite_term_in_any_piece(at, dtype, kind):
+    """``unmasked`` of long factors (a sum of products taken in pieces where they are float64):
+    a non-finite term in any piece, the first element of one or the last of the short last
+    one, says no, without a warning; finite factors say yes."""
+    d = np.linspace(-2.0, 2.0, _LONG).astype(dtype)
+    p = np.linspace(3.0, -1.0, _LONG).astype(dtype)
+    unmasked = mutad.engines.products.unmasked
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert unmasked(d, p) and unmasked(d.reshape(-1, 6), p.reshape(-1, 6))
+        d[at], p[at] = {"inf": (np.inf, 1.0), "nan": (1.0, np.nan),
+                        "zero-meets-inf": (0.0, -np.inf)}[kind]
+        assert not unmasked(d, p) and not unmasked(p, d)
+        assert not unmasked(d.reshape(-1, 6), p.reshape(-1, 6))
+    # every other element of arrays twice as long: vectors that are not contiguous
+    wide = np.zeros((2, _LONG), dtype)
+    wide[0] = d
+    strided = wide.T.reshape(-1)[::2]
+    assert not strided.flags.c_contiguous and strided.tobytes() == d.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not unmasked(strided, p) and not unmasked(p, strided)
+        strided[at] = 1.0 if kind == "inf" else 0.0
+        assert unmasked(strided, np.linspace(3.0, -1.0, _LONG).astype(dtype))
+
+
+def test_a_long_check_whose_pieces_overflow_together_warns_of_nothing():
+    # every piece's sum finite, their sum not: a no, which costs only the mask (that changes
+    # no bit: test_a_check_that_overflows_changes_no_bit), and no warning
+    d = np.zeros(_LONG)
+    d[0] = d[-1] = 1e308
+    p = np.ones(_LONG)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not mutad.engines.products.unmasked(d, p)
+        assert _bits(mutad.engines.products.times(d, p, d.copy())) == _bits(d)
+
+
 def test_the_mask_replaces_only_the_nans_a_zero_makes():
     d = np.array([0.0, 0.0, -0.0, np.nan, 2.0, np.inf])
     p = np.array([np.inf, -3.0, 5.0, 0.0, np.nan, -2.0])
