@@ -6,11 +6,10 @@ and the caller's data."""
 import warnings
 
 import numpy as np
-import pytest
 
 import mutad
 
-from test_replay import same
+from test_replay import replayed_like_traced as replayed_like, same
 
 
 def replayed_like_traced(f, calls, argnums=0):
@@ -53,9 +52,10 @@ def test_a_dot_products_nan_cotangent_is_numpys_nan():
 
 
 # ----------------------------------------------------------------------------------------------
-# Open: where every element of the gradient is NaN, an element written with abs() of a NaN and
-# then summed with dot products in a loop gives, from the third call on (the compiled block),
-# a NaN of the other sign in one element of x's gradient than tracing's
+# A dot product's cotangent of its second operand is ``a * dy``; where dy is NaN or zero a
+# compiled block's lines called product_times(multiply, dy, a) instead, whose NaN, where both
+# are NaN, is dy's (NumPy's product is its first NaN factor's): the third call on, one element
+# of x's gradient, all NaN, had the other sign than tracing's. The lines keep the back's order
 
 
 def _abs_of_a_nan_then_dot_products(x, y):
@@ -66,9 +66,30 @@ def _abs_of_a_nan_then_dot_products(x, y):
     return s.sum()
 
 
-@pytest.mark.xfail(strict=True, reason="a compiled block's NaN cotangent has the other sign "
-                   "than tracing's (open)")
 def test_nan_cotangents_of_a_compiled_loop_are_tracings():
     x, y = np.array([-1.0, -0.7, -np.nan, -0.5, 2.0]), np.array([-1.2, 1.1, 0.4, 0.5, 0.2])
     calls = [(x * (1 + k / 100), y * (1 + k / 100)) for k in range(4)]
     replayed_like_traced(_abs_of_a_nan_then_dot_products, calls, argnums=(0, 1))
+
+
+# ----------------------------------------------------------------------------------------------
+# A boolean assigned into a float array is NumPy's 0 or 1; the assignment cast NumPy's bool
+# (tracing's x[2] > 0) but not a traced one, the recording's (a comparison of traced values,
+# which a replay computes again), into whose np.positive went a bool: UFuncTypeError, so the
+# program was traced on every call
+
+
+def _a_comparison_written_into_floats(x):
+    s = x * 2.0
+    s[2] = x[2] > 0
+    s[:2] = x[1:3] < x[3]
+    for i in range(3):
+        s[i + 1] = s[i + 1] + s[i] * x[i]
+    return (s * s).sum()
+
+
+def test_a_boolean_written_into_floats_replays():
+    calls = [(np.array([1.0, 2.0, v, w]),) for v, w in [
+        (3.0, -1.0), (2.0, 2.5), (-1.0, 4.0), (4.0, 0.0), (0.0, 1.0), (-np.nan, 3.0)]]
+    replaying = replayed_like(_a_comparison_written_into_floats, calls, traced_once=True)
+    assert not replaying.reasons

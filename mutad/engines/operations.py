@@ -744,10 +744,10 @@ def assign(target, value, element=False):
     if _number_into(target, value):
         return _write_elementwise(np.positive, ASSIGNMENT, target.tape, (value,), [value], 0,
                                   target, {})
-    if type(value) is bool or (type(value) is not Traced
-                               and getattr(value, "dtype", None) == np.bool_):
+    if type(value) is bool or getattr(value, "dtype", None) == np.bool_:
         # NumPy's assignment casts booleans to the target's 0 and 1, exactly; np.positive, which
-        # writes the values below, has no boolean loop
+        # writes the values below, has no boolean loop (nor for a traced one: a recording's
+        # constant x[2] > 0, which tracing holds as NumPy's bool)
         value = value.astype(target.dtype) if hasattr(value, "astype") \
             else np.asarray(value, target.dtype)
     unsafe = target.dtype.kind == "f" and complex_among((value,))

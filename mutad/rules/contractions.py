@@ -350,12 +350,14 @@ def _matrix_vector_back(dy, a, b):
 # writes as lines of its own (in a loop of dot products, the call is a fifth). Where a scalar
 # cotangent is finite and not zero, no term is 0 * inf or 0 * NaN, and where the product is
 # finite no term was either: then the product is ``product_times``', which is called only
-# past these checks (no pass over the product, no call: a sixth of a loop of dot products)
+# past these checks (no pass over the product, no call: a sixth of a loop of dot products).
+# Each calls it on the factors in the order the back's own call does: of two NaN factors,
+# NumPy's product is the first one's NaN
 _FINITE_DY = ("({dy} * {%d} if {isfinite}({dy}) and {dy} else"
-              " {product_times}({multiply}, {dy}, {%d}))")
+              " {product_times}({multiply}, %s))")
 _FINITE_MATMUL = ("(pm if {isfinite}({vdot}(pm := {matmul}(%s), pm))"
                   " else {product_times}({matmul}, %s))")
-setattr(_dot_back, "lines", (_FINITE_DY % (1, 1), _FINITE_DY % (0, 0)))
+setattr(_dot_back, "lines", (_FINITE_DY % (1, "{dy}, {1}"), _FINITE_DY % (0, "{0}, {dy}")))
 setattr(_vector_matrix_back, "lines", (_FINITE_MATMUL % (("{1}, {dy}",) * 2),
                                        "{product_times}({multiply}, {0}[:, None], {dy})"))
 setattr(_matrix_vector_back, "lines", ("{product_times}({multiply}, {dy}[:, None], {1})",
