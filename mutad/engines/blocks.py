@@ -67,10 +67,14 @@ def scalar_cotangents(buffer):
 
 
 def _product(dy, p, out):
-    """``times(dy, p, out)``; ``out`` None: a new array, ``dy * p`` (half the cost of
-    ``multiply`` into a new ``empty_like``)."""
+    """``times(dy, p, out)``; ``out`` None: a new array of ``dy``'s dtype, ``dy * p`` (half the
+    cost of ``multiply`` into a new ``empty_like``) where that has it (not NumPy's float64
+    number times a float32 ``dy``: NEP 50 promotes it)."""
     if unmasked(dy, p):
-        return dy * p if out is None else np.multiply(dy, p, out=out)
+        if out is not None:
+            return np.multiply(dy, p, out)
+        product = dy * p
+        return product if product.dtype == dy.dtype else np.multiply(dy, p, np.empty_like(dy))
     return times(dy, p, np.empty_like(dy) if out is None else out)
 
 
