@@ -7,6 +7,7 @@ inputs that change what NumPy computes: NaNs, infinities, zeros, overflow, float
 and numbers that the dtype does not hold exactly (kept as numbers)."""
 
 import collections
+import re
 
 import numpy as np
 import pytest
@@ -104,3 +105,48 @@ def test_a_float32_cotangent_times_numpys_float64_partial_stays_float32(capfd):
     x, y = X.astype(np.float32), Y.astype(np.float32)
     replaying = replayed_like_traced(f, [(x, y)] * 4, MODES["default"], capfd)
     assert replaying(x, y)[1][0].dtype == np.float32
+
+
+def _nan(bits):
+    return np.array([bits], np.uint64).view(np.float64)[0]
+
+
+NANS = [_nan(0x7FF8000000000001), _nan(0xFFF8000000000002), _nan(0x7FF0000000000003)]
+"""NaNs of other payloads and signs (the last a signaling one), which arithmetic on NumPy's
+scalars and the ufuncs may choose between otherwise where two meet."""
+
+
+def stencil(u, v, steps=2):
+    """Element by element, chains of arithmetic on NumPy's scalars: each checked for a NaN
+    once, at its end, in a compiled block (``blocks.Code.defer_nan_checks``)."""
+    r = 0.25
+    n = len(u)
+    for _ in range(steps):
+        un = u.copy()
+        for i in range(1, n - 1):
+            u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1]) / v[i] - v[i] * un[i]
+    return np.sum(u * v)
+
+
+def _stencil_calls():
+    u, v = np.linspace(0.5, 1.5, 7), np.linspace(1.0, 2.0, 7)
+    finite = (u, v)
+    flips = [(_with(u, 3, nan), v) for nan in NANS] + [
+        (_with(_with(u, 2, NANS[0]), 3, NANS[1]), v),  # two NaNs meet
+        (u, _with(v, 3, NANS[1])), (_with(u, 2, NANS[2]), _with(v, 2, NANS[0])),
+        (_with(u, 2, np.inf), _with(v, 2, np.inf)),  # inf - inf, inf / inf: NaNs made
+        (_with(u, 4, 1e308), v), (u, _with(v, 3, 0.0)), (_with(u, 1, 0.0), _with(v, 1, 0.0))]
+    calls = [finite, finite, finite]
+    for flip in flips:
+        calls += [flip, finite, flip, finite]
+    return calls
+
+
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+def test_a_chain_checked_for_a_nan_at_its_end_gives_the_traced_bits(mode, capfd, monkeypatch):
+    monkeypatch.setattr(blocks, "TEMPLATES", collections.OrderedDict())
+    replayed_like_traced(stencil, _stencil_calls(), MODES[mode], capfd)
+    forward = "".join(source.partition("def backward")[0] for source in blocks.TEMPLATES)
+    assert forward, "not compiled"
+    # (each update's chain of operations checked once, at its end)
+    assert re.search(r"if (v[0-9]+) != \1:\n +if (v[0-9]+) != \2:", forward)

@@ -623,6 +623,9 @@ class Pure:
                 code.forward.append(f"{kept} = {expression}")
                 expression = kept
             expression = f"number({expression})"
+        elif infix is not None and len(vals) == 2 and self.buffer.shape == ():
+            # (its NaN check, which the block may take later: Code.defer_nan_checks)
+            code.nan_checks.append((len(code.forward), y, f"{ufunc}({vals[0]}, {vals[1]})"))
         y = code.made(self.out, expression, self.buffer.key in code.internal)
         decide = self.rule.decide
         if decide is not None:  # the decision the partials take, from the inputs
