@@ -150,3 +150,12 @@ def test_a_chain_checked_for_a_nan_at_its_end_gives_the_traced_bits(mode, capfd,
     assert forward, "not compiled"
     # (each update's chain of operations checked once, at its end)
     assert re.search(r"if (v[0-9]+) != \1:\n +if (v[0-9]+) != \2:", forward)
+
+
+def test_a_number_is_an_operand_array_only_where_the_dtype_holds_it():
+    from mutad.engines.replay import _as_operand
+    assert _as_operand(2, np.float16).dtype == np.float16
+    assert _as_operand(np.float64(0.1), np.float32).dtype == np.float64  # (NEP 50: its own)
+    for number, dtype in [(0.1, np.float32), (2 ** 53 + 1, np.float64), (10 ** 400, np.float64),
+                          (1e300, np.float32), (np.inf, np.float64), (True, np.float64)]:
+        assert _as_operand(number, dtype) is None, (number, dtype)

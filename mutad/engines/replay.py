@@ -961,8 +961,11 @@ def _as_operand(number, dtype):
     elif kind is float or kind is int:
         if kind is float and not math.isfinite(number):
             return None
-        with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
-            array = np.array(number, dtype)
+        try:
+            with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
+                array = np.array(number, dtype)
+        except OverflowError:  # (an int past any float's)
+            return None
         if array.item() != number:
             return None
     else:
