@@ -43,6 +43,7 @@ its place (:class:`Opaque`), so that one block spans a whole loop body, views, w
 
 import collections
 import math
+import re
 import sys
 import threading
 
@@ -67,10 +68,14 @@ def scalar_cotangents(buffer):
 
 
 def _product(dy, p, out):
-    """``times(dy, p, out)``; ``out`` None: a new array, ``dy * p`` (half the cost of
-    ``multiply`` into a new ``empty_like``)."""
+    """``times(dy, p, out)``; ``out`` None: a new array of ``dy``'s dtype, ``dy * p`` (half the
+    cost of ``multiply`` into a new ``empty_like``) where that has it (not NumPy's float64
+    number times a float32 ``dy``: NEP 50 promotes it)."""
     if unmasked(dy, p):
-        return dy * p if out is None else np.multiply(dy, p, out=out)
+        if out is not None:
+            return np.multiply(dy, p, out)
+        product = dy * p
+        return product if product.dtype == dy.dtype else np.multiply(dy, p, np.empty_like(dy))
     return times(dy, p, np.empty_like(dy) if out is None else out)
 
 
@@ -201,6 +206,55 @@ class Code:
         self.arrays = {}  # the name of a finite nonzero float -> that of the same float64 0-d array
         self.makers = {}  # buffer key -> the step of the block that makes it
         self.sharing = {}  # buffer key -> that of the other local cotangent holding its array
+        # (index of its line in forward, local, the ufunc's call) per NaN check of an
+        # arithmetic operation on NumPy's scalars: defer_nan_checks
+        self.nan_checks = []
+
+    def defer_nan_checks(self):
+        """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
+
+        Each such operation's line is followed by its check: ``y = y if y == y else
+        ufunc(a, b)``, the NaN as the ufunc makes it (module docstring). Where ``y`` is read by
+        the forward pass only as an operand of one later such operation (a local the block
+        alone reads, stored nowhere; the reverse pass reads it after the forward pass ends),
+        its check is left to that operation's: a sum, difference, product or quotient with a
+        NaN operand is a NaN, so a chain whose last value is not a NaN had none on the way,
+        and each value's check would have passed. Where the last value is a NaN, its check
+        does what the checks left out would have done, in their order: each value of the
+        chain that is a NaN is computed again by the ufunc, from its operands as they are
+        then, which are the operands the checks would have left; then the last one. (A NaN
+        operand makes NumPy's scalar arithmetic raise no floating-point event, so the events
+        are those of the checks on the way, too.)"""
+        checks = {y: (index, call) for index, y, call in self.nan_checks}
+        at = {index: y for index, y, _ in self.nan_checks}
+        uses = collections.defaultdict(list)  # local -> the forward lines that name it
+        for i, line in enumerate(self.forward):
+            for name in set(_LOCAL.findall(line)):
+                uses[name].append(i)
+        reader = {}  # a deferred local -> the checked operation that reads it
+        for y, (index, _) in checks.items():
+            other = [i for i in uses[y] if i != index - 1 and i != index]
+            if len(other) == 2 and other[1] == other[0] + 1 and other[1] in at \
+                    and other[0] > index:
+                reader[y] = at[other[1]]
+        if not reader:
+            return
+        chains = collections.defaultdict(list)  # the last value -> its chain's others
+        for y in sorted(reader, key=lambda y: checks[y][0]):
+            last = y
+            while last in reader:
+                last = reader[last]
+            chains[last].append(y)
+        lines = {checks[y][0]: [] for y in reader}
+        for last, chain in chains.items():
+            index, call = checks[last]
+            lines[index] = [f"if {last} != {last}:", *indent([
+                line for y in chain for line in (f"if {y} != {y}:",
+                                                 f"    {y} = {checks[y][1]}")]),
+                f"    {last} = {call}"]
+        self.forward = [line for i, line in enumerate(self.forward)
+                        for line in lines.get(i, (line,))]
+        self.nan_checks = []
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
@@ -480,6 +534,10 @@ class Code:
                 "return forward, backward"])]) + "\n"
 
 
+_LOCAL = re.compile(r"\bv[0-9]+\b")
+"""The name of a local holding a value of the program (``Code.local``)."""
+
+
 def _index(value):
     """A key equal for two indices exactly where either may stand for the other (integers,
     None, Ellipsis, slices, tuples of them; not a bool, NumPy's integer or a float that equals
@@ -592,6 +650,7 @@ class Block:
                            if key is not None}
             for k, step in enumerate(steps):
                 step.emit(code, k)
+            code.defer_nan_checks()
             for k in reversed(range(len(steps))):
                 code.reverse += steps[k].emit_back(code, k)
             code.reverse = code.rendered()

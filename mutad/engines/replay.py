@@ -600,14 +600,16 @@ class Pure:
         if infix is not None and len(vals) == 2:
             operands = vals
             if self.buffer.dtype == np.float64 and self.buffer.shape != ():
-                # NumPy takes longer over a Python float than over a float64 0-d array, for
-                # the same float64 loop on the same numbers (the partials see the float, and
-                # where one is that float, the product takes the array: _lean_back)
-                operands = [code.bind(np.array(a)) if type(a) is float else name
-                            for a, name in zip(self.args, vals)]
+                # NumPy takes longer over a Python number than over a float64 0-d array, for
+                # the same float64 loop on the same numbers (the partials see the number, and
+                # where one is that number, the product takes the array: _lean_back)
+                arrays = [_as_operand(a, self.buffer.dtype) if type(a) in (float, int)
+                          else None for a in self.args]
+                operands = [name if array is None else code.bind(array)
+                            for array, name in zip(arrays, vals)]
                 code.arrays.update((name, operand) for a, name, operand
                                    in zip(self.args, vals, operands)
-                                   if type(a) is float and math.isfinite(a) and a != 0)
+                                   if operand != name and _finite_nonzero(a))
             expression = f"{operands[0]} {infix} {operands[1]}"
             if self.buffer.shape == ():  # NumPy's scalars: a NaN as NumPy made it
                 y = code.made(self.out, expression, True)
@@ -623,6 +625,9 @@ class Pure:
                 code.forward.append(f"{kept} = {expression}")
                 expression = kept
             expression = f"number({expression})"
+        elif infix is not None and len(vals) == 2 and self.buffer.shape == ():
+            # (its NaN check, which the block may take later: Code.defer_nan_checks)
+            code.nan_checks.append((len(code.forward), y, f"{ufunc}({vals[0]}, {vals[1]})"))
         y = code.made(self.out, expression, self.buffer.key in code.internal)
         decide = self.rule.decide
         if decide is not None:  # the decision the partials take, from the inputs
@@ -792,23 +797,33 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             into = (dy if last else "None" if made.shape != ()
                     else f"empty_like({dy})")  # dy * p gives a NumPy scalar for a 0-d dy
             evaluate, p = _partial_value(code, partial, y, vals)
+            # NumPy's float64 number promotes a product with another dtype's array (NEP 50),
+            # which the engine's takes into an array of dy's dtype (Pure.back)
+            strong = made.dtype != np.float64
             factor = code.arrays.get(p)  # an operand that is a finite nonzero float: its array
             if factor is None and _finite_nonzero(code.constant(p)):
-                factor = p  # a number known now: the operand of 2 * u, subtract's -1
+                # a number known now: the operand of 2 * u, subtract's -1, x / 4's 0.25 (as
+                # a 0-d array where that is the same operand of the same loop: _as_operand)
+                number = code.constant(p)
+                array = _as_operand(number, made.dtype)
+                factor = p if array is None else code.bind(array)
+                if into == "None" and strong and type(number) is np.float64:
+                    into = f"empty_like({dy})"
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
                 general = (f"{dy} * {factor}" if into == "None" else
-                           f"multiply({dy}, {factor}, out={into})")
+                           f"multiply({dy}, {factor}, {into})")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
                 # asked first, and a short one's dot product BLAS's: _sum_of_products)
-                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, out={into})'
+                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, {into})'
                 dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
                 array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
                          f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
                          and made.dtype == np.float64 else "")
-                number = ("((type(p) is float or type(p) is float64) and isfinite(p) "
-                          "or type(p) is int) and p")
+                number = ("(type(p) is float and isfinite(p) or type(p) is int) and p"
+                          if strong else "((type(p) is float or type(p) is float64) and "
+                          "isfinite(p) or type(p) is int) and p")
                 general = f"({times} if {array}{number} else product({dy}, p, {into}))"
                 known = code.constant(p)  # (a number known now: zero or not finite here)
                 if p != "p":
@@ -934,6 +949,31 @@ def _folded(code, partial, y, vals):
     except (FloatingPointError, ArithmeticError):
         return None
     return value if isinstance(value, (float, np.float64)) else None
+
+
+def _as_operand(number, dtype):
+    """A read-only 0-d array that NumPy takes in place of the Python or NumPy number ``number``
+    beside arrays of the float dtype ``dtype`` (a result of that dtype), in the same loop on
+    the same numbers, at half the cost of a Python number's call: a Python number (which
+    NumPy converts to ``dtype``) that ``dtype`` holds exactly, or NumPy's float64 as its own
+    0-d array; else None."""
+    kind = type(number)
+    if kind is np.float64:
+        array = np.array(number)
+    elif kind is float or kind is int:
+        if kind is float and not math.isfinite(number):
+            return None
+        try:
+            with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
+                array = np.array(number, dtype)
+        except OverflowError:  # (an int past any float's)
+            return None
+        if array.item() != number:
+            return None
+    else:
+        return None
+    array.flags.writeable = False
+    return array
 
 
 def _finite_nonzero(number):
