@@ -1339,3 +1339,49 @@ def test_tanhs_derivative_far_out_is_zero_without_a_warning(dtype):
         exact = (1 / np.cosh(x.astype(np.longdouble))) ** 2
     assert np.array_equal(g[[0, 1, 2, 6]], np.zeros(4, dtype))
     assert np.all(np.abs(g - exact) <= 8 * np.spacing(exact.astype(dtype)).astype(np.longdouble))
+
+
+_FEW_OFF = {  # a value of the target the inverse of ``x += o`` would not give back, and o's
+    "absorbed": (1e-20, 1.0), "subnormal": (5e-324, 1.0), "-0.0": (-0.0, 0.25),
+    "nan": (np.nan, 0.5), "inf": (np.inf, 0.5), "exact": (0.5, 0.25)}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("case", sorted(_FEW_OFF))
+def test_a_write_losing_a_few_of_many_elements_puts_them_back(inverting, dtype, case):
+    """``x += o`` into 4,000 elements whose inverse gives back all but a few (``writes._lost``
+    asks about those alone): absorbed, subnormal, -0.0, NaN and infinite elements among
+    others given back within 2 ulps are put back bit for bit (the derivative in ``c``, which
+    reads them, is there the checkpoint policy's, bit for bit), traced and replayed alike,
+    and the caller's arrays are unchanged."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    x = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    o = rng.uniform(-1e-3, 1e-3, n)
+    value, step = _FEW_OFF[case]
+    off = [7, 1999, n - 1]
+    x[off] = value
+    o[off] = step
+    x, o, c = x.astype(dtype), o.astype(dtype), np.ones(n, dtype)
+
+    def f(x, c):
+        y = x * c  # whose pullback for c reads x as it was before the write
+        x += o
+        return (y * np.where(np.isfinite(x), x, 0.0)).real.sum()
+
+    before = x.tobytes() + c.tobytes()
+    with np.errstate(invalid="ignore"):
+        traced = mutad.value_and_gradient(f, x, c)
+        assert x.tobytes() + c.tobytes() == before
+        gradient = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+        replayed = [gradient(x, c) for _ in range(3)]
+        assert not gradient.reasons
+        assert x.tobytes() + c.tobytes() == before
+        checkpointed = mutad.value_and_gradient(f, x, c, policy="checkpoint")
+    assert x.tobytes() + c.tobytes() == before
+    for value, gs in replayed:
+        assert np.float64(value).tobytes() == np.float64(traced[0]).tobytes()
+        assert [g.tobytes() for g in gs] == [g.tobytes() for g in traced[1]]
+    for g, expected in zip(traced[1], checkpointed[1], strict=True):
+        assert g[off].tobytes() == expected[off].tobytes()
+        np.testing.assert_allclose(g, expected, rtol=8 * np.finfo(dtype).eps, atol=0)
