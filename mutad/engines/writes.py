@@ -579,8 +579,9 @@ _SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
 
 
 def _lost(a, b, out):
-    """What indexes the elements ``_far(a, b, out)`` marks (``nonzero``'s positions; a 0-d
-    array's mask), None where it marks none; uses the memory of ``a`` and ``out``.
+    """What indexes the elements ``_far(a, b, out)`` marks, None where it marks none: their
+    positions (``nonzero``'s) where they are few, else a copy of the mask (a byte per element
+    at most, where a position takes eight per axis); uses the memory of ``a`` and ``out``.
 
     For a real ``b`` of a float type whose bit patterns are ordered, the common answers are
     found in one pass over the elements, which finds those that are not ``b`` bit for bit:
@@ -597,15 +598,17 @@ def _lost(a, b, out):
             far = _far(a[differ], b[differ], np.empty(count, bool))
             return tuple(i[far] for i in differ) if far.any() else None
     far = _far(a, b, out)
-    if not far.any():
+    count = np.count_nonzero(far)
+    if not count:
         return None
-    return far.nonzero() if far.ndim else far.copy()
+    return far.nonzero() if far.ndim and count <= far.size // FEW else far.copy()
 
 
 FEW = 16
 """``_lost`` asks ``_far`` about the elements that are not bit for bit those they were alone
-where they are at most one in ``FEW``: a dozen NumPy calls on them, each gathering its
-operands, against a handful of passes over all the elements."""
+where they are at most one in ``FEW`` (a dozen NumPy calls on them, each gathering its
+operands, against a handful of passes over all the elements), and keeps the positions of
+those lost where they are (else their mask)."""
 
 
 def _far(a, b, out):
