@@ -569,13 +569,9 @@ _FINFO = {}
 """``np.finfo`` of each float dtype ``_normal`` has met."""
 
 
-_FLOATS = (np.float64, np.float32, np.float16)
-_ORDERED = {np.dtype(t): (np.dtype(i), np.dtype(u))
-            for t, i, u in zip(_FLOATS, (np.int64, np.int32, np.int16),
-                               (np.uint64, np.uint32, np.uint16))}
-"""The integer types of the ordered bit patterns of a real float type (``_far``)."""
-
-_SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
+_BITS = {np.dtype(t): np.dtype(i) for t, i in ((np.float64, np.int64), (np.float32, np.int32),
+                                               (np.float16, np.int16))}
+"""The integer type of the bit patterns of a real float type, which ``_lost`` compares."""
 
 
 def _lost(a, b, out):
@@ -587,9 +583,9 @@ def _lost(a, b, out):
     found in one pass over the elements, which finds those that are not ``b`` bit for bit:
     none, or a few (a write of 10^5 elements undone by its inverse: tens), which ``_far`` then
     asks about alone; where many are, it asks about all."""
-    kinds = _ORDERED.get(a.dtype) if type(a) is np.ndarray else None
-    if kinds is not None and a.ndim:
-        np.not_equal(a.view(kinds[0]), b.view(kinds[0]), out=out)
+    bits = _BITS.get(a.dtype) if type(a) is np.ndarray else None
+    if bits is not None and a.ndim:
+        np.not_equal(a.view(bits), b.view(bits), out=out)
         differ = out.nonzero()
         count = differ[0].size
         if not count:
