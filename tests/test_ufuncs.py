@@ -617,9 +617,9 @@ def lost_mask(lost, size):
     """Where the entries ``lost`` of ``writes._verify`` mark elements of a target of ``size``
     elements."""
     found = np.zeros(size, bool)
-    for where, packed, _ in lost:
+    for where, positions, _ in lost:
         region = found if where is None else found[where]
-        region |= np.unpackbits(packed, count=region.size).view(bool)
+        region[positions] = True
     return found
 
 
@@ -883,16 +883,27 @@ def test_a_ufunc_with_where_keeps_numpys_errors(call, error):
             differentiate(lambda x: np.sum(call(x, np.zeros_like(x))))
 
 
+def _marked(positions, shape):
+    """The mask of the elements ``writes._lost`` found at ``positions`` (None: none)."""
+    mask = np.zeros(shape, bool)
+    if positions is not None:
+        mask[positions] = True
+    return mask
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
 @pytest.mark.parametrize("seed", range(6))
-def test_the_lost_elements_found_by_reductions_are_those_of_the_mask(dtype, seed):
-    # ``writes._lost`` answers "no element lost" from reductions before forming the mask of
-    # ``writes._far``: on elements 0 to 3 ulps apart, of either sign, zeros, subnormals, NaNs
-    # and infinities among them (or not: each seed draws which kinds appear), it finds the
-    # same elements.
+@pytest.mark.parametrize("shape", [(200,), (8, 25), (4000,)])
+@pytest.mark.parametrize("share", [1.0, 0.01])
+def test_the_lost_elements_found_are_those_of_the_mask(dtype, seed, shape, share):
+    # ``writes._lost`` finds the elements that are not bit for bit those they were, then asks
+    # ``writes._far`` about those alone (a few: ``share`` of them 0 to 3 ulps apart) or about
+    # all (many): on elements of either sign, zeros of either sign, subnormals, NaNs and
+    # infinities among them (or not: each seed draws which kinds appear), it finds the same
+    # elements.
     from mutad.engines.writes import _far, _lost
     rng = np.random.default_rng(seed)
-    n = 200
+    n = int(np.prod(shape))
     info = np.finfo(dtype)
     kind = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize]
     b = (rng.standard_normal(n) * 10.0 ** rng.integers(-3, 3, n)).astype(dtype)
@@ -901,15 +912,39 @@ def test_the_lost_elements_found_by_reductions_are_those_of_the_mask(dtype, seed
         if rng.random() < 0.4:
             b[rng.integers(n)] = value
     steps = rng.integers(-3 if seed % 2 else -2, 4 if seed % 2 else 3, n).astype(kind)
+    steps[rng.random(n) >= share] = 0
     if seed == 0:
         steps[:] = 0
-    a = (b.view(kind) + steps).view(dtype)
-    expected = _far(a.copy(), b, np.empty(n, bool)).copy()
-    got = _lost(a.copy(), b, np.empty(n, bool))
+    elif share < 1:  # where it is a few, one of each kind among them
+        special = np.flatnonzero(np.isin(b, specials) | np.isnan(b))
+        steps[special] = rng.integers(-3, 4, special.size)
+    a = (b.view(kind) + steps).view(dtype).reshape(shape)
+    b = b.reshape(shape)
+    expected = _far(a.copy(), b, np.empty(shape, bool)).copy()
+    got = _lost(a.copy(), b, np.empty(shape, bool))
     if not expected.any():
         assert got is None
-    else:
-        np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(_marked(got, shape), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("value", [1.0, -0.0, 0.0, 5e-324, np.nan, np.inf])
+def test_the_lost_element_of_a_0d_array_is_found(dtype, value):
+    # a write into a 0-d array: ``writes._lost`` marks its one element (a 0-d mask indexes
+    # it), or none
+    from mutad.engines.writes import _far, _lost
+    b = np.array(value, dtype)
+    assert _lost(b.copy(), b, np.empty((), bool)) is None
+    for other in [np.nextafter(b.real, 2), np.nextafter(np.nextafter(np.nextafter(
+            b.real, 2), 2), 2), -b.real, np.float64(np.nan)]:
+        a = np.array(other, dtype)
+        expected = _far(a.copy(), b, np.empty((), bool)).copy()
+        got = _lost(a.copy(), b, np.empty((), bool))
+        assert (got is not None) == bool(expected)
+        if got is not None:
+            region = b.copy()
+            region[got] = 7.0
+            assert region == 7.0
 
 
 def _signed_values(rng, dtype, signs, specials):
@@ -998,7 +1033,8 @@ def test_lost_elements_whose_distance_wraps_around_or_is_none(dtype):
         a[i] = value
         expected = _far(a.copy(), b, np.empty(b.size, bool)).copy()
         assert expected[i] and expected.sum() == 1
-        np.testing.assert_array_equal(_lost(a.copy(), b, np.empty(b.size, bool)), expected)
+        np.testing.assert_array_equal(
+            _marked(_lost(a.copy(), b, np.empty(b.size, bool)), b.size), expected)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1186,11 +1222,10 @@ def test_a_sum_verified_as_it_is_written_reads_its_result_again_only_where_it_ma
     np.testing.assert_array_equal(lost_mask(lost, t.size), lost_mask(whole_lost, t.size))
 
 
-def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_a_chunk_at_a_time(
-        monkeypatch):
-    """The elements a write's inverse would not give back are kept, with their bit masks, per
-    CHUNK that holds any, however long the pieces it is verified in: a long run of such
-    writes keeps, until the reverse pass reaches each, no more than pieces of a CHUNK would."""
+def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_alone(monkeypatch):
+    """The elements a write's inverse would not give back are kept with their positions, no
+    more, however long the pieces it is verified in: a long run of such writes keeps, until
+    the reverse pass reaches each, no more than the elements they lost."""
     from mutad.core.registry import rule_for
     from mutad.engines import writes
     from mutad.rules.ufuncs import absorption
@@ -1205,9 +1240,10 @@ def test_a_write_verified_in_long_pieces_keeps_its_lost_elements_a_chunk_at_a_ti
                              absorption, write=True)
     np.testing.assert_array_equal(written, t + o)
     assert len(lost) == 1
-    where, packed, original = lost[0]
-    assert where == slice(20, 24)
-    np.testing.assert_array_equal(np.unpackbits(packed, count=4), [0, 1, 0, 0])
+    where, positions, original = lost[0]
+    assert where == slice(16, 32)
+    assert len(positions) == 1
+    np.testing.assert_array_equal(positions[0], [5])
     np.testing.assert_array_equal(original, [1e-20])
 
 
@@ -1303,3 +1339,49 @@ def test_tanhs_derivative_far_out_is_zero_without_a_warning(dtype):
         exact = (1 / np.cosh(x.astype(np.longdouble))) ** 2
     assert np.array_equal(g[[0, 1, 2, 6]], np.zeros(4, dtype))
     assert np.all(np.abs(g - exact) <= 8 * np.spacing(exact.astype(dtype)).astype(np.longdouble))
+
+
+_FEW_OFF = {  # a value of the target the inverse of ``x += o`` would not give back, and o's
+    "absorbed": (1e-20, 1.0), "subnormal": (5e-324, 1.0), "-0.0": (-0.0, 0.25),
+    "nan": (np.nan, 0.5), "inf": (np.inf, 0.5), "exact": (0.5, 0.25)}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("case", sorted(_FEW_OFF))
+def test_a_write_losing_a_few_of_many_elements_puts_them_back(inverting, dtype, case):
+    """``x += o`` into 4,000 elements whose inverse gives back all but a few (``writes._lost``
+    asks about those alone): absorbed, subnormal, -0.0, NaN and infinite elements among
+    others given back within 2 ulps are put back bit for bit (the derivative in ``c``, which
+    reads them, is there the checkpoint policy's, bit for bit), traced and replayed alike,
+    and the caller's arrays are unchanged."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    x = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    o = rng.uniform(-1e-3, 1e-3, n)
+    value, step = _FEW_OFF[case]
+    off = [7, 1999, n - 1]
+    x[off] = value
+    o[off] = step
+    x, o, c = x.astype(dtype), o.astype(dtype), np.ones(n, dtype)
+
+    def f(x, c):
+        y = x * c  # whose pullback for c reads x as it was before the write
+        x += o
+        return (y * np.where(np.isfinite(x), x, 0.0)).real.sum()
+
+    before = x.tobytes() + c.tobytes()
+    with np.errstate(invalid="ignore"):
+        traced = mutad.value_and_gradient(f, x, c)
+        assert x.tobytes() + c.tobytes() == before
+        gradient = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+        replayed = [gradient(x, c) for _ in range(3)]
+        assert not gradient.reasons
+        assert x.tobytes() + c.tobytes() == before
+        checkpointed = mutad.value_and_gradient(f, x, c, policy="checkpoint")
+    assert x.tobytes() + c.tobytes() == before
+    for value, gs in replayed:
+        assert np.float64(value).tobytes() == np.float64(traced[0]).tobytes()
+        assert [g.tobytes() for g in gs] == [g.tobytes() for g in traced[1]]
+    for g, expected in zip(traced[1], checkpointed[1], strict=True):
+        assert g[off].tobytes() == expected[off].tobytes()
+        np.testing.assert_allclose(g, expected, rtol=8 * np.finfo(dtype).eps, atol=0)

@@ -423,9 +423,11 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
     Run before the write: the write and its inverse are computed on the values at hand, a piece
     at a time into scratch memory, and the elements the inverse would not give back (an
     underflow, an overflow, a small term absorbed by a large one, a division by zero) are
-    listed as ``(where, bit mask, their values)`` per piece (``lost``, empty where there are
-    none; None where they are, and the target is an array an outer differentiation traces,
-    whose saved values would have to be traced too: the whole region is checkpointed instead).
+    listed as ``(where, positions, their values)`` per piece that has any (``lost``, empty
+    where there are none; None where they are, and the target is an array an outer
+    differentiation traces, whose saved values would have to be traced too: the whole region
+    is checkpointed instead): a write undone this way keeps them until the reverse pass
+    reaches it, so a long run of writes keeps no more than the elements they lost.
     The replay computes the same correctly rounded operations on the same bytes, so it gives
     back what was verified here. An inverse marked ``bounded_where_normal`` (a product undone
     by a division) is within ``ULPS`` wherever the write's result is a normal float, so that
@@ -481,7 +483,7 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
                 if wrapped(target):
                     lost = None  # (the growth still measured on every piece)
                 else:
-                    _keep_lost(lost, where, far, piece)  # (before it is written)
+                    lost.append((where, far, piece[far]))  # (before it is written)
             if writing and clean:
                 ufunc(*operands, out=piece)
                 rest = where.stop
@@ -494,24 +496,6 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
     return lost, measures[0] if measures else None
 
 
-def _keep_lost(lost, where, far, piece):
-    """Append to ``lost`` the elements of ``piece`` (at ``where`` in the flat target, None:
-    all of it) marked in ``far``, as ``(where, bit mask, their values)`` per ``CHUNK`` of the
-    piece that holds any: a write undone this way keeps its masks until the reverse pass
-    reaches it, so a long run of them keeps a mask only where elements were lost, at the
-    granularity of a ``CHUNK`` whatever the length of the pieces verified."""
-    if where is None or piece.size <= CHUNK:
-        lost.append((where, np.packbits(far), piece[far]))
-        return
-    for start in range(0, piece.size, CHUNK):
-        part = slice(start, start + CHUNK)
-        marked = far[part]
-        if marked.any():
-            values = piece[part]
-            lost.append((slice(where.start + start, where.start + start + values.size),
-                         np.packbits(marked), values[marked]))
-
-
 def _put_back(inverse, find, lost):
     """``inverse``, then the ``lost`` elements (``_verify``'s) copied back into the target,
     which ``find()`` gives in the reverse pass (None: a temporary nothing reads any more)."""
@@ -522,11 +506,9 @@ def _put_back(inverse, find, lost):
             return
         with np.errstate(all="ignore"):  # at the elements put back below
             inverse()
-        for where, packed, original in lost:
+        for where, positions, original in lost:
             region = written if where is None else written.reshape(-1)[where]
-            mask = (np.unpackbits(packed, count=region.size) if type(packed) is np.ndarray
-                    else np.unpackbits(packed)[:region.size]).view(bool)  # (CuPy's: no count)
-            region[mask.reshape(region.shape)] = original
+            region[positions] = original
 
     return inverse_then_put_back
 
@@ -593,51 +575,42 @@ _FINFO = {}
 """``np.finfo`` of each float dtype ``_normal`` has met."""
 
 
-_FLOATS = (np.float64, np.float32, np.float16)
-_ORDERED = {np.dtype(t): (np.dtype(i), np.dtype(u))
-            for t, i, u in zip(_FLOATS, (np.int64, np.int32, np.int16),
-                               (np.uint64, np.uint32, np.uint16))}
-"""The integer types of the ordered bit patterns of a real float type (``_far``)."""
-
-_SMALLEST_NORMAL = {np.dtype(t): np.finfo(t).smallest_normal for t in _FLOATS}
+_BITS = {np.dtype(t): np.dtype(i) for t, i in ((np.float64, np.int64), (np.float32, np.int32),
+                                               (np.float16, np.int16))}
+"""The integer type of the bit patterns of a real float type, which ``_lost`` compares."""
 
 
 def _lost(a, b, out):
-    """``_far(a, b, out)`` where it has a True element, else None; uses ``a``'s memory.
+    """What indexes the elements ``_far(a, b, out)`` marks, None where it marks none: their
+    positions (``nonzero``'s) where they are few, else a copy of the mask (a byte per element
+    at most, where a position takes eight per axis); uses the memory of ``a`` and ``out``.
 
-    For a real ``b`` of a float type whose bit patterns are ordered, the common answer, no
-    element lost, is found by reductions: the extremes of the distances in units in the last
-    place (all zero: every element bit for bit), then, where some element is not, whether any
-    element of ``b`` is zero or subnormal (only those must come back bit for bit); the mask
-    is formed only where one is."""
-    kinds = _ORDERED.get(a.dtype) if type(a) is np.ndarray else None
-    if kinds is None or a.size == 0:
-        lost = _far(a, b, out)
-        return lost if lost.any() else None
-    d = a.view(kinds[0])
-    np.subtract(d, b.view(kinds[0]), out=d)  # (wraps around: its extremes are of the
-    # distances as NumPy's integers hold them, within ULPS of 0 where they are)
-    # (the reductions themselves, not np.min's and np.max's Python wrappers: a long write
-    # is checked a piece at a time)
-    low, high = _smallest(d, axis=None), _largest(d, axis=None)
-    if low == 0 and high == 0:
-        return None
-    within = -ULPS <= low and high <= ULPS
-    smallest = _SMALLEST_NORMAL[a.dtype]
-    magnitude = None
-    if within:
-        magnitude = np.abs(b)
-        if _smallest(magnitude, axis=None) >= smallest:  # (a NaN: asked element-wise)
+    For a real ``b`` of a float type whose bit patterns are ordered, the common answers are
+    found in one pass over the elements, which finds those that are not ``b`` bit for bit:
+    none, or a few (a write of 10^5 elements undone by its inverse: tens), which ``_far`` then
+    asks about alone; where many are, it asks about all."""
+    bits = _BITS.get(a.dtype) if type(a) is np.ndarray else None
+    if bits is not None and a.ndim:
+        np.not_equal(a.view(bits), b.view(bits), out=out)
+        differ = out.nonzero()
+        count = differ[0].size
+        if not count:
             return None
-    np.add(d, ULPS, out=d)  # within ULPS of b: 0 <= d <= 2 ULPS, as an unsigned number
-    np.greater(d.view(kinds[1]), 2 * ULPS, out=out)
-    if magnitude is None:
-        magnitude = np.abs(b)
-    if not _smallest(magnitude, axis=None) >= smallest:  # (a NaN: asked element-wise)
-        tiny = magnitude < smallest
-        tiny &= d != ULPS
-        np.logical_or(out, tiny, out=out)
-    return out if not within or out.any() else None
+        if count <= out.size // FEW:
+            far = _far(a[differ], b[differ], np.empty(count, bool))
+            return tuple(i[far] for i in differ) if far.any() else None
+    far = _far(a, b, out)
+    count = np.count_nonzero(far)
+    if not count:
+        return None
+    return far.nonzero() if far.ndim and count <= far.size // FEW else far.copy()
+
+
+FEW = 16
+"""``_lost`` asks ``_far`` about the elements that are not bit for bit those they were alone
+where they are at most one in ``FEW`` (a dozen NumPy calls on them, each gathering its
+operands, against a handful of passes over all the elements), and keeps the positions of
+those lost where they are (else their mask)."""
 
 
 def _far(a, b, out):
