@@ -83,3 +83,17 @@ def test_arguments_whose_bytes_interleave_without_sharing_are_differentiated():
     assert [g.tolist() for g in grads[0]] == [[8.0, 24.0, 40.0, 56.0], [4.0, 8.0, 12.0, 16.0],
                                               [20.0]]
     assert bytes(memory) == before
+
+
+@pytest.mark.parametrize("differentiate", (
+    lambda f, a, b: mutad.gradient(f, a, b),
+    lambda f, a, b: mutad.jvp(f, (a, b), (np.ones(4), np.ones(4))),
+), ids=("reverse", "forward"))
+def test_an_array_and_a_foreign_view_of_its_memory_are_refused(differentiate):
+    """One argument owns its memory, the other views it through a memoryview: two chains,
+    asked about though the first owns its memory (owners that all own theirs are not)."""
+    a = np.arange(1.0, 5.0)
+    b = np.frombuffer(memoryview(a))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="np.frombuffer"):
+        differentiate(scaled_product, a, b)
+    assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
