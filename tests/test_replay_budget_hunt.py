@@ -16,7 +16,7 @@ import mutad
 from test_replay_budget import replayed_as_traced, replays
 
 N = 64
-BUDGETS = [0, 3 * N * 8, 10**12]  # (none, a few snapshots, all of them)
+BUDGETS = [0, 3 * N * 8, 10**12]  # (the fewest snapshots a chain keeps, a few, all it wants)
 
 
 def states(calls, seed, n=N):
