@@ -812,6 +812,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
                 general = (f"{dy} * {factor}" if into == "None" else
                            f"multiply({dy}, {factor}, {into})")
+                if into == dy and made.dtype.kind == "f":  # (Code.fold_negations)
+                    code.real_products.add(f"{g} = {general}")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
