@@ -579,8 +579,11 @@ class Code:
 
 
 _LOCAL = re.compile(r"\bv[0-9]+\b")
+"""The name of a local holding a value of the program (``Code.local``)."""
 _COTANGENT = re.compile(r"\b[cg][0-9]+\b")
+"""The name of a local of the reverse pass: a cotangent, a product made for an input."""
 _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([cg][0-9]+)\)")
+"""A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
 
 
 def _real_number(value):
@@ -588,12 +591,11 @@ def _real_number(value):
     0-d array of a real float dtype), else None."""
     if type(value) is np.ndarray:
         return float(value) if value.shape == () and value.dtype.kind == "f" else None
-    if type(value) is int:  # (one every float holds exactly)
+    if type(value) is int:  # (negating it negates its rounding to any float: a small one)
         return float(value) if abs(value) <= 2 ** 24 else None
     if type(value) is float or type(value) is np.float64:
         return float(value)
     return None
-"""The name of a local holding a value of the program (``Code.local``)."""
 
 
 def _index(value):
