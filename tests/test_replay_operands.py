@@ -159,3 +159,80 @@ def test_a_number_is_an_operand_array_only_where_the_dtype_holds_it():
     for number, dtype in [(0.1, np.float32), (2 ** 53 + 1, np.float64), (10 ** 400, np.float64),
                           (1e300, np.float32), (np.inf, np.float64), (True, np.float64)]:
         assert _as_operand(number, dtype) is None, (number, dtype)
+
+
+def negated_products(u, w):
+    """Products by a constant that feed a difference (``- 2*w``'s cotangent is the cotangent
+    times -1, then times 2): one product by -2 in a compiled block
+    (``blocks.Code.fold_negations``); a scale float32 does not hold (0.1), an int, a float."""
+    for _ in range(3):
+        d = u - 2 * w - 0.1 * (u * w) - 3 * (w - 2.5 * u)
+        u = d * w
+    return (u * u).sum(dtype=np.float64)
+
+
+def _negated_calls(dtype):
+    u, w = X.astype(dtype), Y.astype(dtype)
+    big = 1e300 if dtype == np.float64 else 1e30 if dtype == np.float32 else 6e4
+    nans = NANS if dtype == np.float64 else [np.nan, -np.nan]
+    finite = (u, w)
+    flips = [(u, _with(w, 2, nan)) for nan in nans] + [
+        (_with(u, 1, nans[0]), _with(w, 1, nans[-1])), (u, _with(w, 3, np.inf)),
+        (_with(u, 4, -np.inf), w), (u, _with(w, 0, big)), (_with(u, 5, big), _with(w, 5, big)),
+        (_with(u, 2, 0.0), _with(w, 2, -0.0)), (u, _with(_with(w, 3, -0.0), 4, -0.0)),
+        (u, _with(w, 1, 1e-310 if dtype == np.float64
+                                                            else 1e-40 if dtype == np.float32
+                                                            else 1e-7))]
+    calls = [finite, finite, finite]
+    for flip in flips:
+        calls += [flip, finite, flip, finite]
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+def test_a_product_by_minus_one_folded_into_the_next_gives_the_traced_bits(
+        dtype, mode, capfd, monkeypatch):
+    sources = {}
+    for fold in (False, True):
+        templates = collections.OrderedDict()
+        monkeypatch.setattr(blocks, "TEMPLATES", templates)
+        if not fold:
+            monkeypatch.setattr(blocks.Code, "fold_negations", lambda code: None)
+        replayed_like_traced(negated_products, _negated_calls(dtype), MODES[mode], capfd)
+        monkeypatch.undo()
+        sources[fold] = "".join(source.partition("def backward")[2] for source in templates)
+        assert sources[fold], "not compiled"
+    # (the products by -1 taken into the next: fewer products in the reverse pass)
+    assert sources[True].count("multiply(") < sources[False].count("multiply(")
+
+
+def stepped(u, w):
+    """A write that adds into a region (``u[1:-1] += ...``): its cotangent is taken out of the
+    region, which then gets it back as the cotangent of the values read there; in a compiled
+    block, 0.0 added into the region that still holds it (``replay._added_back``), which
+    makes each -0.0 a 0.0 as adding the cotangent into zeros does (the argument's own: a
+    copy's pullback would add its cotangent into zeros again)."""
+    for _ in range(3):
+        u[1:-1] += 0.25 * (u[2:] - 2 * u[1:-1] + u[:-2]) * w[1:-1]
+        u[0] = 0.0
+    return (u * w).sum(dtype=np.float64)
+
+
+def shifted(u, w):
+    """As :func:`stepped`, the region's cotangent its only one (a -0.0 kept nowhere)."""
+    for _ in range(3):
+        u[1:-1] += 0.5 * w[1:-1]
+    return (u * w).sum(dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+@pytest.mark.parametrize("f", [stepped, shifted], ids=lambda f: f.__name__)
+def test_a_cotangent_added_back_into_its_region_gives_the_traced_bits(
+        f, dtype, mode, capfd, monkeypatch):
+    templates = collections.OrderedDict()
+    monkeypatch.setattr(blocks, "TEMPLATES", templates)
+    replayed_like_traced(f, _negated_calls(dtype), MODES[mode], capfd)
+    assert "dy = view.copy()" in "".join(source.partition("def backward")[2]
+                                         for source in templates)

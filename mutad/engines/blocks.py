@@ -209,6 +209,8 @@ class Code:
         # (index of its line in forward, local, the ufunc's call) per NaN check of an
         # arithmetic operation on NumPy's scalars: defer_nan_checks
         self.nan_checks = []
+        # the reverse lines ``g = multiply(dy, k, dy)`` of a real float dy by a constant
+        self.real_products = set()
 
     def defer_nan_checks(self):
         """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
@@ -255,6 +257,48 @@ class Code:
         self.forward = [line for i, line in enumerate(self.forward)
                         for line in lines.get(i, (line,))]
         self.nan_checks = []
+
+    def fold_negations(self):
+        """Take a product by exactly -1 and the next product by a constant as one product.
+
+        In ``b = multiply(a, k1, a)``, then ``c = multiply(b, k2, b)`` (subtract's -1, then
+        2 * u's 2), where ``a`` is a real float array, ``k1`` is -1 and ``k2`` a finite
+        nonzero real number, and ``b`` is named nowhere else, the two lines are one:
+        ``c = multiply(a, -k2, a)``, the same bits. The product by -1 is exact (a
+        negation, in any real float loop, and so is its cast back into ``a``), and rounding
+        to nearest is symmetric in the sign, so (-x) * k2 and x * (-k2) round alike, with
+        the same overflow; a NaN in ``a`` is a multiply's NaN operand, passed on as it is
+        (quieted, its sign kept: a product by -1 is no negative), and an invalid operation
+        (a signalling NaN) is the first product's either way, once."""
+        lines = self.reverse
+        counts = collections.Counter(_COTANGENT.findall("\n".join([*self.forward, *lines])))
+        negations = {}  # a constant's name -> that of its negation
+        i = 0
+        while i + 1 < len(lines):
+            first, second = lines[i], lines[i + 1]
+            one = type(first) is str and _PRODUCT.fullmatch(first)
+            two = type(second) is str and _PRODUCT.fullmatch(second)
+            if one and two and one[1] == two[1] and one[3] == one[5] and two[3] == two[5] \
+                    and two[3] == one[2] and counts[one[2]] == 3 \
+                    and first.strip() in self.real_products \
+                    and second.strip() in self.real_products \
+                    and _real_number(self.constant(one[4])) == -1:
+                k2 = self.constant(two[4])
+                number = _real_number(k2)
+                if number is not None and math.isfinite(number) and number != 0:
+                    negated = negations.get(two[4])
+                    if negated is None:
+                        if type(k2) is np.ndarray:
+                            k2 = np.negative(k2, out=k2.copy())
+                            k2.flags.writeable = False
+                        else:
+                            k2 = -k2
+                        negated = negations[two[4]] = self.bind(k2)
+                    line = f"{two[1]}{two[2]} = multiply({one[3]}, {negated}, {one[3]})"
+                    self.real_products.add(line.strip())
+                    lines[i:i + 2] = [line]
+                    continue
+            i += 1
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
@@ -536,6 +580,22 @@ class Code:
 
 _LOCAL = re.compile(r"\bv[0-9]+\b")
 """The name of a local holding a value of the program (``Code.local``)."""
+_COTANGENT = re.compile(r"\b[cg][0-9]+\b")
+"""The name of a local of the reverse pass: a cotangent, a product made for an input."""
+_PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([cg][0-9]+)\)")
+"""A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
+
+
+def _real_number(value):
+    """``value`` as a Python float where it is a real number (a Python or NumPy float or int, a
+    0-d array of a real float dtype), else None."""
+    if type(value) is np.ndarray:
+        return float(value) if value.shape == () and value.dtype.kind == "f" else None
+    if type(value) is int:  # (negating it negates its rounding to any float: a small one)
+        return float(value) if abs(value) <= 2 ** 24 else None
+    if type(value) is float or type(value) is np.float64:
+        return float(value)
+    return None
 
 
 def _index(value):
@@ -654,6 +714,7 @@ class Block:
             for k in reversed(range(len(steps))):
                 code.reverse += steps[k].emit_back(code, k)
             code.reverse = code.rendered()
+            code.fold_negations()
             return code, _factory(code.source())(code.constants, self.deopt, guard_failed)
 
         code, (self.forward, self.backward) = compiled(True)

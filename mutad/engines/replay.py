@@ -812,6 +812,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             if factor is not None:  # needs no mask: the product (products.times, unmasked)
                 general = (f"{dy} * {factor}" if into == "None" else
                            f"multiply({dy}, {factor}, {into})")
+                if into == dy and made.dtype.kind == "f":  # (Code.fold_negations)
+                    code.real_products.add(f"{g} = {general}")
             else:  # a finite nonzero Python number needs none either, nor an array of dy's
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
@@ -1240,9 +1242,10 @@ class ElementwiseWrite:
             # (else the block finishes one step at a time, from here)
             hoisted, flat = code.existing_flat(written.buffer, k)
             region = f"{flat}[{code.bind(span)}]"
-            lean = [f"dy = {region}.copy()", f"{region} = 0.0", take[-1],
-                    *_lean_cotangents(code, self.cotangents, written, vals, "None",
-                                      scalar=False, always=record is None)]
+            lean = _added_back([f"dy = {region}.copy()", f"{region} = 0.0", take[-1],
+                                *_lean_cotangents(code, self.cotangents, written, vals, "None",
+                                                  scalar=False, always=record is None)],
+                               region, written.dtype, code)
         else:
             lean = [*take, "if dy is not None:",
                     *indent(_lean_cotangents(code, self.cotangents, written, vals, "None",
@@ -1274,6 +1277,8 @@ class ElementwiseWrite:
                     f"    {code.deopt(k, 'None')}", *take]
         lean = [*take, *_lean_cotangents(code, self.cotangents, written, vals, "None",
                                          scalar=False, always=False)]
+        if span is not None:
+            lean = _added_back(lean, region, written.dtype, code)
         handed = []
         if buffer.key in live:
             copy = ".copy()" if shared else ""
@@ -1287,6 +1292,22 @@ class ElementwiseWrite:
                    "    if x is not None:", f"        entries[{key}] = x", f"    {deopt}",
                    f"{local} = x[1]"]
         return [*hoisted, f"if {record} is None:", *indent(lean), "else:", *indent(general)]
+
+
+def _added_back(lines, region, dtype, code):
+    """A write's reverse ``lines`` where they take its cotangent out of a ``region`` of a flat
+    shadow, zero it, put the values written back, and add the cotangent back into it (the
+    cotangent of the values the write read there: ``u[1:-1] += v``'s): the cotangent copied,
+    the values put back, and 0.0 added into the region, which holds it still. Of a float or
+    complex dtype, 0 + dy and dy + 0 are the same bits (-0.0 becomes 0.0 either way, and a NaN
+    is passed on as it is) with the same floating-point events, and putting the values back
+    touches no shadow."""
+    taken = [f"dy = {region}.copy()", f"{region} = 0.0"]
+    if dtype.kind not in "fc" or lines[:2] != taken or \
+            lines[3:5] != [f"view = {region}", "view += dy"]:
+        return lines
+    zero = code.bind(_as_operand(0.0, dtype))  # (0.0 as the same operand: _as_operand)
+    return [f"view = {region}", "dy = view.copy()", lines[2], f"view += {zero}", *lines[5:]]
 
 
 class ConstantWrite:
