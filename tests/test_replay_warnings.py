@@ -25,10 +25,12 @@ def outcome(function, x, mode="warn", action="always"):
             function(x)
             raised = None
         except (FloatingPointError, RuntimeWarning) as error:
-            tb = error.__traceback__
-            while tb.tb_next is not None and "mutad" not in tb.tb_next.tb_frame.f_code.co_filename:
+            lines, tb = [], error.__traceback__
+            while tb is not None:  # the line of f that raised it
+                if tb.tb_frame.f_code.co_filename == __file__:
+                    lines.append(tb.tb_lineno)
                 tb = tb.tb_next
-            raised = type(error), str(error)
+            raised = type(error), str(error), lines[-1]
     return [(w.category, str(w.message), w.lineno) for w in issued], called, raised
 
 

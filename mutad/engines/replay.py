@@ -2360,14 +2360,15 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
     its steps are done (its result, its aux); ``guarded``: the keys of the buffers whose
     bytes a call saves before their first write (``Tape.guard``: the arguments'); ``raising``:
-    the ids of the steps that raised a floating-point event when recorded, which run as
-    themselves, where ``Heard`` tells them apart."""
+    the ids of the steps of the operations that warned of a floating-point event when
+    recorded (``Program.raising``), which run as themselves, where ``Heard`` tells them apart
+    (and which stay alive: no other object takes their ids)."""
     reads = [set(_read_slots(step)) for step in steps]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
     for step, slots in zip(steps, reads):
         if fused and type(step) is ElementwiseWrite and readers[step.target] == 1 \
-                and step.target not in held and id(fused[-1]) not in raising:
+                and step.target not in held and not {id(fused[-1]), id(step)} & raising:
             element = SetElement.fused(fused[-1], step)
             if element is not None:
                 fused[-1], fused_reads[-1] = element, {element.source, element.value}
@@ -3363,6 +3364,7 @@ class Program:
         # and of each, the message and the steps one of which must raise it (``Heard``)
         self.kinds = [(message, steps) for (message, _, _), steps
                       in zip(recorder.heard, recorder.sources, strict=True)]
+        # the ids of those steps (kept out of compiled blocks: ``with_blocks``)
         self.raising = frozenset().union(*(steps for _, steps in self.kinds))
         self.shown, self.reissued = recorder.shown, recorder.reissued
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
