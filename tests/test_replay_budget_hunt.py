@@ -188,11 +188,8 @@ def test_an_exception_f_raises_on_some_calls_leaves_the_replay_and_the_arrays_ri
     assert 0 < raised < 8 and replays(replaying) >= 2
 
 
-@pytest.mark.xfail(strict=True, reason="a replay compares the kinds of NumPy's floating-point "
-                   "events (what its error callback is told) and issues the recorded call's "
-                   "messages: an event of the same kind from another function is reported as "
-                   "the recorded one's (with or without a budget)")
 def test_a_replay_warns_of_the_function_that_raised_the_event():
+    """(More in test_replay_warnings.py.)"""
     def f(x):
         return (np.nansum(np.log(x[:1])) + np.nansum(np.sqrt(x[1:2]))
                 + np.nansum(np.log(x[2:])))

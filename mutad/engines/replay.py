@@ -32,8 +32,9 @@ Every decision the program depends on is a *guard*:
   Python again (:class:`PythonsOwn`), and a call on which it raises or gives another kind
   of number (a complex one) is traced;
 * NumPy's floating-point error handling at each step (:class:`Modes`) and the events the call
-  warned about (:class:`Heard`), in its steps and in its reverse pass (whose warnings a
-  replay issues as tracing's did, at the user's lines); an operation that raised while
+  warned about (:class:`Heard`), in its steps (each message, and the step that raised it, of
+  the operation that warned) and in its reverse pass (whose warnings a replay issues as
+  tracing's did, at the user's lines); an operation that raised while
   recording, which Python may have caught, leaves the signature traced
   (``Recorder.raised``), and a step that raises while replaying traces the call;
 * the arguments' structure, shapes, dtypes and memory layouts, which arguments share memory,
@@ -1857,8 +1858,8 @@ class PutValue:
 
 class Modes:
     """NumPy's floating-point error handling from here on, as the traced call had it
-    (``Recorder.watch``): ``"ignore"``, or ``"call"`` for the categories the traced call
-    warned about, to :class:`Heard`, which counts them for ``Program.run`` to compare."""
+    (``Recorder.watch``): ``"ignore"``, or ``"log"`` for the categories the traced call
+    warned about, to :class:`Heard`, which lists them for ``Program.run`` to compare."""
 
     __slots__ = ("modes",)
 
@@ -1870,26 +1871,35 @@ class Modes:
 
 
 class Heard:
-    """NumPy's floating-point error callback while a program replays: the kind of each event
-    (``"divide by zero"``), in order; the same as the writer of its log (``write``: the
-    reverse pass's, as ``debug.at_user_lines`` logs tracing's)."""
+    """Where NumPy logs its floating-point events while a program replays (error handling
+    ``"log"``): per event, in order, ``(message, step)``, NumPy's message (``"invalid value
+    encountered in log"``) and the id of the step among ``steps`` (ids) that raised it, None
+    where it is none of them. NumPy names the function, not the step: the step is the
+    innermost frame's of those ``steps``, found only when an event comes (a compiled block
+    runs them as its own lines: ``with_blocks`` leaves them out)."""
 
-    __slots__ = ("kinds",)
+    __slots__ = ("kinds", "steps")
 
-    def __init__(self):
+    def __init__(self, steps=()):
         self.kinds = []
-
-    def __call__(self, kind, flag):
-        self.kinds.append(kind)
+        self.steps = steps
 
     def write(self, text):
-        self.kinds.append(_kind(text.removeprefix("Warning: ")))
+        step = None
+        if self.steps:
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code is not _RUN:
+                if id(frame.f_locals.get("self")) in self.steps:
+                    step = id(frame.f_locals["self"])
+                    break
+                frame = frame.f_back
+        self.kinds.append((text.removeprefix("Warning: ").rstrip("\n"), step))
 
 
-def _kind(message):
-    """The kind of a NumPy warning's ``message`` (``"divide by zero encountered in divide"``)
-    as NumPy names it to a callback."""
-    return message.partition(" encountered")[0]
+def _numpys(message):
+    """NumPy's own words in the ``message`` of a warning the reverse pass issued (which names
+    the gradient it was raised in: ``debug.Warnings``)."""
+    return message.partition(", in the gradient of ")[0]
 
 
 def _arrays(args, spec, traced, numbers=None):
@@ -2365,18 +2375,21 @@ def _member(step):
     return None
 
 
-def with_blocks(steps, held, guarded=()):
+def with_blocks(steps, held, guarded=(), raising=frozenset()):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
     its steps are done (its result, its aux); ``guarded``: the keys of the buffers whose
-    bytes a call saves before their first write (``Tape.guard``: the arguments')."""
+    bytes a call saves before their first write (``Tape.guard``: the arguments'); ``raising``:
+    the ids of the steps of the operations that warned of a floating-point event when
+    recorded (``Program.raising``), which run as themselves, where ``Heard`` tells them apart
+    (and which stay alive: no other object takes their ids)."""
     reads = [set(_read_slots(step)) for step in steps]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
     for step, slots in zip(steps, reads):
         if fused and type(step) is ElementwiseWrite and readers[step.target] == 1 \
-                and step.target not in held:
+                and step.target not in held and not {id(fused[-1]), id(step)} & raising:
             element = SetElement.fused(fused[-1], step)
             if element is not None:
                 fused[-1], fused_reads[-1] = element, {element.source, element.value}
@@ -2384,7 +2397,7 @@ def with_blocks(steps, held, guarded=()):
         fused.append(step)
         fused_reads.append(slots)
     steps, reads = fused, fused_reads
-    members = [_member(step) for step in steps]
+    members = [None if id(step) in raising else _member(step) for step in steps]
     crossing = _crossing(steps, reads, held)
     runs, run = [], []
     for k, member in enumerate((*members, None)):
@@ -2528,6 +2541,11 @@ class Recorder:
         # first ``counted`` of them, those issued inside steps (``enter``, ``leave``)
         self.heard = _Issued(self)
         self.counted = 0
+        # per warning heard, the ids of the steps of the operation that issued it (``enter``),
+        # of which the one that raised it when replayed must be; and where that operation's
+        # steps begin
+        self.sources = []
+        self.opened = 0
         self.depth = 0
         # Python's warnings the steps issued and Python showed, (category, message): f may
         # have acted on them (``catch_warnings(record=True)``; ``Shown``); per warning,
@@ -2886,7 +2904,7 @@ class Recorder:
             if mode == "ignore":
                 replayed[category] = "ignore"
             elif mode == "log" and type(call) is Warnings:
-                replayed[category] = "call"
+                replayed[category] = "log"
             else:
                 self.refuse(f"floating-point errors ({category}) handled by {mode!r} "
                             "(np.errstate): Python may act on them")
@@ -2897,9 +2915,17 @@ class Recorder:
         """A step begins: the floating-point events heard since the last one ended came from
         operations on plain arrays, which no step redoes (``watch`` for the rest)."""
         if not self.depth:
+            self.close()
             del self.heard[self.counted:]
             self.watch()
+            self.opened = len(self.steps)
         self.depth += 1
+
+    def close(self):
+        """The steps of the last operation are all recorded (those made after it returned
+        too): the events it warned about came from one of them."""
+        steps = frozenset(id(step) for step in self.steps[self.opened:])
+        self.sources += [steps] * (self.counted - len(self.sources))
 
     def leave(self):
         self.depth -= 1
@@ -3356,7 +3382,11 @@ class Program:
         self.steps = recorder.steps
         # (message, file, line) of the warnings issued, those f did not hear issued again
         self.warned = [w for w in recorder.heard if id(w) not in recorder.heard.quiet]
-        self.kinds = [_kind(message) for message, _, _ in recorder.heard]
+        # and of each, the message and the steps one of which must raise it (``Heard``)
+        self.kinds = [(message, steps) for (message, _, _), steps
+                      in zip(recorder.heard, recorder.sources, strict=True)]
+        # the ids of those steps (kept out of compiled blocks: ``with_blocks``)
+        self.raising = frozenset().union(*(steps for _, steps in self.kinds))
         self.shown, self.reissued = recorder.shown, recorder.reissued
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
@@ -3498,7 +3528,7 @@ class Program:
         # wrong for a shadow two buffers share; only the engine's path for large elementwise
         # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
-        self.back_kinds = [_kind(message) for message, _, _ in self.warned_back]
+        self.back_kinds = [_numpys(message) for message, _, _ in self.warned_back]
         if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
@@ -3547,7 +3577,7 @@ class Program:
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
         ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
-            heard = Heard()
+            heard = Heard(self.raising)
             try:
                 with np.errstate(call=heard, **self.modes), \
                         warnings.catch_warnings(record=True) as issued:  # as Shown hears them
@@ -3560,8 +3590,8 @@ class Program:
                 if STRICT and isinstance(error, (NameError, AttributeError)):
                     raise  # mutad's own mistake, not the program's
                 raise GuardFailed from error
-            if heard.kinds != self.kinds:  # what Python may have acted on, or warns about
-                raise GuardFailed
+            if (heard.kinds or self.kinds) and not _same_events(heard.kinds, self.kinds):
+                raise GuardFailed  # what Python may have acted on, or warns about
             if issued or self.shown:
                 shown = [(w.category, str(w.message)) for w in issued]
                 if shown != self.shown:  # f's filters, which may act on them, run no more
@@ -3603,7 +3633,7 @@ class Program:
                         contextlib.nullcontext():  # (the caller's handling again)
                     while records:
                         reverse(records.pop(), shadows)
-                if heard_back.kinds != self.back_kinds:
+                if [message for message, _ in heard_back.kinds] != self.back_kinds:
                     raise GuardFailed
             grads = []
             for place, hand_over, scalar in self.returned:
@@ -3625,7 +3655,7 @@ class Program:
         self.replays += 1
         if self.replays == COMPILE_AFTER:
             held = [*self.returned_slots, *self.alive, *self.held]
-            self.steps = with_blocks(self.steps, held, self.saves)
+            self.steps = with_blocks(self.steps, held, self.saves, self.raising)
         return (value if self.aux is None else (value, aux)), grads
 
 
@@ -3682,6 +3712,19 @@ def _place(t):
         return t.buffer
     value = t.value
     return Place(t.buffer, False, t.offset, value.shape, value.strides, value.dtype)
+
+
+def _same_events(heard, recorded):
+    """Whether the events a replay's steps raised, ``(message, step)`` (``Heard``), are those
+    recorded, ``(message, steps)``: each the same message, raised by a step of the operation
+    that issued it, whose line the replay issues it at."""
+    return len(heard) == len(recorded) and all(
+        message == expected and step in steps
+        for (message, step), (expected, steps) in zip(heard, recorded))
+
+
+_RUN = Program._run.__code__
+"""Where a replay runs its steps: ``Heard`` looks for the step that raised an event below."""
 
 
 class Shown:
@@ -3758,6 +3801,7 @@ class Recording:
             return
         run.tape.recorder = None
         recorder.showing.remove()
+        recorder.close()
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
