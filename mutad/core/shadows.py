@@ -325,30 +325,6 @@ class Shadows:
         it, made zero-filled if needed and its own memory (not shared)."""
         return self._flat(self._entry(buffer))
 
-    def flat_added(self, place, g, subtract=False):
-        """:meth:`flat` of the buffer of ``place``, once ``g`` is added into (``subtract``:
-        subtracted from) its shadow at ``place``, a run of its elements that the flat view's
-        ``span`` is: where the buffer has no shadow yet, in one pass (``_fresh_run``:
-        ``0.0 + g``, ``0.0 - g``, the bits of a zero-filled shadow added into), not a fill
-        and an addition (a compiled block's first addition into a shadow of a region)."""
-        buffer = place.buffer
-        if buffer.key not in self.entries and type(g) is NDARRAY and g.dtype is place.dtype \
-                and g.shape == place.shape:
-            view = self._fresh_run(buffer, place)
-            if view is not None:
-                if subtract:
-                    np.subtract(0.0, g, out=view)
-                else:
-                    np.add(g, 0.0, out=view)
-                return self.entries[buffer.key][2]
-        flat = self.flat(buffer)
-        view = strided(flat, place.shape, place.dtype, place.offset, place.strides)
-        if subtract:
-            view -= g
-        else:
-            view += g
-        return flat
-
     def pop(self, buffer, read_only=False):
         """Take ``buffer``'s whole shadow out of the cache, or None if it has none.
 

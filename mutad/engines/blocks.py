@@ -439,9 +439,6 @@ class Code:
         span = flat_slice(place)
         if span is not None:
             looked_up, flat = self.flat_of(place.buffer, always)
-            if (looked_up or flat is None) and span.step == 1:  # the block's first look at it
-                added = f"shadows.flat_added({self.bind(place)}, {g}, {sign == '-'})"
-                return [f"{flat} = {added}" if looked_up else added]
             if flat is not None:
                 return [*looked_up, f"view = {flat}[{self.bind(span)}]", f"view {sign}= {g}"]
         looked_up, shadow = self.shadow(place, always)
