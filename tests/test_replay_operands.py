@@ -189,20 +189,27 @@ def _negated_calls(dtype):
     return calls
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
-@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
-def test_a_product_by_minus_one_folded_into_the_next_gives_the_traced_bits(
-        dtype, mode, capfd, monkeypatch):
+def _reverse_sources(f, calls, mode, capfd, monkeypatch):
+    """``f`` on ``calls`` replayed as traced without, then with ``Code.fold_negations``: the
+    reverse passes compiled, by whether they folded."""
     sources = {}
     for fold in (False, True):
         templates = collections.OrderedDict()
         monkeypatch.setattr(blocks, "TEMPLATES", templates)
         if not fold:
             monkeypatch.setattr(blocks.Code, "fold_negations", lambda code: None)
-        replayed_like_traced(negated_products, _negated_calls(dtype), MODES[mode], capfd)
+        replayed_like_traced(f, calls, MODES[mode], capfd)
         monkeypatch.undo()
         sources[fold] = "".join(source.partition("def backward")[2] for source in templates)
         assert sources[fold], "not compiled"
+    return sources
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+def test_a_product_by_minus_one_folded_into_the_next_gives_the_traced_bits(
+        dtype, mode, capfd, monkeypatch):
+    sources = _reverse_sources(negated_products, _negated_calls(dtype), mode, capfd, monkeypatch)
     # (the products by -1 taken into the next: fewer products in the reverse pass)
     assert sources[True].count("multiply(") < sources[False].count("multiply(")
 
@@ -236,3 +243,25 @@ def test_a_cotangent_added_back_into_its_region_gives_the_traced_bits(
     replayed_like_traced(f, _negated_calls(dtype), MODES[mode], capfd)
     assert "dy = view.copy()" in "".join(source.partition("def backward")[2]
                                          for source in templates)
+
+
+def scalar_negated_products(u, w):
+    """Element by element, products by a constant that feed a difference, on NumPy's float64
+    scalars: ``- 2 * un[i]``'s cotangent times -1, then times 2, is one product by -2 and one
+    NaN check in a compiled block (``blocks.Code.fold_negations``); as are ``- 3 * (...)``'s and
+    ``- 0.1 * un[i]``'s (a scale float32 does not hold)."""
+    for _ in range(2):
+        un = u.copy()
+        for i in range(1, len(u) - 1):
+            u[i] += 0.25 * (un[i + 1] - 2 * un[i] + un[i - 1]) * w[i] \
+                - 3 * (w[i] - 0.1 * un[i])
+    return np.sum(u * w)
+
+
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+def test_a_scalar_product_by_minus_one_folded_into_the_next_gives_the_traced_bits(
+        mode, capfd, monkeypatch):
+    sources = _reverse_sources(scalar_negated_products, _negated_calls(np.float64), mode,
+                               capfd, monkeypatch)
+    # (the products by -1 taken into the next: fewer NaN checks in the reverse pass)
+    assert sources[True].count("times_scalar(") < sources[False].count("times_scalar(")

@@ -269,12 +269,31 @@ class Code:
         to nearest is symmetric in the sign, so (-x) * k2 and x * (-k2) round alike, with
         the same overflow; a NaN in ``a`` is a multiply's NaN operand, passed on as it is
         (quieted, its sign kept: a product by -1 is no negative), and an invalid operation
-        (a signalling NaN) is the first product's either way, once."""
+        (a signalling NaN) is the first product's either way, once.
+
+        So too on NumPy's real float scalars: ``b = a * k1``, then ``c = b * k2``, each
+        followed by its NaN check (``times_scalar`` of its operands), are ``c = a * -k2`` and
+        its check, where ``k1`` is a Python number or of ``k2``'s type (the product's type
+        is then ``a * k2``'s). Where ``a`` is a NaN, the product by -1 and its check made
+        ``a`` quieted (a signalling one's invalid operation raised by the product, then by
+        the check's multiply) and the second passed that on; the product by -k2 and its
+        check do the same, in the same order."""
         lines = self.reverse
         counts = collections.Counter(_COTANGENT.findall("\n".join([*self.forward, *lines])))
         negations = {}  # a constant's name -> that of its negation
         i = 0
         while i + 1 < len(lines):
+            scalar = self._scalar_negation(lines, i, counts)
+            if scalar is not None:
+                indent_, c, a, k2 = scalar
+                negated = negations.get(k2)
+                if negated is None:
+                    negated = negations[k2] = self.bind(-self.constant(k2))
+                line = f"{c} = {a} * {negated}"
+                self.real_products.add(line)
+                lines[i:i + 6] = [indent_ + line, f"{indent_}if {c} != {c}:",
+                                  f"{indent_}    {c} = times_scalar({a}, {negated})"]
+                continue
             first, second = lines[i], lines[i + 1]
             one = type(first) is str and _PRODUCT.fullmatch(first)
             two = type(second) is str and _PRODUCT.fullmatch(second)
@@ -299,6 +318,30 @@ class Code:
                     lines[i:i + 2] = [line]
                     continue
             i += 1
+
+    def _scalar_negation(self, lines, i, counts):
+        """``(indent, c, a, k2)`` where ``lines[i:i + 6]`` are ``b = a * k1`` and ``c = b *
+        k2`` on real float scalars, each with its NaN check, that ``fold_negations`` takes as
+        one product, else None."""
+        window = lines[i:i + 6]
+        if len(window) < 6 or any(type(line) is not str for line in window):
+            return None
+        one, two = _SCALAR_PRODUCT.fullmatch(window[0]), _SCALAR_PRODUCT.fullmatch(window[3])
+        if not one or not two or one[1] != two[1] or two[3] != one[2] \
+                or counts[one[2]] != 6 or window[0].strip() not in self.real_products \
+                or window[3].strip() not in self.real_products:
+            return None
+        for (_, b, a, k), check in ((one.groups(), window[1:3]), (two.groups(), window[4:6])):
+            if check != [f"{one[1]}if {b} != {b}:", f"{one[1]}    {b} = times_scalar({a}, {k})"]:
+                return None
+        k1, k2 = self.constant(one[4]), self.constant(two[4])
+        if _real_number(k1) != -1 or type(k2) not in (float, int, np.float64) \
+                or type(k1) not in (float, int, type(k2)):
+            return None
+        number = _real_number(k2)
+        if number is None or not math.isfinite(number) or number == 0:
+            return None
+        return one[1], two[2], one[3], two[4]
 
     def bind(self, value, kind=None):
         """The name of a constant: an object, or the number ``value`` of ``kind`` (a slot, a
@@ -585,6 +628,8 @@ _COTANGENT = re.compile(r"\b[cg][0-9]+\b")
 """The name of a local of the reverse pass: a cotangent, a product made for an input."""
 _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([cg][0-9]+)\)")
 """A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
+_SCALAR_PRODUCT = re.compile(r"( *)([cg][0-9]+) = ([cg][0-9]+) \* (k[0-9]+)")
+"""The same on NumPy's scalars, the line before its NaN check."""
 
 
 def _real_number(value):

@@ -799,6 +799,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
             product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
                        f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
+            if made.dtype.kind == "f" and _finite_nonzero(code.constant(p)):
+                code.real_products.add(f"{g} = {product}")  # (Code.fold_negations)
             lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
                       f"    {g} = times_scalar({dy}, {p})"]
         else:
