@@ -164,8 +164,9 @@ def _sum_of_products(d, p):
     (``unmasked``): BLAS's dot product where short (``UNTHREADED``); a long float64 pair's as
     Python's sum of the dot products of its pieces of that length (each a BLAS call in one
     thread: at a piece of a large product, ``times_partial``'s, in two thirds of the time of
-    NumPy's own reduction, which any other long pair takes). Whatever the order, a finite sum means every
-    product is finite: its one use, where an overflow of finite terms costs only time."""
+    NumPy's own reduction, which any other long pair takes). Whatever the order, a finite sum
+    means every product is finite: its one use, where an overflow of finite terms costs only
+    time."""
     if d.size <= UNTHREADED:
         return _vdot(d, p)
     d, p = d.reshape(-1), p.reshape(-1)
