@@ -29,7 +29,7 @@ from .arraylike import untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import FEW_BYTES, CurrentRegion, Rebuild, redone, written
+from .recompute import FEW_BYTES, CurrentRegion, Held, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
 from ..core.tape import Write
@@ -389,12 +389,14 @@ def record_element_write(primitive, ufunc, tape, buffer, region, place, inputs, 
     if tape.anomaly is not None or (recomputation is not None
                                     and recomputation.budget is not None):
         return None
-    if recomputation is not None:
+    # (an argument's buffer, the common case: nothing to hold, as ``Recomputation.write`` finds)
+    if recomputation is not None and type(buffer.ref) is not Held:
         recomputation.write(buffer)
     saved = ElementWrite.write(tape, buffer.key, ufunc, values, region)
     written(buffer)
     if len(inputs) == 1 and type(inputs[0]) is Traced and inputs[0].tape is tape:
-        inputs = (place_of(inputs[0]),)  # (``recipe`` of the one traced value written)
+        value = inputs[0]  # (``recipe`` of the one traced value written: its place)
+        inputs = (value.buffer if value.whole else place_of(value),)
     else:
         inputs = recipe(inputs, values, (None,) * len(inputs), tape)  # (it keeps none)
     record = ElementWrite(primitive, inputs, state, place,

@@ -57,7 +57,7 @@ from ..core.debug import SKIPPED
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
                       write_constant, writes_into)
-from ..core.levels import Tracer
+from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
                          door, fast_ufunc, write_into_element)
@@ -427,19 +427,32 @@ def _element_read(x, key):
     if type(value) is not NDARRAY or x.buffer.constant or tape.recorder is not None \
             or tape.outer is not None or value.dtype.kind not in "fc":
         return None
-    if not _one_element(key, value.ndim):
+    if type(key) is tuple:  # (``_one_element``, written out: this runs per element read)
+        if len(key) != value.ndim or not key:
+            return None
+        for k in key:
+            if type(k) is not int:
+                return None
+    elif type(key) is not int or value.ndim != 1:
         return None
-    active(tape)
+    running = ACTIVE.running  # (``active``)
+    if not running or (running[-1] is not tape and tape not in running):
+        raise escaped("a traced array")
     # (``fresh`` of NumPy's scalar ``value[key]``, written out: a 0-d array, read-only as the
     # scalar is immutable (``fresh_value``), a buffer of its own, too small to follow)
     y = np.array(value[key])
     _read_only(y, False)
-    yt = Traced(y, Buffer(y), tape, True)
-    source = x.buffer if x.whole else place_of(x)
+    buffer = Buffer(y)
+    yt = Traced(y, buffer, tape, True)
+    if x.whole:
+        source, repeats = x.buffer, False  # (a whole buffer's elements share no bytes)
+    else:
+        source = place_of(x)
+        repeats = overlapping(source)
     read = (source, key)
     if type(source.buffer.ref) is Held:  # (``getitem``: one pair per element of an argument)
         read = tape.places.setdefault(read, read)
-    tape.record(Gathered(operator.getitem, read, None, yt.buffer, None, overlapping(source)))
+    tape.record(Gathered(operator.getitem, read, None, buffer, None, repeats))
     return yt
 
 
