@@ -339,28 +339,33 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
-    y = arithmetic_in_python(ufunc, values)  # (a scalar loop's: Python's float, the same)
-    if y is None:
-        y = ufunc(*values)
     rule = plan.rule
-    kind = type(y)
-    if kind is _FLOAT64 or kind is float:  # a 0-d result: NumPy's scalar (``fresh_value``)
+    y = arithmetic_in_python(ufunc, values)  # (a scalar loop's: Python's float, the same)
+    if y is not None:  # (a real 0-d result, of its own buffer: as ``fresh`` wraps it, below)
         y = np.array(y)
         _read_only(y, False)
-    elif kind is not NDARRAY and isinstance(y, np.inexact):
-        y = fresh_value(y)
-    if type(y) is NDARRAY:  # (``fresh``)
-        if y.dtype.kind == "c":
-            check_complex(function_name(ufunc), rule)
         buffer = Buffer(y)
-        if y.nbytes >= SMALL:
-            buffer.ref = Tracked(y)
-        yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
+        yt = Traced(y, buffer, tape, True)
     else:
-        if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
-            check_complex(function_name(ufunc), rule)
-        yt = fresh(y, tape)
-        buffer, y = yt.buffer, yt.value
+        y = ufunc(*values)
+        kind = type(y)
+        if kind is _FLOAT64 or kind is float:  # a 0-d result: NumPy's scalar (``fresh_value``)
+            y = np.array(y)
+            _read_only(y, False)
+        elif kind is not NDARRAY and isinstance(y, np.inexact):
+            y = fresh_value(y)
+        if type(y) is NDARRAY:  # (``fresh``)
+            if y.dtype.kind == "c":
+                check_complex(function_name(ufunc), rule)
+            buffer = Buffer(y)
+            if y.nbytes >= SMALL:
+                buffer.ref = Tracked(y)
+            yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
+        else:
+            if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
+                check_complex(function_name(ufunc), rule)
+            yt = fresh(y, tape)
+            buffer, y = yt.buffer, yt.value
     nothing = plan.nothing
     if nothing is not None:  # (what ``read_by_partials`` gives is not kept: all None)
         read = nothing
