@@ -828,8 +828,14 @@ def write_into_element(x, key, value, plain, pattern=1):
     # (``place_of`` the view, found from the key rather than its address: all of ``x`` is
     # the buffer, laid out as it, ``buffer.offset`` bytes past its lowest)
     offset = buffer.offset
-    for k, n, stride in zip(key, array.shape, array.strides):
-        offset += (k + n if k < 0 else k) * stride
+    shape, strides = array.shape, array.strides
+    if len(key) == 2:  # (a matrix's element, the commonest: the loop below, unrolled)
+        i, j = key
+        offset += (i + shape[0] if i < 0 else i) * strides[0] \
+            + (j + shape[1] if j < 0 else j) * strides[1]
+    else:
+        for k, n, stride in zip(key, shape, strides):
+            offset += (k + n if k < 0 else k) * stride
     # (``debug.caller`` skips this frame, its caller's and ``Traced.__setitem__``'s too)
     if record_element_write(plan.primitive, plan.ufunc, tape, buffer, region,
                             place_at(buffer, offset, (), (), region.dtype, tape), (value,),

@@ -536,7 +536,8 @@ def _element_written(x, key, value):
     source, buffer = value.value, value.buffer
     if value.tape is not tape or type(source) is not NDARRAY or source.ndim \
             or source.base is not None or buffer is x.buffer or buffer.weak or buffer.constant \
-            or source.dtype != target.dtype or source.flags.num & WRITEABLE:
+            or (source.dtype is not target.dtype and source.dtype != target.dtype) \
+            or source.flags.num & WRITEABLE:
         return False
     x.buffer.constant = False  # a constant written with a traced value is traced
     write_into_element(x, key, value, source)
