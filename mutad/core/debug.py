@@ -383,7 +383,10 @@ def at_user_lines(writer, modes=None):
         known, logged = _LOGGED
         if errors is not known:
             logged = logged_categories(np.geterr())
-            _LOGGED = errors, logged  # (held: its id cannot be another handling's)
+            # kept with the handling, held (so that no other one takes its id), unless it calls
+            # a differentiation's writer, which may hold that differentiation's records
+            if type(np.geterrcall()) is not Warnings:
+                _LOGGED = errors, logged
     if not logged:
         return contextlib.nullcontext()
     return np.errstate(call=writer, **logged)
