@@ -3674,8 +3674,8 @@ class _Mode:
                     value = _get(place, key)
                 except ValueError:  # a cell not filled yet
                     continue
-                if type(value) in _ATOMS:  # (a number, a string: nothing to swap or follow)
-                    continue
+                if type(value) in _ATOMS or value is self.numpy:  # (a number, a string, the
+                    continue  # mode's numpy module: nothing to swap or follow)
                 stand_in = self._stand_in(value, routed_only=own)
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
