@@ -4354,7 +4354,7 @@ def mode(f=None):
 
 
 class _InMode:
-    """``mode``'s block (a class, not a generator: one less object per differentiation)."""
+    """``mode``'s block (a class: cheaper to enter and leave than a generator's)."""
 
     __slots__ = ("f",)
 
