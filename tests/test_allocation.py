@@ -525,6 +525,22 @@ def test_a_rule_module_is_imported_when_its_library_is_in_use(tmp_path, monkeypa
         sys.modules.pop("fake_library_rules", None)
 
 
+def test_a_rule_module_filed_after_its_library_was_imported_is_imported(tmp_path,
+                                                                       monkeypatch):
+    # The mode looks at the libraries in use again only where sys.modules or the index of
+    # rule modules changed since the last differentiation: here the index alone changes.
+    (tmp_path / "late_library_rules.py").write_text("LOADED = True\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "late_library", type(sys)("late_library"))
+    mutad.gradient(lambda x: x.sum(), np.ones(1))
+    monkeypatch.setitem(registry.RULE_MODULES, "late_library", "late_library_rules")
+    try:
+        mutad.gradient(lambda x: x.sum(), np.ones(1))
+        assert sys.modules["late_library_rules"].LOADED
+    finally:
+        sys.modules.pop("late_library_rules", None)
+
+
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 def test_scipy_functions_are_differentiated_by_scipy_names(policy):
     A = np.array([[3.0, 1.0], [0.5, 2.0]])

@@ -490,6 +490,23 @@ def test_numpys_error_handling_is_left_as_the_user_set_it():
         mutad.gradient(sqrt_at_zero, x)
 
 
+def test_each_gradient_follows_the_handling_in_force_when_it_starts():
+    # (the categories a differentiation logs are kept for the handling last met: one set
+    # between two gradients is the one followed)
+    x = np.array([0.0, 4.0])
+    assert caught(sqrt_at_zero, x)
+    with np.errstate(divide="ignore"):
+        assert not caught(sqrt_at_zero, x)
+    assert caught(sqrt_at_zero, x)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        mutad.gradient(sqrt_at_zero, x)
+    heard = []
+    with np.errstate(divide="call", call=lambda kind, flag: heard.append(kind)):
+        assert not caught(sqrt_at_zero, x)
+    assert heard and all(kind == "divide by zero" for kind in heard)
+    assert caught(sqrt_at_zero, x)
+
+
 def test_a_warning_in_a_rule_of_the_users_points_at_the_rule():
     log = caught(lambda x: scaled(x, 0.0), np.array([1.0, 2.0]))
     assert {(w.filename, w.lineno) for w in log} == {(__file__, line_of("restore in back"))}

@@ -213,7 +213,7 @@ def test_every_facet_has_its_paragraph(facet):
         said = facts(explain(scipy.stats.norm.logpdf))
         assert "method" in said["facets"] and "facet method" in said["routed method"]
         return
-    registry._load_rule_modules()
+    registry.load_rule_modules()
     key = next(k for k, rule in registry.RULES.items() if registry._has(getattr(rule, facet))
                and type(k) is not tuple and (facet != "user" or not rule.route))
     said = facts(explain(key))

@@ -107,7 +107,8 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .levels import ACTIVE, CARRIERS, Tracer
-from .registry import NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS, table
+from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
+                       load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
                     weaken, wrapped, writeable)
 from .written import check_read, saving, source
@@ -1488,6 +1489,7 @@ class recarray(metaclass=_RecordsConstructor):  # noqa: N801 (NumPy's name)
 CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
 code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
+_CALLED_ORIGINALS = {name: original for name, (original, _) in CALLED_TYPES.items()}
 
 
 def _uses_ndarray(code):
@@ -2818,6 +2820,8 @@ class _Swaps:
     to hold all of one side, else name by name, each swapped where it holds what the mode put
     there or found there."""
 
+    __slots__ = ("namespace", "version", "sides", "known")
+
     def __init__(self, namespace, sites):
         self.namespace = namespace
         self.version = _VERSION(namespace) if _VERSION is not None else None
@@ -2829,20 +2833,21 @@ class _Swaps:
     def swap(swaps, to):
         """Bind side ``to`` (0: the library's, 1: the mode's) where the other side is bound, in
         each of ``swaps`` (one loop: every differentiation swaps every namespace, both ways)."""
+        other = 1 - to
         for one in swaps:
-            namespace, version = one.namespace, one.version
-            if version is not None and version.value == one.known[1 - to]:
+            namespace, version, known = one.namespace, one.version, one.known
+            if version is not None and version.value == known[other]:
                 namespace.update(one.sides[to])
-                complete = True
-            else:
-                new, complete = one.sides[to], True
-                for name, value in one.sides[1 - to].items():
-                    if namespace.get(name) is value:
-                        namespace[name] = new[name]
-                    else:
-                        complete = False
+                known[to] = version.value
+                continue
+            new, complete = one.sides[to], True
+            for name, value in one.sides[other].items():
+                if namespace.get(name) is value:
+                    namespace[name] = new[name]
+                else:
+                    complete = False
             if version is not None:
-                one.known[to] = version.value if complete else None
+                known[to] = version.value if complete else None
 
 
 def _unchanged(module, snapshot):
@@ -3334,6 +3339,12 @@ class _Mode:
         # is in the mode: PYTHON_FLOAT, Python's own where some code may compare by identity]
         self.floats = {}
         self.float_compares = {}  # id(namespace) -> (it, its size, _compares_float's answer)
+        # the versions (_VERSION) of sys.modules and RULE_MODULES when enter last loaded the
+        # rule modules of the libraries imported: unchanged, no library was imported since
+        self.imports_of = sys.modules
+        self.imports = None if _VERSION is None else (_VERSION(sys.modules),
+                                                      _VERSION(RULE_MODULES))
+        self.imported = None
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -3454,12 +3465,14 @@ class _Mode:
     def enter(self, f=None):
         """A differentiation starts in this thread: load the rule modules of the libraries in
         use, and swap the mode's bindings in if none was running."""
-        for library, rules in RULE_MODULES.items():
-            if library in sys.modules and rules not in sys.modules:
-                importlib.import_module(rules)
-        cupy_array = getattr(sys.modules.get("cupy"), "ndarray", None)
-        if cupy_array is not None:  # known before the scan: its SciPy's functions are routed
-            namespace_of(cupy_array)  # in the first differentiation too
+        now = (self.imports[0].value, self.imports[1].value) \
+            if self.imports is not None and sys.modules is self.imports_of else None
+        if now is None or now != self.imported:  # (sys.modules or RULE_MODULES changed)
+            load_rule_modules()
+            cupy_array = getattr(sys.modules.get("cupy"), "ndarray", None)
+            if cupy_array is not None:  # known before the scan: its SciPy's functions are
+                namespace_of(cupy_array)  # routed in the first differentiation too
+            self.imported = now  # (as read before: an import made since shows next time)
         with self.lock:
             self.depth += 1
             if self.depth > 1:
@@ -3474,8 +3487,9 @@ class _Mode:
                 self._mirror()
                 self._scan_modules(f)
                 _Swaps.swap(self._swaps(), 1)
+                plain = types.ModuleType  # (read once: 140 modules, on every entry and exit)
                 for module, cls in self.switched.values():
-                    if type(module) is types.ModuleType:
+                    if type(module) is plain:
                         module.__class__ = cls
                 self._route_methods()
                 self.ndarray = None
@@ -3528,9 +3542,11 @@ class _Mode:
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
         self.numpy.ndarray = self.ndarray or np.ndarray
-        namespace, scalars = self.numpy.__dict__, self.scalars
-        for name, (original, _) in CALLED_TYPES.items():
-            namespace[name] = scalars.get(name) or original
+        namespace = self.numpy.__dict__
+        namespace.update(_CALLED_ORIGINALS)
+        for name, chosen in self.scalars.items():
+            if chosen is not None:
+                namespace[name] = chosen
         for namespace, chosen in self.floats.values():  # (a builtin: bound as a global)
             if chosen is PYTHON_FLOAT:
                 namespace["float"] = PYTHON_FLOAT
@@ -3543,16 +3559,15 @@ class _Mode:
                 del namespace["float"]
         self.floats = {}
         self.numpy.ndarray = np.ndarray
-        namespace = self.numpy.__dict__
-        for name, (original, _) in CALLED_TYPES.items():
-            namespace[name] = original
+        self.numpy.__dict__.update(_CALLED_ORIGINALS)
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
         _Swaps.swap(self._swaps(), 0)
+        plain = types.ModuleType
         for module, cls in self.switched.values():
             if type(module) is cls:
-                module.__class__ = types.ModuleType
+                module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
@@ -3659,6 +3674,8 @@ class _Mode:
                     value = _get(place, key)
                 except ValueError:  # a cell not filled yet
                     continue
+                if type(value) in _ATOMS or value is self.numpy:  # (a number, a string, the
+                    continue  # mode's numpy module: nothing to swap or follow)
                 stand_in = self._stand_in(value, routed_only=own)
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
@@ -4328,15 +4345,32 @@ def _overridden(cls, routed):
 MODE = _Mode()
 
 
-@contextlib.contextmanager
 def mode(f=None):
     """The allocation mode around one differentiation of ``f``; gives the function to call:
     ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
-    method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``)."""
-    holders = MODE.enter(f)
-    try:
-        with MODE.lock:
-            stand_in = None if f is None else MODE._stand_in(f)
-        yield f if stand_in is None else stand_in, holders
-    finally:
+    method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``), and the
+    places ``_Mode.enter`` found."""
+    return _InMode(f)
+
+
+class _InMode:
+    """``mode``'s block (a class: cheaper to enter and leave than a generator's)."""
+
+    __slots__ = ("f",)
+
+    def __init__(self, f=None):
+        self.f = f
+
+    def __enter__(self):
+        f = self.f
+        holders = MODE.enter(f)
+        try:
+            with MODE.lock:
+                stand_in = None if f is None else MODE._stand_in(f)
+        except BaseException:
+            MODE.exit()
+            raise
+        return f if stand_in is None else stand_in, holders
+
+    def __exit__(self, *exception):
         MODE.exit()

@@ -12,7 +12,6 @@ keeps those copies and writes them back.
 error raised while NumPy converted an element) as the mutad error itself.
 """
 
-import contextlib
 import gc
 import threading
 
@@ -130,7 +129,6 @@ _COLLECTOR = threading.Lock()
 _paused = [0, None]  # differentiations running in the process, the thresholds they replaced
 
 
-@contextlib.contextmanager
 def no_full_collections():
     """No full collection of the cyclic garbage collector until the block ends: a
     differentiation makes an object or more per operation, and each full collection those set
@@ -138,19 +136,31 @@ def no_full_collections():
     program of scalar operations with SciPy imported. The young generations are collected as
     usual. Process-wide: the first differentiation to start raises the oldest generation's
     threshold, the last to end puts it back (``gc.get_threshold``)."""
-    with _COLLECTOR:
-        if not _paused[0]:
-            _paused[1] = gc.get_threshold()
-            young, middle, _ = _paused[1]
-            gc.set_threshold(young, middle, 1 << 30)
-        _paused[0] += 1
-    try:
-        yield
-    finally:
+    return _NO_FULL_COLLECTIONS
+
+
+class _NoFullCollections:
+    """``no_full_collections``' block (a class, not a generator: it runs twice per
+    differentiation, its state is the process's, ``_paused``)."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        with _COLLECTOR:
+            if not _paused[0]:
+                _paused[1] = gc.get_threshold()
+                young, middle, _ = _paused[1]
+                gc.set_threshold(young, middle, 1 << 30)
+            _paused[0] += 1
+
+    def __exit__(self, *exception):
         with _COLLECTOR:
             _paused[0] -= 1
             if not _paused[0]:
                 gc.set_threshold(*_paused[1])
+
+
+_NO_FULL_COLLECTIONS = _NoFullCollections()
 
 
 def unwrapped(error):

@@ -375,10 +375,25 @@ def at_user_lines(writer, modes=None):
     gradient inside a function being differentiated); a null context if there are none, or
     if the user's handling already calls or logs (its ``seterrcall`` object must stay).
     ``modes``: ``np.geterr()`` as it is now, where the caller has just read it."""
-    logged = logged_categories(np.geterr() if modes is None else modes)
+    if modes is not None:
+        logged = logged_categories(modes)
+    else:  # (a function of the handling in force, which one object holds: ``ERRORS``)
+        global _LOGGED
+        errors = ERRORS.get()
+        known, logged = _LOGGED
+        if errors is not known:
+            logged = logged_categories(np.geterr())
+            # kept with the handling, held (so that no other one takes its id), unless it calls
+            # a differentiation's writer, which may hold that differentiation's records
+            if type(np.geterrcall()) is not Warnings:
+                _LOGGED = errors, logged
     if not logged:
         return contextlib.nullcontext()
     return np.errstate(call=writer, **logged)
+
+
+_LOGGED: tuple = (None, {})
+"""The ``ERRORS`` value ``at_user_lines`` last met, and its ``logged_categories``."""
 
 
 def logged_categories(modes):

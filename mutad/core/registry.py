@@ -799,14 +799,14 @@ def explain(fn, file=None):
     >>> print(explain(np.busday_count).splitlines()[0])
     np.busday_count: a NumPy function that mutad has no rule for
     """
-    _load_rule_modules()
+    load_rule_modules()
     text = "\n".join(_Explanation(fn).lines())
     if file is not None:
         print(text, file=file)
     return text
 
 
-def _load_rule_modules():
+def load_rule_modules():
     """Import the rule modules of the libraries in use (``RULE_MODULES``), as a differentiation
     does when it starts (``allocation``), so that their Rules are declared."""
     import importlib
