@@ -62,7 +62,7 @@ from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrul
 from ..engines.products import times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint
+from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint, scipys_value
 
 polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
 logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
@@ -1166,3 +1166,37 @@ def _permutations(original):
 comb = _combinations(_special.comb)
 perm = _permutations(_special.perm)
 __all__ += ["comb", "perm"]
+
+
+# ----------------------------------------------------------------------------------------------
+# factorial, factorial2 and factorialk, SciPy's Python (it converts its argument with
+# np.asarray): with exact=False, SciPy's values, differentiated as Γ(n + 1) (factorial's, where
+# n >= 0: 0 below, SciPy's extend="zero"); with exact=True, SciPy's integers, which have no
+# derivative. factorial2 and factorialk of non-integers are SciPy's own continuations, which
+# mutad does not differentiate.
+
+
+def _factorials(original, k=None):
+    def stand_in(n, *args, exact=False, extend="zero"):
+        plain = original(_plain(n, True), *map(_plain, args), exact=exact, extend=extend)
+        if exact:
+            return plain
+        if k is not None or extend != "zero":
+            raise UnsupportedOperationError(
+                f"scipy.special.{original.__name__} of traced values"
+                + ("" if k is None else " (exact=False)") + f", extend={extend!r}: mutad "
+                "differentiates factorial(n, exact=False) with extend='zero' (Γ(n + 1)). Write "
+                "it with scipy.special.gamma, or pass mutad.stop_gradient(n).")
+        # (0 where SciPy's is 0 or its inf beyond 170: a constant, whose difference from
+        # itself leaves SciPy's value as it is)
+        finite = np.isfinite(plain) & (n >= 0)
+        return scipys_value(plain, np.where(finite, gamma(np.where(finite, n, 0.0) + 1.0),
+                                            0.0))
+
+    return StandIn(original, stand_in)
+
+
+factorial = _factorials(_special.factorial)
+factorial2 = _factorials(_special.factorial2, 2)
+factorialk = _factorials(_special.factorialk, 0)
+__all__ += ["factorial", "factorial2", "factorialk"]
