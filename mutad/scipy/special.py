@@ -708,6 +708,11 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
     * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
 elementwise(wofz,      lambda y, z: -2.0 * z * y + 2j / _SQRT_PI,                      uses="xy")
+# the Hankel functions H = J ± iY, complex of a real z too: H' = (H_(v-1) - H_(v+1)) / 2
+elementwise(_special.hankel1, _ORDER,
+            lambda y, v, z: 0.5 * (_special.hankel1(v - 1.0, z) - _special.hankel1(v + 1.0, z)))
+elementwise(_special.hankel2, _ORDER,
+            lambda y, v, z: 0.5 * (_special.hankel2(v - 1.0, z) - _special.hankel2(v + 1.0, z)))
 elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v"), _lpmv_dx,
             uses="xy")
 # SciPy's lambertw(z, k, tol) is its ufunc _lambertw on k as an integer array: W' = e^(-W)/(1+W)
@@ -796,7 +801,7 @@ def _voigt_partials(x, sigma, gamma):
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
-            erfi, wofz, _lambertw)
+            erfi, wofz, _lambertw, _special.hankel1, _special.hankel2)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
