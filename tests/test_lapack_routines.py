@@ -127,9 +127,9 @@ def _blas_products(b):
 
 ROUTINES = {
     "gesv": (_gesv, True), "gesv overwriting a and b": (_gesv_overwritten, False),
-    "getrf and getrs": (_getrf_getrs, True), "getrf in place": (_getrf_in_place, False),
+    "getrf and getrs": (_getrf_getrs, True), "getrf in place": (_getrf_in_place, True),
     "potrf and potrs": (_potrf_potrs, True), "potrf of a triangle": (_potrf_of_a_triangle, False),
-    "posv": (_posv, False), "trtrs": (_trtrs, True), "syev": (_syev, False),
+    "posv": (_posv, True), "trtrs": (_trtrs, True), "syev": (_syev, True),
     "get_lapack_funcs": (_get_lapack_funcs, False), "blas": (_blas_products, True),
 }
 
