@@ -1181,15 +1181,15 @@ __all__ += ["comb", "perm"]
 # mutad does not differentiate.
 
 
-def _factorials(original, k=None):
-    def stand_in(n, *args, exact=False, extend="zero"):
+def _factorials(original, multiple=False):
+    def value(n, args, exact, extend):
         plain = original(_plain(n, True), *map(_plain, args), exact=exact, extend=extend)
         if exact:
             return plain
-        if k is not None or extend != "zero":
+        if original.__name__ != "factorial" or extend != "zero":
             raise UnsupportedOperationError(
-                f"scipy.special.{original.__name__} of traced values"
-                + ("" if k is None else " (exact=False)") + f", extend={extend!r}: mutad "
+                f"scipy.special.{original.__name__} of traced values, exact=False, "
+                f"extend={extend!r}: mutad "
                 "differentiates factorial(n, exact=False) with extend='zero' (Γ(n + 1)). Write "
                 "it with scipy.special.gamma, or pass mutad.stop_gradient(n).")
         # (0 where SciPy's is 0 or its inf beyond 170: a constant, whose difference from
@@ -1198,10 +1198,17 @@ def _factorials(original, k=None):
         return scipys_value(plain, np.where(finite, gamma(np.where(finite, n, 0.0) + 1.0),
                                             0.0))
 
+    if multiple:  # (factorialk's k, SciPy's keyword too)
+        def stand_in(n, k, exact=False, extend="zero"):
+            return value(n, (k,), exact, extend)
+    else:
+        def stand_in(n, exact=False, extend="zero"):
+            return value(n, (), exact, extend)
+
     return StandIn(original, stand_in)
 
 
 factorial = _factorials(_special.factorial)
-factorial2 = _factorials(_special.factorial2, 2)
-factorialk = _factorials(_special.factorialk, 0)
+factorial2 = _factorials(_special.factorial2)
+factorialk = _factorials(_special.factorialk, multiple=True)
 __all__ += ["factorial", "factorial2", "factorialk"]
