@@ -476,6 +476,8 @@ COMPLEX_UFUNC_CASES = [
     Case(special.dawsn,   (complex_small,),                   label="complex"),
     Case(special.erfi,    (complex_small,),                   label="complex"),
     Case(special.wofz,    (complex_small,),                   label="complex"),
+    Case(special.hankel1, (complex_right,),  settings=((0, 1.5),), label="complex"),
+    Case(special.hankel2, (complex_right,),  settings=((0, 0.5),), label="complex"),
     Case(_lambertw,       (complex_right,),  settings=((1, 0), (2, 1e-8)), label="complex"),
     Case(_lambertw,       (complex_right,),  settings=((1, -1), (2, 1e-8)), label="complex k=-1"),
     Case(_lambertw,       (complex_small,),  settings=((1, 1), (2, 1e-8)), label="complex k=1"),

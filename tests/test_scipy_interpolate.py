@@ -1059,3 +1059,28 @@ def test_krogh_interpolator(name):
     with pytest.raises(UnsupportedOperationError, match="derivatives"):
         mutad.gradient(lambda y: scipy.interpolate.KroghInterpolator(
             KROGH_NODES, y).derivatives(0.5).sum(), y)
+
+
+def test_bernstein_polynomials_of_traced_values():
+    """BPoly(c, x) and BPoly.from_derivatives(xi, yi) of traced values stopped with a
+    ConversionError: SciPy's values bit for bit, linear in the coefficients and in the values
+    and derivatives at the knots, in both modes and replayed; the caller's arrays unchanged."""
+    points = np.linspace(-0.2, 2.1, 9)  # (beyond the knots: extrapolated)
+
+    def from_derivatives(y):
+        p = scipy.interpolate.BPoly.from_derivatives(
+            [0.0, 1.0, 2.0], [[y[0], y[1]], [y[2]], [y[3], 0.5, y[0] * y[1]]])
+        return np.sum(p(points) ** 2) + np.sum(p(points, nu=1) * y[1]) + p.integrate(0.1, 1.9)
+
+    def coefficients(y):
+        c = np.stack([y, y ** 2, np.cos(y)])[:, :3]
+        return np.sum(np.sin(scipy.interpolate.BPoly(c, [0.0, 1.0, 2.5, 3.0])(points)))
+
+    y = np.array([0.3, -1.2, 0.8, 2.0])
+    for f in (from_derivatives, coefficients):
+        before = y.tobytes()
+        value, _ = mutad.value_and_gradient(f, y)
+        assert np.asarray(value).tobytes() == np.asarray(f(y.copy())).tobytes()
+        assert y.tobytes() == before
+        mutad.check_grads(f, y, modes=("rev", "fwd"), rtol=1e-6)
+        replays_as_traced(f, [(y,), (y * 1.3,), (y[::-1].copy(),)])

@@ -302,7 +302,8 @@ def test_solve_closed_form():
     assert np.allclose(g, -lam[a.indices] * x[cols], rtol=1e-12)
 
 
-ITERATIVE = ("cg", "gmres", "bicgstab", "minres")
+ITERATIVE = ("cg", "gmres", "bicgstab", "minres", "bicg", "cgs", "qmr", "lgmres", "gcrotmk",
+             "tfqmr")
 
 
 @pytest.mark.parametrize("method", ITERATIVE)
@@ -376,6 +377,45 @@ def test_iterative_solves_of_a_dense_matrix_with_traced_values(method, order):
     with pytest.raises(UnsupportedOperationError, match="strided view"):
         mutad.gradient(lambda a: solver(a[::2, ::2], b[:3])[0].sum(),
                        np.array(np.kron(a, np.ones((2, 2)))[::1], order="C") + 10 * np.eye(10))
+
+
+def test_the_krylov_solvers_settings_of_their_own():
+    """qmr's left and right preconditioners M1, M2 (transposed and swapped for the adjoint
+    solve), lgmres's outer_v and gcrotmk's CU (the caller's lists, which SciPy extends with
+    the solve's subspace: the derivative's solves, of another system, leave them to the
+    user's call), x0 and a callback: SciPy's values bit for bit, the caller's arrays and lists
+    as SciPy leaves them, the gradient the direct solve's."""
+    spla = scipy.sparse.linalg
+    jacobi = 1.0 / nonsymmetric(K).diagonal()
+    left = spla.LinearOperator((N, N), matvec=lambda v: v * np.sqrt(jacobi),
+                               rmatvec=lambda v: v * np.sqrt(jacobi))
+    right = spla.LinearOperator((N, N), matvec=lambda v: v * np.sqrt(jacobi) * 1.0001,
+                                rmatvec=lambda v: v * np.sqrt(jacobi) * 1.0001)
+
+    def solve(method, A, b, lists):
+        common = dict(x0=0.5 * b, rtol=1e-13, atol=0.0, callback=lambda xk: lists[0].append(1))
+        if method == "qmr":
+            return spla.qmr(A, b, M1=left, M2=right, **common)[0]
+        if method == "lgmres":
+            return spla.lgmres(A, b, outer_v=lists[1], inner_m=4, **common)[0]
+        return spla.gcrotmk(A, b, CU=lists[1], m=4, k=2, **common)[0]
+
+    for method in ("qmr", "lgmres", "gcrotmk"):
+        def f(k, lists):
+            A = nonsymmetric(k, "csr")
+            return np.sum(solve(method, A, B * k[0], lists) ** 2) \
+                + np.sum(solve(method, A, B + k[1], lists))
+
+        plain_lists, traced_lists = ([], []), ([], [])
+        k = K.copy()
+        value, (g,) = mutad.value_and_gradient(lambda k: f(k, traced_lists), k)
+        assert value == f(K.copy(), plain_lists)
+        assert k.tobytes() == K.tobytes()
+        assert [len(v) for v in traced_lists] == [len(v) for v in plain_lists]
+        direct, = mutad.gradient(lambda k: np.sum(spsolve(nonsymmetric(k, "csc"), B * k[0])
+                                                  ** 2) + np.sum(spsolve(
+                                                      nonsymmetric(k, "csc"), B + k[1])), k)
+        assert np.allclose(g, direct, rtol=1e-8), method
 
 
 def test_iterative_not_converged_is_an_error():
@@ -976,6 +1016,9 @@ OPERATOR_SOLVES = {
                                                     atol=0.0, restart=N)[0],
     "bicgstab": lambda k, b: scipy.sparse.linalg.bicgstab(laplacian_operator(k, float), b,
                                                           x0=0.5 * b, rtol=1e-13, atol=0.0)[0],
+    **{method: functools.partial(lambda method, k, b: getattr(scipy.sparse.linalg, method)(
+        laplacian_operator(k), b, rtol=1e-13, atol=0.0)[0], method)
+       for method in ("bicg", "cgs", "qmr", "lgmres", "gcrotmk", "tfqmr")},
 }
 
 

@@ -28,9 +28,10 @@ def _case_scenario_pairs():
             yield pytest.param(case, scenario, id=f"{case.id}-{scenario.name}")
 
 
-COMPLEX_VALUED = {scipy.special.wofz: (), _lambertw: (0, 1e-8)}
-"""Ufuncs whose values are complex for real arguments too, with the settings after the
-argument: their cases are complex ones, and real arguments are checked on their own
+COMPLEX_VALUED = {scipy.special.wofz: ((), ()), _lambertw: ((), (0, 1e-8)),
+                  scipy.special.hankel1: ((1.5,), ()), scipy.special.hankel2: ((0.5,), ())}
+"""Ufuncs whose values are complex for real arguments too, with the settings before and after
+the argument: their cases are complex ones, and real arguments are checked on their own
 (test_a_complex_valued_ufunc_of_real_arguments)."""
 
 
@@ -49,9 +50,9 @@ def test_every_differentiable_ufunc_has_a_case():
 
 def test_a_complex_valued_ufunc_of_real_arguments():
     x = np.array([0.3, -1.2, 2.5])
-    for function, settings in COMPLEX_VALUED.items():
-        def f(x, function=function, settings=settings):
-            w = function(x, *settings)
+    for function, (before, after) in COMPLEX_VALUED.items():
+        def f(x, function=function, before=before, after=after):
+            w = function(*before, x, *after)
             return (w.real * w.imag).sum() + (np.abs(w) ** 2).sum()
 
         assert mutad.value_and_grad(f)(x)[0] == f(x)

@@ -45,7 +45,8 @@ right-hand side), the result is copied back, so the call stays in place either w
 # the public names. mutad.scipy comes first: its linalg module imports the families, which
 # import its wrappers (scipy._adjoints), so the families load inside it.
 from .. import scipy as _scipy  # noqa: F401
-from . import dense, equations, factorizations, functions, norms, spectral, structured  # noqa: F401
+from . import (dense, equations, factorizations, functions, lapack, norms,  # noqa: F401
+               spectral, structured)
 from .inplace import LU, Cholesky, cholesky_, ldiv_, lu_factor_, solve_triangular_
 
 # In the order of the module (and of its documentation).

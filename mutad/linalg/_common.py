@@ -17,6 +17,8 @@ and SciPy's variants of a function beside each other where they share a derivati
     structured       SciPy's structured matrices (toeplitz, hankel, ...) and the solves in
                      their compact storage (banded, Toeplitz)
     inplace          mutad.linalg's in-place LAPACK-style routines (cholesky_, ldiv_, ...)
+    lapack           SciPy's LAPACK and BLAS wrappers (scipy.linalg.lapack.dgesv, blas.dgemm,
+                     get_lapack_funcs), as compositions of the families' functions
 
 They sit in layer 5, beside ``mutad.scipy``, rather than among the rule families of layer 4
 (``mutad.rules``): SciPy's rules are declared on wrappers (``scipy._adjoints``) that stand in

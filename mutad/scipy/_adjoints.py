@@ -102,15 +102,15 @@ def _plain(x, numbers=False):
     return x[()] if numbers and np.ndim(x) == 0 else x
 
 
-def _overwritten(fn, bound):
+def _overwritten(fn, bound, always=()):
     """The traced arrays that SciPy's ``fn`` called as ``bound`` says, ``overwrite_<name>``
-    set, would overwrite (SciPy does where the memory's order and dtype fit LAPACK's, and
-    copies otherwise): ``(name, place)`` for each, ``place`` what SciPy leaves there: the path
+    set (or named in ``always``: a BLAS routine's output argument), would overwrite (SciPy
+    does where the memory's order and dtype fit LAPACK's, and copies otherwise): ``(name, place)`` for each, ``place`` what SciPy leaves there: the path
     of the output that is that memory (``lu_factor``'s ``lu``), or the bytes it leaves. Found
     by calling SciPy on plain copies laid out as the arrays are, as the flag only permits an
     overwrite; the rule computes on the values themselves and leaves them as they are."""
     names = [key[len("overwrite_"):] for key, value in bound.arguments.items()
-             if key.startswith("overwrite_") and value is True]
+             if key.startswith("overwrite_") and value is True] + list(always)
     names = [name for name in names if wrapped(bound.arguments.get(name))]
     if not names:
         return []

@@ -9,7 +9,8 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BarycentricInterpolator``, ``barycentric_interpolate``,
+``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BPoly`` (and ``BPoly.from_derivatives``),
+``BarycentricInterpolator``, ``barycentric_interpolate``,
 ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``, ``KroghInterpolator``
 and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
 ``CubicHermiteSpline``, ``RegularGridInterpolator``, ``interpn``; for scattered data
@@ -31,8 +32,9 @@ Derivatives:
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-  ``make_lsq_spline`` (its least-squares fit on constant knots and weights), ``BSpline`` (its coefficients ``c``), ``PPoly`` (its coefficients ``c``, of ``axis=0``,
-  real or complex), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
+  ``make_lsq_spline`` (its least-squares fit on constant knots and weights), ``BSpline`` (its coefficients ``c``), ``PPoly`` and ``BPoly`` (their coefficients ``c``, of ``axis=0``,
+  real or complex; ``BPoly.from_derivatives``'s coefficients are linear in the values and
+  derivatives at the constant knots), ``BarycentricInterpolator`` and ``barycentric_interpolate`` (``yi``, real
   or complex, with the weights of
   one construction of SciPy's: SciPy draws a random order of the nodes for them, so pass
   ``rng=`` for values that repeat bit for bit; its derivatives in the queries assume the
@@ -146,7 +148,7 @@ _interpolate = types.SimpleNamespace(**vars(scipy.interpolate))
 
 __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator",
            "CloughTocher2DInterpolator", "CubicHermiteSpline",
-           "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly",
+           "CubicSpline", "LinearNDInterpolator", "NearestNDInterpolator", "PPoly", "BPoly",
            "KroghInterpolator", "PchipInterpolator", "RectBivariateSpline",
            "RBFInterpolator", "Rbf", "RegularGridInterpolator", "griddata", "interp1d", "interpn",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "lagrange",
@@ -590,20 +592,21 @@ class _BSpline(_OneDimensional):
 
 
 class _PPoly(_OneDimensional):
-    """``PPoly(c, x)``: linear in its coefficients ``c`` (k, m, ...), held as the rows of
-    ``c`` reshaped to (k m, ...), one per coefficient of a piece."""
+    """``PPoly(c, x)`` (``BPoly(c, x)``: ``kind``, its Bernstein basis): linear in its
+    coefficients ``c`` (k, m, ...), held as the rows of ``c`` reshaped to (k m, ...), one per
+    coefficient of a piece."""
 
-    def __init__(self, x, pieces, extrapolate):
-        self.x, self.pieces, self.extrapolate = x, pieces, extrapolate
+    def __init__(self, x, pieces, extrapolate, kind=_interpolate.PPoly):
+        self.x, self.pieces, self.extrapolate, self.kind = x, pieces, extrapolate, kind
 
     def build(self, data):
         rows = data[0]
         coefficients = np.reshape(rows, (np.shape(rows)[0] // self.pieces, self.pieces)
                                   + np.shape(rows)[1:])
-        return _interpolate.PPoly(coefficients, self.x, self.extrapolate)
+        return self.kind(coefficients, self.x, self.extrapolate)
 
     def linear(self, i, data, width):
-        return self.basis_of(_PPoly(self.x, self.pieces, self.extrapolate))
+        return self.basis_of(_PPoly(self.x, self.pieces, self.extrapolate, self.kind))
 
 
 class _Barycentric(_OneDimensional):
@@ -1406,21 +1409,57 @@ def BSpline(t: Any, c: Any, k: int, extrapolate: Any = True, axis: int = 0) -> A
     return _TracedInterpolant("BSpline", spec, (held,), x=t)
 
 
-@_route(_interpolate.PPoly)
-def PPoly(c: Any, x: Any, extrapolate: Any = None, axis: int = 0) -> Any:
+def _piecewise_polynomial(kind, c, x, extrapolate, axis):
+    """``PPoly(c, x)`` or ``BPoly(c, x)`` (``kind``) of traced coefficients."""
+    name = kind.__name__
     if not _traced((c, x)):
-        return _interpolate.PPoly(c, x, extrapolate, axis)
-    x = _knots("PPoly", x)
-    _interpolate.PPoly(np.zeros(np.shape(c)), x, extrapolate, axis)  # SciPy's checks
+        return kind(c, x, extrapolate, axis)
+    x = _knots(name, x)
+    kind(np.zeros(np.shape(c)), x, extrapolate, axis)  # SciPy's checks
     if axis != 0:
         raise UnsupportedOperationError(
-            "scipy.interpolate.PPoly(c, x, axis=...) with axis != 0 carrying a derivative: "
+            f"scipy.interpolate.{name}(c, x, axis=...) with axis != 0 carrying a derivative: "
             "mutad differentiates coefficients with axis=0. Move the axis first (np.moveaxis) "
             "and pass axis=0.")
     held = _held(c, np.complex128 if np.iscomplexobj(c) else np.float64)
     rows = np.reshape(held, (np.shape(c)[0] * np.shape(c)[1],) + np.shape(c)[2:])
-    return _TracedInterpolant("PPoly", _PPoly(x, np.shape(c)[1], extrapolate), (rows,), x=x,
-                              evaluate=_evaluate_complex)
+    return _TracedInterpolant(name, _PPoly(x, np.shape(c)[1], extrapolate, kind), (rows,),
+                              x=x, evaluate=_evaluate_complex)
+
+
+@_route(_interpolate.PPoly)
+def PPoly(c: Any, x: Any, extrapolate: Any = None, axis: int = 0) -> Any:
+    return _piecewise_polynomial(_interpolate.PPoly, c, x, extrapolate, axis)
+
+
+@_route(_interpolate.BPoly)
+def BPoly(c: Any, x: Any, extrapolate: Any = None, axis: int = 0) -> Any:
+    return _piecewise_polynomial(_interpolate.BPoly, c, x, extrapolate, axis)
+
+
+def _bernstein_from_derivatives(xi, yi, orders=None, extrapolate=None):
+    """``BPoly.from_derivatives`` of traced values ``yi`` (a list of lists of the values and
+    derivatives at each knot): SciPy's coefficients, linear in those numbers (``linear_map``),
+    of constant knots ``xi``."""
+    scipys = _interpolate.BPoly.from_derivatives
+    if not _traced(yi):
+        return scipys(xi, yi, orders, extrapolate)
+    xi = _knots("BPoly.from_derivatives", xi)
+    entries = [[np.shape(v) for v in row] for row in yi]
+    flat = np.concatenate([np.ravel(np.asarray(v, float) if not isinstance(v, Tracer) else v)
+                           for row in yi for v in row])
+
+    def rebuilt(values):
+        sizes = iter(np.split(values, np.cumsum([math.prod(s) for row in entries
+                                                 for s in row])[:-1]))
+        return [[np.reshape(next(sizes), shape) for shape in row] for row in entries]
+
+    coefficients = linear_map(lambda v: scipys(xi, rebuilt(v), orders, extrapolate).c,
+                              np.size(flat), "scipy.interpolate.BPoly.from_derivatives")(flat)
+    return BPoly(coefficients, xi, extrapolate)
+
+
+BPoly.from_derivatives = staticmethod(_bernstein_from_derivatives)
 
 
 class _TracedBarycentric:

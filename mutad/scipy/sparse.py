@@ -103,7 +103,8 @@ stores, its values SciPy's own), ``splu(A).solve``, ``factorized(A)``,
 ``spsolve_triangular`` (of a matrix whose pattern lies in its triangle, which is all SciPy
 solves; with ``unit_diagonal=True`` the diagonal's stored values, which it does not read, get
 no derivative) and the iterative ``cg``,
-``gmres``, ``bicgstab`` and ``minres`` (which return ``(x, info)``): the value is SciPy's own
+``gmres``, ``bicgstab``, ``minres``, ``bicg``, ``cgs``, ``qmr``, ``lgmres``, ``gcrotmk`` and
+``tfqmr`` (which return ``(x, info)``): the value is SciPy's own
 call, and the derivative that of the exact solution, never of the solver's steps: ``b̄ = λ`` and,
 on the pattern of ``A`` alone, ``Ā = -λ xᵀ``, where ``λ = A⁻ᵀ x̄`` is one more solve with the
 same method on the transposed matrix (``splu``'s factorization is the one SciPy computed, solved
@@ -124,7 +125,7 @@ solve converges, not its solution) and ``maxiter``. A solve that does
 not converge (``info != 0``) while a differentiation follows it raises
 ``UnsupportedOperationError``: there is no derivative of a solution that was not found. ``cg``
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
-``LinearOperator`` (its ``rmatvec`` then serves ``gmres``'s and ``bicgstab``'s adjoints; without
+``LinearOperator`` (its ``rmatvec`` then serves the other methods' adjoints; without
 one, a real operator's ``Aᵀ y`` is the pullback of its ``matvec`` at ``y``), or one
 of the user's functions that read traced values from their closures (``_OperatorSolve``: the
 solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
@@ -210,17 +211,18 @@ from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
 
-__all__ = ["aslinearoperator", "bicgstab", "block_diag", "bmat", "cg", "coo_array", "coo_matrix",
+__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
-           "factorized", "find", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
+           "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
-           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lil_array", "lil_matrix", "lobpcg", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
-           "norm", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
-           "TracedSparse", "tril", "triu", "vstack"]
+           "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lgmres", "lil_array", "lil_matrix", "lobpcg", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
+           "norm", "qmr", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
+           "TracedSparse", "tfqmr", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
+    "bicg", "cgs", "qmr", "lgmres", "gcrotmk", "tfqmr",
     "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
     "inv", "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
@@ -796,18 +798,12 @@ class _Iterative(_Solver):
 
     def value(self, data, b, guess):
         matrix = self.layout.build(data) if self.operator is None else self.operator
-        options = dict(self.options)
-        if self.tight:
-            options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
-            options.pop("callback", None)
-            if "atol" in options:
-                options["atol"] = 0.0
+        options = _derivative_options(self.options, self.tight)
         dropped = False
         if self.trans:
             matrix = self._transposed(matrix)
-            if options.get("M") is not None and self.method not in self.SYMMETRIC:
-                options["M"] = _transposed_preconditioner(options["M"])
-                dropped = options["M"] is None
+            if self.method not in self.SYMMETRIC:
+                dropped = _transpose_preconditioners(options)
         with _preconditioning():
             x, info = SCIPY[self.method](matrix, b, guess, **options)
         if info != 0:
@@ -888,6 +884,35 @@ def _spilu(A: Any, *args: Any, **kwargs: Any) -> Any:
         _refuse("scipy.sparse.linalg.spilu of traced settings or of a dense traced matrix",
                 "pass a scipy.sparse matrix of the values, and constant settings.")
     return IncompleteFactors(SCIPY["spilu"](A.value, *args, **kwargs))
+
+
+def _derivative_options(options, tight):
+    """The settings of a solve: the user's, or, ``tight``, those of a derivative's solve: to
+    ``ADJOINT_RTOL``, without the user's callback, and without what ``lgmres`` and ``gcrotmk``
+    carry from solve to solve with ``A`` (``outer_v``, ``CU``: the caller's lists, which they
+    extend, of another system than ``Aᵀ``'s), which changes how fast they converge."""
+    options = dict(options)
+    if tight:
+        options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
+        for name in ("callback", "outer_v", "CU", "show"):
+            options.pop(name, None)
+        if "atol" in options:
+            options["atol"] = 0.0
+    return options
+
+
+def _transpose_preconditioners(options):
+    """The preconditioners of ``options`` (a dict of settings) made those of the solve with
+    ``Aᵀ``: ``Mᵀ``, and for ``qmr``'s left and right ones ``M1 = M2ᵀ`` and ``M2 = M1ᵀ``
+    (``A ≈ M1 M2`` gives ``Aᵀ ≈ M2ᵀ M1ᵀ``). Whether one was dropped (no ``rmatvec``)."""
+    given = {name: options[name] for name in ("M", "M1", "M2")
+             if options.get(name) is not None}
+    transposed = {name: _transposed_preconditioner(M) for name, M in given.items()}
+    if "M1" in given or "M2" in given:
+        options["M1"], options["M2"] = transposed.get("M2"), transposed.get("M1")
+    if "M" in given:
+        options["M"] = transposed["M"]
+    return any(M is None for M in transposed.values())
 
 
 def _transposed_preconditioner(M):
@@ -3320,14 +3345,26 @@ factorized = _route(SCIPY["factorized"], _factorized)
 spilu = _route(SCIPY["spilu"], _spilu)
 
 
+_EXTENDED = ("outer_v", "CU")
+"""The settings of ``lgmres`` and ``gcrotmk`` that are the caller's lists, which SciPy extends
+with what a solve found (to speed up the next): passed as they are."""
+
+
 def _settings(method, options):
     """The settings of an iterative solve, each constant a traced one holds as its plain value,
-    and the preconditioner ``M`` as its numbers (:func:`_plain_preconditioner`), which a
-    replay cannot keep; another setting that carries a derivative is refused."""
+    and the preconditioners (``M``; ``qmr``'s ``M1``, ``M2``) as their numbers
+    (:func:`_plain_preconditioner`), which a replay cannot keep; another setting that carries
+    a derivative is refused."""
     what = f"scipy.sparse.linalg.{method}'s settings computed in the function"
-    settled_options = {name: _plain_preconditioner(value, method, what) if name == "M"
-                       else value if carries_derivative(value) else settled(value, what)
+    settled_options = {name: _plain_preconditioner(value, method, what)
+                       if name in ("M", "M1", "M2")
+                       else value if carries_derivative(value) or name in _EXTENDED
+                       else settled(value, what)
                        for name, value in options.items()}
+    for name in _EXTENDED:
+        if settled_options.get(name) is not None:
+            not_replayed(f"scipy.sparse.linalg.{method} with {name}=, a list SciPy extends: a "
+                         "replay would extend the list of the recording")
     traced = [name for name, value in settled_options.items() if _followed(value)]
     if traced:
         _refuse(f"scipy.sparse.linalg.{method} with traced settings ({', '.join(traced)})",
@@ -3389,7 +3426,8 @@ def _iterative(method):
     return _route(SCIPY[method], iterate)
 
 
-cg, gmres, bicgstab, minres = map(_iterative, ("cg", "gmres", "bicgstab", "minres"))
+cg, gmres, bicgstab, minres, bicg, cgs, qmr, lgmres, gcrotmk, tfqmr = map(_iterative, (
+    "cg", "gmres", "bicgstab", "minres", "bicg", "cgs", "qmr", "lgmres", "gcrotmk", "tfqmr"))
 
 
 
@@ -4600,12 +4638,7 @@ class _OperatorSolve:
     def solve(self, b, values, guess=None, transposed=False, tight=False):
         """``A⁻¹ b`` (``A⁻ᵀ b``: ``transposed``) by the user's method from ``guess``, at plain
         ``values``; to ``ADJOINT_RTOL`` where ``tight`` (a derivative's solve)."""
-        options = dict(self.options)
-        if tight:
-            options["rtol"] = min(options.get("rtol", 1e-5), ADJOINT_RTOL)
-            options.pop("callback", None)
-            if "atol" in options:
-                options["atol"] = 0.0
+        options = _derivative_options(self.options, tight)
         operator, dropped = self.operator, False
         with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
                 self.parameters.bound(values):
@@ -4616,9 +4649,7 @@ class _OperatorSolve:
                     operator = _transposed_by_pullback(operator, self.name)
                 else:
                     operator = operator.T
-                if options.get("M") is not None:
-                    options["M"] = _transposed_preconditioner(options["M"])
-                    dropped = options["M"] is None
+                dropped = _transpose_preconditioners(options)
             # (the user's solve in b's own dtype, as SciPy's: a float32 system solved in
             # float32; a derivative's in float64)
             rhs = np.asarray(b, float) if tight else np.asarray(b)
@@ -4911,8 +4942,7 @@ expm = _route(SCIPY["expm"], _expm)
 # scipy.linalg's steps (eigh of the Rayleigh-Ritz projections), its decisions on the values
 lobpcg = ScipysCode(_splinalg.lobpcg)
 
-UNFOLLOWED = ("qmr", "cgs", "lgmres",
-              "gcrotmk", "tfqmr", "onenormest")
+UNFOLLOWED = ("onenormest",)
 """The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
 refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
 
@@ -4924,7 +4954,8 @@ def _unfollowed(name):
         if _followed(*args, *kwargs.values()):
             raise UnsupportedFunctionError(
                 f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
-                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, lsqr or lsmr, which "
+                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, qmr, lgmres, lsqr or "
+                "lsmr, which "
                 "mutad differentiates; or make the matrix dense "
                 "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
                 "expm); or give it a rule with mutad.adjoint.")

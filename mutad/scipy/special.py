@@ -62,7 +62,7 @@ from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrul
 from ..engines.products import times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint
+from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint, scipys_value
 
 polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
 logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
@@ -708,6 +708,11 @@ elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
     * eval_jacobi(n - 1, alpha + 1.0, beta + 1.0, x)))
 elementwise(wofz,      lambda y, z: -2.0 * z * y + 2j / _SQRT_PI,                      uses="xy")
+# the Hankel functions H = J ± iY, complex of a real z too: H' = (H_(v-1) - H_(v+1)) / 2
+elementwise(_special.hankel1, _ORDER,
+            lambda y, v, z: 0.5 * (_special.hankel1(v - 1.0, z) - _special.hankel1(v + 1.0, z)))
+elementwise(_special.hankel2, _ORDER,
+            lambda y, v, z: 0.5 * (_special.hankel2(v - 1.0, z) - _special.hankel2(v + 1.0, z)))
 elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v"), _lpmv_dx,
             uses="xy")
 # SciPy's lambertw(z, k, tol) is its ufunc _lambertw on k as an integer array: W' = e^(-W)/(1+W)
@@ -796,7 +801,7 @@ def _voigt_partials(x, sigma, gamma):
 # (its partial's asymptotic series is for large real arguments). log_ndtr's partial takes the
 # textbook form for complex arguments (numerics.log_ndtr_derivative).
 holomorphic(erf, erfc, ndtr, log_ndtr, xlogy, xlog1py, jv, yv, iv, kv, kve, log1p, expm1, dawsn,
-            erfi, wofz, _lambertw)
+            erfi, wofz, _lambertw, _special.hankel1, _special.hankel2)
 
 
 # The ufuncs with several outputs, each output's derivative in x (from x and the outputs):
@@ -1166,3 +1171,44 @@ def _permutations(original):
 comb = _combinations(_special.comb)
 perm = _permutations(_special.perm)
 __all__ += ["comb", "perm"]
+
+
+# ----------------------------------------------------------------------------------------------
+# factorial, factorial2 and factorialk, SciPy's Python (it converts its argument with
+# np.asarray): with exact=False, SciPy's values, differentiated as Γ(n + 1) (factorial's, where
+# n >= 0: 0 below, SciPy's extend="zero"); with exact=True, SciPy's integers, which have no
+# derivative. factorial2 and factorialk of non-integers are SciPy's own continuations, which
+# mutad does not differentiate.
+
+
+def _factorials(original, multiple=False):
+    def value(n, args, exact, extend):
+        plain = original(_plain(n, True), *map(_plain, args), exact=exact, extend=extend)
+        if exact:
+            return plain
+        if original.__name__ != "factorial" or extend != "zero":
+            raise UnsupportedOperationError(
+                f"scipy.special.{original.__name__} of traced values, exact=False, "
+                f"extend={extend!r}: mutad "
+                "differentiates factorial(n, exact=False) with extend='zero' (Γ(n + 1)). Write "
+                "it with scipy.special.gamma, or pass mutad.stop_gradient(n).")
+        # (0 where SciPy's is 0 or its inf beyond 170: a constant, whose difference from
+        # itself leaves SciPy's value as it is)
+        finite = np.isfinite(plain) & (n >= 0)
+        return scipys_value(plain, np.where(finite, gamma(np.where(finite, n, 0.0) + 1.0),
+                                            0.0))
+
+    if multiple:  # (factorialk's k, SciPy's keyword too)
+        def stand_in(n, k, exact=False, extend="zero"):
+            return value(n, (k,), exact, extend)
+    else:
+        def stand_in(n, exact=False, extend="zero"):
+            return value(n, (), exact, extend)
+
+    return StandIn(original, stand_in)
+
+
+factorial = _factorials(_special.factorial)
+factorial2 = _factorials(_special.factorial2)
+factorialk = _factorials(_special.factorialk, multiple=True)
+__all__ += ["factorial", "factorial2", "factorialk"]

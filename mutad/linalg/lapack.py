@@ -1,0 +1,268 @@
+"""SciPy's LAPACK and BLAS wrappers, as in-place code calls them: ``scipy.linalg.lapack.dgesv``,
+``dgetrf``/``dgetrs``, ``dpotrf``/``dpotrs``/``dposv``, ``dtrtrs``, ``dsyev``,
+``scipy.linalg.blas.dgemm``/``dgemv``/``daxpy``/``dscal``/``ddot``/``dnrm2`` (their float32
+``s`` twins too), and the same routines as ``get_lapack_funcs`` and ``get_blas_funcs`` return
+them.
+
+A routine's outputs are its own call on the plain values, bit for bit (its pivots and ``info``
+too), and their derivatives those of the scipy.linalg functions mutad differentiates that
+compute the same numbers (``scipys_value``): ``gesv``, ``getrf`` and ``getrs`` are
+``lu_factor`` and ``lu_solve`` (``gesv``'s pivots must be ``lu_factor``'s, which they are but at
+exact ties: otherwise refused), ``potrf``, ``potrs`` and ``posv`` ``cholesky`` and ``cho_solve``
+of the symmetric matrix of the triangle they read, ``trtrs`` ``solve_triangular``, ``syev``
+``eigh`` with SciPy's driver ``"ev"`` (the same routine, whose eigenvectors' signs the
+derivative follows), the BLAS routines products and sums. The routine's flags are SciPy's:
+where ``overwrite_a=1`` (or ``axpy``'s ``y`` and ``scal``'s ``x``, which the routine always
+writes) would have it write into a traced argument and its output is that memory, the result is
+written into the argument, which stands for it, as in NumPy (a recorded write, undone by the
+reverse pass); where it leaves its workspace there, the call is refused.
+
+A routine mutad has no composition for, or a complex one (``zgesv``), is refused by name with
+what to call instead.
+"""
+
+import functools
+import inspect
+
+import numpy as np
+import scipy.linalg as _linalg
+from scipy.linalg import blas as _blas
+from scipy.linalg import lapack as _lapack
+
+from ..core.errors import UnsupportedFunctionError, UnsupportedOperationError
+from ..core.levels import innermost
+from ..core.registry import defroute
+from ..rules._helpers import transpose
+from ..scipy._adjoints import (Value, _overwritten, _plain, _written_as_scipy_writes,
+                               scipys_value)
+from .factorizations import cho_solve, cholesky, lu_factor, lu_solve, solve_triangular
+from .spectral import eigh, eigvalsh
+
+
+def _symmetric_of_triangle(a, lower):
+    """The symmetric matrix of the triangle of ``a`` a routine reads (the other is not read,
+    and gets no derivative)."""
+    if lower:
+        return np.tril(a) + transpose(np.tril(a, -1))
+    return np.triu(a) + transpose(np.triu(a, 1))
+
+
+def _same_pivots(name, piv, composed):
+    if not np.array_equal(piv, _plain(composed)):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.lapack {name} chose other pivots than lu_factor on these values (a "
+            "tie between candidate pivots), so mutad has no derivative of its factors. Call "
+            "scipy.linalg.lu_factor and lu_solve instead.")
+
+
+def _gesv(values, a, b, overwrite_a=0, overwrite_b=0):
+    lu, piv = lu_factor(a, check_finite=False)
+    _same_pivots("gesv", values[1], piv)
+    return lu, None, lu_solve((lu, piv), b, check_finite=False), None
+
+
+def _getrf(values, a, overwrite_a=0):
+    lu, piv = lu_factor(a, check_finite=False)
+    _same_pivots("getrf", values[1], piv)
+    return lu, None, None
+
+
+def _getrs(values, lu, piv, b, trans=0, overwrite_b=0):
+    return lu_solve((lu, _plain(piv)), b, trans, check_finite=False), None
+
+
+def _potrf(values, a, lower=0, clean=1, overwrite_a=0):
+    c = cholesky(_symmetric_of_triangle(a, lower), lower=bool(lower), check_finite=False)
+    if not clean:  # (the triangle it does not read left as it was)
+        c = c + (np.triu(a, 1) if lower else np.tril(a, -1))
+    return c, None
+
+
+def _potrs(values, c, b, lower=0, overwrite_b=0):
+    factor = np.tril(c) if lower else np.triu(c)
+    return cho_solve((factor, bool(lower)), b, check_finite=False), None
+
+
+def _posv(values, a, b, lower=0, overwrite_a=0, overwrite_b=0):
+    c, _ = _potrf(values, a, lower, 0)
+    return c, _potrs(values, c, b, lower)[0], None
+
+
+def _trtrs(values, a, b, lower=0, trans=0, unitdiag=0, lda=None, overwrite_b=0):
+    return solve_triangular(a, b, trans, bool(lower), bool(unitdiag), check_finite=False), None
+
+
+def _syev(values, a, compute_v=1, lower=0, lwork=None, overwrite_a=0):
+    symmetric = _symmetric_of_triangle(a, lower)
+    if not compute_v:
+        return eigvalsh(symmetric, lower=bool(lower), driver="ev", check_finite=False), \
+            None, None
+    w, v = eigh(symmetric, lower=bool(lower), driver="ev", check_finite=False)
+    if not np.array_equal(np.sign(_plain(v)), np.sign(values[1])):
+        raise UnsupportedOperationError(
+            "scipy.linalg.lapack syev's eigenvectors have other signs than eigh(driver='ev') "
+            "on these values. Call scipy.linalg.eigh instead.")
+    return w, v, None
+
+
+def _op(x, trans):
+    return transpose(np.conjugate(x) if trans == 2 else x) if trans else x
+
+
+def _gemm(values, alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0, overwrite_c=0):
+    y = alpha * (_op(a, trans_a) @ _op(b, trans_b))
+    return y if c is None else y + beta * c
+
+
+def _refuse_strided(name, *settings):
+    if any(s is not None for s in settings):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.blas {name} with n=, offx=, incx=, offy= or incy= on traced arrays: "
+            "mutad follows the whole vectors. Pass the slices themselves (x[off::inc]).")
+
+
+def _gemv(values, alpha, a, x, beta=0.0, y=None, offx=None, incx=None, offy=None, incy=None,
+          trans=0, overwrite_y=0):
+    _refuse_strided("gemv", offx, incx, offy, incy)
+    z = alpha * (_op(a, trans) @ x)
+    return z if y is None else z + beta * y
+
+
+def _axpy(values, x, y, n=None, a=1.0, offx=None, incx=None, offy=None, incy=None):
+    _refuse_strided("axpy", n, offx, incx, offy, incy)
+    return a * x + y
+
+
+def _scal(values, a, x, n=None, offx=None, incx=None):
+    _refuse_strided("scal", n, offx, incx)
+    return a * x
+
+
+def _dot(values, x, y, n=None, offx=None, incx=None, offy=None, incy=None):
+    _refuse_strided("dot", n, offx, incx, offy, incy)
+    return np.dot(x, y)
+
+
+def _nrm2(values, x, n=None, offx=None, incx=None):
+    _refuse_strided("nrm2", n, offx, incx)
+    return np.sqrt(np.dot(x, x))
+
+
+ROUTINES = {  # name: (library, composition, the arguments it always writes where it can)
+    "gesv": (_lapack, _gesv, ()), "getrf": (_lapack, _getrf, ()),
+    "getrs": (_lapack, _getrs, ()), "potrf": (_lapack, _potrf, ()),
+    "potrs": (_lapack, _potrs, ()), "posv": (_lapack, _posv, ()),
+    "trtrs": (_lapack, _trtrs, ()), "syev": (_lapack, _syev, ()),
+    "gemm": (_blas, _gemm, ()), "gemv": (_blas, _gemv, ()), "axpy": (_blas, _axpy, ("y",)),
+    "scal": (_blas, _scal, ("x",)), "dot": (_blas, _dot, ()), "nrm2": (_blas, _nrm2, ()),
+}
+"""The routines followed, by their name without the type's letter."""
+
+
+def _call(routine, always, names, *values):
+    """The routine's call on plain ``values`` that writes into none of them: the traced
+    arrays' memory is theirs (a write the routine would make is made by ``Routine``)."""
+    return routine(**{name: False if name.startswith("overwrite_") else
+                      np.copy(value, order="K") if name in always else value
+                      for name, value in zip(names, values)})
+
+
+class Routine:
+    """A LAPACK or BLAS routine of SciPy's (``routine``, of ``library``) while a
+    differentiation runs: its own call on plain values; with traced ones, its value (a
+    ``Value``: computed again in a replay, pivots and ``info`` included) with the derivatives
+    of ``compose``. A LAPACK routine's ``info`` other than 0 (a singular or indefinite matrix,
+    whose partial factors have no derivative) is refused."""
+
+    def __init__(self, routine, library, compose, always):
+        functools.update_wrapper(self, routine, assigned=("__name__", "__doc__"))
+        self.routine, self.library = routine, library
+        self.compose, self.always = compose, always
+        parameters = list(inspect.signature(compose).parameters.values())[1:]
+        self.signature = inspect.Signature(parameters)
+        self.value = Value(functools.partial(_call, routine, always),
+                           f"scipy.linalg.{routine.__name__}")
+        defroute(routine, self)
+        STAND_INS[id(routine)] = self
+
+    def __getattr__(self, name):  # (SciPy's typecode, prefix, dtype, module_name)
+        return getattr(self.__dict__["routine"], name)
+
+    def __call__(self, *args, **kwargs):
+        if innermost((*args, *kwargs.values())) is None:
+            return self.routine(*args, **kwargs)
+        bound = self.signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name.startswith("overwrite_"):
+                bound.arguments[name] = bool(value)  # (SciPy's flags are ints: 1 as True)
+        overwritten = _overwritten(self.routine, bound, self.always)
+        names = tuple(bound.arguments)
+        values = self.value(names, *bound.arguments.values())
+        single = not isinstance(values, tuple)
+        outputs = (values,) if single else values
+        if self.library is _lapack and _plain(outputs[-1]) != 0:
+            raise UnsupportedOperationError(
+                f"scipy.linalg.lapack.{self.__name__} returned info={_plain(outputs[-1])} (a "
+                "singular or not positive definite matrix, or a bad argument): what it leaves "
+                "has no derivative. Decide on the values before the call (mutad.stop_gradient "
+                "of the matrix), or call the scipy.linalg function, which raises LinAlgError.")
+        composed = self.compose(tuple(map(_plain, outputs)), *bound.args, **bound.kwargs)
+        composed = (composed,) if single else composed
+        y = tuple(v if c is None else scipys_value(v, c) for v, c in zip(outputs, composed))
+        y = y[0] if single else y
+        for name, place in overwritten:
+            y = _written_as_scipy_writes(self.routine, bound.arguments[name], name, place, y)
+        return y
+
+
+def _refused(routine, instead):
+    def refuse(*args, **kwargs):
+        if innermost((*args, *kwargs.values())) is not None:
+            raise UnsupportedFunctionError(
+                f"scipy.linalg {routine.__name__} of traced values has no rule in mutad. "
+                f"{instead}")
+        return routine(*args, **kwargs)
+
+    functools.update_wrapper(refuse, routine, assigned=("__name__", "__doc__"))
+    defroute(routine, refuse)
+    STAND_INS[id(routine)] = refuse
+
+
+def _follow(library):
+    for name in dir(library):
+        routine = getattr(library, name)
+        if name[:1] not in "sdcz" or type(routine).__name__ != "fortran":
+            continue
+        followed = ROUTINES.get(name[1:])
+        if followed is not None and followed[0] is library and name[0] in "sd":
+            Routine(routine, *followed)
+        else:
+            _refused(routine, "mutad follows the real (s, d) gesv, getrf, getrs, potrf, potrs, "
+                     "posv, trtrs, syev, gemm, gemv, axpy, scal, dot and nrm2. Call the "
+                     "scipy.linalg function that computes it (solve, lu_factor, lu_solve, "
+                     "cholesky, cho_solve, solve_triangular, eigh), or NumPy's products.")
+
+
+STAND_INS = {}
+"""id(SciPy's routine) -> what stands in for it (a :class:`Routine`, or its refusal)."""
+
+_follow(_lapack)
+_follow(_blas)
+
+
+def _getter(get):
+    """``get_lapack_funcs`` or ``get_blas_funcs`` while a differentiation runs: the routines
+    SciPy's returns (which the user's code calls as they are, by no module's name), each as
+    what stands in for it."""
+    def stand_in(names, arrays=(), dtype=None, ilp64=False):
+        found = get(names, arrays, dtype, ilp64)
+        if isinstance(found, (list, tuple)):
+            return type(found)(STAND_INS.get(id(f), f) for f in found)
+        return STAND_INS.get(id(found), found)
+
+    functools.update_wrapper(stand_in, get)
+    defroute(get, stand_in)
+
+
+_getter(_linalg.get_lapack_funcs)
+_getter(_linalg.get_blas_funcs)
