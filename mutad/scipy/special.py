@@ -1198,14 +1198,13 @@ def _factorials(original, multiple=False):
         return scipys_value(plain, np.where(finite, gamma(np.where(finite, n, 0.0) + 1.0),
                                             0.0))
 
-    if multiple:  # (factorialk's k, SciPy's keyword too)
-        def stand_in(n, k, exact=False, extend="zero"):
-            return value(n, (k,), exact, extend)
-    else:
-        def stand_in(n, exact=False, extend="zero"):
-            return value(n, (), exact, extend)
+    def with_k(n, k, exact=False, extend="zero"):  # (factorialk's k, SciPy's keyword too)
+        return value(n, (k,), exact, extend)
 
-    return StandIn(original, stand_in)
+    def without_k(n, exact=False, extend="zero"):
+        return value(n, (), exact, extend)
+
+    return StandIn(original, with_k if multiple else without_k)
 
 
 factorial = _factorials(_special.factorial)
