@@ -134,7 +134,8 @@ def reverse_elementwise(records, shadows, watch):
     them), ``_small_cotangents`` runs here written out, each product added as ``Shadows.add``
     adds a float64 array it is handed into a whole buffer (the common case, a chain of
     operations on whole arrays); everything else takes those functions themselves. So the
-    same products are added in the same order, bit for bit."""
+    same products are added in the same order, bit for bit. A cotangent of one float64
+    element (a scalar loop's) is first offered to ``_scalar_back``."""
     entries = shadows.entries
     while records and type(records[-1]) is Elementwise:
         record = watch.record = records.pop()
@@ -142,7 +143,8 @@ def reverse_elementwise(records, shadows, watch):
         entry = entries.pop(output.key, None)
         if entry is not None:
             dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
-            rule, traced = record.state
+            state = record.state
+            rule, traced = state
             kept = record.kept
             y = None
             if "y" in rule.uses:
@@ -151,7 +153,11 @@ def reverse_elementwise(records, shadows, watch):
             # questions of the other case establish)
             flags = None if entry[-1] is dy else \
                 dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else False
-            if flags is None:
+            if (flags is None or flags is not False and flags.writeable) and not dy.ndim \
+                    and dy.dtype is _REAL and _scalar_back(shadows, state, dy.item(),
+                                                           record.inputs, record.kept, ()):
+                pass
+            elif flags is None:
                 _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
             elif flags is False or not flags.writeable:
                 elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
@@ -231,7 +237,9 @@ class ElementsRead(OneOutput):
     in ``inputs``, in the order they ran. Its pullback is theirs, in the order the reverse pass
     ran them: the operation's, into a stand-in buffer for each value read, then each read's,
     the last first, from its stand-in's shadow. So it adds the same cotangents in the same
-    order, and a scalar loop keeps neither a record nor a buffer per element it reads."""
+    order, and a scalar loop keeps neither a record nor a buffer per element it reads. A
+    cotangent of one float64 element is first offered to ``_scalar_back``, which runs them
+    all with Python's floats."""
 
     __slots__ = ()
 
@@ -241,6 +249,10 @@ class ElementsRead(OneOutput):
         if dy is None:
             return
         state, positions = record.state
+        if type(dy) is NDARRAY and not dy.ndim and dy.dtype is _REAL and dy.flags.writeable \
+                and _scalar_back(shadows, state, dy.item(), record.inputs, record.kept,
+                                 positions):
+            return
         inputs = record.inputs
         places = list(inputs)
         for n, i in enumerate(positions):
@@ -467,6 +479,92 @@ def _small_product(dy, partial, y, values, out, suggested):
             return dy * p if out is None else np.multiply(dy, p, out)
         return times(dy, p, out)
     return _times_partial_of(dy, p, out, suggested)
+
+
+def _scalar_back(shadows, state, d, inputs, kept, positions):
+    """The pullback of an elementwise record of one float64 element (an :class:`Elementwise`
+    record's, ``positions`` empty, or an :class:`ElementsRead` one's) for its cotangent
+    ``d``, a Python float, computed with Python's floats, where each product is one of
+    NumPy's, bit for bit and raising nothing (``exact_in_python``): every partial 1, an
+    operand or a constant, and every float64. Adds what ``_small_cotangents`` and then
+    ``_gathered_back`` (the reads, the last first) would add, in their order: each sum into
+    an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
+    others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
+    nothing, where a partial or product is not such (the caller then takes those paths): a
+    scalar loop's reverse pass makes neither a 0-d array nor a call per product."""
+    rule, traced = state
+    partials = rule.partials
+    products = []
+    for i in traced:
+        partial = partials[i]
+        if partial is ONE:
+            products.append(d)
+            continue
+        kind = type(partial)
+        if kind is Operand:
+            p = kept[partial.position]
+            kind = type(p)
+            if kind is NDARRAY:
+                if p.ndim or p.dtype is not _REAL:
+                    return False
+                p = p.item()
+            elif kind is _FLOAT64:
+                p = float(p)
+            elif kind is not float:
+                return False
+        elif kind is Constant and type(partial.value) is float:
+            p = partial.value
+        else:
+            return False
+        g = d * p
+        if not exact_in_python(g):
+            return False
+        products.append(g)
+    for i in traced:
+        place = inputs[i]
+        if i in positions:
+            if place[0].dtype is not _REAL:
+                return False
+        elif place.shape != ():
+            return False
+    entries = shadows.entries
+    for i, g in zip(traced, products):
+        if i in positions:
+            continue
+        place = inputs[i]
+        if type(place) is Buffer and place.dtype is _REAL and place.device is None:
+            # (``Shadows.add``'s two first cases, of a 0-d float64 array of its own: it becomes
+            # the shadow, marked as ``_lean_cotangents`` marks one, or is added into it)
+            entry = entries.get(place.key)
+            if entry is None:
+                g = np.array(g)
+                entries[place.key] = [place, g, None, None, g]
+                continue
+            shadow = entry[1]
+            if entry[3] is None and type(shadow) is NDARRAY and shadow.dtype is _REAL:
+                total = shadow.item() + g  # (``shadow += g``, where Python's sum is NumPy's)
+                if exact_in_python(total):
+                    shadow[()] = total
+                    continue
+        shadows.add(place, np.array(g), owned=True)
+    for i in reversed(positions):
+        if i not in traced:
+            continue
+        g = products[traced.index(i)]
+        source, key = inputs[i]
+        if type(source) is Buffer:
+            # (``_gathered_back``'s first case)
+            entry = entries.get(source.key)
+            if entry is not None and entry[3] is None:
+                shadow = entry[1]
+                if type(shadow) is NDARRAY and shadow.dtype is _REAL and (
+                        type(key) is int or type(key) is tuple and len(key) == shadow.ndim):
+                    total = shadow.item(key) + g
+                    if exact_in_python(total):
+                        shadow[key] = total
+                        continue
+        _gathered_back(shadows, np.array(g), inputs[i], False)
+    return True
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
