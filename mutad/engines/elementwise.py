@@ -909,21 +909,43 @@ class ElementWrite:
     def reverse(self, shadows):
         """What ``Write.reverse`` does with this record: the cotangent of the value written
         taken, the element put back, and the value's cotangent made from it
-        (:func:`write_pullback`)."""
-        dy = shadows.take(self.written)
+        (:func:`write_pullback`). A float64 element's cotangent in a shadow of its own, mapped
+        flat, is taken as Python's float (``Shadows.take``'s element, without its 0-d array),
+        for ``_scalar_back``, else as the array it would have been."""
+        written, inputs = self.written, self.inputs
+        d = dy = None
+        entry = None if written.whole or written.dtype is not _REAL or written.shape else \
+            shadows.entries.get(written.buffer.key)
+        flat = None if entry is None or entry[3] is not None else entry[2]
+        if type(flat) is NDARRAY and flat.dtype is _REAL and written.offset % 8 == 0:
+            i = written.offset >> 3
+            d = flat.item(i)
+            flat[i] = 0.0
+        else:
+            dy = shadows.take(written)
         self()
-        if dy is not None and self.state is not None:
-            if id(self.inputs) in _WRITTEN_IDS and type(dy) is NDARRAY \
-                    and dy.dtype is self.inputs[0].dtype and not dy.ndim \
-                    and dy.flags.writeable and shadows.spare is None \
-                    and self.inputs[0].key not in shadows.entries:
-                written = self.inputs[0]
-                # (``write_pullback``'s answer where the value written passes its cotangent
-                # through the stand-in (``fold_written``), which has no shadow yet: ``dy``
-                # itself becomes its shadow, as ``Shadows.add`` makes an array it owns)
+        state = self.state
+        if state is None or d is None and dy is None:
+            return
+        if id(inputs) in _WRITTEN_IDS and shadows.spare is None \
+                and inputs[0].key not in shadows.entries:
+            # (``write_pullback``'s answer where the value written passes its cotangent
+            # through the stand-in (``fold_written``), which has no shadow yet: the cotangent
+            # becomes its shadow, as ``Shadows.add`` makes an array it owns, marked as
+            # ``_lean_cotangents`` marks its own where it is made here)
+            written = inputs[0]
+            if d is not None and written.dtype is _REAL:
+                dy = np.array(d)
+                shadows.entries[written.key] = [written, dy, None, None, dy]
+                return
+            if type(dy) is NDARRAY and dy.dtype is written.dtype and not dy.ndim \
+                    and dy.flags.writeable:
                 shadows.entries[written.key] = [written, dy, None, None]
                 return
-            write_pullback(self, shadows, dy)
+        elif d is not None and len(state) == 2 and shadows.spare is None \
+                and _scalar_back(shadows, state, d, inputs, self.kept, ()):
+            return  # (``write_pullback``'s, which reads no more of the record here)
+        write_pullback(self, shadows, np.array(d) if dy is None else dy)
 
     @staticmethod
     def write(tape, key, ufunc, values, region):
