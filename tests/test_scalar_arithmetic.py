@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import mutad
+from mutad.core import registry
 from mutad.engines import elementwise
 
 N = 4
@@ -229,8 +230,8 @@ def _events(f, A, x):
 @pytest.mark.parametrize("seed", range(40))
 def test_the_reverse_pass_in_pythons_floats_is_the_ufuncs(seed, special, monkeypatch):
     """A scalar loop's pullbacks of one float64 element computed with Python's floats
-    (``elementwise._scalar_back``: partials 1, operands and constants, products and sums into
-    shadows' elements) against
+    (``elementwise._scalar_back``: partials 1, operands, constants and the expressions a
+    partial offers for NumPy's scalars, products and sums into shadows' elements) against
     the ufuncs' own path: the same value, gradient (NaNs' signs, signed zeros, infinities) and
     caller's arrays, bit for bit, and the same warnings with their messages and lines."""
     f, source, seen = _program(seed, smooth=False)
@@ -241,16 +242,46 @@ def test_the_reverse_pass_in_pythons_floats_is_the_ufuncs(seed, special, monkeyp
 
 
 def test_the_reverse_pass_in_pythons_floats_is_taken_and_left(monkeypatch):
-    """The programs above reach both sides of ``_scalar_back``: taken, and left to the ufuncs
-    (so the comparison above tests something)."""
-    backs = []
-    back = elementwise._scalar_back
+    """The programs above reach both sides of ``_scalar_back``, and of the partials it computes
+    (``_scalar_partial``): taken, and left to the ufuncs (so the comparison above tests
+    something)."""
+    backs, partials = [], []
+    back, partial = elementwise._scalar_back, elementwise._scalar_partial
 
     def noting_back(*arguments):
         backs.append(back(*arguments))
         return backs[-1]
 
+    def noting_partial(*arguments):
+        partials.append(partial(*arguments))
+        return partials[-1]
+
     monkeypatch.setattr(elementwise, "_scalar_back", noting_back)
+    monkeypatch.setattr(elementwise, "_scalar_partial", noting_partial)
     for seed in range(8):
         _events(*_program(seed, smooth=False)[:1], *_arguments(seed, special=True))
     assert backs.count(True) > 100 and False in backs
+    assert sum(p is not None for p in partials) > 10 and None in partials
+
+
+@pytest.mark.parametrize("a, b", [(3.0, 7.0), (1.0, 1e-310), (1e-310, 3.0), (1e300, 1e-10),
+                                  (1e-300, 1e10), (0.0, 2.0), (-0.0, 2.0), (2.0, 0.0),
+                                  (2.0, -0.0), (np.inf, 2.0), (2.0, np.inf), (np.nan, 2.0),
+                                  (5e-324, 1.0), (-1.5, -2.5)])
+def test_the_partials_in_pythons_floats_are_numpys_or_none(a, b):
+    """Each partial that offers an expression for float64 scalars, computed with Python's
+    floats (``elementwise._scalar_partial``), is the partial's own bits where it gives a
+    number, and none where the partial raises a floating-point event."""
+    rule = registry.rule_for(np.divide).elementwise
+    values = (np.array(a), np.array(b))
+    for partial in rule.partials:
+        try:
+            with np.errstate(all="raise"):
+                expected = np.float64(partial(None, *values))
+        except FloatingPointError:
+            expected = None
+        python = elementwise._scalar_partial(partial, values, rule)
+        if python is not None:
+            assert expected is not None and np.float64(python).tobytes() == expected.tobytes()
+        elif expected is not None:
+            assert not elementwise.exact_in_python(float(expected)) or not b

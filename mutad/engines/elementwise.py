@@ -6,9 +6,11 @@ of a recording (``replay``) and its compiled blocks make the same ones from new 
 that their gradients are the traced ones, bit for bit.
 """
 
+import ast
 import cmath
 import math
 import operator
+import string
 import sys
 
 import numpy as np
@@ -486,7 +488,8 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
     record's, ``positions`` empty, or an :class:`ElementsRead` one's) for its cotangent
     ``d``, a Python float, computed with Python's floats, where each product is one of
     NumPy's, bit for bit and raising nothing (``exact_in_python``): every partial 1, an
-    operand or a constant, and every float64. Adds what ``_small_cotangents`` and then
+    operand, a constant or the expression it offers for float64 scalars
+    (``_scalar_partial``), and every float64. Adds what ``_small_cotangents`` and then
     ``_gathered_back`` (the reads, the last first) would add, in their order: each sum into
     an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
     others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
@@ -515,7 +518,9 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
         elif kind is Constant and type(partial.value) is float:
             p = partial.value
         else:
-            return False
+            p = _scalar_partial(partial, kept, rule)
+            if p is None:
+                return False
         g = d * p
         if not exact_in_python(g):
             return False
@@ -565,6 +570,102 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                         continue
         _gathered_back(shadows, np.array(g), inputs[i], False)
     return True
+
+
+class _Inexact(Exception):
+    """An operation of Python's floats whose result may not be NumPy's, or raised an event
+    NumPy would act on (``_scalar_partial``)."""
+
+
+def _checked(operation):
+    """``operation`` of two Python floats where its result is NumPy's ufunc's, bit for bit,
+    raising nothing (``exact_in_python``); else :class:`_Inexact` (a division by zero too,
+    which Python refuses)."""
+    def checked(a, b):
+        if operation is operator.truediv and not b:
+            raise _Inexact
+        result = operation(a, b)
+        if exact_in_python(result):
+            return result
+        raise _Inexact
+    return checked
+
+
+_CHECKED = {ast_operation: _checked(operation) for ast_operation, operation in (
+    (ast.Add, operator.add), (ast.Sub, operator.sub), (ast.Mult, operator.mul),
+    (ast.Div, operator.truediv))}
+
+_SCALAR_PARTIALS = {}
+"""Each partial that offers an expression for float64 scalars (``scalar``, as to a compiled
+replay) -> that expression as a function of Python's floats (``_python_partial``), or None."""
+
+
+def _python_partial(offer):
+    """The expression ``offer`` (``(template, guarded)``: a template of the operands ``{0}``,
+    ``{1}``, ... and ``{y}``, which a partial offers for NumPy's float64 scalars) as
+    ``(function, fields)``: ``function(*values)`` computes it of the values of ``fields``
+    (operand positions, or "y") with Python's floats, every operation checked
+    (``_checked``), a negation exact; None where the expression is other than such
+    operations, negations and floats."""
+    fields = []
+    for _, field, _, _ in string.Formatter().parse(offer[0]):
+        if field is not None and field not in fields:
+            if field != "y" and not field.isdigit():
+                return None
+            fields.append(field)
+    names = {field: f"v{k}" for k, field in enumerate(fields)}
+    count = 1 + max([int(field) for field in fields if field != "y"], default=-1)
+    tree = ast.parse(offer[0].format(*[names.get(str(i), "None") for i in range(count)],
+                                     y=names.get("y", "None")), mode="eval")
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and type(node.value) is not float or type(node) not in (
+                ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Name, ast.Load,
+                ast.Constant, *_CHECKED):
+            return None
+
+    class Checked(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            return ast.Call(ast.Name(type(node.op).__name__, ast.Load()),
+                            [node.left, node.right], [])
+
+    expression = ast.unparse(Checked().visit(tree))
+    function = eval(f"lambda {', '.join(names.values())}: {expression}",
+                    {operation.__name__: checked for operation, checked in _CHECKED.items()})
+    return function, tuple(field if field == "y" else int(field) for field in fields)
+
+
+def _scalar_partial(partial, kept, rule):
+    """The value of ``partial`` (neither 1, an operand nor a constant) for a record's ``kept``
+    values, computed with Python's floats by the expression it offers for float64 scalars,
+    where every value it reads is a float64 and every operation gives NumPy's bits, raising
+    nothing; else None (nothing is called: the caller calls the partial)."""
+    compiled = _SCALAR_PARTIALS.get(partial, False)
+    if compiled is False:
+        offer = getattr(partial, "scalar", None)
+        compiled = _SCALAR_PARTIALS[partial] = None if offer is None else _python_partial(offer)
+    if compiled is None:
+        return None
+    function, fields = compiled
+    values = []
+    for field in fields:
+        if field == "y" and "y" not in rule.uses:
+            return None
+        value = kept[-1] if field == "y" else kept[field]
+        kind = type(value)
+        if kind is NDARRAY:
+            if value.ndim or value.dtype is not _REAL:
+                return None
+            value = value.item()
+        elif kind is _FLOAT64:
+            value = float(value)
+        elif kind is not float:
+            return None
+        values.append(value)
+    try:
+        return function(*values)
+    except _Inexact:
+        return None
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
