@@ -497,66 +497,67 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
     scalar loop's reverse pass makes neither a 0-d array nor a call per product."""
     rule, traced = state
     partials = rule.partials
-    products = []
+    products = []  # (the cotangent of each traced input, in order)
     for i in traced:
         partial = partials[i]
         if partial is ONE:
-            products.append(d)
-            continue
-        kind = type(partial)
-        if kind is Operand:
-            p = kept[partial.position]
-            kind = type(p)
-            if kind is NDARRAY:
-                if p.ndim or p.dtype is not _REAL:
-                    return False
-                p = p.item()
-            elif kind is _FLOAT64:
-                p = float(p)
-            elif kind is not float:
-                return False
-        elif kind is Constant and type(partial.value) is float:
-            p = partial.value
+            g = d
         else:
-            p = _scalar_partial(partial, kept, rule)
-            if p is None:
+            kind = type(partial)
+            if kind is Operand:
+                p = kept[partial.position]
+                kind = type(p)
+                if kind is NDARRAY:
+                    if p.ndim or p.dtype is not _REAL:
+                        return False
+                    p = p.item()
+                elif kind is _FLOAT64:
+                    p = float(p)
+                elif kind is not float:
+                    return False
+            elif kind is Constant and type(partial.value) is float:
+                p = partial.value
+            else:
+                p = _scalar_partial(partial, kept, rule)
+                if p is None:
+                    return False
+            g = d * p
+            if not exact_in_python(g):
                 return False
-        g = d * p
-        if not exact_in_python(g):
+        if i in positions:
+            if inputs[i][0].dtype is not _REAL:
+                return False
+        elif inputs[i].shape != ():
             return False
         products.append(g)
-    for i in traced:
-        place = inputs[i]
-        if i in positions:
-            if place[0].dtype is not _REAL:
-                return False
-        elif place.shape != ():
-            return False
     entries = shadows.entries
-    for i, g in zip(traced, products):
-        if i in positions:
-            continue
-        place = inputs[i]
-        if type(place) is Buffer and place.dtype is _REAL and place.device is None:
-            # (``Shadows.add``'s two first cases, of a 0-d float64 array of its own: it becomes
-            # the shadow, marked as ``_lean_cotangents`` marks one, or is added into it)
-            entry = entries.get(place.key)
-            if entry is None:
-                g = np.array(g)
-                entries[place.key] = [place, g, None, None, g]
+    if len(positions) != len(traced):  # (inputs other than reads, added first)
+        for i, g in zip(traced, products):
+            if i in positions:
                 continue
-            shadow = entry[1]
-            if entry[3] is None and type(shadow) is NDARRAY and shadow.dtype is _REAL:
-                total = shadow.item() + g  # (``shadow += g``, where Python's sum is NumPy's)
-                if exact_in_python(total):
-                    shadow[()] = total
+            place = inputs[i]
+            if type(place) is Buffer and place.dtype is _REAL and place.device is None:
+                # (``Shadows.add``'s two first cases, of a 0-d float64 array of its own: it
+                # becomes the shadow, marked as ``_lean_cotangents`` marks one, or is added
+                # into it)
+                entry = entries.get(place.key)
+                if entry is None:
+                    g = np.array(g)
+                    entries[place.key] = [place, g, None, None, g]
                     continue
-        shadows.add(place, np.array(g), owned=True)
+                shadow = entry[1]
+                if entry[3] is None and type(shadow) is NDARRAY and shadow.dtype is _REAL:
+                    total = shadow.item() + g  # (``shadow += g``, where Python's sum is NumPy's)
+                    if exact_in_python(total):
+                        shadow[()] = total
+                        continue
+            shadows.add(place, np.array(g), owned=True)
     for i in reversed(positions):
         if i not in traced:
             continue
         g = products[traced.index(i)]
-        source, key = inputs[i]
+        read = inputs[i]
+        source, key = read
         if type(source) is Buffer:
             # (``_gathered_back``'s first case)
             entry = entries.get(source.key)
@@ -568,7 +569,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                     if exact_in_python(total):
                         shadow[key] = total
                         continue
-        _gathered_back(shadows, np.array(g), inputs[i], False)
+        _gathered_back(shadows, np.array(g), read, False)
     return True
 
 
