@@ -505,15 +505,8 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
         else:
             kind = type(partial)
             if kind is Operand:
-                p = kept[partial.position]
-                kind = type(p)
-                if kind is NDARRAY:
-                    if p.ndim or p.dtype is not _REAL:
-                        return False
-                    p = p.item()
-                elif kind is _FLOAT64:
-                    p = float(p)
-                elif kind is not float:
+                p = _float64(kept[partial.position])
+                if p is None:
                     return False
             elif kind is Constant and type(partial.value) is float:
                 p = partial.value
@@ -571,6 +564,17 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                         continue
         _gathered_back(shadows, np.array(g), read, False)
     return True
+
+
+def _float64(value):
+    """``value`` as Python's float where it is a float64 (Python's float, NumPy's scalar or a
+    0-d array of its own dtype), else None."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is NDARRAY:
+        return value.item() if not value.ndim and value.dtype is _REAL else None
+    return float(value) if kind is _FLOAT64 else None
 
 
 class _Inexact(Exception):
@@ -652,15 +656,8 @@ def _scalar_partial(partial, kept, rule):
     for field in fields:
         if field == "y" and "y" not in rule.uses:
             return None
-        value = kept[-1] if field == "y" else kept[field]
-        kind = type(value)
-        if kind is NDARRAY:
-            if value.ndim or value.dtype is not _REAL:
-                return None
-            value = value.item()
-        elif kind is _FLOAT64:
-            value = float(value)
-        elif kind is not float:
+        value = _float64(kept[-1] if field == "y" else kept[field])
+        if value is None:
             return None
         values.append(value)
     try:
