@@ -10,10 +10,13 @@ payload included) are plain NumPy's, its gradient is the one the ufuncs alone
 give (the same engine with the Python path turned off), the caller's arrays come back, and
 where the program is smooth the gradient matches finite differences."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import mutad
+from mutad.core import registry
 from mutad.engines import elementwise
 
 N = 4
@@ -206,3 +209,79 @@ def test_arithmetic_in_python_is_numpys_or_none(ufunc, a, b):
     else:
         assert not np.isfinite(expected) or not elementwise.exact_in_python(float(expected)) \
             or not b
+
+
+def _events(f, A, x):
+    """The value, gradient and caller's arrays after ``mutad.value_and_gradient``, and every
+    floating-point warning NumPy issued, forward and reverse, with its message and line."""
+    A, x = A.copy(), x.copy()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="warn"):
+            try:
+                loss, grads = mutad.value_and_gradient(f, A, x)
+            except (IndexError, ZeroDivisionError, OverflowError, ValueError) as error:
+                loss, grads = type(error), ()
+    heard = [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+    return _bits([loss, *grads, A, x]) if grads else loss, heard
+
+
+@pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("seed", range(40))
+def test_the_reverse_pass_in_pythons_floats_is_the_ufuncs(seed, special, monkeypatch):
+    """A scalar loop's pullbacks of one float64 element computed with Python's floats
+    (``elementwise._scalar_back``: partials 1, operands, constants and the expressions a
+    partial offers for NumPy's scalars, products and sums into shadows' elements) against
+    the ufuncs' own path: the same value, gradient (NaNs' signs, signed zeros, infinities) and
+    caller's arrays, bit for bit, and the same warnings with their messages and lines."""
+    f, source, seen = _program(seed, smooth=False)
+    A, x = _arguments(seed, special)
+    python = _events(f, A, x)
+    monkeypatch.setattr(elementwise, "_scalar_back", lambda *arguments: False)
+    assert _events(f, A, x) == python, source
+
+
+def test_the_reverse_pass_in_pythons_floats_is_taken_and_left(monkeypatch):
+    """The programs above reach both sides of ``_scalar_back``, and of the partials it computes
+    (``_scalar_partial``): taken, and left to the ufuncs (so the comparison above tests
+    something)."""
+    backs, partials = [], []
+    back, partial = elementwise._scalar_back, elementwise._scalar_partial
+
+    def noting_back(*arguments):
+        backs.append(back(*arguments))
+        return backs[-1]
+
+    def noting_partial(*arguments):
+        partials.append(partial(*arguments))
+        return partials[-1]
+
+    monkeypatch.setattr(elementwise, "_scalar_back", noting_back)
+    monkeypatch.setattr(elementwise, "_scalar_partial", noting_partial)
+    for seed in range(8):
+        _events(*_program(seed, smooth=False)[:1], *_arguments(seed, special=True))
+    assert backs.count(True) > 100 and False in backs
+    assert sum(p is not None for p in partials) > 10 and None in partials
+
+
+@pytest.mark.parametrize("a, b", [(3.0, 7.0), (1.0, 1e-310), (1e-310, 3.0), (1e300, 1e-10),
+                                  (1e-300, 1e10), (0.0, 2.0), (-0.0, 2.0), (2.0, 0.0),
+                                  (2.0, -0.0), (np.inf, 2.0), (2.0, np.inf), (np.nan, 2.0),
+                                  (5e-324, 1.0), (-1.5, -2.5)])
+def test_the_partials_in_pythons_floats_are_numpys_or_none(a, b):
+    """Each partial that offers an expression for float64 scalars, computed with Python's
+    floats (``elementwise._scalar_partial``), is the partial's own bits where it gives a
+    number, and none where the partial raises a floating-point event."""
+    rule = registry.rule_for(np.divide).elementwise
+    values = (np.array(a), np.array(b))
+    for partial in rule.partials:
+        try:
+            with np.errstate(all="raise"):
+                expected = np.float64(partial(None, *values))
+        except FloatingPointError:
+            expected = None
+        python = elementwise._scalar_partial(partial, values, rule)
+        if python is not None:
+            assert expected is not None and np.float64(python).tobytes() == expected.tobytes()
+        elif expected is not None:
+            assert not elementwise.exact_in_python(float(expected)) or not b

@@ -6,9 +6,11 @@ of a recording (``replay``) and its compiled blocks make the same ones from new 
 that their gradients are the traced ones, bit for bit.
 """
 
+import ast
 import cmath
 import math
 import operator
+import string
 import sys
 
 import numpy as np
@@ -134,7 +136,8 @@ def reverse_elementwise(records, shadows, watch):
     them), ``_small_cotangents`` runs here written out, each product added as ``Shadows.add``
     adds a float64 array it is handed into a whole buffer (the common case, a chain of
     operations on whole arrays); everything else takes those functions themselves. So the
-    same products are added in the same order, bit for bit."""
+    same products are added in the same order, bit for bit. A cotangent of one float64
+    element (a scalar loop's) is first offered to ``_scalar_back``."""
     entries = shadows.entries
     while records and type(records[-1]) is Elementwise:
         record = watch.record = records.pop()
@@ -142,7 +145,8 @@ def reverse_elementwise(records, shadows, watch):
         entry = entries.pop(output.key, None)
         if entry is not None:
             dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
-            rule, traced = record.state
+            state = record.state
+            rule, traced = state
             kept = record.kept
             y = None
             if "y" in rule.uses:
@@ -151,7 +155,11 @@ def reverse_elementwise(records, shadows, watch):
             # questions of the other case establish)
             flags = None if entry[-1] is dy else \
                 dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else False
-            if flags is None:
+            if (flags is None or flags is not False and flags.writeable) and not dy.ndim \
+                    and dy.dtype is _REAL and _scalar_back(shadows, state, dy.item(),
+                                                           record.inputs, record.kept, ()):
+                pass
+            elif flags is None:
                 _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
             elif flags is False or not flags.writeable:
                 elementwise_cotangents(shadows, rule, dy, y, record.inputs, kept, traced)
@@ -231,7 +239,9 @@ class ElementsRead(OneOutput):
     in ``inputs``, in the order they ran. Its pullback is theirs, in the order the reverse pass
     ran them: the operation's, into a stand-in buffer for each value read, then each read's,
     the last first, from its stand-in's shadow. So it adds the same cotangents in the same
-    order, and a scalar loop keeps neither a record nor a buffer per element it reads."""
+    order, and a scalar loop keeps neither a record nor a buffer per element it reads. A
+    cotangent of one float64 element is first offered to ``_scalar_back``, which runs them
+    all with Python's floats."""
 
     __slots__ = ()
 
@@ -241,6 +251,10 @@ class ElementsRead(OneOutput):
         if dy is None:
             return
         state, positions = record.state
+        if type(dy) is NDARRAY and not dy.ndim and dy.dtype is _REAL and dy.flags.writeable \
+                and _scalar_back(shadows, state, dy.item(), record.inputs, record.kept,
+                                 positions):
+            return
         inputs = record.inputs
         places = list(inputs)
         for n, i in enumerate(positions):
@@ -467,6 +481,189 @@ def _small_product(dy, partial, y, values, out, suggested):
             return dy * p if out is None else np.multiply(dy, p, out)
         return times(dy, p, out)
     return _times_partial_of(dy, p, out, suggested)
+
+
+def _scalar_back(shadows, state, d, inputs, kept, positions):
+    """The pullback of an elementwise record of one float64 element (an :class:`Elementwise`
+    record's, ``positions`` empty, or an :class:`ElementsRead` one's) for its cotangent
+    ``d``, a Python float, computed with Python's floats, where each product is one of
+    NumPy's, bit for bit and raising nothing (``exact_in_python``): every partial 1, an
+    operand, a constant or the expression it offers for float64 scalars
+    (``_scalar_partial``), and every float64. Adds what ``_small_cotangents`` and then
+    ``_gathered_back`` (the reads, the last first) would add, in their order: each sum into
+    an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
+    others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
+    nothing, where a partial or product is not such (the caller then takes those paths): a
+    scalar loop's reverse pass makes neither a 0-d array nor a call per product."""
+    rule, traced = state
+    partials = rule.partials
+    products = []  # (the cotangent of each traced input, in order)
+    for i in traced:
+        partial = partials[i]
+        if partial is ONE:
+            g = d
+        else:
+            kind = type(partial)
+            if kind is Operand:
+                p = _float64(kept[partial.position])
+                if p is None:
+                    return False
+            elif kind is Constant and type(partial.value) is float:
+                p = partial.value
+            else:
+                p = _scalar_partial(partial, kept, rule)
+                if p is None:
+                    return False
+            g = d * p
+            if not exact_in_python(g):
+                return False
+        if i in positions:
+            if inputs[i][0].dtype is not _REAL:
+                return False
+        elif inputs[i].shape != ():
+            return False
+        products.append(g)
+    entries = shadows.entries
+    if len(positions) != len(traced):  # (inputs other than reads, added first)
+        for i, g in zip(traced, products):
+            if i in positions:
+                continue
+            place = inputs[i]
+            if type(place) is Buffer and place.dtype is _REAL and place.device is None:
+                # (``Shadows.add``'s two first cases, of a 0-d float64 array of its own: it
+                # becomes the shadow, marked as ``_lean_cotangents`` marks one, or is added
+                # into it)
+                entry = entries.get(place.key)
+                if entry is None:
+                    g = np.array(g)
+                    entries[place.key] = [place, g, None, None, g]
+                    continue
+                shadow = entry[1]
+                if entry[3] is None and type(shadow) is NDARRAY and shadow.dtype is _REAL:
+                    total = shadow.item() + g  # (``shadow += g``, where Python's sum is NumPy's)
+                    if exact_in_python(total):
+                        shadow[()] = total
+                        continue
+            shadows.add(place, np.array(g), owned=True)
+    for i in reversed(positions):
+        if i not in traced:
+            continue
+        g = products[traced.index(i)]
+        read = inputs[i]
+        source, key = read
+        if type(source) is Buffer:
+            # (``_gathered_back``'s first case)
+            entry = entries.get(source.key)
+            if entry is not None and entry[3] is None:
+                shadow = entry[1]
+                if type(shadow) is NDARRAY and shadow.dtype is _REAL and (
+                        type(key) is int or type(key) is tuple and len(key) == shadow.ndim):
+                    total = shadow.item(key) + g
+                    if exact_in_python(total):
+                        shadow[key] = total
+                        continue
+        _gathered_back(shadows, np.array(g), read, False)
+    return True
+
+
+def _float64(value):
+    """``value`` as Python's float where it is a float64 (Python's float, NumPy's scalar or a
+    0-d array of its own dtype), else None."""
+    kind = type(value)
+    if kind is float:
+        return value
+    if kind is NDARRAY:
+        return value.item() if not value.ndim and value.dtype is _REAL else None
+    return float(value) if kind is _FLOAT64 else None
+
+
+class _Inexact(Exception):
+    """An operation of Python's floats whose result may not be NumPy's, or raised an event
+    NumPy would act on (``_scalar_partial``)."""
+
+
+def _checked(operation):
+    """``operation`` of two Python floats where its result is NumPy's ufunc's, bit for bit,
+    raising nothing (``exact_in_python``); else :class:`_Inexact` (a division by zero too,
+    which Python refuses)."""
+    def checked(a, b):
+        if operation is operator.truediv and not b:
+            raise _Inexact
+        result = operation(a, b)
+        if exact_in_python(result):
+            return result
+        raise _Inexact
+    return checked
+
+
+_CHECKED = {ast_operation: _checked(operation) for ast_operation, operation in (
+    (ast.Add, operator.add), (ast.Sub, operator.sub), (ast.Mult, operator.mul),
+    (ast.Div, operator.truediv))}
+
+_SCALAR_PARTIALS = {}
+"""Each partial that offers an expression for float64 scalars (``scalar``, as to a compiled
+replay) -> that expression as a function of Python's floats (``_python_partial``), or None."""
+
+
+def _python_partial(offer):
+    """The expression ``offer`` (``(template, guarded)``: a template of the operands ``{0}``,
+    ``{1}``, ... and ``{y}``, which a partial offers for NumPy's float64 scalars) as
+    ``(function, fields)``: ``function(*values)`` computes it of the values of ``fields``
+    (operand positions, or "y") with Python's floats, every operation checked
+    (``_checked``), a negation exact; None where the expression is other than such
+    operations, negations and floats."""
+    fields = []
+    for _, field, _, _ in string.Formatter().parse(offer[0]):
+        if field is not None and field not in fields:
+            if field != "y" and not field.isdigit():
+                return None
+            fields.append(field)
+    names = {field: f"v{k}" for k, field in enumerate(fields)}
+    count = 1 + max([int(field) for field in fields if field != "y"], default=-1)
+    tree = ast.parse(offer[0].format(*[names.get(str(i), "None") for i in range(count)],
+                                     y=names.get("y", "None")), mode="eval")
+    for node in ast.walk(tree):
+        if type(node) is ast.Constant and type(node.value) is not float or type(node) not in (
+                ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Name, ast.Load,
+                ast.Constant, *_CHECKED):
+            return None
+
+    class Checked(ast.NodeTransformer):
+        def visit_BinOp(self, node):
+            self.generic_visit(node)
+            return ast.Call(ast.Name(type(node.op).__name__, ast.Load()),
+                            [node.left, node.right], [])
+
+    expression = ast.unparse(Checked().visit(tree))
+    function = eval(f"lambda {', '.join(names.values())}: {expression}",
+                    {operation.__name__: checked for operation, checked in _CHECKED.items()})
+    return function, tuple(field if field == "y" else int(field) for field in fields)
+
+
+def _scalar_partial(partial, kept, rule):
+    """The value of ``partial`` (neither 1, an operand nor a constant) for a record's ``kept``
+    values, computed with Python's floats by the expression it offers for float64 scalars,
+    where every value it reads is a float64 and every operation gives NumPy's bits, raising
+    nothing; else None (nothing is called: the caller calls the partial)."""
+    compiled = _SCALAR_PARTIALS.get(partial, False)
+    if compiled is False:
+        offer = getattr(partial, "scalar", None)
+        compiled = _SCALAR_PARTIALS[partial] = None if offer is None else _python_partial(offer)
+    if compiled is None:
+        return None
+    function, fields = compiled
+    values = []
+    for field in fields:
+        if field == "y" and "y" not in rule.uses:
+            return None
+        value = _float64(kept[-1] if field == "y" else kept[field])
+        if value is None:
+            return None
+        values.append(value)
+    try:
+        return function(*values)
+    except _Inexact:
+        return None
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
@@ -811,21 +1008,43 @@ class ElementWrite:
     def reverse(self, shadows):
         """What ``Write.reverse`` does with this record: the cotangent of the value written
         taken, the element put back, and the value's cotangent made from it
-        (:func:`write_pullback`)."""
-        dy = shadows.take(self.written)
+        (:func:`write_pullback`). A float64 element's cotangent in a shadow of its own, mapped
+        flat, is taken as Python's float (``Shadows.take``'s element, without its 0-d array),
+        for ``_scalar_back``, else as the array it would have been."""
+        written, inputs = self.written, self.inputs
+        d = dy = None
+        entry = None if written.whole or written.dtype is not _REAL or written.shape else \
+            shadows.entries.get(written.buffer.key)
+        flat = None if entry is None or entry[3] is not None else entry[2]
+        if type(flat) is NDARRAY and flat.dtype is _REAL and written.offset % 8 == 0:
+            i = written.offset >> 3
+            d = flat.item(i)
+            flat[i] = 0.0
+        else:
+            dy = shadows.take(written)
         self()
-        if dy is not None and self.state is not None:
-            if id(self.inputs) in _WRITTEN_IDS and type(dy) is NDARRAY \
-                    and dy.dtype is self.inputs[0].dtype and not dy.ndim \
-                    and dy.flags.writeable and shadows.spare is None \
-                    and self.inputs[0].key not in shadows.entries:
-                written = self.inputs[0]
-                # (``write_pullback``'s answer where the value written passes its cotangent
-                # through the stand-in (``fold_written``), which has no shadow yet: ``dy``
-                # itself becomes its shadow, as ``Shadows.add`` makes an array it owns)
+        state = self.state
+        if state is None or d is None and dy is None:
+            return
+        if id(inputs) in _WRITTEN_IDS and shadows.spare is None \
+                and inputs[0].key not in shadows.entries:
+            # (``write_pullback``'s answer where the value written passes its cotangent
+            # through the stand-in (``fold_written``), which has no shadow yet: the cotangent
+            # becomes its shadow, as ``Shadows.add`` makes an array it owns, marked as
+            # ``_lean_cotangents`` marks its own where it is made here)
+            written = inputs[0]
+            if d is not None and written.dtype is _REAL:
+                dy = np.array(d)
+                shadows.entries[written.key] = [written, dy, None, None, dy]
+                return
+            if type(dy) is NDARRAY and dy.dtype is written.dtype and not dy.ndim \
+                    and dy.flags.writeable:
                 shadows.entries[written.key] = [written, dy, None, None]
                 return
-            write_pullback(self, shadows, dy)
+        elif d is not None and len(state) == 2 and shadows.spare is None \
+                and _scalar_back(shadows, state, d, inputs, self.kept, ()):
+            return  # (``write_pullback``'s, which reads no more of the record here)
+        write_pullback(self, shadows, np.array(d) if dy is None else dy)
 
     @staticmethod
     def write(tape, key, ufunc, values, region):

@@ -36,8 +36,8 @@ from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, call
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError, plain_copy_missed
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
-from .elementwise import (ElementWrite, Elementwise, Gathered, fold_reads, fold_written,
-                          reverse_elementwise)
+from .elementwise import (ElementWrite, Elementwise, ElementsRead, Gathered, fold_reads,
+                          fold_written, reverse_elementwise)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
@@ -163,9 +163,24 @@ class ReverseTape(Tape):
         runs = not checked and not readers and not errors_of
         with at_user_lines(watch), no_full_collections():
             while records:
-                if runs and type(records[-1]) is Elementwise:
-                    reverse_elementwise(records, shadows, watch)
-                    continue
+                if runs:
+                    kind = type(records[-1])
+                    if kind is Elementwise:
+                        reverse_elementwise(records, shadows, watch)
+                        continue
+                    # (a scalar loop's other records, reversed as below, without its questions)
+                    if kind is ElementWrite:  # (no outputs)
+                        record = watch.record = records.pop()
+                        record.reverse(shadows)
+                        continue
+                    if kind is ElementsRead or kind is Gathered:
+                        record = watch.record = records.pop()
+                        record.pullback(record, shadows, None)
+                        buffer = record.output
+                        buffer.origin = None
+                        if type(buffer.ref) is Written:
+                            buffer.ref = buffer.ref.was
+                        continue
                 record = watch.record = records.pop()
                 keys = None
                 if readers:
