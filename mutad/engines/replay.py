@@ -110,7 +110,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import ArrayMethods, out_position, weak
+from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -3297,6 +3297,17 @@ class Recorder:
         """Python's ``operation`` of the Python numbers ``operands`` stand for gave a number of
         ``kind``, not NumPy's (``arraylike._pythons_own``): a replay asks again."""
         self.steps.append(PythonsOwn(operation, tuple(self.spec(x) for x in operands), kind))
+
+    def text_read(self, x, key, index, element):
+        """Python read ``element``, NumPy's ``str`` or ``bytes`` at ``x[key]`` (``index``, as
+        NumPy takes ``key``; text carries no derivative, so f gets NumPy's own): where the text
+        or the index was computed from traced values (``x.astype(str)``,
+        ``s[np.argmax(x)]``), a replay reads the same."""
+        for t in within(key, Traced):
+            if self.depends((t,)):
+                self.guard(t, t.value.tobytes())
+        if self.depends((x,)):
+            self.guard(x, element, lambda value: text_element(value, index))
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""

@@ -208,8 +208,11 @@ class TracedDispatch:
                 return y
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
-        element = text_element(self.value, _index(key))
+        index = _index(key)
+        element = text_element(self.value, index)
         if element is not None:
+            if self.tape.recorder is not None and self.tape.recorder.ready:
+                self.tape.recorder.text_read(self, key, index, element)
             return element
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)

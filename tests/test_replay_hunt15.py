@@ -1,0 +1,45 @@
+"""Replays that answered otherwise than tracing on fresh programs whose later calls take
+other paths than the recorded one: each program's replaying function is called on inputs
+that change what Python reads of the values, each call compared with a traced one, bit for
+bit, with NumPy's value, and the caller's data."""
+
+import numpy as np
+import pytest
+
+from test_replay_hunt14 import replayed_like_traced
+
+
+# ----------------------------------------------------------------------------------------------
+# Text computed from traced values (``x.astype(str)``, ``np.char`` of it, a text array read at
+# an index the data picks) is NumPy's own ``str`` or ``bytes`` when f reads one element of it,
+# which a recording did not guard: the replay went on with the recorded call's text (the length
+# of '0.5' where the call had '0.25'). A recording guards each element Python reads of text
+# computed from traced values, and the traced index it reads it at
+
+
+def _length_of_text(x):
+    return x.sum() * len(x.astype(str)[0])
+
+
+def _bytes_compared(x):
+    return x.sum() * (x.astype("S8")[1] == b"1.0")
+
+
+def _characters_joined(x):
+    return x.sum() * len("".join(np.char.upper(x.astype(str))))
+
+
+def _text_at_the_largest(x):
+    return x.sum() * len((x * x).astype(str)[np.argmax(x)])
+
+
+def _text_of_a_view_in_a_loop(x):
+    return x.sum() * sum(len(e) for e in (10 * x).astype(int).astype(str)[1:])
+
+
+@pytest.mark.parametrize("f", [_length_of_text, _bytes_compared, _characters_joined,
+                               _text_at_the_largest, _text_of_a_view_in_a_loop])
+def test_text_read_of_traced_values_is_guarded(f):
+    calls = [(np.array(v),) for v in ([0.5, 1.0, 2.0], [0.5, 1.0, 2.0], [0.25, 1.0, 2.0],
+                                      [0.25, 1.0, 2.0], [2.0, 0.5, 0.125], [0.5, 1.5, 12.0])]
+    replayed_like_traced(f, calls)
