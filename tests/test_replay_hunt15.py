@@ -6,7 +6,10 @@ bit, with NumPy's value, and the caller's data."""
 import numpy as np
 import pytest
 
+import mutad
+
 from test_replay_hunt14 import replayed_like_traced
+from test_replay_warnings import outcome
 
 
 # ----------------------------------------------------------------------------------------------
@@ -43,3 +46,24 @@ def test_text_read_of_traced_values_is_guarded(f):
     calls = [(np.array(v),) for v in ([0.5, 1.0, 2.0], [0.5, 1.0, 2.0], [0.25, 1.0, 2.0],
                                       [0.25, 1.0, 2.0], [2.0, 0.5, 0.125], [0.5, 1.5, 12.0])]
     replayed_like_traced(f, calls)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's own operations between the steps (on NumPy's scalars f made of an ``int()`` of a
+# traced value: plain values, which no step redoes) warn in the traced call; a recording
+# dropped those events, and a replay issued none. Their operands are what the guards let
+# through, so a replay issues them as the traced call did, at the same lines
+
+
+def _plain_scalars_overflowing(x):
+    k = np.int8(int(x[0] * 100))
+    k = k + np.int8(100)
+    return x.sum() * float(k)
+
+
+def test_warnings_of_plain_operations_between_the_steps_are_issued_again():
+    replaying = mutad.value_and_grad(_plain_scalars_overflowing, replay=True)
+    for values in ([1.0, 2.0], [1.0, 3.0], [0.5, 2.0], [1.0, 2.0]):
+        x = np.array(values)
+        assert outcome(replaying, x) == outcome(_plain_scalars_overflowing, x.copy())
+    assert not replaying.reasons

@@ -3403,7 +3403,7 @@ class Program:
     def __init__(self, recorder, run, y, aux=None):
         self.steps = recorder.steps
         # (message, file, line) of the warnings issued, those f did not hear issued again
-        self.warned = [w for w in recorder.heard if id(w) not in recorder.heard.quiet]
+        self.warned = [w for w in recorder.heard.issued if id(w) not in recorder.heard.quiet]
         # and of each, the message and the steps one of which must raise it (``Heard``)
         self.kinds = [(message, steps) for (message, _, _), steps
                       in zip(recorder.heard, recorder.sources, strict=True)]
@@ -3779,17 +3779,23 @@ class Shown:
 class _Issued(list):
     """``Recorder.heard``: the warnings of floating-point events the steps issued, ``(message,
     file, line)``; ``quiet`` holds (by id) those issued under f's own warnings handling
-    (``Recorder.hearing``), which f heard or silenced: a replay does not issue them again."""
+    (``Recorder.hearing``), which f heard or silenced: a replay does not issue them again.
+    ``issued`` lists, in order, those too that NumPy's plain operations issued between the
+    steps (``np.int8(k) + np.int8(100)`` of an ``int()`` of a traced value), which ``heard``
+    drops (``Recorder.enter``): no step redoes them, but their operands are what the guards
+    let through, so a replay issues them as the traced call did."""
 
-    __slots__ = ("recorder", "quiet")
+    __slots__ = ("recorder", "quiet", "issued")
 
     def __init__(self, recorder):
         super().__init__()
         self.recorder = recorder
         self.quiet = {}
+        self.issued = []
 
     def append(self, item):
         super().append(item)
+        self.issued.append(item)
         if self.recorder.hearing():
             self.quiet[id(item)] = item  # (kept: its id is no other's while the recording runs)
 
