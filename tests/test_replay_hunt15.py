@@ -3,11 +3,14 @@ other paths than the recorded one: each program's replaying function is called o
 that change what Python reads of the values, each call compared with a traced one, bit for
 bit, with NumPy's value, and the caller's data."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import mutad
 
+from test_replay_budget import replays
 from test_replay_hunt14 import replayed_like_traced
 from test_replay_warnings import outcome
 
@@ -67,3 +70,38 @@ def test_warnings_of_plain_operations_between_the_steps_are_issued_again():
         x = np.array(values)
         assert outcome(replaying, x) == outcome(_plain_scalars_overflowing, x.copy())
     assert not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# A recording holds NumPy's integer scalars computed from traced values (``np.argmax(x)``,
+# ``(x > 0).sum()``) as stand-ins, whose sums, differences, products, negations and absolute
+# values a ufunc loop computed: NumPy's scalar math warns where they overflow, the loop does
+# not. So f, hearing the warnings (``catch_warnings(record=True)``), took another path than
+# NumPy's when the call recorded, and every replay did too (1.0 where NumPy gives 2.0); and a
+# replay issued no warning. The recording raises the events in the operation, and a replay's
+# step computes with NumPy's scalar math
+
+
+def _hears_an_overflow(x):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        k = (x > 0).sum().astype(np.uint8) - np.uint8(3)
+    return x.sum() * (2.0 if heard else 1.0) + float(k)
+
+
+def _overflows(x):
+    k = np.argmax(x).astype(np.int8) * np.int8(100)
+    j = -(k - np.int8(100))
+    return x.sum() * float(abs(j + np.int8(127)))
+
+
+def test_integer_overflow_of_numpys_scalars_is_heard_and_warned_as_numpy():
+    replayed_like_traced(_hears_an_overflow, [(np.array(v),) for v in (
+        [1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [1.0, 0.0, 2.0], [1.0, 3.0, 2.0], [1.0, 0.0, 2.0])])
+    replaying = mutad.value_and_grad(_overflows, replay=True)
+    for values in ([1.0, 0.0, 0.0], [1.0, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.5],
+                   [0.0, 0.0, 1.0], [0.0, 0.0, 1.5], [0.0, 0.5, 1.5]):
+        x = np.array(values)
+        assert outcome(replaying, x) == outcome(_overflows, x.copy())
+        assert outcome(mutad.value_and_grad(_overflows), x) == outcome(_overflows, x.copy())
+    assert replays(replaying) == 2 and not replaying.reasons  # (the last program's)

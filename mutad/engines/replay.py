@@ -3298,6 +3298,16 @@ class Recorder:
         ``kind``, not NumPy's (``arraylike._pythons_own``): a replay asks again."""
         self.steps.append(PythonsOwn(operation, tuple(self.spec(x) for x in operands), kind))
 
+    def events_of(self, operation, scalars):
+        """``operation`` of NumPy's ``scalars`` run again for the floating-point events its
+        scalar math raises (``arraylike.integer_events``): those of the operation whose steps
+        were recorded last, as its step, computing so, raises them when replayed."""
+        self.depth += 1
+        try:
+            operation(*scalars)
+        finally:
+            self.leave()
+
     def text_read(self, x, key, index, element):
         """Python read ``element``, NumPy's ``str`` or ``bytes`` at ``x[key]`` (``index``, as
         NumPy takes ``key``; text carries no derivative, so f gets NumPy's own): where the text

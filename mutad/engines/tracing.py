@@ -47,7 +47,7 @@ import numpy as np
 from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
-                        item_assignment_refused, lost_tangent, numpys_scalar_operator,
+                        integer_events, item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, text_element, numpy_scalar, refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
@@ -262,6 +262,8 @@ class TracedDispatch:
 
     def __neg__(self):
         result = apply_ufunc(np.negative, (self,))
+        if result.value.dtype.kind in "iu":
+            integer_events(result, operator.neg, self)
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def __pos__(self):
@@ -271,6 +273,8 @@ class TracedDispatch:
     def __abs__(self):
         result = apply_ufunc(np.absolute, (self,))
         put_abs_right(result, self)
+        if result.value.dtype.kind in "iu":
+            integer_events(result, abs, self)
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
