@@ -47,11 +47,11 @@ import numpy as np
 from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
-                        integer_events, item_assignment_refused, lost_tangent, numpys_scalar_operator,
+                        item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, text_element, numpy_scalar, refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
-                        weak_arithmetic)
+                        weak_arithmetic, integer_events)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
 from ..core.errors import no_rule
