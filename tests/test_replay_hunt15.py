@@ -105,3 +105,32 @@ def test_integer_overflow_of_numpys_scalars_is_heard_and_warned_as_numpy():
         assert outcome(replaying, x) == outcome(_overflows, x.copy())
         assert outcome(mutad.value_and_grad(_overflows), x) == outcome(_overflows, x.copy())
     assert replays(replaying) == 2 and not replaying.reasons  # (the last program's)
+
+
+# ----------------------------------------------------------------------------------------------
+# The engine computes an operation of scalars (``x[0] * x[1]``, ``x[0] ** x[1]``) with the
+# ufunc's loop, then puts a NaN or a complex result right with NumPy's scalar math, which
+# raised the floating-point events a second time: tracing warned twice where NumPy warns once,
+# and f counting what it heard (``catch_warnings(record=True)``) computed another value, traced
+# and replayed. The scalar math puts a value right silently where the loop's was not finite
+
+
+def _counts_warnings(x, operation):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        operation(x[0], x[1])
+    return x[2] * len(heard)
+
+
+@pytest.mark.parametrize("operation, a, b", [
+    (lambda a, b: a * b, np.inf, 0.0), (lambda a, b: a + b, np.inf, -np.inf),
+    (lambda a, b: a ** b, -1.0, 0.5), (lambda a, b: (a + 1j) * (b + 0j), np.inf, np.inf)],
+    ids=["product", "sum", "power", "complex product"])
+def test_an_operation_of_scalars_warns_once_as_numpy(operation, a, b):
+    def f(x):
+        return _counts_warnings(x, operation)
+
+    calls = [(np.array([a, b, c]),) for c in (1.0, 2.0, 3.0)]
+    for (x,) in calls:
+        assert mutad.value_and_grad(f)(x.copy())[0] == f(x.copy()) == x[2]
+    replayed_like_traced(f, calls)

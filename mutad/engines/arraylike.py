@@ -564,7 +564,11 @@ def put_right(result, operation, *scalars, nan_only=False):
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
         return
     scalar_math(result, operation, nan_only)
-    exact = np.asarray(operation(*scalars), value.dtype)
+    if np.isfinite(value):
+        exact = np.asarray(operation(*scalars), value.dtype)
+    else:  # the loop warned of the events NumPy's scalar math warns of, once (x[0] * inf)
+        with np.errstate(all="ignore"):
+            exact = np.asarray(operation(*scalars), value.dtype)
     if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
         value.flags.writeable = True
         value[()] = exact

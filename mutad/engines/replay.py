@@ -518,8 +518,9 @@ class Pure:
         if self.ufunc is not self.record_ufunc and self.scalar_math is None \
                 and isinstance(y, np.generic) and y != y:
             # a NaN as the ufunc makes it (see blocks), or as NumPy's scalar math does, where
-            # the engine put it right (arraylike.put_right)
-            y = self._nan_again()(*vals)
+            # the engine put it right (arraylike.put_right), whose events the ufunc raised
+            with np.errstate(all="ignore"):
+                y = self._nan_again()(*vals)
         # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
         # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
         # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
