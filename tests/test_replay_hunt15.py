@@ -134,3 +134,49 @@ def test_an_operation_of_scalars_warns_once_as_numpy(operation, a, b):
     for (x,) in calls:
         assert mutad.value_and_grad(f)(x.copy())[0] == f(x.copy()) == x[2]
     replayed_like_traced(f, calls)
+
+
+# ----------------------------------------------------------------------------------------------
+# What a rule computes in the forward pass for its pullback (np.remainder's quotient, np.fmod's,
+# the direction z / |z| of a complex absolute value) raised floating-point events NumPy's
+# operation does not: a zero divisor's division by zero, inf / inf's invalid value. Under
+# ``np.errstate(divide="raise")`` or ``invalid="raise"`` the traced call raised where NumPy
+# returns (and warned where NumPy is silent). They are computed silently
+
+
+def _remainder_by_zero(x):
+    with np.errstate(divide="raise"):
+        r = x % x[0]
+    return np.nansum(r) + x[2]
+
+
+def _fmod_by_zero(x):
+    with np.errstate(divide="raise"):
+        r = np.fmod(x, x[0])
+    return np.nansum(r) + x[2]
+
+
+def _absolute_of_a_complex_infinity(x):
+    with np.errstate(invalid="raise"):
+        r = np.abs(x[3:] * (1 + 1j))
+    return np.nan_to_num(r).sum() + x[2]
+
+
+@pytest.mark.parametrize("f", [_remainder_by_zero, _fmod_by_zero,
+                               _absolute_of_a_complex_infinity])
+def test_what_a_rule_keeps_for_its_pullback_raises_no_event(f):
+    x = np.array([0.0, -1.0, 1.0, 1.5, np.inf])
+    calls = [f, mutad.value_and_grad(f), lambda x: mutad.jvp(f, (x,), (np.ones(5),))]
+    if f is _absolute_of_a_complex_infinity:  # (its tangent at an infinity is inf / inf,
+        calls.pop()                           # raised under invalid="raise", as a tangent's)
+    for call in calls:
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            value = call(x.copy())
+        events = [w.category for w in heard if "gradient" not in str(w.message)
+                  and "tangent" not in str(w.message)]
+        if call is f:
+            expected = value, events
+        else:  # (the gradient's and the tangent's own events aside)
+            assert (value[0], events) == expected
+    replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, 3.0)])

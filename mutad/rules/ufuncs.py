@@ -262,6 +262,20 @@ def log_sum_shares(power, log_base):
     return (lambda y, a, b: share(a, b), lambda y, a, b: share(b, a))
 
 
+def floored_quotient(a, b):
+    """``a // b``, whose negation is np.remainder's partial by ``b``: a decision of mutad's, so
+    it raises no floating-point event (NumPy's remainder of a zero divisor warns of an invalid
+    value, not of a division by zero, and under ``np.errstate(divide="raise")`` returns)."""
+    with np.errstate(all="ignore"):
+        return np.floor_divide(a, b)
+
+
+def truncated_quotient(a, b):
+    """``trunc(a / b)``, np.fmod's as ``floored_quotient`` is np.remainder's, as silent."""
+    with np.errstate(all="ignore"):
+        return np.trunc(a / b)
+
+
 def zero_base(a, b):
     """Where a power's base is 0 (None if nowhere), and where its exponent is 0 as well:
     d(a**b)/db is taken as 0 at a zero base, and d(a**b)/da is 0 where a**b is 0**0 = 1 (a
@@ -372,9 +386,9 @@ elementwise(np.divide,     _by_dividend, _by_divisor,                     reads=
             growth=scaling)
 elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
-            decide=np.floor_divide)
+            decide=floored_quotient)
 elementwise(np.fmod,       ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
-            decide=lambda a, b: np.trunc(a / b))
+            decide=truncated_quotient)
 elementwise(np.maximum,    first_share, second_share,                     reads=((), ()),
             decide=lambda a, b: winner(np.greater_equal(a, b), np.greater_equal(b, a)))
 elementwise(np.minimum,    first_share, second_share,                     reads=((), ()),
@@ -422,7 +436,8 @@ def unit(z, magnitude):
 
 def absolute(z, **kwargs):
     y = np.absolute(z, **kwargs)
-    direction = unit(z, y)
+    with np.errstate(all="ignore"):  # (the pullback's, taken now: inf / inf raises no event)
+        direction = unit(z, y)
     return y, lambda dy: (dy * direction,)
 
 
