@@ -138,8 +138,9 @@ def test_an_operation_of_scalars_warns_once_as_numpy(operation, a, b):
 
 # ----------------------------------------------------------------------------------------------
 # What a rule computes in the forward pass for its pullback (np.remainder's quotient, np.fmod's,
-# the direction z / |z| of a complex absolute value) raised floating-point events NumPy's
-# operation does not: a zero divisor's division by zero, inf / inf's invalid value. Under
+# the direction z / |z| of a complex absolute value, which of two complex values np.maximum
+# took) raised floating-point events NumPy's operation does not: a zero divisor's division by
+# zero, inf / inf's and a comparison of a NaN's invalid value. Under
 # ``np.errstate(divide="raise")`` or ``invalid="raise"`` the traced call raised where NumPy
 # returns (and warned where NumPy is silent). They are computed silently
 
@@ -162,10 +163,20 @@ def _absolute_of_a_complex_infinity(x):
     return np.nan_to_num(r).sum() + x[2]
 
 
+def _larger_of_complex_values_with_a_nan(x):
+    z = x + 1j
+    with np.errstate(invalid="raise"):
+        r = np.maximum(z, z[::-1]) + np.fmin(z, z[::-1])
+    return np.nansum(r.imag) + x[2]
+
+
 @pytest.mark.parametrize("f", [_remainder_by_zero, _fmod_by_zero,
-                               _absolute_of_a_complex_infinity])
+                               _absolute_of_a_complex_infinity,
+                               _larger_of_complex_values_with_a_nan])
 def test_what_a_rule_keeps_for_its_pullback_raises_no_event(f):
     x = np.array([0.0, -1.0, 1.0, 1.5, np.inf])
+    if f is _larger_of_complex_values_with_a_nan:
+        x[1] = np.nan
     calls = [f, mutad.value_and_grad(f), lambda x: mutad.jvp(f, (x,), (np.ones(5),))]
     if f is _absolute_of_a_complex_infinity:  # (its tangent at an infinity is inf / inf,
         calls.pop()                           # raised under invalid="raise", as a tangent's)

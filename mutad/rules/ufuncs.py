@@ -184,6 +184,18 @@ def winner(first, second):
     return np.add(first, np.multiply(second, 2, dtype=np.uint8), dtype=np.uint8)
 
 
+def taken(wins):
+    """The decision of an extreme's rows (np.maximum's): ``winner`` of ``wins(a, b)``, where
+    the first operand is taken, and ``wins(b, a)``. NumPy compares complex values with a NaN
+    part raising an invalid value, which NumPy's np.maximum of them does not: there silently."""
+    def decide(a, b):
+        if np.iscomplexobj(a) or np.iscomplexobj(b):
+            with np.errstate(invalid="ignore"):
+                return winner(wins(a, b), wins(b, a))
+        return winner(wins(a, b), wins(b, a))
+    return decide
+
+
 _ON_DEVICES = {}  # (id(table), namespace) -> the table in that device library's memory
 
 
@@ -390,15 +402,13 @@ elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=(
 elementwise(np.fmod,       ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
             decide=truncated_quotient)
 elementwise(np.maximum,    first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.greater_equal(a, b), np.greater_equal(b, a)))
+            decide=taken(lambda a, b: np.greater_equal(a, b)))
 elementwise(np.minimum,    first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.less_equal(a, b), np.less_equal(b, a)))
+            decide=taken(lambda a, b: np.less_equal(a, b)))
 elementwise(np.fmax,       first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.greater_equal(a, b) | np.isnan(b),
-                                       np.greater_equal(b, a) | np.isnan(a)))
+            decide=taken(lambda a, b: np.greater_equal(a, b) | np.isnan(b)))
 elementwise(np.fmin,       first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.less_equal(a, b) | np.isnan(b),
-                                       np.less_equal(b, a) | np.isnan(a)))
+            decide=taken(lambda a, b: np.less_equal(a, b) | np.isnan(b)))
 elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin),
                            lambda y, a, b, at_origin: over_hypot(b, y, at_origin), uses="xy",
             decide=origin)
