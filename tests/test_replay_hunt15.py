@@ -138,9 +138,10 @@ def test_an_operation_of_scalars_warns_once_as_numpy(operation, a, b):
 
 # ----------------------------------------------------------------------------------------------
 # What a rule computes in the forward pass for its pullback (np.remainder's quotient, np.fmod's,
-# the direction z / |z| of a complex absolute value, which of two complex values np.maximum
-# took) raised floating-point events NumPy's operation does not: a zero divisor's division by
-# zero, inf / inf's and a comparison of a NaN's invalid value. Under
+# the direction z / |z| of a complex absolute value, 1 / |z| for a complex sign, which of two
+# complex values np.maximum took) raised floating-point events NumPy's operation does not: a
+# zero divisor's division by zero, inf / inf's and a comparison of a NaN's invalid value, an
+# underflow. Under
 # ``np.errstate(divide="raise")`` or ``invalid="raise"`` the traced call raised where NumPy
 # returns (and warned where NumPy is silent). They are computed silently
 
@@ -170,9 +171,16 @@ def _larger_of_complex_values_with_a_nan(x):
     return np.nansum(r.imag) + x[2]
 
 
+def _sign_of_a_large_complex_value(x):
+    with np.errstate(all="raise"):
+        r = np.sign(x[2:4] * (1e308 + 0j))
+    return np.abs(r).sum() + x[2]
+
+
 @pytest.mark.parametrize("f", [_remainder_by_zero, _fmod_by_zero,
                                _absolute_of_a_complex_infinity,
-                               _larger_of_complex_values_with_a_nan])
+                               _larger_of_complex_values_with_a_nan,
+                               _sign_of_a_large_complex_value])
 def test_what_a_rule_keeps_for_its_pullback_raises_no_event(f):
     x = np.array([0.0, -1.0, 1.0, 1.5, np.inf])
     if f is _larger_of_complex_values_with_a_nan:
@@ -190,4 +198,4 @@ def test_what_a_rule_keeps_for_its_pullback_raises_no_event(f):
             expected = value, events
         else:  # (the gradient's and the tangent's own events aside)
             assert (value[0], events) == expected
-    replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, 3.0)])
+    replayed_like_traced(f, [(x * s,) for s in (1.0, 0.5, 0.25)])

@@ -460,8 +460,9 @@ def sign(z, **kwargs):
     """``z / |z|``, which moves with ``z``'s direction only: a change ``dz`` moves it by
     ``(dz - y Re(conj(y) dz)) / |z|``, and a cotangent comes back by the same projection."""
     y = np.sign(z, **kwargs)
-    magnitude = np.absolute(z)
-    scale = np.where(magnitude == 0, 0.0, 1.0 / np.where(magnitude == 0, 1.0, magnitude))
+    with np.errstate(all="ignore"):  # (the pullback's, taken now: 1 / |z| may underflow)
+        magnitude = np.absolute(z)
+        scale = np.where(magnitude == 0, 0.0, 1.0 / np.where(magnitude == 0, 1.0, magnitude))
     return y, lambda dy: (scale * (dy - y * np.real(np.conjugate(y) * dy)),)
 
 
