@@ -158,6 +158,29 @@ _PYTHONS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
 part (``_python_complex``)."""
 
 
+_OVERFLOWING = {"add": operator.add, "sub": operator.sub, "mul": operator.mul}
+"""The operators whose NumPy scalar math warns where integers overflow, and its loops do not
+(``integer_events``)."""
+
+
+def integer_events(result, operation, *operands):
+    """Where ``operands`` stand for NumPy's integer scalars (a recording's stand-ins for
+    ``np.argmax(x)``, ``(x > 0).sum()``), NumPy's scalar math warns of an overflow of their sum,
+    difference, product, negation or absolute value (``np.int8(100) + np.int8(100)``), which
+    f may hear, and the ufunc loop that computed ``result`` does not: ``operation`` of the
+    scalars raises the events, in the operation that made ``result``, and a replay computes it
+    so too (``scalar_math``)."""
+    if getattr(result, "ndim", None) != 0 or not all(map(_stands_for_scalar_operand, operands)):
+        return
+    scalar_math(result, operation)
+    scalars = [memory(x)[()] if wrapped(x) else x for x in operands]
+    recorder = getattr(getattr(result, "tape", None), "recorder", None)
+    if recorder is not None:
+        recorder.events_of(operation, scalars)
+    else:
+        operation(*scalars)
+
+
 def _operator(method, name, prefix):
     """The method ``__{prefix}{name}__`` from the engine's ``method``: giving way to an operand
     that takes the operation over (``a + b`` only: ``_gives_way``), then the value put right
@@ -166,6 +189,7 @@ def _operator(method, name, prefix):
     function, so that an operation on arrays, nearly every one, costs one call and one
     question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
+    overflowing = _OVERFLOWING.get(name)
     pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
     if not giving_way and kinds is None and pythons is None and pythons_own is None:
@@ -187,6 +211,8 @@ def _operator(method, name, prefix):
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
             return result  # elements of an array: NumPy's loops compute them, as here
+        if overflowing is not None and type(value) is np.ndarray and value.dtype.kind in "iu":
+            integer_events(result, overflowing, *((other, self) if reflected else (self, other)))
         if kinds is not None:
             _scalar_math(result, value, self, other, pythons, kinds, reflected)
         if pythons is not None:
@@ -538,7 +564,11 @@ def put_right(result, operation, *scalars, nan_only=False):
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
         return
     scalar_math(result, operation, nan_only)
-    exact = np.asarray(operation(*scalars), value.dtype)
+    if np.isfinite(value):
+        exact = np.asarray(operation(*scalars), value.dtype)
+    else:  # the loop warned of the events NumPy's scalar math warns of, once (x[0] * inf)
+        with np.errstate(all="ignore"):
+            exact = np.asarray(operation(*scalars), value.dtype)
     if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
         value.flags.writeable = True
         value[()] = exact

@@ -110,7 +110,7 @@ import numpy as np
 from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
-from .arraylike import ArrayMethods, out_position, weak
+from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
 from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
                           warn_at)
@@ -518,8 +518,9 @@ class Pure:
         if self.ufunc is not self.record_ufunc and self.scalar_math is None \
                 and isinstance(y, np.generic) and y != y:
             # a NaN as the ufunc makes it (see blocks), or as NumPy's scalar math does, where
-            # the engine put it right (arraylike.put_right)
-            y = self._nan_again()(*vals)
+            # the engine put it right (arraylike.put_right), whose events the ufunc raised
+            with np.errstate(all="ignore"):
+                y = self._nan_again()(*vals)
         # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
         # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
         # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
@@ -3298,6 +3299,27 @@ class Recorder:
         ``kind``, not NumPy's (``arraylike._pythons_own``): a replay asks again."""
         self.steps.append(PythonsOwn(operation, tuple(self.spec(x) for x in operands), kind))
 
+    def events_of(self, operation, scalars):
+        """``operation`` of NumPy's ``scalars`` run again for the floating-point events its
+        scalar math raises (``arraylike.integer_events``): those of the operation whose steps
+        were recorded last, as its step, computing so, raises them when replayed."""
+        self.depth += 1
+        try:
+            operation(*scalars)
+        finally:
+            self.leave()
+
+    def text_read(self, x, key, index, element):
+        """Python read ``element``, NumPy's ``str`` or ``bytes`` at ``x[key]`` (``index``, as
+        NumPy takes ``key``; text carries no derivative, so f gets NumPy's own): where the text
+        or the index was computed from traced values (``x.astype(str)``,
+        ``s[np.argmax(x)]``), a replay reads the same."""
+        for t in within(key, Traced):
+            if self.depends((t,)):
+                self.guard(t, t.value.tobytes())
+        if self.depends((x,)):
+            self.guard(x, element, lambda value: text_element(value, index))
+
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
         slot = self._slot_of(x, "a decision on")
@@ -3392,7 +3414,7 @@ class Program:
     def __init__(self, recorder, run, y, aux=None):
         self.steps = recorder.steps
         # (message, file, line) of the warnings issued, those f did not hear issued again
-        self.warned = [w for w in recorder.heard if id(w) not in recorder.heard.quiet]
+        self.warned = [w for w in recorder.heard.issued if id(w) not in recorder.heard.quiet]
         # and of each, the message and the steps one of which must raise it (``Heard``)
         self.kinds = [(message, steps) for (message, _, _), steps
                       in zip(recorder.heard, recorder.sources, strict=True)]
@@ -3768,17 +3790,23 @@ class Shown:
 class _Issued(list):
     """``Recorder.heard``: the warnings of floating-point events the steps issued, ``(message,
     file, line)``; ``quiet`` holds (by id) those issued under f's own warnings handling
-    (``Recorder.hearing``), which f heard or silenced: a replay does not issue them again."""
+    (``Recorder.hearing``), which f heard or silenced: a replay does not issue them again.
+    ``issued`` lists, in order, those too that NumPy's plain operations issued between the
+    steps (``np.int8(k) + np.int8(100)`` of an ``int()`` of a traced value), which ``heard``
+    drops (``Recorder.enter``): no step redoes them, but their operands are what the guards
+    let through, so a replay issues them as the traced call did."""
 
-    __slots__ = ("recorder", "quiet")
+    __slots__ = ("recorder", "quiet", "issued")
 
     def __init__(self, recorder):
         super().__init__()
         self.recorder = recorder
         self.quiet = {}
+        self.issued = []
 
     def append(self, item):
         super().append(item)
+        self.issued.append(item)
         if self.recorder.hearing():
             self.quiet[id(item)] = item  # (kept: its id is no other's while the recording runs)
 

@@ -51,7 +51,7 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, p
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, text_element, numpy_scalar, refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
-                        weak_arithmetic)
+                        weak_arithmetic, integer_events)
 from .elementwise import Gathered, unbroadcast
 from ..core.debug import SKIPPED
 from ..core.errors import no_rule
@@ -208,8 +208,11 @@ class TracedDispatch:
                 return y
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
-        element = text_element(self.value, _index(key))
+        index = _index(key)
+        element = text_element(self.value, index)
         if element is not None:
+            if self.tape.recorder is not None and self.tape.recorder.ready:
+                self.tape.recorder.text_read(self, key, index, element)
             return element
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
@@ -259,6 +262,8 @@ class TracedDispatch:
 
     def __neg__(self):
         result = apply_ufunc(np.negative, (self,))
+        if result.value.dtype.kind in "iu":
+            integer_events(result, operator.neg, self)
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def __pos__(self):
@@ -268,6 +273,8 @@ class TracedDispatch:
     def __abs__(self):
         result = apply_ufunc(np.absolute, (self,))
         put_abs_right(result, self)
+        if result.value.dtype.kind in "iu":
+            integer_events(result, abs, self)
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):

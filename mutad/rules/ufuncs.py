@@ -184,6 +184,18 @@ def winner(first, second):
     return np.add(first, np.multiply(second, 2, dtype=np.uint8), dtype=np.uint8)
 
 
+def taken(wins):
+    """The decision of an extreme's rows (np.maximum's): ``winner`` of ``wins(a, b)``, where
+    the first operand is taken, and ``wins(b, a)``. NumPy compares complex values with a NaN
+    part raising an invalid value, which NumPy's np.maximum of them does not: there silently."""
+    def decide(a, b):
+        if np.iscomplexobj(a) or np.iscomplexobj(b):
+            with np.errstate(invalid="ignore"):
+                return winner(wins(a, b), wins(b, a))
+        return winner(wins(a, b), wins(b, a))
+    return decide
+
+
 _ON_DEVICES = {}  # (id(table), namespace) -> the table in that device library's memory
 
 
@@ -260,6 +272,20 @@ def log_sum_shares(power, log_base):
         return s * (1.0 + (log_base * rounding_of_difference(a, b)) * (1.0 - s))
 
     return (lambda y, a, b: share(a, b), lambda y, a, b: share(b, a))
+
+
+def floored_quotient(a, b):
+    """``a // b``, whose negation is np.remainder's partial by ``b``: a decision of mutad's, so
+    it raises no floating-point event (NumPy's remainder of a zero divisor warns of an invalid
+    value, not of a division by zero, and under ``np.errstate(divide="raise")`` returns)."""
+    with np.errstate(all="ignore"):
+        return np.floor_divide(a, b)
+
+
+def truncated_quotient(a, b):
+    """``trunc(a / b)``, np.fmod's as ``floored_quotient`` is np.remainder's, as silent."""
+    with np.errstate(all="ignore"):
+        return np.trunc(a / b)
 
 
 def zero_base(a, b):
@@ -372,19 +398,17 @@ elementwise(np.divide,     _by_dividend, _by_divisor,                     reads=
             growth=scaling)
 elementwise(np.power,      power_by_base, power_by_exponent, decide=zero_base)
 elementwise(np.remainder,  ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
-            decide=np.floor_divide)
+            decide=floored_quotient)
 elementwise(np.fmod,       ONE, lambda y, a, b, q: minus(q),             reads=((), ()),
-            decide=lambda a, b: np.trunc(a / b))
+            decide=truncated_quotient)
 elementwise(np.maximum,    first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.greater_equal(a, b), np.greater_equal(b, a)))
+            decide=taken(lambda a, b: np.greater_equal(a, b)))
 elementwise(np.minimum,    first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.less_equal(a, b), np.less_equal(b, a)))
+            decide=taken(lambda a, b: np.less_equal(a, b)))
 elementwise(np.fmax,       first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.greater_equal(a, b) | np.isnan(b),
-                                       np.greater_equal(b, a) | np.isnan(a)))
+            decide=taken(lambda a, b: np.greater_equal(a, b) | np.isnan(b)))
 elementwise(np.fmin,       first_share, second_share,                     reads=((), ()),
-            decide=lambda a, b: winner(np.less_equal(a, b) | np.isnan(b),
-                                       np.less_equal(b, a) | np.isnan(a)))
+            decide=taken(lambda a, b: np.less_equal(a, b) | np.isnan(b)))
 elementwise(np.hypot,      lambda y, a, b, at_origin: over_hypot(a, y, at_origin),
                            lambda y, a, b, at_origin: over_hypot(b, y, at_origin), uses="xy",
             decide=origin)
@@ -422,7 +446,8 @@ def unit(z, magnitude):
 
 def absolute(z, **kwargs):
     y = np.absolute(z, **kwargs)
-    direction = unit(z, y)
+    with np.errstate(all="ignore"):  # (the pullback's, taken now: inf / inf raises no event)
+        direction = unit(z, y)
     return y, lambda dy: (dy * direction,)
 
 
@@ -435,8 +460,9 @@ def sign(z, **kwargs):
     """``z / |z|``, which moves with ``z``'s direction only: a change ``dz`` moves it by
     ``(dz - y Re(conj(y) dz)) / |z|``, and a cotangent comes back by the same projection."""
     y = np.sign(z, **kwargs)
-    magnitude = np.absolute(z)
-    scale = np.where(magnitude == 0, 0.0, 1.0 / np.where(magnitude == 0, 1.0, magnitude))
+    with np.errstate(all="ignore"):  # (the pullback's, taken now: 1 / |z| may underflow)
+        magnitude = np.absolute(z)
+        scale = np.where(magnitude == 0, 0.0, 1.0 / np.where(magnitude == 0, 1.0, magnitude))
     return y, lambda dy: (scale * (dy - y * np.real(np.conjugate(y) * dy)),)
 
 
