@@ -1064,7 +1064,9 @@ def _constraint_functions(name, given, plain):
     do not depend on the differentiated values (as dicts, they may)."""
     items = list(given) if isinstance(given, (list, tuple)) else [given]
     plain_items = list(plain) if isinstance(plain, (list, tuple)) else [plain]
-    parts, plain_parts, senses = [], [], []
+    # senses[i] tells, from the values of plain_values[i] (a constraint's function, before
+    # its bounds make rows of them), which of its rows are equalities
+    parts, plain_parts, plain_values, senses = [], [], [], []
     for item, plain_item in zip(items, plain_items, strict=True):
         if isinstance(item, dict):
             kind = plain_item.get("type")
@@ -1073,6 +1075,7 @@ def _constraint_functions(name, given, plain):
             for functions, entry in ((parts, item), (plain_parts, plain_item)):
                 functions.append(lambda x, f=entry["fun"], r=_tuple(entry.get("args", ())):
                                  np.ravel(_as_array(f(x, *r))))
+            plain_values.append(plain_parts[-1])
             senses.append(lambda rows, eq=kind == "eq": np.full(rows.size, eq))
             continue
         if not isinstance(item, (_optimize.NonlinearConstraint, _optimize.LinearConstraint)):
@@ -1094,15 +1097,17 @@ def _constraint_functions(name, given, plain):
         for functions, f in ((parts, fun), (plain_parts, plain_fun[0])):
             functions.append(lambda x, f=f, lower=lower, upper=upper: _bounded_rows(
                 np.ravel(_as_array(f(x))), lower, upper))
-        senses.append(lambda rows, lower=lower, upper=upper: _bounded_rows(
-            rows, lower, upper, sense=True))
+        plain_values.append(lambda x, f=plain_fun[0]: np.ravel(_as_array(f(x))))
+        senses.append(lambda values, lower=lower, upper=upper: _bounded_rows(
+            values, lower, upper, sense=True))
 
     def stacked(functions):
         return lambda x: np.concatenate([g(x) for g in functions])
 
     def equality(x):
         """Which rows of ``g(x)`` are equalities, at plain ``x``."""
-        return np.concatenate([sense(f(x)) for sense, f in zip(senses, plain_parts)])
+        return np.concatenate([sense(f(x)) for sense, f in zip(senses, plain_values,
+                                                                strict=True)])
 
     return stacked(parts), stacked(plain_parts), equality
 
