@@ -763,6 +763,35 @@ def test_global_minimizers(name):
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-4)
 
 
+@pytest.mark.parametrize("options", [
+    {"method": "BFGS", "options": {"gtol": 1e-12}},
+    {"method": "L-BFGS-B", "bounds": [(-3.0, 3.0)], "options": {"gtol": 1e-12, "ftol": 1e-15}},
+    {"method": "BFGS", "jac": True, "options": {"gtol": 1e-12}}], ids=["BFGS", "bounds", "jac"])
+def test_basinhopping_differentiates_its_lowest_minimum(options):
+    """basinhopping's lowest minimum, of a function with several: it stopped (SciPy's
+    Metropolis test took math.exp of the traced energies of two minima). Its minimum is
+    differentiated as minimize's: 2 (x* - c) = 0.9 sin 3x*, dx*/dc = 2 / (2 - 2.7 cos 3x*),
+    and the minimum's value has the derivative -2 (x* - c)."""
+    def wavy(x, c):
+        value = (x[0] - c) ** 2 + 0.3 * np.cos(3.0 * x[0])
+        if options.get("jac"):
+            return value, np.array([2.0 * (x[0] - c) - 0.9 * np.sin(3.0 * x[0])])
+        return value
+
+    def f(c):
+        res = scipy.optimize.basinhopping(wavy, np.array([-1.0]), niter=8, rng=3,
+                                          minimizer_kwargs={"args": (c,), **options})
+        return res.x[0] + 0.5 * res.fun
+
+    c = 0.4
+    x = scipy.optimize.basinhopping(wavy, np.array([-1.0]), niter=8, rng=3,
+                                    minimizer_kwargs={"args": (c,), **options}).x[0]
+    expected = 2.0 / (2.0 - 2.7 * np.cos(3.0 * x)) - (x - c)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
+
+
 def test_brute_refuses_the_values_on_its_grid():
     with pytest.raises(UnsupportedOperationError, match="Jout"):
         mutad.gradient(lambda c: scipy.optimize.brute(

@@ -28,8 +28,8 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
   Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar`` (and the legacy ``golden``,
   ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0; and the
-  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing`` and
-  ``direct``,
+  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing``,
+  ``direct`` and ``basinhopping``,
   at the minimum they return, where it is stationary):
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
@@ -133,7 +133,7 @@ from ..core.views import memory, weaken
 from ._adjoints import not_replayed, outside_differentiations, reproduces, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
+__all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq", "broyden1", "broyden2",
            "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
            "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
@@ -889,7 +889,31 @@ def minimize(original, a, p, call, followed):
     res = _run(original, call)
     if not followed:
         return res
-    name = "scipy.optimize.minimize"
+    return _local_minimum("scipy.optimize.minimize", res, a, p)
+
+
+@_stands_in_for(_optimize.basinhopping)
+def basinhopping(original, a, p, call, followed):
+    """``scipy.optimize.basinhopping``: SciPy's hops and local minimizations on plain numbers,
+    its lowest minimum ``res.x`` (and ``res.fun``) differentiated as ``minimize``'s, with the
+    ``args``, ``jac``, ``bounds`` and ``constraints`` of its ``minimizer_kwargs``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+
+    def local(arguments):
+        options = arguments["minimizer_kwargs"] or {}
+        return {"fun": arguments["func"], "jac": options.get("jac"),
+                "args": options.get("args", ()), "constraints": options.get("constraints", ()),
+                "bounds": options.get("bounds")}
+
+    return _local_minimum("scipy.optimize.basinhopping", res, local(a), local(p))
+
+
+def _local_minimum(name, res, a, p):
+    """SciPy's local minimum ``res`` of ``a["fun"]`` (under ``a``'s ``jac``, ``args``,
+    ``constraints`` and ``bounds`` as ``minimize`` takes them; ``p`` the same with plain
+    numbers): ``res.x`` and ``res.fun`` differentiated."""
     gradient_too = a["jac"] is True
     objective = _objective(a["fun"], gradient_too)
     plain_objective = _objective(p["fun"], gradient_too)
