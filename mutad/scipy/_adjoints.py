@@ -257,7 +257,7 @@ def _workspace_rule(fn, signature, name, keys, *values):
     def back(dy):
         # dy is zero where the loss does not read the workspace, and then so is what the
         # derivative would give, whatever it is
-        if innermost((dy,)) is not None or np.any(np.asarray(dy) != 0):
+        if dy is not None and (innermost((dy,)) is not None or np.any(np.asarray(dy) != 0)):
             raise _workspace_refused(fn, name, "the gradient reads it after the call")
         return (None,) * (4 + len(values))
 
