@@ -60,6 +60,11 @@ LINEAR = {
 }
 SMOOTH = {  # not linear, smooth where the gradient is non-zero
     "gaussian_gradient_magnitude": lambda f, x: f.gaussian_gradient_magnitude(x, 1.0),
+    # (generic_gradient_magnitude stopped: SciPy's np.asarray of the traced image)
+    "generic_gradient_magnitude": lambda f, x: f.generic_gradient_magnitude(
+        x, scipy.ndimage.sobel, mode=("nearest", "reflect")),
+    "generic_gradient_magnitude-output": lambda f, x: f.generic_gradient_magnitude(
+        x, scipy.ndimage.prewitt, output=np.zeros_like(x)),
 }
 RANK = {
     "maximum_filter": lambda f, x: f.maximum_filter(x, 3, mode="mirror"),

@@ -91,8 +91,8 @@ from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, s
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
-           "geometric_transform", "gaussian_laplace", "generic_filter", "generic_laplace",
-           "laplace", "map_coordinates", "maximum_filter", "maximum_filter1d", "median_filter",
+           "geometric_transform", "gaussian_laplace", "generic_filter",
+           "generic_gradient_magnitude", "generic_laplace", "laplace", "map_coordinates", "maximum_filter", "maximum_filter1d", "median_filter",
            "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
            "rotate", "shift", "sobel", "spline_filter", "spline_filter1d", "uniform_filter",
            "uniform_filter1d", "zoom", "black_tophat", "center_of_mass", "extrema", "grey_closing",
@@ -495,8 +495,10 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
 
 # SciPy's own code on a traced image (ScipysCode): generic_laplace calls the user's second
 # derivative along each axis, the first into the output it allocates, and adds the others to
-# it in place; the filters the user's function calls are routed
+# it in place (generic_gradient_magnitude their squares, then takes the root in place); the
+# filters the user's function calls are routed
 generic_laplace = ScipysCode(_ndimage.generic_laplace)
+generic_gradient_magnitude = ScipysCode(_ndimage.generic_gradient_magnitude)
 
 
 def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
