@@ -133,8 +133,8 @@ from ..core.views import memory, weaken
 from ._adjoints import not_replayed, outside_differentiations, reproduces, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
+__all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
+           "broyden1", "broyden2", "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
            "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
