@@ -504,7 +504,8 @@ def test_overwrite_flags_pass_through_on_plain_arrays(name, call, sample, rng):
 
 # SciPy's own result is the memory it overwrote (lu_factor's lu, a solve's x): mutad writes the
 # result there too, and the two are one array, as in NumPy; where SciPy leaves its workspace
-# there instead, which mutad does not follow, the call is refused
+# there instead, mutad writes SciPy's bytes there, without a derivative: a gradient that reads
+# them is refused
 WORKSPACE = {"solve_a", "qr", "svd", "hessenberg"}
 
 
@@ -517,8 +518,20 @@ def test_overwrite_flags_overwrite_a_traced_input_as_scipy_does(name, call, samp
 
     expected = reads_its_argument_after(value.copy(order="F"))  # NumPy's, x overwritten
     if name in WORKSPACE:
+        argument = value.copy(order="F")
+        y, back = mutad.pullback(reads_its_argument_after, argument)
+        assert y.tobytes() == expected.tobytes()  # (it was refused)
         with pytest.raises(mutad.errors.UnsupportedOperationError, match="overwrite_a=False"):
-            mutad.pullback(reads_its_argument_after, value.copy(order="F"))
+            back(np.ones_like(y))  # np.sin(x) of the workspace would need its derivative
+        assert argument.tobytes(order="A") == value.tobytes(order="A")
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="forward mode"):
+            mutad.jvp(reads_its_argument_after, (value.copy(order="F"),), (np.ones((4, 4)),))
+        # not read after the call: the gradient of the result, as without the flag
+        argument = value.copy(order="F")
+        overwriting = mutad.gradient(lambda x: np.sum(call(x, True) ** 2), argument)
+        assert argument.tobytes(order="A") == value.tobytes(order="A")
+        kept = mutad.gradient(lambda x: np.sum(call(x, False) ** 2), argument)
+        assert overwriting[0].tobytes() == kept[0].tobytes()
         return
     assert not np.array_equal(expected, reads_its_argument_after(value.copy(order="F"), False))
     argument = value.copy(order="F")

@@ -9,6 +9,7 @@ forward sensitivities (derivatives of the exact solution), all checked against c
 """
 
 import dataclasses
+import functools
 import math
 import types
 
@@ -839,6 +840,40 @@ def test_parameters_in_the_attributes_of_an_object_closed_over():
         return value
 
     mutad.check_grads(changed_after, 0.7, rtol=1e-6)
+
+
+def _forced_decay(y, t, a, b):
+    return -a * y + b * np.sin(t)
+
+
+def test_parameters_a_functools_partial_binds():
+    """``functools.partial(rhs, a=p[0], b=p[1])`` handed to the solver, or closed over by its
+    function: refused before (pass them with args=); what it binds is now bound as cells are,
+    and the partial holds the caller's values again after."""
+    t = np.linspace(0.0, 2.0, 5)
+
+    def by_keywords(p):
+        a = p[0]
+        rhs = functools.partial(_forced_decay, a=a, b=p[1])
+        y = odeint(lambda y, t: rhs(y, t), [1.0], t, rtol=1e-11, atol=1e-12)
+        assert rhs.keywords["a"] is a  # the function's own value again
+        return y[-1, 0] + y.sum()
+
+    def positional(p):
+        a = p[0]
+        rhs = functools.partial(lambda a, t, y: -a * y, a)
+        sol = solve_ivp(rhs, (0.0, 1.0), [1.0, 2.0], **TIGHT)
+        value = sol.y[:, -1].sum() + quad(functools.partial(np.multiply, p[1]), 0.0, 1.0)[0]
+        assert rhs.args[0] is a
+        return value
+
+    p = np.array([1.0, 0.3])
+    before = unchanged(p)
+    for f in (by_keywords, positional):
+        value, _ = mutad.value_and_gradient(f, p)
+        assert value == f(p.copy())
+        assert unchanged(p) == before
+        mutad.check_grads(f, p, rtol=1e-5)
 
 
 def test_refusals():

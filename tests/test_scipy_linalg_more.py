@@ -205,6 +205,45 @@ def test_cho_solve_banded_gradient_is_cho_solves_on_the_band(lower):
                       [(cb, B2), (cb * 1.1, B2 + 1.0)], argnums=(0, 1))
 
 
+def _crank_nicolson_banded(u0, kappa):
+    """Implicit steps of a tridiagonal system with SciPy's overwrite flags, ab filled afresh
+    before each solve (SciPy leaves its workspace in it), and a loss that decides on ab."""
+    n = u0.size
+    u, ab = u0.copy(), np.empty((3, n))
+    for _ in range(3):
+        ab[0], ab[1], ab[2] = -kappa, 1.0 + 2.0 * kappa, -kappa
+        u = solve_banded((1, 1), ab, u, overwrite_ab=True, overwrite_b=True)
+    det = scipy.linalg.det(np.diag(u) + 3.0, overwrite_a=True)
+    return u @ u + det + float(ab[1, 0] > 1.0)
+
+
+def _reads_the_workspace(ab, b):
+    work = ab * 1.0
+    return solve_banded((1, 1), work, b, overwrite_ab=True).sum() + work.sum()
+
+
+def test_scipys_workspace_in_an_overwritten_array_is_followed_until_the_gradient_reads_it():
+    """``solve_banded(..., overwrite_ab=True)`` (also ``det``'s, ``solveh_banded``'s) of a
+    traced array was refused, as SciPy leaves its workspace there; ab holds SciPy's bytes now,
+    without a derivative, and a gradient that reads them is refused."""
+    u0, kappa = np.sin(np.linspace(0.0, 3.0, N)), 0.3
+    before = u0.tobytes()
+    value, _ = mutad.value_and_gradient(_crank_nicolson_banded, u0, kappa)
+    assert value == _crank_nicolson_banded(u0.copy(), kappa) and u0.tobytes() == before
+    mutad.check_grads(_crank_nicolson_banded, u0, kappa, modes=("rev",))
+    replays_as_traced(_crank_nicolson_banded, [(u0, kappa), (2.0 * u0, 0.7), (u0, 1.5)],
+                      argnums=(0, 1))
+    ab = _general_band(1, 1)
+    work = ab.copy()
+    solve_banded((1, 1), work, B, overwrite_ab=True)
+    assert not np.array_equal(work, ab), "SciPy did not overwrite: the test proves nothing"
+    with pytest.raises(UnsupportedOperationError, match="the gradient reads it"):
+        mutad.gradient(_reads_the_workspace, ab, B)
+    with pytest.raises(UnsupportedOperationError, match="forward mode"):
+        mutad.jvp(_crank_nicolson_banded, (u0, kappa), (u0, 1.0))
+    assert u0.tobytes() == before
+
+
 def test_toeplitz_gradient_sums_each_diagonal():
     w = _rng().standard_normal(N)
     dc, dr = mutad.gradient(lambda c, r: solve_toeplitz((c, r), B) @ w, C, R)

@@ -20,8 +20,18 @@ from cases import replays_as_traced
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-wrap", "grid-mirror",
          "grid-constant"]
 
+def _second_difference(input, axis, output, mode, cval, w=(1.0, -2.0, 1.0)):
+    """A ``derivative2`` for generic_laplace, as SciPy's documentation writes one."""
+    return scipy.ndimage.correlate1d(input, w, axis, output, mode, cval)
+
+
 # Each case: a call of the module ``f`` (SciPy's or mutad's) on the image x.
 LINEAR = {
+    # (generic_laplace stopped: SciPy's np.asarray of the traced image)
+    "generic_laplace": lambda f, x: f.generic_laplace(
+        x, _second_difference, mode=("nearest", "wrap"), extra_keywords={"w": (0.5, -1.0, 0.5)}),
+    "generic_laplace-output-axes": lambda f, x: f.generic_laplace(
+        x, _second_difference, output=np.zeros_like(x), axes=(1,)),
     "gaussian_filter": lambda f, x: f.gaussian_filter(x, 1.2, mode="mirror"),
     "gaussian_filter-axes-radius": lambda f, x: f.gaussian_filter(
         x, [1.0], order=[1], axes=(1,), radius=2, mode="wrap"),
@@ -50,6 +60,11 @@ LINEAR = {
 }
 SMOOTH = {  # not linear, smooth where the gradient is non-zero
     "gaussian_gradient_magnitude": lambda f, x: f.gaussian_gradient_magnitude(x, 1.0),
+    # (generic_gradient_magnitude stopped: SciPy's np.asarray of the traced image)
+    "generic_gradient_magnitude": lambda f, x: f.generic_gradient_magnitude(
+        x, scipy.ndimage.sobel, mode=("nearest", "reflect")),
+    "generic_gradient_magnitude-output": lambda f, x: f.generic_gradient_magnitude(
+        x, scipy.ndimage.prewitt, output=np.zeros_like(x)),
 }
 RANK = {
     "maximum_filter": lambda f, x: f.maximum_filter(x, 3, mode="mirror"),

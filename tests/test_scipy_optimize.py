@@ -416,6 +416,42 @@ def test_minimize_under_active_and_inactive_constraints(method):
                                   rtol=1e-4)
 
 
+def _projection(theta, constraint, start):
+    """The point nearest θ that ``constraint`` admits, weighted by (1, 3)."""
+    res = minimize(lambda x: np.sum((x - theta) ** 2), start, method="SLSQP",
+                   constraints=[constraint], options={"ftol": 1e-15})
+    return res.x @ np.array([1.0, 3.0])
+
+
+def test_minimize_under_constraint_objects_bounded_on_both_sides():
+    """``NonlinearConstraint(fun, lb, ub)`` and ``LinearConstraint`` with both bounds finite:
+    each value makes two rows, whose kinds were read from those rows again (four for two),
+    and the call raised NumPy's ValueError. Against the projections' closed forms: onto the
+    disc |x| ≤ 1 (θ/|θ|), the ring 2 ≤ |x|² ≤ 9 from inside (√2 θ/|θ|), and the band
+    -1 ≤ x₀ + x₁ ≤ 1 (θ moved along (1, 1))."""
+    c = np.array([1.0, 3.0])
+
+    def radial(theta, r):  # the gradient of r (θ·c)/|θ|
+        norm = np.linalg.norm(theta)
+        return r * (c / norm - (theta @ c) * theta / norm ** 3)
+
+    cases = [
+        (scipy.optimize.NonlinearConstraint(lambda x: x @ x, 0.0, 1.0), np.zeros(2),
+         np.array([1.0, 2.0]), lambda theta: radial(theta, 1.0)),
+        (scipy.optimize.NonlinearConstraint(lambda x: x @ x, 2.0, 9.0), np.ones(2),
+         np.array([0.3, 0.4]), lambda theta: radial(theta, np.sqrt(2.0))),
+        (scipy.optimize.LinearConstraint([[1.0, 1.0], [1.0, -1.0]], [-1.0, -5.0], [1.0, 5.0]),
+         np.zeros(2), np.array([1.0, 2.0]), lambda theta: c - 0.5 * c.sum()),
+    ]
+    for constraint, start, theta, expected in cases:
+        before = theta.tobytes()
+        value, (gradient,) = mutad.value_and_gradient(
+            lambda t: _projection(t, constraint, start), theta)
+        assert value == _projection(theta.copy(), constraint, start)
+        np.testing.assert_allclose(gradient, expected(theta), rtol=1e-7)
+        assert theta.tobytes() == before
+
+
 def test_minimize_refuses_what_its_constraints_do_not_determine():
     theta = np.array([0.3, 0.9])
 
@@ -725,6 +761,35 @@ def test_global_minimizers(name):
     assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
     np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-4)
     np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("options", [
+    {"method": "BFGS", "options": {"gtol": 1e-12}},
+    {"method": "L-BFGS-B", "bounds": [(-3.0, 3.0)], "options": {"gtol": 1e-12, "ftol": 1e-15}},
+    {"method": "BFGS", "jac": True, "options": {"gtol": 1e-12}}], ids=["BFGS", "bounds", "jac"])
+def test_basinhopping_differentiates_its_lowest_minimum(options):
+    """basinhopping's lowest minimum, of a function with several: it stopped (SciPy's
+    Metropolis test took math.exp of the traced energies of two minima). Its minimum is
+    differentiated as minimize's: 2 (x* - c) = 0.9 sin 3x*, dx*/dc = 2 / (2 - 2.7 cos 3x*),
+    and the minimum's value has the derivative -2 (x* - c)."""
+    def wavy(x, c):
+        value = (x[0] - c) ** 2 + 0.3 * np.cos(3.0 * x[0])
+        if options.get("jac"):
+            return value, np.array([2.0 * (x[0] - c) - 0.9 * np.sin(3.0 * x[0])])
+        return value
+
+    def f(c):
+        res = scipy.optimize.basinhopping(wavy, np.array([-1.0]), niter=8, rng=3,
+                                          minimizer_kwargs={"args": (c,), **options})
+        return res.x[0] + 0.5 * res.fun
+
+    c = 0.4
+    x = scipy.optimize.basinhopping(wavy, np.array([-1.0]), niter=8, rng=3,
+                                    minimizer_kwargs={"args": (c,), **options}).x[0]
+    expected = 2.0 / (2.0 - 2.7 * np.cos(3.0 * x)) - (x - c)
+    assert mutad.value_and_gradient(f, c)[0] == f(c)  # SciPy's own values
+    np.testing.assert_allclose(mutad.gradient(f, c)[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (c,), (1.0,))[1], expected, rtol=1e-6)
 
 
 def test_brute_refuses_the_values_on_its_grid():

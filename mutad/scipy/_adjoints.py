@@ -82,7 +82,7 @@ class ScipyAdjoint(Adjoint):
         overwritten = _overwritten(self.fn, bound)
         y = super().__call__(*bound.args, **bound.kwargs)
         for name, place in overwritten:
-            y = _written_as_scipy_writes(self.fn, bound.arguments[name], name, place, y)
+            y = _written_as_scipy_writes(self.fn, bound, name, place, y)
         return y
 
     def rule(self, rule):
@@ -202,12 +202,14 @@ def _memory_path(y, memory, path=()):
     return None
 
 
-def _written_as_scipy_writes(fn, x, name, place, y):
-    """``y``, the rule's result for SciPy's ``fn``, after ``x`` (a traced array SciPy would
-    overwrite, ``_overwritten``) is written as SciPy writes it: where SciPy's output is that
-    memory (``lu_factor(a, overwrite_a=True)``'s ``lu``), the rule's output is written into
-    ``x`` and ``x`` stands for it in the result, so that both are one array, as in NumPy;
-    otherwise SciPy leaves its workspace there, which has no derivative: refused."""
+def _written_as_scipy_writes(fn, bound, name, place, y):
+    """``y``, the rule's result for SciPy's ``fn`` called as ``bound`` says, after the traced
+    array ``name`` that SciPy would overwrite (``_overwritten``) is written as SciPy writes it:
+    where SciPy's output is that memory (``lu_factor(a, overwrite_a=True)``'s ``lu``), the
+    rule's output is written into it and it stands for it in the result, so that both are one
+    array, as in NumPy; otherwise SciPy leaves its workspace there (``solve_banded``'s
+    ``ab``), SciPy's bytes without a derivative (``_workspace``)."""
+    x = bound.arguments[name]
     if type(place) is tuple:
         def replaced(v, path):
             if not path:
@@ -217,11 +219,54 @@ def _written_as_scipy_writes(fn, x, name, place, y):
             items[path[0]] = replaced(items[path[0]], path[1:])
             return v._make(items) if hasattr(v, "_make") else type(v)(items)  # (a namedtuple)
         return replaced(y, place)
-    raise UnsupportedOperationError(
+    x[...] = _workspace(fn, bound.signature, name, tuple(bound.arguments),
+                        *bound.arguments.values())
+    return y
+
+
+def _scipy_workspace(fn, signature, name, keys, *values):
+    """The bytes SciPy's ``fn``, called with ``values`` for the parameters ``keys``, leaves
+    in argument ``name``, a contiguous array it overwrites (on a copy of it)."""
+    arguments = dict(zip(keys, _writable(values), strict=True))
+    x = arguments[name]
+    arguments[name] = copy = np.empty_like(x, order="K")
+    np.copyto(copy, x)
+    call = inspect.BoundArguments(signature, arguments)
+    fn(*call.args, **call.kwargs)
+    return copy
+
+
+_workspace = Adjoint(_scipy_workspace)
+"""SciPy's workspace in an array it overwrites: a value without a derivative that mutad
+follows, so that the program runs on where it is never read again (an ``ab`` built afresh on
+every step). Where the gradient reads it, its derivative would be needed: refused then."""
+
+
+def _workspace_refused(fn, name, mode):
+    return UnsupportedOperationError(
         f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}=True) of a differentiated "
-        f"array: SciPy overwrites `{name}` with its workspace, which mutad does not follow "
-        "(a later read of it would not be NumPy's value). Pass overwrite_"
-        f"{name}=False, or pass a copy of the array if it is read afterwards")
+        f"array: SciPy leaves its workspace in `{name}`, whose derivative mutad does not "
+        f"compute, and {mode}. Pass overwrite_{name}=False, or pass a copy of the array if "
+        "it is read afterwards")
+
+
+@_workspace.rule
+def _workspace_rule(fn, signature, name, keys, *values):
+    y = _scipy_workspace(fn, signature, name, keys, *values)
+
+    def back(dy):
+        # dy is zero where the loss does not read the workspace, and then so is what the
+        # derivative would give, whatever it is
+        if dy is not None and (innermost((dy,)) is not None or np.any(np.asarray(dy) != 0)):
+            raise _workspace_refused(fn, name, "the gradient reads it after the call")
+        return (None,) * (4 + len(values))
+
+    return y, back
+
+
+@_workspace.jvp_rule
+def _workspace_jvp(tangents, fn, signature, name, keys, *values):
+    raise _workspace_refused(fn, name, "forward mode would carry its tangent on")
 
 
 def _nested_numbers(x):
@@ -391,7 +436,7 @@ class StandIn:
                 overwritten = _overwritten(self.original, bound)
         y = self.fn(*args, **kwargs)
         for name, place in overwritten:
-            y = _written_as_scipy_writes(self.original, bound.arguments[name], name, place, y)
+            y = _written_as_scipy_writes(self.original, bound, name, place, y)
         return y
 
 

@@ -387,7 +387,8 @@ class _Parameters:
     """The differentiated values a user function ``fun(*leading, *args)`` reads: the arrays of
     ``args``, those its closure cells hold (and those of the functions it closes over), and
     those the attributes of the user's objects in its cells hold (a dataclass of parameters:
-    ``-p.k * y``), each attribute taken as a cell is (``_Attribute``).
+    ``-p.k * y``), each attribute taken as a cell is (``_Attribute``), and those a
+    ``functools.partial`` binds, taken as one cell (``_PartialBinding``).
 
     The solvers run the function on plain values and its pullback on values of their own, so
     the cells are set to those values while it runs and put back after (``bound``). The
@@ -411,10 +412,14 @@ class _Parameters:
                 continue
             seen.add(id(f))
             if isinstance(f, functools.partial):
-                if _followed(f.args, tuple(f.keywords.values())):
-                    raise UnsupportedOperationError(
-                        f"{name}: a functools.partial binds differentiated arrays to the "
-                        "function; pass them with args= instead.")
+                # what it binds is read as a closure's cells are (functools.partial(rhs, k=k))
+                bound = (f.args, f.keywords)
+                if _holds_traced(bound):
+                    leaves, rebuild = flatten(bound)
+                    self.cells.append((_PartialBinding(f), bound, leaves, rebuild))
+                stack.extend(v for v in (*f.args, *f.keywords.values())
+                             if isinstance(v, (types.FunctionType, functools.partial,
+                                               types.MethodType)))
                 stack.append(f.func)
                 continue
             if isinstance(f, types.MethodType):
@@ -561,6 +566,25 @@ class _Item(_Attribute):
     @cell_contents.setter
     def cell_contents(self, value):
         self.owner[self.name] = value
+
+
+class _PartialBinding:
+    """The arguments and keywords a ``functools.partial`` binds, read and set as a closure cell
+    is (``(args, keywords)``), through the state that pickling sets."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner):
+        self.owner = owner
+
+    @property
+    def cell_contents(self):
+        return self.owner.args, self.owner.keywords
+
+    @cell_contents.setter
+    def cell_contents(self, value):
+        args, keywords = value
+        self.owner.__setstate__((self.owner.func, args, keywords, self.owner.__dict__ or None))
 
 
 class _Bound:

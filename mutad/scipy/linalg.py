@@ -16,9 +16,10 @@ its value); where ``overwrite_a`` / ``overwrite_b`` would have SciPy overwrite t
 memory's order and dtype fit LAPACK's, which SciPy is asked on a copy) and SciPy's result is
 that memory (``lu_factor``'s ``lu``, ``cho_factor``'s ``c``, ``inv``'s inverse, a solve's
 ``x`` in ``b``), the result is written into the array, which then stands for it, as in NumPy;
-where SciPy leaves its workspace there (``solve``'s ``a``, ``qr``'s), the call is refused. For
-memory-saving work in place use mutad.linalg's in-place routines (``cholesky_``, ``ldiv_``),
-which restore what they overwrite.
+where SciPy leaves its workspace there (``solve``'s ``a``, ``qr``'s, ``solve_banded``'s
+``ab``), SciPy's bytes are written there without a derivative: a gradient that reads them is
+refused, and so is forward mode. For memory-saving work in place use mutad.linalg's in-place
+routines (``cholesky_``, ``ldiv_``), which restore what they overwrite.
 
 Symmetric-matrix inputs (``cholesky``, ``cho_factor``, ``solve`` and ``inv`` with
 ``assume_a="sym"``/``"her"``/``"pos"``) get the symmetric gradient, the derivative along

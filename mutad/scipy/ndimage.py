@@ -86,14 +86,14 @@ from ..core.devices import beside
 from ..core.views import may_overlap, memory
 from ..api import stop_gradient
 from ._devices import call, through_counterparts
-from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
+from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, stands_in_for
 
 __all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
-           "geometric_transform", "gaussian_laplace", "generic_filter", "laplace",
-           "map_coordinates", "maximum_filter", "maximum_filter1d", "median_filter",
-           "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
+           "geometric_transform", "gaussian_laplace", "generic_filter",
+           "generic_gradient_magnitude", "generic_laplace", "laplace", "map_coordinates",
+           "maximum_filter", "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
            "rotate", "shift", "sobel", "spline_filter", "spline_filter1d", "uniform_filter",
            "uniform_filter1d", "zoom", "black_tophat", "center_of_mass", "extrema", "grey_closing",
            "grey_dilation", "grey_erosion", "grey_opening", "labeled_comprehension", "maximum",
@@ -491,6 +491,14 @@ def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     return _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
                                                               mode, cval, 0), dtype, mode, axes,
                    output)
+
+
+# SciPy's own code on a traced image (ScipysCode): generic_laplace calls the user's second
+# derivative along each axis, the first into the output it allocates, and adds the others to
+# it in place (generic_gradient_magnitude their squares, then takes the root in place); the
+# filters the user's function calls are routed
+generic_laplace = ScipysCode(_ndimage.generic_laplace)
+generic_gradient_magnitude = ScipysCode(_ndimage.generic_gradient_magnitude)
 
 
 def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):

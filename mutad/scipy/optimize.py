@@ -28,8 +28,8 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``minimize`` (every method: BFGS, L-BFGS-B, CG, Newton-CG, the trust methods, Nelder-Mead,
   Powell, TNC, SLSQP, COBYLA, ...) and ``minimize_scalar`` (and the legacy ``golden``,
   ``brent`` and ``fminbound``, whose arithmetic alone would give a derivative of 0; and the
-  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing`` and
-  ``direct``,
+  global minimizers ``brute``, ``differential_evolution``, ``shgo``, ``dual_annealing``,
+  ``direct`` and ``basinhopping``,
   at the minimum they return, where it is stationary):
   ``F = ∇ₓL``, and ``∂F/∂x`` the Hessian of ``L``, applied by mutad's Hessian-vector products
   (``mutad.hvp``). ``res.fun`` is differentiated by the envelope theorem, ``dL*/dθ = ∂L/∂θ``
@@ -133,8 +133,8 @@ from ..core.views import memory, weaken
 from ._adjoints import not_replayed, outside_differentiations, reproduces, scipys_value
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
-__all__ = ["anderson", "approx_fprime", "bisect", "brenth", "brentq", "broyden1", "broyden2",
-           "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
+__all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
+           "broyden1", "broyden2", "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
            "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
@@ -889,7 +889,31 @@ def minimize(original, a, p, call, followed):
     res = _run(original, call)
     if not followed:
         return res
-    name = "scipy.optimize.minimize"
+    return _local_minimum("scipy.optimize.minimize", res, a, p)
+
+
+@_stands_in_for(_optimize.basinhopping)
+def basinhopping(original, a, p, call, followed):
+    """``scipy.optimize.basinhopping``: SciPy's hops and local minimizations on plain numbers,
+    its lowest minimum ``res.x`` (and ``res.fun``) differentiated as ``minimize``'s, with the
+    ``args``, ``jac``, ``bounds`` and ``constraints`` of its ``minimizer_kwargs``."""
+    res = _run(original, call)
+    if not followed:
+        return res
+
+    def local(arguments):
+        options = arguments["minimizer_kwargs"] or {}
+        return {"fun": arguments["func"], "jac": options.get("jac"),
+                "args": options.get("args", ()), "constraints": options.get("constraints", ()),
+                "bounds": options.get("bounds")}
+
+    return _local_minimum("scipy.optimize.basinhopping", res, local(a), local(p))
+
+
+def _local_minimum(name, res, a, p):
+    """SciPy's local minimum ``res`` of ``a["fun"]`` (under ``a``'s ``jac``, ``args``,
+    ``constraints`` and ``bounds`` as ``minimize`` takes them; ``p`` the same with plain
+    numbers): ``res.x`` and ``res.fun`` differentiated."""
     gradient_too = a["jac"] is True
     objective = _objective(a["fun"], gradient_too)
     plain_objective = _objective(p["fun"], gradient_too)
@@ -1064,7 +1088,9 @@ def _constraint_functions(name, given, plain):
     do not depend on the differentiated values (as dicts, they may)."""
     items = list(given) if isinstance(given, (list, tuple)) else [given]
     plain_items = list(plain) if isinstance(plain, (list, tuple)) else [plain]
-    parts, plain_parts, senses = [], [], []
+    # senses[i] tells, from the values of plain_values[i] (a constraint's function, before
+    # its bounds make rows of them), which of its rows are equalities
+    parts, plain_parts, plain_values, senses = [], [], [], []
     for item, plain_item in zip(items, plain_items, strict=True):
         if isinstance(item, dict):
             kind = plain_item.get("type")
@@ -1073,6 +1099,7 @@ def _constraint_functions(name, given, plain):
             for functions, entry in ((parts, item), (plain_parts, plain_item)):
                 functions.append(lambda x, f=entry["fun"], r=_tuple(entry.get("args", ())):
                                  np.ravel(_as_array(f(x, *r))))
+            plain_values.append(plain_parts[-1])
             senses.append(lambda rows, eq=kind == "eq": np.full(rows.size, eq))
             continue
         if not isinstance(item, (_optimize.NonlinearConstraint, _optimize.LinearConstraint)):
@@ -1094,15 +1121,17 @@ def _constraint_functions(name, given, plain):
         for functions, f in ((parts, fun), (plain_parts, plain_fun[0])):
             functions.append(lambda x, f=f, lower=lower, upper=upper: _bounded_rows(
                 np.ravel(_as_array(f(x))), lower, upper))
-        senses.append(lambda rows, lower=lower, upper=upper: _bounded_rows(
-            rows, lower, upper, sense=True))
+        plain_values.append(lambda x, f=plain_fun[0]: np.ravel(_as_array(f(x))))
+        senses.append(lambda values, lower=lower, upper=upper: _bounded_rows(
+            values, lower, upper, sense=True))
 
     def stacked(functions):
         return lambda x: np.concatenate([g(x) for g in functions])
 
     def equality(x):
         """Which rows of ``g(x)`` are equalities, at plain ``x``."""
-        return np.concatenate([sense(f(x)) for sense, f in zip(senses, plain_parts)])
+        return np.concatenate([sense(f(x)) for sense, f in zip(senses, plain_values,
+                                                                strict=True)])
 
     return stacked(parts), stacked(plain_parts), equality
 
