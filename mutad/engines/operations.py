@@ -38,10 +38,10 @@ from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, 
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
-from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
-                      record_element_write, record_saved_write, record_write, target_position,
-                      write_constant)
-from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
+from .inplace import (SavedWrite, _destination, _finder, _rule_restores, apart_from,
+                      check_destination, on_constants, record_element_write, record_saved_write,
+                      record_write, target_position, write_constant)
+from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small, written
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup,
                              value_arguments)
@@ -52,7 +52,7 @@ from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
-                          wrapped)
+                          wrapped, writeable)
 from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
                      reads_written, written_before_raising)
 
@@ -602,6 +602,108 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
 
     plan.run(tape, _destination(out), inputs, values, apart, withheld)
     return out
+
+
+_FAST_WRITES = {}
+"""By ufunc, then by pattern of traced operands: ``(reads, state, plan)`` of the
+augmented assignment ``fast_write`` takes (its ``differentiable`` and ``WritePlan``), or False
+where the general path is taken."""
+
+
+def _fast_write_plan(ufunc, pattern):
+    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of two operands, the
+    first the target), worked out once and remembered in ``_FAST_WRITES``: False where the
+    general path is taken (no elementwise rule, or one that gives no operand a gradient, has
+    complex rules of its own, refuses the pattern, offers no inverse for the target or keeps
+    more than a saved write's record does)."""
+    entry = RULES.get(ufunc, NO_RULE)
+    rule = entry.elementwise
+    plan = False
+    if rule is not None and entry.complex_rules is None and ufunc.nin == 2:
+        try:
+            traced, reads, state = differentiable(ufunc, rule, pattern, 2)
+        except Exception:  # noqa: BLE001 (the general path raises it, where it does)
+            traced = None
+        if traced:
+            write_plan = WritePlan.at(ufunc, rule, _NO_SETTINGS, 0, reads, state, 2)
+            if write_plan.saves:
+                plan = (reads, state, write_plan)
+    _FAST_WRITES.setdefault(ufunc, {})[pattern] = plan
+    return plan
+
+
+def fast_write(ufunc, target, other):
+    """The augmented assignment ``target op= other`` (``apply_ufunc(ufunc, (target, other),
+    out=target)``) in one function where its bytes are saved, or None, with nothing done,
+    where the general path is taken: a real traced array ``target`` of a tape that no replay
+    records, no other differentiation encloses, no anomaly detection watches and no memory
+    budget rebuilds for, beside a Python float or int or a real traced array of the same tape,
+    neither standing for a Python number, by a ufunc whose rule gives an operand a gradient and
+    whose write ``saves`` (``WritePlan``), a write ``Tape.copied`` checkpoints. There what
+    ``apply_ufunc``, ``_write_elementwise``, ``WritePlan.run`` and ``record_saved_write`` ask
+    has one answer: the operands unwrap to their values, the target is operand 0 (its
+    ``target_position``), and the record is the :class:`inplace.SavedWrite` those make, in the
+    same order of steps (``tracing``'s ``inplace`` calls it after its own questions)."""
+    tape, buffer, value = target.tape, target.buffer, target.value
+    recomputation = tape.recomputation
+    if tape.recorder is not None or tape.outer is not None or tape.anomaly is not None \
+            or (recomputation is not None and recomputation.budget is not None) \
+            or buffer.weak or type(value) is not NDARRAY or value.dtype.kind != "f":
+        return None
+    kind = type(other)
+    if kind is float or kind is int:
+        operand, pattern = other, 0
+    elif kind is Traced and other.tape is tape and not other.buffer.weak \
+            and type(other.value) is NDARRAY and other.value.dtype.kind == "f":
+        operand, pattern = other.value, 0 if other.buffer.constant else 2
+    else:
+        return None
+    if not buffer.constant:
+        pattern |= 1
+    plans = _FAST_WRITES.get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    if plan is None:
+        plan = _fast_write_plan(ufunc, pattern)
+    if plan is False:
+        return None
+    reads, state, write_plan = plan
+    # ``_write_elementwise``'s questions, in its order (a constant target is marked traced once
+    # the write is this one's: the general path asks it again)
+    active(tape)
+    if not (writeable(value) and (target.whole or not value.ndim
+                                  or not overlaps_itself(value))):
+        check_destination(target, ufunc)  # (its error; else it passes as this would)
+    values = [value, operand]
+    whole = target.whole
+    place = buffer if whole else place_of(target)
+    find = _finder(target, place)
+    kept = list(read_by_partials(values, reads))  # (``write_kept`` of a plan that saves)
+    invertible = write_plan.invertible and not (  # (``withheld``)
+        recomputation is not None
+        and _kept_for_the_inverse(other, operand, kept[1], tape, target))
+    if not tape.copied(invertible, value.nbytes, buffer.key, whole):
+        return None  # inverted: the general path records its inverse
+    buffer.constant = False  # it now holds values that depend on the arguments
+    # ``record_saved_write``'s steps
+    if recomputation is not None:
+        recomputation.write(buffer)
+    saved, raised = SavedWrite.write(tape, buffer.key, ufunc, values, value)
+    written(buffer)
+    # (``inplace._named`` of the target, at ``place``, and a traced array or a number: their
+    # ``recipe``, a constant read marked so, what the replay recomputes held as such)
+    if kind is Traced:
+        named = (place, other.buffer if other.whole else place_of(other))
+        if kept[1] is not None and other.buffer.constant:
+            keep(tape, other, operand)
+    else:
+        named = (place, other)
+    kept = tape.hold(kept, named)
+    record = SavedWrite(write_plan.primitive, named, state, place, kept,
+                        value if find is None else None, find, saved)
+    tape.record(record, SKIPPED + 1)  # called by tracing's ``inplace``, called by the engine
+    if raised is not None:
+        raise raised
+    return target
 
 
 def _APART():

@@ -60,7 +60,7 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import Tracer
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
-                         door, fast_ufunc, write_into_element)
+                         door, fast_ufunc, fast_write, write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -112,7 +112,8 @@ def _binary(ufunc):
         if stands_for_scalar(self):
             result = apply_ufunc(ufunc, (self, other))
             return weak_arithmetic(result, other) if self.buffer.weak else result
-        return apply_ufunc(ufunc, (self, other), out=self)
+        written = fast_write(ufunc, self, other)  # (the common case, in one function)
+        return apply_ufunc(ufunc, (self, other), out=self) if written is None else written
 
     return forward, reflected, inplace
 
