@@ -571,6 +571,8 @@ def _index(key):
     ``Recorder.derive``) as that scalar, a basic index. To NumPy a 0-d array is an advanced
     one: ``M[np.array(1)]`` is a copy of a row, ``M[np.intp(1)]`` a view f may write through."""
     if type(key) is tuple:
+        if _plain_index(key):  # (a loop's row or slice: each item is its own plain index)
+            return key
         return tuple([_index(k) for k in key])
     if type(key) is Traced and key.value.dtype.kind in "iu" and stands_for_scalar(key):
         return key.value[()]
