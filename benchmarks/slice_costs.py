@@ -2,7 +2,7 @@
 forward pass and whole call, with one compute thread.
 
     OMP_NUM_THREADS=1 python benchmarks/slice_costs.py
-    OMP_NUM_THREADS=1 python benchmarks/slice_costs.py --statement "x[i, :] *= c" --runs 9
+    OMP_NUM_THREADS=1 python benchmarks/slice_costs.py "x[i, :] *= c" --runs 9
 
 The statements of the stencil and linear-algebra loops of ``benchmarks/kernels.py`` (jacobi,
 seidel's rows, syrk, trmm, lu), measured as ``statement_costs.py`` measures a scalar loop's:
@@ -76,19 +76,17 @@ STATEMENTS = {
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--statement", action="append", dest="statements",
-                        help="one of: " + "; ".join(STATEMENTS) + " (repeat it for several; "
-                        "default: all)")
+    parser.add_argument("names", nargs="*", metavar="STATEMENT",
+                        help="the statements to time (default: all): " + "; ".join(STATEMENTS))
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args(argv)
-    names = args.statements or list(STATEMENTS)
-    for name in names:
-        if name not in STATEMENTS:
-            parser.error(f"unknown statement {name!r}")
+    unknown = [name for name in args.names if name not in STATEMENTS]
+    if unknown:
+        parser.error(f"no statement {unknown[0]!r}")
     rows = {}
     print(f"{'statement':52} {'forward us':>10} {'whole us':>10}")
-    for name in names:
+    for name in args.names or STATEMENTS:
         rows[name] = cost([STATEMENTS[name]], args.count, args.runs)
         print(f"{name:52} {rows[name][0]:10.2f} {rows[name][1]:10.2f}", flush=True)
     return rows
