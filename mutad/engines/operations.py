@@ -11,7 +11,8 @@ in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's `
 The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
 on traced arrays with an elementwise rule (``fast_ufunc``) or a pure one (``a @ b``,
 ``_fast_function``, which also takes a NumPy function's pure rule on such arrays: ``np.sum(x)``),
-and the assignment of one element (``assign(..., element=True)``).
+and the assignment of one element (``assign(..., element=True)``); so do a stencil's or a
+row's writes whose bytes are saved, augmented (``fast_write``) or assigned (``fast_assign``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
