@@ -24,6 +24,8 @@ def _general_path_only(monkeypatch):
     element is assigned as one."""
     monkeypatch.setattr(operations, "_FAST", {})
     monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
+    monkeypatch.setattr(operations, "_FAST_WRITES", {})
+    monkeypatch.setattr(operations, "_fast_write_plan", lambda ufunc, pattern: False)
     monkeypatch.setattr(operations, "_function_plan", lambda func, rule, args, tape: None)
     monkeypatch.setattr(operations, "_number_into", lambda target, value: False)
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
@@ -374,7 +376,60 @@ def _stencils(u, v):
     return np.sum(u * u) + np.sum(m * m)
 
 
+def _slice_updates(A, v):
+    """Augmented assignments of slices and assignments to slices, in each form the elementwise
+    writes' short paths (``operations.fast_write``, ``fast_assign``) take or leave to the
+    general path: rows and columns of an argument updated by Python floats and ints, by traced
+    rows, by a row of the same array (over the target) and by a broadcast column; a
+    temporary's and a Fortran-ordered temporary's rows (their undo finds them, or holds them);
+    a constant of the function updated by a traced value (traced from then on) and read by a
+    write into a traced array, then overwritten (its bytes put back for that record); float32
+    and complex targets; whole arrays; a write too large to save (its inverse taken); rows
+    and columns assigned from other arrays, from the target's own (apart from, the same as
+    and over the region written), into a constant, a 0-d value, np.copyto."""
+    n = A.shape[0]
+    T = A * 1.5
+    F = np.zeros((n, n), order="F") + v[0]
+    K = np.ones(n)  # a constant of the tape
+    big = np.zeros((n, 9000)) + v[1]  # more bytes than a small write's copy
+    Z = np.zeros((n, n))
+    for i in range(n):
+        A[i, :] *= 1.0001
+        A[i, :i + 1] += 0.5 * A[i, 0] * A[:i + 1, 1]
+        A[:, i] -= 2
+        T[i, 1:] += A[i - 1, :-1]
+        T[1:, i] /= 3.0
+        F[i, :] -= v * F[i - 1, :]
+        A[i, :] *= K  # a constant read
+        big[i, :] *= 1.25
+        T[i, :] = A[i - 1, :]  # assignments: from another array, from a row of the target's
+        A[i, :2] = A[i - 2, 2:]
+        F[:, i] = T[:, i]
+        Z[i, 1:] = F[i, :-1]  # into a constant (traced from then on)
+        A[i, :] = A[i, :]  # itself: nothing to do
+    A[1:, 0] = A[:-1, 0]  # over the target: NumPy's own assignment
+    A[0, :] = A[1, 1]  # a 0-d value
+    np.copyto(T[2, :], A[3, :])
+    A[1:, :] += A[:-1, :]  # an operand over the target
+    T[:, :] += v[:, None]
+    K *= 2.0  # overwritten after a record read it: put back for that record
+    K += v  # a traced value into a constant: traced from now on
+    W = np.zeros(9000)
+    W += v[0]  # the same, too large to save
+    A *= 0.5
+    A32 = A.astype(np.float32)
+    A32[1, :] += A32[0, :]
+    C = A + 1j * T
+    C[0, :] *= 2.0
+    T **= 2
+    A[2, 1:] -= T[2:, 0] @ T[2:, 1:]
+    return (np.sum(A * A) + np.sum(T * F) + np.sum(K * v) + 1e-4 * np.sum(A32 * A32)
+            + np.real(np.sum(C * np.conj(C))) + np.sum(big[:, :4]) + np.sum(W[:3])
+            + np.sum(Z * A))
+
+
 PROGRAMS = {
+    "slices": (_slice_updates, lambda rng: (rng.standard_normal((4, 4)), rng.standard_normal(4))),
     "operations": (_operations_on_arrays, lambda rng: (rng.standard_normal(3),
                                                        rng.standard_normal(3))),
     "aliases": (_aliased_elements, lambda rng: (rng.standard_normal(3), rng.standard_normal(3))),
@@ -536,6 +591,38 @@ def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name,
     monkeypatch.setattr(operations, "record_element_write", counted)
     mutad.check_grads(f, *args)
     assert pattern in patterns
+
+
+def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monkeypatch):
+    """``operations.fast_write`` records the augmented assignments of slices whose bytes it
+    saves, and leaves the others (complex, too large to save, into a constant) to the general
+    path; ``operations.fast_assign`` the assignments of rows and columns."""
+    f, make = PROGRAMS["slices"]
+    args = make(np.random.default_rng(5))
+    fast_write = tracing.fast_write
+    taken, left = [], []
+
+    def counted(ufunc, target, other):
+        written = fast_write(ufunc, target, other)
+        (left if written is None else taken).append((ufunc, target.dtype.type, target.size))
+        return written
+
+    monkeypatch.setattr(tracing, "fast_write", counted)
+    fast_assign = operations.fast_assign
+    assigned = []
+
+    def assigning(target, value):
+        written = fast_assign(target, value)
+        assigned.append((target.shape, written is not None))
+        return written
+
+    monkeypatch.setattr(operations, "fast_assign", assigning)
+    mutad.check_grads(f, *args)
+    assert {((4,), True), ((2,), True), ((3,), True)} <= set(assigned)
+    assert {u for u, _, _ in taken} == {np.multiply, np.add, np.subtract, np.true_divide}
+    assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
+            (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)
+    assert (np.add, np.float32, 4) in taken
 
 
 def test_operators_and_functions_of_one_array_take_the_dispatchs_short_paths(monkeypatch):

@@ -11,7 +11,8 @@ in-place custom rule (``apply_inplace_rule``) as a write whose undo the rule's `
 The commonest calls of a scalar loop take shorter paths that make the same records: a ufunc
 on traced arrays with an elementwise rule (``fast_ufunc``) or a pure one (``a @ b``,
 ``_fast_function``, which also takes a NumPy function's pure rule on such arrays: ``np.sum(x)``),
-and the assignment of one element (``assign(..., element=True)``).
+and the assignment of one element (``assign(..., element=True)``); so do a stencil's or a
+row's writes whose bytes are saved, augmented (``fast_write``) or assigned (``fast_assign``).
 
 They call one another (a ufunc's complex or generalized rule is a function's, a function's
 ``out=`` is an assignment, an assignment is a ufunc's write), so they are one module: above the
@@ -38,10 +39,10 @@ from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, 
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
-from .inplace import (_destination, _rule_restores, apart_from, check_destination, on_constants,
-                      record_element_write, record_saved_write, record_write, target_position,
-                      write_constant)
-from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small
+from .inplace import (SavedWrite, _destination, _finder, _rule_restores, apart_from,
+                      check_destination, on_constants, record_element_write, record_saved_write,
+                      record_write, target_position, write_constant)
+from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small, written
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup,
                              value_arguments)
@@ -51,8 +52,8 @@ from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotang
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
-from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, views, weaken,
-                          wrapped)
+from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
+                          weaken, wrapped, writeable)
 from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
                      reads_written, written_before_raising)
 
@@ -609,6 +610,156 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     return out
 
 
+_FAST_WRITES = {}
+"""By ufunc (``ASSIGNMENT`` for an assignment), then by pattern of traced operands: ``(reads,
+state, plan)`` of the writes ``fast_write`` and ``fast_assign`` take (their
+``differentiable`` and ``WritePlan``), or False where the general path is taken."""
+
+
+def _fast_write_plan(ufunc, pattern):
+    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of two operands, the
+    first the target; ``ufunc`` ``ASSIGNMENT``: ``fast_assign``'s, of one operand, the value
+    assigned), worked out once and remembered in ``_FAST_WRITES``: False where the general
+    path is taken (no elementwise rule, or one that gives no operand a gradient, has complex
+    rules of its own, refuses the pattern, or keeps more than a saved write's record does)."""
+    if ufunc is ASSIGNMENT:
+        rule, count, position, ufunc = ASSIGNMENT, 1, None, np.positive
+    else:
+        entry = RULES.get(ufunc, NO_RULE)
+        rule, count, position = entry.elementwise, 2, 0
+        if entry.complex_rules is not None or ufunc.nin != 2:
+            rule = None
+    plan = False
+    if rule is not None:
+        try:
+            traced, reads, state = differentiable(ufunc, rule, pattern, count)
+        except Exception:  # noqa: BLE001 (the general path raises it, where it does)
+            traced = None
+        if traced:
+            write_plan = WritePlan.at(ufunc, rule, _NO_SETTINGS, position, reads, state, count)
+            if write_plan.saves:
+                plan = (reads, state, write_plan)
+    _FAST_WRITES.setdefault(ASSIGNMENT if rule is ASSIGNMENT else ufunc, {})[pattern] = plan
+    return plan
+
+
+def _fast_operand(tape, target, other):
+    """``other``'s value and whether it is traced (a pair), where ``_saved_write`` writes
+    it into ``target`` (the checks the short paths share): a real traced array of a tape that no
+    replay records, no other differentiation encloses, no anomaly detection watches and no
+    memory budget rebuilds for, and a Python float or int or a real traced array of the same
+    tape, neither standing for a Python number. None: the general path is taken."""
+    recomputation = tape.recomputation
+    value = target.value
+    if tape.recorder is not None or tape.outer is not None or tape.anomaly is not None \
+            or (recomputation is not None and recomputation.budget is not None) \
+            or target.buffer.weak or type(value) is not NDARRAY or value.dtype.kind != "f":
+        return None
+    kind = type(other)
+    if kind is float or kind is int:
+        return other, False
+    if kind is Traced and other.tape is tape and not other.buffer.weak \
+            and type(other.value) is NDARRAY and other.value.dtype.kind == "f":
+        return other.value, not other.buffer.constant
+    return None
+
+
+def fast_write(ufunc, target, other):
+    """The augmented assignment ``target op= other`` (``apply_ufunc(ufunc, (target, other),
+    out=target)``) in one function where its bytes are saved, or None, with nothing done,
+    where the general path is taken: operands ``_fast_operand`` takes, a ufunc whose rule gives
+    an operand a gradient and whose write ``saves`` (``WritePlan``), a write ``Tape.copied``
+    checkpoints. There what ``apply_ufunc``, ``_write_elementwise``, ``WritePlan.run`` and
+    ``record_saved_write`` ask has one answer: the operands unwrap to their values, the target
+    is operand 0 (its ``target_position``), and the record is the :class:`inplace.SavedWrite`
+    those make, in the same order of steps (``_saved_write``; ``tracing``'s ``inplace`` calls it
+    after its own questions)."""
+    tape = target.tape
+    operand = _fast_operand(tape, target, other)
+    if operand is None:
+        return None
+    operand, traced = operand
+    pattern = (0 if target.buffer.constant else 1) | traced << 1
+    plans = _FAST_WRITES.get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    if plan is None:
+        plan = _fast_write_plan(ufunc, pattern)
+    if plan is False:
+        return None
+    return _saved_write(ufunc, tape, target, other, [target.value, operand], plan)
+
+
+def fast_assign(target, value):
+    """``assign``'s write of ``value``, a traced array of the target's tape and dtype (neither
+    weak nor a constant), into the traced region ``target`` (``target[...] = value``), as
+    :func:`fast_write` writes an augmented assignment: None, with nothing done, where the
+    general path is taken (``_fast_operand`` refuses, ``value`` is 0-d, whose record the
+    general path may fold, or the target itself, whose assignment offers an inverse, or the
+    bytes are not saved)."""
+    tape = target.tape
+    if not value.value.ndim or _fast_operand(tape, target, value) is None or (
+            value.buffer is target.buffer and same_region(value.value, target.value)):
+        return None
+    plans = _FAST_WRITES.get(ASSIGNMENT)
+    plan = None if plans is None else plans.get(1)
+    if plan is None:
+        plan = _fast_write_plan(ASSIGNMENT, 1)
+    if plan is False:
+        return None
+    return _saved_write(np.positive, tape, target, value, [value.value], plan)
+
+
+def _saved_write(ufunc, tape, target, other, values, plan):
+    """The steps of ``_write_elementwise``, ``WritePlan.run`` and ``record_saved_write`` of the
+    write ``ufunc(*values, out=target.value)`` by ``plan`` (``_fast_write_plan``'s), of the
+    operands ``(target, other)`` (an augmented assignment) or ``(other,)`` (an assignment:
+    ``np.positive``), in their order: ``target`` if recorded as the
+    :class:`inplace.SavedWrite` they make, or None with nothing done where ``Tape.copied``
+    inverts it (the general path records it then, asking the same again)."""
+    reads, state, write_plan = plan
+    operand = values[-1]
+    buffer, value = target.buffer, target.value
+    recomputation = tape.recomputation
+    active(tape)
+    if not (writeable(value) and (target.whole or not value.ndim
+                                  or not overlaps_itself(value))):
+        check_destination(target, ufunc)  # (its error; else it passes as this would)
+    whole = target.whole
+    place = buffer if whole else place_of(target)
+    find = _finder(target, place)
+    kept = list(read_by_partials(values, reads))  # (``write_kept`` of a plan that saves)
+    invertible = write_plan.invertible and not (  # (``withheld``: of an augmented assignment)
+        recomputation is not None
+        and _kept_for_the_inverse(other, operand, kept[1], tape, target))
+    if not tape.copied(invertible, value.nbytes, buffer.key, whole):
+        return None  # inverted: the general path records its inverse
+    # (a constant target is marked traced once the write is this one's: the general path,
+    # which would ask it again, sees it as it was)
+    buffer.constant = False  # it now holds values that depend on the arguments
+    if recomputation is not None:
+        recomputation.write(buffer)
+    saved, raised = SavedWrite.write(tape, buffer.key, ufunc, values, value)
+    written(buffer)
+    # (``inplace._named``: the ``recipe`` of the target, at ``place``, and of a traced array
+    # or a number; a constant read marked so; what the replay recomputes held as such)
+    if type(other) is Traced:
+        named = other.buffer if other.whole else place_of(other)
+        if kept[-1] is not None and other.buffer.constant:
+            keep(tape, other, operand)
+    else:
+        named = other
+    named = (named,) if len(values) == 1 else (place, named)
+    kept = tape.hold(kept, named)
+    record = SavedWrite(write_plan.primitive, named, state, place, kept,
+                        value if find is None else None, find, saved)
+    # (called by ``fast_write`` or ``fast_assign``, called by the engine (``inplace``,
+    # ``assign``), called by the engine)
+    tape.record(record, SKIPPED + 2)
+    if raised is not None:
+        raise raised
+    return target
+
+
 def _APART():
     """``apart`` of a write whose other operands were found apart from its target."""
     return True
@@ -736,6 +887,9 @@ def assign(target, value, element=False):
         if element and not target.buffer.constant and target.value.dtype.kind == "f":
             write_element(target, value, value.value)
             return target
+        written = fast_assign(target, value)  # (the common case, in one function)
+        if written is not None:
+            return written
         return _write_elementwise(np.positive, ASSIGNMENT, tape, (value,), [value.value], 1,
                                   target, {})
     if element and (type(value) is float or type(value) is int) and type(target) is Traced \

@@ -60,7 +60,7 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
-                         door, fast_ufunc, write_into_element)
+                         door, fast_ufunc, fast_write, write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -112,7 +112,8 @@ def _binary(ufunc):
         if stands_for_scalar(self):
             result = apply_ufunc(ufunc, (self, other))
             return weak_arithmetic(result, other) if self.buffer.weak else result
-        return apply_ufunc(ufunc, (self, other), out=self)
+        written = fast_write(ufunc, self, other)  # (the common case, in one function)
+        return apply_ufunc(ufunc, (self, other), out=self) if written is None else written
 
     return forward, reflected, inplace
 
@@ -591,6 +592,8 @@ def _index(key):
     ``Recorder.derive``) as that scalar, a basic index. To NumPy a 0-d array is an advanced
     one: ``M[np.array(1)]`` is a copy of a row, ``M[np.intp(1)]`` a view f may write through."""
     if type(key) is tuple:
+        if _plain_index(key):  # (a loop's row or slice: each item is its own plain index)
+            return key
         return tuple([_index(k) for k in key])
     if type(key) is Traced and key.value.dtype.kind in "iu" and stands_for_scalar(key):
         return key.value[()]
