@@ -1597,10 +1597,26 @@ grey_closing = _grey_composite(_ndimage.grey_closing, lambda x, s: grey_erosion(
     grey_dilation(x, **s), **s))
 morphological_gradient = _grey_composite(_ndimage.morphological_gradient, lambda x, s: (
     grey_dilation(x, **s) - grey_erosion(x, **s)))
-white_tophat = _grey_composite(_ndimage.white_tophat, lambda x, s: x - grey_dilation(
-    grey_erosion(x, **s), **s))
-black_tophat = _grey_composite(_ndimage.black_tophat, lambda x, s: grey_erosion(
-    grey_dilation(x, **s), **s) - x)
+
+
+def _tophat(original, first, second, white):
+    """A top-hat as SciPy computes it: ``second(first(x))`` written into ``output``, then its
+    difference with the input taken in place there. An ``output`` over the input's memory so
+    makes the difference read the input after that write, as SciPy's does."""
+    @stands_in_for(original)
+    def stand_in(input, size=None, footprint=None, structure=None, output=None,
+                 mode="reflect", cval=0.0, origin=0, *, axes=None):
+        if size is not None and footprint is not None:
+            warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=2)
+        settings = dict(size=size, footprint=footprint, structure=structure, mode=mode,
+                        cval=cval, origin=origin, axes=axes)
+        opened = second(first(input, **settings), output=output, **settings)
+        return np.subtract(*((input, opened) if white else (opened, input)), out=opened)
+    return stand_in
+
+
+white_tophat = _tophat(_ndimage.white_tophat, grey_erosion, grey_dilation, white=True)
+black_tophat = _tophat(_ndimage.black_tophat, grey_dilation, grey_erosion, white=False)
 
 
 # ----------------------------------------------------------------------------------------------
