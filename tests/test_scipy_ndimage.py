@@ -657,7 +657,30 @@ GENERIC_FILTERS = {
     "ends-nearest-axes": lambda x: scipy.ndimage.generic_filter(x, lambda w: w[0] * w[-1], 4,
                                                                 mode="nearest", axes=(1,)),
     "into-output": lambda x: scipy.ndimage.generic_filter(x, np.mean, 2, output=np.float32),
+    # SciPy reads each window from the memory it writes into: later windows see earlier results
+    "into-itself": lambda x: _into_itself(x * 1.0, np.mean, 3),
+    "into-itself-float32-constant": lambda x: _into_itself(
+        x.astype(np.float32), lambda w: w[0] - w.sum() / 7, (2, 3), mode="constant", cval=0.3),
 }
+
+
+def _into_itself(y, function, size, **settings):
+    scipy.ndimage.generic_filter(y, function, size, output=y, **settings)
+    return y
+
+
+def test_generic_filter_into_its_input_in_another_layout_is_refused(rng):
+    x = rng.normal(size=(5, 6))
+    before = x.tobytes()
+    for view in (lambda y: y[::-1], lambda y: y[1:], lambda y: y[:, ::-1]):
+        with pytest.raises(UnsupportedOperationError, match="another layout"):
+            mutad.gradient(lambda x: _into_itself_at(x * 1.0, view), x)
+    assert x.tobytes() == before
+
+
+def _into_itself_at(y, view):
+    scipy.ndimage.generic_filter(y[:4, :5], np.mean, 3, output=view(y)[:4, :5])
+    return (y * y).sum()
 
 
 @pytest.mark.parametrize("name", GENERIC_FILTERS)

@@ -83,7 +83,7 @@ from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
 from ..core.devices import beside
-from ..core.views import may_overlap, memory
+from ..core.views import may_overlap, memory, same_region
 from ..api import stop_gradient
 from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, StandIn, Value, scipys_value, stands_in_for
@@ -1478,10 +1478,34 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
                                np.full(1, cval, np.float64)])
+    if _streamed_into_itself(input, output):
+        # SciPy reads each window from the memory it writes into, element by element in
+        # C order: later windows see the results already written
+        for k, window in enumerate(windows):
+            value = function(elements[window], *extra_arguments, **extra_keywords)
+            elements[k] = value
+            if np.dtype(dtype) != np.float64:  # the value as the output holds it
+                elements[k:k + 1] = elements[k:k + 1].astype(dtype).astype(np.float64)
+        return _deliver(np.reshape(elements[:-1], shape).astype(dtype), output)
     gathered = elements[np.stack(windows)] if windows else elements[:0]
     results = [function(window, *extra_arguments, **extra_keywords) for window in gathered]
     y = np.reshape(np.stack(results) if results else np.zeros(0), shape)
     return _deliver(y.astype(dtype, copy=False), output)
+
+
+def _streamed_into_itself(input, output):
+    """Whether ``output`` is the input's own memory, which ``generic_filter`` reads as it
+    writes; refused when it overlaps the input in another layout (SciPy's order of reads and
+    writes over two layouts is not followed)."""
+    if output is None or _is_dtype(output) or not may_overlap(input, output):
+        return False
+    if not same_region(memory(input), memory(output)):
+        raise UnsupportedOperationError(
+            "scipy.ndimage.generic_filter with output= overlapping the input in another "
+            "layout: SciPy reads windows from memory it has already written, in an order "
+            "mutad does not follow; write into a new array (output=np.empty_like(x)) and "
+            "copy it back.")
+    return True
 
 
 def _generic_refusal(original):
