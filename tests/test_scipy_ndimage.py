@@ -199,6 +199,48 @@ def test_a_tophat_into_its_own_input_reads_the_input_after_the_write(name, rng):
     mutad.check_jvp(f, x)
 
 
+STREAMED = {
+    "correlate1d": lambda x, out: scipy.ndimage.correlate1d(x, [1.0, 2.0, 1.0], 0, out),
+    "convolve1d": lambda x, out: scipy.ndimage.convolve1d(x, [1.0, 2.0], 1, out),
+    "uniform_filter1d": lambda x, out: scipy.ndimage.uniform_filter1d(x, 3, 0, out),
+    "uniform_filter": lambda x, out: scipy.ndimage.uniform_filter(x, 3, out),
+    "gaussian_filter1d": lambda x, out: scipy.ndimage.gaussian_filter1d(x, 1.0, 0, output=out),
+    "gaussian_filter": lambda x, out: scipy.ndimage.gaussian_filter(x, 1.0, output=out),
+    "sobel": lambda x, out: scipy.ndimage.sobel(x, 0, out),
+    "laplace": lambda x, out: scipy.ndimage.laplace(x, out),
+    "gaussian_laplace": lambda x, out: scipy.ndimage.gaussian_laplace(x, 1.0, out),
+    "gaussian_gradient_magnitude": lambda x, out: scipy.ndimage.gaussian_gradient_magnitude(
+        x, 1.0, out),
+    "maximum_filter1d": lambda x, out: scipy.ndimage.maximum_filter1d(x, 3, 0, out),
+    "fourier_gaussian": lambda x, out: scipy.ndimage.fourier_gaussian(x, 1.0, output=out),
+    "spline_filter1d": lambda x, out: scipy.ndimage.spline_filter1d(x, 3, 0, out),
+    "spline_filter": lambda x, out: scipy.ndimage.spline_filter(x, 3, out),
+}
+
+
+@pytest.mark.parametrize("name", STREAMED)
+def test_a_line_filter_into_its_input_in_another_layout_is_refused(name, rng):
+    """SciPy filters these from the input straight into the output, a buffer of lines at a
+    time: into the input transposed, later lines are read after earlier ones were written
+    (an image of more lines than the buffer holds gives other values than a separate
+    output's). Into the input itself, each line is read before it is written: followed."""
+    x = rng.normal(size=(300, 300))
+    before = x.tobytes()
+
+    def into(view):
+        def f(x):
+            y = x * 1.0
+            STREAMED[name](y, view(y))
+            return (y * y).sum()
+        return f
+
+    with pytest.raises(UnsupportedOperationError, match="another layout"):
+        mutad.gradient(into(np.transpose), x)
+    assert x.tobytes() == before
+    value, _ = mutad.value_and_gradient(into(lambda y: y), x[:6, :5])
+    assert value == into(lambda y: y)(x[:6, :5])
+
+
 def test_output_dtype_rounds_as_scipy_does(rng):
     x = rng.normal(size=(6, 5))
     for output in (np.float32, "float32", np.dtype(np.float32)):

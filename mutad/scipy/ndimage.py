@@ -247,6 +247,24 @@ def _dtype(output, input, name, shape=None):
     return dtype
 
 
+def _into_itself(name, input, output):
+    """Whether ``output`` is the input's own memory, for the filters SciPy computes from the
+    input straight into ``output``: line by line through a buffer of a few lines (each line
+    read before it is written, so its own values are the filter's), or window by window
+    (``generic_filter``). An output over the input in another layout is refused: SciPy then
+    reads lines it has already written, as many as its buffer holds at a time."""
+    if output is None or _is_dtype(output) or not hasattr(input, "shape") \
+            or not may_overlap(input, output):
+        return False
+    if not same_region(memory(input), memory(output)):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} with output= overlapping the input in another layout: "
+            "SciPy reads the input while it writes the output, in an order mutad does not "
+            "follow; write into a new array (output=np.empty_like(x)) and copy it back, or "
+            "into the input itself.")
+    return True
+
+
 def _deliver(result, output):
     """SciPy's return: a preallocated ``output`` written (the core's assignment, which the
     reverse pass undoes) and returned; else the new result."""
@@ -289,6 +307,7 @@ def _correlate1d(input, weights, axis, dtype, mode, cval, origin, kind="correlat
 @stands_in_for(_ndimage.correlate1d)
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "correlate1d")
+    _into_itself("correlate1d", input, output)
     return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
 
 
@@ -296,6 +315,7 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     # SciPy's own reduction to correlate1d: the weights reversed, the origin mirrored.
     dtype = _dtype(output, input, "convolve1d")
+    _into_itself("convolve1d", input, output)
     weights = np.flip(_weights(weights))
     origin = -origin - (0 if np.shape(weights)[0] & 1 else 1)
     return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
@@ -336,6 +356,7 @@ def _uniform1d(input, size, axis, dtype, mode, cval, origin):
 @stands_in_for(_ndimage.uniform_filter1d)
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "uniform_filter1d")
+    _into_itself("uniform_filter1d", input, output)
     return _deliver(_uniform1d(input, size, axis, dtype, mode, cval, origin), output)
 
 
@@ -348,6 +369,7 @@ def _copy(input, dtype):
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None):
     dtype = _dtype(output, input, "uniform_filter")
+    _into_itself("uniform_filter", input, output)
     axes = _ni_support._check_axes(axes, np.ndim(input))
     sizes = _ni_support._normalize_sequence(size, len(axes))
     origins = _ni_support._normalize_sequence(origin, len(axes))
@@ -403,6 +425,7 @@ def _gaussian_kernel1d(sigma, order, radius):
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None):
     dtype = _dtype(output, input, "gaussian_filter1d")
+    _into_itself("gaussian_filter1d", input, output)
     y = _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius)
     return _deliver(y, output)
 
@@ -425,6 +448,7 @@ def _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes):
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
                     *, radius=None, axes=None):
     dtype = _dtype(output, input, "gaussian_filter")
+    _into_itself("gaussian_filter", input, output)
     y = _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes)
     return _deliver(y, output)
 
@@ -435,6 +459,7 @@ def _edges(input, axis, output, mode, cval, across, name):
     dtype = _dtype(output, input, name)
     ndim = np.ndim(input)
     axis = normalize_axis_index(axis, ndim)
+    _into_itself(name, input, output)
     modes = _ni_support._normalize_sequence(mode, ndim)
     y = _correlate1d(input, [-1.0, 0.0, 1.0], axis, dtype, modes[axis], cval, 0)
     for other in range(ndim):
@@ -488,6 +513,7 @@ def _summed(input, derivative, dtype, mode, axes, output, square=False):
 @stands_in_for(_ndimage.laplace)
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     dtype = _dtype(output, input, "laplace")
+    _into_itself("laplace", input, output)
     return _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
                                                               mode, cval, 0), dtype, mode, axes,
                    output)
@@ -523,6 +549,7 @@ def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None,
                      **kwargs):
     dtype = _dtype(output, input, "gaussian_laplace")
+    _into_itself("gaussian_laplace", input, output)
     derivative = _gaussian_derivatives(input, sigma, 2, dtype, cval, axes, kwargs)
     return _summed(input, derivative, dtype, mode, axes, output)
 
@@ -531,6 +558,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *,
                                 axes=None, **kwargs):
     dtype = _dtype(output, input, "gaussian_gradient_magnitude")
+    _into_itself("gaussian_gradient_magnitude", input, output)
     derivative = _gaussian_derivatives(input, sigma, 1, dtype, cval, axes, kwargs)
     return _summed(input, derivative, dtype, mode, axes, output, square=True)
 
@@ -654,6 +682,7 @@ def _rank1d_stand_in(original):
         dtype = _dtype(output, input, name)
         _constant(cval, "cval", name)
         ndim = np.ndim(input)
+        _into_itself(name, input, output)
         box = np.ones([size if a == axis else 1 for a in range(ndim)], dtype=bool)
         origins = tuple(origin if a == axis else 0 for a in range(ndim))
         geometry = (box, origins, (mode,) * ndim, cval)
@@ -1019,6 +1048,7 @@ geometric_transform = _MappingStandIn(_ndimage.geometric_transform, _geometric_t
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
     # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
     _settings("spline_filter1d", order)
+    _into_itself("spline_filter1d", input, output)
     axis = normalize_axis_index(axis, np.ndim(input))
     weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
         unit, order, 0, np.float64, mode) if a == axis else unit)
@@ -1030,6 +1060,7 @@ def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
 def spline_filter(input, order=3, output=np.float64, mode="mirror"):
     # SciPy filters along each axis in turn (none below order 2): separable.
     _settings("spline_filter", order)
+    _into_itself("spline_filter", input, output)
     weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
         unit, order, 0, np.float64, mode) if order > 1 else unit)
     return _interpolated(_ndimage.spline_filter, "spline_filter", input, output,
@@ -1415,6 +1446,7 @@ def _fourier_stand_in(name, parameter_name):
             input, *args, **kwargs)
         parameter, = lists_as_arrays([parameter])  # (a, b): the array NumPy makes of it
         dtype = _fourier_dtype(output, input, name)
+        _into_itself(name, input, output)
         ndim = np.ndim(input)
         axis = normalize_axis_index(axis, ndim)
         if innermost((parameter,)) is None:
@@ -1478,7 +1510,7 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
                                np.full(1, cval, np.float64)])
-    if _streamed_into_itself(input, output):
+    if _into_itself("generic_filter", input, output):
         # SciPy reads each window from the memory it writes into, element by element in
         # C order: later windows see the results already written
         for k, window in enumerate(windows):
@@ -1491,21 +1523,6 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     results = [function(window, *extra_arguments, **extra_keywords) for window in gathered]
     y = np.reshape(np.stack(results) if results else np.zeros(0), shape)
     return _deliver(y.astype(dtype, copy=False), output)
-
-
-def _streamed_into_itself(input, output):
-    """Whether ``output`` is the input's own memory, which ``generic_filter`` reads as it
-    writes; refused when it overlaps the input in another layout (SciPy's order of reads and
-    writes over two layouts is not followed)."""
-    if output is None or _is_dtype(output) or not may_overlap(input, output):
-        return False
-    if not same_region(memory(input), memory(output)):
-        raise UnsupportedOperationError(
-            "scipy.ndimage.generic_filter with output= overlapping the input in another "
-            "layout: SciPy reads windows from memory it has already written, in an order "
-            "mutad does not follow; write into a new array (output=np.empty_like(x)) and "
-            "copy it back.")
-    return True
 
 
 def _generic_refusal(original):
