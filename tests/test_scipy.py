@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+import scipy.fft
+import scipy.fftpack
 import scipy.linalg
 import scipy.signal
 import scipy.stats
@@ -1306,3 +1308,30 @@ def test_lpmv_in_x_at_the_ends_and_refused_in_its_order_and_degree():
         with pytest.raises(mutad.MutadError, match="the order m|the degree v"):
             mutad.gradient(lambda m, v, x: scipy.special.lpmv(m, v, x).sum(), *args,
                            argnums=(0, 1))
+
+
+OVERWRITTEN_STRIDES = {
+    "ifft-every-other": lambda y: scipy.fft.ifft(y[::2], overwrite_x=True),
+    "idct-reversed": lambda y: scipy.fft.idct(y[::-1], overwrite_x=True),
+    "dstn-every-other-column": lambda y: scipy.fft.dstn(y.reshape(2, 4)[:, ::2],
+                                                        overwrite_x=True),
+    "fftpack-dct-every-other": lambda y: scipy.fftpack.dct(y[::2], overwrite_x=True),
+}
+
+
+@pytest.mark.parametrize("name", OVERWRITTEN_STRIDES)
+def test_overwrite_x_of_a_strided_view_leaves_the_transform_there_as_scipy_does(name, rng):
+    """scipy.fft writes its transform into a strided view too when overwrite_x=True (LAPACK's
+    wrappers copy one): the array the view is of holds it afterwards."""
+    def f(x):
+        y = x.astype(complex) if name.startswith("ifft") else x * 1.0
+        z = OVERWRITTEN_STRIDES[name](y)
+        return (np.abs(z) ** 2).sum() + (np.abs(y) ** 3 * np.arange(8)).sum()
+
+    x = rng.normal(size=8)
+    before = x.tobytes()
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    assert x.tobytes() == before
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)

@@ -13,7 +13,7 @@ from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
-from ..core.views import weaken, writeable
+from ..core.views import address, byte_span, overlaps_itself, weaken, writeable
 from ..api import stop_gradient
 from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
@@ -118,12 +118,11 @@ def _overwritten(fn, bound):
     copies = {}
     for name in names:
         x = arguments[name]
-        if type(x) is np.ndarray and (x.flags.c_contiguous or x.flags.f_contiguous):
-            copies[name] = copy = np.empty_like(x, order="K")
-            np.copyto(copy, x)
-            arguments[name] = copy
+        if type(x) is np.ndarray and x.flags.writeable and not overlaps_itself(x):
+            # (LAPACK's wrappers copy an array not contiguous; scipy.fft writes into strides)
+            copies[name] = arguments[name] = _laid_out_as(x)
     if not copies:
-        return []  # (SciPy copies an array not contiguous: it overwrites none)
+        return []
     try:
         result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
                     **inspect.BoundArguments(bound.signature, arguments).kwargs)
@@ -163,7 +162,7 @@ def _writes_into(fn, bound, arguments, name, copy):
     it left as it was): asked again on a copy of other values, a symmetric, diagonally
     dominant matrix (or, not 2-d, an increasing sequence) that none of its routines refuses
     and whose factors and results are not its bytes."""
-    generic = np.empty_like(copy, order="K")
+    generic = _laid_out_as(copy)
     if copy.ndim == 2:
         rows, columns = np.indices(copy.shape)
         generic[...] = 1.0 / (2.0 + rows + columns) + max(copy.shape) * (rows == columns)
@@ -176,6 +175,19 @@ def _writes_into(fn, bound, arguments, name, copy):
     except Exception:
         return True  # (not known: as if it did)
     return generic.tobytes(order="A") != before.tobytes(order="A")
+
+
+def _laid_out_as(x):
+    """A copy of ``x`` in memory of its own with ``x``'s strides (SciPy's choice between
+    overwriting an array and copying it depends on its layout)."""
+    if x.flags.c_contiguous or x.flags.f_contiguous:
+        copy = np.empty_like(x, order="K")
+    else:
+        low, span = byte_span(x)
+        copy = np.ndarray(x.shape, x.dtype, np.empty(span, x.dtype), address(x) - low,
+                          x.strides)
+    np.copyto(copy, x)
+    return copy
 
 
 def _recorders(arrays):
