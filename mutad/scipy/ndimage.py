@@ -1617,9 +1617,11 @@ grey_erosion = _grey_stand_in(_ndimage.grey_erosion, True)
 grey_dilation = _grey_stand_in(_ndimage.grey_dilation, False)
 
 
-def _grey_composite(original, steps):
+def _grey_composite(original, steps, writes_output=False):
     """A morphology function SciPy composes of erosions and dilations: the same steps on the
-    stand-ins above (``output=`` a dtype or an array made inside the function)."""
+    stand-ins above (``output=`` a dtype or an array made inside the function), their result
+    written into ``output``; with ``writes_output``, ``steps(x, settings, output)`` write it
+    themselves, at the step SciPy does."""
     @stands_in_for(original)
     def stand_in(input, size=None, footprint=None, structure=None, output=None,
                  mode="reflect", cval=0.0, origin=0, *, axes=None):
@@ -1627,6 +1629,8 @@ def _grey_composite(original, steps):
             warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=2)
         settings = dict(size=size, footprint=footprint, structure=structure, mode=mode,
                         cval=cval, origin=origin, axes=axes)
+        if writes_output:
+            return steps(input, settings, output)
         return _deliver(steps(input, settings).astype(_dtype(output, input, original.__name__),
                                                       copy=False), output)
     return stand_in
@@ -1640,24 +1644,20 @@ morphological_gradient = _grey_composite(_ndimage.morphological_gradient, lambda
     grey_dilation(x, **s) - grey_erosion(x, **s)))
 
 
-def _tophat(original, first, second, white):
-    """A top-hat as SciPy computes it: ``second(first(x))`` written into ``output``, then its
-    difference with the input taken in place there. An ``output`` over the input's memory so
-    makes the difference read the input after that write, as SciPy's does."""
-    @stands_in_for(original)
-    def stand_in(input, size=None, footprint=None, structure=None, output=None,
-                 mode="reflect", cval=0.0, origin=0, *, axes=None):
-        if size is not None and footprint is not None:
-            warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=2)
-        settings = dict(size=size, footprint=footprint, structure=structure, mode=mode,
-                        cval=cval, origin=origin, axes=axes)
-        opened = second(first(input, **settings), output=output, **settings)
-        return np.subtract(*((input, opened) if white else (opened, input)), out=opened)
-    return stand_in
+def _tophat(first, second, white):
+    """A top-hat's steps as SciPy takes them: ``second(first(x))`` written into ``output``,
+    then its difference with the input taken in place there. An ``output`` over the input's
+    memory so makes the difference read the input after that write, as SciPy's does."""
+    def steps(x, settings, output):
+        opened = second(first(x, **settings), output=output, **settings)
+        return np.subtract(*((x, opened) if white else (opened, x)), out=opened)
+    return steps
 
 
-white_tophat = _tophat(_ndimage.white_tophat, grey_erosion, grey_dilation, white=True)
-black_tophat = _tophat(_ndimage.black_tophat, grey_dilation, grey_erosion, white=False)
+white_tophat = _grey_composite(_ndimage.white_tophat, _tophat(grey_erosion, grey_dilation, True),
+                               writes_output=True)
+black_tophat = _grey_composite(_ndimage.black_tophat, _tophat(grey_dilation, grey_erosion, False),
+                               writes_output=True)
 
 
 # ----------------------------------------------------------------------------------------------
