@@ -1335,3 +1335,35 @@ def test_overwrite_x_of_a_strided_view_leaves_the_transform_there_as_scipy_does(
     assert x.tobytes() == before
     mutad.check_grads(f, x)
     mutad.check_jvp(f, x)
+
+
+def test_an_overwritten_array_that_another_argument_reads_is_refused(rng):
+    """LAPACK reads the factor while it writes the right-hand side over a column of it: the
+    values are neither those of separate arrays nor in an order mutad follows. Where SciPy
+    copies the other argument first (solve's a), the values are separate arrays': followed."""
+    a = rng.normal(size=(4, 4)) + 4 * np.eye(4)
+    before = a.tobytes()
+
+    def factor_column(a):
+        f = np.asfortranarray(a * 1.0)
+        lu = scipy.linalg.lu_factor(f, overwrite_a=True)
+        x = scipy.linalg.lu_solve(lu, f[:, 0], overwrite_b=True)
+        return (x ** 2).sum() + (f ** 2).sum()
+
+    def triangle_row(a):
+        b = a * 1.0
+        x = scipy.linalg.solve_triangular(b.T, b[0], overwrite_b=True)
+        return (x ** 2).sum() + (b ** 2).sum()
+
+    for f in (factor_column, triangle_row):
+        with pytest.raises(mutad.MutadError, match="shares memory with another"):
+            mutad.gradient(f, a)
+        assert a.tobytes() == before
+
+    def copied_matrix(a):
+        f = np.asfortranarray(a * 1.0)
+        x = scipy.linalg.solve(f, f[:, 2], overwrite_b=True)
+        return (x ** 2).sum() + (f ** 2).sum()
+
+    assert mutad.value_and_gradient(copied_matrix, a)[0] == copied_matrix(a.copy())
+    mutad.check_grads(copied_matrix, a)

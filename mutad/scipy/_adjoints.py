@@ -13,7 +13,8 @@ from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
-from ..core.views import address, byte_span, overlaps_itself, weaken, writeable
+from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
+                          writeable)
 from ..api import stop_gradient
 from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
@@ -154,7 +155,55 @@ def _overwritten(fn, bound):
             for recorder in _recorders([bound.arguments[name]]):
                 recorder.refuse(f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}="
                                 f"True) left `{name}` as it was on these values only")
+    if found and _reads_what_it_overwrites(fn, bound, [name for name, _ in found], result):
+        raise UnsupportedOperationError(
+            f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{found[0][0]}=True) of an "
+            "array that shares memory with another of its arguments: SciPy then reads what it "
+            "has written, in LAPACK's order, which mutad does not follow. Pass a copy of the "
+            "array, or overwrite_" f"{found[0][0]}=False")
     return found
+
+
+def _array_leaves(x):
+    if type(x) in (tuple, list):
+        return [leaf for v in x for leaf in _array_leaves(v)]
+    return [x] if type(x) is np.ndarray else []
+
+
+def _reads_what_it_overwrites(fn, bound, names, result):
+    """Whether SciPy's ``fn`` gives other values than ``result`` (its values on separate
+    copies) where an array it overwrites shares memory with another of its arguments
+    (``lu_solve(lu, lu[0][:, 0], overwrite_b=True)``): called again on copies that share
+    memory as the arguments do. (Where the wrapper copies the other argument first, as
+    ``solve(a, a[:, 0], overwrite_b=True)``'s of ``a``, the values are the same.)"""
+    plain = {key: _plain(value) for key, value in bound.arguments.items()}
+    if not any(may_overlap(x, other) for name in names for x in _array_leaves(plain[name])
+               for key, value in plain.items() if key != name
+               for other in _array_leaves(value)):
+        return False
+    buffers = {}
+
+    def shared(v):
+        if type(v) in (tuple, list):
+            return type(v)(shared(u) for u in v)
+        if type(v) is not np.ndarray:
+            return v
+        base = owner(v)
+        if not (base.flags.c_contiguous or base.flags.f_contiguous):
+            raise LookupError  # (not known: as if it did)
+        if id(base) not in buffers:
+            buffers[id(base)] = np.copy(base, order="K")
+        return np.ndarray(v.shape, v.dtype, buffers[id(base)], address(v) - address(base),
+                          v.strides)
+
+    try:
+        probe = inspect.BoundArguments(bound.signature, {k: shared(v) for k, v in plain.items()})
+        again = fn(*probe.args, **probe.kwargs)
+    except Exception:
+        return True
+    ys, expected = _array_leaves(again), _array_leaves(result)
+    return len(ys) != len(expected) or any(
+        y.shape != e.shape or y.tobytes() != e.tobytes() for y, e in zip(ys, expected))
 
 
 def _writes_into(fn, bound, arguments, name, copy):
