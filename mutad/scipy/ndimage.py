@@ -247,14 +247,15 @@ def _dtype(output, input, name, shape=None):
     return dtype
 
 
-def _into_itself(name, input, output):
+def _into_itself(name, input, output, by_lines=True):
     """Whether ``output`` is the input's own memory, for the filters SciPy computes from the
     input straight into ``output``: line by line through a buffer of a few lines (each line
-    read before it is written, so its own values are the filter's), or window by window
-    (``generic_filter``). An output over the input in another layout is refused: SciPy then
-    reads lines it has already written, as many as its buffer holds at a time."""
+    read before it is written, so its own values are the filter's; a 1-d input is one line),
+    or otherwise (``generic_filter``'s windows, the Fourier filters: not ``by_lines``). An
+    output over the input in another layout is refused: SciPy then reads what it has already
+    written (lines: as many as its buffer holds at a time)."""
     if output is None or _is_dtype(output) or not hasattr(input, "shape") \
-            or not may_overlap(input, output):
+            or (by_lines and np.ndim(input) <= 1) or not may_overlap(input, output):
         return False
     if not same_region(memory(input), memory(output)):
         raise UnsupportedOperationError(
@@ -1446,7 +1447,7 @@ def _fourier_stand_in(name, parameter_name):
             input, *args, **kwargs)
         parameter, = lists_as_arrays([parameter])  # (a, b): the array NumPy makes of it
         dtype = _fourier_dtype(output, input, name)
-        _into_itself(name, input, output)
+        _into_itself(name, input, output, by_lines=False)  # (not line by line, even 1-d)
         ndim = np.ndim(input)
         axis = normalize_axis_index(axis, ndim)
         if innermost((parameter,)) is None:
@@ -1510,7 +1511,7 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
                                np.full(1, cval, np.float64)])
-    if _into_itself("generic_filter", input, output):
+    if _into_itself("generic_filter", input, output, by_lines=False):
         # SciPy reads each window from the memory it writes into, element by element in
         # C order: later windows see the results already written
         for k, window in enumerate(windows):
