@@ -160,11 +160,12 @@ def _overwritten(fn, bound):
             f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{found[0][0]}=True) of an "
             "array that shares memory with another of its arguments: SciPy then reads what it "
             "has written, in LAPACK's order, which mutad does not follow. Pass a copy of the "
-            "array, or overwrite_" f"{found[0][0]}=False")
+            f"array, or overwrite_{found[0][0]}=False")
     return found
 
 
 def _array_leaves(x):
+    """The plain arrays in ``x`` and in its tuples and lists, at any depth."""
     if type(x) in (tuple, list):
         return [leaf for v in x for leaf in _array_leaves(v)]
     return [x] if type(x) is np.ndarray else []
