@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+import scipy.fft
+import scipy.fftpack
 import scipy.linalg
 import scipy.signal
 import scipy.stats
@@ -1319,3 +1321,62 @@ def test_lpmv_in_x_at_the_ends_and_refused_in_its_order_and_degree():
         with pytest.raises(mutad.MutadError, match="the order m|the degree v"):
             mutad.gradient(lambda m, v, x: scipy.special.lpmv(m, v, x).sum(), *args,
                            argnums=(0, 1))
+
+
+OVERWRITTEN_STRIDES = {
+    "ifft-every-other": lambda y: scipy.fft.ifft(y[::2], overwrite_x=True),
+    "idct-reversed": lambda y: scipy.fft.idct(y[::-1], overwrite_x=True),
+    "dstn-every-other-column": lambda y: scipy.fft.dstn(y.reshape(2, 4)[:, ::2],
+                                                        overwrite_x=True),
+    "fftpack-dct-every-other": lambda y: scipy.fftpack.dct(y[::2], overwrite_x=True),
+}
+
+
+@pytest.mark.parametrize("name", OVERWRITTEN_STRIDES)
+def test_overwrite_x_of_a_strided_view_leaves_the_transform_there_as_scipy_does(name, rng):
+    """scipy.fft writes its transform into a strided view too when overwrite_x=True (LAPACK's
+    wrappers copy one): the array the view is of holds it afterwards."""
+    def f(x):
+        y = x.astype(complex) if name.startswith("ifft") else x * 1.0
+        z = OVERWRITTEN_STRIDES[name](y)
+        return (np.abs(z) ** 2).sum() + (np.abs(y) ** 3 * np.arange(8)).sum()
+
+    x = rng.normal(size=8)
+    before = x.tobytes()
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    assert x.tobytes() == before
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+
+
+def test_an_overwritten_array_that_another_argument_reads_is_refused(rng):
+    """LAPACK reads the factor while it writes the right-hand side over a column of it: the
+    values are neither those of separate arrays nor in an order mutad follows. Where SciPy
+    copies the other argument first (solve's a), the values are separate arrays': followed."""
+    a = rng.normal(size=(4, 4)) + 4 * np.eye(4)
+    before = a.tobytes()
+
+    def factor_column(a):
+        f = np.asfortranarray(a * 1.0)
+        lu = scipy.linalg.lu_factor(f, overwrite_a=True)
+        x = scipy.linalg.lu_solve(lu, f[:, 0], overwrite_b=True)
+        return (x ** 2).sum() + (f ** 2).sum()
+
+    def triangle_row(a):
+        b = a * 1.0
+        x = scipy.linalg.solve_triangular(b.T, b[0], overwrite_b=True)
+        return (x ** 2).sum() + (b ** 2).sum()
+
+    for f in (factor_column, triangle_row):
+        with pytest.raises(mutad.MutadError, match="shares memory with another"):
+            mutad.gradient(f, a)
+        assert a.tobytes() == before
+
+    def copied_matrix(a):
+        f = np.asfortranarray(a * 1.0)
+        x = scipy.linalg.solve(f, f[:, 2], overwrite_b=True)
+        return (x ** 2).sum() + (f ** 2).sum()
+
+    assert mutad.value_and_gradient(copied_matrix, a)[0] == copied_matrix(a.copy())
+    mutad.check_grads(copied_matrix, a)

@@ -196,6 +196,87 @@ def test_output_written_in_place_is_restored(policy, rng):
     mutad.check_jvp(f, rng.normal(size=(6, 5)))
 
 
+@pytest.mark.parametrize("name", ["white_tophat", "black_tophat"])
+def test_a_tophat_into_its_own_input_reads_the_input_after_the_write(name, rng):
+    """SciPy writes the opening (closing) into output= and then takes its difference with the
+    input there: with output= the input, the input it reads is the opening itself."""
+    def f(x):
+        y = x * 1.0
+        getattr(scipy.ndimage, name)(y, 3, output=y)
+        return (y * y).sum() + (x * y).sum()
+
+    x = rng.normal(size=(6, 5))
+    before = x.tobytes()
+    value, grads = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy()) == (x * 0.0).sum()
+    assert not grads[0].any()
+    assert x.tobytes() == before
+    mutad.check_jvp(f, x)
+
+
+STREAMED = {
+    "correlate1d": lambda x, out: scipy.ndimage.correlate1d(x, [1.0, 2.0, 1.0], 0, out),
+    "convolve1d": lambda x, out: scipy.ndimage.convolve1d(x, [1.0, 2.0], 1, out),
+    "uniform_filter1d": lambda x, out: scipy.ndimage.uniform_filter1d(x, 3, 0, out),
+    "uniform_filter": lambda x, out: scipy.ndimage.uniform_filter(x, 3, out),
+    "gaussian_filter1d": lambda x, out: scipy.ndimage.gaussian_filter1d(x, 1.0, 0, output=out),
+    "gaussian_filter": lambda x, out: scipy.ndimage.gaussian_filter(x, 1.0, output=out),
+    "sobel": lambda x, out: scipy.ndimage.sobel(x, 0, out),
+    "laplace": lambda x, out: scipy.ndimage.laplace(x, out),
+    "gaussian_laplace": lambda x, out: scipy.ndimage.gaussian_laplace(x, 1.0, out),
+    "gaussian_gradient_magnitude": lambda x, out: scipy.ndimage.gaussian_gradient_magnitude(
+        x, 1.0, out),
+    "maximum_filter1d": lambda x, out: scipy.ndimage.maximum_filter1d(x, 3, 0, out),
+    "fourier_gaussian": lambda x, out: scipy.ndimage.fourier_gaussian(x, 1.0, output=out),
+    "spline_filter1d": lambda x, out: scipy.ndimage.spline_filter1d(x, 3, 0, out),
+    "spline_filter": lambda x, out: scipy.ndimage.spline_filter(x, 3, out),
+}
+
+
+@pytest.mark.parametrize("name", STREAMED)
+def test_a_line_filter_into_its_input_in_another_layout_is_refused(name, rng):
+    """SciPy filters these from the input straight into the output, a buffer of lines at a
+    time: into the input transposed, later lines are read after earlier ones were written
+    (an image of more lines than the buffer holds gives other values than a separate
+    output's). Into the input itself, each line is read before it is written: followed."""
+    x = rng.normal(size=(300, 300))
+    before = x.tobytes()
+
+    def into(view):
+        def f(x):
+            y = x * 1.0
+            STREAMED[name](y, view(y))
+            return (y * y).sum()
+        return f
+
+    with pytest.raises(UnsupportedOperationError, match="another layout"):
+        mutad.gradient(into(np.transpose), x)
+    assert x.tobytes() == before
+    value, _ = mutad.value_and_gradient(into(lambda y: y), x[:6, :5])
+    assert value == into(lambda y: y)(x[:6, :5])
+
+
+@pytest.mark.parametrize("name", ["uniform_filter1d", "gaussian_filter", "laplace",
+                                  "maximum_filter1d", "spline_filter1d", "fourier_gaussian"])
+def test_a_filter_of_a_1d_input_into_it_shifted(name, rng):
+    """A 1-d input is one line, which SciPy reads whole before it writes: followed; the
+    Fourier filters' writes are not line by line: refused."""
+    def f(x):
+        y = x * 1.0
+        STREAMED[name](y[1:] if name != "fourier_gaussian" else y[::-1],
+                       y[:-1] if name != "fourier_gaussian" else y)
+        return (y * y * np.arange(9)).sum()
+
+    x = rng.normal(size=9)
+    if name == "fourier_gaussian":
+        with pytest.raises(UnsupportedOperationError, match="another layout"):
+            mutad.gradient(f, x)
+        return
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    mutad.check_grads(f, x)
+
+
 def test_output_dtype_rounds_as_scipy_does(rng):
     x = rng.normal(size=(6, 5))
     for output in (np.float32, "float32", np.dtype(np.float32)):
@@ -654,7 +735,30 @@ GENERIC_FILTERS = {
     "ends-nearest-axes": lambda x: scipy.ndimage.generic_filter(x, lambda w: w[0] * w[-1], 4,
                                                                 mode="nearest", axes=(1,)),
     "into-output": lambda x: scipy.ndimage.generic_filter(x, np.mean, 2, output=np.float32),
+    # SciPy reads each window from the memory it writes into: later windows see earlier results
+    "into-itself": lambda x: _into_itself(x * 1.0, np.mean, 3),
+    "into-itself-float32-constant": lambda x: _into_itself(
+        x.astype(np.float32), lambda w: w[0] - w.sum() / 7, (2, 3), mode="constant", cval=0.3),
 }
+
+
+def _into_itself(y, function, size, **settings):
+    scipy.ndimage.generic_filter(y, function, size, output=y, **settings)
+    return y
+
+
+def test_generic_filter_into_its_input_in_another_layout_is_refused(rng):
+    x = rng.normal(size=(5, 6))
+    before = x.tobytes()
+    for view in (lambda y: y[::-1], lambda y: y[1:], lambda y: y[:, ::-1]):
+        with pytest.raises(UnsupportedOperationError, match="another layout"):
+            mutad.gradient(lambda x: _into_itself_at(x * 1.0, view), x)
+    assert x.tobytes() == before
+
+
+def _into_itself_at(y, view):
+    scipy.ndimage.generic_filter(y[:4, :5], np.mean, 3, output=view(y)[:4, :5])
+    return (y * y).sum()
 
 
 @pytest.mark.parametrize("name", GENERIC_FILTERS)

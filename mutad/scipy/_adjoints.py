@@ -13,7 +13,8 @@ from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
-from ..core.views import weaken, writeable
+from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
+                          writeable)
 from ..api import stop_gradient
 from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
@@ -118,12 +119,11 @@ def _overwritten(fn, bound, always=()):
     copies = {}
     for name in names:
         x = arguments[name]
-        if type(x) is np.ndarray and (x.flags.c_contiguous or x.flags.f_contiguous):
-            copies[name] = copy = np.empty_like(x, order="K")
-            np.copyto(copy, x)
-            arguments[name] = copy
+        if type(x) is np.ndarray and x.flags.writeable and not overlaps_itself(x):
+            # (LAPACK's wrappers copy an array not contiguous; scipy.fft writes into strides)
+            copies[name] = arguments[name] = _laid_out_as(x)
     if not copies:
-        return []  # (SciPy copies an array not contiguous: it overwrites none)
+        return []
     try:
         result = fn(*inspect.BoundArguments(bound.signature, arguments).args,
                     **inspect.BoundArguments(bound.signature, arguments).kwargs)
@@ -155,7 +155,56 @@ def _overwritten(fn, bound, always=()):
             for recorder in _recorders([bound.arguments[name]]):
                 recorder.refuse(f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{name}="
                                 f"True) left `{name}` as it was on these values only")
+    if found and _reads_what_it_overwrites(fn, bound, [name for name, _ in found], result):
+        raise UnsupportedOperationError(
+            f"scipy {getattr(fn, '__name__', fn)}(..., overwrite_{found[0][0]}=True) of an "
+            "array that shares memory with another of its arguments: SciPy then reads what it "
+            "has written, in LAPACK's order, which mutad does not follow. Pass a copy of the "
+            f"array, or overwrite_{found[0][0]}=False")
     return found
+
+
+def _array_leaves(x):
+    """The plain arrays in ``x`` and in its tuples and lists, at any depth."""
+    if type(x) in (tuple, list):
+        return [leaf for v in x for leaf in _array_leaves(v)]
+    return [x] if type(x) is np.ndarray else []
+
+
+def _reads_what_it_overwrites(fn, bound, names, result):
+    """Whether SciPy's ``fn`` gives other values than ``result`` (its values on separate
+    copies) where an array it overwrites shares memory with another of its arguments
+    (``lu_solve(lu, lu[0][:, 0], overwrite_b=True)``): called again on copies that share
+    memory as the arguments do. (Where the wrapper copies the other argument first, as
+    ``solve(a, a[:, 0], overwrite_b=True)``'s of ``a``, the values are the same.)"""
+    plain = {key: _plain(value) for key, value in bound.arguments.items()}
+    if not any(may_overlap(x, other) for name in names for x in _array_leaves(plain[name])
+               for key, value in plain.items() if key != name
+               for other in _array_leaves(value)):
+        return False
+    buffers = {}
+
+    def shared(v):
+        if type(v) in (tuple, list):
+            return type(v)(shared(u) for u in v)
+        if type(v) is not np.ndarray:
+            return v
+        base = owner(v)
+        if not (base.flags.c_contiguous or base.flags.f_contiguous):
+            raise LookupError  # (not known: as if it did)
+        if id(base) not in buffers:
+            buffers[id(base)] = np.copy(base, order="K")
+        return np.ndarray(v.shape, v.dtype, buffers[id(base)], address(v) - address(base),
+                          v.strides)
+
+    try:
+        probe = inspect.BoundArguments(bound.signature, {k: shared(v) for k, v in plain.items()})
+        again = fn(*probe.args, **probe.kwargs)
+    except Exception:
+        return True
+    ys, expected = _array_leaves(again), _array_leaves(result)
+    return len(ys) != len(expected) or any(
+        y.shape != e.shape or y.tobytes() != e.tobytes() for y, e in zip(ys, expected))
 
 
 def _writes_into(fn, bound, arguments, name, copy):
@@ -163,7 +212,7 @@ def _writes_into(fn, bound, arguments, name, copy):
     it left as it was): asked again on a copy of other values, a symmetric, diagonally
     dominant matrix (or, not 2-d, an increasing sequence) that none of its routines refuses
     and whose factors and results are not its bytes."""
-    generic = np.empty_like(copy, order="K")
+    generic = _laid_out_as(copy)
     if copy.ndim == 2:
         rows, columns = np.indices(copy.shape)
         generic[...] = 1.0 / (2.0 + rows + columns) + max(copy.shape) * (rows == columns)
@@ -176,6 +225,19 @@ def _writes_into(fn, bound, arguments, name, copy):
     except Exception:
         return True  # (not known: as if it did)
     return generic.tobytes(order="A") != before.tobytes(order="A")
+
+
+def _laid_out_as(x):
+    """A copy of ``x`` in memory of its own with ``x``'s strides (SciPy's choice between
+    overwriting an array and copying it depends on its layout)."""
+    if x.flags.c_contiguous or x.flags.f_contiguous:
+        copy = np.empty_like(x, order="K")
+    else:
+        low, span = byte_span(x)
+        copy = np.ndarray(x.shape, x.dtype, np.empty(span, x.dtype), address(x) - low,
+                          x.strides)
+    np.copyto(copy, x)
+    return copy
 
 
 def _recorders(arrays):

@@ -83,7 +83,7 @@ from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
 from ..core.devices import beside
-from ..core.views import may_overlap, memory
+from ..core.views import may_overlap, memory, same_region
 from ..api import stop_gradient
 from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, stands_in_for
@@ -247,6 +247,25 @@ def _dtype(output, input, name, shape=None):
     return dtype
 
 
+def _into_itself(name, input, output, by_lines=True):
+    """Whether ``output`` is the input's own memory, for the filters SciPy computes from the
+    input straight into ``output``: line by line through a buffer of a few lines (each line
+    read before it is written, so its own values are the filter's; a 1-d input is one line),
+    or otherwise (``generic_filter``'s windows, the Fourier filters: not ``by_lines``). An
+    output over the input in another layout is refused: SciPy then reads what it has already
+    written (lines: as many as its buffer holds at a time)."""
+    if output is None or _is_dtype(output) or not hasattr(input, "shape") \
+            or (by_lines and np.ndim(input) <= 1) or not may_overlap(input, output):
+        return False
+    if not same_region(memory(input), memory(output)):
+        raise UnsupportedOperationError(
+            f"scipy.ndimage.{name} with output= overlapping the input in another layout: "
+            "SciPy reads the input while it writes the output, in an order mutad does not "
+            "follow; write into a new array (output=np.empty_like(x)) and copy it back, or "
+            "into the input itself.")
+    return True
+
+
 def _deliver(result, output):
     """SciPy's return: a preallocated ``output`` written (the core's assignment, which the
     reverse pass undoes) and returned; else the new result."""
@@ -289,6 +308,7 @@ def _correlate1d(input, weights, axis, dtype, mode, cval, origin, kind="correlat
 @stands_in_for(_ndimage.correlate1d)
 def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "correlate1d")
+    _into_itself("correlate1d", input, output)
     return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
 
 
@@ -296,6 +316,7 @@ def correlate1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, 
 def convolve1d(input, weights, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     # SciPy's own reduction to correlate1d: the weights reversed, the origin mirrored.
     dtype = _dtype(output, input, "convolve1d")
+    _into_itself("convolve1d", input, output)
     weights = np.flip(_weights(weights))
     origin = -origin - (0 if np.shape(weights)[0] & 1 else 1)
     return _deliver(_correlate1d(input, weights, axis, dtype, mode, cval, origin), output)
@@ -336,6 +357,7 @@ def _uniform1d(input, size, axis, dtype, mode, cval, origin):
 @stands_in_for(_ndimage.uniform_filter1d)
 def uniform_filter1d(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
     dtype = _dtype(output, input, "uniform_filter1d")
+    _into_itself("uniform_filter1d", input, output)
     return _deliver(_uniform1d(input, size, axis, dtype, mode, cval, origin), output)
 
 
@@ -348,6 +370,7 @@ def _copy(input, dtype):
 def uniform_filter(input, size=3, output=None, mode="reflect", cval=0.0, origin=0, *,
                    axes=None):
     dtype = _dtype(output, input, "uniform_filter")
+    _into_itself("uniform_filter", input, output)
     axes = _ni_support._check_axes(axes, np.ndim(input))
     sizes = _ni_support._normalize_sequence(size, len(axes))
     origins = _ni_support._normalize_sequence(origin, len(axes))
@@ -403,6 +426,7 @@ def _gaussian_kernel1d(sigma, order, radius):
 def gaussian_filter1d(input, sigma, axis=-1, order=0, output=None, mode="reflect", cval=0.0,
                       truncate=4.0, *, radius=None):
     dtype = _dtype(output, input, "gaussian_filter1d")
+    _into_itself("gaussian_filter1d", input, output)
     y = _gaussian1d(input, sigma, axis, order, dtype, mode, cval, truncate, radius)
     return _deliver(y, output)
 
@@ -425,6 +449,7 @@ def _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes):
 def gaussian_filter(input, sigma, order=0, output=None, mode="reflect", cval=0.0, truncate=4.0,
                     *, radius=None, axes=None):
     dtype = _dtype(output, input, "gaussian_filter")
+    _into_itself("gaussian_filter", input, output)
     y = _gaussian(input, sigma, order, dtype, mode, cval, truncate, radius, axes)
     return _deliver(y, output)
 
@@ -435,6 +460,7 @@ def _edges(input, axis, output, mode, cval, across, name):
     dtype = _dtype(output, input, name)
     ndim = np.ndim(input)
     axis = normalize_axis_index(axis, ndim)
+    _into_itself(name, input, output)
     modes = _ni_support._normalize_sequence(mode, ndim)
     y = _correlate1d(input, [-1.0, 0.0, 1.0], axis, dtype, modes[axis], cval, 0)
     for other in range(ndim):
@@ -488,6 +514,7 @@ def _summed(input, derivative, dtype, mode, axes, output, square=False):
 @stands_in_for(_ndimage.laplace)
 def laplace(input, output=None, mode="reflect", cval=0.0, *, axes=None):
     dtype = _dtype(output, input, "laplace")
+    _into_itself("laplace", input, output)
     return _summed(input, lambda x, axis, mode: _correlate1d(x, [1.0, -2.0, 1.0], axis, dtype,
                                                               mode, cval, 0), dtype, mode, axes,
                    output)
@@ -531,6 +558,7 @@ def _gaussian_derivatives(input, sigma, order, dtype, cval, axes, kwargs):
 def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axes=None,
                      **kwargs):
     dtype = _dtype(output, input, "gaussian_laplace")
+    _into_itself("gaussian_laplace", input, output)
     derivative = _gaussian_derivatives(input, sigma, 2, dtype, cval, axes, kwargs)
     return _summed(input, derivative, dtype, mode, axes, output)
 
@@ -539,6 +567,7 @@ def gaussian_laplace(input, sigma, output=None, mode="reflect", cval=0.0, *, axe
 def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=0.0, *,
                                 axes=None, **kwargs):
     dtype = _dtype(output, input, "gaussian_gradient_magnitude")
+    _into_itself("gaussian_gradient_magnitude", input, output)
     derivative = _gaussian_derivatives(input, sigma, 1, dtype, cval, axes, kwargs)
     return _summed(input, derivative, dtype, mode, axes, output, square=True)
 
@@ -662,6 +691,7 @@ def _rank1d_stand_in(original):
         dtype = _dtype(output, input, name)
         _constant(cval, "cval", name)
         ndim = np.ndim(input)
+        _into_itself(name, input, output)
         box = np.ones([size if a == axis else 1 for a in range(ndim)], dtype=bool)
         origins = tuple(origin if a == axis else 0 for a in range(ndim))
         geometry = (box, origins, (mode,) * ndim, cval)
@@ -1027,6 +1057,7 @@ geometric_transform = _MappingStandIn(_ndimage.geometric_transform, _geometric_t
 def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
     # Linear along one axis: SciPy's filter of the unit vectors there, the identity elsewhere.
     _settings("spline_filter1d", order)
+    _into_itself("spline_filter1d", input, output)
     axis = normalize_axis_index(axis, np.ndim(input))
     weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
         unit, order, 0, np.float64, mode) if a == axis else unit)
@@ -1038,6 +1069,7 @@ def spline_filter1d(input, order=3, axis=-1, output=np.float64, mode="mirror"):
 def spline_filter(input, order=3, output=np.float64, mode="mirror"):
     # SciPy filters along each axis in turn (none below order 2): separable.
     _settings("spline_filter", order)
+    _into_itself("spline_filter", input, output)
     weights = _grid_weights(lambda a, unit: _ndimage.spline_filter1d(
         unit, order, 0, np.float64, mode) if order > 1 else unit)
     return _interpolated(_ndimage.spline_filter, "spline_filter", input, output,
@@ -1423,6 +1455,7 @@ def _fourier_stand_in(name, parameter_name):
             input, *args, **kwargs)
         parameter, = lists_as_arrays([parameter])  # (a, b): the array NumPy makes of it
         dtype = _fourier_dtype(output, input, name)
+        _into_itself(name, input, output, by_lines=False)  # (not line by line, even 1-d)
         ndim = np.ndim(input)
         axis = normalize_axis_index(axis, ndim)
         if innermost((parameter,)) is None:
@@ -1486,6 +1519,15 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
                                np.full(1, cval, np.float64)])
+    if _into_itself("generic_filter", input, output, by_lines=False):
+        # SciPy reads each window from the memory it writes into, element by element in
+        # C order: later windows see the results already written
+        for k, window in enumerate(windows):
+            value = function(elements[window], *extra_arguments, **extra_keywords)
+            elements[k] = value
+            if np.dtype(dtype) != np.float64:  # the value as the output holds it
+                elements[k:k + 1] = elements[k:k + 1].astype(dtype).astype(np.float64)
+        return _deliver(np.reshape(elements[:-1], shape).astype(dtype), output)
     gathered = elements[np.stack(windows)] if windows else elements[:0]
     results = [function(window, *extra_arguments, **extra_keywords) for window in gathered]
     y = np.reshape(np.stack(results) if results else np.zeros(0), shape)
@@ -1584,9 +1626,11 @@ grey_erosion = _grey_stand_in(_ndimage.grey_erosion, True)
 grey_dilation = _grey_stand_in(_ndimage.grey_dilation, False)
 
 
-def _grey_composite(original, steps):
+def _grey_composite(original, steps, writes_output=False):
     """A morphology function SciPy composes of erosions and dilations: the same steps on the
-    stand-ins above (``output=`` a dtype or an array made inside the function)."""
+    stand-ins above (``output=`` a dtype or an array made inside the function), their result
+    written into ``output``; with ``writes_output``, ``steps(x, settings, output)`` write it
+    themselves, at the step SciPy does."""
     @stands_in_for(original)
     def stand_in(input, size=None, footprint=None, structure=None, output=None,
                  mode="reflect", cval=0.0, origin=0, *, axes=None):
@@ -1594,6 +1638,8 @@ def _grey_composite(original, steps):
             warnings.warn("ignoring size because footprint is set", UserWarning, stacklevel=2)
         settings = dict(size=size, footprint=footprint, structure=structure, mode=mode,
                         cval=cval, origin=origin, axes=axes)
+        if writes_output:
+            return steps(input, settings, output)
         return _deliver(steps(input, settings).astype(_dtype(output, input, original.__name__),
                                                       copy=False), output)
     return stand_in
@@ -1605,10 +1651,22 @@ grey_closing = _grey_composite(_ndimage.grey_closing, lambda x, s: grey_erosion(
     grey_dilation(x, **s), **s))
 morphological_gradient = _grey_composite(_ndimage.morphological_gradient, lambda x, s: (
     grey_dilation(x, **s) - grey_erosion(x, **s)))
-white_tophat = _grey_composite(_ndimage.white_tophat, lambda x, s: x - grey_dilation(
-    grey_erosion(x, **s), **s))
-black_tophat = _grey_composite(_ndimage.black_tophat, lambda x, s: grey_erosion(
-    grey_dilation(x, **s), **s) - x)
+
+
+def _tophat(first, second, white):
+    """A top-hat's steps as SciPy takes them: ``second(first(x))`` written into ``output``,
+    then its difference with the input taken in place there. An ``output`` over the input's
+    memory so makes the difference read the input after that write, as SciPy's does."""
+    def steps(x, settings, output):
+        opened = second(first(x, **settings), output=output, **settings)
+        return np.subtract(*((x, opened) if white else (opened, x)), out=opened)
+    return steps
+
+
+white_tophat = _grey_composite(_ndimage.white_tophat, _tophat(grey_erosion, grey_dilation, True),
+                               writes_output=True)
+black_tophat = _grey_composite(_ndimage.black_tophat, _tophat(grey_dilation, grey_erosion, False),
+                               writes_output=True)
 
 
 # ----------------------------------------------------------------------------------------------
