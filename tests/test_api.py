@@ -929,3 +929,52 @@ def test_an_output_of_one_element_is_a_scalar_traced_and_replayed():
     with pytest.raises(mutad.errors.NonScalarOutputError, match=r"one element.*\(2,\)"):
         mutad.gradient(lambda x: x[1:] * 2.0, x)
     assert x.tolist() == [1.0, 2.0, 3.0]
+
+
+def _logging(x, log, state):
+    log.append(x.sum().item())
+    log.append(x.sum())
+    state.last = x * 2.0
+    return (x * x).sum()
+
+
+@pytest.mark.parametrize("how", ["gradient", "grad", "replay", "jvp", "nested"])
+def test_a_container_the_function_mutates_is_the_callers_with_plain_values(how):
+    # f appends to a list and sets an attribute of an object it is given, outside argnums:
+    # as in NumPy's run, those are the caller's own objects, holding NumPy's values after.
+    class State:
+        pass
+
+    x, log, state = np.arange(3.0), [], State()
+    caller = x.copy()
+    if how == "gradient":
+        g = mutad.gradient(_logging, x, log, state, argnums=0)
+    elif how == "grad":
+        g = mutad.grad(_logging)(x, log, state)
+    elif how == "replay":
+        replaying = mutad.grad(_logging, replay=True)
+        for _ in range(3):
+            g = replaying(x, log, state)
+    elif how == "jvp":
+        _, g = mutad.jvp(_logging, (x, log, state), (np.ones(3), None, None))
+    else:
+        g = mutad.grad(lambda x, log, state: mutad.grad(_logging)(x, log, state).sum()
+                       + (x ** 3).sum())(x, log, state)
+    runs = 3 if how == "replay" else 1
+    assert log == [3.0, 3.0] * runs
+    assert all(isinstance(v, float) for v in log)  # NumPy's values, never traced ones
+    assert type(state.last) is np.ndarray and state.last.tolist() == [0.0, 2.0, 4.0]
+    assert x.tobytes() == caller.tobytes()
+    expected = {"jvp": 6.0, "nested": 3 * x ** 2 + 2.0}.get(how, 2 * x)
+    assert np.array_equal(g, expected)
+
+
+def test_a_list_inside_a_rebuilt_container_is_the_callers():
+    # {"w": w, "log": log}: the dict is rebuilt around the traced w, its log is the caller's
+    def f(p):
+        p["log"].append(p["w"].sum().item())
+        return (p["w"] ** 2).sum()
+
+    log = []
+    g = mutad.gradient(f, {"w": np.ones(2), "log": log}, argnums=0)
+    assert log == [2.0] and g["w"].tolist() == [2.0, 2.0]

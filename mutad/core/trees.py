@@ -72,7 +72,12 @@ def register_pytree(cls: type[T], flatten: Callable[[T], tuple[Iterable[Any], An
 
 
 def flatten(tree):
-    """``(leaves, rebuild)``: the leaves in order, and ``rebuild(new_leaves)`` for the structure."""
+    """``(leaves, rebuild)``: the leaves in order, and ``rebuild(new_leaves)`` for the structure.
+    ``rebuild(new_leaves, kept)`` builds what a function is given for ``tree``: the caller's
+    own container wherever each leaf within it is the very leaf it holds (a log list, an empty
+    list), so that what the function does to it (``log.append``) reaches the caller, as in
+    NumPy's run; a new one only around leaves that were replaced. ``kept``, a list, takes the
+    caller's containers so given."""
     kind = type(tree)
     if kind is np.ndarray:  # the common case, first
         return [tree], _first
@@ -87,11 +92,11 @@ _NUMBERS = frozenset((float, int, bool, str, type(None)))
 """Exact types of leaves told before the general walk: an argument such as a step count."""
 
 
-def _first(leaves):
+def _first(leaves, kept=None):
     return leaves[0]
 
 
-def _no_keywords(leaves):
+def _no_keywords(leaves, kept=None):
     return {}
 
 
@@ -113,10 +118,13 @@ def _flatten(tree, path):
     if type(build) is _ObjectBuilder and not any(map(_data, leaves)):
         return [tree], _first  # nothing to differentiate or restore: passed as it is
 
-    def rebuild(new):
+    def rebuild(new, kept=None):
+        if kept is not None and all(a is b for a, b in zip(new, leaves, strict=True)):
+            kept.append(tree)
+            return tree
         out, start = [], 0
         for (_, sub), n in zip(parts, sizes, strict=True):
-            out.append(sub(new[start:start + n]))
+            out.append(sub(new[start:start + n], kept))
             start += n
         try:
             return build(out)

@@ -33,7 +33,7 @@ from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants
                       fresh, thaw, unfreeze, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
-from ..core.trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
+from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                           scalar_derivative)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
                           same_region, spans, views, weaken, wrapped, writeable)
@@ -108,6 +108,7 @@ class Differentiation:
         self.caller_of = {}  # id of an array given to f -> the caller's object (``detached``)
         self.later = []  # what differentiations nested in f left in plain arrays (``leave``)
         self.views = []  # (a view of a caller's array ``settle`` stored, that array)
+        self.given_as_is = []  # the caller's containers f was given as they are (``settle``)
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -174,6 +175,18 @@ class Differentiation:
             self.left = [(x, t.value.copy()) for x, t in self.written
                          if isinstance(x, Tracer) or id(owner(x)) in self.apart] + self.later
         settle(holders, self.detached)
+        if self.given_as_is:  # (a caller's list f was given: ``log.append(x.sum())``)
+            settle([(self.given_as_is, None), *((vars(x), None) for x in self.given_as_is
+                                                if _user_object(x))], self.detached)
+
+    def given_for(self, argument, rebuild, leaves):
+        """What f is given for the caller's ``argument``: ``rebuild`` (``trees.flatten``'s)
+        around ``leaves``, the caller's own containers within it where they hold nothing
+        replaced, kept to settle as NumPy's run of f leaves them."""
+        given = rebuild(leaves, self.given_as_is)
+        if given is argument and _user_object(argument):  # (holding no array: a leaf)
+            self.given_as_is.append(argument)
+        return given
 
     def stands_for_callers(self, x):
         """Whether ``x`` is the very array ``f`` was given for a caller's (an argument's, an
@@ -265,6 +278,12 @@ def _part_of_dual(whole, layout, x):
     return flat.restrided(x.shape, x.dtype, address(x) - address(layout), x.strides)
 
 
+def _user_object(x):
+    """Whether ``x`` is an object of the user's whose attributes f may set (``state.last =
+    loss``): not a value or code (``trees.STATIC``), whose namespace is not f's to settle."""
+    return type(getattr(x, "__dict__", None)) is dict and not isinstance(x, STATIC)
+
+
 class ReverseDifferentiation(Differentiation):
     """One reverse-mode differentiation: its tape, the traced arguments, and the caller's
     original bytes.
@@ -331,7 +350,7 @@ class ReverseDifferentiation(Differentiation):
                                            in zip(new, leaves, strict=True)):
                 self.outside_argnums = True  # traced for the replay only
             self.leaves.extend(leaves)
-            wrapped.append(rebuild(new))
+            wrapped.append(self.given_for(arg, rebuild, new))
         check_distinct_memory([entry[0] for key, entry in self.buffers.items()
                                if type(key) is int])
         return wrapped
@@ -692,8 +711,8 @@ class ForwardDifferentiation(Differentiation):
         tangents = [None] * len(leaves) if tangent is None else flatten(tangent)[0]
         if len(tangents) != len(leaves):
             raise InvalidArgumentError("jvp: each tangent must have the structure of its primal.")
-        wrapped = rebuild([self._one_per_object(x, self._leaf(x, t))
-                           for x, t in zip(leaves, tangents, strict=True)])
+        wrapped = self.given_for(primal, rebuild, [self._one_per_object(x, self._leaf(x, t))
+                                                   for x, t in zip(leaves, tangents, strict=True)])
         check_distinct_memory([whole for whole, _ in self.copies.values()])
         return wrapped
 
