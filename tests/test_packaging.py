@@ -39,8 +39,9 @@ PUBLIC = ("mutad", "mutad.errors", "mutad.testing", "mutad.linalg", "mutad.scipy
 INTERNAL = ("mutad.api", "mutad.custom", "mutad.registry", "mutad.listing", "mutad.core",
             "mutad.engines", "mutad.rules", "mutad.linalg._common", "mutad.linalg.dense",
             "mutad.linalg.equations", "mutad.linalg.factorizations", "mutad.linalg.functions",
-            "mutad.linalg.inplace", "mutad.linalg.norms", "mutad.linalg.spectral",
-            "mutad.linalg.structured", "mutad.scipy._adjoints", "mutad.scipy._devices",
+            "mutad.linalg.inplace", "mutad.linalg.lapack", "mutad.linalg.norms",
+            "mutad.linalg.spectral", "mutad.linalg.structured", "mutad.scipy._adjoints",
+            "mutad.scipy._devices",
             "mutad.scipy._numerics", "mutad.scipy._descriptive", "mutad.bench")
 """Internal modules; a package here stands for its submodules too."""
 

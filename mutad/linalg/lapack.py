@@ -211,7 +211,7 @@ class Routine:
         y = tuple(v if c is None else scipys_value(v, c) for v, c in zip(outputs, composed))
         y = y[0] if single else y
         for name, place in overwritten:
-            y = _written_as_scipy_writes(self.routine, bound.arguments[name], name, place, y)
+            y = _written_as_scipy_writes(self.routine, bound, name, place, y)
         return y
 
 
