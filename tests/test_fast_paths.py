@@ -11,6 +11,7 @@ import pytest
 
 import mutad
 from mutad.core.shadows import Buffer, Place, Shadows
+from mutad.core import tape as tape_module
 from mutad.core.tape import Write
 from mutad.core.trees import flatten
 from mutad.engines import elementwise, operations, reverse, tracing
@@ -1410,3 +1411,71 @@ def test_a_zero_cotangent_times_a_non_finite_element_is_zero_as_for_arrays(zero,
     (by_views,) = mutad.gradient(views, x.copy())
     assert by_elements.tobytes() == by_views.tobytes()
     assert by_elements[0] == 0.0
+
+
+_SLICE_STATEMENTS = (
+    "x[{i}, {j}] -= x[{i}, {k}] * x[{k}, {j}]", "x[{i}, :{c}] += x[{j}, {k}] * y[:{c}]",
+    "x[{a}:{b}] = (x[{a}:{b}] - y[{k}]) * 0.5", "x[::-2] *= x[{i}, {j}]", "y[{s}] /= 1.5",
+    "v = x[{i}]\n    v[{s}] -= y[{s}]\n    y[{j}] += x[{i}, {k}]",
+    "t = np.asfortranarray(x * 1.0)\n    t[{i}, {s}] -= y[{s}]\n    x[:, {j}] += t[:, {k}]",
+    "z = x.T\n    z[{i}, {s}] *= y[{s}]", "x[{i}] = y", "y[:] = x[:, {j}]",
+    "x[{i}, {j}] = x[{k}, {i}] / y[{j}]", "w = x[1:, ::-1][::2]\n    w[...] += x[{i}, {j}]",
+    "x[{a}:{b}] = x[{a}:{b}][::-1] * 1.0", "x[:, {i}] = x[:, {j}]", "x[{i}] *= x[{j}]")
+"""Statements of a loop's slices and elements: augmented and plain assignments of rows,
+columns, reversed and strided slices, negative indices, views of views written then their
+array read, a Fortran-ordered temporary (``fast_write``, ``fast_assign``, ``_scalar_back``)."""
+
+
+def _slice_program(seed):
+    rng = np.random.default_rng(seed)
+    lines = []
+    for _ in range(8):
+        i, j, k = (int(v) for v in rng.integers(-4, 4, 3))
+        a, b = sorted(int(v) for v in rng.integers(0, 5, 2))
+        s = str(rng.choice([f"{a}:{b}", "::-1", f"{a - 4}:", ":"]))
+        statement = _SLICE_STATEMENTS[int(rng.integers(len(_SLICE_STATEMENTS)))]
+        lines.append(statement.format(i=i, j=j, k=k, a=a, b=b, s=s, c=abs(j)))
+    source = "def f(x, y):\n" + "".join(f"    {line}\n" for line in lines) \
+        + "    return np.sum(x * np.arange(1.0, 17.0).reshape(4, 4)) + np.sum(y * y)\n"
+    namespace = {"np": np}
+    exec(compile(source, f"<slices {seed}>", "exec"), namespace)
+    return namespace["f"]
+
+
+def _slice_arguments(seed, layout):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.5, 2.0, (4, 4)) * rng.choice([-1.0, 1.0], (4, 4))
+    y = rng.uniform(0.5, 2.0, 4)
+    x[seed % 4, seed // 4 % 4] = [0.0, -0.0, 5e-324, 1e308, np.inf, np.nan][seed % 6]
+    if layout == "F":
+        return np.asfortranarray(x), y
+    if layout == "strided":
+        return np.repeat(x, 2, axis=1)[:, ::2], np.repeat(y, 2)[1::2]
+    return x, y
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+@pytest.mark.parametrize("seed", range(6))
+def test_random_slice_programs_give_numpys_values_and_the_general_paths_bits(seed, layout,
+                                                                             monkeypatch):
+    """Random loops of slice and element statements, at special values, with small writes
+    copied and (their allowance spent) inverted: NumPy's value bit for bit, the caller's
+    arrays back, and the gradient of the general paths (no ``_scalar_back`` either)."""
+    f = _slice_program(seed)
+    for allowance in (tape_module.SMALL_COPIES, 64):
+        monkeypatch.setattr(tape_module, "SMALL_COPIES", allowance)
+        x, y = _slice_arguments(seed, layout)
+        x0, y0 = x.copy(), y.copy()
+        with np.errstate(all="ignore"):
+            expected = f(x.copy(), y.copy())
+            value, grads = mutad.value_and_gradient(f, x, y)
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert x.tobytes() == x0.tobytes() and y.tobytes() == y0.tobytes()
+        with monkeypatch.context() as general:
+            _general_path_only(general)
+            general.setattr(elementwise, "_scalar_back", lambda *arguments: False)
+            with np.errstate(all="ignore"):
+                general_value, general_grads = mutad.value_and_gradient(f, x, y)
+        assert np.asarray(general_value).tobytes() == np.asarray(value).tobytes()
+        for g, h in zip(grads, general_grads, strict=True):
+            assert g.tobytes() == h.tobytes()
