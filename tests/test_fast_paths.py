@@ -4,7 +4,9 @@ does: the same records, the same gradients bit for bit, the caller's arrays back
 on programs whose operands change the paths' decisions (every operand traced or not, real or
 complex, float32, a view or a whole array, one loop's step after another)."""
 
+import math
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -16,8 +18,10 @@ from mutad.core.tape import Write
 from mutad.core.trees import flatten
 from mutad.engines import elementwise, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
+from mutad.engines import products
 from mutad.engines.products import times
 from mutad.engines.session import ReverseDifferentiation
+from mutad.rules import contractions
 
 
 def _general_path_only(monkeypatch):
@@ -1131,9 +1135,11 @@ def test_products_of_traced_operands_are_recorded_as_their_plain_functions():
 @pytest.mark.parametrize("name", ["products", "outer", "complex", "float32", "lu", "cholesky"])
 def test_products_by_plain_functions_give_the_bits_of_the_rules_closures_in_every_mode(
         name, special, monkeypatch):
-    """A product recorded with its rule's plain ``back`` (``operations.Product``) against the
-    record of the rule's closure: the same values and derivatives bit for bit in every mode
-    that reaches it, with NaN, infinities and signed zeros too."""
+    """A product recorded with its rule's plain ``back`` (``operations.Product``: arguments
+    that are parts of buffers add their cotangents without asking whose memory they are)
+    against the record of the rule's closure, its products by ``product_times``' general
+    path (no short check): the same values and derivatives bit for bit in every mode that
+    reaches it, with NaN, infinities and signed zeros too."""
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(13))
     if special:
@@ -1143,8 +1149,54 @@ def test_products_by_plain_functions_give_the_bits_of_the_rules_closures_in_ever
         plain = _bits(_by_every_mode(f, args))
         with monkeypatch.context() as patched:
             patched.setattr(operations, "_plain_functions", lambda rule, values, kwargs: None)
+            _products_checked_in_full(patched)
             closures = _bits(_by_every_mode(f, args))
     assert plain == closures
+
+
+def _warned(function, *args):
+    """``function(*args)``'s bits and the warnings it gave, every one heard."""
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        result = function(*args)
+    return _bits(result), [(w.category, str(w.message), w.lineno) for w in heard]
+
+
+def _products_checked_in_full(patched):
+    """Every check of ``products`` that a product is finite finds it may not be (BLAS's dot
+    product, ``_vdot``, says NaN): the general path of ``product_times`` and ``unmasked``."""
+    patched.setattr(products, "_vdot", lambda p, q: math.nan)
+
+
+_SPECIALS = [1.5, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e300, -1e-300, 5e-324]
+
+
+@pytest.mark.parametrize("dy", _SPECIALS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_dot_products_cotangents_are_the_bits_of_the_general_products(dy, dtype, monkeypatch):
+    # ``product_times``' first answer for a short real product (the product, where finite),
+    # against its general path: the same bits and warnings with zeros, signed zeros,
+    # infinities, NaNs of either sign, products past the floats.
+    with np.errstate(over="ignore"):  # (float32's casts)
+        a = np.array([1.0, -0.0, 0.0, np.inf, -np.inf, np.nan, 1e300, -3.0, 5e-324, 7.0], dtype)
+        b = np.array([2.0, np.inf, -np.nan, 0.0, -1e300, -np.nan, 1e10, -0.0, 0.5, -0.0],
+                     dtype)
+        d = np.array(dy, dtype)
+    for u, v in ((a, b), (a[:7:3], b[1:4]), (a[-3:], b[-3:])):
+        fast = _warned(contractions._dot_back, d, u, v)
+        with monkeypatch.context() as patched:  # (no product short: NumPy's sum checks it)
+            patched.setattr(products, "UNTHREADED", 0)
+            assert _warned(contractions._dot_back, d, u, v) == fast
+
+
+def test_a_short_finite_product_is_answered_without_the_general_check(monkeypatch):
+    def refused(p):
+        raise AssertionError("the general check of a finite product")
+
+    monkeypatch.setattr(products, "_finite", refused)
+    b = np.linspace(-1.0, 1.0, 7)
+    da, db = contractions._dot_back(np.array(0.5), b[::-1], b)
+    assert da.tobytes() == (0.5 * b).tobytes() and db.tobytes() == (b[::-1] * 0.5).tobytes()
 
 
 def _repeated_operands(a, b):

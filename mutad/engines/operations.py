@@ -1256,7 +1256,10 @@ class Product(OneOutput):
             return
         back, *values = record.state
         rows = list(zip(record.inputs, back(dy, *values), strict=True))
-        add_cotangents(shadows, rows, {id(owner(v)) for v in values})
+        # A shadow adopts a cotangent only as the whole of a buffer: arguments that are parts
+        # (``x[i, :j] @ x[:j, j]``) need not know whose memory their cotangents are
+        add_cotangents(shadows, rows, {id(owner(v)) for v in values}
+                       if any(p.whole for p in record.inputs) else None)
 
 
 def function_pullback(record, shadows, _):

@@ -308,6 +308,11 @@ def product_times(f, *factors):
     floats: the infinity of its sign, ``_scaled``). Factors an
     enclosing differentiation traces, on a device, or not of a real float type: ``f``'s."""
     product = f(*factors)
+    # (the first answer below for a short real array, asked without a call: a loop of dot
+    # products makes two per step)
+    if type(product) is np.ndarray and product.dtype.kind == "f" and product.ndim \
+            and product.size <= UNTHREADED and math.isfinite(_vdot(product, product)):
+        return product
     # finite: then no term was 0 * inf or NaN, and every one is NumPy's
     if type(product) is np.ndarray:
         if product.dtype.kind != "f" or _finite(product) or np.isfinite(product).all():

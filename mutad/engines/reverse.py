@@ -751,14 +751,17 @@ def add_cotangents(shadows, rows, primals):
     """Accumulate ``(place, cotangent)`` rows. A fresh cotangent may become the shadow itself,
     unless another row already took the same memory or it is memory of the inputs
     (``primals``: ids of their owners; None: no cotangent is the core's to adopt)."""
-    taken = set(primals or ())
+    taken = None if primals is None else set(primals)
     for p, g in rows:
         if g is None:
             continue
         if getattr(g, "shape", None) != p.shape:
             g = np.broadcast_to(g, p.shape)
+        if taken is None:  # (nothing to adopt: no owners to compare)
+            shadows.add(p, g)
+            continue
         root = id(owner(g))
-        shadows.add(p, g, owned=primals is not None and root not in taken)
+        shadows.add(p, g, owned=root not in taken)
         taken.add(root)
 
 
