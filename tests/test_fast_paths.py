@@ -37,6 +37,7 @@ def _general_path_only(monkeypatch):
         lambda target, value, element=False: operations.assign(target, value)))
     monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
     monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
+    monkeypatch.setattr(tracing, "assigned_back", lambda x, key, value: False)
 
 
 def _as_the_engines(function):
@@ -628,6 +629,101 @@ def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monk
     assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
             (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)
     assert (np.add, np.float32, 4) in taken
+
+
+def _counting_assigned_back(monkeypatch):
+    """``tracing.assigned_back``'s answers, in the order it gave them."""
+    assigned_back = tracing.assigned_back
+    answers = []
+
+    def counted(x, key, value):
+        answers.append(assigned_back(x, key, value))
+        return answers[-1]
+
+    monkeypatch.setattr(tracing, "assigned_back", counted)
+    return answers
+
+
+def test_an_augmented_assignment_of_a_slice_assigns_its_view_back_as_nothing(monkeypatch):
+    """``x[key] op= v`` ends with Python's ``x[key] = view`` of the view it updated, which
+    ``tracing.assigned_back`` knows for the no-op it is, also where the right-hand side read
+    other views of ``x`` first; the records and gradients are the general path's."""
+    def f(u, a):
+        u = u * 1.0
+        for _ in range(3):
+            u[1:-1] += a * (u[2:] - 2 * u[1:-1] + u[:-2])
+            u[0, 1:] *= a
+            rows = slice(1, None)  # (one key object: ``u[1:]`` makes one on each use)
+            v = u[rows]
+            u[:2] -= 1.0
+            u[rows] = v  # (written through another view first: still the same memory)
+        return (u * u).sum()
+
+    args = (np.linspace(0.5, 2.0, 12).reshape(4, 3), 0.25)
+    answers = _counting_assigned_back(monkeypatch)
+    fast = mutad.gradient(f, *args)
+    assert answers.count(True) == 4 * 3 and not answers.count(False)
+    mutad.check_grads(f, *args)
+    _general_path_only(monkeypatch)
+    general = mutad.gradient(f, *args)
+    for g, h in zip(fast, general):
+        assert np.asarray(g).tobytes() == np.asarray(h).tobytes()
+
+
+def test_an_assignment_back_of_a_view_whose_region_may_have_changed_is_not_nothing(
+        monkeypatch):
+    """``assigned_back`` leaves to the general path ``x[key] = view`` where ``key`` or ``x``
+    may no longer name the view's region: a slice bounded by 0-d arrays written after the
+    view was read (NumPy then copies the view to its new place), ``x`` reshaped in place
+    (NumPy's error), another key, another array of the same buffer, a view given a shape of
+    its own."""
+    def bounds(u):
+        u = u * 1.0
+        start, stop = np.array(1), np.array(3)
+        key = slice(start, stop)
+        v = u[key]
+        start[...], stop[...] = 2, 4
+        u[key] = v  # u[2:4] = (the values of u[1:3])
+        return (u * np.arange(1.0, 6.0)).sum()
+
+    x = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    answers = _counting_assigned_back(monkeypatch)
+    assert mutad.value_and_grad(bounds)(x)[0] == bounds(x)
+    assert answers == [False]
+    mutad.check_grads(bounds, x)
+
+    def reshaped(u):
+        u = u * 1.0
+        v = u[1:]
+        u.shape = (3, 2)
+        u[1:] = v  # (1, 3) into (2, 2)
+        return u.sum()
+
+    with pytest.raises(ValueError) as numpys:
+        reshaped(np.ones((2, 3)))
+    answers.clear()
+    with pytest.raises(ValueError) as mutads:
+        mutad.gradient(reshaped, np.ones((2, 3)))
+    assert str(mutads.value) == str(numpys.value) and answers == [False]
+
+    def others(u):
+        u = u * 1.0
+        w = u[:]  # (another traced array of u's memory)
+        k = slice(1, 3)
+        v = u[k]
+        u[slice(2, 4)] = v  # (another key)
+        v = u[k]
+        w[k] = v
+        t = u[k]
+        t.shape = (1, 2)  # (another array of the view's memory)
+        u[k] = t
+        return (u * np.arange(1.0, 7.0)).sum()
+
+    answers.clear()
+    y = np.arange(6.0)
+    assert mutad.value_and_grad(others)(y)[0] == others(y)
+    assert answers == [False, False, False]
+    mutad.check_grads(others, y)
 
 
 def test_operators_and_functions_of_one_array_take_the_dispatchs_short_paths(monkeypatch):

@@ -822,6 +822,9 @@ def shown_class(x, numpy_class):
     return type(x) if internal(frame) else numpy_class(x)
 
 
+_SEQUENCES = (list, tuple)
+
+
 class _ModeUfunc:
     """A NumPy ufunc (``np.exp``) as user code sees it in the mode: called, or its methods
     (``reduce``, ``accumulate``, ``outer``, ``reduceat``) called, with lists or tuples holding
@@ -842,11 +845,14 @@ class _ModeUfunc:
         return np.ufunc
 
     def __call__(self, *args, **kwargs):
-        if ACTIVE.running:
-            for a in args:  # (a loop, not any(...): this runs for every ufunc call)
-                if type(a) in (list, tuple):
+        # This runs for every ufunc the user's code calls: a loop, not any(...), over the
+        # operands' types against a module-level tuple, and the thread's differentiations
+        # asked only of a call that has a list or tuple operand.
+        for a in args:
+            if type(a) in _SEQUENCES:
+                if ACTIVE.running:
                     args = _list_operands(args)
-                    break
+                break
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):

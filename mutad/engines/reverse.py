@@ -789,13 +789,17 @@ def plain(tree):
 class Traced(ArrayMethods):
     """A float array whose operations mutad records. Behaves like the ndarray it wraps."""
 
-    __slots__ = ("value", "buffer", "tape", "whole", "__weakref__")  # (weakref: a recording)
+    __slots__ = ("value", "buffer", "tape", "whole", "indexed",
+                 "__weakref__")  # (weakref: a recording)
 
     def __init__(self, value, buffer, tape, whole):
         self.value = value
         self.buffer = buffer  # the memory its shadow maps (a shadows.Buffer)
         self.tape = tape
         self.whole = whole  # whether value is that whole buffer, laid out as it
+        # ``(x, x.value, key, value)`` where this is the view ``x[key]`` of a basic index made
+        # by tracing's ``getitem``, which ``x[key] op= v`` assigns back (``assigned_back``)
+        self.indexed = None
 
     level = property(lambda self: self.tape.level)
 

@@ -227,6 +227,8 @@ class TracedDispatch:
 
     def __setitem__(self, key, value):
         kind = type(value)
+        if kind is Traced and value.indexed is not None and assigned_back(self, key, value):
+            return  # `x[k] += v` ends by assigning the updated view onto itself
         if (kind is Traced or kind is float or kind is int) \
                 and _element_written(self, key, value):
             return  # a scalar loop's x[i, j] = v
@@ -394,7 +396,9 @@ def getitem(x, key):
     value = x.value
     y = value[key]
     if basic and type(y) is NDARRAY and type(value) is NDARRAY:
-        return view_of(x, y, tape)  # (an ndarray's basic index: a view of it, not asked)
+        yt = view_of(x, y, tape)  # (an ndarray's basic index: a view of it, not asked)
+        yt.indexed = (x, value, key, y)  # (``assigned_back``)
+        return yt
     if not isinstance(y, np.generic) and views(y, value):  # (NumPy's scalar: a copy)
         return view_of(x, y, tape)
     yt = fresh(y, tape)
@@ -512,6 +516,43 @@ def setitem(x, key, value):
                   {"key": key})
     else:
         _scatter(tape, x, key, value)
+
+
+def assigned_back(x, key, value):
+    """Whether ``x[key] = value`` is the assignment of the view ``x[key]`` onto itself that
+    ends ``x[key] op= v``, found without indexing ``x`` again: ``value`` still holds the array
+    ``getitem`` made as the view ``x[key]`` (``value.indexed``), by this key, which holds only
+    Python integers and slices of them, so that nothing can have changed what it names, of
+    the array ``x`` still holds (``x.shape = ...`` and ``x.resize`` give it another), on
+    ``x``'s buffer and tape, active; ``x`` all of its buffer, writeable, of no record type, on
+    a tape that no replay records. There ``__setitem__`` and ``setitem`` ask what has one
+    answer (the view has axes: no element, no scalar loop's write; no record of a constant;
+    the destination checked as a whole writeable array) and return at their ``same_region``:
+    nothing is done. False where any of it is not so (the general path)."""
+    source, array, index, view = value.indexed
+    if source is not x or array is not x.value or index is not key or view is not value.value:
+        return False
+    tape = x.tape
+    if value.buffer is not x.buffer or value.tape is not tape or not x.whole \
+            or tape.recorder is not None or x.buffer.constant or not view.ndim \
+            or not array.flags.num & WRITEABLE or array.dtype.names is not None \
+            or not _fixed(key):
+        return False
+    active(tape)
+    return True
+
+
+def _fixed(key):
+    """Whether the basic index ``key`` (``_plain_index``) holds nothing that may change: its
+    slices' bounds and steps are Python integers or None."""
+    for k in key if type(key) is tuple else (key,):
+        if type(k) is slice and not (_bound(k.start) and _bound(k.stop) and _bound(k.step)):
+            return False
+    return True
+
+
+def _bound(k):
+    return k is None or type(k) is int
 
 
 def _element_written(x, key, value):
