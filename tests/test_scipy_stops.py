@@ -1837,3 +1837,21 @@ def test_comb_and_perm(f):
     x = np.array([0.4, 0.9, 1.3, 2.2, 3.7])
     check(f, x, rtol=1e-5)
     mutad.check_grads(f, x, order=2, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own Python code whose module binds NumPy's builders by name (``from numpy import
+# asarray, zeros``), followed step by step
+
+
+def _square_wave(t):
+    return np.sum(scipy.signal.square(2 * np.pi * 3 * t, duty=0.3) * t ** 2)
+
+
+def _square_of_a_traced_duty(t):
+    return np.sum(scipy.signal.square(2 * np.pi * 3 * t[:3], duty=t[3:] / 2) * t[:3])
+
+
+@pytest.mark.parametrize("f", [_square_wave, _square_of_a_traced_duty])
+def test_waveforms_of_modules_binding_numpys_builders(f):
+    check(f, np.array([0.11, 0.23, 0.37, 0.52, 0.64, 0.81]))
