@@ -265,6 +265,11 @@ MATRICES = {
         + abs(-(scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum()
         + (scipy.sparse.diags(k) + _laplacian(6)).todense().diagonal()[0, 2]
         + (scipy.sparse.diags(k) + _laplacian(6)).sum(axis=0).prod()),
+    "spmatrix plus and minus arrays": lambda k: (
+        np.sum(np.asarray(scipy.sparse.diags(k) + np.eye(6)) ** 2)
+        + (np.outer(k, k) - scipy.sparse.diags(k ** 2)).sum(axis=0).max()
+        + (scipy.sparse.csr_matrix(np.diag(k)) - k).A1 @ np.tile(k, 6)
+        + (np.ones(6) + scipy.sparse.diags(k)).mean()),
 }
 
 
