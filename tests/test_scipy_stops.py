@@ -1860,3 +1860,13 @@ def _square_of_a_traced_duty(t):
 @pytest.mark.parametrize("f", [_square_wave, _square_of_a_traced_duty])
 def test_waveforms_of_modules_binding_numpys_builders(f):
     check(f, np.array([0.11, 0.23, 0.37, 0.52, 0.64, 0.81]))
+
+
+def _checked_gradient(x):
+    # a gradient off by x itself: check_grad's value is |x| up to the differences' errors
+    return scipy.optimize.check_grad(lambda z: np.sum(z ** 2), lambda z: 3 * z, x) * x[0]
+
+
+def test_check_grad_of_differentiated_values():
+    check(_checked_gradient, np.array([0.4, -0.7, 1.1]), rtol=1e-4, atol=1e-5, h=1e-3)
+
