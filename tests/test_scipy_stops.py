@@ -1870,3 +1870,19 @@ def _checked_gradient(x):
 def test_check_grad_of_differentiated_values():
     check(_checked_gradient, np.array([0.4, -0.7, 1.1]), rtol=1e-4, atol=1e-5, h=1e-3)
 
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.signm: SciPy's sign, differentiated by the Sylvester equation of its Fréchet
+# derivative, N L + L N = E - S E S with N = S A
+
+_MIXED = np.random.default_rng(7).normal(size=(4, 4)) + np.diag([2.0, -1.5, 1.0, -2.5])
+
+
+def _sign(x):
+    s = scipy.linalg.signm(_MIXED + x.reshape(4, 4) * 0.3)
+    return np.sum(s * np.arange(16.0).reshape(4, 4)) + s[1, 2] ** 2
+
+
+def test_signm_of_mixed_signs():
+    check(_sign, np.cos(np.arange(16.0)) * 0.2)
+
