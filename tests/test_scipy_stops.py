@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 import pytest
+import scipy.fft
 import scipy.fftpack
 import scipy.integrate
 import scipy.interpolate
@@ -1885,4 +1886,21 @@ def _sign(x):
 
 def test_signm_of_mixed_signs():
     check(_sign, np.cos(np.arange(16.0)) * 0.2)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.fft.fht and ifht: SciPy's steps, its real transforms among them
+
+
+@pytest.mark.parametrize("name", ["fht", "ifht"])
+@pytest.mark.parametrize("bias", [0.0, 0.3])
+def test_fast_hankel_transforms(name, bias):
+    transform = getattr(scipy.fft, name)
+    check(lambda a: np.sum(transform(a, dln=0.1, mu=0.5, offset=0.2, bias=bias) ** 2
+                           * np.arange(6.0)), np.linspace(0.2, 1.1, 6))
+
+
+def test_fast_hankel_transform_of_a_differentiated_order_refused():
+    with pytest.raises(UnsupportedOperationError, match="scipy.fft.fht of a differentiated dln, mu"):
+        mutad.gradient(lambda m: np.sum(scipy.fft.fht(np.ones(6), dln=0.1, mu=m)), 0.5)
 
