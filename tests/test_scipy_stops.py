@@ -18,6 +18,7 @@ import scipy.signal
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
+import scipy.stats.qmc
 import scipy.special
 
 import mutad
@@ -1904,3 +1905,18 @@ def test_fast_hankel_transform_of_a_differentiated_order_refused():
     with pytest.raises(UnsupportedOperationError, match="scipy.fft.fht of a differentiated dln, mu"):
         mutad.gradient(lambda m: np.sum(scipy.fft.fht(np.ones(6), dln=0.1, mu=m)), 0.5)
 
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.qmc.discrepancy: SciPy's value, the derivatives of its sums
+
+
+@pytest.mark.parametrize("method", ["CD", "WD", "MD", "L2-star"])
+@pytest.mark.parametrize("iterative", [False, True])
+def test_discrepancy(method, iterative):
+    check(lambda x: scipy.stats.qmc.discrepancy(x, iterative=iterative, method=method),
+          np.random.default_rng(3).uniform(0.05, 0.95, (5, 3)))
+
+
+def test_discrepancy_of_a_list_of_points():
+    check(lambda x: scipy.stats.qmc.discrepancy([x[0], x[1] ** 2, x[2]]),
+          np.random.default_rng(5).uniform(0.05, 0.95, (3, 2)))
