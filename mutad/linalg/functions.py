@@ -1,17 +1,17 @@
-"""Matrix functions: scipy.linalg's expm, logm, sqrtm, signm and fractional_matrix_power, and the
-trigonometric and hyperbolic ones SciPy writes with expm (cosm, sinm, tanm, coshm, sinhm,
+"""Matrix functions: scipy.linalg's expm, logm, sqrtm, signm and fractional_matrix_power, and
+the trigonometric and hyperbolic ones SciPy writes with expm (cosm, sinm, tanm, coshm, sinhm,
 tanhm).
 
 Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
 Anal. Appl., 2009) for expm, and Higham, "Functions of Matrices" (2008), §3.2, for expm's and
 logm's Fréchet derivatives as corners of block triangular matrices; sqrtm's and signm's
-derivatives solve Sylvester equations. expm takes complex matrices too (its power series has real coefficients,
-so its rule, written with transposes, is the transpose of the complex derivative: it is declared
-holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's own steps on expm and solve,
-so their values are SciPy's bit for bit and every mode and order follows. fractional_matrix_power
-has logm's rule: its Fréchet derivative is the corner of the function of a block triangular
-matrix (real or complex matrices; a non-integer power of a matrix with an eigenvalue on the
-branch cut, the closed negative real axis, is refused).
+derivatives solve Sylvester equations. expm takes complex matrices too (its power series has
+real coefficients, so its rule, written with transposes, is the transpose of the complex
+derivative: it is declared holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's
+own steps on expm and solve, so their values are SciPy's bit for bit and every mode and order
+follows. fractional_matrix_power has logm's rule: its Fréchet derivative is the corner of the
+function of a block triangular matrix (real or complex matrices; a non-integer power of a matrix
+with an eigenvalue on the branch cut, the closed negative real axis, is refused).
 """
 
 import numpy as np

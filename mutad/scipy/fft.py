@@ -197,6 +197,7 @@ idctn = _real_transform("idctn", "dct", True, True)
 dstn = _real_transform("dstn", "dst", False, True)
 idstn = _real_transform("idstn", "dst", True, True)
 
+
 # The fast Hankel transforms: SciPy's steps (a scaling, rfft, a product with constant
 # coefficients, irfft, a flip), which its backend module reaches by the names it binds
 def _hankel(code):

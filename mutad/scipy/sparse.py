@@ -50,14 +50,15 @@ ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(a
 coo matrix of them), ``A.nonzero()`` and ``A.count_nonzero(axis)`` (decisions on the
 values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
 inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)``,
-``A.mean(axis)`` and ``A + B``, ``A - B`` of an array ``B``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
-product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
-``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``, ``m ** k``, ``m[i, j]``,
-``A.multiply(m)`` and the methods that compute an array's values (``item``, ``cumsum``, ...)
-are followed (other indexing and powers, which differ from an array's, are refused), and so
-are assignments ``m[key] = v``; ``todense()`` of a matrix of constants made in the function is
-one too, of constants, which traced values written into it make traced. ``A.setdiag(v, k)``
-writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
+``A.mean(axis)``, and ``A + B``, ``A - B`` of an array ``B``, an ``np.matrix`` in SciPy, give a
+``TracedMatrix``: its ``*`` is the matrix product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A``
+and ``m.A1`` are traced arrays, and ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``,
+``m ** k``, ``m[i, j]``, ``A.multiply(m)`` and the methods that compute an array's values
+(``item``, ``cumsum``, ...) are followed (other indexing and powers, which differ from an
+array's, are refused), and so are assignments ``m[key] = v``; ``todense()`` of a matrix of
+constants made in the function is one too, of constants, which traced values written into it
+make traced. ``A.setdiag(v, k)`` writes the diagonal as SciPy's does (entry by entry, the
+pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
 its shortest paths (``shortest_path``, ``dijkstra``, ``bellman_ford``, ``johnson``,
