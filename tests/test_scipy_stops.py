@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 import pytest
+import scipy.fft
 import scipy.fftpack
 import scipy.integrate
 import scipy.interpolate
@@ -17,6 +18,7 @@ import scipy.signal
 import scipy.sparse
 import scipy.sparse.linalg
 import scipy.spatial
+import scipy.stats.qmc
 import scipy.special
 
 import mutad
@@ -265,6 +267,11 @@ MATRICES = {
         + abs(-(scipy.sparse.diags(k) @ _laplacian(6)).todense()).sum()
         + (scipy.sparse.diags(k) + _laplacian(6)).todense().diagonal()[0, 2]
         + (scipy.sparse.diags(k) + _laplacian(6)).sum(axis=0).prod()),
+    "spmatrix plus and minus arrays": lambda k: (
+        np.sum(np.asarray(scipy.sparse.diags(k) + np.eye(6)) ** 2)
+        + (np.outer(k, k) - scipy.sparse.diags(k ** 2)).sum(axis=0).max()
+        + (scipy.sparse.csr_matrix(np.diag(k)) - k).A1 @ np.tile(k, 6)
+        + (np.ones(6) + scipy.sparse.diags(k)).mean()),
 }
 
 
@@ -1837,3 +1844,79 @@ def test_comb_and_perm(f):
     x = np.array([0.4, 0.9, 1.3, 2.2, 3.7])
     check(f, x, rtol=1e-5)
     mutad.check_grads(f, x, order=2, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own Python code whose module binds NumPy's builders by name (``from numpy import
+# asarray, zeros``), followed step by step
+
+
+def _square_wave(t):
+    return np.sum(scipy.signal.square(2 * np.pi * 3 * t, duty=0.3) * t ** 2)
+
+
+def _square_of_a_traced_duty(t):
+    return np.sum(scipy.signal.square(2 * np.pi * 3 * t[:3], duty=t[3:] / 2) * t[:3])
+
+
+@pytest.mark.parametrize("f", [_square_wave, _square_of_a_traced_duty])
+def test_waveforms_of_modules_binding_numpys_builders(f):
+    check(f, np.array([0.11, 0.23, 0.37, 0.52, 0.64, 0.81]))
+
+
+def _checked_gradient(x):
+    # a gradient off by x itself: check_grad's value is |x| up to the differences' errors
+    return scipy.optimize.check_grad(lambda z: np.sum(z ** 2), lambda z: 3 * z, x) * x[0]
+
+
+def test_check_grad_of_differentiated_values():
+    check(_checked_gradient, np.array([0.4, -0.7, 1.1]), rtol=1e-4, atol=1e-5, h=1e-3)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.signm: SciPy's sign, differentiated by the Sylvester equation of its Fréchet
+# derivative, N L + L N = E - S E S with N = S A
+
+_MIXED = np.random.default_rng(7).normal(size=(4, 4)) + np.diag([2.0, -1.5, 1.0, -2.5])
+
+
+def _sign(x):
+    s = scipy.linalg.signm(_MIXED + x.reshape(4, 4) * 0.3)
+    return np.sum(s * np.arange(16.0).reshape(4, 4)) + s[1, 2] ** 2
+
+
+def test_signm_of_mixed_signs():
+    check(_sign, np.cos(np.arange(16.0)) * 0.2)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.fft.fht and ifht: SciPy's steps, its real transforms among them
+
+
+@pytest.mark.parametrize("name", ["fht", "ifht"])
+@pytest.mark.parametrize("bias", [0.0, 0.3])
+def test_fast_hankel_transforms(name, bias):
+    transform = getattr(scipy.fft, name)
+    check(lambda a: np.sum(transform(a, dln=0.1, mu=0.5, offset=0.2, bias=bias) ** 2
+                           * np.arange(6.0)), np.linspace(0.2, 1.1, 6))
+
+
+def test_fast_hankel_transform_of_a_differentiated_order_refused():
+    with pytest.raises(UnsupportedOperationError, match="scipy.fft.fht of a differentiated dln, mu"):
+        mutad.gradient(lambda m: np.sum(scipy.fft.fht(np.ones(6), dln=0.1, mu=m)), 0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.qmc.discrepancy: SciPy's value, the derivatives of its sums
+
+
+@pytest.mark.parametrize("method", ["CD", "WD", "MD", "L2-star"])
+@pytest.mark.parametrize("iterative", [False, True])
+def test_discrepancy(method, iterative):
+    check(lambda x: scipy.stats.qmc.discrepancy(x, iterative=iterative, method=method),
+          np.random.default_rng(3).uniform(0.05, 0.95, (5, 3)))
+
+
+def test_discrepancy_of_a_list_of_points():
+    check(lambda x: scipy.stats.qmc.discrepancy([x[0], x[1] ** 2, x[2]]),
+          np.random.default_rng(5).uniform(0.05, 0.95, (3, 2)))

@@ -549,6 +549,27 @@ def _library_factory(func):
     return _named(allocating, func)
 
 
+_NUMPYS_OWN = {getattr(np, name): name for name in FACTORIES + BUILDERS}
+"""NumPy's factories and builders, as NumPy binds them (the mode rebinds some in ``numpy``)."""
+
+
+def library_binding(value):
+    """What a SciPy module's name bound to ``value`` reads in a ``library_allocation()`` block:
+    where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
+    module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
+    ``None`` otherwise."""
+    try:
+        name = _NUMPYS_OWN.get(value)
+    except TypeError:  # (an unhashable value)
+        return None
+    if name is None:
+        return None
+    factories = _LIBRARY["factories"]
+    if name not in factories or factories[name][0] is not value:
+        factories[name] = (value, _library_factory(value))
+    return factories[name][1]
+
+
 def _writeable_array(x):
     """``is_writeable_array`` of SciPy's array API helpers (``xpx.at(x, i).set(y)`` updates
     ``x`` in place where it says so), which knows NumPy's arrays alone: an array a

@@ -1,17 +1,17 @@
-"""Matrix functions: scipy.linalg's expm, logm, sqrtm and fractional_matrix_power, and the
-trigonometric and hyperbolic ones SciPy writes with expm (cosm, sinm, tanm, coshm, sinhm,
+"""Matrix functions: scipy.linalg's expm, logm, sqrtm, signm and fractional_matrix_power, and
+the trigonometric and hyperbolic ones SciPy writes with expm (cosm, sinm, tanm, coshm, sinhm,
 tanhm).
 
 Al-Mohy & Higham, "Computing the Fréchet derivative of the matrix exponential" (SIAM J. Matrix
 Anal. Appl., 2009) for expm, and Higham, "Functions of Matrices" (2008), §3.2, for expm's and
-logm's Fréchet derivatives as corners of block triangular matrices; sqrtm's derivative solves a
-Sylvester equation. expm takes complex matrices too (its power series has real coefficients,
-so its rule, written with transposes, is the transpose of the complex derivative: it is declared
-holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's own steps on expm and solve,
-so their values are SciPy's bit for bit and every mode and order follows. fractional_matrix_power
-has logm's rule: its Fréchet derivative is the corner of the function of a block triangular
-matrix (real or complex matrices; a non-integer power of a matrix with an eigenvalue on the
-branch cut, the closed negative real axis, is refused).
+logm's Fréchet derivatives as corners of block triangular matrices; sqrtm's and signm's
+derivatives solve Sylvester equations. expm takes complex matrices too (its power series has
+real coefficients, so its rule, written with transposes, is the transpose of the complex
+derivative: it is declared holomorphic); cosm, sinm, tanm, coshm, sinhm and tanhm are SciPy's
+own steps on expm and solve, so their values are SciPy's bit for bit and every mode and order
+follows. fractional_matrix_power has logm's rule: its Fréchet derivative is the corner of the
+function of a block triangular matrix (real or complex matrices; a non-integer power of a matrix
+with an eigenvalue on the branch cut, the closed negative real axis, is refused).
 """
 
 import numpy as np
@@ -105,6 +105,41 @@ def _sqrtm_rule(a, *settings):
 def _sqrtm_jvp(tangents, a, *settings):
     root = _real_square_root(a)
     return root, solve_sylvester(root, root, tangents[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The matrix sign, whose derivative solves a Sylvester equation too
+
+signm = scipy_adjoint(_linalg.signm)
+
+
+def _real_sign(a):
+    sign = signm(a)
+    if np.iscomplexobj(sign) and not np.iscomplexobj(a):
+        raise UnsupportedOperationError(
+            "scipy.linalg.signm of a real matrix whose sign SciPy gives complex: mutad "
+            "differentiates real arrays only.")
+    return sign
+
+
+def _sign_frechet(sign, a, e):
+    """The Fréchet derivative L(A, E) of the sign S: with N = S A = (A²)^½, N L + L N =
+    E - S E S (Higham, Functions of Matrices, 2008, §5.1: S² = I and S A = A S differentiated);
+    its adjoint is L(Aᵀ, ·), sign's power series having real coefficients."""
+    root = sign @ a
+    return solve_sylvester(root, root, e - sign @ e @ sign)
+
+
+@signm.rule
+def _signm_rule(a, *settings):
+    sign = _real_sign(a)
+    return sign, lambda dsign: (_sign_frechet(transpose(sign), transpose(a), dsign),)
+
+
+@signm.jvp_rule
+def _signm_jvp(tangents, a, *settings):
+    sign = _real_sign(a)
+    return sign, _sign_frechet(sign, a, tangents[0])
 
 
 # ----------------------------------------------------------------------------------------------

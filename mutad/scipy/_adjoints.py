@@ -12,7 +12,7 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
-from ..core.allocation import by_user_code, library_allocation, lists_as_arrays
+from ..core.allocation import by_user_code, library_allocation, library_binding, lists_as_arrays
 from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
                           writeable)
 from ..api import stop_gradient
@@ -525,7 +525,9 @@ def following_scipys_code(function, args, kwargs):
     followed. A conversion of a traced value to plain numbers (compiled code, ``math.log``)
     is refused, and so is an error of another kind that SciPy's code raises on the traced
     values but not on their plain ones (a check ``np.isscalar(df)`` of a traced number), saying
-    which function it was; an error it raises on both is SciPy's, the caller's to see."""
+    which function it was; an error it raises on both is SciPy's, the caller's to see. The
+    names its module binds to NumPy's factories and builders (``from numpy import asarray,
+    zeros``) read them as the block's ``numpy`` module does (``library_binding``)."""
     namespace = getattr(inspect.unwrap(function), "__globals__", {})
     with _ROUTED_NAMES:
         entry = _SWAPPED.get(id(namespace))
@@ -533,7 +535,7 @@ def following_scipys_code(function, args, kwargs):
             originals = {}
             for name, value in list(namespace.items()):
                 try:
-                    stand_in = RULES.get(value, NO_RULE).route
+                    stand_in = RULES.get(value, NO_RULE).route or library_binding(value)
                 except TypeError:  # (an unhashable value)
                     continue
                 if stand_in is not None and callable(value):
@@ -564,7 +566,8 @@ def following_scipys_code(function, args, kwargs):
             if entry[0] == 0:
                 del _SWAPPED[id(namespace)]
                 for name, value in entry[1].items():
-                    if namespace.get(name) is RULES[value].route:
+                    if namespace.get(name) in (RULES.get(value, NO_RULE).route,
+                                               library_binding(value)):
                         namespace[name] = value
 
 

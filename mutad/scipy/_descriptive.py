@@ -1505,3 +1505,49 @@ FOLLOWED = ("theilslopes", "chi2_contingency", "chisquare", "power_divergence", 
  normaltest, mannwhitneyu, bartlett, cramervonmises, quantile) = (
     ScipysCode(getattr(_stats, name)) for name in FOLLOWED)
 expected_freq = ScipysCode(_stats.contingency.expected_freq)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.qmc.discrepancy: SciPy's compiled sums over the points and the pairs of points,
+# with the derivatives of the same sums written with NumPy (SciPy's formulas)
+
+
+def _scipys_discrepancy(sample, iterative, method, workers):
+    return _stats.qmc.discrepancy(sample, iterative=iterative, method=method, workers=workers)
+
+
+_discrepancy_value = Value(_scipys_discrepancy, "scipy.stats.qmc.discrepancy")
+
+
+def _discrepancy_sums(x, iterative, method):
+    n, d = np.shape(x)
+    n = n + 1 if iterative else n
+    centred = np.abs(x - 0.5)
+    apart = np.abs(x[:, None, :] - x[None, :, :])
+    if method == "CD":
+        points = np.sum(np.prod(1 + 0.5 * centred - 0.5 * centred ** 2, axis=1))
+        pairs = np.sum(np.prod(1 + 0.5 * centred[:, None, :] + 0.5 * centred[None, :, :]
+                               - 0.5 * apart, axis=2))
+        return (13 / 12) ** d - 2 / n * points + 1 / n ** 2 * pairs
+    if method == "WD":
+        return -(4 / 3) ** d + 1 / n ** 2 * np.sum(np.prod(1.5 - apart * (1 - apart), axis=2))
+    if method == "MD":
+        points = np.sum(np.prod(5 / 3 - 0.25 * centred - 0.25 * centred ** 2, axis=1))
+        pairs = np.sum(np.prod(15 / 8 - 0.25 * centred[:, None, :] - 0.25 * centred[None, :, :]
+                               - 0.75 * apart + 0.5 * apart ** 2, axis=2))
+        return (19 / 12) ** d - 2 / n * points + 1 / n ** 2 * pairs
+    points = np.sum(np.prod(1 - x ** 2, axis=1))  # L2-star
+    pairs = np.sum(np.prod(1 - np.maximum(x[:, None, :], x[None, :, :]), axis=2))
+    return np.sqrt(3.0 ** -d - 1 / n * 2.0 ** (1 - d) * points + 1 / n ** 2 * pairs)
+
+
+@stands_in_for(_stats.qmc.discrepancy)
+def discrepancy(sample, *, iterative=False, method="CD", workers=1):
+    sample = lists_as_arrays((sample,))[0]  # (a list of traced points: their array)
+    value = _discrepancy_value(sample, iterative, method, workers)  # (SciPy's checks)
+    if not carries_derivative(sample):
+        return value
+    return scipys_value(value, _discrepancy_sums(sample, iterative, method))
+
+
+__all__ += ["discrepancy"]

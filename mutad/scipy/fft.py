@@ -3,7 +3,9 @@ pullbacks are the adjoints ``mutad.rules.fft`` builds for NumPy's transforms of 
 from the same stages (SciPy takes NumPy's arguments, then ``overwrite_x``, ``workers`` and
 ``plan``, which change no value). The real-to-real transforms (``dct``, ``idct``, ``dst``,
 ``idst`` and their n-d forms) are real matrices along each axis: their pullbacks are the
-transposes, which are transforms of SciPy's too.
+transposes, which are transforms of SciPy's too. The fast Hankel transforms ``fht`` and
+``ifht`` (of constant ``dln``, ``mu``, ``offset`` and ``bias``) are SciPy's own steps, its
+real transforms among them.
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import fft
@@ -12,18 +14,22 @@ transposes, which are transforms of SciPy's too.
 [6.0, 10.0, 2.0, -2.0]
 """
 
+import inspect
+
 import numpy as np
 import scipy.fft as _fft
+from scipy.fft import _fftlog_backend
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, defroute
 from ..rules.fft import HERMITIAN_ND, STAGES, adjoint
-from ._adjoints import scipy_adjoint
+from ..core.levels import carries_derivative
+from ._adjoints import StandIn, following_scipys_code, scipy_adjoint
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn",
            "fft2", "ifft2", "rfft2", "irfft2", "hfftn", "ihfftn", "hfft2", "ihfft2",
            "fftshift", "ifftshift", "dct", "idct", "dst", "idst", "dctn", "idctn", "dstn",
-           "idstn"]
+           "idstn", "fht", "ifht"]
 
 _STAGES = {**STAGES, **HERMITIAN_ND}
 
@@ -190,6 +196,29 @@ dctn = _real_transform("dctn", "dct", False, True)
 idctn = _real_transform("idctn", "dct", True, True)
 dstn = _real_transform("dstn", "dst", False, True)
 idstn = _real_transform("idstn", "dst", True, True)
+
+
+# The fast Hankel transforms: SciPy's steps (a scaling, rfft, a product with constant
+# coefficients, irfft, a flip), which its backend module reaches by the names it binds
+def _hankel(code):
+    signature = inspect.signature(code)
+
+    def transform(*args, **kwargs):
+        arguments = signature.bind(*args, **kwargs)
+        arguments.apply_defaults()
+        if any(map(carries_derivative, list(arguments.arguments.values())[1:])):
+            raise UnsupportedOperationError(
+                f"scipy.fft.{code.__name__} of a differentiated dln, mu, offset or bias: mutad "
+                "differentiates the transform in the array alone (SciPy's coefficients are "
+                "complex log-gamma values). Pass them as constants.")
+        return following_scipys_code(code, args, kwargs)
+
+    transform.__signature__ = signature
+    return transform
+
+
+fht = StandIn(_fft.fht, _hankel(_fftlog_backend.fht))
+ifht = StandIn(_fft.ifht, _hankel(_fftlog_backend.ifht))
 
 
 # ----------------------------------------------------------------------------------------------

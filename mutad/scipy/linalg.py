@@ -131,7 +131,7 @@ from ..linalg.equations import (solve_continuous_are, solve_continuous_lyapunov,
 from ..linalg.factorizations import (cho_factor, cho_solve, cholesky, lu, lu_factor, lu_solve,
                                      qr, solve_triangular)
 from ..linalg.functions import (cosm, coshm, expm, expm_frechet, fractional_matrix_power, logm,
-                                sinhm, sinm, sqrtm, tanhm, tanm)
+                                signm, sinhm, sinm, sqrtm, tanhm, tanm)
 from ..linalg.norms import norm
 from ..linalg.spectral import (eig, eigh, eigvals, eigvalsh, hessenberg, matrix_balance,
                                null_space, orth, orthogonal_procrustes, pinvh, polar, subspace_angles, svd, svdvals)
@@ -144,7 +144,7 @@ __all__ = ["block_diag", "cho_factor", "cho_solve", "cholesky", "circulant", "co
            "expm", "expm_frechet", "fiedler", "fiedler_companion", "fractional_matrix_power", "hankel", "hessenberg", "inv",
            "khatri_rao", "leslie", "logm", "lstsq", "lu", "lu_factor", "lu_solve", "matrix_balance", "norm", "null_space", "orth", "orthogonal_procrustes",
            "pinv", "pinvh", "polar",
-           "qr", "sinhm", "sinm", "solve", "solve_banded",
+           "qr", "signm", "sinhm", "sinm", "solve", "solve_banded",
            "solve_continuous_are", "solve_continuous_lyapunov", "solve_discrete_are",
            "solve_discrete_lyapunov",
            "solve_sylvester", "solve_toeplitz", "solve_triangular", "solveh_banded", "sqrtm",

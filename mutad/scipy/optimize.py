@@ -57,9 +57,10 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
 * ``linprog``: SciPy's (HiGHS's) solution, ``x`` and ``fun`` differentiated at a nondegenerate
   vertex as ``x = K⁻¹ r`` of the ``n`` constraints active there (each with a nonzero
   marginal); degenerate and non-unique solutions are refused. ``approx_fprime``: SciPy's
-  forward differences step by step. ``lsq_linear`` of a dense ``A``: ``x``, ``fun`` and
-  ``cost`` through SciPy's active set (coordinates at a bound, each with a nonzero
-  multiplier, held there; the free ones the least-squares solution of their columns).
+  forward differences step by step; ``check_grad``: SciPy's own code, its differences those.
+  ``lsq_linear`` of a dense ``A``: ``x``, ``fun`` and ``cost`` through SciPy's active set
+  (coordinates at a bound, each with a nonzero multiplier, held there; the free ones the
+  least-squares solution of their columns).
 * ``nnls(A, b)``, which calls no function of the user's, has a rule of its own on its
   arguments: the coordinates SciPy's solution holds at 0 stay there (its active set, a
   decision), the free ones are the least-squares solution of their columns, and ``rnorm`` is
@@ -130,11 +131,13 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
-from ._adjoints import not_replayed, outside_differentiations, reproduces, scipys_value
+from ._adjoints import (ScipysCode, not_replayed, outside_differentiations, reproduces,
+                        scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
-           "broyden1", "broyden2", "brute", "curve_fit", "diagbroyden", "differential_evolution", "direct",
+           "broyden1", "broyden2", "brute", "check_grad", "curve_fit", "diagbroyden",
+           "differential_evolution", "direct",
            "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
@@ -1817,6 +1820,8 @@ def approx_fprime(xk: Any, f: Any, epsilon: Any = _APPROX_FPRIME_EPSILON, *args:
 
 _approx_fprime_original = _optimize.approx_fprime
 defroute(_optimize.approx_fprime, approx_fprime)
+# (SciPy's own code: the norm of grad's difference from approx_fprime, reached by its name)
+check_grad = ScipysCode(_optimize.check_grad)
 
 
 # ----------------------------------------------------------------------------------------------

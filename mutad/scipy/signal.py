@@ -82,7 +82,8 @@ their values, read off SciPy's sections as the roots each one has).
 The waveforms ``chirp`` and ``sawtooth`` and the designs ``iirnotch``, ``iirpeak`` and
 ``bilinear`` are SciPy's steps on differentiated times, frequencies, widths, quality factors
 and coefficients (``bilinear``'s transformed polynomials, linear in the coefficients, SciPy's
-values with the derivatives of that map, then ``normalize``).
+values with the derivatives of that map, then ``normalize``); ``square`` is SciPy's own code,
+followed step by step (its values, constant between jumps, have the derivative zero).
 """
 
 import functools
@@ -123,7 +124,7 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butt
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
            "iirnotch", "iirpeak",
            "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "sosfilt_zi", "sosfreqz", "freqz_sos",
+           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "square", "sosfilt_zi", "sosfreqz", "freqz_sos",
            "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2sos", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
@@ -3122,3 +3123,6 @@ tf2sos = ScipysCode(_signal.tf2sos)
 sosfreqz = ScipysCode(_signal.sosfreqz)
 freqz_sos = ScipysCode(_signal.freqz_sos)
 deconvolve = ScipysCode(_signal.deconvolve)
+# square's steps: its values, constant between the jumps its decisions on the times and duty
+# place, have the derivative zero where they have one
+square = ScipysCode(_signal.square)

@@ -49,15 +49,16 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
 coo matrix of them), ``A.nonzero()`` and ``A.count_nonzero(axis)`` (decisions on the
 values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
-inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)`` and
-``A.mean(axis)``, an ``np.matrix`` in SciPy, give a ``TracedMatrix``: its ``*`` is the matrix
-product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A`` and ``m.A1`` are traced arrays, and
-``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``, ``m ** k``, ``m[i, j]``,
-``A.multiply(m)`` and the methods that compute an array's values (``item``, ``cumsum``, ...)
-are followed (other indexing and powers, which differ from an array's, are refused), and so
-are assignments ``m[key] = v``; ``todense()`` of a matrix of constants made in the function is
-one too, of constants, which traced values written into it make traced. ``A.setdiag(v, k)``
-writes the diagonal as SciPy's does (entry by entry, the pattern growing where it is not
+inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)``,
+``A.mean(axis)``, and ``A + B``, ``A - B`` of an array ``B``, an ``np.matrix`` in SciPy, give a
+``TracedMatrix``: its ``*`` is the matrix product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A``
+and ``m.A1`` are traced arrays, and ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``,
+``m ** k``, ``m[i, j]``, ``A.multiply(m)`` and the methods that compute an array's values
+(``item``, ``cumsum``, ...) are followed (other indexing and powers, which differ from an
+array's, are refused), and so are assignments ``m[key] = v``; ``todense()`` of a matrix of
+constants made in the function is one too, of constants, which traced values written into it
+make traced. ``A.setdiag(v, k)`` writes the diagonal as SciPy's does (entry by entry, the
+pattern growing where it is not
 stored; a coo matrix's drops the diagonal's entries and appends the new ones), into a lil
 matrix too. ``scipy.sparse.csgraph.laplacian`` of a traced graph takes SciPy's steps on it;
 its shortest paths (``shortest_path``, ``dijkstra``, ``bellman_ford``, ``johnson``,
@@ -2149,14 +2150,19 @@ class TracedSparse:
         if _is_scalar(other) and not wrapped(other) and other == 0:
             return self.copy() if sign > 0 or not reflected else -self
         if _dense_operand(other) and np.ndim(other) >= 1:
-            if self._is_matrix():
-                _refuse("a scipy.sparse matrix (spmatrix) with traced values plus a dense "
-                        "array", "SciPy's result is an np.matrix, which has no traced form: "
-                        "add A.toarray() instead, or use the csr_array/csc_array classes.")
             dense = self.toarray()
             if reflected:
-                return other - dense if sign < 0 else other + dense
-            return dense - other if sign < 0 else dense + other
+                y = other - dense if sign < 0 else other + dense
+            else:
+                y = dense - other if sign < 0 else dense + other
+            if not self._is_matrix():
+                return y
+            # an spmatrix's sum with an array is SciPy's np.matrix: SciPy's own sum of the
+            # values decides its shape, and must equal the array's
+            plain = memory(other) if wrapped(other) else other
+            plain = (plain - self.value if sign < 0 else plain + self.value) if reflected else (
+                self.value - plain if sign < 0 else self.value + plain)
+            return _matrix_results(y, plain, "an spmatrix plus a dense array")
         _refuse("a scipy.sparse matrix with traced values plus a number",
                 "SciPy refuses it too: add it to A.data, or to A.toarray().")
 
