@@ -78,6 +78,9 @@ def run(differentiation, f, call, explain=None):
             differentiation.errors = ERRORS.get()
         ACTIVE.running.append(differentiation)
         refusals = len(ACTIVE.refusals)
+        recorder = getattr(differentiation, "recorder", None)
+        if recorder is not None:  # the events of plain operations before f's first step too
+            recorder.watch()
         try:
             adopter = getattr(differentiation, "adopter", None)
             try:
