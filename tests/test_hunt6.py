@@ -42,3 +42,61 @@ def test_warnings_of_plain_operations_before_the_first_step_are_issued_again():
             assert outcome(replaying, x) == outcome(f, x.copy())
             assert x.tobytes() == caller.tobytes()
         assert replays(replaying) == 3 and not replaying.reasons
+
+
+# ----------------------------------------------------------------------------------------------
+# A Python complex number, a string or None written into a real traced array (``x.fill(1j)``,
+# ``x[0] = 1j``, ``x[:2] = [1j, 2]``, ``x.fill("1.5")``, ``x[0] = None``) is converted by
+# NumPy's assignment as ``float()`` converts it: TypeError for the complex number, 1.5, NaN.
+# Reverse mode cast the complex number by a ufunc (its real part, a ComplexWarning: a value
+# where NumPy raises) and refused the others; ``x.flat[0] = 1j`` (NumPy's ValueError) was cast
+# in both modes. And forward mode cast a complex tangent into a real one a second time (two
+# ComplexWarnings where NumPy issues one)
+
+
+def _writes(value):
+    return [lambda x: x.fill(value), lambda x: x.__setitem__(0, value),
+            lambda x: x.__setitem__(Ellipsis, value), lambda x: x.__setitem__(slice(0, 2), value),
+            lambda x: x.__setitem__(slice(0, 2), [value, 2.0]),
+            lambda x: x.flat.__setitem__(0, value), lambda x: x.flat.__setitem__(slice(1, 3), value)]
+
+
+def _outcome(f, x):
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        try:
+            y = f(x)
+            raised = None
+        except Exception as error:  # noqa: BLE001 (NumPy's, compared)
+            y, raised = None, (type(error), str(error))
+    return (None if y is None else np.asarray(y).tobytes()), raised, \
+        [(w.category, str(w.message)) for w in issued]
+
+
+def test_python_complex_numbers_strings_and_none_written_as_numpy_converts_them():
+    for value in (1j, 1 + 0j, "1.5", None, b"2.5", "a"):
+        for write in _writes(value):
+            def f(x, write=write):
+                y = x * 2.0
+                write(y)
+                return (y * x).sum()
+
+            x = np.array([1.0, 2.0, 3.0])
+            caller = x.copy()
+            expected = _outcome(f, x.copy())
+            assert _outcome(lambda v: mutad.value_and_gradient(f, v)[0], x) == expected
+            assert _outcome(lambda v: mutad.jvp(f, (v,), (np.ones(3),))[0], x) == expected
+            assert x.tobytes() == caller.tobytes()
+
+
+def test_a_complex_value_cast_into_a_real_array_warns_once_in_forward_mode():
+    def f(x):
+        y = x.copy()
+        y[:2] = x[1:] * (1 + 1j)
+        return (y * y).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    expected = _outcome(f, x.copy())
+    assert len(expected[2]) == 1
+    assert _outcome(lambda v: mutad.jvp(f, (v,), (np.ones(3),))[0], x) == expected
+    assert _outcome(lambda v: mutad.value_and_gradient(f, v)[0], x) == expected

@@ -1295,6 +1295,12 @@ class FlatIterator:
                 "element as it writes x, so that earlier writes show in later reads (x.flat[1:] "
                 "= x[:-1] repeats x[0]), which mutad does not follow. Write a copy, "
                 "x.flat[...] = v.copy(), for the values v holds now.")
+        if value is None or type(value) in (complex, str, bytes):
+            # NumPy's conversion by the element type, its errors too (x.flat[0] = 1j into
+            # floats: ValueError, x.flat[:2] = 1j: TypeError)
+            converted = np.empty(base.shape, base.dtype)
+            converted.flat[key] = value
+            value = converted.flat[key]
         positions = np.arange(base.size)[key]
         values = np.ravel(value)
         if values.size != positions.size and values.size:

@@ -946,7 +946,13 @@ def _assign(target, value, level, name, key=...):
     if batch_of(level) is not None:
         return _assign_batch(dual, key, value_primal, value_tangent, level)
     dual.value[key] = value_primal
-    dual.tangent[key] = 0.0 if value_tangent is None else value_tangent
+    if value_tangent is None:
+        dual.tangent[key] = 0.0
+        return dual
+    if dual.tangent.dtype.kind != "c" and np.iscomplexobj(value_tangent):
+        value_tangent = np.real(value_tangent)  # (NumPy's ComplexWarning: the value's cast)
+    with tangent_errors(level):  # (a cast that overflows: the derivative's event)
+        dual.tangent[key] = value_tangent
     return dual
 
 

@@ -940,11 +940,16 @@ def as_assigned(value, dtype):
     floats or complex numbers, alone or in a list or tuple, is first the nearest double,
     whatever its size (np.positive, or an array of ints, would cast it from int64, rounding
     once: 2**60 + 2**36 + 1 into float32, and refuse one past int64; Python's float raises
-    NumPy's OverflowError past the doubles)."""
+    NumPy's OverflowError past the doubles). A Python complex number into real numbers, a
+    string or None is converted as NumPy's assignment converts it, by the target's type
+    (``float(1j)`` raises TypeError, ``float("1.5")``, NaN for None), not cast by a ufunc."""
     if dtype.kind not in "fc":
         return value
     if type(value) is int:
         return float(value)
+    if value is None or type(value) in (str, bytes) or (type(value) is complex
+                                                          and dtype.kind == "f"):
+        return np.asarray(value, dtype)[()]
     if type(value) in (list, tuple):
         return [as_assigned(item, dtype) for item in value]
     return value
