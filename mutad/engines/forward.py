@@ -949,11 +949,19 @@ def _assign(target, value, level, name, key=...):
     if value_tangent is None:
         dual.tangent[key] = 0.0
         return dual
-    if dual.tangent.dtype.kind != "c" and np.iscomplexobj(value_tangent):
-        value_tangent = np.real(value_tangent)  # (NumPy's ComplexWarning: the value's cast)
+    value_tangent = tangent_into(value_tangent, dual.tangent)
     with tangent_errors(level):  # (a cast that overflows: the derivative's event)
         dual.tangent[key] = value_tangent
     return dual
+
+
+def tangent_into(tangent, target):
+    """``tangent`` as it is written into ``target``, a tangent: its real part where ``target``
+    is real and it complex (the value's cast issued NumPy's ComplexWarning; the tangent's
+    would issue it again)."""
+    if target.dtype.kind != "c" and np.iscomplexobj(tangent):
+        return np.real(tangent)
+    return tangent
 
 
 def _assign_batch(dual, key, value_primal, value_tangent, level):

@@ -18,6 +18,7 @@ the same write into the target's tangent, with the values' tangent (``_same_writ
 """
 
 import functools
+import warnings
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from ..core.registry import (complex_aware, defbatched, defcomposite, definplace
                              defjvp, defrule, holomorphic, recomputable)
 from ..core.allocation import lists_as_arrays
 from ..engines.elementwise import unbroadcast
+from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
 from ..engines.writes import Reads, Undo, checkpoint, raising_ignored
@@ -623,7 +625,8 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         moved = [tangents[0], *args[1:]]
         if values_at < len(moved):  # (a zero of the target's type: an integer field's too)
             moved[values_at] = np.zeros((), tangents[0].dtype) if values_tangent is None \
-                else values_tangent
+                else values_tangent if raised is not None \
+                else tangent_into(values_tangent, tangents[0])  # (the write NumPy made, once)
         if raised is None:
             call(*moved, **kwargs)
             return None, None
@@ -754,10 +757,13 @@ def copyto(dst, src, casting="same_kind", where=True):
     if not writes_into("np.copyto", dst, src):
         return np.copyto(dst, plain(src), casting=casting, where=where)
     # NumPy's casting check, and its error, before anything is written (the assignments below
-    # cast as assignment does): on an empty destination, a Python or NumPy scalar as itself
-    np.copyto(np.empty(0, dst.dtype), src if isinstance(src, (int, float, complex, np.generic))
-              else np.empty(0, src.dtype if hasattr(src, "dtype") else np.asarray(src).dtype),
-              casting=casting)
+    # cast as assignment does, with its ComplexWarning): on an empty destination, a Python or
+    # NumPy scalar as itself
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.copyto(np.empty(0, dst.dtype), src if isinstance(src, (int, float, complex, np.generic))
+                  else np.empty(0, src.dtype if hasattr(src, "dtype") else np.asarray(src).dtype),
+                  casting=casting)
     if overlaps(dst, src):
         copy_into(np.copyto, dst, src, lambda t, s: np.copyto(t, s, casting=casting, where=where),
                   {"casting": casting, "where": where})
