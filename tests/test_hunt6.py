@@ -114,3 +114,39 @@ def test_a_complex_value_cast_into_a_real_array_warns_once_as_numpy():
         assert _outcome(lambda v: mutad.jvp(f, (v,), (np.ones(3),))[0], x) == expected
         assert _outcome(lambda v: mutad.value_and_gradient(f, v)[0], x) == expected
         assert x.tolist() == [1.0, 2.0, 3.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# np.seterr inside f, not undone, leaves NumPy's error handling changed after NumPy's call;
+# mutad's run of f put the caller's back when it left (gradient, jvp, hessian), so the caller's
+# code after it warned where NumPy's would not, and a replay, which does not run f, left it
+# unchanged on every later call. The handling f leaves is kept, and such a call is traced
+
+
+def _ignores_division_by_zero(x):
+    np.seterr(divide="ignore")
+    return (np.log(x) * x).sum()
+
+
+def test_error_handling_f_leaves_changed_stays_changed():
+    runs = {"numpy": _ignores_division_by_zero,
+            "gradient": lambda x: mutad.gradient(_ignores_division_by_zero, x),
+            "jvp": lambda x: mutad.jvp(_ignores_division_by_zero, (x,), (np.ones(2),)),
+            "hessian": lambda x: mutad.hessian(_ignores_division_by_zero, x),
+            "replay": mutad.value_and_grad(_ignores_division_by_zero, replay=True)}
+    try:
+        for name, run in runs.items():
+            for k in range(3 if name == "replay" else 1):
+                with np.errstate(all="warn"):
+                    x = np.array([1.0, 2.0 + k])
+                    caller = x.copy()
+                    run(x)
+                    assert np.geterr()["divide"] == "ignore", name
+                    assert np.geterr()["invalid"] == "warn" and np.geterrcall() is None
+                    assert x.tobytes() == caller.tobytes()
+        with np.errstate(all="warn"), warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
+            mutad.gradient(_ignores_division_by_zero, np.array([0.0, 1.0]))
+            assert not [w for w in issued if "divide by zero encountered in log" == str(w.message)]
+    finally:
+        np.seterr(all="warn", under="ignore")

@@ -396,6 +396,26 @@ _LOGGED: tuple = (None, {})
 """The ``ERRORS`` value ``at_user_lines`` last met, and its ``logged_categories``."""
 
 
+@contextlib.contextmanager
+def at_user_lines_keeping_fs(writer):
+    """``at_user_lines(writer)`` around a run of f, and NumPy's error handling as f leaves it
+    (``np.seterr`` in f, not undone) kept after it, as NumPy's run of f keeps it, where leaving
+    the context would put the caller's back: a category f left as the context set it is the
+    caller's, and so is the callback where f left the context's."""
+    modes, call = np.geterr(), np.geterrcall()
+    context = at_user_lines(writer)
+    with context:
+        inside, set_modes = ERRORS.get(), np.geterr()
+        try:
+            yield
+        finally:
+            left = None if ERRORS.get() is inside else (np.geterr(), np.geterrcall())
+    if left is not None and type(context) is not contextlib.nullcontext:
+        np.seterr(**{category: modes[category] if mode == set_modes[category] else mode
+                     for category, mode in left[0].items()})
+        np.seterrcall(call if left[1] is writer else left[1])
+
+
 def logged_categories(modes):
     """The categories ``at_user_lines`` logs under NumPy's error handling ``modes``
     (``np.geterr()``): ``{category: "log"}``, empty where it is a null context. A function of

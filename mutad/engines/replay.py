@@ -112,8 +112,8 @@ from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
-from ..core.debug import (Warnings, anomaly_detection, logged_categories, nowhere, user_frames,
-                          warn_at)
+from ..core.debug import (ERRORS, Warnings, anomaly_detection, logged_categories, nowhere,
+                          user_frames, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
                           elementwise_kept, read_by_partials, short, unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
@@ -3821,6 +3821,7 @@ class Recording:
         self.recorder = None
         self.program = None
         self.reason = None
+        self.errors = None
 
     def start(self, run):
         tape = run.tape  # never nested: Replayed traces without recording inside another
@@ -3833,6 +3834,7 @@ class Recording:
         tape.recorder = recorder
         recorder.showing = Shown(recorder)
         recorder.pause_collector()
+        self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
     def end(self, run, y):
         recorder = self.recorder
@@ -3841,6 +3843,8 @@ class Recording:
         run.tape.recorder = None
         recorder.showing.remove()
         recorder.close()
+        if ERRORS.get() is not self.errors:  # (which a replay, not running f, would not)
+            recorder.refuse("f left NumPy's floating-point error handling changed (np.seterr)")
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
