@@ -150,3 +150,33 @@ def test_error_handling_f_leaves_changed_stays_changed():
             assert not [w for w in issued if "divide by zero encountered in log" == str(w.message)]
     finally:
         np.seterr(all="warn", under="ignore")
+
+
+# ----------------------------------------------------------------------------------------------
+# forward mode took an argument of floats viewing the bytes of an array of integers (an
+# unaligned array, np.zeros(33, np.uint8)[1:].view(np.float64)) as a view of a dual of those
+# integers, and failed with an AttributeError where NumPy computes; its own memory is now all
+# of it (two such views of one array: a clear error, their aliasing not followed)
+
+
+def test_forward_mode_of_floats_viewing_the_bytes_of_integers():
+    buffer = np.zeros(4 * 8 + 1, np.uint8)
+    x = buffer[1:].view(np.float64)
+    x[:] = [1.0, 2.0, 3.0, 4.0]
+    before = buffer.tobytes()
+
+    def f(v):
+        v[1:] += v[:-1]
+        return (v * v).sum()
+
+    value, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+    assert (value, tangent) == (f(x.copy()), 62.0)
+    assert np.diag(mutad.hessian(lambda v: (v ** 3).sum(), x)).tolist() == [6.0, 12.0, 18.0, 24.0]
+    try:
+        mutad.jvp(lambda u, w: (u * w).sum(), (x, buffer[1:17].view(np.float64)),
+                  (np.ones(4), np.ones(2)))
+    except mutad.MutadError as error:
+        assert "pass copies of them" in str(error)
+    else:
+        raise AssertionError("two views of one integer buffer were not refused")
+    assert buffer.tobytes() == before

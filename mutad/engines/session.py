@@ -780,8 +780,14 @@ class ForwardDifferentiation(Differentiation):
         # it. An array of an enclosing differentiation (hvp's reverse pass, an outer jvp) is
         # copied through NumPy, so that level follows the copy.
         base = owner(x)
+        foreign = not wrapped(x) and base.dtype.kind not in "fc"
+        if foreign and id(base) in self.copies:
+            raise UnsupportedOperationError(
+                "jvp: two arguments view the memory of one array of another type than theirs "
+                f"(floats viewing the bytes of {base.dtype}); pass copies of them.")
         if id(base) not in self.copies:
-            whole = owner_view(x)
+            # (floats viewing the bytes of integers, say: their own memory is all of it)
+            whole = x if foreign else owner_view(x)
             copy = np.copy(whole, order="K")
             if copy.strides != whole.strides:
                 raise UnsupportedOperationError(
