@@ -8,6 +8,7 @@ The hunt itself runs at the end, on a fixed seed."""
 import warnings
 
 import numpy as np
+import pytest
 
 import mutad
 
@@ -180,3 +181,17 @@ def test_forward_mode_of_floats_viewing_the_bytes_of_integers():
     else:
         raise AssertionError("two views of one integer buffer were not refused")
     assert buffer.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# The hunt itself, on a fixed seed: random programs of NumPy's writing functions, each called
+# with NumPy and with mutad, traced and replayed, on four inputs (writing_programs)
+
+
+@pytest.mark.parametrize("first", range(0, 100, 25))
+def test_random_programs_of_writes_answer_as_numpy(first):
+    from writing_programs import differences, program
+
+    for seed in range(first, first + 25):
+        found = differences(seed)
+        assert not found, (program(seed)[1], found)
