@@ -195,3 +195,57 @@ def test_random_programs_of_writes_answer_as_numpy(first):
     for seed in range(first, first + 25):
         found = differences(seed)
         assert not found, (program(seed)[1], found)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy computes an operator on scalars (``x[0] / 0.0``, ``x.sum() * 0.0`` of an infinity) by
+# its scalar math, whose events say "divide by zero encountered in scalar divide"; mutad
+# computes it by the ufunc, whose words are "... in divide": warnings and FloatingPointErrors
+# otherwise worded than NumPy's, in every mode. An operator on values standing for scalars
+# words them as NumPy's scalar math (an explicit ufunc, or a 0-d array, keeps the ufunc's)
+
+
+def _divides_scalars(x):
+    a = x[0] / 0.0
+    b = np.exp(x.sum() * 1000.0) * 0.0
+    c = np.divide(x[1], 0.0)
+    d = x[1] / np.array(0.0)
+    return x.sum() * float(np.isinf(a) + np.isnan(b) + np.isinf(c) + np.isinf(d))
+
+
+def _raises_on_scalars(x):
+    caught = []
+    with np.errstate(divide="raise", invalid="raise", over="raise"):
+        for operation in (lambda: 1.0 / (x[0] - x[0]), lambda: x.sum() * np.inf * 0.0,
+                          lambda: (x[1] - x[1]) ** -1.0, lambda: np.divide(x[1], 0.0)):
+            try:
+                operation()
+            except FloatingPointError as error:
+                caught.append(str(error))
+    return x.sum() * len(caught), caught
+
+
+def test_events_of_operators_on_scalars_are_worded_as_numpys_scalar_math():
+    x = np.array([1.0, 2.0])
+    expected = _outcome(_divides_scalars, x.copy())
+    assert [m for _, m in expected[2]] == [
+        "divide by zero encountered in scalar divide", "overflow encountered in exp",
+        "invalid value encountered in scalar multiply", "divide by zero encountered in divide",
+        "divide by zero encountered in divide"]
+    replaying = mutad.value_and_grad(_divides_scalars, replay=True)
+    for run in (lambda v: mutad.value_and_gradient(_divides_scalars, v)[0],
+                lambda v: mutad.jvp(_divides_scalars, (v,), (np.ones(2),))[0],
+                lambda v: replaying(v)[0], lambda v: replaying(v)[0], lambda v: replaying(v)[0]):
+        value, raised, issued = _outcome(run, x)
+        numpys = [w for w in issued if ", in a tangent" not in w[1]
+                  and ", in the gradient of" not in w[1]]  # (the derivative's own)
+        assert (value, raised, numpys) == expected
+        assert x.tolist() == [1.0, 2.0]
+    caught = _raises_on_scalars(x.copy())[1]
+    assert caught == ["divide by zero encountered in scalar divide",
+                      "invalid value encountered in scalar multiply",
+                      "divide by zero encountered in scalar power",
+                      "divide by zero encountered in divide"]
+    aux = mutad.value_and_grad(_raises_on_scalars, has_aux=True)(x)[0][1]
+    assert aux == caught
+    assert mutad.jvp(lambda v: _raises_on_scalars(v)[1], (x,), (np.ones(2),))[0] == caught

@@ -49,7 +49,7 @@ import numpy as np
 
 from .errors import ConversionError, NonFiniteError, function_name
 from .shadows import Buffer, Place
-from .views import memory
+from .views import memory, stands_for_scalar, wrapped
 
 __all__ = ["detect_anomaly"]
 
@@ -321,11 +321,13 @@ class Warnings:
 
     def write(self, text):
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
-        frame = sys._getframe(1)
+        frame, called = sys._getframe(1), None
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
             known = _INSIDE.get(code.co_filename)
             if not (_learn(code.co_filename) if known is None else known):
+                if HOLDING.level is None:
+                    message = _as_scalar_math(message, called)
                 if self.heard is not None:
                     self.heard.append((message, code.co_filename, frame.f_lineno))
                 if HOLDING.level is not None:  # a tangent's, inside f: issued once f returns
@@ -335,7 +337,7 @@ class Warnings:
                 warn_at(message, RuntimeWarning, code.co_filename, frame.f_lineno,
                         frame.f_globals)
                 return
-            frame = frame.f_back
+            frame, called = frame.f_back, frame
         line = None if self.record is None else self.record.line
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
             message += f", in the gradient of {operation_name(self.record.primitive)}"
@@ -347,6 +349,44 @@ class Warnings:
                 caller = sys._getframe(1)
                 self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+SCALAR_OPERATORS: set[types.CodeType] = set()
+"""The code of the functions that are Python's operators of traced and dual values (``a / b``:
+``arraylike.install_operators``), which the user's line calls. NumPy computes an operator on
+scalars (``x[0] / 0.0``) by its scalar math, which words its events so ("divide by zero
+encountered in scalar divide"), where the ufunc the engines compute with says "in divide"."""
+
+
+def _as_scalar_math(message, called):
+    """``message``, of an event below the frame ``called`` (of what the user's line called),
+    as NumPy's scalar math words it where ``called`` is an operator."""
+    if called is None or called.f_code not in SCALAR_OPERATORS:
+        return message
+    operands = called.f_locals
+    return as_scalar_math(message, operands.get("self"), operands.get("other"))
+
+
+def as_scalar_math(message, x, other):
+    """``message``, of a floating-point event of the operator ``x op other``, as NumPy's
+    scalar math words it where both stand for scalars (NumPy's or Python's numbers)."""
+    if not (wrapped(x) and stands_for_scalar(x)) or not (
+            type(other) in (bool, int, float, complex) or isinstance(other, np.generic)
+            or wrapped(other) and stands_for_scalar(other)):
+        return message
+    event, found, name = message.partition(" encountered in ")
+    return f"{event} encountered in scalar {name}" if found and not name.startswith("scalar ") \
+        else message
+
+
+def scalar_math_error(error, x, other):
+    """The FloatingPointError ``error`` an operator ``x op other`` raised (``np.errstate``'s
+    "raise"), as NumPy's scalar math words it (``as_scalar_math``)."""
+    message = str(error)
+    worded = as_scalar_math(message, x, other)
+    if worded == message:
+        return error
+    return FloatingPointError(worded).with_traceback(error.__traceback__)
 
 
 ERRORS = importlib.import_module("numpy._core._multiarray_umath")._extobj_contextvar

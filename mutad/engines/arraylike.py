@@ -30,6 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
+from ..core.debug import SCALAR_OPERATORS, scalar_math_error
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -56,7 +57,9 @@ def install_operators(cls, binary):
         if name == "pow":
             forward, inplace = _fast_powers(forward, inplace)
         for prefix, method in (("", forward), ("r", reflected), ("i", inplace)):
-            setattr(cls, f"__{prefix}{name}__", _operator(method, name, prefix))
+            method = _operator(method, name, prefix)
+            SCALAR_OPERATORS.add(method.__code__)
+            setattr(cls, f"__{prefix}{name}__", method)
     for name, ufunc in COMPARISONS.items():
         compare = binary(ufunc)[0]
         setattr(cls, f"__{name}__", _records_compared(compare, name) if name in ("eq", "ne")
@@ -207,7 +210,10 @@ def _operator(method, name, prefix):
             turned = _pythons_own(self, other, pythons_own, reflected)
             if turned is not None:
                 return turned
-        result = method(self, other)
+        try:
+            result = method(self, other)
+        except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
+            raise scalar_math_error(error, self, other) from None
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
             return result  # elements of an array: NumPy's loops compute them, as here

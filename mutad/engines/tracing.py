@@ -53,7 +53,7 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, p
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
                         weak_arithmetic, integer_events)
 from .elementwise import Gathered, unbroadcast
-from ..core.debug import SKIPPED
+from ..core.debug import SCALAR_OPERATORS, SKIPPED, scalar_math_error
 from ..core.errors import no_rule
 from .inplace import (check_destination, copy_into, on_constants, overlaps, record_write,
                       write_constant, writes_into)
@@ -337,7 +337,10 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
                     inputs, values, pattern = (self, other), [value, operand], mine | traced << 1
                     named = (buffer, place) if place is not None and self.whole else None
                 # (``debug.caller``'s frame, fast_ufunc's and this one's skipped)
-                yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1, named)
+                try:
+                    yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED - 1, named)
+                except FloatingPointError as error:  # (np.errstate's "raise")
+                    raise scalar_math_error(error, self, other) from None
                 if yt is not None:
                     y = yt.value
                     if not y.ndim and y.dtype.kind == "f" and math.isnan(y):  # scalar math's?
@@ -358,8 +361,10 @@ def install_fast_operators(cls):
         if name != "pow":
             for prefix in ("", "r", "i"):
                 attribute = f"__{prefix}{name}__"
-                setattr(cls, attribute, _fast_operator(ufunc, getattr(cls, attribute),
-                                                       prefix == "r", prefix == "i"))
+                method = _fast_operator(ufunc, getattr(cls, attribute), prefix == "r",
+                                        prefix == "i")
+                SCALAR_OPERATORS.add(method.__code__)
+                setattr(cls, attribute, method)
 
 
 install_dispatch(Traced, TracedDispatch)
