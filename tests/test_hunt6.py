@@ -129,6 +129,11 @@ def _ignores_division_by_zero(x):
     return (np.log(x) * x).sum()
 
 
+def _raises_after_seterr(x):
+    np.seterr(over="ignore")
+    raise KeyError(float(x.sum()))
+
+
 def test_error_handling_f_leaves_changed_stays_changed():
     runs = {"numpy": _ignores_division_by_zero,
             "gradient": lambda x: mutad.gradient(_ignores_division_by_zero, x),
@@ -145,6 +150,14 @@ def test_error_handling_f_leaves_changed_stays_changed():
                     assert np.geterr()["divide"] == "ignore", name
                     assert np.geterr()["invalid"] == "warn" and np.geterrcall() is None
                     assert x.tobytes() == caller.tobytes()
+        for run in (lambda x: mutad.gradient(_raises_after_seterr, x),
+                    lambda x: mutad.jvp(_raises_after_seterr, (x,), (np.ones(2),))):
+            with np.errstate(all="warn"):
+                try:
+                    run(np.ones(2))
+                except KeyError:
+                    pass
+                assert np.geterr()["over"] == "ignore" and np.geterr()["divide"] == "warn"
         with np.errstate(all="warn"), warnings.catch_warnings(record=True) as issued:
             warnings.simplefilter("always")
             mutad.gradient(_ignores_division_by_zero, np.array([0.0, 1.0]))

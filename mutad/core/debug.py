@@ -443,17 +443,19 @@ def at_user_lines_keeping_fs(writer):
     the context would put the caller's back: a category f left as the context set it is the
     caller's, and so is the callback where f left the context's."""
     modes, call = np.geterr(), np.geterrcall()
-    context = at_user_lines(writer)
-    with context:
-        inside, set_modes = ERRORS.get(), np.geterr()
-        try:
-            yield
-        finally:
-            left = None if ERRORS.get() is inside else (np.geterr(), np.geterrcall())
-    if left is not None and type(context) is not contextlib.nullcontext:
-        np.seterr(**{category: modes[category] if mode == set_modes[category] else mode
-                     for category, mode in left[0].items()})
-        np.seterrcall(call if left[1] is writer else left[1])
+    context = left = None
+    try:
+        with (context := at_user_lines(writer)):
+            inside, set_modes = ERRORS.get(), np.geterr()
+            try:
+                yield
+            finally:
+                left = None if ERRORS.get() is inside else (np.geterr(), np.geterrcall())
+    finally:  # (f may have raised after it: NumPy's handling stays as f left it all the same)
+        if left is not None and type(context) is not contextlib.nullcontext:
+            np.seterr(**{category: modes[category] if mode == set_modes[category] else mode
+                         for category, mode in left[0].items()})
+            np.seterrcall(call if left[1] is writer else left[1])
 
 
 def logged_categories(modes):
