@@ -19,7 +19,7 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 from .allocation import adopted_views, mode
-from .debug import ERRORS, Warnings, at_user_lines_keeping_fs
+from .debug import ERRORS, Warnings, at_user_lines_keeping_seterr
 from .errors import ArgnumsError, MutadError, UnsupportedOperationError
 from .levels import ACTIVE
 from .trees import arrays_within
@@ -73,7 +73,7 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f) as (function, holders), at_user_lines_keeping_fs(Warnings()), \
+    with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()), \
             no_full_collections():
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()

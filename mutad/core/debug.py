@@ -437,7 +437,7 @@ _LOGGED: tuple = (None, {})
 
 
 @contextlib.contextmanager
-def at_user_lines_keeping_fs(writer):
+def at_user_lines_keeping_seterr(writer):
     """``at_user_lines(writer)`` around a run of f, and NumPy's error handling as f leaves it
     (``np.seterr`` in f, not undone) kept after it, as NumPy's run of f keeps it, where leaving
     the context would put the caller's back: a category f left as the context set it is the
