@@ -1,8 +1,9 @@
 """The traced engine's fast paths (``operations.fast_ufunc``, the dispatch's calls of it,
-``operations._fast_function``, ``operations.assign`` of one element) do what its general path
-does: the same records, the same gradients bit for bit, the caller's arrays back bit for bit,
-on programs whose operands change the paths' decisions (every operand traced or not, real or
-complex, float32, a view or a whole array, one loop's step after another)."""
+``operations._fast_function``, ``operations.assign`` of one element, the views of rows and
+slices: ``tracing._row_or_slice``) do what its general path does: the same records, the same
+gradients bit for bit, the caller's arrays back bit for bit, on programs whose operands change
+the paths' decisions (every operand traced or not, real or complex, float32, a view or a whole
+array, one loop's step after another)."""
 
 import math
 import types
@@ -36,6 +37,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
         lambda target, value, element=False: operations.assign(target, value)))
     monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
+    monkeypatch.setattr(tracing, "_row_or_slice", lambda x, key: False)
     monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "assigned_back", lambda x, key, value: False)
 
@@ -1627,3 +1629,83 @@ def test_random_slice_programs_give_numpys_values_and_the_general_paths_bits(see
         assert np.asarray(general_value).tobytes() == np.asarray(value).tobytes()
         for g, h in zip(grads, general_grads, strict=True):
             assert g.tobytes() == h.tobytes()
+
+
+def _sums(a, b):
+    """Sums over every axis the way losses end: of whole arrays, views, a 0-d value, float32 and
+    float16 copies, one of an array then overwritten, one whose operand another sum reads too,
+    and by the method, the function and ``np.add.reduce`` (which has no plain functions)."""
+    m = b.reshape(3, 3)
+    y = np.sum(a * a) + (m @ a).sum() + m[1:, ::2].sum() + np.sum(m.T)
+    s = np.sum(a)
+    y = y + np.sum(s * s) + s.sum()  # (a 0-d operand)
+    w = a * 2.0
+    y = y + w.sum() * np.sum(w)  # (one operand, two sums: one shadow, added twice)
+    w[1:] = m[0, 1:]  # (overwritten after its sum)
+    y = y + np.sum(w) + np.add.reduce(w * w)
+    y = y + np.float64(np.sum(a.astype(np.float32) * 3)) + np.float64(np.sum(b.astype(np.float16)))
+    return y
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")  # float16 of an infinity
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+def test_a_sum_run_as_its_plain_functions_gives_the_rules_bits_in_every_mode(special,
+                                                                             monkeypatch):
+    """``np.sum(x)`` of a traced array, run as the plain functions its rule offers
+    (``np.add.reduce`` and ``np.full`` of the cotangent, with ``held``: the operand's layout),
+    against the rule and its closure's broadcast: the same records, values and derivatives
+    bit for bit by each policy, under a budget, in a recording and its replays, nested (where
+    the plain functions are not taken) and beside forward mode."""
+    args = (np.random.default_rng(12).standard_normal(3),
+            np.random.default_rng(13).standard_normal(9))
+    args = _with_special_values(args) if special else args
+    lean = _bits(_by_every_mode(_sums, args))
+    lean_records = _described(_sums, args)
+    with monkeypatch.context() as patched:  # (the rule's closure, as before plain sums)
+        patched.setattr(operations, "_fit", lambda plain, values: len(plain) == 2)
+        general = _bits(_by_every_mode(_sums, args))
+        general_records = _described(_sums, args)
+    assert lean == general
+    assert [r[:-1] for r in lean_records] == [r[:-1] for r in general_records]
+    # (the sums' records: the plain back and the layout it reads, against the closure's five)
+    plain = [r for r, g in zip(lean_records, general_records, strict=True) if r[-1] != g[-1]]
+    assert len(plain) == 12 and all(r[0] == "np.sum" and r[-1] == 2 for r in plain)
+
+
+def _views(a, b):
+    """Rows and slices read the ways a program reads them: of an argument, a result, an array
+    made in the function (a constant until a traced value is written into it), complex and
+    float32 arrays; views of views, reversed, with new axes and Ellipsis, overlapping reads of
+    one array, and reads of a region after a write into it."""
+    m = b.reshape(3, 3)
+    y = np.sum(a[1:] * a[:-1]) + np.sum(m[1, :] * m[:, 2]) + np.sum(m[::-1, ::2][1:])
+    y = y + np.sum(m[..., 0] * m[None, 1][0]) + np.sum(a[:, None] * m[:, None, 1])
+    work = np.zeros((3, 3))
+    y = y + np.sum(work[1:] + 1.0)  # (of a constant)
+    work[1, :] = a * 2.0
+    y = y + np.sum(work[1:, ::-1] * work[:-1])
+    c = (a + 1j * a[::-1])[1:]
+    y = y + np.sum((c[::-1] * c).real)
+    s = a.astype(np.float32)
+    y = y + np.float64(np.sum(s[1:] * s[:-1]))
+    u = a * 1.0
+    u[1:] += u[:-1]  # (an update of a region read in its own statement)
+    return y + np.sum(u[1:] * u[:2]) + np.sum(m[2][1:])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+def test_rows_and_slices_read_at_once_give_the_general_paths_bits_in_every_mode(special,
+                                                                               monkeypatch):
+    """``tracing._row_or_slice``'s reads against ``__getitem__``'s questions: the same records,
+    values and derivatives bit for bit by each policy, under a budget, in a recording and its
+    replays, nested and beside forward mode."""
+    args = (np.random.default_rng(14).standard_normal(3),
+            np.random.default_rng(15).standard_normal(9))
+    args = _with_special_values(args) if special else args
+    lean, lean_records = _bits(_by_every_mode(_views, args)), _described(_views, args)
+    with monkeypatch.context() as patched:
+        patched.setattr(tracing, "_row_or_slice", lambda x, key: False)
+        general, general_records = _bits(_by_every_mode(_views, args)), _described(_views, args)
+    assert lean == general and lean_records == general_records

@@ -452,7 +452,7 @@ class _FastFunction:
     primitive that names it in records, whether it is a user's (whose cotangents are never
     adopted) and whether it offers plain functions (``_plain_functions``)."""
 
-    __slots__ = ("rule", "primitive", "user", "specialized")
+    __slots__ = ("rule", "primitive", "user", "specialized", "plain")
 
     def __init__(self, func, rule):
         self.rule = rule
@@ -460,6 +460,18 @@ class _FastFunction:
         self.user = is_user_rule(rule)
         self.specialized = getattr(getattr(rule, "__wrapped__", rule), "specialized",
                                    None) is not None
+        # the operands' numbers of dimensions -> what the rule offers for them (``_offered``):
+        # asked once, not per dot product
+        self.plain = {}
+
+    def plain_functions(self, values):
+        """``_plain_functions(self.rule, values, None)``, the rule's offer kept by ``values``'
+        numbers of dimensions (the arrays' own, as ``np.ndim`` reads them)."""
+        dims = tuple([v.ndim for v in values])
+        offered = self.plain.get(dims, False)
+        if offered is False:
+            offered = self.plain[dims] = _offered(self.rule, dims, None)
+        return offered if offered is not None and _fit(offered, values) else None
 
 
 _FUNCTIONS = {}
@@ -506,8 +518,7 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
     general path's, which takes what the rule gave."""
     active(tape)
     rule = plan.rule
-    plain = None if plan.user or not plan.specialized else \
-        _plain_functions(rule, values, None)
+    plain = None if plan.user or not plan.specialized else plan.plain_functions(values)
     if plain is not None:
         y, back = plain[0](*values), plain[1]
     else:
@@ -526,7 +537,7 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
     places = [place_of(x) for x in inputs]  # (``_record_function``: every argument traced)
     if plain is not None:
         record = Product(plan.primitive, tuple(places), None, result.buffer, None,
-                         (back, *values))
+                         (back, *_kept(plain, values)))
     else:
         primals = None if plan.user else {id(owner(x.value)) for x in inputs}
         outputs = [result.buffer]
@@ -1208,7 +1219,7 @@ def _record_function(tape, name, rule, back, args, values, kwargs, outputs, mult
         named = recipe(args, values, kept, tape)
     if plain is not None:  # (the replay's recorder reads the closure's record: not while it runs)
         record = Product(primitive(name, rule), named, settings, outputs[0], None,
-                         (plain[1], *values))
+                         (plain[1], *_kept(plain, values)))
     else:
         record = Record(primitive(name, rule), named, settings,
                         tuple(b for b in outputs if b is not None), None,
@@ -1233,22 +1244,45 @@ def _held_by(back):
 
 
 def _plain_functions(rule, values, kwargs):
-    """``(forward, back)``: plain functions that compute what the built-in pure ``rule`` and
-    the ``back`` it returns compute for the real ``values`` (``back(dy, *values)``), where the
-    rule offers them (``rule.specialized``, as to a compiled replay: np.matmul's and np.outer's
-    for operands without a batch) and every positional argument is differentiated; else
-    None."""
+    """``(forward, back)`` or ``(forward, back, held)``: plain functions that compute what the
+    built-in pure ``rule`` and the ``back`` it returns compute for the real ``values``
+    (``back(dy, *values)``, or ``back(dy, held(*values))`` where ``back`` reads only what
+    ``held`` keeps of them: a sum's, their layout), where the rule offers them
+    (``rule.specialized``, as to a compiled replay: np.matmul's and np.outer's for operands
+    without a batch, np.sum's over every axis) and every positional argument is
+    differentiated; else None."""
+    offered = _offered(rule, tuple([np.ndim(v) for v in values]), kwargs)
+    return offered if offered is not None and _fit(offered, values) else None
+
+
+def _offered(rule, dims, kwargs):
+    """What ``rule`` offers for operands of ``dims`` dimensions and settings ``kwargs``
+    (``_plain_functions``), a function of those alone; None where it offers nothing."""
     offer = getattr(getattr(rule, "__wrapped__", rule), "specialized", None)
-    if offer is None or kwargs or getattr(rule, "leading", None) != len(values):
+    if offer is None or kwargs or getattr(rule, "leading", None) != len(dims):
         return None
-    functions = offer(tuple([np.ndim(v) for v in values]), {})
-    return functions if functions is not None and len(functions) == 2 else None
+    functions = offer(dims, {})
+    return functions if functions is not None and len(functions) in (2, 3) else None
+
+
+def _fit(plain, values):
+    """Whether ``plain`` functions run on ``values``: any real operands without a ``held``;
+    with one, NumPy's real arrays alone (not an enclosing differentiation's traced values,
+    whose cotangents its own operations make, as ``back`` does not: ``np.full``)."""
+    return len(plain) == 2 or all(type(v) is NDARRAY and v.dtype.kind == "f" for v in values)
+
+
+def _kept(plain, values):
+    """What the record of a rule run as its ``plain`` functions keeps for their ``back``: the
+    operands' ``values``, or what ``held`` keeps of them (a tuple: a layout, not an array)."""
+    return values if len(plain) == 2 else (plain[2](*values),)
 
 
 class Product(OneOutput):
     """The record of a pure rule run as the plain functions it offers (``_plain_functions``:
-    ``a @ b`` of vectors and matrices, ``np.outer``), every argument traced: ``state`` is the
-    plain ``back`` and the arguments' values, which it reads. Its pullback is
+    ``a @ b`` of vectors and matrices, ``np.outer``, ``np.sum(x)``), every argument traced:
+    ``state`` is the plain ``back`` and what it reads, the arguments' values or what ``held``
+    keeps of them (``_kept``). Its pullback is
     ``function_pullback``'s on the record of the rule's closure, without the closure: a loop
     of dot products makes one per step, a third of that record's memory."""
 
@@ -1263,7 +1297,7 @@ class Product(OneOutput):
         rows = list(zip(record.inputs, back(dy, *values), strict=True))
         # A shadow adopts a cotangent only as the whole of a buffer: arguments that are parts
         # (``x[i, :j] @ x[:j, j]``) need not know whose memory their cotangents are
-        add_cotangents(shadows, rows, {id(owner(v)) for v in values}
+        add_cotangents(shadows, rows, {id(owner(v)) for v in values if type(v) is not tuple}
                        if any(p.whole for p in record.inputs) else None)
 
 

@@ -207,6 +207,8 @@ class TracedDispatch:
             y = _element_read(self, key)
             if y is not None:  # a scalar loop's x[i, j]
                 return y
+        if _row_or_slice(self, key):
+            return getitem(self, key)
         if self.value.dtype.names is not None:  # an array of records: by its fields
             key = records_key(self, key)
         index = _index(key)
@@ -419,6 +421,16 @@ def getitem(x, key):
     tape.record(Gathered(operator.getitem, read, None, yt.buffer, None,
                          (not basic and _has_integer_array(key)) or overlapping(source)))
     return yt
+
+
+def _row_or_slice(x, key):
+    """Whether ``x[key]`` is ``getitem``'s at once: ``key`` a basic index (``_plain_index``) of
+    ``x``, a real or complex NumPy array with axes, traced (not a constant) by a tape that no
+    replay records. There what ``__getitem__`` asks before has one answer: no field, the key
+    is its own index (``_index``), no text element, no copy of a scalar's view."""
+    value = x.value
+    return type(value) is NDARRAY and value.ndim != 0 and value.dtype.kind in "fc" \
+        and x.tape.recorder is None and not x.buffer.constant and _plain_index(key)
 
 
 def _one_element(key, ndim):
