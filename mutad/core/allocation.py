@@ -21,7 +21,8 @@ intercept its factory functions:
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
-  ``scipy.linalg.dft(n)``: ``_Made``, reached as routed functions are);
+  ``scipy.linalg.dft(n)``: ``_Made``, reached as routed functions are; on traced arguments
+  SciPy's code runs followed, as user code is: ``scipy.stats.qmc.geometric_discrepancy``);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
@@ -106,7 +107,7 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
-from .levels import ACTIVE, CARRIERS, Tracer
+from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -557,7 +558,11 @@ def library_binding(value):
     """What a SciPy module's name bound to ``value`` reads in a ``library_allocation()`` block:
     where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
-    ``None`` otherwise."""
+    where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
+    mode's (``_Joined``: a traced item is joined, not converted); ``None`` otherwise."""
+    for original, mode in (JOINED["r_"], JOINED["c_"]):
+        if value is original:
+            return mode
     try:
         name = _NUMPYS_OWN.get(value)
     except TypeError:  # (an unhashable value)
@@ -1752,6 +1757,10 @@ HANDED_SUBCLASSES: dict[type, Callable[[Any], Any]] = {}
 constant the mode makes of its array: an object that computes as the subclass does and takes
 traced values written into it (``scipy.sparse`` registers np.matrix's)."""
 
+FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
+"""How a Python function of SciPy's that nothing routes (``_Made``) runs on traced arguments:
+SciPy's own code, followed step by step (``scipy`` registers ``following_scipys_code``)."""
+
 COMPILED_OBJECTS: dict[type, Callable[[Any], Any]] = {}
 """For a type of SciPy's compiled objects whose methods take plain arrays only (SuperLU, made
 by ``splu`` before the differentiation), what stands in for one the function reaches, and for
@@ -2344,13 +2353,18 @@ class _Made:
     ``scipy.linalg.dft``), as code reaches it in the mode: the function itself, whose result the
     user's code receives as it receives a routed function's (``by_user_code``): a new float
     array made of plain values is a constant the function may write traced values into, as
-    one NumPy makes. Bound as a method where the function is one."""
+    one NumPy makes. On traced arguments, SciPy's code runs followed step by step
+    (``FOLLOWED_LIBRARY_CODE``), as a rule's ``ScipysCode`` does: the arrays it builds of them
+    and the buffers it fills with them are traced. Bound as a method where the function is
+    one."""
 
     def __init__(self, original):
         functools.update_wrapper(self, original)
         self.original = original
 
     def __call__(self, *args, **kwargs):
+        if FOLLOWED_LIBRARY_CODE and innermost((*args, *kwargs.values())) is not None:
+            return FOLLOWED_LIBRARY_CODE[0](self.original, args, kwargs)
         y = self.original(*args, **kwargs)
         return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
 
