@@ -1518,7 +1518,42 @@ class recarray(metaclass=_RecordsConstructor):  # noqa: N801 (NumPy's name)
     """``numpy.recarray`` where differentiated code calls it (``_RecordsConstructor``)."""
 
 
-CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray)}
+class _MatrixConstructor(_ShownType):
+    """The type of ``numpy.matrix`` as the mode shows it where the differentiated code calls
+    it: of traced values (``np.matrix(x.reshape(2, 2))``, ``np.matrix([[a, b], [c, d]])``),
+    the traced array in the shape NumPy's matrix of their plain values has (its errors too),
+    as the object that computes as np.matrix does which a library registers
+    (``HANDED_SUBCLASSES``: scipy.sparse's), of float64 values (np.matrix's products of
+    others take NumPy's promotion of arrays, not of numbers); NumPy's matrix otherwise, and
+    as a type."""
+
+    numpys = np.matrix
+
+    def __call__(cls, data, dtype=None, copy=True):
+        handed = HANDED_SUBCLASSES.get(np.matrix)
+        if handed is None or not (ACTIVE.running and holds_wrapped(data)):
+            return np.matrix(data, dtype, copy)
+        plain = np.matrix(_plain(data), dtype, copy)
+        if plain.dtype != np.float64:
+            return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
+        array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
+        return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
+
+    def __getattr__(cls, name):
+        return getattr(np.matrix, name)
+
+    def __eq__(cls, other):
+        return other is cls or other is np.matrix
+
+    def __hash__(cls):
+        return hash(np.matrix)
+
+
+class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
+    """``numpy.matrix`` where differentiated code calls it (``_MatrixConstructor``)."""
+
+
+CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray), "matrix": (np.matrix, matrix)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
 code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 _CALLED_ORIGINALS = {name: original for name, (original, _) in CALLED_TYPES.items()}
