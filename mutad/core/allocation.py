@@ -1325,6 +1325,15 @@ class _ShownType(type):
     def __subclasscheck__(cls, kind):
         return kind is cls or issubclass(kind, cls.numpys)
 
+    def __getattr__(cls, name):
+        return getattr(cls.numpys, name)
+
+    def __eq__(cls, other):
+        return other is cls or other is cls.numpys
+
+    def __hash__(cls):
+        return hash(cls.numpys)
+
 
 class _Constructor(_ShownType):
     """The type of ``numpy.ndarray`` as the mode shows it: calling it (``np.ndarray((n,))``, the
@@ -1499,15 +1508,6 @@ class _RecordsConstructor(_ShownType):
             return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
         return y
 
-    def __getattr__(cls, name):
-        return getattr(np.recarray, name)
-
-    def __eq__(cls, other):
-        return other is cls or other is np.recarray
-
-    def __hash__(cls):
-        return hash(np.recarray)
-
 
 def _records_data(*args, **kwargs):
     """The array of records ``np.recarray(*args, **kwargs)`` holds (the call a replay redoes)."""
@@ -1538,15 +1538,6 @@ class _MatrixConstructor(_ShownType):
             return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
         array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
         return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
-
-    def __getattr__(cls, name):
-        return getattr(np.matrix, name)
-
-    def __eq__(cls, other):
-        return other is cls or other is np.matrix
-
-    def __hash__(cls):
-        return hash(np.matrix)
 
 
 class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
