@@ -79,21 +79,23 @@ def test_sparse_method_of_differentiated_values(kind, name):
                                        atol=1e-8)
             assert other.tobytes() == before
         plain = operation(matrix(x.copy(), kind), x.copy())
-        seen = []
-        mutad.gradient(lambda x: seen.append(operation(matrix(x, kind), x)) or f(x), x)
-    y, = seen
-    if sp.issparse(plain) and plain.format == "dia":  # (its slots outside the matrix, which
-        # hold no entry, may hold a zero of either sign)
-        assert structure(y.value.tocsr()) == structure(plain.tocsr())
-        assert y.value.offsets.tolist() == plain.offsets.tolist()
-    elif sp.issparse(plain):  # SciPy's structure: format, pattern, stored values' bits
-        assert structure(y.value) == structure(plain)
-    else:  # an array, or an spmatrix's np.matrix: its type and shape, and its values' bits
-        expected = np.asarray(plain)
-        assert type(y).__name__ == ("TracedMatrix" if isinstance(plain, np.matrix) else
-                                    type(y).__name__)
-        assert np.shape(y) == expected.shape and isinstance(plain, np.matrix) == (
-            type(y).__name__ == "TracedMatrix")
+        seen = []  # (read while the differentiation runs)
+        mutad.gradient(lambda x: seen.append(described(operation(matrix(x, kind), x))) or f(x),
+                       x)
+    assert seen == [described(plain)]
+
+
+def described(y):
+    """A sparse result's structure (format, pattern, stored values' bits; a dia matrix's as
+    csr, with its offsets: its slots outside the matrix, which hold no entry, may hold a zero
+    of either sign); an array's, or an spmatrix's np.matrix's, type, shape and bits."""
+    if sp.issparse(y):
+        m = y if isinstance(y, (sp.spmatrix, sp.sparray)) and type(y).__module__.startswith(
+            "scipy") else y.value
+        return structure(m.tocsr()) + [m.offsets.tolist()] if m.format == "dia" else \
+            structure(m)
+    return [isinstance(y, np.matrix), np.shape(y),
+            np.asarray(mutad.stop_gradient(np.asarray(y))).tobytes()]
 
 
 def test_resize_of_a_matrix_sharing_its_values_is_refused():
@@ -107,3 +109,41 @@ def test_resize_of_a_matrix_sharing_its_values_is_refused():
 
     with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"B.resize"):
         mutad.gradient(f, x)
+
+
+def _unsorted(x, kind):
+    """A 3 x 3 matrix of ``x``'s values (a copy: SciPy keeps the array it is given, and sorts
+    it in place) whose first row (column) stores its indices out of order."""
+    return kind((x * 1.0, np.array([2, 0, 1, 0]), np.array([0, 2, 3, 4])), shape=(3, 3))
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.csc_array],
+                         ids=lambda k: k.__name__)
+@pytest.mark.parametrize("how", ["sorted_indices", "sort_indices", "sum_duplicates"])
+def test_canonical_forms_of_unsorted_differentiated_values(kind, how):
+    """sorted_indices was refused (UnsupportedAttributeError); sort_indices and sum_duplicates
+    move the stored values in place as SciPy's do: the order of A.data read after them, of
+    the copy and of the matrix itself, is SciPy's."""
+    weights = np.arange(1.0, 10.0).reshape(3, 3)
+
+    def canonical(x):
+        a = _unsorted(x, kind)
+        b = a.sorted_indices() if how == "sorted_indices" else a
+        if how != "sorted_indices":
+            getattr(b, how)()
+        return a, b
+
+    def f(x):
+        a, b = canonical(x)
+        order = np.arange(1.0, 1 + b.data.size)
+        return (b.data * order).sum() + (b.toarray() * weights).sum() + a.data[0] * 3.0
+
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+    check(f, x)
+    replayed = mutad.grad(f, replay=True)
+    for other in (x * 0.5, x[::-1].copy(), x + 0.2):
+        np.testing.assert_allclose(replayed(other), central(f, other), rtol=1e-6, atol=1e-8)
+    seen = []  # (read while the differentiation runs: its reverse pass restores the values
+    # the in-place sorts overwrote)
+    mutad.gradient(lambda x: seen.append([structure(m.value) for m in canonical(x)]) or f(x), x)
+    assert seen == [[structure(m) for m in canonical(x.copy())]]

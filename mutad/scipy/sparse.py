@@ -1488,6 +1488,14 @@ class TracedSparse:
             raise AttributeError(f"{self.layout.kind.__name__} has no sort_indices")
         self._canonicalize(False)
 
+    def sorted_indices(self) -> TracedSparse:
+        """SciPy's: a copy, its indices sorted (``sort_indices``)."""
+        if self.format not in ("csr", "csc"):
+            raise AttributeError(f"{self.layout.kind.__name__} has no sorted_indices")
+        result = self.copy()
+        result.sort_indices()
+        return result
+
     def _canonicalize(self, summing):
         layout = self.layout
         template = layout.template
@@ -1602,7 +1610,7 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
-            "A.maximum, A.minimum, reshape, resize, +, "
+            "A.maximum, A.minimum, reshape, resize, sorted_indices, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
             "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
