@@ -98,6 +98,15 @@ def described(y):
             np.asarray(mutad.stop_gradient(np.asarray(y))).tobytes()]
 
 
+@pytest.mark.parametrize("kind", [sp.coo_array, sp.csr_array], ids=lambda k: k.__name__)
+def test_reshape_to_one_dimension_is_refused(kind):
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"one dimension.*keep two"):
+        mutad.gradient(lambda x: matrix(x, kind).reshape((6,)).toarray().sum(), x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"one dimension.*keep two"):
+        mutad.gradient(lambda x: _resized(matrix(x, kind), (6,)).toarray().sum(), x)
+
+
 def test_resize_of_a_matrix_sharing_its_values_is_refused():
     x = np.array([0.3, -0.5, 0.9, 1.4])
 

@@ -1755,8 +1755,12 @@ class TracedSparse:
         """SciPy's ``A.reshape(shape)``, applied to the slot numbers, tells where each stored
         value goes (``_relayout``); the matrix itself where SciPy's is (the same shape)."""
         probe = self.layout.probe()
-        if probe.reshape(*args, **kwargs) is probe:  # (SciPy's errors too)
+        reshaped = probe.reshape(*args, **kwargs)  # (SciPy's errors too)
+        if reshaped is probe:
             return self
+        if reshaped.ndim != 2:
+            _refuse("reshaping a scipy.sparse array with traced values to one dimension",
+                    "keep two: A.reshape((1, n)).")
         return self._with(_relayout(self.data, self.layout,
                                     lambda m: m.reshape(*args, **kwargs)))
 
@@ -1769,6 +1773,11 @@ class TracedSparse:
             _refuse("A.resize() of a scipy.sparse matrix with traced values that shares its "
                     "stored values with another (A.T)", "resize a copy: B = A.copy(), then "
                     "B.resize(...).")
+        probe = self.layout.probe()
+        probe.resize(*shape)  # (SciPy's errors)
+        if probe.ndim != 2:
+            _refuse("resizing a scipy.sparse array with traced values to one dimension",
+                    "keep two: A.resize((1, n)).")
         self.layout, self.data = _relayout(self.data, self.layout,
                                            lambda m: (m.resize(*shape), m)[1])
 
