@@ -39,8 +39,8 @@ PROGRAMS = {
     # scipy.signal._lti_conversion: from numpy import r_, eye, atleast_2d, ...
     "ss2zpk": (scipy.signal.ss2zpk, lambda x: np.abs(scipy.signal.ss2zpk(
         np.diag(x) + 0.1, np.ones((4, 1)), np.ones((1, 4)), [[1.0]])[0]).sum()),
-    "savgol_coeffs": (scipy.signal.savgol_coeffs,
-                      lambda x: scipy.signal.savgol_coeffs(5, 2, deriv=1, delta=x[0]) @ np.r_[x, 1.0]),
+    "savgol_coeffs": (scipy.signal.savgol_coeffs, lambda x:
+                      scipy.signal.savgol_coeffs(5, 2, deriv=1, delta=x[0]) @ np.r_[x, 1.0]),
     "kurtosistest": (scipy.stats.kurtosistest,
                      lambda x: scipy.stats.kurtosistest(np.r_[x, x ** 2, 1.0]).statistic),
     "hilbert2": (scipy.signal.hilbert2, lambda x: np.abs(scipy.signal.hilbert2(

@@ -1544,7 +1544,8 @@ class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
     """``numpy.matrix`` where differentiated code calls it (``_MatrixConstructor``)."""
 
 
-CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray), "matrix": (np.matrix, matrix)}
+CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray),
+                "matrix": (np.matrix, matrix)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
 code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 _CALLED_ORIGINALS = {name: original for name, (original, _) in CALLED_TYPES.items()}
