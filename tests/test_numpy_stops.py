@@ -36,6 +36,40 @@ def test_convolve_of_0d_operands(f):
 
 
 # ----------------------------------------------------------------------------------------------
+# np.matrix built in the differentiated function of float64 values (an array, a list of traced
+# numbers, a 1-d or 0-d array: NumPy's shapes), computing as np.matrix does (* the product, .I,
+# .T, reductions keeping two dimensions); without copy a view of its array, written through
+
+def _matrix_products(x):
+    m = np.matrix(x.reshape(2, 2))
+    return np.asarray(m * m.T + m.I).sum() + m.sum(axis=0)[0, 1] * 2.0
+
+
+def _matrix_of_numbers(x):
+    m = np.matrix([[x[0], 1.0], [x[2], x[3] * x[1]]])
+    return (m * np.matrix(x[:2]).T).sum() + np.matrix(x[1]).item()
+
+
+def _matrix_view_written(x):
+    y = x * 1.0
+    m = np.matrix(y.reshape(2, 2), copy=False)
+    m[0, 0] = 5.0 * x[1]  # writes y[0]
+    return (m.T * m).sum() + y.sum()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("f", [_matrix_products, _matrix_of_numbers, _matrix_view_written])
+def test_np_matrix_made_in_the_function(f):
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+    check(f, x)
+    replayed = mutad.grad(f, replay=True)
+    for other in (x * 0.8, x[::-1].copy(), x + 0.25):
+        before = other.tobytes()
+        np.testing.assert_allclose(replayed(other), central(f, other), rtol=1e-6, atol=1e-7)
+        assert other.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
 # np.interp of complex scalars: NumPy takes a complex x by its real part (with a ComplexWarning)
 # and complex left and right beside complex fp, as NumPy scalars (not as 0-d arrays)
 

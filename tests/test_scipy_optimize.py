@@ -317,6 +317,26 @@ def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
                                2.0 * np.linalg.solve(H, [1.0, 2.0, 3.0]), rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (trust-constr's own, of bounds)
+def test_minimize_trust_constr_inside_an_active_bound_is_refused_naming_barrier_tol():
+    """trust-constr, an interior point method, stops inside an active bound: the refusal spoke
+    of a Newton step alone, not of the bound it is near nor of the options that set how near
+    (barrier_tol) or the methods that stop on it; L-BFGS-B, which it names, is followed."""
+    def f(theta, method="trust-constr"):
+        res = minimize(lambda x: ((x - theta) ** 2).sum(), np.zeros(2), method=method,
+                       bounds=[(0.0, 1.0), (0.0, 1.0)])
+        return res.x @ np.array([1.0, 2.0])
+
+    theta = np.array([0.5, 2.0])  # the second coordinate held at 1
+    before = theta.tobytes()
+    with pytest.raises(UnsupportedOperationError,
+                       match=r"coordinate 1 is .* from a bound.*barrier_tol.*L-BFGS-B"):
+        mutad.gradient(f, theta)
+    assert theta.tobytes() == before
+    np.testing.assert_allclose(gradient_keeping(lambda t: f(t, "L-BFGS-B"), theta)[0],
+                               [1.0, 0.0], rtol=1e-6, atol=1e-8)
+
+
 def test_minimize_refuses_a_singular_hessian():
     def f(theta):
         res = minimize(lambda x: (x[0] + x[1] - theta[0]) ** 2, np.zeros(2), method="BFGS")

@@ -685,6 +685,27 @@ def test_ode_class_refuses_a_differentiated_initial_value(where):
         mutad.gradient(f, np.array([0.5]))
 
 
+@pytest.mark.parametrize("integrator", [("vode", {"method": "bdf"}), ("lsoda", {})],
+                         ids=lambda i: i[0])
+def test_ode_class_refuses_a_jacobian_of_differentiated_values(integrator):
+    """A Jacobian computed from differentiated values (a stiff problem's, which the integrator
+    calls) stopped with a ConversionError at SciPy's compiled integrator, whose advice (give it
+    a rule) said nothing of solve_ivp."""
+    def f(p):
+        r = scipy.integrate.ode(lambda t, y: [-1000.0 * y[0] + y[1], -0.5 * y[1]],
+                                lambda t, y: [[-1000.0 * p[1], 1.0], [0.0, -0.5]])
+        r.set_integrator(integrator[0], with_jacobian=True, **integrator[1])
+        r.set_initial_value([1.0, 0.5], 0.0)
+        return sum(r.integrate(t)[1] for t in (0.25, 0.5, 1.0)) * p[0]
+    p = np.array([0.7, 1.0])
+    before = p.tobytes()
+    with pytest.raises(UnsupportedOperationError, match="ode of a Jacobian.*solve_ivp"):
+        mutad.gradient(f, p)
+    with pytest.raises(UnsupportedOperationError, match="ode of a Jacobian.*solve_ivp"):
+        mutad.jvp(f, (p,), (np.ones(2),))
+    assert p.tobytes() == before
+
+
 # ----------------------------------------------------------------------------------------------
 # FITPACK's spline classes fitted to differentiated y where the fit is linear in it
 # (InterpolatedUnivariateSpline, UnivariateSpline with s=0, LSQUnivariateSpline): SciPy's knots,

@@ -21,7 +21,8 @@ intercept its factory functions:
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
-  ``scipy.linalg.dft(n)``: ``_Made``, reached as routed functions are);
+  ``scipy.linalg.dft(n)``: ``_Made``, reached as routed functions are; on traced arguments
+  SciPy's code runs followed, as user code is: ``scipy.stats.qmc.geometric_discrepancy``);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
   as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
@@ -106,7 +107,7 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
-from .levels import ACTIVE, CARRIERS, Tracer
+from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -557,7 +558,11 @@ def library_binding(value):
     """What a SciPy module's name bound to ``value`` reads in a ``library_allocation()`` block:
     where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
-    ``None`` otherwise."""
+    where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
+    mode's (``_Joined``: a traced item is joined, not converted); ``None`` otherwise."""
+    for original, mode in (JOINED["r_"], JOINED["c_"]):
+        if value is original:
+            return mode
     try:
         name = _NUMPYS_OWN.get(value)
     except TypeError:  # (an unhashable value)
@@ -1320,6 +1325,15 @@ class _ShownType(type):
     def __subclasscheck__(cls, kind):
         return kind is cls or issubclass(kind, cls.numpys)
 
+    def __getattr__(cls, name):
+        return getattr(cls.numpys, name)
+
+    def __eq__(cls, other):
+        return other is cls or other is cls.numpys
+
+    def __hash__(cls):
+        return hash(cls.numpys)
+
 
 class _Constructor(_ShownType):
     """The type of ``numpy.ndarray`` as the mode shows it: calling it (``np.ndarray((n,))``, the
@@ -1494,15 +1508,6 @@ class _RecordsConstructor(_ShownType):
             return as_records(allocate(y.view(np.ndarray), (_records_data, args, kwargs)))
         return y
 
-    def __getattr__(cls, name):
-        return getattr(np.recarray, name)
-
-    def __eq__(cls, other):
-        return other is cls or other is np.recarray
-
-    def __hash__(cls):
-        return hash(np.recarray)
-
 
 def _records_data(*args, **kwargs):
     """The array of records ``np.recarray(*args, **kwargs)`` holds (the call a replay redoes)."""
@@ -1513,7 +1518,34 @@ class recarray(metaclass=_RecordsConstructor):  # noqa: N801 (NumPy's name)
     """``numpy.recarray`` where differentiated code calls it (``_RecordsConstructor``)."""
 
 
-CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray)}
+class _MatrixConstructor(_ShownType):
+    """The type of ``numpy.matrix`` as the mode shows it where the differentiated code calls
+    it: of traced values (``np.matrix(x.reshape(2, 2))``, ``np.matrix([[a, b], [c, d]])``),
+    the traced array in the shape NumPy's matrix of their plain values has (its errors too),
+    as the object that computes as np.matrix does which a library registers
+    (``HANDED_SUBCLASSES``: scipy.sparse's), of float64 values (np.matrix's products of
+    others take NumPy's promotion of arrays, not of numbers); NumPy's matrix otherwise, and
+    as a type."""
+
+    numpys = np.matrix
+
+    def __call__(cls, data, dtype=None, copy=True):
+        handed = HANDED_SUBCLASSES.get(np.matrix)
+        if handed is None or not (ACTIVE.running and holds_wrapped(data)):
+            return np.matrix(data, dtype, copy)
+        plain = np.matrix(_plain(data), dtype, copy)
+        if plain.dtype != np.float64:
+            return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
+        array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
+        return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
+
+
+class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
+    """``numpy.matrix`` where differentiated code calls it (``_MatrixConstructor``)."""
+
+
+CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray),
+                "matrix": (np.matrix, matrix)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
 code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 _CALLED_ORIGINALS = {name: original for name, (original, _) in CALLED_TYPES.items()}
@@ -1751,6 +1783,10 @@ HANDED_SUBCLASSES: dict[type, Callable[[Any], Any]] = {}
 ``np.matrix``), what stands in for a new one that the user's code alone holds, given the
 constant the mode makes of its array: an object that computes as the subclass does and takes
 traced values written into it (``scipy.sparse`` registers np.matrix's)."""
+
+FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
+"""How a Python function of SciPy's that nothing routes (``_Made``) runs on traced arguments:
+SciPy's own code, followed step by step (``scipy`` registers ``following_scipys_code``)."""
 
 COMPILED_OBJECTS: dict[type, Callable[[Any], Any]] = {}
 """For a type of SciPy's compiled objects whose methods take plain arrays only (SuperLU, made
@@ -2344,13 +2380,18 @@ class _Made:
     ``scipy.linalg.dft``), as code reaches it in the mode: the function itself, whose result the
     user's code receives as it receives a routed function's (``by_user_code``): a new float
     array made of plain values is a constant the function may write traced values into, as
-    one NumPy makes. Bound as a method where the function is one."""
+    one NumPy makes. On traced arguments, SciPy's code runs followed step by step
+    (``FOLLOWED_LIBRARY_CODE``), as a rule's ``ScipysCode`` does: the arrays it builds of them
+    and the buffers it fills with them are traced. Bound as a method where the function is
+    one."""
 
     def __init__(self, original):
         functools.update_wrapper(self, original)
         self.original = original
 
     def __call__(self, *args, **kwargs):
+        if FOLLOWED_LIBRARY_CODE and innermost((*args, *kwargs.values())) is not None:
+            return FOLLOWED_LIBRARY_CODE[0](self.original, args, kwargs)
         y = self.original(*args, **kwargs)
         return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
 

@@ -12,7 +12,8 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
-from ..core.allocation import by_user_code, library_allocation, library_binding, lists_as_arrays
+from ..core.allocation import (FOLLOWED_LIBRARY_CODE, by_user_code, library_allocation,
+                               library_binding, lists_as_arrays)
 from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
                           writeable)
 from ..api import stop_gradient
@@ -535,10 +536,11 @@ def following_scipys_code(function, args, kwargs):
             originals = {}
             for name, value in list(namespace.items()):
                 try:
-                    stand_in = RULES.get(value, NO_RULE).route or library_binding(value)
+                    route = RULES.get(value, NO_RULE).route if callable(value) else None
+                    stand_in = route or library_binding(value)  # (np.r_ is not callable)
                 except TypeError:  # (an unhashable value)
                     continue
-                if stand_in is not None and callable(value):
+                if stand_in is not None:
                     originals[name] = value
                     namespace[name] = stand_in
             entry = _SWAPPED[id(namespace)] = [0, originals]
@@ -547,6 +549,8 @@ def following_scipys_code(function, args, kwargs):
         with library_allocation():
             return function(*args, **kwargs)
     except ConversionError as error:  # (its advice, to call mutad's function, is this call)
+        if function not in RULES:
+            raise  # (a function nothing routes: its advice, a rule of the user's, holds)
         step = str(error).split(", called through")[0].split(", which would cut")[0]
         raise _not_followed(function, f"converted a traced value to plain numbers ({step})"
                             ) from error
@@ -571,13 +575,19 @@ def following_scipys_code(function, args, kwargs):
                         namespace[name] = value
 
 
+FOLLOWED_LIBRARY_CODE.append(following_scipys_code)
+
+
 def _not_followed(function, what):
     public = ".".join(p for p in function.__module__.split(".") if not p.startswith("_"))
     name = f"{public}.{function.__qualname__.replace('_gen.', '.')}"  # (scipy.stats.wishart)
+    unruled = "" if function in RULES else (  # (a function nothing routes: _Made's)
+        "; or give the function a rule: wrap it with mutad.adjoint (docs/guide.md, 'Custom "
+        "rules')")
     return UnsupportedOperationError(
         f"{name} does not run on differentiated values: SciPy's code, which mutad follows step "
         f"by step, {what}. Pass that argument as a constant (a number, or an array not "
-        "computed from the differentiated arguments).")
+        f"computed from the differentiated arguments){unruled}.")
 
 
 _ROUTED_NAMES = threading.Lock()

@@ -2153,12 +2153,15 @@ def _ode_class(scipy_class):
 
     class Ode(scipy_class):
         def __init__(self, f: Callable[..., Any], jac: Any = None) -> None:
-            def plain(*args):
-                value = array_argument(f(*args))
-                if carries_derivative(value) or any(carries_derivative(a) for a in args):
-                    raise refused("a right-hand side that depends on")
-                return value
-            super().__init__(plain, jac)
+            def plain(function, what):
+                def called(*args):
+                    value = array_argument(function(*args))
+                    if carries_derivative(value) or any(carries_derivative(a) for a in args):
+                        raise refused(what)
+                    return value
+                return called
+            super().__init__(plain(f, "a right-hand side that depends on"),
+                             None if jac is None else plain(jac, "a Jacobian that depends on"))
 
         def set_initial_value(self, y: Any, t: Any = 0.0) -> Any:
             if any(carries_derivative(array_argument(v)) for v in (y, t)):

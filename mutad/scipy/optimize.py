@@ -629,7 +629,7 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     if not step <= limit:
         status = ("SciPy reports it converged" if converged
                   else f"SciPy reports it did not converge ({message})")
-        near = " (or it is held near a bound it is not on)" if bounds is not None else ""
+        near = "" if bounds is None else _near_a_bound(x_numbers, bounds)
         raise UnsupportedOperationError(
             f"{name}: the result is not a solution to the accuracy its derivative needs: a "
             f"Newton step from it is {step:.3g} of its size ({status}){near}. The implicit "
@@ -651,6 +651,26 @@ def _on(x, bound):
     """Whether ``x`` lies on ``bound``, to within ``ON_BOUND`` of the bound's size (a solver
     may stop rounding errors away from it, Powell's method does)."""
     return np.isfinite(bound) & (np.abs(x - bound) <= ON_BOUND * (1.0 + np.abs(bound)))
+
+
+def _near_a_bound(x, bounds):
+    """Why a minimum ``x`` (flat numbers) with ``bounds`` may not be one: a coordinate near a
+    bound it is not on (``ON_BOUND``), as an interior point method leaves it."""
+    with np.errstate(invalid="ignore"):  # (an infinite bound: no distance, nan)
+        distance = np.fmin(*(np.abs(x - bound) / (1.0 + np.abs(bound)) for bound in bounds))
+    near = np.flatnonzero(~_on_bounds(x, bounds) & (distance <= NEAR_BOUND))
+    if not len(near):
+        return " (or it is held near a bound it is not on)"
+    return (f" (coordinate {near[0]} is {distance[near[0]]:.3g} of its size from a bound, not "
+            f"on it to {ON_BOUND:g}: trust-constr, an interior point method, stops inside an "
+            "active bound, as far as its barrier parameter leaves it, which lowering its "
+            "options barrier_tol and gtol brings closer but rarely onto it; L-BFGS-B, TNC and "
+            "SLSQP stop on the bound)")
+
+
+NEAR_BOUND = 1e-3
+"""A coordinate of a minimum this close to a bound, relative to ``1 + |bound|``, and not on it,
+is named in a refusal as held near it."""
 
 
 def _on_bounds(x, bounds):

@@ -1488,6 +1488,14 @@ class TracedSparse:
             raise AttributeError(f"{self.layout.kind.__name__} has no sort_indices")
         self._canonicalize(False)
 
+    def sorted_indices(self) -> TracedSparse:
+        """SciPy's: a copy, its indices sorted (``sort_indices``)."""
+        if self.format not in ("csr", "csc"):
+            raise AttributeError(f"{self.layout.kind.__name__} has no sorted_indices")
+        result = self.copy()
+        result.sort_indices()
+        return result
+
     def _canonicalize(self, summing):
         layout = self.layout
         template = layout.template
@@ -1602,7 +1610,7 @@ class TracedSparse:
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
-            "A.maximum, A.minimum, +, "
+            "A.maximum, A.minimum, reshape, resize, sorted_indices, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
             "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
@@ -1742,6 +1750,36 @@ class TracedSparse:
         return self._share(result) if result.data is self.data else result
 
     T = property(transpose)
+
+    def reshape(self, *args: Any, **kwargs: Any) -> TracedSparse:
+        """SciPy's ``A.reshape(shape)``, applied to the slot numbers, tells where each stored
+        value goes (``_relayout``); the matrix itself where SciPy's is (the same shape)."""
+        probe = self.layout.probe()
+        reshaped = probe.reshape(*args, **kwargs)  # (SciPy's errors too)
+        if reshaped is probe:
+            return self
+        if reshaped.ndim != 2:
+            _refuse("reshaping a scipy.sparse array with traced values to one dimension",
+                    "keep two: A.reshape((1, n)).")
+        return self._with(_relayout(self.data, self.layout,
+                                    lambda m: m.reshape(*args, **kwargs)))
+
+    def resize(self, *shape: Any) -> None:
+        """SciPy's ``A.resize(shape)``, in place: the entries outside the new shape dropped,
+        the new ones empty (``_relayout`` of it). Refused where another matrix shares the
+        stored values (``A.T``), which SciPy's slices of its arrays would go on sharing."""
+        if self._peers is not None and any(
+                peer() is not None and peer() is not self for peer in self._peers):
+            _refuse("A.resize() of a scipy.sparse matrix with traced values that shares its "
+                    "stored values with another (A.T)", "resize a copy: B = A.copy(), then "
+                    "B.resize(...).")
+        probe = self.layout.probe()
+        probe.resize(*shape)  # (SciPy's errors)
+        if probe.ndim != 2:
+            _refuse("resizing a scipy.sparse array with traced values to one dimension",
+                    "keep two: A.resize((1, n)).")
+        self.layout, self.data = _relayout(self.data, self.layout,
+                                           lambda m: (m.resize(*shape), m)[1])
 
     def asformat(self, format: str | None, copy: bool = False) -> TracedSparse:
         if format is None or format == self.format:
@@ -2130,12 +2168,13 @@ class TracedSparse:
         if not _dense_operand(other):
             _refuse(f"A.{name}(B) of a scipy.sparse matrix with traced values and "
                     f"{type(other).__name__}", "pass a number, an array or a sparse matrix.")
-        if self._is_matrix():
-            _refuse(f"A.{name}(B) of a scipy.sparse matrix (spmatrix) with traced values and "
-                    "an array", "SciPy's result is an np.matrix, which has no traced form: "
-                    f"take np.{name}(A.toarray(), B) instead, or use the csr_array/csc_array "
-                    "classes.")
-        return ufunc(self.toarray(), other)
+        y = ufunc(self.toarray(), other)
+        if not self._is_matrix():
+            return y
+        # an spmatrix's with an array is SciPy's np.matrix: SciPy's own of the values decides
+        # its shape, and must equal the array's
+        plain = getattr(self.value, name)(memory(other) if wrapped(other) else other)
+        return _matrix_results(y, plain, f"A.{name}(B) of an spmatrix and a dense array")
 
     def _plus(self, other, sign, reflected=False):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):

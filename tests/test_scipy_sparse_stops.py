@@ -1,0 +1,158 @@
+"""scipy.sparse methods of a matrix holding differentiated values that stopped with an error:
+``A.maximum(B)``, ``A.minimum(B)`` and ``A.multiply(B)`` of a dense ``B`` (an spmatrix's
+np.matrix results included), ``reshape``, ``resize``, and the in-place canonicalizations.
+Each checked against central differences in reverse and forward mode and in replays at other
+points, its value SciPy's bit for bit and the caller's array unchanged; the structure of a
+sparse result SciPy's own."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import mutad
+from test_scipy_sparse_structure import structure
+from test_scipy_stops import central, check
+
+DENSE = np.arange(6.0).reshape(2, 3) - 2.5
+KINDS = [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.coo_matrix, sp.coo_array,
+         sp.dia_matrix]
+
+
+def matrix(x, kind):
+    """A 2 x 3 sparse matrix of ``x``'s values, one of them a stored duplicate, two entries
+    empty."""
+    m = sp.coo_array((x, ([0, 1, 1, 0], [0, 1, 2, 0])), shape=(2, 3))  # (0, 0) stored twice
+    return kind(m) if kind in (sp.coo_matrix, sp.coo_array) else kind(m.asformat(
+        "csr" if kind in (sp.csr_matrix, sp.csr_array) else "csc" if kind is sp.csc_matrix
+        else "dia"))
+
+
+def weighed(y):
+    y = y.toarray() if sp.issparse(y) else np.asarray(y)
+    return (y * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+
+def _resized(m, shape):
+    m.resize(shape)
+    return m
+
+
+def _canonical(m, how):
+    getattr(m, how)()
+    return m
+
+
+OPERATIONS = {
+    "multiply(dense)": lambda m, x: m.multiply(DENSE * x[3]),
+    "maximum(dense)": lambda m, x: m.maximum(DENSE * x[1]),
+    "minimum(dense)": lambda m, x: m.minimum(DENSE + x[2]),
+    "maximum(row)": lambda m, x: m.maximum(DENSE[:1] * x[0]),
+    "reshape": lambda m, x: m.reshape((3, 2)) * x[0],
+    "reshape(6, 1)": lambda m, x: m.reshape(6, 1),
+    "resize larger": lambda m, x: _resized(m, (3, 4)),
+    "resize smaller": lambda m, x: _resized(m, (2, 2)),
+    "sum_duplicates": lambda m, x: _canonical(m, "sum_duplicates"),
+    "eliminate_zeros": lambda m, x: _canonical(m * 1.0, "eliminate_zeros"),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.__name__)
+@pytest.mark.parametrize("name", OPERATIONS)
+def test_sparse_method_of_differentiated_values(kind, name):
+    if kind is sp.dia_matrix and name in ("sum_duplicates", "eliminate_zeros"):
+        pytest.skip("dia has neither")
+    operation = OPERATIONS[name]
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+
+    def f(x):
+        return weighed(operation(matrix(x, kind), x))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
+        check(f, x, rtol=1e-6, atol=1e-8)
+        replayed = mutad.grad(f, replay=True)
+        for other in (x * 0.5, x[::-1].copy(), x + [0.2, 0.4, -0.1, 0.0]):
+            before = other.tobytes()
+            np.testing.assert_allclose(replayed(other), central(f, other), rtol=1e-6,
+                                       atol=1e-8)
+            assert other.tobytes() == before
+        plain = operation(matrix(x.copy(), kind), x.copy())
+        seen = []  # (read while the differentiation runs)
+        mutad.gradient(lambda x: seen.append(described(operation(matrix(x, kind), x))) or f(x),
+                       x)
+    assert seen == [described(plain)]
+
+
+def described(y):
+    """A sparse result's structure (format, pattern, stored values' bits; a dia matrix's as
+    csr, with its offsets: its slots outside the matrix, which hold no entry, may hold a zero
+    of either sign); an array's, or an spmatrix's np.matrix's, type, shape and bits."""
+    if sp.issparse(y):
+        m = y if isinstance(y, (sp.spmatrix, sp.sparray)) and type(y).__module__.startswith(
+            "scipy") else y.value
+        return structure(m.tocsr()) + [m.offsets.tolist()] if m.format == "dia" else \
+            structure(m)
+    return [isinstance(y, np.matrix), np.shape(y),
+            np.asarray(mutad.stop_gradient(np.asarray(y))).tobytes()]
+
+
+@pytest.mark.parametrize("kind", [sp.coo_array, sp.csr_array], ids=lambda k: k.__name__)
+def test_reshape_to_one_dimension_is_refused(kind):
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"one dimension.*keep two"):
+        mutad.gradient(lambda x: matrix(x, kind).reshape((6,)).toarray().sum(), x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"one dimension.*keep two"):
+        mutad.gradient(lambda x: _resized(matrix(x, kind), (6,)).toarray().sum(), x)
+
+
+def test_resize_of_a_matrix_sharing_its_values_is_refused():
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+
+    def f(x):
+        m = matrix(x, sp.csr_array)
+        t = m.T
+        m.resize((1, 3))
+        return weighed(t)
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"B.resize"):
+        mutad.gradient(f, x)
+
+
+def _unsorted(x, kind):
+    """A 3 x 3 matrix of ``x``'s values (a copy: SciPy keeps the array it is given, and sorts
+    it in place) whose first row (column) stores its indices out of order."""
+    return kind((x * 1.0, np.array([2, 0, 1, 0]), np.array([0, 2, 3, 4])), shape=(3, 3))
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.csc_array],
+                         ids=lambda k: k.__name__)
+@pytest.mark.parametrize("how", ["sorted_indices", "sort_indices", "sum_duplicates"])
+def test_canonical_forms_of_unsorted_differentiated_values(kind, how):
+    """sorted_indices was refused (UnsupportedAttributeError); sort_indices and sum_duplicates
+    move the stored values in place as SciPy's do: the order of A.data read after them, of
+    the copy and of the matrix itself, is SciPy's."""
+    weights = np.arange(1.0, 10.0).reshape(3, 3)
+
+    def canonical(x):
+        a = _unsorted(x, kind)
+        b = a.sorted_indices() if how == "sorted_indices" else a
+        if how != "sorted_indices":
+            getattr(b, how)()
+        return a, b
+
+    def f(x):
+        a, b = canonical(x)
+        order = np.arange(1.0, 1 + b.data.size)
+        return (b.data * order).sum() + (b.toarray() * weights).sum() + a.data[0] * 3.0
+
+    x = np.array([0.3, -0.5, 0.9, 1.4])
+    check(f, x)
+    replayed = mutad.grad(f, replay=True)
+    for other in (x * 0.5, x[::-1].copy(), x + 0.2):
+        np.testing.assert_allclose(replayed(other), central(f, other), rtol=1e-6, atol=1e-8)
+    seen = []  # (read while the differentiation runs: its reverse pass restores the values
+    # the in-place sorts overwrote)
+    mutad.gradient(lambda x: seen.append([structure(m.value) for m in canonical(x)]) or f(x), x)
+    assert seen == [[structure(m) for m in canonical(x.copy())]]
