@@ -12,6 +12,7 @@ import math
 import operator
 import string
 import sys
+from sys import getrefcount
 
 import numpy as np
 
@@ -247,11 +248,17 @@ class ElementsRead(OneOutput):
 
     @staticmethod
     def pullback(record, shadows, _):
-        dy = shadows.pop(record.output, read_only=True)
-        if dy is None:
+        # (``shadows.pop(record.output, read_only=True)`` written out: the common case first)
+        entry = shadows.entries.pop(record.output.key, None)
+        if entry is None:
             return
+        dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
         state, positions = record.state
-        if type(dy) is NDARRAY and not dy.ndim and dy.dtype is _REAL and dy.flags.writeable \
+        # (a shadow marked as ``_lean_cotangents`` marks one is a float64 array of its own,
+        # writable: the questions of the other case answered; a scalar loop's, which
+        # ``_scalar_back`` makes so, passed from one record to the next)
+        if type(dy) is NDARRAY and not dy.ndim and (
+                entry[-1] is dy or dy.dtype is _REAL and dy.flags.writeable) \
                 and _scalar_back(shadows, state, dy.item(), record.inputs, record.kept,
                                  positions):
             return
@@ -321,15 +328,16 @@ def fold_reads(records, errors_of):
     inputs = last.inputs
     count = len(inputs)
     start = len(records) - 1
-    positions = []
-    while start > 0:
+    positions = ()  # (the newest read's last: its position is put before the others')
+    while start:
         read = records[start - 1]
         if type(read) is not Gathered or read.state:
             break
         output = read.output
         # Held by ``read.output``, by ``inputs`` and by ``output`` here, and by getrefcount's
-        # argument: nothing else (CPython's count of references)
-        if sys.getrefcount(output) != 4 or output.shape != () or output.weak \
+        # argument: nothing else (CPython's count of references); a shape is a tuple, empty
+        # of a 0-d buffer's
+        if getrefcount(output) != 4 or output.shape or output.weak \
                 or output.device is not None or (output.dtype is not read.inputs[0].dtype
                                                  and output.dtype != read.inputs[0].dtype):
             break
@@ -338,20 +346,21 @@ def fold_reads(records, errors_of):
             i += 1
         if i == count:  # not an input of ``last``
             break
-        positions.append(i)
+        positions = (i, *positions)
         start -= 1
     if not positions or (errors_of and any(id(r) in errors_of for r in records[start:])):
         return
-    positions.reverse()
     named = list(inputs)
-    for k, i in enumerate(positions):
-        named[i] = records[start + k].inputs
+    k = start
+    for i in positions:
+        named[i] = records[k].inputs
+        k += 1
     # The elementwise record becomes the folded one in place (the two kinds share its fields:
     # only its inputs and state change), cheaper than a new record: nothing else holds it (no
     # recipe names it, its output has none, and no replay or anomaly detection watches)
     last.__class__ = ElementsRead
     last.inputs = tuple(named)
-    last.state = _folded_state(last.state, tuple(positions))
+    last.state = _folded_state(last.state, positions)
     del records[start:-1]
 
 
@@ -377,7 +386,7 @@ def fold_written(records):
             or len(write.inputs) != 1 or write.inputs[0] is not buffer:
         return
     # Held by ``made.output``, ``write.inputs`` and ``buffer``, and by getrefcount's argument
-    if sys.getrefcount(buffer) != 4:
+    if getrefcount(buffer) != 4:
         return
     write.inputs = _written_inputs(buffer.dtype)
     made.output = write.inputs[0]
@@ -385,18 +394,21 @@ def fold_written(records):
 
 _FOLDED_STATES = {}
 FOLDED_STATES = 256
-"""How many states of ``ElementsRead`` records ``_folded_state`` remembers."""
+"""How many states of ``ElementsRead`` records ``_folded_state`` remembers: by the id of the
+state, ``(state, {positions: (state, positions)})``."""
 
 
 def _folded_state(state, positions):
     """``(state, positions)``, one tuple for all equal ones (a loop's records share a few
     plans' states and positions)."""
-    key = (id(state), positions)
-    folded = _FOLDED_STATES.get(key)
-    if folded is None or folded[0] is not state:  # (held here, its id is no other object's)
+    known = _FOLDED_STATES.get(id(state))
+    if known is None or known[0] is not state:  # (held here, its id is no other object's)
         if len(_FOLDED_STATES) >= FOLDED_STATES:
             _FOLDED_STATES.clear()
-        folded = _FOLDED_STATES[key] = (state, positions)
+        known = _FOLDED_STATES[id(state)] = (state, {})
+    folded = known[1].get(positions)
+    if folded is None:
+        folded = known[1][positions] = (state, positions)
     return folded
 
 
@@ -426,17 +438,21 @@ def arithmetic_in_python(ufunc, values):
     operation = _ARITHMETIC.get(ufunc)
     if operation is None or len(values) != 2:
         return None
-    floats = []
-    for value in values:
-        kind = type(value)
-        if kind is NDARRAY:
-            if value.ndim or value.dtype is not _REAL:
-                return None
-            value = value.item()
-        elif kind is not float:
+    a, b = values  # (each operand's question written out: this runs per operation of a loop)
+    kind = type(a)
+    if kind is NDARRAY:
+        if a.ndim or a.dtype is not _REAL:
             return None
-        floats.append(value)
-    a, b = floats
+        a = a.item()
+    elif kind is not float:
+        return None
+    kind = type(b)
+    if kind is NDARRAY:
+        if b.ndim or b.dtype is not _REAL:
+            return None
+        b = b.item()
+    elif kind is not float:
+        return None
     if not b and operation is operator.truediv:
         return None
     result = operation(a, b)
