@@ -439,19 +439,13 @@ def arithmetic_in_python(ufunc, values):
     if operation is None or len(values) != 2:
         return None
     a, b = values  # (each operand's question written out: this runs per operation of a loop)
-    kind = type(a)
-    if kind is NDARRAY:
-        if a.ndim or a.dtype is not _REAL:
-            return None
+    if type(a) is NDARRAY and not a.ndim and a.dtype is _REAL:
         a = a.item()
-    elif kind is not float:
+    elif type(a) is not float:
         return None
-    kind = type(b)
-    if kind is NDARRAY:
-        if b.ndim or b.dtype is not _REAL:
-            return None
+    if type(b) is NDARRAY and not b.ndim and b.dtype is _REAL:
         b = b.item()
-    elif kind is not float:
+    elif type(b) is not float:
         return None
     if not b and operation is operator.truediv:
         return None
