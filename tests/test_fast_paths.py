@@ -242,6 +242,18 @@ def _elements_read(a, b):
     return s + np.sum(a * b)
 
 
+def _reads_beside_values(a, b):
+    """Elements read and used at once beside values computed, by an operation one of whose
+    inputs takes no gradient (np.nextafter's second), the read at each position: the value
+    computed keeps its cotangent whichever input is the read folded in."""
+    s = 0.0
+    for i in range(3):
+        y = a[i] * 3.0
+        s = s + np.nextafter(y, b[i]) + 2.0 * np.nextafter(b[i], y)
+        s = s + np.nextafter(a[i], b[i - 1]) * y
+    return s + np.sum(a * b)
+
+
 def _values_written(a, b):
     """Values computed and written into elements at once, with the values an element's write
     must leave their buffers: one kept in a variable and used after the write, one written
@@ -454,6 +466,8 @@ PROGRAMS = {
     "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "written": (_values_written, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
+    "beside": (_reads_beside_values, lambda rng: (rng.standard_normal(4),
+                                                  rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
     "statements": (_scalar_statements, lambda rng: (rng.standard_normal((5, 5)),
@@ -1119,8 +1133,8 @@ def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
-@pytest.mark.parametrize("name", ["read", "written", "seidel", "lu", "cholesky", "elements",
-                                  "numbers", "aliases", "overwritten"])
+@pytest.mark.parametrize("name", ["read", "beside", "written", "seidel", "lu", "cholesky",
+                                  "elements", "numbers", "aliases", "overwritten"])
 def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode(
         name, special, monkeypatch):
     """An operation with the reads of its elements folded in (``elementwise.ElementsRead``),

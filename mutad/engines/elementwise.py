@@ -508,6 +508,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
     rule, traced = state
     partials = rule.partials
     products = []  # (the cotangent of each traced input, in order)
+    others = False  # (whether a traced input is not a read folded in)
     for i in traced:
         partial = partials[i]
         if partial is ONE:
@@ -532,9 +533,11 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                 return False
         elif inputs[i].shape != ():
             return False
+        else:
+            others = True
         products.append(g)
     entries = shadows.entries
-    if len(positions) != len(traced):  # (inputs other than reads, added first)
+    if others:  # (inputs other than reads, added first)
         for i, g in zip(traced, products):
             if i in positions:
                 continue
