@@ -262,18 +262,64 @@ class ElementsRead(OneOutput):
                 and _scalar_back(shadows, state, dy.item(), record.inputs, record.kept,
                                  positions):
             return
-        inputs = record.inputs
-        places = list(inputs)
-        for n, i in enumerate(positions):
-            dtype = inputs[i][0].dtype
-            # (a float64's, by position: the common case, without hashing the dtype)
-            places[i] = _REAL_STAND_INS[n] if dtype is _REAL and n < len(_REAL_STAND_INS) \
-                else _stand_in(dtype, n)
-        handed = dict.fromkeys(positions)
-        _elementwise_back(shadows, state, dy, places, record.kept, handed)
-        for i in reversed(positions):
-            g = handed.pop(i, None)
-            _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
+        _folded_back(record, shadows, dy)
+
+
+def _folded_back(record, shadows, dy):
+    """``ElementsRead.pullback`` for the cotangent ``dy`` it took, where ``_scalar_back`` does
+    not take it: the operation's pullback into a stand-in for each element read, then each
+    read's."""
+    state, positions = record.state
+    inputs = record.inputs
+    places = list(inputs)
+    for n, i in enumerate(positions):
+        dtype = inputs[i][0].dtype
+        # (a float64's, by position: the common case, without hashing the dtype)
+        places[i] = _REAL_STAND_INS[n] if dtype is _REAL and n < len(_REAL_STAND_INS) \
+            else _stand_in(dtype, n)
+    handed = dict.fromkeys(positions)
+    _elementwise_back(shadows, state, dy, places, record.kept, handed)
+    for i in reversed(positions):
+        g = handed.pop(i, None)
+        _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
+
+
+def reverse_folded(records, shadows, watch):
+    """Reverse the run of :class:`ElementsRead` records at the end of ``records``, newest
+    first, each as ``ReverseTape.replay`` reverses one (its pullback, then its output forgets
+    its recipe), in one loop. Where one's cotangent into a 0-d float64 buffer that has no
+    shadow is the next one's (that record made the buffer, and this one names it once, as
+    an operand: a scalar loop's chain, ``x[i - 1, j] + x[i, j] + x[i + 1, j]``),
+    ``_scalar_back`` hands it on as Python's float: the shadow it would have made, a 0-d
+    array, would be taken out again at once by the next pullback, whose first step reads it
+    as that float. The same sums in the same order; where the next pullback cannot take the
+    float, it takes that array."""
+    entries = shadows.entries
+    d = None  # (the cotangent handed on to the output of ``records[-1]``)
+    while records and type(records[-1]) is ElementsRead:
+        record = watch.record = records.pop()
+        output = record.output
+        dy = None
+        if d is None:
+            entry = entries.pop(output.key, None)
+            if entry is not None:
+                dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
+                if type(dy) is NDARRAY and not dy.ndim and (
+                        entry[-1] is dy or dy.dtype is _REAL and dy.flags.writeable):
+                    d = dy.item()
+                else:
+                    _folded_back(record, shadows, dy)
+        if d is not None:
+            following = records[-1] if records else None
+            state, positions = record.state
+            done = _scalar_back(shadows, state, d, record.inputs, record.kept, positions,
+                                following.output if type(following) is ElementsRead else None)
+            if done is False:
+                _folded_back(record, shadows, np.array(d) if dy is None else dy)
+            d = done[0] if type(done) is tuple else None
+        output.origin = None
+        if type(output.ref) is Written:
+            output.ref = output.ref.was
 
 
 _STAND_INS = {}
@@ -493,7 +539,7 @@ def _small_product(dy, partial, y, values, out, suggested):
     return _times_partial_of(dy, p, out, suggested)
 
 
-def _scalar_back(shadows, state, d, inputs, kept, positions):
+def _scalar_back(shadows, state, d, inputs, kept, positions, handing=None):
     """The pullback of an elementwise record of one float64 element (an :class:`Elementwise`
     record's, ``positions`` empty, or an :class:`ElementsRead` one's) for its cotangent
     ``d``, a Python float, computed with Python's floats, where each product is one of
@@ -504,7 +550,12 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
     an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
     others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
     nothing, where a partial or product is not such (the caller then takes those paths): a
-    scalar loop's reverse pass makes neither a 0-d array nor a call per product."""
+    scalar loop's reverse pass makes neither a 0-d array nor a call per product.
+
+    ``handing``: the 0-d buffer the pullback that runs next made (``reverse_folded``), or
+    None. A cotangent into it that would become its shadow, where this record names it once,
+    as an operand that is no read, is handed on instead: returns ``(cotangent,)``, a Python
+    float, having made no shadow of it."""
     rule, traced = state
     partials = rule.partials
     products = []  # (the cotangent of each traced input, in order)
@@ -537,7 +588,19 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
             others = True
         products.append(g)
     entries = shadows.entries
+    handed = None
     if others:  # (inputs other than reads, added first)
+        if handing is not None:
+            # (handed where the record names it once, as an operand that is no read: else
+            # other steps here add to its shadow too)
+            named = 0
+            for i, place in enumerate(inputs):
+                if i in positions:
+                    place = place[0]
+                if place is handing or type(place) is Place and place.buffer is handing:
+                    named += 1
+            if named != 1:
+                handing = None
         for i, g in zip(traced, products):
             if i in positions:
                 continue
@@ -547,6 +610,9 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                 # becomes the shadow, marked as ``_lean_cotangents`` marks one, or is added
                 # into it)
                 entry = entries.get(place.key)
+                if entry is None and place is handing:
+                    handed = (g,)
+                    continue
                 if entry is None:
                     g = np.array(g)
                     entries[place.key] = [place, g, None, None, g]
@@ -576,7 +642,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                         shadow[key] = total
                         continue
         _gathered_back(shadows, np.array(g), read, False)
-    return True
+    return True if handed is None else handed
 
 
 def _float64(value):
