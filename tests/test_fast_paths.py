@@ -1632,9 +1632,9 @@ def test_folded_records_hand_their_cotangents_on_without_giving_stand_ins_shadow
     monkeypatch.setattr(elementwise.ElementsRead, "pullback", staticmethod(counted_pullback))
     run = reverse.reverse_folded
 
-    def counted_run(records, shadows, watch):  # (a run of them, reversed in one loop)
+    def counted_run(records, shadows, watch, d=None):  # (a run of them, in one loop)
         folded.append(records[-1])
-        return run(records, shadows, watch)
+        return run(records, shadows, watch, d)
 
     monkeypatch.setattr(reverse, "reverse_folded", counted_run)
     _gradient(f, args)

@@ -138,8 +138,11 @@ def reverse_elementwise(records, shadows, watch):
     adds a float64 array it is handed into a whole buffer (the common case, a chain of
     operations on whole arrays); everything else takes those functions themselves. So the
     same products are added in the same order, bit for bit. A cotangent of one float64
-    element (a scalar loop's) is first offered to ``_scalar_back``."""
+    element (a scalar loop's) is first offered to ``_scalar_back``, which may hand the last
+    record's cotangent into the buffer an :class:`ElementsRead` record made on, where that
+    record is next (``reverse_folded``): returned then, as Python's float, else None."""
     entries = shadows.entries
+    handed = None
     while records and type(records[-1]) is Elementwise:
         record = watch.record = records.pop()
         output = record.output
@@ -156,10 +159,16 @@ def reverse_elementwise(records, shadows, watch):
             # questions of the other case establish)
             flags = None if entry[-1] is dy else \
                 dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else False
+            done = False
             if (flags is None or flags is not False and flags.writeable) and not dy.ndim \
-                    and dy.dtype is _REAL and _scalar_back(shadows, state, dy.item(),
-                                                           record.inputs, record.kept, ()):
-                pass
+                    and dy.dtype is _REAL:
+                following = records[-1] if records else None
+                done = _scalar_back(shadows, state, dy.item(), record.inputs, record.kept, (),
+                                    following.output if type(following) is ElementsRead
+                                    else None)
+            if done is not False:
+                if type(done) is tuple:
+                    handed = done[0]
             elif flags is None:
                 _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
             elif flags is False or not flags.writeable:
@@ -171,6 +180,7 @@ def reverse_elementwise(records, shadows, watch):
         output.origin = None
         if type(output.ref) is Written:
             output.ref = output.ref.was
+    return handed
 
 
 def _elementwise_back(shadows, state, dy, places, kept, handed):
@@ -284,7 +294,7 @@ def _folded_back(record, shadows, dy):
         _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
 
 
-def reverse_folded(records, shadows, watch):
+def reverse_folded(records, shadows, watch, d=None):
     """Reverse the run of :class:`ElementsRead` records at the end of ``records``, newest
     first, each as ``ReverseTape.replay`` reverses one (its pullback, then its output forgets
     its recipe), in one loop. Where one's cotangent into a 0-d float64 buffer that has no
@@ -293,9 +303,9 @@ def reverse_folded(records, shadows, watch):
     ``_scalar_back`` hands it on as Python's float: the shadow it would have made, a 0-d
     array, would be taken out again at once by the next pullback, whose first step reads it
     as that float. The same sums in the same order; where the next pullback cannot take the
-    float, it takes that array."""
-    entries = shadows.entries
-    d = None  # (the cotangent handed on to the output of ``records[-1]``)
+    float, it takes that array. ``d``: the cotangent the record reversed before handed on
+    so to the first (``reverse_elementwise``), or None."""
+    entries = shadows.entries  # (``d``: the cotangent handed on to ``records[-1]``'s output)
     while records and type(records[-1]) is ElementsRead:
         record = watch.record = records.pop()
         output = record.output

@@ -166,7 +166,9 @@ class ReverseTape(Tape):
                 if runs:
                     kind = type(records[-1])
                     if kind is Elementwise:
-                        reverse_elementwise(records, shadows, watch)
+                        handed = reverse_elementwise(records, shadows, watch)
+                        if handed is not None:  # (into what the folded record next made)
+                            reverse_folded(records, shadows, watch, handed)
                         continue
                     # (a scalar loop's other records, reversed as below, without its questions)
                     if kind is ElementWrite:  # (no outputs)
