@@ -244,6 +244,36 @@ def _elements_read(a, b):
     return s + np.sum(a * b)
 
 
+def _reads_beside_values(a, b):
+    """Elements read and used at once beside values computed, by an operation one of whose
+    inputs takes no gradient (np.nextafter's second), the read at each position: the value
+    computed keeps its cotangent whichever input is the read folded in."""
+    s = 0.0
+    for i in range(3):
+        y = a[i] * 3.0
+        s = s + np.nextafter(y, b[i]) + 2.0 * np.nextafter(b[i], y)
+        s = s + np.nextafter(a[i], b[i - 1]) * y
+    return s + np.sum(a * b)
+
+
+def _read_chains(a, b):
+    """Chains of operations on elements read, each on the value the one before made, whose
+    reverse pass hands that value's cotangent on (``elementwise.reverse_folded``); among them
+    a value kept and used twice, a value viewed, float32 elements, and partials that are not
+    Python's products (a square root's)."""
+    low = b.astype(np.float32)
+    s = 0.0
+    for i in range(3):
+        s = s + (a[i] + a[i + 1] + b[i] * a[i] - b[i + 1]) / 3.0
+        t = a[i] * b[i] + a[i - 1]
+        s = s + (t + a[i]) * (t - b[i])
+        u = a[i] + b[i]
+        s = s + (u[...] + a[i + 1]) * 0.5
+        s = s + (low[i] + low[i + 1] * low[i]) * 2.0
+        s = s + np.sqrt(a[i] * a[i] + b[i] * b[i]) + a[i + 1]
+    return s + np.sum(a * b)
+
+
 def _values_written(a, b):
     """Values computed and written into elements at once, with the values an element's write
     must leave their buffers: one kept in a variable and used after the write, one written
@@ -456,6 +486,9 @@ PROGRAMS = {
     "outer": (_outer_products, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
     "written": (_values_written, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "read": (_elements_read, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
+    "chains": (_read_chains, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
+    "beside": (_reads_beside_values, lambda rng: (rng.standard_normal(4),
+                                                  rng.standard_normal(4))),
     "overwritten": (_overwritten_elements, lambda rng: (rng.standard_normal(4),
                                                         rng.standard_normal(4))),
     "statements": (_scalar_statements, lambda rng: (rng.standard_normal((5, 5)),
@@ -1121,8 +1154,8 @@ def test_a_value_written_at_once_passes_its_cotangent_through_a_stand_in():
 
 @pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
-@pytest.mark.parametrize("name", ["read", "written", "seidel", "lu", "cholesky", "elements",
-                                  "numbers", "aliases", "overwritten"])
+@pytest.mark.parametrize("name", ["read", "beside", "chains", "written", "seidel", "lu",
+                                  "cholesky", "elements", "numbers", "aliases", "overwritten"])
 def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode(
         name, special, monkeypatch):
     """An operation with the reads of its elements folded in (``elementwise.ElementsRead``),
@@ -1138,6 +1171,69 @@ def test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mod
             with monkeypatch.context() as patched:
                 patched.setattr(reverse, unfolded, lambda records, errors_of=None: None)
                 assert _bits(_by_every_mode(f, args)) == folded, unfolded
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan-inf-zeros"])
+@pytest.mark.parametrize("name", ["chains", "read", "beside", "seidel", "statements"])
+def test_cotangents_handed_along_a_chain_give_the_bits_of_shadows_in_every_mode(
+        name, special, monkeypatch):
+    """A run of folded records reversed in one loop, each handing the cotangent of the value
+    the next one made on as Python's float (``elementwise.reverse_folded``), against the same
+    loop handing nothing on, which makes that cotangent a shadow the next one takes: the same
+    values and derivatives bit for bit, by each policy, under a budget and anomaly detection,
+    recorded and replayed, nested and beside forward mode. (Against records of their own,
+    unfolded: ``test_folded_reads_and_writes_give_the_bits_of_their_own_records_in_every_mode``.)"""
+    f, args = _program(name, 13, special)
+    handed = []
+    scalar_back = elementwise._scalar_back
+
+    def noted(*arguments):
+        done = scalar_back(*arguments)
+        if type(done) is tuple:
+            handed.append(done)
+        return done
+
+    def never_handing(shadows, state, d, inputs, kept, positions, handing=None):
+        return scalar_back(shadows, state, d, inputs, kept, positions)
+
+    with np.errstate(all="ignore"):
+        with monkeypatch.context() as patched:
+            patched.setattr(elementwise, "_scalar_back", noted)
+            chained = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(elementwise, "_scalar_back", never_handing)
+            assert _bits(_by_every_mode(f, args)) == chained
+    if name in ("chains", "seidel") and not special:  # (their chains hand cotangents on)
+        assert handed
+
+
+@pytest.mark.parametrize("operands", ["twice", "viewed", "read from"])
+def test_a_cotangent_is_handed_on_only_where_the_record_names_its_buffer_once(operands):
+    """``elementwise._scalar_back`` hands a cotangent on (``reverse_folded``) only into a
+    buffer its record names once, as an operand that is no read: where it names it twice, or
+    a view or a read names it too, those add to its shadow as well, so the shadow is made as
+    without a buffer to hand to, bit for bit. (A ufunc of three operands: no NumPy ufunc the
+    engine folds reads into has so many, so the record is made here.)"""
+    from mutad.core.registry import ONE, ElementwiseRule
+
+    rule = ElementwiseRule((ONE, ONE, ONE))
+    handing = Buffer(np.array(0.0))
+    other = Buffer(np.zeros(3))
+    view = Place(handing, False, 0, (), (), handing.dtype)
+    second, source = {"twice": (handing, other), "viewed": (view, other),
+                      "read from": (handing, handing)}[operands]
+    inputs = (handing, second, (source, 1 if source is other else ()))
+
+    def shadows_after(hand):
+        shadows = Shadows()
+        shadows.entries[other.key] = [other, np.arange(3.0), None, None]
+        done = elementwise._scalar_back(shadows, (rule, (0, 1, 2)), 0.375, inputs,
+                                        (None,) * 3, (2,), hand)
+        return done, [(key, entry[1].tobytes()) for key, entry in shadows.entries.items()]
+
+    assert shadows_after(handing) == shadows_after(None)
+    assert shadows_after(handing)[0] is True
 
 
 def _gathered_back_by_the_shadows_view(gathered_back):
@@ -1536,6 +1632,13 @@ def test_folded_records_hand_their_cotangents_on_without_giving_stand_ins_shadow
         return pullback(record, shadows, dy)
 
     monkeypatch.setattr(elementwise.ElementsRead, "pullback", staticmethod(counted_pullback))
+    run = reverse.reverse_folded
+
+    def counted_run(records, shadows, watch, d=None):  # (a run of them, in one loop)
+        folded.append(records[-1])
+        return run(records, shadows, watch, d)
+
+    monkeypatch.setattr(reverse, "reverse_folded", counted_run)
     _gradient(f, args)
     stand_ins = {id(b) for b in elementwise._STAND_INS.values()}
     assert folded and added

@@ -12,6 +12,7 @@ import math
 import operator
 import string
 import sys
+from sys import getrefcount
 
 import numpy as np
 
@@ -137,8 +138,11 @@ def reverse_elementwise(records, shadows, watch):
     adds a float64 array it is handed into a whole buffer (the common case, a chain of
     operations on whole arrays); everything else takes those functions themselves. So the
     same products are added in the same order, bit for bit. A cotangent of one float64
-    element (a scalar loop's) is first offered to ``_scalar_back``."""
+    element (a scalar loop's) is first offered to ``_scalar_back``, which may hand the last
+    record's cotangent into the buffer an :class:`ElementsRead` record made on, where that
+    record is next (``reverse_folded``): returned then, as Python's float, else None."""
     entries = shadows.entries
+    handed = None
     while records and type(records[-1]) is Elementwise:
         record = watch.record = records.pop()
         output = record.output
@@ -155,10 +159,16 @@ def reverse_elementwise(records, shadows, watch):
             # questions of the other case establish)
             flags = None if entry[-1] is dy else \
                 dy.flags if type(dy) is NDARRAY and dy.nbytes < SHORT else False
+            done = False
             if (flags is None or flags is not False and flags.writeable) and not dy.ndim \
-                    and dy.dtype is _REAL and _scalar_back(shadows, state, dy.item(),
-                                                           record.inputs, record.kept, ()):
-                pass
+                    and dy.dtype is _REAL:
+                following = records[-1] if records else None
+                done = _scalar_back(shadows, state, dy.item(), record.inputs, record.kept, (),
+                                    following.output if type(following) is ElementsRead
+                                    else None)
+            if done is not False:
+                if type(done) is tuple:
+                    handed = done[0]
             elif flags is None:
                 _lean_cotangents(shadows, entries, rule, dy, y, record.inputs, kept, traced)
             elif flags is False or not flags.writeable:
@@ -170,6 +180,7 @@ def reverse_elementwise(records, shadows, watch):
         output.origin = None
         if type(output.ref) is Written:
             output.ref = output.ref.was
+    return handed
 
 
 def _elementwise_back(shadows, state, dy, places, kept, handed):
@@ -247,26 +258,78 @@ class ElementsRead(OneOutput):
 
     @staticmethod
     def pullback(record, shadows, _):
-        dy = shadows.pop(record.output, read_only=True)
-        if dy is None:
+        # (``shadows.pop(record.output, read_only=True)`` written out: the common case first)
+        entry = shadows.entries.pop(record.output.key, None)
+        if entry is None:
             return
+        dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
         state, positions = record.state
-        if type(dy) is NDARRAY and not dy.ndim and dy.dtype is _REAL and dy.flags.writeable \
+        # (a shadow marked as ``_lean_cotangents`` marks one is a float64 array of its own,
+        # writable: the questions of the other case answered; a scalar loop's, which
+        # ``_scalar_back`` makes so, passed from one record to the next)
+        if type(dy) is NDARRAY and not dy.ndim and (
+                entry[-1] is dy or dy.dtype is _REAL and dy.flags.writeable) \
                 and _scalar_back(shadows, state, dy.item(), record.inputs, record.kept,
                                  positions):
             return
-        inputs = record.inputs
-        places = list(inputs)
-        for n, i in enumerate(positions):
-            dtype = inputs[i][0].dtype
-            # (a float64's, by position: the common case, without hashing the dtype)
-            places[i] = _REAL_STAND_INS[n] if dtype is _REAL and n < len(_REAL_STAND_INS) \
-                else _stand_in(dtype, n)
-        handed = dict.fromkeys(positions)
-        _elementwise_back(shadows, state, dy, places, record.kept, handed)
-        for i in reversed(positions):
-            g = handed.pop(i, None)
-            _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
+        _folded_back(record, shadows, dy)
+
+
+def _folded_back(record, shadows, dy):
+    """``ElementsRead.pullback`` for the cotangent ``dy`` it took, where ``_scalar_back`` does
+    not take it: the operation's pullback into a stand-in for each element read, then each
+    read's."""
+    state, positions = record.state
+    inputs = record.inputs
+    places = list(inputs)
+    for n, i in enumerate(positions):
+        dtype = inputs[i][0].dtype
+        # (a float64's, by position: the common case, without hashing the dtype)
+        places[i] = _REAL_STAND_INS[n] if dtype is _REAL and n < len(_REAL_STAND_INS) \
+            else _stand_in(dtype, n)
+    handed = dict.fromkeys(positions)
+    _elementwise_back(shadows, state, dy, places, record.kept, handed)
+    for i in reversed(positions):
+        g = handed.pop(i, None)
+        _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
+
+
+def reverse_folded(records, shadows, watch, d=None):
+    """Reverse the run of :class:`ElementsRead` records at the end of ``records``, newest
+    first, each as ``ReverseTape.replay`` reverses one (its pullback, then its output forgets
+    its recipe), in one loop. Where one's cotangent into a 0-d float64 buffer that has no
+    shadow is the next one's (that record made the buffer, and this one names it once, as
+    an operand: a scalar loop's chain, ``x[i - 1, j] + x[i, j] + x[i + 1, j]``),
+    ``_scalar_back`` hands it on as Python's float: the shadow it would have made, a 0-d
+    array, would be taken out again at once by the next pullback, whose first step reads it
+    as that float. The same sums in the same order; where the next pullback cannot take the
+    float, it takes that array. ``d``: the cotangent the record reversed before handed on
+    so to the first (``reverse_elementwise``), or None."""
+    entries = shadows.entries  # (``d``: the cotangent handed on to ``records[-1]``'s output)
+    while records and type(records[-1]) is ElementsRead:
+        record = watch.record = records.pop()
+        output = record.output
+        dy = None
+        if d is None:
+            entry = entries.pop(output.key, None)
+            if entry is not None:
+                dy = entry[1] if entry[3] is None else shadows.handed(entry, read_only=True)
+                if type(dy) is NDARRAY and not dy.ndim and (
+                        entry[-1] is dy or dy.dtype is _REAL and dy.flags.writeable):
+                    d = dy.item()
+                else:
+                    _folded_back(record, shadows, dy)
+        if d is not None:
+            following = records[-1] if records else None
+            state, positions = record.state
+            done = _scalar_back(shadows, state, d, record.inputs, record.kept, positions,
+                                following.output if type(following) is ElementsRead else None)
+            if done is False:
+                _folded_back(record, shadows, np.array(d) if dy is None else dy)
+            d = done[0] if type(done) is tuple else None
+        output.origin = None
+        if type(output.ref) is Written:
+            output.ref = output.ref.was
 
 
 _STAND_INS = {}
@@ -321,15 +384,16 @@ def fold_reads(records, errors_of):
     inputs = last.inputs
     count = len(inputs)
     start = len(records) - 1
-    positions = []
-    while start > 0:
+    positions = ()  # (the newest read's last: its position is put before the others')
+    while start:
         read = records[start - 1]
         if type(read) is not Gathered or read.state:
             break
         output = read.output
         # Held by ``read.output``, by ``inputs`` and by ``output`` here, and by getrefcount's
-        # argument: nothing else (CPython's count of references)
-        if sys.getrefcount(output) != 4 or output.shape != () or output.weak \
+        # argument: nothing else (CPython's count of references); a shape is a tuple, empty
+        # of a 0-d buffer's
+        if getrefcount(output) != 4 or output.shape or output.weak \
                 or output.device is not None or (output.dtype is not read.inputs[0].dtype
                                                  and output.dtype != read.inputs[0].dtype):
             break
@@ -338,20 +402,21 @@ def fold_reads(records, errors_of):
             i += 1
         if i == count:  # not an input of ``last``
             break
-        positions.append(i)
+        positions = (i, *positions)
         start -= 1
     if not positions or (errors_of and any(id(r) in errors_of for r in records[start:])):
         return
-    positions.reverse()
     named = list(inputs)
-    for k, i in enumerate(positions):
-        named[i] = records[start + k].inputs
+    k = start
+    for i in positions:
+        named[i] = records[k].inputs
+        k += 1
     # The elementwise record becomes the folded one in place (the two kinds share its fields:
     # only its inputs and state change), cheaper than a new record: nothing else holds it (no
     # recipe names it, its output has none, and no replay or anomaly detection watches)
     last.__class__ = ElementsRead
     last.inputs = tuple(named)
-    last.state = _folded_state(last.state, tuple(positions))
+    last.state = _folded_state(last.state, positions)
     del records[start:-1]
 
 
@@ -377,7 +442,7 @@ def fold_written(records):
             or len(write.inputs) != 1 or write.inputs[0] is not buffer:
         return
     # Held by ``made.output``, ``write.inputs`` and ``buffer``, and by getrefcount's argument
-    if sys.getrefcount(buffer) != 4:
+    if getrefcount(buffer) != 4:
         return
     write.inputs = _written_inputs(buffer.dtype)
     made.output = write.inputs[0]
@@ -385,18 +450,21 @@ def fold_written(records):
 
 _FOLDED_STATES = {}
 FOLDED_STATES = 256
-"""How many states of ``ElementsRead`` records ``_folded_state`` remembers."""
+"""How many states of ``ElementsRead`` records ``_folded_state`` remembers: by the id of the
+state, ``(state, {positions: (state, positions)})``."""
 
 
 def _folded_state(state, positions):
     """``(state, positions)``, one tuple for all equal ones (a loop's records share a few
     plans' states and positions)."""
-    key = (id(state), positions)
-    folded = _FOLDED_STATES.get(key)
-    if folded is None or folded[0] is not state:  # (held here, its id is no other object's)
+    known = _FOLDED_STATES.get(id(state))
+    if known is None or known[0] is not state:  # (held here, its id is no other object's)
         if len(_FOLDED_STATES) >= FOLDED_STATES:
             _FOLDED_STATES.clear()
-        folded = _FOLDED_STATES[key] = (state, positions)
+        known = _FOLDED_STATES[id(state)] = (state, {})
+    folded = known[1].get(positions)
+    if folded is None:
+        folded = known[1][positions] = (state, positions)
     return folded
 
 
@@ -426,17 +494,15 @@ def arithmetic_in_python(ufunc, values):
     operation = _ARITHMETIC.get(ufunc)
     if operation is None or len(values) != 2:
         return None
-    floats = []
-    for value in values:
-        kind = type(value)
-        if kind is NDARRAY:
-            if value.ndim or value.dtype is not _REAL:
-                return None
-            value = value.item()
-        elif kind is not float:
-            return None
-        floats.append(value)
-    a, b = floats
+    a, b = values  # (each operand's question written out: this runs per operation of a loop)
+    if type(a) is NDARRAY and not a.ndim and a.dtype is _REAL:
+        a = a.item()
+    elif type(a) is not float:
+        return None
+    if type(b) is NDARRAY and not b.ndim and b.dtype is _REAL:
+        b = b.item()
+    elif type(b) is not float:
+        return None
     if not b and operation is operator.truediv:
         return None
     result = operation(a, b)
@@ -483,7 +549,7 @@ def _small_product(dy, partial, y, values, out, suggested):
     return _times_partial_of(dy, p, out, suggested)
 
 
-def _scalar_back(shadows, state, d, inputs, kept, positions):
+def _scalar_back(shadows, state, d, inputs, kept, positions, handing=None):
     """The pullback of an elementwise record of one float64 element (an :class:`Elementwise`
     record's, ``positions`` empty, or an :class:`ElementsRead` one's) for its cotangent
     ``d``, a Python float, computed with Python's floats, where each product is one of
@@ -494,10 +560,16 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
     an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
     others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
     nothing, where a partial or product is not such (the caller then takes those paths): a
-    scalar loop's reverse pass makes neither a 0-d array nor a call per product."""
+    scalar loop's reverse pass makes neither a 0-d array nor a call per product.
+
+    ``handing``: the 0-d buffer the pullback that runs next made (``reverse_folded``), or
+    None. A cotangent into it that would become its shadow, where this record names it once,
+    as an operand that is no read, is handed on instead: returns ``(cotangent,)``, a Python
+    float, having made no shadow of it."""
     rule, traced = state
     partials = rule.partials
     products = []  # (the cotangent of each traced input, in order)
+    others = False  # (whether a traced input is not a read folded in)
     for i in traced:
         partial = partials[i]
         if partial is ONE:
@@ -522,9 +594,23 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                 return False
         elif inputs[i].shape != ():
             return False
+        else:
+            others = True
         products.append(g)
     entries = shadows.entries
-    if len(positions) != len(traced):  # (inputs other than reads, added first)
+    handed = None
+    if others:  # (inputs other than reads, added first)
+        if handing is not None:
+            # (handed where the record names it once, as an operand that is no read: else
+            # other steps here add to its shadow too)
+            named = 0
+            for i, place in enumerate(inputs):
+                if i in positions:
+                    place = place[0]
+                if place is handing or type(place) is Place and place.buffer is handing:
+                    named += 1
+            if named != 1:
+                handing = None
         for i, g in zip(traced, products):
             if i in positions:
                 continue
@@ -534,6 +620,9 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                 # becomes the shadow, marked as ``_lean_cotangents`` marks one, or is added
                 # into it)
                 entry = entries.get(place.key)
+                if entry is None and place is handing:
+                    handed = (g,)
+                    continue
                 if entry is None:
                     g = np.array(g)
                     entries[place.key] = [place, g, None, None, g]
@@ -563,7 +652,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions):
                         shadow[key] = total
                         continue
         _gathered_back(shadows, np.array(g), read, False)
-    return True
+    return True if handed is None else handed
 
 
 def _float64(value):

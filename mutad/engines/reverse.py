@@ -37,7 +37,7 @@ from ..core.errors import ConstantModifiedError, UnsupportedArrayError, plain_co
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
 from .elementwise import (ElementWrite, Elementwise, ElementsRead, Gathered, fold_reads,
-                          fold_written, reverse_elementwise)
+                          fold_written, reverse_elementwise, reverse_folded)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
@@ -166,14 +166,19 @@ class ReverseTape(Tape):
                 if runs:
                     kind = type(records[-1])
                     if kind is Elementwise:
-                        reverse_elementwise(records, shadows, watch)
+                        handed = reverse_elementwise(records, shadows, watch)
+                        if handed is not None:  # (into what the folded record next made)
+                            reverse_folded(records, shadows, watch, handed)
                         continue
                     # (a scalar loop's other records, reversed as below, without its questions)
                     if kind is ElementWrite:  # (no outputs)
                         record = watch.record = records.pop()
                         record.reverse(shadows)
                         continue
-                    if kind is ElementsRead or kind is Gathered:
+                    if kind is ElementsRead:
+                        reverse_folded(records, shadows, watch)
+                        continue
+                    if kind is Gathered:
                         record = watch.record = records.pop()
                         record.pullback(record, shadows, None)
                         buffer = record.output

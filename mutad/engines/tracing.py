@@ -475,11 +475,13 @@ def _element_read(x, key):
     yt = Traced(y, buffer, tape, True)
     if x.whole:
         source, repeats = x.buffer, False  # (a whole buffer's elements share no bytes)
+        ref = source.ref  # (a buffer is its own: its ``buffer`` is a property)
     else:
         source = place_of(x)
         repeats = overlapping(source)
+        ref = source.buffer.ref
     read = (source, key)
-    if type(source.buffer.ref) is Held:  # (``getitem``: one pair per element of an argument)
+    if type(ref) is Held:  # (``getitem``: one pair per element of an argument)
         read = tape.places.setdefault(read, read)
     tape.record(Gathered(operator.getitem, read, None, buffer, None, repeats))
     return yt
