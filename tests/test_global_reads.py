@@ -1,6 +1,7 @@
 """Arrays made before the differentiation and reached by a name (a module's global, a closure's
 array) that the function reads again and again: the engines read one plain view of each
-(``allocation.read_plain``), not a new one per read. These programs give the same values,
+(``allocation.read_plain``), not a new one per read, and the operators read it on their short
+path (``tracing._read_before``). These programs give the same values,
 gradients and errors, bit for bit, with a new view per read (the path before it), and leave
 the arrays, their bytes and their flags, as they found them, when the function returns or
 raises."""
@@ -9,11 +10,14 @@ import numpy as np
 
 import mutad
 from mutad.core import allocation
+from mutad.engines import tracing
 
 
 def _view_per_read(monkeypatch):
-    """The engines read a new plain view of a stand-in's memory on every read."""
+    """The engines read a new plain view of a stand-in's memory on every read, and the
+    operators take a stand-in by their general path."""
     monkeypatch.setattr(allocation, "read_plain", allocation.plain_memory)
+    monkeypatch.setattr(tracing, "_read_before", lambda x: None)
 
 
 def _program(source, **arrays):
@@ -202,3 +206,23 @@ def test_one_view_per_global_while_its_layout_holds():
     assert GRID.shape == (12,) and GRID.flags.writeable
     assert views[0] is views[1] is views[2] and views[3].shape == (3, 4)
     assert all(type(view) is np.ndarray for view in views)
+
+
+def test_operands_that_change_the_operators_path(monkeypatch):
+    """Globals of other dtypes, of no dimension, broadcast, on either side of an operator, an
+    integer index f made, an operation NumPy's error handling stops."""
+    outcomes = _both_paths(monkeypatch, """
+def f(w):
+    y = w * F32 + w * C64 - (w * ZERO_D) / (1.0 + G)
+    y = y * GRID_2D[1] + (GRID_2D * w).sum(axis=0) + G * w - (G - w) * w
+    y = y.real * (w * np.arange(12)) + w / (1.0 + G) ** 2
+    return (y * y).sum()
+""", {"G": G, "F32": G.astype(np.float32), "C64": G * (1 + 2j), "ZERO_D": np.array(3.0),
+      "GRID_2D": np.outer(G, G)[:3]}, [(X,)])
+    assert outcomes[0][0][0] == "returned"
+    outcomes = _both_paths(monkeypatch, """
+def f(w):
+    with np.errstate(over="raise"):
+        return (w * HUGE).sum()
+""", {"HUGE": np.full(12, 1e308)}, [(X + 1.0,)])
+    assert outcomes[0][0][:2] == ("raised", FloatingPointError)

@@ -2219,13 +2219,14 @@ def read_plain(stand_in):
     array reached by a name (``_Mode._stand_in``: a global or a closure's array, read on
     every step of a loop) while it keeps its layout: the records reading it keep one array,
     which ``reverse.freeze`` checks and protects once, not a new view on every read. Kept
-    by the mode, not the stand-in (which its view's ``base`` holds), until the stand-ins go."""
+    by the mode, not the stand-in (which its view's ``base`` holds), while a differentiation
+    runs, until the stand-ins go (``_Mode._undo``)."""
     views = MODE.plain_views
     plain = views.get(id(stand_in))  # (the view holds its stand-in: the id stays its own)
     if plain is None or plain.shape != stand_in.shape or plain.strides != stand_in.strides \
             or plain.dtype != stand_in.dtype:
         plain = plain_memory(stand_in)
-        if "original" in stand_in.__dict__:
+        if ACTIVE.running and "original" in stand_in.__dict__:
             views[id(stand_in)] = plain
     return plain
 
