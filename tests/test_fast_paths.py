@@ -40,6 +40,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(tracing, "_row_or_slice", lambda x, key: False)
     monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "assigned_back", lambda x, key, value: False)
+    monkeypatch.setattr(tracing, "_read_before", lambda x: None)
 
 
 def _as_the_engines(function):

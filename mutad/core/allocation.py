@@ -2247,7 +2247,24 @@ def stand_in_value(stand_in):
     """What the engines read for ``stand_in``: the plain array it views, or the running
     differentiation's array for it once a write adopted its memory (``adopted``)."""
     level = adopted(stand_in)
-    return plain_memory(stand_in) if level is None else level
+    return read_plain(stand_in) if level is None else level
+
+
+def read_plain(stand_in):
+    """The plain view of ``stand_in``'s memory that the engines read, one per stand-in of an
+    array reached by a name (``_Mode._stand_in``: a global or a closure's array, read on
+    every step of a loop) while it keeps its layout: the records reading it keep one array,
+    which ``reverse.freeze`` checks and protects once, not a new view on every read. Kept
+    by the mode, not the stand-in (which its view's ``base`` holds), while a differentiation
+    runs, until the stand-ins go (``_Mode._undo``)."""
+    views = MODE.plain_views
+    plain = views.get(id(stand_in))  # (the view holds its stand-in: the id stays its own)
+    if plain is None or plain.shape != stand_in.shape or plain.strides != stand_in.strides \
+            or plain.dtype != stand_in.dtype:
+        plain = plain_memory(stand_in)
+        if ACTIVE.running and "original" in stand_in.__dict__:
+            views[id(stand_in)] = plain
+    return plain
 
 
 def adopt(written):
@@ -3394,6 +3411,7 @@ class _Mode:
         # each array made before by its one stand-in while the cells hold them: two names of one
         # array (``V = W``) stay one object (``V is W``), whichever place the swap finds first
         self.array_stand_ins: dict = {}
+        self.plain_views: dict = {}  # id(such a stand-in) -> the view the engines read (read_plain)
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
@@ -3640,6 +3658,7 @@ class _Mode:
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
         self.array_stand_ins = {}
+        self.plain_views = {}
         while self.cells:
             place, key, _, _ = self.cells.pop()
             if type(place) is list:  # (the function may have moved its items: each one)

@@ -313,7 +313,7 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
     Python rebinds to ``a op b`` as ``_binary``'s ``inplace`` computes it."""
 
     def method(self, other):
-        value, buffer, tape = self.value, self.buffer, self.tape
+        value, buffer, tape, given = self.value, self.buffer, self.tape, other
         if type(value) is NDARRAY and not buffer.weak and tape.recorder is None \
                 and tape.outer is None and (not scalars or not value.ndim and value.base is None
                                             and not value.flags.writeable):
@@ -327,6 +327,9 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
                 place = other.buffer if other.whole else None
                 scalar = not value.ndim and not operand.ndim and (
                     value.dtype.kind == "c" or operand.dtype.kind == "c")
+            elif kind is Preexisting and not scalars and not buffer.constant and (
+                    operand := _read_before(other)) is not None:
+                other, traced, place, scalar = operand, 0, None, False  # (general: as given)
             else:
                 return general(self, other)
             mine = 0 if buffer.constant else 1
@@ -348,11 +351,24 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
                     if not y.ndim and y.dtype.kind == "f" and math.isnan(y):  # scalar math's?
                         put_nan_right(yt, self, other, ufunc, reflected)
                     return yt
-        return general(self, other)
+        return general(self, given)
 
     method.__name__ = general.__name__
     method.__qualname__ = general.__qualname__
     return method
+
+
+def _read_before(x):
+    """What ``apply_ufunc`` reads for ``x``, the stand-in of an array made before f that an
+    operator reads as a constant (a global, a closure's, on every step): the plain array it
+    views (``ufunc_operands``), checked and kept as ``_unwrap`` does; None where it is not an
+    array of one or more dimensions (whose result ``general`` would return as it is) or a
+    write adopted its memory: ``general`` takes it."""
+    plain = stand_in_value(x)
+    if type(plain) is not NDARRAY or not plain.ndim:
+        return None
+    check_alias(plain)
+    return private(plain)
 
 
 def install_fast_operators(cls):
