@@ -481,6 +481,30 @@ def test_affine_transform_in_its_matrix_and_offset(name, image):
     replays_as_traced(f, [(image, a), (image, a[::-1] * 0.9)], argnums=(0, 1))
 
 
+@pytest.mark.parametrize("matrix_traced, order, mode", [
+    (False, 1, "constant"), (False, 3, "constant"), (False, 1, "wrap"), (False, 3, "wrap"),
+    (True, 1, "constant"), (True, 3, "constant")])  # (a traced matrix is refused with "wrap")
+def test_affine_transform_at_an_edge_it_rounds_to(matrix_traced, order, mode, rng):
+    """The output at index (10, 0) reads the image at (10.4, 11.0) by the matrix product, and
+    at 11.000000000000002 in SciPy's own arithmetic (the offset first, then each entry times
+    its index): beyond the last row, where 'constant' gives cval and 'wrap' jumps across its
+    seam. The weights of the derivative were taken at the product's coordinates, so the
+    image's gradient had a term SciPy's value has not."""
+    x = rng.uniform(0.5, 1.5, (12, 12))
+    matrix = np.array([[1.1, 0.1], [-0.1, 1.1]])
+
+    def f(x):
+        m = matrix + 0.0 * x[0, 0] if matrix_traced else matrix  # the same values
+        return weighted(scipy.ndimage.affine_transform(x, m, offset=(0.5, -0.3), order=order,
+                                                       mode=mode))
+
+    before = x.tobytes()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    assert x.tobytes() == before
+
+
 def test_interpolation_refusals(image):
     with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
         mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c, mode="wrap").sum(),

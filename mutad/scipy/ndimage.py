@@ -889,8 +889,26 @@ def _affine_coordinates(matrix, offset, shape, ndim, name, order):
             f"scipy.ndimage.{name}(order=0) with a matrix that is not diagonal: which element "
             "each output takes is decided by coordinates SciPy computes in its own arithmetic; "
             "use order=1 or more, or map_coordinates with the coordinates.")
+    return _scipy_coordinates(matrix, offset, shape), matrix, offset
+
+
+def _scipy_coordinates(matrix, offset, shape):
+    """The input coordinates SciPy's ``affine_transform`` reads at every point of the output
+    grid ``shape``, one array per axis, in SciPy's own arithmetic: with a square matrix each
+    starts from the offset and adds the index times each matrix entry in turn; with a diagonal
+    one (1-d ``matrix``) it is ``(index + offset / matrix) * matrix``. Another rounding can put
+    a coordinate on the other side of an edge of the image ('constant') or of a seam ('wrap'),
+    where the output jumps, and its derivative would then not be that of SciPy's value."""
     grid = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
-    return list(matrix @ grid + offset[:, None]), matrix, offset
+    if np.ndim(matrix) == 1:
+        return list((grid + (offset / matrix)[:, None]) * matrix[:, None])
+    coordinates = []
+    for row, start in zip(matrix, offset):
+        coordinate = np.full(grid.shape[1], start)
+        for index, entry in zip(grid, row):
+            coordinate += index * entry
+        coordinates.append(coordinate)
+    return coordinates
 
 
 @stands_in_for(_ndimage.affine_transform)
@@ -1280,8 +1298,10 @@ def _affine_geometry(input, matrix, offset, output_shape, order, mode, prefilter
     and slopes at its coordinates ``linear @ grid + offset``."""
     linear, shifts, cotangents, tangents = _affine_parts(matrix, offset, np.ndim(input))
     grid = np.indices(output_shape, dtype=np.float64).reshape(len(output_shape), -1)
-    weights, slopes = _coordinate_weights(list(linear @ grid + shifts[:, None]),
-                                          np.shape(input), order, mode, prefilter)
+    diagonal = np.ndim(matrix) == 1
+    weights, slopes = _coordinate_weights(
+        _scipy_coordinates(np.diag(linear) if diagonal else linear, shifts, output_shape),
+        np.shape(input), order, mode, prefilter)
     return grid, weights, slopes, cotangents, tangents
 
 
