@@ -1063,3 +1063,53 @@ def test_filters_and_interpolations_of_empty_images():
             assert y.shape == dy.shape == f(x).shape and y.dtype == f(x).dtype
             g, = mutad.gradient(lambda x: f(x).sum(), x)
             assert g.shape == x.shape
+
+
+DECIDED = {
+    "label": lambda x: scipy.ndimage.label(x)[0],
+    "label-structure": lambda x: scipy.ndimage.label(x, np.ones((3, 3)))[0],
+    "histogram": lambda x: scipy.ndimage.histogram(x, 0.2, 1.0, 4),
+    "histogram-labels": lambda x: scipy.ndimage.histogram(x, 0.0, x.max(), 3,
+                                                          labels=(x > 0.5).astype(int), index=1),
+    "binary_erosion": lambda x: scipy.ndimage.binary_erosion(x),
+    "binary_dilation": lambda x: scipy.ndimage.binary_dilation(x, iterations=2),
+    "binary_opening": lambda x: scipy.ndimage.binary_opening(x),
+    "binary_closing": lambda x: scipy.ndimage.binary_closing(x, mask=x > 0.7),
+    "binary_fill_holes": lambda x: scipy.ndimage.binary_fill_holes(x),
+    "binary_hit_or_miss": lambda x: scipy.ndimage.binary_hit_or_miss(x),
+    "binary_propagation": lambda x: scipy.ndimage.binary_propagation(x, mask=x > 0.3),
+    "distance_transform_cdt": lambda x: scipy.ndimage.distance_transform_cdt(x),
+    "distance_transform_bf": lambda x: scipy.ndimage.distance_transform_bf(x, sampling=(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", DECIDED)
+def test_decisions_about_a_differentiated_image(name, rng):
+    """Label, histogram, the binary morphology and the chamfer and brute-force distance
+    transforms of a differentiated image stopped (SciPy's code converts it): their results
+    are decisions about its values (nonzero, in a bin), SciPy's own, with no derivative, and
+    the values computed from them are differentiated; a replay takes them again."""
+    def f(x):
+        x = np.where(x > 0.5, x, 0.0)
+        decided = np.asarray(DECIDED[name](x), dtype=float)
+        return np.sum(x ** 2 * np.resize(decided, x.shape)) + decided.sum()
+
+    x = rng.uniform(0.0, 1.0, (7, 6))
+    before = x.tobytes()
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    mutad.check_grads(f, x)
+    mutad.check_jvp(f, x)
+    assert x.tobytes() == before
+    replays_as_traced(f, [(x,), (x * 0.8,), (x[::-1].copy(),)])
+
+
+def test_decisions_refused_where_they_would_be_wrong(image):
+    with pytest.raises(UnsupportedOperationError, match="sampling"):
+        mutad.gradient(lambda s: scipy.ndimage.distance_transform_bf(image > 0.3, sampling=s)
+                       .sum(), np.array([1.0, 2.0]))
+    with pytest.raises(UnsupportedOperationError, match="output"):
+        def into(x):
+            out = np.zeros(x.shape) + x
+            scipy.ndimage.binary_erosion(x, output=out)
+            return out.sum()
+        mutad.gradient(into, image)

@@ -52,7 +52,12 @@ function is called on the same chunks, in the same order, so what it computes is
 differentiated (its result cast to a float ``out_dtype``; another dtype gives SciPy's own,
 plain result). ``median`` is the mean of the two elements (one twice for an odd count) SciPy's
 own steps pick on the plain values, the quirks of an index not among the labels included.
-``histogram`` of a differentiated input is not differentiated.
+``histogram``, ``label``, the binary morphology (``binary_erosion``, ``binary_dilation``,
+``binary_opening``, ``binary_closing``, ``binary_fill_holes``, ``binary_hit_or_miss``,
+``binary_propagation``) and the chamfer and brute-force distance transforms of a
+differentiated input are decisions about its values (nonzero, in a bin): SciPy's own
+results, with no derivative (a differentiated ``sampling=``, or an ``output=`` holding
+differentiated values, is refused).
 
 Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
 correlation (or its running mean), whose values are SciPy's own. Its derivative is the
@@ -64,6 +69,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 """
 
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -88,7 +94,9 @@ from ..api import stop_gradient
 from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, stands_in_for
 
-__all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+__all__ = ["affine_transform", "binary_closing", "binary_dilation", "binary_erosion",
+           "binary_fill_holes", "binary_hit_or_miss", "binary_opening", "binary_propagation",
+           "distance_transform_bf", "distance_transform_cdt", "histogram", "label", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
            "geometric_transform", "gaussian_laplace", "generic_filter",
@@ -2001,3 +2009,58 @@ def labeled_comprehension(input, labels, index, func, out_dtype, default, pass_p
     temp = stacked(temp) if temp else np.zeros(0, out_dtype)
     output = temp[np.argsort(index_order)]
     return output[0] if as_scalar else output
+
+
+# ----------------------------------------------------------------------------------------------
+# Decisions about the image: which of its elements are nonzero (the binary morphology, label,
+# the chamfer and brute-force distance transforms), in which bin each lies (histogram). Their
+# results are piecewise constant in its values, so they have no derivative: SciPy's own call
+# on the plain values, taken again on every call a replay makes (SciPy's code would convert
+# the traced image itself).
+
+
+def _decided_call(original, input, settings):
+    return original(input, **settings)
+
+
+def _decided(original):
+    name = f"scipy.ndimage.{original.__name__}"
+    signature = inspect.signature(original)
+    value = Value(functools.partial(_decided_call, original), name)
+
+    @stands_in_for(original)
+    def decided(*args, **kwargs):
+        settings = signature.bind(*args, **kwargs).arguments
+        input = settings.pop("input")
+        if carries_derivative(settings.get("sampling")):
+            raise UnsupportedOperationError(
+                f"{name} with a differentiated sampling=: mutad has no derivative of the "
+                "distances in the spacing. Pass it as a constant, or scale the distances "
+                "computed at a constant spacing.")
+        output = settings.get("output")
+        if innermost((output,)) is not None:
+            raise UnsupportedOperationError(
+                f"{name} into an output= array that holds differentiated values: SciPy would "
+                "write into its memory unseen. Write the result into it after the call "
+                f"(out[...] = {name.rsplit('.', 1)[1]}(x)).")
+        settings = {key: np.asarray(stop_gradient(setting))
+                    if innermost((setting,)) is not None else setting
+                    for key, setting in settings.items()}
+        made = value(input, settings)
+        return tuple(_no_derivative(part) for part in made) if type(made) is tuple else (
+            _no_derivative(made))
+
+    return decided
+
+
+def _no_derivative(x):
+    return np.asarray(stop_gradient(x)) if innermost((x,)) is not None else x
+
+
+(binary_closing, binary_dilation, binary_erosion, binary_fill_holes, binary_hit_or_miss,
+ binary_opening, binary_propagation, distance_transform_bf, distance_transform_cdt, histogram,
+ label) = (_decided(original) for original in (
+    _ndimage.binary_closing, _ndimage.binary_dilation, _ndimage.binary_erosion,
+    _ndimage.binary_fill_holes, _ndimage.binary_hit_or_miss, _ndimage.binary_opening,
+    _ndimage.binary_propagation, _ndimage.distance_transform_bf,
+    _ndimage.distance_transform_cdt, _ndimage.histogram, _ndimage.label))
