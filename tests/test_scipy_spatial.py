@@ -351,6 +351,46 @@ def test_kdtree_of_constant_points_at_traced_queries():
     replays_as_traced(f, [(TREE_QUERIES * s,) for s in (1.0, 0.7, 1.3, 0.7)])
 
 
+CKDTREE_BEFORE = cKDTree(TREE_POINTS)
+
+
+class _Neighbours:
+    def __init__(self):
+        self.tree = cKDTree(TREE_POINTS)
+
+
+NEIGHBOURS_BEFORE = _Neighbours()
+
+
+def test_a_ckdtree_built_before_the_differentiation_takes_traced_queries():
+    """A cKDTree built before the differentiation (a module's, a closure's, an object's
+    attribute) converted the traced queries in its compiled methods (ConversionError): it
+    is swapped, where the function reaches it, for one whose queries are KDTree's routed
+    ones, asking the same tree."""
+    closure_tree = cKDTree(TREE_POINTS)
+    query = closure_tree.query
+
+    def f(x, y):
+        assert isinstance(CKDTREE_BEFORE, cKDTree)
+        d, i = CKDTREE_BEFORE.query(x, k=2)
+        d2, _ = query(y, k=1, p=1)
+        near = NEIGHBOURS_BEFORE.tree.query_ball_point(x[0], 0.4)
+        pairs = closure_tree.sparse_distance_matrix(KDTree(y), 0.5, output_type="coo_matrix")
+        counts = closure_tree.query_ball_point(y, 0.3, return_length=True)
+        plain, _ = CKDTREE_BEFORE.query(TREE_POINTS[:2])  # of plain values: SciPy's own
+        return (np.sum(d ** 2) + np.sum(np.sin(d2)) + len(near) + np.sum(pairs.data ** 2)
+                + np.sum(counts) + np.sum(plain) + 0.1 * np.sum(TREE_POINTS[i] * x[:, None]))
+
+    x, y = TREE_QUERIES.copy(), TREE_QUERIES[::-1] * 0.9
+    before = (x.tobytes(), y.tobytes())
+    assert mutad.value_and_grad(f, argnums=(0, 1))(x, y)[0] == f(x, y)
+    mutad.check_grads(f, x, y)
+    mutad.check_jvp(f, x, y)
+    assert (x.tobytes(), y.tobytes()) == before
+    replays_as_traced(f, [(x * s, y) for s in (1.0, 0.7, 1.3)], argnums=(0, 1))
+    assert type(CKDTREE_BEFORE) is cKDTree and type(NEIGHBOURS_BEFORE.tree) is cKDTree
+
+
 def test_kdtree_neighbour_lists_of_traced_points():
     """query_ball_point and query_pairs of traced points: SciPy's lists, sets and arrays."""
     def lists(pos):
@@ -404,9 +444,10 @@ def test_kdtree_refusals():
               lambda p: cKDTree(p).query(p, k=1, p=p[0, 0])):
         with pytest.raises(mutad.MutadError):
             mutad.gradient(lambda p: np.sum(f(p)), pos)
-    constant = cKDTree(pos)  # compiled: its methods take no rule
+    constant = cKDTree(pos)  # (swapped where reached, as its queries are followed)
     with pytest.raises(mutad.MutadError):
-        mutad.gradient(lambda x: np.sum(constant.query(x)[0]), TREE_QUERIES.copy())
+        mutad.gradient(lambda x: np.sum(constant.count_neighbors(KDTree(x), 0.3)),
+                       TREE_QUERIES.copy())
     tree_type = []
     mutad.gradient(lambda p: tree_type.append(
         (isinstance(KDTree(p), KDTree), isinstance(cKDTree(p), KDTree), KDTree(p).n))

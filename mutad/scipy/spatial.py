@@ -77,7 +77,7 @@ import scipy.special as _special
 import scipy.spatial.transform._rotation as _rotation
 
 from ..api import stop_gradient
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import COMPILED_OBJECTS, holds_derivative, lists_as_arrays
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import defmethod, defroute
@@ -701,10 +701,10 @@ KDTree = _tree_class(_SCIPY_KDTREE, _SCIPY_KDTREE)
 cKDTree = _tree_class(_SCIPY_CKDTREE, _SCIPY_KDTREE)
 
 
-# SciPy's own tree (of constant points) queried at traced points (registry.defmethod). Only
-# KDTree, a Python class: cKDTree's methods are compiled, and a compiled class takes no routed
-# method, so a cKDTree built outside the differentiation is refused at traced queries (one
-# built inside it is a KDTree, above).
+# SciPy's own tree (of constant points) queried at traced points (registry.defmethod): KDTree,
+# a Python class. cKDTree's methods are compiled, and a compiled class takes no routed method:
+# one built outside the differentiation is swapped, where the function reaches it, for an
+# object whose queries are these (_PlainCKDTree; one built inside it is a KDTree, above).
 
 
 def _constant_query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
@@ -731,6 +731,54 @@ defmethod(_SCIPY_KDTREE, "query", _constant_query)
 defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
+
+
+class _PlainCKDTree:
+    """What stands in, in a differentiated function, for a cKDTree SciPy built before it
+    (reached by a name, an attribute, a closure): its compiled methods take plain arrays only,
+    so its queries with a traced argument are KDTree's routed ones above, asking the same tree
+    (SciPy's answers); the rest, and queries of plain values, are SciPy's own."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance(tree, cKDTree), as SciPy's
+        return type(self.__dict__["tree"])
+
+    def __getattr__(self, name):
+        attribute = getattr(self.__dict__["tree"], name)
+        if not callable(attribute):
+            return attribute
+
+        def unrouted(*args, **kwargs):
+            if holds_derivative([*args, *kwargs.values()]):
+                raise UnsupportedOperationError(
+                    f"scipy.spatial.cKDTree.{name} of differentiated values (or a tree of "
+                    "differentiated points): mutad follows query, query_ball_point, "
+                    "query_pairs and sparse_distance_matrix of SciPy's tree. Pass them as "
+                    "constants (mutad.stop_gradient) for the rest.")
+            return attribute(*args, **kwargs)
+
+        return unrouted
+
+
+def _plain_ckdtree_method(name, routed):
+    def method(self, *args, **kwargs):
+        tree = self.__dict__["tree"]
+        if holds_derivative([*args, *kwargs.values()]):
+            return routed(tree, *args, **kwargs)
+        return getattr(tree, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _routed in (("query", _constant_query), ("query_ball_point", _constant_ball_point),
+                       ("query_pairs", _constant_pairs),
+                       ("sparse_distance_matrix", _constant_sparse)):
+    setattr(_PlainCKDTree, _name, _plain_ckdtree_method(_name, _routed))
+COMPILED_OBJECTS[_SCIPY_CKDTREE] = _PlainCKDTree
 
 
 # ----------------------------------------------------------------------------------------------
