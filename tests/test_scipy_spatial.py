@@ -784,3 +784,28 @@ def test_directed_hausdorff_of_float32_points_is_scipys_double():
     (grad,) = mutad.gradient(f, x)  # (the pair's distance, in doubles of the rounded points)
     pair = x.reshape(4, 2).astype(np.float32)[3].astype(np.float64) - other[3]  # (SciPy's)
     np.testing.assert_allclose(grad, [0.0] * 6 + list(pair / np.linalg.norm(pair)), rtol=1e-6)
+
+
+ROTATION_BEFORE = Rotation.from_euler("xyz", [0.1, 0.2, 0.3])
+
+
+def test_a_rotation_made_before_applied_then_inverted():
+    """A Rotation made before the differentiation, applied to traced vectors, then inverted
+    (or asked for its matrix, or composed with a traced one): the apply read its quaternions
+    as a constant, which the differentiation keeps read-only, and SciPy's compiled inv then
+    stopped (ConstantModifiedError: a read-only buffer)."""
+    def f(v):
+        w = ROTATION_BEFORE.apply(v)
+        u = ROTATION_BEFORE.inv().apply(w * 2.0)
+        turned = Rotation.from_rotvec(v[0] * 0.3) * ROTATION_BEFORE
+        return (np.sum(w ** 2 * np.arange(3.0)) + np.sum(u * v)
+                + np.sum(v @ ROTATION_BEFORE.as_matrix()) + np.sum(turned.apply(v[1:]) ** 2))
+
+    v = np.random.default_rng(3).uniform(size=(4, 3))
+    quat = ROTATION_BEFORE.as_quat()
+    before = v.tobytes()
+    assert mutad.value_and_grad(f)(v)[0] == f(v)
+    mutad.check_grads(f, v)
+    mutad.check_jvp(f, v)
+    replays_as_traced(f, [(v * s,) for s in (1.0, 0.8, 1.2)])
+    assert v.tobytes() == before and ROTATION_BEFORE.as_quat().tobytes() == quat.tobytes()

@@ -1179,6 +1179,14 @@ def _rotation_constructor(name):
     return construct
 
 
+def _quaternions(rotation):
+    """``rotation``'s quaternions as the steps read them: a plain Rotation's copied, as the
+    differentiation keeps the memory it reads as a constant read-only while it runs, and
+    SciPy's compiled steps of that Rotation (``inv``, ``as_matrix``) then ask for a writable
+    buffer."""
+    return rotation._quat if _followed(rotation) else np.array(rotation._quat)
+
+
 def _rotation_apply(self, vectors, inverse=False):
     if not (_followed(self) or _carries(vectors)):
         return _ROTATION_APPLY(self, vectors, inverse)
@@ -1186,7 +1194,8 @@ def _rotation_apply(self, vectors, inverse=False):
     if np.shape(vectors)[-1] != 3:
         raise ValueError(f"Expected input of shape (..., 3), got {np.shape(vectors)}.")
     single_vector = np.ndim(vectors) == 1
-    result = _rotation_step("apply", self._quat, np.atleast_2d(vectors), inverse=inverse)
+    result = _rotation_step("apply", _quaternions(self), np.atleast_2d(vectors),
+                            inverse=inverse)
     return result[0, ...] if self._single and single_vector else result
 
 
@@ -1195,7 +1204,7 @@ def _rotation_times(self, other):
         return NotImplemented
     if not (_followed(self) or _followed(other)):
         return _ROTATION_TIMES(self, other)
-    quat = _rotation_step("compose_quat", self._quat, other._quat)
+    quat = _rotation_step("compose_quat", _quaternions(self), _quaternions(other))
     return _Rotation(quat[0] if self._single and other._single else quat, normalize=True,
                      copy=False)
 
