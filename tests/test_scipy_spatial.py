@@ -809,3 +809,28 @@ def test_a_rotation_made_before_applied_then_inverted():
     mutad.check_jvp(f, v)
     replays_as_traced(f, [(v * s,) for s in (1.0, 0.8, 1.2)])
     assert v.tobytes() == before and ROTATION_BEFORE.as_quat().tobytes() == quat.tobytes()
+
+
+TRIANGULATION_BEFORE = scipy.spatial.Delaunay(TREE_POINTS)
+
+
+def test_find_simplex_of_a_constant_triangulation_at_traced_points():
+    """SciPy's triangulation of constant points (built before the differentiation or inside
+    it) asked for the simplex of traced points converted them (ConversionError): its answer
+    on the plain values is a decision, and the barycentric coordinates computed from it are
+    differentiated; a replay asks again."""
+    def f(q):
+        inside = scipy.spatial.Delaunay(TREE_POINTS)
+        found = TRIANGULATION_BEFORE.find_simplex(q)
+        assert np.array_equal(found, inside.find_simplex(q))
+        transform = TRIANGULATION_BEFORE.transform[found]
+        barycentric = np.einsum("ijk,ik->ij", transform[:, :2], q - transform[:, 2])
+        return np.sum(barycentric ** 2) + np.sum(found)
+
+    q = TREE_QUERIES * 0.8 + 0.1
+    before = q.tobytes()
+    assert mutad.value_and_grad(f)(q)[0] == f(q)
+    mutad.check_grads(f, q)
+    mutad.check_jvp(f, q)
+    assert q.tobytes() == before
+    replays_as_traced(f, [(q * s,) for s in (1.0, 0.6, 1.1)])

@@ -994,6 +994,16 @@ def _construct_delaunay(points, furthest_site=False, incremental=False, qhull_op
 Delaunay = _class_stand_in(_spatial_module.Delaunay, _construct_delaunay)
 
 
+def _constant_find_simplex(self, xi, bruteforce=False, tol=None):
+    """SciPy's triangulation of constant points asked for the simplex of traced points: its
+    answer on their plain values (a decision, integers), asked again on every replay."""
+    return _delaunay_asked(_PlainTree(type(self), {}, self), None, "find_simplex", xi,
+                           bruteforce, tol)
+
+
+defmethod(_spatial_module.Delaunay, "find_simplex", _constant_find_simplex)
+
+
 # ----------------------------------------------------------------------------------------------
 # Rotations: scipy.spatial.transform.Rotation of traced values holds its traced quaternions and
 # mutad's backend (``_FollowedRotations``) in place of SciPy's. Each step is SciPy's own value
