@@ -8,7 +8,7 @@ import pytest
 import scipy.spatial
 import scipy.spatial.distance as distance
 from scipy.spatial.distance import cdist, pdist, squareform
-from scipy.spatial.transform import Rotation
+from scipy.spatial.transform import Rotation, Slerp
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -834,3 +834,27 @@ def test_find_simplex_of_a_constant_triangulation_at_traced_points():
     mutad.check_jvp(f, q)
     assert q.tobytes() == before
     replays_as_traced(f, [(q * s,) for s in (1.0, 0.6, 1.1)])
+
+
+SLERP_BEFORE = Slerp([0.0, 1.0, 3.0], Rotation.from_euler(
+    "xyz", [[0.0, 0.0, 0.0], [0.3, 0.9, -0.2], [1.0, 0.1, 0.4]]))
+
+
+def test_slerp_at_traced_times():
+    """Slerp of constant rotations at traced times converted them (ConversionError): SciPy's
+    steps, the interval a decision a replay takes again, the rotation within it composed with
+    from_rotvec of the traced fraction: SciPy's values bit for bit, differentiated."""
+    def f(t):
+        inside = Slerp([0.0, 3.0], Rotation.from_rotvec([[0.0, 0.0, 0.0], [0.2, -0.4, 0.9]]))
+        return (np.sum(SLERP_BEFORE(t).as_quat() * np.arange(1.0, 5.0))
+                + np.sum(SLERP_BEFORE(t[1]).as_rotvec()) + np.sum(inside(t[:2]).as_matrix()))
+
+    t = np.array([0.2, 0.4, 1.7, 2.9])
+    before = t.tobytes()
+    y, _ = mutad.jvp(lambda t: SLERP_BEFORE(t).as_quat(), (t,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == SLERP_BEFORE(t).as_quat().tobytes()
+    assert mutad.value_and_grad(f)(t)[0] == f(t)
+    mutad.check_grads(f, t)
+    mutad.check_jvp(f, t)
+    assert t.tobytes() == before
+    replays_as_traced(f, [(t,), (t * 0.5,), (t[::-1].copy(),)])

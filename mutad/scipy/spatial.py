@@ -1,8 +1,8 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
 SciPy's names too, ``ConvexHull``'s volume, area and equations, ``Delaunay``'s
-triangulation and transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see
-their sections below).
+triangulation and transforms, and ``scipy.spatial.transform.Rotation`` of traced values (and
+``Slerp`` at traced times; see their sections below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -1237,6 +1237,27 @@ for _name, _method in (("apply", _rotation_apply), ("__mul__", _rotation_times),
 defmethod(_Rotation, "__init__", _rotation_init)
 for _name in ("from_matrix", "from_rotvec", "from_mrp", "from_euler"):
     defmethod(_Rotation, _name, _rotation_constructor(_name))
+
+
+def _slerp_at(self, times):
+    """``Slerp`` (of constant rotations) at traced times: SciPy's steps, each interval a
+    decision (``searchsorted``, taken again by a replay), the rotation within it the
+    composition with ``from_rotvec`` of the traced fraction of its rotation vector."""
+    times = _as_float64(times)
+    if np.ndim(times) > 1:
+        raise ValueError("`times` must be at most 1-dimensional.")
+    single_time = np.ndim(times) == 0
+    times = np.atleast_1d(times)
+    ind = np.where(times == self.times[0], 0, np.searchsorted(self.times, times) - 1)
+    if np.any((ind < 0) | (ind > len(self.rotations) - 1)):
+        raise ValueError(f"Interpolation times must be within the range [{self.times[0]}, "
+                         f"{self.times[-1]}], both inclusive.")
+    alpha = (times - self.times[ind]) / self.timedelta[ind]
+    result = self.rotations[ind] * _Rotation.from_rotvec(self.rotvecs[ind] * alpha[:, None])
+    return result[0] if single_time else result
+
+
+defmethod(_spatial_module.transform.Slerp, "__call__", _slerp_at)
 
 
 # ----------------------------------------------------------------------------------------------
