@@ -760,15 +760,7 @@ def test_bode_plots_of_differentiated_systems():
         return np.concatenate([m1, ph1, m2, ph2, m3, ph3, w4, m4, ph4, np.real(h), np.imag(h),
                                m7, ph7])
 
-    p = P.copy()
-    expected = responses(p)
-    y, _ = mutad.jvp(responses, (p,), (np.ones(4),))
-    assert np.asarray(y).tobytes() == expected.tobytes()
-    f = lambda p: weighted(responses(p))  # noqa: E731
-    assert mutad.value_and_grad(f)(p)[0] == f(p)
-    mutad.check_grads(f, p)
-    mutad.check_jvp(f, p)
-    replays_as_traced(f, [(P * scale,) for scale in (1.0, 1.1, 0.9)])
+    _scipys_values_differentiated(responses, P.copy())
 
 
 @pytest.mark.parametrize("method", ["zoh", "foh", "bilinear", "euler", "backward_diff",
