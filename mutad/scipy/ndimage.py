@@ -25,8 +25,9 @@ differentiated in their real or complex input, for ``n=-1`` and a real transform
 in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
 mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` calls
 the user's function on each window of the traced image (SciPy's windows, its boundaries), so
-what the function computes is differentiated; ``generic_filter1d`` (whose function writes into
-plain buffers) is refused by name on a differentiated image. ``output=`` may be a
+what the function computes is differentiated; ``generic_filter1d`` calls it on each line of the
+traced image, extended as SciPy extends it, and on a new output line the differentiation
+follows, so what it writes there is differentiated. ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
@@ -82,7 +83,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _measurements, _ni_support
 
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
 from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE, innermost
@@ -99,7 +100,7 @@ __all__ = ["affine_transform", "binary_closing", "binary_dilation", "binary_eros
            "distance_transform_bf", "distance_transform_cdt", "histogram", "label", "convolve", "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
-           "geometric_transform", "gaussian_laplace", "generic_filter",
+           "geometric_transform", "gaussian_laplace", "generic_filter", "generic_filter1d",
            "generic_gradient_magnitude", "generic_laplace", "laplace", "map_coordinates",
            "maximum_filter", "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
            "rotate", "shift", "sobel", "spline_filter", "spline_filter1d", "uniform_filter",
@@ -1562,24 +1563,44 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     return _deliver(y.astype(dtype, copy=False), output)
 
 
-def _generic_refusal(original):
-    name = original.__name__
-
-    def refuse(input, *args, **kwargs):
-        if not carries_derivative(input):  # a constant (mutad.stop_gradient): SciPy's own
-            return original(input, *args, **kwargs)
-        raise UnsupportedOperationError(
-            f"scipy.ndimage.{name} of a differentiated image: SciPy calls the user's function "
-            "with plain buffers of each line to write into, which mutad cannot follow. Use "
-            "scipy.ndimage.generic_filter (which mutad follows), or write the filter with "
-            "NumPy on the whole image (numpy.lib.stride_tricks.sliding_window_view of "
-            "np.pad(x, ...), then a reduction over the window axes), or pass the image "
-            "through mutad.stop_gradient.")
-
-    return StandIn(original, refuse)
-
-
-_generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)
+@stands_in_for(_ndimage.generic_filter1d)
+def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="reflect",
+                     cval=0.0, origin=0, extra_arguments=(), extra_keywords=None):
+    """SciPy's steps on the traced image: each line extended as SciPy extends it (the same
+    extension as ``correlate1d``'s, asked of SciPy), the user's ``function`` called on it and
+    on a new output line the differentiation follows, line after line, so that what it
+    writes there is differentiated."""
+    extra_keywords = {} if extra_keywords is None else extra_keywords
+    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+                                                *extra_keywords.values())):
+        return generic_filter1d.original(input, function, filter_size, axis, output, mode,
+                                         cval, origin, extra_arguments, extra_keywords)
+    if np.iscomplexobj(input):
+        raise TypeError("Complex type not supported")
+    cval = _constant(cval, "cval", "generic_filter1d")
+    dtype = _dtype(output, input, "generic_filter1d")
+    axis = normalize_axis_index(axis, np.ndim(input))
+    length = np.shape(input)[axis]
+    # SciPy's checks of the settings, on one line of zeros
+    probe = np.zeros([length if a == axis else 1 for a in range(np.ndim(input))])
+    generic_filter1d.original(probe, lambda line, out: None, filter_size, axis, None, mode,
+                              0.0, origin)
+    _into_itself("generic_filter1d", input, output)  # (each line is read before it is written)
+    line = _extension(length, filter_size, origin, mode)
+    lines = np.take(np.moveaxis(input, axis, -1).astype(np.float64, copy=False),
+                    np.maximum(line, 0), axis=-1)
+    if line.min(initial=0) < 0:
+        lines = np.where(line < 0, cval, lines)
+    lines = np.reshape(lines, (-1, line.size))
+    written = []
+    for extended in lines:
+        out = allocate(np.zeros(length))
+        function(extended, out, *extra_arguments, **extra_keywords)
+        written.append(out)
+    moved = np.moveaxis(np.zeros(np.shape(input)), axis, -1).shape
+    y = np.reshape(stacked(written), moved) if written else np.zeros(moved)
+    # (in C order, as SciPy's new output: a sum over it then adds in SciPy's order)
+    return _deliver(np.moveaxis(y, -1, axis).astype(dtype, order="C"), output)
 
 
 # ----------------------------------------------------------------------------------------------
