@@ -97,7 +97,8 @@ from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, s
 
 __all__ = ["affine_transform", "binary_closing", "binary_dilation", "binary_erosion",
            "binary_fill_holes", "binary_hit_or_miss", "binary_opening", "binary_propagation",
-           "distance_transform_bf", "distance_transform_cdt", "histogram", "label", "convolve", "convolve1d", "correlate", "correlate1d",
+           "distance_transform_bf", "distance_transform_cdt", "histogram", "label", "convolve",
+           "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
            "geometric_transform", "gaussian_laplace", "generic_filter", "generic_filter1d",
@@ -1597,7 +1598,8 @@ def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="r
         out = allocate(np.zeros(length))
         function(extended, out, *extra_arguments, **extra_keywords)
         written.append(out)
-    moved = np.moveaxis(np.zeros(np.shape(input)), axis, -1).shape
+    shape = np.shape(input)
+    moved = shape[:axis] + shape[axis + 1:] + (length,)
     y = np.reshape(stacked(written), moved) if written else np.zeros(moved)
     # (in C order, as SciPy's new output: a sum over it then adds in SciPy's order)
     return _deliver(np.moveaxis(y, -1, axis).astype(dtype, order="C"), output)

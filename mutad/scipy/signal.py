@@ -119,8 +119,8 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "bode", "butter", "cheby1",
-           "cheby2", "chirp", "coherence", "cont2discrete",
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "bode", "butter",
+           "cheby1", "cheby2", "chirp", "coherence", "cont2discrete",
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "deconvolve",
            "dbode", "detrend", "dfreqresp",
            "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
