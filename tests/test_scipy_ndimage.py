@@ -12,10 +12,10 @@ from scipy.ndimage import gaussian_filter, sobel
 
 import mutad
 from decisions import check_decision_kept, then_disturbed
-from mutad.errors import MutadError, UnsupportedOperationError, UntracedWriteError
+from mutad.errors import UnsupportedOperationError, UntracedWriteError
 from mutad.scipy import ndimage
 
-from cases import replays_as_traced
+from cases import followed_as_scipy, replays_as_traced
 
 MODES = ["reflect", "mirror", "nearest", "wrap", "constant", "grid-wrap", "grid-mirror",
          "grid-constant"]
@@ -481,6 +481,26 @@ def test_affine_transform_in_its_matrix_and_offset(name, image):
     replays_as_traced(f, [(image, a), (image, a[::-1] * 0.9)], argnums=(0, 1))
 
 
+@pytest.mark.parametrize("matrix_traced, order, mode", [
+    (False, 1, "constant"), (False, 3, "constant"), (False, 1, "wrap"), (False, 3, "wrap"),
+    (True, 1, "constant"), (True, 3, "constant")])  # (a traced matrix is refused with "wrap")
+def test_affine_transform_at_an_edge_it_rounds_to(matrix_traced, order, mode, rng):
+    """The output at index (10, 0) reads the image at (10.4, 11.0) by the matrix product, and
+    at 11.000000000000002 in SciPy's own arithmetic (the offset first, then each entry times
+    its index): beyond the last row, where 'constant' gives cval and 'wrap' jumps across its
+    seam. The weights of the derivative were taken at the product's coordinates, so the
+    image's gradient had a term SciPy's value has not."""
+    x = rng.uniform(0.5, 1.5, (12, 12))
+    matrix = np.array([[1.1, 0.1], [-0.1, 1.1]])
+
+    def f(x):
+        m = matrix + 0.0 * x[0, 0] if matrix_traced else matrix  # the same values
+        return weighted(scipy.ndimage.affine_transform(x, m, offset=(0.5, -0.3), order=order,
+                                                       mode=mode))
+
+    followed_as_scipy(f, x, x * 0.9)
+
+
 def test_interpolation_refusals(image):
     with pytest.raises(UnsupportedOperationError, match="mode='wrap'"):
         mutad.gradient(lambda c: scipy.ndimage.map_coordinates(image, c, mode="wrap").sum(),
@@ -598,15 +618,6 @@ def test_geometric_transform_into_an_output_and_refusals(image):
     with pytest.raises(UnsupportedOperationError, match="map_coordinates"):
         mutad.gradient(lambda s: weighted(scipy.ndimage.geometric_transform(
             image, lambda p: (p[0] + s, p[1]))), 0.5)
-
-
-# Functions without a rule ---------------------------------------------------------------------
-
-
-def test_a_function_without_a_rule_is_refused_clearly(rng):
-    x = rng.normal(size=(5, 4))
-    with pytest.raises(MutadError, match="generic_filter1d"):
-        mutad.gradient(lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3).sum(), x)
 
 
 # Fourier filters ------------------------------------------------------------------------------
@@ -776,13 +787,44 @@ def test_generic_filter_calls_the_function_on_each_traced_window(name, rng):
     assert x.tobytes() == before
 
 
-def test_generic_filter1d_is_refused_by_name(rng):
+def _smoothing_line(line, out, weight, power=1.0):
+    """A generic_filter1d function as SciPy's documentation writes one: it fills ``out``."""
+    out[...] = weight * line[:-2] ** power + line[1:-1] - line[2:] * line[1:-1]
+
+
+@pytest.mark.parametrize("settings", [
+    dict(axis=-1, mode="reflect"), dict(axis=0, mode="constant", cval=0.3),
+    dict(axis=1, mode="wrap", origin=1), dict(axis=0, mode="nearest", origin=-1),
+    dict(axis=1, mode="mirror", output=np.float64), dict(axis=0, mode="grid-wrap"),
+    dict(axis=1, mode="reflect", output="array"), dict(axis=1, mode="reflect", output="input")],
+    ids=lambda settings: "-".join(f"{k}={v}" for k, v in settings.items()))
+def test_generic_filter1d_of_a_traced_image(settings, rng):
+    """generic_filter1d of a differentiated image was refused: its function fills plain line
+    buffers. Each line extended as SciPy extends it, the function called on it and on a new
+    output line the differentiation follows: SciPy's values bit for bit, differentiated in
+    the image and in an extra argument, replayed."""
+    settings = dict(settings)
+    into = settings.pop("output", None)
+
+    def f(x, w):
+        x = x * 1.0  # (the function's own copy, for output="input")
+        output = {"array": np.zeros_like(x), "input": x}.get(into, into)
+        y = scipy.ndimage.generic_filter1d(x, _smoothing_line, 3, output=output,
+                                           extra_arguments=(w[0],),
+                                           extra_keywords={"power": 2.0}, **settings)
+        return weighted(x if into == "input" else output if into == "array" else y)
+
+    x, w = rng.uniform(0.5, 1.5, (5, 4)), np.array([0.7])
+    plain = f(x.copy(), w)
+    assert mutad.value_and_grad(f, argnums=(0, 1))(x, w)[0] == plain
+    mutad.check_grads(f, x, w)
+    mutad.check_jvp(f, x, w)
+    replays_as_traced(f, [(x, w), (x[::-1] * 0.9, w * 1.1)], argnums=(0, 1))
+
+
+def test_generic_filters_of_plain_images_in_a_differentiation(rng):
+    """A plain image inside a differentiation is SciPy's own."""
     x = rng.normal(size=(5, 4))
-    before = x.tobytes()
-    with pytest.raises(UnsupportedOperationError, match="sliding_window_view"):
-        mutad.gradient(lambda x: scipy.ndimage.generic_filter1d(x, lambda i, o: None, 3).sum(), x)
-    assert x.tobytes() == before
-    # A plain image inside a differentiation is SciPy's own.
     (g,) = mutad.gradient(lambda s: s * scipy.ndimage.generic_filter(x, np.mean, 3).sum(), 2.0)
     assert g == scipy.ndimage.generic_filter(x, np.mean, 3).sum()
     (h,) = mutad.gradient(lambda x: scipy.ndimage.generic_filter(mutad.stop_gradient(x), np.mean,
@@ -1039,3 +1081,48 @@ def test_filters_and_interpolations_of_empty_images():
             assert y.shape == dy.shape == f(x).shape and y.dtype == f(x).dtype
             g, = mutad.gradient(lambda x: f(x).sum(), x)
             assert g.shape == x.shape
+
+
+DECIDED = {
+    "label": lambda x: scipy.ndimage.label(x)[0],
+    "label-structure": lambda x: scipy.ndimage.label(x, np.ones((3, 3)))[0],
+    "histogram": lambda x: scipy.ndimage.histogram(x, 0.2, 1.0, 4),
+    "histogram-labels": lambda x: scipy.ndimage.histogram(x, 0.0, x.max(), 3,
+                                                          labels=(x > 0.5).astype(int), index=1),
+    "binary_erosion": lambda x: scipy.ndimage.binary_erosion(x),
+    "binary_dilation": lambda x: scipy.ndimage.binary_dilation(x, iterations=2),
+    "binary_opening": lambda x: scipy.ndimage.binary_opening(x),
+    "binary_closing": lambda x: scipy.ndimage.binary_closing(x, mask=x > 0.7),
+    "binary_fill_holes": lambda x: scipy.ndimage.binary_fill_holes(x),
+    "binary_hit_or_miss": lambda x: scipy.ndimage.binary_hit_or_miss(x),
+    "binary_propagation": lambda x: scipy.ndimage.binary_propagation(x, mask=x > 0.3),
+    "distance_transform_cdt": lambda x: scipy.ndimage.distance_transform_cdt(x),
+    "distance_transform_bf": lambda x: scipy.ndimage.distance_transform_bf(x, sampling=(1, 2)),
+}
+
+
+@pytest.mark.parametrize("name", DECIDED)
+def test_decisions_about_a_differentiated_image(name, rng):
+    """Label, histogram, the binary morphology and the chamfer and brute-force distance
+    transforms of a differentiated image stopped (SciPy's code converts it): their results
+    are decisions about its values (nonzero, in a bin), SciPy's own, with no derivative, and
+    the values computed from them are differentiated; a replay takes them again."""
+    def f(x):
+        x = np.where(x > 0.5, x, 0.0)
+        decided = np.asarray(DECIDED[name](x), dtype=float)
+        return np.sum(x ** 2 * np.resize(decided, x.shape)) + decided.sum()
+
+    x = rng.uniform(0.0, 1.0, (7, 6))
+    followed_as_scipy(f, x, x[::-1] * 0.8)
+
+
+def test_decisions_refused_where_they_would_be_wrong(image):
+    with pytest.raises(UnsupportedOperationError, match="sampling"):
+        mutad.gradient(lambda s: scipy.ndimage.distance_transform_bf(image > 0.3, sampling=s)
+                       .sum(), np.array([1.0, 2.0]))
+    with pytest.raises(UnsupportedOperationError, match="output"):
+        def into(x):
+            out = np.zeros(x.shape) + x
+            scipy.ndimage.binary_erosion(x, output=out)
+            return out.sum()
+        mutad.gradient(into, image)

@@ -646,7 +646,7 @@ def test_lti_refusals_name_what_to_do():
     p = P.copy()
     with pytest.raises(UnsupportedOperationError, match="Pass the times as T"):
         mutad.gradient(lambda p: scipy.signal.step(([1.0], [1.0, p[0], p[1]]))[1].sum(), p)
-    with pytest.raises(UnsupportedOperationError, match="bode"):
+    with pytest.raises(UnsupportedOperationError, match="default frequencies"):  # (bode's w=)
         mutad.gradient(lambda p: scipy.signal.lti([1.0], [1.0, p[0], p[1]]).bode()[1].sum(), p)
     with pytest.raises(UnsupportedOperationError, match="poles"):
         mutad.gradient(lambda p: scipy.signal.lti([1.0], [1.0, p[0], p[1]]).poles.sum(), p)
@@ -736,6 +736,31 @@ def test_frequency_responses_of_differentiated_systems():
     with pytest.raises(UnsupportedOperationError, match="to_tf"):
         mutad.gradient(lambda p: np.abs(scipy.signal.freqresp(scipy.signal.StateSpace(
             *_matrices(p)), w=w)[1]).sum(), p)
+
+
+def test_bode_plots_of_differentiated_systems():
+    """bode, dbode and dfreqresp (and a system's bode and freqresp) of systems made from
+    differentiated coefficients stopped with a TypeError (SciPy's bode called lti on mutad's
+    system): SciPy's magnitude and unwrapped phase of the responses, bit for bit,
+    differentiated in both modes and replayed."""
+    w = np.logspace(-1, 1, 7)
+    wd = np.linspace(0.1, 3.0, 6)
+
+    def responses(p):
+        tf = scipy.signal.TransferFunction([p[2]], [1.0, p[1], p[0]])
+        _, m1, ph1 = scipy.signal.bode(tf, w=w)
+        _, m2, ph2 = tf.bode(w=w)
+        _, m3, ph3 = scipy.signal.bode(scipy.signal.lti([-p[0]], [-p[1], -p[2]], p[3]), w=w)
+        discrete = scipy.signal.dlti([p[2], 0.1], [1.0, -0.5 * p[3]], dt=0.1)
+        w4, m4, ph4 = scipy.signal.dbode(discrete, w=wd)
+        _, h5 = scipy.signal.dfreqresp(([p[2]], [1.0, -0.4 * p[1]], 0.2), w=wd)
+        _, h6 = discrete.freqresp(w=wd)
+        _, m7, ph7 = discrete.bode(w=wd)
+        h = np.concatenate([h5, h6])
+        return np.concatenate([m1, ph1, m2, ph2, m3, ph3, w4, m4, ph4, np.real(h), np.imag(h),
+                               m7, ph7])
+
+    _scipys_values_differentiated(responses, P.copy())
 
 
 @pytest.mark.parametrize("method", ["zoh", "foh", "bilinear", "euler", "backward_diff",

@@ -20,7 +20,7 @@ from scipy.sparse import csr_matrix, diags
 from scipy.sparse.linalg import spsolve
 
 import mutad
-from cases import replays_as_traced
+from cases import followed_as_scipy, replays_as_traced
 from mutad.errors import MutadError, UnsupportedOperationError
 from mutad.scipy import sparse as msparse
 
@@ -2981,3 +2981,48 @@ def test_a_decision_on_a_matrix_comparison_is_taken_again_in_a_replay():
         return sums.sum() * 2.0 if (sums > 4.0).sum() > 1 else sums.sum()
 
     replays_as_traced(f, [(K.copy(),), (K * 0.2,), (K * 3.0,), (K.copy(),)])
+
+
+# lil and dok results of traced values: the entries made in csr, then assembled
+
+ASSEMBLED_RESULTS = {
+    "diags(format='lil')": lambda v: scipy.sparse.diags([v, v[1:] * 0.5], [0, 1],
+                                                        format="lil"),
+    "diags_array(format='dok')": lambda v: scipy.sparse.diags_array([v], offsets=[0],
+                                                                    format="dok"),
+    "bmat(format='lil')": lambda v: scipy.sparse.bmat(
+        [[scipy.sparse.diags([v[:2]], [0]), None], [None, scipy.sparse.eye(3)]], format="lil"),
+    "kron(format='lil')": lambda v: scipy.sparse.kron(scipy.sparse.diags([v[:1]], [0]),
+                                                      scipy.sparse.diags([v], [0]), format="lil"),
+    "kron(format='dok')": lambda v: scipy.sparse.kron(
+        scipy.sparse.csr_matrix(v[None, :1]), scipy.sparse.eye(5) + scipy.sparse.eye(5, k=1),
+        format="dok"),
+    "lil_matrix(dense)": lambda v: scipy.sparse.lil_matrix(np.diag(v) + np.eye(5, k=1) * v[0]),
+    "dok_array(dense)": lambda v: scipy.sparse.dok_array(np.diag(v * v)),
+    "lil_matrix(csr)": lambda v: scipy.sparse.lil_matrix(scipy.sparse.diags([v], [0],
+                                                                            format="csr")),
+    "csr.todok()": lambda v: scipy.sparse.diags([v], [0], format="csr").todok(),
+}
+
+
+@pytest.mark.parametrize("name", ASSEMBLED_RESULTS)
+def test_lil_and_dok_results_of_traced_values(name):
+    """A constructor asked for a lil or dok result of traced values (diags, bmat, kron with
+    format=, lil_matrix or dok_matrix of a traced array or matrix, a traced csr's todok) was
+    refused: it is made in csr and assembled entry by entry, as a traced csr's tolil is;
+    SciPy's entries and format, differentiated and replayed."""
+    make = ASSEMBLED_RESULTS[name]
+
+    def f(v):
+        A = make(v)
+        assert A.format in ("lil", "dok")
+        A[4, 0] = v[2] * 0.25
+        solved = spsolve((A + scipy.sparse.eye(5) * 3.0).tocsc(), np.arange(1.0, 6.0))
+        return np.sum(solved ** 2) + np.sum(A.toarray() ** 2)
+
+    v = np.array([0.9, 1.3, 0.7, 1.1, 1.6])
+    plain = make(v)
+    traced = []
+    mutad.gradient(lambda v: traced.append(make(v).toarray()) or 0.0 * v.sum(), v)
+    assert np.asarray(traced[0]).tobytes() == plain.toarray().tobytes()
+    followed_as_scipy(f, v, v * 0.8)

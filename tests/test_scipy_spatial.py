@@ -8,7 +8,7 @@ import pytest
 import scipy.spatial
 import scipy.spatial.distance as distance
 from scipy.spatial.distance import cdist, pdist, squareform
-from scipy.spatial.transform import Rotation
+from scipy.spatial.transform import Rotation, Slerp
 
 import mutad
 from mutad.errors import UnsupportedOperationError
@@ -351,6 +351,46 @@ def test_kdtree_of_constant_points_at_traced_queries():
     replays_as_traced(f, [(TREE_QUERIES * s,) for s in (1.0, 0.7, 1.3, 0.7)])
 
 
+CKDTREE_BEFORE = cKDTree(TREE_POINTS)
+
+
+class _Neighbours:
+    def __init__(self):
+        self.tree = cKDTree(TREE_POINTS)
+
+
+NEIGHBOURS_BEFORE = _Neighbours()
+
+
+def test_a_ckdtree_built_before_the_differentiation_takes_traced_queries():
+    """A cKDTree built before the differentiation (a module's, a closure's, an object's
+    attribute) converted the traced queries in its compiled methods (ConversionError): it
+    is swapped, where the function reaches it, for one whose queries are KDTree's routed
+    ones, asking the same tree."""
+    closure_tree = cKDTree(TREE_POINTS)
+    query = closure_tree.query
+
+    def f(x, y):
+        assert isinstance(CKDTREE_BEFORE, cKDTree)
+        d, i = CKDTREE_BEFORE.query(x, k=2)
+        d2, _ = query(y, k=1, p=1)
+        near = NEIGHBOURS_BEFORE.tree.query_ball_point(x[0], 0.4)
+        pairs = closure_tree.sparse_distance_matrix(KDTree(y), 0.5, output_type="coo_matrix")
+        counts = closure_tree.query_ball_point(y, 0.3, return_length=True)
+        plain, _ = CKDTREE_BEFORE.query(TREE_POINTS[:2])  # of plain values: SciPy's own
+        return (np.sum(d ** 2) + np.sum(np.sin(d2)) + len(near) + np.sum(pairs.data ** 2)
+                + np.sum(counts) + np.sum(plain) + 0.1 * np.sum(TREE_POINTS[i] * x[:, None]))
+
+    x, y = TREE_QUERIES.copy(), TREE_QUERIES[::-1] * 0.9
+    before = (x.tobytes(), y.tobytes())
+    assert mutad.value_and_grad(f, argnums=(0, 1))(x, y)[0] == f(x, y)
+    mutad.check_grads(f, x, y)
+    mutad.check_jvp(f, x, y)
+    assert (x.tobytes(), y.tobytes()) == before
+    replays_as_traced(f, [(x * s, y) for s in (1.0, 0.7, 1.3)], argnums=(0, 1))
+    assert type(CKDTREE_BEFORE) is cKDTree and type(NEIGHBOURS_BEFORE.tree) is cKDTree
+
+
 def test_kdtree_neighbour_lists_of_traced_points():
     """query_ball_point and query_pairs of traced points: SciPy's lists, sets and arrays."""
     def lists(pos):
@@ -404,9 +444,10 @@ def test_kdtree_refusals():
               lambda p: cKDTree(p).query(p, k=1, p=p[0, 0])):
         with pytest.raises(mutad.MutadError):
             mutad.gradient(lambda p: np.sum(f(p)), pos)
-    constant = cKDTree(pos)  # compiled: its methods take no rule
+    constant = cKDTree(pos)  # (swapped where reached, as its queries are followed)
     with pytest.raises(mutad.MutadError):
-        mutad.gradient(lambda x: np.sum(constant.query(x)[0]), TREE_QUERIES.copy())
+        mutad.gradient(lambda x: np.sum(constant.count_neighbors(KDTree(x), 0.3)),
+                       TREE_QUERIES.copy())
     tree_type = []
     mutad.gradient(lambda p: tree_type.append(
         (isinstance(KDTree(p), KDTree), isinstance(cKDTree(p), KDTree), KDTree(p).n))
@@ -743,3 +784,63 @@ def test_directed_hausdorff_of_float32_points_is_scipys_double():
     (grad,) = mutad.gradient(f, x)  # (the pair's distance, in doubles of the rounded points)
     pair = x.reshape(4, 2).astype(np.float32)[3].astype(np.float64) - other[3]  # (SciPy's)
     np.testing.assert_allclose(grad, [0.0] * 6 + list(pair / np.linalg.norm(pair)), rtol=1e-6)
+
+
+ROTATION_BEFORE = Rotation.from_euler("xyz", [0.1, 0.2, 0.3])
+
+
+def test_a_rotation_made_before_applied_then_inverted():
+    """A Rotation made before the differentiation, applied to traced vectors, then inverted
+    (or asked for its matrix, or composed with a traced one): the apply read its quaternions
+    as a constant, which the differentiation keeps read-only, and SciPy's compiled inv then
+    stopped (ConstantModifiedError: a read-only buffer)."""
+    def f(v):
+        w = ROTATION_BEFORE.apply(v)
+        u = ROTATION_BEFORE.inv().apply(w * 2.0)
+        turned = Rotation.from_rotvec(v[0] * 0.3) * ROTATION_BEFORE
+        return (np.sum(w ** 2 * np.arange(3.0)) + np.sum(u * v)
+                + np.sum(v @ ROTATION_BEFORE.as_matrix()) + np.sum(turned.apply(v[1:]) ** 2))
+
+    v = np.random.default_rng(3).uniform(size=(4, 3))
+    quat = ROTATION_BEFORE.as_quat()
+    followed_as_scipy(f, v, v * 0.8)
+    assert ROTATION_BEFORE.as_quat().tobytes() == quat.tobytes()
+
+
+TRIANGULATION_BEFORE = scipy.spatial.Delaunay(TREE_POINTS)
+
+
+def test_find_simplex_of_a_constant_triangulation_at_traced_points():
+    """SciPy's triangulation of constant points (built before the differentiation or inside
+    it) asked for the simplex of traced points converted them (ConversionError): its answer
+    on the plain values is a decision, and the barycentric coordinates computed from it are
+    differentiated; a replay asks again."""
+    def f(q):
+        inside = scipy.spatial.Delaunay(TREE_POINTS)
+        found = TRIANGULATION_BEFORE.find_simplex(q)
+        assert np.array_equal(found, inside.find_simplex(q))
+        transform = TRIANGULATION_BEFORE.transform[found]
+        barycentric = np.einsum("ijk,ik->ij", transform[:, :2], q - transform[:, 2])
+        return np.sum(barycentric ** 2) + np.sum(found)
+
+    q = TREE_QUERIES * 0.8 + 0.1
+    followed_as_scipy(f, q, q * 0.6)
+
+
+SLERP_BEFORE = Slerp([0.0, 1.0, 3.0], Rotation.from_euler(
+    "xyz", [[0.0, 0.0, 0.0], [0.3, 0.9, -0.2], [1.0, 0.1, 0.4]]))
+
+
+def test_slerp_at_traced_times():
+    """Slerp of constant rotations at traced times converted them (ConversionError): SciPy's
+    steps, the interval a decision a replay takes again, the rotation within it composed with
+    from_rotvec of the traced fraction: SciPy's values bit for bit, differentiated."""
+    def f(t):
+        inside = Slerp([0.0, 3.0], Rotation.from_rotvec([[0.0, 0.0, 0.0], [0.2, -0.4, 0.9]]))
+        return (np.sum(SLERP_BEFORE(t).as_quat() * np.arange(1.0, 5.0))
+                + np.sum(SLERP_BEFORE(t[1]).as_rotvec()) + np.sum(inside(t[:2]).as_matrix()))
+
+    t = np.array([0.2, 0.4, 1.7, 2.9])
+    y, _ = mutad.jvp(lambda t: SLERP_BEFORE(t).as_quat(), (t,), (np.ones(4),))
+    assert np.asarray(y).tobytes() == SLERP_BEFORE(t).as_quat().tobytes()
+    followed_as_scipy(f, t, t[::-1] * 0.9)

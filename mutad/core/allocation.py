@@ -3866,7 +3866,7 @@ class _Mode:
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
-        if isinstance(value, types.BuiltinMethodType) and \
+        if isinstance(value, types.BuiltinMethodType | types.MethodType) and \
                 type(value.__self__) in COMPILED_OBJECTS:  # a compiled object's method: lu.solve
             return getattr(COMPILED_OBJECTS[type(value.__self__)](value.__self__), value.__name__)
         return None

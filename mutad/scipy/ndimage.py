@@ -25,8 +25,9 @@ differentiated in their real or complex input, for ``n=-1`` and a real transform
 in ``fourier_gaussian``'s sigma and ``fourier_shift``'s shift, to any order and in forward
 mode (the box's and the ellipsoid's sizes are refused when traced). ``generic_filter`` calls
 the user's function on each window of the traced image (SciPy's windows, its boundaries), so
-what the function computes is differentiated; ``generic_filter1d`` (whose function writes into
-plain buffers) is refused by name on a differentiated image. ``output=`` may be a
+what the function computes is differentiated; ``generic_filter1d`` calls it on each line of the
+traced image, extended as SciPy extends it, and on a new output line the differentiation
+follows, so what it writes there is differentiated. ``output=`` may be a
 dtype, or an array made inside the differentiated function, which is then written as an
 assignment is (and put back by the reverse pass).
 
@@ -52,7 +53,12 @@ function is called on the same chunks, in the same order, so what it computes is
 differentiated (its result cast to a float ``out_dtype``; another dtype gives SciPy's own,
 plain result). ``median`` is the mean of the two elements (one twice for an odd count) SciPy's
 own steps pick on the plain values, the quirks of an index not among the labels included.
-``histogram`` of a differentiated input is not differentiated.
+``histogram``, ``label``, the binary morphology (``binary_erosion``, ``binary_dilation``,
+``binary_opening``, ``binary_closing``, ``binary_fill_holes``, ``binary_hit_or_miss``,
+``binary_propagation``) and the chamfer and brute-force distance transforms of a
+differentiated input are decisions about its values (nonzero, in a bin): SciPy's own
+results, with no derivative (a differentiated ``sampling=``, or an ``output=`` holding
+differentiated values, is refused).
 
 Every function is built as SciPy builds it, out of one primitive, SciPy's 1-d or n-d
 correlation (or its running mean), whose values are SciPy's own. Its derivative is the
@@ -64,6 +70,7 @@ then x̄ = Pᵀ (ȳ convolved fully with w), and w̄[j] = Σ_i ȳ[i] x̃[i + j].
 """
 
 import functools
+import inspect
 import math
 import numbers
 import warnings
@@ -76,7 +83,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 from scipy.ndimage import _filters, _measurements, _ni_support
 
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
 from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE, innermost
@@ -88,10 +95,13 @@ from ..api import stop_gradient
 from ._devices import call, through_counterparts
 from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, stands_in_for
 
-__all__ = ["affine_transform", "convolve", "convolve1d", "correlate", "correlate1d",
+__all__ = ["affine_transform", "binary_closing", "binary_dilation", "binary_erosion",
+           "binary_fill_holes", "binary_hit_or_miss", "binary_opening", "binary_propagation",
+           "distance_transform_bf", "distance_transform_cdt", "histogram", "label", "convolve",
+           "convolve1d", "correlate", "correlate1d",
            "fourier_ellipsoid", "fourier_gaussian", "fourier_shift", "fourier_uniform",
            "gaussian_filter", "gaussian_filter1d", "gaussian_gradient_magnitude",
-           "geometric_transform", "gaussian_laplace", "generic_filter",
+           "geometric_transform", "gaussian_laplace", "generic_filter", "generic_filter1d",
            "generic_gradient_magnitude", "generic_laplace", "laplace", "map_coordinates",
            "maximum_filter", "maximum_filter1d", "median_filter", "minimum_filter", "minimum_filter1d", "percentile_filter", "prewitt", "rank_filter",
            "rotate", "shift", "sobel", "spline_filter", "spline_filter1d", "uniform_filter",
@@ -889,8 +899,26 @@ def _affine_coordinates(matrix, offset, shape, ndim, name, order):
             f"scipy.ndimage.{name}(order=0) with a matrix that is not diagonal: which element "
             "each output takes is decided by coordinates SciPy computes in its own arithmetic; "
             "use order=1 or more, or map_coordinates with the coordinates.")
+    return _scipy_coordinates(matrix, offset, shape), matrix, offset
+
+
+def _scipy_coordinates(matrix, offset, shape):
+    """The input coordinates SciPy's ``affine_transform`` reads at every point of the output
+    grid ``shape``, one array per axis, in SciPy's own arithmetic: with a square matrix each
+    starts from the offset and adds the index times each matrix entry in turn; with a diagonal
+    one (1-d ``matrix``) it is ``(index + offset / matrix) * matrix``. Another rounding can put
+    a coordinate on the other side of an edge of the image ('constant') or of a seam ('wrap'),
+    where the output jumps, and its derivative would then not be that of SciPy's value."""
     grid = np.indices(shape, dtype=np.float64).reshape(len(shape), -1)
-    return list(matrix @ grid + offset[:, None]), matrix, offset
+    if np.ndim(matrix) == 1:
+        return list((grid + (offset / matrix)[:, None]) * matrix[:, None])
+    coordinates = []
+    for row, start in zip(matrix, offset):
+        coordinate = np.full(grid.shape[1], start)
+        for index, entry in zip(grid, row):
+            coordinate += index * entry
+        coordinates.append(coordinate)
+    return coordinates
 
 
 @stands_in_for(_ndimage.affine_transform)
@@ -1280,8 +1308,10 @@ def _affine_geometry(input, matrix, offset, output_shape, order, mode, prefilter
     and slopes at its coordinates ``linear @ grid + offset``."""
     linear, shifts, cotangents, tangents = _affine_parts(matrix, offset, np.ndim(input))
     grid = np.indices(output_shape, dtype=np.float64).reshape(len(output_shape), -1)
-    weights, slopes = _coordinate_weights(list(linear @ grid + shifts[:, None]),
-                                          np.shape(input), order, mode, prefilter)
+    diagonal = np.ndim(matrix) == 1
+    weights, slopes = _coordinate_weights(
+        _scipy_coordinates(np.diag(linear) if diagonal else linear, shifts, output_shape),
+        np.shape(input), order, mode, prefilter)
     return grid, weights, slopes, cotangents, tangents
 
 
@@ -1534,24 +1564,45 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     return _deliver(y.astype(dtype, copy=False), output)
 
 
-def _generic_refusal(original):
-    name = original.__name__
-
-    def refuse(input, *args, **kwargs):
-        if not carries_derivative(input):  # a constant (mutad.stop_gradient): SciPy's own
-            return original(input, *args, **kwargs)
-        raise UnsupportedOperationError(
-            f"scipy.ndimage.{name} of a differentiated image: SciPy calls the user's function "
-            "with plain buffers of each line to write into, which mutad cannot follow. Use "
-            "scipy.ndimage.generic_filter (which mutad follows), or write the filter with "
-            "NumPy on the whole image (numpy.lib.stride_tricks.sliding_window_view of "
-            "np.pad(x, ...), then a reduction over the window axes), or pass the image "
-            "through mutad.stop_gradient.")
-
-    return StandIn(original, refuse)
-
-
-_generic_filter1d = _generic_refusal(_ndimage.generic_filter1d)
+@stands_in_for(_ndimage.generic_filter1d)
+def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="reflect",
+                     cval=0.0, origin=0, extra_arguments=(), extra_keywords=None):
+    """SciPy's steps on the traced image: each line extended as SciPy extends it (the same
+    extension as ``correlate1d``'s, asked of SciPy), the user's ``function`` called on it and
+    on a new output line the differentiation follows, line after line, so that what it
+    writes there is differentiated."""
+    extra_keywords = {} if extra_keywords is None else extra_keywords
+    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+                                                *extra_keywords.values())):
+        return generic_filter1d.original(input, function, filter_size, axis, output, mode,
+                                         cval, origin, extra_arguments, extra_keywords)
+    if np.iscomplexobj(input):
+        raise TypeError("Complex type not supported")
+    cval = _constant(cval, "cval", "generic_filter1d")
+    dtype = _dtype(output, input, "generic_filter1d")
+    axis = normalize_axis_index(axis, np.ndim(input))
+    length = np.shape(input)[axis]
+    # SciPy's checks of the settings, on one line of zeros
+    probe = np.zeros([length if a == axis else 1 for a in range(np.ndim(input))])
+    generic_filter1d.original(probe, lambda line, out: None, filter_size, axis, None, mode,
+                              0.0, origin)
+    _into_itself("generic_filter1d", input, output)  # (each line is read before it is written)
+    line = _extension(length, filter_size, origin, mode)
+    lines = np.take(np.moveaxis(input, axis, -1).astype(np.float64, copy=False),
+                    np.maximum(line, 0), axis=-1)
+    if line.min(initial=0) < 0:
+        lines = np.where(line < 0, cval, lines)
+    lines = np.reshape(lines, (-1, line.size))
+    written = []
+    for extended in lines:
+        out = allocate(np.zeros(length))
+        function(extended, out, *extra_arguments, **extra_keywords)
+        written.append(out)
+    shape = np.shape(input)
+    moved = shape[:axis] + shape[axis + 1:] + (length,)
+    y = np.reshape(stacked(written), moved) if written else np.zeros(moved)
+    # (in C order, as SciPy's new output: a sum over it then adds in SciPy's order)
+    return _deliver(np.moveaxis(y, -1, axis).astype(dtype, order="C"), output)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1981,3 +2032,58 @@ def labeled_comprehension(input, labels, index, func, out_dtype, default, pass_p
     temp = stacked(temp) if temp else np.zeros(0, out_dtype)
     output = temp[np.argsort(index_order)]
     return output[0] if as_scalar else output
+
+
+# ----------------------------------------------------------------------------------------------
+# Decisions about the image: which of its elements are nonzero (the binary morphology, label,
+# the chamfer and brute-force distance transforms), in which bin each lies (histogram). Their
+# results are piecewise constant in its values, so they have no derivative: SciPy's own call
+# on the plain values, taken again on every call a replay makes (SciPy's code would convert
+# the traced image itself).
+
+
+def _decided_call(original, input, settings):
+    return original(input, **settings)
+
+
+def _decided(original):
+    name = f"scipy.ndimage.{original.__name__}"
+    signature = inspect.signature(original)
+    value = Value(functools.partial(_decided_call, original), name)
+
+    @stands_in_for(original)
+    def decided(*args, **kwargs):
+        settings = signature.bind(*args, **kwargs).arguments
+        input = settings.pop("input")
+        if carries_derivative(settings.get("sampling")):
+            raise UnsupportedOperationError(
+                f"{name} with a differentiated sampling=: mutad has no derivative of the "
+                "distances in the spacing. Pass it as a constant, or scale the distances "
+                "computed at a constant spacing.")
+        output = settings.get("output")
+        if innermost((output,)) is not None:
+            raise UnsupportedOperationError(
+                f"{name} into an output= array that holds differentiated values: SciPy would "
+                "write into its memory unseen. Write the result into it after the call "
+                f"(out[...] = {name.rsplit('.', 1)[1]}(x)).")
+        settings = {key: np.asarray(stop_gradient(setting))
+                    if innermost((setting,)) is not None else setting
+                    for key, setting in settings.items()}
+        made = value(input, settings)
+        return tuple(_no_derivative(part) for part in made) if type(made) is tuple else (
+            _no_derivative(made))
+
+    return decided
+
+
+def _no_derivative(x):
+    return np.asarray(stop_gradient(x)) if innermost((x,)) is not None else x
+
+
+(binary_closing, binary_dilation, binary_erosion, binary_fill_holes, binary_hit_or_miss,
+ binary_opening, binary_propagation, distance_transform_bf, distance_transform_cdt, histogram,
+ label) = (_decided(original) for original in (
+    _ndimage.binary_closing, _ndimage.binary_dilation, _ndimage.binary_erosion,
+    _ndimage.binary_fill_holes, _ndimage.binary_hit_or_miss, _ndimage.binary_opening,
+    _ndimage.binary_propagation, _ndimage.distance_transform_bf,
+    _ndimage.distance_transform_cdt, _ndimage.histogram, _ndimage.label))

@@ -9,7 +9,8 @@ filter design functions ``freqz`` (in b and a) and ``firwin`` (in the cutoffs); 
 time-invariant systems (``lti``, ``dlti``, ``TransferFunction``, ``ZerosPolesGain``,
 ``StateSpace``), their conversions (``tf2ss``, ``ss2tf``, ``zpk2tf``, ``zpk2ss``,
 ``normalize``, ``cont2discrete``), simulations (``lsim``, ``step``, ``impulse``, ``dlsim``,
-``dstep``, ``dimpulse``) and frequency responses (``freqs``, ``freqs_zpk``, ``freqresp``).
+``dstep``, ``dimpulse``) and frequency responses (``freqs``, ``freqs_zpk``, ``freqresp``,
+``bode``, ``dfreqresp``, ``dbode``).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import signal
@@ -62,7 +63,9 @@ SciPy's steps on the state-space matrices: the exponential of its block matrix (
 a transfer function through ``tf2ss`` and ``ss2tf``. ``freqs`` and ``freqs_zpk`` are SciPy's
 steps at the frequencies given (Horner's scheme at s = iω; k Π(s - z) / Π(s - p)),
 ``freqresp`` (and a system's ``freqresp``) theirs of a transfer function or of zeros and
-poles. ``output`` of
+poles, ``dfreqresp`` ``freqz`` of the transfer function in z⁻¹ (or ``freqz_zpk``), and
+``bode`` and ``dbode`` (and a system's ``bode``) SciPy's magnitude and unwrapped phase of
+those responses. ``output`` of
 SciPy's own systems, called with differentiated inputs, is ``lsim`` or ``dlsim``. Refused,
 with an error that says what to do: the default times of ``step`` and ``impulse`` when A is
 differentiated (they come from its eigenvalues: pass ``T``), the default frequencies of
@@ -116,10 +119,10 @@ lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
 fftconvolve = scipy_adjoint(_signal.fftconvolve)
 
-__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "butter", "cheby1",
-           "cheby2", "chirp", "coherence", "cont2discrete",
+__all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "bode", "butter",
+           "cheby1", "cheby2", "chirp", "coherence", "cont2discrete",
            "convolve", "convolve2d", "correlate", "correlate2d", "csd", "czt", "decimate", "deconvolve",
-           "detrend",
+           "dbode", "detrend", "dfreqresp",
            "dimpulse", "dlsim", "dlti", "dstep", "ellip", "fftconvolve", "filtfilt", "find_peaks",
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
            "iirnotch", "iirpeak",
@@ -739,7 +742,8 @@ class _System:
     normalized ``num`` and ``den``; ``zeros``, ``poles``, ``gain``; or ``A``, ``B``, ``C``,
     ``D``) as the differentiation's arrays, converts between them with SciPy's steps
     (``to_tf``, ``to_ss``), and simulates (``output``, ``step``, ``impulse`` of a continuous
-    system, ``output`` of a discrete one); its other attributes are refused by name."""
+    system, ``output`` of a discrete one), and gives its frequency responses (``freqresp``,
+    ``bode``); its other attributes are refused by name."""
 
     def __init__(self, kind, arrays, dt):
         self._kind, self._arrays, self.dt = kind, tuple(arrays), dt
@@ -818,9 +822,15 @@ class _System:
             return _System("tf", _normalize(*converted[:-1]), dt)
         return _System("ss", _abcd(*converted[:-1]), dt)
 
-    def freqresp(self, w=None, n=10000):
-        """The frequency response (continuous systems: ``freqresp``)."""
-        return freqresp(self, w=w, n=n)
+    def freqresp(self, w=None, n=10000, whole=False):
+        """The frequency response (``freqresp``; ``dfreqresp`` of a discrete system)."""
+        if self.dt is None:
+            return freqresp(self, w=w, n=n)
+        return dfreqresp(self, w=w, n=n, whole=whole)
+
+    def bode(self, w=None, n=100):
+        """The Bode magnitude and phase (``bode``; ``dbode`` of a discrete system)."""
+        return bode(self, w=w, n=n) if self.dt is None else dbode(self, w=w, n=n)
 
     def impulse(self, X0=None, T=None, N=None):
         """The impulse response (continuous systems)."""
@@ -834,9 +844,10 @@ class _System:
             f"scipy.signal.{_KINDS[self._kind].__name__}(...).{name}: this system was built "
             "from differentiated coefficients, and mutad differentiates its coefficients "
             "(num, den, A, B, C, D, zeros, poles, gain as given), its conversions to_tf and "
-            "to_ss, and its simulations (output, step, impulse; lsim, dlsim) only. Build it "
-            "from plain values for the others (a conversion to zeros and poles, a frequency "
-            "response), or compute the quantity from the coefficients with NumPy.")
+            "to_ss, its simulations (output, step, impulse; lsim, dlsim) and its frequency "
+            "responses (freqresp, bode) only. Build it from plain values for the others (a "
+            "conversion to zeros and poles), or compute the quantity from the coefficients "
+            "with NumPy.")
 
 
 def _system_from(kind, system, dt):
@@ -1448,6 +1459,43 @@ def freqresp(system, w=None, n=10000):
     if sys._kind == "tf":
         return freqs(np.ravel(sys.num), sys.den, worN=worN)
     return freqs_zpk(*sys._arrays, worN=worN)
+
+
+@_system_stand_in(_signal.dfreqresp)
+def dfreqresp(system, w=None, n=10000, whole=False):
+    """SciPy's steps: ``freqz`` of the transfer function in z⁻¹ (a state space's through
+    ``to_tf``), ``freqz_zpk`` of zeros and poles."""
+    if not isinstance(system, _System):
+        if isinstance(system, _ltisys.lti | _ltisys.dlti):
+            return _signal.dfreqresp(system, w=w, n=n, whole=whole)
+        system = dlti(*system[:-1], dt=system[-1])
+    if system.dt is None:
+        raise AttributeError("dfreqresp can only be used with discrete-time systems.")
+    worN = w if w is not None else n
+    if system._kind == "zpk":
+        return _signal.freqz_zpk(*system._arrays, worN=worN, whole=whole)
+    tf = system._as_tf()
+    num, den = _ltisys.TransferFunction._z_to_zinv(np.ravel(tf.num), tf.den)
+    return freqz(num, den, worN=worN, whole=whole)
+
+
+@_system_stand_in(_signal.bode)
+def bode(system, w=None, n=100):
+    """SciPy's steps on ``freqresp``'s response: its magnitude in dB, its unwrapped phase."""
+    w, y = freqresp(system, w=w, n=n)
+    mag = 20.0 * np.log10(abs(y))
+    phase = np.unwrap(np.arctan2(y.imag, y.real)) * 180.0 / np.pi
+    return w, mag, phase
+
+
+@_system_stand_in(_signal.dbode)
+def dbode(system, w=None, n=100):
+    """SciPy's steps on ``dfreqresp``'s response, its frequencies over the sampling time."""
+    w, y = dfreqresp(system, w=w, n=n)
+    dt = system.dt if isinstance(system, _System | _ltisys.dlti) else system[-1]
+    mag = 20.0 * np.log10(abs(y))
+    phase = np.rad2deg(np.unwrap(np.angle(y)))
+    return w / dt, mag, phase
 
 
 @_system_stand_in(_signal.cont2discrete)

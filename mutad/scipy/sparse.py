@@ -74,8 +74,11 @@ differentiated function takes traced entries one at a time (``A[i, j] += k[e]``,
 assembly) and plain rows and regions over them (``A[0, :] = 0``, a boundary condition); its
 conversions, products and solves are those of the traced matrix of all its entries. A traced
 matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
-zeros SciPy stores, it stores), and ``A.tolil()`` gives such a ``lil`` matrix, as does the
-user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0, 0] = k[0]``). What is not
+zeros SciPy stores, it stores), and ``A.tolil()`` (``A.todok()``) gives such a ``lil`` (``dok``)
+matrix, as does the user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0,
+0] = k[0]``), and so do a constructor asked for a ``lil`` or ``dok`` result of traced values
+(``diags``, ``bmat``, ``kron`` with ``format='lil'``; ``lil_matrix`` or ``dok_matrix`` of a
+traced array or matrix), made in csr and assembled entry by entry. What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
 error that says what to write instead. A matrix SciPy built of constants (``scipy.sparse.eye``,
 ``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
@@ -1712,9 +1715,18 @@ class TracedSparse:
 
     def tolil(self, copy: bool = False) -> Any:
         """A ``lil`` matrix of its entries, each a traced value (``_Assembled``)."""
-        kind = lil_array if isinstance(self.layout.template, _sparse.sparray) else lil_matrix
         if self.format == "csr":
             self.sum_duplicates()  # as SciPy's tolil of a csr matrix does
+        return self._assembled(lil_array, lil_matrix)
+
+    def todok(self, copy: bool = False) -> Any:
+        """A ``dok`` matrix of its entries, each a traced value (``_Assembled``)."""
+        return self._assembled(dok_array, dok_matrix)
+
+    def _assembled(self, array_kind: Any, matrix_kind: Any) -> Any:
+        """A matrix of ``array_kind`` (``matrix_kind`` for a matrix) holding its entries, the
+        duplicates of a position summed."""
+        kind = array_kind if isinstance(self.layout.template, _sparse.sparray) else matrix_kind
         lil = kind.assembled(self.shape)
         valid = self.layout.valid
         values = np.reshape(self.data, (-1,))[valid]
@@ -2299,6 +2311,12 @@ def _from_numbers(name, pieces, numbered, ones, shared=None, droppable=None, gro
                 "mutad follows sparse matrices of float64 (or complex128) values, "
                 "where SciPy would compute in the values' own precision: convert them first "
                 "(x.astype(np.float64)).")
+    if _sparse.issparse(ones) and ones.format in ("lil", "dok"):
+        # SciPy's lil or dok result: the same entries made in csr, then assembled one by one
+        # (those formats hold each entry alone), as tolil and todok assemble them
+        made = _from_numbers(name, pieces, numbered.tocsr(), ones.tocsr(), None, droppable,
+                             groups)
+        return made.tolil() if ones.format == "lil" else made.todok()
     if not _sparse.issparse(ones) or ones.format not in FORMATS:
         _refuse(f"{name} of traced values giving a {getattr(ones, 'format', type(ones))} "
                 "result", f"mutad follows the formats {', '.join(FORMATS)}: pass format='csr'.")
@@ -2372,7 +2390,9 @@ def _constructor_function(name):
         made = _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
                             lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
         # SciPy builds a dia matrix, whose conversion to another format leaves out its zeros
-        made.layout = _dropping(made.layout)
+        # (a lil or dok one holds them as its traced entries, left out of SciPy's storage)
+        if isinstance(made, TracedSparse):
+            made.layout = _dropping(made.layout)
         return made
 
     return _route(SCIPY[name], construct)
@@ -2458,6 +2478,9 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
            for x in (A, B)):
         _refuse("scipy.sparse.kron of a differentiated dense array",
                 "make it a sparse matrix first (scipy.sparse.csr_array(x)).")
+    if format in ("lil", "dok"):  # the entries in csr, assembled one by one
+        made = _kron(A, B, "csr")
+        return made.tolil() if format == "lil" else made.todok()
     sparse = _sparse.coo_array if any(isinstance(x, _sparse.sparray) or (
         isinstance(x, TracedSparse) and isinstance(x.layout.template, _sparse.sparray))
         for x in (A, B)) else _sparse.coo_matrix
@@ -2881,9 +2904,13 @@ class _AssemblyClass(_SparseClass):
 
     def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
         if holds_derivative(arg1):  # (constants, arrays the function allocated: as plain)
-            _refuse(f"scipy.sparse.{self.cls.__name__} of traced values",
-                    "build a csr or coo matrix of them (mutad follows those), or assign the "
-                    "entries one at a time.")
+            # a dense array or a sparse matrix of traced values: its entries in csr (the
+            # nonzeros a dense one stores), assembled one by one as tolil and todok do
+            if isinstance(arg1, _Assembled):
+                arg1 = arg1.traced()
+            array = issubclass(self.cls, _sparse.sparray)
+            made = (csr_array if array else csr_matrix)(arg1, shape=shape, dtype=dtype)
+            return made.tolil() if self.cls.__name__.startswith("lil") else made.todok()
         return self.assembled(arg1, shape=shape, dtype=dtype, copy=copy, **kwargs)
 
 

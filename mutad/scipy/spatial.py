@@ -1,8 +1,8 @@
 """``scipy.spatial.distance``'s ``pdist``, ``cdist`` and ``squareform`` of traced points,
 ``scipy.spatial``'s ``KDTree`` and ``cKDTree`` of traced points or queried at traced points, by
 SciPy's names too, ``ConvexHull``'s volume, area and equations, ``Delaunay``'s
-triangulation and transforms, and ``scipy.spatial.transform.Rotation`` of traced values (see
-their sections below).
+triangulation and transforms, and ``scipy.spatial.transform.Rotation`` of traced values (and
+``Slerp`` at traced times; see their sections below).
 
 >>> import numpy as np, mutad
 >>> from mutad.scipy import spatial
@@ -77,7 +77,7 @@ import scipy.special as _special
 import scipy.spatial.transform._rotation as _rotation
 
 from ..api import stop_gradient
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import COMPILED_OBJECTS, holds_derivative, lists_as_arrays
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import defmethod, defroute
@@ -701,10 +701,10 @@ KDTree = _tree_class(_SCIPY_KDTREE, _SCIPY_KDTREE)
 cKDTree = _tree_class(_SCIPY_CKDTREE, _SCIPY_KDTREE)
 
 
-# SciPy's own tree (of constant points) queried at traced points (registry.defmethod). Only
-# KDTree, a Python class: cKDTree's methods are compiled, and a compiled class takes no routed
-# method, so a cKDTree built outside the differentiation is refused at traced queries (one
-# built inside it is a KDTree, above).
+# SciPy's own tree (of constant points) queried at traced points (registry.defmethod): KDTree,
+# a Python class. cKDTree's methods are compiled, and a compiled class takes no routed method:
+# one built outside the differentiation is swapped, where the function reaches it, for an
+# object whose queries are these (_PlainCKDTree; one built inside it is a KDTree, above).
 
 
 def _constant_query(self, x, k=1, eps=0, p=2, distance_upper_bound=np.inf, workers=1):
@@ -731,6 +731,54 @@ defmethod(_SCIPY_KDTREE, "query", _constant_query)
 defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
+
+
+class _PlainCKDTree:
+    """What stands in, in a differentiated function, for a cKDTree SciPy built before it
+    (reached by a name, an attribute, a closure): its compiled methods take plain arrays only,
+    so its queries with a traced argument are KDTree's routed ones above, asking the same tree
+    (SciPy's answers); the rest, and queries of plain values, are SciPy's own."""
+
+    def __init__(self, tree):
+        self.tree = tree
+
+    @property  # type: ignore[misc]
+    def __class__(self):  # isinstance(tree, cKDTree), as SciPy's
+        return type(self.__dict__["tree"])
+
+    def __getattr__(self, name):
+        attribute = getattr(self.__dict__["tree"], name)
+        if not callable(attribute):
+            return attribute
+
+        def unrouted(*args, **kwargs):
+            if holds_derivative([*args, *kwargs.values()]):
+                raise UnsupportedOperationError(
+                    f"scipy.spatial.cKDTree.{name} of differentiated values (or a tree of "
+                    "differentiated points): mutad follows query, query_ball_point, "
+                    "query_pairs and sparse_distance_matrix of SciPy's tree. Pass them as "
+                    "constants (mutad.stop_gradient) for the rest.")
+            return attribute(*args, **kwargs)
+
+        return unrouted
+
+
+def _plain_ckdtree_method(name, routed):
+    def method(self, *args, **kwargs):
+        tree = self.__dict__["tree"]
+        if holds_derivative([*args, *kwargs.values()]):
+            return routed(tree, *args, **kwargs)
+        return getattr(tree, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name, _routed in (("query", _constant_query), ("query_ball_point", _constant_ball_point),
+                       ("query_pairs", _constant_pairs),
+                       ("sparse_distance_matrix", _constant_sparse)):
+    setattr(_PlainCKDTree, _name, _plain_ckdtree_method(_name, _routed))
+COMPILED_OBJECTS[_SCIPY_CKDTREE] = _PlainCKDTree
 
 
 # ----------------------------------------------------------------------------------------------
@@ -946,6 +994,16 @@ def _construct_delaunay(points, furthest_site=False, incremental=False, qhull_op
 Delaunay = _class_stand_in(_spatial_module.Delaunay, _construct_delaunay)
 
 
+def _constant_find_simplex(self, xi, bruteforce=False, tol=None):
+    """SciPy's triangulation of constant points asked for the simplex of traced points: its
+    answer on their plain values (a decision, integers), asked again on every replay."""
+    return _delaunay_asked(_PlainTree(type(self), {}, self), None, "find_simplex", xi,
+                           bruteforce, tol)
+
+
+defmethod(_spatial_module.Delaunay, "find_simplex", _constant_find_simplex)
+
+
 # ----------------------------------------------------------------------------------------------
 # Rotations: scipy.spatial.transform.Rotation of traced values holds its traced quaternions and
 # mutad's backend (``_FollowedRotations``) in place of SciPy's. Each step is SciPy's own value
@@ -1131,6 +1189,14 @@ def _rotation_constructor(name):
     return construct
 
 
+def _quaternions(rotation):
+    """``rotation``'s quaternions as the steps read them: a plain Rotation's copied, as the
+    differentiation keeps the memory it reads as a constant read-only while it runs, and
+    SciPy's compiled steps of that Rotation (``inv``, ``as_matrix``) then ask for a writable
+    buffer."""
+    return rotation._quat if _followed(rotation) else np.array(rotation._quat)
+
+
 def _rotation_apply(self, vectors, inverse=False):
     if not (_followed(self) or _carries(vectors)):
         return _ROTATION_APPLY(self, vectors, inverse)
@@ -1138,7 +1204,8 @@ def _rotation_apply(self, vectors, inverse=False):
     if np.shape(vectors)[-1] != 3:
         raise ValueError(f"Expected input of shape (..., 3), got {np.shape(vectors)}.")
     single_vector = np.ndim(vectors) == 1
-    result = _rotation_step("apply", self._quat, np.atleast_2d(vectors), inverse=inverse)
+    result = _rotation_step("apply", _quaternions(self), np.atleast_2d(vectors),
+                            inverse=inverse)
     return result[0, ...] if self._single and single_vector else result
 
 
@@ -1147,7 +1214,7 @@ def _rotation_times(self, other):
         return NotImplemented
     if not (_followed(self) or _followed(other)):
         return _ROTATION_TIMES(self, other)
-    quat = _rotation_step("compose_quat", self._quat, other._quat)
+    quat = _rotation_step("compose_quat", _quaternions(self), _quaternions(other))
     return _Rotation(quat[0] if self._single and other._single else quat, normalize=True,
                      copy=False)
 
@@ -1170,6 +1237,27 @@ for _name, _method in (("apply", _rotation_apply), ("__mul__", _rotation_times),
 defmethod(_Rotation, "__init__", _rotation_init)
 for _name in ("from_matrix", "from_rotvec", "from_mrp", "from_euler"):
     defmethod(_Rotation, _name, _rotation_constructor(_name))
+
+
+def _slerp_at(self, times):
+    """``Slerp`` (of constant rotations) at traced times: SciPy's steps, each interval a
+    decision (``searchsorted``, taken again by a replay), the rotation within it the
+    composition with ``from_rotvec`` of the traced fraction of its rotation vector."""
+    times = _as_float64(times)
+    if np.ndim(times) > 1:
+        raise ValueError("`times` must be at most 1-dimensional.")
+    single_time = np.ndim(times) == 0
+    times = np.atleast_1d(times)
+    ind = np.where(times == self.times[0], 0, np.searchsorted(self.times, times) - 1)
+    if np.any((ind < 0) | (ind > len(self.rotations) - 1)):
+        raise ValueError(f"Interpolation times must be within the range [{self.times[0]}, "
+                         f"{self.times[-1]}], both inclusive.")
+    alpha = (times - self.times[ind]) / self.timedelta[ind]
+    result = self.rotations[ind] * _Rotation.from_rotvec(self.rotvecs[ind] * alpha[:, None])
+    return result[0] if single_time else result
+
+
+defmethod(_spatial_module.transform.Slerp, "__call__", _slerp_at)
 
 
 # ----------------------------------------------------------------------------------------------
