@@ -4,8 +4,11 @@ functions at branch points, fft, interpolate, optimize inside f), in traced, for
 second-order differentiation, each against SciPy's own call on a copy and finite differences;
 each failed before its fix. A seeded hunt over the same calls runs at the end."""
 
+import warnings
+
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 import pytest
 
 import mutad
@@ -41,3 +44,52 @@ def test_workspace_of_one_overwritten_array_leaves_the_others_as_they_were(assum
     va = va + va.T
     expected = directional_fd(f, (a0, b0), (va, vb), step=1e-5)
     assert np.isclose(_directional(grads, (va, vb)), expected, rtol=1e-6, atol=1e-9)
+
+
+# ----------------------------------------------------------------------------------------------
+# ``A[i, j] = v`` of a csr/csc matrix with traced values, where the write adds a stored entry:
+# SciPy warns (SparseEfficiencyWarning); mutad's write of the pattern silenced SciPy's warning
+
+
+def _outcome(f, *args):
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        y = f(*args)
+    return y, [(w.category, str(w.message)) for w in issued]
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "bsr"])
+def test_a_write_that_changes_a_sparse_pattern_warns_as_scipy_does(fmt):
+    pattern = scipy.sparse.csr_matrix(np.array([[1.0, 0, 0], [0, 2.0, 0], [3.0, 0, 4.0]]))
+
+    def f(x):
+        a = pattern.asformat(fmt) * x[0]
+        a = a.tocsc() if fmt == "csc" else a.tocsr()
+        a[0, 2] = x[1]
+        a[1, 1] = x[2]
+        return np.sum(a @ x)
+
+    x = np.array([0.5, -1.5, 2.0])
+    expected, warned = _outcome(f, x.copy())
+    assert warned and all(category is scipy.sparse.SparseEfficiencyWarning
+                          for category, _ in warned)
+    (value, grad), issued = _outcome(lambda x: mutad.value_and_gradient(f, x), x)
+    assert value == expected and issued == warned
+    dx = np.array([0.3, -0.2, 0.7])
+    assert np.isclose(np.sum(grad * dx), directional_fd(f, (x,), (dx,)), rtol=1e-8)
+
+
+def test_a_replay_of_a_write_that_changes_a_sparse_pattern_warns_as_scipy_does():
+    pattern = scipy.sparse.csr_matrix(np.array([[1.0, 0, 0], [0, 2.0, 0], [3.0, 0, 4.0]]))
+
+    def f(x):
+        a = pattern * x[0]
+        a[0, 2] = x[1]
+        return np.sum(a @ x)
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for k in range(3):
+        x = np.arange(3.0) + k
+        (value, _), issued = _outcome(replaying, x)
+        expected, warned = _outcome(f, x.copy())
+        assert value == expected and issued == warned

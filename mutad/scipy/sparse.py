@@ -201,6 +201,7 @@ from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASS
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
+from ..core.debug import warn_at
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, innermost
@@ -1657,8 +1658,8 @@ class TracedSparse:
         summed = []  # SciPy sums the duplicates of the matrix first where it writes one
         if self.format in ("csr", "csc"):
             numbered.sum_duplicates = lambda: summed.append(True)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
+        with warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
             try:
                 numbered[key] = labels if shape else labels[()]
             except Exception:
@@ -1667,6 +1668,9 @@ class TracedSparse:
         if summed:
             self.sum_duplicates()  # as SciPy's does, in place; then its write
             return self.__setitem__(key, value)
+        for w in issued:  # SciPy's own (a write that changes the pattern of a csr matrix)
+            warn_at(w.message, w.category, w.filename, w.lineno)
+            not_replayed(f"a write into a scipy.sparse matrix that warns ({w.message})")
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
