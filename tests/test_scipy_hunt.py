@@ -93,3 +93,71 @@ def test_a_replay_of_a_write_that_changes_a_sparse_pattern_warns_as_scipy_does()
         (value, _), issued = _outcome(replaying, x)
         expected, warned = _outcome(f, x.copy())
         assert value == expected and issued == warned
+
+
+# ----------------------------------------------------------------------------------------------
+# csr_matrix((data, indices, indptr)) of a traced ``data`` longer than ``indptr[-1]``: SciPy
+# stores its first nnz values, a view of ``data`` (a copy only where that is less than half of
+# it), so ``A.data *= c`` writes into ``data``; mutad stored a copy, and ``data`` read after it
+# had its old values. And SciPy's in-place changes of the pattern (sort_indices,
+# sum_duplicates, eliminate_zeros) change the index arrays it keeps, and eliminate_zeros the
+# kept values too: mutad left the caller's arrays as they were; refused now
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "csc_matrix", "csr_array"])
+@pytest.mark.parametrize("indptr", [[0, 1, 2, 3], [0, 1, 1, 2], [0, 2, 3, 5]])
+def test_values_stored_as_a_view_of_the_first_entries_of_a_longer_array(kind, indptr):
+    indices, indptr = np.array([0, 1, 0, 0, 2]), np.array(indptr)
+
+    def f(d, x):
+        a = getattr(scipy.sparse, kind)((d, indices, indptr), shape=(3, 3))
+        a.data *= x[0]
+        return np.sum(d * x[1]) + np.sum(a @ x)
+
+    d, x = np.arange(1.0, 6.0), np.array([0.5, -1.0, 2.0])
+    value, grads = mutad.value_and_gradient(f, d, x)
+    assert value == f(d.copy(), x.copy()) and d.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]
+    dd, dx = np.array([0.3, -0.1, 0.2, 0.5, -0.4]), np.array([0.2, 0.7, -0.3])
+    expected = directional_fd(f, (d, x), (dd, dx))
+    assert np.isclose(_directional(grads, (dd, dx)), expected, rtol=1e-8)
+    assert np.isclose(mutad.jvp(f, (d, x), (dd, dx))[1], expected, rtol=1e-8)
+
+
+@pytest.mark.parametrize("change", ["sort_indices", "sum_duplicates", "eliminate_zeros"])
+def test_changes_of_a_pattern_kept_in_the_callers_arrays_are_refused(change):
+    indices = np.array([2, 0, 1, 2, 0], np.int32)
+    indptr = np.array([0, 2, 3, 5], np.int32)
+
+    def f(d):
+        a = scipy.sparse.csr_matrix((d, indices, indptr), shape=(3, 3))
+        a.data *= np.array([1.0, 0.0, 1.0, 1.0, 1.0])
+        getattr(a, change)()
+        return np.sum(a @ np.arange(3.0)) + np.sum(d)
+
+    d = np.arange(1.0, 6.0)
+    before = indices.copy(), indptr.copy(), d.copy()
+    with pytest.raises(mutad.MutadError, match=f"{change}.*keeps the arrays"):
+        mutad.gradient(f, d)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip((indices, indptr, d), before))
+    f(d.copy())  # (SciPy's changes the caller's index arrays)
+    assert indices.tobytes() != before[0].tobytes()
+
+
+def test_eliminate_zeros_of_values_kept_in_the_callers_array_is_refused():
+    indices, indptr = np.array([0, 2, 1, 0, 2]), np.array([0, 2, 3, 5])
+
+    def f(d):
+        a = scipy.sparse.csr_matrix((d, indices, indptr), shape=(3, 3))
+        a.data *= np.array([1.0, 0.0, 1.0, 1.0, 0.0])
+        a.eliminate_zeros()
+        return np.sum(a @ np.arange(3.0)) + np.sum(d)
+
+    with pytest.raises(mutad.MutadError, match="eliminate_zeros"):
+        mutad.gradient(f, np.arange(1.0, 6.0))
+
+    def g(d):  # no zeros: nothing moves, nothing is refused
+        a = scipy.sparse.csr_matrix((d, indices, indptr), shape=(3, 3))
+        a.eliminate_zeros()
+        return np.sum(a @ np.ones(3)) + np.sum(d)
+
+    assert mutad.gradient(g, np.arange(1.0, 6.0))[0].tolist() == [2.0] * 5

@@ -208,7 +208,7 @@ from ..core.levels import ACTIVE, WRAPPERS, innermost
 from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
-from ..core.views import memory, stands_for_scalar, wrapped
+from ..core.views import address, memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
@@ -1423,6 +1423,9 @@ class TracedSparse:
         self.layout = layout
         self.data = data
         self._peers = None  # the matrices sharing its stored values' array (A.T), weakly
+        # SciPy's matrix keeps the caller's arrays: of its index arrays (indices, indptr) and
+        # of its stored values; SciPy's in-place changes of its pattern change those too
+        self._callers_indices = self._callers_values = False
 
     @property
     def data(self) -> Any:
@@ -1496,6 +1499,8 @@ class TracedSparse:
                                       layout.format == "coo" else template.has_sorted_indices):
             return
 
+        self._refuse_moving_callers_arrays("sum_duplicates()" if summing else "sort_indices()",
+                                           values=False)
         if summing and layout.format != "coo" and not template.has_sorted_indices:
             # SciPy sorts the whole array first, then adds into its front: the rest of it
             # keeps the sorted values
@@ -1723,7 +1728,20 @@ class TracedSparse:
         """SciPy's leaves its stored zeros out, in place; a traced matrix keeps them (their
         derivatives are there), left out of what SciPy's matrix tells (``nnz``, ``data``), as
         a dense matrix's zeros are: every stored entry that is zero is droppable."""
+        if np.any(memory(self.data)[self.layout.valid] == 0):
+            self._refuse_moving_callers_arrays("eliminate_zeros()", values=True)
         self.layout = self.layout.dropping(self.layout.valid.copy())
+
+    def _refuse_moving_callers_arrays(self, what, values):
+        """Refuse an in-place change of the pattern that SciPy makes in the caller's arrays
+        its matrix keeps (the index arrays it was built from; with ``values``, the array of
+        stored values too, which SciPy compacts): a traced matrix's pattern is its own."""
+        if self.format in ("csr", "csc", "bsr") and (  # (coo's makes new arrays)
+                self._callers_indices or (values and self._callers_values)):
+            _refuse(f"{what} of a scipy.sparse matrix with traced values that keeps the arrays "
+                    "it was built from, which SciPy changes in place",
+                    "build it from copies (csr_matrix((data.copy(), indices.copy(), "
+                    "indptr.copy()))) or pass copy=True.")
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
@@ -2221,7 +2239,7 @@ def _numbers(pieces):
     return numbered
 
 
-def _constructed(fn, name, data, build, dense=False, dtype=None):
+def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
     """``build(fn, data)`` (a SciPy constructor applied to the data argument ``data``) of
     traced values, as a :class:`TracedSparse`: the constructor is applied to the number of
     each element, and each stored value of its result is the element whose number it holds."""
@@ -2236,17 +2254,27 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
     # SciPy keeps the array it was given as its stored values where it need not copy it:
     # writes into either show in the other, so the traced matrix stores that array itself
-    shared = None
+    shared, kept_indices = None, False
     if single and not dense and np.ndim(data) >= 1:
         plain = memory(data)
-        if np.shares_memory(build(fn, plain).data, plain):
+        scipys = build(fn, plain)
+        stored = scipys.data
+        kept_indices = any(np.shares_memory(getattr(scipys, name), x)
+                           for name in ("indices", "indptr") if hasattr(scipys, name)
+                           for x in indices if isinstance(x, np.ndarray))
+        if np.shares_memory(stored, plain):
             shared = data
+            if np.ndim(stored) == np.ndim(plain) == 1 and stored.size < plain.size and \
+                    address(stored) == address(plain) and stored.strides == plain.strides:
+                # csr and csc keep the first nnz of longer arrays, a view (_prune_array)
+                shared = data[:stored.size]
     made = _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
                          build(fn, arrange([np.ones(np.shape(p)) for p in pieces])), shared)
     if dense and made.format in ("csr", "csc", "coo"):
         # SciPy stores the entries that are not zero: the others are kept (their derivative
         # is there), but left out of every matrix SciPy computes with
         made.layout = made.layout.dropping(np.ones(made.layout.valid.size, bool))
+    made._callers_indices, made._callers_values = kept_indices, made.data is shared
     return made
 
 
@@ -2590,7 +2618,7 @@ class _SparseClass:
                                          copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
-                            dtype=dtype)
+                            dtype=dtype, indices=arg1[1:])
 
     def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.cls)
