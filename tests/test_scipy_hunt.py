@@ -161,3 +161,147 @@ def test_eliminate_zeros_of_values_kept_in_the_callers_array_is_refused():
         return np.sum(a @ np.ones(3)) + np.sum(d)
 
     assert mutad.gradient(g, np.arange(1.0, 6.0))[0].tolist() == [2.0] * 5
+
+
+def test_a_write_into_a_zero_of_a_dense_matrix_warns_as_scipy_does():
+    def f(x):
+        a = scipy.sparse.csr_matrix(np.diag(x + 2.0))
+        a[0, 2] = x[1]
+        return np.sum(a @ x)
+
+    x = np.array([0.5, -1.5, 2.0])
+    expected, warned = _outcome(f, x.copy())
+    assert warned
+    (value, _), issued = _outcome(lambda x: mutad.value_and_gradient(f, x), x)
+    assert value == expected and issued == warned
+
+
+# ----------------------------------------------------------------------------------------------
+# The hunt, on a fixed seed: programs drawn from SciPy's calls above (overwrite flags on each
+# layout, sparse matrices sharing their arrays, special functions), each checked for SciPy's
+# value bit for bit, the caller's arrays bit for bit, and its gradient against finite
+# differences (a MutadError is an answer too, if it leaves the caller's arrays as they were)
+
+
+def _layout(x, how):
+    if how == "F":
+        return np.asfortranarray(x)
+    if how == "view":
+        padded = np.zeros((x.shape[0] + 1,) + x.shape[1:])
+        padded[1:] = x
+        return padded[1:]
+    return np.ascontiguousarray(x)
+
+
+_LINALG = {
+    "solve": lambda a, b, oa, ob: scipy.linalg.solve(a, b, overwrite_a=oa, overwrite_b=ob),
+    "solve_pos": lambda a, b, oa, ob: scipy.linalg.solve(a, b, overwrite_a=oa, overwrite_b=ob,
+                                                         assume_a="pos"),
+    "lu_solve": lambda a, b, oa, ob: scipy.linalg.lu_solve(
+        scipy.linalg.lu_factor(a, overwrite_a=oa), b, overwrite_b=ob),
+    "cho_solve": lambda a, b, oa, ob: scipy.linalg.cho_solve(
+        scipy.linalg.cho_factor(a, overwrite_a=oa), b, overwrite_b=ob),
+    "solve_triangular": lambda a, b, oa, ob: scipy.linalg.solve_triangular(
+        np.triu(a), b, overwrite_b=ob),
+    "lstsq": lambda a, b, oa, ob: scipy.linalg.lstsq(a, b, overwrite_a=oa, overwrite_b=ob)[0],
+    "inv": lambda a, b, oa, ob: scipy.linalg.inv(a, overwrite_a=oa) @ b,
+    "det": lambda a, b, oa, ob: scipy.linalg.det(a, overwrite_a=oa) * b,
+}
+
+
+def _linalg_program(rng):
+    name = rng.choice(sorted(_LINALG))
+    la, lb = rng.choice(["C", "F", "view"], 2)
+    oa, ob, direct = (bool(v) for v in rng.integers(0, 2, 3))
+    call = _LINALG[name]
+
+    def f(a, b):
+        if not direct:
+            a, b = _layout(a.copy(), la), _layout(b.copy(), lb)
+        return np.sum(np.arange(1.0, 4.0) * call(a, b, oa, ob))
+
+    m = rng.standard_normal((3, 3))
+    a, b = m @ m.T + 3 * np.eye(3), rng.standard_normal(3)
+    if direct:
+        a, b = _layout(a, la), _layout(b, lb)
+    return f"{name}({la}, {lb}, {oa}, {ob}, direct={direct})", f, (a, b), True
+
+
+def _sparse_program(rng):
+    kind = rng.choice(["csr_matrix", "csc_matrix", "csr_array", "bsr_matrix"])
+    indptr = np.array(rng.choice([[0, 2, 3, 5], [0, 1, 2, 3], [0, 1, 1, 2]]))
+    indices = np.array([0, 2, 1, 0, 2], rng.choice([np.int32, np.int64]))
+    step = rng.choice(["data", "setitem", "sum_duplicates", "eliminate_zeros", "tocoo"])
+
+    def f(d, x):
+        a = getattr(scipy.sparse, kind)((d, indices.copy(), indptr.copy()), shape=(3, 3))
+        if step == "data":
+            a.data *= x[0]
+        elif step == "setitem" and kind != "bsr_matrix":
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", scipy.sparse.SparseEfficiencyWarning)
+                a[1, 2] = x[1]
+        elif step == "sum_duplicates":
+            a.sum_duplicates()
+        elif step == "eliminate_zeros":
+            a.data *= (np.arange(a.data.size) % 2).reshape(a.data.shape)
+            a.eliminate_zeros()
+        else:
+            a = a.tocoo()
+        return np.sum(d * x[2]) + np.sum(a @ x)
+
+    return f"{kind}({indptr.tolist()}, {indices.dtype}).{step}", f, (
+        rng.standard_normal(5), rng.standard_normal(3)), True
+
+
+_SPECIAL = {
+    "gammaln": lambda x: scipy.special.gammaln(x * 3.0),
+    "xlogy": lambda x: scipy.special.xlogy(x, x * x + 1.0),
+    "logsumexp": lambda x: np.prod(scipy.special.logsumexp(x, b=np.cos(x) + 0.5,
+                                                          return_sign=True)),
+    "erfcx": lambda x: scipy.special.erfcx(x * 20.0),
+    "expit": lambda x: scipy.special.expit(x * 700.0) * x,
+    "log_ndtr": lambda x: scipy.special.log_ndtr(x * 30.0),
+    "expit_out": lambda x: (scipy.special.expit(x, out=x), x * x)[1],
+}
+
+
+def _special_program(rng):
+    name = rng.choice(sorted(_SPECIAL))
+
+    def f(x):
+        return np.sum(_SPECIAL[name](x))
+
+    return name, f, (rng.uniform(-1.3, 1.3, 4),), False
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_seeded_hunt_over_scipy_calls(seed):
+    rng = np.random.default_rng(seed)
+    for draw in (_linalg_program, _sparse_program, _special_program) * 6:
+        name, f, args, symmetric = draw(rng)
+        before = [x.copy(order="K") for x in args]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = f(*[x.copy(order="K") for x in args])
+            except Exception:
+                expected = None
+            try:
+                value, grads = mutad.value_and_gradient(f, *args, argnums=tuple(range(len(args))))
+            except mutad.MutadError:
+                value = grads = None
+        assert all(x.tobytes() == y.tobytes() and x.strides == y.strides
+                   for x, y in zip(args, before)), name
+        if grads is None or expected is None:
+            assert grads is None, name
+            continue
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes(), name
+        directions = [rng.standard_normal(x.shape) for x in args]
+        if symmetric:
+            directions[0] = directions[0] + directions[0].T
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fd = directional_fd(f, args, directions, step=1e-5)
+        if np.isfinite(fd):
+            assert np.isclose(_directional(grads, directions), fd, rtol=1e-5, atol=1e-7), name

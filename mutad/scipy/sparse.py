@@ -1663,8 +1663,8 @@ class TracedSparse:
         summed = []  # SciPy sums the duplicates of the matrix first where it writes one
         if self.format in ("csr", "csc"):
             numbered.sum_duplicates = lambda: summed.append(True)
-        with warnings.catch_warnings(record=True) as issued:
-            warnings.simplefilter("always")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
             try:
                 numbered[key] = labels if shape else labels[()]
             except Exception:
@@ -1673,7 +1673,13 @@ class TracedSparse:
         if summed:
             self.sum_duplicates()  # as SciPy's does, in place; then its write
             return self.__setitem__(key, value)
-        for w in issued:  # SciPy's own (a write that changes the pattern of a csr matrix)
+        # SciPy's own warnings (a write that adds an entry to a csr matrix), of its own matrix,
+        # which leaves out the zeros of a dense one that the numbered pattern stores
+        with warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
+            scipys = self.value
+            scipys[key] = labels if shape else labels[()]
+        for w in issued:
             warn_at(w.message, w.category, w.filename, w.lineno)
             not_replayed(f"a write into a scipy.sparse matrix that warns ({w.message})")
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
