@@ -305,3 +305,28 @@ def test_seeded_hunt_over_scipy_calls(seed):
             fd = directional_fd(f, args, directions, step=1e-5)
         if np.isfinite(fd):
             assert np.isclose(_directional(grads, directions), fd, rtol=1e-5, atol=1e-7), name
+
+
+# ----------------------------------------------------------------------------------------------
+# A method SciPy's matrix of some format or kind lacks (a dia matrix's max, a csr_array's
+# getrow) answered on a traced matrix, where SciPy raises AttributeError
+
+
+@pytest.mark.parametrize("fmt, kind, method", [("dia", "matrix", "max"),
+                                               ("dia", "array", "eliminate_zeros"),
+                                               ("csr", "array", "getrow"),
+                                               ("coo", "matrix", "sort_indices")])
+def test_methods_a_format_lacks_raise_scipys_attribute_error(fmt, kind, method):
+    pattern = getattr(scipy.sparse, f"csr_{kind}")(np.array([[1.0, 0, 2], [0, 3, 0], [4, 0, 5]]))
+
+    def f(x):
+        a = pattern.asformat(fmt) * x[0]
+        assert not hasattr(a, method)
+        getattr(a, method)
+        return x[0]
+
+    message = f"'{fmt}_{kind}' object has no attribute '{method}'"
+    for run in (f, lambda x: mutad.gradient(f, x)):
+        with pytest.raises(AttributeError) as raised:
+            run(np.array([2.0]))
+        assert str(raised.value) == message and not isinstance(raised.value, mutad.MutadError)

@@ -1605,6 +1605,9 @@ class TracedSparse:
                 found = found.view()
                 found.flags.writeable = False
             return found
+        if template is not None and isinstance(vars(TracedSparse).get(name), _OfSomeKinds):
+            # (the method's __get__ found SciPy's matrix of this kind without it)
+            raise AttributeError(f"'{template.kind.__name__}' object has no attribute '{name}'")
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
@@ -2221,6 +2224,30 @@ def _stored_values_method(ufunc):
 
 for _ufunc in _sparse._data._ufuncs_with_fixed_point_at_zero:
     setattr(TracedSparse, _ufunc.__name__, _stored_values_method(_ufunc))
+
+
+class _OfSomeKinds:
+    """A method of :class:`TracedSparse` that SciPy's matrices of some formats and kinds lack
+    (a lil matrix's ``max``, a dia matrix's ``eliminate_zeros``, a csr_array's ``getrow``):
+    the user's code gets SciPy's AttributeError there (``hasattr`` answers as of SciPy's
+    matrix), mutad's own code the method."""
+
+    def __init__(self, name, method):
+        self.name, self.method = name, method
+
+    def __get__(self, instance, owner=None):
+        if instance is not None and not internal(sys._getframe(1)):
+            kind = getattr(instance.__dict__.get("layout"), "kind", None)
+            if isinstance(kind, type) and not hasattr(kind, self.name):
+                raise AttributeError(f"'{kind.__name__}' object has no attribute '{self.name}'")
+        return self.method.__get__(instance, owner)
+
+
+for _name, _method in list(vars(TracedSparse).items()):
+    if not _name.startswith("_") and inspect.isfunction(_method) and not all(
+            hasattr(getattr(_sparse, f"{f}_{k}"), _name)
+            for f in FORMATS for k in ("matrix", "array")):
+        setattr(TracedSparse, _name, _OfSomeKinds(_name, _method))
 
 
 # ----------------------------------------------------------------------------------------------
