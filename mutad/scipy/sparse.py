@@ -2292,8 +2292,8 @@ def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
         plain = memory(data)
         scipys = build(fn, plain)
         stored = scipys.data
-        kept_indices = any(np.shares_memory(getattr(scipys, name), x)
-                           for name in ("indices", "indptr") if hasattr(scipys, name)
+        kept_indices = any(np.shares_memory(getattr(scipys, part), x)
+                           for part in ("indices", "indptr") if hasattr(scipys, part)
                            for x in indices if isinstance(x, np.ndarray))
         if np.shares_memory(stored, plain):
             shared = data
