@@ -330,3 +330,18 @@ def test_methods_a_format_lacks_raise_scipys_attribute_error(fmt, kind, method):
         with pytest.raises(AttributeError) as raised:
             run(np.array([2.0]))
         assert str(raised.value) == message and not isinstance(raised.value, mutad.MutadError)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_setdiag_that_adds_entries_warns_as_scipy_does(fmt):
+    pattern = scipy.sparse.csr_matrix(np.array([[1.0, 0, 2], [0, 3, 0], [4, 0, 5]]))
+
+    def f(x):
+        a = pattern.asformat(fmt) * x[0]
+        a.setdiag(x[1:3], 1)
+        return np.sum(a @ x)
+
+    x = np.array([1.0, 2.0, 3.0])
+    expected, warned = _outcome(f, x.copy())
+    (value, _), issued = _outcome(lambda x: mutad.value_and_gradient(f, x), x)
+    assert value == expected and issued == warned

@@ -1649,7 +1649,7 @@ class TracedSparse:
                     "keep two: A[[i], :] or A[i:i + 1, :].")
         return self._with(_relayout(self.data, self.layout, lambda m: m[key]))
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key, value, warns=True):
         """SciPy's write of the entries ``key`` selects (``A[0, :] = 0``, ``A[0, 0] = 1``: a
         boundary condition), applied to the numbers of the stored values tells the pattern
         after it (SciPy stores the zeros it writes) and which entry holds which value: an old
@@ -1675,13 +1675,14 @@ class TracedSparse:
                     raise
         if summed:
             self.sum_duplicates()  # as SciPy's does, in place; then its write
-            return self.__setitem__(key, value)
+            return self.__setitem__(key, value, warns)
         # SciPy's own warnings (a write that adds an entry to a csr matrix), of its own matrix,
         # which leaves out the zeros of a dense one that the numbered pattern stores
         with warnings.catch_warnings(record=True) as issued:
             warnings.simplefilter("always")
-            scipys = self.value
-            scipys[key] = labels if shape else labels[()]
+            if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
+                scipys = self.value
+                scipys[key] = labels if shape else labels[()]
         for w in issued:
             warn_at(w.message, w.category, w.filename, w.lineno)
             not_replayed(f"a write into a scipy.sparse matrix that warns ({w.message})")
@@ -1897,7 +1898,7 @@ class TracedSparse:
         if np.ndim(values) == 0:
             values = [values] * len(rows)
         for i, j, value in zip(rows.tolist(), cols.tolist(), values):  # one entry at a time
-            self[i, j] = value
+            self.__setitem__((i, j), value, warns=False)
 
     # products ----------------------------------------------------------------------------
 
