@@ -1898,7 +1898,7 @@ class TracedSparse:
         if np.ndim(values) == 0:
             values = [values] * len(rows)
         for i, j, value in zip(rows.tolist(), cols.tolist(), values):  # one entry at a time
-            self.__setitem__((i, j), value, warns=False)
+            self.__setitem__((i, j), value, False)  # (warns=False)
 
     # products ----------------------------------------------------------------------------
 
