@@ -289,11 +289,11 @@ def _written_as_scipy_writes(fn, bound, name, place, y):
 
 def _scipy_workspace(fn, signature, name, keys, *values):
     """The bytes SciPy's ``fn``, called with ``values`` for the parameters ``keys``, leaves
-    in argument ``name``, a contiguous array it overwrites (on a copy of it)."""
-    arguments = dict(zip(keys, _writable(values), strict=True))
-    x = arguments[name]
-    arguments[name] = copy = np.empty_like(x, order="K")
-    np.copyto(copy, x)
+    in argument ``name``, a contiguous array it overwrites (on a copy of it; the other arrays
+    are copies too, as SciPy may overwrite them as well: ``solve``'s ``b``)."""
+    arguments = {key: _laid_out_as(v) if type(v) is np.ndarray else v
+                 for key, v in zip(keys, values, strict=True)}
+    copy = arguments[name]
     call = inspect.BoundArguments(signature, arguments)
     fn(*call.args, **call.kwargs)
     return copy

@@ -204,13 +204,14 @@ from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASS
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
+from ..core.debug import warn_at
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, innermost
 from ..core.registry import RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
-from ..core.views import memory, stands_for_scalar, wrapped
+from ..core.views import address, memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
@@ -1425,6 +1426,9 @@ class TracedSparse:
         self.layout = layout
         self.data = data
         self._peers = None  # the matrices sharing its stored values' array (A.T), weakly
+        # SciPy's matrix keeps the caller's arrays: of its index arrays (indices, indptr) and
+        # of its stored values; SciPy's in-place changes of its pattern change those too
+        self._callers_indices = self._callers_values = False
 
     @property
     def data(self) -> Any:
@@ -1506,6 +1510,8 @@ class TracedSparse:
                                       layout.format == "coo" else template.has_sorted_indices):
             return
 
+        self._refuse_moving_callers_arrays("sum_duplicates()" if summing else "sort_indices()",
+                                           values=False)
         if summing and layout.format != "coo" and not template.has_sorted_indices:
             # SciPy sorts the whole array first, then adds into its front: the rest of it
             # keeps the sorted values
@@ -1610,6 +1616,9 @@ class TracedSparse:
                 found = found.view()
                 found.flags.writeable = False
             return found
+        if template is not None and isinstance(vars(TracedSparse).get(name), _OfSomeKinds):
+            # (the method's __get__ found SciPy's matrix of this kind without it)
+            raise AttributeError(f"'{template.kind.__name__}' object has no attribute '{name}'")
         raise UnsupportedAttributeError(
             f"{name} of a scipy.sparse matrix with traced values: mutad follows its products "
             "(A @ x, x @ A, A @ B, A.dot), solves, A.T, conversions, indexing, A.multiply, "
@@ -1651,7 +1660,7 @@ class TracedSparse:
                     "keep two: A[[i], :] or A[i:i + 1, :].")
         return self._with(_relayout(self.data, self.layout, lambda m: m[key]))
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key, value, warns=True):
         """SciPy's write of the entries ``key`` selects (``A[0, :] = 0``, ``A[0, 0] = 1``: a
         boundary condition), applied to the numbers of the stored values tells the pattern
         after it (SciPy stores the zeros it writes) and which entry holds which value: an old
@@ -1677,7 +1686,17 @@ class TracedSparse:
                     raise
         if summed:
             self.sum_duplicates()  # as SciPy's does, in place; then its write
-            return self.__setitem__(key, value)
+            return self.__setitem__(key, value, warns)
+        # SciPy's own warnings (a write that adds an entry to a csr matrix), of its own matrix,
+        # which leaves out the zeros of a dense one that the numbered pattern stores
+        with warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
+            if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
+                scipys = self.value
+                scipys[key] = labels if shape else labels[()]
+        for w in issued:
+            warn_at(w.message, w.category, w.filename, w.lineno)
+            not_replayed(f"a write into a scipy.sparse matrix that warns ({w.message})")
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
@@ -1739,7 +1758,20 @@ class TracedSparse:
         """SciPy's leaves its stored zeros out, in place; a traced matrix keeps them (their
         derivatives are there), left out of what SciPy's matrix tells (``nnz``, ``data``), as
         a dense matrix's zeros are: every stored entry that is zero is droppable."""
+        if np.any(memory(self.data)[self.layout.valid] == 0):
+            self._refuse_moving_callers_arrays("eliminate_zeros()", values=True)
         self.layout = self.layout.dropping(self.layout.valid.copy())
+
+    def _refuse_moving_callers_arrays(self, what, values):
+        """Refuse an in-place change of the pattern that SciPy makes in the caller's arrays
+        its matrix keeps (the index arrays it was built from; with ``values``, the array of
+        stored values too, which SciPy compacts): a traced matrix's pattern is its own."""
+        if self.format in ("csr", "csc", "bsr") and (  # (coo's makes new arrays)
+                self._callers_indices or (values and self._callers_values)):
+            _refuse(f"{what} of a scipy.sparse matrix with traced values that keeps the arrays "
+                    "it was built from, which SciPy changes in place",
+                    "build it from copies (csr_matrix((data.copy(), indices.copy(), "
+                    "indptr.copy()))) or pass copy=True.")
 
     def __array__(self, dtype=None, copy=None):
         _refuse("a scipy.sparse matrix with traced values converted to a NumPy array",
@@ -1916,7 +1948,7 @@ class TracedSparse:
         if np.ndim(values) == 0:
             values = [values] * len(rows)
         for i, j, value in zip(rows.tolist(), cols.tolist(), values):  # one entry at a time
-            self[i, j] = value
+            self.__setitem__((i, j), value, False)  # (warns=False)
 
     # products ----------------------------------------------------------------------------
 
@@ -2246,6 +2278,30 @@ for _ufunc in _sparse._data._ufuncs_with_fixed_point_at_zero:
     setattr(TracedSparse, _ufunc.__name__, _stored_values_method(_ufunc))
 
 
+class _OfSomeKinds:
+    """A method of :class:`TracedSparse` that SciPy's matrices of some formats and kinds lack
+    (a lil matrix's ``max``, a dia matrix's ``eliminate_zeros``, a csr_array's ``getrow``):
+    the user's code gets SciPy's AttributeError there (``hasattr`` answers as of SciPy's
+    matrix), mutad's own code the method."""
+
+    def __init__(self, name, method):
+        self.name, self.method = name, method
+
+    def __get__(self, instance, owner=None):
+        if instance is not None and not internal(sys._getframe(1)):
+            kind = getattr(instance.__dict__.get("layout"), "kind", None)
+            if isinstance(kind, type) and not hasattr(kind, self.name):
+                raise AttributeError(f"'{kind.__name__}' object has no attribute '{self.name}'")
+        return self.method.__get__(instance, owner)
+
+
+for _name, _method in list(vars(TracedSparse).items()):
+    if not _name.startswith("_") and inspect.isfunction(_method) and not all(
+            hasattr(getattr(_sparse, f"{f}_{k}"), _name)
+            for f in FORMATS for k in ("matrix", "array")):
+        setattr(TracedSparse, _name, _OfSomeKinds(_name, _method))
+
+
 # ----------------------------------------------------------------------------------------------
 # Constructors: SciPy's own, applied to numbers that say where each traced value goes
 
@@ -2268,7 +2324,7 @@ def _numbers(pieces):
     return numbered
 
 
-def _constructed(fn, name, data, build, dense=False, dtype=None):
+def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
     """``build(fn, data)`` (a SciPy constructor applied to the data argument ``data``) of
     traced values, as a :class:`TracedSparse`: the constructor is applied to the number of
     each element, and each stored value of its result is the element whose number it holds."""
@@ -2283,17 +2339,27 @@ def _constructed(fn, name, data, build, dense=False, dtype=None):
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
     # SciPy keeps the array it was given as its stored values where it need not copy it:
     # writes into either show in the other, so the traced matrix stores that array itself
-    shared = None
+    shared, kept_indices = None, False
     if single and not dense and np.ndim(data) >= 1:
         plain = memory(data)
-        if np.shares_memory(build(fn, plain).data, plain):
+        scipys = build(fn, plain)
+        stored = scipys.data
+        kept_indices = any(np.shares_memory(getattr(scipys, part), x)
+                           for part in ("indices", "indptr") if hasattr(scipys, part)
+                           for x in indices if isinstance(x, np.ndarray))
+        if np.shares_memory(stored, plain):
             shared = data
+            if np.ndim(stored) == np.ndim(plain) == 1 and stored.size < plain.size and \
+                    address(stored) == address(plain) and stored.strides == plain.strides:
+                # csr and csc keep the first nnz of longer arrays, a view (_prune_array)
+                shared = data[:stored.size]
     made = _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
                          build(fn, arrange([np.ones(np.shape(p)) for p in pieces])), shared)
     if dense and made.format in ("csr", "csc", "coo"):
         # SciPy stores the entries that are not zero: the others are kept (their derivative
         # is there), but left out of every matrix SciPy computes with
         made.layout = made.layout.dropping(np.ones(made.layout.valid.size, bool))
+    made._callers_indices, made._callers_values = kept_indices, made.data is shared
     return made
 
 
@@ -2648,7 +2714,7 @@ class _SparseClass:
                                          copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
-                            dtype=dtype)
+                            dtype=dtype, indices=arg1[1:])
 
     def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(instance, self.cls)
