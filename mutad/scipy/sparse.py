@@ -2343,11 +2343,11 @@ def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
     if single and not dense and np.ndim(data) >= 1:
         plain = memory(data)
         scipys = build(fn, plain)
-        stored = scipys.data
+        stored = getattr(scipys, "data", None)  # (a dok matrix keeps a dict)
         kept_indices = any(np.shares_memory(getattr(scipys, part), x)
                            for part in ("indices", "indptr") if hasattr(scipys, part)
                            for x in indices if isinstance(x, np.ndarray))
-        if np.shares_memory(stored, plain):
+        if stored is not None and np.shares_memory(stored, plain):
             shared = data
             if np.ndim(stored) == np.ndim(plain) == 1 and stored.size < plain.size and \
                     address(stored) == address(plain) and stored.strides == plain.strides:
@@ -2359,7 +2359,8 @@ def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
         # SciPy stores the entries that are not zero: the others are kept (their derivative
         # is there), but left out of every matrix SciPy computes with
         made.layout = made.layout.dropping(np.ones(made.layout.valid.size, bool))
-    made._callers_indices, made._callers_values = kept_indices, made.data is shared
+    if isinstance(made, TracedSparse):  # (a lil or dok result is assembled: none kept)
+        made._callers_indices, made._callers_values = kept_indices, made.data is shared
     return made
 
 
