@@ -1674,3 +1674,37 @@ def _unique_rows(x):
 @pytest.mark.parametrize("f", [_unique_of_copies, _unique_inverse_and_counts, _unique_rows])
 def test_unique_of_traced_values(f):
     check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# traced values written into the float arrays np.polynomial's routed functions make of plain
+# values (a Vandermonde matrix, NumPy's view of one with its axes moved; a fit's coefficients):
+# constants of the differentiation, as np.zeros' are
+
+def _polyvander_written(x):
+    V = np.polynomial.polynomial.polyvander(np.linspace(0.0, 1.0, 5), 3)  # (a view)
+    V[:, 0] = x[0] * 2.0
+    V[1:, 1] += x[1] ** 2
+    V *= x[2]
+    return (V ** 2).sum() + (V @ x).sum()
+
+
+def _chebvander_fit_written(x):
+    t = np.linspace(-1.0, 1.0, 6)
+    V = np.polynomial.chebyshev.chebvander(t, 3)
+    c = np.polynomial.chebyshev.chebfit(t, np.cos(t), 3)
+    c[1:] += x[:3]
+    V[2] = x
+    return np.polynomial.chebyshev.chebval(0.3, c) + (V @ c).sum() ** 2
+
+
+def _hermvander_written(x):
+    V = np.polynomial.hermite.hermvander([0.1, 0.5, 0.9], 3)
+    V[0, :] = x
+    return np.sin(V).sum() * x[3]
+
+
+@pytest.mark.parametrize("f", [_polyvander_written, _chebvander_fit_written,
+                               _hermvander_written])
+def test_writes_into_arrays_np_polynomial_makes(f):
+    check(f, np.array([0.3, -0.7, 1.1, 0.4]))

@@ -2413,10 +2413,18 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        y = self.original(*args, **kwargs)
-        if not ACTIVE.running or STATE.rules:
-            return y
-        return _new_arrays(y, self.original, args, kwargs, sys._getframe(1), {})
+        return made_by_numpy(self.original(*args, **kwargs), self.original, args, kwargs,
+                             sys._getframe(1))
+
+
+def made_by_numpy(y, func, args, kwargs, caller):
+    """What the user's code (frame ``caller``, or the one a ``PASSING`` wrapper passes the call
+    on for) receives of ``y = func(*args, **kwargs)``, a Python function of NumPy's that makes
+    arrays of numbers, called on plain values while a differentiation runs (``_MadeFloats``, a
+    routed one's stand-in: ``polyvander``); ``y`` itself otherwise."""
+    if not ACTIVE.running or STATE.rules:
+        return y
+    return _new_arrays(y, func, args, kwargs, caller, {})
 
 
 def _new_arrays(y, func, args, kwargs, caller, made):
@@ -2428,7 +2436,7 @@ def _new_arrays(y, func, args, kwargs, caller, made):
     if type(y) is not np.ndarray:
         return y
     if id(y) not in made:
-        if y.dtype.kind in "fc" and y.base is None:
+        if y.dtype.kind in "fc" and (y.base is None or _fresh_view(y)):
             made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
         elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
@@ -2438,6 +2446,16 @@ def _new_arrays(y, func, args, kwargs, caller, made):
         else:
             made[id(y)] = y
     return made[id(y)]
+
+
+def _fresh_view(y):
+    """Whether ``y`` is a view of a new array laid out in order that nothing else holds, nor
+    any array between them (``np.moveaxis(v, 0, -1)`` of the ``v`` NumPy's ``polyvander``
+    fills): the memory is the user's code's alone, as a new array's is."""
+    if not _fresh(y, True, _bases(y)):
+        return False
+    flags = owner(y).flags  # (which holds the owner: read after its count)
+    return flags.c_contiguous or flags.f_contiguous
 
 
 _NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg", "numpy.ctypeslib")
