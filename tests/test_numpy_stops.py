@@ -1708,3 +1708,18 @@ def _hermvander_written(x):
                                _hermvander_written])
 def test_writes_into_arrays_np_polynomial_makes(f):
     check(f, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linspace(..., retstep=True): its samples, a new float array, a constant the function may
+# write traced values into, as np.linspace's without the step
+
+def _linspace_with_step_written(x):
+    t, dt = np.linspace(0.0, 1.0, 4, retstep=True)
+    t[1:3] = x[:2] * dt
+    t *= x[3]
+    return (np.sin(t) ** 2).sum() + dt * t @ x
+
+
+def test_writes_into_linspace_samples_with_their_step():
+    check(_linspace_with_step_written, np.array([0.3, -0.7, 1.1, 0.4]))

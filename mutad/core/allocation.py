@@ -370,6 +370,8 @@ def factory(func, counting=True):
                 return allocate(y, (func, args, kwargs))
             if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
+            if type(y) is tuple:  # np.linspace(..., retstep=True): (samples, step)
+                return made_by_numpy(y, func, args, kwargs, sys._getframe(1))
         return y
 
     return _named(allocating, func)
