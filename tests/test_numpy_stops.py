@@ -559,10 +559,12 @@ def test_arrays_a_masked_array_of_constants_fills_written(f):
 
 
 def test_a_masked_arrays_own_data_written_stays_refused():
-    """np.ma.getdata's array (np.ma.filled's of no mask) is the masked array's memory, which
-    the plain masked array reads after: the write is refused, not followed into a wrong sum."""
+    """np.ma.getdata's array (np.ma.filled's of no mask) is the memory of a masked array of
+    plain values (a list's), which the plain masked array reads after: the write is refused,
+    not followed into a wrong sum (over an array the function allocated, it is followed:
+    ``_masked_own_data_written``)."""
     def f(x):
-        m = np.ma.masked_array(np.zeros(4), mask=[True, False, False, False])
+        m = np.ma.masked_array([0.0, 0.0, 0.0, 0.0], mask=[True, False, False, False])
         np.ma.getdata(m)[:] = x
         return m.sum()
 
@@ -1723,3 +1725,36 @@ def _linspace_with_step_written(x):
 
 def test_writes_into_linspace_samples_with_their_step():
     check(_linspace_with_step_written, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# a masked array made in the function over a float array it allocated (np.zeros, a copy):
+# NumPy's masked array views that array, so the traced values written into either (m[:] = ...,
+# np.ma.getdata(m)[i] = ..., m *= x) are followed, as np.ma.zeros' are
+
+def _masked_over_zeros_written(x):
+    m = np.ma.masked_array(np.zeros(6), mask=[0, 0, 1, 0, 0, 1])
+    m[:] = x ** 2
+    m[0] = x[1]
+    return float(np.ma.sum(m)) + float(m.filled(0.0) @ x)
+
+
+def _masked_data_written(x):
+    base = np.linspace(0.0, 1.0, 6)
+    m = np.ma.masked_greater(np.ma.masked_array(base), 0.7)
+    d = np.ma.getdata(m)
+    d[1:3] = x[:2] * 3.0
+    m *= x[4]
+    return float(m.mean()) + (base * x).sum()
+
+
+def _masked_own_data_written(x):
+    m = np.ma.masked_array(np.zeros(6), mask=[True, False, False, False, False, False])
+    np.ma.getdata(m)[:] = x
+    return m.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_over_zeros_written, _masked_data_written,
+                               _masked_own_data_written])
+def test_writes_into_masked_arrays_over_allocated_floats(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))

@@ -2453,8 +2453,12 @@ def _new_arrays(y, func, args, kwargs, caller, made):
 def _fresh_view(y):
     """Whether ``y`` is a view of a new array laid out in order that nothing else holds, nor
     any array between them (``np.moveaxis(v, 0, -1)`` of the ``v`` NumPy's ``polyvander``
-    fills): the memory is the user's code's alone, as a new array's is."""
-    if not _fresh(y, True, _bases(y)):
+    fills): the memory is the user's code's alone, as a new array's is; not a view of another
+    object's memory (a buffer, a ctypes array: ``np.ctypeslib.as_array``), which it may read."""
+    base = y.base
+    while type(base) is np.ndarray:
+        base = base.base
+    if base is not None or not _fresh(y, True, _bases(y)):
         return False
     flags = owner(y).flags  # (which holds the owner: read after its count)
     return flags.c_contiguous or flags.f_contiguous
@@ -4146,7 +4150,8 @@ def _routed(cls, name, rule, original):
     stays one, its rule called without ``self``; a class method's with the class) (constants convert
     to the plain arrays they stand for: a rule that evaluates the object on them calls it
     again). A rule marked ``on_constants`` takes the traced constants too (the method would
-    not read them as NumPy's values: ``np.isscalar`` of one is False). A rule marked ``always``
+    not read them as NumPy's values: ``np.isscalar`` of one is False); where the mark is a
+    function of the call's arguments, the calls it says yes to. A rule marked ``always``
     takes every call while a differentiation runs, of a user's subclass too: it is the method's
     own code, made to pass traced values through (``LinearOperator.matvec``). A rule marked
     ``subclasses`` takes a user's subclass's calls too: it computes with the methods the
@@ -4160,7 +4165,8 @@ def _routed(cls, name, rule, original):
             return bool(ACTIVE.running)
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))
-                               or on_constants and holds_wrapped(args)) \
+                               or on_constants and holds_wrapped(args)
+                               and (on_constants is True or on_constants(*args, **kwargs))) \
                 and (subclasses or not _overridden(owner, cls)):
             if any(device_of(a) is not None for a in (*args, *kwargs.values())):
                 raise UnsupportedArrayError(

@@ -868,6 +868,15 @@ def _as_numpy(a):
     return memory(a) if wrapped(a) else a
 
 
+def _over_a_constant(cls, data=None, *args, **kwargs):
+    """Whether ``MaskedArray.__new__`` is given a float array the function follows as a
+    constant (``np.ma.masked_array(np.zeros(n), mask=...)``): the masked array is a
+    :class:`Masked` over it, so that the traced values written into it are followed, as
+    ``np.ma.zeros``' are."""
+    return wrapped(data) and data.dtype.kind == "f"
+
+
+_new.on_constants = _over_a_constant  # type: ignore[attr-defined]
 CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__) takes its rule
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
