@@ -1758,3 +1758,17 @@ def _masked_own_data_written(x):
                                _masked_own_data_written])
 def test_writes_into_masked_arrays_over_allocated_floats(f):
     check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+def _masked_less_of_a_constant_filled_written(x):
+    m = np.ma.masked_less(np.linspace(-1.0, 1.0, 6), 0.0)
+    w = m.filled(0.5)
+    w[:3] = x[3:] * w[3:]
+    c = np.ma.masked_greater(np.arange(6.0), 3.5).compressed()
+    c[1:] += x[:3]
+    return (w * x).sum() + (c ** 2).sum() + float(m.sum())
+
+
+def test_masks_of_allocated_floats_filled_and_written():
+    check(_masked_less_of_a_constant_filled_written,
+          np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))

@@ -797,8 +797,10 @@ def _method_of(name):
 
 class _StandIn:
     """np.ma's ``original`` while a differentiation runs (``registry.defroute``; np.ma's own
-    code reaches it too): ``composite`` where a value carrying a derivative or a Masked is
-    among the arguments, NumPy's function otherwise; its attributes are NumPy's
+    code reaches it too): ``composite`` where a value carrying a derivative, a Masked or a float
+    array the function follows as a constant (``_over_a_constant``: its masked array is then a
+    Masked, which traced values may be written into) is among the arguments, NumPy's function
+    otherwise; its attributes are NumPy's
     (``np.ma.multiply.outer``)."""
 
     def __init__(self, original, composite):
@@ -809,7 +811,8 @@ class _StandIn:
 
     def __call__(self, *args, **kwargs):
         values = [*args, *kwargs.values()]
-        if holds_derivative(values) or any(type(v) is Masked for v in values):
+        if holds_derivative(values) or any(type(v) is Masked or _over_a_constant(None, v)
+                                           for v in values):
             return self.composite(*args, **kwargs)
         return self.given(self.original(*args, **kwargs), args, kwargs, values)
 
