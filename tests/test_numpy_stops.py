@@ -1772,3 +1772,26 @@ def _masked_less_of_a_constant_filled_written(x):
 def test_masks_of_allocated_floats_filled_and_written():
     check(_masked_less_of_a_constant_filled_written,
           np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# a series made in the function of a float array it allocated: its coefficients (NumPy's copy)
+# are followed, so traced values written into p.coef reach what the series computes
+
+def _series_coefficients_written(x):
+    p = np.polynomial.Polynomial(np.ones(4))
+    p.coef[1:3] = x[:2] * 2.0
+    p.coef *= x[3]
+    q = p * p + p.deriv()
+    return p(0.4) + q(x[2]) + np.sum(p.coef ** 2)
+
+
+def _chebyshev_of_linspace_written(x):
+    c = np.polynomial.Chebyshev(np.linspace(0.5, 1.0, 4), domain=[-2.0, 2.0])
+    c.coef[0] = x[0] ** 2
+    return c(x[1]) + c.integ()(x[2]) * x[3]
+
+
+@pytest.mark.parametrize("f", [_series_coefficients_written, _chebyshev_of_linspace_written])
+def test_writes_into_coefficients_of_a_series_of_allocated_floats(f):
+    check(f, np.array([0.3, -0.7, 1.1, 0.4]))

@@ -1025,8 +1025,16 @@ def _fit_method(cls, x, y, deg, domain=None, rcond=None, full=False, w=None, win
                          window=window, symbol=symbol)
 
 
+def _of_followed_floats(coef, *args, **kwargs):
+    """Whether a series is made of a float array the function follows, a constant among them
+    (``Polynomial(np.ones(n))``): its coefficients are then that array's copy, followed, so
+    that traced values written into ``p.coef`` reach what the series computes."""
+    return wrapped(coef) and coef.dtype.kind in "fc"
+
+
 _INIT = ABCPolyBase.__init__
 _FIT = ABCPolyBase.__dict__["fit"]
+_init.on_constants = _of_followed_floats  # type: ignore[attr-defined]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
