@@ -501,20 +501,20 @@ def test_an_augmented_assignment_into_a_new_array_only_its_name_holds(f):
 
 
 def _held_by_another_name(x):
-    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array([1.0, 1.0, 1.0, 1.0]))
     z = y
     y *= x
     return (y + z).sum()
 
 
 def _written_by_out(x):
-    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array([1.0, 1.0, 1.0, 1.0]))
     np.multiply(y, x, out=y)
     return y.sum()
 
 
 def _viewed(x):
-    y = np.ma.getdata(np.ma.masked_array(np.ones(4)))
+    y = np.ma.getdata(np.ma.masked_array([1.0, 1.0, 1.0, 1.0]))
     v = y[:2]
     y *= x
     return y.sum() + v.sum()
@@ -524,7 +524,7 @@ CACHED = {}
 
 
 def _cached(x):
-    y = CACHED.setdefault("y", np.ma.getdata(np.ma.masked_array(np.ones(4))))
+    y = CACHED.setdefault("y", np.ma.getdata(np.ma.masked_array([1.0, 1.0, 1.0, 1.0])))
     y *= x
     return y.sum()
 

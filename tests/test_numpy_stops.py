@@ -559,10 +559,12 @@ def test_arrays_a_masked_array_of_constants_fills_written(f):
 
 
 def test_a_masked_arrays_own_data_written_stays_refused():
-    """np.ma.getdata's array (np.ma.filled's of no mask) is the masked array's memory, which
-    the plain masked array reads after: the write is refused, not followed into a wrong sum."""
+    """np.ma.getdata's array (np.ma.filled's of no mask) is the memory of a masked array of
+    plain values (a list's), which the plain masked array reads after: the write is refused,
+    not followed into a wrong sum (over an array the function allocated, it is followed:
+    ``_masked_own_data_written``)."""
     def f(x):
-        m = np.ma.masked_array(np.zeros(4), mask=[True, False, False, False])
+        m = np.ma.masked_array([0.0, 0.0, 0.0, 0.0], mask=[True, False, False, False])
         np.ma.getdata(m)[:] = x
         return m.sum()
 
@@ -1674,3 +1676,122 @@ def _unique_rows(x):
 @pytest.mark.parametrize("f", [_unique_of_copies, _unique_inverse_and_counts, _unique_rows])
 def test_unique_of_traced_values(f):
     check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# traced values written into the float arrays np.polynomial's routed functions make of plain
+# values (a Vandermonde matrix, NumPy's view of one with its axes moved; a fit's coefficients):
+# constants of the differentiation, as np.zeros' are
+
+def _polyvander_written(x):
+    V = np.polynomial.polynomial.polyvander(np.linspace(0.0, 1.0, 5), 3)  # (a view)
+    V[:, 0] = x[0] * 2.0
+    V[1:, 1] += x[1] ** 2
+    V *= x[2]
+    return (V ** 2).sum() + (V @ x).sum()
+
+
+def _chebvander_fit_written(x):
+    t = np.linspace(-1.0, 1.0, 6)
+    V = np.polynomial.chebyshev.chebvander(t, 3)
+    c = np.polynomial.chebyshev.chebfit(t, np.cos(t), 3)
+    c[1:] += x[:3]
+    V[2] = x
+    return np.polynomial.chebyshev.chebval(0.3, c) + (V @ c).sum() ** 2
+
+
+def _hermvander_written(x):
+    V = np.polynomial.hermite.hermvander([0.1, 0.5, 0.9], 3)
+    V[0, :] = x
+    return np.sin(V).sum() * x[3]
+
+
+@pytest.mark.parametrize("f", [_polyvander_written, _chebvander_fit_written,
+                               _hermvander_written])
+def test_writes_into_arrays_np_polynomial_makes(f):
+    check(f, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linspace(..., retstep=True): its samples, a new float array, a constant the function may
+# write traced values into, as np.linspace's without the step
+
+def _linspace_with_step_written(x):
+    t, dt = np.linspace(0.0, 1.0, 4, retstep=True)
+    t[1:3] = x[:2] * dt
+    t *= x[3]
+    return (np.sin(t) ** 2).sum() + dt * t @ x
+
+
+def test_writes_into_linspace_samples_with_their_step():
+    check(_linspace_with_step_written, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# a masked array made in the function over a float array it allocated (np.zeros, a copy):
+# NumPy's masked array views that array, so the traced values written into either (m[:] = ...,
+# np.ma.getdata(m)[i] = ..., m *= x) are followed, as np.ma.zeros' are
+
+def _masked_over_zeros_written(x):
+    m = np.ma.masked_array(np.zeros(6), mask=[0, 0, 1, 0, 0, 1])
+    m[:] = x ** 2
+    m[0] = x[1]
+    return float(np.ma.sum(m)) + float(m.filled(0.0) @ x)
+
+
+def _masked_data_written(x):
+    base = np.linspace(0.0, 1.0, 6)
+    m = np.ma.masked_greater(np.ma.masked_array(base), 0.7)
+    d = np.ma.getdata(m)
+    d[1:3] = x[:2] * 3.0
+    m *= x[4]
+    return float(m.mean()) + (base * x).sum()
+
+
+def _masked_own_data_written(x):
+    m = np.ma.masked_array(np.zeros(6), mask=[True, False, False, False, False, False])
+    np.ma.getdata(m)[:] = x
+    return m.sum()
+
+
+@pytest.mark.parametrize("f", [_masked_over_zeros_written, _masked_data_written,
+                               _masked_own_data_written])
+def test_writes_into_masked_arrays_over_allocated_floats(f):
+    check(f, np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+def _masked_less_of_a_constant_filled_written(x):
+    m = np.ma.masked_less(np.linspace(-1.0, 1.0, 6), 0.0)
+    w = m.filled(0.5)
+    w[:3] = x[3:] * w[3:]
+    c = np.ma.masked_greater(np.arange(6.0), 3.5).compressed()
+    c[1:] += x[:3]
+    return (w * x).sum() + (c ** 2).sum() + float(m.sum())
+
+
+def test_masks_of_allocated_floats_filled_and_written():
+    check(_masked_less_of_a_constant_filled_written,
+          np.array([0.31, -0.72, 1.13, 0.54, -0.25, 0.87]))
+
+
+# ----------------------------------------------------------------------------------------------
+# a series made in the function of a float array it allocated: its coefficients (NumPy's copy)
+# are followed, so traced values written into p.coef reach what the series computes
+
+def _series_coefficients_written(x):
+    p = np.polynomial.Polynomial(np.ones(4))
+    p.coef[1:3] = x[:2] * 2.0
+    p.coef *= x[3]
+    q = p * p + p.deriv()
+    return p(0.4) + q(x[2]) + np.sum(p.coef ** 2)
+
+
+def _chebyshev_of_linspace_written(x):
+    c = np.polynomial.Chebyshev(np.linspace(0.5, 1.0, 4), domain=[-2.0, 2.0])
+    c.coef[0] = x[0] ** 2
+    return c(x[1]) + c.integ()(x[2]) * x[3]
+
+
+@pytest.mark.parametrize("f", [_series_coefficients_written, _chebyshev_of_linspace_written])
+def test_writes_into_coefficients_of_a_series_of_allocated_floats(f):
+    check(f, np.array([0.3, -0.7, 1.1, 0.4]))

@@ -370,6 +370,8 @@ def factory(func, counting=True):
                 return allocate(y, (func, args, kwargs))
             if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
+            if type(y) is tuple:  # np.linspace(..., retstep=True): (samples, step)
+                return made_by_numpy(y, func, args, kwargs, sys._getframe(1))
         return y
 
     return _named(allocating, func)
@@ -2430,10 +2432,18 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        y = self.original(*args, **kwargs)
-        if not ACTIVE.running or STATE.rules:
-            return y
-        return _new_arrays(y, self.original, args, kwargs, sys._getframe(1), {})
+        return made_by_numpy(self.original(*args, **kwargs), self.original, args, kwargs,
+                             sys._getframe(1))
+
+
+def made_by_numpy(y, func, args, kwargs, caller):
+    """What the user's code (frame ``caller``, or the one a ``PASSING`` wrapper passes the call
+    on for) receives of ``y = func(*args, **kwargs)``, a Python function of NumPy's that makes
+    arrays of numbers, called on plain values while a differentiation runs (``_MadeFloats``, a
+    routed one's stand-in: ``polyvander``); ``y`` itself otherwise."""
+    if not ACTIVE.running or STATE.rules:
+        return y
+    return _new_arrays(y, func, args, kwargs, caller, {})
 
 
 def _new_arrays(y, func, args, kwargs, caller, made):
@@ -2445,7 +2455,7 @@ def _new_arrays(y, func, args, kwargs, caller, made):
     if type(y) is not np.ndarray:
         return y
     if id(y) not in made:
-        if y.dtype.kind in "fc" and y.base is None:
+        if y.dtype.kind in "fc" and (y.base is None or _fresh_view(y)):
             made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
         elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
@@ -2455,6 +2465,20 @@ def _new_arrays(y, func, args, kwargs, caller, made):
         else:
             made[id(y)] = y
     return made[id(y)]
+
+
+def _fresh_view(y):
+    """Whether ``y`` is a view of a new array laid out in order that nothing else holds, nor
+    any array between them (``np.moveaxis(v, 0, -1)`` of the ``v`` NumPy's ``polyvander``
+    fills): the memory is the user's code's alone, as a new array's is; not a view of another
+    object's memory (a buffer, a ctypes array: ``np.ctypeslib.as_array``), which it may read."""
+    base = y.base
+    while type(base) is np.ndarray:
+        base = base.base
+    if base is not None or not _fresh(y, True, _bases(y)):
+        return False
+    flags = owner(y).flags  # (which holds the owner: read after its count)
+    return flags.c_contiguous or flags.f_contiguous
 
 
 _NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg", "numpy.ctypeslib")
@@ -4145,7 +4169,8 @@ def _routed(cls, name, rule, original):
     stays one, its rule called without ``self``; a class method's with the class) (constants convert
     to the plain arrays they stand for: a rule that evaluates the object on them calls it
     again). A rule marked ``on_constants`` takes the traced constants too (the method would
-    not read them as NumPy's values: ``np.isscalar`` of one is False). A rule marked ``always``
+    not read them as NumPy's values: ``np.isscalar`` of one is False); where the mark is a
+    function of the call's arguments, the calls it says yes to. A rule marked ``always``
     takes every call while a differentiation runs, of a user's subclass too: it is the method's
     own code, made to pass traced values through (``LinearOperator.matvec``). A rule marked
     ``subclasses`` takes a user's subclass's calls too: it computes with the methods the
@@ -4159,7 +4184,8 @@ def _routed(cls, name, rule, original):
             return bool(ACTIVE.running)
         if ACTIVE.running and (holds_derivative(args)
                                or holds_derivative(list(kwargs.values()))
-                               or on_constants and holds_wrapped(args)) \
+                               or on_constants and holds_wrapped(args)
+                               and (on_constants is True or on_constants(*args, **kwargs))) \
                 and (subclasses or not _overridden(owner, cls)):
             if any(device_of(a) is not None for a in (*args, *kwargs.values())):
                 raise UnsupportedArrayError(

@@ -797,8 +797,10 @@ def _method_of(name):
 
 class _StandIn:
     """np.ma's ``original`` while a differentiation runs (``registry.defroute``; np.ma's own
-    code reaches it too): ``composite`` where a value carrying a derivative or a Masked is
-    among the arguments, NumPy's function otherwise; its attributes are NumPy's
+    code reaches it too): ``composite`` where a value carrying a derivative, a Masked or a float
+    array the function follows as a constant (``_followed_floats``: its masked array is then a
+    Masked, which traced values may be written into) is among the arguments, NumPy's function
+    otherwise; its attributes are NumPy's
     (``np.ma.multiply.outer``)."""
 
     def __init__(self, original, composite):
@@ -809,7 +811,8 @@ class _StandIn:
 
     def __call__(self, *args, **kwargs):
         values = [*args, *kwargs.values()]
-        if holds_derivative(values) or any(type(v) is Masked for v in values):
+        if holds_derivative(values) or any(type(v) is Masked or _followed_floats(v)
+                                           for v in values):
             return self.composite(*args, **kwargs)
         return self.given(self.original(*args, **kwargs), args, kwargs, values)
 
@@ -868,6 +871,20 @@ def _as_numpy(a):
     return memory(a) if wrapped(a) else a
 
 
+def _followed_floats(x):
+    """Whether ``x`` is a float array the function follows, a constant among them
+    (``np.zeros(n)`` of its own): a masked array of it is a :class:`Masked` over it, so that
+    the traced values written into either are followed, as ``np.ma.zeros``' are."""
+    return wrapped(x) and x.dtype.kind == "f"
+
+
+def _over_followed_floats(cls, data=None, *args, **kwargs):
+    """Whether ``MaskedArray.__new__`` is given ``_followed_floats``
+    (``np.ma.masked_array(np.zeros(n), mask=...)``)."""
+    return _followed_floats(data)
+
+
+_new.on_constants = _over_followed_floats  # type: ignore[attr-defined]
 CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__) takes its rule
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [

@@ -26,6 +26,7 @@ is refused by name, and so are trailing zeros NumPy trims from an array that car
 derivative (``_trimseq``).
 """
 
+import sys
 import threading
 import warnings
 
@@ -34,7 +35,7 @@ import numpy.polynomial as _P
 from numpy.polynomial import polyutils as _pu
 from numpy.polynomial._polybase import ABCPolyBase
 
-from ..core.allocation import holds_derivative, lists_as_arrays
+from ..core.allocation import holds_derivative, lists_as_arrays, made_by_numpy
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.registry import defcomposite, defmethod, defroute
 from ..core.views import wrapped
@@ -896,7 +897,8 @@ def _standing_in(original, composite):
     def stand_in(*args, **kwargs):
         if holds_derivative(list(args)) or holds_derivative(list(kwargs.values())):
             return composite(*args, **kwargs)
-        return NUMPYS[key](*args, **kwargs)
+        return made_by_numpy(NUMPYS[key](*args, **kwargs), NUMPYS[key], args, kwargs,
+                             sys._getframe(1))
     stand_in.__name__ = stand_in.__qualname__ = original.__name__
     stand_in.__doc__ = original.__doc__
     stand_in.__module__ = __name__
@@ -1023,8 +1025,16 @@ def _fit_method(cls, x, y, deg, domain=None, rcond=None, full=False, w=None, win
                          window=window, symbol=symbol)
 
 
+def _of_followed_floats(coef, *args, **kwargs):
+    """Whether a series is made of a float array the function follows, a constant among them
+    (``Polynomial(np.ones(n))``): its coefficients are then that array's copy, followed, so
+    that traced values written into ``p.coef`` reach what the series computes."""
+    return wrapped(coef) and coef.dtype.kind in "fc"
+
+
 _INIT = ABCPolyBase.__init__
 _FIT = ABCPolyBase.__dict__["fit"]
+_init.on_constants = _of_followed_floats  # type: ignore[attr-defined]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
