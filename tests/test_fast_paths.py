@@ -508,8 +508,17 @@ def _outs(a, b):
         np.add(u, w, out=u)
         np.tanh(w, out=u)
     np.multiply(a, a, out=b)  # into an argument
+    np.sin(b[1:], out=b[1:])
+    np.exp(b, out=b)  # (its partials read the values written)
+    s = np.ones(())
+    s *= np.sum(b)
+    np.sin(s, out=s)  # 0-d
+    np.sin(K, out=K)  # a constant
+    big += 1.0
+    np.tanh(big, out=big)  # too large a write to save: inverted
     return (np.sum(c * c) + np.sum(z) + 1e-3 * np.sum(o32) + np.sum(W[:3])
-            + np.real(np.sum(C * np.conj(C))) + np.sum(u * w) + np.sum(b))
+            + np.real(np.sum(C * np.conj(C))) + np.sum(u * w) + np.sum(b) + s + np.sum(K)
+            + np.sum(big[:3]))
 
 
 PROGRAMS = {
@@ -742,7 +751,7 @@ def test_out_calls_take_the_writes_short_path_and_give_the_general_paths_bits(mo
             (np.exp, np.float64, False), (np.tanh, np.float64, True),
             (np.add, np.float32, True), (np.multiply, np.float32, True),
             (np.cos, np.float64, True), (np.subtract, np.float64, False),
-            (np.sin, np.float64, False), (np.maximum, np.float64, False),
+            (np.sin, np.float64, True), (np.maximum, np.float64, False),
             (np.multiply, np.complex128, False)} <= set(taken)
 
 

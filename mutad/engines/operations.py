@@ -643,8 +643,7 @@ def _fast_write_plan(ufunc, pattern, apart=False):
     else:
         entry = RULES.get(ufunc, NO_RULE)
         rule, count, position = entry.elementwise, ufunc.nin, None if apart else 0
-        if entry.complex_rules is not None or ufunc.nout != 1 or count > 2 \
-                or (not apart and count != 2):
+        if entry.complex_rules is not None or ufunc.nout != 1 or count > 2:
             rule = None
     plan = False
     if rule is not None:
@@ -737,8 +736,10 @@ def fast_out(ufunc, inputs, out):
     makes (``_write_elementwise``, ``WritePlan.run``, ``record_saved_write``), where the
     operands and the target are those ``_fast_operand`` takes and the rule's write saves."""
     tape = out.tape
-    if len(inputs) == 2 and inputs[0] is out:
-        return fast_write(ufunc, out, inputs[1])
+    if inputs[0] is out:
+        if len(inputs) == 2:
+            return fast_write(ufunc, out, inputs[1])
+        return _fast_self_write(ufunc, tape, out)
     values = []
     pattern = 0
     for i, x in enumerate(inputs):
@@ -759,6 +760,25 @@ def fast_out(ufunc, inputs, out):
         return None
     # (called by this, called by the engine)
     return _saved_write(ufunc, tape, out, None, values, plan, SKIPPED + 1, inputs)
+
+
+def _fast_self_write(ufunc, tape, target):
+    """``ufunc(target, out=target)`` (``np.sin(u, out=u)``) as :func:`fast_write` writes an
+    augmented assignment, by the plan of the target alone (operand 0, as ``target_position``
+    finds it): None, with nothing done, where the general path is taken (``_fast_operand``
+    refuses the target, it is a constant or 0-d, whose record the general path may fold, or
+    the bytes are not saved)."""
+    if ufunc.nin != 1 or target.buffer.constant or _fast_operand(tape, target, target) is None \
+            or not target.value.ndim:
+        return None
+    plans = _FAST_WRITES.get(ufunc)
+    plan = None if plans is None else plans.get(1)
+    if plan is None:
+        plan = _fast_write_plan(ufunc, 1)
+    if plan is False:
+        return None
+    # (called by this, called by ``fast_out``, called by the engine)
+    return _saved_write(ufunc, tape, target, target, [target.value], plan)
 
 
 def _saved_write(ufunc, tape, target, other, values, plan, skip=SKIPPED + 2, inputs=None):
@@ -782,7 +802,7 @@ def _saved_write(ufunc, tape, target, other, values, plan, skip=SKIPPED + 2, inp
     find = _finder(target, place)
     kept = list(read_by_partials(values, reads))  # (``write_kept`` of a plan that saves)
     invertible = write_plan.invertible and not (  # (``withheld``: of an augmented assignment)
-        recomputation is not None
+        recomputation is not None and len(values) == 2
         and _kept_for_the_inverse(other, operand, kept[1], tape, target))
     if not tape.copied(invertible, value.nbytes, buffer.key, whole):
         return None  # inverted: the general path records its inverse
