@@ -632,8 +632,8 @@ _FAST_OUTS = {}
 
 
 def _fast_write_plan(ufunc, pattern, apart=False):
-    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of two operands, the
-    first the target; ``ufunc`` ``ASSIGNMENT``: ``fast_assign``'s, of one operand, the value
+    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of its operands, the
+    first the target: two, or one, ``_fast_self_write``'s; ``ufunc`` ``ASSIGNMENT``: ``fast_assign``'s, of one operand, the value
     assigned; ``apart``: ``fast_out``'s, of its operands, none of them the target), worked out
     once and remembered in ``_FAST_WRITES`` (``_FAST_OUTS``): False where the general path is
     taken (no elementwise rule, or one that gives no operand a gradient, has complex rules of
@@ -658,6 +658,13 @@ def _fast_write_plan(ufunc, pattern, apart=False):
     plans = _FAST_OUTS if apart else _FAST_WRITES
     plans.setdefault(ASSIGNMENT if rule is ASSIGNMENT else ufunc, {})[pattern] = plan
     return plan
+
+
+def _write_plan(ufunc, pattern, apart=False):
+    """``_fast_write_plan(ufunc, pattern, apart)``, as remembered once worked out."""
+    plans = (_FAST_OUTS if apart else _FAST_WRITES).get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    return _fast_write_plan(ufunc, pattern, apart) if plan is None else plan
 
 
 def _fast_operand(tape, target, other):
@@ -697,10 +704,7 @@ def fast_write(ufunc, target, other):
         return None
     operand, traced = operand
     pattern = (0 if target.buffer.constant else 1) | traced << 1
-    plans = _FAST_WRITES.get(ufunc)
-    plan = None if plans is None else plans.get(pattern)
-    if plan is None:
-        plan = _fast_write_plan(ufunc, pattern)
+    plan = _write_plan(ufunc, pattern)
     if plan is False:
         return None
     return _saved_write(ufunc, tape, target, other, [target.value, operand], plan)
@@ -717,10 +721,7 @@ def fast_assign(target, value):
     if not value.value.ndim or _fast_operand(tape, target, value) is None or (
             value.buffer is target.buffer and same_region(value.value, target.value)):
         return None
-    plans = _FAST_WRITES.get(ASSIGNMENT)
-    plan = None if plans is None else plans.get(1)
-    if plan is None:
-        plan = _fast_write_plan(ASSIGNMENT, 1)
+    plan = _write_plan(ASSIGNMENT, 1)
     if plan is False:
         return None
     return _saved_write(np.positive, tape, target, value, [value.value], plan)
@@ -752,10 +753,7 @@ def fast_out(ufunc, inputs, out):
         pattern |= operand[1] << i
     if len(values) == 1 and getattr(values[0], "shape", None) == ():
         return None  # (a 0-d value written: its record may fold, ``record_saved_write``)
-    plans = _FAST_OUTS.get(ufunc)
-    plan = None if plans is None else plans.get(pattern)
-    if plan is None:
-        plan = _fast_write_plan(ufunc, pattern, True)
+    plan = _write_plan(ufunc, pattern, True)
     if plan is False:
         return None
     # (called by this, called by the engine)
@@ -771,10 +769,7 @@ def _fast_self_write(ufunc, tape, target):
     if ufunc.nin != 1 or target.buffer.constant or _fast_operand(tape, target, target) is None \
             or not target.value.ndim:
         return None
-    plans = _FAST_WRITES.get(ufunc)
-    plan = None if plans is None else plans.get(1)
-    if plan is None:
-        plan = _fast_write_plan(ufunc, 1)
+    plan = _write_plan(ufunc, 1)
     if plan is False:
         return None
     # (called by this, called by ``fast_out``, called by the engine)
