@@ -31,7 +31,8 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(operations, "_FAST", {})
     monkeypatch.setattr(operations, "_fast_plan", lambda ufunc, pattern, count: False)
     monkeypatch.setattr(operations, "_FAST_WRITES", {})
-    monkeypatch.setattr(operations, "_fast_write_plan", lambda ufunc, pattern: False)
+    monkeypatch.setattr(operations, "_FAST_OUTS", {})
+    monkeypatch.setattr(operations, "_fast_write_plan", lambda ufunc, pattern, apart=False: False)
     monkeypatch.setattr(operations, "_function_plan", lambda func, rule, args, tape: None)
     monkeypatch.setattr(operations, "_number_into", lambda target, value: False)
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
@@ -467,7 +468,62 @@ def _slice_updates(A, v):
             + np.sum(Z * A))
 
 
+def _outs(a, b):
+    """``out=`` calls in each form ``operations.fast_out`` takes or leaves to the general path:
+    into a new array (a constant, traced from then on), into an operand (the first:
+    ``fast_write``'s; the second), into a view, into an argument, of one operand and of two,
+    with Python numbers, a constant operand, float32 targets of float32 and float64 operands,
+    a rule whose partials read the values written (``np.exp``),
+    a write too large to keep, a rule that decides (``np.maximum``), a 0-d value, an operand
+    over the target, a complex target, and a loop's steps."""
+    n = a.size
+    c = np.empty_like(a)
+    np.multiply(a, b, out=c)
+    np.add(c, b, out=c)
+    np.subtract(b, c, out=c)  # into its second operand
+    np.exp(a, out=c)
+    np.sin(c, out=c)
+    z = np.zeros(2 * n)
+    np.multiply(a, c, out=z[::2])
+    np.add(a, 2.0, out=c)
+    np.multiply(3, c, out=c)
+    K = np.ones(n)  # a constant operand
+    np.multiply(K, a, out=z[1::2])
+    np.divide(c, z[1::2], out=c)
+    np.multiply(z[1:], z[:-1], out=z[:-1])  # an operand over the target
+    a32 = a.astype(np.float32)
+    o32 = np.empty_like(a32)
+    np.multiply(a32, a32, out=o32)
+    np.add(a, b, out=o32)  # float64 operands into float32
+    np.maximum(a, c, out=z[:n])
+    np.exp(np.sum(a), out=c[1:2])  # a 0-d value
+    big = np.zeros(9000) + a[0]
+    W = np.empty(9000)
+    np.multiply(big, big, out=W)
+    np.cos(big, out=W)
+    C = a + 1j * b
+    np.multiply(C, 2.0, out=C)
+    u, w = a * 1.0, np.zeros(n)
+    for _ in range(3):
+        np.multiply(u, b, out=w)
+        np.add(u, w, out=u)
+        np.tanh(w, out=u)
+    np.multiply(a, a, out=b)  # into an argument
+    np.sin(b[1:], out=b[1:])
+    np.exp(b, out=b)  # (its partials read the values written)
+    s = np.ones(())
+    s *= np.sum(b)
+    np.sin(s, out=s)  # 0-d
+    np.sin(K, out=K)  # a constant
+    big += 1.0
+    np.tanh(big, out=big)  # too large a write to save: inverted
+    return (np.sum(c * c) + np.sum(z) + 1e-3 * np.sum(o32) + np.sum(W[:3])
+            + np.real(np.sum(C * np.conj(C))) + np.sum(u * w) + np.sum(b) + s + np.sum(K)
+            + np.sum(big[:3]))
+
+
 PROGRAMS = {
+    "outs": (_outs, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "slices": (_slice_updates, lambda rng: (rng.standard_normal((4, 4)), rng.standard_normal(4))),
     "operations": (_operations_on_arrays, lambda rng: (rng.standard_normal(3),
                                                        rng.standard_normal(3))),
@@ -665,6 +721,39 @@ def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monk
     assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
             (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)
     assert (np.add, np.float32, 4) in taken
+
+
+def test_out_calls_take_the_writes_short_path_and_give_the_general_paths_bits(monkeypatch):
+    """``operations.fast_out`` records the ``out=`` calls of real operands into a traced array
+    apart from them (an array, a view, an argument) and leaves the others to the general path;
+    against that path, by every mode, with NaN, infinities and signed zeros among the
+    operands: the same values and derivatives bit for bit, the caller's arrays unchanged."""
+    f, make = PROGRAMS["outs"]
+    taken = []
+    fast_out = tracing.fast_out
+
+    def counted(ufunc, inputs, out):
+        written = fast_out(ufunc, inputs, out)
+        taken.append((ufunc, out.dtype.type, written is not None))
+        return written
+
+    for special in (False, True):
+        args = _program("outs", 3, special)[1]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            with monkeypatch.context() as patched:
+                patched.setattr(tracing, "fast_out", _as_the_engines(counted))
+                fast = _bits(_by_every_mode(f, args))
+            with monkeypatch.context() as patched:
+                _general_path_only(patched)
+                general = _bits(_by_every_mode(f, args))
+        assert fast == general
+    assert {(np.multiply, np.float64, True), (np.add, np.float64, True),
+            (np.exp, np.float64, False), (np.tanh, np.float64, True),
+            (np.add, np.float32, True), (np.multiply, np.float32, True),
+            (np.cos, np.float64, True), (np.subtract, np.float64, False),
+            (np.sin, np.float64, True), (np.maximum, np.float64, False),
+            (np.multiply, np.complex128, False)} <= set(taken)
 
 
 def _counting_assigned_back(monkeypatch):

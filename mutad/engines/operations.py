@@ -39,7 +39,7 @@ from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, 
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
-from .inplace import (SavedWrite, _destination, _finder, _rule_restores, apart_from,
+from .inplace import (SavedWrite, _destination, _finder, _named, _rule_restores, apart_from,
                       check_destination, on_constants, record_element_write, record_saved_write,
                       record_write, target_position, write_constant)
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small, written
@@ -627,18 +627,23 @@ state, plan)`` of the writes ``fast_write`` and ``fast_assign`` take (their
 ``differentiable`` and ``WritePlan``), or False where the general path is taken."""
 
 
-def _fast_write_plan(ufunc, pattern):
-    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of two operands, the
-    first the target; ``ufunc`` ``ASSIGNMENT``: ``fast_assign``'s, of one operand, the value
-    assigned), worked out once and remembered in ``_FAST_WRITES``: False where the general
-    path is taken (no elementwise rule, or one that gives no operand a gradient, has complex
-    rules of its own, refuses the pattern, or keeps more than a saved write's record does)."""
+_FAST_OUTS = {}
+"""``_FAST_WRITES`` of the writes ``fast_out`` takes into an array apart from the operands."""
+
+
+def _fast_write_plan(ufunc, pattern, apart=False):
+    """What ``fast_write`` needs of ``ufunc``'s rule for ``pattern`` (of its operands, the
+    first the target: two, or one, ``_fast_self_write``'s; ``ufunc`` ``ASSIGNMENT``: ``fast_assign``'s, of one operand, the value
+    assigned; ``apart``: ``fast_out``'s, of its operands, none of them the target), worked out
+    once and remembered in ``_FAST_WRITES`` (``_FAST_OUTS``): False where the general path is
+    taken (no elementwise rule, or one that gives no operand a gradient, has complex rules of
+    its own, refuses the pattern, or keeps more than a saved write's record does)."""
     if ufunc is ASSIGNMENT:
         rule, count, position, ufunc = ASSIGNMENT, 1, None, np.positive
     else:
         entry = RULES.get(ufunc, NO_RULE)
-        rule, count, position = entry.elementwise, 2, 0
-        if entry.complex_rules is not None or ufunc.nin != 2:
+        rule, count, position = entry.elementwise, ufunc.nin, None if apart else 0
+        if entry.complex_rules is not None or ufunc.nout != 1 or count > 2:
             rule = None
     plan = False
     if rule is not None:
@@ -650,8 +655,16 @@ def _fast_write_plan(ufunc, pattern):
             write_plan = WritePlan.at(ufunc, rule, _NO_SETTINGS, position, reads, state, count)
             if write_plan.saves:
                 plan = (reads, state, write_plan)
-    _FAST_WRITES.setdefault(ASSIGNMENT if rule is ASSIGNMENT else ufunc, {})[pattern] = plan
+    plans = _FAST_OUTS if apart else _FAST_WRITES
+    plans.setdefault(ASSIGNMENT if rule is ASSIGNMENT else ufunc, {})[pattern] = plan
     return plan
+
+
+def _write_plan(ufunc, pattern, apart=False):
+    """``_fast_write_plan(ufunc, pattern, apart)``, as remembered once worked out."""
+    plans = (_FAST_OUTS if apart else _FAST_WRITES).get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    return _fast_write_plan(ufunc, pattern, apart) if plan is None else plan
 
 
 def _fast_operand(tape, target, other):
@@ -691,10 +704,7 @@ def fast_write(ufunc, target, other):
         return None
     operand, traced = operand
     pattern = (0 if target.buffer.constant else 1) | traced << 1
-    plans = _FAST_WRITES.get(ufunc)
-    plan = None if plans is None else plans.get(pattern)
-    if plan is None:
-        plan = _fast_write_plan(ufunc, pattern)
+    plan = _write_plan(ufunc, pattern)
     if plan is False:
         return None
     return _saved_write(ufunc, tape, target, other, [target.value, operand], plan)
@@ -711,20 +721,67 @@ def fast_assign(target, value):
     if not value.value.ndim or _fast_operand(tape, target, value) is None or (
             value.buffer is target.buffer and same_region(value.value, target.value)):
         return None
-    plans = _FAST_WRITES.get(ASSIGNMENT)
-    plan = None if plans is None else plans.get(1)
-    if plan is None:
-        plan = _fast_write_plan(ASSIGNMENT, 1)
+    plan = _write_plan(ASSIGNMENT, 1)
     if plan is False:
         return None
     return _saved_write(np.positive, tape, target, value, [value.value], plan)
 
 
-def _saved_write(ufunc, tape, target, other, values, plan):
+def fast_out(ufunc, inputs, out):
+    """``ufunc(*inputs, out=out)`` for ``out`` a traced array and no other keyword argument
+    (``np.multiply(a, b, out=c)``, as ``Traced.__array_ufunc__`` receives it: the general path
+    is ``apply_ufunc(ufunc, inputs, out)``) in one function, or None, with nothing done, where
+    the general path is taken. ``np.add(u, v, out=u)`` is ``u += v``: :func:`fast_write`'s.
+    Into an array none of whose memory an operand is traced in (``target_position`` finds
+    none, so no inverse is on offer), :func:`_saved_write` makes the record the general path
+    makes (``_write_elementwise``, ``WritePlan.run``, ``record_saved_write``), where the
+    operands and the target are those ``_fast_operand`` takes and the rule's write saves."""
+    tape = out.tape
+    if inputs[0] is out:
+        if len(inputs) == 2:
+            return fast_write(ufunc, out, inputs[1])
+        return _fast_self_write(ufunc, tape, out)
+    values = []
+    pattern = 0
+    for i, x in enumerate(inputs):
+        if type(x) is Traced and x.buffer is out.buffer:
+            return None  # the target, or over it
+        operand = _fast_operand(tape, out, x)
+        if operand is None:
+            return None
+        values.append(operand[0])
+        pattern |= operand[1] << i
+    if len(values) == 1 and getattr(values[0], "shape", None) == ():
+        return None  # (a 0-d value written: its record may fold, ``record_saved_write``)
+    plan = _write_plan(ufunc, pattern, True)
+    if plan is False:
+        return None
+    # (called by this, called by the engine)
+    return _saved_write(ufunc, tape, out, None, values, plan, SKIPPED + 1, inputs)
+
+
+def _fast_self_write(ufunc, tape, target):
+    """``ufunc(target, out=target)`` (``np.sin(u, out=u)``) as :func:`fast_write` writes an
+    augmented assignment, by the plan of the target alone (operand 0, as ``target_position``
+    finds it): None, with nothing done, where the general path is taken (``_fast_operand``
+    refuses the target, it is a constant or 0-d, whose record the general path may fold, or
+    the bytes are not saved)."""
+    if ufunc.nin != 1 or target.buffer.constant or _fast_operand(tape, target, target) is None \
+            or not target.value.ndim:
+        return None
+    plan = _write_plan(ufunc, 1)
+    if plan is False:
+        return None
+    # (called by this, called by ``fast_out``, called by the engine)
+    return _saved_write(ufunc, tape, target, target, [target.value], plan)
+
+
+def _saved_write(ufunc, tape, target, other, values, plan, skip=SKIPPED + 2, inputs=None):
     """The steps of ``_write_elementwise``, ``WritePlan.run`` and ``record_saved_write`` of the
     write ``ufunc(*values, out=target.value)`` by ``plan`` (``_fast_write_plan``'s), of the
-    operands ``(target, other)`` (an augmented assignment) or ``(other,)`` (an assignment:
-    ``np.positive``), in their order: ``target`` if recorded as the
+    operands ``(target, other)`` (an augmented assignment), ``(other,)`` (an assignment:
+    ``np.positive``) or ``inputs``, where given (``fast_out``: none of them the target, and
+    no inverse on offer), in their order: ``target`` if recorded as the
     :class:`inplace.SavedWrite` they make, or None with nothing done where ``Tape.copied``
     inverts it (the general path records it then, asking the same again)."""
     reads, state, write_plan = plan
@@ -740,7 +797,7 @@ def _saved_write(ufunc, tape, target, other, values, plan):
     find = _finder(target, place)
     kept = list(read_by_partials(values, reads))  # (``write_kept`` of a plan that saves)
     invertible = write_plan.invertible and not (  # (``withheld``: of an augmented assignment)
-        recomputation is not None
+        recomputation is not None and len(values) == 2
         and _kept_for_the_inverse(other, operand, kept[1], tape, target))
     if not tape.copied(invertible, value.nbytes, buffer.key, whole):
         return None  # inverted: the general path records its inverse
@@ -753,19 +810,22 @@ def _saved_write(ufunc, tape, target, other, values, plan):
     written(buffer)
     # (``inplace._named``: the ``recipe`` of the target, at ``place``, and of a traced array
     # or a number; a constant read marked so; what the replay recomputes held as such)
-    if type(other) is Traced:
-        named = other.buffer if other.whole else place_of(other)
-        if kept[-1] is not None and other.buffer.constant:
-            keep(tape, other, operand)
+    if inputs is not None:
+        named, kept = _named(tape, inputs, values, kept, True)
     else:
-        named = other
-    named = (named,) if len(values) == 1 else (place, named)
-    kept = tape.hold(kept, named)
+        if type(other) is Traced:
+            named = other.buffer if other.whole else place_of(other)
+            if kept[-1] is not None and other.buffer.constant:
+                keep(tape, other, operand)
+        else:
+            named = other
+        named = (named,) if len(values) == 1 else (place, named)
+        kept = tape.hold(kept, named)
     record = SavedWrite(write_plan.primitive, named, state, place, kept,
                         value if find is None else None, find, saved)
-    # (called by ``fast_write`` or ``fast_assign``, called by the engine (``inplace``,
-    # ``assign``), called by the engine)
-    tape.record(record, SKIPPED + 2)
+    # (by default: called by ``fast_write`` or ``fast_assign``, called by the engine
+    # (``inplace``, ``assign``), called by the engine)
+    tape.record(record, skip)
     if raised is not None:
         raise raised
     return target

@@ -60,7 +60,7 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
-                         door, fast_ufunc, fast_write, write_into_element)
+                         door, fast_out, fast_ufunc, fast_write, write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -147,6 +147,11 @@ class TracedDispatch:
                 if result is not None:
                     return result
         if method == "__call__" and type(kwargs.get("out")) is tuple:
+            out = kwargs["out"]
+            if len(kwargs) == 1 and len(out) == 1 and type(out[0]) is Traced:
+                written = fast_out(ufunc, inputs, out[0])  # np.multiply(a, b, out=c)
+                if written is not None:
+                    return written
             rebound = rebound_in_place(ufunc, inputs, kwargs)  # y *= x, y a new plain array
             if rebound is not None:
                 return rebound
