@@ -25,7 +25,11 @@ intercept its factory functions:
   SciPy's code runs followed, as user code is: ``scipy.stats.qmc.geometric_discrepancy``);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
-  as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
+  as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``); the new arrays the mode's
+  ufuncs, those functions and the routed ones make, called by user code on Python's lists,
+  tuples and numbers alone (``np.sin([0.1, 0.2])``, ``np.cumsum(L)``,
+  ``scipy.special.gammaln(L)``), are what ``np.array`` of the same objects gives
+  (``from_plain_objects``);
 * methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
   traced arrays are among their arguments (``scipy.stats.norm.logpdf``); called from user code
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
