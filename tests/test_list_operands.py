@@ -4,6 +4,7 @@
 
 import numpy as np
 import pytest
+import scipy.special
 
 import mutad
 
@@ -159,3 +160,57 @@ def test_a_join_whose_traced_values_are_inside_its_lists_is_followed(name, rng):
     mutad.check_grads(f, x, modes=("rev", "fwd"))
     replays_as_traced(f, [(x,), (rng.standard_normal(3),)])
     assert x.tobytes() == before
+
+
+# NumPy's and SciPy's functions of plain lists, tuples and numbers make new arrays inside f,
+# which the mode follows as np.zeros' and np.array's: a traced value written into one is
+# followed, not refused.
+MADE_OF_LISTS = {
+    "np.sin(list)": lambda: np.sin([0.1, 0.2, 0.3]),
+    "np.add(tuple, 1.0)": lambda: np.add((0.1, 0.2, 0.3), 1.0),
+    "np.cumsum(list)": lambda: np.cumsum([0.1, 0.2, 0.3]),
+    "np.interp(list, list, list)": lambda: np.interp([0.1, 0.2, 0.3], [0.0, 1.0], [1.0, 2.0]),
+    "np.unique(list)": lambda: np.unique([0.3, 0.1, 0.2, 0.1]),
+    "np.maximum.accumulate(list)": lambda: np.maximum.accumulate([0.1, 0.3, 0.2]),
+    "chebvander(list)[:, 1].copy()": lambda: np.polynomial.chebyshev.chebvander(
+        [0.1, 0.2, 0.3], 2)[:, 1].copy(),
+    "scipy.special.gammaln(list)": lambda: scipy.special.gammaln([0.1, 0.2, 0.3]),
+}
+
+
+def _filled(make):
+    def f(x):
+        p = make()
+        p[1] = x[0] * x[1]
+        p[-1] += x[1]
+        return (p * p).sum() + p[0]
+    return f
+
+
+@pytest.mark.parametrize("name", MADE_OF_LISTS)
+def test_an_array_made_of_plain_lists_takes_traced_values(name):
+    f = _filled(MADE_OF_LISTS[name])
+    x = np.array([0.7, 1.3])
+    before = x.tobytes()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x)).tobytes()
+    y, _ = mutad.jvp(f, (x,), (np.ones_like(x),))
+    assert np.asarray(y).tobytes() == np.asarray(f(x)).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))  # both modes against finite differences
+    replays_as_traced(f, [(x,), (np.array([1.5, 0.25]),), (np.array([-0.5, 2.0]),)])
+    assert x.tobytes() == before
+
+
+def test_an_array_made_of_a_global_list_is_made_again_of_its_values():
+    values = [0.1, 0.2, 0.3]
+
+    def f(x):
+        p = np.sin(values)
+        p[1] = x[0]
+        return (p * x[0]).sum()
+
+    replaying = mutad.grad(f, replay=True)
+    x = np.array([0.5])
+    for first in (0.1, 0.9, -0.4):
+        values[0] = first
+        assert replaying(x).tobytes() == mutad.grad(f)(x).tobytes()

@@ -25,7 +25,11 @@ intercept its factory functions:
   SciPy's code runs followed, as user code is: ``scipy.stats.qmc.geometric_discrepancy``);
 * ``np.array`` and its variants build traced arrays from traced values (``np.array([a, b])``),
   and reductions and functions with integer results read lists and tuples of traced values
-  as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``);
+  as those arrays (``np.mean([a, b])``, ``np.argmin((a, b))``); the new arrays the mode's
+  ufuncs, those functions and the routed ones make, called by user code on Python's lists,
+  tuples and numbers alone (``np.sin([0.1, 0.2])``, ``np.cumsum(L)``,
+  ``scipy.special.gammaln(L)``), are what ``np.array`` of the same objects gives
+  (``from_plain_objects``);
 * methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
   traced arrays are among their arguments (``scipy.stats.norm.logpdf``); called from user code
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
@@ -781,7 +785,10 @@ def reader(func):
             except ValueError:
                 return func(*args, **kwargs)
             return func(*stacked, **kwargs)
-        return func(*args, **kwargs)
+        y = func(*args, **kwargs)
+        if ACTIVE.running and type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
+            return from_plain_objects(y, func, args, kwargs)
+        return y
 
     return _named(reading_arrays, func)
 
@@ -851,6 +858,7 @@ def shown_class(x, numpy_class):
 
 
 _SEQUENCES = (list, tuple)
+_SEQUENCES_OR_ARRAY = (list, tuple, np.ndarray)
 
 
 class _ModeUfunc:
@@ -880,6 +888,8 @@ class _ModeUfunc:
             if type(a) in _SEQUENCES:
                 if ACTIVE.running:
                     args = _list_operands(args)
+                    return from_plain_objects(self.ufunc(*args, **kwargs), self.ufunc, args,
+                                              kwargs)
                 break
         return self.ufunc(*args, **kwargs)
 
@@ -917,6 +927,7 @@ def _reading_lists(method):
     def reading(*args, **kwargs):
         if ACTIVE.running and any(type(a) in (list, tuple) for a in args):
             args = _list_operands(args)
+            return from_plain_objects(method(*args, **kwargs), method, args, kwargs)
         return method(*args, **kwargs)
 
     return reading
@@ -934,6 +945,18 @@ def _list_operands(args):
 UFUNCS = {name: (value, _ModeUfunc(value)) for name, value in vars(np).items()
           if isinstance(value, np.ufunc)}
 """NumPy's ufuncs by their names in the ``numpy`` module, and the mode's (``_ModeUfunc``)."""
+
+
+def mode_ufunc(ufunc):
+    """The mode's ``_ModeUfunc`` of ``ufunc`` (a library's: ``scipy.special.gammaln``), made
+    once per ufunc."""
+    pair = _LIBRARY_UFUNCS.get(id(ufunc))
+    if pair is None or pair[0] is not ufunc:
+        pair = _LIBRARY_UFUNCS[id(ufunc)] = (ufunc, _ModeUfunc(ufunc))
+    return pair[1]
+
+
+_LIBRARY_UFUNCS: dict[int, tuple[np.ufunc, _ModeUfunc]] = {}
 
 
 def lists_as_arrays(args):
@@ -1048,6 +1071,42 @@ def _new(y, made, items):
     if _allocated(y, items, {}):
         return allocate(y, made)
     return _own_stand_in(y) if _counting(y, items, {}) else y
+
+
+def _of_plain_objects(tree):
+    """Whether ``tree`` holds Python's numbers, strings, lists, tuples and dicts and NumPy's
+    scalars alone, however nested (no array, traced value or other object with memory)."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return all(_of_plain_objects(x) for x in tree)
+    if kind is dict:
+        return all(_of_plain_objects(x) for x in tree.values())
+    return kind in _PLAIN_OBJECTS or isinstance(tree, (np.generic, np.dtype, type))
+
+
+_PLAIN_OBJECTS = frozenset((int, float, complex, bool, str, type(None), slice,
+                            type(Ellipsis)))
+
+
+def from_plain_objects(y, func, args, kwargs):
+    """``y = func(*args, **kwargs)`` as the mode gives it user code where the arguments are
+    Python's objects alone (``_of_plain_objects``: ``np.sin([0.1, 0.2])``, ``np.cumsum(L)``):
+    each new array as ``np.array`` of the same objects gives it, a float one a constant a
+    replay makes again by the same call, an integer or boolean one a stand-in of itself;
+    anything else (a traced result, a view of an argument's memory) as it is. Arrays of one
+    result that share memory stay NumPy's own: constants of their own would part them; so do
+    those of a call in NumPy's, SciPy's or mutad's own code (``special.gammaln`` read from
+    SciPy's public module)."""
+    if not _in_mode() or not _of_plain_objects((args, kwargs)) \
+            or internal(_caller(sys._getframe(1))):
+        return y
+    if type(y) is np.ndarray:
+        return _new(y, (func, args, kwargs), (args, kwargs))
+    if type(y) in (tuple, list) and all(type(a) is np.ndarray for a in y) \
+            and len({id(owner(a)) for a in y}) == len(y):
+        return type(y)(_new(a, (functools.partial(_item, func, i), args, kwargs), (args, kwargs))
+                       for i, a in enumerate(y))
+    return y
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
@@ -2321,7 +2380,10 @@ class _Route:
             # a plain view of a stand-in's memory (as_strided(U0, ...)): the stand-in's view
             named = _named_view(y)
             return y if named is None else named
-        return self.stand_in(*args, **kwargs)
+        y = self.stand_in(*args, **kwargs)
+        if ACTIVE.running and type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
+            return from_plain_objects(y, self.original, args, kwargs)
+        return y
 
     def __get__(self, instance, owner=None):
         if instance is None or type(self.stand_in) is not types.FunctionType:
@@ -2542,6 +2604,8 @@ class _MadeModule(_RoutingModule):
             made = MODE._made(value)
             if made is not None:
                 return made
+        elif type(value) is np.ufunc:  # (scipy.special.gammaln: of lists, as NumPy's)
+            return mode_ufunc(value)
         return value
 
 

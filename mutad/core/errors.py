@@ -269,7 +269,7 @@ def function_name(func):
         if getattr(numpy, func.__name__, None) is func:
             return f"np.{func.__name__}"
         special = sys.modules.get("scipy.special")
-        if getattr(special, func.__name__, None) is func:
+        if getattr(special, func.__name__, None) == func:  # (the mode's reads as it: ==)
             return f"scipy.special.{func.__name__}"
         wrapper = _SCIPY_SPECIAL_WRAPPERS.get(func.__name__)
         if wrapper is not None and getattr(getattr(special, "_ufuncs", None), func.__name__,
