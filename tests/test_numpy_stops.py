@@ -1795,3 +1795,40 @@ def _chebyshev_of_linspace_written(x):
 @pytest.mark.parametrize("f", [_series_coefficients_written, _chebyshev_of_linspace_written])
 def test_writes_into_coefficients_of_a_series_of_allocated_floats(f):
     check(f, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.copyto (and np.put) of traced floats into an integer array the function made:
+# NumPy's cast values, no derivative through them, as an assignment (o[...] = x * 4) writes them
+
+def _copyto_into_integers(x):
+    o = np.zeros(3, int)
+    np.copyto(o, x * 4, casting="unsafe")
+    return (x ** 2).sum() + o.sum() * x[0] + o[2]
+
+
+def _copyto_into_integers_where(x):
+    o = np.full(3, 7, np.int32)
+    np.copyto(o, x * 4, casting="unsafe", where=[True, False, True])
+    return (x * o).sum()
+
+
+def _put_into_integers(x):
+    o = np.zeros(3, np.int64)
+    np.put(o, [2, 0], x[:2] * 4)
+    return (x * o).sum()
+
+
+@pytest.mark.parametrize("f", [_copyto_into_integers, _copyto_into_integers_where,
+                               _put_into_integers])
+def test_writes_of_traced_floats_into_integer_arrays(f):
+    check(f, np.array([0.3, -0.7, 1.1]))
+
+
+def test_copyto_into_integers_keeps_numpys_casting_check():
+    def f(x):
+        np.copyto(np.zeros(3, int), x * 4)  # same_kind: NumPy's TypeError
+        return x.sum()
+
+    with pytest.raises(TypeError, match="same_kind"):
+        mutad.gradient(f, np.array([0.3, -0.7, 1.1]))
