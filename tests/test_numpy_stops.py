@@ -1251,7 +1251,20 @@ def _unstructured_copy(x):
     return (u * np.arange(6.0).reshape(2, 3)).sum() + p["a"] @ x[4:6]
 
 
-@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy])
+def _unstructured_of_constant_records(x):
+    # records holding no derivative yet: NumPy's view of their memory is followed in forward
+    # mode as in reverse mode (a traced value written into it, into a copy of it)
+    from numpy.lib import recfunctions
+    a = np.zeros(4, dtype=[("a", float), ("b", float)])
+    u = recfunctions.structured_to_unstructured(a)
+    A = u.T.copy()
+    A[..., 0] = x[0]
+    u[1:3] = x[2:4, None] * x[4]  # through the view, into a's fields
+    return (A ** 2).sum() + (u * np.arange(8.0).reshape(4, 2)).sum() + a["b"] @ x[:4]
+
+
+@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy,
+                               _unstructured_of_constant_records])
 def test_structured_to_unstructured(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36]))
 

@@ -788,9 +788,14 @@ def apply_function(func, args, kwargs, level, rule=None):
         rule = _batched_rule(func, entry, rule, primals, out, level)
     if rule is None:
         # (constants alone, the function's own arrays: NumPy's values, as reverse mode has them)
-        if entry.nondifferentiable or not _differentiated(args, level):
+        differentiated = _differentiated(args, level)
+        if entry.nondifferentiable or not differentiated:
             if out is None:
-                return without_derivative(func(*primals, **kwargs), primals, kwargs, level)
+                y = func(*primals, **kwargs)
+                if differentiated:
+                    return without_derivative(y, primals, kwargs, level)
+                # (a view of a dual's memory, rfn.structured_to_unstructured(a), that view)
+                return constant_result(y, level, primals, args)
             return _write_constant(func, primals, out, kwargs, level)
         raise no_rule(func, forward=True, reverse_rule=entry.reverse is not None)
     complex_values = complex_among(primals)
