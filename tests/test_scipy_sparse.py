@@ -2379,6 +2379,28 @@ SETDIAG = {
 }
 
 
+def test_errors_of_scipy_itself():
+    """Where SciPy raises, mutad raises SciPy's error, type and message, for traced values:
+    a bsr matrix's setdiag (SciPy's bsr takes none), asformat of a format SciPy does not know
+    (of a format mutad follows, and of lil, assembled entry by entry)."""
+    def bsr(k):
+        return stiffness(k, "bsr")
+
+    def lil(k):
+        a = scipy.sparse.lil_matrix((N, N))
+        a[0, 0] = k[0]
+        return a
+
+    for call, makes in ((lambda a: a.setdiag(np.ones(N)), [bsr]),
+                        (lambda a: a.asformat("bogus"), [bsr, lil])):
+        with pytest.raises(Exception) as scipys:
+            call(stiffness(K, "bsr"))
+        for make in makes:
+            with pytest.raises(type(scipys.value)) as ours:
+                mutad.gradient(lambda k: call(make(k)) or np.sum(k), K.copy())
+            assert str(ours.value) == str(scipys.value)
+
+
 @pytest.mark.parametrize("name", SETDIAG)
 def test_setdiag(name):
     f = SETDIAG[name]

@@ -1829,6 +1829,7 @@ class TracedSparse:
         if format is None or format == self.format:
             return self.copy() if copy else self
         if format not in FORMATS:
+            self.layout.probe().asformat(format)  # SciPy's error for a format it does not know
             _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",
                     f"mutad follows the formats {', '.join(FORMATS)}.")
         if self.format == "coo" and format == "dia":
@@ -1934,6 +1935,10 @@ class TracedSparse:
         ``A[i, i + k] = v`` writes it (the pattern grows where the diagonal is not stored)."""
         if self.format == "dia":
             _refuse("setdiag of a scipy.sparse dia matrix with traced values",
+                    "convert it first (A.tocsr()), which mutad follows.")
+        if self.format == "bsr":
+            self.layout.probe().setdiag(0.0, k)  # SciPy's error: its bsr takes no setdiag
+            _refuse("setdiag of a scipy.sparse bsr matrix with traced values",
                     "convert it first (A.tocsr()), which mutad follows.")
         rows, cols = _diagonal_positions(self.shape, k)
         if self.format == "coo":
