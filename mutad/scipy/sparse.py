@@ -2791,7 +2791,10 @@ class _Assembled:
                 self, "entries") or internal(sys._getframe(1)):
             return super().__getattribute__(name)
         if name in _ASSEMBLED_CONVERTED:
-            return getattr(self.traced(), name)
+            converted = getattr(self.traced(), name)
+            if name == "multiply":  # (by a number: in SciPy's format, its own)
+                return lambda other: _in_format_of(self, converted(other), (other,))
+            return converted
         _refuse(f"{name} of a scipy.sparse {self.format} matrix holding traced entries",
                 "convert it first (A.tocsr()), which mutad follows.")
 
@@ -2926,6 +2929,8 @@ class _Assembled:
         source = np.arange(coo.nnz)
         points = list(entries)
         source[[where[p] for p in points]] = coo.nnz + np.arange(len(points))
+        if not points:  # (none written: lil * x of a traced x, SciPy's product)
+            return _lift(coo)
         values = np.concatenate([coo.data.astype(np.float64),
                                  np.stack([entries[p] for p in points])])
         kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
@@ -2954,7 +2959,7 @@ class _Assembled:
 def _binary_assembled(name):
     def method(self, *args):
         if object.__getattribute__(self, "entries"):
-            return getattr(self.traced(), name)(*args)
+            return _in_format_of(self, getattr(self.traced(), name)(*args), args)
         return getattr(super(_Assembled, self), name)(*args)
     method.__name__ = name
     return method
@@ -2996,7 +3001,18 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 
 
 def _lifted(name):
-    return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
+    return lambda self, *args, **kwargs: _in_format_of(
+        self, getattr(_lift(self), name)(*args, **kwargs), args)
+
+
+def _in_format_of(a, y, args):
+    """``y``, the result of an operation of the matrix ``a`` with ``args``, in SciPy's format:
+    a lil or dok matrix times or over a number is one of its format (``_Assembled``, holding
+    the traced values), as SciPy's own scales its values in place of a copy."""
+    if isinstance(y, TracedSparse) and a.format in ("lil", "dok") \
+            and all(_is_scalar(x) for x in args):
+        return y.tolil() if a.format == "lil" else y.todok()
+    return y
 
 
 def _dense(layout, data, order=None):
@@ -3141,7 +3157,9 @@ for _cls, _names in (
                                  "__truediv__")),
         (_sparse._matrix.spmatrix, ("__mul__", "__rmul__")),
         (_sparse._coo._coo_base, ("dot",)),
-        (_sparse._dia._dia_base, ("multiply",))):
+        (_sparse._dia._dia_base, ("multiply",)),
+        (_sparse._lil._lil_base, ("__truediv__",)),  # (SciPy's own take x for no number)
+        (_sparse._dok._dok_base, ("__truediv__",))):
     for _name in _names:
         defmethod(_cls, _name, _lifted(_name))
 del _cls, _names, _name, _fmt
