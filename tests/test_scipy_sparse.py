@@ -3055,7 +3055,8 @@ def test_lil_and_dok_results_of_traced_values(name):
 # followed in that format (an entry written, a product)
 
 _SCALED = {"*": lambda a, s: a * s, "r*": lambda a, s: s * a, "/": lambda a, s: a / s,
-           "multiply": lambda a, s: a.multiply(s)}
+           "multiply": lambda a, s: a.multiply(s), "dot": lambda a, s: a.dot(s),
+           "-(a * s)": lambda a, s: -(a * s), "(a * s) ** 2": lambda a, s: (a * s) ** 2}
 _PLAIN_LIL = scipy.sparse.lil_matrix(np.arange(16.0).reshape(4, 4) % 5)
 
 

@@ -2792,8 +2792,8 @@ class _Assembled:
             return super().__getattribute__(name)
         if name in _ASSEMBLED_CONVERTED:
             converted = getattr(self.traced(), name)
-            if name == "multiply":  # (by a number: in SciPy's format, its own)
-                return lambda other: _in_format_of(self, converted(other), (other,))
+            if name in _SCALINGS:  # (by a number: in SciPy's format, its own)
+                return lambda other: _in_format_of(self, name, converted(other), (other,))
             return converted
         _refuse(f"{name} of a scipy.sparse {self.format} matrix holding traced entries",
                 "convert it first (A.tocsr()), which mutad follows.")
@@ -2926,11 +2926,11 @@ class _Assembled:
             object.__setattr__(self, "entries", entries)
         rows, cols = (np.asarray(c, np.intp) for c in coo.coords)
         where = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(rows, cols))}
-        source = np.arange(coo.nnz)
         points = list(entries)
-        source[[where[p] for p in points]] = coo.nnz + np.arange(len(points))
         if not points:  # (none written: lil * x of a traced x, SciPy's product)
             return _lift(coo)
+        source = np.arange(coo.nnz)
+        source[[where[p] for p in points]] = coo.nnz + np.arange(len(points))
         values = np.concatenate([coo.data.astype(np.float64),
                                  np.stack([entries[p] for p in points])])
         kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
@@ -2959,7 +2959,10 @@ class _Assembled:
 def _binary_assembled(name):
     def method(self, *args):
         if object.__getattribute__(self, "entries"):
-            return _in_format_of(self, getattr(self.traced(), name)(*args), args)
+            traced = self.traced()
+            if name not in _SCALINGS:  # (SciPy's lil and dok compute them as csr: -A, A ** 2)
+                traced = traced.tocsr()
+            return _in_format_of(self, name, getattr(traced, name)(*args), args)
         return getattr(super(_Assembled, self), name)(*args)
     method.__name__ = name
     return method
@@ -3002,15 +3005,21 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 
 def _lifted(name):
     return lambda self, *args, **kwargs: _in_format_of(
-        self, getattr(_lift(self), name)(*args, **kwargs), args)
+        self, name, getattr(_lift(self), name)(*args, **kwargs), args)
 
 
-def _in_format_of(a, y, args):
-    """``y``, the result of an operation of the matrix ``a`` with ``args``, in SciPy's format:
-    a lil or dok matrix times or over a number is one of its format (``_Assembled``, holding
-    the traced values), as SciPy's own scales its values in place of a copy."""
-    if isinstance(y, TracedSparse) and a.format in ("lil", "dok") \
-            and all(_is_scalar(x) for x in args):
+_SCALINGS = frozenset(("__mul__", "__rmul__", "__truediv__", "multiply", "dot"))
+"""The operations of a matrix with a number whose result SciPy gives in the matrix's format."""
+
+
+def _in_format_of(a, name, y, args):
+    """``y``, the result of ``a.name(*args)``, in SciPy's format: a lil or dok matrix times or
+    over a number is one of its own format (``_Assembled``, holding the traced values), as
+    SciPy's is, and so is -A of a dok matrix; its other operations give SciPy's csr (-A of a
+    lil matrix, A ** 2), as ``y`` is."""
+    kept = (name in _SCALINGS and len(args) == 1 and _is_scalar(args[0])) or (
+        name == "__neg__" and a.format == "dok")
+    if kept and isinstance(y, TracedSparse) and a.format in ("lil", "dok"):
         return y.tolil() if a.format == "lil" else y.todok()
     return y
 
