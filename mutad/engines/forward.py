@@ -788,14 +788,16 @@ def apply_function(func, args, kwargs, level, rule=None):
         rule = _batched_rule(func, entry, rule, primals, out, level)
     if rule is None:
         # (constants alone, the function's own arrays: NumPy's values, as reverse mode has them)
-        differentiated = _differentiated(args, level)
-        if entry.nondifferentiable or not differentiated:
+        if entry.nondifferentiable or not _differentiated(args, level):
             if out is None:
                 y = func(*primals, **kwargs)
-                if differentiated:
-                    return without_derivative(y, primals, kwargs, level)
-                # (a view of a dual's memory, rfn.structured_to_unstructured(a), that view)
-                return constant_result(y, level, primals, args)
+                if type(y) is np.ndarray and any(
+                        type(x) is Dual and x.level == level and owner(memory(x)) is owner(y)
+                        for x in flat(args)):
+                    # a view of a dual's memory (rfn.structured_to_unstructured(a) of records
+                    # f made): that view of the dual, as reverse mode's constant_result gives
+                    return constant_result(y, level, primals, args)
+                return without_derivative(y, primals, kwargs, level)
             return _write_constant(func, primals, out, kwargs, level)
         raise no_rule(func, forward=True, reverse_rule=entry.reverse is not None)
     complex_values = complex_among(primals)
