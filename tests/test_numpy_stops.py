@@ -1251,7 +1251,20 @@ def _unstructured_copy(x):
     return (u * np.arange(6.0).reshape(2, 3)).sum() + p["a"] @ x[4:6]
 
 
-@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy])
+def _unstructured_of_constant_records(x):
+    # records holding no derivative yet: NumPy's view of their memory is followed in forward
+    # mode as in reverse mode (a traced value written into it, into a copy of it)
+    from numpy.lib import recfunctions
+    a = np.zeros(4, dtype=[("a", float), ("b", float)])
+    u = recfunctions.structured_to_unstructured(a)
+    A = u.T.copy()
+    A[..., 0] = x[0]
+    u[1:3] = x[2:4, None] * x[4]  # through the view, into a's fields
+    return (A ** 2).sum() + (u * np.arange(8.0).reshape(4, 2)).sum() + a["b"] @ x[:4]
+
+
+@pytest.mark.parametrize("f", [_unstructured_view, _unstructured_copy,
+                               _unstructured_of_constant_records])
 def test_structured_to_unstructured(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36]))
 
@@ -1795,3 +1808,40 @@ def _chebyshev_of_linspace_written(x):
 @pytest.mark.parametrize("f", [_series_coefficients_written, _chebyshev_of_linspace_written])
 def test_writes_into_coefficients_of_a_series_of_allocated_floats(f):
     check(f, np.array([0.3, -0.7, 1.1, 0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.copyto (and np.put) of traced floats into an integer array the function made:
+# NumPy's cast values, no derivative through them, as an assignment (o[...] = x * 4) writes them
+
+def _copyto_into_integers(x):
+    o = np.zeros(3, int)
+    np.copyto(o, x * 4, casting="unsafe")
+    return (x ** 2).sum() + o.sum() * x[0] + o[2]
+
+
+def _copyto_into_integers_where(x):
+    o = np.full(3, 7, np.int32)
+    np.copyto(o, x * 4, casting="unsafe", where=[True, False, True])
+    return (x * o).sum()
+
+
+def _put_into_integers(x):
+    o = np.zeros(3, np.int64)
+    np.put(o, [2, 0], x[:2] * 4)
+    return (x * o).sum()
+
+
+@pytest.mark.parametrize("f", [_copyto_into_integers, _copyto_into_integers_where,
+                               _put_into_integers])
+def test_writes_of_traced_floats_into_integer_arrays(f):
+    check(f, np.array([0.3, -0.7, 1.1]))
+
+
+def test_copyto_into_integers_keeps_numpys_casting_check():
+    def f(x):
+        np.copyto(np.zeros(3, int), x * 4)  # same_kind: NumPy's TypeError
+        return x.sum()
+
+    with pytest.raises(TypeError, match="same_kind"):
+        mutad.gradient(f, np.array([0.3, -0.7, 1.1]))

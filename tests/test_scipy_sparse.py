@@ -2379,6 +2379,28 @@ SETDIAG = {
 }
 
 
+def test_errors_of_scipy_itself():
+    """Where SciPy raises, mutad raises SciPy's error, type and message, for traced values:
+    a bsr matrix's setdiag (SciPy's bsr takes none), asformat of a format SciPy does not know
+    (of a format mutad follows, and of lil, assembled entry by entry)."""
+    def bsr(k):
+        return stiffness(k, "bsr")
+
+    def lil(k):
+        a = scipy.sparse.lil_matrix((N, N))
+        a[0, 0] = k[0]
+        return a
+
+    for call, makes in ((lambda a: a.setdiag(np.ones(N)), [bsr]),
+                        (lambda a: a.asformat("bogus"), [bsr, lil])):
+        with pytest.raises(Exception) as scipys:
+            call(stiffness(K, "bsr"))
+        for make in makes:
+            with pytest.raises(type(scipys.value)) as ours:
+                mutad.gradient(lambda k: call(make(k)) or np.sum(k), K.copy())
+            assert str(ours.value) == str(scipys.value)
+
+
 @pytest.mark.parametrize("name", SETDIAG)
 def test_setdiag(name):
     f = SETDIAG[name]
@@ -3026,3 +3048,43 @@ def test_lil_and_dok_results_of_traced_values(name):
     mutad.gradient(lambda v: traced.append(make(v).toarray()) or 0.0 * v.sum(), v)
     assert np.asarray(traced[0]).tobytes() == plain.toarray().tobytes()
     followed_as_scipy(f, v, v * 0.8)
+
+
+# ----------------------------------------------------------------------------------------------
+# A lil or dok matrix times or over a traced number: SciPy's format, its values bit for bit,
+# followed in that format (an entry written, a product)
+
+_SCALED = {"*": lambda a, s: a * s, "r*": lambda a, s: s * a, "/": lambda a, s: a / s,
+           "multiply": lambda a, s: a.multiply(s), "dot": lambda a, s: a.dot(s),
+           "-(a * s)": lambda a, s: -(a * s), "(a * s) ** 2": lambda a, s: (a * s) ** 2}
+_PLAIN_LIL = scipy.sparse.lil_matrix(np.arange(16.0).reshape(4, 4) % 5)
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.lil_matrix, scipy.sparse.dok_matrix,
+                                  scipy.sparse.lil_array, "assembled"])
+@pytest.mark.parametrize("op", _SCALED)
+def test_lil_and_dok_times_a_number_keep_their_format(kind, op):
+    scale = _SCALED[op]
+
+    def made(k):
+        if kind == "assembled":  # a lil matrix f made, holding a traced entry
+            a = scipy.sparse.lil_matrix(_PLAIN_LIL)
+            a[1, 2] = k[3]
+            return a
+        return kind(_PLAIN_LIL)
+
+    def f(k):
+        y = scale(made(k), k[0])
+        f.formats.append(y.format)
+        y[0, 3] = k[1] * k[2]
+        return np.sum((y @ B[:4]) ** 2) + np.sum(y.toarray() * k[4])
+
+    f.formats = []
+    expected = scale(made(K), K[0])
+    value = f(K.copy())
+    got, _ = mutad.pullback(f, K.copy())
+    assert np.asarray(got).tobytes() == np.asarray(value).tobytes()
+    assert f.formats[-1] == expected.format
+    before = K.tobytes()
+    check(f, K.copy(), order=1)
+    assert K.tobytes() == before

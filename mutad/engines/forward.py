@@ -790,7 +790,14 @@ def apply_function(func, args, kwargs, level, rule=None):
         # (constants alone, the function's own arrays: NumPy's values, as reverse mode has them)
         if entry.nondifferentiable or not _differentiated(args, level):
             if out is None:
-                return without_derivative(func(*primals, **kwargs), primals, kwargs, level)
+                y = func(*primals, **kwargs)
+                if type(y) is np.ndarray and any(
+                        type(x) is Dual and x.level == level and owner(memory(x)) is owner(y)
+                        for x in flat(args)):
+                    # a view of a dual's memory (rfn.structured_to_unstructured(a) of records
+                    # f made): that view of the dual, as reverse mode's constant_result gives
+                    return constant_result(y, level, primals, args)
+                return without_derivative(y, primals, kwargs, level)
             return _write_constant(func, primals, out, kwargs, level)
         raise no_rule(func, forward=True, reverse_rule=entry.reverse is not None)
     complex_values = complex_among(primals)

@@ -25,7 +25,7 @@ destination share); this module, reverse mode's own, builds on the tape and the 
 
 import numpy as np
 
-from .arraylike import untraced_write
+from .arraylike import settled, untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED
 from ..core.errors import MutadError, UnsupportedOperationError
@@ -446,6 +446,11 @@ def writes_into(call, target, *values):
     tape = innermost((target, *values))
     if carries(values, tape):
         if type(target) is not Traced or target.tape is not tape:
+            if isinstance(target, np.ndarray) and target.dtype.kind in "iub":
+                # NumPy's cast to integers carries no derivative: the values written, as an
+                # assignment of them (``o[...] = x * 4``) writes them
+                settled(values, f"{call} of differentiated values into an integer array")
+                return False
             raise untraced_write(call)
         target.buffer.constant = False  # a constant written with traced values is traced
     return type(target) is Traced

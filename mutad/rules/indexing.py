@@ -598,8 +598,11 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
             raise UnsupportedOperationError(
                 f"{name}: only its target and values may carry tangents.")
         values_tangent = tangents[values_at] if values_at < len(tangents) else None
-        if tangents[0] is None and values_tangent is not None and _zero(values_tangent):
-            values_tangent = None  # constants, into an array the jvp does not follow
+        if tangents[0] is None and values_tangent is not None and (
+                _zero(values_tangent) or np.asarray(args[0]).dtype.kind in "iub"):
+            # constants, or a cast to integers (no derivative), into an array the jvp does
+            # not follow
+            values_tangent = None
         if tangents[0] is None and values_tangent is not None:
             raise UntracedWriteError(
                 f"{name}: a value with a tangent was written into an array that carries none "

@@ -1829,6 +1829,7 @@ class TracedSparse:
         if format is None or format == self.format:
             return self.copy() if copy else self
         if format not in FORMATS:
+            self.layout.probe().asformat(format)  # SciPy's error for a format it does not know
             _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",
                     f"mutad follows the formats {', '.join(FORMATS)}.")
         if self.format == "coo" and format == "dia":
@@ -1934,6 +1935,10 @@ class TracedSparse:
         ``A[i, i + k] = v`` writes it (the pattern grows where the diagonal is not stored)."""
         if self.format == "dia":
             _refuse("setdiag of a scipy.sparse dia matrix with traced values",
+                    "convert it first (A.tocsr()), which mutad follows.")
+        if self.format == "bsr":
+            self.layout.probe().setdiag(0.0, k)  # SciPy's error: its bsr takes no setdiag
+            _refuse("setdiag of a scipy.sparse bsr matrix with traced values",
                     "convert it first (A.tocsr()), which mutad follows.")
         rows, cols = _diagonal_positions(self.shape, k)
         if self.format == "coo":
@@ -2786,7 +2791,10 @@ class _Assembled:
                 self, "entries") or internal(sys._getframe(1)):
             return super().__getattribute__(name)
         if name in _ASSEMBLED_CONVERTED:
-            return getattr(self.traced(), name)
+            converted = getattr(self.traced(), name)
+            if name in _SCALINGS:  # (by a number: in SciPy's format, its own)
+                return lambda other: _in_format_of(self, name, converted(other), (other,))
+            return converted
         _refuse(f"{name} of a scipy.sparse {self.format} matrix holding traced entries",
                 "convert it first (A.tocsr()), which mutad follows.")
 
@@ -2918,8 +2926,10 @@ class _Assembled:
             object.__setattr__(self, "entries", entries)
         rows, cols = (np.asarray(c, np.intp) for c in coo.coords)
         where = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(rows, cols))}
-        source = np.arange(coo.nnz)
         points = list(entries)
+        if not points:  # (none written: lil * x of a traced x, SciPy's product)
+            return _lift(coo)
+        source = np.arange(coo.nnz)
         source[[where[p] for p in points]] = coo.nnz + np.arange(len(points))
         values = np.concatenate([coo.data.astype(np.float64),
                                  np.stack([entries[p] for p in points])])
@@ -2949,7 +2959,10 @@ class _Assembled:
 def _binary_assembled(name):
     def method(self, *args):
         if object.__getattribute__(self, "entries"):
-            return getattr(self.traced(), name)(*args)
+            traced = self.traced()
+            if name not in _SCALINGS:  # (SciPy's lil and dok compute them as csr: -A, A ** 2)
+                traced = traced.tocsr()
+            return _in_format_of(self, name, getattr(traced, name)(*args), args)
         return getattr(super(_Assembled, self), name)(*args)
     method.__name__ = name
     return method
@@ -2991,7 +3004,24 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 
 
 def _lifted(name):
-    return lambda self, *args, **kwargs: getattr(_lift(self), name)(*args, **kwargs)
+    return lambda self, *args, **kwargs: _in_format_of(
+        self, name, getattr(_lift(self), name)(*args, **kwargs), args)
+
+
+_SCALINGS = frozenset(("__mul__", "__rmul__", "__truediv__", "multiply", "dot"))
+"""The operations of a matrix with a number whose result SciPy gives in the matrix's format."""
+
+
+def _in_format_of(a, name, y, args):
+    """``y``, the result of ``a.name(*args)``, in SciPy's format: a lil or dok matrix times or
+    over a number is one of its own format (``_Assembled``, holding the traced values), as
+    SciPy's is, and so is -A of a dok matrix; its other operations give SciPy's csr (-A of a
+    lil matrix, A ** 2), as ``y`` is."""
+    kept = (name in _SCALINGS and len(args) == 1 and _is_scalar(args[0])) or (
+        name == "__neg__" and a.format == "dok")
+    if kept and isinstance(y, TracedSparse) and a.format in ("lil", "dok"):
+        return y.tolil() if a.format == "lil" else y.todok()
+    return y
 
 
 def _dense(layout, data, order=None):
@@ -3136,7 +3166,9 @@ for _cls, _names in (
                                  "__truediv__")),
         (_sparse._matrix.spmatrix, ("__mul__", "__rmul__")),
         (_sparse._coo._coo_base, ("dot",)),
-        (_sparse._dia._dia_base, ("multiply",))):
+        (_sparse._dia._dia_base, ("multiply",)),
+        (_sparse._lil._lil_base, ("__truediv__",)),  # (SciPy's own take x for no number)
+        (_sparse._dok._dok_base, ("__truediv__",))):
     for _name in _names:
         defmethod(_cls, _name, _lifted(_name))
 del _cls, _names, _name, _fmt
