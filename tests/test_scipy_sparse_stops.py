@@ -121,9 +121,10 @@ def test_resize_of_a_matrix_sharing_its_values_is_refused():
 
 
 def _unsorted(x, kind):
-    """A 3 x 3 matrix of ``x``'s values (a copy: SciPy keeps the array it is given, and sorts
-    it in place) whose first row (column) stores its indices out of order."""
-    return kind((x * 1.0, np.array([2, 0, 1, 0]), np.array([0, 2, 3, 4])), shape=(3, 3))
+    """A 3 x 3 matrix of ``x``'s values whose first row (column) stores its indices out of
+    order; made of copies (SciPy would otherwise keep the arrays it is given, and sort them in
+    place: refused, tests/test_scipy_hunt.py)."""
+    return kind((x, np.array([2, 0, 1, 0]), np.array([0, 2, 3, 4])), shape=(3, 3), copy=True)
 
 
 @pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.csc_array],
