@@ -31,7 +31,7 @@ import sys
 import numpy as np
 from numpy.ma import core as _ma
 
-from ..core.allocation import by_user_code, holds_derivative
+from ..core.allocation import by_user_code, holds_derivative, internal
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
@@ -811,8 +811,8 @@ class _StandIn:
 
     def __call__(self, *args, **kwargs):
         values = [*args, *kwargs.values()]
-        if holds_derivative(values) or any(type(v) is Masked or _followed_floats(v)
-                                           for v in values):
+        if holds_derivative(values) or any(type(v) is Masked for v in values) or any(
+                _followed_floats(v) for v in values) and _by_user_code(sys._getframe(1)):
             return self.composite(*args, **kwargs)
         return self.given(self.original(*args, **kwargs), args, kwargs, values)
 
@@ -878,10 +878,19 @@ def _followed_floats(x):
     return wrapped(x) and x.dtype.kind == "f"
 
 
+def _by_user_code(frame):
+    """Whether the first frame from ``frame`` on that is not mutad's runs the user's code, not
+    NumPy's or SciPy's (``csgraph``'s own ``np.ma.masked_values`` of a constant it was handed
+    stays NumPy's masked array, as its code expects)."""
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("mutad."):
+        frame = frame.f_back
+    return frame is not None and not internal(frame)
+
+
 def _over_followed_floats(cls, data=None, *args, **kwargs):
     """Whether ``MaskedArray.__new__`` is given ``_followed_floats``
-    (``np.ma.masked_array(np.zeros(n), mask=...)``)."""
-    return _followed_floats(data)
+    (``np.ma.masked_array(np.zeros(n), mask=...)``) by the user's code."""
+    return _followed_floats(data) and _by_user_code(sys._getframe(1))
 
 
 _new.on_constants = _over_followed_floats  # type: ignore[attr-defined]
