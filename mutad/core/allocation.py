@@ -221,15 +221,6 @@ def running_rule() -> Iterator[None]:
         STATE.library = library
 
 
-def by_user_code(y, func, args, kwargs, caller):
-    """``made_in`` of the result ``y`` a routed function gave the user's code (its frame
-    ``caller``) from plain values while a differentiation runs: a new float array is then a
-    constant the function may write traced values into; a rule's (``running_rule``) is plain."""
-    if not ACTIVE.running or STATE.rules:
-        return y
-    return made_in(y, func, args, kwargs, _caller(caller))
-
-
 STATE = _State()
 
 
@@ -375,7 +366,7 @@ def factory(func, counting=True):
             if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
             if type(y) is tuple:  # np.linspace(..., retstep=True): (samples, step)
-                return made_by_numpy(y, func, args, kwargs, sys._getframe(1))
+                return by_user_code(y, func, args, kwargs, sys._getframe(1))
         return y
 
     return _named(allocating, func)
@@ -1091,22 +1082,11 @@ _PLAIN_OBJECTS = frozenset((int, float, complex, bool, str, type(None), slice,
 def from_plain_objects(y, func, args, kwargs):
     """``y = func(*args, **kwargs)`` as the mode gives it user code where the arguments are
     Python's objects alone (``_of_plain_objects``: ``np.sin([0.1, 0.2])``, ``np.cumsum(L)``):
-    each new array as ``np.array`` of the same objects gives it, a float one a constant a
-    replay makes again by the same call, an integer or boolean one a stand-in of itself;
-    anything else (a traced result, a view of an argument's memory) as it is. Arrays of one
-    result that share memory stay NumPy's own: constants of their own would part them; so do
-    those of a call in NumPy's, SciPy's or mutad's own code (``special.gammaln`` read from
-    SciPy's public module)."""
-    if not _in_mode() or not _of_plain_objects((args, kwargs)) \
-            or internal(_caller(sys._getframe(1))):
+    what the user's code receives of arrays NumPy made (``by_user_code``), as ``np.array`` of
+    the same objects gives them; anything else (a traced result) as it is."""
+    if not _of_plain_objects((args, kwargs)):
         return y
-    if type(y) is np.ndarray:
-        return _new(y, (func, args, kwargs), (args, kwargs))
-    if type(y) in (tuple, list) and all(type(a) is np.ndarray for a in y) \
-            and len({id(owner(a)) for a in y}) == len(y):
-        return type(y)(_new(a, (functools.partial(_item, func, i), args, kwargs), (args, kwargs))
-                       for i, a in enumerate(y))
-    return y
+    return by_user_code(y, func, args, kwargs, sys._getframe(1))
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
@@ -2494,35 +2474,51 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        return made_by_numpy(self.original(*args, **kwargs), self.original, args, kwargs,
-                             sys._getframe(1))
+        return by_user_code(self.original(*args, **kwargs), self.original, args, kwargs,
+                            sys._getframe(1))
 
 
-def made_by_numpy(y, func, args, kwargs, caller):
-    """What the user's code (frame ``caller``, or the one a ``PASSING`` wrapper passes the call
-    on for) receives of ``y = func(*args, **kwargs)``, a Python function of NumPy's that makes
-    arrays of numbers, called on plain values while a differentiation runs (``_MadeFloats``, a
-    routed one's stand-in: ``polyvander``); ``y`` itself otherwise."""
-    if not ACTIVE.running or STATE.rules:
+def by_user_code(y, func, args, kwargs, caller, new=False):
+    """What the user's code receives of ``y = func(*args, **kwargs)``, made by NumPy's or a
+    library's code of plain values (Python's lists, tuples and numbers, arrays it allocated)
+    while a differentiation runs: a routed function's (``scipy.linalg.solve`` of plain values,
+    ``polyvander``), a ``_MadeFloats``' (``np.hanning(n)``), a ufunc's or a reader's of lists
+    (``from_plain_objects``). Where the caller (frame ``caller``, or the one a ``PASSING``
+    wrapper passes the call on for: ``from_user``) is the user's, each new array of it once
+    (``np.diag_indices(n)`` is ``(i, i)``): a float one, or a view of one laid out in order that
+    nothing else holds (``_fresh_view``), a constant the function may write traced values into,
+    as np.zeros' is, which a replay makes again by the same call; an integer or boolean one a
+    stand-in of itself (``_counting``); a view of a stand-in's memory that stand-in's view
+    (``_named_view``); SciPy's results and subclasses as ``made_in`` gives them; anything else
+    (a view of memory something else holds) as it is. NumPy's, SciPy's and mutad's own code
+    (``special.gammaln`` read from SciPy's public module), a rule (``running_rule``) and code
+    outside the mode receive ``y`` itself. ``new``: ``y`` is the caller's own view of the new
+    array the call made (``y.data`` of np.ma.zeros' masked array), however many hold that."""
+    if not _in_mode() or STATE.rules or not from_user(caller):
         return y
-    return _new_arrays(y, func, args, kwargs, caller, {})
+    return _new_arrays(y, func, args, kwargs, _caller(caller), {}, new)
 
 
-def _new_arrays(y, func, args, kwargs, caller, made):
-    """``_MadeFloats``' result ``y``; ``made``: what each new array of it became, by ``id``,
-    so that one array given twice stays one (``np.diag_indices(n)`` is ``(i, i)``)."""
+def from_user(frame):
+    """Whether ``frame``, or the frame a ``PASSING`` wrapper running in it passes the call on
+    for, runs the user's code: the one test of who called."""
+    return not internal(_caller(frame))
+
+
+def _new_arrays(y, func, args, kwargs, caller, made, new=False):
+    """``by_user_code``'s result ``y``; ``made``: what each new array of it became, by ``id``,
+    so that one array given twice stays one."""
     if type(y) in (tuple, list):
         return type(y)(_new_arrays(item, functools.partial(_item, func, i), args, kwargs,
                                    caller, made) for i, item in enumerate(y))
     if type(y) is not np.ndarray:
-        return y
+        return made_in(y, func, args, kwargs, caller)
     if id(y) not in made:
-        if y.dtype.kind in "fc" and (y.base is None or _fresh_view(y)):
-            made[id(y)] = made_in(y, func, args, kwargs, _caller(caller))
-        elif _in_mode() and not internal(_caller(caller)) and _counting(y, args, kwargs):
+        if follows_floats(y.dtype) and (new or y.base is None or _fresh_view(y)):
+            made[id(y)] = made_in(y, func, args, kwargs, caller)
+        elif _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
-        elif y.base is not None and _in_mode() and not internal(_caller(caller)) \
-                and (named := _named_view(y)) is not None:
+        elif y.base is not None and (named := _named_view(y)) is not None:
             made[id(y)] = named  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...))
         else:
             made[id(y)] = y

@@ -31,7 +31,7 @@ import sys
 import numpy as np
 from numpy.ma import core as _ma
 
-from ..core.allocation import by_user_code, holds_derivative, internal
+from ..core.allocation import by_user_code, from_user, holds_derivative
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
@@ -812,7 +812,7 @@ class _StandIn:
     def __call__(self, *args, **kwargs):
         values = [*args, *kwargs.values()]
         if holds_derivative(values) or any(type(v) is Masked for v in values) or any(
-                _followed_floats(v) for v in values) and _by_user_code(sys._getframe(1)):
+                _followed_floats(v) for v in values) and from_user(sys._getframe(1)):
             return self.composite(*args, **kwargs)
         return self.given(self.original(*args, **kwargs), args, kwargs, values)
 
@@ -853,7 +853,7 @@ class _Factory(_StandIn):
         y = self.original(*args, **kwargs)
         if type(y) is not np.ma.MaskedArray or y.dtype.kind != "f":
             return y
-        data = by_user_code(y.data, self.data_of, args, kwargs, sys._getframe(1))
+        data = by_user_code(y.data, self.data_of, args, kwargs, sys._getframe(1), True)
         if not wrapped(data):
             return y
         return Masked(data, y._mask, y._fill_value)
@@ -878,19 +878,12 @@ def _followed_floats(x):
     return wrapped(x) and x.dtype.kind == "f"
 
 
-def _by_user_code(frame):
-    """Whether the first frame from ``frame`` on that is not mutad's runs the user's code, not
-    NumPy's or SciPy's (``csgraph``'s own ``np.ma.masked_values`` of a constant it was handed
-    stays NumPy's masked array, as its code expects)."""
-    while frame is not None and frame.f_globals.get("__name__", "").startswith("mutad."):
-        frame = frame.f_back
-    return frame is not None and not internal(frame)
-
-
 def _over_followed_floats(cls, data=None, *args, **kwargs):
     """Whether ``MaskedArray.__new__`` is given ``_followed_floats``
-    (``np.ma.masked_array(np.zeros(n), mask=...)``) by the user's code."""
-    return _followed_floats(data) and _by_user_code(sys._getframe(1))
+    (``np.ma.masked_array(np.zeros(n), mask=...)``) by the user's code, the frame above the
+    routed method's that asks this (SciPy's ``csgraph`` masks a constant it was handed as
+    NumPy's masked array, as its code expects)."""
+    return _followed_floats(data) and from_user(sys._getframe(3))
 
 
 _new.on_constants = _over_followed_floats  # type: ignore[attr-defined]

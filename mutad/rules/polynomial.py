@@ -35,7 +35,7 @@ import numpy.polynomial as _P
 from numpy.polynomial import polyutils as _pu
 from numpy.polynomial._polybase import ABCPolyBase
 
-from ..core.allocation import holds_derivative, lists_as_arrays, made_by_numpy
+from ..core.allocation import by_user_code, holds_derivative, lists_as_arrays
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.registry import defcomposite, defmethod, defroute
 from ..core.views import wrapped
@@ -897,8 +897,8 @@ def _standing_in(original, composite):
     def stand_in(*args, **kwargs):
         if holds_derivative(list(args)) or holds_derivative(list(kwargs.values())):
             return composite(*args, **kwargs)
-        return made_by_numpy(NUMPYS[key](*args, **kwargs), NUMPYS[key], args, kwargs,
-                             sys._getframe(1))
+        return by_user_code(NUMPYS[key](*args, **kwargs), NUMPYS[key], args, kwargs,
+                            sys._getframe(1))
     stand_in.__name__ = stand_in.__qualname__ = original.__name__
     stand_in.__doc__ = original.__doc__
     stand_in.__module__ = __name__

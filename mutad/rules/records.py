@@ -138,7 +138,8 @@ def _constructor(original, written, viewing=False):
                 "copy it (copy=True), or read and write the structured array's fields.")
         made = y
         if type(y) is np.recarray:
-            made = by_user_code(y.view(np.ndarray), original, args, kwargs, sys._getframe(1))
+            made = by_user_code(y.view(np.ndarray), original, args, kwargs, sys._getframe(1),
+                                True)
         if not wrapped(made):
             if carried:
                 raise UnsupportedOperationError(
