@@ -2515,7 +2515,8 @@ def _new_arrays(y, func, args, kwargs, caller, made, new=False):
         return made_in(y, func, args, kwargs, caller)
     if id(y) not in made:
         if follows_floats(y.dtype) and (new or y.base is None or _fresh_view(y)):
-            made[id(y)] = made_in(y, func, args, kwargs, caller)
+            made[id(y)] = made_in(y if _in_order(owner(y)) else y.copy("K"), func, args,
+                                  kwargs, caller)
         elif _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
         elif y.base is not None and (named := _named_view(y)) is not None:
@@ -2526,17 +2527,23 @@ def _new_arrays(y, func, args, kwargs, caller, made, new=False):
 
 
 def _fresh_view(y):
-    """Whether ``y`` is a view of a new array laid out in order that nothing else holds, nor
-    any array between them (``np.moveaxis(v, 0, -1)`` of the ``v`` NumPy's ``polyvander``
-    fills): the memory is the user's code's alone, as a new array's is; not a view of another
-    object's memory (a buffer, a ctypes array: ``np.ctypeslib.as_array``), which it may read."""
+    """Whether ``y`` is a view of a new array that nothing else holds, nor any array between
+    them, the one or the other laid out in order (``np.moveaxis(v, 0, -1)`` of the ``v``
+    NumPy's ``polyvander`` fills; ``legvander2d``'s reshape of a product whose axes NumPy
+    ordered as its operands', which ``_new_arrays`` follows as a copy: mutad's views address
+    an owner's memory laid out in order): the memory is the user's code's alone, as a new
+    array's is; not a view of another object's memory (a buffer, a ctypes array:
+    ``np.ctypeslib.as_array``), which it may read."""
     base = y.base
     while type(base) is np.ndarray:
         base = base.base
     if base is not None or not _fresh(y, True, _bases(y)):
         return False
-    flags = owner(y).flags  # (which holds the owner: read after its count)
-    return flags.c_contiguous or flags.f_contiguous
+    return _in_order(owner(y)) or _in_order(y)  # (which holds the owner: after its count)
+
+
+def _in_order(a):
+    return a.flags.c_contiguous or a.flags.f_contiguous
 
 
 _NUMPY_MADE = ("numpy.polynomial", "numpy.lib", "numpy.fft", "numpy.linalg", "numpy.ctypeslib")
@@ -3935,6 +3942,8 @@ class _Mode:
             return pair[1]
         if not routed_only and (made := self._made(value)) is not None:
             return made
+        if type(value) is np.ufunc and not routed_only:  # a library's, bound by a name (``from
+            return mode_ufunc(value)  # scipy.special import gammaln``): of lists, as NumPy's
         if isinstance(value, types.MethodType) and not isinstance(value.__self__, type):
             owner_class, name = type(value.__self__), value.__func__.__name__
             if any((base, name) in self.methods for base in owner_class.__mro__):
