@@ -1,12 +1,15 @@
-"""NumPy programs that stopped with an error where NumPy
+"""NumPy programs that stopped with an error, or worded NumPy's warnings otherwise, where NumPy
 gives a value: each checked as ``test_scipy_stops.check`` does (NumPy's value bit for bit,
 reverse mode, forward mode and a replay against central differences, the caller's arrays
 unchanged)."""
+
+import warnings
 
 import numpy as np
 import pytest
 from scipy.special import gammaln
 
+import mutad
 from test_scipy_stops import check
 
 X = np.array([0.3, -0.7, 1.1, 0.4])
@@ -54,3 +57,84 @@ def _chebvander_of_an_array_made_from_a_list(x):
 @pytest.mark.parametrize("f", [_legvander2d_written, _chebvander_of_an_array_made_from_a_list])
 def test_np_polynomial_arrays_written(f):
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's warnings, worded as NumPy words them: an operator of NumPy's scalar on the left of a
+# value that stands for a scalar (NumPy's scalar math: "in scalar divide"; np.divide's own call
+# says "in divide"), and an assignment that narrows its values (float64 into float32: "in cast")
+
+def _scalar_left_divide(x):
+    return np.float64(1.0) / (x[1] - x[1]) * 0.0 + x.sum()
+
+
+def _scalar_left_float32(x):
+    v = x.astype(np.float32)
+    return np.float32(1.0) / (v[1] - v[1]) * np.float32(0.0) + v.sum()
+
+
+def _scalar_left_subtract(x):
+    return (np.float64(1e308) - (x[0] * 0.0 - 1e308)) * 0.0 + x.sum()
+
+
+def _scalar_left_floor_divide_and_remainder(x):
+    zero = x[1] - x[1]
+    return (np.float64(1.0) // zero) * 0.0 + (np.float64(1.0) % zero) * 0.0 + x.sum()
+
+
+def _divide_called(x):
+    return np.divide(np.float64(1.0), x[1] - x[1]) * 0.0 + x.sum()
+
+
+def _number_assigned_into_float32(x):
+    x32 = x.astype(np.float32)
+    x32[...] = 1e300
+    return x32.sum() + x.sum()
+
+
+def _element_assigned_into_float32(x):
+    x32 = x.astype(np.float32)
+    x32[0] = 1e300
+    x32[1] = np.float64(1e300)
+    return x32.sum() + x.sum()
+
+
+def _traced_assigned_into_float32(x):
+    x32 = np.zeros(4, np.float32)
+    x32[1:] = x[1:] * 1e300
+    x32[0] = x[0] * 1e300
+    return x32.sum() + x.sum()
+
+
+def _heard(f, x):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        f(x)
+    return [str(w.message) for w in heard if "gradient" not in str(w.message)
+            and "tangent" not in str(w.message)]
+
+
+@pytest.mark.parametrize("f", [_scalar_left_divide, _scalar_left_float32,
+                               _scalar_left_subtract, _scalar_left_floor_divide_and_remainder,
+                               _divide_called, _number_assigned_into_float32,
+                               _element_assigned_into_float32, _traced_assigned_into_float32])
+def test_warnings_worded_as_numpys(f):
+    expected = _heard(f, X.copy())
+    assert expected and all(" in " in m for m in expected)
+    assert _heard(lambda x: mutad.gradient(f, x), X.copy()) == expected
+    assert _heard(lambda x: mutad.jvp(f, (x,), (np.ones(4),)), X.copy()) == expected
+    replayed = mutad.grad(f, replay=True)
+    _heard(replayed, X.copy())  # (the recording call)
+    assert _heard(replayed, X.copy()) == expected
+
+
+def _narrowing_assignments(x):
+    x32 = x.astype(np.float32) * np.float32(2.0)
+    x32[1] = x[0] * 3.0
+    x32[:2] = x[2:] ** 2
+    x32[2:] = [x[0], 0.5]
+    return float((x32.astype(np.float64) ** 2).sum())
+
+
+def test_narrowing_assignments_differentiated():
+    check(_narrowing_assignments, X, rtol=1e-4, atol=1e-4, h=1e-3)

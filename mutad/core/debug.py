@@ -324,6 +324,9 @@ class Warnings:
         frame, called = sys._getframe(1), None
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
+            if code in SCALAR_PASSING and HOLDING.level is None:  # the user's operator, passed
+                # on to the reflected one it calls
+                message = _as_scalar_math(message, called)
             known = _INSIDE.get(code.co_filename)
             if not (_learn(code.co_filename) if known is None else known):
                 if HOLDING.level is None:
@@ -356,6 +359,12 @@ SCALAR_OPERATORS: set[types.CodeType] = set()
 ``arraylike.install_operators``), which the user's line calls. NumPy computes an operator on
 scalars (``x[0] / 0.0``) by its scalar math, which words its events so ("divide by zero
 encountered in scalar divide"), where the ufunc the engines compute with says "in divide"."""
+
+
+SCALAR_PASSING: set[types.CodeType] = set()
+"""The code of the engines' function that passes the operator of NumPy's scalar on the left
+of a traced or dual value, which NumPy hands their ``__array_ufunc__``, to the value's
+reflected operator (``np.float64(1.0) / v``: ``arraylike.numpys_scalar_operator``)."""
 
 
 def _as_scalar_math(message, called):

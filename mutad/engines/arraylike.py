@@ -30,7 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import SCALAR_OPERATORS, scalar_math_error
+from ..core.debug import SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -512,10 +512,12 @@ def numpys_scalar_operator(ufunc, inputs):
     standing for a scalar (``np.float32(1.3) ** x[0].item()``), or None. NumPy's scalar does
     not hand such an operator to the right operand's ``__rpow__``: it calls the ufunc, which
     reaches ``__array_ufunc__`` as ``np.power(a, v)`` would, though NumPy computes the
-    operator with its scalar math (``_SCALAR_MATH``), which rounds otherwise than the loops.
-    The calling frame's instruction tells the two apart: an operator goes to the value's
-    reflected method, which puts its value right (``_scalar_math``)."""
-    name = _SCALAR_UFUNCS.get(ufunc)
+    operator with its scalar math, which rounds otherwise than the loops (``_SCALAR_MATH``)
+    and words its events so (``np.float64(1.0) / (x[1] - x[1])``: "divide by zero encountered
+    in scalar divide"). The calling frame's instruction tells the two apart: an operator goes
+    to the value's reflected method, which puts its value right (``_scalar_math``) and its
+    events' words (``debug.SCALAR_OPERATORS``)."""
+    name = _REFLECTED.get(ufunc)
     if name is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic) \
             or not wrapped(inputs[1]) or not stands_for_scalar(inputs[1]):
         return None
@@ -526,10 +528,18 @@ def numpys_scalar_operator(ufunc, inputs):
     return getattr(type(inputs[1]), f"__r{name}__")(inputs[1], inputs[0])
 
 
+SCALAR_PASSING.add(numpys_scalar_operator.__code__)
 _SCALAR_UFUNCS = {OPERATORS[name]: name for name in _SCALAR_MATH}
-_SCALAR_OPERATORS = {"add": ("+", "+="), "mul": ("*", "*="), "pow": ("**", "**=")}
+_SCALAR_OPERATORS = {"add": ("+", "+="), "sub": ("-", "-="), "mul": ("*", "*="),
+                     "truediv": ("/", "/="), "floordiv": ("//", "//="), "mod": ("%", "%="),
+                     "pow": ("**", "**=")}
+_REFLECTED = {OPERATORS[name]: name for name in _SCALAR_OPERATORS}
 _OPERATOR_FUNCTIONS = {"add": (operator.add, operator.iadd),
+                       "sub": (operator.sub, operator.isub),
                        "mul": (operator.mul, operator.imul),
+                       "truediv": (operator.truediv, operator.itruediv),
+                       "floordiv": (operator.floordiv, operator.ifloordiv),
+                       "mod": (operator.mod, operator.imod),
                        "pow": (operator.pow, operator.ipow, builtins.pow)}
 """The functions that apply an operator of ``_SCALAR_OPERATORS`` (``operator.pow(a, v)``,
 ``pow(a, v)``), through NumPy's scalar's own method as the operator does."""

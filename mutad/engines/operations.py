@@ -1013,9 +1013,18 @@ def as_assigned(value, dtype):
     once: 2**60 + 2**36 + 1 into float32, and refuse one past int64; Python's float raises
     NumPy's OverflowError past the doubles). A Python complex number into real numbers, a
     string or None is converted as NumPy's assignment converts it, by the target's type
-    (``float(1j)`` raises TypeError, ``float("1.5")``, NaN for None), not cast by a ufunc."""
+    (``float(1j)`` raises TypeError, ``float("1.5")``, NaN for None), not cast by a ufunc.
+    A traced value or an array of wider numbers of the target's kind (doubles into float32)
+    is first cast to its type, as NumPy's assignment casts it (an overflow "encountered in
+    cast", which the ufunc writing it would word as its own)."""
     if dtype.kind not in "fc":
         return value
+    kind = np.dtype(float) if type(value) is float else getattr(value, "dtype", None)
+    if kind is not None and kind.kind == dtype.kind and kind.itemsize > dtype.itemsize:
+        if type(value) is Traced or type(value) is NDARRAY:
+            return value.astype(dtype)
+        if type(value) is float or isinstance(value, np.generic):
+            return np.asarray(value, dtype)[()]
     if type(value) is int:
         return float(value)
     if value is None or type(value) in (str, bytes) or (type(value) is complex
