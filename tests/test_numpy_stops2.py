@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from numpy.lib import recfunctions
 from scipy.special import gammaln
 
 import mutad
@@ -138,3 +139,48 @@ def _narrowing_assignments(x):
 
 def test_narrowing_assignments_differentiated():
     check(_narrowing_assignments, X, rtol=1e-4, atol=1e-4, h=1e-3)
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy.lib.recfunctions.append_fields of records or new fields holding derivatives: NumPy's
+# records (dtype, fills), each field that carries a derivative written into them
+
+def _fields_appended_to_traced_records(x):
+    r = np.zeros(4, dtype=[("a", float), ("i", int)])
+    r["a"] = x
+    r["i"] = np.arange(4)
+    s = recfunctions.append_fields(r, "b", x ** 2, usemask=False)
+    return np.sum(s["a"] * s["b"]) + s["i"].sum()
+
+
+def _traced_fields_of_other_lengths(x):
+    r = np.zeros(4, dtype=[("a", float)])
+    r["a"] = np.linspace(0.0, 1.0, 4)
+    s = recfunctions.append_fields(r, ["b", "c"], [x[:2] * 3.0, np.sin(x)], usemask=False,
+                                   fill_value=2.5)
+    return np.sum(s["b"] ** 2 * s["c"] + s["a"])
+
+
+def _plain_field_appended_as_a_record_array(x):
+    r = np.zeros(4, dtype=[("a", float)])
+    r["a"] = x * 2.0
+    s = recfunctions.append_fields(r, "b", [1.0, 2.0, 3.0, 4.0], dtypes=np.float32,
+                                   usemask=False, asrecarray=True)
+    return (s.a * s.b).sum()
+
+
+@pytest.mark.parametrize("f", [_fields_appended_to_traced_records,
+                               _traced_fields_of_other_lengths,
+                               _plain_field_appended_as_a_record_array])
+def test_append_fields_of_derivatives(f):
+    check(f, X)
+
+
+def test_append_fields_as_a_masked_array_refused():
+    def f(x):
+        r = np.zeros(4, dtype=[("a", float)])
+        r["a"] = x
+        return recfunctions.append_fields(r, "b", x)["b"].sum()
+
+    with pytest.raises(mutad.MutadError, match="usemask=False"):
+        mutad.gradient(f, X)

@@ -19,11 +19,12 @@ import sys
 import numpy as np
 from numpy.lib import recfunctions
 
-from ..core.allocation import by_user_code, holds_derivative, in_containers
+from ..core.allocation import allocate, by_user_code, holds_derivative, in_containers
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import SUBCLASS_VIEWS, defcomposite, defroute
 from ..core.views import memory, owner, view_as, wrapped
+from ..engines.arraylike import RECORD_FUNCTIONS
 
 
 class Records:
@@ -225,3 +226,41 @@ def unstructured_to_structured(arr, dtype=None, names=None, align=False, copy=Fa
             "last axis not laid out as records): make the records with np.zeros(shape, dtype) "
             "and write each field, a['m'] = x[..., 0].")
     return view
+
+
+@defcomposite(recfunctions.append_fields)
+def append_fields(base, names, data, dtypes=None, fill_value=-1, usemask=True,
+                  asrecarray=False):
+    """NumPy's records of ``base``'s fields and the new ones (its dtype, its fill where the
+    arrays' lengths differ), made of the plain values as a new array the differentiations
+    follow, into which each field that carries a derivative is then written. Of records in
+    records, and as NumPy's masked array (``usemask=True``, its default), refused."""
+    if usemask:
+        raise UnsupportedOperationError(
+            "np.lib.recfunctions.append_fields of differentiated values with usemask=True (its "
+            "default), whose masked array of records mutad does not follow: pass "
+            "usemask=False (the records, the shorter arrays filled with fill_value).")
+    base_array = _arrays(base)
+    if np.ndim(base_array) != 1 or any(
+            base_array.dtype.fields[name][0].names is not None
+            for name in base_array.dtype.names or ()):
+        raise UnsupportedOperationError(
+            "np.lib.recfunctions.append_fields of differentiated values into records that are "
+            "not one-dimensional or that hold records: allocate the records with "
+            "np.zeros(n, dtype) and write each field, r['m'] = x.")
+    several = isinstance(names, (tuple, list))
+    names, data = (list(names), list(data)) if several else ([names], [data])
+    plain = recfunctions.append_fields(_plain(base), names, _plain(data), dtypes,
+                                       fill_value, False, False)
+    y = allocate(plain)
+    if holds_derivative([base_array]):
+        for name in base_array.dtype.names:
+            y[name][:len(base_array)] = base_array[name]
+    for name, values in zip(names, data):
+        values = _arrays(values)
+        if holds_derivative([values]):
+            y[name][:np.size(values)] = np.ravel(values)
+    return Records(y) if asrecarray else y
+
+
+RECORD_FUNCTIONS[recfunctions.append_fields] = append_fields
