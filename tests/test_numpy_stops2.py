@@ -184,3 +184,18 @@ def test_append_fields_as_a_masked_array_refused():
 
     with pytest.raises(mutad.MutadError, match="usemask=False"):
         mutad.gradient(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.asmatrix of traced values: np.matrix(x, copy=False), followed as np.matrix(x) is (a view of
+# x's memory, its * the matrix product)
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_asmatrix_of_traced_values():
+    def f(x):
+        y = x * 1.0
+        m = np.asmatrix(y.reshape(2, 2))
+        m[0, 1] = 3.0 * x[2]  # writes y[1], as NumPy's view does
+        return float((m.I * m.T).sum()) + m.sum() + y.sum()
+
+    check(f, X)

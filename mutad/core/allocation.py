@@ -1585,6 +1585,15 @@ class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
     """``numpy.matrix`` where differentiated code calls it (``_MatrixConstructor``)."""
 
 
+def _asmatrix(data, dtype=None):
+    """``np.asmatrix`` in the mode, ``np.matrix(data, dtype, copy=False)`` as NumPy's is: the
+    mode's ``matrix`` where the calling code compares no type with np.matrix by identity
+    (``CALLED_TYPES``' condition), NumPy's otherwise."""
+    if _uses(sys._getframe(1).f_code, "matrix")[1]:
+        return np.asmatrix(data, dtype)
+    return matrix(data, dtype, copy=False)
+
+
 CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray),
                 "matrix": (np.matrix, matrix)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
@@ -1764,6 +1773,7 @@ def _replacements():
     table.update(JOINED)
     table.update(ITERATORS)
     table.update(QUERIES)
+    table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
     table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)
     return table

@@ -1988,10 +1988,9 @@ CONVERSION_FIXES["float"] += (
     "unless code of its module compares a type with float by identity, `type(v) is float`, "
     "or compares what type() gives, `type(v) == float`: isinstance(v, float) replaces both.)")
 CONVERSION_FIXES["matrix"] = CONVERSION_FIXES["asmatrix"] = CONVERSION_FIXES["mat"] = (
-    "np.matrix(x) of float64 values is followed where the differentiated code calls it and "
-    "compares no type with np.matrix by identity (`type(m) is np.matrix`: isinstance(m, "
-    "np.matrix) replaces it), np.matrix(x, copy=False) for np.asmatrix(x); otherwise "
-    "compute with 2-d arrays "
+    "np.matrix(x) and np.asmatrix(x) of float64 values are followed where the differentiated "
+    "code calls them and compares no type with np.matrix by identity (`type(m) is "
+    "np.matrix`: isinstance(m, np.matrix) replaces it); otherwise compute with 2-d arrays "
     "(NumPy discourages np.matrix), writing A @ B for its A * B, A.T for its transpose and "
     "np.linalg.inv(A) for A.I.")
 
