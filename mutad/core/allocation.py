@@ -2525,8 +2525,8 @@ def _new_arrays(y, func, args, kwargs, caller, made, new=False):
         return made_in(y, func, args, kwargs, caller)
     if id(y) not in made:
         if follows_floats(y.dtype) and (new or y.base is None or _fresh_view(y)):
-            made[id(y)] = made_in(y if _in_order(owner(y)) else y.copy("K"), func, args,
-                                  kwargs, caller)
+            made[id(y)] = made_in(y if y.base is None or _in_order(owner(y)) else y.copy("K"),
+                                  func, args, kwargs, caller)
         elif _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
         elif y.base is not None and (named := _named_view(y)) is not None:
