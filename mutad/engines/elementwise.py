@@ -481,8 +481,9 @@ def exact_in_python(result):
     return _NORMAL < abs(result) <= _LARGEST
 
 
-_ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
+ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
                np.divide: operator.truediv}
+"""The ufuncs ``arithmetic_in_python`` computes with Python's floats, and the operator of each."""
 
 
 def arithmetic_in_python(ufunc, values):
@@ -491,7 +492,7 @@ def arithmetic_in_python(ufunc, values):
     loop's operands), where that is the ufunc's result bit for bit (``exact_in_python``);
     else None (the ufunc computes it: another operation or operand, a result NumPy alone
     decides, a division by zero, which Python refuses)."""
-    operation = _ARITHMETIC.get(ufunc)
+    operation = ARITHMETIC.get(ufunc)
     if operation is None or len(values) != 2:
         return None
     a, b = values  # (each operand's question written out: this runs per operation of a loop)

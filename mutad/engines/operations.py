@@ -33,8 +33,8 @@ from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_
                         stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED
-from .elementwise import (_NOTHING_KEPT, ASSIGNMENT, ElementWrite, Elementwise, Gathered,
-                          Rerun, arithmetic_in_python, differentiable, elementwise_kept,
+from .elementwise import (_NOTHING_KEPT, ARITHMETIC, ASSIGNMENT, ElementWrite, Elementwise,
+                          Gathered, Rerun, arithmetic_in_python, differentiable, elementwise_kept,
                           read_by_partials, write_kept, write_pullback)
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
@@ -269,9 +269,9 @@ class _FastPlan:
     its partials read, the untraced positions, and the rule's decision and use of the output."""
 
     __slots__ = ("rule", "traced", "reads", "state", "read_at", "untraced", "decide", "uses_y",
-                 "nothing", "complex_rules")
+                 "nothing", "complex_rules", "arithmetic")
 
-    def __init__(self, rule, count, pattern, traced, reads, state, complex_rules):
+    def __init__(self, rule, count, pattern, traced, reads, state, complex_rules, arithmetic):
         self.rule = rule
         self.traced = traced
         self.reads = reads
@@ -285,6 +285,8 @@ class _FastPlan:
         if not self.uses_y and reads is not None and not reads and rule.decide is None:
             self.nothing = _NOTHING_KEPT.get(count) or (None,) * count
         self.complex_rules = complex_rules
+        # whether ``arithmetic_in_python`` may compute it (+ - * / of two operands)
+        self.arithmetic = arithmetic
 
 
 _FAST = {}
@@ -308,7 +310,8 @@ def _fast_plan(ufunc, pattern, count):
             traced = None
         if traced:
             plan = _FastPlan(rule, count, pattern, traced, reads, state,
-                             entry.complex_rules is not None)
+                             entry.complex_rules is not None,
+                             count == 2 and ufunc in ARITHMETIC)
     _FAST.setdefault(ufunc, {})[pattern] = plan
     return plan
 
@@ -341,7 +344,11 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
     rule = plan.rule
-    y = arithmetic_in_python(ufunc, values)  # (a scalar loop's: Python's float, the same)
+    # (a scalar loop's: Python's float, the same; not asked where the first operand is an
+    # array with axes, which ``arithmetic_in_python`` refuses: an array program's operations)
+    first = values[0]
+    y = arithmetic_in_python(ufunc, values) if plan.arithmetic and not (
+        type(first) is NDARRAY and first.ndim) else None
     if y is not None:  # (a real 0-d result, of its own buffer: as ``fresh`` wraps it, below)
         y = np.array(y)
         _read_only(y, False)
