@@ -43,3 +43,35 @@ def test_extended_precision_items_and_floats_keep_their_derivative(f, gradient):
     y, t = mutad.jvp(f, (x.copy(),), (np.array([1.0, 10.0]),))
     assert bits(y) == bits(expected)
     assert t == gradient[0] + 10 * gradient[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# np.vecdot's pullback put the summed axis back into the cotangent even where keepdims=True had
+# kept it: the cotangent broadcast against the other operand over one axis too many, and the
+# gradient of vecdot(A, A, keepdims=True).sum() was 4 A where it is 2 A. Its axes= (NumPy's
+# setting of each operand's summed axis) met the rule's own axis=-1: a TypeError where NumPy
+# computes.
+
+VECDOTS = [
+    lambda a: (np.vecdot(a, a * 0.5 + 1, keepdims=True) ** 2).sum(),
+    lambda a: (np.vecdot(a, a[::-1], axis=0, keepdims=True) ** 2).sum(),
+    lambda a: (np.vecdot(a, a[:, ::-1].T, axes=[(1,), (0,), ()]) ** 2).sum(),
+    lambda a: (np.vecdot(a, a, axes=[(1,), (1,), (0,)], keepdims=True) ** 2).sum(),
+    lambda a: (np.abs(np.vecdot(a * 1j + 1, a, keepdims=True)) ** 2).sum(),
+]
+
+
+@pytest.mark.parametrize("f", VECDOTS)
+def test_vecdot_keeping_its_axis_or_placing_it_by_axes(f):
+    a = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [2.0, 1.0, 0.5]])
+    caller = a.copy()
+    value, g = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(a.copy()))
+    assert caller.tobytes() == a.tobytes()
+    mutad.check_grads(f, a, order=2)
+
+
+def test_vecdot_keeping_its_axis_gives_twice_the_vector():
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    (g,) = mutad.gradient(lambda a: np.vecdot(a, a, keepdims=True).sum(), a)
+    assert g.tolist() == (2 * a).tolist()

@@ -429,13 +429,24 @@ defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
 
 
 @defrule(np.vecdot, np.linalg.vecdot, leading=2)
-def vecdot(a, b, axis=-1, **kwargs):
-    y = np.vecdot(a, b, axis=axis, **kwargs)
+def vecdot(a, b, **kwargs):
+    """``axis`` (or ``axes``: one for each operand and, with ``keepdims``, the result) places
+    the summed axis; the cotangents are taken with it last, and put back there."""
+    y = np.vecdot(a, b, **kwargs)
+    axes = kwargs.get("axes")
+    if axes is None:
+        at_a = at_b = at_y = kwargs.get("axis", -1)
+    else:
+        (at_a,), (at_b,) = axes[0], axes[1]
+        at_y = axes[2][0] if len(axes) > 2 and len(axes[2]) else -1
+    kept = kwargs.get("keepdims", False)
 
     def back(dy):  # a is conjugated, as in vdot; a zero dy contributes zero (``times``)
-        dy = np.expand_dims(dy, axis)
-        return (unbroadcast(times(np.conjugate(dy), b), np.shape(a)),
-                unbroadcast(times(dy, a), np.shape(b)))
+        dy = np.moveaxis(dy, at_y, -1) if kept else np.expand_dims(dy, -1)
+        last_a, last_b = np.moveaxis(a, at_a, -1), np.moveaxis(b, at_b, -1)
+        da = unbroadcast(times(np.conjugate(dy), last_b), np.shape(last_a))
+        db = unbroadcast(times(dy, last_a), np.shape(last_b))
+        return np.moveaxis(da, -1, at_a), np.moveaxis(db, -1, at_b)
 
     return y, back
 
