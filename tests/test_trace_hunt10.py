@@ -75,3 +75,28 @@ def test_vecdot_keeping_its_axis_gives_twice_the_vector():
     a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     (g,) = mutad.gradient(lambda a: np.vecdot(a, a, keepdims=True).sum(), a)
     assert g.tolist() == (2 * a).tolist()
+
+
+# ----------------------------------------------------------------------------------------------
+# np.multiply.reduceat's pullback gathered its terms into zeros made like the cotangent, which
+# under forward mode over it (mutad.hessian) carries no tangent where the products of the other
+# factors do: an UntracedWriteError where the Hessian is defined.
+
+def _segment_products(a):
+    return (np.multiply.reduceat(a, [0, 2, 2, 5]) * [1.0, 2.0, 3.0, 4.0]).sum()
+
+
+def test_the_hessian_of_segment_products():
+    a = np.array([0.5, 2.0, -1.5, 0.75, 3.0, 1.25, -0.5, 2.5])
+    caller = a.copy()
+    h = np.asarray(mutad.hessian(_segment_products, caller))
+    assert caller.tobytes() == a.tobytes()
+    expected = np.zeros((8, 8))
+    for weight, (start, end) in zip([1.0, 2.0, 3.0, 4.0], [(0, 2), (2, 3), (2, 5), (5, 8)]):
+        for i in range(start, end):
+            for j in range(start, end):
+                if i != j:
+                    others = [k for k in range(start, end) if k not in (i, j)]
+                    expected[i, j] += weight * np.prod(a[others])
+    np.testing.assert_allclose(h, expected, rtol=1e-14, atol=1e-14)
+    mutad.check_grads(_segment_products, a, order=2)
