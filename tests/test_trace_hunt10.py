@@ -100,3 +100,31 @@ def test_the_hessian_of_segment_products():
                     expected[i, j] += weight * np.prod(a[others])
     np.testing.assert_allclose(h, expected, rtol=1e-14, atol=1e-14)
     mutad.check_grads(_segment_products, a, order=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.matvec's and np.vecmat's rules took no settings: NumPy's axes=, dtype=, casting=, order=
+# raised a TypeError where NumPy computes (and np.matmul refused axes=). The value is NumPy's with
+# them; axes= has the cotangents taken with the core dimensions last, and put back.
+
+A3 = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [2.0, 1.0, 0.5]])
+WEIGHTS = np.arange(1.0, 10.0).reshape(3, 3)
+
+PRODUCTS_WITH_SETTINGS = [
+    lambda a: (np.matvec(a, a[1], axes=[(1, 0), (0,), (0,)]) ** 2 * WEIGHTS[0]).sum(),
+    lambda a: (np.matvec(np.stack([a, a * 2]), a[0], axes=[(2, 1), 0, 0]) ** 2).sum(),
+    lambda a: (np.vecmat(a[0] + 1j * a[1], a, axes=[0, (1, 0), 0]).real ** 2 * WEIGHTS[1]).sum(),
+    lambda a: (np.matvec(a, a[1], dtype=np.float64, casting="same_kind") ** 2).sum(),
+    lambda a: (np.vecmat(a[2], a, order="F") ** 2 * WEIGHTS[2]).sum(),
+    lambda a: (np.matmul(a, a[::-1], axes=[(-1, -2), (-2, -1), (-2, -1)]) ** 2 * WEIGHTS).sum(),
+    lambda a: (np.matmul(a, a[0], axes=[(0, 1), (0,), (0,)]) ** 2 * WEIGHTS[0]).sum(),
+]
+
+
+@pytest.mark.parametrize("f", PRODUCTS_WITH_SETTINGS)
+def test_matrix_vector_products_with_numpys_settings(f):
+    caller = A3.copy()
+    value, g = mutad.value_and_gradient(f, caller)
+    assert bits(value) == bits(f(A3.copy()))
+    assert caller.tobytes() == A3.tobytes()
+    mutad.check_grads(f, A3, order=2)
