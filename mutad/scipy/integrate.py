@@ -1114,7 +1114,9 @@ def _discrete_tangent(problem, times, Y, y0, dy0, values, directions):
     A, B, C, s, n = steps.A, steps.B, steps.C, steps.s, steps.n
 
     def push(t, y, tangent):
-        return np.ravel(jvp(lambda y, *p: problem.rhs(t, y, p), (y, *values),
+        # (the state an array of its own: y0 may view the memory of a value f reads, x[:2]
+        # beside x, whose tangent jvp would add to the state's as one buffer's)
+        return np.ravel(jvp(lambda y, *p: problem.rhs(t, y, p), (np.array(y), *values),
                             (tangent, *directions))[1])
 
     dY = np.zeros((n, times.size))
