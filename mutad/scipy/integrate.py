@@ -489,9 +489,13 @@ class _Parameters:
         return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
 
     def values(self):
-        """The differentiated leaves, in order, each array once."""
-        leaves = self.leaves()
-        return [leaves[i] for i in self.distinct]
+        """The differentiated leaves, in order, each array once; one that shares memory with
+        an earlier one (x beside its view x[1:]) as a copy of its own: the differentiations of
+        the function, which take arrays sharing memory for one buffer, would give each the
+        derivative of both (the copies' derivatives are summed back into the memory)."""
+        leaves = [self.leaves()[i] for i in self.distinct]
+        return [v.copy() if any(np.may_share_memory(memory(v), memory(u)) for u in leaves[:k])
+                else v for k, v in enumerate(leaves)]
 
     def _filled(self, values):
         leaves = self.leaves()
