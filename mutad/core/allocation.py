@@ -1523,6 +1523,8 @@ class _PythonFloat(_ScalarType):
                 and args[0].dtype.kind == "f":
             value = args[0]
             float(memory(value)[()] if stands_for_scalar(value) else memory(value))
+            if value.dtype.itemsize > 8:  # (np.longdouble's .item() is not a Python float)
+                value = value.astype(np.float64)
             return value.item()
         return float(*args, **kwargs)
 

@@ -926,14 +926,16 @@ class ArrayMethods(Tracer):
     def item(self, *args):
         value = memory(self)
         number = value.item(*args)  # NumPy's errors, and what NumPy gives
-        if self.plain_value() is not None or not isinstance(number, (float, complex)):
+        if self.plain_value() is not None or not isinstance(number, (float, complex, np.inexact)):
             return number
-        if not args:
-            element = self.reshape(())
+        if not args:  # (NumPy's scalar where .item() gives one, below)
+            element = self.reshape(-1)[0] if isinstance(number, np.inexact) else self.reshape(())
         elif len(args) == 1 and not isinstance(args[0], tuple):
             element = self.reshape(-1)[operator.index(args[0])]
         else:
             element = self[args[0] if len(args) == 1 else args]
+        if isinstance(number, np.inexact):  # no Python number holds it (np.longdouble's
+            return element  # .item() is NumPy's scalar): that scalar, the element itself
         return _as_python_number(element, type(number))
 
     def tolist(self):

@@ -372,10 +372,49 @@ _UNBATCHED = {
 }
 
 
+def with_settings(func, cores):
+    """Decorate the rule ``rule(a, b)`` of ``func``, a generalized ufunc whose operands and
+    result have ``cores(a, b)`` core dimensions, to take NumPy's settings: the value is
+    NumPy's with them (``dtype=``, ``casting=``, ``order=``), and ``axes=``, which places the
+    core dimensions, has the cotangents taken with them last and put back there."""
+
+    def decorate(rule):
+        @functools.wraps(rule)
+        def with_them(a, b, **kwargs):
+            if not kwargs:
+                return rule(a, b)
+            axes = kwargs.get("axes")
+            if axes is None:
+                return func(a, b, **kwargs), rule(a, b)[1]
+            # (a single core dimension's place may be an integer; a result without core
+            # dimensions may have no entry)
+            places = [tuple(place) if isinstance(place, (tuple, list)) else (place,)
+                      for place in (*axes, ())[:3]]
+            lasts = [tuple(range(-count, 0)) for count in cores(a, b)]
+            _, back = rule(np.moveaxis(a, places[0], lasts[0]),
+                           np.moveaxis(b, places[1], lasts[1]))
+
+            def moved_back(dy):
+                da, db = back(np.moveaxis(dy, places[2], lasts[2]))
+                return np.moveaxis(da, lasts[0], places[0]), np.moveaxis(db, lasts[1], places[1])
+
+            return func(a, b, **kwargs), moved_back
+
+        return with_them
+
+    return decorate
+
+
+def _matmul_cores(a, b):
+    """The core dimensions of matmul's operands and result: a 1-d operand has one."""
+    first, second = min(np.ndim(a), 2), min(np.ndim(b), 2)
+    return first, second, first + second - 2
+
+
 @defrule(np.matmul, np.linalg.matmul, leading=2)
 def matmul(a, b, **kwargs):
     if "axes" in kwargs or "axis" in kwargs:
-        raise UnsupportedOperationError("np.matmul(..., axes=...): move the axes first.")
+        return with_settings(np.matmul, _matmul_cores)(matmul)(a, b, **kwargs)
     y = np.matmul(a, b, **kwargs)
     dims = (np.ndim(a), np.ndim(b))
     unbatched = _UNBATCHED.get(dims)
@@ -429,13 +468,24 @@ defmultilinear(np.matmul, np.linalg.matmul, operands=(0, 1))
 
 
 @defrule(np.vecdot, np.linalg.vecdot, leading=2)
-def vecdot(a, b, axis=-1, **kwargs):
-    y = np.vecdot(a, b, axis=axis, **kwargs)
+def vecdot(a, b, **kwargs):
+    """``axis`` (or ``axes``: one for each operand and, with ``keepdims``, the result) places
+    the summed axis; the cotangents are taken with it last, and put back there."""
+    y = np.vecdot(a, b, **kwargs)
+    axes = kwargs.get("axes")
+    if axes is None:
+        at_a = at_b = at_y = kwargs.get("axis", -1)
+    else:
+        (at_a,), (at_b,) = axes[0], axes[1]
+        at_y = axes[2][0] if len(axes) > 2 and len(axes[2]) else -1
+    kept = kwargs.get("keepdims", False)
 
     def back(dy):  # a is conjugated, as in vdot; a zero dy contributes zero (``times``)
-        dy = np.expand_dims(dy, axis)
-        return (unbroadcast(times(np.conjugate(dy), b), np.shape(a)),
-                unbroadcast(times(dy, a), np.shape(b)))
+        dy = np.moveaxis(dy, at_y, -1) if kept else np.expand_dims(dy, -1)
+        last_a, last_b = np.moveaxis(a, at_a, -1), np.moveaxis(b, at_b, -1)
+        da = unbroadcast(times(np.conjugate(dy), last_b), np.shape(last_a))
+        db = unbroadcast(times(dy, last_a), np.shape(last_b))
+        return np.moveaxis(da, -1, at_a), np.moveaxis(db, -1, at_b)
 
     return y, back
 
@@ -446,6 +496,10 @@ defmultilinear(np.vecdot, np.linalg.vecdot, operands=(0, 1))
 def product_as_einsum(func, subscripts):
     """Register ``func(a, b)``, which is the einsum ``subscripts`` of its two operands."""
 
+    inputs, output = subscripts.replace("...", "").split("->")
+    counts = (*(len(letters) for letters in inputs.split(",")), len(output))
+
+    @with_settings(func, lambda a, b: counts)
     def rule(a, b):
         terms, output = _explicit_einsum(subscripts, [np.shape(a), np.shape(b)])
         return func(a, b), contraction_back(terms, output, (a, b))
@@ -459,6 +513,7 @@ if hasattr(np, "matvec"):  # NumPy 2.2 and later
     product_as_einsum(np.matvec, "...ij,...j->...i")
 
     @defrule(np.vecmat, leading=2)
+    @with_settings(np.vecmat, lambda x, a: (1, 2, 1))
     def vecmat(x, a):
         """y = conj(x) A (the vector is conjugated, as in vdot): x̄ = A conj(ȳ), Ā = x ȳᵀ."""
         y = np.vecmat(x, a)

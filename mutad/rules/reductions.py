@@ -502,8 +502,11 @@ def multiply_reduceat(a, indices, axis=0, dtype=None):
     ks, js, others = _segment_others(a, indices, axis)
 
     def back(dy):
-        g = np.zeros_like(dy, shape=np.moveaxis(np.empty(a.shape), axis, 0).shape)
-        ufunc_at(np.add, g, ks, np.take(np.moveaxis(dy, axis, 0), js, axis=0) * others)
+        terms = np.take(np.moveaxis(dy, axis, 0), js, axis=0) * others
+        # (made like the terms, which carry the derivative of ``others`` under an enclosing
+        # differentiation where dy carries none)
+        g = np.zeros_like(terms, shape=np.moveaxis(np.empty(a.shape), axis, 0).shape)
+        ufunc_at(np.add, g, ks, terms)
         return (np.moveaxis(g, 0, axis),)
 
     return y, back

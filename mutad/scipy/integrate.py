@@ -489,9 +489,13 @@ class _Parameters:
         return [*self.args_leaves, *(v for _, _, leaves, _ in self.cells for v in leaves)]
 
     def values(self):
-        """The differentiated leaves, in order, each array once."""
-        leaves = self.leaves()
-        return [leaves[i] for i in self.distinct]
+        """The differentiated leaves, in order, each array once; one that shares memory with
+        an earlier one (x beside its view x[1:]) as a copy of its own: the differentiations of
+        the function, which take arrays sharing memory for one buffer, would give each the
+        derivative of both (the copies' derivatives are summed back into the memory)."""
+        leaves = [self.leaves()[i] for i in self.distinct]
+        return [v.copy() if any(np.may_share_memory(memory(v), memory(u)) for u in leaves[:k])
+                else v for k, v in enumerate(leaves)]
 
     def _filled(self, values):
         leaves = self.leaves()
@@ -1114,7 +1118,9 @@ def _discrete_tangent(problem, times, Y, y0, dy0, values, directions):
     A, B, C, s, n = steps.A, steps.B, steps.C, steps.s, steps.n
 
     def push(t, y, tangent):
-        return np.ravel(jvp(lambda y, *p: problem.rhs(t, y, p), (y, *values),
+        # (the state an array of its own: y0 may view the memory of a value f reads, x[:2]
+        # beside x, whose tangent jvp would add to the state's as one buffer's)
+        return np.ravel(jvp(lambda y, *p: problem.rhs(t, y, p), (np.array(y), *values),
                             (tangent, *directions))[1])
 
     dY = np.zeros((n, times.size))
