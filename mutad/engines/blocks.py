@@ -94,12 +94,23 @@ def _retake():
     raise Retake
 
 
+def _added_in_place(target, g):
+    """``target + g`` for NumPy's float64 scalars whose sum is NaN, as the shadows compute it:
+    ``shadow += g`` into a 0-d array (``Shadows.add``). Where both are NaN, NumPy's loop that
+    writes into its first operand keeps the second one's NaN (its sign and payload), where
+    ``np.add`` into a new array keeps the first one's."""
+    total = np.array(target)
+    total += g
+    return total[()]
+
+
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "added_in_place": _added_in_place,
            "add_reduce": np.add.reduce,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
@@ -472,9 +483,12 @@ class Code:
                 f"    x[1] += {g}"]
 
     @staticmethod
-    def plus(target, g):
-        """Lines for ``target += g`` on NumPy's float64 scalars, a NaN as ``np.add`` makes it."""
-        return [f"t = {target} + {g}", f"{target} = t if t == t else add({target}, {g})"]
+    def plus(target, g, in_place=True):
+        """Lines for ``target += g`` on NumPy's float64 scalars, a NaN as tracing makes it: as
+        the shadows' ``+=`` into a 0-d array (``_added_in_place``), or, not ``in_place``, as
+        ``np.add`` into a new array (an element of a shadow, ``shadow[key] += dy``)."""
+        again = "added_in_place" if in_place else "add"
+        return [f"t = {target} + {g}", f"{target} = t if t == t else {again}({target}, {g})"]
 
     def shadow(self, place, always):
         """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse

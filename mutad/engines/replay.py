@@ -1410,10 +1410,10 @@ class Gather:
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
                 lines, flat = code.flat_of(self.place, always=True)
-                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy)]
+                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy, in_place=False)]
             lines, shadow = code.shadow(self.place, always=True)
             if scalar_cotangents(self.buffer):
-                return [*lines, *code.plus(f"{shadow}[{key}]", dy)]
+                return [*lines, *code.plus(f"{shadow}[{key}]", dy, in_place=False)]
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
