@@ -104,13 +104,31 @@ def _added_in_place(target, g):
     return total[()]
 
 
+def as_traced(value):
+    """``value`` as tracing holds a value of the program for the partials that read it:
+    NumPy's real or complex scalar as a 0-d array; anything else as it is."""
+    return np.array(value) if isinstance(value, np.inexact) else value
+
+
+def partial_as_traced(partial, y, *values):
+    """``partial(y, *values)`` of NumPy's scalars (a replay's values of 0-d buffers) computed
+    on them as tracing holds them (:func:`as_traced`), where computed on the scalars it is a
+    NaN: which of two NaN operands comes out of ``a * b`` (its sign and payload) is up to the
+    code that computes it, and NumPy's scalar math and its loops over 0-d arrays choose
+    differently. NumPy's scalar, as the partial of the scalars; the floating-point events of
+    computing it again are not heard again (those of the scalars' were)."""
+    with np.errstate(all="ignore"):
+        p = partial(as_traced(y), *map(as_traced, values))
+    return p[()] if type(p) is np.ndarray and p.ndim == 0 else p
+
+
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
-           "added_in_place": _added_in_place,
+           "added_in_place": _added_in_place, "partial_as_traced": partial_as_traced,
            "add_reduce": np.add.reduce,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
@@ -459,10 +477,15 @@ class Code:
 
     def accumulate(self, buffer, local, g):
         """Lines for ``local += g``, ``local`` the live local cotangent of ``buffer`` holding
-        an array: into a new array where it shares its array (:meth:`shares`), the same sum."""
+        an array: into a new array where it shares its array (:meth:`shares`), the same sum
+        (of one element, the shadows' own: their copy, then ``+=``, for NumPy's loop that
+        writes into its first operand keeps the second one's NaN there, where ``local + g``
+        keeps the first one's; and ``local + g`` of 0-d arrays is a scalar, not an array)."""
         if buffer.key not in self.sharing:
             return [f"{local} += {g}"]
         self.unshare(buffer.key)
+        if math.prod(buffer.shape) == 1:
+            return [f"{local} = {local}.copy()", f"{local} += {g}"]
         return [f"{local} = {local} + {g}"]
 
     def add(self, buffer, g):
