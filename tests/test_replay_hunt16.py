@@ -144,3 +144,23 @@ def test_a_sum_of_float32_scalar_cotangents_is_an_array():
     x = np.array([0.0, -0.0, NAN], dtype=np.float32)
     x2 = np.array([-2.0, -np.inf, 0.5], dtype=np.float32)
     replayed_like_traced(_logs_of_a_square, [(x,)] * 3 + [(x2,)] * 3)
+
+
+# ----------------------------------------------------------------------------------------------
+# A compiled block subtracts the cotangent of subtract's second operand from its region's
+# shadow (``shadow -= dy``) where the engine does, for float64; for float32 the engine adds
+# dy * -1, and where the shadow already holds a NaN and dy is one, NumPy's subtraction keeps
+# the shadow's NaN and its addition dy's: the gradient's NaN had the other sign from the third
+# call on. The block subtracts for float64 alone
+
+
+def _quotient_of_a_difference(x):
+    u = x[0:1]
+    v = x[2:3] * 1
+    return (u / (v - u)).sum()
+
+
+def test_a_float32_difference_adds_its_negated_cotangent_as_tracing():
+    x = np.array([NAN, 0.5, -0.0], dtype=np.float32)
+    replayed_like_traced(_quotient_of_a_difference,
+                         [(x,)] * 4 + [(np.array([1.0, 0.5, 3.0], dtype=np.float32),)] * 2)

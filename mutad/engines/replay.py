@@ -798,9 +798,11 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             rows.append((dy, buffer, False))
             continue
         if last and not direct and not summed and not scalar and type(partial) is Constant \
-                and partial.value == -1.0 and made.dtype.kind == "f":
+                and partial.value == -1.0 and made.dtype == np.float64:
             # subtract's second input, a region: ``shadow -= dy`` (as ``Shadows.subtract``),
-            # not a pass to negate dy and one to add it; no line after this one writes dy
+            # not a pass to negate dy and one to add it; no line after this one writes dy.
+            # Of float64 alone, as the engine's (``_small_cotangents``): of float32 it adds
+            # dy * -1, whose NaN beside one in the shadow is not the subtraction's
             subtracted = buffer
             continue
         g = _new_local(code, buffer, named, g)
