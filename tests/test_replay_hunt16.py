@@ -147,11 +147,11 @@ def test_a_sum_of_float32_scalar_cotangents_is_an_array():
 
 
 # ----------------------------------------------------------------------------------------------
-# A compiled block subtracts the cotangent of subtract's second operand from its region's
-# shadow (``shadow -= dy``) where the engine does, for float64; for float32 the engine adds
-# dy * -1, and where the shadow already holds a NaN and dy is one, NumPy's subtraction keeps
-# the shadow's NaN and its addition dy's: the gradient's NaN had the other sign from the third
-# call on. The block subtracts for float64 alone
+# A compiled block subtracted the cotangent of subtract's second operand from its region's
+# shadow (``shadow -= dy``), where the engine's pullback of a short array adds dy * -1 (it
+# subtracts only for long ones, which a block does not unroll): where the shadow already held
+# a NaN and dy was one, NumPy's subtraction keeps the shadow's NaN and its addition dy's, so
+# the gradient's NaN had the other sign from the third call on. A block adds dy * -1 too
 
 
 def _quotient_of_a_difference(x):
@@ -160,7 +160,15 @@ def _quotient_of_a_difference(x):
     return (u / (v - u)).sum()
 
 
-def test_a_float32_difference_adds_its_negated_cotangent_as_tracing():
-    x = np.array([NAN, 0.5, -0.0], dtype=np.float32)
-    replayed_like_traced(_quotient_of_a_difference,
-                         [(x,)] * 4 + [(np.array([1.0, 0.5, 3.0], dtype=np.float32),)] * 2)
+def _hypotenuse_of_a_difference(x):
+    u, v = x[0:1], x[2:3] * 1
+    d = v - u
+    return d + np.hypot(d, np.maximum(x[1:2].copy(), v)) + (d / u).sum()
+
+
+@pytest.mark.parametrize("f, first, dtype", [
+    (_quotient_of_a_difference, [NAN, 0.5, -0.0], np.float32),
+    (_hypotenuse_of_a_difference, [-2.0, NAN, -NAN], np.float64)])
+def test_a_difference_adds_its_negated_cotangent_as_tracing(f, first, dtype):
+    x = np.array(first, dtype=dtype)
+    replayed_like_traced(f, [(x,)] * 4 + [(np.array([1.0, 0.5, 3.0], dtype=dtype),)] * 2)

@@ -555,20 +555,19 @@ class Code:
         self.views += 1
         return [f"{name} = shadows.flat({self.bind(buffer)})"], name
 
-    def add_into(self, place, g, always, sign="+"):
+    def add_into(self, place, g, always):
         """Lines for ``shadows.of(place) += g`` (``shadow``): for a row or a column, into its
         buffer's flat shadow (:meth:`flat_of`), through a view of it (``flat[span] += g``
-        would also assign the view's values back to where they are: a sixth of the time).
-        ``sign`` "-": ``-= g``, the bits of adding ``-g`` (``Shadows.subtract``)."""
+        would also assign the view's values back to where they are: a sixth of the time)."""
         span = flat_slice(place)
         if span is not None:
             looked_up, flat = self.flat_of(place.buffer, always)
             if flat is not None:
-                return [*looked_up, f"view = {flat}[{self.bind(span)}]", f"view {sign}= {g}"]
+                return [*looked_up, f"view = {flat}[{self.bind(span)}]", f"view += {g}"]
         looked_up, shadow = self.shadow(place, always)
         if shadow.startswith("shadows."):
-            return [*looked_up, f"view = {shadow}", f"view {sign}= {g}"]
-        return [*looked_up, f"{shadow} {sign}= {g}"]
+            return [*looked_up, f"view = {shadow}", f"view += {g}"]
+        return [*looked_up, f"{shadow} += {g}"]
 
     def deopt(self, k, entry, stretch=None):
         """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),

@@ -747,7 +747,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
-    subtracted = None  # the region of an input whose partial is -1, subtracted last
     shared = None if scalar or not owned else _shared_sum(code, lean)
     named = set()  # the keys of the new local cotangents made in place of a g<j>
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
@@ -796,14 +795,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             continue
         if partial is ONE:
             rows.append((dy, buffer, False))
-            continue
-        if last and not direct and not summed and not scalar and type(partial) is Constant \
-                and partial.value == -1.0 and made.dtype == np.float64:
-            # subtract's second input, a region: ``shadow -= dy`` (as ``Shadows.subtract``),
-            # not a pass to negate dy and one to add it; no line after this one writes dy.
-            # Of float64 alone, as the engine's (``_small_cotangents``): of float32 it adds
-            # dy * -1, whose NaN beside one in the shadow is not the subtraction's
-            subtracted = buffer
             continue
         g = _new_local(code, buffer, named, g)
         if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
@@ -877,8 +868,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
-    if subtracted is not None:
-        lines += code.add_into(subtracted, dy, always, sign="-")
     if shared is not None:
         code.share(*shared)
     return lines
