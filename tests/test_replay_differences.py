@@ -1,7 +1,8 @@
 """The compiled reverse pass of a difference of two regions of one array (``d[1:] - d[:-1]``,
-a stencil's): the second region's cotangent is subtracted from its shadow (``shadow -= dy``,
-as ``Shadows.subtract`` does for the traced engine) rather than negated first and added, with
-the traced gradient's bits: signed zeros, infinities and NaNs of either sign and payload."""
+a stencil's): the second region's cotangent is added negated into its shadow, as the traced
+engine's pullback of a short array adds it, with the traced gradient's bits: signed zeros,
+infinities and NaNs of either sign and payload. (Subtracting it, ``shadow -= dy``, keeps
+another NaN where the shadow holds one too: ``test_replay_hunt16``.)"""
 
 import collections
 
@@ -48,10 +49,7 @@ def _calls(dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 @pytest.mark.parametrize("mode", ["default", "all-ignore"])
-def test_a_difference_of_regions_subtracts_its_cotangent_with_the_traced_bits(
+def test_a_difference_of_regions_adds_its_negated_cotangent_with_the_traced_bits(
         dtype, mode, capfd, monkeypatch):
     monkeypatch.setattr(blocks, "TEMPLATES", collections.OrderedDict())
     replayed_like_traced(stencil, _calls(dtype), MODES[mode], capfd)
-    if dtype != np.complex128:  # (a complex program is replayed step by step, not compiled)
-        backward = "".join(source.partition("def backward")[2] for source in blocks.TEMPLATES)
-        assert "view -= " in backward  # (no pass to negate the cotangent first)

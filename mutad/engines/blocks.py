@@ -94,12 +94,41 @@ def _retake():
     raise Retake
 
 
+def _added_in_place(target, g):
+    """``target + g`` for NumPy's float64 scalars whose sum is NaN, as the shadows compute it:
+    ``shadow += g`` into a 0-d array (``Shadows.add``). Where both are NaN, NumPy's loop that
+    writes into its first operand keeps the second one's NaN (its sign and payload), where
+    ``np.add`` into a new array keeps the first one's."""
+    total = np.array(target)
+    total += g
+    return total[()]
+
+
+def as_traced(value):
+    """``value`` as tracing holds a value of the program for the partials that read it:
+    NumPy's real or complex scalar as a 0-d array; anything else as it is."""
+    return np.array(value) if isinstance(value, np.inexact) else value
+
+
+def partial_as_traced(partial, y, *values):
+    """``partial(y, *values)`` of NumPy's scalars (a replay's values of 0-d buffers) computed
+    on them as tracing holds them (:func:`as_traced`), where computed on the scalars it is a
+    NaN: which of two NaN operands comes out of ``a * b`` (its sign and payload) is up to the
+    code that computes it, and NumPy's scalar math and its loops over 0-d arrays choose
+    differently. NumPy's scalar, as the partial of the scalars; the floating-point events of
+    computing it again are not heard again (those of the scalars' were)."""
+    with np.errstate(all="ignore"):
+        p = partial(as_traced(y), *map(as_traced, values))
+    return p[()] if type(p) is np.ndarray and p.ndim == 0 else p
+
+
 def _number(y):
     """A value that stands for a Python number (``arraylike.weak``) as one."""
     return y.item() if isinstance(y, np.generic) else y
 
 
 HELPERS = {"number": _number, "product": _product, "multiply": np.multiply, "add": np.add,
+           "added_in_place": _added_in_place, "partial_as_traced": partial_as_traced,
            "add_reduce": np.add.reduce,
            "copyto": np.copyto,
            "empty_like": np.empty_like, "array": np.array, "with_a_zero": _with_a_zero,
@@ -448,10 +477,15 @@ class Code:
 
     def accumulate(self, buffer, local, g):
         """Lines for ``local += g``, ``local`` the live local cotangent of ``buffer`` holding
-        an array: into a new array where it shares its array (:meth:`shares`), the same sum."""
+        an array: into a new array where it shares its array (:meth:`shares`), the same sum
+        (of one element, the shadows' own: their copy, then ``+=``, for NumPy's loop that
+        writes into its first operand keeps the second one's NaN there, where ``local + g``
+        keeps the first one's; and ``local + g`` of 0-d arrays is a scalar, not an array)."""
         if buffer.key not in self.sharing:
             return [f"{local} += {g}"]
         self.unshare(buffer.key)
+        if math.prod(buffer.shape) == 1:
+            return [f"{local} = {local}.copy()", f"{local} += {g}"]
         return [f"{local} = {local} + {g}"]
 
     def add(self, buffer, g):
@@ -472,9 +506,12 @@ class Code:
                 f"    x[1] += {g}"]
 
     @staticmethod
-    def plus(target, g):
-        """Lines for ``target += g`` on NumPy's float64 scalars, a NaN as ``np.add`` makes it."""
-        return [f"t = {target} + {g}", f"{target} = t if t == t else add({target}, {g})"]
+    def plus(target, g, in_place=True):
+        """Lines for ``target += g`` on NumPy's float64 scalars, a NaN as tracing makes it: as
+        the shadows' ``+=`` into a 0-d array (``_added_in_place``), or, not ``in_place``, as
+        ``np.add`` into a new array (an element of a shadow, ``shadow[key] += dy``)."""
+        again = "added_in_place" if in_place else "add"
+        return [f"t = {target} + {g}", f"{target} = t if t == t else {again}({target}, {g})"]
 
     def shadow(self, place, always):
         """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse
@@ -518,20 +555,19 @@ class Code:
         self.views += 1
         return [f"{name} = shadows.flat({self.bind(buffer)})"], name
 
-    def add_into(self, place, g, always, sign="+"):
+    def add_into(self, place, g, always):
         """Lines for ``shadows.of(place) += g`` (``shadow``): for a row or a column, into its
         buffer's flat shadow (:meth:`flat_of`), through a view of it (``flat[span] += g``
-        would also assign the view's values back to where they are: a sixth of the time).
-        ``sign`` "-": ``-= g``, the bits of adding ``-g`` (``Shadows.subtract``)."""
+        would also assign the view's values back to where they are: a sixth of the time)."""
         span = flat_slice(place)
         if span is not None:
             looked_up, flat = self.flat_of(place.buffer, always)
             if flat is not None:
-                return [*looked_up, f"view = {flat}[{self.bind(span)}]", f"view {sign}= {g}"]
+                return [*looked_up, f"view = {flat}[{self.bind(span)}]", f"view += {g}"]
         looked_up, shadow = self.shadow(place, always)
         if shadow.startswith("shadows."):
-            return [*looked_up, f"view = {shadow}", f"view {sign}= {g}"]
-        return [*looked_up, f"{shadow} {sign}= {g}"]
+            return [*looked_up, f"view = {shadow}", f"view += {g}"]
+        return [*looked_up, f"{shadow} += {g}"]
 
     def deopt(self, k, entry, stretch=None):
         """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),

@@ -111,7 +111,8 @@ from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
-from .blocks import Block, Opaque, Pair, flat_slice, indent, scalar_cotangents, unchecked
+from .blocks import (Block, Opaque, Pair, as_traced, flat_slice, indent, partial_as_traced,
+                     scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
@@ -545,6 +546,8 @@ class Pure:
                                  [i in at for i in range(len(self.args))])
 
     def record(self, vals, y):
+        if self.buffer.shape == ():  # NumPy's scalars as tracing holds them (as_traced)
+            vals, y = [as_traced(v) for v in vals], as_traced(y)
         kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
                                 vals, y)
         return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,
@@ -581,7 +584,10 @@ class Pure:
                 else:
                     g = dy if last else dy.copy()
             else:
-                g = times(dy, partial(y, *vals), dy if last else np.empty_like(dy))
+                p = partial(y, *vals)
+                if not dy.ndim and p != p:  # as tracing computes it (partial_as_traced)
+                    p = partial_as_traced(partial, y, *vals)
+                g = times(dy, p, dy if last else np.empty_like(dy))
             rows.append((place, unbroadcast(g, ()) if summed else g, direct and not summed))
         laid_out = self.buffer.c_contiguous  # dy, its shadow, in C order (as _lean_cotangents)
         for place, g, direct in rows:
@@ -652,10 +658,15 @@ class Pure:
         opened = dict(code.live) if local else None
         if self.buffer.key in code.internal:
             owned = not code.shares(self.buffer)
+            other = code.sharing.get(self.buffer.key)
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the value
                 return []
+            if other is not None:  # the other local holds dy's array while these lines read
+                # dy: not added into in place (v - v, once v + (v - v)'s dy is both's)
+                code.sharing[self.buffer.key], code.sharing[other] = other, self.buffer.key
             lines = self._lean_back(code, vals, y, owned=owned, dy=dy, fast=bool(local))
+            code.unshare(self.buffer.key)  # the other holds it alone from here on
             return code.stretch(lines, opened, None, local and local | {self.buffer.key},
                                 (k, "None"))
         if self.buffer.key in code.unreached:
@@ -736,7 +747,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     if scalar is None:
         scalar = scalar_cotangents(made)
     lines, rows = [], []
-    subtracted = None  # the region of an input whose partial is -1, subtracted last
     shared = None if scalar or not owned else _shared_sum(code, lean)
     named = set()  # the keys of the new local cotangents made in place of a g<j>
     for j, (_, partial, last, buffer, direct, summed) in enumerate(lean):
@@ -748,7 +758,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 lines.append(f"{g} = {dy if last else copy}")
             else:  # (an operand, a number: as it is)
                 into = dy if last else "None"
-                evaluate, p = _partial_value(code, partial, y, vals)
+                evaluate, p = _partial_value(code, partial, y, vals, scalars=made.shape == ())
                 lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
             if scalar_cotangents(buffer) and made.shape != ():
                 # unbroadcast's sum over every axis of g (of made's shape), as the float64
@@ -786,12 +796,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         if partial is ONE:
             rows.append((dy, buffer, False))
             continue
-        if last and not direct and not summed and not scalar and type(partial) is Constant \
-                and partial.value == -1.0 and made.dtype.kind == "f":
-            # subtract's second input, a region: ``shadow -= dy`` (as ``Shadows.subtract``),
-            # not a pass to negate dy and one to add it; no line after this one writes dy
-            subtracted = buffer
-            continue
         g = _new_local(code, buffer, named, g)
         if scalar:  # times(dy, p): zero where a factor is, whatever the other (of two
             # factors not zero, the product is times's own, and computes no 0 * inf; a NaN
@@ -807,7 +811,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         else:
             into = (dy if last else "None" if made.shape != ()
                     else f"empty_like({dy})")  # dy * p gives a NumPy scalar for a 0-d dy
-            evaluate, p = _partial_value(code, partial, y, vals)
+            evaluate, p = _partial_value(code, partial, y, vals, scalars=made.shape == ())
             # NumPy's float64 number promotes a product with another dtype's array (NEP 50),
             # which the engine's takes into an array of dy's dtype (Pure.back)
             strong = made.dtype != np.float64
@@ -864,8 +868,6 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
         else:  # a region: Shadows.add of an array nothing else holds
             add = code.add_into(buffer, g, always and not optional)
         lines += [f"if {g} is not None:", *indent(add)] if optional else add
-    if subtracted is not None:
-        lines += code.add_into(subtracted, dy, always, sign="-")
     if shared is not None:
         code.share(*shared)
     return lines
@@ -899,13 +901,14 @@ def _shared_sum(code, lean):
     return None if buffers[0].key == buffers[1].key else buffers
 
 
-def _partial_value(code, partial, y, vals, scalar=False):
+def _partial_value(code, partial, y, vals, scalar=False, scalars=False):
     """``(lines, name)``: where a block's reverse line finds the value of ``partial`` for the
     step whose inputs are named ``vals`` (a string) and output ``y``: the input itself for an
     :class:`registry.Operand`, the number for a :class:`registry.Constant`, else ``p``, which
     ``lines`` compute by calling the partial (an :class:`registry.Applied`'s function, on the
     value it reads), or, for float64 scalars (``scalar``), by the expression it offers for
-    NumPy's scalars (``_scalar_partial``)."""
+    NumPy's scalars (``_scalar_partial``). Of NumPy's scalars (``scalar``, or ``scalars``: the
+    values of 0-d buffers of another dtype), a NaN is computed again as tracing computes it."""
     if type(partial) is Operand:
         name = vals.split(", ")[partial.position]
         if name != "None":
@@ -920,31 +923,34 @@ def _partial_value(code, partial, y, vals, scalar=False):
         if name != "None":
             return [f"p = {code.bind(partial.function)}({name})"], "p"
     call = f"{code.bind(partial)}({y}, {vals})"
+    again = f"partial_as_traced({code.bind(partial)}, {y}, {vals})"
     offer = getattr(partial, "scalar", None) if scalar else None
     if offer is not None:
-        lines = _scalar_partial(code, offer, call, y, vals)
+        lines = _scalar_partial(code, offer, call, again, y, vals)
         if lines is not None:
             return lines, "p"
+    if scalar or scalars:  # a NaN as tracing makes it (``blocks.partial_as_traced``)
+        return [f"p = {call}", "if p != p:", f"    p = {again}"], "p"
     return [f"p = {call}"], "p"
 
 
-def _scalar_partial(code, offer, call, y, vals):
+def _scalar_partial(code, offer, call, again, y, vals):
     """Lines that compute a partial for float64 scalars by the expression it offers
     (``scalar``: ``(template, guarded)``, a template of the operands ``{0}``, ``{1}``, ... and
     ``{y}``, and the positions of the operands that must be NumPy's float64 scalars for it to
-    be the partial's own value, else the partial is called), a NaN as the partial makes it
-    (which of two NaNs comes out is up to the code: ``blocks``); None where the template
-    reads a value the step does not keep."""
+    be the partial's own value, else the partial is called), a NaN as tracing makes it
+    (``again``: which of two NaNs comes out is up to the code, ``blocks.partial_as_traced``);
+    None where the template reads a value the step does not keep."""
     template, guarded = offer
     names = vals.split(", ")
     fields = [field for _, field, _, _ in string.Formatter().parse(template) if field]
     if any((y if field == "y" else names[int(field)]) == "None" for field in fields):
         return None
     expression = template.format(*names, y=y)
-    if not guarded:  # (the partial's own expression: its NaN too)
-        return [f"p = {expression}"]
+    if not guarded:  # (the partial's own expression)
+        return [f"p = {expression}", "if p != p:", f"    p = {again}"]
     test = " and ".join(f"type({names[i]}) is {code.bind(np.float64)}" for i in guarded)
-    return [f"p = {expression} if {test} else {call}", "if p != p:", f"    p = {call}"]
+    return [f"p = {expression} if {test} else {call}", "if p != p:", f"    p = {again}"]
 
 
 def _folded(code, partial, y, vals):
@@ -1410,10 +1416,10 @@ class Gather:
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
                 lines, flat = code.flat_of(self.place, always=True)
-                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy)]
+                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy, in_place=False)]
             lines, shadow = code.shadow(self.place, always=True)
             if scalar_cotangents(self.buffer):
-                return [*lines, *code.plus(f"{shadow}[{key}]", dy)]
+                return [*lines, *code.plus(f"{shadow}[{key}]", dy, in_place=False)]
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
