@@ -609,7 +609,8 @@ def library_allocation() -> Iterator[None]:
     ``xp.full_like``). The mode does not swap the bindings of SciPy's private modules on every
     differentiation (there are too many: its fixed cost); this binds the factories in the
     ``numpy`` module itself while a block runs, so the SciPy functions called within read them
-    (``_library_factory``), whose module they were found through."""
+    (``_library_factory``), whose module they were found through; and its ``r_`` and ``c_``,
+    which join traced items (``np.r_[output[::-1], last]``) rather than convert them."""
     with _LIBRARY["lock"]:
         if _LIBRARY["depth"] == 0:
             factories = _LIBRARY["factories"]
@@ -621,6 +622,8 @@ def library_allocation() -> Iterator[None]:
                 setattr(np, name, following)
                 if own in RULES:  # NumPy hands a call with like= over by the function the
                     RULES[following] = RULES[own]  # name is bound to: this one, meanwhile
+            for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
+                setattr(np, name, JOINED[name][1])
             for binding in _LIBRARY["bindings"]:
                 module = sys.modules.get(binding[0])
                 if module is not None:
@@ -639,6 +642,9 @@ def library_allocation() -> Iterator[None]:
                     RULES.pop(following, None)
                     if getattr(np, name) is following:
                         setattr(np, name, own)
+                for name in ("r_", "c_"):
+                    if getattr(np, name) is JOINED[name][1]:
+                        setattr(np, name, JOINED[name][0])
                 for binding in _LIBRARY["bindings"]:
                     module = sys.modules.get(binding[0])
                     if module is not None and getattr(module, binding[1]) is binding[3]:
