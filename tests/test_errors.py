@@ -779,7 +779,7 @@ def convert(x):
 
 
 def call_scipy(x):
-    return scipy.stats.bayes_mvs(x)[0].statistic  # CAUSE
+    return scipy.stats.genhyperbolic.logpdf(x, 0.5, 1.5, 0.3).sum()  # CAUSE
 
 
 def no_rule(x):
@@ -914,7 +914,7 @@ def test_messages_name_what_the_user_wrote_and_the_mutad_equivalent():
     assert "x.copy()" in str(caught.value)
     with pytest.raises(errors.ConversionError) as caught:
         mutad.gradient(call_scipy, x)
-    assert "scipy.stats.bayes_mvs" in str(caught.value) and "mutad.adjoint" in str(caught.value)
+    assert "scipy.stats.genhyperbolic" in str(caught.value) and "mutad.adjoint" in str(caught.value)
 
     class Held:  # SciPy's expm kept where the allocation mode does not rebind names
         expm = staticmethod(scipy.linalg.expm)

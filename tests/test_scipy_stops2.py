@@ -104,3 +104,90 @@ def test_spline_fit_then_evaluation(fit, evaluate):
     check(lambda x: np.sum(evaluate(fit(x), points, dx=1.1, x0=0.2) ** 2), X16[:9].copy())
     with pytest.raises(UnsupportedOperationError, match="differentiated points.*constants"):
         mutad.gradient(lambda p: evaluate(X16[:9], p).sum(), points.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats: SciPy's Python code followed further. bayes_mvs (mvsdist) takes math.sqrt of
+# traced numbers (a followed module's math is the mode's, which follows them) and the moments
+# and intervals of distributions without rules of their own (t, gengamma, invgamma: SciPy's
+# rv_generic.stats, mean, interval, ..., followed); invgamma's own moments fill a buffer
+# apply_where allocates; nnlf and expect are SciPy's steps too (expect's infinite limits do not
+# move); anderson fits by nnlf
+
+import scipy.stats  # noqa: E402
+
+SAMPLE = np.cos(np.arange(10.0) * 1.3) + 0.1 * np.arange(10.0)
+POSITIVE = np.exp(0.4 * np.sin(np.arange(12.0) * 2.1)) + 0.1 * np.arange(12.0)
+
+
+def _bayes_mvs(x):
+    mean, var, std = scipy.stats.bayes_mvs(x, alpha=0.8)
+    return mean.statistic + var.minmax[1] + std.minmax[0] + std.statistic
+
+
+STATS_PROGRAMS = {
+    "bayes_mvs": (_bayes_mvs, SAMPLE),
+    "mvsdist": (lambda x: sum(d.mean() + d.std() for d in scipy.stats.mvsdist(x)), SAMPLE),
+    "invgamma_std": (lambda x: scipy.stats.invgamma(x[0] + 3.0, scale=x[1]).std()
+                     + scipy.stats.invgamma.var(x[2] + 4.0), POSITIVE[:3]),
+    "gengamma_interval": (lambda x: scipy.stats.gengamma(x[0] + 1.0, -2, scale=x[1]).interval(
+        0.9)[1] + scipy.stats.gengamma.median(x[2] + 1.0, 1.5), POSITIVE[:3]),
+    "nnlf": (lambda x: scipy.stats.gamma.nnlf((2.0, 0.0, x[0]), x[1:]) + scipy.stats.norm.nnlf(
+        (x[0], 1.5), x), POSITIVE),
+    "expect": (lambda x: scipy.stats.norm.expect(lambda t: t ** 2, loc=x[0], scale=x[1]),
+               POSITIVE[:2]),
+    "anderson": (lambda x: scipy.stats.anderson(x, method="interpolate").statistic, SAMPLE),
+    "anderson_expon": (lambda x: scipy.stats.anderson(x, dist="expon",
+                                                    method="interpolate").statistic, POSITIVE),
+}
+
+
+@pytest.mark.parametrize("name", STATS_PROGRAMS)
+def test_stats_followed_further(name):
+    f, x = STATS_PROGRAMS[name]
+    modes = ("rev",) if name == "expect" else ("rev", "fwd")  # (loc + (-inf) * scale's tangent
+    copy = x.copy()                                            # is NaN in forward mode)
+    value, _ = mutad.value_and_gradient(f, copy)
+    assert copy.tobytes() == x.tobytes()
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    check_grads(f, x.copy(), modes=modes, rtol=1e-5, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------------------------
+# Distributions' fits that SciPy writes in closed form or as root findings of the likelihood
+# equations (gamma with floc given, lognorm, invgauss, beta, ...): SciPy's own fit followed, its
+# root finding differentiated by its solution; where it falls back on the numerical
+# optimisation of rv_continuous.fit (super().fit), refused as before
+
+FITS = {
+    "gamma_floc": lambda x: scipy.stats.gamma.fit(x, floc=0),
+    "gamma_floc_fa": lambda x: scipy.stats.gamma.fit(x, floc=0, fa=2.0),
+    "gamma_floc_fscale": lambda x: scipy.stats.gamma.fit(x, floc=0, fscale=1.5),
+    "gamma_mm": lambda x: scipy.stats.gamma.fit(x, method="MM"),
+    "lognorm": lambda x: scipy.stats.lognorm.fit(x, floc=0),
+    "invgauss": lambda x: scipy.stats.invgauss.fit(x, floc=0),
+    "beta": lambda x: scipy.stats.beta.fit(x / 10, floc=0, fscale=1),
+    "laplace": lambda x: scipy.stats.laplace.fit(x),
+    "logistic": lambda x: scipy.stats.logistic.fit(x),
+    "gumbel_r": lambda x: scipy.stats.gumbel_r.fit(x),
+    "rayleigh": lambda x: scipy.stats.rayleigh.fit(x, floc=0),
+}
+
+
+@pytest.mark.parametrize("name", FITS)
+def test_fits_by_scipys_formulas(name):
+    fit = FITS[name]
+    value, _ = mutad.value_and_gradient(lambda x: sum(fit(x)), POSITIVE.copy())
+    assert value == sum(fit(POSITIVE.copy()))
+    check_grads(lambda x: np.sin(fit(x)[0]) + fit(x)[-1] ** 2, POSITIVE.copy(),
+                modes=("rev", "fwd"), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("fit", [
+    lambda x: scipy.stats.gamma.fit(x),                   # gamma_gen.fit's super().fit
+    lambda x: scipy.stats.t.fit(x, fix_df=4.0),           # rv_continuous.fit itself
+    lambda x: scipy.stats.weibull_min.fit(x, floc=0),     # an override's super().fit
+    lambda x: scipy.stats.f.fit(x)])
+def test_fits_by_numerical_optimisation_stay_refused(fit):
+    with pytest.raises(UnsupportedOperationError, match="numerical optimisation.*minimize"):
+        mutad.gradient(lambda x: sum(fit(x)), POSITIVE.copy())

@@ -565,10 +565,14 @@ def library_binding(value):
     where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
-    mode's (``_Joined``: a traced item is joined, not converted); ``None`` otherwise."""
+    mode's (``_Joined``: a traced item is joined, not converted); where it is the ``math``
+    module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
+    traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
+    if value is math:
+        return _LIBRARY_MATH
     try:
         name = _NUMPYS_OWN.get(value)
     except TypeError:  # (an unhashable value)
@@ -3437,6 +3441,8 @@ MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
+_LIBRARY_MATH = _mode_math()
+"""The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,
