@@ -153,6 +153,23 @@ def test_stats_followed_further(name):
     check_grads(f, x.copy(), modes=modes, rtol=1e-5, atol=1e-8)
 
 
+# scipy.stats.siegelslopes: SciPy's compiled repeated medians, with the derivatives of the
+# same medians (of the slopes, and by method "separate" of the intercepts)
+
+@pytest.mark.parametrize("method", ["hierarchical", "separate"])
+def test_siegelslopes(method):
+    y = SAMPLE + np.arange(10.0)
+    x = np.arange(10.0) * 0.3 + 0.02 * np.sin(np.arange(10.0))
+
+    def fit(y, x):
+        result = scipy.stats.siegelslopes(y, x, method=method)
+        return 2.0 * result.slope + result.intercept
+
+    check(lambda y: fit(y, x), y.copy())
+    check(lambda x: fit(y, x), x.copy())
+    check(lambda y: scipy.stats.siegelslopes(y, method=method).intercept, y.copy())
+
+
 # ----------------------------------------------------------------------------------------------
 # Distributions' fits that SciPy writes in closed form or as root findings of the likelihood
 # equations (gamma with floc given, lognorm, invgauss, beta, ...): SciPy's own fit followed, its
