@@ -208,3 +208,37 @@ def test_fits_by_scipys_formulas(name):
 def test_fits_by_numerical_optimisation_stay_refused(fit):
     with pytest.raises(UnsupportedOperationError, match="numerical optimisation.*minimize"):
         mutad.gradient(lambda x: sum(fit(x)), POSITIVE.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# CloughTocher2DInterpolator (and griddata's "cubic") at differentiated queries: in the triangle
+# SciPy puts a query in, SciPy's cubic Bezier polynomial of its barycentric weights, whose
+# coefficients do not move with the query
+
+import scipy.interpolate  # noqa: E402
+
+_SCATTERED = np.random.default_rng(2).random((12, 2))
+_VALUES = np.sin(3 * _SCATTERED[:, 0]) * np.cos(2 * _SCATTERED[:, 1])
+_QUERIES = np.array([[0.5, 0.5], [0.45, 0.55], [0.3, 0.6], [0.62, 0.41], [9.0, 9.0]])
+
+
+@pytest.mark.parametrize("rescale", [False, True])
+@pytest.mark.parametrize("columns", [1, 2])
+def test_clough_tocher_at_differentiated_queries(rescale, columns):
+    stretch = np.array([1.0, 100.0]) if rescale else np.ones(2)
+    values = _VALUES if columns == 1 else np.stack([_VALUES, _VALUES ** 2], axis=1)
+    interpolant = scipy.interpolate.CloughTocher2DInterpolator(
+        _SCATTERED * stretch, values, fill_value=0.5, rescale=rescale)
+    check(lambda q: np.sum(interpolant(q * stretch) ** 2), _QUERIES.copy(), order=2)
+    check(lambda q: np.sum(interpolant(q[0] * stretch[0], q[1] * stretch[1])), _QUERIES.T.copy())
+
+
+def test_griddata_cubic_at_differentiated_queries():
+    check(lambda q: np.nansum(scipy.interpolate.griddata(_SCATTERED, _VALUES, q, method="cubic")
+                              * np.arange(1.0, 6.0)), _QUERIES.copy())
+
+
+def test_clough_tocher_of_complex_values_at_queries_is_refused():
+    interpolant = scipy.interpolate.CloughTocher2DInterpolator(_SCATTERED, _VALUES * (1 + 1j))
+    with pytest.raises(UnsupportedOperationError, match="complex values.*real and imaginary"):
+        mutad.gradient(lambda q: np.nansum(np.abs(interpolant(q))), _QUERIES.copy())
