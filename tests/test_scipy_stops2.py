@@ -242,3 +242,30 @@ def test_clough_tocher_of_complex_values_at_queries_is_refused():
     interpolant = scipy.interpolate.CloughTocher2DInterpolator(_SCATTERED, _VALUES * (1 + 1j))
     with pytest.raises(UnsupportedOperationError, match="complex values.*real and imaginary"):
         mutad.gradient(lambda q: np.nansum(np.abs(interpolant(q))), _QUERIES.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.funm(A, func) with the user's func: SciPy's Schur-Parlett values, with the
+# derivatives of V func(Λ) V⁻¹ (eig, and the user's func of the traced eigenvalues); repeated
+# eigenvalues (whose vectors are not determined) refused
+
+import scipy.linalg  # noqa: E402
+
+_MATRIX = np.cos(np.arange(16.0).reshape(4, 4)) * 0.4 + np.diag([1.0, 2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize("func", [lambda x: np.exp(0.3 * x), lambda x: np.sqrt(x) + x ** 2,
+                                  np.cos], ids=["exp", "sqrt_square", "cos"])
+def test_funm_of_a_user_function(func):
+    weights = np.arange(16.0).reshape(4, 4)
+    check(lambda a: np.sum(scipy.linalg.funm(a, func) * weights), _MATRIX.copy())
+    check(lambda a: np.sum(scipy.linalg.funm(a, func, disp=False)[0] ** 2), _MATRIX.copy())
+
+
+def test_funm_of_complex_eigenvalues_and_refusals():
+    rotation = np.array([[0.1, -0.9], [1.1, 0.1]])
+    check(lambda a: np.sum(scipy.linalg.funm(a, np.exp) * [[1.0, 2.0], [3.0, 4.0]]),
+          rotation.copy())
+    for repeated in (np.diag([1.0, 2.0, 2.0]), np.array([[1.0, 1.0], [0.0, 1.0]])):
+        with pytest.raises(UnsupportedOperationError, match="funm.*repeated.*expm"):
+            mutad.gradient(lambda a: scipy.linalg.funm(a, np.exp).sum(), repeated)
