@@ -1703,19 +1703,23 @@ _FITTING = threading.local()
 them called meanwhile is its class's ``super().fit``, the numerical optimisation."""
 
 
-_GENERIC_FIT = getattr(vars(_stats.rv_continuous)["fit"], "__wrapped__", vars(_stats.rv_continuous)["fit"])
+_GENERIC_FIT = vars(_stats.rv_continuous)["fit"]
+_GENERIC_FIT = getattr(_GENERIC_FIT, "__wrapped__", _GENERIC_FIT)  # (SciPy's own)
 
 
-def _fit_rule(self, data, *args, **kwargs):
-    return _scipys_fit(self, data, args, kwargs)
+def _fit_rule():
+    def rule(self, data, *args, **kwargs):
+        return _scipys_fit(self, data, args, kwargs)
+
+    rule.subclasses = True  # (the numerical optimisation, reached by super().fit too)
+    return rule
 
 
-_fit_rule.subclasses = True  # (the numerical optimisation, reached by super().fit too)
-defmethod(_stats.rv_continuous, "fit", _fit_rule)
+defmethod(_stats.rv_continuous, "fit", _fit_rule())
 for _generator in map(type, vars(_stats.distributions).values()):  # (SciPy's own fits)
     if issubclass(_generator, _stats.rv_continuous) and "fit" in vars(_generator) \
             and _generator not in BY_GENERATOR:
-        defmethod(_generator, "fit", _fit_rule)
+        defmethod(_generator, "fit", _fit_rule())
 
 
 def _scipys_moments_rule(original):
