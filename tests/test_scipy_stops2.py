@@ -269,3 +269,18 @@ def test_funm_of_complex_eigenvalues_and_refusals():
     for repeated in (np.diag([1.0, 2.0, 2.0]), np.array([[1.0, 1.0], [0.0, 1.0]])):
         with pytest.raises(UnsupportedOperationError, match="funm.*repeated.*expm"):
             mutad.gradient(lambda a: scipy.linalg.funm(a, np.exp).sum(), repeated)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's followed code handing a traced array to compiled code that fails on it with a
+# SystemError (symiirorder1's initial conditions): a MutadError naming the function
+
+
+@pytest.mark.parametrize("f", [lambda x: scipy.signal.symiirorder1(x, 0.5, 0.1),
+                               lambda x: scipy.signal.qspline2d(x.reshape(2, 4))])
+def test_compiled_code_failing_on_traced_values_is_refused_by_name(f):
+    x = X16[:8].copy()
+    with pytest.raises(UnsupportedOperationError,
+                       match=r"scipy\.signal\.\w+ does not run on differentiated values.*compiled"):
+        mutad.gradient(lambda x: np.sum(f(x)), x)
+    assert x.tobytes() == X16[:8].tobytes()

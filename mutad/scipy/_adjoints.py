@@ -560,6 +560,10 @@ def following_scipys_code(function, args, kwargs):
                             ) from error
     except MutadError:
         raise
+    except SystemError as error:  # (compiled code reading a traced array's buffer; not SciPy's
+        # own error, whatever the plain values do, which the allocation mode may fail too)
+        raise _not_followed(function, "handed a differentiated value to compiled code, which "
+                            f"failed on it ({error})") from error
     except Exception as error:
         try:  # (a traced number's plain value is a 0-d array: the number, as it was indexed)
             function(*_plain(args, numbers=True),
