@@ -284,3 +284,16 @@ def test_compiled_code_failing_on_traced_values_is_refused_by_name(f):
                        match=r"scipy\.signal\.\w+ does not run on differentiated values.*compiled"):
         mutad.gradient(lambda x: np.sum(f(x)), x)
     assert x.tobytes() == X16[:8].tobytes()
+
+
+# scipy.stats.weightedtau: SciPy's compiled weighted tau of the orderings of x and y, a
+# constant (piecewise constant in the data: derivative zero), its value SciPy's
+
+@pytest.mark.parametrize("rank", [True, None, False])
+def test_weightedtau_of_differentiated_data(rank):
+    data = SAMPLE[:8] + 0.01 * np.arange(8.0)
+    f = lambda x: scipy.stats.weightedtau(x, x ** 2 - x, rank=rank).statistic + np.sum(x)  # noqa: E731
+    value, (gradient,) = mutad.value_and_gradient(f, data.copy())
+    assert value == f(data.copy())
+    assert np.array_equal(gradient, np.ones(8))
+    check_grads(f, data.copy(), modes=("rev", "fwd"))

@@ -1589,3 +1589,17 @@ def _siegelslopes(y, x, method):
     slope, intercept = _siegelslopes_value(y, x, method)
     medians = _repeated_medians(y, x, method)
     return scipys_value(slope, medians[0]), scipys_value(intercept, medians[1])
+
+
+# scipy.stats.weightedtau: SciPy's compiled weighted tau reads x and y through their orderings
+# alone (the weigher weighs ranks): piecewise constant in them, its derivative zero wherever it
+# has one. Its value on the plain values, a constant
+
+from scipy.stats import _stats as _compiled_stats  # noqa: E402
+
+
+@stands_in_for(_compiled_stats._weightedrankedtau)
+def _weightedrankedtau(x, y, rank, weigher, additive):
+    def plain(a):
+        return np.asarray(memory(a)) if wrapped(a) else a
+    return _compiled_stats._weightedrankedtau(plain(x), plain(y), rank, weigher, additive)
