@@ -297,3 +297,15 @@ def test_weightedtau_of_differentiated_data(rank):
     assert value == f(data.copy())
     assert np.array_equal(gradient, np.ones(8))
     check_grads(f, data.copy(), modes=("rev", "fwd"))
+
+
+# scipy.special.jve and yve (scaled by exp(-|Im x|), 1 for real x): the recurrences of jv and yv
+
+import scipy.special  # noqa: E402
+
+
+def test_scaled_bessel_functions_of_the_first_and_second_kind():
+    x = POSITIVE[:6].copy()
+    check(lambda x: np.sum(scipy.special.jve(2.5, x) * scipy.special.yve(1.5, x)), x, order=2)
+    with pytest.raises(UnsupportedOperationError, match="jve.*order v"):
+        mutad.gradient(lambda v: scipy.special.jve(v, 1.3).sum(), x)

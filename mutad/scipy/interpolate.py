@@ -105,8 +105,9 @@ transposed pair). Refused: differentiated data points of the nearest neighbour a
 Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
 points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
-``griddata(method='cubic')`` in two dimensions) at differentiated queries or of more than one
-column of values; of one column of differentiated values it is linear in them for the number
+``griddata(method='cubic')`` in two dimensions) of differentiated values at differentiated
+queries or of more than one column of values (of plain values it is differentiated at its
+queries: SciPy's cubic Bezier polynomial of a query's barycentric weights); of one column of differentiated values it is linear in them for the number
 of sweeps SciPy's iterative gradient estimate took, a decision of the forward pass, and is
 differentiated so. ``lagrange`` is
 SciPy's steps on differentiated nodes and values (refused where the sum cancels the leading

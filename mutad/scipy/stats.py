@@ -50,8 +50,12 @@ closed form (its ``_entropy``, the asymptotic branches decided on the plain para
 SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
 numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit`` and ``expon.fit`` are
 SciPy's closed-form maximum likelihood fits, its steps on the differentiated data (``floc``
-and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``method='MM'``,
-are refused.
+and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
+``method='MM'``, ``lognorm``, ``invgauss``, ``beta``, ...) is SciPy's code followed, its root
+findings differentiated by their solutions; the fits SciPy computes by numerical
+optimisation (``rv_continuous.fit``, reached by ``super().fit`` too) are refused. The other
+moments' methods (``median``, ``interval``, ``moment``, ``expect``) and ``nnlf`` of
+distributions without rules of their own for them are SciPy's code followed.
 
 ``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
 ``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments (points and
