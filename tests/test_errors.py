@@ -73,8 +73,8 @@ CASES = [
     (untraced_out, errors.UntracedWriteError, ["np.sin", "Allocate it inside"]),
     (untraced_augmented, errors.UntracedWriteError, ["np.add", "Allocate it inside"]),
     (untraced_function_out, errors.UntracedWriteError, ["np.cumsum", "Allocate it inside"]),
-    (lambda x: scipy.fftpack.diff(x).sum(), errors.UnsupportedOperationError,
-     ["scipy.fftpack.diff", "step by step", "mutad.adjoint"]),
+    (lambda x: scipy.stats.shapiro(x).statistic, errors.UnsupportedOperationError,
+     ["scipy.stats.shapiro", "step by step", "mutad.adjoint"]),
     (lambda x: complex(x[0]).real * 2.0, errors.ConversionError, ["complex()"]),
     (lambda x: scipy.special.wrightomega(x).sum(), errors.UnsupportedFunctionError,
      ["scipy.special.wrightomega", "mutad.adjoint"]),
@@ -780,7 +780,7 @@ def convert(x):
 
 
 def call_scipy(x):
-    return scipy.signal.cspline1d(x).sum()  # CAUSE
+    return scipy.stats.genhyperbolic.logpdf(x, 0.5, 1.5, 0.3).sum()  # CAUSE
 
 
 def no_rule(x):
@@ -915,7 +915,7 @@ def test_messages_name_what_the_user_wrote_and_the_mutad_equivalent():
     assert "x.copy()" in str(caught.value)
     with pytest.raises(errors.ConversionError) as caught:
         mutad.gradient(call_scipy, x)
-    assert "scipy.signal.cspline1d" in str(caught.value) and "mutad.adjoint" in str(caught.value)
+    assert "scipy.stats.genhyperbolic" in str(caught.value) and "mutad.adjoint" in str(caught.value)
 
     class Held:  # SciPy's expm kept where the allocation mode does not rebind names
         expm = staticmethod(scipy.linalg.expm)

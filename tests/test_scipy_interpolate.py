@@ -691,8 +691,8 @@ def test_scattered_data_refusals():
         mutad.gradient(lambda p: scipy.interpolate.griddata(p, SCATTERED_VALUES, INSIDE,
                                                             "nearest").sum(), SCATTERED)
     with pytest.raises(UnsupportedOperationError, match="CloughTocher2DInterpolator.*query"):
-        mutad.gradient(lambda q: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, q,
-                                                            "cubic").sum(), INSIDE)
+        mutad.gradient(lambda v: scipy.interpolate.griddata(SCATTERED, v, INSIDE * v[0],
+                                                            "cubic").sum(), SCATTERED_VALUES)
     with pytest.raises(UnsupportedOperationError, match="fill_value"):
         mutad.gradient(lambda c: scipy.interpolate.griddata(SCATTERED, SCATTERED_VALUES, INSIDE,
                                                             fill_value=c).sum(), 0.5)

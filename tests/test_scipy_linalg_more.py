@@ -277,7 +277,8 @@ REFUSED = {
     "polar tall left": lambda a: scipy.linalg.polar(a[:, :3], side="left")[0],
     "polar stacked": lambda a: scipy.linalg.polar(np.stack([a, a]))[0],
     "ldl complex": lambda a: scipy.linalg.ldl(a + 1j * a.T)[1].real,
-    "funm": lambda a: scipy.linalg.funm(a, np.cos),
+    "funm repeated eigenvalues": lambda a: scipy.linalg.funm(np.diag([1.0, 2.0, 2.0, 3.0])
+                                                             + 0.0 * a, np.cos),
 }
 
 

@@ -556,10 +556,14 @@ def library_binding(value):
     where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
-    mode's (``_Joined``: a traced item is joined, not converted); ``None`` otherwise."""
+    mode's (``_Joined``: a traced item is joined, not converted); where it is the ``math``
+    module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
+    traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
+    if value is math:
+        return _LIBRARY_MATH
     try:
         name = _NUMPYS_OWN.get(value)
     except TypeError:  # (an unhashable value)
@@ -600,7 +604,8 @@ def library_allocation() -> Iterator[None]:
     ``xp.full_like``). The mode does not swap the bindings of SciPy's private modules on every
     differentiation (there are too many: its fixed cost); this binds the factories in the
     ``numpy`` module itself while a block runs, so the SciPy functions called within read them
-    (``_library_factory``), whose module they were found through."""
+    (``_library_factory``), whose module they were found through; and its ``r_`` and ``c_``,
+    which join traced items (``np.r_[output[::-1], last]``) rather than convert them."""
     with _LIBRARY["lock"]:
         if _LIBRARY["depth"] == 0:
             factories = _LIBRARY["factories"]
@@ -612,6 +617,8 @@ def library_allocation() -> Iterator[None]:
                 setattr(np, name, following)
                 if own in RULES:  # NumPy hands a call with like= over by the function the
                     RULES[following] = RULES[own]  # name is bound to: this one, meanwhile
+            for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
+                setattr(np, name, JOINED[name][1])
             for binding in _LIBRARY["bindings"]:
                 module = sys.modules.get(binding[0])
                 if module is not None:
@@ -630,6 +637,9 @@ def library_allocation() -> Iterator[None]:
                     RULES.pop(following, None)
                     if getattr(np, name) is following:
                         setattr(np, name, own)
+                for name in ("r_", "c_"):
+                    if getattr(np, name) is JOINED[name][1]:
+                        setattr(np, name, JOINED[name][0])
                 for binding in _LIBRARY["bindings"]:
                     module = sys.modules.get(binding[0])
                     if module is not None and getattr(module, binding[1]) is binding[3]:
@@ -3446,6 +3456,8 @@ MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
+_LIBRARY_MATH = _mode_math()
+"""The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,

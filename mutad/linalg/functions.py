@@ -22,7 +22,8 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, HOLOMORPHIC
 from ..engines.arraylike import carries_derivative
 from ..rules._helpers import transpose
-from ..scipy._adjoints import ScipyAdjoint, StandIn, Value, scipy_adjoint, scipys_value
+from ..scipy._adjoints import (ScipyAdjoint, StandIn, Value, reproduces, scipy_adjoint,
+                               scipys_value)
 from ..core.views import memory, wrapped
 from ._common import require_matrix
 from .dense import solve
@@ -359,15 +360,41 @@ _expm_frechet_stand_in = StandIn(_linalg.expm_frechet, _expm_frechet)
 expm_frechet = _expm_frechet_stand_in
 
 
-def _funm_refusal(A, func, disp=True):
+def _funm(A, func, disp=True):
+    """SciPy's ``funm(A, func)``: its values (its Schur-Parlett recurrence, with ``func`` of the
+    plain eigenvalues), with the derivatives of ``V func(Λ) V⁻¹`` (``np.linalg.eig``, and
+    ``func`` of the traced eigenvalues, the user's code followed): the same matrix function
+    of a diagonalizable ``A``, guarded to reproduce SciPy's values. Repeated eigenvalues (whose
+    vectors ``eig`` picks arbitrarily) are refused, as ``eig``'s rule refuses them."""
     if not carries_derivative(A):  # a constant (mutad.stop_gradient): SciPy's own
-        return _funm.original(A, func, disp)
-    raise UnsupportedOperationError(
-        "scipy.linalg.funm(A, func) of a differentiated matrix: mutad has no derivative of its "
-        "Schur-Parlett recurrence with your func. Call the function's own routine, which mutad "
-        "differentiates (expm, cosm, sinm, tanm, coshm, sinhm, tanhm, logm, sqrtm, "
-        "fractional_matrix_power); for a symmetric A write it with eigh: w, V = eigh(A), then "
-        "V @ np.diag(func(w)) @ V.T; or pass A through mutad.stop_gradient.")
+        return _funm_stand_in.original(A, func, disp)
+    value, error = _funm_stand_in.original(np.array(memory(A)), func, False)  # (of a copy)
+    eigenvalues = np.linalg.eigvals(memory(A))  # a decision: of the plain values
+    gaps = np.abs(eigenvalues[:, None] - eigenvalues)[~np.eye(len(eigenvalues), dtype=bool)]
+    if np.min(gaps, initial=np.inf) <= np.sqrt(np.finfo(float).eps) * max(
+            1.0, np.max(np.abs(eigenvalues), initial=0.0)):
+        raise UnsupportedOperationError(
+            "scipy.linalg.funm(A, func) of a differentiated matrix with repeated (or nearly "
+            "repeated) eigenvalues: mutad differentiates it through A's eigenvectors, which "
+            "are not determined there. Call the function's own routine, which mutad "
+            "differentiates (expm, cosm, sinm, ..., sqrtm, fractional_matrix_power), or pass A "
+            "through mutad.stop_gradient.")
+    w, V = np.linalg.eig(A)
+    composition = V @ (np.reshape(func(w), (-1, 1)) * np.linalg.inv(V))
+    if np.isrealobj(value):  # (SciPy's value of a real A, its negligible imaginary part dropped)
+        composition = np.real(composition)
+    if not reproduces(value, composition):
+        raise UnsupportedOperationError(
+            "scipy.linalg.funm(A, func) of a differentiated matrix: mutad differentiates it as "
+            "V @ diag(func(w)) @ inv(V) of A's eigenvalues w and vectors V, which did not "
+            "reproduce SciPy's values here (a matrix far from diagonalizable, or a func that "
+            "is not elementwise). Call the function's own routine, which mutad differentiates "
+            "(expm, cosm, sinm, tanm, coshm, sinhm, tanhm, logm, sqrtm, "
+            "fractional_matrix_power), or pass A through mutad.stop_gradient.")
+    if disp and error > 1000 * np.finfo(np.result_type(value)).eps:
+        print("funm result may be inaccurate, approximate err =", error)  # (SciPy's notice)
+    result = scipys_value(value, composition)
+    return result if disp else (result, error)
 
 
-_funm = StandIn(_linalg.funm, _funm_refusal)
+_funm_stand_in = StandIn(_linalg.funm, _funm)

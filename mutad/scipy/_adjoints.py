@@ -528,23 +528,27 @@ def following_scipys_code(function, args, kwargs):
     values but not on their plain ones (a check ``np.isscalar(df)`` of a traced number), saying
     which function it was; an error it raises on both is SciPy's, the caller's to see. The
     names its module binds to NumPy's factories and builders (``from numpy import asarray,
-    zeros``) read them as the block's ``numpy`` module does (``library_binding``)."""
-    namespace = getattr(inspect.unwrap(function), "__globals__", {})
+    zeros``) read them as the block's ``numpy`` module does (``library_binding``); so do those
+    of the modules of a method's class and its bases (``_namespaces``)."""
+    namespaces = _namespaces(function)
     with _ROUTED_NAMES:
-        entry = _SWAPPED.get(id(namespace))
-        if entry is None:
-            originals = {}
-            for name, value in list(namespace.items()):
-                try:
-                    route = RULES.get(value, NO_RULE).route if callable(value) else None
-                    stand_in = route or library_binding(value)  # (np.r_ is not callable)
-                except TypeError:  # (an unhashable value)
-                    continue
-                if stand_in is not None:
-                    originals[name] = value
-                    namespace[name] = stand_in
-            entry = _SWAPPED[id(namespace)] = [0, originals]
-        entry[0] += 1
+        entries = []
+        for namespace in namespaces:
+            entry = _SWAPPED.get(id(namespace))
+            if entry is None:
+                originals = {}
+                for name, value in list(namespace.items()):
+                    try:
+                        route = RULES.get(value, NO_RULE).route if callable(value) else None
+                        stand_in = route or library_binding(value)  # (np.r_ is not callable)
+                    except TypeError:  # (an unhashable value)
+                        continue
+                    if stand_in is not None:
+                        originals[name] = value
+                        namespace[name] = stand_in
+                entry = _SWAPPED[id(namespace)] = [0, originals]
+            entry[0] += 1
+            entries.append((namespace, entry))
     try:
         with library_allocation():
             return function(*args, **kwargs)
@@ -556,6 +560,10 @@ def following_scipys_code(function, args, kwargs):
                             ) from error
     except MutadError:
         raise
+    except SystemError as error:  # (compiled code reading a traced array's buffer; not SciPy's
+        # own error, whatever the plain values do, which the allocation mode may fail too)
+        raise _not_followed(function, "handed a differentiated value to compiled code, which "
+                            f"failed on it ({error})") from error
     except Exception as error:
         try:  # (a traced number's plain value is a 0-d array: the number, as it was indexed)
             function(*_plain(args, numbers=True),
@@ -566,13 +574,31 @@ def following_scipys_code(function, args, kwargs):
                             "plain values pass") from error
     finally:
         with _ROUTED_NAMES:
-            entry[0] -= 1
-            if entry[0] == 0:
-                del _SWAPPED[id(namespace)]
-                for name, value in entry[1].items():
-                    if namespace.get(name) in (RULES.get(value, NO_RULE).route,
-                                               library_binding(value)):
-                        namespace[name] = value
+            for namespace, entry in entries:
+                entry[0] -= 1
+                if entry[0] == 0:
+                    del _SWAPPED[id(namespace)]
+                    for name, value in entry[1].items():
+                        if namespace.get(name) in (RULES.get(value, NO_RULE).route,
+                                                   library_binding(value)):
+                            namespace[name] = value
+
+
+def _namespaces(function):
+    """The module namespaces whose names ``following_scipys_code`` binds for ``function``: its
+    own module's, and, for a method of an object of SciPy's, the modules of its class and of
+    the classes it inherits from (``lognorm.fit`` calls ``self._argcheck``, whose module binds
+    ``asarray``), each once."""
+    namespaces = {}
+    own = getattr(inspect.unwrap(function), "__globals__", None)
+    if own is not None:
+        namespaces[id(own)] = own
+    instance = getattr(function, "__self__", None)
+    for cls in type(instance).__mro__ if instance is not None else ():
+        module = sys.modules.get(getattr(cls, "__module__", None) or "")
+        if module is not None and module.__name__.startswith("scipy."):
+            namespaces.setdefault(id(vars(module)), vars(module))
+    return list(namespaces.values())
 
 
 FOLLOWED_LIBRARY_CODE.append(following_scipys_code)

@@ -1551,3 +1551,55 @@ def discrepancy(sample, *, iterative=False, method="CD", workers=1):
 
 
 __all__ += ["discrepancy"]
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.siegelslopes: SciPy's Python code (followed) hands the samples to a compiled
+# (Pythran) routine, the repeated medians of the pairwise slopes (and, by method "separate",
+# of the pairwise intercepts); its values are SciPy's, their derivatives those of the same
+# medians written with NumPy's (each a decision on the values, as np.median's)
+
+from scipy.stats import _stats_pythran  # noqa: E402
+
+
+def _scipys_siegelslopes(y, x, method):
+    return np.asarray(_stats_pythran.siegelslopes(y, x, method))
+
+
+_siegelslopes_value = Value(_scipys_siegelslopes, "scipy.stats.siegelslopes")
+
+
+def _repeated_medians(y, x, method):
+    plain_x = np.asarray(memory(x)) if wrapped(x) else np.asarray(x)
+    deltax, deltay = x[:, None] - x, y[:, None] - y
+    slopes, intercepts = [], []
+    for j in range(len(plain_x)):
+        others = np.nonzero(plain_x[j] - plain_x)[0]
+        slopes.append(np.median(deltay[j, others] / deltax[j, others]))
+        if method == "separate":
+            intercepts.append(np.median((y * x[j] - y[j] * x)[others] / deltax[j, others]))
+    slope = np.median(np.stack(slopes))
+    intercept = np.median(np.stack(intercepts)) if method == "separate" \
+        else np.median(y - slope * x)
+    return slope, intercept
+
+
+@stands_in_for(_stats_pythran.siegelslopes)
+def _siegelslopes(y, x, method):
+    slope, intercept = _siegelslopes_value(y, x, method)
+    medians = _repeated_medians(y, x, method)
+    return scipys_value(slope, medians[0]), scipys_value(intercept, medians[1])
+
+
+# scipy.stats.weightedtau: SciPy's compiled weighted tau reads x and y through their orderings
+# alone (the weigher weighs ranks): piecewise constant in them, its derivative zero wherever it
+# has one. Its value on the plain values, a constant
+
+from scipy.stats import _stats as _compiled_stats  # noqa: E402
+
+
+@stands_in_for(_compiled_stats._weightedrankedtau)
+def _weightedrankedtau(x, y, rank, weigher, additive):
+    def plain(a):
+        return np.asarray(memory(a)) if wrapped(a) else a
+    return _compiled_stats._weightedrankedtau(plain(x), plain(y), rank, weigher, additive)

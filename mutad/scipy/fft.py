@@ -14,6 +14,7 @@ real transforms among them.
 [6.0, 10.0, 2.0, -2.0]
 """
 
+import functools
 import inspect
 
 import numpy as np
@@ -295,3 +296,104 @@ def _fftpack_irfft(x, n=None, axis=-1, overwrite_x=False):
     real = np.concatenate([x[..., :1], x[..., 1::2]], axis=-1)
     imaginary = np.concatenate([zero, x[..., 2::2]] + [zero] * (size % 2 == 0), axis=-1)
     return np.moveaxis(irfft(real + 1j * imaginary, size, -1), -1, axis)
+
+
+# scipy.fftpack's pseudo-differential operators (diff, tilbert, hilbert, ihilbert, cs_diff, ...,
+# shift) are Python around two compiled routines of scipy.fftpack.convolve, which mutad follows:
+# x's forward real transform in fftpack's packed order, a product per frequency by the constant
+# kernel (convolve: a diagonal, or each (Re, Im) pair swapped and scaled; convolve_z: a 2×2
+# block per pair), and the unnormalised backward transform. Linear in x. The backward transform
+# is the forward one's transpose scaled per frequency (2 for each pair, 1 at zero and Nyquist),
+# which commutes with the pair blocks: the transpose of the routine is the routine with each
+# block transposed, i.e. its off-diagonal kernel entries exchanged within their pair.
+
+from scipy.fftpack import convolve as _convolve_module  # noqa: E402
+from ..core.allocation import plain_allocation  # noqa: E402
+from ..custom import Adjoint  # noqa: E402
+
+
+def _pairs_exchanged(omega):
+    """``omega`` with the entries of each (Re, Im) pair of fftpack's packed order exchanged."""
+    omega = np.array(omega, np.float64)
+    pairs = (len(omega) - 1) // 2
+    exchanged = omega.copy()
+    exchanged[1:2 * pairs:2], exchanged[2:2 * pairs + 1:2] = omega[2:2 * pairs + 1:2], \
+        omega[1:2 * pairs:2]
+    return exchanged
+
+
+def _kernel_product(routine, transposed_kernel):
+    """``routine(x, *kernel)`` of a constant kernel, differentiated in ``x``: its transpose is
+    the routine of ``transposed_kernel(*kernel)``, its tangent the routine of the tangent."""
+    # (copies of the kernel arrays: the compiled routine takes writable memory, and a rule's
+    # arguments are read-only views)
+    product = Adjoint(lambda x, *kernel: routine(x, *[
+        np.array(k) if isinstance(k, np.ndarray) else k for k in kernel]))
+    product.__name__ = product.__qualname__ = f"scipy.fftpack.convolve.{routine.__name__}"
+
+    @product.rule
+    def rule(x, *kernel):
+        return product(x, *kernel), lambda dy: (
+            product(dy, *transposed_kernel(*kernel)), *[None] * len(kernel))
+
+    @product.jvp_rule
+    def jvp(tangents, x, *kernel):
+        return product(x, *kernel), None if tangents[0] is None else product(tangents[0], *kernel)
+
+    return product
+
+
+_convolve = _kernel_product(
+    _convolve_module.convolve,
+    lambda omega, swap: (_pairs_exchanged(omega) if swap else omega, swap))
+_convolve_z = _kernel_product(
+    _convolve_module.convolve_z,
+    lambda omega_real, omega_imag: (omega_real, _pairs_exchanged(omega_imag)))
+
+
+def _in_place(inout, y, overwrite_x):
+    """SciPy's result: with ``overwrite_x``, ``y`` written into ``inout`` (which SciPy transforms
+    in place, converting it without a copy) and ``inout`` returned."""
+    if not overwrite_x:
+        return y
+    inout[...] = y
+    return inout
+
+
+def _constant_kernel(name, *kernel):
+    if any(map(carries_derivative, kernel)):
+        raise UnsupportedOperationError(
+            f"scipy.fftpack.convolve.{name} of a differentiated kernel: mutad differentiates it "
+            "in the signal alone. Pass the kernel as a constant, or multiply the transform by "
+            "it with scipy.fftpack.rfft and irfft, which mutad differentiates.")
+
+
+@stands_in_for(_convolve_module.convolve)
+def _fftpack_convolve(inout, omega, swap_real_imag=False, overwrite_x=False):
+    _constant_kernel("convolve", omega)
+    return _in_place(inout, _convolve(inout, omega, bool(swap_real_imag)), overwrite_x)
+
+
+@stands_in_for(_convolve_module.convolve_z)
+def _fftpack_convolve_z(inout, omega_real, omega_imag, overwrite_x=False):
+    _constant_kernel("convolve_z", omega_real, omega_imag)
+    return _in_place(inout, _convolve_z(inout, omega_real, omega_imag), overwrite_x)
+
+
+class _PlainlyAllocating:
+    """Stands in for a compiled routine that computes no derivative but allocates its result
+    with NumPy's ``empty``, which must be plain where the allocation mode follows SciPy's code:
+    fftpack's ``init_convolution_kernel``, whose kernel is made of the Python numbers its
+    callback returns (a traced one is refused where compiled code converts it)."""
+
+    def __init__(self, original):
+        functools.update_wrapper(self, original)
+        self.original = original  # an attribute: the mode swaps routed names, not attributes
+        defroute(original, self)
+
+    def __call__(self, *args, **kwargs):
+        with plain_allocation():
+            return self.original(*args, **kwargs)
+
+
+_PlainlyAllocating(_convolve_module.init_convolution_kernel)

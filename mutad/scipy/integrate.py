@@ -1893,6 +1893,10 @@ def _integral(name, integrate, func, a, b, args, settings):
             + ": mutad differentiates a weighted integral in its integrand's parameters, and "
             "in its limits for the weights 'cos' and 'sin' (the others depend on the limits); "
             "pass them as constants, or write the weight into the integrand.")
+    # An infinite limit stays so when what it is computed from moves (loc + a * scale of
+    # norm.expect): the integral does not move with it
+    a, b = (stop_gradient(limit) if _followed(limit) and np.isinf(_plain(limit)) else limit
+            for limit in (a, b))
     if not parameters.followed and not _followed(a, b):
         with plain_allocation():  # nothing differentiated reaches the integral
             return integrate(_plain_call(name, func), a, b, args=args, **settings)
@@ -1901,8 +1905,8 @@ def _integral(name, integrate, func, a, b, args, settings):
             f"{name}(complex_func=True) with differentiated inputs: mutad differentiates "
             "integrals of real functions only.")
     for limit in (a, b):
-        if _followed(limit) and not np.isfinite(_plain(limit)):
-            raise InvalidArgumentError(f"{name}: an infinite limit cannot be differentiated.")
+        if _followed(limit) and np.isnan(_plain(limit)):
+            raise InvalidArgumentError(f"{name}: a NaN limit cannot be differentiated.")
     integral = _Integral(name, integrate, func, parameters, settings)
     value = _QUAD(a, b, *parameters.values(), integral=integral)
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly

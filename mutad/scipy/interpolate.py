@@ -105,8 +105,9 @@ transposed pair). Refused: differentiated data points of the nearest neighbour a
 Clough-Tocher interpolants,
 a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
 points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
-``griddata(method='cubic')`` in two dimensions) at differentiated queries or of more than one
-column of values; of one column of differentiated values it is linear in them for the number
+``griddata(method='cubic')`` in two dimensions) of differentiated values at differentiated
+queries or of more than one column of values (of plain values it is differentiated at its
+queries: SciPy's cubic Bezier polynomial of a query's barycentric weights); of one column of differentiated values it is linear in them for the number
 of sweeps SciPy's iterative gradient estimate took, a decision of the forward pass, and is
 differentiated so. ``lagrange`` is
 SciPy's steps on differentiated nodes and values (refused where the sum cancels the leading
@@ -2593,16 +2594,12 @@ _scipy_call = Value(lambda interpolant, xi, options: interpolant(xi, **options),
                     "scipy.interpolate scattered interpolant")
 
 
-def _linear_at(interpolant, values, xi, points=None):
-    """``interpolant`` (SciPy's ``LinearNDInterpolator`` of the plain ``values``) at the queries
-    ``xi`` (..., ndim): SciPy's values, differentiated in ``values`` and ``xi`` through the
-    barycentric interpolation in the simplex SciPy's triangulation puts each query in, and in
-    the data ``points`` where they are traced: the weights then solve the simplex's system
-    in the points' own coordinates (barycentric weights are those of any affine image, so
-    SciPy's ``rescale`` changes nothing of them)."""
-    value = _scipy_call(interpolant, xi, {})
+def _in_simplices(interpolant, value, xi, points=None):
+    """Where SciPy's triangulating ``interpolant`` (its ``value`` at the queries ``xi``) puts
+    each query: whether inside, the simplex (0 outside), its vertices, and the query's
+    barycentric weights there (traced as ``xi`` and ``points`` are), the simplex decided on the
+    plain queries."""
     ndim = np.shape(interpolant.points)[1]
-    batch = np.shape(xi)[:-1]
     flat = np.reshape(xi, (-1, ndim))
     scaled = flat if interpolant.scale is None else (flat - interpolant.offset) / interpolant.scale
     plain_scaled = _plain(scaled)
@@ -2631,6 +2628,19 @@ def _linear_at(interpolant, values, xi, points=None):
         edges = np.swapaxes(corners[:, :ndim] - corners[:, ndim:], 1, 2)
         partial = np.linalg.solve(edges, (flat - corners[:, ndim])[..., None])[..., 0]
     weights = np.concatenate([partial, 1.0 - np.sum(partial, axis=1, keepdims=True)], axis=1)
+    return inside, where, vertices, weights
+
+
+def _linear_at(interpolant, values, xi, points=None):
+    """``interpolant`` (SciPy's ``LinearNDInterpolator`` of the plain ``values``) at the queries
+    ``xi`` (..., ndim): SciPy's values, differentiated in ``values`` and ``xi`` through the
+    barycentric interpolation in the simplex SciPy's triangulation puts each query in, and in
+    the data ``points`` where they are traced: the weights then solve the simplex's system
+    in the points' own coordinates (barycentric weights are those of any affine image, so
+    SciPy's ``rescale`` changes nothing of them)."""
+    value = _scipy_call(interpolant, xi, {})
+    batch = np.shape(xi)[:-1]
+    inside, where, vertices, weights = _in_simplices(interpolant, value, xi, points)
     gathered = np.take(values, vertices, axis=0)  # (queries, ndim + 1, trailing...)
     trailing = np.ndim(values) - 1
     w = np.reshape(weights, np.shape(weights) + (1,) * trailing)
@@ -2718,14 +2728,6 @@ def _object_at_points(self, *args, **query_options):
     queries (``registry.defmethod``)."""
     values = np.reshape(self.values, (-1,) + tuple(self.values_shape))  # SciPy keeps (n, -1)
     return _scattered_call(self, values, args, query_options)
-
-
-def _refuse_at_points(name, instead):
-    def rule(self, *args, **kwargs):
-        raise UnsupportedOperationError(
-            f"scipy.interpolate.{name} called at differentiated points: mutad does not "
-            f"differentiate this interpolant in its query points. {instead}")
-    return rule
 
 
 @_route(_interpolate.lagrange)
@@ -2845,8 +2847,99 @@ def CloughTocher2DInterpolator(points: Any, values: Any, fill_value: Any = np.na
 
 defmethod(_interpolate.LinearNDInterpolator, "__call__", _object_at_points)
 defmethod(_interpolate.NearestNDInterpolator, "__call__", _object_at_points)
-defmethod(_interpolate.CloughTocher2DInterpolator, "__call__", _refuse_at_points(
-    "CloughTocher2DInterpolator", "Use LinearNDInterpolator."))
+
+
+# CloughTocher2DInterpolator (of plain values) at traced queries: in the triangle SciPy puts a
+# query in, its value is a cubic Bezier polynomial of the query's barycentric weights (on the
+# sub-triangle the smallest weight names), with coefficients made of the values and SciPy's
+# gradients at the vertices and the triangle's and its neighbours' geometry, none of which
+# moves with the query: SciPy's steps (_clough_tocher_2d_single) on plain coefficients and
+# traced weights
+
+
+def _directional(df, edge):
+    """The gradients ``df`` (queries, values, 2) along ``edge`` (queries, 2)."""
+    return np.einsum("qvk,qk->qv", df, edge)
+
+
+def _clough_tocher_at(interpolant, xi):
+    """SciPy's ``CloughTocher2DInterpolator`` of real values at traced queries ``xi``."""
+    value = _scipy_call(interpolant, xi, {})
+    inside, where, vertices, b = _in_simplices(interpolant, value, xi)
+    tri = interpolant.tri
+    corners = tri.points[vertices]  # (queries, 3, 2): the scaled points SciPy triangulated
+    f = np.moveaxis(interpolant.values[vertices], 1, 0)  # (3, queries, values)
+    df = np.moveaxis(interpolant.grad[vertices], 1, 0)  # (3, queries, values, 2)
+    e12, e23, e31 = (corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 1],
+                     corners[:, 0] - corners[:, 2])
+    df12, df21 = _directional(df[0], e12), -_directional(df[1], e12)
+    df23, df32 = _directional(df[1], e23), -_directional(df[2], e23)
+    df31, df13 = _directional(df[2], e31), -_directional(df[0], e31)
+    c3000, c0300, c0030 = f
+    c2100, c2010 = (df12 + 3 * c3000) / 3, (df13 + 3 * c3000) / 3
+    c1200, c0210 = (df21 + 3 * c0300) / 3, (df23 + 3 * c0300) / 3
+    c1020, c0120 = (df31 + 3 * c0030) / 3, (df32 + 3 * c0030) / 3
+    c2001 = (c2100 + c2010 + c3000) / 3
+    c0201 = (c1200 + c0300 + c0210) / 3
+    c0021 = (c1020 + c0120 + c0030) / 3
+    # the direction of the derivative kept linear along each edge: towards the neighbour's
+    # centroid, in this triangle's barycentric weights (the centroid's direction without one)
+    g = np.full((3, len(where)), -0.5)
+    transform = tri.transform[where]
+    for k in range(3):
+        neighbour = tri.neighbors[where, k]
+        has = neighbour >= 0
+        centroid = tri.points[tri.simplices[np.maximum(neighbour, 0)]].sum(axis=1) / 3
+        c = np.einsum("qij,qj->qi", transform[:, :2], centroid - transform[:, 2])
+        c = np.stack([c[:, 0], c[:, 1], 1 - c[:, 0] - c[:, 1]])
+        i, j = ((2, 1), (0, 2), (1, 0))[k]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g[k] = np.where(has, (2 * c[i] + c[j] - 1) / (2 - 3 * c[i] - 3 * c[j]), -0.5)
+    g = g[:, :, None]
+    c0111 = (g[0] * (-c0300 + 3 * c0210 - 3 * c0120 + c0030)
+             + (-c0300 + 2 * c0210 - c0120 + c0021 + c0201)) / 2
+    c1011 = (g[1] * (-c0030 + 3 * c1020 - 3 * c2010 + c3000)
+             + (-c0030 + 2 * c1020 - c2010 + c2001 + c0021)) / 2
+    c1101 = (g[2] * (-c3000 + 3 * c2100 - 3 * c1200 + c0300)
+             + (-c3000 + 2 * c2100 - c1200 + c2001 + c0201)) / 2
+    c1002 = (c1101 + c1011 + c2001) / 3
+    c0102 = (c1101 + c0111 + c0201) / 3
+    c0012 = (c1011 + c0111 + c0021) / 3
+    c0003 = (c1002 + c0102 + c0012) / 3
+    # the extended weights: the smallest weight (a decision on the plain ones) moved to b4
+    smallest = np.argmin(_plain(b), axis=1)
+    minval = np.take_along_axis(b, smallest[:, None], axis=1)[:, 0]
+    b1, b2, b3 = ((b[:, k] - minval)[:, None] for k in range(3))
+    b4 = (3 * minval)[:, None]
+    w = (b1**3*c3000 + 3*b1**2*b2*c2100 + 3*b1**2*b3*c2010 + 3*b1**2*b4*c2001
+         + 3*b1*b2**2*c1200 + 6*b1*b2*b4*c1101 + 3*b1*b3**2*c1020 + 6*b1*b3*b4*c1011
+         + 3*b1*b4**2*c1002 + b2**3*c0300 + 3*b2**2*b3*c0210 + 3*b2**2*b4*c0201
+         + 3*b2*b3**2*c0120 + 6*b2*b3*b4*c0111 + 3*b2*b4**2*c0102 + b3**3*c0030
+         + 3*b3**2*b4*c0021 + 3*b3*b4**2*c0012 + b4**3*c0003)
+    composition = np.reshape(np.where(inside[:, None], w, interpolant.fill_value),
+                             np.shape(value))
+    if not reproduces(value, composition):  # (a guard: never another polynomial's derivative)
+        raise UnsupportedOperationError(
+            "scipy.interpolate.CloughTocher2DInterpolator at differentiated points: mutad's "
+            "steps of SciPy's interpolant did not reproduce its values here, so mutad cannot "
+            "differentiate it. Use LinearNDInterpolator or RBFInterpolator, which mutad "
+            "differentiates in their queries.")
+    return scipys_value(value, composition)
+
+
+def _clough_tocher_call(self, *args, **kwargs):
+    """SciPy's own ``CloughTocher2DInterpolator`` called at traced queries
+    (``registry.defmethod``)."""
+    if kwargs or np.iscomplexobj(self.values):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.CloughTocher2DInterpolator called at differentiated points "
+            + ("with options" if kwargs else "of complex values")
+            + ": mutad differentiates the interpolant of real values at its queries. "
+            "Interpolate the real and imaginary parts by themselves.")
+    return _clough_tocher_at(self, _queries(args[0] if len(args) == 1 else tuple(args), 2))
+
+
+defmethod(_interpolate.CloughTocher2DInterpolator, "__call__", _clough_tocher_call)
 
 
 # RBFInterpolator: linear in its values, a pair of transposed operations

@@ -3174,3 +3174,33 @@ deconvolve = ScipysCode(_signal.deconvolve)
 # square's steps: its values, constant between the jumps its decisions on the times and duty
 # place, have the derivative zero where they have one
 square = ScipysCode(_signal.square)
+
+
+def _spline_evaluation(name):
+    """``scipy.signal.<name>`` (``cspline1d_eval``, ``qspline1d_eval``) of traced coefficients
+    at constant points: a sum of the coefficients near each point times B-spline weights of the
+    point alone, linear in the coefficients (``linear_map``; SciPy's compiled B-spline basis
+    evaluates the weights, which the allocation mode's followed buffers cannot reach)."""
+    original = getattr(_signal, name)
+
+    @stands_in_for(original)
+    def evaluate(cj, newx, dx=1.0, x0=0):
+        if any(map(carries_derivative, (newx, dx, x0))):
+            raise UnsupportedOperationError(
+                f"scipy.signal.{name} at differentiated points (newx, dx or x0): mutad "
+                "differentiates it in the coefficients cj alone. Pass the points as constants, "
+                "or evaluate the spline with scipy.interpolate.BSpline, which mutad "
+                "differentiates in its points too.")
+        cj, newx = array_argument(cj), settled(newx, name)
+        if np.ndim(cj) != 1:
+            raise UnsupportedOperationError(
+                f"scipy.signal.{name} of differentiated coefficients of shape {np.shape(cj)}: "
+                "mutad differentiates a 1-D array of coefficients, as cspline1d makes.")
+        return linear_map(lambda c: original(c, newx, dx, x0), np.size(cj),
+                          f"scipy.signal.{name}")(cj)
+
+    return evaluate
+
+
+cspline1d_eval = _spline_evaluation("cspline1d_eval")
+qspline1d_eval = _spline_evaluation("qspline1d_eval")

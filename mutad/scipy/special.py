@@ -39,9 +39,9 @@ import scipy.special as _special
 # The ufuncs are SciPy's own objects: importing them from here or from SciPy is the same.
 from scipy.special import (
     beta, betainc, betaincc, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv, expit,
-    gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, k0, k0e, k1, k1e,
-    kv, kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr,
-    xlog1py, xlogy, y0, y1, yn, yv,
+    gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, jve, k0, k0e, k1,
+    k1e, kv, kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr,
+    xlog1py, xlogy, y0, y1, yn, yv, yve,
     binom, boxcox, boxcox1p, cbrt, cosdg, exp1, exp10, exp2, expi, expn, exprel, huber,
     inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
     dawsn, ellipe, ellipk, eval_chebyc, eval_chebys, eval_chebyt, eval_chebyu, eval_gegenbauer,
@@ -84,13 +84,14 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "exp10", "exp2", "expi", "expit", "expm1", "expn", "exprel", "gamma", "gammainc",
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
            "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
-           "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "k0", "k0e", "k1", "k1e", "kl_div", "kv",
+           "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
+           "kl_div", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
            "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
-           "yn", "yv"]
+           "yn", "yv", "yve"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -571,6 +572,9 @@ elementwise(y0,        lambda y, x: -y1(x))
 elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
 elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
 elementwise(yv,        _ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
+# (jve and yve scale by exp(-|Im x|): 1 for the real arguments differentiated)
+elementwise(jve,       _ORDER, lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
+elementwise(yve,       _ORDER, lambda y, v, x: 0.5 * (yve(v - 1.0, x) - yve(v + 1.0, x)))
 elementwise(i0,        lambda y, x: i1(x))
 elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
 elementwise(iv,        _ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))

@@ -50,8 +50,12 @@ closed form (its ``_entropy``, the asymptotic branches decided on the plain para
 SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
 numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit`` and ``expon.fit`` are
 SciPy's closed-form maximum likelihood fits, its steps on the differentiated data (``floc``
-and ``fscale`` too); the fits SciPy computes by numerical optimisation, and ``method='MM'``,
-are refused.
+and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
+``method='MM'``, ``lognorm``, ``invgauss``, ``beta``, ...) is SciPy's code followed, its root
+findings differentiated by their solutions; the fits SciPy computes by numerical
+optimisation (``rv_continuous.fit``, reached by ``super().fit`` too) are refused. The other
+moments' methods (``median``, ``interval``, ``moment``, ``expect``) and ``nnlf`` of
+distributions without rules of their own for them are SciPy's code followed.
 
 ``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
 ``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments (points and
@@ -86,6 +90,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -237,19 +242,13 @@ class Univariate:
 
     def fit(self, data, *args, **kwargs):
         """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``): SciPy's steps on
-        the differentiated data; other fits (SciPy's numerical optimisation) are refused."""
+        the differentiated data; otherwise ``_scipys_fit``."""
         if not _is_traced((data, *args), kwargs):
             return self.scipy.fit(data, *args, **kwargs)
         formula = FITS.get(self.scipy.name)
         method = kwargs.get("method", "mle")
         if formula is None or not isinstance(method, str) or method.lower() != "mle":
-            raise UnsupportedOperationError(
-                f"scipy.stats.{self.scipy.name}.fit of differentiated data"
-                + (f" with method={method!r}" if formula is not None else "")
-                + ": SciPy fits it by numerical optimisation, which mutad does not follow; "
-                "it follows the closed-form maximum likelihood fits of norm and expon. Fit "
-                "with mutad.scipy.optimize.minimize of the negative log-likelihood (logpdf), "
-                "whose solution mutad differentiates.")
+            return _scipys_fit(self.scipy, data, args, kwargs)
         return formula(data, *args, **kwargs)
 
     def _parse(self, x, args, kwargs):
@@ -1256,10 +1255,11 @@ def _moments_rule(name):
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.name}.{name} of traced parameters outside the "
                 "distribution's domain (SciPy gives NaN there).")
-        if self._stats_has_moments:
-            mu, mu2, g1, g2 = self._stats(*shapes, moments=moments)
-        else:
-            mu, mu2, g1, g2 = self._stats(*shapes)
+        with library_allocation():  # (invgamma's fills buffers it allocates: apply_where)
+            if self._stats_has_moments:
+                mu, mu2, g1, g2 = self._stats(*shapes, moments=moments)
+            else:
+                mu, mu2, g1, g2 = self._stats(*shapes)
         needed = {"m": mu, "v": mu2, "s": g1, "k": g2}
         if any(needed[m] is None for m in moments):
             raise UnsupportedOperationError(
@@ -1670,6 +1670,77 @@ for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
 for _name in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
     defmethod(_stats.rv_discrete, _name, _formulas_rule(_name))
 
+
+
+
+def _refused_fit(generator, method="mle"):
+    return UnsupportedOperationError(
+        f"scipy.stats.{generator.name}.fit of differentiated data"
+        + ("" if str(method).lower() == "mle" else f" with method={method!r}")
+        + ": SciPy fits it by numerical optimisation, which mutad does not follow; it follows "
+        "SciPy's closed forms and root findings (norm and expon, gamma with floc given, ...). "
+        "Fit with scipy.optimize.minimize of the negative log-likelihood (logpdf), whose "
+        "solution mutad differentiates.")
+
+
+def _scipys_fit(generator, data, args, kwargs):
+    """``generator.fit(data, *args, **kwargs)`` of differentiated data by the fit its own class
+    defines, SciPy's code followed step by step (its closed forms, and its root findings of
+    the likelihood equations, which mutad differentiates by their solutions: gamma's with floc
+    given); where that code falls back on ``rv_continuous.fit``'s numerical optimisation (or
+    the class has no fit of its own), refused (``_generic_fit``)."""
+    own = next(vars(owner)["fit"] for owner in type(generator).__mro__ if "fit" in vars(owner))
+    own = getattr(own, "__wrapped__", own)  # (SciPy's, where the mode installed a rule)
+    fitting = _FITTING.__dict__.setdefault("generators", [])
+    if own is _GENERIC_FIT or any(g is generator for g in fitting):  # (its super().fit)
+        raise _refused_fit(generator, kwargs.get("method", "mle"))
+    fitting.append(generator)
+    try:
+        return following_scipys_code(own.__get__(generator, type(generator)), (data, *args),
+                                     kwargs)
+    finally:
+        fitting.pop()
+
+
+_FITTING = threading.local()
+"""The distributions whose own fit ``_scipys_fit`` follows in this thread: a fit of one of
+them called meanwhile is its class's ``super().fit``, the numerical optimisation."""
+
+
+_GENERIC_FIT = vars(_stats.rv_continuous)["fit"]
+_GENERIC_FIT = getattr(_GENERIC_FIT, "__wrapped__", _GENERIC_FIT)  # (SciPy's own)
+
+
+def _fit_rule():
+    def rule(self, data, *args, **kwargs):
+        return _scipys_fit(self, data, args, kwargs)
+
+    rule.subclasses = True  # (the numerical optimisation, reached by super().fit too)
+    return rule
+
+
+defmethod(_stats.rv_continuous, "fit", _fit_rule())
+for _generator in map(type, vars(_stats.distributions).values()):  # (SciPy's own fits)
+    if issubclass(_generator, _stats.rv_continuous) and "fit" in vars(_generator) \
+            and _generator not in BY_GENERATOR:
+        defmethod(_generator, "fit", _fit_rule())
+
+
+def _scipys_moments_rule(original):
+    """SciPy's own ``original`` (a moment's method of ``rv_generic``, or its negative
+    log-likelihood ``nnlf``) of a distribution without rules of its own for it, followed step
+    by step: its ``_stats``, ``_munp``, ``ppf`` or ``_logpdf`` of the traced values, which
+    mutad differentiates."""
+    def rule(self, *args, **kwargs):
+        return following_scipys_code(original.__get__(self, type(self)), args, kwargs)
+
+    return rule
+
+
+# (the distributions above have their own moments' rules, on their own classes)
+for _name in ("stats", "mean", "var", "std", "median", "interval", "moment", "nnlf", "expect"):
+    for _kind in (_stats.rv_continuous, _stats.rv_discrete):
+        defmethod(_kind, _name, _scipys_moments_rule(getattr(_kind, _name)))
 
 _FROZEN_INIT = rv_frozen.__init__
 
