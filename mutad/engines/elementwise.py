@@ -813,12 +813,12 @@ def _lean_cotangents(shadows, entries, rule, dy, y, places, values, traced):
         if partial is ONE:
             if i == last:
                 g = dy
-            elif place.shape == dy.shape and shadows.has(place):
-                if type(place) is Buffer:
-                    entry = entries[place.key]
-                    if entry[3] is None and type(entry[1]) is NDARRAY:
-                        entry[1] += dy  # (``Shadows.add``'s first case)
-                        continue
+            elif place.shape == dy.shape and (
+                    entry := entries.get((place if type(place) is Buffer else place.buffer).key)
+            ) is not None:  # (``shadows.has(place)``, its entry kept)
+                if type(place) is Buffer and entry[3] is None and type(entry[1]) is NDARRAY:
+                    entry[1] += dy  # (``Shadows.add``'s first case)
+                    continue
                 shadows.add(place, dy)  # an existing shadow takes dy as it is: no copy
                 continue
             else:

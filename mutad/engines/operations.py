@@ -58,6 +58,7 @@ from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_i
                      reads_written, written_before_raising)
 
 _FLOAT64 = np.float64
+_REAL = np.dtype(float)
 
 CONSTANT = ElementwiseRule((None, None, None))
 """The rule of a non-differentiable ufunc writing into a traced array: no gradient flows."""
@@ -337,9 +338,17 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             return _fast_function(ufunc, inputs, tape, values, plan, skip + 1)
         return None
     # (a rule declared again since the plan was made: the general path, which reads it)
-    if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise or (
-            plan.complex_rules is not False and complex_among(values)):
+    if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise:
         return None
+    if plan.complex_rules is not False:  # (a complex operand: the general path's own rules)
+        for value in values:  # (``complex_among``, its common answers first: float64, numbers)
+            kind = type(value)
+            if kind is NDARRAY:
+                dtype = value.dtype
+                if dtype is not _REAL and dtype.kind == "c":
+                    return None
+            elif kind is not float and kind is not int and complex_among((value,)):
+                return None
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
@@ -357,13 +366,16 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     else:
         y = ufunc(*values)
         kind = type(y)
-        if kind is _FLOAT64 or kind is float:  # a 0-d result: NumPy's scalar (``fresh_value``)
+        if kind is NDARRAY:  # (the common case first)
+            pass
+        elif kind is _FLOAT64 or kind is float:  # a 0-d result: NumPy's scalar (``fresh_value``)
             y = np.array(y)
             _read_only(y, False)
-        elif kind is not NDARRAY and isinstance(y, np.inexact):
+        elif isinstance(y, np.inexact):
             y = fresh_value(y)
         if type(y) is NDARRAY:  # (``fresh``)
-            if y.dtype.kind == "c":
+            dtype = y.dtype
+            if dtype is not _REAL and dtype.kind == "c":
                 check_complex(function_name(ufunc), rule)
             buffer = Buffer(y)
             if y.nbytes >= SMALL:
