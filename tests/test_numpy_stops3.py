@@ -1,0 +1,100 @@
+"""NumPy programs that stopped with an error, or issued NumPy's warnings at a line of mutad's,
+where NumPy gives a value: each checked as ``test_scipy_stops.check`` does (NumPy's value bit
+for bit, reverse mode, forward mode and a replay against central differences, the caller's
+arrays unchanged)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+from test_scipy_stops import check
+
+X = np.array([0.3, -0.7, 1.1, 0.4])
+
+
+# ----------------------------------------------------------------------------------------------
+# warnings NumPy issues with a stacklevel naming its caller (a cast's ComplexWarning, np.nanmean's
+# "Mean of empty slice"): at the user's line, as NumPy's own call issues them, where the call a
+# rule or an assignment makes would name a line of mutad's
+
+def _complex_assigned(x):
+    y = np.empty_like(x)
+    y[:] = x * (1 + 2j)
+    return np.sum(y * x)
+
+
+def _complex_copied_unsafely(x):
+    y = np.empty_like(x)
+    np.copyto(y, x * (1 - 3j), casting="unsafe")
+    return np.sum(y ** 2)
+
+
+def _nanmean_of_an_all_nan_row(x):
+    a = np.stack([x, x * np.nan])
+    return np.nansum(np.nanmean(a, axis=1) * 3.0)
+
+
+def _nanmax_of_an_all_nan_row(x):
+    a = np.stack([x, x * np.nan])
+    return np.nansum(np.nanmax(a, axis=1) + np.nanmin(a, axis=1))
+
+
+def _nanmedian_of_an_all_nan_row(x):
+    a = np.stack([x, x * np.nan])
+    return np.nansum(np.nanmedian(a, axis=1) * 2.0)
+
+
+def _heard(run):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        run()
+    return [(str(w.message), w.category, w.filename, w.lineno) for w in heard]
+
+
+@pytest.mark.parametrize("f", [_complex_assigned, _complex_copied_unsafely,
+                               _nanmean_of_an_all_nan_row, _nanmax_of_an_all_nan_row,
+                               _nanmedian_of_an_all_nan_row])
+def test_numpys_warnings_at_the_users_line(f):
+    numpys = _heard(lambda: f(X.copy()))
+    assert numpys and all(w[2] == __file__ for w in numpys)
+    assert _heard(lambda: mutad.gradient(f, X)) == numpys
+    assert _heard(lambda: mutad.jvp(f, (X,), (np.cos(X),))) == numpys
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check(f, X)
+
+
+def test_a_warning_at_the_users_line_is_issued_once_there():
+    # the "default" action: once per location, as NumPy's own in a loop
+    def f(x):
+        total = 0.0
+        for _ in range(3):
+            total = total + _nanmean_of_an_all_nan_row(x)
+        return total
+
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("default")
+        warnings.filterwarnings("ignore", module="numpy")
+        globals().pop("__warningregistry__", None)  # (this module's locations heard before)
+        mutad.gradient(f, X)
+    assert [str(w.message) for w in heard] == ["Mean of empty slice"]
+
+
+# ----------------------------------------------------------------------------------------------
+# np.var and np.std given a constant mean=: NumPy centres on it (not on the elements' mean), and
+# so does the derivative
+
+_CENTRE = np.array([[0.5], [-0.25]])
+
+
+def _variance_about_a_given_mean(x):
+    a = np.stack([x, x ** 2])
+    return np.sum(np.var(a, axis=1, mean=_CENTRE, keepdims=True) * [[1.0], [2.0]]) \
+        + np.std(a, axis=1, ddof=1, mean=_CENTRE).sum()
+
+
+def test_variance_about_a_given_mean():
+    check(_variance_about_a_given_mean, X)
+
