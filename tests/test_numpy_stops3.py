@@ -98,3 +98,16 @@ def _variance_about_a_given_mean(x):
 def test_variance_about_a_given_mean():
     check(_variance_about_a_given_mean, X)
 
+
+# ----------------------------------------------------------------------------------------------
+# np.astype (NumPy's function, beside the method): a cast, its derivative the cast's
+
+def _numpy_astype(x):
+    y = np.astype(x, np.complex128)
+    y *= 1 + 2j
+    z = np.astype(np.abs(y), np.float64, copy=False)
+    return np.sum(z ** 2) + np.astype(x, np.float32).astype(np.float64).sum() * 0.0
+
+
+def test_numpy_astype():
+    check(_numpy_astype, X)
