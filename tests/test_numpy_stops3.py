@@ -111,3 +111,37 @@ def _numpy_astype(x):
 
 def test_numpy_astype():
     check(_numpy_astype, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.eigh and eigvalsh of a real matrix that is not symmetric: LAPACK reads one triangle
+# (UPLO's), the derivative of the call that of the symmetric matrix it stands for, 0 along the
+# other triangle
+
+def _not_symmetric(x):
+    return np.outer(x, x[::-1]) + np.diag(x) * 3.0 + np.triu(np.ones((4, 4)), 1)
+
+
+def _eigh_of_one_triangle(x):
+    a = _not_symmetric(x)
+    w, v = np.linalg.eigh(a, UPLO="U")
+    wl, vl = np.linalg.eigh(a)
+    return w @ [1.0, 2.0, 3.0, 4.0] + np.sum(v ** 2 * a) + np.sum(wl ** 2) + np.sum(vl ** 4)
+
+
+def _eigvalsh_of_one_triangle(x):
+    a = _not_symmetric(x)
+    return np.linalg.eigvalsh(a, UPLO="U") @ [1.0, -2.0, 3.0, 0.5] \
+        + np.sum(np.linalg.eigvalsh(a, "L") ** 3)
+
+
+@pytest.mark.parametrize("f", [_eigh_of_one_triangle, _eigvalsh_of_one_triangle])
+def test_eigh_of_a_matrix_not_symmetric(f):
+    check(f, X, rtol=1e-5)
+
+
+def test_eigh_reads_one_triangle_only():
+    a = _not_symmetric(X)
+    g, = mutad.gradient(lambda a: np.sum(np.linalg.eigvalsh(a, UPLO="U") ** 3), a)
+    assert not np.tril(g, -1).any() and np.triu(g, 1).any()
+
