@@ -145,3 +145,35 @@ def test_eigh_reads_one_triangle_only():
     g, = mutad.gradient(lambda a: np.sum(np.linalg.eigvalsh(a, UPLO="U") ** 3), a)
     assert not np.tril(g, -1).any() and np.triu(g, 1).any()
 
+
+# ----------------------------------------------------------------------------------------------
+# np.linalg.qr of a wide matrix (mode='r', 'reduced', 'complete': the same factors), that of its
+# leading square block, R's further columns Qᴴ Y
+
+_B = np.random.default_rng(5).random((3, 4))
+
+
+def _wide(x):
+    return _B + np.outer(x[:3], x) * 0.5
+
+
+def _qr_r_of_a_wide_matrix(x):
+    r = np.linalg.qr(_wide(x), mode="r")
+    return np.sum(r * _B) + np.sum(r ** 2)
+
+
+def _qr_of_a_wide_matrix(x):
+    q, r = np.linalg.qr(_wide(x))
+    qc, rc = np.linalg.qr(_wide(x)[None] * [[[1.0]], [[2.0]]], mode="complete")
+    return np.sum((q @ r[:, 1:]) ** 2) + np.sum(r * _B) + np.sum(rc * qc[..., :1] ** 2)
+
+
+@pytest.mark.parametrize("f", [_qr_r_of_a_wide_matrix, _qr_of_a_wide_matrix])
+def test_qr_of_a_wide_matrix(f):
+    check(f, X, rtol=1e-5)
+
+
+def test_complete_qr_of_a_tall_matrix_still_refused():
+    with pytest.raises(mutad.MutadError, match="complete"):
+        mutad.gradient(lambda x: np.sum(np.linalg.qr(_wide(x).T, mode="complete")[0]), X)
+
