@@ -177,3 +177,14 @@ def test_complete_qr_of_a_tall_matrix_still_refused():
     with pytest.raises(mutad.MutadError, match="complete"):
         mutad.gradient(lambda x: np.sum(np.linalg.qr(_wide(x).T, mode="complete")[0]), X)
 
+
+# ----------------------------------------------------------------------------------------------
+# np.polyint with integration constants given as a list holding traced values (or one for all)
+
+def _polyint_of_traced_constants(x):
+    return np.sum(np.polyint(x, 2, k=[x[0], 1.0]) ** 2) + np.sum(np.polyint(x, 3, [x[1] * 2])) \
+        + np.sum(np.polyint(x, 2, k=(0.5, x[3])) * x[0])
+
+
+def test_polyint_of_traced_constants():
+    check(_polyint_of_traced_constants, X)

@@ -461,7 +461,14 @@ def polyder(p, m=1):
 
 @defcomposite(np.polyint)
 def polyint(p, m=1, k=None):
-    constants = [0.0] * m if k is None else [k] * m if np.ndim(k) == 0 else list(k)
+    # k as np.atleast_1d takes it, its items kept (a list may hold traced values, which
+    # np.ndim would convert)
+    constants = [0.0] * m if k is None else list(k) if type(k) in (list, tuple) \
+        else [k] if np.ndim(k) == 0 else list(k)
+    if len(constants) == 1 and m > 1:
+        constants = constants * m
+    if len(constants) < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     for i in range(m):
         n = np.shape(p)[0]
         p = np.concatenate([p / np.arange(n, 0, -1.0), np.reshape(constants[i], (1,))])
