@@ -188,3 +188,20 @@ def _polyint_of_traced_constants(x):
 
 def test_polyint_of_traced_constants():
     check(_polyint_of_traced_constants, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma: MaskedArray.T, transpose and anom of a masked array of differentiated values
+
+_MASK = np.array([[0, 1, 0, 0], [0, 0, 0, 1], [1, 0, 0, 0]], bool)
+
+
+def _masked_transposed_and_anomalies(x):
+    m = np.ma.masked_array(np.outer(x[:3], x), mask=_MASK)
+    total = (m.T * np.arange(12.0).reshape(4, 3)).sum() + m.transpose(1, 0)[1:].sum()
+    total = total + (m.anom(axis=1) ** 2).sum() + (m.anom(0) ** 3).sum()
+    return total + (np.ma.masked_array(x, mask=[0, 1, 0, 0]).anom() ** 2).filled(0.0).sum()
+
+
+def test_masked_transposed_and_anomalies():
+    check(_masked_transposed_and_anomalies, X)
