@@ -205,3 +205,37 @@ def _masked_transposed_and_anomalies(x):
 
 def test_masked_transposed_and_anomalies():
     check(_masked_transposed_and_anomalies, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.polyfit with full=True (residuals, rank, singular values, rcond) and cov=True of traced y;
+# its RankWarning at the user's line, as NumPy's
+
+_T = np.array([0.0, 0.5, 1.0, 1.5])
+
+
+def _polyfit_full(x):
+    c, residuals, rank, s, rcond = np.polyfit(_T, x, 1, full=True)
+    return np.sum(c ** 2) + 3.0 * residuals[0] + rank + np.sum(s) + rcond
+
+
+def _polyfit_cov(x):
+    c, v = np.polyfit(_T, x, 1, cov=True)
+    _, u = np.polyfit(_T, np.stack([x, x ** 2], axis=1), 1, cov="unscaled")
+    return np.sum(c * [1.0, 2.0]) + np.sum(v * [[1.0, 0.5], [0.5, 3.0]]) + np.sum(u)
+
+
+@pytest.mark.parametrize("f", [_polyfit_full, _polyfit_cov])
+def test_polyfit_full_and_cov(f):
+    check(f, X)
+
+
+def _polyfit_of_a_rank_short_matrix(x):
+    return np.polyfit(np.ones(4), x, 2) @ [1.0, 2.0, 3.0]
+
+
+def test_polyfit_rank_warning_at_the_users_line():
+    numpys = _heard(lambda: _polyfit_of_a_rank_short_matrix(X.copy()))
+    assert [w[0] for w in numpys] == ["Polyfit may be poorly conditioned"]
+    assert _heard(lambda: mutad.gradient(_polyfit_of_a_rank_short_matrix, X)) == numpys
+    assert _heard(lambda: mutad.jvp(_polyfit_of_a_rank_short_matrix, (X,), (X,))) == numpys
