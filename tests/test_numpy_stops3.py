@@ -239,3 +239,19 @@ def test_polyfit_rank_warning_at_the_users_line():
     assert [w[0] for w in numpys] == ["Polyfit may be poorly conditioned"]
     assert _heard(lambda: mutad.gradient(_polyfit_of_a_rank_short_matrix, X)) == numpys
     assert _heard(lambda: mutad.jvp(_polyfit_of_a_rank_short_matrix, (X,), (X,))) == numpys
+
+
+# ----------------------------------------------------------------------------------------------
+# np.maximum.reduceat(..., out=) of a differentiated array: the result written into out
+
+def _reduceat_into_out(x):
+    a = np.outer(x, x[::-1]) + np.arange(16.0).reshape(4, 4) * 0.1
+    o = np.zeros((4, 2))
+    r = np.maximum.reduceat(a, [0, 2], axis=1, out=o)
+    p = np.empty((2, 4))
+    np.minimum.reduceat(a, [1, 3], out=(p,))
+    return np.sum(o * [1.0, 2.0]) + np.sum(r ** 2) + np.sum(p * x)
+
+
+def test_reduceat_into_out():
+    check(_reduceat_into_out, X)
