@@ -364,8 +364,7 @@ def test_float32_product_gradient_keeps_dtype(rng):
     np.testing.assert_allclose(da, b.T, rtol=1e-6)
 
 
-@pytest.mark.parametrize("shape, mode", [((3, 5), "reduced"), ((5, 3), "complete"),
-                                         ((4, 3), "raw")])
+@pytest.mark.parametrize("shape, mode", [((5, 3), "complete"), ((4, 3), "raw")])
 def test_qr_factors_that_are_not_unique_are_refused(shape, mode, rng):
     a = rng.standard_normal(shape)
     with pytest.raises(mutad.MutadError, match="reduced QR"):
@@ -464,10 +463,8 @@ def test_norm_decisions_survive_restoration_by_inversion(operation, x, different
 
 
 
-SYMMETRIC_CONTRACT = {
+SYMMETRIC_CONTRACT = {  # (np.linalg.eigh and eigvalsh differentiate the triangle they read)
     "np.linalg.cholesky": np.linalg.cholesky,
-    "np.linalg.eigh": lambda a: np.linalg.eigh(a)[0],
-    "np.linalg.eigvalsh": np.linalg.eigvalsh,
     "scipy.linalg.cholesky": lambda a: scipy.linalg.cholesky(a),
     "scipy.linalg.cho_factor": lambda a: scipy.linalg.cho_factor(a)[0],
 }

@@ -185,6 +185,44 @@ def warn_at(message, category, filename, lineno, module_globals=None):
     warnings.warn_explicit(message, category, filename, lineno, module, registry)
 
 
+_FROM_LINE = {}
+"""``(filename, lineno)`` -> the code of a one-line function at that line that calls what it
+is given (:func:`from_user_line`)."""
+
+FROM_USER_LINE = "<call from the differentiated line>"
+"""The name of those functions' code, whose frames tracebacks leave out (:func:`_ours`)."""
+
+
+def from_user_line(function, *args, **kwargs):
+    """``function(*args, **kwargs)``, one of NumPy's, called from a frame at the user's line
+    (the innermost outside mutad, NumPy and SciPy): a warning NumPy issues with a
+    ``stacklevel`` that names its caller (np.nanmean's "Mean of empty slice", a cast's
+    ComplexWarning) names that line, with that module's name and registry, as NumPy's own
+    call would, where a rule's call would name the rule. The frame is a function of the
+    module's globals whose code says it is at that line; no warnings filter is touched."""
+    frame = sys._getframe(1)
+    inside = _INSIDE
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        known = inside.get(filename)
+        if not (_learn(filename) if known is None else known):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return function(*args, **kwargs)
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    code = _FROM_LINE.get(key)
+    if code is None:
+        if len(_FROM_LINE) >= 4096:  # lines made up on the fly (exec) cannot fill the memory
+            _FROM_LINE.clear()
+        made = compile("\n" * (key[1] - 1) + "def call(function, args, kwargs): "
+                       "return function(*args, **kwargs)", key[0], "exec")
+        code = _FROM_LINE[key] = next(
+            c for c in made.co_consts if isinstance(c, types.CodeType)).replace(
+                co_name=FROM_USER_LINE, co_qualname=FROM_USER_LINE)
+    return types.FunctionType(code, frame.f_globals)(function, args, kwargs)
+
+
 # ----------------------------------------------------------------------------------------------
 # Tracebacks that end at the user's lines
 
@@ -196,8 +234,10 @@ HIDDEN_NOTE = ("(mutad's own frames are left out of this traceback; set the envi
 
 
 def _ours(entry):
-    name = entry.tb_frame.f_code.co_filename
-    return name.startswith(_PACKAGE) and not name.startswith(_TOOLS)
+    code = entry.tb_frame.f_code
+    name = code.co_filename
+    return (name.startswith(_PACKAGE) and not name.startswith(_TOOLS)
+            or code.co_name == FROM_USER_LINE)
 
 
 def without_our_frames(traceback):

@@ -49,7 +49,7 @@ from ..core.errors import (
     objects_refused,
     plain_copy_missed,
 )
-from ..core.debug import ERRORS, HELD, HOLDING, warn_at
+from ..core.debug import ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
@@ -952,7 +952,10 @@ def _assign(target, value, level, name, key=...):
         return target
     if batch_of(level) is not None:
         return _assign_batch(dual, key, value_primal, value_tangent, level)
-    dual.value[key] = value_primal
+    if dual.value.dtype.kind != "c" and np.iscomplexobj(value_primal):
+        from_user_line(dual.value.__setitem__, key, value_primal)  # its ComplexWarning there
+    else:
+        dual.value[key] = value_primal
     if value_tangent is None:
         dual.tangent[key] = 0.0
         return dual

@@ -32,7 +32,7 @@ from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_
                         masked_ufunc, judge_out, out_by_keyword, out_computation, out_position,
                         stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
-from ..core.debug import ERRORS, SKIPPED
+from ..core.debug import ERRORS, SKIPPED, from_user_line
 from .elementwise import (_NOTHING_KEPT, ARITHMETIC, ASSIGNMENT, ElementWrite, Elementwise,
                           Gathered, Rerun, arithmetic_in_python, differentiable, elementwise_kept,
                           read_by_partials, write_kept, write_pullback)
@@ -943,7 +943,10 @@ class WritePlan:
         if invertible:
             inverse = ElementwiseInverse(ufunc, rule, self.position, self.others_at, values,
                                          target, kept, apart, destination.find, kwargs)
-        if kwargs:
+        if kwargs and kwargs.get("casting") == "unsafe":  # (complex into real: NumPy's
+            # ComplexWarning, which names the frame calling the ufunc, at the user's line)
+            write = lambda: from_user_line(ufunc, *values, out=target, **kwargs)  # noqa: E731
+        elif kwargs:
             write = lambda: ufunc(*values, out=target, **kwargs)  # noqa: E731
         else:
             write = lambda: ufunc(*values, out=target)  # noqa: E731

@@ -500,16 +500,49 @@ def _lu_jvp(tangents, a, permute_l=False, overwrite_a=False, check_finite=True, 
 
 
 def _require_reduced_qr(a, mode):
-    if mode not in ("reduced", "r") or 0 < a.shape[-2] < a.shape[-1]:
+    """Refuse the QR forms whose factors ``a`` does not determine: mode='complete' of a tall
+    matrix (Q's columns beyond A's are any orthonormal basis of the rest). A wide matrix's
+    complete factors are its reduced ones."""
+    if mode not in ("reduced", "r", "complete") or (
+            mode == "complete" and a.shape[-2] > a.shape[-1] > 0):
         raise UnsupportedOperationError(
             f"np.linalg.qr(a, mode={mode!r}) of a {a.shape[-2]}x{a.shape[-1]} matrix: mutad "
-            "differentiates the reduced QR of tall or square matrices (mode='reduced' or 'r'), "
-            "whose factors are unique. Transpose a wide matrix, or take the reduced factors.")
+            "differentiates the reduced QR (mode='reduced' or 'r'; 'complete' of a square or "
+            "wide matrix, whose factors are the reduced ones), whose factors are unique (the "
+            "columns of a tall matrix's complete Q beyond a's are not). Take the reduced "
+            "factors.")
+
+
+def _wide(a):
+    """How many rows ``a`` has, where it is wide (its reduced factors: Q of the square block
+    X of its first columns, R = [R_X  Qᴴ Y]); else None."""
+    m, n = a.shape[-2:]
+    return m if 0 < m < n else None
+
+
+def wide_qr_cotangent(name, a, q, r, dq, dr):
+    """Ā for A = [X  Y] = Q [R_X  Qᴴ Y] of a wide A, from Q̄ (None: none) and R̄: Ȳ = Q R̄_Y,
+    and X̄ the square QR's with Q̄ + Y R̄_Yᴴ (R_Y = Qᴴ Y reads Q)."""
+    m = q.shape[-1]
+    y, dr_y = a[..., m:], dr[..., m:]
+    from_y = y @ adjoint(dr_y)
+    dx = qr_cotangent(name, q, r[..., :m], from_y if dq is None else dq + from_y, dr[..., :m])
+    return np.concatenate([dx, q @ dr_y], axis=-1)
+
+
+def wide_qr_tangent(name, a, q, r, da):
+    """(dQ, dR) of a wide A = [X  Y] = Q [R_X  Qᴴ Y] along dA: the square QR's for X, and
+    dR_Y = dQᴴ Y + Qᴴ dY."""
+    m = q.shape[-1]
+    dq, dr_x = qr_tangent(name, q, r[..., :m], da[..., :m])
+    dr_y = adjoint(dq) @ a[..., m:] + adjoint(q) @ da[..., m:]
+    return dq, np.concatenate([dr_x, dr_y], axis=-1)
 
 
 @defrule(np.linalg.qr, leading=1)
 def numpy_qr(a, *settings, mode="reduced"):
-    """A = Q R, reduced, of a tall or square A (Walter & Lehmann 2018).
+    """A = Q R, reduced, of a tall or square A (Walter & Lehmann 2018); of a wide one, that of
+    its leading square block (``wide_qr_cotangent``).
 
     Complex A: LAPACK's R has a real diagonal, which makes the factors unique (but for the
     diagonal's signs, a discrete choice), so every loss of Q and R has a gradient. With
@@ -526,11 +559,13 @@ def numpy_qr(a, *settings, mode="reduced"):
         if 0 in a.shape[-2:]:  # empty factors: nothing depends on the input
             return (np.zeros_like(a),)
         dq, dr = (None, dys) if mode == "r" else dys
+        if _wide(a) is not None:
+            return (wide_qr_cotangent("np.linalg.qr", a, q, r, dq, dr),)
         # dA = (dQ + Q copyltu(M)) R⁻ᵀ, M = R dRᵀ - dQᵀ Q, copyltu(M) = its lower triangle
         # mirrored to the upper one.
         return (qr_cotangent("np.linalg.qr", q, r, dq, dr),)
 
-    return (r if mode == "r" else np.linalg.qr(a)), back
+    return (r if mode == "r" else np.linalg.qr(a, mode)), back
 
 
 @defjvp(np.linalg.qr)
@@ -541,10 +576,13 @@ def numpy_qr_jvp(tangents, a, mode="reduced"):
         result = np.linalg.qr(a, mode)
         return result, (np.zeros_like(r) if mode == "r" else
                         type(result)(np.zeros_like(q), np.zeros_like(r)))
-    dq, dr = qr_tangent("np.linalg.qr", q, r, tangents[0])
+    if _wide(a) is None:
+        dq, dr = qr_tangent("np.linalg.qr", q, r, tangents[0])
+    else:
+        dq, dr = wide_qr_tangent("np.linalg.qr", a, q, r, tangents[0])
     if mode == "r":
         return r, dr
-    result = np.linalg.qr(a)
+    result = np.linalg.qr(a, mode)
     return result, type(result)(dq, dr)
 
 

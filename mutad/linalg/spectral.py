@@ -28,7 +28,7 @@ from ..engines.arraylike import carries_derivative, settled
 from ..api import stop_gradient
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
-from ..rules._helpers import require_symmetric, symmetric_part, transpose
+from ..rules._helpers import one_triangle, require_symmetric, symmetric_part, transpose
 from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import memory, wrapped
 from ._common import adjoint, conjugate, hermitian_part, real_diagonal, require_matrix
@@ -576,31 +576,38 @@ def numpy_eigh(a, UPLO="L"):
     is therefore right; one that reads them has none, and reverse mode refuses it
     (``require_phase_free``), as PyTorch does. The pullback is
     Ā = herm(V (diag(w̄) + F ∘ Vᴴ V̄) Vᴴ). Repeated eigenvalues: see ``require_untouched``."""
-    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    return result, eigenpairs_pullback("np.linalg.eigh", eigh_cotangent, *result,
-                                       spectrum_pairs("np.linalg.eigh", a, result[0]))
+    read = one_triangle(a, UPLO == "L", "np.linalg.eigh")  # (a real matrix not symmetric:
+    s = a if read is None else read.matrix  # the derivative of its triangle's)
+    back = eigenpairs_pullback("np.linalg.eigh", eigh_cotangent, *result,
+                               spectrum_pairs("np.linalg.eigh", s, result[0]))
+    return result, back if read is None else read.pulled(back)
 
 
 @defjvp(np.linalg.eigh)
 def numpy_eigh_jvp(tangents, a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigh")
     result = np.linalg.eigh(a, UPLO)
-    return result, type(result)(*eigenpairs_tangent("np.linalg.eigh", a, *result, tangents[0]))
+    read = one_triangle(a, UPLO == "L", "np.linalg.eigh")
+    s, da = (a, tangents[0]) if read is None else (read.matrix, read.tangent(tangents[0]))
+    return result, type(result)(*eigenpairs_tangent("np.linalg.eigh", s, *result, da))
 
 
 @defrule(np.linalg.eigvalsh, leading=1)
 def numpy_eigvalsh(a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigvalsh")
+    y = np.linalg.eigvalsh(a, UPLO)
+    read = one_triangle(a, UPLO == "L", "np.linalg.eigvalsh")
+    s = a if read is None else read.matrix
     w, v = np.linalg.eigh(a, UPLO)  # (LAPACK's values without vectors may differ in last bits)
-    return np.linalg.eigvalsh(a, UPLO), eigenvalues_pullback("np.linalg.eigvalsh", a, w, v)
+    back = eigenvalues_pullback("np.linalg.eigvalsh", s, w, v)
+    return y, back if read is None else read.pulled(back)
 
 
 @defjvp(np.linalg.eigvalsh)
 def numpy_eigvalsh_jvp(tangents, a, UPLO="L"):
-    require_symmetric(a, "np.linalg.eigvalsh")
-    return np.linalg.eigvalsh(a, UPLO), eigenvalues_tangent(
-        "np.linalg.eigvalsh", a, *np.linalg.eigh(a, UPLO), tangents[0])
+    y = np.linalg.eigvalsh(a, UPLO)
+    read = one_triangle(a, UPLO == "L", "np.linalg.eigvalsh")
+    s, da = (a, tangents[0]) if read is None else (read.matrix, read.tangent(tangents[0]))
+    return y, eigenvalues_tangent("np.linalg.eigvalsh", s, *np.linalg.eigh(a, UPLO), da)
 
 
 def _thin_factors(a, s, hermitian):

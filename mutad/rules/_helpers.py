@@ -116,6 +116,57 @@ def symmetric_part(g):
     return 0.5 * (g + transpose(g))
 
 
+class OneTriangle:
+    """A real matrix ``a`` that is not symmetric, handed to a function that reads one triangle
+    of it (``lower``, or the upper one; the diagonal included), as LAPACK's symmetric
+    routines do: the call is that function of the symmetric matrix the triangle stands for
+    (``matrix``), so the rules of the symmetric gradient serve it, with the cotangent of
+    ``matrix`` carried back onto the triangle read (the other gets 0: ``pulled``) and a
+    tangent of ``a`` carried onto ``matrix`` (``tangent``)."""
+
+    def __init__(self, a, lower):
+        self.lower = lower
+        self.matrix = self.tangent(a)
+
+    def tangent(self, da):
+        """The symmetric matrix the triangle of ``da`` read stands for."""
+        if self.lower:
+            return np.tril(da) + transpose(np.tril(da, -1))
+        return np.triu(da) + transpose(np.triu(da, 1))
+
+    def cotangent(self, g):
+        """The cotangent of ``a`` from ``g``, that of ``matrix``: each element read off the
+        diagonal stands for two of ``matrix``."""
+        if self.lower:
+            return np.tril(g) + np.tril(transpose(g), -1)
+        return np.triu(g) + np.triu(transpose(g), 1)
+
+    def pulled(self, back):
+        """``back``, a pullback giving ``matrix``'s cotangent first, giving ``a``'s."""
+        def back_onto_the_triangle(dy):
+            return (self.cotangent(back(dy)[0]),)
+
+        back_onto_the_triangle.unreached_as_none = getattr(back, "unreached_as_none", False)
+        return back_onto_the_triangle
+
+
+def one_triangle(a, lower, name):
+    """None for a symmetric (complex: Hermitian) matrix ``a``, which gets the symmetric
+    gradient; else the :class:`OneTriangle` a function reading the ``lower`` (else the upper)
+    triangle of ``a`` reads, for a real ``a``; a complex one is refused
+    (:func:`require_symmetric`)."""
+    if np.iscomplexobj(a) or _symmetric(a):
+        require_symmetric(a, name)
+        return None
+    return OneTriangle(a, lower)
+
+
+def _symmetric(a):
+    """Whether the real matrix ``a`` is symmetric up to rounding (:func:`require_symmetric`)."""
+    scale = np.max(np.abs(a), initial=0.0)
+    return not np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale
+
+
 def require_symmetric(a, name):
     """Refuse a matrix that is not symmetric for a rule with the symmetric gradient (the
     derivative along symmetric perturbations): NumPy's function of a non-symmetric matrix reads
@@ -133,7 +184,7 @@ def require_symmetric(a, name):
                 "matrix, (A + A.conj().T) / 2, or the matrix its triangle stands for, "
                 "np.tril(A, -1) + np.diag(A.diagonal().real) + np.tril(A, -1).conj().T.")
         return
-    if np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale:
+    if not _symmetric(a):
         raise UnsupportedOperationError(
             f"{name} of a matrix that is not symmetric: it reads one triangle, and mutad gives "
             "the symmetric gradient, the derivative along symmetric perturbations, which is not "

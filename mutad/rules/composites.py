@@ -16,6 +16,8 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
+from ..core.debug import caller, warn_at
+from ..core.tape import source_line
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
@@ -461,7 +463,14 @@ def polyder(p, m=1):
 
 @defcomposite(np.polyint)
 def polyint(p, m=1, k=None):
-    constants = [0.0] * m if k is None else [k] * m if np.ndim(k) == 0 else list(k)
+    # k as np.atleast_1d takes it, its items kept (a list may hold traced values, which
+    # np.ndim would convert)
+    constants = [0.0] * m if k is None else list(k) if type(k) in (list, tuple) \
+        else [k] if np.ndim(k) == 0 else list(k)
+    if len(constants) == 1 and m > 1:
+        constants = constants * m
+    if len(constants) < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
     for i in range(m):
         n = np.shape(p)[0]
         p = np.concatenate([p / np.arange(n, 0, -1.0), np.reshape(constants[i], (1,))])
@@ -567,9 +576,9 @@ def polydiv(u, v):
 def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
     """NumPy's steps: x and y made float arrays (``+ 0.0``), the Vandermonde matrix in float64
     (np.vander), rcond from x's precision, the weights applied in place (y's dtype kept), the
-    columns scaled before the least-squares solve."""
-    if full or cov:
-        _refuse("polyfit", "full=True or cov=True")
+    columns scaled before the least-squares solve; a rank short of the order warned about at
+    the caller's line (unless ``full``); ``full``'s residuals, rank, singular values and rcond
+    and ``cov``'s covariance as NumPy computes them."""
     order = int(deg) + 1
     x = _as_array(x) + 0.0
     y = _as_array(y) + 0.0
@@ -591,8 +600,26 @@ def polyfit(x, y, deg, rcond=None, full=False, w=None, cov=False):
         rhs = (rhs * (w if np.ndim(rhs) == 1 else w[:, None])).astype(np.result_type(rhs),
                                                                        copy=False)
     scale = np.sqrt(np.sum(lhs * lhs, axis=0))
-    coefficients = np.linalg.lstsq(lhs / scale, rhs, rcond)[0]
-    return (coefficients.T / scale).T
+    lhs = lhs / scale
+    coefficients, residuals, rank, singular_values = np.linalg.lstsq(lhs, rhs, rcond)
+    coefficients = (coefficients.T / scale).T
+    if rank != order and not full:
+        where = source_line(caller(1))
+        if where is not None:
+            warn_at("Polyfit may be poorly conditioned", np.exceptions.RankWarning, *where)
+    if full:
+        return coefficients, residuals, rank, singular_values, rcond
+    if not cov:
+        return coefficients
+    base = np.linalg.inv(np.dot(lhs.T, lhs)) / np.outer(scale, scale)
+    if cov == "unscaled":
+        factor = 1
+    else:
+        if np.shape(x)[0] <= order:
+            raise ValueError("the number of data points must exceed order "
+                             "to scale the covariance matrix")
+        factor = residuals / (np.shape(x)[0] - order)
+    return coefficients, (base * factor if np.ndim(y) == 1 else base[:, :, None] * factor)
 
 
 @defcomposite(np.roots)

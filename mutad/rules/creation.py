@@ -275,30 +275,52 @@ def _astype(a, dtype, kwargs):
     return np.real(a).astype(dtype, **{**kwargs, "copy": True})
 
 
+def _cast_back(a):
+    """The pullback of a cast of ``a``: the cotangent cast back to ``a``'s dtype (to a real
+    dtype from a complex one, the core takes the real part, facet complex)."""
+    return lambda dy: (dy if dy.dtype.kind == "c" and a.dtype.kind == "f"
+                       else dy.astype(a.dtype, copy=False),)
+
+
+def _cast_tangent(tangents, y, dtype, **kwargs):
+    """The tangent of a cast to ``dtype`` whose value is ``y``."""
+    if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):
+        return None
+    t = tangents[0]
+    if t.dtype.kind == "c" and y.dtype.kind == "f":  # NumPy drops the imaginary part, and warns
+        t = np.real(t)
+    return t.astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself
+
+
 @defrule(np.ndarray.astype, leading=1)
 def astype(a, dtype, **kwargs):
-    y = _astype(a, dtype, kwargs)
-    # to a real dtype from a complex one, the core takes the real part (facet complex)
-    return y, lambda dy: (dy if dy.dtype.kind == "c" and a.dtype.kind == "f"
-                          else dy.astype(a.dtype, copy=False),)
+    return _astype(a, dtype, kwargs), _cast_back(a)
 
 
 @defjvp(np.ndarray.astype)
 def astype_jvp(tangents, a, dtype, **kwargs):
     y = _astype(a, dtype, kwargs)
-    if tangents[0] is None or not np.issubdtype(y.dtype, np.inexact):
-        return y, None
-    t = tangents[0]
-    if t.dtype.kind == "c" and y.dtype.kind == "f":  # NumPy drops the imaginary part, and warns
-        t = np.real(t)
-    return y, t.astype(dtype, **kwargs)  # copy=False: a itself, then the tangent itself
+    return y, _cast_tangent(tangents, y, dtype, **kwargs)
+
+
+# np.astype: NumPy's own call (its checks of x and device=, its ComplexWarning, which names
+# NumPy's line), the derivative a cast's
+@defrule(np.astype, leading=1)
+def numpy_astype(x, dtype, /, *, copy=True, device=None):
+    return np.astype(x, dtype, copy=copy, device=device), _cast_back(x)
+
+
+@defjvp(np.astype)
+def numpy_astype_jvp(tangents, x, dtype, /, *, copy=True, device=None):
+    y = np.astype(x, dtype, copy=copy, device=device)
+    return y, _cast_tangent(tangents, y, dtype, copy=copy)
 
 
 # Complex values (facet complex): copies and fills are linear with real coefficients.
 holomorphic(np.zeros_like, np.ones_like, np.empty_like, np.empty, np.zeros, np.ones, np.eye,
             np.identity, np.full, np.full_like, np.linspace, np.copy, np.array, np.asarray,
             np.asanyarray, np.ascontiguousarray, np.asfortranarray, np.require,
-            np.ndarray.astype)
+            np.ndarray.astype, np.astype)
 
 
 # ----------------------------------------------------------------------------------------------

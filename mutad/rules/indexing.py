@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from ..core.debug import from_user_line
 from ..core.devices import beside, index_for, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.registry import (complex_aware, defbatched, defcomposite, definplace, deflinear,
@@ -611,7 +612,7 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
                 "differentiates: arrays created there (np.zeros, np.empty, np.array, ...) "
                 "carry tangents.")
         try:
-            call(*args, **kwargs)
+            from_user_line(call, *args, **kwargs)  # (its ComplexWarning at the user's line)
         except Exception as error:
             # NumPy may raise after writing (np.put meeting an index out of bounds after those
             # before it; a ufunc.at's FloatingPointError): f may catch it and go on, so the

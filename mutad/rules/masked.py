@@ -50,7 +50,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
-            "ravel, reshape, argsort, argmin, argmax, copy, filled and compressed. ")
+            "anom, ravel, reshape, transpose (T), argsort, argmin, argmax, copy, filled and "
+            "compressed. ")
 
 
 def _refuse(what):
@@ -179,6 +180,13 @@ class Masked:
         return Masked(self.data.reshape(*shape, order=order),
                       mask if mask is NOMASK else mask.reshape(*shape, order=order),
                       self._fill_value)
+
+    def transpose(self, *axes):
+        mask = self._mask
+        return Masked(self.data.transpose(*axes),
+                      mask if mask is NOMASK else mask.transpose(*axes), self._fill_value)
+
+    T = property(transpose)
 
     def argsort(self, axis=np._NoValue, kind=None, order=None, endwith=True, fill_value=None,
                 *, stable=None):
@@ -317,6 +325,19 @@ class Masked:
                 result = _where(newmask, np.ma.default_fill_value(result), result)
             return Masked(result, newmask)
         return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
+
+    def anom(self, axis=None, dtype=None):
+        """``MaskedArray.anom``: the deviations from the mean, as NumPy computes them (an
+        ``axis`` of 0 is taken as None is: the mean broadcasts along it)."""
+        m = self.mean(axis, dtype)
+        if not axis:
+            return _binary(np.subtract, self, m)
+        if type(m) is not Masked:  # (a 0-d mean: np.ma.masked where every element is masked)
+            return _binary(np.subtract, self, m)
+        mask = m._mask
+        return _binary(np.subtract, self, Masked(
+            np.expand_dims(m.data, axis), mask if mask is NOMASK else np.expand_dims(mask, axis),
+            m._fill_value))
 
     def std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=np._NoValue):
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}

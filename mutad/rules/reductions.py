@@ -23,6 +23,7 @@ import warnings
 
 import numpy as np
 
+from ..core.debug import from_user_line
 from ..core.devices import is_device, namespace, ufunc_at
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, deflinear,
@@ -128,9 +129,10 @@ def nan_skipping_rules(func, average):
     all-NaN slice of a mean (y is NaN) passes nothing. ``initial=`` is a constant."""
 
     def rule(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-        y = func(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        y = from_user_line(func, a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
         present = present_of(a, kwargs.get("where", True))
-        combined = count(a, axis, present) if average else None
+        # (at least 1: an all-NaN slice's share, 0/0, is not taken, nor warned about)
+        combined = np.maximum(count(a, axis, present), 1) if average else None
         shape = a.shape
 
         def back(dy):
@@ -140,7 +142,7 @@ def nan_skipping_rules(func, average):
         return y, back
 
     def jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-        y = func(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+        y = from_user_line(func, a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
         present = present_of(a, kwargs.get("where", True))
         dy = np.sum(np.where(present, tangents[0], 0.0), axis=axis, dtype=dtype,
                     keepdims=keepdims)
@@ -306,7 +308,7 @@ def extreme_rule(forward):
     """The rule of ``forward``, one of NumPy's maximum or minimum reductions."""
 
     def rule(a, axis=None, *, keepdims=False, **kwargs):
-        y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
+        y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
         ties = ties_of(a, y, axis, keepdims, kwargs.get("where", True))
         return y, lambda dy: (share_among_extremes(dy, ties, axis, keepdims),)
 
@@ -318,7 +320,7 @@ def extreme_jvp(forward):
     """The forward rule of ``forward``, one of NumPy's maximum or minimum reductions."""
 
     def jvp(tangents, a, axis=None, *, keepdims=False, **kwargs):
-        y = forward(a, axis=axis, keepdims=keepdims, **kwargs)
+        y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
         return y, mean_over_extremes(tangents[0], a, y, axis, keepdims, kwargs.get("where", True))
 
     jvp.__name__ = jvp.__qualname__ = f"{forward.__name__}_jvp"
@@ -360,26 +362,29 @@ def ptp_jvp(tangents, a, axis=None, *, keepdims=False):
 # var, std
 
 
-def variance_gradient(a, axis, ddof, where):
+def variance_gradient(a, axis, ddof, where, mean=None):
     """d var / d a = 2 (a - mean) / (n - ddof) over the elements a ``where=`` mask keeps; the
     callers mask its products, as the left-out elements are not read (0 even where the
-    derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements)."""
+    derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements).
+    ``mean``: the constant mean NumPy was given (``mean=``), which it centres on instead."""
     n = count(a, axis, where)
+    if mean is not None:
+        return (2 / (n - ddof)) * (a - mean)
     with warnings.catch_warnings():  # of an empty slice: NumPy's np.var has warned
         warnings.simplefilter("ignore", RuntimeWarning)
         centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
     return (2 / (n - ddof)) * centred
 
 
-def variance_cotangent(dy, a, axis, keepdims, ddof, where):
-    return masked(expand(dy, a.shape, axis, keepdims) * variance_gradient(a, axis, ddof, where),
-                  where)
+def variance_cotangent(dy, a, axis, keepdims, ddof, where, mean=None):
+    return masked(expand(dy, a.shape, axis, keepdims)
+                  * variance_gradient(a, axis, ddof, where, mean), where)
 
 
-def variance_tangent(da, a, axis, keepdims, ddof, where):
+def variance_tangent(da, a, axis, keepdims, ddof, where, mean=None):
     """The gradient's inner product with ``da``: for complex ``a``, Re(conj(gradient) da), the
     real variance's change (NumPy's variance of complex values is that of |a - mean|)."""
-    g = variance_gradient(a, axis, ddof, where)
+    g = variance_gradient(a, axis, ddof, where, mean)
     product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else times(da, g)
     return np.sum(masked(product, where), axis=axis, keepdims=keepdims)
 
@@ -389,7 +394,8 @@ def var(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
     where = kwargs.get("where", True)
-    return y, lambda dy: (variance_cotangent(dy, a, axis, keepdims, ddof, where),)
+    mean = kwargs.get("mean")
+    return y, lambda dy: (variance_cotangent(dy, a, axis, keepdims, ddof, where, mean),)
 
 
 @defjvp(np.var, leading=1)
@@ -397,7 +403,8 @@ def var_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwa
     da = tangents[0]
     y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
-    return y, variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
+    return y, variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True),
+                               kwargs.get("mean"))
 
 
 @defrule(np.std, leading=1)
@@ -407,9 +414,10 @@ def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
     where = kwargs.get("where", True)
     # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
     safe = np.where(y == 0, np.inf, 2 * y)
+    mean = kwargs.get("mean")
 
     def back(dy):
-        return (variance_cotangent(dy / safe, a, axis, keepdims, ddof, where),)
+        return (variance_cotangent(dy / safe, a, axis, keepdims, ddof, where, mean),)
 
     return y, back
 
@@ -419,7 +427,8 @@ def std_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwa
     da = tangents[0]
     y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
     ddof = kwargs.get("correction", ddof)
-    d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True))
+    d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True),
+                                  kwargs.get("mean"))
     # as the reverse rule: 0 at std 0; a zero change of the variance (a direction along
     # elements where= leaves out) is zero beside a NaN or infinite std too
     return y, np.where(d_variance == 0, d_variance, d_variance / np.where(y == 0, np.inf, 2 * y))
@@ -866,12 +875,12 @@ def median_rules(func, skip_nan):
     """The rule and forward rule of ``func`` (np.median or np.nanmedian): a 0.5 quantile."""
 
     def rule(a, axis=None, overwrite_input=False, keepdims=False):
-        y = func(a, axis=axis, keepdims=keepdims)
+        y = from_user_line(func, a, axis=axis, keepdims=keepdims)
         statistics = OrderStatistics(a, 0.5, axis, "linear", skip_nan)
         return y, lambda dy: (statistics.cotangent(dy),)
 
     def jvp(tangents, a, axis=None, overwrite_input=False, keepdims=False):
-        y = func(a, axis=axis, keepdims=keepdims)
+        y = from_user_line(func, a, axis=axis, keepdims=keepdims)
         statistics = OrderStatistics(a, 0.5, axis, "linear", skip_nan)
         return y, statistics.tangent(tangents[0], np.shape(y))
 

@@ -818,16 +818,22 @@ def reduceat_of(ufunc):
     derivative is ``ufunc.reduce``'s: ties shared as they are; laid out as NumPy's result."""
 
     def reduceat(a, indices, axis=0, dtype=None, out=None):
-        if dtype is not None or out is not None:
+        if dtype is not None:
             raise UnsupportedOperationError(
-                f"np.{ufunc.__name__}.reduceat(..., dtype=, out=) of a differentiated array: "
-                "call it without them and convert or copy the result.")
+                f"np.{ufunc.__name__}.reduceat(..., dtype=) of a differentiated array: "
+                "call it without it and convert the result.")
         given = lists_as_arrays([a])[0]
         a = np.moveaxis(given, axis, 0)
         indices = np.asarray(indices).tolist()  # an index has no derivative
         ends = [*indices[1:], a.shape[0]]
         parts = [ufunc.reduce(a[start:end], axis=0) if start < end else a[start]
                  for start, end in zip(indices, ends)]
+        if out is not None:  # the result written into it (after reading a, which it may
+            # overlap, as NumPy buffers), with NumPy's checks of its shape and casting
+            target = out[0] if type(out) is tuple and len(out) == 1 else out
+            ufunc.reduceat(memory(given), indices, axis=axis, out=np.empty_like(memory(target)))
+            np.copyto(target, np.moveaxis(np.stack(parts), 0, axis), casting="same_kind")
+            return target
         return _laid_out_as(np.moveaxis(np.stack(parts), 0, axis),
                             ufunc.reduceat(memory(given), indices, axis=axis))
 
