@@ -130,41 +130,76 @@ def went_past(error):
 
 
 _COLLECTOR = threading.Lock()
-_paused = [0, None]  # differentiations running in the process, the thresholds they replaced
 
 
 def no_full_collections():
-    """No full collection of the cyclic garbage collector until the block ends: a
-    differentiation makes an object or more per operation, and each full collection those set
-    off walks every object of the process again, a fifth to a third of the time of a traced
-    program of scalar operations with SciPy imported. The young generations are collected as
-    usual. Process-wide: the first differentiation to start raises the oldest generation's
-    threshold, the last to end puts it back (``gc.get_threshold``)."""
+    """Full collections of the cyclic garbage collector walk only what is new while the block
+    runs. A differentiation makes an object or more per operation, and they live until it
+    ends: each full collection would walk them, and every other object of the process, again
+    (a fifth to a third of the time of a traced program of scalar operations with SciPy
+    imported). So the first block to start moves every object out of the collector's view
+    (``gc.freeze``), and so does each full collection once it has freed the garbage it found:
+    the next one walks only the objects made since, and the program's cyclic garbage is freed
+    as the collector frees it without a differentiation. A cycle that was alive at a freeze
+    and dies later waits for the collector to walk the frozen objects again, which a full
+    collection does (``gc.unfreeze`` as it starts) once four times as many objects were made
+    as were frozen the last time it did: that garbage stays proportional to what lives, and
+    those walks cost about one more per object made. The last block to end gives the objects
+    back (``gc.unfreeze``). Process-wide, as the collector is; where the process froze objects
+    of its own (``gc.freeze``), which an unfreeze would give back, the collector runs as is."""
     return _NO_FULL_COLLECTIONS
 
 
-class _NoFullCollections:
+class _Freezer:
     """``no_full_collections``' block (a class, not a generator: it runs twice per
-    differentiation, its state is the process's, ``_paused``)."""
+    differentiation) and the collector's callback it installs (``gc.callbacks``) while a
+    block runs in the process."""
 
-    __slots__ = ()
+    __slots__ = ("running", "frozen", "made", "walk_all", "idle")
+
+    def __init__(self):
+        self.running = 0  # blocks running in the process
+        self.frozen = 0  # objects frozen when the collector last walked them all (0: not counted)
+        self.made = 0  # objects made since (collections since, times the youngest's threshold)
+        self.walk_all = False  # the full collection running walks the frozen objects too
+        self.idle = False  # the process froze objects of its own: the collector runs as is
 
     def __enter__(self):
         with _COLLECTOR:
-            if not _paused[0]:
-                _paused[1] = gc.get_threshold()
-                young, middle, _ = _paused[1]
-                gc.set_threshold(young, middle, 1 << 30)
-            _paused[0] += 1
+            if not self.running:
+                self.idle = gc.get_freeze_count() > 0
+                if not self.idle:
+                    gc.freeze()
+                    self.frozen = self.made = 0
+                    self.walk_all = False
+                    gc.callbacks.append(self.collected)
+            self.running += 1
 
     def __exit__(self, *exception):
         with _COLLECTOR:
-            _paused[0] -= 1
-            if not _paused[0]:
-                gc.set_threshold(*_paused[1])
+            self.running -= 1
+            if not self.running and not self.idle:
+                gc.callbacks.remove(self.collected)
+                gc.unfreeze()
+
+    def collected(self, phase, info):
+        """The collector's callback: it runs as each collection starts and stops."""
+        if phase == "start":
+            self.made += gc.get_threshold()[0]
+            if info["generation"] == 2:
+                if not self.frozen:  # (the first: what the block's start froze)
+                    self.frozen = gc.get_freeze_count()
+                if self.made >= 4 * self.frozen:
+                    gc.unfreeze()
+                    self.walk_all = True
+        elif info["generation"] == 2:  # (its garbage is freed: what is left lives)
+            gc.freeze()
+            if self.walk_all:
+                self.walk_all = False
+                self.frozen, self.made = gc.get_freeze_count(), 0
 
 
-_NO_FULL_COLLECTIONS = _NoFullCollections()
+_NO_FULL_COLLECTIONS = _Freezer()
 
 
 def unwrapped(error):
