@@ -2545,7 +2545,6 @@ class Recorder:
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
-        self.paused = False  # whether the recording holds the garbage collector off
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
@@ -2669,7 +2668,6 @@ class Recorder:
         if self.reason is None:
             self.reason = reason
             self.tape.recorder = None  # the rest of the call is traced as usual
-            self.collect()
             # and the arrays it holds let go: whether the program still holds a temporary
             # decides whether tracing reads or recomputes it, which is not always the same bits
             self.steps, self.slots, self.objects = [], {}, []
@@ -2686,19 +2684,6 @@ class Recorder:
             return False
         self.hears = True
         return True
-
-    def pause_collector(self):
-        """A recording makes a step (and the engine a record) for every operation; the cyclic
-        garbage collector, run by their number, would walk them again and again (half the cost
-        of recording a long program of scalar operations). It waits until the recording ends
-        (``collect``)."""
-        self.paused = gc.isenabled()
-        gc.disable()
-
-    def collect(self):
-        if self.paused:
-            self.paused = False
-            gc.enable()
 
     def recomputed(self, record, step):
         """If the traced call's ``record``, of ``step``, keeps stand-ins for values it
@@ -3845,7 +3830,6 @@ class Recording:
                 recorder.note_plain(leaf)
         tape.recorder = recorder
         recorder.showing = Shown(recorder)
-        recorder.pause_collector()
         self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
     def end(self, run, y):
@@ -3932,7 +3916,6 @@ class Recording:
             recorder.release()
             for buffer in recorder.buffers:
                 buffer.ref = buffer.origin = None
-            recorder.collect()  # also if the call raised
 
 
 # ----------------------------------------------------------------------------------------------
