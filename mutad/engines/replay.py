@@ -2729,9 +2729,11 @@ class Recorder:
             if x.whole:
                 self.wholes.setdefault(x.buffer.key, slot)
             value = x.value
-        if type(value) is np.ndarray and not small(value):
+        if type(value) is np.ndarray and not (small(value) and (
+                type(value.base) is not np.ndarray or small(value.base))):
             # let go after the last step that reads it, as tracing lets go of what it
             # recomputes rather than keeps (recompute.small): the replay's memory is tracing's
+            # (a small view of a large array too, which holds all of its memory)
             self.large.add(slot)
         return slot
 
