@@ -94,3 +94,39 @@ def test_sum_of_sums_over_a_list_with_a_float_raises_as_numpys():
         value, grads = mutad.value_and_grad(sum_of_sums)([np.array([1.0]), v])
         assert value == sum_of_sums([np.array([1.0]), v]) and grads[1] == 4.0
 
+
+def with_huge_integers(x):
+    """An integer past 2**64 beside another: NumPy makes an array of references."""
+    counts = np.array([int(x[0] * 1e17), 1])
+    return (x * counts).sum() + x[1] * float(counts[0] + 1)
+
+
+def test_an_array_of_references_read_as_a_constant():
+    """Regression: an object array read by a traced operation was summed as bytes to find
+    later writes into it, and NumPy refuses to view references as bytes: "TypeError: Cannot
+    change data-type for array of references"."""
+    x = np.array([1e3, 2.0])
+    before = x.tobytes()
+    expected = with_huge_integers(x)
+    value, grad = mutad.value_and_grad(with_huge_integers)(x)
+    assert value == expected and type(value) is type(expected)
+    assert np.array_equal(grad, [1e20, 1.0 + 1e20 + 1])
+    assert x.tobytes() == before
+    for got in replayed(with_huge_integers, x):
+        assert got[0][0] == expected and np.array_equal(got[0][1], grad)
+    assert mutad.jvp(with_huge_integers, (x,), (np.ones(2),))[0] == expected
+
+
+def test_a_write_into_an_array_of_references_read_as_a_constant_is_found():
+    """The references an operation read are compared when the gradient is computed: a write
+    through a view made before the call is found, as in an array of numbers."""
+    counts = np.array([2 ** 70, 1], dtype=object)
+    view = counts[:]
+
+    def f(x):
+        y = (x * counts).sum()
+        view[0] = 2 ** 71
+        return y
+
+    with pytest.raises(mutad.errors.ConstantModifiedError):
+        mutad.gradient(f, np.array([1.0, 2.0]))
