@@ -130,3 +130,85 @@ def test_a_write_into_an_array_of_references_read_as_a_constant_is_found():
 
     with pytest.raises(mutad.errors.ConstantModifiedError):
         mutad.gradient(f, np.array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("f, name", [
+    (lambda x: np.sqrt(x).sum(), "np.sqrt"),
+    (lambda x: np.arcsin(x + 1).sum(), "np.arcsin"),
+    (lambda x: np.sqrt(x[0]) + x[1], "np.sqrt"),
+])
+def test_an_error_raised_in_the_gradient_names_it(f, name):
+    """Regression: under ``np.errstate(all="raise")`` NumPy's FloatingPointError raised by a
+    pullback was NumPy's bare message, where the same event warned of is labelled ", in the
+    gradient of ..." (and forward mode's raised one ", in a tangent"): f's own call raises
+    nothing here, so the label says the error is the derivative's."""
+    x = np.zeros(3)
+    with np.errstate(all="raise"):
+        f(x)
+        expected = Raised(FloatingPointError,
+                          f"divide by zero encountered in divide, in the gradient of {name}")
+        assert outcome(lambda: mutad.value_and_grad(f)(x))[0] == expected
+        assert [got[0] for got in replayed(f, x)] == [expected] * 3
+        with pytest.raises(FloatingPointError, match="in divide, in a tangent"):
+            mutad.jvp(f, (x,), (np.ones(3),))
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        mutad.gradient(f, x)
+    assert str(heard[0].message) == expected[1]
+
+
+def heard_in_every_mode(f, x):
+    """The warnings of ``f(x)`` in NumPy, traced, in each of three replayed calls and in
+    forward mode, less those of the derivative (labelled so)."""
+    def of_f(call):
+        return [m for m in outcome(call)[1] if ", in the gradient of " not in m
+                and ", in a tangent" not in m]
+
+    vg = mutad.value_and_grad(f, replay=True)
+    return [of_f(lambda: f(x.copy())), of_f(lambda: mutad.value_and_grad(f)(x.copy())),
+            *(of_f(lambda: vg(x.copy())) for _ in range(3)),
+            of_f(lambda: mutad.jvp(f, (x.copy(),), (np.ones(x.shape),)))]
+
+
+def one_in_place_square(x):
+    s = x[0]
+    s **= 2
+    return s
+
+
+@pytest.mark.parametrize("f, x, message", [
+    (lambda x: x[0] ** 2, [1e308, 1.0], "overflow encountered in scalar power"),
+    (one_in_place_square, [1e308, 1.0], "overflow encountered in scalar power"),
+    (lambda x: x[0] ** 0.5, [-1.0, 1.0], "invalid value encountered in scalar power"),
+    (lambda x: x[0] ** -1, [0.0, 1.0], "divide by zero encountered in scalar power"),
+    (lambda x: (x ** 2).sum(), [1e308, 1.0], "overflow encountered in square"),
+])
+def test_a_scalars_power_by_a_fast_exponent_is_worded_as_numpys(f, x, message):
+    """Regression: ``x[0] ** 2`` is computed by ``np.square`` (NumPy's fast path for arrays),
+    and its event was worded "in scalar square", where NumPy's scalar math says "in scalar
+    power" (an array's ``x ** 2`` says "in square", as NumPy's fast path does)."""
+    x = np.array(x)
+    assert heard_in_every_mode(f, x) == [[message]] * 6
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError, match=message):
+            mutad.gradient(f, x)
+
+
+@pytest.mark.parametrize("reduction", [np.nanvar, np.nanstd])
+def test_nan_statistics_without_degrees_of_freedom_warn_as_numpy(reduction):
+    """Regression: ``np.nanstd(..., ddof=1)`` of one value left warned "invalid value
+    encountered in divide" where NumPy divides under ``np.errstate(invalid="ignore")`` and
+    warns "Degrees of freedom <= 0 for slice.", at the program's line; its value is NumPy's
+    scalar."""
+    def f(x):
+        return reduction(np.where(x > 1.2, x, np.nan), ddof=1)
+
+    x = np.array([1.0, 1.5, 0.5])
+    assert heard_in_every_mode(f, x) == [["Degrees of freedom <= 0 for slice."]] * 6
+    value, grad = outcome(lambda: mutad.value_and_grad(f)(x))[0]
+    assert type(value) is type(outcome(lambda: f(x))[0]) and np.isnan(value)
+    assert np.array_equal(grad, np.zeros(3))
+    with np.errstate(all="raise"):  # (NumPy's divisions raise nothing)
+        assert outcome(lambda: f(x))[1] == outcome(lambda: mutad.value_and_grad(f)(x))[1]
+    # with degrees of freedom left, nothing
+    assert heard_in_every_mode(f, np.array([1.3, 1.5, 0.5])) == [[]] * 6

@@ -30,7 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error
+from ..core.debug import SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -461,6 +461,7 @@ def weak_arithmetic(result, other=None):
 FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 """The Python-number exponents for which NumPy's ``a ** e`` and ``a **= e`` call another
 ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for complex ones."""
+SCALAR_NAMES.update((ufunc.__name__, "power") for ufunc in FAST_POWERS.values())
 
 
 def _scalar_math(result, value, self, other, operation, kinds, reflected):

@@ -32,7 +32,8 @@ from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
 from ..core.devices import is_device
-from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
+from ..core.debug import (ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as,
+                          gradient_errors)
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError, plain_copy_missed
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
@@ -161,7 +162,7 @@ class ReverseTape(Tape):
         # (a run of pure elementwise records, where none has its own error handling or
         # stand-ins to resolve, is reversed in one loop: ``reverse_elementwise``)
         runs = not checked and not readers and not errors_of
-        with at_user_lines(watch), no_full_collections():
+        with at_user_lines(watch), no_full_collections(), gradient_errors(watch):
             while records:
                 if runs:
                     kind = type(records[-1])
