@@ -383,7 +383,7 @@ class Warnings:
             frame, called = frame.f_back, frame
         line = None if self.record is None else self.record.line
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
-            message += f", in the gradient of {operation_name(self.record.primitive)}"
+            message += in_the_gradient(self.record)
             if self.heard is not None:
                 self.heard.append((message, *line))
             warn_at(message, RuntimeWarning, *line)
@@ -394,11 +394,41 @@ class Warnings:
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
 
 
+def in_the_gradient(record):
+    """What a message of NumPy's about a floating-point event in the pullback of ``record``
+    adds, to say it is the derivative's, beside NumPy's own (issued by ``f``)."""
+    return f", in the gradient of {operation_name(record.primitive)}"
+
+
+@contextlib.contextmanager
+def gradient_errors(writer):
+    """Around a reverse pass whose warnings go to ``writer`` (a :class:`Warnings`): the
+    ``FloatingPointError`` NumPy raises (``np.errstate``'s "raise") in the pullback of
+    ``writer.record`` labelled as its warnings are (``in_the_gradient``), as forward mode
+    labels a tangent's ("in a tangent"); any other error (``NonFiniteError`` of
+    ``detect_anomaly``, one labelled already) as it is."""
+    try:
+        yield
+    except FloatingPointError as error:
+        message = str(error)
+        if type(error) is not FloatingPointError or writer.record is None or any(
+                label in message for label in (", in the gradient of ", ", in a tangent")):
+            raise
+        raise FloatingPointError(message + in_the_gradient(writer.record)).with_traceback(
+            error.__traceback__) from None
+
+
 SCALAR_OPERATORS: set[types.CodeType] = set()
 """The code of the functions that are Python's operators of traced and dual values (``a / b``:
 ``arraylike.install_operators``), which the user's line calls. NumPy computes an operator on
 scalars (``x[0] / 0.0``) by its scalar math, which words its events so ("divide by zero
 encountered in scalar divide"), where the ufunc the engines compute with says "in divide"."""
+
+
+SCALAR_NAMES: dict[str, str] = {}
+"""The ufuncs an operator computes with in NumPy's place, by the operator's ufunc, whose name
+NumPy's scalar math gives their events: ``x[0] ** 2`` is ``np.square`` (NumPy's fast path for
+arrays), and NumPy's scalar math says "overflow encountered in scalar power"."""
 
 
 SCALAR_PASSING: set[types.CodeType] = set()
@@ -424,8 +454,8 @@ def as_scalar_math(message, x, other):
             or wrapped(other) and stands_for_scalar(other)):
         return message
     event, found, name = message.partition(" encountered in ")
-    return f"{event} encountered in scalar {name}" if found and not name.startswith("scalar ") \
-        else message
+    return f"{event} encountered in scalar {SCALAR_NAMES.get(name, name)}" \
+        if found and not name.startswith("scalar ") else message
 
 
 def scalar_math_error(error, x, other):

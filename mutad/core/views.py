@@ -276,7 +276,12 @@ def real_part_if(like, g):
     """``g`` as the (co)tangent of a value of ``like``'s dtype: its real part where ``like``
     is real and ``g`` complex. A complex cotangent is dL/dx + i dL/dy (docs/guide.md, "Complex
     numbers and the FFT"), so its real part is the derivative along the only axis a real value
-    moves on; a complex tangent's real part is the real value's change."""
+    moves on; a complex tangent's real part is the real value's change. Of a value computed
+    with an array of references (``x * np.array([2**70, 1])``, whose product holds Python
+    floats), ``g`` holds Python numbers: it is taken as the array of numbers NumPy makes of
+    them."""
+    if type(g) is np.ndarray and g.dtype.hasobject and like.dtype.kind in "fc":
+        g = np.array(g.tolist())
     if like.dtype.kind == "f" and getattr(g, "dtype", None) is not None and g.dtype.kind == "c":
         return g.real
     return g

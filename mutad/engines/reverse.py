@@ -32,7 +32,8 @@ from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
                         alias_written_after_read, conversion_error, numpy_value, weak_value)
 from ..core.devices import is_device
-from ..core.debug import ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as
+from ..core.debug import (ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as,
+                          gradient_errors)
 from ..core.errors import ConstantModifiedError, UnsupportedArrayError, plain_copy_missed
 from ..core.levels import ACTIVE, LEVELS, escaped
 from ..core.levels import ended as any_ended
@@ -161,7 +162,7 @@ class ReverseTape(Tape):
         # (a run of pure elementwise records, where none has its own error handling or
         # stand-ins to resolve, is reversed in one loop: ``reverse_elementwise``)
         runs = not checked and not readers and not errors_of
-        with at_user_lines(watch), no_full_collections():
+        with at_user_lines(watch), no_full_collections(), gradient_errors(watch):
             while records:
                 if runs:
                     kind = type(records[-1])
@@ -449,7 +450,10 @@ def _protect(tape, value):
 
 
 def checksum(a):
-    """A checksum of the bytes of ``a``, whatever its layout, without copying it whole."""
+    """A checksum of the bytes of ``a``, whatever its layout, without copying it whole (of an
+    array of references, ``References``)."""
+    if a.dtype.hasobject:
+        return References(a)
     if a.flags.c_contiguous:
         return zlib.crc32(a.reshape(-1).view(np.uint8))
     if a.flags.f_contiguous:
@@ -481,6 +485,23 @@ def check_constants(tape):
                 "read-only, or by another thread). Its old values are needed by the gradient: "
                 "allocate it inside the differentiated function (mutad then follows its "
                 "writes), or write into a new array instead.")
+
+
+class References:
+    """The objects an array of references (an object array: ``np.array([2**70, 1])``) held
+    when a record read it as a constant: its bytes are addresses, which NumPy does not view
+    as bytes to sum, so ``check_constants`` compares the array with them, element by element,
+    each the same object (which this copy keeps alive, so that no other takes its address)."""
+
+    __slots__ = ("shape", "objects")
+
+    def __init__(self, a):
+        self.shape = a.shape
+        self.objects = list(a.flat)
+
+    def same(self, value):
+        return value.shape == self.shape and all(
+            now is then for now, then in zip(value.flat, self.objects))
 
 
 class DeviceCopy:

@@ -10,11 +10,14 @@ carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the en
 """
 
 import math
+import warnings
 
 import numpy as np
 
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from ..core.debug import caller, warn_at
+from ..core.tape import source_line
 from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
 from ..core.debug import caller, warn_at
 from ..core.tape import source_line
@@ -276,15 +279,22 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs)
     count = np.sum(present, axis=axis, dtype=np.intp, keepdims=True)
     zeroed = np.where(present, a, np.zeros((), data))
     total = np.sum(zeroed, axis=axis, dtype=dtype, keepdims=True)
-    mean = np.divide(total, count).astype(np.result_type(total), copy=False)
+    with np.errstate(invalid="ignore", divide="ignore"):  # (NumPy's, of its divisions)
+        mean = np.divide(total, count).astype(np.result_type(total), copy=False)
     deviation = np.where(present, (zeroed - mean).astype(data, copy=False), np.zeros((), data))
     variance = np.sum(deviation * deviation, axis=axis, dtype=dtype, keepdims=keepdims)
     if not keepdims:
         count = np.squeeze(count, axis=axis)
     dof = count - ddof
-    variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
-    if np.any(dof <= 0):  # NumPy's convention: a warning, and NaN
-        variance = np.where(dof <= 0, np.nan, variance)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
+    if np.any(dof <= 0):  # NumPy's convention: its warning, and NaN
+        line = source_line(caller(skip=1))  # (the program's line, as NumPy's stacklevel)
+        if line is None:
+            warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
+        else:
+            warn_at("Degrees of freedom <= 0 for slice.", RuntimeWarning, *line)
+        variance = np.where(dof <= 0, np.nan, variance)[()]
     return variance
 
 
