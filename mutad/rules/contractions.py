@@ -585,6 +585,13 @@ def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return np.moveaxis(np.stack([x, y, z], axis=-1), -1, axisc)
 
 
+def _to3(v):
+    """A 2-vector is a 3-vector with z = 0 (NumPy's own convention for cross)."""
+    if v.shape[-1] == 3:
+        return v
+    return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype, like=memory(v))], axis=-1)
+
+
 def _cross_times(u, v):
     """``np.cross(u, v)`` of 3-vectors along the last axis, each product a ``times``: a zero
     component of a cotangent contributes zero beside a NaN or an infinity of the other
@@ -601,13 +608,6 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     a_last = np.moveaxis(a, axisa, -1)
     b_last = np.moveaxis(b, axisb, -1)
 
-    def to3(v):
-        """A 2-vector is a 3-vector with z = 0 (NumPy's own convention for cross)."""
-        if v.shape[-1] == 3:
-            return v
-        return np.concatenate([v, np.zeros(v.shape[:-1] + (1,), v.dtype, like=memory(v))],
-                              axis=-1)
-
     def back(dy):
         if a_last.shape[-1] == 2 and b_last.shape[-1] == 2:
             dy3 = np.zeros(np.shape(dy) + (3,), np.result_type(dy), like=dy)
@@ -615,8 +615,8 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         else:
             dy3 = np.moveaxis(dy, axisc, -1)
         # <dy, a × b> = <a, b × dy> = <b, dy × a>
-        da = _cross_times(to3(b_last), dy3)[..., :a_last.shape[-1]]
-        db = _cross_times(dy3, to3(a_last))[..., :b_last.shape[-1]]
+        da = _cross_times(_to3(b_last), dy3)[..., :a_last.shape[-1]]
+        db = _cross_times(dy3, _to3(a_last))[..., :b_last.shape[-1]]
         da = np.moveaxis(unbroadcast(da, a_last.shape), -1, axisa)
         db = np.moveaxis(unbroadcast(db, b_last.shape), -1, axisb)
         return da, db
@@ -625,12 +625,23 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 @defjvp(np.cross, np.linalg.cross, leading=2)
-def cross_jvp(tangents, a, b, *args, **kwargs):
-    """The product rule, each term a cross product computed as ``_cross`` computes it."""
+def cross_jvp(tangents, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+    """The product rule, each term a cross product of ``_cross_times``: a zero component of a
+    tangent contributes zero beside an infinite component of the other operand, as in the
+    pullback (NumPy's ``0 * inf`` would make the tangent of every component NaN)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
     da, db = tangents[:2]
-    y = _cross(a, b, *args, **kwargs)
-    terms = ([] if da is None else [_cross(da, b, *args, **kwargs)]) + (
-        [] if db is None else [_cross(a, db, *args, **kwargs)])
+    y = _cross(a, b, axisa, axisb, axisc)
+
+    def term(u, v):
+        u, v = np.moveaxis(u, axisa, -1), np.moveaxis(v, axisb, -1)
+        product = _cross_times(_to3(u), _to3(v))
+        if u.shape[-1] == 2 and v.shape[-1] == 2:
+            return product[..., 2]  # the z component alone, as NumPy gives it
+        return np.moveaxis(product, -1, axisc)
+
+    terms = ([] if da is None else [term(da, b)]) + ([] if db is None else [term(a, db)])
     return y, terms[0] if len(terms) == 1 else terms[0] + terms[1]
 
 
@@ -660,8 +671,10 @@ def convolve(a, v, *settings, mode="full"):
         start, length = _convolution_window(n, m, mode)
         full = np.pad(dy, (start, n + m - 1 - start - length))
         # y[k] = Σ_i a[i] v[k - i]: da[i] = Σ_j dy[i + j] v[j], dv[j] = Σ_i dy[i + j] a[i].
-        return (np.reshape(_correlate_valid(full, v), shapes[0]),
-                np.reshape(_correlate_valid(full, a), shapes[1]))
+        # (each product a ``times``: a zero of the cotangent beside an infinite operand
+        # contributes zero, not NumPy's NaN)
+        return (np.reshape(product_times(_correlate_valid, full, v), shapes[0]),
+                np.reshape(product_times(_correlate_valid, full, a), shapes[1]))
 
     return y, back
 

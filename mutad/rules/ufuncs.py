@@ -439,21 +439,25 @@ def conjugate_jvp(tangents, z, **kwargs):
 
 def unit(z, magnitude):
     """``z / |z|``, 0 where ``z`` is 0: the direction in which |z| grows fastest, and at 0 the
-    subgradient the real rows take there (the sign of 0 is 0)."""
+    subgradient the real rows take there (the sign of 0 is 0). Each part is divided by the
+    real magnitude: NumPy's complex division multiplies by ``1 / |z|``, which overflows where
+    |z| is subnormal and makes the direction NaN."""
     zero = magnitude == 0
-    return np.where(zero, 0.0, z / np.where(zero, 1.0, magnitude))
+    safe = np.where(zero, 1.0, magnitude)
+    return np.where(zero, 0.0, np.real(z) / safe + 1j * (np.imag(z) / safe))
 
 
 def absolute(z, **kwargs):
     y = np.absolute(z, **kwargs)
     with np.errstate(all="ignore"):  # (the pullback's, taken now: inf / inf raises no event)
         direction = unit(z, y)
-    return y, lambda dy: (dy * direction,)
+    # (``times``: a zero cotangent beside the NaN direction of an infinite z contributes zero)
+    return y, lambda dy: (times(dy, direction),)
 
 
 def absolute_jvp(tangents, z, **kwargs):
     y = np.absolute(z, **kwargs)
-    return y, np.real(np.conjugate(unit(z, y)) * tangents[0])
+    return y, np.real(times(tangents[0], np.conjugate(unit(z, y))))
 
 
 def sign(z, **kwargs):
