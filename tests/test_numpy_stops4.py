@@ -54,3 +54,42 @@ def _variance_of_a_traced_mean_into_out(x):
 
 def test_variance_of_a_traced_mean_into_out():
     check(_variance_of_a_traced_mean_into_out, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# Cholesky factorizations and SciPy's symmetric eigenproblems of a real matrix that is not
+# symmetric: NumPy and SciPy read one triangle (NumPy's lower, or upper with upper=True;
+# scipy.linalg.cholesky and cho_factor the upper by default, eigh and eigvalsh the lower), and
+# the gradient goes onto the triangle read, 0 on the other
+
+import scipy.linalg  # noqa: E402
+
+ASYMMETRIC = np.array([[4.0, 1.0, 0.5], [0.3, 3.0, 0.2], [0.1, 0.7, 5.0]])
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: np.sum(np.sin(np.linalg.cholesky(a))),
+    lambda a: np.sum(np.sin(np.linalg.cholesky(a, upper=True))),
+    lambda a: np.sum(np.sin(scipy.linalg.cholesky(a))),
+    lambda a: np.sum(np.sin(scipy.linalg.cholesky(a, lower=True))),
+    lambda a: np.sum(np.sin(scipy.linalg.cho_factor(a)[0])),
+    lambda a: np.sum(np.sin(scipy.linalg.cho_factor(a, lower=True)[0])),
+])
+def test_cholesky_of_one_triangle(f):
+    check(f, ASYMMETRIC)
+
+
+def _eigenvectors_product(v):
+    return np.sum(np.sin(v * v) * np.arange(v.size).reshape(v.shape))  # invariant to signs
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: np.sum(np.sin(scipy.linalg.eigvalsh(a))),
+    lambda a: np.sum(np.sin(scipy.linalg.eigvalsh(a, lower=False))),
+    lambda a: np.sum(np.cos(scipy.linalg.eigh(a, eigvals_only=True))),
+    lambda a: _eigenvectors_product(scipy.linalg.eigh(a)[1]) + np.sum(scipy.linalg.eigh(a)[0]),
+    lambda a: _eigenvectors_product(scipy.linalg.eigh(a, lower=False)[1]),
+    lambda a: np.sum(np.sin(scipy.linalg.eigvalsh(a, subset_by_index=[1, 2]))),
+])
+def test_scipy_symmetric_eigenproblem_of_one_triangle(f):
+    check(f, ASYMMETRIC)
