@@ -1675,7 +1675,9 @@ def keywords_in_place(func, rule, args, kwargs):
     leading = getattr(rule, "leading", None)
     if leading is None or not kwargs:
         return args, kwargs
-    moved = [name for name, value in kwargs.items() if innermost((value,)) is not None]
+    # (never out=, which the engines take apart, whatever position the function gives it)
+    moved = [name for name, value in kwargs.items()
+             if name != "out" and innermost((value,)) is not None]
     if not moved:
         return args, kwargs
     if func not in POSITIONAL:
@@ -1693,7 +1695,7 @@ def keywords_in_place(func, rule, args, kwargs):
     aliases = rule.keywords if any(name in rule.keywords for name in moved) else ()
     if aliases and (len(args) > min(i for i, _ in aliases.values()) or any(
             positions[name][0] == aliases[alias][0] for alias in aliases
-            for name in kwargs if name not in aliases)):
+            for name in kwargs if name not in aliases and name != "out" and name in positions)):
         return args, kwargs  # np.clip(x, 0, max=b), np.clip(x, a_min=0, max=b): NumPy refuses
     last = max(positions[name][0] for name in (*moved, *aliases))
     by_position = collections.defaultdict(list)  # a keyword-only alias first: its absence

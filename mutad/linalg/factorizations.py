@@ -24,7 +24,7 @@ from ..core.allocation import allocate
 from ..core.devices import device_of
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
-from ..rules._helpers import require_symmetric, symmetric_part, transpose
+from ..rules._helpers import one_triangle, symmetric_part, transpose
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..engines.products import product_times
@@ -181,8 +181,9 @@ def qr_tangent(name, q, r, da):
 def numpy_cholesky(a, upper=False):
     """A = L Lᵀ (complex: A = L Lᴴ, Hermitian positive definite), with the symmetric
     (Hermitian) gradient; the upper factor is Lᵀ (Lᴴ). Murray 2016; see
-    ``cholesky_cotangent``."""
-    require_symmetric(a, "np.linalg.cholesky")
+    ``cholesky_cotangent``. A real matrix that is not symmetric: the factor of the symmetric
+    matrix its triangle read (the upper one with ``upper``) stands for (``one_triangle``)."""
+    read = one_triangle(a, not upper, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
     lower = adjoint(factor) if upper else factor
 
@@ -190,16 +191,17 @@ def numpy_cholesky(a, upper=False):
         dlower = adjoint(dfactor) if upper else dfactor
         return (hermitian_part(cholesky_cotangent(lower, dlower)),)  # Murray 2016
 
-    return factor, back
+    return factor, back if read is None else read.pulled(back)
 
 
 @defjvp(np.linalg.cholesky)
 def numpy_cholesky_jvp(tangents, a, upper=False):
-    require_symmetric(a, "np.linalg.cholesky")
+    read = one_triangle(a, not upper, "np.linalg.cholesky")
     factor = np.linalg.cholesky(a, upper=upper)
+    da = tangents[0] if read is None else read.tangent(tangents[0])
     if upper:
-        return factor, adjoint(cholesky_tangent(adjoint(factor), tangents[0]))
-    return factor, cholesky_tangent(factor, tangents[0])
+        return factor, adjoint(cholesky_tangent(adjoint(factor), da))
+    return factor, cholesky_tangent(factor, da)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -214,7 +216,7 @@ def _cholesky_back(lower, dlower):
 
 @cholesky.rule
 def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
-    require_symmetric(a, "scipy.linalg.cholesky")
+    read = one_triangle(a, lower, "scipy.linalg.cholesky")  # (the upper one by default)
     factor = cholesky(a, lower, False, check_finite)
 
     def back(dfactor):
@@ -222,7 +224,7 @@ def _cholesky_rule(a, lower=False, overwrite_a=False, check_finite=True):
             return (symmetric_part(_cholesky_back(factor, dfactor)),)
         return (symmetric_part(_cholesky_back(transpose(factor), transpose(dfactor))),)
 
-    return factor, back
+    return factor, back if read is None else read.pulled(back)
 
 
 def solve_lower(lower, x):
@@ -232,40 +234,50 @@ def solve_lower(lower, x):
 
 @cholesky.jvp_rule
 def _cholesky_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
-    require_symmetric(a, "scipy.linalg.cholesky")
+    read = one_triangle(a, lower, "scipy.linalg.cholesky")
     factor = cholesky(a, lower, False, check_finite)
+    da = tangents[0] if read is None else read.tangent(tangents[0])
     if lower:
-        return factor, cholesky_tangent(factor, tangents[0], solve_lower)
-    return factor, transpose(cholesky_tangent(transpose(factor), tangents[0], solve_lower))
+        return factor, cholesky_tangent(factor, da, solve_lower)
+    return factor, transpose(cholesky_tangent(transpose(factor), da, solve_lower))
 
 
 @cho_factor.rule
 def _cho_factor_rule(a, lower=False, overwrite_a=False, check_finite=True):
-    require_symmetric(a, "scipy.linalg.cho_factor")
+    read = one_triangle(a, lower, "scipy.linalg.cho_factor")
     c, lower = cho_factor(a, lower, False, check_finite)
 
     def back(dresult):
         dc = dresult[0]
         # c holds the factor in one triangle and a's own entries, copied, in the other.
         if lower:
-            g = _cholesky_back(np.tril(c), np.tril(dc)) + np.triu(dc, 1)
+            factor, copy = _cholesky_back(np.tril(c), np.tril(dc)), np.triu(dc, 1)
         else:
-            g = _cholesky_back(transpose(np.triu(c)), transpose(np.triu(dc))) + np.tril(dc, -1)
-        return (symmetric_part(g),)
+            factor = _cholesky_back(transpose(np.triu(c)), transpose(np.triu(dc)))
+            copy = np.tril(dc, -1)
+        if read is None:
+            return (symmetric_part(factor + copy),)
+        # (not symmetric: the factor is that of the triangle read, the copy a's other one)
+        return (read.cotangent(symmetric_part(factor)) + copy,)
 
     return (c, lower), back
 
 
 @cho_factor.jvp_rule
 def _cho_factor_jvp(tangents, a, lower=False, overwrite_a=False, check_finite=True):
-    require_symmetric(a, "scipy.linalg.cho_factor")
+    read = one_triangle(a, lower, "scipy.linalg.cho_factor")
     c, lower = cho_factor(a, lower, False, check_finite)
-    # The factor's triangle moves as the Cholesky factor, the other one as the copy of a it is.
-    da = symmetric_part(tangents[0])
-    if lower:
-        dc = cholesky_tangent(np.tril(c), da, solve_lower) + np.triu(da, 1)
+    # The factor's triangle moves as the Cholesky factor, the other one as the copy of a it is
+    # (of a symmetric a, as the symmetric tangent; else as a's own entries).
+    if read is None:
+        dm = dcopy = symmetric_part(tangents[0])
     else:
-        dc = transpose(cholesky_tangent(transpose(np.triu(c)), da, solve_lower)) + np.tril(da, -1)
+        dm, dcopy = read.tangent(tangents[0]), tangents[0]
+    if lower:
+        dc = cholesky_tangent(np.tril(c), dm, solve_lower) + np.triu(dcopy, 1)
+    else:
+        dc = (transpose(cholesky_tangent(transpose(np.triu(c)), dm, solve_lower))
+              + np.tril(dcopy, -1))
     return (c, lower), (dc, None)
 
 

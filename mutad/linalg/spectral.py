@@ -820,7 +820,8 @@ def _subset_tangent(tangent, selection):
 
 
 def _eigenpairs(name, a, lower, check_finite, driver):
-    require_symmetric(a, f"scipy.linalg.{name}")
+    """All the eigenpairs of the standard problem: of the symmetric matrix the triangle of
+    ``a`` SciPy reads stands for, where ``a`` is real and not symmetric (``one_triangle``)."""
     return eigh(a, lower=lower, check_finite=check_finite, driver=driver)
 
 
@@ -913,24 +914,34 @@ def _eigh_solution(name, a, b, lower, eigvals_only, type, check_finite, subset_b
 
 
 def _eigh_pullback(name, a, b, *settings):
-    """A = V diag(w) Vᵀ from the one triangle SciPy reads (a symmetric A is required, as
-    cholesky's), with the symmetric gradient: np.linalg.eigh's rule (Giles 2008, §3.1) on
-    SciPy's own eigenvectors; the generalized problem A V = B V diag(w) by its own
-    (``_generalized_cotangents``); a subset of them by those of all (``_subset``).
-    ``settings``: ``_eigh_solution``'s after ``b``."""
+    """A = V diag(w) Vᵀ from the one triangle SciPy reads, with the symmetric gradient:
+    np.linalg.eigh's rule (Giles 2008, §3.1) on SciPy's own eigenvectors, for a real A that is
+    not symmetric that of the matrix its triangle stands for, carried onto the triangle
+    (``one_triangle``); the generalized problem A V = B V diag(w) by its own
+    (``_generalized_cotangents``, symmetric A and B required); a subset of them by those of
+    all (``_subset``). ``settings``: ``_eigh_solution``'s after ``b``."""
     result, w, v, pairs, generalized, selection = _eigh_solution(name, a, b, *settings)
     eigvals_only, full = settings[1], f"scipy.linalg.{name}"
+    read = None if generalized else one_triangle(a, settings[0], full)
+    if read is not None:
+        back = _eigh_pullback_of(full, read.matrix, w, v, eigvals_only)
+        return result, _subset_pullback(read.pulled(back), w.shape[-1], selection)
     if generalized:
         if eigvals_only:
             back = lambda dw: _generalized_cotangents(w, v, dw, None, pairs)  # noqa: E731
         else:
             back = unreached_as_none(
                 lambda dys: _generalized_cotangents(w, v, dys[0], dys[1], pairs))
-    elif eigvals_only:
-        back = eigenvalues_pullback(full, a, w, v)
     else:
-        back = eigenpairs_pullback(full, eigh_cotangent, w, v, spectrum_pairs(full, a, w))
+        back = _eigh_pullback_of(full, a, w, v, eigvals_only)
     return result, _subset_pullback(back, w.shape[-1], selection)
+
+
+def _eigh_pullback_of(full, a, w, v, eigvals_only):
+    """The standard problem's pullback of the symmetric ``a``'s eigenpairs ``w, v``."""
+    if eigvals_only:
+        return eigenvalues_pullback(full, a, w, v)
+    return eigenpairs_pullback(full, eigh_cotangent, w, v, spectrum_pairs(full, a, w))
 
 
 def _eigh_tangent(name, tangents, a, b, *settings):
@@ -941,10 +952,13 @@ def _eigh_tangent(name, tangents, a, b, *settings):
         da, db = (tuple(tangents) + (None,) * 2)[:2]
         dw, dv = _generalized_tangents(w, v, da, db, pairs)
         tangent = dw if eigvals_only else (dw, dv)
-    elif eigvals_only:
-        tangent = eigenvalues_tangent(full, a, w, v, tangents[0])
     else:
-        tangent = eigenpairs_tangent(full, a, w, v, tangents[0])
+        read = one_triangle(a, settings[0], full)
+        s, da = (a, tangents[0]) if read is None else (read.matrix, read.tangent(tangents[0]))
+        if eigvals_only:
+            tangent = eigenvalues_tangent(full, s, w, v, da)
+        else:
+            tangent = eigenpairs_tangent(full, s, w, v, da)
     return result, _subset_tangent(tangent, selection)
 
 

@@ -30,6 +30,7 @@ from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, de
                              defrule, holomorphic)
 from ..core.views import memory, wrapped
 from ..engines.arraylike import settled
+from ..engines.elementwise import unbroadcast
 from ..engines.products import times
 from ._helpers import Template, batch_axes, expand
 
@@ -389,46 +390,80 @@ def variance_tangent(da, a, axis, keepdims, ddof, where, mean=None):
     return np.sum(masked(product, where), axis=axis, keepdims=keepdims)
 
 
-@defrule(np.var, leading=1)
-def var(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
-    y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+VARIANCE_MEAN = {"mean": (3, None)}
+"""np.var's and np.std's keyword-only ``mean=``, differentiated at position 3 of their rules,
+the place of ``out``, which rules take apart (None: no mean given)."""
+
+
+def mean_cotangent(da, mean):
+    """The cotangent of the ``mean=`` a variance centred on, of the cotangent ``da`` of its
+    ``a``: the variance reads ``a - mean``."""
+    return None if mean is None else -unbroadcast(da, np.shape(mean))
+
+
+def centred_tangent(da, dmean, a):
+    """The change of ``a - mean`` of the changes of ``a`` and of ``mean=``."""
+    if dmean is None:
+        return da
+    return np.broadcast_to(-dmean, np.shape(a)) if da is None else da - dmean
+
+
+def _variance(func, a, axis, dtype, mean, ddof, keepdims, kwargs):
+    if mean is not None:
+        kwargs = {**kwargs, "mean": mean}
+    return func(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+
+
+@defrule(np.var, leading=4, keywords=VARIANCE_MEAN)
+def var(a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False, **kwargs):
+    y = _variance(np.var, a, axis, dtype, mean, ddof, keepdims, kwargs)
     ddof = kwargs.get("correction", ddof)
     where = kwargs.get("where", True)
-    mean = kwargs.get("mean")
-    return y, lambda dy: (variance_cotangent(dy, a, axis, keepdims, ddof, where, mean),)
-
-
-@defjvp(np.var, leading=1)
-def var_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
-    da = tangents[0]
-    y = np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
-    ddof = kwargs.get("correction", ddof)
-    return y, variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True),
-                               kwargs.get("mean"))
-
-
-@defrule(np.std, leading=1)
-def std(a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
-    y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
-    ddof = kwargs.get("correction", ddof)
-    where = kwargs.get("where", True)
-    # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
-    safe = np.where(y == 0, np.inf, 2 * y)
-    mean = kwargs.get("mean")
 
     def back(dy):
-        return (variance_cotangent(dy / safe, a, axis, keepdims, ddof, where, mean),)
+        da = variance_cotangent(dy, a, axis, keepdims, ddof, where, mean)
+        return (da, None, None, mean_cotangent(da, mean))
 
     return y, back
 
 
-@defjvp(np.std, leading=1)
-def std_jvp(tangents, a, axis=None, dtype=None, *, ddof=0, keepdims=False, **kwargs):
-    da = tangents[0]
-    y = np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims, **kwargs)
+@defjvp(np.var)
+def var_jvp(tangents, a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False,
+            **kwargs):
+    da, dmean = (tuple(tangents) + (None,) * 4)[0:4:3]
+    y = _variance(np.var, a, axis, dtype, mean, ddof, keepdims, kwargs)
+    if da is None and dmean is None:
+        return y, None
     ddof = kwargs.get("correction", ddof)
-    d_variance = variance_tangent(da, a, axis, keepdims, ddof, kwargs.get("where", True),
-                                  kwargs.get("mean"))
+    return y, variance_tangent(centred_tangent(da, dmean, a), a, axis, keepdims, ddof,
+                               kwargs.get("where", True), mean)
+
+
+@defrule(np.std, leading=4, keywords=VARIANCE_MEAN)
+def std(a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False, **kwargs):
+    y = _variance(np.std, a, axis, dtype, mean, ddof, keepdims, kwargs)
+    ddof = kwargs.get("correction", ddof)
+    where = kwargs.get("where", True)
+    # d std = d var / (2 std); a constant slice (std 0) gets 0, its one-sided limit.
+    safe = np.where(y == 0, np.inf, 2 * y)
+
+    def back(dy):
+        da = variance_cotangent(dy / safe, a, axis, keepdims, ddof, where, mean)
+        return (da, None, None, mean_cotangent(da, mean))
+
+    return y, back
+
+
+@defjvp(np.std)
+def std_jvp(tangents, a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False,
+            **kwargs):
+    da, dmean = (tuple(tangents) + (None,) * 4)[0:4:3]
+    y = _variance(np.std, a, axis, dtype, mean, ddof, keepdims, kwargs)
+    if da is None and dmean is None:
+        return y, None
+    ddof = kwargs.get("correction", ddof)
+    d_variance = variance_tangent(centred_tangent(da, dmean, a), a, axis, keepdims, ddof,
+                                  kwargs.get("where", True), mean)
     # as the reverse rule: 0 at std 0; a zero change of the variance (a direction along
     # elements where= leaves out) is zero beside a NaN or infinite std too
     return y, np.where(d_variance == 0, d_variance, d_variance / np.where(y == 0, np.inf, 2 * y))
