@@ -69,3 +69,17 @@ def test_the_magnitude_of_an_infinite_complex_number_beside_others():
     np.testing.assert_array_equal(reverse, forward)
     assert np.isfinite(reverse[1]).all()
     np.testing.assert_allclose(reverse[1], [0.0, np.sqrt(2.0), 0.0])  # |x₁ + i x₁| = √2 x₁
+
+
+def test_a_product_along_an_axis_has_no_derivative_from_another_column_beside_an_infinity():
+    """Row 0 of the Jacobian of ``np.prod(x.reshape(2, 2), axis=0)`` at [1, inf, .5, 0]: x[3]
+    is in column 1 only, so its entry is 0; the pullback multiplied the zero cotangent by the
+    product of the others there (inf) and gave NaN, where the jvp gave 0."""
+    x = np.array([1.0, np.inf, 0.5, 0.0])
+    before = x.copy()
+    f = lambda x: np.prod(x.reshape(2, 2), axis=0)
+    rows = mutad.jacrev(f)(x)
+    columns = mutad.jacfwd(f)(x)
+    assert np.array_equal(rows, columns, equal_nan=True)
+    assert np.array_equal(rows[0], [0.5, 0.0, 1.0, 0.0])
+    assert x.tobytes() == before.tobytes()

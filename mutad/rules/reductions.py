@@ -223,8 +223,10 @@ def _exclusive_products(a, axis):
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     inexact = divides_inexactly(a, axis, kwargs)
-    return y, lambda dy: (masked(expand(dy, a.shape, axis, keepdims)
-                                 * product_of_others(a, axis, kwargs, inexact),
+    # a zero cotangent gives zero beside an infinite or NaN product of the others (times):
+    # an element of another output's column has no derivative there
+    return y, lambda dy: (masked(times(expand(dy, a.shape, axis, keepdims),
+                                       product_of_others(a, axis, kwargs, inexact)),
                                  kwargs.get("where", True)),)
 
 
