@@ -6,9 +6,11 @@ unchanged."""
 import numpy as np
 import pytest
 import scipy.integrate
+import scipy.signal
 import scipy.stats
 
 import mutad
+from mutad.errors import UnsupportedOperationError
 from mutad.testing import check_grads
 
 X = np.array([0.3, 0.5, 0.9, 1.4, 0.7, 1.1])
@@ -51,3 +53,44 @@ def test_quad_with_an_infinite_limit_from_a_differentiated_value():
 
     check(f, X.copy(), rtol=1e-5)
 
+
+# ----------------------------------------------------------------------------------------------
+# scipy.signal.sepfir2d: compiled code reading the image's memory; a separable linear filter
+
+
+IMAGE = np.cos(np.arange(20.0).reshape(4, 5) * 0.7) + 0.1 * np.arange(20.0).reshape(4, 5)
+
+
+def test_sepfir2d_of_a_row():
+    check(lambda x: np.sum(scipy.signal.sepfir2d(x.reshape(1, 6), [1., 2., 1.], [1.]) ** 2),
+          X.copy(), order=2)
+
+
+@pytest.mark.parametrize("hrow, hcol", [([1., 2., 1.], [0.5, -1., 2.]),
+                                        ([0.2, -1., 3., 0.5, 1.], [1.]),
+                                        ([1.], [0.3, 1., 0.7, 2., -1.])])
+def test_sepfir2d_of_an_image(hrow, hcol):
+    weights = np.sin(np.arange(20.0)).reshape(4, 5)
+    check(lambda x: np.sum(scipy.signal.sepfir2d(x, hrow, hcol) * weights)
+          + np.sum(scipy.signal.sepfir2d(x * x, hrow, hcol) ** 2), IMAGE.copy(), order=2)
+
+
+def test_sepfir2d_of_differentiated_kernels_is_refused():
+    with pytest.raises(UnsupportedOperationError, match="kernels"):
+        mutad.gradient(lambda h: np.sum(scipy.signal.sepfir2d(IMAGE, h, [1.])), X[:3].copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# Conversions in SciPy's code: uniform.fit's float() of its closed form
+
+
+@pytest.mark.parametrize("settings", [{}, {"floc": 0.1}, {"fscale": 2.0}])
+def test_uniform_fit(settings):
+    check(lambda x: np.sum(np.array(scipy.stats.uniform.fit(x, **settings)) ** 2), X.copy())
+
+
+def test_uniform_fit_errors_are_scipys():
+    with pytest.raises(scipy.stats._continuous_distns.FitDataError):
+        mutad.gradient(lambda x: scipy.stats.uniform.fit(x, floc=0.5)[1], X.copy())
+    with pytest.raises(scipy.stats._continuous_distns.FitUniformFixedScaleDataError):
+        mutad.gradient(lambda x: scipy.stats.uniform.fit(x, fscale=0.5)[1], X.copy())
