@@ -94,3 +94,24 @@ def test_uniform_fit_errors_are_scipys():
         mutad.gradient(lambda x: scipy.stats.uniform.fit(x, floc=0.5)[1], X.copy())
     with pytest.raises(scipy.stats._continuous_distns.FitUniformFixedScaleDataError):
         mutad.gradient(lambda x: scipy.stats.uniform.fit(x, fscale=0.5)[1], X.copy())
+
+
+# np.polyint and np.polyder of a poly1d of traced coefficients (a poly1d, as NumPy's), in the
+# user's code and in SciPy's (sweep_poly's phase)
+
+T = np.linspace(0.0, 1.0, 7)
+
+
+def test_sweep_poly_of_traced_coefficients():
+    check(lambda x: np.sum(scipy.signal.sweep_poly(T, np.poly1d([x[1], 1.0, x[0]]))),
+          X.copy(), order=2)
+
+
+@pytest.mark.parametrize("function", [np.polyint, np.polyder])
+def test_polyint_and_polyder_of_a_poly1d(function):
+    def f(x):
+        p = function(np.poly1d([x[0], x[1], 2.0, x[2]]))
+        assert type(p) is np.poly1d
+        return p(1.3) + np.sum(p.coeffs ** 2)
+
+    check(f, X.copy(), order=2)
