@@ -162,6 +162,7 @@ holding traced values among their positional arguments (``np.mean([a, b])``,
 it, so that the engine sees the call (and a replay guards a result Python decides on)."""
 
 READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "einsum", "polyval",
+            "polyint", "polyder",
             "roots", "interp", "clip", "where", "trapezoid", "round", "around", "real", "imag", "angle",
             "nansum", "nanmean", "nanprod", "nanmax", "nanmin", "nanstd", "nanvar", "nancumsum",
             "nancumprod", "nanmedian", "nanpercentile", "nanquantile", "percentile", "quantile",
@@ -555,6 +556,7 @@ def library_binding(value):
     """What a SciPy module's name bound to ``value`` reads in a ``library_allocation()`` block:
     where ``value`` is NumPy's factory or builder (``from numpy import asarray, zeros`` at the
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
+    where it is one of ``POLYNOMIAL_READERS``, the mode's reader;
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
     mode's (``_Joined``: a traced item is joined, not converted); where it is the ``math``
     module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
@@ -564,6 +566,9 @@ def library_binding(value):
             return mode
     if value is math:
         return _LIBRARY_MATH
+    polynomial = POLYNOMIAL_READERS.get(id(value))
+    if polynomial is not None and polynomial[0] is value:
+        return polynomial[1]
     try:
         name = _NUMPYS_OWN.get(value)
     except TypeError:  # (an unhashable value)
@@ -778,8 +783,10 @@ def reader(func):
     def reading_arrays(*args, **kwargs):
         if ACTIVE.running and args and type(args[0]) is np.poly1d and wrapped(args[0].coeffs):
             # its coefficients, the array NumPy reads it as (np.polyval(p, x)), which its
-            # __array__ would convert
+            # __array__ would convert; a poly1d of the result where NumPy returns one
             args = (args[0].coeffs, *args[1:])
+            if func in _POLY1D_OF_POLY1D:
+                return np.poly1d(func(*args, **kwargs))
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
@@ -792,6 +799,10 @@ def reader(func):
         return y
 
     return _named(reading_arrays, func)
+
+
+_POLY1D_OF_POLY1D = (np.polyint, np.polyder)
+"""NumPy's functions that return a ``np.poly1d`` of one (its integral, its derivative)."""
 
 
 def joiner(func):
@@ -1870,6 +1881,11 @@ def _submodule_replacements():
 
 
 SUBMODULE_REPLACEMENTS = _submodule_replacements()
+
+POLYNOMIAL_READERS = {id(func): (func, reader(func))
+                      for func in (np.polyval, *_POLY1D_OF_POLY1D)}
+"""The readers a SciPy module binds by name (``from numpy import polyint``) that read a
+``np.poly1d`` of traced coefficients (``library_binding``)."""
 _BY_ORIGINAL.update({id(func): (func, new) for table in SUBMODULE_REPLACEMENTS.values()
                      for func, new in table.values()})
 
@@ -2473,7 +2489,7 @@ class _Made:
         self.original = original
 
     def __call__(self, *args, **kwargs):
-        if FOLLOWED_LIBRARY_CODE and innermost((*args, *kwargs.values())) is not None:
+        if FOLLOWED_LIBRARY_CODE and innermost(_as_held((*args, *kwargs.values()))) is not None:
             return FOLLOWED_LIBRARY_CODE[0](self.original, args, kwargs)
         y = self.original(*args, **kwargs)
         return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
@@ -2483,6 +2499,12 @@ class _Made:
 
     def __repr__(self):
         return repr(self.original)
+
+
+def _as_held(items):
+    """``items``, a ``np.poly1d`` among them as the coefficients it holds (traced ones make
+    SciPy's function that takes it followed: ``sweep_poly(t, poly)``)."""
+    return tuple(x.coeffs if type(x) is np.poly1d else x for x in items)
 
 
 class _MadeFloats(_Made):

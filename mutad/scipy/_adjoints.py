@@ -408,14 +408,23 @@ def linear_map(f, size, name):
     of ``f`` at the identity columns, and its transpose."""
     L = np.stack([np.ravel(f(column)) for column in np.eye(size)], axis=1)
     shape = np.shape(f(np.zeros(size)))
+    return linear_function(f, lambda u: L.T @ np.ravel(u), lambda v: np.reshape(L @ v, shape),
+                           name)
+
+
+def linear_function(f, transposed, applied, name):
+    """SciPy's function ``f``, linear in its one argument, as a function that differentiates
+    (to every order): values ``f``'s own, its pullback ``transposed`` (the transpose of ``f``'s
+    matrix times a cotangent), and that one's pullback ``applied`` (the matrix times a
+    vector: ``f`` again, computed by what differentiates)."""
     forward = Adjoint(lambda v: f(v))
-    transpose = Adjoint(lambda u: L.T @ np.ravel(u))
+    transpose = Adjoint(transposed)
     forward.__name__ = forward.__qualname__ = name
     transpose.__name__ = transpose.__qualname__ = f"the transpose of {name}"
     forward.rule(lambda v: (forward(v), lambda du: (transpose(du),)))
     forward.jvp_rule(lambda tangents, v: (
         forward(v), None if tangents[0] is None else forward(tangents[0])))
-    transpose.rule(lambda u: (transpose(u), lambda dv: (np.reshape(L @ dv, shape),)))
+    transpose.rule(lambda u: (transpose(u), lambda dv: (applied(dv),)))
     transpose.jvp_rule(lambda tangents, u: (
         transpose(u), None if tangents[0] is None else transpose(tangents[0])))
     return forward

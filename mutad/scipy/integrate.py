@@ -116,6 +116,7 @@ from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..engines.arraylike import carries_derivative
+from ..engines import products
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
@@ -1861,12 +1862,14 @@ def _dot(u, v):
 def _quad_forward(tangents, a, b, *values, integral):
     nested = _followed(a, b, *values, *tangents)
     y = _QUAD(a, b, *values, integral=integral) if nested else integral.value(a, b, values)
-    da, db = tangents[0], tangents[1]
     dy = np.zeros(np.shape(y))
-    if da is not None:
-        dy = dy - da * integral.limit(a, values, nested)
-    if db is not None:
-        dy = dy + db * integral.limit(b, values, nested)
+    # d/db = f(b), d/da = -f(a), of a finite limit that moves (an infinite one does not, as
+    # in the reverse rule); a zero tangent (a constant limit) contributes zero beside an
+    # integrand that is infinite or NaN there
+    for sign, limit, d in ((-1.0, a, tangents[0]), (1.0, b, tangents[1])):
+        if d is not None and np.isfinite(_plain(limit)):
+            at = integral.limit(limit, values, nested)
+            dy = dy + sign * (d * at if _followed(d, at) else products.times(d, at))
     if values:
         dvalues = tuple(np.zeros(np.shape(v)) if d is None else d
                         for v, d in zip(values, tangents[2:], strict=True))

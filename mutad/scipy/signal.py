@@ -112,8 +112,9 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent, linear_map,
-                        refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
+from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent,
+                        linear_function, linear_map, refused_attribute, scipy_adjoint,
+                        scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -127,7 +128,7 @@ __all__ = ["StateSpace", "TransferFunction", "ZerosPolesGain", "bilinear", "bode
            "firwin", "freqresp", "freqs", "freqs_zpk", "freqz", "hilbert", "iirfilter", "impulse",
            "iirnotch", "iirpeak",
            "istft", "lfilter", "lfilter_zi", "lfiltic", "lombscargle", "lsim", "lti", "medfilt", "medfilt2d", "normalize", "oaconvolve", "order_filter", "peak_prominences", "peak_widths", "periodogram",
-           "resample", "resample_poly", "savgol_filter", "sawtooth", "sosfilt", "square", "sosfilt_zi", "sosfreqz", "freqz_sos",
+           "resample", "resample_poly", "savgol_filter", "sawtooth", "sepfir2d", "sosfilt", "square", "sosfilt_zi", "sosfreqz", "freqz_sos",
            "sosfiltfilt",
            "spectrogram", "ss2tf", "step", "stft", "tf2sos", "tf2ss", "tf2zpk", "upfirdn", "welch", "wiener",
            "zoom_fft",
@@ -3204,3 +3205,34 @@ def _spline_evaluation(name):
 
 cspline1d_eval = _spline_evaluation("cspline1d_eval")
 qspline1d_eval = _spline_evaluation("qspline1d_eval")
+
+
+@stands_in_for(_signal.sepfir2d)
+def sepfir2d(input, hrow, hcol):
+    """``scipy.signal.sepfir2d`` of a traced image and constant kernels: a separable filter,
+    ``C @ input @ R.T`` for a filter ``R`` along the rows and ``C`` along the columns, each
+    with SciPy's mirror-symmetric boundaries (SciPy's compiled code reads the image's memory,
+    which a traced array does not hand out). The values are SciPy's; the derivatives are
+    those of the matrices, which SciPy's filter of identities gives."""
+    if carries_derivative(hrow) or carries_derivative(hcol):
+        raise UnsupportedOperationError(
+            "scipy.signal.sepfir2d of differentiated kernels (hrow, hcol): mutad "
+            "differentiates it in the image alone. Pass the kernels as constants, or write "
+            "the filter with scipy.signal.convolve2d, which mutad differentiates in both.")
+    image = array_argument(input)
+    if np.ndim(image) != 2:  # SciPy's own error
+        sepfir2d.original(stop_gradient(image), hrow, hcol)
+        raise UnsupportedOperationError(
+            f"scipy.signal.sepfir2d of a differentiated array of shape {np.shape(image)}: "
+            "mutad differentiates a 2-D image.")
+    return _separable_filter(hrow, hcol, *np.shape(image))(image)
+
+
+def _separable_filter(hrow, hcol, rows, columns):
+    """``sepfir2d(·, hrow, hcol)`` of images of ``rows × columns``, as a function that
+    differentiates: linear, ``C @ x @ RT``, its transpose ``C.T @ u @ RT.T``."""
+    original = sepfir2d.original  # (SciPy's name for it is routed to the stand-in)
+    C = original(np.eye(rows), [1.0], hcol)  # the columns' filter of each column of I
+    RT = original(np.eye(columns), hrow, [1.0])  # the rows' filter of each row of I: R.T
+    return linear_function(lambda x: original(x, hrow, hcol), lambda u: C.T @ u @ RT.T,
+                           lambda v: C @ v @ RT, "scipy.signal.sepfir2d")

@@ -48,9 +48,9 @@ valid stand-in to put in their place), and so is a formula that does not run on 
 ``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
 SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
-numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit`` and ``expon.fit`` are
-SciPy's closed-form maximum likelihood fits, its steps on the differentiated data (``floc``
-and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
+numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit``, ``expon.fit`` and
+``uniform.fit`` are SciPy's closed-form maximum likelihood fits, its steps on the
+differentiated data (``floc`` and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
 ``method='MM'``, ``lognorm``, ``invgauss``, ``beta``, ...) is SciPy's code followed, its root
 findings differentiated by their solutions; the fits SciPy computes by numerical
 optimisation (``rv_continuous.fit``, reached by ``super().fit`` too) are refused. The other
@@ -97,6 +97,8 @@ from typing import Any
 import numpy as np
 import scipy.stats as _stats
 from scipy.stats._continuous_distns import FitDataError as _FitDataError
+from scipy.stats._continuous_distns import (
+    FitUniformFixedScaleDataError as _FitUniformFixedScaleDataError)
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
@@ -241,8 +243,8 @@ class Univariate:
         return result[()] if np.ndim(result) == 0 else result
 
     def fit(self, data, *args, **kwargs):
-        """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``): SciPy's steps on
-        the differentiated data; otherwise ``_scipys_fit``."""
+        """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``, ``uniform``):
+        SciPy's steps on the differentiated data; otherwise ``_scipys_fit``."""
         if not _is_traced((data, *args), kwargs):
             return self.scipy.fit(data, *args, **kwargs)
         formula = FITS.get(self.scipy.name)
@@ -826,7 +828,24 @@ def _expon_fit(data, *args, **kwargs):
     return loc * 1.0, scale * 1.0
 
 
-FITS = {"norm": _norm_fit, "expon": _expon_fit}
+def _uniform_fit(data, *args, **kwargs):
+    data, floc, fscale = _fit_settings("uniform", data, args, kwargs, positional=True)
+    if fscale is None:
+        if floc is None:
+            loc, scale = data.min(), np.ptp(data)
+        else:
+            loc, scale = floc, data.max() - floc
+            if data.min() < loc:
+                raise _FitDataError("uniform", lower=loc, upper=loc + scale)
+    else:
+        ptp = np.ptp(data)
+        if ptp > fscale:
+            raise _FitUniformFixedScaleDataError(ptp=ptp, fscale=fscale)
+        loc, scale = data.min() - 0.5 * (fscale - ptp), fscale
+    return loc * 1.0, scale * 1.0  # (as expon's: SciPy's Python floats)
+
+
+FITS = {"norm": _norm_fit, "expon": _expon_fit, "uniform": _uniform_fit}
 """SciPy's closed-form fits, by name."""
 
 
