@@ -869,6 +869,7 @@ def test_the_collector_walks_only_new_objects_while_a_gradient_runs_and_gets_the
         gc.set_threshold(*before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("differentiate", [
     lambda f, x: mutad.gradient(f, x),
     lambda f, x: mutad.value_and_grad(f, replay=True)(x),  # (the call that records)
@@ -892,7 +893,7 @@ def test_cyclic_garbage_the_function_drops_is_freed_while_the_gradient_runs(diff
 
     def f(x):
         u = x.copy()
-        for _ in range(8000):
+        for _ in range(20_000):
             node = Node(np.ones(4))
             alive[0] += 1
             weakref.finalize(node, gone)
@@ -907,7 +908,9 @@ def test_cyclic_garbage_the_function_drops_is_freed_while_the_gradient_runs(diff
     differentiate(f, np.ones(3))
     gc.collect()
     assert alive[0] == 0
-    assert most[0] < 1.25 * alone  # (without full collections: 1.6 times as many, growing)
+    # (without full collections: 3 times as many at 20,000 steps, growing with them; with
+    # them, 0.6 to 1.3 times, as the process's other objects pace the collector)
+    assert most[0] < 2 * alone
 
 
 def test_jacrev_replays_its_rows_bit_for_bit():
