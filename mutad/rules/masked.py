@@ -50,8 +50,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
-            "anom, ravel, reshape, transpose (T), argsort, argmin, argmax, copy, filled and "
-            "compressed. ")
+            "anom, ravel, reshape, transpose (T), argsort, argmin, argmax, copy, filled, "
+            "compressed, harden_mask and soften_mask. ")
 
 
 def _refuse(what):
@@ -76,6 +76,16 @@ def _mask(a):
     if type(a) is Masked:
         return a._mask
     return np.ma.getmask(a) if isinstance(a, np.ma.MaskedArray) else NOMASK
+
+
+def _hard_of(*operands):
+    """Whether a result's mask is hard: as the first masked operand's (``_update_from``)."""
+    for a in operands:
+        if type(a) is Masked:
+            return a._hard
+        if isinstance(a, np.ma.MaskedArray):
+            return a.hardmask
+    return False
 
 
 def _mask_array(a):
@@ -117,7 +127,7 @@ def _comparison(compare):
             if np.shape(mask) != np.shape(check):
                 mask = np.broadcast_to(mask, np.shape(check)).copy()
         fill = None if self._fill_value is None else True
-        return Masked(check, mask, fill)
+        return Masked(check, mask, fill, self._hard)
     return compared
 
 
@@ -126,13 +136,13 @@ class Masked:
 
     __array_priority__ = 16  # above MaskedArray's: its operators defer to this one's
     takes_over_operations = True  # over traced operands' (engines.arraylike.takes_over)
-    __slots__ = ("data", "_mask", "_fill_value")
+    __slots__ = ("data", "_mask", "_fill_value", "_hard")
 
-    def __init__(self, data, mask=NOMASK, fill_value=None):
+    def __init__(self, data, mask=NOMASK, fill_value=None, hard=False):
         if np.dtype(data.dtype).kind not in "fb":  # (booleans: a comparison's result)
             _refuse(f"np.ma of {data.dtype} values (mutad follows masked arrays of real "
                     "floats)")
-        self.data, self._mask, self._fill_value = data, mask, fill_value
+        self.data, self._mask, self._fill_value, self._hard = data, mask, fill_value, hard
 
     # isinstance(m, np.ma.MaskedArray) holds, as of NumPy's (user code branches on it)
     __class__ = property(lambda self: np.ma.MaskedArray)
@@ -142,8 +152,9 @@ class Masked:
     dtype = property(lambda self: self.data.dtype)
 
     def _set_mask(self, mask):
-        """``MaskedArray.__setmask__`` (a soft mask): written into the mask in place (other
-        masked arrays sharing it see it, as NumPy's do), made where there is none."""
+        """``MaskedArray.__setmask__``: written into the mask in place (other masked arrays
+        sharing it see it, as NumPy's do), made where there is none; a hard mask is only
+        joined (``|=``), never unmasks."""
         if mask is np.ma.masked:
             mask = True
         if mask is self._mask:  # (m.mask |= v: written already)
@@ -152,11 +163,25 @@ class Masked:
             if mask is NOMASK:
                 return
             self._mask = np.zeros(self.shape, bool)
+        if self._hard:
+            current = self._mask
+            current |= mask
+            return
         if np.size(mask) not in (1, self.size):
             _refuse("Setting the mask to one of another size (m.mask = ...)")
         self._mask[...] = np.reshape(mask, self.shape) if np.size(mask) > 1 else mask
 
     mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask, _set_mask)
+    hardmask = property(lambda self: self._hard)
+
+    def harden_mask(self):
+        """``MaskedArray.harden_mask``: writes no longer unmask an element."""
+        self._hard = True
+        return self
+
+    def soften_mask(self):
+        self._hard = False
+        return self
 
     @property
     def fill_value(self):
@@ -173,18 +198,20 @@ class Masked:
     def ravel(self, order="C"):
         mask = self._mask
         return Masked(np.ravel(self.data, order), mask if mask is NOMASK else
-                      np.reshape(np.ravel(mask, order), (self.size,)), self._fill_value)
+                      np.reshape(np.ravel(mask, order), (self.size,)), self._fill_value,
+                      self._hard)
 
     def reshape(self, *shape, order="C"):
         mask = self._mask
         return Masked(self.data.reshape(*shape, order=order),
                       mask if mask is NOMASK else mask.reshape(*shape, order=order),
-                      self._fill_value)
+                      self._fill_value, self._hard)
 
     def transpose(self, *axes):
         mask = self._mask
         return Masked(self.data.transpose(*axes),
-                      mask if mask is NOMASK else mask.transpose(*axes), self._fill_value)
+                      mask if mask is NOMASK else mask.transpose(*axes), self._fill_value,
+                      self._hard)
 
     T = property(transpose)
 
@@ -224,7 +251,8 @@ class Masked:
         """``MaskedArray.copy``: the data and the mask copied."""
         mask = self._mask
         return Masked(np.copy(self.data, order=order),
-                      mask if mask is NOMASK else np.copy(mask, order=order), self._fill_value)
+                      mask if mask is NOMASK else np.copy(mask, order=order), self._fill_value,
+                      self._hard)
 
     def unshare_mask(self):
         """``MaskedArray.unshare_mask``: a mask of its own (a copy, as NumPy makes of a shared
@@ -279,7 +307,8 @@ class Masked:
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         if self._mask is NOMASK:
             result = np.mean(self.data, axis=axis, dtype=dtype, **kwargs)
-            return Masked(result, NOMASK, self._fill_value) if np.ndim(result) else result
+            return Masked(result, NOMASK, self._fill_value, self._hard) if np.ndim(result) \
+                else result
         dsum = self.sum(axis=axis, dtype=dtype, **kwargs)
         cnt = self.count(axis=axis, **kwargs)
         if np.shape(cnt) == () and cnt == 0:
@@ -291,7 +320,8 @@ class Masked:
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         if self._mask is NOMASK:
             result = np.var(self.data, axis=axis, dtype=dtype, ddof=ddof, **kwargs)
-            return Masked(result, NOMASK, self._fill_value) if np.ndim(result) else result
+            return Masked(result, NOMASK, self._fill_value, self._hard) if np.ndim(result) \
+                else result
         cnt = self.count(axis=axis, **kwargs) - ddof
         danom = _binary(np.subtract, self, self.mean(axis, dtype, keepdims=True))
         # danom *= danom (MaskedArray.__imul__): 1 for the factor where danom is masked
@@ -300,7 +330,7 @@ class Masked:
         dvar = _divide(danom.sum(axis, **kwargs), cnt)
         if np.ndim(_data(dvar)):
             mask = _mask_or(np.all(self._mask, axis=axis, **kwargs), cnt <= 0)
-            return Masked(_data(dvar), mask, self._fill_value)
+            return Masked(_data(dvar), mask, self._fill_value, self._hard)
         return dvar
 
     def max(self, axis=None, out=None, fill_value=None, keepdims=np._NoValue):
@@ -429,14 +459,16 @@ class Masked:
             return np.ma.masked if mout is not NOMASK and bool(mout) else dout
         if mout is not NOMASK:
             mout = np.reshape(mout, np.shape(dout))
-        return Masked(dout, mout, self._fill_value)
+        return Masked(dout, mout, self._fill_value, self._hard)
 
     def __setitem__(self, key, value):
-        """``MaskedArray.__setitem__`` (a soft mask): the data written in place, and the mask
-        where the array has one (or the value brings one): ``np.ma.masked`` masks, another
-        value unmasks unless it is masked itself; a masked index beside a value that is not a
-        masked array writes the data alone, as NumPy does."""
+        """``MaskedArray.__setitem__``: the data written in place, and the mask where the
+        array has one (or the value brings one): ``np.ma.masked`` masks, another value
+        unmasks unless it is masked itself; a masked index beside a value that is not a
+        masked array writes the data alone, as NumPy does. A hard mask is never cleared and
+        its masked elements keep their data; the value's mask joins it."""
         masked_key = type(key) is Masked or isinstance(key, np.ma.MaskedArray)
+        key_mask = _mask(key)
         key = self._key(key)
         if value is np.ma.masked:
             if self._mask is NOMASK:
@@ -451,8 +483,21 @@ class Masked:
             if mval is not NOMASK:
                 self._mask = np.zeros(self.shape, bool)
                 self._mask[key] = mval
-        elif masked_key and not masked_value:
+        elif not self._hard and masked_key and not masked_value:
             self.data[key] = dval
+        elif self._hard and getattr(key, "dtype", None) == bool:
+            # NumPy's key * ~mask: the masked elements dropped, but where the key (a masked
+            # array) is masked, its data; the value's mask ignored
+            keep = np.logical_not(self._mask)
+            keep = keep if key_mask is NOMASK else np.logical_or(keep, key_mask)
+            self.data[np.logical_and(key, keep)] = dval
+        elif self._hard:
+            mkey = np.logical_or(self._mask[key], mval) if mval is not NOMASK \
+                else np.copy(self._mask[key])
+            if np.any(mkey):  # (NumPy's np.copyto(..., where=~mask) of the indexed data)
+                dval = _where(mkey, self.data[key], dval)
+            self.data[key] = dval
+            self._mask[key] = mkey
         else:
             self.data[key] = dval
             self._mask[key] = mval
@@ -575,7 +620,7 @@ def _binary(ufunc, a, b):
         return np.ma.masked if m is not NOMASK and bool(m) else result
     if m is not NOMASK and np.any(m):
         result = _where(m, da, result)
-    return Masked(result, m, _fill_of(a, b))
+    return Masked(result, m, _fill_of(a, b), _hard_of(a, b))
 
 
 def _domained(op):
@@ -595,7 +640,7 @@ def _domained(op):
             return np.ma.masked if bool(m) else result
         result = _where(m, 0.0, result)  # np.copyto(result, 0, where=m)
         result = result + np.multiply(_own(m), da)  # result += m * da, on every element
-        return Masked(result, m, _fill_of(a, b))
+        return Masked(result, m, _fill_of(a, b), _hard_of(a, b))
     return call
 
 
@@ -619,7 +664,7 @@ def _unary(op):
             return np.ma.masked if m is not NOMASK and bool(m) else result
         if m is not NOMASK:
             result = _where(m, d, result)
-        return Masked(result, m, _fill_of(a, None))
+        return Masked(result, m, _fill_of(a, None), _hard_of(a))
     return call
 
 
@@ -646,7 +691,7 @@ def _power(a, b):
             m = invalid
         value = np.ma.default_fill_value(result) if fill is None else fill
         result = _where(invalid, np.asarray(value, result.dtype), result)
-    return Masked(result, m, fill) if np.ndim(result) else result
+    return Masked(result, m, fill, _hard_of(a)) if np.ndim(result) else result
 
 
 def _wrapped_ufunc(ufunc, inputs):
@@ -669,7 +714,8 @@ def _wrapped_ufunc(ufunc, inputs):
             m = m | d
     if np.ndim(result) == 0 and bool(m):
         return np.ma.masked
-    return Masked(result, m, like._fill_value) if np.ndim(result) else result
+    return Masked(result, m, like._fill_value, _hard_of(*inputs)) if np.ndim(result) \
+        else result
 
 
 def _fill_of(a, b):
@@ -694,13 +740,14 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
     if type(data) is Masked:
         base, inherited = data.data, data._mask
         fill_value = data._fill_value if fill_value is None else fill_value
+        hard_mask = data._hard if hard_mask is None else hard_mask
     elif wrapped(data):
         base, inherited = data, NOMASK
     else:
         _refuse("np.ma.masked_array of a list or another object holding them")
     if (dtype is not None and np.dtype(dtype) != base.dtype) or ndmin > np.ndim(base) \
-            or hard_mask or order not in (None, "K", "A", "C", "F"):
-        _refuse("np.ma.masked_array(..., dtype=, ndmin=, hard_mask=, order=) with other "
+            or order not in (None, "K", "A", "C", "F"):
+        _refuse("np.ma.masked_array(..., dtype=, ndmin=, order=) with other "
                 "settings than the data's own")
     if copy:
         data = np.copy(base, order=order or "K")
@@ -733,7 +780,7 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
                                       f"mask size is {nm}.")
         m = mask if inherited is NOMASK or not keep_mask else np.logical_or(mask, inherited)
     fill = None if fill_value is None else _ma._check_fill_value(fill_value, data.dtype)
-    return Masked(data, m, fill)
+    return Masked(data, m, fill, False if hard_mask is None else hard_mask)
 
 
 def _masked_where(condition, a, copy=True):
@@ -877,7 +924,7 @@ class _Factory(_StandIn):
         data = by_user_code(y.data, self.data_of, args, kwargs, sys._getframe(1), True)
         if not wrapped(data):
             return y
-        return Masked(data, y._mask, y._fill_value)
+        return Masked(data, y._mask, y._fill_value, y._hardmask)
 
     def data_of(self, *args, **kwargs):
         """The data of the masked array NumPy's factory makes (the call a replay redoes)."""
@@ -888,7 +935,8 @@ def _as_numpy(a):
     """NumPy's value of ``a`` (its masked array of a :class:`Masked`) for a factory to read."""
     if type(a) is Masked:
         mask = memory(a._mask) if wrapped(a._mask) else a._mask  # (a comparison's: traced)
-        return np.ma.MaskedArray(memory(a.data), mask=mask, fill_value=a._fill_value)
+        return np.ma.MaskedArray(memory(a.data), mask=mask, fill_value=a._fill_value,
+                                 hard_mask=a._hard)
     return memory(a) if wrapped(a) else a
 
 
