@@ -106,6 +106,7 @@ from scipy.signal._upfirdn import _output_len
 
 from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
+from ..engines.products import product_times
 from ..api import stop_gradient
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import Tracer, innermost
@@ -313,6 +314,77 @@ def _window(in1, in2, mode, axes=None):
     return full, tuple(slice((f - k) // 2, (f - k) // 2 + k) for f, k in zip(full, kept))
 
 
+def _convolution_method(in1, in2, mode, method):
+    """The method SciPy's ``convolve(in1, in2, mode, method)`` runs (and ``correlate``'s, which
+    convolves with ``in2`` reversed): ``method`` itself unless ``"auto"``, then SciPy's choice
+    on the operands' values, swapped as SciPy swaps them."""
+    if method != "auto":
+        return method
+    volume, kernel = (_held(x) for x in (in1, in2))
+    if not all(isinstance(v, np.ndarray) for v in (volume, kernel)):
+        return method  # a device's arrays: SciPy's choice there, its value's and derivative's
+    if np.ndim(volume) == 0 or np.ndim(volume) != np.ndim(kernel):
+        return "direct"  # SciPy's product of scalars (or its error)
+    if _signaltools._inputs_swap_needed(mode, np.shape(volume), np.shape(kernel)):
+        volume, kernel = kernel, volume
+    return _signal.choose_conv_method(volume, kernel, mode=mode)
+
+
+def _held(x):
+    """The value ``x`` holds, for SciPy's choice of method: of a float, its shape and dtype
+    decide (a replay keeps them); of an integer, its values too (a replay is refused)."""
+    value = x
+    while isinstance(value, Tracer):
+        value = value.value
+    if not hasattr(value, "dtype"):  # a Python number
+        value = np.asarray(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iub":
+        return settled(x, "scipy.signal.convolve(method='auto') of integers")
+    return value
+
+
+def _as_arrays(*operands):
+    """The operands, an array of a subclass (a caller's, as mutad marks it) as the plain array
+    it views; any other (traced by an enclosing differentiation) as it is."""
+    return [np.asarray(x) if isinstance(x, np.ndarray) else x for x in operands]
+
+
+def _convolution_product(convolution, in1, in2, mode, setting, takes_axes):
+    """``product(a, b, mode)``: ``convolution(a, b, mode)`` by the method the call of
+    ``in1`` and ``in2`` runs. The direct method's sums of products are exact, so each of its
+    products is a ``times`` (``product_times``): a zero of a cotangent or tangent beside an
+    infinity or a NaN of the other operand contributes zero, and the Jacobian is the other
+    operand's, with no infinity of the differentiated one in it. The FFT's every output mixes
+    every input along the convolved axes: a term is NaN along them where a factor has a
+    non-finite element and the other is not zero there (as SciPy's value is of a non-finite
+    operand), where the FFTs of the two modes' different lengths would scatter infinities and
+    NaNs differently."""
+    method = None if takes_axes else _convolution_method(in1, in2, mode, setting)
+    if method == "direct":
+        return lambda a, b, mode: product_times(
+            lambda u, v: convolution(u, v, mode, "direct"), *_as_arrays(a, b))
+    axes = setting if takes_axes else None
+    setting = method or setting
+
+    def fft_product(a, b, mode):
+        a, b = _as_arrays(a, b)
+        y = convolution(a, b, mode, setting)
+        if not all(type(x) is np.ndarray for x in (a, b)):
+            return y  # (traced by an enclosing differentiation: SciPy's)
+        along = None if axes is None else tuple(
+            np.atleast_1d(axes) % max(np.ndim(y), 1))
+        infinite, nonzero = ([~np.isfinite(x).all(axis=along, keepdims=True) for x in (a, b)],
+                             [(x != 0).any(axis=along, keepdims=True) for x in (a, b)])
+        if not (infinite[0].any() or infinite[1].any()):
+            return y
+        # (SciPy's FFT spreads a non-finite factor's NaN over a zero other one's slices too)
+        mixed = (infinite[0] & nonzero[1]) | (infinite[1] & nonzero[0])
+        zero = ~(nonzero[0] & nonzero[1])
+        return np.where(mixed, np.nan, np.where(zero, 0, y)).astype(y.dtype)
+
+    return fft_product
+
+
 def _convolution_rules(convolution, default, takes_axes):
     """The rules of ``convolution(in1, in2, mode, setting)``, bilinear: ``convolve`` (the
     setting its method) and ``fftconvolve`` (its axes: ``takes_axes``); ``default`` is the
@@ -327,6 +399,7 @@ def _convolution_rules(convolution, default, takes_axes):
         # The wrapper, not SciPy's own, so that nested reverse mode differentiates the pullback.
         y = convolution(in1, in2, mode, setting)
         full, window = _window(in1, in2, mode, axes)
+        product = _convolution_product(convolution, in1, in2, mode, setting, takes_axes)
 
         def back(dy):
             if np.size(in1) == 0 or np.size(in2) == 0:  # "same" of an empty in1: y is empty
@@ -337,10 +410,8 @@ def _convolution_rules(convolution, default, takes_axes):
             # along the convolved axes (summed where the input was broadcast along the others).
             dfull = np.zeros_like(dy, shape=full)
             dfull[window] = dy
-            return (unbroadcast(convolution(dfull, np.flip(in2, axes), "valid", setting),
-                                np.shape(in1)),
-                    unbroadcast(convolution(dfull, np.flip(in1, axes), "valid", setting),
-                                np.shape(in2)))
+            return (unbroadcast(product(dfull, np.flip(in2, axes), "valid"), np.shape(in1)),
+                    unbroadcast(product(dfull, np.flip(in1, axes), "valid"), np.shape(in2)))
 
         return y, back
 
@@ -349,8 +420,8 @@ def _convolution_rules(convolution, default, takes_axes):
         d1, d2 = map(array_tangent, (in1, in2), (tuple(tangents) + (None, None))[:2])
         in1, in2 = array_argument(in1), array_argument(in2)
         _window(in1, in2, mode, setting if takes_axes else None)
-        parts = [convolution(d, other, mode, setting) if first
-                 else convolution(other, d, mode, setting)
+        product = _convolution_product(convolution, in1, in2, mode, setting, takes_axes)
+        parts = [product(d, other, mode) if first else product(other, d, mode)
                  for d, other, first in ((d1, in2, True), (d2, in1, False)) if d is not None]
         return (convolution(in1, in2, mode, setting),
                 functools.reduce(np.add, parts) if parts else None)
@@ -374,6 +445,7 @@ def _correlate_rule(in1, in2, mode="full", method="auto"):
     # convolution's, in2's reversed back.
     y = correlate(in1, in2, mode, method)
     full, window = _window(in1, in2, mode)
+    product = _convolution_product(convolve, in1, in2, mode, method, takes_axes=False)
 
     def back(dy):
         if np.size(in1) == 0 or np.size(in2) == 0:
@@ -381,9 +453,8 @@ def _correlate_rule(in1, in2, mode="full", method="auto"):
                     np.zeros_like(dy, shape=np.shape(in2)))
         dfull = np.zeros_like(dy, shape=full)
         dfull[window] = dy
-        return (unbroadcast(convolve(dfull, in2, "valid", method), np.shape(in1)),
-                unbroadcast(np.flip(convolve(dfull, np.flip(in1), "valid", method)),
-                            np.shape(in2)))
+        return (unbroadcast(product(dfull, in2, "valid"), np.shape(in1)),
+                unbroadcast(np.flip(product(dfull, np.flip(in1), "valid")), np.shape(in2)))
 
     return y, back
 
@@ -393,9 +464,10 @@ def _correlate_jvp(tangents, in1, in2, mode="full", method="auto"):
     d1, d2 = map(array_tangent, (in1, in2), (tuple(tangents) + (None, None))[:2])
     in1, in2 = array_argument(in1), array_argument(in2)
     _window(in1, in2, mode)
-    parts = [correlate(d1, in2, mode, method)] if d1 is not None else []
+    product = _convolution_product(correlate, in1, in2, mode, method, takes_axes=False)
+    parts = [product(d1, in2, mode)] if d1 is not None else []
     if d2 is not None:
-        parts.append(correlate(in1, d2, mode, method))
+        parts.append(product(in1, d2, mode))
     return correlate(in1, in2, mode, method), functools.reduce(np.add, parts) if parts else None
 
 

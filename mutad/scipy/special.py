@@ -59,7 +59,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
-from ..engines.products import times
+from ..engines.products import product_times, times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
 from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint, scipys_value
@@ -999,12 +999,17 @@ def _softmax_jvp(tangents, x, axis=None):
     return y, y * (dx - np.sum(dx * y, axis=axis, keepdims=True))
 
 
+# log_softmax(x)_i = x_i - log Σ_j e^(x_j): its Jacobian is δ_ij - w_j, w = e^y the softmax.
+# Each sum of products below is a ``product_times`` one: a zero tangent or cotangent beside a
+# NaN of w (SciPy's e^(inf - inf) where x holds +inf) contributes zero, so that both modes
+# give the Jacobian with NaN in the columns of the NaN weights only.
 @log_softmax.rule
 def _log_softmax_rule(x, axis=None):
     y = log_softmax(x, axis)
 
     def back(dy):
-        return (dy - np.exp(y) * np.sum(dy, axis=axis, keepdims=True),)
+        return (dy - product_times(
+            lambda d, w: np.sum(d, axis=axis, keepdims=True) * w, dy, np.exp(y)),)
 
     return y, back
 
@@ -1013,7 +1018,8 @@ def _log_softmax_rule(x, axis=None):
 def _log_softmax_jvp(tangents, x, axis=None):
     y = log_softmax(x, axis)
     dx = tangents[0]
-    return y, dx - np.sum(np.exp(y) * dx, axis=axis, keepdims=True)
+    return y, dx - product_times(
+        lambda w, d: np.sum(w * d, axis=axis, keepdims=True), np.exp(y), dx)
 
 
 # ----------------------------------------------------------------------------------------------
