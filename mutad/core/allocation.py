@@ -532,13 +532,17 @@ def _named_view(y):
 
 
 def _library_factory(func):
-    """NumPy's factory or builder ``func`` as SciPy's code reaches it (``np.full``,
-    ``xp.full_like``, ``np.asarray``) in a ``library_allocation()`` block: allocating as
-    ``factory(func)`` does, and building as ``builder(func)`` does (``np.asarray(x)`` of a
-    traced ``x`` is ``x``, not a conversion), where SciPy's own code calls it in a thread in
-    such a block; NumPy's own call otherwise (NumPy's code, mutad's, other threads). Its
-    integer and boolean results are NumPy's own."""
-    following = (builder if func.__name__ in BUILDERS else factory)(func, counting=False)
+    """NumPy's factory, builder or reader ``func`` as SciPy's code reaches it (``np.full``,
+    ``xp.full_like``, ``np.asarray``, ``np.broadcast_to``) in a ``library_allocation()``
+    block: allocating as ``factory(func)`` does, building as ``builder(func)`` does
+    (``np.asarray(x)`` of a traced ``x`` is ``x``, not a conversion), and reading lists of
+    traced values as ``reader(func)`` does (``np.broadcast_to([lower, upper], d)``), where
+    SciPy's own code calls it in a thread in such a block; NumPy's own call otherwise (NumPy's
+    code, mutad's, other threads). Its integer and boolean results are NumPy's own."""
+    name = func.__name__
+    following = (reader(func) if name in _LIBRARY_READERS and name not in FACTORIES + BUILDERS
+                 else builder(func, counting=False) if name in BUILDERS
+                 else factory(func, counting=False))
 
     def allocating(*args, **kwargs):
         if STATE.library and _top(sys._getframe(1).f_globals) == "scipy":
@@ -548,8 +552,16 @@ def _library_factory(func):
     return _named(allocating, func)
 
 
-_NUMPYS_OWN = {getattr(np, name): name for name in FACTORIES + BUILDERS}
-"""NumPy's factories and builders, as NumPy binds them (the mode rebinds some in ``numpy``)."""
+_LIBRARY_READERS = tuple(name for name in READERS if "." not in name and hasattr(np, name))
+"""The readers of the ``numpy`` module itself (not of its submodules) that a
+``library_allocation()`` block binds there."""
+
+_LIBRARY_NAMES = FACTORIES + BUILDERS + _LIBRARY_READERS
+"""NumPy's functions a ``library_allocation()`` block binds in the ``numpy`` module."""
+
+_NUMPYS_OWN = {getattr(np, name): name for name in _LIBRARY_NAMES}
+"""NumPy's factories, builders and readers, as NumPy binds them (the mode rebinds some in
+``numpy``)."""
 
 
 def library_binding(value):
@@ -614,7 +626,7 @@ def library_allocation() -> Iterator[None]:
     with _LIBRARY["lock"]:
         if _LIBRARY["depth"] == 0:
             factories = _LIBRARY["factories"]
-            for name in FACTORIES + BUILDERS:
+            for name in _LIBRARY_NAMES:
                 own = getattr(np, name)
                 if name not in factories or factories[name][0] is not own:
                     factories[name] = (own, _library_factory(own))

@@ -63,7 +63,11 @@ data up to rounding.
 Traced knots ``x`` of ``interp1d(kind='linear')`` (or ``'slinear'``) and of ``CubicSpline``:
 SciPy's values, with the derivatives of SciPy's steps in the knots, the data
 and the queries (interp1d's formula; the spline's tridiagonal system and Hermite pieces), the
-order of the knots and each query's interval decided on the plain values.
+order of the knots and each query's interval decided on the plain values. Traced knots of
+interp1d's piecewise constant kinds (``'previous'``, ``'next'``, ``'nearest'``,
+``'nearest-up'``, ``'zero'``): SciPy's values, each a data point picked by a step function of
+the knots and queries (derivative zero in them), differentiated in the data; the point each
+query picks decided on the plain values.
 
 Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
 a variable made from them instead), traced boundary values in ``bc_type`` and a traced
@@ -1151,7 +1155,10 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
     if _traced(x) and kind in ("linear", "slinear"):
         _refuse_followed_knots("interp1d", x)
         return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
-    x = _knots("interp1d", x, f"(It does with kind='linear' and 'slinear', not {kind!r}.) ")
+    if _traced(x) and kind in _PIECEWISE_CONSTANT:
+        return _ConstantInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
+    x = _knots("interp1d", x, "(It does with kind='linear', 'slinear' and the piecewise "
+               f"constant kinds, not {kind!r}.) ")
     spec = _Interp1d(x, kind, axis, copy, bounds_error, fill_value, assume_sorted)
     spec.value((np.zeros(np.shape(y)),), x[:1], 0)
     # copy=False of sorted data: SciPy reads y itself when called, but for its spline kinds
@@ -1173,10 +1180,10 @@ class _LinearInKnots:
         self.x, self.y = np.copy(x), np.copy(y)
         self._settings = (kind, axis, bounds_error, fill_value, assume_sorted)
         self.axis = axis % max(np.ndim(y), 1)
-        _linear_in_knots_value(self.x, self.y, self.x[:1], self._settings)  # SciPy's checks
+        _interp1d_value(self.x, self.y, self.x[:1], self._settings)  # SciPy's checks
 
     def __call__(self, q):
-        value = _linear_in_knots_value(self.x, self.y, q, self._settings)
+        value = _interp1d_value(self.x, self.y, q, self._settings)
         order, upper, outside = _linear_in_knots_decisions(self.x, q, self._settings)
         x = self.x[order]
         y = np.moveaxis(np.take(self.y, order, axis=self.axis), self.axis, 0)
@@ -1196,6 +1203,47 @@ class _LinearInKnots:
             "from plain data to use other attributes.")
 
 
+_PIECEWISE_CONSTANT = ("previous", "next", "nearest", "nearest-up", "zero")
+"""interp1d's kinds whose values are data points ``y`` picked by the knots: steps in the knots
+and the queries, whose derivatives there are zero wherever they have one."""
+
+
+class _ConstantInKnots(_LinearInKnots):
+    """``interp1d(x, y)`` of a piecewise constant kind (``_PIECEWISE_CONSTANT``) and traced
+    knots ``x``: SciPy's values (its own interpolant of the plain data, at each call), each the
+    data point SciPy picks, whose derivative is that point's in ``y`` and zero in the knots and
+    the queries (a step function of them); which point each query picks, and whether it lies
+    outside where SciPy fills, are decisions taken on the plain values (asked again in a
+    replay). SciPy's constant fill has no derivative."""
+
+    def __call__(self, q):
+        value = _interp1d_value(self.x, self.y, q, self._settings)
+        picked, outside = _picked_points(self.x, q, self._settings)
+        y = np.moveaxis(self.y, self.axis, 0)[picked]
+        if outside.any():  # (SciPy's fill: a constant)
+            rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
+            y = np.where(outside[rest], 0.0, y)
+        return scipys_value(value, _laid_out(y, q, self.axis))
+
+
+def _picked(x, q, settings):
+    """The data point SciPy's interpolant of a piecewise constant kind picks for each query
+    (flat), by SciPy's own interpolant of the points' indices, and whether SciPy fills there
+    instead (where the indices' interpolant gives NaN for its fill; an extrapolation picks
+    points)."""
+    kind, _, bounds_error, fill_value, assume_sorted = settings
+    if not _extrapolates(fill_value):
+        fill_value = np.nan
+    indices = np.arange(len(x), dtype=float)
+    where = _interp1d_of(x, indices, (kind, -1, bounds_error, fill_value, assume_sorted))(
+        np.ravel(np.asarray(q, dtype=float)))
+    outside = np.isnan(where)
+    return np.where(outside, 0, where).astype(np.intp), outside
+
+
+_picked_points = Value(_picked, "scipy.interpolate.interp1d's picked points")
+
+
 def _laid_out(values, q, axis):
     """``values`` (one row per query, flat, then the data's other axes) laid out as SciPy's
     one-dimensional interpolants return them: the queries' axes where the data's ``axis``
@@ -1210,7 +1258,7 @@ def _interp1d_of(x, y, settings):
                                  assume_sorted)
 
 
-_linear_in_knots_value = Value(lambda x, y, q, settings: _interp1d_of(x, y, settings)(q),
+_interp1d_value = Value(lambda x, y, q, settings: _interp1d_of(x, y, settings)(q),
                                "scipy.interpolate.interp1d")
 
 
