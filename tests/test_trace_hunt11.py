@@ -34,67 +34,6 @@ def replayed(f, *args):
     return [outcome(lambda: vg(*args)) for _ in range(3)]
 
 
-def sum_of_sums(xs):
-    return sum((v * v).sum() for v in xs)
-
-
-ARRAY_ONLY = {
-    "sum": lambda k: k.sum(),
-    "reshape": lambda k: k.reshape(1),
-    "item": lambda k: k.item() * 2,
-    "astype": lambda k: k.astype(np.float32),
-    "of_arithmetic": lambda k: (2 * k + 1).mean(),
-    "hasattr": lambda k: k * hasattr(k, "sum") + 3 * k * hasattr(k, "shape") * 0,
-    "getattr": lambda k: k * (getattr(k, "round", None) is None),
-}
-
-NUMPY_OF_NUMBERS = {  # NumPy's functions of a float, which ask it for the methods it lacks
-    "round": lambda k: np.round(k, 1),
-    "clip": lambda k: np.clip(k, 0.0, 1.0),
-    "np_reshape": lambda k: np.reshape(k, (1, 1)),
-    "take": lambda k: np.take(k, 0),
-    "asarray_sum": lambda k: np.asarray(k).sum(),
-    "float64_reshape": lambda k: np.float64(k).reshape(1),
-}
-
-
-@pytest.mark.parametrize("name", list(ARRAY_ONLY) + list(NUMPY_OF_NUMBERS))
-def test_a_float_argument_lacks_the_methods_pythons_float_lacks(name):
-    """Regression: a Python float in the arguments (``[u, 2.0]``) was traced as a value with
-    every method of an array, so ``sum(v.sum() for v in xs)`` returned a value where NumPy
-    raises AttributeError ('float' object has no attribute 'sum'). Its derivative still
-    flows where NumPy's code of it runs."""
-    g = ARRAY_ONLY.get(name) or NUMPY_OF_NUMBERS[name]
-
-    def f(xs):
-        return np.sum(g(xs[1])) * xs[0][0]
-
-    args = [np.array([1.5]), 0.75]
-    expected = outcome(lambda: f(args))
-    numpy_raised = type(expected[0]) is Raised
-    traced = outcome(lambda: mutad.value_and_grad(f)(args))
-    forward = outcome(lambda: mutad.jvp(lambda k: np.sum(g(k)), (0.75,), (1.0,)))
-    for got in [traced, forward, *replayed(f, args)]:
-        if numpy_raised:
-            assert got == expected
-        else:
-            assert type(got[0]) is not Raised and got[1] == expected[1]
-    if not numpy_raised:
-        assert np.array_equal(traced[0][0], expected[0])
-
-
-def test_sum_of_sums_over_a_list_with_a_float_raises_as_numpys():
-    args = [np.array([1.0]), 2.0]
-    expected = outcome(lambda: sum_of_sums(args))
-    assert expected[0] == (AttributeError, "'float' object has no attribute 'sum'")
-    assert outcome(lambda: mutad.gradient(sum_of_sums, args)) == expected
-    assert replayed(sum_of_sums, args) == [expected] * 3
-    # an array or NumPy's scalar in its place has the method, as in NumPy
-    for v in (np.float64(2.0), np.array(2.0)):
-        value, grads = mutad.value_and_grad(sum_of_sums)([np.array([1.0]), v])
-        assert value == sum_of_sums([np.array([1.0]), v]) and grads[1] == 4.0
-
-
 def with_huge_integers(x):
     """An integer past 2**64 beside another: NumPy makes an array of references."""
     counts = np.array([int(x[0] * 1e17), 1])
