@@ -263,6 +263,8 @@ UFUNC_CASES += [
     Case(special.y1,        (bessel_argument,)),
     Case(special.yn,        (bessel_argument,),    settings=((0, 2),)),
     Case(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
+    Case(special.jve,       (bessel_argument,),    settings=((0, 1.5),)),
+    Case(special.yve,       (bessel_argument,),    settings=((0, 0.7),)),
     Case(special.i0,        (real,)),
     Case(special.i1,        (real,)),
     Case(special.iv,        (bessel_argument,),    settings=((0, 1.3),)),
@@ -397,8 +399,8 @@ UFUNC_CASES += [
 # scenarios are the real rows' (``scenarios_for``): a slice target (``FREE``) is complex, a
 # Python float a Python complex; a mixed row runs those NumPy runs (``runs_on_numpy``: not an
 # ``out=`` into its real operand). Left out, refused for complex values (ComplexInputError)
-# (test_ufuncs.COMPLEX_UFUNCS_LEFT_OUT): scipy.special.ive (not complex-differentiable, its
-# e^-|Re z| scaling), rgamma and psi (their partials call functions with no complex loop),
+# (test_ufuncs.COMPLEX_UFUNCS_LEFT_OUT): scipy.special.ive, jve, yve (not complex-differentiable, their
+# e^-|Re z| and e^-|Im z| scalings), rgamma and psi (their partials call functions with no complex loop),
 # gamma and loggamma (their second derivatives call polygamma, which has none).
 between_grid = Domain("between_grid", 0.075, 2.0, symmetric=True, spacing=0.05)
 """Real values 0.025 away from every real part ``complex_distinct`` draws: a mixed maximum

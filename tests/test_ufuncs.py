@@ -126,7 +126,7 @@ COMPLEX_PAIRS = list(_complex_case_scenario_pairs())
 COMPLEX_UFUNCS_LEFT_OUT = {
     # NumPy/SciPy compute them for complex values; mutad refuses them there (see
     # cases.COMPLEX_UFUNC_CASES): a row declared for complex values goes in that table instead
-    scipy.special.ive, scipy.special.rgamma, scipy.special.psi, scipy.special.gamma,
+    scipy.special.ive, scipy.special.jve, scipy.special.yve, scipy.special.rgamma, scipy.special.psi, scipy.special.gamma,
     scipy.special.loggamma, scipy.special.erfcx, scipy.special.exp1, scipy.special.expi,
     # SciPy computes these for complex values too; their rows are for real ones
     scipy.special.spence, scipy.special.hyp2f1, scipy.special.eval_legendre,

@@ -111,7 +111,7 @@ from ..core.devices import is_device
 from ..core.allocation import Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
-from .blocks import (Block, Opaque, Pair, as_traced, flat_slice, indent, partial_as_traced,
+from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
@@ -546,8 +546,6 @@ class Pure:
                                  [i in at for i in range(len(self.args))])
 
     def record(self, vals, y):
-        if self.buffer.shape == ():  # NumPy's scalars as tracing holds them (as_traced)
-            vals, y = [as_traced(v) for v in vals], as_traced(y)
         kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
                                 vals, y)
         return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,

@@ -155,10 +155,10 @@ def one_triangle(a, lower, name):
     gradient; else the :class:`OneTriangle` a function reading the ``lower`` (else the upper)
     triangle of ``a`` reads, for a real ``a``; a complex one is refused
     (:func:`require_symmetric`)."""
-    if np.iscomplexobj(a) or _symmetric(a):
+    if np.iscomplexobj(a):
         require_symmetric(a, name)
         return None
-    return OneTriangle(a, lower)
+    return None if _symmetric(a) else OneTriangle(a, lower)  # (one check: a device's flag)
 
 
 def _symmetric(a):

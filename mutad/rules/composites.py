@@ -19,8 +19,6 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ..core.debug import caller, warn_at
 from ..core.tape import source_line
 from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
-from ..core.debug import caller, warn_at
-from ..core.tape import source_line
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
