@@ -540,7 +540,7 @@ def _library_factory(func):
     SciPy's own code calls it in a thread in such a block; NumPy's own call otherwise (NumPy's
     code, mutad's, other threads). Its integer and boolean results are NumPy's own."""
     name = func.__name__
-    following = (reader(func) if name in _LIBRARY_READERS and name not in FACTORIES + BUILDERS
+    following = (reader(func) if name in _LIBRARY_READERS
                  else builder(func, counting=False) if name in BUILDERS
                  else factory(func, counting=False))
 
@@ -552,9 +552,11 @@ def _library_factory(func):
     return _named(allocating, func)
 
 
-_LIBRARY_READERS = tuple(name for name in READERS if "." not in name and hasattr(np, name))
+_LIBRARY_READERS = tuple(name for name in READERS if "." not in name and hasattr(np, name)
+                         and name not in FACTORIES + BUILDERS)
 """The readers of the ``numpy`` module itself (not of its submodules) that a
-``library_allocation()`` block binds there."""
+``library_allocation()`` block binds there, beside its factories and builders (each name
+bound once)."""
 
 _LIBRARY_NAMES = FACTORIES + BUILDERS + _LIBRARY_READERS
 """NumPy's functions a ``library_allocation()`` block binds in the ``numpy`` module."""
