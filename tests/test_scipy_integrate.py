@@ -1216,3 +1216,20 @@ def test_an_array_odeint_hands_its_function_kept_by_the_function():
     x = np.array([2.0])
     value, (g,) = mutad.value_and_gradient(f, x)
     assert value == f(x) and np.array_equal(g, [f(np.array([1.0]))])
+
+
+def test_a_gradient_of_quad_with_an_integer_limit_differentiated_again_by_reverse_mode():
+    """``jacrev`` of a gradient through ``quad(..., 0, 1)``: the integer limit 0 reached the
+    integrand's recorded pullback as the integer it was written, which refused it as an
+    argument without a derivative (ArgnumsError); QUADPACK evaluates at the float."""
+    def loss(z):
+        return quad(lambda t: np.sin(z[0] * t) * z[1], 0, 1)[0]
+
+    x = np.array([0.7, 1.3])
+    kept = x.copy()
+    (h,) = mutad.jacrev(lambda z: mutad.gradient(loss, z))(x)
+    np.testing.assert_allclose(h, mutad.hessian(loss, x), rtol=1e-12)
+    z0, z1 = x  # d/dz0 ∫ sin(z0 t) z1 dt = z1 ∫ t cos(z0 t) dt, d²/dz0² = -z1 ∫ t² sin(z0 t) dt
+    np.testing.assert_allclose(h[0, 0], -z1 * quad(lambda t: t * t * np.sin(z0 * t), 0, 1)[0],
+                               rtol=1e-8)
+    assert h[1, 1] == 0 and np.array_equal(x, kept)

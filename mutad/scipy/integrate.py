@@ -1807,7 +1807,10 @@ class _Integral:
         """The integrand at a limit ``x``, times ``quad``'s ``weight`` there (``cos`` or
         ``sin``, the weights that do not depend on the limits; NaN for the others, whose
         limits are not differentiated): plain, or (``followed``) as the enclosing
-        differentiation follows it."""
+        differentiation follows it. An integer limit is handed on as the float QUADPACK
+        evaluates the integrand at."""
+        if isinstance(x, (int, np.integer)):
+            x = float(x)
         y = self.integrand(x, values) if followed else self.at(x, values)
         weight, wvar = self.settings.get("weight"), self.settings.get("wvar")
         if weight in ("cos", "sin"):
