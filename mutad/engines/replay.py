@@ -3768,6 +3768,7 @@ class Shown:
     def __init__(self, recorder):
         self.recorder = recorder
         self.previous = warnings._showwarnmsg
+        self.outside = []  # every warning shown under the caller's handling (``ShownAgain``)
         warnings._showwarnmsg = self
 
     def __call__(self, message):
@@ -3777,6 +3778,44 @@ class Shown:
                     str(message.message), message.filename, message.lineno)):
             recorder.shown.append((message.category, str(message.message)))
             recorder.reissued.append(not recorder.hearing())
+        _, shows, show = recorder.handling
+        if warnings._showwarnmsg_impl is shows and warnings.showwarning is show:
+            self.outside.append(_shown_as(message))
+        self.previous(message)
+
+    def remove(self):
+        if warnings._showwarnmsg is self:
+            warnings._showwarnmsg = self.previous
+
+
+def _shown_as(message):
+    """What tells a warning Python shows (a ``warnings.WarningMessage``) from another."""
+    return message.category, str(message.message), message.filename, message.lineno
+
+
+class ShownAgain:
+    """Installed as ``warnings._showwarnmsg`` while ``f`` runs again, traced, after a recording
+    that cannot stand (it raised, or a rule refused what it follows, where tracing may not):
+    the warnings the first run showed the caller (``Shown.outside``) are shown again by the
+    second run, which is the call's answer; each is dropped the second time, in order, so the
+    caller sees each once, as from one traced call. From the first warning that differs from
+    the first run's on (one the first run did not reach, or a repeat Python's filters
+    dropped themselves), every one is shown."""
+
+    def __init__(self, shown):
+        self.expected = shown
+        self.next = 0
+        self.previous = warnings._showwarnmsg
+        self.handling = (warnings._showwarnmsg_impl, warnings.showwarning)
+        warnings._showwarnmsg = self
+
+    def __call__(self, message):
+        if self.next < len(self.expected) and self.handling == (
+                warnings._showwarnmsg_impl, warnings.showwarning):
+            if _shown_as(message) == self.expected[self.next]:
+                self.next += 1
+                return
+            self.next = len(self.expected)
         self.previous(message)
 
     def remove(self):
@@ -3816,6 +3855,7 @@ class Recording:
     def __init__(self, has_aux=False):
         self.has_aux = has_aux  # f returns (loss, aux)
         self.recorder = None
+        self.shown = None  # its Shown, which lists what the call showed the caller
         self.program = None
         self.reason = None
         self.errors = None
@@ -3829,7 +3869,7 @@ class Recording:
             if t is None and type(leaf) is np.ndarray:
                 recorder.note_plain(leaf)
         tape.recorder = recorder
-        recorder.showing = Shown(recorder)
+        recorder.showing = self.shown = Shown(recorder)
         self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
     def end(self, run, y):
@@ -5559,7 +5599,11 @@ class Replayed:
                 recording.seal()
         if refused is not None:
             saved.restore()  # (f runs again: what it did on the first run, undone)
-            value, grads = self._traced(args, kwargs)
+            again = ShownAgain(recording.shown.outside)  # (and what it showed, shown once)
+            try:
+                value, grads = self._traced(args, kwargs)
+            finally:
+                again.remove()
             self._keep(key, refused)
             return value, grads
         if recording is not None:
