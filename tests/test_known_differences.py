@@ -54,3 +54,76 @@ def test_masked_result_takes_first_masked_operands_fill_value(name, fills, follo
     assert plain._fill_value is None or fills[0] is not None  # (read without being set)
     assert seen == [(want._fill_value is None, want.fill_value, type(want.fill_value),
                      want.hardmask)]
+
+
+# ----------------------------------------------------------------------------------------------
+# A Python float among the arguments (``[u, 2.0]``) stands for Python's float: it lacks the
+# ndarray methods Python's float lacks, while its derivative flows through NumPy's functions.
+
+from test_trace_hunt11 import Raised, outcome, replayed  # noqa: E402
+
+
+ARRAY_ONLY = {
+    "sum": lambda k: k.sum(),
+    "reshape": lambda k: k.reshape(1),
+    "item": lambda k: k.item() * 2,
+    "astype": lambda k: k.astype(np.float32),
+    "copy": lambda k: k.copy(),
+    "of_arithmetic": lambda k: (2 * k + 1).mean(),
+    "hasattr": lambda k: k * hasattr(k, "sum") + 3 * k * hasattr(k, "reshape") + k,
+    "getattr": lambda k: k * (getattr(k, "round", None) is None),
+    "sum_of_sums": lambda k: sum((v * v).sum() for v in [np.ones(2), k]),
+}
+
+NUMPY_OF_NUMBERS = {  # NumPy's functions of a float, which ask it for the methods it lacks
+    "round": lambda k: np.round(k, 1),
+    "clip": lambda k: np.clip(k, 0.0, 1.0),
+    "np_reshape": lambda k: np.reshape(k, (1, 1)),
+    "take": lambda k: np.take(k, 0),
+    "asarray_sum": lambda k: np.asarray(k).sum(),
+    "float64_reshape": lambda k: np.float64(k).reshape(1),
+    "np_sum": lambda k: np.sum(k * k),
+    "np_copy": lambda k: np.copy(k) * 2.0,
+}
+
+
+@pytest.mark.parametrize("name", list(ARRAY_ONLY) + list(NUMPY_OF_NUMBERS))
+def test_a_float_argument_lacks_the_methods_pythons_float_lacks(name):
+    """A Python float in the arguments was traced as a value with every method of an array,
+    so ``sum(v.sum() for v in xs)`` returned a value where NumPy raises AttributeError
+    ('float' object has no attribute 'sum'), and ``hasattr(k, "sum")`` was True."""
+    g = ARRAY_ONLY.get(name) or NUMPY_OF_NUMBERS[name]
+
+    def f(xs):
+        return np.sum(g(xs[1])) * xs[0][0]
+
+    args = [np.array([1.5]), 0.6]
+    expected = outcome(lambda: f(args))
+    numpy_raised = type(expected[0]) is Raised
+    traced = outcome(lambda: mutad.value_and_grad(f)(args))
+    forward = outcome(lambda: mutad.jvp(lambda k: np.sum(g(k)), (0.6,), (1.0,)))
+    for got in [traced, forward, *replayed(f, args)]:
+        if numpy_raised:
+            assert got == expected
+        else:
+            assert type(got[0]) is not Raised and got[1] == expected[1]
+    if not numpy_raised:
+        assert np.array_equal(traced[0][0], expected[0])
+        h = 1e-6
+        slope = (f([args[0], 0.6 + h]) - f([args[0], 0.6 - h])) / (2 * h)
+        assert traced[0][1][1] == pytest.approx(slope, rel=1e-6, abs=1e-9)
+
+
+def test_a_float_argument_of_a_nested_differentiation_lacks_array_methods():
+    """At an inner level too (an outer level's float handed on), the value stands for a
+    float; NumPy's functions of it are differentiated through both levels."""
+    def inner(k, w):
+        assert not hasattr(k, "sum")
+        return np.sum(k * k) * w[0]
+
+    def outer(w):
+        return mutad.gradient(inner, 1.5, w)[0] * w[0]
+
+    w = np.array([0.7])
+    (g,) = mutad.gradient(outer, w)
+    assert g[0] == pytest.approx(2 * 2 * 1.5 * 0.7, rel=1e-14)

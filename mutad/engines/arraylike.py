@@ -744,6 +744,10 @@ class ArrayMethods(Tracer):
     # isinstance(x, np.ndarray), isinstance(x[0], float) answer as of NumPy's values
     __class__ = property(lambda self: shown_class(self, numpy_class))
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        array_methods_only(cls)  # (the engines' own: Traced.astype)
+
     shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
         "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
         "x = x.reshape(...)."))
@@ -1227,9 +1231,47 @@ def _scalar_method(v, name):
     return getattr(v, name)
 
 
+ARRAY_ONLY = frozenset(name for name in dir(np.ndarray)
+                       if not name.startswith("_") and not hasattr(float, name))
+"""ndarray methods a Python float lacks (``sum``, ``reshape``, ``item``)."""
+
+
+class ArrayMethod:
+    """An ndarray method ``name`` of traced and dual values, which a value standing for a
+    Python number (``weak``: a float argument, ``x.item()``) lacks, as Python's float does:
+    reading it there is Python's ``AttributeError`` (so ``hasattr(k, "sum")`` is False and
+    ``sum(v.sum() for v in [u, k])`` fails as in NumPy), for the program's code and NumPy's
+    (whose ``np.round(k)`` then takes the path it takes for a float); mutad's own code reads
+    it."""
+
+    __slots__ = ("__func__", "name")  # (__func__: the function, as a method's)
+
+    def __init__(self, method, name):
+        self.__func__ = method
+        self.name = name
+
+    def __get__(self, x, kind=None):
+        if x is None:
+            return self.__func__
+        if getattr(x, "weak", False) is True and str(sys._getframe(1).f_globals.get(
+                "__name__")).partition(".")[0] != "mutad":
+            raise AttributeError(
+                f"'{numpy_class(x).__name__}' object has no attribute '{self.name}'")
+        return types.MethodType(self.__func__, x)
+
+
+def array_methods_only(cls):
+    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s."""
+    for name in ARRAY_ONLY.intersection(vars(cls)):
+        method = vars(cls)[name]
+        if inspect.isfunction(method):
+            setattr(cls, name, ArrayMethod(method, name))
+
+
 def _install_methods():
     for name in FORWARDED:
         setattr(ArrayMethods, name, _call(name))
+    array_methods_only(ArrayMethods)
 
 
 _install_methods()
