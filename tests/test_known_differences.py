@@ -127,3 +127,58 @@ def test_a_float_argument_of_a_nested_differentiation_lacks_array_methods():
     w = np.array([0.7])
     (g,) = mutad.gradient(outer, w)
     assert g[0] == pytest.approx(2 * 2 * 1.5 * 0.7, rel=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------
+# A power of values standing for scalars: NumPy's scalar math's value and events, not those of
+# the ufunc loop the engines compute with (``np.float64(-inf) ** 0.5`` is inf, silently, where
+# ``np.power`` and ``np.sqrt`` warn of an invalid value and give nan).
+
+SPECIAL = [-np.inf, -2.0, -0.0, 0.0, 3.0, np.nan]
+POWERS = {
+    "x ** y": lambda x: x[0] ** x[1],
+    "y ** x": lambda x: x[1] ** x[0],
+    "x ** 0.5": lambda x: x[0] ** 0.5,
+    "x ** 2": lambda x: x[0] ** 2,
+    "x ** -1": lambda x: x[0] ** -1,
+    "2.0 ** x": lambda x: 2.0 ** x[0],
+    "np.float64(-inf) ** x": lambda x: np.float64(-np.inf) ** x[0],
+    "x.item() ** y": lambda x: x[0].item() ** x[1],
+}
+
+
+def _heard(call):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        value = call()
+    return value, sorted(str(w.message) for w in heard if "gradient" not in str(w.message)
+                         and "tangent" not in str(w.message))
+
+
+@pytest.mark.parametrize("name", POWERS)
+def test_a_scalar_power_raises_numpys_scalar_events(name):
+    power = POWERS[name]
+    replay = mutad.value_and_grad(lambda x: power(x) * 1.0, replay=True)
+    for a in SPECIAL:
+        for b in (0.5, -1.0, -np.inf):
+            x = np.array([a, b])
+            with np.errstate(all="warn"):
+                value, events = _heard(lambda: power(x) * 1.0)
+                got = [_heard(lambda: mutad.value_and_gradient(lambda x: power(x) * 1.0, x)),
+                       _heard(lambda: replay(x)), _heard(lambda: replay(x)),
+                       _heard(lambda: mutad.jvp(lambda x: power(x) * 1.0, (x,),
+                                                (np.ones(2),)))]
+            for k, ((y, *_), heard) in enumerate(got):
+                assert (np.asarray(y).tobytes(), heard) == (np.asarray(value).tobytes(), events), \
+                    (a, b, k)
+            with np.errstate(invalid="raise", divide="raise"):
+                try:
+                    power(x)
+                except FloatingPointError as error:
+                    with pytest.raises(FloatingPointError, match=str(error)):
+                        mutad.value_and_gradient(lambda x: power(x) * 1.0, x)
+                else:  # (a gradient's own events may raise: its own words say so)
+                    with pytest.raises(FloatingPointError, match="in the gradient"):
+                        mutad.value_and_gradient(lambda x: power(x) * 1.0, x)
+                        raise FloatingPointError("none in the gradient")
+

@@ -30,7 +30,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error
+from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Warnings,
+                          scalar_math_error)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -195,6 +196,7 @@ def _operator(method, name, prefix):
     overflowing = _OVERFLOWING.get(name)
     pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
+    power = name == "pow"
     if not giving_way and kinds is None and pythons is None and pythons_own is None:
         return method
 
@@ -211,7 +213,14 @@ def _operator(method, name, prefix):
             if turned is not None:
                 return turned
         try:
-            result = method(self, other)
+            if power and _powers_events_differ(self, other, reflected):
+                # NumPy's scalar power raises its own events, not its loop's (-inf ** 0.5 is
+                # inf, silently, where np.power warns of nan): _scalar_math raises them
+                result = _without_events(method, self, other)
+                events = True
+            else:
+                events = False
+                result = method(self, other)
         except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
             raise scalar_math_error(error, self, other) from None
         value = getattr(result, "value", None)
@@ -220,7 +229,7 @@ def _operator(method, name, prefix):
         if overflowing is not None and type(value) is np.ndarray and value.dtype.kind in "iu":
             integer_events(result, overflowing, *((other, self) if reflected else (self, other)))
         if kinds is not None:
-            _scalar_math(result, value, self, other, pythons, kinds, reflected)
+            _scalar_math(result, value, self, other, pythons, kinds, reflected, events)
         if pythons is not None:
             _python_complex(result, self, other, pythons, reflected)
         return result
@@ -464,7 +473,50 @@ ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for co
 SCALAR_NAMES.update((ufunc.__name__, "power") for ufunc in FAST_POWERS.values())
 
 
-def _scalar_math(result, value, self, other, operation, kinds, reflected):
+def _powers_events_differ(x, other, reflected):
+    """Whether ``x ** other`` (``other ** x`` where ``reflected``) of values standing for
+    scalars raises other floating-point events by NumPy's scalar math than by the ufunc loop
+    the engine computes it with (``-inf ** 0.5``: inf, silently, where ``np.power`` and
+    ``np.sqrt`` warn of an invalid value)."""
+    if not stands_for_scalar(x) or not _stands_for_scalar_operand(other) \
+            or memory(x).dtype.kind not in "fc":
+        return False
+    a, b = memory(x)[()], memory(other)[()] if wrapped(other) else other
+    fast = None if reflected else _fast_power(x, other)
+    loop = (lambda: fast(memory(x))) if fast is not None else (
+        lambda: np.power(*((np.asarray(b), a) if reflected else (np.asarray(a), b))))
+    return _events(loop) != _events(lambda: (b ** a) if reflected else (a ** b))
+
+
+def _without_events(method, x, other):
+    """``method(x, other)`` without the floating-point events of the loop it computes with:
+    those warned about are not written (``debug.Warnings.muted``: the handling in force
+    stays, which a replay records), and where one raised, it is computed again ignoring
+    them."""
+    writer = np.geterrcall()
+    if type(writer) is not Warnings:
+        with np.errstate(all="ignore"):
+            return method(x, other)
+    muted, writer.muted = writer.muted, True
+    try:
+        try:
+            return method(x, other)
+        except FloatingPointError:
+            with np.errstate(all="ignore"):
+                return method(x, other)
+    finally:
+        writer.muted = muted
+
+
+def _events(compute):
+    """The floating-point events ``compute()`` raises, in NumPy's words."""
+    heard = []
+    with np.errstate(all="call", call=lambda event, flag: heard.append(event)):
+        compute()
+    return heard
+
+
+def _scalar_math(result, value, self, other, operation, kinds, reflected, events=False):
     """Puts right ``result`` (its ``value``) of ``self OP other`` (``a * b``, ``b * a``,
     ``a *= b``, ``a ** b``, ...) to the value NumPy's scalar math gives where both operands
     stand for scalars of a kind in ``kinds`` (``z[0] * z[1]`` of complex ones, ``x[0] **
@@ -477,7 +529,7 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
     power = operation is operator.pow
     if power and not reflected and _fast_power(self, other) is not None:
         # computed by a ufunc of one operand (fast_power)
-        put_right(result, _SCALAR_POWERS[type(other), other], memory(self)[()])
+        put_right(result, _SCALAR_POWERS[type(other), other], memory(self)[()], events=events)
         return
     numbers = (weak(other), weak(self)) if reflected else (weak(self), weak(other))
     if numbers[0] != numbers[1]:  # a Python number beside NumPy's scalar takes its type
@@ -487,7 +539,8 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
         scalar_math(result, operation, nan_only)
         return
     a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
-    put_right(result, operation, *((b, a) if reflected else (a, b)), nan_only=nan_only)
+    put_right(result, operation, *((b, a) if reflected else (a, b)), nan_only=nan_only,
+              events=events)
 
 
 def put_nan_right(result, self, other, ufunc, reflected):
@@ -572,16 +625,17 @@ _SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e) for 
 scalar math gives where the engine's value came from a ufunc of one operand."""
 
 
-def put_right(result, operation, *scalars, nan_only=False):
+def put_right(result, operation, *scalars, nan_only=False, events=False):
     """The traced or dual ``result`` of NumPy's scalars ``scalars`` with the value NumPy's
     scalar math gives, ``operation(*scalars)``, where the ufunc loop that computed it (and
     the record, the partials) rounded otherwise, or (``nan_only``) took the other NaN; a
-    replay computes it so too."""
+    replay computes it so too. With ``events``, the loop ran without raising its events, and
+    ``operation`` raises NumPy's scalar math's."""
     value = getattr(result, "value", None)
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
         return
     scalar_math(result, operation, nan_only)
-    if np.isfinite(value):
+    if events or np.isfinite(value):
         exact = np.asarray(operation(*scalars), value.dtype)
     else:  # the loop warned of the events NumPy's scalar math warns of, once (x[0] * inf)
         with np.errstate(all="ignore"):
