@@ -182,3 +182,35 @@ def test_a_scalar_power_raises_numpys_scalar_events(name):
                         mutad.value_and_gradient(lambda x: power(x) * 1.0, x)
                         raise FloatingPointError("none in the gradient")
 
+
+# ----------------------------------------------------------------------------------------------
+# The warnings of composite statistics: NumPy's, as many and in its words.
+
+NAN_ROW = np.array([[1.0, np.nan, 3.0], [np.nan, np.nan, np.nan], [2.0, 5.0, 1.0]])
+STATISTICS = {
+    "np.cov of one observation": lambda x: np.cov(x[2, :1]),
+    "np.cov, ddof past the observations": lambda x: np.cov(x[[0, 2]], ddof=3),
+    "np.corrcoef of one observation": lambda x: np.corrcoef(x[2, :1]),
+    "np.nanvar of an all-NaN row": lambda x: np.nanvar(x, axis=1),
+    "np.nanstd of an all-NaN row": lambda x: np.nanstd(x, axis=1),
+    "np.corrcoef with NaN": lambda x: np.corrcoef(x),
+    "np.var, ddof=n": lambda x: np.var(x[2], ddof=3),
+}
+
+
+@pytest.mark.parametrize("name", STATISTICS)
+def test_a_composite_statistic_warns_as_numpy(name):
+    statistic = STATISTICS[name]
+
+    def f(x):
+        return np.nansum(statistic(x)) * 1.0
+
+    value, events = _heard(lambda: f(NAN_ROW.copy()))
+    replay = mutad.value_and_grad(f, replay=True)
+    for (y, *_), heard in [_heard(lambda: mutad.value_and_gradient(f, NAN_ROW.copy())),
+                           _heard(lambda: replay(NAN_ROW.copy())),
+                           _heard(lambda: replay(NAN_ROW.copy())),
+                           _heard(lambda: mutad.jvp(f, (NAN_ROW.copy(),),
+                                                    (np.ones_like(NAN_ROW),)))]:
+        assert (np.asarray(y).tobytes(), heard) == (np.asarray(value).tobytes(), events)
+
