@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse
 
 import mutad
 
@@ -214,3 +215,69 @@ def test_a_composite_statistic_warns_as_numpy(name):
                                                     (np.ones_like(NAN_ROW),)))]:
         assert (np.asarray(y).tobytes(), heard) == (np.asarray(value).tobytes(), events)
 
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse: a lil or dok matrix holding traced entries, copied or added to, in SciPy's
+# format, with SciPy's values.
+
+def _entries(x, kind):
+    a = kind((3, 3))
+    a[0, 0] = x[0]
+    a[1, 2] = x[1]
+    a[2, 2] = 4.0
+    return a
+
+
+def _copied_and_written(x, kind):
+    a = _entries(x, kind)
+    b = a.copy()
+    b[1, 1] = 3.0 * x[2]
+    return b
+
+
+SPARSE_PROGRAMS = {
+    "dok.copy()": lambda x: _copied_and_written(x, scipy.sparse.dok_array),
+    "dok_matrix.copy()": lambda x: _copied_and_written(x, scipy.sparse.dok_matrix),
+    "lil.copy()": lambda x: _copied_and_written(x, scipy.sparse.lil_array),
+    "lil_matrix.copy()": lambda x: _copied_and_written(x, scipy.sparse.lil_matrix),
+    "dok + csr": lambda x: _entries(x, scipy.sparse.dok_array)
+    + scipy.sparse.csr_array(np.eye(3)),
+    "dok + traced csr": lambda x: _entries(x, scipy.sparse.dok_array) + scipy.sparse.csr_array(
+        (x, ([0, 1, 2], [0, 1, 2])), shape=(3, 3)),
+    "constant dok + traced csr": lambda x: scipy.sparse.dok_array(np.eye(3))
+    + scipy.sparse.csr_array((x, ([0, 1, 2], [1, 1, 2])), shape=(3, 3)),
+    "dok + dok": lambda x: _entries(x, scipy.sparse.dok_array)
+    + _entries(2.0 * x, scipy.sparse.dok_array),
+    "dok + coo": lambda x: _entries(x, scipy.sparse.dok_array)
+    + scipy.sparse.coo_array(np.ones((3, 3))),
+    "dok_matrix + csr_matrix": lambda x: _entries(x, scipy.sparse.dok_matrix)
+    + scipy.sparse.csr_matrix(np.eye(3)),
+}
+
+
+@pytest.mark.parametrize("name", SPARSE_PROGRAMS)
+def test_an_assembled_sparse_matrix_copied_or_added_to_is_scipys(name):
+    """A copy of a lil or dok matrix holding traced entries was SciPy's own matrix of the
+    placeholders it stores for them (the values lost, the gradient zero); a dok matrix plus a
+    sparse matrix was a csr matrix where SciPy's is a dok matrix."""
+    program = SPARSE_PROGRAMS[name]
+    x = np.array([1.0, -2.0, 3.0])
+    want = program(x.copy())
+    seen = []
+
+    def f(x):
+        y = program(x)
+        seen.append((y.format, isinstance(y, type(want)), y.nnz, y.shape))
+        return np.sum(y.toarray() * np.arange(1.0, 10.0).reshape(3, 3))
+
+    value, (grad,) = mutad.value_and_gradient(f, x.copy())
+    assert seen == [(want.format, True, want.nnz, want.shape)]
+    assert value == np.sum(want.toarray() * np.arange(1.0, 10.0).reshape(3, 3))
+    h = 1e-6
+    numeric = [(f_plain(program, x + h * e) - f_plain(program, x - h * e)) / (2 * h)
+               for e in np.eye(3)]
+    assert grad == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+def f_plain(program, x):
+    return np.sum(program(x).toarray() * np.arange(1.0, 10.0).reshape(3, 3))
