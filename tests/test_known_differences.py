@@ -281,3 +281,41 @@ def test_an_assembled_sparse_matrix_copied_or_added_to_is_scipys(name):
 
 def f_plain(program, x):
     return np.sum(program(x).toarray() * np.arange(1.0, 10.0).reshape(3, 3))
+
+
+def _dia(x):
+    return scipy.sparse.dia_array((np.vstack([x, 2.0 * x, x - 1.0]), [0, 1, -1]), shape=(3, 3))
+
+
+DIA_MOVES = {
+    "A.T": lambda x: _dia(x).T,
+    "A.transpose()": lambda x: _dia(x).transpose(),
+    "a rectangular A.T": lambda x: scipy.sparse.dia_array(
+        (np.vstack([x, -x]), [0, 2]), shape=(3, 4)).T,
+    "A.T.T": lambda x: _dia(x).T.T,
+}
+
+
+@pytest.mark.parametrize("name", DIA_MOVES)
+def test_a_dia_matrix_moved_keeps_scipys_values_outside_it(name):
+    """SciPy's transpose of a dia matrix moves every stored value, those of the slots outside
+    the matrix too; mutad's held zeros there."""
+    move = DIA_MOVES[name]
+    x = np.array([-1.0, -2.0, -3.0])
+    want = move(x.copy())
+    seen = []
+
+    def f(x):
+        y = move(x)
+        seen.append((y.format, np.asarray(y.offsets).tolist(), y.data.shape))
+        return np.sum(y.data * np.arange(1.0, y.data.size + 1).reshape(y.data.shape))
+
+    value, (grad,) = mutad.value_and_gradient(f, x.copy())
+    assert seen == [(want.format, np.asarray(want.offsets).tolist(), want.data.shape)]
+    assert value == np.sum(want.data * np.arange(1.0, want.data.size + 1).reshape(
+        want.data.shape))
+    h = 1e-6
+    weights = np.arange(1.0, want.data.size + 1).reshape(want.data.shape)
+    numeric = [np.sum((move(x + h * e).data - move(x - h * e).data) * weights) / (2 * h)
+               for e in np.eye(3)]
+    assert grad == pytest.approx(numeric, rel=1e-6, abs=1e-9)

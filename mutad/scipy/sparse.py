@@ -963,7 +963,10 @@ def _relayout(data, layout, operation, shares=False):
     numbers tells where each value goes; where it sums some (duplicates merged in a
     conversion), a constant matrix adds them. ``shares``: SciPy's result keeps ``A``'s
     stored values where they stay in place (a transpose's), else it copies them."""
-    numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
+    # (a dia matrix's slots outside it numbered too: SciPy moves the values they hold)
+    numbered = operation(layout.build(np.arange(1.0, layout.valid.size + 1).reshape(
+        layout.data_shape)) if layout.padded else layout.probe(
+        np.arange(1.0, layout.valid.size + 1)))
     ones = operation(layout.probe())
     out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
