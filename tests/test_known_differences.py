@@ -4,6 +4,8 @@ the types users see of reductions and elements, values standing for Python float
 warnings of scalar powers, SciPy's sparse formats, and the warnings of composite statistics.
 """
 
+import json
+import numbers
 import operator
 import warnings
 
@@ -55,6 +57,67 @@ def test_masked_result_takes_first_masked_operands_fill_value(name, fills, follo
     assert plain._fill_value is None or fills[0] is not None  # (read without being set)
     assert seen == [(want._fill_value is None, want.fill_value, type(want.fill_value),
                      want.hardmask)]
+
+
+
+# ----------------------------------------------------------------------------------------------
+# What the program sees of a reduction or an element (NumPy's scalar) or of x.item() (Python's
+# float): all NumPy's, but for type() itself, which a traced value cannot change (isinstance
+# answers as NumPy's, since its __class__ is NumPy's class).
+
+def _raised(call):
+    try:
+        call()
+    except Exception as error:  # noqa: BLE001 (NumPy's own, compared)
+        return type(error), str(error)
+    return None
+
+
+SEEN = {
+    "class": lambda v: v.__class__,
+    "isinstance float": lambda v: isinstance(v, float),
+    "isinstance np.floating": lambda v: isinstance(v, np.floating),
+    "isinstance np.generic": lambda v: isinstance(v, np.generic),
+    "isinstance np.ndarray": lambda v: isinstance(v, np.ndarray),
+    "isinstance numbers.Real": lambda v: isinstance(v, numbers.Real),
+    "np.isscalar": np.isscalar,
+    "np.ndim": np.ndim,
+    "np.shape": np.shape,
+    "hash": hash,
+    "repr": repr,
+    "str": str,
+    "format": lambda v: f"{v:.4f}|{v}|{v!r}",
+    "percent": lambda v: "%g %s %r" % (v, v, v),
+    "json": lambda v: _raised(lambda: json.dumps(v)) or json.dumps(v),
+    "in a dict": lambda v: {1.5: "found"}.get(v),
+    "len": lambda v: _raised(lambda: len(v)),
+    "iter": lambda v: _raised(lambda: iter(v)),
+    "list()": lambda v: _raised(lambda: list(v)),
+}
+SCALARS = {
+    "x.sum()": lambda x: x.sum(),
+    "np.max(x)": lambda x: np.max(x),
+    "x[0]": lambda x: x[0],
+    "x @ x": lambda x: x @ x,
+    "float32 sum": lambda x: x.astype(np.float32).sum(),
+    "x[0].item()": lambda x: x[0].item(),
+}
+
+
+@pytest.mark.parametrize("name", SCALARS)
+def test_what_the_program_sees_of_a_scalar_is_numpys(name):
+    make = SCALARS[name]
+    x = np.array([1.5, -2.0, 0.25])
+    want = {seen: look(make(x.copy())) for seen, look in SEEN.items()}
+    got = []
+
+    def f(x):
+        v = make(x)
+        got.append({seen: look(v) for seen, look in SEEN.items()})
+        return v * 2.0
+
+    mutad.gradient(f, x.copy())
+    assert got == [want]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -862,9 +862,13 @@ class ArrayMethods(Tracer):
         return None
 
     def __len__(self):
+        if stands_for_scalar(self):  # (Python's error of NumPy's scalar, or of its float)
+            raise TypeError(f"object of type '{_type_name(self)}' has no len()")
         return len(self.value)
 
     def __iter__(self):
+        if stands_for_scalar(self):
+            raise TypeError(f"'{_type_name(self)}' object is not iterable")
         return (self[i] for i in range(len(self.value)))
 
     # What Python reads of the value without converting it (a string, a hash, a truth): as
@@ -1229,6 +1233,13 @@ def _parts_of_one_another(a, b):
         a, b = b, a
     return a.kind == "c" and b.kind == "f" and a.isnative and b.isnative \
         and a.itemsize == 2 * b.itemsize
+
+
+def _type_name(x):
+    """The name Python's errors give the class of what NumPy would hand the program for ``x``
+    (``numpy.float64``, ``float``)."""
+    kind = numpy_class(x)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def numpy_class(x):
