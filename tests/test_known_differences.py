@@ -382,3 +382,30 @@ def test_a_dia_matrix_moved_keeps_scipys_values_outside_it(name):
     numeric = [np.sum((move(x + h * e).data - move(x - h * e).data) * weights) / (2 * h)
                for e in np.eye(3)]
     assert grad == pytest.approx(numeric, rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.dok_array, scipy.sparse.dok_matrix])
+def test_a_dok_matrix_made_before_plus_a_traced_one_is_scipys_dok(kind):
+    """A dok matrix made before the differentiation plus a sparse matrix of traced values: a
+    dok matrix, as SciPy's; the dok matrix itself left as it was."""
+    before = kind(2.0 * np.eye(3))
+    saved = dict(before.items())
+    csr = scipy.sparse.csr_array if kind is scipy.sparse.dok_array else scipy.sparse.csr_matrix
+
+    def program(x):
+        return before + csr((x, ([0, 1, 2], [1, 1, 2])), shape=(3, 3))
+
+    x = np.array([1.0, -1.5, 3.0])
+    want = program(x)
+    seen = []
+
+    def f(x):
+        y = program(x)
+        seen.append((y.format, isinstance(y, type(want)), y.nnz))
+        return np.sum(y.toarray() ** 2)
+
+    value, (grad,) = mutad.value_and_gradient(f, x.copy())
+    assert seen == [(want.format, True, want.nnz)]
+    assert value == np.sum(want.toarray() ** 2)
+    assert grad == pytest.approx(2 * np.array([1.0, 2.0 - 1.5, 2.0 + 3.0]), rel=1e-14)
+    assert dict(before.items()) == saved and before.nnz == len(saved)

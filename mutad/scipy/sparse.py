@@ -2229,6 +2229,9 @@ class TracedSparse:
         return _matrix_results(y, plain, f"A.{name}(B) of an spmatrix and a dense array")
 
     def _plus(self, other, sign, reflected=False):
+        if reflected and sign > 0 and isinstance(other, (_sparse.sparray, _sparse.spmatrix)) \
+                and other.format == "dok":  # SciPy's dok + sparse: a dok matrix
+            return _dok_plus(other, self)
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             result = self.layout.probe() + other.layout.probe()
@@ -2994,7 +2997,10 @@ def _dok_plus(a, b):
         _refuse("a scipy.sparse dok matrix plus one holding duplicate entries, with traced "
                 "values", "sum the duplicates first (B.sum_duplicates()).")
     values = _lift(b).toarray() if _followed(b) else None
-    new = a.copy()
+    # (a constant dok matrix, made before the differentiation: SciPy's own class, copied
+    # into the one that holds traced entries)
+    new = a.copy() if isinstance(a, _Assembled) else (
+        dok_array if isinstance(a, _sparse.sparray) else dok_matrix).assembled(a, copy=True)
     for i, j, v in zip(rows, cols, stored.data if values is None else rows):
         value = new[i, j] + (v if values is None else values[i, j])
         if _followed(value):
@@ -3041,8 +3047,13 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 
 
 def _lifted(name):
-    return lambda self, *args, **kwargs: _in_format_of(
-        self, name, getattr(_lift(self), name)(*args, **kwargs), args)
+    def method(self, *args, **kwargs):
+        if name == "__add__" and self.format == "dok" and not kwargs and isinstance(
+                args[0], (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            return _dok_plus(self, args[0])  # (SciPy's own: a dok matrix)
+        return _in_format_of(self, name, getattr(_lift(self), name)(*args, **kwargs), args)
+    method.__name__ = name
+    return method
 
 
 _SCALINGS = frozenset(("__mul__", "__rmul__", "__truediv__", "multiply", "dot"))
