@@ -442,12 +442,12 @@ def made(how, outside, inside, w):
     return value * w[0] if how == "dependent" else value
 
 
-def pure(p, w):
-    return (p * p).sum() * w[0]
+def pure(p, w):  # (NumPy's functions: a Python float primal has no .sum(), no .copy())
+    return np.sum(p * p) * w[0]
 
 
 def in_place(p, w):
-    q = p.copy()
+    q = np.copy(p)
     q *= w[0]
     q += p
     z = np.zeros(np.shape(p))

@@ -352,14 +352,17 @@ class Warnings:
     code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
     record being reversed."""
 
-    __slots__ = ("stop", "record", "heard")
+    __slots__ = ("stop", "record", "heard", "muted")
 
     def __init__(self, stop=None):
         self.stop = stop
         self.record = None
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
+        self.muted = False  # while the engines compute a value whose events NumPy's are not
 
     def write(self, text):
+        if self.muted:
+            return
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
         frame, called = sys._getframe(1), None
         while frame is not None and frame.f_code is not self.stop:

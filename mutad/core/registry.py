@@ -1329,7 +1329,7 @@ def _tracer_methods():
         cls = classes.pop(0)
         classes.extend(cls.__subclasses__())
         for name, member in vars(cls).items():
-            function = getattr(member, "fget", member)
+            function = getattr(member, "fget", getattr(member, "__func__", member))
             if callable(function) and hasattr(function, "__code__"):
                 found.append((cls, name, function))
     return found

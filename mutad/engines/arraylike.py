@@ -30,7 +30,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error
+from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Warnings,
+                          scalar_math_error)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -195,6 +196,7 @@ def _operator(method, name, prefix):
     overflowing = _OVERFLOWING.get(name)
     pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
+    power = name == "pow"
     if not giving_way and kinds is None and pythons is None and pythons_own is None:
         return method
 
@@ -211,7 +213,14 @@ def _operator(method, name, prefix):
             if turned is not None:
                 return turned
         try:
-            result = method(self, other)
+            if power and _powers_events_differ(self, other, reflected):
+                # NumPy's scalar power raises its own events, not its loop's (-inf ** 0.5 is
+                # inf, silently, where np.power warns of nan): _scalar_math raises them
+                result = _without_events(method, self, other)
+                events = True
+            else:
+                events = False
+                result = method(self, other)
         except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
             raise scalar_math_error(error, self, other) from None
         value = getattr(result, "value", None)
@@ -220,7 +229,7 @@ def _operator(method, name, prefix):
         if overflowing is not None and type(value) is np.ndarray and value.dtype.kind in "iu":
             integer_events(result, overflowing, *((other, self) if reflected else (self, other)))
         if kinds is not None:
-            _scalar_math(result, value, self, other, pythons, kinds, reflected)
+            _scalar_math(result, value, self, other, pythons, kinds, reflected, events)
         if pythons is not None:
             _python_complex(result, self, other, pythons, reflected)
         return result
@@ -464,7 +473,50 @@ ufunc (its fast path): the same bits as ``np.power`` for real arrays, not for co
 SCALAR_NAMES.update((ufunc.__name__, "power") for ufunc in FAST_POWERS.values())
 
 
-def _scalar_math(result, value, self, other, operation, kinds, reflected):
+def _powers_events_differ(x, other, reflected):
+    """Whether ``x ** other`` (``other ** x`` where ``reflected``) of values standing for
+    scalars raises other floating-point events by NumPy's scalar math than by the ufunc loop
+    the engine computes it with (``-inf ** 0.5``: inf, silently, where ``np.power`` and
+    ``np.sqrt`` warn of an invalid value)."""
+    if not stands_for_scalar(x) or not _stands_for_scalar_operand(other) \
+            or memory(x).dtype.kind not in "fc":
+        return False
+    a, b = memory(x)[()], memory(other)[()] if wrapped(other) else other
+    fast = None if reflected else _fast_power(x, other)
+    loop = (lambda: fast(memory(x))) if fast is not None else (
+        lambda: np.power(*((np.asarray(b), a) if reflected else (np.asarray(a), b))))
+    return _events(loop) != _events(lambda: (b ** a) if reflected else (a ** b))
+
+
+def _without_events(method, x, other):
+    """``method(x, other)`` without the floating-point events of the loop it computes with:
+    those warned about are not written (``debug.Warnings.muted``: the handling in force
+    stays, which a replay records), and where one raised, it is computed again ignoring
+    them."""
+    writer = np.geterrcall()
+    if type(writer) is not Warnings:
+        with np.errstate(all="ignore"):
+            return method(x, other)
+    muted, writer.muted = writer.muted, True
+    try:
+        try:
+            return method(x, other)
+        except FloatingPointError:
+            with np.errstate(all="ignore"):
+                return method(x, other)
+    finally:
+        writer.muted = muted
+
+
+def _events(compute):
+    """The floating-point events ``compute()`` raises, in NumPy's words."""
+    heard = []
+    with np.errstate(all="call", call=lambda event, flag: heard.append(event)):
+        compute()
+    return heard
+
+
+def _scalar_math(result, value, self, other, operation, kinds, reflected, events=False):
     """Puts right ``result`` (its ``value``) of ``self OP other`` (``a * b``, ``b * a``,
     ``a *= b``, ``a ** b``, ...) to the value NumPy's scalar math gives where both operands
     stand for scalars of a kind in ``kinds`` (``z[0] * z[1]`` of complex ones, ``x[0] **
@@ -477,7 +529,7 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
     power = operation is operator.pow
     if power and not reflected and _fast_power(self, other) is not None:
         # computed by a ufunc of one operand (fast_power)
-        put_right(result, _SCALAR_POWERS[type(other), other], memory(self)[()])
+        put_right(result, _SCALAR_POWERS[type(other), other], memory(self)[()], events=events)
         return
     numbers = (weak(other), weak(self)) if reflected else (weak(self), weak(other))
     if numbers[0] != numbers[1]:  # a Python number beside NumPy's scalar takes its type
@@ -487,7 +539,8 @@ def _scalar_math(result, value, self, other, operation, kinds, reflected):
         scalar_math(result, operation, nan_only)
         return
     a, b = memory(self)[()], memory(other)[()] if wrapped(other) else other
-    put_right(result, operation, *((b, a) if reflected else (a, b)), nan_only=nan_only)
+    put_right(result, operation, *((b, a) if reflected else (a, b)), nan_only=nan_only,
+              events=events)
 
 
 def put_nan_right(result, self, other, ufunc, reflected):
@@ -572,16 +625,17 @@ _SCALAR_POWERS = {(type(e), e): functools.partial(lambda a, e: a ** e, e=e) for 
 scalar math gives where the engine's value came from a ufunc of one operand."""
 
 
-def put_right(result, operation, *scalars, nan_only=False):
+def put_right(result, operation, *scalars, nan_only=False, events=False):
     """The traced or dual ``result`` of NumPy's scalars ``scalars`` with the value NumPy's
     scalar math gives, ``operation(*scalars)``, where the ufunc loop that computed it (and
     the record, the partials) rounded otherwise, or (``nan_only``) took the other NaN; a
-    replay computes it so too."""
+    replay computes it so too. With ``events``, the loop ran without raising its events, and
+    ``operation`` raises NumPy's scalar math's."""
     value = getattr(result, "value", None)
     if type(value) is not np.ndarray or value.dtype.kind not in "fc" or value.ndim:
         return
     scalar_math(result, operation, nan_only)
-    if np.isfinite(value):
+    if events or np.isfinite(value):
         exact = np.asarray(operation(*scalars), value.dtype)
     else:  # the loop warned of the events NumPy's scalar math warns of, once (x[0] * inf)
         with np.errstate(all="ignore"):
@@ -744,6 +798,10 @@ class ArrayMethods(Tracer):
     # isinstance(x, np.ndarray), isinstance(x[0], float) answer as of NumPy's values
     __class__ = property(lambda self: shown_class(self, numpy_class))
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        array_methods_only(cls)  # (the engines' own: Traced.astype)
+
     shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
         "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
         "x = x.reshape(...)."))
@@ -804,9 +862,13 @@ class ArrayMethods(Tracer):
         return None
 
     def __len__(self):
+        if stands_for_scalar(self):  # (Python's error of NumPy's scalar, or of its float)
+            raise TypeError(f"object of type '{_type_name(self)}' has no len()")
         return len(self.value)
 
     def __iter__(self):
+        if stands_for_scalar(self):
+            raise TypeError(f"'{_type_name(self)}' object is not iterable")
         return (self[i] for i in range(len(self.value)))
 
     # What Python reads of the value without converting it (a string, a hash, a truth): as
@@ -1173,6 +1235,13 @@ def _parts_of_one_another(a, b):
         and a.itemsize == 2 * b.itemsize
 
 
+def _type_name(x):
+    """The name Python's errors give the class of what NumPy would hand the program for ``x``
+    (``numpy.float64``, ``float``)."""
+    kind = numpy_class(x)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+
+
 def numpy_class(x):
     """The class of what NumPy would hand the program for traced or dual ``x``, which its
     ``__class__`` shows the user's code (``allocation.shown_class``): a Python number's where
@@ -1227,9 +1296,47 @@ def _scalar_method(v, name):
     return getattr(v, name)
 
 
+ARRAY_ONLY = frozenset(name for name in dir(np.ndarray)
+                       if not name.startswith("_") and not hasattr(float, name))
+"""ndarray methods a Python float lacks (``sum``, ``reshape``, ``item``)."""
+
+
+class ArrayMethod:
+    """An ndarray method ``name`` of traced and dual values, which a value standing for a
+    Python number (``weak``: a float argument, ``x.item()``) lacks, as Python's float does:
+    reading it there is Python's ``AttributeError`` (so ``hasattr(k, "sum")`` is False and
+    ``sum(v.sum() for v in [u, k])`` fails as in NumPy), for the program's code and NumPy's
+    (whose ``np.round(k)`` then takes the path it takes for a float); mutad's own code reads
+    it."""
+
+    __slots__ = ("__func__", "name")  # (__func__: the function, as a method's)
+
+    def __init__(self, method, name):
+        self.__func__ = method
+        self.name = name
+
+    def __get__(self, x, kind=None):
+        if x is None:
+            return self.__func__
+        if getattr(x, "weak", False) is True and str(sys._getframe(1).f_globals.get(
+                "__name__")).partition(".")[0] != "mutad":
+            raise AttributeError(
+                f"'{numpy_class(x).__name__}' object has no attribute '{self.name}'")
+        return types.MethodType(self.__func__, x)
+
+
+def array_methods_only(cls):
+    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s."""
+    for name in ARRAY_ONLY.intersection(vars(cls)):
+        method = vars(cls)[name]
+        if inspect.isfunction(method):
+            setattr(cls, name, ArrayMethod(method, name))
+
+
 def _install_methods():
     for name in FORWARDED:
         setattr(ArrayMethods, name, _call(name))
+    array_methods_only(ArrayMethods)
 
 
 _install_methods()

@@ -46,7 +46,8 @@ import numpy as np
 
 from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
-from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, install_operators, put_nan_right,
+from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
+                        install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_key, records_write, text_element, numpy_scalar, refuse_records,
@@ -300,6 +301,7 @@ def install_dispatch(cls, methods):
         if type(method) is types.FunctionType:
             method.__qualname__ = f"{cls.__qualname__}.{name}"
             setattr(cls, name, method)
+    array_methods_only(cls)
 
 
 def _fast_operator(ufunc, general, reflected, scalars=False):

@@ -287,13 +287,19 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs)
     with np.errstate(invalid="ignore", divide="ignore"):
         variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
     if np.any(dof <= 0):  # NumPy's convention: its warning, and NaN
-        line = source_line(caller(skip=1))  # (the program's line, as NumPy's stacklevel)
-        if line is None:
-            warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=2)
-        else:
-            warn_at("Degrees of freedom <= 0 for slice.", RuntimeWarning, *line)
+        _degrees_of_freedom_warning("Degrees of freedom <= 0 for slice.")
         variance = np.where(dof <= 0, np.nan, variance)[()]
     return variance
+
+
+def _degrees_of_freedom_warning(message):
+    """NumPy's RuntimeWarning ``message`` (its words differ by function), at the program's
+    line, as NumPy's stacklevel puts it."""
+    line = source_line(caller(skip=2))
+    if line is None:
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+    else:
+        warn_at(message, RuntimeWarning, *line)
 
 
 @defcomposite(np.nanstd)
@@ -356,6 +362,7 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     else:
         factor = total - ddof * np.sum(weights * aweights) / total
     if factor <= 0:  # NumPy's convention: a warning, and the covariance divided by 0
+        _degrees_of_freedom_warning("Degrees of freedom <= 0 for slice")
         factor = 0.0
     x -= mean[:, None]  # in place, in x's dtype, as NumPy centres
     weighted = x.T if weights is None else (x * weights).T

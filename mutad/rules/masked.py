@@ -126,7 +126,12 @@ def _comparison(compare):
                 check = _where(mask, compare(smask, omask), check)
             if np.shape(mask) != np.shape(check):
                 mask = np.broadcast_to(mask, np.shape(check)).copy()
-        fill = None if self._fill_value is None else True
+        fill = self._fill_value
+        if fill is not None:  # (NumPy's cast to a boolean, the default where it fails)
+            try:
+                fill = _ma._check_fill_value(fill, np.bool_)
+            except (TypeError, ValueError):
+                fill = _ma._check_fill_value(None, np.bool_)
         return Masked(check, mask, fill, self._hard)
     return compared
 
@@ -185,9 +190,9 @@ class Masked:
 
     @property
     def fill_value(self):
-        if self._fill_value is None:
-            return np.ma.default_fill_value(np.empty(0, self.dtype))
-        return self._fill_value
+        if self._fill_value is None:  # (kept, as NumPy keeps it: results then take it)
+            self._fill_value = _ma._check_fill_value(None, self.dtype)
+        return self._fill_value[()]  # (NumPy's scalar)
 
     @fill_value.setter
     def fill_value(self, value):
@@ -701,14 +706,15 @@ def _wrapped_ufunc(ufunc, inputs):
         result = ufunc(*(_data(a) for a in inputs))
     m = functools.reduce(_mask_or, [_mask_array(a) for a in inputs])
     domain = _ma.ufunc_domain.get(ufunc)
-    like = next(a for a in inputs if type(a) is Masked)
+    like = _first_masked(*inputs)  # (whose __array_wrap__ NumPy calls)
     if domain is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
             d = np.asarray(domain(*(memory(_data(a)) for a in inputs))).astype(bool)
         # NumPy's domain of masked inputs is masked where they are, and filled with True
         d = d | m
         if np.any(d):
-            fills = _ma.ufunc_fills.get(ufunc, like.fill_value)
+            # (like.fill_value only where the ufunc has none: reading it sets NumPy's array's)
+            fills = _ma.ufunc_fills[ufunc] if ufunc in _ma.ufunc_fills else like.fill_value
             fill = fills[-1] if isinstance(fills, tuple) else fills
             result = _where(d, np.asarray(fill, result.dtype), result)
             m = m | d
@@ -718,13 +724,17 @@ def _wrapped_ufunc(ufunc, inputs):
         else result
 
 
+def _first_masked(*operands):
+    """The operand a result takes its fill value from (``_update_from``): the first masked
+    array, NumPy's or a :class:`Masked`, or None."""
+    return next((x for x in operands if type(x) is Masked or isinstance(x, np.ma.MaskedArray)),
+                None)
+
+
 def _fill_of(a, b):
-    """The fill value a result takes from its operands (``_update_from``: the first masked
-    one's)."""
-    for x in (a, b):
-        if type(x) is Masked:
-            return x._fill_value
-    return None
+    """The fill value a result takes from its operands: the first masked one's."""
+    x = _first_masked(a, b)
+    return None if x is None else x._fill_value
 
 
 # ----------------------------------------------------------------------------------------------

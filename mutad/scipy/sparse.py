@@ -963,7 +963,10 @@ def _relayout(data, layout, operation, shares=False):
     numbers tells where each value goes; where it sums some (duplicates merged in a
     conversion), a constant matrix adds them. ``shares``: SciPy's result keeps ``A``'s
     stored values where they stay in place (a transpose's), else it copies them."""
-    numbered = operation(layout.probe(np.arange(1.0, layout.valid.size + 1)))
+    # (a dia matrix's slots outside it numbered too: SciPy moves the values they hold)
+    numbered = operation(layout.build(np.arange(1.0, layout.valid.size + 1).reshape(
+        layout.data_shape)) if layout.padded else layout.probe(
+        np.arange(1.0, layout.valid.size + 1)))
     ones = operation(layout.probe())
     out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
@@ -2226,6 +2229,9 @@ class TracedSparse:
         return _matrix_results(y, plain, f"A.{name}(B) of an spmatrix and a dense array")
 
     def _plus(self, other, sign, reflected=False):
+        if reflected and sign > 0 and isinstance(other, (_sparse.sparray, _sparse.spmatrix)) \
+                and other.format == "dok":  # SciPy's dok + sparse: a dok matrix
+            return _dok_plus(other, self)
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             result = self.layout.probe() + other.layout.probe()
@@ -2899,6 +2905,8 @@ class _Assembled:
 
     def copy(self):
         twin = super().copy()
+        if type(twin) is not type(self):  # (SciPy's copy is of SciPy's own class)
+            twin = type(self)(twin)
         object.__setattr__(twin, "entries", dict(self.entries))
         return twin
 
@@ -2958,6 +2966,10 @@ class _Assembled:
 
 def _binary_assembled(name):
     def method(self, *args):
+        if name == "__add__" and self.format == "dok" and isinstance(
+                args[0], (TracedSparse, _sparse.sparray, _sparse.spmatrix)) and (
+                object.__getattribute__(self, "entries") or _followed(args[0])):
+            return _dok_plus(self, args[0])
         if object.__getattribute__(self, "entries"):
             traced = self.traced()
             if name not in _SCALINGS:  # (SciPy's lil and dok compute them as csr: -A, A ** 2)
@@ -2966,6 +2978,37 @@ def _binary_assembled(name):
         return getattr(super(_Assembled, self), name)(*args)
     method.__name__ = name
     return method
+
+
+def _dok_plus(a, b):
+    """SciPy's ``a + b`` of a dok matrix ``a`` and a sparse matrix ``b`` (``_dok_base.__add__``):
+    a dok matrix holding ``a``'s entries and, for each entry ``b`` stores, in its coo order,
+    ``a[i, j] + v`` (traced where either is)."""
+    if a.shape != b.shape:
+        raise ValueError("Matrix dimensions are not equal.")
+    plain = b.value if isinstance(b, TracedSparse) else b.traced().value \
+        if isinstance(b, _Assembled) and b.entries else b
+    if np.result_type(a.dtype, plain.dtype) != a.dtype:
+        _refuse(f"a scipy.sparse dok matrix of {a.dtype} plus one of {plain.dtype} with traced "
+                "values", "convert them to one dtype first.")
+    stored = plain.tocoo()
+    rows, cols = (np.asarray(c).tolist() for c in stored.coords)
+    if len(set(zip(rows, cols))) != len(rows):
+        _refuse("a scipy.sparse dok matrix plus one holding duplicate entries, with traced "
+                "values", "sum the duplicates first (B.sum_duplicates()).")
+    values = _lift(b).toarray() if _followed(b) else None
+    # (a constant dok matrix, made before the differentiation: SciPy's own class, copied
+    # into the one that holds traced entries)
+    new = a.copy() if isinstance(a, _Assembled) else (
+        dok_array if isinstance(a, _sparse.sparray) else dok_matrix).assembled(a, copy=True)
+    for i, j, v in zip(rows, cols, stored.data if values is None else rows):
+        value = new[i, j] + (v if values is None else values[i, j])
+        if _followed(value):
+            new[i, j] = value
+        else:  # (SciPy writes its dict: a sum of zero stays stored)
+            new.entries.pop((i, j), None)
+            dict.__setitem__(new._dict, (i, j), value)
+    return new
 
 
 for _name in ("__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__", "__radd__",
@@ -3004,8 +3047,13 @@ lil_matrix, lil_array, dok_matrix, dok_array = (
 
 
 def _lifted(name):
-    return lambda self, *args, **kwargs: _in_format_of(
-        self, name, getattr(_lift(self), name)(*args, **kwargs), args)
+    def method(self, *args, **kwargs):
+        if name == "__add__" and self.format == "dok" and not kwargs and isinstance(
+                args[0], (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
+            return _dok_plus(self, args[0])  # (SciPy's own: a dok matrix)
+        return _in_format_of(self, name, getattr(_lift(self), name)(*args, **kwargs), args)
+    method.__name__ = name
+    return method
 
 
 _SCALINGS = frozenset(("__mul__", "__rmul__", "__truediv__", "multiply", "dot"))
