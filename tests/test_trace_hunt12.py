@@ -1,0 +1,127 @@
+"""Wrong answers found in traced and forward differentiation of realistic programs, each checked
+against NumPy's own run; every one failed before its fix."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import mutad
+
+
+def _outcome(call):
+    """``call()``'s value, or its exception's type and message."""
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001 (NumPy's own, compared)
+        return type(error), str(error)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's assignment drops a value's leading length-1 axes (``x[[0, 1, 2]] = v[None]``): the
+# pullback of an advanced-index or masked write summed the cotangent onto the value's shape as
+# onto a broadcast operand's, and a cotangent with fewer axes than the value raised
+# "cannot reshape array of size 1 into shape (1,3)" where NumPy gives a value.
+
+@pytest.mark.parametrize("key", [
+    [0, 2, 4],
+    np.array([5, 1, 3]),
+    [-1, -2, -3],
+    slice(1, 4),
+])
+@pytest.mark.parametrize("shape", [(1, 3), (1, 1, 3)])
+def test_a_write_of_a_value_with_leading_length_one_axes(key, shape):
+    def f(x):
+        y = 1.5 * x
+        y[key] = np.sin(x[:3]).reshape(shape)
+        return (y * y * np.arange(1.0, 7.0)).sum()
+
+    x = np.array([0.3, -1.2, 0.7, 2.0, -0.4, 1.1])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(f)(x)
+    assert value == f(x.copy())
+    # the same program, the value written without its leading axes
+    plain = mutad.grad(lambda x: _flat_write(x, key))(x)
+    np.testing.assert_allclose(grad, plain, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), grad, rtol=1e-12, atol=1e-15)
+    assert x.tobytes() == before
+
+
+def _flat_write(x, key):
+    y = 1.5 * x
+    y[key] = np.sin(x[:3])
+    return (y * y * np.arange(1.0, 7.0)).sum()
+
+
+def test_a_scatter_into_rows_of_a_value_with_a_leading_axis():
+    def f(x):
+        y = x.reshape(2, 3).copy()
+        y[[1, 0]] = x[:3].reshape(1, 1, 3) ** 2
+        return (y * np.arange(6.0).reshape(2, 3)).sum()
+
+    x = np.array([0.5, -1.0, 2.0, 0.25, 3.0, -0.5])
+    grad = mutad.grad(f)(x)
+    # y is x[:3]**2 in both rows: d/dx_j = 2 x_j (j + j + 3)
+    expected = np.zeros(6)
+    expected[:3] = 2 * x[:3] * (np.arange(3.0) * 2 + 3)
+    np.testing.assert_allclose(grad, expected, rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------------------------
+# ``y[:2] = v`` of a value that does not broadcast to the region raised the ufunc's
+# "operands could not be broadcast together with shapes (3,) (2,)" where NumPy raises
+# "could not broadcast input array from shape (3,) into shape (2,)" (and np.copyto likewise);
+# forward mode's ``np.multiply(a, b, out=y)`` raised np.broadcast_to's wording of the tangent's
+# broadcast where NumPy's ufunc raises its own.
+
+def _assign(key, value, target=lambda x: x.copy()):
+    def f(x):
+        y = target(x)
+        y[key] = value(x)
+        return y.sum()
+    return f
+
+
+@pytest.mark.parametrize("f", [
+    _assign(slice(0, 2), lambda x: x[:3]),
+    _assign(slice(0, 3), lambda x: x.reshape(2, 3)),
+    _assign(slice(0, 2), lambda x: x[:3], lambda x: np.zeros(6)),
+    _assign((0,), lambda x: x[:2], lambda x: x.reshape(2, 3).copy()),
+    _assign((slice(None), 0), lambda x: x[:2].reshape(2, 1), lambda x: x.reshape(2, 3).copy()),
+    _assign(slice(0, 2), lambda x: [x[0], x[1], x[2]]),
+    lambda x: (lambda y: (np.copyto(y, x[:3]), y.sum())[1])(x[:2].copy()),
+    lambda x: (lambda y: (np.multiply(x[:3], 2.0, out=y), y.sum())[1])(np.zeros(2)),
+    lambda x: (lambda y: (np.multiply(x[:3], 2.0, out=y), y.sum())[1])(x[:2].copy()),
+])
+def test_an_assignment_that_does_not_broadcast_raises_numpys_error(f):
+    x = np.arange(6.0)
+    expected = _outcome(lambda: f(x.copy()))
+    assert expected[0] is ValueError
+    assert _outcome(lambda: mutad.value_and_grad(f)(x)) == expected
+    assert _outcome(lambda: mutad.jvp(f, (x,), (np.ones(6),))) == expected
+    assert np.array_equal(x, np.arange(6.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# The symmetry check of eigh, eigvalsh and cholesky subtracted the matrix's transpose from it
+# and warned "invalid value encountered in subtract" of an infinite diagonal (inf - inf), where
+# NumPy's eigvalsh warns of nothing.
+
+@pytest.mark.parametrize("f", [
+    lambda a: np.linalg.eigvalsh(a).sum(),
+    lambda a: np.linalg.eigh(a)[0].sum(),
+    lambda a: np.linalg.eigvalsh(a + 0j).sum(),
+])
+def test_the_symmetry_check_of_an_infinite_matrix_warns_of_nothing(f):
+    a = np.array([[np.inf, 1.0], [1.0, 2.0]])
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        f(a)
+    assert not heard
+    for call in (lambda: mutad.value_and_grad(f)(a), lambda: mutad.jvp(f, (a,), (np.eye(2),))):
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            call()
+        assert [str(w.message) for w in heard
+                if ", in the gradient" not in str(w.message)
+                and ", in a tangent" not in str(w.message)] == []
