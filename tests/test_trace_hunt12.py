@@ -125,3 +125,26 @@ def test_the_symmetry_check_of_an_infinite_matrix_warns_of_nothing(f):
         assert [str(w.message) for w in heard
                 if ", in the gradient" not in str(w.message)
                 and ", in a tangent" not in str(w.message)] == []
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ptp is NumPy's ufunc np.subtract of the maximum and the minimum, whose overflow NumPy words
+# "overflow encountered in subtract"; the rule subtracted NumPy's scalars by Python's operator,
+# whose scalar math says "in scalar subtract".
+
+@pytest.mark.parametrize("f", [lambda x: np.ptp(x), lambda x: np.ptp(x.reshape(2, 2), axis=1).sum()])
+def test_the_overflow_of_a_peak_to_peak_range_is_worded_as_numpys(f):
+    x = np.array([1e308, -1e308, 1e308, -1e308])
+
+    def heard(call):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = call()
+        return value, [str(w.message) for w in caught if ", in the gradient" not in str(w.message)
+                       and ", in a tangent" not in str(w.message)]
+
+    expected, messages = heard(lambda: f(x))
+    assert messages == ["overflow encountered in subtract"]
+    value, heard_traced = heard(lambda: mutad.value_and_grad(f)(x)[0])
+    assert heard_traced == messages and value == expected and type(value) is type(expected)
+    assert heard(lambda: mutad.jvp(f, (x,), (np.ones(4),))[0])[1] == messages
