@@ -246,11 +246,11 @@ def numpy_matrix_power_jvp(tangents, a, n):
 @defrule(np.linalg.lstsq, leading=2)
 def numpy_lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
-    p, pinv_back = numpy_pinv(a)
     is_vector = np.ndim(b) == 1
 
     def back(dys):
         dx, dresiduals, _, ds = dys
+        p, pinv_back = numpy_pinv(a)  # (here: its events are the gradient's, not NumPy's)
         dx2 = dx[:, None] if is_vector else dx
         x2 = x[:, None] if is_vector else x
         b2 = b[:, None] if is_vector else b
