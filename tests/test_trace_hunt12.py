@@ -148,3 +148,51 @@ def test_the_overflow_of_a_peak_to_peak_range_is_worded_as_numpys(f):
     value, heard_traced = heard(lambda: mutad.value_and_grad(f)(x)[0])
     assert heard_traced == messages and value == expected and type(value) is type(expected)
     assert heard(lambda: mutad.jvp(f, (x,), (np.ones(4),))[0])[1] == messages
+
+
+# ----------------------------------------------------------------------------------------------
+# Events of what a rule computes beside NumPy's value are not NumPy's: np.linalg.lstsq's rule
+# computed the pseudo-inverse its gradient reads as the value was computed, and its underflow
+# at a tiny matrix was reported as the program's event (an extra warning; under
+# np.errstate(all="raise") an error where NumPy gives a value); np.linalg.eigvals' check for
+# repeated eigenvalues squared the entries of a matrix of 1e300s ("overflow encountered in
+# square"), and that overflow made every pair of its eigenvalues repeated.
+
+def _of_the_program(call):
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        value = call()
+    return value, [str(w.message) for w in heard if ", in the gradient" not in str(w.message)]
+
+
+def test_the_pseudo_inverse_of_a_least_squares_gradient_is_the_gradients():
+    f = lambda a: np.linalg.lstsq(a, np.ones(2), rcond=None)[0].sum()
+    a = np.array([[1e-320, 0.0], [0.0, 1e-320]])
+    expected, heard = _of_the_program(lambda: f(a))
+    (value, _), heard_traced = _of_the_program(lambda: mutad.value_and_grad(f)(a))
+    assert heard_traced == heard == [] and value == expected
+    with np.errstate(all="raise"):
+        f(a)
+        with pytest.raises(FloatingPointError, match="in the gradient of np.linalg.lstsq"):
+            mutad.value_and_grad(f)(a)
+
+
+def test_the_eigenvalues_of_a_matrix_of_huge_entries():
+    f = lambda a: np.abs(np.linalg.eigvals(a))[1] - np.abs(np.linalg.eigvals(a))[0]
+    a = np.array([[1e300, 2e300], [0.5e300, 1e300]])
+    (value, grad), heard = _of_the_program(lambda: mutad.value_and_grad(f)(a))
+    assert heard == _of_the_program(lambda: f(a))[1] == [] and value == f(a)
+    np.testing.assert_allclose(grad, mutad.grad(f)(a / 1e300), rtol=1e-12)  # f is homogeneous
+
+
+# ----------------------------------------------------------------------------------------------
+# jacfwd of a function with an integer output (an index beside the values) raised Python's
+# "TypeError: 'NoneType' object is not subscriptable" from the batched pass, whose integer
+# output has no tangent, where jacrev raises the NonScalarOutputError that names it.
+
+@pytest.mark.parametrize("f", [lambda x: (x * 2, np.argmax(x)), lambda x: np.argmax(x)])
+def test_a_forward_jacobian_of_an_integer_output_is_refused_by_name(f):
+    x = np.array([0.5, 2.0, 1.0])
+    for jacobian in (mutad.jacfwd, mutad.jacrev):
+        with pytest.raises(mutad.errors.NonScalarOutputError, match="not int64"):
+            jacobian(f)(x)
