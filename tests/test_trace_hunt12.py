@@ -196,3 +196,28 @@ def test_a_forward_jacobian_of_an_integer_output_is_refused_by_name(f):
     for jacobian in (mutad.jacfwd, mutad.jacrev):
         with pytest.raises(mutad.errors.NonScalarOutputError, match="not int64"):
             jacobian(f)(x)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.linalg.solve of an ill-conditioned matrix warns once (LinAlgWarning); its derivative
+# solves with the same matrix, and warned the same again, in both modes.
+
+@pytest.mark.parametrize("assume_a", [None, "pos", "sym"])
+def test_an_ill_conditioned_solve_warns_once(assume_a):
+    import scipy.linalg
+
+    def f(a):
+        return scipy.linalg.solve(a, np.ones(2), assume_a=assume_a).sum()
+
+    a = np.array([[1.0, 2.0], [2.0, 4.0 + 1e-15]])
+
+    def warned(call):
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            call()
+        return [(w.category, str(w.message)) for w in heard]
+
+    expected = warned(lambda: f(a))
+    assert [category for category, _ in expected] == [scipy.linalg.LinAlgWarning]
+    assert warned(lambda: mutad.value_and_grad(f)(a)) == expected
+    assert warned(lambda: mutad.jvp(f, (a,), (np.eye(2),))) == expected
