@@ -722,6 +722,12 @@ def _fits(ufunc, primals, target, kwargs):
     to the target's shape, before its tangent is written (whose broadcast would word the error
     otherwise): the write itself raises it."""
     shape = target.shape
+    for p in primals:  # (the common case first: operands of the target's shape, or numbers)
+        given = getattr(p, "shape", ())
+        if given != shape and given != ():
+            break
+    else:
+        return
     try:
         if np.broadcast_shapes(*[np.shape(p) for p in primals], shape) == shape:
             return
