@@ -715,7 +715,7 @@ def _fits(value, shape):
     if type(value) is float or type(value) is int:
         return
     given = value.shape if hasattr(value, "shape") else np.shape(value)
-    if given == shape:
+    if given == shape or given == ():
         return
     try:
         if np.broadcast_shapes(given, shape) == shape:
