@@ -768,7 +768,9 @@ def _columns_in_batches(args, i, size, run, start=0, stop=None):
             batch = run(tuple(tangents), count)
         except Exception:
             return None
-        columns.extend([leaf[b] for leaf in batch] for b in range(count))
+        # (an integer output has no tangent, None: refused by name once f's value is known)
+        columns.extend([None if leaf is None else leaf[b] for leaf in batch]
+                       for b in range(count))
     return columns
 
 

@@ -46,12 +46,15 @@ def short(value):
 
 
 def unbroadcast(g, shape):
-    """Sum ``g`` over the axes along which an input of ``shape`` was broadcast."""
+    """Sum ``g`` over the axes along which an input of ``shape`` was broadcast (``shape`` may
+    have more axes than ``g``, each of length 1: ``x[[0, 1]] = v[None]``)."""
     if g.shape == shape:
         return g
     lead = g.ndim - len(shape)
-    if lead:
+    if lead > 0:
         g = g.sum(axis=tuple(range(lead)))
+    elif lead:  # an assigned value's leading length-1 axes, which NumPy's assignment drops
+        g = g.reshape((1,) * -lead + g.shape)
     stretched = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
     if stretched:
         g = g.sum(axis=stretched, keepdims=True)

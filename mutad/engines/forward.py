@@ -717,6 +717,25 @@ def _write_tangent(rule, target, position, over, traced, y, given, tangents, ori
             np.add(t, term, out=t)
 
 
+def _fits(ufunc, primals, target, kwargs):
+    """Raise NumPy's error for ``ufunc(*primals, out=target)`` whose operands do not broadcast
+    to the target's shape, before its tangent is written (whose broadcast would word the error
+    otherwise): the write itself raises it."""
+    shape = target.shape
+    for p in primals:  # (the common case first: operands of the target's shape, or numbers)
+        given = getattr(p, "shape", ())
+        if given != shape and given != ():
+            break
+    else:
+        return
+    try:
+        if np.broadcast_shapes(*[np.shape(p) for p in primals], shape) == shape:
+            return
+    except ValueError:
+        pass
+    ufunc(*primals, out=target, **kwargs)
+
+
 def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
                        originals=None):
     """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
@@ -742,6 +761,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         ufunc(*primals, out=target.value, **kwargs)
         y = target.value
     else:
+        _fits(ufunc, primals, target.value, kwargs)
         y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
     with tangent_errors(level):
         _write_tangent(rule, target, position, over, traced, y, given, tangents, originals)

@@ -539,6 +539,7 @@ def setitem(x, key, value):
             region = x.value[index]
         else:
             value = _without_leading_ones(value, region.ndim)
+            _fits(value, region.shape)
         if type(value) is Traced and value.buffer is x.buffer and value.tape is tape \
                 and same_region(value.value, region):
             return  # `x[k] += v` ends by assigning the updated view onto itself: nothing to do
@@ -706,6 +707,25 @@ def _without_leading_ones(value, ndim):
     while len(shape) - drop > ndim and shape[drop] == 1:
         drop += 1
     return np.reshape(value, shape[drop:]) if drop else value
+
+
+def _fits(value, shape):
+    """Raise NumPy's error for an assigned ``value`` (its leading length-1 axes dropped) that
+    does not broadcast to the ``shape`` of its target (``x[:2] = v[:3]``), which the
+    elementwise write would word as a ufunc's: NumPy's own assignment raises it, between
+    arrays of the two shapes that hold no memory of their own."""
+    if type(value) is float or type(value) is int:
+        return
+    given = value.shape if hasattr(value, "shape") else np.shape(value)
+    if given == shape or given == ():
+        return
+    try:
+        if np.broadcast_shapes(given, shape) == shape:
+            return
+    except ValueError:
+        pass
+    target = np.lib.stride_tricks.as_strided(np.empty(1, np.bool_), shape, (0,) * len(shape))
+    target[...] = np.broadcast_to(np.False_, given)
 
 
 def _scatter(tape, x, key, value):

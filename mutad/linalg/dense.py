@@ -12,6 +12,8 @@ rules hold (``holomorphic``); slogdet, pinv and lstsq are written in mutad's con
 values.
 """
 
+import warnings
+
 import numpy as np
 import scipy.linalg as _linalg
 
@@ -246,11 +248,11 @@ def numpy_matrix_power_jvp(tangents, a, n):
 @defrule(np.linalg.lstsq, leading=2)
 def numpy_lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
-    p, pinv_back = numpy_pinv(a)
     is_vector = np.ndim(b) == 1
 
     def back(dys):
         dx, dresiduals, _, ds = dys
+        p, pinv_back = numpy_pinv(a)  # (here: its events are the gradient's, not NumPy's)
         dx2 = dx[:, None] if is_vector else dx
         x2 = x[:, None] if is_vector else x
         b2 = b[:, None] if is_vector else b
@@ -437,6 +439,14 @@ def _check_symmetric(a, assume_a, name):
     require_symmetric(a, name)
 
 
+def _solve_again(a, b, lower, assume_a, transposed):
+    """``solve`` with the matrix of a call already made, for its derivative: SciPy's
+    ``LinAlgWarning`` of an ill-conditioned matrix is that call's, issued once, as SciPy's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _linalg.LinAlgWarning)
+        return solve(a, b, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
+
+
 @solve.rule
 def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                 assume_a=None, transposed=False):
@@ -445,8 +455,7 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
 
     def back(dx):
         # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
-        db = solve(a, dx, lower, check_finite=False, assume_a=assume_a,
-                   transposed=not transposed)
+        db = _solve_again(a, dx, lower, assume_a, not transposed)
         dm = -times_transpose(db, x)
         return _on_read_entries(transpose(dm) if transposed else dm, assume_a), db
 
@@ -465,7 +474,7 @@ def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False
         da = _on_read_entries(da, assume_a)
         dm_x = product_times(np.matmul, transpose(da) if transposed else da, x)
         rhs = -dm_x if rhs is None else rhs - dm_x
-    return x, solve(a, rhs, lower, check_finite=False, assume_a=assume_a, transposed=transposed)
+    return x, _solve_again(a, rhs, lower, assume_a, transposed)
 
 
 def _diagonal_inverse_keeps_off_diagonal():

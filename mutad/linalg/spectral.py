@@ -143,12 +143,14 @@ def repeated_pairs(values, size=None):
     complex, a plain array) are equal within rounding (``REPEATED_ULPS``; ``size``: the
     matrix's larger dimension, n = the number of values by default)."""
     n = values.shape[-1]
-    scale = np.max(np.abs(values), axis=-1, initial=0.0)[..., None, None]
-    limit = REPEATED_ULPS * (size or n) * np.finfo(values.dtype).eps * scale
-    # (none where a value is infinite or NaN: the bound is then no bound, and that matrix's
-    # derivative is not finite anyway, which must not refuse the other matrices of a stack)
-    close = np.abs(values[..., None, :] - values[..., :, None]) <= np.where(
-        np.isfinite(scale), limit, -1.0)
+    with np.errstate(all="ignore"):  # (a decision: its events, inf - inf, are not f's)
+        scale = np.max(np.abs(values), axis=-1, initial=0.0)[..., None, None]
+        limit = REPEATED_ULPS * (size or n) * np.finfo(values.dtype).eps * scale
+        # (none where a value is infinite or NaN: the bound is then no bound, and that
+        # matrix's derivative is not finite anyway, which must not refuse the other matrices
+        # of a stack)
+        close = np.abs(values[..., None, :] - values[..., :, None]) <= np.where(
+            np.isfinite(scale), limit, -1.0)
     return close & ~np.eye(n, dtype=bool, like=values)
 
 
@@ -473,14 +475,19 @@ def general_repeated_pairs(a, w, v):
     1 ± 1e-8, with κ near 1e8): the bound joins it, which ``require_diagonalizable`` then
     refuses; and ‖A‖, not max|w|, so that a nilpotent matrix's zeros count."""
     n = w.shape[-1]
-    try:
-        kappa = np.linalg.norm(np.linalg.inv(v), axis=-1)
-    except np.linalg.LinAlgError:  # V singular: every eigenvalue ill-determined
-        kappa = np.full(w.shape, np.inf)
-    scale = np.sqrt(np.sum(np.abs(a) ** 2, axis=(-2, -1)))[..., None, None]
-    limit = (REPEATED_ULPS * n * np.finfo(w.dtype).eps * scale
-             * np.maximum(kappa[..., :, None], kappa[..., None, :]))
-    close = np.abs(w[..., None, :] - w[..., :, None]) <= limit
+    with np.errstate(all="ignore"):  # (a decision: its events are not f's)
+        try:
+            kappa = np.linalg.norm(np.linalg.inv(v), axis=-1)
+        except np.linalg.LinAlgError:  # V singular: every eigenvalue ill-determined
+            kappa = np.full(w.shape, np.inf)
+        # ‖A‖_F scaled by the largest |a_ij|, whose squares would overflow past 1e154
+        magnitude = np.abs(a)
+        largest = np.max(magnitude, axis=(-2, -1), keepdims=True)
+        scale = largest * np.sqrt(np.sum((magnitude / np.where(largest > 0, largest, 1.0)) ** 2,
+                                         axis=(-2, -1), keepdims=True))
+        limit = (REPEATED_ULPS * n * np.finfo(w.dtype).eps * scale
+                 * np.maximum(kappa[..., :, None], kappa[..., None, :]))
+        close = np.abs(w[..., None, :] - w[..., :, None]) <= limit
     return close & ~np.eye(n, dtype=bool, like=w)
 
 

@@ -162,9 +162,12 @@ def one_triangle(a, lower, name):
 
 
 def _symmetric(a):
-    """Whether the real matrix ``a`` is symmetric up to rounding (:func:`require_symmetric`)."""
-    scale = np.max(np.abs(a), initial=0.0)
-    return not np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale
+    """Whether the real matrix ``a`` is symmetric up to rounding (:func:`require_symmetric`);
+    one whose infinities (inf - inf) or NaNs leave it undecided counts as symmetric. The
+    check's own floating-point events are not the program's: none is reported."""
+    with np.errstate(all="ignore"):
+        scale = np.max(np.abs(a), initial=0.0)
+        return not np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * scale
 
 
 def require_symmetric(a, name):
@@ -174,9 +177,11 @@ def require_symmetric(a, name):
     leaves a computed symmetric matrix (B @ B.T) asymmetric by a few ulps: that passes. A
     complex matrix must be Hermitian (its diagonal real), its rule having the Hermitian
     gradient."""
-    scale = np.max(np.abs(a), initial=0.0)
     if np.iscomplexobj(a):
-        if np.max(np.abs(a - np.conjugate(transpose(a))), initial=0.0) > 1e-8 * scale:
+        with np.errstate(all="ignore"):  # (as ``_symmetric``'s)
+            scale = np.max(np.abs(a), initial=0.0)
+            asymmetry = np.max(np.abs(a - np.conjugate(transpose(a))), initial=0.0)
+        if asymmetry > 1e-8 * scale:
             raise UnsupportedOperationError(
                 f"{name} of a complex matrix that is not Hermitian: it reads one triangle, and "
                 "mutad gives the Hermitian gradient, the derivative along Hermitian "

@@ -349,7 +349,7 @@ def ptp(a, axis=None, *, keepdims=False):
         return (share_among_extremes(dy, top_ties, axis, keepdims)
                 - share_among_extremes(dy, bottom_ties, axis, keepdims),)
 
-    return top - bottom, back
+    return np.subtract(top, bottom), back  # (NumPy's ufunc: "overflow encountered in subtract")
 
 
 @defjvp(np.ptp, leading=1)
@@ -357,7 +357,7 @@ def ptp_jvp(tangents, a, axis=None, *, keepdims=False):
     da = tangents[0]
     top = np.max(a, axis=axis, keepdims=keepdims)
     bottom = np.min(a, axis=axis, keepdims=keepdims)
-    return top - bottom, (mean_over_extremes(da, a, top, axis, keepdims)
+    return np.subtract(top, bottom), (mean_over_extremes(da, a, top, axis, keepdims)
                           - mean_over_extremes(da, a, bottom, axis, keepdims))
 
 
