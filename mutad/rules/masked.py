@@ -810,6 +810,18 @@ def _masked_invalid(a, copy=True):
     return made
 
 
+def _fix_invalid(a, mask=NOMASK, copy=True, fill_value=None):
+    """np.ma.fix_invalid's code: the elements that are not finite masked, and their data
+    replaced by the fill value."""
+    made = _new(np.ma.MaskedArray, a, copy=copy, mask=mask)
+    invalid = np.logical_not(np.isfinite(made.data))
+    if not invalid.any():
+        return made
+    made.mask = np.logical_or(made.mask, invalid)
+    made.data[invalid] = made.fill_value if fill_value is None else fill_value
+    return made
+
+
 def _comparing(compare):
     """``masked_less`` and its kind: ``masked_where(compare(x, value), x)`` (np.ma's
     comparison of a masked ``x``: its data's, masked elements kept masked by masked_where)."""
@@ -960,6 +972,7 @@ CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__)
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
         (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),
+        (np.ma.fix_invalid, _fix_invalid),
         (np.ma.masked_less, _comparing(np.less)),
         (np.ma.masked_less_equal, _comparing(np.less_equal)),
         (np.ma.masked_greater, _comparing(np.greater)),

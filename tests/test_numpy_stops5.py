@@ -1,0 +1,191 @@
+"""NumPy programs that stopped with an error where NumPy gives a value: each checked as
+``test_scipy_stops.check`` does (NumPy's value bit for bit, reverse mode, forward mode and a
+replay against central differences, the caller's arrays unchanged)."""
+
+import numpy as np
+import pytest
+
+import mutad
+from test_scipy_stops import check
+
+X = np.array([0.3, -0.7, 1.1, 0.4])
+P = np.array([0.5, 1.2, 0.8, 2.0])
+
+
+def check_hessian(f, x, h=1e-5, rtol=1e-5, atol=1e-6):
+    """``mutad.hessian(f, x)`` against central differences of the gradient; ``x`` unchanged."""
+    before = x.tobytes()
+    hessian = mutad.hessian(f, x)
+    assert x.tobytes() == before
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = h
+        e = e.reshape(x.shape)
+        column = (mutad.gradient(f, x + e)[0] - mutad.gradient(f, x - e)[0]) / (2 * h)
+        np.testing.assert_allclose(hessian.reshape(x.size, x.size)[:, k], column.ravel(),
+                                   rtol=rtol, atol=atol)
+
+
+# ----------------------------------------------------------------------------------------------
+# Draws of np.random's generators with traced parameters: the continuous ones NumPy's C code
+# computes from standard numbers by a formula (Laplace, logistic, Gumbel, Rayleigh, Weibull,
+# Pareto, gamma's scale, triangular) are that formula of the same standard numbers; the draws
+# of integers (Poisson, binomial, ...) are NumPy's, of the parameters' values, without a
+# derivative
+
+def _generator():
+    return np.random.default_rng(7)
+
+
+def _legacy():
+    return np.random.RandomState(7)
+
+
+CONTINUOUS = [
+    lambda g, x: g.laplace(loc=x, scale=x),
+    lambda g, x: g.laplace(x[0], 2.0, size=5),
+    lambda g, x: g.logistic(x, 1.0 + x),
+    lambda g, x: g.gumbel(x, x),
+    lambda g, x: g.gumbel(scale=x[1]),
+    lambda g, x: g.rayleigh(scale=x),
+    lambda g, x: g.weibull(x),
+    lambda g, x: g.weibull(x + 1.0),
+    lambda g, x: g.pareto(x + 1.0),
+    lambda g, x: g.gamma(2.0, scale=x),
+    lambda g, x: g.gamma(np.array([0.5, 1.0, 2.0, 3.0]), x),
+    lambda g, x: g.gamma(3.0, x[0], size=(2, 3)),
+    lambda g, x: g.triangular(0.0, x, x + 1.0),
+    lambda g, x: g.triangular(x[0], x[1], 3.0),
+]
+
+
+@pytest.mark.parametrize("make", [_generator, _legacy], ids=["Generator", "RandomState"])
+@pytest.mark.parametrize("draw", CONTINUOUS)
+def test_continuous_draws_of_traced_parameters(draw, make):
+    check(lambda x: np.sum(draw(make(), x) ** 2), P)
+
+
+def test_a_draw_of_scalar_parameters():
+    def f(x):
+        y = np.random.default_rng(1).laplace(x[0], x[1])
+        assert np.ndim(y) == 0
+        return y * x[2]
+    check(f, P)
+
+
+def test_draws_of_module_functions_with_traced_parameters():
+    def f(x):
+        np.random.seed(3)
+        return np.sum(np.random.laplace(x, 0.5)) + np.sum(np.random.gumbel(scale=x)) \
+            + np.random.weibull(x[0])
+    check(f, P)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda g, x: g.poisson(x * 3),
+    lambda g, x: g.poisson(lam=x, size=(3, 4)),
+    lambda g, x: g.binomial(10, x / 3),
+    lambda g, x: g.negative_binomial(5, x / 3),
+    lambda g, x: g.geometric(p=x / 3),
+    lambda g, x: g.multinomial(20, x / np.sum(x)),
+])
+def test_draws_of_integers_by_traced_parameters(draw):
+    def f(x):
+        k = draw(np.random.default_rng(2), x)
+        assert k.dtype.kind == "i"
+        return np.sum(k * x[:k.shape[-1]] ** 2)
+    check(f, P)
+
+
+def test_draws_of_integers_by_traced_parameters_in_a_replay():
+    """The integers a replay recorded are those of the values it recorded with: it traces a
+    call whose draw depends on them."""
+    def f(x):
+        return np.sum(np.random.default_rng(0).poisson(x * 40) * x)
+    replayed = mutad.grad(f, replay=True)
+    for x in (P, P * 1.5, P * 0.25):
+        k = np.random.default_rng(0).poisson(x * 40)
+        np.testing.assert_array_equal(replayed(x), k)
+
+
+@pytest.mark.parametrize("draw", [
+    lambda g, x: g.gamma(x),
+    lambda g, x: g.gamma(shape=x, scale=2.0),
+])
+def test_draws_by_a_traced_shape_are_refused(draw):
+    with pytest.raises(mutad.MutadError, match="by rejection"):
+        mutad.gradient(lambda x: np.sum(draw(np.random.default_rng(0), x)), P)
+
+
+def test_a_draw_by_a_shape_without_derivative():
+    """The derivative by the scale alone: the standard draw."""
+    (g,) = mutad.gradient(
+        lambda x: np.sum(np.random.default_rng(0).gamma(mutad.stop_gradient(x), x)), P)
+    np.testing.assert_array_equal(g, np.random.default_rng(0).standard_gamma(P))
+
+
+def test_second_derivatives_of_draws():
+    check_hessian(lambda x: np.sum(np.random.default_rng(0).gumbel(x, x ** 2)), P)
+    check_hessian(lambda x: np.sum(np.random.default_rng(0).weibull(x) * x), P)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma.fix_invalid of traced values: its elements that are not finite masked, their data
+# replaced by the fill value
+
+def _fix_invalid(x):
+    with np.errstate(invalid="ignore"):
+        m = np.ma.fix_invalid(np.sqrt(x), fill_value=0.0)
+    return float(m.sum() + m.filled(0.5).sum()) + m.data[1] * x[0]
+
+
+def _fix_invalid_of_a_mask(x):
+    with np.errstate(invalid="ignore"):
+        m = np.ma.fix_invalid(np.log(x) * x, mask=[0, 0, 1, 0], fill_value=-1.0)
+    return float(m.data @ x + m.sum())
+
+
+def _fix_invalid_of_finite_values(x):
+    m = np.ma.fix_invalid(x ** 2, copy=False)
+    return float(m.sum() + m.count())
+
+
+@pytest.mark.parametrize("f", [_fix_invalid, _fix_invalid_of_a_mask,
+                               _fix_invalid_of_finite_values])
+def test_fix_invalid(f):
+    check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# The series classes' fromroots of traced roots
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.polynomial.Polynomial.fromroots(x)(0.5),
+    lambda x: np.polynomial.Chebyshev.fromroots(x[:3], domain=[-2, 2]).coef @ [1.0, 2, 3, 4],
+    lambda x: (np.polynomial.Legendre.fromroots([x[0], 0.5, x[1]]) ** 2)(0.2),
+    lambda x: np.polynomial.Hermite.fromroots(x, window=[-2, 2], domain=[-1, 1])(0.3),
+])
+def test_fromroots_of_traced_roots(f):
+    check(f, X)
+
+
+def test_fromroots_with_the_roots_domain_is_refused():
+    with pytest.raises(mutad.MutadError, match="plain domain"):
+        mutad.gradient(lambda x: np.polynomial.Polynomial.fromroots(x, domain=None)(0.5), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.testing's assertions inside a function differentiated twice: each level's values passed on
+
+def _asserting(x):
+    y = x * 1.0
+    np.testing.assert_allclose(y, x)
+    np.testing.assert_array_less(-10, x)
+    np.testing.assert_array_equal(y[:2], x[:2])
+    return np.sum(y ** 3)
+
+
+def test_assertions_under_second_derivatives():
+    check_hessian(_asserting, X)
+    hvp = mutad.hvp(_asserting, (X,), (np.ones(4),))
+    np.testing.assert_allclose(hvp, 6 * X)
