@@ -189,3 +189,64 @@ def test_assertions_under_second_derivatives():
     check_hessian(_asserting, X)
     hvp = mutad.hvp(_asserting, (X,), (np.ones(4),))
     np.testing.assert_allclose(hvp, 6 * X)
+
+
+# ----------------------------------------------------------------------------------------------
+# Text, date and time-span arrays made in the function stand in for themselves, as integer
+# ones do: the float arrays made from them (parsed numbers, elapsed days) take traced values
+
+def _parsed_numbers_written(x):
+    w = np.array(["1.5", "2", "-3", "4e-1"]).astype(float)
+    w[2] = x[2]
+    w[:2] *= x[:2]
+    return w @ x
+
+
+def _formatted_then_parsed(x):
+    w = np.char.mod("%d", np.arange(4)).astype(float)
+    w[0] = x[0] ** 2
+    return w @ x
+
+
+def _elapsed_days_written(x):
+    t = np.array(["2024-01-01", "2024-01-03", "2024-01-04", "2024-01-08"],
+                 dtype="datetime64[D]")
+    w = (t - t[0]).astype(float)
+    w[0] = x[0]
+    return w @ x
+
+
+def _elapsed_days_divided(x):
+    t = np.arange("2024-01-01", "2024-01-09", 2, dtype="datetime64[D]")
+    w = (t - t[0]) / np.timedelta64(1, "h")
+    w[1:] += x[1:]
+    return np.sum(np.diff(w) * x[1:])
+
+
+def _strings_with_numbers(x):
+    names = np.array(["a", "bb", "ccc", "d"])
+    n = np.strings.str_len(names).astype(float)
+    n[np.char.startswith(names, "c")] = x[2]
+    return n @ x
+
+
+@pytest.mark.parametrize("f", [_parsed_numbers_written, _formatted_then_parsed,
+                               _elapsed_days_written, _elapsed_days_divided,
+                               _strings_with_numbers])
+def test_floats_of_text_and_dates_written(f):
+    check(f, X)
+
+
+def test_text_and_dates_made_in_the_function_are_numpys():
+    """What the function sees of them is NumPy's: their types, values and flags."""
+    def f(x):
+        s = np.array(["1.5", "2"])
+        t = np.arange("2024-01-01", "2024-01-03", dtype="datetime64[D]")
+        assert isinstance(s, np.ndarray) and s.dtype == np.dtype("<U3") and s.flags.owndata
+        assert str(s[0]) == "1.5" and s.tolist() == ["1.5", "2"]
+        assert t.dtype == np.dtype("datetime64[D]") and str(t[1]) == "2024-01-02"
+        assert (t - t[0]).dtype == np.dtype("timedelta64[D]")
+        s[1] = "7"
+        return x[0] * s.astype(float).sum()
+    (g,) = mutad.gradient(f, X)
+    assert g.tolist() == [8.5, 0.0, 0.0, 0.0]

@@ -692,13 +692,20 @@ def _fromiter_items(args, kwargs):
     return (y if y.dtype == np.dtype(dtype) else y.astype(dtype)), args
 
 
+SELF_STANDING = "iubUSmM"
+"""The kinds of the new arrays the mode gives as stand-ins of themselves (``_counting``):
+integers, booleans, text, dates and time spans."""
+
+
 def _counting(y, args, kwargs):
-    """Whether ``y`` is a new integer or boolean array (``np.arange(n)``), not the memory of
-    an argument: it stands in for itself (``Preexisting``), so that the floats user code
-    computes from it are followed as an allocation's are (``x = np.arange(n) * dx``, then
-    ``u = np.sin(x)`` and ``u[1:-1] += ...``), and so are the integer and boolean arrays made
-    from it (``(i % 2).astype(float)``). Its own values are NumPy's, plain."""
-    if type(y) is not np.ndarray or y.dtype.kind not in "iub":
+    """Whether ``y`` is a new integer, boolean, text or date array (``np.arange(n)``,
+    ``np.array(["1.5", "2"])``), not the memory of an argument: it stands in for itself
+    (``Preexisting``), so that the floats user code computes from it are followed as an
+    allocation's are (``x = np.arange(n) * dx``, then ``u = np.sin(x)`` and ``u[1:-1] +=
+    ...``; ``(t - t[0]) / np.timedelta64(1, "D")``, ``labels.astype(float)``), and so are the
+    arrays of those kinds made from it (``(i % 2).astype(float)``). Its own values are NumPy's,
+    plain."""
+    if type(y) is not np.ndarray or y.dtype.kind not in SELF_STANDING:
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
@@ -1430,7 +1437,7 @@ class _Constructor(_ShownType):
             return _buffer_view(y)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
-        if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
+        if buffer is None and _in_mode() and y.dtype.kind in SELF_STANDING:  # (_counting)
             return _own_stand_in(y)
         return y
 
@@ -2818,7 +2825,7 @@ def made_in(y, func, args, kwargs, caller):
         return y.view(Preexisting)
     if _in_mode() and follows_floats(y.dtype):
         return allocate(y, None if func is None else (func, args, kwargs))
-    if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
+    if _in_mode() and y.dtype.kind in SELF_STANDING:  # (an integer array from a stand-in)
         return _own_stand_in(y)
     return y
 
