@@ -250,3 +250,57 @@ def test_text_and_dates_made_in_the_function_are_numpys():
         return x[0] * s.astype(float).sum()
     (g,) = mutad.gradient(f, X)
     assert g.tolist() == [8.5, 0.0, 0.0, 0.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma.dot of masked arrays of traced values, and float() of a masked array of one element
+
+def _masked_matrix_product(x):
+    m = np.ma.array(x.reshape(2, 2), mask=[[0, 1], [0, 0]])
+    return float(np.ma.dot(m, m).sum())
+
+
+def _masked_product_with_a_vector(x):
+    m = np.ma.array(np.outer(x, x), mask=np.eye(4, dtype=bool))
+    r = np.ma.dot(m, x)
+    return float(r.sum() + r.filled(0.0) @ x)
+
+
+def _masked_product_with_masked_rows(x):
+    mask = np.array([[1, 1, 1, 1], [0, 0, 0, 0], [0, 1, 0, 1], [0, 0, 0, 0]], bool)
+    r = np.ma.dot(np.ma.array(np.outer(x, x), mask=mask), np.ma.masked_less(x, 0))
+    return float(r.sum()) + float(r.count()) + float(r.data @ x)
+
+
+def _masked_inner_product(x):
+    return float(np.ma.dot(np.ma.masked_less(x, 0), x))
+
+
+def _float_of_masked_elements(x):
+    m = np.ma.masked_less(x, 0)
+    return float(m[0]) + float(m.sum()) + float(m[2:3])
+
+
+@pytest.mark.parametrize("f", [_masked_matrix_product, _masked_product_with_a_vector,
+                               _masked_product_with_masked_rows, _masked_inner_product,
+                               _float_of_masked_elements])
+def test_masked_products_and_floats(f):
+    check(f, X)
+
+
+def test_float_of_a_masked_element_is_nan_with_numpys_warning():
+    def f(x):
+        return x[0] + 0.0 * float(np.ma.masked_less(x, 0)[1])
+    with pytest.warns(UserWarning, match="converting a masked element to nan"):
+        plain = f(X)
+    with pytest.warns(UserWarning, match="converting a masked element to nan"):
+        value, (g,) = mutad.value_and_gradient(f, X)
+    assert np.isnan(plain) and np.isnan(value)
+
+
+def test_masked_dot_with_out_is_refused():
+    def f(x):
+        m = np.ma.masked_less(x, 0).reshape(2, 2)
+        return float(np.ma.dot(m, m, strict=True).sum())
+    with pytest.raises(mutad.MutadError, match="strict=True"):
+        mutad.gradient(f, X)

@@ -1571,6 +1571,9 @@ class _PythonFloat(_ScalarType):
             if value.dtype.itemsize > 8:  # (np.longdouble's .item() is not a Python float)
                 value = value.astype(np.float64)
             return value.item()
+        if ACTIVE.running and len(args) == 1 and not kwargs and type(args[0]) in CARRIERS \
+                and hasattr(args[0], "python_float"):  # (a masked array of traced values)
+            return args[0].python_float()
         return float(*args, **kwargs)
 
 
