@@ -304,3 +304,30 @@ def test_masked_dot_with_out_is_refused():
         return float(np.ma.dot(m, m, strict=True).sum())
     with pytest.raises(mutad.MutadError, match="strict=True"):
         mutad.gradient(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.fromiter of a traced vector: the copy of the elements it reads
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(np.fromiter(x, dtype=float) ** 2),
+    lambda x: np.fromiter(x, float, count=2) @ x[:2],
+    lambda x: np.sum(np.abs(np.fromiter(x, complex, 3)) ** 2),
+    lambda x: np.sum(np.fromiter(x[::-1], np.float64, -1) * np.arange(4)),
+])
+def test_fromiter_of_a_traced_vector(f):
+    check(f, X)
+
+
+def test_fromiter_of_a_traced_vector_is_a_copy():
+    def f(x):
+        y = np.fromiter(x, float)
+        y[0] = 5.0
+        return np.sum(y) + x[0]
+    (g,) = mutad.gradient(f, X)
+    assert g.tolist() == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_fromiter_of_too_few_elements_raises_numpys_error():
+    with pytest.raises(ValueError, match="iterator too short"):
+        mutad.gradient(lambda x: np.sum(np.fromiter(x, float, count=7)), X)

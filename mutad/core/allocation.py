@@ -678,6 +678,11 @@ def _fromiter_items(args, kwargs):
     iterable, rest = args[0], args[1:]
     settings = dict(zip(("dtype", "count"), rest), **kwargs)
     dtype, count = settings.get("dtype"), settings.get("count", -1)
+    if wrapped(iterable) and np.ndim(iterable) == 1 and dtype is not None \
+            and np.dtype(dtype).kind in "fc" and isinstance(count, (int, np.integer)):
+        # a traced vector's elements (np.fromiter(x, float)): the copy of those read
+        np.fromiter(memory(iterable), *rest, **kwargs)  # (NumPy's errors: too few items)
+        return iterable[:None if count < 0 else int(count)].astype(dtype), args
     if wrapped(iterable) or isinstance(iterable, np.ndarray) or dtype is None \
             or not isinstance(count, (int, np.integer)):
         return None, args
