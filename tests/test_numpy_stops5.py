@@ -331,3 +331,27 @@ def test_fromiter_of_a_traced_vector_is_a_copy():
 def test_fromiter_of_too_few_elements_raises_numpys_error():
     with pytest.raises(ValueError, match="iterator too short"):
         mutad.gradient(lambda x: np.sum(np.fromiter(x, float, count=7)), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.array(items, dtype=object) of traced numbers: an array of those objects, as NumPy keeps
+# NumPy's scalars in an array of objects
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.array([x[0], x[1]], dtype=object).sum() * 1.0,
+    lambda x: float(np.array([[x[0], 2.0], [x[1] ** 2, x[2]]], dtype=object).prod()),
+    lambda x: np.asarray([x[0], x[1], 3], dtype=object)[2] * x[0] + np.asarray((x[2],), object)[0],
+    lambda x: sum(v * v for v in np.array([x[3], x[0]], object)),
+])
+def test_arrays_of_traced_objects(f):
+    check(f, X)
+    check_hessian(f, X)
+
+
+def test_an_array_of_traced_objects_has_numpys_shape_and_errors():
+    def f(x):
+        a = np.array([[x[0], x[1]], [x[2], 1.0]], dtype=object, order="F")
+        assert a.shape == (2, 2) and a.dtype == object and a.flags.f_contiguous
+        return a[1, 0] * a[0, 1]
+    (g,) = mutad.gradient(f, X)
+    np.testing.assert_array_equal(g, [0.0, X[2], X[1], 0.0])

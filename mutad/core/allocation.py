@@ -788,6 +788,10 @@ def builder(func, counting=True):
         dtype = kwargs.get("dtype", rest[0] if rest else None)
         if dtype is not None and np.dtype(dtype).names is not None:
             return _records(allocating, a, rest, kwargs)
+        if dtype is not None and np.dtype(dtype) == object:
+            objects = _objects_of(func, args, kwargs)
+            if objects is not None:
+                return objects
         try:
             y = _stacked(a)
         except ValueError:  # ragged: NumPy's array of objects, which holds plain numbers
@@ -998,6 +1002,32 @@ def mode_ufunc(ufunc):
 
 
 _LIBRARY_UFUNCS: dict[int, tuple[np.ufunc, _ModeUfunc]] = {}
+
+
+def _objects_of(func, args, kwargs):
+    """``np.array(items, dtype=object)`` (``asarray``, ``asanyarray``), of nested lists whose
+    items are traced numbers: the array of those objects, as NumPy keeps NumPy's scalars in an
+    array of objects (a sum of its elements is Python's, of the traced numbers). None for any
+    other call."""
+    if func not in (np.array, np.asarray, np.asanyarray) or type(args[0]) not in (list, tuple):
+        return None
+    items = list(_leaves(args[0]))
+    if any(wrapped(x) and np.ndim(x) != 0 for x in items):
+        return None  # (a traced array among them: NumPy reads it as a sequence)
+    y = func(_plain(args[0]), *args[1:], **kwargs)  # NumPy's shape, layout and errors
+    if y.size != len(items):
+        return None
+    for index, item in zip(np.ndindex(y.shape), items):
+        y[index] = item
+    return y
+
+
+def _leaves(tree):
+    if type(tree) in (list, tuple):
+        for x in tree:
+            yield from _leaves(x)
+    else:
+        yield tree
 
 
 def lists_as_arrays(args):
