@@ -111,8 +111,15 @@ def test_draws_of_integers_by_traced_parameters_in_a_replay():
 @pytest.mark.parametrize("draw", [
     lambda g, x: g.gamma(x),
     lambda g, x: g.gamma(shape=x, scale=2.0),
+    lambda g, x: g.standard_gamma(x),
+    lambda g, x: g.dirichlet(x),
+    lambda g, x: g.beta(x, 2.0),
+    lambda g, x: g.vonmises(x, 2.0),
+    lambda g, x: g.standard_t(df=x),
+    lambda g, x: g.chisquare(x),
+    lambda g, x: g.wald(x, 1.0),
 ])
-def test_draws_by_a_traced_shape_are_refused(draw):
+def test_draws_by_rejection_of_traced_parameters_are_refused(draw):
     with pytest.raises(mutad.MutadError, match="by rejection"):
         mutad.gradient(lambda x: np.sum(draw(np.random.default_rng(0), x)), P)
 

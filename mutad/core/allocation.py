@@ -3243,6 +3243,13 @@ LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0}
 SHAPED = {"standard_gamma": "shape"}
 """The standard draws of a parameter, and its name."""
 
+REJECTED = frozenset(("beta", "chisquare", "dirichlet", "f", "noncentral_chisquare",
+                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald",
+                      "power"))
+"""The draws NumPy makes by rejection or from several standard draws whose count depends on the
+parameters, which no formula of standard numbers mutad follows gives: their traced parameters
+are refused (``_rejected``)."""
+
 DECIDED = frozenset(("poisson", "binomial", "negative_binomial", "geometric", "hypergeometric",
                      "logseries", "zipf", "multinomial", "multivariate_hypergeometric",
                      "integers", "randint", "random_integers"))
@@ -3288,11 +3295,7 @@ def _reparameterised(name, generator, args, kwargs):
     if standard == _UNIFORM:
         standard = "random_sample" if legacy else "random"
     if standard in SHAPED and holds_derivative([params[0]]):
-        raise UnsupportedOperationError(
-            f"{name}() with a traced {SHAPED[standard]}: NumPy draws its numbers by "
-            f"rejection for each {SHAPED[standard]}, which no formula of standard numbers "
-            "mutad follows gives, so it has no derivative mutad computes. Pass "
-            f"mutad.stop_gradient({SHAPED[standard]}) for draws without that derivative.")
+        raise _rejected(name, f"a traced {SHAPED[standard]}", SHAPED[standard])
 
     def standard_numbers(shape):
         if standard in SHAPED:  # (the draw's parameter, as its draw broadcasts it)
@@ -3433,6 +3436,9 @@ def _drawn(draw):
             if name == "multivariate_normal":
                 return _multivariate_normal(generator, args, kwargs)
             return _reparameterised(name, generator, args, kwargs)
+        if name in REJECTED and ACTIVE.running and (
+                holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
+            raise _rejected(name)
         if name in DECIDED and ACTIVE.running and (
                 holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
             return _decided(draw, name, args, kwargs)
@@ -3539,6 +3545,15 @@ def _sampled(draw, name, args, kwargs):
     bound["a"] = np.shape(population)[axis]
     bound.pop("axis", None)
     return np.take(population, draw(**bound), axis=axis)
+
+
+def _rejected(name, what="traced parameters", parameter="p"):
+    """The refusal of a draw NumPy makes by rejection (``REJECTED``, a gamma's shape)."""
+    return UnsupportedOperationError(
+        f"{name}() with {what}: NumPy draws its numbers by rejection, or from a number of "
+        "standard draws that depends on the parameters, which no formula of standard numbers "
+        "mutad follows gives, so it has no derivative mutad computes. Pass "
+        f"mutad.stop_gradient({parameter}) for draws without that derivative.")
 
 
 def _traced_on_replay(reason):
