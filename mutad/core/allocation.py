@@ -58,8 +58,11 @@ NumPy's own functions at no cost. ``plain_allocation()`` turns the mode off in i
 mode's modules (``builtins.__import__`` is swapped too); ``np.random``'s functions, and the
 generators ``np.random.default_rng`` makes in the mode (and those made before that the function
 reaches by a name, over the same bit generator), give their float draws as constants; their
-normal, uniform, exponential and lognormal draws with traced parameters are NumPy's draws
-computed from the standard ones with the traced parameters (``_reparameterised``);
+draws with traced parameters that NumPy computes from standard numbers by a formula (normal,
+uniform, exponential, lognormal, Laplace, logistic, Gumbel, Rayleigh, Weibull, Pareto,
+triangular, gamma's scale) are NumPy's draws computed from the standard ones with the traced
+parameters (``_reparameterised``), and their draws of integers (Poisson, binomial, ...) take
+the parameters' values (``_decided``);
 Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
 those standing for floats as their numbers (``_json_default``); Python's ``float``, called by
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
@@ -675,6 +678,11 @@ def _fromiter_items(args, kwargs):
     iterable, rest = args[0], args[1:]
     settings = dict(zip(("dtype", "count"), rest), **kwargs)
     dtype, count = settings.get("dtype"), settings.get("count", -1)
+    if wrapped(iterable) and np.ndim(iterable) == 1 and dtype is not None \
+            and np.dtype(dtype).kind in "fc" and isinstance(count, (int, np.integer)):
+        # a traced vector's elements (np.fromiter(x, float)): the copy of those read
+        np.fromiter(memory(iterable), *rest, **kwargs)  # (NumPy's errors: too few items)
+        return iterable[:None if count < 0 else int(count)].astype(dtype), args
     if wrapped(iterable) or isinstance(iterable, np.ndarray) or dtype is None \
             or not isinstance(count, (int, np.integer)):
         return None, args
@@ -689,13 +697,20 @@ def _fromiter_items(args, kwargs):
     return (y if y.dtype == np.dtype(dtype) else y.astype(dtype)), args
 
 
+SELF_STANDING = "iubUSmM"
+"""The kinds of the new arrays the mode gives as stand-ins of themselves (``_counting``):
+integers, booleans, text, dates and time spans."""
+
+
 def _counting(y, args, kwargs):
-    """Whether ``y`` is a new integer or boolean array (``np.arange(n)``), not the memory of
-    an argument: it stands in for itself (``Preexisting``), so that the floats user code
-    computes from it are followed as an allocation's are (``x = np.arange(n) * dx``, then
-    ``u = np.sin(x)`` and ``u[1:-1] += ...``), and so are the integer and boolean arrays made
-    from it (``(i % 2).astype(float)``). Its own values are NumPy's, plain."""
-    if type(y) is not np.ndarray or y.dtype.kind not in "iub":
+    """Whether ``y`` is a new integer, boolean, text or date array (``np.arange(n)``,
+    ``np.array(["1.5", "2"])``), not the memory of an argument: it stands in for itself
+    (``Preexisting``), so that the floats user code computes from it are followed as an
+    allocation's are (``x = np.arange(n) * dx``, then ``u = np.sin(x)`` and ``u[1:-1] +=
+    ...``; ``(t - t[0]) / np.timedelta64(1, "D")``, ``labels.astype(float)``), and so are the
+    arrays of those kinds made from it (``(i % 2).astype(float)``). Its own values are NumPy's,
+    plain."""
+    if type(y) is not np.ndarray or y.dtype.kind not in SELF_STANDING:
         return False
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
@@ -773,6 +788,10 @@ def builder(func, counting=True):
         dtype = kwargs.get("dtype", rest[0] if rest else None)
         if dtype is not None and np.dtype(dtype).names is not None:
             return _records(allocating, a, rest, kwargs)
+        if dtype is not None and np.dtype(dtype) == object:
+            objects = _objects_of(func, args, kwargs)
+            if objects is not None:
+                return objects
         try:
             y = _stacked(a)
         except ValueError:  # ragged: NumPy's array of objects, which holds plain numbers
@@ -983,6 +1002,32 @@ def mode_ufunc(ufunc):
 
 
 _LIBRARY_UFUNCS: dict[int, tuple[np.ufunc, _ModeUfunc]] = {}
+
+
+def _objects_of(func, args, kwargs):
+    """``np.array(items, dtype=object)`` (``asarray``, ``asanyarray``), of nested lists whose
+    items are traced numbers: the array of those objects, as NumPy keeps NumPy's scalars in an
+    array of objects (a sum of its elements is Python's, of the traced numbers). None for any
+    other call."""
+    if func not in (np.array, np.asarray, np.asanyarray) or type(args[0]) not in (list, tuple):
+        return None
+    items = list(_leaves(args[0]))
+    if any(wrapped(x) and np.ndim(x) != 0 for x in items):
+        return None  # (a traced array among them: NumPy reads it as a sequence)
+    y = func(_plain(args[0]), *args[1:], **kwargs)  # NumPy's shape, layout and errors
+    if y.size != len(items):
+        return None
+    for index, item in zip(np.ndindex(y.shape), items):
+        y[index] = item
+    return y
+
+
+def _leaves(tree):
+    if type(tree) in (list, tuple):
+        for x in tree:
+            yield from _leaves(x)
+    else:
+        yield tree
 
 
 def lists_as_arrays(args):
@@ -1427,7 +1472,7 @@ class _Constructor(_ShownType):
             return _buffer_view(y)
         if buffer is None and _in_mode() and y.dtype.kind in "fc":
             return allocate(y, (np.ndarray, (shape, dtype, None, offset, strides, order), {}))
-        if buffer is None and _in_mode() and y.dtype.kind in "iub":  # as np.empty's (_counting)
+        if buffer is None and _in_mode() and y.dtype.kind in SELF_STANDING:  # (_counting)
             return _own_stand_in(y)
         return y
 
@@ -1561,6 +1606,9 @@ class _PythonFloat(_ScalarType):
             if value.dtype.itemsize > 8:  # (np.longdouble's .item() is not a Python float)
                 value = value.astype(np.float64)
             return value.item()
+        if ACTIVE.running and len(args) == 1 and not kwargs and type(args[0]) in CARRIERS \
+                and hasattr(args[0], "python_float"):  # (a masked array of traced values)
+            return args[0].python_float()
         return float(*args, **kwargs)
 
 
@@ -2815,7 +2863,7 @@ def made_in(y, func, args, kwargs, caller):
         return y.view(Preexisting)
     if _in_mode() and follows_floats(y.dtype):
         return allocate(y, None if func is None else (func, args, kwargs))
-    if _in_mode() and y.dtype.kind in "iub":  # an integer array from a stand-in stands in too
+    if _in_mode() and y.dtype.kind in SELF_STANDING:  # (an integer array from a stand-in)
         return _own_stand_in(y)
     return y
 
@@ -3150,18 +3198,69 @@ class _ModeGenerator(np.random.Generator):
     generator (the same numbers), whose float draws are arrays mutad follows (``_drawn``)."""
 
 
-REPARAMETERISED = {
-    "normal": (("loc", 0.0), ("scale", 1.0)),
-    "uniform": (("low", 0.0), ("high", 1.0)),
-    "exponential": (("scale", 1.0),),
-    "lognormal": (("mean", 0.0), ("sigma", 1.0)),
-}
-"""The draws whose parameters may be traced, with their parameters and defaults: each is a
-standard draw (of the same generator, in the same order) moved and scaled, which
-``_reparameterised`` computes with the traced parameters."""
+def _laplace(loc, scale, u):
+    return np.where(u >= 0.5, loc - scale * np.log(2.0 - u - u), loc + scale * np.log(u + u))
 
-_STANDARD = {"normal": "standard_normal", "lognormal": "standard_normal",
-             "exponential": "standard_exponential"}
+
+def _triangular(left, mode, right, u):
+    base = right - left
+    leftbase = mode - left
+    lower = u <= leftbase / base
+    # (each branch's square root of its own numbers alone, so the other's has no derivative)
+    return np.where(lower, left + np.sqrt(np.where(lower, u * (leftbase * base), 1.0)),
+                    right - np.sqrt(np.where(lower, 1.0, (1.0 - u) * ((right - mode) * base))))
+
+
+_UNIFORM = "uniform numbers"  # (a Generator's random, a RandomState's random_sample)
+_REQUIRED = object()
+
+# fmt: off
+REPARAMETERISED = {
+    # draw           parameters, (name, default)                     standard numbers        NumPy's C formula
+    "normal":      ((("loc", 0.0), ("scale", 1.0)),                  "standard_normal",      lambda loc, scale, z: loc + scale * z),
+    "uniform":     ((("low", 0.0), ("high", 1.0)),                   _UNIFORM,               lambda low, high, u: low + (high - low) * u),
+    "exponential": ((("scale", 1.0),),                               "standard_exponential", lambda scale, e: scale * e),
+    "lognormal":   ((("mean", 0.0), ("sigma", 1.0)),                 "standard_normal",      lambda mean, sigma, z: np.exp(mean + sigma * z)),
+    "laplace":     ((("loc", 0.0), ("scale", 1.0)),                  _UNIFORM,               _laplace),
+    "logistic":    ((("loc", 0.0), ("scale", 1.0)),                  _UNIFORM,               lambda loc, scale, u: loc + scale * np.log(u / (1.0 - u))),
+    "gumbel":      ((("loc", 0.0), ("scale", 1.0)),                  _UNIFORM,               lambda loc, scale, u: loc - scale * np.log(-np.log(1.0 - u))),
+    "rayleigh":    ((("scale", 1.0),),                               "standard_exponential", lambda scale, e: scale * np.sqrt(2.0 * e)),
+    "weibull":     ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: e ** (1.0 / a)),
+    "pareto":      ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: np.expm1(e / a)),
+    "gamma":       ((("shape", _REQUIRED), ("scale", 1.0)),          "standard_gamma",       lambda shape, scale, g: scale * g),
+    "triangular":  ((("left", _REQUIRED), ("mode", _REQUIRED), ("right", _REQUIRED)), _UNIFORM, _triangular),
+}
+# fmt: on
+"""The draws whose parameters may be traced: their parameters with their defaults, and the
+standard numbers (of the same generator, in the same order) NumPy's C code computes each draw
+from, by the formula given, which ``_reparameterised`` computes with the traced parameters. A
+standard draw of a parameter (``standard_gamma(shape)``) takes that parameter, the first, plain:
+its derivative is refused (``SHAPED``)."""
+
+LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0}
+"""The formulas of a legacy ``RandomState``'s draws that differ from a ``Generator``'s."""
+
+SHAPED = {"standard_gamma": "shape"}
+"""The standard draws of a parameter, and its name."""
+
+REJECTED = frozenset(("beta", "chisquare", "dirichlet", "f", "noncentral_chisquare",
+                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald",
+                      "power"))
+"""The draws NumPy makes by rejection or from several standard draws whose count depends on the
+parameters, which no formula of standard numbers mutad follows gives: their traced parameters
+are refused (``_rejected``)."""
+
+DECIDED = frozenset(("poisson", "binomial", "negative_binomial", "geometric", "hypergeometric",
+                     "logseries", "zipf", "multinomial", "multivariate_hypergeometric",
+                     "integers", "randint", "random_integers"))
+"""The draws of integers: their parameters decide which integers are drawn, and the integers
+have no derivative (a draw is a decision), so they are drawn with the plain values of traced
+parameters (``_decided``)."""
+
+
+_ROUNDINGS = 4
+"""How many units in the last place NumPy's C code of a draw and its formula computed by
+NumPy's ufuncs may differ by."""
 
 
 def _reparameterised(name, generator, args, kwargs):
@@ -3170,10 +3269,13 @@ def _reparameterised(name, generator, args, kwargs):
     values (the generator's state advances as NumPy's does), then the same standard numbers are
     drawn again from the state before it, and the draw is computed from them with the traced
     parameters as NumPy's C code computes it (``loc + scale * z``, ``low + (high - low) * u``,
-    ``scale * e``, ``exp(mean + sigma * z)``): its derivatives are those of that formula (1 and
-    ``z`` for a normal's). That the formula gives NumPy's draw bit for bit is checked; where it
-    does not (another rounding of NumPy's C code on this machine), the draw is refused."""
-    spec = REPARAMETERISED[name]
+    ``scale * e``, ``exp(mean + sigma * z)``, ...): its derivatives are those of that formula (1
+    and ``z`` for a normal's). That the formula gives NumPy's draw bit for bit is checked; where
+    it does not (another rounding of NumPy's C code on this machine, a number NumPy's code
+    rejected and drew again), the draw is refused."""
+    spec, standard, formula = REPARAMETERISED[name]
+    legacy = isinstance(generator, np.random.RandomState)
+    formula = LEGACY.get(name, formula) if legacy else formula
     names = [p for p, _ in spec] + ["size"]
     if len(args) > len(names) or set(kwargs) - set(names):
         raise TypeError(f"{name}() got unexpected arguments")
@@ -3182,15 +3284,27 @@ def _reparameterised(name, generator, args, kwargs):
         if key in bound:
             raise TypeError(f"{name}() got multiple values for argument '{key}'")
         bound[key] = value
+    missing = [p for p, default in spec if default is _REQUIRED and p not in bound]
+    if missing:
+        raise TypeError(f"{name}() missing required argument '{missing[0]}'")
     params = [bound.get(p, default) for p, default in spec]
     size = bound.get("size")
-    legacy = isinstance(generator, np.random.RandomState)
     cls = np.random.RandomState if legacy else np.random.Generator
     plain = [memory(p) if wrapped(p) else
              (_stacked_plain(p) if type(p) in (list, tuple) else p) for p in params]
-    standard = _STANDARD.get(name, "random_sample" if legacy else "random")
+    if standard == _UNIFORM:
+        standard = "random_sample" if legacy else "random"
+    if standard in SHAPED and holds_derivative([params[0]]):
+        raise _rejected(name, f"a traced {SHAPED[standard]}", SHAPED[standard])
+
+    def standard_numbers(shape):
+        if standard in SHAPED:  # (the draw's parameter, as its draw broadcasts it)
+            return getattr(cls, standard)(generator, np.broadcast_to(plain[0], shape), shape)
+        return getattr(cls, standard)(generator, shape)
+
     expected, unit, same = _redrawn(
-        generator, lambda: getattr(cls, name)(generator, *plain, size), standard, np.shape)
+        generator, lambda: getattr(cls, name)(generator, *plain, size), standard_numbers,
+        np.shape)
     if not same:
         raise UnsupportedOperationError(
             f"{name}() with traced parameters from {type(generator).__name__}: its standard "
@@ -3200,16 +3314,15 @@ def _reparameterised(name, generator, args, kwargs):
     params = [lists_as_arrays([p])[0] if type(p) in (list, tuple) else p for p in params]
     params = [p.astype(np.float64) if wrapped(p) and p.dtype != np.float64 else p
               for p in params]  # NumPy takes its parameters as doubles
-    if name == "normal":
-        y = params[0] + params[1] * unit
-    elif name == "uniform":
-        y = params[0] + (params[1] - params[0]) * unit
-    elif name == "exponential":
-        y = params[0] * unit
-    else:
-        y = np.exp(params[0] + params[1] * unit)
-    if not wrapped(y) or np.shape(y) != shape or memory(y).tobytes() != np.asarray(
-            expected, np.float64).tobytes():
+    y = formula(*params, unit)
+    drawn = np.asarray(expected, np.float64)
+    if wrapped(y) and np.shape(y) == shape and memory(y).tobytes() != drawn.tobytes() and \
+            np.all(np.abs(drawn - memory(y)) <= _ROUNDINGS * np.spacing(np.abs(drawn))):
+        # NumPy's elementwise pow, exp, log (its SIMD loops) and its C code's scalar ones may
+        # round the last bits otherwise: the draw is NumPy's, its derivative the formula's
+        # (the difference, a constant of a few units in the last place, is exact: Sterbenz)
+        y = y + (drawn - memory(y))
+    if not wrapped(y) or np.shape(y) != shape or memory(y).tobytes() != drawn.tobytes():
         raise UnsupportedOperationError(
             f"{name}() with traced parameters: computed from the standard draw, its value is "
             "not NumPy's bit for bit here (NumPy's C code rounds it otherwise on this machine, "
@@ -3222,8 +3335,8 @@ def _reparameterised(name, generator, args, kwargs):
 
 def _redrawn(generator, draw, standard, shape):
     """NumPy's ``draw()`` (of the generator's plain parameters), the same generator's
-    ``standard`` numbers of ``shape(draw())`` drawn again (NumPy's own method) from the state
-    before it, and whether that left the state NumPy's draw left (the numbers are then those
+    ``standard`` numbers of ``shape(draw())`` drawn again (NumPy's method of that name, or the
+    function ``standard`` of the shape) from the state before it, and whether that left the state NumPy's draw left (the numbers are then those
     the draw consumed); the generator is left as NumPy's draw left it."""
     legacy = isinstance(generator, np.random.RandomState)
     cls = np.random.RandomState if legacy else np.random.Generator
@@ -3242,7 +3355,8 @@ def _redrawn(generator, draw, standard, shape):
     expected = draw()
     after = state()
     set_state(before)
-    unit = getattr(cls, standard)(generator, shape(expected))
+    unit = standard(shape(expected)) if callable(standard) else getattr(cls, standard)(
+        generator, shape(expected))
     again = state()
     set_state(after)
     return expected, unit, pickle.dumps(again) == pickle.dumps(after)
@@ -3322,6 +3436,12 @@ def _drawn(draw):
             if name == "multivariate_normal":
                 return _multivariate_normal(generator, args, kwargs)
             return _reparameterised(name, generator, args, kwargs)
+        if name in REJECTED and ACTIVE.running and (
+                holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
+            raise _rejected(name)
+        if name in DECIDED and ACTIVE.running and (
+                holds_wrapped(list(args)) or holds_wrapped(list(kwargs.values()))):
+            return _decided(draw, name, args, kwargs)
         if name == "shuffle" and ACTIVE.running and holds_wrapped(list(args)):
             return _shuffled(draw, args, kwargs)
         if name == "permuted" and ACTIVE.running and len(args) == 2 and set(kwargs) <= {
@@ -3415,13 +3535,9 @@ def _sampled(draw, name, args, kwargs):
     axis = bound.get("axis", 0)
     weights = bound.get("p")
     if weights is not None and holds_wrapped([weights]):
-        weights = memory(lists_as_arrays([weights])[0])
-        for level in ACTIVE.running:
-            recorder = getattr(level, "recorder", None)
-            if recorder is not None:
-                recorder.refuse("a draw weighted by traced values (rng.choice(..., p=...)): "
-                                "the indices it draws depend on them")
-        bound["p"] = weights
+        bound["p"] = memory(lists_as_arrays([weights])[0])
+        _traced_on_replay("a draw weighted by traced values (rng.choice(..., p=...)): the "
+                          "indices it draws depend on them")
     if not wrapped(population):  # only the weights were traced
         return draw(**bound)
     if name == "permutation":
@@ -3429,6 +3545,34 @@ def _sampled(draw, name, args, kwargs):
     bound["a"] = np.shape(population)[axis]
     bound.pop("axis", None)
     return np.take(population, draw(**bound), axis=axis)
+
+
+def _rejected(name, what="traced parameters", parameter="p"):
+    """The refusal of a draw NumPy makes by rejection (``REJECTED``, a gamma's shape)."""
+    return UnsupportedOperationError(
+        f"{name}() with {what}: NumPy draws its numbers by rejection, or from a number of "
+        "standard draws that depends on the parameters, which no formula of standard numbers "
+        "mutad follows gives, so it has no derivative mutad computes. Pass "
+        f"mutad.stop_gradient({parameter}) for draws without that derivative.")
+
+
+def _traced_on_replay(reason):
+    """Make the replays recording now trace the call they record instead (``reason``): what
+    it draws depends on traced values, so the numbers recorded would not be those of another
+    call's values."""
+    for level in ACTIVE.running:
+        recorder = getattr(level, "recorder", None)
+        if recorder is not None:
+            recorder.refuse(reason)
+
+
+def _decided(draw, name, args, kwargs):
+    """``rng.poisson(lam)``, ``rng.binomial(n, p)``, ... (``DECIDED``) with traced parameters:
+    NumPy's integers drawn with their plain values, the same draws in the same order; the
+    integers have no derivative."""
+    _traced_on_replay(f"a draw of integers by traced parameters (rng.{name}(...)): the "
+                      "integers it draws depend on them")
+    return draw(*map(_stacked_plain, args), **{k: _stacked_plain(v) for k, v in kwargs.items()})
 
 
 class _ModeRandomState(np.random.RandomState):

@@ -108,7 +108,7 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import Preexisting, _codes, as_floats, put_value
+from ..core.allocation import SELF_STANDING, Preexisting, _codes, as_floats, put_value
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
@@ -2761,7 +2761,7 @@ class Recorder:
             held = self.plain_arguments.get(id(owner(x)))
             if held is not None:
                 return self._plain_read(x, held)
-        if (kind is np.ndarray or kind is Preexisting and x.dtype.kind in "iub") \
+        if (kind is np.ndarray or kind is Preexisting and x.dtype.kind in SELF_STANDING) \
                 and writeable(x):  # (no FutureWarning on a broadcast)
             self._read_plain(x)  # (an index or a mask f made: a stand-in of its own)
         if kind in PYTHON_SCALARS:

@@ -27,11 +27,14 @@ with ``m.filled(v)`` or ``m.compressed()``, never a value without its derivative
 
 import functools
 import sys
+import warnings
 
 import numpy as np
 from numpy.ma import core as _ma
 
 from ..core.allocation import by_user_code, from_user, holds_derivative
+from ..core.debug import caller, warn_at
+from ..core.tape import source_line
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
@@ -565,6 +568,21 @@ class Masked:
     def __bool__(self):
         _refuse("bool()")
 
+    def python_float(self):
+        """``float(m)`` as ``MaskedArray.__float__`` gives it, the traced value of its one
+        element (nan, with NumPy's warning, where it is masked), which the mode's ``float``
+        calls (a Python float cannot carry a derivative)."""
+        if self.size > 1:
+            raise TypeError("Only length-1 arrays can be converted to Python scalars")
+        if self._mask is not NOMASK and bool(np.any(self._mask)):
+            line = source_line(caller(skip=1))  # (the program's line, as NumPy's stacklevel)
+            if line is None:
+                warnings.warn("Warning: converting a masked element to nan.", stacklevel=2)
+            else:
+                warn_at("Warning: converting a masked element to nan.", UserWarning, *line)
+            return np.nan
+        return self.data.item()
+
     __lt__, __le__ = _comparison(np.less), _comparison(np.less_equal)
     __gt__, __ge__ = _comparison(np.greater), _comparison(np.greater_equal)
     __eq__, __ne__ = _comparison(np.equal), _comparison(np.not_equal)
@@ -820,6 +838,28 @@ def _masked_invalid(a, copy=True):
     return made
 
 
+def _fix_invalid(a, mask=NOMASK, copy=True, fill_value=None):
+    """np.ma.fix_invalid's code: the elements that are not finite masked, and their data
+    replaced by the fill value."""
+    made = _new(np.ma.MaskedArray, a, copy=copy, mask=mask)
+    invalid = np.logical_not(np.isfinite(made.data))
+    if not invalid.any():
+        return made
+    made.mask = np.logical_or(made.mask, invalid)
+    made.data[invalid] = made.fill_value if fill_value is None else fill_value
+    return made
+
+
+def _dot(a, b, strict=False, out=None):
+    """np.ma.dot's code without ``strict`` and ``out``: the product of the data filled with
+    zeros, masked where no product of unmasked elements enters."""
+    if strict is not False or out is not None:
+        _refuse("np.ma.dot with strict=True or out=")
+    d = np.dot(_filled(a, 0), _filled(b, 0))
+    m = np.logical_not(np.dot(np.logical_not(_mask_array(a)), np.logical_not(_mask_array(b))))
+    return Masked(d if np.ndim(d) else np.reshape(d, ()), m)
+
+
 def _comparing(compare):
     """``masked_less`` and its kind: ``masked_where(compare(x, value), x)`` (np.ma's
     comparison of a masked ``x``: its data's, masked elements kept masked by masked_where)."""
@@ -970,6 +1010,7 @@ CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__)
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
         (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),
+        (np.ma.fix_invalid, _fix_invalid), (np.ma.dot, _dot),
         (np.ma.masked_less, _comparing(np.less)),
         (np.ma.masked_less_equal, _comparing(np.less_equal)),
         (np.ma.masked_greater, _comparing(np.greater)),

@@ -55,12 +55,16 @@ def _dispatched(original):
                  for a in (x if type(x) in (list, tuple) else (x,)) if wrapped(a)]
         kinds = tuple(dict.fromkeys(type(a) for a in found))
         for a in found:
-            y = type(a).__array_function__(a, original, kinds, args, kwargs)
+            # (the engine calls this again on its values: those of an inner differentiation
+            # are dispatched in their turn, a Hessian's too)
+            y = type(a).__array_function__(a, dispatched, kinds, args, kwargs)
             if y is not NotImplemented:
                 return y
         return original(*args, **kwargs)
 
-    return functools.wraps(original)(dispatching)
+    dispatched = functools.wraps(original)(dispatching)
+    nondifferentiable(dispatched)
+    return dispatched
 
 
 for _function in (np.testing.assert_allclose, np.testing.assert_almost_equal,

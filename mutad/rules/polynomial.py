@@ -1025,6 +1025,28 @@ def _fit_method(cls, x, y, deg, domain=None, rcond=None, full=False, w=None, win
                          window=window, symbol=symbol)
 
 
+def _fromroots_method(cls, roots, domain=[], window=None, symbol="x"):  # noqa: B006 (NumPy's)
+    """``ABCPolyBase.fromroots`` of traced roots, NumPy's steps: the roots mapped to the
+    window, the product of their lines, scaled back. ``domain=None`` (the roots' own extent)
+    would move the domain with them, which mutad does not follow: refused."""
+    if domain is None or holds_derivative([domain, window]):
+        raise UnsupportedOperationError(
+            f"{cls.__name__}.fromroots with a differentiated domain (domain=None, the roots' "
+            "extent): mutad follows the coefficients and the points of a series, not its "
+            "domain. Give a plain domain (domain=[a, b]; the default is the class's), or use "
+            "the module's function (np.polynomial.polynomial.polyfromroots(r), "
+            "chebfromroots, ...).")
+    [roots] = _as_series(roots, trim=False)
+    if isinstance(domain, list) and len(domain) == 0:
+        domain = cls.domain
+    if window is None:
+        window = cls.window
+    deg = len(roots)
+    off, scl = _pu.mapparms(domain, window)
+    coef = cls._fromroots(off + scl * roots) / scl**deg
+    return cls(coef, domain=domain, window=window, symbol=symbol)
+
+
 def _of_followed_floats(coef, *args, **kwargs):
     """Whether a series is made of a float array the function follows, a constant among them
     (``Polynomial(np.ones(n))``): its coefficients are then that array's copy, followed, so
@@ -1038,6 +1060,7 @@ _init.on_constants = _of_followed_floats  # type: ignore[attr-defined]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
+defmethod(ABCPolyBase, "fromroots", _fromroots_method)
 
 
 def _mapdomain(x, old, new):
