@@ -56,6 +56,8 @@ How each gradient is computed:
   reverse pass; ``odeint`` keeps its outputs and solves each interval between them again in
   the reverse pass.
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
+  A ``jac=`` given as a matrix (dense or sparse) of differentiated values steers the implicit
+  methods' Newton iterations on its numbers: the derivatives come from ``fun``.
 * The solver classes stepped by the program (``s = RK45(fun, t0, y0, t_bound)``, then
   ``s.step()`` in a loop, reading ``s.t``, ``s.y``, ``s.dense_output()``): for **RK23, RK45
   and DOP853**, SciPy's own steps run on the differentiated values, their step size control
@@ -115,7 +117,7 @@ from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ..engines import products
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
@@ -1373,6 +1375,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     ``sol.sol(t)`` too with ``dense_output=True``."""
     event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
         else [events]
+    if "jac" in options and not callable(options["jac"]):
+        options["jac"] = _jacobian_numbers(options["jac"])
     parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
                              () if args is None else args)
     method = getattr(method, "scipy", method)  # SciPy's class for its stand-in (RK45)
@@ -1477,6 +1481,17 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         out.t = eval_given
     out.sol = _DenseSolution(problem, y0, values) if dense_output else None
     return out
+
+
+def _jacobian_numbers(jac):
+    """``jac=`` given as a matrix (dense or sparse) of differentiated values, on its numbers:
+    it steers the implicit methods' Newton iterations, not the solution, whose derivative
+    comes from ``fun``. A replay recording the call is refused, as it would keep them."""
+    leaves, rebuild = flatten(jac)
+    if not any(isinstance(v, Tracer) for v in leaves):
+        return jac
+    return rebuild([settled(v, "solve_ivp with jac= a matrix of differentiated values")
+                    for v in leaves])
 
 
 def _plain_event(event):

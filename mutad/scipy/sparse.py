@@ -2825,7 +2825,11 @@ class _Assembled:
                 (value,) = lists_as_arrays((value,))
                 while np.ndim(value) > rows.ndim and np.shape(value)[0] == 1:
                     value = value[0]  # (NumPy's assignment drops leading ones)
-                values = np.reshape(np.broadcast_to(value, rows.shape), (-1,))
+                if np.squeeze(value).shape != rows.squeeze().shape:
+                    value = np.broadcast_to(value, rows.shape)
+                # (a column into a row, A[:, 0] = w[:, None]: SciPy matches the values to the
+                # region as they are but for their lengths of one)
+                values = np.reshape(value, (-1,))
                 for k, (i, j) in enumerate(zip(rows.ravel().tolist(), cols.ravel().tolist())):
                     self[i, j] = values[k]
                 return None

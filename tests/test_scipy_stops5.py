@@ -1,0 +1,159 @@
+"""SciPy programs that stopped, found among programs written as scientists use SciPy inside a
+differentiated function: each checked with ``mutad.testing``'s finite differences, its value
+SciPy's bit for bit and the caller's arrays unchanged."""
+
+import numpy as np
+import pytest
+import scipy.integrate
+import scipy.interpolate
+import scipy.optimize
+import scipy.sparse
+import scipy.sparse.linalg
+import scipy.stats
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from tests.test_scipy_stops import check
+
+X = np.array([0.3, 0.5, 0.9, 1.4, 0.7, 1.1])
+
+
+# ----------------------------------------------------------------------------------------------
+# A region of a lil matrix written with traced values whose lengths of one differ from the
+# region's (a column into a column, A[:, 0] = w[:, None]; a column into a row): SciPy matches
+# them to the region but for those lengths
+
+
+@pytest.mark.parametrize("key, shaped", [
+    ((slice(None), 0), lambda w: w[:, None]),
+    ((0, slice(None)), lambda w: w[:, None]),
+    ((slice(None), 0), lambda w: w[None, :]),
+    ((slice(None), slice(2, 3)), lambda w: w),
+    ((slice(0, 2), slice(None)), lambda w: w[:2, None]),
+    ((1, slice(None)), lambda w: w[:1].reshape(1, 1)),
+], ids=["column", "column-into-row", "row-into-column", "row-into-column-slice",
+        "column-over-rows", "one-by-one"])
+def test_lil_region_of_traced_values_with_lengths_of_one(key, shaped):
+    weights = np.arange(16.0).reshape(4, 4)
+
+    def f(x):
+        A = scipy.sparse.lil_matrix((4, 4))
+        A.setdiag(3.0)
+        A[key] = shaped(x[:4])
+        return np.sum(A.toarray() * weights) + np.sum(
+            scipy.sparse.linalg.spsolve(A.tocsc() + 9.0 * scipy.sparse.eye(4), np.ones(4)))
+
+    check(f, X.copy())
+
+
+def test_lil_region_of_a_mismatched_shape_is_scipys_error():
+    def f(x):
+        A = scipy.sparse.lil_matrix((4, 4))
+        A[:, 0] = np.outer(x[:4], x[:4])
+        return A.sum()
+
+    with pytest.raises(ValueError):
+        f(X.copy())
+    with pytest.raises(ValueError):
+        mutad.gradient(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# linear_sum_assignment of a traced cost matrix: the assignment, a decision, has no derivative;
+# the cost it selects is differentiated where the program indexes it
+
+
+def test_linear_sum_assignment_of_traced_costs():
+    def f(x, maximize=False):
+        C = np.outer([1.0, 2.0, 3.0], x[:3]) + np.diag(x[3:])
+        rows, cols = scipy.optimize.linear_sum_assignment(C, maximize=maximize)
+        assert rows.dtype == np.intp and type(rows) is np.ndarray
+        return C[rows, cols].sum() + np.sum(C[rows, cols] ** 2)
+
+    check(f, X.copy())
+    check(lambda x: f(x, maximize=True), X.copy())
+
+
+def test_linear_sum_assignment_replayed_where_the_assignment_changes():
+    def f(x):
+        C = np.array([[x[0], 1.0], [1.0, x[1]]])
+        rows, cols = scipy.optimize.linear_sum_assignment(C)
+        return np.sum(C[rows, cols] * [1.0, 2.0])
+
+    g = mutad.grad(f, replay=True)
+    for x in ([0.2, 0.3], [2.0, 3.0], [0.2, 0.3]):
+        expected = mutad.gradient(f, np.array(x))[0]
+        assert np.array_equal(g(np.array(x)), expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# PPoly.from_spline of a spline (t, c, k) of traced coefficients (splrep's)
+
+KNOTS = np.linspace(0.0, 1.0, 9)
+
+
+@pytest.mark.parametrize("k", [1, 3, 5])
+def test_ppoly_from_spline_of_traced_coefficients(k):
+    def f(x):
+        tck = scipy.interpolate.splrep(KNOTS, np.exp(-x[0] * KNOTS) * x[1] + KNOTS * x[2], k=k)
+        pp = scipy.interpolate.PPoly.from_spline(tck)
+        return np.sum(pp(np.array([0.13, 0.4, 0.77])) ** 2) + pp.integrate(0.0, 1.0)
+
+    check(f, X.copy())
+
+
+def test_ppoly_from_spline_of_a_traced_bspline_is_refused():
+    def f(x):
+        spline = scipy.interpolate.make_interp_spline(KNOTS, np.sin(x[0] * KNOTS))
+        return scipy.interpolate.PPoly.from_spline(spline)(0.3)
+
+    with pytest.raises(UnsupportedOperationError, match="tuple"):
+        mutad.gradient(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# solve_ivp's jac= given as a matrix (dense or sparse) of traced values: it steers the implicit
+# methods' Newton iterations, not the solution
+
+
+@pytest.mark.parametrize("method, sparse", [
+    ("BDF", True),
+    pytest.param("BDF", False, marks=pytest.mark.slow),
+    pytest.param("Radau", True, marks=pytest.mark.slow),
+    pytest.param("Radau", False, marks=pytest.mark.slow)])
+def test_solve_ivp_with_a_traced_jacobian_matrix(method, sparse):
+    n = 3
+
+    def f(x):
+        L = scipy.sparse.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(n, n), format="csr") \
+            * (10.0 * x[0])
+        jacobian = L if sparse else L.toarray()
+        sol = scipy.integrate.solve_ivp(lambda t, u: L @ u - x[1] * u, (0.0, 0.3),
+                                        np.sin(np.linspace(0.0, np.pi, n)), method=method,
+                                        jac=jacobian, rtol=1e-9, atol=1e-11)
+        return np.sum(sol.y[:, -1] * np.arange(1.0, n + 1))
+
+    check(f, X[:2].copy(), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# gaussian_kde's integrate_box_1d: SciPy's sum of the kernels' normal distribution functions
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: scipy.stats.gaussian_kde(x).integrate_box_1d(0.0, 1.0),
+    lambda x: scipy.stats.gaussian_kde(x, bw_method=0.5, weights=np.arange(1.0, 7.0))
+    .integrate_box_1d(x[0], x[1] + 1.0),
+    lambda x: scipy.stats.gaussian_kde(x * 2.0, bw_method="silverman")
+    .integrate_box_1d(-1.0, np.inf),
+    lambda x: scipy.stats.gaussian_kde(X).integrate_box_1d(-np.inf, x[2]),
+    lambda x: scipy.stats.gaussian_kde(x, bw_method=x[5] * 0.5).integrate_box_1d(0.4, 0.8),
+], ids=["data", "weights-and-limits", "silverman-infinite", "plain-estimate", "bandwidth"])
+def test_kde_integrate_box_1d(f):
+    check(f, X.copy())
+
+
+def test_kde_integrate_box_1d_of_two_dimensions_is_scipys_error():
+    data = X.reshape(2, 3) + np.eye(2, 3)
+    with pytest.raises(ValueError, match="1D"):
+        mutad.gradient(lambda x: scipy.stats.gaussian_kde(x).integrate_box_1d(0, 1), data)
