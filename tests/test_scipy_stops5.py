@@ -11,6 +11,8 @@ import scipy.sparse
 import scipy.sparse.linalg
 import scipy.stats
 
+from scipy.sparse.csgraph import dijkstra, floyd_warshall, shortest_path
+
 import mutad
 from mutad.errors import UnsupportedOperationError
 from tests.test_scipy_stops import check
@@ -157,3 +159,108 @@ def test_kde_integrate_box_1d_of_two_dimensions_is_scipys_error():
     data = X.reshape(2, 3) + np.eye(2, 3)
     with pytest.raises(ValueError, match="1D"):
         mutad.gradient(lambda x: scipy.stats.gaussian_kde(x).integrate_box_1d(0, 1), data)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shortest paths of a traced graph: named by a program's `from scipy.sparse.csgraph import
+# dijkstra` (its stand-in held SciPy's function in a closure, which the mode swapped for the
+# stand-in itself), and of a graph made from a dense array (whose zeros, which SciPy leaves
+# out, were taken for edges of weight 0)
+
+
+@pytest.mark.parametrize("paths", [
+    lambda G: dijkstra(G, indices=0, directed=False),
+    lambda G: dijkstra(G, directed=True, indices=[0, 2]),
+    lambda G: shortest_path(G, directed=False),
+    lambda G: floyd_warshall(G, directed=False),
+], ids=["dijkstra-undirected", "dijkstra-directed", "shortest_path", "floyd_warshall"])
+@pytest.mark.parametrize("sparse", [True, False], ids=["csr-of-dense", "dense"])
+def test_shortest_paths_imported_by_name_of_a_graph_made_from_a_dense_array(paths, sparse):
+    def f(x):
+        weights = np.triu(np.outer(x, x) + 0.1, 1)
+        graph = scipy.sparse.csr_matrix(weights) if sparse else weights
+        d = paths(graph)
+        return np.sum(np.where(np.isfinite(d), d, 0.0) * np.cos(np.arange(np.size(d))).reshape(
+            np.shape(d)))
+
+    check(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# A.mean(axis) of a traced sparse matrix: SciPy's values (its sum in its intermediate dtype adds
+# a csr matrix's rows otherwise than sum() does: a last bit apart)
+
+MEAN_WEIGHTS = np.cos(np.arange(36.0)).reshape(6, 6)
+
+
+@pytest.mark.parametrize("kind", [scipy.sparse.csr_matrix, scipy.sparse.csc_matrix,
+                                  scipy.sparse.coo_matrix, scipy.sparse.csr_array,
+                                  scipy.sparse.coo_array])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_sparse_mean_is_scipys(kind, axis):
+    def f(x):
+        A = kind(np.outer(x, x) * (MEAN_WEIGHTS > 0))
+        m = np.asarray(A.mean(axis=axis))
+        return np.sum(m * (np.arange(m.size).reshape(m.shape) + 1.0))
+
+    check(f, X.copy())
+
+
+def test_sparse_mean_of_a_matrix_is_a_matrix():
+    def f(x):
+        m = scipy.sparse.csr_matrix(np.diag(x)).mean(axis=1)
+        assert isinstance(m, np.matrix) and m.shape == (6, 1)
+        return m[2, 0]
+
+    check(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# lil and dok matrices SciPy's own conversions make (eye(n, format="lil"), diags(...,
+# format="lil"), a copy) written with traced values: made, in place, ones that take them
+
+
+@pytest.mark.parametrize("make", [
+    lambda: scipy.sparse.eye(6, format="lil"),
+    lambda: scipy.sparse.eye(6, format="lil") * 3.0,
+    lambda: scipy.sparse.identity(6, format="lil"),
+    lambda: scipy.sparse.diags([1.0, 3.0], [1, 0], shape=(6, 6), format="lil"),
+    lambda: scipy.sparse.lil_matrix((6, 6)).copy(),
+    lambda: scipy.sparse.eye(6, format="dok"),
+    lambda: scipy.sparse.eye_array(6, format="lil"),
+], ids=["eye-lil", "eye-lil-scaled", "identity-lil", "diags-lil", "copy", "eye-dok",
+        "eye-array-lil"])
+def test_lil_and_dok_of_constants_written_with_traced_values(make):
+    def f(x):
+        A = make()
+        for i in range(5):
+            A[i, i + 1] = x[i]
+        A[5, 5] = 2.0 + x[5]
+        A.setdiag(x[:5] * 0.1, -1)
+        return np.sum(scipy.sparse.linalg.spsolve((A + 3.0 * scipy.sparse.eye(6)).tocsc(),
+                                                  np.arange(1.0, 7.0)) ** 2)
+
+    check(f, X.copy())
+
+
+def test_lil_made_before_the_call_is_left_as_it_was():
+    L = scipy.sparse.eye(4, format="lil")
+    rows, data = L.rows.tolist(), L.data.tolist()
+
+    def f(x):
+        L[0, 1] = x[0]
+        return np.sum(scipy.sparse.linalg.spsolve(L.tocsc(), np.ones(4)))
+
+    assert np.array_equal(mutad.gradient(f, X.copy())[0], [-1.0, 0, 0, 0, 0, 0])
+    assert type(L) is scipy.sparse.lil_matrix
+    assert L.rows.tolist() == rows and L.data.tolist() == data
+
+
+def test_lil_of_integers_written_with_traced_values_is_refused():
+    def f(x):
+        A = scipy.sparse.eye(4, format="lil", dtype=int)
+        A[0, 1] = x[0]
+        return A.sum()
+
+    with pytest.raises(UnsupportedOperationError, match="int64"):
+        mutad.gradient(f, X.copy())
