@@ -264,3 +264,28 @@ def test_lil_of_integers_written_with_traced_values_is_refused():
 
     with pytest.raises(UnsupportedOperationError, match="int64"):
         mutad.gradient(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# A.data = traced values of a SciPy matrix of constants (a pattern filled with new values): the
+# matrix made traced in place, as a write into A.data[:] makes it
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(scipy.sparse.linalg.spsolve(
+        _with_data(scipy.sparse.diags([1.0, 2.0], [0, 1], shape=(6, 6), format="csr"),
+                   lambda A: np.concatenate([x, x[:5]])) + 3.0 * scipy.sparse.eye(6),
+        np.ones(6))),
+    lambda x: np.sum(_with_data(scipy.sparse.eye(6, format="coo"), lambda A: x ** 2) @ x),
+    lambda x: np.sum(_with_data(scipy.sparse.csc_array(np.eye(6)),
+                                lambda A: np.exp(A.data * x)) @ x),
+    lambda x: _with_data(scipy.sparse.diags([1.0, 2.0], [0, 1], shape=(6, 6), format="csc"),
+                         lambda A: A.data * x[0] + x[:5].sum()).sum(),
+], ids=["csr", "coo", "csc-array", "read-then-replaced"])
+def test_data_of_a_matrix_of_constants_replaced_by_traced_values(f):
+    check(f, X.copy())
+
+
+def _with_data(A, values):
+    A.data = values(A)
+    return A

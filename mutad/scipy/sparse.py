@@ -3147,6 +3147,14 @@ _TracedSparseArray = type("TracedSparse", (_Attributes, TracedSparse), {
 
 
 def _store_values(self, data):
+    """``A.data = values`` of a SciPy matrix: traced values of the shape of its stored ones,
+    written by the user's code while a differentiation runs, make it traced in place
+    (:func:`_followed_in_place`) holding them, as a write into ``A.data[:]`` does."""
+    stored = self.__dict__.get("data")
+    if ACTIVE.running and not internal(sys._getframe(1)) and holds_derivative(data) and (
+            stored is not None and np.shape(data) == stored.shape and _follows_in_place(self)):
+        _followed_in_place(self).data = data
+        return
     self.__dict__["data"] = data
 
 
