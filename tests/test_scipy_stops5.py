@@ -289,3 +289,31 @@ def test_data_of_a_matrix_of_constants_replaced_by_traced_values(f):
 def _with_data(A, values):
     A.data = values(A)
     return A
+
+
+# ----------------------------------------------------------------------------------------------
+# quad(weight='cos' or 'sin') of a traced frequency wvar: its derivative a weighted quad too
+
+P = np.array([0.8, 1.3, 0.4])
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: scipy.integrate.quad(lambda t: np.exp(-p[0] * t), 0.0, 2.0, weight="cos",
+                                   wvar=p[1])[0],
+    lambda p: scipy.integrate.quad(lambda t, a: np.exp(-a * t), 0.0, p[2] + 1.0, args=(p[0],),
+                                   weight="sin", wvar=p[1] * 2.0)[0],
+    lambda p: scipy.integrate.quad(lambda t: np.exp(-t * t), 0.0, np.inf, weight="cos",
+                                   wvar=p[1])[0] * p[2],
+    lambda p: scipy.integrate.quad(lambda t: 1.0 / (1.0 + t * t), 1.0, np.inf, weight="sin",
+                                   wvar=p[0] + 1.0, full_output=1)[0],
+], ids=["cos", "sin-and-limit", "cos-fourier", "sin-fourier-full-output"])
+def test_quad_weighted_in_a_traced_frequency(f):
+    value, _ = mutad.value_and_gradient(f, P.copy())
+    assert type(value) is type(f(P.copy()))
+    check(f, P.copy(), rtol=1e-5)
+
+
+def test_quad_in_a_traced_frequency_refused_at_second_order():
+    with pytest.raises(UnsupportedOperationError, match="first order"):
+        mutad.hessian(lambda p: scipy.integrate.quad(lambda t: np.exp(-t), 0.0, 1.0,
+                                                     weight="cos", wvar=p[0])[0], P.copy())

@@ -71,7 +71,8 @@ How each gradient is computed:
   the value's settings, the pullback computed once at each point they share; of
   ``quad_vec``: ``quad_vec``), and in the limits ``f(b)`` and ``-f(a)``. With ``quad``'s
   ``weight``, the derivative's integral takes the same weight, and in the
-  limits (``cos`` and ``sin`` only) ``f(b) w(b)``; a traced ``wvar`` is refused. ``nquad``: SciPy's nesting of
+  limits (``cos`` and ``sin`` only) ``f(b) w(b)``; in a traced ``wvar`` ω (``cos`` and ``sin``)
+  to first order, ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx``, a weighted ``quad`` too. ``nquad``: SciPy's nesting of
   ``quad`` calls (the innermost over the first variable, each range and option function
   called as SciPy calls it), each ``quad`` differentiated so, and the limits given by range
   functions of the parameters with them.
@@ -1903,6 +1904,8 @@ def _integral(name, integrate, func, a, b, args, settings):
     settings = _settings(name, settings, ("epsabs", "epsrel"))
     parameters = _Parameters(name, (func,), args)
     weight, wvar = settings.get("weight"), settings.get("wvar")
+    if name == "quad" and weight in ("cos", "sin") and _followed(wvar):
+        return _in_frequency(func, a, b, args, settings)
     if weight is not None and (_followed(wvar) or weight not in ("cos", "sin")
                                and _followed(a, b)):
         raise UnsupportedOperationError(
@@ -1930,6 +1933,29 @@ def _integral(name, integrate, func, a, b, args, settings):
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
     return (value, *found_again(value, _besides_the_value, integral))
+
+
+def _in_frequency(func, a, b, args, settings):
+    """``quad(weight='cos' or 'sin')`` of a differentiated frequency ``wvar`` ω: SciPy's
+    integral at ω's number ω₀, plus ``(ω - ω₀)`` (zero, ``_shift``) times its derivative in ω,
+    ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx`` (``∫ x f(x) cos(ωx) dx`` for 'sin'),
+    itself a weighted ``quad`` at ω₀: SciPy's value bit for bit, differentiated to first order
+    in ω (and in the limits and parameters as ``quad`` is)."""
+    if len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            "quad: a differentiated wvar inside a nested differentiation (hvp, hessian): mutad "
+            "differentiates a weighted integral in its frequency to first order only. Pass "
+            "wvar as a constant (mutad.stop_gradient), or write the weight into the integrand.")
+    _not_replayed("quad of a differentiated wvar, whose number it is called with")
+    wvar = settings["wvar"]
+    at = {**settings, "wvar": _plain(wvar)}
+    found = quad(func, a, b, args, **at)
+    sign, other = (-1.0, "sin") if settings["weight"] == "cos" else (1.0, "cos")
+    slope = quad(lambda x, *p: sign * x * func(x, *p), a, b, args,
+                 **{**at, "weight": other, "full_output": 0})[0]
+    value = found[0] + _shift(wvar) * slope
+    weaken(value)  # (quad's value is a Python float: promoted weakly)
+    return (value, *found[1:])
 
 
 def _besides_the_value(value, integral):
