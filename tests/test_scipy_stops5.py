@@ -317,3 +317,32 @@ def test_quad_in_a_traced_frequency_refused_at_second_order():
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(lambda p: scipy.integrate.quad(lambda t: np.exp(-t), 0.0, 1.0,
                                                      weight="cos", wvar=p[0])[0], P.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# quad(complex_func=True): SciPy's quad of the real part and of the imaginary part, each
+# differentiated (over the limits in increasing order, as SciPy takes them)
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: scipy.integrate.quad(lambda t: np.exp(1j * p[0] * t), 0.0, 1.0,
+                                   complex_func=True)[0].real,
+    lambda p: np.abs(scipy.integrate.quad(lambda t: np.exp((1j * p[0] - p[1]) * t), 0.0,
+                                          p[2] + 1.0, complex_func=True)[0]) ** 2,
+    lambda p: scipy.integrate.quad(lambda t, a: np.exp(1j * a * t) * t, 1.0, 0.0, args=(p[1],),
+                                   complex_func=True)[0].imag,
+    lambda p: scipy.integrate.quad(lambda t: np.exp(-t * t + 1j * p[0] * t), 0.0, np.inf,
+                                   complex_func=True, full_output=1)[0].real,
+], ids=["real-part", "modulus-and-limit", "reversed-limits", "infinite-full-output"])
+def test_quad_of_a_complex_function(f):
+    check(f, P.copy(), rtol=1e-5)
+
+
+def test_quad_of_a_complex_function_returns_scipys_structure():
+    def f(p):
+        value, error, info = scipy.integrate.quad(lambda t: np.exp(1j * p[0] * t), 0.0, 1.0,
+                                                  complex_func=True, full_output=1)
+        assert type(mutad.stop_gradient(error)) is complex and set(info) == {"real", "imag"}
+        return value.real + value.imag
+
+    check(f, P.copy())

@@ -72,7 +72,9 @@ How each gradient is computed:
   ``quad_vec``: ``quad_vec``), and in the limits ``f(b)`` and ``-f(a)``. With ``quad``'s
   ``weight``, the derivative's integral takes the same weight, and in the
   limits (``cos`` and ``sin`` only) ``f(b) w(b)``; in a traced ``wvar`` ω (``cos`` and ``sin``)
-  to first order, ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx``, a weighted ``quad`` too. ``nquad``: SciPy's nesting of
+  to first order, ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx``, a weighted ``quad`` too.
+  ``quad(complex_func=True)``: SciPy's ``quad`` of the real part and of the imaginary part,
+  each so. ``nquad``: SciPy's nesting of
   ``quad`` calls (the innermost over the first variable, each range and option function
   called as SciPy calls it), each ``quad`` differentiated so, and the limits given by range
   functions of the parameters with them.
@@ -1921,6 +1923,8 @@ def _integral(name, integrate, func, a, b, args, settings):
     if not parameters.followed and not _followed(a, b):
         with plain_allocation():  # nothing differentiated reaches the integral
             return integrate(_plain_call(name, func), a, b, args=args, **settings)
+    if settings.get("complex_func") and _plain(a) != _plain(b):
+        return _real_and_imaginary(func, a, b, args, settings)
     if settings.get("complex_func"):
         raise UnsupportedOperationError(
             f"{name}(complex_func=True) with differentiated inputs: mutad differentiates "
@@ -1933,6 +1937,21 @@ def _integral(name, integrate, func, a, b, args, settings):
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
     return (value, *found_again(value, _besides_the_value, integral))
+
+
+def _real_and_imaginary(func, a, b, args, settings):
+    """``quad(complex_func=True)`` as SciPy computes it: ``quad`` of the integrand's real part
+    and of its imaginary part over the limits in increasing order (SciPy's, which it does not
+    flip back), each differentiated, joined as ``re + 1j * im``."""
+    if _plain(b) < _plain(a):
+        a, b = b, a
+    real_settings = {**settings, "complex_func": False}
+    re, im = (quad(lambda x, *p, part=part: getattr(func(x, *p), part), a, b, args,
+                   **real_settings) for part in ("real", "imag"))
+    found = (re[0] + 1j * im[0], re[1] + 1j * im[1])
+    if settings.get("full_output"):
+        found = found + ({"real": re[2:], "imag": im[2:]},)
+    return found
 
 
 def _in_frequency(func, a, b, args, settings):
