@@ -9,6 +9,7 @@ import scipy.interpolate
 import scipy.optimize
 import scipy.sparse
 import scipy.sparse.linalg
+import scipy.special
 import scipy.stats
 
 from scipy.sparse.csgraph import dijkstra, floyd_warshall, shortest_path
@@ -346,3 +347,39 @@ def test_quad_of_a_complex_function_returns_scipys_structure():
         return value.real + value.imag
 
     check(f, P.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# quad's break points computed from differentiated values (the integrand's kink): they steer
+# the subdivision, not the integral
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: scipy.integrate.quad(lambda t: np.abs(t - p[0] * 0.5) * p[1], 0.0, 1.0,
+                                   points=[p[0] * 0.5])[0],
+    lambda p: scipy.integrate.quad(lambda t: np.abs(t - p[2]) ** 1.5, 0.0, 1.0,
+                                   points=(p[2],))[0],
+    lambda p: np.sum(scipy.integrate.quad_vec(
+        lambda t: np.array([np.abs(t - p[0] * 0.5), p[1] * t]), 0.0, 1.0,
+        points=np.array([p[0] * 0.5]))[0]),
+], ids=["kink", "cusp", "quad_vec"])
+def test_quad_break_points_of_differentiated_values(f):
+    check(f, P.copy(), rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.nbdtr and nbdtrc (nbinom.cdf's) in the probability: the beta(n, k + 1) density
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.sum(scipy.special.nbdtr(2, 5, x) * np.arange(6.0)),
+    lambda x: np.sum(scipy.special.nbdtrc([0, 1, 2, 3, 4, 7], 3, x) ** 2),
+    lambda x: np.sum(scipy.stats.nbinom.cdf(3, 5, x) + scipy.stats.nbinom.sf(2, 4, x)),
+], ids=["nbdtr", "nbdtrc", "nbinom"])
+def test_negative_binomial_distribution_functions(f):
+    check(f, np.array([0.3, 0.5, 0.9, 0.4, 0.7, 0.1]))
+
+
+def test_negative_binomial_in_the_number_of_successes_is_refused():
+    with pytest.raises(UnsupportedOperationError, match="number of successes"):
+        mutad.gradient(lambda x: scipy.special.nbdtr(2, x[0] * 10, 0.3), X.copy())

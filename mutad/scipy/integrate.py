@@ -1904,6 +1904,11 @@ def _integral(name, integrate, func, a, b, args, settings):
     """``integrate(func, a, b, args=args, **settings)`` (``quad`` or ``quad_vec``), its value
     differentiated; the rest of what SciPy returns as it is."""
     settings = _settings(name, settings, ("epsabs", "epsrel"))
+    if _followed(settings.get("points")):
+        # break points computed from differentiated values (where the integrand has a kink)
+        # steer the subdivision, not the integral: their numbers
+        settings["points"] = settled(settings["points"],
+                                     f"{name} with points= computed from differentiated values")
     parameters = _Parameters(name, (func,), args)
     weight, wvar = settings.get("weight"), settings.get("wvar")
     if name == "quad" and weight in ("cos", "sin") and _followed(wvar):
