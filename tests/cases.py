@@ -334,6 +334,8 @@ UFUNC_CASES += [
     Case(special.bdtrc,     (unit_interior,),      settings=((0, np.int64(4)), (1, np.int64(9)))),
     Case(special.bdtr,      (unit_interior,),      settings=((0, np.int64(6)), (1, np.int64(6))),
          label="k >= n"),  # (integers: SciPy deprecates a float n, which float32 p casts to)
+    Case(special.nbdtr,     (unit_interior,),      settings=((0, np.int64(3)), (1, np.int64(5)))),
+    Case(special.nbdtrc,    (unit_interior,),      settings=((0, np.int64(2)), (1, np.int64(4)))),
     Case(special.fdtr,      (above_half,),         settings=((0, 3.0), (1, 5.0))),
     Case(special.fdtrc,     (above_half,),         settings=((0, 2.5), (1, 7.0))),
     Case(special.stdtrit,   (above_half, probability), alias=Domain("df_and_p", 0.6, 0.9)),

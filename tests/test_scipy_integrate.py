@@ -728,8 +728,8 @@ def test_quad_with_a_weight_second_derivatives_and_refusals():
         mutad.gradient(lambda p: quad(lambda x: np.exp(-x), 0, p[0], weight="alg",
                                       wvar=(0.5, 0.5))[0], p)
     with pytest.raises(UnsupportedOperationError, match="wvar"):
-        mutad.gradient(lambda p: quad(lambda x: np.exp(-x), 0, 1, weight="cos",
-                                      wvar=p[0])[0], p)
+        mutad.gradient(lambda p: quad(lambda x: np.exp(-x), 0, 1, weight="alg",
+                                      wvar=(p[0], 0.5))[0], p)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ How each gradient is computed:
   reverse pass; ``odeint`` keeps its outputs and solves each interval between them again in
   the reverse pass.
   ``dense_output=True`` gives ``sol.sol(t)`` differentiable in ``y0`` and the parameters.
+  A ``jac=`` given as a matrix (dense or sparse) of differentiated values steers the implicit
+  methods' Newton iterations on its numbers: the derivatives come from ``fun``.
 * The solver classes stepped by the program (``s = RK45(fun, t0, y0, t_bound)``, then
   ``s.step()`` in a loop, reading ``s.t``, ``s.y``, ``s.dense_output()``): for **RK23, RK45
   and DOP853**, SciPy's own steps run on the differentiated values, their step size control
@@ -69,7 +71,10 @@ How each gradient is computed:
   the value's settings, the pullback computed once at each point they share; of
   ``quad_vec``: ``quad_vec``), and in the limits ``f(b)`` and ``-f(a)``. With ``quad``'s
   ``weight``, the derivative's integral takes the same weight, and in the
-  limits (``cos`` and ``sin`` only) ``f(b) w(b)``; a traced ``wvar`` is refused. ``nquad``: SciPy's nesting of
+  limits (``cos`` and ``sin`` only) ``f(b) w(b)``; in a traced ``wvar`` ω (``cos`` and ``sin``)
+  to first order, ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx``, a weighted ``quad`` too.
+  ``quad(complex_func=True)``: SciPy's ``quad`` of the real part and of the imaginary part,
+  each so. ``nquad``: SciPy's nesting of
   ``quad`` calls (the innermost over the first variable, each range and option function
   called as SciPy calls it), each ``quad`` differentiated so, and the limits given by range
   functions of the parameters with them.
@@ -115,7 +120,7 @@ from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ..engines import products
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
@@ -1373,6 +1378,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     ``sol.sol(t)`` too with ``dense_output=True``."""
     event_list = [] if events is None else list(events) if isinstance(events, (list, tuple)) \
         else [events]
+    if "jac" in options and not callable(options["jac"]):
+        options["jac"] = _jacobian_numbers(options["jac"])
     parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
                              () if args is None else args)
     method = getattr(method, "scipy", method)  # SciPy's class for its stand-in (RK45)
@@ -1477,6 +1484,17 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         out.t = eval_given
     out.sol = _DenseSolution(problem, y0, values) if dense_output else None
     return out
+
+
+def _jacobian_numbers(jac):
+    """``jac=`` given as a matrix (dense or sparse) of differentiated values, on its numbers:
+    it steers the implicit methods' Newton iterations, not the solution, whose derivative
+    comes from ``fun``. A replay recording the call is refused, as it would keep them."""
+    leaves, rebuild = flatten(jac)
+    if not any(isinstance(v, Tracer) for v in leaves):
+        return jac
+    return rebuild([settled(v, "solve_ivp with jac= a matrix of differentiated values")
+                    for v in leaves])
 
 
 def _plain_event(event):
@@ -1889,8 +1907,15 @@ def _integral(name, integrate, func, a, b, args, settings):
     """``integrate(func, a, b, args=args, **settings)`` (``quad`` or ``quad_vec``), its value
     differentiated; the rest of what SciPy returns as it is."""
     settings = _settings(name, settings, ("epsabs", "epsrel"))
+    if _followed(settings.get("points")):
+        # break points computed from differentiated values (where the integrand has a kink)
+        # steer the subdivision, not the integral: their numbers
+        settings["points"] = settled(settings["points"],
+                                     f"{name} with points= computed from differentiated values")
     parameters = _Parameters(name, (func,), args)
     weight, wvar = settings.get("weight"), settings.get("wvar")
+    if name == "quad" and weight in ("cos", "sin") and _followed(wvar):
+        return _in_frequency(func, a, b, args, settings)
     if weight is not None and (_followed(wvar) or weight not in ("cos", "sin")
                                and _followed(a, b)):
         raise UnsupportedOperationError(
@@ -1906,6 +1931,8 @@ def _integral(name, integrate, func, a, b, args, settings):
     if not parameters.followed and not _followed(a, b):
         with plain_allocation():  # nothing differentiated reaches the integral
             return integrate(_plain_call(name, func), a, b, args=args, **settings)
+    if settings.get("complex_func") and _plain(a) != _plain(b):
+        return _real_and_imaginary(func, a, b, args, settings)
     if settings.get("complex_func"):
         raise UnsupportedOperationError(
             f"{name}(complex_func=True) with differentiated inputs: mutad differentiates "
@@ -1918,6 +1945,44 @@ def _integral(name, integrate, func, a, b, args, settings):
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
     return (value, *found_again(value, _besides_the_value, integral))
+
+
+def _real_and_imaginary(func, a, b, args, settings):
+    """``quad(complex_func=True)`` as SciPy computes it: ``quad`` of the integrand's real part
+    and of its imaginary part over the limits in increasing order (SciPy's, which it does not
+    flip back), each differentiated, joined as ``re + 1j * im``."""
+    if _plain(b) < _plain(a):
+        a, b = b, a
+    real_settings = {**settings, "complex_func": False}
+    re, im = (quad(lambda x, *p, part=part: getattr(func(x, *p), part), a, b, args,
+                   **real_settings) for part in ("real", "imag"))
+    found = (re[0] + 1j * im[0], re[1] + 1j * im[1])
+    if settings.get("full_output"):
+        found = found + ({"real": re[2:], "imag": im[2:]},)
+    return found
+
+
+def _in_frequency(func, a, b, args, settings):
+    """``quad(weight='cos' or 'sin')`` of a differentiated frequency ``wvar`` ω: SciPy's
+    integral at ω's number ω₀, plus ``(ω - ω₀)`` (zero, ``_shift``) times its derivative in ω,
+    ``∂/∂ω ∫ f(x) cos(ωx) dx = ∫ -x f(x) sin(ωx) dx`` (``∫ x f(x) cos(ωx) dx`` for 'sin'),
+    itself a weighted ``quad`` at ω₀: SciPy's value bit for bit, differentiated to first order
+    in ω (and in the limits and parameters as ``quad`` is)."""
+    if len(ACTIVE.running) > 1:
+        raise UnsupportedOperationError(
+            "quad: a differentiated wvar inside a nested differentiation (hvp, hessian): mutad "
+            "differentiates a weighted integral in its frequency to first order only. Pass "
+            "wvar as a constant (mutad.stop_gradient), or write the weight into the integrand.")
+    _not_replayed("quad of a differentiated wvar, whose number it is called with")
+    wvar = settings["wvar"]
+    at = {**settings, "wvar": _plain(wvar)}
+    found = quad(func, a, b, args, **at)
+    sign, other = (-1.0, "sin") if settings["weight"] == "cos" else (1.0, "cos")
+    slope = quad(lambda x, *p: sign * x * func(x, *p), a, b, args,
+                 **{**at, "weight": other, "full_output": 0})[0]
+    value = found[0] + _shift(wvar) * slope
+    weaken(value)  # (quad's value is a Python float: promoted weakly)
+    return (value, *found[1:])
 
 
 def _besides_the_value(value, integral):

@@ -9,7 +9,8 @@
 array([ 0.0131,  0.8949,  0.7023,  0.4754, -0.1057,  0.0229, -0.0029])
 
 User code calls SciPy by its own names (``CubicSpline``, ``interp1d``, ``make_interp_spline``,
-``make_lsq_spline``, ``BSpline``, ``PPoly``, ``BPoly`` (and ``BPoly.from_derivatives``),
+``make_lsq_spline``, ``BSpline``, ``PPoly`` (and ``PPoly.from_spline`` of a spline ``(t, c, k)``
+of traced coefficients, linear in them), ``BPoly`` (and ``BPoly.from_derivatives``),
 ``BarycentricInterpolator``, ``barycentric_interpolate``,
 ``PchipInterpolator``, ``pchip_interpolate``, ``Akima1DInterpolator``, ``KroghInterpolator``
 and ``krogh_interpolate`` (SciPy's own steps on the traced arrays),
@@ -1509,6 +1510,30 @@ def _bernstein_from_derivatives(xi, yi, orders=None, extrapolate=None):
 
 
 BPoly.from_derivatives = staticmethod(_bernstein_from_derivatives)
+
+
+def _polynomials_of_spline(tck, extrapolate=None):
+    """``PPoly.from_spline`` of a spline ``(t, c, k)`` of traced coefficients ``c`` (a traced
+    ``splrep``'s): SciPy's piecewise coefficients, linear in ``c`` (``linear_map``), of
+    constant knots ``t``."""
+    scipys = _interpolate.PPoly.from_spline
+    if isinstance(tck, _TracedInterpolant):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.PPoly.from_spline of a B-spline built from traced data: mutad "
+            "converts a spline given as a tuple (t, c, k) of traced coefficients (splrep's). "
+            "Evaluate the B-spline itself, which mutad differentiates.")
+    if not _traced(tck):
+        return scipys(tck, extrapolate)
+    t, c, k = tck
+    t = _knots("PPoly.from_spline", t)
+    shape = np.shape(c)
+    coefficients = linear_map(
+        lambda v: scipys((t, np.reshape(v, shape), k), extrapolate).c, math.prod(shape),
+        "scipy.interpolate.PPoly.from_spline")(np.ravel(c))
+    return PPoly(coefficients, t, extrapolate)
+
+
+PPoly.from_spline = staticmethod(_polynomials_of_spline)
 
 
 class _TracedBarycentric:

@@ -65,6 +65,9 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
   arguments: the coordinates SciPy's solution holds at 0 stay there (its active set, a
   decision), the free ones are the least-squares solution of their columns, and ``rnorm`` is
   ``‖b - A x‖`` (Golub & Pereyra 1973); every order follows, and a replay runs it again.
+* ``linear_sum_assignment(C)``: SciPy's assignment, a decision without a derivative (a replay
+  assigns again); the costs it selects, ``C[rows, cols]``, are differentiated where the
+  program indexes them.
 
 Solving with ``∂F/∂x``: up to 32 unknowns the matrix is formed (one product per column) and
 decomposed: a minimum's Hessian must be positive definite, a Jacobian nonsingular, with a
@@ -131,8 +134,8 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
 from ..core.views import memory, weaken
-from ._adjoints import (ScipysCode, not_replayed, outside_differentiations, reproduces,
-                        scipys_value)
+from ._adjoints import (ScipysCode, StandIn, Value, not_replayed, outside_differentiations,
+                        reproduces, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
@@ -141,7 +144,8 @@ __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "bre
            "dual_annealing", "excitingmixing", "fixed_point", "fmin", "fmin_bfgs",
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
-           "least_squares", "leastsq", "linearmixing", "linprog", "lsq_linear", "minimize",
+           "least_squares", "leastsq", "linear_sum_assignment", "linearmixing", "linprog",
+           "lsq_linear", "minimize",
            "minimize_scalar", "newton",
            "newton_krylov", "nnls", "ridder", "root", "root_scalar", "shgo", "toms748"]
 
@@ -1640,6 +1644,18 @@ def _root_found(name, a, p, function, x, report):
         report.root = solution
         return solution, report
     return solution
+
+
+# ----------------------------------------------------------------------------------------------
+# linear_sum_assignment: which row goes with which column is piecewise constant in the costs
+# (a decision), so SciPy's assignment has no derivative; the cost it selects, C[rows, cols],
+# is differentiated where the program indexes it. A replay assigns again on its values.
+
+_assignment = Value(lambda cost, maximize: _optimize.linear_sum_assignment(cost, maximize),
+                    "scipy.optimize.linear_sum_assignment")
+linear_sum_assignment = StandIn(_optimize.linear_sum_assignment,
+                                lambda cost_matrix, maximize=False:
+                                _assignment(cost_matrix, maximize))
 
 
 # ----------------------------------------------------------------------------------------------

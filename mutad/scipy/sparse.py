@@ -76,7 +76,8 @@ conversions, products and solves are those of the traced matrix of all its entri
 matrix takes writes as SciPy's does (``A[0, :] = 0; A[0, 0] = 1``, a boundary condition; the
 zeros SciPy stores, it stores), and ``A.tolil()`` (``A.todok()``) gives such a ``lil`` (``dok``)
 matrix, as does the user's ``tolil()`` or ``todok()`` of a constant one (``A = L.tolil(); A[0,
-0] = k[0]``), and so do a constructor asked for a ``lil`` or ``dok`` result of traced values
+0] = k[0]``), and a constant one SciPy made (``eye(n, format='lil')``, a copy) becomes one in
+place where traced values are written into it, and so do a constructor asked for a ``lil`` or ``dok`` result of traced values
 (``diags``, ``bmat``, ``kron`` with ``format='lil'``; ``lil_matrix`` or ``dok_matrix`` of a
 traced array or matrix), made in csr and assembled entry by entry. What is not
 listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
@@ -567,14 +568,15 @@ def _sparse_product_jvp(tangents, a, b, pairs):
 
 
 def _reduction_value(data, layout, method, setting):
-    if method == "matrix sum":  # an spmatrix's sum along an axis: its np.matrix's array
-        return np.asarray(layout.build(data).sum(setting))
+    if method.startswith("matrix "):  # an spmatrix's sum along an axis: its np.matrix's array
+        return np.asarray(getattr(layout.build(data), method.removeprefix("matrix "))(setting))
     return getattr(layout.build(data), method)(setting)
 
 
 _reduction = Adjoint(_reduction_value)
 _reduction.complex_values = None
-"""``A.sum(axis)`` or ``A.diagonal(k)``: SciPy's own values, linear in the stored values."""
+"""``A.sum(axis)``, ``A.mean(axis)`` or ``A.diagonal(k)``: SciPy's own values, linear in the
+stored values."""
 
 
 @_reduction.rule
@@ -595,6 +597,9 @@ def _reduction_rule(data, layout, method, setting):
             dy = np.reshape(dy, (-1,))  # a matrix sum's (1, n) or (m, 1)
             g = dy[layout.rows if setting in (1, -1) else layout.cols]
             g = np.where(layout.valid, g, 0.0) if layout.padded else g
+        if method.endswith("mean"):  # (the sum of the matrix times 1 / n, as SciPy's)
+            g = g * (1.0 / (math.prod(layout.shape) if setting is None
+                            else layout.shape[setting]))
         return np.reshape(g, layout.data_shape), None, None, None
 
     return y, back
@@ -1893,6 +1898,18 @@ class TracedSparse:
             return TracedMatrix(_reduction(self.data, self.layout, "matrix sum", axis))
         return _reduction(self.data, self.layout, "sum", axis)
 
+    def mean(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
+        """SciPy's mean: the matrix times ``1 / n`` (``n`` the shape's elements along
+        ``axis``, the zeros too), summed in SciPy's intermediate dtype (which some of its
+        sums along an axis add otherwise than ``sum()`` does): SciPy's values."""
+        if dtype is not None or out is not None:
+            _refuse("mean(dtype=..., out=...) of a scipy.sparse matrix with traced values",
+                    "leave them out (the values are float64) and use the array it returns.")
+        if axis is not None and isinstance(self.layout.template, _sparse.spmatrix):
+            self.layout.template.mean(axis)  # SciPy's error for another axis
+            return TracedMatrix(_reduction(self.data, self.layout, "matrix mean", axis))
+        return _reduction(self.data, self.layout, "mean", axis)
+
     def diagonal(self, k: int = 0) -> Any:
         return _reduction(self.data, self.layout, "diagonal", k)
 
@@ -2138,12 +2155,6 @@ class TracedSparse:
             _refuse(f"astype({dtype!r}) of a scipy.sparse matrix with traced values",
                     "mutad follows float64 values.")
         return self.copy() if copy else self
-
-    def mean(self, axis: int | None = None, dtype: None = None, out: None = None) -> Any:
-        """SciPy's mean, as SciPy computes it: the matrix times ``1 / n`` (``n`` the shape's
-        elements along ``axis``, the zeros too), summed."""
-        count = self.shape[0] * self.shape[1] if axis is None else self.shape[axis]
-        return (self * (1.0 / count)).sum(axis, dtype, out)
 
     def trace(self, offset: int = 0) -> Any:
         return self.diagonal(offset).sum()
@@ -2831,7 +2842,11 @@ class _Assembled:
                 (value,) = lists_as_arrays((value,))
                 while np.ndim(value) > rows.ndim and np.shape(value)[0] == 1:
                     value = value[0]  # (NumPy's assignment drops leading ones)
-                values = np.reshape(np.broadcast_to(value, rows.shape), (-1,))
+                if np.squeeze(value).shape != rows.squeeze().shape:
+                    value = np.broadcast_to(value, rows.shape)
+                # (a column into a row, A[:, 0] = w[:, None]: SciPy matches the values to the
+                # region as they are but for their lengths of one)
+                values = np.reshape(value, (-1,))
                 for k, (i, j) in enumerate(zip(rows.ravel().tolist(), cols.ravel().tolist())):
                     self[i, j] = values[k]
                 return None
@@ -3016,13 +3031,21 @@ for _name in ("__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__", "__
     setattr(_Assembled, _name, _binary_assembled(_name))
 
 
+class _Attributes(abc.ABC):
+    """The base that holds the attributes of SciPy's sparse arrays (``SparseABC``'s): a class
+    Python lets an instance of ``csr_array`` become, as ``TracedSparse`` for ``csr_matrix``."""
+
+
 class _AssemblyClass(_SparseClass):
     """``scipy.sparse.lil_matrix`` (``lil_array``, ``dok_matrix``, ``dok_array``) while a
     differentiation runs: SciPy's class, whose matrices take traced entries (``_Assembled``)."""
 
     def __init__(self, cls):
         super().__init__(cls)
-        self.assembled = type(cls.__name__, (_Assembled, cls), {
+        # (a sparse array's with _Attributes first: one of SciPy's may become one in place)
+        bases = (_Attributes, _Assembled, cls) if issubclass(cls, _sparse.sparray) else (
+            _Assembled, cls)
+        self.assembled = type(cls.__name__, bases, {
             "__module__": __name__, "__doc__": _Assembled.__doc__})
 
     def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
@@ -3167,16 +3190,19 @@ def _stored_values(self):
     return self.__dict__["data"]
 
 
-class _Attributes(abc.ABC):
-    """The base that holds the attributes of SciPy's sparse arrays (``SparseABC``'s): a class
-    Python lets an instance of ``csr_array`` become, as ``TracedSparse`` for ``csr_matrix``."""
-
-
 _TracedSparseArray = type("TracedSparse", (_Attributes, TracedSparse), {
     "__module__": __name__, "__doc__": TracedSparse.__doc__})
 
 
 def _store_values(self, data):
+    """``A.data = values`` of a SciPy matrix: traced values of the shape of its stored ones,
+    written by the user's code while a differentiation runs, make it traced in place
+    (:func:`_followed_in_place`) holding them, as a write into ``A.data[:]`` does."""
+    stored = self.__dict__.get("data")
+    if ACTIVE.running and not internal(sys._getframe(1)) and holds_derivative(data) and (
+            stored is not None and np.shape(data) == stored.shape and _follows_in_place(self)):
+        _followed_in_place(self).data = data
+        return
     self.__dict__["data"] = data
 
 
@@ -3207,6 +3233,42 @@ for _name, _operator in (("__imul__", "*"), ("__itruediv__", "/"), ("setdiag", N
                  for base in cls.__mro__ if _name in vars(base)} | (
             {_sparse._lil._lil_base, _sparse._dok._dok_base} if _operator else set()):
         defmethod(_cls, _name, _written_in_place(_name, _operator))
+
+def _assembled_in_place(A):
+    """The lil or dok matrix of constants ``A`` (``eye(n, format="lil")``, ``diags(...,
+    format="lil")``, a copy: SciPy's own conversions make it) made, in place, one that takes
+    traced entries (``_Assembled``), as one the function builds does, where the user's code
+    writes traced values into it. It is SciPy's again, as it was, when the differentiation
+    ends; its rows (or dict) are copied first, so that a matrix made before it is unchanged."""
+    ACTIVE.running[-1].originals.keep_object(A)
+    if A.format == "lil":
+        for name in ("rows", "data"):
+            lists = np.empty(len(getattr(A, name)), dtype=object)
+            for i, held in enumerate(getattr(A, name)):
+                lists[i] = list(held)
+            setattr(A, name, lists)
+    else:
+        A._dict = dict(A._dict)
+    kinds = {"lil": (lil_matrix, lil_array), "dok": (dok_matrix, dok_array)}[A.format]
+    object.__setattr__(A, "__class__", kinds[isinstance(A, _sparse.sparray)].assembled)
+    object.__setattr__(A, "entries", {})
+    return A
+
+
+def _assembled_write(name):
+    """Method ``name`` (``__setitem__``, ``setdiag``) of a lil or dok matrix of constants,
+    writing traced values: the matrix's, made one that takes them in place."""
+    def write(self, *args, **kwargs):
+        if isinstance(self, _Assembled) or self.dtype.kind not in "fc":
+            _refuse(f"A.{name} of traced values into a scipy.sparse {self.format} matrix of "
+                    f"{self.dtype}", "build the matrix from the values, of a float dtype.")
+        return getattr(_assembled_in_place(self), name)(*args, **kwargs)
+    return write
+
+
+for _name in ("__setitem__", "setdiag"):
+    for _cls in (_sparse._lil._lil_base, _sparse._dok._dok_base):
+        defmethod(_cls, _name, _assembled_write(_name))
 
 for _cls, _names in (
         (_sparse._base._spbase, ("__matmul__", "__rmatmul__", "dot", "multiply", "__add__",
@@ -4308,8 +4370,13 @@ def _graph_weights(csgraph, directed):
     if isinstance(csgraph, (TracedSparse, _Assembled)):
         graph = _lift(csgraph)
         plain, W = graph.value, graph.toarray()
-        edge = np.zeros(graph.shape, bool)  # stored entries are edges, explicit zeros too
-        edge[graph.layout.rows[graph.layout.valid], graph.layout.cols[graph.layout.valid]] = True
+        # stored entries are edges, explicit zeros too, but not the zeros of a dense array
+        # (or a sum, a product) SciPy's matrix leaves out, which mutad keeps for their derivative
+        stored = graph.layout.valid
+        if graph.layout.drops:
+            stored = stored & ~graph.layout.left_out(memory(graph.data))
+        edge = np.zeros(graph.shape, bool)
+        edge[graph.layout.rows[stored], graph.layout.cols[stored]] = True
     else:
         W = csgraph
         plain = np.array(memory(csgraph), dtype=float)
@@ -4341,10 +4408,12 @@ def _along_paths(W, predecessors):
 
 
 def _shortest_paths(name):
-    scipy_function = getattr(_csgraph, name)
-    signature = inspect.signature(scipy_function)
+    signature = inspect.signature(getattr(_csgraph, name))
 
     def stand_in(*args, **kwargs):
+        # (an attribute holds SciPy's function: the allocation mode swaps routed functions in
+        # closures, where a program's `from scipy.sparse.csgraph import dijkstra` reaches it)
+        scipy_function = stand_in.scipy
         bound = signature.bind(*args, **kwargs)
         bound.apply_defaults()
         given = bound.arguments
@@ -4373,7 +4442,8 @@ def _shortest_paths(name):
     stand_in.__signature__ = signature.replace(  # (SciPy's, annotated)
         parameters=[p.replace(annotation=Any) for p in signature.parameters.values()],
         return_annotation=Any)
-    return _route(scipy_function, stand_in)
+    stand_in.scipy = getattr(_csgraph, name)
+    return _route(stand_in.scipy, stand_in)
 
 
 shortest_path, dijkstra, bellman_ford, johnson, floyd_warshall = (

@@ -50,7 +50,7 @@ from scipy.special import (
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv, hyperu,
-    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc,
+    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
 )
 from scipy.special._ufuncs import _beta_ppf, _lambertw, _riemann_zeta, _zeta
@@ -75,7 +75,8 @@ nondifferentiable(_special.gammasgn, _special.round)
 
 __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
-           "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "pdtr", "pdtrc",
+           "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "nbdtr", "nbdtrc",
+           "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
            "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
@@ -449,6 +450,11 @@ def _binomial_density(k, n, p):
     return np.where(inside, np.exp(xlogy(k, p) + xlog1py(b - 1.0, -p) - betaln(k + 1.0, b)), 0.0)
 
 
+def _negative_binomial_density(k, n, p):
+    """d/dp of I_p(n, k + 1), the beta(n, k + 1) density at ``p``."""
+    return np.exp(xlogy(n - 1.0, p) + xlog1py(k, -p) - betaln(n, k + 1.0))
+
+
 def _inverse_density(x, a):
     """1 / (d/dx P(a, x)) at ``x``."""
     return np.exp(-_numerics.gamma_log_density(x, a))
@@ -638,6 +644,12 @@ elementwise(bdtr,      None, NoClosedForm("the number of trials n"),
             lambda y, k, n, p: -_binomial_density(np.floor(k), np.trunc(n), p))
 elementwise(bdtrc,     None, NoClosedForm("the number of trials n"),
             lambda y, k, n, p: _binomial_density(np.floor(k), np.trunc(n), p))
+# nbdtr(k, n, p) = I_p(n, k + 1) (k and n truncated, as SciPy does), nbdtrc its complement:
+# piecewise constant in k, in p the beta(n, k + 1) density at p
+elementwise(nbdtr,     None, NoClosedForm("the number of successes n"),
+            lambda y, k, n, p: _negative_binomial_density(np.trunc(k), np.trunc(n), p))
+elementwise(nbdtrc,    None, NoClosedForm("the number of successes n"),
+            lambda y, k, n, p: -_negative_binomial_density(np.trunc(k), np.trunc(n), p))
 # fdtr(a, b, x) = I_w(a/2, b/2) with w = a x / (b + a x), fdtrc its complement
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),

@@ -71,7 +71,8 @@ here too.
 
 ``gaussian_kde`` of a dataset, weights or scalar bandwidth a differentiation follows (and
 SciPy's own estimate called at followed points) is differentiated in all of them and in the
-points: ``evaluate``, calling it, ``pdf`` and ``logpdf`` give SciPy's own estimate's values,
+points: ``evaluate``, calling it, ``pdf``, ``logpdf`` and ``integrate_box_1d`` (in its limits
+too) give SciPy's own estimate's values,
 and so do its attributes ``factor``, ``covariance``, ``inv_cov``, ``cho_cov``, ``log_det``,
 ``weights`` and ``neff``; their derivatives are those of the same estimate written with
 functions mutad differentiates: the weighted covariance of the data (``np.cov``) times the
@@ -1360,14 +1361,14 @@ def _scipy_kde(dataset, weights, bandwidth, bw_method):
 
 
 _kde_value = Value(
-    lambda dataset, weights, bandwidth, bw_method, method, points: getattr(
-        _scipy_kde(dataset, weights, bandwidth, bw_method), method)(points),
+    lambda dataset, weights, bandwidth, bw_method, method, *points: getattr(
+        _scipy_kde(dataset, weights, bandwidth, bw_method), method)(*points),
     "scipy.stats.gaussian_kde")
 _kde_attribute = Value(
     lambda dataset, weights, bandwidth, bw_method, name: np.asarray(getattr(
         _scipy_kde(dataset, weights, bandwidth, bw_method), name)),
     "scipy.stats.gaussian_kde")
-_kde_object_value = Value(lambda kde, method, points: getattr(kde, method)(points),
+_kde_object_value = Value(lambda kde, method, *points: getattr(kde, method)(*points),
                           "scipy.stats.gaussian_kde")
 _kde_object_attribute = Value(lambda kde, name: np.asarray(getattr(kde, name)),
                               "scipy.stats.gaussian_kde")
@@ -1482,10 +1483,10 @@ class _TracedKDE:
                             shape)
         return np.sum(diff * scaled, axis=0)
 
-    def _value(self, method, points):
+    def _value(self, method, *points):
         if self._object is not None:
-            return _kde_object_value(self._object, method, points)
-        return _kde_value(*self._settings(), method, points)
+            return _kde_object_value(self._object, method, *points)
+        return _kde_value(*self._settings(), method, *points)
 
     def evaluate(self, points):
         """The estimated density at ``points``."""
@@ -1504,13 +1505,25 @@ class _TracedKDE:
         composition = _logsumexp(logs, axis=0) - 0.5 * self._compositions["log_det"]
         return scipys_value(self._value("logpdf", x), composition)
 
+    def integrate_box_1d(self, low, high):
+        """The estimate's mass between ``low`` and ``high`` (one dimension): SciPy's sum of
+        the kernels' normal distribution functions."""
+        if self.d != 1:
+            raise ValueError("integrate_box_1d() only handles 1D pdfs")
+        stdev = np.ravel(np.sqrt(self._compositions["covariance"]))[0]
+        masses = (ndtr(np.ravel((high - self.dataset) / stdev))
+                  - ndtr(np.ravel((low - self.dataset) / stdev)))
+        composition = np.sum(self._compositions["weights"] * masses)
+        return scipys_value(self._value("integrate_box_1d", low, high), composition)
+
     def __getattr__(self, name):
         return refused_attribute(
             name,
             f"scipy.stats.gaussian_kde(...).{name}: this estimate was built from (or called "
             "at) values a differentiation follows, and mutad differentiates evaluate, pdf, "
-            "logpdf and calling it, and its bandwidth attributes only. Build it from plain "
-            "values (mutad.stop_gradient) for the others (resample, the integrals, marginal).",
+            "logpdf, calling it, integrate_box_1d, and its bandwidth attributes only. Build it "
+            "from plain values (mutad.stop_gradient) for the others (resample, the other "
+            "integrals, marginal).",
             private="_")
 
 
