@@ -22,6 +22,7 @@ tape and the traced array (``reverse``) and the write path (``inplace``), below 
 
 import functools
 import types
+import weakref
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_i
                      reads_written, written_before_raising)
 
 _FLOAT64 = np.float64
+_new_ref = weakref.ref.__new__
 _REAL = np.dtype(float)
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -436,7 +438,12 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
                     # (``Recomputation.hold``'s answer where no recipe can recompute the
                     # buffer, the common case: the record keeps the array, and says so once)
                     ref = place.ref
-                    if ref is None:
+                    if ref is None and value.base is None:
+                        # (``Kept(value)`` of an array of its own memory, as ``Tracked``
+                        # makes it, without the call of its ``__new__``: a third of the cost)
+                        place.ref = ref = _new_ref(Kept, value)
+                        ref.layout = None
+                    elif ref is None:
                         place.ref = Kept(value)
                     elif type(ref) is not Kept and type(ref) is not Held:
                         read[i] = recomputation.hold(place, value)
