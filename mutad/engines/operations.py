@@ -381,7 +381,11 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
                 check_complex(function_name(ufunc), rule)
             buffer = Buffer(y)
             if y.nbytes >= SMALL:
-                buffer.ref = Tracked(y)
+                if y.base is None:  # (``Tracked(y)`` of a new array, made as the Kept below)
+                    buffer.ref = ref = _new_ref(Tracked, y)
+                    ref.layout = None
+                else:
+                    buffer.ref = Tracked(y)
             yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
         else:
             if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
