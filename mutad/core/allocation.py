@@ -92,6 +92,7 @@ of an object it is given).
 from __future__ import annotations
 
 import builtins
+import collections
 import contextlib
 import dis
 import functools
@@ -608,12 +609,87 @@ def _writeable_array(x):
 
 
 _LIBRARY: dict[str, Any] = {
-    "depth": 0, "lock": threading.Lock(), "factories": {},
+    "depth": 0, "lock": threading.Lock(), "factories": {}, "numpy": None,
     "bindings": [["scipy._lib.array_api_extra._lib._at", "is_writeable_array", None,
                   _writeable_array]]}
 """The ``library_allocation()`` blocks running in any thread; NumPy's factories bound in the
-``numpy`` module while one runs (name -> (NumPy's, ``_library_factory`` of it)); and the
-bindings of SciPy's modules swapped then ([module, name, SciPy's, mutad's])."""
+``numpy`` module while one runs (name -> (NumPy's, ``_library_factory`` of it)); the swap of
+the ``numpy`` module's names a block makes (``_NumpySwap``, kept while they stay bound as it
+found them); and the bindings of SciPy's
+modules swapped then ([module, name, SciPy's, mutad's])."""
+
+
+class _NumpySwap:
+    """The names a ``library_allocation()`` block binds in the ``numpy`` module, computed once
+    for the functions they are bound to (entering and leaving a block is paid by every rule
+    that runs SciPy's formulas, each step of a loop: one dict update each way, not a
+    ``setattr`` per name): what they are bound to outside blocks (``before``), what a block
+    binds them to (``during``: the ``_library_factory`` of each function, the mode's ``r_``
+    and ``c_``), and NumPy's function each of the block's functions stands for (whose rule it
+    takes while a block runs: NumPy hands a call with ``like=`` over by the function the name
+    is bound to). The versions of the namespace and of ``RULES`` (``_VERSION``) prove, where
+    they did not change since this swap last left, that the names are bound as it found them
+    and the rules are those it gave; else the bindings and rules are compared."""
+
+    def __init__(self, namespace):
+        factories = _LIBRARY["factories"]
+        self.names = (*_LIBRARY_NAMES, "r_", "c_")
+        self.found = tuple(namespace[name] for name in self.names)
+        self.during = {}
+        for name, own in zip(_LIBRARY_NAMES, self.found):
+            if name not in factories or factories[name][0] is not own:
+                factories[name] = (own, _library_factory(own))
+            self.during[name] = factories[name][1]
+        for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
+            self.during[name] = JOINED[name][1]
+        self.before = dict(zip(self.names, self.found))
+        self.bound = tuple(self.during.values())
+        self.owns = self.found[:len(_LIBRARY_NAMES)]
+        self.standing = self.bound[:len(_LIBRARY_NAMES)]
+        self.version = _VERSION(namespace) if _VERSION is not None else None
+        self.rules_version = _VERSION(RULES) if _VERSION is not None else None
+        self.entered = self.left = None  # the versions after enter and leave
+        self.rules_entered = self.rules_left = None
+        self.rules: dict = {}  # the block's functions given rules -> the rules
+
+    def current(self, namespace):
+        """Whether ``namespace`` binds every name as this swap found it."""
+        if self.version is not None and self.version.value == self.left:
+            return True
+        return all(map(operator.is_, map(namespace.get, self.names), self.found))
+
+    def enter(self, namespace):
+        """Bind the block's functions in ``namespace`` (the ``numpy`` module's), giving each
+        the rule of NumPy's it stands for."""
+        namespace.update(self.during)
+        if self.version is not None:
+            self.entered = self.version.value
+        if self.rules_version is None or self.rules_version.value != self.rules_left:
+            ruled = list(map(RULES.__contains__, self.owns))
+            self.rules = dict(zip(itertools.compress(self.standing, ruled),
+                                  map(RULES.__getitem__, itertools.compress(self.owns, ruled))))
+        RULES.update(self.rules)
+        if self.rules_version is not None:
+            self.rules_entered = self.rules_version.value
+
+    def leave(self, namespace):
+        """Bind again what the names were bound to before the block, where they still hold
+        the block's (a name the code rebound meanwhile keeps its new binding), and take the
+        rules ``enter`` gave back."""
+        untouched = self.rules_version is not None \
+            and self.rules_version.value == self.rules_entered  # (no rule made in the block)
+        collections.deque(map(RULES.pop, self.rules, itertools.repeat(None)), maxlen=0)
+        self.rules_left = self.rules_version.value if untouched else None
+        self.left = None
+        if (self.version is not None and self.version.value == self.entered) \
+                or all(map(operator.is_, map(namespace.get, self.names), self.bound)):
+            namespace.update(self.before)
+            if self.version is not None:
+                self.left = self.version.value
+            return
+        for name, following in self.during.items():
+            if namespace.get(name) is following:
+                namespace[name] = self.before[name]
 
 
 @contextlib.contextmanager
@@ -630,17 +706,11 @@ def library_allocation() -> Iterator[None]:
     which join traced items (``np.r_[output[::-1], last]``) rather than convert them."""
     with _LIBRARY["lock"]:
         if _LIBRARY["depth"] == 0:
-            factories = _LIBRARY["factories"]
-            for name in _LIBRARY_NAMES:
-                own = getattr(np, name)
-                if name not in factories or factories[name][0] is not own:
-                    factories[name] = (own, _library_factory(own))
-                following = factories[name][1]
-                setattr(np, name, following)
-                if own in RULES:  # NumPy hands a call with like= over by the function the
-                    RULES[following] = RULES[own]  # name is bound to: this one, meanwhile
-            for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
-                setattr(np, name, JOINED[name][1])
+            namespace = vars(np)
+            swap = _LIBRARY["numpy"]
+            if swap is None or not swap.current(namespace):
+                swap = _LIBRARY["numpy"] = _NumpySwap(namespace)
+            swap.enter(namespace)
             for binding in _LIBRARY["bindings"]:
                 module = sys.modules.get(binding[0])
                 if module is not None:
@@ -655,13 +725,7 @@ def library_allocation() -> Iterator[None]:
         with _LIBRARY["lock"]:
             _LIBRARY["depth"] -= 1
             if _LIBRARY["depth"] == 0:
-                for name, (own, following) in _LIBRARY["factories"].items():
-                    RULES.pop(following, None)
-                    if getattr(np, name) is following:
-                        setattr(np, name, own)
-                for name in ("r_", "c_"):
-                    if getattr(np, name) is JOINED[name][1]:
-                        setattr(np, name, JOINED[name][0])
+                _LIBRARY["numpy"].leave(vars(np))
                 for binding in _LIBRARY["bindings"]:
                     module = sys.modules.get(binding[0])
                     if module is not None and getattr(module, binding[1]) is binding[3]:
