@@ -19,8 +19,10 @@ buffers, views of their inputs or constants (``fresh``, ``view_of``, ``constant`
 module, which imports none of them.
 """
 
+import contextlib
 import operator
 import struct
+import threading
 import weakref
 import zlib
 
@@ -45,6 +47,26 @@ from ..core.shadows import Buffer, Place
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
+
+
+class _Reversing(threading.local):
+    """The tapes whose reverse pass runs in this thread, innermost last: a pullback that runs
+    user code again finds there the arrays mutad keeps read-only (``session.kept_state_writable``)."""
+
+    def __init__(self):
+        self.tapes = []
+
+
+REVERSING = _Reversing()
+
+
+@contextlib.contextmanager
+def reversing(tape):
+    REVERSING.tapes.append(tape)
+    try:
+        yield
+    finally:
+        REVERSING.tapes.pop()
 
 
 class ReverseTape(Tape):
@@ -162,7 +184,8 @@ class ReverseTape(Tape):
         # (a run of pure elementwise records, where none has its own error handling or
         # stand-ins to resolve, is reversed in one loop: ``reverse_elementwise``)
         runs = not checked and not readers and not errors_of
-        with at_user_lines(watch), no_full_collections(), gradient_errors(watch):
+        with at_user_lines(watch), no_full_collections(), gradient_errors(watch), \
+                reversing(self):
             while records:
                 if runs:
                     kind = type(records[-1])

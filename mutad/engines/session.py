@@ -14,6 +14,7 @@ of the caller's memory (``forward``). Either one, on leaving its ``with`` block 
 ends.
 """
 
+import contextlib
 import threading
 
 import numpy as np
@@ -29,8 +30,8 @@ from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, e
                       unbatched, zero_tangent)
 from ..core.levels import ACTIVE, LEVELS, Tracer
 from .recompute import hold_for_good
-from .reverse import (DeviceCopy, ReverseTape, Traced, as_owner, check_constants, checksum,
-                      fresh, thaw, unfreeze, view_of)
+from .reverse import (REVERSING, DeviceCopy, ReverseTape, Traced, _depth, as_owner,
+                      check_constants, checksum, fresh, thaw, unfreeze, view_of)
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
@@ -245,6 +246,29 @@ RUNS = threading.local()
 a list that takes what the first run left in the arrays made before the call it wrote into
 (``Differentiation.settle``): each run starts from the caller's bytes, and ``leave`` writes
 those values when the last one has ended, as NumPy's one run of ``f`` leaves them."""
+
+
+@contextlib.contextmanager
+def kept_state_writable():
+    """User code a pullback runs again on plain values (an ODE's right-hand side, which the
+    discrete adjoint evaluates anew), writing into an array the running differentiations keep
+    read-only: its own work buffer (``self.dy[:] = ...``, a module-level one), which the
+    function wrote in the forward pass and mutad adopted. NumPy's one run of ``f`` made those
+    writes already, and the records still to be reversed need the bytes the arrays hold now:
+    in this block they are writable, and after it they hold those bytes again, read-only."""
+    held = [t.frozen for t in (*ACTIVE.running, *REVERSING.tapes) if hasattr(t, "frozen")]
+    shut = {id(a): a for frozen in held for a in frozen.values() if not a.flags.writeable}
+    kept = sorted(shut.values(), key=_depth)  # owners first: a view turns writable after its owner
+    saved = [a.copy() for a in kept]  # (a view whose owner mutad left writable: its own bytes)
+    for a in kept:
+        a.flags.writeable = True  # (each was writable before mutad froze it)
+    try:
+        yield
+    finally:
+        for a, values in zip(kept, saved):
+            np.copyto(a, values)
+        for a in kept:
+            a.flags.writeable = False
 
 
 def leave(left):

@@ -122,6 +122,7 @@ from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOpe
                            UntracedWriteError)
 from ..engines.arraylike import carries_derivative, settled
 from ..engines import products
+from ..engines.session import kept_state_writable
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
@@ -1186,8 +1187,10 @@ class _Solution(Adjoint):
             dY = np.reshape(dY, (np.size(y0), -1))
             if adaptive and np.any(dY[:, 1:-1]):
                 raise UnsupportedOperationError(_ADAPTIVE)
-            dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
-                                           np.transpose(Y) if transpose else Y)
+            # The right-hand side runs again, writing its own work buffers (self.dy[:] = ...)
+            with kept_state_writable():
+                dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
+                                               np.transpose(Y) if transpose else Y)
             return (dy0, *dvalues)
 
         return Y, back
