@@ -49,3 +49,50 @@ def test_the_lu_factors_of_a_regular_matrix_are_unchanged():
                         for e in np.eye(9)]).reshape(3, 3)
     np.testing.assert_allclose(gradient, numeric, rtol=1e-6, atol=1e-8)
     assert np.isclose(mutad.jvp(f, (a,), (np.ones((3, 3)),))[1], gradient.sum())
+
+
+TINY = np.diag([1e-320, 1e-320])  # its Cholesky factor's tangent divides 0 by 0
+
+
+def _messages(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: sl.cholesky(a).sum(),
+    lambda a: sl.cho_solve(sl.cho_factor(a), np.ones(2)).sum(),
+    lambda a: np.linalg.cholesky(a).sum(),  # (a NumPy function's rule: the reference)
+])
+def test_forward_mode_labels_the_events_of_an_adjoint_rule(f):
+    """jvp ran the forward rules of SciPy's functions (and mutad.adjoint's) outside
+    ``tangent_errors``: their tangents' floating-point events were issued as NumPy's own, not
+    labelled "in a tangent", and raised at once under np.errstate(all="raise")."""
+    a, before = TINY.copy(), TINY.tobytes()
+    messages = _messages(lambda: mutad.jvp(f, (a,), (np.ones((2, 2)),)))
+    assert messages and all(m.endswith(", in a tangent") for m in messages)
+    with np.errstate(all="raise"), pytest.raises(FloatingPointError, match="multiply, in a tangent"):
+        mutad.jvp(f, (a,), (np.ones((2, 2)),))
+    assert a.tobytes() == before
+
+
+def test_the_value_events_of_an_adjoint_stay_numpys():
+    """The events of the value an adjoint's forward rule computes are NumPy's own, unlabelled
+    (and raised as NumPy raises them), its tangent's labelled."""
+    @mutad.adjoint
+    def reciprocal(x):
+        return 1.0 / x
+
+    @reciprocal.jvp_rule
+    def _(tangents, x):
+        y = 1.0 / x
+        return y, -tangents[0] * y * y
+
+    x = np.array([0.0, 2.0])
+    messages = _messages(lambda: mutad.jvp(lambda x: reciprocal(x), (x,), (np.zeros(2),)))
+    assert messages == ["divide by zero encountered in divide",
+                        "invalid value encountered in multiply, in a tangent"]
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="encountered in divide\n"):
+        mutad.jvp(lambda x: reciprocal(x), (x,), (np.ones(2),))
