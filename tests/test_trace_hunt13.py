@@ -96,3 +96,37 @@ def test_the_value_events_of_an_adjoint_stay_numpys():
                         "invalid value encountered in multiply, in a tangent"]
     with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="encountered in divide\n"):
         mutad.jvp(lambda x: reciprocal(x), (x,), (np.ones(2),))
+
+
+W = np.arange(9.0).reshape(3, 3)
+
+
+def _hermitian_diagonal(h):
+    """Writes the diagonal's real parts over it: the source is a float view of the complex
+    target, NumPy reading it from a copy (an advanced index)."""
+    h = h * (1 + 0.5j)
+    h[np.diag_indices(3)] = h.diagonal().real
+    return (np.abs(h) ** 2 * W).sum() + (h.imag * W.T).sum()
+
+
+def test_a_complex_diagonal_written_with_its_real_parts():
+    """The write stopped ("different item layout") where NumPy copies its source: the value
+    is NumPy's bit for bit, the gradient (dL/dx + i dL/dy) that of finite differences."""
+    h = np.arange(1.0, 10.0).reshape(3, 3) + 1j * np.arange(9.0, 0.0, -1).reshape(3, 3)
+    before = h.tobytes()
+    value, (gradient,) = mutad.value_and_gradient(_hermitian_diagonal, h)
+    assert h.tobytes() == before
+    assert np.float64(value).tobytes() == np.float64(_hermitian_diagonal(h)).tobytes()
+    step = 1e-6
+    numeric = np.zeros_like(h)
+    for i in np.ndindex(h.shape):
+        for unit in (1, 1j):
+            e = np.zeros_like(h)
+            e[i] = step * unit
+            slope = (_hermitian_diagonal(h + e) - _hermitian_diagonal(h - e)) / (2 * step)
+            numeric[i] += slope * unit
+    np.testing.assert_allclose(gradient, numeric, rtol=1e-7, atol=1e-6)
+    replayed = mutad.grad(_hermitian_diagonal, replay=True)
+    for scale in (1.0, 2.0):  # recorded, then replayed
+        (expected,) = mutad.gradient(_hermitian_diagonal, scale * h)
+        assert replayed(scale * h).tobytes() == expected.tobytes()
