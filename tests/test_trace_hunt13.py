@@ -130,3 +130,26 @@ def test_a_complex_diagonal_written_with_its_real_parts():
     for scale in (1.0, 2.0):  # recorded, then replayed
         (expected,) = mutad.gradient(_hermitian_diagonal, scale * h)
         assert replayed(scale * h).tobytes() == expected.tobytes()
+
+
+def _with_aux(x):
+    y = x * x
+    y[1:] += x[:-1]  # in place
+    return y, {"total": y.sum(), "label": "y", "y": y}
+
+
+@pytest.mark.parametrize("jac", [mutad.jacfwd, mutad.jacrev])
+def test_jacfwd_and_jacrev_take_has_aux(jac):
+    """jacrev and jacfwd had no has_aux (JAX's have): the function returns (jacobian, aux),
+    aux the plain values of f's run, not differentiated."""
+    x = np.array([1.0, 2.0, 3.0])
+    before = x.tobytes()
+    jacobian, aux = jac(_with_aux, has_aux=True)(x)
+    assert x.tobytes() == before
+    assert np.array_equal(jacobian, jac(lambda x: _with_aux(x)[0])(x))
+    expected = _with_aux(x.copy())[1]
+    assert aux["label"] == "y" and type(aux["y"]) is np.ndarray
+    assert type(aux["total"]) is type(expected["total"]) and aux["total"] == expected["total"]
+    assert aux["y"].tobytes() == expected["y"].tobytes()
+    with pytest.raises(mutad.MutadError, match="has_aux=True"):
+        jac(lambda x: x * x, has_aux=True)(x)
