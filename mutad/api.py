@@ -132,6 +132,8 @@ def _loss_and_aux(y):
 
 
 def _detached(x):
+    if type(x) is forward.Dual:  # (a Jacobian's forward pass)
+        x = x.value
     if type(x) is Traced:
         return _returned(x)
     if isinstance(x, np.ndarray):
@@ -557,8 +559,26 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     return _jacobian(f, args, argnums, None)
 
 
+def _with_aux(f, has_aux):
+    """``f`` and its Jacobian's result as they are, or for ``has_aux``: ``f`` returning
+    ``(y, aux)`` as a function returning ``y`` that keeps the aux of its first run (the runs
+    all start from the same arguments), and a function giving ``(jacobian, aux)``."""
+    if not has_aux:
+        return f, lambda jacobian: jacobian
+    kept = []
+
+    def loss(*args, **kwargs):
+        y, aux = _loss_and_aux(f(*args, **kwargs))
+        if not kept:
+            kept.append(aux)
+        return y
+
+    return loss, lambda jacobian: (jacobian, kept[0])
+
+
 @user_frames
-def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """The function computing the Jacobian of ``f`` in forward mode, a direction per element of
     the differentiated arguments, batched in a few passes where the program allows
     (:func:`jacobian`): JAX's ``jacfwd``. ``jacfwd(f)(*args)`` is
@@ -572,17 +592,22 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     ...     return y
     >>> mutad.jacfwd(f)(np.array([1.0, 2.0])).tolist()
     [[2.0, 1.0], [0.0, 4.0], [2.0, 1.0]]
+
+    With ``has_aux=True``, ``f`` returns a pair ``(y, aux)`` and the function returns
+    ``(jacobian, aux)``, aux not differentiated (as JAX's).
     """
 
     @user_frames
     def jacobian_of_f(*args):
-        return _jacobian(f, args, argnums, "forward")
+        loss, result = _with_aux(f, has_aux)
+        return result(_jacobian(loss, args, argnums, "forward"))
 
     return jacobian_of_f
 
 
 @user_frames
-def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
+           has_aux: bool = False) -> Callable[..., Any]:
     """The function computing the Jacobian of ``f`` in reverse mode, one gradient per element
     of the outputs: JAX's ``jacrev``. ``jacrev(f)(*args)`` is :func:`jacobian`'s result,
     computed by reverse mode whatever the shapes: the cheaper mode when ``f`` has fewer outputs
@@ -594,11 +619,15 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     ...     return x[1:]
     >>> mutad.jacrev(f)(np.array([1.0, 2.0, 4.0])).tolist()
     [[-1.0, 1.0, 0.0], [0.0, -1.0, 1.0]]
+
+    With ``has_aux=True``, ``f`` returns a pair ``(y, aux)`` and the function returns
+    ``(jacobian, aux)``, as :func:`jacfwd`'s.
     """
 
     @user_frames
     def jacobian_of_f(*args):
-        return _jacobian(f, args, argnums, "reverse")
+        loss, result = _with_aux(f, has_aux)
+        return result(_jacobian(loss, args, argnums, "reverse"))
 
     return jacobian_of_f
 

@@ -823,21 +823,7 @@ def apply_function(func, args, kwargs, level, rule=None):
     complex_values = complex_among(primals)
     if complex_values:  # before the rule, which may refuse them for another reason
         check_complex(function_name(func), rule)
-    held = HELD.setdefault(level, [])
-    before = len(held)
-    with tangent_errors(level):
-        y, dy = rule(tangents, *primals, **kwargs)
-    raised = None
-    if len(held) > before:  # the value's events among them are NumPy's, issued inside f
-        met = held[before:]
-        del held[before:]
-        try:
-            _issue_numpys_events(func, primals, kwargs, met)
-        except FloatingPointError as error:
-            if not written_before_raising(out, primals):
-                raise
-            raised = error  # computed as NumPy computed it, written with its tangent, then raised
-        held.extend(met)
+    (y, dy), raised = _ruled(func, rule, tangents, primals, kwargs, level, out)
     if dy is None and holds_objects(y) and _differentiated(args, level):
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
@@ -865,6 +851,29 @@ def apply_function(func, args, kwargs, level, rule=None):
     if raised is not None:
         raise raised
     return written
+
+
+def _ruled(func, rule, tangents, primals, kwargs, level, out=None):
+    """``rule(tangents, *primals, **kwargs)`` under ``tangent_errors``, the events of the
+    value among those it met issued as NumPy's own, inside f; with the FloatingPointError
+    that NumPy raised after writing ``out`` (None: none), which the caller raises once it has
+    written its result and tangent, as NumPy does."""
+    held = HELD.setdefault(level, [])
+    before = len(held)
+    with tangent_errors(level):
+        result = rule(tangents, *primals, **kwargs)
+    raised = None
+    if len(held) > before:  # the value's events among them are NumPy's, issued inside f
+        met = held[before:]
+        del held[before:]
+        try:
+            _issue_numpys_events(func, primals, kwargs, met)
+        except FloatingPointError as error:
+            if not written_before_raising(out, primals):
+                raise
+            raised = error  # computed as NumPy computed it, written with its tangent, then raised
+        held.extend(met)
+    return result, raised
 
 
 def _issue_numpys_events(func, primals, kwargs, met):
@@ -1351,7 +1360,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
         check_complex(name, rule)
     writes = getattr(adjoint, "writes", None)
     if writes is None:
-        y, dy = rule(tangents, *primals, **kwargs)
+        (y, dy), _ = _ruled(adjoint.fn, rule, tangents, primals, kwargs, level)
         if dy is None and _of_constants(args, level):
             return constant_result(y, level, primals, args)
         return _wrap(y, dy, level, primals, tangents, owned=False)
@@ -1362,7 +1371,7 @@ def apply_adjoint(adjoint, level, args, kwargs):
             _target(args[plain[0]], level, True, name)
         if all(tangents[i] is None for i in writes if i < len(args)):
             tangents = (None,) * len(tangents)  # constants only, into arrays not followed
-    result = rule(tangents, *primals, **kwargs)
+    result, _ = _ruled(adjoint.fn, rule, tangents, primals, kwargs, level)
     return _returned(result, args, primals)
 
 

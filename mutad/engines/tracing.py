@@ -554,11 +554,25 @@ def setitem(x, key, value):
         else:  # x[key] = v is view[...] = v: only the view's memory is asked about
             copy_into(operator.setitem, view_of(x, region, tape), value,
                       lambda t, v: operator.setitem(t, Ellipsis, v), {"key": Ellipsis})
-    elif overlaps(x, value) or _repeats(x.value, key):
-        copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
-                  {"key": key})
     else:
-        _scatter(tape, x, key, value)
+        overlapping = overlaps(x, value)
+        if overlapping and _copies_its_source(x.value, key):
+            value, overlapping = value.copy(order="A"), False
+        if overlapping or _repeats(x.value, key):
+            copy_into(operator.setitem, x, value, lambda t, v: operator.setitem(t, key, v),
+                      {"key": key})
+        else:
+            _scatter(tape, x, key, value)
+
+
+def _copies_its_source(target, key):
+    """Whether NumPy's ``target[key] = value`` with the advanced index ``key`` reads a
+    ``value`` whose memory may overlap ``target`` from a copy of it (an ndarray's, unless
+    ``key`` is one boolean array, which takes its own path), as mutad then does: its elements
+    may have another layout than ``target``'s (``h[diagonal] = h.diagonal().real``)."""
+    items = key if type(key) is tuple else (key,)
+    return type(target) is NDARRAY and not (
+        len(items) == 1 and isinstance(items[0], np.ndarray) and items[0].dtype == bool)
 
 
 def assigned_back(x, key, value):

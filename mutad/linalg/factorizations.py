@@ -100,10 +100,29 @@ def unit_lower_and_upper(lu):
     return lower, np.triu(lu)
 
 
+def through_zero_diagonal(solve_triangular):
+    """``solve_triangular`` (SciPy's signature) that also solves with a triangle holding a zero
+    on its diagonal (the U of a singular matrix), as the formulas give it in IEEE arithmetic
+    (infinities and NaN where the value has them, as JAX has them): LAPACK's trtrs refuses such
+    a triangle before solving; BLAS's trsm, which trtrs solves with, does not. Other triangles
+    take ``solve_triangular`` itself, bit for bit."""
+    def solve(a, b, trans=0, lower=False, unit_diagonal=False, check_finite=False):
+        try:
+            return solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit_diagonal,
+                                    check_finite=check_finite)
+        except np.linalg.LinAlgError:
+            if not (type(a) is type(b) is np.ndarray and a.ndim == b.ndim == 2):
+                raise  # (arrays carrying derivatives, stacks: the solver's own error)
+        trsm, = _linalg.get_blas_funcs(("trsm",), (a, b))
+        return trsm(1, a, b, lower=lower, trans_a=trans, diag=unit_diagonal)
+    return solve
+
+
 def lu_tangent(lu, dm, solve_triangular):
     """The tangent of the packed factors ``lu`` of M = L U along dM: with X = L⁻¹ dM U⁻¹,
     dL = L tril(X, -1) and dU = triu(X) U, packed as ``lu`` is (de Hoog, Anderssen & Lukas
     2011; the transpose of the reverse rule). ``solve_triangular`` has SciPy's signature."""
+    solve_triangular = through_zero_diagonal(solve_triangular)
     lower, upper = unit_lower_and_upper(lu)
     x = solve_triangular(lower, dm, lower=True, unit_diagonal=True, check_finite=False)
     x = transpose(solve_triangular(upper, transpose(x), trans=1, check_finite=False))  # X U⁻¹
@@ -371,13 +390,12 @@ def _lu_factor_cotangent(lu, order, dlu):
     dL = L tril(F, -1) and dU = triu(F) U, so the cotangent of a[order] is
     L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ (as in JAX's lu pullback; Giles 2008 for the
     product rule)."""
+    solve = through_zero_diagonal(solve_triangular)
     lower, upper = unit_lower_and_upper(lu)
     middle = np.tril(transpose(lower) @ np.tril(dlu, -1), -1) \
         + np.triu(np.triu(dlu) @ transpose(upper))
-    left = solve_triangular(lower, middle, trans=1, lower=True, unit_diagonal=True,
-                            check_finite=False)
-    dpermuted = transpose(solve_triangular(upper, transpose(left), lower=False,
-                                           check_finite=False))
+    left = solve(lower, middle, trans=1, lower=True, unit_diagonal=True)
+    dpermuted = transpose(solve(upper, transpose(left), lower=False))
     return dpermuted[np.argsort(order)]
 
 
