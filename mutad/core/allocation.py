@@ -4119,7 +4119,8 @@ class _Mode:
         array made before: ``Preexisting``), or None; with ``routed_only``, only for the
         functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or not follows_floats(value.dtype):
+            if routed_only or not (follows_floats(value.dtype)
+                                   or value.dtype.kind in SELF_STANDING):
                 return None
             stand_in = self.array_stand_ins.get(id(value))
             if stand_in is None or stand_in.original is not value:
