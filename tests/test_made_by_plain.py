@@ -120,3 +120,38 @@ def f(x):
     expected[1] = x[1] ** 2
     assert value == expected.sum()
     np.testing.assert_allclose(gradient, [1, 2 * x[1], 2, 3])
+
+
+def test_closure_default_and_attribute_arrays():
+    """An index grid held by a closure, a mask given as a default and an integer array an
+    object's attribute holds are stood in for as a module's global is."""
+    def make():
+        idx = np.arange(4)
+
+        def f(x, mask=np.array([True, False, True, True])):
+            w = idx * 0.5
+            w[0] = x[0]
+            v = mask * 1.0
+            v[1] = x[1]
+            return (w * x).sum() + (v * x).sum()
+        return f
+
+    class Grid:
+        def __init__(self):
+            self.idx = np.arange(4)
+
+        def f(self, x):
+            w = self.idx * 0.5
+            w[0] = x[0]
+            return (w * x).sum()
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    grid = Grid()
+    for f in (make(), grid.f):
+        for replay in (False, True):
+            differentiate = mutad.value_and_grad(f, replay=replay)
+            for _ in range(3):
+                value, gradient = differentiate(x)
+                assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+                np.testing.assert_allclose(gradient, _finite_differences(f, x), rtol=1e-6)
+    assert grid.idx.tolist() == [0, 1, 2, 3] and x.tolist() == [1.0, 2.0, 3.0, 4.0]
