@@ -2209,7 +2209,8 @@ def put_value(result, exact):
 
 
 class Preexisting(np.ndarray):
-    """What stands in, in the mode, for a float array that existed before the differentiation
+    """What stands in, in the mode, for a float array (or one of ``SELF_STANDING``'s kinds, whose
+    memory is never adopted: it holds no traced value) that existed before the differentiation
     started and that the differentiated code reaches (a module-level initial condition ``U0``,
     a closure's or a default's array): a view of its memory, so that the arrays the code makes
     from it are followed like those NumPy's factories make (``u = U0.copy()``, ``U0 + 0.0``,
@@ -4179,11 +4180,14 @@ class _Mode:
 
     def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
-        replaces or routes, a bound method of a routed class, a partial of these, a float
-        array made before: ``Preexisting``), or None; with ``routed_only``, only for the
-        functions and methods it routes."""
+        replaces or routes, a bound method of a routed class, a partial of these, an array
+        made before, of floats or of a kind whose arithmetic makes floats (an index grid
+        ``idx = np.arange(n)``, a mask, dates: ``SELF_STANDING``), so that the float arrays
+        the function makes of it are followed: ``Preexisting``), or None; with
+        ``routed_only``, only for the functions and methods it routes."""
         if type(value) is np.ndarray:
-            if routed_only or not follows_floats(value.dtype):
+            if routed_only or not (follows_floats(value.dtype)
+                                   or value.dtype.kind in SELF_STANDING):
                 return None
             stand_in = self.array_stand_ins.get(id(value))
             if stand_in is None or stand_in.original is not value:
