@@ -12,6 +12,7 @@ import pytest
 import scipy.fftpack
 import scipy.linalg
 import scipy.signal
+import scipy.sparse
 import scipy.special
 import scipy.stats
 
@@ -64,7 +65,8 @@ def structured_fields(x):
     return PARTICLES[0]["pos"].sum()
 
 
-INDICES = np.array([0, 1, 1, 0])
+# an integer array a SciPy object holds (a global integer array is stood in for and followed)
+GRAPH = scipy.sparse.csr_array(np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 4.0]]))
 
 CASES = [
     # (what the function does after mutating x, error class, words the message must contain)
@@ -98,8 +100,8 @@ CASES = [
     (structured_fields, errors.UntracedWriteError, ["structured array", "np.zeros(n, dtype=",
                                                     "array of its own"]),
     # a plain array's method converts its traced argument: the function dispatches to mutad
-    (lambda x: INDICES.choose([x, 2 * x]).sum(), errors.ConversionError,
-     ["INDICES.choose()", "np.choose(INDICES, ...)"]),
+    (lambda x: GRAPH.indices.choose([x, 2 * x, 3 * x, 4 * x]).sum(), errors.ConversionError,
+     ["GRAPH.indices.choose()", "np.choose(GRAPH.indices, ...)"]),
     # regressions: an AttributeError of Python's, and advice that did not fit the call
     (lambda x: (x * 2).__array_interface__["shape"][0] * x.sum(),
      errors.UnsupportedAttributeError, ["__array_interface__", "x.shape", "mutad.adjoint"]),
