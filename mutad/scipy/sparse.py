@@ -49,7 +49,8 @@ values tells where each goes); ``A @ x``, ``A.dot(x)``, ``x @ A`` of dense ``x``
 ties split the gradient evenly, np.max's rule; of an spmatrix's lines, ``A.max(axis)``, SciPy's
 coo matrix of them), ``A.nonzero()`` and ``A.count_nonzero(axis)`` (decisions on the
 values), ``A.conj()``, ``scipy.sparse.linalg.norm(A)`` (Frobenius, 1,
-inf), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)``,
+inf; and ``axis=0`` or ``1`` of a positive finite ``ord``, the lines' norms, an empty line's 0
+with subgradient 0), ``A.toarray()`` and the values of ``scipy.sparse.find(A)`` give traced arrays. An spmatrix's ``A.sum(axis)``,
 ``A.mean(axis)``, and ``A + B``, ``A - B`` of an array ``B``, an ``np.matrix`` in SciPy, give a
 ``TracedMatrix``: its ``*`` is the matrix product as ``np.matrix``'s, ``np.asarray(m)``, ``m.A``
 and ``m.A1`` are traced arrays, and ``+``, ``-``, ``/``, ``m.sum(axis)``, ``m.T``, ``m.I``,
@@ -2652,7 +2653,8 @@ kronsum = _route(SCIPY["kronsum"], _kronsum)
 def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
     """SciPy's Frobenius norm of the stored values (``_sparse_frobenius_norm``: NumPy's norm
     of them, all of a ``dia`` matrix's too); for ``ord`` 1 and inf, its sums of absolute
-    values (a traced sparse array's reductions)."""
+    values (a traced sparse array's reductions); for an integer ``axis``, its vector norms of
+    the lines, by its steps."""
     if not isinstance(x, TracedSparse):
         return SCIPY["norm"](x, ord, axis)
     if axis is None and ord in (None, "fro", "f"):
@@ -2667,8 +2669,26 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
         layout = _Layout(_sparse.csr_array(x.layout.template))
         sums = _reduction(x.data, layout, "sum", 0 if ord in (1, -1) else 1)
         return sums.max() if ord in (1, np.inf) else sums.min()
+    if (isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and -2 <= axis < 2
+            and (ord is None or isinstance(ord, (int, float, np.integer, np.floating)) and 0 < ord < np.inf)):
+        # SciPy's vector norms of the lines, its steps (its sums as a sparse array's or an
+        # np.matrix's, then the root) so that the bits agree
+        x = abs(x.tocsr())
+        sums = x.sum(axis=axis) if ord == 1 else x.power(2 if ord is None else ord).sum(axis=axis)
+        sums = (sums.A if isinstance(sums, TracedMatrix) else sums).ravel()
+        if ord == 1:
+            return sums
+        # the root (elementwise: an np.matrix's bits are its array's) of the lines that are
+        # not zero; an empty line's norm, 0, has np.linalg.norm's subgradient 0
+        nonzero = sums > 0
+        part = np.where(nonzero, sums, 1.0)
+        return np.where(nonzero, np.sqrt(part) if ord in (2, None) else np.power(part, 1 / ord),
+                        sums)
     _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a traced matrix",
-            "mutad follows the Frobenius norm and ord=1, inf (-1, -inf) of the whole matrix.")
+            "mutad follows the Frobenius norm and ord=1, inf (-1, -inf) of the whole matrix and "
+            "the vector norms (ord other than 0, inf, -inf) of its rows or columns (an integer "
+            "axis); for the others take the dense array's, np.linalg.norm(A.toarray(), ord, "
+            "axis).")
 
 
 norm = _route(SCIPY["norm"], _norm)
