@@ -66,7 +66,8 @@ the parameters' values (``_decided``);
 Python's ``math`` functions of floats follow traced scalars (``MATH``), and ``json`` writes
 those standing for floats as their numbers (``_json_default``); Python's ``float``, called by
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
-does): a module's global bound to ``PYTHON_FLOAT`` for the differentiation, in the modules whose
+does), and ``complex`` of traced floats the value standing for the Python complex: a module's
+global bound to ``PYTHON_FLOAT`` (``PYTHON_COMPLEX``) for the differentiation, in the modules whose
 code reads it and never compares a type with it (``_Mode._compares_float``).
 
 Float arrays (and arrays of records holding floats) made before the differentiation started
@@ -1682,6 +1683,36 @@ PYTHON_FLOAT = _PythonFloat("float", (float,), {"__module__": "builtins",
 the builtin and never compares a type with it by identity (``_Mode._swap_cells``)."""
 
 
+class _PythonComplex(_ScalarType):
+    """The type of Python's ``complex`` as the mode shows it where the differentiated code
+    calls it: of traced float values and real numbers (``complex(x[0], x[1])``,
+    ``complex(x[0])``) the value standing for the Python complex Python gives, its parts
+    exactly those numbers (the pair viewed as one complex number, which the engines follow);
+    otherwise Python's ``complex``. As a type it is Python's (``_ScalarType``)."""
+
+    def __call__(cls, *args, **kwargs):
+        if ACTIVE.running and 1 <= len(args) <= 2 and not kwargs \
+                and any(wrapped(a) for a in args) \
+                and all(_traced_real_scalar(a) or type(a) in (float, int, bool) for a in args):
+            parts = [a.astype(np.float64) if wrapped(a) else np.float64(float(a)) for a in args]
+            return np.stack(parts + [np.float64(0.0)] * (2 - len(args))).view(
+                np.complex128)[0].item()
+        return complex(*args, **kwargs)
+
+
+def _traced_real_scalar(value):
+    """Whether ``value`` is a traced 0-d float value of at most double precision, whose
+    ``complex()`` parts are its number exactly."""
+    return wrapped(value) and value.dtype.kind == "f" and value.dtype.itemsize <= 8 \
+        and value.shape == ()
+
+
+PYTHON_COMPLEX = _PythonComplex("complex", (complex,), {"__module__": "builtins",
+                                                       "__doc__": complex.__doc__})
+PYTHON_BUILTINS = {"float": PYTHON_FLOAT, "complex": PYTHON_COMPLEX}
+"""Python's number types in the mode, bound as ``PYTHON_FLOAT`` is, each under its name."""
+
+
 class _RecordsConstructor(_ShownType):
     """The type of ``numpy.recarray`` as the mode shows it where the differentiated code calls
     it: calling it (``np.recarray(n, dtype=...)``) allocates a constant record array of numbers
@@ -1783,14 +1814,15 @@ _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 # (``_compares_with_float``)
 
 
-def _compares_with_float(code):
-    """Whether ``code`` (or a function defined in it) may compare a type with ``float`` where
+def _compares_with_float(code, name="float"):
+    """Whether ``code`` (or a function defined in it) may compare a type with ``name``
+    (``float``, ``complex``) where
     the mode's float, standing for Python's, cannot pass: by identity (``_uses``), or a type
     that Python's ``type`` gave (``type(v) == float``, ``issubclass(type(v), float)``,
     ``type(v).__name__ == "float"``), which of the value standing for a Python float is mutad's
     class; a read of ``type`` whose result is only shown or called (``_type_only_shown``)
     compares nothing."""
-    if _uses(code, "float")[1]:
+    if _uses(code, name)[1]:
         return True
     reads_type = _NAME_USES.get((code, type))
     if reads_type is None:
@@ -3993,16 +4025,16 @@ class _Mode:
         for name, chosen in self.scalars.items():
             if chosen is not None:
                 namespace[name] = chosen
-        for namespace, chosen in self.floats.values():  # (a builtin: bound as a global)
-            if chosen is PYTHON_FLOAT:
-                namespace["float"] = PYTHON_FLOAT
-            elif namespace.get("float") is PYTHON_FLOAT:
-                del namespace["float"]
+        for namespace, name, chosen in self.floats.values():  # (a builtin: bound as a global)
+            if chosen is PYTHON_BUILTINS[name]:
+                namespace[name] = chosen
+            elif namespace.get(name) is PYTHON_BUILTINS[name]:
+                del namespace[name]
 
     def _undo(self):
-        for namespace, _ in self.floats.values():
-            if namespace.get("float") is PYTHON_FLOAT:
-                del namespace["float"]
+        for namespace, name, _ in self.floats.values():
+            if namespace.get(name) is PYTHON_BUILTINS[name]:
+                del namespace[name]
         self.floats = {}
         self.numpy.ndarray = np.ndarray
         self.numpy.__dict__.update(_CALLED_ORIGINALS)
@@ -4096,11 +4128,15 @@ class _Mode:
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
-                if "float" in names and namespace.get("float", PYTHON_FLOAT) is PYTHON_FLOAT:
+                for name, stand_in in PYTHON_BUILTINS.items():
+                    if name not in names or namespace.get(name, stand_in) is not stand_in:
+                        continue
                     # (called, or handed on to be called: map(float, x), defaultdict(float))
-                    site = self.floats.setdefault(id(namespace), [namespace, None])
-                    site[1] = float if site[1] is float or _compares_with_float(code) \
-                        or self._compares_float(namespace) else PYTHON_FLOAT
+                    original = getattr(builtins, name)
+                    site = self.floats.setdefault((id(namespace), name), [namespace, name, None])
+                    site[2] = original if site[2] is original \
+                        or _compares_with_float(code, name) \
+                        or self._compares_float(namespace, name) else stand_in
                 places += [(namespace, name) for name in names if name in namespace]
                 holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
                 bound = getattr(g_bound, "__self__", None)
@@ -4166,16 +4202,17 @@ class _Mode:
                     todo.append((value, level + 1))
         return holders
 
-    def _compares_float(self, namespace):
+    def _compares_float(self, namespace, name="float"):
         """Whether the code of some function or class of the module whose namespace is
         ``namespace`` may compare a type with ``float`` where the mode's cannot pass
         (``_compares_with_float``): the mode's float, bound as the module's global, would be
         the one it compares with."""
-        known = self.float_compares.get(id(namespace))
+        known = self.float_compares.get((id(namespace), name))
         if known is None or known[0] is not namespace or known[1] != len(namespace):
-            compares = any(_compares_with_float(code) for code in _own_codes(namespace)
-                           if "float" in _names(code))
-            known = self.float_compares[id(namespace)] = (namespace, len(namespace), compares)
+            compares = any(_compares_with_float(code, name) for code in _own_codes(namespace)
+                           if name in _names(code))
+            known = self.float_compares[id(namespace), name] = (namespace, len(namespace),
+                                                                compares)
         return known[2]
 
     def _stand_in(self, value, routed_only=False):
