@@ -301,7 +301,7 @@ def test_an_array_cached_by_an_earlier_differentiation_is_a_constant_later():
 def test_complex_of_a_traced_value_says_what_to_do():
     x = np.ones(2)
     with pytest.raises(errors.ConversionError, match="comparisons"):
-        mutad.gradient(lambda x: complex(x[0]).real * x.sum(), x)
+        mutad.gradient(lambda x: complex(x[0] * 1j).real * x.sum(), x)
     assert x.tolist() == [1.0, 1.0]
 
 

@@ -226,7 +226,7 @@ def _doubled_jvp(tangents, x):
 
 def _caught(x):
     try:  # a conversion one direction per pass refuses in direction 0 only
-        v = complex(x[0]).real
+        v = complex(x[0] * 1j).real
     except Exception:  # noqa: BLE001
         v = 0.5
     return x * v
@@ -254,7 +254,7 @@ FALLBACK = {
     "caught stop": _caught_batch_stop,
     "nested": _nested,
     "shape set": lambda x: (lambda y: (setattr(y, "shape", (2, 3)), y)[1])(x * 2.0),
-    "conversion": lambda x: x * complex(x[0]).real,
+    "conversion": lambda x: x * complex(x[0] * 1j).real,
 }
 
 

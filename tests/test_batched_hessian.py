@@ -239,7 +239,7 @@ FALLBACK = {
                                                    (y ** 3).sum())[1])(x.reshape(2, 3) * 1.0),
     "complex": lambda x: (np.abs(np.exp(1j * x)) * x * x).sum(),
     "nested": _nested,
-    "conversion": lambda x: (x * complex(x[0]).real).sum(),
+    "conversion": lambda x: (x * complex(x[0] * 1j).real).sum(),
 }
 
 

@@ -77,7 +77,7 @@ def test_printf_style_formatting_and_logging_write_the_digits():
         logger.removeHandler(handler)
     assert seen == ["6.250 1.50e+00", "2"] * 2 and records == ["loss 6.2500"] * 2
     with pytest.raises(mutad.errors.ConversionError, match=r"by complex\(\)"):
-        mutad.gradient(lambda x: complex((x * x).sum()).real * x[0], x)
+        mutad.gradient(lambda x: complex((x * x).sum() * 1j).real * x[0], x)
 
 
 def test_strings_and_hashes_are_numpys():
