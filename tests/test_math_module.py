@@ -69,6 +69,24 @@ def test_a_replay_gives_maths_values():
     assert not replaying.reasons and len(replaying.programs) == 1
 
 
+def test_a_replay_puts_maths_value_in_without_recording_again():
+    """Regression: where math's value differs from the ufunc's, the replay's step (which
+    holds NumPy's scalar where tracing held a 0-d array) could not be written into, so every
+    such call failed its guards and recorded again, and after a few was traced for good (as
+    a Jacobi eigenvalue sweep with ``math.atan2`` and ``math.cos`` was). The step that makes
+    the value now gives math's, before its record (exp's partial reads it) keeps it."""
+    def f(x):
+        s = 0.0
+        for name in ("exp", "tanh", "log1p", "atan"):
+            s = s + getattr(math, name)(x[0]) * x[1]
+        return s + math.exp(x[1] * 0.5)
+
+    calls = [(np.array([DIFFERING[name], k + 1.0]),)
+             for k, name in enumerate(("exp", "tanh", "log1p", "atan", "exp"))]
+    replaying = replayed_like_traced(f, calls, traced_once=True)
+    assert not replaying.reasons
+
+
 def test_a_math_function_of_a_complex_traced_scalar_takes_its_real_part_as_numpy():
     """Regression: math.sin(z[1]) of a complex element raised float()'s TypeError on the
     0-d array; NumPy's complex scalar gives math its real part (with a ComplexWarning), and

@@ -453,7 +453,7 @@ class Pure:
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
                  "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
-                 "later")
+                 "later", "exact")
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -483,6 +483,7 @@ class Pure:
         self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
         self.scalar_nan = None  # the same, where only its NaN is its own (Recorder)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
+        self.exact = None  # math's function of its arguments, whose value it gives (PutValue)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
@@ -507,8 +508,9 @@ class Pure:
             self.ufunc = functools.partial(_on_scalars, self.scalar_math,
                                            [i in at for i in range(len(self.args))])
         if buffer.c_contiguous and short(buffer) and buffer.dtype.kind == "f" \
-                and self.later is None:
-            # (a complex partial is conjugated: the engine's)
+                and self.later is None and self.exact is None:
+            # (a complex partial is conjugated: the engine's; math's value is put in by
+            # ``__call__``, which a compiled block's lines do not run)
             self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
 
     def __call__(self, values, tape):
@@ -522,6 +524,8 @@ class Pure:
             # the engine put it right (arraylike.put_right), whose events the ufunc raised
             with np.errstate(all="ignore"):
                 y = self._nan_again()(*vals)
+        if self.exact is not None:  # math's value, before the record reads it (PutValue)
+            y = _with_math_value(y, *self.exact, values)
         # A NumPy scalar where the traced array was a read-only 0-d one; a Python number where
         # it stood for one, but NumPy's scalar to the partials, which compute on it as on the
         # traced value (sqrt's 0.5 / y: inf, not Python's ZeroDivisionError, at y = 0.0)
@@ -1870,6 +1874,17 @@ class PutValue:
 
     def __call__(self, values, tape):
         put_value(values[self.slot], self.function(*as_floats(resolve(self.args, values))))
+
+
+def _with_math_value(y, function, args, values):
+    """``y``, the value a ufunc's step made for ``math.<name>`` of traced scalars, given
+    math's value ``function(*args)`` (``PutValue``): NumPy's scalar, which a replay's ufunc
+    gives where tracing's was a 0-d array, is replaced, as it cannot be written into."""
+    exact = function(*as_floats(resolve(args, values)))
+    if isinstance(y, np.generic):
+        return y.dtype.type(exact)
+    put_value(y, exact)
+    return y
 
 
 class Modes:
@@ -3263,7 +3278,14 @@ class Recorder:
 
     def put_value(self, y, function, args):
         slot = self._slot_of(y, f"math.{function.__name__} giving")
-        if slot is not None:
+        if slot is None:
+            return
+        step = self.steps[-1] if self.steps else None
+        if type(step) is Pure and step.out == slot:
+            # The step that made y gives math's value itself: its record, which reads y (exp's
+            # partial), reads math's value, as tracing's reads the 0-d array it was put into
+            step.exact = (function, self.spec(args))
+        else:
             self.steps.append(PutValue(slot, function, self.spec(args)))
 
     def scalar_math(self, y, operation, nan_only=False):
