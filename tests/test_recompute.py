@@ -879,3 +879,27 @@ def test_a_budget_redoes_the_fewest_writes_its_snapshots_allow(monkeypatch):
     assert got.tobytes() == mutad.gradient(lambda u: red_black(u, 100), u,
                                            policy="checkpoint")[0].tobytes()
     assert u.tobytes() == before
+
+
+def test_a_budget_rebuilds_states_in_the_memory_of_those_it_has_done_with(monkeypatch):
+    """The reverse pass rebuilds a state of the buffer for each of the 200 writes (and
+    snapshots on the way) into the memory of the states it no longer reads: no more arrays are
+    made than the budget's 8 snapshots and one state besides, not one per rebuild, and the
+    gradient is the checkpoint policy's, bit for bit."""
+    rebuilt = []
+    redo = Chain._redo
+
+    def noted(self, snapshot, start, stop):
+        state = redo(self, snapshot, start, stop)
+        rebuilt.append(state)  # (held: a new array never takes another's id)
+        return state
+
+    monkeypatch.setattr(Chain, "_redo", noted)
+    u = np.sin(np.linspace(0, 3, 2 * N))
+    before = u.tobytes()
+    got = mutad.gradient(lambda u: red_black(u, 100), u, memory=8 * u.nbytes)[0]
+    assert len(rebuilt) > 100
+    assert len({id(state) for state in rebuilt}) <= 8 + 1
+    assert got.tobytes() == mutad.gradient(lambda u: red_black(u, 100), u,
+                                           policy="checkpoint")[0].tobytes()
+    assert u.tobytes() == before

@@ -784,7 +784,7 @@ class Chain:
     """
 
     __slots__ = ("recomputation", "buffer", "array", "writes", "snapshots", "barriers", "budget",
-                 "spacing", "depends", "first", "last", "pending", "pins")
+                 "spacing", "depends", "first", "last", "pending", "pins", "spares")
 
     def __init__(self, recomputation, buffer, array, budget):
         self.recomputation = recomputation
@@ -803,6 +803,7 @@ class Chain:
         self.last = None  # the version its last write left
         self.pending = None  # the undo of the write about to be made
         self.pins = {}  # barrier version -> {key: a copy of a buffer its stretch's writes read}
+        self.spares = []  # arrays of the buffer's layout the reverse pass has done with
 
     def before_write(self, place, depends):
         """Just before a write into ``place`` that reads ``depends``: snapshot if due; returns
@@ -893,10 +894,11 @@ class Chain:
         self.writes.append(rebuild)
 
     def state_at(self, version):
-        """The whole buffer as it was at ``version`` (an array not to be written)."""
+        """The whole buffer as it was at ``version``: an array not to be written, which the
+        caller hands back to ``spare`` once it has read it where it is not a snapshot."""
         snapshots = self.snapshots
         for v in [v for v in snapshots if v > version]:
-            del snapshots[v]
+            self.spare(snapshots.pop(v))
         while True:
             start = max(v for v in snapshots if v <= version)
             if start == version:
@@ -909,8 +911,12 @@ class Chain:
 
     def _redo(self, snapshot, start, stop):
         """The buffer at version ``stop``: ``snapshot`` (at ``start``), the writes between
-        redone into a copy of it."""
-        work = snapshot.copy()
+        redone into a copy of it (into a spare's memory where there is one)."""
+        if self.spares:
+            work = self.spares.pop()
+            np.copyto(work, snapshot)
+        else:
+            work = snapshot.copy()
         rebuilt = {self.buffer.key: work}
         pins = self.pins.get(max(b for b in self.barriers if b <= start))
         if pins:
@@ -924,6 +930,16 @@ class Chain:
                        else read_all(write.inputs, rebuilt, True, plans),
                        view(work, self.buffer, write.place))
         return work
+
+    def spare(self, array):
+        """Keep ``array``, a state of the buffer the reverse pass no longer reads, for a state
+        ``_redo`` rebuilds later: the reverse pass rebuilds a state for each write it undoes,
+        and memory of that size, freed, goes back to the system and comes back a page at a
+        time, at the cost of another pass over it. No more memory is held than before: a new
+        state is allocated only where no spare is left, when the chain holds its snapshots
+        alone, so it never holds more than its budget of snapshots and one state besides."""
+        if len(self.spares) < self.budget:
+            self.spares.append(array)
 
 
 def advance(states, free):
@@ -966,8 +982,11 @@ class Rebuild:
         state = chain.state_at(self.version)
         np.copyto(view(chain.array, chain.buffer, self.place),
                   view(state, chain.buffer, self.place))
+        if state is not chain.snapshots.get(self.version):  # rebuilt for this write alone
+            chain.spare(state)
         if self.version == chain.first:  # its first write: nothing left to rebuild
             chain.snapshots.clear()
+            chain.spares.clear()
             chain.writes.clear()
             chain.pins.clear()
             chain.array = None  # from now on only what reads the buffer holds it
