@@ -116,6 +116,7 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
+from .debug import without_events
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -2096,13 +2097,11 @@ def math_function(original):
         # one: a value that NumPy promotes weakly (``x32 * math.exp(a)`` is float32)
         args = [a.astype(np.float64) if wrapped(a) and a.dtype.kind == "f"
                 and a.dtype != np.float64 else a for a in args]
-        if name == "log" and len(args) == 2:  # log(x, base)
-            y = np.log(args[0]) / np.log(args[1])
-        elif name == "hypot" and len(args) != 2:
-            y = np.sqrt(sum(a * a for a in args))
-        else:
-            y = _ufunc_of(name)(*args)
+        # math's value first: its error (a domain error, an overflow) is raised before any
+        # NumPy loop, and math raises no floating-point event, where the ufunc computing it
+        # warns or raises (math.exp(1000.0), math.atan2(0.0, -0.0)'s partials aside)
         value = _math_value(original, as_floats(args), args)
+        y = without_events(_as_ufuncs, name, args)
         put_value(y, value)
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too
@@ -2114,6 +2113,15 @@ def math_function(original):
         return y
 
     return _named(following, original)
+
+
+def _as_ufuncs(name, args):
+    """``math.<name>(*args)`` of traced scalars computed by NumPy's ufuncs (``MATH``)."""
+    if name == "log" and len(args) == 2:  # log(x, base)
+        return np.log(args[0]) / np.log(args[1])
+    if name == "hypot" and len(args) != 2:
+        return np.sqrt(sum(a * a for a in args))
+    return _ufunc_of(name)(*args)
 
 
 def _math_value(original, numbers, args):
