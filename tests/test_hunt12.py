@@ -34,6 +34,7 @@ PYTHON_FLOATS = [
     (lambda a, b: math.log(a), [0.0, 0.0]),
     (lambda a, b: math.exp(a) * b, [1000.0, 1.0]),
     (lambda a, b: math.exp(a) * b, [-1000.0, 1.0]),
+    (lambda a, b: math.dist([a], [b]), [np.inf, np.inf]),
 ]
 
 

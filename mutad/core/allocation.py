@@ -2149,6 +2149,19 @@ def _math_of_floats(original, split):
     return of_floats
 
 
+def _of_sequences(name, sequences):
+    """``math.<name>`` (``fsum``, ``dist``, ``sumprod``) of ``sequences`` holding traced real
+    scalars, computed by NumPy's functions (``math_of_sequences``)."""
+    stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
+                         else np.float64(x) for x in sequence]) for sequence in sequences]
+    if name == "fsum":
+        return np.sum(stacked[0])
+    if name == "dist":
+        difference = stacked[0] - stacked[1]
+        return np.sqrt(np.sum(difference * difference))
+    return np.sum(stacked[0] * stacked[1])
+
+
 def math_of_sequences(original):
     """``math.fsum``, ``math.dist`` and ``math.sumprod`` of sequences holding traced real
     scalars (``math.fsum(x * w)``, ``math.dist(p, q)``): NumPy's sum (of the squared
@@ -2170,15 +2183,7 @@ def math_of_sequences(original):
             return original(*sequences)  # math's conversion: refused, or math's error
         exact = _math_value(original, [[memory(x).reshape(()) if wrapped(x) else x
                                         for x in sequence] for sequence in sequences], items)
-        stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
-                             else np.float64(x) for x in sequence]) for sequence in sequences]
-        if name == "fsum":
-            y = np.sum(stacked[0])
-        elif name == "dist":
-            difference = stacked[0] - stacked[1]
-            y = np.sqrt(np.sum(difference * difference))
-        else:
-            y = np.sum(stacked[0] * stacked[1])
+        y = without_events(_of_sequences, name, sequences)  # (math raises no event)
         put_value(y, exact)
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too
