@@ -243,3 +243,29 @@ def test_random_programs_of_views_scatters_and_windows(seed):
                 y, dy = mutad.jvp(f, (x,), (tangent,))
             assert repr(y) == repr(value) and dy == pytest.approx(gradient @ tangent,
                                                                   rel=1e-8, abs=1e-9), source
+
+
+@pytest.mark.parametrize("ufunc, values, gradient", [
+    (np.log, [0.0, 1.0], [np.inf, 0.0]),
+    (np.log1p, [-1.0, 1.0], [np.inf, 0.0]),
+    (np.arctanh, [1.0, 1.0], [np.inf, 0.0]),
+    (np.divide, [0.0, 0.0], [np.inf, np.nan]),
+    (np.fmod, [0.0, 0.0], [1.0, np.nan]),
+])
+def test_a_ufunc_of_python_floats_at_a_pole_has_numpys_derivative(ufunc, values, gradient):
+    # a partial computed of Python's floats (float(x[0]), x[1].item()) divided by zero as
+    # Python does: the gradient raised ZeroDivisionError where NumPy's value is finite or inf
+    def f(x):
+        operands = (float(x[0]),) if ufunc.nin == 1 else (float(x[0]), x[1].item())
+        return ufunc(*operands) * 1.0
+
+    x = np.array(values)
+    with np.errstate(all="ignore"):
+        expected = f(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, grad = mutad.value_and_gradient(f, x, argnums=0)
+        assert repr(value) == repr(expected)
+        np.testing.assert_array_equal(grad, gradient)
+        _, tangent = mutad.jvp(f, (x,), (np.array([1.0, 0.0]),))
+        np.testing.assert_array_equal(tangent, gradient[0])
