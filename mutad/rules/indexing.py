@@ -529,7 +529,7 @@ def at_in_rounds(ufunc):
             raise UnsupportedOperationError(
                 f"{name}: its operand shares memory with the array it writes, which NumPy reads "
                 "as it writes; pass a copy of the operand.")
-        # NumPy's events are its own call's, on a copy of the elements it touches (its loop
+        # NumPy's events are its own call's, on a copy of the array it writes (its loop
         # for ``at`` words them "in at", its maximum and minimum warn of a NaN where their
         # call is silent): the rounds, the same operations, run ignoring theirs, and a
         # recording keeps both (a step that calls NumPy again, and np.errstate's modes)
@@ -552,12 +552,9 @@ def at_in_rounds(ufunc):
 
 
 def _numpys_at(ufunc, a, indices, b):
-    """NumPy's ``ufunc.at(a, indices[, b])`` on a copy of the elements of ``a`` it touches,
-    for its floating-point events alone (``at_in_rounds``)."""
-    value = views.memory(a)
-    positions = np.arange(value.size).reshape(value.shape)[plain(indices)]
-    touched, compact = np.unique(positions, return_inverse=True)
-    ufunc.at(value.reshape(-1)[touched], compact.reshape(positions.shape),
+    """NumPy's ``ufunc.at(a, indices[, b])`` on a copy of ``a``, for its floating-point events
+    alone (``at_in_rounds``, whose rounds read every position of ``a`` already)."""
+    ufunc.at(np.array(views.memory(a)), plain(indices),
              *(() if b is None else (views.memory(b),)))
 
 
