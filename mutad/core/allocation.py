@@ -116,6 +116,7 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
+from .debug import without_events
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -2096,13 +2097,11 @@ def math_function(original):
         # one: a value that NumPy promotes weakly (``x32 * math.exp(a)`` is float32)
         args = [a.astype(np.float64) if wrapped(a) and a.dtype.kind == "f"
                 and a.dtype != np.float64 else a for a in args]
-        if name == "log" and len(args) == 2:  # log(x, base)
-            y = np.log(args[0]) / np.log(args[1])
-        elif name == "hypot" and len(args) != 2:
-            y = np.sqrt(sum(a * a for a in args))
-        else:
-            y = _ufunc_of(name)(*args)
+        # math's value first: its error (a domain error, an overflow) is raised before any
+        # NumPy loop, and math raises no floating-point event, where the ufunc computing it
+        # warns or raises (math.exp(1000.0), math.atan2(0.0, -0.0)'s partials aside)
         value = _math_value(original, as_floats(args), args)
+        y = without_events(_as_ufuncs, name, args)
         put_value(y, value)
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too
@@ -2114,6 +2113,15 @@ def math_function(original):
         return y
 
     return _named(following, original)
+
+
+def _as_ufuncs(name, args):
+    """``math.<name>(*args)`` of traced scalars computed by NumPy's ufuncs (``MATH``)."""
+    if name == "log" and len(args) == 2:  # log(x, base)
+        return np.log(args[0]) / np.log(args[1])
+    if name == "hypot" and len(args) != 2:
+        return np.sqrt(sum(a * a for a in args))
+    return _ufunc_of(name)(*args)
 
 
 def _math_value(original, numbers, args):
@@ -2141,6 +2149,19 @@ def _math_of_floats(original, split):
     return of_floats
 
 
+def _of_sequences(name, sequences):
+    """``math.<name>`` (``fsum``, ``dist``, ``sumprod``) of ``sequences`` holding traced real
+    scalars, computed by NumPy's functions (``math_of_sequences``)."""
+    stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
+                         else np.float64(x) for x in sequence]) for sequence in sequences]
+    if name == "fsum":
+        return np.sum(stacked[0])
+    if name == "dist":
+        difference = stacked[0] - stacked[1]
+        return np.sqrt(np.sum(difference * difference))
+    return np.sum(stacked[0] * stacked[1])
+
+
 def math_of_sequences(original):
     """``math.fsum``, ``math.dist`` and ``math.sumprod`` of sequences holding traced real
     scalars (``math.fsum(x * w)``, ``math.dist(p, q)``): NumPy's sum (of the squared
@@ -2162,15 +2183,7 @@ def math_of_sequences(original):
             return original(*sequences)  # math's conversion: refused, or math's error
         exact = _math_value(original, [[memory(x).reshape(()) if wrapped(x) else x
                                         for x in sequence] for sequence in sequences], items)
-        stacked = [np.stack([x.reshape(()).astype(np.float64) if wrapped(x)
-                             else np.float64(x) for x in sequence]) for sequence in sequences]
-        if name == "fsum":
-            y = np.sum(stacked[0])
-        elif name == "dist":
-            difference = stacked[0] - stacked[1]
-            y = np.sqrt(np.sum(difference * difference))
-        else:
-            y = np.sum(stacked[0] * stacked[1])
+        y = without_events(_of_sequences, name, sequences)  # (math raises no event)
         put_value(y, exact)
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay puts math's value too

@@ -359,9 +359,10 @@ class Warnings:
         self.record = None
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
         self.muted = False  # while the engines compute a value whose events NumPy's are not
+        # (``without_events``)
 
     def write(self, text):
-        if self.muted:
+        if self.muted and HOLDING.level is None:  # (a tangent's events are its own)
             return
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
         frame, called = sys._getframe(1), None
@@ -395,6 +396,27 @@ class Warnings:
                 caller = sys._getframe(1)
                 self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+def without_events(compute, *args):
+    """``compute(*args)`` without the floating-point events of the NumPy loops it runs, for a
+    value whose events are not NumPy's (Python's arithmetic and ``math`` on its floats raise
+    none): those warned about are not written (``Warnings.muted``: the handling in force
+    stays, which a replay records, and a replay hearing them is traced), and where one
+    raised, it is computed again ignoring them."""
+    writer = np.geterrcall()
+    if type(writer) is not Warnings:
+        with np.errstate(all="ignore"):
+            return compute(*args)
+    muted, writer.muted = writer.muted, True
+    try:
+        try:
+            return compute(*args)
+        except FloatingPointError:
+            with np.errstate(all="ignore"):
+                return compute(*args)
+    finally:
+        writer.muted = muted
 
 
 def in_the_gradient(record):

@@ -30,8 +30,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Warnings,
-                          scalar_math_error)
+from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error,
+                          without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -216,8 +216,14 @@ def _operator(method, name, prefix):
             if power and _powers_events_differ(self, other, reflected):
                 # NumPy's scalar power raises its own events, not its loop's (-inf ** 0.5 is
                 # inf, silently, where np.power warns of nan): _scalar_math raises them
-                result = _without_events(method, self, other)
+                result = without_events(method, self, other)
                 events = True
+            elif weak(self) and weak(other):
+                # Python's arithmetic on its floats raises no floating-point event (inf - inf
+                # is nan, 1e200 * 1e200 inf, silently, under any np.errstate), where NumPy's
+                # loop computing it warns or raises
+                result = without_events(method, self, other)
+                events = False
             else:
                 events = False
                 result = method(self, other)
@@ -486,26 +492,6 @@ def _powers_events_differ(x, other, reflected):
     loop = (lambda: fast(memory(x))) if fast is not None else (
         lambda: np.power(*((np.asarray(b), a) if reflected else (np.asarray(a), b))))
     return _events(loop) != _events(lambda: (b ** a) if reflected else (a ** b))
-
-
-def _without_events(method, x, other):
-    """``method(x, other)`` without the floating-point events of the loop it computes with:
-    those warned about are not written (``debug.Warnings.muted``: the handling in force
-    stays, which a replay records), and where one raised, it is computed again ignoring
-    them."""
-    writer = np.geterrcall()
-    if type(writer) is not Warnings:
-        with np.errstate(all="ignore"):
-            return method(x, other)
-    muted, writer.muted = writer.muted, True
-    try:
-        try:
-            return method(x, other)
-        except FloatingPointError:
-            with np.errstate(all="ignore"):
-                return method(x, other)
-    finally:
-        writer.muted = muted
 
 
 def _events(compute):

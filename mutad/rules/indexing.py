@@ -32,7 +32,7 @@ from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
-from ..engines.writes import Reads, Undo, checkpoint, raising_ignored
+from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
@@ -529,21 +529,33 @@ def at_in_rounds(ufunc):
             raise UnsupportedOperationError(
                 f"{name}: its operand shares memory with the array it writes, which NumPy reads "
                 "as it writes; pass a copy of the operand.")
-        raising = raising_ignored()
-        if raising:
+        # NumPy's events are its own call's, on a copy of the array it writes (its loop
+        # for ``at`` words them "in at", its maximum and minimum warn of a NaN where their
+        # call is silent): the rounds, the same operations, run ignoring theirs, and a
+        # recording keeps both (a step that calls NumPy again, and np.errstate's modes)
+        recorder = getattr(getattr(a, "tape", None), "recorder", None)
+        try:
+            if recorder is not None and recorder.ready:
+                recorder.nondiff(_numpys_at, (ufunc, a, indices, b), {})
+            else:
+                _numpys_at(ufunc, a, indices, b)
+        except FloatingPointError as error:
             # NumPy applies every occurrence, then raises for the floating-point errors met
-            # (f may catch it and go on): its error is taken from its own call on a copy,
-            # raised after the rounds, which run with those errors ignored
-            try:
-                ufunc.at(np.array(views.memory(a)), plain(indices),
-                         *(() if b is None else (views.memory(b),)))
-            except FloatingPointError as error:
-                with np.errstate(**raising):
-                    _at_in_rounds(ufunc, a, indices, b)
-                raise error
-        _at_in_rounds(ufunc, a, indices, b)
+            # (f may catch it and go on): its error raised after the rounds
+            with np.errstate(all="ignore"):
+                _at_in_rounds(ufunc, a, indices, b)
+            raise error
+        with np.errstate(all="ignore"):
+            _at_in_rounds(ufunc, a, indices, b)
 
     return at
+
+
+def _numpys_at(ufunc, a, indices, b):
+    """NumPy's ``ufunc.at(a, indices[, b])`` on a copy of ``a``, for its floating-point events
+    alone (``at_in_rounds``, whose rounds read every position of ``a`` already)."""
+    ufunc.at(np.array(views.memory(a)), plain(indices),
+             *(() if b is None else (views.memory(b),)))
 
 
 def _at_in_rounds(ufunc, a, indices, b):

@@ -285,7 +285,7 @@ def floored_quotient(a, b):
 def truncated_quotient(a, b):
     """``trunc(a / b)``, np.fmod's as ``floored_quotient`` is np.remainder's, as silent."""
     with np.errstate(all="ignore"):
-        return np.trunc(a / b)
+        return np.trunc(np.divide(a, b))
 
 
 def zero_base(a, b):
@@ -338,8 +338,8 @@ elementwise(np.conjugate,  ONE, reads=((),),                                    
 elementwise(np.exp,        lambda y, x: y,                                uses="y")
 elementwise(np.expm1,      Applied(np.exp))  # not y + 1, which is 0 where exp(x) < ε
 elementwise(np.exp2,       lambda y, x: y * LN2,                          uses="y")
-elementwise(np.log,        lambda y, x: 1.0 / x)
-elementwise(np.log1p,      lambda y, x: 1.0 / (1.0 + x))
+elementwise(np.log,        lambda y, x: np.divide(1.0, x))
+elementwise(np.log1p,      lambda y, x: np.divide(1.0, 1.0 + x))
 elementwise(np.log2,       lambda y, x: 1.0 / (x * LN2))
 elementwise(np.log10,      lambda y, x: 1.0 / (x * LN10))
 elementwise(np.sqrt,       lambda y, x: 0.5 / y,                          uses="y")
@@ -360,7 +360,7 @@ elementwise(np.tanh,       Applied(sech_squared))
 elementwise(np.arcsinh,    lambda y, x: 1.0 / root_of_square_plus_one(x))
 # complex x too, its imaginary zero's sign kept: x + 1.0 would make -0 +0, x - -1.0 keeps it
 elementwise(np.arccosh,    lambda y, x: 1.0 / (np.sqrt(x - 1.0) * np.sqrt(x - -1.0)))
-elementwise(np.arctanh,    lambda y, x: 1.0 / factored_one_minus_square(x))
+elementwise(np.arctanh,    lambda y, x: np.divide(1.0, factored_one_minus_square(x)))
 elementwise(np.deg2rad,    Constant(np.pi / 180.0),                       reads=((),))
 elementwise(np.rad2deg,    Constant(180.0 / np.pi),                       reads=((),))
 elementwise(np.radians,    Constant(np.pi / 180.0),                       reads=((),))
@@ -385,7 +385,7 @@ def _by_dividend(y, a, b):
 
 
 def _by_divisor(y, a, b):
-    return -(a / b) / b
+    return -np.divide(a, b) / b
 
 
 # For NumPy's float64 scalars, what a compiled replay computes in their place (``scalar``: the

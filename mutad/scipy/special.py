@@ -183,7 +183,7 @@ def _expi_derivative(y, x):
 
 def _pseudo_huber_root(delta, r):
     """t = r / δ and s = √(1 + t²) (by hypot: t² may pass the floats where s does not)."""
-    t = r / delta
+    t = np.divide(r, delta)  # (not Python's /, which raises of floats at δ = 0)
     return t, np.hypot(1.0, t)
 
 
@@ -566,7 +566,7 @@ elementwise(ndtri,     lambda y, x: _numerics.inverse_slope(y / math.sqrt(2.0),
 elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                                uses="xy")
 elementwise(expit,     lambda y, x: logistic_density(x))
 elementwise(log_expit, lambda y, x: logistic(-x))
-elementwise(logit,     lambda y, x: 1.0 / (x * (1.0 - x)))
+elementwise(logit,     lambda y, x: np.divide(1.0, x * (1.0 - x)))
 elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
 elementwise(xlog1py,   _xlog1py_dx, _xlog1py_dw,                                 decide=_xlog1py_zeros)
 elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
@@ -616,7 +616,7 @@ elementwise(binom,     lambda y, n, k: _numerics.binom_partials(y, n, k)[0],
 elementwise(poch,      _numerics.poch_dz, _numerics.poch_dm,                          uses="xy")
 elementwise(kl_div,    lambda y, x, w, zeros: _rel_entr_dx(y, x, w, zeros) - 1.0,
             lambda y, x, w, zeros: _rel_entr_dw(y, x, w, zeros) + 1.0,           decide=_xlogy_zeros)
-elementwise(log1p,     lambda y, x: 1.0 / (1.0 + x))
+elementwise(log1p,     lambda y, x: np.divide(1.0, 1.0 + x))
 elementwise(expm1,     lambda y, x: np.exp(x))  # not y + 1, which is 0 where exp(x) < ε
 elementwise(dawsn,     _numerics.dawsn_derivative,                                   uses="xy")
 elementwise(ellipk,    _ellipk_derivative)
