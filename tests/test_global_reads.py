@@ -10,7 +10,7 @@ import numpy as np
 
 import mutad
 from mutad.core import allocation
-from mutad.engines import tracing
+from mutad.engines import operations, tracing
 
 
 def _view_per_read(monkeypatch):
@@ -206,6 +206,32 @@ def test_one_view_per_global_while_its_layout_holds():
     assert GRID.shape == (12,) and GRID.flags.writeable
     assert views[0] is views[1] is views[2] and views[3].shape == (3, 4)
     assert all(type(view) is np.ndarray for view in views)
+
+
+def test_one_view_per_global_read_by_the_ufunc_protocol(monkeypatch):
+    """A global that NumPy hands on by its ufunc protocol (on the left of an operator,
+    ``GRID * w``, or an operand of ``np.multiply``) is read as the operators read it: the one
+    plain view the engines read for it, which every step's record keeps (and
+    ``reverse.freeze`` protects once), not a new view per step."""
+    kept = []
+
+    def keeping(tape, x, value):
+        kept.append(value)
+        return keep(tape, x, value)
+
+    keep = operations.keep
+    monkeypatch.setattr(operations, "keep", keeping)
+
+    def f(w):
+        for _ in range(3):
+            w = GRID * w
+            w = np.multiply(GRID, w) + np.add(w, GRID)
+        return w.sum()
+
+    mutad.gradient(f, X)
+    read = [view for view in kept if view is not None]  # (a sum's partials read neither)
+    assert len(kept) == 9 and len(read) == 6 and all(view is read[0] for view in read)
+    assert type(read[0]) is np.ndarray and GRID.flags.writeable
 
 
 def test_operands_that_change_the_operators_path(monkeypatch):

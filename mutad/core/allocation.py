@@ -2277,7 +2277,10 @@ class Preexisting(np.ndarray):
             written = (inputs[0],) if method == "at" else out or ()
             accessed(inputs, kwargs.get("where"), written=written)
             adopt(written)
-        inputs = _plain_views(inputs)
+        # (operands it only reads: the one plain view of each that the engines read, as the
+        # operators' ``x * U0`` reads it, so that a loop's records keep one array, not a new
+        # view on every step, each checked and protected afresh)
+        inputs = _plain_views(inputs) if method == "at" else _read_views(inputs)
         kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
         y = call(*inputs, **kwargs)
@@ -2923,16 +2926,27 @@ def _plain_views(tree):
     return in_containers(_plain_view, tree)
 
 
-def _plain_view(x):
+def _read_views(tree):
+    """``_plain_views`` of operands NumPy only reads: the plain view of each stand-in is the
+    one the engines read for it (``read_plain``), not a new one."""
+    return in_containers(_read_view, tree)
+
+
+def _plain_view(x, view_of=plain_memory):
     if type(x) is not Preexisting:
         return x
     level = adopted(x)
     if level is not None:
         return level
-    view = plain_memory(x)
+    view = view_of(x)
     if writeable(view) and not writeable(owner(view)):  # no FutureWarning on a broadcast
         view.flags.writeable = False
     return view
+
+
+def _read_view(x):
+    """``_plain_view`` of a stand-in NumPy only reads (``read_plain`` found as it is called)."""
+    return _plain_view(x, read_plain)
 
 
 def _caller(frame):
@@ -2950,6 +2964,8 @@ def made_in(y, func, args, kwargs, caller):
     is a constant of the differentiations running in this thread (a replay makes it again by
     the same call, whose pre-existing operands it guards by their bytes); in NumPy's, SciPy's
     and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
+    if wrapped(y):  # (the engines' result, a stand-in beside a traced operand: as it is,
+        return y    # told without ``isinstance``, which looks for the caller's frame)
     if type(y) in (tuple, list):
         return type(y)(made_in(item, func and functools.partial(_item, func, i), args, kwargs,
                                caller) for i, item in enumerate(y))
