@@ -93,6 +93,7 @@ of an object it is given).
 from __future__ import annotations
 
 import builtins
+import cmath
 import collections
 import contextlib
 import dis
@@ -104,6 +105,7 @@ import json
 import math
 import operator
 import pickle
+import statistics
 import sys
 import threading
 import types
@@ -2222,9 +2224,205 @@ def math_isclose(original):
     return _named(deciding, original)
 
 
+CMATH = {"sqrt": "sqrt", "exp": "exp", "log10": "log10", "sin": "sin", "cos": "cos",
+         "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh",
+         "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh",
+         "atanh": "arctanh", "log": "log", "phase": "angle"}
+"""Python's ``cmath`` functions of complex numbers and the NumPy functions that compute them on
+arrays (``polar`` and ``rect`` are theirs composed): in the mode, one of a traced scalar is
+that function of it as a complex number, its value put right to ``cmath``'s."""
+
+
+def _cmath_formula(name):
+    if name == "polar":
+        return lambda z: (np.abs(z), np.angle(z))
+    if name == "rect":
+        return lambda r, phi: r * np.cos(phi) + 1j * (r * np.sin(phi))
+    if name == "log":
+        return lambda z, *base: np.log(z) / np.log(base[0]) if base else np.log(z)
+    return getattr(np, CMATH[name])
+
+
+def cmath_function(original):
+    """``cmath.<name>`` following traced real or complex scalars (``cmath.exp(1j * t)``):
+    NumPy's function of them as complex numbers (``rect(r, phi)``: of reals), ``cmath``'s own
+    value put in its place (``put_value``), a Python number as ``cmath`` gives (a complex, or
+    the floats of ``phase`` and ``polar``). Anything else is ``cmath``'s call (its errors, its
+    conversions)."""
+    name, formula = original.__name__, _cmath_formula(original.__name__)
+
+    def following(*args):
+        if not (ACTIVE.running and any(wrapped(a) for a in args)) or any(
+                wrapped(a) and (a.size != 1 or a.dtype.kind not in "fc") for a in args):
+            return original(*args)
+        exact = _math_value(original, as_numbers(args), args)
+        kind = np.float64 if name == "rect" else np.complex128
+        results = formula(*[a.reshape(()).astype(kind) if wrapped(a) else kind(a)
+                            for a in args])
+        single = type(results) is not tuple
+        results = (results,) if single else results
+        for i, (y, value) in enumerate(zip(results, (exact,) if single else exact)):
+            put_value(y, value)
+            recorder = getattr(getattr(y, "tape", None), "recorder", None)
+            if recorder is not None and recorder.ready:  # a replay puts cmath's value too
+                recorder.put_value(y, original if single else _component(original, i), args)
+        results = tuple(np.positive(y) for y in results)  # Python numbers (see math_function)
+        for y in results:
+            weaken(y)
+        return results[0] if single else results
+
+    return _named(following, original)
+
+
+def _component(original, i):
+    """Item ``i`` of ``original``'s result (a replay's value of one of ``cmath.polar``'s)."""
+    def component(*xs):
+        return original(*xs)[i]
+
+    component.__name__ = original.__name__
+    return component
+
+
+def _sample_variance(d, centre, n):
+    return np.sum((d - centre) * (d - centre)) / n
+
+
+def _deviations(x, y):
+    return x - np.mean(x), y - np.mean(y)
+
+
+def _covariance(x, y):
+    dx, dy = _deviations(x, y)
+    return np.sum(dx * dy) / (x.size - 1)
+
+
+def _correlation(x, y, method="linear"):
+    dx, dy = _deviations(x, y)
+    return np.sum(dx * dy) / np.sqrt(np.sum(dx * dx) * np.sum(dy * dy))
+
+
+def _linear_regression(x, y, *, proportional=False):
+    if proportional:
+        return np.sum(x * y) / np.sum(x * x), 0.0
+    dx, dy = _deviations(x, y)
+    slope = np.sum(dx * dy) / np.sum(dx * dx)
+    return slope, np.mean(y) - slope * np.mean(x)
+
+
+# fmt: off
+STATISTICS = {
+    # name            its formula of the stacked data (and weights), in NumPy's functions
+    "mean":           lambda data: np.mean(data),
+    "fmean":          lambda data, weights=None: np.mean(data) if weights is None
+                      else np.sum(data * weights) / np.sum(weights),
+    "geometric_mean": lambda data: np.exp(np.mean(np.log(data))),
+    "harmonic_mean":  lambda data, weights=None: data.size / np.sum(1.0 / data)
+                      if weights is None else np.sum(weights) / np.sum(weights / data),
+    "median":         lambda data: np.median(data),
+    "median_low":     lambda data: np.sort(data)[(data.size - 1) // 2],
+    "median_high":    lambda data: np.sort(data)[data.size // 2],
+    "pvariance":      lambda data, mu=None: _sample_variance(
+                      data, np.mean(data) if mu is None else mu, data.size),
+    "variance":       lambda data, xbar=None: _sample_variance(
+                      data, np.mean(data) if xbar is None else xbar, data.size - 1),
+    "pstdev":         lambda data, mu=None: np.sqrt(_sample_variance(
+                      data, np.mean(data) if mu is None else mu, data.size)),
+    "stdev":          lambda data, xbar=None: np.sqrt(_sample_variance(
+                      data, np.mean(data) if xbar is None else xbar, data.size - 1)),
+    "covariance":     _covariance,
+    "correlation":    _correlation,
+    "linear_regression": _linear_regression,
+}
+# fmt: on
+"""Python's ``statistics`` functions of real numbers and their formulas in NumPy's functions:
+in the mode, one of data holding traced floats (``statistics.pstdev(x)``) is its formula of
+them, ``statistics``' own value put in its place (``put_value``: it sums exactly)."""
+
+_DATA = ("data", "x", "y", "weights")
+"""The parameters of ``statistics``' functions that take sequences of numbers."""
+
+
+def statistics_function(original):
+    """``statistics.<name>`` following data (and weights, ``mu``, ``xbar``) holding traced
+    float64 scalars: its formula (``STATISTICS``) of them, with ``statistics``' own value of
+    their numbers (NumPy's float64 where the data are, as ``statistics`` gives its type back;
+    its errors: too few points, a negative one of a geometric mean). Anything else (a
+    correlation of ranks, Fractions) is ``statistics``' call (its conversions, refused)."""
+    formula, signature = STATISTICS[original.__name__], inspect.signature(original)
+
+    def following(*args, **kwargs):
+        if not ACTIVE.running:
+            return original(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+            arguments = {key: list(value) if key in _DATA and value is not None else value
+                         for key, value in bound.arguments.items()}
+        except TypeError:  # statistics' own error
+            return original(*args, **kwargs)
+        items = [x for key, value in arguments.items()
+                 for x in (value if key in _DATA and value is not None else [value])]
+        if not any(wrapped(x) for x in items) or any(
+                wrapped(x) and (x.size != 1 or x.dtype != np.float64) for x in items) or any(
+                not wrapped(x) and not isinstance(x, (int, float, np.integer, np.floating,
+                                                      str, type(None)))
+                for x in items) or arguments.get("method", "linear") != "linear":
+            return original(*args, **kwargs)  # statistics' own: its conversion refused
+        exact = _math_value(_statistics_of(original, signature, arguments, None),
+                            as_numbers(items), items)
+        results = formula(**{key: np.stack([x.reshape(()) if wrapped(x) else np.float64(x)
+                                            for x in value])
+                             if key in _DATA and value is not None else value
+                             for key, value in arguments.items()})
+        single = type(results) is not tuple
+        results = (results,) if single else results
+        followed = []
+        for i, (y, value) in enumerate(zip(results, (exact,) if single else exact)):
+            if not wrapped(y):  # (a proportional regression's intercept)
+                followed.append(value)
+                continue
+            put_value(y, value)
+            recorder = getattr(getattr(y, "tape", None), "recorder", None)
+            if recorder is not None and recorder.ready:  # a replay puts statistics' too
+                recorder.put_value(y, _statistics_of(
+                    original, signature, arguments, None if single else i), items)
+            y = np.positive(y)  # a number of its own (see math_function)
+            if type(value) is float:  # a Python float, not NumPy's float64
+                weaken(y)
+            followed.append(y)
+        return followed[0] if single else type(exact)(*followed)
+
+    return _named(following, original)
+
+
+def _statistics_of(original, signature, arguments, index):
+    """``original`` of the numbers of the call's items, flattened as ``statistics_function``
+    lists them: its result, or its item ``index`` (of ``linear_regression``'s pair)."""
+    shape = [(key, len(value) if key in _DATA and value is not None else None)
+             for key, value in arguments.items()]
+
+    def of_numbers(*xs):
+        call = {}
+        for key, length in shape:
+            if length is None:
+                call[key], xs = xs[0], xs[1:]
+            else:
+                call[key], xs = list(xs[:length]), xs[length:]
+        call = inspect.BoundArguments(signature, call)  # (x and y: positional only)
+        result = original(*call.args, **call.kwargs)
+        return result if index is None else result[index]
+
+    of_numbers.__name__ = original.__name__
+    return of_numbers
+
+
 def as_floats(args):
-    return [float(memory(a).reshape(())) if wrapped(a) or isinstance(a, (np.ndarray, np.generic))
-            else a for a in args]
+    return [(complex if np.iscomplexobj(a) else float)(memory(a).reshape(()))
+            if wrapped(a) or isinstance(a, (np.ndarray, np.generic)) else a for a in args]
+
+
+def as_numbers(args):
+    """The NumPy scalars the traced 0-d ``args`` hold (as plain code hands ``x[0]`` on)."""
+    return [memory(a).reshape(())[()] if wrapped(a) else a for a in args]
 
 
 def put_value(result, exact):
@@ -3716,11 +3914,11 @@ def _random_namespace():
     return namespace
 
 
-def _mode_math():
-    """The ``math`` module as user code sees it in the mode: its functions of floats follow
-    traced scalars (``MATH``)."""
-    module = types.ModuleType(math.__name__, math.__doc__)
-    module.__dict__.update(_mirrored(math, MATH_REPLACEMENTS))
+def _mode_python(original):
+    """Python's module ``original`` (``math``, ``cmath``, ``statistics``) as user code sees it
+    in the mode: its functions of numbers follow traced scalars (``PYTHON_MODULES``)."""
+    module = types.ModuleType(original.__name__, original.__doc__)
+    module.__dict__.update(_mirrored(original, PYTHON_MODULES[original]))
     return module
 
 
@@ -3732,8 +3930,21 @@ MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(mat
 MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
-_BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
-_LIBRARY_MATH = _mode_math()
+CMATH_REPLACEMENTS = {name: (getattr(cmath, name), cmath_function(getattr(cmath, name)))
+                      for name in (*CMATH, "polar", "rect")}
+CMATH_REPLACEMENTS.update({name: (getattr(cmath, name), math_predicate(getattr(cmath, name), ufunc))
+                           for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
+                                               ("isinf", np.isinf))})
+STATISTICS_REPLACEMENTS = {name: (getattr(statistics, name),
+                                  statistics_function(getattr(statistics, name)))
+                           for name in STATISTICS if hasattr(statistics, name)}
+PYTHON_MODULES = {math: MATH_REPLACEMENTS, cmath: CMATH_REPLACEMENTS,
+                  statistics: STATISTICS_REPLACEMENTS}
+"""Python's modules of functions of numbers whose copies the mode binds where user code binds
+them (``import math``), and the functions swapped in them (name -> (Python's, the mode's))."""
+for _replacements in PYTHON_MODULES.values():
+    _BY_ORIGINAL.update({id(func): (func, new) for func, new in _replacements.values()})
+_LIBRARY_MATH = _mode_python(math)
 """The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
@@ -3772,7 +3983,7 @@ class _Mode:
         self.numpy.__dict__.update(self.submodules)
         self.by_submodule = {id(importlib.import_module("numpy." + name)): module
                              for name, module in self.submodules.items()}
-        self.math = _mode_math()
+        self.python = {id(module): _mode_python(module) for module in PYTHON_MODULES}
         # [a module, the mode's copy, what makes the copy's namespace, the module's _snapshot
         # when it was made]: made again where the module's bindings changed (NumPy loaded a
         # submodule lazily; the user set np.scale = 2.0 or rebound np.linalg.norm between
@@ -3781,7 +3992,9 @@ class _Mode:
             [np, self.numpy, lambda: {**_mirrored(np, REPLACEMENTS), "random": self.random,
                                       **self.submodules}],
             [np.random, self.random, _random_namespace],
-            [math, self.math, lambda: _mirrored(math, MATH_REPLACEMENTS)],
+            *([module, self.python[id(module)],
+               functools.partial(_mirrored, module, replacements)]
+              for module, replacements in PYTHON_MODULES.items()),
             *([importlib.import_module("numpy." + name), module,
                functools.partial(_mirrored, importlib.import_module("numpy." + name),
                                  SUBMODULE_REPLACEMENTS[name])]
@@ -3844,8 +4057,8 @@ class _Mode:
                 replacement = self.numpy
             elif isinstance(value, types.ModuleType) and not internal and is_namespace(value):
                 replacement = self.device(value)
-            elif value is math and not internal:
-                replacement = self.math
+            elif not internal and type(value) is types.ModuleType and value in PYTHON_MODULES:
+                replacement = self.python[id(value)]
             elif value is np.random and not internal:
                 replacement = self.random
             elif isinstance(value, types.ModuleType) and id(value) in self.by_submodule \
@@ -4009,10 +4222,10 @@ class _Mode:
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
         module = _IMPORT(name, globals, locals, fromlist, level)
-        if (module is np or module is math) and _in_mode() and globals is not None:
+        if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
             caller = globals.get("__name__")
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
-                return self.numpy if module is np else self.math
+                return self.numpy if module is np else self.python[id(module)]
         return module
 
     def _install_types(self):
@@ -4236,8 +4449,8 @@ class _Mode:
             return None if routed_only else self.numpy
         if isinstance(value, types.ModuleType) and is_namespace(value):
             return None if routed_only else self.device(value)
-        if value is math:
-            return None if routed_only else self.math
+        if type(value) is types.ModuleType and value in PYTHON_MODULES:
+            return None if routed_only else self.python[id(value)]
         if value is np.random:
             return None if routed_only else self.random
         if type(value) is np.random.Generator:  # made before: the same bit generator's numbers
