@@ -110,3 +110,37 @@ def test_cmath_gives_pythons_numbers():
         assert cmath.isfinite(z) and not cmath.isnan(z)
         return z.real
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# numpy.polynomial's series of plain coefficients made in the function: their coefficients are
+# constants the function may write traced values into, as np.zeros' are
+
+P_ = np.polynomial
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: P_.polynomial.polyval(x[1], _written(P_.Polynomial([1.0, 2.0, 3.0]).coef.copy(), x)),
+    lambda x: _series_written(P_.Polynomial([1.0, 2.0, 3.0]), x)(x[1]),
+    lambda x: _series_written(P_.Chebyshev([1, 2, 3], domain=[-2, 2]), x)(x[2]),
+    lambda x: np.sum(_series_written(P_.Legendre((0.5, 1.5, -1.0)), x).deriv()(x)),
+    lambda x: (_series_written(P_.Polynomial([1.0, 2.0, 3.0]), x) ** 2)(x[3]),
+    lambda x: np.sum(P_.Hermite([1.0, 2.0]).coef * x[:2]) + P_.Polynomial([1.0, 2.0])(x[0]),
+])
+def test_series_of_plain_coefficients_take_traced_values(f):
+    check(f, X)
+
+
+def _written(c, x):
+    c[0] = x[0] * x[3]
+    return c
+
+
+def _series_written(p, x):
+    p.coef[1:] += x[1:3] ** 2
+    return p
+
+
+def test_series_of_plain_coefficients_outside_a_differentiation_are_numpys():
+    p = P_.Polynomial([1.0, 2.0, 3.0])
+    assert type(p.coef) is np.ndarray and p(2.0) == 17.0
