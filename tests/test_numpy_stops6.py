@@ -3,6 +3,8 @@
 replay against central differences, the caller's arrays unchanged)."""
 
 import cmath
+import ctypes
+import hashlib
 import statistics
 from statistics import fmean, pstdev
 
@@ -144,3 +146,84 @@ def _series_written(p, x):
 def test_series_of_plain_coefficients_outside_a_differentiation_are_numpys():
     p = P_.Polynomial([1.0, 2.0, 3.0])
     assert type(p.coef) is np.ndarray and p(2.0) == 17.0
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays made in the function over memory that is no array's (a ctypes array, by
+# np.ctypeslib.as_array) and that nothing else holds: they stand in for themselves as
+# np.frombuffer's do, so traced values written into them are followed. Over memory something
+# else holds (a name, another object's buffer), which the function may read by another route,
+# such a write, as into np.frombuffer's view, is refused (the gradients were x where they are 2x)
+
+def _doubles():
+    return (ctypes.c_double * 4)(1.0, 2.0, 3.0, 4.0)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: _scaled(np.ctypeslib.as_array(_doubles()), x),
+    lambda x: _scaled(np.ctypeslib.as_array(_doubles())[::2], x[1:3]),
+    lambda x: _scaled(np.frombuffer(bytearray(np.ones(4).tobytes())), x),
+])
+def test_arrays_over_memory_nothing_else_holds_take_traced_values(f):
+    check(f, X)
+
+
+def _scaled(a, x):
+    a[:] = a * x
+    a += x ** 2
+    return np.sum(a ** 2)
+
+
+def _named_ctypes(x):
+    c = _doubles()
+    a = np.ctypeslib.as_array(c)
+    a *= x
+    return np.sum(a * np.array(c[:]))
+
+
+def _named_bytearray(x):
+    b = bytearray(np.ones(4).tobytes())
+    y = np.frombuffer(b)
+    y *= x
+    return (x * np.frombuffer(bytes(b))).sum()
+
+
+def _ctypes_over_a_bytearray(x):
+    b = bytearray(np.ones(4).tobytes())
+    y = np.ctypeslib.as_array((ctypes.c_double * 4).from_buffer(b))
+    y *= x
+    return (x * np.frombuffer(bytes(b))).sum()
+
+
+def _through_a_pointer(x):
+    pointer = ctypes.cast(_doubles(), ctypes.POINTER(ctypes.c_double))
+    y = np.ctypeslib.as_array(pointer, shape=(4,))
+    y *= x
+    return np.sum(y * pointer[0])
+
+
+@pytest.mark.parametrize("f", [_named_ctypes, _named_bytearray, _ctypes_over_a_bytearray,
+                               _through_a_pointer])
+def test_writes_into_memory_read_by_another_route_are_refused(f):
+    for differentiate in (lambda: mutad.gradient(f, X), lambda: mutad.jvp(f, (X,), (X,))):
+        with pytest.raises(mutad.errors.UntracedWriteError, match=r"frombuffer\(b\)\.copy"):
+            differentiate()
+
+
+# ----------------------------------------------------------------------------------------------
+# bytes() of an array the function made: NumPy's bytes (as .tobytes() gives them); of a traced
+# value, refused as .tobytes() is
+
+def test_bytes_of_a_constant_are_numpys():
+    def f(x):
+        a = np.frombuffer(bytes(np.ones(4)), dtype=float).copy()
+        a[1] = x[0] * x[1]
+        key = hashlib.sha1(bytes(np.arange(5.0)[::2])).hexdigest()
+        assert key == hashlib.sha1(np.arange(5.0)[::2].tobytes()).hexdigest()
+        return np.sum(a * x)
+    check(f, X)
+
+
+def test_bytes_of_a_traced_value_are_refused():
+    with pytest.raises(mutad.MutadError, match=r"bytes\(\).*stop_gradient"):
+        mutad.gradient(lambda x: float(len(bytes(x * 2))), X)

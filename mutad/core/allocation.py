@@ -92,10 +92,12 @@ of an object it is given).
 
 from __future__ import annotations
 
+import array
 import builtins
 import cmath
 import collections
 import contextlib
+import ctypes
 import dis
 import functools
 import importlib
@@ -117,7 +119,8 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
+from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
+                     objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -2654,7 +2657,31 @@ def adopted(stand_in, write=False):
     base = owner(plain)
     if write and len(running) > 1 and base.dtype.names is not None:  # (records, or a field)
         raise _nested_records("made before and written")
+    if write and _read_elsewhere(base):
+        raise UntracedWriteError(
+            "a traced value was written into an array over the memory of another object (a "
+            "bytearray, a ctypes array: np.frombuffer(b), np.ctypeslib.as_array(c)) that the "
+            "function may read by another route (bytes(b), c[0], another view of it), where "
+            "mutad would not see the derivative of what was written. Write into a copy "
+            "(y = np.frombuffer(b).copy()), or make the array over memory nothing else "
+            "holds (np.frombuffer(bytearray(n)), np.ctypeslib.as_array((c_double * n)())).")
     return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
+
+
+def _read_elsewhere(root):
+    """Whether the memory of ``root``, an array over another object's buffer
+    (``np.frombuffer(b)``, ``np.ctypeslib.as_array(c)``), may be read by a route mutad does not
+    see: its exporter held by anything but the view NumPy took of it (a name of the user's,
+    read as ``bytes(b)`` or ``c[0]``; another array over it), or not the owner of that memory
+    (a ctypes array over another's, ``from_buffer(b)``, a pointer's; a file's ``mmap``)."""
+    view = root.base
+    if type(view) is not memoryview:  # NumPy's own memory, or an __array_interface__'s
+        return False
+    exporter = view.obj
+    owns = type(exporter) in (bytearray, array.array) or (
+        isinstance(exporter, ctypes.Array) and getattr(exporter, "_b_needsfree_", 0) == 1)
+    # held by the view's buffer, this frame and getrefcount's argument alone
+    return not owns or sys.getrefcount(exporter) > 3
 
 
 def _adopted_at(stand_in, plain, root, depth, write):
@@ -2920,8 +2947,8 @@ def _new_arrays(y, func, args, kwargs, caller, made, new=False):
                                   func, args, kwargs, caller)
         elif _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
-        elif y.base is not None and (named := _named_view(y)) is not None:
-            made[id(y)] = named  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...))
+        elif y.base is not None:  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...)
+            made[id(y)] = _buffer_view(y)  # or of a ctypes array, bytearray, mmap)
         else:
             made[id(y)] = y
     return made[id(y)]
