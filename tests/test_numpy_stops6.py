@@ -227,3 +227,28 @@ def test_bytes_of_a_constant_are_numpys():
 def test_bytes_of_a_traced_value_are_refused():
     with pytest.raises(mutad.MutadError, match=r"bytes\(\).*stop_gradient"):
         mutad.gradient(lambda x: float(len(bytes(x * 2))), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's digits of a traced number (np.format_float_positional, np.format_float_scientific):
+# those of its value, a decision a replay guards
+
+def _digits_decide(x):
+    text = np.format_float_positional(x[0], precision=3) + np.format_float_scientific(
+        x[1] * x[2], precision=2, unique=False)
+    assert text == np.format_float_positional(float(mutad.stop_gradient(x[0])), precision=3) \
+        + np.format_float_scientific(float(mutad.stop_gradient(x[1] * x[2])), precision=2,
+                                     unique=False)
+    return x[3] * len(text) + x[0] ** 2
+
+
+def test_digits_of_traced_numbers():
+    replayed = mutad.grad(_digits_decide, replay=True)
+    for x in (X, X * 1.05, X * 10.0, X * 1e-3):  # (other lengths: recorded again)
+        expected = np.array([2 * x[0], 0.0, 0.0, 0.0])
+        expected[3] = len(np.format_float_positional(x[0], precision=3)
+                          + np.format_float_scientific(x[1] * x[2], precision=2, unique=False))
+        value, (g,) = mutad.value_and_gradient(_digits_decide, x)
+        assert value == _digits_decide(x.copy())
+        np.testing.assert_allclose(g, expected)
+        np.testing.assert_allclose(replayed(x), expected)

@@ -1959,6 +1959,7 @@ def _replacements():
     table.update(JOINED)
     table.update(ITERATORS)
     table.update(QUERIES)
+    table.update(DIGITS)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
     table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)
@@ -2010,6 +2011,24 @@ allocates their results from plain values as constants."""
 
 QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}
 """NumPy's functions that tell what kind of value they are given, and the mode's."""
+
+
+def _writing_digits(func):
+    """``func`` (``DIGITS``) in the mode: of a traced value, NumPy's digits of the value it
+    stands for (its scalar, as ``x[0]`` hands NumPy), a decision a replay guards as it
+    guards ``str(x)``'s."""
+    def writing(x, *args, **kwargs):
+        decided = getattr(x, "_decided", None) if wrapped(x) else None
+        if decided is not None:
+            return decided(lambda value: func(value, *args, **kwargs))
+        return func(x, *args, **kwargs)
+
+    return _named(writing, func)
+
+
+DIGITS = {name: (getattr(np, name), _writing_digits(getattr(np, name)))
+          for name in ("format_float_positional", "format_float_scientific")}
+"""NumPy's functions that write a number's digits (dispatching on nothing), and the mode's."""
 
 
 REPLACEMENTS = _replacements()
