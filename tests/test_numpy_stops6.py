@@ -252,3 +252,34 @@ def test_digits_of_traced_numbers():
         assert value == _digits_decide(x.copy())
         np.testing.assert_allclose(g, expected)
         np.testing.assert_allclose(replayed(x), expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's joins of plain lists (np.concatenate([[0.0, 1.0], [2.0, 3.0]])) and its readers of
+# array_like arguments (np.meshgrid, np.polyfit, np.histogram_bin_edges, np.bincount of lists):
+# their new float arrays are constants the function may write traced values into, as
+# np.array's of the same lists are
+
+MADE_OF_LISTS = [
+    lambda: np.concatenate([[0.5, 1.0], [2.0, 3.0]]),
+    lambda: np.concatenate(([0.5, 1.0], (2.0, 3.0), [4.0])),
+    lambda: np.stack([[0.5, 1.0], [2.0, 3.0]]).ravel(),
+    lambda: np.hstack(([0.5, 1.0], [2.0, 3.0])),
+    lambda: np.vstack([[0.5, 1.0], [2.0, 3.0]]).ravel(),
+    lambda: np.column_stack([[0.5, 1.0], [2.0, 3.0]])[:, ::-1].copy().ravel(),
+    lambda: np.histogram_bin_edges([0.0, 1.0, 2.0], bins=3),
+    lambda: np.meshgrid([0.5, 1.0, 2.0, 3.0], [1.0])[0].ravel(),
+    lambda: np.polyfit([0.0, 1.0, 2.0, 3.0], [1.0, 0.5, 2.0, 1.0], 3),
+    lambda: np.real_if_close([1.0 + 0j, 2.0, 3.0, 4.0]),
+    lambda: np.bincount([0, 1, 3, 2, 3]).astype(float),
+]
+
+
+@pytest.mark.parametrize("make", MADE_OF_LISTS)
+def test_arrays_made_of_lists_take_traced_values(make):
+    def f(x):
+        a = make()[:4]
+        a[0] = x[0] * 2
+        a[1:] *= x[1:a.size]
+        return np.sum(a * x[:a.size])
+    check(f, X)

@@ -182,7 +182,8 @@ READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "eins
             "convolve", "correlate", "cumulative_sum", "cumulative_prod", "ediff1d", "gradient",
             "cov", "corrcoef", "unwrap", "sinc", "i0", "nan_to_num", "take", "take_along_axis",
             "matrix_transpose", "insert", "delete", "resize", "pad", "partition", "unique",
-            "histogram", "all", "any", "linalg.norm", "linalg.vector_norm",
+            "histogram", "histogram_bin_edges", "bincount", "meshgrid",
+            "polyfit", "real_if_close", "all", "any", "linalg.norm", "linalg.vector_norm",
             "linalg.matrix_norm", "linalg.det", "linalg.slogdet", "linalg.inv", "linalg.pinv",
             "linalg.solve", "linalg.lstsq", "linalg.eig", "linalg.eigh", "linalg.eigvals",
             "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "linalg.qr", "linalg.cholesky",
@@ -915,9 +916,13 @@ def joiner(func):
     (``np.column_stack(([a, b], [1.0, c]))``), NumPy would not dispatch, and convert them."""
 
     def joining(*args, **kwargs):
-        if ACTIVE.running:
-            args = joined_operands(func, args)
-        return func(*args, **kwargs)
+        if not ACTIVE.running:
+            return func(*args, **kwargs)
+        args = joined_operands(func, args)
+        y = func(*args, **kwargs)
+        if type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result: of lists, a constant)
+            return from_plain_objects(y, func, args, kwargs)
+        return y
 
     return _named(joining, func)
 
