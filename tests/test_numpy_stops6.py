@@ -5,6 +5,7 @@ replay against central differences, the caller's arrays unchanged)."""
 import cmath
 import ctypes
 import hashlib
+import math
 import statistics
 from statistics import fmean, pstdev
 
@@ -282,4 +283,26 @@ def test_arrays_made_of_lists_take_traced_values(make):
         a[0] = x[0] * 2
         a[1:] *= x[1:a.size]
         return np.sum(a * x[:a.size])
+    check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# math's functions of several results or an integer operand: modf, frexp, ldexp
+
+@pytest.mark.parametrize("f", [
+    lambda x: math.modf(x[2] * 3.3)[0] * x[0] + math.modf(x[1] * 2.5)[1] * x[3],
+    lambda x: math.frexp(x[2])[0] * x[0] + math.frexp(x[1] * 5.0)[1] * x[3],
+    lambda x: math.ldexp(x[2], 3) + math.ldexp(x[0], -2) * x[1],
+])
+def test_math_of_pairs_and_exponents(f):
+    check(f, X)
+
+
+def test_math_pairs_are_pythons_numbers():
+    def f(x):
+        fraction, whole = math.modf(x[2] * 3.3)
+        mantissa, exponent = math.frexp(x[2])
+        assert type(exponent) is int and exponent == 1
+        assert (fraction * np.ones(2, np.float32)).dtype == np.float32
+        return fraction + whole + mantissa
     check(f, X)

@@ -2093,7 +2093,8 @@ MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log1p": "log1p", "log10
         "cbrt": "cbrt", "exp2": "exp2", "degrees": "degrees", "radians": "radians",
         "atan2": "arctan2", "copysign": "copysign", "fmod": "fmod", "pow": "power",
         "log": "log", "hypot": "hypot", "erf": "special.erf", "erfc": "special.erfc",
-        "gamma": "special.gamma", "lgamma": "special.gammaln"}
+        "gamma": "special.gamma", "lgamma": "special.gammaln", "modf": "modf",
+        "frexp": "frexp", "ldexp": "ldexp"}
 """Python's ``math`` functions of floats and the NumPy ufuncs (or ``scipy.special``'s) that
 compute them on arrays: in the mode, one of a traced scalar is that ufunc, its value put right
 to ``math``'s where the two round differently."""
@@ -2131,18 +2132,34 @@ def math_function(original):
             y = np.sqrt(sum(a * a for a in args))
         else:
             y = _ufunc_of(name)(*args)
-        value = _math_value(original, as_floats(args), args)
-        put_value(y, value)
-        recorder = getattr(getattr(y, "tape", None), "recorder", None)
-        if recorder is not None and recorder.ready:  # a replay puts math's value too
-            recorder.put_value(y, original, args)
-        # a Python float: a value of its own, so that what the ufunc's record keeps of its
-        # output stays the array math's value was put into
-        y = np.positive(y)
-        weaken(y)
-        return y
+        return pythons_numbers(y, _math_value(original, as_floats(args), args), original,
+                               args)
 
     return _named(following, original)
+
+
+def pythons_numbers(results, exact, original, args):
+    """The traced ``results`` (one, or a tuple: ``math.modf``'s) of ``original(*args)`` of
+    Python's ``math`` or ``cmath`` as the numbers it gives: each with its own value from
+    ``exact``, ``original``'s (``put_value``, which a replay puts too), a Python float or
+    complex (``weaken``), a value of its own, so that what the ufunc's record keeps of its
+    output stays the array the value was put into; an integer (``math.frexp``'s exponent)
+    Python's, a decision a replay guards."""
+    single = type(results) is not tuple
+    numbers = []
+    for i, (y, value) in enumerate(zip((results,) if single else results,
+                                       (exact,) if single else exact)):
+        if type(value) is int:
+            numbers.append(operator.index(y))
+            continue
+        put_value(y, value)
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay puts the value too
+            recorder.put_value(y, original if single else _component(original, i), args)
+        y = np.positive(y)
+        weaken(y)
+        numbers.append(y)
+    return numbers[0] if single else tuple(numbers)
 
 
 def _math_value(original, numbers, args):
@@ -2286,17 +2303,7 @@ def cmath_function(original):
         kind = np.float64 if name == "rect" else np.complex128
         results = formula(*[a.reshape(()).astype(kind) if wrapped(a) else kind(a)
                             for a in args])
-        single = type(results) is not tuple
-        results = (results,) if single else results
-        for i, (y, value) in enumerate(zip(results, (exact,) if single else exact)):
-            put_value(y, value)
-            recorder = getattr(getattr(y, "tape", None), "recorder", None)
-            if recorder is not None and recorder.ready:  # a replay puts cmath's value too
-                recorder.put_value(y, original if single else _component(original, i), args)
-        results = tuple(np.positive(y) for y in results)  # Python numbers (see math_function)
-        for y in results:
-            weaken(y)
-        return results[0] if single else results
+        return pythons_numbers(results, exact, original, args)
 
     return _named(following, original)
 
@@ -2443,8 +2450,13 @@ def _statistics_of(original, signature, arguments, index):
 
 
 def as_floats(args):
-    return [(complex if np.iscomplexobj(a) else float)(memory(a).reshape(()))
+    """The Python numbers of NumPy's or traced 0-d ``args``: floats, complex numbers, integers
+    (``math.ldexp``'s exponent) as their kinds."""
+    return [_PYTHONS.get(np.asarray(memory(a)).dtype.kind, float)(memory(a).reshape(()))
             if wrapped(a) or isinstance(a, (np.ndarray, np.generic)) else a for a in args]
+
+
+_PYTHONS = {"c": complex, "i": int, "u": int}
 
 
 def as_numbers(args):
@@ -3993,8 +4005,8 @@ PYTHON_MODULES = {math: MATH_REPLACEMENTS, cmath: CMATH_REPLACEMENTS,
                   statistics: STATISTICS_REPLACEMENTS}
 """Python's modules of functions of numbers whose copies the mode binds where user code binds
 them (``import math``), and the functions swapped in them (name -> (Python's, the mode's))."""
-for _replacements in PYTHON_MODULES.values():
-    _BY_ORIGINAL.update({id(func): (func, new) for func, new in _replacements.values()})
+for _swapped in PYTHON_MODULES.values():
+    _BY_ORIGINAL.update({id(func): (func, new) for func, new in _swapped.values()})
 _LIBRARY_MATH = _mode_python(math)
 """The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
