@@ -54,6 +54,7 @@ def test_statistics_of_traced_numbers(f):
     check(f, X)
 
 
+@pytest.mark.slow
 def test_statistics_give_the_types_of_pythons_functions():
     """``statistics.mean`` of NumPy's float64 scalars is one (a strong float64 in NumPy's
     promotion); ``fmean``'s and ``pstdev``'s a Python float (weak)."""
