@@ -92,9 +92,12 @@ of an object it is given).
 
 from __future__ import annotations
 
+import array
 import builtins
+import cmath
 import collections
 import contextlib
+import ctypes
 import dis
 import functools
 import importlib
@@ -104,6 +107,7 @@ import json
 import math
 import operator
 import pickle
+import statistics
 import sys
 import threading
 import types
@@ -115,8 +119,9 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .errors import UnsupportedArrayError, UnsupportedOperationError, objects_refused
 from .debug import without_events
+from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
+                     objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -178,7 +183,8 @@ READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "eins
             "convolve", "correlate", "cumulative_sum", "cumulative_prod", "ediff1d", "gradient",
             "cov", "corrcoef", "unwrap", "sinc", "i0", "nan_to_num", "take", "take_along_axis",
             "matrix_transpose", "insert", "delete", "resize", "pad", "partition", "unique",
-            "histogram", "all", "any", "linalg.norm", "linalg.vector_norm",
+            "histogram", "histogram_bin_edges", "bincount", "meshgrid",
+            "polyfit", "real_if_close", "all", "any", "linalg.norm", "linalg.vector_norm",
             "linalg.matrix_norm", "linalg.det", "linalg.slogdet", "linalg.inv", "linalg.pinv",
             "linalg.solve", "linalg.lstsq", "linalg.eig", "linalg.eigh", "linalg.eigvals",
             "linalg.eigvalsh", "linalg.svd", "linalg.svdvals", "linalg.qr", "linalg.cholesky",
@@ -911,9 +917,13 @@ def joiner(func):
     (``np.column_stack(([a, b], [1.0, c]))``), NumPy would not dispatch, and convert them."""
 
     def joining(*args, **kwargs):
-        if ACTIVE.running:
-            args = joined_operands(func, args)
-        return func(*args, **kwargs)
+        if not ACTIVE.running:
+            return func(*args, **kwargs)
+        args = joined_operands(func, args)
+        y = func(*args, **kwargs)
+        if type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result: of lists, a constant)
+            return from_plain_objects(y, func, args, kwargs)
+        return y
 
     return _named(joining, func)
 
@@ -1955,6 +1965,7 @@ def _replacements():
     table.update(JOINED)
     table.update(ITERATORS)
     table.update(QUERIES)
+    table.update(DIGITS)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
     table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)
@@ -2006,6 +2017,24 @@ allocates their results from plain values as constants."""
 
 QUERIES = {"isscalar": (np.isscalar, _named(_isscalar, np.isscalar))}
 """NumPy's functions that tell what kind of value they are given, and the mode's."""
+
+
+def _writing_digits(func):
+    """``func`` (``DIGITS``) in the mode: of a traced value, NumPy's digits of the value it
+    stands for (its scalar, as ``x[0]`` hands NumPy), a decision a replay guards as it
+    guards ``str(x)``'s."""
+    def writing(x, *args, **kwargs):
+        decided = getattr(x, "_decided", None) if wrapped(x) else None
+        if decided is not None:
+            return decided(lambda value: func(value, *args, **kwargs))
+        return func(x, *args, **kwargs)
+
+    return _named(writing, func)
+
+
+DIGITS = {name: (getattr(np, name), _writing_digits(getattr(np, name)))
+          for name in ("format_float_positional", "format_float_scientific")}
+"""NumPy's functions that write a number's digits (dispatching on nothing), and the mode's."""
 
 
 REPLACEMENTS = _replacements()
@@ -2065,7 +2094,8 @@ MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log1p": "log1p", "log10
         "cbrt": "cbrt", "exp2": "exp2", "degrees": "degrees", "radians": "radians",
         "atan2": "arctan2", "copysign": "copysign", "fmod": "fmod", "pow": "power",
         "log": "log", "hypot": "hypot", "erf": "special.erf", "erfc": "special.erfc",
-        "gamma": "special.gamma", "lgamma": "special.gammaln"}
+        "gamma": "special.gamma", "lgamma": "special.gammaln", "modf": "modf",
+        "frexp": "frexp", "ldexp": "ldexp"}
 """Python's ``math`` functions of floats and the NumPy ufuncs (or ``scipy.special``'s) that
 compute them on arrays: in the mode, one of a traced scalar is that ufunc, its value put right
 to ``math``'s where the two round differently."""
@@ -2101,16 +2131,7 @@ def math_function(original):
         # NumPy loop, and math raises no floating-point event, where the ufunc computing it
         # warns or raises (math.exp(1000.0), math.atan2(0.0, -0.0)'s partials aside)
         value = _math_value(original, as_floats(args), args)
-        y = without_events(_as_ufuncs, name, args)
-        put_value(y, value)
-        recorder = getattr(getattr(y, "tape", None), "recorder", None)
-        if recorder is not None and recorder.ready:  # a replay puts math's value too
-            recorder.put_value(y, original, args)
-        # a Python float: a value of its own, so that what the ufunc's record keeps of its
-        # output stays the array math's value was put into
-        y = np.positive(y)
-        weaken(y)
-        return y
+        return pythons_numbers(without_events(_as_ufuncs, name, args), value, original, args)
 
     return _named(following, original)
 
@@ -2122,6 +2143,30 @@ def _as_ufuncs(name, args):
     if name == "hypot" and len(args) != 2:
         return np.sqrt(sum(a * a for a in args))
     return _ufunc_of(name)(*args)
+
+
+def pythons_numbers(results, exact, original, args):
+    """The traced ``results`` (one, or a tuple: ``math.modf``'s) of ``original(*args)`` of
+    Python's ``math`` or ``cmath`` as the numbers it gives: each with its own value from
+    ``exact``, ``original``'s (``put_value``, which a replay puts too), a Python float or
+    complex (``weaken``), a value of its own, so that what the ufunc's record keeps of its
+    output stays the array the value was put into; an integer (``math.frexp``'s exponent)
+    Python's, a decision a replay guards."""
+    single = type(results) is not tuple
+    numbers = []
+    for i, (y, value) in enumerate(zip((results,) if single else results,
+                                       (exact,) if single else exact)):
+        if type(value) is int:
+            numbers.append(operator.index(y))
+            continue
+        put_value(y, value)
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:  # a replay puts the value too
+            recorder.put_value(y, original if single else _component(original, i), args)
+        y = np.positive(y)
+        weaken(y)
+        numbers.append(y)
+    return numbers[0] if single else tuple(numbers)
 
 
 def _math_value(original, numbers, args):
@@ -2235,9 +2280,200 @@ def math_isclose(original):
     return _named(deciding, original)
 
 
+CMATH = {"sqrt": "sqrt", "exp": "exp", "log10": "log10", "sin": "sin", "cos": "cos",
+         "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan", "sinh": "sinh",
+         "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh",
+         "atanh": "arctanh", "log": "log", "phase": "angle"}
+"""Python's ``cmath`` functions of complex numbers and the NumPy functions that compute them on
+arrays (``polar`` and ``rect`` are theirs composed): in the mode, one of a traced scalar is
+that function of it as a complex number, its value put right to ``cmath``'s."""
+
+
+def _cmath_formula(name):
+    if name == "polar":
+        return lambda z: (np.abs(z), np.angle(z))
+    if name == "rect":
+        return lambda r, phi: r * np.cos(phi) + 1j * (r * np.sin(phi))
+    if name == "log":
+        return lambda z, *base: np.log(z) / np.log(base[0]) if base else np.log(z)
+    return getattr(np, CMATH[name])
+
+
+def cmath_function(original):
+    """``cmath.<name>`` following traced real or complex scalars (``cmath.exp(1j * t)``):
+    NumPy's function of them as complex numbers (``rect(r, phi)``: of reals), ``cmath``'s own
+    value put in its place (``put_value``), a Python number as ``cmath`` gives (a complex, or
+    the floats of ``phase`` and ``polar``). Anything else is ``cmath``'s call (its errors, its
+    conversions)."""
+    name, formula = original.__name__, _cmath_formula(original.__name__)
+
+    def following(*args):
+        if not (ACTIVE.running and any(wrapped(a) for a in args)) or any(
+                wrapped(a) and (a.size != 1 or a.dtype.kind not in "fc") for a in args):
+            return original(*args)
+        exact = _math_value(original, as_numbers(args), args)
+        kind = np.float64 if name == "rect" else np.complex128
+        results = formula(*[a.reshape(()).astype(kind) if wrapped(a) else kind(a)
+                            for a in args])
+        return pythons_numbers(results, exact, original, args)
+
+    return _named(following, original)
+
+
+def _component(original, i):
+    """Item ``i`` of ``original``'s result (a replay's value of one of ``cmath.polar``'s)."""
+    def component(*xs):
+        return original(*xs)[i]
+
+    component.__name__ = original.__name__
+    return component
+
+
+def _sample_variance(d, centre, n):
+    return np.sum((d - centre) * (d - centre)) / n
+
+
+def _deviations(x, y):
+    return x - np.mean(x), y - np.mean(y)
+
+
+def _covariance(x, y):
+    dx, dy = _deviations(x, y)
+    return np.sum(dx * dy) / (x.size - 1)
+
+
+def _correlation(x, y, method="linear"):
+    dx, dy = _deviations(x, y)
+    return np.sum(dx * dy) / np.sqrt(np.sum(dx * dx) * np.sum(dy * dy))
+
+
+def _linear_regression(x, y, *, proportional=False):
+    if proportional:
+        return np.sum(x * y) / np.sum(x * x), 0.0
+    dx, dy = _deviations(x, y)
+    slope = np.sum(dx * dy) / np.sum(dx * dx)
+    return slope, np.mean(y) - slope * np.mean(x)
+
+
+# fmt: off
+STATISTICS = {
+    # name            its formula of the stacked data (and weights), in NumPy's functions
+    "mean":           lambda data: np.mean(data),
+    "fmean":          lambda data, weights=None: np.mean(data) if weights is None
+                      else np.sum(data * weights) / np.sum(weights),
+    "geometric_mean": lambda data: np.exp(np.mean(np.log(data))),
+    "harmonic_mean":  lambda data, weights=None: data.size / np.sum(1.0 / data)
+                      if weights is None else np.sum(weights) / np.sum(weights / data),
+    "median":         lambda data: np.median(data),
+    "median_low":     lambda data: np.sort(data)[(data.size - 1) // 2],
+    "median_high":    lambda data: np.sort(data)[data.size // 2],
+    "pvariance":      lambda data, mu=None: _sample_variance(
+                      data, np.mean(data) if mu is None else mu, data.size),
+    "variance":       lambda data, xbar=None: _sample_variance(
+                      data, np.mean(data) if xbar is None else xbar, data.size - 1),
+    "pstdev":         lambda data, mu=None: np.sqrt(_sample_variance(
+                      data, np.mean(data) if mu is None else mu, data.size)),
+    "stdev":          lambda data, xbar=None: np.sqrt(_sample_variance(
+                      data, np.mean(data) if xbar is None else xbar, data.size - 1)),
+    "covariance":     _covariance,
+    "correlation":    _correlation,
+    "linear_regression": _linear_regression,
+}
+# fmt: on
+"""Python's ``statistics`` functions of real numbers and their formulas in NumPy's functions:
+in the mode, one of data holding traced floats (``statistics.pstdev(x)``) is its formula of
+them, ``statistics``' own value put in its place (``put_value``: it sums exactly)."""
+
+_DATA = ("data", "x", "y", "weights")
+"""The parameters of ``statistics``' functions that take sequences of numbers."""
+
+
+def statistics_function(original):
+    """``statistics.<name>`` following data (and weights, ``mu``, ``xbar``) holding traced
+    float64 scalars: its formula (``STATISTICS``) of them, with ``statistics``' own value of
+    their numbers (NumPy's float64 where the data are, as ``statistics`` gives its type back;
+    its errors: too few points, a negative one of a geometric mean). Anything else (a
+    correlation of ranks, Fractions) is ``statistics``' call (its conversions, refused)."""
+    formula, signature = STATISTICS[original.__name__], inspect.signature(original)
+
+    def following(*args, **kwargs):
+        if not ACTIVE.running:
+            return original(*args, **kwargs)
+        try:
+            bound = signature.bind(*args, **kwargs)
+            arguments = {key: list(value) if key in _DATA and value is not None else value
+                         for key, value in bound.arguments.items()}
+        except TypeError:  # statistics' own error
+            return original(*args, **kwargs)
+        items = [x for key, value in arguments.items()
+                 for x in (value if key in _DATA and value is not None else [value])]
+        if not any(wrapped(x) for x in items) or any(
+                wrapped(x) and (x.size != 1 or x.dtype != np.float64) for x in items) or any(
+                not wrapped(x) and not isinstance(x, (int, float, np.integer, np.floating,
+                                                      str, type(None)))
+                for x in items) or arguments.get("method", "linear") != "linear":
+            return original(*args, **kwargs)  # statistics' own: its conversion refused
+        exact = _math_value(_statistics_of(original, signature, arguments, None),
+                            as_numbers(items), items)
+        results = formula(**{key: np.stack([x.reshape(()) if wrapped(x) else np.float64(x)
+                                            for x in value])
+                             if key in _DATA and value is not None else value
+                             for key, value in arguments.items()})
+        single = type(results) is not tuple
+        results = (results,) if single else results
+        followed = []
+        for i, (y, value) in enumerate(zip(results, (exact,) if single else exact)):
+            if not wrapped(y):  # (a proportional regression's intercept)
+                followed.append(value)
+                continue
+            put_value(y, value)
+            recorder = getattr(getattr(y, "tape", None), "recorder", None)
+            if recorder is not None and recorder.ready:  # a replay puts statistics' too
+                recorder.put_value(y, _statistics_of(
+                    original, signature, arguments, None if single else i), items)
+            y = np.positive(y)  # a number of its own (see math_function)
+            if type(value) is float:  # a Python float, not NumPy's float64
+                weaken(y)
+            followed.append(y)
+        return followed[0] if single else type(exact)(*followed)
+
+    return _named(following, original)
+
+
+def _statistics_of(original, signature, arguments, index):
+    """``original`` of the numbers of the call's items, flattened as ``statistics_function``
+    lists them: its result, or its item ``index`` (of ``linear_regression``'s pair)."""
+    shape = [(key, len(value) if key in _DATA and value is not None else None)
+             for key, value in arguments.items()]
+
+    def of_numbers(*xs):
+        call = {}
+        for key, length in shape:
+            if length is None:
+                call[key], xs = xs[0], xs[1:]
+            else:
+                call[key], xs = list(xs[:length]), xs[length:]
+        call = inspect.BoundArguments(signature, call)  # (x and y: positional only)
+        result = original(*call.args, **call.kwargs)
+        return result if index is None else result[index]
+
+    of_numbers.__name__ = original.__name__
+    return of_numbers
+
+
 def as_floats(args):
-    return [float(memory(a).reshape(())) if wrapped(a) or isinstance(a, (np.ndarray, np.generic))
-            else a for a in args]
+    """The Python numbers of NumPy's or traced 0-d ``args``: floats, complex numbers, integers
+    (``math.ldexp``'s exponent) as their kinds."""
+    return [_PYTHONS.get(np.asarray(memory(a)).dtype.kind, float)(memory(a).reshape(()))
+            if wrapped(a) or isinstance(a, (np.ndarray, np.generic)) else a for a in args]
+
+
+_PYTHONS = {"c": complex, "i": int, "u": int}
+
+
+def as_numbers(args):
+    """The NumPy scalars the traced 0-d ``args`` hold (as plain code hands ``x[0]`` on)."""
+    return [memory(a).reshape(())[()] if wrapped(a) else a for a in args]
 
 
 def put_value(result, exact):
@@ -2472,7 +2708,31 @@ def adopted(stand_in, write=False):
     base = owner(plain)
     if write and len(running) > 1 and base.dtype.names is not None:  # (records, or a field)
         raise _nested_records("made before and written")
+    if write and _read_elsewhere(base):
+        raise UntracedWriteError(
+            "a traced value was written into an array over the memory of another object (a "
+            "bytearray, a ctypes array: np.frombuffer(b), np.ctypeslib.as_array(c)) that the "
+            "function may read by another route (bytes(b), c[0], another view of it), where "
+            "mutad would not see the derivative of what was written. Write into a copy "
+            "(y = np.frombuffer(b).copy()), or make the array over memory nothing else "
+            "holds (np.frombuffer(bytearray(n)), np.ctypeslib.as_array((c_double * n)())).")
     return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
+
+
+def _read_elsewhere(root):
+    """Whether the memory of ``root``, an array over another object's buffer
+    (``np.frombuffer(b)``, ``np.ctypeslib.as_array(c)``), may be read by a route mutad does not
+    see: its exporter held by anything but the view NumPy took of it (a name of the user's,
+    read as ``bytes(b)`` or ``c[0]``; another array over it), or not the owner of that memory
+    (a ctypes array over another's, ``from_buffer(b)``, a pointer's; a file's ``mmap``)."""
+    view = root.base
+    if type(view) is not memoryview:  # NumPy's own memory, or an __array_interface__'s
+        return False
+    exporter = view.obj
+    owns = type(exporter) in (bytearray, array.array) or (
+        isinstance(exporter, ctypes.Array) and getattr(exporter, "_b_needsfree_", 0) == 1)
+    # held by the view's buffer, this frame and getrefcount's argument alone
+    return not owns or sys.getrefcount(exporter) > 3
 
 
 def _adopted_at(stand_in, plain, root, depth, write):
@@ -2738,8 +2998,8 @@ def _new_arrays(y, func, args, kwargs, caller, made, new=False):
                                   func, args, kwargs, caller)
         elif _counting(y, args, kwargs):
             made[id(y)] = _own_stand_in(y)  # (np.mask_indices': views of NumPy's own array)
-        elif y.base is not None and (named := _named_view(y)) is not None:
-            made[id(y)] = named  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...))
+        elif y.base is not None:  # (as_strided(U0, ...), np.ctypeslib.as_array(U0.ctypes...)
+            made[id(y)] = _buffer_view(y)  # or of a ctypes array, bytearray, mmap)
         else:
             made[id(y)] = y
     return made[id(y)]
@@ -3745,11 +4005,11 @@ def _random_namespace():
     return namespace
 
 
-def _mode_math():
-    """The ``math`` module as user code sees it in the mode: its functions of floats follow
-    traced scalars (``MATH``)."""
-    module = types.ModuleType(math.__name__, math.__doc__)
-    module.__dict__.update(_mirrored(math, MATH_REPLACEMENTS))
+def _mode_python(original):
+    """Python's module ``original`` (``math``, ``cmath``, ``statistics``) as user code sees it
+    in the mode: its functions of numbers follow traced scalars (``PYTHON_MODULES``)."""
+    module = types.ModuleType(original.__name__, original.__doc__)
+    module.__dict__.update(_mirrored(original, PYTHON_MODULES[original]))
     return module
 
 
@@ -3761,8 +4021,21 @@ MATH_REPLACEMENTS.update({name: (getattr(math, name), math_predicate(getattr(mat
 MATH_REPLACEMENTS["isclose"] = (math.isclose, math_isclose(math.isclose))
 MATH_REPLACEMENTS.update({name: (getattr(math, name), math_of_sequences(getattr(math, name)))
                           for name in ("fsum", "dist", "sumprod") if hasattr(math, name)})
-_BY_ORIGINAL.update({id(func): (func, new) for func, new in MATH_REPLACEMENTS.values()})
-_LIBRARY_MATH = _mode_math()
+CMATH_REPLACEMENTS = {name: (getattr(cmath, name), cmath_function(getattr(cmath, name)))
+                      for name in (*CMATH, "polar", "rect")}
+CMATH_REPLACEMENTS.update({name: (getattr(cmath, name), math_predicate(getattr(cmath, name), ufunc))
+                           for name, ufunc in (("isfinite", np.isfinite), ("isnan", np.isnan),
+                                               ("isinf", np.isinf))})
+STATISTICS_REPLACEMENTS = {name: (getattr(statistics, name),
+                                  statistics_function(getattr(statistics, name)))
+                           for name in STATISTICS if hasattr(statistics, name)}
+PYTHON_MODULES = {math: MATH_REPLACEMENTS, cmath: CMATH_REPLACEMENTS,
+                  statistics: STATISTICS_REPLACEMENTS}
+"""Python's modules of functions of numbers whose copies the mode binds where user code binds
+them (``import math``), and the functions swapped in them (name -> (Python's, the mode's))."""
+for _swapped in PYTHON_MODULES.values():
+    _BY_ORIGINAL.update({id(func): (func, new) for func, new in _swapped.values()})
+_LIBRARY_MATH = _mode_python(math)
 """The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
@@ -3801,7 +4074,7 @@ class _Mode:
         self.numpy.__dict__.update(self.submodules)
         self.by_submodule = {id(importlib.import_module("numpy." + name)): module
                              for name, module in self.submodules.items()}
-        self.math = _mode_math()
+        self.python = {id(module): _mode_python(module) for module in PYTHON_MODULES}
         # [a module, the mode's copy, what makes the copy's namespace, the module's _snapshot
         # when it was made]: made again where the module's bindings changed (NumPy loaded a
         # submodule lazily; the user set np.scale = 2.0 or rebound np.linalg.norm between
@@ -3810,7 +4083,9 @@ class _Mode:
             [np, self.numpy, lambda: {**_mirrored(np, REPLACEMENTS), "random": self.random,
                                       **self.submodules}],
             [np.random, self.random, _random_namespace],
-            [math, self.math, lambda: _mirrored(math, MATH_REPLACEMENTS)],
+            *([module, self.python[id(module)],
+               functools.partial(_mirrored, module, replacements)]
+              for module, replacements in PYTHON_MODULES.items()),
             *([importlib.import_module("numpy." + name), module,
                functools.partial(_mirrored, importlib.import_module("numpy." + name),
                                  SUBMODULE_REPLACEMENTS[name])]
@@ -3873,8 +4148,8 @@ class _Mode:
                 replacement = self.numpy
             elif isinstance(value, types.ModuleType) and not internal and is_namespace(value):
                 replacement = self.device(value)
-            elif value is math and not internal:
-                replacement = self.math
+            elif not internal and type(value) is types.ModuleType and value in PYTHON_MODULES:
+                replacement = self.python[id(value)]
             elif value is np.random and not internal:
                 replacement = self.random
             elif isinstance(value, types.ModuleType) and id(value) in self.by_submodule \
@@ -4038,10 +4313,10 @@ class _Mode:
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
         module = _IMPORT(name, globals, locals, fromlist, level)
-        if (module is np or module is math) and _in_mode() and globals is not None:
+        if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
             caller = globals.get("__name__")
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
-                return self.numpy if module is np else self.math
+                return self.numpy if module is np else self.python[id(module)]
         return module
 
     def _install_types(self):
@@ -4265,8 +4540,8 @@ class _Mode:
             return None if routed_only else self.numpy
         if isinstance(value, types.ModuleType) and is_namespace(value):
             return None if routed_only else self.device(value)
-        if value is math:
-            return None if routed_only else self.math
+        if type(value) is types.ModuleType and value in PYTHON_MODULES:
+            return None if routed_only else self.python[id(value)]
         if value is np.random:
             return None if routed_only else self.random
         if type(value) is np.random.Generator:  # made before: the same bit generator's numbers

@@ -1000,6 +1000,9 @@ class ArrayMethods(Tracer):
     def tobytes(self, order="C"):
         return self._converted(".tobytes()").tobytes(order)
 
+    def __bytes__(self):  # bytes(x): NumPy's array gives its buffer's, in C order
+        return self._converted("bytes()").tobytes()
+
     def tofile(self, *args, **kwargs):
         return self._converted(".tofile()").tofile(*args, **kwargs)
 
@@ -2063,10 +2066,10 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
 }
 CONVERSION_FIXES.update(dict.fromkeys(("normal", "uniform", "exponential", "lognormal"),
                                      _DRAW_FIX))
-CONVERSION_FIXES["tobytes"] = (
+CONVERSION_FIXES.update(dict.fromkeys(("tobytes", "bytes"), (
     "Numbers read back from bytes (np.frombuffer) have no derivative: keep computing with the "
     "array. For a key or a checksum no gradient flows through, take "
-    "mutad.stop_gradient(x).tobytes().")
+    "mutad.stop_gradient(x).tobytes().")))
 CONVERSION_FIXES.update(dict.fromkeys(("dumps", "dump"), (
     "A pickled array comes back as plain numbers, which would cut the gradient: copy it with "
     "copy.deepcopy(x) or x.copy(), which mutad follows, and pickle mutad.stop_gradient(x) to "

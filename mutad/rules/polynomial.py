@@ -35,7 +35,8 @@ import numpy.polynomial as _P
 from numpy.polynomial import polyutils as _pu
 from numpy.polynomial._polybase import ABCPolyBase
 
-from ..core.allocation import by_user_code, holds_derivative, lists_as_arrays
+from ..core.allocation import (by_user_code, holds_derivative, holds_wrapped,
+                               lists_as_arrays)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.registry import defcomposite, defmethod, defroute
 from ..core.views import wrapped
@@ -982,14 +983,27 @@ def _init(self, coef, domain=None, window=None, symbol="x"):
     """``ABCPolyBase.__init__`` of traced coefficients: NumPy's checks of the domain, window
     and symbol on its own constructor (given plain zeros of the coefficients' shape), then the
     traced coefficients, copied as NumPy copies them (a list holding traced numbers as the
-    array NumPy makes of it)."""
+    array NumPy makes of it). Of plain ones (``Polynomial([1.0, 2.0])``), NumPy's constructor,
+    whose new array of coefficients the user's code receives as a constant the function may
+    write traced values into (``p.coef[0] = x[0]``, ``c = p.coef.copy()``), as np.zeros' is;
+    NumPy's own code (``p.deriv()``'s series) receives NumPy's."""
     [coef] = lists_as_arrays([coef])
+    if not holds_wrapped([coef]):
+        _INIT(self, coef, domain, window, symbol)
+        self.coef = by_user_code(self.coef, _coefficients_of, (type(self), coef, domain, window,
+                                                                symbol), {}, sys._getframe(2))
+        return
     if np.ndim(coef) != 1:
         raise ValueError("Coefficient array is not 1-d")
     if np.size(coef) == 0:
         raise ValueError("Coefficient array is empty")
     _INIT(self, np.zeros(np.shape(coef)), domain, window, symbol)
     self.coef = np.copy(coef) + 0.0 if np.dtype(coef.dtype).kind not in "fc" else np.copy(coef)
+
+
+def _coefficients_of(cls, coef, domain, window, symbol):
+    """The coefficients of NumPy's series ``cls(coef, ...)`` (a replay's constant, made again)."""
+    return cls(coef, domain, window, symbol).coef
 
 
 def _mapped(x, old, new):
@@ -1047,16 +1061,12 @@ def _fromroots_method(cls, roots, domain=[], window=None, symbol="x"):  # noqa: 
     return cls(coef, domain=domain, window=window, symbol=symbol)
 
 
-def _of_followed_floats(coef, *args, **kwargs):
-    """Whether a series is made of a float array the function follows, a constant among them
-    (``Polynomial(np.ones(n))``): its coefficients are then that array's copy, followed, so
-    that traced values written into ``p.coef`` reach what the series computes."""
-    return wrapped(coef) and coef.dtype.kind in "fc"
-
-
 _INIT = ABCPolyBase.__init__
 _FIT = ABCPolyBase.__dict__["fit"]
-_init.on_constants = _of_followed_floats  # type: ignore[attr-defined]
+# every construction while a differentiation runs: of coefficients the function follows, a
+# constant among them (``Polynomial(np.ones(n))``), that array's copy, followed, so that traced
+# values written into ``p.coef`` reach what the series computes; of plain ones, a constant too
+_init.always = True  # type: ignore[attr-defined]
 defmethod(ABCPolyBase, "__init__", _init)
 defmethod(ABCPolyBase, "__call__", _call)
 defmethod(ABCPolyBase, "fit", _fit_method)
