@@ -95,7 +95,9 @@ factor.
 differentiated function is differentiated in its stored values: inside the function it is a
 ``TracedSparse``, and its gradient is SciPy's matrix of the same class and pattern
 holding the cotangents of the stored values (of ``A.data``). A function may return one, too.
-Other formats (``lil``, ``dok``, ``bsr``) are passed as constants: convert them first.
+A ``bsr_matrix`` or ``bsr_array`` built of traced blocks ``(data, indices, indptr)`` or of a
+traced dense array (``blocksize=``) is followed, its blocks stored whole. Other formats
+(``lil``, ``dok``) are passed as constants: convert them first.
 
 **Derivatives.** Products are linear in the stored values and in ``x``: the cotangent of a stored
 value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2-d ``x``), that of
@@ -218,7 +220,7 @@ from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
 
-__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "cg", "cgs", "coo_array", "coo_matrix",
+__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
@@ -235,7 +237,7 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
-        "dia_matrix", "dia_array")},
+        "dia_matrix", "dia_array", "bsr_matrix", "bsr_array")},
     "laplacian": _csgraph.laplacian, "minimum_spanning_tree": _csgraph.minimum_spanning_tree}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
@@ -2747,7 +2749,7 @@ class _SparseClass:
             arg1 = (arg1[0], *settled(arg1[1:], f"{name} with indices the program computes"))
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             return _constructed(self.cls, name, arg1,
-                                lambda fn, d: fn(d, shape=shape, copy=copy), dense=True,
+                                lambda fn, d: fn(d, shape=shape, copy=copy, **kwargs), dense=True,
                                 dtype=dtype)
         if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
             # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
@@ -2756,7 +2758,7 @@ class _SparseClass:
             return _SparseClass.__call__(RULES[coo].route, arg1, shape, dtype,
                                          copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
-                            lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
+                            lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy, **kwargs),
                             dtype=dtype, indices=arg1[1:])
 
     def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
@@ -2773,10 +2775,10 @@ class _SparseClass:
 
 
 FOR_THE_CALLER.add(_SparseClass.__instancecheck__.__code__)
-csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
-    _SparseClass(SCIPY[name]) for name in (
-        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
-        "dia_matrix", "dia_array"))
+(csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array,
+ bsr_matrix, bsr_array) = (_SparseClass(SCIPY[name]) for name in (
+     "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+     "dia_matrix", "dia_array", "bsr_matrix", "bsr_array"))
 _SOLUTION_CLASSES = {stand_in.cls: stand_in for stand_in in (
     csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array)}
 """The stand-ins that build a sparse solution of A's class from its (values, (rows, cols)),
