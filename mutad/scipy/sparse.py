@@ -2086,12 +2086,14 @@ class TracedSparse:
         return TracedSparse(self.layout, np.abs(self.data))
 
     def getrow(self, i: int) -> TracedSparse:
-        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): its base's product of a selector by
-        ``A``, each entry a copy (1.0 times a stored value), in the format SciPy returns."""
+        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): csr and csc copy the row's stored
+        values in their order (a submatrix); the other formats take their base's product of a
+        selector by ``A``, each entry 1.0 times a stored value, in the format SciPy returns."""
         return self._line(i, 0, "getrow")
 
     def getcol(self, j: int) -> TracedSparse:
-        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): ``A`` times a selector."""
+        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): a submatrix, or ``A`` times a
+        selector, as :meth:`getrow`."""
         return self._line(j, 1, "getcol")
 
     def _line(self, k, axis, name):
@@ -2104,6 +2106,11 @@ class TracedSparse:
             k += size
         if not 0 <= k < size:
             raise IndexError("index out of bounds")
+        if self.format in ("csr", "csc"):
+            # SciPy's own selection moves the stored values, in an order that a product would
+            # not keep (and its sums, A.getrow(i) @ x, would round otherwise)
+            return self._with(_relayout(self.data, self.layout,
+                                        lambda m: getattr(m, name)(k)))
         if axis == 0:
             selector = _sparse.csr_matrix(([1.0], ([0], [k])), shape=(1, size))
             line = selector @ self
