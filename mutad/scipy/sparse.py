@@ -1595,6 +1595,17 @@ class TracedSparse:
                                     "which counts its nonzero values")
         return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
 
+    def getnnz(self, axis: int | None = None) -> Any:
+        """SciPy's (a matrix's): the stored entries, along ``axis`` (whether SciPy stores an
+        entry of a dense matrix is a decision on its value, as :attr:`nnz`'s)."""
+        if not hasattr(self.layout.template, "getnnz"):  # sparse arrays have none: SciPy's error
+            raise AttributeError(f"{type(self.layout.template).__name__} has no attribute "
+                                 "'getnnz'")
+        if axis is None or not self.layout.drops:
+            return self.nnz if axis is None else self.layout.template.getnnz(axis)
+        return self.layout.build(settled(self.data, "A.getnnz(axis) of a scipy.sparse matrix "
+                                                    "made from a dense array")).getnnz(axis)
+
     def count_nonzero(self, axis: int | None = None) -> Any:
         """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
         in place (as it does); a decision on the values, which a replay recording the call
@@ -1636,8 +1647,8 @@ class TracedSparse:
             "A.maximum, A.minimum, reshape, resize, sorted_indices, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
-            "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
-            "A.toarray() for a small matrix.")
+            "min(axis), getrow, getcol, setdiag, conj, nonzero, getnnz, comparisons (A > c), "
+            "toarray() and .data. Compute with A.data, or with A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -2078,6 +2089,34 @@ class TracedSparse:
             self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
                        "entries")).nonzero()
 
+    def _compared(self, other, comparison):
+        """SciPy's comparison (``A > 0.5``, ``A != B``): a matrix of booleans without a
+        derivative, a decision on the values, which a replay does not take again."""
+        what = "a comparison of a scipy.sparse matrix"
+        if isinstance(other, TracedSparse):
+            other = other.layout.build(settled(other.data, what))
+        return comparison(self.layout.build(settled(self.data, what)), settled(other, what))
+
+    def __eq__(self, other):
+        return self._compared(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compared(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compared(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compared(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compared(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compared(other, lambda a, b: a >= b)
+
+    __hash__ = object.__hash__  # (mutad keys its own tables by the traced matrix)
+
     def __pos__(self):
         return self
 
@@ -2171,6 +2210,8 @@ class TracedSparse:
 
     def multiply(self, other: Any) -> TracedSparse | Any:
         other = _matrix_operand(other)  # an np.matrix of traced values: its array
+        if type(other) is np.matrix:  # SciPy multiplies by its array (A > D of a dense D's)
+            other = other.view(np.ndarray)
         if _is_scalar(other):
             return self * other
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -2805,7 +2846,7 @@ other (SciPy's would read the placeholders it stores for the traced entries)."""
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
     "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min",
-    "count_nonzero"))
+    "count_nonzero", "getnnz"))
 
 
 def _diagonal_positions(shape, k):
