@@ -5,6 +5,7 @@ for bit and the caller's arrays unchanged."""
 
 import numpy as np
 import pytest
+import scipy.interpolate
 import scipy.sparse as sp
 
 import mutad
@@ -30,3 +31,67 @@ def test_line_of_a_compressed_matrix_is_scipys_copy(kind, line):
         return sum(products) + sum(m.toarray().sum() for m in lines)
 
     check(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# Comparisons of a traced sparse matrix (A > c, A != B, A <= dense): SciPy's boolean matrices,
+# without a derivative, used as masks (A.multiply(A > c), A[A > c]); getnnz of a matrix
+
+
+@pytest.mark.filterwarnings("ignore::scipy.sparse.SparseEfficiencyWarning")
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.coo_matrix],
+                         ids=lambda k: k.__name__)
+def test_comparisons_of_a_traced_sparse_matrix_as_masks(kind):
+    dense_threshold = np.full((5, 5), 0.6)
+
+    def f(k):
+        A = kind(np.outer(k, k[::-1]))
+        B = kind(np.diag(k))
+        total = A.multiply(A > 0.5).sum() + A.multiply(A <= 1.0).sum() + (B != 0).sum()
+        total = total + B.multiply(B >= B.T).sum() + (A < 1.2).nnz + A.multiply(A == A.T).sum()
+        total = total + A.multiply(A > dense_threshold).sum()
+        if kind is not sp.coo_matrix:  # (SciPy indexes no coo matrix)
+            total = total + A.tocsr()[A > 1.0].sum()
+        return total
+
+    check(f, X.copy())
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_getnnz_of_a_traced_matrix(axis):
+    def f(k):
+        A = sp.csr_matrix(k[:, None] * np.array([[1.0, 0.0, 2.0]]))
+        B = sp.csr_matrix((k[:3], [0, 2, 1], [0, 1, 3]), shape=(2, 3))
+        return np.sum(A.getnnz(axis) * A.sum()) + np.sum(B.getnnz(axis) * B.sum())
+
+    check(f, X.copy())
+    with pytest.raises(AttributeError):
+        mutad.gradient(lambda k: sp.csr_array(k[None, :]).getnnz(), X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# The antiderivative of a B-spline of traced coefficients or data: SciPy's BSpline.derivative
+# (-nu) is its antiderivative(nu), linear in the data; the periodic one (whose antiderivative
+# SciPy makes not periodic) stays refused
+
+
+KNOTS = np.r_[0, 0, 0, 0, 0.5, 1, 1, 1, 1]
+
+
+def test_antiderivative_of_a_traced_b_spline():
+    def f(k):
+        b = scipy.interpolate.BSpline(KNOTS, np.r_[k, 0.2], 3)
+        F, G = b.antiderivative(), b.antiderivative(2)
+        s = scipy.interpolate.make_interp_spline(np.linspace(0, 1, 5), k ** 2).antiderivative()
+        return F(1.0) + F(np.array([0.2, 0.7])).sum() + F(1.3) + G(0.6) + s(0.8) + np.sum(F.c)
+
+    check(f, X.copy())
+
+
+def test_antiderivative_of_a_traced_periodic_b_spline_is_refused():
+    def f(k):
+        return scipy.interpolate.BSpline(KNOTS, np.r_[k, 0.2], 3,
+                                         extrapolate="periodic").antiderivative()(0.3)
+
+    with pytest.raises(mutad.MutadError, match="antiderivative"):
+        mutad.gradient(f, X.copy())
