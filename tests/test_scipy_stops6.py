@@ -6,6 +6,7 @@ for bit and the caller's arrays unchanged."""
 import numpy as np
 import pytest
 import scipy.interpolate
+import scipy.signal
 import scipy.sparse as sp
 
 import mutad
@@ -95,3 +96,22 @@ def test_antiderivative_of_a_traced_periodic_b_spline_is_refused():
 
     with pytest.raises(mutad.MutadError, match="antiderivative"):
         mutad.gradient(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's own functions given an array made before the differentiation (a module's signal):
+# SciPy receives the plain array, so that its tests of identity hold (csd's y is x after
+# np.asarray(x), where it computes |X|² rather than X·conj(Y), which rounds otherwise)
+
+
+SIGNAL = np.sin(np.linspace(0.0, 6.0, 32)) + 0.3 * np.cos(np.arange(32.0) ** 1.5)
+
+
+@pytest.mark.parametrize("spectrum", [
+    lambda k: np.sum(scipy.signal.welch(SIGNAL, nperseg=8)[1]) * k[0],
+    lambda k: np.sum(scipy.signal.csd(SIGNAL, SIGNAL, nperseg=8)[1].real) * k[0],
+    lambda k: np.sum(scipy.signal.coherence(SIGNAL * k[0] + 0.1 * SIGNAL ** 2, SIGNAL,
+                                            nperseg=8)[1]),
+], ids=["welch", "csd", "coherence"])
+def test_spectra_of_an_array_made_before(spectrum):
+    check(spectrum, X.copy())
