@@ -1154,7 +1154,30 @@ the same name computes (the types and shapes differ: np.matrix keeps two dimensi
 as the traced array's method, the results given np.matrix's shapes."""
 
 
-class TracedMatrix:
+class _ComparedByValue:
+    """The comparison operators of a traced matrix, each its ``_compared`` with the operator:
+    matrices of booleans without a derivative."""
+
+    def __eq__(self, other):
+        return self._compared(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compared(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compared(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compared(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compared(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compared(other, lambda a, b: a >= b)
+
+
+class TracedMatrix(_ComparedByValue):
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
     (``*`` is the matrix product, ``.sum(axis)`` keeps two dimensions, ``.A``, ``.A1``), and
@@ -1384,24 +1407,6 @@ class TracedMatrix:
         return comparison(settled(self.array, what).view(np.matrix),
                           settled(_matrix_operand(other), what))
 
-    def __eq__(self, other):
-        return self._compared(other, lambda a, b: a == b)
-
-    def __ne__(self, other):
-        return self._compared(other, lambda a, b: a != b)
-
-    def __lt__(self, other):
-        return self._compared(other, lambda a, b: a < b)
-
-    def __le__(self, other):
-        return self._compared(other, lambda a, b: a <= b)
-
-    def __gt__(self, other):
-        return self._compared(other, lambda a, b: a > b)
-
-    def __ge__(self, other):
-        return self._compared(other, lambda a, b: a >= b)
-
     __hash__ = None  # type: ignore[assignment]  # (np.matrix's: unhashable)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1423,7 +1428,7 @@ class TracedMatrix:
         return f"<traced matrix of shape {self.shape}>"
 
 
-class TracedSparse:
+class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
@@ -2096,24 +2101,6 @@ class TracedSparse:
         if isinstance(other, TracedSparse):
             other = other.layout.build(settled(other.data, what))
         return comparison(self.layout.build(settled(self.data, what)), settled(other, what))
-
-    def __eq__(self, other):
-        return self._compared(other, lambda a, b: a == b)
-
-    def __ne__(self, other):
-        return self._compared(other, lambda a, b: a != b)
-
-    def __lt__(self, other):
-        return self._compared(other, lambda a, b: a < b)
-
-    def __le__(self, other):
-        return self._compared(other, lambda a, b: a <= b)
-
-    def __gt__(self, other):
-        return self._compared(other, lambda a, b: a > b)
-
-    def __ge__(self, other):
-        return self._compared(other, lambda a, b: a >= b)
 
     __hash__ = object.__hash__  # (mutad keys its own tables by the traced matrix)
 
