@@ -6,6 +6,7 @@ for bit and the caller's arrays unchanged."""
 import numpy as np
 import pytest
 import scipy.interpolate
+import scipy.optimize
 import scipy.signal
 import scipy.sparse as sp
 
@@ -115,3 +116,17 @@ SIGNAL = np.sin(np.linspace(0.0, 6.0, 32)) + 0.3 * np.cos(np.arange(32.0) ** 1.5
 ], ids=["welch", "csd", "coherence"])
 def test_spectra_of_an_array_made_before(spectrum):
     check(spectrum, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# linprog of coefficients written as lists of numbers, traced among them (rows of A_ub too)
+
+
+def test_linprog_of_lists_holding_traced_numbers():
+    def f(k):
+        res = scipy.optimize.linprog(c=[-1.0 - k[0], -2.0], A_ub=[[1.0, 1.0], [1.0, 3.0 + k[1]]],
+                                     b_ub=[4, 6.0 + k[2]], A_eq=[[1.0, -k[3]]], b_eq=[0.5],
+                                     bounds=[(0, None)] * 2)
+        return res.fun + res.x @ [1.0, 2.0]
+
+    check(f, X.copy())
