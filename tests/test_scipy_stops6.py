@@ -130,3 +130,24 @@ def test_linprog_of_lists_holding_traced_numbers():
         return res.fun + res.x @ [1.0, 2.0]
 
     check(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# Windows of a traced shape parameter: SciPy's own code followed, its xp.asarray(beta) the
+# traced array itself (kaiser stopped there); dpss, which takes float(NW), is refused by name
+
+
+@pytest.mark.parametrize("window", [
+    lambda k: scipy.signal.windows.kaiser(9, beta=2.0 + k[1]),
+    lambda k: scipy.signal.get_window(("kaiser", 2.0 + k[1]), 9),
+    lambda k: scipy.signal.windows.gaussian(9, std=1.0 + k[0]),
+    lambda k: scipy.signal.windows.general_gaussian(9, p=1.0 + k[0], sig=2.0 + k[1]),
+    lambda k: scipy.signal.windows.tukey(9, alpha=0.3 + 0.2 * k[2]),
+], ids=["kaiser", "get_window-kaiser", "gaussian", "general_gaussian", "tukey"])
+def test_window_of_a_traced_shape_parameter(window):
+    check(lambda k: np.sum(window(k) * np.sin(np.arange(9.0))), X.copy())
+
+
+def test_dpss_of_a_traced_bandwidth_is_refused():
+    with pytest.raises(mutad.MutadError, match="dpss"):
+        mutad.gradient(lambda k: np.sum(scipy.signal.windows.dpss(9, NW=2.0 + k[0])), X.copy())
