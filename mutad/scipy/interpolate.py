@@ -859,9 +859,12 @@ class _TracedInterpolant:
 
     def antiderivative(self, nu=1):
         """The antiderivative interpolant of order ``nu``: SciPy's (PPoly.derivative(-nu) is
-        PPoly.antiderivative(nu)), linear in the data as the interpolant is, its derivative
-        in the points the interpolant's values."""
-        self._require_piecewise_polynomial("antiderivative")
+        PPoly.antiderivative(nu), and BSpline.derivative(-nu) BSpline.antiderivative(nu) but
+        for periodic extrapolation, which SciPy's antiderivative turns off), linear in the
+        data as the interpolant is, its derivative in the points the interpolant's values."""
+        if not self._is_bspline() or self._spec.build(
+                [np.asarray(stop_gradient(d)) for d in self._data]).extrapolate == "periodic":
+            self._require_piecewise_polynomial("antiderivative")
         return _TracedInterpolant(self._name, self._spec.derivative(-nu), self._data, x=self.x,
                                   evaluate=self._evaluate)
 
@@ -872,8 +875,7 @@ class _TracedInterpolant:
         # a B-spline's (BSpline, make_interp_spline, make_lsq_spline): the derivatives of
         # F(b) - F(a) too, F its antiderivative (SciPy's BSpline.derivative(-1)), the bounds
         # clipped to the base interval where SciPy clips them (extrapolate=False)
-        bspline = isinstance(self._spec, (_BSpline, _Spline, _LsqSpline)) \
-            and not self._spec.derived
+        bspline = self._is_bspline()
         if not bspline:
             self._require_piecewise_polynomial("integrate")
         spec = self._spec.derivative(-1)
@@ -953,8 +955,14 @@ class _TracedInterpolant:
             "traced data, and mutad differentiates its values and derivatives (calling it, "
             ".derivative()) and coefficients (.c) only, and for CubicSpline, the Hermite "
             "splines and PPoly .antiderivative(), .integrate(a, b), .solve(y) and .roots() of "
-            "the interpolant itself (for the B-splines, .integrate(a, b)). Build it from "
+            "the interpolant itself (for the B-splines, .antiderivative() and .integrate(a, "
+            "b)). Build it from "
             "plain data (outside the differentiated function) to use other attributes.")
+
+    def _is_bspline(self):
+        """Whether this is a B-spline (BSpline, make_interp_spline, make_lsq_spline), never
+        differentiated or integrated before."""
+        return isinstance(self._spec, (_BSpline, _Spline, _LsqSpline)) and not self._spec.derived
 
     def _require_piecewise_polynomial(self, name):
         # SciPy's piecewise polynomials (CubicSpline, the Hermite splines, PPoly), never

@@ -1875,10 +1875,9 @@ def _depends(value):
 def _float_array(value, name):
     if value is None:
         return None
+    value = lists_as_arrays([value])[0]  # (rows of numbers, traced among them: A_ub=[[1, a]])
     if isinstance(value, Tracer):
         return value if value.dtype == np.float64 else value.astype(np.float64)
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tracer) for v in value):
-        return np.stack([v if isinstance(v, Tracer) else np.float64(v) for v in value])
     return np.asarray(value, np.float64)
 
 

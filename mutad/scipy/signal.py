@@ -114,8 +114,8 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent,
-                        linear_function, linear_map, refused_attribute, scipy_adjoint,
-                        scipys_value, stands_in_for)
+                        following_scipys_code, linear_function, linear_map, refused_attribute,
+                        scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -1832,13 +1832,20 @@ def _widths(x, peaks, rel_height, prominences, left, right, values):
 
 
 # ----------------------------------------------------------------------------------------------
-# Windows: SciPy's own, their arrays new ones the differentiated code may write into
+# Windows: SciPy's own, their arrays new ones the differentiated code may write into; of a
+# traced shape parameter (kaiser's beta, gaussian's std), SciPy's own code followed, its
+# conversions (xp.asarray(beta)) those arrays themselves
+
+
+def _following_window_maker(maker):
+    return functools.wraps(maker)(lambda *args, **kwargs: following_scipys_code(maker, args,
+                                                                                 kwargs))
 
 
 for _maker in (_signal.get_window, *(getattr(_signal.windows, name)
                                      for name in _signal.windows.__all__)):
     if callable(_maker):
-        StandIn(_maker, _maker)
+        StandIn(_maker, _following_window_maker(_maker))
 
 
 # ----------------------------------------------------------------------------------------------

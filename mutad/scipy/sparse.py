@@ -95,7 +95,9 @@ factor.
 differentiated function is differentiated in its stored values: inside the function it is a
 ``TracedSparse``, and its gradient is SciPy's matrix of the same class and pattern
 holding the cotangents of the stored values (of ``A.data``). A function may return one, too.
-Other formats (``lil``, ``dok``, ``bsr``) are passed as constants: convert them first.
+A ``bsr_matrix`` or ``bsr_array`` built of traced blocks ``(data, indices, indptr)`` or of a
+traced dense array (``blocksize=``) is followed, its blocks stored whole. Other formats
+(``lil``, ``dok``) are passed as constants: convert them first.
 
 **Derivatives.** Products are linear in the stored values and in ``x``: the cotangent of a stored
 value ``A[i, j]`` of ``y = A x`` is ``ȳ_i x_j`` (summed over the columns of a 2-d ``x``), that of
@@ -218,7 +220,7 @@ from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
 
-__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "cg", "cgs", "coo_array", "coo_matrix",
+__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
@@ -235,7 +237,7 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
-        "dia_matrix", "dia_array")},
+        "dia_matrix", "dia_array", "bsr_matrix", "bsr_array")},
     "laplacian": _csgraph.laplacian, "minimum_spanning_tree": _csgraph.minimum_spanning_tree}
 """SciPy's own functions and classes, by name. While a differentiation runs the names that
 user code and SciPy's public modules bind to them are this module's stand-ins (and so would be
@@ -1152,7 +1154,30 @@ the same name computes (the types and shapes differ: np.matrix keeps two dimensi
 as the traced array's method, the results given np.matrix's shapes."""
 
 
-class TracedMatrix:
+class _ComparedByValue:
+    """The comparison operators of a traced matrix, each its ``_compared`` with the operator:
+    matrices of booleans without a derivative."""
+
+    def __eq__(self, other):
+        return self._compared(other, lambda a, b: a == b)
+
+    def __ne__(self, other):
+        return self._compared(other, lambda a, b: a != b)
+
+    def __lt__(self, other):
+        return self._compared(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compared(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compared(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compared(other, lambda a, b: a >= b)
+
+
+class TracedMatrix(_ComparedByValue):
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
     (``*`` is the matrix product, ``.sum(axis)`` keeps two dimensions, ``.A``, ``.A1``), and
@@ -1382,24 +1407,6 @@ class TracedMatrix:
         return comparison(settled(self.array, what).view(np.matrix),
                           settled(_matrix_operand(other), what))
 
-    def __eq__(self, other):
-        return self._compared(other, lambda a, b: a == b)
-
-    def __ne__(self, other):
-        return self._compared(other, lambda a, b: a != b)
-
-    def __lt__(self, other):
-        return self._compared(other, lambda a, b: a < b)
-
-    def __le__(self, other):
-        return self._compared(other, lambda a, b: a <= b)
-
-    def __gt__(self, other):
-        return self._compared(other, lambda a, b: a > b)
-
-    def __ge__(self, other):
-        return self._compared(other, lambda a, b: a >= b)
-
     __hash__ = None  # type: ignore[assignment]  # (np.matrix's: unhashable)
 
     def __array_function__(self, func, types, args, kwargs):
@@ -1421,7 +1428,7 @@ class TracedMatrix:
         return f"<traced matrix of shape {self.shape}>"
 
 
-class TracedSparse:
+class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
@@ -1593,6 +1600,17 @@ class TracedSparse:
                                     "which counts its nonzero values")
         return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
 
+    def getnnz(self, axis: int | None = None) -> Any:
+        """SciPy's (a matrix's): the stored entries, along ``axis`` (whether SciPy stores an
+        entry of a dense matrix is a decision on its value, as :attr:`nnz`'s)."""
+        if not hasattr(self.layout.template, "getnnz"):  # sparse arrays have none: SciPy's error
+            raise AttributeError(f"{type(self.layout.template).__name__} has no attribute "
+                                 "'getnnz'")
+        if axis is None or not self.layout.drops:
+            return self.nnz if axis is None else self.layout.template.getnnz(axis)
+        return self.layout.build(settled(self.data, "A.getnnz(axis) of a scipy.sparse matrix "
+                                                    "made from a dense array")).getnnz(axis)
+
     def count_nonzero(self, axis: int | None = None) -> Any:
         """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
         in place (as it does); a decision on the values, which a replay recording the call
@@ -1634,8 +1652,8 @@ class TracedSparse:
             "A.maximum, A.minimum, reshape, resize, sorted_indices, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
-            "min(axis), getrow, getcol, setdiag, conj, nonzero, toarray() and .data. Compute with A.data, or with "
-            "A.toarray() for a small matrix.")
+            "min(axis), getrow, getcol, setdiag, conj, nonzero, getnnz, comparisons (A > c), "
+            "toarray() and .data. Compute with A.data, or with A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
@@ -2076,6 +2094,16 @@ class TracedSparse:
             self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
                        "entries")).nonzero()
 
+    def _compared(self, other, comparison):
+        """SciPy's comparison (``A > 0.5``, ``A != B``): a matrix of booleans without a
+        derivative, a decision on the values, which a replay does not take again."""
+        what = "a comparison of a scipy.sparse matrix"
+        if isinstance(other, TracedSparse):
+            other = other.layout.build(settled(other.data, what))
+        return comparison(self.layout.build(settled(self.data, what)), settled(other, what))
+
+    __hash__ = object.__hash__  # (mutad keys its own tables by the traced matrix)
+
     def __pos__(self):
         return self
 
@@ -2084,12 +2112,14 @@ class TracedSparse:
         return TracedSparse(self.layout, np.abs(self.data))
 
     def getrow(self, i: int) -> TracedSparse:
-        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): its base's product of a selector by
-        ``A``, each entry a copy (1.0 times a stored value), in the format SciPy returns."""
+        """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): csr and csc copy the row's stored
+        values in their order (a submatrix); the other formats take their base's product of a
+        selector by ``A``, each entry 1.0 times a stored value, in the format SciPy returns."""
         return self._line(i, 0, "getrow")
 
     def getcol(self, j: int) -> TracedSparse:
-        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): ``A`` times a selector."""
+        """SciPy's ``A.getcol(j)`` (a matrix's, m x 1): a submatrix, or ``A`` times a
+        selector, as :meth:`getrow`."""
         return self._line(j, 1, "getcol")
 
     def _line(self, k, axis, name):
@@ -2102,6 +2132,11 @@ class TracedSparse:
             k += size
         if not 0 <= k < size:
             raise IndexError("index out of bounds")
+        if self.format in ("csr", "csc"):
+            # SciPy's own selection moves the stored values, in an order that a product would
+            # not keep (and its sums, A.getrow(i) @ x, would round otherwise)
+            return self._with(_relayout(self.data, self.layout,
+                                        lambda m: getattr(m, name)(k)))
         if axis == 0:
             selector = _sparse.csr_matrix(([1.0], ([0], [k])), shape=(1, size))
             line = selector @ self
@@ -2162,6 +2197,8 @@ class TracedSparse:
 
     def multiply(self, other: Any) -> TracedSparse | Any:
         other = _matrix_operand(other)  # an np.matrix of traced values: its array
+        if type(other) is np.matrix:  # SciPy multiplies by its array (A > D of a dense D's)
+            other = other.view(np.ndarray)
         if _is_scalar(other):
             return self * other
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -2747,7 +2784,7 @@ class _SparseClass:
             arg1 = (arg1[0], *settled(arg1[1:], f"{name} with indices the program computes"))
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             return _constructed(self.cls, name, arg1,
-                                lambda fn, d: fn(d, shape=shape, copy=copy), dense=True,
+                                lambda fn, d: fn(d, shape=shape, copy=copy, **kwargs), dense=True,
                                 dtype=dtype)
         if len(arg1) == 2 and type(arg1[1]) is tuple and self.format != "coo":
             # (data, (row, col)) sums repeated positions: coo keeps them, and its conversion
@@ -2756,7 +2793,7 @@ class _SparseClass:
             return _SparseClass.__call__(RULES[coo].route, arg1, shape, dtype,
                                          copy).asformat(self.format)
         return _constructed(self.cls, name, arg1[0],
-                            lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy),
+                            lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy, **kwargs),
                             dtype=dtype, indices=arg1[1:])
 
     def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
@@ -2773,10 +2810,10 @@ class _SparseClass:
 
 
 FOR_THE_CALLER.add(_SparseClass.__instancecheck__.__code__)
-csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array = (
-    _SparseClass(SCIPY[name]) for name in (
-        "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
-        "dia_matrix", "dia_array"))
+(csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array,
+ bsr_matrix, bsr_array) = (_SparseClass(SCIPY[name]) for name in (
+     "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
+     "dia_matrix", "dia_array", "bsr_matrix", "bsr_array"))
 _SOLUTION_CLASSES = {stand_in.cls: stand_in for stand_in in (
     csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array)}
 """The stand-ins that build a sparse solution of A's class from its (values, (rows, cols)),
@@ -2796,7 +2833,7 @@ other (SciPy's would read the placeholders it stores for the traced entries)."""
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
     "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min",
-    "count_nonzero"))
+    "count_nonzero", "getnnz"))
 
 
 def _diagonal_positions(shape, k):
