@@ -308,3 +308,24 @@ def test_a_replayed_masked_domain_is_the_calls_own(make):
         assert repr(value) == repr(expected) == repr(traced_value)
         np.testing.assert_array_equal(grad, traced_grad)
         assert x.tolist() == values
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, x: m[m > 1.0] ** 2,          # a selection of nothing, its mask empty
+    lambda m, x: np.ma.power(m[m > 1.0], 3.0),
+    lambda m, x: m[1:][m[1:] > 1.0] ** 2,
+])
+def test_mask_or_shrinks_as_numpys(make):
+    # np.ma.mask_or (of np.ma.power, comparisons, var) is nomask where nothing is masked,
+    # an empty mask too: mutad kept the mask, whose all() masked the sum of an empty power
+    # (np.ma.masked where NumPy sums to 0.0; x[0] is masked, the selection of 0.5 and 0.7 empty)
+    def f(x):
+        return make(np.ma.masked_less(x, 0.0), x).sum()
+
+    for values in ([-1.0, 0.5, 0.7], [-1.0, 0.5, 2.0]):
+        x = np.array(values)
+        value, grad = mutad.value_and_grad(f)(x)
+        assert repr(value) == repr(f(x.copy()))
+        replayed = mutad.value_and_grad(f, replay=True)
+        assert repr(replayed(x)[0]) == repr(value)
+        assert x.tolist() == values

@@ -98,12 +98,13 @@ def _mask_array(a):
 
 
 def _mask_or(m1, m2):
-    """``np.ma.mask_or`` of two masks (each ``nomask`` or boolean)."""
+    """``np.ma.mask_or`` of two masks (each ``nomask`` or boolean), shrunk as NumPy's: ``nomask``
+    where nothing is masked (an empty mask too, whose ``all`` would mask a sum)."""
     if m1 is NOMASK:
-        return m2
-    if m2 is NOMASK:
-        return m1
-    return np.logical_or(m1, m2)
+        return m2 if m2 is NOMASK else _shrunk(m2)
+    if m2 is NOMASK or m1 is m2:
+        return _shrunk(m1)
+    return _shrunk(np.logical_or(m1, m2))
 
 
 def _shrunk(m):
@@ -552,7 +553,7 @@ class Masked:
         domain, a decision on the values), dividing by 1 where masked."""
         other_data = _data(other)
         dom_mask = _outside(_ma._DomainSafeDivide(), self.data, other_data)
-        new_mask = _mask_or(_mask(other), _shrunk(dom_mask))  # (np.ma.mask_or's shrink)
+        new_mask = _mask_or(_mask(other), dom_mask)
         if dom_mask.any():
             fill = _ma.ufunc_fills[np.true_divide][1]
             other_data = _where(dom_mask, other_data.dtype.type(fill), other_data)
