@@ -278,3 +278,54 @@ def test_a_ufunc_of_python_floats_at_a_pole_has_numpys_derivative(ufunc, values)
         _, dy = mutad.jvp(of_floats, (x,), (tangent,))
         np.testing.assert_array_equal(dy, mutad.jvp(of_scalars, (x,), (tangent,))[1])
         np.testing.assert_array_equal(mutad.hessian(of_floats, x), mutad.hessian(of_scalars, x))
+
+
+MASKED_DOMAINS = [
+    lambda x: np.ma.log(np.ma.array(x, mask=[0, 0, 0, 1])),     # np.ma's unary function
+    lambda x: np.log(np.ma.array(x, mask=[0, 0, 0, 1])),        # NumPy's ufunc of a masked array
+    lambda x: np.ma.array(x, mask=[0, 0, 0, 1]) / x[::-1],     # np.ma's division
+    lambda x: np.ma.sqrt(np.ma.masked_where(x > 3.5, x)),
+]
+
+
+@pytest.mark.parametrize("make", MASKED_DOMAINS)
+def test_a_replayed_masked_domain_is_the_calls_own(make):
+    # np.ma masks where a function's domain excludes the data (log of x <= 0, a division by
+    # zero): the replay kept the mask of the call it recorded (of the plain values), so a
+    # call whose data lie elsewhere summed the wrong elements, in value and gradient
+    def f(x):
+        return make(x).sum()
+
+    replayed = mutad.value_and_grad(f, replay=True)
+    for values in ([1.0, 2.0, 3.0, 4.0], [2.0, -1.0, 0.0, 1.0], [1.0, 2.0, 3.0, 4.0],
+                   [-1.0, 2.0, 3.0, 0.5]):
+        x = np.array(values)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = f(x.copy())
+            value, grad = replayed(x)
+            traced_value, traced_grad = mutad.value_and_grad(f)(x)
+        assert repr(value) == repr(expected) == repr(traced_value)
+        np.testing.assert_array_equal(grad, traced_grad)
+        assert x.tolist() == values
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, x: m[m > 1.0] ** 2,          # a selection of nothing, its mask empty
+    lambda m, x: np.ma.power(m[m > 1.0], 3.0),
+    lambda m, x: m[1:][m[1:] > 1.0] ** 2,
+])
+def test_mask_or_shrinks_as_numpys(make):
+    # np.ma.mask_or (of np.ma.power, comparisons, var) is nomask where nothing is masked,
+    # an empty mask too: mutad kept the mask, whose all() masked the sum of an empty power
+    # (np.ma.masked where NumPy sums to 0.0; x[0] is masked, the selection of 0.5 and 0.7 empty)
+    def f(x):
+        return make(np.ma.masked_less(x, 0.0), x).sum()
+
+    for values in ([-1.0, 0.5, 0.7], [-1.0, 0.5, 2.0]):
+        x = np.array(values)
+        value, grad = mutad.value_and_grad(f)(x)
+        assert repr(value) == repr(f(x.copy()))
+        replayed = mutad.value_and_grad(f, replay=True)
+        assert repr(replayed(x)[0]) == repr(value)
+        assert x.tolist() == values

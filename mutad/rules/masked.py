@@ -98,12 +98,13 @@ def _mask_array(a):
 
 
 def _mask_or(m1, m2):
-    """``np.ma.mask_or`` of two masks (each ``nomask`` or boolean)."""
+    """``np.ma.mask_or`` of two masks (each ``nomask`` or boolean), shrunk as NumPy's: ``nomask``
+    where nothing is masked (an empty mask too, whose ``all`` would mask a sum)."""
     if m1 is NOMASK:
-        return m2
-    if m2 is NOMASK:
-        return m1
-    return np.logical_or(m1, m2)
+        return m2 if m2 is NOMASK else _shrunk(m2)
+    if m2 is NOMASK or m1 is m2:
+        return _shrunk(m1)
+    return _shrunk(np.logical_or(m1, m2))
 
 
 def _shrunk(m):
@@ -551,8 +552,8 @@ class Masked:
         """``/=``: masked also where the divisor is tiny against the dividend (np.ma's
         domain, a decision on the values), dividing by 1 where masked."""
         other_data = _data(other)
-        dom_mask = _ma._DomainSafeDivide()(memory(self.data), memory(other_data))
-        new_mask = _mask_or(_mask(other), _shrunk(dom_mask))  # (np.ma.mask_or's shrink)
+        dom_mask = _outside(_ma._DomainSafeDivide(), self.data, other_data)
+        new_mask = _mask_or(_mask(other), dom_mask)
         if dom_mask.any():
             fill = _ma.ufunc_fills[np.true_divide][1]
             other_data = _where(dom_mask, other_data.dtype.type(fill), other_data)
@@ -612,6 +613,18 @@ FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
 """np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
 
 
+def _outside(domain, *data):
+    """Where ``data`` lie outside a function's domain (``domain``, np.ma's test of it): a
+    decision on the values, taken of the traced data so that a replay records it (a traced
+    boolean array, guarded where it decides) rather than keeping the first call's."""
+    if isinstance(domain, _ma._DomainSafeDivide):  # (whose np.asarray would take the values)
+        a, b = data
+        tolerance = np.finfo(float).tiny if domain.tolerance is None else domain.tolerance
+        with np.errstate(all="ignore"):
+            return np.absolute(a) * tolerance >= np.absolute(b)
+    return domain(*data)
+
+
 def _own(mask):
     """A copy of a plain boolean ``mask`` for an operation mutad records, which keeps what it
     reads read-only: a masked array's mask stays writeable (``m[i] = np.ma.masked``), as
@@ -658,7 +671,7 @@ def _domained(op):
             m = np.logical_not(np.isfinite(result))
             m = m | _mask_array(a) if _mask(a) is not NOMASK else m
             m = m | _mask_array(b) if _mask(b) is not NOMASK else m
-            m = m | op.domain(memory(da), memory(db))  # a decision, on the values
+            m = m | _outside(op.domain, da, db)
         if not np.ndim(m):
             return np.ma.masked if bool(m) else result
         result = _where(m, 0.0, result)  # np.copyto(result, 0, where=m)
@@ -681,7 +694,7 @@ def _unary(op):
         m = _mask(a)
         if op.domain is not None:
             finite = np.isfinite(result)
-            m = np.logical_not(finite) | op.domain(memory(d))
+            m = np.logical_not(finite) | _outside(op.domain, d)
             m = m | _mask(a) if _mask(a) is not NOMASK else m
         if not np.ndim(result):
             return np.ma.masked if m is not NOMASK and bool(m) else result
@@ -727,7 +740,7 @@ def _wrapped_ufunc(ufunc, inputs):
     like = _first_masked(*inputs)  # (whose __array_wrap__ NumPy calls)
     if domain is not None:
         with np.errstate(divide="ignore", invalid="ignore"):
-            d = np.asarray(domain(*(memory(_data(a)) for a in inputs))).astype(bool)
+            d = _outside(domain, *(_data(a) for a in inputs)).astype(bool)
         # NumPy's domain of masked inputs is masked where they are, and filled with True
         d = d | m
         if np.any(d):
