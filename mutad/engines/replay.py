@@ -2460,9 +2460,16 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
                 outside.add(slot)
         outside.update(reads[k].difference(local))
     # A value that only guards read (int(x / dx), a comparison Python decides on) gets no
-    # cotangent, on any call
-    reached = set(held).union(*(slots for step, slots in zip(steps, reads)
-                                if type(step) is not Guard and type(step) is not Free))
+    # cotangent, on any call; nor do the operands of a ufunc that recorded nothing (np.less,
+    # whose bool value has no derivative) or of a pure step whose value gets none
+    # (np.sqrt(r @ r) < tol's square root): from the last step back
+    reached = set(held)
+    for step, slots in zip(reversed(steps), reversed(reads)):
+        if type(step) is Guard or type(step) is Free \
+                or type(step) is Call and type(step.function) is np.ufunc \
+                or type(step) is Pure and step.out not in reached:
+            continue
+        reached.update(slots)
     out, start = [], 0
     shared = {}  # the indices the blocks bind, each one object (``blocks.Code.bind``)
     for j, run in enumerate(runs):
