@@ -2543,6 +2543,53 @@ def test_a_value_only_guards_read_gets_no_cotangent_and_no_deopt(policy, monkeyp
     assert blocks(replaying) and not left
 
 
+def conjugate_gradient(diagonal, b, tol=1e-3):
+    """Conjugate gradient with a convergence test: ``np.sqrt(r @ r) < tol`` is a value whose
+    only reader is a comparison (a ufunc that records nothing), which a decision reads."""
+    n = len(b)
+    A = np.outer(np.arange(1.0, n + 1), np.ones(n)) / n ** 2 + np.diag(diagonal)
+    A = A + A.T
+    x = np.zeros(n)
+    r = b.copy()
+    p = r.copy()
+    rs = r @ r
+    for _ in range(n):
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        rs_new = r @ r
+        if np.sqrt(rs_new) < tol:
+            break
+        p *= rs_new / rs
+        p += r
+        rs = rs_new
+    return x @ x
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_operands_of_a_value_only_a_decision_reads_get_no_cotangent(policy, monkeypatch):
+    """``np.sqrt(rs_new)``, read by ``np.less`` alone (which records nothing, its value a
+    bool), never gets a cotangent, nor does what only it reads: its step has no lines in the
+    compiled reverse pass, which left it (``Block.deopt``) at every iteration's test to
+    finish one step at a time. The replays, at sizes and tolerances that stop the loop at
+    other iterations (other decisions: other programs, or guards that fail), give tracing's
+    bits."""
+    from mutad.engines.blocks import Block
+    left = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda self, *args: (
+        left.append(self.steps[args[2]]), deopt(self, *args)))
+    rng = np.random.default_rng(16)
+    calls = [(1.0 + rng.random(6), rng.standard_normal(6)) for _ in range(2)]
+    calls += [(10.0 + rng.random(6), rng.standard_normal(6)),  # converges sooner
+              (1.0 + rng.random(6), 1e-4 * rng.standard_normal(6))]  # at once
+    replaying = replayed_like_traced(conjugate_gradient, [c for c in calls for _ in range(3)],
+                                     policy, argnums=(0, 1))
+    assert blocks(replaying)  # (the last calls' program, replayed compiled)
+    assert not any(getattr(step, "ufunc", None) is np.sqrt for step in left)
+
+
 def test_a_guard_that_fails_inside_a_block_records_again():
     def f(x):
         y = x[np.flatnonzero(x > 0)] * 2.0   # a gather whose size depends on the values

@@ -129,3 +129,75 @@ def test_a_replay_warns_at_the_line_of_the_gradient_that_raised_the_event():
     for values in ([0.0, 1.0], [0.0, 1.0], [1.0, 0.0]):
         x = np.array(values)
         assert outcome(replaying, x) == outcome(traced, x.copy())
+
+
+# Python's warnings other than floating-point events (NumPy 2's DeprecationWarning of an
+# n-dimensional transform given s without axes): the replay catches every one its steps
+# issue, whatever the filters, as the recording does, and issues them at the recorded line
+# under the caller's filters and registry, which show, ignore or raise them as NumPy's call
+
+
+def transformed(x):
+    y = np.fft.irfftn(x.reshape(4, 4) + 0j, s=(4, 4))
+    return np.sum(y * y)
+
+
+def seen(function, calls, action=None):
+    """The warnings ``function`` shows over ``calls`` under the filter ``action`` (None: the
+    filters as they are), and per call its value or the warning it raised."""
+    outcomes = []
+    with warnings.catch_warnings(record=True) as issued:
+        if action is not None:
+            warnings.simplefilter(action)
+        for x in calls:
+            try:
+                result = function(x)
+                outcomes.append(np.asarray(result[0] if type(result) is tuple
+                                           else result).tobytes())
+            except DeprecationWarning as error:
+                outcomes.append((type(error), str(error)))
+    return [(w.category, str(w.message), w.filename, w.lineno) for w in issued], outcomes
+
+
+CALLS = [np.linspace(-1.0, 1.0, 16) ** 3, np.arange(16.0), np.linspace(-1.0, 1.0, 16) ** 5,
+         np.ones(16), np.arange(16.0)]  # (arrays that own their memory: one signature)
+
+
+@pytest.mark.parametrize("action", [None, "ignore", "default", "module", "once", "always",
+                                    "error"])
+def test_a_replay_shows_the_warnings_numpy_shows_under_the_callers_filters(action):
+    replaying = mutad.value_and_grad(transformed, replay=True)
+    inputs = [x.copy() for x in CALLS]
+    assert seen(replaying, inputs, action) == seen(transformed, CALLS, action)
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(inputs, CALLS))
+    if action != "error":  # (which raises in the recorded operation: traced every call)
+        assert replays(replaying) == len(CALLS) - 1 and not replaying.reasons
+        for x in CALLS:  # the gradients, replayed, are the traced ones bit for bit
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                got, expected = replaying(x)[1], mutad.value_and_grad(transformed)(x)[1]
+            assert got.tobytes() == expected.tobytes()
+
+
+def test_a_warning_shown_once_before_the_recording_is_not_shown_again_and_replays():
+    replaying = mutad.value_and_grad(transformed, replay=True)
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("default")
+        transformed(CALLS[0])  # NumPy shows it once, at the line of transformed
+        for x in CALLS:
+            replaying(x)
+        transformed(CALLS[1])
+    assert [(w.category, w.filename, w.lineno) for w in issued] == [
+        (DeprecationWarning, __file__, transformed.__code__.co_firstlineno + 1)]
+    assert replays(replaying) == len(CALLS) - 1 and not replaying.reasons
+
+
+def test_a_warning_f_silences_itself_replays_and_stays_silent():
+    def f(x):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            return transformed(x)
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    assert seen(replaying, CALLS, "always") == seen(f, CALLS, "always")
+    assert replays(replaying) == len(CALLS) - 1 and not replaying.reasons

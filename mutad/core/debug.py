@@ -31,6 +31,7 @@ the first that makes a NaN or an infinity out of finite numbers. Off, it costs o
 check per record and one per reverse pass.
 """
 
+import builtins
 import contextlib
 import contextvars
 import functools
@@ -171,7 +172,10 @@ def warn_at(message, category, filename, lineno, module_globals=None):
     """Issue a warning at ``filename:lineno`` as :func:`warnings.warn` would from a frame of
     that line: with its module's name and ``__warningregistry__``, so the user's filters and
     the "default" action (once per location) apply."""
-    if module_globals is None:
+    if module_globals is None and not filename.startswith(_PACKAGE):
+        # (mutad's own lines: a registry apart from their modules', which Python consults
+        # before its filters, so that a replay, catching every warning its steps issue
+        # there, catches one this showed once: ``replay.Capture``)
         module_globals = _globals_of(filename)
     if module_globals is None:
         # A module name as warnings.warn would make it (warn_explicit drops a warning whose
@@ -191,6 +195,54 @@ is given (:func:`from_user_line`)."""
 
 FROM_USER_LINE = "<call from the differentiated line>"
 """The name of those functions' code, whose frames tracebacks leave out (:func:`_ours`)."""
+
+
+class Capture:
+    """While it is on, every warning issued is kept (``issued``, ``warnings.WarningMessage``s)
+    rather than shown, whatever Python's filters would do with it: each filter's action
+    becomes "always", but "error", which raises where NumPy raises. The filters are swapped
+    as a list, not changed through ``warnings.simplefilter`` (``catch_warnings``), which would
+    make Python forget the warnings its "default" action already showed once. Python
+    consults a location's registry before its filters: one issued at the user's line
+    (:func:`from_user_line`) is issued with a registry of its own, which nothing keys."""
+
+    __slots__ = ("filters", "show", "issued")
+
+    def __init__(self):
+        self.filters, self.show = warnings.filters, warnings._showwarnmsg
+        self.issued = []
+        warnings.filters = _capturing(self.filters)
+        warnings._showwarnmsg = self.issued.append
+        _CAPTURES[0] += 1
+
+    def stop(self):
+        _CAPTURES[0] -= 1
+        warnings.filters, warnings._showwarnmsg = self.filters, self.show
+        return self.issued
+
+
+def _capturing(filters):
+    """``filters`` with each action but "error" made "always" (``Capture``), a new list."""
+    key = tuple(filters)
+    made = _CAPTURING.get(key)
+    if made is None:
+        if len(_CAPTURING) >= 256:
+            _CAPTURING.clear()
+        made = _CAPTURING[key] = [(action if action == "error" else "always", *rest)
+                                  for action, *rest in key] + [("always", None, Warning, None, 0)]
+    return list(made)
+
+
+_CAPTURING = {}
+"""``_capturing``'s answer for each list of filters it was given (as a tuple)."""
+
+
+_CAPTURES = [0]
+"""How many ``Capture``s are on."""
+
+_UNREGISTERED = {}
+"""Per module name, the globals :func:`from_user_line` gives its frame while a ``Capture`` is
+on: the name, and a warnings registry of their own."""
 
 
 def from_user_line(function, *args, **kwargs):
@@ -220,7 +272,13 @@ def from_user_line(function, *args, **kwargs):
         code = _FROM_LINE[key] = next(
             c for c in made.co_consts if isinstance(c, types.CodeType)).replace(
                 co_name=FROM_USER_LINE, co_qualname=FROM_USER_LINE)
-    return types.FunctionType(code, frame.f_globals)(function, args, kwargs)
+    scope = frame.f_globals
+    if _CAPTURES[0]:
+        name = scope.get("__name__")
+        scope = _UNREGISTERED.get(name)
+        if scope is None:
+            scope = _UNREGISTERED[name] = {"__name__": name, "__builtins__": builtins}
+    return types.FunctionType(code, scope)(function, args, kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -113,7 +113,7 @@ from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
-from ..core.debug import (ERRORS, Warnings, anomaly_detection, logged_categories, nowhere,
+from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
                           elementwise_kept, read_by_partials, short, unbroadcast)
@@ -2460,9 +2460,16 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
                 outside.add(slot)
         outside.update(reads[k].difference(local))
     # A value that only guards read (int(x / dx), a comparison Python decides on) gets no
-    # cotangent, on any call
-    reached = set(held).union(*(slots for step, slots in zip(steps, reads)
-                                if type(step) is not Guard and type(step) is not Free))
+    # cotangent, on any call; nor do the operands of a ufunc that recorded nothing (np.less,
+    # whose bool value has no derivative) or of a pure step whose value gets none
+    # (np.sqrt(r @ r) < tol's square root): from the last step back
+    reached = set(held)
+    for step, slots in zip(reversed(steps), reversed(reads)):
+        if type(step) is Guard or type(step) is Free \
+                or type(step) is Call and type(step.function) is np.ufunc \
+                or type(step) is Pure and step.out not in reached:
+            continue
+        reached.update(slots)
     out, start = [], 0
     shared = {}  # the indices the blocks bind, each one object (``blocks.Code.bind``)
     for j, run in enumerate(runs):
@@ -2582,6 +2589,8 @@ class Recorder:
         # whether it was shown under the caller's handling, to be issued again by a replay
         self.shown = []
         self.reissued = []
+        self.shown_at = []  # (file, line) each was issued at, where a replay issues it again
+        self.capture = None  # while an operation runs, what catches its warnings (``Capture``)
         self.showing = None  # the Shown installed while the call records
         self.writers = []  # the debug.Warnings that report to ``heard``
         # The write just traced: its plan (``operations.WritePlan``, one offering no inverse
@@ -2692,7 +2701,9 @@ class Recorder:
         issue: a replay does not issue that one again, and the caller's filters pick the
         program (``hears``), as they set what f hears."""
         filters, shows, show = self.handling
-        if warnings.filters is filters and warnings._showwarnmsg_impl is shows \
+        capture = self.capture  # (which swaps the filters while an operation runs)
+        if (warnings.filters if capture is None else capture.filters) is filters \
+                and warnings._showwarnmsg_impl is shows \
                 and warnings.showwarning is show:
             return False
         self.hears = True
@@ -2937,6 +2948,7 @@ class Recorder:
             del self.heard[self.counted:]
             self.watch()
             self.opened = len(self.steps)
+            self.capture = Capture()
         self.depth += 1
 
     def close(self):
@@ -2948,7 +2960,23 @@ class Recorder:
     def leave(self):
         self.depth -= 1
         if not self.depth:
+            capture, self.capture = self.capture, None
+            if capture is not None:
+                self.issue(capture.stop(), self.heard[self.counted:])
             self.counted = len(self.heard)
+
+    def issue(self, issued, events):
+        """The warnings an operation issued (``Capture``), whatever the filters do with them:
+        kept to compare with a replay's, on the same footing, and issued again, at their
+        lines, under the filters in force (the caller's, or f's own), which show, ignore or
+        raise them as they would NumPy's own call's. Those of floating-point events
+        (``events``, ``debug.Warnings``) a replay hears otherwise (``Heard``)."""
+        for w in issued:
+            if (str(w.message), w.filename, w.lineno) not in events:
+                self.shown.append((w.category, str(w.message)))
+                self.reissued.append(not self.hearing())
+                self.shown_at.append((w.filename, w.lineno))
+            warn_at(w.message, w.category, w.filename, w.lineno)
 
     def _run(self, operation, *args, **kwargs):
         self.enter()
@@ -3434,6 +3462,7 @@ class Program:
         # the ids of those steps (kept out of compiled blocks: ``with_blocks``)
         self.raising = frozenset().union(*(steps for _, steps in self.kinds))
         self.shown, self.reissued = recorder.shown, recorder.reissued
+        self.shown_at = recorder.shown_at
         # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
@@ -3625,11 +3654,13 @@ class Program:
         try:
             heard = Heard(self.raising)
             try:
-                with np.errstate(call=heard, **self.modes), \
-                        warnings.catch_warnings(record=True) as issued:  # as Shown hears them
-                    warnings.simplefilter("always")
-                    for step in self.steps:
-                        step(values, tape)
+                capture = Capture()  # (every warning, as the recording kept them)
+                try:
+                    with np.errstate(call=heard, **self.modes):
+                        for step in self.steps:
+                            step(values, tape)
+                finally:
+                    issued = capture.stop()
             except GuardFailed:
                 raise
             except Exception as error:  # tracing raises too, or Python takes another path
@@ -3642,9 +3673,9 @@ class Program:
                 shown = [(w.category, str(w.message)) for w in issued]
                 if shown != self.shown:  # f's filters, which may act on them, run no more
                     raise GuardFailed
-                for w, again in zip(issued, self.reissued):  # under the caller's filters
-                    if again:
-                        warn_at(w.message, w.category, w.filename, w.lineno)
+                for w, again, (filename, line) in zip(issued, self.reissued, self.shown_at):
+                    if again:  # under the caller's filters, at the recorded line
+                        warn_at(w.message, w.category, filename, line)
             aux = None
             if self.aux is not None:  # plain copies, as f returned them (api._loss_and_aux)
                 held, rebuild, scalars = self.aux
@@ -3781,11 +3812,12 @@ _RUN = Program._run.__code__
 
 class Shown:
     """Installed as ``warnings._showwarnmsg``, through which Python shows each warning that
-    its filters neither ignore nor raise (C code's too), while a call records: the warnings
-    its operations issue and Python shows. f may act on them, under its own filters, which
-    the replay does not run (``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned
-    matrix caught by ``catch_warnings(record=True)``): a replay issues the same, or it is
-    traced (``Program._run``)."""
+    its filters neither ignore nor raise (C code's too), while a call records: those shown
+    the caller, to be shown once if the call is traced again (``ShownAgain``). (What the
+    operations issue, f may act on under its own filters, which the replay does not run:
+    ``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned matrix caught by
+    ``catch_warnings(record=True)``; a replay issues the same, or it is traced:
+    ``Recorder.issue``, ``Program._run``.)"""
 
     def __init__(self, recorder):
         self.recorder = recorder
@@ -3795,11 +3827,6 @@ class Shown:
 
     def __call__(self, message):
         recorder = self.recorder
-        if recorder.depth and not (  # (f's own warnings are f's, not its operations')
-                recorder.heard and recorder.heard[-1] == (  # (floating-point events: heard)
-                    str(message.message), message.filename, message.lineno)):
-            recorder.shown.append((message.category, str(message.message)))
-            recorder.reissued.append(not recorder.hearing())
         _, shows, show = recorder.handling
         if warnings._showwarnmsg_impl is shows and warnings.showwarning is show:
             self.outside.append(_shown_as(message))

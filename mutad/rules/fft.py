@@ -21,6 +21,7 @@ primal is always the library's own call, so the values are NumPy's bits.
 
 import numpy as np
 
+from ..core.debug import from_user_line
 from ..core.devices import beside
 from ..core.views import memory
 from ..core.registry import complex_aware, defcomposite, deflinear, defrule
@@ -199,7 +200,7 @@ def transform_rule(func, stages):
     """The pure rule of ``func``: NumPy's call, and the adjoint of its stages."""
 
     def rule(a, *settings, **kwargs):
-        y = func(a, *settings, **kwargs)
+        y = from_user_line(func, a, *settings, **kwargs)  # (its DeprecationWarning there)
         return y, adjoint(stages(a, *settings, **kwargs), np.shape(a))
 
     rule.__name__ = rule.__qualname__ = func.__name__
