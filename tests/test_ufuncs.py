@@ -1,5 +1,6 @@
 """Elementwise ufuncs: every rule, in every way a program can apply it, under both policies."""
 
+import threading
 import warnings
 
 import numpy as np
@@ -1386,3 +1387,41 @@ def test_a_write_losing_a_few_of_many_elements_puts_them_back(inverting, dtype, 
     for g, expected in zip(traced[1], checkpointed[1], strict=True):
         assert g[off].tobytes() == expected[off].tobytes()
         np.testing.assert_allclose(g, expected, rtol=8 * np.finfo(dtype).eps, atol=0)
+
+
+def test_verifications_share_their_scratch_memory_and_find_the_same(monkeypatch, rng):
+    """The scratch memory of a verification (``writes._verify``) is kept for the next one
+    (``writes._SPARE``): a later, shorter write verified in memory that an earlier one left
+    its values and marks in finds what it finds in new memory; a verification while the kept
+    memory is in use gets its own, and memory larger than a piece is not kept."""
+    from mutad.core.registry import rule_for
+    from mutad.engines import writes
+
+    monkeypatch.setattr(writes, "CHUNK", 4)
+    monkeypatch.setattr(writes, "PIECE", 2)
+    monkeypatch.setattr(writes, "_SPARE", threading.local())
+    rule = rule_for(np.add).elementwise
+    big = rng.uniform(-1.0, 1.0, 40)
+    big[::3] = 1e300  # a small term absorbed: lost elements in every piece
+    small = rng.uniform(-1.0, 1.0, 30)
+    small[5] = 1e300
+
+    def verify(t, o):
+        return writes._verify(np.add, rule.inverse[0], t, [t, o], 0, {}, rule.growth)
+
+    fresh = [verify(small, 1e-17), verify(small, big[:30])]
+    writes._SPARE.scratch = {}
+    verify(big, 1e-17)
+    kept = writes._SPARE.scratch[(np, big.dtype)]
+    assert kept[0].size == 8
+    for (lost, measures), (fresh_lost, fresh_measures) in zip(
+            [verify(small, 1e-17), verify(small, big[:30])], fresh):
+        assert writes._SPARE.scratch[(np, big.dtype)] is kept  # the same memory, again
+        assert measures == fresh_measures
+        np.testing.assert_array_equal(lost_mask(lost, small.size),
+                                      lost_mask(fresh_lost, small.size))
+    taken = writes._take_scratch(np, big.dtype, 8)
+    assert taken is kept and writes._take_scratch(np, big.dtype, 8) is not kept
+    writes._give_back_scratch(taken)
+    verify(np.ones((9, 9))[:, :3], 1e-17)  # not a long contiguous target: one piece of 27
+    assert writes._SPARE.scratch[(np, big.dtype)] is kept

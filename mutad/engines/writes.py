@@ -11,6 +11,7 @@ decide alike.
 """
 
 import math
+import threading
 
 import numpy as np
 
@@ -460,9 +461,8 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
             others = [v for i, v in enumerate(operands) if i != position]
             if normwise is not None:
                 measures.append(normwise.measure(piece, others))
-            if scratch is None or scratch[0].size < piece.size:
-                xp = namespace(piece)  # where the target lives: a device's memory
-                scratch = xp.empty(piece.size, piece.dtype), xp.empty(piece.size, bool)
+            if scratch is None:  # (the first piece is the largest)
+                scratch = _take_scratch(namespace(piece), piece.dtype, piece.size)
             back = scratch[0][:piece.size].reshape(piece.shape)
             ufunc(*operands, out=back, **kwargs)
             writing = rest is not None and rest == where.start  # (``write``: pieces)
@@ -487,6 +487,8 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
             if writing and clean:
                 ufunc(*operands, out=piece)
                 rest = where.stop
+    if scratch is not None:
+        _give_back_scratch(scratch)
     if rest is not None and rest < target.size:
         flat = [v.reshape(-1)[rest:] if type(v) is np.ndarray and v.ndim else v
                 for v in plain]
@@ -494,6 +496,37 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
     if len(measures) > 1:  # each the largest over the pieces, a NaN in any made one
         return lost, tuple(np.maximum.reduce(np.array(measures), axis=0).tolist())
     return lost, measures[0] if measures else None
+
+
+_SPARE = threading.local()
+"""Per thread, the scratch memory (``_verify``'s) of one write, kept for the next: a long run
+of writes of one size verifies each in the same memory rather than in memory allocated and
+freed per write. Nothing outside ``_verify`` sees it (what it finds is copied out of it:
+``_lost``), and it is taken out while in use, so a verification within another (or on
+another thread) gets its own."""
+
+
+def _take_scratch(xp, dtype, size):
+    """``(values, flags)``: scratch memory of ``size`` elements of ``dtype`` and of bool, in
+    the namespace ``xp`` (where the target lives: a device's memory), the kept one where it
+    is large enough (``_SPARE``); give it back with :func:`_give_back_scratch`."""
+    kept = getattr(_SPARE, "scratch", None)
+    scratch = None if kept is None else kept.get((xp, dtype))
+    if scratch is None or scratch[0].size < size:  # (the kept one stays for the next)
+        return xp.empty(size, dtype), xp.empty(size, bool)
+    del kept[(xp, dtype)]
+    return scratch
+
+
+def _give_back_scratch(scratch):
+    """Keep ``scratch`` (:func:`_take_scratch`'s) for the next write, where it is no larger
+    than a piece (``PIECE``): a single larger write's is let go, not held after the pass."""
+    values = scratch[0]
+    if values.size <= PIECE * CHUNK:
+        kept = getattr(_SPARE, "scratch", None)
+        if kept is None:
+            kept = _SPARE.scratch = {}
+        kept[(namespace(values), values.dtype)] = scratch
 
 
 def _put_back(inverse, find, lost):
