@@ -9,6 +9,7 @@ import pytest
 import scipy.special
 
 import mutad
+from mutad.errors import UnsupportedOperationError
 
 
 def _run(compute):
@@ -329,3 +330,33 @@ def test_mask_or_shrinks_as_numpys(make):
         replayed = mutad.value_and_grad(f, replay=True)
         assert repr(replayed(x)[0]) == repr(value)
         assert x.tolist() == values
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64, np.float64])
+def test_repeated_eigenvalues_of_single_precision_are_not_called_defective(dtype):
+    """A diagonalizable matrix's repeated eigenvalues (2·I + a, a traced zero; S diag(2, 2, 3)
+    S⁻¹): symmetric functions of them have a derivative, the sum's tr(Ā) = I and the squares'
+    Σ w² = tr(A²) 2 Aᵀ. The test of a defective matrix, cond(V) ≥ 1e8 ε, called every float32
+    matrix's repeated eigenvalues defective, V = I among them (1e8 ε > 1)."""
+    s = np.array([[1.0, 0.3, -0.2], [0.1, 1.0, 0.4], [-0.3, 0.2, 1.0]])
+    similar = (s @ np.diag([2.0, 2.0, 3.0]) @ np.linalg.inv(s)).astype(dtype)
+    tolerance = 1e-3 if np.finfo(dtype).eps > 1e-10 else 1e-10
+    for eigenvalues in (np.linalg.eigvals, lambda a: np.linalg.eig(a)[0]):
+        zero = np.zeros((2, 2), dtype)
+        (grad,) = mutad.gradient(
+            lambda p: np.sum(np.real(eigenvalues(2 * np.eye(2, dtype=dtype) + p))), zero)
+        np.testing.assert_allclose(grad, np.eye(2), atol=tolerance)
+        assert not np.any(zero)
+        kept = similar.copy()
+        (grad,) = mutad.gradient(lambda a: np.sum(np.real(eigenvalues(a) ** 2)), similar)
+        np.testing.assert_allclose(grad, 2 * np.conj(similar.T), rtol=tolerance, atol=tolerance)
+        assert np.array_equal(similar, kept)
+        with pytest.raises(UnsupportedOperationError, match="the loss tells them apart"):
+            mutad.gradient(lambda a: np.real(eigenvalues(a)[np.argmin(np.abs(eigenvalues(a)))]),
+                           similar)
+    _, tangent = mutad.jvp(lambda a: np.sum(np.real(np.linalg.eigvals(a))), (similar,),
+                           (similar,))
+    assert abs(tangent - 7.0) < 7 * tolerance
+    jordan = np.array([[2.0, 1.0], [0.0, 2.0]], dtype)
+    with pytest.raises(UnsupportedOperationError, match="defective"):
+        mutad.gradient(lambda a: np.sum(np.real(np.linalg.eigvals(a))), jordan)

@@ -427,11 +427,14 @@ def require_diagonalizable(name, w, v, pairs):
     """Refuse a repeated eigenvalue of a defective matrix (its eigenvectors, nearly parallel,
     do not span its space: V is singular up to rounding): the eigenvalues there move as
     roots of the perturbation (√t), and have no derivative, nor does their sum's formula
-    V⁻ᴴ diag(w̄) Vᴴ survive V's rounding."""
+    V⁻ᴴ diag(w̄) Vᴴ survive V's rounding. A defective eigenvalue's computed eigenvectors are
+    √ε apart (``general_repeated_pairs``), so cond(V) ≥ 0.1 / √ε in V's precision calls it
+    defective: a diagonalizable matrix's V (the identity of 2·I in float32) stays far below,
+    as ε · 1e8, the bound of float64 alone, would not (it exceeds 1 in float32)."""
     if not np.any(pairs):
         return
     s = np.linalg.svd(memory(v), compute_uv=False)
-    if np.any(s[..., -1] <= s[..., 0] * np.finfo(s.dtype).eps * 1e8):  # cond(V) ≥ 1e-8 / ε
+    if np.any(s[..., -1] <= s[..., 0] * 10 * np.sqrt(np.finfo(s.dtype).eps)):
         raise UnsupportedOperationError(
             f"{name} of a defective matrix (repeated eigenvalues "
             f"{_repeated_values(w, pairs)} without a full set of eigenvectors): its eigenvalues "
