@@ -34,6 +34,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(operations, "_FAST_OUTS", {})
     monkeypatch.setattr(operations, "_fast_write_plan", lambda ufunc, pattern, apart=False: False)
     monkeypatch.setattr(operations, "_function_plan", lambda func, rule, args, tape: None)
+    monkeypatch.setattr(operations, "_constant_plan", lambda func, rule, args, tape: None)
     monkeypatch.setattr(operations, "_number_into", lambda target, value: False)
     monkeypatch.setattr(tracing, "assign", _as_the_engines(
         lambda target, value, element=False: operations.assign(target, value)))
@@ -600,7 +601,10 @@ def test_the_fast_paths_give_the_general_paths_records_and_gradients(name, monke
     f, make = PROGRAMS[name]
     args = make(np.random.default_rng(7))
     fast_value, fast = _gradient(f, args)
-    fast_records = _described(f, args)
+    with monkeypatch.context() as patched:  # (a product with a constant operand records the
+        # traced one alone: ``test_products_with_a_constant_...``)
+        patched.setattr(operations, "_traced_back", lambda back, pattern: None)
+        fast_records = _described(f, args)
     with monkeypatch.context() as patched:
         _general_path_only(patched)
         value, general = _gradient(f, args)
@@ -645,7 +649,10 @@ def test_the_fast_paths_keep_and_reference_what_the_general_paths_do(name, monke
     f, make = PROGRAMS[name] if name != "large" else (
         _large_operands, lambda rng: (rng.standard_normal(1000), rng.standard_normal(1000)))
     args = make(np.random.default_rng(3))
-    fast = _held(f, args)
+    with monkeypatch.context() as patched:  # (a product with a constant operand names the
+        # traced one alone: ``test_products_with_a_constant_...``)
+        patched.setattr(operations, "_traced_back", lambda back, pattern: None)
+        fast = _held(f, args)
     with monkeypatch.context() as patched:
         _general_path_only(patched)
         general = _held(f, args)
@@ -886,13 +893,13 @@ def test_operations_on_python_numbers_give_the_general_paths_gradients(monkeypat
     assert type(fast[1][1]) is type(general[1][1])
 
 
-def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_path(
+def test_a_product_with_a_constant_operand_takes_its_own_path_and_under_a_replay_the_general(
         monkeypatch):
     taken = []
     fast_function = operations._fast_function
 
     def counted(*arguments):
-        taken.append(arguments[0])
+        taken.append((arguments[0], len(arguments) > 6))  # (a pattern: constant operands)
         return fast_function(*arguments)
 
     monkeypatch.setattr(operations, "_fast_function", counted)
@@ -902,10 +909,12 @@ def test_a_product_with_a_constant_operand_or_under_a_replay_takes_the_general_p
         return np.sum((a @ c) * (c @ a.reshape(1, 3).T))  # a constant operand each time
 
     assert np.allclose(mutad.gradient(f, np.ones(3)), 2 * (c @ np.ones(3)) * c)
+    assert taken.count((np.matmul, True)) == 2 and (np.matmul, False) not in taken
+    taken.clear()
     g = mutad.value_and_grad(lambda a: np.sum(a @ a), replay=True)
     for _ in range(3):  # recorded, then replayed
         assert np.array_equal(g(np.arange(3.0))[1], 2 * np.arange(3.0))
-    assert np.matmul not in taken  # (np.sum of the products, traced, takes it)
+    assert np.matmul not in [func for func, _ in taken]  # (np.sum of the products takes it)
 
 
 def test_nested_differentiations_of_products_match_the_general_path(monkeypatch):
@@ -1397,8 +1406,9 @@ def test_the_reverse_shortcuts_of_elements_give_the_general_paths_bits_in_every_
 def test_products_of_traced_operands_are_recorded_as_their_plain_functions():
     """A product whose operands are all traced is recorded with the plain ``back`` its rule
     offers (``operations.Product``), on the fast path and the general one (np.outer); one
-    with a batch, a constant operand or complex values keeps the record of the rule's
-    closure."""
+    with a constant operand too, from the second product of its shapes on (the first, the
+    general path's, finds its output small enough to need no recipe), the traced operand's
+    alone; one with a batch or complex values keeps the record of the rule's closure."""
     def kinds(f, args):
         with ReverseDifferentiation("restore") as d:
             d.call(f, d.wrap([np.copy(a) for a in args]))
@@ -1408,8 +1418,10 @@ def test_products_of_traced_operands_are_recorded_as_their_plain_functions():
     rng = np.random.default_rng(2)
     products = kinds(_products, PROGRAMS["products"][1](rng))
     assert ("np.matmul", "Product") in products and ("np.matmul", "Record") in products
-    outer = kinds(_outer_products, PROGRAMS["outer"][1](rng))
-    assert outer.count(("np.outer", "Product")) == 2 and ("np.outer", "Record") in outer
+    args = PROGRAMS["outer"][1](rng)
+    kinds(_outer_products, args)
+    outer = kinds(_outer_products, args)
+    assert outer.count(("np.outer", "Product")) == 3
     assert {kind for _, kind in kinds(_complex_products, PROGRAMS["complex"][1](rng))} \
         == {"Record"}
 
@@ -1902,3 +1914,116 @@ def test_rows_and_slices_read_at_once_give_the_general_paths_bits_in_every_mode(
         patched.setattr(tracing, "_row_or_slice", lambda x, key: False)
         general, general_records = _bits(_by_every_mode(_views, args)), _described(_views, args)
     assert lean == general and lean_records == general_records
+
+
+# Products with a constant operand (``operations._constant_product``): a global (whose stand-in
+# hands the ufunc a plain view), an array made inside the function, a NumPy array the program
+# holds; every step of a loop after the first takes the short path, whose record computes the
+# traced operand's cotangent alone.
+CONSTANT_W = np.random.default_rng(11).standard_normal((5, 5))
+CONSTANT_V = np.random.default_rng(12).standard_normal(5)
+CONSTANT_W32 = CONSTANT_W.astype(np.float32)
+CONSTANT_C = CONSTANT_W + 1j * CONSTANT_W.T
+
+
+def _steps(product):
+    """``f(A)``: a loop of ``product(A, step)`` summed, and the rows of ``A`` written after."""
+
+    def f(A):
+        total = 0.0
+        for step in range(3):
+            total = total + np.sum(product(A, step))
+        A[1] *= 2.0  # (the traced operand written after: its record read it before)
+        return total + np.sum(A * A)
+
+    return f
+
+
+def _made_inside(A, step):
+    W = np.cos(np.arange(25.0)).reshape(5, 5)  # a constant of the tape
+    y = W @ A[step]
+    W[:] = 7.0  # (written after the product read it: its record reads the values before)
+    return y
+
+
+def _held_constant(A, step, held=np.random.default_rng(13).standard_normal((5, 5))):
+    return A[step] @ held
+
+
+CONSTANT_PRODUCTS = {
+    "global @ row": lambda A, step: CONSTANT_W @ A[step],
+    "row @ global": lambda A, step: A[step] @ CONSTANT_W,
+    "global vector @ row": lambda A, step: CONSTANT_V @ A[step],
+    "global @ matrix": lambda A, step: CONSTANT_W @ A[:, :step + 1],
+    "matrix @ global": lambda A, step: A[step:] @ CONSTANT_W,
+    "made inside": _made_inside,
+    "held": _held_constant,
+    "np.matmul": lambda A, step: np.matmul(CONSTANT_W, A[step]),
+    "np.outer": lambda A, step: np.outer(CONSTANT_V, A[step]),
+    "np.outer second": lambda A, step: np.outer(A[step], CONSTANT_V[:step + 1]),
+    "float32 constant": lambda A, step: CONSTANT_W32 @ A[step],
+    "float32 both": lambda A, step: CONSTANT_W32 @ A[step].astype(np.float32),
+    "complex constant": lambda A, step: np.abs(CONSTANT_C @ A[step]),
+    "integer constant": lambda A, step: np.arange(5) @ A[step],
+    "batched": lambda A, step: np.stack([CONSTANT_W, CONSTANT_W.T]) @ A[step],
+    "broadcast": lambda A, step: CONSTANT_W[None] @ A[:, :, None].reshape(5, 5, 1)[step:],
+    "0-d outer": lambda A, step: np.outer(np.float64(2.0), A[step]),
+    "the argument itself": lambda A, step: A.T @ A[step],
+    "large output": lambda A, step: np.outer(np.tile(CONSTANT_V, 30), A[step]),
+}
+
+
+def _gradient_bytes(f, args):
+    """The bytes of the value and gradient of ``f`` at copies of ``args`` (NaN among them),
+    checking the caller's copies come back bit for bit."""
+    given = [np.copy(a) for a in args]
+    value, grads = mutad.value_and_grad(f, argnums=tuple(range(len(args))))(*given)
+    assert [a.tobytes() for a in args] == [g.tobytes() for g in given]
+    return [(np.asarray(v).dtype, np.asarray(v).tobytes()) for v in (value, *grads)]
+
+
+@pytest.mark.parametrize("name", sorted(CONSTANT_PRODUCTS))
+def test_products_with_a_constant_give_the_general_paths_values_and_gradients(name,
+                                                                              monkeypatch):
+    f = _steps(CONSTANT_PRODUCTS[name])
+    args = (np.random.default_rng(5).standard_normal((5, 5)),)
+    for given in (args, _with_special_values(args)):
+        w = CONSTANT_W.copy()
+        fast = _gradient_bytes(f, given)
+        with monkeypatch.context() as patched:
+            _general_path_only(patched)
+            general = _gradient_bytes(f, given)
+        assert fast == general
+        assert np.array_equal(CONSTANT_W, w)
+
+
+def test_a_global_product_of_the_differentiated_array_itself(monkeypatch):
+    """The global is the array differentiated: its product is its stand-in's, traced, as on
+    the general path."""
+    def f(A):
+        return sum(np.sum(CONSTANT_W @ A[i]) + np.sum(A[i] @ CONSTANT_W) for i in range(3))
+
+    fast = _gradient_bytes(f, (CONSTANT_W,))
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        assert _gradient_bytes(f, (CONSTANT_W,)) == fast
+
+
+@pytest.mark.parametrize("name", ["global @ row", "made inside", "np.outer", "row @ global"])
+def test_products_with_a_constant_compute_the_traced_operands_cotangent_alone(name,
+                                                                            monkeypatch):
+    """After a loop's first step (the general path's, which finds the output small), a
+    product's record names the traced operand alone and its pullback computes no other
+    cotangent."""
+    made = []
+    constant_product = operations._constant_product
+
+    def counted(*arguments):
+        result = constant_product(*arguments)
+        made.append(type(result.tape.records[-1]) is operations.Product)
+        return result
+
+    monkeypatch.setattr(operations, "_constant_product", counted)
+    f = _steps(CONSTANT_PRODUCTS[name])
+    mutad.check_grads(f, np.random.default_rng(6).standard_normal((5, 5)))
+    assert made and all(made[1:3])

@@ -303,9 +303,8 @@ def _fast_plan(ufunc, pattern, count):
     entry = RULES.get(ufunc, NO_RULE)
     rule = entry.elementwise
     plan = False
-    if (rule is None and entry.reverse is not None and count == ufunc.nin and ufunc.nout == 1
-            and pattern == (1 << count) - 1):
-        plan = _FastFunction(ufunc, entry.reverse)  # every operand traced: ``_fast_function``
+    if rule is None and entry.reverse is not None and count == ufunc.nin and ufunc.nout == 1:
+        plan = _FastFunction(ufunc, entry.reverse)  # ``_fast_function``
     elif rule is not None and count == ufunc.nin:
         try:
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
@@ -335,9 +334,12 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     if plan is None:
         plan = _fast_plan(ufunc, pattern, len(inputs))
     if type(plan) is not _FastPlan:
-        if type(plan) is _FastFunction and plan.rule is RULES.get(ufunc, NO_RULE).reverse \
-                and _real_arrays(inputs):
-            return _fast_function(ufunc, inputs, tape, values, plan, skip + 1)
+        if type(plan) is _FastFunction and plan.rule is RULES.get(ufunc, NO_RULE).reverse:
+            if pattern == (1 << len(inputs)) - 1:
+                if _real_arrays(inputs):
+                    return _fast_function(ufunc, inputs, tape, values, plan, skip + 1)
+            elif _real_constants(inputs, values, pattern):
+                return _fast_function(ufunc, inputs, tape, values, plan, skip + 1, pattern)
         return None
     # (a rule declared again since the plan was made: the general path, which reads it)
     if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise:
@@ -482,7 +484,7 @@ class _FastFunction:
     primitive that names it in records, whether it is a user's (whose cotangents are never
     adopted) and whether it offers plain functions (``_plain_functions``)."""
 
-    __slots__ = ("rule", "primitive", "user", "specialized", "plain")
+    __slots__ = ("rule", "primitive", "user", "specialized", "plain", "kept_small")
 
     def __init__(self, func, rule):
         self.rule = rule
@@ -493,6 +495,9 @@ class _FastFunction:
         # the operands' numbers of dimensions -> what the rule offers for them (``_offered``):
         # asked once, not per dot product
         self.plain = {}
+        # the operands' shapes and dtypes -> whether the output is small, which the memory
+        # policy keeps rather than recomputes (``_constant_product``)
+        self.kept_small = {}
 
     def plain_functions(self, values):
         """``_plain_functions(self.rule, values, None)``, the rule's offer kept by ``values``'
@@ -506,6 +511,9 @@ class _FastFunction:
 
 _FUNCTIONS = {}
 """``_FastFunction`` by NumPy function (``_function_plan``)."""
+
+SHAPES_KEPT = 64
+"""How many operands' shapes a ``_FastFunction`` remembers the size of the output of."""
 
 
 def _function_plan(func, rule, args, tape):
@@ -523,6 +531,11 @@ def _function_plan(func, rule, args, tape):
         if buffer.constant or buffer.weak or type(value) is not NDARRAY \
                 or value.dtype.kind != "f":
             return None
+    return _function_of(func, rule)
+
+
+def _function_of(func, rule):
+    """The ``_FastFunction`` of ``func``, whose pure rule is ``rule``, made once."""
     plan = _FUNCTIONS.get(func)
     if plan is None or plan.rule is not rule:
         plan = _FUNCTIONS[func] = _FastFunction(func, rule)
@@ -538,14 +551,81 @@ def _real_arrays(inputs):
     return True
 
 
-def _fast_function(ufunc, inputs, tape, values, plan, skip):
+def _real_constants(inputs, values, pattern):
+    """Whether the traced ones of ``inputs`` (bit i of ``pattern`` set) are real arrays that do
+    not stand for a Python number, and the others (``values``, as ``_unwrap`` found them) NumPy's
+    real arrays, as the general path hands them to the rule: a product with a constant operand
+    (``W @ x``), whose record computes the traced operand's cotangent alone (``_traced_back``)."""
+    for i, (x, v) in enumerate(zip(inputs, values)):
+        if type(v) is not NDARRAY or v.dtype.kind != "f":
+            return False
+        if pattern >> i & 1 and x.buffer.weak:
+            return False
+    return True
+
+
+def _constant_plan(func, rule, args, tape):
+    """``(plan, values, pattern)`` where ``apply_function(name, rule, args, {}, tape)`` may be
+    ``_fast_function``'s with constant operands: some of ``args`` real arrays ``tape`` traces,
+    the others its constants or NumPy's real arrays (``_real_constants``); else None."""
+    if not args or tape.recorder is not None or tape.outer is not None:
+        return None
+    values = []
+    pattern = 0
+    for i, x in enumerate(args):
+        if type(x) is Traced:
+            if x.tape is not tape or x.buffer.weak:
+                return None
+            if not x.buffer.constant:
+                pattern |= 1 << i
+            value = x.value
+        elif type(x) is NDARRAY:
+            check_alias(x)  # (as ``_unwrap_args``)
+            value = x
+        else:
+            return None
+        if type(value) is not NDARRAY or value.dtype.kind != "f":
+            return None
+        values.append(value)
+    if not pattern:
+        return None
+    return _function_of(func, rule), values, pattern
+
+
+def _traced_back(back, pattern):
+    """``back(dy, *values)`` of a rule's plain functions (``_plain_functions``), made to give the
+    cotangents of the operands of ``pattern`` alone, from its ``parts`` (one function per
+    operand's cotangent, the same expressions); None where it has none. Made once for each."""
+    key = (back, pattern)
+    traced = _TRACED_BACKS.get(key)
+    if traced is None:
+        parts = getattr(back, "parts", None)
+        if parts is None:
+            return None
+        chosen = tuple(part for i, part in enumerate(parts) if pattern >> i & 1)
+
+        def traced(dy, *values):
+            return tuple([part(dy, *values) for part in chosen])
+
+        traced = _TRACED_BACKS[key] = traced
+    return traced
+
+
+_TRACED_BACKS = {}
+"""``_traced_back``'s functions by back and pattern."""
+
+
+def _fast_function(ufunc, inputs, tape, values, plan, skip, pattern=None):
     """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
     traced by ``tape``, in one function called by ``fast_ufunc`` (its conditions; ``skip``
     counts ``ReverseTape.record``'s frame too): the rule runs and its record is made as there,
     with what ``plan`` worked out once. A dot product in a loop over rows makes one per step.
     A NumPy function's (``np.sum(x)``: ``apply_array_function``, ``_function_plan``'s
     conditions) too, which may give several outputs, or an array of objects: those are the
-    general path's, which takes what the rule gave."""
+    general path's, which takes what the rule gave. ``pattern``: where only some operands are
+    traced (bit i for operand i), the others constants: ``_constant_product``'s."""
+    if pattern is not None:
+        return _constant_product(plan, inputs, values, pattern, tape, skip + 1)
     active(tape)
     rule = plan.rule
     plain = None if plan.user or not plan.specialized else plan.plain_functions(values)
@@ -575,6 +655,45 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
                         (back, places, primals, outputs, False), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
         tape.recomputation.give_recipe(record, None, result.buffer, None)
+    tape.record(record, skip)
+    if tape.anomaly is not None:
+        tape.anomaly.produced(record, list(values), [result])
+    return result
+
+
+def _constant_product(plan, inputs, values, pattern, tape, skip):
+    """``_fast_function`` where only the operands of ``pattern`` are traced, the others
+    constants (``_real_constants``, ``_constant_plan``): where the rule offers plain functions
+    whose back computes each cotangent apart (``_traced_back``), the product runs as them and
+    its record computes the traced operands' cotangents alone (``W @ x``: not the outer product
+    that would be ``W``'s), keeping the constants as the general path does; else the general
+    path's."""
+    plain = None if plan.user or not plan.specialized else plan.plain_functions(values)
+    back = None if plain is None or len(plain) != 2 else _traced_back(plain[1], pattern)
+    # (a record without the constants' places has no recipe: where the memory policy would
+    # recompute the output rather than keep it, the general path's record, which has one)
+    shapes = None if tape.recomputation is None or back is None else tuple(
+        [(v.shape, v.dtype) for v in values])
+    if back is None or (shapes is not None and plan.kept_small.get(shapes) is not True):
+        result = apply_function(str(plan.primitive), plan.rule, inputs, {}, tape)
+        if shapes is not None and type(result) is Traced:
+            if len(plan.kept_small) > SHAPES_KEPT:
+                plan.kept_small.clear()
+            plan.kept_small[shapes] = small(result.value)
+        return result
+    active(tape)
+    y = plain[0](*values)
+    leaves = []
+    for i, x in enumerate(inputs):
+        if pattern >> i & 1:
+            leaves.append(x)
+        else:
+            keep(tape, x, values[i])  # (the pullback reads it: ``apply_function``)
+    result, created = _output(tape, y, leaves)
+    if not created:
+        return result
+    record = Product(plan.primitive, tuple([place_of(x) for x in leaves]), None, result.buffer,
+                     None, (back, *values))
     tape.record(record, skip)
     if tape.anomaly is not None:
         tape.anomaly.produced(record, list(values), [result])
@@ -1384,7 +1503,8 @@ class Product(OneOutput):
     """The record of a pure rule run as the plain functions it offers (``_plain_functions``:
     ``a @ b`` of vectors and matrices, ``np.outer``, ``np.sum(x)``), every argument traced:
     ``state`` is the plain ``back`` and what it reads, the arguments' values or what ``held``
-    keeps of them (``_kept``). Its pullback is
+    keeps of them (``_kept``). With constant operands (``_constant_product``), ``inputs`` are
+    the traced ones alone, and ``back`` (``_traced_back``) gives their cotangents alone. Its pullback is
     ``function_pullback``'s on the record of the rule's closure, without the closure: a loop
     of dot products makes one per step, a third of that record's memory."""
 
@@ -1469,6 +1589,10 @@ def apply_array_function(func, args, kwargs, tape):
         if plan is not None:  # (the frames of debug.caller, ReverseTape.record,
             # _fast_function and this one skipped)
             return _fast_function(func, args, tape, [x.value for x in args], plan, SKIPPED)
+        constants = None if kwargs else _constant_plan(func, rule, args, tape)
+        if constants is not None:  # (and _constant_product's)
+            return _fast_function(func, args, tape, constants[1], constants[0], SKIPPED,
+                                  constants[2])
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = entry.inplace or entry.composite
     if handler is not None:

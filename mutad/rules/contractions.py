@@ -301,6 +301,11 @@ def _outer_back(dy, a, b):
     return da, db
 
 
+setattr(_outer_back, "parts", (
+    lambda dy, a, b: np.reshape(product_times(np.matmul, dy, np.ravel(b)), np.shape(a)),
+    lambda dy, a, b: np.reshape(product_times(np.matmul, np.ravel(a), dy), np.shape(b))))
+
+
 def _outer_for(dims, kwargs):
     """``(forward, back)`` of np.outer as plain functions, for a compiled replay (as
     :func:`_matmul_for`): ``np.outer`` and ``_outer_back(dy, a, b)``, what ``back`` returns."""
@@ -363,12 +368,32 @@ setattr(_vector_matrix_back, "lines", (_FINITE_MATMUL % (("{1}, {dy}",) * 2),
 setattr(_matrix_vector_back, "lines", ("{product_times}({multiply}, {dy}[:, None], {1})",
                                        _FINITE_MATMUL % (("{dy}, {0}",) * 2)))
 
+
+def _matrix_matrix_back(dy, a, b):
+    return (product_times(np.matmul, dy, transpose(b)),
+            product_times(np.matmul, transpose(a), dy))
+
+
+# Each back's cotangents one at a time, ``(dy, a, b) -> cotangent``, the same expressions: the
+# record of a product with a constant operand computes only the other's (``operations``:
+# ``_traced_back``)
+setattr(_dot_back, "parts", (lambda dy, a, b: product_times(np.multiply, dy, b),
+                            lambda dy, a, b: product_times(np.multiply, a, dy)))
+setattr(_vector_matrix_back, "parts", (
+    lambda dy, a, b: product_times(np.matmul, b, dy),
+    lambda dy, a, b: product_times(np.multiply, a[:, None], dy)))
+setattr(_matrix_vector_back, "parts", (
+    lambda dy, a, b: product_times(np.multiply, dy[:, None], b),
+    lambda dy, a, b: product_times(np.matmul, dy, a)))
+setattr(_matrix_matrix_back, "parts", (
+    lambda dy, a, b: product_times(np.matmul, dy, transpose(b)),
+    lambda dy, a, b: product_times(np.matmul, transpose(a), dy)))
+
 _UNBATCHED = {
     (1, 1): _dot_back,
     (1, 2): _vector_matrix_back,  # a vector times a matrix
     (2, 1): _matrix_vector_back,
-    (2, 2): lambda dy, a, b: (product_times(np.matmul, dy, transpose(b)),
-                              product_times(np.matmul, transpose(a), dy)),
+    (2, 2): _matrix_matrix_back,
 }
 
 
