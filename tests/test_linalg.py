@@ -419,6 +419,47 @@ def test_einsum_sublist_form_nests_as_the_subscripts_form(rng):
 
 
 
+@pytest.mark.parametrize("shapes", [((2, 30), (30, 3), (3, 20)), ((20, 3), (3, 30), (30, 2))])
+def test_einsum_of_three_operands_pulls_back_in_numpys_greedy_order(rng, shapes):
+    """Each operand's cotangent is the einsum of the others with the output's cotangent, in the
+    order np.einsum(optimize=True) takes (searched once per subscripts and shapes): the same
+    numbers bit for bit, traced and replayed, at shapes whose best orders differ."""
+    a, b, c = (rng.standard_normal(shape) for shape in shapes)
+    w = rng.standard_normal((shapes[0][0], shapes[2][1]))
+    before = [x.tobytes() for x in (a, b, c)]
+
+    def loss(a, b, c):
+        return np.sum(np.einsum("ij,jk,kl->il", a, b, c) * w)
+
+    expected = [np.einsum("il,jk,kl->ij", w, b, c, optimize=True),
+                np.einsum("il,ij,kl->jk", w, a, c, optimize=True),
+                np.einsum("il,ij,jk->kl", w, a, b, optimize=True)]
+    replayed = mutad.value_and_grad(loss, argnums=(0, 1, 2), replay=True)
+    for grads in (mutad.gradient(loss, a, b, c), *(replayed(a, b, c)[1] for _ in range(3))):
+        for grad, want in zip(grads, expected, strict=True):
+            assert grad.tobytes() == want.tobytes()
+    assert [x.tobytes() for x in (a, b, c)] == before
+
+
+def test_einsum_of_three_operands_searches_its_order_once(rng, monkeypatch):
+    """The greedy search for a contraction order is most of an einsum pullback's time on small
+    arrays (a replayed n-body step): a pullback of the same subscripts and shapes reuses it."""
+    import numpy._core.einsumfunc as einsumfunc
+    searches = []
+    search = einsumfunc._greedy_path
+    monkeypatch.setattr(einsumfunc, "_greedy_path", lambda *a: searches.append(1) or search(*a))
+    x, m = rng.standard_normal((5, 5, 3)), rng.standard_normal(5)
+
+    def loss(x, m):
+        return np.sum(np.einsum("ij,ijk,j->ik", x[..., 0], x, m) ** 2)
+
+    mutad.gradient(loss, x, m)
+    searches.clear()
+    first = mutad.gradient(loss, x, m)
+    assert not searches
+    assert all(np.array_equal(g, h) for g, h in zip(first, mutad.gradient(loss, x, m)))
+
+
 def test_svd_of_repeated_singular_values_when_only_the_values_are_used():
     (grad,) = mutad.gradient(lambda a: np.linalg.svd(a, compute_uv=False).sum(), 2.0 * np.eye(3))
     assert np.allclose(grad, np.eye(3))

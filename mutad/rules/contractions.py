@@ -109,8 +109,12 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
     reached = set(output).union(*others)
     target = "".join(c for c in unique if c in reached)
     subscripts = ",".join([output, *others]) + "->" + target
+    # three operands or more: the order NumPy's greedy search picks, searched once per
+    # subscripts and shapes (the search is most of the pullback's time on small arrays)
+    order = (_greedy_order(subscripts, (np.shape(dy), *map(np.shape, other_operands)))
+             if len(others) > 1 else False)
     # a zero cotangent beside a NaN contributes zero
-    g = product_times(functools.partial(np.einsum, subscripts, optimize=len(others) > 1),
+    g = product_times(functools.partial(np.einsum, subscripts, optimize=order),
                       dy, *other_operands)
     g = np.broadcast_to(np.reshape(g, [sizes[c] if c in target else 1 for c in unique]),
                         [sizes[c] for c in unique])
@@ -121,6 +125,14 @@ def einsum_cotangent(k, terms, output, operands, dy, sizes):
         diagonal[tuple(grids[c] for c in term)] = g
         g = diagonal
     return g
+
+
+@functools.lru_cache(maxsize=1024)
+def _greedy_order(subscripts, shapes):
+    """The contraction order ``np.einsum(subscripts, ..., optimize=True)`` takes for operands
+    of ``shapes``: it depends on nothing else, so the same order gives the same numbers."""
+    return np.einsum_path(subscripts, *(np.broadcast_to(0.0, shape) for shape in shapes),
+                          optimize="greedy")[0]
 
 
 def _inner_product_back(a, b):
