@@ -307,3 +307,118 @@ def test_math_pairs_are_pythons_numbers():
         assert (fraction * np.ones(2, np.float32)).dtype == np.float32
         return fraction + whole + mantissa
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays NumPy makes of plain lists as several views (np.split's pieces) or keeps inside an
+# object (np.poly1d's coefficients), and arrays over the memory of one the function made
+# (np.from_dlpack): traced values written into them followed
+
+@pytest.mark.parametrize("f", [
+    lambda x: _pieces_written(np.array_split([1.0, 2.0, 3.0, 4.0, 5.0], 2), x),
+    lambda x: _pieces_written(np.split([1.0, 2.0, 3.0, 4.0], [1, 3]), x),
+    lambda x: _pieces_written(np.split((1.0, 2.0, 3.0, 4.0), [2]), x),
+    lambda x: _pieces_written(np.array_split([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], 2), x),
+    lambda x: sum(p.size * x[k] for k, p in enumerate(  # (NumPy counts the rows: 1, 1, 0)
+        np.array_split([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], 3, 1))),
+    lambda x: _pieces_written(np.array_split([[1.0, 2.0], [4.0, 5.0]], 2, axis=1), x),
+])
+def test_pieces_of_a_list_take_traced_values(f):
+    check(f, X)
+
+
+def _pieces_written(pieces, x):
+    """Writes into the first piece and the last, read back through all of them."""
+    pieces[0].flat[0] = x[0] * x[1]
+    pieces[-1].flat[-1] += x[2]
+    return sum(np.sum(p * x[k]) for k, p in enumerate(pieces))
+
+
+def test_splits_of_lists_fail_as_numpys():
+    """np.split of a list into a number of sections: NumPy's AttributeError (it reads the
+    list's shape)."""
+    def f(x):
+        return np.split([1.0, 2.0, 3.0, 4.0], 2)[0] * x[0]
+    with pytest.raises(AttributeError, match="shape"):
+        mutad.gradient(f, X)
+
+
+def test_pieces_of_a_list_share_one_array():
+    """A write into one piece of np.array_split's is not seen in the other (their memory does
+    not overlap); np.split of the same list twice gives pieces of two arrays."""
+    def f(x):
+        a, b = np.array_split([1.0, 2.0, 3.0, 4.0], 2)
+        c, _ = np.array_split([1.0, 2.0, 3.0, 4.0], 2)
+        a[1] = x[0]
+        b[0] = x[1]
+        return np.sum(a * b) + np.sum(c) * x[2]
+    check(f, X)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: _coefficients_written(np.poly1d([1.0, 2.0, 3.0]).coeffs.copy(), x),
+    lambda x: _coefficients_written(np.poly1d([0.5, 2.0], r=True).c.copy(), x),
+    lambda x: _coefficients_written(np.poly1d((1, 2, 3)).coeffs.astype(float), x),
+    lambda x: _written_in_place(np.poly1d([1.0, 2.0, 3.0]), x),
+])
+def test_poly1d_coefficients_take_traced_values(f):
+    check(f, X)
+
+
+def _coefficients_written(c, x):
+    c[-1] = x[0]
+    c[:2] *= x[1:3]
+    return np.sum(c * x[1:])
+
+
+def _written_in_place(p, x):
+    p.coeffs[0] = x[3]
+    return p(x[1]) + np.polyval(p, x[2]) * p.coeffs[1]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: _through_dlpack(x, {}),
+    lambda x: _through_dlpack(x, {"copy": True}),
+    lambda x: _through_dlpack(x, {"copy": False, "device": "cpu"}),
+    lambda x: np.sum(np.from_dlpack(x * 2) * x),
+])
+def test_from_dlpack_of_arrays_the_function_made(f):
+    check(f, X)
+
+
+def _through_dlpack(x, kwargs):
+    a = np.zeros(3)
+    a[0] = x[0]
+    b = np.from_dlpack(a, **kwargs)
+    b[1] = x[1] * x[2]
+    return np.sum(b * x[1:]) + np.sum(a) * x[3]
+
+
+def test_from_dlpack_checks_as_numpys():
+    def f(x):
+        return np.from_dlpack(x * 2, device="gpu")
+    with pytest.raises(ValueError) as numpys:
+        np.from_dlpack(X, device="gpu")
+    with pytest.raises(ValueError, match=str(numpys.value)):
+        mutad.gradient(f, X)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+def test_view_of_a_constant_as_a_subclass_is_refused_as_a_constants():
+    def f(x):
+        return np.sum(np.arange(4.0).view(_Sub) * x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="as a constant") as error:
+        mutad.gradient(f, X)
+    assert "differentiated array" not in str(error.value)
+
+
+def test_write_into_a_memory_map_made_in_the_function_is_refused_as_one(tmp_path):
+    def f(x):
+        m = np.memmap(tmp_path / "m.dat", dtype=float, mode="w+", shape=(4,))
+        m[:] = x
+        return np.sum(m * x)
+    with pytest.raises(mutad.MutadError, match="memory map"):
+        mutad.gradient(f, X)

@@ -183,7 +183,7 @@ READERS += ("dot", "vdot", "inner", "outer", "cross", "kron", "tensordot", "eins
             "convolve", "correlate", "cumulative_sum", "cumulative_prod", "ediff1d", "gradient",
             "cov", "corrcoef", "unwrap", "sinc", "i0", "nan_to_num", "take", "take_along_axis",
             "matrix_transpose", "insert", "delete", "resize", "pad", "partition", "unique",
-            "histogram", "histogram_bin_edges", "bincount", "meshgrid",
+            "histogram", "histogram_bin_edges", "bincount", "meshgrid", "split", "array_split",
             "polyfit", "real_if_close", "all", "any", "linalg.norm", "linalg.vector_norm",
             "linalg.matrix_norm", "linalg.det", "linalg.slogdet", "linalg.inv", "linalg.pinv",
             "linalg.solve", "linalg.lstsq", "linalg.eig", "linalg.eigh", "linalg.eigvals",
@@ -892,6 +892,9 @@ def reader(func):
             args = (args[0].coeffs, *args[1:])
             if func in _POLY1D_OF_POLY1D:
                 return np.poly1d(func(*args, **kwargs))
+        if ACTIVE.running and func in _SPLITTERS and type(args[0]) in _SEQUENCES \
+                and _of_plain_objects((args, kwargs)):
+            return _split_list(func, args, kwargs, sys._getframe(1))
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
@@ -908,6 +911,26 @@ def reader(func):
 
 _POLY1D_OF_POLY1D = (np.polyint, np.polyder)
 """NumPy's functions that return a ``np.poly1d`` of one (its integral, its derivative)."""
+
+_SPLITTERS = (np.split, np.array_split)
+"""NumPy's functions whose results are several views of the array they make of a list (the
+others of the family refuse lists)."""
+
+
+def _split_list(func, args, kwargs, caller):
+    """``func(*args, **kwargs)``, a ``_SPLITTERS``' of Python's objects alone: NumPy's pieces,
+    views of one new array, as the user's code receives them (``caller``) the same pieces of
+    the constant np.array makes of the list, so that traced values written into one are
+    followed. NumPy's call first: its errors, and its pieces where they are not the array's
+    (along an axis other than the first NumPy counts the list's length)."""
+    pieces = func(*args, **kwargs)
+    first = from_plain_objects(np.asanyarray(args[0]), np.asanyarray, args[:1], {}, caller)
+    if not wrapped(first):
+        return pieces
+    followed = func(first, *args[1:], **kwargs)
+    if [p.shape for p in followed] != [p.shape for p in pieces]:
+        return pieces
+    return followed
 
 
 def joiner(func):
@@ -1235,14 +1258,15 @@ _PLAIN_OBJECTS = frozenset((int, float, complex, bool, str, type(None), slice,
                             type(Ellipsis)))
 
 
-def from_plain_objects(y, func, args, kwargs):
+def from_plain_objects(y, func, args, kwargs, caller=None):
     """``y = func(*args, **kwargs)`` as the mode gives it user code where the arguments are
     Python's objects alone (``_of_plain_objects``: ``np.sin([0.1, 0.2])``, ``np.cumsum(L)``):
     what the user's code receives of arrays NumPy made (``by_user_code``), as ``np.array`` of
-    the same objects gives them; anything else (a traced result) as it is."""
+    the same objects gives them; anything else (a traced result) as it is. ``caller``: the
+    frame that called, where not the one that calls this."""
     if not _of_plain_objects((args, kwargs)):
         return y
-    return by_user_code(y, func, args, kwargs, sys._getframe(1))
+    return by_user_code(y, func, args, kwargs, caller or sys._getframe(1))
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
@@ -1967,9 +1991,21 @@ def _replacements():
     table.update(QUERIES)
     table.update(DIGITS)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
+    table["from_dlpack"] = (np.from_dlpack, _named(_from_dlpack, np.from_dlpack))
     table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)
     return table
+
+
+def _from_dlpack(x, /, *, device=None, copy=None):
+    """``np.from_dlpack`` in the mode: of an array mutad follows (one the function made, a
+    traced one), NumPy's array over the same memory, its view (its copy where ``copy=True``),
+    NumPy's checks of ``device`` and ``copy`` made on an empty array of its dtype; of anything
+    else NumPy's."""
+    if not wrapped(x):
+        return np.from_dlpack(x, device=device, copy=copy)
+    np.from_dlpack(np.empty(0, x.dtype), device=device, copy=copy)  # (NumPy's errors)
+    return x.copy() if copy else x.view()
 
 
 ITERATORS = {"nditer": (np.nditer, _named(_nditer, np.nditer)),

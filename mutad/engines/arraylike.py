@@ -1208,6 +1208,13 @@ class ArrayMethods(Tracer):
             y = view_as(self, memory(self).view(dtype))  # NumPy's view, and its error
             if y is not None:
                 return y
+        if self.constant_here():  # (an array the function made: np.arange(4.0).view(S))
+            raise UnsupportedOperationError(
+                f"ndarray.view({dtype if type is None else type}) of an array mutad follows "
+                "as a constant (one the function made, into which traced values may be "
+                "written): a view reinterpreting its bytes, or as an ndarray subclass, is not "
+                "followed, so what is written through it or into the array would be lost. Use "
+                "x.view(), reshape or indexing for views, and x.astype for another dtype.")
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
@@ -1998,6 +2005,8 @@ def conversion_error(what):
         error = untraced_write(f"an assignment into an element or slice{where}")
         if _naming_a_field(frame):
             error.args = (error.args[0] + " " + STRUCTURED_FIX,)
+        if any(isinstance(v, np.memmap) for v in frame.f_locals.values()):
+            error.args = (error.args[0] + " " + MEMMAP_FIX,)
         return error
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
@@ -2188,6 +2197,12 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "before that it reaches otherwise or one made by np.rec or np.recarray. "
                   "Allocate it so inside the function, or keep each field in an array of its "
                   "own (pos = np.zeros(n); vel = np.zeros(n)).")
+
+
+MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' in the "
+              "function too): mutad does not follow its writes, whose bytes are a file's. "
+              "Write traced values into a plain array (np.zeros, np.array(m)), and its numbers "
+              "into the memory map after the differentiation.")
 
 
 def integers_out(ufunc, inputs, out, kwargs, method="__call__"):

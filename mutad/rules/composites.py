@@ -10,6 +10,7 @@ carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the en
 """
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -18,7 +19,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.debug import caller, warn_at
 from ..core.tape import source_line
-from ..core.allocation import holds_derivative, lists_as_arrays, ufunc_operands
+from ..core.allocation import (from_plain_objects, holds_derivative, lists_as_arrays,
+                               ufunc_operands)
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
@@ -520,13 +522,29 @@ def _as_poly1d(p):
 def _poly1d_init(self, c_or_r, r=False, variable=None):
     """``np.poly1d`` of a list or tuple holding traced numbers (``np.poly1d([a, b, c])``):
     NumPy's own constructor, given the array NumPy makes of the list, which it would convert
-    (its ``np.atleast_1d``); a traced array it takes as it is."""
+    (its ``np.atleast_1d``); a traced array it takes as it is. Of Python's numbers alone
+    (``np.poly1d([1.0, 2.0, 3.0])``), NumPy's constructor, whose new array of coefficients the
+    user's code receives as a constant the function may write traced values into
+    (``c = p.coeffs.copy(); c[-1] = x[0]``), as np.zeros' is; NumPy's own code receives
+    NumPy's."""
     if type(c_or_r) in (list, tuple):
         [c_or_r] = lists_as_arrays([c_or_r])
     _POLY1D_INIT(self, c_or_r, r, variable)
+    if type(self.coeffs) is np.ndarray:  # (of plain values: by_user_code tells them apart)
+        self._coeffs = from_plain_objects(self.coeffs, _poly1d_coefficients,
+                                          (c_or_r, r, variable), {}, sys._getframe(2))
+
+
+def _poly1d_coefficients(c_or_r, r, variable):
+    """The coefficients of NumPy's ``np.poly1d(c_or_r, r, variable)`` (a replay's constant,
+    made again)."""
+    return np.poly1d(c_or_r, r, variable).coeffs
 
 
 _POLY1D_INIT = np.poly1d.__init__
+# every construction while a differentiation runs: of traced coefficients, NumPy's of their
+# array; of Python's numbers, NumPy's, its coefficients a constant of the differentiation
+_poly1d_init.always = True  # type: ignore[attr-defined]
 defmethod(np.poly1d, "__init__", _poly1d_init)
 
 
