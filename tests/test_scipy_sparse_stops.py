@@ -107,6 +107,23 @@ def test_reshape_to_one_dimension_is_refused(kind):
         mutad.gradient(lambda x: _resized(matrix(x, kind), (6,)).toarray().sum(), x)
 
 
+@pytest.mark.parametrize("make", [
+    sp.coo_array, sp.csr_array, sp.dok_array,
+    lambda x: sp.coo_array((x, (np.array([0, 2, 4]),)), shape=(5,)),
+    lambda x: sp.coo_array(np.stack([np.outer(x, x)] * 2)),
+], ids=["coo_array", "csr_array", "dok_array", "coo_array_coordinates", "coo_array_3d"])
+def test_sparse_arrays_of_other_than_two_dimensions_are_refused(make):
+    """SciPy's 1-d (and n-d coo) sparse arrays of traced values: a MutadError naming the
+    dimensions and the two-dimensional form, where an unpacking error escaped."""
+    x = np.array([0.7, 1.3, 0.4])
+    with pytest.raises(mutad.errors.UnsupportedOperationError,
+                       match=r"scipy.sparse array of traced values of \d dimension.*\(1, n\)"):
+        mutad.gradient(lambda x: make(x).sum(), x)
+    row = lambda x: make(x[None, :]).sum()  # noqa: E731  (the form the message suggests)
+    if make in (sp.coo_array, sp.csr_array, sp.dok_array):
+        np.testing.assert_allclose(mutad.gradient(row, x)[0], np.ones(3))
+
+
 def test_resize_of_a_matrix_sharing_its_values_is_refused():
     x = np.array([0.3, -0.5, 0.9, 1.4])
 

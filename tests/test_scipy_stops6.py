@@ -151,3 +151,23 @@ def test_window_of_a_traced_shape_parameter(window):
 def test_dpss_of_a_traced_bandwidth_is_refused():
     with pytest.raises(mutad.MutadError, match="dpss"):
         mutad.gradient(lambda k: np.sum(scipy.signal.windows.dpss(9, NW=2.0 + k[0])), X.copy())
+
+
+# NumPy's functions dispatched on such an array that return their argument itself
+# (np.atleast_1d): the caller receives the array it passed, so that its tests of identity hold
+# as in NumPy (the plain view of its memory, a new object, took the other branch)
+
+
+def test_numpys_result_that_is_its_argument_is_the_array_passed():
+    def f(k):
+        same = np.atleast_1d(SIGNAL) is SIGNAL and np.atleast_2d(PLANE) is PLANE
+        return np.sum(SIGNAL * k[0]) if same else np.sum(SIGNAL * k[0]) * 2.0
+
+    before = SIGNAL.tobytes(), PLANE.tobytes()
+    k = np.array([0.5, 1.0])
+    assert f(k) == mutad.value_and_grad(f)(k)[0]
+    np.testing.assert_array_equal(mutad.gradient(f, k)[0], [np.sum(SIGNAL), 0.0])
+    assert (SIGNAL.tobytes(), PLANE.tobytes()) == before
+
+
+PLANE = SIGNAL.reshape(4, 8)

@@ -566,15 +566,18 @@ def following_scipys_code(function, args, kwargs):
         with library_allocation():
             return function(*args, **kwargs)
     except ConversionError as error:  # (its advice, to call mutad's function, is this call)
-        if function not in RULES:
-            raise  # (a function nothing routes: its advice, a rule of the user's, holds)
-        step = str(error).split(", called through")[0].split(", which would cut")[0]
-        raise _not_followed(function, f"converted a traced value to plain numbers ({step})"
-                            ) from error
+        raise _converted(function, error)
     except MutadError:
         raise
     except SystemError as error:  # (compiled code reading a traced array's buffer; not SciPy's
         # own error, whatever the plain values do, which the allocation mode may fail too)
+        if isinstance(error.__cause__, ConversionError):
+            # compiled code that went on converting after its first conversion failed
+            # (scipy.signal's symiirorder1_ic: PyArray_ObjectType, then PyArray_FromObject,
+            # with the error pending), which raises the conversion's own error in some runs
+            # and this SystemError in others: the conversion's error, in all of them
+            converted = _converted(function, error.__cause__)
+            raise converted from converted.__cause__
         raise _not_followed(function, "handed a differentiated value to compiled code, which "
                             f"failed on it ({error})") from error
     except Exception as error:
@@ -615,6 +618,18 @@ def _namespaces(function):
 
 
 FOLLOWED_LIBRARY_CODE.append(following_scipys_code)
+
+
+def _converted(function, error):
+    """What ``following_scipys_code`` raises for ``function`` where SciPy's code converted a
+    traced value (the ``ConversionError`` ``error``): of a function nothing routes, that
+    error, whose advice (a rule of the user's) holds; else the function named."""
+    if function not in RULES:
+        return error
+    step = str(error).split(", called through")[0].split(", which would cut")[0]
+    refusal = _not_followed(function, f"converted a traced value to plain numbers ({step})")
+    refusal.__cause__ = error
+    return refusal
 
 
 def _not_followed(function, what):

@@ -280,7 +280,14 @@ class _Layout:
     ``valid`` is False for the slots of a ``dia`` matrix that fall outside it."""
 
     def __init__(self, template):
-        if template.format not in FORMATS or template.ndim != 2:
+        if template.ndim != 2:
+            # (each slot's place is a row and a column throughout)
+            _refuse(f"a scipy.sparse array of traced values of {template.ndim} dimension(s) "
+                    f"(shape {template.shape})",
+                    "mutad follows those of two: give the values two (a vector as a row of "
+                    "shape (1, n): coo_array(x[None, :]), A[[i], :] of a csr_array, "
+                    "A.reshape((1, -1))), and take the row of a result (.toarray()[0]).")
+        if template.format not in FORMATS:
             template = template.tocsr()
         # A copy of its own: SciPy sorts the indices of a matrix and sums its duplicates in
         # place (spsolve, sum(), abs ...), which must not move the pattern under the slots
