@@ -1970,6 +1970,19 @@ CONSTANT_PRODUCTS = {
     "0-d outer": lambda A, step: np.outer(np.float64(2.0), A[step]),
     "the argument itself": lambda A, step: A.T @ A[step],
     "large output": lambda A, step: np.outer(np.tile(CONSTANT_V, 30), A[step]),
+    # np.dot of vectors and matrices: np.dot itself, with matmul's back (its rule's)
+    "np.dot global, row": lambda A, step: np.dot(CONSTANT_W, A[step]),
+    "np.dot row, global": lambda A, step: np.dot(A[step], CONSTANT_W),
+    "np.dot global vector, row": lambda A, step: np.dot(CONSTANT_V, A[step]),
+    "np.dot global, matrix": lambda A, step: np.dot(CONSTANT_W, A[:, :step + 1]),
+    "np.dot matrix, global": lambda A, step: np.dot(A[step:], CONSTANT_W.T),
+    "np.dot made inside": lambda A, step: np.dot(A[step], np.cos(np.arange(25.0)).reshape(5, 5)),
+    "np.dot float32 constant": lambda A, step: np.dot(A[step], CONSTANT_W32),
+    "np.dot float32 both": lambda A, step: np.dot(CONSTANT_W32, A[step].astype(np.float32)),
+    "np.dot list": lambda A, step: np.dot(A[step], [1.0, -0.0, 2.0, np.inf, 3.0]),
+    "np.dot traced both": lambda A, step: np.dot(A[step], A),
+    "np.dot 0-d": lambda A, step: np.dot(np.float64(2.0), A[step]),
+    "np.dot batched": lambda A, step: np.dot(np.stack([CONSTANT_W, CONSTANT_W.T]), A[step]),
 }
 
 
@@ -2009,7 +2022,8 @@ def test_a_global_product_of_the_differentiated_array_itself(monkeypatch):
         assert _gradient_bytes(f, (CONSTANT_W,)) == fast
 
 
-@pytest.mark.parametrize("name", ["global @ row", "made inside", "np.outer", "row @ global"])
+@pytest.mark.parametrize("name", ["global @ row", "made inside", "np.outer", "row @ global",
+                                  "np.dot global, row", "np.dot row, global"])
 def test_products_with_a_constant_compute_the_traced_operands_cotangent_alone(name,
                                                                             monkeypatch):
     """After a loop's first step (the general path's, which finds the output small), a

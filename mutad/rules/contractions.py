@@ -138,7 +138,7 @@ def _greedy_order(subscripts, shapes):
 def _inner_product_back(a, b):
     """The pullback of the inner product of two vectors of one shape: each cotangent is dy
     times the other, as the einsum of ``einsum_cotangent`` would give it. An operand NumPy
-    took as a list or tuple (``np.dot(v, [1.0, 2.0])``: one holding traced numbers arrives
+    took as a list or tuple (``np.inner(v, [1.0, 2.0])``: one holding traced numbers arrives
     an array) is multiplied as its array."""
     a, b = (np.asarray(x) if type(x) in (list, tuple) else x for x in (a, b))
     return lambda dy: (times(dy, b), times(dy, a))
@@ -227,12 +227,25 @@ def _product_subscripts(a, b, b_axis):
 @defrule(np.dot, leading=2)
 def dot(a, b):
     y = np.dot(a, b)
-    if np.ndim(a) == 1 and np.ndim(b) == 1:  # without the subscripts' scaffolding
-        return y, _inner_product_back(a, b)
+    unbatched = _UNBATCHED.get((np.ndim(a), np.ndim(b)))
+    if unbatched is not None:  # vectors and matrices: the product matmul takes, its cotangents
+        # (an operand NumPy took as a list or tuple is multiplied as its array)
+        a, b = (np.asarray(x) if type(x) in (list, tuple) else x for x in (a, b))
+        return y, lambda dy: unbatched(dy, a, b)
     # dot(a, b)[i..., j..., k] = Σ_m a[i..., m] b[j..., m, k]: m is b's second-to-last axis
     # (its only axis when b is a vector)
     terms, output = _product_subscripts(a, b, b_axis=max(np.ndim(b) - 2, 0))
     return y, contraction_back(terms, output, (a, b))
+
+
+def _dot_for(dims, kwargs):
+    """``(forward, back)`` of np.dot as plain functions (as :func:`_matmul_for`): ``np.dot``
+    itself, and matmul's back, what the rule's back computes, for vectors and matrices."""
+    unbatched = _UNBATCHED.get(dims)
+    return None if kwargs or unbatched is None else (np.dot, unbatched)
+
+
+dot.specialized = _dot_for
 
 
 defmultilinear(np.dot, operands=(0, 1))
