@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 
 from ..core.debug import from_user_line
-from ..core.devices import beside, index_for, ufunc_at
+from ..core.devices import beside, device_of, index_for, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.registry import (complex_aware, defbatched, defcomposite, definplace, deflinear,
                              defjvp, defrule, holomorphic, recomputable)
@@ -553,7 +553,10 @@ def at_in_rounds(ufunc):
 
 def _numpys_at(ufunc, a, indices, b):
     """NumPy's ``ufunc.at(a, indices[, b])`` on a copy of ``a``, for its floating-point events
-    alone (``at_in_rounds``, whose rounds read every position of ``a`` already)."""
+    alone (``at_in_rounds``, whose rounds read every position of ``a`` already). A device
+    library's ``at`` raises none of NumPy's events: nothing to do there."""
+    if device_of(views.memory(a)) is not None:
+        return
     ufunc.at(np.array(views.memory(a)), plain(indices),
              *(() if b is None else (views.memory(b),)))
 
