@@ -1,6 +1,7 @@
 """Wrong answers found by a hunt over traced, replayed and forward-mode programs: each test
 fails without its fix."""
 
+import cmath
 import math
 import warnings
 
@@ -37,6 +38,9 @@ PYTHON_FLOATS = [
     (lambda a, b: math.exp(a) * b, [1000.0, 1.0]),
     (lambda a, b: math.exp(a) * b, [-1000.0, 1.0]),
     (lambda a, b: math.dist([a], [b]), [np.inf, np.inf]),
+    (lambda a, b: cmath.sin(complex(a, b)).imag, [np.nan, 1e308]),
+    (lambda a, b: cmath.exp(complex(a, b)).real, [np.nan, np.inf]),
+    (lambda a, b: cmath.tanh(complex(a, b)).real, [np.nan, np.inf]),
 ]
 
 

@@ -2349,8 +2349,9 @@ def cmath_function(original):
             return original(*args)
         exact = _math_value(original, as_numbers(args), args)
         kind = np.float64 if name == "rect" else np.complex128
-        results = formula(*[a.reshape(()).astype(kind) if wrapped(a) else kind(a)
-                            for a in args])
+        # cmath, like math, raises no floating-point event (``cmath.sin(nan + 1e308j)``)
+        results = without_events(formula, *[a.reshape(()).astype(kind) if wrapped(a)
+                                            else kind(a) for a in args])
         return pythons_numbers(results, exact, original, args)
 
     return _named(following, original)
