@@ -4225,6 +4225,8 @@ def reach(f, kinds=(), kept=None):
         _hold_class(kind, walk)
     while work:
         while work:
+            if large:  # the answer is the first reason found: walking on would not change it
+                return objects, arrays, large[0]
             x = work.pop()
             objects.append(x)  # each time it is reached: [a] and [a, a] differ
             key = id(x)
