@@ -2073,8 +2073,8 @@ class Recomputed:
                     array = values[source]
             else:
                 array = values[source]
-                if count_down(self.alive, source):  # (the records that read it hold it)
-                    values[source] = None
+                if source in self.alive and count_down(self.alive, source):
+                    values[source] = None  # (the records that read it hold it)
             if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
                 if number:
                     return array.item() if isinstance(array, np.generic) else array
@@ -3542,6 +3542,11 @@ class Program:
                           [(i, _replan(plan, slots, self, stored)) for i, plan in step.later])
         for step in chained:
             step.chained = self._chained(step, step.chained, slots)
+        # What the chains read alive is held for the whole call: the records that read it
+        # alive too do not let it go after the last of them (a chain redoes a write from it
+        # later, when it rebuilds an earlier state of its buffer)
+        for slot in self.held:
+            self.alive.pop(slot, None)
         self.large |= {slots[key] for key in self.recomputed if key in slots} - self.returned_slots
 
     def _chained(self, step, rebuild, slots):
