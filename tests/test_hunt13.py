@@ -2,6 +2,7 @@
 for bit, on inputs that change the recorded call's decisions, and the caller's data."""
 
 import numpy as np
+import scipy.integrate
 import pytest
 
 import mutad
@@ -49,3 +50,23 @@ def test_a_chain_reads_what_records_also_read_alive(policy):
     rng = np.random.default_rng(5)
     inputs = [rng.standard_normal(600), np.linspace(-2.0, 3.0, 600)]
     _replayed_as_traced(_rebuilt_from_a_temporary, inputs, memory=0, policy=policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# A function with a rule that gives a Python float (scipy.integrate.quad's integral, of a
+# traced bound) is held as one (``replay._store``); compiled into a block from the second
+# replay on, it was held as NumPy's float64, so the gradient's value was np.float64 where
+# tracing (and NumPy's call) give a float
+
+
+def _integral_to(x):
+    return scipy.integrate.quad(lambda t: t * t, 0.0, x[0])[0]
+
+
+def _integral_of_sine(x):
+    return scipy.integrate.quad(np.sin, 0.0, x[0])[0]
+
+
+@pytest.mark.parametrize("f", [_integral_to, _integral_of_sine])
+def test_a_rules_python_float_compiled_stays_a_float(f):
+    _replayed_as_traced(f, [np.array([0.5, 1.2]), np.array([1.5, 0.3])])

@@ -1612,7 +1612,10 @@ class Function:
         self.special = self._specialized()
         self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
 
-    prepare = Call.prepare
+    def prepare(self):
+        Call.prepare(self)
+        if self.lean and self.buffer.weak:  # (known once the recording is over) a Python
+            self.lean, self.special = False, None  # float, as _store holds it: as it is
 
     def __call__(self, values, tape):
         args = _arrays(self.args_of(values), self.args, self.primals)
