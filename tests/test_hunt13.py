@@ -70,3 +70,26 @@ def _integral_of_sine(x):
 @pytest.mark.parametrize("f", [_integral_to, _integral_of_sine])
 def test_a_rules_python_float_compiled_stays_a_float(f):
     _replayed_as_traced(f, [np.array([0.5, 1.2]), np.array([1.5, 0.3])])
+
+
+# ----------------------------------------------------------------------------------------------
+# A value the reverse pass recomputes for several records (the same recipe twice:
+# np.log1p(np.abs(x)) on two lines) is kept in the replay's cache by the record that computes it
+# first; where a record that reads it from the cache comes first in this call, the value is
+# computed there, and what that reads alive was counted down as if it were the planned read, so
+# an argument was let go before its last planned read, which found None: every replay raised
+# TypeError (abs() of None) where tracing computes the gradient
+
+
+def _the_same_recipe_twice(x):
+    a = x.copy()
+    c = x * 0.5
+    c = c * np.log1p(np.abs(x))
+    a *= np.log1p(np.abs(x))
+    return (a * np.cos(x) + c).sum()
+
+
+@pytest.mark.parametrize("options", [{}, {"policy": "checkpoint"}, {"memory": 0}])
+def test_a_value_recomputed_for_several_records_read_first_from_the_cache(options):
+    inputs = [np.random.default_rng(0).standard_normal(600), np.linspace(-2.0, 2.0, 600)]
+    _replayed_as_traced(_the_same_recipe_twice, inputs, **options)

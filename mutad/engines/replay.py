@@ -2084,8 +2084,11 @@ class Recomputed:
                 array = np.asarray(array)
         elif how is CACHED:
             array = self.cache.get(key)
-            if array is None:  # the record that recomputed it first keeps none this time
-                array = self.compute(source, values)  # (an undo decided otherwise)
+            if array is None:  # the record that recomputes it first keeps none this time
+                # (an undo decided otherwise), or reads it after this one: computed here, what
+                # it reads alive read uncounted (``{}``: as a chain's redo reads it, no buffer
+                # rebuilt), so that the reads the plan counts still find it
+                array = self.compute(source, values, {})
             if count_down(self.left, key):
                 self.cache.pop(key, None)
         else:
