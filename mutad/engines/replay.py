@@ -1612,7 +1612,10 @@ class Function:
         self.special = self._specialized()
         self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
 
-    prepare = Call.prepare
+    def prepare(self):
+        Call.prepare(self)
+        if self.lean and self.buffer.weak:  # (known once the recording is over) a Python
+            self.lean, self.special = False, None  # float, as _store holds it: as it is
 
     def __call__(self, values, tape):
         args = _arrays(self.args_of(values), self.args, self.primals)
@@ -2073,16 +2076,19 @@ class Recomputed:
                     array = values[source]
             else:
                 array = values[source]
-                if count_down(self.alive, source):  # (the records that read it hold it)
-                    values[source] = None
+                if source in self.alive and count_down(self.alive, source):
+                    values[source] = None  # (the records that read it hold it)
             if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
                 if number:
                     return array.item() if isinstance(array, np.generic) else array
                 array = np.asarray(array)
         elif how is CACHED:
             array = self.cache.get(key)
-            if array is None:  # the record that recomputed it first keeps none this time
-                array = self.compute(source, values)  # (an undo decided otherwise)
+            if array is None:  # the record that recomputes it first keeps none this time
+                # (an undo decided otherwise), or reads it after this one: computed here, what
+                # it reads alive read uncounted (``{}``: as a chain's redo reads it, no buffer
+                # rebuilt), so that the reads the plan counts still find it
+                array = self.compute(source, values, {})
             if count_down(self.left, key):
                 self.cache.pop(key, None)
         else:
@@ -3542,6 +3548,11 @@ class Program:
                           [(i, _replan(plan, slots, self, stored)) for i, plan in step.later])
         for step in chained:
             step.chained = self._chained(step, step.chained, slots)
+        # What the chains read alive is held for the whole call: the records that read it
+        # alive too do not let it go after the last of them (a chain redoes a write from it
+        # later, when it rebuilds an earlier state of its buffer)
+        for slot in self.held:
+            self.alive.pop(slot, None)
         self.large |= {slots[key] for key in self.recomputed if key in slots} - self.returned_slots
 
     def _chained(self, step, rebuild, slots):

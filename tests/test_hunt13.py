@@ -1,0 +1,95 @@
+"""Wrong answers found by differential hunting: replayed calls compared with traced ones, bit
+for bit, on inputs that change the recorded call's decisions, and the caller's data."""
+
+import numpy as np
+import scipy.integrate
+import pytest
+
+import mutad
+
+
+def _same(a, b):
+    """Bit for bit, types included, through tuples."""
+    if type(a) is tuple:
+        return type(b) is tuple and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype \
+        and np.shape(a) == np.shape(b) and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _replayed_as_traced(f, inputs, **options):
+    """Each input three times through one replaying function, each call's value and gradient
+    against a traced call's, and the caller's array left as it was."""
+    replaying = mutad.value_and_grad(f, replay=True, **options)
+    for x in inputs:
+        for _ in range(3):
+            given = x.copy()
+            got = replaying(given)
+            assert given.tobytes() == x.tobytes()
+            assert _same(got, mutad.value_and_grad(f, **options)(x.copy()))
+
+
+# ----------------------------------------------------------------------------------------------
+# Under a memory budget, a replayed chain (the writes into a buffer rebuilt from snapshots)
+# holds what its redone writes read alive for the whole call; a temporary that records of later
+# writes also read alive was let go after the last of those records, so the chain's redo of an
+# earlier write read None in its place: the replay raised NumPy's casting error (multiply of an
+# object array) on every call where tracing computes the gradient
+
+
+def _rebuilt_from_a_temporary(x):
+    u = x * 1.0
+    w = np.log(np.abs(u) + 1e-3)  # large: the reverse pass reads it alive
+    u *= w  # rebuilt by the chain of u, from w
+    u += w
+    u /= 1 + w * w
+    return (u * x).sum()
+
+
+@pytest.mark.parametrize("policy", ["restore", "checkpoint"])
+def test_a_chain_reads_what_records_also_read_alive(policy):
+    rng = np.random.default_rng(5)
+    inputs = [rng.standard_normal(600), np.linspace(-2.0, 3.0, 600)]
+    _replayed_as_traced(_rebuilt_from_a_temporary, inputs, memory=0, policy=policy)
+
+
+# ----------------------------------------------------------------------------------------------
+# A function with a rule that gives a Python float (scipy.integrate.quad's integral, of a
+# traced bound) is held as one (``replay._store``); compiled into a block from the second
+# replay on, it was held as NumPy's float64, so the gradient's value was np.float64 where
+# tracing (and NumPy's call) give a float
+
+
+def _integral_to(x):
+    return scipy.integrate.quad(lambda t: t * t, 0.0, x[0])[0]
+
+
+def _integral_of_sine(x):
+    return scipy.integrate.quad(np.sin, 0.0, x[0])[0]
+
+
+@pytest.mark.parametrize("f", [_integral_to, _integral_of_sine])
+def test_a_rules_python_float_compiled_stays_a_float(f):
+    _replayed_as_traced(f, [np.array([0.5, 1.2]), np.array([1.5, 0.3])])
+
+
+# ----------------------------------------------------------------------------------------------
+# A value the reverse pass recomputes for several records (the same recipe twice:
+# np.log1p(np.abs(x)) on two lines) is kept in the replay's cache by the record that computes it
+# first; where a record that reads it from the cache comes first in this call, the value is
+# computed there, and what that reads alive was counted down as if it were the planned read, so
+# an argument was let go before its last planned read, which found None: every replay raised
+# TypeError (abs() of None) where tracing computes the gradient
+
+
+def _the_same_recipe_twice(x):
+    a = x.copy()
+    c = x * 0.5
+    c = c * np.log1p(np.abs(x))
+    a *= np.log1p(np.abs(x))
+    return (a * np.cos(x) + c).sum()
+
+
+@pytest.mark.parametrize("options", [{}, {"policy": "checkpoint"}, {"memory": 0}])
+def test_a_value_recomputed_for_several_records_read_first_from_the_cache(options):
+    inputs = [np.random.default_rng(0).standard_normal(600), np.linspace(-2.0, 2.0, 600)]
+    _replayed_as_traced(_the_same_recipe_twice, inputs, **options)
