@@ -16,6 +16,9 @@ from rule_checks import central_differences
 import mutad
 from mutad.errors import MutadError
 
+M0 = np.array([[2., 1., 0.], [1., 3., 1.], [0., 1., 4.]])
+
+
 def _cache(*arrays):
     return collections.deque(np.array(a, dtype=float) for a in arrays)
 
@@ -227,9 +230,9 @@ def f(x):
     "cumprod of a cache's array": ("""
 def f(x):
     w = np.cumprod(Q[0])
-    w *= x
+    w[1:] = x[1:] * w[1:]
     return w.sum()
-""", {"Q": _cache(np.linspace(0., 1., 6))}),
+""", {"Q": _cache(np.linspace(0.5, 1.5, 6))}),
     "diff of float32 of a list": ("""
 def f(x):
     d = np.diff(np.float32([1, 4, 9, 16]))
@@ -280,6 +283,51 @@ def f(x):
     p[0] = x[0]
     q *= x[3:]
     return (a ** 2).sum() + p @ q
+""", {}),
+    "eigh of a global, eigenvalues and vectors": ("""
+def f(x):
+    w, v = np.linalg.eigh(M0)
+    w[0] = x[0]
+    v[:, 1] *= x[1]
+    return w @ x[:3] + (v ** 2).sum()
+""", {"M0": M0}),
+    "eig of a global, complex vectors": ("""
+def f(x):
+    w, v = np.linalg.eig(M0)
+    v[0] = x[:3]
+    return (v ** 2).sum().real + w.real @ x[3:]
+""", {"M0": M0}),
+    "svd of a global": ("""
+def f(x):
+    u, s, vt = np.linalg.svd(M0)
+    s[0] = x[0]
+    return (u * s @ vt).sum()
+""", {"M0": M0}),
+    "qr of a cache's array": ("""
+def f(x):
+    q, r = np.linalg.qr(Q[0])
+    r[0, 1] = x[0]
+    return (q @ r).sum() * x[1]
+""", {"Q": collections.deque([np.array([[2., 1.], [1., 3.]])])}),
+    "eigh of a list": ("""
+def f(x):
+    w, v = np.linalg.eigh([[2., 1.], [1., 3.]])
+    w[0] = x[0]
+    v[0] *= x[1:3]
+    return w @ x[:2] + (v ** 2).sum()
+""", {}),
+    "emath.sqrt of a list": ("""
+def f(x):
+    c = np.emath.sqrt([-1., 4.])
+    c[0] = x[0]
+    return np.abs(c * x[:2]).sum()
+""", {}),
+    "unique_all's values": ("""
+def f(x):
+    r = np.unique_all([3., 1., 3.])
+    v = r.values
+    v[1] = x[1]
+    return v @ x[:2] + r.counts @ x[2:4]
 """, {}),
 }
 

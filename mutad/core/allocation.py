@@ -906,8 +906,8 @@ def reader(func):
                 return func(*args, **kwargs)
             return func(*stacked, **kwargs)
         y = func(*args, **kwargs)
-        if ACTIVE.running and type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
-            return from_plain_objects(y, func, args, kwargs)
+        if ACTIVE.running and (type(y) in _SEQUENCES_OR_ARRAY or _sequence(y)):
+            return from_plain_objects(y, func, args, kwargs)  # (not a traced result)
         return y
 
     return _named(reading_arrays, func)
@@ -1282,7 +1282,7 @@ def _new_memory(y, args, kwargs):
     memory, none of ``args``' and ``kwargs``' (a float one among them): an array that owns
     its memory, or a view of one, through NumPy's arrays alone (``np.tile``'s reshape of
     the array it makes). ``by_user_code`` tells whether anything else holds it."""
-    items = y if type(y) in _SEQUENCES else (y,)
+    items = y if _sequence(y) else (y,)
     if not items or not all(type(a) is np.ndarray and _over_arrays(a) for a in items):
         return False
     given = list(_arrays([args, kwargs]))
@@ -3078,10 +3078,9 @@ def from_user(frame):
 def _new_arrays(y, func, args, kwargs, caller, made, new=False):
     """``by_user_code``'s result ``y``; ``made``: what each new array of it became, by ``id``,
     so that one array given twice stays one."""
-    if type(y) in (tuple, list) or isinstance(y, tuple) and hasattr(y, "_fields"):
-        items = [_new_arrays(item, func and functools.partial(_item, func, i), args, kwargs,
-                             caller, made) for i, item in enumerate(y)]
-        return type(y)(*items) if type(y) not in (tuple, list) else type(y)(items)
+    if _sequence(y):
+        return _like(y, [_new_arrays(item, func and functools.partial(_item, func, i), args,
+                                     kwargs, caller, made) for i, item in enumerate(y)])
     if type(y) is not np.ndarray:
         return made_in(y, func, args, kwargs, caller)
     if id(y) not in made:
@@ -3183,7 +3182,7 @@ class _MadeModule(_RoutingModule):
 
     def __getattribute__(self, name):
         value = _RoutingModule.__getattribute__(self, name)
-        if type(value) is types.FunctionType:
+        if type(value) is types.FunctionType or type(value) is _DISPATCHER:
             made = MODE._made(value)
             if made is not None:
                 return made
@@ -3327,9 +3326,9 @@ def made_in(y, func, args, kwargs, caller):
     and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
     if wrapped(y):  # (the engines' result, a stand-in beside a traced operand: as it is,
         return y    # told without ``isinstance``, which looks for the caller's frame)
-    if type(y) in (tuple, list):
-        return type(y)(made_in(item, func and functools.partial(_item, func, i), args, kwargs,
-                               caller) for i, item in enumerate(y))
+    if _sequence(y):
+        return _like(y, [made_in(item, func and functools.partial(_item, func, i), args, kwargs,
+                                 caller) for i, item in enumerate(y)])
     if isinstance(y, dict) and str(type(y).__module__).startswith("scipy.") \
             and not internal(caller):  # SciPy's results: minimize(...).x, solve_ivp(...).y
         for key, (count, bases) in _held_in(y).items():  # (those nothing else holds)
@@ -3411,6 +3410,17 @@ def _own_stand_in(y):
 
 def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
+
+
+def _sequence(y):
+    """Whether ``y`` is a list, a tuple or a named tuple (``np.linalg.eigh``'s,
+    ``np.unique_counts``'), whose items a call's results are."""
+    return type(y) in _SEQUENCES or isinstance(y, tuple) and hasattr(y, "_fields")
+
+
+def _like(y, items):
+    """A sequence of ``items`` of ``y``'s type (``_sequence``)."""
+    return type(y)(items) if type(y) in _SEQUENCES else type(y)(*items)
 
 
 _WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip,
