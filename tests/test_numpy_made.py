@@ -369,13 +369,16 @@ def test_arguments_and_their_views_stay_numpys():
     def f(x):
         a = np.float64([1., 2., 3.])  # (a constant, new)
         plain = Q[0]
-        seen["same"] = np.asarray(plain) is plain and np.atleast_1d(plain) is plain
+        seen["same"] = np.asarray(plain) is plain and np.atleast_1d(plain) is plain \
+            and np.astype(plain, np.float64, copy=False) is plain \
+            and np.fix([1.5, -2.5, 3.0], out=plain) is plain
         seen["view"] = type(np.reshape(plain, (3, 1))) is np.ndarray
         return (a * x).sum()
 
     Q = _cache([1., 2., 3.])
     mutad.gradient(f, np.ones(3))
     assert seen == {"same": True, "view": True}
+    assert Q[0].tolist() == [1.0, -2.0, 3.0]  # (NumPy's write into it)
 
 
 def test_integer_results_stay_plain_numbers():

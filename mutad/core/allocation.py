@@ -3043,6 +3043,8 @@ class _MadeFloats(_Made):
     def __call__(self, *args, **kwargs):
         y = self.original(*args, **kwargs)
         kind = type(y)  # (a traced result, a number: as it is, told by its type alone)
+        if kind is np.ndarray and any(y is a for a in (*args, *kwargs.values())):
+            return y  # (its argument itself: np.astype(a, a.dtype, copy=False), out=)
         if kind is np.ndarray or issubclass(kind, _SEQUENCES) or kind in HANDED_SUBCLASSES:
             return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
         return y
