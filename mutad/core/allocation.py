@@ -29,7 +29,11 @@ intercept its factory functions:
   ufuncs, those functions and the routed ones make, called by user code on Python's lists,
   tuples and numbers alone (``np.sin([0.1, 0.2])``, ``np.cumsum(L)``,
   ``scipy.special.gammaln(L)``), are what ``np.array`` of the same objects gives
-  (``from_plain_objects``);
+  (``from_plain_objects``), and so are the new arrays they make of plain arrays the mode does
+  not follow (``np.tile(np.float32([1, 2]), 3)``, ``np.cumsum(cache[0])``: ``_new_memory``);
+  NumPy's other public functions, Python's and those its ``__array_function__`` protocol
+  dispatches (``np.choose``, ``np.polyadd``, ``np.block``), give the user's code their new
+  float arrays as constants too (``_MadeFloats``);
 * methods whose Rule has a ``method`` (``registry.defmethod``) are routed to their rules when
   traced arrays are among their arguments (``scipy.stats.norm.logpdf``); called from user code
   with plain values, the new float arrays they return that nothing else holds (``spline(t)``,
@@ -536,7 +540,7 @@ def _named_view(y):
         start, end = byte_bounds(plain)
         if start <= low and high <= end:
             interface = {"shape": y.shape, "strides": y.strides, "typestr": y.dtype.str,
-                         "descr": y.dtype.descr, "data": (address(y), not y.flags.writeable),
+                         "descr": y.dtype.descr, "data": (address(y), not writeable(y)),
                          "version": 3}
             view = np.asarray(_Interface(interface, plain))
             return view.view(Preexisting)
@@ -902,8 +906,8 @@ def reader(func):
                 return func(*args, **kwargs)
             return func(*stacked, **kwargs)
         y = func(*args, **kwargs)
-        if ACTIVE.running and type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
-            return from_plain_objects(y, func, args, kwargs)
+        if ACTIVE.running and (type(y) in _SEQUENCES_OR_ARRAY or _sequence(y)):
+            return from_plain_objects(y, func, args, kwargs)  # (not a traced result)
         return y
 
     return _named(reading_arrays, func)
@@ -1263,10 +1267,48 @@ def from_plain_objects(y, func, args, kwargs, caller=None):
     Python's objects alone (``_of_plain_objects``: ``np.sin([0.1, 0.2])``, ``np.cumsum(L)``):
     what the user's code receives of arrays NumPy made (``by_user_code``), as ``np.array`` of
     the same objects gives them; anything else (a traced result) as it is. ``caller``: the
-    frame that called, where not the one that calls this."""
-    if not _of_plain_objects((args, kwargs)):
+    frame that called, where not the one that calls this. So too where plain arrays are among
+    the arguments (an array the function made by a call the mode does not follow,
+    ``np.float32([1, 2])``, or one it reads from a cache) and the call made new arrays of its
+    own (``_new_memory``: ``np.tile(a, 3)``, not ``np.reshape(a, -1)``'s view of ``a``)."""
+    if not _of_plain_objects((args, kwargs)) and not (
+            _new_memory(y, args, kwargs) and _of_plain_arrays((args, kwargs))):
         return y
     return by_user_code(y, func, args, kwargs, caller or sys._getframe(1))
+
+
+def _new_memory(y, args, kwargs):
+    """Whether ``y`` (each array of a tuple or list of them) is an array of NumPy's over new
+    memory, none of ``args``' and ``kwargs``' (a float one among them): an array that owns
+    its memory, or a view of one, through NumPy's arrays alone (``np.tile``'s reshape of
+    the array it makes). ``by_user_code`` tells whether anything else holds it."""
+    items = y if _sequence(y) else (y,)
+    if not items or not all(type(a) is np.ndarray and _over_arrays(a) for a in items):
+        return False
+    given = list(_arrays([args, kwargs]))
+    return any(follows_floats(a.dtype) for a in items) and not any(
+        owner(b) is owner(a) for a in items for b in given)
+
+
+def _over_arrays(a):
+    """Whether ``a``'s chain of bases holds NumPy's plain arrays alone (no buffer, no stand-in
+    of an array made before)."""
+    while a.base is not None:
+        a = a.base
+        if type(a) is not np.ndarray:
+            return False
+    return True
+
+
+def _of_plain_arrays(tree):
+    """Whether ``tree`` holds Python's objects (``_of_plain_objects``) and NumPy's own plain
+    arrays alone, however nested: no traced value, stand-in or other object."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return all(_of_plain_arrays(x) for x in tree)
+    if kind is dict:
+        return all(_of_plain_arrays(x) for x in tree.values())
+    return kind is np.ndarray or _of_plain_objects(tree)
 
 
 JOINED = {"r_": (np.r_, _Joined(np.r_)), "c_": (np.c_, _Joined(np.c_)),
@@ -1657,7 +1699,10 @@ class _ScalarType(type):
                 # and promoted as one, of a Python number too (x32 * np.float64(v) is float64)
                 weaken(converted, False)
             return converted
-        return original(*args, **kwargs)
+        y = original(*args, **kwargs)
+        if type(y) is np.ndarray and ACTIVE.running:  # (of a list: NumPy's new array)
+            return from_plain_objects(y, original, args, kwargs, sys._getframe(1))
+        return y
 
     def __instancecheck__(cls, x):  # for the user's code (``FOR_THE_CALLER``)
         return isinstance(x, cls.__bases__[0])
@@ -2985,7 +3030,9 @@ def _as_held(items):
 
 
 class _MadeFloats(_Made):
-    """A Python function of NumPy's that makes arrays of numbers (``np.hanning(n)``,
+    """A public function of NumPy's the mode does not replace otherwise, a Python one or one
+    NumPy's protocol dispatches (``np.choose``, ``np.polyadd``, ``np.union1d``), that makes
+    arrays of numbers (``np.hanning(n)``,
     ``np.fft.fftfreq(n)``, ``np.polynomial.legendre.leggauss(n)``, ``np.triu_indices(n)``), as
     code reaches it in the mode: a new float array it gives the user's code is a constant the
     function may write traced values into, as np.zeros' is (``made_in``); a new integer or
@@ -2995,8 +3042,13 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        return by_user_code(self.original(*args, **kwargs), self.original, args, kwargs,
-                            sys._getframe(1))
+        y = self.original(*args, **kwargs)
+        kind = type(y)  # (a traced result, a number: as it is, told by its type alone)
+        if kind is np.ndarray and any(y is a for a in (*args, *kwargs.values())):
+            return y  # (its argument itself: np.astype(a, a.dtype, copy=False), out=)
+        if kind is np.ndarray or issubclass(kind, _SEQUENCES) or kind in HANDED_SUBCLASSES:
+            return by_user_code(y, self.original, args, kwargs, sys._getframe(1))
+        return y
 
 
 def by_user_code(y, func, args, kwargs, caller, new=False):
@@ -3029,9 +3081,9 @@ def from_user(frame):
 def _new_arrays(y, func, args, kwargs, caller, made, new=False):
     """``by_user_code``'s result ``y``; ``made``: what each new array of it became, by ``id``,
     so that one array given twice stays one."""
-    if type(y) in (tuple, list):
-        return type(y)(_new_arrays(item, functools.partial(_item, func, i), args, kwargs,
-                                   caller, made) for i, item in enumerate(y))
+    if _sequence(y):
+        return _like(y, [_new_arrays(item, func and functools.partial(_item, func, i), args,
+                                     kwargs, caller, made) for i, item in enumerate(y)])
     if type(y) is not np.ndarray:
         return made_in(y, func, args, kwargs, caller)
     if id(y) not in made:
@@ -3075,14 +3127,23 @@ np.ma's, which the mode follows otherwise."""
 
 
 def _numpy_made(value):
-    """Whether ``value`` is a public Python function of NumPy's to be ``_MadeFloats``."""
-    if type(value) is not types.FunctionType or value.__name__.startswith("_") \
-            or _top(value.__globals__) != "numpy":  # (the mode's own bear NumPy's names)
+    """Whether ``value`` is a public function of NumPy's to be ``_MadeFloats``: a Python
+    function, or one NumPy's ``__array_function__`` protocol dispatches (``np.choose``,
+    ``np.polyadd``: its implementation's module tells whose it is)."""
+    kind = type(value)
+    if kind is not types.FunctionType and kind is not _DISPATCHER \
+            or value.__name__.startswith("_"):
         return False
+    code = value._implementation if kind is _DISPATCHER else value
+    if _top(getattr(code, "__globals__", {"__name__": code.__module__})) != "numpy":
+        return False  # (the mode's own bear NumPy's names)
     module = str(getattr(value, "__module__", ""))
     return module == "numpy" or module in _NUMPY_MADE \
         or module.startswith(tuple(m + "." for m in _NUMPY_MADE))
 
+
+_DISPATCHER = type(np.choose)
+"""The type of NumPy's functions that its ``__array_function__`` protocol dispatches."""
 
 _MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
 
@@ -3124,7 +3185,7 @@ class _MadeModule(_RoutingModule):
 
     def __getattribute__(self, name):
         value = _RoutingModule.__getattribute__(self, name)
-        if type(value) is types.FunctionType:
+        if type(value) is types.FunctionType or type(value) is _DISPATCHER:
             made = MODE._made(value)
             if made is not None:
                 return made
@@ -3268,9 +3329,9 @@ def made_in(y, func, args, kwargs, caller):
     and mutad's own code (a stand-in handed to a SciPy function), ``y`` as it is, plain."""
     if wrapped(y):  # (the engines' result, a stand-in beside a traced operand: as it is,
         return y    # told without ``isinstance``, which looks for the caller's frame)
-    if type(y) in (tuple, list):
-        return type(y)(made_in(item, func and functools.partial(_item, func, i), args, kwargs,
-                               caller) for i, item in enumerate(y))
+    if _sequence(y):
+        return _like(y, [made_in(item, func and functools.partial(_item, func, i), args, kwargs,
+                                 caller) for i, item in enumerate(y)])
     if isinstance(y, dict) and str(type(y).__module__).startswith("scipy.") \
             and not internal(caller):  # SciPy's results: minimize(...).x, solve_ivp(...).y
         for key, (count, bases) in _held_in(y).items():  # (those nothing else holds)
@@ -3352,6 +3413,17 @@ def _own_stand_in(y):
 
 def _item(func, i, *args, **kwargs):
     return func(*args, **kwargs)[i]
+
+
+def _sequence(y):
+    """Whether ``y`` is a list, a tuple or a named tuple (``np.linalg.eigh``'s,
+    ``np.unique_counts``'), whose items a call's results are."""
+    return type(y) in _SEQUENCES or isinstance(y, tuple) and hasattr(y, "_fields")
+
+
+def _like(y, items):
+    """A sequence of ``items`` of ``y``'s type (``_sequence``)."""
+    return type(y)(items) if type(y) in _SEQUENCES else type(y)(*items)
 
 
 _WITH_OPERANDS = {"dot": np.dot, "choose": np.choose, "clip": np.clip,
