@@ -133,6 +133,7 @@ from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, Tracer
 from ..core.registry import defroute
+from ..core.trees import REGISTERED
 from ..core.views import memory, weaken
 from ._adjoints import (ScipysCode, StandIn, Value, not_replayed, outside_differentiations,
                         reproduces, scipys_value)
@@ -221,6 +222,15 @@ def _plain(x, memo):
             twin = copy.copy(x)
             twin.__dict__.update({k: v for k, (v, _, _) in items.items()})
             result = twin, True, any(followed for _, _, followed in items.values())
+    elif type(x) in REGISTERED:
+        # a type registered as a pytree (a traced sparse matrix): rebuilt from its children's
+        # plain numbers, as its type rebuilds a gradient (SciPy's matrix of those values)
+        flatten, unflatten = REGISTERED[type(x)]
+        children, aux = flatten(x)
+        items = [_plain(child, memo) for child in children]
+        if any(replaced for _, replaced, _ in items):
+            result = (unflatten(aux, [v for v, _, _ in items]), True,
+                      any(followed for _, _, followed in items))
     elif user_object(x) and type(x).__new__ is object.__new__:
         # a dataclass of parameters: a twin holding their numbers, made without calling the
         # class's code (its __init__, __copy__ or __getattr__), the object itself untouched
