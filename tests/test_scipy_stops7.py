@@ -5,6 +5,7 @@ mode, a replay), its value SciPy's bit for bit and the caller's arrays unchanged
 
 import numpy as np
 import pytest
+import scipy.interpolate
 import scipy.linalg
 import scipy.optimize
 import scipy.signal
@@ -95,3 +96,39 @@ def test_traced_sparse_matrix_in_the_args_of_root():
         return sol.x @ np.arange(1.0, 5.0)
 
     check(f, X.copy(), rtol=1e-5, atol=1e-7, replay=False)
+
+
+# ----------------------------------------------------------------------------------------------
+# CubicSpline with traced end derivatives (bc_type's (order, value)): the spline is linear in
+# its values and those derivatives jointly, which are further rows of its datum
+
+
+T = np.linspace(0.0, 1.0, 8)
+QUERIES = np.array([0.05, 0.33, 0.5, 0.71, 0.97, 1.2])
+
+
+def test_cubic_spline_of_a_traced_end_slope():
+    def f(p):
+        cs = scipy.interpolate.CubicSpline(T, p, bc_type=((1, p[0]), (2, 0.0)))
+        return (cs(QUERIES).sum() + cs(QUERIES, 1) @ QUERIES + cs.integrate(0.0, 1.0)
+                + cs.derivative()(0.4) + cs.c.sum())
+
+    check(f, X.copy())
+
+
+def test_cubic_spline_of_plain_values_and_a_traced_end():
+    def f(p):
+        cs = scipy.interpolate.CubicSpline(T, np.sin(T), bc_type=("not-a-knot", (1, p[1] * p[2])))
+        return cs(QUERIES) @ QUERIES + cs.antiderivative()(0.5)
+
+    check(f, X.copy())
+
+
+def test_cubic_spline_along_an_axis_with_vector_end_values():
+    def f(p):
+        y = np.outer(p[:3], p)
+        cs = scipy.interpolate.CubicSpline(T, y, axis=1,
+                                           bc_type=((1, p[:3]), (1, [p[3], 0.0, p[4]])))
+        return cs(QUERIES).sum() + np.sum(cs.antiderivative()(QUERIES) ** 2)
+
+    check(f, X.copy())
