@@ -372,7 +372,10 @@ def test_cubic_spline_in_its_knots(form):
 REFUSED = {
     "traced knots' attribute": lambda y: CubicSpline(np.cumsum(y), X).c,
     "interp1d traced knots of a cubic": lambda y: interp1d(y, X, kind="cubic")(QUERIES),
-    "traced boundary value": lambda y: CubicSpline(X, X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
+    "traced boundary value at traced knots": lambda y: CubicSpline(
+        np.cumsum(y), X, bc_type=((1, y[0]), (2, 0.0)))(QUERIES),
+    "make_interp_spline traced boundary value": lambda y: make_interp_spline(
+        X, X, bc_type=([(1, y[0])], [(2, 0.0)]))(QUERIES),
     "traced grid": lambda y: RegularGridInterpolator((y[:5], GRID[1]), VALUES)(POINTS),
     "pchip grid": lambda y: RegularGridInterpolator(GRID, VALUES * y[0], method="pchip")(POINTS),
     "attribute": lambda y: CubicSpline(X, y).solve_ivp,

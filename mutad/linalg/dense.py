@@ -611,8 +611,13 @@ def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_fin
 
     def back(dys):
         dx, dresidues, _, ds = dys
-        # SciPy gives a 1-d b's residue as a number, NumPy as an array of one
+        # SciPy gives a 1-d b's residue as a number, NumPy as an array of one; gelsy gives
+        # none (an empty array), and no singular values (None)
+        if np.size(result[1]) == 0:
+            dresidues = np.zeros(np.shape(numpy_result[1]))
         dresidues = np.reshape(dresidues, np.shape(numpy_result[1]))
+        if result[3] is None:
+            ds = np.zeros(np.shape(numpy_result[3]))
         return numpy_back((dx, dresidues, None, ds))
 
     return result, back
@@ -624,8 +629,9 @@ def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
     result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
     _, (dx, dresidues, _, ds) = RULES[np.linalg.lstsq].forward(tangents[:2], a, b)
     if dresidues is not None:
-        dresidues = np.reshape(dresidues, np.shape(result[1]))
-    return result, (dx, dresidues, None, ds)
+        dresidues = (np.zeros(np.shape(result[1])) if np.size(result[1]) == 0 else
+                     np.reshape(dresidues, np.shape(result[1])))
+    return result, (dx, dresidues, None, None if result[3] is None else ds)
 
 
 # Complex values (facet complex): inv, solve, matrix_power and det are complex-differentiable,

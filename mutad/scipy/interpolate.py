@@ -50,7 +50,9 @@ Derivatives:
   ``PchipInterpolator`` and ``Akima1DInterpolator`` are cubic Hermite splines whose slopes are
   functions of ``y`` (not linear): their slopes are recomputed with NumPy operations that mutad
   differentiates (SciPy's formulas, their decisions at extrema and flat pieces kept), and the
-  Hermite interpolant is linear in ``(y, slopes)``.
+  Hermite interpolant is linear in ``(y, slopes)``. A ``CubicSpline`` whose prescribed end
+  derivatives (``bc_type=((1, s), ...)``) are traced is linear in ``y`` and them jointly: they
+  are further rows of its datum, after ``y``'s along the interpolation axis.
 
 Periodic boundary conditions read ``y[0]`` and ``y[-1]`` as one value: each gets half of its
 cotangent (the derivative along periodic data). The spline methods of
@@ -71,7 +73,8 @@ the knots and queries (derivative zero in them), differentiated in the data; the
 query picks decided on the plain values.
 
 Refused, with an error that says what to do: other traced knots ``x`` and grids (interpolate in
-a variable made from them instead), traced boundary values in ``bc_type`` and a traced
+a variable made from them instead), traced boundary values in ``bc_type`` (but a
+``CubicSpline``'s on plain knots) and a traced
 ``fill_value``, ``method='pchip'`` of ``RegularGridInterpolator`` with traced values or points,
 and attributes of a traced interpolant other than calling it, ``derivative``, its knots
 ``x`` (a B-spline's ``t`` and ``k``) and its coefficients ``c`` (SciPy's, differentiated as
@@ -506,6 +509,48 @@ class _CubicSpline(_OneDimensional):
 
     def periodic(self):
         return _is_periodic(self.bc_type)
+
+
+class _CubicSplineWithEnds(_CubicSpline):
+    """A ``CubicSpline`` whose prescribed end derivatives (``bc_type``'s ``(order, value)``
+    pairs) are differentiated too: the spline is linear in the values and those derivatives
+    jointly, so they are further rows of its one datum, after the ``n`` values along the
+    interpolation axis (one row for each end in ``ends``, 0 the start and 1 the end)."""
+
+    def __init__(self, x, axis, bc_type, extrapolate, ends):
+        super().__init__(x, axis, bc_type, extrapolate)
+        self.ends = ends
+
+    def build(self, data):
+        rows = np.moveaxis(data[0], self.axis, 0)
+        n = len(self.x)
+        bc_type = list(self.bc_type)
+        for k, end in enumerate(self.ends):
+            bc_type[end] = (bc_type[end][0], rows[n + k])
+        return _interpolate.CubicSpline(self.x, np.moveaxis(rows[:n], 0, self.axis),
+                                        self.axis, tuple(bc_type), self.extrapolate)
+
+    def linear(self, i, data, width):
+        return self.basis_of(_CubicSplineWithEnds(
+            self.x, 0, _zero_boundary(self.bc_type, width), self.extrapolate, self.ends))
+
+
+def _with_end_values(y, axis, bc_type):
+    """``(y with bc_type's traced end derivatives as further rows along the axis, the ends
+    they are of)``, or ``(y, ())`` where no end derivative is traced."""
+    if isinstance(bc_type, str) or bc_type is None or len(bc_type) != 2:
+        return y, ()
+    ends = [end for end, bc in enumerate(bc_type) if type(bc) in (tuple, list)
+            and len(bc) == 2 and _traced(bc[1])]
+    if not ends:
+        return y, ()
+    axis = axis % np.ndim(y)
+    rows = []
+    for end in ends:
+        value = bc_type[end][1]
+        value = lists_as_arrays([value])[0] if type(value) in (list, tuple) else value
+        rows.append(np.expand_dims(value, axis))
+    return np.concatenate([y, *rows], axis=axis), tuple(ends)
 
 
 class _Hermite(_OneDimensional):
@@ -1056,6 +1101,13 @@ def _refuse_followed_knots(name, x):
         raise UnsupportedOperationError(message)
 
 
+def _plain_boundary(bc_type):
+    """``bc_type`` with each traced end derivative its plain numbers."""
+    if isinstance(bc_type, (tuple, list)):
+        return type(bc_type)(_plain_boundary(bc) for bc in bc_type)
+    return np.asarray(stop_gradient(bc_type)) if _traced(bc_type) else bc_type
+
+
 def _boundary(name, bc_type):
     _refuse_traced(name, "the boundary values in bc_type", bc_type,
                    "Pass them as constants, or add the spline of the boundary term yourself.")
@@ -1111,9 +1163,15 @@ def CubicSpline(x: Any, y: Any, axis: int = 0, bc_type: Any = "not-a-knot",
         _refuse_followed_knots("CubicSpline", x)
         return _SplineInKnots(x, y, axis, _boundary("CubicSpline", bc_type), extrapolate)
     x = _knots("CubicSpline", x)
-    spec = _CubicSpline(x, axis, _boundary("CubicSpline", bc_type), extrapolate)
-    spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
-    return _TracedInterpolant("CubicSpline", spec, (np.copy(y),), x=x)
+    if not _traced(bc_type):
+        spec = _CubicSpline(x, axis, bc_type, extrapolate)
+        spec.value((np.zeros(np.shape(y)),), x[:1], 0)  # SciPy's checks of the arguments' shapes
+        return _TracedInterpolant("CubicSpline", spec, (np.copy(y),), x=x)
+    _interpolate.CubicSpline(x, np.zeros(np.shape(y)), axis, _plain_boundary(bc_type),
+                             extrapolate)  # SciPy's checks of the arguments
+    extended, ends = _with_end_values(y, axis, bc_type)
+    spec = _CubicSplineWithEnds(x, axis, bc_type, extrapolate, ends)
+    return _TracedInterpolant("CubicSpline", spec, (np.copy(extended),), x=x)
 
 
 @_route(_interpolate.CubicHermiteSpline)

@@ -131,8 +131,9 @@ from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_obje
 from ..api import grad, hvp, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
-from ..core.levels import ACTIVE, Tracer
+from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
+from ..core.trees import REGISTERED
 from ..core.views import memory, weaken
 from ._adjoints import (ScipysCode, StandIn, Value, not_replayed, outside_differentiations,
                         reproduces, scipys_value)
@@ -221,6 +222,16 @@ def _plain(x, memo):
             twin = copy.copy(x)
             twin.__dict__.update({k: v for k, (v, _, _) in items.items()})
             result = twin, True, any(followed for _, _, followed in items.values())
+    elif type(x) in WRAPPERS:
+        # a traced sparse matrix (or np.matrix): SciPy's object of its plain numbers, which
+        # it stands for; followed where the arrays it holds (its pytree's children) are
+        value = x
+        while type(value) in WRAPPERS:
+            value = value.value
+        if isinstance(value, np.ndarray):  # (np.matrix: a view of the traced memory)
+            value = value.copy()
+        children, _ = REGISTERED[type(x)][0](x)
+        result = value, True, any(isinstance(c, Tracer) and _followed(c) for c in children)
     elif user_object(x) and type(x).__new__ is object.__new__:
         # a dataclass of parameters: a twin holding their numbers, made without calling the
         # class's code (its __init__, __copy__ or __getattr__), the object itself untouched

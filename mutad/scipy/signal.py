@@ -1914,12 +1914,14 @@ def _filtfilt_gust(b, a, x, axis, irlen):
         fitted = np.reshape(np.transpose(linalg.lstsq(matrix, columns)[0]),
                             np.shape(delta)[:-1] + (np.shape(matrix)[-1],))
     correction = np.dot(fitted, np.transpose(blocks(s_r, obs_r)))
+    # SciPy adds the correction into y_fb, a reversed view: its result has that view's
+    # strides, which decide how later sums of it (y @ w) round.
+    y = y_fb
     if m == n:
-        y = y_fb + correction
+        y += correction
     else:
-        middle = y_fb[..., m:n - m]
-        y = np.concatenate((y_fb[..., :m] + correction[..., :m], middle,
-                            y_fb[..., n - m:] + correction[..., -m:]), axis=-1)
+        y[..., :m] += correction[..., :m]
+        y[..., -m:] += correction[..., -m:]
     return np.moveaxis(y, -1, axis)
 
 

@@ -1659,7 +1659,7 @@ class TracedSparse(_ComparedByValue):
             "A.maximum, A.minimum, reshape, resize, sorted_indices, +, "
             "-, scalar * and /, abs, power, the ufuncs SciPy maps over the stored values "
             "(sqrt, expm1, log1p, sin, tanh, ...), sum(axis), mean, diagonal(k), trace, max(axis), "
-            "min(axis), getrow, getcol, setdiag, conj, nonzero, getnnz, comparisons (A > c), "
+            "min(axis), getrow, getcol, setdiag, conj, getH, nonzero, getnnz, comparisons (A > c), "
             "toarray() and .data. Compute with A.data, or with A.toarray() for a small matrix.")
 
     def __array_function__(self, func, types, args, kwargs):
@@ -2093,6 +2093,13 @@ class TracedSparse(_ComparedByValue):
         return self.copy() if copy else self
 
     conj = conjugate
+
+    def getH(self) -> TracedSparse:
+        """SciPy's (a matrix's): ``A.conjugate().transpose()``."""
+        if not hasattr(self.layout.template, "getH"):  # sparse arrays have none: SciPy's error
+            raise AttributeError(f"{type(self.layout.template).__name__} has no attribute "
+                                 "'getH'")
+        return self.conjugate().transpose()
 
     def nonzero(self) -> tuple[Any, Any]:
         """SciPy's rows and columns of the stored entries that are not zero: a decision
