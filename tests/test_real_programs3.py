@@ -31,12 +31,16 @@ from mutad.testing import directional_fd
 def _leaves(x):
     if isinstance(x, np.ndarray):
         return [x]
+    if isinstance(x, dict):
+        return [leaf for item in x.values() for leaf in _leaves(item)]
     if isinstance(x, (list, tuple)):
         return [leaf for item in x for leaf in _leaves(item)]
     return []
 
 
 def _same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     a, b = np.asarray(a), np.asarray(b)
@@ -48,16 +52,20 @@ def _direction(x, rng):
         return rng.standard_normal(x.shape)
     if isinstance(x, float):
         return float(rng.standard_normal())
-    if isinstance(x, tuple):
+    if isinstance(x, dict):
+        return {k: _direction(y, rng) for k, y in x.items()}
+    if isinstance(x, (tuple, list)):
         items = [_direction(y, rng) for y in x]
-        return type(x)(*items) if hasattr(x, "_fields") else tuple(items)
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
     return None
 
 
 def _dot(g, v):
     if v is None:
         return 0.0
-    if isinstance(g, tuple):
+    if isinstance(g, dict):
+        return sum(_dot(g[k], v[k]) for k in g)
+    if isinstance(g, (tuple, list)):
         return sum(_dot(a, b) for a, b in zip(g, v, strict=True))
     return float(np.sum(np.asarray(g) * np.asarray(v)))
 
@@ -78,6 +86,12 @@ def _check(program, argnums=0, rtol=1e-5, step=1e-4, seeds=(0, 1, 2)):
     per_argument = (grads,) if isinstance(argnums, int) else grads
     ad = sum(_dot(per_argument[k], directions[i]) for k, i in enumerate(nums))
     assert np.isclose(ad, fd, rtol=rtol, atol=1e-9 * max(1.0, abs(fd)))
+    return _check_replay(f, make, argnums, seeds)
+
+
+def _check_replay(f, make, argnums, seeds):
+    """``replay=True`` on calls with ``make(seed)``'s arguments: bit for bit as tracing and
+    NumPy, the caller's arrays left alone, and earlier calls' results untouched by later ones."""
     replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
     kept = []
     for seed in seeds:
