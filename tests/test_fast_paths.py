@@ -427,7 +427,10 @@ def _slice_updates(A, v):
     write into a traced array, then overwritten (its bytes put back for that record); float32
     and complex targets; whole arrays; a write too large to save (its inverse taken); rows
     and columns assigned from other arrays, from the target's own (apart from, the same as
-    and over the region written), into a constant, a 0-d value, np.copyto."""
+    and over the region written), into a constant, a 0-d value, np.copyto; Python floats and
+    ints assigned to rows, columns and strided slices of an argument, a temporary, a constant
+    (its write not recorded as a traced one), float32 and complex targets and a region too
+    large to save."""
     n = A.shape[0]
     T = A * 1.5
     F = np.zeros((n, n), order="F") + v[0]
@@ -448,6 +451,11 @@ def _slice_updates(A, v):
         F[:, i] = T[:, i]
         Z[i, 1:] = F[i, :-1]  # into a constant (traced from then on)
         A[i, :] = A[i, :]  # itself: nothing to do
+        T[i, ::2] = 0.25  # numbers: into an argument's, a temporary's, a constant's regions
+        F[1:, i] = -2
+        A[i, 1:3] = 1.5
+        K[i:] = 0.5
+        big[i, :] = 0.75
     A[1:, 0] = A[:-1, 0]  # over the target: NumPy's own assignment
     A[0, :] = A[1, 1]  # a 0-d value
     np.copyto(T[2, :], A[3, :])
@@ -460,8 +468,10 @@ def _slice_updates(A, v):
     A *= 0.5
     A32 = A.astype(np.float32)
     A32[1, :] += A32[0, :]
+    A32[2, 1:] = 0.5
     C = A + 1j * T
     C[0, :] *= 2.0
+    C[1, :2] = 3.0
     T **= 2
     A[2, 1:] -= T[2:, 0] @ T[2:, 1:]
     return (np.sum(A * A) + np.sum(T * F) + np.sum(K * v) + 1e-4 * np.sum(A32 * A32)
@@ -718,12 +728,15 @@ def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monk
 
     def assigning(target, value):
         written = fast_assign(target, value)
-        assigned.append((target.shape, written is not None))
+        assigned.append((type(value) is float, target.shape, written is not None))
         return written
 
     monkeypatch.setattr(operations, "fast_assign", assigning)
     mutad.check_grads(f, *args)
-    assert {((4,), True), ((2,), True), ((3,), True)} <= set(assigned)
+    assert {(False, (4,), True), (False, (2,), True), (False, (3,), True)} <= set(assigned)
+    # (numbers: into an argument's row, a temporary's column, and a region larger than a
+    # small write's copy: an assignment offers no inverse, so its bytes are saved)
+    assert {(True, (2,), True), (True, (3,), True), (True, (9000,), True)} <= set(assigned)
     assert {u for u, _, _ in taken} == {np.multiply, np.add, np.subtract, np.true_divide}
     assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
             (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)

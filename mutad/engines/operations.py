@@ -800,6 +800,9 @@ def _fast_write_plan(ufunc, pattern, apart=False):
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
         except Exception:  # noqa: BLE001 (the general path raises it, where it does)
             traced = None
+        if not traced and rule is ASSIGNMENT and pattern == 0:
+            state = None  # (a number assigned: no gradient reaches it, as ``_write_elementwise``
+            traced = True  # plans it)
         if traced:
             write_plan = WritePlan.at(ufunc, rule, _NO_SETTINGS, position, reads, state, count)
             if write_plan.saves:
@@ -861,12 +864,21 @@ def fast_write(ufunc, target, other):
 
 def fast_assign(target, value):
     """``assign``'s write of ``value``, a traced array of the target's tape and dtype (neither
-    weak nor a constant), into the traced region ``target`` (``target[...] = value``), as
+    weak nor a constant) or a Python float (``x[1:-1] = 0.0``, ``_number_into``'s: the target
+    no constant), into the traced region ``target`` (``target[...] = value``), as
     :func:`fast_write` writes an augmented assignment: None, with nothing done, where the
-    general path is taken (``_fast_operand`` refuses, ``value`` is 0-d, whose record the
-    general path may fold, or the target itself, whose assignment offers an inverse, or the
-    bytes are not saved)."""
+    general path is taken (``_fast_operand`` refuses, ``value`` is a 0-d array, whose record
+    the general path may fold, or the target itself, whose assignment offers an inverse, or
+    the bytes are not saved). A number's write is ``_write_elementwise``'s of pattern 0: no
+    position, so no inverse on offer, the plan's partials None."""
     tape = target.tape
+    if type(value) is float:
+        if _fast_operand(tape, target, value) is None:
+            return None
+        plan = _write_plan(ASSIGNMENT, 0)
+        if plan is False:
+            return None
+        return _saved_write(np.positive, tape, target, value, [value], plan)
     if not value.value.ndim or _fast_operand(tape, target, value) is None or (
             value.buffer is target.buffer and same_region(value.value, target.value)):
         return None
@@ -1124,6 +1136,9 @@ def assign(target, value, element=False):
         write_number(target, value)
         return target
     if _number_into(target, value):
+        written = fast_assign(target, value)  # (saved, the common case: in one function)
+        if written is not None:
+            return written
         return _write_elementwise(np.positive, ASSIGNMENT, target.tape, (value,), [value], 0,
                                   target, {})
     if type(value) is bool or getattr(value, "dtype", None) == np.bool_:
