@@ -41,6 +41,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
     monkeypatch.setattr(tracing, "_row_or_slice", lambda x, key: False)
     monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
+    monkeypatch.setattr(tracing, "_region_written", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "assigned_back", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "_read_before", lambda x: None)
 
@@ -456,6 +457,10 @@ def _slice_updates(A, v):
         A[i, 1:3] = 1.5
         K[i:] = 0.5
         big[i, :] = 0.75
+    T[1:3, :] = A[0, :]  # broadcast along the region's first axis
+    T[3, :] = F[None, 2, :]  # a leading length-1 axis dropped (the general path)
+    T[0:2, 1:3] = T[1:3, 2:4]  # over the target (the general path)
+    F[::-1, 2] = A[:, 3]  # a reversed column
     A[1:, 0] = A[:-1, 0]  # over the target: NumPy's own assignment
     A[0, :] = A[1, 1]  # a 0-d value
     np.copyto(T[2, :], A[3, :])
@@ -2059,3 +2064,52 @@ def test_products_with_a_constant_compute_the_traced_operands_cotangent_alone(na
     f = _steps(CONSTANT_PRODUCTS[name])
     mutad.check_grads(f, np.random.default_rng(6).standard_normal((5, 5)))
     assert made and all(made[1:3])
+
+
+def test_a_region_assigned_a_value_that_does_not_fit_raises_numpys_error_on_either_path(
+        monkeypatch):
+    """``tracing._region_written`` asks ``_fits`` where ``setitem`` does: the error of a value
+    that does not broadcast to the region is NumPy's assignment's, on the short path and the
+    general one, and the target is left as it was."""
+
+    def f(x):
+        y = x * 2.0
+        y[1:3] = y[:3] * 1.5
+        return y.sum()
+
+    x = np.arange(4.0)
+    with pytest.raises(ValueError) as plain:
+        f(x.copy())
+    with pytest.raises(ValueError) as fast:
+        mutad.gradient(f, x)
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        with pytest.raises(ValueError) as general:
+            mutad.gradient(f, x)
+    assert str(fast.value) == str(general.value) == str(plain.value)
+    assert np.array_equal(x, np.arange(4.0))
+
+
+def test_regions_assigned_take_the_short_path_where_setitem_would_assign_their_view(
+        monkeypatch):
+    """``tracing._region_written`` takes rows, columns and blocks assigned numbers or traced
+    arrays of the tape apart from them, and leaves to the general path a value with a leading
+    length-1 axis, a value over the region, a constant target, and one element."""
+    taken = []
+    region_written = tracing._region_written
+
+    def counted(x, key, value):
+        done = region_written(x, key, value)
+        taken.append((key, done))
+        return done
+
+    monkeypatch.setattr(tracing, "_region_written", counted)
+    f, make = PROGRAMS["slices"]
+    mutad.check_grads(f, *make(np.random.default_rng(6)))
+    done = {repr(key): d for key, d in taken}  # (the last write of each key; a slice is
+    # hashed from Python 3.12 on)
+    assert done[repr((slice(1, 3), slice(None)))] and done[repr((slice(None, None, -1), 2))]
+    assert done[repr((0, slice(None)))]  # A[0, :] = A[1, 1]: a 0-d value, broadcast
+    assert not done[repr((3, slice(None)))]  # T[3, :] = F[None, 2, :]
+    assert not done[repr((slice(0, 2), slice(1, 3)))]  # over the target
+    assert not done[repr((slice(1, None), 0))]  # A[1:, 0] = A[:-1, 0]: over the target
