@@ -41,6 +41,7 @@ def _general_path_only(monkeypatch):
     monkeypatch.setattr(tracing, "_element_read", lambda x, key: None)
     monkeypatch.setattr(tracing, "_row_or_slice", lambda x, key: False)
     monkeypatch.setattr(tracing, "_element_written", lambda x, key, value: False)
+    monkeypatch.setattr(tracing, "_region_written", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "assigned_back", lambda x, key, value: False)
     monkeypatch.setattr(tracing, "_read_before", lambda x: None)
 
@@ -427,7 +428,10 @@ def _slice_updates(A, v):
     write into a traced array, then overwritten (its bytes put back for that record); float32
     and complex targets; whole arrays; a write too large to save (its inverse taken); rows
     and columns assigned from other arrays, from the target's own (apart from, the same as
-    and over the region written), into a constant, a 0-d value, np.copyto."""
+    and over the region written), into a constant, a 0-d value, np.copyto; Python floats and
+    ints assigned to rows, columns and strided slices of an argument, a temporary, a constant
+    (its write not recorded as a traced one), float32 and complex targets and a region too
+    large to save."""
     n = A.shape[0]
     T = A * 1.5
     F = np.zeros((n, n), order="F") + v[0]
@@ -448,6 +452,15 @@ def _slice_updates(A, v):
         F[:, i] = T[:, i]
         Z[i, 1:] = F[i, :-1]  # into a constant (traced from then on)
         A[i, :] = A[i, :]  # itself: nothing to do
+        T[i, ::2] = 0.25  # numbers: into an argument's, a temporary's, a constant's regions
+        F[1:, i] = -2
+        A[i, 1:3] = 1.5
+        K[i:] = 0.5
+        big[i, :] = 0.75
+    T[1:3, :] = A[0, :]  # broadcast along the region's first axis
+    T[3, :] = F[None, 2, :]  # a leading length-1 axis dropped (the general path)
+    T[0:2, 1:3] = T[1:3, 2:4]  # over the target (the general path)
+    F[::-1, 2] = A[:, 3]  # a reversed column
     A[1:, 0] = A[:-1, 0]  # over the target: NumPy's own assignment
     A[0, :] = A[1, 1]  # a 0-d value
     np.copyto(T[2, :], A[3, :])
@@ -460,8 +473,10 @@ def _slice_updates(A, v):
     A *= 0.5
     A32 = A.astype(np.float32)
     A32[1, :] += A32[0, :]
+    A32[2, 1:] = 0.5
     C = A + 1j * T
     C[0, :] *= 2.0
+    C[1, :2] = 3.0
     T **= 2
     A[2, 1:] -= T[2:, 0] @ T[2:, 1:]
     return (np.sum(A * A) + np.sum(T * F) + np.sum(K * v) + 1e-4 * np.sum(A32 * A32)
@@ -718,12 +733,15 @@ def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monk
 
     def assigning(target, value):
         written = fast_assign(target, value)
-        assigned.append((target.shape, written is not None))
+        assigned.append((type(value) is float, target.shape, written is not None))
         return written
 
     monkeypatch.setattr(operations, "fast_assign", assigning)
     mutad.check_grads(f, *args)
-    assert {((4,), True), ((2,), True), ((3,), True)} <= set(assigned)
+    assert {(False, (4,), True), (False, (2,), True), (False, (3,), True)} <= set(assigned)
+    # (numbers: into an argument's row, a temporary's column, and a region larger than a
+    # small write's copy: an assignment offers no inverse, so its bytes are saved)
+    assert {(True, (2,), True), (True, (3,), True), (True, (9000,), True)} <= set(assigned)
     assert {u for u, _, _ in taken} == {np.multiply, np.add, np.subtract, np.true_divide}
     assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
             (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)
@@ -896,25 +914,30 @@ def test_operations_on_python_numbers_give_the_general_paths_gradients(monkeypat
 def test_a_product_with_a_constant_operand_takes_its_own_path_and_under_a_replay_the_general(
         monkeypatch):
     taken = []
-    fast_function = operations._fast_function
+    fast_function, constant_product = operations._fast_function, operations._constant_product
 
     def counted(*arguments):
-        taken.append((arguments[0], len(arguments) > 6))  # (a pattern: constant operands)
+        taken.append((str(arguments[4].primitive), False))
         return fast_function(*arguments)
 
+    def constants(plan, *arguments):
+        taken.append((str(plan.primitive), True))  # (constant operands)
+        return constant_product(plan, *arguments)
+
     monkeypatch.setattr(operations, "_fast_function", counted)
+    monkeypatch.setattr(operations, "_constant_product", constants)
     c = np.linspace(0.5, 1.5, 3)
 
     def f(a):
         return np.sum((a @ c) * (c @ a.reshape(1, 3).T))  # a constant operand each time
 
     assert np.allclose(mutad.gradient(f, np.ones(3)), 2 * (c @ np.ones(3)) * c)
-    assert taken.count((np.matmul, True)) == 2 and (np.matmul, False) not in taken
+    assert taken.count(("np.matmul", True)) == 2 and ("np.matmul", False) not in taken
     taken.clear()
     g = mutad.value_and_grad(lambda a: np.sum(a @ a), replay=True)
     for _ in range(3):  # recorded, then replayed
         assert np.array_equal(g(np.arange(3.0))[1], 2 * np.arange(3.0))
-    assert np.matmul not in [func for func, _ in taken]  # (np.sum of the products takes it)
+    assert "np.matmul" not in [func for func, _ in taken]  # (np.sum of the products takes it)
 
 
 def test_nested_differentiations_of_products_match_the_general_path(monkeypatch):
@@ -2041,3 +2064,52 @@ def test_products_with_a_constant_compute_the_traced_operands_cotangent_alone(na
     f = _steps(CONSTANT_PRODUCTS[name])
     mutad.check_grads(f, np.random.default_rng(6).standard_normal((5, 5)))
     assert made and all(made[1:3])
+
+
+def test_a_region_assigned_a_value_that_does_not_fit_raises_numpys_error_on_either_path(
+        monkeypatch):
+    """``tracing._region_written`` asks ``_fits`` where ``setitem`` does: the error of a value
+    that does not broadcast to the region is NumPy's assignment's, on the short path and the
+    general one, and the target is left as it was."""
+
+    def f(x):
+        y = x * 2.0
+        y[1:3] = y[:3] * 1.5
+        return y.sum()
+
+    x = np.arange(4.0)
+    with pytest.raises(ValueError) as plain:
+        f(x.copy())
+    with pytest.raises(ValueError) as fast:
+        mutad.gradient(f, x)
+    with monkeypatch.context() as patched:
+        _general_path_only(patched)
+        with pytest.raises(ValueError) as general:
+            mutad.gradient(f, x)
+    assert str(fast.value) == str(general.value) == str(plain.value)
+    assert np.array_equal(x, np.arange(4.0))
+
+
+def test_regions_assigned_take_the_short_path_where_setitem_would_assign_their_view(
+        monkeypatch):
+    """``tracing._region_written`` takes rows, columns and blocks assigned numbers or traced
+    arrays of the tape apart from them, and leaves to the general path a value with a leading
+    length-1 axis, a value over the region, a constant target, and one element."""
+    taken = []
+    region_written = tracing._region_written
+
+    def counted(x, key, value):
+        done = region_written(x, key, value)
+        taken.append((key, done))
+        return done
+
+    monkeypatch.setattr(tracing, "_region_written", counted)
+    f, make = PROGRAMS["slices"]
+    mutad.check_grads(f, *make(np.random.default_rng(6)))
+    done = {repr(key): d for key, d in taken}  # (the last write of each key; a slice is
+    # hashed from Python 3.12 on)
+    assert done[repr((slice(1, 3), slice(None)))] and done[repr((slice(None, None, -1), 2))]
+    assert done[repr((0, slice(None)))]  # A[0, :] = A[1, 1]: a 0-d value, broadcast
+    assert not done[repr((3, slice(None)))]  # T[3, :] = F[None, 2, :]
+    assert not done[repr((slice(0, 2), slice(1, 3)))]  # over the target
+    assert not done[repr((slice(1, None), 0))]  # A[1:, 0] = A[:-1, 0]: over the target

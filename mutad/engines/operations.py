@@ -339,7 +339,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
                 if _real_arrays(inputs):
                     return _fast_function(ufunc, inputs, tape, values, plan, skip + 1)
             elif _real_constants(inputs, values, pattern):
-                return _fast_function(ufunc, inputs, tape, values, plan, skip + 1, pattern)
+                return _constant_product(plan, inputs, values, pattern, tape, skip + 1)
         return None
     # (a rule declared again since the plan was made: the general path, which reads it)
     if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise:
@@ -615,17 +615,15 @@ _TRACED_BACKS = {}
 """``_traced_back``'s functions by back and pattern."""
 
 
-def _fast_function(ufunc, inputs, tape, values, plan, skip, pattern=None):
+def _fast_function(ufunc, inputs, tape, values, plan, skip):
     """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
     traced by ``tape``, in one function called by ``fast_ufunc`` (its conditions; ``skip``
     counts ``ReverseTape.record``'s frame too): the rule runs and its record is made as there,
     with what ``plan`` worked out once. A dot product in a loop over rows makes one per step.
     A NumPy function's (``np.sum(x)``: ``apply_array_function``, ``_function_plan``'s
     conditions) too, which may give several outputs, or an array of objects: those are the
-    general path's, which takes what the rule gave. ``pattern``: where only some operands are
-    traced (bit i for operand i), the others constants: ``_constant_product``'s."""
-    if pattern is not None:
-        return _constant_product(plan, inputs, values, pattern, tape, skip + 1)
+    general path's, which takes what the rule gave. Where only some operands are traced, the
+    others constants: ``_constant_product``."""
     active(tape)
     rule = plan.rule
     plain = None if plan.user or not plan.specialized else plan.plain_functions(values)
@@ -662,8 +660,9 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip, pattern=None):
 
 
 def _constant_product(plan, inputs, values, pattern, tape, skip):
-    """``_fast_function`` where only the operands of ``pattern`` are traced, the others
-    constants (``_real_constants``, ``_constant_plan``): where the rule offers plain functions
+    """``_fast_function`` where only the operands of ``pattern`` are traced (bit i for operand
+    i), the others constants (``_real_constants``, ``_constant_plan``), called as it is
+    (``skip``: the same frames): where the rule offers plain functions
     whose back computes each cotangent apart (``_traced_back``), the product runs as them and
     its record computes the traced operands' cotangents alone (``W @ x``: not the outer product
     that would be ``W``'s), keeping the constants as the general path does; else the general
@@ -800,6 +799,9 @@ def _fast_write_plan(ufunc, pattern, apart=False):
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
         except Exception:  # noqa: BLE001 (the general path raises it, where it does)
             traced = None
+        if not traced and rule is ASSIGNMENT and pattern == 0:
+            state = None  # (a number assigned: no gradient reaches it, as ``_write_elementwise``
+            traced = True  # plans it)
         if traced:
             write_plan = WritePlan.at(ufunc, rule, _NO_SETTINGS, position, reads, state, count)
             if write_plan.saves:
@@ -861,12 +863,21 @@ def fast_write(ufunc, target, other):
 
 def fast_assign(target, value):
     """``assign``'s write of ``value``, a traced array of the target's tape and dtype (neither
-    weak nor a constant), into the traced region ``target`` (``target[...] = value``), as
+    weak nor a constant) or a Python float (``x[1:-1] = 0.0``, ``_number_into``'s: the target
+    no constant), into the traced region ``target`` (``target[...] = value``), as
     :func:`fast_write` writes an augmented assignment: None, with nothing done, where the
-    general path is taken (``_fast_operand`` refuses, ``value`` is 0-d, whose record the
-    general path may fold, or the target itself, whose assignment offers an inverse, or the
-    bytes are not saved)."""
+    general path is taken (``_fast_operand`` refuses, ``value`` is a 0-d array, whose record
+    the general path may fold, or the target itself, whose assignment offers an inverse, or
+    the bytes are not saved). A number's write is ``_write_elementwise``'s of pattern 0: no
+    position, so no inverse on offer, the plan's partials None."""
     tape = target.tape
+    if type(value) is float:
+        if _fast_operand(tape, target, value) is None:
+            return None
+        plan = _write_plan(ASSIGNMENT, 0)
+        if plan is False:
+            return None
+        return _saved_write(np.positive, tape, target, value, [value], plan)
     if not value.value.ndim or _fast_operand(tape, target, value) is None or (
             value.buffer is target.buffer and same_region(value.value, target.value)):
         return None
@@ -1124,6 +1135,9 @@ def assign(target, value, element=False):
         write_number(target, value)
         return target
     if _number_into(target, value):
+        written = fast_assign(target, value)  # (saved, the common case: in one function)
+        if written is not None:
+            return written
         return _write_elementwise(np.positive, ASSIGNMENT, target.tape, (value,), [value], 0,
                                   target, {})
     if type(value) is bool or getattr(value, "dtype", None) == np.bool_:
@@ -1590,9 +1604,9 @@ def apply_array_function(func, args, kwargs, tape):
             # _fast_function and this one skipped)
             return _fast_function(func, args, tape, [x.value for x in args], plan, SKIPPED)
         constants = None if kwargs else _constant_plan(func, rule, args, tape)
-        if constants is not None:  # (and _constant_product's)
-            return _fast_function(func, args, tape, constants[1], constants[0], SKIPPED,
-                                  constants[2])
+        if constants is not None:  # (the frames of _constant_product instead)
+            return _constant_product(constants[0], args, constants[1], constants[2], tape,
+                                     SKIPPED)
         return apply_function(function_name(func), rule, args, kwargs, tape)
     handler = entry.inplace or entry.composite
     if handler is not None:

@@ -240,6 +240,8 @@ class TracedDispatch:
         if (kind is Traced or kind is float or kind is int) \
                 and _element_written(self, key, value):
             return  # a scalar loop's x[i, j] = v
+        if (kind is Traced or kind is float) and _region_written(self, key, value):
+            return  # a stencil's u[1:-1] = v, a boundary's u[:, 0] = 0.0
         if stands_for_scalar(self):  # immutable, as NumPy's scalars are
             raise item_assignment_refused(self)
         if self.value.dtype.names is not None:  # an array of records: by its fields
@@ -624,12 +626,13 @@ def _element_written(x, key, value):
     it, so ``assign`` writes it as an element. Returns whether it did (False: nothing done,
     the general path is taken)."""
     target, tape = x.value, x.tape
-    if type(target) is not NDARRAY or not x.whole or tape.recorder is not None \
+    # (the key first: a region's write asks this too, and is told at once)
+    if type(target) is not NDARRAY or not _one_element(key, target.ndim):
+        return False
+    if not x.whole or tape.recorder is not None \
             or tape.outer is not None or tape.anomaly is not None \
             or target.dtype.kind != "f" or target.base is not None \
             or not target.flags.num & WRITEABLE:  # (``writeable`` of a plain array)
-        return False
-    if not _one_element(key, target.ndim):
         return False
     if type(key) is not tuple:
         key = (key,)
@@ -647,6 +650,44 @@ def _element_written(x, key, value):
         return False
     x.buffer.constant = False  # a constant written with a traced value is traced
     write_into_element(x, key, value, source)
+    return True
+
+
+def _region_written(x, key, value):
+    """``x[key] = value`` in one function where ``key`` is a basic index of Python integers and
+    slices (``_plain_index``) naming a region with axes of ``x``, all of a real NumPy array with
+    axes that can be written, traced (not a constant) by a tape that no replay records; and
+    ``value`` a Python float or a NumPy array traced by the same tape with no more axes than
+    the region. There what ``__setitem__`` and ``setitem`` ask before assigning has one answer:
+    no scalar, record type, list, stand-in or other level's value; ``writes_into`` finds the
+    target traced already, ``check_destination`` a whole writeable array; the region is a view
+    (an ndarray's basic index), no element; no leading length-1 axis to drop. What is left is
+    asked in ``setitem``'s order: the value fits the region (NumPy's error otherwise), is the
+    region itself (nothing to do), or may overlap it (False: the general path, NumPy's own
+    assignment); else the view of the region is assigned (``assign``). Returns whether it was
+    done (False: nothing done, the general path is taken)."""
+    target, tape = x.value, x.tape
+    if type(target) is not NDARRAY or not target.ndim or not x.whole \
+            or tape.recorder is not None or x.buffer.constant \
+            or target.dtype.kind != "f" or not target.flags.num & WRITEABLE \
+            or not _plain_index(key):
+        return False
+    traced = type(value) is Traced
+    if traced and (value.tape is not tape or type(value.value) is not NDARRAY):
+        return False
+    active(tape)
+    region = target[key]
+    if type(region) is not NDARRAY:  # (one element: NumPy's scalar)
+        return False
+    if traced:
+        if value.value.ndim > region.ndim:  # (leading length-1 axes to drop)
+            return False
+        _fits(value, region.shape)
+        if value.buffer is x.buffer and same_region(value.value, region):
+            return True  # the region itself: nothing to do
+        if overlaps(x, value, region):
+            return False
+    assign(view_of(x, region, tape), value)
     return True
 
 
