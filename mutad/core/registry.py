@@ -475,6 +475,31 @@ def _callable(func):
     return getattr(*func) if type(func) is tuple else func
 
 
+class _OfAllArguments:
+    """The ``back`` of a :func:`padded` rule: ``back``'s cotangents, then None for each of the
+    ``count`` arguments after them. An object of four fields, not a closure: a long program's
+    records hold one each until the reverse pass."""
+
+    __slots__ = ("back", "count", "rule", "leading", "unreached_as_none")
+
+    def __init__(self, back, count, rule, leading):
+        self.back = back
+        self.count = count
+        self.rule = rule
+        self.leading = leading
+        # (a back that takes None for outputs no gradient reached: engines.operations)
+        self.unreached_as_none = getattr(back, "unreached_as_none", False)
+
+    def __call__(self, dy):
+        cotangents = tuple(self.back(dy))
+        leading, count = self.leading, self.count
+        if leading is not None and len(cotangents) != leading:
+            name = getattr(self.rule, "__qualname__", repr(self.rule))
+            raise TypeError(f"the rule {name} declares leading={leading} but "
+                            f"its back returned {len(cotangents)} cotangents")
+        return cotangents[:count] + (None,) * (count - len(cotangents))
+
+
 def padded(rule, leading=None, keywords=None):
     """``rule`` whose ``back`` returns cotangents for its leading positional arguments only
     (``leading`` of them, if given): the arguments a caller passes positionally after them
@@ -486,19 +511,8 @@ def padded(rule, leading=None, keywords=None):
     @functools.wraps(rule)
     def rule_of_all_arguments(*args, **kwargs):
         y, back = rule(*args, **kwargs)
-        count = len(args)  # not the arguments: the pullback must not keep them alive
-
-        def back_of_all_arguments(dy):
-            cotangents = tuple(back(dy))
-            if leading is not None and len(cotangents) != leading:
-                name = getattr(rule, "__qualname__", repr(rule))
-                raise TypeError(f"the rule {name} declares leading={leading} but "
-                                f"its back returned {len(cotangents)} cotangents")
-            return cotangents[:count] + (None,) * (count - len(cotangents))
-
-        # (a back that takes None for outputs no gradient reached: engines.operations)
-        back_of_all_arguments.unreached_as_none = getattr(back, "unreached_as_none", False)
-        return y, back_of_all_arguments
+        # (the count, not the arguments: the pullback must not keep them alive)
+        return y, _OfAllArguments(back, len(args), rule, leading)
 
     rule_of_all_arguments.leading = leading  # (arraylike.keywords_in_place)
     rule_of_all_arguments.keywords = keywords or {}

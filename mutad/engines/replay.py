@@ -1625,8 +1625,11 @@ class Function:
         if self.scalar_math is not None:  # abs() of a complex scalar (arraylike.put_right)
             y = np.asarray(self.scalar_math(*(np.asarray(a)[()] for a in args)), y.dtype)
         _store(self.outputs, y, values)
-        primals = {id(owner(values[slot])) for slot in self.primals  # (not Python's numbers)
-                   if type(values[slot]) not in (float, complex)} if self.adopts else None
+        # (a tuple: ``add_cotangents`` copies it into a set of its own; the record holds it
+        # until the reverse pass, and most rules have one or two operands)
+        primals = tuple([id(owner(values[slot])) for slot in self.primals  # (not Python's
+                         if type(values[slot]) not in (float, complex)]) \
+            if self.adopts else None  # numbers)
         tape.records.append(Record(self.primitive, (), self.settings, self.created, None,
                                    (back, self.places, primals, self.buffers, self.multiple),
                                    function_pullback))
@@ -2036,31 +2039,38 @@ class Recomputed:
     whose record reads such values appends ``later(plans, record, values)`` for its record.
     Under a memory budget it also holds the call's chains (``recompute.Chain``), by the key of
     the buffer each rebuilds, whose redone writes find their inputs through it too
-    (:class:`Chained`)."""
+    (:class:`Chained`). It holds the call's ``values`` (the program lets go of it once the
+    call is over, which breaks that cycle)."""
 
-    __slots__ = ("cache", "left", "alive", "chains")
+    __slots__ = ("cache", "left", "alive", "chains", "values")
 
-    def __init__(self, cached, alive):
+    def __init__(self, cached, alive, values):
         self.cache = {}
         self.left = dict(cached)  # buffer key -> how many records will read it from the cache
         self.alive = dict(alive)  # slot -> how many will read it alive: then it is let go
         self.chains = {}
+        self.values = values
 
     @staticmethod
     def later(plans, record, values):
         """The record ``record`` to reverse, its values of ``plans`` (``(slot, [(position,
         plan), ...])``) let go now and found again just before it is reversed: ``(the
-        recomputed values, record, (plans, values))``, as ``Tape.reverse`` takes it."""
+        recomputed values, record, plans)``, as ``Tape.reverse`` takes it. A long program
+        holds one such tuple per record until its reverse pass: the step's own list of plans
+        where the record kept every value it names (the common case), a list of its own
+        only where it kept fewer."""
         slot, plans = plans
         kept = record.kept
-        plans = [(i, plan) for i, plan in plans if kept[i] is not None]
+        for i, _ in plans:
+            if kept[i] is None:
+                plans = [(i, plan) for i, plan in plans if kept[i] is not None]
+                break
         for i, _ in plans:
             kept[i] = None
-        return (values[slot], record, (plans, values))
+        return (values[slot], record, plans)
 
     def back(self, shadows, record, plans):
-        plans, values = plans
-        kept = record.kept
+        kept, values = record.kept, self.values
         for i, plan in plans:
             kept[i] = self.read(plan, values)
         Tape.reverse(record, shadows)
@@ -3650,7 +3660,7 @@ class Program:
             self.prepare()
         values = [None] * self.size
         if self.recomputes is not None:
-            values[self.recomputes] = Recomputed(self.cached, self.alive)
+            values[self.recomputes] = Recomputed(self.cached, self.alive, values)
         for x, (slot, scalar) in zip(leaves, self.inputs, strict=True):
             if slot is not None:  # a Python float as it is (arraylike.weak)
                 values[slot] = fresh_value(np.result_type(x).type(x)) \

@@ -369,6 +369,28 @@ def pad_jvp(tangents, array, pad_width, mode="constant", *values, **kwargs):
 # Joining: concatenate, stack, hstack, vstack, dstack, column_stack, append
 
 
+class _Split:
+    """The pullback of a join (:func:`join_rule`): ``dy`` cut where each array was joined
+    (``joined_shapes`` along ``axis``), each piece reshaped to its array's ``shape``. An
+    object of three fields, not a closure: a long program's records hold one each until the
+    reverse pass."""
+
+    __slots__ = ("joined_shapes", "axis", "shapes")
+
+    def __init__(self, joined_shapes, axis, shapes):
+        self.joined_shapes = joined_shapes
+        self.axis = axis
+        self.shapes = shapes
+
+    def __call__(self, dy):
+        axis = self.axis
+        ends = np.cumsum([shape[axis] for shape in self.joined_shapes])[:-1]
+        pieces = np.split(dy, ends, axis=axis)
+        cotangents = [np.reshape(piece, shape)
+                      for piece, shape in zip(pieces, self.shapes, strict=True)]
+        return (cotangents,)
+
+
 def join_rule(func, layout):
     """A rule for ``func(arrays, *rest, **kwargs)``, which concatenates its arrays along one
     axis after reshaping each (``stack`` adds an axis, ``vstack`` makes rows of vectors).
@@ -381,15 +403,9 @@ def join_rule(func, layout):
         y = func(arrays, *rest, **kwargs)
         joined_shapes, axis = layout(arrays, *rest, **kwargs)
         shapes = [np.shape(x) for x in arrays]
-
-        def back(dy):
-            ends = np.cumsum([shape[axis] for shape in joined_shapes])[:-1]
-            pieces = np.split(dy, ends, axis=axis)
-            cotangents = [np.reshape(piece, shape)
-                          for piece, shape in zip(pieces, shapes, strict=True)]
-            return (cotangents,)
-
-        return y, back
+        if shapes == joined_shapes:  # (concatenate's: ``back`` holds one list, not two)
+            joined_shapes = shapes
+        return y, _Split(joined_shapes, axis, shapes)
 
     rule.__name__ = rule.__qualname__ = func.__name__
     defrule(func, leading=1)(rule)
