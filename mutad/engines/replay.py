@@ -2072,12 +2072,13 @@ class Recomputed:
         alone: each runs at most once per call, in the order the traced reverse pass made them,
         so a count reaches 0 at the last planned read of its array or value, never before. A
         value missing from the cache at a planned read was not computed by the plan that keeps
-        it, which comes first: its record keeps none this time (an undo decided otherwise).
-        It is computed here from that plan, outside the plans (``rebuilt`` ``{}``), counting
-        nothing (that plan's computations nested in another's may run again this way): all
-        it reads is still held for the plan's own reads, which never ran. A write a chain
-        redoes reads outside the plans too: ``rebuilt``, the arrays that stand for the buffers
-        it rebuilds, by key (what it reads alive is held for the whole call)."""
+        it, which comes first: its record keeps none this time (its write's bytes copied, or
+        an undo decided otherwise). It is computed here from that plan, outside the plans
+        (``rebuilt`` ``{}``), counting nothing (that plan's computations nested in another's
+        may run again this way): all it reads is still held for the plan's own reads, which
+        never ran. A write a chain redoes reads outside the plans too: ``rebuilt``, the arrays
+        that stand for the buffers it rebuilds, by key (what it reads alive is held for the
+        whole call)."""
         _, key, layout, number, how, source = plan
         if how is ALIVE:
             array = None if rebuilt is None else rebuilt.get(key)
