@@ -93,3 +93,28 @@ def _the_same_recipe_twice(x):
 def test_a_value_recomputed_for_several_records_read_first_from_the_cache(options):
     inputs = [np.random.default_rng(0).standard_normal(600), np.linspace(-2.0, 2.0, 600)]
     _replayed_as_traced(_the_same_recipe_twice, inputs, **options)
+
+
+# ----------------------------------------------------------------------------------------------
+# A value the cache misses at a planned read is computed there from the plan that keeps it,
+# whose record keeps none this call (the in-place write's bytes are copied); that plan's
+# computations nested in another's ran again this way (np.abs(s) once for itself, once inside
+# np.log1p(np.abs(s))), and each run counted down the reads of the cached np.sin(x) it makes:
+# the count reached 0 before its last planned read, which found the value gone and the
+# argument let go (TypeError: sin of None) on every replay where tracing computes the gradient
+
+
+def _a_cached_value_read_inside_a_shared_recipe(x):
+    s = np.sin(x)
+    a = x.copy()
+    c = x * s
+    c = c * np.log1p(np.abs(s))
+    a *= np.log1p(np.abs(s))
+    return (a * np.cos(x) + c).sum() + (s * s).sum()
+
+
+@pytest.mark.parametrize("options", [{}, {"policy": "checkpoint"}, {"memory": 0},
+                                     {"memory": 6000}])
+def test_a_value_computed_on_a_cache_miss_counts_nothing(options):
+    inputs = [np.random.default_rng(1).standard_normal(600), np.linspace(-2.0, 2.0, 600)]
+    _replayed_as_traced(_a_cached_value_read_inside_a_shared_recipe, inputs, **options)

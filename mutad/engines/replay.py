@@ -2076,33 +2076,41 @@ class Recomputed:
         Tape.reverse(record, shadows)
 
     def read(self, plan, values, rebuilt=None):
-        """The value of ``plan``; ``rebuilt``, for a write a chain redoes: the arrays that stand
-        for the buffers it rebuilds, by key (what it reads alive is held for it: no count)."""
+        """The value of ``plan``.
+
+        Only the reads the plans make count (``rebuilt`` None: a record's, :meth:`back`), here
+        alone: each runs at most once per call, in the order the traced reverse pass made them,
+        so a count reaches 0 at the last planned read of its array or value, never before. A
+        value missing from the cache at a planned read was not computed by the plan that keeps
+        it, which comes first: its record keeps none this time (its write's bytes copied, or
+        an undo decided otherwise). It is computed here from that plan, outside the plans
+        (``rebuilt`` ``{}``), counting nothing (that plan's computations nested in another's
+        may run again this way): all it reads is still held for the plan's own reads, which
+        never ran. A write a chain redoes reads outside the plans too: ``rebuilt``, the arrays
+        that stand for the buffers it rebuilds, by key (what it reads alive is held for the
+        whole call)."""
         _, key, layout, number, how, source = plan
         if how is ALIVE:
-            if rebuilt is not None:
-                array = rebuilt.get(key)
-                if array is None:
-                    array = values[source]
-            else:
+            array = None if rebuilt is None else rebuilt.get(key)
+            if array is None:
                 array = values[source]
-                if source in self.alive and count_down(self.alive, source):
-                    values[source] = None  # (the records that read it hold it)
-            if type(array) is not np.ndarray:  # a number (``Buffer.weak``) or NumPy's scalar
-                if number:
-                    return array.item() if isinstance(array, np.generic) else array
-                array = np.asarray(array)
         elif how is CACHED:
             array = self.cache.get(key)
-            if array is None:  # the record that recomputes it first keeps none this time
-                # (an undo decided otherwise), or reads it after this one: computed here, what
-                # it reads alive read uncounted (``{}``: as a chain's redo reads it, no buffer
-                # rebuilt), so that the reads the plan counts still find it
+            if array is None:
                 array = self.compute(source, values, {})
-            if count_down(self.left, key):
-                self.cache.pop(key, None)
         else:
             array = self.compute(source, values, rebuilt)
+        if rebuilt is None:
+            if how is ALIVE:
+                if source in self.alive and count_down(self.alive, source):
+                    values[source] = None  # (the records that read it hold it)
+            elif how is CACHED and count_down(self.left, key):
+                self.cache.pop(key, None)
+        if how is ALIVE and type(array) is not np.ndarray:
+            # a number (``Buffer.weak``) or NumPy's scalar
+            if number:
+                return array.item() if isinstance(array, np.generic) else array
+            array = np.asarray(array)
         if number:
             return array.item()
         return array if layout is None else strided(array.reshape(-1), *layout)
