@@ -851,3 +851,43 @@ def test_real_program(program):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         _check(program, **program()[2])
+
+
+# Conversions that need a real float's bits or digits, whose own errors are not mutad's: each
+# is refused with a ConversionError naming what to do, not a plain TypeError or struct.error.
+
+@pytest.mark.parametrize("program", [
+    pytest.param(lambda x: float(__import__("decimal").Decimal(x[0])) * x[1], id="Decimal"),
+    pytest.param(lambda x: float(__import__("decimal").Decimal(x[0].item())) * x[1],
+                 id="Decimal-of-item"),
+    pytest.param(lambda x: __import__("struct").unpack(
+        "d", __import__("struct").pack("d", x[0]))[0] * x[1], id="struct.pack"),
+    pytest.param(lambda x: int.from_bytes(__import__("struct").pack(
+        "<d", x[0].item()), "little") * x[1], id="struct.pack-of-item"),
+    pytest.param(lambda x: float(__import__("fractions").Fraction(x[0])) * x[1], id="Fraction"),
+    pytest.param(lambda x: __import__("array").array("d", [x[0]])[0] * x[1], id="array.array"),
+    pytest.param(lambda x: __import__("ctypes").c_double(x[0]).value * x[1], id="ctypes"),
+])
+def test_conversion_to_exact_bits_is_refused(program):
+    x = np.array([1.5, 2.0])
+    kept = x.copy()
+    program(x)  # NumPy's arrays: runs
+    with pytest.raises(mutad.errors.ConversionError, match="gradient"):
+        mutad.gradient(program, x)
+    np.testing.assert_array_equal(x, kept)
+
+
+def test_a_struct_error_of_its_own_stays_struct_error():
+    """Only the struct.error of the very call whose conversion mutad refused is the refusal."""
+    import struct
+
+    def program(x):
+        try:
+            struct.pack("d", x[0])  # refused: caught as the struct.error it is to the program
+        except struct.error:
+            pass
+        struct.pack("d", "not a number")
+        return x.sum()
+
+    with pytest.raises(struct.error):
+        mutad.gradient(program, np.array([1.5, 2.0]))

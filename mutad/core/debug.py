@@ -336,6 +336,48 @@ def user_frames(function: Callable[_P, _R]) -> Callable[_P, _R]:
     return calling
 
 
+class _Refusals(threading.local):
+    last = None
+
+
+REFUSALS = _Refusals()
+"""``REFUSALS.last``: ``(frame, lasti, error)`` of the latest conversion of a traced value that
+mutad refused (``remember_refusal``), for compiled code that replaces the error with its own
+(``struct.pack("d", x[0])``'s "required argument is not a float")."""
+
+
+def remember_refusal(error, frame):
+    """``error`` (a conversion of a traced value refused), remembered with the user's call that
+    asked for it (``frame`` and its instruction), and returned for raising."""
+    if frame is not None:
+        REFUSALS.last = (frame, frame.f_lasti, error)
+    return error
+
+
+def _swallowed_refusal(error):
+    """The conversion refusal ``error`` stands for, where compiled code replaced it with its
+    own error (``struct.pack``, whose error has no context): the refusal was raised inside the
+    very call ``error`` came out of (the same frame, at the same instruction). Else None."""
+    last, REFUSALS.last = REFUSALS.last, None
+    if last is None or isinstance(error, ConversionError) or error.__context__ is not None:
+        return None
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    frame, lasti, refusal = last
+    if traceback is None or traceback.tb_frame is not frame or traceback.tb_lasti != lasti:
+        return None
+    refusal.__cause__ = error
+    return refusal.with_traceback(error.__traceback__)
+
+
+DECIMAL_FIX = (
+    "decimal.Decimal() and fractions.Fraction() take Python's own numbers only, and a traced "
+    "value stands for one: the exact decimal or fraction of its value would cut its gradient. "
+    "Keep computing with the value itself, or convert mutad.stop_gradient(x) where no "
+    "gradient should flow.")
+
+
 def _compiled_code_refusal(error):
     """``error``, or, for the TypeError of compiled code handed a traced array, which takes
     plain arrays only ("argument 1 must be numpy.ndarray, not Traced": a method of an
@@ -344,9 +386,18 @@ def _compiled_code_refusal(error):
     from .devices import traced_refused
     from .levels import WRAPPERS
     refusal = traced_refused(error)  # a device library's words for the same refusal
+    if refusal is None:
+        refusal = _swallowed_refusal(error)
     if refusal is not None:
         return refusal
     text = str(error)
+    if type(error) is TypeError and any(  # decimal.Decimal(x[0])
+            re.fullmatch(f"conversion from {kind.__name__} to Decimal is not supported", text)
+            for kind in WRAPPERS):
+        refusal = ConversionError(f"a traced value was handed to decimal.Decimal() ({error}). "
+                                  + DECIMAL_FIX)
+        refusal.__cause__ = error
+        return refusal.with_traceback(error.__traceback__)
     if type(error) is not TypeError or not any(
             f"not {kind.__name__}" in text or f"not '{kind.__name__}'" in text
             or f"a '{kind.__name__}' object" in text

@@ -30,7 +30,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error,
+from ..core.debug import (SCALAR_NAMES, remember_refusal, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error,
                           without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
@@ -914,7 +914,7 @@ class ArrayMethods(Tracer):
                     attempt(memory(self)[()] if stands_for_scalar(self) else memory(self))
             if not running(self.level):  # stored during a differentiation, used after it
                 raise escaped("a traced array")
-            raise conversion_error(what)
+            raise remember_refusal(conversion_error(what), _outside(sys._getframe(1), ("mutad",)))
         return value
 
     def __float__(self):
