@@ -30,8 +30,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                shown_class)
-from ..core.debug import (SCALAR_NAMES, remember_refusal, SCALAR_OPERATORS, SCALAR_PASSING, scalar_math_error,
-                          without_events)
+from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, remember_refusal,
+                          scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -914,7 +914,8 @@ class ArrayMethods(Tracer):
                     attempt(memory(self)[()] if stands_for_scalar(self) else memory(self))
             if not running(self.level):  # stored during a differentiation, used after it
                 raise escaped("a traced array")
-            raise remember_refusal(conversion_error(what), _outside(sys._getframe(1), ("mutad",)))
+            raise remember_refusal(conversion_error(what),
+                                   _outside(sys._getframe(1), ("mutad",)))
         return value
 
     def __float__(self):
