@@ -123,7 +123,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .debug import without_events
+from .debug import from_user_line, without_events
 from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
                      objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
@@ -3041,7 +3041,7 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        y = self.original(*args, **kwargs)
+        y = from_user_line(self.original, *args, **kwargs)  # (its warnings at the caller's line)
         kind = type(y)  # (a traced result, a number: as it is, told by its type alone)
         if kind is np.ndarray and any(y is a for a in (*args, *kwargs.values())):
             return y  # (its argument itself: np.astype(a, a.dtype, copy=False), out=)
