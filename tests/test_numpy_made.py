@@ -329,6 +329,23 @@ def f(x):
     v[1] = x[1]
     return v @ x[:2] + r.counts @ x[2:4]
 """, {}),
+    "polynomial's linspace": ("""
+P = np.polynomial.Polynomial(PC)
+def f(x):
+    t, y = P.linspace(6)
+    y[1:3] = x[:2] * y[1:3]
+    t[0] = x[2]
+    return (y ** 2).sum() + t @ y
+""", {"PC": [1., 2., 3.]}),
+    "chebyshev fit, its derivative called on a grid": ("""
+def f(x):
+    c = np.polynomial.Chebyshev.fit(np.linspace(0., 1., 7), np.arange(7.) ** 2, 3)
+    y = c.deriv()(np.linspace(0., 1., 5))
+    y[::2] *= x[:3]
+    t, z = c.linspace(4, domain=[0., 2.])
+    z[-1] = x[3]
+    return (y ** 2).sum() + z @ t
+""", {}),
 }
 
 
