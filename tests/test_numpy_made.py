@@ -329,6 +329,23 @@ def f(x):
     v[1] = x[1]
     return v @ x[:2] + r.counts @ x[2:4]
 """, {}),
+    "polynomial's linspace": ("""
+P = np.polynomial.Polynomial(PC)
+def f(x):
+    t, y = P.linspace(6)
+    y[1:3] = x[:2] * y[1:3]
+    t[0] = x[2]
+    return (y ** 2).sum() + t @ y
+""", {"PC": [1., 2., 3.]}),
+    "chebyshev fit, its derivative called on a grid": ("""
+def f(x):
+    c = np.polynomial.Chebyshev.fit(np.linspace(0., 1., 7), np.arange(7.) ** 2, 3)
+    y = c.deriv()(np.linspace(0., 1., 5))
+    y[::2] *= x[:3]
+    t, z = c.linspace(4, domain=[0., 2.])
+    z[-1] = x[3]
+    return (y ** 2).sum() + z @ t
+""", {}),
 }
 
 
@@ -407,3 +424,46 @@ def test_a_write_into_a_cached_arrays_copy_by_its_method_is_refused():
 
     with pytest.raises(MutadError, match="np.array"):
         mutad.gradient(f, np.ones(3))
+
+
+def _warned_lines(run):
+    """The (file, line) of each warning ``run()`` issues under the "always" filter, and how
+    many Python's "default" filter shows."""
+    import warnings
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        run()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("default")
+        run()
+    return [(w.filename, w.lineno) for w in issued], len(shown)
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_numpys_warnings_name_the_callers_line(replay):
+    # NumPy's warnings.warn(..., stacklevel=2) names the line that called it: of a constant
+    # (np.nanmean of an all-NaN slice) and of a function the mode wraps (np.polyfit, poorly
+    # conditioned); two lines warning the same text show twice under "default", as in NumPy,
+    # and a filter by the user's module reaches them.
+    namespace = {"np": np, "__name__": "made_warnings"}
+    exec(compile("""
+def f(x):
+    a = np.nanmean(np.full(3, np.nan))
+    b = np.nanmean(np.full(3, np.nan))
+    c = np.polyfit(np.arange(3.), np.ones(3), 5)
+    d = np.polyfit(np.arange(3.), np.ones(3), 5)
+    return (x * 2.).sum()
+""", "made_warnings.py", "exec"), namespace)
+    f = namespace["f"]
+    x = np.ones(2)
+    gradient = mutad.grad(f, replay=replay)
+    expected = [("made_warnings.py", line) for line in (3, 4, 5, 6)]
+    assert _warned_lines(lambda: f(x)) == (expected, 4)
+    for _ in range(2 if replay else 1):
+        assert _warned_lines(lambda: gradient(x)) == (expected, 4)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.filterwarnings("error", module="made_warnings")
+        with pytest.raises(RuntimeWarning, match="Mean of empty slice"):
+            gradient(x)

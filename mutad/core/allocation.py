@@ -123,7 +123,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .debug import without_events
+from .debug import from_user_line, without_events
 from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
                      objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
@@ -3042,7 +3042,7 @@ class _MadeFloats(_Made):
     anything else (views of its arguments, other objects) as NumPy gives it."""
 
     def __call__(self, *args, **kwargs):
-        y = self.original(*args, **kwargs)
+        y = from_user_line(self.original, *args, **kwargs)  # (its warnings at the caller's line)
         kind = type(y)  # (a traced result, a number: as it is, told by its type alone)
         if kind is np.ndarray and any(y is a for a in (*args, *kwargs.values())):
             return y  # (its argument itself: np.astype(a, a.dtype, copy=False), out=)
@@ -4707,18 +4707,19 @@ class _Mode:
                     base.__dict__[name] for base in cls.__mro__ if name in base.__dict__)
                 self.methods[cls, name] = rule, original
                 setattr(cls, name, _routed(cls, name, rule, original))
-        self._hand_methods({cls for cls, _ in table("method")})
+        self._hand_methods({cls for cls, _ in table("method")} | HANDED_CLASSES)
         self.methods_version = version
 
     def _hand_methods(self, routed):
         """Install, once, the library's other public methods of the classes whose methods
-        are routed, their bases and subclasses (a sparse matrix's ``diagonal``, a distribution's
-        ``rvs``), as ``_handing`` makes them: the new float arrays they hand user code are
+        are routed and of ``HANDED_CLASSES``, their bases and subclasses (a sparse matrix's
+        ``diagonal``, a distribution's ``rvs``, a polynomial's ``linspace``), as ``_handing``
+        makes them: the new float arrays they hand user code are
         constants, as the routed ones' are (``_handed``)."""
         family, seen = [*routed], set()
         while family:
             cls = family.pop()
-            if cls in seen or str(cls.__module__).partition(".")[0] not in HANDING_LIBRARIES:
+            if cls in seen or not f"{cls.__module__}.".startswith(HANDING_LIBRARIES):
                 continue
             seen.add(cls)
             family += [*cls.__mro__[1:], *cls.__subclasses__()]
@@ -5024,8 +5025,12 @@ def _routed(cls, name, rule, original):
         else method
 
 
-HANDING_LIBRARIES = frozenset({"scipy"})
-"""The libraries whose classes' public methods ``_hand_methods`` installs as ``_handing``."""
+HANDING_LIBRARIES = ("scipy.", "numpy.polynomial.")
+"""The packages whose classes' public methods ``_hand_methods`` installs as ``_handing``."""
+
+HANDED_CLASSES = frozenset({np.polynomial._polybase.ABCPolyBase})
+"""Classes whose methods nothing routes but whose family's methods ``_hand_methods`` installs:
+NumPy's polynomial classes (``p.linspace(6)``, ``p.roots()``, ``p(t)`` of plain values)."""
 
 HANDED_OPERATORS = frozenset({"__call__", "__matmul__", "__rmatmul__", "__mul__", "__rmul__",
                               "__add__", "__radd__", "__sub__", "__rsub__", "__truediv__",

@@ -27,7 +27,7 @@ import numpy as np
 
 from .arraylike import settled, untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
-from ..core.debug import SKIPPED
+from ..core.debug import SKIPPED, from_user_line
 from ..core.errors import MutadError, UnsupportedOperationError
 from .recompute import FEW_BYTES, CurrentRegion, Held, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
@@ -74,7 +74,10 @@ def on_constants(call, args, kwargs, tape, written=()):
     for target in written:
         if type(target) is Traced and target.tape is tape and target.buffer.constant:
             write_constant(tape, target, None, lambda: None)
-    y = call(*values_at(args, tape), **{k: values_at(v, tape) for k, v in kwargs.items()})
+    # (called from the user's line: a warning NumPy issues at its caller's frame names that
+    # line, np.nanmean's "Mean of empty slice", as NumPy's own call would)
+    y = from_user_line(call, *values_at(args, tape),
+                       **{k: values_at(v, tape) for k, v in kwargs.items()})
     return constant_result(y, tape, (*args, *kwargs.values()))
 
 
