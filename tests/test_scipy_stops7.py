@@ -5,6 +5,7 @@ mode, a replay), its value SciPy's bit for bit and the caller's arrays unchanged
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.interpolate
 import scipy.linalg
 import scipy.optimize
@@ -132,3 +133,46 @@ def test_cubic_spline_along_an_axis_with_vector_end_values():
         return cs(QUERIES).sum() + np.sum(cs.antiderivative()(QUERIES) ** 2)
 
     check(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# solve_bvp's implicit derivative: the Jacobian of its collocation equations is banded (each
+# interval reads its two nodes), formed by one forward product per color of columns sharing no
+# row and solved by its sparse LU factors, as SciPy's own Newton solves it, not formed densely
+# and decomposed (the cube of the final mesh: a minute at tol=1e-10's 721 nodes)
+
+
+def _beam(q, tol):
+    f = lambda x, y: np.vstack([y[1], y[2], y[3], q * np.ones_like(x)])  # noqa: E731
+    bc = lambda ya, yb: np.array([ya[0], ya[1], yb[2], yb[3]])  # noqa: E731
+    return scipy.integrate.solve_bvp(f, bc, np.linspace(0, 1, 11), np.zeros((4, 11)),
+                                     tol=tol).sol(1.0)[0]
+
+
+def test_solve_bvp_solves_its_collocation_jacobian_sparsely(monkeypatch):
+    def dense(*args, **kwargs):
+        raise AssertionError("the collocation Jacobian formed densely")
+
+    monkeypatch.setattr(mutad.scipy.optimize, "jacobian", dense)
+    g, = mutad.gradient(lambda q: _beam(q, 1e-10), 1.0)
+    assert g == pytest.approx(0.125, rel=1e-9)  # y(1) = q/8 of the cantilever
+
+
+@pytest.mark.parametrize("coupled", [False, True], ids=["pointwise", "coupled"])
+def test_solve_bvp_sparse_jacobian_with_parameters_and_outside_its_pattern(coupled):
+    # coupled: fun reads every node (a mean), outside SciPy's pattern: formed densely instead
+    def f(q):
+        def fun(x, y, p):
+            extra = 0.01 * np.mean(y[0]) if coupled else 0.0
+            return np.vstack([y[1], -p[0] * y[0] + q[0] + extra + 0 * x])
+
+        bc = lambda ya, yb, p: np.array([ya[0], yb[0], ya[1] - q[1]])  # noqa: E731
+        res = scipy.integrate.solve_bvp(fun, bc, np.linspace(0, 1, 11), np.ones((2, 11)),
+                                        p=[1.0], tol=1e-8)
+        return res.sol(np.array([0.3, 0.5])).sum() + res.p[0]
+
+    q = np.array([0.3, 1.0])
+    g, = mutad.gradient(f, q)
+    h = 1e-6
+    fd = [(f(q + h * e) - f(q - h * e)) / (2 * h) for e in np.eye(2)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)

@@ -1682,7 +1682,8 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
 
     traced, plain = functions(given["fun"], given["bc"]), functions(call["fun"], call["bc"])
     z = np.concatenate([np.ravel(res.y), np.ravel(res.p) if with_parameters else []])
-    linearization = _root_linearization(name, plain, z.copy(), dense=True)
+    linearization = _root_linearization(name, plain, z.copy(), dense=True,
+                                        colors=_collocation_pattern(n, m, np.size(z) - n * m))
     solution = _solution(name, z, traced(_allocated(z)), linearization, bool(res.success),
                          res.message, at=lambda w: traced(w.copy()))
     if solution is z:  # the residuals do not depend on the differentiated values
@@ -1694,6 +1695,34 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
     return _bvp_result(name, res, {"y": values, "p": parameters, "yp": slopes,
                                    "sol": _BVPSolution(res.sol, mesh, values, slopes)},
                        keep=("x", "niter", "status", "message", "success"))
+
+
+def _collocation_pattern(n, m, k):
+    """Where the Jacobian of ``solve_bvp``'s residuals (``n`` components at ``m`` nodes, C
+    order, then ``k`` parameters) can be nonzero, as SciPy's ``construct_global_jac`` has it
+    (``fun`` reads each node's values alone): an interval's residuals read its two nodes' and
+    the parameters, the boundary conditions the end nodes' and the parameters. Columns of one
+    color share no row: a component's inner nodes three apart, its end nodes each alone, each
+    parameter alone. Returns (colors, rows, columns)."""
+    component, node = np.divmod(np.arange(n * m), m)
+    colors = np.where(node == 0, 3 * n + component,
+                      np.where(node == m - 1, 4 * n + component, 3 * component + node % 3))
+    colors = np.concatenate([colors, 5 * n + np.arange(k)])
+    parameters = n * m + np.arange(k)
+    rows, columns = [], []
+    for i in range(n):  # interval j's residual of component i: row i (m - 1) + j
+        interval = np.arange(m - 1)
+        for nodes in (interval, interval + 1):
+            read = np.arange(n)[:, None] * m + nodes  # (components, intervals)
+            rows.append(np.broadcast_to(i * (m - 1) + interval, read.shape).ravel())
+            columns.append(read.ravel())
+        rows.append(np.repeat(i * (m - 1) + interval, k))
+        columns.append(np.tile(parameters, m - 1))
+    boundary = n * (m - 1) + np.arange(n + k)
+    ends = np.concatenate([np.arange(n) * m, np.arange(n) * m + m - 1, parameters])
+    rows.append(np.repeat(boundary, len(ends)))
+    columns.append(np.tile(ends, n + k))
+    return colors, np.concatenate(rows), np.concatenate(columns)
 
 
 class _BVPSolution:

@@ -125,10 +125,11 @@ from typing import Any
 
 import numpy as np
 import scipy.optimize as _optimize
+import scipy.sparse as _sparse
 import scipy.sparse.linalg as _sparse_linalg
 
 from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_object
-from ..api import grad, hvp, jacobian, jvp, stop_gradient
+from ..api import grad, hvp, jacfwd, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, WRAPPERS, Tracer
@@ -392,7 +393,9 @@ class _Linearization:
     ``free``: where the solution is free (a mask; the other coordinates are held by bounds,
     and the solves are those of the block of the free ones). Refuses, when made, a matrix that
     is singular (or not positive definite, at a minimum). ``matrix``: ``∂F/∂x`` itself, where
-    the caller computed it at once, taken as the dense matrix whatever its size."""
+    the caller computed it at once, taken as the dense matrix whatever its size, or, a SciPy
+    sparse matrix, factored sparsely (a large banded system, whose dense decomposition would
+    take the cube of its size)."""
 
     def __init__(self, name, n, apply, transposed=None, minimum=False, free=None, matrix=None):
         self.name, self.minimum = name, minimum
@@ -401,8 +404,11 @@ class _Linearization:
         self.whole = apply
         self.apply = self._block(apply)
         self.transposed = self._block(transposed) if transposed is not None else self.apply
-        self.dense = None
-        if self.n <= DENSE or matrix is not None:
+        self.dense = self.factors = None
+        if _sparse.issparse(matrix):
+            A = _sparse.csc_matrix(matrix, dtype=float)
+            self._factor(A if free is None else A[np.flatnonzero(free)][:, np.flatnonzero(free)])
+        elif self.n <= DENSE or matrix is not None:
             n = self.n
             if matrix is not None:
                 A = np.array(matrix, dtype=float).reshape(self.full, self.full)
@@ -430,6 +436,25 @@ class _Linearization:
                     raise self._singular(f"is singular (singular values from {s.min():.3g} "
                                          f"to {s.max():.3g})")
                 self.dense = (Vt.T, s, U.T)
+
+    def _factor(self, A):
+        """The sparse LU factors of ``A`` (SciPy's ``splu``), refused where ``A`` is singular:
+        exactly (no factors), or to working accuracy (its 1-norm condition number, estimated
+        by a few solves, beyond ``1 / RCOND``)."""
+        if not np.all(np.isfinite(A.data)):
+            raise self._singular("is not finite")
+        if not self.n:
+            return
+        try:
+            self.factors = _sparse_linalg.splu(A)
+        except RuntimeError:
+            raise self._singular("is exactly singular") from None
+        inverse = _sparse_linalg.LinearOperator(
+            A.shape, matvec=self.factors.solve, dtype=float,
+            rmatvec=lambda v: self.factors.solve(v, trans="T"))
+        condition = _sparse_linalg.norm(A, 1) * _sparse_linalg.onenormest(inverse)
+        if not condition < 1.0 / RCOND:
+            raise self._singular(f"is singular (a condition number of {condition:.3g})")
 
     def _block(self, apply):
         """``apply`` on the free coordinates' block: flat vectors of ``n`` numbers."""
@@ -469,6 +494,8 @@ class _Linearization:
             if transpose and not self.minimum:  # A = U S Vᵀ: A⁻ᵀ = U S⁻¹ Vᵀ
                 return right.T @ ((left.T @ b) / s)
             return left @ ((right @ b) / s)
+        if self.factors is not None:
+            return self.factors.solve(b, trans="T" if transpose else "N")
         with outside_differentiations(self.name):
             if self.minimum:
                 return self._conjugate_gradients(b)
@@ -732,10 +759,11 @@ def _minimum_linearization(name, objective, x):
     return lambda free: _Linearization(name, int(np.size(x)), apply, minimum=True, free=free)
 
 
-def _root_linearization(name, function, x, dense=False):
+def _root_linearization(name, function, x, dense=False, colors=None):
     """The Jacobian of plain ``function`` at ``x``, by forward and reverse products; with
     ``dense``, computed at once (``jacobian``: a batch of directions per pass) and solved
-    directly, for a large system an iterative solve would not converge on."""
+    directly, for a large system an iterative solve would not converge on; with ``colors``
+    too, computed sparsely (``_compressed_jacobian``) and solved by its sparse LU factors."""
     shape = np.shape(x)
 
     def apply(v):
@@ -748,9 +776,35 @@ def _root_linearization(name, function, x, dense=False):
     matrix = None
     if dense:
         with outside_differentiations(name):
-            matrix = jacobian(function, x.copy())
+            if colors is not None:
+                matrix = _compressed_jacobian(function, x, *colors)
+            if matrix is None:
+                matrix = jacobian(function, x.copy())
     return lambda free: _Linearization(name, int(np.size(x)), apply, transposed, free=free,
                                        matrix=matrix)
+
+
+def _compressed_jacobian(function, x, colors, rows, columns):
+    """The sparse Jacobian of plain ``function`` (flat) at flat ``x``, whose entries can be
+    nonzero only at (``rows``, ``columns``), and whose columns of one color (``colors``, one
+    per column) share no row: one forward product per color, the sum of its columns, gives
+    each of them where it can be nonzero. ``None`` where a product in a random direction
+    disagrees with it: the function's Jacobian has entries outside the pattern (the caller
+    then forms it densely)."""
+    n = np.size(x)
+    seeds = np.zeros((n, int(colors.max()) + 1 if n else 0))
+    seeds[np.arange(n), colors] = 1.0
+    products = np.reshape(jacfwd(lambda s: function(x + seeds @ s))(np.zeros(seeds.shape[1])),
+                          (-1, seeds.shape[1]))
+    matrix = _sparse.csc_matrix((products[rows, colors[columns]], (rows, columns)),
+                                shape=(len(products), n))
+    direction = np.random.default_rng(0).standard_normal(n)
+    exact = np.ravel(jvp(function, (x.copy(),), (direction,))[1])
+    compressed = matrix @ direction
+    scale = abs(matrix) @ abs(direction)
+    if not np.all(np.abs(compressed - exact) <= 1e-8 * (scale + np.max(scale, initial=0.0))):
+        return None
+    return matrix
 
 
 _LOSSES = {
