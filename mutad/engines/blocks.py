@@ -352,11 +352,15 @@ class Code:
         """``(indent, c, a, k2)`` where ``lines[i:i + 6]`` are ``b = a * k1`` and ``c = b *
         k2`` on real float scalars, each with its NaN check, that ``fold_negations`` takes as
         one product, else None."""
+        first = lines[i]  # most lines are no scalar product: asked first, before the window
+        one = type(first) is str and _SCALAR_PRODUCT.fullmatch(first)
+        if not one:
+            return None
         window = lines[i:i + 6]
         if len(window) < 6 or any(type(line) is not str for line in window):
             return None
-        one, two = _SCALAR_PRODUCT.fullmatch(window[0]), _SCALAR_PRODUCT.fullmatch(window[3])
-        if not one or not two or one[1] != two[1] or two[3] != one[2] \
+        two = _SCALAR_PRODUCT.fullmatch(window[3])
+        if not two or one[1] != two[1] or two[3] != one[2] \
                 or counts[one[2]] != 6 or window[0].strip() not in self.real_products \
                 or window[3].strip() not in self.real_products:
             return None
