@@ -511,7 +511,7 @@ class Pure:
                 and self.later is None and self.exact is None:
             # (a complex partial is conjugated: the engine's; math's value is put in by
             # ``__call__``, which a compiled block's lines do not run)
-            self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
+            self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer, broadcast=True)
 
     def __call__(self, values, tape):
         vals = self.args.copy()
@@ -590,7 +590,8 @@ class Pure:
                 if not dy.ndim and p != p:  # as tracing computes it (partial_as_traced)
                     p = partial_as_traced(partial, y, *vals)
                 g = times(dy, p, dy if last else np.empty_like(dy))
-            rows.append((place, unbroadcast(g, ()) if summed else g, direct and not summed))
+            rows.append((place, unbroadcast(g, place.shape) if summed else g,
+                         direct and not summed))
         laid_out = self.buffer.c_contiguous  # dy, its shadow, in C order (as _lean_cotangents)
         for place, g, direct in rows:
             if not direct or not laid_out:
@@ -708,25 +709,35 @@ def _local_only(code, lean):
     return frozenset(place.key for *_, place, _, _ in lean)
 
 
-def _lean_inputs(rule, traced, inputs, made, scalar=True):
+def _lean_inputs(rule, traced, inputs, made, scalar=True, broadcast=False):
     """Per traced input of an elementwise operation that made ``made`` (small), what its lean
     pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
-    dtype (or a 0-d whole buffer, broadcast: ``summed``). A whole C-contiguous buffer's shadow
-    is an entry of its own, which the cotangent may become; a region's, or another layout's,
-    is added into through ``Shadows.add`` (not where elements share memory, nor for a 0-d
-    output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
+    dtype (or a 0-d whole buffer, broadcast: ``summed``; or, where ``broadcast``, any input
+    NumPy broadcast to ``made``'s shape: ``x[:, None] - x[None, :]``). A whole C-contiguous
+    buffer's shadow is an entry of its own, which the cotangent may become; a region's, or
+    another layout's, is added into through ``Shadows.add`` (not where elements share memory,
+    nor for a 0-d output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
     lean = []
     for i in traced:
         place = inputs[i]
         direct = type(place) is Buffer and place.c_contiguous
-        # a scalar broadcast against the others (r * u): its cotangent summed (unbroadcast)
-        summed = direct and place.shape == () and made.shape != ()
+        # an input broadcast against the others (r * u, m[:, None] * v): its cotangent summed
+        # over the axes it was stretched along (unbroadcast), as the engine's pullback sums it
+        summed = place.shape != made.shape and (
+            direct and place.shape == () or broadcast and _broadcasts(place.shape, made.shape))
         if place.shape != made.shape and not summed or place.dtype != made.dtype:
             return None
         if not direct and (overlapping(place) or scalar and made.shape == ()):
             return None
         lean.append((i, rule.partials[i], i == traced[-1], place, direct, summed))
     return tuple(lean)
+
+
+def _broadcasts(shape, to):
+    """Whether NumPy broadcasts an operand of ``shape`` to ``to`` (its axes as many or fewer,
+    each trailing one of ``to``'s length or 1)."""
+    lead = len(to) - len(shape)
+    return lead >= 0 and all(n == m or n == 1 for n, m in zip(shape, to[lead:]))
 
 
 def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True,
@@ -767,6 +778,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
                 axes = code.bind(tuple(range(len(made.shape))))
                 lines.append(f"{g} = add_reduce({g}, axis={axes})")
+            elif buffer.shape != ():  # the sum over the axes it was broadcast along
+                lines.append(f"{g} = {code.bind(unbroadcast)}({g}, {code.bind(buffer.shape)})")
             else:
                 total = f"{code.bind(unbroadcast)}({g}, ())"  # NumPy's scalar: a sum of all
                 lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
