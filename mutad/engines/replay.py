@@ -115,8 +115,9 @@ from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
-                          elementwise_kept, read_by_partials, short, unbroadcast)
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
+                          differentiable, elementwise_kept, read_by_partials, short,
+                          unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
@@ -1394,17 +1395,17 @@ class Gather:
             tape.records.append((self, key, None))
 
     def back(self, shadows, key, _):
-        """``Gathered.pullback`` for a whole buffer's elements, each taken once."""
-        dy = shadows.pop(self.buffer)
-        if dy is not None:
-            shadows.of(self.place)[key] += dy
+        """``Gathered.pullback``: each element's cotangent added back where it came from,
+        each repeat its share (``Shadows.add_at``)."""
+        _gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
 
     @property
     def lean(self):
         """Whether the step records itself (:meth:`back`), not the engine's record (and a
         block may compile it: not for complex values, whose cotangents a block would hold as
-        NumPy's scalars)."""
-        return not self.repeats and type(self.place) is Buffer and self.buffer.dtype.kind != "c"
+        NumPy's scalars, nor for one element taken from where elements share memory, whose
+        cotangent ``Shadows.add_at`` takes as an array)."""
+        return self.buffer.dtype.kind != "c" and not (self.repeats and self.buffer.shape == ())
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: this step's lines in a :class:`blocks.Block`."""
@@ -1427,6 +1428,8 @@ class Gather:
             dy = code.take(self.buffer)
             if dy is None:
                 return []
+            if self.repeats:  # (an array: lean)
+                return [f"shadows.add_at({code.bind(self.place)}, {key}, {dy})"]
             element = _element_at(self.place, code.constant(key))
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
@@ -1438,7 +1441,8 @@ class Gather:
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                f"    {shadow}[{key}] += dy"]
+                f"    shadows.add_at({code.bind(self.place)}, {key}, dy)" if self.repeats
+                else f"    {shadow}[{key}] += dy"]
 
 
 def _element_at(buffer, key):
