@@ -61,18 +61,24 @@ def _nan(bits):
     return np.array([bits], np.uint64).view(np.float64)[0]
 
 
-def _calls(f, dtype):
-    rng = np.random.default_rng(len(f.__name__))
-    a, b = (rng.standard_normal(shape).astype(dtype) for shape in PROGRAMS[f])
+def flipped(a, b, more=()):
+    """Calls on ``(a, b)``: recorded, replayed, then compiled; then each flip of a product's
+    decision (signed zeros, infinities, NaNs of either sign and payload, zeros; then
+    ``more``), each twice, with ``(a, b)`` after each."""
     flips = [(_with(a, 1, -0.0), _with(b, 0, 0.0)), (_with(a, 2, np.inf), b),
              (a, _with(b, 1, -np.inf)), (_with(a, 0, np.nan), b),
              (np.zeros_like(a), -np.zeros_like(b)), (a, np.zeros_like(b))]
-    if dtype == np.float64:
+    if a.dtype == np.float64:
         flips += [(_with(a, 3, _nan(0xFFF8000000000002)), _with(b, 2, _nan(0x7FF8000000000001)))]
-    calls = [(a, b)] * 3  # recorded, replayed, then compiled
-    for flip in flips:
+    calls = [(a, b)] * 3
+    for flip in [*flips, *more]:
         calls += [flip, (a, b), flip, (a, b)]
     return calls
+
+
+def _calls(f, dtype):
+    rng = np.random.default_rng(len(f.__name__))
+    return flipped(*(rng.standard_normal(shape).astype(dtype) for shape in PROGRAMS[f]))
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])

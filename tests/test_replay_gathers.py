@@ -14,6 +14,7 @@ import pytest
 
 import mutad
 from mutad.engines import blocks, replay
+from test_replay_broadcasts import flipped
 from test_replay_stretches import MODES, replayed_like_traced
 
 EDGES = np.array([[0, 1], [1, 2], [2, 0], [0, 3], [3, 3], [4, 1]])
@@ -51,26 +52,14 @@ def shared_memory(x, w):
 PROGRAMS = {mesh: (5, 6), regions: (4, 5), masked: (6, 6), shared_memory: (5, 5)}
 
 
-def _with(a, index, value):
-    a = a.copy()
-    a.flat[index] = value
-    return a
-
-
 def _calls(f, dtype):
     rng = np.random.default_rng(len(f.__name__))
     x, w = (rng.standard_normal(n).astype(dtype) for n in PROGRAMS[f])
-    if f is masked:
-        x = np.array([0.5, -1.0, 2.0, -0.5, 0.25, 3.0], dtype)
-    flips = [(_with(x, 1, -0.0), _with(w, 0, 0.0)), (_with(x, 2, np.inf), w),
-             (x, _with(w, 1, -np.inf)), (_with(x, 0, np.nan), w),
-             (np.zeros_like(x), -np.zeros_like(w))]
-    if f is masked:  # the same count of elements taken, others; then another count
-        flips += [(x[::-1].copy(), w), (np.roll(x, 1), w[::-1].copy()), (-x, w)]
-    calls = [(x, w)] * 3  # recorded, replayed, then compiled
-    for flip in flips:
-        calls += [flip, (x, w), flip, (x, w)]
-    return calls
+    if f is not masked:
+        return flipped(x, w)
+    x = np.array([0.5, -1.0, 2.0, -0.5, 0.25, 3.0], dtype)
+    # the same count of elements taken, others; then another count
+    return flipped(x, w, [(x[::-1].copy(), w), (np.roll(x, 1), w[::-1].copy()), (-x, w)])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

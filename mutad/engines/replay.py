@@ -2402,11 +2402,20 @@ def _crossing(steps, reads, held):
 def _member(step):
     """``step`` as a compiled block runs it: itself where it writes its own lines, as an
     :class:`blocks.Opaque` step where it runs as it is (a function's rule, a guard, a write
-    of another kind); None where it ends a run (a large temporary let go, an operation the
-    engine records again)."""
+    of another kind, an elementwise step on large or complex values, an operation the engine
+    records again); None where it ends a run."""
     kind = type(step)
-    if kind is SetElement or kind is Free or kind in (Pure, Gather) and step.lean:
+    if kind is SetElement or kind is Free:
         return step
+    # (not a large one, whose value the block's lines that read it would hold until its
+    # forward pass is over, where the replay lets it go after its last reader: ``Free``)
+    if kind is Pure or kind is Gather:
+        return step if step.lean else Opaque(step, 1) \
+            if short(step.buffer) and getattr(step, "later", None) is None else None
+    if kind is Reenter:  # (the records the engine makes, as many as it makes on the call)
+        return Opaque(step, None) if all(short(value[0]) for value in step.traced.values()) \
+            and all(math.prod(out.shape) * out.dtype.itemsize < SHORT
+                    for out in within(step.outputs, Out)) else None
     if kind is Call:
         return step if step.inline else Opaque(step, 0)
     if kind is ElementwiseWrite:
@@ -2421,6 +2430,14 @@ def _member(step):
     if kind is Function:
         return step if step.lean else Opaque(step, 1)
     return None
+
+
+def _integral(outputs):
+    """Whether a step stores integers or booleans alone (``_store``), which no cotangent
+    reaches."""
+    if type(outputs) is Out:
+        return outputs.dtype.kind in "biu"
+    return type(outputs) is tuple and all(_integral(out) for out in outputs)
 
 
 def with_blocks(steps, held, guarded=(), raising=frozenset()):
@@ -2468,9 +2485,10 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
-        local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
+        own = members[k] is step  # (an Opaque step's operands: through the shadows)
+        local = (tuple(slot for _, slot in step.at) if own and type(step) is Pure else
                  (step.value,) if type(step) is SetElement and step.value is not None
-                 else step.operands if members[k] is step and type(step) is ElementwiseWrite
+                 else step.operands if own and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
@@ -2478,13 +2496,15 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
         outside.update(reads[k].difference(local))
     # A value that only guards read (int(x / dx), a comparison Python decides on) gets no
     # cotangent, on any call; nor do the operands of a ufunc that recorded nothing (np.less,
-    # whose bool value has no derivative) or of a pure step whose value gets none
-    # (np.sqrt(r @ r) < tol's square root): from the last step back
+    # whose bool value has no derivative), of a call that makes integers alone (np.argmin),
+    # or of a pure step or a function whose value gets none (np.sqrt(r @ r) < tol's square
+    # root; np.argmin(((c - x) ** 2).sum(axis=1))'s sum): from the last step back
     reached = set(held)
     for step, slots in zip(reversed(steps), reversed(reads)):
-        if type(step) is Guard or type(step) is Free \
-                or type(step) is Call and type(step.function) is np.ufunc \
-                or type(step) is Pure and step.out not in reached:
+        kind = type(step)
+        if kind is Guard or kind is Free \
+                or kind is Call and (type(step.function) is np.ufunc or _integral(step.outputs)) \
+                or (kind is Pure or kind is Function and step.lean) and step.out not in reached:
             continue
         reached.update(slots)
     out, start = [], 0
