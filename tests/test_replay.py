@@ -2506,7 +2506,7 @@ def test_a_block_whose_outputs_get_no_cotangent_finishes_one_step_at_a_time(monk
         a = np.sin(x)        # read only by the next step: its cotangent is a local
         b = a * 2.0          # read by a decision only: no cotangent reaches it
         c = x * 3.0
-        if b.sum() > 0:
+        if b[0] > 0:         # (through an element, which the block does not know gets none)
             c = c + 1.0
         return (c * c).sum()
 
@@ -2540,6 +2540,34 @@ def test_a_value_only_guards_read_gets_no_cotangent_and_no_deopt(policy, monkeyp
     calls = [(rng.uniform(0.05, 0.95, 12), rng.uniform(0.5, 1.5, 12)) for _ in range(4)]
     calls[3] = (calls[2][0], calls[3][1])  # the same cells: replayed, compiled
     replaying = replayed_like_traced(deposit, calls[2:] + calls[2:], policy, argnums=(0, 1))
+    assert blocks(replaying) and not left
+
+
+def nearest_moved(prototypes, samples):
+    """Competitive learning: ``np.argmin`` of distances (integers: no cotangent reaches the
+    distances, nor the sum of squares they come from) picks the prototype moved toward each
+    sample, in place."""
+    P = prototypes.copy()
+    for x in samples:
+        k = np.argmin(((P - x) ** 2).sum(axis=1))
+        P[k] += 0.3 * (x - P[k])
+    return np.sum(P * P)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_values_an_integer_result_alone_reads_get_no_cotangent_and_no_deopt(policy,
+                                                                              monkeypatch):
+    """The distances and their sums, read by ``np.argmin`` alone, never get a cotangent: their
+    steps have no lines in the compiled reverse pass, which once left it at each of them to
+    finish one step at a time (``Block.deopt``)."""
+    from mutad.engines.blocks import Block
+    left = []
+    deopt = Block.deopt
+    monkeypatch.setattr(Block, "deopt", lambda self, *args: (left.append(1), deopt(self, *args)))
+    rng = np.random.default_rng(16)
+    prototypes, samples = rng.standard_normal((3, 2)), rng.standard_normal((12, 2))
+    calls = [(prototypes, samples), (prototypes, samples * 1.01), (prototypes * 0.99, samples)]
+    replaying = replayed_like_traced(nearest_moved, calls + calls, policy, argnums=(0, 1))
     assert blocks(replaying) and not left
 
 

@@ -734,11 +734,18 @@ def _factory(source):
     return namespace["make"]
 
 
+def _reverse_all(records, shadows):
+    """Reverse ``records``, the newest first, as the tape would (``Tape.reverse``)."""
+    for record in reversed(records):
+        Tape.reverse(record, shadows)
+
+
 class Opaque:
     """A step a block runs as it is, for the kinds that write no lines of their own (a write
-    of another kind, a function's rule, a guard, a call): its own
-    ``step(values, tape)``, then the ``records`` (0 or 1) it appended taken off the tape, and
-    reversed at the step's place in the block's reverse pass (``Tape.reverse``)."""
+    of another kind, a function's rule, a guard, a call, an operation the engine records
+    again): its own ``step(values, tape)``, then the ``records`` (0 or 1; None: as many as it
+    appended on this call) it appended taken off the tape, and reversed at the step's place in
+    the block's reverse pass (``Tape.reverse``)."""
 
     __slots__ = ("step", "records")
 
@@ -749,6 +756,13 @@ class Opaque:
         self.records = records
 
     def emit(self, code, k):
+        if self.records is None:
+            record = code.keep(f"r{k}")
+            code.forward += ["before = len(tape.records)",
+                             f"{code.bind(self.step)}(values, tape)",
+                             f"{record} = tape.records[before:]", "del tape.records[before:]"]
+            code.records.append((record,))
+            return
         code.forward.append(f"{code.bind(self.step)}(values, tape)")
         if not self.records:
             code.records.append(())
@@ -758,16 +772,20 @@ class Opaque:
         code.records.append((record,))
 
     def emit_back(self, code, k):
-        if not self.records:
+        if self.records == 0:
             return []
         # the record may take a shadow out of the dictionary (a write's cotangent): the shadows
         # the block's earlier steps hold as locals are looked up again
         code.shadows.clear()
-        return [f"{code.bind(Tape.reverse)}({code.records[k][0]}, shadows)"]
+        reverse = Tape.reverse if self.records else _reverse_all
+        return [f"{code.bind(reverse)}({code.records[k][0]}, shadows)"]
 
-    @staticmethod
-    def back(shadows, record=None):
-        if record is not None:
+    def back(self, shadows, record=None):
+        if record is None:
+            return
+        if self.records is None:
+            _reverse_all(record, shadows)
+        else:
             Tape.reverse(record, shadows)
 
 

@@ -115,8 +115,9 @@ from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
-                          elementwise_kept, read_by_partials, short, unbroadcast)
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
+                          differentiable, elementwise_kept, read_by_partials, short,
+                          unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
@@ -511,7 +512,7 @@ class Pure:
                 and self.later is None and self.exact is None:
             # (a complex partial is conjugated: the engine's; math's value is put in by
             # ``__call__``, which a compiled block's lines do not run)
-            self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer)
+            self.lean = _lean_inputs(rule, self.state[1], self.inputs, buffer, broadcast=True)
 
     def __call__(self, values, tape):
         vals = self.args.copy()
@@ -590,7 +591,8 @@ class Pure:
                 if not dy.ndim and p != p:  # as tracing computes it (partial_as_traced)
                     p = partial_as_traced(partial, y, *vals)
                 g = times(dy, p, dy if last else np.empty_like(dy))
-            rows.append((place, unbroadcast(g, ()) if summed else g, direct and not summed))
+            rows.append((place, unbroadcast(g, place.shape) if summed else g,
+                         direct and not summed))
         laid_out = self.buffer.c_contiguous  # dy, its shadow, in C order (as _lean_cotangents)
         for place, g, direct in rows:
             if not direct or not laid_out:
@@ -708,25 +710,35 @@ def _local_only(code, lean):
     return frozenset(place.key for *_, place, _, _ in lean)
 
 
-def _lean_inputs(rule, traced, inputs, made, scalar=True):
+def _lean_inputs(rule, traced, inputs, made, scalar=True, broadcast=False):
     """Per traced input of an elementwise operation that made ``made`` (small), what its lean
     pullback needs (``_lean_cotangents``); None if an input is not of ``made``'s shape and
-    dtype (or a 0-d whole buffer, broadcast: ``summed``). A whole C-contiguous buffer's shadow
-    is an entry of its own, which the cotangent may become; a region's, or another layout's,
-    is added into through ``Shadows.add`` (not where elements share memory, nor for a 0-d
-    output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
+    dtype (or a 0-d whole buffer, broadcast: ``summed``; or, where ``broadcast``, any input
+    NumPy broadcast to ``made``'s shape: ``x[:, None] - x[None, :]``). A whole C-contiguous
+    buffer's shadow is an entry of its own, which the cotangent may become; a region's, or
+    another layout's, is added into through ``Shadows.add`` (not where elements share memory,
+    nor for a 0-d output whose cotangent a block holds as NumPy's scalar: ``scalar``)."""
     lean = []
     for i in traced:
         place = inputs[i]
         direct = type(place) is Buffer and place.c_contiguous
-        # a scalar broadcast against the others (r * u): its cotangent summed (unbroadcast)
-        summed = direct and place.shape == () and made.shape != ()
+        # an input broadcast against the others (r * u, m[:, None] * v): its cotangent summed
+        # over the axes it was stretched along (unbroadcast), as the engine's pullback sums it
+        summed = place.shape != made.shape and (
+            direct and place.shape == () or broadcast and _broadcasts(place.shape, made.shape))
         if place.shape != made.shape and not summed or place.dtype != made.dtype:
             return None
         if not direct and (overlapping(place) or scalar and made.shape == ()):
             return None
         lean.append((i, rule.partials[i], i == traced[-1], place, direct, summed))
     return tuple(lean)
+
+
+def _broadcasts(shape, to):
+    """Whether NumPy broadcasts an operand of ``shape`` to ``to`` (its axes as many or fewer,
+    each trailing one of ``to``'s length or 1)."""
+    lead = len(to) - len(shape)
+    return lead >= 0 and all(n == m or n == 1 for n, m in zip(shape, to[lead:]))
 
 
 def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=True,
@@ -767,6 +779,8 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
                 axes = code.bind(tuple(range(len(made.shape))))
                 lines.append(f"{g} = add_reduce({g}, axis={axes})")
+            elif buffer.shape != ():  # the sum over the axes it was broadcast along
+                lines.append(f"{g} = {code.bind(unbroadcast)}({g}, {code.bind(buffer.shape)})")
             else:
                 total = f"{code.bind(unbroadcast)}({g}, ())"  # NumPy's scalar: a sum of all
                 lines.append(f"{g} = {total}[()]" if scalar_cotangents(buffer) else
@@ -1381,17 +1395,17 @@ class Gather:
             tape.records.append((self, key, None))
 
     def back(self, shadows, key, _):
-        """``Gathered.pullback`` for a whole buffer's elements, each taken once."""
-        dy = shadows.pop(self.buffer)
-        if dy is not None:
-            shadows.of(self.place)[key] += dy
+        """``Gathered.pullback``: each element's cotangent added back where it came from,
+        each repeat its share (``Shadows.add_at``)."""
+        _gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
 
     @property
     def lean(self):
         """Whether the step records itself (:meth:`back`), not the engine's record (and a
         block may compile it: not for complex values, whose cotangents a block would hold as
-        NumPy's scalars)."""
-        return not self.repeats and type(self.place) is Buffer and self.buffer.dtype.kind != "c"
+        NumPy's scalars, nor for one element taken from where elements share memory, whose
+        cotangent ``Shadows.add_at`` takes as an array)."""
+        return self.buffer.dtype.kind != "c" and not (self.repeats and self.buffer.shape == ())
 
     def emit(self, code, k):
         """As :meth:`Pure.emit`: this step's lines in a :class:`blocks.Block`."""
@@ -1414,6 +1428,8 @@ class Gather:
             dy = code.take(self.buffer)
             if dy is None:
                 return []
+            if self.repeats:  # (an array: lean)
+                return [f"shadows.add_at({code.bind(self.place)}, {key}, {dy})"]
             element = _element_at(self.place, code.constant(key))
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
@@ -1425,7 +1441,8 @@ class Gather:
             return [*lines, f"{shadow}[{key}] += {dy}"]
         _, shadow = code.shadow(self.place, always=False)
         return [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                f"    {shadow}[{key}] += dy"]
+                f"    shadows.add_at({code.bind(self.place)}, {key}, dy)" if self.repeats
+                else f"    {shadow}[{key}] += dy"]
 
 
 def _element_at(buffer, key):
@@ -2409,11 +2426,20 @@ def _crossing(steps, reads, held):
 def _member(step):
     """``step`` as a compiled block runs it: itself where it writes its own lines, as an
     :class:`blocks.Opaque` step where it runs as it is (a function's rule, a guard, a write
-    of another kind); None where it ends a run (a large temporary let go, an operation the
-    engine records again)."""
+    of another kind, an elementwise step on large or complex values, an operation the engine
+    records again); None where it ends a run."""
     kind = type(step)
-    if kind is SetElement or kind is Free or kind in (Pure, Gather) and step.lean:
+    if kind is SetElement or kind is Free:
         return step
+    # (not a large one, whose value the block's lines that read it would hold until its
+    # forward pass is over, where the replay lets it go after its last reader: ``Free``)
+    if kind is Pure or kind is Gather:
+        return step if step.lean else Opaque(step, 1) \
+            if short(step.buffer) and getattr(step, "later", None) is None else None
+    if kind is Reenter:  # (the records the engine makes, as many as it makes on the call)
+        return Opaque(step, None) if all(short(value[0]) for value in step.traced.values()) \
+            and all(math.prod(out.shape) * out.dtype.itemsize < SHORT
+                    for out in within(step.outputs, Out)) else None
     if kind is Call:
         return step if step.inline else Opaque(step, 0)
     if kind is ElementwiseWrite:
@@ -2428,6 +2454,14 @@ def _member(step):
     if kind is Function:
         return step if step.lean else Opaque(step, 1)
     return None
+
+
+def _integral(outputs):
+    """Whether a step stores integers or booleans alone (``_store``), which no cotangent
+    reaches."""
+    if type(outputs) is Out:
+        return outputs.dtype.kind in "biu"
+    return type(outputs) is tuple and all(_integral(out) for out in outputs)
 
 
 def with_blocks(steps, held, guarded=(), raising=frozenset()):
@@ -2475,9 +2509,10 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
-        local = (tuple(slot for _, slot in step.at) if type(step) is Pure else
+        own = members[k] is step  # (an Opaque step's operands: through the shadows)
+        local = (tuple(slot for _, slot in step.at) if own and type(step) is Pure else
                  (step.value,) if type(step) is SetElement and step.value is not None
-                 else step.operands if members[k] is step and type(step) is ElementwiseWrite
+                 else step.operands if own and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
         for slot in local:
             if read_in.setdefault(slot, block_of[k]) != block_of[k]:
@@ -2485,13 +2520,15 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
         outside.update(reads[k].difference(local))
     # A value that only guards read (int(x / dx), a comparison Python decides on) gets no
     # cotangent, on any call; nor do the operands of a ufunc that recorded nothing (np.less,
-    # whose bool value has no derivative) or of a pure step whose value gets none
-    # (np.sqrt(r @ r) < tol's square root): from the last step back
+    # whose bool value has no derivative), of a call that makes integers alone (np.argmin),
+    # or of a pure step or a function whose value gets none (np.sqrt(r @ r) < tol's square
+    # root; np.argmin(((c - x) ** 2).sum(axis=1))'s sum): from the last step back
     reached = set(held)
     for step, slots in zip(reversed(steps), reversed(reads)):
-        if type(step) is Guard or type(step) is Free \
-                or type(step) is Call and type(step.function) is np.ufunc \
-                or type(step) is Pure and step.out not in reached:
+        kind = type(step)
+        if kind is Guard or kind is Free \
+                or kind is Call and (type(step.function) is np.ufunc or _integral(step.outputs)) \
+                or (kind is Pure or kind is Function and step.lean) and step.out not in reached:
             continue
         reached.update(slots)
     out, start = [], 0

@@ -1,0 +1,117 @@
+"""Elementwise steps with broadcast operands (``x[None, :, :] - x[:, None, :]``,
+``m[:, None] * v**2``, ``A - c`` of a row ``c``) compiled into a replay's blocks: each operand's
+cotangent is the product summed over the axes NumPy stretched it along, as the traced
+engine's pullback sums it (``elementwise.unbroadcast``), so replayed gradients keep the
+traced bits. Replayed calls against traced ones, bit for bit (values, gradients, warnings,
+floating-point events) with the caller's arrays unchanged, on inputs that flip the products'
+decisions from call to call (zeros meeting infinities, NaNs of either sign, signed zeros),
+in float64, float32 and complex128, through the compiled and the interpreted pullback."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.engines import blocks, replay
+from test_replay_stretches import MODES, replayed_like_traced
+
+
+def pairwise(x, m):
+    """An n-body energy: pairwise differences of positions, masses broadcast both ways."""
+    d = x[None, :, :] - x[:, None, :]
+    r2 = np.sum(d * d, axis=-1) + 0.25
+    e = m[:, None] * m[None, :] / r2
+    v = x * 2.0
+    k = m[:, None] * v ** 2
+    return np.sum(e) + np.sum(k)
+
+
+def rows_and_columns(a, c):
+    """A row made in ``f`` (its cotangent a block's local), a row and a column of the
+    arguments (regions), broadcast against a matrix; a sum whose partials are one (no
+    product) with the broadcast operand first, then last."""
+    s = c * 1.5
+    b = a - s
+    b = b * c[None, :]
+    b = s + b
+    b = np.tanh(b) + a[:, 1:2]
+    return np.sum(b * b)
+
+
+def leading_axes(t, w):
+    """An operand broadcast along leading axes it lacks and along an axis of length one."""
+    y = t * w
+    y = y + w[:, :1]
+    y = np.exp(y * 0.5) * t[:1]
+    return np.sum(y)
+
+
+PROGRAMS = {pairwise: ((4, 3), (4,)), rows_and_columns: ((3, 4), (4,)),
+            leading_axes: ((2, 3, 4), (3, 4))}
+
+
+def _with(a, index, value):
+    a = a.copy()
+    a.flat[index] = value
+    return a
+
+
+def _nan(bits):
+    return np.array([bits], np.uint64).view(np.float64)[0]
+
+
+def flipped(a, b, more=()):
+    """Calls on ``(a, b)``: recorded, replayed, then compiled; then each flip of a product's
+    decision (signed zeros, infinities, NaNs of either sign and payload, zeros; then
+    ``more``), each twice, with ``(a, b)`` after each."""
+    flips = [(_with(a, 1, -0.0), _with(b, 0, 0.0)), (_with(a, 2, np.inf), b),
+             (a, _with(b, 1, -np.inf)), (_with(a, 0, np.nan), b),
+             (np.zeros_like(a), -np.zeros_like(b)), (a, np.zeros_like(b))]
+    if a.dtype == np.float64:
+        flips += [(_with(a, 3, _nan(0xFFF8000000000002)), _with(b, 2, _nan(0x7FF8000000000001)))]
+    calls = [(a, b)] * 3
+    for flip in [*flips, *more]:
+        calls += [flip, (a, b), flip, (a, b)]
+    return calls
+
+
+def _calls(f, dtype):
+    rng = np.random.default_rng(len(f.__name__))
+    return flipped(*(rng.standard_normal(shape).astype(dtype) for shape in PROGRAMS[f]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+@pytest.mark.parametrize("mode", ["default", "all-ignore"])
+@pytest.mark.parametrize("f", list(PROGRAMS), ids=lambda f: f.__name__)
+def test_a_broadcast_operand_is_replayed_with_the_traced_bits(f, dtype, mode, capfd,
+                                                              monkeypatch):
+    monkeypatch.setattr(blocks, "TEMPLATES", collections.OrderedDict())
+    replayed_like_traced(f, _calls(f, dtype), MODES[mode], capfd)
+
+
+def _steps(g):
+    """The steps of ``g``'s one program, those of its blocks as the blocks hold them."""
+    (program,) = g.programs.values()
+    for step in program.steps:
+        yield from step.steps if type(step) is blocks.Block else [step]
+
+
+@pytest.mark.parametrize("f", list(PROGRAMS), ids=lambda f: f.__name__)
+def test_the_broadcasting_steps_write_their_own_lines_in_a_block(f):
+    """Not a test that passes trivially: every elementwise step with a broadcast operand
+    runs in a compiled block as lines of its own (before, each ended its block's run and was
+    interpreted)."""
+    args = _calls(f, np.float64)[0]
+    g = mutad.grad(f, argnums=(0, 1), replay=True)
+    for _ in range(3):
+        g(*args)
+    (program,) = g.programs.values()
+    broadcast = [step for step in _steps(g) if type(step) is replay.Pure
+                 and any(place.shape != step.buffer.shape for place in step.inputs
+                         if place is not None)]
+    assert broadcast
+    assert all(step.lean is not None for step in broadcast)
+    inside = {id(step) for step in program.steps if type(step) is blocks.Block
+              for step in step.steps}
+    assert all(id(step) in inside for step in broadcast)
