@@ -118,3 +118,31 @@ def _a_cached_value_read_inside_a_shared_recipe(x):
 def test_a_value_computed_on_a_cache_miss_counts_nothing(options):
     inputs = [np.random.default_rng(1).standard_normal(600), np.linspace(-2.0, 2.0, 600)]
     _replayed_as_traced(_a_cached_value_read_inside_a_shared_recipe, inputs, **options)
+
+
+_OUT = np.zeros(3)
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_a_ufunc_of_a_list_into_a_module_array(replay):
+    """``np.negative(L, out=O)`` of a list into an array of the module: the traced array
+    ``O`` becomes as ``out=`` takes the call, whose operands (a list) hold no tracer of any
+    level to defer to; NumPy writes the list's values into ``O``, and the function's traced
+    writes after it carry their gradient (an AttributeError before)."""
+    def f(x):
+        r = np.negative([1., 5., -1.], out=_OUT)
+        r[0] = x[0]
+        np.add([1., 2., 3.], (2., 1., 0.), out=_OUT)
+        _OUT[1] *= x[1]
+        return (_OUT * x).sum()
+
+    differentiate = mutad.value_and_grad(f, replay=replay)
+    for x in (np.array([0.3, 1.1, -0.7]), np.array([0.6, 1.4, -0.4]), np.array([-1., 2., 3.])):
+        given = x.copy()
+        _OUT[:] = 0.
+        value, gradient = differentiate(x)
+        written = _OUT.copy()
+        _OUT[:] = 0.
+        assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+        assert written.tobytes() == _OUT.tobytes() and x.tobytes() == given.tobytes()
+        np.testing.assert_allclose(gradient, [3., 6. * x[1], 3.], rtol=1e-15)

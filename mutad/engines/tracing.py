@@ -82,7 +82,7 @@ def defers(tape, items):
     for x in items:
         if type(x) is not Traced and (isinstance(x, Tracer) or type(x) in (list, tuple)):
             inner = innermost_tracer(items)  # another kind of value takes part: by levels
-            return type(inner) is not Traced and inner.level > tape.level
+            return inner is not None and type(inner) is not Traced and inner.level > tape.level
     return False
 
 
