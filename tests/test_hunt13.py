@@ -146,3 +146,49 @@ def test_a_ufunc_of_a_list_into_a_module_array(replay):
         assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
         assert written.tobytes() == _OUT.tobytes() and x.tobytes() == given.tobytes()
         np.testing.assert_allclose(gradient, [3., 6. * x[1], 3.], rtol=1e-15)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's Python functions whose result is one of their arrays itself (an ``out=`` array, the
+# argument of np.atleast_1d, of np.broadcast_arrays where it keeps its shape) gave, for an array
+# of the module, another object than the one given: ``is`` false, and where the function wrote
+# through the result the writes reached a copy's wrapper, not the name the code reads
+
+
+_O = np.zeros(3)
+_G = np.array([1., 2., 3.])
+
+
+def _identities(x):
+    L = [1.5, -2.5, 3.7]
+    same = [np.fix(L, out=_O) is _O, np.clip(L, 0, 2, out=_O) is _O,
+            np.around(L, 1, out=_O) is _O, np.cumsum(L, out=_O) is _O]
+    r = np.fix(x * 2.5, out=_O)
+    same.append(r is _O)
+    r[1] += x[0]  # through the result: into _O, as NumPy's
+    a, b = np.atleast_1d(_G, _G)
+    same += [a is _G, b is _G, np.broadcast_arrays(_G, np.ones(3))[0] is _G]
+    c = np.clip(x, -1, 1, out=_O)
+    c *= x  # into _O
+    assert all(same), same
+    return (_O * x).sum() + (a * x).sum()
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_results_that_are_a_module_arrays_are_that_array(replay):
+    differentiate = mutad.value_and_grad(_identities, replay=replay)
+    for x in (np.array([0.3, 1.1, -0.7]), np.array([0.6, -1.4, 0.4]), np.array([-1.5, 2., 3.])):
+        given = x.copy()
+        _O[:] = 0.
+        value, gradient = differentiate(x)
+        written = _O.copy()
+        _O[:] = 0.
+        expected = _identities(x.copy())
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert written.tobytes() == _O.tobytes() and x.tobytes() == given.tobytes()
+        assert _G.tobytes() == np.array([1., 2., 3.]).tobytes()
+        # d/dx of sum(clip(x)*x*x) + sum(G*x): the fix'd values are constants
+        clipped = np.clip(x, -1, 1)
+        inside = np.abs(x) < 1
+        np.testing.assert_allclose(gradient, np.where(inside, 3 * x * x, 2 * clipped * x) + _G,
+                                   rtol=1e-14)

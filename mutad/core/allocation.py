@@ -2611,7 +2611,8 @@ class Preexisting(np.ndarray):
             written = (*(args[:1] if func in WRITE_FIRST else ()), kwargs.get("out"))
             accessed(args, kwargs, written=written)
             adopt(written)
-        given, (args, kwargs) = args, (_plain_views(args), _plain_views(kwargs))
+        given = [*args, *kwargs.values()]
+        args, kwargs = _plain_views(args), _plain_views(kwargs)
         composite = RULES.get(func, NO_RULE).composite
         if composite is not None and ACTIVE.running and holds_wrapped(
                 [list(args), list(kwargs.values())]):
@@ -2621,11 +2622,19 @@ class Preexisting(np.ndarray):
             if y is not NotImplemented:  # (np.pad's copying modes: its rule's, after NumPy)
                 return y
         y = func(*args, **kwargs)
-        for view, stand_in in zip(args, given):
-            if y is view and type(stand_in) is Preexisting:
-                # NumPy's result is its argument itself (np.atleast_1d(U0) is U0): the
-                # stand-in, as it was given, so that the caller's tests of identity hold
-                return stand_in
+        # NumPy's result, or an item of it, that is an argument itself (np.atleast_1d(U0) is
+        # U0, np.atleast_1d(U0, U0)'s both; np.fix(L, out=O) is O): the stand-in, as it was
+        # given, so that the caller's tests of identity hold
+        stand_ins = {id(view): stand_in for view, stand_in
+                     in zip(_flat_operands([*args, *kwargs.values()]), _flat_operands(given))
+                     if type(stand_in) is Preexisting}
+        if id(y) in stand_ins:
+            return stand_ins[id(y)]
+        if _sequence(y) and any(id(item) in stand_ins for item in y):
+            return _like(y, [stand_ins[id(item)] if id(item) in stand_ins
+                             else made_in(item, functools.partial(_item, func, i), args, kwargs,
+                                          _caller(sys._getframe(1)))
+                             for i, item in enumerate(y)])
         return made_in(y, func, args, kwargs, _caller(sys._getframe(1)))
 
     def __repr__(self):
@@ -2666,6 +2675,13 @@ class Preexisting(np.ndarray):
 
     def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
         return plain_memory(self).__reduce_ex__(protocol)
+
+
+def _flat_operands(operands):
+    """``operands`` with the items of the tuples and lists among them (``out=(O,)``,
+    ``np.atleast_1d(U0, U0)``'s) in their place, in order."""
+    return [item for x in operands
+            for item in (x if type(x) in (tuple, list) else (x,))]
 
 
 def _view_attribute(name):
