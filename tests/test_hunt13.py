@@ -192,3 +192,33 @@ def test_results_that_are_a_module_arrays_are_that_array(replay):
         inside = np.abs(x) < 1
         np.testing.assert_allclose(gradient, np.where(inside, 3 * x * x, 2 * clipped * x) + _G,
                                    rtol=1e-14)
+
+
+_H = np.array([1., 2., 3.])
+
+
+def _named_as_given(x):
+    g = np.asarray_chkfinite(_H)
+    v = np.atleast_2d(_H)
+    assert g is _H and v.base is _H
+    v[0, 1] = x[0]  # through the view: into _H, as NumPy's
+    g[2] *= x[1]
+    return (_H * x).sum()
+
+
+@pytest.mark.parametrize("replay", [False, True])
+def test_a_module_array_converted_or_viewed_is_named_as_given(replay):
+    """``np.asarray_chkfinite(U0)`` is ``U0`` and ``np.atleast_2d(U0).base`` is ``U0``, as in
+    NumPy (a new wrapper before), and the writes through them reach ``U0``."""
+    differentiate = mutad.value_and_grad(_named_as_given, replay=replay)
+    for x in (np.array([0.3, 1.1, -0.7]), np.array([0.6, -1.4, 0.4]), np.array([-1.5, 2., 3.])):
+        given = x.copy()
+        _H[:] = [1., 2., 3.]
+        value, gradient = differentiate(x)
+        written = _H.copy()
+        _H[:] = [1., 2., 3.]
+        expected = _named_as_given(x.copy())
+        assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+        assert written.tobytes() == _H.tobytes() and x.tobytes() == given.tobytes()
+        np.testing.assert_allclose(gradient, [1 + x[1], x[0] + 3 * x[2], 3 * x[1]], rtol=1e-14)
+    _H[:] = [1., 2., 3.]

@@ -2071,7 +2071,12 @@ def _isscalar(element):
 def _asarray_chkfinite(a, dtype=None, order=None):
     """``np.asarray_chkfinite``, which converts with ``np.asarray`` (dispatching on nothing): of a
     traced ``a``, NumPy's check of its values (its error for one not finite), then the mode's
-    ``np.asarray`` of it (``a`` itself where it fits)."""
+    ``np.asarray`` of it (``a`` itself where it fits); of a stand-in, the stand-in itself where
+    NumPy's is the array given (``np.asarray_chkfinite(U0) is U0``)."""
+    if type(a) is Preexisting:
+        view = _plain_view(a)
+        y = _asarray_chkfinite(view, dtype, order)
+        return a if y is view else y
     if ACTIVE.running and holds_wrapped(a):
         values = _stacked(a)
         decided = getattr(values, "_decided", None)
@@ -2668,7 +2673,10 @@ class Preexisting(np.ndarray):
         while type(base) is np.ndarray and not base.flags.owndata \
                 and isinstance(base.base, np.ndarray):
             base = base.base
-        return base
+        # the owner as the code names it: its stand-in where it has one in the mode
+        # (np.atleast_2d(U0).base is U0)
+        stand_in = MODE.array_stand_ins.get(id(base)) if _in_mode() else None
+        return stand_in if stand_in is not None and stand_in.original is base else base
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
         return plain_memory(self).__reduce__()

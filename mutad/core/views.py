@@ -130,7 +130,10 @@ def owner(a):
             base = a.base
             return a if base is None else owner(base)
     while True:
-        base = a.base
+        # (ndarray's own base: a subclass's may name the owner otherwise, as a stand-in's of
+        # an array made before names the owner's stand-in)
+        base = a.base if type(a) is np.ndarray or not isinstance(a, np.ndarray) \
+            else np.ndarray.base.__get__(a)
         if type(base) is not np.ndarray and not isinstance(base, np.ndarray):
             base = getattr(base, "base", None)
             if not isinstance(base, np.ndarray):
