@@ -17,7 +17,8 @@ from mutad.core.shadows import Buffer, Place, Shadows
 from mutad.core import tape as tape_module
 from mutad.core.tape import Write
 from mutad.core.trees import flatten
-from mutad.engines import elementwise, operations, reverse, tracing
+from mutad.core import views
+from mutad.engines import elementwise, inplace, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
 from mutad.engines import products
 from mutad.engines.products import times
@@ -2113,3 +2114,64 @@ def test_regions_assigned_take_the_short_path_where_setitem_would_assign_their_v
     assert not done[repr((3, slice(None)))]  # T[3, :] = F[None, 2, :]
     assert not done[repr((slice(0, 2), slice(1, 3)))]  # over the target
     assert not done[repr((slice(1, None), 0))]  # A[1:, 0] = A[:-1, 0]: over the target
+
+
+def _views_over_one_another(A, z):
+    """Writes from views of the target's own memory: apart from the region though within its
+    bounds (interleaved columns, every other element, a broadcast column, through setitem's
+    view and advanced paths and np.copyto), over it (reversed, strided views that share
+    elements), and the region itself."""
+    A = A * 1.0
+    A[1:-1, 2] = A[2:, 3]  # another column: apart
+    A[:, ::2] = A[:, 1::2] * 1.0
+    A[:, ::2] = A[:, 1::2]  # interleaved columns: apart
+    A[:, 1:3] = np.broadcast_to(A[:, 4:5], (A.shape[0], 2))  # a broadcast column: apart
+    A[:, 0] = A[::-1, 0]  # reversed: over it
+    A[1:, 1] = A[:-1, 1]  # shifted: over it
+    flat = A.reshape(-1)
+    flat[:12:2] = flat[:18:3]  # strided views that share elements
+    flat[:24:4] = flat[1:24:4]  # strided views that share none
+    A[:, 3] = A[:, 3]  # the region itself
+    A[2] = A[2]
+    B, C = A[:, ::2], A[:, 1::2]
+    B[[0, 2]] = C[1:3]  # advanced index into a view: apart
+    B[[1, 3]] = B[2:4] * 2.0
+    B[[4, 0]] = B[3:5]  # over it
+    np.copyto(A[:, ::2], A[:, 1::2])  # apart
+    np.copyto(A[:, ::2], A[:, 1::2] + 1.0, where=A[:, ::2] > 0)
+    np.copyto(A[1:, ::2], A[:-1, ::2])  # over it
+    z = z * 1.0
+    z.real[1:] = z.imag[:-1]  # the other half of each complex element: apart
+    z.imag[:] = z.real[::-1]  # the real parts reversed: apart
+    A[0, :z.size] += (z * z).real
+    return np.sum(A * A * np.arange(1.0, A.size + 1).reshape(A.shape))
+
+
+def test_views_apart_within_the_targets_bounds_give_the_bounds_tests_bits(monkeypatch):
+    """``inplace.overlaps`` asks of bytes (``views.may_share``), not of bounds: a write from
+    a view apart from its region though within its bounds (another column) is assigned as a
+    value apart, where the bounds' answer copied it as NumPy's copy does. Against the bounds'
+    answer, by every mode: the same values and derivatives bit for bit, the caller's arrays
+    unchanged, on views apart, over the region and the region itself; and the answers differ."""
+    rng = np.random.default_rng(12)
+    args = [rng.standard_normal((6, 8)), rng.standard_normal(5) + 1j * rng.standard_normal(5)]
+    may_share = inplace.may_share
+    answers = []
+
+    def counted(a, b):
+        shared = may_share(a, b)
+        answers.append((shared, views.may_overlap(a, b)))
+        return shared
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        expected = _views_over_one_another(*[np.copy(a) for a in args])
+        with monkeypatch.context() as patched:
+            patched.setattr(inplace, "may_share", counted)
+            exact = _bits(_by_every_mode(_views_over_one_another, args))
+        with monkeypatch.context() as patched:
+            patched.setattr(inplace, "may_share", views.may_overlap)
+            bounds = _bits(_by_every_mode(_views_over_one_another, args))
+    assert exact == bounds
+    assert exact[0] == _bits([expected])[0]
+    assert {(False, True), (True, True), (False, False)} <= set(answers)

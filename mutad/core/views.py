@@ -212,6 +212,26 @@ def may_overlap(a, b):
 _may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
+def may_share(a, b, work=64):
+    """Whether the arrays ``a`` and ``b`` may share a byte, told more sharply than by
+    ``may_overlap``'s bounds: where the bounds of two NumPy arrays meet, NumPy's exact test,
+    given at most ``work`` (an answer it cannot reach within it is taken as sharing), so that
+    two columns of one matrix, or interleaved elements, lie apart. A device library's arrays:
+    their bounds (its namespace may have no exact test)."""
+    a, b = memory(a), memory(b)
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+        return np.may_share_memory(a, b)
+    if not _may_share_memory(a, b):
+        return False
+    try:
+        return _shares_memory(a, b, max_work=work)
+    except np.exceptions.TooHardError:
+        return True
+
+
+_shares_memory = getattr(np.shares_memory, "_implementation", np.shares_memory)
+
+
 def same_region(a, b):
     """True when ``a`` and ``b`` are the same elements of the same memory, in the same order."""
     return a is b or (

@@ -34,7 +34,7 @@ from .reverse import (AliasRead, Traced, active, carries, constant_result, inner
                       place_of, recipe, values_at)
 from ..core.tape import Write
 from .elementwise import ElementWrite, write_cotangents
-from ..core.views import (address, byte_span, may_overlap, memory, real_part_if,
+from ..core.views import (address, byte_span, may_share, memory, real_part_if,
                           strided, wrapped, writeable)
 from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
                      at_target, check_region, copy_back, decide_undo,
@@ -463,9 +463,12 @@ def overlaps(target, value, region=None):
     """Whether the memory of the array ``value`` may overlap ``region`` of ``target`` (all of it
     by default): traced by this differentiation, by an enclosing one (whose arrays a nested
     one's arguments may be) or by none. (A traced value is told by ``wrapped`` first: asked
-    ``isinstance``, its ``__class__`` looks for the caller's frame.)"""
+    ``isinstance``, its ``__class__`` looks for the caller's frame.) Asked of bytes, not of
+    bounds (``may_share``): a write from a value that shares none of its target's (another
+    column of one matrix) reads no element it writes, as NumPy's does, whatever the order of
+    the writes, so its callers write it as a value apart, which is no copy of NumPy's."""
     return ((wrapped(value) or isinstance(value, np.ndarray) or is_device(value))
-            and may_overlap(value, target.value if region is None else region))
+            and may_share(value, target.value if region is None else region))
 
 
 # ----------------------------------------------------------------------------------------------

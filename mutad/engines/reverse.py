@@ -46,7 +46,8 @@ from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
-from ..core.views import address, itself, owner, owner_view, strided, wrapped, writeable
+from ..core.views import (address, itself, may_share, owner, owner_view, strided, wrapped,
+                          writeable)
 
 
 class _Reversing(threading.local):
@@ -404,7 +405,7 @@ def check_alias(value, kept=False, written=False):
         if root is None:
             root = id(value if value.base is None else owner(value))
         for argument, key in arguments.get(root, ()):
-            if not _shares_memory(value, argument):
+            if not may_share(value, argument, 10_000):
                 continue
             if written:
                 raise alias_written(value.shape, argument.shape)
@@ -432,14 +433,6 @@ class AliasRead:
 
     def __call__(self):
         raise alias_written_after_read(self.shape, self.argument)
-
-
-def _shares_memory(a, b):
-    """Whether ``a`` and ``b`` share a byte; where NumPy cannot tell quickly, assume so."""
-    try:
-        return np.shares_memory(a, b, max_work=10_000)
-    except np.exceptions.TooHardError:
-        return True
 
 
 def _protect(tape, value):
