@@ -123,7 +123,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .debug import from_user_line, without_events
+from .debug import FROM_USER_LINE, from_user_line, without_events
 from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
                      objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost
@@ -985,8 +985,9 @@ def _top(namespace):
 
 def internal(frame):
     """Whether ``frame`` runs NumPy's, SciPy's, mutad's or a device library's own code
-    (``INTERNAL``), not the user's."""
-    return _top(frame.f_globals) in INTERNAL
+    (``INTERNAL``), not the user's: mutad's call of NumPy's made at the user's line
+    (``from_user_line``, for NumPy's warnings) is mutad's, though its globals are the user's."""
+    return _top(frame.f_globals) in INTERNAL or frame.f_code.co_name == FROM_USER_LINE
 
 
 def shown_class(x, numpy_class):
