@@ -48,7 +48,8 @@ from typing import ParamSpec, TypeVar
 
 import numpy as np
 
-from .errors import ConversionError, NonFiniteError, function_name
+from .errors import (ConversionError, NonFiniteError, UnsupportedOperationError,
+                     function_name)
 from .shadows import Buffer, Place
 from .views import memory, stands_for_scalar, wrapped
 
@@ -396,6 +397,18 @@ def _compiled_code_refusal(error):
             for kind in WRAPPERS):
         refusal = ConversionError(f"a traced value was handed to decimal.Decimal() ({error}). "
                                   + DECIMAL_FIX)
+        refusal.__cause__ = error
+        return refusal.with_traceback(error.__traceback__)
+    ufunc = re.fullmatch(r"operand '(\w+)' does not support ufuncs \(__array_ufunc__=None\)",
+                         text)
+    if type(error) is TypeError and ufunc and ufunc.group(1) in {k.__name__ for k in WRAPPERS}:
+        refusal = UnsupportedOperationError(  # np.sqrt(A) of a traced sparse matrix
+            f"a NumPy ufunc of a traced value that takes no part in NumPy's ufunc protocol "
+            f"({error}): a SciPy sparse matrix (for a plain one NumPy's object loop calls the "
+            "matrix's own method, which mutad cannot follow from the ufunc), or the np.matrix "
+            "SciPy gives of one (A.todense(), A.sum(axis=0)). Of a sparse matrix call the method "
+            "itself, which mutad follows: A.sqrt(), A.sin(), A.expm1(), A.log1p(), abs(A), -A, "
+            "A.power(k), A.multiply(B); of an np.matrix m, apply the ufunc to m.A.")
         refusal.__cause__ = error
         return refusal.with_traceback(error.__traceback__)
     if type(error) is not TypeError or not any(
