@@ -34,6 +34,7 @@ check per record and one per reverse pass.
 import builtins
 import contextlib
 import contextvars
+import copy
 import functools
 import importlib
 import linecache
@@ -342,16 +343,18 @@ class _Refusals(threading.local):
 
 
 REFUSALS = _Refusals()
-"""``REFUSALS.last``: ``(frame, lasti, error)`` of the latest conversion of a traced value that
-mutad refused (``remember_refusal``), for compiled code that replaces the error with its own
-(``struct.pack("d", x[0])``'s "required argument is not a float")."""
+"""``REFUSALS.last``: ``(id(frame), code, lasti, error)`` of the latest conversion of a traced
+value that mutad refused (``remember_refusal``), for compiled code that replaces the error with
+its own (``struct.pack("d", x[0])``'s "required argument is not a float"). Neither the frame nor
+the error raised is held (their locals, the traceback's frames: the user's arrays), only what
+tells the frame while it runs, and a copy of the error made before it was raised."""
 
 
 def remember_refusal(error, frame):
     """``error`` (a conversion of a traced value refused), remembered with the user's call that
     asked for it (``frame`` and its instruction), and returned for raising."""
     if frame is not None:
-        REFUSALS.last = (frame, frame.f_lasti, error)
+        REFUSALS.last = (id(frame), frame.f_code, frame.f_lasti, copy.copy(error))
     return error
 
 
@@ -365,8 +368,9 @@ def _swallowed_refusal(error):
     traceback = error.__traceback__
     while traceback is not None and traceback.tb_next is not None:
         traceback = traceback.tb_next
-    frame, lasti, refusal = last
-    if traceback is None or traceback.tb_frame is not frame or traceback.tb_lasti != lasti:
+    frame, code, lasti, refusal = last
+    if traceback is None or id(traceback.tb_frame) != frame \
+            or traceback.tb_frame.f_code is not code or traceback.tb_lasti != lasti:
         return None
     refusal.__cause__ = error
     return refusal.with_traceback(error.__traceback__)

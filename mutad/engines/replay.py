@@ -115,8 +115,8 @@ from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
-                          differentiable, elementwise_kept, read_by_partials, short,
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
+                          elementwise_kept, gathered_back, read_by_partials, short,
                           unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -1397,7 +1397,7 @@ class Gather:
     def back(self, shadows, key, _):
         """``Gathered.pullback``: each element's cotangent added back where it came from,
         each repeat its share (``Shadows.add_at``)."""
-        _gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
+        gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
 
     @property
     def lean(self):
@@ -2434,8 +2434,10 @@ def _member(step):
     # (not a large one, whose value the block's lines that read it would hold until its
     # forward pass is over, where the replay lets it go after its last reader: ``Free``)
     if kind is Pure or kind is Gather:
-        return step if step.lean else Opaque(step, 1) \
-            if short(step.buffer) and getattr(step, "later", None) is None else None
+        if step.lean:
+            return step
+        small = short(step.buffer) and getattr(step, "later", None) is None
+        return Opaque(step, 1) if small else None
     if kind is Reenter:  # (the records the engine makes, as many as it makes on the call)
         return Opaque(step, None) if all(short(value[0]) for value in step.traced.values()) \
             and all(math.prod(out.shape) * out.dtype.itemsize < SHORT
