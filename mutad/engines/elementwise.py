@@ -212,10 +212,10 @@ class Gathered(OneOutput):
     @staticmethod
     def pullback(record, shadows, _):
         """Add the cotangent back where each element came from, each repeat its share."""
-        gathered_back(shadows, shadows.pop(record.output), record.inputs, record.state)
+        _gathered_back(shadows, shadows.pop(record.output), record.inputs, record.state)
 
 
-def gathered_back(shadows, dy, inputs, repeats):
+def _gathered_back(shadows, dy, inputs, repeats):
     """``Gathered.pullback`` once its cotangent ``dy`` is taken (None: none reached it)."""
     if dy is None:
         return
@@ -294,7 +294,7 @@ def _folded_back(record, shadows, dy):
     _elementwise_back(shadows, state, dy, places, record.kept, handed)
     for i in reversed(positions):
         g = handed.pop(i, None)
-        gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
+        _gathered_back(shadows, shadows.pop(places[i]) if g is None else g, inputs[i], False)
 
 
 def reverse_folded(records, shadows, watch, d=None):
@@ -560,8 +560,8 @@ def _scalar_back(shadows, state, d, inputs, kept, positions, handing=None):
     NumPy's, bit for bit and raising nothing (``exact_in_python``): every partial 1, an
     operand, a constant or the expression it offers for float64 scalars
     (``_scalar_partial``), and every float64. Adds what ``_small_cotangents`` and then
-    ``gathered_back`` (the reads, the last first) would add, in their order: each sum into
-    an element of a real shadow as ``gathered_back`` adds a one-element cotangent, the
+    ``_gathered_back`` (the reads, the last first) would add, in their order: each sum into
+    an element of a real shadow as ``_gathered_back`` adds a one-element cotangent, the
     others as ``Shadows.add`` adds a 0-d array of its own. Returns False, having changed
     nothing, where a partial or product is not such (the caller then takes those paths): a
     scalar loop's reverse pass makes neither a 0-d array nor a call per product.
@@ -645,7 +645,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions, handing=None):
         read = inputs[i]
         source, key = read
         if type(source) is Buffer:
-            # (``gathered_back``'s first case)
+            # (``_gathered_back``'s first case)
             entry = entries.get(source.key)
             if entry is not None and entry[3] is None:
                 shadow = entry[1]
@@ -655,7 +655,7 @@ def _scalar_back(shadows, state, d, inputs, kept, positions, handing=None):
                     if exact_in_python(total):
                         shadow[key] = total
                         continue
-        gathered_back(shadows, np.array(g), read, False)
+        _gathered_back(shadows, np.array(g), read, False)
     return True if handed is None else handed
 
 

@@ -115,8 +115,8 @@ from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           user_frames, warn_at)
-from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, differentiable,
-                          elementwise_kept, gathered_back, read_by_partials, short,
+from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
+                          differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -1397,7 +1397,7 @@ class Gather:
     def back(self, shadows, key, _):
         """``Gathered.pullback``: each element's cotangent added back where it came from,
         each repeat its share (``Shadows.add_at``)."""
-        gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
+        _gathered_back(shadows, shadows.pop(self.buffer), (self.place, key), self.repeats)
 
     @property
     def lean(self):
