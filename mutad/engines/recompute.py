@@ -474,8 +474,13 @@ class Recomputation:
             holder.array = holder.was()
             if holder.array is None and key in self.lazy:
                 _reading(holder.buffer)
-        self.written.clear()
+        self._forget_written()
         self.lazy.clear()
+
+    def _forget_written(self):
+        for holder in self.written:  # (its buffer's reference is the holder: a cycle)
+            holder.buffer = None
+        self.written.clear()
 
     def give_recipe(self, record, output, buffer, settings=None):
         """Make ``buffer``, output ``output`` of the pure ``record``, recomputable from the
@@ -648,7 +653,7 @@ class Recomputation:
             chain.writes.clear()  # the undos of its writes, which refer back to it
         self.chains.clear()
         self.numbers.clear()
-        self.written.clear()
+        self._forget_written()
         self.lazy.clear()
 
     def chain(self, place, inputs, undone=False):

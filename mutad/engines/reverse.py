@@ -248,6 +248,10 @@ class ReverseTape(Tape):
         """Drop the records, and what recomputation kept beside them (its chains refer back to
         it: without this the garbage collector would have to free them)."""
         self.records.clear()
+        # a save not run and the adopter refer back to the differentiation: without this a
+        # reference cycle the garbage collector would have to free
+        self.guards.clear()
+        self.adopter = None
         self.lines.clear()
         if self.recomputation is not None:
             self.recomputation.clear()

@@ -656,11 +656,16 @@ class ForwardDifferentiation(Differentiation):
         self.copies = {}  # id(owner) -> (all of the memory, its dual copy)
         self.given = {}  # id of an argument's array -> its dual (``_one_per_object``)
         self.given_duals = set()
-        self.adopter = self  # (``allocation.adopted`` asks the running levels for it)
         self.closed = {}  # ``shut``
         # The plain arrays conversions handed out of duals' memory, by the id of its owner: one
         # read once its dual's tangent is not zero is refused (``forward._check_alias``)
         self.handed = {}
+
+    @property
+    def adopter(self):
+        """Itself: ``allocation.adopted`` asks the running levels for it (a property, not an
+        attribute naming itself, a reference cycle)."""
+        return self
 
     def call(self, f, primals, tangents):
         """``f(*primals)`` of duals carrying ``tangents``, with this differentiation running:
