@@ -1,0 +1,110 @@
+"""Wrong answers found by differential hunting: replayed calls compared with traced ones and
+with NumPy, bit for bit, on inputs that change the recorded call's decisions, and the caller's
+data."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+
+
+def _outcome(call):
+    """``call()``'s value, or its exception's type."""
+    try:
+        return call()
+    except Exception as error:  # noqa: BLE001 (the outcome compared, whatever it is)
+        return type(error)
+
+
+def _same(a, b):
+    """Bit for bit, types included, through tuples."""
+    if type(a) is tuple:
+        return type(b) is tuple and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, type):
+        return a is b
+    return type(a) is type(b) and np.asarray(a).dtype == np.asarray(b).dtype \
+        and np.shape(a) == np.shape(b) and np.asarray(a).tobytes() == np.asarray(b).tobytes()
+
+
+def _replayed_as_traced(f, inputs):
+    """Each input three times through one replaying function, each call's value and gradient
+    (or error) against a traced call's, the value against NumPy's, and the caller's array left
+    as it was."""
+    replaying = mutad.value_and_grad(f, replay=True)
+    for x in inputs:
+        for _ in range(3):
+            given = x.copy()
+            got = _outcome(lambda: replaying(given))
+            assert given.tobytes() == x.tobytes()
+            traced = _outcome(lambda: mutad.value_and_grad(f)(x.copy()))
+            assert _same(got, traced), (x, got, traced)
+            if type(traced) is tuple:
+                assert _same(traced[0], f(x.copy()))
+
+
+# ----------------------------------------------------------------------------------------------
+# np.unique's index, inverse and counts, and the first occurrences its values are gathered
+# from, were computed from the plain values inside its rule, which a recording does not see:
+# a replay kept the recorded call's (x[first] gathered at the recorded positions, the counts
+# and inverse as constants), so a later call whose values repeat otherwise got another value
+# and gradient than NumPy's and tracing's. They are a step of their own now, computed again
+# on each replay, and the refusal of first occurrences that differ in their bits is guarded
+
+
+def _counted(x):
+    u, counts = np.unique(x, return_counts=True)
+    return (u * counts).sum()
+
+
+def _inverted(x):
+    u, inverse = np.unique(x, return_inverse=True)
+    return (u[inverse] * x).sum()
+
+
+def _indexed(x):
+    u, index = np.unique(x, return_index=True)
+    return (u * index).sum()
+
+
+def _all_of_them(x):
+    u, index, inverse, counts = np.unique(x * x[0], True, True, True)
+    return (u * counts).sum() + (u[inverse] * x).sum() + index.sum()
+
+
+def _rows(x):
+    u, inverse = np.unique(x.reshape(3, 2), axis=0, return_inverse=True)
+    return (u * u).sum() + (u[inverse.ravel()] * x.reshape(3, 2)).sum()
+
+
+def _unsorted(x):
+    u, index = np.unique(x, sorted=False, return_index=True)
+    return (u * index).sum()
+
+
+_REPEATS = [np.array([1., 2., 2., 3., 0.5, 4.]), np.array([1., 2., 3., 4., 5., 6.]),
+            np.array([4., 1., 1., 1., 3., 1.]), np.array([6., 5., 4., 3., 2., 1.]),
+            np.array([2., 2., 2., 2., 2., 2.]), np.array([-1., 0., 3.5, 3.5, -1., 7.])]
+
+
+@pytest.mark.parametrize("f", [_counted, _inverted, _indexed, _all_of_them, _rows, _unsorted])
+def test_the_decisions_of_unique_are_the_calls_own(f):
+    _replayed_as_traced(f, _REPEATS)
+
+
+def test_a_replayed_unique_refuses_signed_zeros_as_tracing():
+    """Recorded where the first occurrences hold NumPy's bits, a later call's 0.0 and -0.0 are
+    refused as tracing refuses them."""
+    with_zeros = np.array([1.0, 1.0, 0.0, -0.0, 0.0, 2.0])
+    _replayed_as_traced(_counted, [_REPEATS[0], with_zeros, _REPEATS[2]])
+    with pytest.raises(UnsupportedOperationError, match="differ in their bits"):
+        mutad.value_and_grad(_counted, replay=True)(with_zeros)
+
+
+@pytest.mark.parametrize("f", [_counted, _inverted, _all_of_them, _rows, _unsorted])
+def test_unique_gradients_against_finite_differences(f):
+    """Repeated elements that are copies of one value (``np.concatenate``) keep their counts
+    under a perturbation: the derivative is the first occurrence's."""
+    def of_copies(x):
+        return f(np.concatenate([x, x[1:3]]))
+    mutad.check_grads(of_copies, np.array([0.3, 1.2, -0.7, 2.5]))
