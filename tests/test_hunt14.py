@@ -2,6 +2,8 @@
 with NumPy, bit for bit, on inputs that change the recorded call's decisions, and the caller's
 data."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -146,3 +148,76 @@ def test_moments_of_parameters_outside_the_domain_are_refused_as_tracing(f, outs
 @pytest.mark.parametrize("f", _MOMENTS)
 def test_moments_against_finite_differences(f):
     mutad.check_grads(f, np.array([2.0, 1.5, 3.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's warning of a catastrophic cancellation in its moments (scipy.stats.skew, variation,
+# moment, tvar of nearly equal values) was decided on the plain values and issued by mutad's
+# composition, outside any step: a replay never issued it (recorded on a call that warned or
+# not), and tracing issued it at a line of mutad's, not the caller's. A step of its own issues
+# it now, at the caller's line, which a replay runs again on its values
+
+
+def _shape_statistics(x):
+    return scipy.stats.skew(x) + scipy.stats.variation(x) + scipy.stats.tvar(x)
+
+
+def _heard(call, x):
+    """``call(x)``'s value (or error type) and its warnings' messages and places."""
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        value = _outcome(lambda: call(x.copy()))
+    return value, [(str(w.message), w.filename, w.lineno) for w in heard]
+
+
+def test_the_warning_of_a_cancellation_is_scipys_replayed_or_traced():
+    replaying = mutad.value_and_grad(_shape_statistics, replay=True)
+    nearly_equal = np.array([1e10, 1e10 + 1e-5, 1e10, 1e10])
+    spread = np.array([1.0, 2.0, 3.0, 5.0])
+    for x in (nearly_equal, nearly_equal, nearly_equal, spread, spread, spread, nearly_equal):
+        replayed, replayed_heard = _heard(replaying, x)
+        traced, traced_heard = _heard(mutad.value_and_grad(_shape_statistics), x)
+        scipys, scipys_heard = _heard(_shape_statistics, x)
+        assert _same(replayed, traced) and _same(traced[0], scipys)
+        assert replayed_heard == traced_heard == scipys_heard
+        assert len(scipys_heard) == (3 if x is nearly_equal else 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# A warning an operation issued inside f's own ``warnings.catch_warnings()`` block (no record
+# of its own: f's filters only) was taken as one f heard or silenced, which a replay does not
+# issue again; but f's filters let it through to the caller, who saw NumPy's "divide by zero
+# encountered in log" from the traced call and nothing from the second call on. Such a
+# recording is refused now: the call is traced, and warns as NumPy's
+
+
+def _logs_under_own_filters(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        y = np.log(x)
+    return y.sum()
+
+
+def _logs_in_a_bare_block(x):
+    with warnings.catch_warnings():
+        y = np.log(x)
+    return (y * x).sum()
+
+
+def _logs_silenced(x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        y = np.log(x)
+    return y.sum()
+
+
+@pytest.mark.parametrize("f", [_logs_under_own_filters, _logs_in_a_bare_block, _logs_silenced,
+                               _shape_statistics])
+def test_warnings_f_lets_through_its_own_filters_reach_the_caller_replayed(f):
+    replaying = mutad.value_and_grad(f, replay=True)
+    zero = np.array([0.0, 1e10 + 1e-5, 1e10, 1e10])
+    for x in (zero, zero, zero, zero + 1.0, zero):
+        replayed, replayed_heard = _heard(replaying, x)
+        traced, traced_heard = _heard(mutad.value_and_grad(f), x)
+        assert _same(replayed, traced) and _same(traced[0], f(x.copy()))
+        assert replayed_heard == traced_heard
