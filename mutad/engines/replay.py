@@ -2653,6 +2653,7 @@ class Recorder:
         self.shown = []
         self.reissued = []
         self.shown_at = []  # (file, line) each was issued at, where a replay issues it again
+        self.issuing = False  # while ``issue`` issues an operation's warnings again
         self.capture = None  # while an operation runs, what catches its warnings (``Capture``)
         self.showing = None  # the Shown installed while the call records
         self.writers = []  # the debug.Warnings that report to ``heard``
@@ -3034,12 +3035,16 @@ class Recorder:
         lines, under the filters in force (the caller's, or f's own), which show, ignore or
         raise them as they would NumPy's own call's. Those of floating-point events
         (``events``, ``debug.Warnings``) a replay hears otherwise (``Heard``)."""
-        for w in issued:
-            if (str(w.message), w.filename, w.lineno) not in events:
-                self.shown.append((w.category, str(w.message)))
-                self.reissued.append(not self.hearing())
-                self.shown_at.append((w.filename, w.lineno))
-            warn_at(w.message, w.category, w.filename, w.lineno)
+        self.issuing = True  # (``Shown`` tells what f's own filters let through)
+        try:
+            for w in issued:
+                if (str(w.message), w.filename, w.lineno) not in events:
+                    self.shown.append((w.category, str(w.message)))
+                    self.reissued.append(not self.hearing())
+                    self.shown_at.append((w.filename, w.lineno))
+                warn_at(w.message, w.category, w.filename, w.lineno)
+        finally:
+            self.issuing = False
 
     def _run(self, operation, *args, **kwargs):
         self.enter()
@@ -3898,6 +3903,12 @@ class Shown:
         _, shows, show = recorder.handling
         if warnings._showwarnmsg_impl is shows and warnings.showwarning is show:
             self.outside.append(_shown_as(message))
+            if recorder.issuing and recorder.hearing():
+                # f's own filters (``catch_warnings()`` in f, without a record of its own)
+                # let an operation's warning through to the caller, which a replay, not
+                # running f's filters, does not issue again (``_Issued``)
+                recorder.refuse("a warning an operation issued under f's own warnings "
+                                "filters (warnings.catch_warnings in f) shown to the caller")
         self.previous(message)
 
     def remove(self):

@@ -170,20 +170,43 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     value, of which the first is a valid one-sided choice, as ``np.sort`` takes ties (and the
     right one where the equal elements are copies of one value, ``np.concatenate([x, x])``).
     Where the first occurrences do not hold NumPy's bits (a signed zero, NaNs beside one
-    another), refused."""
-    plain = memory(ar)
-    result = np.unique(plain, return_index, return_inverse, return_counts, axis, **kwargs)
-    values = result[0] if type(result) is tuple else result
-    first = np.unique(plain, True, axis=axis, **kwargs)[1]
-    gathered = np.ravel(ar)[first] if axis is None else np.take(ar, first, axis=axis)
-    found = memory(gathered)
-    if found.shape != values.shape or found.tobytes() != values.tobytes():
+    another), refused. Those and the index, inverse and counts are decisions on the values,
+    taken on every call (``unique_decided``, a step a replay runs again)."""
+    bits_agree, first, *result = unique_decided(ar, return_index, return_inverse,
+                                                return_counts, axis, **kwargs)
+    if not bits_agree:
         raise UnsupportedOperationError(
             "np.unique of differentiated values where equal elements differ in their bits (0.0 "
             "and -0.0, NaNs): NumPy's unique value need not be the first one's, whose "
             "derivative mutad gives. Make them one value first (x + 0.0 turns -0.0 into 0.0), "
             "or take np.unique(x, return_index=True) and gather x[index] yourself.")
-    return (gathered, *result[1:]) if type(result) is tuple else gathered
+    gathered = np.ravel(ar)[first] if axis is None else np.take(ar, first, axis=axis)
+    return (gathered, *result) if result else gathered
+
+
+@adjoint
+def unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs):
+    """Of the values ``ar``, as constants: whether the first occurrences of NumPy's unique
+    values hold its bits (``np.bool_``), their index, and NumPy's index, inverse and counts
+    asked for."""
+    result = np.unique(ar, return_index, return_inverse, return_counts, axis, **kwargs)
+    values = result[0] if type(result) is tuple else result
+    first = np.unique(ar, True, axis=axis, **kwargs)[1]
+    found = np.ravel(ar)[first] if axis is None else np.take(ar, first, axis=axis)
+    bits_agree = found.shape == values.shape and found.tobytes() == values.tobytes()
+    return (np.bool_(bits_agree), first, *(result[1:] if type(result) is tuple else ()))
+
+
+@unique_decided.rule
+def _unique_decided_rule(ar, return_index, return_inverse, return_counts, axis, **kwargs):
+    decided = unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs)
+    return decided, lambda dy: (None,) * 5
+
+
+@unique_decided.jvp_rule
+def _unique_decided_jvp(tangents, ar, return_index, return_inverse, return_counts, axis,
+                        **kwargs):
+    return unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs), None
 
 
 @defrule(np.partition, leading=1)

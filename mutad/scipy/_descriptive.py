@@ -55,6 +55,7 @@ from scipy.stats._stats_py import (DescribeResult, KstestResult, LinregressResul
 from scipy.stats._binned_statistic import BinnedStatisticResult
 
 from ..core.allocation import lists_as_arrays
+from ..core.debug import from_user_line
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
@@ -204,18 +205,27 @@ def _on_present(body, names, values, settings, paired, too_small, count, message
 def _warn_of_cancellation(x, mean, deviation, axis):
     """SciPy's warning of ``_demean``, which ``_xp_var`` and ``_moment`` give: where the
     deviations from a slice's mean of more than one element are all below 10 ε of it (nearly
-    equal values)."""
-    deviation, mean = np.asarray(memory(deviation)), np.asarray(memory(mean))
+    equal values). Issued by a step of its own (``_cancellation``), which a replay runs again
+    on its values, as it issues NumPy's warnings, at the user's line."""
+    n = np.size(x) if axis is None else _count(x, axis)
+    if n > 1:
+        _cancellation(mean, deviation, axis)
+
+
+def _warned_of_cancellation(mean, deviation, axis):
+    deviation, mean = np.asarray(deviation), np.asarray(mean)
     if deviation.size == 0:
         return
-    n = np.size(x) if axis is None else _count(x, axis)
     with np.errstate(divide="ignore", invalid="ignore"):
         relative = np.max(np.abs(deviation), axis=axis, keepdims=True) / np.abs(mean)
-        lost = np.any(relative < np.finfo(mean.dtype).eps * 10) and n > 1
+        lost = np.any(relative < np.finfo(mean.dtype).eps * 10)
     if lost:
-        warnings.warn("Precision loss occurred in moment calculation due to catastrophic "
-                      "cancellation. This occurs when the data are nearly identical. Results "
-                      "may be unreliable.", RuntimeWarning, stacklevel=4)
+        from_user_line(warnings.warn, "Precision loss occurred in moment calculation due to "
+                       "catastrophic cancellation. This occurs when the data are nearly "
+                       "identical. Results may be unreliable.", RuntimeWarning, stacklevel=1)
+
+
+_cancellation = Value(_warned_of_cancellation, "scipy.stats's test of a cancellation")
 
 
 def _moment(a, order, axis, mean=None):

@@ -1269,8 +1269,8 @@ def _moments_rule(name):
         if name in ("mean", "var"):
             kwds["moments"] = name[0]
         shapes, loc, scale, moments = self._parse_args_stats(*args, **kwds)
-        plain = _plain((*shapes, loc, scale))
-        cond = self._argcheck(*plain[:-2]) & (plain[-1] > 0) & (plain[-2] == plain[-2])
+        # (a decision on the parameters' values, taken on every call: a step of its own)
+        cond = _accepted(self, *shapes, loc, scale)
         if not np.all(cond):
             raise UnsupportedOperationError(
                 f"scipy.stats.{self.name}.{name} of traced parameters outside the "
@@ -1296,6 +1296,15 @@ def _moments_rule(name):
     rule_of[name] = rule
     return rule
 
+
+def _parameters_accepted(distribution, *parameters):
+    """SciPy's test of the ``parameters`` of ``distribution``'s moments (shapes, loc, scale),
+    per element: its ``_argcheck`` of the shapes, a positive scale, a loc that is not NaN."""
+    *shapes, loc, scale = _plain(parameters)
+    return np.asarray(distribution._argcheck(*shapes) & (scale > 0) & (loc == loc))
+
+
+_accepted = Value(_parameters_accepted, "scipy.stats's test of a distribution's parameters")
 
 rule_of: dict[str, Callable[..., Any]] = {}
 
