@@ -3198,6 +3198,9 @@ class _RoutingModule(types.ModuleType):
 
     def __getattribute__(self, name):
         value = types.ModuleType.__getattribute__(self, name)
+        if type(value) is types.ModuleType:  # (a submodule: scipy.linalg's basic)
+            MODE.reach(value)
+            return value
         pair = MODE.routes.get(id(value))
         return pair[1] if pair is not None and pair[0] is value else value
 
@@ -4253,6 +4256,14 @@ class _Mode:
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
+        # id(module) -> module, of every module some module's namespace binds by a name other
+        # than its parent package's attribute for it (``from scipy import linalg``, ``import
+        # scipy.linalg as sla``); and the version of both tables when ``entered`` was chosen
+        self.bound: dict = {}
+        self.bound_scanned: dict = {}  # id(namespace) -> (namespace, its size when looked into)
+        self.entered_of = None
+        self.entered: list = []  # the pairs of ``switched`` switched on every entry
+        self.reached: list = []  # those switched since the last entry, on first reach
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
@@ -4350,6 +4361,8 @@ class _Mode:
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
+                if type(namespace) is dict:
+                    self._note_bound(namespace)
                 if not isinstance(module, types.ModuleType) or namespace is None or (
                         self.scanned.get(id(namespace), (None,))[0] is namespace):
                     continue
@@ -4373,6 +4386,57 @@ class _Mode:
                 and name.partition(".")[0] not in INTERNAL):
             self.scanned[id(namespace)] = (namespace, len(namespace))
             self._scan(namespace)
+            self._note_bound(namespace)
+
+    def _note_bound(self, namespace):
+        """Note the modules ``namespace`` binds (``bound``), where it is new or grew since it
+        was looked into."""
+        seen, size = self.bound_scanned.get(id(namespace), (None, None))
+        if seen is namespace and size == len(namespace):
+            return
+        self.bound_scanned[id(namespace)] = (namespace, len(namespace))
+        own = namespace.get("__name__")
+        for name, value in list(namespace.items()):
+            if isinstance(value, types.ModuleType) and not (
+                    isinstance(own, str) and value.__dict__.get("__name__") == f"{own}.{name}"):
+                self.bound[id(value)] = value
+
+    def _entered(self):
+        """The library modules whose class is switched on every entry (``_RoutingModule``,
+        ``_MadeModule``): those at the top of their family (``scipy``, ``numpy.polynomial``:
+        their package's class is not switched, so no read of them as its attribute is seen)
+        and those some module's namespace binds by another name (``import scipy.linalg as
+        sla``), which user or library code may read with no attribute of a package between.
+        The others (``scipy.linalg.basic``, a deprecated module SciPy keeps to warn, two
+        thirds of them) are reached as attributes of their package alone, whose switched class
+        switches them as they are read (``reach``), or by an import, which switches them as it
+        gives them (``_importing``), or from the function's cells (``_swap_cells``)."""
+        now = (len(self.switched), len(self.bound))
+        if now != self.entered_of:
+            self.entered_of = now
+            entered = []
+            for module, cls in self.switched.values():
+                parent, _, name = str(module.__dict__.get("__name__")).rpartition(".")
+                package = sys.modules.get(parent)
+                if package is None or id(package) not in self.switched \
+                        or package.__dict__.get(name) is not module \
+                        or self.bound.get(id(module)) is module:
+                    entered.append((module, cls))
+            self.entered = entered
+        return self.entered
+
+    def reach(self, module):
+        """Switch the class of the library's module ``module``, read by code running in the
+        mode, where it is one whose class the mode switches and no entry switched it; and
+        switch it on every entry from the next on (``bound``): whatever bound it to a name
+        while the function ran, which no scan sees, was done by code that read it so."""
+        pair = self.switched.get(id(module))
+        if pair is not None and pair[0] is module:
+            with self.lock:
+                if self.depth and type(module) is types.ModuleType:
+                    module.__class__ = pair[1]
+                    self.reached.append(pair)
+                    self.bound[id(module)] = module
 
     def device(self, namespace):
         """The mode's version of device library ``namespace`` (``_ModeDevice``), made once."""
@@ -4408,8 +4472,8 @@ class _Mode:
                 self._mirror()
                 self._scan_modules(f)
                 _Swaps.swap(self._swaps(), 1)
-                plain = types.ModuleType  # (read once: 140 modules, on every entry and exit)
-                for module, cls in self.switched.values():
+                plain = types.ModuleType  # (read once: 40 modules, on every entry and exit)
+                for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
                 self._route_methods()
@@ -4452,6 +4516,8 @@ class _Mode:
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
         module = _IMPORT(name, globals, locals, fromlist, level)
+        if type(module) is types.ModuleType:  # (``from scipy.linalg.basic import solve``)
+            self.reach(module)
         if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
             caller = globals.get("__name__")
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
@@ -4486,7 +4552,11 @@ class _Mode:
         json.JSONEncoder.default = _JSON_DEFAULT
         _Swaps.swap(self._swaps(), 0)
         plain = types.ModuleType
-        for module, cls in self.switched.values():
+        for module, cls in self.entered:
+            if type(module) is cls:
+                module.__class__ = plain
+        while self.reached:
+            module, cls = self.reached.pop()
             if type(module) is cls:
                 module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
@@ -4634,6 +4704,8 @@ class _Mode:
                     places += _attributes(value, names)
                     holders += _holders(value)
                     todo += [(method, level + 1) for method in _methods(value, names)]
+                elif type(value) is types.ModuleType and id(value) in self.switched:
+                    self.reach(value)  # (``sla = scipy.linalg.basic`` held by an object)
                 elif type(value) is types.ModuleType and _user_module(value) \
                         and level < depth and id(value) not in objects:
                     # a module of the user's reached by a name (``import buffers``, then
