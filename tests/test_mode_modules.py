@@ -6,6 +6,7 @@ are followed, and outside a differentiation every module is NumPy's and SciPy's 
 
 import importlib
 import sys
+from importlib import import_module
 import types
 import warnings
 
@@ -81,6 +82,14 @@ def _through_getattr(x):
     return getattr(module, "solve")(np.eye(3) * 2.0, x).sum()
 
 
+def _by_import_module(x):
+    return importlib.import_module(BASIC).solve(np.eye(3) * 2.0, x).sum()
+
+
+def _by_import_module_bound(x):
+    return import_module(BASIC).solve(np.eye(3) * 2.0, x).sum()
+
+
 def _held_by_an_object(x):
     return HOLDER.basic.solve(np.eye(3) * 2.0, x).sum()
 
@@ -90,7 +99,8 @@ def _through_a_callback(x, solve=lambda a, b: scipy.linalg.basic.solve(a, b)):
 
 
 @pytest.mark.parametrize("f", [_reached_by_attributes, _imported_inside, _imported_as_inside,
-                               _through_getattr, _held_by_an_object, _through_a_callback])
+                               _through_getattr, _held_by_an_object, _through_a_callback,
+                               _by_import_module, _by_import_module_bound])
 def test_a_routed_function_of_a_module_reached_in_the_function_is_routed(f):
     HOLDER.basic = _deprecated(BASIC)
     x = np.array([1.0, -2.0, 0.5])

@@ -4187,6 +4187,23 @@ user's module binds them (``from pickle import loads``)."""
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.values()})
 
 
+@functools.wraps(importlib.import_module)
+def _import_module(name, package=None):
+    """``importlib.import_module`` in the mode: the library module it gives is switched as an
+    ``import`` statement's is (``_Mode.reach``)."""
+    module = _IMPORT_MODULE(name, package)
+    if type(module) is types.ModuleType:
+        MODE.reach(module)
+    return module
+
+
+_IMPORT_MODULE = importlib.import_module
+IMPORTLIB_REPLACEMENTS = {"import_module": (_IMPORT_MODULE, _import_module)}
+"""``importlib``'s function that gives a module by its name, swapped in ``importlib`` and where
+a user's module binds it, as ``pickle``'s are."""
+_BY_ORIGINAL.update({id(func): (func, new) for func, new in IMPORTLIB_REPLACEMENTS.values()})
+
+
 _IMPORT = builtins.__import__
 _JSON_DEFAULT = json.JSONEncoder.default
 
@@ -4240,8 +4257,10 @@ class _Mode:
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
         self.sites = {  # (id(namespace), name) -> (namespace, name, original, replacement)
-            (id(vars(pickle)), name): (vars(pickle), name, own, new)
-            for name, (own, new) in PICKLE_REPLACEMENTS.items()}
+            (id(vars(module)), name): (vars(module), name, own, new)
+            for module, replacements in ((pickle, PICKLE_REPLACEMENTS),
+                                         (importlib, IMPORTLIB_REPLACEMENTS))
+            for name, (own, new) in replacements.items()}
         self.swaps = None  # the sites by namespace (_Swaps), made again when they change
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
