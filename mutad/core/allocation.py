@@ -47,7 +47,10 @@ intercept its factory functions:
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
   attributes of the library's public modules (``scipy.linalg.solve``, not
-  ``scipy.linalg._basic.solve``, which SciPy's internals call);
+  ``scipy.linalg._basic.solve``, which SciPy's internals call), read through the class the
+  mode gives those modules (``_RoutingModule``): on entry to the modules a namespace binds
+  and those heading their family, the others (SciPy's deprecated modules) as code in the mode
+  reaches them (``_Mode._entered``, ``_Mode.reach``);
 * the ``numpy`` module, the functions above, routed functions, bound methods and
   ``functools.partial`` objects of them that the differentiated function reaches through its
   closure cells and the module-level names its code reads, and that the user functions those
@@ -91,7 +94,9 @@ Not followed: writing a traced value into an array allocated before the differen
 started that the function does not reach by a name (held in a deque, a cache; lists, tuples
 and dicts it reaches so are looked into), and draws from generators made before the
 differentiation started that the function does not reach by a name (an argument, an attribute
-of an object it is given).
+of an object it is given); the functions of a deprecated SciPy module (``scipy.linalg.basic``)
+that the function reads from ``sys.modules`` alone, in a process where no code reached it
+otherwise (its routed functions then refuse traced values, and its new arrays are plain).
 """
 
 from __future__ import annotations
