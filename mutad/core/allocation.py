@@ -4282,7 +4282,8 @@ class _Mode:
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
         # id(module) -> module, of every module some module's namespace binds by a name other
         # than its parent package's attribute for it (``from scipy import linalg``, ``import
-        # scipy.linalg as sla``); and the version of both tables when ``entered`` was chosen
+        # scipy.linalg as sla``); and its size when ``entered`` was chosen (None: to choose
+        # again, ``switched`` changed)
         self.bound: dict = {}
         self.bound_scanned: dict = {}  # id(namespace) -> (namespace, its size when looked into)
         self.entered_of = None
@@ -4339,6 +4340,7 @@ class _Mode:
                         read = _own_names(namespace)
                     if by_class and name not in read:
                         self.switched.setdefault(id(module), [module, _RoutingModule])
+                        self.entered_of = None
                         continue
                 elif not internal or made_by_class or _top(namespace) == "scipy":
                     replacement = self._made(value)
@@ -4346,6 +4348,7 @@ class _Mode:
                         continue
                     if made_by_class:
                         self.switched[id(module)] = [module, _MadeModule]
+                        self.entered_of = None  # (its class may have changed: chosen again)
                         continue
                 else:
                     continue
@@ -4435,7 +4438,7 @@ class _Mode:
         thirds of them) are reached as attributes of their package alone, whose switched class
         switches them as they are read (``reach``), or by an import, which switches them as it
         gives them (``_importing``), or from the function's cells (``_swap_cells``)."""
-        now = (len(self.switched), len(self.bound))
+        now = len(self.bound)
         if now != self.entered_of:
             self.entered_of = now
             entered = []
