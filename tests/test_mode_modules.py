@@ -40,11 +40,15 @@ def _all_plain():
 @pytest.fixture(autouse=True)
 def _not_reached_yet():
     """Each test reaches the deprecated modules afresh: none is switched on entry at first
-    (an earlier test's call reached it, which switches it on every entry after)."""
+    (an earlier test's call reached it, which switches it on every entry after); as they
+    were after it."""
+    bound = dict(allocation.MODE.bound)
     for name in (BASIC, SPECIAL_MATRICES):
         allocation.MODE.bound.pop(id(_deprecated(name)), None)
     allocation.MODE.entered_of = None
     yield
+    allocation.MODE.bound.update(bound)
+    allocation.MODE.entered_of = None
 
 
 def test_a_deprecated_module_is_not_switched_on_entry_until_reached():
