@@ -47,7 +47,10 @@ intercept its factory functions:
   replaced by their
   stand-ins wherever user code reaches them: names bound to them in user modules, and the
   attributes of the library's public modules (``scipy.linalg.solve``, not
-  ``scipy.linalg._basic.solve``, which SciPy's internals call);
+  ``scipy.linalg._basic.solve``, which SciPy's internals call), read through the class the
+  mode gives those modules (``_RoutingModule``): on entry to the modules a namespace binds
+  and those heading their family, the others (SciPy's deprecated modules) as code in the mode
+  reaches them (``_Mode._entered``, ``_Mode.reach``);
 * the ``numpy`` module, the functions above, routed functions, bound methods and
   ``functools.partial`` objects of them that the differentiated function reaches through its
   closure cells and the module-level names its code reads, and that the user functions those
@@ -91,7 +94,9 @@ Not followed: writing a traced value into an array allocated before the differen
 started that the function does not reach by a name (held in a deque, a cache; lists, tuples
 and dicts it reaches so are looked into), and draws from generators made before the
 differentiation started that the function does not reach by a name (an argument, an attribute
-of an object it is given).
+of an object it is given); the functions of a deprecated SciPy module (``scipy.linalg.basic``)
+that the function reads from ``sys.modules`` alone, in a process where no code reached it
+otherwise (its routed functions then refuse traced values, and its new arrays are plain).
 """
 
 from __future__ import annotations
@@ -3198,6 +3203,9 @@ class _RoutingModule(types.ModuleType):
 
     def __getattribute__(self, name):
         value = types.ModuleType.__getattribute__(self, name)
+        if type(value) is types.ModuleType:  # (a submodule: scipy.linalg's basic)
+            MODE.reach(value)
+            return value
         pair = MODE.routes.get(id(value))
         return pair[1] if pair is not None and pair[0] is value else value
 
@@ -4184,6 +4192,23 @@ user's module binds them (``from pickle import loads``)."""
 _BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.values()})
 
 
+@functools.wraps(importlib.import_module)
+def _import_module(name, package=None):
+    """``importlib.import_module`` in the mode: the library module it gives is switched as an
+    ``import`` statement's is (``_Mode.reach``)."""
+    module = _IMPORT_MODULE(name, package)
+    if type(module) is types.ModuleType:
+        MODE.reach(module)
+    return module
+
+
+_IMPORT_MODULE = importlib.import_module
+IMPORTLIB_REPLACEMENTS = {"import_module": (_IMPORT_MODULE, _import_module)}
+"""``importlib``'s function that gives a module by its name, swapped in ``importlib`` and where
+a user's module binds it, as ``pickle``'s are."""
+_BY_ORIGINAL.update({id(func): (func, new) for func, new in IMPORTLIB_REPLACEMENTS.values()})
+
+
 _IMPORT = builtins.__import__
 _JSON_DEFAULT = json.JSONEncoder.default
 
@@ -4237,8 +4262,10 @@ class _Mode:
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
         self.sites = {  # (id(namespace), name) -> (namespace, name, original, replacement)
-            (id(vars(pickle)), name): (vars(pickle), name, own, new)
-            for name, (own, new) in PICKLE_REPLACEMENTS.items()}
+            (id(vars(module)), name): (vars(module), name, own, new)
+            for module, replacements in ((pickle, PICKLE_REPLACEMENTS),
+                                         (importlib, IMPORTLIB_REPLACEMENTS))
+            for name, (own, new) in replacements.items()}
         self.swaps = None  # the sites by namespace (_Swaps), made again when they change
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
@@ -4253,6 +4280,15 @@ class _Mode:
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
+        # id(module) -> module, of every module some module's namespace binds by a name other
+        # than its parent package's attribute for it (``from scipy import linalg``, ``import
+        # scipy.linalg as sla``); and its size when ``entered`` was chosen (None: to choose
+        # again, ``switched`` changed)
+        self.bound: dict = {}
+        self.bound_scanned: dict = {}  # id(namespace) -> (namespace, its size when looked into)
+        self.entered_of = None
+        self.entered: list = []  # the pairs of ``switched`` switched on every entry
+        self.reached: list = []  # those switched since the last entry, on first reach
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
@@ -4304,6 +4340,7 @@ class _Mode:
                         read = _own_names(namespace)
                     if by_class and name not in read:
                         self.switched.setdefault(id(module), [module, _RoutingModule])
+                        self.entered_of = None
                         continue
                 elif not internal or made_by_class or _top(namespace) == "scipy":
                     replacement = self._made(value)
@@ -4311,6 +4348,7 @@ class _Mode:
                         continue
                     if made_by_class:
                         self.switched[id(module)] = [module, _MadeModule]
+                        self.entered_of = None  # (its class may have changed: chosen again)
                         continue
                 else:
                     continue
@@ -4350,6 +4388,8 @@ class _Mode:
         if len(sys.modules) != self.modules:
             for name, module in list(sys.modules.items()):
                 namespace = getattr(module, "__dict__", None)
+                if type(namespace) is dict:
+                    self._note_bound(namespace)
                 if not isinstance(module, types.ModuleType) or namespace is None or (
                         self.scanned.get(id(namespace), (None,))[0] is namespace):
                     continue
@@ -4373,6 +4413,57 @@ class _Mode:
                 and name.partition(".")[0] not in INTERNAL):
             self.scanned[id(namespace)] = (namespace, len(namespace))
             self._scan(namespace)
+            self._note_bound(namespace)
+
+    def _note_bound(self, namespace):
+        """Note the modules ``namespace`` binds (``bound``), where it is new or grew since it
+        was looked into."""
+        seen, size = self.bound_scanned.get(id(namespace), (None, None))
+        if seen is namespace and size == len(namespace):
+            return
+        self.bound_scanned[id(namespace)] = (namespace, len(namespace))
+        own = namespace.get("__name__")
+        for name, value in list(namespace.items()):
+            if isinstance(value, types.ModuleType) and not (
+                    isinstance(own, str) and value.__dict__.get("__name__") == f"{own}.{name}"):
+                self.bound[id(value)] = value
+
+    def _entered(self):
+        """The library modules whose class is switched on every entry (``_RoutingModule``,
+        ``_MadeModule``): those at the top of their family (``scipy``, ``numpy.polynomial``:
+        their package's class is not switched, so no read of them as its attribute is seen)
+        and those some module's namespace binds by another name (``import scipy.linalg as
+        sla``), which user or library code may read with no attribute of a package between.
+        The others (``scipy.linalg.basic``, a deprecated module SciPy keeps to warn, two
+        thirds of them) are reached as attributes of their package alone, whose switched class
+        switches them as they are read (``reach``), or by an import, which switches them as it
+        gives them (``_importing``), or from the function's cells (``_swap_cells``)."""
+        now = len(self.bound)
+        if now != self.entered_of:
+            self.entered_of = now
+            entered = []
+            for module, cls in self.switched.values():
+                parent, _, name = str(module.__dict__.get("__name__")).rpartition(".")
+                package = sys.modules.get(parent)
+                if package is None or id(package) not in self.switched \
+                        or package.__dict__.get(name) is not module \
+                        or self.bound.get(id(module)) is module:
+                    entered.append((module, cls))
+            self.entered = entered
+        return self.entered
+
+    def reach(self, module):
+        """Switch the class of the library's module ``module``, read by code running in the
+        mode, where it is one whose class the mode switches and no entry switched it; and
+        switch it on every entry from the next on (``bound``): whatever bound it to a name
+        while the function ran, which no scan sees, was done by code that read it so."""
+        pair = self.switched.get(id(module))
+        if pair is not None and pair[0] is module:
+            with self.lock:
+                if self.depth and type(module) is types.ModuleType:
+                    module.__class__ = pair[1]
+                    self.reached.append(pair)
+                    self.bound[id(module)] = module
 
     def device(self, namespace):
         """The mode's version of device library ``namespace`` (``_ModeDevice``), made once."""
@@ -4408,8 +4499,8 @@ class _Mode:
                 self._mirror()
                 self._scan_modules(f)
                 _Swaps.swap(self._swaps(), 1)
-                plain = types.ModuleType  # (read once: 140 modules, on every entry and exit)
-                for module, cls in self.switched.values():
+                plain = types.ModuleType  # (read once: 40 modules, on every entry and exit)
+                for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
                 self._route_methods()
@@ -4452,6 +4543,8 @@ class _Mode:
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
         module = _IMPORT(name, globals, locals, fromlist, level)
+        if type(module) is types.ModuleType:  # (``from scipy.linalg.basic import solve``)
+            self.reach(module)
         if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
             caller = globals.get("__name__")
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
@@ -4486,7 +4579,11 @@ class _Mode:
         json.JSONEncoder.default = _JSON_DEFAULT
         _Swaps.swap(self._swaps(), 0)
         plain = types.ModuleType
-        for module, cls in self.switched.values():
+        for module, cls in self.entered:
+            if type(module) is cls:
+                module.__class__ = plain
+        while self.reached:
+            module, cls = self.reached.pop()
             if type(module) is cls:
                 module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
@@ -4634,6 +4731,8 @@ class _Mode:
                     places += _attributes(value, names)
                     holders += _holders(value)
                     todo += [(method, level + 1) for method in _methods(value, names)]
+                elif type(value) is types.ModuleType and id(value) in self.switched:
+                    self.reach(value)  # (``sla = scipy.linalg.basic`` held by an object)
                 elif type(value) is types.ModuleType and _user_module(value) \
                         and level < depth and id(value) not in objects:
                     # a module of the user's reached by a name (``import buffers``, then

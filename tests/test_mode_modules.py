@@ -1,0 +1,154 @@
+"""The library modules whose class the allocation mode switches: those at the top of their
+family and those a namespace binds by a name are switched on every entry; the others (SciPy's
+deprecated modules, ``scipy.linalg.basic``) as code running in the mode reaches them. However
+the function reaches one, its routed functions are routed and its other functions' new arrays
+are followed, and outside a differentiation every module is NumPy's and SciPy's own again."""
+
+import importlib
+import sys
+from importlib import import_module
+import types
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import mutad
+from mutad.core import allocation
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+BASIC = "scipy.linalg.basic"
+"""A deprecated module of SciPy's, which no namespace binds: reached as its package's
+attribute alone (switched only once it is reached, at first)."""
+
+SPECIAL_MATRICES = "scipy.linalg.special_matrices"
+
+
+def _deprecated(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return importlib.import_module(name)
+
+
+def _all_plain():
+    return all(type(module) is types.ModuleType
+               for module, _ in allocation.MODE.switched.values())
+
+
+@pytest.fixture(autouse=True)
+def _not_reached_yet():
+    """Each test reaches the deprecated modules afresh: none is switched on entry at first
+    (an earlier test's call reached it, which switches it on every entry after); as they
+    were after it."""
+    bound = dict(allocation.MODE.bound)
+    for name in (BASIC, SPECIAL_MATRICES):
+        allocation.MODE.bound.pop(id(_deprecated(name)), None)
+    allocation.MODE.entered_of = None
+    yield
+    allocation.MODE.bound.update(bound)
+    allocation.MODE.entered_of = None
+
+
+def test_a_deprecated_module_is_not_switched_on_entry_until_reached():
+    mutad.gradient(lambda x: (x * x).sum(), np.ones(2))
+    basic = _deprecated(BASIC)
+    assert all(module is not basic for module, _ in allocation.MODE.entered)
+    mutad.gradient(_reached_by_attributes, np.ones(3))
+    mutad.gradient(lambda x: (x * x).sum(), np.ones(2))
+    assert any(module is basic for module, _ in allocation.MODE.entered)
+
+
+class _Holder:
+    pass
+
+
+HOLDER = _Holder()
+
+
+def _reached_by_attributes(x):
+    return scipy.linalg.basic.solve(np.eye(3) * 2.0, x).sum()
+
+
+def _imported_inside(x):
+    from scipy.linalg.basic import solve
+    return solve(np.eye(3) * 2.0, x).sum()
+
+
+def _imported_as_inside(x):
+    import scipy.linalg.basic as basic
+    return basic.solve(np.eye(3) * 2.0, x).sum()
+
+
+def _through_getattr(x):
+    module = getattr(getattr(scipy, "linalg"), "basic")
+    return getattr(module, "solve")(np.eye(3) * 2.0, x).sum()
+
+
+def _by_import_module(x):
+    return importlib.import_module(BASIC).solve(np.eye(3) * 2.0, x).sum()
+
+
+def _by_import_module_bound(x):
+    return import_module(BASIC).solve(np.eye(3) * 2.0, x).sum()
+
+
+def _held_by_an_object(x):
+    return HOLDER.basic.solve(np.eye(3) * 2.0, x).sum()
+
+
+def _through_a_callback(x, solve=lambda a, b: scipy.linalg.basic.solve(a, b)):
+    return solve(np.eye(3) * 2.0, x).sum()
+
+
+@pytest.mark.parametrize("f", [_reached_by_attributes, _imported_inside, _imported_as_inside,
+                               _through_getattr, _held_by_an_object, _through_a_callback,
+                               _by_import_module, _by_import_module_bound])
+def test_a_routed_function_of_a_module_reached_in_the_function_is_routed(f):
+    HOLDER.basic = _deprecated(BASIC)
+    x = np.array([1.0, -2.0, 0.5])
+    before = x.tobytes()
+    for _ in range(2):  # (reached on the first call, switched on every entry after it)
+        (g,) = mutad.gradient(f, x)
+        assert g.tolist() == [0.5, 0.5, 0.5]
+        assert x.tobytes() == before and _all_plain()
+    assert type(sys.modules[BASIC]) is types.ModuleType
+
+
+def _filled(x):
+    K = scipy.linalg.special_matrices.toeplitz(np.array([1.0, 0.5, 0.25]))
+    K[0] = x  # a new array of SciPy's: followed, as np.zeros' is
+    return (K @ x).sum()
+
+
+def test_the_new_array_of_a_module_reached_in_the_function_is_followed():
+    x = np.array([0.3, -0.2, 0.7])
+    mutad.check_grads(_filled, x)
+    assert _all_plain()
+
+
+def test_a_module_bound_to_a_name_while_the_function_ran_is_switched_after():
+    # f binds the deprecated module to a global on its first call (by an import, which reads
+    # it through its package); later calls read it by that name, with no package between.
+    namespace = {"np": np}
+    exec("def f(x):\n"
+         "    global basic\n"
+         "    if 'basic' not in globals():\n"
+         "        import scipy.linalg.basic as basic\n"
+         "    return basic.solve(np.eye(3) * 2.0, x).sum()\n", namespace)
+    x = np.array([1.0, 2.0, 3.0])
+    for _ in range(3):
+        assert mutad.gradient(namespace["f"], x)[0].tolist() == [0.5, 0.5, 0.5]
+        assert _all_plain()
+
+
+def test_every_module_is_its_own_outside_a_differentiation_after_errors():
+    def f(x):
+        scipy.linalg.basic.solve(np.eye(3), x)
+        raise ValueError("f's own")
+
+    with pytest.raises(ValueError, match="f's own"):
+        mutad.gradient(f, np.ones(3))
+    assert _all_plain()
+    assert scipy.linalg.basic.solve is scipy.linalg._basic.solve
