@@ -2605,6 +2605,8 @@ class Preexisting(np.ndarray):
         # operators' ``x * U0`` reads it, so that a loop's records keep one array, not a new
         # view on every step, each checked and protected afresh)
         inputs = _plain_views(inputs) if method == "at" else _read_views(inputs)
+        if ACTIVE.running:  # U0 + [a, b]: the list of traced values an array beside U0's view
+            inputs = lists_as_arrays(inputs)
         kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
         y = call(*inputs, **kwargs)
