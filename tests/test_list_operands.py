@@ -43,9 +43,13 @@ PROGRAMS = {
     "list * module array": lambda x: ([x[2], 1.0] * _GRID[:, :2] * x[3]).sum(),
     "np.add.at(y, i, list)": lambda x: _written(x, lambda y: np.add.at(y, [0, 3], [x[1], x[2]])),
     "np.subtract.at(module array view, i, list)": lambda x: _scattered(x),
+    # ndarray's methods of a module-level array that compute with their operands
+    "module array.dot(list)": lambda x: (_GRID.dot([x[0], x[1]]) ** 2).sum(),
+    "module array.searchsorted(list)": lambda x: _KNOTS.searchsorted([x[0], x[1]]).sum() * x[2],
 }
 
 _GRID = np.arange(6.0).reshape(3, 2)
+_KNOTS = np.array([0.5, 1.7, 2.6])
 
 
 def _scattered(x):

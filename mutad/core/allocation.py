@@ -3479,7 +3479,9 @@ def _making(name):
             if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
                 # traced operands (``(x > 0).astype(int).dot(x)``), which ndarray's method
                 # would convert: NumPy's function of the same computation, which follows them
-                return function(self, *args, **kwargs)
+                # (a list of traced values, ``M.dot([a, b])``, the array NumPy makes of it)
+                kwargs = dict(zip(kwargs, lists_as_arrays(kwargs.values()), strict=True))
+                return function(self, *lists_as_arrays(args), **kwargs)
             accessed(args, kwargs)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         y = method(plain, *args, **kwargs)
