@@ -240,6 +240,22 @@ def test_eigvals():
     check(np.linalg.eigvals, RNG.standard_normal((4, 4)))
 
 
+@pytest.mark.parametrize("eigvals", [np.linalg.eigvals, scipy.linalg.eigvals])
+def test_second_derivative_of_eigenvalues_whose_vectors_get_no_cotangent(eigvals):
+    """Σ Re(w)² of a 2 × 2 matrix with a complex pair is tr(A)²/2: its eigenvalues' tangent
+    reads the eigenvectors in V⁻¹ Ȧ V, whose cotangent cancels to rounding, which was refused
+    as a loss of the eigenvectors' phases under hvp and hessian."""
+    def loss(a):
+        return np.sum(eigvals(a).real ** 2)
+
+    a = np.array([[0.0, 1.0], [-1.0, -0.2]])
+    t = np.array([[0.3, -0.1], [0.2, 0.5]])
+    np.testing.assert_allclose(mutad.hvp(loss, (a,), (t,)), np.trace(t) * np.eye(2), atol=1e-12)
+    np.testing.assert_allclose(mutad.hessian(loss, a).reshape(4, 4),
+                               np.outer(np.eye(2), np.eye(2)), atol=1e-12)
+    check(loss, ROTATING.copy(), order=2)
+
+
 def test_eig_and_eigvals_give_numpys_bits():
     for a in (ROTATING, complex_array(3, 3)):
         y, _ = mutad.pullback(np.linalg.eig, a)

@@ -37,7 +37,25 @@ PROGRAMS = {
                                        [[x[0]], [1.0]], 0)),
     "np.place(y, mask, list)": lambda x: _written(
         x, lambda y: np.place(y, y > 1.5, [x[4], x[0] * 3.0])),
+    # a module-level array (the mode's stand-in of it) beside the list, as a camera model's
+    # ``f * (P[:, :2] + [tx, ty])`` reads it; a list of traced values np.add.at scatters
+    "module array + list": lambda x: ((_GRID + [x[0], x[1]]) ** 2).sum(),
+    "list * module array": lambda x: ([x[2], 1.0] * _GRID[:, :2] * x[3]).sum(),
+    "np.add.at(y, i, list)": lambda x: _written(x, lambda y: np.add.at(y, [0, 3], [x[1], x[2]])),
+    "np.subtract.at(module array view, i, list)": lambda x: _scattered(x),
+    # ndarray's methods of a module-level array that compute with their operands
+    "module array.dot(list)": lambda x: (_GRID.dot([x[0], x[1]]) ** 2).sum(),
+    "module array.searchsorted(list)": lambda x: _KNOTS.searchsorted([x[0], x[1]]).sum() * x[2],
 }
+
+_GRID = np.arange(6.0).reshape(3, 2)
+_KNOTS = np.array([0.5, 1.7, 2.6])
+
+
+def _scattered(x):
+    G = _GRID.copy()
+    np.subtract.at(G, ([0, 2], [1, 0]), [x[0] * x[1], x[4]])
+    return (G * G).sum() * x[3]
 
 
 def _written(x, write):
@@ -59,6 +77,7 @@ def test_a_list_of_traced_values_is_an_array_operand(name):
     before = x.tobytes()
     assert mutad.value_and_grad(f)(x)[0] == f(x)
     mutad.check_grads(f, x, modes=("rev", "fwd"))  # both modes against finite differences
+    replays_as_traced(f, [(x,), (np.array([1.5, 0.25, 2.0, 0.75, 0.4]),)])
     assert x.tobytes() == before
 
 

@@ -2610,6 +2610,8 @@ class Preexisting(np.ndarray):
         # operators' ``x * U0`` reads it, so that a loop's records keep one array, not a new
         # view on every step, each checked and protected afresh)
         inputs = _plain_views(inputs) if method == "at" else _read_views(inputs)
+        if ACTIVE.running:  # U0 + [a, b]: the list of traced values an array beside U0's view
+            inputs = lists_as_arrays(inputs)
         kwargs = _plain_views(kwargs)  # out=, where= (a mask f made from np.arange)
         call = getattr(ufunc, method)
         y = call(*inputs, **kwargs)
@@ -3485,7 +3487,9 @@ def _making(name):
             if function is not None and holds_wrapped([list(args), list(kwargs.values())]):
                 # traced operands (``(x > 0).astype(int).dot(x)``), which ndarray's method
                 # would convert: NumPy's function of the same computation, which follows them
-                return function(self, *args, **kwargs)
+                # (a list of traced values, ``M.dot([a, b])``, the array NumPy makes of it)
+                kwargs = dict(zip(kwargs, lists_as_arrays(kwargs.values()), strict=True))
+                return function(self, *lists_as_arrays(args), **kwargs)
             accessed(args, kwargs)
         args, kwargs = _plain_views(args), _plain_views(kwargs)
         y = method(plain, *args, **kwargs)

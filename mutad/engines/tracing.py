@@ -165,6 +165,7 @@ class TracedDispatch:
             return NotImplemented
         if method == "__call__":
             return apply_ufunc(ufunc, inputs, out, kwargs)
+        inputs = tuple(lists_as_arrays(inputs))  # np.add.at(a, i, [x[0], x[1]]): an array
         if out is not None:
             kwargs["out"] = out
             written = integers_out(ufunc, inputs, out, kwargs, method)

@@ -26,6 +26,7 @@ import scipy.linalg as _linalg
 
 from ..engines.arraylike import carries_derivative, settled
 from ..api import stop_gradient
+from ..custom import adjoint as with_rule
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import CONVENTION, RULES, complex_aware, defjvp, defrule
 from ..rules._helpers import one_triangle, require_symmetric, symmetric_part, transpose
@@ -715,12 +716,40 @@ def numpy_eig_jvp(tangents, a):
 def _eigenvectors_in_order(a, w):
     """The eigenvectors of ``a`` for its eigenvalues ``w`` as np.linalg.eigvals orders them.
     np.linalg.eig computes the same eigenvalues in the same order (LAPACK's geev either way);
-    should they ever differ, each is matched with the nearest."""
+    should they ever differ, each is matched with the nearest. The eigenvalues' rules read
+    them in expressions no column's phase changes (``phase_free``)."""
     w_eig, v = np.linalg.eig(a)
     if not np.all(w_eig == w):
         order = np.argmin(np.abs(w[..., :, None] - w_eig[..., None, :]), axis=-1)
         v = np.take_along_axis(v, order[..., None, :], axis=-1)
+    return phase_free(v)
+
+
+@with_rule
+def phase_free(v):
+    """The eigenvectors ``v``, read by a rule's own expression that no column's phase changes
+    (the eigenvalues' V⁻¹ Ȧ V and V⁻ᴴ diag(w̄) Vᴴ). Differentiated again (a Hessian), the
+    cotangent such an expression gives V has no part along the phases but rounding, which
+    ``require_phase_free`` would read as a loss of the phases where the cotangent itself
+    cancels to rounding (Σ Re(w)² of a 2 × 2 matrix's conjugate pair, whose tangent is
+    Re tr(Ȧ)): the pullback leaves that part out, V̄ - V diag(i Im diag(Vᴴ V̄) / |vⱼ|²)."""
     return v
+
+
+@phase_free.rule
+def _phase_free_rule(v):
+    def back(dv):
+        if not np.iscomplexobj(dv):
+            return (dv,)
+        along = np.imag(np.sum(conjugate(v) * dv, axis=-2, keepdims=True))
+        return (dv - v * (1j * along / np.sum(np.real(conjugate(v) * v), axis=-2, keepdims=True)),)
+
+    return np.copy(v), back
+
+
+@phase_free.jvp_rule
+def _phase_free_jvp(tangents, v):
+    return np.copy(v), tangents[0]
 
 
 @defrule(np.linalg.eigvals, leading=1)
