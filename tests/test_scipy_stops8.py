@@ -1,0 +1,180 @@
+"""SciPy programs that were refused or stopped: LAPACK's banded and tridiagonal routines as
+``get_lapack_funcs`` returns them, ``lsqr``/``lsmr`` of a ``LinearOperator`` whose functions
+read traced values, NumPy's ufuncs of a traced sparse matrix. Each checked with central
+differences (``tests.test_scipy_stops.check``: reverse and forward mode, a replay), its value
+SciPy's bit for bit and the caller's arrays unchanged, and replayed a third time."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from tests.test_scipy_stops import central, check
+
+X = np.array([0.7, 1.3, 0.4, 0.9, 1.1, 0.2, 0.8, 1.5])
+W = np.cos(np.arange(8.0))
+
+
+def check_replayed(f, x, rtol=1e-6, atol=1e-7):
+    """``check``, and a replay at a third point: the traced gradient's bits, the caller's
+    array unchanged."""
+    check(f, x, rtol=rtol, atol=atol)
+    replayed = mutad.grad(f, replay=True)
+    for scale in (1.0, 1.02, 0.98):
+        point = x * scale
+        before = point.tobytes()
+        np.testing.assert_array_equal(replayed(point), mutad.gradient(f, point)[0])
+        assert point.tobytes() == before
+    np.testing.assert_allclose(replayed(x * 0.98), central(f, x * 0.98), rtol=rtol, atol=atol)
+
+
+# ----------------------------------------------------------------------------------------------
+# LAPACK's band and tridiagonal solvers and factorizations, as get_lapack_funcs returns them:
+# SciPy's values, the derivatives of lu_factor of the dense matrix (whose pivots theirs are),
+# cholesky_banded, solveh_banded and solve
+
+
+def _tridiagonal(p):  # a small diagonal: the rows are interchanged
+    return 0.1 * p[1:] + 1.0, 0.3 * p - 0.2, 0.2 * p[:-1] + 0.5
+
+
+def _gtsv(p):
+    gtsv, = scipy.linalg.get_lapack_funcs(("gtsv",), (p,))
+    du2, d, du, x, info = gtsv(*_tridiagonal(p), W.copy())
+    return x @ W + du2 @ W[:7] + d @ W + du @ W[1:]
+
+
+def _gtsv_overwriting(p):
+    gtsv = scipy.linalg.get_lapack_funcs("gtsv", (p,))
+    b = np.stack([W, W ** 2], 1)
+    dl, d, du = _tridiagonal(p)
+    du2, d2, du, x, info = gtsv(dl, d, du, b, overwrite_b=1, overwrite_d=1)
+    return (x * b).sum() + d.sum() + d2 @ W
+
+
+def _gttrf_gttrs(p, trans):
+    gttrf, gttrs = scipy.linalg.get_lapack_funcs(("gttrf", "gttrs"), dtype=np.float64)
+    dl, d, du, du2, ipiv, info = gttrf(*_tridiagonal(p))
+    x, info = gttrs(dl, d, du, du2, ipiv, W * p, trans=trans)
+    return x @ W + dl @ W[:7] + du2 @ W[:6] + np.prod(d)
+
+
+def _pttrf_pttrs(p):
+    pttrf, pttrs = scipy.linalg.get_lapack_funcs(("pttrf", "pttrs"), dtype=np.float64)
+    d, e, info = pttrf(3 + p, 0.3 * p[1:])
+    x, info = pttrs(d, e, W * p)
+    return x @ W + d @ W + e @ W[1:]
+
+
+def _ptsv(p):
+    ptsv = scipy.linalg.get_lapack_funcs("ptsv", dtype=np.float64)
+    d, e, x, info = ptsv(3 + p, 0.3 * p[1:], W)
+    return x @ W + d @ W + e @ W[1:]
+
+
+def _band(p, kl, ku, extra):
+    """General band storage (``extra`` rows of workspace first) of a matrix whose small
+    diagonal makes partial pivoting interchange rows."""
+    ab = np.zeros((extra + kl + ku + 1, 8))
+    ab[extra + ku] = 0.2 + 0.3 * p
+    for k in range(1, ku + 1):
+        ab[extra + ku - k, k:] = 1.0 + 0.2 * k * p[k:]
+    for k in range(1, kl + 1):
+        ab[extra + ku + k, :-k] = 0.7 + k + 0.1 * p[:-k]
+    return ab
+
+
+def _gbsv(p, kl, ku):
+    gbsv = scipy.linalg.get_lapack_funcs("gbsv", dtype=np.float64)
+    lub, piv, x, info = gbsv(kl, ku, _band(p, kl, ku, kl), W)
+    return x @ W + 0.01 * (lub * np.arange(lub.size).reshape(lub.shape)).sum()
+
+
+def _gbtrf_gbtrs(p, kl, ku):
+    gbtrf, gbtrs = scipy.linalg.get_lapack_funcs(("gbtrf", "gbtrs"), dtype=np.float64)
+    lu, ipiv, info = gbtrf(_band(p, kl, ku, kl), kl, ku)
+    x, info = gbtrs(lu, kl, ku, W * p, ipiv)
+    y, info = gbtrs(lu, kl, ku, W, ipiv, trans=1)
+    return x @ W + y @ W + 0.01 * (lu * np.arange(lu.size).reshape(lu.shape)).sum()
+
+
+def _positive_band(p, lower):
+    ab = np.zeros((3, 8))
+    if lower:
+        ab[0], ab[1, :-1], ab[2, :-2] = 4 + p, 0.5 * p[1:], 0.2 * p[2:]
+    else:
+        ab[2], ab[1, 1:], ab[0, 2:] = 4 + p, 0.5 * p[1:], 0.2 * p[2:]
+    return ab
+
+
+def _pbsv_pbtrf_pbtrs(p, lower):
+    pbsv, pbtrf, pbtrs = scipy.linalg.get_lapack_funcs(("pbsv", "pbtrf", "pbtrs"),
+                                                       dtype=np.float64)
+    ab = _positive_band(p, lower)
+    c, x, info = pbsv(ab, W, lower=lower)
+    c2, info = pbtrf(ab, lower=lower)
+    y, info = pbtrs(c2, W * p, lower=lower)
+    return x @ W + y @ W + 0.01 * (c * np.arange(24.0).reshape(3, 8)).sum() + c2.sum()
+
+
+_S = np.random.default_rng(0).random((4, 4))
+
+
+def _syevd(p):
+    syevd = scipy.linalg.get_lapack_funcs("syevd", (_S,))
+    w, v, info = syevd(_S + _S.T + np.diag(p[:4]))
+    return w @ p[4:] + v[:, 0] ** 2 @ p[4:]
+
+
+BANDED = [_gtsv, _gtsv_overwriting, lambda p: _gttrf_gttrs(p, "N"),
+          lambda p: _gttrf_gttrs(p, "T"), _pttrf_pttrs, _ptsv, _syevd,
+          *(lambda p, kl=kl, ku=ku: _gbsv(p, kl, ku) for kl, ku in [(1, 1), (2, 1), (1, 2)]),
+          *(lambda p, kl=kl, ku=ku: _gbtrf_gbtrs(p, kl, ku) for kl, ku in [(1, 1), (2, 1),
+                                                                              (2, 0)]),
+          lambda p: _pbsv_pbtrf_pbtrs(p, 0), lambda p: _pbsv_pbtrf_pbtrs(p, 1)]
+
+
+@pytest.mark.parametrize("f", BANDED, ids=["gtsv", "gtsv_overwriting", "gttrs_N", "gttrs_T",
+                                           "pttrs", "ptsv", "syevd", "gbsv_11", "gbsv_21",
+                                           "gbsv_12", "gbtrs_11", "gbtrs_21", "gbtrs_20",
+                                           "pbsv_upper", "pbsv_lower"])
+def test_banded_lapack_routines(f):
+    check_replayed(f, X.copy())
+
+
+def test_the_pivots_a_band_routine_interchanges_rows_by():
+    """The test matrices make gttrf and gbtrf interchange rows, several in a row (each
+    multiplier of getrf's L moved on by the next interchange)."""
+    ipiv = scipy.linalg.lapack.dgttrf(*_tridiagonal(X))[4]
+    assert np.sum(ipiv != np.arange(1, 9)) >= 3
+    piv = scipy.linalg.lapack.dgbtrf(_band(X, 2, 1, 2), 2, 1)[1]
+    assert np.sum(piv != np.arange(8)) >= 3
+
+
+# ----------------------------------------------------------------------------------------------
+# lsqr and lsmr of a LinearOperator whose matvec and rmatvec read traced values
+
+
+def _operator(p):
+    def matvec(v):
+        return np.concatenate([(2 + p) * v + 0.1 * np.roll(v, 1), v[:2] * p[:2]])
+
+    def rmatvec(u):
+        return (2 + p) * u[:8] + 0.1 * np.roll(u[:8], -1) \
+            + np.concatenate([u[8:] * p[:2], np.zeros(6)])
+
+    return spla.LinearOperator((10, 8), matvec=matvec, rmatvec=rmatvec, dtype=float)
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+@pytest.mark.parametrize("damp", [0.0, 0.3])
+def test_least_squares_of_an_operator_reading_traced_values(method, damp):
+    def f(p):
+        b = np.concatenate([W, [0.5, p[3]]])
+        x = getattr(spla, method)(_operator(p), b, damp=damp, atol=1e-14, btol=1e-14)[0]
+        return x @ W
+
+    check_replayed(f, X.copy())
