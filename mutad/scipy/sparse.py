@@ -4913,11 +4913,8 @@ def _least_squares_method(method):
 
     def solve(A: Any, b: Any, damp: float = 0.0, *args: Any, x0: Any = None,
               **options: Any) -> tuple[Any, ...]:
-        if _operator_parameters(A, method) is not None:
-            _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator whose functions read "
-                    "traced values", "pass a sparse matrix of those values, which mutad "
-                    "differentiates.")
-        if not _followed(A, b, damp, *args, x0, *options.values()):
+        parameters = _operator_parameters(A, method)
+        if parameters is None and not _followed(A, b, damp, *args, x0, *options.values()):
             return SCIPY[method](A, b, damp, *args, x0=x0, **options)
         if args:
             _refuse(f"scipy.sparse.linalg.{method} with its settings passed by position",
@@ -4929,6 +4926,12 @@ def _least_squares_method(method):
         if options.get("calc_var"):
             _refuse("scipy.sparse.linalg.lsqr(calc_var=True) of traced values", "mutad does "
                     "not differentiate var: leave calc_var out.")
+        guess = None if x0 is None else settled(x0, f"{method}'s x0")
+        if parameters is not None:
+            problem = _OperatorLeastSquares(method, A, parameters, damp, options)
+            x = _operator_least_squares(b, guess, *parameters.values(), problem=problem)
+            return (x, *found_again(x, _stop_and_iterations, problem),
+                    *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
             layout, data = _matrix_of(A, method)
             problem = _LeastSquares(method, layout, None, damp, options)
@@ -4938,7 +4941,6 @@ def _least_squares_method(method):
         else:  # a constant matrix or operator: the derivative in b alone
             problem = _LeastSquares(method, None, A, damp, options)
             data = np.zeros(0)
-        guess = None if x0 is None else settled(x0, f"{method}'s x0")
         x = _least_squares(data, b, guess, problem=problem)
         return (x, *found_again(x, _stop_and_iterations, problem),
                 *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
@@ -4949,6 +4951,90 @@ def _least_squares_method(method):
 def _stop_and_iterations(x, problem):
     """Why SciPy's least-squares solver stopped (istop), and after how many iterations."""
     return problem.result[1], problem.result[2]
+
+
+class _OperatorLeastSquares(_LeastSquares):
+    """``lsqr`` or ``lsmr`` of an operator whose functions read the differentiated values
+    ``parameters`` follows: ``_LeastSquares`` of the operator, its functions bound to plain
+    values, and the products with ``A(p)`` its derivatives need. With ``r = b - A x`` and
+    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ`` and ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)``;
+    forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x))``, ``Ȧᵀ r`` by the operator's
+    ``rmatvec`` (which SciPy's solvers take to be ``matvec``'s transpose)."""
+
+    replays_on_its_operands = False  # (as _OperatorSolve: traced every time)
+
+    def __init__(self, method, operator, parameters, damp, options):
+        super().__init__(method, None, operator, damp, options)
+        self.parameters = parameters
+        self.name = f"scipy.sparse.linalg.{method}"
+
+    @contextlib.contextmanager
+    def plain(self, values):
+        """The operator's functions bound to the plain ``values``, outside differentiations."""
+        with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
+                self.parameters.bound(values):
+            yield
+
+    def value_at(self, b, guess, values):
+        with self.plain(values):
+            x = self.value(None, b, guess)
+        self.parameters.freeze()
+        return x
+
+    def product(self, x, values, transposed=False):
+        """``A(p) x`` (``A(p)ᵀ x``: ``transposed``) with the values ``p`` (traced ones: their
+        derivative is followed), by the user's function itself."""
+        with self.parameters.bound(values):
+            if transposed:
+                return np.reshape(self.operator._rmatvec(x), (self.operator.shape[1],))
+            return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
+
+
+def _operator_least_squares_value(b, guess, *values, problem):
+    return problem.value_at(b, guess, values)
+
+
+_operator_least_squares = Adjoint(_operator_least_squares_value)
+_operator_least_squares.complex_values = None
+
+
+@_operator_least_squares.rule
+def _operator_least_squares_rule(b, guess, *values, problem):
+    _first_order_only(problem, b, *values)
+    x = problem.value_at(b, guess, values)
+    plain_b = np.asarray(b, float)
+
+    def back(dx):
+        _first_order_only(problem, dx)
+        with problem.plain(values):
+            lam = problem.normal_solve(None, np.asarray(dx, float))
+            a_lam = problem.operator.matvec(lam)
+            r = plain_b - problem.operator.matvec(x)
+        _, pull = _integrate.pullback(
+            lambda *p: problem.product(lam, p) @ r - problem.product(x, p) @ a_lam, *values)
+        return (a_lam, None, *pull(1.0))
+
+    return x, back
+
+
+@_operator_least_squares.jvp_rule
+def _operator_least_squares_jvp(tangents, b, guess, *values, problem):
+    _first_order_only(problem, b, *values, *tangents)
+    x = problem.value_at(b, guess, values)
+    with problem.plain(values):
+        r = np.asarray(b, float) - problem.operator.matvec(x)
+    change = np.zeros(len(r)) if tangents[0] is None else np.asarray(tangents[0], float)
+    c = np.zeros(len(x))
+    if any(t is not None for t in tangents[2:]):
+        directions = tuple(np.zeros(np.shape(v)) if t is None else t
+                           for v, t in zip(values, tangents[2:], strict=True))
+        change = change - _integrate.jvp(lambda *p: problem.product(x, p), values,
+                                         directions)[1]
+        c = c + _integrate.jvp(lambda *p: problem.product(r, p, transposed=True), values,
+                               directions)[1]
+    with problem.plain(values):  # (the tangents' numbers: a jvp's results may be duals)
+        c, change = np.asarray(c, float), np.asarray(change, float)
+        return x, problem.normal_solve(None, c + problem.operator.rmatvec(change))
 
 
 lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
