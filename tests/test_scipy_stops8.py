@@ -178,3 +178,57 @@ def test_least_squares_of_an_operator_reading_traced_values(method, damp):
         return x @ W
 
     check_replayed(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's ufuncs of a traced sparse matrix: SciPy's matrix defines no __array_ufunc__, so
+# NumPy's object loop calls its method (np.sqrt(A) is A.sqrt(), of A's class); the traced one
+# does the same, and an ndarray's operators still give way to the matrix's reflected ones
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix, sp.coo_array])
+@pytest.mark.parametrize("ufunc", [np.sqrt, np.sin, np.abs, np.expm1, np.tanh, np.negative,
+                                   np.conjugate, np.square, np.log1p, np.deg2rad])
+def test_a_numpy_ufunc_of_a_traced_sparse_matrix_is_scipys(kind, ufunc):
+    classes = []
+
+    def f(p):
+        B = ufunc(kind(sp.diags([p, p[1:]], [0, 1])))
+        classes.append(B.__class__)
+        return (B @ W).sum() + B.sum()
+
+    check_replayed(f, X.copy())
+    assert set(classes) == {type(ufunc(kind(sp.diags([X, X[1:]], [0, 1]))))}
+
+
+def test_an_ndarrays_operators_give_way_to_a_traced_sparse_matrix():
+    def f(p):
+        A = sp.csr_array(np.diag(p) + np.diag(p[1:], 1))
+        a, t = W.copy(), 2.0 * p
+        return ((a @ A) @ W + ((a * A) @ W).sum() + (a < A).sum() + (np.float64(2.0) * A).sum()
+                + (a[:, None] + A).sum() + (t @ A) @ W + (t * A).sum() + (A.T @ t) @ a)
+
+    check_replayed(f, X.copy())
+
+
+def test_a_ufunc_of_a_traced_sparse_matrix_that_scipy_meets_as_an_object_is_refused():
+    """NumPy's ufunc of SciPy's matrix and another operand, or with out=, is its object loop
+    (np.multiply(x, A) an object array of x[i] * A); x *= A rebinds x to A.__rmul__(x):
+    refused, saying what to call. A ufunc SciPy's class has no method for raises, as SciPy's."""
+    def of(g):
+        return lambda p: g(W.copy(), sp.csr_array(np.diag(p))).sum()
+
+    for g in [lambda a, A: np.multiply(a, A), lambda a, A: np.add.reduce(A)]:
+        with pytest.raises(UnsupportedOperationError, match="A.multiply"):
+            mutad.gradient(of(g), X.copy())
+
+    def in_place(a, A):
+        a *= A
+        return a
+
+    with pytest.raises(UnsupportedOperationError, match="A.multiply"):
+        mutad.gradient(of(in_place), X.copy())
+    with pytest.raises(TypeError):
+        of(lambda a, A: np.exp(A))(X.copy())
+    with pytest.raises((TypeError, mutad.MutadError)):
+        mutad.gradient(of(lambda a, A: np.exp(A)), X.copy())

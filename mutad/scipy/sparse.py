@@ -187,6 +187,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dis
 import functools
 import inspect
 import math
@@ -1435,15 +1436,73 @@ class TracedMatrix(_ComparedByValue):
         return f"<traced matrix of shape {self.shape}>"
 
 
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__",
+              np.matmul: "__rmatmul__", np.true_divide: "__rtruediv__",
+              np.floor_divide: "__rfloordiv__", np.remainder: "__rmod__",
+              np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
+              np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__",
+              np.not_equal: "__ne__", np.bitwise_and: "__rand__", np.bitwise_or: "__ror__",
+              np.bitwise_xor: "__rxor__"}
+"""The ufunc an ndarray's operator calls, and the method of the right operand that Python
+calls when the ndarray's gives way."""
+
+
+def _operator_instruction(frame):
+    """Whether ``frame``, or the first frame below it that is not mutad's (a stand-in's
+    ``__array_ufunc__`` calling the ufunc again), runs an operator (``x + A``, ``x *= A``,
+    ``x < A``) rather than a call (``np.add(x, A)``, which SciPy's matrix meets as an
+    object)."""
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("mutad."):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            name = instruction.opname
+            return name.startswith(("BINARY_", "INPLACE_", "COMPARE_OP")) \
+                and name != "BINARY_SUBSCR"
+    return False
+
+
 class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
     values; see the module's documentation for what it does."""
 
-    __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x)
+    takes_over_operations = True
     # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
     __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs as of SciPy's matrix, which defines no ``__array_ufunc__``: NumPy
+        takes it for an object, and its object loop calls the matrix's own method
+        (``np.sqrt(A)`` is ``A.sqrt()``, ``np.abs(A)`` ``abs(A)``), which mutad follows; an
+        ndarray's operator gives way to the matrix's reflected one (SciPy's
+        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``). Refused: an ndarray's
+        in-place operator (``x *= A``, which rebinds ``x`` to ``A.__rmul__(x)``: a call
+        with ``out=`` may be mutad's own, which expects ``x`` written), a ufunc's other
+        methods, and a ufunc called with the matrix among other operands."""
+        frame = sys._getframe(1)
+        if method == "__call__" and ufunc.nin == 2 and len(inputs) == 2 and inputs[1] is self \
+                and not isinstance(inputs[0], TracedSparse) \
+                and not kwargs and ufunc in _REFLECTED \
+                and _operator_instruction(frame):
+            result = getattr(self, _REFLECTED[ufunc])(inputs[0])
+            if result is NotImplemented:
+                raise TypeError(f"unsupported operand type(s) for {ufunc.__name__}: "
+                                f"'{type(inputs[0]).__name__}' and '{self.format}_matrix'")
+            return result
+        if method == "__call__" and ufunc.nin == 1 and inputs == (self,) and not kwargs:
+            held = np.empty((), dtype=object)
+            held[()] = self
+            return ufunc(held)
+        _refuse(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method} of a "
+                "scipy.sparse matrix with traced values among other operands or with out= "
+                "(NumPy's object loop of SciPy's matrix)", "call the matrix's own method, "
+                "which mutad follows: A.sqrt(), A.sin(), abs(A), -A, A.power(k), A.multiply(B), "
+                "A + B, A @ x.")
 
     def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
