@@ -4,9 +4,12 @@ read traced values, NumPy's ufuncs of a traced sparse matrix. Each checked with 
 differences (``tests.test_scipy_stops.check``: reverse and forward mode, a replay), its value
 SciPy's bit for bit and the caller's arrays unchanged, and replayed a third time."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.optimize
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
@@ -232,3 +235,29 @@ def test_a_ufunc_of_a_traced_sparse_matrix_that_scipy_meets_as_an_object_is_refu
         of(lambda a, A: np.exp(A))(X.copy())
     with pytest.raises((TypeError, mutad.MutadError)):
         mutad.gradient(of(lambda a, A: np.exp(A)), X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# minimize(method="trust-constr") with an active inequality: its interior point stops on gtol
+# with the barrier parameter where it is (SciPy's minimum 2e-5 inside the constraint), refused
+# as no solution to the derivative's accuracy; the refusal names the options that bring it
+# onto the constraint, and with them the minimum is differentiated
+
+
+def test_trust_constr_with_an_active_inequality_says_what_brings_it_onto_it():
+    def f(p, **options):
+        res = scipy.optimize.minimize(
+            lambda z: np.sum((z - p) ** 2), np.zeros(2), method="trust-constr",
+            constraints=[scipy.optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0)],
+            options={"gtol": 1e-12, "xtol": 1e-14, **options})
+        return res.x @ np.array([1.0, 2.0])
+
+    p = np.array([0.9, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (SciPy's quasi-Newton's, of a quadratic)
+        with pytest.raises(UnsupportedOperationError, match="initial_barrier_parameter"):
+            mutad.gradient(f, p.copy())
+        g, = mutad.gradient(lambda p: f(p, initial_barrier_parameter=1e-10,
+                                        initial_barrier_tolerance=1e-10), p.copy())
+    # z = p - (p₀ + p₁ - 1)/2 on the constraint: d(z₀ + 2 z₁) = (-1/2, 1/2)
+    np.testing.assert_allclose(g, [-0.5, 0.5], atol=1e-7)
