@@ -261,3 +261,40 @@ def test_trust_constr_with_an_active_inequality_says_what_brings_it_onto_it():
                                         initial_barrier_tolerance=1e-10), p.copy())
     # z = p - (p₀ + p₁ - 1)/2 on the constraint: d(z₀ + 2 z₁) = (-1/2, 1/2)
     np.testing.assert_allclose(g, [-0.5, 0.5], atol=1e-7)
+
+
+# ----------------------------------------------------------------------------------------------
+# LAPACK's inverses from factors: getri, potri (one triangle, the other the input's), trtri
+
+
+_M = np.random.default_rng(1).random((4, 4)) + 3.0 * np.eye(4)
+
+
+def _getri(p):
+    getrf, getri = scipy.linalg.get_lapack_funcs(("getrf", "getri"), (_M,))
+    lu, piv, info = getrf(_M + np.diag(p[:4]))
+    inverse, info = getri(lu, piv)
+    return inverse @ p[4:] @ W[:4]
+
+
+def _potri(p, lower):
+    potrf, potri = scipy.linalg.get_lapack_funcs(("potrf", "potri"), (_M,))
+    c, info = potrf(_M @ _M.T + np.diag(p[:4]), lower=lower, clean=0)
+    inverse, info = potri(c, lower=lower)
+    return (inverse * np.arange(16.0).reshape(4, 4)).sum() + inverse @ p[4:] @ W[:4]
+
+
+def _trtri(p, lower, unitdiag):
+    trtri = scipy.linalg.get_lapack_funcs("trtri", (_M,))
+    inverse, info = trtri(_M + np.diag(p[:4]) + np.outer(p[4:], W[:4]), lower=lower,
+                          unitdiag=unitdiag)
+    return (inverse * np.arange(16.0).reshape(4, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_getri, lambda p: _potri(p, 0), lambda p: _potri(p, 1),
+                               lambda p: _trtri(p, 0, 0), lambda p: _trtri(p, 1, 0),
+                               lambda p: _trtri(p, 0, 1)],
+                         ids=["getri", "potri_upper", "potri_lower", "trtri_upper",
+                              "trtri_lower", "trtri_unit"])
+def test_lapack_inverses(f):
+    check_replayed(f, X.copy())

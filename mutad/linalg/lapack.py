@@ -1,7 +1,8 @@
 """SciPy's LAPACK and BLAS wrappers, as in-place code calls them: ``scipy.linalg.lapack.dgesv``,
 ``dgetrf``/``dgetrs``, ``dpotrf``/``dpotrs``/``dposv``, ``dtrtrs``, ``dsyev``/``dsyevd``, the
 banded and tridiagonal solvers ``dgbsv``/``dgbtrf``/``dgbtrs``, ``dgtsv``/``dgttrf``/``dgttrs``,
-``dpbsv``/``dpbtrf``/``dpbtrs``, ``dptsv``/``dpttrf``/``dpttrs``,
+``dpbsv``/``dpbtrf``/``dpbtrs``, ``dptsv``/``dpttrf``/``dpttrs``, the inverses ``dgetri``,
+``dpotri``, ``dtrtri``,
 ``scipy.linalg.blas.dgemm``/``dgemv``/``daxpy``/``dscal``/``ddot``/``dnrm2`` (their float32
 ``s`` twins too), and the same routines as ``get_lapack_funcs`` and ``get_blas_funcs`` return
 them.
@@ -20,7 +21,9 @@ multiplier from the row where getrf's later interchanges moved it), and ``gbtrs`
 ``lu_solve`` of the dense factors scattered back; ``pbtrf``/``pbtrs``/``pbsv``
 ``cholesky_banded``, ``cho_solve_banded`` and ``solveh_banded``; ``pttrf``'s ``L D Lᵀ`` the
 squared diagonal and scaled subdiagonal of ``cholesky``'s factor, ``pttrs`` ``solve`` of
-``L D Lᵀ``. (Dense compositions: an ``n × n`` matrix for a band's derivative.) The routine's flags are SciPy's:
+``L D Lᵀ``. (Dense compositions: an ``n × n`` matrix for a band's derivative.) ``getri``,
+``potri`` and ``trtri`` are ``lu_solve``, ``cho_solve`` and ``solve_triangular`` of the identity,
+in the triangle the routine writes (the other, and ``trtri``'s unit diagonal, the input's). The routine's flags are SciPy's:
 where ``overwrite_a=1`` (or ``axpy``'s ``y`` and ``scal``'s ``x``, which the routine always
 writes) would have it write into a traced argument and its output is that memory, the result is
 written into the argument, which stands for it, as in NumPy (a recorded write, undone by the
@@ -114,6 +117,41 @@ def _syev(values, a, compute_v=1, lower=0, lwork=None, overwrite_a=0):
             "scipy.linalg.lapack syev's eigenvectors have other signs than eigh(driver='ev') "
             "on these values. Call scipy.linalg.eigh instead.")
     return w, v, None
+
+
+def _reproduced(name, value, composition, instead):
+    """``composition``, which must reproduce SciPy's ``value`` (a guard: never the derivative
+    of other numbers than the routine's)."""
+    if not reproduces(value, composition):
+        raise UnsupportedOperationError(
+            f"scipy.linalg.lapack {name}: the composition that gives mutad's derivative did not "
+            f"reproduce the routine's value on these values. Call {instead} instead.")
+    return composition
+
+
+def _getri(values, lu, piv, lwork=None, overwrite_lu=0):
+    n = np.shape(lu)[0]
+    return _reproduced("getri", values[0], lu_solve((lu, _plain(piv)), np.eye(n),
+                                                     check_finite=False), "scipy.linalg.inv"), None
+
+
+def _potri(values, c, lower=0, overwrite_c=0):
+    """The triangle of ``(C Cᵀ)⁻¹`` (``(Cᵀ C)⁻¹``) that potri writes; the other is ``c``'s."""
+    factor = np.tril(c) if lower else np.triu(c)
+    inverse = cho_solve((factor, bool(lower)), np.eye(np.shape(c)[0]), check_finite=False)
+    kept = (np.tril(inverse) + np.triu(c, 1)) if lower else (np.triu(inverse) + np.tril(c, -1))
+    return _reproduced("potri", values[0], kept, "scipy.linalg.cho_solve"), None
+
+
+def _trtri(values, c, lower=0, unitdiag=0, overwrite_c=0):
+    """The inverse's triangle; the other (and a unit diagonal, not read) is ``c``'s."""
+    inverse = solve_triangular(c, np.eye(np.shape(c)[0]), lower=bool(lower),
+                               unit_diagonal=bool(unitdiag), check_finite=False)
+    strict = np.tril(inverse, -1) if lower else np.triu(inverse, 1)
+    other = np.triu(c, 1) if lower else np.tril(c, -1)
+    diagonal = np.diag(np.diagonal(c if unitdiag else inverse))
+    return _reproduced("trtri", values[0], strict + other + diagonal,
+                       "scipy.linalg.solve_triangular"), None
 
 
 def _syevd(values, a, compute_v=1, lower=0, lwork=None, liwork=None, overwrite_a=0):
@@ -339,6 +377,7 @@ ROUTINES = {  # name: (library, composition, the arguments it always writes wher
     "gbtrf": (_lapack, _gbtrf, ()), "gbtrs": (_lapack, _gbtrs, ()), "gbsv": (_lapack, _gbsv, ()),
     "pttrf": (_lapack, _pttrf, ()), "pttrs": (_lapack, _pttrs, ()), "ptsv": (_lapack, _ptsv, ()),
     "pbtrf": (_lapack, _pbtrf, ()), "pbtrs": (_lapack, _pbtrs, ()), "pbsv": (_lapack, _pbsv, ()),
+    "getri": (_lapack, _getri, ()), "potri": (_lapack, _potri, ()), "trtri": (_lapack, _trtri, ()),
     "gemm": (_blas, _gemm, ()), "gemv": (_blas, _gemv, ()), "axpy": (_blas, _axpy, ("y",)),
     "scal": (_blas, _scal, ("x",)), "dot": (_blas, _dot, ()), "nrm2": (_blas, _nrm2, ()),
 }
