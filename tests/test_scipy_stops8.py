@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.ndimage
 import scipy.optimize
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -298,3 +299,36 @@ def _trtri(p, lower, unitdiag):
                               "trtri_lower", "trtri_unit"])
 def test_lapack_inverses(f):
     check_replayed(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.ndimage's interpolations of a traced cval (refused): affine in the image and cval
+# jointly, the derivative in cval SciPy's interpolation of zeros with cval=1
+
+
+_IMAGE = np.random.default_rng(2).random((8, 9))
+
+
+@pytest.mark.parametrize("mode", ["constant", "grid-constant"])
+@pytest.mark.parametrize("order", [1, 3])
+@pytest.mark.parametrize("transform", [
+    lambda m, **k: scipy.ndimage.shift(m, (0.5, 1.3), **k) * _IMAGE,
+    lambda m, **k: scipy.ndimage.zoom(m, 1.4, **k) ** 2,
+    lambda m, **k: scipy.ndimage.rotate(m, 20.0, reshape=False, **k) * _IMAGE,
+    lambda m, **k: scipy.ndimage.affine_transform(m, np.array([[1.1, 0.1], [0.0, 0.9]]),
+                                                  offset=(0.5, -1.0), **k),
+    lambda m, **k: scipy.ndimage.map_coordinates(m, np.array([[-1.3, 4.2, 8.7],
+                                                              [2.1, 10.3, 8.6]]), **k)],
+    ids=["shift", "zoom", "rotate", "affine_transform", "map_coordinates"])
+def test_an_interpolation_of_a_traced_cval(transform, order, mode):
+    check_replayed(lambda c: transform(_IMAGE * c[1], order=order, mode=mode, cval=c[0]).sum(),
+                   np.array([0.3, 1.1]))
+
+
+def test_an_interpolation_of_a_traced_cval_into_output():
+    def f(c):
+        out = np.zeros((8, 9))
+        scipy.ndimage.shift(_IMAGE, (0.5, 1.3), output=out, cval=c[0])
+        return (out * _IMAGE).sum()
+
+    check_replayed(f, np.array([-0.4]))
