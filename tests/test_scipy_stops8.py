@@ -318,8 +318,11 @@ _IMAGE = np.random.default_rng(2).random((8, 9))
     lambda m, **k: scipy.ndimage.affine_transform(m, np.array([[1.1, 0.1], [0.0, 0.9]]),
                                                   offset=(0.5, -1.0), **k),
     lambda m, **k: scipy.ndimage.map_coordinates(m, np.array([[-1.3, 4.2, 8.7],
-                                                              [2.1, 10.3, 8.6]]), **k)],
-    ids=["shift", "zoom", "rotate", "affine_transform", "map_coordinates"])
+                                                              [2.1, 10.3, 8.6]]), **k),
+    lambda m, **k: scipy.ndimage.geometric_transform(
+        m, lambda x: (x[0] * 1.2 - 0.5, x[1] * 0.9 + 1.0), **k) * _IMAGE],
+    ids=["shift", "zoom", "rotate", "affine_transform", "map_coordinates",
+         "geometric_transform"])
 def test_an_interpolation_of_a_traced_cval(transform, order, mode):
     check_replayed(lambda c: transform(_IMAGE * c[1], order=order, mode=mode, cval=c[0]).sum(),
                    np.array([0.3, 1.1]))
