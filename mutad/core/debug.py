@@ -408,11 +408,10 @@ def _compiled_code_refusal(error):
     if type(error) is TypeError and ufunc and ufunc.group(1) in {k.__name__ for k in WRAPPERS}:
         refusal = UnsupportedOperationError(  # np.sqrt(A) of a traced sparse matrix
             f"a NumPy ufunc of a traced value that takes no part in NumPy's ufunc protocol "
-            f"({error}): a SciPy sparse matrix (for a plain one NumPy's object loop calls the "
-            "matrix's own method, which mutad cannot follow from the ufunc), or the np.matrix "
-            "SciPy gives of one (A.todense(), A.sum(axis=0)). Of a sparse matrix call the method "
-            "itself, which mutad follows: A.sqrt(), A.sin(), A.expm1(), A.log1p(), abs(A), -A, "
-            "A.power(k), A.multiply(B); of an np.matrix m, apply the ufunc to m.A.")
+            f"({error}): the np.matrix SciPy gives of a sparse matrix (A.todense(), "
+            "A.sum(axis=0)), or a sparse matrix among other operands. Of a sparse matrix call "
+            "its method, which mutad follows: A.sqrt(), A.sin(), A.expm1(), A.log1p(), abs(A), "
+            "-A, A.power(k), A.multiply(B); of an np.matrix m, apply the ufunc to m.A.")
         refusal.__cause__ = error
         return refusal.with_traceback(error.__traceback__)
     if type(error) is not TypeError or not any(

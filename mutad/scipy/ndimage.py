@@ -18,7 +18,9 @@ rank filters (``maximum_filter``, ``minimum_filter``, ``median_filter``, ``rank_
 interpolations (``map_coordinates``, ``shift``, ``zoom``, ``rotate``, ``affine_transform``,
 ``geometric_transform``, whose mapping's coordinates are computed once, plain) are
 differentiated in the image for every order, mode and prefilter (and ``spline_filter``,
-``spline_filter1d``), and at order 1 in ``map_coordinates``' coordinates and ``shift``'s shift
+``spline_filter1d``) and in a constant mode's ``cval`` (affine in image and ``cval`` jointly:
+its derivative the interpolation of zeros with ``cval=1``), and at order 1 in
+``map_coordinates``' coordinates and ``shift``'s shift
 (see below; every mode, ``'grid-constant'`` with ``cval=0``). The Fourier filters
 (``fourier_gaussian``, ``fourier_uniform``, ``fourier_ellipsoid``, ``fourier_shift``) are
 differentiated in their real or complex input, for ``n=-1`` and a real transform's ``n``, and
@@ -833,11 +835,20 @@ def _interpolated(original, name, input, output, shape, weights, settings, cval)
     """SciPy's ``original(input, **settings)`` into ``output``, its derivative by ``weights``."""
     _apart(name, input, output, settings.get("order", 3), settings.get("prefilter", True))
     dtype = _dtype(output, input, name, shape)
+    traced_cval = cval if carries_derivative(cval) else None
+    if traced_cval is not None:  # (its number: the value is SciPy's with it)
+        cval = stop_gradient(cval)
     cval = _constant(cval, "cval", name)
     settings = dict(settings, output=dtype) if cval is None else dict(settings, output=dtype,
                                                                          cval=cval)
     call = functools.partial(_call, original, settings, weights=weights)
-    return _deliver(_resample(input, call), output)
+    y = _resample(input, call)
+    if traced_cval is not None:
+        # linear in (input, cval) jointly: y(x, c) = y(x, 0) + c y(0, 1), so the derivative in
+        # cval is SciPy's interpolation of zeros with cval 1
+        y = scipys_value(y, traced_cval * original(np.zeros(np.shape(input)),
+                                                   **dict(settings, cval=1.0)))
+    return _deliver(y, output)
 
 
 def _settings(name, order, *constants):

@@ -635,7 +635,7 @@ def _with_derivatives(value, traced):
 
 
 def _solution(name, x, residual, linearization, converged, message="", bounds=None,
-              held=None, at=None):
+              held=None, at=None, hint=""):
     """SciPy's solution ``x`` of ``F = 0``, differentiable through ``residual``, ``F(x, θ)``
     computed by the user's functions on what the differentiation follows; plain when the
     residual does not depend on it. ``linearization(free)`` makes ``∂F/∂x``. Refused when the
@@ -648,7 +648,8 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
     ``x_{k+1} = x_k - (∂F/∂x)⁻¹ F(x_k, θ)`` with ``∂F/∂x`` at ``x*`` (``_inverse``), one per
     order asked: each step makes the error O(|δθ|) times smaller, so after k steps it is
     O(|δθ|^(k+1)) and the derivatives up to order k are those of the exact solution. The value
-    stays SciPy's (the steps enter as ``x_k - x_k₀``, zero but for its derivatives)."""
+    stays SciPy's (the steps enter as ``x_k - x_k₀``, zero but for its derivatives).
+    ``hint``: what else to do, where the solver's way of stopping is known, ending the refusal."""
     if isinstance(residual, (tuple, list, dict)):  # never read as zero: that would be silent
         raise UnsupportedOperationError(
             f"{name}: a function given to it returned a {type(residual).__name__} where mutad "
@@ -676,7 +677,7 @@ def _solution(name, x, residual, linearization, converged, message="", bounds=No
             f"{name}: the result is not a solution to the accuracy its derivative needs: a "
             f"Newton step from it is {step:.3g} of its size ({status}){near}. The implicit "
             "function theorem differentiates the exact solution; tighten the solver's "
-            "tolerances (gtol, xtol, ftol, xatol, fatol) or raise maxiter.")
+            f"tolerances (gtol, xtol, ftol, xatol, fatol) or raise maxiter{hint}.")
     order = _order(residual)
     if order > 1 and at is not None:
         shape = np.shape(x)
@@ -1319,10 +1320,14 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
         raise UnsupportedOperationError(
             f"{name}: a derivative of higher order through a constrained minimum: mutad "
             "differentiates it once.")
+    barrier = getattr(res, "barrier_parameter", None)  # (trust-constr's interior point)
     solution = _solution(
         name, z, residual,
         _root_linearization(name, plain_kkt, z),
-        bool(res.success), res.message)
+        bool(res.success), res.message, hint="" if barrier is None else (
+            f"; trust-constr stopped with its barrier parameter at {barrier:.3g}, which "
+            "bounds how close it comes to an active inequality: pass the options "
+            "initial_barrier_parameter and initial_barrier_tolerance (1e-10, say)"))
     out = {"x": np.reshape(solution[:n], shape) if _followed(solution) else res.x}
     value = objective(x_held) - multipliers @ active_rows(g, x_held)
     if _followed(value):

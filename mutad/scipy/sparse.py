@@ -187,6 +187,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import dis
 import functools
 import inspect
 import math
@@ -1435,15 +1436,73 @@ class TracedMatrix(_ComparedByValue):
         return f"<traced matrix of shape {self.shape}>"
 
 
+_REFLECTED = {np.add: "__radd__", np.subtract: "__rsub__", np.multiply: "__rmul__",
+              np.matmul: "__rmatmul__", np.true_divide: "__rtruediv__",
+              np.floor_divide: "__rfloordiv__", np.remainder: "__rmod__",
+              np.power: "__rpow__", np.less: "__gt__", np.less_equal: "__ge__",
+              np.greater: "__lt__", np.greater_equal: "__le__", np.equal: "__eq__",
+              np.not_equal: "__ne__", np.bitwise_and: "__rand__", np.bitwise_or: "__ror__",
+              np.bitwise_xor: "__rxor__"}
+"""The ufunc an ndarray's operator calls, and the method of the right operand that Python
+calls when the ndarray's gives way."""
+
+
+def _operator_instruction(frame):
+    """Whether ``frame``, or the first frame below it that is not mutad's (a stand-in's
+    ``__array_ufunc__`` calling the ufunc again), runs an operator (``x + A``, ``x *= A``,
+    ``x < A``) rather than a call (``np.add(x, A)``, which SciPy's matrix meets as an
+    object)."""
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("mutad."):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            name = instruction.opname
+            return name.startswith(("BINARY_", "INPLACE_", "COMPARE_OP")) \
+                and name != "BINARY_SUBSCR"
+    return False
+
+
 class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
     values; see the module's documentation for what it does."""
 
-    __array_ufunc__ = None  # NumPy's operators give way to ours: x @ A is A.__rmatmul__(x)
+    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x)
+    takes_over_operations = True
     # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
     __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy's ufuncs as of SciPy's matrix, which defines no ``__array_ufunc__``: NumPy
+        takes it for an object, and its object loop calls the matrix's own method
+        (``np.sqrt(A)`` is ``A.sqrt()``, ``np.abs(A)`` ``abs(A)``), which mutad follows; an
+        ndarray's operator gives way to the matrix's reflected one (SciPy's
+        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``). Refused: an ndarray's
+        in-place operator (``x *= A``, which rebinds ``x`` to ``A.__rmul__(x)``: a call
+        with ``out=`` may be mutad's own, which expects ``x`` written), a ufunc's other
+        methods, and a ufunc called with the matrix among other operands."""
+        frame = sys._getframe(1)
+        if method == "__call__" and ufunc.nin == 2 and len(inputs) == 2 and inputs[1] is self \
+                and not isinstance(inputs[0], TracedSparse) \
+                and not kwargs and ufunc in _REFLECTED \
+                and _operator_instruction(frame):
+            result = getattr(self, _REFLECTED[ufunc])(inputs[0])
+            if result is NotImplemented:
+                raise TypeError(f"unsupported operand type(s) for {ufunc.__name__}: "
+                                f"'{type(inputs[0]).__name__}' and '{self.format}_matrix'")
+            return result
+        if method == "__call__" and ufunc.nin == 1 and inputs == (self,) and not kwargs:
+            held = np.empty((), dtype=object)
+            held[()] = self
+            return ufunc(held)
+        _refuse(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method} of a "
+                "scipy.sparse matrix with traced values among other operands or with out= "
+                "(NumPy's object loop of SciPy's matrix)", "call the matrix's own method, "
+                "which mutad follows: A.sqrt(), A.sin(), abs(A), -A, A.power(k), A.multiply(B), "
+                "A + B, A @ x.")
 
     def __init__(self, layout: Any, data: Any) -> None:
         self.layout = layout
@@ -4913,11 +4972,8 @@ def _least_squares_method(method):
 
     def solve(A: Any, b: Any, damp: float = 0.0, *args: Any, x0: Any = None,
               **options: Any) -> tuple[Any, ...]:
-        if _operator_parameters(A, method) is not None:
-            _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator whose functions read "
-                    "traced values", "pass a sparse matrix of those values, which mutad "
-                    "differentiates.")
-        if not _followed(A, b, damp, *args, x0, *options.values()):
+        parameters = _operator_parameters(A, method)
+        if parameters is None and not _followed(A, b, damp, *args, x0, *options.values()):
             return SCIPY[method](A, b, damp, *args, x0=x0, **options)
         if args:
             _refuse(f"scipy.sparse.linalg.{method} with its settings passed by position",
@@ -4929,6 +4985,12 @@ def _least_squares_method(method):
         if options.get("calc_var"):
             _refuse("scipy.sparse.linalg.lsqr(calc_var=True) of traced values", "mutad does "
                     "not differentiate var: leave calc_var out.")
+        guess = None if x0 is None else settled(x0, f"{method}'s x0")
+        if parameters is not None:
+            problem = _OperatorLeastSquares(method, A, parameters, damp, options)
+            x = _operator_least_squares(b, guess, *parameters.values(), problem=problem)
+            return (x, *found_again(x, _stop_and_iterations, problem),
+                    *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
             layout, data = _matrix_of(A, method)
             problem = _LeastSquares(method, layout, None, damp, options)
@@ -4938,7 +5000,6 @@ def _least_squares_method(method):
         else:  # a constant matrix or operator: the derivative in b alone
             problem = _LeastSquares(method, None, A, damp, options)
             data = np.zeros(0)
-        guess = None if x0 is None else settled(x0, f"{method}'s x0")
         x = _least_squares(data, b, guess, problem=problem)
         return (x, *found_again(x, _stop_and_iterations, problem),
                 *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
@@ -4949,6 +5010,90 @@ def _least_squares_method(method):
 def _stop_and_iterations(x, problem):
     """Why SciPy's least-squares solver stopped (istop), and after how many iterations."""
     return problem.result[1], problem.result[2]
+
+
+class _OperatorLeastSquares(_LeastSquares):
+    """``lsqr`` or ``lsmr`` of an operator whose functions read the differentiated values
+    ``parameters`` follows: ``_LeastSquares`` of the operator, its functions bound to plain
+    values, and the products with ``A(p)`` its derivatives need. With ``r = b - A x`` and
+    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ`` and ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)``;
+    forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x))``, ``Ȧᵀ r`` by the operator's
+    ``rmatvec`` (which SciPy's solvers take to be ``matvec``'s transpose)."""
+
+    replays_on_its_operands = False  # (as _OperatorSolve: traced every time)
+
+    def __init__(self, method, operator, parameters, damp, options):
+        super().__init__(method, None, operator, damp, options)
+        self.parameters = parameters
+        self.name = f"scipy.sparse.linalg.{method}"
+
+    @contextlib.contextmanager
+    def plain(self, values):
+        """The operator's functions bound to the plain ``values``, outside differentiations."""
+        with _integrate.outside_differentiations(self.name), _integrate.plain_allocation(), \
+                self.parameters.bound(values):
+            yield
+
+    def value_at(self, b, guess, values):
+        with self.plain(values):
+            x = self.value(None, b, guess)
+        self.parameters.freeze()
+        return x
+
+    def product(self, x, values, transposed=False):
+        """``A(p) x`` (``A(p)ᵀ x``: ``transposed``) with the values ``p`` (traced ones: their
+        derivative is followed), by the user's function itself."""
+        with self.parameters.bound(values):
+            if transposed:
+                return np.reshape(self.operator._rmatvec(x), (self.operator.shape[1],))
+            return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
+
+
+def _operator_least_squares_value(b, guess, *values, problem):
+    return problem.value_at(b, guess, values)
+
+
+_operator_least_squares = Adjoint(_operator_least_squares_value)
+_operator_least_squares.complex_values = None
+
+
+@_operator_least_squares.rule
+def _operator_least_squares_rule(b, guess, *values, problem):
+    _first_order_only(problem, b, *values)
+    x = problem.value_at(b, guess, values)
+    plain_b = np.asarray(b, float)
+
+    def back(dx):
+        _first_order_only(problem, dx)
+        with problem.plain(values):
+            lam = problem.normal_solve(None, np.asarray(dx, float))
+            a_lam = problem.operator.matvec(lam)
+            r = plain_b - problem.operator.matvec(x)
+        _, pull = _integrate.pullback(
+            lambda *p: problem.product(lam, p) @ r - problem.product(x, p) @ a_lam, *values)
+        return (a_lam, None, *pull(1.0))
+
+    return x, back
+
+
+@_operator_least_squares.jvp_rule
+def _operator_least_squares_jvp(tangents, b, guess, *values, problem):
+    _first_order_only(problem, b, *values, *tangents)
+    x = problem.value_at(b, guess, values)
+    with problem.plain(values):
+        r = np.asarray(b, float) - problem.operator.matvec(x)
+    change = np.zeros(len(r)) if tangents[0] is None else np.asarray(tangents[0], float)
+    c = np.zeros(len(x))
+    if any(t is not None for t in tangents[2:]):
+        directions = tuple(np.zeros(np.shape(v)) if t is None else t
+                           for v, t in zip(values, tangents[2:], strict=True))
+        change = change - _integrate.jvp(lambda *p: problem.product(x, p), values,
+                                         directions)[1]
+        c = c + _integrate.jvp(lambda *p: problem.product(r, p, transposed=True), values,
+                               directions)[1]
+    with problem.plain(values):  # (the tangents' numbers: a jvp's results may be duals)
+        c, change = np.asarray(c, float), np.asarray(change, float)
+        return x, problem.normal_solve(None, c + problem.operator.rmatvec(change))
 
 
 lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))

@@ -1,0 +1,337 @@
+"""SciPy programs that were refused or stopped: LAPACK's banded and tridiagonal routines as
+``get_lapack_funcs`` returns them, ``lsqr``/``lsmr`` of a ``LinearOperator`` whose functions
+read traced values, NumPy's ufuncs of a traced sparse matrix. Each checked with central
+differences (``tests.test_scipy_stops.check``: reverse and forward mode, a replay), its value
+SciPy's bit for bit and the caller's arrays unchanged, and replayed a third time."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.ndimage
+import scipy.optimize
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import mutad
+from mutad.errors import UnsupportedOperationError
+from tests.test_scipy_stops import central, check
+
+X = np.array([0.7, 1.3, 0.4, 0.9, 1.1, 0.2, 0.8, 1.5])
+W = np.cos(np.arange(8.0))
+
+
+def check_replayed(f, x, rtol=1e-6, atol=1e-7):
+    """``check``, and a replay at a third point: the traced gradient's bits, the caller's
+    array unchanged."""
+    check(f, x, rtol=rtol, atol=atol)
+    replayed = mutad.grad(f, replay=True)
+    for scale in (1.0, 1.02, 0.98):
+        point = x * scale
+        before = point.tobytes()
+        np.testing.assert_array_equal(replayed(point), mutad.gradient(f, point)[0])
+        assert point.tobytes() == before
+    np.testing.assert_allclose(replayed(x * 0.98), central(f, x * 0.98), rtol=rtol, atol=atol)
+
+
+# ----------------------------------------------------------------------------------------------
+# LAPACK's band and tridiagonal solvers and factorizations, as get_lapack_funcs returns them:
+# SciPy's values, the derivatives of lu_factor of the dense matrix (whose pivots theirs are),
+# cholesky_banded, solveh_banded and solve
+
+
+def _tridiagonal(p):  # a small diagonal: the rows are interchanged
+    return 0.1 * p[1:] + 1.0, 0.3 * p - 0.2, 0.2 * p[:-1] + 0.5
+
+
+def _gtsv(p):
+    gtsv, = scipy.linalg.get_lapack_funcs(("gtsv",), (p,))
+    du2, d, du, x, info = gtsv(*_tridiagonal(p), W.copy())
+    return x @ W + du2 @ W[:7] + d @ W + du @ W[1:]
+
+
+def _gtsv_overwriting(p):
+    gtsv = scipy.linalg.get_lapack_funcs("gtsv", (p,))
+    b = np.stack([W, W ** 2], 1)
+    dl, d, du = _tridiagonal(p)
+    du2, d2, du, x, info = gtsv(dl, d, du, b, overwrite_b=1, overwrite_d=1)
+    return (x * b).sum() + d.sum() + d2 @ W
+
+
+def _gttrf_gttrs(p, trans):
+    gttrf, gttrs = scipy.linalg.get_lapack_funcs(("gttrf", "gttrs"), dtype=np.float64)
+    dl, d, du, du2, ipiv, info = gttrf(*_tridiagonal(p))
+    x, info = gttrs(dl, d, du, du2, ipiv, W * p, trans=trans)
+    return x @ W + dl @ W[:7] + du2 @ W[:6] + np.prod(d)
+
+
+def _pttrf_pttrs(p):
+    pttrf, pttrs = scipy.linalg.get_lapack_funcs(("pttrf", "pttrs"), dtype=np.float64)
+    d, e, info = pttrf(3 + p, 0.3 * p[1:])
+    x, info = pttrs(d, e, W * p)
+    return x @ W + d @ W + e @ W[1:]
+
+
+def _ptsv(p):
+    ptsv = scipy.linalg.get_lapack_funcs("ptsv", dtype=np.float64)
+    d, e, x, info = ptsv(3 + p, 0.3 * p[1:], W)
+    return x @ W + d @ W + e @ W[1:]
+
+
+def _band(p, kl, ku, extra):
+    """General band storage (``extra`` rows of workspace first) of a matrix whose small
+    diagonal makes partial pivoting interchange rows."""
+    ab = np.zeros((extra + kl + ku + 1, 8))
+    ab[extra + ku] = 0.2 + 0.3 * p
+    for k in range(1, ku + 1):
+        ab[extra + ku - k, k:] = 1.0 + 0.2 * k * p[k:]
+    for k in range(1, kl + 1):
+        ab[extra + ku + k, :-k] = 0.7 + k + 0.1 * p[:-k]
+    return ab
+
+
+def _gbsv(p, kl, ku):
+    gbsv = scipy.linalg.get_lapack_funcs("gbsv", dtype=np.float64)
+    lub, piv, x, info = gbsv(kl, ku, _band(p, kl, ku, kl), W)
+    return x @ W + 0.01 * (lub * np.arange(lub.size).reshape(lub.shape)).sum()
+
+
+def _gbtrf_gbtrs(p, kl, ku):
+    gbtrf, gbtrs = scipy.linalg.get_lapack_funcs(("gbtrf", "gbtrs"), dtype=np.float64)
+    lu, ipiv, info = gbtrf(_band(p, kl, ku, kl), kl, ku)
+    x, info = gbtrs(lu, kl, ku, W * p, ipiv)
+    y, info = gbtrs(lu, kl, ku, W, ipiv, trans=1)
+    return x @ W + y @ W + 0.01 * (lu * np.arange(lu.size).reshape(lu.shape)).sum()
+
+
+def _positive_band(p, lower):
+    ab = np.zeros((3, 8))
+    if lower:
+        ab[0], ab[1, :-1], ab[2, :-2] = 4 + p, 0.5 * p[1:], 0.2 * p[2:]
+    else:
+        ab[2], ab[1, 1:], ab[0, 2:] = 4 + p, 0.5 * p[1:], 0.2 * p[2:]
+    return ab
+
+
+def _pbsv_pbtrf_pbtrs(p, lower):
+    pbsv, pbtrf, pbtrs = scipy.linalg.get_lapack_funcs(("pbsv", "pbtrf", "pbtrs"),
+                                                       dtype=np.float64)
+    ab = _positive_band(p, lower)
+    c, x, info = pbsv(ab, W, lower=lower)
+    c2, info = pbtrf(ab, lower=lower)
+    y, info = pbtrs(c2, W * p, lower=lower)
+    return x @ W + y @ W + 0.01 * (c * np.arange(24.0).reshape(3, 8)).sum() + c2.sum()
+
+
+_S = np.random.default_rng(0).random((4, 4))
+
+
+def _syevd(p):
+    syevd = scipy.linalg.get_lapack_funcs("syevd", (_S,))
+    w, v, info = syevd(_S + _S.T + np.diag(p[:4]))
+    return w @ p[4:] + v[:, 0] ** 2 @ p[4:]
+
+
+BANDED = [_gtsv, _gtsv_overwriting, lambda p: _gttrf_gttrs(p, "N"),
+          lambda p: _gttrf_gttrs(p, "T"), _pttrf_pttrs, _ptsv, _syevd,
+          *(lambda p, kl=kl, ku=ku: _gbsv(p, kl, ku) for kl, ku in [(1, 1), (2, 1), (1, 2)]),
+          *(lambda p, kl=kl, ku=ku: _gbtrf_gbtrs(p, kl, ku) for kl, ku in [(1, 1), (2, 1),
+                                                                              (2, 0)]),
+          lambda p: _pbsv_pbtrf_pbtrs(p, 0), lambda p: _pbsv_pbtrf_pbtrs(p, 1)]
+
+
+@pytest.mark.parametrize("f", BANDED, ids=["gtsv", "gtsv_overwriting", "gttrs_N", "gttrs_T",
+                                           "pttrs", "ptsv", "syevd", "gbsv_11", "gbsv_21",
+                                           "gbsv_12", "gbtrs_11", "gbtrs_21", "gbtrs_20",
+                                           "pbsv_upper", "pbsv_lower"])
+def test_banded_lapack_routines(f):
+    check_replayed(f, X.copy())
+
+
+def test_the_pivots_a_band_routine_interchanges_rows_by():
+    """The test matrices make gttrf and gbtrf interchange rows, several in a row (each
+    multiplier of getrf's L moved on by the next interchange)."""
+    ipiv = scipy.linalg.lapack.dgttrf(*_tridiagonal(X))[4]
+    assert np.sum(ipiv != np.arange(1, 9)) >= 3
+    piv = scipy.linalg.lapack.dgbtrf(_band(X, 2, 1, 2), 2, 1)[1]
+    assert np.sum(piv != np.arange(8)) >= 3
+
+
+# ----------------------------------------------------------------------------------------------
+# lsqr and lsmr of a LinearOperator whose matvec and rmatvec read traced values
+
+
+def _operator(p):
+    def matvec(v):
+        return np.concatenate([(2 + p) * v + 0.1 * np.roll(v, 1), v[:2] * p[:2]])
+
+    def rmatvec(u):
+        return (2 + p) * u[:8] + 0.1 * np.roll(u[:8], -1) \
+            + np.concatenate([u[8:] * p[:2], np.zeros(6)])
+
+    return spla.LinearOperator((10, 8), matvec=matvec, rmatvec=rmatvec, dtype=float)
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+@pytest.mark.parametrize("damp", [0.0, 0.3])
+def test_least_squares_of_an_operator_reading_traced_values(method, damp):
+    def f(p):
+        b = np.concatenate([W, [0.5, p[3]]])
+        x = getattr(spla, method)(_operator(p), b, damp=damp, atol=1e-14, btol=1e-14)[0]
+        return x @ W
+
+    check_replayed(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's ufuncs of a traced sparse matrix: SciPy's matrix defines no __array_ufunc__, so
+# NumPy's object loop calls its method (np.sqrt(A) is A.sqrt(), of A's class); the traced one
+# does the same, and an ndarray's operators still give way to the matrix's reflected ones
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix, sp.coo_array])
+@pytest.mark.parametrize("ufunc", [np.sqrt, np.sin, np.abs, np.expm1, np.tanh, np.negative,
+                                   np.conjugate, np.square, np.log1p, np.deg2rad])
+def test_a_numpy_ufunc_of_a_traced_sparse_matrix_is_scipys(kind, ufunc):
+    classes = []
+
+    def f(p):
+        B = ufunc(kind(sp.diags([p, p[1:]], [0, 1])))
+        classes.append(B.__class__)
+        return (B @ W).sum() + B.sum()
+
+    check_replayed(f, X.copy())
+    assert set(classes) == {type(ufunc(kind(sp.diags([X, X[1:]], [0, 1]))))}
+
+
+def test_an_ndarrays_operators_give_way_to_a_traced_sparse_matrix():
+    def f(p):
+        A = sp.csr_array(np.diag(p) + np.diag(p[1:], 1))
+        a, t = W.copy(), 2.0 * p
+        return ((a @ A) @ W + ((a * A) @ W).sum() + (a < A).sum() + (np.float64(2.0) * A).sum()
+                + (a[:, None] + A).sum() + (t @ A) @ W + (t * A).sum() + (A.T @ t) @ a)
+
+    check_replayed(f, X.copy())
+
+
+def test_a_ufunc_of_a_traced_sparse_matrix_that_scipy_meets_as_an_object_is_refused():
+    """NumPy's ufunc of SciPy's matrix and another operand, or with out=, is its object loop
+    (np.multiply(x, A) an object array of x[i] * A); x *= A rebinds x to A.__rmul__(x):
+    refused, saying what to call. A ufunc SciPy's class has no method for raises, as SciPy's."""
+    def of(g):
+        return lambda p: g(W.copy(), sp.csr_array(np.diag(p))).sum()
+
+    for g in [lambda a, A: np.multiply(a, A), lambda a, A: np.add.reduce(A)]:
+        with pytest.raises(UnsupportedOperationError, match="A.multiply"):
+            mutad.gradient(of(g), X.copy())
+
+    def in_place(a, A):
+        a *= A
+        return a
+
+    with pytest.raises(UnsupportedOperationError, match="A.multiply"):
+        mutad.gradient(of(in_place), X.copy())
+    with pytest.raises(TypeError):
+        of(lambda a, A: np.exp(A))(X.copy())
+    with pytest.raises((TypeError, mutad.MutadError)):
+        mutad.gradient(of(lambda a, A: np.exp(A)), X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# minimize(method="trust-constr") with an active inequality: its interior point stops on gtol
+# with the barrier parameter where it is (SciPy's minimum 2e-5 inside the constraint), refused
+# as no solution to the derivative's accuracy; the refusal names the options that bring it
+# onto the constraint, and with them the minimum is differentiated
+
+
+def test_trust_constr_with_an_active_inequality_says_what_brings_it_onto_it():
+    def f(p, **options):
+        res = scipy.optimize.minimize(
+            lambda z: np.sum((z - p) ** 2), np.zeros(2), method="trust-constr",
+            constraints=[scipy.optimize.LinearConstraint(np.array([[1.0, 1.0]]), -np.inf, 1.0)],
+            options={"gtol": 1e-12, "xtol": 1e-14, **options})
+        return res.x @ np.array([1.0, 2.0])
+
+    p = np.array([0.9, 0.8])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (SciPy's quasi-Newton's, of a quadratic)
+        with pytest.raises(UnsupportedOperationError, match="initial_barrier_parameter"):
+            mutad.gradient(f, p.copy())
+        g, = mutad.gradient(lambda p: f(p, initial_barrier_parameter=1e-10,
+                                        initial_barrier_tolerance=1e-10), p.copy())
+    # z = p - (p₀ + p₁ - 1)/2 on the constraint: d(z₀ + 2 z₁) = (-1/2, 1/2)
+    np.testing.assert_allclose(g, [-0.5, 0.5], atol=1e-7)
+
+
+# ----------------------------------------------------------------------------------------------
+# LAPACK's inverses from factors: getri, potri (one triangle, the other the input's), trtri
+
+
+_M = np.random.default_rng(1).random((4, 4)) + 3.0 * np.eye(4)
+
+
+def _getri(p):
+    getrf, getri = scipy.linalg.get_lapack_funcs(("getrf", "getri"), (_M,))
+    lu, piv, info = getrf(_M + np.diag(p[:4]))
+    inverse, info = getri(lu, piv)
+    return inverse @ p[4:] @ W[:4]
+
+
+def _potri(p, lower):
+    potrf, potri = scipy.linalg.get_lapack_funcs(("potrf", "potri"), (_M,))
+    c, info = potrf(_M @ _M.T + np.diag(p[:4]), lower=lower, clean=0)
+    inverse, info = potri(c, lower=lower)
+    return (inverse * np.arange(16.0).reshape(4, 4)).sum() + inverse @ p[4:] @ W[:4]
+
+
+def _trtri(p, lower, unitdiag):
+    trtri = scipy.linalg.get_lapack_funcs("trtri", (_M,))
+    inverse, info = trtri(_M + np.diag(p[:4]) + np.outer(p[4:], W[:4]), lower=lower,
+                          unitdiag=unitdiag)
+    return (inverse * np.arange(16.0).reshape(4, 4)).sum()
+
+
+@pytest.mark.parametrize("f", [_getri, lambda p: _potri(p, 0), lambda p: _potri(p, 1),
+                               lambda p: _trtri(p, 0, 0), lambda p: _trtri(p, 1, 0),
+                               lambda p: _trtri(p, 0, 1)],
+                         ids=["getri", "potri_upper", "potri_lower", "trtri_upper",
+                              "trtri_lower", "trtri_unit"])
+def test_lapack_inverses(f):
+    check_replayed(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.ndimage's interpolations of a traced cval (refused): affine in the image and cval
+# jointly, the derivative in cval SciPy's interpolation of zeros with cval=1
+
+
+_IMAGE = np.random.default_rng(2).random((8, 9))
+
+
+@pytest.mark.parametrize("mode", ["constant", "grid-constant"])
+@pytest.mark.parametrize("order", [1, 3])
+@pytest.mark.parametrize("transform", [
+    lambda m, **k: scipy.ndimage.shift(m, (0.5, 1.3), **k) * _IMAGE,
+    lambda m, **k: scipy.ndimage.zoom(m, 1.4, **k) ** 2,
+    lambda m, **k: scipy.ndimage.rotate(m, 20.0, reshape=False, **k) * _IMAGE,
+    lambda m, **k: scipy.ndimage.affine_transform(m, np.array([[1.1, 0.1], [0.0, 0.9]]),
+                                                  offset=(0.5, -1.0), **k),
+    lambda m, **k: scipy.ndimage.map_coordinates(m, np.array([[-1.3, 4.2, 8.7],
+                                                              [2.1, 10.3, 8.6]]), **k),
+    lambda m, **k: scipy.ndimage.geometric_transform(
+        m, lambda x: (x[0] * 1.2 - 0.5, x[1] * 0.9 + 1.0), **k) * _IMAGE],
+    ids=["shift", "zoom", "rotate", "affine_transform", "map_coordinates",
+         "geometric_transform"])
+def test_an_interpolation_of_a_traced_cval(transform, order, mode):
+    check_replayed(lambda c: transform(_IMAGE * c[1], order=order, mode=mode, cval=c[0]).sum(),
+                   np.array([0.3, 1.1]))
+
+
+def test_an_interpolation_of_a_traced_cval_into_output():
+    def f(c):
+        out = np.zeros((8, 9))
+        scipy.ndimage.shift(_IMAGE, (0.5, 1.3), output=out, cval=c[0])
+        return (out * _IMAGE).sum()
+
+    check_replayed(f, np.array([-0.4]))
