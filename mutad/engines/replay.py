@@ -1746,8 +1746,11 @@ class Function:
                 dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
             lines, level = [f"g = {self._back_call(code, held, dy)}"], 0
         else:
-            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                     f"    g = {self._back_call(code, held, 'dy')}"]
+            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:"]
+            if expressions is not None:  # (the engine's 0-d array for a scalar's: as back's)
+                return [*lines, *indent(self._inline_back(code, expressions, "dy", held,
+                                                          always=False))]
+            lines.append(f"    g = {self._back_call(code, held, 'dy')}")
             level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1772,11 +1775,12 @@ class Function:
             return f"{code.bind(self.special[1])}({dy}, {', '.join(held)})"
         return f"{held[0]}({dy})"
 
-    def _inline_back(self, code, expressions, dy, held):
+    def _inline_back(self, code, expressions, dy, held, always=True):
         """The lines of ``emit_back`` for a plain back written out (``expressions``: per
         operand, its cotangent as an expression of ``dy`` and the operands ``held``), each an
         array of the operand's shape that nothing else holds, added as ``emit_back`` adds
-        ``adopted`` ones."""
+        ``adopted`` ones; ``always``: whether the lines always run (not where a cotangent
+        may not reach the output)."""
         lines = []
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1791,7 +1795,7 @@ class Function:
             elif place.whole or overlapping(place):
                 lines.append(f"shadows.add({code.bind(place)}, {g}, True)")
             else:
-                lines += code.add_into(place, g, always=True)
+                lines += code.add_into(place, g, always=always)
         return lines
 
     def back(self, shadows, *held):
