@@ -1954,6 +1954,33 @@ class Heard:
         self.kinds.append((text.removeprefix("Warning: ").rstrip("\n"), step))
 
 
+class Hearing:
+    """NumPy's error handling with the categories ``modes`` set and its events logged to
+    ``heard`` (a :class:`Heard`), what ``np.errstate(call=heard, **modes)`` sets over the
+    handling in force: made once per handling in force (``ERRORS``' value, one object per
+    handling set), not on every replay (a third of a short replay's fixed cost was the two
+    ``np.errstate`` of its steps and its reverse pass)."""
+
+    __slots__ = ("heard", "modes", "over", "handling")
+
+    def __init__(self, heard, modes):
+        self.heard, self.modes = heard, modes
+        self.over = self.handling = None
+
+    def set(self):
+        """Set it, its events forgotten; returns the token that ``ERRORS.reset`` takes."""
+        self.heard.kinds = []
+        over = ERRORS.get()
+        if over is not self.over:
+            self.handling = _made_handling(call=self.heard, **self.modes)
+            self.over = over
+        return ERRORS.set(self.handling)
+
+
+_made_handling = importlib.import_module("numpy._core._multiarray_umath")._make_extobj
+"""NumPy's handling in force with the settings given changed (what ``np.errstate`` sets)."""
+
+
 def _numpys(message):
     """NumPy's own words in the ``message`` of a warning the reverse pass issued (which names
     the gradient it was raised in: ``debug.Warnings``)."""
@@ -3580,9 +3607,12 @@ class Program:
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
+        self.hearing = None  # that handling, its events heard (``prepare``)
         # The categories its reverse pass logs (``debug.logged_categories``) under the caller's
-        # error handling, which picked the program, and whether that prints and calls nothing
-        # then (its events are heard as they come): kept where it calls and logs nothing
+        # error handling, which picked the program, set with their events heard (a
+        # :class:`Hearing`, None where it logs none), and whether that prints and calls
+        # nothing then (its events are heard as they come): kept where it calls and logs
+        # nothing
         self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
         # (read, value) of the settings that picked it (``_settings``): the caller's warnings
@@ -3679,6 +3709,7 @@ class Program:
         if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
+        self.hearing = Hearing(Heard(self.raising), self.modes)
         self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
         for step in self.steps:
             if hasattr(step, "prepare"):
@@ -3724,13 +3755,17 @@ class Program:
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
         ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
-            heard = Heard(self.raising)
+            hearing = self.hearing
+            heard = hearing.heard
             try:
                 capture = Capture()  # (every warning, as the recording kept them)
                 try:
-                    with np.errstate(call=heard, **self.modes):
+                    token = hearing.set()
+                    try:
                         for step in self.steps:
                             step(values, tape)
+                    finally:
+                        ERRORS.reset(token)
                 finally:
                     issued = capture.stop()
             except GuardFailed:
@@ -3770,18 +3805,22 @@ class Program:
                 known = self.logged
                 if known is None:
                     logged = logged_categories(modes)
-                    known = logged, all(mode in ("ignore", "raise") or category in logged
-                                        for category, mode in modes.items())
+                    known = Hearing(Heard(), logged) if logged else None, all(
+                        mode in ("ignore", "raise") or category in logged
+                        for category, mode in modes.items())
                     if "call" not in modes.values() and "log" not in modes.values():
                         self.logged = known  # (of the modes alone: ``logged_categories``)
-                logged, quiet = known
-                heard_back = Heard()
+                hearing, quiet = known
+                token = None if hearing is None else hearing.set()  # (the caller's handling
+                heard_back = Heard() if hearing is None else hearing.heard  # again)
                 if quiet:  # (none printed, none called)
                     shadows.events = heard_back
-                with np.errstate(call=heard_back, **logged) if logged else \
-                        contextlib.nullcontext():  # (the caller's handling again)
+                try:
                     while records:
                         reverse(records.pop(), shadows)
+                finally:
+                    if token is not None:
+                        ERRORS.reset(token)
                 if [message for message, _ in heard_back.kinds] != self.back_kinds:
                     raise GuardFailed
             grads = []
