@@ -1688,6 +1688,13 @@ class Function:
         internal = self.buffer.key in code.internal
         if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
             # read it, which take a float64 scalar as NumPy's scalar (as they make them)
+            if self.outputs.shape == () and self.outputs.dtype == np.float64:
+                # NumPy's float64 scalar has the shape and dtype recorded: guarded otherwise
+                code.forward += [f"if type(y) is not {code.bind(np.float64)}:",
+                                 *indent([f"y = {made}", *_shape_guard(
+                                     "y", self.outputs.shape, code, dtype=self.outputs.dtype)])]
+                code.made(self.outputs.slot, "y", internal)
+                return
             made = f"y if type(y) is {code.bind(np.float64)} else {made}"
         elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
             made = f"y if type(y) is ndarray and y.base is None else {made}"
