@@ -356,6 +356,11 @@ class Call:
             code.forward += _shape_guard(y, out.shape, code, out.layout)
         code.records.append(())
 
+    @property
+    def writes_nothing(self):
+        """Whether its lines write into no memory (``blocks.Code.elements``): ``x[key]``'s."""
+        return self.function is operator.getitem
+
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
 
@@ -455,6 +460,11 @@ class Pure:
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
                  "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
                  "later", "exact")
+
+    @property
+    def writes_nothing(self):
+        """Whether its lines write into no memory (``blocks.Code.elements``)."""
+        return not self.kwargs or "out" not in self.kwargs
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -1374,6 +1384,8 @@ class Gather:
 
     __slots__ = ("source", "key", "out", "place", "buffer", "repeats")
 
+    writes_nothing = True  # (into memory: ``blocks.Code.elements``)
+
     def __init__(self, source, key, out, record):
         self.source = source
         self.key = key
@@ -1415,10 +1427,12 @@ class Gather:
             code.forward.append(f"{key} = {code.bind(resolve)}({code.bind(self.key)}, values)")
         else:
             key = code.bind(self.key)
-        y = code.made(self.out, f"{code.value(self.source)}[{key}]",
-                      self.buffer.key in code.internal)
+        source = code.value(self.source)
+        y = code.made(self.out, f"{source}[{key}]", self.buffer.key in code.internal)
         if computed:  # (a constant key gives the recorded shape: _shape_guard)
             code.forward += _shape_guard(y, self.buffer.shape, code)
+        elif self.buffer.shape == ():  # one element, which a write of it may keep
+            code.elements[(source, key)] = y
         code.records.append((key, None))
 
     def emit_back(self, code, k):
@@ -1523,8 +1537,12 @@ class SetElement:
         array = code.keep(code.value(self.source))
         old = code.keep(f"old{k}")
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
-        code.forward += ElementWrite.write_lines(array, code.bind(self.index), value, old,
-                                                 code.before_write(self.key))
+        index = code.bind(self.index)
+        lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
+        read = code.elements.get((array, index))
+        if read is not None and lines[0] == f"{old} = {array}[{index}]":
+            lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
+        code.forward += lines
         code.records.append((array, old))
 
     def emit_back(self, code, k):
@@ -1600,6 +1618,8 @@ class Function:
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
                  "lean", "dims", "special", "scalar_math")
+
+    writes_nothing = Pure.writes_nothing
 
     def __init__(self, rule, args, kwargs, outputs, traced, record, dims=None):
         self.rule = rule
@@ -2348,7 +2368,10 @@ class Free:
             local = code.locals.get(slot)
             if local is not None and local not in code.kept:
                 code.forward.append(f"{local} = None")
+                code.forget(local)
         code.records.append(())
+
+    writes_nothing = True  # (into memory: ``blocks.Code.elements``)
 
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
