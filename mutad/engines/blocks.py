@@ -240,6 +240,10 @@ class Code:
         self.nan_checks = []
         # the reverse lines ``g = multiply(dy, k, dy)`` of a real float dy by a constant
         self.real_products = set()
+        # (array, index) -> the local holding that element as a step read it, while no line
+        # since may have written into memory (``forget``): a write of the element keeps it
+        # from there rather than reading it again
+        self.elements = {}
 
     def defer_nan_checks(self):
         """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
@@ -414,6 +418,15 @@ class Code:
             return []
         self.asked.add(key)
         return ["if tape.guards:", f"    tape.before_write({self.bind(key, 'key')})"]
+
+    def forget(self, local=None):
+        """The elements read (:attr:`elements`) forgotten: all of them, or those ``local``
+        holds or was read from (a local let go)."""
+        if local is None:
+            self.elements.clear()
+        else:
+            self.elements = {read: held for read, held in self.elements.items()
+                             if held != local and read[0] != local}
 
     def local(self, slot):
         name = self.locals.get(slot)
@@ -814,6 +827,8 @@ class Block:
                            if key is not None}
             for k, step in enumerate(steps):
                 step.emit(code, k)
+                if not getattr(step, "writes_nothing", False):  # (into memory: see Code)
+                    code.forget()
             code.defer_nan_checks()
             for k in reversed(range(len(steps))):
                 code.reverse += steps[k].emit_back(code, k)

@@ -356,6 +356,11 @@ class Call:
             code.forward += _shape_guard(y, out.shape, code, out.layout)
         code.records.append(())
 
+    @property
+    def writes_nothing(self):
+        """Whether its lines write into no memory (``blocks.Code.elements``): ``x[key]``'s."""
+        return self.function is operator.getitem
+
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
 
@@ -455,6 +460,11 @@ class Pure:
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
                  "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
                  "later", "exact")
+
+    @property
+    def writes_nothing(self):
+        """Whether its lines write into no memory (``blocks.Code.elements``)."""
+        return not self.kwargs or "out" not in self.kwargs
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -1374,6 +1384,8 @@ class Gather:
 
     __slots__ = ("source", "key", "out", "place", "buffer", "repeats")
 
+    writes_nothing = True  # (into memory: ``blocks.Code.elements``)
+
     def __init__(self, source, key, out, record):
         self.source = source
         self.key = key
@@ -1415,10 +1427,12 @@ class Gather:
             code.forward.append(f"{key} = {code.bind(resolve)}({code.bind(self.key)}, values)")
         else:
             key = code.bind(self.key)
-        y = code.made(self.out, f"{code.value(self.source)}[{key}]",
-                      self.buffer.key in code.internal)
+        source = code.value(self.source)
+        y = code.made(self.out, f"{source}[{key}]", self.buffer.key in code.internal)
         if computed:  # (a constant key gives the recorded shape: _shape_guard)
             code.forward += _shape_guard(y, self.buffer.shape, code)
+        elif self.buffer.shape == ():  # one element, which a write of it may keep
+            code.elements[(source, key)] = y
         code.records.append((key, None))
 
     def emit_back(self, code, k):
@@ -1523,8 +1537,12 @@ class SetElement:
         array = code.keep(code.value(self.source))
         old = code.keep(f"old{k}")
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
-        code.forward += ElementWrite.write_lines(array, code.bind(self.index), value, old,
-                                                 code.before_write(self.key))
+        index = code.bind(self.index)
+        lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
+        read = code.elements.get((array, index))
+        if read is not None and lines[0] == f"{old} = {array}[{index}]":
+            lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
+        code.forward += lines
         code.records.append((array, old))
 
     def emit_back(self, code, k):
@@ -1600,6 +1618,8 @@ class Function:
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
                  "lean", "dims", "special", "scalar_math")
+
+    writes_nothing = Pure.writes_nothing
 
     def __init__(self, rule, args, kwargs, outputs, traced, record, dims=None):
         self.rule = rule
@@ -1688,6 +1708,13 @@ class Function:
         internal = self.buffer.key in code.internal
         if internal and scalar_cotangents(self.buffer):  # only the block's elementwise steps
             # read it, which take a float64 scalar as NumPy's scalar (as they make them)
+            if self.outputs.shape == () and self.outputs.dtype == np.float64:
+                # NumPy's float64 scalar has the shape and dtype recorded: guarded otherwise
+                code.forward += [f"if type(y) is not {code.bind(np.float64)}:",
+                                 *indent([f"y = {made}", *_shape_guard(
+                                     "y", self.outputs.shape, code, dtype=self.outputs.dtype)])]
+                code.made(self.outputs.slot, "y", internal)
+                return
             made = f"y if type(y) is {code.bind(np.float64)} else {made}"
         elif self.outputs.shape != ():  # an array of its own, as_fresh's answer without a call
             made = f"y if type(y) is ndarray and y.base is None else {made}"
@@ -1746,8 +1773,11 @@ class Function:
                 dy = f"array({dy})"  # the rule's back takes the 0-d array the engine hands it
             lines, level = [f"g = {self._back_call(code, held, dy)}"], 0
         else:
-            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:",
-                     f"    g = {self._back_call(code, held, 'dy')}"]
+            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:"]
+            if expressions is not None:  # (the engine's 0-d array for a scalar's: as back's)
+                return [*lines, *indent(self._inline_back(code, expressions, "dy", held,
+                                                          always=False))]
+            lines.append(f"    g = {self._back_call(code, held, 'dy')}")
             level = 1
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1772,11 +1802,12 @@ class Function:
             return f"{code.bind(self.special[1])}({dy}, {', '.join(held)})"
         return f"{held[0]}({dy})"
 
-    def _inline_back(self, code, expressions, dy, held):
+    def _inline_back(self, code, expressions, dy, held, always=True):
         """The lines of ``emit_back`` for a plain back written out (``expressions``: per
         operand, its cotangent as an expression of ``dy`` and the operands ``held``), each an
         array of the operand's shape that nothing else holds, added as ``emit_back`` adds
-        ``adopted`` ones."""
+        ``adopted`` ones; ``always``: whether the lines always run (not where a cotangent
+        may not reach the output)."""
         lines = []
         for i, place in enumerate(self.places):
             if place is None:  # a constant's
@@ -1791,7 +1822,7 @@ class Function:
             elif place.whole or overlapping(place):
                 lines.append(f"shadows.add({code.bind(place)}, {g}, True)")
             else:
-                lines += code.add_into(place, g, always=True)
+                lines += code.add_into(place, g, always=always)
         return lines
 
     def back(self, shadows, *held):
@@ -1948,6 +1979,33 @@ class Heard:
                     break
                 frame = frame.f_back
         self.kinds.append((text.removeprefix("Warning: ").rstrip("\n"), step))
+
+
+class Hearing:
+    """NumPy's error handling with the categories ``modes`` set and its events logged to
+    ``heard`` (a :class:`Heard`), what ``np.errstate(call=heard, **modes)`` sets over the
+    handling in force: made once per handling in force (``ERRORS``' value, one object per
+    handling set), not on every replay (a third of a short replay's fixed cost was the two
+    ``np.errstate`` of its steps and its reverse pass)."""
+
+    __slots__ = ("heard", "modes", "over", "handling")
+
+    def __init__(self, heard, modes):
+        self.heard, self.modes = heard, modes
+        self.over = self.handling = None
+
+    def set(self):
+        """Set it, its events forgotten; returns the token that ``ERRORS.reset`` takes."""
+        self.heard.kinds = []
+        over = ERRORS.get()
+        if over is not self.over:
+            self.handling = _made_handling(call=self.heard, **self.modes)
+            self.over = over
+        return ERRORS.set(self.handling)
+
+
+_made_handling = importlib.import_module("numpy._core._multiarray_umath")._make_extobj
+"""NumPy's handling in force with the settings given changed (what ``np.errstate`` sets)."""
 
 
 def _numpys(message):
@@ -2310,7 +2368,10 @@ class Free:
             local = code.locals.get(slot)
             if local is not None and local not in code.kept:
                 code.forward.append(f"{local} = None")
+                code.forget(local)
         code.records.append(())
+
+    writes_nothing = True  # (into memory: ``blocks.Code.elements``)
 
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
@@ -3581,9 +3642,12 @@ class Program:
         self.read = None  # the plain arrays the steps read (what f closes over): aliases()
         self.read_owners = None  # the ids of their owners, where each owns its memory
         self.modes = {}  # the error handling of its first Modes step, set as the steps start
+        self.hearing = None  # that handling, its events heard (``prepare``)
         # The categories its reverse pass logs (``debug.logged_categories``) under the caller's
-        # error handling, which picked the program, and whether that prints and calls nothing
-        # then (its events are heard as they come): kept where it calls and logs nothing
+        # error handling, which picked the program, set with their events heard (a
+        # :class:`Hearing`, None where it logs none), and whether that prints and calls
+        # nothing then (its events are heard as they come): kept where it calls and logs
+        # nothing
         self.logged = None
         self.reached = None  # what the classes of the arguments reach (``Replayed``)
         # (read, value) of the settings that picked it (``_settings``): the caller's warnings
@@ -3680,6 +3744,7 @@ class Program:
         if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
+        self.hearing = Hearing(Heard(self.raising), self.modes)
         self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
         for step in self.steps:
             if hasattr(step, "prepare"):
@@ -3725,13 +3790,17 @@ class Program:
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
         ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
-            heard = Heard(self.raising)
+            hearing = self.hearing
+            heard = hearing.heard
             try:
                 capture = Capture()  # (every warning, as the recording kept them)
                 try:
-                    with np.errstate(call=heard, **self.modes):
+                    token = hearing.set()
+                    try:
                         for step in self.steps:
                             step(values, tape)
+                    finally:
+                        ERRORS.reset(token)
                 finally:
                     issued = capture.stop()
             except GuardFailed:
@@ -3771,18 +3840,22 @@ class Program:
                 known = self.logged
                 if known is None:
                     logged = logged_categories(modes)
-                    known = logged, all(mode in ("ignore", "raise") or category in logged
-                                        for category, mode in modes.items())
+                    known = Hearing(Heard(), logged) if logged else None, all(
+                        mode in ("ignore", "raise") or category in logged
+                        for category, mode in modes.items())
                     if "call" not in modes.values() and "log" not in modes.values():
                         self.logged = known  # (of the modes alone: ``logged_categories``)
-                logged, quiet = known
-                heard_back = Heard()
+                hearing, quiet = known
+                token = None if hearing is None else hearing.set()  # (the caller's handling
+                heard_back = Heard() if hearing is None else hearing.heard  # again)
                 if quiet:  # (none printed, none called)
                     shadows.events = heard_back
-                with np.errstate(call=heard_back, **logged) if logged else \
-                        contextlib.nullcontext():  # (the caller's handling again)
+                try:
                     while records:
                         reverse(records.pop(), shadows)
+                finally:
+                    if token is not None:
+                        ERRORS.reset(token)
                 if [message for message, _ in heard_back.kinds] != self.back_kinds:
                     raise GuardFailed
             grads = []

@@ -385,18 +385,30 @@ def _matrix_vector_back(dy, a, b):
 # NumPy's product is the first one's NaN
 _FINITE_DY = ("({dy} * {%d} if {isfinite}({dy}) and {dy} else"
               " {product_times}({multiply}, %s))")
-_FINITE_MATMUL = ("(pm if {isfinite}({vdot}(pm := {matmul}(%s), pm))"
-                  " else {product_times}({matmul}, %s))")
+
+
+def _finite_product(function, factors):
+    """The expression of ``product_times({function}, factors)``: the product itself where the
+    dot product of it with itself is finite (then no term was 0 * inf or 0 * NaN)."""
+    return (f"(pm if {{isfinite}}({{vdot}}(pm := {{{function}}}({factors}), pm))"
+            f" else {{product_times}}({{{function}}}, {factors}))")
+
+
 setattr(_dot_back, "lines", (_FINITE_DY % (1, "{dy}, {1}"), _FINITE_DY % (0, "{0}, {dy}")))
-setattr(_vector_matrix_back, "lines", (_FINITE_MATMUL % (("{1}, {dy}",) * 2),
-                                       "{product_times}({multiply}, {0}[:, None], {dy})"))
-setattr(_matrix_vector_back, "lines", ("{product_times}({multiply}, {dy}[:, None], {1})",
-                                       _FINITE_MATMUL % (("{dy}, {0}",) * 2)))
+setattr(_vector_matrix_back, "lines", (_finite_product("matmul", "{1}, {dy}"),
+                                       _finite_product("multiply", "{0}[:, None], {dy}")))
+setattr(_matrix_vector_back, "lines", (_finite_product("multiply", "{dy}[:, None], {1}"),
+                                       _finite_product("matmul", "{dy}, {0}")))
 
 
 def _matrix_matrix_back(dy, a, b):
     return (product_times(np.matmul, dy, transpose(b)),
             product_times(np.matmul, transpose(a), dy))
+
+
+# (of a matrix, ``transpose``'s view is its ``.T``)
+setattr(_matrix_matrix_back, "lines", (_finite_product("matmul", "{dy}, {1}.T"),
+                                       _finite_product("matmul", "{0}.T, {dy}")))
 
 
 # Each back's cotangents one at a time, ``(dy, a, b) -> cotangent``, the same expressions: the

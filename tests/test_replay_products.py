@@ -1,0 +1,70 @@
+"""The products of ``@`` compiled into a replay's blocks: their cotangents written as lines
+(``contractions._matrix_matrix_back.lines`` and its kin), the traced pullback's bits on inputs
+that flip each decision of those lines (a finite product taken as it is, a non-finite one
+through ``product_times``)."""
+
+import numpy as np
+import pytest
+
+from test_replay import POLICIES, blocks, replayed_like_traced
+
+CONSTANT = np.arange(12.0).reshape(3, 4) / 7.0
+"""A matrix the program reads as a constant operand of its products."""
+
+
+def products(A, B, x):
+    """Matrix times matrix (of two arguments, and with a constant on either side), a vector
+    times a matrix and a matrix times a vector, and a batch (the rule's general pullback)."""
+    P = A @ B
+    Q = (P * 0.5) @ CONSTANT
+    R = CONSTANT.T @ P
+    v = x @ Q
+    w = Q @ v
+    S = np.stack([A, A * 2.0]) @ B
+    return np.sum(P * P) + np.sum(w * x) + np.sum(v) + np.sum(R * R) + np.sum(S)
+
+
+def calls(dtype=np.float64):
+    rng = np.random.default_rng(28)
+    made = []
+    for i in range(7):
+        A, B, x = (rng.standard_normal(s).astype(dtype) for s in ((3, 4), (4, 3), (3,)))
+        if dtype == np.complex128:
+            A = A + 1j * rng.standard_normal((3, 4))
+        if i == 3:  # an infinity beside zeros: NaN terms the lines leave to product_times
+            A[1, 2], B[2, :] = np.inf, 0.0
+        if i == 4:  # a NaN of an operand, and a zero cotangent of what it reaches
+            B[0, 1], x[1] = np.nan, 0.0
+        if i == 5:  # products past the floats
+            A[0, :] = 1e300
+        made.append((A, B, x))
+    return made
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_products_of_matrices_are_lines_of_the_block(policy):
+    from mutad.engines.replay import Function
+    from mutad.engines.products import product_times
+    from mutad.rules import contractions
+    with np.errstate(all="ignore"):  # (the same events on every call: every call replays)
+        replaying = replayed_like_traced(products, calls(), policy, argnums=(0, 1, 2),
+                                         traced_once=True)
+    compiled = blocks(replaying)
+    written = (contractions._matrix_matrix_back, contractions._vector_matrix_back,
+               contractions._matrix_vector_back)
+    assert {member.special[1] for block in compiled for member in block.steps
+            if type(member) is Function and member.special is not None} >= set(written)
+    constants = [c for block in compiled for c in block.constants if callable(c)]
+    assert not any(c in written for c in constants)
+    assert product_times in constants  # where a product is not finite
+
+
+def real_part(A, B, x):
+    return np.real(products(A, B, x))
+
+
+def test_complex_products_replay_as_traced():
+    """Complex operands take the rule's own pullback (no lines: ``Function.emit_back``)."""
+    with np.errstate(all="ignore"):
+        replayed_like_traced(real_part, calls(np.complex128), argnums=(0, 1, 2),
+                             traced_once=True)
