@@ -1507,6 +1507,16 @@ def test_a_dot_products_cotangents_are_the_bits_of_the_general_products(dy, dtyp
         with monkeypatch.context() as patched:  # (no product short: NumPy's sum checks it)
             patched.setattr(products, "UNTHREADED", 0)
             assert _warned(contractions._dot_back, d, u, v) == fast
+            # and every product by ``product_times``' general path (a finite, non-zero
+            # float64 cotangent's are NumPy's products, asked nothing: the same bits, and
+            # NumPy's warnings, which the general path's second pass over the finite parts
+            # may repeat)
+            _products_checked_in_full(patched)
+            general = _warned(lambda dy, p, q: (products.product_times(np.multiply, dy, q),
+                                                products.product_times(np.multiply, p, dy)),
+                              d, u, v)
+        assert general[0] == fast[0]
+        assert {w[:2] for w in general[1]} == {w[:2] for w in fast[1]}
 
 
 def test_a_short_finite_product_is_answered_without_the_general_check(monkeypatch):

@@ -502,7 +502,9 @@ class _FastFunction:
     def plain_functions(self, values):
         """``_plain_functions(self.rule, values, None)``, the rule's offer kept by ``values``'
         numbers of dimensions (the arrays' own, as ``np.ndim`` reads them)."""
-        dims = tuple([v.ndim for v in values])
+        # (a product's two operands, the commonest, without a list's comprehension)
+        dims = (values[0].ndim, values[1].ndim) if len(values) == 2 else tuple(
+            [v.ndim for v in values])
         offered = self.plain.get(dims, False)
         if offered is False:
             offered = self.plain[dims] = _offered(self.rule, dims, None)
@@ -633,24 +635,33 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
         y, back = rule(*values)
         if isinstance(y, (tuple, list)) or type(y) is NDARRAY and y.dtype.kind == "O":
             return apply_function(str(plan.primitive), rule, inputs, {}, tape, (y, back))
-    if type(y) is np.ndarray:
-        for x, v in zip(inputs, values):
-            if y is v:
-                return x  # NumPy's result is the argument itself
-    if plain is None and complex_among((y,)):
-        back = complex_back(str(plan.primitive), rule, back)
-    result, created = _output(tape, y, inputs)
-    if not created:
-        return result
-    places = [place_of(x) for x in inputs]  # (``_record_function``: every argument traced)
+    if type(y) is _FLOAT64:
+        # (a dot product's NumPy scalar, a loop's commonest: ``_output``'s answer, as
+        # ``fast_ufunc`` wraps one, its conditions those of ``fresh``'s short path)
+        y = np.array(y)
+        _read_only(y, False)
+        result = Traced(y, Buffer(y), tape, True)
+    else:
+        if type(y) is NDARRAY:
+            for x, v in zip(inputs, values):
+                if y is v:
+                    return x  # NumPy's result is the argument itself
+        if plain is None and complex_among((y,)):
+            back = complex_back(str(plan.primitive), rule, back)
+        result, created = _output(tape, y, inputs)
+        if not created:
+            return result
+    # (``_record_function``: every argument traced; a product's two, without a comprehension)
+    places = (place_of(inputs[0]), place_of(inputs[1])) if len(inputs) == 2 else tuple(
+        [place_of(x) for x in inputs])
     if plain is not None:
-        record = Product(plan.primitive, tuple(places), None, result.buffer, None,
+        record = Product(plan.primitive, places, None, result.buffer, None,
                          (back, *_kept(plain, values)))
     else:
         primals = None if plan.user else {id(owner(x.value)) for x in inputs}
         outputs = [result.buffer]
-        record = Record(plan.primitive, tuple(places), None, (result.buffer,), None,
-                        (back, places, primals, outputs, False), function_pullback)
+        record = Record(plan.primitive, places, None, (result.buffer,), None,
+                        (back, list(places), primals, outputs, False), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
         tape.recomputation.give_recipe(record, None, result.buffer, None)
     tape.record(record, skip)

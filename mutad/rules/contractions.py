@@ -363,7 +363,14 @@ defmultilinear(np.vdot, operands=(0, 1))
 # (each product a ``times``: a zero cotangent of an output contributes zero beside a NaN or an
 # infinity of an operand, as the elementwise rules' do)
 def _dot_back(dy, a, b):  # a dot product: one product per element
+    if type(dy) is np.ndarray and dy.dtype is _FLOAT64 and math.isfinite(dy) and dy:
+        # (a finite, non-zero float64 cotangent: no term is 0 * inf or 0 * NaN, so each
+        # ``product_times`` is NumPy's product, as the compiled replay's lines below say)
+        return np.multiply(dy, b), np.multiply(a, dy)
     return product_times(np.multiply, dy, b), product_times(np.multiply, a, dy)
+
+
+_FLOAT64 = np.dtype(np.float64)
 
 
 def _vector_matrix_back(dy, a, b):
