@@ -444,7 +444,8 @@ class Code:
                 return None
         return ("\n".join(self.forward), tuple(self.nan_checks), tuple(reverse),
                 frozenset(self.real_products), tuple(self.kept), self.stretches,
-                tuple([_as_read(value) for value in self.constants]))
+                tuple([_as_read(value) if type(value) in _REAL_NUMBERS else type(value)
+                       for value in self.constants]))
 
     def _stretch_read(self, stretch):
         """What :meth:`rendered` reads of ``stretch``, its buffers by their cotangents' names;
@@ -805,6 +806,10 @@ def _real_number(value):
     if type(value) is float or type(value) is np.float64:
         return float(value)
     return None
+
+
+_REAL_NUMBERS = frozenset((np.ndarray, int, float, np.float64))
+"""The types of the values ``_real_number`` may take for a number."""
 
 
 def _as_read(value):
