@@ -5,10 +5,10 @@ and stretches, are the same (``blocks.Code.factory``).
 
 Programs whose blocks have one structure with constants that flip what finishing decides
 (a constant -1, or one whose negation is -1, zero, signed zeros, subnormals, infinities and
-NaNs that a product masks, large integers), cotangents shared or not, float32 beside float64,
-NumPy's scalars beside arrays: replayed calls bit for bit the traced ones on inputs that flip
-the replay's decisions, and each block's generated functions and constants those it gets
-when finished on its own."""
+NaNs that a product masks, large integers, a -1 beside a -2 as the first of two products),
+cotangents shared or not, float32 beside float64, NumPy's scalars beside arrays: replayed
+calls bit for bit the traced ones on inputs that flip the replay's decisions, and each
+block's generated functions and constants those it gets when finished on its own."""
 
 import collections
 
@@ -38,6 +38,18 @@ def negations(x, y):
         for _ in range(STEPS // 8):
             u = np.sin(u) - k * np.tanh(w)
             w = np.cos(w) - k * np.tanh(u)
+    return (u * w).sum()
+
+
+def minus_ones(x, y):
+    """``c * (k * b)``: ``c``'s product, then ``k``'s, which finishing folds into one where
+    ``c`` is -1 (not where it is -2, a block that reads otherwise of the same lines)."""
+    u, w = x * 1.0, y * 1.0
+    for i in range(ITERATIONS):
+        c = [-1.0, -2.0, -1.0, 0.5][i % 4]
+        for _ in range(STEPS // 8):
+            u = np.sin(u) + c * (3.0 * np.tanh(w))
+            w = np.cos(w) * 0.5 - u * 0.25
     return (u * w).sum()
 
 
@@ -74,7 +86,7 @@ def dtypes(x, y):
     return (u * w).sum(dtype=np.float64)
 
 
-PROGRAMS = [negations, masked, aliasing, dtypes]
+PROGRAMS = [negations, minus_ones, masked, aliasing, dtypes]
 
 
 def _calls(f, scalar):
