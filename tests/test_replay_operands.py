@@ -196,6 +196,8 @@ def _reverse_sources(f, calls, mode, capfd, monkeypatch):
     for fold in (False, True):
         templates = collections.OrderedDict()
         monkeypatch.setattr(blocks, "TEMPLATES", templates)
+        # (and the finished lines, which would keep the lines finished without folding)
+        monkeypatch.setattr(blocks, "FINISHED", collections.OrderedDict())
         if not fold:
             monkeypatch.setattr(blocks.Code, "fold_negations", lambda code: None)
         replayed_like_traced(f, calls, MODES[mode], capfd)

@@ -19,7 +19,8 @@ dictionary and finishes the block one step at a time, as an interpreted replay d
 
 The code names no object, slot or buffer of its own: those are the arguments of a factory
 that makes the functions, so that the runs of a loop body, which differ only in them, share
-one compiled template (:data:`TEMPLATES`).
+one compiled template (:data:`TEMPLATES`); and finishing their lines, which takes most of the
+time of writing them (``Code.factory``), is done once for them (:data:`FINISHED`).
 
 A float64 scalar's cotangent is NumPy's scalar, not a 0-d array: the same correctly rounded
 operations at a tenth of a ufunc call's cost. Where both operands of an operation are NaN,
@@ -58,6 +59,10 @@ TEMPLATES = collections.OrderedDict()
 KEPT = 256
 
 _TEMPLATES_LOCK = threading.Lock()
+
+FINISHED = collections.OrderedDict()
+"""Per :meth:`Code.finishing` of a block's lines, what finishing them made
+(:class:`Finished`), the least recently used dropped past :data:`KEPT`."""
 
 
 def scalar_cotangents(buffer):
@@ -244,6 +249,8 @@ class Code:
         # since may have written into memory (``forget``): a write of the element keeps it
         # from there rather than reading it again
         self.elements = {}
+        # while the lines are finished: the constants finishing them bound (``derive``)
+        self.derived = None
 
     def defer_nan_checks(self):
         """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
@@ -321,7 +328,7 @@ class Code:
                 indent_, c, a, k2 = scalar
                 negated = negations.get(k2)
                 if negated is None:
-                    negated = negations[k2] = self.bind(-self.constant(k2))
+                    negated = negations[k2] = self.derive(("negative", k2))
                 line = f"{c} = {a} * {negated}"
                 self.real_products.add(line)
                 lines[i:i + 6] = [indent_ + line, f"{indent_}if {c} != {c}:",
@@ -335,17 +342,11 @@ class Code:
                     and first.strip() in self.real_products \
                     and second.strip() in self.real_products \
                     and _real_number(self.constant(one[4])) == -1:
-                k2 = self.constant(two[4])
-                number = _real_number(k2)
+                number = _real_number(self.constant(two[4]))
                 if number is not None and math.isfinite(number) and number != 0:
                     negated = negations.get(two[4])
                     if negated is None:
-                        if type(k2) is np.ndarray:
-                            k2 = np.negative(k2, out=k2.copy())
-                            k2.flags.writeable = False
-                        else:
-                            k2 = -k2
-                        negated = negations[two[4]] = self.bind(k2)
+                        negated = negations[two[4]] = self.derive(("negative", two[4]))
                     line = f"{two[1]}{two[2]} = multiply({one[3]}, {negated}, {one[3]})"
                     self.real_products.add(line.strip())
                     lines[i:i + 2] = [line]
@@ -405,6 +406,126 @@ class Code:
         if name[0] != "k" or not name[1:].isdigit():
             return None
         return self.constants[int(name[1:])]
+
+    def derive(self, recipe):
+        """The name of a constant that finishing the lines makes of the block's own:
+        ``("negative", name)``, the negation of the constant ``name`` (``fold_negations``);
+        ``("keys", names)``, the buffer keys of the local cotangents ``names`` (``deopt``).
+        Written down (:attr:`derived`) for the blocks that reuse the finishing
+        (:meth:`factory`), with its name and what finishing may read of it (``_as_read``)."""
+        kind, source = recipe
+        if kind == "negative":
+            value = self.constant(source)
+            if type(value) is np.ndarray:
+                value = np.negative(value, out=value.copy())
+                value.flags.writeable = False
+            else:
+                value = -value
+        else:
+            keys = {name: key for key, name in self.cotangents.items()}
+            value = tuple(keys[name] for name in source)
+        name = self.bind(value)
+        if self.derived is not None:
+            self.derived.append((recipe, name, _as_read(value)))
+        return name
+
+    def finishing(self):
+        """All that finishing the lines (:meth:`factory`) reads, as a key: the lines, the NaN
+        checks and products the steps noted, the locals kept, what it may read of each
+        constant (``_as_read``) and of each :class:`Stretch` (the names of its cotangents and
+        the shapes ``scalar_cotangents`` and ``unchecked`` ask about); None where a reverse
+        item is of another kind."""
+        reverse = []
+        for item in self.reverse:
+            if type(item) is str:
+                reverse.append(item)
+            elif type(item) is Stretch:
+                stretch = self._stretch_read(item)
+                if stretch is None:
+                    return None
+                reverse.append(stretch)
+            else:
+                return None
+        return ("\n".join(self.forward), tuple(self.nan_checks), tuple(reverse),
+                frozenset(self.real_products), tuple(self.kept), self.stretches,
+                tuple([_as_read(value) if type(value) in _REAL_NUMBERS else type(value)
+                       for value in self.constants]))
+
+    def _stretch_read(self, stretch):
+        """What :meth:`rendered` reads of ``stretch``, its buffers by their cotangents' names;
+        None where a line is of another kind or a buffer has no local cotangent."""
+        names = self.cotangents
+        lines = []
+        for line in stretch.lines:
+            if type(line) is str:
+                lines.append(line)
+            elif type(line) is Pair:
+                lines.append((line.fast, line.careful))
+            else:
+                return None
+        live, sharing = stretch.closed
+        entry = stretch.entry
+        try:
+            return (tuple(lines),
+                    tuple([(names[key], scalar_cotangents(buffer), unchecked(buffer))
+                           for key, buffer in stretch.opened.items()]),
+                    None if entry is None else (entry[0], scalar_cotangents(entry[1])),
+                    tuple(sorted(names[key] for key in stretch.touched)),
+                    tuple([(names[key], unchecked(buffer)) for key, buffer in live.items()]),
+                    tuple([(names[a], names[b]) for a, b in sharing.items()]), stretch.start)
+        except KeyError:
+            return None
+
+    def factory(self):
+        """The compiled ``make`` of the block, once its steps wrote their lines: the NaN checks
+        deferred (:meth:`defer_nan_checks`), the stretches written out (:meth:`rendered`),
+        the negations folded (:meth:`fold_negations`), the source compiled.
+
+        The runs of a loop body write the same lines and differ in their constants alone;
+        finishing them reads nothing else than :meth:`finishing` holds, so where another
+        block's lines were finished with the same key, this one takes its source and derives
+        its own constants as that one did (:meth:`derive`), in the same order, each of which
+        must come out under the same name and read the same (else the lines are finished
+        here)."""
+        shape = self.finishing()
+        if shape is not None:
+            with _TEMPLATES_LOCK:
+                finished = FINISHED.get(shape)
+                if finished is not None:
+                    FINISHED.move_to_end(shape)
+            if finished is not None and self._derived_again(finished.derived):
+                self.stretched = finished.stretched
+                return _factory(finished.source)
+        self.derived = []
+        self.defer_nan_checks()
+        self.reverse = self.rendered()
+        self.fold_negations()
+        source = self.source()
+        if shape is not None:
+            with _TEMPLATES_LOCK:
+                FINISHED[shape] = Finished(source, tuple(self.derived), self.stretched)
+                if len(FINISHED) > KEPT:
+                    FINISHED.popitem(last=False)
+        self.derived = None
+        return _factory(source)
+
+    def _derived_again(self, derived):
+        """Derive the constants ``derived`` lists (:meth:`derive`); whether each came out
+        under its name there, reading the same. Where one does not, those bound are taken
+        back."""
+        count = len(self.constants)
+        for recipe, name, read in derived:
+            try:
+                again = self.derive(recipe)
+            except (KeyError, TypeError):
+                again = None
+            if again != name or _as_read(self.constant(again)) != read:
+                for tag in [tag for tag, bound in self.named.items()
+                            if int(bound[1:]) >= count]:
+                    del self.named[tag]
+                del self.constants[count:]
+                return False
+        return True
 
     def key(self, buffer):
         return self.bind(buffer.key, "key")
@@ -590,8 +711,11 @@ class Code:
         """A line that leaves the compiled reverse pass at step ``k`` (:meth:`Block.deopt`),
         ``entry`` the shadow entry the step took out of the dictionary; or where ``stretch``,
         which begins there, failed its check (:class:`Stretch`), with its ``opened`` live."""
-        live = self.live if stretch is None else stretch.opened
-        keys = self.bind(tuple(live))
+        if stretch is None:
+            live, keys = self.live, self.bind(tuple(self.live))
+        else:
+            live = stretch.opened
+            keys = self.derive(("keys", tuple(self.cotangents[key] for key in live)))
         names = "".join(f"{self.cotangents[key]}, " for key in live)
         retaken = "" if stretch is None else ", True"
         return f"return deopt(shadows, kept, {k}, {entry}, {keys}, ({names}){retaken})"
@@ -695,6 +819,32 @@ def _real_number(value):
     if type(value) is float or type(value) is np.float64:
         return float(value)
     return None
+
+
+_REAL_NUMBERS = frozenset((np.ndarray, int, float, np.float64))
+"""The types of the values ``_real_number`` may take for a number."""
+
+
+def _as_read(value):
+    """What finishing a block's lines may read of a constant (``Code.fold_negations``): its
+    type, and for a real number (``_real_number``) whether it is -1, and whether finite and
+    nonzero."""
+    number = _real_number(value)
+    return type(value), None if number is None else (
+        number == -1, math.isfinite(number) and number != 0)
+
+
+class Finished:
+    """What finishing a block's lines made (``Code.factory``): the source (whose compiled
+    ``make`` is in :data:`TEMPLATES`), the constants it derived (``(recipe, name, read)``,
+    ``Code.derive``) and whether some run of the lines is a :class:`Stretch`."""
+
+    __slots__ = ("source", "derived", "stretched")
+
+    def __init__(self, source, derived, stretched):
+        self.source = source
+        self.derived = derived
+        self.stretched = stretched
 
 
 def _index(value):
@@ -829,12 +979,9 @@ class Block:
                 step.emit(code, k)
                 if not getattr(step, "writes_nothing", False):  # (into memory: see Code)
                     code.forget()
-            code.defer_nan_checks()
             for k in reversed(range(len(steps))):
                 code.reverse += steps[k].emit_back(code, k)
-            code.reverse = code.rendered()
-            code.fold_negations()
-            return code, _factory(code.source())(code.constants, self.deopt, guard_failed)
+            return code, code.factory()(code.constants, self.deopt, guard_failed)
 
         code, (self.forward, self.backward) = compiled(True)
         self.records, self.constants = code.records, code.constants
