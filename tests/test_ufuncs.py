@@ -929,6 +929,47 @@ def test_the_lost_elements_found_are_those_of_the_mask(dtype, seed, shape, share
     np.testing.assert_array_equal(_marked(got, shape), expected)
 
 
+def _far_element_by_element(a, b):
+    """``writes._far``'s mask, each element asked whether it is tiny (the formula it takes
+    where it cannot tell from the extremes that none is)."""
+    kind = {2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    d = a.view(kind) - b.view(kind)
+    tiny = (np.abs(b) < np.finfo(b.dtype).smallest_normal) & (d != 0)
+    return ((d + 2).view(np.dtype(kind).str.replace("i", "u")) > 4) | tiny
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+@pytest.mark.parametrize("special", [None, 0.0, -0.0, "subnormal", "smallest normal",
+                                     "below smallest normal", np.nan, np.inf, -np.inf, "max",
+                                     "other sign"])
+@pytest.mark.parametrize("size", [0, 1, 300])
+def test_far_skips_the_tiny_mask_only_where_no_element_is_tiny(dtype, sign, special, size):
+    # ``writes._far`` reads from ``b``'s extremes that no element is zero or subnormal (all of
+    # one sign, at least the smallest normal in magnitude) and then asks no element: on values
+    # of one sign, with one element that makes the extremes say otherwise (or does not: the
+    # smallest normal, an infinity of the same sign, the largest float), its mask is the one
+    # asked element by element, bit for bit, for steps of 0 to 3 ulps either way
+    from mutad.engines.writes import _all_normal_magnitudes, _far
+    rng = np.random.default_rng(size)
+    info = np.finfo(dtype)
+    b = (sign * rng.uniform(0.5, 2.0, size) * 10.0 ** rng.integers(-3, 3, size)).astype(dtype)
+    value = {"subnormal": info.smallest_subnormal, "smallest normal": info.smallest_normal,
+             "below smallest normal": np.nextafter(info.smallest_normal, 0, dtype=dtype),
+             "max": info.max, "other sign": -3.0}.get(special, special)
+    if size and value is not None:
+        b[size // 2] = sign * np.asarray(value, dtype)
+    kind = {2: np.int16, 4: np.int32, 8: np.int64}[np.dtype(dtype).itemsize]
+    steps = rng.integers(-3, 4, size).astype(kind)
+    with np.errstate(all="ignore"):
+        a = (b.view(kind) + steps).view(dtype)
+    tiny = np.abs(b) < info.smallest_normal
+    assert _all_normal_magnitudes(b, info.smallest_normal) == (not tiny.any() and not (
+        np.isnan(b).any() or (b > 0).any() and (b < 0).any()))
+    got = _far(a.copy(), b, np.empty(size, bool))
+    np.testing.assert_array_equal(got, _far_element_by_element(a, b))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
 @pytest.mark.parametrize("value", [1.0, -0.0, 0.0, 5e-324, np.nan, np.inf])
 def test_the_lost_element_of_a_0d_array_is_found(dtype, value):

@@ -657,18 +657,34 @@ def _far(a, b, out):
     if a.dtype.kind == "c":
         far_imaginary = _far(a.imag, b.imag, np.empty_like(out))
         return np.logical_or(_far(a.real, b.real, out), far_imaginary, out=out)
-    tiny = np.abs(b) < np.finfo(b.dtype).smallest_normal
+    smallest_normal = np.finfo(b.dtype).smallest_normal
     if a.dtype.itemsize in (2, 4, 8):  # the ordered bit patterns of same-signed floats
+        tiny = None if _all_normal_magnitudes(b, smallest_normal) else (
+            np.abs(b) < smallest_normal)
         kind = f"i{a.dtype.itemsize}"
         d = a.view(kind)
         np.subtract(d, b.view(kind), out=d)
-        tiny &= d != 0
+        if tiny is not None:
+            tiny &= d != 0
         np.add(d, ULPS, out=d)
         np.greater(d.view(f"u{a.dtype.itemsize}"), 2 * ULPS, out=out)
-        return np.logical_or(out, tiny, out=out)
+        return out if tiny is None else np.logical_or(out, tiny, out=out)
+    tiny = np.abs(b) < smallest_normal
     close = np.abs(a - b) <= ULPS * np.spacing(b)
     tiny &= a != b
     return np.logical_or(~close | tiny, np.signbit(a) != np.signbit(b), out=out)
+
+
+def _all_normal_magnitudes(b, smallest_normal):
+    """Whether no element of real ``b`` is zero or subnormal, read from its extremes alone (two
+    reductions, no temporary): every element at least the smallest normal float, or every one
+    at most its negation, answers yes; elements of both signs, or a NaN among them (which the
+    reductions carry and every comparison with it denies), answer no, and ``_far`` then asks
+    each element. A yes is exact: every ``|b|`` is at least the smaller extreme's magnitude, so
+    ``|b| < smallest_normal`` holds nowhere and the mask it would give is all False."""
+    low = _smallest(b, axis=None, initial=np.inf)  # (no element: inf, and nothing is tiny)
+    high = _largest(b, axis=None, initial=-np.inf)
+    return bool(low >= smallest_normal or high <= -smallest_normal)
 
 
 def raising_ignored():
