@@ -22,6 +22,10 @@ import contextlib
 import copy
 import dataclasses
 import functools
+import heapq
+import math
+import statistics
+import warnings
 import itertools
 from typing import NamedTuple
 
@@ -628,7 +632,389 @@ def reshape_T_out_views():
     return loss, make, dict(argnums=(0, 1))
 
 
-PROGRAMS = [
+
+class PIC:
+    def __init__(self, ng, pos, q):
+        self.ng = ng; self.pos = pos; self.q = q
+        self.rho = np.zeros(ng); self.E = np.zeros(ng)
+    def deposit(self):
+        self.rho[:] = 0.0
+        i = np.floor(self.pos).astype(int) % self.ng
+        w = self.pos - np.floor(self.pos)
+        np.add.at(self.rho, i, self.q * (1 - w))
+        np.add.at(self.rho, (i + 1) % self.ng, self.q * w)
+    def field(self):
+        self.E[:] = np.cumsum(self.rho - self.rho.mean())
+        self.E -= self.E.mean()
+    def interior(self):
+        return self.E[1:-1]
+
+
+def pic_add_at_class():
+    def loss(pos, q):
+        p = PIC(8, pos.copy(), q)
+        for _ in range(3):
+            p.deposit(); p.field()
+            p.interior()[...] *= 0.9
+            i = np.floor(p.pos).astype(int) % p.ng
+            p.pos += 0.1 * p.E[i]
+        return np.sum(p.E ** 2) + np.sum(p.pos)
+    def make(s):
+        return np.array([0.3, 1.7, 2.2, 4.9, 6.1]) + 0.01 * s, np.array([1.0, -0.5, 0.8, 0.3, -1.1])
+    return loss, make, dict(argnums=(0, 1))
+
+
+class Vec:
+    __slots__ = ("v",)
+    def __init__(self, v): self.v = v
+    def __add__(self, o): return Vec(self.v + o.v)
+    def __mul__(self, s): return Vec(self.v * s)
+    __rmul__ = __mul__
+    def __sub__(self, o): return Vec(self.v - o.v)
+    def norm2(self): return self.v @ self.v
+
+
+def operator_class_vectors():
+    def loss(a, b):
+        x, y = Vec(a), Vec(b)
+        for _ in range(5):
+            x, y = x + 0.1 * y, y - 0.1 * x * 1.5
+        return (x - y).norm2() + 2 * x.norm2()
+    def make(s):
+        return np.array([1.0, 0.5, -0.3]) * (1 + 0.1 * s), np.array([0.2, -0.4, 0.9])
+    return loss, make, dict(argnums=(0, 1))
+
+
+class Body:
+    def __init__(self, x): self.x = x
+
+
+def shallow_copy_aliases():
+    def loss(x0):
+        b = Body(x0.copy())
+        c = copy.copy(b)          # shares b.x
+        c.x *= 2.0
+        d = copy.deepcopy(b)
+        d.x += 1.0
+        return np.sum(b.x ** 2) + np.sum(d.x * b.x)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(4),), {}
+
+
+def soft_dtw():
+    def softmin(a, b, c, gamma):
+        m = min(a, b, c)
+        return m - gamma * math.log(math.exp(-(a - m) / gamma) + math.exp(-(b - m) / gamma)
+                                    + math.exp(-(c - m) / gamma))
+    def loss(x, y):
+        D = (x[:, None] - y[None, :]) ** 2
+        n, m = D.shape
+        R = np.full((n + 1, m + 1), np.inf); R[0, 0] = 0.0
+        for i in range(1, n + 1):
+            for j in range(1, m + 1):
+                R[i, j] = D[i - 1, j - 1] + softmin(R[i - 1, j], R[i, j - 1], R[i - 1, j - 1], 0.5)
+        return R[n, m]
+    def make(s):
+        return np.sin(np.linspace(0, 3, 6) + 0.1 * s), np.cos(np.linspace(0, 3, 5))
+    return loss, make, dict(argnums=(0, 1))
+
+
+class RK:
+    a = np.array([[0, 0, 0], [0.5, 0, 0], [-1, 2, 0]])
+    b = np.array([1 / 6, 2 / 3, 1 / 6]); c = np.array([0, 0.5, 1])
+    def __init__(self, f, n):
+        self.f = f; self.k = np.zeros((3, n))
+    def step(self, t, y, h):
+        for i in range(3):
+            self.k[i] = self.f(t + self.c[i] * h, y + h * (self.a[i, :i] @ self.k[:i]))
+        y += h * (self.b @ self.k)
+
+
+def butcher_tableau_class():
+    def loss(y0, mu):
+        f = lambda t, y: np.array([y[1], mu * (1 - y[0] ** 2) * y[1] - y[0]])
+        rk = RK(f, 2); y = y0.copy()
+        for n in range(25):
+            rk.step(n * 0.05, y, 0.05)
+        return y @ y
+    return loss, lambda s: (np.array([1.0 + 0.1 * s, 0.0]), 0.8), dict(argnums=(0, 1))
+
+
+class P:
+    def __init__(self, x, e): self.x = x; self.e = e
+
+
+def sorted_by_traced_key():
+    def loss(X):
+        ps = [P(X[i], np.sum(X[i] ** 2)) for i in range(len(X))]
+        ps.sort(key=lambda p: p.e)
+        best = max(ps, key=lambda p: p.x[0])
+        worst = min((p.x for p in ps), key=np.linalg.norm)
+        return sum((k + 1) * p.e for k, p in enumerate(ps[:3])) + best.x @ worst
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((5, 2)),), {}
+
+
+def python_iteration_over_arrays():
+    def loss(A):
+        tot = sum(row @ row for row in A)
+        col = functools.reduce(np.add, A)
+        flat = np.fromiter((a * b for a, b in zip(A[0], A[1])), float, count=A.shape[1])
+        lst = [np.sin(r) for r in map(np.asarray, A)]
+        z = np.array([r.max() for r in lst])
+        m = statistics.fmean(z)
+        return tot + col @ col + flat.sum() + m
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((3, 4)),), {}
+
+
+def vectorize_signature_apply_over_axes():
+    def loss(A):
+        nrm = np.vectorize(lambda r: np.sqrt(r @ r + 1.0), signature="(n)->()")(A)
+        s = np.apply_over_axes(np.sum, A ** 2, [0, 1])
+        return np.sum(nrm) + s[0, 0]
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((3, 4)),), {}
+
+
+def fromiter_generator_traced():
+    def loss(x):
+        def gen():
+            acc = 0.0
+            for v in x:
+                acc = 0.5 * acc + v
+                yield acc
+        y = np.fromiter(gen(), dtype=float)
+        return y @ y
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(6),), {}
+
+
+class Event:
+    def __init__(self, t, i): self.t = t; self.i = i
+    def __lt__(self, o): return self.t < o.t
+
+
+def heap_event_simulation():
+    def loss(rates, x0):
+        x = x0.copy()
+        q = [Event(1.0 / r, i) for i, r in enumerate(rates)]
+        heapq.heapify(q); t = 0.0
+        for _ in range(8):
+            e = heapq.heappop(q)
+            x[e.i] += (e.t - t) * x[(e.i + 1) % len(x)]
+            t = e.t
+            heapq.heappush(q, Event(e.t + 1.0 / rates[e.i], e.i))
+        return np.sum(x ** 2)
+    def make(s):
+        return np.array([1.0, 1.7, 2.3]) * (1 + 0.01 * s), np.array([1.0, 0.5, -0.2])
+    return loss, make, dict(argnums=(0, 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class Params:
+    w: np.ndarray
+    b: np.ndarray
+
+
+def frozen_dataclass_astuple():
+    def loss(w, b):
+        p = Params(w, b)
+        t = dataclasses.astuple(p)      # deep-copies the arrays
+        t[0][0] = 5.0
+        d = dataclasses.asdict(p)
+        d["b"] *= 2
+        q = dataclasses.replace(p, b=p.b + 1)
+        return np.sum(p.w * t[0]) + np.sum(d["b"] * q.b) + np.sum(p.b)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(3), r.standard_normal(3)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def tolist_and_item_refused_or_right():
+    def loss(x):
+        y = x * 2
+        lst = y.tolist()
+        return np.sum(np.array(lst) ** 2) + y.item(0)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(4),), {}
+
+
+def readonly_view_write_guard():
+    def loss(x):
+        y = x.copy()
+        v = y.view(); v.flags.writeable = False
+        try:
+            v[0] = 1.0
+        except ValueError:
+            y[0] = 3.0 * y[1]
+        return np.sum(y ** 2) + np.sum(v)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(4),), {}
+
+
+def einsum_out_view():
+    def loss(A, B):
+        buf = np.zeros((2, 3, 3))
+        np.einsum("ij,jk->ik", A, B, out=buf[0])
+        np.einsum("ij,kj->ik", A, B.T, out=buf[1])
+        np.matmul(buf[0], buf[1].T, out=buf[1])
+        return np.sum(buf ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((3, 3)), r.standard_normal((3, 3))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def memo_recursive_dp():
+    def loss(c):
+        memo = {}
+        def best(i, j):
+            if (i, j) in memo: return memo[i, j]
+            if i == 0 or j == 0:
+                r = c[i, j]
+            else:
+                a, b = best(i - 1, j), best(i, j - 1)
+                r = c[i, j] + 0.5 * (a + b) - 0.1 * np.logaddexp(a, b)
+            memo[i, j] = r
+            return r
+        return best(c.shape[0] - 1, c.shape[1] - 1)
+    return loss, lambda s: (np.random.default_rng(s).random((4, 5)),), {}
+
+
+@np.errstate(divide="ignore", invalid="ignore")
+def _safe_ratio(a, b):
+    r = a / b
+    r[~np.isfinite(r)] = 0.0
+    return r
+
+
+def errstate_decorator_and_catch_warnings():
+    def loss(x, y):
+        r = _safe_ratio(x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lg = np.log(np.abs(r) + 1)
+        old = np.seterr(over="ignore")
+        try:
+            big = np.exp(x * 300)
+        finally:
+            np.seterr(**old)
+        return np.sum(r * lg) + np.sum(np.minimum(big, 1e3))
+    def make(s):  # (y, holding a zero, is not differentiated: x / y jumps there)
+        return np.array([1.0, 0.0, 2.0, -1.5]) + 0.1 * s, np.array([2.0, 0.0, 0.5, 1.0])
+    return loss, make, {}
+
+
+_LEVELS = [np.zeros((n, n)) for n in (9, 5, 3)]
+
+
+def _vc2(level, f, h):
+    u = _LEVELS[level]
+    u[...] = 0.0
+    for _ in range(3):
+        u[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
+                                + h * h * f[1:-1, 1:-1])
+    if level + 1 < len(_LEVELS):
+        r = np.zeros_like(u)
+        r[1:-1, 1:-1] = f[1:-1, 1:-1] + (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
+                                         - 4 * u[1:-1, 1:-1]) / h ** 2
+        e = _vc2(level + 1, r[::2, ::2], 2 * h)
+        u[::2, ::2] += e
+        u[1::2, ::2] += 0.5 * (e[:-1] + e[1:])
+        u[:, 1::2] += 0.5 * (u[:, :-1:2] - u[:, :-1:2] + 0.0 * u[:, 2::2])
+    return u.copy()
+
+
+def module_level_hierarchy_recursive():
+    def loss(f):
+        u = _vc2(0, f, 1.0 / 8)
+        return np.sum(u ** 2) * 1e3 + np.sum(_LEVELS[1])
+    return loss, lambda s: (np.outer(np.sin(np.linspace(0, 3, 9) + 0.1 * s), np.ones(9)),), {}
+
+
+class Base:
+    def __init__(self, x): self.x = x.copy(); self.v = np.zeros_like(x)
+    def step(self, dt): self.x += dt * self.v
+
+
+class Damped(Base):
+    def __init__(self, x, c): super().__init__(x); self.c = c
+    def step(self, dt):
+        self.v -= dt * (self.x + self.c * self.v)
+        super().step(dt)
+    @property
+    def energy(self): return 0.5 * (self.x @ self.x + self.v @ self.v)
+    @energy.setter
+    def energy(self, e):
+        self.v *= np.sqrt(e / self.energy)
+
+
+def inheritance_super_property_setter():
+    def loss(x0, c):
+        o = Damped(x0, c)
+        o.v[:] = 0.3
+        for k in range(10):
+            o.step(0.1)
+            if k == 4: o.energy = 1.0
+        return o.energy + o.x.sum()
+    return loss, lambda s: (np.array([1.0, -0.5]) * (1 + 0.1 * s), 0.2), dict(argnums=(0, 1))
+
+
+class Proxy:
+    def __init__(self, arr): self._arr = arr
+    def __getattr__(self, k): return getattr(self._arr, k)
+    def __getitem__(self, k): return self._arr[k]
+    def __setitem__(self, k, v): self._arr[k] = v
+    def __len__(self): return len(self._arr)
+    def __array__(self, dtype=None, copy=None): return self._arr
+
+
+def getattr_proxy():
+    def loss(x):
+        p = Proxy(x.copy())
+        p[1:] = p[1:] * 2 + p[:-1]
+        s = p.sum() + p.max()
+        q = np.asarray(p)
+        q *= 0.5
+        return s + np.sum(p[:] ** 2) + len(p)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(5),), {}
+
+
+def islice_tee_chain():
+    def loss(x):
+        rows = (x[i:i + 3] for i in range(len(x) - 2))
+        a, b = itertools.tee(rows)
+        s = sum(np.sum(r ** 2) for r in itertools.islice(a, 0, None, 2))
+        t = sum(np.prod(r) for r in b)
+        y = np.concatenate(list(itertools.chain([x[:2]], [x[-2:] * 2])))
+        for g, grp in itertools.groupby(range(len(x)), key=lambda i: i // 3):
+            idx = list(grp)
+            s += np.mean(x[idx]) * (g + 1)
+        return s + t + y @ y
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(8),), {}
+
+
+def ravel_multi_index_ndindex():
+    def loss(A):
+        flat = A.ravel().copy()
+        for idx in np.ndindex(A.shape):
+            k = np.ravel_multi_index(idx, A.shape)
+            if idx[0] > 0:
+                flat[k] += 0.5 * flat[np.ravel_multi_index((idx[0] - 1, idx[1]), A.shape)]
+        i, j = np.unravel_index(np.argmax(flat), A.shape)
+        return flat @ flat + A[i, j]
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((3, 3)),), {}
+
+
+def writeable_as_strided_overlap():
+    from numpy.lib.stride_tricks import as_strided
+    def loss(x):
+        y = x.copy()
+        w = as_strided(y, shape=(len(y) - 1, 2), strides=(y.strides[0],) * 2)
+        for i in range(len(w)):
+            w[i, 1] = w[i, 0] * 0.5 + w[i, 1]
+        return y @ y
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(6),), {}
+
+
+SLOW = {"butcher_tableau_class", "soft_dtw"}
+
+PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p for p in [
     class_heat_solver,
     dataclass_leapfrog,
     namedtuple_kalman,
@@ -659,7 +1045,29 @@ PROGRAMS = [
     nditer_multi_index_external,
     lru_cache_coefficients_by_order,
     reshape_T_out_views,
-]
+    pic_add_at_class,
+    operator_class_vectors,
+    shallow_copy_aliases,
+    soft_dtw,
+    butcher_tableau_class,
+    sorted_by_traced_key,
+    python_iteration_over_arrays,
+    vectorize_signature_apply_over_axes,
+    fromiter_generator_traced,
+    heap_event_simulation,
+    frozen_dataclass_astuple,
+    tolist_and_item_refused_or_right,
+    readonly_view_write_guard,
+    einsum_out_view,
+    memo_recursive_dp,
+    errstate_decorator_and_catch_warnings,
+    module_level_hierarchy_recursive,
+    inheritance_super_property_setter,
+    getattr_proxy,
+    islice_tee_chain,
+    ravel_multi_index_ndindex,
+    writeable_as_strided_overlap,
+]]
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
@@ -709,3 +1117,36 @@ def test_lru_cached_work_arrays_are_followed_and_kept_plain(differentiate):
     assert np.isclose(derivative, mutad.testing.directional_fd(f, (u,), (v,)), rtol=1e-6)
     again = mutad.value_and_gradient(f, u, argnums=0)  # answered from the cache
     assert again[0] == expected and np.allclose(again[1] @ v, derivative, rtol=1e-12)
+
+
+@functools.lru_cache(maxsize=None)
+def running_mean(n):
+    return np.zeros(n)
+
+
+def test_a_cached_array_read_before_written_carries_state_between_calls_as_numpy():
+    """A work array an lru_cache'd function holds, which each call reads before it writes (a
+    running mean): traced, replayed and forward calls return, and leave in it, what the same
+    calls of NumPy do; the replay's gradients are the traced ones bit for bit."""
+    def f(u):
+        a = running_mean(len(u))
+        a[:] = 0.5 * a + 0.5 * u
+        return np.sum(a ** 2) + a[0] * u[1]
+
+    calls = [np.array([1.0, 2.0, 3.0]) + k for k in range(4)]
+
+    def run(call):
+        running_mean.cache_clear()
+        try:
+            return [call(u) for u in calls], running_mean(3).tobytes()
+        finally:
+            running_mean.cache_clear()
+
+    numpys, state = run(f)
+    traced, traced_state = run(mutad.value_and_grad(f))
+    replayed, replayed_state = run(mutad.value_and_grad(f, replay=True))
+    forward, forward_state = run(lambda u: mutad.jvp(f, (u,), (np.ones(3),)))
+    assert traced_state == replayed_state == forward_state == state
+    assert [v for v, _ in traced] == [v for v, _ in replayed] == [v for v, _ in forward] == numpys
+    assert all(g.tobytes() == h.tobytes() for (_, g), (_, h) in zip(traced, replayed))
+    assert np.allclose([g.sum() for _, g in traced], [t for _, t in forward], rtol=1e-12)
