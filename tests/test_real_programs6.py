@@ -1150,3 +1150,50 @@ def test_a_cached_array_read_before_written_carries_state_between_calls_as_numpy
     assert [v for v, _ in traced] == [v for v, _ in replayed] == [v for v, _ in forward] == numpys
     assert all(g.tobytes() == h.tobytes() for (_, g), (_, h) in zip(traced, replayed))
     assert np.allclose([g.sum() for _, g in traced], [t for _, t in forward], rtol=1e-12)
+
+
+class ClassBuffers:
+    """Work arrays held by the class, not by its objects: a class attribute, and a method
+    cached by lru_cache (keyed by the object and the size)."""
+
+    shared = np.zeros(4)
+
+    @functools.lru_cache(maxsize=None)
+    def work(self, n):
+        return np.zeros(n)
+
+    def run(self, u):
+        self.shared[:] = 2.0 * u
+        a = self.work(len(u))
+        a[:] = np.sin(self.shared)
+        a[1:] += a[:-1] ** 2
+        return a @ self.shared
+
+
+@pytest.mark.parametrize("differentiate", ["gradient", "jvp"])
+def test_arrays_a_class_holds_written_through_self_are_followed(differentiate):
+    """``self.shared[:] = ...`` into a class attribute, and the array a cached method returns
+    (its first call inside the differentiation): followed, and left holding NumPy's bytes, the
+    class's attributes as they were."""
+    solver = ClassBuffers()
+    u, v = np.array([0.5, 1.0, -0.3, 0.2]), np.array([1.0, -2.0, 0.5, 0.3])
+    try:
+        expected = solver.run(u)
+        numpys = [ClassBuffers.shared.copy(), solver.work(4).copy()]
+        ClassBuffers.shared[:] = 0.0
+        ClassBuffers.work.cache_clear()
+        if differentiate == "gradient":
+            value, derivative = mutad.value_and_gradient(lambda u: solver.run(u), u, argnums=0)
+            derivative = derivative @ v
+        else:
+            value, derivative = mutad.jvp(lambda u: solver.run(u), (u,), (v,))
+        assert value == expected
+        assert type(vars(ClassBuffers)["shared"]) is np.ndarray
+        assert type(vars(ClassBuffers)["work"]) is type(functools.cache(len))
+        kept = [ClassBuffers.shared, solver.work(4)]
+        assert all(type(w) is np.ndarray for w in kept)
+        assert [w.tobytes() for w in kept] == [w.tobytes() for w in numpys]
+        fd = mutad.testing.directional_fd(lambda u: solver.run(u), (u,), (v,))
+        assert np.isclose(derivative, fd, rtol=1e-6)
+    finally:
+        ClassBuffers.work.cache_clear()

@@ -4689,6 +4689,11 @@ class _Mode:
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
                     places += _attributes(bound, names)
+                    # and its class's (self.buf of a class attribute, a cached method)
+                    for base in type(bound).__mro__:
+                        if _user_class(base):
+                            places += _class_attributes(base, names)
+                            holders += [(base, name) for name in names]
                     todo += [(method, level + 1) for method in _methods(bound, names)]
                 elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
                     places += [(bound, name) for name in names if name in vars(bound)]
@@ -4721,8 +4726,7 @@ class _Mode:
                     self.cells.append((place, key, value, held))
                     _put(place, key, held)
                 elif isinstance(value, type) and _user_class(value) and code is not None:
-                    places += [(value, name) for name in names if name in vars(value)
-                               and type(vars(value)[name]) is not classmethod]
+                    places += _class_attributes(value, names)
                     holders += [(value, name) for name in names]
                     todo += [(method, level + 1) for method in _methods(value, names)
                              if isinstance(getattr(method, "__self__", None), type)]
@@ -5027,6 +5031,13 @@ def _attributes(obj, names):
     return places + [(_Slots(obj), name) for name in slots]
 
 
+def _class_attributes(cls, names):
+    """The places of the attributes of the user class ``cls`` among ``names`` (but its class
+    methods)."""
+    return [(cls, name) for name in names if name in vars(cls)
+            and type(vars(cls)[name]) is not classmethod]
+
+
 class _Slots:
     """An object's slots as a place (``_get``, ``_put``): ``__slots__`` attributes, which no
     ``__dict__`` holds."""
@@ -5079,6 +5090,9 @@ class _CachedStandIn:
 
     def __getattr__(self, name):  # cache_info, cache_clear, cache_parameters
         return getattr(self.cached, name)
+
+    def __get__(self, instance, owner=None):  # a cached method, as a class's attribute
+        return self if instance is None else types.MethodType(self, instance)
 
 
 def _tuple_stand_in(held, stand_in):
