@@ -1743,8 +1743,8 @@ def _run(program):
     return f, make, argnums, options
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
-def test_research_program(program):
+def check_program(program):
+    """``program()`` -> ``(f, make, options)``: traced and replayed, as ``_check`` checks."""
     f, make, argnums, options = _run(program)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -1752,8 +1752,7 @@ def test_research_program(program):
                seeds=range(4))
 
 
-@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
-def test_research_program_forward_and_second_order(program):
+def check_forward_and_second_order(program):
     """The tangent along a random direction is the gradient's inner product with it; the
     Hessian times it, where every argument is a float and the program is twice
     differentiable, matches finite differences of the gradient."""
@@ -1789,3 +1788,13 @@ def test_research_program_forward_and_second_order(program):
         got = sum(_dot(products[i], weights[i]) for i in nums)
         assert np.isclose(got, fd, rtol=max(options.get("rtol", 1e-5), 1e-4),
                           atol=1e-6 * max(1.0, abs(fd)))
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_research_program(program):
+    check_program(program)
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+def test_research_program_forward_and_second_order(program):
+    check_forward_and_second_order(program)

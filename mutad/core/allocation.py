@@ -4689,6 +4689,11 @@ class _Mode:
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
                     places += _attributes(bound, names)
+                    # and its class's (self.buf of a class attribute, a cached method)
+                    for base in type(bound).__mro__:
+                        if _user_class(base):
+                            places += _class_attributes(base, names)
+                            holders += [(base, name) for name in names]
                     todo += [(method, level + 1) for method in _methods(bound, names)]
                 elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
                     places += [(bound, name) for name in names if name in vars(bound)]
@@ -4721,8 +4726,7 @@ class _Mode:
                     self.cells.append((place, key, value, held))
                     _put(place, key, held)
                 elif isinstance(value, type) and _user_class(value) and code is not None:
-                    places += [(value, name) for name in names if name in vars(value)
-                               and type(vars(value)[name]) is not classmethod]
+                    places += _class_attributes(value, names)
                     holders += [(value, name) for name in names]
                     todo += [(method, level + 1) for method in _methods(value, names)
                              if isinstance(getattr(method, "__self__", None), type)]
@@ -4811,6 +4815,10 @@ class _Mode:
                 return functools.partial(func, *value.args, **value.keywords)
         if routed_only:
             return None
+        if type(value) is LRU_CACHED and type(getattr(value, "__wrapped__", None)) \
+                is types.FunctionType and str(value.__wrapped__.__globals__.get(
+                    "__name__")).partition(".")[0] not in INTERNAL:
+            return _CachedStandIn(value, self._stand_in)
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
@@ -5023,6 +5031,13 @@ def _attributes(obj, names):
     return places + [(_Slots(obj), name) for name in slots]
 
 
+def _class_attributes(cls, names):
+    """The places of the attributes of the user class ``cls`` among ``names`` (but its class
+    methods)."""
+    return [(cls, name) for name in names if name in vars(cls)
+            and type(vars(cls)[name]) is not classmethod]
+
+
 class _Slots:
     """An object's slots as a place (``_get``, ``_put``): ``__slots__`` attributes, which no
     ``__dict__`` holds."""
@@ -5043,6 +5058,41 @@ def _user_module(module):
 def _user_class(cls):
     return str(getattr(cls, "__module__", "builtins")).partition(".")[0] not in (
         *INTERNAL, "builtins")
+
+
+LRU_CACHED = type(functools.lru_cache(lambda: None))
+"""The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
+
+
+class _CachedStandIn:
+    """A function of the user's cached by ``functools.lru_cache``, reached by a name, as the
+    mode has it: the cached function itself called, whose results it keeps between calls (the
+    work arrays a cache keyed by shape holds), with a stand-in for each float array it returns
+    (alone, or in a tuple), so that the function's writes into them are followed
+    and their bytes written back, as a global array's; mutad cannot look into the cache.
+    What a call the cache does not answer makes, the cache keeps: plain arrays, made outside
+    the mode, as NumPy makes them."""
+
+    def __init__(self, cached, stand_in):
+        functools.update_wrapper(self, cached, updated=())
+        self.cached, self.stand_in = cached, stand_in
+
+    def __call__(self, *args, **kwargs):
+        with plain_allocation():  # (what a call it does not answer from its cache makes
+            y = self.cached(*args, **kwargs)  # is kept: plain arrays, as NumPy's)
+        if type(y) is np.ndarray:
+            held = self.stand_in(y)
+            return y if held is None else held
+        if isinstance(y, tuple):  # (a list, a dict: the cache's own, which f may change)
+            held = _tuple_stand_in(y, self.stand_in)
+            return y if held is None else held
+        return y
+
+    def __getattr__(self, name):  # cache_info, cache_clear, cache_parameters
+        return getattr(self.cached, name)
+
+    def __get__(self, instance, owner=None):  # a cached method, as a class's attribute
+        return self if instance is None else types.MethodType(self, instance)
 
 
 def _tuple_stand_in(held, stand_in):

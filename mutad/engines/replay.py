@@ -108,7 +108,8 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import SELF_STANDING, Preexisting, _codes, as_floats, put_value
+from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
+                               put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
@@ -4714,7 +4715,7 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.append(x.__self__)
     elif kind is functools.partial or kind is functools.partialmethod:
         work.extend((x.func, *x.args, *x.keywords.values()))
-    elif kind is _CACHED:
+    elif kind is LRU_CACHED:
         wrapped = getattr(x, "__wrapped__", None)
         if type(wrapped) is types.FunctionType and not _library_file(
                 wrapped.__code__.co_filename):
@@ -4841,10 +4842,6 @@ def _library_state(x):
     if type(x) is np.ufunc:  # np.frompyfunc's: the Python function it calls, held in C
         held += [v for v in gc.get_referents(x) if type(v) is types.FunctionType]
     return tuple(v for v in held if _computed_with(v))
-
-
-_CACHED = type(functools.lru_cache(lambda: None))
-"""The type of the functions ``functools.lru_cache`` and ``functools.cache`` make."""
 
 
 def _computed_with(x):
