@@ -221,3 +221,36 @@ def test_warnings_f_lets_through_its_own_filters_reach_the_caller_replayed(f):
         traced, traced_heard = _heard(mutad.value_and_grad(f), x)
         assert _same(replayed, traced) and _same(traced[0], f(x.copy()))
         assert replayed_heard == traced_heard
+
+
+# ----------------------------------------------------------------------------------------------
+# np.histogramdd's (np.histogram2d's) bin edges and range given as constants the program
+# computes (mutad.stop_gradient of the samples' own) were read as plain values inside its
+# composition, which a recording does not see: a replay kept the recorded call's edges, so a
+# later call's counts and edges were the recorded ones'. The recording is refused now (as for
+# np.insert's positions), and the calls are traced
+
+
+def _edges_of_the_samples(x):
+    edges = mutad.stop_gradient(np.linspace(x.min(), x.max(), 3))
+    hist, (found,) = np.histogramdd(x[:, None], bins=[edges], weights=x * x)
+    return hist.sum() + found.sum()
+
+
+def _range_of_the_samples(x):
+    ends = mutad.stop_gradient(x)
+    hist, (found,) = np.histogramdd(x[:, None], bins=2, range=[(ends[0], ends[2])],
+                                    weights=x * x)
+    return hist.sum() + found.sum()
+
+
+def _edges_of_2d(x):
+    edges = mutad.stop_gradient(np.linspace(x.min(), x.max(), 4))
+    hist, first, second = np.histogram2d(x, 2.0 * x, bins=edges, weights=x * x)
+    return hist.sum() + first.sum() + second.sum()
+
+
+@pytest.mark.parametrize("f", [_edges_of_the_samples, _range_of_the_samples, _edges_of_2d])
+def test_histogram_edges_the_program_computes_are_the_calls_own(f):
+    _replayed_as_traced(f, [np.array([1.0, -2.0, 3.0]), np.array([1.0, 2.0, 5.0]),
+                            np.array([-1.0, -2.0, 3.0])])
