@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.integrate
 import scipy.stats
 
 import mutad
@@ -254,3 +255,30 @@ def _edges_of_2d(x):
 def test_histogram_edges_the_program_computes_are_the_calls_own(f):
     _replayed_as_traced(f, [np.array([1.0, -2.0, 3.0]), np.array([1.0, 2.0, 5.0]),
                             np.array([-1.0, -2.0, 3.0])])
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.integrate's decisions on traced coordinates and limits were taken on their plain
+# values, which a recording does not see: cumulative_simpson's refusal of coordinates that do
+# not increase (a replay recorded on increasing ones integrated a later call's decreasing ones
+# where SciPy raises), and quad(complex_func=True)'s order of the limits (a replay kept the
+# recorded order: the integral's sign flipped). They are decisions on the traced values now,
+# each a replay's guard
+
+
+def _simpson_of_coordinates(p):
+    x = np.cumsum(p)
+    return scipy.integrate.cumulative_simpson(x ** 2, x=x).sum()
+
+
+def _complex_quad(p):
+    return np.real(scipy.integrate.quad(lambda t: (1 + 2j) * t * p[0], p[2], p[1],
+                                        complex_func=True)[0])
+
+
+@pytest.mark.parametrize("f, inputs", [
+    (_simpson_of_coordinates, [np.array([1.0, 0.5, 2.0, 1.0]), np.array([1.0, -0.5, 2.0, 1.0])]),
+    (_complex_quad, [np.array([1.0, 2.0, 0.0]), np.array([1.0, 0.0, 2.0]),
+                     np.array([1.0, 1.0, 1.0])])])
+def test_integrate_decisions_on_traced_coordinates_are_the_calls_own(f, inputs):
+    _replayed_as_traced(f, inputs)
