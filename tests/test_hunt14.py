@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.integrate
+import scipy.special
 import scipy.stats
 
 import mutad
@@ -282,3 +283,27 @@ def _complex_quad(p):
                      np.array([1.0, 1.0, 1.0])])])
 def test_integrate_decisions_on_traced_coordinates_are_the_calls_own(f, inputs):
     _replayed_as_traced(f, inputs)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special's factorial (exact=False) took SciPy's value of the plain argument inside its
+# stand-in, and comb, perm and factorial with exact=True SciPy's integer of the plain values:
+# a replay kept the recorded call's value (factorial(7.5) answered as factorial(5.0)). SciPy's
+# factorial is a step of its own now, computed again on every replay; an exact integer of
+# values the program computes refuses the recording
+
+
+def _factorials(p):
+    return scipy.special.factorial(p, exact=False).sum() + scipy.special.factorial(p[0])
+
+
+def _exact_counts(p):
+    n = mutad.stop_gradient(p[:1]).astype(int)
+    return p[1] * (scipy.special.comb(n[0], 2, exact=True) + scipy.special.perm(n[0], 2,
+                                                                                  exact=True)
+                   + scipy.special.factorial(n, exact=True).sum())
+
+
+@pytest.mark.parametrize("f", [_factorials, _exact_counts])
+def test_special_values_of_the_plain_arguments_are_the_calls_own(f):
+    _replayed_as_traced(f, [np.array([5.0, 2.0]), np.array([7.5, 2.5]), np.array([-1.0, 2.0])])
