@@ -307,3 +307,20 @@ def _exact_counts(p):
 @pytest.mark.parametrize("f", [_factorials, _exact_counts])
 def test_special_values_of_the_plain_arguments_are_the_calls_own(f):
     _replayed_as_traced(f, [np.array([5.0, 2.0]), np.array([7.5, 2.5]), np.array([-1.0, 2.0])])
+
+
+# SciPy's value beside a traced composition (scipys_value) that is a plain array while a replay
+# records was computed outside any step (a step's value is traced there): the recording is
+# refused, so that a stand-in that takes SciPy's value of the plain arguments is traced
+# rather than replayed with the recorded call's value
+
+
+def _value_of_the_plain_arguments(x):
+    from mutad.core.views import memory
+    from mutad.scipy._adjoints import scipys_value
+    return scipys_value(np.exp(memory(x)), np.exp(x)).sum()
+
+
+def test_a_plain_scipy_value_beside_a_traced_composition_refuses_the_recording():
+    _replayed_as_traced(_value_of_the_plain_arguments, [np.array([1.0, 2.0]),
+                                                        np.array([0.5, 3.0])])
