@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.integrate
+import scipy.special
 import scipy.stats
 
 import mutad
@@ -221,3 +223,104 @@ def test_warnings_f_lets_through_its_own_filters_reach_the_caller_replayed(f):
         traced, traced_heard = _heard(mutad.value_and_grad(f), x)
         assert _same(replayed, traced) and _same(traced[0], f(x.copy()))
         assert replayed_heard == traced_heard
+
+
+# ----------------------------------------------------------------------------------------------
+# np.histogramdd's (np.histogram2d's) bin edges and range given as constants the program
+# computes (mutad.stop_gradient of the samples' own) were read as plain values inside its
+# composition, which a recording does not see: a replay kept the recorded call's edges, so a
+# later call's counts and edges were the recorded ones'. The recording is refused now (as for
+# np.insert's positions), and the calls are traced
+
+
+def _edges_of_the_samples(x):
+    edges = mutad.stop_gradient(np.linspace(x.min(), x.max(), 3))
+    hist, (found,) = np.histogramdd(x[:, None], bins=[edges], weights=x * x)
+    return hist.sum() + found.sum()
+
+
+def _range_of_the_samples(x):
+    ends = mutad.stop_gradient(x)
+    hist, (found,) = np.histogramdd(x[:, None], bins=2, range=[(ends[0], ends[2])],
+                                    weights=x * x)
+    return hist.sum() + found.sum()
+
+
+def _edges_of_2d(x):
+    edges = mutad.stop_gradient(np.linspace(x.min(), x.max(), 4))
+    hist, first, second = np.histogram2d(x, 2.0 * x, bins=edges, weights=x * x)
+    return hist.sum() + first.sum() + second.sum()
+
+
+@pytest.mark.parametrize("f", [_edges_of_the_samples, _range_of_the_samples, _edges_of_2d])
+def test_histogram_edges_the_program_computes_are_the_calls_own(f):
+    _replayed_as_traced(f, [np.array([1.0, -2.0, 3.0]), np.array([1.0, 2.0, 5.0]),
+                            np.array([-1.0, -2.0, 3.0])])
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.integrate's decisions on traced coordinates and limits were taken on their plain
+# values, which a recording does not see: cumulative_simpson's refusal of coordinates that do
+# not increase (a replay recorded on increasing ones integrated a later call's decreasing ones
+# where SciPy raises), and quad(complex_func=True)'s order of the limits (a replay kept the
+# recorded order: the integral's sign flipped). They are decisions on the traced values now,
+# each a replay's guard
+
+
+def _simpson_of_coordinates(p):
+    x = np.cumsum(p)
+    return scipy.integrate.cumulative_simpson(x ** 2, x=x).sum()
+
+
+def _complex_quad(p):
+    return np.real(scipy.integrate.quad(lambda t: (1 + 2j) * t * p[0], p[2], p[1],
+                                        complex_func=True)[0])
+
+
+@pytest.mark.parametrize("f, inputs", [
+    (_simpson_of_coordinates, [np.array([1.0, 0.5, 2.0, 1.0]), np.array([1.0, -0.5, 2.0, 1.0])]),
+    (_complex_quad, [np.array([1.0, 2.0, 0.0]), np.array([1.0, 0.0, 2.0]),
+                     np.array([1.0, 1.0, 1.0])])])
+def test_integrate_decisions_on_traced_coordinates_are_the_calls_own(f, inputs):
+    _replayed_as_traced(f, inputs)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special's factorial (exact=False) took SciPy's value of the plain argument inside its
+# stand-in, and comb, perm and factorial with exact=True SciPy's integer of the plain values:
+# a replay kept the recorded call's value (factorial(7.5) answered as factorial(5.0)). SciPy's
+# factorial is a step of its own now, computed again on every replay; an exact integer of
+# values the program computes refuses the recording
+
+
+def _factorials(p):
+    return scipy.special.factorial(p, exact=False).sum() + scipy.special.factorial(p[0])
+
+
+def _exact_counts(p):
+    n = mutad.stop_gradient(p[:1]).astype(int)
+    return p[1] * (scipy.special.comb(n[0], 2, exact=True) + scipy.special.perm(n[0], 2,
+                                                                                  exact=True)
+                   + scipy.special.factorial(n, exact=True).sum())
+
+
+@pytest.mark.parametrize("f", [_factorials, _exact_counts])
+def test_special_values_of_the_plain_arguments_are_the_calls_own(f):
+    _replayed_as_traced(f, [np.array([5.0, 2.0]), np.array([7.5, 2.5]), np.array([-1.0, 2.0])])
+
+
+# SciPy's value beside a traced composition (scipys_value) that is a plain array while a replay
+# records was computed outside any step (a step's value is traced there): the recording is
+# refused, so that a stand-in that takes SciPy's value of the plain arguments is traced
+# rather than replayed with the recorded call's value
+
+
+def _value_of_the_plain_arguments(x):
+    from mutad.core.views import memory
+    from mutad.scipy._adjoints import scipys_value
+    return scipys_value(np.exp(memory(x)), np.exp(x)).sum()
+
+
+def test_a_plain_scipy_value_beside_a_traced_composition_refuses_the_recording():
+    _replayed_as_traced(_value_of_the_plain_arguments, [np.array([1.0, 2.0]),
+                                                        np.array([0.5, 3.0])])

@@ -36,7 +36,7 @@ from ..engines.writes import Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ._helpers import accumulator, batch_aligned, gather_cotangent
 
 
@@ -958,8 +958,9 @@ def _histogram_counts_jvp(tangents, weights, a, bins, range):
 
 
 def _plain_value(x, what):
-    """``x`` as its plain value where it carries no derivative (a constant the function made);
-    a differentiated one is refused by name."""
+    """``x`` as its plain value where it carries no derivative (a constant the function made,
+    read as a setting: a replay recording the call is refused, as its program would keep this
+    call's edges); a differentiated one is refused by name."""
     if not wrapped(x):
         return x
     if carries_derivative(x):
@@ -968,7 +969,7 @@ def _plain_value(x, what):
             "the histogram in its weights (and its edges in the samples, where NumPy computes "
             "them from the samples' min and max); pass the bin edges and range as constants "
             "(mutad.stop_gradient).")
-    return memory(x)
+    return settled(x, f"np.histogramdd (np.histogram2d) with {what} the program computes")
 
 
 def _plain_bins(bins, D):

@@ -392,6 +392,11 @@ def scipys_value(value, composition):
     and a double stays a double beside a float32 composition, where SciPy's Python float would
     take its rounding in NumPy's weak promotion); a value that stands for a Python number
     (weak) gives one that does."""
+    if not wrapped(value) and wrapped(composition):
+        # SciPy's value of what the composition follows, computed on plain values outside any
+        # step (a step's value, a Value's, is traced while a replay records): a replay would
+        # keep this call's value
+        not_replayed("SciPy's value computed from plain values outside a recorded step")
     order = "F" if weak(value) or np.isfortran(value) else "K"
     dtype = np.result_type(value)
     zero = np.subtract(stop_gradient(composition), composition, order=order)

@@ -362,7 +362,7 @@ def cumulative_simpson(y: Any, *, x: Any = None, dx: Any = 1.0, axis: int = -1,
         x = np.broadcast_to(x, np.shape(swapped)) if np.ndim(x) == 1 else np.swapaxes(
             x, axis, -1)
         spacings = np.diff(x, axis=-1)
-        if np.any(_plain(spacings) <= 0):
+        if np.any(spacings <= 0):  # (a decision on the traced values: a replay's guard)
             raise ValueError("Input x must be strictly increasing.")
         res = _cumulative_simpson_sum(swapped, spacings, True)
     else:
@@ -1958,19 +1958,20 @@ def _integral(name, integrate, func, a, b, args, settings):
             "pass them as constants, or write the weight into the integrand.")
     # An infinite limit stays so when what it is computed from moves (loc + a * scale of
     # norm.expect): the integral does not move with it
-    a, b = (stop_gradient(limit) if _followed(limit) and np.isinf(_plain(limit)) else limit
+    # (decisions on the traced limits, each a replay's guard: not on their plain values)
+    a, b = (stop_gradient(limit) if _followed(limit) and np.isinf(limit) else limit
             for limit in (a, b))
     if not parameters.followed and not _followed(a, b):
         with plain_allocation():  # nothing differentiated reaches the integral
             return integrate(_plain_call(name, func), a, b, args=args, **settings)
-    if settings.get("complex_func") and _plain(a) != _plain(b):
+    if settings.get("complex_func") and a != b:
         return _real_and_imaginary(func, a, b, args, settings)
     if settings.get("complex_func"):
         raise UnsupportedOperationError(
             f"{name}(complex_func=True) with differentiated inputs: mutad differentiates "
             "integrals of real functions only.")
     for limit in (a, b):
-        if _followed(limit) and np.isnan(_plain(limit)):
+        if _followed(limit) and np.isnan(limit):
             raise InvalidArgumentError(f"{name}: a NaN limit cannot be differentiated.")
     integral = _Integral(name, integrate, func, parameters, settings)
     value = _QUAD(a, b, *parameters.values(), integral=integral)
@@ -1983,7 +1984,7 @@ def _real_and_imaginary(func, a, b, args, settings):
     """``quad(complex_func=True)`` as SciPy computes it: ``quad`` of the integrand's real part
     and of its imaginary part over the limits in increasing order (SciPy's, which it does not
     flip back), each differentiated, joined as ``re + 1j * im``."""
-    if _plain(b) < _plain(a):
+    if b < a:  # (a decision on the limits, traced: a replay's guard)
         a, b = b, a
     real_settings = {**settings, "complex_func": False}
     re, im = (quad(lambda x, *p, part=part: getattr(func(x, *p), part), a, b, args,

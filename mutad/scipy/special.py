@@ -59,10 +59,11 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
 from ..core.registry import (HOLOMORPHIC, Constant, NoClosedForm, defjvp, defrule, elementwise,
                              holomorphic, nondifferentiable)
+from ..engines.arraylike import settled
 from ..engines.products import product_times, times
 from ..rules._helpers import as_float, logistic, logistic_density, sign_of, unbroadcast
 from . import _numerics
-from ._adjoints import Elementwise, StandIn, _plain, scipy_adjoint, scipys_value
+from ._adjoints import Elementwise, StandIn, Value, _plain, scipy_adjoint, scipys_value
 
 polygamma, multigammaln = map(scipy_adjoint, (_special.polygamma, _special.multigammaln))
 logsumexp = scipy_adjoint(_special.logsumexp, arrays=("a", "b"))
@@ -1170,10 +1171,19 @@ __all__ += ["sph_harm_y"]
 # where SciPy's condition says so; with exact=True, SciPy's integer, which has no derivative
 
 
+def _exact(original, *values):
+    """The plain ``values`` SciPy's exact integer of ``original`` is computed from (it has no
+    derivative): a replay recording the call is refused, as its program would keep this
+    call's integer."""
+    settled(values, f"scipy.special.{original.__name__}(exact=True) of values the program "
+            "computes")
+    return [_plain(v, True) for v in values]
+
+
 def _combinations(original):
     def stand_in(N, k, *, exact=False, repetition=False):
         if exact:
-            return original(_plain(N, True), _plain(k, True), exact=True, repetition=repetition)
+            return original(*_exact(original, N, k), exact=True, repetition=repetition)
         if repetition:
             return np.where((k == 0) & (N >= 0), 1.0, binom(N + k - 1, k))
         return np.where((k <= N) & (N >= 0) & (k >= 0), binom(N, k), 0.0)
@@ -1184,7 +1194,7 @@ def _combinations(original):
 def _permutations(original):
     def stand_in(N, k, exact=False):
         if exact:
-            return original(_plain(N, True), _plain(k, True), exact=True)
+            return original(*_exact(original, N, k), exact=True)
         return np.where((k <= N) & (N >= 0) & (k >= 0), poch(N - k + 1, k), 0.0)
 
     return StandIn(original, stand_in)
@@ -1205,9 +1215,9 @@ __all__ += ["comb", "perm"]
 
 def _factorials(original, multiple=False):
     def value(n, args, exact, extend):
-        plain = original(_plain(n, True), *map(_plain, args), exact=exact, extend=extend)
         if exact:
-            return plain
+            return original(*_exact(original, n, *args), exact=True, extend=extend)
+        plain = _factorial_value(original, n, extend, *args)  # (a step: replays compute it)
         if original.__name__ != "factorial" or extend != "zero":
             raise UnsupportedOperationError(
                 f"scipy.special.{original.__name__} of traced values, exact=False, "
@@ -1229,6 +1239,11 @@ def _factorials(original, multiple=False):
     return StandIn(original, with_k if multiple else without_k)
 
 
+def _scipys_factorial(original, n, extend, *args):
+    return original(n, *args, exact=False, extend=extend)
+
+
+_factorial_value = Value(_scipys_factorial, "scipy.special's factorials")
 factorial = _factorials(_special.factorial)
 factorial2 = _factorials(_special.factorial2)
 factorialk = _factorials(_special.factorialk, multiple=True)
