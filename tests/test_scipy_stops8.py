@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.interpolate
 import scipy.linalg
 import scipy.ndimage
 import scipy.optimize
@@ -419,3 +420,43 @@ def test_an_interpolation_of_a_traced_cval_into_output():
         return (out * _IMAGE).sum()
 
     check_replayed(f, np.array([-0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.interpolate.sproot of a spline of traced coefficients (FITPACK read the traced array):
+# SciPy's roots, each moving as dr = -ds(r) / s'(r)
+
+_KNOTS = np.linspace(0.0, 3.0, 12)
+
+
+def _roots_of(p):
+    tck = scipy.interpolate.splrep(_KNOTS, np.cos(2.0 * _KNOTS) * p[0] + p[1])
+    return scipy.interpolate.sproot(tck)
+
+
+def test_the_roots_of_a_spline_of_traced_coefficients():
+    check_replayed(lambda p: (_roots_of(p) ** 2).sum() + _roots_of(p) @ np.arange(2.0),
+                   np.array([1.0, 0.4]))
+
+
+def test_the_roots_of_a_spline_replayed_where_their_number_changes():
+    def f(p):
+        return (_roots_of(p) ** 2).sum()
+
+    replayed = mutad.grad(f, replay=True)
+    for point in ([1.0, 0.5], [1.0, 1.5], [1.0, 0.2], [1.0, 0.5]):  # two roots, none, two
+        point = np.array(point)
+        np.testing.assert_array_equal(replayed(point), mutad.gradient(f, point)[0])
+
+
+def test_the_cs_decomposition_of_a_differentiated_matrix_is_refused_saying_what_to_do():
+    """Regression: scipy.linalg.cossin stopped on a conversion of the traced matrix."""
+    a = np.random.default_rng(0).standard_normal((4, 4))
+
+    def f(p):
+        return scipy.linalg.cossin(scipy.linalg.expm((a - a.T) * p[0]), p=2, q=2)[1].sum()
+
+    with pytest.raises(UnsupportedOperationError, match=r"svdvals\(X\[:p, :q\]\)"):
+        mutad.gradient(f, np.array([1.0]))
+    constant = scipy.linalg.expm(a - a.T)
+    check(lambda p: scipy.linalg.cossin(constant, p=2, q=2)[1].sum() * p[0], np.array([1.0]))
