@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.interpolate
 import scipy.linalg
 import scipy.ndimage
 import scipy.optimize
@@ -232,10 +233,94 @@ def test_a_ufunc_of_a_traced_sparse_matrix_that_scipy_meets_as_an_object_is_refu
 
     with pytest.raises(UnsupportedOperationError, match="A.multiply"):
         mutad.gradient(of(in_place), X.copy())
-    with pytest.raises(TypeError):
-        of(lambda a, A: np.exp(A))(X.copy())
-    with pytest.raises((TypeError, mutad.MutadError)):
-        mutad.gradient(of(lambda a, A: np.exp(A)), X.copy())
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix, sp.coo_array, sp.lil_array])
+@pytest.mark.parametrize("call", [np.exp, np.log, np.cos, np.floor, np.positive,
+                                  lambda A: +A], ids=["exp", "log", "cos", "floor", "positive",
+                                                       "unary_plus"])
+def test_what_scipys_matrix_has_no_method_for_raises_scipys_error(kind, call):
+    """Regression: NumPy's ufunc of a traced sparse matrix whose class has no method for it
+    (np.exp(A): NumPy's object loop looks for A.exp()) raised mutad's refusal, and np.positive
+    and +A, which SciPy's matrix refuses, returned the matrix: SciPy's error, in every mode."""
+    def f(p):
+        return call(kind(np.diag(p))).sum()
+
+    with pytest.raises(TypeError) as plain:
+        f(X.copy())
+    replayed = mutad.grad(f, replay=True)
+    for run in (lambda: mutad.gradient(f, X.copy()), lambda: replayed(X.copy()),
+                lambda: replayed(X.copy()), lambda: mutad.jvp(f, (X.copy(),), (W,))):
+        with pytest.raises(TypeError) as traced:
+            run()
+        assert str(traced.value) == str(plain.value)
+
+
+def _square_root_sum(kind, p):
+    A = kind(np.diag(np.maximum(p - 0.7, 0.0)) + np.diag(p[1:], 1))
+    return (A.sqrt() @ W).sum() + np.sqrt(A).sum()
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix, sp.coo_array, sp.csc_matrix])
+def test_the_root_of_a_sparse_matrix_of_a_dense_array_warns_as_scipys(kind):
+    """Regression: the root (A.sqrt(), np.sqrt(A)) of a matrix made from a dense array warned
+    "divide by zero ..., in the gradient of np.sqrt": mutad keeps the dense array's zeros that
+    SciPy leaves out, and took their root's infinite partial. They are SciPy's unstored
+    zeros, constants; which entries they are is the values' at each call (a replay's too:
+    here entries of the diagonal become zero and nonzero from call to call)."""
+    def f(p):
+        return _square_root_sum(kind, p)
+
+    x = np.array([0.9, 1.3, 0.4, 0.8, 1.1, 0.65, 0.8, 1.5])  # the diagonal: zero at 2 and 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(f, x, rtol=1e-5, atol=1e-6)
+        replayed = mutad.grad(f, replay=True)
+        for point in (x, x + 0.1, x - 0.3, x):
+            np.testing.assert_array_equal(replayed(point), mutad.gradient(f, point)[0])
+            np.testing.assert_allclose(replayed(point), central(f, point), rtol=1e-5, atol=1e-6)
+
+
+def test_the_root_of_a_stored_zero_is_the_derivatives_event():
+    """A zero SciPy stores (a matrix of data, indices and pointers) it takes the root of: its
+    infinite partial is the derivative's own, warned of as np.sqrt's of a dense array is."""
+    def f(p):
+        return sp.csr_array((p * np.array([0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]),
+                             np.arange(8), np.arange(9))).sqrt().sum()
+
+    with pytest.warns(RuntimeWarning, match="in the gradient of np.sqrt"):
+        mutad.gradient(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# A keyword argument carrying a derivative, which mutad refuses, where NumPy's call of those
+# values fails first: NumPy's error
+
+
+@pytest.mark.parametrize("f", [lambda c: np.clip(c, 0.0, max=c[1]).sum(),
+                               lambda c: np.clip(c, a_min=0.0, max=c[1]).sum(),
+                               lambda c: np.linspace(0.0, 1.0, 3, stop_at=c).sum(),
+                               lambda c: np.sum(c, axis=3, initial=c[0])],
+                         ids=["clip_positional_and_max", "clip_a_min_and_max",
+                              "unknown_keyword", "sum_initial_bad_axis"])
+def test_numpys_error_comes_before_the_refusal_of_a_traced_keyword(f):
+    """Regression: np.clip(c, 0.0, max=b) with a traced b raised mutad's refusal of the
+    keyword, where NumPy raises "clip() missing 1 required positional argument: 'a_max'"."""
+    x = np.array([0.7, 1.3, 0.4])
+    with pytest.raises(Exception) as plain:
+        f(x)
+    assert not isinstance(plain.value, mutad.MutadError)
+    replayed = mutad.grad(f, replay=True)
+    for run in (lambda: mutad.gradient(f, x), lambda: replayed(x), lambda: replayed(x),
+                lambda: mutad.jvp(f, (x,), (np.ones(3),))):
+        with pytest.raises(type(plain.value)) as traced:
+            run()
+        assert str(traced.value) == str(plain.value)
+
+
+def test_a_traced_keyword_numpy_takes_is_still_refused_with_the_way_out():
+    with pytest.raises(UnsupportedOperationError, match="keyword argument initial="):
+        mutad.gradient(lambda c: np.sum(c, initial=c[0]), np.array([0.7, 1.3]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -335,3 +420,43 @@ def test_an_interpolation_of_a_traced_cval_into_output():
         return (out * _IMAGE).sum()
 
     check_replayed(f, np.array([-0.4]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.interpolate.sproot of a spline of traced coefficients (FITPACK read the traced array):
+# SciPy's roots, each moving as dr = -ds(r) / s'(r)
+
+_KNOTS = np.linspace(0.0, 3.0, 12)
+
+
+def _roots_of(p):
+    tck = scipy.interpolate.splrep(_KNOTS, np.cos(2.0 * _KNOTS) * p[0] + p[1])
+    return scipy.interpolate.sproot(tck)
+
+
+def test_the_roots_of_a_spline_of_traced_coefficients():
+    check_replayed(lambda p: (_roots_of(p) ** 2).sum() + _roots_of(p) @ np.arange(2.0),
+                   np.array([1.0, 0.4]))
+
+
+def test_the_roots_of_a_spline_replayed_where_their_number_changes():
+    def f(p):
+        return (_roots_of(p) ** 2).sum()
+
+    replayed = mutad.grad(f, replay=True)
+    for point in ([1.0, 0.5], [1.0, 1.5], [1.0, 0.2], [1.0, 0.5]):  # two roots, none, two
+        point = np.array(point)
+        np.testing.assert_array_equal(replayed(point), mutad.gradient(f, point)[0])
+
+
+def test_the_cs_decomposition_of_a_differentiated_matrix_is_refused_saying_what_to_do():
+    """Regression: scipy.linalg.cossin stopped on a conversion of the traced matrix."""
+    a = np.random.default_rng(0).standard_normal((4, 4))
+
+    def f(p):
+        return scipy.linalg.cossin(scipy.linalg.expm((a - a.T) * p[0]), p=2, q=2)[1].sum()
+
+    with pytest.raises(UnsupportedOperationError, match=r"svdvals\(X\[:p, :q\]\)"):
+        mutad.gradient(f, np.array([1.0]))
+    constant = scipy.linalg.expm(a - a.T)
+    check(lambda p: scipy.linalg.cossin(constant, p=2, q=2)[1].sum() * p[0], np.array([1.0]))

@@ -1726,6 +1726,30 @@ default)`` (``keywords_in_place``)."""
 
 
 def keywords_in_place(func, rule, args, kwargs):
+    """:func:`keywords_moved`, where NumPy's call of these values does not fail first: a
+    keyword argument carrying a derivative that stays one is refused by the engines, after
+    NumPy's own error (``np.clip(x, 0, max=b)``: its signature's), which NumPy raises first."""
+    args, kwargs = keywords_moved(func, rule, args, kwargs)
+    if kwargs and "out" not in kwargs and any(
+            carries_derivative(e) for v in kwargs.values()
+            for e in (v if type(v) in (list, tuple) else (v,))):
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            func(*_plain_values(args), **dict(zip(kwargs, _plain_values(kwargs.values()))))
+    return args, kwargs
+
+
+def _plain_values(items):
+    """The plain values of ``items`` (of each tracer's innermost level, in lists and tuples
+    too)."""
+    def plain(x):
+        while isinstance(x, Tracer):
+            x = x.value
+        return type(x)(plain(e) for e in x) if type(x) in (list, tuple) else x
+    return [plain(x) for x in items]
+
+
+def keywords_moved(func, rule, args, kwargs):
     """``args`` and ``kwargs`` with each keyword argument that is traced (or holds traced
     values) given at its position instead, filling the positions before it with their
     defaults, where that position is among the arguments ``rule`` differentiates (its ``leading``, as

@@ -1711,6 +1711,22 @@ def _generalized_schur_refusal(name):
 _qz, _ordqz = _generalized_schur_refusal("qz"), _generalized_schur_refusal("ordqz")
 
 
+def _cossin_refusal(X, *args, **kwargs):
+    blocks = [b for row in (X if isinstance(X, (list, tuple)) else [X])
+              for b in (row if isinstance(row, (list, tuple)) else [row])]
+    if not any(carries_derivative(b) for b in blocks):  # constants: SciPy's own
+        return _cossin.original(X, *args, **kwargs)
+    raise UnsupportedOperationError(
+        "scipy.linalg.cossin of a differentiated matrix: mutad has no derivative of the CS "
+        "decomposition (its factors are not unique: their signs, and where angles repeat "
+        "their bases, are LAPACK's choices). The cosines of its angles are singular values "
+        "of the block X[:p, :q]: differentiate scipy.linalg.svdvals(X[:p, :q]) (np.arccos of "
+        "them, the angles); or pass the matrix through mutad.stop_gradient.")
+
+
+_cossin = StandIn(_linalg.cossin, _cossin_refusal)
+
+
 # ----------------------------------------------------------------------------------------------
 # hessenberg: H = Qᵀ A Q by Householder reflectors. SciPy's values (LAPACK's gehrd and orghr),
 # with the derivatives of the same reflectors computed by steps mutad differentiates (LAPACK's

@@ -163,7 +163,7 @@ __all__ = ["Akima1DInterpolator", "BSpline", "BarycentricInterpolator",
            "barycentric_interpolate", "bisplrep", "krogh_interpolate", "lagrange",
            "make_interp_spline",
            "make_lsq_spline", "make_smoothing_spline", "pchip_interpolate",
-           "splantider", "splder", "splev", "splint", "splprep", "splrep"]
+           "splantider", "splder", "splev", "splint", "splprep", "splrep", "sproot"]
 
 
 def _traced(tree):
@@ -2663,6 +2663,36 @@ def splint(a: Any, b: Any, tck: Any, full_output: int = 0) -> Any:
     if full_output:  # the integrals of the B-splines, constants
         return value, _interpolate.splint(a, b, (_plain_copy(t), np.zeros(np.shape(c)), k), 1)[1]
     return value
+
+
+@_route(_interpolate.sproot)
+def sproot(tck: Any, mest: int = 10) -> Any:
+    """SciPy's roots of a cubic spline of traced coefficients (its own call, on the plain
+    ones), each differentiated by the implicit function theorem, ``dr = -ds(r) / s'(r)``, as
+    the interpolants' ``roots()``. A root where the slope is zero is refused."""
+    if not _traced(tck) or isinstance(tck, _interpolate.BSpline):
+        return _interpolate.sproot(tck, mest)
+    t, c, k = tck
+    if isinstance(c, (list, tuple)) and all(np.ndim(ci) == 1 for ci in c):
+        return [sproot((t, ci, k), mest) for ci in c]  # a parametric curve's, as SciPy's
+    _refuse_traced("sproot", "the knots t", t, "Pass the knots as constants.")
+    if np.ndim(c) != 1 or isinstance(c, (list, tuple)):
+        raise UnsupportedOperationError(
+            "scipy.interpolate.sproot of differentiated coefficients is differentiated for one "
+            "curve (one array c); find the roots of each curve by itself.")
+    t = _plain_copy(t)
+    plain = np.asarray(stop_gradient(c))
+    roots = _interpolate.sproot((t, plain, k), mest)
+    if roots.size == 0:
+        return roots
+    slopes = _interpolate.splev(roots, (t, plain, k), 1)
+    if not np.all(np.isfinite(slopes) & (slopes != 0.0)):
+        _refuse_in_recording(c, message := (
+            "scipy.interpolate.sproot of a spline of traced coefficients: a root where its "
+            "slope is zero does not move smoothly with them. Find the roots of the plain "
+            "spline (built outside the differentiated function) there."))
+        raise UnsupportedOperationError(message)
+    return scipys_value(roots, roots - splev(roots, (t, c, k)) / slopes)
 
 
 def _coefficients_of(name, function):

@@ -1497,7 +1497,14 @@ class TracedSparse(_ComparedByValue):
         if method == "__call__" and ufunc.nin == 1 and inputs == (self,) and not kwargs:
             held = np.empty((), dtype=object)
             held[()] = self
-            return ufunc(held)
+            try:
+                return ufunc(held)
+            except Exception:
+                # where SciPy's matrix fails too (np.exp(A): it has no method exp), SciPy's
+                # error, which names its class
+                held[()] = self.layout.probe()
+                ufunc(held)
+                raise
         _refuse(f"np.{ufunc.__name__}{'' if method == '__call__' else '.' + method} of a "
                 "scipy.sparse matrix with traced values among other operands or with out= "
                 "(NumPy's object loop of SciPy's matrix)", "call the matrix's own method, "
@@ -2178,6 +2185,7 @@ class TracedSparse(_ComparedByValue):
     __hash__ = object.__hash__  # (mutad keys its own tables by the traced matrix)
 
     def __pos__(self):
+        +self.layout.probe()  # SciPy's error: its matrices have no unary +
         return self
 
     def __abs__(self):
@@ -2229,6 +2237,16 @@ class TracedSparse(_ComparedByValue):
         if hasattr(self.layout.template, "sum_duplicates"):
             self.sum_duplicates()
         valid = np.reshape(self.layout.valid, np.shape(self.data))
+        if ufunc is np.sqrt and self.layout.drops:
+            # the zeros of a dense matrix that SciPy leaves out: it takes no root of them, and
+            # the root's partial there is infinite (an entry moving through zero leaves sqrt's
+            # domain: no derivative), so they stay SciPy's unstored zeros, constants (the
+            # branch SciPy takes, as a replay's recomputed mask takes it at each call), where
+            # the other maps' finite partials at zero are their derivatives
+            out = np.reshape(self.layout.left_out(self.data), np.shape(self.data))
+            kept = valid & ~out
+            root = ufunc(np.where(kept, self.data, 0.5))
+            return TracedSparse(self.layout, np.where(kept, root, memory(self.data)))
         if valid.all():
             return TracedSparse(self.layout, ufunc(self.data))
         # dia's slots outside the matrix: SciPy maps them too (its values there, bit for bit),
@@ -3157,7 +3175,7 @@ def _dok_plus(a, b):
 
 
 for _name in ("__matmul__", "__rmatmul__", "__mul__", "__rmul__", "__add__", "__radd__",
-              "__sub__", "__rsub__", "__truediv__", "__neg__", "__pos__", "__abs__", "__pow__"):
+              "__sub__", "__rsub__", "__truediv__", "__neg__", "__abs__", "__pow__"):
     setattr(_Assembled, _name, _binary_assembled(_name))
 
 
