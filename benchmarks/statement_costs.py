@@ -9,7 +9,9 @@ Each statement runs ``--count`` times in a loop inside ``mutad.gradient`` of
 time (CPU time, steadier than the wall clock on a shared machine), medians of ``--runs`` calls
 after one untimed call, divided by the count: the forward pass (the loop alone, timed inside
 the function) and the whole call (the reverse pass, and the call's fixed cost spread over the
-count). Meant for whoever optimises the traced engine's per-statement cost.
+count). Meant for whoever optimises the traced engine's per-statement cost. Every statement
+keeps its values finite at any count a run takes (``tests/test_statement_costs_benchmark.py``):
+a value grown to infinity would send the pullbacks down their masked path and time that.
 
 A statement made of two (``--pairs``) is listed with what it costs beyond its two parts run
 alone. That excess (about 5 us a pair) is no work of mutad's: the two loops make the same
@@ -78,8 +80,14 @@ def _stencil(A, s, k):
 
 
 def _update(A, s, k):
+    # k below i and j, as in LU's and Cholesky's loops: row 0 and column 0 are read, never
+    # written, so each element moves by the same amount at each of its visits and the values
+    # grow linearly in the count. (Reading a row and column that the loop also writes,
+    # ``A[7, 7] -= A[7, 7] * A[7, 7]`` among them, grows them geometrically until they
+    # overflow, and the pullbacks of infinite values take the masked products' slow path:
+    # the benchmark would time that path, not the statement.)
     i, j = 1 + k % 30, 1 + k % 29
-    A[i, j] -= A[i, 7] * A[7, j]
+    A[i, j] -= A[i, 0] * A[0, j]
 
 
 STATEMENTS = {

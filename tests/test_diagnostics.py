@@ -155,6 +155,30 @@ def test_the_line_is_the_innermost_frame_of_the_users_code():
     assert by_primitive["multiply"] == line_of("calls helper")
 
 
+def _root_of_first(x):
+    return np.sqrt(x)  # <- root of first
+
+
+def _root_of_second(x):
+    return np.sqrt(x)  # <- root of second
+
+
+def test_two_functions_with_a_record_at_one_offset_each_name_their_own_line():
+    # The same code in two functions: their records are made at the same offset of their
+    # bytecode, where a line found is kept (``debug.caller``): each must still name its own.
+    assert _root_of_first.__code__.co_code == _root_of_second.__code__.co_code
+
+    def f(x):
+        return sum(root(x[k:k + 2]).sum() for root in (_root_of_first, _root_of_second)
+                   for k in (0, 2))
+
+    tape = mutad.make_tape(f, np.arange(1.0, 5.0))
+    lines = [record.line[1] for record in tape.records
+             if getattr(record.primitive, "__name__", None) == "sqrt"]
+    first, second = line_of("root of first"), line_of("root of second")
+    assert lines == [first, first, second, second]
+
+
 def test_every_path_of_the_engine_notes_the_line_of_the_code():
     # A frame skipped without being looked at (debug.SKIPPED) must be mutad's on every path:
     # were it not, a record would name a line outside the function (its caller's).

@@ -55,3 +55,16 @@ def test_the_script_lists_every_statement_and_pair(capsys):
     assert list(rows) == [*bench().STATEMENTS, *("; ".join(p) for p in bench().PAIRS)]
     assert all(len(row) == 2 for row in rows.values())
     assert "beyond its parts" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", list(bench().STATEMENTS))
+def test_each_statement_keeps_its_values_finite_at_a_long_count(name):
+    # A value grown to infinity sends the pullbacks down the masked products' path: the
+    # script would time that path instead of the statement (its update read a row and column
+    # it wrote, which overflowed after a few thousand runs).
+    body = bench().STATEMENTS[name]
+    A, s = ARGS[0].copy(), ARGS[1]
+    with np.errstate(all="raise"):
+        for k in range(20_000):
+            body(A, s, k)
+    assert np.abs(A).max() < 1e4

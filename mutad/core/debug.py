@@ -109,12 +109,19 @@ def caller(skip=SKIPPED, lines=None):
             offset = frame.f_lasti  # (the line number costs a search: worked out if shown)
             if lines is None:
                 return code, offset
-            # Keyed by the code's id, which the tuple kept keeps from being reused: hashing a
-            # code object hashes its constants and names, every time.
-            key = (id(code), offset)
-            where = lines.get(key)
-            if where is None:
-                where = lines[key] = (code, offset)
+            # Keyed by the offset alone first, the last ``where`` found at it kept there: a
+            # loop's records come from few lines, so it is mostly the answer, told by the
+            # identity of its code (which the tuple keeps alive: no other code object can take
+            # its place in memory), without a tuple and an id made for the key. Else keyed by
+            # the code's id, which the tuple kept keeps from being reused: hashing a code object
+            # hashes its constants and names, every time.
+            where = lines.get(offset)
+            if where is None or where[0] is not code:
+                key = (id(code), offset)
+                where = lines.get(key)
+                if where is None:
+                    where = lines[key] = (code, offset)
+                lines[offset] = where
             return where
         frame = frame.f_back
     return None
