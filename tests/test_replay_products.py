@@ -6,7 +6,8 @@ through ``product_times``)."""
 import numpy as np
 import pytest
 
-from test_replay import POLICIES, blocks, replayed_like_traced
+import mutad
+from test_replay import POLICIES, blocks, replayed_like_traced, same
 
 CONSTANT = np.arange(12.0).reshape(3, 4) / 7.0
 """A matrix the program reads as a constant operand of its products."""
@@ -57,6 +58,12 @@ def test_the_products_of_matrices_are_lines_of_the_block(policy):
     constants = [c for block in compiled for c in block.constants if callable(c)]
     assert not any(c in written for c in constants)
     assert product_times in constants  # where a product is not finite
+    # the products with the module's matrix on either side take the lines too, the matrix
+    # bound into the block as recorded
+    held = [member for block in compiled for member in block.steps if type(member) is Function
+            and any(a is CONSTANT or a.base is CONSTANT for a in member.args
+                    if type(a) is np.ndarray)]
+    assert len(held) == 2 and all(member.special is not None for member in held)
 
 
 def real_part(A, B, x):
@@ -68,3 +75,29 @@ def test_complex_products_replay_as_traced():
     with np.errstate(all="ignore"):
         replayed_like_traced(real_part, calls(np.complex128), argnums=(0, 1, 2),
                              traced_once=True)
+
+
+ROW = np.linspace(-1.0, 2.0, 4)
+"""A vector the program reads as a constant operand of its products."""
+
+
+def row_products(A, x):
+    return np.sum((A @ ROW).T * x)
+
+
+def test_a_constant_reshaped_in_place_between_calls_is_guarded():
+    """The lines of a product with a module's array were chosen for its dimensions as
+    recorded: ``ROW.shape = (4, 1)`` between calls (a column now: products of other shapes, the
+    arguments' the same) leaves the block, and the call gives the traced gradient."""
+    rng = np.random.default_rng(5)
+    made = [(rng.standard_normal((3, 4)), rng.standard_normal(3)) for _ in range(3)]
+    replaying = mutad.value_and_grad(row_products, argnums=(0, 1), replay=True)
+    try:
+        for i, (A, x) in enumerate(made + made):
+            if i == 3:
+                ROW.shape = (4, 1)
+            got = replaying(A, x)
+            expected = mutad.value_and_grad(row_products, argnums=(0, 1))(A, x)
+            assert same(got[0], expected[0]) and same(got[1], expected[1])
+    finally:
+        ROW.shape = (4,)

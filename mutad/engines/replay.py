@@ -1685,6 +1685,10 @@ class Function:
                     f"if type({name}) is not ndarray and not isinstance({name}, "
                     f"{code.bind(np.generic)}) or {name}.dtype.kind == 'c'{ndim}:",
                     "    raise GuardFailed"]
+            elif type(a) is not Slot and self.special is not None:  # an array bound as it
+                # was recorded, whose dimensions (``.shape =`` can change them) chose the
+                # rule's plain functions
+                code.forward += [f"if {name}.ndim != {self.dims[i]}:", "    raise GuardFailed"]
             elif type(a) is Slot and place.shape == ():  # NumPy's scalar, as the 0-d array
                 args[i] = f"{code.bind(fresh_value)}({name})"  # it stands for (_arrays)
                 if self.special is not None:  # (a local, which back reads: kept)
@@ -1699,7 +1703,8 @@ class Function:
                 code.forward.append(f"{held} = {code.bind(special[2])}({', '.join(args)})")
                 code.records.append((held,))
             else:
-                code.records.append(tuple(code.keep(name) for name in args))
+                code.records.append(tuple(code.keep(name) if type(a) is Slot else name
+                                          for a, name in zip(self.args, args)))
         else:
             kwargs = f", **{code.bind(self.kwargs)}" if self.kwargs else ""
             back = code.keep(f"back{k}")
@@ -1725,13 +1730,14 @@ class Function:
     def _specialized(self):
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
         compute for operands of these dimensions, where the rule offers them
-        (``rule.specialized(dims, kwargs)``) and every argument is a value of the program (a
-        traced one, or a constant array, whose dimensions ``emit`` guards); else None.
+        (``rule.specialized(dims, kwargs)``) and every argument is an array: a value of the
+        program (a traced one, or a constant array) or a real array the step holds as
+        recorded (a module's), whose dimensions ``emit`` guards; else None.
         ``back(dy, *operands)``, or, where the offer has a third function ``held``,
         ``back(dy, held(*operands))``: the operands need not live until the reverse pass."""
         offer = _offer(self.rule)
         if offer is None or not self.lean or self.dims is None \
-                or not all(type(a) is Slot for a in self.args):
+                or not all(type(a) is Slot or type(a) is np.ndarray for a in self.args):
             return None
         return offer(self.dims, self.kwargs)
 
