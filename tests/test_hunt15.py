@@ -65,3 +65,24 @@ def test_jacobian_of_a_structured_argument_nests_outputs_outside(transform):
     np.testing.assert_array_equal(J["each"]["w"], np.diag([3.0, 4.0]))
     np.testing.assert_array_equal(J["each"]["b"], np.diag([1.0, 2.0]))
     assert np.array_equal(p["w"], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("transform", [mutad.jacfwd, mutad.jacrev], ids=["jacfwd", "jacrev"])
+def test_jacobian_of_the_gradient_of_two_arguments_is_hessians_blocks(transform):
+    # JAX's idiom for the Hessian's blocks: jacfwd(grad(f, argnums=(0, 1)), argnums=(0, 1)),
+    # its block [i][j] the derivative of the gradient of argument i along argument j
+    def f(x, y):
+        x[1:] *= y[:-1]             # in place
+        y += x ** 2
+        np.add.at(y, [0, 0, 2], x[:3])
+        return np.sum(y ** 2 * x)
+
+    x, y = np.array([0.3, -1.2, 0.8, 0.5]), np.array([1.1, 0.4, -0.7, 0.9])
+    x0, y0 = x.copy(), y.copy()
+    J = transform(lambda x, y: mutad.gradient(f, x, y), argnums=(0, 1))(x, y)
+    H = mutad.hessian(f, x, y, argnums=(0, 1))
+    assert np.array_equal(x, x0) and np.array_equal(y, y0)
+    assert not np.allclose(H[0][1], H[1][0])  # the blocks that a transposed nesting swaps differ
+    for i in range(2):
+        for j in range(2):
+            np.testing.assert_allclose(J[i][j], H[i][j], rtol=1e-10, atol=1e-12)
