@@ -551,9 +551,11 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     else one ``jvp`` per input element: docs/api.md) or reverse mode (one gradient per output
     element, the program recorded once and replayed for the other rows), whichever has fewer
     directions to take. A tuple ``argnums`` gives a tuple of
-    Jacobians; outputs in tuples, lists or dicts give Jacobians in the same structure. An
-    argument that is a structure (a tuple, dataclass, object) gives that structure, each float
-    leaf holding its Jacobian (of the outputs' structure) and ``None`` for the others.
+    Jacobians; outputs in tuples, lists or dicts give Jacobians in the same structure, each
+    holding the tuple of ``argnums`` (nested as JAX's, and as the shape: the outputs outside,
+    ``J[k][i]`` for output ``k`` and argument ``i``). An argument that is a structure (a tuple,
+    dataclass, object) gives that structure, each float leaf holding its Jacobian and ``None``
+    for the others.
     :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do.
     """
     return _jacobian(f, args, argnums, None)
@@ -724,12 +726,18 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
                     columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
             blocks = [_assemble([c[k] for c in columns], x_shape, out)
                       for k, out in enumerate(outputs)]
-        blocks = [scalar_derivative(J, type(args[i]), type(out))
-                  if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
-                  for J, out in zip(blocks, outputs, strict=True)]
-        jacobians[i] = rebuild(blocks)
-    results = [per_argument(jacobians, i) for i in selected]
-    return results[0] if single else tuple(results)
+        jacobians[i] = [scalar_derivative(J, type(args[i]), type(out))
+                        if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
+                        for J, out in zip(blocks, outputs, strict=True)]
+
+    # JAX's nesting, as the shape y.shape + x.shape: the outputs' structure outside, then the
+    # tuple of argnums, then each argument's structure around its leaves' blocks
+    def of_output(k):
+        results = [per_argument({leaf: J[k] for leaf, J in jacobians.items()}, i)
+                   for i in selected]
+        return results[0] if single else tuple(results)
+
+    return rebuild([of_output(k) for k in range(len(outputs))])
 
 
 BATCHED = True
