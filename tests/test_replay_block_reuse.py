@@ -166,3 +166,67 @@ def test_a_reused_finishing_is_the_blocks_own(f, scalar, monkeypatch):
     assert any(tried)
     if f is negations:
         assert not all(tried)
+
+
+def pairs(x, y):
+    """Pair forces summed into rows of a zeroed buffer (a row's cotangent added back where it
+    was taken: ``replay._added_back``), cut into blocks of a few pairs each: blocks in which
+    one pair's ``j`` is the next one's ``i`` and blocks in which no index equals another."""
+    n = len(x)
+    p, m = np.stack([x, y], axis=1) * 1.0, np.linspace(1.0, 2.0, n)
+    out = np.zeros((n, 2))
+    for i in range(n):
+        for j in range(i + 1, n):
+            d = p[j] - p[i]
+            w = (d @ d + 0.01) ** -1.5
+            out[i] += m[j] * w * d
+            out[j] -= m[i] * w * d
+    return (p * out).sum()
+
+
+def elements(x, y):
+    """An element read, then written, and its mirror read, at indices equal on the diagonal
+    alone: the write keeps the element as read (``Code.elements``) where the mirror is it."""
+    n = len(x)
+    a = np.outer(x, y)
+    for _ in range(3):
+        for i in range(n):
+            for j in range(n):
+                a[i, j] = a[i, j] * 0.5 + np.tanh(a[j, i])
+    return (a * a).sum()
+
+
+def _pair_calls():
+    rng = np.random.default_rng(7)
+    x, y = rng.standard_normal(16), rng.standard_normal(16)
+    calls = flipped(x, y)
+    same = (np.full(16, 0.5), np.full(16, -0.25))  # every pair's positions coincide
+    return calls[:3] + calls[3::4] + [same, (x, y), same]
+
+
+@pytest.mark.parametrize("f", [pairs, elements], ids=lambda f: f.__name__)
+def test_indices_equal_by_chance_replay_the_traced_bits(f, capfd, monkeypatch):
+    monkeypatch.setattr(blocks, "FINISHED", collections.OrderedDict())
+    replayed_like_traced(f, _pair_calls(), MODES["default"], capfd)
+
+
+@pytest.mark.parametrize("f", [pairs, elements], ids=lambda f: f.__name__)
+def test_indices_equal_by_chance_share_a_template(f, monkeypatch):
+    """Each index a block binds has a name of its own (``Code.bind``): blocks whose indices
+    coincide otherwise write the same source, one template for most of ``pairs``' blocks
+    (``elements``' differ where the diagonal lets a write keep the element read); and the
+    source of each is the one it finishes on its own."""
+    args = _pair_calls()[0]
+    monkeypatch.setattr(blocks, "TEMPLATES", collections.OrderedDict())
+    monkeypatch.setattr(blocks, "FINISHED", _Forgetting())
+    own = _blocks(f, args)
+    assert len(own) >= 8
+    if f is pairs:
+        assert 4 * len({block.forward.__code__ for block in own}) <= len(own)
+    monkeypatch.setattr(blocks, "FINISHED", collections.OrderedDict())
+    reused = _blocks(f, args)
+    assert len(own) == len(reused)
+    for mine, theirs in zip(reused, own):
+        assert mine.forward.__code__ is theirs.forward.__code__
+        assert mine.backward.__code__ is theirs.backward.__code__
+        assert all(map(_same_constant, mine.constants, theirs.constants))

@@ -227,6 +227,7 @@ class Code:
         self.asked = set()  # the guarded keys whose saves the lines so far have asked for
         self.constants = []  # the factory's arguments, named k0, k1, ...
         self.named = {}  # id of an object, or (kind, number), -> its name
+        self.indices = {}  # the name of an index -> its value's key (``_index``): bind
         self.locals = {}  # slot -> the local holding its value
         self.cotangents = {}  # buffer key -> the local holding its cotangent
         self.forward = []
@@ -389,17 +390,42 @@ class Code:
         blocks of the program bound: a loop's steps record the same indices again and again,
         each its own object, and where a program is long a replay waits on memory more than
         it computes (seidel_2d's, at PolyBench's MINI size, is 213,000 steps): one object
-        for each index takes 40% off its time there."""
+        for each index takes 40% off its time there.
+
+        Each index bound takes a name of its own, even where it equals another: the blocks of
+        a loop body differ in which of their indices happen to be equal (``j == i + 1``), and
+        names given by value would make their sources differ too (a template per
+        coincidence). Where the lines ask whether two indices are the same, they compare
+        what the names stand for (:meth:`alike`)."""
         if kind is None:
-            shared = _index(value)
-            if shared is not None:
-                value = self.shared.setdefault(shared, value)
+            index = _index(value)
+            if index is not None:
+                name = sys.intern(f"k{len(self.constants)}")
+                self.constants.append(self.shared.setdefault(index, value))
+                self.indices[name] = index
+                return name
         tag = id(value) if kind is None else (kind, value)
         name = self.named.get(tag)
         if name is None:
             name = self.named[tag] = sys.intern(f"k{len(self.constants)}")
             self.constants.append(value)
         return name
+
+    def alike(self, line, other):
+        """Whether two lines say the same, an index named in either standing for its value
+        (:meth:`bind`)."""
+        if line == other:
+            return True
+        indices = self.indices
+
+        def read(match):
+            index = indices.get(match[0])
+            return match[0] if index is None else repr(index)
+        return _CONSTANT.sub(read, line) == _CONSTANT.sub(read, other)
+
+    def read_as(self, name):
+        """What ``name`` stands for where lines compare it: an index's value, else the name."""
+        return self.indices.get(name, name)
 
     def constant(self, name):
         """The value of the constant named ``name``, or None if ``name`` is not one."""
@@ -803,6 +829,8 @@ _LOCAL = re.compile(r"\bv[0-9]+\b")
 """The name of a local holding a value of the program (``Code.local``)."""
 _COTANGENT = re.compile(r"\b[cg][0-9]+\b")
 """The name of a local of the reverse pass: a cotangent, a product made for an input."""
+_CONSTANT = re.compile(r"\bk[0-9]+\b")
+"""The name of a constant (``Code.bind``)."""
 _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([cg][0-9]+)\)")
 """A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
 _SCALAR_PRODUCT = re.compile(r"( *)([cg][0-9]+) = ([cg][0-9]+) \* (k[0-9]+)")

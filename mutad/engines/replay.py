@@ -1349,8 +1349,8 @@ def _added_back(lines, region, dtype, code):
     is passed on as it is) with the same floating-point events, and putting the values back
     touches no shadow."""
     taken = [f"dy = {region}.copy()", f"{region} = 0.0"]
-    if dtype.kind not in "fc" or lines[:2] != taken or \
-            lines[3:5] != [f"view = {region}", "view += dy"]:
+    if dtype.kind not in "fc" or lines[:2] != taken or len(lines) < 5 \
+            or not code.alike(lines[3], f"view = {region}") or lines[4] != "view += dy":
         return lines
     zero = code.bind(_as_operand(0.0, dtype))  # (0.0 as the same operand: _as_operand)
     return [f"view = {region}", "dy = view.copy()", lines[2], f"view += {zero}", *lines[5:]]
@@ -1433,7 +1433,7 @@ class Gather:
         if computed:  # (a constant key gives the recorded shape: _shape_guard)
             code.forward += _shape_guard(y, self.buffer.shape, code)
         elif self.buffer.shape == ():  # one element, which a write of it may keep
-            code.elements[(source, key)] = y
+            code.elements[(source, code.read_as(key))] = y
         code.records.append((key, None))
 
     def emit_back(self, code, k):
@@ -1540,7 +1540,7 @@ class SetElement:
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
         index = code.bind(self.index)
         lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
-        read = code.elements.get((array, index))
+        read = code.elements.get((array, code.read_as(index)))
         if read is not None and lines[0] == f"{old} = {array}[{index}]":
             lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
         code.forward += lines
