@@ -1730,8 +1730,10 @@ def keywords_in_place(func, rule, args, kwargs):
     keyword argument carrying a derivative that stays one is refused by the engines, after
     NumPy's own error (``np.clip(x, 0, max=b)``: its signature's), which NumPy raises first."""
     args, kwargs = keywords_moved(func, rule, args, kwargs)
+    # (``like=`` names the array type NumPy dispatches on, never a value: mutad's own calls
+    # pass a dual there, whose tangent a batch of directions cannot be asked about)
     if kwargs and "out" not in kwargs and any(
-            carries_derivative(e) for v in kwargs.values()
+            carries_derivative(e) for name, v in kwargs.items() if name != "like"
             for e in (v if type(v) in (list, tuple) else (v,))):
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
