@@ -227,6 +227,7 @@ class Code:
         self.asked = set()  # the guarded keys whose saves the lines so far have asked for
         self.constants = []  # the factory's arguments, named k0, k1, ...
         self.named = {}  # id of an object, or (kind, number), -> its name
+        self.held = []  # the indices named by id whose constant is an equal one (bind)
         self.indices = {}  # the name of an index -> its value's key (``_index``): bind
         self.locals = {}  # slot -> the local holding its value
         self.cotangents = {}  # buffer key -> the local holding its cotangent
@@ -397,12 +398,20 @@ class Code:
         names given by value would make their sources differ too (a template per
         coincidence). Where the lines ask whether two indices are the same, they compare
         what the names stand for (:meth:`alike`)."""
-        if kind is None:
+        if kind is None and type(value) in _INDEX_TYPES:
             index = _index(value)
             if index is not None:
-                name = sys.intern(f"k{len(self.constants)}")
-                self.constants.append(self.shared.setdefault(index, value))
-                self.indices[name] = index
+                # (the same object bound again is the same index, and takes its name again;
+                # not an integer, which Python shares between equal ones: equal by chance)
+                tag = None if type(value) is int else id(value)
+                name = self.named.get(tag)
+                if name is None:
+                    name = sys.intern(f"k{len(self.constants)}")
+                    self.constants.append(self.shared.setdefault(index, value))
+                    self.indices[name] = index
+                    if tag is not None:
+                        self.named[tag] = name
+                        self.held.append(value)  # (its id names no other object meanwhile)
                 return name
         tag = id(value) if kind is None else (kind, value)
         name = self.named.get(tag)
@@ -873,6 +882,10 @@ class Finished:
         self.source = source
         self.derived = derived
         self.stretched = stretched
+
+
+_INDEX_TYPES = frozenset([int, slice, tuple, type(None), type(Ellipsis)])
+"""The types of the values ``_index`` keys (``Code.bind`` looks at no other)."""
 
 
 def _index(value):
