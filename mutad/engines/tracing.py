@@ -178,6 +178,11 @@ class TracedDispatch:
         key = (ufunc, method)
         entry = RULES.get(key, NO_RULE)
         if entry.reverse is not None:
+            if entry.composite is not None:  # the composite's calls first (initial= traced)
+                active(self.tape)
+                y = door(self.tape, entry.composite, inputs, kwargs)
+                if y is not NotImplemented:
+                    return without_derivative(y, inputs, kwargs, level.level)
             if out is not None:
                 judge_out(key, inputs, kwargs)  # NumPy's error where it refuses out
             inputs, kwargs = out_computation(key, inputs, kwargs)  # np.add.reduce(x32, out=o64)

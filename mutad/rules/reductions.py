@@ -26,8 +26,9 @@ import numpy as np
 from ..core.debug import from_user_line
 from ..core.devices import is_device, namespace, ufunc_at
 from ..core.errors import UnsupportedOperationError
+from ..core.levels import carries_derivative
 from ..core.registry import (complex_aware, defbatched, defcomposite, defjvp, deflinear,
-                             defrule, holomorphic)
+                             defrule, holomorphic, lookup)
 from ..core.views import memory, wrapped
 from ..engines.arraylike import settled
 from ..engines.elementwise import unbroadcast
@@ -1092,3 +1093,78 @@ def _reduction_batched(func):
 
 _reduction_batched(np.sum)
 _reduction_batched(np.mean)
+
+
+# ----------------------------------------------------------------------------------------------
+# A starting value with a derivative (``np.sum(c, initial=c[0])``): NumPy takes ``initial=`` as a
+# keyword, which the rules above read as a constant, so the call goes to one function of both,
+# whose rule keeps NumPy's value and the rules above for ``a``, and differentiates the starting
+# value as one more element of every output: added to each sum, a factor of each product, and
+# for an extreme the value it is, sharing ties with the elements equal to it.
+
+
+def _with_initial(key, kind):
+    func = getattr(*key) if type(key) is tuple else key  # np.add.reduce
+
+    def composite(a, *args, initial=np._NoValue, **kwargs):
+        if not carries_derivative(initial) or kwargs.get("out") is not None:
+            return NotImplemented  # (into out=, the engines' refusal)
+        if type(key) is tuple and not args:
+            kwargs.setdefault("axis", 0)  # (a ufunc's reduce: the first axis)
+        return _reduced_from()(a, initial, func=func, key=key, kind=kind, args=args, **kwargs)
+    return composite
+
+
+@functools.cache
+def _reduced_from():
+    from ..custom import adjoint  # (the custom rules' module imports the engines)
+
+    @adjoint
+    def reduced_from(a, initial, *, func, key, kind, args, **kwargs):
+        return func(a, *args, initial=initial, **kwargs)
+
+    def weights(a, initial, func, kind, args, kwargs):
+        """NumPy's value; how much each output changes per unit of ``initial``'s change; and
+        the part of the change of the elements of ``a`` the rule without it finds that stays
+        (an extreme tied with ``initial`` shares it with one more)."""
+        y = func(a, *args, initial=initial, **kwargs)
+        if kind == "sum":
+            return y, np.ones_like(y), 1
+        if kind == "prod":
+            return y, func(a, *args, **kwargs), 1
+        axis = args[0] if args else kwargs.get("axis")
+        keepdims = kwargs.get("keepdims", False)
+        tied = np.sum(extremes(a, y, axis, keepdims, kwargs.get("where", True)), axis=axis,
+                      keepdims=keepdims)
+        mine = y == initial  # (a NaN extreme: neither it nor any element passes a derivative)
+        share = (mine / np.maximum(tied + mine, 1)).astype(np.real(y).dtype)
+        return y, share, 1 - share
+
+    @reduced_from.rule
+    def rule(a, initial, *, func, key, kind, args, **kwargs):
+        y, share, rest = weights(a, initial, func, kind, args, kwargs)
+        _, back = lookup(key).reverse(a, *args, initial=initial, **kwargs)
+
+        def pullback(dy):
+            di = np.sum(dy * share)
+            return back(dy * rest)[0], np.asarray(di, np.result_type(initial)).reshape(
+                np.shape(initial))
+
+        return y, pullback
+
+    @reduced_from.jvp_rule
+    def jvp(tangents, a, initial, *, func, key, kind, args, **kwargs):
+        y, share, rest = weights(memory(a), memory(initial), func, kind, args, kwargs)
+        da, di = tangents
+        dy = 0.0 if da is None else lookup(key).forward(
+            (da,), a, *args, initial=memory(initial), **kwargs)[1] * rest
+        return y, dy if di is None else dy + di * share
+
+    return reduced_from
+
+
+for _key, _kind in ((np.sum, "sum"), ((np.add, "reduce"), "sum"), (np.prod, "prod"),
+                   ((np.multiply, "reduce"), "prod"), (np.max, "extreme"), (np.min, "extreme"),
+                   (np.amax, "extreme"), (np.amin, "extreme"), ((np.maximum, "reduce"), "extreme"),
+                   ((np.minimum, "reduce"), "extreme")):
+    defcomposite(_key)(_with_initial(_key, _kind))
