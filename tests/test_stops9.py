@@ -1,5 +1,7 @@
 """Reductions given a starting value with a derivative (``initial=`` a traced value)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,64 @@ UFUNC_PROGRAMS = [
 @pytest.mark.parametrize("f", UFUNC_PROGRAMS)
 def test_traced_initial_of_a_ufunc_reduce(f):
     test_traced_initial(f)
+
+
+# ----------------------------------------------------------------------------------------------
+# Work arrays an lru_cache'd function of the user's returns in a dict or a list
+
+
+def cached_containers():
+    @functools.lru_cache(maxsize=None)
+    def by_name(n):
+        return {"a": np.zeros(n), "index": np.arange(n)}
+
+    @functools.lru_cache(maxsize=None)
+    def in_a_list(n):
+        return [np.zeros(n), np.ones(n)]
+
+    def f(u):
+        w = by_name(len(u))
+        w["a"][:] = 2 * u
+        layers = in_a_list(len(u))
+        layers[1][:] = 0.5 * layers[1] + u  # read before written: state between calls
+        return w["a"] @ u + np.sum(layers[1] ** 2)
+
+    return f, (by_name, in_a_list)
+
+
+def state(caches):
+    return [[x.tobytes() for x in (c(4).values() if type(c(4)) is dict else c(4))]
+            for c in caches]
+
+
+def run(call, caches, calls):
+    for c in caches:
+        c.cache_clear()
+    results = [call(u) for u in calls]
+    assert all(type(x) is np.ndarray for c in caches
+               for x in (c(4).values() if type(c(4)) is dict else c(4)))
+    return results, state(caches)
+
+
+def test_cached_dict_and_list_of_work_arrays():
+    f, caches = cached_containers()
+    calls = [np.array([1.0, -2.0, 3.0, 0.5]) + k for k in range(3)]
+    kept = [u.copy() for u in calls]
+    numpys, numpy_state = run(f, caches, calls)
+    traced, traced_state = run(mutad.value_and_grad(f), caches, calls)
+    replayed, replayed_state = run(mutad.value_and_grad(f, replay=True), caches, calls)
+    forward, forward_state = run(lambda u: mutad.jvp(f, (u,), (np.ones(4),)), caches, calls)
+    assert traced_state == replayed_state == forward_state == numpy_state
+    assert [v for v, _ in traced] == [v for v, _ in replayed] == [v for v, _ in forward] \
+        == numpys
+    assert all(g.tobytes() == h.tobytes() for (_, g), (_, h) in zip(traced, replayed))
+    np.testing.assert_allclose([g.sum() for _, g in traced], [t for _, t in forward],
+                               rtol=1e-12)
+
+    def first_call(u):  # from the state NumPy starts with: the caches empty
+        for c in caches:
+            c.cache_clear()
+        return f(u)
+
+    assert all(u.tobytes() == v.tobytes() for u, v in zip(calls, kept))
+    np.testing.assert_allclose(traced[0][1], numeric(first_call, calls[0]), rtol=1e-6)

@@ -4765,6 +4765,16 @@ class _Mode:
                                                                 compares)
         return known[2]
 
+    def _hold(self, place, key):
+        """Swap into ``place`` (a dict, a list) at ``key`` the stand-in of the float array it
+        holds there, till the mode ends, as for an array a global dict holds: the container a
+        cached function returns, which its cache keeps."""
+        value = place[key]
+        if type(value) is np.ndarray and value.dtype.kind in "fc":
+            stand_in = self._stand_in(value)
+            self.cells.append((place, key, value, stand_in))
+            place[key] = stand_in
+
     def _stand_in(self, value, routed_only=False):
         """What stands in for ``value`` in the mode (the numpy module, a function the mode
         replaces or routes, a bound method of a routed class, a partial of these, an array
@@ -4818,7 +4828,7 @@ class _Mode:
         if type(value) is LRU_CACHED and type(getattr(value, "__wrapped__", None)) \
                 is types.FunctionType and str(value.__wrapped__.__globals__.get(
                     "__name__")).partition(".")[0] not in INTERNAL:
-            return _CachedStandIn(value, self._stand_in)
+            return _CachedStandIn(value, self._stand_in, self._hold)
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
@@ -5068,14 +5078,15 @@ class _CachedStandIn:
     """A function of the user's cached by ``functools.lru_cache``, reached by a name, as the
     mode has it: the cached function itself called, whose results it keeps between calls (the
     work arrays a cache keyed by shape holds), with a stand-in for each float array it returns
-    (alone, or in a tuple), so that the function's writes into them are followed
-    and their bytes written back, as a global array's; mutad cannot look into the cache.
-    What a call the cache does not answer makes, the cache keeps: plain arrays, made outside
-    the mode, as NumPy makes them."""
+    (alone, or in a tuple; in a dict or a list, the cache's own, which f may change, swapped
+    into it by ``hold`` till the mode ends), so that the function's writes into them are
+    followed and their bytes written back, as a global array's; mutad cannot look into the
+    cache. What a call the cache does not answer makes, the cache keeps: plain arrays, made
+    outside the mode, as NumPy makes them."""
 
-    def __init__(self, cached, stand_in):
+    def __init__(self, cached, stand_in, hold):
         functools.update_wrapper(self, cached, updated=())
-        self.cached, self.stand_in = cached, stand_in
+        self.cached, self.stand_in, self.hold = cached, stand_in, hold
 
     def __call__(self, *args, **kwargs):
         with plain_allocation():  # (what a call it does not answer from its cache makes
@@ -5083,9 +5094,12 @@ class _CachedStandIn:
         if type(y) is np.ndarray:
             held = self.stand_in(y)
             return y if held is None else held
-        if isinstance(y, tuple):  # (a list, a dict: the cache's own, which f may change)
+        if isinstance(y, tuple):
             held = _tuple_stand_in(y, self.stand_in)
             return y if held is None else held
+        if type(y) is dict or type(y) is list:
+            for key in list(y)[:64] if type(y) is dict else range(min(len(y), 64)):
+                self.hold(y, key)
         return y
 
     def __getattr__(self, name):  # cache_info, cache_clear, cache_parameters
