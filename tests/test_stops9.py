@@ -14,6 +14,10 @@ PROGRAMS = [
     lambda c: np.min(c, initial=c[0]),
     lambda c: np.prod(c, initial=c[1]),
     lambda c: np.sum(np.max(np.outer(c, c), axis=0, initial=c[3])),
+    lambda c: np.nansum(np.where(c > 2.5, np.nan, c), initial=c[2]),
+    lambda c: np.nanprod(np.where(c > 2.5, np.nan, c), initial=c[0]),
+    lambda c: np.nanmax(np.where(c > 2.5, np.nan, c), initial=c[3]),
+    lambda c: np.nanmin(np.where(c > 2.5, np.nan, c), initial=c[3]),
 ]
 
 

@@ -1166,5 +1166,6 @@ def _reduced_from():
 for _key, _kind in ((np.sum, "sum"), ((np.add, "reduce"), "sum"), (np.prod, "prod"),
                    ((np.multiply, "reduce"), "prod"), (np.max, "extreme"), (np.min, "extreme"),
                    (np.amax, "extreme"), (np.amin, "extreme"), ((np.maximum, "reduce"), "extreme"),
-                   ((np.minimum, "reduce"), "extreme")):
+                   ((np.minimum, "reduce"), "extreme"), (np.nansum, "sum"), (np.nanprod, "prod"),
+                   (np.nanmax, "extreme"), (np.nanmin, "extreme")):
     defcomposite(_key)(_with_initial(_key, _kind))
