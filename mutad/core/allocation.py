@@ -855,6 +855,11 @@ def builder(func, counting=True):
             # mode, a traced one, which NumPy would reject ("not producing an array"): built
             # from what it returns, called once as NumPy would call it
             return building(args[0].__array__(), *args[1:], **kwargs)
+        if args and type(args[0]) is TracedObjects:
+            dtype = kwargs.get("dtype", args[1] if len(args) > 1 else None)
+            if dtype is not None and np.dtype(dtype).kind in "fc":  # its values, followed
+                return building(args[0].astype(dtype), *args[2:], **{
+                    k: v for k, v in kwargs.items() if k != "dtype"})
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
@@ -1137,6 +1142,60 @@ def _leaves(tree):
             yield from _leaves(x)
     else:
         yield tree
+
+
+class TracedObjects(np.ndarray):
+    """An array of objects some of which are traced numbers: what a ufunc ``np.frompyfunc``
+    made gives of traced arguments (``rules.composites.pyfunc_ufunc_called``), NumPy's
+    object array (its shape, its memory order) of what the Python function returned. NumPy's object arithmetic on it calls their operators, which mutad
+    follows (``o * 2``, ``o.sum()``); ``astype`` (and ``np.asarray(o, dtype=float)``, ``builder``) to a float or complex type gives the traced
+    array of its values, where NumPy would read each element's ``float()`` (which has no
+    derivative). An operation between it and a traced array is refused: NumPy would read that
+    array's elements as plain numbers."""
+
+    takes_over_operations = True  # (the engines leave ufuncs of it and traced arrays to it)
+
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        dtype = np.dtype(dtype)
+        elements = list(self.flat)  # (C order)
+        if dtype.kind not in "fc" or not any(wrapped(e) for e in elements) or not all(
+                _real_number(e) for e in elements):
+            return self.view(np.ndarray).astype(dtype, order, casting, subok, copy)
+        y = np.stack([e if wrapped(e) else np.float64(e) for e in elements])
+        y = y.astype(dtype).reshape(self.shape)
+        if order == "F" or order == "A" and self.flags.f_contiguous and not self.flags.c_contiguous:
+            return np.asfortranarray(y)
+        axes = sorted(range(self.ndim), key=lambda axis: -abs(self.strides[axis]))
+        if order in ("K", "A") and axes != sorted(axes):  # NumPy's: the memory order of self
+            y = y.transpose(axes).copy().transpose(np.argsort(axes))
+        return y
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        outs = kwargs.get("out") or ()
+        if any(wrapped(x) for x in (*inputs, *(outs if type(outs) is tuple else (outs,)))):
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__} of the object array a ufunc np.frompyfunc made and a "
+                "traced array: NumPy would read the traced array's elements as plain numbers, "
+                "which have no derivative. Convert the object array first, o.astype(float), "
+                "and compute with the float array.")
+        plain = [x.view(np.ndarray) if isinstance(x, TracedObjects) else x for x in inputs]
+        if type(outs) is tuple and outs:
+            kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, TracedObjects) else x
+                                  for x in outs)
+        y = getattr(ufunc, method)(*plain, **kwargs)
+        return tuple(_objects(r) for r in y) if type(y) is tuple else _objects(y)
+
+
+def _real_number(x):
+    """Whether ``x``, an element of a :class:`TracedObjects`, converts to a float as NumPy's
+    ``float(x)`` does, exactly: a traced real value, a real number."""
+    if wrapped(x):
+        return x.dtype.kind in "fiub" and x.ndim == 0
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _objects(y):
+    return y.view(TracedObjects) if type(y) is np.ndarray and y.dtype == object else y
 
 
 def lists_as_arrays(args):
@@ -1860,6 +1919,24 @@ def _asmatrix(data, dtype=None):
     return matrix(data, dtype, copy=False)
 
 
+def _bmat(obj, ldict=None, gdict=None):
+    """``np.bmat`` in the mode: of blocks holding traced values (``np.bmat([[m, m], [m, m]])``
+    of matrices ``np.asmatrix(x)`` made), NumPy's concatenations of the blocks' arrays as the
+    object that computes as np.matrix does (``HANDED_SUBCLASSES``), in the shape NumPy's bmat
+    of their plain values has (its errors too), where the calling code compares no type with
+    np.matrix by identity (``_asmatrix``'s condition); NumPy's otherwise (a string of names)."""
+    handed = HANDED_SUBCLASSES.get(np.matrix)
+    if handed is None or not (ACTIVE.running and holds_wrapped(obj)) or type(obj) not in (
+            list, tuple) or _uses(sys._getframe(1).f_code, "matrix")[1]:
+        return np.bmat(obj, ldict, gdict)
+    plain = np.bmat(_plain(obj))
+    rows = obj if type(obj[0]) in (list, tuple) else [obj]
+    arrays = [[block.array if type(block) is handed else block.view(np.ndarray)
+               if isinstance(block, np.matrix) else block for block in row] for row in rows]
+    joined = np.concatenate([np.concatenate(row, axis=-1) for row in arrays], axis=0)
+    return handed(np.reshape(joined, plain.shape))
+
+
 CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray),
                 "matrix": (np.matrix, matrix)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
@@ -2042,6 +2119,7 @@ def _replacements():
     table.update(QUERIES)
     table.update(DIGITS)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
+    table["bmat"] = (np.bmat, _named(_bmat, np.bmat))
     table["from_dlpack"] = (np.from_dlpack, _named(_from_dlpack, np.from_dlpack))
     table.update({name: entry[:2] for name, entry in CHECKED.items()})
     table.update(UFUNCS)

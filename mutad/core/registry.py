@@ -228,6 +228,16 @@ def lookup(key):
     return RULES.get(key, NO_RULE)
 
 
+def pyfunc_ufunc_rule(ufunc):
+    """The Rule that computes a ufunc ``np.frompyfunc`` made (a Python function over
+    objects, one ufunc per call): ``np.frompyfunc``'s, whose ``composite(ufunc, *args,
+    **kwargs)`` calls that function; ``NO_RULE`` for other ufuncs."""
+    if ufunc.types != ["O" * ufunc.nin + "->" + "O" * ufunc.nout]:
+        return NO_RULE
+    import numpy
+    return RULES.get(numpy.frompyfunc, NO_RULE)
+
+
 def rule_for(key):
     """The Rule of ``key``, made (with no facet) if it has none yet."""
     rule = RULES.get(key)

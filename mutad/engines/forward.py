@@ -55,6 +55,7 @@ from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
+                             pyfunc_ufunc_rule,
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
@@ -561,6 +562,10 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             if out is not None:
                 kwargs = dict(kwargs, out=out)
             return apply_function(ufunc, inputs, kwargs, level)
+        if entry is NO_RULE and pyfunc_ufunc_rule(ufunc).composite is not None:
+            if out is not None:
+                kwargs = dict(kwargs, out=out)
+            return pyfunc_ufunc_rule(ufunc).composite(ufunc, *inputs, **kwargs)
         if not entry.nondifferentiable:
             raise no_rule(ufunc, forward=True)
         if out is None:

@@ -45,6 +45,7 @@ from .inplace import (SavedWrite, _destination, _finder, _named, _rule_restores,
                       record_write, target_position, write_constant)
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small, written
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
+                             pyfunc_ufunc_rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup,
                              value_arguments)
 from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
@@ -229,6 +230,10 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
                 kwargs["out"] = out
             return apply_function(function_name(ufunc), entry.reverse, inputs, kwargs)
         if rule is None:
+            if entry is NO_RULE and pyfunc_ufunc_rule(ufunc).composite is not None:
+                if out is not None:
+                    kwargs["out"] = out
+                return door(tape, pyfunc_ufunc_rule(ufunc).composite, (ufunc, *inputs), kwargs)
             if not entry.nondifferentiable:
                 raise no_rule(ufunc)
             if out is None:

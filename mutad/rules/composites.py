@@ -9,6 +9,7 @@ They take NumPy's arguments and follow its conventions; an option they do not fo
 carry no gradient (index helpers, ranks) are in ``nondiff``-style rows at the end.
 """
 
+import gc
 import math
 import sys
 import warnings
@@ -19,7 +20,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ..core.debug import caller, warn_at
 from ..core.tape import source_line
-from ..core.allocation import (from_plain_objects, holds_derivative, lists_as_arrays,
+from ..core.allocation import (TracedObjects, from_plain_objects, holds_derivative,
+                               lists_as_arrays,
                                ufunc_operands)
 from ..core.levels import Tracer
 from ..engines.arraylike import settled, stands_for_scalar
@@ -1009,7 +1011,7 @@ def vectorized(self, *args, **kwargs):
         # (NumPy's np.asarray(x).flat[0]: a Python number as NumPy's scalar)
         first = call([np.asarray(x).flat[0] if not hasattr(x, "flat") else
                       x.flat[0] if x.ndim else x[()] for x in vectorized_args])
-    visits, axes = _ufunc_iteration(operands, shape)
+    visits, axes = _ufunc_iteration(vectorized_args, shape)
     results = {}
     for index in visits:
         reuse = first is not None and self.cache and not results
@@ -1038,8 +1040,10 @@ def _ufunc_iteration(operands, shape):
     ``frompyfunc``) visits them for ``operands`` (order 'K'), and the axes of the output it
     allocates from outermost to innermost in memory: NumPy's iterator decides on stand-ins
     with the operands' strides, whose memory it never reads."""
-    stand_ins = [np.lib.stride_tricks.as_strided(np.empty(1), shape, np.shape(x) and x.strides)
-                 for x in operands]
+    stand_ins = [np.lib.stride_tricks.as_strided(  # (operands before broadcasting: a number's
+        np.empty(1), np.shape(x), np.shape(x) and  # strides are 0, which the order ignores)
+        (x.strides if hasattr(x, "strides") else np.asarray(x).strides)) for x in operands]
+    stand_ins = [*np.broadcast_arrays(*stand_ins)]
     it = np.nditer(stand_ins + [None], flags=["zerosize_ok", "refs_ok", "multi_index"],
                    op_flags=[["readonly"]] * len(stand_ins) + [["writeonly", "allocate"]],
                    order="K")
@@ -1125,6 +1129,52 @@ def _core_sizes(sizes, shape, dims):
 
 
 defmethod(np.vectorize, "__call__", vectorized)
+
+
+# ----------------------------------------------------------------------------------------------
+# The ufuncs np.frompyfunc makes: NumPy's object arrays of what the Python function returns
+
+
+@defcomposite(np.frompyfunc)
+def pyfunc_ufunc_called(ufunc, *args, **kwargs):
+    """A call of ``ufunc``, made by ``np.frompyfunc``, on traced arguments: its Python function
+    called on each element of the broadcast arguments (a traced 0-d array where NumPy gives a
+    Python number) in the order NumPy's ufunc machinery visits them, its results in object
+    arrays laid out as NumPy lays out its outputs (``allocation.TracedObjects``), or themselves
+    where the arguments are numbers, as NumPy gives them. (``np.frompyfunc``'s Rule serves
+    every ufunc it makes: ``registry.pyfunc_ufunc_rule``.)"""
+    held = [v for v in gc.get_referents(ufunc) if callable(v)]
+    if kwargs or len(held) != 1:
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__} (made by np.frompyfunc) with the keyword arguments "
+            f"{sorted(kwargs)} on traced values: mutad follows its calls without keywords. "
+            "Call it without them and write the result where it should go (y[...] = "
+            "f(x).astype(float)), or use np.vectorize(f, otypes=[float]).")
+    pyfunc, = held
+    given = lists_as_arrays(args)
+    operands = np.broadcast_arrays(*given)
+    shape = operands[0].shape
+
+    def element(x, index):  # (NumPy's: a number of the array as a Python object)
+        e = x[index]
+        return e.item() if isinstance(e, np.generic) and x.dtype != object else e
+
+    visits, axes = _ufunc_iteration(given, shape)
+    results = {index: pyfunc(*[element(x, index) for x in operands]) for index in visits}
+    if ufunc.nout > 1:
+        results = {index: tuple(r) for index, r in results.items()}
+        for r in results.values():
+            if len(r) != ufunc.nout:
+                raise ValueError("Function returned wrong number of outputs")
+    if not shape:
+        return results[()]
+    outputs = []
+    for k in range(ufunc.nout):
+        y = np.empty([shape[axis] for axis in axes], dtype=object).transpose(np.argsort(axes))
+        for index, r in results.items():
+            y[index] = r[k] if ufunc.nout > 1 else r
+        outputs.append(y.view(TracedObjects))
+    return tuple(outputs) if ufunc.nout > 1 else outputs[0]
 
 
 # ----------------------------------------------------------------------------------------------

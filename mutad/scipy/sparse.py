@@ -1102,9 +1102,12 @@ def _dense_operand(x):
 
 
 def _matrix_operand(x):
-    """An operand of a :class:`TracedMatrix`'s arithmetic as an array: its own array, or
-    the operand itself."""
-    return x.array if isinstance(x, TracedMatrix) else x
+    """An operand of a :class:`TracedMatrix`'s arithmetic as an array: its own array, a
+    plain np.matrix's array (two-dimensional, whose arithmetic with the traced array is the
+    matrices'), or the operand itself."""
+    if isinstance(x, TracedMatrix):
+        return x.array
+    return x.view(np.ndarray) if isinstance(x, np.matrix) else x
 
 
 def _as_matrix_rows(x):
@@ -1126,9 +1129,16 @@ def _as_matrix_computes(func, args, kwargs):
     the plain matrices decides them, and must give the same values: a function whose values
     change with np.matrix's semantics (its ``*``, its indexing that keeps two dimensions) is
     refused."""
-    plain = func(*[a.value if isinstance(a, TracedMatrix) else memory(a) if wrapped(a) else a
-                   for a in args], **kwargs)
-    traced = func(*[a.array if isinstance(a, TracedMatrix) else a for a in args], **kwargs)
+    def replaced(a, by_matrix, by_traced):
+        # (inside sequences too: np.concatenate([m, m]), np.bmat's rows, which else come back)
+        if isinstance(a, (list, tuple)) and not hasattr(a, "_fields"):
+            return type(a)(replaced(b, by_matrix, by_traced) for b in a)
+        if isinstance(a, TracedMatrix):
+            return by_matrix(a)
+        return by_traced(a) if wrapped(a) or isinstance(a, np.matrix) else a
+
+    plain = func(*[replaced(a, lambda m: m.value, memory) for a in args], **kwargs)
+    traced = func(*[replaced(a, _matrix_operand, _matrix_operand) for a in args], **kwargs)
     return _matrix_results(traced, plain, f"np.{func.__name__}")
 
 

@@ -1,0 +1,93 @@
+"""NumPy programs that stopped with an error where NumPy gives a value: each checked as
+``test_scipy_stops.check`` does (NumPy's value bit for bit, reverse mode, forward mode and a
+replay against central differences, the caller's arrays unchanged)."""
+
+import numpy as np
+import pytest
+
+import mutad
+from mutad import errors
+from test_scipy_stops import check
+
+X = np.array([0.3, -0.7, 1.1, 0.4])
+M = np.array([[0.3, -0.7], [1.1, 0.4]])
+B = np.matrix([[1.0, 0.5], [2.0, -1.0]])
+WEIGHTS = np.arange(4.0).reshape(2, 2)
+
+# ----------------------------------------------------------------------------------------------
+# np.frompyfunc's ufuncs: NumPy's object array of what the Python function returns, converted
+# back to floats by astype or np.asarray(..., dtype=float), or summed by NumPy's object loops
+
+AFFINE = np.frompyfunc(lambda a, b: a * b + 1.0, 2, 1)
+BRANCHED = np.frompyfunc(lambda a: np.sin(a) if a > 0 else a * 2, 1, 1)
+PAIR = np.frompyfunc(lambda a: (a * 2, a * a), 1, 2)
+
+FROMPYFUNC = [
+    lambda x: AFFINE(x, x[::-1]).astype(float).sum(),
+    lambda x: np.exp(BRANCHED(x).astype(np.float64)).sum(),
+    lambda x: np.asarray(AFFINE(x, 2.0), dtype=float) @ x,
+    lambda x: np.array(AFFINE(x, x), dtype=complex).real.sum(),
+    lambda x: (AFFINE(x, [1.0, 2.0, 3.0, 4.0]) * 3).astype(float).sum(),
+    lambda x: AFFINE(x, x).sum() * x[0],  # NumPy's object sum: Python's additions in order
+    lambda x: AFFINE(x, x)[2] * 2.0 + sum(AFFINE(x, 1.5).tolist()),
+    lambda x: AFFINE(x[0], x[1]) * x[2],  # of numbers: the Python object itself
+    lambda x: sum(p.astype(float).sum() * q.astype(float).sum() for p, q in [PAIR(x)]),
+    lambda x: AFFINE([x[0], x[1]], 2.0).astype(float).prod(),
+]
+
+
+@pytest.mark.parametrize("f", FROMPYFUNC)
+def test_frompyfunc_of_traced_values(f):
+    check(f, X)
+
+
+def test_frompyfunc_lays_out_its_result_as_numpys_and_astype_keeps_that_order():
+    """Of a transposed operand the ufunc's output is in Fortran order, and astype (order 'K')
+    keeps it: a sum then adds in that memory order, as NumPy's."""
+    assert AFFINE(M.T, 2.0).astype(float).flags.f_contiguous
+    def f(m):
+        y = AFFINE(m.T, 2.0).astype(float)
+        assert y.flags.f_contiguous
+        return (y * WEIGHTS).sum() + y.sum(axis=0) @ y[:, 1]
+    check(f, M)
+
+
+def test_frompyfunc_objects_with_a_traced_array_are_refused():
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="np.frompyfunc.*astype"):
+        mutad.gradient(lambda x: (AFFINE(x, 1.0) * x).astype(float).sum(), x)
+    assert x.tobytes() == X.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# np.matrix of traced values with a plain np.matrix, and np.bmat of them
+
+MATRICES = [
+    lambda x: float((np.matrix(x.reshape(2, 2) + np.eye(2) * 2).I * B[:, :1]).sum()),
+    lambda x: float((B * np.matrix(x.reshape(2, 2))).sum()),
+    lambda x: float((np.asmatrix(x.reshape(2, 2)) * B * np.matrix(x.reshape(2, 2))).sum()),
+    lambda x: float((B - np.asmatrix(x.reshape(2, 2))).A[0, 1] + (np.matrix(x.reshape(2, 2)) + B).sum()),
+    lambda x: float(np.bmat([[np.asmatrix(x.reshape(2, 2)), B],
+                             [x.reshape(2, 2), np.asmatrix(x.reshape(2, 2)) ** 2]]).sum()),
+    lambda x: float((np.bmat([x, x]) * np.ones((8, 1))).sum()),
+    lambda x: float(np.concatenate([np.asmatrix(x.reshape(2, 2)), B]).sum()),
+]
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("f", MATRICES)
+def test_matrices_of_traced_values_with_plain_ones(f):
+    check(f, X)
+
+
+def test_vectorize_lays_out_its_result_as_numpys_beside_a_number():
+    """A number beside a transposed operand has strides 0 in NumPy's iteration, which then
+    follows the operand's (Fortran) order: np.vectorize's output is in that order too."""
+    doubled = np.vectorize(lambda a, b: a * b)
+    assert doubled(M.T, 2.0).flags.f_contiguous
+
+    def f(m):
+        y = doubled(m.T, 2.0)
+        assert y.flags.f_contiguous
+        return (y * WEIGHTS).sum() + y.sum(axis=1) @ y[0]
+    check(f, M)
