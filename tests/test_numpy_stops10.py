@@ -36,6 +36,18 @@ FROMPYFUNC = [
 ]
 
 
+OBJECT_ARRAYS = [  # np.array(..., dtype=object) of traced numbers: the same array of objects
+    lambda x: np.asarray(np.array(list(x), dtype=object) * 2, dtype=float) @ x,
+    lambda x: np.array([[x[0], 1.5], [x[1] * x[2], 2]], dtype=object).astype(float).prod(),
+    lambda x: np.asarray([x[3], x[0]], dtype=object).sum() * x[1],
+]
+
+
+@pytest.mark.parametrize("f", OBJECT_ARRAYS)
+def test_object_arrays_of_traced_numbers_convert_back_to_floats(f):
+    check(f, X)
+
+
 @pytest.mark.parametrize("f", FROMPYFUNC)
 def test_frompyfunc_of_traced_values(f):
     check(f, X)
@@ -91,3 +103,23 @@ def test_vectorize_lays_out_its_result_as_numpys_beside_a_number():
         assert y.flags.f_contiguous
         return (y * WEIGHTS).sum() + y.sum(axis=1) @ y[0]
     check(f, M)
+
+
+# ----------------------------------------------------------------------------------------------
+# A user's ndarray subclass: refused with what to do instead, naming the subclass
+
+
+class Field(np.ndarray):
+    def __array_finalize__(self, obj):
+        self.unit = getattr(obj, "unit", "m")
+
+
+@pytest.mark.parametrize("f", [lambda x: (x.view(Field) * 2).sum(),
+                               lambda x: np.asarray(x * 2).view(Field).sum(),
+                               lambda x: np.zeros(4).view(Field).sum() + x.sum()])
+def test_a_users_ndarray_subclass_is_refused_naming_it_and_the_fix(f):
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError,
+                       match="not Field.*compute with the plain array"):
+        mutad.gradient(f, x)
+    assert x.tobytes() == X.tobytes()

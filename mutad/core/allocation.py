@@ -1121,8 +1121,8 @@ _LIBRARY_UFUNCS: dict[int, tuple[np.ufunc, _ModeUfunc]] = {}
 def _objects_of(func, args, kwargs):
     """``np.array(items, dtype=object)`` (``asarray``, ``asanyarray``), of nested lists whose
     items are traced numbers: the array of those objects, as NumPy keeps NumPy's scalars in an
-    array of objects (a sum of its elements is Python's, of the traced numbers). None for any
-    other call."""
+    array of objects (a sum of its elements is Python's, of the traced numbers), converted back
+    to floats as NumPy converts it (``TracedObjects``). None for any other call."""
     if func not in (np.array, np.asarray, np.asanyarray) or type(args[0]) not in (list, tuple):
         return None
     items = list(_leaves(args[0]))
@@ -1133,7 +1133,7 @@ def _objects_of(func, args, kwargs):
         return None
     for index, item in zip(np.ndindex(y.shape), items):
         y[index] = item
-    return y
+    return y.view(TracedObjects) if any(wrapped(item) for item in items) else y
 
 
 def _leaves(tree):
