@@ -1209,18 +1209,26 @@ class ArrayMethods(Tracer):
             y = view_as(self, memory(self).view(dtype))  # NumPy's view, and its error
             if y is not None:
                 return y
+        instead = ("Use x.view(), reshape or indexing for views, and x.astype for another "
+                   "dtype.")
+        if type not in (None, np.ndarray):  # a user's subclass (class Field(np.ndarray))
+            instead = (f"mutad follows plain ndarrays (and np.recarray, np.matrix, np.ma's "
+                       f"masked arrays), not {type.__name__}, whose methods and attributes "
+                       "it cannot follow: compute with the plain array inside the "
+                       "differentiated function, keeping what the subclass adds (units, "
+                       f"metadata) beside it, and make the {type.__name__} of the result "
+                       "outside it.")
         if self.constant_here():  # (an array the function made: np.arange(4.0).view(S))
             raise UnsupportedOperationError(
                 f"ndarray.view({dtype if type is None else type}) of an array mutad follows "
                 "as a constant (one the function made, into which traced values may be "
                 "written): a view reinterpreting its bytes, or as an ndarray subclass, is not "
-                "followed, so what is written through it or into the array would be lost. Use "
-                "x.view(), reshape or indexing for views, and x.astype for another dtype.")
+                "followed, so what is written through it or into the array would be lost. "
+                + instead)
         raise UnsupportedOperationError(
             f"ndarray.view({dtype if type is None else type}) on a differentiated array: "
             "reinterpreting its bytes, or viewing it as an ndarray subclass, has no derivative "
-            "(a complex array's view as the floats of its parts, and back, has). Use x.view(), "
-            "reshape or indexing for views, and x.astype for another dtype.")
+            "(a complex array's view as the floats of its parts, and back, has). " + instead)
 
 
 def _parts_of_one_another(a, b):
