@@ -123,3 +123,20 @@ def test_a_users_ndarray_subclass_is_refused_naming_it_and_the_fix(f):
                        match="not Field.*compute with the plain array"):
         mutad.gradient(f, x)
     assert x.tobytes() == X.tobytes()
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma: accumulations and a shrunk mask of masked arrays of traced values
+
+MASKED = [
+    lambda x: np.ma.masked_less(x, 0).cumsum().sum(),
+    lambda x: (np.ma.array(x.reshape(2, 2), mask=[[0, 1], [0, 0]]).cumsum(axis=0) ** 2).sum(),
+    lambda x: np.ma.masked_greater(x, 1.0).cumprod().filled(2.0) @ x,
+    lambda x: np.ma.masked_values(x, 0.3).sum() * x[0],
+    lambda x: np.ma.masked_values(x, 0.25).sum() + float(np.ma.masked_values(x, 0.25).mask),
+]
+
+
+@pytest.mark.parametrize("f", MASKED)
+def test_masked_accumulations_and_shrunk_masks(f):
+    check(f, X)

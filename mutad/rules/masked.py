@@ -53,8 +53,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
-            "anom, ravel, reshape, transpose (T), argsort, argmin, argmax, copy, filled, "
-            "compressed, harden_mask and soften_mask. ")
+            "anom, cumsum, cumprod, ravel, reshape, transpose (T), argsort, argmin, argmax, "
+            "copy, filled, compressed, shrink_mask, harden_mask and soften_mask. ")
 
 
 def _refuse(what):
@@ -262,6 +262,28 @@ class Masked:
         return Masked(np.copy(self.data, order=order),
                       mask if mask is NOMASK else np.copy(mask, order=order), self._fill_value,
                       self._hard)
+
+    def shrink_mask(self):
+        """``MaskedArray.shrink_mask``: ``nomask`` where nothing is masked."""
+        self._mask = _shrunk(self._mask) if self._mask is not NOMASK else NOMASK
+        return self
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        """``MaskedArray.cumsum``: of the data with the masked elements 0, masked where this
+        is (a mask of its own), of the default fill value (a view of plain data's)."""
+        return self._accumulated(np.cumsum, 0, axis, dtype, out, "cumsum")
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        """``MaskedArray.cumprod``: as ``cumsum``, the masked elements 1."""
+        return self._accumulated(np.cumprod, 1, axis, dtype, out, "cumprod")
+
+    def _accumulated(self, accumulate, neutral, axis, dtype, out, name):
+        _no_out(name, out)
+        mask = self._mask
+        result = accumulate(self.filled(neutral), axis=axis, dtype=dtype)
+        if mask is not NOMASK and np.shape(result) != self.shape:
+            mask = np.reshape(mask, np.shape(result))  # (flattened where axis is None)
+        return Masked(result, mask if mask is NOMASK else np.copy(mask))
 
     def unshare_mask(self):
         """``MaskedArray.unshare_mask``: a mask of its own (a copy, as NumPy makes of a shared
