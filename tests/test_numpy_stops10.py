@@ -64,6 +64,16 @@ def test_frompyfunc_lays_out_its_result_as_numpys_and_astype_keeps_that_order():
     check(f, M)
 
 
+def test_frompyfunc_of_traced_values_to_second_order():
+    cubic = np.frompyfunc(lambda a, b: a * b * a + 1.0, 2, 1)
+    x = X.copy()
+    expected = mutad.hessian(lambda x: (x * x * x[::-1]).sum(), x)
+    np.testing.assert_allclose(
+        mutad.hessian(lambda x: cubic(x, x[::-1]).astype(float).sum(), x), expected,
+        rtol=1e-13, atol=1e-13)
+    assert x.tobytes() == X.tobytes()
+
+
 def test_frompyfunc_objects_with_a_traced_array_are_refused():
     x = X.copy()
     with pytest.raises(errors.UnsupportedOperationError, match="np.frompyfunc.*astype"):
