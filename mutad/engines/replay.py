@@ -126,7 +126,7 @@ from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chai
                         Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write
 from .operations import (apply_function, assign, complex_back, function_pullback,
-                         unwrapped_ufunc)
+                         observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
@@ -2697,6 +2697,7 @@ class Recorder:
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
+        self.errors = None  # and the object that holds it (``debug.ERRORS``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
         self.printing = np.get_printoptions()  # NumPy's print options, as the call began
@@ -3053,6 +3054,10 @@ class Recorder:
             self.refuse("scipy.special's error handling changed inside f (scipy.special."
                         "errstate): Python may act on its errors")
             return
+        errors = ERRORS.get()  # (one object per handling set: the same, nothing changed)
+        if errors is self.errors:
+            return
+        self.errors = errors
         modes, call = np.geterr(), np.geterrcall()
         if modes == self.modes and call is self.call:
             return
@@ -3086,8 +3091,9 @@ class Recorder:
     def close(self):
         """The steps of the last operation are all recorded (those made after it returned
         too): the events it warned about came from one of them."""
-        steps = frozenset(id(step) for step in self.steps[self.opened:])
-        self.sources += [steps] * (self.counted - len(self.sources))
+        missing = self.counted - len(self.sources)
+        if missing > 0:
+            self.sources += [frozenset(id(step) for step in self.steps[self.opened:])] * missing
 
     def leave(self):
         self.depth -= 1
@@ -3156,7 +3162,11 @@ class Recorder:
             settings = {k: v for k, v in (kwargs or {}).items() if k != "out"}
             y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
             return assign(out, y)
-        y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+        if out is None and not kwargs and rule is None and pattern and tape.outer is None:
+            y = self._run(observed_ufunc, ufunc, inputs, tape, values, pattern)
+        else:
+            y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values,
+                          pattern)
         if self.reason is not None:
             return y
         slots = self.slots
