@@ -141,10 +141,6 @@ from .writes import Destination, copy_back, exact_as_scalar
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
 
-COMPILE_AFTER = 1
-"""A program's runs of small elementwise steps are compiled into straight-line Python
-(:mod:`blocks`) after this many replays: a signature replayed once is likely to be replayed
-many times, and compiling costs about as much as a few traced calls."""
 
 BLOCK_STEPS = 128
 """Steps per compiled block at most: a long run is cut into blocks of this many, which share
@@ -3620,7 +3616,7 @@ class Program:
         recomputation = run.tape.recomputation
         # the memory budget (``memory=``) its chains rebuild writes under, None if none
         self.budget = None if recomputation is None else recomputation.budget
-        self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
+        self.replays = 0  # successful replays
         # per leaf: (slot, a float scalar's type or None), slot None if not an array
         self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
@@ -3766,6 +3762,13 @@ class Program:
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
+        # Its runs of small elementwise steps as straight-line Python (:mod:`blocks`), each
+        # compiled as the first replay reaches it: a signature called again is likely to be
+        # called many times, and the first replay runs the compiled lines (interpreted, its
+        # steps would cost about what the traced call did, on top of compiling them); where
+        # a guard fails on the way, the blocks after it were never compiled.
+        held = [*self.returned_slots, *self.alive, *self.held]
+        self.steps = with_blocks(self.steps, held, self.saves, self.raising)
 
     def run(self, leaves, modes):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
@@ -3893,9 +3896,6 @@ class Program:
             for message, filename, line in (*self.warned, *self.warned_back):  # as traced
                 warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
-        if self.replays == COMPILE_AFTER:
-            held = [*self.returned_slots, *self.alive, *self.held]
-            self.steps = with_blocks(self.steps, held, self.saves, self.raising)
         return (value if self.aux is None else (value, aux)), grads
 
 
