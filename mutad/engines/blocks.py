@@ -994,10 +994,12 @@ class Opaque:
 
 
 class Block:
-    """A run of steps as generated functions; one tuple on the tape for all of them."""
+    """A run of steps as generated functions; one tuple on the tape for all of them. Its lines
+    are written and compiled when it first runs (:meth:`_compile`): a replay whose guard fails
+    before it reaches a block never pays for that block's."""
 
     __slots__ = ("steps", "outputs", "buffers", "forward", "backward", "records", "constants",
-                 "kept", "checked")
+                 "kept", "checked", "compile")
 
     def __init__(self, steps, internal, guard_failed, unreached=frozenset(), guarded=(),
                  shared=None):
@@ -1024,11 +1026,21 @@ class Block:
                 code.reverse += steps[k].emit_back(code, k)
             return code, code.factory()(code.constants, self.deopt, guard_failed)
 
-        code, (self.forward, self.backward) = compiled(True)
+        self.compile = compiled
+        self.forward = self._compile
+
+    def _compile(self, values, tape):
+        """The forward pass of the block's first run: its lines written and compiled, then
+        run."""
+        compiled = self.compile
+        code, (forward, self.backward) = compiled(True)
         self.records, self.constants = code.records, code.constants
         self.kept = {name: i for i, name in enumerate(code.kept)}
         # its reverse pass without stretches (whose forward pass and records are these)
         self.checked = (lambda: compiled(False)[1][1]) if code.stretched else None
+        self.compile = None
+        self.forward = forward
+        return forward(values, tape)
 
     def __call__(self, values, tape):
         tape.records.append((self, self.forward(values, tape), None))

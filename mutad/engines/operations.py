@@ -50,7 +50,8 @@ from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, Elementwis
                              value_arguments)
 from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
                       check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
-                      keep, locate, place_at, place_of, plain, private, recipe, view_of)
+                      keep, locate, place_at, place_of, plain, private, recipe, refuse_complex,
+                      view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
@@ -481,6 +482,24 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     if tape.anomaly is not None:
         tape.anomaly.produced(record, values, [y])
     return yt
+
+
+def observed_ufunc(ufunc, inputs, tape, values, pattern):
+    """``unwrapped_ufunc`` of a ufunc with no ``out=`` and no keyword argument while a replay
+    records the call (``replay.Recorder.ufunc``, which writes down what it did): the common
+    case's ``fast_ufunc`` where the ufunc's plan for ``pattern`` is an elementwise one, whose
+    one ``Elementwise`` record is the general path's; else the general path."""
+    plans = _FAST.get(ufunc)
+    plan = None if plans is None else plans.get(pattern)
+    if plan is None:
+        plan = _fast_plan(ufunc, pattern, len(inputs))
+    if type(plan) is _FastPlan:
+        yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)
+        if yt is not None:
+            if tape.recorder is not None:  # (``fresh``'s question, which it skips)
+                refuse_complex(tape, yt.value)
+            return yt
+    return unwrapped_ufunc(ufunc, inputs, None, None, None, tape, values, pattern)
 
 
 class _FastFunction:

@@ -126,7 +126,7 @@ from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chai
                         Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write
 from .operations import (apply_function, assign, complex_back, function_pullback,
-                         unwrapped_ufunc)
+                         observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
@@ -141,10 +141,6 @@ from .writes import Destination, copy_back, exact_as_scalar
 CACHE_SIZE = 8
 """Programs kept per replayed function (one per signature), the least recently used dropped."""
 
-COMPILE_AFTER = 1
-"""A program's runs of small elementwise steps are compiled into straight-line Python
-(:mod:`blocks`) after this many replays: a signature replayed once is likely to be replayed
-many times, and compiling costs about as much as a few traced calls."""
 
 BLOCK_STEPS = 128
 """Steps per compiled block at most: a long run is cut into blocks of this many, which share
@@ -2697,6 +2693,7 @@ class Recorder:
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
+        self.errors = None  # and the object that holds it (``debug.ERRORS``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
         self.special = None if special is None else (special.geterr, special.geterr())
         self.printing = np.get_printoptions()  # NumPy's print options, as the call began
@@ -3053,6 +3050,10 @@ class Recorder:
             self.refuse("scipy.special's error handling changed inside f (scipy.special."
                         "errstate): Python may act on its errors")
             return
+        errors = ERRORS.get()  # (one object per handling set: the same, nothing changed)
+        if errors is self.errors:
+            return
+        self.errors = errors
         modes, call = np.geterr(), np.geterrcall()
         if modes == self.modes and call is self.call:
             return
@@ -3086,8 +3087,9 @@ class Recorder:
     def close(self):
         """The steps of the last operation are all recorded (those made after it returned
         too): the events it warned about came from one of them."""
-        steps = frozenset(id(step) for step in self.steps[self.opened:])
-        self.sources += [steps] * (self.counted - len(self.sources))
+        missing = self.counted - len(self.sources)
+        if missing > 0:
+            self.sources += [frozenset(id(step) for step in self.steps[self.opened:])] * missing
 
     def leave(self):
         self.depth -= 1
@@ -3156,7 +3158,11 @@ class Recorder:
             settings = {k: v for k, v in (kwargs or {}).items() if k != "out"}
             y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
             return assign(out, y)
-        y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values, pattern)
+        if out is None and not kwargs and rule is None and pattern and tape.outer is None:
+            y = self._run(observed_ufunc, ufunc, inputs, tape, values, pattern)
+        else:
+            y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values,
+                          pattern)
         if self.reason is not None:
             return y
         slots = self.slots
@@ -3610,7 +3616,7 @@ class Program:
         recomputation = run.tape.recomputation
         # the memory budget (``memory=``) its chains rebuild writes under, None if none
         self.budget = None if recomputation is None else recomputation.budget
-        self.replays = 0  # successful replays; the steps are compiled after COMPILE_AFTER
+        self.replays = 0  # successful replays
         # per leaf: (slot, a float scalar's type or None), slot None if not an array
         self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
@@ -3756,6 +3762,13 @@ class Program:
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
+        # Its runs of small elementwise steps as straight-line Python (:mod:`blocks`), each
+        # compiled as the first replay reaches it: a signature called again is likely to be
+        # called many times, and the first replay runs the compiled lines (interpreted, its
+        # steps would cost about what the traced call did, on top of compiling them); where
+        # a guard fails on the way, the blocks after it were never compiled.
+        held = [*self.returned_slots, *self.alive, *self.held]
+        self.steps = with_blocks(self.steps, held, self.saves, self.raising)
 
     def run(self, leaves, modes):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
@@ -3883,9 +3896,6 @@ class Program:
             for message, filename, line in (*self.warned, *self.warned_back):  # as traced
                 warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
-        if self.replays == COMPILE_AFTER:
-            held = [*self.returned_slots, *self.alive, *self.held]
-            self.steps = with_blocks(self.steps, held, self.saves, self.raising)
         return (value if self.aux is None else (value, aux)), grads
 
 

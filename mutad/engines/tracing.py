@@ -65,7 +65,8 @@ from .operations import (apply_array_function, apply_function, apply_ufunc, as_a
 from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
-                      innermost, keep, locate, place_of, plain, private, values_at, view_of)
+                      innermost, keep, locate, place_of, plain, private, refuse_complex,
+                      values_at, view_of)
 from ..core.shadows import Buffer, overlapping
 from ..core.views import NDARRAY, WRITEABLE, same_region, views
 from .writes import CopyBack, Reads, Undo
@@ -457,11 +458,13 @@ def getitem(x, key):
 def _row_or_slice(x, key):
     """Whether ``x[key]`` is ``getitem``'s at once: ``key`` a basic index (``_plain_index``) of
     ``x``, a real or complex NumPy array with axes, traced (not a constant) by a tape that no
-    replay records. There what ``__getitem__`` asks before has one answer: no field, the key
+    replay records (but inside the step it records: ``Recorder.getitem``). There what
+    ``__getitem__`` asks before has one answer: no field, the key
     is its own index (``_index``), no text element, no copy of a scalar's view."""
-    value = x.value
+    value, recorder = x.value, x.tape.recorder
     return type(value) is NDARRAY and value.ndim != 0 and value.dtype.kind in "fc" \
-        and x.tape.recorder is None and not x.buffer.constant and _plain_index(key)
+        and (recorder is None or not recorder.ready) and not x.buffer.constant \
+        and _plain_index(key)
 
 
 def _one_element(key, ndim):
@@ -479,13 +482,15 @@ def _one_element(key, ndim):
 def _element_read(x, key):
     """``x[key]`` in one function where it is a scalar loop's: ``key`` Python integers naming
     one element of ``x``, a real or complex array traced (not a constant) by a tape that no
-    replay records and no other differentiation encloses. There what ``__getitem__`` and
+    replay records (but inside the step it records: ``Recorder.getitem``, which writes down
+    the record) and no other differentiation encloses. There what ``__getitem__`` and
     ``getitem`` ask has one answer: the key is basic and gives NumPy's scalar, no view, which
     is recorded as ``getitem`` records it. Returns the traced element, or None (nothing
     done: the general path is taken)."""
     value, tape = x.value, x.tape
-    if type(value) is not NDARRAY or x.buffer.constant or tape.recorder is not None \
-            or tape.outer is not None or value.dtype.kind not in "fc":
+    recorder = tape.recorder  # (inside a step a replay records: it writes down the record)
+    if type(value) is not NDARRAY or x.buffer.constant or recorder is not None \
+            and recorder.ready or tape.outer is not None or value.dtype.kind not in "fc":
         return None
     if type(key) is tuple:  # (``_one_element``, written out: this runs per element read)
         if len(key) != value.ndim or not key:
@@ -502,6 +507,8 @@ def _element_read(x, key):
     # scalar is immutable (``fresh_value``), a buffer of its own, too small to follow)
     y = np.array(value[key])
     _read_only(y, False)
+    if recorder is not None:  # (``fresh``'s question)
+        refuse_complex(tape, y)
     buffer = Buffer(y)
     yt = Traced(y, buffer, tape, True)
     if x.whole:
