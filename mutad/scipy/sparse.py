@@ -1464,14 +1464,27 @@ def _operator_instruction(frame):
     return False
 
 
+def _in_place_operator(frame):
+    """Whether ``frame``, the user's (not mutad's), runs an augmented assignment (``x *= A``):
+    an ndarray's in-place operator calling the ufunc with ``out=``."""
+    if frame.f_globals.get("__name__", "").startswith("mutad."):
+        return False
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            return instruction.opname.startswith("INPLACE_") or (
+                instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("="))
+    return False
+
+
 class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
     values; see the module's documentation for what it does."""
 
-    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x)
-    takes_over_operations = True
+    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x); its in-place
+    # ones too, as an ndarray's to SciPy's matrix (x *= A rebinds x to A.__rmul__(x))
+    takes_over_operations = takes_over_in_place_operations = True
     # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
     __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
 
@@ -1480,15 +1493,19 @@ class TracedSparse(_ComparedByValue):
         takes it for an object, and its object loop calls the matrix's own method
         (``np.sqrt(A)`` is ``A.sqrt()``, ``np.abs(A)`` ``abs(A)``), which mutad follows; an
         ndarray's operator gives way to the matrix's reflected one (SciPy's
-        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``). Refused: an ndarray's
-        in-place operator (``x *= A``, which rebinds ``x`` to ``A.__rmul__(x)``: a call
-        with ``out=`` may be mutad's own, which expects ``x`` written), a ufunc's other
-        methods, and a ufunc called with the matrix among other operands."""
+        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``), its in-place one too
+        (``x *= A`` rebinds ``x`` to ``A.__rmul__(x)``, ``x`` unchanged) where the user's
+        line runs it (a call with ``out=`` from mutad's own code expects ``x`` written).
+        Refused: a ufunc's other methods, and a ufunc called with the matrix among other
+        operands."""
         frame = sys._getframe(1)
+        out = kwargs.get("out")
+        in_place = type(out) is tuple and len(out) == 1 and out[0] is inputs[0] \
+            and type(inputs[0]) is np.ndarray and set(kwargs) <= {"out", "axes"}
         if method == "__call__" and ufunc.nin == 2 and len(inputs) == 2 and inputs[1] is self \
-                and not isinstance(inputs[0], TracedSparse) \
-                and not kwargs and ufunc in _REFLECTED \
-                and _operator_instruction(frame):
+                and not isinstance(inputs[0], TracedSparse) and ufunc in _REFLECTED \
+                and (_in_place_operator(frame) if in_place
+                     else not kwargs and _operator_instruction(frame)):
             result = getattr(self, _REFLECTED[ufunc])(inputs[0])
             if result is NotImplemented:
                 raise TypeError(f"unsupported operand type(s) for {ufunc.__name__}: "
