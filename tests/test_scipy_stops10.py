@@ -60,3 +60,58 @@ def test_an_augmented_assignment_rebinds_to_the_class_scipy_gives():
     f(X.copy())
     check_replayed(f, X.copy())
     assert set(seen) == {sp.coo_array}
+
+
+# ----------------------------------------------------------------------------------------------
+# The real and imaginary parts of a traced sparse matrix (np.real(A), A.real, np.imag(A),
+# A.imag): of real values, SciPy's A.real is a matrix sharing A's stored values, A.imag the
+# zeros of its read-only data.imag in A's pattern
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csc_array, sp.coo_matrix, sp.lil_matrix,
+                                  sp.dok_array])
+def test_the_real_and_imaginary_parts_of_a_traced_sparse_matrix(kind):
+    """Regression: np.real(A), A.real, np.imag(A) and A.imag were refused."""
+    seen = []
+
+    def f(p):
+        A = kind(np.diag(p) + np.diag(p[1:] ** 2, 1) + np.diag(np.ones(7), -1))
+        R, I = np.real(A), np.imag(A)
+        seen.append((R.__class__, I.__class__, I.nnz, I.data.flags.writeable))
+        return ((R @ W) @ W + A.real.multiply(A).sum() + (np.imag(A.real) @ W).sum()
+                + abs(I).sum() + R.power(2).sum())
+
+    f(X.copy())
+    check_replayed(f, X.copy())
+    assert len(set(seen)) == 1
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.coo_array, sp.dia_matrix])
+def test_the_real_part_shares_the_stored_values(kind):
+    """SciPy's A.real holds A's stored values: scaling its data in place scales A's."""
+    def f(p):
+        A = kind(sp.diags([p, p[1:]], [0, 1]))
+        R = A.real
+        R.data *= 3.0
+        R *= 2.0
+        return (A @ W) @ W + R.sum()
+
+    check_replayed(f, X.copy())
+
+
+@pytest.mark.parametrize("kind", [sp.lil_matrix, sp.lil_array, sp.dok_matrix, sp.dok_array])
+def test_numpys_functions_of_a_lil_or_dok_matrix_holding_traced_entries(kind):
+    """Regression: NumPy's functions that read the matrix's methods (np.sum(A) reads A.sum,
+    np.real(A) A.real, np.transpose(A) A.transpose), called through the mode's wrappers, read
+    SciPy's own methods, which summed the placeholders stored for the traced entries: a wrong
+    value, and no derivative."""
+    def f(p):
+        A = kind((8, 8))
+        for j in range(8):
+            A[j, j] = p[j] ** 2
+            A[j, j - 1] = 2.0 * p[j]
+        return (np.sum(A) + np.real(A).sum() + (np.transpose(A) @ W) @ W + np.conj(A).sum()
+                + np.mean(A) + np.abs(A).sum())
+
+    check_replayed(f, X.copy())
+
