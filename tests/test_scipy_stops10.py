@@ -4,9 +4,14 @@ imaginary parts of a traced sparse matrix. Each checked with central differences
 (``tests.test_scipy_stops.check``: reverse and forward mode, a replay), its value SciPy's bit
 for bit and the caller's arrays unchanged, and replayed a third time."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import scipy.stats
+
+import mutad
 
 from tests.test_scipy_stops8 import check_replayed
 
@@ -115,3 +120,39 @@ def test_numpys_functions_of_a_lil_or_dok_matrix_holding_traced_entries(kind):
 
     check_replayed(f, X.copy())
 
+
+# ----------------------------------------------------------------------------------------------
+# The warnings of SciPy's functions mutad calls for the user's code name the user's line, as
+# SciPy's own call does (its stacklevel names the function's caller), not mutad's
+
+
+_CALLS = [
+    lambda p: scipy.stats.spearmanr(p, np.ones(5)).statistic,
+    lambda p: scipy.stats.pearsonr(np.ones(5), p).statistic,
+    lambda p: scipy.stats.spearmanr(np.ones(5), W[:5]).statistic + p[0],  # (of plain values)
+]
+
+
+@pytest.mark.parametrize("call", _CALLS, ids=["spearmanr", "pearsonr", "plain"])
+def test_scipys_warning_names_the_users_line(call):
+    """Regression: spearmanr's and pearsonr's ConstantInputWarning named a line of mutad's
+    (of SciPy's spearmanr called for the user's code, and of mutad's pearsonr)."""
+    def f(p):
+        return np.nan_to_num(call(p)) + p @ W[:5]
+
+    p = X[:5].copy()
+    replayed = mutad.grad(f, replay=True)
+    runs = [lambda: f(p), lambda: mutad.gradient(f, p), lambda: mutad.jvp(f, (p,), (W[:5],)),
+            lambda: replayed(p), lambda: replayed(p * 1.1), lambda: replayed(p * 0.9)]
+    if call is _CALLS[1]:  # (mutad's pearsonr warns in its own code, which a replay skips)
+        runs = runs[:4]
+    for run in runs:
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            run()
+        assert [w.category for w in heard] == [scipy.stats.ConstantInputWarning]
+        assert (heard[0].filename, heard[0].lineno) == (__file__, _line_of(call))
+
+
+def _line_of(call):
+    return call.__code__.co_firstlineno
