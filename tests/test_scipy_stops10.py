@@ -53,6 +53,21 @@ def test_an_ndarrays_augmented_assignment_with_a_traced_sparse_matrix_rebinds_it
     check_replayed(_augmented(kind, traced_x), X.copy())
 
 
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array])
+def test_a_traced_arrays_augmented_assignment_with_a_constant_sparse_matrix(kind):
+    """A traced x *= B of SciPy's own matrix B (its values constants) gives way to B as an
+    ndarray's does: x @ B of an spmatrix, x.multiply(B) of a sparse array."""
+    B = kind(np.diag(W) + np.diag(W[1:], 1))
+
+    def f(p):
+        x = np.outer(p, W) if kind is sp.csr_array else p * 2.0
+        x *= B
+        x = x.toarray() if sp.issparse(x) else np.asarray(x)
+        return (x * x).sum()
+
+    check_replayed(f, X.copy())
+
+
 def test_an_augmented_assignment_rebinds_to_the_class_scipy_gives():
     seen = []
 
