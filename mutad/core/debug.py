@@ -269,6 +269,27 @@ def from_user_line(function, *args, **kwargs):
         if not (_learn(filename) if known is None else known):
             break
         frame = frame.f_back
+    return _called_at(frame, function, args, kwargs)
+
+
+def from_callers_line(function, args, kwargs):
+    """``function(*args, **kwargs)``, one of SciPy's that mutad calls for its caller (a
+    stand-in's, a rule's), called from a frame at that caller's line (the innermost outside
+    mutad: the user's, or SciPy's own code calling a SciPy function mutad stands in for): a
+    warning SciPy issues with a ``stacklevel`` that names its caller (spearmanr's
+    ConstantInputWarning) names that line, as SciPy's own call would, not mutad's."""
+    frame = sys._getframe(1)
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE)
+                                 and not frame.f_code.co_filename.startswith(_TOOLS)
+                                 or frame.f_code.co_filename == BLOCKS
+                                 or frame.f_code.co_name == FROM_USER_LINE):
+        frame = frame.f_back
+    return _called_at(frame, function, args, kwargs)
+
+
+def _called_at(frame, function, args, kwargs):
+    """``function(*args, **kwargs)`` called from a frame at ``frame``'s line (none: from
+    here)."""
     if frame is None:
         return function(*args, **kwargs)
     key = (frame.f_code.co_filename, frame.f_lineno)

@@ -187,7 +187,8 @@ def integer_events(result, operation, *operands):
 
 def _operator(method, name, prefix):
     """The method ``__{prefix}{name}__`` from the engine's ``method``: giving way to an operand
-    that takes the operation over (``a + b`` only: ``_gives_way``), then the value put right
+    that takes the operation over (``a + b``, and ``a += b`` where NumPy's in-place operator
+    gives way too: ``_gives_way``), then the value put right
     where NumPy's scalar math or Python's complex arithmetic computes it (``_scalar_math``,
     ``_python_complex``), or Python's own outcome on Python numbers (``_pythons_own``). One
     function, so that an operation on arrays, nearly every one, costs one call and one
@@ -195,7 +196,8 @@ def _operator(method, name, prefix):
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
     overflowing = _OVERFLOWING.get(name)
     pythons_own = _PYTHONS_OWN.get(name)
-    giving_way, reflected, repeats = prefix == "", prefix == "r", name == "mul"
+    giving_way, reflected, repeats = prefix in ("", "i"), prefix == "r", name == "mul"
+    in_place = prefix == "i"
     power = name == "pow"
     if not giving_way and kinds is None and pythons is None and pythons_own is None:
         return method
@@ -206,7 +208,7 @@ def _operator(method, name, prefix):
         if type(other) in _NO_NUMBERS and _weak_number(self):
             return NotImplemented  # (Python's TypeError, as its float's)
         if giving_way and type(other) not in _NUMBERS and type(other) is not type(self) \
-                and _gives_way(type(other)):  # (its own class defines __array_ufunc__)
+                and _gives_way(type(other), in_place):  # (its class defines __array_ufunc__)
             return NotImplemented
         if pythons_own is not None and weak(other) and weak(self):
             turned = _pythons_own(self, other, pythons_own, reflected)
@@ -392,17 +394,20 @@ def takes_over(operands):
     return False
 
 
-def _gives_way(kind):
+def _gives_way(kind, in_place=False):
     """Whether ``a + b`` with ``b`` of type ``kind`` returns NotImplemented, as NumPy's ndarray
     does, so that Python calls ``b.__radd__(a)``: ``b`` takes over operations on traced values
     (``takes_over``), opts out of ufuncs (``__array_ufunc__ = None``, NEP 13) or, defining no
     ``__array_ufunc__``, has a higher ``__array_priority__`` than an ndarray's 0 and is no
-    ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``)."""
+    ndarray (a ``scipy.sparse`` matrix: ``x @ A`` is ``A.__rmatmul__(x)``). ``in_place``: for
+    ``a += b``, which gives way (Python then tries ``a + b``, then ``b.__radd__(a)``, and
+    rebinds ``a``) only by the priority, or to an operand that takes over in-place operations
+    too (``takes_over_in_place_operations``: a stand-in of such a class)."""
     if getattr(kind, "takes_over_operations", False) is True:
-        return True
+        return not in_place or getattr(kind, "takes_over_in_place_operations", False) is True
     protocol = getattr(kind, "__array_ufunc__", _ABSENT)
     if protocol is not _ABSENT:
-        return protocol is None
+        return protocol is None and not in_place
     if issubclass(kind, (np.ndarray, np.generic)):
         return False
     priority = getattr(kind, "__array_priority__", 0.0)

@@ -55,7 +55,7 @@ from scipy.stats._stats_py import (DescribeResult, KstestResult, LinregressResul
 from scipy.stats._binned_statistic import BinnedStatisticResult
 
 from ..core.allocation import lists_as_arrays
-from ..core.debug import from_user_line
+from ..core.debug import from_callers_line, from_user_line
 from ..core.errors import UnsupportedOperationError
 from ..engines.arraylike import carries_derivative
 from ..core.registry import NoClosedForm
@@ -970,9 +970,9 @@ def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
     const_y = np.all(y == y[..., 0:1], axis=-1)
     const_xy = const_x | const_y
     if np.any(const_xy):
-        warnings.warn(_stats.ConstantInputWarning(
-            "An input array is constant; the correlation coefficient is not defined."),
-            stacklevel=3)
+        from_callers_line(warnings.warn, (_stats.ConstantInputWarning(
+            "An input array is constant; the correlation coefficient is not defined."),),
+            {"stacklevel": 1})
         x = np.where(const_x[..., np.newaxis], np.nan, x)
         y = np.where(const_y[..., np.newaxis], np.nan, y)
     xm = x - np.mean(x, axis=-1, keepdims=True)

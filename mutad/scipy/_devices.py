@@ -26,6 +26,7 @@ import functools
 import inspect
 
 from ..core import devices
+from ..core.debug import from_callers_line
 from ..core.errors import UnsupportedArrayError
 from ..core.registry import defroute
 
@@ -214,9 +215,11 @@ def call(fn, args, kwargs):
     """``fn(*args, **kwargs)`` on plain values: for SciPy's ``fn`` given a device array (among
     ``args``, one level into lists and tuples), its device counterpart, refused by name where
     there is none."""
-    namespace = device_among((*args, *kwargs.values())) if scipys(fn) else None
+    ours = not scipys(fn)
+    namespace = None if ours else device_among((*args, *kwargs.values()))
     if namespace is None:
-        return fn(*args, **kwargs)
+        # (SciPy's warnings name the line that called it for the user's code, not mutad's)
+        return fn(*args, **kwargs) if ours else from_callers_line(fn, args, kwargs)
     on_device = counterpart(fn, namespace)
     if on_device is None:
         raise refusal(fn)

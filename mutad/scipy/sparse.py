@@ -204,8 +204,8 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, allocate,
-                               holds_derivative, internal, lists_as_arrays, shown_class)
+from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, PASSING,
+                               allocate, holds_derivative, internal, lists_as_arrays, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
@@ -1474,14 +1474,27 @@ def _operator_instruction(frame):
     return False
 
 
+def _in_place_operator(frame):
+    """Whether ``frame``, the user's (not mutad's), runs an augmented assignment (``x *= A``):
+    an ndarray's in-place operator calling the ufunc with ``out=``."""
+    if frame.f_globals.get("__name__", "").startswith("mutad."):
+        return False
+    for instruction in dis.get_instructions(frame.f_code):
+        if instruction.offset == frame.f_lasti:
+            return instruction.opname.startswith("INPLACE_") or (
+                instruction.opname == "BINARY_OP" and instruction.argrepr.endswith("="))
+    return False
+
+
 class TracedSparse(_ComparedByValue):
     """A SciPy sparse matrix whose stored values a differentiation follows: SciPy's pattern
     (``layout``, constant) and the traced array of its stored values (``data``). Made by the
     constructors of this module (and SciPy's, in a differentiated function) from traced
     values; see the module's documentation for what it does."""
 
-    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x)
-    takes_over_operations = True
+    # a traced array's operators give way to ours: x @ A is A.__rmatmul__(x); its in-place
+    # ones too, as an ndarray's to SciPy's matrix (x *= A rebinds x to A.__rmul__(x))
+    takes_over_operations = takes_over_in_place_operations = True
     # isinstance(A, scipy.sparse.csr_matrix), isinstance(A, sparray) in the user's code
     __class__ = property(lambda self: shown_class(self, lambda a: a.layout.kind))
 
@@ -1490,15 +1503,19 @@ class TracedSparse(_ComparedByValue):
         takes it for an object, and its object loop calls the matrix's own method
         (``np.sqrt(A)`` is ``A.sqrt()``, ``np.abs(A)`` ``abs(A)``), which mutad follows; an
         ndarray's operator gives way to the matrix's reflected one (SciPy's
-        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``). Refused: an ndarray's
-        in-place operator (``x *= A``, which rebinds ``x`` to ``A.__rmul__(x)``: a call
-        with ``out=`` may be mutad's own, which expects ``x`` written), a ufunc's other
-        methods, and a ufunc called with the matrix among other operands."""
+        ``__array_priority__``: ``x @ A`` is ``A.__rmatmul__(x)``), its in-place one too
+        (``x *= A`` rebinds ``x`` to ``A.__rmul__(x)``, ``x`` unchanged) where the user's
+        line runs it (a call with ``out=`` from mutad's own code expects ``x`` written).
+        Refused: a ufunc's other methods, and a ufunc called with the matrix among other
+        operands."""
         frame = sys._getframe(1)
+        out = kwargs.get("out")
+        in_place = type(out) is tuple and len(out) == 1 and out[0] is inputs[0] \
+            and type(inputs[0]) is np.ndarray and set(kwargs) <= {"out", "axes"}
         if method == "__call__" and ufunc.nin == 2 and len(inputs) == 2 and inputs[1] is self \
-                and not isinstance(inputs[0], TracedSparse) \
-                and not kwargs and ufunc in _REFLECTED \
-                and _operator_instruction(frame):
+                and not isinstance(inputs[0], TracedSparse) and ufunc in _REFLECTED \
+                and (_in_place_operator(frame) if in_place
+                     else not kwargs and _operator_instruction(frame)):
             result = getattr(self, _REFLECTED[ufunc])(inputs[0])
             if result is NotImplemented:
                 raise TypeError(f"unsupported operand type(s) for {ufunc.__name__}: "
@@ -1741,6 +1758,8 @@ class TracedSparse(_ComparedByValue):
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
             return 2 if func is np.ndim else self.shape
+        if func in (np.real, np.imag) and len(args) == 1 and not kwargs:
+            return self.real if func is np.real else self.imag  # (NumPy's: val.real)
         _refuse(f"np.{func.__name__} of a scipy.sparse matrix with traced values",
                 "NumPy's functions read dense arrays: call A.toarray() first (a traced dense "
                 "array), or compute with A.data.")
@@ -2169,6 +2188,26 @@ class TracedSparse(_ComparedByValue):
         return self.copy() if copy else self
 
     conj = conjugate
+
+    @property
+    def real(self) -> TracedSparse:
+        """SciPy's: of real values, a matrix of the same pattern whose stored values are this
+        one's (SciPy's ``_with_data(A.data.real)``, which shares them)."""
+        return self._share(TracedSparse(self.layout, self._values))
+
+    @property
+    def imag(self) -> Any:
+        """SciPy's: of real values, a matrix of the pattern SciPy stores holding zeros,
+        constants (SciPy's ``_with_data(A.data.imag)``: read-only). Of a matrix made from a
+        dense array, that pattern leaves out its zero values: a decision on them, which a
+        replay recording the call is refused."""
+        layout = self.layout
+        if layout.drops:
+            layout = _Layout(layout.build(settled(self.data, "A.imag of a scipy.sparse matrix "
+                                                  "made from a dense array")))
+        zeros = np.zeros(layout.data_shape)
+        zeros.flags.writeable = False
+        return TracedSparse(layout, zeros)
 
     def getH(self) -> TracedSparse:
         """SciPy's (a matrix's): ``A.conjugate().transpose()``."""
@@ -2926,7 +2965,7 @@ as SciPy's ``spsolve`` builds it (``A.__class__``)."""
 
 
 _ASSEMBLED_READS = frozenset(("shape", "ndim", "dtype", "format", "nnz", "entries", "traced",
-                              "copy", "getformat", "setdiag"))
+                              "copy", "getformat", "setdiag", "conjugate", "conj"))
 """What a ``lil`` or ``dok`` matrix holding traced entries answers as it is; the methods in
 ``_ASSEMBLED_CONVERTED`` it answers as the traced matrix it stands for, and it refuses any
 other (SciPy's would read the placeholders it stores for the traced entries)."""
@@ -2934,7 +2973,8 @@ other (SciPy's would read the placeholders it stores for the traced entries)."""
 _ASSEMBLED_CONVERTED = frozenset((
     "tocsr", "tocsc", "tocoo", "todia", "asformat", "toarray", "todense", "T", "transpose",
     "dot", "multiply", "sum", "mean", "diagonal", "trace", "power", "max", "min",
-    "count_nonzero", "getnnz"))
+    "count_nonzero", "getnnz", "real", "imag"))
+_OF_CSR = frozenset(("real", "imag"))  # (SciPy's: those of A.tocsr())
 
 
 def _diagonal_positions(shape, k):
@@ -2950,6 +2990,16 @@ def _diagonal_positions(shape, k):
     return np.arange(count), np.arange(count) + k
 
 
+def _past_numpy(frame):
+    """The first frame from ``frame`` on that is neither NumPy's nor a wrapper of the mode
+    passing NumPy's call on (``PASSING``): the code whose call of NumPy's function
+    (``np.sum(A)``, ``np.real(A)``, which read ``A.sum``, ``A.real``) reads an attribute."""
+    while frame is not None and (str(frame.f_globals.get("__name__")).startswith("numpy.")
+                                 or frame.f_code in PASSING):
+        frame = frame.f_back
+    return frame
+
+
 class _Assembled:
     """A ``lil`` or ``dok`` matrix made in a differentiated function (the mixin of
     ``scipy.sparse.lil_matrix``'s stand-ins): it is SciPy's own, but for the entries written
@@ -2963,10 +3013,13 @@ class _Assembled:
 
     def __getattribute__(self, name):
         if name[0] == "_" or name in _ASSEMBLED_READS or not object.__getattribute__(
-                self, "entries") or internal(sys._getframe(1)):
+                self, "entries") or internal(_past_numpy(sys._getframe(1))) \
+                or not (hasattr(type(self), name) or name in object.__getattribute__(
+                    self, "__dict__")):  # (SciPy's AttributeError: np.exp(A) looks for A.exp)
             return super().__getattribute__(name)
         if name in _ASSEMBLED_CONVERTED:
-            converted = getattr(self.traced(), name)
+            traced = self.traced()
+            converted = getattr(traced.tocsr() if name in _OF_CSR else traced, name)
             if name in _SCALINGS:  # (by a number: in SciPy's format, its own)
                 return lambda other: _in_format_of(self, name, converted(other), (other,))
             return converted

@@ -1,0 +1,173 @@
+"""SciPy programs that stopped: an ndarray's augmented assignment with a traced sparse matrix
+(``x *= A``, which rebinds ``x`` as NumPy's deferral to SciPy's matrix does), the real and
+imaginary parts of a traced sparse matrix. Each checked with central differences
+(``tests.test_scipy_stops.check``: reverse and forward mode, a replay), its value SciPy's bit
+for bit and the caller's arrays unchanged, and replayed a third time."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.stats
+
+import mutad
+
+from tests.test_scipy_stops8 import check_replayed
+
+X = np.array([0.7, 1.3, 0.4, 0.9, 1.1, 0.2, 0.8, 1.5])
+W = np.cos(np.arange(8.0))
+
+
+def _tridiagonal(kind, p):
+    return kind(sp.diags([-0.5 * p[1:], 2.0 + p, -np.ones(7)], [-1, 0, 1], format="csr"))
+
+
+# ----------------------------------------------------------------------------------------------
+# x op= A with an ndarray x and a traced sparse matrix A: NumPy's in-place operator gives way to
+# SciPy's matrix (its __array_priority__, no __array_ufunc__), and Python rebinds x to
+# A.__rmul__(x) (x @ A of an spmatrix, x.multiply(A) of a sparse array): the array x named
+# before is unchanged
+
+
+def _augmented(kind, traced_x):
+    def f(p):
+        A = _tridiagonal(kind, p)
+        x = (0.5 * p + W) if traced_x else W.copy()
+        before = x
+        x *= A
+        y = x if not sp.issparse(x) else x.toarray()
+        x2 = np.outer(W, W) if not traced_x else np.outer(p, W)
+        x2 += A
+        x2 -= 2.0 * A
+        return (np.asarray(y) * W).sum() + np.asarray(x2).sum() + before @ W
+    return f
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array, sp.csc_matrix, sp.coo_array])
+@pytest.mark.parametrize("traced_x", [False, True], ids=["plain_x", "traced_x"])
+def test_an_ndarrays_augmented_assignment_with_a_traced_sparse_matrix_rebinds_it(kind,
+                                                                                  traced_x):
+    """Regression: ``x *= A`` (and ``+=``, ``-=``) was refused ("np.multiply of a
+    scipy.sparse matrix with traced values ... with out="), for a plain x and a traced one."""
+    check_replayed(_augmented(kind, traced_x), X.copy())
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csr_array])
+def test_a_traced_arrays_augmented_assignment_with_a_constant_sparse_matrix(kind):
+    """A traced x *= B of SciPy's own matrix B (its values constants) gives way to B as an
+    ndarray's does: x @ B of an spmatrix, x.multiply(B) of a sparse array."""
+    B = kind(np.diag(W) + np.diag(W[1:], 1))
+
+    def f(p):
+        x = np.outer(p, W) if kind is sp.csr_array else p * 2.0
+        x *= B
+        x = x.toarray() if sp.issparse(x) else np.asarray(x)
+        return (x * x).sum()
+
+    check_replayed(f, X.copy())
+
+
+def test_an_augmented_assignment_rebinds_to_the_class_scipy_gives():
+    seen = []
+
+    def f(p):
+        x = W.copy()
+        x *= sp.csr_array(np.diag(p))
+        seen.append(x.__class__)
+        return x.toarray().sum()
+
+    f(X.copy())
+    check_replayed(f, X.copy())
+    assert set(seen) == {sp.coo_array}
+
+
+# ----------------------------------------------------------------------------------------------
+# The real and imaginary parts of a traced sparse matrix (np.real(A), A.real, np.imag(A),
+# A.imag): of real values, SciPy's A.real is a matrix sharing A's stored values, A.imag the
+# zeros of its read-only data.imag in A's pattern
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.csc_array, sp.coo_matrix, sp.lil_matrix,
+                                  sp.dok_array])
+def test_the_real_and_imaginary_parts_of_a_traced_sparse_matrix(kind):
+    """Regression: np.real(A), A.real, np.imag(A) and A.imag were refused."""
+    seen = []
+
+    def f(p):
+        A = kind(np.diag(p) + np.diag(p[1:] ** 2, 1) + np.diag(np.ones(7), -1))
+        R, I = np.real(A), np.imag(A)
+        seen.append((R.__class__, I.__class__, I.nnz, I.data.flags.writeable))
+        return ((R @ W) @ W + A.real.multiply(A).sum() + (np.imag(A.real) @ W).sum()
+                + abs(I).sum() + R.power(2).sum())
+
+    f(X.copy())
+    check_replayed(f, X.copy())
+    assert len(set(seen)) == 1
+
+
+@pytest.mark.parametrize("kind", [sp.csr_matrix, sp.coo_array, sp.dia_matrix])
+def test_the_real_part_shares_the_stored_values(kind):
+    """SciPy's A.real holds A's stored values: scaling its data in place scales A's."""
+    def f(p):
+        A = kind(sp.diags([p, p[1:]], [0, 1]))
+        R = A.real
+        R.data *= 3.0
+        R *= 2.0
+        return (A @ W) @ W + R.sum()
+
+    check_replayed(f, X.copy())
+
+
+@pytest.mark.parametrize("kind", [sp.lil_matrix, sp.lil_array, sp.dok_matrix, sp.dok_array])
+def test_numpys_functions_of_a_lil_or_dok_matrix_holding_traced_entries(kind):
+    """Regression: NumPy's functions that read the matrix's methods (np.sum(A) reads A.sum,
+    np.real(A) A.real, np.transpose(A) A.transpose), called through the mode's wrappers, read
+    SciPy's own methods, which summed the placeholders stored for the traced entries: a wrong
+    value, and no derivative."""
+    def f(p):
+        A = kind((8, 8))
+        for j in range(8):
+            A[j, j] = p[j] ** 2
+            A[j, j - 1] = 2.0 * p[j]
+        return (np.sum(A) + np.real(A).sum() + (np.transpose(A) @ W) @ W + np.conj(A).sum()
+                + np.mean(A) + np.abs(A).sum())
+
+    check_replayed(f, X.copy())
+
+
+# ----------------------------------------------------------------------------------------------
+# The warnings of SciPy's functions mutad calls for the user's code name the user's line, as
+# SciPy's own call does (its stacklevel names the function's caller), not mutad's
+
+
+_CALLS = [
+    lambda p: scipy.stats.spearmanr(p, np.ones(5)).statistic,
+    lambda p: scipy.stats.pearsonr(np.ones(5), p).statistic,
+    lambda p: scipy.stats.spearmanr(np.ones(5), W[:5]).statistic + p[0],  # (of plain values)
+]
+
+
+@pytest.mark.parametrize("call", _CALLS, ids=["spearmanr", "pearsonr", "plain"])
+def test_scipys_warning_names_the_users_line(call):
+    """Regression: spearmanr's and pearsonr's ConstantInputWarning named a line of mutad's
+    (of SciPy's spearmanr called for the user's code, and of mutad's pearsonr)."""
+    def f(p):
+        return np.nan_to_num(call(p)) + p @ W[:5]
+
+    p = X[:5].copy()
+    replayed = mutad.grad(f, replay=True)
+    runs = [lambda: f(p), lambda: mutad.gradient(f, p), lambda: mutad.jvp(f, (p,), (W[:5],)),
+            lambda: replayed(p), lambda: replayed(p * 1.1), lambda: replayed(p * 0.9)]
+    if call is _CALLS[1]:  # (mutad's pearsonr warns in its own code, which a replay skips)
+        runs = runs[:4]
+    for run in runs:
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            run()
+        assert [w.category for w in heard] == [scipy.stats.ConstantInputWarning]
+        assert (heard[0].filename, heard[0].lineno) == (__file__, _line_of(call))
+
+
+def _line_of(call):
+    return call.__code__.co_firstlineno
