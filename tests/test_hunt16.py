@@ -1,0 +1,48 @@
+"""Answers that were silently wrong: each test fails without its fix."""
+
+import numpy as np
+import pytest
+
+import mutad
+
+
+# ----------------------------------------------------------------------------------------------
+# jvp rounded a float tangent wider than its primal to the primal's precision before the pass (a
+# float64 direction of a float32 argument: a derivative along another direction than the one
+# given, 1 + 1e-10 read as 1). It refuses it, as JAX does; a narrower tangent is widened exactly,
+# and a Python number is weak, as in NumPy's promotion.
+
+
+@pytest.mark.parametrize("primal", [np.array([1.0, 2.0], np.float32), np.float32(3.0),
+                                    np.array([1.0, 2.0], np.float16),
+                                    np.array([1.0 + 1j], np.complex64)])
+def test_jvp_refuses_a_tangent_wider_than_its_primal(primal):
+    tangent = np.ones(np.shape(primal), np.complex128 if np.iscomplexobj(primal) else np.float64)
+    with pytest.raises(mutad.MutadError, match="tangent was given for a .* primal"):
+        mutad.jvp(lambda x: x * x, (primal,), (tangent,))
+    with pytest.raises(mutad.MutadError, match="tangent was given for a .* primal"):
+        mutad.hvp(lambda x: (x * x * x).sum(), (primal,), (tangent,))
+
+
+def test_jvp_takes_narrower_and_weak_tangents():
+    x = np.array([1.0, 2.0])
+    y, dy = mutad.jvp(lambda x: x * x, (x,), (np.array([1.0, 0.5], np.float32),))
+    assert dy.dtype == np.float64 and dy.tolist() == [2.0, 2.0]
+    y, dy = mutad.jvp(lambda x: x * x, (np.float32(3.0),), (1.0,))
+    assert dy == np.float32(6.0) and type(dy) is np.float32
+    y, dy = mutad.jvp(lambda x: x * x, (np.array([3.0], np.float32),), (np.array([1]),))
+    assert dy.dtype == np.float32 and dy.tolist() == [6.0]
+
+
+def test_check_grads_of_single_precision_in_forward_mode():
+    mutad.check_grads(lambda x: np.sin(x) * x, np.array([0.5, 1.5], np.float32))
+
+
+def test_back_refuses_a_cotangent_wider_than_its_output():
+    y, back = mutad.pullback(lambda x: x * x, np.array([1.0, 2.0], np.float32))
+    with pytest.raises(mutad.MutadError, match="float64 cotangent was given for a float32"):
+        back(np.array([1.0 + 1e-10, 1.0]))
+    y, back = mutad.pullback(lambda x: x * x, np.array([1.0, 2.0], np.float32))
+    assert back(np.array([1.0, 0.5], np.float32))[0].tolist() == [2.0, 2.0]
+    y, back = mutad.pullback(lambda x: x * x, np.array([1.0, 2.0]))
+    assert back(np.array([1.0, 0.5], np.float32))[0].tolist() == [2.0, 2.0]
