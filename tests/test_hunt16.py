@@ -1,5 +1,7 @@
 """Answers that were silently wrong: each test fails without its fix."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -46,3 +48,41 @@ def test_back_refuses_a_cotangent_wider_than_its_output():
     assert back(np.array([1.0, 0.5], np.float32))[0].tolist() == [2.0, 2.0]
     y, back = mutad.pullback(lambda x: x * x, np.array([1.0, 2.0]))
     assert back(np.array([1.0, 0.5], np.float32))[0].tolist() == [2.0, 2.0]
+
+
+# ----------------------------------------------------------------------------------------------
+# A rule that silences the warnings of what its reverse pass computes (np.var's and np.std's
+# centring, under warnings.catch_warnings) was silenced on the traced call only: a replay issues
+# its reverse pass's warnings once the pass is over, outside the rule's filters, and so warned
+# "invalid value encountered in subtract, in the gradient of np.std" where tracing did not.
+
+
+def _warnings_of(function, x):
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        function(np.array(x))
+    return [str(w.message) for w in shown]
+
+
+@pytest.mark.parametrize("reduction", [np.std, np.var, lambda x: np.std(x, ddof=1)])
+@pytest.mark.parametrize("first", [[-np.inf, 1.0], [3.0, 2.0]])
+def test_a_replay_warns_as_tracing_where_a_rule_silenced_its_gradient(reduction, first):
+    def f(x):
+        return reduction(x)
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for x in [first, [-np.inf, 1.0], [-np.inf, 1.0], [3.0, 2.0], [np.inf, 1.0], [np.inf, 1.0]]:
+        with np.errstate(all="warn"):
+            assert _warnings_of(replaying, x) == _warnings_of(mutad.value_and_grad(f), x)
+
+
+def test_a_replay_still_warns_under_the_callers_filters_as_they_change():
+    f = lambda x: (np.log(x) * x).sum()  # noqa: E731  (the gradient warns: log(0) * 0)
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        replaying(x)
+    for _ in range(3):
+        with np.errstate(all="warn"):
+            assert _warnings_of(replaying, x) == _warnings_of(mutad.value_and_grad(f), x)
