@@ -86,3 +86,29 @@ def test_a_replay_still_warns_under_the_callers_filters_as_they_change():
     for _ in range(3):
         with np.errstate(all="warn"):
             assert _warnings_of(replaying, x) == _warnings_of(mutad.value_and_grad(f), x)
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's expm and sqrtm of a matrix holding an infinity or a NaN give NaNs; their gradients
+# raised "array must not contain infs or NaNs" (expm_frechet's and solve_sylvester's check of
+# their input) where the derivative of those NaNs is NaNs.
+
+
+@pytest.mark.parametrize("function", ["expm", "sqrtm"])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_matrix_functions_of_non_finite_matrices_have_nan_gradients(function, bad):
+    import scipy.linalg
+
+    def f(x):
+        m = np.array([[x[0], 0.5], [0.25, x[1]]])
+        return getattr(scipy.linalg, function)(m).real.sum()
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for v in [[3.0, 2.0], [bad, 2.0], [bad, 2.0], [3.0, 2.0]]:
+        x = np.array(v)
+        expected = f(x.copy())
+        for value, grad in [mutad.value_and_grad(f)(x), replaying(x)]:
+            assert np.array_equal(value, expected, equal_nan=True)
+            assert np.isnan(grad).all() == np.isnan(expected)
+        y, dy = mutad.jvp(f, (x,), (np.ones(2),))
+        assert np.isnan(dy) == np.isnan(expected)
