@@ -112,3 +112,24 @@ def test_matrix_functions_of_non_finite_matrices_have_nan_gradients(function, ba
             assert np.isnan(grad).all() == np.isnan(expected)
         y, dy = mutad.jvp(f, (x,), (np.ones(2),))
         assert np.isnan(dy) == np.isnan(expected)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats' reductions of a sample holding a NaN (nan_policy="propagate") return NumPy's
+# np.float64(nan); mutad's returned a 0-d array (np.where's), another type than SciPy's.
+
+
+@pytest.mark.parametrize("name", ["skew", "kurtosis", "sem", "variation", "gmean", "tvar",
+                                  "entropy"])
+def test_scipy_stats_of_a_nan_sample_is_numpys_number(name):
+    import scipy.stats
+
+    def f(x):
+        return getattr(scipy.stats, name)(np.abs(x))
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for v in [[np.nan, 1.0, 2.0], [3.0, 1.0, 2.0], [np.nan, 1.0, 2.0], [np.nan, 1.0, 2.0]]:
+        expected = f(np.array(v))
+        for value, _ in [mutad.value_and_grad(f)(np.array(v)), replaying(np.array(v))]:
+            assert type(value) is type(expected)
+            assert np.array_equal(value, expected, equal_nan=True)

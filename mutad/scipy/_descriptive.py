@@ -169,8 +169,8 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
                     nan = False
                     for v in values:
                         nan = nan | np.any(np.isnan(v), axis=-1)
-                    if np.any(nan):
-                        results = tuple(np.where(nan, np.nan, r) for r in results)
+                    if np.any(nan):  # (NaN as SciPy's number where it gives one)
+                        results = tuple(_as_numpys(np.where(nan, np.nan, r)) for r in results)
             if keepdims:
                 results = tuple(np.expand_dims(r, reduced) for r in results)
             return pack(*results) if pack is not None else results[0]
@@ -178,6 +178,11 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
         return StandIn(original, stand_in)
 
     return decorate
+
+
+def _as_numpys(result):
+    """A 0-d ``result`` as NumPy's number, as SciPy returns it (``np.where`` makes arrays)."""
+    return result[()] if np.ndim(result) == 0 else result
 
 
 def _on_present(body, names, values, settings, paired, too_small, count, message):
