@@ -499,16 +499,19 @@ class Warnings:
         if self.muted and HOLDING.level is None:  # (a tangent's events are its own)
             return
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
-        frame, called = sys._getframe(1), None
+        frame, called, operator = sys._getframe(1), None, None
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
             if code in SCALAR_PASSING and HOLDING.level is None:  # the user's operator, passed
                 # on to the reflected one it calls
                 message = _as_scalar_math(message, called)
+            if operator is None and code in SCALAR_OPERATORS:
+                operator = frame  # (an operator NumPy's or SciPy's code ran, np.average's
+                # ``sum / scale`` of two NumPy scalars: scalar math too)
             known = _INSIDE.get(code.co_filename)
             if not (_learn(code.co_filename) if known is None else known):
                 if HOLDING.level is None:
-                    message = _as_scalar_math(message, called)
+                    message = _as_scalar_math(message, operator or called)
                 if self.heard is not None:
                     self.heard.append((message, code.co_filename, frame.f_lineno))
                 if HOLDING.level is not None:  # a tangent's, inside f: issued once f returns
