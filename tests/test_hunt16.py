@@ -158,3 +158,37 @@ def test_an_operator_on_numbers_inside_numpy_warns_as_numpy():
             assert _forward_warnings(replaying, v) == expected
     assert expected == [] and _warnings_of(f, [np.inf, 1.0]) == [
         "invalid value encountered in scalar divide"]
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.skew and kurtosis call a sample constant where its second moment is below the
+# rounding of its mean squared, in the moments' precision, under np.errstate(all="ignore").
+# mutad's took float64's rounding for a float32 sample (a number where SciPy gives NaN) and
+# warned of the overflow of a huge mean's square, which SciPy does not.
+
+
+@pytest.mark.parametrize("name", ["skew", "kurtosis"])
+def test_skew_and_kurtosis_of_a_nearly_constant_float32_sample(name):
+    import scipy.stats
+
+    f = getattr(scipy.stats, name)
+    x = np.array([1.0, 1.0, 1.0 + 2.0**-23], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (SciPy's precision loss warning)
+        expected = f(x)
+        for value, _ in [mutad.value_and_grad(f)(x), mutad.value_and_grad(f, replay=True)(x)]:
+            assert type(value) is type(expected)
+            assert np.array_equal(value, expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", ["skew", "kurtosis"])
+def test_skew_and_kurtosis_of_a_huge_mean_warn_as_scipy(name):
+    import scipy.stats
+
+    f = getattr(scipy.stats, name)
+    x = [-1.0, 0.0, 1e308]
+    with np.errstate(all="warn"):
+        expected = _warnings_of(f, x)
+        assert _forward_warnings(mutad.value_and_grad(f), x) == expected
+        assert [m for m in _warnings_of(lambda x: mutad.jvp(f, (x,), (np.ones(3),)), x)
+                if ", in a tangent" not in m] == expected
