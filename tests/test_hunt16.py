@@ -192,3 +192,37 @@ def test_skew_and_kurtosis_of_a_huge_mean_warn_as_scipy(name):
         assert _forward_warnings(mutad.value_and_grad(f), x) == expected
         assert [m for m in _warnings_of(lambda x: mutad.jvp(f, (x,), (np.ones(3),)), x)
                 if ", in a tangent" not in m] == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's default tolerances scale with the precision its LAPACK computes in: float32's eps for
+# a float32 input. scipy.stats.zscore and zmap took float64's (a number where SciPy gives NaN
+# for a nearly constant sample), and scipy.linalg.pinv's derivative took float64's cutoff, so
+# a singular value SciPy's value drops was kept by its gradient (-1e14 where it is 0).
+
+
+@pytest.mark.parametrize("f", [lambda x: __import__("scipy.stats").stats.zscore(x).sum(),
+                               lambda x: __import__("scipy.stats").stats.zmap(x, x).sum()])
+def test_zscore_of_a_nearly_constant_float32_sample(f):
+    x = np.array([1.0, 1.0, 1.0 + 2.0**-23], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = f(x)
+        for value, _ in [mutad.value_and_grad(f)(x), mutad.value_and_grad(f, replay=True)(x)]:
+            assert np.array_equal(value, expected, equal_nan=True)
+
+
+def test_scipy_pinv_of_float32_differentiates_the_rank_scipy_keeps():
+    import scipy.linalg
+
+    a = np.diag(np.array([1.0, 1e-7], np.float32))
+    value, grad = mutad.value_and_grad(lambda a: scipy.linalg.pinv(a).sum())(a)
+    assert value == scipy.linalg.pinv(a).sum() == 1.0
+    # the derivative at the matrix of rank 1 SciPy's float32 cutoff leaves
+    reference = mutad.gradient(
+        lambda a: np.linalg.pinv(a, rcond=2 * np.finfo(np.float32).eps).sum(),
+        a.astype(np.float64))[0]
+    assert grad.dtype == np.float32
+    np.testing.assert_allclose(grad, reference, rtol=1e-6, atol=1e-6)
+    y, dy = mutad.jvp(lambda a: scipy.linalg.pinv(a).sum(), (a,), (np.eye(2, dtype=np.float32),))
+    assert dy == np.float32(np.sum(reference * np.eye(2)))

@@ -445,8 +445,8 @@ def _zmap(scores, compare, axis=0, ddof=0, nan_policy="propagate"):
         z = (scores - mean) / std
     if np.any(missing):
         z = np.where(missing, np.nan, z)
-    if like_zscore:  # constant slices: NaN, as SciPy says
-        zero = std <= np.abs(np.finfo(np.float64).eps * mean)
+    if like_zscore:  # constant slices: NaN, as SciPy says (in the scores' precision)
+        zero = std <= np.abs(np.finfo(z.dtype).eps * mean)
         z = np.where(np.broadcast_to(zero, np.shape(z)), np.nan, z)
     return z
 
