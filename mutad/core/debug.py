@@ -490,7 +490,6 @@ class Warnings:
         self.stop = stop
         self.record = None
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
-        # (in a reverse pass: and whether it was shown, ``silenced``)
         self.muted = False  # while the engines compute a value whose events NumPy's are not
         # (``without_events``)
         self.filters = warnings.filters  # Python's warnings filters when it was made
@@ -526,7 +525,9 @@ class Warnings:
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
             message += in_the_gradient(self.record)
             if self.heard is not None:
-                self.heard.append((message, *line, not silenced(self.filters, message, *line)))
+                # (one the rule's own filters silence, heard but not issued: no line)
+                self.heard.append((message, *line) if not silenced(self.filters, message, *line)
+                                  else (message, None, None))
             warn_at(message, RuntimeWarning, *line)
         else:
             if self.heard is not None:

@@ -3747,7 +3747,7 @@ class Program:
         # wrong for a shadow two buffers share; only the engine's path for large elementwise
         # cotangents makes those (``elementwise._sharing``), for buffers as large as the
         # cotangent, and a lean step's whole buffers are small.)
-        self.back_kinds = [_numpys(event[0]) for event in self.warned_back]
+        self.back_kinds = [_numpys(message) for message, _, _ in self.warned_back]
         if self.steps and type(self.steps[0]) is Modes:  # set with the replay's own callback
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
@@ -3880,10 +3880,8 @@ class Program:
             thaw(tape)
             originals.restore()
         if self.warned or self.warned_back:
-            for message, filename, line in self.warned:  # as traced
-                warn_at(message, RuntimeWarning, filename, line)
-            for message, filename, line, shown in self.warned_back:  # (not those a rule's
-                if shown:                                             # filters silenced)
+            for message, filename, line in (*self.warned, *self.warned_back):  # as traced
+                if line is not None:  # (not one a rule's own filters silenced: ``silenced``)
                     warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         if self.replays == COMPILE_AFTER:
