@@ -226,3 +226,34 @@ def test_scipy_pinv_of_float32_differentiates_the_rank_scipy_keeps():
     np.testing.assert_allclose(grad, reference, rtol=1e-6, atol=1e-6)
     y, dy = mutad.jvp(lambda a: scipy.linalg.pinv(a).sum(), (a,), (np.eye(2, dtype=np.float32),))
     assert dy == np.float32(np.sum(reference * np.eye(2)))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.pearsonr computes in its samples' common float type: mutad's centred a float32
+# sample in float32 beside a float64 one (0.77 where SciPy gives 0.94). np.nanvar of float32 or
+# float16 values returned a 0-d array where NumPy returns its number.
+
+
+@pytest.mark.parametrize("x, y", [
+    (np.array([1.0, 1.0, 1.0000001], np.float32), np.array([1.0, 2.0, 4.0])),
+    (np.array([3.0, 2.0, 1.0], np.float16), np.array([1.0, 2.0, 4.0], np.float32)),
+    (np.array([3.0, 2.0, 1.5], np.float32), np.array([1, 2, 4]))])
+def test_pearsonr_in_the_common_float_type(x, y):
+    import scipy.stats
+
+    for k in (0, 1):
+        def f(x):
+            return scipy.stats.pearsonr(x, y)[k]
+
+        expected = f(x)
+        for value, _ in [mutad.value_and_grad(f)(x), mutad.value_and_grad(f, replay=True)(x)]:
+            assert type(value) is type(expected) and value == expected
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("f", [np.nanvar, lambda x: np.nanvar(x, ddof=1)])
+def test_nanvar_of_single_precision_is_numpys_number(dtype, f):
+    x = np.array([3.0, np.nan, 1.0, 2.0], dtype)
+    expected = f(x)
+    for value, _ in [mutad.value_and_grad(f)(x), mutad.value_and_grad(f, replay=True)(x)]:
+        assert type(value) is type(expected) and value == expected

@@ -972,6 +972,10 @@ def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
         raise ValueError("`x` and `y` must have length at least 2.")
     n = float(np.shape(x)[axis])
     x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    # in the two samples' common float type, as SciPy computes (float32 and float64: float64)
+    dtype = np.result_type(x, y)
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    x, y = (v if v.dtype == dtype else v.astype(dtype) for v in (x, y))
     const_x = np.all(x == x[..., 0:1], axis=-1)
     const_y = np.all(y == y[..., 0:1], axis=-1)
     const_xy = const_x | const_y
