@@ -28,7 +28,7 @@ from .core.levels import Tracer
 from .listing import TapeListing
 from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
-from .engines.session import ReverseDifferentiation
+from .engines.session import ReverseDifferentiation, check_precision
 from .core.trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                           scalar_derivative)
 from .core.views import memory, owner, wrapped
@@ -334,6 +334,8 @@ def pullback(f: Callable[..., Any], *args: Any,
                     raise InvalidArgumentError(
                         f"back(dy): a cotangent of shape {np.shape(g)} was given for an "
                         f"output of shape {t.value.shape}.")
+                if type(t) is Traced:
+                    check_precision(g, t.value, ("back(dy)", "cotangent", "output"))
             return d.gradients(zip(outputs, cotangents))
 
     weakref.finalize(back, thaw, d.tape)  # a back never called still releases the constants

@@ -497,7 +497,9 @@ def _random(x, rng):
     """Standard normal numbers of ``x``'s shape; complex ones (both parts drawn) for a complex
     ``x``, so that directions and cotangents probe the imaginary parts too."""
     v = rng.standard_normal(np.shape(x))
-    return v + 1j * rng.standard_normal(np.shape(x)) if _wide(x).kind == "c" else v
+    v = v + 1j * rng.standard_normal(np.shape(x)) if _wide(x).kind == "c" else v
+    # in x's own precision, as jvp and back take them (a wider one would be rounded)
+    return v.astype(x.dtype if hasattr(x, "dtype") else np.result_type(x))
 
 
 def _dot(a, b):

@@ -505,7 +505,7 @@ class Warnings:
     code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
     record being reversed."""
 
-    __slots__ = ("stop", "record", "heard", "muted")
+    __slots__ = ("stop", "record", "heard", "muted", "filters")
 
     def __init__(self, stop=None):
         self.stop = stop
@@ -513,21 +513,25 @@ class Warnings:
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
         self.muted = False  # while the engines compute a value whose events NumPy's are not
         # (``without_events``)
+        self.filters = warnings.filters  # Python's warnings filters when it was made
 
     def write(self, text):
         if self.muted and HOLDING.level is None:  # (a tangent's events are its own)
             return
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
-        frame, called = sys._getframe(1), None
+        frame, called, operator = sys._getframe(1), None, None
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
             if code in SCALAR_PASSING and HOLDING.level is None:  # the user's operator, passed
                 # on to the reflected one it calls
                 message = _as_scalar_math(message, called)
+            if operator is None and code in SCALAR_OPERATORS:
+                operator = frame  # (an operator NumPy's or SciPy's code ran, np.average's
+                # ``sum / scale`` of two NumPy scalars: scalar math too)
             known = _INSIDE.get(code.co_filename)
             if not (_learn(code.co_filename) if known is None else known):
                 if HOLDING.level is None:
-                    message = _as_scalar_math(message, called)
+                    message = _as_scalar_math(message, operator or called)
                 if self.heard is not None:
                     self.heard.append((message, code.co_filename, frame.f_lineno))
                 if HOLDING.level is not None:  # a tangent's, inside f: issued once f returns
@@ -542,13 +546,34 @@ class Warnings:
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
             message += in_the_gradient(self.record)
             if self.heard is not None:
-                self.heard.append((message, *line))
+                # (one the rule's own filters silence, heard but not issued: no line)
+                self.heard.append((message, *line) if not silenced(self.filters, message, *line)
+                                  else (message, None, None))
             warn_at(message, RuntimeWarning, *line)
         else:
             if self.heard is not None:
                 caller = sys._getframe(1)
                 self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+def silenced(ambient, message, filename, lineno):
+    """Whether the warnings filters set since ``ambient`` (the filters in force when a reverse
+    pass began: those of a rule's own ``warnings.catch_warnings()`` around what it computes)
+    ignore a RuntimeWarning ``message`` at ``filename:lineno``: a replay, which issues the
+    reverse pass's warnings once it is over, outside those filters, issues it no more than
+    the traced call did. The caller's filters, in force on every call, are left to act then."""
+    current = warnings.filters
+    if current is ambient:
+        return False
+    added = len(current) - len(ambient)
+    own = current[:added] if added >= 0 and current[added:] == ambient else current
+    module = filename.removesuffix(".py")
+    for action, text, category, within, line in own:
+        if (text is None or text.match(message)) and issubclass(RuntimeWarning, category) \
+                and (within is None or within.match(module)) and line in (0, lineno):
+            return action == "ignore"
+    return False
 
 
 def without_events(compute, *args):

@@ -3605,7 +3605,7 @@ class Program:
         self.raising = frozenset().union(*(steps for _, steps in self.kinds))
         self.shown, self.reissued = recorder.shown, recorder.reissued
         self.shown_at = recorder.shown_at
-        # and those its reverse pass issued (the traced call's: ``Recording.end``), their kinds
+        # and those its reverse pass heard (the traced call's: ``Recording.end``), their kinds
         # once it is over (``prepare``)
         self.warned_back, self.back_kinds = [], None
         # (leaves, rebuild, scalars) of the aux output: leaves Slots or values, and per leaf
@@ -3894,7 +3894,8 @@ class Program:
             originals.restore()
         if self.warned or self.warned_back:
             for message, filename, line in (*self.warned, *self.warned_back):  # as traced
-                warn_at(message, RuntimeWarning, filename, line)
+                if line is not None:  # (not one a rule's own filters silenced: ``silenced``)
+                    warn_at(message, RuntimeWarning, filename, line)
         self.replays += 1
         return (value if self.aux is None else (value, aux)), grads
 

@@ -646,6 +646,28 @@ def _add_tangent(tangent, x, t, batch, flat=None):
         tangent[(slice(None),) * batch + np.unravel_index(first, x.shape)] += sums
 
 
+def check_precision(direction, value, roles):
+    """Refuse a float ``direction`` (a tangent, a cotangent) wider than its float ``value`` (a
+    float64 direction for a float32 argument or output): it would be rounded to the value's
+    precision first, a derivative along another direction than the one given, and JAX refuses
+    it too. A Python number is weak (NEP 50: it takes the value's type, as in ``x + 1e-3``), and
+    an integer direction holds exact values. ``roles``: ``(where, direction's name, value's
+    name)`` for the message."""
+    if direction is None or type(direction) in (bool, int, float, complex):
+        return
+    given = np.result_type(direction) if hasattr(direction, "dtype") \
+        else np.asarray(direction).dtype
+    dtype = getattr(value, "dtype", None)
+    if dtype is None or dtype.kind not in "fc" or given.kind not in "fc" \
+            or np.can_cast(given, dtype, "safe"):
+        return
+    where, name, of = roles
+    raise InvalidArgumentError(
+        f"{where}: a {given} {name} was given for a {dtype} {of}; it would be rounded to {dtype} "
+        f"first, a derivative along another direction than the one given. Pass it as {dtype} "
+        f"(.astype(np.{dtype})), or compute in {given}.")
+
+
 class ForwardDifferentiation(Differentiation):
     """One ``jvp``: its level, and its arguments, duals over private copies of the caller's
     memory. A reverse differentiation nested inside it sees it as its outer level."""
@@ -771,6 +793,7 @@ class ForwardDifferentiation(Differentiation):
                 f"({getattr(x, 'dtype', 'float')}): a real argument moves along real directions "
                 "only. Pass the tangent's real part, or the primal as complex "
                 "(x.astype(complex)) to move it off the real line.")
+        check_precision(t, x, ("jvp", "tangent", "primal"))
         if self.level in BATCH:
             return self._batched_leaf(x, t, BATCH[self.level])
         if t is not None and np.shape(t) != np.shape(x):

@@ -544,13 +544,19 @@ def _singular_values(a):
     return np.linalg.svd(a, compute_uv=False)
 
 
+def _lapack_eps(a):
+    """The machine epsilon of the precision SciPy's LAPACK routines compute ``a`` in, which
+    pinv's default rtol scales: single for float16 and float32."""
+    return np.finfo(np.result_type(a, np.float32)).eps
+
+
 def _pinv_relative_cutoff(a, atol, rtol):
     """SciPy's cutoff atol + rtol σ_max of the singular values pinv keeps, relative to σ_max:
     np.linalg.pinv's rcond for the same rank."""
     m, n = np.shape(a)[-2:]
     s = _singular_values(a)
     largest = np.max(s, initial=0.0)
-    rtol = max(m, n) * np.finfo(float).eps if rtol is None else rtol
+    rtol = max(m, n) * _lapack_eps(a) if rtol is None else rtol
     if not largest:
         return rtol
     return ((0.0 if atol is None else atol) + largest * rtol) / largest

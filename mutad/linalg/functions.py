@@ -58,8 +58,9 @@ def _expm_rule(a):
         # The Fréchet derivative L(A, E) of expm is linear in E, with adjoint L(Aᵀ, ·):
         # <Ȳ, L(A, E)> = <L(Aᵀ, Ȳ), E> (Al-Mohy & Higham 2009, §2; Higham, Functions of
         # Matrices, 2008, §3.2), so Ā = L(Aᵀ, Ȳ).
-        if wrapped(a) or wrapped(dy):
-            # traced by an outer differentiation: by expm itself, which it differentiates
+        if wrapped(a) or wrapped(dy) or not (np.isfinite(a).all() and np.isfinite(dy).all()):
+            # traced by an outer differentiation: by expm itself, which it differentiates;
+            # of infinities or NaNs too, which expm_frechet refuses (expm's are NaNs)
             return (_frechet(transpose(a), dy),)
         # plain arrays: SciPy's expm_frechet, a matrix at a time, at a quarter of the cost
         # (in double precision: SciPy's expm of float16 computes in float32, its Fréchet
@@ -91,13 +92,23 @@ def _real_square_root(a):
     return root
 
 
+def _sylvester_derivative(a, b, q):
+    """``solve_sylvester(a, b, q)``, the derivative of a matrix function at a matrix whose value
+    SciPy gives: NaNs where the value or ``q`` holds an infinity or a NaN (SciPy's square root
+    of such a matrix is NaNs, where ``solve_sylvester`` refuses them)."""
+    if not any(wrapped(x) for x in (a, b, q)) and not (
+            np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(q).all()):
+        return np.full(np.shape(q), np.nan, np.result_type(a, b, q))
+    return solve_sylvester(a, b, q)
+
+
 @sqrtm.rule
 def _sqrtm_rule(a, *settings):
     root = _real_square_root(a)
 
     def back(droot):
         # X X = A gives X dX + dX X = dA, a Sylvester equation; its adjoint is Xᵀ Y + Y Xᵀ.
-        return (solve_sylvester(transpose(root), transpose(root), droot),)
+        return (_sylvester_derivative(transpose(root), transpose(root), droot),)
 
     return root, back
 
@@ -105,7 +116,7 @@ def _sqrtm_rule(a, *settings):
 @sqrtm.jvp_rule
 def _sqrtm_jvp(tangents, a, *settings):
     root = _real_square_root(a)
-    return root, solve_sylvester(root, root, tangents[0])
+    return root, _sylvester_derivative(root, root, tangents[0])
 
 
 # ----------------------------------------------------------------------------------------------

@@ -292,8 +292,10 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs)
         variance = np.divide(variance, dof).astype(np.result_type(variance), copy=False)
     if np.any(dof <= 0):  # NumPy's convention: its warning, and NaN
         _degrees_of_freedom_warning("Degrees of freedom <= 0 for slice.")
-        variance = np.where(dof <= 0, np.nan, variance)[()]
-    return variance
+        variance = np.where(dof <= 0, np.nan, variance)
+    # a 0-d result as NumPy's number (the cast into a float32 sum's dtype above, by mutad's
+    # own code, makes an array)
+    return variance[()] if np.ndim(variance) == 0 else variance
 
 
 def _degrees_of_freedom_warning(message):

@@ -169,8 +169,8 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
                     nan = False
                     for v in values:
                         nan = nan | np.any(np.isnan(v), axis=-1)
-                    if np.any(nan):
-                        results = tuple(np.where(nan, np.nan, r) for r in results)
+                    if np.any(nan):  # (NaN as SciPy's number where it gives one)
+                        results = tuple(_as_numpys(np.where(nan, np.nan, r)) for r in results)
             if keepdims:
                 results = tuple(np.expand_dims(r, reduced) for r in results)
             return pack(*results) if pack is not None else results[0]
@@ -178,6 +178,11 @@ def _reduction(original, *, samples=("a",), too_small=0, outputs=1, pack=None, p
         return StandIn(original, stand_in)
 
     return decorate
+
+
+def _as_numpys(result):
+    """A 0-d ``result`` as NumPy's number, as SciPy returns it (``np.where`` makes arrays)."""
+    return result[()] if np.ndim(result) == 0 else result
 
 
 def _on_present(body, names, values, settings, paired, too_small, count, message):
@@ -305,11 +310,12 @@ def moment(a, order=1, axis=0, *, center=None):
 
 def _standardized(a, axis, order):
     """The mean, the second moment and the moment of ``order``, and where the second is
-    zero (SciPy's test: below the rounding of the mean squared)."""
+    zero (SciPy's test: below the rounding of the mean squared, in the moments' precision)."""
     mean = np.mean(a, axis=axis, keepdims=True)
     m2 = _moment(a, 2, axis, mean=mean)
     m = _moment(a, order, axis, mean=mean)
-    zero = m2 <= (np.finfo(np.float64).eps * np.squeeze(mean, axis=axis))**2
+    with np.errstate(all="ignore"):  # (SciPy's test raises nothing: a huge mean's square)
+        zero = m2 <= (np.finfo(m2.dtype).eps * np.squeeze(mean, axis=axis))**2
     return m2, m, zero
 
 
@@ -439,8 +445,8 @@ def _zmap(scores, compare, axis=0, ddof=0, nan_policy="propagate"):
         z = (scores - mean) / std
     if np.any(missing):
         z = np.where(missing, np.nan, z)
-    if like_zscore:  # constant slices: NaN, as SciPy says
-        zero = std <= np.abs(np.finfo(np.float64).eps * mean)
+    if like_zscore:  # constant slices: NaN, as SciPy says (in the scores' precision)
+        zero = std <= np.abs(np.finfo(z.dtype).eps * mean)
         z = np.where(np.broadcast_to(zero, np.shape(z)), np.nan, z)
     return z
 
@@ -966,6 +972,10 @@ def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
         raise ValueError("`x` and `y` must have length at least 2.")
     n = float(np.shape(x)[axis])
     x, y = np.moveaxis(x, axis, -1), np.moveaxis(y, axis, -1)
+    # in the two samples' common float type, as SciPy computes (float32 and float64: float64)
+    dtype = np.result_type(x, y)
+    dtype = dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    x, y = (v if v.dtype == dtype else v.astype(dtype) for v in (x, y))
     const_x = np.all(x == x[..., 0:1], axis=-1)
     const_y = np.all(y == y[..., 0:1], axis=-1)
     const_xy = const_x | const_y
