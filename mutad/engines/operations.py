@@ -51,7 +51,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotang
                       check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
                       keep, locate, place_at, place_of, plain, private, recipe, view_of)
 from ..core.levels import ACTIVE, escaped
-from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
+from ..core.shadows import Buffer, Place, lendable, overlapping, scalar_buffer, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
                           weaken, wrapped, writeable)
@@ -365,7 +365,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     if y is not None:  # (a real 0-d result, of its own buffer: as ``fresh`` wraps it, below)
         y = np.array(y)
         _read_only(y, False)
-        buffer = Buffer(y)
+        buffer = scalar_buffer(_REAL)
         yt = Traced(y, buffer, tape, True)
     else:
         y = ufunc(*values)

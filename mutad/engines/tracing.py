@@ -66,7 +66,7 @@ from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, values_at, view_of)
-from ..core.shadows import Buffer, overlapping
+from ..core.shadows import Buffer, overlapping, scalar_buffer
 from ..core.views import NDARRAY, WRITEABLE, same_region, views
 from .writes import CopyBack, Reads, Undo
 
@@ -502,7 +502,7 @@ def _element_read(x, key):
     # scalar is immutable (``fresh_value``), a buffer of its own, too small to follow)
     y = np.array(value[key])
     _read_only(y, False)
-    buffer = Buffer(y)
+    buffer = scalar_buffer(y.dtype)
     yt = Traced(y, buffer, tape, True)
     if x.whole:
         source, repeats = x.buffer, False  # (a whole buffer's elements share no bytes)
