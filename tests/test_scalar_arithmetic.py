@@ -285,3 +285,35 @@ def test_the_partials_in_pythons_floats_are_numpys_or_none(a, b):
             assert expected is not None and np.float64(python).tobytes() == expected.tobytes()
         elif expected is not None:
             assert not elementwise.exact_in_python(float(expected)) or not b
+
+
+@pytest.mark.parametrize("template", ["-{y} * 2.0 + {0} / ({1} - {y})", "{1} * -{0} - 0.5",
+                                      "{0} / {1} / {1}", "-({0} + {1})"])
+def test_a_partials_expression_in_pythons_floats_is_numpys_or_none(template):
+    """The function ``elementwise._python_partial`` writes for an expression a partial offers
+    (constants, negations, ``y``, operations in any nesting) gives NumPy's float64 bits of that
+    expression where every operation is exact in Python's floats and raises nothing, and None
+    where one is not or a value it reads is no float64 (a float32, an array with axes)."""
+    function, uses_y = elementwise._python_partial((template, ()))
+    assert uses_y == ("{y}" in template)
+    numbers = [3.0, -1.5, 0.0, -0.0, 1e-310, 1e300, 7.0, np.inf, np.nan, 2.0]
+    given = []
+    for a in numbers:
+        for b in numbers[::3]:
+            for y in numbers[::4]:
+                kept = [np.array(a), b, np.float64(y)]
+                try:
+                    with np.errstate(all="raise"):
+                        expected = eval(template.format("a", "b", y="y"), {
+                            "a": np.float64(a), "b": np.float64(b), "y": np.float64(y)})
+                except FloatingPointError:
+                    expected = None
+                python = function(kept)
+                given.append(python is not None)
+                if python is not None:
+                    assert type(python) is float and expected is not None
+                    assert np.float64(python).tobytes() == np.float64(expected).tobytes()
+    assert any(given) and not all(given)  # (both answers reached)
+    assert function([np.float32(1.0), 2.0, 3.0]) is None
+    assert function([np.array([1.0]), 2.0, 3.0]) is None
+    assert function([1.0, 2.0, 3.0]) is not None
