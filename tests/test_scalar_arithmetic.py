@@ -317,3 +317,27 @@ def test_a_partials_expression_in_pythons_floats_is_numpys_or_none(template):
     assert function([np.float32(1.0), 2.0, 3.0]) is None
     assert function([np.array([1.0]), 2.0, 3.0]) is None
     assert function([1.0, 2.0, 3.0]) is not None
+
+
+@pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_a_written_values_cotangent_handed_on_as_a_float(seed, special, monkeypatch):
+    """The reverse pass hands the cotangent of an element written (``x[i, j] += v``) to the
+    folded record that computed the value as Python's float (``ElementWrite.reverse``'s
+    ``handing``), not through the stand-in's shadow: the same value, gradient, caller's arrays
+    and warnings, bit for bit, as without it (and the programs take it)."""
+    f, source, seen = _program(seed, smooth=False)
+    A, x = _arguments(seed, special)
+    reverse, handed = elementwise.ElementWrite.reverse, []
+
+    def noting(record, shadows, handing=None):
+        handed.append(reverse(record, shadows, handing))
+        return handed[-1]
+
+    monkeypatch.setattr(elementwise.ElementWrite, "reverse", noting)
+    taken = _events(f, A, x)
+    monkeypatch.setattr(elementwise.ElementWrite, "reverse",
+                        lambda record, shadows, handing=None: reverse(record, shadows))
+    assert _events(f, A, x) == taken, source
+    if seed == 0 and not special:
+        assert any(type(h) is tuple for h in handed)

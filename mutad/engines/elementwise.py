@@ -1097,12 +1097,20 @@ class ElementWrite:
             region = current_region(place)
         region[()] = self.saved
 
-    def reverse(self, shadows):
+    def reverse(self, shadows, handing=None):
         """What ``Write.reverse`` does with this record: the cotangent of the value written
         taken, the element put back, and the value's cotangent made from it
         (:func:`write_pullback`). A float64 element's cotangent in a shadow of its own, mapped
         flat, is taken as Python's float (``Shadows.take``'s element, without its 0-d array),
-        for ``_scalar_back``, else as the array it would have been."""
+        for ``_scalar_back``, else as the array it would have been.
+
+        ``handing``: the output of the :class:`ElementsRead` record the reverse pass runs next
+        (``ReverseTape.replay``), or None. Where the value written passes its cotangent to it
+        through the stand-in (``fold_written``: ``x[i, j] += x[i, j - 1]``), which has no
+        shadow, and that cotangent is Python's float, it is handed on as such
+        (``reverse_folded``'s ``d``), not made the stand-in's shadow, which that record's
+        pullback would take out at once and read as that float: returns ``(cotangent,)``.
+        Else None."""
         written, inputs = self.written, self.inputs
         d = dy = None
         entry = None if written.whole or written.dtype is not _REAL or written.shape else \
@@ -1126,6 +1134,8 @@ class ElementWrite:
             # ``_lean_cotangents`` marks its own where it is made here)
             written = inputs[0]
             if d is not None and written.dtype is _REAL:
+                if written is handing:
+                    return (d,)
                 dy = np.array(d)
                 shadows.entries[written.key] = [written, dy, None, None, dy]
                 return
