@@ -640,7 +640,7 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
         # ``fast_ufunc`` wraps one, its conditions those of ``fresh``'s short path)
         y = np.array(y)
         _read_only(y, False)
-        result = Traced(y, Buffer(y), tape, True)
+        result = Traced(y, scalar_buffer(_REAL), tape, True)
     else:
         if type(y) is NDARRAY:
             for x, v in zip(inputs, values):
