@@ -66,7 +66,7 @@ from ..core.registry import NO_RULE, RULES, lookup
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, values_at, view_of)
-from ..core.shadows import Buffer, overlapping, scalar_buffer
+from ..core.shadows import overlapping, scalar_buffer
 from ..core.views import NDARRAY, WRITEABLE, same_region, views
 from .writes import CopyBack, Reads, Undo
 
