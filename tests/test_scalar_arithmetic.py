@@ -285,3 +285,59 @@ def test_the_partials_in_pythons_floats_are_numpys_or_none(a, b):
             assert expected is not None and np.float64(python).tobytes() == expected.tobytes()
         elif expected is not None:
             assert not elementwise.exact_in_python(float(expected)) or not b
+
+
+@pytest.mark.parametrize("template", ["-{y} * 2.0 + {0} / ({1} - {y})", "{1} * -{0} - 0.5",
+                                      "{0} / {1} / {1}", "-({0} + {1})"])
+def test_a_partials_expression_in_pythons_floats_is_numpys_or_none(template):
+    """The function ``elementwise._python_partial`` writes for an expression a partial offers
+    (constants, negations, ``y``, operations in any nesting) gives NumPy's float64 bits of that
+    expression where every operation is exact in Python's floats and raises nothing, and None
+    where one is not or a value it reads is no float64 (a float32, an array with axes)."""
+    function, uses_y = elementwise._python_partial((template, ()))
+    assert uses_y == ("{y}" in template)
+    numbers = [3.0, -1.5, 0.0, -0.0, 1e-310, 1e300, 7.0, np.inf, np.nan, 2.0]
+    given = []
+    for a in numbers:
+        for b in numbers[::3]:
+            for y in numbers[::4]:
+                kept = [np.array(a), b, np.float64(y)]
+                try:
+                    with np.errstate(all="raise"):
+                        expected = eval(template.format("a", "b", y="y"), {
+                            "a": np.float64(a), "b": np.float64(b), "y": np.float64(y)})
+                except FloatingPointError:
+                    expected = None
+                python = function(kept)
+                given.append(python is not None)
+                if python is not None:
+                    assert type(python) is float and expected is not None
+                    assert np.float64(python).tobytes() == np.float64(expected).tobytes()
+    assert any(given) and not all(given)  # (both answers reached)
+    assert function([np.float32(1.0), 2.0, 3.0]) is None
+    assert function([np.array([1.0]), 2.0, 3.0]) is None
+    assert function([1.0, 2.0, 3.0]) is not None
+
+
+@pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("seed", range(12))
+def test_a_written_values_cotangent_handed_on_as_a_float(seed, special, monkeypatch):
+    """The reverse pass hands the cotangent of an element written (``x[i, j] += v``) to the
+    folded record that computed the value as Python's float (``ElementWrite.reverse``'s
+    ``handing``), not through the stand-in's shadow: the same value, gradient, caller's arrays
+    and warnings, bit for bit, as without it (and the programs take it)."""
+    f, source, seen = _program(seed, smooth=False)
+    A, x = _arguments(seed, special)
+    reverse, handed = elementwise.ElementWrite.reverse, []
+
+    def noting(record, shadows, handing=None):
+        handed.append(reverse(record, shadows, handing))
+        return handed[-1]
+
+    monkeypatch.setattr(elementwise.ElementWrite, "reverse", noting)
+    taken = _events(f, A, x)
+    monkeypatch.setattr(elementwise.ElementWrite, "reverse",
+                        lambda record, shadows, handing=None: reverse(record, shadows))
+    assert _events(f, A, x) == taken, source
+    if seed == 0 and not special:
+        assert any(type(h) is tuple for h in handed)

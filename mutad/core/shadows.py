@@ -159,6 +159,22 @@ class Buffer:
             self.low = address(array)
 
 
+def scalar_buffer(dtype, _new=object.__new__):
+    """``Buffer(y)`` of a 0-d NumPy array ``y`` of ``dtype``, traced (no constant): the same
+    fields, set without the call of ``__init__`` and its questions of the array. A scalar loop
+    makes one per element it reads and per operation (``tracing._element_read``,
+    ``operations.fast_ufunc``), where this costs about two thirds of that call."""
+    buffer = _new(Buffer)
+    buffer.key = _next_key()
+    buffer.version = 0
+    buffer.origin = buffer.ref = buffer.owner = buffer.device = buffer.low = None
+    buffer.constant = buffer.read = buffer.weak = False
+    buffer.dtype = dtype
+    buffer.shape = buffer.strides = ()
+    buffer.span, buffer.c_contiguous, buffer.offset = 1, True, 0
+    return buffer
+
+
 class Place:
     """Where a shadow is read or written: a buffer, and the part of it (None: all of it)."""
 

@@ -670,41 +670,25 @@ def _float64(value):
     return float(value) if kind is _FLOAT64 else None
 
 
-class _Inexact(Exception):
-    """An operation of Python's floats whose result may not be NumPy's, or raised an event
-    NumPy would act on (``_scalar_partial``)."""
-
-
-def _checked(operation):
-    """``operation`` of two Python floats where its result is NumPy's ufunc's, bit for bit,
-    raising nothing (``exact_in_python``); else :class:`_Inexact` (a division by zero too,
-    which Python refuses)."""
-    def checked(a, b):
-        if operation is operator.truediv and not b:
-            raise _Inexact
-        result = operation(a, b)
-        if exact_in_python(result):
-            return result
-        raise _Inexact
-    return checked
-
-
-_CHECKED = {ast_operation: _checked(operation) for ast_operation, operation in (
-    (ast.Add, operator.add), (ast.Sub, operator.sub), (ast.Mult, operator.mul),
-    (ast.Div, operator.truediv))}
+_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+"""The operations of Python's floats a partial's expression for float64 scalars may use."""
 
 _SCALAR_PARTIALS = {}
 """Each partial that offers an expression for float64 scalars (``scalar``, as to a compiled
-replay) -> that expression as a function of Python's floats (``_python_partial``), or None."""
+replay) -> ``(function, uses_y)``, that expression as a function of a record's kept values
+computed with Python's floats (``_python_partial``), or None."""
 
 
 def _python_partial(offer):
     """The expression ``offer`` (``(template, guarded)``: a template of the operands ``{0}``,
     ``{1}``, ... and ``{y}``, which a partial offers for NumPy's float64 scalars) as
-    ``(function, fields)``: ``function(*values)`` computes it of the values of ``fields``
-    (operand positions, or "y") with Python's floats, every operation checked
-    (``_checked``), a negation exact; None where the expression is other than such
-    operations, negations and floats."""
+    ``(function, uses_y)``: ``function(kept)`` computes it with Python's floats of a record's
+    kept values (``kept[i]`` for ``{i}``, ``kept[-1]`` for ``{y}``), where each value it reads
+    is a float64 (Python's float, NumPy's scalar, a 0-d array) and each operation gives NumPy's
+    bits, raising nothing (``exact_in_python``; a division by zero, which Python refuses,
+    neither), else None; a negation is exact. Written out as one function, each operation
+    and its check in line: a scalar loop's reverse pass runs it per division. None where the
+    expression is other than such operations, negations and floats."""
     fields = []
     for _, field, _, _ in string.Formatter().parse(offer[0]):
         if field is not None and field not in fields:
@@ -718,19 +702,43 @@ def _python_partial(offer):
     for node in ast.walk(tree):
         if type(node) is ast.Constant and type(node.value) is not float or type(node) not in (
                 ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Name, ast.Load,
-                ast.Constant, *_CHECKED):
+                ast.Constant, *_OPERATORS):
             return None
+    lines = []
+    for field, name in names.items():  # (``_float64`` of each value read, in line)
+        lines += [f"{name} = kept[{-1 if field == 'y' else int(field)}]",
+                  f"kind = type({name})",
+                  "if kind is NDARRAY:",
+                  f"    if {name}.ndim or {name}.dtype is not REAL: return None",
+                  f"    {name} = {name}.item()",
+                  f"elif kind is FLOAT64: {name} = float({name})",
+                  "elif kind is not float: return None"]
+    constants = {}
 
-    class Checked(ast.NodeTransformer):
-        def visit_BinOp(self, node):
-            self.generic_visit(node)
-            return ast.Call(ast.Name(type(node.op).__name__, ast.Load()),
-                            [node.left, node.right], [])
+    def emit(node):  # the expression's value, each operation assigned and checked first
+        kind = type(node)
+        if kind is ast.Name:
+            return node.id
+        if kind is ast.Constant:
+            name = f"c{len(constants)}"
+            constants[name] = node.value
+            return name
+        if kind is ast.UnaryOp:
+            return f"(-{emit(node.operand)})"
+        left, right = emit(node.left), emit(node.right)
+        if type(node.op) is ast.Div:
+            lines.append(f"if not {right}: return None")
+        result = f"r{len(lines)}"
+        lines.extend((f"{result} = {left} {_OPERATORS[type(node.op)]} {right}",
+                      f"if not NORMAL < abs({result}) <= LARGEST: return None"))
+        return result
 
-    expression = ast.unparse(Checked().visit(tree))
-    function = eval(f"lambda {', '.join(names.values())}: {expression}",
-                    {operation.__name__: checked for operation, checked in _CHECKED.items()})
-    return function, tuple(field if field == "y" else int(field) for field in fields)
+    value = emit(tree.body)
+    lines.append(f"return {value}")
+    namespace = {"NDARRAY": NDARRAY, "REAL": _REAL, "FLOAT64": _FLOAT64, "NORMAL": _NORMAL,
+                 "LARGEST": _LARGEST, **constants}
+    exec("def partial(kept):\n" + "".join(f"    {line}\n" for line in lines), namespace)
+    return namespace["partial"], "y" in fields
 
 
 def _scalar_partial(partial, kept, rule):
@@ -744,19 +752,10 @@ def _scalar_partial(partial, kept, rule):
         compiled = _SCALAR_PARTIALS[partial] = None if offer is None else _python_partial(offer)
     if compiled is None:
         return None
-    function, fields = compiled
-    values = []
-    for field in fields:
-        if field == "y" and "y" not in rule.uses:
-            return None
-        value = _float64(kept[-1] if field == "y" else kept[field])
-        if value is None:
-            return None
-        values.append(value)
-    try:
-        return function(*values)
-    except _Inexact:
+    function, uses_y = compiled
+    if uses_y and "y" not in rule.uses:
         return None
+    return function(kept)
 
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
@@ -1098,12 +1097,20 @@ class ElementWrite:
             region = current_region(place)
         region[()] = self.saved
 
-    def reverse(self, shadows):
+    def reverse(self, shadows, handing=None):
         """What ``Write.reverse`` does with this record: the cotangent of the value written
         taken, the element put back, and the value's cotangent made from it
         (:func:`write_pullback`). A float64 element's cotangent in a shadow of its own, mapped
         flat, is taken as Python's float (``Shadows.take``'s element, without its 0-d array),
-        for ``_scalar_back``, else as the array it would have been."""
+        for ``_scalar_back``, else as the array it would have been.
+
+        ``handing``: the output of the :class:`ElementsRead` record the reverse pass runs next
+        (``ReverseTape.replay``), or None. Where the value written passes its cotangent to it
+        through the stand-in (``fold_written``: ``x[i, j] += x[i, j - 1]``), which has no
+        shadow, and that cotangent is Python's float, it is handed on as such
+        (``reverse_folded``'s ``d``), not made the stand-in's shadow, which that record's
+        pullback would take out at once and read as that float: returns ``(cotangent,)``.
+        Else None."""
         written, inputs = self.written, self.inputs
         d = dy = None
         entry = None if written.whole or written.dtype is not _REAL or written.shape else \
@@ -1127,6 +1134,8 @@ class ElementWrite:
             # ``_lean_cotangents`` marks its own where it is made here)
             written = inputs[0]
             if d is not None and written.dtype is _REAL:
+                if written is handing:
+                    return (d,)
                 dy = np.array(d)
                 shadows.entries[written.key] = [written, dy, None, None, dy]
                 return

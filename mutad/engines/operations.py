@@ -53,7 +53,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotang
                       keep, locate, place_at, place_of, plain, private, recipe, refuse_complex,
                       view_of)
 from ..core.levels import ACTIVE, escaped
-from ..core.shadows import Buffer, Place, lendable, overlapping, zeros
+from ..core.shadows import Buffer, Place, lendable, overlapping, scalar_buffer, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
                           weaken, wrapped, writeable)
@@ -371,7 +371,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     if y is not None:  # (a real 0-d result, of its own buffer: as ``fresh`` wraps it, below)
         y = np.array(y)
         _read_only(y, False)
-        buffer = Buffer(y)
+        buffer = scalar_buffer(_REAL)
         yt = Traced(y, buffer, tape, True)
     else:
         y = ufunc(*values)
@@ -664,7 +664,7 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
         # ``fast_ufunc`` wraps one, its conditions those of ``fresh``'s short path)
         y = np.array(y)
         _read_only(y, False)
-        result = Traced(y, Buffer(y), tape, True)
+        result = Traced(y, scalar_buffer(_REAL), tape, True)
     else:
         if type(y) is NDARRAY:
             for x, v in zip(inputs, values):

@@ -198,7 +198,11 @@ class ReverseTape(Tape):
                     # (a scalar loop's other records, reversed as below, without its questions)
                     if kind is ElementWrite:  # (no outputs)
                         record = watch.record = records.pop()
-                        record.reverse(shadows)
+                        following = records[-1] if records else None
+                        handed = record.reverse(shadows, following.output if type(following)
+                                                is ElementsRead else None)
+                        if handed is not None:  # (the value written's, into what it made)
+                            reverse_folded(records, shadows, watch, handed[0])
                         continue
                     if kind is ElementsRead:
                         reverse_folded(records, shadows, watch)

@@ -67,7 +67,7 @@ from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, refuse_complex,
                       values_at, view_of)
-from ..core.shadows import Buffer, overlapping
+from ..core.shadows import overlapping, scalar_buffer
 from ..core.views import NDARRAY, WRITEABLE, same_region, views
 from .writes import CopyBack, Reads, Undo
 
@@ -509,7 +509,7 @@ def _element_read(x, key):
     _read_only(y, False)
     if recorder is not None:  # (``fresh``'s question)
         refuse_complex(tape, y)
-    buffer = Buffer(y)
+    buffer = scalar_buffer(y.dtype)
     yt = Traced(y, buffer, tape, True)
     if x.whole:
         source, repeats = x.buffer, False  # (a whole buffer's elements share no bytes)
