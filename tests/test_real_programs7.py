@@ -14,7 +14,11 @@ interpolators, ``cKDTree``, ``pdist``, distributions, matrix functions; and the 
 the code: classes with ``step()`` methods, ``functools.partial``, generators, dicts of state,
 ``out=`` everywhere, work buffers reused across calls, ``np.ma``, ``np.polynomial`` classes and
 basis conversions, ``np.vectorize``, ``np.fromiter``, ``np.piecewise``/``np.select``,
-``ufunc.at``/``reduceat``/``outer``, NumPy 2's array-API functions.
+``ufunc.at``/``reduceat``/``outer``, NumPy 2's array-API functions; and DCT Poisson solvers,
+batched small solves, ``solve_discrete_are`` and ``expm_frechet``, an assignment then a traced
+cost, shortest paths over traced weights, ``quad_vec``/``dblquad``, ``rng.normal`` of traced
+location and scale, ``freqz`` and ``lfilter`` of a traced denominator, ``BSpline`` of traced
+coefficients, a solver object growing its history with ``np.append``.
 
 Each is checked as ``test_real_programs5`` checks its programs: NumPy's value bit for bit, the
 gradient against finite differences, the caller's arrays bit for bit, ``replay=True`` over four
@@ -36,6 +40,7 @@ import scipy.ndimage
 import scipy.optimize
 import scipy.signal
 import scipy.sparse
+import scipy.sparse.csgraph
 import scipy.sparse.linalg
 import scipy.spatial
 import scipy.special
@@ -1668,7 +1673,240 @@ def work_buffers_reused_across_calls():
     return loss, lambda s: (np.random.default_rng(s).standard_normal(20), 1.5), dict(argnums=(0, 1))
 
 
-SLOW = {"curve_fit_spectral_line", "dict_state_predator_prey_spatial",
+def dct_poisson_neumann_solver():
+    n = 16
+    k = np.pi * np.arange(n) / n
+    lam = (2 * np.cos(k)[:, None] - 2) + (2 * np.cos(k)[None, :] - 2)
+    lam[0, 0] = 1.0
+    def loss(f):
+        fh = scipy.fft.dctn(f - f.mean(), type=2, norm="ortho")
+        uh = fh / lam
+        uh[0, 0] = 0.0
+        u = scipy.fft.idctn(uh, type=2, norm="ortho")
+        return np.sum(u ** 2) + np.sum(scipy.fft.rfft2(u, norm="ortho").real)
+    return loss, lambda s: (np.random.default_rng(s).random((n, n)),), {}
+
+
+def batched_small_systems_solve_inv():
+    def loss(A, b):
+        M = A + 3 * np.eye(3)
+        x = np.linalg.solve(M, b[..., None])[..., 0]
+        Minv = np.linalg.inv(M)
+        return np.sum(x ** 2) + np.sum(np.trace(Minv, axis1=1, axis2=2)) + np.sum(np.linalg.det(M))
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((6, 3, 3)), r.standard_normal((6, 3))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def eigh_subset_expm_frechet_dare():
+    def loss(A, Q):
+        S = A + A.T
+        w = scipy.linalg.eigh(S, eigvals_only=True, subset_by_index=[0, 1])
+        E, L = scipy.linalg.expm_frechet(0.1 * A, Q)
+        F = np.array([[1.0, 0.1], [0, 1]]); H = np.array([[1.0, 0]])
+        P = scipy.linalg.solve_discrete_are(F.T, H.T, Q[:2, :2] @ Q[:2, :2].T + 0.1 * np.eye(2), np.array([[0.5]]))
+        return np.sum(w) + np.sum(L ** 2) + np.trace(P)
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((3, 3)), r.standard_normal((3, 3))
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def assignment_matching_then_traced_cost():
+    def loss(X, Y):
+        C = np.sum((X[:, None] - Y[None]) ** 2, axis=-1)
+        r, c = scipy.optimize.linear_sum_assignment(C)
+        return C[r, c].sum()
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((6, 2)), r.standard_normal((6, 2))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def csgraph_shortest_path_traced_weights():
+    rng = np.random.default_rng(5)
+    n = 10
+    rows = np.concatenate([np.arange(n - 1), rng.integers(0, n, 12)])
+    cols = np.concatenate([np.arange(1, n), rng.integers(0, n, 12)])
+    keep = rows != cols; rows, cols = rows[keep], cols[keep]
+    def loss(w):
+        G = scipy.sparse.csr_matrix((w, (rows, cols)), shape=(n, n))
+        D, pred = scipy.sparse.csgraph.shortest_path(G, directed=True, indices=0, return_predecessors=True)
+        total = 0.0
+        j = n - 1
+        while pred[j] >= 0:
+            i = pred[j]
+            total = total + G[i, j]
+            j = i
+        return total + np.sum(D[np.isfinite(D)]) * 0
+    return loss, lambda s: (1 + np.random.default_rng(s).random(len(rows)),), {}
+
+
+def legendre_roots_eval_quadrature():
+    x, w = scipy.special.roots_legendre(10)
+    def loss(c, a):
+        P = np.stack([scipy.special.eval_legendre(k, x) for k in range(len(c))])
+        f = (c @ P) * np.exp(-a * x ** 2)
+        return np.sum(w * f ** 2)
+    return loss, lambda s: (np.array([1.0, 0.3, -0.2, 0.1]) + 0.01 * s, 0.7), dict(argnums=(0, 1))
+
+
+def truncnorm_ppf_quantile_matching():
+    def loss(mu, sig):
+        qs = np.array([0.1, 0.5, 0.9])
+        z = scipy.stats.norm.ppf(qs, loc=mu, scale=sig)
+        tn = scipy.stats.truncnorm.logpdf(np.array([0.2, 0.5]), -1.0, 2.0, loc=mu, scale=sig)
+        return np.sum((z - np.array([-1.0, 0.2, 1.5])) ** 2) - np.sum(tn)
+    return loss, lambda s: (0.1 + 0.01 * s, 1.2), dict(argnums=(0, 1))
+
+
+def quad_vec_dblquad_moments():
+    def loss(a, b):
+        v, err = scipy.integrate.quad_vec(lambda t: np.array([np.exp(-a * t), t * np.exp(-b * t)]), 0, 3, epsabs=1e-12)
+        I, e2 = scipy.integrate.dblquad(lambda y, x: np.exp(-a * x * y), 0, 1, 0, 1, epsabs=1e-12)
+        return v[0] + v[1] ** 2 + I
+    return loss, lambda s: (0.5 + 0.1 * s, 1.3), dict(argnums=(0, 1), rtol=1e-4, hvp=False)
+
+
+def rng_normal_traced_location_scale():
+    def loss(mu, sig):
+        rng = np.random.default_rng(0)
+        x = rng.normal(mu, sig, size=200)
+        y = rng.normal(loc=mu * 2, scale=1.0, size=(50,))
+        return np.mean(np.tanh(x)) + np.mean(y ** 2)
+    return loss, lambda s: (0.3 + 0.1 * s, 1.1), dict(argnums=(0, 1))
+
+
+def rng_choice_traced_probabilities_resample():
+    def loss(logw, x):
+        w = np.exp(logw - logw.max()); w /= w.sum()
+        rng = np.random.default_rng(1)
+        idx = rng.choice(len(w), size=len(w), p=w)
+        return np.sum(x[idx] ** 2) + np.sum(w * x)
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal(10), r.standard_normal(10)
+    return loss, make, dict(argnums=(1,))
+
+
+def freqz_iir_design_fit():
+    def loss(b, a1):
+        a = np.array([1.0, a1[0], a1[1]])
+        w, h = scipy.signal.freqz(b, a, worN=64)
+        target = (w < 1.0).astype(float)
+        return np.sum((np.abs(h) - target) ** 2)
+    return loss, lambda s: (np.array([0.1, 0.2, 0.1]) + 0.01 * s, np.array([-0.8, 0.3])), dict(argnums=(0, 1))
+
+
+def lfilter_traced_denominator_ar_fit():
+    def loss(a1, x):
+        e = scipy.signal.lfilter([1.0], np.concatenate([[1.0], a1]), x)
+        return np.sum(e ** 2)
+    def make(s):
+        r = np.random.default_rng(s); return np.array([-0.5, 0.2]), r.standard_normal(60)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def spectrogram_coherence_csd():
+    def loss(x, y):
+        f, t, S = scipy.signal.spectrogram(x, nperseg=32)
+        f2, C = scipy.signal.coherence(x, y, nperseg=32)
+        f3, P = scipy.signal.csd(x, y, nperseg=32)
+        return np.sum(S) + np.sum(C) + np.sum(np.abs(P))
+    def make(s):
+        r = np.random.default_rng(s); x = r.standard_normal(128); return x, 0.5 * x + r.standard_normal(128)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def bspline_lsq_traced_coefficients():
+    k = 3
+    t = np.r_[[0.0] * 4, np.linspace(0.2, 0.8, 4), [1.0] * 4]
+    def loss(c, y):
+        spl = scipy.interpolate.BSpline(t, c, k)
+        xx = np.linspace(0, 1, 30)
+        lsq = scipy.interpolate.make_lsq_spline(np.linspace(0, 1, len(y)), y, t, k)
+        return np.sum(spl(xx) ** 2) + np.sum(spl.derivative(2)(xx) ** 2) * 1e-3 + np.sum(lsq(xx))
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal(len(t) - k - 1), np.sin(np.linspace(0, 3, 25)) + 0.05 * r.random(25)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def newton_vectorized_and_root_scalar():
+    def loss(c):
+        r = scipy.optimize.newton(lambda x: x ** 3 - c, np.ones_like(c), fprime=lambda x: 3 * x ** 2, tol=1e-14)
+        s = scipy.optimize.root_scalar(lambda x: np.cos(x) - c[0] * x, bracket=[0, 2], xtol=1e-14).root
+        return np.sum(r ** 2) + s
+    return loss, lambda s: (np.array([0.5, 2.0, 3.0]) + 0.1 * s,), dict(rtol=1e-4)
+
+
+def binary_morphology_mask_then_traced():
+    def loss(img):
+        mask = img > 0.5
+        er = scipy.ndimage.binary_erosion(mask, iterations=1)
+        di = scipy.ndimage.binary_dilation(mask)
+        edge = di & ~er
+        com = scipy.ndimage.center_of_mass(img, scipy.ndimage.label(mask)[0], 1)
+        return np.sum(img[edge] ** 2) + np.sum(img * er) + np.sum(np.asarray(com))
+    def make(s):
+        yy, xx = np.mgrid[:12, :12]
+        return np.exp(-((xx - 6) ** 2 + (yy - 5) ** 2) / 8) + 0.01 * np.random.default_rng(s).random((12, 12)),
+    return loss, make, dict(step=1e-6)
+
+
+def convolve2d_fft_psf_deblur():
+    psf = np.outer(scipy.signal.windows.gaussian(5, 1.0), scipy.signal.windows.gaussian(5, 1.0))
+    psf /= psf.sum()
+    def loss(x, y):
+        b = scipy.signal.convolve2d(x, psf, mode="same", boundary="symm")
+        c = scipy.signal.convolve(x, psf, mode="same", method="fft")
+        r = b - y
+        tv = np.sum(np.abs(np.diff(x, axis=0))) + np.sum(np.abs(np.diff(x, axis=1)))
+        return np.sum(r ** 2) + 0.01 * tv + np.sum(c ** 2) * 1e-3
+    def make(s):
+        r = np.random.default_rng(s); return r.random((10, 10)), r.random((10, 10))
+    return loss, make, dict(argnums=(0, 1), step=1e-6)
+
+
+class Integrator:
+    """A solver object: state, parameters and a history grown with np.append."""
+    def __init__(self, y0, params):
+        self.y = np.array(y0, dtype=float)
+        self.p = params
+        self.t = 0.0
+        self.hist = np.empty((0, len(y0)))
+    def rhs(self, y):
+        a, b = self.p
+        return np.array([y[1], -a * np.sin(y[0]) - b * y[1]])
+    def step(self, h):
+        k1 = self.rhs(self.y); k2 = self.rhs(self.y + h * k1)
+        self.y += 0.5 * h * (k1 + k2)
+        self.t += h
+        self.hist = np.append(self.hist, self.y[None, :], axis=0)
+
+
+def solver_object_history_np_append():
+    def loss(params, y0):
+        s = Integrator(y0, params)
+        for _ in range(30):
+            s.step(0.1)
+        return np.sum(s.hist[:, 0] ** 2) + s.y @ s.y
+    return loss, lambda s: (np.array([2.0, 0.1]) + 0.01 * s, np.array([0.5, 0.0])), dict(argnums=(0, 1))
+
+
+def einsum_ellipsis_out_preallocated_attention():
+    def loss(Q, K, V):
+        S = np.empty(Q.shape[:-1] + K.shape[-2:-1])
+        np.einsum("...qd,...kd->...qk", Q, K, out=S)
+        S -= S.max(axis=-1, keepdims=True)
+        np.exp(S, out=S)
+        S /= S.sum(axis=-1, keepdims=True)
+        O = np.zeros_like(Q)
+        np.einsum("...qk,...kd->...qd", S, V, out=O)
+        return np.sum(O ** 2)
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((2, 4, 3)), r.standard_normal((2, 5, 3)), r.standard_normal((2, 5, 3))
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+SLOW = {"curve_fit_spectral_line", "quad_vec_dblquad_moments", "spectrogram_coherence_csd",
+        "solver_object_history_np_append", "dict_state_predator_prey_spatial",
         "expm_multiply_master_equation", "fem_1d_poisson_lil_spsolve",
         "fem_2d_coo_assembly_spsolve", "hydrology_bucket_model", "image_registration_shift_ssd",
         "interp_pchip_akima_hydrograph", "kalman_class_step_solve_pos",
@@ -1793,6 +2031,25 @@ PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p
     logger_of_dicts_then_columns,
     generator_pipeline_windowed_features,
     work_buffers_reused_across_calls,
+    dct_poisson_neumann_solver,
+    batched_small_systems_solve_inv,
+    eigh_subset_expm_frechet_dare,
+    assignment_matching_then_traced_cost,
+    csgraph_shortest_path_traced_weights,
+    legendre_roots_eval_quadrature,
+    truncnorm_ppf_quantile_matching,
+    quad_vec_dblquad_moments,
+    rng_normal_traced_location_scale,
+    rng_choice_traced_probabilities_resample,
+    freqz_iir_design_fit,
+    lfilter_traced_denominator_ar_fit,
+    spectrogram_coherence_csd,
+    bspline_lsq_traced_coefficients,
+    newton_vectorized_and_root_scalar,
+    binary_morphology_mask_then_traced,
+    convolve2d_fft_psf_deblur,
+    solver_object_history_np_append,
+    einsum_ellipsis_out_preallocated_attention,
 ]]
 
 
