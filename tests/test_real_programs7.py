@@ -18,14 +18,21 @@ basis conversions, ``np.vectorize``, ``np.fromiter``, ``np.piecewise``/``np.sele
 batched small solves, ``solve_discrete_are`` and ``expm_frechet``, an assignment then a traced
 cost, shortest paths over traced weights, ``quad_vec``/``dblquad``, ``rng.normal`` of traced
 location and scale, ``freqz`` and ``lfilter`` of a traced denominator, ``BSpline`` of traced
-coefficients, a solver object growing its history with ``np.append``.
+coefficients, a solver object growing its history with ``np.append``; SLSQP and trust-constr
+minima, LSODA and ``odeint`` with ``Dfun``, ``bicgstab`` preconditioned by ``spilu``, CSR
+matrix-vector products by hand over ``indptr``, ``dok`` and ``lil`` assembly stacked into blocks,
+``diags_array``, traced kernels of ``correlate`` and ``convolve``, traced ``sos`` sections,
+``interpn``, ``RectBivariateSpline`` (a Hessian too), ``LinearNDInterpolator``, information
+measures of ``scipy.special``, shape parameters of distributions, Sylvester, Schur, LDL and
+banded eigenproblems, matrix functions, ``lstsq``, ``tensorsolve``, ``hfft`` and ``fftn``.
 
 Each is checked as ``test_real_programs5`` checks its programs: NumPy's value bit for bit, the
 gradient against finite differences, the caller's arrays bit for bit, ``replay=True`` over four
 calls bit for bit against tracing, the tangent against the gradient and Hessian-vector
 products against finite differences of the gradient (``hvp=False`` where a step is
 differentiated to first order only: events of ``solve_ivp``, ``expm_multiply``, a traced matrix
-of ``affine_transform``, ``lsqr``, ``eigsh``; and where an argument is an integer array)."""
+of ``affine_transform``, ``lsqr``, ``eigsh``, constrained minima, ``gamma.cdf`` in its shape;
+and where an argument is an integer array)."""
 
 import functools
 
@@ -1905,20 +1912,261 @@ def einsum_ellipsis_out_preallocated_attention():
     return loss, make, dict(argnums=(0, 1, 2))
 
 
-SLOW = {"curve_fit_spectral_line", "quad_vec_dblquad_moments", "spectrogram_coherence_csd",
-        "solver_object_history_np_append", "dict_state_predator_prey_spatial",
-        "expm_multiply_master_equation", "fem_1d_poisson_lil_spsolve",
-        "fem_2d_coo_assembly_spsolve", "hydrology_bucket_model", "image_registration_shift_ssd",
-        "interp_pchip_akima_hydrograph", "kalman_class_step_solve_pos",
-        "lbfgsb_bounded_calibration_jac_true", "mcmc_log_likelihood_random_walk",
-        "minimize_inner_bfgs_hyperparameter", "ndimage_map_coordinates_optical_flow_warp",
+def slsqp_constrained_portfolio():
+    def loss(mu, C):
+        S = C @ C.T + 0.05 * np.eye(4)
+        cons = [{"type": "eq", "fun": lambda w: np.sum(w) - 1.0}]
+        res = scipy.optimize.minimize(lambda w: 2.0 * w @ S @ w - mu @ w, np.full(4, 0.25),
+                                      method="SLSQP", constraints=cons, bounds=[(0, 1)] * 4,
+                                      options={"ftol": 1e-14, "maxiter": 200})
+        return res.fun
+    def make(s):
+        r = np.random.default_rng(s); return 0.1 + 0.05 * r.random(4), 0.3 * r.standard_normal((4, 4))
+    return loss, make, dict(argnums=(0, 1), rtol=1e-3, hvp=False)
+
+
+def lsoda_vectorized_and_odeint_dfun():
+    def loss(k):
+        def rhs(t, y):
+            return np.vstack([-k[0] * y[0] + k[1] * y[1], k[0] * y[0] - k[1] * y[1] - k[2] * y[1]])
+        sol = scipy.integrate.solve_ivp(rhs, (0, 4), [1.0, 0.0], method="LSODA", vectorized=True,
+                                        rtol=1e-10, atol=1e-12, t_eval=[1.0, 4.0])
+        f = lambda y, t: [-k[0] * y[0] + k[1] * y[1], k[0] * y[0] - (k[1] + k[2]) * y[1]]
+        J = lambda y, t: [[-k[0], k[1]], [k[0], -(k[1] + k[2])]]
+        y2 = scipy.integrate.odeint(f, [1.0, 0.0], [0, 1.0, 4.0], Dfun=J, rtol=1e-10, atol=1e-12)
+        return np.sum(sol.y ** 2) + np.sum(y2 ** 2)
+    return loss, lambda s: (np.array([1.0, 0.5, 0.2]) + 0.01 * s,), dict(rtol=1e-4, forward_rtol=1e-5)
+
+
+def bicgstab_spilu_preconditioned_convection():
+    n = 30
+    def loss(v, f):
+        D = scipy.sparse.diags([-1 - v, 2.0 + 0.1, -1 + v], [-1, 0, 1], shape=(n, n), format="csc")
+        ilu = scipy.sparse.linalg.spilu(D.tocsc())
+        M = scipy.sparse.linalg.LinearOperator((n, n), ilu.solve)
+        x, info = scipy.sparse.linalg.bicgstab(D, f, M=M, rtol=1e-13, atol=0)
+        return x @ x
+    return loss, lambda s: (0.3 + 0.01 * s, np.random.default_rng(s).random(n)), dict(argnums=(0, 1), rtol=1e-4)
+
+
+def sparse_manual_csr_matvec_loops():
+    n = 8
+    rng = np.random.default_rng(2)
+    A0 = scipy.sparse.random(n, n, density=0.4, random_state=rng, format="csr")
+    def loss(vals, x):
+        A = scipy.sparse.csr_matrix((vals, A0.indices, A0.indptr), shape=(n, n))
+        y = np.zeros(n)
+        for i in range(n):
+            for jj in range(A.indptr[i], A.indptr[i + 1]):
+                y[i] += A.data[jj] * x[A.indices[jj]]
+        return y @ y + (A @ x) @ x
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(A0.nnz), np.random.default_rng(s + 1).standard_normal(n)), dict(argnums=(0, 1))
+
+
+def sparse_dok_lil_rows_hstack_block_diag():
+    def loss(w):
+        D = scipy.sparse.dok_matrix((4, 4))
+        for i in range(4):
+            D[i, i] = w[i]
+            D[i, (i + 1) % 4] = -0.5 * w[i]
+        L = scipy.sparse.lil_matrix((4, 4))
+        L[1, :] = w[:4] * 0.1
+        B = scipy.sparse.block_diag([D.tocsr(), L.tocsr()])
+        H = scipy.sparse.hstack([B, scipy.sparse.identity(8)]).tocsr()
+        V = scipy.sparse.vstack([H, H]).tocsc()
+        return (V.T @ V).sum() + scipy.sparse.linalg.norm(B)
+    return loss, lambda s: (1 + np.random.default_rng(s).random(4),), {}
+
+
+def sparse_array_api_diags_array():
+    def loss(d, x):
+        A = scipy.sparse.diags_array([d[:-1], 2 + d, d[:-1]], offsets=[-1, 0, 1], format="csr")
+        y = A @ x
+        col = A.sum(axis=0)
+        return y @ y + np.sum(col ** 2) + np.sum(A.multiply(A).toarray())
+    return loss, lambda s: (np.random.default_rng(s).random(6), np.ones(6)), dict(argnums=(0, 1))
+
+
+def ndimage_traced_kernel_correlate_convolve():
+    def loss(img, k):
+        K = k.reshape(3, 3)
+        a = scipy.ndimage.correlate(img, K, mode="nearest")
+        b = scipy.ndimage.convolve(img, K / K.sum(), mode="wrap")
+        c = scipy.signal.convolve(img, K, mode="valid")
+        return np.sum(a ** 2) + np.sum(b) + np.sum(c ** 2)
+    def make(s):
+        r = np.random.default_rng(s); return r.random((8, 8)), 0.5 + r.random(9)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def gaussian_filter_3d_wrap_volume():
+    def loss(vol, sig):
+        g = scipy.ndimage.gaussian_filter(vol, sigma=sig, mode="wrap")
+        gm = scipy.ndimage.gaussian_gradient_magnitude(vol, 1.0)
+        return np.sum(g ** 2) + np.sum(gm)
+    return loss, lambda s: (np.random.default_rng(s).random((6, 7, 5)), 1.1), dict(argnums=(0, 1))
+
+
+def lfilter_axis0_traced_sos():
+    def loss(x, b, a):
+        y = scipy.signal.lfilter([0.2, 0.3], [1.0, -0.4], x, axis=0)
+        sos = np.column_stack([b, np.ones(len(b)), a])
+        z = scipy.signal.sosfilt(sos, y, axis=0)
+        return np.sum(z ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((40, 3)), np.array([[0.2, 0.1, 0.05], [0.3, 0.0, -0.1]]), np.array([[-0.5, 0.2], [0.1, 0.05]])
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def interpn_rectbivariate_linear_nd():
+    x = np.linspace(0, 1, 6); y = np.linspace(0, 2, 7)
+    rng = np.random.default_rng(3)
+    pts = rng.random((15, 2)) * [1, 2]
+    def loss(Z, vals):
+        q = np.array([[0.3, 0.5], [0.71, 1.2], [0.05, 1.9]])
+        a = scipy.interpolate.interpn((x, y), Z, q)
+        spl = scipy.interpolate.RectBivariateSpline(x, y, Z)
+        b = spl(q[:, 0], q[:, 1], grid=False)
+        lin = scipy.interpolate.LinearNDInterpolator(pts, vals)
+        c = lin(np.array([[0.5, 1.0], [0.4, 0.8]]))
+        return np.sum(a ** 2) + np.sum(b) + np.nansum(c)
+    def make(s):
+        r = np.random.default_rng(s); return r.random((6, 7)), r.random(15)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def special_information_theory_digamma():
+    def loss(p, q, a):
+        P = scipy.special.softmax(p); Q = scipy.special.softmax(q)
+        kl = np.sum(scipy.special.rel_entr(P, Q)) + np.sum(scipy.special.kl_div(P, Q))
+        H = np.sum(scipy.special.entr(P)) - np.sum(scipy.special.xlogy(P, Q))
+        dg = np.sum(scipy.special.digamma(a)) + np.sum(scipy.special.polygamma(1, a)) + scipy.special.betaln(a[0], a[1])
+        return kl + H + dg + np.sum(scipy.special.log_softmax(q))
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal(5), r.standard_normal(5), 1 + r.random(3)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def special_bessel_kv_ive_erfcx():
+    nu = 1.3
+    def loss(x):
+        return (np.sum(scipy.special.kv(nu, x)) + np.sum(scipy.special.ive(nu, x)) +
+                np.sum(scipy.special.erfcx(x)) + np.sum(scipy.special.hyp2f1(0.5, 1.0, 1.5, -x ** 2)))
+    return loss, lambda s: (0.5 + np.random.default_rng(s).random(5) * 2,), {}
+
+
+def stats_count_models_shape_parameters():
+    def loss(mu, a, b, x, k):
+        lp = scipy.stats.poisson.logpmf(k, mu).sum()
+        lb = scipy.stats.beta.logpdf(x, a, b).sum()
+        lw = scipy.stats.weibull_min.logpdf(x + 0.1, a, scale=b).sum()
+        ln = scipy.stats.lognorm.logpdf(x + 0.1, s=a * 0.5, scale=b).sum()
+        nb = scipy.stats.nbinom.logpmf(k, 5, 1 / (1 + mu)).sum()
+        return -(lp + lb + lw + ln + nb)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 2.0 + 0.1 * s, 1.5, 2.5, r.beta(2, 3, 12), r.poisson(2.0, 12)
+    return loss, make, dict(argnums=(0, 1, 2, 3), hvp=False)
+
+
+def stats_gamma_cdf_shape_and_dirichlet():
+    def loss(a, alpha, x):
+        c = scipy.stats.gamma.cdf(x, a)
+        d = scipy.stats.dirichlet.logpdf(np.array([0.2, 0.3, 0.5]), alpha)
+        v = scipy.stats.vonmises.logpdf(x, 2.0, loc=0.1).sum()
+        return np.sum(c) + d + v
+    return loss, lambda s: (1.7 + 0.1 * s, np.array([1.5, 2.0, 3.0]), np.array([0.5, 1.0, 2.0])), dict(argnums=(0, 1, 2), hvp=False)
+
+
+def linalg_sylvester_schur_hessenberg_ldl():
+    def loss(A, B, C):
+        X = scipy.linalg.solve_sylvester(A - 3 * np.eye(3), B + 3 * np.eye(3), C)
+        T, Z = scipy.linalg.schur(A + A.T)
+        Hh = scipy.linalg.hessenberg(A)
+        S = A @ A.T + np.eye(3)
+        lu, d, perm = scipy.linalg.ldl(S)
+        return np.sum(X ** 2) + np.sum(np.diag(T)) + np.sum(Hh ** 2) + np.sum(np.diag(d))
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((3, 3)), r.standard_normal((3, 3)), r.standard_normal((3, 3))
+    return loss, make, dict(argnums=(0, 1, 2), rtol=1e-4)
+
+
+def linalg_tridiagonal_banded_eigen():
+    def loss(d, e):
+        w, v = scipy.linalg.eigh_tridiagonal(d, e)
+        ab = np.vstack([np.r_[0.0, e], d])
+        wb = scipy.linalg.eigvals_banded(ab)
+        cb = scipy.linalg.cholesky_banded(np.vstack([np.r_[0.0, 0.1 * e], d + 3]))
+        x = scipy.linalg.cho_solve_banded((cb, False), np.ones(len(d)))
+        return np.sum(w[:2]) + np.sum(wb ** 2) + np.sum(x) + np.sum(v[:, 0] ** 4)
+    return loss, lambda s: (np.arange(5.0) + 0.1 * s, np.full(4, 0.5)), dict(argnums=(0, 1), rtol=1e-4)
+
+
+def linalg_matrix_functions_funm_power():
+    def loss(A):
+        S = A @ A.T / 3 + np.eye(3)
+        F = scipy.linalg.fractional_matrix_power(S, 0.5)
+        Cm = scipy.linalg.cosm(0.3 * A)
+        Pn = np.linalg.matrix_power(S, 3)
+        return np.sum(F ** 2) + np.trace(Cm) + np.trace(Pn) * 1e-2 + np.linalg.cond(S)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((3, 3)),), dict(rtol=1e-4)
+
+
+def numpy_linalg_lstsq_tensorsolve_multidot():
+    def loss(A, b, T):
+        x, res, rank, sv = np.linalg.lstsq(A, b, rcond=None)
+        y = np.linalg.tensorsolve(T.reshape(2, 3, 6) + np.eye(6).reshape(2, 3, 6) * 2, np.ones((2, 3)))
+        M = np.linalg.multi_dot([A.T, A, A.T, A])
+        return np.sum(x ** 2) + np.sum(res) + np.sum(y ** 2) + np.trace(M) * 1e-2 + np.sum(np.linalg.eigvalsh(A.T @ A))
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal((8, 3)), r.standard_normal(8), 0.1 * r.standard_normal(36)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def fft_hfft_fftshift_fftn_axes():
+    def loss(x, v):
+        s = np.fft.fftshift(np.fft.fft(x))
+        h = np.fft.hfft(x[:9])
+        V = np.fft.fftn(v, axes=(0, 2))
+        V[:, :, 0] *= 0.5
+        return np.sum(np.abs(s) ** 2) + np.sum(h ** 2) * 1e-2 + np.sum(np.abs(np.fft.ifftn(V, axes=(0, 2))) ** 2)
+    def make(s):
+        r = np.random.default_rng(s); return r.standard_normal(16), r.standard_normal((4, 3, 5))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def trust_constr_nonlinear_constraint():
+    def loss(target):
+        con = scipy.optimize.NonlinearConstraint(lambda x: x[0] ** 2 + x[1] ** 2, 0, 1.0)
+        res = scipy.optimize.minimize(lambda x: np.sum((x - target) ** 2), np.zeros(2), method="trust-constr",
+                                      constraints=[con], options={"gtol": 1e-12, "xtol": 1e-14})
+        return res.x @ np.array([1.0, 2.0])
+    return loss, lambda s: (np.array([1.5, 0.8]) + 0.1 * s,), dict(rtol=1e-3, hvp=False)
+
+
+SLOW = {"csgraph_shortest_path_traced_weights", "curve_fit_spectral_line",
+        "dct_poisson_neumann_solver", "dict_state_predator_prey_spatial",
+        "eigh_subset_expm_frechet_dare", "expm_multiply_master_equation",
+        "fem_1d_poisson_lil_spsolve", "fem_2d_coo_assembly_spsolve", "hydrology_bucket_model",
+        "image_registration_shift_ssd", "interp_pchip_akima_hydrograph",
+        "interpn_rectbivariate_linear_nd", "kalman_class_step_solve_pos",
+        "lbfgsb_bounded_calibration_jac_true", "lfilter_axis0_traced_sos",
+        "linalg_matrix_functions_funm_power", "lsoda_vectorized_and_odeint_dfun",
+        "mcmc_log_likelihood_random_walk", "minimize_inner_bfgs_hyperparameter",
+        "ndimage_map_coordinates_optical_flow_warp", "newton_vectorized_and_root_scalar",
         "odeint_sir_fit", "out_everywhere_diffusion_reaction", "partial_closure_rk_integrator",
         "pk_two_compartment_solve_ivp", "power_flow_newton_sparse",
-        "quad_spectral_radiance_integral", "shallow_water_lax_friedrichs_1d",
+        "quad_spectral_radiance_integral", "quad_vec_dblquad_moments",
+        "shallow_water_lax_friedrichs_1d", "slsqp_constrained_portfolio",
         "solve_bvp_beam_deflection", "solve_ivp_events_projectile_drag",
-        "solve_ivp_radau_stiff_with_jacobian", "sparse_csr_row_slicing_markov_chain",
+        "solve_ivp_radau_stiff_with_jacobian", "solver_object_history_np_append",
+        "sparse_csr_row_slicing_markov_chain", "sparse_dok_lil_rows_hstack_block_diag",
         "sparse_inplace_data_scaling_gmres", "sparse_multiply_hadamard_graph_smoothing",
-        "tomography_rotate_backprojection", "traffic_lwr_godunov", "value_iteration_gridworld",
+        "spectrogram_coherence_csd", "stats_count_models_shape_parameters",
+        "stats_gamma_cdf_shape_and_dirichlet", "tomography_rotate_backprojection",
+        "traffic_lwr_godunov", "truncnorm_ppf_quantile_matching",
+        "trust_constr_nonlinear_constraint", "value_iteration_gridworld",
         "vectorized_black_scholes_greeks", "work_buffers_reused_across_calls"}
 
 PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p for p in [
@@ -2050,6 +2298,26 @@ PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p
     convolve2d_fft_psf_deblur,
     solver_object_history_np_append,
     einsum_ellipsis_out_preallocated_attention,
+    slsqp_constrained_portfolio,
+    lsoda_vectorized_and_odeint_dfun,
+    bicgstab_spilu_preconditioned_convection,
+    sparse_manual_csr_matvec_loops,
+    sparse_dok_lil_rows_hstack_block_diag,
+    sparse_array_api_diags_array,
+    ndimage_traced_kernel_correlate_convolve,
+    gaussian_filter_3d_wrap_volume,
+    lfilter_axis0_traced_sos,
+    interpn_rectbivariate_linear_nd,
+    special_information_theory_digamma,
+    special_bessel_kv_ive_erfcx,
+    stats_count_models_shape_parameters,
+    stats_gamma_cdf_shape_and_dirichlet,
+    linalg_sylvester_schur_hessenberg_ldl,
+    linalg_tridiagonal_banded_eigen,
+    linalg_matrix_functions_funm_power,
+    numpy_linalg_lstsq_tensorsolve_multidot,
+    fft_hfft_fftshift_fftn_axes,
+    trust_constr_nonlinear_constraint,
 ]]
 
 
