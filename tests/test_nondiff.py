@@ -17,6 +17,9 @@ PROGRAMS = {
     # regression: refused as functions without a rule
     "nanargmax": lambda x: x * np.nanargmax(np.atleast_1d(np.where(x > 2.0, np.nan, x)))
     + x * x * np.nanargmin(np.atleast_1d(x)),
+    # regression: np.common_type of a traced array refused as a function without a rule
+    "common_type": lambda x: np.asarray(x, dtype=np.common_type(np.atleast_1d(x))) * x
+    + np.ones(1, np.common_type(np.atleast_1d(x), np.ones(2, np.float32))),
 }
 
 

@@ -82,7 +82,11 @@ def programs(module, prefix):
          lambda r: (r.standard_normal(11),)),
         ("fit-then-val", lambda y: val(np.linspace(-1, 1, 4), fit(xs, np.cos(y), 4)),
          lambda r: (r.standard_normal(11),)),
-    ]
+    ] + ([] if prefix == "poly" else [
+        # the basis conversions, of 6, 2 and 1 coefficients (NumPy's shortcuts of short ones)
+        (name, lambda c, convert=getattr(module, name): np.concatenate(
+            [convert(c), convert(c[:2]), convert(c[:1])]), lambda r: (r.standard_normal(6),))
+        for name in (prefix + "2poly", "poly2" + prefix)])
 
 
 CASES = [(module, prefix, *program) for module, prefix, _ in KINDS
@@ -137,6 +141,17 @@ def test_replayed_like_traced(module, prefix, cls, rng):
 
     calls = [(rng.standard_normal(9), np.sort(rng.uniform(0, 3, 9))) for _ in range(3)]
     replayed_like_traced(loss, calls, argnums=(0, 1))
+
+
+@pytest.mark.parametrize("module, prefix, cls", KINDS[1:], ids=IDS[1:])
+def test_basis_conversions_replayed_like_traced(module, prefix, cls, rng):
+    to_power, from_power = getattr(module, prefix + "2poly"), getattr(module, "poly2" + prefix)
+
+    def loss(c):
+        p = from_power(c * c)
+        return np.sum(to_power(p) * np.arange(1.0, 6.0)) + np.sum(to_power(c[:2]) ** 2)
+
+    replayed_like_traced(loss, [(rng.standard_normal(5),) for _ in range(4)])
 
 
 @pytest.mark.parametrize("module, prefix, cls", KINDS, ids=IDS)

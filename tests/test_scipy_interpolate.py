@@ -911,6 +911,14 @@ def test_rect_bivariate_spline(name):
     assert z.tobytes() == RB_Z.tobytes()
 
 
+@pytest.mark.parametrize("name", [n for n in RECT_BIVARIATE if "smoothing" not in n])
+def test_rect_bivariate_spline_second_derivatives(name):
+    # regression: the forward rule converted values an enclosing differentiation follows (a
+    # Hessian's reverse over forward), refused as cutting the gradient
+    f = RECT_BIVARIATE[name]
+    mutad.check_grads(lambda z: f(z) ** 2, RB_Z.copy(), order=2, rtol=1e-4)
+
+
 def test_rect_bivariate_spline_values_are_scipys():
     def f(z):
         s = RBS(RB_X, RB_Y, z)

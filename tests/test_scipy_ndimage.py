@@ -481,6 +481,23 @@ def test_affine_transform_in_its_matrix_and_offset(name, image):
     replays_as_traced(f, [(image, a), (image, a[::-1] * 0.9)], argnums=(0, 1))
 
 
+def test_a_second_derivative_in_the_matrix_or_angle_is_refused_by_name(image):
+    """The rules of a traced matrix (and of rotate's traced angle) are of the first order:
+    a Hessian-vector product in it is refused, naming map_coordinates, rather than failing
+    as a conversion of the enclosing differentiation's matrix."""
+    def affine(x, t):
+        c, s = np.cos(t), np.sin(t)
+        return weighted(scipy.ndimage.affine_transform(x, np.array([[c, -s], [s, c]]), order=1))
+
+    def rotate(x, t):
+        return weighted(scipy.ndimage.rotate(x, t, reshape=False, order=1))
+
+    for f in (affine, rotate):
+        mutad.check_grads(f, image, 0.1)
+        with pytest.raises(UnsupportedOperationError, match="map_coordinates"):
+            mutad.hvp(f, (image, 0.1), (None, 1.0))
+
+
 @pytest.mark.parametrize("matrix_traced, order, mode", [
     (False, 1, "constant"), (False, 3, "constant"), (False, 1, "wrap"), (False, 3, "wrap"),
     (True, 1, "constant"), (True, 3, "constant")])  # (a traced matrix is refused with "wrap")

@@ -2091,8 +2091,8 @@ class Reenter:
         wrapped = {}
         for slot, (buffer, whole, offset, constant, read) in self.traced.items():
             value = values[slot]
-            if isinstance(value, np.generic):
-                value = fresh_value(value)
+            if type(value) is not np.ndarray:  # (a NumPy scalar, or a Python number a
+                value = fresh_value(value)      # float argument's arithmetic gave)
             buffer.low = address(value) - (buffer.offset if whole else offset)
             buffer.constant, buffer.read = constant, read
             wrapped[slot] = Traced(value, buffer, tape, whole)

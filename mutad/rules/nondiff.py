@@ -27,7 +27,7 @@ nondifferentiable(
     np.count_nonzero, np.searchsorted, np.digitize, np.lexsort,
     np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.left_shift, np.right_shift,
     # shape queries
-    np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type,
+    np.shape, np.ndim, np.size, np.result_type, np.can_cast, np.min_scalar_type, np.common_type,
     # the order np.einsum contracts its operands in, planned from their shapes alone
     np.einsum_path,
     # memory queries, and indices of an array's diagonal and triangles

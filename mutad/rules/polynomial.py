@@ -9,7 +9,8 @@ recurrences of the pseudo-Vandermonde matrices; the scaled least-squares solve o
 ``*companion`` and their eigenvalues, ``*roots``; the products of lines of ``*fromroots``;
 ``*line``; ``*trim``; the 2-d and 3-d ``*val``, ``*grid`` and ``*vander``; the arithmetic
 ``*add``, ``*sub``, ``*mul``, ``*mulx``, ``*div`` and ``*pow`` line for line, NumPy's in-place
-updates on copies the differentiation follows), so their values are NumPy's bit for bit and
+updates on copies the differentiation follows; the basis conversions ``poly2*`` and ``*2poly``
+as NumPy's loops of that arithmetic), so their values are NumPy's bit for bit and
 every step is differentiated by its own rule, in both modes and to every order. They stand in
 for NumPy's functions by name while a differentiation runs (``registry.defroute``), and run
 NumPy's own when no traced value reaches them.
@@ -974,6 +975,69 @@ for _module, (_cls, _prefix, _val, _van, _der, _int) in _KINDS.items():
                               ("_div", _div_f), ("_pow", _pow_f)):
         defmethod(_cls, _name, _recording(_composite))
 
+
+# Conversions between the power basis and the others (``poly2cheb``, ``cheb2poly``, ...):
+# NumPy's loops, line for line, of the arithmetic above.
+
+
+def _from_power(mulx_f):
+    """NumPy's ``poly2*``: Horner's scheme in the other basis, ``res = add(mulx(res), p)``
+    from the top coefficient down."""
+    def convert(pol):
+        [pol] = _as_series(pol)
+        res = 0
+        for i in range(len(pol) - 1, -1, -1):
+            res = _add(mulx_f(res), pol[i])
+        return res
+    return convert
+
+
+def _to_power(step, last, fewest=3, pair=None):
+    """NumPy's ``*2poly``: the basis's recurrence run down from the top two coefficients
+    (``step(c, c0, c1, i)`` gives the next pair), a series shorter than ``fewest`` as it is
+    (of two coefficients ``pair(c)`` where NumPy rescales it)."""
+    def convert(c):
+        [c] = _as_series(c)
+        n = len(c)
+        if n < fewest:
+            return c if pair is None or n == 1 else pair(c)
+        c0, c1 = c[-2], c[-1]
+        for i in range(n - 1, 1, -1):
+            c0, c1 = step(c, c0, c1, i)
+        return last(c0, c1)
+    return convert
+
+
+def _herm_pair(c):
+    c[1] *= 2
+    return c
+
+
+for _original, _composite in (
+        (_P.chebyshev.poly2cheb, _from_power(chebmulx)),
+        (_P.legendre.poly2leg, _from_power(legmulx)),
+        (_P.hermite.poly2herm, _from_power(hermmulx)),
+        (_P.hermite_e.poly2herme, _from_power(hermemulx)),
+        (_P.laguerre.poly2lag, _from_power(lagmulx)),
+        (_P.chebyshev.cheb2poly, _to_power(
+            lambda c, c0, c1, i: (_sub(c[i - 2], c1), _add(c0, polymulx(c1) * 2)),
+            lambda c0, c1: _add(c0, polymulx(c1)))),
+        (_P.legendre.leg2poly, _to_power(
+            lambda c, c0, c1, i: (_sub(c[i - 2], (c1 * (i - 1)) / i),
+                                  _add(c0, (polymulx(c1) * (2 * i - 1)) / i)),
+            lambda c0, c1: _add(c0, polymulx(c1)))),
+        (_P.hermite.herm2poly, _to_power(
+            lambda c, c0, c1, i: (_sub(c[i - 2], c1 * (2 * (i - 1))), _add(c0, polymulx(c1) * 2)),
+            lambda c0, c1: _add(c0, polymulx(c1) * 2), pair=_herm_pair)),
+        (_P.hermite_e.herme2poly, _to_power(
+            lambda c, c0, c1, i: (_sub(c[i - 2], c1 * (i - 1)), _add(c0, polymulx(c1))),
+            lambda c0, c1: _add(c0, polymulx(c1)))),
+        (_P.laguerre.lag2poly, _to_power(
+            lambda c, c0, c1, i: (_sub(c[i - 2], (c1 * (i - 1)) / i),
+                                  _add(c0, _sub((2 * i - 1) * c1, polymulx(c1)) / i)),
+            lambda c0, c1: _add(c0, _sub(c1, polymulx(c1))), fewest=2))):
+    COMPOSITES[_original] = _composite
+    _standing_in(_original, _composite)
 
 # ----------------------------------------------------------------------------------------------
 # The series classes

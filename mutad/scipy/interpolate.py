@@ -3423,7 +3423,7 @@ def _rect_bases(spec, query):
 
 @_rect_evaluate.rule
 def _rect_rule(z, spec, query):
-    y = _rect_value(z, spec, query)
+    y = _rect_evaluate(z, spec=spec, query=query)  # (an enclosing differentiation: see below)
     gx, gy = _rect_bases(spec, query)
     grid = query[-1]
 
@@ -3437,11 +3437,14 @@ def _rect_rule(z, spec, query):
 
 @_rect_evaluate.jvp_rule
 def _rect_jvp(tangents, z, spec, query):
-    y = _rect_value(z, spec, query)
+    # (the values again through the Adjoint, and the tangent by products, so that an enclosing
+    # differentiation following z and its tangent, a Hessian's, follows them too: the spline
+    # is linear in z, its rules every order's)
+    y = _rect_evaluate(z, spec=spec, query=query)
     if tangents[0] is None:
         return y, None
     gx, gy = _rect_bases(spec, query)
-    dz = np.asarray(tangents[0], float)
+    dz = tangents[0]
     if query[-1] is True:
         return y, np.reshape(gx @ dz @ gy.T, np.shape(y))
     return y, np.reshape(np.einsum("ki,ij,kj->k", gx, dz, gy), np.shape(y))

@@ -1286,7 +1286,15 @@ _affine = ScipyAdjoint(_plain_affine)
 def _affine_parts(matrix, offset, ndim):
     """The linear part (a square matrix) and the offset SciPy reads from ``matrix`` (diagonal,
     square, or homogeneous with the offset in its last column) and ``offset``, and the
-    cotangents of the user's ``matrix`` and ``offset`` from theirs."""
+    cotangents of the user's ``matrix`` and ``offset`` from theirs. Its rules are of the first
+    order: a matrix or offset an enclosing differentiation follows is refused."""
+    if innermost((matrix, offset)) is not None:
+        raise UnsupportedOperationError(
+            "scipy.ndimage.affine_transform (or rotate) with a differentiated matrix, offset or "
+            "angle under a differentiation of a differentiation (a hessian, a gradient of a "
+            "gradient): its rule is of the first order. Compute the input coordinates of each "
+            "output point from the matrix (matrix @ np.indices(shape).reshape(ndim, -1) + "
+            "offset) and use scipy.ndimage.map_coordinates, which every order differentiates.")
     matrix = np.asarray(matrix, dtype=np.float64)
     homogeneous = matrix.ndim == 2 and matrix.shape[1] == ndim + 1
     if homogeneous:
