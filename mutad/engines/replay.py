@@ -3634,6 +3634,7 @@ class Program:
                          for p, (_, scalar) in zip(self.places, self.inputs, strict=True)]
         self.output = recorder.slots.get(id(y)) if type(y) is Traced else None
         self.output_place = _place(y) if type(y) is Traced else None
+        self.seed = None  # the output's buffer, where its shadow is made directly (prepare)
         # whether it stands for NumPy's scalar, returned as one (a 0-d array f made, such as
         # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
         self.scalar_output = type(y) is Traced and _scalar(y)
@@ -3738,7 +3739,7 @@ class Program:
             if type(x) is not np.ndarray or not read:
                 continue
             if read_owners is not None:
-                base = owner(x)
+                base = x if x.base is None else owner(x)  # (owner's answer, at once)
                 if id(base) not in read_owners and base.flags.owndata:
                     continue  # apart from every array read (np.may_share_memory's answer,
                     # which compares the bounds of their memory, at a tenth of its cost)
@@ -3758,6 +3759,12 @@ class Program:
             self.modes = self.steps[0].modes
             self.steps = self.steps[1:]
         self.hearing = Hearing(Heard(self.raising), self.modes)
+        # The output's buffer, where ``Shadows.add(place, 1.0)`` into shadows that have none
+        # makes its shadow a fresh array of ones and nothing else (a whole float64 buffer in
+        # order, in NumPy's memory): made so by ``_seeded``, without the add's questions
+        place = self.output_place
+        self.seed = place if type(place) is Buffer and place.c_contiguous \
+            and place.device is None and place.dtype == np.float64 else None
         self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
         for step in self.steps:
             if hasattr(step, "prepare"):
@@ -3852,7 +3859,11 @@ class Program:
                     # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
                     value = value[()] if self.scalar_output else value.copy()
                 check_constants(tape)
-                shadows.add(self.output_place, 1.0)
+                seed = self.seed
+                if seed is None:
+                    shadows.add(self.output_place, 1.0)
+                else:  # (what that add does into no shadow yet: ``prepare``)
+                    shadows.entries[seed.key] = [seed, _seeded(seed), None, None]
                 records, reverse = tape.records, Tape.reverse
                 # The floating-point events of the reverse pass are heard as those of the
                 # steps are (``at_user_lines``, as tracing's reverse pass has them logged): a
@@ -3923,6 +3934,27 @@ def _warning_filters():
     return answer
 
 
+def _error_handling():
+    """NumPy's floating-point error handling in force, as ``(np.geterr(), what of it picks a
+    program)``: the modes, and the callable where one of them calls or logs. Kept with the
+    handling object it was read from (``ERRORS``' value: one immutable object per handling
+    set, held here so that no other takes its identity), and read again only when that
+    changes."""
+    over = ERRORS.get()
+    last, answer = _LAST_HANDLING[0]  # (one pair, replaced whole: read in one step)
+    if over is last:
+        return answer
+    modes = np.geterr()
+    answer = modes, (*modes.values(), id(np.geterrcall()) if "call" in modes.values()
+                     or "log" in modes.values() else None)
+    _LAST_HANDLING[0] = over, answer
+    return answer
+
+
+_LAST_HANDLING = [(None, None)]
+"""``_error_handling``'s last handling object and its answer for it."""
+
+
 def _filters_number():
     return _warning_filters()[0]
 
@@ -3953,6 +3985,12 @@ def _place(t):
         return t.buffer
     value = t.value
     return Place(t.buffer, False, t.offset, value.shape, value.strides, value.dtype)
+
+
+def _seeded(buffer):
+    """The shadow ``Shadows.add(buffer, 1.0)`` makes for ``Program.seed``'s buffer."""
+    shape = buffer.shape
+    return np.array(1.0) if shape == () else np.full(shape, 1.0, np.float64)
 
 
 def _same_events(heard, recorded):
@@ -4208,7 +4246,7 @@ def signature(parts):
         key.append(described)
         for x in leaves:
             kind = type(x)
-            if kind is complex or isinstance(x, np.complexfloating):
+            if kind is not np.ndarray and (kind is complex or isinstance(x, np.complexfloating)):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
             if kind is np.ndarray:
                 # An array not differentiated (integers, booleans) is described as one that is,
@@ -4282,6 +4320,8 @@ def structure(tree):
     dicts, namedtuples, and dataclass instances and plain objects by their attributes, as
     ``trees.flatten`` follows them), None for any other container."""
     kind = type(tree)
+    if kind is dict and not tree:  # no keyword arguments: the common case, told at once
+        return _NO_ITEMS
     if kind is tuple or kind is list or isinstance(tree, tuple) and hasattr(kind, "_fields"):
         items = tuple(structure(x) for x in tree)
         return None if None in items else (kind, items)
@@ -4295,6 +4335,10 @@ def structure(tree):
         items = tuple(structure(getattr(tree, name)) for name in names)
         return None if None in items else (kind, tuple(names), items)
     return None
+
+
+_NO_ITEMS = (dict, (), ())
+"""``structure({})``."""
 
 
 def _exactly(key):
@@ -5613,7 +5657,9 @@ def _changed(objects, arrays, held):
         return "first call"
     if len(objects) != len(held[0]):
         return "the objects it reaches"
-    if not all(map(operator.is_, objects, held[0])):  # (the common answer, in one pass)
+    # (the list itself where the last walk holds: ``Replayed._reach``; else compared in one
+    # pass, the common answer)
+    if objects is not held[0] and not all(map(operator.is_, objects, held[0])):
         a = next(a for a, b in zip(objects, held[0]) if a is not b)
         return f"an object of type {type(a).__name__} rebound"
     for a, contents in zip(arrays, held[1]):
@@ -5729,9 +5775,8 @@ class Replayed:
             return self._traced(args, kwargs)
         if PLAIN_NUMBERS in self.unfollowed and key not in self.programs:
             return self._traced(args, kwargs)
-        modes = np.geterr()  # the caller's floating-point error handling picks a program too
-        key = (key, *modes.values(), id(np.geterrcall()) if "call" in modes.values()
-               or "log" in modes.values() else None, _warning_filters()[1])
+        modes, picks = _error_handling()  # the caller's floating-point error handling
+        key = (key, *picks, _warning_filters()[1])  # picks a program too
         program = self.programs.get(key)
         # The classes of the arguments' objects, whose methods f may call, are reached as f
         # is, per program (they are part of its signature)
