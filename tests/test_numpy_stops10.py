@@ -53,6 +53,30 @@ def test_frompyfunc_of_traced_values(f):
     check(f, X)
 
 
+PYFUNC_METHODS = [  # NumPy's loop on arrays of the traced elements: its order of calls
+    lambda x: AFFINE.reduce(x) * x[1],
+    lambda x: AFFINE.accumulate(x).astype(float) @ x,
+    lambda x: (AFFINE.outer(x, x[::-1]).astype(float) ** 2).sum(),
+    lambda x: AFFINE.outer(x[:2], [1.0, 2.5, -1.0]).astype(float).sum(axis=0) @ x[1:],
+    lambda x: AFFINE.reduce(x.reshape(2, 2).T, axis=1).astype(float) @ x[:2],
+    lambda x: AFFINE.accumulate(x.reshape(2, 2), axis=0).astype(float).sum(axis=1) @ x[2:],
+    lambda x: AFFINE.reduceat(x, [0, 2]).astype(float) @ x[1:3],
+    lambda x: AFFINE.reduce(x, initial=2.0) + AFFINE.outer(x[0], x[1]),
+]
+
+
+@pytest.mark.parametrize("f", PYFUNC_METHODS)
+def test_frompyfunc_methods_of_traced_values(f):
+    check(f, X)
+
+
+def test_frompyfunc_method_with_out_is_refused():
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="reduce.*out="):
+        mutad.gradient(lambda x: AFFINE.reduce(x, out=np.empty((), object)), x)
+    assert x.tobytes() == X.tobytes()
+
+
 def test_frompyfunc_lays_out_its_result_as_numpys_and_astype_keeps_that_order():
     """Of a transposed operand the ufunc's output is in Fortran order, and astype (order 'K')
     keeps it: a sum then adds in that memory order, as NumPy's."""

@@ -55,7 +55,7 @@ from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
-                             pyfunc_ufunc_rule,
+                             pyfunc_ufunc_method, pyfunc_ufunc_rule,
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
@@ -1115,6 +1115,9 @@ class Dual(ArrayMethods):
             written = integers_out(ufunc, inputs, out, kwargs, method)
             if written is not None:  # np.add.accumulate(x, out=k) of integers k
                 return written
+        pyfunc = pyfunc_ufunc_method(ufunc, method)
+        if pyfunc is not None and (ufunc, method) not in RULES:  # U.reduce(x), np.frompyfunc's
+            return pyfunc(getattr(ufunc, method), *inputs, **kwargs)
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):

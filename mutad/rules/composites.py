@@ -24,6 +24,7 @@ from ..core.allocation import (TracedObjects, from_plain_objects, holds_derivati
                                lists_as_arrays,
                                ufunc_operands)
 from ..core.levels import Tracer
+from ..core.views import wrapped
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
@@ -1142,7 +1143,10 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
     Python number) in the order NumPy's ufunc machinery visits them, its results in object
     arrays laid out as NumPy lays out its outputs (``allocation.TracedObjects``), or themselves
     where the arguments are numbers, as NumPy gives them. (``np.frompyfunc``'s Rule serves
-    every ufunc it makes: ``registry.pyfunc_ufunc_rule``.)"""
+    every ufunc it makes: ``registry.pyfunc_ufunc_rule``.) ``ufunc`` a method of one
+    (``U.reduce``, ``accumulate``, ``reduceat``, ``outer``): ``_pyfunc_ufunc_method``."""
+    if not isinstance(ufunc, np.ufunc):
+        return _pyfunc_ufunc_method(ufunc, args, kwargs)
     held = [v for v in gc.get_referents(ufunc) if callable(v)]
     if kwargs or len(held) != 1:
         raise UnsupportedOperationError(
@@ -1175,6 +1179,33 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
             y[index] = r[k] if ufunc.nout > 1 else r
         outputs.append(y.view(TracedObjects))
     return tuple(outputs) if ufunc.nout > 1 else outputs[0]
+
+
+def _pyfunc_ufunc_method(method, args, kwargs):
+    """``U.reduce(x)`` (``accumulate``, ``reduceat``, ``outer``) of a ufunc ``U`` np.frompyfunc
+    made, on traced arrays: NumPy's own method on arrays of objects, each traced array's of
+    its elements (traced 0-d arrays where NumPy casts the floats to Python numbers; laid out
+    in its memory order, which NumPy's output follows), so that NumPy's loop calls the Python
+    function on them in its order, which mutad follows; an array of objects as
+    ``TracedObjects``, as ``U(x)`` gives."""
+    name = f"np.{method.__self__.__name__}.{method.__name__}"
+    if "out" in kwargs or any(holds_derivative(v) for v in kwargs.values()):
+        raise UnsupportedOperationError(
+            f"{name} (made by np.frompyfunc) with out= or a traced keyword argument on traced "
+            "values: mutad follows it without them. Write the result where it should go "
+            "(y[...] = f.reduce(x).astype(float)).")
+    operands = []
+    for x in lists_as_arrays(args):
+        if wrapped(x):  # (NumPy would hand a traced array back to mutad)
+            _, axes = _ufunc_iteration([x], x.shape)
+            objects = np.empty([x.shape[axis] for axis in axes], dtype=object)
+            objects = objects.transpose(np.argsort(axes))
+            for index in np.ndindex(x.shape):
+                objects[index] = x[index]
+            x = objects
+        operands.append(x)
+    y = method(*operands, **kwargs)
+    return y.view(TracedObjects) if type(y) is np.ndarray and y.dtype == object else y
 
 
 # ----------------------------------------------------------------------------------------------
