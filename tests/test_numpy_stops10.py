@@ -43,6 +43,78 @@ OBJECT_ARRAYS = [  # np.array(..., dtype=object) of traced numbers: the same arr
 ]
 
 
+def _filled(x):
+    o = np.zeros((2, 2), dtype=object)
+    o[0] = x[:2]
+    o[1, :] = [x[2], 1.5]
+    return (np.array(o, dtype=float) @ x[:2]).sum()
+
+
+def _stored(x):
+    o = np.empty(2, dtype=object)
+    o[0] = x  # (one element: the array itself)
+    o[1] = x * 2
+    return (o[0] * o[1]).sum()
+
+
+def _scattered(x):
+    o = np.empty_like(x, dtype=object)
+    o[::2] = x[0]
+    o[1::2] = (x[1], x[3])
+    return o.astype(float) @ x
+
+
+def _masked(x):
+    o = np.empty(4, dtype=object)
+    o[np.array([True, False, True, True])] = x[1:] * 3
+    o[1] = 2.0
+    return np.asarray(o, dtype=np.float64).prod()
+
+
+OBJECT_WRITES = [  # traced values written into an array of objects the function made
+    lambda x: (lambda o: (o.__setitem__(slice(None), list(x * 2)), o.astype(float) @ x)[1])(
+        np.empty(4, dtype=object)),
+    _filled, _stored, _scattered, _masked,
+    lambda x: (lambda o: (o.__setitem__(slice(1, None), x[1:3] ** 2), o.__setitem__(0, x[0]),
+                          o.sum() * x[3])[2])(np.full(3, None)),
+]
+
+
+@pytest.mark.parametrize("f", OBJECT_WRITES)
+def test_traced_values_written_into_an_array_of_objects(f):
+    check(f, X)
+
+
+def test_an_array_of_objects_made_in_the_function_keeps_numpys_values():
+    def f(x):
+        o = np.empty(3, dtype=object)
+        o[:] = ["a", 2, None]
+        assert o.tolist() == ["a", 2, None] and o.shape == (3,) and isinstance(o, np.ndarray)
+        o[1:] = [x[0], x[1]]
+        assert o[0] == "a"
+        return o[1] * o[2]
+    check(f, X)
+
+
+def test_an_array_of_objects_holding_plain_numbers_computes_with_traced_arrays_as_before():
+    def f(x):
+        o = np.zeros(4, dtype=object)
+        o[1:] = [2, 3.5, 1]
+        return (x * o).astype(float).sum() + x[0]
+    check(f, X)
+
+
+def test_an_array_of_objects_holding_traced_numbers_with_a_traced_array_is_refused():
+    def f(x):
+        o = np.empty(4, dtype=object)
+        o[:] = list(x)
+        return (o * x).astype(float).sum()
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="holding traced numbers.*astype"):
+        mutad.gradient(f, x)
+    assert x.tobytes() == X.tobytes()
+
+
 @pytest.mark.parametrize("f", OBJECT_ARRAYS)
 def test_object_arrays_of_traced_numbers_convert_back_to_floats(f):
     check(f, X)

@@ -23,10 +23,10 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, converted_by_numpy,
-                               follows_floats, joined_operands, lists_as_arrays, plain_memory,
-                               rebound_in_place, stand_in_value, stands_in, ufunc_operands,
-                               without_derivative)
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_by_name,
+                               converted_by_numpy, follows_floats, joined_operands,
+                               lists_as_arrays, plain_memory, rebound_in_place, stand_in_value,
+                               stands_in, ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
@@ -830,6 +830,8 @@ def apply_function(func, args, kwargs, level, rule=None):
         check_complex(function_name(func), rule)
     (y, dy), raised = _ruled(func, rule, tangents, primals, kwargs, level, out)
     if dy is None and holds_objects(y) and _differentiated(args, level):
+        if type(y) is TracedObjects and out is None:
+            return y  # new, of no argument's values (np.empty_like(x, dtype=object))
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
         itself = _argument_itself(y, args, primals, level)
