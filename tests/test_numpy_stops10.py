@@ -142,6 +142,37 @@ def test_frompyfunc_methods_of_traced_values(f):
     check(f, X)
 
 
+OBJECT_MEANS = [  # NumPy's mean of objects: their sum (Python's additions) over their count
+    lambda x: AFFINE(x, 0.5).mean() * x[0],
+    lambda x: np.mean(AFFINE(x, x)) + x[1],
+    lambda x: AFFINE(x.reshape(2, 2), 1.5).mean(axis=0).astype(float) @ x[:2],
+    lambda x: AFFINE(x.reshape(2, 2).T, x[:2]).mean(axis=1, keepdims=True).astype(float).sum(),
+]
+
+
+@pytest.mark.parametrize("f", OBJECT_MEANS)
+def test_mean_of_objects_of_traced_values(f):
+    check(f, X)
+
+
+OBJECTS_JOINED = [  # NumPy's functions of arrays of objects holding traced numbers: the same
+    lambda x: np.concatenate([AFFINE(x, x), AFFINE(x, 1.0)]).astype(float) @ np.arange(8.0),
+    lambda x: np.stack([AFFINE(x, 2.0), AFFINE(x[::-1], x)], axis=1).astype(float).sum(axis=0)
+    @ x[:2],
+    lambda x: np.hstack((AFFINE(x[:2], 3.0), [2.0, 1.0])).astype(float).prod(),
+    lambda x: np.array(AFFINE(x, x)).astype(float) @ x,
+    lambda x: np.copy(AFFINE(x, 0.5)).astype(np.float64).sum() * x[2],
+    lambda x: np.where(X > 0, AFFINE(x, x), 1.0).astype(float) @ x,
+    lambda x: np.fromiter(AFFINE(x, x), float) @ x,
+    lambda x: np.fromiter(AFFINE(x, 2.0), np.float64, count=3).sum() * x[3],
+]
+
+
+@pytest.mark.parametrize("f", OBJECTS_JOINED)
+def test_functions_of_objects_holding_traced_values(f):
+    check(f, X)
+
+
 def test_frompyfunc_method_with_out_is_refused():
     x = X.copy()
     with pytest.raises(errors.UnsupportedOperationError, match="reduce.*out="):

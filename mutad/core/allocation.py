@@ -125,6 +125,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+from numpy._core._methods import _count_reduce_items
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
@@ -779,7 +780,8 @@ def _fromiter_items(args, kwargs):
         # a traced vector's elements (np.fromiter(x, float)): the copy of those read
         np.fromiter(memory(iterable), *rest, **kwargs)  # (NumPy's errors: too few items)
         return iterable[:None if count < 0 else int(count)].astype(dtype), args
-    if wrapped(iterable) or isinstance(iterable, np.ndarray) or dtype is None \
+    if wrapped(iterable) or isinstance(iterable, np.ndarray) and type(iterable) is not \
+            TracedObjects or dtype is None \
             or not isinstance(count, (int, np.integer)):
         return None, args
     items = list(itertools.islice(iterable, None if count < 0 else int(count)))
@@ -874,6 +876,7 @@ def builder(func, counting=True):
             if dtype is not None and np.dtype(dtype).kind in "fc":  # its values, followed
                 return building(args[0].astype(dtype), *args[2:], **{
                     k: v for k, v in kwargs.items() if k != "dtype"})
+            return _holding_objects(allocating(*args, **kwargs))  # (np.array(o): objects)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
@@ -1184,6 +1187,25 @@ class TracedObjects(np.ndarray):
             y = y.transpose(axes).copy().transpose(np.argsort(axes))
         return y
 
+    def __array_function__(self, func, types, args, kwargs):
+        return _holding_objects(super().__array_function__(func, types, args, kwargs))
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        """NumPy's mean of objects (``numpy._core._methods._mean``): their sum divided by their
+        count, a traced sum's NumPy scalar type (``ret.dtype.type(ret / n)``) the mode's, which
+        converts it as NumPy's converts a number."""
+        total = np.ndarray.sum(self, axis, dtype, out, keepdims, where=where)
+        count = _count_reduce_items(self, axis, keepdims=keepdims, where=where)
+        if count == 0 if where is True else np.any(count == 0):
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        if isinstance(total, np.ndarray):
+            return np.true_divide(total, count, out=total, casting="unsafe", subok=False)
+        if wrapped(total) and total.dtype.name in SCALAR_TYPES:
+            return SCALAR_TYPES[total.dtype.name][1](total / count)
+        if hasattr(total, "dtype"):
+            return total.dtype.type(total / count)
+        return total / count
+
     def __setitem__(self, key, value):
         if (wrapped(value) or type(value) in (list, tuple) and holds_wrapped(value)) \
                 and isinstance(np.broadcast_to(np.int8(0), self.shape)[key], np.ndarray):
@@ -1218,6 +1240,17 @@ class TracedObjects(np.ndarray):
                 "with the float array.")
         y = getattr(ufunc, method)(*plain, **kwargs)
         return tuple(as_objects(r) for r in y) if type(y) is tuple else as_objects(y)
+
+
+def _holding_objects(y):
+    """``y``, a result of NumPy's function of a ``TracedObjects`` (``np.concatenate``,
+    ``np.stack``, ``np.copy``): each array of objects in it holding traced numbers a
+    ``TracedObjects``, as the one it was made of."""
+    if type(y) in (tuple, list):
+        return type(y)(_holding_objects(item) for item in y)
+    if type(y) is np.ndarray and y.dtype.kind == "O" and any(map(wrapped, y.flat)):
+        return y.view(TracedObjects)
+    return y
 
 
 def _elements(tree):
