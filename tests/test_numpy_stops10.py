@@ -173,6 +173,32 @@ def test_functions_of_objects_holding_traced_values(f):
     check(f, X)
 
 
+SQUARED_OBJECTS = np.vectorize(lambda a: a * a, otypes=[object])
+SPLIT_OBJECTS = np.vectorize(lambda a, b: (a * b, a - b), otypes=[object, float])
+
+VECTORIZED_OBJECTS = [  # np.vectorize(f, otypes=[object]): NumPy's array of what f returned
+    lambda x: SQUARED_OBJECTS(x).astype(float) @ x,
+    lambda x: SQUARED_OBJECTS(x.reshape(2, 2).T).astype(float).sum(axis=0) @ x[1:3],
+    lambda x: SQUARED_OBJECTS(x).sum() * x[0],
+    lambda x: (lambda p, q: p.astype(float) @ q)(*SPLIT_OBJECTS(x, x[::-1])),
+]
+
+
+@pytest.mark.parametrize("f", VECTORIZED_OBJECTS)
+def test_vectorize_with_object_otypes_of_traced_values(f):
+    check(f, X)
+
+
+def test_vectorize_with_object_otypes_lays_out_its_result_as_numpys():
+    assert SQUARED_OBJECTS(M.T).flags.f_contiguous
+
+    def f(m):
+        y = SQUARED_OBJECTS(m.T)
+        assert y.flags.f_contiguous and y.dtype == object
+        return (y.astype(float) * WEIGHTS).sum()
+    check(f, M)
+
+
 def test_frompyfunc_method_with_out_is_refused():
     x = X.copy()
     with pytest.raises(errors.UnsupportedOperationError, match="reduce.*out="):

@@ -1028,6 +1028,9 @@ def vectorized(self, *args, **kwargs):
                              for r in (typed if several else [typed])]
     arrays = []
     for values, dtype in zip(outputs, dtypes, strict=True):
+        if np.dtype(dtype) == object:  # NumPy's array of the objects f returned
+            arrays.append(_objects_laid_out(shape, axes, zip(np.ndindex(*shape), values)))
+            continue
         y = np.stack(list(values))
         y = (y if y.dtype == dtype else y.astype(dtype)).reshape(shape)
         if axes != sorted(axes):  # NumPy's memory order, which a later reduction sums in
@@ -1172,13 +1175,20 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
                 raise ValueError("Function returned wrong number of outputs")
     if not shape:
         return results[()]
-    outputs = []
-    for k in range(ufunc.nout):
-        y = np.empty([shape[axis] for axis in axes], dtype=object).transpose(np.argsort(axes))
-        for index, r in results.items():
-            y[index] = r[k] if ufunc.nout > 1 else r
-        outputs.append(y.view(TracedObjects))
+    outputs = [_objects_laid_out(shape, axes, ((index, r[k] if ufunc.nout > 1 else r)
+                                               for index, r in results.items()))
+               for k in range(ufunc.nout)]
     return tuple(outputs) if ufunc.nout > 1 else outputs[0]
+
+
+def _objects_laid_out(shape, axes, items):
+    """An array of objects of ``shape`` laid out in memory with ``axes`` outermost first (as
+    NumPy's ufunc machinery lays out its output: ``_ufunc_iteration``), holding the objects of
+    ``items``, ``(index, object)`` pairs: a ``TracedObjects``."""
+    y = np.empty([shape[axis] for axis in axes], dtype=object).transpose(np.argsort(axes))
+    for index, item in items:
+        y[index] = item
+    return y.view(TracedObjects)
 
 
 def _pyfunc_ufunc_method(method, args, kwargs):
@@ -1198,14 +1208,9 @@ def _pyfunc_ufunc_method(method, args, kwargs):
     for x in lists_as_arrays(args):
         if wrapped(x):  # (NumPy would hand a traced array back to mutad)
             _, axes = _ufunc_iteration([x], x.shape)
-            objects = np.empty([x.shape[axis] for axis in axes], dtype=object)
-            objects = objects.transpose(np.argsort(axes))
-            for index in np.ndindex(x.shape):
-                objects[index] = x[index]
-            x = objects
+            x = _objects_laid_out(x.shape, axes, ((i, x[i]) for i in np.ndindex(x.shape)))
         operands.append(x)
-    y = method(*operands, **kwargs)
-    return y.view(TracedObjects) if type(y) is np.ndarray and y.dtype == object else y
+    return method(*operands, **kwargs)  # (TracedObjects' own: of objects, its type again)
 
 
 # ----------------------------------------------------------------------------------------------
