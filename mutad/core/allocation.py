@@ -125,7 +125,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
-from numpy._core._methods import _count_reduce_items
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
@@ -1194,10 +1193,10 @@ class TracedObjects(np.ndarray):
         """NumPy's mean of objects (``numpy._core._methods._mean``): their sum divided by their
         count, a traced sum's NumPy scalar type (``ret.dtype.type(ret / n)``) the mode's, which
         converts it as NumPy's converts a number."""
-        total = np.ndarray.sum(self, axis, dtype, out, keepdims, where=where)
-        count = _count_reduce_items(self, axis, keepdims=keepdims, where=where)
-        if count == 0 if where is True else np.any(count == 0):
+        count = _reduced_count(self, axis)
+        if count == 0:
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        total = np.ndarray.sum(self, axis, dtype, out, keepdims, where=where)
         if isinstance(total, np.ndarray):
             return np.true_divide(total, count, out=total, casting="unsafe", subok=False)
         if wrapped(total) and total.dtype.name in SCALAR_TYPES:
@@ -1240,6 +1239,15 @@ class TracedObjects(np.ndarray):
                 "with the float array.")
         y = getattr(ufunc, method)(*plain, **kwargs)
         return tuple(as_objects(r) for r in y) if type(y) is tuple else as_objects(y)
+
+
+def _reduced_count(a, axis):
+    """How many elements of ``a`` a reduction over ``axis`` reduces into each result, as
+    NumPy's mean counts them (``numpy._core._methods._count_reduce_items``; a ``where=`` NumPy
+    refuses for objects, whose sum has no identity)."""
+    axes = range(a.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(
+        axis, a.ndim)
+    return np.intp(math.prod(a.shape[i] for i in axes))
 
 
 def _holding_objects(y):
