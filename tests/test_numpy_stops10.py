@@ -43,6 +43,78 @@ OBJECT_ARRAYS = [  # np.array(..., dtype=object) of traced numbers: the same arr
 ]
 
 
+def _filled(x):
+    o = np.zeros((2, 2), dtype=object)
+    o[0] = x[:2]
+    o[1, :] = [x[2], 1.5]
+    return (np.array(o, dtype=float) @ x[:2]).sum()
+
+
+def _stored(x):
+    o = np.empty(2, dtype=object)
+    o[0] = x  # (one element: the array itself)
+    o[1] = x * 2
+    return (o[0] * o[1]).sum()
+
+
+def _scattered(x):
+    o = np.empty_like(x, dtype=object)
+    o[::2] = x[0]
+    o[1::2] = (x[1], x[3])
+    return o.astype(float) @ x
+
+
+def _masked(x):
+    o = np.empty(4, dtype=object)
+    o[np.array([True, False, True, True])] = x[1:] * 3
+    o[1] = 2.0
+    return np.asarray(o, dtype=np.float64).prod()
+
+
+OBJECT_WRITES = [  # traced values written into an array of objects the function made
+    lambda x: (lambda o: (o.__setitem__(slice(None), list(x * 2)), o.astype(float) @ x)[1])(
+        np.empty(4, dtype=object)),
+    _filled, _stored, _scattered, _masked,
+    lambda x: (lambda o: (o.__setitem__(slice(1, None), x[1:3] ** 2), o.__setitem__(0, x[0]),
+                          o.sum() * x[3])[2])(np.full(3, None)),
+]
+
+
+@pytest.mark.parametrize("f", OBJECT_WRITES)
+def test_traced_values_written_into_an_array_of_objects(f):
+    check(f, X)
+
+
+def test_an_array_of_objects_made_in_the_function_keeps_numpys_values():
+    def f(x):
+        o = np.empty(3, dtype=object)
+        o[:] = ["a", 2, None]
+        assert o.tolist() == ["a", 2, None] and o.shape == (3,) and isinstance(o, np.ndarray)
+        o[1:] = [x[0], x[1]]
+        assert o[0] == "a"
+        return o[1] * o[2]
+    check(f, X)
+
+
+def test_an_array_of_objects_holding_plain_numbers_computes_with_traced_arrays_as_before():
+    def f(x):
+        o = np.zeros(4, dtype=object)
+        o[1:] = [2, 3.5, 1]
+        return (x * o).astype(float).sum() + x[0]
+    check(f, X)
+
+
+def test_an_array_of_objects_holding_traced_numbers_with_a_traced_array_is_refused():
+    def f(x):
+        o = np.empty(4, dtype=object)
+        o[:] = list(x)
+        return (o * x).astype(float).sum()
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="holding traced numbers.*astype"):
+        mutad.gradient(f, x)
+    assert x.tobytes() == X.tobytes()
+
+
 @pytest.mark.parametrize("f", OBJECT_ARRAYS)
 def test_object_arrays_of_traced_numbers_convert_back_to_floats(f):
     check(f, X)
@@ -51,6 +123,87 @@ def test_object_arrays_of_traced_numbers_convert_back_to_floats(f):
 @pytest.mark.parametrize("f", FROMPYFUNC)
 def test_frompyfunc_of_traced_values(f):
     check(f, X)
+
+
+PYFUNC_METHODS = [  # NumPy's loop on arrays of the traced elements: its order of calls
+    lambda x: AFFINE.reduce(x) * x[1],
+    lambda x: AFFINE.accumulate(x).astype(float) @ x,
+    lambda x: (AFFINE.outer(x, x[::-1]).astype(float) ** 2).sum(),
+    lambda x: AFFINE.outer(x[:2], [1.0, 2.5, -1.0]).astype(float).sum(axis=0) @ x[1:],
+    lambda x: AFFINE.reduce(x.reshape(2, 2).T, axis=1).astype(float) @ x[:2],
+    lambda x: AFFINE.accumulate(x.reshape(2, 2), axis=0).astype(float).sum(axis=1) @ x[2:],
+    lambda x: AFFINE.reduceat(x, [0, 2]).astype(float) @ x[1:3],
+    lambda x: AFFINE.reduce(x, initial=2.0) + AFFINE.outer(x[0], x[1]),
+]
+
+
+@pytest.mark.parametrize("f", PYFUNC_METHODS)
+def test_frompyfunc_methods_of_traced_values(f):
+    check(f, X)
+
+
+OBJECT_MEANS = [  # NumPy's mean of objects: their sum (Python's additions) over their count
+    lambda x: AFFINE(x, 0.5).mean() * x[0],
+    lambda x: np.mean(AFFINE(x, x)) + x[1],
+    lambda x: AFFINE(x.reshape(2, 2), 1.5).mean(axis=0).astype(float) @ x[:2],
+    lambda x: AFFINE(x.reshape(2, 2).T, x[:2]).mean(axis=1, keepdims=True).astype(float).sum(),
+]
+
+
+@pytest.mark.parametrize("f", OBJECT_MEANS)
+def test_mean_of_objects_of_traced_values(f):
+    check(f, X)
+
+
+OBJECTS_JOINED = [  # NumPy's functions of arrays of objects holding traced numbers: the same
+    lambda x: np.concatenate([AFFINE(x, x), AFFINE(x, 1.0)]).astype(float) @ np.arange(8.0),
+    lambda x: np.stack([AFFINE(x, 2.0), AFFINE(x[::-1], x)], axis=1).astype(float).sum(axis=0)
+    @ x[:2],
+    lambda x: np.hstack((AFFINE(x[:2], 3.0), [2.0, 1.0])).astype(float).prod(),
+    lambda x: np.array(AFFINE(x, x)).astype(float) @ x,
+    lambda x: np.copy(AFFINE(x, 0.5)).astype(np.float64).sum() * x[2],
+    lambda x: np.where(X > 0, AFFINE(x, x), 1.0).astype(float) @ x,
+    lambda x: np.fromiter(AFFINE(x, x), float) @ x,
+    lambda x: np.fromiter(AFFINE(x, 2.0), np.float64, count=3).sum() * x[3],
+]
+
+
+@pytest.mark.parametrize("f", OBJECTS_JOINED)
+def test_functions_of_objects_holding_traced_values(f):
+    check(f, X)
+
+
+SQUARED_OBJECTS = np.vectorize(lambda a: a * a, otypes=[object])
+SPLIT_OBJECTS = np.vectorize(lambda a, b: (a * b, a - b), otypes=[object, float])
+
+VECTORIZED_OBJECTS = [  # np.vectorize(f, otypes=[object]): NumPy's array of what f returned
+    lambda x: SQUARED_OBJECTS(x).astype(float) @ x,
+    lambda x: SQUARED_OBJECTS(x.reshape(2, 2).T).astype(float).sum(axis=0) @ x[1:3],
+    lambda x: SQUARED_OBJECTS(x).sum() * x[0],
+    lambda x: (lambda p, q: p.astype(float) @ q)(*SPLIT_OBJECTS(x, x[::-1])),
+]
+
+
+@pytest.mark.parametrize("f", VECTORIZED_OBJECTS)
+def test_vectorize_with_object_otypes_of_traced_values(f):
+    check(f, X)
+
+
+def test_vectorize_with_object_otypes_lays_out_its_result_as_numpys():
+    assert SQUARED_OBJECTS(M.T).flags.f_contiguous
+
+    def f(m):
+        y = SQUARED_OBJECTS(m.T)
+        assert y.flags.f_contiguous and y.dtype == object
+        return (y.astype(float) * WEIGHTS).sum()
+    check(f, M)
+
+
+def test_frompyfunc_method_with_out_is_refused():
+    x = X.copy()
+    with pytest.raises(errors.UnsupportedOperationError, match="reduce.*out="):
+        mutad.gradient(lambda x: AFFINE.reduce(x, out=np.empty((), object)), x)
+    assert x.tobytes() == X.tobytes()
 
 
 def test_frompyfunc_lays_out_its_result_as_numpys_and_astype_keeps_that_order():

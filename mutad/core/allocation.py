@@ -327,6 +327,12 @@ def _allocated(y, args, kwargs):
     argument."""
     if type(y) is not np.ndarray and not is_device(y) or not follows_floats(y.dtype):
         return False
+    return _fresh_memory(y, args, kwargs)
+
+
+def _fresh_memory(y, args, kwargs):
+    """Whether the array ``y`` a call of ``args`` and ``kwargs`` returned is new, not the
+    memory of an argument."""
     root = owner(y)
     return not any(owner(a) is root for a in _arrays([args, kwargs]))
 
@@ -385,6 +391,9 @@ def factory(func, counting=True):
                     return named
             if _allocated(y, args, kwargs):
                 return allocate(y, (func, args, kwargs))
+            if func.__name__ in _BLANK and type(y) is np.ndarray and y.dtype.kind == "O" \
+                    and _fresh_memory(y, args, kwargs):
+                return y.view(TracedObjects)  # np.empty(n, dtype=object): takes traced values
             if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
             if type(y) is tuple:  # np.linspace(..., retstep=True): (samples, step)
@@ -392,6 +401,12 @@ def factory(func, counting=True):
         return y
 
     return _named(allocating, func)
+
+
+_BLANK = frozenset(("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
+                    "full_like"))
+"""NumPy's factories of arrays to fill: of objects, one that takes traced values
+(``TracedObjects``)."""
 
 
 def loader(func):
@@ -764,7 +779,8 @@ def _fromiter_items(args, kwargs):
         # a traced vector's elements (np.fromiter(x, float)): the copy of those read
         np.fromiter(memory(iterable), *rest, **kwargs)  # (NumPy's errors: too few items)
         return iterable[:None if count < 0 else int(count)].astype(dtype), args
-    if wrapped(iterable) or isinstance(iterable, np.ndarray) or dtype is None \
+    if wrapped(iterable) or isinstance(iterable, np.ndarray) and type(iterable) is not \
+            TracedObjects or dtype is None \
             or not isinstance(count, (int, np.integer)):
         return None, args
     items = list(itertools.islice(iterable, None if count < 0 else int(count)))
@@ -793,8 +809,7 @@ def _counting(y, args, kwargs):
     plain."""
     if type(y) is not np.ndarray or y.dtype.kind not in SELF_STANDING:
         return False
-    root = owner(y)
-    return not any(owner(a) is root for a in _arrays([args, kwargs]))
+    return _fresh_memory(y, args, kwargs)
 
 
 def _stacked(tree):
@@ -860,6 +875,7 @@ def builder(func, counting=True):
             if dtype is not None and np.dtype(dtype).kind in "fc":  # its values, followed
                 return building(args[0].astype(dtype), *args[2:], **{
                     k: v for k, v in kwargs.items() if k != "dtype"})
+            return _holding_objects(allocating(*args, **kwargs))  # (np.array(o): objects)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
@@ -1170,20 +1186,89 @@ class TracedObjects(np.ndarray):
             y = y.transpose(axes).copy().transpose(np.argsort(axes))
         return y
 
+    def __array_function__(self, func, types, args, kwargs):
+        return _holding_objects(super().__array_function__(func, types, args, kwargs))
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+        """NumPy's mean of objects (``numpy._core._methods._mean``): their sum divided by their
+        count, a traced sum's NumPy scalar type (``ret.dtype.type(ret / n)``) the mode's, which
+        converts it as NumPy's converts a number."""
+        count = _reduced_count(self, axis)
+        if count == 0:
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        total = np.ndarray.sum(self, axis, dtype, out, keepdims, where=where)
+        if isinstance(total, np.ndarray):
+            return np.true_divide(total, count, out=total, casting="unsafe", subok=False)
+        if wrapped(total) and total.dtype.name in SCALAR_TYPES:
+            return SCALAR_TYPES[total.dtype.name][1](total / count)
+        if hasattr(total, "dtype"):
+            return total.dtype.type(total / count)
+        return total / count
+
+    def __setitem__(self, key, value):
+        if (wrapped(value) or type(value) in (list, tuple) and holds_wrapped(value)) \
+                and isinstance(np.broadcast_to(np.int8(0), self.shape)[key], np.ndarray):
+            # into several elements (o[:] = list(x), o[1:] = x[1:]), which NumPy would convert
+            # to floats: the array of objects NumPy makes of the value, of its traced numbers
+            # (into one, o[0] = x[0], the object itself, as NumPy stores it)
+            if wrapped(value) and np.ndim(value) == 0:
+                objects = np.empty((), dtype=object)
+                objects[()] = value
+            else:
+                objects = _objects_of(np.array, (_elements(value),), {"dtype": object})
+            if objects is not None:
+                value = objects.view(np.ndarray)
+        np.ndarray.__setitem__(self, key, value)
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         outs = kwargs.get("out") or ()
-        if any(wrapped(x) for x in (*inputs, *(outs if type(outs) is tuple else (outs,)))):
-            raise UnsupportedOperationError(
-                f"np.{ufunc.__name__} of the object array a ufunc np.frompyfunc made and a "
-                "traced array: NumPy would read the traced array's elements as plain numbers, "
-                "which have no derivative. Convert the object array first, o.astype(float), "
-                "and compute with the float array.")
+        operands = (*inputs, *(outs if type(outs) is tuple else (outs,)))
         plain = [x.view(np.ndarray) if isinstance(x, TracedObjects) else x for x in inputs]
         if type(outs) is tuple and outs:
             kwargs["out"] = tuple(x.view(np.ndarray) if isinstance(x, TracedObjects) else x
                                   for x in outs)
+        if any(wrapped(x) for x in operands):
+            if not any(isinstance(x, TracedObjects) and any(map(wrapped, x.flat))
+                       for x in operands):
+                return getattr(ufunc, method)(*plain, **kwargs)  # (plain objects: as NumPy's)
+            raise UnsupportedOperationError(
+                f"np.{ufunc.__name__} of an array of objects holding traced numbers (a ufunc "
+                "np.frompyfunc made, or one they were written into) and a traced array: NumPy "
+                "would read the traced array's elements as plain numbers, which have no "
+                "derivative. Convert the object array first, o.astype(float), and compute "
+                "with the float array.")
         y = getattr(ufunc, method)(*plain, **kwargs)
-        return tuple(_objects(r) for r in y) if type(y) is tuple else _objects(y)
+        return tuple(as_objects(r) for r in y) if type(y) is tuple else as_objects(y)
+
+
+def _reduced_count(a, axis):
+    """How many elements of ``a`` a reduction over ``axis`` reduces into each result, as
+    NumPy's mean counts them (``numpy._core._methods._count_reduce_items``; a ``where=`` NumPy
+    refuses for objects, whose sum has no identity)."""
+    axes = range(a.ndim) if axis is None else np.lib.array_utils.normalize_axis_tuple(
+        axis, a.ndim)
+    return np.intp(math.prod(a.shape[i] for i in axes))
+
+
+def _holding_objects(y):
+    """``y``, a result of NumPy's function of a ``TracedObjects`` (``np.concatenate``,
+    ``np.stack``, ``np.copy``): each array of objects in it holding traced numbers a
+    ``TracedObjects``, as the one it was made of."""
+    if type(y) in (tuple, list):
+        return type(y)(_holding_objects(item) for item in y)
+    if type(y) is np.ndarray and y.dtype.kind == "O" and any(map(wrapped, y.flat)):
+        return y.view(TracedObjects)
+    return y
+
+
+def _elements(tree):
+    """``tree`` (lists and tuples of it) with each traced array of one or more dimensions the
+    nested lists of its traced numbers, as NumPy reads an array into an array of objects."""
+    if type(tree) in (list, tuple):
+        return type(tree)(_elements(x) for x in tree)
+    if wrapped(tree) and np.ndim(tree) > 0:
+        return [_elements(x) for x in tree]
+    return tree
 
 
 def _real_number(x):
@@ -1194,7 +1279,8 @@ def _real_number(x):
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
 
 
-def _objects(y):
+def as_objects(y):
+    """``y`` as a ``TracedObjects`` where it is an array of objects; otherwise ``y``."""
     return y.view(TracedObjects) if type(y) is np.ndarray and y.dtype == object else y
 
 

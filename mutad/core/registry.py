@@ -238,6 +238,15 @@ def pyfunc_ufunc_rule(ufunc):
     return RULES.get(numpy.frompyfunc, NO_RULE)
 
 
+def pyfunc_ufunc_method(ufunc, method):
+    """The composite that computes ``getattr(ufunc, method)(*args, **kwargs)`` given that
+    method and the arguments, for a ufunc ``np.frompyfunc`` made and a method that returns
+    its results (``reduce``, ``accumulate``, ``reduceat``, ``outer``); None otherwise."""
+    if method not in ("reduce", "accumulate", "reduceat", "outer"):
+        return None
+    return pyfunc_ufunc_rule(ufunc).composite
+
+
 def rule_for(key):
     """The Rule of ``key``, made (with no facet) if it has none yet."""
     rule = RULES.get(key)

@@ -23,10 +23,10 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, converted_by_numpy,
-                               follows_floats, joined_operands, lists_as_arrays, plain_memory,
-                               rebound_in_place, stand_in_value, stands_in, ufunc_operands,
-                               without_derivative)
+from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_by_name,
+                               converted_by_numpy, follows_floats, joined_operands,
+                               lists_as_arrays, plain_memory, rebound_in_place, stand_in_value,
+                               stands_in, ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
@@ -55,7 +55,7 @@ from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
-                             pyfunc_ufunc_rule,
+                             pyfunc_ufunc_method, pyfunc_ufunc_rule,
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
@@ -830,6 +830,8 @@ def apply_function(func, args, kwargs, level, rule=None):
         check_complex(function_name(func), rule)
     (y, dy), raised = _ruled(func, rule, tangents, primals, kwargs, level, out)
     if dy is None and holds_objects(y) and _differentiated(args, level):
+        if type(y) is TracedObjects and out is None:
+            return y  # new, of no argument's values (np.empty_like(x, dtype=object))
         raise objects_refused(function_name(func))
     if out is None:  # NumPy's result is the argument itself: np.atleast_1d(y) is y
         itself = _argument_itself(y, args, primals, level)
@@ -1115,6 +1117,9 @@ class Dual(ArrayMethods):
             written = integers_out(ufunc, inputs, out, kwargs, method)
             if written is not None:  # np.add.accumulate(x, out=k) of integers k
                 return written
+        pyfunc = pyfunc_ufunc_method(ufunc, method)
+        if pyfunc is not None and (ufunc, method) not in RULES:  # U.reduce(x), np.frompyfunc's
+            return pyfunc(getattr(ufunc, method), *inputs, **kwargs)
         return apply_function((ufunc, method), inputs, kwargs, level)
 
     def __array_function__(self, func, types, args, kwargs):

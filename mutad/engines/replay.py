@@ -109,7 +109,7 @@ import numpy as np
 
 from ..core.devices import is_device
 from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
-                               put_value)
+                               as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
@@ -3029,6 +3029,10 @@ class Recorder:
             return type(y)(self.derive(item, True) for item in y)
         if isinstance(y, tuple) and hasattr(y, "_fields"):  # slogdet's SlogdetResult
             return type(y)(*(self.derive(item, True) for item in y))
+        if type(y) is np.ndarray and y.dtype.kind == "O":
+            self.refuse("an array of objects made by a call of traced arrays "
+                        "(np.empty_like(x, dtype=object)), whose elements a replay does not guard")
+            return as_objects(y)  # (takes traced values, as the traced run's)
         if isinstance(y, (np.ndarray, np.generic)):
             # a NumPy scalar as the read-only 0-d array that stands for one (hashable, a
             # number to the functions it is handed to), as tracing holds a scalar result

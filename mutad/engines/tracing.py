@@ -62,7 +62,7 @@ from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
                          door, fast_out, fast_ufunc, fast_write, write_into_element)
-from ..core.registry import NO_RULE, RULES, lookup
+from ..core.registry import NO_RULE, RULES, lookup, pyfunc_ufunc_method
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
                       innermost, keep, locate, place_of, plain, private, refuse_complex,
@@ -198,6 +198,10 @@ class TracedDispatch:
             inputs, kwargs = plain(inputs), plain(kwargs)
             y = getattr(ufunc, method)(*inputs, **kwargs)
             return without_derivative(y, inputs, kwargs, level.level)
+        pyfunc = pyfunc_ufunc_method(ufunc, method)
+        if pyfunc is not None:  # U.reduce(x) of a ufunc np.frompyfunc made
+            active(self.tape)
+            return door(self.tape, pyfunc, (getattr(ufunc, method), *inputs), kwargs)
         raise no_rule(key)
 
     def __array_function__(self, func, types, args, kwargs):

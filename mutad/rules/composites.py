@@ -24,6 +24,7 @@ from ..core.allocation import (TracedObjects, from_plain_objects, holds_derivati
                                lists_as_arrays,
                                ufunc_operands)
 from ..core.levels import Tracer
+from ..core.views import wrapped
 from ..engines.arraylike import settled, stands_for_scalar
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defcomposite, defmethod, nondifferentiable
@@ -1029,6 +1030,9 @@ def vectorized(self, *args, **kwargs):
                              for r in (typed if several else [typed])]
     arrays = []
     for values, dtype in zip(outputs, dtypes, strict=True):
+        if np.dtype(dtype) == object:  # NumPy's array of the objects f returned
+            arrays.append(_objects_laid_out(shape, axes, zip(np.ndindex(*shape), values)))
+            continue
         y = np.stack(list(values))
         y = (y if y.dtype == dtype else y.astype(dtype)).reshape(shape)
         if axes != sorted(axes):  # NumPy's memory order, which a later reduction sums in
@@ -1144,7 +1148,10 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
     Python number) in the order NumPy's ufunc machinery visits them, its results in object
     arrays laid out as NumPy lays out its outputs (``allocation.TracedObjects``), or themselves
     where the arguments are numbers, as NumPy gives them. (``np.frompyfunc``'s Rule serves
-    every ufunc it makes: ``registry.pyfunc_ufunc_rule``.)"""
+    every ufunc it makes: ``registry.pyfunc_ufunc_rule``.) ``ufunc`` a method of one
+    (``U.reduce``, ``accumulate``, ``reduceat``, ``outer``): ``_pyfunc_ufunc_method``."""
+    if not isinstance(ufunc, np.ufunc):
+        return _pyfunc_ufunc_method(ufunc, args, kwargs)
     held = [v for v in gc.get_referents(ufunc) if callable(v)]
     if kwargs or len(held) != 1:
         raise UnsupportedOperationError(
@@ -1170,13 +1177,42 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
                 raise ValueError("Function returned wrong number of outputs")
     if not shape:
         return results[()]
-    outputs = []
-    for k in range(ufunc.nout):
-        y = np.empty([shape[axis] for axis in axes], dtype=object).transpose(np.argsort(axes))
-        for index, r in results.items():
-            y[index] = r[k] if ufunc.nout > 1 else r
-        outputs.append(y.view(TracedObjects))
+    outputs = [_objects_laid_out(shape, axes, ((index, r[k] if ufunc.nout > 1 else r)
+                                               for index, r in results.items()))
+               for k in range(ufunc.nout)]
     return tuple(outputs) if ufunc.nout > 1 else outputs[0]
+
+
+def _objects_laid_out(shape, axes, items):
+    """An array of objects of ``shape`` laid out in memory with ``axes`` outermost first (as
+    NumPy's ufunc machinery lays out its output: ``_ufunc_iteration``), holding the objects of
+    ``items``, ``(index, object)`` pairs: a ``TracedObjects``."""
+    y = np.empty([shape[axis] for axis in axes], dtype=object).transpose(np.argsort(axes))
+    for index, item in items:
+        y[index] = item
+    return y.view(TracedObjects)
+
+
+def _pyfunc_ufunc_method(method, args, kwargs):
+    """``U.reduce(x)`` (``accumulate``, ``reduceat``, ``outer``) of a ufunc ``U`` np.frompyfunc
+    made, on traced arrays: NumPy's own method on arrays of objects, each traced array's of
+    its elements (traced 0-d arrays where NumPy casts the floats to Python numbers; laid out
+    in its memory order, which NumPy's output follows), so that NumPy's loop calls the Python
+    function on them in its order, which mutad follows; an array of objects as
+    ``TracedObjects``, as ``U(x)`` gives."""
+    name = f"np.{method.__self__.__name__}.{method.__name__}"
+    if "out" in kwargs or any(holds_derivative(v) for v in kwargs.values()):
+        raise UnsupportedOperationError(
+            f"{name} (made by np.frompyfunc) with out= or a traced keyword argument on traced "
+            "values: mutad follows it without them. Write the result where it should go "
+            "(y[...] = f.reduce(x).astype(float)).")
+    operands = []
+    for x in lists_as_arrays(args):
+        if wrapped(x):  # (NumPy would hand a traced array back to mutad)
+            _, axes = _ufunc_iteration([x], x.shape)
+            x = _objects_laid_out(x.shape, axes, ((i, x[i]) for i in np.ndindex(x.shape)))
+        operands.append(x)
+    return method(*operands, **kwargs)  # (TracedObjects' own: of objects, its type again)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ so later writes of tangents into it have a place to go.
 
 import numpy as np
 
-from ..core.allocation import follows_floats
+from ..core.allocation import as_objects, follows_floats
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defrule,
@@ -36,7 +36,7 @@ def created(y):
 
 def _zero_tangent(func):
     def jvp(tangents, *args, **kwargs):
-        return created(func(*args, **kwargs))
+        return _new_buffer(func(*args, **kwargs))
 
     jvp.__name__ = jvp.__qualname__ = f"{func.__name__}_jvp"
     return jvp
@@ -66,9 +66,17 @@ def full(shape, fill_value, *args, **kwargs):
     return y, lambda dy: (None, unbroadcast(dy, fill_shape))
 
 
+def _new_buffer(y):
+    """``y``, made of no argument's values, with a zero tangent (``created``); of objects
+    (``np.empty_like(x, dtype=object)``), one that takes traced values (``as_objects``)."""
+    return (as_objects(y), None) if y.dtype.kind == "O" else created(y)
+
+
 def filled(y, dfill):
     """The tangent of ``y`` filled with a value whose tangent is ``dfill``."""
-    if dfill is None or not np.issubdtype(y.dtype, np.inexact):
+    if dfill is None:
+        return _new_buffer(y)
+    if not np.issubdtype(y.dtype, np.inexact):
         return created(y)
     return y, np.broadcast_to(dfill, y.shape).astype(y.dtype)
 
