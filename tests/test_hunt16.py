@@ -219,9 +219,7 @@ def test_scipy_pinv_of_float32_differentiates_the_rank_scipy_keeps():
     value, grad = mutad.value_and_grad(lambda a: scipy.linalg.pinv(a).sum())(a)
     assert value == scipy.linalg.pinv(a).sum() == 1.0
     # the derivative at the matrix of rank 1 SciPy's float32 cutoff leaves
-    reference = mutad.gradient(
-        lambda a: np.linalg.pinv(a, rcond=2 * np.finfo(np.float32).eps).sum(),
-        a.astype(np.float64))[0]
+    reference = mutad.gradient(lambda a: np.linalg.pinv(a).sum(), np.diag([1.0, 0.0]))[0]
     assert grad.dtype == np.float32
     np.testing.assert_allclose(grad, reference, rtol=1e-6, atol=1e-6)
     y, dy = mutad.jvp(lambda a: scipy.linalg.pinv(a).sum(), (a,), (np.eye(2, dtype=np.float32),))
@@ -257,3 +255,100 @@ def test_nanvar_of_single_precision_is_numpys_number(dtype, f):
     expected = f(x)
     for value, _ in [mutad.value_and_grad(f)(x), mutad.value_and_grad(f, replay=True)(x)]:
         assert type(value) is type(expected) and value == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# The QR factors of a matrix holding an inf were refused as "rank-deficient": R's diagonal was
+# scaled by its largest entry, an inf, which made every finite entry zero within rounding. Its
+# factors hold NaNs, and so do their derivatives.
+
+
+@pytest.mark.parametrize("factor", [lambda a: np.linalg.qr(a),
+                                    lambda a: __import__("scipy.linalg").linalg.qr(
+                                        a, check_finite=False)])
+@pytest.mark.parametrize("where", [(0, 0), (2, 2)])
+def test_qr_of_a_matrix_holding_an_inf_has_nan_derivatives(factor, where):
+    a = np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 10.0]])
+    a[where] = np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for output in (0, 1):
+            f = lambda a: factor(a)[output].sum()  # noqa: E731
+            assert np.all(np.isnan(mutad.grad(f)(a)))
+            assert np.isnan(mutad.jvp(f, (a,), (np.ones((3, 3)),))[1])
+
+
+def test_qr_of_a_rank_deficient_matrix_holding_an_inf_is_still_refused():
+    a = np.array([[np.inf, 2.0, 2.0], [4.0, 5.0, 5.0], [7.0, 8.0, 8.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(mutad.MutadError, match="rank-deficient"):
+            mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a)
+
+
+# ----------------------------------------------------------------------------------------------
+# A pseudo-inverse whose cutoff drops a singular value that is not zero within rounding
+# (np.linalg.pinv(a, rcond=0.1), scipy.linalg.pinv(a, atol=...), np.linalg.lstsq(a, b, rcond=0.1))
+# was differentiated as the pseudo-inverse of a matrix of the rank kept, whose derivative
+# differs from a truncated one's (3% here, silently). It is refused, with the truncated SVD
+# (which mutad differentiates) as the way to write it.
+# np.linalg.lstsq's rule took pinv's default cutoff whatever its rcond, and scipy.linalg.lstsq
+# of float32 was refused where SciPy's float32 cutoff and float64's found different ranks: both
+# differentiate at the rank the solution was computed at.
+
+_U = np.linalg.qr(np.random.default_rng(0).standard_normal((5, 5)))[0]
+_V = np.linalg.qr(np.random.default_rng(1).standard_normal((3, 3)))[0]
+TRUNCATED = _U[:, :3] @ np.diag([3.0, 1.0, 0.05]) @ _V.T
+WEIGHTS = np.random.default_rng(2).standard_normal((3, 5))
+
+
+@pytest.mark.parametrize("f", [
+    lambda a: (np.linalg.pinv(a, rcond=0.1) * WEIGHTS).sum(),
+    lambda a: (np.linalg.pinv(a, rtol=0.1) * WEIGHTS).sum(),
+    lambda a: (__import__("scipy.linalg").linalg.pinv(a, atol=0.1) * WEIGHTS).sum(),
+    lambda a: np.linalg.lstsq(a, WEIGHTS[0, :], rcond=0.1)[0].sum(),
+    lambda a: __import__("scipy.linalg").linalg.lstsq(a, WEIGHTS[0, :], cond=0.1)[0].sum()])
+def test_a_pseudo_inverse_truncating_a_nonzero_singular_value_is_refused(f):
+    a = TRUNCATED.copy()
+    for differentiate in (lambda: mutad.grad(f)(a), lambda: mutad.jvp(f, (a,), (WEIGHTS.T,))):
+        with pytest.raises(mutad.MutadError, match="drops singular values .*0.05"):
+            differentiate()
+    assert np.array_equal(a, TRUNCATED)
+
+
+def test_the_truncated_svd_the_refusal_suggests_is_differentiated():
+    def f(a):
+        u, s, vt = np.linalg.svd(a, full_matrices=False)
+        return ((vt[:2].T / s[:2]) @ u[:, :2].T * WEIGHTS).sum()
+
+    mutad.check_grads(f, TRUNCATED)
+
+
+@pytest.mark.parametrize("driver", [None, "gelsd", "gelsy", "gelss"])
+def test_scipy_lstsq_of_float32_differentiates_at_scipys_rank(driver):
+    import scipy.linalg
+
+    a = np.array([[1.0, 0.0], [0.0, 1e-7], [0.0, 0.0]], np.float32)  # rank 1 at SciPy's cutoff
+    b = np.array([1.0, 2.0, 3.0], np.float32)
+    f = lambda a, b: scipy.linalg.lstsq(a, b, lapack_driver=driver)[0].sum()  # noqa: E731
+    assert scipy.linalg.lstsq(a, b, lapack_driver=driver)[2] == 1
+    value, (da, db) = mutad.value_and_gradient(f, a, b)
+    assert value == f(a, b) and da.dtype == db.dtype == np.float32
+    reference = mutad.gradient(lambda a, b: np.linalg.lstsq(a, b, rcond=None)[0].sum(),
+                               np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), b.astype(float))
+    np.testing.assert_allclose(da, reference[0], atol=1e-6)
+    np.testing.assert_allclose(db, reference[1], atol=1e-6)
+    along = np.array([[1.0, 0.0], [0.5, 0.0], [0.0, 0.0]], np.float32)  # keeps the rank
+    assert mutad.jvp(f, (a, b), (along, b))[1] == pytest.approx(
+        np.sum(reference[0] * along) + np.sum(reference[1] * b), abs=1e-6)
+
+
+def test_numpy_lstsq_differentiates_at_the_rank_of_its_rcond():
+    a = np.array([[1.0, 0.0], [0.0, 1e-14], [0.0, 0.0]])  # rank 1 at rcond=1e-13, 2 at pinv's
+    b = np.array([1.0, 2.0, 3.0])
+    f = lambda a, b: np.linalg.lstsq(a, b, rcond=1e-13)[0].sum()  # noqa: E731
+    assert np.linalg.lstsq(a, b, rcond=1e-13)[2] == 1
+    da, db = mutad.gradient(f, a, b)
+    reference = mutad.gradient(f, np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), b)
+    np.testing.assert_allclose(da, reference[0], atol=1e-12)
+    np.testing.assert_allclose(db, reference[1], atol=1e-12)

@@ -48,8 +48,8 @@ def _same(a, b):
 
 
 def _direction(x, rng):
-    if isinstance(x, np.ndarray) and x.dtype.kind == "f":
-        return rng.standard_normal(x.shape)
+    if isinstance(x, np.ndarray) and x.dtype.kind == "f":  # in x's precision, as jvp takes it
+        return rng.standard_normal(x.shape).astype(x.dtype)
     if isinstance(x, float):
         return float(rng.standard_normal())
     if isinstance(x, dict):

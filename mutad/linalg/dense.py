@@ -12,6 +12,7 @@ rules hold (``holomorphic``); slogdet, pinv and lstsq are written in mutad's con
 values.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -23,7 +24,7 @@ from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbro
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory
 from ..engines.products import product_times
-from .spectral import singular_values_pullback, singular_values_tangent
+from .spectral import REPEATED_ULPS, singular_values_pullback, singular_values_tangent
 from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
                       require_matrix, times_transpose)
 
@@ -170,9 +171,39 @@ def _hermitian(a, args, kwargs):
     return hermitian
 
 
+def _require_dropped_zero(a, args, kwargs):
+    """Refuse a pinv whose cutoff drops a singular value that is not zero within rounding
+    (as the SVD's zero ones: ``REPEATED_ULPS`` · max(m, n) · ε · σ_max). The rule differentiates
+    the pseudo-inverse of a matrix of the rank kept; a truncated one's derivative differs from
+    it by the dropped values over the kept ones (its kept vectors turn towards the dropped)."""
+    rcond = kwargs.get("rcond", args[0] if args else None)
+    rtol = kwargs.get("rtol", _NO_VALUE)
+    a = memory(a)
+    s = np.linalg.svd(a, compute_uv=False)
+    if rcond is None:  # np.linalg.pinv's defaults
+        rcond = (1e-15 if rtol is _NO_VALUE else
+                 max(np.shape(a)[-2:]) * np.finfo(a.dtype).eps if rtol is None else rtol)
+    largest = np.max(s, axis=-1, keepdims=True, initial=0.0)
+    with np.errstate(all="ignore"):  # (a decision, not a value: no warnings of its own)
+        dropped = s <= np.asarray(memory(rcond))[..., None] * largest
+        limit = REPEATED_ULPS * max(np.shape(a)[-2:]) * _lapack_eps(a) * largest
+    if np.any(dropped & (s > limit)):
+        raise UnsupportedOperationError(
+            f"a pseudo-inverse (pinv, lstsq) whose cutoff drops singular values "
+            f"{np.unique(s[dropped & (s > limit)])[:8]} that are not zero within rounding (of "
+            f"{np.unique(largest)[:4]} the largest): mutad differentiates the pseudo-inverse of "
+            "a matrix of the rank kept, and a truncated one's derivative differs from it. "
+            "Truncate explicitly, as (vt[:k].T / s[:k]) @ u[:, :k].T of "
+            "np.linalg.svd(a, full_matrices=False), which mutad differentiates.")
+
+
+_NO_VALUE = inspect.signature(np.linalg.pinv).parameters["rtol"].default
+
+
 @defrule(np.linalg.pinv, leading=1)
 def numpy_pinv(a, *args, **kwargs):
     hermitian = _hermitian(a, args, kwargs)
+    _require_dropped_zero(a, args, kwargs)
     p = np.linalg.pinv(a, *args, **kwargs)
 
     def back(dp):
@@ -200,6 +231,7 @@ def _pinv_tangent(a, p, da):
 @defjvp(np.linalg.pinv)
 def numpy_pinv_jvp(tangents, a, *args, **kwargs):
     da = hermitian_part(tangents[0]) if _hermitian(a, args, kwargs) else tangents[0]
+    _require_dropped_zero(a, args, kwargs)
     p = np.linalg.pinv(a, *args, **kwargs)
     return p, _pinv_tangent(a, p, da)
 
@@ -245,14 +277,35 @@ def numpy_matrix_power_jvp(tangents, a, n):
     return y, dpower
 
 
+def cutoff_keeping(a, rank):
+    """pinv's ``rcond`` that keeps the ``rank`` largest singular values of ``a``: halfway (a
+    geometric mean) between the last kept and the first dropped, relative to the largest.
+    lstsq's solution is pinv(A) b at the rank its own cutoff found (NumPy's and SciPy's differ
+    from pinv's default, and from each other), so its derivative is pinv's at that rank."""
+    s = np.asarray(np.linalg.svd(memory(a), compute_uv=False), dtype=float)
+    rank = int(memory(rank))
+    with np.errstate(all="ignore"):  # (a decision, not a value: no warnings of its own)
+        if not s.size or not s[0]:
+            cutoff = 0.0
+        elif rank >= s.size:
+            cutoff = 0.5 * float(s[-1] / s[0])
+        elif rank <= 0:
+            cutoff = 2.0
+        else:
+            cutoff = float(np.sqrt(s[rank - 1] / s[0]) * np.sqrt(s[rank] / s[0]))
+    _require_dropped_zero(a, (cutoff,), {})
+    return cutoff
+
+
 @defrule(np.linalg.lstsq, leading=2)
 def numpy_lstsq(a, b, rcond=None):
     x, residuals, rank, s = np.linalg.lstsq(a, b, rcond=rcond)
     is_vector = np.ndim(b) == 1
+    cutoff = cutoff_keeping(a, rank)
 
     def back(dys):
         dx, dresiduals, _, ds = dys
-        p, pinv_back = numpy_pinv(a)  # (here: its events are the gradient's, not NumPy's)
+        p, pinv_back = numpy_pinv(a, cutoff)  # (here: its events are the gradient's, not NumPy's)
         dx2 = dx[:, None] if is_vector else dx
         x2 = x[:, None] if is_vector else x
         b2 = b[:, None] if is_vector else b
@@ -286,7 +339,7 @@ def numpy_lstsq_jvp(tangents, a, b, rcond=None):
     db2 = None if db is None else db[:, None] if is_vector else db
     # The reverse rule's assumptions: x = P b with P = pinv(A) of locally constant rank, and
     # the residuals |b - A x|² at an optimal x (envelope theorem): dr = 2 (b - A x)·(db - dA x).
-    p = np.linalg.pinv(a)
+    p = np.linalg.pinv(a, cutoff_keeping(a, rank))
     dx2 = 0.0 if db2 is None else p @ db2
     moved = 0.0 if db2 is None else db2
     if da is not None:
@@ -590,30 +643,21 @@ def _pinv_jvp(tangents, a, *, atol=None, rtol=None, return_rank=False, check_fin
 
 
 def _scipy_lstsq(a, b, cond, check_finite, lapack_driver):
-    """SciPy's lstsq, refusing a matrix whose rank np.linalg.lstsq's rule does not share."""
+    """SciPy's lstsq of real values."""
     _real_matrix("lstsq", a)
     if np.iscomplexobj(b):
         raise UnsupportedOperationError("scipy.linalg.lstsq of complex values: mutad "
                                         "differentiates real ones here; np.linalg.lstsq "
                                         "differentiates complex ones.")
-    result = lstsq(a, b, cond, False, False, check_finite, lapack_driver)
-    # The np.linalg rule's solution is pinv(A) b, with pinv's default cutoff: its rank must be
-    # SciPy's, else its derivative is another function's.
-    s = _singular_values(a)
-    rank = np.sum(s > max(np.shape(a)) * np.finfo(float).eps * np.max(s, initial=0.0))
-    if rank != result[2]:
-        raise UnsupportedOperationError(
-            f"scipy.linalg.lstsq: a has rank {result[2]} at SciPy's cutoff (cond={cond!r}) and "
-            f"{rank} at pinv's, so its solution's derivative is not determined here. Drop the "
-            "directions of a's smallest singular values first (a truncated SVD).")
-    return result
+    # differentiated as np.linalg.lstsq at SciPy's rank (a cutoff that keeps it)
+    return lstsq(a, b, cond, False, False, check_finite, lapack_driver)
 
 
 @lstsq.rule
 def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_finite=True,
                 lapack_driver=None):
     result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
-    numpy_result, numpy_back = RULES[np.linalg.lstsq].reverse(a, b)
+    numpy_result, numpy_back = RULES[np.linalg.lstsq].reverse(a, b, cutoff_keeping(a, result[2]))
 
     def back(dys):
         dx, dresidues, _, ds = dys
@@ -633,7 +677,8 @@ def _lstsq_rule(a, b, cond=None, overwrite_a=False, overwrite_b=False, check_fin
 def _lstsq_jvp(tangents, a, b, cond=None, overwrite_a=False, overwrite_b=False,
                check_finite=True, lapack_driver=None):
     result = _scipy_lstsq(a, b, cond, check_finite, lapack_driver)
-    _, (dx, dresidues, _, ds) = RULES[np.linalg.lstsq].forward(tangents[:2], a, b)
+    _, (dx, dresidues, _, ds) = RULES[np.linalg.lstsq].forward(tangents[:2], a, b,
+                                                               cutoff_keeping(a, result[2]))
     if dresidues is not None:
         dresidues = (np.zeros(np.shape(result[1])) if np.size(result[1]) == 0 else
                      np.reshape(dresidues, np.shape(result[1])))

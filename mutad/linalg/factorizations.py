@@ -156,7 +156,10 @@ def require_full_rank_qr(name, q, r):
     if not diagonal.size:
         return
     limit = REPEATED_ULPS * max(np.shape(q)[-2:]) * np.finfo(diagonal.dtype).eps
-    zero = diagonal <= limit * np.max(diagonal, axis=-1, keepdims=True)
+    # scaled by the finite entries: an inf or a NaN (of a matrix holding one) is no scale, and
+    # its derivatives are NaN, as the factors are
+    finite = np.where(np.isfinite(diagonal), diagonal, 0)
+    zero = diagonal <= limit * np.max(finite, axis=-1, keepdims=True)
     if np.any(zero):
         raise UnsupportedOperationError(
             f"{name} of a rank-deficient matrix (R's diagonal entries {np.flatnonzero(zero)[:8]} "
