@@ -201,3 +201,24 @@ def test_a_warning_f_silences_itself_replays_and_stays_silent():
     replaying = mutad.value_and_grad(f, replay=True)
     assert seen(replaying, CALLS, "always") == seen(f, CALLS, "always")
     assert replays(replaying) == len(CALLS) - 1 and not replaying.reasons
+
+
+def test_a_filter_added_to_the_same_list_between_recordings_is_obeyed():
+    """The recorder's capture of an operation's warnings reads the filters in force each time,
+    not those of the last capture (``debug._capturing`` remembers its last answer): a filter
+    added into the same list between two recordings raises where NumPy's call would."""
+    def f(x):
+        return np.sum(np.log(x))
+
+    x = np.array([-1.0, 2.0])
+    with warnings.catch_warnings(record=True) as issued:
+        warnings.simplefilter("always")
+        mutad.grad(f, replay=True)(x)
+        assert [str(w.message) for w in issued] == ["invalid value encountered in log"]
+        filters = warnings.filters
+        warnings.simplefilter("error", RuntimeWarning)  # (into the same list)
+        assert warnings.filters is filters
+        with pytest.raises(RuntimeWarning, match="invalid value encountered in log"):
+            mutad.grad(f, replay=True)(x)
+        with pytest.raises(RuntimeWarning, match="invalid value encountered in log"):
+            f(x)

@@ -233,17 +233,24 @@ class Capture:
 def _capturing(filters):
     """``filters`` with each action but "error" made "always" (``Capture``), a new list."""
     key = tuple(filters)
+    last = _LAST_CAPTURING
+    if key == last[0]:  # (the filters of the last call, as a rule: their own tuples, which
+        return list(last[1])  # compare by identity, where hashing a key reads each filter)
     made = _CAPTURING.get(key)
     if made is None:
         if len(_CAPTURING) >= 256:
             _CAPTURING.clear()
         made = _CAPTURING[key] = [(action if action == "error" else "always", *rest)
                                   for action, *rest in key] + [("always", None, Warning, None, 0)]
+    last[:] = key, made
     return list(made)
 
 
 _CAPTURING = {}
 """``_capturing``'s answer for each list of filters it was given (as a tuple)."""
+
+_LAST_CAPTURING = [None, None]
+"""The last filters ``_capturing`` was given (as a tuple) and its answer."""
 
 
 _CAPTURES = [0]

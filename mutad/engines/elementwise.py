@@ -760,7 +760,7 @@ def _scalar_partial(partial, kept, rule):
 
 def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None):
     """``elementwise_cotangents`` for a small ``dy``, where Python's overhead is the cost:
-    a product each (the last one into ``dy``'s memory), no sharing. Each is added as soon as
+    a product each (the last one into ``dy``'s memory, if real), no sharing. Each is added as soon as
     it is made: none is ``dy`` but the last, and adding one writes nothing a later product
     reads (the primal values, ``dy``, which is no shadow: popped, and writable).
 
@@ -769,6 +769,12 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None)
     as it is (a writable 0-d array of its dtype), for the caller to take instead of popping
     that shadow: the same array, without the entry made and popped."""
     last = traced[-1]
+    # NumPy's product of one complex element written over an operand rounds otherwise than
+    # into memory of its own (its loop without fused multiply-adds): the last product, whose
+    # position depends on which inputs are traced (a recording traces the arrays outside
+    # argnums), goes into dy's memory only for real values, so each input's cotangent is one
+    # product whichever others are traced
+    into_dy = last if dy.dtype.kind != "c" else None
     for i in traced:
         partial = rule.partials[i]
         if partial is ONE:
@@ -782,7 +788,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None)
         elif type(dy) is NDARRAY:
             # (an empty_like is its own memory: writable; so is ``dy``, its own owner, which
             # both callers found writeable)
-            if i != last:
+            if i != into_dy:
                 suggested = out = np.empty_like(dy)
             else:
                 suggested = out = dy
@@ -790,7 +796,7 @@ def _small_cotangents(shadows, rule, dy, y, places, values, traced, handed=None)
                     out = None
             g = _small_product(dy, partial, y, values, out, suggested)
         else:
-            g = times_partial(dy, partial, y, values, dy if i == last else np.empty_like(dy))
+            g = times_partial(dy, partial, y, values, dy if i == into_dy else np.empty_like(dy))
         place = places[i]
         if g.shape != place.shape:
             g = unbroadcast(g, place.shape)
