@@ -29,14 +29,15 @@ from .arraylike import settled, untraced_write
 from ..core.devices import beside, is_device, namespace, ufunc_at
 from ..core.debug import SKIPPED, from_user_line
 from ..core.errors import MutadError, UnsupportedOperationError
-from .recompute import FEW_BYTES, CurrentRegion, Held, Rebuild, redone, written
+from .recompute import FEW_BYTES, CurrentRegion, Held, Lazy, Rebuild, redone, written
 from .reverse import (AliasRead, Traced, active, carries, constant_result, innermost, keep, locate,
                       place_of, recipe, values_at)
-from ..core.tape import Write
+from ..core.shadows import Buffer, Place
+from ..core.tape import SMALL_WRITE, Write
 from .elementwise import ElementWrite, write_cotangents
 from ..core.views import (address, byte_span, may_share, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
+from .writes import (SAVED, UNREAD, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
                      at_target, check_region, copy_back, decide_undo,
                      over_target, saving)
 
@@ -136,7 +137,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     replay's chain) is the undo of a write that would be saved.
     A long elementwise write into one target whose inverse is chosen is done by the inverse's
     verification, a piece at a time while each piece is in cache (``writes.VERIFYING``), in
-    place of ``write()``. Returns the record.
+    place of ``write()``. A write into one target of more than ``tape.SMALL_WRITE`` bytes
+    whose overwritten bytes nothing will read (:func:`unread`) is undone by nothing
+    (``writes.UNREAD``): neither inverted (nor verified) nor copied. Returns the record.
     """
     several = type(target) is list
     if several:
@@ -166,7 +169,10 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
         chosen, kind = decide_undo(
             tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
-            undo.growth, writing=not several)
+            undo.growth, writing=not several,
+            unread=None if several or t.buffer is None or t.value.nbytes <= SMALL_WRITE
+            else lambda t=t: unread(tape, t.buffer, t.value, (
+                None if reads is None else reads.kept, state, settings, pullback)))
         undos.append(chosen)
         kinds.append(kind)
     joined = None
@@ -222,6 +228,122 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     if raised is not None:
         raise raised
     return record
+
+
+UNREAD_SCAN = 16
+"""The most records :func:`unread` looks back over; past them it proves nothing."""
+
+UNREAD_NODES = 400
+"""The most objects :func:`unread` looks into per write; past them it proves nothing."""
+
+
+def unread(tape, buffer, value, own):
+    """Whether nothing will read the bytes a write into ``buffer`` (its array ``value``, of
+    ``tape``) is about to overwrite, so that the write needs no undo (``writes.UNREAD``): a
+    proof, never a guess, and False wherever it cannot be had.
+
+    Nobody outside the differentiation sees the array: a temporary of the tape, not an
+    argument's or anything it holds for good (``Held``), not a constant (which may have been
+    handed out as a plain array), and no plain array was handed out on this tape at all; no
+    other differentiation encloses it, no replay records it, no anomaly detection or memory
+    budget redoes its writes, no recomputation reads it (``Buffer.read``, a stand-in for it).
+    No record reads its current values: the records made since it got them (since the record
+    that made it, or since the last write into it, whose undo must be ``UNREAD`` itself: an
+    inverse computes back from the values it left), and this write's own (``own``: what its
+    record keeps, its state, settings and pullback), hold no array that may share its memory and do not
+    name its buffer beyond their operands and results (:func:`_reads_none`)."""
+    recomputation = tape.recomputation
+    if (buffer.constant or buffer.read or type(buffer.ref) is Held or tape.plain_handed
+            or tape.outer is not None or tape.recorder is not None
+            or tape.anomaly is not None or type(value) is not np.ndarray
+            or (recomputation is not None and (recomputation.budget is not None
+                                              or buffer.key in recomputation.lazy))):
+        return False
+    budget = [UNREAD_NODES]
+    if not _holds_none(own, value, buffer, budget):
+        return False
+    records = tape.records
+    for i in range(len(records) - 1, max(len(records) - 1 - UNREAD_SCAN, -1), -1):
+        record = records[i]
+        if type(record) is tuple or not _reads_none(record, value, buffer, budget):
+            return False
+        written = record.written
+        if written is not None:
+            if any(place.buffer is buffer for place in (
+                    written if type(written) is tuple else (written,))):
+                # the last write into it: undone by nothing, it reads nothing of it either
+                return record.undo is UNREAD
+        elif any(place.buffer is buffer for place in record.outputs):
+            return True  # the record that made it, which reads none of it
+    return False
+
+
+_NAMES = frozenset(("inputs", "output", "written", "taken", "where", "primitive", "undo_kind",
+                    "key", "undo_first"))
+"""The slots of a record that name places (its operands, its results, what it wrote) or
+describe it, rather than hold values its reverse pass reads (:func:`_reads_none`)."""
+
+
+def _reads_none(record, value, buffer, budget):
+    """Whether the reverse pass of ``record`` (a record of mutad's: its slots) reads nothing
+    of ``value``, the array of ``buffer``: its values (:func:`_holds_none`), the undo of a
+    write into ``buffer`` aside (which :func:`unread` asks of itself)."""
+    kind = type(record)
+    if not (getattr(kind, "__module__", "") or "").startswith("mutad.") \
+            or hasattr(record, "__dict__"):
+        return False
+    for cls in kind.__mro__:
+        for name in getattr(cls, "__slots__", ()):
+            x = getattr(record, name, None)
+            if name in _NAMES or (name == "undo" and x is UNREAD):
+                if not _holds_none(x, value, None, budget):
+                    return False
+            elif not _holds_none(x, value, buffer, budget):
+                return False
+    return _holds_none(getattr(record, "pullback", None), value, buffer, budget)
+
+
+_LEAVES = frozenset((type(None), bool, int, float, complex, str, bytes, np.dtype, np.ufunc,
+                     type, np.float64, np.float32, np.int64, np.intp, np.bool_,
+                     np.complex128, slice, type(Ellipsis), type(_reads_none.__code__)))
+
+
+def _holds_none(x, value, buffer, budget):
+    """Whether ``x`` holds, at any depth this can follow, no array that may share memory with
+    ``value`` and names no place of ``buffer`` (None: places are names, not reads): lists,
+    tuples, sets, dicts, arrays, mutad's own objects (their slots) and functions of mutad's
+    (their closures) are looked into, a rule made at import holds no value; anything else, a
+    stand-in a recomputation resolves (``recompute.Lazy``) or a traced array, or more than
+    ``budget[0]`` objects in all, proves nothing."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    kind = type(x)
+    if kind in _LEAVES:
+        return True
+    if kind is np.ndarray:
+        return not np.may_share_memory(x, value)
+    if kind is Buffer:
+        return x is not buffer
+    if kind is Place:
+        return x.buffer is not buffer
+    if kind is list or kind is tuple or kind is set or kind is frozenset:
+        return all(_holds_none(item, value, buffer, budget) for item in x)
+    if kind is dict:
+        return all(_holds_none(item, value, buffer, budget) for item in x.values())
+    if kind is Lazy or kind is Traced:
+        return False
+    if kind is type(_holds_none):
+        return (x.__module__ or "").startswith("mutad.") and _holds_none(
+            (x.__defaults__, *(cell.cell_contents for cell in x.__closure__ or ())),
+            value, buffer, budget)
+    module = getattr(kind, "__module__", "") or ""
+    if module == "mutad.core.registry":
+        return True  # a rule, made once at import, holds no value of a differentiation
+    if not module.startswith("mutad.") or hasattr(x, "__dict__"):
+        return False
+    return all(_holds_none(getattr(x, name, None), value, buffer, budget)
+               for cls in kind.__mro__ for name in getattr(cls, "__slots__", ()))
 
 
 def _named(tape, inputs, values, held, recompute):

@@ -218,13 +218,34 @@ SAVED = Undo()
 """The offer of a write with no inverse: the target's bytes are saved."""
 
 
+class Unread:
+    """The undo of a write whose overwritten bytes nothing reads: no record of the reverse pass
+    reads them, no undo of an earlier write computes back from them, and nobody outside the
+    differentiation sees the array (``inplace.unread``). It puts nothing back, so the write
+    needs neither an inverse (nor its verification) nor a copy."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        pass
+
+
+UNREAD = Unread()
+"""The one :class:`Unread` undo (``decide_undo``'s kind ``"unread"``)."""
+
+SKIP_UNREAD = True
+"""Whether :func:`decide_undo` gives writes whose overwritten bytes nothing reads the undo
+:data:`UNREAD` (False: every write is undone, the path the differential tests compare with)."""
+
+
 VERIFYING = "verifying"
 """The kind :func:`decide_undo` gives a write whose elementwise inverse it chose and whose
 verification is left to the write itself (``ElementwiseInverse.write_verified``), which then
 says whether it is ``"inverse"`` or ``"partial"``."""
 
 
-def decide_undo(tape, inverse, save, key, whole, size, growth=1.0, writing=False):
+def decide_undo(tape, inverse, save, key, whole, size, growth=1.0, writing=False,
+                unread=None):
     """``(undo, kind)``: how a write whose undo offers ``inverse`` (or None) and ``save()`` is
     undone, decided before it (``Tape.undo_for``; ``key``, ``whole``, ``size`` and ``growth``
     are its questions), and what that is: ``"inverse"``, ``"partial"`` (the inverse, then the
@@ -237,7 +258,13 @@ def decide_undo(tape, inverse, save, key, whole, size, growth=1.0, writing=False
     where the inverse can (``ElementwiseInverse.can_write``) and is chosen, the kind is
     ``VERIFYING``, the undo the inverse itself, and its growth is added to the tape's drift
     once measured, by the write: the growth of a write counts from the next write on, so the
-    decision is the same."""
+    decision is the same.
+
+    ``unread()`` (None: never) proves that nothing will read the bytes the write overwrites
+    (``inplace.unread``): if it does, the write is undone by nothing (``UNREAD``, kind
+    ``"unread"``)."""
+    if unread is not None and SKIP_UNREAD and unread():
+        return UNREAD, "unread"
     elementwise = type(inverse) is ElementwiseInverse
     deferred = writing and elementwise and inverse.can_write()
     undo = tape.undo_for(inverse, inverse.is_safe if elementwise else None, save, key,
