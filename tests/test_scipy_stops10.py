@@ -171,3 +171,131 @@ def test_scipys_warning_names_the_users_line(call):
 
 def _line_of(call):
     return call.__code__.co_firstlineno
+
+
+# ----------------------------------------------------------------------------------------------
+# Sparse matrices whose pattern the zero values of a dense array choose: SciPy stores a dense
+# matrix's entries that are not zero (a dia matrix's diagonals, a bsr matrix's blocks, holding
+# one; its blocksize chosen by them), and so does a conversion of a matrix that leaves out its
+# zeros. mutad keeps the zero entries (their derivative is there) but tells SciPy's pattern
+
+
+P_ZEROS = np.array([0.0, 1.5, 0.0, 2.0])  # the superdiagonal all zero
+P_FULL = np.array([1.0, 1.5, 0.5, 2.0])
+W4 = np.array([0.3, -1.2, 0.7, 2.0])
+
+
+def _dense(p):
+    return np.diag(p) + np.diag(p[:-1] * p[1:], 1) + np.diag(p[:2] * p[2:], -2)
+
+
+def _explicit(p):  # a stored zero, which SciPy keeps
+    return sp.csr_matrix((np.array([p[0], 0.0, p[1]]), np.array([0, 2, 3]),
+                          np.array([0, 2, 3, 3, 3])), shape=(4, 4))
+
+
+_ZERO_PATTERNED = {
+    "csr": lambda p: sp.csr_matrix(_dense(p)),
+    "csc_array": lambda p: sp.csc_array(_dense(p)),
+    "coo": lambda p: sp.coo_matrix(_dense(p)),
+    "dia": lambda p: sp.dia_matrix(_dense(p)),
+    "dia_array": lambda p: sp.dia_array(_dense(p)),
+    "bsr": lambda p: sp.bsr_matrix(_dense(p)),
+    "bsr_blocksize": lambda p: sp.bsr_matrix(_dense(p), blocksize=(2, 2)),
+    "lil": lambda p: sp.lil_matrix(_dense(p)),
+    "dok": lambda p: sp.dok_matrix(_dense(p)),
+    "todia": lambda p: sp.csr_matrix(_dense(p)).todia(),
+    "tobsr": lambda p: sp.csr_matrix(_dense(p)).tobsr(),
+    "asformat_dia": lambda p: sp.coo_array(_dense(p)).asformat("dia"),
+    "asformat_bsr": lambda p: sp.csc_matrix(_dense(p)).asformat("bsr"),
+    "dia_tobsr": lambda p: sp.dia_matrix(_dense(p)).tobsr(),
+    "dia_tocsr": lambda p: sp.dia_matrix(_dense(p)).tocsr(),
+    "dia_T": lambda p: sp.dia_matrix(_dense(p)).T,
+    "bsr_tocsr": lambda p: sp.bsr_matrix(_dense(p)).tocsr(),
+    "diags_bsr": lambda p: sp.diags([p[1:] * p[:-1], p], [1, 0], format="bsr"),
+    "diags_csr": lambda p: sp.diags([p[1:] * p[:-1], p], [1, 0], format="csr"),
+    "spdiags_bsr": lambda p: sp.spdiags([p * p[0], p], [1, 0], 4, 4, format="bsr"),
+    "explicit_todia": lambda p: _explicit(p).todia(),
+    "explicit_tobsr": lambda p: _explicit(p).tobsr(),
+    "eliminate_zeros": lambda p: (lambda A: (A.eliminate_zeros(), A)[1])(
+        sp.csr_matrix(_dense(p))),
+}
+
+
+def _pattern(A):
+    told = {"format": A.format, "nnz": A.nnz}
+    if A.format == "dia":
+        told["offsets"] = np.asarray(A.offsets).tolist()
+    if A.format == "bsr":
+        told["blocksize"] = A.blocksize
+    return told
+
+
+def _uses(A):
+    B = A.tocsr() if A.format in ("lil", "dok") else A
+    return ((B @ W4) ** 2).sum() + (A.toarray() ** 3).sum() + (B.power(3) @ W4).sum()
+
+
+def test_a_bsr_matrix_of_a_dense_array_multiplied_by_itself():
+    """Regression: bsr_matrix(dense).multiply(itself).sum() stopped (ValueError: shape too
+    large to be a matrix, SciPy's own of a bsr product of blocks larger than 1 x 1): the
+    blocksize was that of the values' numbers, not SciPy's (1, 1)."""
+    def f(p):
+        A = sp.bsr_matrix(_dense(p) + np.diag(np.ones(3), -1))
+        return A.multiply(A).sum()
+
+    for point in (P_ZEROS, P_FULL):
+        check_replayed(f, point.copy())
+
+
+@pytest.mark.parametrize("point", [P_ZEROS, P_FULL], ids=["zeros", "full"])
+@pytest.mark.parametrize("name", list(_ZERO_PATTERNED))
+def test_a_sparse_matrix_tells_the_pattern_its_zero_values_choose(name, point):
+    """Regression: dia_matrix(np.diag(p)) had nnz 16 and offsets -3..3 where SciPy's has 4
+    and [0], bsr_matrix(np.diag(p)) blocksize (4, 4) where SciPy's is (1, 1): the pattern was
+    that of the values' numbers, none zero. Now SciPy's (nnz, offsets, blocksize, the
+    matrix), and the derivative of the zero entries kept."""
+    make = _ZERO_PATTERNED[name]
+    told = {}
+
+    def f(p):
+        A = make(p)
+        told.update(_pattern(A))
+        return _uses(A)
+
+    mutad.gradient(f, point)
+    assert told == _pattern(make(point.copy()))
+    check_replayed(lambda p: _uses(make(p)), point.copy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["dia", "bsr", "todia", "tobsr", "diags_bsr"])
+def test_a_replay_follows_the_zero_pattern_of_each_call(name):
+    """A replay recorded where a diagonal (a block) is all zero, called where it is not, and
+    the other way round: the values and gradients of the traced calls, bit for bit."""
+    make = _ZERO_PATTERNED[name]
+
+    def f(p):
+        return _uses(make(p))
+
+    for first, second in ((P_ZEROS, P_FULL), (P_FULL, P_ZEROS)):
+        replayed = mutad.value_and_grad(f, replay=True)
+        for point in (first, second, first, second * 1.01):
+            value, grad = replayed(point.copy())
+            assert value == f(point.copy())
+            np.testing.assert_array_equal(grad, mutad.gradient(f, point.copy())[0])
+
+
+def test_reading_the_pattern_chosen_by_zero_values_is_not_replayed():
+    """nnz, offsets and blocksize count the values that are zero: a replay, which would keep
+    this call's, runs each call traced (its values SciPy's)."""
+    def f(p):
+        A = sp.dia_matrix(_dense(p))
+        return _uses(A) * A.nnz + len(A.offsets)
+
+    replayed = mutad.value_and_grad(f, replay=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for point in (P_ZEROS, P_FULL, P_ZEROS):
+            value, grad = replayed(point.copy())
+            assert value == f(point.copy())
+            np.testing.assert_array_equal(grad, mutad.gradient(f, point.copy())[0])
