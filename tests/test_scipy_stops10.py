@@ -298,3 +298,35 @@ def test_reading_the_pattern_chosen_by_zero_values_is_not_replayed():
             value, grad = replayed(point.copy())
             assert value == f(point.copy())
             np.testing.assert_array_equal(grad, mutad.gradient(f, point.copy())[0])
+
+
+# ----------------------------------------------------------------------------------------------
+# A function returning an np.matrix of one entry (a sparse matrix's sum(axis) @ w): its loss,
+# returned as the matrix f returns
+
+
+def _matrix_loss(p):
+    lap = sp.diags([p[1:], -2.0 * p ** 2, np.ones(3)], [-1, 0, 1], format="csr")
+    return lap.sum(axis=0) @ W4
+
+
+def test_a_function_returning_a_one_entry_np_matrix():
+    """Regression: f returning lap.sum(axis=0) @ w, a 1 x 1 np.matrix of a sparse matrix's
+    sum, was refused ("an np.matrix of traced values converted to a NumPy array"): its one
+    entry is the loss, returned as the matrix f returns, traced, replayed and forward."""
+    from tests.test_scipy_stops import central
+    p = P_FULL.copy()
+    plain = _matrix_loss(p.copy())
+    expected = central(lambda q: float(np.asarray(_matrix_loss(q))[0, 0]), p)
+    value, (grad,) = mutad.value_and_gradient(_matrix_loss, p)
+    assert type(value) is np.matrix and value.shape == (1, 1) and value[0, 0] == plain[0, 0]
+    np.testing.assert_allclose(grad, expected, rtol=1e-6)
+    replayed = mutad.value_and_grad(_matrix_loss, replay=True)
+    for point in (p, p * 1.1, p * 0.9):
+        before = point.tobytes()
+        value, again = replayed(point)
+        assert type(value) is np.matrix and value[0, 0] == _matrix_loss(point.copy())[0, 0]
+        np.testing.assert_array_equal(again, mutad.gradient(_matrix_loss, point)[0])
+        assert point.tobytes() == before
+    _, tangent = mutad.jvp(_matrix_loss, (p,), (W4,))
+    np.testing.assert_allclose(np.asarray(tangent)[0, 0], expected @ W4, rtol=1e-6)

@@ -1221,6 +1221,11 @@ class _ComparedByValue:
         return self._compared(other, lambda a, b: a >= b)
 
 
+def _as_matrix(value):
+    """A traced matrix's value as ``f`` returned it: NumPy's ``np.matrix``."""
+    return np.asarray(value).view(np.matrix)  # (no warning: np.matrix() issues one)
+
+
 class TracedMatrix(_ComparedByValue):
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1259,6 +1264,10 @@ class TracedMatrix(_ComparedByValue):
 
     def getA(self) -> Any:
         return self.array
+
+    def __mutad_output__(self):
+        """As ``f``'s output: the traced array, its value returned as the matrix."""
+        return self.array, _as_matrix
 
     A = property(getA)
 
