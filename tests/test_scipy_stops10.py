@@ -330,3 +330,54 @@ def test_a_function_returning_a_one_entry_np_matrix():
         assert point.tobytes() == before
     _, tangent = mutad.jvp(_matrix_loss, (p,), (W4,))
     np.testing.assert_allclose(np.asarray(tangent)[0, 0], expected @ W4, rtol=1e-6)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.0], ids=["times_zero", "plain"])
+def test_a_sparse_square_root_of_negative_entries_as_the_dense_one(scale):
+    """A.sqrt() of negative entries is NaN, as np.sqrt of the dense matrix: mutad's gradient
+    is the dense one's, bit for bit (a zero cotangent adds nothing, ``* 0``; else NaN where
+    the entry is negative), traced, replayed and forward."""
+    def dense(p):
+        return np.diag(p) + np.diag(p[1:], 1)
+
+    def sparse(p):
+        return sp.csr_matrix(dense(p)).sqrt().sum() * scale
+
+    def plain(p):
+        return np.sqrt(dense(p)).sum() * scale
+
+    p = np.array([1.0, -2.0, 0.5, 3.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(mutad.gradient(sparse, p)[0], mutad.gradient(plain, p)[0])
+        np.testing.assert_array_equal(mutad.grad(sparse, replay=True)(p),
+                                      mutad.gradient(plain, p)[0])
+        np.testing.assert_array_equal(mutad.jvp(sparse, (p,), (W4,))[1],
+                                      mutad.jvp(plain, (p,), (W4,))[1])
+
+
+def test_a_cubic_regular_grid_interpolators_derivative_is_its_exact_splines():
+    """RegularGridInterpolator(method='cubic') solves for its spline by an iterative solver
+    (gcrotmk, to its tolerance): SciPy's value is SciPy's, bit for bit, and the derivative is
+    that of the exact spline's (the solution the solver converges to), as a direct solver's
+    (solver=spsolve) central differences tell; the iterative solver's own differences are off
+    by its tolerance."""
+    import scipy.interpolate
+    import scipy.sparse.linalg
+    grid = np.linspace(0.0, 1.0, 7)
+
+    def interpolated(solver=None):
+        def f(y):
+            settings = {} if solver is None else {"solver": solver}
+            g = scipy.interpolate.RegularGridInterpolator((grid, grid), np.outer(y, y),
+                                                          method="cubic", **settings)
+            return g([[0.2, 0.1], [0.7, 0.4]]).sum()
+        return f
+
+    from tests.test_scipy_stops import central
+    y = np.sin(3 * grid) + 0.1
+    f, exact = interpolated(), interpolated(scipy.sparse.linalg.spsolve)
+    value, (grad,) = mutad.value_and_gradient(f, y.copy())
+    assert value == f(y.copy())
+    np.testing.assert_allclose(grad, central(exact, y), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(grad, mutad.gradient(exact, y.copy())[0], rtol=1e-9)
