@@ -45,8 +45,8 @@ def _unwrapped_output(y, has_aux):
     unwrap = getattr(type(loss), "__mutad_output__", None)
     if unwrap is None:
         return y, None
-    loss, shown = unwrap(loss)
-    return ((loss, y[1]) if pair else loss), shown
+    loss, output_as = unwrap(loss)
+    return ((loss, y[1]) if pair else loss), output_as
 
 
 def _scalar_output(y):
@@ -122,14 +122,14 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         if recording is not None:
             recording.start(d)
         y = d.call(f, traced_args, traced_kwargs)
-        y, shown = _unwrapped_output(y, has_aux)
+        y, output_as = _unwrapped_output(y, has_aux)
         if recording is not None:
-            recording.end(d, y, shown)
+            recording.end(d, y, output_as)
         if has_aux:
             y, aux = _loss_and_aux(y)
         value = _scalar_output(y)
-        if shown is not None:
-            value = shown(value)
+        if output_as is not None:
+            value = output_as(value)
         grads = d.gradients([(y, 1.0)])
     grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
     return ((value, aux) if has_aux else value), grads

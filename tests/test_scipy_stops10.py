@@ -13,6 +13,7 @@ import scipy.stats
 
 import mutad
 
+from tests.test_replay_budget import replays
 from tests.test_scipy_stops8 import check_replayed
 
 X = np.array([0.7, 1.3, 0.4, 0.9, 1.1, 0.2, 0.8, 1.5])
@@ -270,7 +271,8 @@ def test_a_sparse_matrix_tells_the_pattern_its_zero_values_choose(name, point):
 @pytest.mark.parametrize("name", ["dia", "bsr", "todia", "tobsr", "diags_bsr"])
 def test_a_replay_follows_the_zero_pattern_of_each_call(name):
     """A replay recorded where a diagonal (a block) is all zero, called where it is not, and
-    the other way round: the values and gradients of the traced calls, bit for bit."""
+    the other way round: the values and gradients of the traced calls, bit for bit. SciPy's
+    bsr blocksize, which the nonzero values choose, is not recorded."""
     make = _ZERO_PATTERNED[name]
 
     def f(p):
@@ -282,6 +284,11 @@ def test_a_replay_follows_the_zero_pattern_of_each_call(name):
             value, grad = replayed(point.copy())
             assert value == f(point.copy())
             np.testing.assert_array_equal(grad, mutad.gradient(f, point.copy())[0])
+        if "bsr" in name:  # SciPy's blocksize, which the values choose: traced each call
+            assert replays(replayed) == 0
+            assert "nonzero values choose" in " ".join(replayed.reasons.values())
+        else:
+            assert replays(replayed) == 3 and not replayed.reasons
 
 
 def test_reading_the_pattern_chosen_by_zero_values_is_not_replayed():
@@ -328,6 +335,7 @@ def test_a_function_returning_a_one_entry_np_matrix():
         assert type(value) is np.matrix and value[0, 0] == _matrix_loss(point.copy())[0, 0]
         np.testing.assert_array_equal(again, mutad.gradient(_matrix_loss, point)[0])
         assert point.tobytes() == before
+    assert replays(replayed) == 2 and not replayed.reasons
     _, tangent = mutad.jvp(_matrix_loss, (p,), (W4,))
     np.testing.assert_allclose(np.asarray(tangent)[0, 0], expected @ W4, rtol=1e-6)
 

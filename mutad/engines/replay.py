@@ -3638,7 +3638,7 @@ class Program:
         # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
         self.scalar_output = type(y) is Traced and _scalar(y)
         self.constant = None if type(y) is Traced else y
-        self.shown = None  # what makes the output's value the object f returned (``end``)
+        self.output_as = None  # what makes the output's value the object f returned (``end``)
         # the slots of the values returned (the output, the aux output's arrays): read once
         # the steps are over, never let go before
         self.returned_slots = {self.output} - {None} | (
@@ -3852,8 +3852,8 @@ class Program:
                 if type(value) is not float:  # a Python float, if it stands for one
                     # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
                     value = value[()] if self.scalar_output else value.copy()
-                if self.shown is not None:
-                    value = self.shown(value)
+                if self.output_as is not None:
+                    value = self.output_as(value)
                 check_constants(tape)
                 shadows.add(self.output_place, 1.0)
                 records, reverse = tape.records, Tape.reverse
@@ -4093,7 +4093,7 @@ class Recording:
         recorder.showing = self.shown = Shown(recorder)
         self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
-    def end(self, run, y, shown=None):
+    def end(self, run, y, output_as=None):
         recorder = self.recorder
         if recorder is None:
             return
@@ -4133,7 +4133,7 @@ class Recording:
             self.reason = recorder.reason
         else:
             self.program = Program(recorder, run, y, aux)
-            self.program.shown = shown  # (api._unwrapped_output)
+            self.program.output_as = output_as  # (api._unwrapped_output)
             run.tape.heard = self.program.warned_back  # what the reverse pass warns about
             if recorder.lazy:  # how the reverse pass finds what it recomputes: written down
                 run.tape.recomputation.planner = recorder.plans_of
