@@ -291,6 +291,31 @@ def test_a_replay_follows_the_zero_pattern_of_each_call(name):
             assert replays(replayed) == 3 and not replayed.reasons
 
 
+def test_kron_of_a_dia_matrix_of_a_dense_array_counts_its_nonzero_entries():
+    """SciPy's kron multiplies dense blocks where B's coo matrix (its nonzero entries) holds
+    at least half of B: of a dia matrix of a dense array, each of whose diagonals holds a
+    value that is not zero, the entries are counted, not the diagonals."""
+    A = sp.csr_matrix(np.array([[1.0, 2.0], [0.0, 3.0]]))
+
+    def dense(p):  # seven nonzero entries, one on each diagonal
+        d = np.zeros((4, 4))
+        d[0, :], d[1:, 0] = p, p[1:] ** 2
+        return d
+
+    told = []
+
+    def f(p):
+        K = sp.kron(A, sp.dia_matrix(dense(p)))
+        told.append((K.format, K.nnz))
+        return (K @ np.arange(8.0)).sum()
+
+    check_replayed(f, P_FULL.copy())
+    told.clear()
+    mutad.gradient(f, P_FULL.copy())
+    f(P_FULL.copy())
+    assert told[0] == told[1] == ("coo", 21)
+
+
 def test_reading_the_pattern_chosen_by_zero_values_is_not_replayed():
     """nnz, offsets and blocksize count the values that are zero: a replay, which would keep
     this call's, runs each call traced (its values SciPy's)."""

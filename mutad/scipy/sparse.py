@@ -2826,7 +2826,9 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
             2 * (most - np.count_nonzero(B.layout.droppable)) < size:
         values = settled(B.data, "scipy.sparse.kron, whose way of computing depends on how "
                                  "many of B's values are zero")
-        blocks = 2 * (most - np.count_nonzero(B.layout.left_out(values))) >= size
+        zeros = B.layout.left_out(values) if B.format != "dia" else \
+            B.layout.droppable & (np.reshape(values, (-1,)) == 0)  # (its coo's: each entry)
+        blocks = 2 * (most - np.count_nonzero(zeros)) >= size
         if not blocks and format == "bsr":
             _refuse("scipy.sparse.kron(A, B, format='bsr') of a B whose zero values SciPy "
                     "leaves out", "pass format='csr' (or B without zero values).")
