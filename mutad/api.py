@@ -36,6 +36,19 @@ from .core.views import memory, owner, wrapped
 T = TypeVar("T")
 
 
+def _unwrapped_output(y, has_aux):
+    """``f``'s output (``(loss, aux)`` where ``has_aux``) with its loss, where an object that
+    stands for NumPy's (an ``np.matrix`` of traced values) holds it, as the traced array it
+    holds (``__mutad_output__``), and what makes the loss's value NumPy's again (None: it is)."""
+    pair = has_aux and isinstance(y, (tuple, list)) and len(y) == 2
+    loss = y[0] if pair else y
+    unwrap = getattr(type(loss), "__mutad_output__", None)
+    if unwrap is None:
+        return y, None
+    loss, output_as = unwrap(loss)
+    return ((loss, y[1]) if pair else loss), output_as
+
+
 def _scalar_output(y):
     # (a traced value's isinstance asks its __class__, which looks for its caller: not here)
     if type(y) is not Traced and isinstance(y, (tuple, list)):
@@ -109,11 +122,14 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         if recording is not None:
             recording.start(d)
         y = d.call(f, traced_args, traced_kwargs)
+        y, output_as = _unwrapped_output(y, has_aux)
         if recording is not None:
-            recording.end(d, y)
+            recording.end(d, y, output_as)
         if has_aux:
             y, aux = _loss_and_aux(y)
         value = _scalar_output(y)
+        if output_as is not None:
+            value = output_as(value)
         grads = d.gradients([(y, 1.0)])
     grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
     return ((value, aux) if has_aux else value), grads

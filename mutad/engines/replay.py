@@ -3643,6 +3643,7 @@ class Program:
         # np.asarray(x @ x) or a spline's value at one point, stays a 0-d array: api._returned)
         self.scalar_output = type(y) is Traced and _scalar(y)
         self.constant = None if type(y) is Traced else y
+        self.output_as = None  # what makes the output's value the object f returned (``end``)
         # the slots of the values returned (the output, the aux output's arrays): read once
         # the steps are over, never let go before
         self.returned_slots = {self.output} - {None} | (
@@ -3862,6 +3863,8 @@ class Program:
                 if type(value) is not float:  # a Python float, if it stands for one
                     # a size-1 array as tracing returns it: a copy (the reverse pass rewinds)
                     value = value[()] if self.scalar_output else value.copy()
+                if self.output_as is not None:
+                    value = self.output_as(value)
                 check_constants(tape)
                 seed = self.seed
                 if seed is None:
@@ -4133,7 +4136,7 @@ class Recording:
         recorder.showing = self.shown = Shown(recorder)
         self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
-    def end(self, run, y):
+    def end(self, run, y, output_as=None):
         recorder = self.recorder
         if recorder is None:
             return
@@ -4173,6 +4176,7 @@ class Recording:
             self.reason = recorder.reason
         else:
             self.program = Program(recorder, run, y, aux)
+            self.program.output_as = output_as  # (api._unwrapped_output)
             run.tape.heard = self.program.warned_back  # what the reverse pass warns about
             if recorder.lazy:  # how the reverse pass finds what it recomputes: written down
                 run.tape.recomputation.planner = recorder.plans_of

@@ -947,6 +947,19 @@ def _student_pvalue(t, df, alternative):
                    alternative)
 
 
+def _warning_if_constant(const_xy):
+    """``const_xy``, SciPy's ConstantInputWarning issued at the caller's line where one is
+    true: an operation of its own, which a replay runs (and so warns) on each call."""
+    if np.any(const_xy):
+        from_callers_line(warnings.warn, (_stats.ConstantInputWarning(
+            "An input array is constant; the correlation coefficient is not defined."),),
+            {"stacklevel": 1})
+    return np.array(const_xy)
+
+
+_warned_if_constant = Value(_warning_if_constant, "scipy.stats.pearsonr")
+
+
 def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
     if method is not None:
         raise UnsupportedOperationError(
@@ -978,13 +991,9 @@ def _pearsonr(x, y, *, alternative="two-sided", method=None, axis=0):
     x, y = (v if v.dtype == dtype else v.astype(dtype) for v in (x, y))
     const_x = np.all(x == x[..., 0:1], axis=-1)
     const_y = np.all(y == y[..., 0:1], axis=-1)
-    const_xy = const_x | const_y
-    if np.any(const_xy):
-        from_callers_line(warnings.warn, (_stats.ConstantInputWarning(
-            "An input array is constant; the correlation coefficient is not defined."),),
-            {"stacklevel": 1})
-        x = np.where(const_x[..., np.newaxis], np.nan, x)
-        y = np.where(const_y[..., np.newaxis], np.nan, y)
+    const_xy = _warned_if_constant(const_x | const_y)
+    x = np.where(const_x[..., np.newaxis], np.nan, x)
+    y = np.where(const_y[..., np.newaxis], np.nan, y)
     xm = x - np.mean(x, axis=-1, keepdims=True)
     ym = y - np.mean(y, axis=-1, keepdims=True)
     # SciPy scales by the largest deviation before the norm, against a premature overflow

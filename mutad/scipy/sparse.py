@@ -304,6 +304,10 @@ class _Layout:
         m, n = self.shape
         self.droppable = None  # the slots SciPy stores only where their value is not zero
         self.groups = None  # the droppable slots SciPy keeps or leaves out together (dropping)
+        # a dia matrix's slots that SciPy leaves out with their whole diagonal where each
+        # such slot of it is zero (its dia matrix of a dense one, or a conversion of one that
+        # leaves out zeros), or None
+        self.diagonals = None
         if self.format in ("csr", "csc"):
             major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
             self.major = major
@@ -337,7 +341,8 @@ class _Layout:
     @property
     def drops(self):
         """Whether SciPy's matrix of this layout leaves out some slots by their values."""
-        return self.droppable is not None and self.format != "dia"
+        return (self.droppable is not None and self.format != "dia") or \
+            self.diagonals is not None
 
     def stored(self, data):
         """The sparse matrix of this pattern holding ``data``: :meth:`build`'s, also where
@@ -353,6 +358,9 @@ class _Layout:
         if dropping and self.drops:
             keep = ~self.left_out(data)
             if not keep.all():
+                if self.format == "dia":  # whole diagonals
+                    keep = keep.reshape(self.data_shape).any(axis=1)
+                    return self.kind((data[keep], t.offsets[keep]), shape=self.shape)
                 if self.format == "bsr":  # whole blocks
                     keep = keep.reshape(len(data), -1).any(axis=1)
                     counts = np.bincount(self.major[keep], minlength=len(t.indptr) - 1)
@@ -409,6 +417,13 @@ class _Layout:
         twin.groups = None if twin.droppable is None else groups
         return twin
 
+    def leaving_out_diagonals(self, diagonals):
+        """This dia layout with ``diagonals`` (None: none; see ``__init__``)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin.diagonals = None if diagonals is None or not np.any(diagonals) else diagonals
+        return twin
+
     def grouping(self):
         """The groups of the droppable slots, a bsr matrix's blocks where none are given (None:
         each slot alone), for the slots an operation moves elsewhere."""
@@ -418,7 +433,10 @@ class _Layout:
 
     def left_out(self, values):
         """Which slots SciPy leaves out of its matrix holding the plain ``values`` (a bsr
-        matrix's, whole blocks)."""
+        matrix's, whole blocks; a dia matrix's, whole diagonals)."""
+        if self.diagonals is not None:  # (the slots outside the matrix hold no value)
+            out = ~self.valid | (self.diagonals & (np.reshape(values, (-1,)) == 0))
+            return np.repeat(out.reshape(self.data_shape).all(axis=1), self.data_shape[1])
         out = self.droppable & (np.reshape(values, (-1,)) == 0)
         if self.groups is not None:
             kept = np.bincount(self.groups, weights=~out, minlength=self.groups.max() + 1)
@@ -987,7 +1005,15 @@ def _relayout(data, layout, operation, shares=False):
     out = _Layout(ones)
     if np.all(np.isin(ones.data, (0.0, 1.0))) and numbered.data.shape == ones.data.shape:
         index = np.rint(numbered.data).astype(np.intp)  # each slot holds one value, or none
-        if layout.droppable is not None:  # an entry of a dense matrix stays one
+        if layout.droppable is not None and out.format == "dia":
+            # a diagonal holding only zeros that SciPy leaves out, it leaves out (those of a
+            # dense matrix, a dia matrix's own that it left out; the new slots' zeros)
+            marks = layout.diagonals if layout.format == "dia" else layout.droppable
+            if marks is not None:
+                source = np.reshape(index, (-1,)) - 1
+                out = out.leaving_out_diagonals(np.where(source >= 0,
+                                                         marks[np.maximum(source, 0)], True))
+        elif layout.droppable is not None:  # an entry of a dense matrix stays one
             source = np.reshape(index, (-1,)) - 1
             at = np.maximum(source, 0)
             grouping = layout.grouping()
@@ -1195,6 +1221,11 @@ class _ComparedByValue:
         return self._compared(other, lambda a, b: a >= b)
 
 
+def _as_matrix(value):
+    """A traced matrix's value as ``f`` returned it: NumPy's ``np.matrix``."""
+    return np.asarray(value).view(np.matrix)  # (no warning: np.matrix() issues one)
+
+
 class TracedMatrix(_ComparedByValue):
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1233,6 +1264,10 @@ class TracedMatrix(_ComparedByValue):
 
     def getA(self) -> Any:
         return self.array
+
+    def __mutad_output__(self):
+        """As ``f``'s output: the traced array, its value returned as the matrix."""
+        return self.array, _as_matrix
 
     A = property(getA)
 
@@ -1576,7 +1611,8 @@ class TracedSparse(_ComparedByValue):
                                               "dense array"))
         if not np.any(out):
             if self._peers is None:
-                self.layout = layout.dropping(None)
+                self.layout = layout.leaving_out_diagonals(None) if layout.format == "dia" \
+                    else layout.dropping(None)
             return
         if carries_derivative(values) or self._peers is not None or layout.format == "bsr":
             _refuse(f"{what} of a scipy.sparse matrix with zero entries that SciPy leaves out "
@@ -1584,7 +1620,8 @@ class TracedSparse(_ComparedByValue):
                     "their derivative), SciPy leaves them out: read A.toarray(), or build the "
                     "matrix from (data, indices, indptr) or (data, (row, col)).")
         self.layout = _Layout(layout.build(memory(values)))
-        self._values = np.reshape(values, (-1,))[np.flatnonzero(~out)]
+        self._values = np.reshape(np.reshape(values, (-1,))[np.flatnonzero(~out)],
+                                  self.layout.data_shape)
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
@@ -1698,7 +1735,8 @@ class TracedSparse(_ComparedByValue):
             return layout.template.nnz
         values = settled(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
                                     "which counts its nonzero values")
-        return int(layout.template.nnz - np.count_nonzero(layout.left_out(values)))
+        return int(layout.template.nnz - np.count_nonzero(layout.left_out(values) &
+                                                          layout.valid))
 
     def getnnz(self, axis: int | None = None) -> Any:
         """SciPy's (a matrix's): the stored entries, along ``axis`` (whether SciPy stores an
@@ -1736,9 +1774,17 @@ class TracedSparse(_ComparedByValue):
         if template is not None and name in ("indices", "indptr", "offsets", "coords", "row",
                                              "col", "blocksize", "has_canonical_format",
                                              "has_sorted_indices"):
-            if name not in ("has_canonical_format", "has_sorted_indices"):
-                self._as_scipy_stores(f"A.{name}")
-            found = getattr(self.layout.template, name)
+            template = self.layout.template
+            if name == "offsets" and self.layout.diagonals is not None:
+                # SciPy's diagonals, those holding a value that is not zero (its pattern is
+                # the one its values choose; no slot moves)
+                template = self.layout.build(settled(
+                    self.data, "A.offsets of a scipy.sparse dia matrix whose diagonals its "
+                               "nonzero values choose"))
+            elif name not in ("has_canonical_format", "has_sorted_indices", "blocksize"):
+                self._as_scipy_stores(f"A.{name}")  # (a bsr matrix's blocks are SciPy's)
+                template = self.layout.template
+            found = getattr(template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
                 found.flags.writeable = False
@@ -1963,6 +2009,8 @@ class TracedSparse(_ComparedByValue):
                     f"mutad follows the formats {', '.join(FORMATS)}.")
         if self.format == "coo" and format == "dia":
             self.sum_duplicates()  # as SciPy's does
+        if format == "bsr":
+            return self.tobsr(copy=copy)
         return self._with(_relayout(self.data, self.layout, lambda m: m.asformat(format)))
 
     def tocsr(self, copy: bool = False) -> TracedSparse:
@@ -1980,7 +2028,12 @@ class TracedSparse(_ComparedByValue):
     def tobsr(self, blocksize: tuple[int, int] | None = None,
               copy: bool = False) -> TracedSparse:
         if self.format == "bsr" and blocksize in (None, self.layout.template.blocksize):
-            return self.asformat("bsr", copy)
+            return self.copy() if copy else self
+        if blocksize is None and self.layout.droppable is not None:
+            # SciPy chooses the blocks by the entries it stores, which leave out zeros
+            blocksize = self.layout.build(settled(
+                self.data, "tobsr() of a scipy.sparse matrix that leaves out its zero values, "
+                           "whose blocks its nonzero values choose")).tobsr().blocksize
         return self._with(_relayout(self.data, self.layout, lambda m: m.tobsr(blocksize)))
 
     def copy(self) -> TracedSparse:
@@ -2555,10 +2608,13 @@ def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
                 shared = data[:stored.size]
     made = _from_numbers(name, pieces, build(fn, arrange(_numbers(pieces))),
                          build(fn, arrange([np.ones(np.shape(p)) for p in pieces])), shared)
-    if dense and made.format in ("csr", "csc", "coo"):
-        # SciPy stores the entries that are not zero: the others are kept (their derivative
-        # is there), but left out of every matrix SciPy computes with
-        made.layout = made.layout.dropping(np.ones(made.layout.valid.size, bool))
+    if dense and made.format in ("csr", "csc", "coo", "bsr", "dia"):
+        # SciPy stores the entries that are not zero (a bsr matrix's blocks, a dia matrix's
+        # diagonals, holding one): the others are kept (their derivative is there), but left
+        # out of every matrix SciPy computes with
+        everywhere = np.ones(made.layout.valid.size, bool)
+        made.layout = made.layout.leaving_out_diagonals(everywhere) if made.format == "dia" \
+            else made.layout.dropping(everywhere)
     if isinstance(made, TracedSparse):  # (a lil or dok result is assembled: none kept)
         made._callers_indices, made._callers_values = kept_indices, made.data is shared
     return made
@@ -2654,6 +2710,10 @@ def _constructor_function(name):
         if _followed(*args, *kwargs.values()):
             _refuse(f"scipy.sparse.{name} with traced offsets or settings",
                     "pass them as constants.")
+        given = inspect.signature(SCIPY[name]).bind(data, *args, **kwargs)
+        if given.arguments.get("format") == "bsr":  # SciPy's dia matrix, then its tobsr()
+            given.arguments["format"] = "dia"
+            return construct(*given.args, **given.kwargs).tobsr()
         made = _constructed(SCIPY[name], f"scipy.sparse.{name}", data,
                             lambda fn, d: fn(d, *args, **kwargs), dtype=kwargs.get("dtype"))
         # SciPy builds a dia matrix, whose conversion to another format leaves out its zeros
@@ -2766,7 +2826,9 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
             2 * (most - np.count_nonzero(B.layout.droppable)) < size:
         values = settled(B.data, "scipy.sparse.kron, whose way of computing depends on how "
                                  "many of B's values are zero")
-        blocks = 2 * (most - np.count_nonzero(B.layout.left_out(values))) >= size
+        zeros = B.layout.left_out(values) if B.format != "dia" else \
+            B.layout.droppable & (np.reshape(values, (-1,)) == 0)  # (its coo's: each entry)
+        blocks = 2 * (most - np.count_nonzero(zeros)) >= size
         if not blocks and format == "bsr":
             _refuse("scipy.sparse.kron(A, B, format='bsr') of a B whose zero values SciPy "
                     "leaves out", "pass format='csr' (or B without zero values).")
@@ -2923,6 +2985,11 @@ class _SparseClass:
                 _refuse(f"{name} with traced indices", "indices are integers: pass them plain.")
             arg1 = (arg1[0], *settled(arg1[1:], f"{name} with indices the program computes"))
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
+            if self.format == "bsr" and kwargs.get("blocksize") is None:
+                # SciPy chooses the blocks by the entries that are not zero
+                kwargs = {**kwargs, "blocksize": self.cls(settled(
+                    arg1, f"{name} of a dense array, whose blocks its nonzero values choose"),
+                    shape=shape).blocksize}
             return _constructed(self.cls, name, arg1,
                                 lambda fn, d: fn(d, shape=shape, copy=copy, **kwargs), dense=True,
                                 dtype=dtype)
