@@ -30,9 +30,9 @@ Each is checked as ``test_real_programs5`` checks its programs: NumPy's value bi
 gradient against finite differences, the caller's arrays bit for bit, ``replay=True`` over four
 calls bit for bit against tracing, the tangent against the gradient and Hessian-vector
 products against finite differences of the gradient (``hvp=False`` where a step is
-differentiated to first order only: events of ``solve_ivp``, ``expm_multiply``, a traced matrix
-of ``affine_transform``, ``lsqr``, ``eigsh``, constrained minima, ``gamma.cdf`` in its shape;
-and where an argument is an integer array)."""
+differentiated to first order only: events of ``solve_ivp``, a traced matrix of
+``affine_transform``, ``lsqr``, constrained minima, ``gamma.cdf`` in its shape; and where an
+argument is an integer array)."""
 
 import functools
 
@@ -802,7 +802,7 @@ def sparse_eigsh_graph_laplacian():
         L = scipy.sparse.diags(d) - W
         vals = scipy.sparse.linalg.eigsh(L, k=3, which="LA", return_eigenvectors=False, v0=np.ones(n))
         return np.sum(vals)
-    return loss, lambda s: (1 + np.random.default_rng(s).random(len(rows)),), dict(rtol=1e-4, hvp=False)
+    return loss, lambda s: (1 + np.random.default_rng(s).random(len(rows)),), dict(rtol=1e-4)
 
 
 def sparse_splu_implicit_reaction_diffusion():
@@ -832,7 +832,7 @@ def expm_multiply_master_equation():
         return np.sum(p[-1] * np.arange(n)) + np.sum(p ** 2)
     def make(s):
         r = np.random.default_rng(s); p0 = r.random(n); return 1 + r.random(n - 1), p0 / p0.sum()
-    return loss, make, dict(argnums=(0, 1), rtol=1e-4, hvp=False)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
 
 
 def ndimage_cell_segmentation_filters():
@@ -2349,3 +2349,65 @@ def test_a_python_float_argument_written_into_an_array_is_replayed(write):
 
     calls = [(np.random.default_rng(s).standard_normal(12), 0.3 + s) for s in range(4)]
     replayed_like_traced(loss, calls, argnums=(0, 1), traced_once=True)
+
+
+def _damped_least_squares(method, dense):
+    """The solution norm of a damped least-squares fit, in the data and the damping both (a
+    ridge path), as an L-curve search writes it."""
+    A = scipy.sparse.random(30, 10, density=0.4, random_state=1, format="csr") \
+        + scipy.sparse.eye(30, 10)
+    if dense:
+        A = A.toarray()
+    options = dict(atol=1e-13, btol=1e-13, **({"iter_lim": 500} if method == "lsqr"
+                                               else {"maxiter": 500}))
+
+    def loss(b, damp):
+        x = getattr(scipy.sparse.linalg, method)(A, b, damp=damp, **options)[0]
+        return np.sum(x ** 2) + np.sum(np.sin(x))
+    return loss
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_a_traced_damp_of_lsqr_and_lsmr_is_differentiated(method, dense):
+    # regression: a traced damp was refused as a traced setting
+    import mutad
+
+    loss = _damped_least_squares(method, dense)
+    b = np.random.default_rng(0).standard_normal(30)
+    damp = 0.7
+    kept = b.copy()
+    value, (gb, gd) = mutad.value_and_grad(loss, argnums=(0, 1))(b, damp)
+    assert value == loss(b, damp)
+    assert np.array_equal(b, kept)
+    h = 1e-5
+    assert np.isclose(gd, (loss(b, damp + h) - loss(b, damp - h)) / (2 * h), rtol=1e-5)
+    e = np.zeros(30)
+    e[3] = h
+    assert np.isclose(gb[3], (loss(b + e, damp) - loss(b - e, damp)) / (2 * h), rtol=1e-5)
+    direction = np.random.default_rng(1).standard_normal(30)
+    _, tangent = mutad.jvp(loss, (b, damp), (direction, 0.5))
+    assert np.isclose(tangent, gb @ direction + 0.5 * gd, rtol=1e-6)
+
+
+def test_a_number_given_a_none_tangent_is_a_constant():
+    # regression: jvp traced a number whose tangent was None (docs: a constant, as an argument
+    # left out of gradient's argnums), so a tolerance passed that way was refused as a traced
+    # setting of lsqr
+    import mutad
+
+    A = scipy.sparse.diags([-1, 2.5, -1], [-1, 0, 1], shape=(8, 8), format="csr")
+
+    def energy(y, tol):
+        x = scipy.sparse.linalg.lsqr(A, y, atol=tol, btol=tol)[0]
+        return np.sum(x ** 2)
+
+    y = np.linspace(0, 1, 8)
+    value, tangent = mutad.jvp(energy, (y, 1e-12), (np.ones(8), None))
+    assert value == energy(y, 1e-12)
+    assert np.isclose(tangent, mutad.gradient(energy, y, 1e-12, argnums=0) @ np.ones(8),
+                      rtol=1e-6)
+    seen = []
+    mutad.jvp(lambda y, a, b: seen.append((type(a), type(b))) or np.sum(y * a * b),
+              (y, 0.3, np.float32(2)), (y, None, None))
+    assert seen == [(float, np.float32)]
