@@ -27,11 +27,11 @@ measures of ``scipy.special``, shape parameters of distributions, Sylvester, Sch
 banded eigenproblems, matrix functions, ``lstsq``, ``tensorsolve``, ``hfft`` and ``fftn``; and
 single in-place functions as they are lifted from public projects: Numerical Recipes' tridag,
 Crank-Nicolson and banded Crout solvers, Savitzky-Golay and bilateral filters by hand, a
-Cholesky rank-one update, LU with row swaps, Householder QR, modified Gram-Schmidt, Jacobi
+Cholesky rank-one update, LU with row swaps, Givens QR, modified Gram-Schmidt, Jacobi
 rotations, Lanczos, Runge-Kutta, Fehlberg, Adams-Bashforth and leapfrog steppers with
 preallocated stages, conjugate gradients and SOR sweeps, Kalman updates with ``P -= K S Kᵀ``,
 particle pushes with ``np.add.at``, finite-volume and upwind flux loops, running medians,
-CSR products by hand, Floyd-Warshall and Bellman-Ford, DTW, Viterbi, HMM forward, Smith-Waterman
+CSR products by hand, Floyd-Warshall and Bellman-Ford, banded DTW, Viterbi, HMM forward, Smith-Waterman
 and Needleman-Wunsch tables, histogram equalisation, Sinkhorn, Adam, GARCH, Romberg, a radix-2
 FFT, Newton with deflation; and code shapes: ``np.nditer(op_flags=["readwrite"])``,
 ``np.ndenumerate``, ``a.flat``/``np.put``/``np.fill_diagonal``, writes through ``A.T`` and
@@ -2282,22 +2282,24 @@ def rk4_preallocated_stages():
 
 
 def conjugate_gradient_inplace_axpy():
-    """CG by hand with in-place axpys (x += alpha*p; r -= alpha*Ap; p *= beta; p += r)."""
+    """Jacobi-preconditioned CG by hand with in-place axpys (x += alpha*p; r -= alpha*Ap;
+    z[:] = r / diag; p *= beta; p += z) and np.dot(out=) into a preallocated Ap."""
     n = 12
     def loss(d, b):
         A = np.diag(d) - 0.5 * (np.eye(n, k=1) + np.eye(n, k=-1))
-        x = np.zeros(n)
-        r = b.copy(); p = r.copy(); rs = r @ r
+        diag = A.diagonal()
+        x = np.zeros(n); r = b.copy(); z = r / diag; p = z.copy()
+        rz = r @ z
         Ap = np.empty(n)
         for _ in range(n):
             np.dot(A, p, out=Ap)
-            alpha = rs / (p @ Ap)
+            alpha = rz / (p @ Ap)
             x += alpha * p
             r -= alpha * Ap
-            rs_new = r @ r
-            p *= rs_new / rs
-            p += r
-            rs = rs_new
+            z[:] = r / diag
+            rz, rz_old = r @ z, rz
+            p *= rz / rz_old
+            p += z
         return np.sum(x * b) + np.sum(x ** 3)
     def make(s):
         r = np.random.default_rng(s)
@@ -2431,21 +2433,24 @@ def floyd_warshall_inplace():
     return loss, lambda s: (1 + 3 * np.random.default_rng(s).random((n, n)),), {}
 
 
-def dtw_table():
-    """Dynamic time warping: the cost table filled cell by cell, D[i, j] = c + min of three."""
-    def loss(a, b):
+def dtw_sakoe_chiba_weighted_steps():
+    """Dynamic time warping within a Sakoe-Chiba band, a diagonal step weighted by a traced
+    factor, the table preallocated with inf and filled only inside the band."""
+    band = 3
+    def loss(a, b, wd):
         n, m = len(a), len(b)
         D = np.full((n + 1, m + 1), np.inf)
         D[0, 0] = 0.0
         for i in range(1, n + 1):
-            for j in range(1, m + 1):
-                c = (a[i - 1] - b[j - 1]) ** 2
-                D[i, j] = c + min(D[i - 1, j], D[i, j - 1], D[i - 1, j - 1])
-        return D[n, m]
+            for j in range(max(1, i - band), min(m, i + band) + 1):
+                cost = abs(a[i - 1] - b[j - 1])
+                D[i, j] = min(D[i - 1, j] + cost, D[i, j - 1] + cost, D[i - 1, j - 1] + wd * cost)
+        return D[n, m] / (n + m)
     def make(s):
         r = np.random.default_rng(s)
-        return np.sin(np.linspace(0, 3, 9)) + 0.1 * r.random(9), np.sin(np.linspace(0.2, 3.3, 11))
-    return loss, make, dict(argnums=(0, 1))
+        return (np.sin(np.linspace(0, 3, 9)) + 0.1 * r.random(9), np.sin(np.linspace(0.2, 3.3, 11)),
+                2.0 + 0.1 * r.random())
+    return loss, make, dict(argnums=(0, 1, 2))
 
 
 def viterbi_log_table():
@@ -2545,19 +2550,19 @@ def jacobi_eigenvalue_rotations():
     return loss, lambda s: (np.random.default_rng(s).standard_normal((n, n)) + np.diag([0.0, 2, 4, 6]),), dict(rtol=1e-4)
 
 
-def householder_qr_inplace():
-    """Householder QR writing R into a copy in place, v's applied to b, back substitution:
-    a least-squares fit."""
-    m, n = 10, 4
+def givens_qr_least_squares_inplace():
+    """Least squares by Givens rotations zeroing R[i, j] from the bottom up, each rotation
+    applied in place to two rows of R and of the right-hand side."""
+    m, n = 9, 3
     def loss(A, b):
         R = A.copy(); y = b.copy()
-        for k in range(n):
-            x = R[k:, k]
-            v = x.copy()
-            v[0] += np.copysign(np.linalg.norm(x), x[0])
-            v /= np.linalg.norm(v)
-            R[k:, k:] -= 2 * np.outer(v, v @ R[k:, k:])
-            y[k:] -= 2 * v * (v @ y[k:])
+        for j in range(n):
+            for i in range(m - 1, j, -1):
+                r = np.hypot(R[i - 1, j], R[i, j])
+                c, s = R[i - 1, j] / r, R[i, j] / r
+                G = np.array([[c, s], [-s, c]])
+                R[i - 1:i + 1, j:] = G @ R[i - 1:i + 1, j:]
+                y[i - 1:i + 1] = G @ y[i - 1:i + 1]
         coef = np.zeros(n)
         for i in range(n - 1, -1, -1):
             coef[i] = (y[i] - R[i, i + 1:n] @ coef[i + 1:]) / R[i, i]
@@ -3513,13 +3518,13 @@ PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p
     median_percentile_filter_by_hand,
     csr_matvec_loop_by_hand,
     floyd_warshall_inplace,
-    dtw_table,
+    dtw_sakoe_chiba_weighted_steps,
     viterbi_log_table,
     smith_waterman_soft_scores,
     histogram_equalisation_soft,
     gauss_seidel_sor_sweeps,
     jacobi_eigenvalue_rotations,
-    householder_qr_inplace,
+    givens_qr_least_squares_inplace,
     leapfrog_nbody_preallocated,
     crank_nicolson_thomas_heat,
     needleman_wunsch_global,
