@@ -3636,6 +3636,9 @@ def test_a_traced_damp_of_lsqr_and_lsmr_is_differentiated(method, dense):
     direction = np.random.default_rng(1).standard_normal(30)
     _, tangent = mutad.jvp(loss, (b, damp), (direction, 0.5))
     assert np.isclose(tangent, gb @ direction + 0.5 * gd, rtol=1e-6)
+    from tests.test_replay import replayed_like_traced
+    replayed_like_traced(loss, [(b * (1 + 0.1 * s), damp + 0.1 * s) for s in range(4)],
+                         argnums=(0, 1))
 
 
 def test_a_number_given_a_none_tangent_is_a_constant():
