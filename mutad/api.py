@@ -426,7 +426,8 @@ def jvp(f: Callable[..., Any], primals: tuple[Any, ...] | list[Any],
     """Forward mode: ``(f(*primals), J tangents)``, through any in-place updates.
 
     ``primals`` and ``tangents`` are tuples with one entry per positional argument of ``f``,
-    each tangent of its primal's structure and shapes (``None``: zero). Tangents ride alongside
+    each tangent of its primal's structure and shapes (``None``: zero; a number given ``None``
+    is a constant, as one left out of ``gradient``'s ``argnums``). Tangents ride alongside
     the primals and are updated in place with them (``a += b`` makes ``ȧ += ḃ``); views share
     tangent memory as they share primal memory. Arguments that share memory are one buffer with
     one tangent, the sum of the tangents given for its places: the transpose of ``gradient``,

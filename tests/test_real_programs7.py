@@ -24,15 +24,27 @@ matrix-vector products by hand over ``indptr``, ``dok`` and ``lil`` assembly sta
 ``diags_array``, traced kernels of ``correlate`` and ``convolve``, traced ``sos`` sections,
 ``interpn``, ``RectBivariateSpline`` (a Hessian too), ``LinearNDInterpolator``, information
 measures of ``scipy.special``, shape parameters of distributions, Sylvester, Schur, LDL and
-banded eigenproblems, matrix functions, ``lstsq``, ``tensorsolve``, ``hfft`` and ``fftn``.
+banded eigenproblems, matrix functions, ``lstsq``, ``tensorsolve``, ``hfft`` and ``fftn``; and
+single in-place functions as they are lifted from public projects: Numerical Recipes' tridag,
+Crank-Nicolson and banded Crout solvers, Savitzky-Golay and bilateral filters by hand, a
+Cholesky rank-one update, LU with row swaps, Givens QR, modified Gram-Schmidt, Jacobi
+rotations, Lanczos, Runge-Kutta, Fehlberg, Adams-Bashforth and leapfrog steppers with
+preallocated stages, conjugate gradients and SOR sweeps, Kalman updates with ``P -= K S Kᵀ``,
+particle pushes with ``np.add.at``, finite-volume and upwind flux loops, running medians,
+CSR products by hand, Floyd-Warshall and Bellman-Ford, banded DTW, Viterbi, HMM forward, Smith-Waterman
+and Needleman-Wunsch tables, histogram equalisation, Sinkhorn, Adam, GARCH, Romberg, a radix-2
+FFT, Newton with deflation; and code shapes: ``np.nditer(op_flags=["readwrite"])``,
+``np.ndenumerate``, ``a.flat``/``np.put``/``np.fill_diagonal``, writes through ``A.T`` and
+``x[::-1]``, ``out=`` of ``matmul``, ``cumsum``, ``divide(where=)`` and ``einsum``, structured
+arrays, LAPACK's ``overwrite_a``/``overwrite_b``.
 
 Each is checked as ``test_real_programs5`` checks its programs: NumPy's value bit for bit, the
 gradient against finite differences, the caller's arrays bit for bit, ``replay=True`` over four
 calls bit for bit against tracing, the tangent against the gradient and Hessian-vector
 products against finite differences of the gradient (``hvp=False`` where a step is
-differentiated to first order only: events of ``solve_ivp``, ``expm_multiply``, a traced matrix
-of ``affine_transform``, ``lsqr``, ``eigsh``, constrained minima, ``gamma.cdf`` in its shape;
-and where an argument is an integer array)."""
+differentiated to first order only: events of ``solve_ivp``, a traced matrix of
+``affine_transform``, ``lsqr``, constrained minima, ``gamma.cdf`` in its shape; and where an
+argument is an integer array)."""
 
 import functools
 
@@ -802,7 +814,7 @@ def sparse_eigsh_graph_laplacian():
         L = scipy.sparse.diags(d) - W
         vals = scipy.sparse.linalg.eigsh(L, k=3, which="LA", return_eigenvectors=False, v0=np.ones(n))
         return np.sum(vals)
-    return loss, lambda s: (1 + np.random.default_rng(s).random(len(rows)),), dict(rtol=1e-4, hvp=False)
+    return loss, lambda s: (1 + np.random.default_rng(s).random(len(rows)),), dict(rtol=1e-4)
 
 
 def sparse_splu_implicit_reaction_diffusion():
@@ -832,7 +844,7 @@ def expm_multiply_master_equation():
         return np.sum(p[-1] * np.arange(n)) + np.sum(p ** 2)
     def make(s):
         r = np.random.default_rng(s); p0 = r.random(n); return 1 + r.random(n - 1), p0 / p0.sum()
-    return loss, make, dict(argnums=(0, 1), rtol=1e-4, hvp=False)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
 
 
 def ndimage_cell_segmentation_filters():
@@ -2145,7 +2157,1183 @@ def trust_constr_nonlinear_constraint():
     return loss, lambda s: (np.array([1.5, 0.8]) + 0.1 * s,), dict(rtol=1e-3, hvp=False)
 
 
-SLOW = {"csgraph_shortest_path_traced_weights", "curve_fit_spectral_line",
+# In-place numerical recipes as they are lifted from public projects, one function each: band
+# and tridiagonal solvers, factorisation updates, steppers with preallocated stages, dynamic
+# programming tables, hand-written filters, loops over CSR arrays.
+
+
+def nr_tridag_thomas():
+    """Numerical Recipes' tridag: forward sweep into a preallocated gam, back substitution."""
+    n = 20
+    def tridag(a, b, c, r, u):
+        gam = np.empty(n)
+        bet = b[0]
+        u[0] = r[0] / bet
+        for j in range(1, n):
+            gam[j] = c[j - 1] / bet
+            bet = b[j] - a[j] * gam[j]
+            u[j] = (r[j] - a[j] * u[j - 1]) / bet
+        for j in range(n - 2, -1, -1):
+            u[j] -= gam[j + 1] * u[j + 1]
+    def loss(diag, r):
+        a = np.full(n, -1.0); c = np.full(n, -1.0)
+        u = np.zeros(n)
+        tridag(a, diag, c, r, u)
+        return np.sum(u ** 2)
+    def make(s):
+        rng = np.random.default_rng(s)
+        return 3 + rng.random(n), rng.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def savitzky_golay_by_hand():
+    """Savitzky-Golay coefficients by a pseudo-inverse of the Vandermonde, then a loop of
+    window dot products into out[i], edges mirrored by hand."""
+    m, order = 5, 3
+    k = np.arange(-m, m + 1)
+    A = np.vander(k, order + 1, increasing=True)
+    coeffs = np.linalg.pinv(A)[0]
+    def loss(y):
+        padded = np.concatenate([y[m:0:-1], y, y[-2:-m - 2:-1]])
+        out = np.empty_like(y)
+        for i in range(len(y)):
+            out[i] = coeffs @ padded[i:i + 2 * m + 1]
+        return np.sum((out - y) ** 2) + np.sum(out[::3])
+    return loss, lambda s: (np.sin(np.linspace(0, 6, 40)) + 0.1 * np.random.default_rng(s).standard_normal(40),), {}
+
+
+def cholesky_rank_one_update_inplace():
+    """The classic in-place rank-one update of a Cholesky factor (r, c, s rotations on L)."""
+    n = 6
+    def cholupdate(L, x):
+        x = x.copy()
+        for k in range(n):
+            r = np.sqrt(L[k, k] ** 2 + x[k] ** 2)
+            c = r / L[k, k]
+            s = x[k] / L[k, k]
+            L[k, k] = r
+            if k + 1 < n:
+                L[k + 1:, k] = (L[k + 1:, k] + s * x[k + 1:]) / c
+                x[k + 1:] = c * x[k + 1:] - s * L[k + 1:, k]
+    def loss(A0, x):
+        A = A0 @ A0.T + n * np.eye(n)
+        L = np.linalg.cholesky(A)
+        cholupdate(L, x)
+        return np.sum(np.log(np.diag(L))) + np.sum(L[3:, :2] ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((n, n)), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def lu_partial_pivoting_row_swaps():
+    """Doolittle LU with partial pivoting, swapping rows of a copy in place (a[[k, p]] =
+    a[[p, k]]), then forward and back substitution."""
+    n = 7
+    def lu_solve(a, b):
+        a = a.copy(); b = b.copy()
+        for k in range(n - 1):
+            p = k + np.argmax(np.abs(a[k:, k]))
+            if p != k:
+                a[[k, p]] = a[[p, k]]
+                b[[k, p]] = b[[p, k]]
+            a[k + 1:, k] /= a[k, k]
+            a[k + 1:, k + 1:] -= np.outer(a[k + 1:, k], a[k, k + 1:])
+        for i in range(1, n):
+            b[i] -= a[i, :i] @ b[:i]
+        for i in range(n - 1, -1, -1):
+            b[i] = (b[i] - a[i, i + 1:] @ b[i + 1:]) / a[i, i]
+        return b
+    def loss(a, b):
+        return np.sum(np.tanh(lu_solve(a, b)))
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((n, n)) + 2 * np.eye(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def rk4_preallocated_stages():
+    """A Runge-Kutta stepper with k1..k4 preallocated once and filled by a right-hand side that
+    writes into its out argument."""
+    n = 8
+    def rhs(t, y, p, out):
+        out[:] = -p * y
+        out[1:] += 0.5 * y[:-1]
+        out[0] += np.sin(t)
+    def loss(y0, p):
+        y = y0.copy()
+        k1, k2, k3, k4, tmp = (np.empty(n) for _ in range(5))
+        t, h = 0.0, 0.05
+        for _ in range(20):
+            rhs(t, y, p, k1)
+            np.multiply(k1, 0.5 * h, out=tmp); tmp += y
+            rhs(t + h / 2, tmp, p, k2)
+            np.multiply(k2, 0.5 * h, out=tmp); tmp += y
+            rhs(t + h / 2, tmp, p, k3)
+            np.multiply(k3, h, out=tmp); tmp += y
+            rhs(t + h, tmp, p, k4)
+            y += h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+            t += h
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(n), 1 + r.random(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def conjugate_gradient_inplace_axpy():
+    """Jacobi-preconditioned CG by hand with in-place axpys (x += alpha*p; r -= alpha*Ap;
+    z[:] = r / diag; p *= beta; p += z) and np.dot(out=) into a preallocated Ap."""
+    n = 12
+    def loss(d, b):
+        A = np.diag(d) - 0.5 * (np.eye(n, k=1) + np.eye(n, k=-1))
+        diag = A.diagonal()
+        x = np.zeros(n); r = b.copy(); z = r / diag; p = z.copy()
+        rz = r @ z
+        Ap = np.empty(n)
+        for _ in range(n):
+            np.dot(A, p, out=Ap)
+            alpha = rz / (p @ Ap)
+            x += alpha * p
+            r -= alpha * Ap
+            z[:] = r / diag
+            rz, rz_old = r @ z, rz
+            p *= rz / rz_old
+            p += z
+        return np.sum(x * b) + np.sum(x ** 3)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 2 + r.random(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def kalman_joseph_update_inplace():
+    """A Kalman filter over a track: predict P = F P F' + Q, update with P -= K S K' and
+    x += K y, the log-likelihood summed."""
+    def loss(q, r, zs):
+        F = np.array([[1.0, 1.0], [0.0, 1.0]]); H = np.array([[1.0, 0.0]])
+        x = np.zeros(2); P = np.eye(2)
+        ll = 0.0
+        for z in zs:
+            x = F @ x
+            P = F @ P @ F.T
+            P += q * np.array([[0.25, 0.5], [0.5, 1.0]])
+            y = z - H @ x
+            S = H @ P @ H.T + r
+            K = P @ H.T / S
+            x += (K * y).ravel()
+            P -= K @ S @ K.T
+            ll += -0.5 * (np.log(2 * np.pi * S[0, 0]) + y[0] ** 2 / S[0, 0])
+        return -ll
+    def make(s):
+        rng = np.random.default_rng(s)
+        return 0.1 + 0.1 * rng.random(), 0.5 + rng.random(), np.cumsum(rng.standard_normal(15))[:, None]
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def particle_push_add_at_deposit():
+    """A PIC step: cloud-in-cell deposit with np.add.at, field by finite differences, push."""
+    ng, npart = 16, 40
+    def loss(xp, vp, q):
+        x = xp.copy(); v = vp.copy()
+        for _ in range(3):
+            rho = np.zeros(ng)
+            cell = np.floor(x).astype(int) % ng
+            frac = x - np.floor(x)
+            np.add.at(rho, cell, q * (1 - frac))
+            np.add.at(rho, (cell + 1) % ng, q * frac)
+            rho -= rho.mean()
+            E = np.zeros(ng)
+            E[1:-1] = -(rho[2:] - rho[:-2]) / 2
+            E[0] = -(rho[1] - rho[-1]) / 2; E[-1] = -(rho[0] - rho[-2]) / 2
+            Ep = E[cell] * (1 - frac) + E[(cell + 1) % ng] * frac
+            v += 0.1 * q * Ep
+            x += 0.1 * v
+            x %= ng
+        return np.sum(v ** 2) + np.sum(np.sin(x))
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.2 + 15.5 * r.random(npart), 0.1 * r.standard_normal(npart), 1.0 + 0.1 * r.random()
+    return loss, make, dict(argnums=(1, 2), rtol=1e-4)
+
+
+def finite_volume_flux_loop():
+    """A 1-D finite-volume advection-diffusion with a minmod-limited MUSCL flux computed face
+    by face in a loop, the update u[i] -= dt/dx*(F[i+1] - F[i])."""
+    n = 24
+    def minmod(a, b):
+        if a * b <= 0:
+            return 0.0
+        return a if abs(a) < abs(b) else b
+    def loss(u0, nu):
+        u = u0.copy()
+        F = np.zeros(n + 1)
+        for _ in range(5):
+            for i in range(1, n):
+                sl = minmod(u[i - 1] - u[i - 2] if i >= 2 else 0.0, u[i] - u[i - 1])
+                F[i] = u[i - 1] + 0.5 * sl - nu * (u[i] - u[i - 1])
+            u[:] -= 0.2 * (F[1:] - F[:-1])
+        return np.sum(u ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 1 + np.sin(np.arange(n) / 3.0) + 0.3 * r.random(n), 0.1 + 0.05 * r.random()
+    return loss, make, dict(argnums=(0, 1), step=1e-6, rtol=1e-4)
+
+
+def median_percentile_filter_by_hand():
+    """A running median and 90th percentile by hand over windows (np.median, np.percentile of
+    each slice, written into out[i])."""
+    w = 5
+    def loss(x):
+        n = len(x)
+        med = np.empty(n - w + 1); hi = np.empty(n - w + 1)
+        for i in range(n - w + 1):
+            win = x[i:i + w]
+            med[i] = np.median(win)
+            hi[i] = np.percentile(win, 90)
+        return np.sum((x[w // 2:n - w // 2] - med) ** 2) + np.sum(hi)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(30),), {}
+
+
+def csr_matvec_loop_by_hand():
+    """y = A x over CSR arrays (indptr, indices, data) by a double loop, A's values traced, in a
+    few power-iteration steps with in-place normalisation."""
+    rng = np.random.default_rng(11)
+    n = 10
+    dense = (rng.random((n, n)) < 0.3) + np.eye(n, dtype=bool)
+    indptr = np.concatenate([[0], np.cumsum(dense.sum(axis=1))])
+    indices = np.nonzero(dense)[1]
+    def loss(data, x0):
+        x = x0.copy()
+        y = np.zeros(n)
+        for _ in range(4):
+            for i in range(n):
+                acc = 0.0
+                for jj in range(indptr[i], indptr[i + 1]):
+                    acc += data[jj] * x[indices[jj]]
+                y[i] = acc
+            x[:] = y / np.linalg.norm(y)
+        return x @ y
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 + r.random(len(indices)), 1 + r.random(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def floyd_warshall_inplace():
+    """Floyd-Warshall on a distance matrix written in place (d = np.minimum(d, d[:, k, None] +
+    d[None, k, :], out=d)), the sum of shortest paths."""
+    n = 8
+    def loss(w):
+        d = w.copy()
+        np.fill_diagonal(d, 0.0)
+        for k in range(n):
+            np.minimum(d, d[:, k, None] + d[None, k, :], out=d)
+        return np.sum(d)
+    return loss, lambda s: (1 + 3 * np.random.default_rng(s).random((n, n)),), {}
+
+
+def dtw_sakoe_chiba_weighted_steps():
+    """Dynamic time warping within a Sakoe-Chiba band, a diagonal step weighted by a traced
+    factor, the table preallocated with inf and filled only inside the band."""
+    band = 3
+    def loss(a, b, wd):
+        n, m = len(a), len(b)
+        D = np.full((n + 1, m + 1), np.inf)
+        D[0, 0] = 0.0
+        for i in range(1, n + 1):
+            for j in range(max(1, i - band), min(m, i + band) + 1):
+                cost = abs(a[i - 1] - b[j - 1])
+                D[i, j] = min(D[i - 1, j] + cost, D[i, j - 1] + cost, D[i - 1, j - 1] + wd * cost)
+        return D[n, m] / (n + m)
+    def make(s):
+        r = np.random.default_rng(s)
+        return (np.sin(np.linspace(0, 3, 9)) + 0.1 * r.random(9), np.sin(np.linspace(0.2, 3.3, 11)),
+                2.0 + 0.1 * r.random())
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def viterbi_log_table():
+    """Viterbi in log space: delta[t] = max over previous of delta[t-1] + logA, with the
+    backpointers in an int table; the best path's score, differentiated in the emissions."""
+    K, T = 3, 12
+    def loss(logB, logA):
+        delta = np.empty((T, K)); psi = np.zeros((T, K), dtype=int)
+        delta[0] = np.log(1.0 / K) + logB[0]
+        for t in range(1, T):
+            scores = delta[t - 1][:, None] + logA
+            psi[t] = np.argmax(scores, axis=0)
+            delta[t] = scores[psi[t], np.arange(K)] + logB[t]
+        path = np.empty(T, dtype=int)
+        path[-1] = np.argmax(delta[-1])
+        for t in range(T - 2, -1, -1):
+            path[t] = psi[t + 1, path[t + 1]]
+        return delta[-1].max() + 0.1 * np.sum(logB[np.arange(T), path])
+    def make(s):
+        r = np.random.default_rng(s)
+        A = r.random((K, K)) + np.eye(K); A /= A.sum(axis=1, keepdims=True)
+        return np.log(r.random((T, K))), np.log(A)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def smith_waterman_soft_scores():
+    """Smith-Waterman local alignment over a traced substitution matrix and gap penalty:
+    H[i, j] = max(0, diag + s, up - g, left - g), the best cell's score."""
+    a = np.array([0, 1, 2, 1, 3, 0, 2]); b = np.array([1, 2, 1, 3, 3, 0])
+    def loss(S, gap):
+        H = np.zeros((len(a) + 1, len(b) + 1))
+        for i in range(1, len(a) + 1):
+            for j in range(1, len(b) + 1):
+                H[i, j] = max(0.0, H[i - 1, j - 1] + S[a[i - 1], b[j - 1]],
+                              H[i - 1, j] - gap, H[i, j - 1] - gap)
+        return H.max()
+    def make(s):
+        r = np.random.default_rng(s)
+        return 2 * np.eye(4) - 1 + 0.2 * r.random((4, 4)), 0.7 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def histogram_equalisation_soft():
+    """Histogram equalisation: a CDF of the image's histogram (np.histogram's counts fixed,
+    the mapping by np.interp of traced intensities), then a contrast loss."""
+    def loss(img, gamma):
+        x = np.clip(img, 0, 1) ** gamma
+        hist, edges = np.histogram(x, bins=16, range=(0, 1))
+        cdf = np.cumsum(hist).astype(float)
+        cdf /= cdf[-1]
+        eq = np.interp(x.ravel(), edges[1:], cdf).reshape(x.shape)
+        out = np.empty_like(eq)
+        out[...] = eq
+        out *= x
+        return np.var(out) + np.sum(out[::4, ::4])
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.05 + 0.9 * r.random((12, 12)), 1.2 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1), step=1e-6, rtol=1e-4)
+
+
+
+def gauss_seidel_sor_sweeps():
+    """SOR sweeps on a 2-D Poisson grid written point by point (u[i, j] = (1-w) u + w/4 (...))."""
+    n = 8
+    def loss(f, w):
+        u = np.zeros((n + 2, n + 2))
+        for _ in range(6):
+            for i in range(1, n + 1):
+                for j in range(1, n + 1):
+                    u[i, j] = (1 - w) * u[i, j] + w * 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] + f[i - 1, j - 1])
+        return np.sum(u ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random((n, n)), 1.5 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def jacobi_eigenvalue_rotations():
+    """The cyclic Jacobi eigenvalue method: rotations applied to rows and columns of a copy in
+    place (a[[p, q], :] = ..., a[:, [p, q]] = ...), the sum of squares of sorted eigenvalues."""
+    n = 4
+    def loss(m):
+        a = 0.5 * (m + m.T)
+        for _ in range(5):
+            for p in range(n - 1):
+                for q in range(p + 1, n):
+                    if abs(a[p, q]) < 1e-14:
+                        continue
+                    theta = 0.5 * np.arctan2(2 * a[p, q], a[q, q] - a[p, p])
+                    c, s = np.cos(theta), np.sin(theta)
+                    R = np.array([[c, s], [-s, c]])
+                    a[[p, q], :] = R @ a[[p, q], :]
+                    a[:, [p, q]] = a[:, [p, q]] @ R.T
+        w = np.sort(np.diag(a))
+        return np.sum(w * np.arange(1, n + 1))
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((n, n)) + np.diag([0.0, 2, 4, 6]),), dict(rtol=1e-4)
+
+
+def givens_qr_least_squares_inplace():
+    """Least squares by Givens rotations zeroing R[i, j] from the bottom up, each rotation
+    applied in place to two rows of R and of the right-hand side."""
+    m, n = 9, 3
+    def loss(A, b):
+        R = A.copy(); y = b.copy()
+        for j in range(n):
+            for i in range(m - 1, j, -1):
+                r = np.hypot(R[i - 1, j], R[i, j])
+                c, s = R[i - 1, j] / r, R[i, j] / r
+                G = np.array([[c, s], [-s, c]])
+                R[i - 1:i + 1, j:] = G @ R[i - 1:i + 1, j:]
+                y[i - 1:i + 1] = G @ y[i - 1:i + 1]
+        coef = np.zeros(n)
+        for i in range(n - 1, -1, -1):
+            coef[i] = (y[i] - R[i, i + 1:n] @ coef[i + 1:]) / R[i, i]
+        return np.sum(coef ** 2) + np.sum(y[n:] ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((m, n)), r.standard_normal(m)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def leapfrog_nbody_preallocated():
+    """N-body leapfrog with a preallocated acceleration array filled pair by pair
+    (acc[i] += ..., acc[j] -= ...), kinetic plus potential energy at the end."""
+    N = 5
+    def accel(x, m, acc):
+        acc[:] = 0.0
+        for i in range(N):
+            for j in range(i + 1, N):
+                d = x[j] - x[i]
+                r3 = (d @ d + 0.1) ** 1.5
+                acc[i] += m[j] * d / r3
+                acc[j] -= m[i] * d / r3
+    def loss(x0, v0, m):
+        x = x0.copy(); v = v0.copy(); acc = np.empty_like(x)
+        accel(x, m, acc)
+        for _ in range(10):
+            v += 0.5 * 0.01 * acc
+            x += 0.01 * v
+            accel(x, m, acc)
+            v += 0.5 * 0.01 * acc
+        return 0.5 * np.sum(m[:, None] * v ** 2) + np.sum(x[:, 0])
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((N, 3)), 0.1 * r.standard_normal((N, 3)), 1 + r.random(N)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def crank_nicolson_thomas_heat():
+    """Crank-Nicolson heat equation, the tridiagonal system solved each step by the Thomas
+    algorithm into preallocated c' and d' arrays."""
+    n = 16
+    def loss(u0, kappa):
+        u = u0.copy()
+        r = kappa * 0.1
+        a = -r / 2; b = 1 + r; c = -r / 2
+        cp = np.empty(n); dp = np.empty(n); rhs = np.empty(n)
+        for _ in range(8):
+            rhs[1:-1] = r / 2 * u[:-2] + (1 - r) * u[1:-1] + r / 2 * u[2:]
+            rhs[0] = (1 - r) * u[0] + r / 2 * u[1]
+            rhs[-1] = (1 - r) * u[-1] + r / 2 * u[-2]
+            cp[0] = c / b; dp[0] = rhs[0] / b
+            for i in range(1, n):
+                den = b - a * cp[i - 1]
+                cp[i] = c / den
+                dp[i] = (rhs[i] - a * dp[i - 1]) / den
+            u[-1] = dp[-1]
+            for i in range(n - 2, -1, -1):
+                u[i] = dp[i] - cp[i] * u[i + 1]
+        return np.sum(u ** 2 * np.arange(n))
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random(n), 1 + r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def needleman_wunsch_global():
+    """Needleman-Wunsch global alignment score table with traced gap and match scores."""
+    a = "GATTACA"; b = "GCATGCU"
+    def loss(match, gap):
+        F = np.zeros((len(a) + 1, len(b) + 1))
+        F[:, 0] = -gap * np.arange(len(a) + 1)
+        F[0, :] = -gap * np.arange(len(b) + 1)
+        for i in range(1, len(a) + 1):
+            for j in range(1, len(b) + 1):
+                s = match if a[i - 1] == b[j - 1] else -1.0
+                F[i, j] = max(F[i - 1, j - 1] + s, F[i - 1, j] - gap, F[i, j - 1] - gap)
+        return F[-1, -1]
+    return loss, lambda s: (1.0 + 0.1 * np.random.default_rng(s).random(), 1.1 + 0.05 * np.random.default_rng(s + 9).random()), dict(argnums=(0, 1))
+
+
+def forward_algorithm_scaled_hmm():
+    """The HMM forward algorithm with per-step scaling (alpha /= c; loglik += log c)."""
+    K, T = 3, 15
+    def loss(A, B, pi):
+        obs = np.array([0, 1, 1, 0, 2, 2, 1, 0, 0, 1, 2, 1, 0, 2, 1])
+        alpha = pi * B[:, obs[0]]
+        ll = 0.0
+        for t in range(1, T):
+            c = alpha.sum(); alpha /= c; ll += np.log(c)
+            alpha = (alpha @ A) * B[:, obs[t]]
+        return -(ll + np.log(alpha.sum()))
+    def make(s):
+        r = np.random.default_rng(s)
+        A = r.random((K, K)) + np.eye(K); A /= A.sum(1, keepdims=True)
+        B = r.random((K, 3)); B /= B.sum(1, keepdims=True)
+        return A, B, np.full(K, 1 / K)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def levinson_durbin_inplace():
+    """Levinson-Durbin recursion updating the AR coefficients in place (a[1:k] += k * a[k-1:0:-1])."""
+    p = 5
+    def loss(x):
+        n = len(x)
+        r = np.array([x[:n - k] @ x[k:] for k in range(p + 1)]) / n
+        a = np.zeros(p + 1); a[0] = 1.0
+        err = r[0]
+        for k in range(1, p + 1):
+            acc = r[k] + a[1:k] @ r[k - 1:0:-1]
+            kk = -acc / err
+            a[1:k] += kk * a[k - 1:0:-1]
+            a[k] = kk
+            err *= 1 - kk ** 2
+        return err + np.sum(a ** 2)
+    return loss, lambda s: (np.sin(0.3 * np.arange(60)) + 0.3 * np.random.default_rng(s).standard_normal(60),), {}
+
+
+def lanczos_tridiagonalisation():
+    """Lanczos with full reorthogonalisation by in-place subtraction, eigenvalues of the
+    tridiagonal T by eigh_tridiagonal."""
+    n, k = 12, 5
+    def loss(d):
+        A = np.diag(d) + 0.3 * (np.eye(n, k=1) + np.eye(n, k=-1))
+        Q = np.zeros((n, k)); alpha = np.zeros(k); beta = np.zeros(k - 1)
+        q = np.ones(n) / np.sqrt(n)
+        for j in range(k):
+            Q[:, j] = q
+            w = A @ q
+            alpha[j] = q @ w
+            w -= Q[:, :j + 1] @ (Q[:, :j + 1].T @ w)
+            if j < k - 1:
+                beta[j] = np.linalg.norm(w)
+                q = w / beta[j]
+        return np.sum(scipy.linalg.eigh_tridiagonal(alpha, beta, eigvals_only=True) ** 2)
+    return loss, lambda s: (np.arange(n) + np.random.default_rng(s).random(n),), dict(rtol=1e-4)
+
+
+def bilateral_filter_loops():
+    """A 1-D bilateral filter with loops over neighbours, the weights from traced range sigma."""
+    def loss(x, sr):
+        n = len(x); out = np.empty(n)
+        for i in range(n):
+            lo, hi = max(0, i - 3), min(n, i + 4)
+            win = x[lo:hi]
+            w = np.exp(-((np.arange(lo, hi) - i) ** 2) / 4.0 - (win - x[i]) ** 2 / (2 * sr ** 2))
+            out[i] = w @ win / w.sum()
+        return np.sum((out - x) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.sign(np.sin(np.arange(25) / 4)) + 0.2 * r.standard_normal(25), 0.5 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def iir_direct_form_ii_transposed():
+    """An IIR filter in transposed direct form II, the state z updated in place sample by sample."""
+    def loss(b, a, x):
+        z = np.zeros(len(a) - 1)
+        y = np.empty_like(x)
+        for n in range(len(x)):
+            y[n] = b[0] * x[n] + z[0]
+            z[:-1] = z[1:] + b[1:-1] * x[n] - a[1:-1] * y[n]
+            z[-1] = b[-1] * x[n] - a[-1] * y[n]
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.array([0.2, 0.3, 0.2]) + 0.01 * r.random(3), np.array([1.0, -0.5, 0.2]), r.standard_normal(30)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def allen_cahn_heun_roll_laplacian():
+    """A Heun (RK2) integration of an Allen-Cahn field with the Laplacian by np.roll into a
+    preallocated lap array, and periodic padding by hand."""
+    n = 16
+    def loss(u0, eps):
+        u = u0.copy(); lap = np.empty_like(u)
+        def rhs(v):
+            lap[...] = np.roll(v, 1, 0) + np.roll(v, -1, 0) + np.roll(v, 1, 1) + np.roll(v, -1, 1) - 4 * v
+            return eps * lap + v - v ** 3
+        for _ in range(6):
+            k1 = rhs(u)
+            k2 = rhs(u + 0.05 * k1)
+            u += 0.025 * (k1 + k2)
+        return np.mean(0.25 * (u ** 2 - 1) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.2 * r.standard_normal((n, n)), 0.5 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def kmeans_lloyd_soft_centroids():
+    """Lloyd's k-means with assignments by argmin (fixed) and centroids accumulated by
+    np.add.at, the within-cluster sum of squares."""
+    def loss(X, C0):
+        C = C0.copy()
+        for _ in range(3):
+            d = ((X[:, None, :] - C[None]) ** 2).sum(-1)
+            lab = np.argmin(d, axis=1)
+            sums = np.zeros_like(C); cnt = np.zeros(len(C))
+            np.add.at(sums, lab, X)
+            np.add.at(cnt, lab, 1)
+            C = sums / np.maximum(cnt, 1)[:, None]
+        return np.sum((X - C[lab]) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        X = np.concatenate([r.standard_normal((10, 2)) + [3, 0], r.standard_normal((10, 2)) - [3, 0]])
+        return X, np.array([[2.0, 0.5], [-2.0, -0.5]])
+    return loss, make, dict(argnums=(0, 1))
+
+
+def newton_raphson_implicit_euler_jacobian():
+    """Implicit Euler on a stiff chemical system, each step a Newton iteration with a
+    hand-built Jacobian filled in place and np.linalg.solve."""
+    def loss(y0, k):
+        y = y0.copy(); J = np.empty((3, 3)); h = 0.1
+        for _ in range(5):
+            z = y.copy()
+            for _ in range(4):
+                f = np.array([-k[0] * z[0] + k[1] * z[1] * z[2],
+                              k[0] * z[0] - k[1] * z[1] * z[2] - k[2] * z[1] ** 2,
+                              k[2] * z[1] ** 2])
+                J[0] = [-k[0], k[1] * z[2], k[1] * z[1]]
+                J[1] = [k[0], -k[1] * z[2] - 2 * k[2] * z[1], -k[1] * z[1]]
+                J[2] = [0.0, 2 * k[2] * z[1], 0.0]
+                z -= np.linalg.solve(np.eye(3) - h * J, z - y - h * f)
+            y[:] = z
+        return y[0] + 2 * y[2]
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.array([1.0, 0.0, 0.0]) + 0.01 * r.random(3), np.array([0.4, 10.0, 3.0]) * (1 + 0.1 * r.random(3))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def bellman_ford_relaxation():
+    """Bellman-Ford relaxing edges in Python loops (dist[v] = dist[u] + w where shorter)."""
+    edges = [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3), (3, 4), (2, 4), (4, 5), (3, 5)]
+    def loss(w):
+        dist = np.full(6, np.inf); dist[0] = 0.0
+        for _ in range(5):
+            for e, (u, v) in enumerate(edges):
+                if dist[u] + w[e] < dist[v]:
+                    dist[v] = dist[u] + w[e]
+        return np.sum(dist)
+    return loss, lambda s: (1 + np.random.default_rng(s).random(len(edges)),), {}
+
+
+
+def lu_crout_banded_inplace():
+    """Crout LU of a pentadiagonal matrix stored as a (5, n) band array, factors written
+    over it in place, then the solve."""
+    n = 12
+    def loss(d, rhs):
+        ab = np.zeros((5, n))
+        ab[2] = d; ab[1, 1:] = -1.0; ab[3, :-1] = -1.0; ab[0, 2:] = 0.1; ab[4, :-2] = 0.1
+        A = np.zeros((n, n))
+        for k in range(-2, 3):
+            A += np.diag(ab[2 - k, max(k, 0):n + min(k, 0)] if k >= 0 else ab[2 - k, :n + k], k)
+        for k in range(n - 1):
+            A[k + 1:k + 3, k] /= A[k, k]
+            A[k + 1:k + 3, k + 1:k + 3] -= np.outer(A[k + 1:k + 3, k], A[k, k + 1:k + 3])
+        y = rhs.copy()
+        for i in range(1, n):
+            y[i] -= A[i, max(0, i - 2):i] @ y[max(0, i - 2):i]
+        for i in range(n - 1, -1, -1):
+            y[i] = (y[i] - A[i, i + 1:i + 3] @ y[i + 1:i + 3]) / A[i, i]
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 3 + r.random(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def gram_schmidt_modified_inplace():
+    """Modified Gram-Schmidt orthonormalising the columns of a copy in place."""
+    def loss(A):
+        Q = A.copy(); n = Q.shape[1]; R = np.zeros((n, n))
+        for j in range(n):
+            for i in range(j):
+                R[i, j] = Q[:, i] @ Q[:, j]
+                Q[:, j] -= R[i, j] * Q[:, i]
+            R[j, j] = np.linalg.norm(Q[:, j])
+            Q[:, j] /= R[j, j]
+        return np.sum(np.log(np.abs(np.diag(R)))) + np.sum(Q[:3] ** 3)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((8, 4)),), {}
+
+
+def power_iteration_pagerank_inplace():
+    """PageRank by power iteration on a column-stochastic matrix built from traced weights,
+    the rank vector updated in place (r[:] = d * M @ r + (1 - d) / n)."""
+    n = 8
+    mask = (np.random.default_rng(4).random((n, n)) < 0.4) | np.eye(n, k=1, dtype=bool) | np.eye(n, k=-(n - 1), dtype=bool)
+    def loss(w, d):
+        W = np.where(mask, w, 0.0)
+        M = W / W.sum(axis=0, keepdims=True)
+        r = np.full(n, 1.0 / n)
+        for _ in range(30):
+            r[:] = d * (M @ r) + (1 - d) / n
+        return r @ np.arange(n)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 + r.random((n, n)), 0.85
+    return loss, make, dict(argnums=(0, 1))
+
+
+def verlet_list_lennard_jones_forces():
+    """Molecular dynamics forces accumulated into a preallocated array over a neighbour list
+    built once (pairs within a cutoff), f[i] += fij; f[j] -= fij."""
+    N = 8
+    def loss(x):
+        pairs = [(i, j) for i in range(N) for j in range(i + 1, N)
+                 if np.linalg.norm(np.asarray(x[i] - x[j])) < 2.5]
+        f = np.zeros_like(x); e = 0.0
+        for i, j in pairs:
+            d = x[i] - x[j]
+            r2 = d @ d
+            inv6 = 1.0 / r2 ** 3
+            e += 4 * (inv6 ** 2 - inv6)
+            fij = (48 * inv6 ** 2 - 24 * inv6) / r2 * d
+            f[i] += fij
+            f[j] -= fij
+        return e + 0.01 * np.sum(f ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        g = np.stack(np.meshgrid([0, 1.2], [0, 1.2], [0, 1.2], indexing="ij"), -1).reshape(-1, 3)
+        return g + 0.05 * r.standard_normal((N, 3))
+    return loss, lambda s: (make(s),), {}
+
+
+def upwind_burgers_loop_cfl():
+    """Inviscid Burgers with a first-order upwind scheme written as an index loop choosing the
+    side by the sign of u[i], a fixed dt."""
+    n = 20
+    def loss(u0):
+        u = u0.copy(); new = np.empty_like(u)
+        for _ in range(6):
+            for i in range(n):
+                if u[i] > 0:
+                    new[i] = u[i] - 0.2 * u[i] * (u[i] - u[i - 1])
+                else:
+                    new[i] = u[i] - 0.2 * u[i] * (u[(i + 1) % n] - u[i])
+            u, new = new, u
+        return np.sum(u ** 2)
+    return loss, lambda s: (np.sin(2 * np.pi * np.arange(n) / n) + 0.1 * np.random.default_rng(s).random(n),), {}
+
+
+def bilinear_image_resize_loops():
+    """A bilinear resize written with loops and floor/ceil weights into a preallocated output."""
+    def loss(img):
+        H, W = img.shape; oh, ow = 7, 9
+        out = np.zeros((oh, ow))
+        for i in range(oh):
+            y = i * (H - 1) / (oh - 1); y0 = int(np.floor(y)); y1 = min(y0 + 1, H - 1); wy = y - y0
+            for j in range(ow):
+                x = j * (W - 1) / (ow - 1); x0 = int(np.floor(x)); x1 = min(x0 + 1, W - 1); wx = x - x0
+                out[i, j] = ((1 - wy) * ((1 - wx) * img[y0, x0] + wx * img[y0, x1])
+                             + wy * ((1 - wx) * img[y1, x0] + wx * img[y1, x1]))
+        return np.sum(out ** 2) + out[3, 4]
+    return loss, lambda s: (np.random.default_rng(s).random((5, 6)),), {}
+
+
+def adam_optimizer_state_inplace():
+    """An Adam optimiser by hand (m *= b1; m += (1-b1) g; v likewise), inner training of a
+    ridge model whose outer loss is differentiated in the data and learning rate."""
+    def loss(X, y, lr):
+        w = np.zeros(X.shape[1]); m = np.zeros_like(w); v = np.zeros_like(w)
+        for t in range(1, 11):
+            g = X.T @ (X @ w - y) / len(y) + 0.01 * w
+            m *= 0.9; m += 0.1 * g
+            v *= 0.999; v += 0.001 * g ** 2
+            mh = m / (1 - 0.9 ** t); vh = v / (1 - 0.999 ** t)
+            w -= lr * mh / (np.sqrt(vh) + 1e-8)
+        return np.mean((X @ w - y) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((20, 3)), r.standard_normal(20), 0.05 + 0.01 * r.random()
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def radix2_fft_by_hand():
+    """An iterative radix-2 Cooley-Tukey FFT: bit reversal by fancy indexing, butterflies
+    writing a[k] and a[k + half] in place; the power spectrum's weighted sum."""
+    n = 16
+    bits = 4
+    rev = np.array([int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)])
+    def loss(x):
+        a = x[rev].astype(complex)
+        size = 2
+        while size <= n:
+            half = size // 2
+            w = np.exp(-2j * np.pi * np.arange(half) / size)
+            for start in range(0, n, size):
+                t = w * a[start + half:start + size]
+                u = a[start:start + half].copy()
+                a[start:start + half] = u + t
+                a[start + half:start + size] = u - t
+            size *= 2
+        return np.sum(np.abs(a) ** 2 * np.arange(n)) / n
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(n),), {}
+
+
+def birth_death_moment_equations_euler():
+    """Expected trajectory of a birth-death process by the moment equations stepped with
+    explicit Euler into a preallocated history array."""
+    def loss(k):
+        hist = np.empty((40, 2)); m = np.array([5.0, 30.0])
+        for t in range(40):
+            dm = np.array([k[0] - k[1] * m[0], k[2] + 2 * k[0] + k[1] * m[0] - 2 * k[1] * m[1]])
+            m += 0.05 * dm
+            hist[t] = m
+        return np.sum((hist[:, 0] - 8.0) ** 2) + np.sum(hist[-5:, 1])
+    return loss, lambda s: (np.array([2.0, 0.3, 0.1]) * (1 + 0.1 * np.random.default_rng(s).random(3)),), {}
+
+
+def sinkhorn_log_domain_inplace():
+    """Sinkhorn iterations in the log domain with logsumexp, f and g updated in place."""
+    n = 6
+    def loss(a, C, eps):
+        b = np.full(n, 1.0 / n)
+        f = np.zeros(n); g = np.zeros(n)
+        for _ in range(20):
+            f[:] = eps * np.log(a) - eps * scipy.special.logsumexp((g[None, :] - C) / eps, axis=1)
+            g[:] = eps * np.log(b) - eps * scipy.special.logsumexp((f[:, None] - C) / eps, axis=0)
+        P = np.exp((f[:, None] + g[None, :] - C) / eps)
+        return np.sum(P * C)
+    def make(s):
+        r = np.random.default_rng(s)
+        a = r.random(n) + 0.5; a /= a.sum()
+        x = r.random(n)
+        return a, (x[:, None] - np.linspace(0, 1, n)[None]) ** 2, 0.1
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def wave_equation_leapfrog_three_buffers():
+    """The 1-D wave equation with three rotating buffers (prev, cur, nxt) and fixed ends."""
+    n = 30
+    def loss(u0, c):
+        prev = u0.copy(); cur = u0.copy(); nxt = np.zeros(n)
+        r2 = (c * 0.5) ** 2
+        for _ in range(15):
+            nxt[1:-1] = 2 * cur[1:-1] - prev[1:-1] + r2 * (cur[2:] - 2 * cur[1:-1] + cur[:-2])
+            nxt[0] = nxt[-1] = 0.0
+            prev, cur, nxt = cur, nxt, prev
+        return np.sum(cur ** 2) + cur[n // 3]
+    def make(s):
+        r = np.random.default_rng(s)
+        x = np.linspace(0, 1, n)
+        return np.exp(-((x - 0.4 - 0.1 * r.random()) / 0.1) ** 2), 0.9 + 0.05 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def local_polynomial_regression_loop():
+    """LOESS by hand: a weighted least-squares fit per point with tricube weights, solved by
+    np.linalg.lstsq of the weighted design, results written into fitted[i]."""
+    def loss(x, y):
+        n = len(x); fitted = np.empty(n)
+        for i in range(n):
+            d = np.abs(x - x[i]); h = np.sort(d)[5]
+            w = np.clip(1 - (d / h) ** 3, 0, None) ** 3
+            sw = np.sqrt(w)
+            X = np.stack([np.ones(n), x - x[i]], axis=1)
+            beta = np.linalg.lstsq(X * sw[:, None], y * sw, rcond=None)[0]
+            fitted[i] = beta[0]
+        return np.sum((fitted - y) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        x = np.sort(r.random(15)); return x, np.sin(4 * x) + 0.1 * r.standard_normal(15)
+    return loss, make, dict(argnums=(1,))
+
+
+def simplex_projection_sorting():
+    """Euclidean projection onto the simplex by sorting (Duchi et al.), inside a projected
+    gradient loop with w -= lr * g; w[:] = proj(w)."""
+    def proj(v):
+        u = np.sort(v)[::-1]
+        css = np.cumsum(u)
+        rho = np.nonzero(u * np.arange(1, len(v) + 1) > (css - 1))[0][-1]
+        theta = (css[rho] - 1) / (rho + 1.0)
+        return np.maximum(v - theta, 0)
+    def loss(Sigma, mu):
+        w = np.full(len(mu), 1.0 / len(mu))
+        for _ in range(15):
+            g = Sigma @ w - mu
+            w -= 0.1 * g
+            w[:] = proj(w)
+        return w @ Sigma @ w - mu @ w
+    def make(s):
+        r = np.random.default_rng(s)
+        A = r.standard_normal((5, 5)); return A @ A.T / 5 + np.eye(5), 0.5 * r.random(5)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def runge_kutta_fehlberg_fixed_tableau():
+    """RK45 stages from the Butcher tableau in arrays, k stored in a (6, n) preallocated array
+    by rows, a fixed step (the embedded error only reported)."""
+    A = np.array([[0, 0, 0, 0, 0], [1 / 4, 0, 0, 0, 0], [3 / 32, 9 / 32, 0, 0, 0],
+                  [1932 / 2197, -7200 / 2197, 7296 / 2197, 0, 0], [439 / 216, -8, 3680 / 513, -845 / 4104, 0],
+                  [-8 / 27, 2, -3544 / 2565, 1859 / 4104, -11 / 40]])
+    b5 = np.array([16 / 135, 0, 6656 / 12825, 28561 / 56430, -9 / 50, 2 / 55])
+    def loss(y0, mu):
+        y = y0.copy(); K = np.zeros((6, 2)); h = 0.1
+        for _ in range(10):
+            for s in range(6):
+                ys = y + h * (A[s, :s] @ K[:s]) if s else y
+                K[s, 0] = ys[1]
+                K[s, 1] = mu * (1 - ys[0] ** 2) * ys[1] - ys[0]
+            y += h * (b5 @ K)
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.array([2.0, 0.0]) + 0.1 * r.random(2), 0.5 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def ewma_volatility_garch_filter():
+    """A GARCH(1,1) variance filter written sample by sample into sigma2[t], the Gaussian
+    negative log-likelihood in its parameters."""
+    def loss(params, r):
+        omega, alpha, beta = params
+        T = len(r); sigma2 = np.empty(T)
+        sigma2[0] = np.var(r)
+        for t in range(1, T):
+            sigma2[t] = omega + alpha * r[t - 1] ** 2 + beta * sigma2[t - 1]
+        return 0.5 * np.sum(np.log(sigma2) + r ** 2 / sigma2)
+    def make(s):
+        rng = np.random.default_rng(s)
+        return np.array([0.05, 0.1, 0.85]), 0.5 * rng.standard_normal(40)
+    return loss, make, dict(argnums=(0, 1))
+
+
+
+def nditer_readwrite_relaxation():
+    """An element-wise relaxation written with np.nditer(op_flags=["readwrite"]) as older
+    tutorials teach, x[...] = f(x) per element."""
+    def loss(u, t):
+        v = u.copy()
+        with np.nditer(v, op_flags=["readwrite"]) as it:
+            for x in it:
+                x[...] = np.tanh(t * x) + 0.1 * x
+        return np.sum(v ** 2)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal((3, 4)), 1.3), dict(argnums=(0, 1))
+
+
+def ndenumerate_stencil_boundary():
+    """A Laplacian smoothing over np.ndenumerate of a grid, boundary cells skipped by index
+    tests, writing into new[i, j]."""
+    def loss(u):
+        new = u.copy()
+        n, m = u.shape
+        for (i, j), val in np.ndenumerate(u):
+            if 0 < i < n - 1 and 0 < j < m - 1:
+                new[i, j] = 0.5 * val + 0.125 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1])
+        return np.sum(new ** 3)
+    return loss, lambda s: (np.random.default_rng(s).random((5, 6)),), {}
+
+
+def flat_put_fill_diagonal_assembly():
+    """Matrix assembly through a.flat[k] = ..., np.put of a traced vector and np.fill_diagonal
+    of traced values, then a solve."""
+    n = 6
+    def loss(d, off):
+        A = np.zeros((n, n))
+        np.fill_diagonal(A, d)
+        idx = np.arange(n - 1) * (n + 1) + 1
+        np.put(A, idx, off)
+        A.flat[idx + n - 1] = off
+        return np.sum(np.linalg.solve(A, np.ones(n)))
+    def make(s):
+        r = np.random.default_rng(s)
+        return 3 + r.random(n), -0.5 - 0.2 * r.random(n - 1)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def transposed_view_inplace_symmetric_update():
+    """A symmetric rank-2 update written through the transposed view (A.T[...] += ...), and the
+    upper triangle mirrored by A[il] = A.T[il]."""
+    n = 5
+    il = np.tril_indices(n, -1)
+    def loss(A0, u, v):
+        A = np.triu(A0).copy()
+        A += np.triu(np.outer(u, v) + np.outer(v, u))
+        A.T[...] += 0.0
+        A[il] = A.T[il]
+        return np.linalg.slogdet(A @ A.T + np.eye(n))[1]
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((n, n)), r.standard_normal(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def matmul_out_cumsum_out_chain():
+    """A linear recurrence with np.matmul(out=), np.cumsum(out=) and np.divide(where=, out=)
+    into preallocated buffers."""
+    def loss(W, x0):
+        x = x0.copy(); tmp = np.empty_like(x); cs = np.empty_like(x); ratio = np.zeros_like(x)
+        for _ in range(5):
+            np.matmul(W, x, out=tmp)
+            np.tanh(tmp, out=x)
+            np.cumsum(x, out=cs)
+            np.divide(x, cs, out=ratio, where=np.abs(cs) > 0.1)
+        return np.sum(ratio) + np.sum(x ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 * r.standard_normal((6, 6)), r.standard_normal(6)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def reversed_view_backward_sweep():
+    """An exponential smoother run forward and backward, the backward pass over x[::-1] views
+    written in place (a two-pass filtfilt by hand)."""
+    def loss(x, a):
+        y = x.copy()
+        for i in range(1, len(y)):
+            y[i] = a * y[i] + (1 - a) * y[i - 1]
+        r = y[::-1]
+        for i in range(1, len(r)):
+            r[i] = a * r[i] + (1 - a) * r[i - 1]
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(25), 0.3 + 0.1 * r.random()
+    return loss, make, dict(argnums=(0, 1))
+
+
+def structured_particles_recarray():
+    """Particles in a structured array (fields x, v, m) updated field by field in place."""
+    dt = np.dtype([("x", float), ("v", float), ("m", float)])
+    def loss(x0, v0):
+        p = np.zeros(len(x0), dtype=dt)
+        p["x"] = x0; p["v"] = v0; p["m"] = 1.0
+        for _ in range(5):
+            p["v"] -= 0.1 * p["x"] / p["m"]
+            p["x"] += 0.1 * p["v"]
+        return np.sum(p["x"] ** 2 + p["v"] ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(6), r.standard_normal(6)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def einsum_out_tensor_contraction_sweep():
+    """A tensor-train style contraction sweep with np.einsum(out=) into reused buffers."""
+    def loss(cores, v):
+        left = np.ones(1); buf = np.empty(3)
+        for c in cores:
+            np.einsum("i,ijk,j->k", left, c, v, out=buf)
+            left = buf.copy()
+        return np.sum(left ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        cores = [r.standard_normal((1, 4, 3))] + [r.standard_normal((3, 4, 3)) for _ in range(3)]
+        return np.stack(cores[1:]), r.standard_normal(4)
+    def wrapped(cores, v):
+        return loss([np.ones((1, 4, 3)) * 0.5] + list(cores), v)
+    return wrapped, make, dict(argnums=(0, 1))
+
+
+def rolling_window_zscore_loop():
+    """A rolling z-score with a running sum and sum of squares updated in place as the window
+    slides (s += x[i] - x[i - w])."""
+    w = 5
+    def loss(x):
+        n = len(x); z = np.zeros(n)
+        s = np.sum(x[:w]); s2 = np.sum(x[:w] ** 2)
+        for i in range(w, n):
+            s += x[i] - x[i - w]
+            s2 += x[i] ** 2 - x[i - w] ** 2
+            mean = s / w
+            var = s2 / w - mean ** 2
+            z[i] = (x[i] - mean) / np.sqrt(var + 1e-6)
+        return np.sum(z ** 2)
+    return loss, lambda s: (np.random.default_rng(s).standard_normal(30),), {}
+
+
+def scipy_solve_triangular_inplace_overwrite():
+    """Cholesky by scipy.linalg.cho_factor(overwrite_a=True) on a copy and
+    solve_triangular(overwrite_b=True): the in-place LAPACK flags as people pass them."""
+    n = 5
+    def loss(A0, b):
+        A = A0 @ A0.T + n * np.eye(n)
+        c, low = scipy.linalg.cho_factor(A.copy(), lower=True, overwrite_a=True)
+        y = scipy.linalg.solve_triangular(c, b.copy(), lower=True, overwrite_b=True)
+        return y @ y + np.sum(np.log(np.diag(c)))
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((n, n)), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def ode_adams_bashforth_history_deque():
+    """Adams-Bashforth 3 with the derivative history kept in a preallocated (3, n) array
+    rolled in place (hist[:-1] = hist[1:])."""
+    def loss(y0, k):
+        y = y0.copy(); hist = np.zeros((3, len(y))); h = 0.05
+        f = lambda y: -k * y + np.sin(y[::-1])  # noqa: E731
+        for i in range(3):
+            hist[i] = f(y); y = y + h * hist[i]
+        for _ in range(12):
+            hist[:-1] = hist[1:].copy()
+            hist[-1] = f(y)
+            y += h / 12 * (23 * hist[2] - 16 * hist[1] + 5 * hist[0])
+        return np.sum(y ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(4), 1 + r.random(4)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def sparse_jacobi_csr_arrays_iteration():
+    """Jacobi iterations on a scipy.sparse.csr_array whose data is traced, diagonal by
+    A.diagonal(), the residual by A @ x, x updated in place."""
+    n = 15
+    def loss(d, b):
+        A = scipy.sparse.diags_array([-np.ones(n - 1), d, -np.ones(n - 1)], offsets=[-1, 0, 1], format="csr")
+        x = np.zeros(n); D = A.diagonal()
+        for _ in range(20):
+            x += (b - A @ x) / D
+        return np.sum(x ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 3 + r.random(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1))
+
+
+
+def romberg_table_inplace():
+    """Romberg integration: trapezoid refinements in R[i, 0], Richardson extrapolation filling
+    the table in place, of an integrand with traced parameters."""
+    def loss(p):
+        f = lambda x: np.exp(-p[0] * x) * np.cos(p[1] * x)  # noqa: E731
+        a, b, K = 0.0, 2.0, 5
+        R = np.zeros((K, K))
+        h = b - a
+        R[0, 0] = 0.5 * h * (f(a) + f(b))
+        for i in range(1, K):
+            h /= 2
+            R[i, 0] = 0.5 * R[i - 1, 0] + h * np.sum(f(a + h * np.arange(1, 2 ** i, 2)))
+            for j in range(1, i + 1):
+                R[i, j] = R[i, j - 1] + (R[i, j - 1] - R[i - 1, j - 1]) / (4 ** j - 1)
+        return R[-1, -1] ** 2
+    return loss, lambda s: (np.array([0.5, 2.0]) + 0.1 * np.random.default_rng(s).random(2),), {}
+
+
+def newton_deflation_synthetic_division():
+    """All real roots of a polynomial by Newton's method with Horner evaluation, each root
+    deflated from the coefficients by synthetic division in place (b[k] += root * b[k-1])."""
+    def loss(c):
+        b = c.copy(); roots = np.zeros(len(c) - 1)
+        for r in range(len(c) - 1):
+            x = 0.0 + 0.1 * r
+            for _ in range(30):
+                p = b[0]; dp = 0.0
+                for k in range(1, len(b)):
+                    dp = dp * x + p
+                    p = p * x + b[k]
+                x = x - p / dp
+            roots[r] = x
+            for k in range(1, len(b)):
+                b[k] += x * b[k - 1]
+            b = b[:-1].copy()
+        return np.sum(np.sort(roots) * np.arange(1, len(roots) + 1))
+    def make(s):
+        z = np.array([-1.5, 0.4, 1.7, 3.1]) + 0.05 * np.random.default_rng(s).random(4)
+        return np.poly(z),
+    return loss, make, dict(rtol=1e-4)
+
+
+SLOW = {"gauss_seidel_sor_sweeps", "rk4_preallocated_stages", "kalman_joseph_update_inplace",
+        "sinkhorn_log_domain_inplace", "verlet_list_lennard_jones_forces",
+        "runge_kutta_fehlberg_fixed_tableau", "upwind_burgers_loop_cfl",
+        "local_polynomial_regression_loop", "birth_death_moment_equations_euler",
+        "newton_raphson_implicit_euler_jacobian",
+        "csgraph_shortest_path_traced_weights", "curve_fit_spectral_line",
         "dct_poisson_neumann_solver", "dict_state_predator_prey_spatial",
         "eigh_subset_expm_frechet_dare", "expm_multiply_master_equation",
         "fem_1d_poisson_lil_spsolve", "fem_2d_coo_assembly_spsolve", "hydrology_bucket_model",
@@ -2318,6 +3506,66 @@ PROGRAMS = [pytest.param(p, marks=pytest.mark.slow) if p.__name__ in SLOW else p
     numpy_linalg_lstsq_tensorsolve_multidot,
     fft_hfft_fftshift_fftn_axes,
     trust_constr_nonlinear_constraint,
+    nr_tridag_thomas,
+    savitzky_golay_by_hand,
+    cholesky_rank_one_update_inplace,
+    lu_partial_pivoting_row_swaps,
+    rk4_preallocated_stages,
+    conjugate_gradient_inplace_axpy,
+    kalman_joseph_update_inplace,
+    particle_push_add_at_deposit,
+    finite_volume_flux_loop,
+    median_percentile_filter_by_hand,
+    csr_matvec_loop_by_hand,
+    floyd_warshall_inplace,
+    dtw_sakoe_chiba_weighted_steps,
+    viterbi_log_table,
+    smith_waterman_soft_scores,
+    histogram_equalisation_soft,
+    gauss_seidel_sor_sweeps,
+    jacobi_eigenvalue_rotations,
+    givens_qr_least_squares_inplace,
+    leapfrog_nbody_preallocated,
+    crank_nicolson_thomas_heat,
+    needleman_wunsch_global,
+    forward_algorithm_scaled_hmm,
+    levinson_durbin_inplace,
+    lanczos_tridiagonalisation,
+    bilateral_filter_loops,
+    iir_direct_form_ii_transposed,
+    allen_cahn_heun_roll_laplacian,
+    kmeans_lloyd_soft_centroids,
+    newton_raphson_implicit_euler_jacobian,
+    bellman_ford_relaxation,
+    lu_crout_banded_inplace,
+    gram_schmidt_modified_inplace,
+    power_iteration_pagerank_inplace,
+    verlet_list_lennard_jones_forces,
+    upwind_burgers_loop_cfl,
+    bilinear_image_resize_loops,
+    adam_optimizer_state_inplace,
+    radix2_fft_by_hand,
+    birth_death_moment_equations_euler,
+    sinkhorn_log_domain_inplace,
+    wave_equation_leapfrog_three_buffers,
+    local_polynomial_regression_loop,
+    simplex_projection_sorting,
+    runge_kutta_fehlberg_fixed_tableau,
+    ewma_volatility_garch_filter,
+    nditer_readwrite_relaxation,
+    ndenumerate_stencil_boundary,
+    flat_put_fill_diagonal_assembly,
+    transposed_view_inplace_symmetric_update,
+    matmul_out_cumsum_out_chain,
+    reversed_view_backward_sweep,
+    structured_particles_recarray,
+    einsum_out_tensor_contraction_sweep,
+    rolling_window_zscore_loop,
+    scipy_solve_triangular_inplace_overwrite,
+    ode_adams_bashforth_history_deque,
+    sparse_jacobi_csr_arrays_iteration,
+    romberg_table_inplace,
+    newton_deflation_synthetic_division,
 ]]
 
 
@@ -2349,3 +3597,68 @@ def test_a_python_float_argument_written_into_an_array_is_replayed(write):
 
     calls = [(np.random.default_rng(s).standard_normal(12), 0.3 + s) for s in range(4)]
     replayed_like_traced(loss, calls, argnums=(0, 1), traced_once=True)
+
+
+def _damped_least_squares(method, dense):
+    """The solution norm of a damped least-squares fit, in the data and the damping both (a
+    ridge path), as an L-curve search writes it."""
+    A = scipy.sparse.random(30, 10, density=0.4, random_state=1, format="csr") \
+        + scipy.sparse.eye(30, 10)
+    if dense:
+        A = A.toarray()
+    options = dict(atol=1e-13, btol=1e-13, **({"iter_lim": 500} if method == "lsqr"
+                                               else {"maxiter": 500}))
+
+    def loss(b, damp):
+        x = getattr(scipy.sparse.linalg, method)(A, b, damp=damp, **options)[0]
+        return np.sum(x ** 2) + np.sum(np.sin(x))
+    return loss
+
+
+@pytest.mark.parametrize("method", ["lsqr", "lsmr"])
+@pytest.mark.parametrize("dense", [False, True], ids=["sparse", "dense"])
+def test_a_traced_damp_of_lsqr_and_lsmr_is_differentiated(method, dense):
+    # regression: a traced damp was refused as a traced setting
+    import mutad
+
+    loss = _damped_least_squares(method, dense)
+    b = np.random.default_rng(0).standard_normal(30)
+    damp = 0.7
+    kept = b.copy()
+    value, (gb, gd) = mutad.value_and_grad(loss, argnums=(0, 1))(b, damp)
+    assert value == loss(b, damp)
+    assert np.array_equal(b, kept)
+    h = 1e-5
+    assert np.isclose(gd, (loss(b, damp + h) - loss(b, damp - h)) / (2 * h), rtol=1e-5)
+    e = np.zeros(30)
+    e[3] = h
+    assert np.isclose(gb[3], (loss(b + e, damp) - loss(b - e, damp)) / (2 * h), rtol=1e-5)
+    direction = np.random.default_rng(1).standard_normal(30)
+    _, tangent = mutad.jvp(loss, (b, damp), (direction, 0.5))
+    assert np.isclose(tangent, gb @ direction + 0.5 * gd, rtol=1e-6)
+    from tests.test_replay import replayed_like_traced
+    replayed_like_traced(loss, [(b * (1 + 0.1 * s), damp + 0.1 * s) for s in range(4)],
+                         argnums=(0, 1))
+
+
+def test_a_number_given_a_none_tangent_is_a_constant():
+    # regression: jvp traced a number whose tangent was None (docs: a constant, as an argument
+    # left out of gradient's argnums), so a tolerance passed that way was refused as a traced
+    # setting of lsqr
+    import mutad
+
+    A = scipy.sparse.diags([-1, 2.5, -1], [-1, 0, 1], shape=(8, 8), format="csr")
+
+    def energy(y, tol):
+        x = scipy.sparse.linalg.lsqr(A, y, atol=tol, btol=tol)[0]
+        return np.sum(x ** 2)
+
+    y = np.linspace(0, 1, 8)
+    value, tangent = mutad.jvp(energy, (y, 1e-12), (np.ones(8), None))
+    assert value == energy(y, 1e-12)
+    assert np.isclose(tangent, mutad.gradient(energy, y, 1e-12, argnums=0) @ np.ones(8),
+                      rtol=1e-6)
+    seen = []  # (isinstance: a type compared by identity here would stop float() being followed)
+    mutad.jvp(lambda y, a, b: seen.append(isinstance(a, float) and isinstance(b, np.float32))
+              or np.sum(y * a * b), (y, 0.3, np.float32(2)), (y, None, None))
+    assert seen == [True]

@@ -514,8 +514,30 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
     with pytest.raises(UnsupportedOperationError, match="not symmetric"):
         mutad.gradient(lambda k: np.sum(eigsh(chain(k) + scipy.sparse.diags(
             [k[1:-1]], [1], format="csr"), 2, v0=V0)[0]), KE.copy())
-    with pytest.raises(UnsupportedOperationError, match="first order"):
-        mutad.hessian(lambda k: np.sum(eigsh(chain(k), 2, v0=V0)[0]), KE.copy())
+
+
+
+@pytest.mark.parametrize("name", EIGSH)
+def test_eigsh_has_second_derivatives(name):
+    # regression: a hessian of eigsh's pairs was refused (a rule of the first order); its
+    # derivatives are written with followed calls, so every order differentiates them
+    f = EIGSH[name]
+    k = KE.copy()
+    mutad.check_grads(f, k, order=2, rtol=1e-5)
+    assert k.tobytes() == KE.tobytes()
+
+
+def test_eigsh_hessian_is_that_of_the_dense_eigh():
+    def sparse(k):
+        w, v = scipy.sparse.linalg.eigsh(chain(k), 3, which="SA", v0=V0)
+        return np.sum(w * np.array([1.0, 2.0, 3.0])) + np.sum(signed(v) ** 3)
+
+    def dense(k):
+        w, v = scipy.linalg.eigh(chain(k).toarray())
+        return np.sum(w[:3] * np.array([1.0, 2.0, 3.0])) + np.sum(signed(v[:, :3]) ** 3)
+
+    assert np.allclose(mutad.hessian(sparse, KE.copy()), mutad.hessian(dense, KE.copy()),
+                       rtol=1e-6, atol=1e-8)
 
 
 def test_eigsh_refuses_a_value_repeated_among_those_not_returned():
@@ -762,15 +784,42 @@ def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
     assert np.allclose(t, t_dense, rtol=1e-10)
 
 
+def test_expm_multiply_has_derivatives_of_every_order():
+    # regression: its second derivatives were refused (a rule of the first order); they are
+    # those of the dense exponential
+    expm_multiply = scipy.sparse.linalg.expm_multiply
+
+    def weighted(y):
+        return np.sum(np.sin(y) * np.arange(y.size).reshape(y.shape))
+
+    exact = mutad.hessian(lambda k: weighted(scipy.linalg.expm(generator(k).toarray()) @ B),
+                          KX.copy())
+    for matrix in (generator, lambda k: generator(k).toarray()):
+        kept = KX.copy()
+        h = mutad.hessian(lambda k: weighted(expm_multiply(matrix(k), B)), kept)
+        assert np.allclose(h, exact, rtol=1e-8, atol=1e-10)
+        assert kept.tobytes() == KX.tobytes()
+
+
+@pytest.mark.slow
+def test_expm_multiply_has_third_derivatives():
+    expm_multiply = scipy.sparse.linalg.expm_multiply
+
+    def weighted(y):
+        return np.sum(np.sin(y) * np.arange(y.size).reshape(y.shape))
+
+    third = mutad.jacfwd(lambda k: mutad.hessian(
+        lambda k: weighted(expm_multiply(generator(k), B)), k))
+    exact3 = mutad.jacfwd(lambda k: mutad.hessian(
+        lambda k: weighted(scipy.linalg.expm(generator(k).toarray()) @ B), k))
+    assert np.allclose(third(KX.copy()), exact3(KX.copy()), rtol=1e-7, atol=1e-9)
+
+
 def test_expm_multiply_is_refused_where_it_has_no_rule():
     expm_multiply = scipy.sparse.linalg.expm_multiply
     with pytest.raises(UnsupportedOperationError, match="grid of traced times"):
         mutad.gradient(lambda k: np.sum(expm_multiply(generator(KX), B, start=0.0, stop=k[0],
                                                       num=3)), KX.copy())
-    with pytest.raises(UnsupportedOperationError, match="first order"):
-        mutad.hessian(lambda k: np.sum(expm_multiply(generator(k), B)), KX.copy())
-    with pytest.raises(UnsupportedOperationError, match="first order"):
-        mutad.hessian(lambda k: np.sum(expm_multiply(generator(k).toarray(), B)), KX.copy())
     operator = scipy.sparse.linalg.aslinearoperator(generator(KX))
     with pytest.raises(UnsupportedOperationError, match="LinearOperator"):
         mutad.gradient(lambda u: np.sum(expm_multiply(operator, u)), U.copy())

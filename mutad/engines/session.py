@@ -800,6 +800,8 @@ class ForwardDifferentiation(Differentiation):
             raise InvalidArgumentError(f"jvp: a tangent of shape {np.shape(t)} was given for a "
                                        f"primal of shape {np.shape(x)}.")
         level = self.level
+        if t is None and (type(x) in (float, complex) or isinstance(x, np.inexact)):
+            return x  # a number without a tangent: a constant, as NumPy's own (docs/api.md)
         if is_inexact_scalar(x):
             value = enclosed(as_array(np.result_type(x).type(x)), level)
             if wrapped(t):  # an enclosing level's value: it follows the tangent

@@ -149,7 +149,9 @@ and a second call with the same settings, matched eigenvalue by eigenvalue to 1e
 eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ λ̄ᵢ vᵢ vᵢᵀ`` on ``A``'s
 pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
 eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
-to ``ADJOINT_RTOL``. First order only; repeated eigenvalues among the returned ones (within
+to ``ADJOINT_RTOL``; where a differentiation follows them (a hessian), the same formulas by
+NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. Repeated
+eigenvalues among the returned ones (within
 ``1e-8`` relative) and the generalized problem (``M``) are refused, and so is, with ``eigs``,
 a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
 matrix).
@@ -170,7 +172,9 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
-``A``; the times themselves are constants (traced ones refused). First order only. Of a dense
+``A``; the times themselves are constants (traced ones refused). Where a differentiation
+follows the derivatives (a hessian), the same formulas by NumPy's calls and ``expm_multiply``
+of the dense matrices, which it follows in turn, to every order. Of a dense
 ``A`` (an array), SciPy's value of the array, the derivatives those of its sparse form.
 ``expm(A)`` is SciPy's matrix, differentiated as the dense exponential at the entries it
 stores (refused where it leaves out entries the traced values reach); ``matrix_power`` SciPy's
@@ -180,7 +184,9 @@ squarings of the traced products.
 the exact solution of ``(AᵀA + damp² I) x = Aᵀ b`` at it (``_LeastSquares``): ``λ = (AᵀA +
 damp² I)⁻¹ x̄``, ``b̄ = A λ``, ``Ā = r λᵀ - (A λ) xᵀ`` on ``A``'s pattern, the normal solve by
 the same method to ``ADJOINT_RTOL``. The norms and estimates they report are not
-differentiated: inside a differentiation they are placeholders whose use raises.
+differentiated: inside a differentiation they are placeholders whose use raises. A traced
+``damp`` is differentiated by ``d̄ = -2 damp ⟨λ, x⟩`` (forward: ``-2 damp ḋ x`` added to the
+normal solve's right-hand side), except with an operator of the user's functions (refused).
 """
 
 from __future__ import annotations
@@ -4123,9 +4129,6 @@ class _Eigenproblem:
         return -project(z)
 
 
-_eigenproblem_first_order = _first_order("scipy.sparse.linalg.eigsh", "scipy.linalg.eigh")
-
-
 def _eigenvalues_value(data, problem):
     return problem.value(data)[0].copy()
 
@@ -4140,40 +4143,65 @@ _eigenvectors = Adjoint(_eigenvectors_value)
 _eigenvectors.complex_values = None
 
 
+def _followed_pairs(data, problem):
+    """The pairs ``(w, v)`` of ``problem``: the plain ones, or, where a differentiation follows
+    ``data`` (a hessian), the pairs it follows (its own ``_eigenvalues`` and ``_eigenvectors``
+    of the same call), of which the rules below compute their derivatives by NumPy's calls."""
+    if not _followed(data):
+        return problem.value(data)
+    return _eigenvalues(data, problem=problem), _eigenvectors(data, problem=problem)
+
+
+def _complement_solve(data, problem, w, v, i, rhs):
+    """``problem.complement_solve``; where a differentiation follows it, by NumPy's calls on
+    the dense matrix (which it follows, to every order): ``z`` of the bordered system
+    ``[[A - λᵢ I, vᵢ], [vᵢᵀ, 0]] [z; μ] = [Pᵢ rhs; 0]`` (``μ = 0`` as ``vᵢᵀ (A - λᵢ I) = 0``:
+    ``z = (A - λᵢ I)⁺ Pᵢ rhs``), then ``-z``."""
+    if not _followed(data, w, v, rhs):
+        return problem.complement_solve(data, i, rhs)
+    a = _followed_dense(problem.layout, data)
+    n = a.shape[0]
+    vi = v[:, i]
+    bordered = np.block([[a - w[i] * np.eye(n), vi[:, None]], [vi[None, :], np.zeros((1, 1))]])
+    return -np.linalg.solve(bordered, np.concatenate([rhs - vi * (vi @ rhs), np.zeros(1)]))[:n]
+
+
+def _followed_product(problem, data, direction, v):
+    """``Ȧ v`` for the stored values ``direction`` of ``Ȧ`` (plain, or followed: densely)."""
+    if not _followed(data, direction, v):
+        return problem.layout.build(np.asarray(direction, float)) @ v
+    return _followed_dense(problem.layout, direction) @ v
+
+
 @_eigenvalues.rule
 def _eigenvalues_rule(data, problem):
-    _eigenproblem_first_order(data)
-    w, v = problem.value(data)
+    w, v = _followed_pairs(data, problem)
 
     def back(dw):
         # dλᵢ = vᵢᵀ dA vᵢ: the cotangent of A's stored values is Σᵢ λ̄ᵢ vᵢ[r] vᵢ[c]
-        _eigenproblem_first_order(dw)
-        return (problem.layout.slots(v * np.asarray(dw), v),)
+        return (problem.layout.slots(v * (dw if _followed(dw) else np.asarray(dw)), v),)
 
     return w.copy(), back
 
 
 @_eigenvalues.jvp_rule
 def _eigenvalues_jvp(tangents, data, problem):
-    _eigenproblem_first_order(data, tangents[0])
-    w, v = problem.value(data)
+    w, v = _followed_pairs(data, problem)
     if tangents[0] is None:
         return w.copy(), None
-    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
+    change = _followed_product(problem, data, tangents[0], v)
     return w.copy(), np.sum(v * change, axis=0)
 
 
 @_eigenvectors.rule
 def _eigenvectors_rule(data, problem):
-    _eigenproblem_first_order(data)
-    w, v = problem.value(data)
+    w, v = _followed_pairs(data, problem)
 
     def back(dv):
         # dvᵢ = -(A - λᵢ)⁺ Pᵢ dA vᵢ (Pᵢ = I - vᵢ vᵢᵀ): Ā = Σᵢ zᵢ vᵢᵀ, zᵢ = -Pᵢ (A - λᵢ)⁺ Pᵢ v̄ᵢ
-        _eigenproblem_first_order(dv)
-        dv = np.asarray(dv, float)
-        z = np.stack([problem.complement_solve(data, i, dv[:, i]) for i in range(len(w))],
-                     axis=1)
+        dv = dv if _followed(dv) else np.asarray(dv, float)
+        z = np.stack([_complement_solve(data, problem, w, v, i, dv[:, i])
+                      for i in range(len(w))], axis=1)
         return (problem.layout.slots(z, v),)
 
     return v.copy(), back
@@ -4181,12 +4209,11 @@ def _eigenvectors_rule(data, problem):
 
 @_eigenvectors.jvp_rule
 def _eigenvectors_jvp(tangents, data, problem):
-    _eigenproblem_first_order(data, tangents[0])
-    w, v = problem.value(data)
+    w, v = _followed_pairs(data, problem)
     if tangents[0] is None:
         return v.copy(), None
-    change = problem.layout.build(np.asarray(tangents[0], float)) @ v
-    return v.copy(), np.stack([problem.complement_solve(data, i, change[:, i])
+    change = _followed_product(problem, data, tangents[0], v)
+    return v.copy(), np.stack([_complement_solve(data, problem, w, v, i, change[:, i])
                                for i in range(len(w))], axis=1)
 
 
@@ -4845,13 +4872,6 @@ laplacian = _route(SCIPY["laplacian"], _laplacian)
 # expm_multiply: e^A B
 
 
-def _first_order_expm(*items):
-    if _followed(*items):
-        _refuse("scipy.sparse.linalg.expm_multiply under a differentiation of a differentiation "
-                "(a hessian, a gradient of a gradient)", "its rule is of the first order; make "
-                "the matrix dense and use scipy.linalg.expm, which every order differentiates.")
-
-
 def _expm_apply_value(data, b, layout, traceA, grid):
     return SCIPY["expm_multiply"](layout.build(data), b, traceA=traceA, **dict(grid))
 
@@ -4888,7 +4908,6 @@ def _expm_cotangents(matrix, b, grid, dy):
     # b̄ = e^{Aᵀ} ȳ; Ā = L(Aᵀ, ȳ bᵀ): ⟨ȳ, L(A, E) b⟩ = ⟨L(Aᵀ, ȳ bᵀ), E⟩, its columns the top
     # half of exp([[Aᵀ, ȳ bᵀ], [0, Aᵀ]]) [0; I]. On a grid, the sum over the times t of those
     # of e^{tA} B: e^{tAᵀ} ȳ_t and t L(tAᵀ, ȳ_t bᵀ).
-    _first_order_expm(dy)
     dy = np.asarray(dy, float)
     times = _grid_times(grid)
     transposed = SCIPY["csr_array"](matrix.T)
@@ -4902,6 +4921,48 @@ def _expm_cotangents(matrix, b, grid, dy):
         frechet += t * SCIPY["expm_multiply"](
             _expm_block(transposed * t, SCIPY["csr_array"](outer)), stacked)[:n]
     return frechet, db
+
+
+def _expm_followed_cotangents(a, b, grid, dy):
+    """``_expm_cotangents`` where a differentiation follows them (a hessian): the same
+    formulas of the dense ``a``, by NumPy's calls and ``expm_multiply`` itself, which the
+    enclosing differentiation follows (to every order, densely)."""
+    times = _grid_times(grid)
+    n = a.shape[0]
+    stacked = np.concatenate([np.zeros((n, n)), np.eye(n)])
+    db, frechet = 0.0, 0.0
+    for t, dy_t in ([(1.0, dy)] if times is None else zip(times, dy)):
+        dy_t = np.reshape(dy_t, np.shape(b))
+        at = a.T * t
+        db = db + expm_multiply(at, dy_t)
+        outer = np.outer(dy_t, b) if np.ndim(dy_t) == 1 else dy_t @ b.T
+        frechet = frechet + t * expm_multiply(
+            np.block([[at, outer], [np.zeros((n, n)), at]]), stacked)[:n]
+    return frechet, db
+
+
+def _expm_followed_tangent(a, da, b, db, grid):
+    """``_expm_tangent`` where a differentiation follows it: of the dense ``a`` and ``da``
+    (or None), by followed calls as ``_expm_followed_cotangents``."""
+    n = a.shape[0]
+    top = np.zeros(np.shape(b)) if db is None else db
+
+    def at(t):
+        if da is None:
+            return expm_multiply(a * t, top)
+        return expm_multiply(np.block([[a * t, da * t], [np.zeros((n, n)), a * t]]),
+                             np.concatenate([top, b]))[:n]
+
+    times = _grid_times(grid)
+    return at(1.0) if times is None else np.stack([at(t) for t in times])
+
+
+def _followed_dense(layout, data):
+    """The dense matrix of ``layout`` holding ``data``, by NumPy's calls (followed)."""
+    m, n = layout.shape
+    return np.reshape(np.bincount(layout.rows * n + layout.cols, minlength=m * n,
+                                  weights=np.where(layout.valid, np.reshape(data, -1), 0.0)),
+                      (m, n))
 
 
 def _expm_tangent(matrix, direction, b, db, grid):
@@ -4923,11 +4984,13 @@ def _expm_tangent(matrix, direction, b, db, grid):
 
 @_expm_apply.rule
 def _expm_apply_rule(data, b, layout, traceA, grid):
-    _first_order_expm(data, b)
     y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
 
     def back(dy):
-        frechet, db = _expm_cotangents(layout.build(data), np.asarray(b, float), grid, dy)
+        if _followed(data, b, dy):
+            frechet, db = _expm_followed_cotangents(_followed_dense(layout, data), b, grid, dy)
+        else:
+            frechet, db = _expm_cotangents(layout.build(data), np.asarray(b, float), grid, dy)
         ddata = frechet[layout.rows, layout.cols]
         if layout.padded:
             ddata = np.where(layout.valid, ddata, 0.0)
@@ -4938,11 +5001,14 @@ def _expm_apply_rule(data, b, layout, traceA, grid):
 
 @_expm_apply.jvp_rule
 def _expm_apply_jvp(tangents, data, b, layout, traceA, grid):
-    _first_order_expm(data, b, *tangents)
     y = _expm_apply(data, b, layout=layout, traceA=traceA, grid=grid)
     ddata, db = tangents
     if ddata is None and db is None:
         return y, None
+    if _followed(data, b, *tangents):
+        return y, _expm_followed_tangent(
+            _followed_dense(layout, data),
+            None if ddata is None else _followed_dense(layout, ddata), b, db, grid)
     direction = None if ddata is None else layout.build(np.asarray(ddata, float),
                                                          dropping=False)
     return y, _expm_tangent(layout.build(data), direction, np.asarray(b, float), db, grid)
@@ -4952,19 +5018,25 @@ def _expm_apply_jvp(tangents, data, b, layout, traceA, grid):
 
 @_expm_apply_dense.rule
 def _expm_apply_dense_rule(a, b, traceA, grid):
-    _first_order_expm(a, b)
     y = _expm_apply_dense(a, b, traceA=traceA, grid=grid)
-    return y, lambda dy: _expm_cotangents(SCIPY["csr_array"](np.asarray(a, float)),
-                                          np.asarray(b, float), grid, dy)
+
+    def back(dy):
+        if _followed(a, b, dy):
+            return _expm_followed_cotangents(a, b, grid, dy)
+        return _expm_cotangents(SCIPY["csr_array"](np.asarray(a, float)),
+                                np.asarray(b, float), grid, dy)
+
+    return y, back
 
 
 @_expm_apply_dense.jvp_rule
 def _expm_apply_dense_jvp(tangents, a, b, traceA, grid):
-    _first_order_expm(a, b, *tangents)
     y = _expm_apply_dense(a, b, traceA=traceA, grid=grid)
     da, db = tangents
     if da is None and db is None:
         return y, None
+    if _followed(a, b, *tangents):
+        return y, _expm_followed_tangent(a, da, b, db, grid)
     direction = None if da is None else SCIPY["csr_array"](np.asarray(da, float))
     return y, _expm_tangent(SCIPY["csr_array"](np.asarray(a, float)), direction,
                             np.asarray(b, float), db, grid)
@@ -5058,7 +5130,8 @@ class _LeastSquares:
         return result[0]
 
 
-def _least_squares_value(data, b, guess, problem):
+def _least_squares_value(data, b, guess, damp, problem):
+    problem.damp = float(damp)
     return problem.value(data, b, guess)
 
 
@@ -5075,13 +5148,14 @@ def _least_squares_first_order(problem, *items):
 
 
 @_least_squares.rule
-def _least_squares_rule(data, b, guess, problem):
-    _least_squares_first_order(problem, data, b)
-    x = problem.value(data, b, guess)
+def _least_squares_rule(data, b, guess, damp, problem):
+    _least_squares_first_order(problem, data, b, damp)
+    x = _least_squares_value(data, b, guess, damp, problem)
     plain_b = np.asarray(b, float)
 
     def back(dx):
-        # (AᵀA + d²I) x = Aᵀ b: λ = (AᵀA + d²I)⁻¹ x̄, b̄ = A λ, Ā = r λᵀ - (A λ) xᵀ (r = b - A x)
+        # (AᵀA + d²I) x = Aᵀ b: λ = (AᵀA + d²I)⁻¹ x̄, b̄ = A λ, Ā = r λᵀ - (A λ) xᵀ (r = b - A x),
+        # d̄ = -2 d ⟨λ, x⟩
         _least_squares_first_order(problem, dx)
         lam = problem.normal_solve(data, np.asarray(dx, float))
         a = _splinalg.aslinearoperator(problem.matrix(data))
@@ -5090,15 +5164,15 @@ def _least_squares_rule(data, b, guess, problem):
         if problem.layout is not None:
             layout = problem.layout
             ddata = layout.slots(plain_b - a.matvec(x), lam) - layout.slots(a_lam, x)
-        return ddata, a_lam, None
+        return ddata, a_lam, None, -2 * problem.damp * np.dot(lam, x)
 
     return x, back
 
 
 @_least_squares.jvp_rule
-def _least_squares_jvp(tangents, data, b, guess, problem):
-    _least_squares_first_order(problem, data, b, *tangents)
-    x = problem.value(data, b, guess)
+def _least_squares_jvp(tangents, data, b, guess, damp, problem):
+    _least_squares_first_order(problem, data, b, damp, *tangents)
+    x = _least_squares_value(data, b, guess, damp, problem)
     ddata, db = tangents[0], tangents[1]
     a = _splinalg.aslinearoperator(problem.matrix(data))
     change = np.zeros(len(np.ravel(b))) if db is None else np.asarray(db, float).copy()
@@ -5107,8 +5181,10 @@ def _least_squares_jvp(tangents, data, b, guess, problem):
         direction = problem.layout.build(np.asarray(ddata, float), dropping=False)
         c = c + direction.T @ (np.asarray(b, float) - a.matvec(x))
         change = change - direction @ x
-    # (AᵀA + d²I) ẋ = Ȧᵀ r + Aᵀ (ḃ - Ȧ x)
+    # (AᵀA + d²I) ẋ = Ȧᵀ r + Aᵀ (ḃ - Ȧ x) - 2 d ḋ x
     c = c + a.rmatvec(change)
+    if tangents[3] is not None:
+        c = c - 2 * problem.damp * float(tangents[3]) * x
     return x, problem.normal_solve(data, c)
 
 
@@ -5127,28 +5203,32 @@ def _least_squares_method(method):
             _refuse(f"scipy.sparse.linalg.{method} with its settings passed by position",
                     "pass atol, btol, ... by name.")
         _dense_rhs(b, method)
-        if _followed(damp, *options.values()):
+        if _followed(*options.values()):
             _refuse(f"scipy.sparse.linalg.{method} with traced settings", "pass them as "
-                    "constants; the solution's derivative is in A and b.")
+                    "constants; the solution's derivative is in A, b and damp.")
         if options.get("calc_var"):
             _refuse("scipy.sparse.linalg.lsqr(calc_var=True) of traced values", "mutad does "
                     "not differentiate var: leave calc_var out.")
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
         if parameters is not None:
+            if _followed(damp):
+                _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator of your functions "
+                        "with a traced damp", "pass damp as a constant, or A as a sparse or "
+                        "dense matrix, whose damp is differentiated.")
             problem = _OperatorLeastSquares(method, A, parameters, damp, options)
             x = _operator_least_squares(b, guess, *parameters.values(), problem=problem)
             return (x, *found_again(x, _stop_and_iterations, problem),
                     *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
             layout, data = _matrix_of(A, method)
-            problem = _LeastSquares(method, layout, None, damp, options)
+            problem = _LeastSquares(method, layout, None, None, options)
         elif innermost((A,)) is not None:  # a dense matrix with traced values
             layout, data = _dense_matrix_of(A, method)
-            problem = _LeastSquares(method, layout, None, damp, options)
+            problem = _LeastSquares(method, layout, None, None, options)
         else:  # a constant matrix or operator: the derivative in b alone
-            problem = _LeastSquares(method, None, A, damp, options)
+            problem = _LeastSquares(method, None, A, None, options)
             data = np.zeros(0)
-        x = _least_squares(data, b, guess, problem=problem)
+        x = _least_squares(data, b, guess, damp, problem=problem)
         return (x, *found_again(x, _stop_and_iterations, problem),
                 *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
 
