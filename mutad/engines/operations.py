@@ -50,7 +50,7 @@ from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, Elementwis
                              value_arguments)
 from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
                       check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
-                      keep, locate, place_at, place_of, plain, private, recipe, refuse_complex,
+                      keep, locate, place_at, place_of, plain, private, recipe,
                       view_of)
 from ..core.levels import ACTIVE, escaped
 from ..core.shadows import Buffer, Place, lendable, overlapping, scalar_buffer, zeros
@@ -496,8 +496,6 @@ def observed_ufunc(ufunc, inputs, tape, values, pattern):
     if type(plan) is _FastPlan:
         yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)
         if yt is not None:
-            if tape.recorder is not None:  # (``fresh``'s question, which it skips)
-                refuse_complex(tape, yt.value)
             return yt
     return unwrapped_ufunc(ufunc, inputs, None, None, None, tape, values, pattern)
 

@@ -609,22 +609,11 @@ _read_only = np.ndarray.setflags
 half the cost (a scalar loop makes a 0-d array per element it reads)."""
 
 
-def refuse_complex(tape, y):
-    """While a replay records the call (``tape.recorder``): refuse a complex result ``y`` of
-    a program with arrays outside argnums. The recording traces those arrays, which the
-    traced call holds as constants: with complex values, the products of the extra pullbacks
-    may round otherwise."""
-    if y.dtype.kind == "c" and tape.recorder.outside_argnums:
-        tape.recorder.refuse("complex values in a program with arrays outside argnums")
-
-
 def fresh(y, tape):
     """Wrap a fresh float result as a buffer of its own."""
     plain_array = type(y) is np.ndarray  # (the common case, asked once: this runs per result)
     if not plain_array:
         y = fresh_value(y)
-    if tape.recorder is not None:
-        refuse_complex(tape, y)
     if not plain_array and type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))

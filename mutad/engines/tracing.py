@@ -65,7 +65,7 @@ from .operations import (apply_array_function, apply_function, apply_ufunc, as_a
 from ..core.registry import NO_RULE, RULES, lookup, pyfunc_ufunc_method
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
-                      innermost, keep, locate, place_of, plain, private, refuse_complex,
+                      innermost, keep, locate, place_of, plain, private,
                       values_at, view_of)
 from ..core.shadows import overlapping, scalar_buffer
 from ..core.views import NDARRAY, WRITEABLE, same_region, views
@@ -511,8 +511,6 @@ def _element_read(x, key):
     # scalar is immutable (``fresh_value``), a buffer of its own, too small to follow)
     y = np.array(value[key])
     _read_only(y, False)
-    if recorder is not None:  # (``fresh``'s question)
-        refuse_complex(tape, y)
     buffer = scalar_buffer(y.dtype)
     yt = Traced(y, buffer, tape, True)
     if x.whole:
