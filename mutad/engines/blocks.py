@@ -360,12 +360,18 @@ class Code:
         k2`` on real float scalars, each with its NaN check, that ``fold_negations`` takes as
         one product, else None."""
         first = lines[i]  # most lines are no scalar product: asked first, before the window
-        one = type(first) is str and _SCALAR_PRODUCT.fullmatch(first)
+        one = type(first) is str and (_SCALAR_PRODUCT.fullmatch(first)
+                                      or _SCALAR_NEGATION.fullmatch(first))
         if not one:
             return None
         window = lines[i:i + 6]
         if len(window) < 6 or any(type(line) is not str for line in window):
             return None
+        if one.lastindex == 3:  # ``b = -a``, the product by -1 its check names
+            check = _SCALAR_CHECK.fullmatch(window[2])
+            if check is None:
+                return None
+            one = _SCALAR_PRODUCT.fullmatch(f"{one[1]}{one[2]} = {one[3]} * {check[1]}")
         two = _SCALAR_PRODUCT.fullmatch(window[3])
         if not two or one[1] != two[1] or two[3] != one[2] \
                 or counts[one[2]] != 6 or window[0].strip() not in self.real_products \
@@ -844,6 +850,10 @@ _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([
 """A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
 _SCALAR_PRODUCT = re.compile(r"( *)([cg][0-9]+) = ([cg][0-9]+) \* (k[0-9]+)")
 """The same on NumPy's scalars, the line before its NaN check."""
+_SCALAR_NEGATION = re.compile(r"( *)([cg][0-9]+) = -([cg][0-9]+)")
+"""A product by -1 on NumPy's real float scalars, written as the negation it is."""
+_SCALAR_CHECK = re.compile(r" *    [cg][0-9]+ = times_scalar\([cg][0-9]+, (k[0-9]+)\)")
+"""A scalar product's NaN check, which names its constant."""
 
 
 def _real_number(value):

@@ -825,9 +825,15 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals, scalar=True)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
-            product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
+            number = code.constant(p)
+            product = (f"{dy} * {p}" if _finite_nonzero(number) else
                        f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
-            if made.dtype.kind == "f" and _finite_nonzero(code.constant(p)):
+            if made.dtype.kind == "f" and _finite_nonzero(number) and number == -1 and (
+                    type(number) in (float, int) or made.dtype == number.dtype):
+                # subtract's -1: a real float's product by -1 of its own type is its negation,
+                # the same bits (zeros and infinities too); a NaN, the check's product
+                product = f"-{dy}"
+            if made.dtype.kind == "f" and _finite_nonzero(number):
                 code.real_products.add(f"{g} = {product}")  # (Code.fold_negations)
             lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
                       f"    {g} = times_scalar({dy}, {p})"]
