@@ -57,3 +57,28 @@ def test_lus_rows_give_the_traced_bits_as_inputs_flip_decisions():
     nan[3, 0] = -np.nan
     replayed_like_traced(_row_of_lu, [(A,)] * 4 + [
         (negative,), (zeros,), (infinite,), (nan,), (A,), (negative,)])
+
+
+# The slices a block makes that only its own lines read (lu's rows and columns, each read by a
+# dot product) are locals alone, never stored into the program's values; one read by a step
+# that runs as itself, or after the block, is stored as before
+
+
+def _slices_read_again(A):
+    total = 0.0
+    for i in range(1, 4):
+        row, column = A[i, :i], A[:i, i]
+        A[i, i] -= row @ column
+        total = total + np.linalg.norm(row) * np.sort(column)[-1]  # read again, outside
+    return total + (np.sum(A) if A[3, 3] > 0 else np.prod(A[1:, 1:]))
+
+
+@pytest.mark.parametrize("f", [_row_of_lu, _slices_read_again])
+def test_slices_read_by_one_block_alone_give_the_traced_bits(f):
+    rng = np.random.default_rng(3)
+    A = rng.random((4, 4)) + 4 * np.eye(4)
+    flipped = A.copy()
+    flipped[3, 3] = -40.0
+    odd = A.copy()
+    odd[2, :2] = [-0.0, np.inf]
+    replayed_like_traced(f, [(A,)] * 4 + [(flipped,), (odd,), (A,), (flipped,), (A,)])

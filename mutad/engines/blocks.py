@@ -217,8 +217,9 @@ class Code:
     """
 
     def __init__(self, internal, unreached=frozenset(), guarded=(), shared=None,
-                 stretches=True):
+                 stretches=True, unstored=frozenset()):
         self.internal = internal
+        self.unstored = unstored  # the slots made whose values the program's values never hold
         self.stretches = stretches
         self.stretched = False  # whether some run of its lines is a stretch
         self.unreached = unreached
@@ -609,7 +610,7 @@ class Code:
         values unless only the block reads it. Returns its local."""
         name = self.local(slot)
         self.forward.append(f"{name} = {expression}")
-        if not internal:
+        if not internal and slot not in self.unstored:
             self.forward.append(f"values[{self.bind(slot, 'slot')}] = {name}")
         return name
 
@@ -1012,20 +1013,21 @@ class Block:
                  "kept", "checked", "compile")
 
     def __init__(self, steps, internal, guard_failed, unreached=frozenset(), guarded=(),
-                 shared=None):
+                 shared=None, unstored=frozenset()):
         """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises; ``unreached``: the keys
         of the buffers made in the run that no cotangent reaches; ``guarded``: those of the
         buffers whose bytes are saved before their first write; ``shared``: the indices the
-        program's blocks bound so far (``Code``)."""
+        program's blocks bound so far (``Code``); ``unstored``: the slots of the values made in
+        the run that only its lines read (no step that runs as itself, nor a later one)."""
         self.steps = steps
         made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
 
         def compiled(stretches):
-            code = Code(internal, unreached, guarded, shared, stretches)
+            code = Code(internal, unreached, guarded, shared, stretches, unstored)
             code.makers = {key: step for key, step in zip(self.outputs, steps)
                            if key is not None}
             for k, step in enumerate(steps):
