@@ -217,8 +217,9 @@ class Code:
     """
 
     def __init__(self, internal, unreached=frozenset(), guarded=(), shared=None,
-                 stretches=True):
+                 stretches=True, unstored=frozenset()):
         self.internal = internal
+        self.unstored = unstored  # the slots made whose values the program's values never hold
         self.stretches = stretches
         self.stretched = False  # whether some run of its lines is a stretch
         self.unreached = unreached
@@ -360,12 +361,18 @@ class Code:
         k2`` on real float scalars, each with its NaN check, that ``fold_negations`` takes as
         one product, else None."""
         first = lines[i]  # most lines are no scalar product: asked first, before the window
-        one = type(first) is str and _SCALAR_PRODUCT.fullmatch(first)
+        one = type(first) is str and (_SCALAR_PRODUCT.fullmatch(first)
+                                      or _SCALAR_NEGATION.fullmatch(first))
         if not one:
             return None
         window = lines[i:i + 6]
         if len(window) < 6 or any(type(line) is not str for line in window):
             return None
+        if one.lastindex == 3:  # ``b = -a``, the product by -1 its check names
+            check = _SCALAR_CHECK.fullmatch(window[2])
+            if check is None:
+                return None
+            one = _SCALAR_PRODUCT.fullmatch(f"{one[1]}{one[2]} = {one[3]} * {check[1]}")
         two = _SCALAR_PRODUCT.fullmatch(window[3])
         if not two or one[1] != two[1] or two[3] != one[2] \
                 or counts[one[2]] != 6 or window[0].strip() not in self.real_products \
@@ -603,7 +610,7 @@ class Code:
         values unless only the block reads it. Returns its local."""
         name = self.local(slot)
         self.forward.append(f"{name} = {expression}")
-        if not internal:
+        if not internal and slot not in self.unstored:
             self.forward.append(f"values[{self.bind(slot, 'slot')}] = {name}")
         return name
 
@@ -844,6 +851,10 @@ _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([
 """A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
 _SCALAR_PRODUCT = re.compile(r"( *)([cg][0-9]+) = ([cg][0-9]+) \* (k[0-9]+)")
 """The same on NumPy's scalars, the line before its NaN check."""
+_SCALAR_NEGATION = re.compile(r"( *)([cg][0-9]+) = -([cg][0-9]+)")
+"""A product by -1 on NumPy's real float scalars, written as the negation it is."""
+_SCALAR_CHECK = re.compile(r" *    [cg][0-9]+ = times_scalar\([cg][0-9]+, (k[0-9]+)\)")
+"""A scalar product's NaN check, which names its constant."""
 
 
 def _real_number(value):
@@ -1002,20 +1013,21 @@ class Block:
                  "kept", "checked", "compile")
 
     def __init__(self, steps, internal, guard_failed, unreached=frozenset(), guarded=(),
-                 shared=None):
+                 shared=None, unstored=frozenset()):
         """``steps``: the run, each with ``emit`` and ``emit_back``; ``internal``: the keys of
         the buffers made in the run whose cotangents are locals (no step outside the run reads
         them); ``guard_failed``: the exception a failed guard raises; ``unreached``: the keys
         of the buffers made in the run that no cotangent reaches; ``guarded``: those of the
         buffers whose bytes are saved before their first write; ``shared``: the indices the
-        program's blocks bound so far (``Code``)."""
+        program's blocks bound so far (``Code``); ``unstored``: the slots of the values made in
+        the run that only its lines read (no step that runs as itself, nor a later one)."""
         self.steps = steps
         made = [None if getattr(step, "out", None) is None else step.buffer for step in steps]
         self.outputs = [None if buffer is None else buffer.key for buffer in made]
         self.buffers = {buffer.key: buffer for buffer in made if buffer is not None}
 
         def compiled(stretches):
-            code = Code(internal, unreached, guarded, shared, stretches)
+            code = Code(internal, unreached, guarded, shared, stretches, unstored)
             code.makers = {key: step for key, step in zip(self.outputs, steps)
                            if key is not None}
             for k, step in enumerate(steps):

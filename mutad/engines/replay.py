@@ -825,9 +825,15 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             # is computed again by the ufunc, which may choose another one: blocks)
             evaluate, p = _partial_value(code, partial, y, vals, scalar=True)
             # (by a number known now, finite and not zero, a zero dy's product is with_a_zero's)
-            product = (f"{dy} * {p}" if _finite_nonzero(code.constant(p)) else
+            number = code.constant(p)
+            product = (f"{dy} * {p}" if _finite_nonzero(number) else
                        f"{dy} * {p} if {dy} and {p} else with_a_zero({dy}, {p})")
-            if made.dtype.kind == "f" and _finite_nonzero(code.constant(p)):
+            if made.dtype.kind == "f" and _finite_nonzero(number) and number == -1 and (
+                    type(number) in (float, int) or made.dtype == number.dtype):
+                # subtract's -1: a real float's product by -1 of its own type is its negation,
+                # the same bits (zeros and infinities too); a NaN, the check's product
+                product = f"-{dy}"
+            if made.dtype.kind == "f" and _finite_nonzero(number):
                 code.real_products.add(f"{g} = {product}")  # (Code.fold_negations)
             lines += [*evaluate, f"{g} = {product}", f"if {g} != {g}:",
                       f"    {g} = times_scalar({dy}, {p})"]
@@ -2367,7 +2373,8 @@ class Free:
         """In a block: the values let go, and the locals holding them unless the reverse pass
         reads them (the block's records hold those, as the steps' records would)."""
         for slot in self.slots:
-            code.forward.append(f"values[{code.bind(slot, 'slot')}] = None")
+            if slot not in code.unstored:
+                code.forward.append(f"values[{code.bind(slot, 'slot')}] = None")
             local = code.locals.get(slot)
             if local is not None and local not in code.kept:
                 code.forward.append(f"{local} = None")
@@ -2530,6 +2537,11 @@ def _integral(outputs):
     return type(outputs) is tuple and all(_integral(out) for out in outputs)
 
 
+_LINES_ALONE = (Pure, Function, SetElement, Free)
+"""The steps whose lines in a block read the values the block made from its locals alone (an
+index's values a ``Gather`` or a ``Call`` computes, ``resolve``, are read from the program's)."""
+
+
 def with_blocks(steps, held, guarded=(), raising=frozenset()):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
@@ -2597,6 +2609,17 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
                 or (kind is Pure or kind is Function and step.lean) and step.out not in reached:
             continue
         reached.update(slots)
+    # A value a block makes that only its own lines read (the slices of lu's dot products)
+    # is its local alone: never stored into the program's values, nor let go from them
+    made_in, readers_at = {}, collections.defaultdict(list)
+    for k, slots in enumerate(reads):
+        for slot in slots:
+            readers_at[slot].append(k)
+    for k, step in enumerate(steps):
+        kind = type(step)
+        if k in block_of and members[k] is step and kind in (Pure, Gather, Function, Call):
+            made_in.setdefault(block_of[k], []).append(
+                step.outputs.slot if kind is Function or kind is Call else step.out)
     out, start = [], 0
     shared = {}  # the indices the blocks bind, each one object (``blocks.Code.bind``)
     for j, run in enumerate(runs):
@@ -2607,7 +2630,11 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
                     and step.out not in outside and read_in.get(step.out, j) == j}
         unreached = {step.buffer.key for step in run_members
                      if type(step) is Pure and step.out not in reached}
-        out.append(Block(run_members, internal, GuardFailed, unreached, guarded, shared))
+        unstored = {slot for slot in made_in.get(j, ()) if slot not in held and all(
+            block_of.get(k) == j and members[k] is steps[k] and type(steps[k]) in _LINES_ALONE
+            for k in readers_at[slot])}
+        out.append(Block(run_members, internal, GuardFailed, unreached, guarded, shared,
+                         unstored))
         start = run[-1] + 1
     return out + steps[start:]
 
