@@ -468,3 +468,17 @@ def test_f_logging_to_its_own_object_is_logged_there():
         value, grad = mutad.value_and_grad(f)(np.ones(2))
         assert value == f(np.ones(2)) == 4.0
     np.testing.assert_array_equal(grad, [2.0, 2.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The refusal of the QR factors of a stack holding a rank-deficient matrix numbered the zero
+# entries of R's diagonal over the flattened stack (entry 4 for the second matrix's entry 1): it
+# names the matrix and its entry.
+
+
+def test_qr_refusal_of_a_stack_names_the_matrix_and_the_entry():
+    a = np.stack([np.eye(3), np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]])])
+    with pytest.raises(mutad.MutadError, match=r"diagonal entry 1 of matrix 1 zero"):
+        mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a)
+    with pytest.raises(mutad.MutadError, match=r"diagonal entries \[1\] zero"):
+        mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a[1])
