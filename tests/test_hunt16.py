@@ -427,16 +427,18 @@ def test_seterr_left_by_f_is_kept_as_numpy_keeps_it():
         np.seterr(**old)
 
 
-@pytest.mark.parametrize("handlings", [
-    [({}, None), ({}, None), ({"divide": "ignore"}, None), ({}, None), ({}, print),
-     ({}, print), ({}, None)]])
-def test_replay_follows_the_callers_handling(handlings):
-    g = mutad.value_and_grad(reads, replay=True)
-    for modes, callback in handlings:
+@pytest.mark.parametrize("f", [reads, sets, in_blocks])
+def test_replay_follows_the_callers_handling(f):
+    g = mutad.value_and_grad(f, replay=True)
+    for modes, callback in [({}, None), ({}, None), ({"divide": "ignore"}, None), ({}, None),
+                            ({"all": "raise"}, None), ({}, None), ({}, print), ({}, print),
+                            ({}, None), ({}, None)]:
         old, old_callback = np.seterr(**modes), np.seterrcall(callback)
         try:
-            expected = reads(np.ones(2))
-            value, grad = g(np.ones(2))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = f(np.ones(2))
+                value, grad = g(np.ones(2))
         finally:
             np.seterr(**old)
             np.seterrcall(old_callback)
