@@ -484,3 +484,28 @@ def test_qr_refusal_of_a_stack_names_the_matrix_and_the_entry():
         mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a)
     with pytest.raises(mutad.MutadError, match=r"diagonal entries \[1\] zero"):
         mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a[1])
+
+
+def test_handling_left_by_an_inner_differentiation_is_still_heard_by_the_outer_one():
+    def inner(x):
+        np.seterr(over="raise")
+        return (x * x).sum()
+
+    def outer(x):
+        mutad.grad(inner)(x)
+        modes = np.geterr()
+        np.seterr(over="warn")
+        x / np.zeros(2)  # warned at this line, as NumPy's run warns
+        return x.sum() * (2.0 if modes["over"] == "raise" and modes["divide"] == "warn" else 1.0)
+
+    old = np.geterr()
+    try:
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            value, grad = mutad.value_and_grad(outer)(np.ones(2))
+    finally:
+        np.seterr(**old)
+    assert value == 4.0
+    np.testing.assert_array_equal(grad, [2.0, 2.0])
+    assert [(str(w.message), w.filename) for w in heard] == [
+        ("divide by zero encountered in divide", __file__)]

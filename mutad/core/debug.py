@@ -740,10 +740,8 @@ def at_user_lines_keeping_seterr(writer):
                 left = None if ERRORS.get() is inside else _as_the_user_sees(_handling())
     finally:  # (f may have raised after it: NumPy's handling stays as f left it all the same)
         if left is not None and type(context) is not contextlib.nullcontext:
-            call = left.pop("call")
-            left.pop("bufsize", None)
-            np.seterr(**left)
-            np.seterrcall(call)
+            ERRORS.set(_made_as_the_user_sets(left))  # (under an enclosing differentiation's
+            # writer: still logged to it)
 
 
 _ufunc_config: Any = importlib.import_module("numpy._core._ufunc_config")  # (private)
@@ -794,6 +792,11 @@ def _make_handling_as_set(*args, **settings):
     the differentiation's writer, and a callback set is one the writer calls."""
     if args or not _from_the_user(sys._getframe(2)):
         return _make_handling(*args, **settings)
+    return _made_as_the_user_sets(settings)
+
+
+def _made_as_the_user_sets(settings):
+    """``_make_extobj(**settings)``, the settings as the user sets them (as f sets them)."""
     handling = _handling()
     writer = handling["call"]
     if type(writer) is not Warnings:
@@ -808,7 +811,9 @@ def _make_handling_as_set(*args, **settings):
     settings = {name: "log" if setting == "warn" and name != "call" else setting
                 for name, setting in settings.items()}
     call = settings.get("call", writer)
-    if call is not writer:  # the writer still logs, calling the user's callback
+    settings["call"] = writer
+    if call is not writer and call is not _as_the_user_sees(handling)["call"]:  # the writer
+        # still logs, calling the user's callback
         settings["call"] = copy.copy(writer)
         settings["call"].replaced = call
     return _make_handling(**settings)
