@@ -352,3 +352,160 @@ def test_numpy_lstsq_differentiates_at_the_rank_of_its_rcond():
     reference = mutad.gradient(f, np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]]), b)
     np.testing.assert_allclose(da, reference[0], atol=1e-12)
     np.testing.assert_allclose(db, reference[1], atol=1e-12)
+
+
+# ----------------------------------------------------------------------------------------------
+# Inside f, np.geterr() showed mutad's own handling ({'divide': 'log', ...}) and np.geterrcall()
+# its writer, so a program deciding on them differed from NumPy. f sees and sets NumPy's handling
+# as it would without mutad (np.geterr, np.geterrcall, np.seterr's and np.seterrcall's old
+# settings, np.errstate), traced, forward and replayed (keyed on the caller's callback too).
+def reads(x):
+    scale = 2.0 if np.geterr()["divide"] == "warn" else 1.0
+    return x.sum() * scale * (7.0 if np.geterrcall() is not None else 1.0)
+
+
+def sets(x):
+    old = np.seterr(divide="ignore")
+    (x / 0.0).sum()
+    back = np.seterr(**old)
+    previous = np.seterrcall(None)
+    np.seterrcall(previous)
+    same = back["divide"] == "ignore" and old["divide"] == "warn" and previous is None
+    return x.sum() * (3.0 if same else 1.0)
+
+
+def in_blocks(x):
+    with np.errstate(divide="warn"):
+        x / np.zeros(2)
+    with np.errstate(divide="raise"):
+        try:
+            x / np.zeros(2)
+            r = 1.0
+        except FloatingPointError:
+            r = 5.0
+    seen = []
+    with np.errstate(divide="call", call=lambda kind, flag: seen.append(kind)):
+        x / np.zeros(2)
+        called = np.geterrcall() is not None
+    return x.sum() * r * len(seen) * called
+
+
+@pytest.mark.parametrize("f, scale", [(reads, 2.0), (sets, 3.0), (in_blocks, 5.0)])
+def test_f_sees_and_sets_numpys_handling(f, scale):
+    x = np.ones(2)
+    before = x.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = f(np.ones(2))
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        value, grad = mutad.value_and_grad(f)(x)
+    assert value == expected == 2 * scale
+    np.testing.assert_array_equal(grad, [scale, scale])
+    assert x.tobytes() == before.tobytes()
+    assert np.geterr()["divide"] == "warn" and np.geterrcall() is None
+    if f is in_blocks:  # the warning f's errstate asked for, at f's line
+        assert [str(w.message) for w in heard] == ["divide by zero encountered in divide"]
+        assert heard[0].filename == __file__
+
+
+def test_forward_sees_numpys_handling():
+    x = np.ones(2)
+    assert mutad.jvp(reads, (x,), (np.ones(2),)) == (4.0, 4.0)
+
+
+def test_seterr_left_by_f_is_kept_as_numpy_keeps_it():
+    def leaves(x):
+        np.seterr(divide="ignore", over="raise")
+        return x.sum()
+    old = np.geterr()
+    try:
+        mutad.value_and_grad(leaves)(np.ones(2))
+        assert np.geterr() == dict(old, divide="ignore", over="raise")
+        assert np.geterrcall() is None
+    finally:
+        np.seterr(**old)
+
+
+@pytest.mark.parametrize("f", [reads, sets, in_blocks])
+def test_replay_follows_the_callers_handling(f):
+    g = mutad.value_and_grad(f, replay=True)
+    for modes, callback in [({}, None), ({}, None), ({"divide": "ignore"}, None), ({}, None),
+                            ({"all": "raise"}, None), ({}, None), ({}, print), ({}, print),
+                            ({}, None), ({}, None)]:
+        old, old_callback = np.seterr(**modes), np.seterrcall(callback)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = f(np.ones(2))
+                value, grad = g(np.ones(2))
+        finally:
+            np.seterr(**old)
+            np.seterrcall(old_callback)
+        assert value == expected
+        np.testing.assert_array_equal(grad, [expected / 2] * 2)
+
+
+def test_f_logging_to_its_own_object_is_logged_there():
+    class Log:
+        def __init__(self):
+            self.said = []
+
+        def write(self, text):
+            self.said.append(text)
+
+    def f(x):
+        log = Log()
+        with np.errstate(all="log", call=log):
+            x / np.zeros(2)
+            mine = np.geterrcall() is log and np.geterr()["invalid"] == "log"
+        np.seterrcall(log)
+        with np.errstate(divide="log"):
+            x / np.zeros(2)
+        np.seterrcall(None)
+        return x.sum() * len(log.said) * mine
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, grad = mutad.value_and_grad(f)(np.ones(2))
+        assert value == f(np.ones(2)) == 4.0
+    np.testing.assert_array_equal(grad, [2.0, 2.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# The refusal of the QR factors of a stack holding a rank-deficient matrix numbered the zero
+# entries of R's diagonal over the flattened stack (entry 4 for the second matrix's entry 1): it
+# names the matrix and its entry.
+
+
+def test_qr_refusal_of_a_stack_names_the_matrix_and_the_entry():
+    a = np.stack([np.eye(3), np.array([[1.0, 1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]])])
+    with pytest.raises(mutad.MutadError, match=r"diagonal entry 1 of matrix 1 zero"):
+        mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a)
+    with pytest.raises(mutad.MutadError, match=r"diagonal entries \[1\] zero"):
+        mutad.grad(lambda a: np.linalg.qr(a)[1].sum())(a[1])
+
+
+def test_handling_left_by_an_inner_differentiation_is_still_heard_by_the_outer_one():
+    def inner(x):
+        np.seterr(over="raise")
+        return (x * x).sum()
+
+    def outer(x):
+        mutad.grad(inner)(x)
+        modes = np.geterr()
+        np.seterr(over="warn")
+        x / np.zeros(2)  # warned at this line, as NumPy's run warns
+        return x.sum() * (2.0 if modes["over"] == "raise" and modes["divide"] == "warn" else 1.0)
+
+    old = np.geterr()
+    try:
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            value, grad = mutad.value_and_grad(outer)(np.ones(2))
+    finally:
+        np.seterr(**old)
+    assert value == 4.0
+    np.testing.assert_array_equal(grad, [2.0, 2.0])
+    assert [(str(w.message), w.filename) for w in heard] == [
+        ("divide by zero encountered in divide", __file__)]

@@ -45,7 +45,7 @@ import threading
 import types
 import warnings
 from collections.abc import Callable, Iterator
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -512,15 +512,20 @@ class Warnings:
     code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
     record being reversed."""
 
-    __slots__ = ("stop", "record", "heard", "muted", "filters")
+    __slots__ = ("stop", "record", "heard", "muted", "filters", "replaced")
 
     def __init__(self, stop=None):
         self.stop = stop
+        self.replaced = None  # the callback (``np.seterrcall``) it stands in for: the user's,
+        # which f sees and which its categories set to "call" call (``__call__``)
         self.record = None
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
         self.muted = False  # while the engines compute a value whose events NumPy's are not
         # (``without_events``)
         self.filters = warnings.filters  # Python's warnings filters when it was made
+
+    def __call__(self, kind, flag):
+        return self.replaced(kind, flag)
 
     def write(self, text):
         if self.muted and HOLDING.level is None:  # (a tangent's events are its own)
@@ -729,22 +734,100 @@ _LOGGED: tuple = (None, {})
 def at_user_lines_keeping_seterr(writer):
     """``at_user_lines(writer)`` around a run of f, and NumPy's error handling as f leaves it
     (``np.seterr`` in f, not undone) kept after it, as NumPy's run of f keeps it, where leaving
-    the context would put the caller's back: a category f left as the context set it is the
-    caller's, and so is the callback where f left the context's."""
-    modes, call = np.geterr(), np.geterrcall()
+    the context would put the caller's back. Inside, f sees and sets the caller's handling as
+    NumPy shows it (``_as_the_user_sees``)."""
+    writer.replaced = np.geterrcall()
     context = left = None
     try:
         with (context := at_user_lines(writer)):
-            inside, set_modes = ERRORS.get(), np.geterr()
+            inside = ERRORS.get()
             try:
                 yield
             finally:
-                left = None if ERRORS.get() is inside else (np.geterr(), np.geterrcall())
+                left = None if ERRORS.get() is inside else _as_the_user_sees(_handling())
     finally:  # (f may have raised after it: NumPy's handling stays as f left it all the same)
         if left is not None and type(context) is not contextlib.nullcontext:
-            np.seterr(**{category: modes[category] if mode == set_modes[category] else mode
-                         for category, mode in left[0].items()})
-            np.seterrcall(call if left[1] is writer else left[1])
+            ERRORS.set(_made_as_the_user_sets(left))  # (under an enclosing differentiation's
+            # writer: still logged to it)
+
+
+_ufunc_config: Any = importlib.import_module("numpy._core._ufunc_config")  # (private)
+_handling = _ufunc_config._get_extobj_dict  # NumPy's, as it reads the handling in force
+_make_handling = _ufunc_config._make_extobj
+_OURS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+
+
+def _from_the_user(frame):
+    """Whether ``frame``, the caller of ``np.geterr``, ``np.seterr``, ``np.errstate`` and the
+    like, is code outside mutad (f's, NumPy's or SciPy's under it), which sees NumPy's handling
+    as it would without mutad."""
+    filename = frame.f_code.co_filename
+    return not (filename == BLOCKS or filename.startswith(_OURS)
+                and not filename.startswith(os.path.join(_OURS, "bench", "")))
+
+
+def _as_the_user_sees(handling):
+    """NumPy's handling ``handling`` (a dict, ``call`` included) as the user set it: where a
+    differentiation's :class:`Warnings` logs the categories the user has warned about
+    (``at_user_lines``), those are "warn" and the callback the user's."""
+    call = handling["call"]
+    if type(call) is Warnings:
+        while type(call) is Warnings:  # (a differentiation inside one being differentiated)
+            call = call.replaced
+        handling = {category: "warn" if mode == "log" else mode
+                    for category, mode in handling.items()}
+        handling["call"] = call
+    return handling
+
+
+def users_callback():
+    """``np.geterrcall()`` as the user sees it, wherever it is read."""
+    return _as_the_user_sees(_handling())["call"]
+
+
+def _handling_seen():
+    """``_get_extobj_dict`` as NumPy's functions call it: the handling in force, as the user
+    set it where they read it (``np.geterr``, ``np.geterrcall``, ``np.seterr``'s old)."""
+    handling = _handling()
+    return _as_the_user_sees(handling) if _from_the_user(sys._getframe(2)) else handling
+
+
+def _make_handling_as_set(*args, **settings):
+    """``_make_extobj`` as NumPy's ``np.seterr``, ``np.seterrcall`` and ``np.errstate`` call
+    it: while a differentiation logs the events the user has warned about, what the user
+    sets takes effect as it would without mutad, the events still heard: "warn" is logged to
+    the differentiation's writer, and a callback set is one the writer calls."""
+    if args or not _from_the_user(sys._getframe(2)):
+        return _make_handling(*args, **settings)
+    return _made_as_the_user_sets(settings)
+
+
+def _made_as_the_user_sets(settings):
+    """``_make_extobj(**settings)``, the settings as the user sets them (as f sets them)."""
+    handling = _handling()
+    writer = handling["call"]
+    if type(writer) is not Warnings:
+        return _make_handling(**settings)
+    if "log" in settings.values():  # to the user's own object: the writer steps aside, as it
+        # does where the caller's handling logs (``logged_categories``)
+        seen = _as_the_user_sees(handling)
+        return _make_handling(
+            call=settings["call"] if "call" in settings else seen["call"],
+            **{category: settings.get(category) or settings.get("all") or seen[category]
+               for category in ("divide", "over", "under", "invalid")})
+    settings = {name: "log" if setting == "warn" and name != "call" else setting
+                for name, setting in settings.items()}
+    call = settings.get("call", writer)
+    settings["call"] = writer
+    if call is not writer and call is not _as_the_user_sees(handling)["call"]:  # the writer
+        # still logs, calling the user's callback
+        settings["call"] = copy.copy(writer)
+        settings["call"].replaced = call
+    return _make_handling(**settings)
+
+
+_ufunc_config._get_extobj_dict = _handling_seen
+_ufunc_config._make_extobj = _make_handling_as_set
 
 
 def logged_categories(modes):

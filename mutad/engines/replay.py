@@ -115,7 +115,7 @@ from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
-                          user_frames, warn_at)
+                          user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
                           differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
@@ -5650,7 +5650,8 @@ def _settings(objects):
     """``(read, value)`` of the settings a program's answers may depend on: NumPy's print
     options (a string of a constant array, written as the program was recorded), the
     recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
-    whose functions, classes or namespaces ``f`` reaches, the virtual subclasses registered
+    whose functions, classes or namespaces ``f`` reaches, the caller's floating-point error
+    callback where it reaches ``np.geterrcall``, the virtual subclasses registered
     with abstract base classes where it reaches one, and the states of the random generators
     it reaches; a replay under others records anew."""
     modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
@@ -5658,6 +5659,8 @@ def _settings(objects):
                                                   types.BuiltinFunctionType))}
     found = [(_print_options, _print_options()), (sys.getrecursionlimit, sys.getrecursionlimit())]
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
+    if any(x is np.geterrcall or x is np.seterrcall for x in objects):  # (the caller's
+        found.append((users_callback, users_callback()))  # callback, which f reads)
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
     # the state of a generator f reaches, itself or by a method of it (np.random.normal is

@@ -161,8 +161,12 @@ def require_full_rank_qr(name, q, r):
     finite = np.where(np.isfinite(diagonal), diagonal, 0)
     zero = diagonal <= limit * np.max(finite, axis=-1, keepdims=True)
     if np.any(zero):
+        places = np.argwhere(zero)[:8]  # (of a stack: the matrix and its entry, not a place
+        where = (f"entries {places[:, 0]}" if zero.ndim == 1 else ", ".join(  # in the stack)
+            f"entry {k[-1]} of matrix {k[0] if len(k) == 2 else tuple(map(int, k[:-1]))}"
+            for k in places))
         raise UnsupportedOperationError(
-            f"{name} of a rank-deficient matrix (R's diagonal entries {np.flatnonzero(zero)[:8]} "
+            f"{name} of a rank-deficient matrix (R's diagonal {where} "
             "zero within rounding): a column there lies in the span of the previous ones, so "
             "its column of Q is any unit vector outside them and its R entry has a kink at 0; "
             "neither has a derivative. Differentiate the QR of the independent columns, or a "
