@@ -251,6 +251,12 @@ def test_a_saved_write_is_one_record_traced_and_replayed(monkeypatch):
     assert [type(r) for r in records].count(SavedWrite) == 3
     traced = mutad.grad(_stencil)(u)
     assert len(reversed_) == 3
+    compiled = mutad.grad(_stencil, replay=True)
+    compiled(u)
+    assert compiled(u).tobytes() == traced.tobytes()
+    # The replay's interpreted steps (a first replay compiles its blocks: none here)
+    from mutad.engines import replay
+    monkeypatch.setattr(replay, "with_blocks", lambda steps, *rest: steps)
     g = mutad.grad(_stencil, replay=True)
     g(u)  # (records, as tracing's engine records for the recording)
     del reversed_[:]
