@@ -12,6 +12,7 @@ import pytest
 
 import mutad
 from mutad.engines import inplace, writes
+from mutad.bench.workloads import big_elementwise  # (W5, the chain the skip was built for)
 
 N = 20_000  # 160 KB of float64: above SMALL_WRITE
 
@@ -48,18 +49,6 @@ def both(monkeypatch, f, *args, **kwargs):
     for a, b in zip(g1, g2, strict=True):
         assert a.tobytes() == b.tobytes()
     return g1
-
-
-def big_elementwise(x):
-    a = np.sin(x)
-    a *= x
-    b = np.tanh(a)
-    b += x
-    b *= -0.1
-    c = np.exp(b)
-    c *= a
-    np.cos(c, out=c)
-    return c.sum()
 
 
 def test_unread_writes_skipped_and_gradient_unchanged(monkeypatch):
