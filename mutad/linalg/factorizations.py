@@ -76,28 +76,53 @@ def cholesky_tangent(lower, da, solve=np.linalg.solve):
     return lower @ lower_with_half_diagonal(middle)
 
 
-def permutation(piv):
+def permutation(piv, rows=None):
     """The row order of LAPACK's getrf: row i was swapped with row piv[i], in turn, so that
-    a[order] = L U. On a device, the same swaps there: reading piv would copy it to the host
-    (and wait for the device)."""
+    a[order] = L U; ``rows``: a's (piv's length where None: a square a). On a device, the same
+    swaps there: reading piv would copy it to the host (and wait for the device)."""
+    rows = len(piv) if rows is None else rows
     xp = device_of(piv)
     if xp is not None:
-        order = xp.arange(len(piv))
+        order = xp.arange(rows)
         for i in range(len(piv)):
             j = piv[i:i + 1]  # (an index array: its row is gathered and scattered there)
             row = order[i:i + 1].copy()
             order[i:i + 1] = order[j]
             order[j] = row
         return order
-    order = np.arange(len(piv))
+    order = np.arange(rows)
     for i, j in enumerate(piv):
         order[i], order[j] = order[j], order[i]
     return order
 
 
 def unit_lower_and_upper(lu):
-    lower = np.tril(lu, -1) + np.eye(lu.shape[-1], like=memory(lu))
-    return lower, np.triu(lu)
+    """L and U of the packed factors ``lu`` of an m × n matrix, each square as JAX's LU rules
+    pad them (k = min(m, n)): L (m × m) unit lower triangular, its first k columns L's and the
+    others the identity's; U (n × n) upper triangular, its first k rows U's and the others the
+    identity's. The formulas of a square matrix's factors then hold for a rectangular one."""
+    m, n = lu.shape[-2:]
+    if m == n:
+        return np.tril(lu, -1) + np.eye(n, like=memory(lu)), np.triu(lu)
+    k = min(m, n)
+    lower = np.tril(lu[:, :k], -1)
+    if m > k:
+        lower = np.concatenate([lower, np.zeros((m, m - k), like=memory(lu))], axis=1)
+    upper = np.triu(lu[:k])
+    if n > k:
+        upper = np.concatenate([upper, np.eye(n, like=memory(lu))[k:]])
+    return lower + np.eye(m, like=memory(lu)), upper
+
+
+def _packed(lower, upper):
+    """L (m × k) and U (k × n) packed into one m × n array as getrf packs them: L strictly
+    below the diagonal, U on and above it."""
+    m, n = lower.shape[0], upper.shape[1]
+    k = min(m, n)
+    if m == n:
+        return np.tril(lower, -1) + np.triu(upper)
+    return (np.pad(np.tril(lower, -1), ((0, 0), (0, n - k)))
+            + np.pad(np.triu(upper), ((0, m - k), (0, 0))))
 
 
 def through_zero_diagonal(solve_triangular):
@@ -396,7 +421,7 @@ def _lu_factor_cotangent(lu, order, dlu):
     diagonal, U on and above it), a[order] = L U: with F = L⁻¹ d(a[order]) U⁻¹,
     dL = L tril(F, -1) and dU = triu(F) U, so the cotangent of a[order] is
     L⁻ᵀ (tril(Lᵀ L̄, -1) + triu(Ū Uᵀ)) U⁻ᵀ (as in JAX's lu pullback; Giles 2008 for the
-    product rule)."""
+    product rule), L and U of a rectangular a made square (``unit_lower_and_upper``)."""
     solve = through_zero_diagonal(solve_triangular)
     lower, upper = unit_lower_and_upper(lu)
     middle = np.tril(transpose(lower) @ np.tril(dlu, -1), -1) \
@@ -415,22 +440,18 @@ def _lu_cotangent(lu, order, dm):
     return np.tril(dpermuted @ transpose(upper), -1) + np.triu(transpose(lower) @ dpermuted)
 
 
-def _require_square_or_empty(a, name="lu_factor"):
-    """The factors of a rectangular matrix are differentiated only when empty (no entry)."""
+def _matrix_is_empty(a, name="lu_factor"):
+    """Whether the matrix ``a`` (square or rectangular) has no entry: its factors then carry
+    no derivative."""
     require_matrix(name, a)
-    if a.shape[0] != a.shape[1] and a.size:
-        raise UnsupportedOperationError(
-            f"mutad.scipy.linalg.{name} of a {a.shape[0]}x{a.shape[1]} matrix: mutad "
-            "differentiates the LU factors of square matrices. Wrap the rectangular factorisation with "
-            "mutad.adjoint and give it a rule.")
     return a.size == 0
 
 
 @lu_factor.rule
 def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
-    empty = _require_square_or_empty(a)
+    empty = _matrix_is_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
-    order = permutation(piv)
+    order = permutation(piv, a.shape[0])
 
     def back(dresult):
         if empty:
@@ -442,11 +463,12 @@ def _lu_factor_rule(a, overwrite_a=False, check_finite=True):
 
 @lu_factor.jvp_rule
 def _lu_factor_jvp(tangents, a, overwrite_a=False, check_finite=True):
-    empty = _require_square_or_empty(a)
+    empty = _matrix_is_empty(a)
     lu, piv = lu_factor(a, False, check_finite)
     if empty:
         return (lu, piv), (np.zeros_like(lu), None)
-    return (lu, piv), (lu_tangent(lu, tangents[0][permutation(piv)], solve_triangular), None)
+    return (lu, piv), (lu_tangent(lu, tangents[0][permutation(piv, a.shape[0])],
+                                  solve_triangular), None)
 
 
 @lu_solve.rule
@@ -492,9 +514,9 @@ def _lu_order(p, p_indices):
 
 @lu.rule
 def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
-    """A = P L U of a square A (the row order a decision, kept): lu_factor's rule on the
-    packed factors (Giles 2008; as in JAX's lu pullback)."""
-    empty = _require_square_or_empty(a, "lu")
+    """A = P L U (the row order a decision, kept): lu_factor's rule on the packed factors
+    (Giles 2008; as in JAX's lu pullback)."""
+    empty = _matrix_is_empty(a, "lu")
     result = lu(a, permute_l, False, check_finite, p_indices)
     if permute_l:  # (P L, U): P from the factorisation SciPy makes of the same matrix
         p, lower, upper = lu(a, False, False, check_finite, False)
@@ -502,7 +524,7 @@ def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices
     else:
         p, lower, upper = result
         order = _lu_order(p, p_indices)
-    packed = np.tril(lower, -1) + upper
+    packed = _packed(lower, upper)
 
     def back(dys):
         if empty:
@@ -511,22 +533,23 @@ def _lu_rule(a, permute_l=False, overwrite_a=False, check_finite=True, p_indices
             dlower, dupper = dys[0][order], dys[1]
         else:
             dlower, dupper = dys[1], dys[2]
-        return (_lu_factor_cotangent(packed, order, np.tril(dlower, -1) + np.triu(dupper)),)
+        return (_lu_factor_cotangent(packed, order, _packed(dlower, dupper)),)
 
     return result, back
 
 
 @lu.jvp_rule
 def _lu_jvp(tangents, a, permute_l=False, overwrite_a=False, check_finite=True, p_indices=False):
-    empty = _require_square_or_empty(a, "lu")
+    empty = _matrix_is_empty(a, "lu")
     result = lu(a, permute_l, False, check_finite, p_indices)
     p, lower, upper = lu(a, False, False, check_finite, False) if permute_l else result
     order = _lu_order(p, p_indices and not permute_l)
     if empty:
-        dlu = np.zeros_like(upper)
+        dlu = np.zeros(np.shape(a), upper.dtype)
     else:
-        dlu = lu_tangent(np.tril(lower, -1) + upper, tangents[0][order], solve_triangular)
-    dlower, dupper = np.tril(dlu, -1), np.triu(dlu)
+        dlu = lu_tangent(_packed(lower, upper), tangents[0][order], solve_triangular)
+    k = min(np.shape(a))
+    dlower, dupper = np.tril(dlu, -1)[:, :k], np.triu(dlu)[:k]
     if permute_l:
         return result, (dlower[np.argsort(order)], dupper)
     return result, (None, dlower, dupper)

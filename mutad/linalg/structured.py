@@ -12,6 +12,7 @@ import scipy.linalg as _linalg
 
 from ..core.allocation import lists_as_arrays
 from ..core.errors import UnsupportedOperationError
+from ..core.registry import HOLOMORPHIC
 from ..scipy._adjoints import ScipysCode, scipy_adjoint, stands_in_for
 from ..engines.products import product_times
 from ._common import times_transpose
@@ -19,6 +20,11 @@ from ._common import times_transpose
 solve_banded, solveh_banded, cho_solve_banded, solve_toeplitz = map(scipy_adjoint, (
     _linalg.solve_banded, _linalg.solveh_banded, _linalg.cho_solve_banded,
     _linalg.solve_toeplitz))
+# x = A⁻¹ b is complex-differentiable in A's stored entries and in b, and the banded rules
+# (transposes, never conjugates) hold as written for complex values. Not solveh_banded (A is
+# Hermitian: its other triangle is the stored one conjugated) nor solve_toeplitz (whose lone
+# ``c`` stands for ``r = conj(c)``)
+solve_banded.complex_values = HOLOMORPHIC
 
 # SciPy's own code on traced matrices: its column-wise Kronecker product is NumPy's steps
 khatri_rao = ScipysCode(_linalg.khatri_rao)

@@ -44,7 +44,8 @@ refused by name: the generalized eigenproblem (``b=``), a subset of eigenpairs, 
 singular vectors of ``full_matrices=True`` and Q's extra columns in ``mode='full'`` for a
 non-square matrix, ``mode='raw'``, and complex values.
 
-``lu`` (``permute_l=``, ``p_indices=``) differentiates the factors of ``lu_factor``, unpacked.
+``lu`` (``permute_l=``, ``p_indices=``) differentiates the factors of ``lu_factor``, unpacked;
+both take rectangular matrices too (their factors' rules with L and U made square, as JAX's).
 ``pinv`` and ``lstsq`` have np.linalg's rules (Golub & Pereyra 1973, for a rank that does not
 change nearby) at SciPy's cutoff of the singular values; ``lstsq`` refuses a matrix whose rank
 at its ``cond`` is not pinv's. ``eig`` and ``eigvals`` (the standard problem, of a real or a
@@ -65,7 +66,8 @@ each stored band entry, or entry of Toeplitz's ``c`` and ``r``, gets the sum of 
 of the matrix entries it stands for (``solveh_banded``'s off-diagonal entries stand for two;
 ``r[0]``, which SciPy does not read, gets none; a lone ``c`` is ``r`` too); so does
 ``cho_solve_banded`` of the banded Cholesky factor ``cholesky_banded`` gives. The banded rules
-compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ.
+compute in band storage; the Toeplitz rule forms the n × n outer product b̄ xᵀ. ``solve_banded``
+takes complex values (x = A⁻¹ b is complex-differentiable).
 
 The structured matrices ``toeplitz``, ``hankel``, ``circulant``, ``block_diag``, ``companion``,
 ``fiedler``, ``fiedler_companion``, ``leslie`` and ``convolution_matrix`` are SciPy's steps on the
