@@ -17,8 +17,8 @@ from mutad.bench.workloads import big_elementwise  # (W5, the chain the skip was
 N = 20_000  # 160 KB of float64: above SMALL_WRITE
 
 
-def kinds_of(monkeypatch, f, *args):
-    """The undo kinds decided for the writes of one gradient of ``f``."""
+def kinds_in(monkeypatch, call, *args):
+    """``(call(*args), the undo kinds decided for the writes it made)``."""
     kinds = []
     decide = inplace.decide_undo
 
@@ -28,9 +28,14 @@ def kinds_of(monkeypatch, f, *args):
         return chosen
 
     monkeypatch.setattr(inplace, "decide_undo", recording)
-    mutad.gradient(f, *args)
+    result = call(*args)
     monkeypatch.setattr(inplace, "decide_undo", decide)
-    return kinds
+    return result, kinds
+
+
+def kinds_of(monkeypatch, f, *args):
+    """The undo kinds decided for the writes of one gradient of ``f``."""
+    return kinds_in(monkeypatch, mutad.gradient, f, *args)[1]
 
 
 def replayed(monkeypatch, f, *args):
@@ -41,19 +46,9 @@ def replayed(monkeypatch, f, *args):
     g = mutad.value_and_grad(f, argnums=tuple(range(len(args))), replay=True)
     g(*args)
     g(*args)
-    kinds = []
-    decide = inplace.decide_undo
-
-    def recording(*a, **k):
-        chosen = decide(*a, **k)
-        kinds.append(chosen[1])
-        return chosen
-
-    monkeypatch.setattr(inplace, "decide_undo", recording)
-    result = g(*args)
-    monkeypatch.setattr(inplace, "decide_undo", decide)
+    answer = kinds_in(monkeypatch, g, *args)
     assert not g.reasons  # replayed, not traced
-    return result, kinds
+    return answer
 
 
 def both(monkeypatch, f, *args, **kwargs):
