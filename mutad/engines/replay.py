@@ -124,14 +124,14 @@ from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
-from .inplace import SavedWrite, on_constants, record_constant_write
+from .inplace import SavedWrite, on_constants, record_constant_write, unseen
 from .operations import (apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
-from ..core.tape import Record, Tape, Write
+from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
 from ..core.trees import attributes, flatten, scalar_derivative
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
@@ -1069,9 +1069,9 @@ class ElementwiseWrite:
     __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
                  "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
                  "lean", "cotangents", "later", "unplanned", "operands", "element", "saved",
-                 "chained")
+                 "chained", "unseen")
 
-    def __init__(self, plan, args, target, apart, record, key, whole, element):
+    def __init__(self, plan, args, target, apart, record, key, whole, element, unseen=False):
         # The write's decisions, those tracing made and handed over (``Recorder.written``):
         # where the target is among the operands, whether an inverse is on offer (none where
         # tracing withheld it), what the record keeps; and ``apart``: no other operand
@@ -1102,9 +1102,18 @@ class ElementwiseWrite:
         # tracing rebuilt it, how the replay's chain of its buffer takes it (:class:`Chained`)
         self.saved = None
         self.chained = None
+        # Nobody outside the differentiation saw the target when the write was recorded
+        # (``inplace.unseen``): each call may then leave the write undone where nothing reads
+        # what it overwrites (``inplace.unread``, asked of this call's records): prepare()
+        # makes it the recorded buffer, which those records name, or None
+        self.unseen = True if unseen else None
 
     def prepare(self):
         self.args_of = resolver(self.args)
+        if self.unseen is True:  # (not where the undo decided must be the recorded call's:
+            # ``decided``)
+            self.unseen = self.buffer if not self.unplanned and self.saved is None \
+                and self.chained is None else None
         rule, invertible = self.rule, self.plan.invertible
         # Where the write's bytes are copied (``Tape.copied``), its record is a SavedWrite
         # (unless they are rebuilt: a chain's)
@@ -1155,7 +1164,8 @@ class ElementwiseWrite:
         # else does (nothing reads it: tracing lets it go, ``Recomputation.finish``)
         find = weakref.ref(target) if self.whole and target.base is None \
             and not small(target) else None
-        destination = Destination(target, self.key, self.whole, self.written, find)
+        destination = Destination(target, self.key, self.whole, self.written, find,
+                                  unseen=self.unseen)
         chained = self.chained
         rebuilt = None if chained is None else chained.undo(values)
         record = self.plan.run(tape, destination, self.inputs, vals, self.apart_now,
@@ -2580,6 +2590,11 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
+    for k in block_of:
+        if type(steps[k]) is ElementwiseWrite:
+            # (the records of a block's steps are its own until its forward pass ends, not on
+            # the tape, where ``inplace.unread`` looks for what reads the target)
+            steps[k].unseen = None
     # A value's cotangent is a local of its block if only the block's Pure steps, or the
     # assignment of an element, read it, and it is a whole C-contiguous buffer (into which
     # their lean pullbacks add directly: a function's output laid out as its operand, F-ordered,
@@ -3179,6 +3194,9 @@ class Recorder:
         self.written = None
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
+        # (asked before the write, as tracing asks it: ``inplace.record_write``)
+        hidden = target is not None and target.value.nbytes > SMALL_WRITE \
+            and unseen(tape, target.buffer, target.value, recording=True)
         entry = RULES.get(ufunc, NO_RULE)
         if out is not None and rule is None and (pattern or not constant_target) and (
                 entry.complex_rules is not None and complex_among(values)
@@ -3221,7 +3239,7 @@ class Recorder:
                 plan, apart = self.written
                 element = type(target.value) is np.ndarray and target.value.shape == ()
                 step = ElementwiseWrite(plan, args, into.index, apart, new[0],
-                                        target.buffer.key, target.whole, element)
+                                        target.buffer.key, target.whole, element, hidden)
                 self.steps.append(step)
                 self.recomputed(new[0], step)
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(
