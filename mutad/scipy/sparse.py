@@ -22,9 +22,10 @@ SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D
 of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
 a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
 ``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
-or the indices of such a matrix while an entry is zero is refused where that zero carries a
-derivative, and otherwise, a constant's zero (``csr_matrix(np.eye(n))``), makes the matrix
-SciPy's, without it). The zeros SciPy does store
+of such a matrix while an entry is zero is refused where that zero carries a derivative, and
+its indices are SciPy's, leaving it out, a decision a replay guards; either, of a constant's
+zero (``csr_matrix(np.eye(n))``), makes the matrix SciPy's, without it). The zeros SciPy does
+store
 are stored: a bsr result (``kron`` of a B at least half full, SciPy's product of dense blocks;
 a sum, difference or product of bsr matrices) stays bsr, each block holding its zeros, and
 leaves out only a block that is all zero, as SciPy's; a dia matrix stores its zeros, and its
@@ -271,6 +272,16 @@ def _leaves(items):
             yield from _leaves(x)
         else:
             yield x
+
+
+def _decision(x, what, decide):
+    """``decide(v)`` of the plain values ``v`` of ``x``, a decision SciPy takes on them (the
+    blocks of a bsr matrix, the entries it leaves out for being zero): a replay guards it, and
+    replays while it decides the same, where ``x`` is one traced array; where it is a list of
+    them, ``settled``'s (a replay recording the call is refused, saying ``what``)."""
+    if type(x) in WRAPPERS:
+        return x._decided(lambda v: decide(memory(v)))
+    return decide(settled(x, what))
 
 
 def _refuse(what, instead):
@@ -1600,27 +1611,32 @@ class TracedSparse(_ComparedByValue):
     def data(self, values: Any) -> None:
         self._values = values
 
-    def _as_scipy_stores(self, what):
-        """Before the user's code reads ``what``, the stored values or the pattern: where the
-        matrix keeps zero entries that SciPy leaves out (of a dense array, a sum, a product),
-        the matrix SciPy stores, in place, if those zeros are constants (``np.eye``'s, a
-        dense matrix of constants): their derivative is zero, and SciPy's matrix, which has
-        no such entries, is its own from then on. Zeros that carry a derivative are refused:
-        what the user's code does to the stored values, they would not receive. Once read,
-        the pattern is SciPy's, which stores a zero written into its values (``A.data[0] =
-        0``): no slot is left out by its value any more. The pattern is a decision on the
-        values, which a replay recording the call is refused."""
+    def _as_scipy_stores(self, what, pattern=False):
+        """Before the user's code reads ``what``, the stored values or (``pattern``) the
+        pattern: where the matrix keeps zero entries that SciPy leaves out (of a dense array,
+        a sum, a product), the matrix SciPy stores, in place, if those zeros are constants
+        (``np.eye``'s, a dense matrix of constants): their derivative is zero, and SciPy's
+        matrix, which has no such entries, is its own from then on. Zeros that carry a
+        derivative stay: the pattern read is SciPy's matrix's, which leaves them out (a
+        decision on the values, as ``np.nonzero``'s), and the stored values are refused: what
+        the user's code does to them, those zeros would not receive. Once read, the pattern
+        is SciPy's, which stores a zero written into its values (``A.data[0] = 0``): no slot
+        is left out by its value any more. Returns SciPy's matrix whose pattern is read. The
+        pattern is a decision on the values, which a replay guards."""
         layout, values = self.layout, self._values
         if not layout.drops:
-            return
-        out = layout.left_out(settled(values, f"{what} of a scipy.sparse matrix made from a "
-                                              "dense array"))
+            return layout.template
+        out = np.frombuffer(_decision(values, f"{what} of a scipy.sparse matrix made from a "
+                                              "dense array",
+                                      lambda v: layout.left_out(v).tobytes()), bool)
         if not np.any(out):
             if self._peers is None:
                 self.layout = layout.leaving_out_diagonals(None) if layout.format == "dia" \
                     else layout.dropping(None)
-            return
+            return layout.template
         if carries_derivative(values) or self._peers is not None or layout.format == "bsr":
+            if pattern:
+                return layout.build(memory(values))
             _refuse(f"{what} of a scipy.sparse matrix with zero entries that SciPy leaves out "
                     "(of a dense array, a sum, a product)", "mutad keeps those entries (for "
                     "their derivative), SciPy leaves them out: read A.toarray(), or build the "
@@ -1628,6 +1644,7 @@ class TracedSparse(_ComparedByValue):
         self.layout = _Layout(layout.build(memory(values)))
         self._values = np.reshape(np.reshape(values, (-1,))[np.flatnonzero(~out)],
                                   self.layout.data_shape)
+        return self.layout.template
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
@@ -1788,8 +1805,8 @@ class TracedSparse(_ComparedByValue):
                     self.data, "A.offsets of a scipy.sparse dia matrix whose diagonals its "
                                "nonzero values choose"))
             elif name not in ("has_canonical_format", "has_sorted_indices", "blocksize"):
-                self._as_scipy_stores(f"A.{name}")  # (a bsr matrix's blocks are SciPy's)
-                template = self.layout.template
+                # (a bsr matrix's blocks are SciPy's)
+                template = self._as_scipy_stores(f"A.{name}", pattern=True)
             found = getattr(template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
@@ -2037,9 +2054,10 @@ class TracedSparse(_ComparedByValue):
             return self.copy() if copy else self
         if blocksize is None and self.layout.droppable is not None:
             # SciPy chooses the blocks by the entries it stores, which leave out zeros
-            blocksize = self.layout.build(settled(
+            blocksize = _decision(
                 self.data, "tobsr() of a scipy.sparse matrix that leaves out its zero values, "
-                           "whose blocks its nonzero values choose")).tobsr().blocksize
+                           "whose blocks its nonzero values choose",
+                lambda v: self.layout.build(v).tobsr().blocksize)
         return self._with(_relayout(self.data, self.layout, lambda m: m.tobsr(blocksize)))
 
     def copy(self) -> TracedSparse:
@@ -2993,9 +3011,9 @@ class _SparseClass:
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             if self.format == "bsr" and kwargs.get("blocksize") is None:
                 # SciPy chooses the blocks by the entries that are not zero
-                kwargs = {**kwargs, "blocksize": self.cls(settled(
-                    arg1, f"{name} of a dense array, whose blocks its nonzero values choose"),
-                    shape=shape).blocksize}
+                kwargs = {**kwargs, "blocksize": _decision(
+                    arg1, f"{name} of a dense array, whose blocks its nonzero values choose",
+                    lambda v: self.cls(v, shape=shape).blocksize)}
             return _constructed(self.cls, name, arg1,
                                 lambda fn, d: fn(d, shape=shape, copy=copy, **kwargs), dense=True,
                                 dtype=dtype)
