@@ -187,7 +187,7 @@ damp² I)⁻¹ x̄``, ``b̄ = A λ``, ``Ā = r λᵀ - (A λ) xᵀ`` on ``A``'s 
 the same method to ``ADJOINT_RTOL``. The norms and estimates they report are not
 differentiated: inside a differentiation they are placeholders whose use raises. A traced
 ``damp`` is differentiated by ``d̄ = -2 damp ⟨λ, x⟩`` (forward: ``-2 damp ḋ x`` added to the
-normal solve's right-hand side), except with an operator of the user's functions (refused).
+normal solve's right-hand side), with an operator of the user's functions too.
 """
 
 from __future__ import annotations
@@ -5229,12 +5229,8 @@ def _least_squares_method(method):
                     "not differentiate var: leave calc_var out.")
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
         if parameters is not None:
-            if _followed(damp):
-                _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator of your functions "
-                        "with a traced damp", "pass damp as a constant, or A as a sparse or "
-                        "dense matrix, whose damp is differentiated.")
-            problem = _OperatorLeastSquares(method, A, parameters, damp, options)
-            x = _operator_least_squares(b, guess, *parameters.values(), problem=problem)
+            problem = _OperatorLeastSquares(method, A, parameters, None, options)
+            x = _operator_least_squares(b, guess, damp, *parameters.values(), problem=problem)
             return (x, *found_again(x, _stop_and_iterations, problem),
                     *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
@@ -5262,9 +5258,10 @@ class _OperatorLeastSquares(_LeastSquares):
     """``lsqr`` or ``lsmr`` of an operator whose functions read the differentiated values
     ``parameters`` follows: ``_LeastSquares`` of the operator, its functions bound to plain
     values, and the products with ``A(p)`` its derivatives need. With ``r = b - A x`` and
-    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ`` and ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)``;
-    forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x))``, ``Ȧᵀ r`` by the operator's
-    ``rmatvec`` (which SciPy's solvers take to be ``matvec``'s transpose)."""
+    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ``, ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)`` and
+    ``damp̄ = -2 damp ⟨λ, x⟩``; forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x)
+    - 2 damp ḋamp x)``, ``Ȧᵀ r`` by the operator's ``rmatvec`` (which SciPy's solvers take to
+    be ``matvec``'s transpose)."""
 
     replays_on_its_operands = False  # (as _OperatorSolve: traced every time)
 
@@ -5280,7 +5277,8 @@ class _OperatorLeastSquares(_LeastSquares):
                 self.parameters.bound(values):
             yield
 
-    def value_at(self, b, guess, values):
+    def value_at(self, b, guess, damp, values):
+        self.damp = float(damp)
         with self.plain(values):
             x = self.value(None, b, guess)
         self.parameters.freeze()
@@ -5295,8 +5293,8 @@ class _OperatorLeastSquares(_LeastSquares):
             return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
 
 
-def _operator_least_squares_value(b, guess, *values, problem):
-    return problem.value_at(b, guess, values)
+def _operator_least_squares_value(b, guess, damp, *values, problem):
+    return problem.value_at(b, guess, damp, values)
 
 
 _operator_least_squares = Adjoint(_operator_least_squares_value)
@@ -5304,9 +5302,9 @@ _operator_least_squares.complex_values = None
 
 
 @_operator_least_squares.rule
-def _operator_least_squares_rule(b, guess, *values, problem):
-    _first_order_only(problem, b, *values)
-    x = problem.value_at(b, guess, values)
+def _operator_least_squares_rule(b, guess, damp, *values, problem):
+    _first_order_only(problem, b, damp, *values)
+    x = problem.value_at(b, guess, damp, values)
     plain_b = np.asarray(b, float)
 
     def back(dx):
@@ -5317,22 +5315,24 @@ def _operator_least_squares_rule(b, guess, *values, problem):
             r = plain_b - problem.operator.matvec(x)
         _, pull = _integrate.pullback(
             lambda *p: problem.product(lam, p) @ r - problem.product(x, p) @ a_lam, *values)
-        return (a_lam, None, *pull(1.0))
+        return (a_lam, None, -2 * problem.damp * np.dot(lam, x), *pull(1.0))
 
     return x, back
 
 
 @_operator_least_squares.jvp_rule
-def _operator_least_squares_jvp(tangents, b, guess, *values, problem):
-    _first_order_only(problem, b, *values, *tangents)
-    x = problem.value_at(b, guess, values)
+def _operator_least_squares_jvp(tangents, b, guess, damp, *values, problem):
+    _first_order_only(problem, b, damp, *values, *tangents)
+    x = problem.value_at(b, guess, damp, values)
     with problem.plain(values):
         r = np.asarray(b, float) - problem.operator.matvec(x)
     change = np.zeros(len(r)) if tangents[0] is None else np.asarray(tangents[0], float)
     c = np.zeros(len(x))
-    if any(t is not None for t in tangents[2:]):
+    if tangents[2] is not None:  # -2 damp ḋamp x
+        c = c - 2 * problem.damp * float(tangents[2]) * x
+    if any(t is not None for t in tangents[3:]):
         directions = tuple(np.zeros(np.shape(v)) if t is None else t
-                           for v, t in zip(values, tangents[2:], strict=True))
+                           for v, t in zip(values, tangents[3:], strict=True))
         change = change - _integrate.jvp(lambda *p: problem.product(x, p), values,
                                          directions)[1]
         c = c + _integrate.jvp(lambda *p: problem.product(r, p, transposed=True), values,
