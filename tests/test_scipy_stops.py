@@ -2002,3 +2002,21 @@ def test_bsr_of_a_dense_array_replays():
     replaying = replays_as_traced(f, [(x,), (x * 1.5,), (blocky,), (blocky * 2.0,),
                                       (blocky * 3.0,)])
     assert _replays(replaying) >= 1  # (blocky's program)
+
+
+@pytest.mark.parametrize("read", ["nnz", "getnnz", "count_nonzero", "nonzero", "find"])
+def test_counts_of_the_zeros_of_a_sparse_matrix_replay(read):
+    """Decisions on which entries of a matrix of a dense array are zero: a replay guards them
+    (it refused to record the call)."""
+    def f(x):
+        A = scipy.sparse.csr_matrix(x * x)
+        taken = {"nnz": lambda: A.nnz, "getnnz": lambda: A.getnnz(axis=0)[1],
+                 "count_nonzero": A.count_nonzero, "nonzero": lambda: A.nonzero()[1].sum(),
+                 "find": lambda: scipy.sparse.find(A)[1].sum()}[read]()
+        return (A @ np.arange(1.0, 5.0)).sum() * taken
+
+    other = _PATTERNED.copy()
+    other[[0, 3], [1, 0]] = 0.5
+    replaying = replays_as_traced(f, [(_PATTERNED,), (_PATTERNED * 1.5,), (other,),
+                                      (other * 0.5,), (other * 2.0,)])
+    assert _replays(replaying) >= 1

@@ -276,12 +276,43 @@ def _leaves(items):
 
 def _decision(x, what, decide):
     """``decide(v)`` of the plain values ``v`` of ``x``, a decision SciPy takes on them (the
-    blocks of a bsr matrix, the entries it leaves out for being zero): a replay guards it, and
-    replays while it decides the same, where ``x`` is one traced array; where it is a list of
-    them, ``settled``'s (a replay recording the call is refused, saying ``what``)."""
-    if type(x) in WRAPPERS:
-        return x._decided(lambda v: decide(memory(v)))
-    return decide(settled(x, what))
+    blocks of a bsr matrix, the entries it leaves out for being zero, a count of them): a
+    replay guards it, and replays while it decides the same, where ``x`` is one traced array;
+    where it is a list of them, ``settled``'s (a replay recording the call is refused, saying
+    ``what``). Arrays it gives (alone or in a tuple) are compared by their bytes."""
+    if type(x) not in WRAPPERS:
+        return decide(settled(x, what))
+    return _uncompared(x._decided(lambda v: _compared(decide(memory(v)))))
+
+
+class _Taken:
+    """An array a decision gave, equal to another of the same dtype, shape and bytes (what a
+    replay's guard asks of it)."""
+
+    __slots__ = ("array",)
+    __hash__ = None
+
+    def __init__(self, array):
+        self.array = array
+
+    def __eq__(self, other):
+        return type(other) is _Taken and (self.array.dtype, self.array.shape) == (
+            other.array.dtype, other.array.shape) and self.array.tobytes() == other.array.tobytes()
+
+    def __ne__(self, other):
+        return not self == other
+
+
+def _compared(found):
+    if type(found) is tuple:
+        return tuple(_compared(x) for x in found)
+    return _Taken(found) if isinstance(found, np.ndarray) else found
+
+
+def _uncompared(taken):
+    if type(taken) is tuple:
+        return tuple(_uncompared(x) for x in taken)
+    return taken.array if type(taken) is _Taken else taken
 
 
 def _refuse(what, instead):
@@ -1626,9 +1657,8 @@ class TracedSparse(_ComparedByValue):
         layout, values = self.layout, self._values
         if not layout.drops:
             return layout.template
-        out = np.frombuffer(_decision(values, f"{what} of a scipy.sparse matrix made from a "
-                                              "dense array",
-                                      lambda v: layout.left_out(v).tobytes()), bool)
+        out = _decision(values, f"{what} of a scipy.sparse matrix made from a dense array",
+                        layout.left_out)
         if not np.any(out):
             if self._peers is None:
                 self.layout = layout.leaving_out_diagonals(None) if layout.format == "dia" \
@@ -1752,14 +1782,14 @@ class TracedSparse(_ComparedByValue):
     @property
     def nnz(self) -> int:
         """SciPy's: the stored entries, less those of a dense matrix that are zero (which
-        SciPy leaves out; a replay, which would keep this call's count, is refused)."""
+        SciPy leaves out; a decision on the values, which a replay guards)."""
         layout = self.layout
         if not layout.drops:
             return layout.template.nnz
-        values = settled(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
-                                    "which counts its nonzero values")
-        return int(layout.template.nnz - np.count_nonzero(layout.left_out(values) &
-                                                          layout.valid))
+        return _decision(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
+                                    "which counts its nonzero values",
+                         lambda v: int(layout.template.nnz - np.count_nonzero(
+                             layout.left_out(v) & layout.valid)))
 
     def getnnz(self, axis: int | None = None) -> Any:
         """SciPy's (a matrix's): the stored entries, along ``axis`` (whether SciPy stores an
@@ -1769,17 +1799,17 @@ class TracedSparse(_ComparedByValue):
                                  "'getnnz'")
         if axis is None or not self.layout.drops:
             return self.nnz if axis is None else self.layout.template.getnnz(axis)
-        return self.layout.build(settled(self.data, "A.getnnz(axis) of a scipy.sparse matrix "
-                                                    "made from a dense array")).getnnz(axis)
+        return _decision(self.data, "A.getnnz(axis) of a scipy.sparse matrix made from a dense "
+                                    "array", lambda v: self.layout.build(v).getnnz(axis))
 
     def count_nonzero(self, axis: int | None = None) -> Any:
         """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
-        in place (as it does); a decision on the values, which a replay recording the call
-        is refused."""
+        in place (as it does); a decision on the values, which a replay guards."""
         if self.format in ("csr", "csc", "coo"):
             self.sum_duplicates()
-        values = settled(self.data, "A.count_nonzero() of a scipy.sparse matrix")
-        return self.layout.build(memory(values)).count_nonzero(axis)
+        layout = self.layout
+        return _decision(self.data, "A.count_nonzero() of a scipy.sparse matrix",
+                         lambda v: layout.build(v).count_nonzero(axis))
 
     @property
     def dtype(self) -> np.dtype:
@@ -2295,10 +2325,10 @@ class TracedSparse(_ComparedByValue):
 
     def nonzero(self) -> tuple[Any, Any]:
         """SciPy's rows and columns of the stored entries that are not zero: a decision
-        taken on the values."""
-        return self.layout.build(settled(
-            self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
-                       "entries")).nonzero()
+        taken on the values, which a replay guards."""
+        layout = self.layout
+        return _decision(self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the "
+                                    "zero entries", lambda v: layout.build(v).nonzero())
 
     def _compared(self, other, comparison):
         """SciPy's comparison (``A > 0.5``, ``A != B``): a matrix of booleans without a
@@ -2969,7 +2999,8 @@ def _find(A: Any) -> Any:
     B = A.tocoo(copy=True)
     B.sum_duplicates()
     values = np.reshape(B._values, (-1,))
-    nonzero = settled(values, "scipy.sparse.find, which leaves out the zero entries") != 0
+    nonzero = _decision(values, "scipy.sparse.find, which leaves out the zero entries",
+                        lambda v: v != 0)
     pattern = B.layout.template
     return pattern.row[nonzero], pattern.col[nonzero], values[nonzero]
 
