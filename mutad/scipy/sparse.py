@@ -290,7 +290,7 @@ class _Taken:
     replay's guard asks of it)."""
 
     __slots__ = ("array",)
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable: compared by its bytes
 
     def __init__(self, array):
         self.array = array
