@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import mutad
+from numpy.lib import recfunctions as rfn
+from test_scipy_stops import check
 
 X = np.array([0.3, -0.7, 1.1, 0.4])
 
@@ -29,3 +31,63 @@ def test_a_category_set_to_call_with_no_callback_raises_numpys_name_error(differ
     with pytest.raises(NameError) as ours:
         differentiate(_called_without_a_callback, X)
     assert str(ours.value) == str(numpys.value)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.lib.recfunctions' merge_arrays and stack_arrays of differentiated values: NumPy's records,
+# each field that carries a derivative written into them
+
+RECORD = np.dtype([("a", float), ("b", float)])
+
+
+def _records(x, dtype=RECORD):
+    r = np.zeros(2, dtype=dtype)
+    r["a"] = x[:2]
+    r["b"] = x[2:] ** 2
+    return r
+
+
+def _weighted(r):
+    """The fields of ``r`` (records in records too), each summed and weighted by its place."""
+    return sum((_weighted(r[name]) if r.dtype.fields[name][0].names is not None
+                else r[name].sum()) * (i + 1.5) for i, name in enumerate(r.dtype.names))
+
+
+RECFUNCTIONS = [
+    lambda x: _weighted(rfn.merge_arrays((x[:2], x[2:]), flatten=True)),
+    lambda x: _weighted(rfn.merge_arrays((_records(x), x[2:]))),  # records in records
+    lambda x: _weighted(rfn.merge_arrays((_records(x), x[2:], np.arange(2.0)), flatten=True)),
+    lambda x: _weighted(rfn.merge_arrays(x)),  # one array: NumPy's view of it
+    lambda x: _weighted(rfn.merge_arrays((x.reshape(2, 2), x[1:3] * 3))),
+    lambda x: rfn.merge_arrays((x[:2], x[2:]), asrecarray=True).f1 @ x[:2],
+    lambda x: _weighted(rfn.stack_arrays((_records(x), _records(x[::-1])), usemask=False)),
+    lambda x: rfn.stack_arrays((x[:2], x[2:] * 3), usemask=False) @ x,
+    lambda x: _weighted(rfn.stack_arrays(
+        (_records(x), np.zeros(2, [("a", float), ("c", float)])), usemask=False,
+        defaults={"b": 0.5, "c": 2.5})),  # NumPy's defaults where an array lacks the field
+]
+
+
+@pytest.mark.parametrize("f", RECFUNCTIONS)
+def test_merge_and_stack_arrays_of_differentiated_values(f):
+    check(f, X)
+
+
+def test_stack_arrays_converting_fields_keeps_numpys_values():
+    def stacked(x, dtype):  # (float32 values: their derivative the float64 ones')
+        return _weighted(rfn.stack_arrays((_records(x), _records(x[::-1], dtype)),
+                                          usemask=False, autoconvert=True))
+
+    converted = [("a", np.float32), ("b", float)]
+    value, g = mutad.value_and_gradient(stacked, X, converted, argnums=0)
+    assert np.asarray(value).tobytes() == np.asarray(stacked(X, converted)).tobytes()
+    np.testing.assert_array_equal(g, mutad.gradient(stacked, X, RECORD, argnums=0))
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: rfn.stack_arrays((_records(x), _records(x))),
+    lambda x: rfn.merge_arrays((x[:2], x[2:]), usemask=True),
+])
+def test_recfunctions_masked_results_are_refused_naming_usemask(f):
+    with pytest.raises(mutad.MutadError, match="usemask=False"):
+        mutad.gradient(lambda x: _weighted(f(x).filled()), X)

@@ -1975,7 +1975,11 @@ def records_function(func, args, kwargs):
     """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
     field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
     by_fields = RECORD_FUNCTIONS.get(func)
-    if by_fields is None or not args or not isinstance(args[0], Tracer) \
+    if by_fields is None or not args:
+        return None
+    if type(args[0]) in (list, tuple):  # (a sequence of arrays: the function's own questions)
+        return by_fields(*args, **kwargs)
+    if not isinstance(args[0], Tracer) \
             or args[0].dtype.names is None or not carries_derivative(args[0]) \
             or any(args[0].dtype.fields[name][0].names is not None
                    for name in args[0].dtype.names):  # (nested records: by their fields)
