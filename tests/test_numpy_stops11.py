@@ -91,3 +91,30 @@ def test_stack_arrays_converting_fields_keeps_numpys_values():
 def test_recfunctions_masked_results_are_refused_naming_usemask(f):
     with pytest.raises(mutad.MutadError, match="usemask=False"):
         mutad.gradient(lambda x: _weighted(f(x).filled()), X)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's functions of text (np.strings, np.char) of differentiated values: text holds no
+# derivative, so numbers parsed back from it are constants, as from str(x[0]) or x.astype(str)
+
+TEXT = [  # (f, its gradient: the text's numbers, constants)
+    (lambda x: (np.char.mod("%.17g", x).astype(float) * x).sum(), lambda x: x),
+    (lambda x: (np.strings.mod("%.6e", x).astype(float) * x).sum(),
+     lambda x: np.array([float(f"{v:.6e}") for v in x])),
+    (lambda x: (np.char.str_len(np.char.mod("%.3f", x)) * x).sum(),
+     lambda x: np.array([len(f"{v:.3f}") for v in x], float)),
+    (lambda x: (x.astype("U25").astype(float) + np.char.mod("%.17g", x).astype(float)) @ x,
+     lambda x: 2 * x),
+]
+
+
+@pytest.mark.parametrize("f, gradient", TEXT)
+def test_text_of_differentiated_values_is_a_constant(f, gradient):
+    replayed = mutad.grad(f, replay=True)
+    for x in (X, X * 1.05):
+        value, (g,) = mutad.value_and_gradient(f, x)
+        assert np.asarray(value).tobytes() == np.asarray(f(x)).tobytes()
+        np.testing.assert_array_equal(g, gradient(x))
+        _, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+        np.testing.assert_allclose(tangent, g.sum(), rtol=1e-12)
+        np.testing.assert_array_equal(replayed(x), g)
