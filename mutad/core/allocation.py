@@ -3928,6 +3928,7 @@ REPARAMETERISED = {
     "rayleigh":    ((("scale", 1.0),),                               "standard_exponential", lambda scale, e: scale * np.sqrt(2.0 * e)),
     "weibull":     ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: e ** (1.0 / a)),
     "pareto":      ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: np.expm1(e / a)),
+    "power":       ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: (-np.expm1(-e)) ** (1.0 / a)),
     "gamma":       ((("shape", _REQUIRED), ("scale", 1.0)),          "standard_gamma",       lambda shape, scale, g: scale * g),
     "triangular":  ((("left", _REQUIRED), ("mode", _REQUIRED), ("right", _REQUIRED)), _UNIFORM, _triangular),
 }
@@ -3938,15 +3939,15 @@ from, by the formula given, which ``_reparameterised`` computes with the traced 
 standard draw of a parameter (``standard_gamma(shape)``) takes that parameter, the first, plain:
 its derivative is refused (``SHAPED``)."""
 
-LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0}
+LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0,
+          "power": lambda a, e: (1.0 - np.exp(-e)) ** (1.0 / a)}
 """The formulas of a legacy ``RandomState``'s draws that differ from a ``Generator``'s."""
 
 SHAPED = {"standard_gamma": "shape"}
 """The standard draws of a parameter, and its name."""
 
 REJECTED = frozenset(("beta", "chisquare", "dirichlet", "f", "noncentral_chisquare",
-                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald",
-                      "power"))
+                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald"))
 """The draws NumPy makes by rejection or from several standard draws whose count depends on the
 parameters, which no formula of standard numbers mutad follows gives: their traced parameters
 are refused (``_rejected``)."""
