@@ -118,3 +118,32 @@ def test_text_of_differentiated_values_is_a_constant(f, gradient):
         _, tangent = mutad.jvp(f, (x,), (np.ones(4),))
         np.testing.assert_allclose(tangent, g.sum(), rtol=1e-12)
         np.testing.assert_array_equal(replayed(x), g)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.frombuffer of an array the function computes with: NumPy's view of its memory, followed
+# as that view
+
+
+def _written_through_frombuffer(x):
+    y = np.zeros(4)
+    np.frombuffer(y)[1:] = x[1:] * 2  # (writes y)
+    return (y * x).sum()
+
+
+FROMBUFFER = [
+    lambda x: (np.frombuffer(np.arange(4.0)) * x).sum(),
+    lambda x: (np.frombuffer(x) ** 2).sum(),
+    lambda x: (np.frombuffer(x.reshape(2, 2) * x[0], count=2, offset=8) ** 3).sum(),
+    _written_through_frombuffer,
+]
+
+
+@pytest.mark.parametrize("f", FROMBUFFER)
+def test_frombuffer_of_a_followed_array_is_a_view_of_it(f):
+    check(f, X)
+
+
+def test_frombuffer_of_a_followed_array_in_another_dtype_is_refused():
+    with pytest.raises(mutad.MutadError, match="reinterpreted"):
+        mutad.gradient(lambda x: np.frombuffer(x, np.int64).sum() * x[0], X)

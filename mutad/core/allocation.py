@@ -418,6 +418,8 @@ def loader(func):
     array viewing an argument's memory is NumPy's own."""
 
     def loading(*args, **kwargs):
+        if func is np.frombuffer and wrapped(args[0] if args else kwargs.get("buffer")):
+            return _frombuffer_of_followed(args, kwargs)
         check_read(f"np.{func.__name__}", source(args, kwargs))
         y = func(*args, **kwargs)
         if _in_mode():
@@ -429,6 +431,25 @@ def loader(func):
         return y
 
     return _named(loading, func)
+
+
+def _frombuffer_of_followed(args, kwargs):
+    """``np.frombuffer(x, ...)`` of an array ``x`` the differentiations follow: NumPy's view of
+    its memory (its checks and errors too), as that view of ``x``; read in another dtype
+    than ``x``'s, refused, as ``x.view(dtype)`` is: its bytes reinterpreted have no
+    derivative."""
+    x = args[0] if args else kwargs["buffer"]
+    plain = (memory(x), *args[1:]) if args else ()
+    y = np.frombuffer(*plain, **{k: memory(x) if k == "buffer" else v
+                                 for k, v in kwargs.items()})
+    view = view_as(x, y) if y.dtype == x.dtype else None
+    if view is None:
+        raise UnsupportedOperationError(
+            f"np.frombuffer of an array the function computes with, read as {y.dtype} "
+            f"({x.dtype} in the array): its bytes reinterpreted have no derivative. Read it "
+            f"in its own dtype (np.frombuffer(x, dtype=x.dtype)), or x.astype({y.dtype}) for "
+            "its values converted.")
+    return view
 
 
 def _loaded(y, args=(), kwargs=None):
