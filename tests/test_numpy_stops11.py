@@ -3,6 +3,7 @@ NumPy gives a value or raises its own."""
 
 import numpy as np
 import pytest
+import scipy.stats
 
 import mutad
 from numpy.lib import recfunctions as rfn
@@ -147,3 +148,80 @@ def test_frombuffer_of_a_followed_array_is_a_view_of_it(f):
 def test_frombuffer_of_a_followed_array_in_another_dtype_is_refused():
     with pytest.raises(mutad.MutadError, match="reinterpreted"):
         mutad.gradient(lambda x: np.frombuffer(x, np.int64).sum() * x[0], X)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma's prod, ptp, round, clip, diagonal, trace, take, sort, concatenate, tolist and
+# set_fill_value of masked arrays of differentiated values: NumPy's code path, written on the
+# data and the mask
+
+X6 = np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2])
+STEPS = np.arange(6.0)
+
+
+def _masked(x):
+    return np.ma.masked_less(x, 0)
+
+
+def _sorted_in_place(x):
+    m = _masked(x).reshape(2, 3)
+    m.sort(axis=0, endwith=False)
+    return m
+
+
+def _filled_with_its_fill_value(m):
+    m.set_fill_value(2.5)
+    return m.filled()
+
+
+MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared with NumPy's)
+    lambda x: np.ma.sort(_masked(x)),
+    _sorted_in_place,
+    lambda x: np.ma.sort(_masked(x).reshape(2, 3), axis=None),
+    lambda x: _masked(x).reshape(3, 2).prod(axis=1),
+    lambda x: np.ma.ptp(_masked(x).reshape(3, 2), axis=1),
+    lambda x: np.round(_masked(x) * 3, 1),
+    lambda x: np.clip(_masked(x), 0.35, x[4]),
+    lambda x: _masked(x).take([0, 1, 5]),
+    lambda x: _masked(x[:4].reshape(2, 2)).diagonal(),
+    lambda x: np.ma.concatenate([_masked(x), x * 2]),
+    lambda x: np.ma.concatenate([np.ma.masked_array(x), x]),
+]
+
+
+@pytest.mark.parametrize("f", MASKED_RESULTS)
+def test_masked_arrays_of_differentiated_values_as_numpys(f):
+    expected, seen = f(X6.copy()), {}
+
+    def loss(x):
+        y = f(x)
+        seen.update(data=np.array(mutad.stop_gradient(y.data)), mask=np.ma.getmask(y),
+                    fill=y.fill_value, hard=y.hardmask)
+        return (y.filled(0.5) * np.arange(1.0, y.size + 1).reshape(y.shape)).sum()
+
+    mutad.gradient(loss, X6)
+    np.testing.assert_array_equal(seen["data"], expected.data)
+    assert (seen["mask"] is np.ma.nomask) == (expected.mask is np.ma.nomask)
+    np.testing.assert_array_equal(np.asarray(seen["mask"]), np.ma.getmaskarray(expected)
+                                  if expected.mask is not np.ma.nomask else False)
+    assert (seen["fill"], seen["hard"]) == (expected.fill_value, expected.hardmask)
+    check(loss, X6)
+
+
+MASKED_NUMBERS = [
+    lambda x: _masked(x).prod() + np.prod(_masked(x) * 2),
+    lambda x: _masked(x).ptp(),
+    lambda x: _masked(x[:4].reshape(2, 2)).trace()
+    + np.ma.masked_array(x[:4]).reshape(2, 2).trace(),
+    lambda x: _masked(x).take(2) * 2 + (_masked(x).take(1) is np.ma.masked),
+    lambda x: _filled_with_its_fill_value(_masked(x)) @ STEPS,
+    lambda x: sum(v for row in _masked(x).reshape(2, 3).tolist() for v in row if v is not None),
+    lambda x: np.ndim(_masked(x)) * np.size(_masked(x)) * x.sum() + np.shape(_masked(x))[0],
+    lambda x: (_masked(x).view(np.ma.MaskedArray) * 2).sum() + _masked(x).view(np.ndarray) @ x,
+    lambda x: np.sum(scipy.stats.mstats.idealfourths(x)),  # (np.ma.sort, then a view)
+]
+
+
+@pytest.mark.parametrize("f", MASKED_NUMBERS)
+def test_numbers_of_masked_arrays_of_differentiated_values(f):
+    check(f, X6)
