@@ -225,3 +225,24 @@ MASKED_NUMBERS = [
 @pytest.mark.parametrize("f", MASKED_NUMBERS)
 def test_numbers_of_masked_arrays_of_differentiated_values(f):
     check(f, X6)
+
+
+# ----------------------------------------------------------------------------------------------
+# The array API's np.unique_values, unique_counts, unique_inverse and unique_all: NumPy's own
+# code, its call of np.unique followed
+
+
+def _unique_all(x):
+    r = np.unique_all(np.concatenate([x, x[1:2]]))  # (x[1] twice: counted twice)
+    assert type(r) is type(np.unique_all(np.ones(1)))
+    return (r.values * r.counts).sum() + x[r.inverse_indices[:4]] @ x + x[r.indices].prod()
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.unique_values(x) @ np.arange(4.0),
+    lambda x: np.unique_counts(x).values @ np.arange(4.0),
+    lambda x: (np.unique_inverse(x).values ** 2).sum(),
+    _unique_all,
+])
+def test_array_api_unique_functions_of_differentiated_values(f):
+    check(f, X)
