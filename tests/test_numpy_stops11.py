@@ -246,3 +246,30 @@ def _unique_all(x):
 ])
 def test_array_api_unique_functions_of_differentiated_values(f):
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# item() and tolist() of records holding differentiated values: NumPy's tuples of the fields,
+# each number with its derivative (item() gave NumPy's plain floats: a zero gradient)
+
+FIELDS = np.dtype([("v", float, (2,)), ("name", "U3"), ("inner", [("p", float)]), ("n", int)])
+
+
+def _record_items(x):
+    a = np.zeros(2, FIELDS)
+    a["v"] = x.reshape(2, 2)
+    a["inner"]["p"] = x[::-1][:2] ** 2
+    a["name"], a["n"] = "ab", 3
+    last, rows = a.item(1), a.tolist()
+    assert (type(last[1]), last[1], last[3]) == (str, "ab", 3) and isinstance(last[0], np.ndarray)
+    return (last[0] ** 2).sum() + last[2][0] * 3 + rows[0][2][0] * rows[0][0][1] \
+        + a[0].item()[0][0] + sum(a[["inner", "n"]][0].item()[0])
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: sum(_records(x)[0].item()),
+    lambda x: sum(sum(row) for row in _records(x).tolist()) * x[0],
+    _record_items,
+])
+def test_items_of_records_holding_differentiated_values(f):
+    check(f, X)

@@ -981,6 +981,9 @@ class ArrayMethods(Tracer):
     def item(self, *args):
         value = memory(self)
         number = value.item(*args)  # NumPy's errors, and what NumPy gives
+        if type(number) is tuple and self.dtype.names is not None \
+                and self.plain_value() is None:
+            return self._record_item(args)
         if self.plain_value() is not None or not isinstance(number, (float, complex, np.inexact)):
             return number
         if not args:  # (NumPy's scalar where .item() gives one, below)
@@ -993,8 +996,26 @@ class ArrayMethods(Tracer):
             return element  # .item() is NumPy's scalar): that scalar, the element itself
         return _as_python_number(element, type(number))
 
+    def _record_item(self, args):
+        """``item(*args)`` of an array of records: NumPy's tuple of one record's fields, each
+        as ``item`` gives it (a number with its derivative; a field of records a tuple, text
+        NumPy's str), a subarray field a copy of it."""
+        if not args:
+            index = (0,) * self.ndim
+        elif len(args) == 1 and not isinstance(args[0], tuple):
+            index = np.unravel_index(operator.index(args[0]), self.shape)
+        else:
+            index = args[0] if len(args) == 1 else args
+        record = self[(*index, Ellipsis)]  # (the record as a 0-d view, as np.void views it)
+        fields = (record[name] for name in self.dtype.names)
+        return tuple((field.item() if isinstance(field, np.generic) else field)
+                     if isinstance(field, (str, bytes))
+                     else field.item() if np.ndim(field) == 0 else field.copy()
+                     for field in fields)
+
     def tolist(self):
-        if self.plain_value() is not None or self.dtype.kind not in "fc":
+        if self.plain_value() is not None or self.dtype.kind not in "fcV" or (
+                self.dtype.kind == "V" and self.dtype.names is None):
             return self._converted(".tolist()").tolist()
         if self.ndim == 0:
             return self.item()
