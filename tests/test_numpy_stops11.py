@@ -249,8 +249,9 @@ def test_array_api_unique_functions_of_differentiated_values(f):
 
 
 # ----------------------------------------------------------------------------------------------
-# item() and tolist() of records holding differentiated values: NumPy's tuples of the fields,
-# each number with its derivative (item() gave NumPy's plain floats: a zero gradient)
+# item(), tolist(), len() and iteration of records holding differentiated values: NumPy's
+# tuples of the fields, each number with its derivative (item() gave NumPy's plain floats: a
+# zero gradient)
 
 FIELDS = np.dtype([("v", float, (2,)), ("name", "U3"), ("inner", [("p", float)]), ("n", int)])
 
@@ -270,6 +271,7 @@ def _record_items(x):
     lambda x: sum(_records(x)[0].item()),
     lambda x: sum(sum(row) for row in _records(x).tolist()) * x[0],
     _record_items,
+    lambda x: sum(_records(x)[1]) * len(_records(x)[0]) + tuple(_records(x)[0])[-1],  # np.void's
 ])
 def test_items_of_records_holding_differentiated_values(f):
     check(f, X)

@@ -855,12 +855,14 @@ class ArrayMethods(Tracer):
     def __len__(self):
         if stands_for_scalar(self):  # (Python's error of NumPy's scalar, or of its float)
             raise TypeError(f"object of type '{_type_name(self)}' has no len()")
+        if self.ndim == 0 and _one_record(memory(self)):  # (NumPy's np.void: its fields)
+            return len(self.dtype.names)
         return len(self.value)
 
     def __iter__(self):
         if stands_for_scalar(self):
             raise TypeError(f"'{_type_name(self)}' object is not iterable")
-        return (self[i] for i in range(len(self.value)))
+        return (self[i] for i in range(len(self)))
 
     # What Python reads of the value without converting it (a string, a hash, a truth): as
     # NumPy's array or scalar gives it, through ``_decided`` (which a replay guards).
