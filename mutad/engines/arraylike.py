@@ -1008,7 +1008,7 @@ class ArrayMethods(Tracer):
             index = np.unravel_index(operator.index(args[0]), self.shape)
         else:
             index = args[0] if len(args) == 1 else args
-        record = self[(*index, Ellipsis)]  # (the record as a 0-d view, as np.void views it)
+        record = self[tuple(index) + (Ellipsis,)]  # (the record as a 0-d view, as np.void's)
         fields = (record[name] for name in self.dtype.names)
         return tuple((field.item() if isinstance(field, np.generic) else field)
                      if isinstance(field, (str, bytes))

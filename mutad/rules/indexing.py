@@ -186,7 +186,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
 
 for _unique in (np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all):
     # NumPy's own code, a call of np.unique (whose composite above it reaches) in a named tuple
-    defcomposite(_unique)(_unique.__wrapped__)
+    defcomposite(_unique)(getattr(_unique, "__wrapped__"))
 
 
 @adjoint

@@ -328,11 +328,20 @@ class Masked:
     # reductions ----------------------------------------------------------------------------
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
-        _no_out("sum", out)
+        return self._reduced(np.sum, 0, axis, dtype, out, keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
+        """``MaskedArray.prod``: as ``sum``, the masked elements 1."""
+        return self._reduced(np.prod, 1, axis, dtype, out, keepdims)
+
+    def _reduced(self, reduce, neutral, axis, dtype, out, keepdims):
+        """``MaskedArray.sum`` or ``.prod``: of the data with the masked elements ``neutral``,
+        masked where every element reduced is."""
+        _no_out(reduce.__name__, out)
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         m = self._mask
         newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
-        result = np.sum(self.filled(0), axis, dtype=dtype, **kwargs)
+        result = reduce(self.filled(neutral), axis, dtype=dtype, **kwargs)
         if np.ndim(result):
             return Masked(result, newmask, self._fill_value)
         return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
@@ -408,18 +417,6 @@ class Masked:
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         dvar = self.var(axis, dtype, out, ddof, **kwargs)
         return dvar if dvar is np.ma.masked else _sqrt(dvar)
-
-    def prod(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
-        """``MaskedArray.prod``: of the data with the masked elements 1, masked where every
-        element reduced is."""
-        _no_out("prod", out)
-        kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
-        m = self._mask
-        newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
-        result = np.prod(self.filled(1), axis, dtype=dtype, **kwargs)
-        if np.ndim(result):
-            return Masked(result, newmask, self._fill_value)
-        return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
 
     def ptp(self, axis=None, out=None, fill_value=None, keepdims=False):
         """``MaskedArray.ptp``: the greatest less the least, as NumPy subtracts them."""
