@@ -219,6 +219,8 @@ MASKED_NUMBERS = [
     lambda x: np.ndim(_masked(x)) * np.size(_masked(x)) * x.sum() + np.shape(_masked(x))[0],
     lambda x: (_masked(x).view(np.ma.MaskedArray) * 2).sum() + _masked(x).view(np.ndarray) @ x,
     lambda x: np.sum(scipy.stats.mstats.idealfourths(x)),  # (np.ma.sort, then a view)
+    lambda x: x[np.ma.argsort(_masked(x), endwith=False)] @ STEPS + x[np.ma.argmin(_masked(x))]
+    + x[np.ma.argmax(_masked(x).reshape(2, 3), axis=1)].sum(),
 ]
 
 

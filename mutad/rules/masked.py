@@ -1202,6 +1202,8 @@ for _original, _composite in [
         (np.ma.ptp, _method_of("ptp")), (np.ma.clip, _method_of("clip")),
         (np.ma.diagonal, _method_of("diagonal")), (np.ma.trace, _method_of("trace")),
         (np.ma.take, _method_of("take")), (np.ma.sort, _sort),
+        (np.ma.argsort, _method_of("argsort")), (np.ma.argmin, _method_of("argmin")),
+        (np.ma.argmax, _method_of("argmax")),
         (np.ma.concatenate, _concatenate)]:
     _StandIn(_original, _composite)
 _Reader(np.ma.filled, _filled)
