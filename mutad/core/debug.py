@@ -808,18 +808,20 @@ def _made_as_the_user_sets(settings):
     writer = handling["call"]
     if type(writer) is not Warnings:
         return _make_handling(**settings)
-    if "log" in settings.values():  # to the user's own object: the writer steps aside, as it
-        # does where the caller's handling logs (``logged_categories``)
-        seen = _as_the_user_sees(handling)
-        return _make_handling(
-            call=settings["call"] if "call" in settings else seen["call"],
-            **{category: settings.get(category) or settings.get("all") or seen[category]
-               for category in ("divide", "over", "under", "invalid")})
+    seen = _as_the_user_sees(handling)
+    call = settings["call"] if "call" in settings else seen["call"]
+    modes = {category: settings.get(category) or settings.get("all") or seen[category]
+             for category in ("divide", "over", "under", "invalid")}
+    if "log" in settings.values() or call is None and "call" in modes.values():
+        # to the user's own object, or to none (NumPy's NameError at the first event a
+        # category set to "call" meets): the writer steps aside, as it does where the
+        # caller's handling logs or calls (``logged_categories``)
+        return _make_handling(call=call, **modes)
     settings = {name: "log" if setting == "warn" and name != "call" else setting
                 for name, setting in settings.items()}
     call = settings.get("call", writer)
     settings["call"] = writer
-    if call is not writer and call is not _as_the_user_sees(handling)["call"]:  # the writer
+    if call is not writer and call is not seen["call"]:  # the writer
         # still logs, calling the user's callback
         settings["call"] = copy.copy(writer)
         settings["call"].replaced = call
