@@ -733,7 +733,28 @@ def at_user_lines(writer, modes=None):
                 _LOGGED = errors, logged
     if not logged:
         return contextlib.nullcontext()
-    return np.errstate(call=writer, **logged)
+    return _Logging(writer, logged)
+
+
+class _Logging:
+    """``np.errstate(call=writer, **logged)`` as mutad's own code enters it (which sets the
+    handling as given: ``_make_handling_as_set``), without its questions: the handling made by
+    NumPy's ``_make_extobj`` set in ``ERRORS`` on entry, and the one before put back on exit.
+    Entered once or twice per differentiation."""
+
+    __slots__ = ("writer", "logged", "token")
+
+    def __init__(self, writer, logged):
+        self.writer = writer
+        self.logged = logged
+        self.token = None
+
+    def __enter__(self):
+        self.token = ERRORS.set(_make_handling(call=self.writer, **self.logged))
+
+    def __exit__(self, *exception):
+        ERRORS.reset(self.token)
+        return False
 
 
 _LOGGED: tuple = (None, {})
@@ -755,7 +776,7 @@ class at_user_lines_keeping_seterr:
 
     def __enter__(self):
         writer = self.writer
-        writer.replaced = np.geterrcall()
+        writer.replaced = _handling()["call"]  # (``np.geterrcall()`` as mutad's code reads it)
         self.context = at_user_lines(writer)
         self.context.__enter__()
         self.inside = ERRORS.get()
