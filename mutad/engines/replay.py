@@ -1014,8 +1014,11 @@ def _as_operand(number, dtype):
         if kind is float and not math.isfinite(number):
             return None
         try:
-            with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
+            if dtype == np.float64:  # (which holds any Python float, and raises no event)
                 array = np.array(number, dtype)
+            else:
+                with np.errstate(all="ignore"):  # (a number past the dtype's range: inf)
+                    array = np.array(number, dtype)
         except OverflowError:  # (an int past any float's)
             return None
         if array.item() != number:
