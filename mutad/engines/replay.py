@@ -1014,8 +1014,11 @@ def _as_operand(number, dtype):
         if kind is float and not math.isfinite(number):
             return None
         try:
-            with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
+            if dtype == np.float64:  # (which holds any Python float, and raises no event)
                 array = np.array(number, dtype)
+            else:
+                with np.errstate(all="ignore"):  # (a number past the dtype's range: inf)
+                    array = np.array(number, dtype)
         except OverflowError:  # (an int past any float's)
             return None
         if array.item() != number:
@@ -3083,7 +3086,7 @@ class Recorder:
             return t
         return y
 
-    def watch(self):
+    def watch(self, special=True):
         """Before a step: NumPy's floating-point error handling, a decision of Python's (an
         ``np.errstate`` block in ``f``), becomes a :class:`Modes` step where it changed. The
         categories ignored are ignored when replayed; those warned about (``"log"``, to
@@ -3091,10 +3094,10 @@ class Recorder:
         ones is traced. Raising, or a handler of the user's, Python may act on: refused.
         So is scipy.special's error handling changed inside f (``scipy.special.errstate``),
         which the replay, run under the caller's, would not have its functions raise or warn
-        as f asked."""
-        if self.special is not None and self.special[0]() != self.special[1]:
-            self.refuse("scipy.special's error handling changed inside f (scipy.special."
-                        "errstate): Python may act on its errors")
+        as f asked: asked before each step that may consult it (``special``; not NumPy's
+        own ufunc on arrays and numbers, ``_consults_special``, which reading it would cost
+        a tenth of), and once the call is over (``special_left``)."""
+        if special and self.special_left():
             return
         errors = ERRORS.get()  # (one object per handling set: the same, nothing changed)
         if errors is self.errors:
@@ -3119,13 +3122,23 @@ class Recorder:
                 return
         self.steps.append(Modes(replayed))
 
-    def enter(self):
+    def special_left(self):
+        """Whether scipy.special's error handling is another than as the call began (f
+        changed it): then the recording is refused (``watch``)."""
+        if self.special is not None and self.special[0]() != self.special[1]:
+            self.refuse("scipy.special's error handling changed inside f (scipy.special."
+                        "errstate): Python may act on its errors")
+            return True
+        return False
+
+    def enter(self, special=True):
         """A step begins: the floating-point events heard since the last one ended came from
-        operations on plain arrays, which no step redoes (``watch`` for the rest)."""
+        operations on plain arrays, which no step redoes (``watch`` for the rest; ``special``:
+        whether the step may consult scipy.special's error handling)."""
         if not self.depth:
             self.close()
             del self.heard[self.counted:]
-            self.watch()
+            self.watch(special)
             self.opened = len(self.steps)
             self.capture = Capture()
         self.depth += 1
@@ -3142,7 +3155,9 @@ class Recorder:
         if not self.depth:
             capture, self.capture = self.capture, None
             if capture is not None:
-                self.issue(capture.stop(), self.heard[self.counted:])
+                issued = capture.stop()
+                if issued:
+                    self.issue(issued, self.heard[self.counted:])
             self.counted = len(self.heard)
 
     def issue(self, issued, events):
@@ -3163,7 +3178,11 @@ class Recorder:
             self.issuing = False
 
     def _run(self, operation, *args, **kwargs):
-        self.enter()
+        return self._run_step(True, operation, args, kwargs)
+
+    def _run_step(self, special, operation, args, kwargs):
+        """``operation(*args, **kwargs)`` as one step (``special``: ``enter``'s)."""
+        self.enter(special)
         self.ready = False
         try:
             y = operation(*args, **kwargs)
@@ -3208,7 +3227,8 @@ class Recorder:
             y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
             return assign(out, y)
         if out is None and not kwargs and rule is None and pattern and tape.outer is None:
-            y = self._run(observed_ufunc, ufunc, inputs, tape, values, pattern)
+            y = self._run_step(_consults_special(ufunc, values), observed_ufunc,
+                               (ufunc, inputs, tape, values, pattern), {})
         else:
             y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values,
                           pattern)
@@ -3626,6 +3646,20 @@ def _items(args):
 
 # ----------------------------------------------------------------------------------------------
 # Programs
+
+
+_NUMPYS_UFUNCS = frozenset(u for u in vars(np).values() if type(u) is np.ufunc)
+"""NumPy's own ufuncs (np.multiply), which never consult scipy.special's error handling."""
+
+_PLAIN_OPERANDS = frozenset((np.ndarray, float, int, bool, complex))
+"""The operands a NumPy ufunc takes without calling code of another library (``__array__``)."""
+
+
+def _consults_special(ufunc, values):
+    """Whether ``ufunc`` on ``values`` may consult scipy.special's error handling: not
+    NumPy's own ufunc on NumPy's arrays and Python's numbers (``Recorder.watch``)."""
+    return ufunc not in _NUMPYS_UFUNCS or any(
+        type(value) not in _PLAIN_OPERANDS for value in values)
 
 
 def _stands_in(record):
@@ -4190,6 +4224,7 @@ class Recording:
         recorder.close()
         if ERRORS.get() is not self.errors:  # (which a replay, not running f, would not)
             recorder.refuse("f left NumPy's floating-point error handling changed (np.seterr)")
+        recorder.special_left()  # (and scipy.special's: ``Recorder.watch``)
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:
