@@ -158,6 +158,7 @@ def test_the_text_of_a_traced_number_parses_back_to_it(name, first):
 BUILT_FROM_TEXT = {  # what is parsed from anything built of the text is a constant
     "a longer string": lambda x: float(("v=" + str(x[0]))[2:]),
     "split": lambda x: float(f"{x[0]} {x[1]}".split()[0]),
+    "printf-style": lambda x: float("%.17g" % x[0]),
     "np.array of strings": lambda x: np.array([str(x[0])], dtype=float)[0],
     "astype": lambda x: np.array([str(x[0])]).astype(float)[0],
     "json": lambda x: json.loads(json.dumps(x.tolist()))[0],
