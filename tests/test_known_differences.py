@@ -159,6 +159,7 @@ BUILT_FROM_TEXT = {  # what is parsed from anything built of the text is a const
     "a longer string": lambda x: float(("v=" + str(x[0]))[2:]),
     "split": lambda x: float(f"{x[0]} {x[1]}".split()[0]),
     "printf-style": lambda x: float("%.17g" % x[0]),
+    "complex": lambda x: complex(str(x[0] + 1j * x[1])).real,
     "np.array of strings": lambda x: np.array([str(x[0])], dtype=float)[0],
     "astype": lambda x: np.array([str(x[0])]).astype(float)[0],
     "json": lambda x: json.loads(json.dumps(x.tolist()))[0],
