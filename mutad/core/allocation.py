@@ -1933,7 +1933,7 @@ def remember_text(value, text, spec=""):
     return text
 
 
-def _writes_in_full(spec, itemsize):
+def writes_in_full(spec, itemsize):
     """Whether ``format(v, spec)`` of every float ``v`` of ``itemsize`` bytes parses back to
     ``v``: Python's and NumPy's shortest text (no precision, no type: ``str``, ``repr``,
     ``f"{v}"``), or enough significant digits (``.17g``, ``.16e`` of a float64)."""
@@ -1956,7 +1956,7 @@ def parsed_number(text, convert, parsed):
         return None
     _, value, spec = entry
     if not running(value.level) or value.dtype.kind != "f" \
-            or not _writes_in_full(spec, value.dtype.itemsize):
+            or not writes_in_full(spec, value.dtype.itemsize):
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -29,7 +29,7 @@ from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
-                               remember_text, shown_class)
+                               remember_text, shown_class, writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, remember_refusal,
                           scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
@@ -780,8 +780,8 @@ def _call(name):
     return method
 
 
-_FIXED_POINT = frozenset("fF%")
-"""The types of format specifications that round to a fixed point (``.3f``, ``.1%``)."""
+_SPECS_IN_FULL = {}
+"""Whether a format specification may write a float in full (``writes_in_full`` of float16's)."""
 
 
 class ArrayMethods(Tracer):
@@ -875,11 +875,14 @@ class ArrayMethods(Tracer):
         return decide(numpy_value(self.value))
 
     # (the text of a 0-d value is remembered: the mode's ``float()`` of it gives the value back,
-    # where the text is not rounded to a fixed point: ``f"{loss:.3f}"`` is not remembered)
+    # where the text may write it in full: ``f"{loss:.3f}"`` is not remembered)
 
     def __format__(self, spec):
         text = self._decided(lambda v: format(v, spec))
-        return text if spec[-1:] in _FIXED_POINT else remember_text(self, text, spec)
+        full = _SPECS_IN_FULL.get(spec)
+        if full is None:  # (the shortest floats' digits: no other type's are written in full)
+            full = _SPECS_IN_FULL[spec] = writes_in_full(spec, 2)
+        return remember_text(self, text, spec) if full else text
 
     def __str__(self):
         return remember_text(self, self._decided(str))
