@@ -90,11 +90,11 @@ CASES = [
                  errors.ConversionError, ["np.matrix", "float64", "A @ B"],  # numpy.matrixlib
                  # is not numpy.ma: no masked arrays' advice
                  marks=pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")),
-    (lambda x: np.ma.masked_less(x, 1.0).ptp() * x[0], errors.UnsupportedOperationError,
-     ["MaskedArray.ptp", "m.filled("]),
+    (lambda x: np.ma.masked_less(x, 1.0).torecords() * x[0], errors.UnsupportedOperationError,
+     ["MaskedArray.torecords", "m.filled("]),
     # regressions: the advice was generic (a library's conversion; a write into a plain array)
-    (lambda x: scipy.stats.mstats.idealfourths(x).sum(), errors.ConversionError,
-     ["ma.sort", "mstats_extras.idealfourths", "Masked arrays", "np.where(mask"]),
+    (lambda x: scipy.stats.mstats.hdquantiles(x.reshape(2, 2), axis=1).sum(),
+     errors.UnsupportedOperationError, ["conversion to a plain array", "np.where(mask"]),
     (lambda x: np.frompyfunc(lambda a: 2 * a, 1, 1)(x, out=np.empty(4, object)).sum(),
      errors.UnsupportedOperationError, ["np.frompyfunc", "keyword", "np.vectorize"]),
     (structured_fields, errors.UntracedWriteError, ["structured array", "np.zeros(n, dtype=",

@@ -539,7 +539,22 @@ def _outs(a, b):
             + np.sum(big[:3]))
 
 
+def _reductions(a, b):
+    """NumPy's functions of traced arrays alone with no keyword argument, which
+    ``apply_array_function`` asks first, beside the calls it does not take there: a starting
+    value with a derivative (np.sum's composite takes it), keyword arguments, ``out`` given by
+    position, a constant operand."""
+    s = np.sum(a) + np.prod(b) + np.max(a * b) + np.mean(a) + np.dot(a, b) + np.sum(a, 0)
+    t = np.sum(a, initial=b[0]) + np.max(b, initial=a[1]) + np.sum(a, axis=0)
+    c = np.cumsum(a * b)
+    m = np.outer(a[:2], b[:2])
+    product = m * 0.5
+    np.dot(m, m, product)  # (out by position, traced as the operands are)
+    return s + t + np.sum(c * c) + np.dot(np.arange(4.0), b) + np.sum(product * m)
+
+
 PROGRAMS = {
+    "reductions": (_reductions, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "outs": (_outs, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "slices": (_slice_updates, lambda rng: (rng.standard_normal((4, 4)), rng.standard_normal(4))),
     "operations": (_operations_on_arrays, lambda rng: (rng.standard_normal(3),

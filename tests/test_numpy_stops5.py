@@ -29,7 +29,7 @@ def check_hessian(f, x, h=1e-5, rtol=1e-5, atol=1e-6):
 # ----------------------------------------------------------------------------------------------
 # Draws of np.random's generators with traced parameters: the continuous ones NumPy's C code
 # computes from standard numbers by a formula (Laplace, logistic, Gumbel, Rayleigh, Weibull,
-# Pareto, gamma's scale, triangular) are that formula of the same standard numbers; the draws
+# Pareto, power, gamma's scale, triangular) are that formula of the same standard numbers; the draws
 # of integers (Poisson, binomial, ...) are NumPy's, of the parameters' values, without a
 # derivative
 
@@ -51,6 +51,8 @@ CONTINUOUS = [
     lambda g, x: g.weibull(x),
     lambda g, x: g.weibull(x + 1.0),
     lambda g, x: g.pareto(x + 1.0),
+    lambda g, x: g.power(x),  # (1 - exp(-e)) ** (1 / a), the ulps of expm1 in a Generator's
+    lambda g, x: g.power(x[1] + 0.5, size=3),
     lambda g, x: g.gamma(2.0, scale=x),
     lambda g, x: g.gamma(np.array([0.5, 1.0, 2.0, 3.0]), x),
     lambda g, x: g.gamma(3.0, x[0], size=(2, 3)),

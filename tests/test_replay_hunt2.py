@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 import pytest
 import scipy.linalg
+import scipy.special
 
 import mutad
 
@@ -122,6 +123,40 @@ def test_scipy_specials_error_handling_of_the_caller_replays():
         replaying = replayed_like_traced(lambda x: scipy.special.gammaln(x).sum(),
                                          flips([1.5, 2.5], [1.5, 2.5], [3.0, 2.5]))
     assert not replaying.reasons
+
+
+def special_around_numpys_own(x):
+    with scipy.special.errstate(all="raise"):
+        y = x * 2.0 - 1.0  # (NumPy's own ufuncs: they never consult scipy.special's handling)
+    return scipy.special.gammaln(y).sum()
+
+
+def test_scipy_specials_handling_around_numpys_own_ufuncs_replays():
+    """scipy.special.errstate in f around NumPy's own ufuncs alone, which never consult it:
+    the program replays on every later call (gammaln, after the block, runs under the
+    caller's handling, as traced), bit for bit."""
+    replaying = replayed_like_traced(special_around_numpys_own,
+                                     flips([1.5, 2.5], [1.5, 2.5], [0.5, 2.5], [1.5, 2.5]),
+                                     traced_once=True)
+    assert not replaying.reasons
+
+
+def leaves_specials_handling_changed(x):
+    total = (x * x).sum()
+    scipy.special.seterr(all="raise")  # left so for the caller, after the last operation
+    return total
+
+
+def test_scipy_specials_handling_f_leaves_changed_is_traced():
+    """f leaves scipy.special's error handling changed after its last operation: a replay,
+    which does not run f, would not change it; the recording is refused."""
+    before = scipy.special.geterr()
+    try:
+        g = mutad.grad(leaves_specials_handling_changed, replay=True)
+        g(np.array([1.5, 2.5]))
+        assert "scipy.special's error handling" in "".join(g.reasons.values())
+    finally:
+        scipy.special.seterr(**before)
 
 
 # ----------------------------------------------------------------------------------------------

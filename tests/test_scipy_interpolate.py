@@ -64,6 +64,12 @@ FORMS = {
         q + 1.05),
     "interp1d fill": lambda y, q: interp1d(X, y, bounds_error=False, fill_value=(-1.0, 2.0))(
         q + 1.05),
+    # a traced fill_value (it was refused): the fill's derivative where SciPy fills
+    "interp1d traced fill": lambda y, q: interp1d(
+        X, y, bounds_error=False, fill_value=(2.0 * y[0], y[-1] ** 2))(q * 1.4 - 0.4),
+    "interp1d traced fill cubic 2-d": lambda y, q: interp1d(
+        X, np.outer(y, [1.0, 3.0]), kind="cubic", axis=0, bounds_error=False,
+        fill_value=y[1:3])(q * 1.4 - 0.4),
     "interp1d unsorted axis=0": lambda y, q: interp1d(X[::-1], np.outer(y[::-1], [1.0, 3.0]),
                                                      kind="cubic", axis=0)(q),
     "make_interp_spline": lambda y, q: make_interp_spline(X, y)(q),

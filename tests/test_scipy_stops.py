@@ -22,6 +22,8 @@ import scipy.stats.qmc
 import scipy.special
 
 import mutad
+from cases import replays_as_traced
+from mutad.engines.replay import Program
 from mutad.errors import UnsupportedOperationError
 
 
@@ -1941,3 +1943,80 @@ def test_discrepancy(method, iterative):
 def test_discrepancy_of_a_list_of_points():
     check(lambda x: scipy.stats.qmc.discrepancy([x[0], x[1] ** 2, x[2]]),
           np.random.default_rng(5).uniform(0.05, 0.95, (3, 2)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The pattern of a sparse matrix of a dense traced array whose zeros carry a derivative (it was
+# refused): SciPy's, a decision on the values that a replay guards; the zeros stay for their
+# derivative. A bsr matrix of a dense array replays while its blocks are chosen the same (it
+# was traced on every call).
+
+_PATTERNED = np.array([[1.0, 0.0, 2.0, 0.0], [0.0, 3.0, 0.0, 0.0], [4.0, 0.0, 5.0, 1.0],
+                       [0.0, 0.0, 0.0, 2.0]])
+
+
+def _replays(replaying):
+    return sum(p.replays for p in replaying.programs.values() if type(p) is Program)
+
+
+def _rows_of_stored(A):
+    """The row of each stored entry, from the pattern as each format holds it."""
+    if A.format == "coo":
+        return np.asarray(A.row)
+    major = np.repeat(np.arange(len(A.indptr) - 1), np.diff(A.indptr))
+    return np.repeat(major, np.prod(A.blocksize)) if A.format == "bsr" else major
+
+
+@pytest.mark.parametrize("name", ["csr_matrix", "csc_array", "coo_array", "bsr_array"])
+def test_pattern_of_a_sparse_matrix_of_traced_dense_zeros(name):
+    v = np.arange(1.0, 5.0)
+
+    def f(x):
+        A = getattr(scipy.sparse, name)(x * x)
+        counts = np.bincount(_rows_of_stored(A), minlength=4).astype(float)
+        return (A @ v) @ counts + (A.T @ v).sum()
+
+    def expected(x):  # the counts constants, each zero of x's square kept: its derivative is 0
+        counts = np.bincount(_rows_of_stored(getattr(scipy.sparse, name)(x * x)), minlength=4)
+        return 2 * x * (counts[:, None] * v + v[:, None])
+
+    other = _PATTERNED.copy()
+    other[[0, 3], [1, 0]] = 0.5  # another pattern: the replay's guard fails, and it records
+    for x in (_PATTERNED, other):
+        value, g = mutad.value_and_grad(f)(x)
+        assert value == f(x.copy())
+        np.testing.assert_allclose(g, expected(x))
+    replaying = replays_as_traced(f, [(_PATTERNED,), (_PATTERNED * 1.5,), (other,),
+                                      (other * 0.5,), (other * 2.0,)])
+    assert _replays(replaying) >= 1  # (other's program)
+
+
+def test_bsr_of_a_dense_array_replays():
+    def f(x):
+        A = scipy.sparse.bsr_array(x * 2.0)
+        return (A @ np.arange(6.0)).sum() + (A.tocsr().tobsr().multiply(A)).sum()
+
+    x = np.random.default_rng(0).standard_normal((6, 6))
+    blocky = np.kron(np.eye(3), np.ones((2, 2)))  # SciPy's blocks of 2 by 2, not one of 6
+    assert scipy.sparse.bsr_array(blocky).blocksize != scipy.sparse.bsr_array(x).blocksize
+    replaying = replays_as_traced(f, [(x,), (x * 1.5,), (blocky,), (blocky * 2.0,),
+                                      (blocky * 3.0,)])
+    assert _replays(replaying) >= 1  # (blocky's program)
+
+
+@pytest.mark.parametrize("read", ["nnz", "getnnz", "count_nonzero", "nonzero", "find"])
+def test_counts_of_the_zeros_of_a_sparse_matrix_replay(read):
+    """Decisions on which entries of a matrix of a dense array are zero: a replay guards them
+    (it refused to record the call)."""
+    def f(x):
+        A = scipy.sparse.csr_matrix(x * x)
+        taken = {"nnz": lambda: A.nnz, "getnnz": lambda: A.getnnz(axis=0)[1],
+                 "count_nonzero": A.count_nonzero, "nonzero": lambda: A.nonzero()[1].sum(),
+                 "find": lambda: scipy.sparse.find(A)[1].sum()}[read]()
+        return (A @ np.arange(1.0, 5.0)).sum() * taken
+
+    other = _PATTERNED.copy()
+    other[[0, 3], [1, 0]] = 0.5
+    replaying = replays_as_traced(f, [(_PATTERNED,), (_PATTERNED * 1.5,), (other,),
+                                      (other * 0.5,), (other * 2.0,)])
+    assert _replays(replaying) >= 1

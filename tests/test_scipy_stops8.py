@@ -175,11 +175,12 @@ def _operator(p):
 
 
 @pytest.mark.parametrize("method", ["lsqr", "lsmr"])
-@pytest.mark.parametrize("damp", [0.0, 0.3])
+@pytest.mark.parametrize("damp", [0.0, 0.3, "traced"])
 def test_least_squares_of_an_operator_reading_traced_values(method, damp):
-    def f(p):
+    def f(p):  # (a traced damp was refused)
         b = np.concatenate([W, [0.5, p[3]]])
-        x = getattr(spla, method)(_operator(p), b, damp=damp, atol=1e-14, btol=1e-14)[0]
+        x = getattr(spla, method)(_operator(p), b, damp=0.4 * p[5] if damp == "traced" else damp,
+                                  atol=1e-14, btol=1e-14)[0]
         return x @ W
 
     check_replayed(f, X.copy())

@@ -412,6 +412,23 @@ def test_lstsq_singular_values_at_repeated_ones():
     assert np.array_equal(a, np.vstack([2.0 * np.eye(3), np.zeros((1, 3))]))
 
 
+@pytest.mark.parametrize("lstsq", [np.linalg.lstsq, scipy.linalg.lstsq])
+def test_lstsq_of_a_rank_deficient_matrix_along_a_tangent_that_moves_a_zero_singular_value(
+        lstsq):
+    """The solution, of the rank lstsq kept, has a derivative along any tangent (reverse mode
+    gives it): forward mode gives it too (it refused, for the singular values beside it),
+    and a NaN tangent to the zero singular value, which has none along it."""
+    a, b = RANK_DEFICIENT.copy(), np.arange(1.0, 5.0)
+    direction = np.ones((4, 3))
+    x, dx = mutad.jvp(lambda a: lstsq(a, b)[0], (a,), (direction,))
+    np.testing.assert_array_equal(x, lstsq(a, b)[0])
+    np.testing.assert_allclose(dx, np.tensordot(mutad.jacobian(lambda a: lstsq(a, b)[0], a),
+                                                direction, 2), rtol=1e-10, atol=1e-12)
+    _, ds = mutad.jvp(lambda a: lstsq(a, b)[3], (a,), (direction,))
+    assert np.isnan(ds[2]) and np.all(np.isfinite(ds[:2]))
+    assert np.array_equal(a, RANK_DEFICIENT)
+
+
 def test_spectral_norms_share_a_repeated_extreme_singular_value():
     """The 2-norm at a repeated σ_max, the -2 norm at a repeated σ_min: their block shares the
     subgradient, U_b V_bᵀ / k, free of NumPy's basis (it gave u_1 v_1ᵀ of that basis), as

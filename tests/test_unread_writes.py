@@ -17,8 +17,8 @@ from mutad.bench.workloads import big_elementwise  # (W5, the chain the skip was
 N = 20_000  # 160 KB of float64: above SMALL_WRITE
 
 
-def kinds_of(monkeypatch, f, *args):
-    """The undo kinds decided for the writes of one gradient of ``f``."""
+def kinds_in(monkeypatch, call, *args):
+    """``(call(*args), the undo kinds decided for the writes it made)``."""
     kinds = []
     decide = inplace.decide_undo
 
@@ -28,13 +28,32 @@ def kinds_of(monkeypatch, f, *args):
         return chosen
 
     monkeypatch.setattr(inplace, "decide_undo", recording)
-    mutad.gradient(f, *args)
+    result = call(*args)
     monkeypatch.setattr(inplace, "decide_undo", decide)
-    return kinds
+    return result, kinds
+
+
+def kinds_of(monkeypatch, f, *args):
+    """The undo kinds decided for the writes of one gradient of ``f``."""
+    return kinds_in(monkeypatch, mutad.gradient, f, *args)[1]
+
+
+def replayed(monkeypatch, f, *args):
+    """``(value, gradients)`` of ``f`` at its third call under ``replay=True``, with the skip,
+    which the replays decide too (the recording call does not), and the undo kinds decided
+    for its writes."""
+    monkeypatch.setattr(writes, "SKIP_UNREAD", True)
+    g = mutad.value_and_grad(f, argnums=tuple(range(len(args))), replay=True)
+    g(*args)
+    g(*args)
+    answer = kinds_in(monkeypatch, g, *args)
+    assert not g.reasons  # replayed, not traced
+    return answer
 
 
 def both(monkeypatch, f, *args, **kwargs):
-    """The gradient of ``f`` with and without the skip, and the caller's arrays unchanged."""
+    """The gradient of ``f`` with and without the skip, traced, and replayed with it (unless
+    ``kwargs``), and the caller's arrays unchanged."""
     before = [a.copy() for a in args]
     results = []
     for skip in (True, False):
@@ -42,12 +61,17 @@ def both(monkeypatch, f, *args, **kwargs):
         results.append(mutad.value_and_gradient(f, *args, **kwargs))
         for a, b in zip(args, before):
             assert a.tobytes() == b.tobytes()
-    (v1, g1), (v2, g2) = results
-    assert np.asarray(v1).tobytes() == np.asarray(v2).tobytes()
+    if not kwargs:
+        results.append(replayed(monkeypatch, f, *args)[0])
+        for a, b in zip(args, before):
+            assert a.tobytes() == b.tobytes()
+    (v1, g1), *others = results
     g1 = g1 if type(g1) is tuple else (g1,)
-    g2 = g2 if type(g2) is tuple else (g2,)
-    for a, b in zip(g1, g2, strict=True):
-        assert a.tobytes() == b.tobytes()
+    for v2, g2 in others:
+        assert np.asarray(v1).tobytes() == np.asarray(v2).tobytes()
+        g2 = g2 if type(g2) is tuple else (g2,)
+        for a, b in zip(g1, g2, strict=True):
+            assert a.tobytes() == b.tobytes()
     return g1
 
 
@@ -58,6 +82,9 @@ def test_unread_writes_skipped_and_gradient_unchanged(monkeypatch):
     assert kinds_of(monkeypatch, big_elementwise, x) == ["inverse", "unread", "unread",
                                                         "inverse"]
     both(monkeypatch, big_elementwise, x)
+    # and so do its replays
+    assert replayed(monkeypatch, big_elementwise, x)[1] == ["inverse", "unread", "unread",
+                                                           "inverse"]
 
 
 def test_output_read_by_its_record_is_undone(monkeypatch):
@@ -119,6 +146,19 @@ def test_arguments_always_undone(monkeypatch):
     x, y = np.linspace(-1.0, 1.0, N), np.linspace(0.0, 1.0, N)
     assert "unread" not in kinds_of(monkeypatch, f, x, y)
     both(monkeypatch, f, x, y)
+
+
+def test_write_within_a_compiled_block_is_undone(monkeypatch):
+    def f(x, s):
+        t = np.sin(x)
+        a = s * 2.0  # small steps: the replay compiles them, the dot and the write as a block
+        b = a * s
+        d = np.dot(t, t)  # whose record the block holds until its end, not the tape
+        t += x
+        return d + np.sum(t * t) + np.sum(b * a)
+    x, s = np.linspace(-1.5, 1.5, N), np.linspace(0.1, 0.5, 4)
+    assert "unread" not in replayed(monkeypatch, f, x, s)[1]
+    both(monkeypatch, f, x, s)
 
 
 def test_pullback_result_written_after_it_is_made(monkeypatch):

@@ -418,6 +418,8 @@ def loader(func):
     array viewing an argument's memory is NumPy's own."""
 
     def loading(*args, **kwargs):
+        if func is np.frombuffer and wrapped(args[0] if args else kwargs.get("buffer")):
+            return _frombuffer_of_followed(args, kwargs)
         check_read(f"np.{func.__name__}", source(args, kwargs))
         y = func(*args, **kwargs)
         if _in_mode():
@@ -429,6 +431,25 @@ def loader(func):
         return y
 
     return _named(loading, func)
+
+
+def _frombuffer_of_followed(args, kwargs):
+    """``np.frombuffer(x, ...)`` of an array ``x`` the differentiations follow: NumPy's view of
+    its memory (its checks and errors too), as that view of ``x``; read in another dtype
+    than ``x``'s, refused, as ``x.view(dtype)`` is: its bytes reinterpreted have no
+    derivative."""
+    x = args[0] if args else kwargs["buffer"]
+    plain = (memory(x), *args[1:]) if args else ()
+    y = np.frombuffer(*plain, **{k: memory(x) if k == "buffer" else v
+                                 for k, v in kwargs.items()})
+    view = view_as(x, y) if y.dtype == x.dtype else None
+    if view is None:
+        raise UnsupportedOperationError(
+            f"np.frombuffer of an array the function computes with, read as {y.dtype} "
+            f"({x.dtype} in the array): its bytes reinterpreted have no derivative. Read it "
+            f"in its own dtype (np.frombuffer(x, dtype=x.dtype)), or x.astype({y.dtype}) for "
+            "its values converted.")
+    return view
 
 
 def _loaded(y, args=(), kwargs=None):
@@ -4019,6 +4040,7 @@ REPARAMETERISED = {
     "rayleigh":    ((("scale", 1.0),),                               "standard_exponential", lambda scale, e: scale * np.sqrt(2.0 * e)),
     "weibull":     ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: e ** (1.0 / a)),
     "pareto":      ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: np.expm1(e / a)),
+    "power":       ((("a", _REQUIRED),),                             "standard_exponential", lambda a, e: (-np.expm1(-e)) ** (1.0 / a)),
     "gamma":       ((("shape", _REQUIRED), ("scale", 1.0)),          "standard_gamma",       lambda shape, scale, g: scale * g),
     "triangular":  ((("left", _REQUIRED), ("mode", _REQUIRED), ("right", _REQUIRED)), _UNIFORM, _triangular),
 }
@@ -4029,15 +4051,15 @@ from, by the formula given, which ``_reparameterised`` computes with the traced 
 standard draw of a parameter (``standard_gamma(shape)``) takes that parameter, the first, plain:
 its derivative is refused (``SHAPED``)."""
 
-LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0}
+LEGACY = {"pareto": lambda a, e: np.exp(e / a) - 1.0,
+          "power": lambda a, e: (1.0 - np.exp(-e)) ** (1.0 / a)}
 """The formulas of a legacy ``RandomState``'s draws that differ from a ``Generator``'s."""
 
 SHAPED = {"standard_gamma": "shape"}
 """The standard draws of a parameter, and its name."""
 
 REJECTED = frozenset(("beta", "chisquare", "dirichlet", "f", "noncentral_chisquare",
-                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald",
-                      "power"))
+                      "noncentral_f", "standard_gamma", "standard_t", "vonmises", "wald"))
 """The draws NumPy makes by rejection or from several standard draws whose count depends on the
 parameters, which no formula of standard numbers mutad follows gives: their traced parameters
 are refused (``_rejected``)."""

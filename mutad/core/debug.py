@@ -615,22 +615,32 @@ def in_the_gradient(record):
     return f", in the gradient of {operation_name(record.primitive)}"
 
 
-@contextlib.contextmanager
-def gradient_errors(writer):
+class gradient_errors:
     """Around a reverse pass whose warnings go to ``writer`` (a :class:`Warnings`): the
     ``FloatingPointError`` NumPy raises (``np.errstate``'s "raise") in the pullback of
     ``writer.record`` labelled as its warnings are (``in_the_gradient``), as forward mode
     labels a tangent's ("in a tangent"); any other error (``NonFiniteError`` of
-    ``detect_anomaly``, one labelled already) as it is."""
-    try:
-        yield
-    except FloatingPointError as error:
+    ``detect_anomaly``, one labelled already) as it is. (A class, not a generator: cheaper to
+    enter and leave, once per reverse pass.)"""
+
+    __slots__ = ("writer",)
+
+    def __init__(self, writer):
+        self.writer = writer
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, kind, error, traceback):
+        if kind is not FloatingPointError:  # (a subclass, or another error: as it is)
+            return False
         message = str(error)
-        if type(error) is not FloatingPointError or writer.record is None or any(
-                label in message for label in (", in the gradient of ", ", in a tangent")):
-            raise
-        raise FloatingPointError(message + in_the_gradient(writer.record)).with_traceback(
-            error.__traceback__) from None
+        record = self.writer.record
+        if record is None or any(label in message
+                                 for label in (", in the gradient of ", ", in a tangent")):
+            return False
+        raise FloatingPointError(message + in_the_gradient(record)).with_traceback(
+            traceback) from None
 
 
 SCALAR_OPERATORS: set[types.CodeType] = set()
@@ -723,38 +733,71 @@ def at_user_lines(writer, modes=None):
                 _LOGGED = errors, logged
     if not logged:
         return contextlib.nullcontext()
-    return np.errstate(call=writer, **logged)
+    return _Logging(writer, logged)
+
+
+class _Logging:
+    """``np.errstate(call=writer, **logged)`` as mutad's own code enters it (which sets the
+    handling as given: ``_make_handling_as_set``), without its questions: the handling made by
+    NumPy's ``_make_extobj`` set in ``ERRORS`` on entry, and the one before put back on exit.
+    Entered once or twice per differentiation."""
+
+    __slots__ = ("writer", "logged", "token")
+
+    def __init__(self, writer, logged):
+        self.writer = writer
+        self.logged = logged
+        self.token = None
+
+    def __enter__(self):
+        self.token = ERRORS.set(_make_handling(call=self.writer, **self.logged))
+
+    def __exit__(self, *exception):
+        ERRORS.reset(self.token)
+        return False
 
 
 _LOGGED: tuple = (None, {})
 """The ``ERRORS`` value ``at_user_lines`` last met, and its ``logged_categories``."""
 
 
-@contextlib.contextmanager
-def at_user_lines_keeping_seterr(writer):
+class at_user_lines_keeping_seterr:
     """``at_user_lines(writer)`` around a run of f, and NumPy's error handling as f leaves it
     (``np.seterr`` in f, not undone) kept after it, as NumPy's run of f keeps it, where leaving
     the context would put the caller's back. Inside, f sees and sets the caller's handling as
-    NumPy shows it (``_as_the_user_sees``)."""
-    writer.replaced = np.geterrcall()
-    context = left = None
-    try:
-        with (context := at_user_lines(writer)):
-            inside = ERRORS.get()
-            try:
-                yield
-            finally:
-                left = None if ERRORS.get() is inside else _as_the_user_sees(_handling())
-    finally:  # (f may have raised after it: NumPy's handling stays as f left it all the same)
-        if left is not None and type(context) is not contextlib.nullcontext:
+    NumPy shows it (``_as_the_user_sees``). (A class, not a generator: cheaper to enter and
+    leave, once per differentiation.)"""
+
+    __slots__ = ("writer", "context", "inside")
+
+    def __init__(self, writer):
+        self.writer = writer
+        self.context = self.inside = None
+
+    def __enter__(self):
+        writer = self.writer
+        writer.replaced = _handling()["call"]  # (``np.geterrcall()`` as mutad's code reads it)
+        self.context = at_user_lines(writer)
+        self.context.__enter__()
+        self.inside = ERRORS.get()
+
+    def __exit__(self, *exception):
+        try:
+            left = None if ERRORS.get() is self.inside else _as_the_user_sees(_handling())
+        finally:
+            self.context.__exit__(*exception)
+        # (f may have raised after it: NumPy's handling stays as f left it all the same)
+        if left is not None and type(self.context) is not contextlib.nullcontext:
             ERRORS.set(_made_as_the_user_sets(left))  # (under an enclosing differentiation's
             # writer: still logged to it)
+        return False
 
 
 _ufunc_config: Any = importlib.import_module("numpy._core._ufunc_config")  # (private)
 _handling = _ufunc_config._get_extobj_dict  # NumPy's, as it reads the handling in force
 _make_handling = _ufunc_config._make_extobj
 _OURS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "")
+_BENCH = os.path.join(_OURS, "bench", "")  # (the workloads: code being differentiated)
 
 
 def _from_the_user(frame):
@@ -763,7 +806,7 @@ def _from_the_user(frame):
     as it would without mutad."""
     filename = frame.f_code.co_filename
     return not (filename == BLOCKS or filename.startswith(_OURS)
-                and not filename.startswith(os.path.join(_OURS, "bench", "")))
+                and not filename.startswith(_BENCH))
 
 
 def _as_the_user_sees(handling):
@@ -808,18 +851,20 @@ def _made_as_the_user_sets(settings):
     writer = handling["call"]
     if type(writer) is not Warnings:
         return _make_handling(**settings)
-    if "log" in settings.values():  # to the user's own object: the writer steps aside, as it
-        # does where the caller's handling logs (``logged_categories``)
-        seen = _as_the_user_sees(handling)
-        return _make_handling(
-            call=settings["call"] if "call" in settings else seen["call"],
-            **{category: settings.get(category) or settings.get("all") or seen[category]
-               for category in ("divide", "over", "under", "invalid")})
+    seen = _as_the_user_sees(handling)
+    call = settings["call"] if "call" in settings else seen["call"]
+    modes = {category: settings.get(category) or settings.get("all") or seen[category]
+             for category in ("divide", "over", "under", "invalid")}
+    if "log" in settings.values() or call is None and "call" in modes.values():
+        # to the user's own object, or to none (NumPy's NameError at the first event a
+        # category set to "call" meets): the writer steps aside, as it does where the
+        # caller's handling logs or calls (``logged_categories``)
+        return _make_handling(call=call, **modes)
     settings = {name: "log" if setting == "warn" and name != "call" else setting
                 for name, setting in settings.items()}
     call = settings.get("call", writer)
     settings["call"] = writer
-    if call is not writer and call is not _as_the_user_sees(handling)["call"]:  # the writer
+    if call is not writer and call is not seen["call"]:  # the writer
         # still logs, calling the user's callback
         settings["call"] = copy.copy(writer)
         settings["call"].replaced = call

@@ -859,12 +859,14 @@ class ArrayMethods(Tracer):
     def __len__(self):
         if stands_for_scalar(self):  # (Python's error of NumPy's scalar, or of its float)
             raise TypeError(f"object of type '{_type_name(self)}' has no len()")
+        if self.ndim == 0 and _one_record(memory(self)):  # (NumPy's np.void: its fields)
+            return len(self.dtype.names)
         return len(self.value)
 
     def __iter__(self):
         if stands_for_scalar(self):
             raise TypeError(f"'{_type_name(self)}' object is not iterable")
-        return (self[i] for i in range(len(self.value)))
+        return (self[i] for i in range(len(self)))
 
     # What Python reads of the value without converting it (a string, a hash, a truth): as
     # NumPy's array or scalar gives it, through ``_decided`` (which a replay guards).
@@ -992,6 +994,9 @@ class ArrayMethods(Tracer):
     def item(self, *args):
         value = memory(self)
         number = value.item(*args)  # NumPy's errors, and what NumPy gives
+        if type(number) is tuple and self.dtype.names is not None \
+                and self.plain_value() is None:
+            return self._record_item(args)
         if self.plain_value() is not None or not isinstance(number, (float, complex, np.inexact)):
             return number
         if not args:  # (NumPy's scalar where .item() gives one, below)
@@ -1004,8 +1009,26 @@ class ArrayMethods(Tracer):
             return element  # .item() is NumPy's scalar): that scalar, the element itself
         return _as_python_number(element, type(number))
 
+    def _record_item(self, args):
+        """``item(*args)`` of an array of records: NumPy's tuple of one record's fields, each
+        as ``item`` gives it (a number with its derivative; a field of records a tuple, text
+        NumPy's str), a subarray field a copy of it."""
+        if not args:
+            index = (0,) * self.ndim
+        elif len(args) == 1 and not isinstance(args[0], tuple):
+            index = np.unravel_index(operator.index(args[0]), self.shape)
+        else:
+            index = args[0] if len(args) == 1 else args
+        record = self[tuple(index) + (Ellipsis,)]  # (the record as a 0-d view, as np.void's)
+        fields = (record[name] for name in self.dtype.names)
+        return tuple((field.item() if isinstance(field, np.generic) else field)
+                     if isinstance(field, (str, bytes))
+                     else field.item() if np.ndim(field) == 0 else field.copy()
+                     for field in fields)
+
     def tolist(self):
-        if self.plain_value() is not None or self.dtype.kind not in "fc":
+        if self.plain_value() is not None or self.dtype.kind not in "fcV" or (
+                self.dtype.kind == "V" and self.dtype.names is None):
             return self._converted(".tolist()").tolist()
         if self.ndim == 0:
             return self.item()
@@ -1986,7 +2009,11 @@ def records_function(func, args, kwargs):
     """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
     field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
     by_fields = RECORD_FUNCTIONS.get(func)
-    if by_fields is None or not args or not isinstance(args[0], Tracer) \
+    if by_fields is None or not args:
+        return None
+    if type(args[0]) in (list, tuple):  # (a sequence of arrays: the function's own questions)
+        return by_fields(*args, **kwargs)
+    if not isinstance(args[0], Tracer) \
             or args[0].dtype.names is None or not carries_derivative(args[0]) \
             or any(args[0].dtype.fields[name][0].names is not None
                    for name in args[0].dtype.names):  # (nested records: by their fields)

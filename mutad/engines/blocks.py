@@ -413,7 +413,7 @@ class Code:
                 tag = None if type(value) is int else id(value)
                 name = self.named.get(tag)
                 if name is None:
-                    name = sys.intern(f"k{len(self.constants)}")
+                    name = numbered("k", len(self.constants))
                     self.constants.append(self.shared.setdefault(index, value))
                     self.indices[name] = index
                     if tag is not None:
@@ -423,7 +423,7 @@ class Code:
         tag = id(value) if kind is None else (kind, value)
         name = self.named.get(tag)
         if name is None:
-            name = self.named[tag] = sys.intern(f"k{len(self.constants)}")
+            name = self.named[tag] = numbered("k", len(self.constants))
             self.constants.append(value)
         return name
 
@@ -595,7 +595,7 @@ class Code:
         name = self.locals.get(slot)
         if name is None:
             # (interned: the blocks of a program keep their names, the same few hundred)
-            name = self.locals[slot] = sys.intern(f"v{len(self.locals)}")
+            name = self.locals[slot] = numbered("v", len(self.locals))
         return name
 
     def value(self, slot):
@@ -927,6 +927,20 @@ def flat_slice(place):
         return None
     return slice(start, start + (place.shape[0] - 1) * step + 1 if place.shape[0] else start,
                  step)
+
+
+_NUMBERED: dict[str, dict[int, str]] = {"k": {}, "v": {}}
+"""Per prefix, the names ``prefix + str(i)`` made so far by ``i``, interned (:func:`numbered`)."""
+
+
+def numbered(prefix, i):
+    """The name ``f"{prefix}{i}"`` of a constant or a local, interned (the blocks of a
+    program keep their names, the same few hundred), made once."""
+    names = _NUMBERED[prefix]
+    name = names.get(i)
+    if name is None:
+        name = names.setdefault(i, sys.intern(f"{prefix}{i}"))
+    return name
 
 
 def indent(lines, levels=1):

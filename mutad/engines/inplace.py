@@ -166,12 +166,13 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
                                 or CopyBack(t.value))
         elif rebuilt is not None:
             save = lambda: rebuilt  # noqa: E731
+        buffer = t.buffer if t.buffer is not None else t.unseen
         chosen, kind = decide_undo(
             tape, inverse, save, t.key, t.whole and undo.save is None,
             t.value.nbytes if undo.save is None and inverse is not _rule_restores else None,
             undo.growth, writing=not several,
-            unread=None if several or t.buffer is None or t.value.nbytes <= SMALL_WRITE
-            else lambda t=t: unread(tape, t.buffer, t.value, (
+            unread=None if several or buffer is None or t.value.nbytes <= SMALL_WRITE
+            else lambda t=t, buffer=buffer: unread(tape, buffer, t.value, (
                 None if reads is None else reads.kept, state, settings, pullback)))
         undos.append(chosen)
         kinds.append(kind)
@@ -237,27 +238,38 @@ UNREAD_NODES = 400
 """The most objects :func:`unread` looks into per write; past them it proves nothing."""
 
 
+def unseen(tape, buffer, value, recording=False):
+    """Whether nobody outside the differentiation sees the array ``value`` of ``buffer``, of
+    ``tape``, nor will read back what a write into it overwrites: a temporary of the tape, not
+    an argument's or anything it holds for good (``Held``), not a constant (which may have been
+    handed out as a plain array), and no plain array was handed out on this tape at all; no
+    other differentiation encloses it, no anomaly detection or memory budget redoes its
+    writes, no recomputation reads it (``Buffer.read``, a stand-in for it), and no replay
+    records it (``recording``: the recorder of ``tape`` asks, for the replays of its
+    recording, which ask the rest again on their own tapes)."""
+    recomputation = tape.recomputation
+    return not (buffer.constant or buffer.read or type(buffer.ref) is Held or tape.plain_handed
+                or tape.outer is not None or (tape.recorder is not None and not recording)
+                or tape.anomaly is not None or type(value) is not np.ndarray
+                or (recomputation is not None and (recomputation.budget is not None
+                                                   or buffer.key in recomputation.lazy)))
+
+
 def unread(tape, buffer, value, own):
     """Whether nothing will read the bytes a write into ``buffer`` (its array ``value``, of
     ``tape``) is about to overwrite, so that the write needs no undo (``writes.UNREAD``): a
     proof, never a guess, and False wherever it cannot be had.
 
-    Nobody outside the differentiation sees the array: a temporary of the tape, not an
-    argument's or anything it holds for good (``Held``), not a constant (which may have been
-    handed out as a plain array), and no plain array was handed out on this tape at all; no
-    other differentiation encloses it, no replay records it, no anomaly detection or memory
-    budget redoes its writes, no recomputation reads it (``Buffer.read``, a stand-in for it).
-    No record reads its current values: the records made since it got them (since the record
-    that made it, or since the last write into it, whose undo must be ``UNREAD`` itself: an
-    inverse computes back from the values it left), and this write's own (``own``: what its
-    record keeps, its state, settings and pullback), hold no array that may share its memory and do not
-    name its buffer beyond their operands and results (:func:`_reads_none`)."""
-    recomputation = tape.recomputation
-    if (buffer.constant or buffer.read or type(buffer.ref) is Held or tape.plain_handed
-            or tape.outer is not None or tape.recorder is not None
-            or tape.anomaly is not None or type(value) is not np.ndarray
-            or (recomputation is not None and (recomputation.budget is not None
-                                              or buffer.key in recomputation.lazy))):
+    Nobody outside the differentiation sees the array (:func:`unseen`; in the replay of a
+    recording, asked of the recorded buffer, whose records the replay's name: it was when the
+    write was recorded, too: ``Destination.unseen``). No record reads its current values: the
+    records made since it got them (since the record that made it, or since the last write
+    into it, whose undo must be ``UNREAD`` itself: an inverse computes back from the values it
+    left), and this write's own (``own``: what its record keeps, its state, settings and
+    pullback), hold no array that may share its memory and do not name its buffer beyond
+    their operands and results (:func:`_reads_none`); a record this cannot look into (a
+    replay's compiled block, its tuple) proves nothing."""
+    if not unseen(tape, buffer, value):
         return False
     budget = [UNREAD_NODES]
     if not _holds_none(own, value, buffer, budget):

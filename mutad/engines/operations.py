@@ -1611,6 +1611,25 @@ def _written(func, args, kwargs):
 
 
 def apply_array_function(func, args, kwargs, tape):
+    if not kwargs:
+        # The commonest call, np.sum(x) or np.dot(a, b) of real arrays ``tape`` traces
+        # (``_function_plan``) with no keyword argument and no ``out`` by position, of a
+        # function whose result depends on their values, with a pure rule and no composite
+        # that may take the call (one marked ``keywords_only`` declines a call without
+        # keyword arguments: np.sum's of ``initial=``): what the questions below ask has one
+        # answer there (nothing to join or move, the arrays carry the derivative), and it is
+        # ``_fast_function``'s. Asked first.
+        entry = RULES.get(func, NO_RULE)
+        rule, composite = entry.reverse, entry.composite
+        if rule is not None and entry.shaped is None and (
+                composite is None or getattr(composite, "keywords_only", False)):
+            plan = _function_plan(func, rule, args, tape)
+            if plan is not None and ((position := out_position(func)) is None
+                                     or len(args) <= position):
+                # (the frames of debug.caller, ReverseTape.record, _fast_function and this
+                # one skipped)
+                return _fast_function(func, args, tape, [x.value for x in args], plan,
+                                      SKIPPED)
     joined = joined_in_order(func, args, kwargs)
     if joined is not None:
         return joined

@@ -124,14 +124,14 @@ from ..core.levels import ACTIVE
 from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
-from .inplace import SavedWrite, on_constants, record_constant_write
+from .inplace import SavedWrite, on_constants, record_constant_write, unseen
 from .operations import (apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
                       plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
-from ..core.tape import Record, Tape, Write
+from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
 from ..core.trees import attributes, flatten, scalar_derivative
 from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
@@ -1014,8 +1014,11 @@ def _as_operand(number, dtype):
         if kind is float and not math.isfinite(number):
             return None
         try:
-            with np.errstate(all="ignore"):  # (a number past the dtype's range: inf, not it)
+            if dtype == np.float64:  # (which holds any Python float, and raises no event)
                 array = np.array(number, dtype)
+            else:
+                with np.errstate(all="ignore"):  # (a number past the dtype's range: inf)
+                    array = np.array(number, dtype)
         except OverflowError:  # (an int past any float's)
             return None
         if array.item() != number:
@@ -1069,9 +1072,9 @@ class ElementwiseWrite:
     __slots__ = ("plan", "ufunc", "args", "kwargs", "target", "rule", "reads", "apart",
                  "traced", "state", "inputs", "written", "buffer", "key", "whole", "args_of",
                  "lean", "cotangents", "later", "unplanned", "operands", "element", "saved",
-                 "chained")
+                 "chained", "unseen")
 
-    def __init__(self, plan, args, target, apart, record, key, whole, element):
+    def __init__(self, plan, args, target, apart, record, key, whole, element, unseen=False):
         # The write's decisions, those tracing made and handed over (``Recorder.written``):
         # where the target is among the operands, whether an inverse is on offer (none where
         # tracing withheld it), what the record keeps; and ``apart``: no other operand
@@ -1102,9 +1105,18 @@ class ElementwiseWrite:
         # tracing rebuilt it, how the replay's chain of its buffer takes it (:class:`Chained`)
         self.saved = None
         self.chained = None
+        # Nobody outside the differentiation saw the target when the write was recorded
+        # (``inplace.unseen``): each call may then leave the write undone where nothing reads
+        # what it overwrites (``inplace.unread``, asked of this call's records): prepare()
+        # makes it the recorded buffer, which those records name, or None
+        self.unseen = True if unseen else None
 
     def prepare(self):
         self.args_of = resolver(self.args)
+        if self.unseen is True:  # (not where the undo decided must be the recorded call's:
+            # ``decided``)
+            self.unseen = self.buffer if not self.unplanned and self.saved is None \
+                and self.chained is None else None
         rule, invertible = self.rule, self.plan.invertible
         # Where the write's bytes are copied (``Tape.copied``), its record is a SavedWrite
         # (unless they are rebuilt: a chain's)
@@ -1155,7 +1167,8 @@ class ElementwiseWrite:
         # else does (nothing reads it: tracing lets it go, ``Recomputation.finish``)
         find = weakref.ref(target) if self.whole and target.base is None \
             and not small(target) else None
-        destination = Destination(target, self.key, self.whole, self.written, find)
+        destination = Destination(target, self.key, self.whole, self.written, find,
+                                  unseen=self.unseen)
         chained = self.chained
         rebuilt = None if chained is None else chained.undo(values)
         record = self.plan.run(tape, destination, self.inputs, vals, self.apart_now,
@@ -2580,6 +2593,11 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     if not runs:
         return steps
     block_of = {k: j for j, run in enumerate(runs) for k in run}
+    for k in block_of:
+        if type(steps[k]) is ElementwiseWrite:
+            # (the records of a block's steps are its own until its forward pass ends, not on
+            # the tape, where ``inplace.unread`` looks for what reads the target)
+            steps[k].unseen = None
     # A value's cotangent is a local of its block if only the block's Pure steps, or the
     # assignment of an element, read it, and it is a whole C-contiguous buffer (into which
     # their lean pullbacks add directly: a function's output laid out as its operand, F-ordered,
@@ -3068,7 +3086,7 @@ class Recorder:
             return t
         return y
 
-    def watch(self):
+    def watch(self, special=True):
         """Before a step: NumPy's floating-point error handling, a decision of Python's (an
         ``np.errstate`` block in ``f``), becomes a :class:`Modes` step where it changed. The
         categories ignored are ignored when replayed; those warned about (``"log"``, to
@@ -3076,10 +3094,10 @@ class Recorder:
         ones is traced. Raising, or a handler of the user's, Python may act on: refused.
         So is scipy.special's error handling changed inside f (``scipy.special.errstate``),
         which the replay, run under the caller's, would not have its functions raise or warn
-        as f asked."""
-        if self.special is not None and self.special[0]() != self.special[1]:
-            self.refuse("scipy.special's error handling changed inside f (scipy.special."
-                        "errstate): Python may act on its errors")
+        as f asked: asked before each step that may consult it (``special``; not NumPy's
+        own ufunc on arrays and numbers, ``_consults_special``, which reading it would cost
+        a tenth of), and once the call is over (``special_left``)."""
+        if special and self.special_left():
             return
         errors = ERRORS.get()  # (one object per handling set: the same, nothing changed)
         if errors is self.errors:
@@ -3104,13 +3122,23 @@ class Recorder:
                 return
         self.steps.append(Modes(replayed))
 
-    def enter(self):
+    def special_left(self):
+        """Whether scipy.special's error handling is another than as the call began (f
+        changed it): then the recording is refused (``watch``)."""
+        if self.special is not None and self.special[0]() != self.special[1]:
+            self.refuse("scipy.special's error handling changed inside f (scipy.special."
+                        "errstate): Python may act on its errors")
+            return True
+        return False
+
+    def enter(self, special=True):
         """A step begins: the floating-point events heard since the last one ended came from
-        operations on plain arrays, which no step redoes (``watch`` for the rest)."""
+        operations on plain arrays, which no step redoes (``watch`` for the rest; ``special``:
+        whether the step may consult scipy.special's error handling)."""
         if not self.depth:
             self.close()
             del self.heard[self.counted:]
-            self.watch()
+            self.watch(special)
             self.opened = len(self.steps)
             self.capture = Capture()
         self.depth += 1
@@ -3127,7 +3155,9 @@ class Recorder:
         if not self.depth:
             capture, self.capture = self.capture, None
             if capture is not None:
-                self.issue(capture.stop(), self.heard[self.counted:])
+                issued = capture.stop()
+                if issued:
+                    self.issue(issued, self.heard[self.counted:])
             self.counted = len(self.heard)
 
     def issue(self, issued, events):
@@ -3148,7 +3178,11 @@ class Recorder:
             self.issuing = False
 
     def _run(self, operation, *args, **kwargs):
-        self.enter()
+        return self._run_step(True, operation, args, kwargs)
+
+    def _run_step(self, special, operation, args, kwargs):
+        """``operation(*args, **kwargs)`` as one step (``special``: ``enter``'s)."""
+        self.enter(special)
         self.ready = False
         try:
             y = operation(*args, **kwargs)
@@ -3179,6 +3213,9 @@ class Recorder:
         self.written = None
         target = out if type(out) is Traced and out.tape is tape else None
         constant_target = target is not None and target.buffer.constant
+        # (asked before the write, as tracing asks it: ``inplace.record_write``)
+        hidden = target is not None and target.value.nbytes > SMALL_WRITE \
+            and unseen(tape, target.buffer, target.value, recording=True)
         entry = RULES.get(ufunc, NO_RULE)
         if out is not None and rule is None and (pattern or not constant_target) and (
                 entry.complex_rules is not None and complex_among(values)
@@ -3190,7 +3227,8 @@ class Recorder:
             y = self.ufunc(ufunc, inputs, None, settings, rule, tape, values, pattern)
             return assign(out, y)
         if out is None and not kwargs and rule is None and pattern and tape.outer is None:
-            y = self._run(observed_ufunc, ufunc, inputs, tape, values, pattern)
+            y = self._run_step(_consults_special(ufunc, values), observed_ufunc,
+                               (ufunc, inputs, tape, values, pattern), {})
         else:
             y = self._run(unwrapped_ufunc, ufunc, inputs, out, kwargs, rule, tape, values,
                           pattern)
@@ -3221,7 +3259,7 @@ class Recorder:
                 plan, apart = self.written
                 element = type(target.value) is np.ndarray and target.value.shape == ()
                 step = ElementwiseWrite(plan, args, into.index, apart, new[0],
-                                        target.buffer.key, target.whole, element)
+                                        target.buffer.key, target.whole, element, hidden)
                 self.steps.append(step)
                 self.recomputed(new[0], step)
                 step.unplanned = new[0].undo_kind == "checkpoint" and any(
@@ -3608,6 +3646,20 @@ def _items(args):
 
 # ----------------------------------------------------------------------------------------------
 # Programs
+
+
+_NUMPYS_UFUNCS = frozenset(u for u in vars(np).values() if type(u) is np.ufunc)
+"""NumPy's own ufuncs (np.multiply), which never consult scipy.special's error handling."""
+
+_PLAIN_OPERANDS = frozenset((np.ndarray, float, int, bool, complex))
+"""The operands a NumPy ufunc takes without calling code of another library (``__array__``)."""
+
+
+def _consults_special(ufunc, values):
+    """Whether ``ufunc`` on ``values`` may consult scipy.special's error handling: not
+    NumPy's own ufunc on NumPy's arrays and Python's numbers (``Recorder.watch``)."""
+    return ufunc not in _NUMPYS_UFUNCS or any(
+        type(value) not in _PLAIN_OPERANDS for value in values)
 
 
 def _stands_in(record):
@@ -4172,6 +4224,7 @@ class Recording:
         recorder.close()
         if ERRORS.get() is not self.errors:  # (which a replay, not running f, would not)
             recorder.refuse("f left NumPy's floating-point error handling changed (np.seterr)")
+        recorder.special_left()  # (and scipy.special's: ``Recorder.watch``)
         del recorder.heard[recorder.counted:]
         aux = None
         if self.has_aux:

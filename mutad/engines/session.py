@@ -350,12 +350,13 @@ class ReverseDifferentiation(Differentiation):
         selected argument."""
         wrapped = []
         made = {}  # id of a float array -> its traced array: one object passed twice is one
+        flat = [flatten(arg) for arg in args]  # (each argument's leaves, and its rebuild)
         # the memory of the enclosing levels' arrays in selected arguments: followed here
-        followed = {id(owner(leaf)) for i, arg in enumerate(args)
+        followed = {id(owner(leaf)) for i, (leaves, _) in enumerate(flat)
                     if selected is None or i in selected
-                    for leaf in flatten(arg)[0] if isinstance(leaf, Tracer)}
+                    for leaf in leaves if isinstance(leaf, Tracer)}
         for i, arg in enumerate(args):  # (``x is y`` in f is True for f(a, a), as in NumPy)
-            leaves, rebuild = flatten(arg)
+            leaves, rebuild = flat[i]
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
             plain = selected is not None and i not in selected
             new = []

@@ -306,17 +306,21 @@ class Destination:
     (``whole``), its place in records (``place``), what the undo calls to find it then
     (``find``; None: the undo holds ``value``), and the traced buffer whose version the write
     advances and whose memory recomputation follows (``buffer``; None in the replay of a
-    recording, which follows neither)."""
+    recording, which follows neither). In the replay of a recording, ``unseen``: the buffer
+    as its records name it, where nobody outside the differentiation saw the array when the
+    write was recorded (``inplace.unseen``), so that the write may go undone where nothing
+    reads what it overwrites (``inplace.unread``); else None."""
 
-    __slots__ = ("value", "key", "whole", "place", "find", "buffer")
+    __slots__ = ("value", "key", "whole", "place", "find", "buffer", "unseen")
 
-    def __init__(self, value, key, whole, place, find=None, buffer=None):
+    def __init__(self, value, key, whole, place, find=None, buffer=None, unseen=None):
         self.value = value
         self.key = key
         self.whole = whole
         self.place = place
         self.find = find
         self.buffer = buffer
+        self.unseen = unseen
 
 
 class ElementwiseInverse:

@@ -353,9 +353,12 @@ def numpy_lstsq_jvp(tangents, a, b, rcond=None):
         dresiduals = 2.0 * np.sum((b2 - a @ x2) * moved, axis=0)
     if da is None:
         ds = np.zeros_like(s)
-    else:  # dσ_i = u_iᵀ dA v_i, the singular values' own rule (repeated and zero ones checked)
+    else:  # dσ_i = u_iᵀ dA v_i, the singular values' own rule (repeated ones checked). A
+        # tangent that moves zero ones off zero gives them NaN, as they have no derivative
+        # along it (reverse mode refuses a loss that reads them): the solution, of the rank
+        # lstsq kept, has one, as in reverse mode, and forward mode computes every tangent.
         ds = singular_values_tangent("np.linalg.lstsq", a, *np.linalg.svd(a, full_matrices=False),
-                                     da)
+                                     da, off_zero="nan")
     return (x, residuals, rank, s), (dx2[:, 0] if is_vector else dx2, dresiduals, None, ds)
 
 

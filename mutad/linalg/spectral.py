@@ -300,21 +300,23 @@ def svd_couplings(s, pairs, zero):
             inverse(s, zero))
 
 
-def require_rank_kept(name, s, zero, pieces, scale):
+def require_rank_kept(name, s, zero, pieces, scale, refuse=True):
     """Refuse, at zero singular values, a tangent that moves them off zero: ``pieces`` (the
     tangent's parts there: their block of Uᴴ dA V, and dA's parts outside U's and V's column
     spaces along their vectors) must vanish up to ``INVARIANCE_TOLERANCE`` of ``scale``.
     σ = |·| has no derivative at 0, and the vectors of a zero value are any unit vectors of
-    the null spaces."""
+    the null spaces. Without ``refuse``, whether it moves them (True) instead."""
     if not np.any(zero):
-        return
-    if any(np.any(np.abs(memory(piece)) > INVARIANCE_TOLERANCE * scale) for piece in pieces):
+        return False
+    moved = any(np.any(np.abs(memory(piece)) > INVARIANCE_TOLERANCE * scale) for piece in pieces)
+    if moved and refuse:
         raise UnsupportedOperationError(
             f"{name} of a rank-deficient matrix (singular values {_repeated_values(s, zero)} "
             "zero within rounding), along a tangent that moves them off zero: σ = |·| has a "
             "kink at 0, so neither they nor their vectors have a derivative along it. Forward "
             "mode differentiates tangents that keep the rank; reverse mode differentiates "
             "losses of the nonzero singular values and their vectors.")
+    return moved
 
 
 def svd_cotangent(name, u, s, vt, du, ds, dvt, spectrum, vectors=True):
@@ -364,10 +366,13 @@ def svd_cotangent(name, u, s, vt, du, ds, dvt, spectrum, vectors=True):
     return a_bar
 
 
-def svd_tangent(name, u, s, vt, da, spectrum):
+def svd_tangent(name, u, s, vt, da, spectrum, off_zero="refuse"):
     """(dU, ds, dVᵀ) of the thin SVD A = U diag(s) Vᵀ along dA (Townsend 2016; see
-    ``numpy_svd``); a tangent that splits repeated values or moves zero ones is refused, and
-    the repeated values' vectors take no joint rotation (the reverse rule's dropped term)."""
+    ``numpy_svd``); a tangent that splits repeated values is refused, and the repeated values'
+    vectors take no joint rotation (the reverse rule's dropped term). A tangent that moves zero
+    values off zero is refused, or with ``off_zero="nan"``, for a caller of the values alone,
+    gives them, which have no derivative along it, a NaN tangent (their vectors have none
+    either: their tangents are not to be read then)."""
     pairs, zero = spectrum
     v = adjoint(vt)
     m, n, k = u.shape[-2], v.shape[-2], s.shape[-1]
@@ -383,7 +388,9 @@ def svd_tangent(name, u, s, vt, da, spectrum):
             if x is not None]
         scale = max(np.max(np.abs(memory(x)), initial=0.0)
                     for x in (dp, outside_u, outside_v) if x is not None)
-        require_rank_kept(name, s, zero, pieces, scale)
+        moved = require_rank_kept(name, s, zero, pieces, scale, off_zero == "refuse")
+    else:
+        moved = False
     # Townsend 2016: dU = U (F ∘ (dP S + S dPᵀ)) + (I - U Uᵀ) dA V S⁻¹,
     #                dV = V (F ∘ (S dP + dPᵀ S)) + (I - V Vᵀ) dAᵀ U S⁻¹  (ᴴ for complex A),
     # F's terms split as ``svd_couplings``'s.
@@ -399,6 +406,8 @@ def svd_tangent(name, u, s, vt, da, spectrum):
         du = du + outside_u * inverse[..., None, :]
     if n > k:
         dv = dv + outside_v * inverse[..., None, :]
+    if moved:
+        ds = np.where(zero, np.nan, ds)
     return du, ds, adjoint(dv)
 
 
@@ -555,10 +564,11 @@ def eigenvalues_tangent(name, a, w, v, da):
     return eigh_tangent(name, w, v, da, spectrum_pairs(name, a, w))[1]
 
 
-def singular_values_tangent(name, a, u, s, vt, da):
+def singular_values_tangent(name, a, u, s, vt, da, off_zero="refuse"):
     """dσ_i = u_iᵀ dA v_i (Giles 2008, §3.2; Re(u_iᴴ dA v_i) for complex A), ``vt`` being Vᴴ,
-    checked as the factors' tangent is (repeated values moved together, zero ones kept)."""
-    return svd_tangent(name, u, s, vt, da, singular_spectrum(name, a, s))[1]
+    checked as the factors' tangent is (repeated values moved together, zero ones kept, or
+    with ``off_zero="nan"`` NaN where they are not: ``svd_tangent``)."""
+    return svd_tangent(name, u, s, vt, da, singular_spectrum(name, a, s), off_zero)[1]
 
 
 def require_thin_svd(name, a, full_matrices, compute_uv):

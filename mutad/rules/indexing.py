@@ -184,6 +184,11 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return (gathered, *result) if result else gathered
 
 
+for _unique in (np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all):
+    # NumPy's own code, a call of np.unique (whose composite above it reaches) in a named tuple
+    defcomposite(_unique)(getattr(_unique, "__wrapped__"))
+
+
 @adjoint
 def unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs):
     """Of the values ``ar``, as constants: whether the first occurrences of NumPy's unique

@@ -15,7 +15,8 @@ what NumPy computed: the arithmetic operators (``_MaskedBinaryOperation``: the f
 data where either is masked; division as ``_DomainedBinaryOperation``, masking divisions by
 zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs called on a
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
-``sum``, ``mean``, ``var``, ``std``, ``count``, ``filled``, ``compressed``, ``np.ma.median``
+``sum``, ``mean``, ``var``, ``std``, ``prod``, ``ptp``, ``round``, ``clip``, ``trace``,
+``take``, ``sort``, ``count``, ``filled``, ``compressed``, ``tolist``, ``np.ma.median``
 of all the elements (NumPy's median of the unmasked ones, alike to the bit), and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
@@ -27,6 +28,7 @@ with ``m.filled(v)`` or ``m.compressed()``, never a value without its derivative
 
 import functools
 import sys
+from builtins import type as builtins_type
 import warnings
 
 import numpy as np
@@ -53,8 +55,10 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
-            "anom, cumsum, cumprod, ravel, reshape, transpose (T), argsort, argmin, argmax, "
-            "copy, filled, compressed, shrink_mask, harden_mask and soften_mask. ")
+            "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
+            "concatenate, ravel, flatten, view, reshape, transpose (T), argsort, argmin, argmax, "
+            "copy, filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
+            "soften_mask. ")
 
 
 def _refuse(what):
@@ -324,11 +328,20 @@ class Masked:
     # reductions ----------------------------------------------------------------------------
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
-        _no_out("sum", out)
+        return self._reduced(np.sum, 0, axis, dtype, out, keepdims)
+
+    def prod(self, axis=None, dtype=None, out=None, keepdims=np._NoValue):
+        """``MaskedArray.prod``: as ``sum``, the masked elements 1."""
+        return self._reduced(np.prod, 1, axis, dtype, out, keepdims)
+
+    def _reduced(self, reduce, neutral, axis, dtype, out, keepdims):
+        """``MaskedArray.sum`` or ``.prod``: of the data with the masked elements ``neutral``,
+        masked where every element reduced is."""
+        _no_out(reduce.__name__, out)
         kwargs = {} if keepdims is np._NoValue else {"keepdims": keepdims}
         m = self._mask
         newmask = NOMASK if m is NOMASK else np.all(m, axis=axis, **kwargs)
-        result = np.sum(self.filled(0), axis, dtype=dtype, **kwargs)
+        result = reduce(self.filled(neutral), axis, dtype=dtype, **kwargs)
         if np.ndim(result):
             return Masked(result, newmask, self._fill_value)
         return np.ma.masked if newmask is not NOMASK and bool(newmask) else result
@@ -405,6 +418,107 @@ class Masked:
         dvar = self.var(axis, dtype, out, ddof, **kwargs)
         return dvar if dvar is np.ma.masked else _sqrt(dvar)
 
+    def ptp(self, axis=None, out=None, fill_value=None, keepdims=False):
+        """``MaskedArray.ptp``: the greatest less the least, as NumPy subtracts them."""
+        _no_out("ptp", out)
+        result = self.max(axis=axis, fill_value=fill_value, keepdims=keepdims)
+        result -= self.min(axis=axis, fill_value=fill_value, keepdims=keepdims)
+        return result
+
+    def round(self, decimals=0, out=None):
+        """``MaskedArray.round``: the data's, sharing this array's mask."""
+        _no_out("round", out)
+        result = np.round(self.data, decimals)
+        if np.ndim(result):
+            return Masked(result, self._mask, self._fill_value, self._hard)
+        return np.ma.masked if self._mask is not NOMASK and bool(self._mask) else result
+
+    def clip(self, *args, **kwargs):
+        """``MaskedArray.clip``: the data's, with a copy of this array's mask."""
+        _no_out("clip", kwargs.get("out"))
+        mask = self._mask
+        return Masked(self.data.clip(*args, **kwargs),
+                      mask if mask is NOMASK else np.copy(mask), self._fill_value, self._hard)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        """``MaskedArray.diagonal``: the data's and the mask's."""
+        mask = self._mask
+        return Masked(self.data.diagonal(offset, axis1, axis2),
+                      mask if mask is NOMASK else mask.diagonal(offset, axis1, axis2),
+                      self._fill_value, self._hard)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        """``MaskedArray.trace``: the data's where nothing is masked; else the sum of the
+        diagonal's elements that are not masked."""
+        _no_out("trace", out)
+        if self._mask is NOMASK:
+            result = self.data.trace(offset=offset, axis1=axis1, axis2=axis2)
+            return result.astype(dtype) if dtype is not None else result
+        diagonal = self.diagonal(offset, axis1, axis2)
+        data = diagonal.data if dtype is None else diagonal.data.astype(dtype)
+        return Masked(data, diagonal._mask, diagonal._fill_value).filled(0).sum(axis=-1)
+
+    def take(self, indices, axis=None, out=None, mode="raise"):
+        """``MaskedArray.take`` of plain indices: the data's elements with the mask's (a
+        mask of its own); one element NumPy's scalar, or ``np.ma.masked``."""
+        _no_out("take", out)
+        if type(indices) is Masked or isinstance(indices, np.ma.MaskedArray):
+            _refuse("MaskedArray.take of masked indices")
+        mask = self._mask
+        result = Masked(np.take(self.data, indices, axis=axis, mode=mode)[...],
+                        mask if mask is NOMASK else
+                        np.take(mask, indices, axis=axis, mode=mode)[...],
+                        self._fill_value, self._hard)
+        return result[()]
+
+    def sort(self, axis=-1, kind=None, order=None, endwith=True, fill_value=None, *,
+             stable=False):
+        """``MaskedArray.sort``: in place, the data's where nothing is masked; else the
+        elements (data and mask) taken in ``argsort``'s order."""
+        if stable:
+            raise ValueError("`stable` parameter is not supported for masked arrays.")
+        if self._mask is NOMASK:
+            self.data.sort(axis=axis, kind=kind, order=order)
+            return
+        order_of = self.argsort(axis=axis, kind=kind, order=order, fill_value=fill_value,
+                                endwith=endwith)
+        index = list(np.indices(np.shape(order_of), sparse=True))
+        index[axis] = order_of  # (np.take_along_axis's index)
+        self[...] = self[tuple(index)]
+
+    def view(self, dtype=None, type=None, fill_value=None):
+        """``MaskedArray.view`` as a masked array (sharing the data and the mask) or as the
+        data's ndarray; in another dtype, refused."""
+        if isinstance(dtype, builtins_type) and issubclass(dtype, np.ndarray) and type is None:
+            dtype, type = None, dtype
+        if dtype is not None or fill_value is not None \
+                or type not in (None, np.ma.MaskedArray, np.ndarray):
+            _refuse("MaskedArray.view in another dtype or class, or with a fill value")
+        return self.data[...] if type is np.ndarray else self[...]
+
+    def flatten(self, order="C"):
+        """``MaskedArray.flatten``: a copy of the data and of the mask, flattened."""
+        return self.ravel(order).copy()
+
+    def set_fill_value(self, value=None):
+        self.fill_value = value
+
+    def tolist(self, fill_value=None):
+        """``MaskedArray.tolist``: the data's numbers (traced ones where they carry a
+        derivative), None where masked, nested as the array."""
+        if fill_value is not None:
+            return self.filled(fill_value).tolist()
+        mask = self._mask
+        if mask is NOMASK:
+            return self.data.tolist()
+        if 0 in self.shape:
+            return np.empty(self.shape).tolist()
+        items = [None if masked else item for item, masked in
+                 zip(np.ravel(self.data).tolist(), np.ravel(mask).tolist())]
+        for n in reversed(self.shape[1:]):
+            items = [items[i:i + n] for i in range(0, len(items), n)]
+        return items if self.ndim else items[0]
+
     # arithmetic ----------------------------------------------------------------------------
 
     def __add__(self, other):
@@ -457,6 +571,8 @@ class Masked:
         return _wrapped_ufunc(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
+            return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
         method = _FUNCTIONS.get(func)
         if method is None or type(args[0]) is not Masked:
             _refuse(f"np.{func.__name__}")
@@ -630,7 +746,10 @@ class Masked:
 
 
 _FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std", np.max: "max",
-              np.amax: "max", np.min: "min", np.amin: "min"}
+              np.amax: "max", np.min: "min", np.amin: "min", np.prod: "prod", np.ptp: "ptp",
+              np.round: "round", np.around: "round", np.clip: "clip", np.trace: "trace",
+              np.diagonal: "diagonal", np.take: "take"}
+_SHAPED = (np.shape, np.ndim, np.size, np.result_type)
 FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
 """np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
 
@@ -941,6 +1060,26 @@ def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     return np.median(data)
 
 
+def _sort(a, axis=-1, kind=None, order=None, endwith=True, fill_value=None, *, stable=None):
+    """``np.ma.sort``: a sorted copy (of the elements flattened where ``axis`` is None)."""
+    a = _as_masked(a).copy()
+    if axis is None:
+        a, axis = a.flatten(), 0
+    a.sort(axis=axis, kind=kind, order=order, endwith=endwith, fill_value=fill_value,
+           stable=stable)
+    return a
+
+
+def _concatenate(arrays, axis=0):
+    """``np.ma.concatenate``: the data's, and where some array has a mask, the masks'
+    (shrunk: ``nomask`` where nothing is masked)."""
+    data = np.concatenate([_data(a) for a in arrays], axis)
+    if all(_mask(a) is NOMASK for a in arrays):
+        return Masked(data)
+    mask = np.reshape(np.concatenate([_mask_array(a) for a in arrays], axis), np.shape(data))
+    return Masked(data, _shrunk(mask))
+
+
 def _method_of(name):
     """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
     def function(a, *args, **kwargs):
@@ -1058,7 +1197,14 @@ for _original, _composite in [
         (np.ma.count, _method_of("count")), (np.ma.sum, _method_of("sum")),
         (np.ma.mean, _method_of("mean")), (np.ma.var, _method_of("var")),
         (np.ma.std, _method_of("std")), (np.ma.max, _method_of("max")),
-        (np.ma.min, _method_of("min")), (np.ma.power, _power), (np.ma.median, _median)]:
+        (np.ma.min, _method_of("min")), (np.ma.power, _power), (np.ma.median, _median),
+        (np.ma.prod, _method_of("prod")), (np.ma.product, _method_of("prod")),
+        (np.ma.ptp, _method_of("ptp")), (np.ma.clip, _method_of("clip")),
+        (np.ma.diagonal, _method_of("diagonal")), (np.ma.trace, _method_of("trace")),
+        (np.ma.take, _method_of("take")), (np.ma.sort, _sort),
+        (np.ma.argsort, _method_of("argsort")), (np.ma.argmin, _method_of("argmin")),
+        (np.ma.argmax, _method_of("argmax")),
+        (np.ma.concatenate, _concatenate)]:
     _StandIn(_original, _composite)
 _Reader(np.ma.filled, _filled)
 _Reader(np.ma.getdata, lambda a, subok=True: _data(a))

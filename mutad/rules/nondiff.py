@@ -37,6 +37,19 @@ nondifferentiable(
     np.array2string, np.array_repr, np.array_str,
 )
 
+
+def _text_functions():
+    """NumPy's functions of text (``np.strings``, ``np.char``) other than NumPy's own ufuncs
+    (``np.strings.add`` is ``np.add``) and its types: text holds no derivative, and text made
+    of traced numbers (``np.char.mod("%.17g", x)``) is a constant, as ``str(x[0])`` is."""
+    numpys = {id(value) for value in vars(np).values()}
+    return {func for module in (np.strings, np.char) for name, func in vars(module).items()
+            if not name.startswith("_") and callable(func) and not isinstance(func, type)
+            and id(func) not in numpys}
+
+
+nondifferentiable(*_text_functions())
+
 # writing a program's values to a file: nothing computed from them comes back (a read of
 # what a save of traced values wrote is refused: ``core.written``)
 nondifferentiable(np.save, np.savez, np.savez_compressed, np.savetxt)

@@ -264,3 +264,103 @@ def append_fields(base, names, data, dtypes=None, fill_value=-1, usemask=True,
 
 
 RECORD_FUNCTIONS[recfunctions.append_fields] = append_fields
+
+
+def _leaf_paths(dtype, path=()):
+    """The paths (tuples of names) of ``dtype``'s fields that hold no records, in its order;
+    ``[()]`` for a dtype of no fields."""
+    if dtype.names is None:
+        return [path]
+    return [leaf for name in dtype.names
+            for leaf in _leaf_paths(dtype.fields[name][0], (*path, name))]
+
+
+def _field(records, path):
+    for name in path:
+        records = records[name]
+    return records
+
+
+def _rows(records, path=()):
+    """The field of ``records`` at ``path`` with the records' axes flattened to one, as NumPy
+    reads it from the records flattened."""
+    field = _field(records, path)
+    return field.reshape((-1, *field.shape[np.ndim(records):]))
+
+
+def _refuse_masked(name, usemask):
+    if usemask:
+        raise UnsupportedOperationError(
+            f"np.lib.recfunctions.{name} of differentiated values with usemask=True, whose "
+            "masked array of records mutad does not follow: pass usemask=False (the "
+            "records, the places no array fills holding NumPy's fill values).")
+
+
+@defcomposite(recfunctions.merge_arrays)
+def merge_arrays(seqarrays, fill_value=-1, flatten=False, usemask=False, asrecarray=False):
+    """NumPy's records of the arrays' fields side by side (its dtype, the shorter arrays
+    padded with ``fill_value``), made of the plain values as a new array the differentiations
+    follow, into which each field that carries a derivative is then written: the fields
+    that hold no records keep their order (those of a plain array one field). Where NumPy's
+    result views one array's memory, a view of it; as NumPy's masked array, refused."""
+    _refuse_masked("merge_arrays", usemask)
+    arrays = _arrays(seqarrays)
+    plain = recfunctions.merge_arrays(_plain(seqarrays), fill_value, flatten, False, False)
+    if type(arrays) in (list, tuple) and len(arrays) == 1:
+        arrays = arrays[0]
+    if type(arrays) not in (list, tuple):
+        if wrapped(arrays) and np.shares_memory(plain, memory(arrays)):
+            view = view_as(arrays, plain)
+            if view is None:
+                raise UnsupportedOperationError(
+                    "np.lib.recfunctions.merge_arrays of one differentiated array, whose "
+                    "records NumPy lays out over its memory in a way mutad does not follow: "
+                    "copy it first (merge_arrays(x.copy())).")
+            return Records(view) if asrecarray else view
+        arrays = [arrays]
+    y = allocate(plain)
+    leaves = iter(_leaf_paths(plain.dtype))
+    for array in arrays:
+        carried = holds_derivative([array])
+        for path in _leaf_paths(array.dtype if wrapped(array) else np.asarray(array).dtype):
+            leaf = next(leaves)
+            if carried:
+                _field(y, leaf)[:np.size(array)] = _rows(array, path)
+    return Records(y) if asrecarray else y
+
+
+@defcomposite(recfunctions.stack_arrays)
+def stack_arrays(arrays, defaults=None, usemask=True, asrecarray=False, autoconvert=False):
+    """NumPy's records of the arrays one after the other, their fields matched by name (a
+    plain array's named ``f<n>``; of one field, NumPy's concatenation), made of the plain
+    values as a new array the differentiations follow, into which each field that carries a
+    derivative is then written. As NumPy's masked array (``usemask=True``, its default),
+    refused."""
+    arrays = _arrays(arrays)
+    if type(arrays) not in (list, tuple):
+        return arrays
+    if len(arrays) == 1:
+        return arrays[0]
+    _refuse_masked("stack_arrays", usemask)
+    plain = recfunctions.stack_arrays(_plain(arrays), defaults, False, False, autoconvert)
+    y = allocate(plain)
+    start, seen = 0, []
+    for array in arrays:
+        n = np.size(array)
+        names = getattr(np.asarray(array).dtype if not wrapped(array) else array.dtype,
+                        "names", None)
+        if holds_derivative([array]):
+            if y.dtype.names is None:  # (one field in all: NumPy's concatenation)
+                y[start:start + n] = _rows(array, names or ())
+            elif names is None:
+                y[f"f{len(seen)}"][start:start + n] = _rows(array)
+            else:
+                for name in names:
+                    y[name][start:start + n] = _rows(array, (name,))
+        seen += [name for name in names or () if name not in seen]
+        start += n
+    return Records(y) if asrecarray else y
+
+
+RECORD_FUNCTIONS[recfunctions.stack_arrays] = stack_arrays
+RECORD_FUNCTIONS[recfunctions.merge_arrays] = merge_arrays

@@ -1112,6 +1112,8 @@ def _with_initial(key, kind):
         if type(key) is tuple and not args:
             kwargs.setdefault("axis", 0)  # (a ufunc's reduce: the first axis)
         return _reduced_from()(a, initial, func=func, key=key, kind=kind, args=args, **kwargs)
+
+    composite.keywords_only = True  # (without ``initial=`` it declines: ``apply_array_function``)
     return composite
 
 

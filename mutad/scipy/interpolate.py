@@ -32,6 +32,8 @@ Derivatives:
   degree: ``'slinear'`` for ``'linear'``). Where the interpolant is piecewise constant
   (``'nearest'``, ``'previous'``, ``'next'``, ``'zero'``) or the query is outside the data and
   gets the constant ``fill_value``, it is 0; at a knot where a derivative jumps, one side's.
+* in ``interp1d``'s ``fill_value`` (a number, an array, a ``(below, above)`` tuple): 1 where
+  the query lies outside the data and gets it (``_Filled``).
 * in the data ``y``: the interpolants of ``CubicSpline``, ``interp1d``, ``make_interp_spline``,
   ``make_lsq_spline`` (its least-squares fit on constant knots and weights), ``BSpline`` (its coefficients ``c``), ``PPoly`` and ``BPoly`` (their coefficients ``c``, of ``axis=0``,
   real or complex; ``BPoly.from_derivatives``'s coefficients are linear in the values and
@@ -111,7 +113,8 @@ systems are differentiated in ``d`` alone, as ``W d``, ``W`` the values of the i
 the identity columns, a block of columns at a time (both modes and every order through the
 transposed pair). Refused: differentiated data points of the nearest neighbour and
 Clough-Tocher interpolants,
-a differentiated ``fill_value``, ``smoothing`` or ``epsilon``, differentiated queries or data
+a differentiated ``fill_value`` (but ``interp1d``'s), ``smoothing`` or ``epsilon``,
+differentiated queries or data
 points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
 ``griddata(method='cubic')`` in two dimensions) of differentiated values at differentiated
 queries or of more than one column of values (of plain values it is differentiated at its
@@ -1218,7 +1221,9 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
     if not _traced((x, y, fill_value)):
         return _interpolate.interp1d(x, y, kind, axis, copy, bounds_error, fill_value,
                                      assume_sorted)
-    _refuse_traced("interp1d", "fill_value", fill_value, "Pass it as a constant.")
+    if _traced(fill_value) and not _extrapolates(fill_value):
+        return _Filled(interp1d(x, y, kind, axis, copy, bounds_error, np.nan, assume_sorted),
+                       x, y, axis, fill_value)
     if _traced(x) and kind in ("linear", "slinear"):
         _refuse_followed_knots("interp1d", x)
         return _LinearInKnots(x, y, kind, axis, bounds_error, fill_value, assume_sorted)
@@ -1233,6 +1238,52 @@ def interp1d(x: Any, y: Any, kind: Any = "linear", axis: int = -1, copy: bool = 
                                                          "previous", "next")
     return _TracedInterpolant("interp1d", spec, (_held(y, None) if referenced else np.copy(y),),
                               x=x)
+
+
+class _Filled:
+    """``interp1d(..., fill_value=f)`` of a traced ``f``: the interpolant of a NaN fill, and
+    where SciPy fills (a query below the knots, or above), ``f`` (of a tuple, its first below,
+    its second above), broadcast over the data's other axes as SciPy's: SciPy's values, with
+    the fill's derivative there. Whether a query lies outside is a decision on the plain
+    values (asked again in a replay)."""
+
+    def __init__(self, interpolant, x, y, axis, fill_value):
+        self.interpolant, self.x = interpolant, np.copy(x)
+        self.axis, self.ndim = axis % max(np.ndim(y), 1), np.ndim(y)
+        self.rest = np.shape(y)[:self.axis] + np.shape(y)[self.axis + 1:]
+        two = type(fill_value) is tuple and len(fill_value) == 2
+        self.below, self.above = (array_argument(f) for f in (
+            fill_value if two else (fill_value, fill_value)))
+        # SciPy's checks of the fill's shape, on zeros of the shapes of its data
+        zeros = tuple(np.zeros(np.shape(f)) for f in (self.below, self.above))
+        _interpolate.interp1d(np.arange(np.shape(y)[self.axis], dtype=float),
+                              np.zeros(np.shape(y)), axis=axis, bounds_error=False,
+                              fill_value=zeros if two else zeros[0])
+
+    def __call__(self, q):
+        value = self.interpolant(q)
+        below, above = _outside_knots(self.x, q)
+        shown = (1,) * self.axis + np.shape(q) + (1,) * (self.ndim - self.axis - 1)
+
+        def filling(fill):  # SciPy's: broadcast over the other axes, the queries' axes at axis
+            rest = np.broadcast_to(fill, self.rest)
+            return np.reshape(rest, self.rest[:self.axis] + (1,) * np.ndim(q)
+                              + self.rest[self.axis:])
+
+        return np.where(np.reshape(below, shown), filling(self.below),
+                        np.where(np.reshape(above, shown), filling(self.above), value))
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "fill_value":
+            return refused_attribute(
+                name, f"scipy.interpolate.interp1d(...).{name} of a traced fill_value: "
+                "mutad differentiates its values (calling it); pass fill_value as a constant "
+                "to read it.")
+        return getattr(self.interpolant, name)
+
+
+_outside_knots = Value(lambda x, q: (np.asarray(q) < np.min(x), np.asarray(q) > np.max(x)),
+                       "scipy.interpolate.interp1d's queries outside the knots")
 
 
 class _LinearInKnots:

@@ -22,9 +22,10 @@ SciPy would leave out for being zero (an entry of a dense matrix, ``csr_matrix(D
 of ``A - A``) stays stored: its derivative is there whatever its value (such a zero entry, of
 a dense matrix, a sum or a product, is left out of the matrices SciPy computes with and of
 ``A.nnz``, as SciPy leaves it out, so values are SciPy's; the user's code reading ``A.data``
-or the indices of such a matrix while an entry is zero is refused where that zero carries a
-derivative, and otherwise, a constant's zero (``csr_matrix(np.eye(n))``), makes the matrix
-SciPy's, without it). The zeros SciPy does store
+of such a matrix while an entry is zero is refused where that zero carries a derivative, and
+its indices are SciPy's, leaving it out, a decision a replay guards; either, of a constant's
+zero (``csr_matrix(np.eye(n))``), makes the matrix SciPy's, without it). The zeros SciPy does
+store
 are stored: a bsr result (``kron`` of a B at least half full, SciPy's product of dense blocks;
 a sum, difference or product of bsr matrices) stays bsr, each block holding its zeros, and
 leaves out only a block that is all zero, as SciPy's; a dia matrix stores its zeros, and its
@@ -186,7 +187,7 @@ damp² I)⁻¹ x̄``, ``b̄ = A λ``, ``Ā = r λᵀ - (A λ) xᵀ`` on ``A``'s 
 the same method to ``ADJOINT_RTOL``. The norms and estimates they report are not
 differentiated: inside a differentiation they are placeholders whose use raises. A traced
 ``damp`` is differentiated by ``d̄ = -2 damp ⟨λ, x⟩`` (forward: ``-2 damp ḋ x`` added to the
-normal solve's right-hand side), except with an operator of the user's functions (refused).
+normal solve's right-hand side), with an operator of the user's functions too.
 """
 
 from __future__ import annotations
@@ -271,6 +272,47 @@ def _leaves(items):
             yield from _leaves(x)
         else:
             yield x
+
+
+def _decision(x, what, decide):
+    """``decide(v)`` of the plain values ``v`` of ``x``, a decision SciPy takes on them (the
+    blocks of a bsr matrix, the entries it leaves out for being zero, a count of them): a
+    replay guards it, and replays while it decides the same, where ``x`` is one traced array;
+    where it is a list of them, ``settled``'s (a replay recording the call is refused, saying
+    ``what``). Arrays it gives (alone or in a tuple) are compared by their bytes."""
+    if type(x) not in WRAPPERS:
+        return decide(settled(x, what))
+    return _uncompared(x._decided(lambda v: _compared(decide(memory(v)))))
+
+
+class _Taken:
+    """An array a decision gave, equal to another of the same dtype, shape and bytes (what a
+    replay's guard asks of it)."""
+
+    __slots__ = ("array",)
+    __hash__ = None  # type: ignore[assignment]  # unhashable: compared by its bytes
+
+    def __init__(self, array):
+        self.array = array
+
+    def __eq__(self, other):
+        return type(other) is _Taken and (self.array.dtype, self.array.shape) == (
+            other.array.dtype, other.array.shape) and self.array.tobytes() == other.array.tobytes()
+
+    def __ne__(self, other):
+        return not self == other
+
+
+def _compared(found):
+    if type(found) is tuple:
+        return tuple(_compared(x) for x in found)
+    return _Taken(found) if isinstance(found, np.ndarray) else found
+
+
+def _uncompared(taken):
+    if type(taken) is tuple:
+        return tuple(_uncompared(x) for x in taken)
+    return taken.array if type(taken) is _Taken else taken
 
 
 def _refuse(what, instead):
@@ -1600,27 +1642,31 @@ class TracedSparse(_ComparedByValue):
     def data(self, values: Any) -> None:
         self._values = values
 
-    def _as_scipy_stores(self, what):
-        """Before the user's code reads ``what``, the stored values or the pattern: where the
-        matrix keeps zero entries that SciPy leaves out (of a dense array, a sum, a product),
-        the matrix SciPy stores, in place, if those zeros are constants (``np.eye``'s, a
-        dense matrix of constants): their derivative is zero, and SciPy's matrix, which has
-        no such entries, is its own from then on. Zeros that carry a derivative are refused:
-        what the user's code does to the stored values, they would not receive. Once read,
-        the pattern is SciPy's, which stores a zero written into its values (``A.data[0] =
-        0``): no slot is left out by its value any more. The pattern is a decision on the
-        values, which a replay recording the call is refused."""
+    def _as_scipy_stores(self, what, pattern=False):
+        """Before the user's code reads ``what``, the stored values or (``pattern``) the
+        pattern: where the matrix keeps zero entries that SciPy leaves out (of a dense array,
+        a sum, a product), the matrix SciPy stores, in place, if those zeros are constants
+        (``np.eye``'s, a dense matrix of constants): their derivative is zero, and SciPy's
+        matrix, which has no such entries, is its own from then on. Zeros that carry a
+        derivative stay: the pattern read is SciPy's matrix's, which leaves them out (a
+        decision on the values, as ``np.nonzero``'s), and the stored values are refused: what
+        the user's code does to them, those zeros would not receive. Once read, the pattern
+        is SciPy's, which stores a zero written into its values (``A.data[0] = 0``): no slot
+        is left out by its value any more. Returns SciPy's matrix whose pattern is read. The
+        pattern is a decision on the values, which a replay guards."""
         layout, values = self.layout, self._values
         if not layout.drops:
-            return
-        out = layout.left_out(settled(values, f"{what} of a scipy.sparse matrix made from a "
-                                              "dense array"))
+            return layout.template
+        out = _decision(values, f"{what} of a scipy.sparse matrix made from a dense array",
+                        layout.left_out)
         if not np.any(out):
             if self._peers is None:
                 self.layout = layout.leaving_out_diagonals(None) if layout.format == "dia" \
                     else layout.dropping(None)
-            return
+            return layout.template
         if carries_derivative(values) or self._peers is not None or layout.format == "bsr":
+            if pattern:
+                return layout.build(memory(values))
             _refuse(f"{what} of a scipy.sparse matrix with zero entries that SciPy leaves out "
                     "(of a dense array, a sum, a product)", "mutad keeps those entries (for "
                     "their derivative), SciPy leaves them out: read A.toarray(), or build the "
@@ -1628,6 +1674,7 @@ class TracedSparse(_ComparedByValue):
         self.layout = _Layout(layout.build(memory(values)))
         self._values = np.reshape(np.reshape(values, (-1,))[np.flatnonzero(~out)],
                                   self.layout.data_shape)
+        return self.layout.template
 
     def _share(self, other):
         """``other`` holds this matrix's stored values' array in the same order (SciPy's
@@ -1735,14 +1782,14 @@ class TracedSparse(_ComparedByValue):
     @property
     def nnz(self) -> int:
         """SciPy's: the stored entries, less those of a dense matrix that are zero (which
-        SciPy leaves out; a replay, which would keep this call's count, is refused)."""
+        SciPy leaves out; a decision on the values, which a replay guards)."""
         layout = self.layout
         if not layout.drops:
             return layout.template.nnz
-        values = settled(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
-                                    "which counts its nonzero values")
-        return int(layout.template.nnz - np.count_nonzero(layout.left_out(values) &
-                                                          layout.valid))
+        return _decision(self.data, "the nnz of a scipy.sparse matrix made from a dense array, "
+                                    "which counts its nonzero values",
+                         lambda v: int(layout.template.nnz - np.count_nonzero(
+                             layout.left_out(v) & layout.valid)))
 
     def getnnz(self, axis: int | None = None) -> Any:
         """SciPy's (a matrix's): the stored entries, along ``axis`` (whether SciPy stores an
@@ -1752,17 +1799,17 @@ class TracedSparse(_ComparedByValue):
                                  "'getnnz'")
         if axis is None or not self.layout.drops:
             return self.nnz if axis is None else self.layout.template.getnnz(axis)
-        return self.layout.build(settled(self.data, "A.getnnz(axis) of a scipy.sparse matrix "
-                                                    "made from a dense array")).getnnz(axis)
+        return _decision(self.data, "A.getnnz(axis) of a scipy.sparse matrix made from a dense "
+                                    "array", lambda v: self.layout.build(v).getnnz(axis))
 
     def count_nonzero(self, axis: int | None = None) -> Any:
         """SciPy's: the entries whose value is not zero, after SciPy adds the repeated ones
-        in place (as it does); a decision on the values, which a replay recording the call
-        is refused."""
+        in place (as it does); a decision on the values, which a replay guards."""
         if self.format in ("csr", "csc", "coo"):
             self.sum_duplicates()
-        values = settled(self.data, "A.count_nonzero() of a scipy.sparse matrix")
-        return self.layout.build(memory(values)).count_nonzero(axis)
+        layout = self.layout
+        return _decision(self.data, "A.count_nonzero() of a scipy.sparse matrix",
+                         lambda v: layout.build(v).count_nonzero(axis))
 
     @property
     def dtype(self) -> np.dtype:
@@ -1788,8 +1835,8 @@ class TracedSparse(_ComparedByValue):
                     self.data, "A.offsets of a scipy.sparse dia matrix whose diagonals its "
                                "nonzero values choose"))
             elif name not in ("has_canonical_format", "has_sorted_indices", "blocksize"):
-                self._as_scipy_stores(f"A.{name}")  # (a bsr matrix's blocks are SciPy's)
-                template = self.layout.template
+                # (a bsr matrix's blocks are SciPy's)
+                template = self._as_scipy_stores(f"A.{name}", pattern=True)
             found = getattr(template, name)
             if isinstance(found, np.ndarray):  # the pattern's: read-only
                 found = found.view()
@@ -2037,9 +2084,10 @@ class TracedSparse(_ComparedByValue):
             return self.copy() if copy else self
         if blocksize is None and self.layout.droppable is not None:
             # SciPy chooses the blocks by the entries it stores, which leave out zeros
-            blocksize = self.layout.build(settled(
+            blocksize = _decision(
                 self.data, "tobsr() of a scipy.sparse matrix that leaves out its zero values, "
-                           "whose blocks its nonzero values choose")).tobsr().blocksize
+                           "whose blocks its nonzero values choose",
+                lambda v: self.layout.build(v).tobsr().blocksize)
         return self._with(_relayout(self.data, self.layout, lambda m: m.tobsr(blocksize)))
 
     def copy(self) -> TracedSparse:
@@ -2277,10 +2325,10 @@ class TracedSparse(_ComparedByValue):
 
     def nonzero(self) -> tuple[Any, Any]:
         """SciPy's rows and columns of the stored entries that are not zero: a decision
-        taken on the values."""
-        return self.layout.build(settled(
-            self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the zero "
-                       "entries")).nonzero()
+        taken on the values, which a replay guards."""
+        layout = self.layout
+        return _decision(self.data, "A.nonzero() of a scipy.sparse matrix, which leaves out the "
+                                    "zero entries", lambda v: layout.build(v).nonzero())
 
     def _compared(self, other, comparison):
         """SciPy's comparison (``A > 0.5``, ``A != B``): a matrix of booleans without a
@@ -2951,7 +2999,8 @@ def _find(A: Any) -> Any:
     B = A.tocoo(copy=True)
     B.sum_duplicates()
     values = np.reshape(B._values, (-1,))
-    nonzero = settled(values, "scipy.sparse.find, which leaves out the zero entries") != 0
+    nonzero = _decision(values, "scipy.sparse.find, which leaves out the zero entries",
+                        lambda v: v != 0)
     pattern = B.layout.template
     return pattern.row[nonzero], pattern.col[nonzero], values[nonzero]
 
@@ -2993,9 +3042,9 @@ class _SparseClass:
         if type(arg1) is not tuple:  # a dense matrix: each entry stored, zeros too
             if self.format == "bsr" and kwargs.get("blocksize") is None:
                 # SciPy chooses the blocks by the entries that are not zero
-                kwargs = {**kwargs, "blocksize": self.cls(settled(
-                    arg1, f"{name} of a dense array, whose blocks its nonzero values choose"),
-                    shape=shape).blocksize}
+                kwargs = {**kwargs, "blocksize": _decision(
+                    arg1, f"{name} of a dense array, whose blocks its nonzero values choose",
+                    lambda v: self.cls(v, shape=shape).blocksize)}
             return _constructed(self.cls, name, arg1,
                                 lambda fn, d: fn(d, shape=shape, copy=copy, **kwargs), dense=True,
                                 dtype=dtype)
@@ -5211,12 +5260,8 @@ def _least_squares_method(method):
                     "not differentiate var: leave calc_var out.")
         guess = None if x0 is None else settled(x0, f"{method}'s x0")
         if parameters is not None:
-            if _followed(damp):
-                _refuse(f"scipy.sparse.linalg.{method} of a LinearOperator of your functions "
-                        "with a traced damp", "pass damp as a constant, or A as a sparse or "
-                        "dense matrix, whose damp is differentiated.")
-            problem = _OperatorLeastSquares(method, A, parameters, damp, options)
-            x = _operator_least_squares(b, guess, *parameters.values(), problem=problem)
+            problem = _OperatorLeastSquares(method, A, parameters, None, options)
+            x = _operator_least_squares(b, guess, damp, *parameters.values(), problem=problem)
             return (x, *found_again(x, _stop_and_iterations, problem),
                     *(_Refused(f"scipy.sparse.linalg.{method}(...)'s {name}") for name in names))
         if isinstance(A, TracedSparse) or (isinstance(A, _Assembled) and A.entries):
@@ -5244,9 +5289,10 @@ class _OperatorLeastSquares(_LeastSquares):
     """``lsqr`` or ``lsmr`` of an operator whose functions read the differentiated values
     ``parameters`` follows: ``_LeastSquares`` of the operator, its functions bound to plain
     values, and the products with ``A(p)`` its derivatives need. With ``r = b - A x`` and
-    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ`` and ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)``;
-    forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x))``, ``Ȧᵀ r`` by the operator's
-    ``rmatvec`` (which SciPy's solvers take to be ``matvec``'s transpose)."""
+    ``λ = (AᵀA + damp² I)⁻¹ x̄``: ``b̄ = A λ``, ``p̄ = ∂ₚ(⟨r, A(p) λ⟩ - ⟨A λ, A(p) x⟩)`` and
+    ``damp̄ = -2 damp ⟨λ, x⟩``; forward mode ``ẋ = (AᵀA + damp² I)⁻¹ (Ȧᵀ r + Aᵀ (ḃ - Ȧ x)
+    - 2 damp ḋamp x)``, ``Ȧᵀ r`` by the operator's ``rmatvec`` (which SciPy's solvers take to
+    be ``matvec``'s transpose)."""
 
     replays_on_its_operands = False  # (as _OperatorSolve: traced every time)
 
@@ -5262,7 +5308,8 @@ class _OperatorLeastSquares(_LeastSquares):
                 self.parameters.bound(values):
             yield
 
-    def value_at(self, b, guess, values):
+    def value_at(self, b, guess, damp, values):
+        self.damp = float(damp)
         with self.plain(values):
             x = self.value(None, b, guess)
         self.parameters.freeze()
@@ -5277,8 +5324,8 @@ class _OperatorLeastSquares(_LeastSquares):
             return np.reshape(self.operator._matvec(x), (self.operator.shape[0],))
 
 
-def _operator_least_squares_value(b, guess, *values, problem):
-    return problem.value_at(b, guess, values)
+def _operator_least_squares_value(b, guess, damp, *values, problem):
+    return problem.value_at(b, guess, damp, values)
 
 
 _operator_least_squares = Adjoint(_operator_least_squares_value)
@@ -5286,9 +5333,9 @@ _operator_least_squares.complex_values = None
 
 
 @_operator_least_squares.rule
-def _operator_least_squares_rule(b, guess, *values, problem):
-    _first_order_only(problem, b, *values)
-    x = problem.value_at(b, guess, values)
+def _operator_least_squares_rule(b, guess, damp, *values, problem):
+    _first_order_only(problem, b, damp, *values)
+    x = problem.value_at(b, guess, damp, values)
     plain_b = np.asarray(b, float)
 
     def back(dx):
@@ -5299,22 +5346,24 @@ def _operator_least_squares_rule(b, guess, *values, problem):
             r = plain_b - problem.operator.matvec(x)
         _, pull = _integrate.pullback(
             lambda *p: problem.product(lam, p) @ r - problem.product(x, p) @ a_lam, *values)
-        return (a_lam, None, *pull(1.0))
+        return (a_lam, None, -2 * problem.damp * np.dot(lam, x), *pull(1.0))
 
     return x, back
 
 
 @_operator_least_squares.jvp_rule
-def _operator_least_squares_jvp(tangents, b, guess, *values, problem):
-    _first_order_only(problem, b, *values, *tangents)
-    x = problem.value_at(b, guess, values)
+def _operator_least_squares_jvp(tangents, b, guess, damp, *values, problem):
+    _first_order_only(problem, b, damp, *values, *tangents)
+    x = problem.value_at(b, guess, damp, values)
     with problem.plain(values):
         r = np.asarray(b, float) - problem.operator.matvec(x)
     change = np.zeros(len(r)) if tangents[0] is None else np.asarray(tangents[0], float)
     c = np.zeros(len(x))
-    if any(t is not None for t in tangents[2:]):
+    if tangents[2] is not None:  # -2 damp ḋamp x
+        c = c - 2 * problem.damp * float(tangents[2]) * x
+    if any(t is not None for t in tangents[3:]):
         directions = tuple(np.zeros(np.shape(v)) if t is None else t
-                           for v, t in zip(values, tangents[2:], strict=True))
+                           for v, t in zip(values, tangents[3:], strict=True))
         change = change - _integrate.jvp(lambda *p: problem.product(x, p), values,
                                          directions)[1]
         c = c + _integrate.jvp(lambda *p: problem.product(r, p, transposed=True), values,
