@@ -29,7 +29,7 @@ from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
-                               shown_class)
+                               remember_text, shown_class, writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, remember_refusal,
                           scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
@@ -780,6 +780,10 @@ def _call(name):
     return method
 
 
+_SPECS_IN_FULL = {}
+"""Whether a format specification may write a float in full (``writes_in_full`` of float16's)."""
+
+
 class ArrayMethods(Tracer):
     """What traced and dual arrays share: attributes of ``value``, and methods written as the
     NumPy functions that dispatch back to them."""
@@ -872,17 +876,24 @@ class ArrayMethods(Tracer):
         stands for one (``x[0]``), else the array."""
         return decide(numpy_value(self.value))
 
+    # (the text of a 0-d value is remembered: the mode's ``float()`` of it gives the value back,
+    # where the text may write it in full: ``f"{loss:.3f}"`` is not remembered)
+
     def __format__(self, spec):
-        return self._decided(lambda v: format(v, spec))
+        text = self._decided(lambda v: format(v, spec))
+        full = _SPECS_IN_FULL.get(spec)
+        if full is None:  # (the shortest floats' digits: no other type's are written in full)
+            full = _SPECS_IN_FULL[spec] = writes_in_full(spec, 2)
+        return remember_text(self, text, spec) if full else text
 
     def __str__(self):
-        return self._decided(str)
+        return remember_text(self, self._decided(str))
 
     def __repr__(self):
         """NumPy's: ``np.float64(1.5)`` of an element, ``array(1.5)`` of a 0-d array, and the
         Python number's of one standing for it (``x[0].item()``, ``repr(x.tolist())``)."""
         if getattr(self, "weak", False) is True:
-            return self._decided(lambda v: repr(v.item()))
+            return remember_text(self, self._decided(lambda v: repr(v.item())))
         if stands_for_scalar(self):
             return self._decided(repr)
         # (an enclosing differentiation's value, under nested ones: its own repr, NumPy's)
