@@ -1399,9 +1399,21 @@ def test_threads_share_a_replayed_function():
     rng = np.random.default_rng(4)
     inputs = [rng.random(6) for _ in range(40)]
     expected = [mutad.grad(f)(x.copy()) for x in inputs]
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        got = list(pool.map(lambda x: replaying(x.copy()), inputs))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # (calls made while one records
+        got = list(pool.map(lambda x: replaying(x.copy()), inputs))  # are traced)
     assert all(same(a, b) for a, b in zip(got, expected))
+    # Once recorded, a call made while another thread replays waits for it, as the replay
+    # costs less than tracing: every call replays
+    before = replays(replaying)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switched often: replays overlap)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda x: replaying(x.copy()), inputs))
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(same(a, b) for a, b in zip(got, expected))
+    assert replays(replaying) == before + len(inputs)
 
 
 def test_the_garbage_collector_runs_again_once_a_recording_or_a_replay_ends():
