@@ -34,6 +34,28 @@ def test_a_category_set_to_call_with_no_callback_raises_numpys_name_error(differ
     assert str(ours.value) == str(numpys.value)
 
 
+def _warned_beside_a_call_with_no_callback(x):
+    with np.errstate(divide="call", invalid="warn"):
+        modes = np.geterr()
+        y = np.sqrt(x)  # (invalid at the negative x)
+    assert modes["divide"] == "call" and modes["invalid"] == "warn"
+    return np.nansum(y)
+
+
+@pytest.mark.parametrize("differentiate", [
+    lambda f, x: mutad.gradient(f, x),
+    lambda f, x: mutad.grad(f, replay=True)(x),
+    lambda f, x: mutad.jvp(f, (x,), (x,)),
+], ids=["reverse", "replay", "forward"])
+def test_warnings_beside_a_category_set_to_call_with_no_callback_name_the_users_line(
+        differentiate):
+    with pytest.warns(RuntimeWarning, match="invalid value") as numpys:
+        _warned_beside_a_call_with_no_callback(X)
+    with pytest.warns(RuntimeWarning, match="invalid value") as ours:
+        differentiate(_warned_beside_a_call_with_no_callback, X)
+    assert [(w.filename, w.lineno) for w in ours] == [(w.filename, w.lineno) for w in numpys]
+
+
 # ----------------------------------------------------------------------------------------------
 # np.lib.recfunctions' merge_arrays and stack_arrays of differentiated values: NumPy's records,
 # each field that carries a derivative written into them

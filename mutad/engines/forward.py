@@ -49,7 +49,7 @@ from ..core.errors import (
     objects_refused,
     plain_copy_missed,
 )
-from ..core.debug import ERRORS, HELD, HOLDING, from_user_line, warn_at
+from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
@@ -66,10 +66,6 @@ from .writes import (at_target, check_region, over_target, reads_written,
 
 # ----------------------------------------------------------------------------------------------
 # A tangent's floating-point events
-
-_CATEGORIES = (("divide", "divide by zero"), ("over", "overflow"), ("under", "underflow"),
-               ("invalid", "invalid value"))
-"""NumPy's error categories, by the words of its messages."""
 
 _RAISING = [None, ()]
 """The last handling seen (``ERRORS``' value) and its categories that raise."""
@@ -88,7 +84,7 @@ class _TangentErrors:
         self.before(kind, flag)
 
     def write(self, text):
-        category = next((c for c, words in _CATEGORIES if words in text), None)
+        category = next((c for words, c in CATEGORIES.items() if words in text), None)
         if category in self.raising:
             HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
         elif self.before is not None:
