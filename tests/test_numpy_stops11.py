@@ -208,6 +208,11 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: _masked(x[:4].reshape(2, 2)).diagonal(),
     lambda x: np.ma.concatenate([_masked(x), x * 2]),
     lambda x: np.ma.concatenate([np.ma.masked_array(x), x]),
+    lambda x: np.ma.maximum(_masked(x), x[::-1]),  # (np.ma.where of np.ma.greater)
+    lambda x: np.ma.minimum(x[::-1] - 0.5, _masked(x)),
+    lambda x: np.ma.where(np.ma.less_equal(_masked(x), 0.5), x * 2, _masked(x)),
+    lambda x: np.ma.minimum.reduce(_masked(x).reshape(2, 3), axis=1),
+    lambda x: np.ma.maximum.reduce(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=1),
 ]
 
 
@@ -243,6 +248,8 @@ MASKED_NUMBERS = [
     lambda x: np.sum(scipy.stats.mstats.idealfourths(x)),  # (np.ma.sort, then a view)
     lambda x: x[np.ma.argsort(_masked(x), endwith=False)] @ STEPS + x[np.ma.argmin(_masked(x))]
     + x[np.ma.argmax(_masked(x).reshape(2, 3), axis=1)].sum(),
+    lambda x: np.ma.maximum.reduce(_masked(x)) + np.ma.minimum.reduce(x.reshape(2, 3), None),
+    lambda x: np.ma.allclose(_masked(x), x) + 2 * np.ma.allclose(_masked(x), x * 2) + x @ STEPS,
 ]
 
 

@@ -56,9 +56,9 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
-            "concatenate, ravel, flatten, view, reshape, transpose (T), argsort, argmin, argmax, "
-            "copy, filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
-            "soften_mask. ")
+            "concatenate, maximum, minimum (and their reduce), where, allclose, ravel, "
+            "flatten, view, reshape, transpose (T), argsort, argmin, argmax, copy, filled, "
+            "compressed, tolist, set_fill_value, shrink_mask, harden_mask and soften_mask. ")
 
 
 def _refuse(what):
@@ -795,8 +795,8 @@ def _binary(ufunc, a, b):
         m = np.logical_or(ma, _mask_array(b) if mb is NOMASK else mb)
     if not np.ndim(result):
         return np.ma.masked if m is not NOMASK and bool(m) else result
-    if m is not NOMASK and np.any(m):
-        result = _where(m, da, result)
+    if m is not NOMASK and np.any(m):  # (np.copyto(result, da, casting="unsafe", where=m))
+        result = _where(m, da if da.dtype == result.dtype else da.astype(result.dtype), result)
     return Masked(result, m, _fill_of(a, b), _hard_of(a, b))
 
 
@@ -1155,6 +1155,37 @@ class _Factory(_StandIn):
         return self.original(*args, **kwargs).data
 
 
+class _Extremum(_StandIn):
+    """``np.ma.maximum`` or ``np.ma.minimum`` (an ``_extrema_operation``) as code calls it while
+    a differentiation runs: of two arrays, np.ma's ``where`` of its comparison (``greater``,
+    ``less``, which it holds itself: not the module's, routed); its ``reduce`` NumPy's code."""
+
+    def __init__(self, original):
+        super().__init__(original, lambda a, b: _ma.where(_binary(original.compare.f, a, b), a, b))
+
+    def reduce(self, target, axis=np._NoValue):
+        """``_extrema_operation.reduce``: the ufunc's reduction of the data, the masked elements
+        filled with the value that never wins, masked where every element reduced is."""
+        if not (holds_derivative([target]) or type(target) is Masked):
+            return self.original.reduce(target, axis)
+        target = _as_masked(target)
+        if axis is np._NoValue and target.ndim > 1:
+            warnings.warn(f"In the future the default for ma.{self.__name__}.reduce will be "
+                          "axis=0, not the current None, to match np."
+                          f"{self.__name__}.reduce. Explicitly pass 0 or None to silence this "
+                          "warning.", _ma.MaskedArrayFutureWarning, stacklevel=2)
+            axis = None
+        kwargs = {} if axis is np._NoValue else {"axis": axis}
+        m = target._mask
+        if m is not NOMASK:
+            target = target.filled(self.original.fill_value_func(target.data))
+            m = np.logical_and.reduce(m, **kwargs)
+        t = self.original.f.reduce(_data(target), **kwargs)
+        if np.ndim(t):
+            return Masked(t, m, _fill_of(target, None))
+        return np.ma.masked if m is not NOMASK and bool(m) else t
+
+
 def _as_numpy(a):
     """NumPy's value of ``a`` (its masked array of a :class:`Masked`) for a factory to read."""
     if type(a) is Masked:
@@ -1206,6 +1237,8 @@ for _original, _composite in [
         (np.ma.argmax, _method_of("argmax")),
         (np.ma.concatenate, _concatenate)]:
     _StandIn(_original, _composite)
+_Extremum(np.ma.maximum)
+_Extremum(np.ma.minimum)
 _Reader(np.ma.filled, _filled)
 _Reader(np.ma.getdata, lambda a, subok=True: _data(a))
 for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
@@ -1214,7 +1247,8 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
         _StandIn(_original, _unary(_original))
     elif type(_original) is _ma._DomainedBinaryOperation:
         _StandIn(_original, _domained(_original))
-    elif type(_original) is _ma._MaskedBinaryOperation and _original.f in FLOAT_BINARY:
+    elif type(_original) is _ma._MaskedBinaryOperation and (
+            _original.f in FLOAT_BINARY or "dd->?" in _original.f.types):  # (comparisons)
         _StandIn(_original, functools.partial(_binary, _original.f))
 for _original in (np.ma.zeros, np.ma.ones, np.ma.empty, np.ma.zeros_like, np.ma.ones_like,
                   np.ma.empty_like, np.ma.masked_all, np.ma.masked_all_like, np.ma.identity):
