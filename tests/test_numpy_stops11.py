@@ -213,6 +213,13 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: np.ma.where(np.ma.less_equal(_masked(x), 0.5), x * 2, _masked(x)),
     lambda x: np.ma.minimum.reduce(_masked(x).reshape(2, 3), axis=1),
     lambda x: np.ma.maximum.reduce(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=1),
+    lambda x: np.ma.stack([_masked(x), x[::-1]], axis=1),
+    lambda x: np.ma.vstack([_masked(x), np.ma.masked_array(x, mask=np.ma.nomask)]),
+    lambda x: np.ma.atleast_2d(_masked(x)),
+    lambda x: np.ma.diagflat(_masked(x[:3])),
+    lambda x: np.ma.diff(_masked(x).reshape(2, 3), n=2),
+    lambda x: np.diff(_masked(x).reshape(3, 2), axis=0),
+    lambda x: np.ma.diff(_masked(x), prepend=x[0], append=_masked(x)[:2]),
 ]
 
 
@@ -248,6 +255,9 @@ MASKED_NUMBERS = [
     lambda x: np.sum(scipy.stats.mstats.idealfourths(x)),  # (np.ma.sort, then a view)
     lambda x: x[np.ma.argsort(_masked(x), endwith=False)] @ STEPS + x[np.ma.argmin(_masked(x))]
     + x[np.ma.argmax(_masked(x).reshape(2, 3), axis=1)].sum(),
+    lambda x: _masked(x).filled(_masked(x).mean()) @ STEPS
+    + np.ma.filled(_masked(x), x[2] * 2) @ STEPS,
+    lambda x: sum(m.sum() for m in np.ma.atleast_1d(_masked(x), x[0])),
     lambda x: np.ma.maximum.reduce(_masked(x)) + np.ma.minimum.reduce(x.reshape(2, 3), None),
     lambda x: np.ma.allclose(_masked(x), x) + 2 * np.ma.allclose(_masked(x), x * 2) + x @ STEPS,
 ]

@@ -32,6 +32,7 @@ from builtins import type as builtins_type
 import warnings
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 from numpy.ma import core as _ma
 
 from ..core.allocation import by_user_code, from_user, holds_derivative
@@ -56,7 +57,8 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
-            "concatenate, maximum, minimum (and their reduce), where, allclose, ravel, "
+            "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
+            "diff, maximum, minimum (and their reduce), where, allclose, ravel, "
             "flatten, view, reshape, transpose (T), argsort, argmin, argmax, copy, filled, "
             "compressed, tolist, set_fill_value, shrink_mask, harden_mask and soften_mask. ")
 
@@ -308,6 +310,10 @@ class Masked:
         m = self._mask
         if m is NOMASK or not np.any(m):
             return self.data
+        if wrapped(fill_value):  # (m.filled(m.mean()): _check_fill_value's cast, followed)
+            fill = fill_value if fill_value.dtype == self.dtype else fill_value.astype(
+                self.dtype)
+            return _where(m, fill, self.data)
         fill = self.fill_value if fill_value is None else _ma._check_fill_value(
             fill_value, self.dtype)
         return _where(m, np.asarray(fill, self.dtype), self.data)
@@ -571,6 +577,10 @@ class Masked:
         return _wrapped_ufunc(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func is np.diff and type(args[0]) is Masked:
+            return _diff(*args, **kwargs)
+        if func is np.broadcast_to and not kwargs.get("subok"):  # (of the data, as NumPy's)
+            return np.broadcast_to(_data(args[0]), *args[1:], **kwargs)
         if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
             return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
         method = _FUNCTIONS.get(func)
@@ -1080,6 +1090,48 @@ def _concatenate(arrays, axis=0):
     return Masked(data, _shrunk(mask))
 
 
+def _of_data_and_mask(npfunc, a, *args, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_single`` (``np.ma.diagflat``): ``npfunc`` of the data
+    and of the mask, a masked array of the two."""
+    return _new(np.ma.MaskedArray, npfunc(_data(a), *args, **kwargs),
+                mask=npfunc(_mask_array(a), *args, **kwargs))
+
+
+def _of_data_and_masks(npfunc, arrays, *args, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_seq`` (``np.ma.stack``, ``vstack``, ...): ``npfunc`` of
+    the arrays' data and of their masks."""
+    return _new(np.ma.MaskedArray, npfunc(tuple(_data(a) for a in arrays), *args, **kwargs),
+                mask=npfunc(tuple(_mask_array(a) for a in arrays), *args, **kwargs))
+
+
+def _each_of_data_and_mask(npfunc, *arrays, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_allargs`` (``np.ma.atleast_2d``, ...): ``npfunc`` of
+    each array's data and mask; the one masked array where one is given."""
+    out = tuple(_of_data_and_mask(npfunc, a, **kwargs) for a in arrays)
+    return out[0] if len(out) == 1 else out
+
+
+def _diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """``np.diff`` of a masked array, as NumPy's code runs it: ``n`` times the difference of
+    the array's slices along ``axis`` (``np.subtract`` of two masked arrays, ``np.not_equal``
+    of booleans); ``np.ma.diff`` joins ``prepend`` and ``append`` first (np.ma.concatenate)."""
+    if prepend is not np._NoValue or append is not np._NoValue:
+        _refuse("np.diff(..., prepend=, append=) (np.ma.diff's are followed)")
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = normalize_axis_index(axis, a.ndim)
+    later = tuple(slice(1, None) if i == axis else slice(None) for i in range(a.ndim))
+    earlier = tuple(slice(None, -1) if i == axis else slice(None) for i in range(a.ndim))
+    op = np.not_equal if a.dtype == np.bool_ else np.subtract
+    for _ in range(n):
+        a = op(a[later], a[earlier])
+    return a
+
+
 def _method_of(name):
     """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
     def function(a, *args, **kwargs):
@@ -1250,7 +1302,14 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
     elif type(_original) is _ma._MaskedBinaryOperation and (
             _original.f in FLOAT_BINARY or "dd->?" in _original.f.types):  # (comparisons)
         _StandIn(_original, functools.partial(_binary, _original.f))
+for _nx, _originals in [
+        (_of_data_and_mask, [np.ma.diagflat]),
+        (_of_data_and_masks, [np.ma.stack, np.ma.vstack, np.ma.hstack, np.ma.column_stack,
+                              np.ma.dstack]),
+        (_each_of_data_and_mask, [np.ma.atleast_1d, np.ma.atleast_2d, np.ma.atleast_3d])]:
+    for _original in _originals:
+        _StandIn(_original, functools.partial(_nx, _original.__wrapped__))
 for _original in (np.ma.zeros, np.ma.ones, np.ma.empty, np.ma.zeros_like, np.ma.ones_like,
                   np.ma.empty_like, np.ma.masked_all, np.ma.masked_all_like, np.ma.identity):
     _Factory(_original, None)
-del _original, _composite
+del _original, _composite, _nx, _originals
