@@ -220,6 +220,11 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: np.ma.diff(_masked(x).reshape(2, 3), n=2),
     lambda x: np.diff(_masked(x).reshape(3, 2), axis=0),
     lambda x: np.ma.diff(_masked(x), prepend=x[0], append=_masked(x)[:2]),
+    lambda x: np.ma.dot(_masked(x).reshape(2, 3), x.reshape(3, 2), strict=True),
+    lambda x: np.ma.dot(x[:3], np.ma.masked_greater(x, 1.0).reshape(3, 2), strict=True),
+    lambda x: np.ma.inner(_masked(x).reshape(3, 2), x.reshape(3, 2)),
+    lambda x: np.ma.choose([0, 1, 2, 1, 0, 2], [_masked(x), x * 2, np.ma.masked]),
+    lambda x: np.ma.choose(np.ma.masked_equal([0, 1, 1, 0, 1, 0], 0), [x, _masked(x) * 2]),
 ]
 
 
@@ -258,6 +263,8 @@ MASKED_NUMBERS = [
     lambda x: _masked(x).filled(_masked(x).mean()) @ STEPS
     + np.ma.filled(_masked(x), x[2] * 2) @ STEPS,
     lambda x: sum(m.sum() for m in np.ma.atleast_1d(_masked(x), x[0])),
+    lambda x: np.ma.inner(_masked(x), x) * (np.ma.dot(_masked(x), x, strict=True) is np.ma.masked)
+    + np.ma.dot(x, np.ma.masked_greater(x, 2.0), strict=True),
     lambda x: np.ma.maximum.reduce(_masked(x)) + np.ma.minimum.reduce(x.reshape(2, 3), None),
     lambda x: np.ma.allclose(_masked(x), x) + 2 * np.ma.allclose(_masked(x), x * 2) + x @ STEPS,
 ]

@@ -58,9 +58,10 @@ FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, 
             "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
-            "diff, maximum, minimum (and their reduce), where, allclose, ravel, "
-            "flatten, view, reshape, transpose (T), argsort, argmin, argmax, copy, filled, "
-            "compressed, tolist, set_fill_value, shrink_mask, harden_mask and soften_mask. ")
+            "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
+            "ravel, flatten, view, reshape, transpose (T), argsort, argmin, argmax, copy, "
+            "filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
+            "soften_mask. ")
 
 
 def _refuse(what):
@@ -1015,13 +1016,48 @@ def _fix_invalid(a, mask=NOMASK, copy=True, fill_value=None):
 
 
 def _dot(a, b, strict=False, out=None):
-    """np.ma.dot's code without ``strict`` and ``out``: the product of the data filled with
-    zeros, masked where no product of unmasked elements enters."""
-    if strict is not False or out is not None:
-        _refuse("np.ma.dot with strict=True or out=")
+    """np.ma.dot's code without ``out``: the product of the data filled with zeros, masked
+    where no product of unmasked elements enters (``strict``: where a masked element enters,
+    its row of ``a`` or column of ``b`` masked first)."""
+    if out is not None:
+        _refuse("np.ma.dot with out=")
+    if strict is True and np.ndim(a) and np.ndim(b):
+        a = _mask_propagated(a, np.ndim(a) - 1)
+        b = _mask_propagated(b, np.ndim(b) - (1 if np.ndim(b) == 1 else 2))
     d = np.dot(_filled(a, 0), _filled(b, 0))
     m = np.logical_not(np.dot(np.logical_not(_mask_array(a)), np.logical_not(_mask_array(b))))
     return Masked(d if np.ndim(d) else np.reshape(d, ()), m)
+
+
+def _mask_propagated(a, axis):
+    """``np.ma.core._mask_propagate``: ``a`` as a masked array, every element masked along
+    ``axis`` where one is."""
+    a = _as_masked(a)
+    m = a._mask
+    if m is NOMASK or not np.any(m):
+        return a
+    return Masked(a.data, m | np.any(m, axis=axis, keepdims=True), a._fill_value, a._hard)
+
+
+def _inner(a, b):
+    """``np.ma.inner``: NumPy's of the data, the masked elements 0 (a masked array without a
+    mask, or a number)."""
+    fa, fb = _filled(a, 0), _filled(b, 0)
+    d = np.inner(np.reshape(fa, (1,)) if np.ndim(fa) == 0 else fa,
+                 np.reshape(fb, (1,)) if np.ndim(fb) == 0 else fb)
+    return Masked(d) if np.ndim(d) else d  # (NumPy's scalar's view: the scalar)
+
+
+def _choose(indices, choices, out=None, mode="raise"):
+    """``np.ma.choose``: NumPy's of the choices filled (with their fill values) and of their
+    masks, masked where the chosen element or the index is."""
+    if out is not None:
+        _refuse("np.ma.choose with out=")
+    c = np.ma.filled(indices, 0)
+    masks = [True if x is np.ma.masked else _mask(x) for x in choices]
+    data = [True if x is np.ma.masked else _filled(x) for x in choices]
+    mask = _mask_or(np.choose(c, masks, mode=mode), _mask(indices))
+    return Masked(np.choose(c, data, mode=mode), mask)
 
 
 def _comparing(compare):
@@ -1267,7 +1303,8 @@ CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__)
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
         (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),
-        (np.ma.fix_invalid, _fix_invalid), (np.ma.dot, _dot),
+        (np.ma.fix_invalid, _fix_invalid), (np.ma.dot, _dot), (np.ma.inner, _inner),
+        (np.ma.choose, _choose),
         (np.ma.masked_less, _comparing(np.less)),
         (np.ma.masked_less_equal, _comparing(np.less_equal)),
         (np.ma.masked_greater, _comparing(np.greater)),
