@@ -225,6 +225,9 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: np.ma.inner(_masked(x).reshape(3, 2), x.reshape(3, 2)),
     lambda x: np.ma.choose([0, 1, 2, 1, 0, 2], [_masked(x), x * 2, np.ma.masked]),
     lambda x: np.ma.choose(np.ma.masked_equal([0, 1, 1, 0, 1, 0], 0), [x, _masked(x) * 2]),
+    lambda x: np.ma.median(_masked(x).reshape(2, 3), axis=0),
+    lambda x: np.ma.median(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=-1),
+    lambda x: np.ma.median(x.reshape(2, 3), axis=1),
 ]
 
 

@@ -17,7 +17,9 @@ zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
 ``sum``, ``mean``, ``var``, ``std``, ``prod``, ``ptp``, ``round``, ``clip``, ``trace``,
 ``take``, ``sort``, ``count``, ``filled``, ``compressed``, ``tolist``, ``np.ma.median``
-of all the elements (NumPy's median of the unmasked ones, alike to the bit), and the
+(of all the elements NumPy's median of the unmasked ones, alike to the bit; along an axis
+np.ma's code), np.ma's functions of the data and the mask apart (``stack``, ``atleast_2d``,
+...), ``maximum``, ``minimum``, ``where``, ``dot``, ``inner``, ``choose``, and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
 writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
@@ -55,7 +57,7 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
-            "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
+            "ufuncs, sum, mean, var, std, max, min, count, average, median, "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
             "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
@@ -1089,21 +1091,56 @@ def _as_masked(a):
 
 
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """``np.ma.median`` over all of the elements: NumPy's median of the unmasked ones
-    (``np.median(m.compressed())``, whose middle two it averages as np.ma's does); along an
-    axis, or of no unmasked element (np.ma's masked constant), refused. ``overwrite_input``
-    lets NumPy sort the input in place: an array without a mask is np.median's, which sorts
-    it; a masked array's sort in place is refused."""
-    if axis is not None or out is not None or keepdims:
-        _refuse("np.ma.median along an axis (or into out=, or with keepdims)")
+    """``np.ma.median``: over all of the elements (or a vector's), NumPy's median of the
+    unmasked ones (``np.median(m.compressed())``, whose middle two it averages as np.ma's
+    does); along an axis, np.ma's code (``_along``); of an array without a mask, np.median's.
+    Into ``out=``, with ``keepdims`` or a tuple of axes, or of no unmasked element (np.ma's
+    masked constant), refused. ``overwrite_input`` lets NumPy sort the input in place: an
+    array without a mask is np.median's, which sorts it; a masked array's sort in place is
+    refused."""
+    if type(a) is not Masked and not isinstance(a, np.ma.MaskedArray):  # (np.median's)
+        m = np.median(_data(a), axis=axis, out=out, overwrite_input=overwrite_input,
+                      keepdims=keepdims)
+        return Masked(m) if np.ndim(m) and type(m) is not np.ma.MaskedArray else m
+    if out is not None or keepdims or not (axis is None or isinstance(axis, int)):
+        _refuse("np.ma.median into out=, with keepdims or along several axes")
     if overwrite_input:
-        if type(a) is not Masked and not isinstance(a, np.ma.MaskedArray):  # (np.median's)
-            return np.median(_data(a), overwrite_input=True)
         _refuse("np.ma.median with overwrite_input=True (which sorts the masked array in place)")
-    data = _as_masked(a).compressed()
+    a = _as_masked(a)
+    if axis is not None and a.ndim > 1:
+        return _median_along(a, normalize_axis_index(axis, a.ndim))
+    data = a.compressed()
     if data.size == 0:
         _refuse("np.ma.median with every element masked")
     return np.median(data)
+
+
+def _median_along(a, axis):
+    """``np.ma.extras._median`` along ``axis`` of an array of two or more dimensions: the
+    elements sorted (the masked ones last), the middle two of the unmasked taken and
+    averaged, a NaN among them the result."""
+    if a.shape[axis] == 0:
+        _refuse("np.ma.median along an empty axis")
+    ordered = _sort(a, axis=axis, fill_value=np.inf)
+    counts = ordered.count(axis=axis, keepdims=True)
+    half = counts // 2
+    middle = np.concatenate([np.where(counts % 2 == 1, half, half - 1), half], axis=axis)
+    data = np.take_along_axis(ordered.data, middle, axis=axis)
+    mask = ordered._mask
+    if mask is not NOMASK:
+        mask = np.take_along_axis(mask, middle, axis=axis)
+        if np.any(mask):  # (replace_masked: where some element is unmasked, none are)
+            kept = np.logical_and(np.logical_not(np.all(ordered._mask, axis=axis,
+                                                        keepdims=True)), mask)
+            data = _where(kept, np.asarray(np.inf, data.dtype), data)
+            mask = np.logical_and(mask, np.logical_not(kept))
+    total = Masked(data, mask).sum(axis=axis)
+    result = np.true_divide(total.data, 2.0)
+    last = ordered.take(-1, axis=axis)  # (np.lib's _median_nancheck)
+    nans = _filled(np.isnan(last), False)
+    if np.any(nans):
+        result = _where(nans, last.data, result)
+    return Masked(result, total._mask)
 
 
 def _sort(a, axis=-1, kind=None, order=None, endwith=True, fill_value=None, *, stable=None):
