@@ -228,6 +228,11 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: np.ma.median(_masked(x).reshape(2, 3), axis=0),
     lambda x: np.ma.median(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=-1),
     lambda x: np.ma.median(x.reshape(2, 3), axis=1),
+    lambda x: np.ma.cov(_masked(x).reshape(2, 3)),
+    lambda x: np.ma.cov(_masked(x).reshape(3, 2), rowvar=False, ddof=0),
+    lambda x: np.ma.corrcoef(np.ma.masked_greater(x, 1.0).reshape(2, 3)),
+    lambda x: np.ma.multiply.outer(_masked(x[:3]), x[3:]),
+    lambda x: np.ma.array(_masked(x), ndmin=2).conj().squeeze(),
 ]
 
 

@@ -61,7 +61,8 @@ FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, 
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
             "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
-            "ravel, flatten, view, reshape, transpose (T), argsort, argmin, argmax, copy, "
+            "cov, corrcoef, np.ma.multiply.outer (and add's, ...), ravel, flatten, view, "
+            "reshape, transpose (T), squeeze, conj, argsort, argmin, argmax, copy, "
             "filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
             "soften_mask. ")
 
@@ -218,6 +219,18 @@ class Masked:
         return Masked(np.ravel(self.data, order), mask if mask is NOMASK else
                       np.reshape(np.ravel(mask, order), (self.size,)), self._fill_value,
                       self._hard)
+
+    def conj(self):
+        """``MaskedArray.conj``: np.conjugate's (of real data, the data)."""
+        return _wrapped_ufunc(np.conjugate, (self,))
+
+    conjugate = conj
+
+    def squeeze(self, axis=None):
+        """``MaskedArray.squeeze``: the data's and the mask's."""
+        m = self._mask
+        return Masked(np.squeeze(self.data, axis), m if m is NOMASK else np.squeeze(m, axis),
+                      self._fill_value, self._hard)
 
     def reshape(self, *shape, order="C"):
         mask = self._mask
@@ -940,10 +953,15 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
         base, inherited = data, NOMASK
     else:
         _refuse("np.ma.masked_array of a list or another object holding them")
-    if (dtype is not None and np.dtype(dtype) != base.dtype) or ndmin > np.ndim(base) \
+    if (dtype is not None and np.dtype(dtype) != base.dtype) \
             or order not in (None, "K", "A", "C", "F"):
-        _refuse("np.ma.masked_array(..., dtype=, ndmin=, order=) with other "
-                "settings than the data's own")
+        _refuse("np.ma.masked_array(..., dtype=, order=) with other settings than the data's "
+                "own")
+    if ndmin > np.ndim(base):  # (np.array's ones in front: a view; a masked array's mask
+        # then copied, as NumPy's __new__ copies it where the shape changed)
+        shape = (1,) * (ndmin - np.ndim(base)) + np.shape(base)
+        base = np.reshape(base, shape)
+        inherited = inherited if inherited is NOMASK else np.reshape(np.copy(inherited), shape)
     if copy:
         data = np.copy(base, order=order or "K")
     elif order in ("C", "F") and np.ndim(base):  # np.array(data, order=...): a copy if needed
@@ -1280,6 +1298,29 @@ class _Factory(_StandIn):
         return self.original(*args, **kwargs).data
 
 
+class _Binary(_StandIn):
+    """np.ma's ``_MaskedBinaryOperation`` (``np.ma.multiply``, ...) while a differentiation
+    runs: its call ``_binary``, its ``outer`` NumPy's code on the data and the masks."""
+
+    def __init__(self, original):
+        super().__init__(original, functools.partial(_binary, original.f))
+
+    def outer(self, a, b):
+        """``_MaskedBinaryOperation.outer``: the ufunc's outer of the data, masked where
+        either element is, there ``a``'s data (broadcast, as np.copyto broadcasts it)."""
+        if not (holds_derivative([a, b]) or type(a) is Masked or type(b) is Masked):
+            return self.original.outer(a, b)
+        da, db = _data(a), _data(b)
+        d = self.original.f.outer(da, db)
+        m = NOMASK if _mask(a) is NOMASK and _mask(b) is NOMASK else np.logical_or.outer(
+            _mask_array(a), _mask_array(b))
+        if m is not NOMASK and not np.ndim(m) and bool(m):
+            return np.ma.masked
+        if m is not NOMASK:
+            d = _where(m, da if da.dtype == d.dtype else da.astype(d.dtype), d)
+        return Masked(d, m) if np.shape(d) else d
+
+
 class _Extremum(_StandIn):
     """``np.ma.maximum`` or ``np.ma.minimum`` (an ``_extrema_operation``) as code calls it while
     a differentiation runs: of two arrays, np.ma's ``where`` of its comparison (``greater``,
@@ -1375,7 +1416,7 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
         _StandIn(_original, _domained(_original))
     elif type(_original) is _ma._MaskedBinaryOperation and (
             _original.f in FLOAT_BINARY or "dd->?" in _original.f.types):  # (comparisons)
-        _StandIn(_original, functools.partial(_binary, _original.f))
+        _Binary(_original)
 for _nx, _originals in [
         (_of_data_and_mask, [np.ma.diagflat]),
         (_of_data_and_masks, [np.ma.stack, np.ma.vstack, np.ma.hstack, np.ma.column_stack,
