@@ -331,3 +331,44 @@ def _record_items(x):
 ])
 def test_items_of_records_holding_differentiated_values(f):
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's functions that move whole records (np.concatenate, stack, where, reshape, take,
+# indexing by an array) and astype of arrays of records holding differentiated values: each
+# field gathered by NumPy's function of the records' positions, a view where NumPy's is one
+
+PAIRS = np.dtype([("a", float), ("v", float, (2,))])  # (a subarray field too)
+
+
+def _pairs(x):
+    r = np.zeros(3, PAIRS)
+    r["a"] = x[:3]
+    r["v"] = np.stack([x[3:] * 2, x[:3] ** 2], axis=1)
+    return r
+
+
+def _written_through_a_view(x):
+    r = _pairs(x)
+    column = np.reshape(r, (3, 1))  # (NumPy's view of the records)
+    column["a"][1, 0] = x[3] * 3
+    column.T["v"][0, 2] = x[:2]
+    return _weighted(r) + _weighted(column)
+
+
+MOVED = [
+    lambda x: _weighted(np.concatenate([_pairs(x), _pairs(x[::-1])[:2], np.ones(1, PAIRS)])),
+    lambda x: _weighted(np.stack([_pairs(x), _pairs(x[::-1])], axis=1)[1]),
+    lambda x: _weighted(np.where([[True], [False]], _pairs(x), _pairs(x)[::-1])),
+    lambda x: _weighted(np.take(_pairs(x), [2, 0, 2])) + _weighted(_pairs(x)[[1, 0]]),
+    lambda x: _weighted(_pairs(x)[np.array([True, False, True])]),
+    lambda x: _weighted(np.flip(np.atleast_2d(_pairs(x)), axis=1)[:, :2]),
+    lambda x: _weighted(_pairs(x).astype([("b", float), ("w", float, (2,))])),
+    lambda x: _weighted(np.astype(_records(x[:4]), [("a", float), ("c", float)])),
+    _written_through_a_view,
+]
+
+
+@pytest.mark.parametrize("f", MOVED)
+def test_records_moved_by_numpys_functions(f):
+    check(f, X6)

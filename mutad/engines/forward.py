@@ -32,7 +32,8 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_function, records_key, text_element,
+                        out_by_keyword, holds_records, records_function, records_gathered,
+                        records_key, text_element,
                         records_write, refuse_records,
                         into_outs, judge_out, out_computation, single_out, stands_for_scalar,
                         takes_over, weak, weak_arithmetic,
@@ -1258,12 +1259,19 @@ class Dual(ArrayMethods):
         return Dual(value, tangent, self.level)
 
     def astype(self, dtype, **kwargs):
+        if self.value.dtype.names is not None:  # (records: by their fields)
+            y = records_function(np.ndarray.astype, (self, dtype), kwargs)
+            if y is not None:
+                return y
         refuse_records(np.ndarray.astype, (self,))
         return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
                                                  self.level))
 
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
+            y = records_gathered(self, key)
+            if y is not None:
+                return y
             key = records_key(self, key)
         if type(self.value) is np.ndarray:
             element = text_element(self.value, key)
