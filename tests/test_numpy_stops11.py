@@ -91,6 +91,37 @@ RECFUNCTIONS = [
 ]
 
 
+def _renamed_and_written(x):
+    r = _records(x)
+    renamed = rfn.rename_fields(r, {"a": "c"})  # (NumPy's view of the records)
+    renamed["c"][1] = x[3] * 2
+    return _weighted(r) + _weighted(renamed)
+
+
+ALIGNED = np.dtype([("a", np.float64), ("b", np.float64)], align=True)
+NESTED = np.dtype([("a", float), ("inner", [("p", float), ("q", float)])])
+
+
+def _nested(x):
+    r = np.zeros(2, NESTED)
+    r["a"] = x[:2]
+    r["inner"]["p"] = x[2:] * 3
+    r["inner"]["q"] = x[:2] ** 2
+    return r
+
+
+RECFUNCTIONS += [
+    lambda x: _weighted(rfn.drop_fields(_records(x), "a")),
+    lambda x: _weighted(rfn.drop_fields(_nested(x), ["p", "zz"])),
+    _renamed_and_written,
+    lambda x: _weighted(rfn.repack_fields(_records(x))),  # (packed already: the records)
+    lambda x: _weighted(rfn.repack_fields(_records(x[::-1], ALIGNED)[::-1], align=False)),
+    lambda x: _weighted(rfn.require_fields(_records(x), [("b", float), ("z", float),
+                                                         ("a", np.float64)])),
+    lambda x: _weighted(rfn.require_fields(_nested(x), NESTED)),
+]
+
+
 @pytest.mark.parametrize("f", RECFUNCTIONS)
 def test_merge_and_stack_arrays_of_differentiated_values(f):
     check(f, X)

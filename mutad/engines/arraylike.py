@@ -2089,9 +2089,10 @@ def records_function(func, args, kwargs):
         return by_fields(*args, **kwargs)
     if not isinstance(args[0], Tracer) \
             or args[0].dtype.names is None or not carries_derivative(args[0]) \
-            or any(args[0].dtype.fields[name][0].names is not None
-                   for name in args[0].dtype.names):  # (nested records: by their fields)
-        return None
+            or not getattr(by_fields, "nested", False) and any(
+                args[0].dtype.fields[name][0].names is not None
+                for name in args[0].dtype.names):  # (nested records: by their fields, where
+        return None  # ``by_fields`` does not follow them down, its ``nested``)
     return by_fields(*args, **kwargs)
 
 
