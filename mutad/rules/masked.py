@@ -1417,11 +1417,12 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
     elif type(_original) is _ma._MaskedBinaryOperation and (
             _original.f in FLOAT_BINARY or "dd->?" in _original.f.types):  # (comparisons)
         _Binary(_original)
-for _nx, _originals in [
-        (_of_data_and_mask, [np.ma.diagflat]),
-        (_of_data_and_masks, [np.ma.stack, np.ma.vstack, np.ma.hstack, np.ma.column_stack,
-                              np.ma.dstack]),
-        (_each_of_data_and_mask, [np.ma.atleast_1d, np.ma.atleast_2d, np.ma.atleast_3d])]:
+_NX: list[tuple] = [  # (np.ma.extras' functions of the data and the mask apart)
+    (_of_data_and_mask, [np.ma.diagflat]),
+    (_of_data_and_masks, [np.ma.stack, np.ma.vstack, np.ma.hstack, np.ma.column_stack,
+                          np.ma.dstack]),
+    (_each_of_data_and_mask, [np.ma.atleast_1d, np.ma.atleast_2d, np.ma.atleast_3d])]
+for _nx, _originals in _NX:
     for _original in _originals:
         _StandIn(_original, functools.partial(_nx, _original.__wrapped__))
 for _original in (np.ma.zeros, np.ma.ones, np.ma.empty, np.ma.zeros_like, np.ma.ones_like,

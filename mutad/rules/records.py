@@ -292,7 +292,7 @@ def _by_name(function):
                     _field(view, path)[...] = _field(array, path)
         return Records(view) if asrecords else view
     by_name.__name__ = function.__name__
-    by_name.nested = True  # type: ignore[attr-defined]  # (records in records, by their fields)
+    by_name.nested = True  # (records in records, by their fields)
     defcomposite(function)(by_name)
     RECORD_FUNCTIONS[function] = by_name
 
