@@ -1868,15 +1868,20 @@ def records_key(x, key):
     items = key if type(key) is tuple else (key,)
     if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
         return (*items, Ellipsis)
-    if all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
-           for k in items):
-        return key
-    if carries_derivative(x):
-        raise UnsupportedOperationError(
-            "records of an array of records (a structured dtype) holding differentiated "
-            "values, gathered by an index array or a mask: mutad follows its fields and views "
-            "of its records. Index a field instead (a['m'][idx]).")
     return key
+
+
+def records_gathered(x, key):
+    """``x[key]`` of an array of records holding differentiated values where ``key`` gathers
+    records (an index array or a mask): the records moved (``records_moved``); else None,
+    for ``records_key`` to say how the engine takes it."""
+    if type(key) is str or type(key) is list and all(type(k) is str for k in key):
+        return None
+    items = key if type(key) is tuple else (key,)
+    if all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
+           for k in items) or not carries_derivative(x):
+        return None
+    return records_moved(operator.getitem, (x, key), {})
 
 
 def _one_record(value):
@@ -1999,15 +2004,95 @@ def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
     return np.concatenate(runs, axis=-1)
 
 
+def _records_cast(cast, a, dtype, *args, **kwargs):
+    """``a.astype(dtype)`` (``cast``: ``np.ndarray.astype`` or ``np.astype``) of an array of
+    records to records of as many fields, none of records: NumPy's cast of each field to the
+    field in its place (a cast of records goes by position); None (refused) to another
+    dtype."""
+    y = cast(memory(a), dtype, *args, **kwargs)
+    if y is memory(a):  # (copy=False, the same dtype)
+        return a
+    names = y.dtype.names
+    if names is None or len(names) != len(a.dtype.names) \
+            or any(y.dtype.fields[name][0].names is not None for name in names):
+        return None
+    out = _new_records(y)
+    for source, name in zip(a.dtype.names, names):
+        out[name] = a[source]
+    return out
+
+
 RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
-                    recfunctions.structured_to_unstructured: _records_unstructured}
+                    recfunctions.structured_to_unstructured: _records_unstructured,
+                    np.astype: functools.partial(_records_cast, np.astype),
+                    np.ndarray.astype: functools.partial(_records_cast, np.ndarray.astype)}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
 
 
+RECORDS_MOVED = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.where,
+                 np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.squeeze,
+                 np.expand_dims, np.take, np.repeat, np.tile, np.flip, np.fliplr, np.flipud,
+                 np.roll, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.append, np.delete,
+                 np.insert, np.resize, np.broadcast_to, np.compress, np.extract, np.choose,
+                 np.rot90, np.block, np.array_split, np.split}
+"""NumPy's functions that move whole records, computing nothing of them (``records_moved``)."""
+
+
+def records_moved(func, args, kwargs):
+    """``func(*args, **kwargs)``, a function that moves whole records (``RECORDS_MOVED``,
+    indexing by an array) of arrays of records holding differentiated values: NumPy's result
+    of the plain values, a view of an argument's records where NumPy's is one (``reshape``,
+    ``transpose``), else a new array of its dtype each field of which is gathered from the
+    arguments' fields by NumPy's function of the records' positions. None for records with
+    fields of records (refused)."""
+    sources = []  # (the arrays of records among the arguments, whose positions are counted)
+
+    def positions(tree):
+        if type(tree) in (list, tuple):
+            return type(tree)(positions(v) for v in tree)
+        if isinstance(tree, (np.ndarray, Tracer)) and tree.dtype.names is not None:
+            start = sum(np.size(x) for x in sources)
+            sources.append(tree)
+            return np.arange(start, start + np.size(tree)).reshape(np.shape(tree))
+        return tree
+
+    def plain(tree):
+        if type(tree) in (list, tuple):
+            return type(tree)(plain(v) for v in tree)
+        return memory(tree) if isinstance(tree, Tracer) else tree
+
+    at = func(*positions(args), **positions(kwargs))
+    if any(x.dtype.fields[name][0].names is not None for x in sources for name in x.dtype.names):
+        return None
+    y = func(*plain(args), **plain(kwargs))
+    if type(y) in (list, tuple):  # (np.split's, np.atleast_2d's of several)
+        return type(y)(_gathered(sources, a, b) for a, b in zip(at, y))
+    return _gathered(sources, at, y)
+
+
+def _gathered(sources, at, y):
+    """The array of records NumPy's ``y`` is, of the records of ``sources`` at positions
+    ``at`` (``records_moved``)."""
+    for x in sources:
+        if isinstance(x, Tracer) and views(y, memory(x)):
+            view = view_as(x, y)
+            if view is not None:
+                return view
+    out = _new_records(y)
+    for name in y.dtype.names:
+        fields = [x[name] for x in sources]
+        runs = [f.reshape((-1,) + np.shape(f)[np.ndim(x):]) for f, x in zip(fields, sources)]
+        out[name] = (np.concatenate(runs) if len(runs) > 1 else runs[0])[at]
+    return out
+
+
 def records_function(func, args, kwargs):
     """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
-    field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
+    field (``RECORD_FUNCTIONS``, ``RECORDS_MOVED``), or None where ``func`` is not one of
+    those."""
+    if func in RECORDS_MOVED:
+        return records_moved(func, args, kwargs)
     by_fields = RECORD_FUNCTIONS.get(func)
     if by_fields is None or not args:
         return None
@@ -2015,9 +2100,10 @@ def records_function(func, args, kwargs):
         return by_fields(*args, **kwargs)
     if not isinstance(args[0], Tracer) \
             or args[0].dtype.names is None or not carries_derivative(args[0]) \
-            or any(args[0].dtype.fields[name][0].names is not None
-                   for name in args[0].dtype.names):  # (nested records: by their fields)
-        return None
+            or not getattr(by_fields, "nested", False) and any(
+                args[0].dtype.fields[name][0].names is not None
+                for name in args[0].dtype.names):  # (nested records: by their fields, where
+        return None  # ``by_fields`` does not follow them down, its ``nested``)
     return by_fields(*args, **kwargs)
 
 

@@ -50,7 +50,8 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
-                        records_key, records_write, text_element, numpy_scalar, refuse_records,
+                        records_gathered, records_key, records_write, text_element, numpy_scalar,
+                        refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
                         weak_arithmetic, integer_events)
 from .elementwise import Gathered, unbroadcast
@@ -227,6 +228,9 @@ class TracedDispatch:
         if _row_or_slice(self, key):
             return getitem(self, key)
         if self.value.dtype.names is not None:  # an array of records: by its fields
+            y = records_gathered(self, key)
+            if y is not None:
+                return y
             key = records_key(self, key)
         index = _index(key)
         element = text_element(self.value, index)
@@ -302,6 +306,10 @@ class TracedDispatch:
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
+        if self.value.dtype.names is not None:  # (records: by their fields)
+            y = records_function(np.ndarray.astype, (self, dtype), kwargs)
+            if y is not None:
+                return y
         refuse_records(np.ndarray.astype, (self,))
         return numpy_scalar(self, apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse,
                                                  (self, dtype), kwargs))
