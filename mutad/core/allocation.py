@@ -4554,8 +4554,12 @@ class _Mode:
                         continue
                 else:
                     continue
-            self.sites[id(namespace), name] = (namespace, name, value, replacement)
-            self.swaps = None
+            key = id(namespace), name
+            site = self.sites.get(key)
+            if site is None or site[0] is not namespace or site[2] is not value \
+                    or site[3] is not replacement:  # (a scan again finds the sites it knows)
+                self.sites[key] = (namespace, name, value, replacement)
+                self.swaps = None
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
