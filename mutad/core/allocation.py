@@ -2877,6 +2877,12 @@ class Preexisting(np.ndarray):
     """
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and method == "__call__" and len(inputs) == 2:  # (``READ_BESIDE``)
+            beside = READ_BESIDE.get(type(inputs[1] if inputs[0] is self else inputs[0]))
+            if beside is not None:
+                y = beside(ufunc, inputs)
+                if y is not None:
+                    return y
         out = kwargs.get("out")
         if ACTIVE.running:
             written = (inputs[0],) if method == "at" else out or ()
@@ -3083,6 +3089,12 @@ NumPy alone (the engines see no such operation: no traced value is among its ope
 differentiation traces, whose read after the function wrote into the argument would miss the
 derivative through that write, and whose write would change the argument behind the
 differentiation's back (``reverse.check_alias``, ``forward._check_alias``)."""
+
+READ_BESIDE: dict[type, Callable[[np.ufunc, tuple], Any]] = {}
+"""The engines' short paths of ``ufunc(a, b)``, without keywords, where one operand is a
+stand-in and the other an array of the engine's type (the key): ``x * U0``, ``U0 * x``, a
+global read on every step of a loop. Each gives what ``Preexisting.__array_ufunc__`` would, in
+fewer steps, or None where it is not its common case: the general path follows."""
 
 WRITE_FIRST = frozenset((np.copyto, np.putmask, np.place, np.put, np.fill_diagonal,
                          np.put_along_axis))
@@ -4633,8 +4645,12 @@ class _Mode:
                         continue
                 else:
                     continue
-            self.sites[id(namespace), name] = (namespace, name, value, replacement)
-            self.swaps = None
+            key = id(namespace), name
+            site = self.sites.get(key)
+            if site is None or site[0] is not namespace or site[2] is not value \
+                    or site[3] is not replacement:  # (a scan again finds the sites it knows)
+                self.sites[key] = (namespace, name, value, replacement)
+                self.swaps = None
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
