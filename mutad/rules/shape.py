@@ -389,7 +389,7 @@ class _Split:
         cotangents, start = [], 0
         for joined, shape in zip(self.joined_shapes, self.shapes, strict=True):
             end = start + joined[self.axis]
-            cotangents.append(np.reshape(dy[(*before, slice(start, end))], shape))
+            cotangents.append(np.reshape(dy[before + (slice(start, end),)], shape))
             start = end
         return (cotangents,)
 
