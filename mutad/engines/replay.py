@@ -5003,6 +5003,8 @@ def _computed_with(x):
     library's object (aslinearoperator's sparse matrix), or a tuple, list or dict of those
     (the operands of a sum of LinearOperators)."""
     kind = type(x)
+    if kind in _COMPUTED_KINDS:  # (told by its exact type: isinstance asks a traced value's
+        return True              # ``__class__``, a walk up the stack, on every call)
     # (a tuple, list or dict of data is one of those: asked first, their items' answers; no
     # other is data but as an array or a number, _data's first question)
     if kind is tuple or kind is list:
@@ -5010,6 +5012,12 @@ def _computed_with(x):
     if kind is dict:
         return all(map(_computed_with, x.values()))
     return isinstance(x, _NUMBERS) or _users_function(x) or _librarys_object(x)
+
+
+_COMPUTED_KINDS = frozenset((np.ndarray, np.float64, float, int, bool, complex, str,
+                             type(None), Traced))
+"""Exact types ``_computed_with`` answers yes for at once: data, and a traced value (an
+object of mutad's, as ``_librarys_object`` tells)."""
 
 
 def _librarys_object(x):

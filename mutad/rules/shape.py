@@ -383,11 +383,14 @@ class _Split:
         self.shapes = shapes
 
     def __call__(self, dy):
-        axis = self.axis
-        ends = np.cumsum([shape[axis] for shape in self.joined_shapes])[:-1]
-        pieces = np.split(dy, ends, axis=axis)
-        cotangents = [np.reshape(piece, shape)
-                      for piece, shape in zip(pieces, self.shapes, strict=True)]
+        # (each piece a slice of dy along the axis, as np.split cuts it, without its
+        # swapping of axes: a small join's pullback, np.array of a few numbers, runs often)
+        before = (slice(None),) * self.axis
+        cotangents, start = [], 0
+        for joined, shape in zip(self.joined_shapes, self.shapes, strict=True):
+            end = start + joined[self.axis]
+            cotangents.append(np.reshape(dy[before + (slice(start, end),)], shape))
+            start = end
         return (cotangents,)
 
 
