@@ -1000,20 +1000,28 @@ def sample_arguments(case, scenario, rng):
     return arguments
 
 
-def replays_as_traced(f, calls, argnums=0):
+def replays_as_traced(f, calls, argnums=0, replayed=None):
     """``f`` differentiated with ``replay=True`` on each argument tuple of ``calls`` gives the
-    traced call's value and gradient bit for bit; returns the replaying function."""
+    traced call's value and gradient bit for bit; returns the replaying function.
+    ``replayed``: also that so many of the calls replayed (traced nothing)."""
     import mutad  # (the module imports no mutad at import time)
 
     replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
     tracing = mutad.value_and_grad(f, argnums=argnums)
+    trace, traced = replaying.trace, []  # (a call that never traces is a replay)
+    replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    untraced = 0
     for args in calls:
+        count = len(traced)
         (value, gradient), (traced_value, traced_gradient) = replaying(*args), tracing(*args)
+        untraced += len(traced) == count
         assert np.asarray(value).tobytes() == np.asarray(traced_value).tobytes()
         pairs = zip(gradient, traced_gradient, strict=True) if type(gradient) is tuple \
             else [(gradient, traced_gradient)]
         for mine, expected in pairs:
             assert np.asarray(mine).tobytes() == np.asarray(expected).tobytes()
+    assert replayed is None or untraced == replayed, \
+        f"{untraced} calls replayed, not {replayed}: {replaying.reasons}"
     return replaying
 
 

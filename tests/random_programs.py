@@ -1226,7 +1226,8 @@ def check_replay(program, policy, weights, outcome):
     """The ``replay`` oracle: ``value_and_grad(..., replay=True)`` of the weighted sum of the
     outputs, recorded on arguments shifted by a constant and replayed (twice) on the program's
     own, gives the traced value and gradients bit for bit, and the caller's bytes back.
-    (Not for programs that write the arrays they close over: no two calls of those agree.)"""
+    (Not for programs that write the arrays they close over: no two calls of those agree.)
+    Returns the replaying function where both calls were compared, else None."""
     f = program.make()[0]
 
     def loss(*xs):
@@ -1244,19 +1245,21 @@ def check_replay(program, policy, weights, outcome):
     # traced call would recompute one, and its bits be those of inputs restored by inverses
     small, recompute.SMALL = recompute.SMALL, SMALL
     try:
-        _replay_twice(program, policy, loss, argnums, replaying, outcome)
+        compared = _replay_twice(program, policy, loss, argnums, replaying, outcome)
     finally:
         recompute.SMALL = small
     if replaying.reasons:
         outcome.refused.append("replay traced: " + next(iter(replaying.reasons.values())))
+    return replaying if compared else None
 
 
 def _replay_twice(program, policy, loss, argnums, replaying, outcome):
+    """Whether both calls were compared (neither refused nor raised)."""
     with np.errstate(all="ignore"):
         try:
             replaying(*program.make({name: 0.25 for name in program.buffers})[1])
         except (mutad.MutadError, FloatingPointError, ValueError):
-            return
+            return False
         for _ in range(2):
             args = program.make()[1]
             buffers = _buffers_of(args, program)
@@ -1267,14 +1270,14 @@ def _replay_twice(program, policy, loss, argnums, replaying, outcome):
                 _check_bytes(buffers, before, "after a refusal of a replay")
                 outcome.refused.append(f"replay {type(error).__name__}: "
                                        f"{str(error).splitlines()[0]}")
-                return
+                return False
             except Exception as error:  # noqa: BLE001 - a crash, unless tracing raises it too
                 _check_bytes(buffers, before, "after an error in a replay")
                 try:
                     mutad.value_and_grad(loss, argnums=argnums, policy=policy)(
                         *program.make()[1])
                 except type(error):
-                    return
+                    return False
                 raise ProgramFailure("replay", f"policy={policy!r}: the replay raised "
                                      f"{type(error).__name__}: {error}; tracing does not") \
                     from error
@@ -1286,6 +1289,7 @@ def _replay_twice(program, policy, loss, argnums, replaying, outcome):
                 if not _same(a, b):
                     raise ProgramFailure("replay", f"policy={policy!r}: the replayed {what} is "
                                          f"{a!r}, traced {b!r}")
+    return True
 
 
 def _check_bytes(buffers, before, when):

@@ -13,6 +13,7 @@ import scipy.optimize
 import mutad
 import mutad.api
 from mutad.testing import directional_fd
+from test_replay_budget import replays
 
 
 def weighted_sum(a, b):
@@ -822,10 +823,13 @@ def test_a_replay_guards_decisions_taken_on_arrays_outside_argnums():
 
     x = np.array([1.0, 2.0, 3.0])
     replayed, traced = mutad.grad(f, replay=True), mutad.grad(f)
+    counts = []
     for data in ([0.1, 0.2, 0.3], [0.5, 0.1, 0.9], [-1.0, -2.0, 0.3], [0.4, 0.4, 0.4]):
         data = np.array(data)
         assert np.array_equal(replayed(x, data), traced(x, data))
         assert np.array_equal(data, np.array(data))
+        counts.append(replays(replayed))
+    assert counts[1] == 1 and not replayed.reasons  # (the second call replayed the first's)
 
 
 def test_second_order_with_arrays_outside_argnums(rng):
@@ -913,9 +917,14 @@ def test_cyclic_garbage_the_function_drops_is_freed_while_the_gradient_runs(diff
     assert most[0] < 2 * alone
 
 
-def test_jacrev_replays_its_rows_bit_for_bit():
+def test_jacrev_replays_its_rows_bit_for_bit(monkeypatch):
     """jacrev's rows are gradients of one recorded program replayed with another cotangent:
     each row is the traced gradient's bits, and the caller's array comes back."""
+    from mutad.engines.replay import Program
+
+    replayed, run = [], Program.run
+    monkeypatch.setattr(Program, "run", lambda self, *args: (run(self, *args),
+                                                             replayed.append(self))[0])
     def stencil(x):
         u = x.copy()
         for _ in range(20):
@@ -927,6 +936,7 @@ def test_jacrev_replays_its_rows_bit_for_bit():
     before = x.tobytes()
     J, j = mutad.jacrev(stencil)(x)
     assert x.tobytes() == before
+    assert len(replayed) == J.shape[0] - 1  # (each row of J after the first; j has one)
     for k in range(J.shape[0]):
         e = np.zeros(J.shape[0])
         e[k] = 1.0
@@ -966,7 +976,7 @@ def test_an_output_of_one_element_is_a_scalar_traced_and_replayed():
         value_r, g_r = replayed(np.array(q), ys)
         assert value_r.shape == (1, 1) and value_r == expected  # not the rewound buffer
         np.testing.assert_allclose(g_r, g, rtol=1e-12)
-    assert np.array_equal(ys, kept)
+    assert np.array_equal(ys, kept) and replays(replayed) == 3
     x = np.array([1.0, 2.0, 3.0])
     assert mutad.gradient(lambda x: x[1:2] * x[0], x)[0].tolist() == [2.0, 1.0, 0.0]
     with pytest.raises(mutad.errors.NonScalarOutputError, match=r"one element.*\(2,\)"):

@@ -17,7 +17,7 @@ from mutad.core.shadows import Buffer, Place, Shadows
 from mutad.core import tape as tape_module
 from mutad.core.tape import Write
 from mutad.core.trees import flatten
-from mutad.core import views
+from mutad.core import allocation, views
 from mutad.engines import elementwise, inplace, operations, reverse, tracing
 from mutad.engines.recompute import Held, current_region
 from mutad.engines import products
@@ -386,6 +386,42 @@ def _operations_on_arrays(a, b):
     return total
 
 
+READ_G = np.random.default_rng(21).standard_normal((3, 3))
+READ_V = np.linspace(-1.0, 2.0, 3)
+READ_F32 = READ_V.astype(np.float32)
+READ_N = np.arange(3)
+READ_C = READ_V + 0.5j
+READ_0 = np.array(1.25)
+READ_WRITTEN = np.ones(4)
+
+
+def _reads_of_globals(a, b):
+    """Ufuncs and operators of arrays made before the call (globals, whose stand-ins hand
+    the engine their plain views: ``tracing._read_beside``) beside traced arrays, on either
+    side and in each form that changes its decisions: broadcasting either way, a view of a
+    global (strided, transposed), float32, integer and complex globals, a 0-d global, a
+    constant of the tape, a value standing for a number, a global written by the function
+    (read through its adopted memory after), one read on every step of a loop. Each on a line
+    of its own: the records name the lines."""
+    m = b.reshape(3, 3)
+    z = np.zeros(3) + 1.5  # a constant of the tape
+    t = [READ_V * a, a * READ_V, READ_V - a, a / READ_V, np.multiply(a, READ_V),
+         np.multiply(READ_V, a), np.maximum(READ_V, a), np.arctan2(a, READ_V),
+         READ_G * a, a * READ_G, READ_G * m, m - READ_G, READ_V[:, None] * a,
+         READ_G[::2, 1:] * m[:2, :2], READ_G.T * m, READ_V[::-1] + a, READ_G @ a, a @ READ_G,
+         READ_F32 * a, a * READ_F32, READ_F32 * a.astype(np.float32), READ_N * a, a - READ_N,
+         READ_C * a, READ_0 * a, a * READ_0, READ_V * z, z + READ_V, READ_V * a[0], a[1] * READ_V,
+         READ_V * a[1].item(), READ_F32 - a[2].item(), READ_V * 2.0]
+    READ_WRITTEN[1:3] = 0.5  # (the same bytes on every call)
+    t += [READ_WRITTEN * m[0, 0], READ_WRITTEN[:3] * a, a + READ_WRITTEN[1:], READ_WRITTEN[1:] - a]
+    total = 0.0
+    for step in range(3):
+        total = total + np.sum(READ_G[step] * a) + np.sum(m[step] / READ_V)
+    for v in t:
+        total = total + np.sum(np.real(v * np.conj(v)))
+    return total
+
+
 def _functions(a, b):
     """NumPy functions with pure rules on traced arrays: reductions, products, one giving a
     view of its operand, one giving its operand itself, one of several outputs (a named
@@ -584,6 +620,7 @@ PROGRAMS = {
                                                     rng.standard_normal(5))),
     "negative": (_negative_indices, lambda rng: (rng.standard_normal((3, 4)),
                                                  rng.standard_normal(4))),
+    "globals": (_reads_of_globals, lambda rng: (rng.standard_normal(3), rng.standard_normal(9))),
 }
 
 
@@ -688,6 +725,44 @@ def test_the_fast_paths_keep_and_reference_what_the_general_paths_do(name, monke
         _general_path_only(patched)
         general = _held(f, args)
     assert fast == general
+
+
+def _reads_of_globals_outside_a_tape(a, b):
+    """Reads of globals beside values of an inner differentiation, of an outer one, and of a
+    jvp's (no tape of its own: the short path's general one)."""
+    y = mutad.grad(lambda u: np.sum(READ_V * np.sin(u) * a))(b[:3])
+    _, tangent = mutad.jvp(lambda u: READ_V * u * u, (b[3:6],), (READ_V,))
+    return np.sum(y * a) + np.sum(READ_V * a) + np.sum(tangent * READ_V)
+
+
+def test_reads_of_globals_take_the_short_path_and_give_its_absences_records(monkeypatch):
+    """``tracing._read_beside`` is taken and its records, what they keep and the gradients
+    are those of the stand-in's general path, bit for bit; nested differentiations too."""
+    read_beside = allocation.READ_BESIDE[reverse.Traced]
+    for f, args in ((_reads_of_globals, PROGRAMS["globals"][1](np.random.default_rng(2))),
+                    (_reads_of_globals_outside_a_tape, (np.linspace(0.5, 1.5, 3),
+                                                        np.linspace(-1.0, 1.0, 9)))):
+        taken = []
+
+        def counted(ufunc, inputs):
+            y = read_beside(ufunc, inputs)
+            taken.append(y is not None)
+            return y
+
+        def seen():
+            value, grads = _gradient(f, args)
+            hvp = mutad.hvp(f, args, [np.ones_like(a) for a in args])[1]
+            return ([np.asarray(v).tobytes() for v in (value, *grads, *hvp)],
+                    _described(f, args), _held(f, args))
+
+        seen()  # (the products' plans specialize on a first call: ``_constant_product``)
+        with monkeypatch.context() as patched:
+            patched.setitem(allocation.READ_BESIDE, reverse.Traced, _as_the_engines(counted))
+            short = seen()
+        assert any(taken) and not all(taken)
+        with monkeypatch.context() as patched:
+            patched.delitem(allocation.READ_BESIDE, reverse.Traced)
+            assert short == seen()
 
 
 @pytest.mark.parametrize("name", ["cholesky", "lu", "products"])

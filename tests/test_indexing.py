@@ -1187,7 +1187,7 @@ def test_a_replayed_histogram_bins_each_calls_samples(f):
              (np.array([0.9, 0.9, 0.5, 0.5, 0.05, 0.95]), np.linspace(1.0, 2.0, 6)),
              (np.array([0.05, 0.1, 0.2, 0.95, 0.97, 0.99]), np.linspace(0.5, 1.0, 6)),
              (np.array([0.1, 0.5, 0.9, 0.2, 0.25, 0.4]), np.linspace(0.5, 1.0, 6))]
-    replaying = replayed_like_traced(f, calls, argnums=(0, 1))
+    replaying = replayed_like_traced(f, calls, argnums=(0, 1), replayed=False)
     for x, w in calls:
         value, grads = replaying(x, w)
         assert value == f(x, w)

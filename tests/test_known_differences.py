@@ -121,6 +121,84 @@ def test_what_the_program_sees_of_a_scalar_is_numpys(name):
 
 
 # ----------------------------------------------------------------------------------------------
+# The text of a traced number parsed back (``float(str(v))``): the number itself where the text
+# writes it in full, so its derivative flows; a rounded text's (``f"{v:.3f}"``) is a constant,
+# whose derivative is zero, as the rounding's is.
+
+PARSED_BACK = {  # name: (parse, derivative of the parsed number)
+    "float(str(v))": (lambda v: float(str(v)), 1.0),
+    "float(repr(v.item()))": (lambda v: float(repr(v.item())), 1.0),
+    "float(f'{v}')": (lambda v: float(f"{v}"), 1.0),
+    "float(f'{v:.17g}')": (lambda v: float(f"{v:.17g}"), 1.0),
+    "np.float64(format(v, '.16e'))": (lambda v: np.float64(format(v, ".16e")), 1.0),
+    "np.float32(str(v))": (lambda v: np.float32(str(v)), 1.0),
+    "float(f'{v:.3f}')": (lambda v: float(f"{v:.3f}"), 0.0),
+    "float(str(v)) and the literal": (lambda v: (str(v), f"{v:.17g}", float("3"))[2], 0.0),
+}
+
+
+@pytest.mark.parametrize("name", PARSED_BACK)
+@pytest.mark.parametrize("first", [3.0, 0.1])
+def test_the_text_of_a_traced_number_parses_back_to_it(name, first):
+    parse, slope = PARSED_BACK[name]
+
+    def f(x):
+        return parse(x[0] * 1.0) * x[1] + x[0]
+
+    x = np.array([first, 2.0])
+    want = f(x.copy())
+    value, (grad,) = mutad.value_and_gradient(f, x)
+    assert value == want and type(value) is type(want)
+    assert grad[1] == parse(np.float64(first)) and grad[0] == slope * 2.0 + 1.0
+    assert x.tobytes() == np.array([first, 2.0]).tobytes()
+    _, tangent = mutad.jvp(f, (x,), (np.array([1.0, 0.0]),))
+    assert tangent == slope * 2.0 + 1.0
+
+
+BUILT_FROM_TEXT = {  # what is parsed from anything built of the text is a constant
+    "a longer string": lambda x: float(("v=" + str(x[0]))[2:]),
+    "split": lambda x: float(f"{x[0]} {x[1]}".split()[0]),
+    "printf-style": lambda x: float("%.17g" % x[0]),
+    "complex": lambda x: complex(str(x[0] + 1j * x[1])).real,
+    "np.array of strings": lambda x: np.array([str(x[0])], dtype=float)[0],
+    "astype": lambda x: np.array([str(x[0])]).astype(float)[0],
+    "json": lambda x: json.loads(json.dumps(x.tolist()))[0],
+    "np.fromstring": lambda x: np.fromstring(np.array2string(x)[1:-1], sep=" ")[0],
+}
+
+
+@pytest.mark.parametrize("name", BUILT_FROM_TEXT)
+def test_a_number_parsed_from_what_the_text_built_is_a_constant(name):
+    parse = BUILT_FROM_TEXT[name]
+
+    def f(x):
+        return parse(x) * x[1]
+
+    x = np.array([0.1, 2.0])
+    value, (grad,) = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy()) and grad.tolist() == [0.0, parse(x)]
+
+
+def test_the_text_of_a_traced_number_is_guarded_by_a_replay():
+    from test_replay import replayed_like_traced
+
+    def f(x):
+        return float(str(x[0])) * x[1] + float(f"{x[1]:.2f}") * x[0]
+
+    replayed_like_traced(f, [(np.array(v),) for v in ([3.0, 2.0], [3.0, 2.0], [0.1, 2.5])])
+
+
+def test_a_full_text_another_type_parses_to_another_number_is_refused():
+    """float() of a float32's text is the shortest decimal's float64, not the float32: no
+    derivative of it is exact."""
+    def f(x):
+        return float(str(x.astype(np.float32)[0])) * x[0]
+
+    with pytest.raises(mutad.errors.ConversionError, match=r"float\(\) of the text"):
+        mutad.gradient(f, np.array([0.1]))
+
+
+# ----------------------------------------------------------------------------------------------
 # A Python float among the arguments (``[u, 2.0]``) stands for Python's float: it lacks the
 # ndarray methods Python's float lacks, while its derivative flows through NumPy's functions.
 

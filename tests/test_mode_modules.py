@@ -152,3 +152,40 @@ def test_every_module_is_its_own_outside_a_differentiation_after_errors():
         mutad.gradient(f, np.ones(3))
     assert _all_plain()
     assert scipy.linalg.basic.solve is scipy.linalg._basic.solve
+
+
+_RESCANNED = '''
+import numpy as np
+
+def f(x):
+    return np.sum(np.sin(x) * np.sin(x))
+'''
+
+_A_SITE_BOUND_LATER = '''
+from numpy import zeros
+
+def g(x):
+    z = zeros(4)
+    z[:] = x  # (a traced value written: NumPy's own zeros would refuse it)
+    return np.sum(z * z)
+'''
+
+
+def test_a_rescan_that_finds_the_same_sites_keeps_the_swaps_and_finds_a_new_site():
+    """The function's module gaining a name that no swap concerns is scanned again, and the
+    swaps of every namespace made before are kept (not made again, and slow, on the next
+    entry); a name bound later that is a site (a factory imported by name) is swapped."""
+    module = types.ModuleType("a_script_binding_names_between_calls")
+    exec(_RESCANNED, module.__dict__)
+    x = np.linspace(0.0, 1.0, 4)
+    expected = 2 * np.sin(x) * np.cos(x)
+    for _ in range(2):
+        assert np.array_equal(mutad.grad(module.f)(x), expected)
+    swaps = allocation.MODE.swaps
+    module.answer = 42
+    assert np.array_equal(mutad.grad(module.f)(x), expected)
+    assert allocation.MODE.swaps is swaps and swaps is not None
+    exec(_A_SITE_BOUND_LATER, module.__dict__)
+    assert np.array_equal(mutad.grad(module.g)(x), 2 * x)
+    assert allocation.MODE.swaps is not swaps
+    assert module.zeros is np.zeros and module.np is np

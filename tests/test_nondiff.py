@@ -74,7 +74,7 @@ def test_a_function_without_a_derivative_writing_into_out(name):
     mutad.check_grads(f, x)
     mutad.check_jvp(f, x)
     mutad.check_grads(f, x, order=2)
-    replaying = replayed_like_traced(f, [(x + 0.01 * k,) for k in range(3)])
+    replaying = replayed_like_traced(f, [(x + 0.01 * k,) for k in range(3)], replayed=False)
     if "float32" in name or "broadcast" in name:  # not NumPy's call without out=: traced
         (reason,) = replaying.reasons.values()
         assert "another dtype or shape" in reason
@@ -128,7 +128,7 @@ def test_text_of_traced_values_is_numpys_in_both_modes_and_replayed():
     mutad.gradient(f, x)
     mutad.jvp(f, (x,), (np.ones_like(x),))
     assert shown == [text(state(x))] * 2
-    replaying = replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, -1.0, 3.0)])
+    replaying = replayed_like_traced(f, [(x * s,) for s in (1.0, 2.0, -1.0, 3.0)], replayed=False)
     shown.clear()
     replaying(x * 5.0)  # a replayed call logs its own state
     assert shown == [text(state(x * 5.0))]
@@ -221,7 +221,7 @@ def test_a_traced_value_written_into_a_result_without_a_derivative(name):
         mutad.check_grads(f, x, step=1e-6)
         mutad.check_jvp(f, x)
         assert x.tobytes() == before
-    replaying = replayed_like_traced(f, [(np.copy(x),) for x in DECIDED_POINTS])
+    replaying = replayed_like_traced(f, [(np.copy(x),) for x in DECIDED_POINTS], replayed=False)
     assert not replaying.reasons
 
 
@@ -242,7 +242,7 @@ def test_results_without_a_derivative_are_numpys_arrays_to_the_program():
     x = np.array([0.5, -1.25, 2.0, 0.3])
     mutad.check_grads(f, x)
     mutad.check_jvp(f, x)
-    replayed_like_traced(f, [(x,), (-x,), (x[::-1].copy(),)])
+    replayed_like_traced(f, [(x,), (-x,), (x[::-1].copy(),)], replayed=False)
 
 
 def test_assertions_of_numpy_testing_on_traced_values_in_both_modes_and_replayed():
@@ -292,7 +292,7 @@ def test_saving_traced_values_writes_numpys_bytes_in_both_modes_and_replayed():
     mutad.gradient(f, x)
     mutad.jvp(f, (x,), (np.ones_like(x),))
     assert files[1:] == [files[0]] * 2
-    replaying = replayed_like_traced(f, [(x,), (x * 2.0,), (x * 3.0,)])
+    replaying = replayed_like_traced(f, [(x,), (x * 2.0,), (x * 3.0,)], replayed=False)
     files.clear()
     replaying(x * 4.0)
     f(x * 4.0)

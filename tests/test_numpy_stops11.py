@@ -34,6 +34,28 @@ def test_a_category_set_to_call_with_no_callback_raises_numpys_name_error(differ
     assert str(ours.value) == str(numpys.value)
 
 
+def _warned_beside_a_call_with_no_callback(x):
+    with np.errstate(divide="call", invalid="warn"):
+        modes = np.geterr()
+        y = np.sqrt(x)  # (invalid at the negative x)
+    assert modes["divide"] == "call" and modes["invalid"] == "warn"
+    return np.nansum(y)
+
+
+@pytest.mark.parametrize("differentiate", [
+    lambda f, x: mutad.gradient(f, x),
+    lambda f, x: mutad.grad(f, replay=True)(x),
+    lambda f, x: mutad.jvp(f, (x,), (x,)),
+], ids=["reverse", "replay", "forward"])
+def test_warnings_beside_a_category_set_to_call_with_no_callback_name_the_users_line(
+        differentiate):
+    with pytest.warns(RuntimeWarning, match="invalid value") as numpys:
+        _warned_beside_a_call_with_no_callback(X)
+    with pytest.warns(RuntimeWarning, match="invalid value") as ours:
+        differentiate(_warned_beside_a_call_with_no_callback, X)
+    assert [(w.filename, w.lineno) for w in ours] == [(w.filename, w.lineno) for w in numpys]
+
+
 # ----------------------------------------------------------------------------------------------
 # np.lib.recfunctions' merge_arrays and stack_arrays of differentiated values: NumPy's records,
 # each field that carries a derivative written into them
@@ -66,6 +88,37 @@ RECFUNCTIONS = [
     lambda x: _weighted(rfn.stack_arrays(
         (_records(x), np.zeros(2, [("a", float), ("c", float)])), usemask=False,
         defaults={"b": 0.5, "c": 2.5})),  # NumPy's defaults where an array lacks the field
+]
+
+
+def _renamed_and_written(x):
+    r = _records(x)
+    renamed = rfn.rename_fields(r, {"a": "c"})  # (NumPy's view of the records)
+    renamed["c"][1] = x[3] * 2
+    return _weighted(r) + _weighted(renamed)
+
+
+ALIGNED = np.dtype([("a", np.float64), ("b", np.float64)], align=True)
+NESTED = np.dtype([("a", float), ("inner", [("p", float), ("q", float)])])
+
+
+def _nested(x):
+    r = np.zeros(2, NESTED)
+    r["a"] = x[:2]
+    r["inner"]["p"] = x[2:] * 3
+    r["inner"]["q"] = x[:2] ** 2
+    return r
+
+
+RECFUNCTIONS += [
+    lambda x: _weighted(rfn.drop_fields(_records(x), "a")),
+    lambda x: _weighted(rfn.drop_fields(_nested(x), ["p", "zz"])),
+    _renamed_and_written,
+    lambda x: _weighted(rfn.repack_fields(_records(x))),  # (packed already: the records)
+    lambda x: _weighted(rfn.repack_fields(_records(x[::-1], ALIGNED)[::-1], align=False)),
+    lambda x: _weighted(rfn.require_fields(_records(x), [("b", float), ("z", float),
+                                                         ("a", np.float64)])),
+    lambda x: _weighted(rfn.require_fields(_nested(x), NESTED)),
 ]
 
 
@@ -186,6 +239,31 @@ MASKED_RESULTS = [  # (masked arrays: their data, mask and fill value compared w
     lambda x: _masked(x[:4].reshape(2, 2)).diagonal(),
     lambda x: np.ma.concatenate([_masked(x), x * 2]),
     lambda x: np.ma.concatenate([np.ma.masked_array(x), x]),
+    lambda x: np.ma.maximum(_masked(x), x[::-1]),  # (np.ma.where of np.ma.greater)
+    lambda x: np.ma.minimum(x[::-1] - 0.5, _masked(x)),
+    lambda x: np.ma.where(np.ma.less_equal(_masked(x), 0.5), x * 2, _masked(x)),
+    lambda x: np.ma.minimum.reduce(_masked(x).reshape(2, 3), axis=1),
+    lambda x: np.ma.maximum.reduce(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=1),
+    lambda x: np.ma.stack([_masked(x), x[::-1]], axis=1),
+    lambda x: np.ma.vstack([_masked(x), np.ma.masked_array(x, mask=np.ma.nomask)]),
+    lambda x: np.ma.atleast_2d(_masked(x)),
+    lambda x: np.ma.diagflat(_masked(x[:3])),
+    lambda x: np.ma.diff(_masked(x).reshape(2, 3), n=2),
+    lambda x: np.diff(_masked(x).reshape(3, 2), axis=0),
+    lambda x: np.ma.diff(_masked(x), prepend=x[0], append=_masked(x)[:2]),
+    lambda x: np.ma.dot(_masked(x).reshape(2, 3), x.reshape(3, 2), strict=True),
+    lambda x: np.ma.dot(x[:3], np.ma.masked_greater(x, 1.0).reshape(3, 2), strict=True),
+    lambda x: np.ma.inner(_masked(x).reshape(3, 2), x.reshape(3, 2)),
+    lambda x: np.ma.choose([0, 1, 2, 1, 0, 2], [_masked(x), x * 2, np.ma.masked]),
+    lambda x: np.ma.choose(np.ma.masked_equal([0, 1, 1, 0, 1, 0], 0), [x, _masked(x) * 2]),
+    lambda x: np.ma.median(_masked(x).reshape(2, 3), axis=0),
+    lambda x: np.ma.median(np.ma.masked_less(x, 0.35).reshape(3, 2), axis=-1),
+    lambda x: np.ma.median(x.reshape(2, 3), axis=1),
+    lambda x: np.ma.cov(_masked(x).reshape(2, 3)),
+    lambda x: np.ma.cov(_masked(x).reshape(3, 2), rowvar=False, ddof=0),
+    lambda x: np.ma.corrcoef(np.ma.masked_greater(x, 1.0).reshape(2, 3)),
+    lambda x: np.ma.multiply.outer(_masked(x[:3]), x[3:]),
+    lambda x: np.ma.array(_masked(x), ndmin=2).conj().squeeze(),
 ]
 
 
@@ -221,6 +299,13 @@ MASKED_NUMBERS = [
     lambda x: np.sum(scipy.stats.mstats.idealfourths(x)),  # (np.ma.sort, then a view)
     lambda x: x[np.ma.argsort(_masked(x), endwith=False)] @ STEPS + x[np.ma.argmin(_masked(x))]
     + x[np.ma.argmax(_masked(x).reshape(2, 3), axis=1)].sum(),
+    lambda x: _masked(x).filled(_masked(x).mean()) @ STEPS
+    + np.ma.filled(_masked(x), x[2] * 2) @ STEPS,
+    lambda x: sum(m.sum() for m in np.ma.atleast_1d(_masked(x), x[0])),
+    lambda x: np.ma.inner(_masked(x), x) * (np.ma.dot(_masked(x), x, strict=True) is np.ma.masked)
+    + np.ma.dot(x, np.ma.masked_greater(x, 2.0), strict=True),
+    lambda x: np.ma.maximum.reduce(_masked(x)) + np.ma.minimum.reduce(x.reshape(2, 3), None),
+    lambda x: np.ma.allclose(_masked(x), x) + 2 * np.ma.allclose(_masked(x), x * 2) + x @ STEPS,
 ]
 
 
@@ -277,3 +362,44 @@ def _record_items(x):
 ])
 def test_items_of_records_holding_differentiated_values(f):
     check(f, X)
+
+
+# ----------------------------------------------------------------------------------------------
+# NumPy's functions that move whole records (np.concatenate, stack, where, reshape, take,
+# indexing by an array) and astype of arrays of records holding differentiated values: each
+# field gathered by NumPy's function of the records' positions, a view where NumPy's is one
+
+PAIRS = np.dtype([("a", float), ("v", float, (2,))])  # (a subarray field too)
+
+
+def _pairs(x):
+    r = np.zeros(3, PAIRS)
+    r["a"] = x[:3]
+    r["v"] = np.stack([x[3:] * 2, x[:3] ** 2], axis=1)
+    return r
+
+
+def _written_through_a_view(x):
+    r = _pairs(x)
+    column = np.reshape(r, (3, 1))  # (NumPy's view of the records)
+    column["a"][1, 0] = x[3] * 3
+    column.T["v"][0, 2] = x[:2]
+    return _weighted(r) + _weighted(column)
+
+
+MOVED = [
+    lambda x: _weighted(np.concatenate([_pairs(x), _pairs(x[::-1])[:2], np.ones(1, PAIRS)])),
+    lambda x: _weighted(np.stack([_pairs(x), _pairs(x[::-1])], axis=1)[1]),
+    lambda x: _weighted(np.where([[True], [False]], _pairs(x), _pairs(x)[::-1])),
+    lambda x: _weighted(np.take(_pairs(x), [2, 0, 2])) + _weighted(_pairs(x)[[1, 0]]),
+    lambda x: _weighted(_pairs(x)[np.array([True, False, True])]),
+    lambda x: _weighted(np.flip(np.atleast_2d(_pairs(x)), axis=1)[:, :2]),
+    lambda x: _weighted(_pairs(x).astype([("b", float), ("w", float, (2,))])),
+    lambda x: _weighted(np.astype(_records(x[:4]), [("a", float), ("c", float)])),
+    _written_through_a_view,
+]
+
+
+@pytest.mark.parametrize("f", MOVED)
+def test_records_moved_by_numpys_functions(f):
+    check(f, X6)

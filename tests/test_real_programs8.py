@@ -26,7 +26,9 @@ gradients, generators, dataclasses, NaN-aware reductions, ``errstate``, rectangu
 Each is checked for NumPy's value bit for bit, the gradient against finite differences, the
 caller's arrays bit for bit, ``replay=True`` over three calls with other inputs bit for bit
 against tracing, and the tangent of ``jvp`` against the gradient (where cheap: not through an
-ODE solve)."""
+ODE solve). Programs whose later calls change the decisions they take (clip bounds hit or not,
+argmax and argmin ties, NaNs, iteration counts, Python's ``min``/``max``/``sorted``, a CFL step
+and a limiter) are replayed call by call against tracing and NumPy."""
 
 import copy
 import warnings
@@ -1841,6 +1843,109 @@ PROGRAMS = [obj for name, obj in list(globals().items())
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
 def test_research_program(program):
     check(program)
+
+
+# ---------------------------------------------------------------------------------------------
+# Programs whose later calls change the decisions taken inside NumPy's and SciPy's calls and in
+# Python (bounds hit or not, ties, NaNs, iteration counts, a CFL step, a limiter's branches):
+# each call replayed bit for bit as traced and as NumPy, the caller's arrays left alone.
+
+
+def _projected_gradient_clip(x):
+    u = np.zeros_like(x)
+    for _ in range(4):
+        u -= 0.5 * (u - x)
+        np.clip(u, -1.0, 1.0, out=u)
+    return np.sum(u ** 2 * np.arange(1, u.size + 1))
+
+
+def _winner_take_all_argmax(x):
+    w = np.tile(x, (3, 1)) * np.array([1.0, 2.0, 3.0])[:, None]
+    for _ in range(3):
+        k = np.argmax(w @ x)
+        w[k] += 0.1 * (x - w[k])
+    return np.sum(w ** 2) + w[np.argmax(w[:, 0])].sum()
+
+
+def _nan_filled_by_the_mean(x):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.log(x)
+    y[np.isnan(y)] = np.nanmean(y)
+    return np.nansum(y ** 2) + np.nanmax(x)
+
+
+def _newton_until_converged(a):
+    x = a.copy()
+    for _ in range(50):
+        dx = (x * x - a) / (2 * x)
+        x -= dx
+        if np.max(np.abs(dx)) < 1e-12:
+            break
+    return np.sum(x * np.array([1.0, 2.0, 3.0]))
+
+
+def _python_min_max_sorted(x):
+    values = [x[0] * x[1], x[1] - x[2], x[2] ** 2]
+    return max(values) - min(values) + sorted(values)[1] * 3.0 + max(x[0], 0.5)
+
+
+def _kmeans_argmin_add_at(c):
+    points = np.array([[0.0, 0], [1, 0], [0, 1], [5, 5], [6, 5], [5, 6]])
+    c = c.reshape(2, 2).copy()
+    for _ in range(3):
+        d = ((points[:, None, :] - c[None]) ** 2).sum(-1)
+        label = np.argmin(d, axis=1)
+        sums = np.zeros_like(c)
+        np.add.at(sums, label, points)
+        counts = np.bincount(label, minlength=2)
+        kept = counts > 0
+        c[kept] = sums[kept] / counts[kept, None]
+    return np.sum(d.min(axis=1)) + np.sum(c ** 2)
+
+
+def _burgers_cfl_step_minmod(u0):
+    u = u0.copy()
+    dx, t, end = 1.0 / u.size, 0.0, 0.05
+    while t < end:
+        dt = min(0.4 * dx / np.max(np.abs(u)), end - t)
+        a, b = u - np.roll(u, 1), np.roll(u, -1) - u
+        du = np.where(a * b > 0, np.sign(a) * np.minimum(np.abs(a), np.abs(b)), 0.0)
+        left, right = u + 0.5 * du, np.roll(u - 0.5 * du, -1)
+        flux = np.maximum(0.5 * np.maximum(left, 0) ** 2, 0.5 * np.minimum(right, 0) ** 2)
+        u -= dt / dx * (flux - np.roll(flux, 1))
+        t += dt
+    return np.sum(u ** 2 * np.arange(u.size))
+
+
+_GRID = np.linspace(0.0, 1.0, 12, endpoint=False)
+DECISIONS = {
+    "clip bounds": (_projected_gradient_clip, [[0.5, 2, -3], [0.1, 0.2, 0.3], [5, 5, -5],
+                                               [1.0, -1.0, 2.0]]),
+    "argmax ties": (_winner_take_all_argmax, [[1, 2], [-1, -2], [0, 0], [1, -1]]),
+    "nan or not": (_nan_filled_by_the_mean, [[1, 2, 3], [-1, 2, 3], [1, -2, -3], [1, 2, 3]]),
+    "iteration count": (_newton_until_converged, [[2, 3, 4], [1, 1, 1], [100, 1e-3, 7]]),
+    "python min max sorted": (_python_min_max_sorted, [[1, 2, 3], [-1, 2, -3], [0.5, 0.5, 0.5],
+                                                       [2, 0, 1]]),
+    "argmin labels": (_kmeans_argmin_add_at, [[0, 0, 5, 5], [5, 5, 0, 0], [-10, -10, 1, 1],
+                                              [3, 3, 3, 3]]),
+    "cfl steps and limiter": (_burgers_cfl_step_minmod, [np.sin(2 * np.pi * _GRID) + 1.5,
+                                                          np.where(_GRID < 0.5, 2.0, 0.5),
+                                                          -np.cos(2 * np.pi * _GRID)]),
+}
+
+
+@pytest.mark.parametrize("name", DECISIONS)
+def test_a_replay_takes_the_decisions_each_call_changes(name):
+    f, calls = DECISIONS[name]
+    replaying = mutad.value_and_grad(f, replay=True)
+    for x in map(np.array, calls + calls[:1]):
+        x = x.astype(float)
+        before = x.tobytes()
+        got = replaying(x)
+        assert x.tobytes() == before
+        traced = mutad.value_and_grad(f)(x.copy())
+        assert _same(got[0], traced[0]) and _same(got[1], traced[1])
+        assert _same(got[0], f(x.copy()))
 
 
 # ---------------------------------------------------------------------------------------------

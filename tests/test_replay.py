@@ -22,6 +22,7 @@ import random_programs as rp
 from mutad.bench.workloads import big_elementwise
 from mutad.engines.replay import ElementwiseWrite
 from test_recompute import peak_bytes
+from test_replay_budget import replays
 
 POLICIES = ("restore", "checkpoint")
 
@@ -38,29 +39,43 @@ def same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def replayed_like_traced(f, calls, policy="restore", argnums=0, traced_once=False):
+def replayed_like_traced(f, calls, policy="restore", argnums=0, traced_once=False,
+                         replayed=True):
     """Call ``value_and_grad(f, replay=True)`` on each argument tuple of ``calls`` in turn
     (the first records), and check each against the traced gradient on fresh copies, and the
     caller's bytes. ``traced_once``: also that only the first call traced (every later one
-    replayed, none recorded again after a failure). Returns the replaying function."""
+    replayed, none recorded again after a failure); ``replayed``: that some later call
+    replayed (False where each may be traced). Returns the replaying function."""
     replaying = mutad.value_and_grad(f, argnums=argnums, policy=policy, replay=True)
-    if traced_once:
-        trace, traced = replaying.trace, []
-        replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    trace, traced = replaying.trace, []  # (a call that never traces is a replay)
+    replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    untraced = 0
     for args in calls:
         copies = [np.copy(a) if isinstance(a, np.ndarray) else a for a in args]
         before = [a.tobytes() for a in args if isinstance(a, np.ndarray)]
+        count = len(traced)
         got = replaying(*args)
+        untraced += len(traced) == count
         assert [a.tobytes() for a in args if isinstance(a, np.ndarray)] == before
         expected = mutad.value_and_grad(f, argnums=argnums, policy=policy)(*copies)
         assert same(got[0], expected[0]) and same(got[1], expected[1])
     if traced_once:
         assert len(traced) == 1, f"traced {len(traced)} times"
+    if replayed and len(calls) > 1:
+        assert untraced, f"no call replayed: {replaying.reasons}"
     return replaying
 
 
 def program_count(replaying):
     return sum(type(p) is not str for p in replaying.programs.values())
+
+
+def replayed(replaying, *args):
+    """``replaying(*args)``, which must replay a recorded program rather than trace."""
+    count = replays(replaying)
+    result = replaying(*args)
+    assert replays(replaying) == count + 1, f"traced: {replaying.reasons}"
+    return result
 
 
 # ----------------------------------------------------------------------------------------------
@@ -200,9 +215,9 @@ def test_a_new_shape_dtype_or_aliasing_is_a_new_program():
     x = np.arange(4.0)
     for args in [(x.copy(), x.copy()), (np.ones(5), np.ones(5)), (x, x), (x[:2], x[2:]),
                  (x.astype(np.float32), x.astype(np.float32))]:
-        for _ in range(2):
+        for k in range(2):  # (recorded, then replayed)
             copies = [a.copy() for a in args] if args[0] is not args[1] else [args[0].copy()] * 2
-            got = replaying(*args)
+            got = replayed(replaying, *args) if k else replaying(*args)
             expected = mutad.value_and_grad(f, argnums=(0, 1))(*copies)
             assert same(got[0], expected[0]) and same(got[1], expected[1])
     assert program_count(replaying) == 5
@@ -232,6 +247,7 @@ def test_a_failed_guard_leaves_the_callers_arrays_as_they_were():
     replaying = mutad.value_and_grad(f, replay=True)
     x = np.ones(3)
     replaying(x)
+    replayed(replaying, x * 2.0)  # (the guard holds)
     y = np.array([np.nan, 1.0, 1.0])  # nan * 0 is nan, which is true: the guard fails
     before = y.tobytes()
     got = replaying(y)
@@ -258,7 +274,7 @@ def test_what_the_function_closes_over_is_guarded_by_identity():
     try:
         SCALE = np.full(3, 5.0)           # a global f names, rebound: recorded again
         assert same(replaying(x), np.full(3, 5.0))
-        assert same(replaying(x), np.full(3, 5.0))
+        assert same(replayed(replaying, x), np.full(3, 5.0))
     finally:
         SCALE = saved
 
@@ -278,7 +294,7 @@ def test_what_the_function_closes_over_is_guarded_by_identity():
     replaying = mutad.grad(f, replay=True)
     assert same(replaying(x), np.full(3, 3.0))
     factor = 6.0                          # the cell f closes over, rebound: recorded again
-    assert same(replaying(x), np.full(3, 6.0))
+    assert same(replaying(x), np.full(3, 6.0)) and same(replayed(replaying, x), np.full(3, 6.0))
 
 
 def _round_written(x):
@@ -371,12 +387,13 @@ def test_a_traced_value_written_into_a_comparison_or_an_index_is_replayed(f):
 
 def each_change_reaches_the_replay(f, x, changes):
     """Replay ``f`` at ``x`` after each of ``changes`` to what it reaches, twice each: every
-    call is the traced one, and one program serves them all (recorded again after each)."""
+    call is the traced one, and one program serves them all (recorded again after each, and
+    replayed on the second call)."""
     replaying = mutad.grad(f, replay=True)
     for change in [lambda: None, *changes]:
         change()
         assert same(replaying(x), mutad.grad(f)(x))
-        assert same(replaying(x), mutad.grad(f)(x))
+        assert same(replayed(replaying, x), mutad.grad(f)(x))
     assert program_count(replaying) == 1
 
 
@@ -471,12 +488,14 @@ def test_a_kept_walk_of_what_f_reaches_sees_each_change(name):
     replaying = mutad.grad(f, replay=True)
     for _ in range(3):
         assert same(replaying(x), mutad.grad(f)(x))
+    assert replays(replaying) == 2
     kept = replaying.reached
     assert kept is not None and kept.holds()  # the walk is not made again: what it read holds
     change(namespace)
     for _ in range(3):  # the kept walk's answer is the walk's own, after the change too
         assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
         assert same(replaying(x), mutad.grad(f)(x))
+    assert replays(replaying) >= 2  # (recorded again, then replayed)
     assert replaying.reached is not None and replaying.reached.holds()
 
 
@@ -508,8 +527,9 @@ def test_a_name_f_reads_in_a_library_namespace_is_guarded(name):
                 getattr(owner, attribute)[0] = 5.0
             else:
                 setattr(owner, attribute, value)
-            for _ in range(2):
-                got, expected = replaying(x), mutad.value_and_grad(f)(x)
+            for k in range(2):  # (the second replays)
+                got = replayed(replaying, x) if k else replaying(x)
+                expected = mutad.value_and_grad(f)(x)
                 assert same(got, expected)
                 assert same(got[0], f(x))  # NumPy's value with the value set now
         assert replaying.reached is not None and replaying.reached.holds()
@@ -524,7 +544,7 @@ def test_a_walk_through_np_keeps_a_ufunc_whose_signature_inspect_cached():
     replaying, x = mutad.grad(f, replay=True), np.linspace(0.5, 1.5, 3)
     for _ in range(3):
         assert same(replaying(x), mutad.grad(f)(x))
-    assert replaying.reached is not None and replaying.reached.holds()
+    assert replays(replaying) == 2 and replaying.reached is not None and replaying.reached.holds()
 
 
 def test_an_attribute_set_on_a_ufunc_f_reaches_is_seen():
@@ -532,7 +552,7 @@ def test_an_attribute_set_on_a_ufunc_f_reaches_is_seen():
                            "def f(x):\n    identity\n    return (2.0 * x).sum()")
     f, x = namespace["f"], np.ones(3)
     replaying = mutad.grad(f, replay=True)
-    assert same(replaying(x), np.full(3, 2.0)) and same(replaying(x), np.full(3, 2.0))
+    assert same(replaying(x), np.full(3, 2.0)) and same(replayed(replaying, x), np.full(3, 2.0))
     assert replaying.reached is not None and replaying.reached.holds()
     namespace["identity"].scale = 3.0  # a ufunc's attributes: walked, as a library object's
     assert [*map(id, replaying._reach()[0])] == [*map(id, mutad.engines.replay.reach(f)[0])]
@@ -549,7 +569,7 @@ def test_a_walk_that_meets_what_it_cannot_read_again_is_made_on_every_call():
 
     x = np.ones(3)
     replaying = mutad.grad(f, replay=True)
-    assert same(replaying(x), np.ones(3)) and same(replaying(x), np.ones(3))
+    assert same(replaying(x), np.ones(3)) and same(replayed(replaying, x), np.ones(3))
     assert replaying.reached is None  # an object: its attributes, by the walk on each call
     stepper.dt = 2.0
     assert same(replaying(x), np.full(3, 2.0))
@@ -855,7 +875,7 @@ def test_the_globals_of_an_installed_package_are_guarded(tmp_path):
     x = np.array([1.0, 2.0])
     replaying(x)
     module.SCALE = 3.0
-    assert same(replaying(x), mutad.grad(f)(x))
+    assert same(replaying(x), mutad.grad(f)(x)) and same(replayed(replaying, x), mutad.grad(f)(x))
 
 
 def _counting():
@@ -1065,9 +1085,10 @@ def test_an_array_written_after_its_conversion_to_a_plain_array_is_traced():
     finite, infinite = np.array([1.0, 2.0, 3.0]), np.array([1.0, np.inf, 3.0])
     with np.errstate(invalid="ignore"):
         replaying = replayed_like_traced(written_after, [(finite.copy(),), (finite.copy(),),
-                                                         (infinite.copy(),)])
+                                                         (infinite.copy(),)], replayed=False)
     assert any("written after" in why for why in replaying.reasons.values())
-    replaying = replayed_like_traced(written_through, [(finite.copy(),)] * 3)
+    replaying = replayed_like_traced(written_through, [(finite.copy(),)] * 3,
+                                     replayed=False)
     assert any("written after" in why for why in replaying.reasons.values())
 
 
@@ -1211,7 +1232,7 @@ def test_a_view_of_an_argument_the_call_does_not_trace_is_read_as_the_call_read_
     k[:] = [5, 6]  # the recorded call's array, changed by its caller
     for _ in range(2):
         assert same(replaying(x, again), mutad.value_and_grad(f)(x, again))
-    assert program_count(replaying) == 1
+    assert program_count(replaying) == 1 and replays(replaying) >= 1
 
 
 def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
@@ -1229,7 +1250,7 @@ def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
 
     calls = [(np.array([1.0, 0.0]) * s, np.array([0.3, 1.5]) * s, np.array([s]))
              for s in (1.0, 1.01, 0.9)]
-    replaying = replayed_like_traced(f, calls, argnums=(0, 1))
+    replaying = replayed_like_traced(f, calls, argnums=(0, 1), replayed=False)
     (reason,) = replaying.reasons.values()
     assert "closure" in reason
 
@@ -1272,7 +1293,7 @@ def test_integers_the_program_computes_as_scipys_indices_and_settings_are_traced
         return (m @ v).sum() + (y * v).sum() + (z * v).sum()
 
     calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, 0.5], [2.0, 1.0, -3.0, 0.5])]
-    replaying = replayed_like_traced(f, calls)
+    replaying = replayed_like_traced(f, calls, replayed=False)
     assert program_count(replaying) == 0 and len(replaying.reasons) == 1
 
 
@@ -1286,7 +1307,7 @@ def test_a_solve_that_keeps_its_forward_solution_is_traced():
         return (sol.y[:, -1] ** 2).sum()
 
     calls = [(np.array([1.0, 0.8]) * s,) for s in (1.0, 1.1, 0.9)]
-    replaying = replayed_like_traced(f, calls)
+    replaying = replayed_like_traced(f, calls, replayed=False)
     (reason,) = replaying.reasons.values()
     assert "solve_ivp" in reason
 
@@ -1296,7 +1317,8 @@ def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():
         inner = mutad.grad(lambda y: (x * y * y).sum())(x)  # nested differentiation
         return (inner * x).sum()
 
-    replaying = replayed_like_traced(f, [(np.arange(3.0),), (np.ones(3),), (np.ones(3),)])
+    replaying = replayed_like_traced(f, [(np.arange(3.0),), (np.ones(3),), (np.ones(3),)],
+                                     replayed=False)
     assert program_count(replaying) == 0
     (reason,) = replaying.reasons.values()
     assert "nested" in reason
@@ -1328,7 +1350,8 @@ def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced
         return (np.bincount(bins, weights=x * x, minlength=8) * np.arange(1.0, 9.0)).sum()
 
     x = np.linspace(0.05, 0.95, 7)
-    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)])
+    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)],
+                                     replayed=False)
     (reason,) = set(replaying.reasons.values())  # (linspace's x views memory of its own)
     assert "records its own new arrays" in reason
 
@@ -1376,9 +1399,21 @@ def test_threads_share_a_replayed_function():
     rng = np.random.default_rng(4)
     inputs = [rng.random(6) for _ in range(40)]
     expected = [mutad.grad(f)(x.copy()) for x in inputs]
-    with concurrent.futures.ThreadPoolExecutor(4) as pool:
-        got = list(pool.map(lambda x: replaying(x.copy()), inputs))
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:  # (calls made while one records
+        got = list(pool.map(lambda x: replaying(x.copy()), inputs))  # are traced)
     assert all(same(a, b) for a, b in zip(got, expected))
+    # Once recorded, a call made while another thread replays waits for it, as the replay
+    # costs less than tracing: every call replays
+    before = replays(replaying)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switched often: replays overlap)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda x: replaying(x.copy()), inputs))
+    finally:
+        sys.setswitchinterval(interval)
+    assert all(same(a, b) for a, b in zip(got, expected))
+    assert replays(replaying) == before + len(inputs)
 
 
 def test_the_garbage_collector_runs_again_once_a_recording_or_a_replay_ends():
@@ -1419,7 +1454,7 @@ def test_a_signature_whose_guards_fail_call_after_call_is_traced_from_then_on():
         return (y * y).sum()
 
     calls = [(np.array([k + 0.5]),) for k in range(mutad.engines.replay.FAILED_GUARDS + 3)]
-    replaying = replayed_like_traced(f, calls)
+    replaying = replayed_like_traced(f, calls, replayed=False)
     assert program_count(replaying) == 0
     (reason,) = replaying.reasons.values()
     assert f"failed on {mutad.engines.replay.FAILED_GUARDS} calls in a row" in reason
@@ -1454,7 +1489,7 @@ def test_what_an_arguments_methods_reach_is_guarded():
             assert same(replaying(m, x).w, mutad.grad(f)(m, x).w)
     finally:
         GAIN = 2.0
-    assert program_count(replaying) == 1
+    assert program_count(replaying) == 1 and replays(replaying) == 1  # (the last call)
 
 
 def test_namedtuples_dataclasses_and_complex_arrays_are_replayed():
@@ -1476,7 +1511,7 @@ def test_namedtuples_dataclasses_and_complex_arrays_are_replayed():
         assert same(replaying(Pair(x, 3 * x)).a, 3 * x)
         assert same(replaying(Box(x)).w, 2 * x)
         assert same(replaying(x + 1j), 2 * (x + 1j))
-    assert not replaying.reasons and program_count(replaying) == 3
+    assert not replaying.reasons and program_count(replaying) == 3 and replays(replaying) == 3
     # another namedtuple class, or a dataclass with other attributes: other signatures
     Other = collections.namedtuple("Other", "a b")
     assert same(replaying(Other(x, 3 * x)).a, 3 * x)
@@ -1487,7 +1522,7 @@ def test_namedtuples_dataclasses_and_complex_arrays_are_replayed():
     budget = mutad.grad(lambda x: (x * x).sum(), memory=1024, replay=True)
     for _ in range(2):
         assert same(budget(x), 2 * x)
-    assert not budget.reasons and program_count(budget) == 1
+    assert not budget.reasons and program_count(budget) == 1 and replays(budget) == 1
 
 
 def test_a_write_tracing_saves_for_its_large_operand_is_saved_in_the_replay_too():
@@ -1520,6 +1555,7 @@ def test_the_cache_keeps_a_bounded_number_of_programs():
     for n in range(1, 3 * mutad.engines.replay.CACHE_SIZE):
         replaying(np.ones(n))
     assert len(replaying.programs) == mutad.engines.replay.CACHE_SIZE
+    replayed(replaying, np.ones(n))  # (the newest kept)
 
 
 def test_aux_outputs_are_replayed_and_so_are_budgets():
@@ -1534,20 +1570,22 @@ def test_aux_outputs_are_replayed_and_so_are_budgets():
 
     replaying = mutad.value_and_grad(f, has_aux=True, replay=True)
     traced = mutad.value_and_grad(f, has_aux=True)
-    for x in (np.linspace(0.1, 1.0, 4), np.linspace(0.2, 1.1, 4), np.linspace(0.1, 1.0, 4)):
+    for x in (np.linspace(0.1, 1.0, 4), np.linspace(0.2, 1.1, 4), np.linspace(0.1, 1.0, 4),
+              np.linspace(0.1, 1.0, 4)):  # (the last call replays the third's recording)
         got, expected = replaying(x, 3), traced(x.copy(), 3)
         assert same(got[1], expected[1]) and same(got[0][0], expected[0][0])
         aux, expected_aux = got[0][1], expected[0][1]
         assert aux.keys() == expected_aux.keys() and all(
             same(aux[k], expected_aux[k]) and type(aux[k]) is type(expected_aux[k])
             for k in aux)
-    assert program_count(replaying) == 1 and not replaying.reasons
+    assert program_count(replaying) == 1 and not replaying.reasons and replays(replaying) == 1
     g, aux = mutad.grad(f, has_aux=True, replay=True)(np.ones(2), 1)
     assert same(g, mutad.grad(f, has_aux=True)(np.ones(2), 1)[0]) and aux["k"] == 1
 
     budget = mutad.grad(lambda x: (x * x).sum(), memory=1024, replay=True)
     for _ in range(2):
         assert same(budget(np.arange(3.0)), 2 * np.arange(3.0))
+    assert replays(budget) == 1
 
 
 # ----------------------------------------------------------------------------------------------
@@ -2373,6 +2411,7 @@ def test_a_number_assigned_to_a_real_part_keeps_the_imaginary_cotangent(policy):
         expected = mutad.value_and_grad(real_part_pinned, argnums=(0, 1, 2), policy=policy)(
             *calls())
         assert same(got[0], expected[0]) and same(got[1], expected[1])
+    assert replays(replaying) == 3
 
 
 def clipped_transpose(a):
@@ -2783,7 +2822,8 @@ def test_random_elementwise_chains_compile_bit_for_bit(program, policy, block_st
     from mutad.engines import replay
     f = chain(*program)
     rng = np.random.default_rng(len(program[0]))
-    calls = [(rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)) for _ in range(4)]
+    calls = [(rng.uniform(-1, 1, 5), rng.uniform(-1, 1, 5)) for _ in range(3)]
+    calls.append(tuple(a.copy() for a in calls[-1]))  # (replayed, whatever a decision took)
     kept, replay.BLOCK_STEPS = replay.BLOCK_STEPS, block_steps
     try:
         replayed_like_traced(f, calls, policy, argnums=(0, 1))
@@ -2965,9 +3005,11 @@ def test_random_programs_replay_as_they_trace(program, policy, recomputing):
         return
     small, recompute.SMALL = recompute.SMALL, 0 if recomputing else recompute.SMALL
     try:
-        rp.check_replay(program, policy, weights, rp.Outcome())
+        replaying = rp.check_replay(program, policy, weights, rp.Outcome())
     finally:
         recompute.SMALL = small
+    # (the second of two calls on the same arguments replays, unless the program is traced)
+    assert replaying is None or replaying.reasons or replays(replaying) >= 1
 
 
 def test_a_plain_array_f_changes_after_a_step_read_it_is_not_replayed():
@@ -2984,14 +3026,15 @@ def test_a_plain_array_f_changes_after_a_step_read_it_is_not_replayed():
         w = np.arange(2)
         return ((x + w) * (x * w)).sum()
 
-    for f, replays in ((changed, False), (unchanged, True)):
+    for f, replayable in ((changed, False), (unchanged, True)):
         replayed = mutad.value_and_grad(f, replay=True)
         for scale in (1.0, 2.0, 3.0):
             x = np.array([1.0, 2.0]) * scale
             a, b = replayed(x), mutad.value_and_grad(f)(x)
             assert a[0] == b[0] == f(x) and np.array_equal(a[1], b[1])
-        assert bool(replayed.reasons) is not replays
-        if not replays:
+        assert bool(replayed.reasons) is not replayable
+        assert replays(replayed) == (2 if replayable else 0)
+        if not replayable:
             assert "changed after an operation read it" in str(replayed.reasons)
 
 
@@ -3024,7 +3067,7 @@ def test_a_real_spectrum_transformed_back_from_a_slice_replays_in_compiled_block
             p = np.linspace(0.1, 1.0, 8) + i
             value, grad = replaying(p)
             assert value == f(p) and same(grad, mutad.grad(f)(p))
-        assert not replaying.reasons
+        assert not replaying.reasons and replays(replaying) == 3
 
 
 def test_a_view_of_a_python_float_argument_replays_as_the_array_it_is():
@@ -3045,7 +3088,7 @@ def test_a_view_of_a_python_float_argument_replays_as_the_array_it_is():
     for h in (f, g):
         calls = [(np.arange(9.0).reshape(3, 3) * s, 0.5 * s) for s in (1.0, 2.0, 1.0)]
         before = [(a.copy(), d) for a, d in calls]
-        assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons
+        assert not replays_as_traced(h, calls, argnums=(0, 1), replayed=2).reasons
         assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(calls, before))
 
 
@@ -3061,7 +3104,7 @@ def test_a_broadcast_scalar_of_another_dtype_than_float64_replays_in_compiled_bl
               lambda x: np.abs(x.astype(np.complex128) * (x[1] * 1j) ** 2).sum()):
         calls = [(np.linspace(0.1, 0.5, 4).astype(dtype) * s,)
                  for dtype in (np.float32, np.float64) for s in (1.0, 2.0, 3.0, 1.0)]
-        assert not replays_as_traced(f, calls).reasons
+        assert not replays_as_traced(f, calls, replayed=6).reasons
 
 
 def test_a_cotangent_laid_out_otherwise_than_in_c_order_is_not_adopted_by_a_replay():
@@ -3087,7 +3130,7 @@ def test_a_cotangent_laid_out_otherwise_than_in_c_order_is_not_adopted_by_a_repl
     for h in (f, g):
         calls = [(np.asfortranarray(X) * s, W) for s in (1.0, 2.0, 3.0, 4.0)] + \
                 [(X * s, np.asfortranarray(W)) for s in (1.0, 2.0, 3.0)]
-        assert not replays_as_traced(h, calls, argnums=(0, 1)).reasons
+        assert not replays_as_traced(h, calls, argnums=(0, 1), replayed=5).reasons
 
 
 def test_a_zero_cotangent_keeps_its_sign_through_a_replayed_column_write():
@@ -3106,7 +3149,7 @@ def test_a_zero_cotangent_keeps_its_sign_through_a_replayed_column_write():
     e = np.zeros((3, 4))
     e[1, 1] = 1.0
     calls = [(X, e), (np.asfortranarray(X), e)] * 3
-    assert not replays_as_traced(f, calls).reasons
+    assert not replays_as_traced(f, calls, replayed=4).reasons
 
 
 def test_factors_of_mutad_linalg_are_not_replayed_with_the_recorded_calls_numbers():
@@ -3133,7 +3176,7 @@ def test_factors_of_mutad_linalg_are_not_replayed_with_the_recorded_calls_number
 
     A = rng.random((4, 4)) + 2 * np.eye(4)
     calls = [(A, rng.random(4)), (A[[1, 0, 2, 3]].copy(), rng.random(4))] * 2
-    replaying = replayed_like_traced(lu, calls, argnums=(0, 1))
+    replaying = replayed_like_traced(lu, calls, argnums=(0, 1), replayed=False)
     assert "lu_factor_'s pivots" in str(replaying.reasons)
 
     def conditioned(c):
@@ -3141,7 +3184,7 @@ def test_factors_of_mutad_linalg_are_not_replayed_with_the_recorded_calls_number
         return Q @ np.diag(np.geomspace(1.0, c, 4)) @ Q.T
 
     calls = [(conditioned(c), rng.random(4)) for c in (2.0, 1e14, 1e14, 2.0)]
-    replaying = replayed_like_traced(cholesky, calls, argnums=(0, 1))
+    replaying = replayed_like_traced(cholesky, calls, argnums=(0, 1), replayed=False)
     assert "growth of a factor" in str(replaying.reasons)
 
 
@@ -3238,7 +3281,8 @@ def test_a_function_of_constants_that_writes_nothing_and_returns_a_value_replays
             x = (b - rest @ x) / d
         return x @ x
 
-    replaying = replays_as_traced(jacobi, [(np.linspace(-1.0, 1.0, 6) * s,) for s in (1, 2, 3)])
+    replaying = replays_as_traced(jacobi, [(np.linspace(-1.0, 1.0, 6) * s,) for s in (1, 2, 3)],
+                                   replayed=2)
     assert not replaying.reasons
 
     # the check of such a call in a replay: an array it writes fails the replay's guard
@@ -3274,7 +3318,8 @@ def test_a_numpy_function_of_a_plain_array_and_constants_is_replayed(f):
     calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, -0.5, 1.0, 2.0],
                                       [1.5, -2.5, 3.5, -0.25, 1.0, 2.0],
                                       [-1.0, 2.0, -3.0, 0.5, -1.0, -2.0],
-                                      [1.0, -2.0, 3.0, -0.5, 1.0, 2.0])]
+                                      [1.0, -2.0, 3.0, -0.5, 1.0, 2.0],
+                                      [1.0, -2.0, 3.0, -0.5, 1.0, 2.0])]  # (the last replays)
     replaying = replayed_like_traced(f, calls)
     assert not replaying.reasons
 
@@ -3336,7 +3381,7 @@ def test_a_derived_index_handed_to_code_taking_numpys_scalars_alone_is_traced():
 
     calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0], [4.0, 2.0, -3.0], [1.0, -2.0, 3.0])]
     for f in (seeded, chosen, bytes_viewed):
-        replaying = replayed_like_traced(f, calls)
+        replaying = replayed_like_traced(f, calls, replayed=False)
         assert any("recording raised" in why for why in replaying.reasons.values())
 
 

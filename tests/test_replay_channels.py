@@ -44,7 +44,7 @@ CHANNELS = {
 @pytest.mark.parametrize("name", CHANNELS)
 def test_what_python_reads_of_a_traced_value_is_guarded(name):
     replayed_like_traced(CHANNELS[name], flips([1.0, 2.0], [10.0, 2.0], [100.5, 2.0],
-                                               [1.0, 2.0]))
+                                               [1.0, 2.0]), replayed=False)
 
 
 def test_printf_style_formatting_and_logging_write_the_digits():
@@ -153,7 +153,8 @@ INTEGERS = {
 
 @pytest.mark.parametrize("name", INTEGERS)
 def test_integers_of_a_traced_value_are_guarded(name):
-    replayed_like_traced(INTEGERS[name], flips([1.0, 2.0], [1.2, 2.0], [2.6, 2.0], [1.0, 2.0]))
+    replayed_like_traced(INTEGERS[name], flips([1.0, 2.0], [1.2, 2.0], [2.6, 2.0], [1.0, 2.0]),
+                         replayed=False)
 
 
 def test_as_integer_ratio_of_a_traced_value_is_refused():
@@ -192,7 +193,7 @@ def _argmax_into(x):
 @pytest.mark.parametrize("name", DECISIONS)
 def test_integer_and_boolean_results_are_guarded(name):
     replayed_like_traced(DECISIONS[name], flips([1.0, 2.0], [1.0, 1.0], [3.0, 2.0],
-                                                [1.0, 2.0]))
+                                                [1.0, 2.0]), replayed=False)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -207,7 +208,7 @@ def test_control_flow_through_a_floating_point_exception_is_traced():
         except FloatingPointError:
             return (x * x).sum()
 
-    replaying = replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0]))
+    replaying = replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0]), replayed=False)
     assert "np.errstate" in next(iter(replaying.reasons.values()))
 
 
@@ -219,7 +220,7 @@ def test_an_exception_a_replayed_step_raises_traces_the_call():
         except np.linalg.LinAlgError:
             return (x * x).sum()
 
-    replayed_like_traced(f, flips([1.0, 1.0], [-3.0, 1.0], [1.0, 1.0], [-3.0, 1.0]))
+    replayed_like_traced(f, flips([1.0, 1.0], [-3.0, 1.0], [1.0, 1.0], [-3.0, 1.0]), replayed=False)
 
 
 def test_an_exception_caught_while_recording_traces_the_signature():
@@ -230,7 +231,7 @@ def test_an_exception_caught_while_recording_traces_the_signature():
             return (x * x).sum()
         return x.sum()
 
-    replaying = replayed_like_traced(f, flips([1.0, 1.0], [3.0, 1.0]))
+    replaying = replayed_like_traced(f, flips([1.0, 1.0], [3.0, 1.0]), replayed=False)
     assert "LinAlgError" in next(iter(replaying.reasons.values()))
 
 
@@ -242,7 +243,8 @@ def test_warnings_python_may_act_on_are_the_recorded_ones():
         return (y * 2).sum() if heard else (y * 3).sum()
 
     with np.errstate(divide="warn"):
-        replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0], [0.0, 2.0]))
+        replayed_like_traced(f, flips([1.0, 2.0], [0.0, 2.0], [1.0, 2.0], [0.0, 2.0]),
+                             replayed=False)
 
 
 def test_a_replay_warns_as_the_traced_call_did():
@@ -443,7 +445,7 @@ def _assigned(x, write):
 @pytest.mark.parametrize("name", WRITES)
 def test_decisions_written_into_arrays(name):
     replayed_like_traced(WRITES[name], flips([1.0, 3.0, 2.0], [3.0, 1.0, 2.0],
-                                             [1.0, 2.0, 3.0]))
+                                             [1.0, 2.0, 3.0]), replayed=False)
     x = np.array([1.0, 3.0, 2.0])
     mutad.check_grads(WRITES[name], x)
 

@@ -57,7 +57,8 @@ def test_a_string_written_under_print_options_f_set_is_traced():
     [1.0, 2.0], and answered as recorded where f, traced, wrote "[1.001 2.   ]"."""
     with np.printoptions(precision=2):
         replaying = replayed_like_traced(precise_string, flips([1.0, 2.0], [1.0, 2.0],
-                                                               [1.001, 2.0], [1.0, 2.0]))
+                                                               [1.001, 2.0], [1.0, 2.0]),
+                                         replayed=False)
     assert "print options" in "".join(replaying.reasons.values())
 
 
@@ -112,7 +113,8 @@ def test_scipy_specials_error_handling_inside_f_is_traced():
     """scipy.special.errstate(all="raise") in f: a replay ran gammaln under the caller's
     handling (ignore), so gammaln(0.0) gave inf where f, traced, caught the error."""
     replaying = replayed_like_traced(special_or_fallback, flips([1.5, 2.5], [1.5, 2.5],
-                                                                [0.0, 2.5], [1.5, 2.5]))
+                                                                [0.0, 2.5], [1.5, 2.5]),
+                                     replayed=False)
     assert "scipy.special's error handling" in "".join(replaying.reasons.values())
 
 
@@ -255,7 +257,7 @@ def test_an_error_converting_a_traced_value_is_guarded(name):
     replayed = flips([1.0, 0.0], [0.0, 0.0], [1.0, 0.0])
     rows = replayed if name == "as_integer_ratio" else (
         flips([1.0, 2.0], [1.0, 2.0], [1.0, 0.0], [1.0, 2.0], [0.0, 0.0], [3.0, 2.0]))
-    replaying = replayed_like_traced(f, rows)
+    replaying = replayed_like_traced(f, rows, replayed=False)
     if name == "as_integer_ratio":
         with pytest.raises(mutad.errors.ConversionError):
             replaying(np.array([1.0, 2.0]))

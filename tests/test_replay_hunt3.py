@@ -82,7 +82,7 @@ def test_values_f_writes_to_a_file_and_reads_back_are_not_replayed(name, tmp_pat
         path = str(tmp_path / "values.txt")
         f = (lambda write: lambda x: write(x, path))(f)
     replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0], [-0.0, 2.0],
-                                              [0.0, 2.0], [1.5, 2.0]))
+                                              [0.0, 2.0], [1.5, 2.0]), replayed=False)
     assert "writes" in "".join(replaying.reasons.values())
 
 
@@ -94,7 +94,7 @@ def test_values_f_writes_to_a_file_it_does_not_read_are_written_on_each_call(tmp
         np.savetxt(path, x * 2.0)
         return (x * x).sum()
 
-    replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0]))
+    replaying = replayed_like_traced(f, flips([1.5, 2.0], [1.5, 2.0], [7.0, 2.0]), replayed=False)
     replaying(np.array([3.0, 4.0]))
     assert np.loadtxt(path).tolist() == [6.0, 8.0]
 

@@ -28,7 +28,7 @@ def test_a_spline_of_knots_computed_from_an_array_outside_argnums_is_tracings():
     last bits; every replay answered as that recording."""
     y = np.array([1.0, 2.0, 3.0])
     calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5],) * 3 + ([1.0, 2.0, 3.0],) * 3]
-    replaying = replayed_like_traced(spline_of_knots_from_data, calls)
+    replaying = replayed_like_traced(spline_of_knots_from_data, calls, replayed=False)
     assert "scipy.interpolate" in " ".join(map(str, replaying.reasons.values()))
 
 
@@ -44,7 +44,7 @@ def test_a_spline_of_knots_from_data_in_a_try_is_tracings():
     (the refusal, caught), which tracing does not take."""
     y = np.array([1.0, 2.0, 3.0])
     calls = [(y.copy(), np.array([-1.0, 5.0, 0.5]))] * 3
-    replayed_like_traced(spline_of_knots_from_data_caught, calls)
+    replayed_like_traced(spline_of_knots_from_data_caught, calls, replayed=False)
 
 
 def refused_spline_of_knots_from_data_caught(y, d):
@@ -62,7 +62,7 @@ def test_a_refusal_of_knots_from_data_in_a_try_is_tracings():
     y = np.array([1.0, 2.0, 3.0, 4.0])
     calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5, 2.0],) * 3
              + ([1.0, 2.0, 3.0, 4.0],) * 3]
-    replayed_like_traced(refused_spline_of_knots_from_data_caught, calls)
+    replayed_like_traced(refused_spline_of_knots_from_data_caught, calls, replayed=False)
 
 
 def bessel_of_an_order_from_data_caught(x, orders):
@@ -78,7 +78,7 @@ def test_any_rules_refusal_of_an_array_outside_argnums_caught_by_f_is_tracings()
     answered f's except branch (2000.0 where tracing, with a constant order, gives 2.34). Any
     rule's refusal so caught makes the call traced again, not only scipy.interpolate's."""
     calls = [(np.array([0.7, 1.3]) + 0.1 * i, np.array([1.5, 2.0])) for i in range(4)]
-    replayed_like_traced(bessel_of_an_order_from_data_caught, calls)
+    replayed_like_traced(bessel_of_an_order_from_data_caught, calls, replayed=False)
 
 
 def test_a_spline_of_constant_knots_in_traced_data_still_replays():
@@ -111,7 +111,7 @@ def test_data_points_computed_from_an_array_outside_argnums_are_tracings(f):
     y = np.array([1.0, 2.0, 3.0, 2.5, 1.0, 0.5])
     calls = [(y.copy(), np.array(d)) for d in ([-1.0, 5.0, 0.5, 2.0, 1.0, 3.0],) * 3
              + ([0.3, 0.1, 0.7, 0.2, 0.9, 0.4],) * 3]
-    replayed_like_traced(f, calls)
+    replayed_like_traced(f, calls, replayed=False)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -129,9 +129,9 @@ import numpy as np
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
 from .debug import FROM_USER_LINE, from_user_line, without_events
-from .errors import (UnsupportedArrayError, UnsupportedOperationError, UntracedWriteError,
-                     objects_refused)
-from .levels import ACTIVE, CARRIERS, Tracer, innermost
+from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
+                     UntracedWriteError, objects_refused)
+from .levels import ACTIVE, CARRIERS, Tracer, innermost, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -1871,6 +1871,11 @@ class _ScalarType(type):
                 # and promoted as one, of a Python number too (x32 * np.float64(v) is float64)
                 weaken(converted, False)
             return converted
+        if ACTIVE.running and len(args) == 1 and not kwargs and type(args[0]) in _TEXTS \
+                and _NUMBER_TEXTS:
+            y = original(args[0])
+            number = parsed_number(args[0], original, y)
+            return y if number is None else cls(number)
         y = original(*args, **kwargs)
         if type(y) is np.ndarray and ACTIVE.running:  # (of a list: NumPy's new array)
             return from_plain_objects(y, original, args, kwargs, sys._getframe(1))
@@ -1908,6 +1913,87 @@ SCALAR_TYPES.update({alias: SCALAR_TYPES[np.dtype(getattr(np, alias)).name]
 the mode's (``_ScalarType``), installed where the differentiated code calls them."""
 
 
+# The text of a traced number parsed back. ``str(x[0])``, ``repr(v)`` and ``f"{v:.17g}"`` give
+# NumPy's text, a plain string; the mode's ``float()`` and NumPy's scalar types, called on that
+# very string object, give the traced number back where the text is its value's exactly (a
+# format that writes every number of its type in full, not a rounding, whose derivative is
+# zero). Only the string object itself is known: a text built from it, a file or json's
+# document of it, parses to a constant (docs/sharp-bits.md).
+
+_NUMBER_TEXTS = {}
+"""``id(text) -> (text, value, spec)``: the strings that ``str()``, ``repr()`` and
+``format(value, spec)`` gave of a traced or dual 0-d value while the mode runs, held (so that
+no other string takes the id) until it ends."""
+
+
+class _Digit(str):
+    """A text of one character (``f"{v:.17g}"`` of 3.0): Python's is one object shared by
+    every string of it (the literal ``"3"`` too), which no id tells apart; this one is the
+    formatting's own. As a string it is Python's (pickled, copied as Python's)."""
+
+    __slots__ = ()
+
+    def __reduce__(self):
+        return str, (str(self),)
+
+
+_TEXTS = (str, _Digit)
+
+_FULL_DIGITS = {2: 5, 4: 9, 8: 17}
+"""Significant digits that write every float of that many bytes so that it parses back to it."""
+
+
+def remember_text(value, text, spec=""):
+    """``text``, the string formatting the traced or dual ``value`` gave, remembered as its
+    text (``_NUMBER_TEXTS``) where ``value`` is 0-d."""
+    if value.value.ndim:  # (an array's text: no number parses from it)
+        return text
+    if len(text) < 2:  # ("" and one character are Python's shared strings)
+        text = _Digit(text)
+    _NUMBER_TEXTS[id(text)] = (text, value, spec)
+    return text
+
+
+def writes_in_full(spec, itemsize):
+    """Whether ``format(v, spec)`` of every float ``v`` of ``itemsize`` bytes parses back to
+    ``v``: Python's and NumPy's shortest text (no precision, no type: ``str``, ``repr``,
+    ``f"{v}"``), or enough significant digits (``.17g``, ``.16e`` of a float64)."""
+    kind = spec[-1:] if spec[-1:].isalpha() else ""
+    _, dot, digits = spec[:len(spec) - len(kind)].rpartition(".")
+    if not (dot and digits.isdigit()):
+        return kind == ""
+    need = _FULL_DIGITS.get(itemsize, math.inf)
+    return int(digits) >= need if kind in ("", "g", "G") else \
+        kind in ("e", "E") and int(digits) + 1 >= need
+
+
+def parsed_number(text, convert, parsed):
+    """The traced or dual value the string ``text`` is the text of (``_NUMBER_TEXTS``), where
+    ``parsed``, ``convert(text)`` (Python's ``float``, NumPy's ``float32``), is bit for bit
+    ``convert`` of that value and the text writes every number of its type in full; else
+    None (a rounded text's derivative is zero: the constant ``parsed`` is exact)."""
+    entry = _NUMBER_TEXTS.get(id(text))
+    if entry is None or entry[0] is not text:
+        return None
+    _, value, spec = entry
+    if not running(value.level) or value.dtype.kind != "f" \
+            or not writes_in_full(spec, value.dtype.itemsize):
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        number = convert(memory(value)[()])
+    if number != number and parsed != parsed:  # nan: NumPy's of the text, a constant
+        return None
+    if type(number) is not type(parsed) or \
+            np.asarray(number).tobytes() != np.asarray(parsed).tobytes():  # a text in full, of another type's number (float() of a float32's)
+        raise ConversionError(
+            f"{convert.__name__}() of the text of a traced {value.dtype} number gives "
+            f"{parsed!r}, not that number, so its derivative cannot follow. Convert the "
+            f"number itself ({convert.__name__}(v), not {convert.__name__}(str(v))), or "
+            f"mutad.stop_gradient(v) where no gradient should flow.")
+    return value
+
+
 class _PythonFloat(_ScalarType):
     """The type of Python's ``float`` as the mode shows it where the differentiated code calls
     it: of a traced float value (``float(x[0])``, ``return float(loss)``) the value standing
@@ -1926,6 +2012,11 @@ class _PythonFloat(_ScalarType):
         if ACTIVE.running and len(args) == 1 and not kwargs and type(args[0]) in CARRIERS \
                 and hasattr(args[0], "python_float"):  # (a masked array of traced values)
             return args[0].python_float()
+        if ACTIVE.running and len(args) == 1 and not kwargs and type(args[0]) in _TEXTS \
+                and _NUMBER_TEXTS:
+            parsed = float(args[0])
+            number = parsed_number(args[0], float, parsed)
+            return parsed if number is None else cls(number)
         return float(*args, **kwargs)
 
 
@@ -2786,6 +2877,12 @@ class Preexisting(np.ndarray):
     """
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if not kwargs and method == "__call__" and len(inputs) == 2:  # (``READ_BESIDE``)
+            beside = READ_BESIDE.get(type(inputs[1] if inputs[0] is self else inputs[0]))
+            if beside is not None:
+                y = beside(ufunc, inputs)
+                if y is not None:
+                    return y
         out = kwargs.get("out")
         if ACTIVE.running:
             written = (inputs[0],) if method == "at" else out or ()
@@ -2992,6 +3089,12 @@ NumPy alone (the engines see no such operation: no traced value is among its ope
 differentiation traces, whose read after the function wrote into the argument would miss the
 derivative through that write, and whose write would change the argument behind the
 differentiation's back (``reverse.check_alias``, ``forward._check_alias``)."""
+
+READ_BESIDE: dict[type, Callable[[np.ufunc, tuple], Any]] = {}
+"""The engines' short paths of ``ufunc(a, b)``, without keywords, where one operand is a
+stand-in and the other an array of the engine's type (the key): ``x * U0``, ``U0 * x``, a
+global read on every step of a loop. Each gives what ``Preexisting.__array_ufunc__`` would, in
+fewer steps, or None where it is not its common case: the general path follows."""
 
 WRITE_FIRST = frozenset((np.copyto, np.putmask, np.place, np.put, np.fill_diagonal,
                          np.put_along_axis))
@@ -4542,8 +4645,12 @@ class _Mode:
                         continue
                 else:
                     continue
-            self.sites[id(namespace), name] = (namespace, name, value, replacement)
-            self.swaps = None
+            key = id(namespace), name
+            site = self.sites.get(key)
+            if site is None or site[0] is not namespace or site[2] is not value \
+                    or site[3] is not replacement:  # (a scan again finds the sites it knows)
+                self.sites[key] = (namespace, name, value, replacement)
+                self.swaps = None
 
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
@@ -4758,6 +4865,7 @@ class _Mode:
                 del namespace[name]
 
     def _undo(self):
+        _NUMBER_TEXTS.clear()
         for namespace, name, _ in self.floats.values():
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]

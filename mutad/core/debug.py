@@ -512,12 +512,14 @@ class Warnings:
     code of the replay loop, in the reverse pass); from there on, the line of ``record``, the
     record being reversed."""
 
-    __slots__ = ("stop", "record", "heard", "muted", "filters", "replaced")
+    __slots__ = ("stop", "record", "heard", "muted", "filters", "replaced", "unanswered")
 
     def __init__(self, stop=None):
         self.stop = stop
         self.replaced = None  # the callback (``np.seterrcall``) it stands in for: the user's,
         # which f sees and which its categories set to "call" call (``__call__``)
+        self.unanswered = frozenset()  # the categories set to "call" with no callback: logged
+        # to this writer, which raises NumPy's NameError at their events (``write``)
         self.record = None
         self.heard = None  # while a replay records: a list, of (message, file, line) issued
         self.muted = False  # while the engines compute a value whose events NumPy's are not
@@ -531,6 +533,11 @@ class Warnings:
         if self.muted and HOLDING.level is None:  # (a tangent's events are its own)
             return
         message = text.removeprefix("Warning: ").rstrip("\n")  # as NumPy words its warning
+        if self.unanswered:
+            kind, _, ufunc = message.partition(" encountered in ")
+            if CATEGORIES[kind] in self.unanswered:  # (NumPy's words for a "call" without one)
+                raise NameError(f"python callback specified for {kind} (in  {ufunc}) but no "
+                                "function found.")
         frame, called, operator = sys._getframe(1), None, None
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
@@ -567,6 +574,11 @@ class Warnings:
                 caller = sys._getframe(1)
                 self.heard.append((message, caller.f_code.co_filename, caller.f_lineno))
             warnings.warn(message, RuntimeWarning, stacklevel=2)  # where NumPy would
+
+
+CATEGORIES = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
+              "invalid value": "invalid"}
+"""NumPy's error handling categories, by the words of its messages."""
 
 
 def silenced(ambient, message, filename, lineno):
@@ -720,12 +732,13 @@ def at_user_lines(writer, modes=None):
     if the user's handling already calls or logs (its ``seterrcall`` object must stay).
     ``modes``: ``np.geterr()`` as it is now, where the caller has just read it."""
     if modes is not None:
-        logged = logged_categories(modes)
+        logged, kept = logged_categories(modes), False
     else:  # (a function of the handling in force, which one object holds: ``ERRORS``)
         global _LOGGED
         errors = ERRORS.get()
         known, logged = _LOGGED
-        if errors is not known:
+        kept = errors is known
+        if not kept:
             logged = logged_categories(np.geterr())
             # kept with the handling, held (so that no other one takes its id), unless it calls
             # a differentiation's writer, which may hold that differentiation's records
@@ -733,6 +746,11 @@ def at_user_lines(writer, modes=None):
                 _LOGGED = errors, logged
     if not logged:
         return contextlib.nullcontext()
+    unanswered = None if kept else getattr(np.geterrcall(), "unanswered", None)
+    if unanswered and type(writer) is Warnings:  # (the events of a category set to "call"
+        # with no callback, which the writer replaced answers with NumPy's NameError)
+        writer = copy.copy(writer)
+        writer.unanswered = unanswered
     return Handling(call=writer, **logged)
 
 
@@ -814,10 +832,11 @@ def _as_the_user_sees(handling):
     (``at_user_lines``), those are "warn" and the callback the user's."""
     call = handling["call"]
     if type(call) is Warnings:
+        unanswered = call.unanswered
         while type(call) is Warnings:  # (a differentiation inside one being differentiated)
             call = call.replaced
-        handling = {category: "warn" if mode == "log" else mode
-                    for category, mode in handling.items()}
+        handling = {category: "call" if category in unanswered else "warn" if mode == "log"
+                    else mode for category, mode in handling.items()}
         handling["call"] = call
     return handling
 
@@ -860,19 +879,21 @@ def _made_as_the_user_sets(settings):
     call = settings["call"] if "call" in settings else seen["call"]
     modes = {category: settings.get(category) or settings.get("all") or seen[category]
              for category in ("divide", "over", "under", "invalid")}
-    if "log" in settings.values() or call is None and "call" in modes.values():
-        # to the user's own object, or to none (NumPy's NameError at the first event a
-        # category set to "call" meets): the writer steps aside, as it does where the
-        # caller's handling logs or calls (``logged_categories``)
+    if "log" in settings.values():  # to the user's own object: the writer steps aside, as it
+        # does where the caller's handling logs (``logged_categories``)
         return _make_handling(call=call, **modes)
-    settings = {name: "log" if setting == "warn" and name != "call" else setting
-                for name, setting in settings.items()}
-    call = settings.get("call", writer)
+    # the writer logs the categories warned about, and those set to "call" with no callback,
+    # whose events it answers with NumPy's NameError
+    unanswered = frozenset(c for c, mode in modes.items() if mode == "call" and call is None)
+    settings = {name: setting for name, setting in settings.items()
+                if name not in modes and name != "all"}  # (bufsize)
+    settings.update({c: "log" if mode == "warn" or c in unanswered else mode
+                     for c, mode in modes.items()})
     settings["call"] = writer
-    if call is not writer and call is not seen["call"]:  # the writer
-        # still logs, calling the user's callback
+    if call is not seen["call"] and call is not writer or unanswered != writer.unanswered:
+        # a writer that still logs, calling the user's callback
         settings["call"] = copy.copy(writer)
-        settings["call"].replaced = call
+        settings["call"].replaced, settings["call"].unanswered = call, unanswered
     return _make_handling(**settings)
 
 

@@ -29,7 +29,7 @@ from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
-                               shown_class)
+                               remember_text, shown_class, writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handling,
                           remember_refusal, scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
@@ -780,6 +780,10 @@ def _call(name):
     return method
 
 
+_SPECS_IN_FULL = {}
+"""Whether a format specification may write a float in full (``writes_in_full`` of float16's)."""
+
+
 class ArrayMethods(Tracer):
     """What traced and dual arrays share: attributes of ``value``, and methods written as the
     NumPy functions that dispatch back to them."""
@@ -872,17 +876,24 @@ class ArrayMethods(Tracer):
         stands for one (``x[0]``), else the array."""
         return decide(numpy_value(self.value))
 
+    # (the text of a 0-d value is remembered: the mode's ``float()`` of it gives the value back,
+    # where the text may write it in full: ``f"{loss:.3f}"`` is not remembered)
+
     def __format__(self, spec):
-        return self._decided(lambda v: format(v, spec))
+        text = self._decided(lambda v: format(v, spec))
+        full = _SPECS_IN_FULL.get(spec)
+        if full is None:  # (the shortest floats' digits: no other type's are written in full)
+            full = _SPECS_IN_FULL[spec] = writes_in_full(spec, 2)
+        return remember_text(self, text, spec) if full else text
 
     def __str__(self):
-        return self._decided(str)
+        return remember_text(self, self._decided(str))
 
     def __repr__(self):
         """NumPy's: ``np.float64(1.5)`` of an element, ``array(1.5)`` of a 0-d array, and the
         Python number's of one standing for it (``x[0].item()``, ``repr(x.tolist())``)."""
         if getattr(self, "weak", False) is True:
-            return self._decided(lambda v: repr(v.item()))
+            return remember_text(self, self._decided(lambda v: repr(v.item())))
         if stands_for_scalar(self):
             return self._decided(repr)
         # (an enclosing differentiation's value, under nested ones: its own repr, NumPy's)
@@ -1857,15 +1868,20 @@ def records_key(x, key):
     items = key if type(key) is tuple else (key,)
     if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
         return (*items, Ellipsis)
-    if all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
-           for k in items):
-        return key
-    if carries_derivative(x):
-        raise UnsupportedOperationError(
-            "records of an array of records (a structured dtype) holding differentiated "
-            "values, gathered by an index array or a mask: mutad follows its fields and views "
-            "of its records. Index a field instead (a['m'][idx]).")
     return key
+
+
+def records_gathered(x, key):
+    """``x[key]`` of an array of records holding differentiated values where ``key`` gathers
+    records (an index array or a mask): the records moved (``records_moved``); else None,
+    for ``records_key`` to say how the engine takes it."""
+    if type(key) is str or type(key) is list and all(type(k) is str for k in key):
+        return None
+    items = key if type(key) is tuple else (key,)
+    if all(isinstance(k, (int, np.integer, slice)) or k is None or k is Ellipsis
+           for k in items) or not carries_derivative(x):
+        return None
+    return records_moved(operator.getitem, (x, key), {})
 
 
 def _one_record(value):
@@ -1988,15 +2004,95 @@ def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
     return np.concatenate(runs, axis=-1)
 
 
+def _records_cast(cast, a, dtype, *args, **kwargs):
+    """``a.astype(dtype)`` (``cast``: ``np.ndarray.astype`` or ``np.astype``) of an array of
+    records to records of as many fields, none of records: NumPy's cast of each field to the
+    field in its place (a cast of records goes by position); None (refused) to another
+    dtype."""
+    y = cast(memory(a), dtype, *args, **kwargs)
+    if y is memory(a):  # (copy=False, the same dtype)
+        return a
+    names = y.dtype.names
+    if names is None or len(names) != len(a.dtype.names) \
+            or any(y.dtype.fields[name][0].names is not None for name in names):
+        return None
+    out = _new_records(y)
+    for source, name in zip(a.dtype.names, names):
+        out[name] = a[source]
+    return out
+
+
 RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
-                    recfunctions.structured_to_unstructured: _records_unstructured}
+                    recfunctions.structured_to_unstructured: _records_unstructured,
+                    np.astype: functools.partial(_records_cast, np.astype),
+                    np.ndarray.astype: functools.partial(_records_cast, np.ndarray.astype)}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
 
 
+RECORDS_MOVED = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.where,
+                 np.reshape, np.ravel, np.transpose, np.swapaxes, np.moveaxis, np.squeeze,
+                 np.expand_dims, np.take, np.repeat, np.tile, np.flip, np.fliplr, np.flipud,
+                 np.roll, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.append, np.delete,
+                 np.insert, np.resize, np.broadcast_to, np.compress, np.extract, np.choose,
+                 np.rot90, np.block, np.array_split, np.split}
+"""NumPy's functions that move whole records, computing nothing of them (``records_moved``)."""
+
+
+def records_moved(func, args, kwargs):
+    """``func(*args, **kwargs)``, a function that moves whole records (``RECORDS_MOVED``,
+    indexing by an array) of arrays of records holding differentiated values: NumPy's result
+    of the plain values, a view of an argument's records where NumPy's is one (``reshape``,
+    ``transpose``), else a new array of its dtype each field of which is gathered from the
+    arguments' fields by NumPy's function of the records' positions. None for records with
+    fields of records (refused)."""
+    sources = []  # (the arrays of records among the arguments, whose positions are counted)
+
+    def positions(tree):
+        if type(tree) in (list, tuple):
+            return type(tree)(positions(v) for v in tree)
+        if isinstance(tree, (np.ndarray, Tracer)) and tree.dtype.names is not None:
+            start = sum(np.size(x) for x in sources)
+            sources.append(tree)
+            return np.arange(start, start + np.size(tree)).reshape(np.shape(tree))
+        return tree
+
+    def plain(tree):
+        if type(tree) in (list, tuple):
+            return type(tree)(plain(v) for v in tree)
+        return memory(tree) if isinstance(tree, Tracer) else tree
+
+    at = func(*positions(args), **positions(kwargs))
+    if any(x.dtype.fields[name][0].names is not None for x in sources for name in x.dtype.names):
+        return None
+    y = func(*plain(args), **plain(kwargs))
+    if type(y) in (list, tuple):  # (np.split's, np.atleast_2d's of several)
+        return type(y)(_gathered(sources, a, b) for a, b in zip(at, y))
+    return _gathered(sources, at, y)
+
+
+def _gathered(sources, at, y):
+    """The array of records NumPy's ``y`` is, of the records of ``sources`` at positions
+    ``at`` (``records_moved``)."""
+    for x in sources:
+        if isinstance(x, Tracer) and views(y, memory(x)):
+            view = view_as(x, y)
+            if view is not None:
+                return view
+    out = _new_records(y)
+    for name in y.dtype.names:
+        fields = [x[name] for x in sources]
+        runs = [f.reshape((-1,) + np.shape(f)[np.ndim(x):]) for f, x in zip(fields, sources)]
+        out[name] = (np.concatenate(runs) if len(runs) > 1 else runs[0])[at]
+    return out
+
+
 def records_function(func, args, kwargs):
     """``func(*args, **kwargs)`` of an array of records holding differentiated values, field by
-    field (``RECORD_FUNCTIONS``), or None where ``func`` is not one of those."""
+    field (``RECORD_FUNCTIONS``, ``RECORDS_MOVED``), or None where ``func`` is not one of
+    those."""
+    if func in RECORDS_MOVED:
+        return records_moved(func, args, kwargs)
     by_fields = RECORD_FUNCTIONS.get(func)
     if by_fields is None or not args:
         return None
@@ -2004,9 +2100,10 @@ def records_function(func, args, kwargs):
         return by_fields(*args, **kwargs)
     if not isinstance(args[0], Tracer) \
             or args[0].dtype.names is None or not carries_derivative(args[0]) \
-            or any(args[0].dtype.fields[name][0].names is not None
-                   for name in args[0].dtype.names):  # (nested records: by their fields)
-        return None
+            or not getattr(by_fields, "nested", False) and any(
+                args[0].dtype.fields[name][0].names is not None
+                for name in args[0].dtype.names):  # (nested records: by their fields, where
+        return None  # ``by_fields`` does not follow them down, its ``nested``)
     return by_fields(*args, **kwargs)
 
 

@@ -32,7 +32,8 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_out,
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
-                        out_by_keyword, holds_records, records_function, records_key, text_element,
+                        out_by_keyword, holds_records, records_function, records_gathered,
+                        records_key, text_element,
                         records_write, refuse_records,
                         into_outs, judge_out, out_computation, single_out, stands_for_scalar,
                         takes_over, weak, weak_arithmetic,
@@ -49,7 +50,7 @@ from ..core.errors import (
     objects_refused,
     plain_copy_missed,
 )
-from ..core.debug import ERRORS, HELD, HOLDING, from_user_line, warn_at
+from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
 from .products import times
@@ -66,10 +67,6 @@ from .writes import (at_target, check_region, over_target, reads_written,
 
 # ----------------------------------------------------------------------------------------------
 # A tangent's floating-point events
-
-_CATEGORIES = (("divide", "divide by zero"), ("over", "overflow"), ("under", "underflow"),
-               ("invalid", "invalid value"))
-"""NumPy's error categories, by the words of its messages."""
 
 _RAISING = [None, ()]
 """The last handling seen (``ERRORS``' value) and its categories that raise."""
@@ -88,7 +85,7 @@ class _TangentErrors:
         self.before(kind, flag)
 
     def write(self, text):
-        category = next((c for c, words in _CATEGORIES if words in text), None)
+        category = next((c for words, c in CATEGORIES.items() if words in text), None)
         if category in self.raising:
             HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
         elif self.before is not None:
@@ -1262,12 +1259,19 @@ class Dual(ArrayMethods):
         return Dual(value, tangent, self.level)
 
     def astype(self, dtype, **kwargs):
+        if self.value.dtype.names is not None:  # (records: by their fields)
+            y = records_function(np.ndarray.astype, (self, dtype), kwargs)
+            if y is not None:
+                return y
         refuse_records(np.ndarray.astype, (self,))
         return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
                                                  self.level))
 
     def __getitem__(self, key):
         if self.value.dtype.names is not None:  # an array of records: by its fields
+            y = records_gathered(self, key)
+            if y is not None:
+                return y
             key = records_key(self, key)
         if type(self.value) is np.ndarray:
             element = text_element(self.value, key)

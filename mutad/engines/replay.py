@@ -151,6 +151,10 @@ STRICT = False
 recorded NumPy call raises: a mistake in mutad's own steps or generated code) raises it,
 rather than tracing the call as after any other error. The test suite and the soak set it."""
 
+REPLAY_WAIT = 1.0
+"""Seconds a call waits for another thread's replay of the same function before it is traced
+instead: the bound of a wait on code that may itself wait for the caller's thread."""
+
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
@@ -5786,8 +5790,11 @@ class Replayed:
         self.memory = memory
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
         # Programs share their buffers' descriptions between calls: one call at a time
-        # replays, and one made meanwhile from another thread is traced
+        # replays or records. A call made meanwhile from another thread waits for a replay,
+        # which costs less than tracing, and is traced during a recording, which runs f (f
+        # may wait for that thread)
         self.lock = threading.Lock()
+        self.recording = False
         self.failures = collections.Counter()
         self.changes = 0  # calls in a row on which what f reaches changed
         self.new_numbers = 0  # calls in a row that recorded for new numbers outside argnums
@@ -5824,7 +5831,8 @@ class Replayed:
             checked = self.checked[len(args)] = check_argnums(self.argnums, len(args))
         selected, single = checked
         # Under detect_anomaly every call is traced: a program's steps keep no source lines
-        if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False):
+        if ACTIVE.running or anomaly_detection() or not self.lock.acquire(blocking=False) and (
+                self.recording or not self.lock.acquire(timeout=REPLAY_WAIT)):
             return self._traced(args, kwargs)
         try:
             return self._replay_or_record(args, kwargs, selected, single)
@@ -5921,6 +5929,7 @@ class Replayed:
                                                   *(Contents(a) for a in reached[1])))
         entropy = FreshEntropy()
         refused = None
+        self.recording = True
         try:
             with entropy if recording is not None else contextlib.nullcontext():
                 value, grads = self._traced(args, kwargs, recording)
@@ -5956,6 +5965,7 @@ class Replayed:
                        "and the arrays outside argnums, as traced values, which code that takes "
                        "NumPy's values alone may refuse")
         finally:
+            self.recording = False
             if recording is not None:
                 recording.seal()
         if refused is not None:

@@ -44,13 +44,14 @@ import types
 
 import numpy as np
 
-from ..core.allocation import (Preexisting, lists_as_arrays, rebound_in_place,
+from ..core.allocation import (READ_BESIDE, Preexisting, lists_as_arrays, rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
-                        records_key, records_write, text_element, numpy_scalar, refuse_records,
+                        records_gathered, records_key, records_write, text_element, numpy_scalar,
+                        refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
                         weak_arithmetic, integer_events)
 from .elementwise import Gathered, unbroadcast
@@ -227,6 +228,9 @@ class TracedDispatch:
         if _row_or_slice(self, key):
             return getitem(self, key)
         if self.value.dtype.names is not None:  # an array of records: by its fields
+            y = records_gathered(self, key)
+            if y is not None:
+                return y
             key = records_key(self, key)
         index = _index(key)
         element = text_element(self.value, index)
@@ -302,6 +306,10 @@ class TracedDispatch:
         return weak_arithmetic(result) if self.buffer.weak else result
 
     def astype(self, dtype, **kwargs):
+        if self.value.dtype.names is not None:  # (records: by their fields)
+            y = records_function(np.ndarray.astype, (self, dtype), kwargs)
+            if y is not None:
+                return y
         refuse_records(np.ndarray.astype, (self,))
         return numpy_scalar(self, apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse,
                                                  (self, dtype), kwargs))
@@ -391,6 +399,35 @@ def _read_before(x):
     return private(plain)
 
 
+def _read_beside(ufunc, inputs):
+    """``ufunc(a, b)`` without keywords, ``a`` or ``b`` a stand-in (``Preexisting``: the
+    operator ``U0 * x``, ``np.multiply(x, U0)``) and the other an array of a tape that no replay
+    records, the one differentiation running, where the traced operand is an array with a
+    gradient that does not stand for a Python number and the stand-in an array of one or more
+    dimensions read as a constant (``_read_before``). There the general path (the stand-in's
+    ``__array_ufunc__`` handing its plain view to this engine's, then ``apply_ufunc``) has the
+    answers ``_fast_operator`` has for ``x * U0``, no other level's check to run, and takes
+    ``operations.fast_ufunc``: called at once (``allocation.READ_BESIDE``). None: the general
+    path."""
+    first, second = inputs
+    traced, stand_in = (first, second) if type(first) is Traced else (second, first)
+    tape, buffer, value = traced.tape, traced.buffer, traced.value
+    running = ACTIVE.running
+    if type(value) is not NDARRAY or buffer.weak or buffer.constant or tape.recorder is not None \
+            or tape.outer is not None or len(running) != 1 or running[0] is not tape \
+            or type(stand_in) is not Preexisting:
+        return None
+    operand = _read_before(stand_in)
+    if operand is None:
+        return None
+    if traced is first:
+        inputs, values, pattern = (traced, operand), [value, operand], 1
+    else:
+        inputs, values, pattern = (operand, traced), [operand, value], 2
+    # (``debug.caller``'s frame, fast_ufunc's, this one's and the stand-in's method's skipped)
+    return fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)
+
+
 def install_fast_operators(cls):
     """Give ``cls``'s binary operators their common case's short path (``_fast_operator``),
     and their augmented assignments that of a value standing for NumPy's scalar; not ``**``,
@@ -408,6 +445,7 @@ def install_fast_operators(cls):
 install_dispatch(Traced, TracedDispatch)
 install_operators(Traced, _binary)
 install_fast_operators(Traced)
+READ_BESIDE[Traced] = _read_beside
 
 
 # ----------------------------------------------------------------------------------------------

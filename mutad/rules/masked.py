@@ -17,7 +17,9 @@ zero and results that are not finite; ``**`` as ``np.ma.power``), NumPy's ufuncs
 masked array (``MaskedArray.__array_wrap__``: the inputs' masks and the ufunc's domain),
 ``sum``, ``mean``, ``var``, ``std``, ``prod``, ``ptp``, ``round``, ``clip``, ``trace``,
 ``take``, ``sort``, ``count``, ``filled``, ``compressed``, ``tolist``, ``np.ma.median``
-of all the elements (NumPy's median of the unmasked ones, alike to the bit), and the
+(of all the elements NumPy's median of the unmasked ones, alike to the bit; along an axis
+np.ma's code), np.ma's functions of the data and the mask apart (``stack``, ``atleast_2d``,
+...), ``maximum``, ``minimum``, ``where``, ``dot``, ``inner``, ``choose``, and the
 attributes ``data``, ``mask``, ``shape``, ``ndim``, ``size``, ``dtype``, ``fill_value``.
 ``+=``, ``-=``, ``*=`` and ``/=`` update the data in place as ``MaskedArray``'s do; indexing,
 writes (``m[key] = v``, ``m.mask = ...``) and comparisons (masked arrays of booleans) are
@@ -32,6 +34,7 @@ from builtins import type as builtins_type
 import warnings
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 from numpy.ma import core as _ma
 
 from ..core.allocation import by_user_code, from_user, holds_derivative
@@ -54,10 +57,13 @@ class MissingAttributeError(UnsupportedOperationError, AttributeError):
 
 
 FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, arithmetic, "
-            "ufuncs, sum, mean, var, std, max, min, count, average, median (of all elements), "
+            "ufuncs, sum, mean, var, std, max, min, count, average, median, "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
-            "concatenate, ravel, flatten, view, reshape, transpose (T), argsort, argmin, argmax, "
-            "copy, filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
+            "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
+            "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
+            "cov, corrcoef, np.ma.multiply.outer (and add's, ...), ravel, flatten, view, "
+            "reshape, transpose (T), squeeze, conj, argsort, argmin, argmax, copy, "
+            "filled, compressed, tolist, set_fill_value, shrink_mask, harden_mask and "
             "soften_mask. ")
 
 
@@ -214,6 +220,18 @@ class Masked:
                       np.reshape(np.ravel(mask, order), (self.size,)), self._fill_value,
                       self._hard)
 
+    def conj(self):
+        """``MaskedArray.conj``: np.conjugate's (of real data, the data)."""
+        return _wrapped_ufunc(np.conjugate, (self,))
+
+    conjugate = conj
+
+    def squeeze(self, axis=None):
+        """``MaskedArray.squeeze``: the data's and the mask's."""
+        m = self._mask
+        return Masked(np.squeeze(self.data, axis), m if m is NOMASK else np.squeeze(m, axis),
+                      self._fill_value, self._hard)
+
     def reshape(self, *shape, order="C"):
         mask = self._mask
         return Masked(self.data.reshape(*shape, order=order),
@@ -308,6 +326,10 @@ class Masked:
         m = self._mask
         if m is NOMASK or not np.any(m):
             return self.data
+        if wrapped(fill_value):  # (m.filled(m.mean()): _check_fill_value's cast, followed)
+            fill = fill_value if fill_value.dtype == self.dtype else fill_value.astype(
+                self.dtype)
+            return _where(m, fill, self.data)
         fill = self.fill_value if fill_value is None else _ma._check_fill_value(
             fill_value, self.dtype)
         return _where(m, np.asarray(fill, self.dtype), self.data)
@@ -571,6 +593,10 @@ class Masked:
         return _wrapped_ufunc(ufunc, inputs)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func is np.diff and type(args[0]) is Masked:
+            return _diff(*args, **kwargs)
+        if func is np.broadcast_to and not kwargs.get("subok"):  # (of the data, as NumPy's)
+            return np.broadcast_to(_data(args[0]), *args[1:], **kwargs)
         if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
             return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
         method = _FUNCTIONS.get(func)
@@ -795,8 +821,8 @@ def _binary(ufunc, a, b):
         m = np.logical_or(ma, _mask_array(b) if mb is NOMASK else mb)
     if not np.ndim(result):
         return np.ma.masked if m is not NOMASK and bool(m) else result
-    if m is not NOMASK and np.any(m):
-        result = _where(m, da, result)
+    if m is not NOMASK and np.any(m):  # (np.copyto(result, da, casting="unsafe", where=m))
+        result = _where(m, da if da.dtype == result.dtype else da.astype(result.dtype), result)
     return Masked(result, m, _fill_of(a, b), _hard_of(a, b))
 
 
@@ -927,10 +953,15 @@ def _new(cls, data=None, mask=NOMASK, dtype=None, copy=False, subok=True, ndmin=
         base, inherited = data, NOMASK
     else:
         _refuse("np.ma.masked_array of a list or another object holding them")
-    if (dtype is not None and np.dtype(dtype) != base.dtype) or ndmin > np.ndim(base) \
+    if (dtype is not None and np.dtype(dtype) != base.dtype) \
             or order not in (None, "K", "A", "C", "F"):
-        _refuse("np.ma.masked_array(..., dtype=, ndmin=, order=) with other "
-                "settings than the data's own")
+        _refuse("np.ma.masked_array(..., dtype=, order=) with other settings than the data's "
+                "own")
+    if ndmin > np.ndim(base):  # (np.array's ones in front: a view; a masked array's mask
+        # then copied, as NumPy's __new__ copies it where the shape changed)
+        shape = (1,) * (ndmin - np.ndim(base)) + np.shape(base)
+        base = np.reshape(base, shape)
+        inherited = inherited if inherited is NOMASK else np.reshape(np.copy(inherited), shape)
     if copy:
         data = np.copy(base, order=order or "K")
     elif order in ("C", "F") and np.ndim(base):  # np.array(data, order=...): a copy if needed
@@ -1005,13 +1036,48 @@ def _fix_invalid(a, mask=NOMASK, copy=True, fill_value=None):
 
 
 def _dot(a, b, strict=False, out=None):
-    """np.ma.dot's code without ``strict`` and ``out``: the product of the data filled with
-    zeros, masked where no product of unmasked elements enters."""
-    if strict is not False or out is not None:
-        _refuse("np.ma.dot with strict=True or out=")
+    """np.ma.dot's code without ``out``: the product of the data filled with zeros, masked
+    where no product of unmasked elements enters (``strict``: where a masked element enters,
+    its row of ``a`` or column of ``b`` masked first)."""
+    if out is not None:
+        _refuse("np.ma.dot with out=")
+    if strict is True and np.ndim(a) and np.ndim(b):
+        a = _mask_propagated(a, np.ndim(a) - 1)
+        b = _mask_propagated(b, np.ndim(b) - (1 if np.ndim(b) == 1 else 2))
     d = np.dot(_filled(a, 0), _filled(b, 0))
     m = np.logical_not(np.dot(np.logical_not(_mask_array(a)), np.logical_not(_mask_array(b))))
     return Masked(d if np.ndim(d) else np.reshape(d, ()), m)
+
+
+def _mask_propagated(a, axis):
+    """``np.ma.core._mask_propagate``: ``a`` as a masked array, every element masked along
+    ``axis`` where one is."""
+    a = _as_masked(a)
+    m = a._mask
+    if m is NOMASK or not np.any(m):
+        return a
+    return Masked(a.data, m | np.any(m, axis=axis, keepdims=True), a._fill_value, a._hard)
+
+
+def _inner(a, b):
+    """``np.ma.inner``: NumPy's of the data, the masked elements 0 (a masked array without a
+    mask, or a number)."""
+    fa, fb = _filled(a, 0), _filled(b, 0)
+    d = np.inner(np.reshape(fa, (1,)) if np.ndim(fa) == 0 else fa,
+                 np.reshape(fb, (1,)) if np.ndim(fb) == 0 else fb)
+    return Masked(d) if np.ndim(d) else d  # (NumPy's scalar's view: the scalar)
+
+
+def _choose(indices, choices, out=None, mode="raise"):
+    """``np.ma.choose``: NumPy's of the choices filled (with their fill values) and of their
+    masks, masked where the chosen element or the index is."""
+    if out is not None:
+        _refuse("np.ma.choose with out=")
+    c = np.ma.filled(indices, 0)
+    masks = [True if x is np.ma.masked else _mask(x) for x in choices]
+    data = [True if x is np.ma.masked else _filled(x) for x in choices]
+    mask = _mask_or(np.choose(c, masks, mode=mode), _mask(indices))
+    return Masked(np.choose(c, data, mode=mode), mask)
 
 
 def _comparing(compare):
@@ -1043,21 +1109,56 @@ def _as_masked(a):
 
 
 def _median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
-    """``np.ma.median`` over all of the elements: NumPy's median of the unmasked ones
-    (``np.median(m.compressed())``, whose middle two it averages as np.ma's does); along an
-    axis, or of no unmasked element (np.ma's masked constant), refused. ``overwrite_input``
-    lets NumPy sort the input in place: an array without a mask is np.median's, which sorts
-    it; a masked array's sort in place is refused."""
-    if axis is not None or out is not None or keepdims:
-        _refuse("np.ma.median along an axis (or into out=, or with keepdims)")
+    """``np.ma.median``: over all of the elements (or a vector's), NumPy's median of the
+    unmasked ones (``np.median(m.compressed())``, whose middle two it averages as np.ma's
+    does); along an axis, np.ma's code (``_along``); of an array without a mask, np.median's.
+    Into ``out=``, with ``keepdims`` or a tuple of axes, or of no unmasked element (np.ma's
+    masked constant), refused. ``overwrite_input`` lets NumPy sort the input in place: an
+    array without a mask is np.median's, which sorts it; a masked array's sort in place is
+    refused."""
+    if type(a) is not Masked and not isinstance(a, np.ma.MaskedArray):  # (np.median's)
+        m = np.median(_data(a), axis=axis, out=out, overwrite_input=overwrite_input,
+                      keepdims=keepdims)
+        return Masked(m) if np.ndim(m) and type(m) is not np.ma.MaskedArray else m
+    if out is not None or keepdims or not (axis is None or isinstance(axis, int)):
+        _refuse("np.ma.median into out=, with keepdims or along several axes")
     if overwrite_input:
-        if type(a) is not Masked and not isinstance(a, np.ma.MaskedArray):  # (np.median's)
-            return np.median(_data(a), overwrite_input=True)
         _refuse("np.ma.median with overwrite_input=True (which sorts the masked array in place)")
-    data = _as_masked(a).compressed()
+    a = _as_masked(a)
+    if axis is not None and a.ndim > 1:
+        return _median_along(a, normalize_axis_index(axis, a.ndim))
+    data = a.compressed()
     if data.size == 0:
         _refuse("np.ma.median with every element masked")
     return np.median(data)
+
+
+def _median_along(a, axis):
+    """``np.ma.extras._median`` along ``axis`` of an array of two or more dimensions: the
+    elements sorted (the masked ones last), the middle two of the unmasked taken and
+    averaged, a NaN among them the result."""
+    if a.shape[axis] == 0:
+        _refuse("np.ma.median along an empty axis")
+    ordered = _sort(a, axis=axis, fill_value=np.inf)
+    counts = ordered.count(axis=axis, keepdims=True)
+    half = counts // 2
+    middle = np.concatenate([np.where(counts % 2 == 1, half, half - 1), half], axis=axis)
+    data = np.take_along_axis(ordered.data, middle, axis=axis)
+    mask = ordered._mask
+    if mask is not NOMASK:
+        mask = np.take_along_axis(mask, middle, axis=axis)
+        if np.any(mask):  # (replace_masked: where some element is unmasked, none are)
+            kept = np.logical_and(np.logical_not(np.all(ordered._mask, axis=axis,
+                                                        keepdims=True)), mask)
+            data = _where(kept, np.asarray(np.inf, data.dtype), data)
+            mask = np.logical_and(mask, np.logical_not(kept))
+    total = Masked(data, mask).sum(axis=axis)
+    result = np.true_divide(total.data, 2.0)
+    last = ordered.take(-1, axis=axis)  # (np.lib's _median_nancheck)
+    nans = _filled(np.isnan(last), False)
+    if np.any(nans):
+        result = _where(nans, last.data, result)
+    return Masked(result, total._mask)
 
 
 def _sort(a, axis=-1, kind=None, order=None, endwith=True, fill_value=None, *, stable=None):
@@ -1078,6 +1179,48 @@ def _concatenate(arrays, axis=0):
         return Masked(data)
     mask = np.reshape(np.concatenate([_mask_array(a) for a in arrays], axis), np.shape(data))
     return Masked(data, _shrunk(mask))
+
+
+def _of_data_and_mask(npfunc, a, *args, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_single`` (``np.ma.diagflat``): ``npfunc`` of the data
+    and of the mask, a masked array of the two."""
+    return _new(np.ma.MaskedArray, npfunc(_data(a), *args, **kwargs),
+                mask=npfunc(_mask_array(a), *args, **kwargs))
+
+
+def _of_data_and_masks(npfunc, arrays, *args, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_seq`` (``np.ma.stack``, ``vstack``, ...): ``npfunc`` of
+    the arrays' data and of their masks."""
+    return _new(np.ma.MaskedArray, npfunc(tuple(_data(a) for a in arrays), *args, **kwargs),
+                mask=npfunc(tuple(_mask_array(a) for a in arrays), *args, **kwargs))
+
+
+def _each_of_data_and_mask(npfunc, *arrays, **kwargs):
+    """np.ma.extras' ``_fromnxfunction_allargs`` (``np.ma.atleast_2d``, ...): ``npfunc`` of
+    each array's data and mask; the one masked array where one is given."""
+    out = tuple(_of_data_and_mask(npfunc, a, **kwargs) for a in arrays)
+    return out[0] if len(out) == 1 else out
+
+
+def _diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
+    """``np.diff`` of a masked array, as NumPy's code runs it: ``n`` times the difference of
+    the array's slices along ``axis`` (``np.subtract`` of two masked arrays, ``np.not_equal``
+    of booleans); ``np.ma.diff`` joins ``prepend`` and ``append`` first (np.ma.concatenate)."""
+    if prepend is not np._NoValue or append is not np._NoValue:
+        _refuse("np.diff(..., prepend=, append=) (np.ma.diff's are followed)")
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    if a.ndim == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = normalize_axis_index(axis, a.ndim)
+    later = tuple(slice(1, None) if i == axis else slice(None) for i in range(a.ndim))
+    earlier = tuple(slice(None, -1) if i == axis else slice(None) for i in range(a.ndim))
+    op = np.not_equal if a.dtype == np.bool_ else np.subtract
+    for _ in range(n):
+        a = op(a[later], a[earlier])
+    return a
 
 
 def _method_of(name):
@@ -1155,6 +1298,60 @@ class _Factory(_StandIn):
         return self.original(*args, **kwargs).data
 
 
+class _Binary(_StandIn):
+    """np.ma's ``_MaskedBinaryOperation`` (``np.ma.multiply``, ...) while a differentiation
+    runs: its call ``_binary``, its ``outer`` NumPy's code on the data and the masks."""
+
+    def __init__(self, original):
+        super().__init__(original, functools.partial(_binary, original.f))
+
+    def outer(self, a, b):
+        """``_MaskedBinaryOperation.outer``: the ufunc's outer of the data, masked where
+        either element is, there ``a``'s data (broadcast, as np.copyto broadcasts it)."""
+        if not (holds_derivative([a, b]) or type(a) is Masked or type(b) is Masked):
+            return self.original.outer(a, b)
+        da, db = _data(a), _data(b)
+        d = self.original.f.outer(da, db)
+        m = NOMASK if _mask(a) is NOMASK and _mask(b) is NOMASK else np.logical_or.outer(
+            _mask_array(a), _mask_array(b))
+        if m is not NOMASK and not np.ndim(m) and bool(m):
+            return np.ma.masked
+        if m is not NOMASK:
+            d = _where(m, da if da.dtype == d.dtype else da.astype(d.dtype), d)
+        return Masked(d, m) if np.shape(d) else d
+
+
+class _Extremum(_StandIn):
+    """``np.ma.maximum`` or ``np.ma.minimum`` (an ``_extrema_operation``) as code calls it while
+    a differentiation runs: of two arrays, np.ma's ``where`` of its comparison (``greater``,
+    ``less``, which it holds itself: not the module's, routed); its ``reduce`` NumPy's code."""
+
+    def __init__(self, original):
+        super().__init__(original, lambda a, b: _ma.where(_binary(original.compare.f, a, b), a, b))
+
+    def reduce(self, target, axis=np._NoValue):
+        """``_extrema_operation.reduce``: the ufunc's reduction of the data, the masked elements
+        filled with the value that never wins, masked where every element reduced is."""
+        if not (holds_derivative([target]) or type(target) is Masked):
+            return self.original.reduce(target, axis)
+        target = _as_masked(target)
+        if axis is np._NoValue and target.ndim > 1:
+            warnings.warn(f"In the future the default for ma.{self.__name__}.reduce will be "
+                          "axis=0, not the current None, to match np."
+                          f"{self.__name__}.reduce. Explicitly pass 0 or None to silence this "
+                          "warning.", _ma.MaskedArrayFutureWarning, stacklevel=2)
+            axis = None
+        kwargs = {} if axis is np._NoValue else {"axis": axis}
+        m = target._mask
+        if m is not NOMASK:
+            target = target.filled(self.original.fill_value_func(target.data))
+            m = np.logical_and.reduce(m, **kwargs)
+        t = self.original.f.reduce(_data(target), **kwargs)
+        if np.ndim(t):
+            return Masked(t, m, _fill_of(target, None))
+        return np.ma.masked if m is not NOMASK and bool(m) else t
+
+
 def _as_numpy(a):
     """NumPy's value of ``a`` (its masked array of a :class:`Masked`) for a factory to read."""
     if type(a) is Masked:
@@ -1184,7 +1381,8 @@ CARRIERS.add(Masked)  # a method given one (np.ma.asarray's MaskedArray.__new__)
 defmethod(np.ma.MaskedArray, "__new__", _new)
 for _original, _composite in [
         (np.ma.masked_where, _masked_where), (np.ma.masked_invalid, _masked_invalid),
-        (np.ma.fix_invalid, _fix_invalid), (np.ma.dot, _dot),
+        (np.ma.fix_invalid, _fix_invalid), (np.ma.dot, _dot), (np.ma.inner, _inner),
+        (np.ma.choose, _choose),
         (np.ma.masked_less, _comparing(np.less)),
         (np.ma.masked_less_equal, _comparing(np.less_equal)),
         (np.ma.masked_greater, _comparing(np.greater)),
@@ -1206,6 +1404,8 @@ for _original, _composite in [
         (np.ma.argmax, _method_of("argmax")),
         (np.ma.concatenate, _concatenate)]:
     _StandIn(_original, _composite)
+_Extremum(np.ma.maximum)
+_Extremum(np.ma.minimum)
 _Reader(np.ma.filled, _filled)
 _Reader(np.ma.getdata, lambda a, subok=True: _data(a))
 for _original in vars(np.ma).values():  # np.ma's functions of floats that give floats
@@ -1214,9 +1414,18 @@ for _original in vars(np.ma).values():  # np.ma's functions of floats that give 
         _StandIn(_original, _unary(_original))
     elif type(_original) is _ma._DomainedBinaryOperation:
         _StandIn(_original, _domained(_original))
-    elif type(_original) is _ma._MaskedBinaryOperation and _original.f in FLOAT_BINARY:
-        _StandIn(_original, functools.partial(_binary, _original.f))
+    elif type(_original) is _ma._MaskedBinaryOperation and (
+            _original.f in FLOAT_BINARY or "dd->?" in _original.f.types):  # (comparisons)
+        _Binary(_original)
+_NX: list[tuple] = [  # (np.ma.extras' functions of the data and the mask apart)
+    (_of_data_and_mask, [np.ma.diagflat]),
+    (_of_data_and_masks, [np.ma.stack, np.ma.vstack, np.ma.hstack, np.ma.column_stack,
+                          np.ma.dstack]),
+    (_each_of_data_and_mask, [np.ma.atleast_1d, np.ma.atleast_2d, np.ma.atleast_3d])]
+for _nx, _originals in _NX:
+    for _original in _originals:
+        _StandIn(_original, functools.partial(_nx, _original.__wrapped__))
 for _original in (np.ma.zeros, np.ma.ones, np.ma.empty, np.ma.zeros_like, np.ma.ones_like,
                   np.ma.empty_like, np.ma.masked_all, np.ma.masked_all_like, np.ma.identity):
     _Factory(_original, None)
-del _original, _composite
+del _original, _composite, _nx, _originals

@@ -266,6 +266,43 @@ def append_fields(base, names, data, dtypes=None, fill_value=-1, usemask=True,
 RECORD_FUNCTIONS[recfunctions.append_fields] = append_fields
 
 
+def _by_name(function):
+    """NumPy's recfunctions ``function`` (``drop_fields``, ``rename_fields``,
+    ``repack_fields``, ``require_fields``) of records holding differentiated values: NumPy's
+    result of the plain values, the records themselves or a view of them where NumPy's is one
+    (``rename_fields``); else a new array the differentiations follow, NumPy's values in the
+    fields it made (zeros of ``require_fields``), and into it each field of the records that
+    is one of its (by name, in records in records too)."""
+    def by_name(base, *args, **kwargs):
+        array = _arrays(base)
+        if not holds_derivative([array]):
+            return function(base, *args, **kwargs)
+        plain = memory(array)
+        y = function(plain, *args, **kwargs)
+        if y is plain:  # (repack_fields of packed records)
+            return base
+        asrecords = isinstance(y, np.recarray)
+        y = y.view(np.ndarray) if asrecords else y
+        view = view_as(array, y) if np.shares_memory(y, plain) else None
+        if view is None:
+            view = allocate(y)
+            kept = set(_leaf_paths(array.dtype))
+            for path in _leaf_paths(y.dtype):
+                if path in kept:
+                    _field(view, path)[...] = _field(array, path)
+        return Records(view) if asrecords else view
+    by_name.__name__ = function.__name__
+    by_name.nested = True  # (records in records, by their fields)
+    defcomposite(function)(by_name)
+    RECORD_FUNCTIONS[function] = by_name
+
+
+for _function in (recfunctions.drop_fields, recfunctions.rename_fields,
+                  recfunctions.repack_fields, recfunctions.require_fields):
+    _by_name(_function)
+del _function
+
+
 def _leaf_paths(dtype, path=()):
     """The paths (tuples of names) of ``dtype``'s fields that hold no records, in its order;
     ``[()]`` for a dtype of no fields."""
