@@ -221,3 +221,53 @@ def test_a_complex_cotangent_is_the_same_whichever_other_inputs_are_traced(shape
         alone = mutad.grad(f, argnums=0)(x, c)
         both = mutad.grad(f, argnums=(0, 1))(x, c)[0]
         assert alone.tobytes() == both.tobytes()
+
+
+def products(a, b, c):
+    """Products of traced operands of every shape the rule offers plain functions for (vector,
+    matrix), a batch of matrices (it offers none), a constant operand (``np.eye``) and a
+    product whose result is an operand of the next."""
+    v = a @ b  # matrix @ vector
+    w = b @ a  # vector @ matrix
+    s = v @ w  # vector @ vector: a NumPy scalar
+    m = (a @ a.T) @ c  # matrices, then a batch broadcast against one
+    e = np.eye(a.shape[0]) @ b  # a constant operand: the general path
+    return s * np.sum(m) + np.sum(e * v)
+
+
+def _product_calls(dtype):
+    a = np.linspace(-1.0, 1.5, 9).reshape(3, 3).astype(dtype)
+    b = np.linspace(0.5, 2.0, 3).astype(dtype)
+    c = np.linspace(-0.5, 0.5, 18).reshape(2, 3, 3).astype(dtype)
+    huge = np.finfo(dtype).max
+    return [
+        (a, b, c),
+        (a * 0, b, c),  # zero factors: the products' 0 * inf check has nothing to replace
+        (a, np.array([np.nan, 1.0, 2.0], dtype), c),
+        (a * huge, b, c),  # sums past the largest float
+        (a, b, c * 0),
+        (a, b, c),
+    ]
+
+
+@pytest.mark.parametrize("mode", ["default", "all-ignore", "all-warn"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_products_recorded_on_the_fast_path_replay_as_traced(dtype, mode, capfd,
+                                                             monkeypatch):
+    """The recording runs the products of traced operands as the traced engine does
+    (``_fast_function``, observed by ``observed_ufunc``: a ``Product`` record that
+    ``replay.Function`` takes), that of a constant operand on the general path; every call
+    is replayed as traced, bit for bit."""
+    recorded = []
+    fast_function = operations._fast_function
+
+    def counted(ufunc, inputs, tape, *rest):
+        if tape.recorder is not None:
+            recorded.append(ufunc)
+        return fast_function(ufunc, inputs, tape, *rest)
+    monkeypatch.setattr(operations, "_fast_function", counted)
+    replaying = replayed_like_traced(products, _product_calls(dtype), MODES[mode], capfd)
+    # five per recording (the constant's product not: the general path's)
+    assert recorded and recorded.count(np.matmul) % 5 == 0, recorded
+    if mode == "all-ignore":
+        assert len(replaying.traced) == 1

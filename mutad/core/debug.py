@@ -751,24 +751,23 @@ def at_user_lines(writer, modes=None):
         # with no callback, which the writer replaced answers with NumPy's NameError)
         writer = copy.copy(writer)
         writer.unanswered = unanswered
-    return _Logging(writer, logged)
+    return Handling(call=writer, **logged)
 
 
-class _Logging:
-    """``np.errstate(call=writer, **logged)`` as mutad's own code enters it (which sets the
-    handling as given: ``_make_handling_as_set``), without its questions: the handling made by
-    NumPy's ``_make_extobj`` set in ``ERRORS`` on entry, and the one before put back on exit.
-    Entered once or twice per differentiation."""
+class Handling:
+    """``np.errstate(**settings)`` as mutad's own code enters it (which sets the handling as
+    given: ``_make_handling_as_set``), without its questions: the handling NumPy's
+    ``_make_extobj`` makes set in ``ERRORS`` on entry, and the one before put back on exit
+    (the settings not given are kept from the handling in force, the callback included)."""
 
-    __slots__ = ("writer", "logged", "token")
+    __slots__ = ("settings", "token")
 
-    def __init__(self, writer, logged):
-        self.writer = writer
-        self.logged = logged
+    def __init__(self, **settings):
+        self.settings = settings
         self.token = None
 
     def __enter__(self):
-        self.token = ERRORS.set(_make_handling(call=self.writer, **self.logged))
+        self.token = ERRORS.set(_make_handling(**self.settings))
 
     def __exit__(self, *exception):
         ERRORS.reset(self.token)
@@ -850,7 +849,11 @@ def users_callback():
 def _handling_seen():
     """``_get_extobj_dict`` as NumPy's functions call it: the handling in force, as the user
     set it where they read it (``np.geterr``, ``np.geterrcall``, ``np.seterr``'s old)."""
+    global _UNLOGGED
     handling = _handling()
+    if type(handling["call"]) is not Warnings:  # (no differentiation logs: as NumPy's; and
+        _UNLOGGED = ERRORS.get()  # ``np.seterr``'s ``_make_extobj`` after it knows it)
+        return handling
     return _as_the_user_sees(handling) if _from_the_user(sys._getframe(2)) else handling
 
 
@@ -859,16 +862,18 @@ def _make_handling_as_set(*args, **settings):
     it: while a differentiation logs the events the user has warned about, what the user
     sets takes effect as it would without mutad, the events still heard: "warn" is logged to
     the differentiation's writer, and a callback set is one the writer calls."""
-    if args or not _from_the_user(sys._getframe(2)):
+    if args or ERRORS.get() is _UNLOGGED or not _from_the_user(sys._getframe(2)):
         return _make_handling(*args, **settings)
     return _made_as_the_user_sets(settings)
 
 
 def _made_as_the_user_sets(settings):
     """``_make_extobj(**settings)``, the settings as the user sets them (as f sets them)."""
+    global _UNLOGGED
     handling = _handling()
     writer = handling["call"]
     if type(writer) is not Warnings:
+        _UNLOGGED = ERRORS.get()
         return _make_handling(**settings)
     seen = _as_the_user_sees(handling)
     call = settings["call"] if "call" in settings else seen["call"]
@@ -891,6 +896,11 @@ def _made_as_the_user_sets(settings):
         settings["call"].replaced, settings["call"].unanswered = call, unanswered
     return _make_handling(**settings)
 
+
+_UNLOGGED: Any = None
+"""The ``ERRORS`` value last read (``_handling_seen``, ``_made_as_the_user_sets``) that calls
+no differentiation's writer (held, so that no other takes its id): what the user sets under it
+is set as given, outside any differentiation at the cost of a comparison."""
 
 _ufunc_config._get_extobj_dict = _handling_seen
 _ufunc_config._make_extobj = _make_handling_as_set

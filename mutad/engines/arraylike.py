@@ -30,8 +30,8 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
                                remember_text, shown_class, writes_in_full)
-from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, remember_refusal,
-                          scalar_math_error, without_events)
+from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handling,
+                          remember_refusal, scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
@@ -502,7 +502,7 @@ def _powers_events_differ(x, other, reflected):
 def _events(compute):
     """The floating-point events ``compute()`` raises, in NumPy's words."""
     heard = []
-    with np.errstate(all="call", call=lambda event, flag: heard.append(event)):
+    with Handling(all="call", call=lambda event, flag: heard.append(event)):
         compute()
     return heard
 
@@ -629,7 +629,7 @@ def put_right(result, operation, *scalars, nan_only=False, events=False):
     if events or np.isfinite(value):
         exact = np.asarray(operation(*scalars), value.dtype)
     else:  # the loop warned of the events NumPy's scalar math warns of, once (x[0] * inf)
-        with np.errstate(all="ignore"):
+        with Handling(all="ignore"):
             exact = np.asarray(operation(*scalars), value.dtype)
     if exact.tobytes() != value.tobytes():  # the last bit, or the sign of a zero
         value.flags.writeable = True

@@ -488,12 +488,15 @@ def observed_ufunc(ufunc, inputs, tape, values, pattern):
     """``unwrapped_ufunc`` of a ufunc with no ``out=`` and no keyword argument while a replay
     records the call (``replay.Recorder.ufunc``, which writes down what it did): the common
     case's ``fast_ufunc`` where the ufunc's plan for ``pattern`` is an elementwise one, whose
-    one ``Elementwise`` record is the general path's; else the general path."""
+    one ``Elementwise`` record is the general path's, or a product's of traced operands alone
+    (``_fast_function``, whose ``Product`` record ``replay.Function`` takes as the general
+    path's); else the general path."""
     plans = _FAST.get(ufunc)
     plan = None if plans is None else plans.get(pattern)
     if plan is None:
         plan = _fast_plan(ufunc, pattern, len(inputs))
-    if type(plan) is _FastPlan:
+    kind = type(plan)
+    if kind is _FastPlan or kind is _FastFunction and pattern == (1 << len(inputs)) - 1:
         yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)
         if yt is not None:
             return yt

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..core.debug import Handling
 from ..core.devices import is_device
 from ..core.levels import deeper
 from ..core.views import memory, owner, wrapped, writeable
@@ -144,7 +145,7 @@ def _finite(p):
         return math.isfinite(p)
     if p.size <= UNTHREADED:  # (NumPy's vdot, unlike ndarray.dot, warns of no overflow)
         return math.isfinite(_vdot(p, p))
-    with np.errstate(all="ignore"):  # a sum past the largest float: a no, not a warning
+    with Handling(all="ignore"):  # a sum past the largest float: a no, not a warning
         return math.isfinite(np.add.reduce(p, axis=None))
 
 
@@ -215,7 +216,7 @@ def times(d, p, out=None):
     if unmasked(d, p):
         return d * p if out is None else np.multiply(d, p, out=out)
     zero = np.logical_or(memory(d) == 0, memory(p) == 0)  # before out, which may be d or p
-    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
+    with Handling(invalid="ignore"):  # 0 * inf, replaced below
         product = d * p if out is None else np.multiply(d, p, out=out)
     made = _made_by_a_zero(zero, product)  # (0 * x is NaN or a zero, never infinite)
     if out is None or wrapped(out):
@@ -243,7 +244,7 @@ def _product_first(d, p, out):
     over both factors before it; ``unmasked`` is asked, of the factors still at hand, only
     where an element of the product is not finite or so large that some order of summing
     them might overflow (elsewhere ``unmasked`` says yes: its sum is finite)."""
-    with np.errstate(invalid="ignore"):  # 0 * inf, replaced below
+    with Handling(invalid="ignore"):  # 0 * inf, replaced below
         np.multiply(d, p, out=out)
     low, high = _smallest(out, axis=None), _largest(out, axis=None)  # (a NaN: NaN)
     bound = _SUMMABLE[out.dtype] / out.size
@@ -357,6 +358,6 @@ def _scaled(f, factors):
     the infinity of its sign, not the NaN (``inf - inf``) or the infinity of whichever term
     overflowed first that the sum in its own order gives (``1e200 * 1e200 - 1e200 * 2e200``)."""
     exponents = [int(np.frexp(np.max(np.abs(x)))[1]) if x.size else 0 for x in factors]
-    with np.errstate(all="ignore"):
+    with Handling(all="ignore"):
         scaled = f(*(np.ldexp(x, -e) for x, e in zip(factors, exponents, strict=True)))
         return np.ldexp(scaled, sum(exponents))

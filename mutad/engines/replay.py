@@ -125,7 +125,7 @@ from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write, unseen
-from .operations import (apply_function, assign, complex_back, function_pullback,
+from .operations import (Product, apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
@@ -1651,7 +1651,13 @@ class Function:
         self.primitive = record.primitive
         self.settings = record.settings
         self.created = record.outputs
-        _, self.places, primals, self.buffers, self.multiple = record.state
+        if type(record) is Product:  # the rule run as its plain functions, every argument
+            # traced (``operations._fast_function``): the general path's record would name
+            # the same places and output, with the ids of the operands' memory
+            self.places, primals = list(record.inputs), True
+            self.buffers, self.multiple = [record.output], False
+        else:
+            _, self.places, primals, self.buffers, self.multiple = record.state
         self.adopts = primals is not None  # a user's rule's cotangents are never adopted
         # A block writes its lines (``emit``) where it needs none of ``__call__``'s
         # conversions but one: one real array made from real operands, each a traced value of
@@ -3282,8 +3288,10 @@ class Recorder:
             reads = differentiable(ufunc, rule, pattern, len(inputs))[1]
             self.steps.append(Pure(ufunc, args, settings, self.bind(y), rule, reads, new[0]))
             self.recomputed(new[0], self.steps[-1])
-        elif len(new) == 1 and new[0].pullback is function_pullback:
-            # np.matmul's rule, or a ufunc's rule for complex values (np.abs: unwrapped_ufunc)
+        elif len(new) == 1 and (new[0].pullback is function_pullback
+                                or type(new[0]) is Product):
+            # np.matmul's rule (run as its plain functions: observed_ufunc), or a ufunc's rule
+            # for complex values (np.abs: unwrapped_ufunc)
             entry = RULES[ufunc]
             rule = entry.complex_rules[0] if entry.complex_rules is not None and complex_among(
                 values) else entry.reverse

@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 
+from ..core.debug import Handling
 from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
@@ -487,7 +488,7 @@ def _verify(ufunc, invert, target, values, position, kwargs, normwise=None, writ
     quiet = None if normwise is None else normwise.quiet
     scratch = None
     rest = 0 if write else None  # where the pieces not written yet start
-    with np.errstate(all="ignore"):  # the write itself warns, as NumPy does
+    with Handling(all="ignore"):  # the write itself warns, as NumPy does
         for where, piece, operands in _pieces(plain, position):
             others = [v for i, v in enumerate(operands) if i != position]
             if normwise is not None:
@@ -568,7 +569,7 @@ def _put_back(inverse, find, lost):
         written = find()
         if written is None:
             return
-        with np.errstate(all="ignore"):  # at the elements put back below
+        with Handling(all="ignore"):  # at the elements put back below
             inverse()
         for where, positions, original in lost:
             region = written if where is None else written.reshape(-1)[where]
