@@ -527,9 +527,10 @@ def curved(function, complex_outputs=False):
     def curved_function(*args):
         leaves, rebuild = flatten(function(*args))
         kinds = "fc" if complex_outputs else "f"
-        return rebuild([np.sin(y) if isinstance(y, float) or complex_outputs and isinstance(
-                            y, complex) or getattr(y, "dtype", None) is not None
-                        and y.dtype.kind in kinds else y for y in leaves])
+        # (the dtype asked first: isinstance asks a traced value's __class__, which is slow)
+        return rebuild([np.sin(y) if getattr(y, "dtype", None) is not None
+                        and y.dtype.kind in kinds or isinstance(y, float) or complex_outputs
+                        and isinstance(y, complex) else y for y in leaves])
 
     curved_function.__name__ = f"sin_of_{getattr(function, '__name__', 'function')}"
     return curved_function

@@ -470,6 +470,31 @@ def test_float_in_code_that_compares_types_by_identity_stays_pythons():
     assert f(np.array([0.5, 2.0])) == 1.0 and "float" not in globals()  # (this module compares so)
 
 
+def test_a_nested_differentiation_does_not_scan_a_module_for_float_comparisons_again(
+        monkeypatch):
+    """Regression: a nested differentiation found the mode's float bound in the module (one
+    name more) and scanned all of its code again, and so did the outer one after it (one name
+    fewer): on every entry, the most of the cost of a second derivative of a small function."""
+    import types
+
+    import mutad.core.allocation as allocation
+
+    module = types.ModuleType("a_users_module_with_float")
+    exec(compile("import numpy as np\n"
+                 "def loss(x):\n"
+                 "    return float(2.0) * np.sum(np.sin(x) ** 2)\n",
+                 "a_users_module_with_float.py", "exec"), vars(module))
+    scans = []
+    own_codes = allocation._own_codes
+    monkeypatch.setattr(allocation, "_own_codes",
+                        lambda namespace: scans.append(namespace) or own_codes(namespace))
+    x = np.array([0.3, -1.2])
+    mutad.hessian(module.loss, x)
+    assert scans.count(vars(module)) == 1
+    np.testing.assert_allclose(mutad.hessian(module.loss, x), np.diag(4 * np.cos(2 * x)))
+    assert scans.count(vars(module)) == 1 and "float" not in vars(module)
+
+
 def test_float_stays_pythons_in_a_module_some_code_of_which_compares_it_by_identity():
     """The mode's float is bound as a module's global, which all its code reads: a function the
     differentiation reaches only through a container (not by a name its code reads) that

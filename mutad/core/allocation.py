@@ -5051,12 +5051,15 @@ class _Mode:
         ``namespace`` may compare a type with ``float`` where the mode's cannot pass
         (``_compares_with_float``): the mode's float, bound as the module's global, would be
         the one it compares with."""
+        # (its size without the stand-ins the mode binds there itself, ``_install_types``:
+        # a nested differentiation finds them bound, and must not scan the module again)
+        size = len(namespace) - sum(namespace.get(builtin) is stand_in
+                                    for builtin, stand_in in PYTHON_BUILTINS.items())
         known = self.float_compares.get((id(namespace), name))
-        if known is None or known[0] is not namespace or known[1] != len(namespace):
+        if known is None or known[0] is not namespace or known[1] != size:
             compares = any(_compares_with_float(code, name) for code in _own_codes(namespace)
                            if name in _names(code))
-            known = self.float_compares[id(namespace), name] = (namespace, len(namespace),
-                                                                compares)
+            known = self.float_compares[id(namespace), name] = (namespace, size, compares)
         return known[2]
 
     def _hold(self, place, key):

@@ -155,7 +155,9 @@ def _node(x):
     if kind is dict:
         keys = list(x)
         return [x[k] for k in keys], lambda values: dict(zip(keys, values, strict=True))
-    if isinstance(x, STATIC) or _array_like(x):
+    # (array-like first: a traced value answers ``isinstance`` through its ``__class__``, which
+    # asks who is calling, once for each type of ``STATIC``)
+    if _array_like(x) or isinstance(x, STATIC):
         return None, None
     if isinstance(x, tuple):
         if hasattr(kind, "_make"):  # a namedtuple
@@ -205,7 +207,7 @@ class _ObjectBuilder:
 
 def _data(leaf):
     """Whether a leaf is an array or a float: something to differentiate or to restore."""
-    return isinstance(leaf, (np.ndarray, float, complex, np.inexact)) or _array_like(leaf)
+    return _array_like(leaf) or isinstance(leaf, (np.ndarray, float, complex, np.inexact))
 
 
 def _array_like(x):
