@@ -396,8 +396,6 @@ def test_mstats_settings_mutad_does_not_follow_are_refused():
               lambda x: S.mstats.winsorize(x, (0.1, 0.1), axis=1).sum()):
         with pytest.raises(mutad.MutadError, match="mstats"):
             mutad.gradient(f, X)
-    with pytest.raises(mutad.MutadError, match="masked array"):
-        mutad.gradient(lambda x: S.mstats.skew(np.ma.masked_less(x, 0.0)).sum(), X)
     with pytest.raises(mutad.MutadError, match="not finite"):
         mutad.gradient(lambda x: S.mstats.kurtosis(x * 1e100).sum(), X)
 
