@@ -155,8 +155,8 @@ def _node(x):
     if kind is dict:
         keys = list(x)
         return [x[k] for k in keys], lambda values: dict(zip(keys, values, strict=True))
-    if isinstance(x, STATIC) or _array_like(x):
-        return None, None
+    if _array_like(x) or isinstance(x, STATIC):  # (by type first: asking a traced array's
+        return None, None                        # __class__, as the ABCs do, walks frames)
     if isinstance(x, tuple):
         if hasattr(kind, "_make"):  # a namedtuple
             return x, kind._make
