@@ -563,7 +563,7 @@ def numpys_scalar_operator(ufunc, inputs):
     to the value's reflected method, which puts its value right (``_scalar_math``) and its
     events' words (``debug.SCALAR_OPERATORS``)."""
     name = _REFLECTED.get(ufunc)
-    if name is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic) \
+    if name is None or len(inputs) != 2 or not issubclass(type(inputs[0]), np.generic) \
             or not wrapped(inputs[1]) or not stands_for_scalar(inputs[1]):
         return None
     frame = sys._getframe(2)  # (the program's: NumPy's scalar calls the ufunc from C)

@@ -304,7 +304,9 @@ PLAIN_ACCESS.append(_check_alias)
 def as_array(y):
     """NumPy returns scalars for 0-d results; a dual holds arrays, so writes into it work. A
     result of an ndarray subclass (a constant's: a masked array, a matrix) is refused."""
-    if type(y) is not np.ndarray and isinstance(y, np.ndarray):
+    if type(y) is np.ndarray or isinstance(y, Tracer):  # (an enclosing level's: told by its
+        return y                                         # type, not its shown __class__)
+    if isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a dual array and an array the function uses"))
     if isinstance(y, (np.generic, float, int, complex)):

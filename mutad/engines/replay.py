@@ -134,7 +134,7 @@ from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
 from ..core.trees import attributes, flatten, scalar_derivative
-from ..core.views import (WRITEABLE, address, overlaps_itself, owner, real_part_if,
+from ..core.views import (WRAPPERS, WRITEABLE, address, overlaps_itself, owner, real_part_if,
                           stands_for_scalar, strided, writeable)
 from .writes import Destination, copy_back, exact_as_scalar
 
@@ -5019,7 +5019,10 @@ def _computed_with(x):
         return all(map(_computed_with, x))
     if kind is dict:
         return all(map(_computed_with, x.values()))
-    return isinstance(x, _NUMBERS) or _users_function(x) or _librarys_object(x)
+    # (a traced value told by its type: isinstance would ask its shown ``__class__``, which
+    # walks the frames, to give the same answer)
+    return (issubclass(kind, _NUMBERS) or kind not in WRAPPERS and isinstance(x, _NUMBERS)) \
+        or _users_function(x) or _librarys_object(x)
 
 
 _COMPUTED_KINDS = frozenset((np.ndarray, np.float64, float, int, bool, complex, str,
