@@ -83,18 +83,24 @@ def test_array_operations_recorded_on_the_fast_path_replay_as_traced(dtype, mode
     replayed_like_traced(array_chain, _array_calls(dtype), MODES[mode], capfd)
 
 
+def _recorded_by(monkeypatch, name):
+    """The ufuncs ``operations.<name>`` runs while a replay records, as a list it fills."""
+    recorded = []
+    through = getattr(operations, name)
+
+    def counted(ufunc, inputs, tape, *rest):
+        if tape.recorder is not None:
+            recorded.append(ufunc)
+        return through(ufunc, inputs, tape, *rest)
+    monkeypatch.setattr(operations, name, counted)
+    return recorded
+
+
 @pytest.mark.parametrize("mode", ["default", "all-ignore"])
 def test_the_recording_takes_the_fast_path_and_each_call_replays(mode, capfd, monkeypatch):
     """The recorded call runs ``fast_ufunc`` for the loop's operations, and every later call
     replays (not traced), matching tracing bit for bit."""
-    fast = []
-    through = operations.fast_ufunc
-
-    def counted(ufunc, inputs, tape, *rest):
-        if tape.recorder is not None:
-            fast.append(ufunc)
-        return through(ufunc, inputs, tape, *rest)
-    monkeypatch.setattr(operations, "fast_ufunc", counted)
+    fast = _recorded_by(monkeypatch, "fast_ufunc")
     x, c = _scalar_calls()[0]
     calls = [(x, c), (x * 1.5, c), (x, c * 0.75), (x, c)]
     replaying = replayed_like_traced(scalar_loop, calls, MODES[mode], capfd)
@@ -258,14 +264,7 @@ def test_products_recorded_on_the_fast_path_replay_as_traced(dtype, mode, capfd,
     (``_fast_function``, observed by ``observed_ufunc``: a ``Product`` record that
     ``replay.Function`` takes), that of a constant operand on the general path; every call
     is replayed as traced, bit for bit."""
-    recorded = []
-    fast_function = operations._fast_function
-
-    def counted(ufunc, inputs, tape, *rest):
-        if tape.recorder is not None:
-            recorded.append(ufunc)
-        return fast_function(ufunc, inputs, tape, *rest)
-    monkeypatch.setattr(operations, "_fast_function", counted)
+    recorded = _recorded_by(monkeypatch, "_fast_function")
     replaying = replayed_like_traced(products, _product_calls(dtype), MODES[mode], capfd)
     # five per recording (the constant's product not: the general path's)
     assert recorded and recorded.count(np.matmul) % 5 == 0, recorded
