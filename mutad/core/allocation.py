@@ -5079,7 +5079,8 @@ class _Mode:
         ``idx = np.arange(n)``, a mask, dates: ``SELF_STANDING``), so that the float arrays
         the function makes of it are followed: ``Preexisting``), or None; with
         ``routed_only``, only for the functions and methods it routes."""
-        if type(value) is np.ndarray:
+        kind = type(value)
+        if kind is np.ndarray:
             if routed_only or not (follows_floats(value.dtype)
                                    or value.dtype.kind in SELF_STANDING):
                 return None
@@ -5089,6 +5090,14 @@ class _Mode:
                 stand_in.original = value
                 self.array_stand_ins[id(value)] = stand_in
             return stand_in
+        if kind is types.FunctionType:  # (the user's functions, met on every entry: of the
+            # questions below, those a Python function may answer)
+            pair = self.routes.get(id(value))
+            if pair is None and not routed_only:
+                pair = _BY_ORIGINAL.get(id(value))
+            if pair is not None and pair[0] is value:
+                return pair[1]
+            return None if routed_only else self._made(value)
         if value is np:
             return None if routed_only else self.numpy
         if isinstance(value, types.ModuleType) and is_namespace(value):
