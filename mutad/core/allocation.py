@@ -4936,7 +4936,8 @@ class _Mode:
                 code = namespace = None
                 own = False
                 g = None
-            elif user_object(g) and not callable(getattr(g, "__func__", None)):
+            elif type(g) is not types.FunctionType and user_object(g) \
+                    and not callable(getattr(g, "__func__", None)):
                 todo += [(method, level) for method in _methods(g, ())]  # a callable object
                 continue
             else:
@@ -4960,7 +4961,7 @@ class _Mode:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
-                for name in CALLED_TYPES.keys() & names:
+                for name in _called_types(code):
                     original, stand_in = CALLED_TYPES[name]
                     calls, compares = _uses(code, name)
                     chosen = self.scalars.get(name)
@@ -5006,6 +5007,8 @@ class _Mode:
                 if stand_in is not None:
                     self.cells.append((place, key, value, stand_in))
                     _put(place, key, stand_in)
+                elif type(value) is types.FunctionType:  # (a helper of the user's: followed,
+                    todo.append((value, level + 1))  # as the last branch would, asked first)
                 elif type(value) is dict and level < depth and place is not value:
                     places += [(value, k) for k in list(value)[:64]]  # a table of callbacks
                     holders.append((value, None))
@@ -5197,6 +5200,12 @@ def _names(code):
     """The names ``code`` (immutable) and the code of the functions defined in it read (read
     again on every entry of the mode: kept)."""
     return tuple(sorted({name for c in _codes(code) for name in c.co_names}))
+
+
+@functools.lru_cache(maxsize=4096)
+def _called_types(code):
+    """The names of ``CALLED_TYPES`` among ``_names(code)`` (kept, as those are)."""
+    return tuple(sorted(CALLED_TYPES.keys() & _names(code)))
 
 
 def _own_names(namespace):
