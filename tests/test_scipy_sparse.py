@@ -1082,6 +1082,29 @@ def test_an_operator_whose_functions_read_traced_values(method):
     replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
 
 
+@pytest.mark.parametrize("method", ["cg", "gmres"])
+def test_an_operator_of_operators_whose_functions_read_traced_values(method):
+    """Regression: SciPy's operators of operators (sums, products, adjoints, transposes,
+    powers, scalings) of operators whose functions read traced values were taken for constant
+    operators, and the solve stopped writing traced values into SciPy's plain work arrays."""
+    spla = scipy.sparse.linalg
+
+    def f(k, b):
+        A = spla.aslinearoperator(nonsymmetric(K).toarray() * k[1] + 2.0 * np.eye(N))
+        S = laplacian_operator(k * [1.0, 0.0])
+        if method == "cg":
+            system = A.T @ A + S
+        else:
+            system = S + A * 0.1 + (A.H @ A) ** 2 * 0.01
+        return np.sum(np.sin(getattr(spla, method)(system, b, rtol=1e-13, atol=0.0)[0]))
+
+    k = np.array([0.5, 0.3])
+    mutad.check_grads(f, k, B.copy(), rtol=1e-6)
+    mutad.check_jvp(f, k, B.copy())
+    assert mutad.value_and_grad(f, argnums=(0, 1))(k, B)[0] == f(k, B)
+    replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
+
+
 @pytest.mark.parametrize("method", ["gmres", "cg"])
 def test_a_replayed_operator_solve_gives_plain_gradients(method):
     """Regression: an operator whose functions close over an argument and a constant matrix

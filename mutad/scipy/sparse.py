@@ -5380,21 +5380,40 @@ lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
 
+_COMPOSITE_OPERATORS = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
+                        _interface._ScaledLinearOperator, _interface._PowerLinearOperator,
+                        _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
+"""SciPy's operators of operators (``A + B``, ``A @ B``, ``A.T``, ``A.H``, ``A * c``,
+``A ** k``): each applies its operands (``args``) through their methods."""
+
+
 def _operator_parameters(A, method):
     """The differentiated values a ``LinearOperator`` of the user's functions reads from their
-    closures (``integrate._Parameters``), or None for an operator that reads none. An operator
-    of another kind that holds differentiated values is refused."""
+    closures (``integrate._Parameters``), or None for an operator that reads none; of SciPy's
+    operators of operators (``op.T @ op + D``), those all their operands of the user's
+    functions read. An operator of another kind that holds differentiated values is refused."""
     if not isinstance(A, _splinalg.LinearOperator) or ACTIVE.running == []:
         return None
-    if type(A) is not _interface._CustomLinearOperator:
-        if _followed(*vars(A).values()):
-            _refuse(f"scipy.sparse.linalg.{method} of a {type(A).__name__} holding traced "
-                    "values", "make it with LinearOperator(shape, matvec=..., rmatvec=...), "
-                    "whose functions may read them from their closures, or pass a sparse "
-                    "matrix.")
+    functions, operators = [], [A]
+    while operators:
+        operator = operators.pop()
+        if type(operator) is _interface._CustomLinearOperator:
+            functions += [getattr(operator, f"_CustomLinearOperator__{name}_impl")
+                          for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
+            continue
+        if type(operator) in _COMPOSITE_OPERATORS:
+            operands = [a for a in operator.args if isinstance(a, _splinalg.LinearOperator)]
+            held = [a for a in operator.args if not isinstance(a, _splinalg.LinearOperator)]
+            operators += operands
+        else:
+            held = list(vars(operator).values())
+        if _followed(*held):
+            _refuse(f"scipy.sparse.linalg.{method} of a {type(operator).__name__} holding "
+                    "traced values", "make it with LinearOperator(shape, matvec=..., "
+                    "rmatvec=...), whose functions may read them from their closures, or pass "
+                    "a sparse matrix.")
+    if not functions:
         return None
-    functions = [getattr(A, f"_CustomLinearOperator__{name}_impl")
-                 for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
     parameters = _integrate._Parameters(f"scipy.sparse.linalg.{method}", functions, ())
     return parameters if parameters.followed else None
 
