@@ -14,7 +14,7 @@ names, inside the differentiated function; the same names are importable from he
 
 **A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
 ``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``, ``dia_*``; ``hstack``,
-``vstack``, ``bmat`` and ``block_diag`` of such matrices) receives traced values, it gives
+``vstack``, ``bmat``, ``block_array`` and ``block_diag`` of such matrices) receives traced values, it gives
 a ``TracedSparse``: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
@@ -228,7 +228,7 @@ from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
 
-__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
+__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_array", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
@@ -243,7 +243,8 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
     "inv", "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
-        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_array",
+        "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array", "bsr_matrix", "bsr_array")},
     "laplacian": _csgraph.laplacian, "minimum_spanning_tree": _csgraph.minimum_spanning_tree}
@@ -2795,8 +2796,8 @@ def _blocks(tree, replace, dense=None):
 
 
 def _stacking_function(name):
-    """``hstack``, ``vstack``, ``bmat``, ``block_diag``: their first argument holds sparse
-    matrices, whose stored values they place in the result."""
+    """``hstack``, ``vstack``, ``bmat``, ``block_array``, ``block_diag``: their first argument
+    holds sparse matrices, whose stored values they place in the result."""
 
     def stack(blocks: Any, *args: Any, **kwargs: Any) -> Any:
         if not _followed(blocks):
@@ -2831,8 +2832,8 @@ def _stacking_function(name):
     return _route(SCIPY[name], stack)
 
 
-hstack, vstack, bmat, block_diag = map(_stacking_function,
-                                       ("hstack", "vstack", "bmat", "block_diag"))
+hstack, vstack, bmat, block_array, block_diag = map(
+    _stacking_function, ("hstack", "vstack", "bmat", "block_array", "block_diag"))
 
 
 def _triangle_function(name):
