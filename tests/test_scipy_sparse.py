@@ -169,6 +169,9 @@ CONSTRUCTORS = {
     "bmat of traced and constant blocks": lambda d: scipy.sparse.bmat(
         [[stiffness(d[:4], "csr"), scipy.sparse.eye(3)], [None, stiffness(d[3:7])]],
         format="csr"),
+    "block_array of traced and constant blocks": lambda d: scipy.sparse.block_array(
+        [[stiffness(d[:4], "csr"), scipy.sparse.eye_array(3)], [None, stiffness(d[3:7])]],
+        format="csr"),
     "hstack, vstack, block_diag": lambda d: scipy.sparse.vstack([
         scipy.sparse.hstack([stiffness(d[:4]), scipy.sparse.csr_matrix((3, 3))]),
         scipy.sparse.block_diag([stiffness(d[4:8]), 2.0 * d[8] * scipy.sparse.eye(3)])]),
@@ -207,7 +210,8 @@ def test_values_are_scipys_own_while_differentiating():
             == theirs.tobytes()
 
 
-@pytest.mark.parametrize("stack", ["bmat", "hstack", "vstack", "block_diag", "kron"])
+@pytest.mark.parametrize("stack", ["bmat", "block_array", "hstack", "vstack", "block_diag",
+                                   "kron"])
 def test_a_dense_matrix_s_zeros_stay_out_of_a_stacked_matrix(stack):
     """csr_matrix(np.diag(d)) stores no zero; stacked (bmat, hstack, ..., kron's products) its
     zeros were entries of the result's SciPy values: K.sum() summed them in (another rounding
@@ -216,8 +220,9 @@ def test_a_dense_matrix_s_zeros_stay_out_of_a_stacked_matrix(stack):
         blocks = [csr_matrix(np.diag(d[:9])), csr_matrix(np.ones((9, 9)) * d[9] + np.eye(9))]
         if stack == "kron":
             return scipy.sparse.kron(blocks[0][:3, :3], blocks[1], format="csr")
-        return (scipy.sparse.bmat([[blocks[0], None], [None, blocks[1]]]) if stack == "bmat"
-                else getattr(scipy.sparse, stack)(blocks))
+        if stack in ("bmat", "block_array"):
+            return getattr(scipy.sparse, stack)([[blocks[0], None], [None, blocks[1]]])
+        return getattr(scipy.sparse, stack)(blocks)
 
     def f(d):
         K = stacked(d)
@@ -1079,6 +1084,29 @@ def test_an_operator_whose_functions_read_traced_values(method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (SciPy's own, if any)
         assert mutad.value_and_grad(f, argnums=(0, 1))(k, B)[0] == f(k, B)
+    replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
+
+
+@pytest.mark.parametrize("method", ["cg", "gmres"])
+def test_an_operator_of_operators_whose_functions_read_traced_values(method):
+    """Regression: SciPy's operators of operators (sums, products, adjoints, transposes,
+    powers, scalings) of operators whose functions read traced values were taken for constant
+    operators, and the solve stopped writing traced values into SciPy's plain work arrays."""
+    spla = scipy.sparse.linalg
+
+    def f(k, b):
+        A = spla.aslinearoperator(nonsymmetric(K).toarray() * k[1] + 2.0 * np.eye(N))
+        S = laplacian_operator(k * [1.0, 0.0])
+        if method == "cg":
+            system = A.T @ A + S
+        else:
+            system = S + A * 0.1 + (A.H @ A) ** 2 * 0.01
+        return np.sum(np.sin(getattr(spla, method)(system, b, rtol=1e-13, atol=0.0)[0]))
+
+    k = np.array([0.5, 0.3])
+    mutad.check_grads(f, k, B.copy(), rtol=1e-6)
+    mutad.check_jvp(f, k, B.copy())
+    assert mutad.value_and_grad(f, argnums=(0, 1))(k, B)[0] == f(k, B)
     replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
 
 

@@ -467,9 +467,7 @@ DEPENDENT = np.array([[1.0, 2.0, 0.5], [2.0, 4.0, 1.0], [0.3, 0.6, 2.0]])  # col
     lambda a: np.sum(np.linalg.qr(a)[0] * WEIGHTS[:3, :3]),
     lambda a: np.sum(np.linalg.qr(a)[1] ** 2),
     lambda a: np.sum(scipy.linalg.qr(a, mode="economic")[0] * WEIGHTS[:3, :3]),
-    lambda a: np.sum(scipy.linalg.qr(a, pivoting=True)[1] * WEIGHTS[:3, :3]),
-    lambda a: np.sum(scipy.linalg.rq(a)[0] * WEIGHTS[:3, :3]),
-], ids=["np Q", "np R", "scipy Q", "scipy pivoted R", "scipy rq"])
+], ids=["np Q", "np R", "scipy Q"])
 def test_qr_of_a_rank_deficient_matrix_is_refused(loss):
     """np.linalg.qr raised NumPy's 'Singular matrix' here, and huge gradients a rounding away
     (R_kk of 1e-16)."""
@@ -483,3 +481,27 @@ def test_qr_of_a_rank_deficient_matrix_is_refused(loss):
     with pytest.raises(UnsupportedOperationError, match="rank-deficient"):
         mutad.jvp(lambda a: np.linalg.qr(a)[0], (DEPENDENT,), (np.ones((3, 3)),))
     mutad.check_grads(loss, DEPENDENT + np.diag([0.0, 0.5, 0.0]))
+
+
+LAST_DEPENDENT = DEPENDENT[:, [0, 2, 1]]  # the dependent column last
+
+
+@pytest.mark.parametrize("loss", [
+    lambda a: np.sum(np.linalg.qr(a)[0] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(np.linalg.qr(a, mode="r") ** 2),
+    lambda a: np.sum((lambda q, r: r @ q)(*np.linalg.qr(np.stack([a, 2 * a]))) * WEIGHTS[:3, :3]),
+    lambda a: np.sum(scipy.linalg.qr(a, pivoting=True)[1] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(scipy.linalg.qr(DEPENDENT * a[0, 0], pivoting=True)[0] * WEIGHTS[:3, :3]),
+    lambda a: np.sum(scipy.linalg.rq(DEPENDENT + a * 0.1)[0] * WEIGHTS[:3, :3]),
+], ids=["np Q", "np R", "stack RQ", "scipy pivoted R", "scipy pivoted Q", "scipy rq"])
+def test_qr_of_a_square_matrix_whose_last_column_depends_on_the_others(loss):
+    """Regression: refused as rank-deficient (a shifted QR step's A - μI once μ is an
+    eigenvalue, a pivoted QR of a singular matrix). Only the last column of a real square
+    matrix depending on the others, Q's last column is the unit vector outside the others and
+    R's last entry is signed: both have derivatives (LAPACK's last reflector is the identity)."""
+    near = LAST_DEPENDENT * np.array([1.0, 1.0, 1.0 + 1e-15])  # a few roundings off
+    for matrix in (LAST_DEPENDENT, near):
+        assert abs(np.linalg.qr(matrix)[1][2, 2]) < 1e-14
+        a = matrix.copy()
+        mutad.check_grads(loss, a, rtol=1e-6)
+        assert np.array_equal(a, matrix)

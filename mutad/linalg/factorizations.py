@@ -171,20 +171,30 @@ def times_inverse_adjoint(y, r):
     return adjoint(np.linalg.solve(r, adjoint(y)))
 
 
-def require_full_rank_qr(name, q, r):
+def require_full_rank_qr(name, q, r, last_column_free=False):
     """Refuse the QR factors of a rank-deficient matrix (a diagonal entry of R zero within
     rounding: at most REPEATED_ULPS · max(m, n) · ε · max|R_kk|, Householder QR's backward
     error, as for the SVD's zero singular values). R_kk is then the norm of a column's part
     outside the previous ones', which has a kink at 0 (as σ = |·|), Q's column k any unit
-    vector outside them, and every derivative divides by R_kk."""
+    vector outside them, and every derivative divides by R_kk.
+
+    But for the last column of a real square matrix (``last_column_free``: then whether only
+    that entry is zero, each matrix's other columns independent): LAPACK's last reflector is
+    the identity there, so Q's last column is the unit vector outside the others (their
+    reflectors'), and R's last entry its signed product with the last column, without a kink
+    (``dependent_last_column_qr_cotangent``)."""
     diagonal = np.abs(np.diagonal(memory(r), 0, -2, -1))
     if not diagonal.size:
-        return
+        return False
     limit = REPEATED_ULPS * max(np.shape(q)[-2:]) * np.finfo(diagonal.dtype).eps
     # scaled by the finite entries: an inf or a NaN (of a matrix holding one) is no scale, and
     # its derivatives are NaN, as the factors are
     finite = np.where(np.isfinite(diagonal), diagonal, 0)
     zero = diagonal <= limit * np.max(finite, axis=-1, keepdims=True)
+    if last_column_free and not np.any(zero[..., :-1]) and diagonal.shape[-1] > 1 \
+            and np.shape(q)[-2] == np.shape(q)[-1] and not np.iscomplexobj(memory(r)) \
+            and np.all(np.isfinite(diagonal)):  # (an inf's factors: NaN, no column to keep)
+        return bool(np.any(zero))
     if np.any(zero):
         places = np.argwhere(zero)[:8]  # (of a stack: the matrix and its entry, not a place
         where = (f"entries {places[:, 0]}" if zero.ndim == 1 else ", ".join(  # in the stack)
@@ -196,13 +206,42 @@ def require_full_rank_qr(name, q, r):
             "its column of Q is any unit vector outside them and its R entry has a kink at 0; "
             "neither has a derivative. Differentiate the QR of the independent columns, or a "
             "quantity of the column space such as a projector from scipy.linalg.orth.")
+    return False
+
+
+def dependent_last_column_qr_cotangent(name, q, r, dq, dr):
+    """Ā for a real square A = [A₁  a] = [Q₁  q] R whose columns but the last are independent
+    (``require_full_rank_qr``): A₁ = Q₁ R₁ is the reduced QR of A₁, q the unit vector
+    outside Q₁'s columns (dq = -Q₁ dQ₁ᵀ q), and R's last column Qᵀ a: ā = Q R̄ₙ, Q̄ += a R̄ₙᵀ,
+    then Q̄₁ -= q q̄ᵀ Q₁ and Ā₁ the reduced QR's."""
+    column = q @ r[..., -1:]  # a (within rounding: the factors' product)
+    dr_column = dr[..., :, -1:]
+    dq = column @ transpose(dr_column) + (0.0 if dq is None else dq)
+    q1, qn = q[..., :-1], q[..., -1:]
+    dq1 = dq[..., :-1] - qn @ (transpose(dq[..., -1:]) @ q1)
+    da1 = qr_cotangent(name, q1, r[..., :-1, :-1], dq1, dr[..., :-1, :-1])
+    return np.concatenate([da1, q @ dr_column], axis=-1)
+
+
+def dependent_last_column_qr_tangent(name, q, r, da):
+    """(dQ, dR) of a real square A = [A₁  a] = [Q₁  q] R whose columns but the last are
+    independent along dA: the reduced QR's of A₁, dq = -Q₁ dQ₁ᵀ q and R's last column's
+    d(Qᵀ a) = dQᵀ a + Qᵀ da (``dependent_last_column_qr_cotangent``)."""
+    q1, qn = q[..., :-1], q[..., -1:]
+    dq1, dr1 = qr_tangent(name, q1, r[..., :-1, :-1], da[..., :-1])
+    dq = np.concatenate([dq1, -q1 @ (transpose(dq1) @ qn)], axis=-1)
+    dr_column = transpose(dq) @ (q @ r[..., -1:]) + transpose(q) @ da[..., -1:]
+    dr1 = np.concatenate([dr1, np.zeros_like(dr1[..., :1, :])], axis=-2)
+    return dq, np.concatenate([dr1, dr_column], axis=-1)
 
 
 def qr_cotangent(name, q, r, dq, dr):
     """Ā for the reduced A = Q R of a tall or square A, from Q̄ (None: none) and R̄ (see ``numpy_qr``):
     (Q̄ + Q copyltu(M)) R⁻ᵀ, M = R R̄ᵀ - Q̄ᵀ Q (ᴴ for ᵀ, and Re on M's diagonal, for complex A);
-    a rank-deficient A is refused (``require_full_rank_qr``)."""
-    require_full_rank_qr(name, q, r)
+    a rank-deficient A is refused (``require_full_rank_qr``), but for a real square one whose
+    last column alone depends on the others."""
+    if require_full_rank_qr(name, q, r, last_column_free=True):
+        return dependent_last_column_qr_cotangent(name, q, r, dq, dr)
     m = r @ adjoint(dr) - (0.0 if dq is None else adjoint(dq) @ q)
     lower = np.tril(m, -1)
     diagonal = np.real(m) if np.iscomplexobj(m) else m
@@ -213,8 +252,10 @@ def qr_cotangent(name, q, r, dq, dr):
 def qr_tangent(name, q, r, da):
     """(dQ, dR) of the reduced A = Q R along dA (see ``numpy_qr``): with C = Qᴴ dA R⁻¹ and Ω its
     skew-Hermitian part of the strict lower triangle (i Im diag(C) on the diagonal for complex
-    A), dQ = Q (Ω - C) + dA R⁻¹, dR = (C - Ω) R; a rank-deficient A is refused."""
-    require_full_rank_qr(name, q, r)
+    A), dQ = Q (Ω - C) + dA R⁻¹, dR = (C - Ω) R; a rank-deficient A is refused, but for a real
+    square one whose last column alone depends on the others."""
+    if require_full_rank_qr(name, q, r, last_column_free=True):
+        return dependent_last_column_qr_tangent(name, q, r, da)
     da_r_inverse = transpose(np.linalg.solve(transpose(r), transpose(da)))  # dA R⁻¹
     c = adjoint(q) @ da_r_inverse
     lower = np.tril(c, -1)

@@ -14,7 +14,7 @@ names, inside the differentiated function; the same names are importable from he
 
 **A sparse matrix with traced values.** Where a constructor (``diags``, ``diags_array``,
 ``spdiags``, ``csr_matrix``/``csr_array``, ``csc_*``, ``coo_*``, ``dia_*``; ``hstack``,
-``vstack``, ``bmat`` and ``block_diag`` of such matrices) receives traced values, it gives
+``vstack``, ``bmat``, ``block_array`` and ``block_diag`` of such matrices) receives traced values, it gives
 a ``TracedSparse``: SciPy's own matrix of the same format holding those values (its
 *pattern*, a constant decision taken when it is built, as the shape of an array is) and the
 traced array of its stored values, ``A.data``. The pattern is SciPy's, except that a value
@@ -228,7 +228,7 @@ from . import integrate as _integrate
 from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
                         scipys_value)
 
-__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
+__all__ = ["aslinearoperator", "bicg", "bicgstab", "block_array", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
            "diags", "diags_array", "dok_array", "dok_matrix", "eigs", "eigsh", "expm", "expm_multiply",
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
@@ -243,7 +243,8 @@ SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
     "inv", "aslinearoperator", "spilu")},
     **{name: getattr(_sparse, name) for name in (
-        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_diag", "kron",
+        "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_array",
+        "block_diag", "kron",
         "kronsum", "tril", "triu", "find", "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
         "dia_matrix", "dia_array", "bsr_matrix", "bsr_array")},
     "laplacian": _csgraph.laplacian, "minimum_spanning_tree": _csgraph.minimum_spanning_tree}
@@ -2795,8 +2796,8 @@ def _blocks(tree, replace, dense=None):
 
 
 def _stacking_function(name):
-    """``hstack``, ``vstack``, ``bmat``, ``block_diag``: their first argument holds sparse
-    matrices, whose stored values they place in the result."""
+    """``hstack``, ``vstack``, ``bmat``, ``block_array``, ``block_diag``: their first argument
+    holds sparse matrices, whose stored values they place in the result."""
 
     def stack(blocks: Any, *args: Any, **kwargs: Any) -> Any:
         if not _followed(blocks):
@@ -2831,8 +2832,8 @@ def _stacking_function(name):
     return _route(SCIPY[name], stack)
 
 
-hstack, vstack, bmat, block_diag = map(_stacking_function,
-                                       ("hstack", "vstack", "bmat", "block_diag"))
+hstack, vstack, bmat, block_array, block_diag = map(
+    _stacking_function, ("hstack", "vstack", "bmat", "block_array", "block_diag"))
 
 
 def _triangle_function(name):
@@ -5380,21 +5381,40 @@ lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
 
+_COMPOSITE_OPERATORS = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
+                        _interface._ScaledLinearOperator, _interface._PowerLinearOperator,
+                        _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
+"""SciPy's operators of operators (``A + B``, ``A @ B``, ``A.T``, ``A.H``, ``A * c``,
+``A ** k``): each applies its operands (``args``) through their methods."""
+
+
 def _operator_parameters(A, method):
     """The differentiated values a ``LinearOperator`` of the user's functions reads from their
-    closures (``integrate._Parameters``), or None for an operator that reads none. An operator
-    of another kind that holds differentiated values is refused."""
+    closures (``integrate._Parameters``), or None for an operator that reads none; of SciPy's
+    operators of operators (``op.T @ op + D``), those all their operands of the user's
+    functions read. An operator of another kind that holds differentiated values is refused."""
     if not isinstance(A, _splinalg.LinearOperator) or ACTIVE.running == []:
         return None
-    if type(A) is not _interface._CustomLinearOperator:
-        if _followed(*vars(A).values()):
-            _refuse(f"scipy.sparse.linalg.{method} of a {type(A).__name__} holding traced "
-                    "values", "make it with LinearOperator(shape, matvec=..., rmatvec=...), "
-                    "whose functions may read them from their closures, or pass a sparse "
-                    "matrix.")
+    functions, operators = [], [A]
+    while operators:
+        operator = operators.pop()
+        if type(operator) is _interface._CustomLinearOperator:
+            functions += [getattr(operator, f"_CustomLinearOperator__{name}_impl")
+                          for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
+            continue
+        if type(operator) in _COMPOSITE_OPERATORS:
+            operands = [a for a in operator.args if isinstance(a, _splinalg.LinearOperator)]
+            held = [a for a in operator.args if not isinstance(a, _splinalg.LinearOperator)]
+            operators += operands
+        else:
+            held = list(vars(operator).values())
+        if _followed(*held):
+            _refuse(f"scipy.sparse.linalg.{method} of a {type(operator).__name__} holding "
+                    "traced values", "make it with LinearOperator(shape, matvec=..., "
+                    "rmatvec=...), whose functions may read them from their closures, or pass "
+                    "a sparse matrix.")
+    if not functions:
         return None
-    functions = [getattr(A, f"_CustomLinearOperator__{name}_impl")
-                 for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
     parameters = _integrate._Parameters(f"scipy.sparse.linalg.{method}", functions, ())
     return parameters if parameters.followed else None
 
