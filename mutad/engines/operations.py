@@ -278,7 +278,7 @@ class _FastPlan:
     its partials read, the untraced positions, and the rule's decision and use of the output."""
 
     __slots__ = ("rule", "traced", "reads", "state", "read_at", "untraced", "decide", "uses_y",
-                 "nothing", "complex_rules", "arithmetic")
+                 "nothing", "extends", "complex_rules", "arithmetic")
 
     def __init__(self, rule, count, pattern, traced, reads, state, complex_rules, arithmetic):
         self.rule = rule
@@ -293,6 +293,8 @@ class _FastPlan:
         self.nothing = None
         if not self.uses_y and reads is not None and not reads and rule.decide is None:
             self.nothing = _NOTHING_KEPT.get(count) or (None,) * count
+        # whether the record keeps more than the operands read: the decision, the output
+        self.extends = self.uses_y or rule.decide is not None
         self.complex_rules = complex_rules
         # whether ``arithmetic_in_python`` may compute it (+ - * / of two operands)
         self.arithmetic = arithmetic
@@ -362,12 +364,13 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
         raise escaped("a traced array")
-    rule = plan.rule
     # (a scalar loop's: Python's float, the same; not asked where the first operand is an
     # array with axes, which ``arithmetic_in_python`` refuses: an array program's operations)
-    first = values[0]
-    y = arithmetic_in_python(ufunc, values) if plan.arithmetic and not (
-        type(first) is NDARRAY and first.ndim) else None
+    y = None
+    if plan.arithmetic:
+        first = values[0]
+        if type(first) is not NDARRAY or not first.ndim:
+            y = arithmetic_in_python(ufunc, values)
     if y is not None:  # (a real 0-d result, of its own buffer: as ``fresh`` wraps it, below)
         y = np.array(y)
         _read_only(y, False)
@@ -386,7 +389,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
         if type(y) is NDARRAY:  # (``fresh``)
             dtype = y.dtype
             if dtype is not _REAL and dtype.kind == "c":
-                check_complex(function_name(ufunc), rule)
+                check_complex(function_name(ufunc), plan.rule)
             buffer = Buffer(y)
             if y.nbytes >= SMALL:
                 if y.base is None:  # (``Tracked(y)`` of a new array, made as the Kept below)
@@ -397,7 +400,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
         else:
             if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
-                check_complex(function_name(ufunc), rule)
+                check_complex(function_name(ufunc), plan.rule)
             yt = fresh(y, tape)
             buffer, y = yt.buffer, yt.value
     nothing = plan.nothing
@@ -412,14 +415,13 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     for i in plan.untraced:
         if type(inputs[i]) not in _NUMBERS:
             keep(tape, inputs[i], read[i])
-    # (``recipe``, for arrays of the tape and Python's numbers: the commonest operands)
-    if named is not None:
-        pass  # (the caller's)
-    elif len(inputs) == 1:
+    # (``recipe``, for arrays of the tape and Python's numbers: the commonest operands; else
+    # the caller's)
+    if named is None and len(inputs) == 1:
         x = inputs[0]  # (traced: ``pattern`` is not 0)
         named = (x.buffer,) if x.whole and x.tape is tape else recipe(inputs, values, read,
                                                                       tape)
-    else:
+    elif named is None:
         named = []
         for x in inputs:
             if type(x) is Traced and x.tape is tape:  # (a view's place: a slice's stencil)
@@ -432,7 +434,7 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
         else:
             named = tuple(named)
     uses_y = plan.uses_y
-    if nothing is None:  # (``nothing``: no decision, no output kept)
+    if plan.extends:  # (a decision or the output kept; ``nothing``: neither)
         if plan.decide is not None:
             read = [*read, plan.decide(*values)]
         if uses_y:

@@ -226,7 +226,7 @@ class TracedDispatch:
             if y is not None:  # a scalar loop's x[i, j]
                 return y
         if _row_or_slice(self, key):
-            return getitem(self, key)
+            return getitem(self, key, True)
         if self.value.dtype.names is not None:  # an array of records: by its fields
             y = records_gathered(self, key)
             if y is not None:
@@ -468,10 +468,13 @@ def _repeats(x, key):
     return np.count_nonzero(written) < written[key].size
 
 
-def getitem(x, key):
-    """``x[key]``: a view for basic indexing (no record), else a gather."""
+def getitem(x, key, basic=None):
+    """``x[key]``: a view for basic indexing (no record), else a gather. ``basic``: whether
+    ``key`` is a plain index (``_plain_index``), where the caller asked already; None: asked
+    here."""
     tape = active(x.tape)
-    basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
+    if basic is None:
+        basic = _plain_index(key)  # (a loop's key: nothing to make plain or freeze)
     if not basic:
         given, key = key, private(_index(key))  # (advanced: a copy; basic once _index's)
     value = x.value
@@ -530,17 +533,18 @@ def _element_read(x, key):
     is recorded as ``getitem`` records it. Returns the traced element, or None (nothing
     done: the general path is taken)."""
     value, tape = x.value, x.tape
-    recorder = tape.recorder  # (inside a step a replay records: it writes down the record)
-    if type(value) is not NDARRAY or x.buffer.constant or recorder is not None \
-            and recorder.ready or tape.outer is not None or value.dtype.kind not in "fc":
-        return None
+    # (the key first: a row's or a slice's, ``x[i, :j]``, is told at once)
     if type(key) is tuple:  # (``_one_element``, written out: this runs per element read)
-        if len(key) != value.ndim or not key:
-            return None
         for k in key:
             if type(k) is not int:
                 return None
-    elif type(key) is not int or value.ndim != 1:
+        if type(value) is not NDARRAY or len(key) != value.ndim or not key:
+            return None
+    elif type(key) is not int or type(value) is not NDARRAY or value.ndim != 1:
+        return None
+    recorder = tape.recorder  # (inside a step a replay records: it writes down the record)
+    if x.buffer.constant or recorder is not None and recorder.ready or tape.outer is not None \
+            or value.dtype.kind not in "fc":
         return None
     running = ACTIVE.running  # (``active``)
     if not running or (running[-1] is not tape and tape not in running):
