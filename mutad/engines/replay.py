@@ -115,7 +115,7 @@ from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
-                          user_frames, users_callback, warn_at)
+                          show_below, show_to, unshow, user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
                           differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
@@ -4111,8 +4111,8 @@ _RUN = Program._run.__code__
 
 
 class Shown:
-    """Installed as ``warnings._showwarnmsg``, through which Python shows each warning that
-    its filters neither ignore nor raise (C code's too), while a call records: those shown
+    """The handler (``debug.show_to``) of each warning Python shows in the thread (its
+    filters neither ignore nor raise it, C code's too) while a call records: those shown
     the caller, to be shown once if the call is traced again (``ShownAgain``). (What the
     operations issue, f may act on under its own filters, which the replay does not run:
     ``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned matrix caught by
@@ -4121,9 +4121,8 @@ class Shown:
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.previous = warnings._showwarnmsg
         self.outside = []  # every warning shown under the caller's handling (``ShownAgain``)
-        warnings._showwarnmsg = self
+        show_to(self)
 
     def __call__(self, message):
         recorder = self.recorder
@@ -4136,11 +4135,10 @@ class Shown:
                 # running f's filters, does not issue again (``_Issued``)
                 recorder.refuse("a warning an operation issued under f's own warnings "
                                 "filters (warnings.catch_warnings in f) shown to the caller")
-        self.previous(message)
+        show_below(self, message)
 
     def remove(self):
-        if warnings._showwarnmsg is self:
-            warnings._showwarnmsg = self.previous
+        unshow(self)
 
 
 def _shown_as(message):
@@ -4149,7 +4147,7 @@ def _shown_as(message):
 
 
 class ShownAgain:
-    """Installed as ``warnings._showwarnmsg`` while ``f`` runs again, traced, after a recording
+    """The handler (``debug.show_to``) of the warnings Python shows while ``f`` runs again, traced, after a recording
     that cannot stand (it raised, or a rule refused what it follows, where tracing may not):
     the warnings the first run showed the caller (``Shown.outside``) are shown again by the
     second run, which is the call's answer; each is dropped the second time, in order, so the
@@ -4160,9 +4158,8 @@ class ShownAgain:
     def __init__(self, shown):
         self.expected = shown
         self.next = 0
-        self.previous = warnings._showwarnmsg
         self.handling = (warnings._showwarnmsg_impl, warnings.showwarning)
-        warnings._showwarnmsg = self
+        show_to(self)
 
     def __call__(self, message):
         if self.next < len(self.expected) and self.handling == (
@@ -4171,11 +4168,10 @@ class ShownAgain:
                 self.next += 1
                 return
             self.next = len(self.expected)
-        self.previous(message)
+        show_below(self, message)
 
     def remove(self):
-        if warnings._showwarnmsg is self:
-            warnings._showwarnmsg = self.previous
+        unshow(self)
 
 
 class _Issued(list):

@@ -1,0 +1,60 @@
+"""Replays that answered otherwise than tracing, or never settled, and what mutad left of
+Python's state: each replaying function's calls are compared with traced ones, and what
+Python shows the caller afterwards checked."""
+
+import sys
+import threading
+import warnings
+
+import numpy as np
+
+import mutad
+
+
+# ----------------------------------------------------------------------------------------------
+# Python's warnings set-up (``warnings.filters``, ``warnings._showwarnmsg``) is the process's.
+# Each call that records or replays swapped it and gave back what it found: calls in threads
+# overlapping and finishing out of order gave back another thread's capture, which stayed, and
+# every warning the user's code issued later went to it, shown nowhere. Each thread's warnings
+# go to its own handlers now (``debug.show_to``), through one hook the last to finish removes
+
+
+def _log_shifted(x):
+    return np.sum(np.log(x - 0.5))
+
+
+def test_threads_replaying_leave_the_warnings_set_up_as_they_found_it():
+    grads = {}
+
+    def work(seed):
+        replaying = mutad.grad(_log_shifted, replay=True)
+        rng = np.random.default_rng(seed)
+        grads[seed] = [(x, replaying(x)) for x in rng.uniform(0.0, 2.0, (25, 5))]
+
+    interval = sys.getswitchinterval()
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        filters, show = warnings.filters, warnings._showwarnmsg
+        sys.setswitchinterval(1e-6)
+        try:
+            threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            sys.setswitchinterval(interval)
+        assert warnings._showwarnmsg is show and warnings.filters is filters
+    line = _log_shifted.__code__.co_firstlineno + 1
+    assert {(str(w.message), w.filename, w.lineno) for w in shown} == {
+        ("invalid value encountered in log", __file__, line)}
+    assert len(shown) == sum((x < 0.5).any() for calls in grads.values() for x, _ in calls)
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        warnings.warn("the user's own")
+    assert [(str(w.message), w.filename) for w in heard] == [("the user's own", __file__)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for calls in grads.values():
+            for x, grad in calls:
+                assert np.array_equal(grad, mutad.grad(_log_shifted)(x), equal_nan=True)
