@@ -4,6 +4,7 @@ Python shows the caller afterwards checked."""
 
 import sys
 import threading
+import types
 import warnings
 
 import numpy as np
@@ -58,3 +59,36 @@ def test_threads_replaying_leave_the_warnings_set_up_as_they_found_it():
         for calls in grads.values():
             for x, grad in calls:
                 assert np.array_equal(grad, mutad.grad(_log_shifted)(x), equal_nan=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# The globals a replay holds f to are those its code reads as globals: an attribute's name or a
+# keyword's in f's code (``res.k``, ``g(x, k=...)``) is none, and a module-level variable of
+# that name rebound between calls (a loop's ``for k in ...``) made every call trace
+
+
+k = 0
+_SETTINGS = types.SimpleNamespace(k=2.0)
+
+
+def _scaled(x, k=1.0):
+    return x * k
+
+
+def _keyword_and_attribute(x):
+    return np.sum(_scaled(x, k=_SETTINGS.k) ** 2)
+
+
+def test_a_global_named_as_an_attribute_or_keyword_of_f_is_not_held():
+    global k
+    replaying = mutad.value_and_grad(_keyword_and_attribute, replay=True)
+    trace, traced = replaying.trace, []
+    replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    for k in range(4):  # (the module's k, as a script's loop at module level rebinds it)
+        x = np.arange(3.0) + k
+        got = replaying(x)
+        expected = mutad.value_and_grad(_keyword_and_attribute)(x)
+        assert got[0] == expected[0] and np.array_equal(got[1], expected[1])
+    assert len(traced) == 1, replaying.reasons
+    _SETTINGS.k = 3.0  # (what f reads of it is still held)
+    assert np.array_equal(replaying(np.arange(3.0))[1], 18.0 * np.arange(3.0))

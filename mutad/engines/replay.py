@@ -4526,8 +4526,9 @@ def reach(f, kinds=(), kept=None):
     answer is appended as a :class:`Reached`, with what the walk read, where everything it
     met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
     of); left as it is otherwise."""
-    objects, arrays, seen, names, large = [], [], set(), set(), []
+    objects, arrays, seen, large = [], [], set(), []
     walk = _Walk(_home(f))
+    names = walk.names
     work = [f]
     states = [] if kept is not None and not kinds else None  # (x, read, read(x)) per object
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
@@ -4549,7 +4550,7 @@ def reach(f, kinds=(), kept=None):
                 return objects, arrays, large[0]
             if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
-            librarys = _reach_into(x, work, arrays, names, walk, large)
+            librarys = _reach_into(x, work, arrays, walk, large)
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind) or (_library_state if librarys else None)
@@ -4563,9 +4564,9 @@ def reach(f, kinds=(), kept=None):
                 elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
                           or kind is np.ndarray and not x.dtype.hasobject):
                     states = None  # (what it reads of x, Reached cannot read again)
-        for namespace, done, whole in list(walk.held.values()):  # their attributes named
-            every = whole and walk.dynamic                      # since, or all of them
-            new = [name for name in (namespace if every else _named(names, namespace))
+        for namespace, done, whole, read in list(walk.held.values()):  # their attributes
+            every = whole and walk.dynamic                      # named since, or all of them
+            new = [name for name in (namespace if every else _named(read, namespace))
                    if name not in done and type(name) is str]
             if new:
                 new = sorted(new)
@@ -4585,9 +4586,9 @@ def reach(f, kinds=(), kept=None):
         large.append(f"f {_reads_identity(f'builtins.{min(names & _BUILTIN_READERS)}')}")
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
-                       [(name, namespace[name]) for name in sorted(done)])
-                      for namespace, done, whole in walk.held.values()]
-        kept.append(Reached(objects, arrays, states, namespaces, frozenset(names)))
+                       [(name, namespace[name]) for name in sorted(done)], frozenset(read))
+                      for namespace, done, whole, read in walk.held.values()]
+        kept.append(Reached(objects, arrays, states, namespaces))
     return objects, arrays, large[0] if large else None
 
 
@@ -4596,33 +4597,33 @@ class Reached:
     tell on a later call without walking again that a walk would find the same (``holds``):
     per object met, what the walk reads of it (``states``: a function's code, defaults,
     closure cells and attribute dict, a module's name and file), and per namespace held, the
-    names taken from it and their values (``namespaces``), for the names the code met names
-    (``names``). The walk is a function of these alone: the same, it meets the same objects
-    in the same order. The arrays' bytes are compared on each call as a walk's are."""
+    names taken from it and their values, for the names the code met names by which it was
+    held (``namespaces``). The walk is a function of these alone: the same, it meets the same
+    objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces", "names")
+    __slots__ = ("objects", "arrays", "states", "namespaces")
 
-    def __init__(self, objects, arrays, states, namespaces, names):
-        self.objects, self.arrays = objects, arrays
-        self.states, self.names = states, names
+    def __init__(self, objects, arrays, states, namespaces):
+        self.objects, self.arrays, self.states = objects, arrays, states
         # Per namespace held by the names the code names (each taken is one of them), those
         # of them it did not have (``absent``): it has the same of them again exactly where
         # it has every name taken (the values below are looked up) and none of those
-        strings = frozenset(name for name in names if type(name) is str)
-        self.namespaces = [(namespace, every, taken, values, strings - taken
-                            if not every and taken <= strings else None)
-                           for namespace, every, taken, values in namespaces]
+        self.namespaces = []
+        for namespace, every, taken, values, names in namespaces:
+            strings = frozenset(name for name in names if type(name) is str)
+            self.namespaces.append((namespace, every, taken, values, names, strings - taken
+                                    if not every and taken <= strings else None))
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        for namespace, every, taken, values, absent in self.namespaces:
+        for namespace, every, taken, values, names, absent in self.namespaces:
             if absent is not None:
                 if any(map(namespace.__contains__, absent)):
                     return False
-            elif {name for name in (namespace if every else _named(self.names, namespace))
+            elif {name for name in (namespace if every else _named(names, namespace))
                   if type(name) is str} != taken:
                 return False
             for name, value in values:
@@ -4710,10 +4711,13 @@ REACHED_OBJECTS = 20_000
 class _Walk:
     """The namespaces ``reach`` holds, one entry each by the identity of their owner:
     ``[namespace, the names taken from it, whether it is held whole where the user's code
-    builds names]`` (an object's, a class's, a module's reached as an object: not a function's
-    globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
+    builds names (an object's, a class's, a module's reached as an object: not a function's
+    globals), the names by which it is held]``: ``names``, those the code met names and the
+    strings met (an attribute's name, a keyword's, ``getattr(p, "dt")``), or for a function's
+    globals and builtins (not reached as an object too) ``globals``, the names its code reads
+    or writes as globals; ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home", "shallow", "builtins")
+    __slots__ = ("held", "dynamic", "home", "shallow", "builtins", "names", "globals")
 
     def __init__(self, home):
         self.held = {}
@@ -4721,15 +4725,20 @@ class _Walk:
         self.builtins = False  # the builtins module met as an object (builtins.id)
         self.home = home  # the file of f's code: the program's, whose built names count
         self.shallow = set()  # (the ids of those whose values _walked_in_library tells)
+        self.names, self.globals = set(), set()
 
-    def hold(self, namespace, owner=None, whole=False, shallow=False):
+    def hold(self, namespace, owner=None, whole=False, shallow=False, as_globals=False):
         key = id(namespace if owner is None else owner)
         if shallow:
             self.shallow.add(key)
-        if key not in self.held:
-            self.held[key] = [namespace, set(), whole]
-        elif whole:
-            self.held[key][2] = True
+        held = self.held.get(key)
+        if held is None:
+            self.held[key] = [namespace, set(), whole,
+                              self.globals if as_globals else self.names]
+        else:
+            held[2] = held[2] or whole
+            if not as_globals:  # (a module reached as an object too: by every name met)
+                held[3] = self.names
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
@@ -4782,8 +4791,9 @@ _READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, types.BuiltinFunctio
 function's ``__self__``): NumPy's scalars and arrays of numbers too."""
 
 
-def _reach_into(x, work, arrays, names, walk, large):
+def _reach_into(x, work, arrays, walk, large):
     kind = type(x)
+    names = walk.names
     # (The walk is made on every call: the exact types it meets most are told first, before
     # the tests by subclass, none of which takes any of them.)
     if kind in _FOLLOWS_NOTHING:
@@ -4806,6 +4816,7 @@ def _reach_into(x, work, arrays, names, walk, large):
                          "f reads of it a replay cannot tell before the call imports it "
                          "(traced until it is imported)")
         names.update(_code_names(code))
+        walk.globals.update(_code_globals(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
             walk.dynamic = code.co_filename == walk.home and _users_file(code.co_filename)
@@ -4820,10 +4831,10 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.extend(_cell_contents(x))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
-        walk.hold(x.__globals__, whole=whole_globals)
+        walk.hold(x.__globals__, whole=whole_globals, as_globals=True)
         # a name its globals lack is the builtins' (builtins.SCALE = 2.0, a shadowed print)
         walk.hold(x.__builtins__ if type(x.__builtins__) is dict else vars(x.__builtins__),
-                  shallow=True)
+                  shallow=True, as_globals=True)
         if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
@@ -5081,6 +5092,22 @@ def _hold_class(cls, walk):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):  # (a new proxy on each call)
             walk.hold(vars(base), owner=base, whole=_users_module(module))
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_globals(code):
+    """The names ``code`` and the code objects within it read or write as globals (or, in a
+    class's body, as names): not those of attributes, which ``co_names`` holds as well."""
+    found, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        found.update(i.argval for i in dis.get_instructions(c) if i.opname in _GLOBAL_OPS)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return frozenset(found)
+
+
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
+                         "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"))
 
 
 @functools.lru_cache(maxsize=4096)
