@@ -8,6 +8,7 @@ import types
 import warnings
 
 import numpy as np
+import pytest
 
 import mutad
 
@@ -92,3 +93,46 @@ def test_a_global_named_as_an_attribute_or_keyword_of_f_is_not_held():
     assert len(traced) == 1, replaying.reasons
     _SETTINGS.k = 3.0  # (what f reads of it is still held)
     assert np.array_equal(replaying(np.arange(3.0))[1], 18.0 * np.arange(3.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Tracing folds the reads of single elements into the elementwise operation that uses them (a
+# scalar loop's ``u[i - 1] * u[i]``), whose pullback then runs the reads' too: an event of a
+# read's adding its cotangent into what it read was named the operation's ("in the gradient of
+# np.multiply"), where a replay, which keeps each read a step of its own, and tracing of a read
+# not folded name it the read's ("x[key]")
+
+
+def _two_reads_of_one_element(x):
+    return x[0] * x[1] + x[2] * x[1]
+
+
+def _element_recurrence(x):
+    u = x.copy()
+    for i in range(1, u.size):
+        u[i] = u[i - 1] * u[i] + np.exp(-u[i] ** 2)
+    return u[-1]
+
+
+def _events(function, x, modes):
+    with warnings.catch_warnings(record=True) as shown, np.errstate(**modes):
+        warnings.simplefilter("always")
+        try:
+            function(x.copy())
+            raised = None
+        except FloatingPointError as error:
+            raised = str(error)
+    return [str(w.message) for w in shown], raised
+
+
+@pytest.mark.parametrize("raises", [False, True])
+@pytest.mark.parametrize("f, x, event", [
+    (_two_reads_of_one_element, [1e308, 1e-10, 1e308], "over"),
+    (_element_recurrence, [-0.7, -1.0, 2.0, -np.inf], "invalid")])
+def test_an_event_of_a_folded_reads_pullback_is_named_the_reads(f, x, event, raises):
+    x, modes = np.array(x), {event: "raise"} if raises else {}
+    replaying = mutad.value_and_grad(f, replay=True)
+    expected = _events(mutad.value_and_grad(f), x, modes)
+    assert "encountered in add, in the gradient of x[key]" in str(expected)
+    for _ in range(3):
+        assert _events(replaying, x, modes) == expected

@@ -622,9 +622,10 @@ class Warnings:
             if CATEGORIES[kind] in self.unanswered:  # (NumPy's words for a "call" without one)
                 raise NameError(f"python callback specified for {kind} (in  {ufunc}) but no "
                                 "function found.")
-        frame, called, operator = sys._getframe(1), None, None
+        frame, called, operator, read = sys._getframe(1), None, None, False
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
+            read = read or code in READ_PULLBACKS
             if code in SCALAR_PASSING and HOLDING.level is None:  # the user's operator, passed
                 # on to the reflected one it calls
                 message = _as_scalar_math(message, called)
@@ -647,7 +648,7 @@ class Warnings:
             frame, called = frame.f_back, frame
         line = None if self.record is None else self.record.line
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
-            message += in_the_gradient(self.record)
+            message += in_the_gradient(self.record, read)
             if self.heard is not None:
                 # (one the rule's own filters silence, heard but not issued: no line)
                 self.heard.append((message, *line) if not silenced(self.filters, message, *line)
@@ -705,10 +706,19 @@ def without_events(compute, *args):
         writer.muted = muted
 
 
-def in_the_gradient(record):
+def in_the_gradient(record, read=False):
     """What a message of NumPy's about a floating-point event in the pullback of ``record``
-    adds, to say it is the derivative's, beside NumPy's own (issued by ``f``)."""
-    return f", in the gradient of {operation_name(record.primitive)}"
+    adds, to say it is the derivative's, beside NumPy's own (issued by ``f``). ``read``: the
+    event came from a read's pullback run in ``record``'s (``READ_PULLBACKS``)."""
+    return f", in the gradient of {'x[key]' if read else operation_name(record.primitive)}"
+
+
+READ_PULLBACKS: set[types.CodeType] = set()
+"""The code of the function that adds a read's cotangent into what it read (``x[i]``), which
+runs in the pullback of a record the read was folded into (a scalar loop's ``x[i - 1] *
+x[i]``: ``elementwise.fold_reads``) as in the read's own: its events are the read's, named
+as a replay, which keeps the read a step of its own, names them, and as the record would be
+had the read not been folded."""
 
 
 class gradient_errors:
@@ -735,7 +745,10 @@ class gradient_errors:
         if record is None or any(label in message
                                  for label in (", in the gradient of ", ", in a tangent")):
             return False
-        raise FloatingPointError(message + in_the_gradient(record)).with_traceback(
+        read, tb = False, traceback
+        while tb is not None and not read:
+            read, tb = tb.tb_frame.f_code in READ_PULLBACKS, tb.tb_next
+        raise FloatingPointError(message + in_the_gradient(record, read)).with_traceback(
             traceback) from None
 
 
