@@ -237,7 +237,7 @@ def show_to(handler):
     code's too) go to ``handler`` (called with a ``warnings.WarningMessage``) until
     ``unshow(handler)``."""
     with _LOCK:
-        if not _OUTSIDE[0]:
+        if not _OUTSIDE[0] and warnings._showwarnmsg is not _shown:
             _OUTSIDE[1] = warnings._showwarnmsg
             warnings._showwarnmsg = _shown
         _OUTSIDE[0] += 1
@@ -254,10 +254,9 @@ def unshow(handler):
         else:
             return
         _OUTSIDE[0] -= 1
-        if not _OUTSIDE[0]:
-            if warnings._showwarnmsg is _shown:  # (not where another replaced it since)
-                warnings._showwarnmsg = _OUTSIDE[1]
-            _OUTSIDE[1] = None
+        if not _OUTSIDE[0] and warnings._showwarnmsg is _shown:  # (not where another
+            warnings._showwarnmsg = _OUTSIDE[1]  # replaced it since; _OUTSIDE[1] is kept for
+            # a thread that looked the hook up before, and calls it after)
 
 
 def show_below(handler, message):
@@ -267,7 +266,7 @@ def show_below(handler, message):
     for i in range(len(stack) - 1, 0, -1):
         if stack[i] is handler:
             return stack[i - 1](message)
-    return (_OUTSIDE[1] or warnings._showwarnmsg)(message)
+    return _OUTSIDE[1](message)
 
 
 class Capture:
