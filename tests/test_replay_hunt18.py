@@ -31,7 +31,7 @@ def test_threads_replaying_leave_the_warnings_set_up_as_they_found_it():
     def work(seed):
         replaying = mutad.grad(_log_shifted, replay=True)
         rng = np.random.default_rng(seed)
-        grads[seed] = [(x, replaying(x)) for x in rng.uniform(0.0, 2.0, (25, 5))]
+        grads[seed] = [(x, replaying(x)) for x in rng.uniform(0.0, 2.0, (12, 5))]
 
     interval = sys.getswitchinterval()
     with warnings.catch_warnings(record=True) as shown:
@@ -136,3 +136,38 @@ def test_an_event_of_a_folded_reads_pullback_is_named_the_reads(f, x, event, rai
     assert "encountered in add, in the gradient of x[key]" in str(expected)
     for _ in range(3):
         assert _events(replaying, x, modes) == expected
+
+
+# ----------------------------------------------------------------------------------------------
+# A seed sequence counts the children it spawned, which seed the next ones: f seeding a
+# generator from a spawn of a seed sequence that lives between calls (or of a generator's,
+# ``rng.spawn``) was replayed with the first call's numbers, and the count left as it was
+
+
+_SEEDS = np.random.SeedSequence(5)
+_SPAWNING = np.random.default_rng(7)
+
+
+def _seeded_by_a_spawn(x):
+    child = _SEEDS.spawn(1)[0]
+    return np.sum(x * np.random.default_rng(child).random(3))
+
+
+def _a_spawned_generator(x):
+    return np.sum(x * _SPAWNING.spawn(1)[0].random(3))
+
+
+def test_a_spawn_of_a_seed_sequence_draws_other_numbers_on_each_call():
+    global _SEEDS, _SPAWNING
+    replaying = [mutad.value_and_grad(f, replay=True)
+                 for f in (_seeded_by_a_spawn, _a_spawned_generator)]
+    got = [[f(np.ones(3)) for _ in range(3)] for f in replaying]
+    counts = _SEEDS.n_children_spawned, _SPAWNING.bit_generator.seed_seq.n_children_spawned
+    _SEEDS, _SPAWNING = np.random.SeedSequence(5), np.random.default_rng(7)
+    expected = [[mutad.value_and_grad(f)(np.ones(3)) for _ in range(3)]
+                for f in (_seeded_by_a_spawn, _a_spawned_generator)]
+    assert counts == (3, 3)
+    for mine, theirs in zip(got, expected):
+        assert len({value for value, _ in mine}) == 3
+        for (value, grad), (value_traced, grad_traced) in zip(mine, theirs):
+            assert value == value_traced and np.array_equal(grad, grad_traced)

@@ -5633,7 +5633,9 @@ class FreshEntropy:
 def _generators(objects, global_ones=True):
     """``(read, write)`` of the state of each random generator a call may draw from: NumPy's
     global one, the random module's (where ``global_ones``), and the generators among
-    ``objects`` (what ``f`` reaches: NumPy's, and instances of ``random.Random``)."""
+    ``objects`` (what ``f`` reaches: NumPy's, and instances of ``random.Random``), and the
+    seed sequences, which count the children they spawned (``rng.spawn(1)``,
+    ``seed_sequence.spawn(1)``: the next gives other seeds)."""
     found = [(functools.partial(np.random.get_state, legacy=False), np.random.set_state),
              (random.getstate, random.setstate)] if global_ones else []
     for x in objects:
@@ -5641,6 +5643,9 @@ def _generators(objects, global_ones=True):
             bits = x.bit_generator if isinstance(x, np.random.Generator) else x
             found.append((lambda bits=bits: bits.state,
                           lambda state, bits=bits: setattr(bits, "state", state)))
+            x = bits.seed_seq
+        if isinstance(x, np.random.SeedSequence):  # (its count is read-only: set as pickle
+            found.append((lambda x=x: x.__reduce__()[2], x.__setstate_cython__))  # sets it)
         elif isinstance(x, np.random.RandomState):
             found.append((functools.partial(x.get_state, legacy=False), x.set_state))
         elif isinstance(x, random.Random):  # an instance of the random module's own
@@ -6015,8 +6020,9 @@ class Replayed:
             if recording.program is not None and _random_states(objects) != drawn:
                 recording.program = None  # the next call draws other numbers
                 recording.reason = ("a random draw from a generator that lives between calls "
-                                    "(np.random's, the random module's, or one f reaches): a "
-                                    "replay would reuse the recorded numbers")
+                                    "(np.random's, the random module's, or one f reaches), or "
+                                    "a spawn of its seed sequence: a replay would reuse the "
+                                    "recorded numbers")
             if recording.program is not None and entropy.seeded:
                 recording.program = None
                 recording.reason = ("fresh entropy drawn in f (a generator seeded from it, "
