@@ -206,27 +206,110 @@ FROM_USER_LINE = "<call from the differentiated line>"
 """The name of those functions' code, whose frames tracebacks leave out (:func:`_ours`)."""
 
 
-class Capture:
-    """While it is on, every warning issued is kept (``issued``, ``warnings.WarningMessage``s)
-    rather than shown, whatever Python's filters would do with it: each filter's action
-    becomes "always", but "error", which raises where NumPy raises. The filters are swapped
-    as a list, not changed through ``warnings.simplefilter`` (``catch_warnings``), which would
-    make Python forget the warnings its "default" action already showed once. Python
-    consults a location's registry before its filters: one issued at the user's line
-    (:func:`from_user_line`) is issued with a registry of its own, which nothing keys."""
+# Python's warnings are the process's (``warnings.filters``, ``warnings._showwarnmsg``), which
+# what mutad does in one thread must not take from another's. Each thread's handlers of the
+# warnings Python shows are its own (``show_to``), one hook routing to them, installed while
+# any thread has one; the filters a ``Capture`` swaps are given back by the last to stop.
 
-    __slots__ = ("filters", "show", "issued")
+
+class _Handlers(threading.local):
+    def __init__(self):
+        self.stack = []  # this thread's handlers of the warnings Python shows, innermost last
+        self.captures = 0  # how many Captures are on in this thread
+
+
+_THREAD = _Handlers()
+_LOCK = threading.Lock()
+_OUTSIDE = [0, None]
+"""How many handlers are on (``show_to``), in all threads, and ``warnings._showwarnmsg`` as
+it was when the first of them came on (the user's, as a rule Python's own)."""
+
+
+def _shown(message):
+    """``warnings._showwarnmsg`` while a handler is on: the message to this thread's innermost
+    handler, or where Python would show it in a thread that has none."""
+    stack = _THREAD.stack
+    (stack[-1] if stack else _OUTSIDE[1])(message)
+
+
+def show_to(handler):
+    """The warnings Python shows in this thread (its filters neither ignore nor raise them, C
+    code's too) go to ``handler`` (called with a ``warnings.WarningMessage``) until
+    ``unshow(handler)``."""
+    with _LOCK:
+        if not _OUTSIDE[0] and warnings._showwarnmsg is not _shown:
+            _OUTSIDE[1] = warnings._showwarnmsg
+            warnings._showwarnmsg = _shown
+        _OUTSIDE[0] += 1
+        _THREAD.stack.append(handler)
+
+
+def unshow(handler):
+    with _LOCK:
+        stack = _THREAD.stack
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is handler:
+                del stack[i]
+                break
+        else:
+            return
+        _OUTSIDE[0] -= 1
+        if not _OUTSIDE[0] and warnings._showwarnmsg is _shown:  # (not where another
+            warnings._showwarnmsg = _OUTSIDE[1]  # replaced it since; _OUTSIDE[1] is kept for
+            # a thread that looked the hook up before, and calls it after)
+
+
+def show_below(handler, message):
+    """Show ``message`` as it would be shown without ``handler``: to the handler under it in
+    this thread, or where Python would show it."""
+    stack = _THREAD.stack
+    for i in range(len(stack) - 1, 0, -1):
+        if stack[i] is handler:
+            return stack[i - 1](message)
+    return _OUTSIDE[1](message)
+
+
+class Capture:
+    """While it is on, every warning this thread issues is kept (``issued``,
+    ``warnings.WarningMessage``s) rather than shown, whatever Python's filters would do with
+    it: each filter's action becomes "always", but "error", which raises where NumPy raises.
+    The filters are swapped as a list, not changed through ``warnings.simplefilter``
+    (``catch_warnings``), which would make Python forget the warnings its "default" action
+    already showed once. Python consults a location's registry before its filters: one issued
+    at the user's line (:func:`from_user_line`) is issued with a registry of its own, which
+    nothing keys. ``filters``: those in force without it, the caller's.
+
+    The filters are the process's: the first Capture on swaps them, one nested in it in the
+    same thread swaps them again and gives back what it found, one in another thread takes
+    those on as they are, and the last to stop gives back the first's."""
+
+    __slots__ = ("filters", "show", "issued", "swapped")
 
     def __init__(self):
-        self.filters, self.show = warnings.filters, warnings._showwarnmsg
         self.issued = []
-        warnings.filters = _capturing(self.filters)
-        warnings._showwarnmsg = self.issued.append
-        _CAPTURES[0] += 1
+        self.show = self.issued.append
+        with _LOCK:
+            self.swapped = _THREAD.captures or not _CAPTURES[0]
+            if self.swapped:
+                self.filters = warnings.filters
+                if not _CAPTURES[0]:
+                    _CAPTURES[1] = self.filters
+                warnings.filters = _capturing(self.filters)
+            else:  # (another thread's are on)
+                self.filters = _CAPTURES[1]
+            _CAPTURES[0] += 1
+            _THREAD.captures += 1
+        show_to(self.show)
 
     def stop(self):
-        _CAPTURES[0] -= 1
-        warnings.filters, warnings._showwarnmsg = self.filters, self.show
+        unshow(self.show)
+        with _LOCK:
+            _CAPTURES[0] -= 1
+            _THREAD.captures -= 1
+            if not _CAPTURES[0]:
+                warnings.filters, _CAPTURES[1] = _CAPTURES[1], None
+            elif self.swapped and _THREAD.captures:
+                warnings.filters = self.filters
         return self.issued
 
 
@@ -253,8 +336,8 @@ _LAST_CAPTURING = [None, None]
 """The last filters ``_capturing`` was given (as a tuple) and its answer."""
 
 
-_CAPTURES = [0]
-"""How many ``Capture``s are on."""
+_CAPTURES = [0, None]
+"""How many ``Capture``s are on, in all threads, and the filters as the first found them."""
 
 _UNREGISTERED = {}
 """Per module name, the globals :func:`from_user_line` gives its frame while a ``Capture`` is
@@ -538,9 +621,10 @@ class Warnings:
             if CATEGORIES[kind] in self.unanswered:  # (NumPy's words for a "call" without one)
                 raise NameError(f"python callback specified for {kind} (in  {ufunc}) but no "
                                 "function found.")
-        frame, called, operator = sys._getframe(1), None, None
+        frame, called, operator, read = sys._getframe(1), None, None, False
         while frame is not None and frame.f_code is not self.stop:
             code = frame.f_code
+            read = read or code in READ_PULLBACKS
             if code in SCALAR_PASSING and HOLDING.level is None:  # the user's operator, passed
                 # on to the reflected one it calls
                 message = _as_scalar_math(message, called)
@@ -563,7 +647,7 @@ class Warnings:
             frame, called = frame.f_back, frame
         line = None if self.record is None else self.record.line
         if line is not None:  # in a pullback: say so, NumPy names the ufunc inside it
-            message += in_the_gradient(self.record)
+            message += in_the_gradient(self.record, read)
             if self.heard is not None:
                 # (one the rule's own filters silence, heard but not issued: no line)
                 self.heard.append((message, *line) if not silenced(self.filters, message, *line)
@@ -621,10 +705,19 @@ def without_events(compute, *args):
         writer.muted = muted
 
 
-def in_the_gradient(record):
+def in_the_gradient(record, read=False):
     """What a message of NumPy's about a floating-point event in the pullback of ``record``
-    adds, to say it is the derivative's, beside NumPy's own (issued by ``f``)."""
-    return f", in the gradient of {operation_name(record.primitive)}"
+    adds, to say it is the derivative's, beside NumPy's own (issued by ``f``). ``read``: the
+    event came from a read's pullback run in ``record``'s (``READ_PULLBACKS``)."""
+    return f", in the gradient of {'x[key]' if read else operation_name(record.primitive)}"
+
+
+READ_PULLBACKS: set[types.CodeType] = set()
+"""The code of the function that adds a read's cotangent into what it read (``x[i]``), which
+runs in the pullback of a record the read was folded into (a scalar loop's ``x[i - 1] *
+x[i]``: ``elementwise.fold_reads``) as in the read's own: its events are the read's, named
+as a replay, which keeps the read a step of its own, names them, and as the record would be
+had the read not been folded."""
 
 
 class gradient_errors:
@@ -651,7 +744,10 @@ class gradient_errors:
         if record is None or any(label in message
                                  for label in (", in the gradient of ", ", in a tangent")):
             return False
-        raise FloatingPointError(message + in_the_gradient(record)).with_traceback(
+        read, tb = False, traceback
+        while tb is not None and not read:
+            read, tb = tb.tb_frame.f_code in READ_PULLBACKS, tb.tb_next
+        raise FloatingPointError(message + in_the_gradient(record, read)).with_traceback(
             traceback) from None
 
 

@@ -17,6 +17,7 @@ from sys import getrefcount
 import numpy as np
 
 from ..core.devices import is_device
+from ..core.debug import READ_PULLBACKS
 
 from .recompute import Written, current_region
 from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
@@ -243,6 +244,9 @@ def _gathered_back(shadows, dy, inputs, repeats):
     # (a plain cotangent makes no shadow traced like it: ``like`` only for others)
     region = shadows.of(source, like=None if type(dy) is np.ndarray else dy)
     region[key] += dy
+
+
+READ_PULLBACKS.add(_gathered_back.__code__)
 
 
 class ElementsRead(OneOutput):

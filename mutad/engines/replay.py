@@ -115,7 +115,7 @@ from .arraylike import ArrayMethods, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
-                          user_frames, users_callback, warn_at)
+                          show_below, show_to, unshow, user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
                           differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
@@ -4111,8 +4111,8 @@ _RUN = Program._run.__code__
 
 
 class Shown:
-    """Installed as ``warnings._showwarnmsg``, through which Python shows each warning that
-    its filters neither ignore nor raise (C code's too), while a call records: those shown
+    """The handler (``debug.show_to``) of each warning Python shows in the thread (its
+    filters neither ignore nor raise it, C code's too) while a call records: those shown
     the caller, to be shown once if the call is traced again (``ShownAgain``). (What the
     operations issue, f may act on under its own filters, which the replay does not run:
     ``scipy.linalg.solve``'s ``LinAlgWarning`` on an ill-conditioned matrix caught by
@@ -4121,9 +4121,8 @@ class Shown:
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.previous = warnings._showwarnmsg
         self.outside = []  # every warning shown under the caller's handling (``ShownAgain``)
-        warnings._showwarnmsg = self
+        show_to(self)
 
     def __call__(self, message):
         recorder = self.recorder
@@ -4136,11 +4135,10 @@ class Shown:
                 # running f's filters, does not issue again (``_Issued``)
                 recorder.refuse("a warning an operation issued under f's own warnings "
                                 "filters (warnings.catch_warnings in f) shown to the caller")
-        self.previous(message)
+        show_below(self, message)
 
     def remove(self):
-        if warnings._showwarnmsg is self:
-            warnings._showwarnmsg = self.previous
+        unshow(self)
 
 
 def _shown_as(message):
@@ -4149,7 +4147,7 @@ def _shown_as(message):
 
 
 class ShownAgain:
-    """Installed as ``warnings._showwarnmsg`` while ``f`` runs again, traced, after a recording
+    """The handler (``debug.show_to``) of the warnings Python shows while ``f`` runs again, traced, after a recording
     that cannot stand (it raised, or a rule refused what it follows, where tracing may not):
     the warnings the first run showed the caller (``Shown.outside``) are shown again by the
     second run, which is the call's answer; each is dropped the second time, in order, so the
@@ -4160,9 +4158,8 @@ class ShownAgain:
     def __init__(self, shown):
         self.expected = shown
         self.next = 0
-        self.previous = warnings._showwarnmsg
         self.handling = (warnings._showwarnmsg_impl, warnings.showwarning)
-        warnings._showwarnmsg = self
+        show_to(self)
 
     def __call__(self, message):
         if self.next < len(self.expected) and self.handling == (
@@ -4171,11 +4168,10 @@ class ShownAgain:
                 self.next += 1
                 return
             self.next = len(self.expected)
-        self.previous(message)
+        show_below(self, message)
 
     def remove(self):
-        if warnings._showwarnmsg is self:
-            warnings._showwarnmsg = self.previous
+        unshow(self)
 
 
 class _Issued(list):
@@ -4530,8 +4526,9 @@ def reach(f, kinds=(), kept=None):
     answer is appended as a :class:`Reached`, with what the walk read, where everything it
     met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
     of); left as it is otherwise."""
-    objects, arrays, seen, names, large = [], [], set(), set(), []
+    objects, arrays, seen, large = [], [], set(), []
     walk = _Walk(_home(f))
+    names = walk.names
     work = [f]
     states = [] if kept is not None and not kinds else None  # (x, read, read(x)) per object
     for kind in kinds:  # the classes of the arguments (``classes``): as an object's class
@@ -4553,7 +4550,7 @@ def reach(f, kinds=(), kept=None):
                 return objects, arrays, large[0]
             if key in _READING_BY_NAME:  # (ga = getattr)
                 walk.dynamic = True
-            librarys = _reach_into(x, work, arrays, names, walk, large)
+            librarys = _reach_into(x, work, arrays, walk, large)
             if states is not None:
                 kind = type(x)
                 read = _STATES.get(kind) or (_library_state if librarys else None)
@@ -4567,9 +4564,9 @@ def reach(f, kinds=(), kept=None):
                 elif not (kind in _READS_NOTHING or isinstance(x, np.generic)
                           or kind is np.ndarray and not x.dtype.hasobject):
                     states = None  # (what it reads of x, Reached cannot read again)
-        for namespace, done, whole in list(walk.held.values()):  # their attributes named
-            every = whole and walk.dynamic                      # since, or all of them
-            new = [name for name in (namespace if every else _named(names, namespace))
+        for namespace, done, whole, read in list(walk.held.values()):  # their attributes
+            every = whole and walk.dynamic                      # named since, or all of them
+            new = [name for name in (namespace if every else _named(read, namespace))
                    if name not in done and type(name) is str]
             if new:
                 new = sorted(new)
@@ -4589,9 +4586,9 @@ def reach(f, kinds=(), kept=None):
         large.append(f"f {_reads_identity(f'builtins.{min(names & _BUILTIN_READERS)}')}")
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
-                       [(name, namespace[name]) for name in sorted(done)])
-                      for namespace, done, whole in walk.held.values()]
-        kept.append(Reached(objects, arrays, states, namespaces, frozenset(names)))
+                       [(name, namespace[name]) for name in sorted(done)], frozenset(read))
+                      for namespace, done, whole, read in walk.held.values()]
+        kept.append(Reached(objects, arrays, states, namespaces))
     return objects, arrays, large[0] if large else None
 
 
@@ -4600,33 +4597,33 @@ class Reached:
     tell on a later call without walking again that a walk would find the same (``holds``):
     per object met, what the walk reads of it (``states``: a function's code, defaults,
     closure cells and attribute dict, a module's name and file), and per namespace held, the
-    names taken from it and their values (``namespaces``), for the names the code met names
-    (``names``). The walk is a function of these alone: the same, it meets the same objects
-    in the same order. The arrays' bytes are compared on each call as a walk's are."""
+    names taken from it and their values, for the names the code met names by which it was
+    held (``namespaces``). The walk is a function of these alone: the same, it meets the same
+    objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces", "names")
+    __slots__ = ("objects", "arrays", "states", "namespaces")
 
-    def __init__(self, objects, arrays, states, namespaces, names):
-        self.objects, self.arrays = objects, arrays
-        self.states, self.names = states, names
+    def __init__(self, objects, arrays, states, namespaces):
+        self.objects, self.arrays, self.states = objects, arrays, states
         # Per namespace held by the names the code names (each taken is one of them), those
         # of them it did not have (``absent``): it has the same of them again exactly where
         # it has every name taken (the values below are looked up) and none of those
-        strings = frozenset(name for name in names if type(name) is str)
-        self.namespaces = [(namespace, every, taken, values, strings - taken
-                            if not every and taken <= strings else None)
-                           for namespace, every, taken, values in namespaces]
+        self.namespaces = []
+        for namespace, every, taken, values, names in namespaces:
+            strings = frozenset(name for name in names if type(name) is str)
+            self.namespaces.append((namespace, every, taken, values, names, strings - taken
+                                    if not every and taken <= strings else None))
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        for namespace, every, taken, values, absent in self.namespaces:
+        for namespace, every, taken, values, names, absent in self.namespaces:
             if absent is not None:
                 if any(map(namespace.__contains__, absent)):
                     return False
-            elif {name for name in (namespace if every else _named(self.names, namespace))
+            elif {name for name in (namespace if every else _named(names, namespace))
                   if type(name) is str} != taken:
                 return False
             for name, value in values:
@@ -4714,10 +4711,13 @@ REACHED_OBJECTS = 20_000
 class _Walk:
     """The namespaces ``reach`` holds, one entry each by the identity of their owner:
     ``[namespace, the names taken from it, whether it is held whole where the user's code
-    builds names]`` (an object's, a class's, a module's reached as an object: not a function's
-    globals); ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
+    builds names (an object's, a class's, a module's reached as an object: not a function's
+    globals), the names by which it is held]``: ``names``, those the code met names and the
+    strings met (an attribute's name, a keyword's, ``getattr(p, "dt")``), or for a function's
+    globals and builtins (not reached as an object too) ``globals``, the names its code reads
+    or writes as globals; ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home", "shallow", "builtins")
+    __slots__ = ("held", "dynamic", "home", "shallow", "builtins", "names", "globals")
 
     def __init__(self, home):
         self.held = {}
@@ -4725,15 +4725,20 @@ class _Walk:
         self.builtins = False  # the builtins module met as an object (builtins.id)
         self.home = home  # the file of f's code: the program's, whose built names count
         self.shallow = set()  # (the ids of those whose values _walked_in_library tells)
+        self.names, self.globals = set(), set()
 
-    def hold(self, namespace, owner=None, whole=False, shallow=False):
+    def hold(self, namespace, owner=None, whole=False, shallow=False, as_globals=False):
         key = id(namespace if owner is None else owner)
         if shallow:
             self.shallow.add(key)
-        if key not in self.held:
-            self.held[key] = [namespace, set(), whole]
-        elif whole:
-            self.held[key][2] = True
+        held = self.held.get(key)
+        if held is None:
+            self.held[key] = [namespace, set(), whole,
+                              self.globals if as_globals else self.names]
+        else:
+            held[2] = held[2] or whole
+            if not as_globals:  # (a module reached as an object too: by every name met)
+                held[3] = self.names
 
 
 DYNAMIC = frozenset(("getattr", "hasattr", "vars", "__dict__", "attrgetter", "methodcaller",
@@ -4786,8 +4791,9 @@ _READS_NOTHING = _FOLLOWS_NOTHING | {str, tuple, frozenset, types.BuiltinFunctio
 function's ``__self__``): NumPy's scalars and arrays of numbers too."""
 
 
-def _reach_into(x, work, arrays, names, walk, large):
+def _reach_into(x, work, arrays, walk, large):
     kind = type(x)
+    names = walk.names
     # (The walk is made on every call: the exact types it meets most are told first, before
     # the tests by subclass, none of which takes any of them.)
     if kind in _FOLLOWS_NOTHING:
@@ -4810,6 +4816,7 @@ def _reach_into(x, work, arrays, names, walk, large):
                          "f reads of it a replay cannot tell before the call imports it "
                          "(traced until it is imported)")
         names.update(_code_names(code))
+        walk.globals.update(_code_globals(code))
         identifiers = _code_identifiers(code)
         if not walk.dynamic and not DYNAMIC.isdisjoint(identifiers):
             walk.dynamic = code.co_filename == walk.home and _users_file(code.co_filename)
@@ -4824,10 +4831,10 @@ def _reach_into(x, work, arrays, names, walk, large):
         work.extend(_cell_contents(x))
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
-        walk.hold(x.__globals__, whole=whole_globals)
+        walk.hold(x.__globals__, whole=whole_globals, as_globals=True)
         # a name its globals lack is the builtins' (builtins.SCALE = 2.0, a shadowed print)
         walk.hold(x.__builtins__ if type(x.__builtins__) is dict else vars(x.__builtins__),
-                  shallow=True)
+                  shallow=True, as_globals=True)
         if whole_globals and code.co_filename == walk.home:
             walk.dynamic = walk.dynamic or _users_file(code.co_filename)
         if x.__dict__:  # its attributes (f.scale; getattr(f, f"w{i}"): whole, as a module's)
@@ -5085,6 +5092,22 @@ def _hold_class(cls, walk):
         module = getattr(base, "__module__", "builtins")
         if type(module) is str and not _library(module):  # (a new proxy on each call)
             walk.hold(vars(base), owner=base, whole=_users_module(module))
+
+
+@functools.lru_cache(maxsize=4096)
+def _code_globals(code):
+    """The names ``code`` and the code objects within it read or write as globals (or, in a
+    class's body, as names): not those of attributes, which ``co_names`` holds as well."""
+    found, codes = set(), [code]
+    while codes:
+        c = codes.pop()
+        found.update(i.argval for i in dis.get_instructions(c) if i.opname in _GLOBAL_OPS)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    return frozenset(found)
+
+
+_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
+                         "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -5610,7 +5633,9 @@ class FreshEntropy:
 def _generators(objects, global_ones=True):
     """``(read, write)`` of the state of each random generator a call may draw from: NumPy's
     global one, the random module's (where ``global_ones``), and the generators among
-    ``objects`` (what ``f`` reaches: NumPy's, and instances of ``random.Random``)."""
+    ``objects`` (what ``f`` reaches: NumPy's, and instances of ``random.Random``), and the
+    seed sequences, which count the children they spawned (``rng.spawn(1)``,
+    ``seed_sequence.spawn(1)``: the next gives other seeds)."""
     found = [(functools.partial(np.random.get_state, legacy=False), np.random.set_state),
              (random.getstate, random.setstate)] if global_ones else []
     for x in objects:
@@ -5618,6 +5643,9 @@ def _generators(objects, global_ones=True):
             bits = x.bit_generator if isinstance(x, np.random.Generator) else x
             found.append((lambda bits=bits: bits.state,
                           lambda state, bits=bits: setattr(bits, "state", state)))
+            x = bits.seed_seq
+        if isinstance(x, np.random.SeedSequence):  # (its count is read-only: set as pickle
+            found.append((lambda x=x: x.__reduce__()[2], x.__setstate_cython__))  # sets it)
         elif isinstance(x, np.random.RandomState):
             found.append((functools.partial(x.get_state, legacy=False), x.set_state))
         elif isinstance(x, random.Random):  # an instance of the random module's own
@@ -5992,8 +6020,9 @@ class Replayed:
             if recording.program is not None and _random_states(objects) != drawn:
                 recording.program = None  # the next call draws other numbers
                 recording.reason = ("a random draw from a generator that lives between calls "
-                                    "(np.random's, the random module's, or one f reaches): a "
-                                    "replay would reuse the recorded numbers")
+                                    "(np.random's, the random module's, or one f reaches), or "
+                                    "a spawn of its seed sequence: a replay would reuse the "
+                                    "recorded numbers")
             if recording.program is not None and entropy.seeded:
                 recording.program = None
                 recording.reason = ("fresh entropy drawn in f (a generator seeded from it, "
