@@ -897,6 +897,9 @@ def builder(func, counting=True):
                 return building(args[0].astype(dtype), *args[2:], **{
                     k: v for k, v in kwargs.items() if k != "dtype"})
             return _holding_objects(allocating(*args, **kwargs))  # (np.array(o): objects)
+        if args and ACTIVE.running and type(args[0]) in SUBCLASS_VIEWS.values():
+            kwargs.setdefault("like", args[0])  # (np.recarray's stand-in: NumPy's of it)
+            return func(*args, **kwargs)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args

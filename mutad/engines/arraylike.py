@@ -2022,12 +2022,32 @@ def _records_cast(cast, a, dtype, *args, **kwargs):
     return out
 
 
+def _records_built(build, a, *args, like=None, **kwargs):
+    """``build(a, ...)`` (``np.array`` and its variants) of an array of records: ``a`` itself
+    where NumPy's is the array given, a view of it where NumPy's is one, else a copy of its
+    records (NumPy's layout, each field written); None (refused) where NumPy's changes the
+    records' dtype or shape."""
+    y = build(memory(a), *args, **kwargs)
+    if y is memory(a):
+        return a
+    if y.dtype != a.dtype or y.shape != a.shape:
+        return None
+    if np.shares_memory(y, memory(a)):
+        return view_as(a, y)
+    out = _new_records(y)
+    for name in a.dtype.names:
+        out[name] = a[name]
+    return out
+
+
 RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
                     recfunctions.structured_to_unstructured: _records_unstructured,
                     np.astype: functools.partial(_records_cast, np.astype),
                     np.ndarray.astype: functools.partial(_records_cast, np.ndarray.astype)}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
+RECORD_FUNCTIONS.update({build: functools.partial(_records_built, build) for build in (
+    np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)})
 
 
 RECORDS_MOVED = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.where,
