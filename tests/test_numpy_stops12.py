@@ -54,3 +54,75 @@ def test_functions_of_record_arrays_give_numpys_types(name, as_records):
     seen = []
     check(lambda x: f(x, seen), X, replay=False)
     assert set(seen) == set(numpys)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.ma.apply_along_axis: np.ma's object array of the results, as a masked array of them
+
+_MASK = [[0, 1, 0], [0, 0, 0]]
+_ALONG = {
+    "number": (lambda v: v.sum(), 1, _MASK),
+    "line": (lambda v: v * 2, 1, _MASK),
+    "line_along_0": (lambda v: v ** 2, 0, _MASK),
+    "masked_results": (lambda v: v.sum(), 0, [[0, 1, 0], [0, 1, 0]]),
+    "no_mask": (lambda v: np.sin(v).mean(), 1, np.ma.nomask),
+}
+
+
+@pytest.mark.parametrize("name", list(_ALONG))
+def test_masked_apply_along_axis_gives_numpys_masked_array(name):
+    func1d, axis, mask = _ALONG[name]
+
+    def f(x, seen):
+        y = np.ma.apply_along_axis(func1d, axis, np.ma.masked_array(x.reshape(2, 3), mask=mask))
+        seen.append((y.__class__, y.dtype, y.shape, np.ma.getmask(y) is np.ma.nomask,
+                     y.fill_value))
+        return np.sum(y.filled(-7.0) * np.arange(1, y.size + 1).reshape(y.shape) ** 2)
+
+    numpys, seen = [], []
+    f(np.arange(6.0), numpys)
+    check(lambda x: f(x, seen), np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2]))
+    assert set(seen) == set(numpys)
+
+
+def test_library_code_applying_along_an_axis_of_masked_arrays():
+    import scipy.stats  # (np.ma.apply_along_axis of each row's Harrell-Davis quantiles)
+    check(lambda x: np.sum(scipy.stats.mstats.hdquantiles(x.reshape(2, 3), axis=1) ** 2),
+          np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2]))
+
+
+# ----------------------------------------------------------------------------------------------
+# f returning a masked array of one element: its value NumPy's masked array, its gradient the
+# data's
+
+def _masked_output(x):
+    return np.ma.masked_array(np.ma.masked_array(x, mask=[0, 1, 0]).sum() * x[1])
+
+
+def test_a_masked_array_of_one_element_as_the_output():
+    x = np.array([0.3, -0.7, 1.1])
+    numpys = _masked_output(x)
+    value, (g,) = mutad.value_and_gradient(_masked_output, x)
+    assert type(value) is np.ma.MaskedArray and repr(value) == repr(numpys)
+    assert (np.ma.getmask(value) is np.ma.nomask) == (np.ma.getmask(numpys) is np.ma.nomask)
+    np.testing.assert_allclose(g, [x[1], x[0] + x[2], x[1]])
+    replayed = mutad.grad(_masked_output, replay=True)
+    for _ in range(3):
+        np.testing.assert_allclose(replayed(x), g)
+    with pytest.raises(mutad.MutadError, match="masked"):
+        mutad.gradient(lambda x: np.ma.masked_array(x[:1], mask=[1]), x)
+
+
+# ----------------------------------------------------------------------------------------------
+# A copy-on-write memory map written by a ufunc's out=: the memory map's fix, as an assignment's
+
+
+def test_a_copy_on_write_memory_map_written_in_place_is_refused_as_one(tmp_path):
+    np.arange(3.0).tofile(tmp_path / "m.dat")
+
+    def f(x):
+        m = np.memmap(tmp_path / "m.dat", dtype=float, mode="c", shape=(3,))
+        m += x
+        return np.sum(m * x)
+    with pytest.raises(mutad.MutadError, match="mode='c'"):
+        mutad.gradient(f, np.array([0.3, -0.7, 1.1]))

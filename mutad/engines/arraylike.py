@@ -2383,10 +2383,12 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "own (pos = np.zeros(n); vel = np.zeros(n)).")
 
 
-MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' in the "
-              "function too): mutad does not follow its writes, whose bytes are a file's. "
-              "Write traced values into a plain array (np.zeros, np.array(m)), and its numbers "
-              "into the memory map after the differentiation.")
+MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' or 'c' in "
+              "the function too): mutad does not follow its writes, whose bytes are a file's "
+              "(or, of mode='c', the map's own copy of them). Write traced values into an "
+              "array the function follows, np.array(m) (a copy of its numbers, as mode='c' "
+              "keeps its writes from the file) or np.zeros, and its numbers into the memory "
+              "map after the differentiation.")
 
 
 def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
@@ -2419,9 +2421,10 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
     return out
 
 
-def untraced_write(what):
-    """The error for writing a traced value into an array mutad does not follow."""
-    return UntracedWriteError(
+def untraced_write(what, into=None):
+    """The error for writing a traced value into an array mutad does not follow (``into``,
+    where the caller has it)."""
+    error = UntracedWriteError(
         f"{what}: a traced value was written into a plain array mutad does not follow, so its "
         "gradient would be lost: one created before the differentiation started that the "
         "function reaches only through an object mutad does not look into (a cache, a "
@@ -2433,6 +2436,9 @@ def untraced_write(what):
         "reach it by a name (a module-level or closure variable, a default argument, an "
         "attribute its code names: its writes are then followed, and its bytes written back), "
         "or pass it as an argument. " + FRESH_FIX)
+    if isinstance(into, np.memmap):
+        error.args = (error.args[0] + " " + MEMMAP_FIX,)
+    return error
 
 
 FRESH_FIX = ("A new array a call made inside the function from plain values (np.ma.getdata, "
