@@ -126,3 +126,28 @@ def test_a_copy_on_write_memory_map_written_in_place_is_refused_as_one(tmp_path)
         return np.sum(m * x)
     with pytest.raises(mutad.MutadError, match="mode='c'"):
         mutad.gradient(f, np.array([0.3, -0.7, 1.1]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays of objects made of a float array's numbers: NumPy's Python floats (not NumPy's
+# scalars), followed, and so the results of their arithmetic Python floats too (their mean,
+# NumPy's float64)
+
+_OBJECTS = {
+    "astype": lambda x: (x.astype(object) ** 2).sum(),
+    "astype_fortran": lambda x: (lambda o: (o.T @ o).sum())(
+        np.asfortranarray(x.reshape(2, 3)).astype(object)),
+    "array": lambda x: (np.array(x, dtype=object) * 2.0).sum() ** 2,
+    "asarray": lambda x: np.asarray(x, dtype=object).mean(),
+    "written": lambda x: (lambda o: (o.__setitem__(slice(None), x * 2), o.sum())[1])(
+        np.zeros(6, dtype=object)),
+    "frompyfunc_reduce": lambda x: np.frompyfunc(lambda a, b: a + b * b, 2, 1).reduce(x),
+}
+
+
+@pytest.mark.parametrize("name", list(_OBJECTS))
+def test_objects_of_a_float_arrays_numbers_are_pythons_floats(name):
+    f = _OBJECTS[name]
+    x = np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2])
+    assert type(mutad.value_and_gradient(f, x)[0]) is type(f(x.copy()))
+    check(f, x)
