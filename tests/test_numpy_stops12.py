@@ -85,6 +85,13 @@ def test_masked_apply_along_axis_gives_numpys_masked_array(name):
     assert set(seen) == set(numpys)
 
 
+def test_masked_apply_over_axes_and_expand_dims():
+    mask = np.array([[0, 1, 0], [0, 0, 0]])
+    check(lambda x: np.sum(np.ma.apply_over_axes(
+        np.ma.sum, np.ma.masked_array(x.reshape(2, 3), mask=mask), [1]).filled(0.5) ** 2),
+        np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2]))
+
+
 def test_library_code_applying_along_an_axis_of_masked_arrays():
     import scipy.stats  # (np.ma.apply_along_axis of each row's Harrell-Davis quantiles)
     check(lambda x: np.sum(scipy.stats.mstats.hdquantiles(x.reshape(2, 3), axis=1) ** 2),

@@ -60,7 +60,7 @@ FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, 
             "ufuncs, sum, mean, var, std, max, min, count, average, median, "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
-            "apply_along_axis, "
+            "apply_along_axis, apply_over_axes, expand_dims, "
             "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
             "cov, corrcoef, np.ma.multiply.outer (and add's, ...), ravel, flatten, view, "
             "reshape, transpose (T), squeeze, conj, argsort, argmin, argmax, copy, "
@@ -598,6 +598,9 @@ class Masked:
             return _diff(*args, **kwargs)
         if func is np.broadcast_to and not kwargs.get("subok"):  # (of the data, as NumPy's)
             return np.broadcast_to(_data(args[0]), *args[1:], **kwargs)
+        if func is np.expand_dims and type(args[0]) is Masked:  # (NumPy's: a reshape of it)
+            return args[0].reshape(np.expand_dims(np.broadcast_to(0, args[0].shape),
+                                                  *args[1:], **kwargs).shape)
         if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
             return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
         method = _FUNCTIONS.get(func)
