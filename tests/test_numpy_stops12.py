@@ -92,6 +92,12 @@ def test_masked_apply_over_axes_and_expand_dims():
         np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2]))
 
 
+def test_masked_compress_rows_reads_the_data():
+    mask = np.array([[0, 1, 0], [0, 0, 0]])
+    check(lambda x: np.sum(np.ma.compress_rows(np.ma.masked_array(x.reshape(2, 3), mask=mask))
+                           ** 2), np.array([0.3, -0.7, 1.1, 0.4, 0.9, -0.2]))
+
+
 def test_library_code_applying_along_an_axis_of_masked_arrays():
     import scipy.stats  # (np.ma.apply_along_axis of each row's Harrell-Davis quantiles)
     check(lambda x: np.sum(scipy.stats.mstats.hdquantiles(x.reshape(2, 3), axis=1) ** 2),

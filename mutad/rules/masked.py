@@ -192,6 +192,7 @@ class Masked:
         self._mask[...] = np.reshape(mask, self.shape) if np.size(mask) > 1 else mask
 
     mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask, _set_mask)
+    _data = property(lambda self: self.data)  # (np.ma's own code reads it: compress_nd)
     hardmask = property(lambda self: self._hard)
 
     def harden_mask(self):
