@@ -897,9 +897,16 @@ def builder(func, counting=True):
                 return building(args[0].astype(dtype), *args[2:], **{
                     k: v for k, v in kwargs.items() if k != "dtype"})
             return _holding_objects(allocating(*args, **kwargs))  # (np.array(o): objects)
+        if args and ACTIVE.running and type(args[0]) in SUBCLASS_VIEWS.values():
+            kwargs.setdefault("like", args[0])  # (np.recarray's stand-in: NumPy's of it)
+            return func(*args, **kwargs)
         if not (args and ACTIVE.running and holds_wrapped(args[0])):
             return allocating(*args, **kwargs)
         a, *rest = args
+        if wrapped(a) and a.dtype.kind in "fc" and set(kwargs) <= {"dtype", "copy"} \
+                and np.dtype(kwargs.get("dtype", rest[0] if rest else None)) == object \
+                and len(rest) <= 1:  # (NumPy's objects of its numbers: Python's)
+            return python_objects(a)
         if wrapped(a):  # NumPy dispatches on like= alone
             kwargs.setdefault("like", a)
             y = func(a, *rest, **kwargs)
@@ -1235,6 +1242,8 @@ class TracedObjects(np.ndarray):
             if wrapped(value) and np.ndim(value) == 0:
                 objects = np.empty((), dtype=object)
                 objects[()] = value
+            elif wrapped(value) and value.dtype.kind in "fc":  # (its numbers as Python's)
+                objects = python_objects(value)
             else:
                 objects = _objects_of(np.array, (_elements(value),), {"dtype": object})
             if objects is not None:
@@ -1290,6 +1299,26 @@ def _elements(tree):
     if wrapped(tree) and np.ndim(tree) > 0:
         return [_elements(x) for x in tree]
     return tree
+
+
+def python_number(e):
+    """Traced element ``e`` of a float or complex array as NumPy casts it to an object: a
+    Python number (its value as a double, standing for a Python float or complex)."""
+    if not wrapped(e) or e.dtype.kind not in "fc":
+        return e
+    e = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64, copy=False)
+    weaken(e)
+    return e
+
+
+def python_objects(x, order="K"):
+    """``x.astype(object)`` (``np.array(x, dtype=object)``) of a traced float or complex
+    array: NumPy's array of objects (its layout of ``order``), each of ``x``'s elements in it
+    as the Python number NumPy makes of it (``python_number``), followed."""
+    y = np.empty_like(memory(x), dtype=object, order=order)
+    for index in np.ndindex(y.shape):
+        y[index] = python_number(x[index])
+    return y.view(TracedObjects)
 
 
 def _real_number(x):

@@ -2022,12 +2022,32 @@ def _records_cast(cast, a, dtype, *args, **kwargs):
     return out
 
 
+def _records_built(build, a, *args, like=None, **kwargs):
+    """``build(a, ...)`` (``np.array`` and its variants) of an array of records: ``a`` itself
+    where NumPy's is the array given, a view of it where NumPy's is one, else a copy of its
+    records (NumPy's layout, each field written); None (refused) where NumPy's changes the
+    records' dtype or shape."""
+    y = build(memory(a), *args, **kwargs)
+    if y is memory(a):
+        return a
+    if y.dtype != a.dtype or y.shape != a.shape:
+        return None
+    if np.shares_memory(y, memory(a)):
+        return view_as(a, y)
+    out = _new_records(y)
+    for name in a.dtype.names:
+        out[name] = a[name]
+    return out
+
+
 RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
                     recfunctions.structured_to_unstructured: _records_unstructured,
                     np.astype: functools.partial(_records_cast, np.astype),
                     np.ndarray.astype: functools.partial(_records_cast, np.ndarray.astype)}
 """NumPy's functions of whole records (a structured dtype) that are written field by field
 where a derivative is among them (``records_function``)."""
+RECORD_FUNCTIONS.update({build: functools.partial(_records_built, build) for build in (
+    np.array, np.asarray, np.asanyarray, np.ascontiguousarray, np.asfortranarray)})
 
 
 RECORDS_MOVED = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.where,
@@ -2363,10 +2383,12 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "own (pos = np.zeros(n); vel = np.zeros(n)).")
 
 
-MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' in the "
-              "function too): mutad does not follow its writes, whose bytes are a file's. "
-              "Write traced values into a plain array (np.zeros, np.array(m)), and its numbers "
-              "into the memory map after the differentiation.")
+MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' or 'c' in "
+              "the function too): mutad does not follow its writes, whose bytes are a file's "
+              "(or, of mode='c', the map's own copy of them). Write traced values into an "
+              "array the function follows, np.array(m) (a copy of its numbers, as mode='c' "
+              "keeps its writes from the file) or np.zeros, and its numbers into the memory "
+              "map after the differentiation.")
 
 
 def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
@@ -2399,9 +2421,10 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
     return out
 
 
-def untraced_write(what):
-    """The error for writing a traced value into an array mutad does not follow."""
-    return UntracedWriteError(
+def untraced_write(what, into=None):
+    """The error for writing a traced value into an array mutad does not follow (``into``,
+    where the caller has it)."""
+    error = UntracedWriteError(
         f"{what}: a traced value was written into a plain array mutad does not follow, so its "
         "gradient would be lost: one created before the differentiation started that the "
         "function reaches only through an object mutad does not look into (a cache, a "
@@ -2413,6 +2436,9 @@ def untraced_write(what):
         "reach it by a name (a module-level or closure variable, a default argument, an "
         "attribute its code names: its writes are then followed, and its bytes written back), "
         "or pass it as an argument. " + FRESH_FIX)
+    if isinstance(into, np.memmap):
+        error.args = (error.args[0] + " " + MEMMAP_FIX,)
+    return error
 
 
 FRESH_FIX = ("A new array a call made inside the function from plain values (np.ma.getdata, "

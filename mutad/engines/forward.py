@@ -25,7 +25,8 @@ from numpy.lib.array_utils import byte_bounds
 
 from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_by_name,
                                converted_by_numpy, follows_floats, joined_operands,
-                               lists_as_arrays, plain_memory, rebound_in_place, stand_in_value,
+                               lists_as_arrays, plain_memory, python_objects,
+                               rebound_in_place, stand_in_value,
                                stands_in, ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
@@ -1266,6 +1267,9 @@ class Dual(ArrayMethods):
             if y is not None:
                 return y
         refuse_records(np.ndarray.astype, (self,))
+        if np.dtype(dtype) == object and self.value.dtype.kind in "fc" \
+                and set(kwargs) <= {"order", "copy", "casting", "subok"}:
+            return python_objects(self, kwargs.get("order", "K"))  # (Python's numbers)
         return numpy_scalar(self, apply_function(np.ndarray.astype, (self, dtype), kwargs,
                                                  self.level))
 

@@ -588,7 +588,7 @@ def writes_into(call, target, *values):
                 # assignment of them (``o[...] = x * 4``) writes them
                 settled(values, f"{call} of differentiated values into an integer array")
                 return False
-            raise untraced_write(call)
+            raise untraced_write(call, target)
         target.buffer.constant = False  # a constant written with traced values is traced
     return type(target) is Traced
 

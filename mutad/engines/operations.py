@@ -763,7 +763,7 @@ def _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs):
     traced, reads, state = differentiable(ufunc, rule, pattern, len(inputs))
     if type(out) is not Traced or out.tape is not tape:
         if traced:
-            raise untraced_write(f"{function_name(ufunc)}(..., out=...)")
+            raise untraced_write(f"{function_name(ufunc)}(..., out=...)", out)
         return ufunc(*values, out=out, **kwargs)
     tape = active(tape)
     check_destination(out, ufunc)
@@ -1408,7 +1408,7 @@ def apply_function(name, rule, args, kwargs, tape=None, ran=None):
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
         if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
-            raise untraced_write(f"{name}(..., out=...)")
+            raise untraced_write(f"{name}(..., out=...)", out)
         return _into_out(out, result, raised)
     return result
 

@@ -44,7 +44,8 @@ import types
 
 import numpy as np
 
-from ..core.allocation import (READ_BESIDE, Preexisting, lists_as_arrays, rebound_in_place,
+from ..core.allocation import (READ_BESIDE, Preexisting, lists_as_arrays, python_objects,
+                               rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right,
@@ -311,6 +312,9 @@ class TracedDispatch:
             if y is not None:
                 return y
         refuse_records(np.ndarray.astype, (self,))
+        if np.dtype(dtype) == object and self.value.dtype.kind in "fc" \
+                and set(kwargs) <= {"order", "copy", "casting", "subok"}:
+            return python_objects(self, kwargs.get("order", "K"))  # (Python's numbers)
         return numpy_scalar(self, apply_function("ndarray.astype", RULES[np.ndarray.astype].reverse,
                                                  (self, dtype), kwargs))
 

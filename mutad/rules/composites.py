@@ -21,8 +21,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ..core.debug import caller, warn_at
 from ..core.tape import source_line
 from ..core.allocation import (TracedObjects, from_plain_objects, holds_derivative,
-                               lists_as_arrays,
-                               ufunc_operands)
+                               lists_as_arrays, python_number, ufunc_operands)
 from ..core.levels import Tracer
 from ..core.views import wrapped
 from ..engines.arraylike import settled, stands_for_scalar
@@ -1166,7 +1165,9 @@ def pyfunc_ufunc_called(ufunc, *args, **kwargs):
 
     def element(x, index):  # (NumPy's: a number of the array as a Python object)
         e = x[index]
-        return e.item() if isinstance(e, np.generic) and x.dtype != object else e
+        if x.dtype == object:
+            return e
+        return e.item() if isinstance(e, np.generic) else python_number(e)
 
     visits, axes = _ufunc_iteration(given, shape)
     results = {index: pyfunc(*[element(x, index) for x in operands]) for index in visits}
@@ -1210,7 +1211,8 @@ def _pyfunc_ufunc_method(method, args, kwargs):
     for x in lists_as_arrays(args):
         if wrapped(x):  # (NumPy would hand a traced array back to mutad)
             _, axes = _ufunc_iteration([x], x.shape)
-            x = _objects_laid_out(x.shape, axes, ((i, x[i]) for i in np.ndindex(x.shape)))
+            x = _objects_laid_out(x.shape, axes, ((i, python_number(x[i]))
+                                                  for i in np.ndindex(x.shape)))
         operands.append(x)
     return method(*operands, **kwargs)  # (TracedObjects' own: of objects, its type again)
 

@@ -60,6 +60,7 @@ FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, 
             "ufuncs, sum, mean, var, std, max, min, count, average, median, "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
+            "apply_along_axis, apply_over_axes, expand_dims, "
             "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
             "cov, corrcoef, np.ma.multiply.outer (and add's, ...), ravel, flatten, view, "
             "reshape, transpose (T), squeeze, conj, argsort, argmin, argmax, copy, "
@@ -191,6 +192,7 @@ class Masked:
         self._mask[...] = np.reshape(mask, self.shape) if np.size(mask) > 1 else mask
 
     mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask, _set_mask)
+    _data = property(lambda self: self.data)  # (np.ma's own code reads it: compress_nd)
     hardmask = property(lambda self: self._hard)
 
     def harden_mask(self):
@@ -597,6 +599,9 @@ class Masked:
             return _diff(*args, **kwargs)
         if func is np.broadcast_to and not kwargs.get("subok"):  # (of the data, as NumPy's)
             return np.broadcast_to(_data(args[0]), *args[1:], **kwargs)
+        if func is np.expand_dims and type(args[0]) is Masked:  # (NumPy's: a reshape of it)
+            return args[0].reshape(np.expand_dims(np.broadcast_to(0, args[0].shape),
+                                                  *args[1:], **kwargs).shape)
         if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
             return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
         method = _FUNCTIONS.get(func)
@@ -606,6 +611,24 @@ class Masked:
 
     def __array__(self, dtype=None, copy=None):
         _refuse("A conversion to a plain array (np.asarray)")
+
+    def __mutad_output__(self):
+        """As ``f``'s output (of one element, unmasked): its data, whose value is returned as
+        NumPy's masked array of it (the mask, the fill value, the hardness of this one's)."""
+        if self.size != 1:
+            return self, None  # (refused as NumPy's output of other shapes is)
+        if self._mask is not NOMASK and bool(np.any(self._mask)):  # (a replay guards it)
+            raise UnsupportedOperationError(
+                "f returned a masked array whose one element is masked, which has no value "
+                "to differentiate: return m.filled(value) (the value a masked element stands "
+                "for), or np.ma.masked itself, whose gradient is zero.")
+        mask = NOMASK if self._mask is NOMASK else np.zeros(self.shape, bool)
+        fill_value, hard = self._fill_value, self._hard
+
+        def as_masked(value):
+            return np.ma.MaskedArray(value, mask=mask, fill_value=fill_value,
+                                     hard_mask=hard)
+        return self.data, as_masked
 
     def __getattr__(self, name):
         if name.startswith("_") or name == "value":  # Python's and mutad's probes
@@ -1223,6 +1246,37 @@ def _diff(a, n=1, axis=-1, prepend=np._NoValue, append=np._NoValue):
     return a
 
 
+def _apply_along_axis(func1d, axis, arr, *args, **kwargs):
+    """``np.ma.apply_along_axis``: np.ma's loop, ``func1d`` of each masked line along
+    ``axis`` (in C order of the other axes), its results put where np.ma puts them in its
+    object array (a number's in place of the line, an array's along ``axis``), of the
+    largest of their dtypes: their data (zero where a result is ``np.ma.masked``, which
+    np.ma leaves unwritten) and masks (none while no result has one)."""
+    arr = _as_masked(arr)
+    axis = normalize_axis_index(axis, arr.ndim)
+    others = arr.shape[:axis] + arr.shape[axis + 1:]
+    results = [func1d(arr[index[:axis] + (slice(None),) + index[axis:]], *args, **kwargs)
+               for index in np.ndindex(*others)]
+    first = results[0]
+    numbers = np.isscalar(first) or not hasattr(first, "__len__") or np.ndim(first) == 0
+    shape = () if numbers else np.shape(first)
+    dtype = np.dtype(np.asarray([np.asarray(np.ma.masked if r is np.ma.masked else 0,
+                                            _data(r).dtype).dtype for r in results]).max())
+    data = np.stack([np.zeros(shape, dtype) if r is np.ma.masked else _data(r).astype(dtype)
+                     for r in results]).reshape(others + shape)
+    if any(r is np.ma.masked or _mask(r) is not NOMASK for r in results):
+        mask = np.stack([np.ones(shape, bool) if r is np.ma.masked else _mask_array(r)
+                         for r in results]).reshape(others + shape)
+    else:
+        mask = NOMASK
+    if not numbers:  # (the results' axes in place of the line's)
+        ends = range(len(others), len(others) + len(shape))
+        places = range(axis, axis + len(shape))
+        data = np.moveaxis(data, ends, places)
+        mask = mask if mask is NOMASK else np.moveaxis(mask, ends, places)
+    return Masked(data, mask)
+
+
 def _method_of(name):
     """``np.ma.<name>(a, ...)``: the method of ``a`` as a masked array."""
     def function(a, *args, **kwargs):
@@ -1402,7 +1456,7 @@ for _original, _composite in [
         (np.ma.take, _method_of("take")), (np.ma.sort, _sort),
         (np.ma.argsort, _method_of("argsort")), (np.ma.argmin, _method_of("argmin")),
         (np.ma.argmax, _method_of("argmax")),
-        (np.ma.concatenate, _concatenate)]:
+        (np.ma.concatenate, _concatenate), (np.ma.apply_along_axis, _apply_along_axis)]:
     _StandIn(_original, _composite)
 _Extremum(np.ma.maximum)
 _Extremum(np.ma.minimum)

@@ -10,7 +10,7 @@ records that carry a derivative written into it), read and written as NumPy's re
 reads and writes it: ndarray's attributes first, then the fields; a field of a structured
 dtype, records by an index (one record too) and whole-array methods as record arrays; other
 fields as arrays. NumPy's functions of it are those of its structured array (what mutad
-refuses of whole records it refuses here too). ``a.view(np.recarray)`` of an array the
+refuses of whole records it refuses here too), each result a record array where NumPy's is one. ``a.view(np.recarray)`` of an array the
 differentiation follows is one too.
 """
 
@@ -19,7 +19,7 @@ import sys
 import numpy as np
 from numpy.lib import recfunctions
 
-from ..core.allocation import allocate, by_user_code, holds_derivative, in_containers
+from ..core.allocation import BUILDERS, allocate, by_user_code, holds_derivative, in_containers
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import SUBCLASS_VIEWS, defcomposite, defroute
@@ -42,9 +42,9 @@ class Records:
         array = object.__getattribute__(self, "array")
         if hasattr(np.ndarray, name):  # ndarray's attributes first, as NumPy's recarray
             value = getattr(array, name)
-            if callable(value):  # a method: its structured results record arrays too
-                return lambda *args, **kwargs: _records(value(*_arrays(args),
-                                                              **_arrays(kwargs)))
+            if callable(value):  # a method: its results typed as NumPy's recarray's
+                return lambda *args, **kwargs: _as_numpys(
+                    value, lambda *a, **k: getattr(_copy(self), name)(*a, **k), args, kwargs)
             return _records(value)
         if array.dtype.names is not None and name in array.dtype.names:
             return _records(array[name])
@@ -77,10 +77,12 @@ class Records:
         return self.array.__array__(dtype, copy=copy)
 
     def __array_function__(self, func, types, args, kwargs):
-        return _records(func(*_arrays(args), **_arrays(kwargs)))
+        if func in _BUILDERS:  # (dispatched on like=, which NumPy leaves out of kwargs)
+            kwargs = {**kwargs, "like": args[0]}
+        return _as_numpys(func, func, args, kwargs)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _records(getattr(ufunc, method)(*_arrays(inputs), **_arrays(kwargs)))
+        return _as_numpys(getattr(ufunc, method), getattr(ufunc, method), inputs, kwargs)
 
     def __eq__(self, other):
         return self.array == _arrays(other)
@@ -95,6 +97,54 @@ def _arrays(tree):
     """``tree`` (lists, tuples and dicts of it) with each :class:`Records`' structured array."""
     return in_containers(
         lambda x: object.__getattribute__(x, "array") if type(x) is Records else x, tree)
+
+
+_BUILDERS = frozenset(getattr(np, name) for name in BUILDERS if hasattr(np, name))
+
+
+def _as_numpys(call, numpys, args, kwargs):
+    """``call(*args, **kwargs)`` (a NumPy function, ufunc or ndarray method) of record arrays
+    and arrays, each of its results a record array exactly where NumPy's is one, NumPy's
+    results the arguments themselves where NumPy's are (``out=``, ``np.asanyarray``). Which
+    of NumPy's functions keep the subclass depends on the function and its arguments
+    (``np.take`` keeps it, ``np.concatenate``, ``np.copy`` and ``np.where`` do not), so
+    ``numpys`` (``call`` as NumPy's of a record array) is first called of copies of the plain
+    values, raising NumPy's errors. With the user's function among the arguments (run once,
+    as NumPy runs it), the structured results are record arrays."""
+    leaves = list(_leaves([args, kwargs]))
+    calls_back = any(callable(x) and not isinstance(x, (type, np.ufunc, np.dtype))
+                     and type(x) is not Records for x in leaves)
+    copies = {}  # (id of each copy: the argument it stands for)
+    if not calls_back:
+        def copy(x):
+            copies[id(c := _copy(x))] = x
+            return c
+        plain_args, plain_kwargs = in_containers(copy, args), in_containers(copy, kwargs)
+        with np.errstate(all="ignore"):  # (NumPy's warnings come once, of the call itself)
+            probe = numpys(*plain_args, **plain_kwargs)
+    y = call(*_arrays(args), **_arrays(kwargs))
+
+    def typed(y, probe):
+        if calls_back:
+            given = [x for x in leaves if type(x) is Records and _arrays(x) is y]
+            return given[0] if given else _records(y)
+        if id(probe) in copies:  # NumPy's result is the argument itself
+            return copies[id(probe)]
+        if type(y) in (list, tuple) and type(probe) is type(y) and len(probe) == len(y):
+            return type(y)(typed(a, b) for a, b in zip(y, probe))
+        if any(_arrays(x) is y for x in leaves if type(x) is Records):
+            y = y[...]  # (NumPy's is a new view of it)
+        return Records(y) if wrapped(y) and isinstance(probe, np.recarray) else y
+
+    return typed(y, None if calls_back else probe)
+
+
+def _copy(x):
+    """A copy of ``x``'s plain values (a record array of a :class:`Records`'), for NumPy's
+    function to read and write in its stead (``_as_numpys``)."""
+    if type(x) is Records:
+        return memory(object.__getattribute__(x, "array")).copy().view(np.recarray)
+    return memory(x).copy() if wrapped(x) else x
 
 
 def _records(y):
