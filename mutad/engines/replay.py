@@ -1787,15 +1787,22 @@ class Function:
         y = code.made(self.outputs.slot, "y", self.buffer.key in code.internal)
         code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
 
-    def _emit_joined_back(self, code):
+    def _emit_joined_back(self, code, k):
         """:meth:`emit_back` of a join of scalars: each element of the output's cotangent,
         NumPy's scalar, added into its scalar's cotangent, as ``function_pullback`` adds the
-        rule's 0-d pieces of it (``Code.add``: into a copy where the scalar has none)."""
+        rule's 0-d pieces of it (``Code.add``: into a copy where the scalar has none; a local
+        of the block where only its lines read the scalar). Where the output's cotangent is
+        the shadows' and a scalar's a local, the lines that add into that local must run: the
+        block leaves its compiled pass where none reached the output, as ``Pure``'s do."""
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the output
                 return []
             lines, level = [], 0
+        elif any(code.cotangent(place) is not None for place in self.places[0]):
+            dy, level = "x[1]", 0
+            lines = [f"x = pop({code.key(self.buffer)}, None)",
+                     "if x is None or x[3] is not None:", f"    {code.deopt(k, 'x')}"]
         else:
             dy, level = "dy", 1
             lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:"]
@@ -1833,7 +1840,7 @@ class Function:
         the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
         float64 scalar's (``blocks.scalar_cotangents``)."""
         if self.joined is not None:
-            return self._emit_joined_back(code)
+            return self._emit_joined_back(code, k)
         held = code.records[k]
         # The products of a rule's plain back (``special``) of float64 operands are arrays
         # nothing else holds, of their operands' shapes and dtype: one becomes the shadow of
@@ -2665,15 +2672,17 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
             # (the records of a block's steps are its own until its forward pass ends, not on
             # the tape, where ``inplace.unread`` looks for what reads the target)
             steps[k].unseen = None
-    # A value's cotangent is a local of its block if only the block's Pure steps, or the
-    # assignment of an element, read it, and it is a whole C-contiguous buffer (into which
-    # their lean pullbacks add directly: a function's output laid out as its operand, F-ordered,
-    # is added into through the shadows)
+    # A value's cotangent is a local of its block if only the block's Pure steps, its joins
+    # of scalars, or the assignment of an element, read it, and it is a whole C-contiguous
+    # buffer (into which their lean pullbacks add directly: a function's output laid out as its
+    # operand, F-ordered, is added into through the shadows)
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
         own = members[k] is step  # (an Opaque step's operands: through the shadows)
         local = (tuple(slot for _, slot in step.at) if own and type(step) is Pure else
+                 tuple(a.index for a in step.args[0]) if own and type(step) is Function
+                 and step.joined is not None else
                  (step.value,) if type(step) is SetElement and step.value is not None
                  else step.operands if own and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
