@@ -103,6 +103,10 @@ def _statements(rng):
         # reductions into out=, of a new array and of a view of the work array
         f"t = np.empty({N})\nnp.sum(np.outer(x, s), axis=0, out=t)\n"
         "np.max(np.outer(s, y), axis=1, out=s)\nnp.prod(np.outer(y, t) * 0.5, axis=1, out=s[::-1])",
+        # a vector of numbers of the data (np.array of traced scalars, one of them twice), read
+        # by elementwise steps and, through a view, by a product, in a loop
+        f"for r in range(2):\n    v = np.array([s[{i}] * y[{j}], s[{j}] - {c}, s[{i}]])\n"
+        f"    s[:3] += v * 0.5\n    s = s + np.outer(x, v[:2]).sum(axis=1) * {c}",
         # SciPy factoring a matrix of the data in place (overwrite_a) and solving with it
         f"m = np.asfortranarray(np.outer(x, y) + {5 * N} * np.eye({N}))\n"
         "factors = scipy.linalg.lu_factor(m, overwrite_a=True)\n"

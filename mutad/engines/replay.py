@@ -1637,7 +1637,7 @@ class Function:
 
     __slots__ = ("rule", "args", "kwargs", "outputs", "primals", "primitive", "settings",
                  "created", "places", "buffers", "multiple", "args_of", "kwargs_of", "adopts",
-                 "lean", "dims", "special", "scalar_math")
+                 "lean", "dims", "special", "scalar_math", "joined")
 
     writes_nothing = Pure.writes_nothing
 
@@ -1673,12 +1673,15 @@ class Function:
                     p is None and _passed_as_is(a) for a, p in zip(args, places)))
         self.dims = dims  # the arguments' dimensions as recorded, where the rule may use them
         self.special = self._specialized()
+        self.joined = self._joined()
         self.scalar_math = None  # NumPy's scalar math, where it made the value (Recorder)
 
     def prepare(self):
         Call.prepare(self)
         if self.lean and self.buffer.weak:  # (known once the recording is over) a Python
             self.lean, self.special = False, None  # float, as _store holds it: as it is
+        if self.joined is not None and any(place.buffer.weak for place in self.places[0]):
+            self.joined = None  # (Python's floats: as _arrays makes them arrays)
 
     def __call__(self, values, tape):
         args = _arrays(self.args_of(values), self.args, self.primals)
@@ -1700,6 +1703,8 @@ class Function:
     def emit(self, code, k):
         """Its lines in a :class:`blocks.Block` where it is ``lean``: the rule, its ``back``
         kept for the reverse pass, and the output stored as ``_store`` stores it."""
+        if self.joined is not None:
+            return self._emit_joined(code)
         args = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args]
         for i, (a, place, name) in enumerate(zip(self.args, self.places, args)):
             if type(a) is Slot and place is None:  # a constant of the program: an array as
@@ -1752,6 +1757,59 @@ class Function:
         y = code.made(self.outputs.slot, made, internal)
         code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
 
+    def _joined(self):
+        """Where the rule offers ``of_scalars`` (np.stack's: what ``np.array([a, b])`` of
+        traced numbers records) and the step joins float64 scalars of the program, each a
+        traced value, into a 1-D float64 array of its own, without settings: that plain
+        function, which a block's lines call on the scalars as they hold them (NumPy's, or 0-d
+        arrays: the same values), the cotangent of each its element of the output's
+        (``_emit_joined``); else None."""
+        of_scalars = getattr(getattr(self.rule, "__wrapped__", self.rule), "of_scalars", None)
+        if of_scalars is None or self.kwargs or len(self.args) != 1 or self.multiple:
+            return None
+        scalars, out, places = self.args[0], self.outputs, self.places
+        if type(scalars) not in (list, tuple) or type(out) is not Out \
+                or out.convert is not as_fresh or out.shape != (len(scalars),) \
+                or out.dtype != np.float64 or self.created[0] is None \
+                or len(places) != 1 or type(places[0]) not in (list, tuple) \
+                or len(places[0]) != len(scalars) or len(self.primals) != len(scalars):
+            return None
+        if not all(type(a) is Slot and type(place) is Buffer and place.shape == ()
+                   and place.dtype == np.float64 for a, place in zip(scalars, places[0])):
+            return None
+        return of_scalars
+
+    def _emit_joined(self, code):
+        """:meth:`emit` of a join of scalars (``joined``): its one line, the output stored."""
+        scalars = [code.value(a.index) for a in self.args[0]]
+        code.forward.append(f"y = {code.bind(self.joined)}(({', '.join(scalars)},))")
+        code.records.append(())  # (its reverse pass reads the output's cotangent alone)
+        y = code.made(self.outputs.slot, "y", self.buffer.key in code.internal)
+        code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
+
+    def _emit_joined_back(self, code, k):
+        """:meth:`emit_back` of a join of scalars: each element of the output's cotangent,
+        NumPy's scalar, added into its scalar's cotangent, as ``function_pullback`` adds the
+        rule's 0-d pieces of it (``Code.add``: into a copy where the scalar has none; a local
+        of the block where only its lines read the scalar). Where the output's cotangent is
+        the shadows' and a scalar's a local, the lines that add into that local must run: the
+        block leaves its compiled pass where none reached the output, as ``Pure``'s do."""
+        if self.buffer.key in code.internal:
+            dy = code.take(self.buffer)
+            if dy is None:  # no cotangent reaches the output
+                return []
+            lines, level = [], 0
+        elif any(code.cotangent(place) is not None for place in self.places[0]):
+            dy, level = "x[1]", 0
+            lines = [f"x = pop({code.key(self.buffer)}, None)",
+                     "if x is None or x[3] is not None:", f"    {code.deopt(k, 'x')}"]
+        else:
+            dy, level = "dy", 1
+            lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:"]
+        for i, place in enumerate(self.places[0]):
+            lines += indent(code.add(place, f"{dy}[{i}]"), level)
+        return lines
+
     def _specialized(self):
         """``(forward, back)``, plain functions that compute what the rule and its ``back``
         compute for operands of these dimensions, where the rule offers them
@@ -1768,8 +1826,9 @@ class Function:
 
     @property
     def out(self):
-        """The slot of the array it makes, where a block compiles it (``lean``)."""
-        return self.outputs.slot if self.lean else None
+        """The slot of the array it makes, where a block compiles it (``lean`` or
+        ``joined``)."""
+        return self.outputs.slot if self.lean or self.joined is not None else None
 
     @property
     def buffer(self):
@@ -1780,6 +1839,8 @@ class Function:
         of the output is a local of the block where only the block's elementwise steps read
         the output; ``back`` takes it as the engine's record hands it over, a 0-d array for a
         float64 scalar's (``blocks.scalar_cotangents``)."""
+        if self.joined is not None:
+            return self._emit_joined_back(code, k)
         held = code.records[k]
         # The products of a rule's plain back (``special``) of float64 operands are arrays
         # nothing else holds, of their operands' shapes and dtype: one becomes the shadow of
@@ -1862,7 +1923,10 @@ class Function:
         into the arguments' shadows (copied where one becomes a shadow: none is adopted).
         ``held``: the rule's ``back``, or the operands of its plain ``back`` (``emit``)."""
         dy = shadows.pop(self.created[0])
-        if dy is not None:
+        if dy is not None and self.joined is not None:  # the rule's pieces of dy (_Split's)
+            add_cotangents(shadows, [(place, np.reshape(dy[i:i + 1], ()))
+                                     for i, place in enumerate(self.places[0])], None)
+        elif dy is not None:
             special = self.special
             cotangents = special[1](dy, *held) if special is not None else held[0](dy)
             add_cotangents(shadows, [(p, g) for p, g in zip(self.places, cotangents)
@@ -2548,7 +2612,7 @@ def _member(step):
     if kind is Guard or kind is PythonsOwn:
         return step
     if kind is Function:
-        return step if step.lean else Opaque(step, 1)
+        return step if step.lean or step.joined is not None else Opaque(step, 1)
     return None
 
 
@@ -2608,15 +2672,17 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
             # (the records of a block's steps are its own until its forward pass ends, not on
             # the tape, where ``inplace.unread`` looks for what reads the target)
             steps[k].unseen = None
-    # A value's cotangent is a local of its block if only the block's Pure steps, or the
-    # assignment of an element, read it, and it is a whole C-contiguous buffer (into which
-    # their lean pullbacks add directly: a function's output laid out as its operand, F-ordered,
-    # is added into through the shadows)
+    # A value's cotangent is a local of its block if only the block's Pure steps, its joins
+    # of scalars, or the assignment of an element, read it, and it is a whole C-contiguous
+    # buffer (into which their lean pullbacks add directly: a function's output laid out as its
+    # operand, F-ordered, is added into through the shadows)
     outside = set(held)
     read_in = {}
     for k, step in enumerate(steps):
         own = members[k] is step  # (an Opaque step's operands: through the shadows)
         local = (tuple(slot for _, slot in step.at) if own and type(step) is Pure else
+                 tuple(a.index for a in step.args[0]) if own and type(step) is Function
+                 and step.joined is not None else
                  (step.value,) if type(step) is SetElement and step.value is not None
                  else step.operands if own and type(step) is ElementwiseWrite
                  else ()) if k in block_of else ()
@@ -2634,7 +2700,8 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
         kind = type(step)
         if kind is Guard or kind is Free \
                 or kind is Call and (type(step.function) is np.ufunc or _integral(step.outputs)) \
-                or (kind is Pure or kind is Function and step.lean) and step.out not in reached:
+                or (kind is Pure or kind is Function and step.out is not None) \
+                and step.out not in reached:
             continue
         reached.update(slots)
     # A value a block makes that only its own lines read (the slices of lu's dot products)

@@ -394,12 +394,17 @@ class _Split:
         return (cotangents,)
 
 
-def join_rule(func, layout):
+def join_rule(func, layout, of_scalars=None):
     """A rule for ``func(arrays, *rest, **kwargs)``, which concatenates its arrays along one
     axis after reshaping each (``stack`` adds an axis, ``vstack`` makes rows of vectors).
 
     ``layout(arrays, *rest, **kwargs)`` gives the shape each array has when it is
     concatenated, and the axis; the pullback cuts ``dy`` there and reshapes each piece back.
+    ``of_scalars``: a plain function that makes what ``func`` makes of a tuple of float64
+    scalars (0-d arrays or NumPy's) without settings, and nothing else, offered to a compiled
+    replay, which calls it where a step joins scalars alone (``np.array([a, b])`` of traced
+    numbers is a stack of them), and takes the cotangent of each as its element of the
+    output's, as the pullback does.
     """
 
     def rule(arrays, *rest, **kwargs):
@@ -411,6 +416,7 @@ def join_rule(func, layout):
         return y, _Split(joined_shapes, axis, shapes)
 
     rule.__name__ = rule.__qualname__ = func.__name__
+    rule.of_scalars = of_scalars
     defrule(func, leading=1)(rule)
     deflinear(func)
     recomputable(func)
@@ -439,7 +445,7 @@ def column_stack_layout(tup):
 
 # fmt: off
 join_rule(np.concatenate, concatenate_layout)
-join_rule(np.stack,        stack_layout)
+join_rule(np.stack,        stack_layout, of_scalars=np.array)  # (of scalars: a vector)
 join_rule(np.hstack,       hstack_layout)
 join_rule(np.vstack,       lambda tup, **kw: ([np.shape(np.atleast_2d(x)) for x in tup], 0))
 join_rule(np.dstack,       lambda tup: ([np.shape(np.atleast_3d(x)) for x in tup], 2))
