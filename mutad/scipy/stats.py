@@ -248,7 +248,7 @@ class Univariate:
             self.scipy.entropy, f"scipy.stats.{self.scipy.name}.entropy"))(*shapes, loc, scale)
         valid = both(scale > 0, True if self.valid is None else self.valid(*shapes),
                      loc == loc)
-        shapes = self._valid_shapes(shapes)
+        shapes = self._valid_shapes(shapes, valid)
         composition = formula(*shapes) + _log(np.where(valid, scale, 1.0))
         result = _scipys_value(value, np.where(valid, composition, np.nan))
         return result[()] if np.ndim(result) == 0 else result
@@ -309,7 +309,7 @@ class Univariate:
             inside = both(valid, z >= low, z <= high)
         else:
             inside = both(valid, z > low, z < high)
-        shapes = self._valid_shapes(shapes)
+        shapes = self._valid_shapes(shapes, valid)
         z = np.where(inside, z, self.inside(*shapes) if callable(self.inside) else self.inside)
         base = name[3:] if name.startswith("log") else name
         density = base in ("pdf", "pmf")
@@ -327,16 +327,16 @@ class Univariate:
         outside = self._outside(name, x, loc, np.where(valid, scale, 1.0), low, high)
         return np.where(inside, value, np.where(valid, outside, np.nan))
 
-    def _valid_shapes(self, shapes):
-        """The shapes, each invalid one replaced by its safe stand-in: decided on the shapes
+    def _valid_shapes(self, shapes, valid):
+        """The shapes, each invalid one replaced by its safe stand-in, broadcast with ``valid``
+        (the entries' validity), as SciPy's formulas receive them: decided on the shapes
         alone, so that constant shapes stay constant beside a differentiated scale or point
         (a shape whose derivative mutad does not have, a noncentral distribution's degrees of
         freedom, may then be given); where the scale or point is invalid, the result is NaN
         whatever the shapes."""
-        if self.valid is None:
-            return list(shapes)
-        valid = self.valid(*shapes)
-        return [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        own = True if self.valid is None else self.valid(*shapes)
+        own = np.logical_and(own, np.ones(np.shape(valid), bool))  # (plain: so are constants)
+        return [np.where(own, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
 
     def quantile(self, name, q, shapes, loc, scale):
         """``ppf`` or ``isf`` as a composition, ``loc + scale * f(q, *shapes)``, inside
@@ -344,7 +344,7 @@ class Univariate:
         have no derivative."""
         valid = both(scale > 0, True if self.valid is None else self.valid(*shapes))
         inside = both(valid, q > 0, q < 1)
-        shapes = self._valid_shapes(shapes)
+        shapes = self._valid_shapes(shapes, valid)
         value = self.quantiles[name](np.where(inside, q, 0.5), *shapes)
         return np.where(inside, loc + np.where(valid, scale, 1.0) * value, np.nan)
 
