@@ -2279,7 +2279,8 @@ def _ode_class(scipy_class):
 
     class Ode(scipy_class):
         def __init__(self, f: Callable[..., Any], jac: Any = None) -> None:
-            self._mutad_f, self._mutad_jac, self._mutad_state = f, jac, None
+            self._mutad_f, self._mutad_jac = f, jac
+            self._mutad_state: Any = None  # the differentiated state, or None
             if complex_values:
                 def plain(function, what):
                     def called(*args):
