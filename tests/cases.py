@@ -26,6 +26,7 @@ import scipy.special as special
 from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)'s ufunc
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
+from scipy.special._ufuncs import _nct_pdf, _ncx2_pdf  # scipy.stats.nct's and ncx2's densities
 
 from strategies import (
     Domain,
@@ -365,6 +366,10 @@ UFUNC_CASES += [
     _first(special.gdtrc,     (above_half, above_half), settings=((0, 0.7),), label="b"),
     _first(special.fdtr,      (above_half, above_half), settings=((2, 1.2),)),
     _first(special.fdtrc,     (above_half, above_half), settings=((2, 0.8),)),
+    # the noncentral chi-squared and t densities, in x and the noncentrality, their degrees
+    # of freedom held constant (their distribution functions and quantiles: test_stats.py)
+    Case(_ncx2_pdf,         (above_half, above_half), settings=((1, 3.5),)),
+    Case(_nct_pdf,          (real, real),          settings=((1, 4.5),)),
     Case(special.struve,    (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.struve,    (real,),               settings=((0, 2.0),)),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),

@@ -1156,9 +1156,41 @@ def test_an_operator_solve_with_traced_values_is_of_the_first_order():
 
     with pytest.raises(UnsupportedOperationError, match="first order"):
         mutad.hessian(f, np.array([0.5, 0.3]))
-    scaled = lambda k: np.sum(scipy.sparse.linalg.cg(  # noqa: E731
-        laplacian_operator(np.array([1.0, 0.0])) * k[0], B, rtol=1e-12)[0])
-    refuses(scaled, np.array([0.5]), match="scaled by a traced number")
+
+
+RECTANGULAR = np.vstack([np.eye(N), np.ones((1, N))]) + 0.1
+
+
+# Operators scaled by traced numbers (SciPy's scaled operator takes plain ones), and SciPy's
+# sums and products of operators whose pieces read traced values.
+SCALED_OPERATORS = {
+    "k * A, cg": lambda k: scipy.sparse.linalg.cg(
+        k[0] * laplacian_operator(np.array([1.0, 0.0])), B, rtol=1e-13, atol=0.0)[0],
+    "A * k + A, gmres": lambda k: scipy.sparse.linalg.gmres(
+        laplacian_operator(np.array([1.0, 0.2])) * k[0] + laplacian_operator(k), B,
+        rtol=1e-13, atol=0.0, restart=N)[0],
+    "A / k @ A, bicgstab": lambda k: scipy.sparse.linalg.bicgstab(
+        laplacian_operator(k) / k[1] @ scipy.sparse.linalg.aslinearoperator(np.eye(N) * 2.0),
+        B, rtol=1e-13, atol=0.0)[0],
+    "k * A, lsqr": lambda k: scipy.sparse.linalg.lsqr(
+        k[0] * scipy.sparse.linalg.aslinearoperator(RECTANGULAR), np.arange(N + 1.0),
+        atol=1e-14, btol=1e-14)[0],
+}
+
+
+@pytest.mark.parametrize("program", SCALED_OPERATORS)
+def test_operators_scaled_by_traced_numbers(program):
+    """``alpha * A``, ``A * alpha``, ``A / alpha`` of a traced alpha, and sums and products
+    of pieces that read traced values, solved: SciPy's values bit for bit, gradients against
+    finite differences."""
+    solve = SCALED_OPERATORS[program]
+
+    def f(k):
+        return np.sum(np.sin(solve(k)))
+
+    k = np.array([0.5, 0.3])
+    mutad.check_grads(f, k, rtol=1e-6)
+    assert mutad.value_and_grad(f)(k)[0] == f(k)
 
 
 AS_OPERATORS = {
@@ -3176,3 +3208,46 @@ def test_lil_and_dok_times_a_number_keep_their_format(kind, op):
     before = K.tobytes()
     check(f, K.copy(), order=1)
     assert K.tobytes() == before
+
+
+COMPLEX_MATRIX = np.array([[4.0, 1j, 0.0], [1.0, 3.0, 0.5], [0.0, 2.0 - 1j, 5.0]])
+HERMITIAN = COMPLEX_MATRIX + COMPLEX_MATRIX.conj().T + 10.0 * np.eye(3)
+
+# Solves of complex systems: a complex matrix of traced values with a real right-hand side, a
+# constant complex matrix, a real matrix with a complex right-hand side (its derivative's
+# solves complex with real factors), splu's factors, and the iterative methods (cg's A
+# Hermitian, its solve with Aᵀ = conj(A)).
+COMPLEX_SOLVES = {
+    "spsolve, complex A": lambda x: spsolve(
+        scipy.sparse.csc_matrix(COMPLEX_MATRIX * x[0] + np.eye(3) * x[1]), np.arange(1.0, 4.0)),
+    "spsolve, constant complex A": lambda x: spsolve(
+        scipy.sparse.csc_matrix(COMPLEX_MATRIX), x[0] * np.arange(1.0, 4.0) + x[1]),
+    "spsolve, complex b": lambda x: spsolve(
+        scipy.sparse.csc_matrix(COMPLEX_MATRIX.real * x[0] + np.eye(3)),
+        np.array([1.0, 2j, 3.0]) * x[1]),
+    "splu": lambda x: scipy.sparse.linalg.splu(
+        scipy.sparse.csc_matrix(COMPLEX_MATRIX * x[0] + np.eye(3))).solve(
+        np.arange(1.0, 4.0) + x[1]),
+    "cg": lambda x: scipy.sparse.linalg.cg(
+        scipy.sparse.csr_matrix(HERMITIAN * x[0]), np.arange(1.0, 4.0) * x[1], rtol=1e-13,
+        atol=0.0)[0],
+    "gmres": lambda x: scipy.sparse.linalg.gmres(
+        scipy.sparse.csr_matrix(COMPLEX_MATRIX * x[0] + np.eye(3)), np.arange(1.0, 4.0) * x[1],
+        rtol=1e-13, atol=0.0)[0],
+}
+
+
+@pytest.mark.parametrize("program", COMPLEX_SOLVES)
+def test_complex_sparse_solves(program):
+    """Complex sparse systems solved: SciPy's values bit for bit, the gradient of a real loss
+    and the tangent against finite differences."""
+    solve = COMPLEX_SOLVES[program]
+
+    def f(x):
+        y = solve(x)
+        return np.sum(np.abs(y)) + np.sum(y.real ** 2)
+
+    x = np.array([1.3, 0.7])
+    mutad.check_grads(f, x, rtol=1e-6)
+    assert mutad.value_and_grad(f)(x)[0] == f(x)
+    assert mutad.jvp(f, (x,), (np.array([0.3, -0.2]),))[0] == f(x)

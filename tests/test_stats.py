@@ -5,6 +5,8 @@ gradients, forward mode and second derivatives are checked against finite differ
 calls are SciPy's own; a Rule holds a rule (facet method) for every method of SciPy's classes these cover.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.stats
@@ -696,6 +698,29 @@ def test_entropy_of_traced_parameters(name, shapes):
     mutad.check_jvp(loss, *args)
 
 
+# Distributions mutad has no entropy of its own for: SciPy's _entropy followed on each element
+# of the shapes (a closed form: f, genextreme; SciPy's quadrature of the density: vonmises,
+# the noncentral t in its noncentrality).
+SCIPYS_ENTROPIES = {
+    "f": lambda a, s: scipy.stats.f.entropy(a, 2.0 * a, scale=s),
+    "genextreme": lambda a, s: scipy.stats.genextreme(0.2 * a, loc=1.0, scale=s).entropy(),
+    "vonmises": lambda a, s: scipy.stats.vonmises.entropy(a, scale=s),
+    "nct": lambda a, s: scipy.stats.nct.entropy(4.5, a[1:], scale=s),
+}
+
+
+@pytest.mark.parametrize("name", SCIPYS_ENTROPIES)
+def test_entropy_by_scipys_own_formula(name):
+    entropy = SCIPYS_ENTROPIES[name]
+
+    def f(a, s):
+        return np.sum(entropy(a, s))
+
+    a = np.array([1.5, 2.5])
+    mutad.check_grads(f, a, 1.3, rtol=1e-5)
+    assert mutad.value_and_gradient(f, a, 1.3)[0] == f(a, 1.3)
+
+
 def test_entropy_at_invalid_parameters_and_refusals():
     """SciPy's NaN (no derivative) for an invalid scale or shape; a numerical entropy refused."""
     f = lambda a, s: scipy.stats.gamma.entropy(a, 0.0, s)  # noqa: E731
@@ -808,10 +833,56 @@ def test_other_distributions_refuse_what_they_cannot_follow():
     x = np.array([0.2, 0.3])
     for call, c in ((lambda c: scipy.stats.f.logpdf(x, c, 5.0), -1.0),  # a shape outside
                     (lambda c: scipy.stats.kstwo.logpdf(x, 10, scale=c), 1.0),  # np.nditer
-                    (lambda c: scipy.stats.vonmises.cdf(x, 1.5, scale=c), 1.0),  # compiled
+                    (lambda c: scipy.stats.genhyperbolic.cdf(x, 0.5, 1.5, 0.3, scale=c),
+                     1.0),  # compiled
                     (lambda c: scipy.stats.f.ppf(x, c, 5.0), 3.0)):  # fdtri in its shape
         with pytest.raises(mutad.MutadError):
             mutad.gradient(lambda c: np.sum(call(c)), c)
+
+
+# Distribution functions SciPy computes with compiled code or its own ufuncs: the von Mises
+# distribution function (its series below kappa = 50, a normal approximation above; x beyond
+# [-π, π] by whole turns), the noncentral chi-squared and t distributions' (their quantiles
+# too), the Rice distribution's (a noncentral chi-squared one), the chi-squared quantile's
+# own ufunc: values SciPy's, gradients in
+# the points, the noncentralities, kappa, loc and scale.
+COMPILED_DISTRIBUTIONS = {
+    "vonmises.cdf": (lambda x, k, s: scipy.stats.vonmises.cdf(x, k[:, None], scale=s),
+                     np.array([-2.5, 0.4, 4.0]), np.array([0.4, 12.0, 49.0, 80.0])),
+    "ncx2.cdf": (lambda x, k, s: scipy.stats.ncx2.cdf(x, 3.0, k, scale=s),
+                 np.array([0.7, 2.5, 6.0]), np.array([0.8, 2.5, 2.5])),
+    "ncx2.sf": (lambda x, k, s: scipy.stats.ncx2.sf(x, 2.5, k, scale=s),
+                np.array([0.7, 2.5, 6.0]), np.array([0.8, 1.5, 3.0])),
+    "ncx2.ppf": (lambda q, k, s: scipy.stats.ncx2.ppf(q, 3.0, k, scale=s),
+                 np.array([0.2, 0.5, 0.9]), np.array([0.8, 1.5, 3.0])),
+    "ncx2.isf": (lambda q, k, s: scipy.stats.ncx2.isf(q, 3.0, k, scale=s),
+                 np.array([0.2, 0.5, 0.9]), np.array([0.8, 1.5, 3.0])),
+    "chdtri": (lambda q, v, s: scipy.special.chdtri(v, q) * s,  # (chi2's, ncx2's at nc = 0)
+               np.array([0.2, 0.5, 0.9]), np.array([0.8, 1.5, 3.0])),
+    "rice.cdf": (lambda x, b, s: scipy.stats.rice.cdf(x, b, scale=s),
+                 np.array([0.5, 1.3, 2.5]), np.array([0.3, 0.7, 2.0])),
+    "nct.cdf": (lambda x, k, s: scipy.stats.nct.cdf(x, 4.5, k, scale=s),
+                np.array([-1.0, 0.4, 2.0]), np.array([-0.5, 0.7, 1.5])),
+    "nct.sf": (lambda x, k, s: scipy.stats.nct.sf(x, 3.5, k, scale=s),
+               np.array([-1.0, 0.4, 2.0]), np.array([-0.5, 0.7, 1.5])),
+    "nct.ppf": (lambda q, k, s: scipy.stats.nct.ppf(q, 4.5, k, scale=s),
+                np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
+    "nct.isf": (lambda q, k, s: scipy.stats.nct.isf(q, 5.5, k, scale=s),
+                np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
+}
+
+
+@pytest.mark.parametrize("name", COMPILED_DISTRIBUTIONS)
+def test_distribution_functions_of_compiled_code(name):
+    method, x, k = COMPILED_DISTRIBUTIONS[name]
+
+    def f(x, k, scale):
+        return np.sum(method(x, k, scale) ** 2)
+
+    mutad.check_grads(f, x, k, 1.1, rtol=1e-5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (none where SciPy gives none: an infinite support)
+        assert mutad.value_and_gradient(f, x, k, 1.1)[0] == f(x, k, 1.1)
 
 
 def test_other_distributions_replay_where_the_support_moves():

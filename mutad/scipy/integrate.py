@@ -63,8 +63,13 @@ How each gradient is computed:
   and DOP853**, SciPy's own steps run on the differentiated values, their step size control
   too, so the derivative is that of every value SciPy computes, the step sizes' dependence on
   the inputs included.
-  Radau, BDF, LSODA and ``scipy.integrate.ode`` (compiled integrators) refuse differentiated
-  values with an error naming ``solve_ivp``, which differentiates all of them.
+  Radau, BDF and LSODA refuse differentiated values with an error naming ``solve_ivp``,
+  which differentiates all of them.
+* ``scipy.integrate.ode`` (``set_integrator('dopri5')``, ``'dop853'``, ``'vode'``,
+  ``'lsoda'``; ``integrate(t)`` in a loop): SciPy's compiled integrator on the plain values
+  (its values bit for bit, its state carried from call to call), each integration
+  differentiated in the state it starts from and the values the right-hand side reads (its
+  closure, ``set_f_params``) as ``odeint``'s between its two times. ``complex_ode`` refuses.
 * ``quad`` and ``quad_vec``: SciPy's value; the derivative in the parameters is the integral
   of the integrand's pullback (or, in forward mode, of its tangent), to the integral's
   tolerances and break points (of ``quad``: QUADPACK's ``quad`` of each of its entries, with
@@ -1314,6 +1319,7 @@ def _odeint_values(problem, y0, values, times):
 
 _IVP = _Solution("solve_ivp", _ivp_values)
 _ODEINT = _Solution("odeint", _odeint_values)
+_ODE = _Solution("scipy.integrate.ode", _odeint_values)
 _DENSE = _Solution("solve_ivp(...).sol", _dense_values)
 
 
@@ -2253,37 +2259,120 @@ def _solver_class(scipy_class, stepped=True):
 
 
 def _ode_class(scipy_class):
-    """The stand-in for ``scipy.integrate.ode`` (or ``complex_ode``): SciPy's class, its
-    right-hand side's differentiated values refused (its integrators are compiled code, which
-    takes plain numbers), solve_ivp or odeint instead."""
+    """The stand-in for ``scipy.integrate.ode``: SciPy's class, whose compiled integrators
+    (vode, lsoda, dopri5, dop853) take plain numbers. Each ``integrate(t)`` from a state or a
+    right-hand side that depends on differentiated values runs SciPy's integrator on their
+    plain values (its values SciPy's, bit for bit: the integrator carries its own state from
+    call to call) and is differentiated as ``odeint`` is between its two times, the adjoint
+    solved with LSODA to the integrator's tolerances. ``complex_ode`` (zvode) refuses
+    differentiated values: solve_ivp or odeint instead."""
 
     def refused(what):
         return UnsupportedOperationError(
-            f"scipy.integrate.{scipy_class.__name__} of {what} differentiated values: its "
-            "integrators (vode, zvode, lsoda, dopri5, dop853) are compiled code, which mutad "
-            "does not follow. Call solve_ivp(f, (t0, t1), y0, t_eval=...) (f(t, y, *args); "
+            f"scipy.integrate.{scipy_class.__name__} of {what} differentiated values: "
+            "mutad differentiates the real ode's integrators (vode, lsoda, dopri5, dop853) from "
+            "a constant time, not zvode's complex ones. Call solve_ivp(f, (t0, t1), y0, t_eval=...) (f(t, y, *args); "
             "method='LSODA' or 'BDF' for stiff problems) or odeint, which mutad "
-            "differentiates.")
+            "differentiates, or read the values from f's closure.")
+
+    complex_values = scipy_class is _ode.complex_ode
 
     class Ode(scipy_class):
         def __init__(self, f: Callable[..., Any], jac: Any = None) -> None:
-            def plain(function, what):
-                def called(*args):
-                    value = array_argument(function(*args))
-                    if carries_derivative(value) or any(carries_derivative(a) for a in args):
-                        raise refused(what)
-                    return value
-                return called
-            super().__init__(plain(f, "a right-hand side that depends on"),
-                             None if jac is None else plain(jac, "a Jacobian that depends on"))
+            self._mutad_f, self._mutad_jac = f, jac
+            self._mutad_state: Any = None  # the differentiated state, or None
+            if complex_values:
+                def plain(function, what):
+                    def called(*args):
+                        value = array_argument(function(*args))
+                        if carries_derivative(value) or any(carries_derivative(a)
+                                                            for a in args):
+                            raise refused(what)
+                        return value
+                    return called
+                f = plain(f, "a right-hand side that depends on")
+                jac = None if jac is None else plain(jac, "a Jacobian that depends on")
+            super().__init__(f, jac)
+
+        @property
+        def y(self) -> Any:
+            return self._y if self._mutad_state is None else self._mutad_state
 
         def set_initial_value(self, y: Any, t: Any = 0.0) -> Any:
-            if any(carries_derivative(array_argument(v)) for v in (y, t)):
+            if complex_values and any(carries_derivative(array_argument(v)) for v in (y, t)):
                 raise refused("an initial value or time holding")  # (SciPy's asarray: a
-            return super().set_initial_value(y, t)                  # ConversionError)
+            if _followed(t):                                        # ConversionError)
+                raise refused("an initial time holding")
+            y = array_argument(y)
+            self._mutad_state = y if _followed(y) and np.ndim(y) else (
+                np.reshape(y, (1,)) if _followed(y) else None)
+            return super().set_initial_value(_plain(y) if _followed(y) else y, t)
+
+        def integrate(self, t: Any, step: bool = False, relax: bool = False) -> Any:
+            if complex_values:
+                return super().integrate(t, step, relax)
+            # (the Jacobian, which steers the integrator's iterations, not its solution, is
+            # called on the plain values: it has no derivative to follow)
+            parameters = _Parameters(f"scipy.integrate.{scipy_class.__name__}",
+                                     (self._mutad_f, self._mutad_jac), self.f_params)
+            if _followed(t, *self.jac_params):
+                raise refused("a time or Jacobian parameters (set_jac_params) holding")
+            if not parameters.followed and self._mutad_state is None:
+                self._plain_functions()
+                return super().integrate(t, step, relax)
+            return self._differentiated(parameters, t, step, relax)
+
+        def _plain_functions(self):
+            name = f"scipy.integrate.{scipy_class.__name__}"
+            self.f = _plain_call(name, self._mutad_f)
+            self.jac = _plain_call(name, self._mutad_jac)
+
+        def _differentiated(self, parameters, t, step, relax):
+            integrator = self._integrator
+            tolerance = 1e-6  # vode's, lsoda's and dopri5's default rtol
+            problem = _Problem(
+                f"scipy.integrate.{scipy_class.__name__}",
+                _rhs("ode", self._mutad_f, parameters), parameters, float(self.t), float(t),
+                "LSODA", getattr(integrator, "rtol", tolerance) or tolerance,
+                getattr(integrator, "atol", 1e-12) or 1e-12, np.inf)
+            t0, y0 = float(self.t), self._mutad_state
+            if y0 is None:
+                y0 = np.array(self._y, dtype=float)
+            start = np.array(self._y)  # the integrator's state, which it continues from
+
+            def forward(y0_plain, values):
+                if not np.array_equal(y0_plain, start):
+                    raise UnsupportedOperationError(
+                        f"{problem.name}.integrate: the state was changed in place after "
+                        "the integration that made it.")
+                given = self.f_params
+                self._plain_functions()
+                with plain_allocation(), parameters.bound(values):
+                    self.f_params = tuple(parameters.args(values))
+                    try:
+                        y1 = np.array(scipy_class.integrate(self, t, step, relax), dtype=float)
+                    finally:
+                        self.f_params = given
+                parameters.freeze()
+                problem.times = np.array([t0, float(self.t)])
+
+                def path(t_from, t_to):
+                    rhs = _plain_call(problem.name, lambda s, y: problem.rhs(s, y, values))
+                    with plain_allocation():
+                        sol = problem._solve_ivp(rhs, (t0, float(self.t)), start,
+                                                 dense_output=True)
+                    return sol.sol
+
+                return np.stack([start, y1]), path
+
+            problem.forward = forward
+            self._mutad_state = _ODE(y0, *parameters.values(), problem=problem)[1]
+            return self._mutad_state
 
     Ode.__name__, Ode.__qualname__ = scipy_class.__name__, scipy_class.__qualname__
-    Ode.__doc__ = f"SciPy's ``{scipy_class.__name__}``, refusing differentiated values."
+    Ode.__doc__ = (f"SciPy's ``{scipy_class.__name__}``, "
+                   + ("refusing differentiated values." if complex_values else
+                      "its integrations differentiated as odeint's (``integrate._ode_class``)."))
     Ode.__module__ = __name__
     return defroute(scipy_class, Ode)
 

@@ -220,7 +220,7 @@ from ..core.debug import warn_at
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, innermost
-from ..core.registry import RULES, defmethod, defroute
+from ..core.registry import HOLOMORPHIC, RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import address, memory, stands_for_scalar, wrapped
@@ -506,7 +506,7 @@ def _product_value(data, x, layout, right=False, followed=None):
 
 
 _product = Adjoint(_product_value)
-_product.complex_values = None
+_product.complex_values = HOLOMORPHIC  # (bilinear: its rule's transposes hold for complex values)
 
 
 def _t(x):
@@ -719,7 +719,7 @@ def _solve_value(data, b, guess, solver):
 
 
 _solve = Adjoint(_solve_value)
-_solve.complex_values = None
+_solve.complex_values = HOLOMORPHIC  # x = op(A)⁻¹ b: its rule's solves with op(A)ᵀ hold as written
 
 
 @_solve.rule
@@ -827,8 +827,13 @@ class _Direct(_Solver):
         # SuperLU solves in its own dtype: the user's b as SciPy's solve takes it (a float32
         # factor, a float32 b), a derivative's cast to it
         dtype = getattr(getattr(factor, "L", None), "dtype", np.dtype(float))
-        rhs = np.asarray(b) if self.first else np.asarray(b, dtype)
-        return factor.solve(rhs, "T" if self.trans else "N")
+        trans = "T" if self.trans else "N"
+        if self.first:
+            return factor.solve(np.asarray(b), trans)
+        if np.iscomplexobj(b) and dtype.kind != "c":  # a real matrix's complex derivative
+            return (factor.solve(np.asarray(b.real, dtype), trans)
+                    + 1j * factor.solve(np.asarray(b.imag, dtype), trans))
+        return factor.solve(np.asarray(b, dtype), trans)
 
 
 class _Triangular(_Solver):
@@ -892,11 +897,15 @@ class _Iterative(_Solver):
             matrix = self._transposed(matrix)
             if self.method not in self.SYMMETRIC:
                 dropped = _transpose_preconditioners(options)
+        # cg and minres take A Hermitian: Aᵀ = conj(A), so Aᵀ x = b is A conj(x) = conj(b)
+        conjugated = self.trans and self.method in self.SYMMETRIC and (
+            np.iscomplexobj(b) or np.dtype(matrix.dtype).kind == "c")
         with _preconditioning():
-            x, info = SCIPY[self.method](matrix, b, guess, **options)
+            x, info = SCIPY[self.method](matrix, np.conj(b) if conjugated else b, guess,
+                                         **options)
         if info != 0:
             _not_converged(f"scipy.sparse.linalg.{self.method}", self.tight, info, dropped)
-        return x
+        return np.conj(x) if conjugated else x
 
     def _transposed(self, matrix):
         if self.method in self.SYMMETRIC:
@@ -5381,13 +5390,6 @@ lsqr, lsmr = map(_least_squares_method, ("lsqr", "lsmr"))
 # Operators of the user's functions (LinearOperator(matvec=...)) that read differentiated values
 
 
-_COMPOSITE_OPERATORS = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
-                        _interface._ScaledLinearOperator, _interface._PowerLinearOperator,
-                        _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
-"""SciPy's operators of operators (``A + B``, ``A @ B``, ``A.T``, ``A.H``, ``A * c``,
-``A ** k``): each applies its operands (``args``) through their methods."""
-
-
 def _operator_parameters(A, method):
     """The differentiated values a ``LinearOperator`` of the user's functions reads from their
     closures (``integrate._Parameters``), or None for an operator that reads none; of SciPy's
@@ -5395,28 +5397,59 @@ def _operator_parameters(A, method):
     functions read. An operator of another kind that holds differentiated values is refused."""
     if not isinstance(A, _splinalg.LinearOperator) or ACTIVE.running == []:
         return None
-    functions, operators = [], [A]
-    while operators:
-        operator = operators.pop()
-        if type(operator) is _interface._CustomLinearOperator:
-            functions += [getattr(operator, f"_CustomLinearOperator__{name}_impl")
-                          for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
-            continue
-        if type(operator) in _COMPOSITE_OPERATORS:
-            operands = [a for a in operator.args if isinstance(a, _splinalg.LinearOperator)]
-            held = [a for a in operator.args if not isinstance(a, _splinalg.LinearOperator)]
-            operators += operands
-        else:
-            held = list(vars(operator).values())
-        if _followed(*held):
-            _refuse(f"scipy.sparse.linalg.{method} of a {type(operator).__name__} holding "
-                    "traced values", "make it with LinearOperator(shape, matvec=..., "
-                    "rmatvec=...), whose functions may read them from their closures, or pass "
-                    "a sparse matrix.")
+    functions = _operator_functions(A, method, set())
     if not functions:
         return None
     parameters = _integrate._Parameters(f"scipy.sparse.linalg.{method}", functions, ())
     return parameters if parameters.followed else None
+
+
+# SciPy's operators made of others (A + B, A @ B, 2.0 * A, A ** 3, A.H, A.T): their pieces
+# are in ``args``.
+_COMPOSITES = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
+               _interface._ScaledLinearOperator, _interface._PowerLinearOperator,
+               _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
+
+
+def _operator_functions(A, method, seen):
+    """The user's functions the operator ``A`` applies: those of an operator of functions
+    (``LinearOperator(matvec=...)``), and of the operators their closures hold (a scaled
+    operator's, ``alpha * A``), and those of the pieces of SciPy's sums, products, powers and
+    transposes of operators. An operator of another kind that holds differentiated values is
+    refused."""
+    if id(A) in seen:
+        return []
+    seen.add(id(A))
+    if type(A) is _interface._CustomLinearOperator:
+        functions = [getattr(A, f"_CustomLinearOperator__{name}_impl")
+                     for name in ("matvec", "rmatvec", "matmat", "rmatmat")]
+        held = [cell.cell_contents for f in functions
+                for cell in getattr(f, "__closure__", None) or ()]
+        return functions + [g for B in held if isinstance(B, _splinalg.LinearOperator)
+                            for g in _operator_functions(B, method, seen)]
+    if type(A) in _COMPOSITES:
+        operands = [B for B in A.args if isinstance(B, _splinalg.LinearOperator)]
+        held = [c for c in A.args if not isinstance(c, _splinalg.LinearOperator)]
+    else:
+        operands, held = [], list(vars(A).values())
+    if _followed(*held):
+        _refuse(f"scipy.sparse.linalg.{method} of a {type(A).__name__} holding traced "
+                "values", "make it with LinearOperator(shape, matvec=..., rmatvec=...), "
+                "whose functions may read them from their closures, or pass a sparse "
+                "matrix.")
+    return [g for B in operands for g in _operator_functions(B, method, seen)]
+
+
+def _scaled_operator(A, alpha):
+    """``alpha * A`` of a traced number ``alpha``: SciPy's scaled operator (whose ``alpha`` must
+    be a plain number) as an operator of functions that read ``alpha`` from their closures, so
+    that the solvers differentiate through it; each product is SciPy's ``alpha * A.matvec(x)``
+    (the adjoint's with ``conj(alpha)``), its dtype SciPy's."""
+    dtype = _interface._get_dtype([A], [alpha.dtype])
+    return _splinalg.LinearOperator(
+        A.shape, dtype=dtype,
+        matvec=lambda x: alpha * A.matvec(x), rmatvec=lambda x: np.conj(alpha) * A.rmatvec(x),
+        matmat=lambda X: alpha * A.matmat(X), rmatmat=lambda X: np.conj(alpha) * A.rmatmat(X))
 
 
 class _OperatorSolve:
@@ -5587,9 +5620,7 @@ def _product_method(right):
             return (_interface._ProductLinearOperator(x, self) if right
                     else _interface._ProductLinearOperator(self, x))
         if _followed(x) and stands_for_scalar(x):
-            _refuse("a LinearOperator scaled by a traced number", "SciPy's scaled operator "
-                    "takes plain numbers only; scale inside the operator's functions "
-                    "(matvec=lambda v: alpha * apply(v)).")
+            return _scaled_operator(self, x)
         if np.isscalar(x):
             return _interface._ScaledLinearOperator(self, x)
         if not _sparse.issparse(x) and not _followed(x):
@@ -5625,13 +5656,25 @@ def _init_dtype(self):
 
 
 setattr(_init_dtype, "always", True)
+
+
+def _divided(self, other):
+    """SciPy's ``A / alpha``, of a traced number ``alpha`` too."""
+    if _followed(other) and stands_for_scalar(other):
+        return _scaled_operator(self, 1.0 / other)
+    if not np.isscalar(other):
+        raise ValueError("Can only divide a linear operator by a scalar.")
+    return _interface._ScaledLinearOperator(self, 1.0 / other)
+
+
+setattr(_divided, "always", True)
 for _name, _method in (("matvec", _vector_method("matvec", 0, "_matvec")),
                        ("rmatvec", _vector_method("rmatvec", 1, "_rmatvec")),
                        ("matmat", _matrix_method("matmat", 0, "_matmat")),
                        ("rmatmat", _matrix_method("rmatmat", 1, "_rmatmat")),
                        ("dot", _product_method(right=False)),
                        ("_rdot", _product_method(right=True)),
-                       ("_init_dtype", _init_dtype)):
+                       ("_init_dtype", _init_dtype), ("__truediv__", _divided)):
     defmethod(_splinalg.LinearOperator, _name, _method)
 
 

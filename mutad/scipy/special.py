@@ -52,8 +52,10 @@ from scipy.special import (
     ndtri_exp, powm1, voigt_profile, wofz, lpmv, hyperu,
     cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
+    chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
 )
-from scipy.special._ufuncs import _beta_ppf, _lambertw, _riemann_zeta, _zeta
+from scipy.special._ufuncs import (_beta_ppf, _lambertw, _nct_isf, _nct_pdf, _nct_sf,
+                                   _ncx2_isf, _ncx2_pdf, _ncx2_sf, _riemann_zeta, _zeta)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -76,7 +78,7 @@ nondifferentiable(_special.gammasgn, _special.round)
 
 __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
-           "chdtr", "chdtrc", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "nbdtr", "nbdtrc",
+           "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "nbdtr", "nbdtrc",
            "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
@@ -89,7 +91,8 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
            "kl_div", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
-           "logsumexp", "multigammaln", "ndtr", "ndtri", "ndtri_exp", "owens_t", "poch",
+           "logsumexp", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri", "ndtri_exp",
+           "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
            "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
@@ -519,6 +522,70 @@ def _where_defined(y, partial):
     """``partial``, NaN where SciPy's value ``y`` is (outside its domain: m > 1)."""
     return np.where(np.isnan(y), y, partial)
 
+# The noncentral chi-squared distribution of k degrees of freedom and noncentrality λ, a Poisson
+# mixture of central ones (weights e^(-λ/2) (λ/2)^j / j! of k + 2j degrees of freedom): in λ
+# its density's derivative is (f_(k+2) - f_k) / 2, its distribution function's -f_(k+2) (the
+# central P_k - P_(k+2) is 2 p_(k+2)); in x the density's is f_k ((k/2 - 1)/x - 1/2) +
+# λ f_(k+2) / 2x (of its Bessel form, I_ν' = I_(ν+1) + ν I_ν / z). Degrees of freedom: none.
+_DEGREES_OF_FREEDOM = NoClosedForm("the degrees of freedom df")
+
+
+def _ncx2_pdf_dx(y, x, k, lam):
+    return y * ((0.5 * k - 1.0) / x - 0.5) + lam / (2.0 * x) * _ncx2_pdf(x, k + 2.0, lam)
+
+
+def _ncx2_next(y, x, k, lam):
+    """f_(k+2)(x), the density of two more degrees of freedom: -∂F/∂λ."""
+    return _ncx2_pdf(x, k + 2.0, lam)
+
+
+def _ncx2_quantile_dlam(y, q, k, lam):
+    """∂x/∂λ of a quantile x (of the distribution function or its complement): f_(k+2)/f_k."""
+    return _ncx2_pdf(y, k + 2.0, lam) / _ncx2_pdf(y, k, lam)
+
+
+# The noncentral t distribution of ν degrees of freedom and noncentrality μ, T = (Z + μ) / S with
+# S = √(χ²_ν / ν): its density is f_ν(t) = E[S φ(tS - μ)], and moments of S move to ν + 1 and
+# ν + 2 degrees of freedom (E_ν[√V h(V)] = κ_ν E_(ν+1)[h(V)], κ_ν = √2 Γ((ν+1)/2) / Γ(ν/2);
+# E_ν[V h(V)] = ν E_(ν+2)[h(V)]), so that its derivatives are its own densities:
+# ∂f/∂μ = t E[S² φ] - μ f, ∂f/∂t = μ E[S² φ] - t E[S³ φ], with E[S² φ] = κ_ν √(ν+1)/ν
+# f_(ν+1)(t √((ν+1)/ν)) and E[S³ φ] = √((ν+2)/ν) f_(ν+2)(t √((ν+2)/ν)); the distribution
+# function's in μ is -E[φ(tS - μ)] = -√(ν-1)/κ_(ν-1) f_(ν-1)(t √((ν-1)/ν)) (ν > 1; NaN below).
+def _nct_kappa(nu):
+    return math.sqrt(2.0) * np.exp(gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu))
+
+
+def _nct_square_moment(t, nu, mu):
+    """E[S² φ(tS - μ)]."""
+    up = nu + 1.0
+    return _nct_kappa(nu) * np.sqrt(up) / nu * _nct_pdf(t * np.sqrt(up / nu), up, mu)
+
+
+def _nct_normal_mean(t, nu, mu):
+    """E[φ(tS - μ)], -∂F/∂μ (NaN for ν <= 1)."""
+    down = nu - 1.0
+    inside = down > 0
+    safe = np.where(inside, down, 1.0)
+    mean = np.sqrt(safe) / _nct_kappa(safe) * _nct_pdf(t * np.sqrt(safe / nu), safe, mu)
+    return np.where(inside, mean, np.nan)
+
+
+def _nct_pdf_dt(y, t, nu, mu):
+    up = nu + 2.0
+    return (mu * _nct_square_moment(t, nu, mu)
+            - t * np.sqrt(up / nu) * _nct_pdf(t * np.sqrt(up / nu), up, mu))
+
+
+def _nct_pdf_dmu(y, t, nu, mu):
+    return t * _nct_square_moment(t, nu, mu) - mu * y
+
+
+def _nct_quantile_dmu(y, nu, mu, q):
+    """∂t/∂μ of a quantile t (of the distribution function or its complement):
+    E[φ(tS - μ)] / f(t)."""
+    return _nct_normal_mean(y, nu, mu) / _nct_pdf(y, nu, mu)
+
+
 def _ndtri_exp_slope(y, x):
     """d/dx ndtri_exp(x) = e^x / φ(y): below the median Φ(y)/φ(y) = √(π/2) erfcx(-y/√2) (e^x
     is Φ(y)), above e^x times ``_numerics.inverse_slope`` of the tail 1 - e^x = -expm1(x)."""
@@ -680,6 +747,9 @@ elementwise(_beta_ppf,   lambda y, p, a, b: _beta_inverse_density(y, a, b),
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _chi2_ddf, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _negated(_chi2_ddf), lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
+# x = chdtri(v, q) solves chdtrc(v, x) = q: one over its partial in x, and in v minus the ratio
+elementwise(chdtri,    lambda y, v, q: -_chi2_ddf(None, v, y) / (0.5 * _density(0.5 * v, 0.5 * y)),
+            lambda y, v, q: -2.0 * _inverse_density(0.5 * y, 0.5 * v),                uses="xy")
 elementwise(gdtr,      lambda y, a, b, x: x * _density(b, a * x),
             lambda y, a, b, x: _numerics.gammainc_da(b, a * x),
             lambda y, a, b, x: a * _density(b, a * x))
@@ -736,6 +806,25 @@ elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v")
 # on every branch k (W / (z (1 + W)) but for the 1 at z = 0); the branch and the tolerance
 # have none.
 elementwise(_lambertw, lambda y, z, k, tol: np.exp(-y) / (1.0 + y), None, None,   uses="y")
+elementwise(chndtr,    lambda y, x, k, lam: _ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+            lambda y, x, k, lam: -_ncx2_next(y, x, k, lam))
+elementwise(_ncx2_sf,  lambda y, x, k, lam: -_ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+            _ncx2_next)
+elementwise(_ncx2_pdf, _ncx2_pdf_dx, _DEGREES_OF_FREEDOM,
+            lambda y, x, k, lam: 0.5 * (_ncx2_pdf(x, k + 2.0, lam) - y),               uses="xy")
+elementwise(chndtrix,  lambda y, q, k, lam: 1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+            _ncx2_quantile_dlam,                                                      uses="xy")
+elementwise(_ncx2_isf, lambda y, q, k, lam: -1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+            _ncx2_quantile_dlam,                                                      uses="xy")
+elementwise(_nct_pdf,  _nct_pdf_dt, _DEGREES_OF_FREEDOM, _nct_pdf_dmu,                uses="xy")
+elementwise(nctdtr,    _DEGREES_OF_FREEDOM, lambda y, nu, mu, t: -_nct_normal_mean(t, nu, mu),
+            lambda y, nu, mu, t: _nct_pdf(t, nu, mu))
+elementwise(_nct_sf,   lambda y, t, nu, mu: -_nct_pdf(t, nu, mu), _DEGREES_OF_FREEDOM,
+            lambda y, t, nu, mu: _nct_normal_mean(t, nu, mu))
+elementwise(nctdtrit,  _DEGREES_OF_FREEDOM, _nct_quantile_dmu,
+            lambda y, nu, mu, q: 1.0 / _nct_pdf(y, nu, mu),                           uses="xy")
+elementwise(_nct_isf,  lambda y, q, nu, mu: -1.0 / _nct_pdf(y, nu, mu), _DEGREES_OF_FREEDOM,
+            lambda y, q, nu, mu: _nct_quantile_dmu(y, nu, mu, q),                     uses="xy")
 elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
                              for k in range(3)))
 # fmt: on

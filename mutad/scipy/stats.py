@@ -47,8 +47,11 @@ valid stand-in to put in their place), and so is a formula that does not run on 
 
 ``entropy`` (of frozen distributions too) is SciPy's value with the derivatives of SciPy's
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
-SciPy decides them) plus ``log(scale)``; a distribution whose entropy SciPy computes
-numerically (``skewnorm``, the discrete ones) is refused. ``norm.fit``, ``expon.fit`` and
+SciPy decides them) plus ``log(scale)``; of the other continuous distributions (``f``,
+``genextreme``, ``vonmises``, ...) with the derivatives of SciPy's own ``_entropy`` followed on
+each element of the shapes (a closed form, or SciPy's quadrature of the density); the
+discrete ones' (a sum over the support) is refused. ``vonmises.cdf`` (SciPy's compiled series)
+has the derivatives of its series and normal approximation. ``norm.fit``, ``expon.fit`` and
 ``uniform.fit`` are SciPy's closed-form maximum likelihood fits, its steps on the
 differentiated data (``floc`` and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
 ``method='MM'``, ``lognorm``, ``invgauss``, ``beta``, ...) is SciPy's code followed, its root
@@ -103,6 +106,10 @@ from scipy.stats._continuous_distns import (
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
+from scipy.stats import _stats as _compiled
+from scipy.stats import _continuous_distns as _continuous
+import scipy.special as _special
+from scipy.special import _ufuncs as _special_ufuncs
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
@@ -122,7 +129,8 @@ from ._adjoints import (Elementwise, Value, following_scipys_code, not_replayed,
                         scipys_value)
 from ._numerics import both
 from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc, gammaln,
-                      log_expit, log_ndtr, logit, ndtr, ndtri, psi, stdtr, xlog1py, xlogy)
+                      i0e, i1e, log_expit, log_ndtr, logit, ndtr, ndtri, psi, stdtr, xlog1py,
+                      xlogy)
 from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
@@ -229,19 +237,34 @@ class Univariate:
             return self.scipy.entropy(*args, **kwargs)
         formula = ENTROPIES.get(self.scipy.name)
         if formula is None:
-            raise UnsupportedOperationError(
-                f"scipy.stats.{self.scipy.name}.entropy of differentiated parameters: SciPy "
-                "computes it numerically (by quadrature or a sum over the support), which mutad "
-                f"does not follow; it follows the closed forms of {', '.join(sorted(ENTROPIES))}.")
+            if self.discrete:
+                raise UnsupportedOperationError(
+                    f"scipy.stats.{self.scipy.name}.entropy of differentiated parameters: SciPy "
+                    "computes it by a sum over the support, which mutad does not follow; it "
+                    "follows the closed forms and quadratures of the continuous distributions.")
+            formula = self._scipys_entropy
         shapes, loc, scale = self.scipy._parse_args(*args, **kwargs)
         value = _ENTROPY_VALUES.setdefault(self.scipy.name, Value(
             self.scipy.entropy, f"scipy.stats.{self.scipy.name}.entropy"))(*shapes, loc, scale)
         valid = both(scale > 0, True if self.valid is None else self.valid(*shapes),
                      loc == loc)
-        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        shapes = self._valid_shapes(shapes, valid)
         composition = formula(*shapes) + _log(np.where(valid, scale, 1.0))
         result = _scipys_value(value, np.where(valid, composition, np.nan))
         return result[()] if np.ndim(result) == 0 else result
+
+    def _scipys_entropy(self, *shapes):
+        """The entropy of the standard distribution by SciPy's own ``_entropy`` (a closed form,
+        or its quadrature of the density), followed on each element of the shapes, as SciPy
+        calls it (``np.vectorize``)."""
+        if not shapes:
+            return following_scipys_code(self.scipy._entropy, (), {})
+        shape = np.broadcast_shapes(*(np.shape(s) for s in shapes))
+        shapes = [np.broadcast_to(s, shape) for s in shapes]  # (a constant one stays constant)
+        with library_allocation():  # (the buffers SciPy's formulas fill)
+            entropies = [following_scipys_code(self.scipy._entropy, [s[index] for s in shapes],
+                                               {}) for index in np.ndindex(shape)]
+        return np.reshape(np.stack(entropies), shape)
 
     def fit(self, data, *args, **kwargs):
         """``fit(data)`` where SciPy's is a closed form (``norm``, ``expon``, ``uniform``):
@@ -286,7 +309,7 @@ class Univariate:
             inside = both(valid, z >= low, z <= high)
         else:
             inside = both(valid, z > low, z < high)
-        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        shapes = self._valid_shapes(shapes, valid)
         z = np.where(inside, z, self.inside(*shapes) if callable(self.inside) else self.inside)
         base = name[3:] if name.startswith("log") else name
         density = base in ("pdf", "pmf")
@@ -304,13 +327,24 @@ class Univariate:
         outside = self._outside(name, x, loc, np.where(valid, scale, 1.0), low, high)
         return np.where(inside, value, np.where(valid, outside, np.nan))
 
+    def _valid_shapes(self, shapes, valid):
+        """The shapes, each invalid one replaced by its safe stand-in, broadcast with ``valid``
+        (the entries' validity), as SciPy's formulas receive them: decided on the shapes
+        alone, so that constant shapes stay constant beside a differentiated scale or point
+        (a shape whose derivative mutad does not have, a noncentral distribution's degrees of
+        freedom, may then be given); where the scale or point is invalid, the result is NaN
+        whatever the shapes."""
+        own = True if self.valid is None else self.valid(*shapes)
+        own = np.logical_and(own, np.ones(np.shape(valid), bool))  # (plain: so are constants)
+        return [np.where(own, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+
     def quantile(self, name, q, shapes, loc, scale):
         """``ppf`` or ``isf`` as a composition, ``loc + scale * f(q, *shapes)``, inside
         (0, 1); SciPy's values at 0 and 1 (the ends of the support) and its ``nan`` elsewhere
         have no derivative."""
         valid = both(scale > 0, True if self.valid is None else self.valid(*shapes))
         inside = both(valid, q > 0, q < 1)
-        shapes = [np.where(valid, s, safe) for s, safe in zip(shapes, self.safe, strict=True)]
+        shapes = self._valid_shapes(shapes, valid)
         value = self.quantiles[name](np.where(inside, q, 0.5), *shapes)
         return np.where(inside, loc + np.where(valid, scale, 1.0) * value, np.nan)
 
@@ -491,6 +525,88 @@ _skewnorm_cdf = Elementwise(
     _skewnorm_cdf_in_a, name="skewnorm_cdf")
 """SciPy's skew-normal distribution function (Owen's T, which mutad does not differentiate),
 with its derivatives in closed form: the density in z, and the one above in a."""
+
+
+# SciPy's von Mises distribution function (its compiled ``von_mises_cdf(k, x)``, x taken to
+# [-π, π] plus whole turns): below k = 50 the series 1/2 + x/2π + V/π, V = Σ_n<p R_n (sin nx / n
+# + ...) by its ratios R_n = 1 / (2n/k + R_(n+1)), p = ⌊29 + k/2 - 100/(k + 5)⌋ terms; above, the
+# normal approximation Φ(b sin(x/2)), b = √(2/π) / i0e(k). Its derivatives are those of the same
+# formulas: in x the density the series sums (e^(k(cos x - 1)) / 2π i0e(k)) or φ(z) b cos(x/2)/2,
+# in k the series' ratios differentiated term by term, or φ(z) sin(x/2) b'.
+_VON_MISES_SERIES = 50.0
+_VON_MISES_TERMS = 52  # the most terms below k = 50
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _von_mises_parts(k, x):
+    """Where the series holds (k < 50), a safe k for each branch, x on [-π, π], and the normal
+    approximation's b and z."""
+    turns = np.round(x / (2.0 * math.pi))  # (piecewise constant: no derivative)
+    x = x - turns * (2.0 * math.pi)
+    series = k < _VON_MISES_SERIES
+    small = np.where(series, k, 1.0)
+    large = np.where(series, _VON_MISES_SERIES, k)
+    b = _SQRT_2_OVER_PI / i0e(large)
+    return series, small, large, x, b, b * np.sin(0.5 * x)
+
+
+def _normal_density(z):
+    return np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+
+
+def _von_mises_cdf_dk(y, k, x):
+    series, small, large, x, b, z = _von_mises_parts(k, x)
+    terms = np.trunc(29.0 + 0.5 * small - 100.0 / (small + 5.0))
+    ratio = d_ratio = total = d_total = 0.0
+    for n in range(_VON_MISES_TERMS - 1, 0, -1):
+        inside = n < terms
+        new_ratio = 1.0 / (2.0 * n / small + ratio)
+        new_d_ratio = new_ratio * new_ratio * (2.0 * n / (small * small) - d_ratio)
+        term = np.sin(n * x) / n + total
+        new_total, new_d_total = new_ratio * term, new_d_ratio * term + new_ratio * d_total
+        ratio, d_ratio = np.where(inside, new_ratio, ratio), np.where(inside, new_d_ratio, d_ratio)
+        total, d_total = np.where(inside, new_total, total), np.where(inside, new_d_total, d_total)
+    d_b = -_SQRT_2_OVER_PI * (i1e(large) - i0e(large)) / (i0e(large) * i0e(large))
+    return np.where(series, d_total / math.pi, _normal_density(z) * np.sin(0.5 * x) * d_b)
+
+
+def _von_mises_cdf_dx(y, k, x):
+    series, small, large, x, b, z = _von_mises_parts(k, x)
+    density = np.exp(small * (np.cos(x) - 1.0)) / (2.0 * math.pi * i0e(small))
+    return np.where(series, density, _normal_density(z) * b * (0.5 * np.cos(0.5 * x)))
+
+
+_von_mises_cdf = Elementwise(_compiled.von_mises_cdf, _von_mises_cdf_dk, _von_mises_cdf_dx,
+                             name="von_mises_cdf")
+
+
+def _vonmises_standard_cdf(self, x, kappa):  # (SciPy's vonmises._cdf, whose function is compiled)
+    return _von_mises_cdf(kappa, x)
+
+
+defmethod(type(_stats.vonmises), "_cdf", _vonmises_standard_cdf)
+
+
+# SciPy's noncentral chi-squared formulas take the central distribution's where nc = 0 by
+# ``apply_where``, which broadcasts the constant degrees of freedom beside the differentiated
+# points into arrays mutad follows, and mutad has no derivative in them: the same branches
+# by ``np.where``, each reading safe values where the other is taken (the values are SciPy's
+# own call's; these give their derivatives).
+def _noncentral_chi2(noncentral, central):
+    def formula(self, x, df, nc):
+        inside = nc != 0
+        with np.errstate(over="ignore"):
+            return np.where(inside, noncentral(x, df, np.where(inside, nc, 1.0)),
+                            central(x, df))
+    return formula
+
+
+for _name, _noncentral in (("_pdf", _special_ufuncs._ncx2_pdf), ("_cdf", _special.chndtr),
+                           ("_sf", _special_ufuncs._ncx2_sf), ("_ppf", _special.chndtrix),
+                           ("_isf", _special_ufuncs._ncx2_isf),
+                           ("_logpdf", _continuous._ncx2_log_pdf)):
+    defmethod(type(_stats.ncx2), _name, _noncentral_chi2(
+        _noncentral, getattr(_stats.chi2, _name)))
 
 
 def _integral_count(n):
@@ -1625,6 +1741,13 @@ class _ScipysFormulas:
         with library_allocation():
             return Univariate.quantile(variant, name, q, shapes, loc, scale)
 
+    def entropy(self, *args, **kwargs):
+        if not _is_traced(args, kwargs):
+            return self.scipy.entropy(*args, **kwargs)
+        variant = self._checked("entropy", self.scipy._parse_args(*args, **kwargs)[0])
+        with library_allocation():
+            return Univariate.entropy(variant, *args, **kwargs)
+
 
 class _Formulas(_ScipysFormulas, Continuous):
     """A continuous distribution by SciPy's formulas (``_ScipysFormulas``)."""
@@ -1637,10 +1760,7 @@ class _Formulas(_ScipysFormulas, Continuous):
 
     def _inside(self, *shapes):
         """A point inside the support, for the entries outside it (their value is constant)."""
-        low, high = self._bounds(*shapes)
-        return np.where(np.isfinite(low) & np.isfinite(high), 0.5 * (low + high),
-                        np.where(np.isfinite(low), low + 1.0,
-                                 np.where(np.isfinite(high), high - 1.0, 0.0)))
+        return _between(*self._bounds(*shapes))
 
 
 class _DiscreteFormulas(_ScipysFormulas, Discrete):
@@ -1706,7 +1826,7 @@ def _formulas_rule(name):
 
 
 # (the distributions above have their own rules, on their own classes)
-for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"):
+for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf", "entropy"):
     defmethod(_stats.rv_continuous, _name, _formulas_rule(_name))
 for _name in ("pmf", "logpmf", "cdf", "logcdf", "sf", "logsf"):
     defmethod(_stats.rv_discrete, _name, _formulas_rule(_name))
