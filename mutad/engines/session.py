@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.allocation import drawing_argument, holds_derivative, settle
 from ..core.devices import is_device
-from ..core.arguments import Originals, check_distinct_memory, run
+from ..core.arguments import Originals, check_distinct_memory, no_full_collections, run
 from ..core.debug import issue_held
 from .arraylike import stands_for_scalar, weak_value
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
@@ -152,10 +152,17 @@ class Differentiation:
         raise NotImplementedError
 
     def __enter__(self):
+        # Full collections held off from the start to the end, its reverse pass included:
+        # the blocks of ``run`` and of the reverse pass nest in this one, which costs them a
+        # count rather than a freeze and an unfreeze each (``no_full_collections``).
+        _COLLECTIONS.__enter__()
         return self
 
     def __exit__(self, *exception):
-        self.restore()
+        try:
+            self.restore()
+        finally:
+            _COLLECTIONS.__exit__()
 
     def ours(self, x):
         """Whether ``x`` is a traced or dual value of this differentiation."""
@@ -240,6 +247,8 @@ class Differentiation:
             return
         leave(left)
 
+
+_COLLECTIONS = no_full_collections()
 
 RUNS = threading.local()
 """``left``: while a Jacobian or a Hessian runs ``f`` once per pass (``api._RunsShownAsOne``),
