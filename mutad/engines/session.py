@@ -240,6 +240,8 @@ class Differentiation:
             if writeable(caller):
                 view.flags.writeable = True
         left, self.left, self.views = self.left, [], []
+        if not left:  # (f wrote into no array made before the call: nothing to leave)
+            return
         runs = getattr(RUNS, "left", None)
         if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
             if not runs:
