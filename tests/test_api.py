@@ -698,6 +698,21 @@ def test_an_integer_chosen_by_argnums_is_an_error(call):
         call()
 
 
+@pytest.mark.parametrize("argnums", [0, -2, np.int64(0), (0,), True, 2, -3])
+def test_argnums_positions_as_the_general_check_takes_them(argnums):
+    """A plain int position is answered by a short path: the others, a bool and positions out
+    of range go through the general check, as before."""
+    def f(x, y):
+        return (x * y).sum()
+    x, y = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    if type(argnums) is bool or argnums in (2, -3):
+        with pytest.raises(mutad.errors.ArgnumsError):
+            mutad.gradient(f, x, y, argnums=argnums)
+        return
+    g = mutad.gradient(f, x, y, argnums=argnums)
+    np.testing.assert_array_equal(g[0] if type(argnums) is tuple else g, y)
+
+
 def test_integers_among_all_arguments_have_gradient_none():
     assert mutad.gradient(lambda x, n: x * n, 2.0, 3) == (3.0, None)
 

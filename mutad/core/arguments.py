@@ -220,6 +220,8 @@ def check_argnums(argnums, count):
     """The tuple of selected argument positions, and whether one int was given."""
     if argnums is None:
         return tuple(range(count)), False
+    if type(argnums) is int and -count <= argnums < count:  # (grad's default, asked per call)
+        return (argnums % count,), True
     single = isinstance(argnums, (int, np.integer)) and not isinstance(argnums, bool)
     items = (argnums,) if single else argnums
     if not isinstance(items, tuple) or not all(

@@ -461,6 +461,8 @@ class Recomputation:
         it writes this way. What a stand-in for a dead or never-written temporary recomputes is
         read; so temporaries are decided newest first, each before those its recipe reads.
         """
+        if not self.written and not self.lazy:  # (a program of small arrays: all kept)
+            return
         written = {holder.buffer.key: holder for holder in self.written
                    if holder.buffer.ref is holder}
         for key, buffer in self.lazy.items():

@@ -60,21 +60,30 @@ class _Reversing(threading.local):
 REVERSING = _Reversing()
 
 
-class reversing:
-    """The block of ``tape``'s reverse pass, which runs in this thread (``REVERSING``). (A
-    class, not a generator: cheaper to enter and leave, once per reverse pass.)"""
+class reversing(gradient_errors):
+    """The block of ``tape``'s reverse pass, which runs in this thread (``REVERSING``), with
+    the garbage collector's full collections held off (``no_full_collections``) and its
+    floating-point errors labelled (``gradient_errors``, whose warnings go to ``writer``): one
+    block for the three, always entered together. (A class, not a generator: cheaper to enter
+    and leave, once per reverse pass.)"""
 
     __slots__ = ("tape",)
 
-    def __init__(self, tape):
+    def __init__(self, tape, writer):
         self.tape = tape
+        self.writer = writer
 
     def __enter__(self):
+        _COLLECTIONS.__enter__()
         REVERSING.tapes.append(self.tape)
 
-    def __exit__(self, *exception):
+    def __exit__(self, kind, error, traceback):
         REVERSING.tapes.pop()
-        return False
+        _COLLECTIONS.__exit__(kind, error, traceback)
+        return super().__exit__(kind, error, traceback)
+
+
+_COLLECTIONS = no_full_collections()
 
 
 class ReverseTape(Tape):
@@ -192,8 +201,7 @@ class ReverseTape(Tape):
         # (a run of pure elementwise records, where none has its own error handling or
         # stand-ins to resolve, is reversed in one loop: ``reverse_elementwise``)
         runs = not checked and not readers and not errors_of
-        with at_user_lines(watch), no_full_collections(), gradient_errors(watch), \
-                reversing(self):
+        with at_user_lines(watch), reversing(self, watch):
             while records:
                 if runs:
                     kind = type(records[-1])

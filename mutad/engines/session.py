@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.allocation import drawing_argument, holds_derivative, settle
 from ..core.devices import is_device
-from ..core.arguments import Originals, check_distinct_memory, run
+from ..core.arguments import Originals, check_distinct_memory, no_full_collections, run
 from ..core.debug import issue_held
 from .arraylike import stands_for_scalar, weak_value
 from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyError,
@@ -152,10 +152,17 @@ class Differentiation:
         raise NotImplementedError
 
     def __enter__(self):
+        # Full collections held off from the start to the end, its reverse pass included:
+        # the blocks of ``run`` and of the reverse pass nest in this one, which costs them a
+        # count rather than a freeze and an unfreeze each (``no_full_collections``).
+        _COLLECTIONS.__enter__()
         return self
 
     def __exit__(self, *exception):
-        self.restore()
+        try:
+            self.restore()
+        finally:
+            _COLLECTIONS.__exit__()
 
     def ours(self, x):
         """Whether ``x`` is a traced or dual value of this differentiation."""
@@ -233,6 +240,8 @@ class Differentiation:
             if writeable(caller):
                 view.flags.writeable = True
         left, self.left, self.views = self.left, [], []
+        if not left:  # (f wrote into no array made before the call: nothing to leave)
+            return
         runs = getattr(RUNS, "left", None)
         if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
             if not runs:
@@ -240,6 +249,8 @@ class Differentiation:
             return
         leave(left)
 
+
+_COLLECTIONS = no_full_collections()
 
 RUNS = threading.local()
 """``left``: while a Jacobian or a Hessian runs ``f`` once per pass (``api._RunsShownAsOne``),
@@ -381,6 +392,11 @@ class ReverseDifferentiation(Differentiation):
         return wrapped
 
     def _wrap_leaf(self, x, plain=False, constant=False, followed=frozenset()):
+        if type(x) is np.ndarray and x.dtype.kind in "fc":  # (the common leaf: asked first)
+            t = self._caller_array(x, constant)
+            self.traced.append(t)
+            self.scalar.append(None)
+            return t
         check_leaf(x)
         t = None
         if plain and is_inexact_scalar(x):
