@@ -256,6 +256,22 @@ def test_a_failed_guard_leaves_the_callers_arrays_as_they_were():
     assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
+def _scalars_indexed_with_none(x):
+    s = 2.0 * x[0] - x[1]  # a 0-d value: s[None] is a new, writable array of one element
+    t = s[None]
+    t *= 3.0
+    m = np.concatenate([(2.0 * s - x[0])[None], t, x, x[-1][None]])
+    return np.sum(m[1:] * m[:-1]) + s
+
+
+def test_a_scalar_indexed_with_none_is_replayed():
+    """Regression: ``s[None]`` of a traced scalar (NumPy's new array, not a view) was refused
+    by a recording ("an index recorded as several operations"): every call was traced."""
+    x = np.array([0.5, -1.25, 2.0, 0.75])
+    replayed_like_traced(_scalars_indexed_with_none, [(x,), (x * 1.5,), (x[::-1] - 0.5,)],
+                         traced_once=True)
+
+
 SCALE = np.full(3, 2.0)
 
 

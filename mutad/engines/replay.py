@@ -3468,7 +3468,7 @@ class Recorder:
     def getitem(self, x, key):
         tape = self.tape
         before = len(tape.records)
-        y = self._run(Traced.__getitem__, x, key)
+        y = self._run(Traced._indexed, x, key)
         if self.reason is not None:
             return y
         new = tape.records[before:]
