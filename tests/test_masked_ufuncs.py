@@ -100,6 +100,8 @@ def test_masked_ufuncs_replay_as_traced():
     def f(a, b):
         return np.sum(safe_division(a, b) ** 2) + np.sum(in_place(a, b))
 
+    # (each call selects another number of elements than the last, 4, 2 and 4 where y > 0:
+    # the selected elements are gathered, whose count the replay guards, so each records)
     replayed_like_traced(f, [(A, B), (A * -1.0, B), (A, np.roll(B, 1))], replayed=False)
 
 

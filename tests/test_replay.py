@@ -256,6 +256,22 @@ def test_a_failed_guard_leaves_the_callers_arrays_as_they_were():
     assert same(got[0], expected[0]) and same(got[1], expected[1])
 
 
+def _scalars_indexed_with_none(x):
+    s = 2.0 * x[0] - x[1]  # a 0-d value: s[None] is a new, writable array of one element
+    t = s[None]
+    t *= 3.0
+    m = np.concatenate([(2.0 * s - x[0])[None], t, x, x[-1][None]])
+    return np.sum(m[1:] * m[:-1]) + s
+
+
+def test_a_scalar_indexed_with_none_is_replayed():
+    """Regression: ``s[None]`` of a traced scalar (NumPy's new array, not a view) was refused
+    by a recording ("an index recorded as several operations"): every call was traced."""
+    x = np.array([0.5, -1.25, 2.0, 0.75])
+    replayed_like_traced(_scalars_indexed_with_none, [(x,), (x * 1.5,), (x[::-1] - 0.5,)],
+                         traced_once=True)
+
+
 SCALE = np.full(3, 2.0)
 
 
@@ -1278,9 +1294,10 @@ def test_values_the_program_computes_without_a_gradient_are_followed_where_they_
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
-def test_integers_the_program_computes_as_scipys_indices_and_settings_are_traced():
+def test_integers_the_program_computes_as_scipys_indices_and_settings_are_guarded():
     # sparse indices, map_coordinates' coordinates, a filter's sigma from the data: the
-    # recording call raised; such a call is traced now, with the reason
+    # recording call raised, then such a call was traced; the program holds them as recorded,
+    # guarded: a call with others records again, one with the same replays
     import scipy.ndimage
     import scipy.sparse
 
@@ -1292,9 +1309,10 @@ def test_integers_the_program_computes_as_scipys_indices_and_settings_are_traced
         z = scipy.ndimage.gaussian_filter1d(v, np.count_nonzero(v > 0) + 1.0)
         return (m @ v).sum() + (y * v).sum() + (z * v).sum()
 
-    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, 0.5], [2.0, 1.0, -3.0, 0.5])]
-    replaying = replayed_like_traced(f, calls, replayed=False)
-    assert program_count(replaying) == 0 and len(replaying.reasons) == 1
+    calls = [(np.array(x),) for x in ([1.0, -2.0, 3.0, 0.5], [2.0, 1.0, -3.0, 0.5],
+                                      [2.2, 1.1, -3.3, 0.55])]
+    replaying = replayed_like_traced(f, calls)
+    assert program_count(replaying) == 1 and not replaying.reasons
 
 
 def test_a_solve_that_keeps_its_forward_solution_is_traced():

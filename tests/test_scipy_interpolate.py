@@ -865,6 +865,17 @@ def test_complex_data(form):
     mutad.check_jvp(f, y.copy(), q.copy())
 
 
+@pytest.mark.parametrize("method", ["akima", "makima"])
+def test_akima_replays_as_traced(method):
+    """Regression: Akima1DInterpolator of traced values was traced on every call (its slopes
+    index a scalar with None, ``second[None]``, which a recording refused)."""
+    def f(y, q):
+        return np.sum(Akima1DInterpolator(X, y, method=method)(q) ** 2)
+
+    replays_as_traced(f, [(Y * s, QUERIES * s) for s in (1.0, 1.2, 0.9)], argnums=(0, 1),
+                      replayed=2)
+
+
 def test_integrals_and_antiderivatives_replay_as_traced():
     def f(y, q):
         spline = CubicSpline(X, y)

@@ -1905,6 +1905,26 @@ def test_a_boundary_condition_written_into_a_traced_matrix(fmt, through_lil):
     assert k.tobytes() == before
 
 
+def _entry_outside_the_pattern(k):
+    A = stiffness(k, "csr")
+    A[0, 3] = k[2] ** 2  # a new entry: SciPy warns (SparseEfficiencyWarning)
+    return np.sum((A @ k[1:]) ** 2)
+
+
+def test_a_write_that_warns_replays_with_its_warning():
+    """Regression: a write into a csr matrix outside its pattern, of which SciPy warns, was
+    traced on every call. The warning is decided by the key and the pattern, which the
+    program holds: a replay warns again, at SciPy's line, once per call as the traced call."""
+    k = np.linspace(1.0, 2.0, 6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replays_as_traced(_entry_outside_the_pattern, [(k * s,) for s in (1.0, 1.2, 0.9, 1.1)],
+                          replayed=3)  # (the first call records)
+    assert len(caught) == 8  # (each call replayed or recorded, and traced beside it)
+    assert {(w.category, w.filename, w.lineno) for w in caught} == {
+        (scipy.sparse.SparseEfficiencyWarning, caught[0].filename, caught[0].lineno)}
+
+
 LAPLACIAN = scipy.sparse.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(6, 6), format="csr")
 
 
@@ -2655,7 +2675,29 @@ def test_sparse_right_hand_side_replays_as_traced():
     def f(k):
         return np.sum(scipy.sparse.linalg.inv(stiffness(k, "csc")).toarray() ** 2)
 
-    replayed_like_traced(f, [(K,), (K * 1.5,), (K[::-1] + 0.5,)], replayed=False)
+    replayed_like_traced(f, [(K,), (K * 1.5,), (K[::-1] + 0.5,)])
+
+
+def _computed_pattern(k):
+    rows = np.nonzero(k > 1.5)[0]  # indices the program computes from the values
+    A = scipy.sparse.csc_matrix((k[rows] ** 2, (rows, rows[::-1])), shape=(k.size, k.size))
+    return np.sum(A.toarray() @ k)
+
+
+def test_sparse_indices_the_program_computes_are_guarded():
+    """Regression: a sparse matrix built from indices computed in the function (SciPy reads
+    them as plain values) was traced on every call. A replay holds them as recorded and checks
+    they are the same again: calls with another pattern record again, and a pattern changing on
+    every call is traced, ``reasons`` naming the indices."""
+    from test_replay import replayed_like_traced
+
+    k = np.array([1.0, 2.0, 1.2, 1.7, 0.5])
+    calls = [(k,), (k * 1.01,), (k[::-1].copy(),), (k[::-1] * 0.99,)]
+    replaying = replayed_like_traced(_computed_pattern, calls)  # (the 2nd and 4th replay)
+    for i in range(5):
+        replaying(np.roll(k, i) * (1.0 + i / 10.0))
+    assert "with indices the program computes, which took other values" in str(
+        replaying.reasons)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -2149,12 +2149,17 @@ def refuse_records(what, items):
 def settled(tree, what):
     """``tree`` (lists and tuples of it) with each traced or dual array that carries no
     derivative (a constant the function computed: an index, a count) as the plain value it
-    holds, for a function that reads it as a setting. A replay recording the call is refused,
-    saying ``what``: its program would keep this call's values."""
+    holds, for a function that reads it as a setting. Its program keeps this call's values:
+    a replay recording the call checks they are the same again where they carry no
+    derivative (``Recorder.settle``); differentiated values, which change from call to call
+    (a matrix whose factors SciPy pivots by them), refuse it, saying ``what``."""
     if isinstance(tree, Tracer):
         recorder = getattr(getattr(tree, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:
-            recorder.refuse(what)
+            if carries_derivative(tree):
+                recorder.refuse(what)
+            else:
+                recorder.settle(tree, what)
         return settled(tree.value, what)
     if type(tree) in (list, tuple):
         return type(tree)(settled(x, what) for x in tree)

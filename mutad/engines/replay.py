@@ -1934,22 +1934,26 @@ class Function:
 
 
 class Guard:
-    """Python took a decision on the value at ``slot``: ``decide(value)`` must be ``taken``."""
+    """Python took a decision on the value at ``slot``: ``decide(value)`` must be ``taken``.
+    ``why``: what the decision is, in words, which the failure carries (``Replayed.reasons``
+    names it where the guard fails on call after call), or None."""
 
-    __slots__ = ("slot", "decide", "taken")
+    __slots__ = ("slot", "decide", "taken", "why")
 
-    def __init__(self, slot, decide, taken):
+    def __init__(self, slot, decide, taken, why=None):
         self.slot = slot
         self.decide = decide
         self.taken = taken
+        self.why = why
 
     def __call__(self, values, tape):
         if self.decide(values[self.slot]) != self.taken:
-            raise GuardFailed
+            raise GuardFailed if self.why is None else GuardFailed(self.why)
 
     def emit(self, code, k):
+        failed = "GuardFailed" if self.why is None else f"GuardFailed({code.bind(self.why)})"
         code.forward += [f"if {code.bind(self.decide)}({code.value(self.slot)}) != "
-                         f"{code.bind(self.taken)}:", "    raise GuardFailed"]
+                         f"{code.bind(self.taken)}:", f"    raise {failed}"]
         code.records.append(())
 
     emit_back = staticmethod(_no_lines)
@@ -1995,6 +1999,21 @@ def _python_number(v):
         return v
     v = v.item() if isinstance(v, (np.ndarray, np.generic)) else v
     return float(v) if type(v) is int else v
+
+
+class Warned:
+    """A warning the recorded call issued outside any step, decided by what the program
+    holds (SciPy's of a write that changes a sparse matrix's pattern): issued again, where
+    it was."""
+
+    __slots__ = ("message", "category", "filename", "lineno")
+
+    def __init__(self, message, category, filename, lineno):
+        self.message, self.category = message, category
+        self.filename, self.lineno = filename, lineno
+
+    def __call__(self, values, tape):
+        warn_at(self.message, self.category, self.filename, self.lineno)
 
 
 class Reshape:
@@ -3535,7 +3554,7 @@ class Recorder:
     def getitem(self, x, key):
         tape = self.tape
         before = len(tape.records)
-        y = self._run(Traced.__getitem__, x, key)
+        y = self._run(Traced._indexed, x, key)
         if self.reason is not None:
             return y
         new = tape.records[before:]
@@ -3650,6 +3669,30 @@ class Recorder:
                 self.guard(t, t.value.tobytes())
         if self.depends((x,)):
             self.guard(x, element, lambda value: text_element(value, index))
+
+    def warned(self, message, category, filename, lineno):
+        """Code outside any step issued this warning, decided by what the program holds (the
+        pattern of a sparse matrix a write changes, ``TracedSparse.__setitem__``): a replay
+        issues it again (inside a step, which issues it again itself, nothing to do), as
+        ``issue`` keeps an operation's."""
+        if self.ready:
+            self.steps.append(Warned(message, category, filename, lineno))
+            self.shown.append((category, str(message)))
+            self.reissued.append(not self.hearing())
+            self.shown_at.append((filename, lineno))
+
+    def settle(self, t, what):
+        """Code that takes plain values alone read those of ``t`` (``arraylike.settled``: an
+        index, a count the function computed), which the program then holds as recorded: a
+        replay checks they are the same again (their dtype, shape and bytes), else records
+        again; where the program does not make ``t`` (it cannot check them), it is refused,
+        saying ``what``."""
+        slot = self.slots.get(id(t))
+        if slot is None:
+            self.refuse(what)
+            return
+        self.steps.append(Guard(slot, _layout_and_bytes, _layout_and_bytes(t.value),
+                                f"{what}, which took other values"))
 
     def guard(self, x, taken, decide=None):
         """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
@@ -6008,12 +6051,13 @@ class Replayed:
             self.programs.move_to_end(key)
             try:
                 value, grads = program.run(flat, modes)
-            except GuardFailed:
+            except GuardFailed as failed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
                     del self.failures[key]
                     program = (f"its guards failed on {FAILED_GUARDS} calls in a row: the "
-                               "program changes from call to call")
+                               "program changes from call to call" + (
+                                   f" ({failed.args[0]})" if failed.args else ""))
                     self._keep(key, program)  # this call and the later ones are traced
             else:
                 self.failures.pop(key, None)

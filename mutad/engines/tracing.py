@@ -241,13 +241,19 @@ class TracedDispatch:
             return element
         if self.tape.recorder is not None and self.tape.recorder.ready:
             y = self.tape.recorder.getitem(self, key)
-        elif self.buffer.constant:
-            y = constant_result(self.value[_index(key)], self.tape, (self,))
         else:
-            y = getitem(self, key)
+            y = self._indexed(key)
         if stands_for_scalar(self) and not stands_for_scalar(y):
-            return np.copy(y)  # NumPy's scalar[...], scalar[None]: a new, writable array
+            # NumPy's scalar[...], scalar[None]: a new, writable array (a step of its own to a
+            # recording, which records the index as ``_indexed``'s)
+            return np.copy(y)
         return y
+
+    def _indexed(self, key):
+        """``self[key]``, a view where NumPy's is one (of a scalar too)."""
+        if self.buffer.constant:
+            return constant_result(self.value[_index(key)], self.tape, (self,))
+        return getitem(self, key)
 
     def __setitem__(self, key, value):
         kind = type(value)

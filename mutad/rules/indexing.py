@@ -27,7 +27,7 @@ from ..core.devices import beside, device_of, index_for, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.registry import (complex_aware, defbatched, defcomposite, definplace, deflinear,
                              defjvp, defrule, holomorphic, recomputable)
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays
 from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
@@ -862,9 +862,9 @@ def _sequence_as_array(bins):
 
 @defcomposite(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    bins = _sequence_as_array(bins)
+    given, bins = bins, _sequence_as_array(bins)
     counts = histogram_counts(weights, a, bins, range)
-    edges = histogram_bin_edges(a, bins, range, weights)
+    edges = histogram_bin_edges(a, given, range, weights)
     if density:  # as NumPy computes it
         return counts / np.diff(edges).astype(float) / counts.sum(), edges
     return counts, edges
@@ -876,9 +876,11 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None):
     ``np.linspace(first, last, n + 1)``, whose ends NumPy takes from ``range`` or, without
     one, from the samples' min and max (widened by 0.5 each way where they are equal), through
     which they are differentiated; a string ``bins`` decides ``n`` from the samples."""
-    bins = _sequence_as_array(bins)
+    given, bins = bins, _sequence_as_array(bins)
     edges, n = plain_bin_edges(a, bins, range, weights)  # NumPy's checks, errors
     if not isinstance(bins, str) and np.ndim(bins) == 1:
+        if type(bins) is np.ndarray and type(given) in (list, tuple):  # (np.asarray of plain
+            return allocate(bins, (np.asarray, (given,), {}))  # numbers: a replay makes it)
         return bins  # as NumPy returns it (np.asarray of it)
     if isinstance(bins, str):
         int(n)  # decided by the samples: a replay checks it again

@@ -1614,7 +1614,7 @@ def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="r
     lines = np.reshape(lines, (-1, line.size))
     written = []
     for extended in lines:
-        out = allocate(np.zeros(length))
+        out = allocate(np.zeros(length), (np.zeros, (length,), {}))  # (a replay makes it too)
         function(extended, out, *extra_arguments, **extra_keywords)
         written.append(out)
     shape = np.shape(input)

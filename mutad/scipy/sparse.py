@@ -1932,9 +1932,12 @@ class TracedSparse(_ComparedByValue):
             if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
                 scipys = self.value
                 scipys[key] = labels if shape else labels[()]
-        for w in issued:
-            warn_at(w.message, w.category, w.filename, w.lineno)
-            not_replayed(f"a write into a scipy.sparse matrix that warns ({w.message})")
+        for w in issued:  # (decided by the key and the pattern, which a replay holds: it
+            warn_at(w.message, w.category, w.filename, w.lineno)  # warns again)
+            for differentiation in ACTIVE.running:
+                recorder = getattr(differentiation, "recorder", None)
+                if recorder is not None:
+                    recorder.warned(w.message, w.category, w.filename, w.lineno)
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
