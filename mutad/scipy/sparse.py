@@ -1283,6 +1283,16 @@ def _as_matrix(value):
     return np.asarray(value).view(np.matrix)  # (no warning: np.matrix() issues one)
 
 
+def _numpys_matrix_warning():
+    """The warning NumPy's np.matrix methods issue where they make a matrix (``asmatrix`` in
+    ``M.I``, ``M * B``): NumPy's own, from its line, its filters and registry (of a plain
+    matrix NumPy makes for it)."""
+    np.asmatrix(_ONE)
+
+
+_ONE = np.ones((1, 1))
+
+
 class TracedMatrix(_ComparedByValue):
     """SciPy's ``np.matrix`` result (an spmatrix's ``sum(axis)``, ``todense()``) of traced values: a traced
     2-d array (``array``) that computes as ``np.matrix`` does where it differs from an array
@@ -1443,6 +1453,9 @@ class TracedMatrix(_ComparedByValue):
         return TracedMatrix(-self.array)
 
     def __mul__(self, other):
+        if isinstance(other, (np.ndarray, list, tuple, TracedMatrix)) or (
+                wrapped(other) and not stands_for_scalar(other)):
+            _numpys_matrix_warning()  # np.matrix's: asmatrix(other)
         if _is_scalar(other):
             return TracedMatrix(self.array * other)
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -1470,7 +1483,9 @@ class TracedMatrix(_ComparedByValue):
 
     def getI(self) -> TracedMatrix:  # np.matrix's: the inverse, or the pseudo-inverse
         square = self.shape[0] == self.shape[1]
-        return TracedMatrix((np.linalg.inv if square else np.linalg.pinv)(self.array))
+        inverse = (np.linalg.inv if square else np.linalg.pinv)(self.array)
+        _numpys_matrix_warning()  # np.matrix's: asmatrix(inverse)
+        return TracedMatrix(inverse)
 
     I = property(getI)  # noqa: E741 (np.matrix's name)
 
