@@ -2,6 +2,8 @@
 ``test_scipy_stops.check`` does (NumPy's value bit for bit, reverse mode, forward mode and a
 replay against central differences, the caller's arrays unchanged)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -253,6 +255,36 @@ MATRICES = [
 @pytest.mark.parametrize("f", MATRICES)
 def test_matrices_of_traced_values_with_plain_ones(f):
     check(f, X)
+
+
+MATRIX_WARNINGS = {
+    "np.matrix": lambda a: np.matrix(np.diag(a)).sum(),
+    "np.matrix of constants": lambda a: (np.matrix(np.eye(2)) * a[0]).sum(),
+    "np.asmatrix": lambda a: np.asmatrix(np.diag(a)).sum(),
+    "M.I": lambda a: np.asmatrix(np.diag(a)).I.sum(),
+    "M.I, not square": lambda a: np.asmatrix(np.outer(a, [1.0, 2.0, 3.0])).I.sum(),
+    "M * M": lambda a: (np.asmatrix(np.diag(a)) * np.matrix(np.diag(a))).sum(),
+    "M * 2": lambda a: (np.asmatrix(np.diag(a)) * 2.0).sum(),
+    "M @ A": lambda a: (np.asmatrix(np.diag(a)) @ np.ones((2, 2))).sum(),
+    "np.bmat": lambda a: np.bmat([[np.asmatrix(np.diag(a)), np.asmatrix(np.diag(a))]]).sum(),
+}
+
+
+@pytest.mark.parametrize("name", MATRIX_WARNINGS)
+def test_matrix_warnings_are_numpys(name):
+    """NumPy's PendingDeprecationWarning of each matrix it makes: as many, from the same
+    lines (np.matrix's at its caller's, asmatrix's and a method's at NumPy's own), where
+    mutad's check of the plain values' matrix issued its own from mutad's line, and M.I and
+    M * B (asmatrix in NumPy's) none."""
+    f = MATRIX_WARNINGS[name]
+    issued = []
+    for run in (f, lambda a: mutad.gradient(f, a)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run(np.array([2.0, 3.0]))
+        issued.append([(w.category, str(w.message), w.filename, w.lineno) for w in caught])
+    assert issued[0] == issued[1]
+    assert issued[0]
 
 
 def test_vectorize_lays_out_its_result_as_numpys_beside_a_number():

@@ -866,6 +866,17 @@ def test_composed_scipy_linalg_values_are_scipys():
         assert x.tobytes() == y.tobytes() and x.strides == y.strides
 
 
+@pytest.mark.parametrize("seed", [0, 10])
+def test_subspace_angles_of_subspaces_that_meet_are_refused(seed):
+    """A plane and a 3-space of R^4 meet: SciPy's smallest angle is arccos of a cosine
+    rounded to 1 (0 or 2.6e-8), whose partial is infinite; the derivative was a NaN (seed
+    10) or rounding's (seed 0), where the angle has none or one of 0."""
+    r = np.random.default_rng(seed)
+    a, b = r.standard_normal((3, 4)), r.standard_normal((4, 2))
+    with pytest.raises(UnsupportedOperationError, match="subspaces that meet"):
+        mutad.gradient(lambda a, b: np.sum(SL.subspace_angles(b, a.T)), a, b, argnums=(0, 1))
+
+
 def test_expm_frechet_second_order():
     f = COMPOSED["expm_frechet"]
     mutad.check_grads(f, M5.copy(), modes=["rev"], order=2, rtol=1e-4)

@@ -107,6 +107,15 @@ def test_reshape_to_one_dimension_is_refused(kind):
         mutad.gradient(lambda x: _resized(matrix(x, kind), (6,)).toarray().sum(), x)
 
 
+def test_multiply_by_a_sparse_row_is_refused():
+    """SciPy broadcasts a sparse row (column) in A.multiply(B); its stored values were once
+    matched to A's by their positions as in a matrix of A's shape: a sum of 0.0 for 2.3."""
+    x = np.array([0.3, 0.7, 1.1])
+    row = sp.csr_array(np.array([[0.0, 1.0, 2.0]]))
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match=r"different shapes"):
+        mutad.gradient(lambda x: sp.csr_array(np.diag(x)).multiply(row).sum(), x)
+
+
 @pytest.mark.parametrize("make", [
     sp.coo_array, sp.csr_array, sp.dok_array,
     lambda x: sp.coo_array((x, (np.array([0, 2, 4]),)), shape=(5,)),

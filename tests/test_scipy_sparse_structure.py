@@ -190,3 +190,52 @@ def test_kron_whose_way_depends_on_b_s_zeros_is_scipys_in_a_replay():
     for x in (k, k * Z):
         assert np.asarray(replaying(x)[0]).tobytes() == np.asarray(loss(x)).tobytes()
     assert k.tobytes() == before
+
+
+def _scaled_in_place(A):
+    A *= 0.0
+    return A
+
+
+B3 = np.array([[1.0, 0.0, 2.0], [0.0, 0.0, 3.0], [1e-200, 1.0, 1.0]])
+ENTRYWISE = {  # each keeps A's stored entries, zero or not (tiny values: products underflow)
+    "A.multiply(B)": lambda A: A.multiply(B3),
+    "A.multiply(row)": lambda A: A.multiply(B3[1]),
+    "A.multiply(column)": lambda A: A.multiply(B3[:, 1:2]),
+    "A.multiply(0)": lambda A: A.multiply(0.0),
+    "A * tiny": lambda A: A * 1e-200,
+    "tiny * A": lambda A: 1e-200 * A,
+    "A / huge": lambda A: A / 1e300,
+    "A *= 0": _scaled_in_place,
+    "A.power(2)": lambda A: A.power(2),
+    "A.rint()": lambda A: A.rint(),
+}
+
+
+@pytest.mark.parametrize("name", ENTRYWISE)
+def test_entrywise_result_of_a_dense_matrix_stores_scipys_entries(name):
+    """SciPy's A.multiply(B), A * c, A.power(n), A.rint() ... store each entry A stores,
+    whatever its new value (B's zeros, an underflow, rint(0.3)), and none of the zeros of the
+    dense array A was made from: the entries A leaves out decide the result's, not its new
+    values (which once stored all nine entries of A.multiply(B), or left out A * 0's)."""
+    operation = ENTRYWISE[name]
+
+    def dense(x):
+        return np.array([[x[0], 0.0, x[1]], [0.0, x[2], 0.0], [x[3], 0.0, 2.0 * x[0]]])
+
+    x = np.array([0.3, 0.0, 1.1, 1e-200])
+    for kind in (sp.csr_array, sp.csc_matrix, sp.coo_array, sp.bsr_array, sp.dia_matrix):
+        expected = operation(kind(dense(x)))
+        found = []
+
+        def f(x):
+            m = operation(kind(dense(x)))  # noqa: B023 (called at once)
+            found.append((m.value, m.nnz))  # noqa: B023
+            return m.sum()
+
+        value, _ = mutad.value_and_gradient(f, x)
+        (matrix, nnz), = found
+        assert structure(matrix) == structure(expected), kind
+        assert nnz == expected.nnz
+        assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
+    mutad.check_grads(lambda x: operation(sp.csr_array(dense(x))).sum(), x)

@@ -128,7 +128,7 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .debug import FROM_USER_LINE, from_user_line, without_events
+from .debug import FROM_USER_LINE, from_callers_line, from_user_line, without_events
 from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
                      UntracedWriteError, objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost, running
@@ -2123,14 +2123,24 @@ class _MatrixConstructor(_ShownType):
     numpys = np.matrix
 
     def __call__(cls, data, dtype=None, copy=True):
-        handed = HANDED_SUBCLASSES.get(np.matrix)
-        if handed is None or not (ACTIVE.running and holds_wrapped(data)):
-            return np.matrix(data, dtype, copy)
-        plain = np.matrix(_plain(data), dtype, copy)
-        if plain.dtype != np.float64:
-            return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
-        array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
-        return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
+        # (NumPy's warning names the line calling np.matrix, not mutad's)
+        return _matrix_of(data, dtype, copy, lambda values: from_callers_line(
+            np.matrix, (values, dtype, copy), {}))
+
+
+def _matrix_of(data, dtype, copy, numpys):
+    """``np.matrix(data, dtype, copy)`` in the mode (``_MatrixConstructor``), ``numpys`` the
+    call of NumPy's (``np.matrix``, ``np.asmatrix``) that makes its matrix of given values:
+    made once, of the plain values where ``data`` holds traced ones, so that NumPy's warning
+    is issued once, from NumPy's line."""
+    handed = HANDED_SUBCLASSES.get(np.matrix)
+    if handed is None or not (ACTIVE.running and holds_wrapped(data)):
+        return numpys(data)
+    plain = numpys(_plain(data))
+    if plain.dtype != np.float64:
+        return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
+    array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
+    return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
 
 
 class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
@@ -2143,7 +2153,7 @@ def _asmatrix(data, dtype=None):
     (``CALLED_TYPES``' condition), NumPy's otherwise."""
     if _uses(sys._getframe(1).f_code, "matrix")[1]:
         return np.asmatrix(data, dtype)
-    return matrix(data, dtype, copy=False)
+    return _matrix_of(data, dtype, False, lambda values: np.asmatrix(values, dtype))
 
 
 def _bmat(obj, ldict=None, gdict=None):

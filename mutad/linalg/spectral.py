@@ -2051,7 +2051,19 @@ def _subspace_angles(A, B):
         # which changes no value here: B is a temporary, whose overwrite mutad would refuse)
     else:
         mu_arcsin = 0.
-    return np.where(mask, mu_arcsin, np.arccos(np.clip(sigma[::-1], -1., 1.)))
+    cosines = np.clip(sigma[::-1], -1., 1.)
+    if carries_derivative(cosines) and np.any(~mask & (1.0 - memory(cosines)
+                                                       <= 32 * np.finfo(float).eps)):
+        # an angle of 0 by arccos, whose partial at 1 is infinite: the subspaces meet, where
+        # an angle is |t| along a direction (no derivative), or zero everywhere near (where
+        # they must meet: its rounding, arccos(1 - eps), is no derivative's value either)
+        raise UnsupportedOperationError(
+            "scipy.linalg.subspace_angles of subspaces that meet (an angle of 0, within "
+            "rounding): the angle has no derivative there, or one of 0 where the subspaces "
+            "meet wherever near, which SciPy's arccos of a cosine rounded to 1 does not give. "
+            "Differentiate the angles between subspaces that do not meet (leave the shared "
+            "directions out), or the cosines (scipy.linalg.svdvals(orth(A).T @ orth(B))).")
+    return np.where(mask, mu_arcsin, np.arccos(cosines))
 
 
 orthogonal_procrustes = StandIn(_linalg.orthogonal_procrustes, _orthogonal_procrustes)

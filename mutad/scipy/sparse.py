@@ -1152,6 +1152,14 @@ def _dropping(layout):
     return layout.dropping(np.ones(layout.valid.size, bool))
 
 
+def _left_out_as(layout, out):
+    """``layout`` leaving out by their values the slots ``out`` (a dia matrix's: whole
+    diagonals) and no others."""
+    if layout.format == "dia":
+        return layout.leaving_out_diagonals(out & layout.valid)
+    return layout.dropping(out)
+
+
 class _Stale:
     """The layout of a matrix whose pattern SciPy left inconsistent: its use is refused."""
 
@@ -1282,6 +1290,16 @@ class _ComparedByValue:
 def _as_matrix(value):
     """A traced matrix's value as ``f`` returned it: NumPy's ``np.matrix``."""
     return np.asarray(value).view(np.matrix)  # (no warning: np.matrix() issues one)
+
+
+def _numpys_matrix_warning():
+    """The warning NumPy's np.matrix methods issue where they make a matrix (``asmatrix`` in
+    ``M.I``, ``M * B``): NumPy's own, from its line, its filters and registry (of a plain
+    matrix NumPy makes for it)."""
+    np.asmatrix(_ONE)
+
+
+_ONE = np.ones((1, 1))
 
 
 class TracedMatrix(_ComparedByValue):
@@ -1444,6 +1462,9 @@ class TracedMatrix(_ComparedByValue):
         return TracedMatrix(-self.array)
 
     def __mul__(self, other):
+        if isinstance(other, (np.ndarray, list, tuple, TracedMatrix)) or (
+                wrapped(other) and not stands_for_scalar(other)):
+            _numpys_matrix_warning()  # np.matrix's: asmatrix(other)
         if _is_scalar(other):
             return TracedMatrix(self.array * other)
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
@@ -1471,7 +1492,9 @@ class TracedMatrix(_ComparedByValue):
 
     def getI(self) -> TracedMatrix:  # np.matrix's: the inverse, or the pseudo-inverse
         square = self.shape[0] == self.shape[1]
-        return TracedMatrix((np.linalg.inv if square else np.linalg.pinv)(self.array))
+        inverse = (np.linalg.inv if square else np.linalg.pinv)(self.array)
+        _numpys_matrix_warning()  # np.matrix's: asmatrix(inverse)
+        return TracedMatrix(inverse)
 
     I = property(getI)  # noqa: E741 (np.matrix's name)
 
@@ -2262,16 +2285,35 @@ class TracedSparse(_ComparedByValue):
     def _is_matrix(self):
         return isinstance(self.layout.template, _sparse.spmatrix)
 
+    def _keeping_stored(self, fresh=True):
+        """The layout of a result SciPy computes from this matrix's stored entries one by one
+        (a product with a number or a dense array, a power, a map of the stored values): it
+        stores each entry this matrix stores, whatever its new value (a zero among them), and
+        none of those this matrix leaves out by their value (the zeros of a dense array, of a
+        sum), whose new values are zeros too. Which entries those are is a decision on the
+        values, which a replay guards; their slots stay (for their derivative), left out by
+        their new value, the only ones that are. ``fresh``: the result is a new matrix
+        (SciPy's ``_with_data``), a coo one not known to be canonical."""
+        layout = self.layout
+        if fresh and layout.format == "coo" and layout.template.has_canonical_format:
+            layout = layout.dropping(layout.droppable, layout.groups)  # (a twin)
+            layout.template = layout.template.copy()  # (SciPy's copy: not canonical)
+        if not layout.drops:
+            return layout
+        out = _decision(self._values, "the entries a scipy.sparse matrix made from a dense "
+                                      "array stores", layout.left_out)
+        return _left_out_as(layout, out)
+
     def __mul__(self, other):
         if _is_scalar(other):
-            return TracedSparse(self.layout, self.data * other)
+            return TracedSparse(self._keeping_stored(), self.data * other)
         if self._is_matrix():  # spmatrix: * is the matrix product
             return self @ other
         return self.multiply(other)
 
     def __rmul__(self, other):
         if _is_scalar(other):
-            return TracedSparse(self.layout, other * self.data)
+            return TracedSparse(self._keeping_stored(), other * self.data)
         if self._is_matrix():
             return other @ self
         return self.multiply(other)
@@ -2280,7 +2322,7 @@ class TracedSparse(_ComparedByValue):
         if not _is_scalar(other):
             _refuse("a scipy.sparse matrix with traced values divided by an array",
                     "multiply by its reciprocal with A.multiply(1 / B).")
-        return TracedSparse(self.layout, self.data * (1 / other))  # SciPy's: times 1/c
+        return TracedSparse(self._keeping_stored(), self.data * (1 / other))  # SciPy's: times 1/c
 
     # A *= c, A /= c: SciPy scales the stored values in place, so that every name for the
     # matrix (and A.T, which shares them) sees it; with an array, Python rebinds the name.
@@ -2288,6 +2330,7 @@ class TracedSparse(_ComparedByValue):
     def __imul__(self, other):
         if not _is_scalar(other):
             return NotImplemented
+        self.layout = self._keeping_stored(fresh=False)
         values = self._values
         values *= other
         return self
@@ -2295,6 +2338,7 @@ class TracedSparse(_ComparedByValue):
     def __itruediv__(self, other):
         if not _is_scalar(other):
             return NotImplemented
+        self.layout = self._keeping_stored(fresh=False)
         values = self._values
         values *= 1.0 / other  # times the reciprocal, as SciPy's
         return self
@@ -2416,13 +2460,14 @@ class TracedSparse(_ComparedByValue):
             kept = valid & ~out
             root = ufunc(np.where(kept, self.data, 0.5))
             return TracedSparse(self.layout, np.where(kept, root, memory(self.data)))
+        kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
         if valid.all():
-            return TracedSparse(self.layout, ufunc(self.data))
+            return TracedSparse(kept, ufunc(self.data))
         # dia's slots outside the matrix: SciPy maps them too (its values there, bit for bit),
         # but they carry no derivative, and sqrt's at their zeros would be an infinite partial
         # times a zero cotangent: mapped as constants, the slots inside at a safe 0.5 otherwise.
         inside = ufunc(np.where(valid, self.data, 0.5))
-        return TracedSparse(self.layout, np.where(valid, inside, ufunc(memory(self.data))))
+        return TracedSparse(kept, np.where(valid, inside, ufunc(memory(self.data))))
 
     def power(self, n: Any, dtype: None = None) -> TracedSparse:
         """Each stored value to the power ``n`` (a number: the zeros it does not store stay
@@ -2432,7 +2477,7 @@ class TracedSparse(_ComparedByValue):
                     "traced or array exponent", "pass a number n and no dtype.")
         self.layout.probe().power(n)  # SciPy's error for n <= 0
         self.sum_duplicates()  # as SciPy's does
-        return TracedSparse(self.layout, self.data ** n)
+        return TracedSparse(self._keeping_stored(), self.data ** n)
 
     def __pow__(self, n: Any) -> TracedSparse:
         if isinstance(self.layout.template, _sparse.sparray):  # sparse arrays: elementwise
@@ -2464,8 +2509,9 @@ class TracedSparse(_ComparedByValue):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
             result = self.layout.probe().multiply(other.layout.probe())
-            if not _sparse.issparse(result):
-                _refuse("A.multiply(B) of sparse matrices of different shapes", "broadcast B.")
+            if not _sparse.issparse(result) or other.shape != self.shape:
+                _refuse("A.multiply(B) of sparse matrices of different shapes (with traced "
+                        "values)", "broadcast B: B of A's shape, or a dense B.")
             out = _Layout(result)
             return TracedSparse(_dropping(out), _summed(self.data, self.layout, out)
                                 * _summed(other.data, other.layout, out))
@@ -2477,7 +2523,14 @@ class TracedSparse(_ComparedByValue):
         result = self.layout.probe().multiply(np.ones(np.shape(other)))
         if not _sparse.issparse(result):
             return self.toarray() * other
+        # SciPy's: this matrix's stored entries (tocoo's), each times B's, zero or not
         out = _Layout(result)
+        kept = self._keeping_stored()
+        if kept.drops:
+            slots_in, slots_out = _summing_slots(kept, out)
+            left = np.zeros(out.valid.size, bool)
+            left[slots_out] = kept.left_out(np.zeros(kept.data_shape))[slots_in]
+            out = _left_out_as(out, left)
         dense = np.broadcast_to(other, self.shape)
         values = dense[out.rows, out.cols]
         if out.padded:
