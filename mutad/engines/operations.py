@@ -1317,6 +1317,15 @@ def _element_plan(pattern):
 def _output(tape, y, leaves):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
     differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
+    if type(y) is NDARRAY and y.base is None and y.dtype.kind in "fc":
+        # (a plain float array of its own memory, a product's or a reduction's, answered first:
+        # the questions below come to ``fresh`` unless it is an input's very array)
+        for t in leaves:
+            v = t.value  # (``itself``, written out for a plain ``y``)
+            if v is y or type(v) is not NDARRAY and memory(v) is y:
+                break
+        else:
+            return fresh(y, tape), True
     python_number = type(y) in (float, complex)
     y = inexact_output(y)
     if isinstance(y, np.inexact):  # NumPy's scalar (a dot product's): asked first
