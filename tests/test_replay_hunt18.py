@@ -86,16 +86,29 @@ def test_a_thread_without_a_capture_meets_the_users_filters_as_they_are():
                 thread = threading.Thread(target=_warned_elsewhere, args=({},))
                 thread.start()
                 thread.join()
+                thread = threading.Thread(target=warnings.filterwarnings, args=("error", "mine"))
+                thread.start()  # (a filter added meanwhile, which stays)
+                thread.join()
                 warnings.warn("quiet")
             finally:
                 inner = nested.stop()
             warnings.warn("loud")
         finally:
             outer = capture.stop()
-        assert warnings.filters is filters
+        assert warnings.filters[1:] == filters and warnings.filters[0][0] == "error" \
+            and warnings.filters[0][1].pattern == "mine"
     assert [str(w.message) for w in shown] == ["loud", "once", "other"]
     assert [str(w.message) for w in inner] == ["quiet"]
     assert [str(w.message) for w in outer] == ["loud"]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.resetwarnings()  # (no filters at all)
+        capture = Capture()
+        try:
+            warnings.warn("quiet")
+        finally:
+            issued = capture.stop()
+        assert warnings.filters == []
+    assert shown == [] and [str(w.message) for w in issued] == ["quiet"]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -308,9 +308,9 @@ class Capture:
             _CAPTURES[0] -= 1
             _THREAD.captures -= 1
             if not _CAPTURES[0]:
-                warnings.filters, _CAPTURES[1] = _CAPTURES[1], None
+                warnings.filters, _CAPTURES[1] = _given_back(_CAPTURES[1]), None
             elif self.swapped and _THREAD.captures:
-                warnings.filters = self.filters
+                warnings.filters = _given_back(self.filters, capturing=True)
         return self.issued
 
 
@@ -329,17 +329,30 @@ def _capturing(filters):
         if len(_CAPTURING) >= 256:
             _CAPTURING.clear()
         made = []
-        for action, text, *rest in key:
-            copied = made and type(made[-1][1]) is _WhileCapturing \
-                and made[-1][1].pattern is text and made[-1][2:] == tuple(rest)  # (a Capture
-            if action != "error" and type(text) is not _WhileCapturing and not copied:  # on
-                made.append(("always", _WhileCapturing(text), *rest))  # in this thread made it)
+        for action, text, *rest in _users(key):  # (those of a Capture on in this thread too)
+            if action != "error":
+                made.append(("always", _WhileCapturing(text), *rest))
             made.append((action, text, *rest))
-        if made[-1] != _ALWAYS_WHILE_CAPTURING:
-            made.append(_ALWAYS_WHILE_CAPTURING)
+        made.append(_ALWAYS_WHILE_CAPTURING)
         _CAPTURING[key] = made
     last[:] = key, made
     return list(made)
+
+
+def _given_back(found, capturing=False):
+    """The filters a ``Capture`` gives back as it stops, ``found`` those it found: ``found``
+    itself, unless a filter was added meanwhile (another thread's
+    ``warnings.filterwarnings``), which stays: those in force then, less the copies
+    ``_capturing`` made, as a Capture still on (``capturing``) has them."""
+    kept = _users(warnings.filters)
+    if kept == _users(found):
+        return found
+    return _capturing(kept) if capturing else kept
+
+
+def _users(filters):
+    """``filters`` less the copies ``_capturing`` made: the user's own."""
+    return [entry for entry in filters if type(entry[1]) is not _WhileCapturing]
 
 
 class _WhileCapturing:
