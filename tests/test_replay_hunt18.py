@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import mutad
+from mutad.core.debug import Capture
 
 
 # ----------------------------------------------------------------------------------------------
@@ -60,6 +61,54 @@ def test_threads_replaying_leave_the_warnings_set_up_as_they_found_it():
         for calls in grads.values():
             for x, grad in calls:
                 assert np.array_equal(grad, mutad.grad(_log_shifted)(x), equal_nan=True)
+
+
+def _warned_elsewhere(registry):
+    for message in ("quiet", "loud", "loud", "once", "once", "other"):
+        warnings.warn_explicit(message, UserWarning, "elsewhere.py", 7, "elsewhere", registry)
+
+
+def test_a_thread_without_a_capture_meets_the_users_filters_as_they_are():
+    # While a call records or replays in one thread, every warning it issues is caught,
+    # whatever the filters say, and the filters are the process's: another thread's warnings
+    # were all shown, those the user ignores or shows once too. They meet the user's filters
+    # now, matched as Python matches them; the capturing thread's are still all caught.
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.resetwarnings()
+        warnings.filterwarnings("ignore", "quiet")
+        warnings.filterwarnings("default", "loud")
+        warnings.filterwarnings("once", "once")
+        filters = warnings.filters
+        capture = Capture()
+        try:
+            nested = Capture()  # (one nested in the same thread, as an operation's in a call)
+            try:
+                thread = threading.Thread(target=_warned_elsewhere, args=({},))
+                thread.start()
+                thread.join()
+                thread = threading.Thread(target=warnings.filterwarnings, args=("error", "mine"))
+                thread.start()  # (a filter added meanwhile, which stays)
+                thread.join()
+                warnings.warn("quiet")
+            finally:
+                inner = nested.stop()
+            warnings.warn("loud")
+        finally:
+            outer = capture.stop()
+        assert warnings.filters[1:] == filters and warnings.filters[0][0] == "error" \
+            and warnings.filters[0][1].pattern == "mine"
+    assert [str(w.message) for w in shown] == ["loud", "once", "other"]
+    assert [str(w.message) for w in inner] == ["quiet"]
+    assert [str(w.message) for w in outer] == ["loud"]
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.resetwarnings()  # (no filters at all)
+        capture = Capture()
+        try:
+            warnings.warn("quiet")
+        finally:
+            issued = capture.stop()
+        assert warnings.filters == []
+    assert shown == [] and [str(w.message) for w in issued] == ["quiet"]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -272,7 +272,8 @@ def show_below(handler, message):
 class Capture:
     """While it is on, every warning this thread issues is kept (``issued``,
     ``warnings.WarningMessage``s) rather than shown, whatever Python's filters would do with
-    it: each filter's action becomes "always", but "error", which raises where NumPy raises.
+    it: each filter's action becomes "always" in this thread, but "error", which raises where
+    NumPy raises; other threads' warnings meet the caller's filters as they are (``_capturing``).
     The filters are swapped as a list, not changed through ``warnings.simplefilter``
     (``catch_warnings``), which would make Python forget the warnings its "default" action
     already showed once. Python consults a location's registry before its filters: one issued
@@ -307,14 +308,18 @@ class Capture:
             _CAPTURES[0] -= 1
             _THREAD.captures -= 1
             if not _CAPTURES[0]:
-                warnings.filters, _CAPTURES[1] = _CAPTURES[1], None
+                warnings.filters, _CAPTURES[1] = _given_back(_CAPTURES[1]), None
             elif self.swapped and _THREAD.captures:
-                warnings.filters = self.filters
+                warnings.filters = _given_back(self.filters, capturing=True)
         return self.issued
 
 
 def _capturing(filters):
-    """``filters`` with each action but "error" made "always" (``Capture``), a new list."""
+    """``filters`` as a ``Capture`` has them, a new list: in a thread with one on, each
+    action but "error" is "always"; in any other, each is the caller's, matched as Python
+    matches it (the filters are the process's, and such a thread's warnings are the user's
+    own). Each filter but an "error" one is preceded by its copy whose action is "always"
+    and whose message pattern matches only in a capturing thread (``_WhileCapturing``)."""
     key = tuple(filters)
     last = _LAST_CAPTURING
     if key == last[0]:  # (the filters of the last call, as a rule: their own tuples, which
@@ -323,10 +328,56 @@ def _capturing(filters):
     if made is None:
         if len(_CAPTURING) >= 256:
             _CAPTURING.clear()
-        made = _CAPTURING[key] = [(action if action == "error" else "always", *rest)
-                                  for action, *rest in key] + [("always", None, Warning, None, 0)]
+        made = []
+        for action, text, *rest in _users(key):  # (those of a Capture on in this thread too)
+            if action != "error":
+                made.append(("always", _WhileCapturing(text), *rest))
+            made.append((action, text, *rest))
+        made.append(_ALWAYS_WHILE_CAPTURING)
+        _CAPTURING[key] = made
     last[:] = key, made
     return list(made)
+
+
+def _given_back(found, capturing=False):
+    """The filters a ``Capture`` gives back as it stops, ``found`` those it found: ``found``
+    itself, unless a filter was added meanwhile (another thread's
+    ``warnings.filterwarnings``), which stays: those in force then, less the copies
+    ``_capturing`` made, as a Capture still on (``capturing``) has them."""
+    kept = _users(warnings.filters)
+    if kept == _users(found):
+        return found
+    return _capturing(kept) if capturing else kept
+
+
+def _users(filters):
+    """``filters`` less the copies ``_capturing`` made: the user's own."""
+    return [entry for entry in filters if type(entry[1]) is not _WhileCapturing]
+
+
+class _WhileCapturing:
+    """A warnings filter's message pattern (a regular expression, a text, or None for every
+    message) that matches only in a thread with a ``Capture`` on: Python calls its ``match``,
+    as it calls a regular expression's."""
+
+    __slots__ = ("pattern",)
+
+    def __init__(self, pattern):
+        self.pattern = pattern
+
+    def match(self, text):
+        if not _THREAD.captures:
+            return False
+        pattern = self.pattern
+        return pattern is None or (pattern == text if type(pattern) is str  # (as Python
+                                   else pattern.match(text))  # matches a text: whole)
+
+    def __repr__(self):
+        return f"<while mutad captures: {self.pattern!r}>"
+
+
+_ALWAYS_WHILE_CAPTURING = ("always", _WhileCapturing(None), Warning, None, 0)
+"""The last of the filters a ``Capture`` has: its thread's warnings no other filter matches."""
 
 
 _CAPTURING = {}
