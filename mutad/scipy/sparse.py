@@ -198,6 +198,7 @@ import dis
 import functools
 import inspect
 import math
+import operator
 import sys
 import threading
 import warnings
@@ -212,11 +213,11 @@ import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, PASSING,
-                               allocate, holds_derivative, internal, lists_as_arrays, shown_class)
+                               allocate, holds_derivative, internal, lists_as_arrays, reissued,
+                               shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
-from ..core.debug import warn_at
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, innermost
@@ -1949,18 +1950,10 @@ class TracedSparse(_ComparedByValue):
             self.sum_duplicates()  # as SciPy's does, in place; then its write
             return self.__setitem__(key, value, warns)
         # SciPy's own warnings (a write that adds an entry to a csr matrix), of its own matrix,
-        # which leaves out the zeros of a dense one that the numbered pattern stores
-        with warnings.catch_warnings(record=True) as issued:
-            warnings.simplefilter("always")
-            if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
-                scipys = self.value
-                scipys[key] = labels if shape else labels[()]
-        for w in issued:  # (decided by the key and the pattern, which a replay holds: it
-            warn_at(w.message, w.category, w.filename, w.lineno)  # warns again)
-            for differentiation in ACTIVE.running:
-                recorder = getattr(differentiation, "recorder", None)
-                if recorder is not None:
-                    recorder.warned(w.message, w.category, w.filename, w.lineno)
+        # which leaves out the zeros of a dense one that the numbered pattern stores (decided
+        # by the key and the pattern, which a replay holds: it warns again)
+        if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
+            reissued(operator.setitem, self.value, key, labels if shape else labels[()])
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
