@@ -222,3 +222,30 @@ def test_a_filter_added_to_the_same_list_between_recordings_is_obeyed():
             mutad.grad(f, replay=True)(x)
         with pytest.raises(RuntimeWarning, match="invalid value encountered in log"):
             f(x)
+
+
+def made_matrix(a):
+    return np.matrix(np.diag(a)).sum()
+
+
+def made_bmat(a):
+    m = np.asmatrix(np.diag(a))
+    return np.bmat([[m, 2.0 * m]]).sum()
+
+
+@pytest.mark.parametrize("f", [made_matrix, made_bmat])
+def test_a_replay_warns_as_numpys_constructors_it_does_not_call_again(f):
+    """np.matrix of traced values is made of NumPy's matrix of the plain values, whose
+    PendingDeprecationWarning a replay (which does not make it) issues again, each call."""
+    def shown(function, x):
+        with warnings.catch_warnings(record=True) as issued:
+            warnings.simplefilter("always")
+            function(x)
+        return [(w.category, str(w.message), w.filename, w.lineno) for w in issued]
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    for k in range(3):
+        x = np.array([1.0, 2.0 + k])
+        expected = shown(f, x.copy())
+        assert expected and shown(replaying, x) == expected
+    assert replays(replaying) == 2

@@ -239,3 +239,93 @@ def test_entrywise_result_of_a_dense_matrix_stores_scipys_entries(name):
         assert nnz == expected.nnz
         assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
     mutad.check_grads(lambda x: operation(sp.csr_array(dense(x))).sum(), x)
+
+
+def _scaled_in_place_by_inf(A):
+    A *= np.inf
+    return A
+
+
+def _inside(m):
+    """``m``, a dia matrix's slots outside it zero (SciPy's A.multiply(B) fills them with
+    products of B's entries elsewhere, which mutad does not follow)."""
+    if m.format != "dia":
+        return m
+    m = m.copy()
+    m.data[(np.arange(m.data.shape[1]) - m.offsets[:, None] >= m.shape[0])
+           | (np.arange(m.data.shape[1]) < m.offsets[:, None])] = 0.0
+    return m
+
+
+INF, NAN = np.inf, np.nan
+NON_FINITE = {  # SciPy computes nothing of the entries A leaves out: 0·inf is no nan there
+    "A.multiply(inf)": lambda A: A.multiply(np.full((3, 3), INF)),
+    "A.multiply(B of inf, nan, 0)": lambda A: A.multiply(np.array([[INF, 0.0, NAN]] * 3)),
+    "A.multiply(row of nan)": lambda A: A.multiply(np.full(3, NAN)),
+    "A * inf": lambda A: A * INF,
+    "nan * A": lambda A: NAN * A,
+    "A / 0": lambda A: A / np.float64(0.0),
+    "A *= inf": _scaled_in_place_by_inf,
+    "A.power(nan)": lambda A: A.power(NAN),
+}
+
+
+@pytest.mark.parametrize("name", NON_FINITE)
+def test_entrywise_result_with_inf_or_nan_leaves_out_scipys_entries(name):
+    """A.multiply(B) of a B holding inf or nan, A * inf, A.power(nan) ... of a matrix made
+    from a dense array (which itself holds inf and nan): SciPy's entries and values bit for
+    bit, where the entries A leaves out once held 0·inf, nan, and were stored (a sum of nan
+    for inf); the gradient of the finite entries is the finite differences'."""
+    operation = NON_FINITE[name]
+
+    def dense(x):
+        return np.array([[x[0], 0.0, x[1]], [0.0, x[2], 0.0], [x[3], 0.0, INF]])
+
+    x = np.array([0.3, 0.0, NAN, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for kind in (sp.csr_array, sp.csc_matrix, sp.coo_array, sp.bsr_array, sp.dia_matrix):
+            expected = operation(kind(dense(x)))
+            found = []
+
+            def f(x):
+                m = operation(kind(dense(x)))  # noqa: B023 (called at once)
+                found.append((m.value, m.nnz))  # noqa: B023
+                return m.sum()
+
+            value, _ = mutad.value_and_gradient(f, x)
+            (matrix, nnz), = found
+            assert structure(_inside(matrix)) == structure(_inside(expected)), kind
+            assert nnz == expected.nnz
+            assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
+        x = np.array([0.3, 0.7, 1.1, 1.5])
+        finite = np.isfinite(operation(sp.csr_array(dense(x))).toarray())
+        mutad.check_grads(lambda x: operation(sp.csr_array(dense(x))).toarray()[finite].sum(),
+                          x)
+
+
+def test_a_traced_factor_turning_inf_leaves_out_scipys_entries_in_a_replay():
+    """A * c of a traced c: which of A's entries SciPy computes nothing of (its zeros) stays
+    decided by A; whether c is finite is decided at each call, replayed as traced."""
+    def loss(v):
+        return (sp.csr_array(np.diag(v[:3])) * v[3]).sum()
+
+    calls = [(np.array([0.0, 1.0, 2.0, c]),) for c in (2.0, INF, 3.0, NAN)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        replays_as_traced(loss, calls, replayed=3)
+        for (v,) in calls:
+            expected = (sp.csr_array(np.diag(v[:3])) * v[3]).sum()
+            assert np.asarray(mutad.value_and_grad(loss)(v)[0]).tobytes() == \
+                np.asarray(expected).tobytes()
+
+
+def test_an_entry_left_out_keeps_its_derivative_by_a_finite_factor_beside_inf():
+    """Of A.multiply(B), an entry of A left out for being zero moves with B's entry where it
+    is finite (its product leaves zero), and is a zero, without derivative, where it is inf."""
+    B = np.array([[2.0, INF], [INF, 3.0]])
+    x = np.array([0.0, 1.0])
+    value, grad = mutad.value_and_grad(lambda x: sp.csr_array(np.diag(x)).multiply(B).sum())(x)
+    expected = sp.csr_array(np.diag(x)).multiply(B)
+    assert expected.nnz == 1 and np.asarray(value).tobytes() == np.float64(3.0).tobytes()
+    assert grad.tolist() == [2.0, 3.0]

@@ -128,7 +128,8 @@ import numpy as np
 
 from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_namespace,
                       namespace_of)
-from .debug import FROM_USER_LINE, from_callers_line, from_user_line, without_events
+from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, warn_at,
+                    without_events)
 from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
                      UntracedWriteError, objects_refused)
 from .levels import ACTIVE, CARRIERS, Tracer, innermost, running
@@ -2136,11 +2137,32 @@ def _matrix_of(data, dtype, copy, numpys):
     handed = HANDED_SUBCLASSES.get(np.matrix)
     if handed is None or not (ACTIVE.running and holds_wrapped(data)):
         return numpys(data)
-    plain = numpys(_plain(data))
+    plain = reissued(numpys, _plain(data))
     if plain.dtype != np.float64:
         return np.matrix(data, dtype, copy)  # (NumPy's: a conversion, refused)
     array = REPLACEMENTS["array"][1](data, dtype=dtype, copy=True if copy else None)
     return handed(np.reshape(array, plain.shape))  # (without copy, a view of data's)
+
+
+def reissued(function, *args):
+    """``function(*args)``, NumPy's or SciPy's call on plain values that mutad makes for a
+    result it computes otherwise (``np.matrix(x)`` of traced values, a write to a
+    scipy.sparse matrix), which a replay does not call again: the warnings it issues
+    (np.matrix's PendingDeprecationWarning, SciPy's SparseEfficiencyWarning), decided by
+    what the program holds, are issued where the call issued them, and each replay recording
+    it issues them again (``Recorder.warned``), as the traced call does."""
+    capture = Capture()
+    try:
+        result = function(*args)
+    finally:
+        issued = capture.stop()
+    for w in issued:
+        warn_at(w.message, w.category, w.filename, w.lineno)
+        for differentiation in ACTIVE.running:
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.warned(w.message, w.category, w.filename, w.lineno)
+    return result
 
 
 class matrix(metaclass=_MatrixConstructor):  # noqa: N801 (NumPy's name)
@@ -2166,7 +2188,7 @@ def _bmat(obj, ldict=None, gdict=None):
     if handed is None or not (ACTIVE.running and holds_wrapped(obj)) or type(obj) not in (
             list, tuple) or _uses(sys._getframe(1).f_code, "matrix")[1]:
         return np.bmat(obj, ldict, gdict)
-    plain = np.bmat(_plain(obj))
+    plain = reissued(np.bmat, _plain(obj))
     rows = obj if type(obj[0]) in (list, tuple) else [obj]
     arrays = [[block.array if type(block) is handed else block.view(np.ndarray)
                if isinstance(block, np.matrix) else block for block in row] for row in rows]

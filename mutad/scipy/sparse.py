@@ -198,6 +198,7 @@ import dis
 import functools
 import inspect
 import math
+import operator
 import sys
 import threading
 import warnings
@@ -212,11 +213,11 @@ import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, PASSING,
-                               allocate, holds_derivative, internal, lists_as_arrays, shown_class)
+                               allocate, holds_derivative, internal, lists_as_arrays, reissued,
+                               shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
-from ..core.debug import warn_at
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, innermost
@@ -1160,6 +1161,21 @@ def _left_out_as(layout, out):
     return layout.dropping(out)
 
 
+def _finite_where_left_out(factor, layout, instead=0.0):
+    """``factor`` (a number, or an array of the values' shape), with which SciPy computes
+    each value it stores of a matrix of ``layout`` (``_keeping_stored``'s: a product, a
+    power), where it is inf or nan ``instead`` in the slots ``layout`` leaves out by their
+    value: those, zeros, stay zeros (0·inf would make them nan, stored, where SciPy computes
+    nothing of them), their derivative the factor's where it is finite, none where it is not
+    (an entry leaving zero makes its product infinite, or nan). A factor known finite is
+    given as it is."""
+    if not layout.drops or (type(factor) not in WRAPPERS and np.isfinite(factor).all()):
+        return factor
+    left = np.reshape(layout.left_out(np.zeros(layout.data_shape)) & layout.valid,
+                      layout.data_shape)
+    return np.where(left, np.where(np.isfinite(factor), factor, instead), factor)
+
+
 class _Stale:
     """The layout of a matrix whose pattern SciPy left inconsistent: its use is refused."""
 
@@ -1949,18 +1965,10 @@ class TracedSparse(_ComparedByValue):
             self.sum_duplicates()  # as SciPy's does, in place; then its write
             return self.__setitem__(key, value, warns)
         # SciPy's own warnings (a write that adds an entry to a csr matrix), of its own matrix,
-        # which leaves out the zeros of a dense one that the numbered pattern stores
-        with warnings.catch_warnings(record=True) as issued:
-            warnings.simplefilter("always")
-            if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
-                scipys = self.value
-                scipys[key] = labels if shape else labels[()]
-        for w in issued:  # (decided by the key and the pattern, which a replay holds: it
-            warn_at(w.message, w.category, w.filename, w.lineno)  # warns again)
-            for differentiation in ACTIVE.running:
-                recorder = getattr(differentiation, "recorder", None)
-                if recorder is not None:
-                    recorder.warned(w.message, w.category, w.filename, w.lineno)
+        # which leaves out the zeros of a dense one that the numbered pattern stores (decided
+        # by the key and the pattern, which a replay holds: it warns again)
+        if warns:  # (not setdiag's writes: SciPy's setdiag does not warn)
+            reissued(operator.setitem, self.value, key, labels if shape else labels[()])
         written = np.reshape(np.broadcast_to(value, shape), (-1,))
         if not self.layout.padded and numbered.data.shape == self.layout.data_shape and \
                 np.all(numbered.data[numbered.data > 0] == np.flatnonzero(
@@ -2306,14 +2314,16 @@ class TracedSparse(_ComparedByValue):
 
     def __mul__(self, other):
         if _is_scalar(other):
-            return TracedSparse(self._keeping_stored(), self.data * other)
+            kept = self._keeping_stored()
+            return TracedSparse(kept, self.data * _finite_where_left_out(other, kept))
         if self._is_matrix():  # spmatrix: * is the matrix product
             return self @ other
         return self.multiply(other)
 
     def __rmul__(self, other):
         if _is_scalar(other):
-            return TracedSparse(self._keeping_stored(), other * self.data)
+            kept = self._keeping_stored()
+            return TracedSparse(kept, _finite_where_left_out(other, kept) * self.data)
         if self._is_matrix():
             return other @ self
         return self.multiply(other)
@@ -2322,7 +2332,8 @@ class TracedSparse(_ComparedByValue):
         if not _is_scalar(other):
             _refuse("a scipy.sparse matrix with traced values divided by an array",
                     "multiply by its reciprocal with A.multiply(1 / B).")
-        return TracedSparse(self._keeping_stored(), self.data * (1 / other))  # SciPy's: times 1/c
+        kept = self._keeping_stored()  # SciPy's: times 1/c
+        return TracedSparse(kept, self.data * _finite_where_left_out(1 / other, kept))
 
     # A *= c, A /= c: SciPy scales the stored values in place, so that every name for the
     # matrix (and A.T, which shares them) sees it; with an array, Python rebinds the name.
@@ -2332,7 +2343,7 @@ class TracedSparse(_ComparedByValue):
             return NotImplemented
         self.layout = self._keeping_stored(fresh=False)
         values = self._values
-        values *= other
+        values *= _finite_where_left_out(other, self.layout)
         return self
 
     def __itruediv__(self, other):
@@ -2340,7 +2351,7 @@ class TracedSparse(_ComparedByValue):
             return NotImplemented
         self.layout = self._keeping_stored(fresh=False)
         values = self._values
-        values *= 1.0 / other  # times the reciprocal, as SciPy's
+        values *= _finite_where_left_out(1.0 / other, self.layout)  # the reciprocal, as SciPy's
         return self
 
     def __neg__(self):
@@ -2477,7 +2488,8 @@ class TracedSparse(_ComparedByValue):
                     "traced or array exponent", "pass a number n and no dtype.")
         self.layout.probe().power(n)  # SciPy's error for n <= 0
         self.sum_duplicates()  # as SciPy's does
-        return TracedSparse(self._keeping_stored(), self.data ** n)
+        kept = self._keeping_stored()  # (0 ** nan is nan: those SciPy leaves out, 0 ** 2)
+        return TracedSparse(kept, self.data ** _finite_where_left_out(n, kept, 2.0))
 
     def __pow__(self, n: Any) -> TracedSparse:
         if isinstance(self.layout.template, _sparse.sparray):  # sparse arrays: elementwise
@@ -2535,8 +2547,8 @@ class TracedSparse(_ComparedByValue):
         values = dense[out.rows, out.cols]
         if out.padded:
             values = np.where(out.valid, values, 0.0)
-        return TracedSparse(out, _summed(self.data, self.layout, out) * np.reshape(
-            values, out.data_shape))
+        values = _finite_where_left_out(np.reshape(values, out.data_shape), out)
+        return TracedSparse(out, _summed(self.data, self.layout, out) * values)
 
     def maximum(self, other: Any) -> TracedSparse | Any:
         """SciPy's ``A.maximum(B)``: see :meth:`_extremum`."""
