@@ -1680,7 +1680,8 @@ class Function:
         Call.prepare(self)
         if self.lean and self.buffer.weak:  # (known once the recording is over) a Python
             self.lean, self.special = False, None  # float, as _store holds it: as it is
-        if self.joined is not None and any(place.buffer.weak for place in self.places[0]):
+        if self.joined is not None and any(place is not None and place.buffer.weak
+                                           for place in self.places[0]):
             self.joined = None  # (Python's floats: as _arrays makes them arrays)
 
     def __call__(self, values, tape):
@@ -1759,55 +1760,65 @@ class Function:
 
     def _joined(self):
         """Where the rule offers ``of_scalars`` (np.stack's: what ``np.array([a, b])`` of
-        traced numbers records) and the step joins float64 scalars of the program, each a
-        traced value, into a 1-D float64 array of its own, without settings: that plain
-        function, which a block's lines call on the scalars as they hold them (NumPy's, or 0-d
-        arrays: the same values), the cotangent of each its element of the output's
-        (``_emit_joined``); else None."""
+        traced numbers records, and each level of ``np.array([[a, b], [c, d]])``) and the step
+        joins float64 values of the program of one shape, traced ones (scalars, or the rows a
+        join made) beside constants (``_joined_constant``: the user's numbers), into a float64
+        array of its own, without settings: that plain function, which a block's lines call on
+        the values as they hold them (NumPy's scalars, or 0-d arrays: the same values), the
+        cotangent of each traced one its element of the output's (``_emit_joined``); else
+        None."""
         of_scalars = getattr(getattr(self.rule, "__wrapped__", self.rule), "of_scalars", None)
         if of_scalars is None or self.kwargs or len(self.args) != 1 or self.multiple:
             return None
-        scalars, out, places = self.args[0], self.outputs, self.places
-        if type(scalars) not in (list, tuple) or type(out) is not Out \
-                or out.convert is not as_fresh or out.shape != (len(scalars),) \
+        items, out, places = self.args[0], self.outputs, self.places
+        if type(items) not in (list, tuple) or not items or type(out) is not Out \
+                or out.convert is not as_fresh or out.shape[:1] != (len(items),) \
                 or out.dtype != np.float64 or self.created[0] is None \
                 or len(places) != 1 or type(places[0]) not in (list, tuple) \
-                or len(places[0]) != len(scalars) or len(self.primals) != len(scalars):
+                or len(places[0]) != len(items) \
+                or len(self.primals) != sum(type(a) is Slot for a in items):
             return None
-        if not all(type(a) is Slot and type(place) is Buffer and place.shape == ()
-                   and place.dtype == np.float64 for a, place in zip(scalars, places[0])):
+        shape = out.shape[1:]
+        if not self.primals or not all(
+                type(place) is Buffer and place.shape == shape and place.dtype == np.float64
+                if type(a) is Slot else place is None and _joined_constant(a, shape)
+                for a, place in zip(items, places[0])):
             return None
         return of_scalars
 
     def _emit_joined(self, code):
-        """:meth:`emit` of a join of scalars (``joined``): its one line, the output stored."""
-        scalars = [code.value(a.index) for a in self.args[0]]
-        code.forward.append(f"y = {code.bind(self.joined)}(({', '.join(scalars)},))")
+        """:meth:`emit` of a join (``joined``): its one line, the output stored."""
+        items = [code.value(a.index) if type(a) is Slot else code.bind(a) for a in self.args[0]]
+        code.forward.append(f"y = {code.bind(self.joined)}(({', '.join(items)},))")
         code.records.append(())  # (its reverse pass reads the output's cotangent alone)
         y = code.made(self.outputs.slot, "y", self.buffer.key in code.internal)
         code.forward += _shape_guard(y, self.outputs.shape, code, dtype=self.outputs.dtype)
 
     def _emit_joined_back(self, code, k):
-        """:meth:`emit_back` of a join of scalars: each element of the output's cotangent,
-        NumPy's scalar, added into its scalar's cotangent, as ``function_pullback`` adds the
-        rule's 0-d pieces of it (``Code.add``: into a copy where the scalar has none; a local
-        of the block where only its lines read the scalar). Where the output's cotangent is
-        the shadows' and a scalar's a local, the lines that add into that local must run: the
-        block leaves its compiled pass where none reached the output, as ``Pure``'s do."""
+        """:meth:`emit_back` of a join: each element of the output's cotangent (NumPy's scalar,
+        or a row, copied) added into its traced value's cotangent, as ``function_pullback``
+        adds the rule's pieces of it (``Code.add``: into a copy where the value has none; a
+        local of the block where only its lines read the value). Where the output's cotangent
+        is the shadows' and a value's a local, the lines that add into that local must run:
+        the block leaves its compiled pass where none reached the output, as ``Pure``'s do."""
+        places = self.places[0]
         if self.buffer.key in code.internal:
             dy = code.take(self.buffer)
             if dy is None:  # no cotangent reaches the output
                 return []
             lines, level = [], 0
-        elif any(code.cotangent(place) is not None for place in self.places[0]):
-            dy, level = "x[1]", 0
+        elif any(place is not None and code.cotangent(place) is not None for place in places):
+            dy, level = "dy", 0  # (Code.add's lines take x for their own)
             lines = [f"x = pop({code.key(self.buffer)}, None)",
-                     "if x is None or x[3] is not None:", f"    {code.deopt(k, 'x')}"]
+                     "if x is None or x[3] is not None:", f"    {code.deopt(k, 'x')}",
+                     "dy = x[1]"]
         else:
             dy, level = "dy", 1
             lines = [f"dy = shadows.pop({code.bind(self.buffer)})", "if dy is not None:"]
-        for i, place in enumerate(self.places[0]):
-            lines += indent(code.add(place, f"{dy}[{i}]"), level)
+        copy = "" if self.outputs.shape[1:] == () else ".copy()"  # (a row: its own array)
+        for i, place in enumerate(places):
+            if place is not None:
+                lines += indent(code.add(place, f"{dy}[{i}]{copy}"), level)
         return lines
 
     def _specialized(self):
@@ -1924,8 +1935,10 @@ class Function:
         ``held``: the rule's ``back``, or the operands of its plain ``back`` (``emit``)."""
         dy = shadows.pop(self.created[0])
         if dy is not None and self.joined is not None:  # the rule's pieces of dy (_Split's)
-            add_cotangents(shadows, [(place, np.reshape(dy[i:i + 1], ()))
-                                     for i, place in enumerate(self.places[0])], None)
+            shape = self.outputs.shape[1:]
+            add_cotangents(shadows, [(place, np.reshape(dy[i:i + 1], shape))
+                                     for i, place in enumerate(self.places[0])
+                                     if place is not None], None)
         elif dy is not None:
             special = self.special
             cotangents = special[1](dy, *held) if special is not None else held[0](dy)
@@ -2142,6 +2155,21 @@ def _arrays(args, spec, traced, numbers=None):
                 type(s) is not Slot or s.index in traced) or (
                 not numbers and type(s) is Slot and type(x) is float) else x
             for x, s in zip(args, spec, strict=True)]
+
+
+def _joined_constant(a, shape):
+    """Whether a constant ``a`` beside traced values in a join (``Function.joined``) is one
+    that ``np.array`` of the tuple of them converts as ``np.stack`` does (a float64 result is
+    guarded): a real array of that shape, read as it is when the line runs, or, of no shape,
+    a Python or NumPy real number (an integer within int64's range, as ``np.stack`` reads
+    it: its array)."""
+    if type(a) is np.ndarray:
+        return a.shape == shape and a.dtype.kind in "biuf"
+    if shape != ():
+        return False
+    if type(a) is int:
+        return -2 ** 63 <= a < 2 ** 63
+    return type(a) in (float, bool) or isinstance(a, np.generic) and a.dtype.kind in "biuf"
 
 
 def _passed_as_is(a):
@@ -2700,7 +2728,8 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     for k, step in enumerate(steps):
         own = members[k] is step  # (an Opaque step's operands: through the shadows)
         local = (tuple(slot for _, slot in step.at) if own and type(step) is Pure else
-                 tuple(a.index for a in step.args[0]) if own and type(step) is Function
+                 tuple(a.index for a in step.args[0] if type(a) is Slot)
+                 if own and type(step) is Function
                  and step.joined is not None else
                  (step.value,) if type(step) is SetElement and step.value is not None
                  else step.operands if own and type(step) is ElementwiseWrite

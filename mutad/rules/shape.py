@@ -401,10 +401,11 @@ def join_rule(func, layout, of_scalars=None):
     ``layout(arrays, *rest, **kwargs)`` gives the shape each array has when it is
     concatenated, and the axis; the pullback cuts ``dy`` there and reshapes each piece back.
     ``of_scalars``: a plain function that makes what ``func`` makes of a tuple of float64
-    scalars (0-d arrays or NumPy's) without settings, and nothing else, offered to a compiled
-    replay, which calls it where a step joins scalars alone (``np.array([a, b])`` of traced
-    numbers is a stack of them), and takes the cotangent of each as its element of the
-    output's, as the pullback does.
+    values of one shape (0-d arrays or NumPy's scalars, or arrays) and real constants beside
+    them, without settings, offered to a compiled replay, which calls it where a step joins
+    those (``np.array([a, 1.0, b])`` of traced numbers is a stack of them, and
+    ``np.array([[a, b], [c, d]])`` a stack of two such), and takes the cotangent of each as
+    its element of the output's, as the pullback does.
     """
 
     def rule(arrays, *rest, **kwargs):
@@ -445,7 +446,7 @@ def column_stack_layout(tup):
 
 # fmt: off
 join_rule(np.concatenate, concatenate_layout)
-join_rule(np.stack,        stack_layout, of_scalars=np.array)  # (of scalars: a vector)
+join_rule(np.stack,        stack_layout, of_scalars=np.array)  # (np.array of a tuple)
 join_rule(np.hstack,       hstack_layout)
 join_rule(np.vstack,       lambda tup, **kw: ([np.shape(np.atleast_2d(x)) for x in tup], 0))
 join_rule(np.dstack,       lambda tup: ([np.shape(np.atleast_3d(x)) for x in tup], 2))
