@@ -93,8 +93,8 @@ CASES = [
     (lambda x: np.ma.masked_less(x, 1.0).torecords() * x[0], errors.UnsupportedOperationError,
      ["MaskedArray.torecords", "m.filled("]),
     # regressions: the advice was generic (a library's conversion; a write into a plain array)
-    (lambda x: np.ma.polyfit(np.arange(4.0), np.ma.masked_less(x, 1.0), 1).sum(),
-     errors.UnsupportedOperationError, ["np.polyfit", "np.where(mask"]),
+    (lambda x: np.gradient(np.ma.masked_less(x, 1.0)).sum(),
+     errors.UnsupportedOperationError, ["np.gradient", "np.where(mask"]),
     (lambda x: np.frompyfunc(lambda a: 2 * a, 1, 1)(x, out=np.empty(4, object)).sum(),
      errors.UnsupportedOperationError, ["np.frompyfunc", "keyword", "np.vectorize"]),
     (structured_fields, errors.UntracedWriteError, ["structured array", "np.zeros(n, dtype=",

@@ -1195,10 +1195,17 @@ class TracedObjects(np.ndarray):
     object array (its shape, its memory order) of what the Python function returned. NumPy's object arithmetic on it calls their operators, which mutad
     follows (``o * 2``, ``o.sum()``); ``astype`` (and ``np.asarray(o, dtype=float)``, ``builder``) to a float or complex type gives the traced
     array of its values, where NumPy would read each element's ``float()`` (which has no
-    derivative). An operation between it and a traced array is refused: NumPy would read that
-    array's elements as plain numbers."""
+    derivative). A ufunc of it and a traced float array reads that array as NumPy's object
+    loop does: its elements Python's numbers (``python_objects``). To the user's code it is
+    NumPy's array of objects (``__class__``, ``repr``)."""
 
     takes_over_operations = True  # (the engines leave ufuncs of it and traced arrays to it)
+
+    # isinstance(o, np.ndarray) and o.__class__ as of NumPy's array (user code branches on it)
+    __class__ = property(lambda self: shown_class(self, _ndarray_class))
+
+    def __repr__(self):
+        return repr(self.view(np.ndarray))
 
     def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
         dtype = np.dtype(dtype)
@@ -1262,12 +1269,17 @@ class TracedObjects(np.ndarray):
             if not any(isinstance(x, TracedObjects) and any(map(wrapped, x.flat))
                        for x in operands):
                 return getattr(ufunc, method)(*plain, **kwargs)  # (plain objects: as NumPy's)
-            raise UnsupportedOperationError(
-                f"np.{ufunc.__name__} of an array of objects holding traced numbers (a ufunc "
-                "np.frompyfunc made, or one they were written into) and a traced array: NumPy "
-                "would read the traced array's elements as plain numbers, which have no "
-                "derivative. Convert the object array first, o.astype(float), and compute "
-                "with the float array.")
+            if any(wrapped(x) for x in operands[len(inputs):]) or not set(kwargs) <= {"out"} \
+                    or any(wrapped(x) and x.dtype.kind not in "fc" for x in inputs):
+                raise UnsupportedOperationError(
+                    f"np.{ufunc.__name__} of an array of objects holding traced numbers (a "
+                    "ufunc np.frompyfunc made, or one they were written into) and a traced "
+                    "array other than a float or complex operand (an out=, a dtype=): NumPy "
+                    "would read the traced array's elements as plain numbers, which have no "
+                    "derivative. Convert the object array first, o.astype(float), and compute "
+                    "with the float array.")
+            # (NumPy's object loop: the float array's elements as Python's numbers)
+            plain = [python_objects(x).view(np.ndarray) if wrapped(x) else x for x in plain]
         y = getattr(ufunc, method)(*plain, **kwargs)
         return tuple(as_objects(r) for r in y) if type(y) is tuple else as_objects(y)
 
@@ -1300,6 +1312,10 @@ def _elements(tree):
     if wrapped(tree) and np.ndim(tree) > 0:
         return [_elements(x) for x in tree]
     return tree
+
+
+def _ndarray_class(x):
+    return np.ndarray
 
 
 def python_number(e):
@@ -2196,8 +2212,64 @@ def _bmat(obj, ldict=None, gdict=None):
     return handed(np.reshape(joined, plain.shape))
 
 
+class _Broadcast:
+    """``np.broadcast`` of arrays mutad follows: NumPy's object (its ``shape``, ``nd``,
+    ``ndim``, ``size``, ``numiter``, ``index``, ``reset()``; ``isinstance(b, np.broadcast)``),
+    whose iteration gives a tuple per position of the broadcast shape, in C order, of each
+    operand's element there (``x[i, j]``, NumPy's scalar), read by indexing (NumPy's reads the
+    arrays' memory). Its ``iters`` (NumPy's flat iterators over that memory) are refused."""
+
+    __class__ = property(lambda self: shown_class(self, lambda _: np.broadcast))
+
+    def __init__(self, operands):
+        self._operands = [x if wrapped(x) else np.asarray(x) for x in operands]
+        self.shape = np.broadcast_shapes(*(np.shape(x) for x in self._operands))
+        self.nd = self.ndim = len(self.shape)
+        self.size = math.prod(self.shape)
+        self.numiter = len(self._operands)
+        self.index = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.index >= self.size:
+            raise StopIteration
+        index = np.unravel_index(self.index, self.shape)
+        self.index += 1
+        return tuple(x[tuple(0 if n == 1 else int(i) for i, n in zip(
+            index[len(index) - np.ndim(x):], np.shape(x)))] for x in self._operands)
+
+    def reset(self):
+        self.index = 0
+
+    @property
+    def iters(self):
+        raise UnsupportedOperationError(
+            "np.broadcast(...).iters of arrays mutad follows: NumPy's flat iterators read "
+            "the arrays' memory, where mutad cannot follow them. Iterate over the broadcast "
+            "object itself (for a, b in np.broadcast(x, y)), or over np.broadcast_arrays(x, y).")
+
+
+class _BroadcastConstructor(_ShownType):
+    """The type of ``numpy.broadcast`` as the mode shows it where the differentiated code calls
+    it: of arrays mutad follows, :class:`_Broadcast`; NumPy's otherwise, and as a type."""
+
+    numpys = np.broadcast
+
+    def __call__(cls, *args):
+        if ACTIVE.running and holds_wrapped(list(args)):
+            np.broadcast(*(memory(x) if wrapped(x) else x for x in args))  # (NumPy's errors)
+            return _Broadcast(args)
+        return np.broadcast(*args)
+
+
+class broadcast(metaclass=_BroadcastConstructor):  # noqa: N801 (NumPy's name)
+    """``numpy.broadcast`` where differentiated code calls it (``_BroadcastConstructor``)."""
+
+
 CALLED_TYPES = {**SCALAR_TYPES, "recarray": (np.recarray, recarray),
-                "matrix": (np.matrix, matrix)}
+                "matrix": (np.matrix, matrix), "broadcast": (np.broadcast, broadcast)}
 """NumPy's types the mode's ``numpy`` module binds to its stand-ins where the differentiated
 code calls them and never compares a type with them by identity (``_Mode._swap_cells``)."""
 _CALLED_ORIGINALS = {name: original for name, (original, _) in CALLED_TYPES.items()}
@@ -2474,6 +2546,12 @@ HANDED_SUBCLASSES: dict[type, Callable[[Any], Any]] = {}
 ``np.matrix``), what stands in for a new one that the user's code alone holds, given the
 constant the mode makes of its array: an object that computes as the subclass does and takes
 traced values written into it (``scipy.sparse`` registers np.matrix's)."""
+
+SUBCLASS_CALLS: dict[type, Callable[[Any, tuple, dict], Any]] = {}
+"""For a subclass of ndarray whose plain arrays (constants: ``np.matrix(A)``) meet traced values
+in a NumPy function or ufunc (``np.matrix(A) + np.diag(x)``), what computes ``call(*args,
+**kwargs)`` as the subclass does, its results of the subclass where NumPy's are
+(``scipy.sparse`` registers np.matrix's)."""
 
 FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
 """How a Python function of SciPy's that nothing routes (``_Made``) runs on traced arguments:

@@ -28,8 +28,9 @@ import numpy as np
 from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import (Preexisting, allocate, lists_as_arrays, plain_memory,
-                               remember_text, shown_class, writes_in_full)
+from ..core.allocation import (HANDED_SUBCLASSES, SUBCLASS_CALLS, Preexisting, allocate,
+                               lists_as_arrays, plain_memory, remember_text, shown_class,
+                               writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handling,
                           remember_refusal, scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
@@ -199,10 +200,12 @@ def _operator(method, name, prefix):
     giving_way, reflected, repeats = prefix in ("", "i"), prefix == "r", name == "mul"
     in_place = prefix == "i"
     power = name == "pow"
-    if not giving_way and kinds is None and pythons is None and pythons_own is None:
-        return method
 
     def operate(self, other):
+        if reflected and type(other) in HANDED_SUBCLASSES:
+            handed = _handed_operator(other, name)
+            if handed is not None:  # np.matrix(A) * x: np.matrix's product
+                return handed(self)
         if repeats and type(other) in _SEQUENCES and stands_for_scalar(self):
             return _times_sequence(self, other)
         if type(other) in _NO_NUMBERS and _weak_number(self):
@@ -388,10 +391,40 @@ def takes_over(operands):
     on traced or dual values (its class sets ``takes_over_operations``: a masked array of
     traced data, ``rules.masked``): the engines' ``__array_ufunc__`` returns NotImplemented,
     so that NumPy calls that operand's."""
-    for x in operands:  # (a loop: this runs for ufunc calls off the engines' fast path)
-        if getattr(type(x), "takes_over_operations", False) is True:
+    return takes_over_kinds(map(type, operands))
+
+
+def takes_over_kinds(kinds):
+    """Whether a type among ``kinds`` takes over NumPy's operations (``takes_over``): of a
+    NumPy function's arguments (its ``types``), the engines' ``__array_function__`` returns
+    NotImplemented, so that NumPy calls that type's (``np.interp(xp, fp=m)`` of a masked
+    ``m``)."""
+    for kind in kinds:  # (a loop: this runs for calls off the engines' fast path)
+        if getattr(kind, "takes_over_operations", False) is True:
             return True
     return False
+
+
+def subclass_call(call, kinds, args, kwargs):
+    """``call(*args, **kwargs)`` (a ufunc's method or a NumPy function of traced or dual
+    values) as ``SUBCLASS_CALLS`` computes it where a plain array of such a subclass is among
+    the operands, of ``kinds`` (``np.matrix(A) + np.diag(x)``, ``np.linalg.solve(np.matrix(A),
+    x)``), which NumPy's call would give as that subclass; None where none is (or where an
+    ``out=`` is given)."""
+    for kind in kinds:  # (a loop: this runs for calls off the engines' fast paths)
+        computes = SUBCLASS_CALLS.get(kind)
+        if computes is not None and "out" not in kwargs:
+            return computes(call, args, kwargs)
+    return None
+
+
+def _handed_operator(other, name):
+    """The operator ``other.__{name}__`` of a plain array ``other`` of a subclass of ndarray
+    that a library stands in for (``HANDED_SUBCLASSES``: np.matrix), as its stand-in computes
+    it of a traced or dual operand (``np.matrix(A) * x``: np.matrix's product, whose own
+    operator took the operand for no array and gave way); None where the stand-in has none."""
+    handed = HANDED_SUBCLASSES[type(other)](other.view(np.ndarray))
+    return getattr(handed, f"__{name}__", None)
 
 
 def _gives_way(kind, in_place=False):
@@ -405,6 +438,8 @@ def _gives_way(kind, in_place=False):
     too (``takes_over_in_place_operations``: a stand-in of such a class)."""
     if getattr(kind, "takes_over_operations", False) is True:
         return not in_place or getattr(kind, "takes_over_in_place_operations", False) is True
+    if kind in HANDED_SUBCLASSES:  # (np.matrix: its reflected operator, as NumPy's subclass's
+        return not in_place       # comes first, x * m its product)
     protocol = getattr(kind, "__array_ufunc__", _ABSENT)
     if protocol is not _ABSENT:
         return protocol is None and not in_place
@@ -725,7 +760,7 @@ SCALAR_METHOD_FUNCTIONS = frozenset({
 method does, a scalar where an array's would return a 0-d array (``numpy_scalar``)."""
 
 
-def _by_mutad(frame):
+def by_mutad(frame):
     """Whether mutad's own code made the call ``frame`` runs, past the allocation mode's
     wrappers of NumPy's functions, which pass the program's calls on."""
     while frame.f_globals.get("__name__") == _MODE and frame.f_back is not None:
@@ -751,21 +786,39 @@ def numpy_scalar(x, y, converts=False):
     with an enclosing differentiation's values as with plain 0-d arrays, whose methods return
     arrays (a view there is the view the rule's result is)."""
     if wrapped(y) and wrapped(x) and stands_for_scalar(x) and not stands_for_scalar(y) \
-            and memory(y).size == 1 and not _by_mutad(sys._getframe(2)):
+            and memory(y).size == 1 and not by_mutad(sys._getframe(2)):
         # (the caller of the method calling this)
         if memory(y).ndim == 0 and not converts:
-            y = np.copy(y)
-            memory(y).flags.writeable = False
-            recorder = getattr(getattr(y, "tape", None), "recorder", None)
-            if recorder is not None:  # (the step that made the copy has stored it: a
-                recorder.made_scalar(y)  # replay's is a 0-d array, where it is an index)
+            y = scalar_copy(y)
             if x.weak:  # a Python number's part (z.imag): a Python float
                 weaken(y)
         elif not writeable(memory(y)) and views(memory(y), memory(x)):
             y = np.copy(y)
     elif type(y) is np.ndarray and not y.ndim and not converts and wrapped(x) \
-            and stands_for_scalar(x) and not _by_mutad(sys._getframe(2)):
+            and stands_for_scalar(x) and not by_mutad(sys._getframe(2)):
         y = y[()]  # a plain result (no derivative: s.astype(int)) is NumPy's scalar itself
+    return y
+
+
+def scalar_copy(y):
+    """A copy of traced or dual 0-d ``y`` standing for NumPy's scalar (``stands_for_scalar``):
+    a value of its own, read-only, as NumPy's scalars are immutable."""
+    y = np.copy(y)
+    memory(y).flags.writeable = False
+    recorder = getattr(getattr(y, "tape", None), "recorder", None)
+    if recorder is not None:  # (the step that made the copy has stored it: a
+        recorder.made_scalar(y)  # replay's is a 0-d array, where it is an index)
+    return y
+
+
+def record_field(x, y):
+    """``y``, ``x[key]``, as NumPy gives it where ``x`` is one record (``one_record``:
+    NumPy's ``np.void``) and the program reads its field: of numbers, their scalar (a copy,
+    ``rec[1]['m']``, ``rec[1].m``, ``rec[1][0]``, its iteration); of a subarray or of records,
+    a view (``y`` itself)."""
+    if one_record(memory(x)) and wrapped(y) and memory(y).ndim == 0 \
+            and memory(y).dtype.names is None:
+        return scalar_copy(y)
     return y
 
 
@@ -856,16 +909,32 @@ class ArrayMethods(Tracer):
         it is known (``base``), else None."""
         return None
 
+    def __getattr__(self, name):
+        # (reached where Python's lookup failed: NumPy's error, of the class of what NumPy
+        # would hand the program, 'numpy.ndarray' where code asks x.mask, an ArrayMethod's of a
+        # value standing for a Python float 'float'; an attribute of the class raises its own
+        # error again, x.__array_interface__'s refusal)
+        for kind in type(self).__mro__:
+            found = kind.__dict__.get(name)
+            if found is not None:
+                if type(found) is not ArrayMethod:
+                    return object.__getattribute__(self, name)
+                break
+        raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'",
+                             name=name, obj=self)
+
     def __len__(self):
         if stands_for_scalar(self):  # (Python's error of NumPy's scalar, or of its float)
             raise TypeError(f"object of type '{_type_name(self)}' has no len()")
-        if self.ndim == 0 and _one_record(memory(self)):  # (NumPy's np.void: its fields)
+        if self.ndim == 0 and one_record(memory(self)):  # (NumPy's np.void: its fields)
             return len(self.dtype.names)
         return len(self.value)
 
     def __iter__(self):
         if stands_for_scalar(self):
             raise TypeError(f"'{_type_name(self)}' object is not iterable")
+        if self.ndim == 0 and one_record(memory(self)):  # (NumPy's np.void: its fields)
+            return (record_field(self, self[i]) for i in range(len(self)))
         return (self[i] for i in range(len(self)))
 
     # What Python reads of the value without converting it (a string, a hash, a truth): as
@@ -1302,7 +1371,7 @@ def numpy_class(x):
         return np.ndarray
     if x.weak:
         return complex if np.iscomplexobj(value) else float
-    if kind is np.ndarray and not stands_for_scalar(value):
+    if kind is np.ndarray and not stands_for_scalar(value) and not one_record(value):
         return np.ndarray  # a 0-d array of the program's own (np.zeros(()))
     return np.asarray(value).dtype.type  # (a replay's number for a traced one: ``numpy_value``)
 
@@ -1472,6 +1541,8 @@ class FlatIterator:
             converted.flat[key] = value
             value = converted.flat[key]
         positions = np.arange(base.size)[key]
+        if type(value) in (list, tuple):  # x.flat = [u * v for ...]: the array NumPy makes
+            value = lists_as_arrays([value])[0]
         values = np.ravel(value)
         if values.size != positions.size and values.size:
             values = np.take(values, np.arange(positions.size) % values.size)
@@ -1863,7 +1934,7 @@ def records_key(x, key):
         return key
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
         return key
-    if isinstance(key, (int, np.integer)) and _one_record(memory(x)):
+    if isinstance(key, (int, np.integer)) and one_record(memory(x)):
         return names[key]  # a field by its position, as NumPy's np.void reads it
     items = key if type(key) is tuple else (key,)
     if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
@@ -1884,7 +1955,7 @@ def records_gathered(x, key):
     return records_moved(operator.getitem, (x, key), {})
 
 
-def _one_record(value):
+def one_record(value):
     """Whether ``value``, the plain value of a traced or dual array of records, is one record
     of an array (``rec[1]``, NumPy's ``np.void``, which mutad follows as the 0-d view
     ``rec[1, ...]``) rather than a 0-d array of its own."""
@@ -1901,7 +1972,7 @@ def text_element(value, key):
     if value.dtype.kind in "US":
         element = value[key]
         return None if type(element) is np.ndarray else element
-    if type(key) is str and _one_record(value):
+    if type(key) is str and one_record(value):
         field = value[key]
         if field.dtype.kind in "US" and field.ndim == 0:
             return field[()]
@@ -1918,7 +1989,7 @@ def records_write(x, key, value):
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
         return False
     names = x.dtype.names
-    if isinstance(key, (int, np.integer)) and _one_record(memory(x)):
+    if isinstance(key, (int, np.integer)) and one_record(memory(x)):
         x[names[key]] = value  # a field by its position, as NumPy's np.void writes it
         return True
     if type(value) is tuple:
@@ -1992,6 +2063,35 @@ def _records_sort(a, axis=-1, kind=None, order=None, *, stable=None):
     return y
 
 
+def _records_unique(ar, *args, **kwargs):
+    """``np.unique`` of an array of records: NumPy's call of their plain values says which
+    records it keeps (``return_index``, of NumPy's order), gathered from ``ar`` flattened. The
+    choice is a decision on the values, which a replay does not take again. Along an axis,
+    None (refused)."""
+    flags = {**dict(zip(("return_index", "return_inverse", "return_counts", "axis"), args)),
+             **kwargs}
+    if flags.get("axis") is not None:
+        return None
+    plain = settled(ar, "np.unique of an array of records")
+    _, index, *rest = np.unique(plain, **{**flags, "return_index": True})
+    y = records_moved(operator.getitem, (np.reshape(ar, (-1,)), index), {})
+    if y is None:
+        return None
+    results = (y, index, *rest) if flags.get("return_index") else (y, *rest)
+    return results if len(results) > 1 else y
+
+
+def _records_full_like(a, fill_value, *args, **kwargs):
+    """``np.full_like`` of an array of records, of a fill value without a derivative: NumPy's
+    new array, which the differentiations follow (writes into it); of one with a derivative,
+    None (refused)."""
+    if carries_derivative(fill_value) or type(fill_value) in (list, tuple) and any(
+            map(carries_derivative, fill_value)):
+        return None
+    plain = np.full_like(memory(a), fill_value, *args, **kwargs)
+    return allocate(plain, (np.full_like, (plain, fill_value, *args), kwargs))
+
+
 def _records_unstructured(arr, dtype=None, copy=False, casting="unsafe"):
     """``structured_to_unstructured`` of an array of records: NumPy's view of their memory
     where NumPy's result is one (the fields of one dtype, evenly spaced), as a view of the
@@ -2040,7 +2140,8 @@ def _records_built(build, a, *args, like=None, **kwargs):
     return out
 
 
-RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort,
+RECORD_FUNCTIONS = {np.copy: _records_copy, np.sort: _records_sort, np.unique: _records_unique,
+                    np.full_like: _records_full_like,
                     recfunctions.structured_to_unstructured: _records_unstructured,
                     np.astype: functools.partial(_records_cast, np.astype),
                     np.ndarray.astype: functools.partial(_records_cast, np.ndarray.astype)}
@@ -2055,7 +2156,7 @@ RECORDS_MOVED = {np.concatenate, np.stack, np.vstack, np.hstack, np.dstack, np.w
                  np.expand_dims, np.take, np.repeat, np.tile, np.flip, np.fliplr, np.flipud,
                  np.roll, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.append, np.delete,
                  np.insert, np.resize, np.broadcast_to, np.compress, np.extract, np.choose,
-                 np.rot90, np.block, np.array_split, np.split}
+                 np.rot90, np.block, np.array_split, np.split, np.diagonal}
 """NumPy's functions that move whole records, computing nothing of them (``records_moved``)."""
 
 
@@ -2098,6 +2199,8 @@ def _gathered(sources, at, y):
         if isinstance(x, Tracer) and views(y, memory(x)):
             view = view_as(x, y)
             if view is not None:
+                if not y.flags.writeable:  # (np.diagonal's: read-only, as NumPy's)
+                    memory(view).flags.writeable = False
                 return view
     out = _new_records(y)
     for name in y.dtype.names:

@@ -18,6 +18,7 @@ it, which is what prevents perturbation confusion.
 """
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -34,7 +35,8 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         item_assignment_refused, numpy_scalar, numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
-                        records_key, text_element,
+                        records_key, text_element, record_field, by_mutad, subclass_call,
+                        takes_over_kinds,
                         records_write, refuse_records,
                         into_outs, judge_out, out_computation, single_out, stands_for_scalar,
                         takes_over, weak, weak_arithmetic,
@@ -1094,6 +1096,9 @@ class Dual(ArrayMethods):
                 return rebound
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
+        y = subclass_call(getattr(ufunc, method), map(type, inputs), inputs, kwargs)
+        if y is not None:  # np.matrix(A) + x: as the subclass computes
+            return y
         if method == "__call__" and any(type(x) in (list, tuple) or converted_by_numpy(x)
                                         for x in inputs):
             # x / [x @ x], x ** [1.0, 2.0]: a list is the array NumPy makes of it (and an
@@ -1125,6 +1130,12 @@ class Dual(ArrayMethods):
     def __array_function__(self, func, types, args, kwargs):
         if Preexisting in types:
             return NotImplemented  # it hands the plain array it views to this method
+        if len(types) > 1:
+            if takes_over_kinds(types):
+                return NotImplemented  # (a masked array's, np.interp(xp, fp=m))
+            y = subclass_call(func, types, args, kwargs)
+            if y is not None:  # np.linalg.solve(np.matrix(A), x): as the subclass computes
+                return y
         items = list(args) + list(kwargs.values())
         level = level_of(items)
         if level < 0:  # np.zeros(n, like=x): NumPy hands over the call without its like=
@@ -1295,6 +1306,8 @@ class Dual(ArrayMethods):
             return np.copy(y)  # NumPy's scalar[...], scalar[None]: a new, writable array
         if y.value.base is not None:  # a view keeps what owns its memory, as NumPy's does
             y.owner = self if self.value.base is None else self.owner
+        if self.value.dtype.names is not None and not by_mutad(sys._getframe(1)):
+            return record_field(self, y)  # (a field of one record: NumPy's scalar)
         return y
 
     def __setitem__(self, key, value):

@@ -40,6 +40,7 @@ assignment, functions and their rules) and this one.
 
 import math
 import operator
+import sys
 import types
 
 import numpy as np
@@ -48,10 +49,11 @@ from ..core.allocation import (READ_BESIDE, Preexisting, lists_as_arrays, python
                                rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
-                        install_operators, put_nan_right,
+                        install_operators, put_nan_right, subclass_call, takes_over_kinds,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_gathered, records_key, records_write, text_element, numpy_scalar,
+                        record_field, by_mutad,
                         refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
                         weak_arithmetic, integer_events)
@@ -161,6 +163,9 @@ class TracedDispatch:
                 return rebound
         if stands_in(inputs, kwargs) or takes_over(inputs):
             return NotImplemented  # it hands the plain array it views to this method
+        y = subclass_call(getattr(ufunc, method), map(type, inputs), inputs, kwargs)
+        if y is not None:  # np.matrix(A) + x: as the subclass computes
+            return y
         if method == "__call__" and len(kwargs.get("out") or ()) > 1:
             return into_outs(ufunc, inputs, kwargs)  # np.divmod(a, b, out=(q, r))
         out = single_out(ufunc, kwargs)
@@ -207,8 +212,13 @@ class TracedDispatch:
         raise no_rule(key)
 
     def __array_function__(self, func, types, args, kwargs):
-        if len(types) > 1 and (Preexisting in types or defers(self.tape, [*args, *kwargs.values()])):
-            return NotImplemented
+        if len(types) > 1:
+            if Preexisting in types or takes_over_kinds(types) \
+                    or defers(self.tape, [*args, *kwargs.values()]):
+                return NotImplemented
+            y = subclass_call(func, types, args, kwargs)
+            if y is not None:  # np.linalg.solve(np.matrix(A), x): as the subclass computes
+                return y
         if holds_records(args) and not lookup(func).nondifferentiable:
             y = records_function(func, args, kwargs)
             if y is not None:
@@ -247,6 +257,8 @@ class TracedDispatch:
             # NumPy's scalar[...], scalar[None]: a new, writable array (a step of its own to a
             # recording, which records the index as ``_indexed``'s)
             return np.copy(y)
+        if self.value.dtype.names is not None and not by_mutad(sys._getframe(1)):
+            return record_field(self, y)  # (a field of one record: NumPy's scalar)
         return y
 
     def _indexed(self, key):

@@ -44,6 +44,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import defmethod, defroute
 from ..core.levels import CARRIERS
 from ..core.views import memory, owner, stands_for_scalar, wrapped
+from ..engines.arraylike import settled
 
 NOMASK = np.ma.nomask
 FIX = ("Compute with m.filled(value) (the data, masked elements replaced) or m.compressed() "
@@ -60,7 +61,7 @@ FOLLOWED = ("mutad follows np.ma's constructors, indexing, writes, comparisons, 
             "ufuncs, sum, mean, var, std, max, min, count, average, median, "
             "anom, cumsum, cumprod, prod, ptp, round, clip, diagonal, trace, take, sort, "
             "concatenate, stack (and vstack, hstack, ...), atleast_1d (2d, 3d), diagflat, "
-            "apply_along_axis, apply_over_axes, expand_dims, "
+            "apply_along_axis, apply_over_axes, expand_dims, flat, unique, "
             "diff, maximum, minimum (and their reduce), where, allclose, dot, inner, choose, "
             "cov, corrcoef, np.ma.multiply.outer (and add's, ...), ravel, flatten, view, "
             "reshape, transpose (T), squeeze, conj, argsort, argmin, argmax, copy, "
@@ -83,6 +84,11 @@ def _data(a):
     if isinstance(a, np.ma.MaskedArray):
         return a.data
     return np.array(a, copy=None, subok=True)
+
+
+def _data_of_masked(a):
+    """A masked array's data (NumPy's masked array's too), anything else as it is."""
+    return _data(a) if type(a) is Masked or isinstance(a, np.ma.MaskedArray) else a
 
 
 def _mask(a):
@@ -193,6 +199,11 @@ class Masked:
 
     mask = property(lambda self: np.False_ if self._mask is NOMASK else self._mask, _set_mask)
     _data = property(lambda self: self.data)  # (np.ma's own code reads it: compress_nd)
+
+    def _set_flat(self, value):
+        self.ravel()[:] = value  # (MaskedArray's: written where ravel is a view)
+
+    flat = property(lambda self: _Flat(self), _set_flat)
     hardmask = property(lambda self: self._hard)
 
     def harden_mask(self):
@@ -602,8 +613,11 @@ class Masked:
         if func is np.expand_dims and type(args[0]) is Masked:  # (NumPy's: a reshape of it)
             return args[0].reshape(np.expand_dims(np.broadcast_to(0, args[0].shape),
                                                   *args[1:], **kwargs).shape)
-        if func in _SHAPED:  # (of the data's shape and dtype alone, as NumPy's)
-            return func(*[_data(a) if type(a) is Masked else a for a in args], **kwargs)
+        if func in _SHAPED or func in _OF_DATA:  # (of the data, as NumPy's)
+            return func(*map(_data_of_masked, args),
+                        **{k: _data_of_masked(v) for k, v in kwargs.items()})
+        if func is np.unique and type(args[0]) is Masked:
+            return _unique(*args, **kwargs)
         method = _FUNCTIONS.get(func)
         if method is None or type(args[0]) is not Masked:
             _refuse(f"np.{func.__name__}")
@@ -794,11 +808,49 @@ class Masked:
     __float__ = __int__ = __bool__
 
 
+class _Flat:
+    """``m.flat`` of a masked array of differentiated values, as np.ma's ``MaskedIterator``:
+    an index reads the flattened data with its mask (an element NumPy's scalar, or
+    ``np.ma.masked`` where masked; several a new masked array), a loop the elements in C
+    order, and a write writes the data and the mask (``getmaskarray`` of the value)."""
+
+    __slots__ = ("masked", "position")
+    __class__ = property(lambda self: _ma.MaskedIterator)
+
+    def __init__(self, masked):
+        self.masked, self.position = masked, 0
+
+    def __getitem__(self, key):
+        y = self.masked.ravel()[key]
+        return y.copy() if type(y) is Masked else y  # (NumPy's flat iterator's: a copy)
+
+    def __setitem__(self, key, value):
+        masked = self.masked
+        masked.data.flat[key] = _data(value)
+        if masked._mask is not NOMASK:
+            masked._mask.flat[key] = _mask_array(value)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.position >= self.masked.size:
+            raise StopIteration
+        self.position += 1
+        return self[self.position - 1]
+
+    def __len__(self):
+        return self.masked.size
+
+
 _FUNCTIONS = {np.sum: "sum", np.mean: "mean", np.var: "var", np.std: "std", np.max: "max",
               np.amax: "max", np.min: "min", np.amin: "min", np.prod: "prod", np.ptp: "ptp",
               np.round: "round", np.around: "round", np.clip: "clip", np.trace: "trace",
               np.diagonal: "diagonal", np.take: "take"}
 _SHAPED = (np.shape, np.ndim, np.size, np.result_type)
+_OF_DATA = (np.vander, np.interp, np.polyfit, np.may_share_memory, np.shares_memory)
+"""NumPy's functions that read a masked array as its data (``np.asarray``, its memory): the
+mask dropped, as NumPy's (``np.ma.polyfit`` calls ``np.polyfit`` of the unmasked elements)."""
 FLOAT_BINARY = (np.add, np.subtract, np.multiply, np.arctan2, np.hypot)
 """np.ma's ``_MaskedBinaryOperation``s of floats that give floats (not its comparisons)."""
 
@@ -820,6 +872,28 @@ def _own(mask):
     reads read-only: a masked array's mask stays writeable (``m[i] = np.ma.masked``), as
     NumPy's is."""
     return np.copy(mask) if isinstance(mask, np.ndarray) and not wrapped(mask) else mask
+
+
+def _unique(ar, *args, **kwargs):
+    """``np.unique`` of a masked array, NumPy's own code run on it (np.ma's sort, masked
+    elements last and one of them kept): NumPy's call of its plain values says which elements
+    it keeps, where (``return_index``), whose data and mask are gathered from this one's. The
+    choice is a decision on the values, which a replay does not take again."""
+    flags = {**dict(zip(("return_index", "return_inverse", "return_counts", "axis"), args)),
+             **kwargs}
+    if flags.get("axis") is not None:
+        _refuse("np.unique along an axis")
+    plain = _as_numpy(ar)
+    plain = np.ma.MaskedArray(settled(ar.data, "np.unique of a masked array"), plain.mask,
+                              fill_value=plain.fill_value)
+    kept, index, *rest = np.unique(plain, **{**flags, "return_index": True})
+    if np.ravel(plain.data)[index].tobytes() != np.ma.getdata(kept).tobytes():
+        _refuse("np.unique keeping other values than its elements'")  # (never: NumPy's own)
+    data = np.ravel(ar.data)[index]
+    mask = np.ma.getmask(kept)
+    y = Masked(data, mask if mask is NOMASK else np.copy(mask))
+    results = (y, index, *rest) if flags.get("return_index") else (y, *rest)
+    return results if len(results) > 1 else y
 
 
 def _where(condition, x, y):

@@ -8,8 +8,9 @@ differentiation follows (NumPy's values, made by NumPy's function of the plain v
 constant the function may write traced values into, as np.zeros' arrays are; the fields or
 records that carry a derivative written into it), read and written as NumPy's record array
 reads and writes it: ndarray's attributes first, then the fields; a field of a structured
-dtype, records by an index (one record too) and whole-array methods as record arrays; other
-fields as arrays. NumPy's functions of it are those of its structured array (what mutad
+dtype, records by an index and whole-array methods as record arrays; other fields as arrays.
+One record (``r[1]``) is NumPy's ``np.record`` to the program, a view of the records, whose
+fields of numbers (``r[1].a``, ``r[1]['a']``, ``r[1][0]``, its iteration) are NumPy's scalars. NumPy's functions of it are those of its structured array (what mutad
 refuses of whole records it refuses here too), each result a record array where NumPy's is one. ``a.view(np.recarray)`` of an array the
 differentiation follows is one too.
 """
@@ -24,7 +25,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.levels import CARRIERS
 from ..core.registry import SUBCLASS_VIEWS, defcomposite, defroute
 from ..core.views import memory, owner, view_as, wrapped
-from ..engines.arraylike import RECORD_FUNCTIONS
+from ..engines.arraylike import RECORD_FUNCTIONS, one_record, record_field
 
 
 class Records:
@@ -32,8 +33,10 @@ class Records:
 
     __slots__ = ("array",)
 
-    # isinstance(r, np.recarray) holds, as of NumPy's (user code branches on it)
-    __class__ = property(lambda self: np.recarray)
+    # isinstance(r, np.recarray) holds, as of NumPy's (user code branches on it); of one
+    # record (r[1]), NumPy's np.record
+    __class__ = property(lambda self: np.record if one_record(memory(
+        object.__getattribute__(self, "array"))) else np.recarray)
 
     def __init__(self, array):
         object.__setattr__(self, "array", array)
@@ -47,7 +50,9 @@ class Records:
                     value, lambda *a, **k: getattr(_copy(self), name)(*a, **k), args, kwargs)
             return _records(value)
         if array.dtype.names is not None and name in array.dtype.names:
-            return _records(array[name])
+            return _records(record_field(array, array[name]))
+        if one_record(memory(array)):  # (NumPy's errors, of np.record, of np.recarray)
+            raise AttributeError(f"'record' object has no attribute '{name}'")
         raise AttributeError(f"recarray has no attribute {name}")
 
     def __setattr__(self, name, value):
@@ -59,7 +64,7 @@ class Records:
             setattr(array, name, _arrays(value))
 
     def __getitem__(self, key):
-        return _records(self.array[_arrays(key)])
+        return _records(record_field(self.array, self.array[_arrays(key)]))
 
     def __setitem__(self, key, value):
         self.array[_arrays(key)] = _arrays(value)

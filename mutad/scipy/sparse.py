@@ -213,8 +213,8 @@ import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
 from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, PASSING,
-                               allocate, holds_derivative, internal, lists_as_arrays, reissued,
-                               shown_class)
+                               SUBCLASS_CALLS, allocate, holds_derivative, internal,
+                               lists_as_arrays, reissued, shown_class)
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback
 from ..custom import Adjoint
@@ -3990,6 +3990,7 @@ class _PlainSuperLU:
 
 COMPILED_OBJECTS[type(SCIPY["splu"](_sparse.eye(1, format="csc")))] = _PlainSuperLU
 HANDED_SUBCLASSES[np.matrix] = TracedMatrix  # (sp.eye(n).todense(), then m[0, 0] = x)
+SUBCLASS_CALLS[np.matrix] = _as_matrix_computes  # (np.matrix(A) + np.diag(x))
 
 
 def _factorization(A, factorize):
