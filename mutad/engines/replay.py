@@ -26,7 +26,8 @@ Every decision the program depends on is a *guard*:
 * what Python read of a traced value (``if``, ``while``, ``int()``, ``float()``, ``str()``,
   ``hash()``: ``Traced._decided``), and Python values NumPy functions computed from traced
   ones (a bool of ``np.allclose``: :class:`Same`): a step that checks the replayed value gives
-  the same answer, else the call is recorded again;
+  the same answer, else the call replays another program of its signature whose guards hold
+  (``PER_SIGNATURE``), or is recorded again;
 * Python's own arithmetic on Python numbers (``x[0].item() ** 0.5``, ``v / w``), which
   tracing computes with NumPy's where Python's gives a number of the same kind: a step asks
   Python again (:class:`PythonsOwn`), and a call on which it raises or gives another kind
@@ -139,7 +140,8 @@ from ..core.views import (WRAPPERS, WRITEABLE, address, overlaps_itself, owner, 
 from .writes import Destination, copy_back, exact_as_scalar
 
 CACHE_SIZE = 8
-"""Programs kept per replayed function (one per signature), the least recently used dropped."""
+"""Signatures kept per replayed function (each with up to ``PER_SIGNATURE`` programs), the
+least recently used dropped."""
 
 
 BLOCK_STEPS = 128
@@ -158,6 +160,13 @@ instead: the bound of a wait on code that may itself wait for the caller's threa
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
+
+PER_SIGNATURE = 4
+"""Programs kept per signature: a call replays the most recently used one whose guards all
+hold, and records another (the least recently used dropped) where none does. A decision that
+goes one of a few ways from call to call (how many of ``x > 0``, which of two dtypes a root
+finder returns) is then replayed each way; a failing guard leaves no trace of its partial run
+(:meth:`Program.run`), so the next program runs on the call as it came."""
 
 WRITTEN_OUT = frozenset((np.save, np.savez, np.savez_compressed, np.savetxt))
 """NumPy's functions that write values to a file: a replay would write the new values, but
@@ -5938,6 +5947,7 @@ class Replayed:
         self.has_aux = has_aux
         self.memory = memory
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
+        self.others = {}  # signature -> its other programs, the most recently used first
         # Programs share their buffers' descriptions between calls: one call at a time
         # replays or records. A call made meanwhile from another thread waits for a replay,
         # which costs less than tracing, and is traced during a recording, which runs f (f
@@ -6012,6 +6022,7 @@ class Replayed:
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
             self.programs.clear()  # what f reaches changed: every program may differ
+            self.others.clear()
             self.held = objects, [Contents(a) for a in arrays]
             self.changes += 1
             if self.changes >= FAILED_GUARDS:  # on every call: recording would cost more
@@ -6042,15 +6053,18 @@ class Replayed:
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self._traced(args, kwargs)
-        if type(program) is Program and kinds and _changed(*reached[:2], program.reached):
-            program = None
+        candidates = [program, *self.others.get(key, ())] if type(program) is Program else []
+        if kinds:
+            candidates = [p for p in candidates if not _changed(*reached[:2], p.reached)]
+            if not candidates and type(program) is Program:
+                program = None
         flat = [leaf for leaves, _ in parts for leaf in leaves]
-        if type(program) is Program and program.aliases(flat):
+        if any(p.aliases(flat) for p in candidates):
             return self._traced(args, kwargs)
-        if type(program) is Program:
+        if candidates:
             self.programs.move_to_end(key)
             try:
-                value, grads = program.run(flat, modes)
+                value, grads = self._first_that_holds(key, candidates, flat, modes)
             except GuardFailed as failed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
@@ -6146,8 +6160,24 @@ class Replayed:
             if recording.program is not None:
                 recording.program.settings += _settings(
                     objects if reached is None else (*objects, *reached[0]))
-            self._keep(key, recording.program or recording.reason)
+            self._keep(key, recording.program or recording.reason, candidates)
         return value, grads
+
+    def _first_that_holds(self, key, candidates, flat, modes):
+        """``(value, gradients)`` of the first of ``candidates`` (programs of the signature
+        ``key``) whose guards all hold on this call, which becomes the signature's most recently
+        used; raises :class:`GuardFailed` (the last one's) where none does."""
+        for i, program in enumerate(candidates):
+            try:
+                answer = program.run(flat, modes)
+                break
+            except GuardFailed:
+                if i == len(candidates) - 1:
+                    raise
+        if program is not self.programs[key]:  # (the others in the order they were last used)
+            self.programs[key] = program
+            self.others[key] = [p for p in candidates if p is not program]
+        return answer
 
     def _numbers_change(self, described, key):
         """Whether to stop recording because numbers outside ``argnums`` take a new value on
@@ -6173,8 +6203,14 @@ class Replayed:
             "argnums to have them followed instead (their gradients are then computed too)")
         return True
 
-    def _keep(self, key, program):
+    def _keep(self, key, program, others=()):
+        """``program`` (or why the signature ``key`` is traced) for ``key``; a program keeps
+        ``others``, the signature's programs recorded before it, to replay beside it."""
         self.programs[key] = program
         self.programs.move_to_end(key)
+        if type(program) is Program and others:
+            self.others[key] = list(others[:PER_SIGNATURE - 1])
+        else:
+            self.others.pop(key, None)
         while len(self.programs) > CACHE_SIZE:
-            self.programs.popitem(last=False)
+            self.others.pop(self.programs.popitem(last=False)[0], None)
