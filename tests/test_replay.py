@@ -1500,16 +1500,22 @@ def _legendre_roots(c):
     (_reciprocals_where_positive, [[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0], [1.0, 2.0, 3.0]]),
     (_legendre_roots, [[-1.0, 0.2, 1.0], [1.0, 0.2, 1.0]]),
 ])
-def test_a_decision_that_alternates_between_a_few_outcomes_replays_each(f, inputs):
+def test_a_decision_that_alternates_between_a_few_outcomes_replays_each(f, inputs, monkeypatch):
     """A signature keeps a program for each of a few ways its guards go: a call replays the
     one whose guards hold (a partial run of another, whose guard failed midway, undone: the
     caller's array written before it too), bit for bit as traced. Regression: one program
-    was kept per signature, recorded again on every call until the signature was traced."""
+    was kept per signature, recorded again on every call until the signature was traced;
+    and a program whose first replay failed a guard was prepared again on its next (its
+    steps compiled into blocks twice: a replay that raised AttributeError)."""
+    prepared, prepare = [], mutad.engines.replay.Program.prepare
+    monkeypatch.setattr(mutad.engines.replay.Program, "prepare",
+                        lambda self: (prepared.append(self), prepare(self))[1])
     calls = [(np.array(x),) for x in inputs] * 3
     replaying = replayed_like_traced(f, calls)
     (key,) = replaying.programs
     kept = [replaying.programs[key], *replaying.others.get(key, ())]
     assert not replaying.reasons and len(kept) == len(inputs)
+    assert len(prepared) == len(set(map(id, prepared))) == len(inputs)
     assert sum(p.replays for p in kept) == len(calls) - len(inputs)  # each recorded once
 
 

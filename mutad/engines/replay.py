@@ -3831,6 +3831,7 @@ class Program:
         # the memory budget (``memory=``) its chains rebuild writes under, None if none
         self.budget = None if recomputation is None else recomputation.budget
         self.replays = 0  # successful replays
+        self.prepared = False  # (before the first run, which a failing guard may end early)
         # per leaf: (slot, a float scalar's type or None), slot None if not an array
         self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
@@ -3991,6 +3992,7 @@ class Program:
         # a guard fails on the way, the blocks after it were never compiled.
         held = [*self.returned_slots, *self.alive, *self.held]
         self.steps = with_blocks(self.steps, held, self.saves, self.raising)
+        self.prepared = True
 
     def run(self, leaves, modes):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
@@ -4015,7 +4017,7 @@ class Program:
             now = read()
             if now is not value and now != value:
                 raise GuardFailed
-        if not self.replays:
+        if not self.prepared:
             self.prepare()
         values = [None] * self.size
         if self.recomputes is not None:
