@@ -6055,7 +6055,8 @@ class Replayed:
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self._traced(args, kwargs)
-        candidates = [program, *self.others.get(key, ())] if type(program) is Program else []
+        candidates = [] if type(program) is not Program else [program, *self.others.get(
+            key, ())] if self.others else [program]  # (a key hashed once less, in the common case)
         if kinds:
             candidates = [p for p in candidates if not _changed(*reached[:2], p.reached)]
             if not candidates and type(program) is Program:
@@ -6066,7 +6067,7 @@ class Replayed:
         if candidates:
             self.programs.move_to_end(key)
             try:
-                value, grads = self._first_that_holds(key, candidates, flat, modes)
+                value, grads = self._first_that_holds(key, program, candidates, flat, modes)
             except GuardFailed as failed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
@@ -6165,10 +6166,11 @@ class Replayed:
             self._keep(key, recording.program or recording.reason, candidates)
         return value, grads
 
-    def _first_that_holds(self, key, candidates, flat, modes):
+    def _first_that_holds(self, key, front, candidates, flat, modes):
         """``(value, gradients)`` of the first of ``candidates`` (programs of the signature
-        ``key``) whose guards all hold on this call, which becomes the signature's most recently
-        used; raises :class:`GuardFailed` (the last one's) where none does."""
+        ``key``, whose most recently used is ``front``) whose guards all hold on this call,
+        which becomes the most recently used; raises :class:`GuardFailed` (the last one's)
+        where none does."""
         for i, program in enumerate(candidates):
             try:
                 answer = program.run(flat, modes)
@@ -6176,7 +6178,7 @@ class Replayed:
             except GuardFailed:
                 if i == len(candidates) - 1:
                     raise
-        if program is not self.programs[key]:  # (the others in the order they were last used)
+        if program is not front:  # (the others in the order they were last used)
             self.programs[key] = program
             self.others[key] = [p for p in candidates if p is not program]
         return answer
