@@ -1480,6 +1480,45 @@ def test_a_signature_whose_guards_fail_call_after_call_is_traced_from_then_on():
     assert program_count(replaying) == 0 and list(replaying.reasons.values()) == [reason]
 
 
+def _positives_squared(x):
+    x *= 2.0                              # the caller's array, written before the decision
+    return (x[x > 0] ** 2).sum()          # how many are positive: a guard
+
+
+def _reciprocals_where_positive(x):
+    out = np.zeros_like(x)
+    np.divide(1.0, x, out=out, where=x > 0)  # which elements: a guard
+    return (out * x[::-1]).sum()
+
+
+def _legendre_roots(c):
+    return (np.abs(np.polynomial.legendre.legroots(c)) ** 2).sum()  # real or complex roots
+
+
+@pytest.mark.parametrize("f, inputs", [
+    (_positives_squared, [[1.0, -2.0, 3.0, 4.0], [1.0, 2.0, -3.0, -4.0], [-1.0, -2.0, -3.0, 4.0]]),
+    (_reciprocals_where_positive, [[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0], [1.0, 2.0, 3.0]]),
+    (_legendre_roots, [[-1.0, 0.2, 1.0], [1.0, 0.2, 1.0]]),
+])
+def test_a_decision_that_alternates_between_a_few_outcomes_replays_each(f, inputs, monkeypatch):
+    """A signature keeps a program for each of a few ways its guards go: a call replays the
+    one whose guards hold (a partial run of another, whose guard failed midway, undone: the
+    caller's array written before it too), bit for bit as traced. Regression: one program
+    was kept per signature, recorded again on every call until the signature was traced;
+    and a program whose first replay failed a guard was prepared again on its next (its
+    steps compiled into blocks twice: a replay that raised AttributeError)."""
+    prepared, prepare = [], mutad.engines.replay.Program.prepare
+    monkeypatch.setattr(mutad.engines.replay.Program, "prepare",
+                        lambda self: (prepared.append(self), prepare(self))[1])
+    calls = [(np.array(x),) for x in inputs] * 3
+    replaying = replayed_like_traced(f, calls)
+    (key,) = replaying.programs
+    kept = [replaying.programs[key], *replaying.others.get(key, ())]
+    assert not replaying.reasons and len(kept) == len(inputs)
+    assert len(prepared) == len(set(map(id, prepared))) == len(inputs)
+    assert sum(p.replays for p in kept) == len(calls) - len(inputs)  # each recorded once
+
+
 GAIN = 2.0
 
 
@@ -1589,14 +1628,14 @@ def test_aux_outputs_are_replayed_and_so_are_budgets():
     replaying = mutad.value_and_grad(f, has_aux=True, replay=True)
     traced = mutad.value_and_grad(f, has_aux=True)
     for x in (np.linspace(0.1, 1.0, 4), np.linspace(0.2, 1.1, 4), np.linspace(0.1, 1.0, 4),
-              np.linspace(0.1, 1.0, 4)):  # (the last call replays the third's recording)
+              np.linspace(0.1, 1.0, 4)):  # (the last two replay the first's recording)
         got, expected = replaying(x, 3), traced(x.copy(), 3)
         assert same(got[1], expected[1]) and same(got[0][0], expected[0][0])
         aux, expected_aux = got[0][1], expected[0][1]
         assert aux.keys() == expected_aux.keys() and all(
             same(aux[k], expected_aux[k]) and type(aux[k]) is type(expected_aux[k])
             for k in aux)
-    assert program_count(replaying) == 1 and not replaying.reasons and replays(replaying) == 1
+    assert program_count(replaying) == 1 and not replaying.reasons and replays(replaying) == 2
     g, aux = mutad.grad(f, has_aux=True, replay=True)(np.ones(2), 1)
     assert same(g, mutad.grad(f, has_aux=True)(np.ones(2), 1)[0]) and aux["k"] == 1
 

@@ -26,7 +26,8 @@ Every decision the program depends on is a *guard*:
 * what Python read of a traced value (``if``, ``while``, ``int()``, ``float()``, ``str()``,
   ``hash()``: ``Traced._decided``), and Python values NumPy functions computed from traced
   ones (a bool of ``np.allclose``: :class:`Same`): a step that checks the replayed value gives
-  the same answer, else the call is recorded again;
+  the same answer, else the call replays another program of its signature whose guards hold
+  (``PER_SIGNATURE``), or is recorded again;
 * Python's own arithmetic on Python numbers (``x[0].item() ** 0.5``, ``v / w``), which
   tracing computes with NumPy's where Python's gives a number of the same kind: a step asks
   Python again (:class:`PythonsOwn`), and a call on which it raises or gives another kind
@@ -139,7 +140,8 @@ from ..core.views import (WRAPPERS, WRITEABLE, address, overlaps_itself, owner, 
 from .writes import Destination, copy_back, exact_as_scalar
 
 CACHE_SIZE = 8
-"""Programs kept per replayed function (one per signature), the least recently used dropped."""
+"""Signatures kept per replayed function (each with up to ``PER_SIGNATURE`` programs), the
+least recently used dropped."""
 
 
 BLOCK_STEPS = 128
@@ -158,6 +160,13 @@ instead: the bound of a wait on code that may itself wait for the caller's threa
 FAILED_GUARDS = 4
 """A signature whose guards fail this many calls in a row is traced from then on: its program
 changes from call to call."""
+
+PER_SIGNATURE = 4
+"""Programs kept per signature: a call replays the most recently used one whose guards all
+hold, and records another (the least recently used dropped) where none does. A decision that
+goes one of a few ways from call to call (how many of ``x > 0``, which of two dtypes a root
+finder returns) is then replayed each way; a failing guard leaves no trace of its partial run
+(:meth:`Program.run`), so the next program runs on the call as it came."""
 
 WRITTEN_OUT = frozenset((np.save, np.savez, np.savez_compressed, np.savetxt))
 """NumPy's functions that write values to a file: a replay would write the new values, but
@@ -3851,6 +3860,7 @@ class Program:
         # the memory budget (``memory=``) its chains rebuild writes under, None if none
         self.budget = None if recomputation is None else recomputation.budget
         self.replays = 0  # successful replays
+        self.prepared = False  # (before the first run, which a failing guard may end early)
         # per leaf: (slot, a float scalar's type or None), slot None if not an array
         self.inputs = []
         self.places = []  # per leaf: where its gradient is, None if it has none
@@ -4011,6 +4021,7 @@ class Program:
         # a guard fails on the way, the blocks after it were never compiled.
         held = [*self.returned_slots, *self.alive, *self.held]
         self.steps = with_blocks(self.steps, held, self.saves, self.raising)
+        self.prepared = True
 
     def run(self, leaves, modes):
         """``(value, gradients per leaf)`` for the flattened arguments ``leaves``, under the
@@ -4035,7 +4046,7 @@ class Program:
             now = read()
             if now is not value and now != value:
                 raise GuardFailed
-        if not self.replays:
+        if not self.prepared:
             self.prepare()
         values = [None] * self.size
         if self.recomputes is not None:
@@ -5967,6 +5978,7 @@ class Replayed:
         self.has_aux = has_aux
         self.memory = memory
         self.programs = collections.OrderedDict()  # signature -> Program, or why it is traced
+        self.others = {}  # signature -> its other programs, the most recently used first
         # Programs share their buffers' descriptions between calls: one call at a time
         # replays or records. A call made meanwhile from another thread waits for a replay,
         # which costs less than tracing, and is traced during a recording, which runs f (f
@@ -6041,6 +6053,7 @@ class Replayed:
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
             self.programs.clear()  # what f reaches changed: every program may differ
+            self.others.clear()
             self.held = objects, [Contents(a) for a in arrays]
             self.changes += 1
             if self.changes >= FAILED_GUARDS:  # on every call: recording would cost more
@@ -6071,15 +6084,19 @@ class Replayed:
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self._traced(args, kwargs)
-        if type(program) is Program and kinds and _changed(*reached[:2], program.reached):
-            program = None
+        candidates = [] if type(program) is not Program else [program, *self.others.get(
+            key, ())] if self.others else [program]  # (a key hashed once less, in the common case)
+        if kinds:
+            candidates = [p for p in candidates if not _changed(*reached[:2], p.reached)]
+            if not candidates and type(program) is Program:
+                program = None
         flat = [leaf for leaves, _ in parts for leaf in leaves]
-        if type(program) is Program and program.aliases(flat):
+        if any(p.aliases(flat) for p in candidates):
             return self._traced(args, kwargs)
-        if type(program) is Program:
+        if candidates:
             self.programs.move_to_end(key)
             try:
-                value, grads = program.run(flat, modes)
+                value, grads = self._first_that_holds(key, program, candidates, flat, modes)
             except GuardFailed as failed:
                 self.failures[key] += 1
                 if self.failures[key] >= FAILED_GUARDS:
@@ -6175,8 +6192,25 @@ class Replayed:
             if recording.program is not None:
                 recording.program.settings += _settings(
                     objects if reached is None else (*objects, *reached[0]))
-            self._keep(key, recording.program or recording.reason)
+            self._keep(key, recording.program or recording.reason, candidates)
         return value, grads
+
+    def _first_that_holds(self, key, front, candidates, flat, modes):
+        """``(value, gradients)`` of the first of ``candidates`` (programs of the signature
+        ``key``, whose most recently used is ``front``) whose guards all hold on this call,
+        which becomes the most recently used; raises :class:`GuardFailed` (the last one's)
+        where none does."""
+        for i, program in enumerate(candidates):
+            try:
+                answer = program.run(flat, modes)
+                break
+            except GuardFailed:
+                if i == len(candidates) - 1:
+                    raise
+        if program is not front:  # (the others in the order they were last used)
+            self.programs[key] = program
+            self.others[key] = [p for p in candidates if p is not program]
+        return answer
 
     def _numbers_change(self, described, key):
         """Whether to stop recording because numbers outside ``argnums`` take a new value on
@@ -6202,8 +6236,14 @@ class Replayed:
             "argnums to have them followed instead (their gradients are then computed too)")
         return True
 
-    def _keep(self, key, program):
+    def _keep(self, key, program, others=()):
+        """``program`` (or why the signature ``key`` is traced) for ``key``; a program keeps
+        ``others``, the signature's programs recorded before it, to replay beside it."""
         self.programs[key] = program
         self.programs.move_to_end(key)
+        if type(program) is Program and others:
+            self.others[key] = list(others[:PER_SIGNATURE - 1])
+        else:
+            self.others.pop(key, None)
         while len(self.programs) > CACHE_SIZE:
-            self.programs.popitem(last=False)
+            self.others.pop(self.programs.popitem(last=False)[0], None)
