@@ -2019,3 +2019,30 @@ def test_counts_of_the_zeros_of_a_sparse_matrix_replay(read):
     replaying = replays_as_traced(f, [(_PATTERNED,), (_PATTERNED * 1.5,), (other,),
                                       (other * 0.5,), (other * 2.0,)])
     assert _replays(replaying) >= 1
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.special.logsumexp of complex values (holomorphic: SciPy's log of the complex sum), as
+# scipy.stats.loguniform's moments take it (log(b^n - a^n) by a sum with a term shifted by πi)
+
+
+def _complex_logsumexp(x):
+    a = x[:3] + 1j * x[3:]
+    y = scipy.special.logsumexp(a, b=np.array([1.0, -0.5, 2.0]) + 0.25j * x[0])
+    return np.real(y) * 2.0 + np.imag(y)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda s: scipy.stats.loguniform.mean(0.5 * s, 5.0 * s), np.array(1.3)),
+    (lambda s: scipy.stats.loguniform.moment(2, s[0], s[1]), np.array([0.7, 2.5])),
+    (_complex_logsumexp, np.array([0.3, -1.2, 0.8, 2.0, -0.4, 1.1])),
+], ids=["loguniform mean", "loguniform moment", "logsumexp"])
+def test_logsumexp_of_complex_values(f, x):
+    check(f, x, replay=False)
+
+
+def test_logsumexp_of_complex_values_with_its_sign_refused():
+    with pytest.raises(UnsupportedOperationError, match=r"return_sign=True\) of complex"):
+        mutad.gradient(lambda x: scipy.special.logsumexp(x + 1j, return_sign=True)[0].sum(),
+                       np.array([0.5, 1.0]))
+

@@ -993,8 +993,8 @@ def _reduced_axes(a, axis, b):
 
 def _logsumexp_vanished(y_kept):
     """Where y is -inf, every term vanished: decided when y is computed (a pullback may see y
-    restored up to rounding)."""
-    return np.isneginf(y_kept)
+    restored up to rounding). (Of complex values, y's real part.)"""
+    return np.isneginf(np.real(y_kept))
 
 
 def _logsumexp_partials(a, b, vanished, axes):
@@ -1007,13 +1007,16 @@ def _logsumexp_partials(a, b, vanished, axes):
     each), and is inf - inf beside an infinity. Where m is +inf the terms at m share it as
     b_i / Σ b_j, their limits. Where every term vanished (y = -inf) no entry has any weight;
     a term SciPy leaves out (b_i = 0) has none either, even at a_i = inf.
+
+    Of complex values (SciPy's principal logarithm of the complex sum: holomorphic in a and
+    b) the same shares, complex, m the largest real part, as SciPy shifts by.
     """
     kept = a if b is None else np.where(b == 0, -np.inf, a)
-    top = np.max(kept, axis=axes, keepdims=True, initial=-np.inf)  # (-inf: no terms)
+    top = np.max(np.real(kept), axis=axes, keepdims=True, initial=-np.inf)  # (-inf: no terms)
     infinite = np.isposinf(top)
     level = np.where(infinite | np.isneginf(top), 0.0, top)  # (a NaN top: NaN partials)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where the top is inf
-        shifted = np.where(infinite, np.isposinf(kept) * 1.0, np.exp(kept - level))
+        shifted = np.where(infinite, np.isposinf(np.real(kept)) * 1.0, np.exp(kept - level))
         weights = shifted if b is None else shifted * b
         total = np.sum(weights, axis=axes, keepdims=True)
         total = np.where(vanished, 1.0, total)
@@ -1025,8 +1028,23 @@ def _logsumexp_partials(a, b, vanished, axes):
     return da, db
 
 
+def _logsumexp_sign_of_complex(a, b, return_sign):
+    """Refuse ``return_sign=True`` of complex values: then y is log|s|, and the sign s/|s|,
+    neither of them holomorphic, as the rule's formulas are for complex values."""
+    if return_sign and (np.iscomplexobj(a) or np.iscomplexobj(b)):
+        raise UnsupportedOperationError(
+            "scipy.special.logsumexp(..., return_sign=True) of complex values: log|s| and the "
+            "phase s/|s| of the complex sum s are not complex-differentiable, and mutad "
+            "differentiates logsumexp of complex values as the holomorphic log(s). Call it "
+            "without return_sign (y = logsumexp(a) is log(s), np.real(y) log|s|).")
+
+
+logsumexp.complex_values = HOLOMORPHIC  # (the softmax's shares hold for complex values)
+
+
 @logsumexp.rule
 def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
+    _logsumexp_sign_of_complex(a, b, return_sign)
     result = logsumexp(a, axis, b, keepdims, return_sign)
     y = result[0] if return_sign else result
     axes = _reduced_axes(a, axis, b)
@@ -1054,6 +1072,7 @@ def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @logsumexp.jvp_rule
 def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=False):
+    _logsumexp_sign_of_complex(a, b, return_sign)
     result = logsumexp(a, axis, b, keepdims, return_sign)
     y = result[0] if return_sign else result
     axes = _reduced_axes(a, axis, b)
