@@ -2046,3 +2046,13 @@ def test_logsumexp_of_complex_values_with_its_sign_refused():
         mutad.gradient(lambda x: scipy.special.logsumexp(x + 1j, return_sign=True)[0].sum(),
                        np.array([0.5, 1.0]))
 
+
+# ----------------------------------------------------------------------------------------------
+# SciPy's formulas called as SciPy calls them, their arguments broadcast and raveled
+# (norminvgauss._sf iterates over zip(x, a, b): it stopped on 0-d shapes)
+
+
+def test_scipys_formulas_on_raveled_arguments():
+    check(lambda p: scipy.stats.norminvgauss.sf(0.3, p[0], p[1]), np.array([1.5, 0.4]),
+          rtol=1e-5, replay=False)
+

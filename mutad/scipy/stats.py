@@ -1762,8 +1762,11 @@ def _formula(scipy, name):
     formula = getattr(scipy, f"_{name}")
 
     def run(z, *shapes):
+        # (SciPy calls its formulas with the arguments broadcast together, each raveled, as
+        # ``argsreduce`` gives them: some read them so, norminvgauss._sf's zip(x, a, b))
+        shape = np.broadcast_shapes(np.shape(z), *(np.shape(s) for s in shapes))
         try:
-            return formula(z, *shapes)
+            value = formula(*(np.ravel(v) for v in np.broadcast_arrays(z, *shapes)))
         except MutadError:
             raise
         except (TypeError, AttributeError) as error:
@@ -1771,6 +1774,7 @@ def _formula(scipy, name):
                 f"scipy.stats.{scipy.name}.{name} of differentiated arguments: SciPy's formula "
                 f"for it does not run on arrays mutad follows ({error}). Pass the arguments "
                 "through mutad.stop_gradient, or write the function with NumPy.") from error
+        return value if np.ndim(value) == 0 else np.reshape(value, shape)
 
     return run
 
