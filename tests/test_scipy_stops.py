@@ -2056,3 +2056,18 @@ def test_scipys_formulas_on_raveled_arguments():
     check(lambda p: scipy.stats.norminvgauss.sf(0.3, p[0], p[1]), np.array([1.5, 0.4]),
           rtol=1e-5, replay=False)
 
+
+# ----------------------------------------------------------------------------------------------
+# Inverse distribution functions SciPy computes with compiled code: the derivative from the
+# forward function's density and partials at the solution (fdtri, scipy.stats.f.ppf's;
+# skewnorm.ppf's own inverse)
+
+
+@pytest.mark.parametrize("f, x", [
+    (lambda v: scipy.special.fdtri(v[0], v[1], v[2]), np.array([3.0, 7.5, 0.3])),
+    (lambda v: scipy.stats.f.ppf(v[2], v[0], v[1], scale=2.0), np.array([4.5, 6.0, 0.8])),
+    (lambda v: np.sum(scipy.stats.skewnorm.ppf(v[:2], v[2], v[3], v[4])),
+     np.array([0.3, 0.7, -2.5, 0.2, 1.4])),
+], ids=["fdtri", "f.ppf", "skewnorm.ppf"])
+def test_inverse_distribution_functions(f, x):
+    check(f, x, rtol=1e-5)
