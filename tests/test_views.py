@@ -670,3 +670,36 @@ def test_a_function_numpy_answers_with_its_argument_gives_the_argument():
     for scale in (1.0, 2.0):
         assert replaying(u * scale).tobytes() == \
             mutad.grad(returns_its_argument)(u * scale).tobytes()
+
+
+OUTSIDE = np.arange(4.0)
+
+
+@pytest.mark.parametrize("other", [
+    lambda x: 3.0, lambda x: np.float32(2.5), lambda x: OUTSIDE, lambda x: np.ones((2, 1)),
+], ids=["python float", "numpy scalar", "global array", "new array"])
+def test_broadcast_arrays_of_a_constant_beside_a_traced_array(other):
+    """Regression: the broadcast of a plain argument beside a traced one (the output of a
+    number, of an array made before the differentiation or inside it) came back a new traced
+    array, recorded as a result of the traced one; it is a constant, as on constants alone, and
+    NumPy's values. A replay redoes the number's array."""
+    def f(x, c=1.0):
+        a, b = np.broadcast_arrays(x, other(x) * c if np.ndim(other(x)) == 0 else other(x))
+        # (reverse mode's traced arrays show their buffer: a constant's is marked so)
+        assert not hasattr(a, "buffer") or not a.buffer.constant
+        assert not hasattr(b, "buffer") or b.buffer.constant
+        w = b.copy()
+        w[..., 0] = x[1]  # a constant takes a traced value
+        return (a * w).sum()
+
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    before = x.tobytes()
+    # (f is of degree two: central differences are exact but for rounding)
+    expected = np.array([(f(x + d) - f(x - d)) / 2.0 for d in np.eye(4)])
+    (g,) = mutad.gradient(f, x)
+    np.testing.assert_allclose(g, expected, rtol=1e-6)
+    np.testing.assert_allclose(mutad.jvp(f, (x,), (np.eye(4)[1],))[1], expected[1], rtol=1e-6)
+    replayed = mutad.grad(f, replay=True)
+    for c in (1.0, 2.0, 2.0):
+        np.testing.assert_allclose(replayed(x, c=c), mutad.gradient(lambda x: f(x, c), x)[0])
+    assert x.tobytes() == before

@@ -1314,10 +1314,14 @@ def _element_plan(pattern):
 # Functions with pure rules
 
 
-def _output(tape, y, leaves):
+def _output(tape, y, leaves, sources=()):
     """Wrap one output of a pure rule; returns ``(wrapped, is_fresh_buffer)``. (Under nested
-    differentiation the output is an array an outer tape traces; it is wrapped the same way.)"""
-    if type(y) is NDARRAY and y.base is None and y.dtype.kind in "fc":
+    differentiation the output is an array an outer tape traces; it is wrapped the same way.)
+    ``sources``: the call's arguments, given for the outputs of a rule with several, one of
+    which may be an untraced argument or a view of its memory (``np.broadcast_arrays(x, c)``'s
+    second): its values are that argument's, so it stays what it is on constants alone
+    (``constant_result``): a plain array's view plain, a constant's view a constant."""
+    if type(y) is NDARRAY and y.base is None and y.dtype.kind in "fc" and not sources:
         # (a plain float array of its own memory, a product's or a reduction's, answered first:
         # the questions below come to ``fresh`` unless it is an input's very array)
         for t in leaves:
@@ -1341,6 +1345,14 @@ def _output(tape, y, leaves):
                 return t, False
             if itself(y, t.value):  # the input itself: the same place
                 return Traced(y, t.buffer, tape, t.whole), False
+        if sources:
+            root = owner(y)
+            for x in sources:
+                if type(x) is np.ndarray and owner(x) is root:
+                    return y, False
+                if type(x) is Traced and x.tape is tape and x.buffer.constant \
+                        and owner(x.value) is root:
+                    return view_of(x, y, tape), False
         if memory(y).base is not None:
             root = owner(y)
             for t in leaves:
@@ -1399,7 +1411,7 @@ def apply_function(name, rule, args, kwargs, tape=None, ran=None):
     for v in kwargs.values():
         freeze(tape, v)
     if isinstance(y, (tuple, list)):
-        outputs = [_output(tape, yi, leaves) for yi in y]
+        outputs = [_output(tape, yi, leaves, args) for yi in y]
         items = [w for w, _ in outputs]
         # Named tuples (eigh's EighResult) take their fields as separate arguments.
         result = type(y)(*items) if hasattr(y, "_fields") else type(y)(items)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ..core.allocation import lists_as_arrays
+from ..core.allocation import allocate, lists_as_arrays
 from ..core import devices
 from ..core.devices import is_device, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
@@ -565,6 +565,21 @@ def broadcast_arrays(*args, subok=False):
                      for dy, shape in zip(dys, shapes, strict=True))
 
     return ys, back
+
+
+@defcomposite(np.broadcast_arrays)
+def broadcast_arrays_of_numbers(*args, subok=False):
+    """The float numbers among the arguments made arrays first, as NumPy makes them
+    (constants of the differentiations, as the user's ``np.array(3.0)``), so that their
+    broadcasts are views of constants the rule is given, constants too beside the traced
+    arguments' (NumPy's array made inside the rule would be a new result, traced)."""
+    if not any(isinstance(x, _NUMBERS) for x in args):
+        return NotImplemented
+    return np.broadcast_arrays(*(allocate(np.array(x), (np.array, (x,), {}))
+                                 if isinstance(x, _NUMBERS) else x for x in args), subok=subok)
+
+
+_NUMBERS = (float, complex, np.inexact)  # (an integer's broadcast is no derivative's)
 
 
 @defjvp(np.broadcast_arrays)

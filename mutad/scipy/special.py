@@ -50,12 +50,13 @@ from scipy.special import (
     spence, struve,
     chdtr, chdtrc, ellipeinc, ellipkinc, erfi, gammainccinv, gammaincinv, gdtr, gdtrc, hyp1f1,
     ndtri_exp, powm1, voigt_profile, wofz, lpmv, hyperu,
-    cosm1, cotdg, fdtr, fdtrc, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
+    cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
 )
 from scipy.special._ufuncs import (_beta_ppf, _lambertw, _nct_isf, _nct_pdf, _nct_sf,
-                                   _ncx2_isf, _ncx2_pdf, _ncx2_sf, _riemann_zeta, _zeta)
+                                   _ncx2_isf, _ncx2_pdf, _ncx2_sf, _riemann_zeta,
+                                   _skewnorm_ppf, _zeta)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -78,7 +79,7 @@ nondifferentiable(_special.gammasgn, _special.round)
 
 __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
-           "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "kn", "nbdtr", "nbdtrc",
+           "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "fdtri", "kn", "nbdtr", "nbdtrc",
            "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
            "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
@@ -398,6 +399,16 @@ def _betainc_da(y, a, b, x):
 
 def _betainc_db(y, a, b, x):
     return _numerics.betainc_db(a, b, x)
+
+
+def _skewnorm_density(z, a):
+    """The standard skew-normal density 2 φ(z) Φ(a z)."""
+    return np.exp(-0.5 * z * z) * (2.0 / math.sqrt(2.0 * math.pi)) * ndtr(a * z)
+
+
+def _skewnorm_owens_da(z, a):
+    """2 ∂T(z, a)/∂a, minus the skew-normal distribution function's partial in a."""
+    return np.exp(-0.5 * z * z * (1.0 + a * a)) / (math.pi * (1.0 + a * a))
 
 
 def _chi2_ddf(y, v, x):
@@ -722,6 +733,11 @@ elementwise(nbdtrc,    None, NoClosedForm("the number of successes n"),
 elementwise(fdtr,      _f_ddfn, _f_ddfd, lambda y, a, b, x: _f_density(a, b, x))
 elementwise(fdtrc,     _negated(_f_ddfn), _negated(_f_ddfd),
             lambda y, a, b, x: -_f_density(a, b, x))
+# x = fdtri(a, b, p) solves fdtr(a, b, x) = p: one over the density at x in p, and in a and b
+# minus fdtr's partial over it
+elementwise(fdtri,     lambda y, a, b, p: -_f_ddfn(None, a, b, y) / _f_density(a, b, y),
+            lambda y, a, b, p: -_f_ddfd(None, a, b, y) / _f_density(a, b, y),
+            lambda y, a, b, p: 1.0 / _f_density(a, b, y),                            uses="xy")
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, 1.0))
 elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
@@ -744,6 +760,16 @@ elementwise(betainccinv, _inverse_beta_dab(0), _inverse_beta_dab(1),
 elementwise(_beta_ppf,   lambda y, p, a, b: _beta_inverse_density(y, a, b),
             lambda y, p, a, b: _inverse_beta_dab(0)(y, a, b, p),
             lambda y, p, a, b: _inverse_beta_dab(1)(y, a, b, p),                      uses="xy")
+# scipy.stats.skewnorm.ppf's own (Boost's) inverse, x = _skewnorm_ppf(q, loc, scale, a) of the
+# distribution function Φ(z) - 2 T(z, a), z = (x - loc) / scale (Owen's T): one over the
+# density 2 φ(z) Φ(a z) / scale in q, 1 in loc, z in scale, and in a minus the distribution
+# function's partial over the density, ∂T/∂a = exp(-z² (1 + a²) / 2) / (2π (1 + a²))
+elementwise(_skewnorm_ppf, lambda y, q, loc, scale, a: scale / _skewnorm_density(
+                (y - loc) / scale, a),
+            lambda y, q, loc, scale, a: np.ones_like(y),
+            lambda y, q, loc, scale, a: (y - loc) / scale,
+            lambda y, q, loc, scale, a: scale * _skewnorm_owens_da((y - loc) / scale, a)
+            / _skewnorm_density((y - loc) / scale, a),                               uses="xy")
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _chi2_ddf, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _negated(_chi2_ddf), lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
@@ -993,8 +1019,8 @@ def _reduced_axes(a, axis, b):
 
 def _logsumexp_vanished(y_kept):
     """Where y is -inf, every term vanished: decided when y is computed (a pullback may see y
-    restored up to rounding)."""
-    return np.isneginf(y_kept)
+    restored up to rounding). (Of complex values, y's real part.)"""
+    return np.isneginf(np.real(y_kept))
 
 
 def _logsumexp_partials(a, b, vanished, axes):
@@ -1007,13 +1033,16 @@ def _logsumexp_partials(a, b, vanished, axes):
     each), and is inf - inf beside an infinity. Where m is +inf the terms at m share it as
     b_i / Σ b_j, their limits. Where every term vanished (y = -inf) no entry has any weight;
     a term SciPy leaves out (b_i = 0) has none either, even at a_i = inf.
+
+    Of complex values (SciPy's principal logarithm of the complex sum: holomorphic in a and
+    b) the same shares, complex, m the largest real part, as SciPy shifts by.
     """
     kept = a if b is None else np.where(b == 0, -np.inf, a)
-    top = np.max(kept, axis=axes, keepdims=True, initial=-np.inf)  # (-inf: no terms)
+    top = np.max(np.real(kept), axis=axes, keepdims=True, initial=-np.inf)  # (-inf: no terms)
     infinite = np.isposinf(top)
     level = np.where(infinite | np.isneginf(top), 0.0, top)  # (a NaN top: NaN partials)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where the top is inf
-        shifted = np.where(infinite, np.isposinf(kept) * 1.0, np.exp(kept - level))
+        shifted = np.where(infinite, np.isposinf(np.real(kept)) * 1.0, np.exp(kept - level))
         weights = shifted if b is None else shifted * b
         total = np.sum(weights, axis=axes, keepdims=True)
         total = np.where(vanished, 1.0, total)
@@ -1025,8 +1054,23 @@ def _logsumexp_partials(a, b, vanished, axes):
     return da, db
 
 
+def _logsumexp_sign_of_complex(a, b, return_sign):
+    """Refuse ``return_sign=True`` of complex values: then y is log|s|, and the sign s/|s|,
+    neither of them holomorphic, as the rule's formulas are for complex values."""
+    if return_sign and (np.iscomplexobj(a) or np.iscomplexobj(b)):
+        raise UnsupportedOperationError(
+            "scipy.special.logsumexp(..., return_sign=True) of complex values: log|s| and the "
+            "phase s/|s| of the complex sum s are not complex-differentiable, and mutad "
+            "differentiates logsumexp of complex values as the holomorphic log(s). Call it "
+            "without return_sign (y = logsumexp(a) is log(s), np.real(y) log|s|).")
+
+
+logsumexp.complex_values = HOLOMORPHIC  # (the softmax's shares hold for complex values)
+
+
 @logsumexp.rule
 def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
+    _logsumexp_sign_of_complex(a, b, return_sign)
     result = logsumexp(a, axis, b, keepdims, return_sign)
     y = result[0] if return_sign else result
     axes = _reduced_axes(a, axis, b)
@@ -1054,6 +1098,7 @@ def _logsumexp_rule(a, axis=None, b=None, keepdims=False, return_sign=False):
 
 @logsumexp.jvp_rule
 def _logsumexp_jvp(tangents, a, axis=None, b=None, keepdims=False, return_sign=False):
+    _logsumexp_sign_of_complex(a, b, return_sign)
     result = logsumexp(a, axis, b, keepdims, return_sign)
     y = result[0] if return_sign else result
     axes = _reduced_axes(a, axis, b)

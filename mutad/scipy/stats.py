@@ -107,9 +107,6 @@ from scipy.stats._continuous_distns import _remove_optimizer_parameters
 from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
 from scipy.stats import _kde
 from scipy.stats import _stats as _compiled
-from scipy.stats import _continuous_distns as _continuous
-import scipy.special as _special
-from scipy.special import _ufuncs as _special_ufuncs
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
@@ -585,28 +582,6 @@ def _vonmises_standard_cdf(self, x, kappa):  # (SciPy's vonmises._cdf, whose fun
 
 
 defmethod(type(_stats.vonmises), "_cdf", _vonmises_standard_cdf)
-
-
-# SciPy's noncentral chi-squared formulas take the central distribution's where nc = 0 by
-# ``apply_where``, which broadcasts the constant degrees of freedom beside the differentiated
-# points into arrays mutad follows, and mutad has no derivative in them: the same branches
-# by ``np.where``, each reading safe values where the other is taken (the values are SciPy's
-# own call's; these give their derivatives).
-def _noncentral_chi2(noncentral, central):
-    def formula(self, x, df, nc):
-        inside = nc != 0
-        with np.errstate(over="ignore"):
-            return np.where(inside, noncentral(x, df, np.where(inside, nc, 1.0)),
-                            central(x, df))
-    return formula
-
-
-for _name, _noncentral in (("_pdf", _special_ufuncs._ncx2_pdf), ("_cdf", _special.chndtr),
-                           ("_sf", _special_ufuncs._ncx2_sf), ("_ppf", _special.chndtrix),
-                           ("_isf", _special_ufuncs._ncx2_isf),
-                           ("_logpdf", _continuous._ncx2_log_pdf)):
-    defmethod(type(_stats.ncx2), _name, _noncentral_chi2(
-        _noncentral, getattr(_stats.chi2, _name)))
 
 
 def _integral_count(n):
@@ -1787,8 +1762,11 @@ def _formula(scipy, name):
     formula = getattr(scipy, f"_{name}")
 
     def run(z, *shapes):
+        # (SciPy calls its formulas with the arguments broadcast together, each raveled, as
+        # ``argsreduce`` gives them: some read them so, norminvgauss._sf's zip(x, a, b))
+        shape = np.broadcast_shapes(np.shape(z), *(np.shape(s) for s in shapes))
         try:
-            return formula(z, *shapes)
+            value = formula(*(np.ravel(v) for v in np.broadcast_arrays(z, *shapes)))
         except MutadError:
             raise
         except (TypeError, AttributeError) as error:
@@ -1796,6 +1774,7 @@ def _formula(scipy, name):
                 f"scipy.stats.{scipy.name}.{name} of differentiated arguments: SciPy's formula "
                 f"for it does not run on arrays mutad follows ({error}). Pass the arguments "
                 "through mutad.stop_gradient, or write the function with NumPy.") from error
+        return value if np.ndim(value) == 0 else np.reshape(value, shape)
 
     return run
 
