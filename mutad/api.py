@@ -24,7 +24,7 @@ from .engines import forward, session
 from .core.allocation import allocate
 from .core.arguments import check_argnums
 from .core.debug import user_frames
-from .core.levels import Tracer
+from .core.levels import Tracer, handled
 from .listing import TapeListing
 from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
@@ -486,7 +486,8 @@ def _hvp(f, primals, tangents, argnums, policy):
 
     try:
         return gradient(over_forward, *primals, argnums=argnums, policy=policy)
-    except UnsupportedFunctionError:  # a decorated function with a reverse rule only
+    except UnsupportedFunctionError as error:  # a decorated function with a reverse rule only
+        handled(error)
         return gradient(over_reverse, *primals, argnums=argnums, policy=policy)
 
 
@@ -824,7 +825,8 @@ def _columns_in_batches(args, i, size, run, start=0, stop=None):
         tangents[i] = directions.reshape((count,) + x.shape)
         try:
             batch = run(tuple(tangents), count)
-        except Exception:
+        except Exception as error:  # (done another way, column by column)
+            handled(error)
             return None
         # (an integer output has no tangent, None: refused by name once f's value is known)
         columns.extend([None if leaf is None else leaf[b] for leaf in batch]
@@ -865,7 +867,8 @@ def _hessian_column(f, args, tangents, selected, policy):
 
     try:
         return session.jvp(gradient_of_f, args, tangents)[1]
-    except (UnsupportedFunctionError, ConversionError):  # a rule that does not dispatch
+    except (UnsupportedFunctionError, ConversionError) as error:  # a rule that does not dispatch
+        handled(error)
         return _hvp(f, args, tangents, selected, policy)
 
 

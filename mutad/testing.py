@@ -27,6 +27,7 @@ import numpy as np
 from .api import jvp, pullback
 from .custom import Adjoint, inplace_adjoint
 from .core.debug import user_frames
+from .core.levels import handled
 from .core.errors import (GradientCheckError, InvalidArgumentError, MutadError,
                           UnsupportedFunctionError)
 from .core.trees import arrays_within, flatten, is_inexact_array, is_inexact_scalar
@@ -208,9 +209,10 @@ def _check(f, args, settings, rng, order, depth=0, name="f"):
     if "fwd" in settings.modes:
         try:
             y, dy = jvp(program, tuple(args), _rebuilt(args, directions))
-        except UnsupportedFunctionError:  # a decorated function with a reverse rule only
+        except UnsupportedFunctionError as error:  # a decorated function with a reverse rule only
             if not settings.optional_fwd:
                 raise
+            handled(error)
         else:
             w = _cotangents(y, rng) if w is None else w
             analytic["forward mode"] = _dot(flatten(w)[0], flatten(dy)[0])
@@ -406,9 +408,10 @@ def check_rule(f: Adjoint, *args: Any, restore_rtol: float = 1e-8, rtol: float |
                 _check(program, variant, settings, np.random.default_rng(seed), 1)
             except GradientCheckError:
                 raise
-            except MutadError:
+            except MutadError as error:
                 if variant is args:
                     raise
+                handled(error)
                 continue  # the rule refuses this aliasing explicitly: allowed
             error = max(restoration or (), default=0.0)
             if policy == "checkpoint" and error != 0.0:

@@ -1036,6 +1036,52 @@ def test_a_refused_conversion_the_function_catches_is_not_let_pass(mode):
     assert x.tobytes() == before
 
 
+def _falls_back_from_zeta(x):
+    try:
+        z = scipy.special.zeta(2.0 + x[0])  # SciPy computes it; mutad refuses its derivative
+    except Exception:  # ... and the program would go on down another path than NumPy's
+        z = 0.0
+    return z + np.sum(x)
+
+
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "replay"])
+def test_a_refused_operation_the_function_catches_is_not_let_pass(mode):
+    """Regression: ``try: scipy.special.zeta(2 + x[0]) except Exception: z = 0.0`` (mutad
+    refuses the derivative in the exponent) took the fallback under mutad alone, giving
+    another value and gradient than NumPy's, silently."""
+    x = np.array([0.7, 1.3, 0.9])
+    before = x.tobytes()
+    with pytest.raises(errors.UnsupportedOperationError,
+                       match="caught an error mutad raised") as caught:
+        if mode == "gradient":
+            mutad.value_and_gradient(_falls_back_from_zeta, x)
+        elif mode == "jvp":
+            mutad.jvp(_falls_back_from_zeta, (x,), (np.ones(3),))
+        else:
+            mutad.value_and_grad(_falls_back_from_zeta, replay=True)(x)
+    assert "zeta" in str(caught.value)  # what was refused
+    assert isinstance(caught.value.__cause__, errors.UnsupportedOperationError)
+    assert x.tobytes() == before
+
+
+def test_a_refusal_caught_inside_a_nested_differentiation_is_not_let_pass():
+    """A refusal raised out of an inner differentiation into the outer function, which catches
+    it, ends the outer one as it ends a differentiation it is raised in."""
+    def outer(x):
+        try:
+            inner = mutad.gradient(_zeta_of_first, x * 2.0)
+        except mutad.MutadError:
+            inner = np.zeros(3)
+        return np.sum(inner * x)
+
+    with pytest.raises(errors.UnsupportedOperationError, match="caught an error mutad raised"):
+        mutad.gradient(outer, np.array([0.7, 1.3, 0.9]))
+
+
+def _zeta_of_first(x):
+    return scipy.special.zeta(2.0 + x[0]) + np.sum(x)
+
+
 def _calling_back(callback, x):
     """A routine of the kind SciPy's optimizers are, without a rule in mutad: it converts what
     its callback returns, and raises an error of its own from the failure."""

@@ -295,7 +295,8 @@ def test_a_nested_gradient_gives_back_an_index_array_the_outer_one_froze():
 
 def test_a_user_in_place_rule_nests_and_hvp_falls_back_to_nested_reverse():
     """The rule's back accumulates into shadows that the outer differentiation traces; with
-    no forward rule, hvp and hessian differentiate it by nested reverse mode."""
+    no forward rule, hvp and hessian differentiate it by nested reverse mode, inside an
+    enclosing differentiation too."""
     @mutad.inplace_adjoint(writes=("a",))
     def scale_(a, b):
         a *= b
@@ -320,6 +321,15 @@ def test_a_user_in_place_rule_nests_and_hvp_falls_back_to_nested_reverse():
     a, b = np.array([1.0, 2.0]), np.array([3.0, 0.5])
     mutad.check_grads(f, a, b, order=2)
     np.testing.assert_allclose(mutad.hessian(f, a, b), np.diag(2 * b * b))
+
+    # Regression: inside an enclosing differentiation, hvp's own fallback (the refusal of
+    # forward mode caught) was taken for the program going past a refusal, and raised.
+    def column_sums(v):
+        return mutad.hvp(f, (a, b), (v, np.zeros(2)))[0].sum()
+
+    v = np.array([1.0, -1.0])
+    np.testing.assert_allclose(mutad.gradient(column_sums, v)[0], (2 * b * b))
+    np.testing.assert_array_equal(v, [1.0, -1.0])
 
 
 # Nested gradients through every family of rules, with in-place updates in both levels ----------

@@ -13,6 +13,7 @@ error raised while NumPy converted an element) as the mutad error itself.
 """
 
 import gc
+import sys
 import threading
 
 import numpy as np
@@ -94,8 +95,10 @@ def run(differentiation, f, call, explain=None):
                 adopter.settle(holders)  # the caller's state as NumPy's run of f leaves it
                 if adopter.adopted:  # f returns an array it wrote into
                     result = adopted_views(result)
-            if len(ACTIVE.refusals) > refusals:
-                raise went_past(ACTIVE.refusals[refusals])
+            # (an error made, not raised, has no traceback: a refusal kept ready, say)
+            raised = [e for e in ACTIVE.refusals[refusals:] if e.__traceback__ is not None]
+            if raised:
+                raise went_past(raised[0])
             return result
         except MutadError:
             raise
@@ -110,20 +113,29 @@ def run(differentiation, f, call, explain=None):
                 raise clearer.with_traceback(error.__traceback__) from error  # the user's line
             raise
         finally:
+            # a refusal raised out of this differentiation, into an enclosing one's function,
+            # stays noted there
+            escaping = sys.exc_info()[1]
+            kept = [e for e in ACTIVE.refusals[refusals:] if e is escaping]
             del ACTIVE.refusals[refusals:]
             ACTIVE.running.pop()
-            if not ACTIVE.running:
+            if ACTIVE.running:
+                ACTIVE.refusals += kept
+            else:
                 ACTIVE.written.clear()
 
 
 def went_past(error):
-    """The error for a program that caught ``error``, a conversion mutad refused, and went on:
-    NumPy would have converted the value, so the program took another path than it takes
-    on NumPy's arrays, and its value and derivative would not be NumPy's."""
+    """The error for a program that caught ``error``, which refused what NumPy or SciPy would
+    have computed (a conversion, an operation or function mutad does not differentiate), and
+    went on: without mutad the program takes another path, so its value and derivative under
+    mutad would not be NumPy's."""
     refusal = type(error)(
         "the differentiated function caught an error mutad raised and went on (an `except "
-        "TypeError:` or `except Exception:` around a conversion, say), taking another path "
-        "than it takes without mutad, where the conversion succeeds. The error it caught: "
+        "Exception:` or `except TypeError:` around the call, say), taking another path than "
+        "it takes without mutad, where NumPy or SciPy computes what mutad refused: its value "
+        "and derivative would not be NumPy's. Let the error through (catch only the errors "
+        "NumPy raises), or do what it says instead. The error it caught: "
         f"{error}")
     refusal.__cause__ = error
     return refusal

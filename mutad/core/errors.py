@@ -20,6 +20,17 @@ __all__ = ["MutadError", "NonScalarOutputError", "UntracedWriteError", "Conversi
 class MutadError(Exception):
     """Base class of every error mutad raises: ``except mutad.MutadError`` catches them all."""
 
+    # Whether the error refuses what NumPy or SciPy would have computed: made while a
+    # differentiation runs, it is noted (``levels.refused``), and a program that catches it and
+    # goes on, down another path than NumPy's, ends with an error (``arguments.run``).
+    _refusal = False
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        if self._refusal:
+            from .levels import refused  # (levels, above this module, raises these errors)
+            refused(self)
+
 
 class NonScalarOutputError(MutadError, TypeError):
     """``gradient`` was asked to differentiate a function whose output is not a scalar.
@@ -41,6 +52,8 @@ class UntracedWriteError(MutadError, TypeError):
     function (or pass it as an argument).
     """
 
+    _refusal = True
+
 
 class ConversionError(MutadError, TypeError):
     """A traced array was converted to a plain ndarray or number (``complex()``, or
@@ -59,6 +72,8 @@ class ConversionError(MutadError, TypeError):
     path than NumPy's: the differentiation then ends with this error, quoting the one caught.
     """
 
+    _refusal = True
+
 
 class EscapedTracerError(MutadError, TypeError):
     """A traced or dual array was used after the differentiation that created it had ended.
@@ -76,6 +91,8 @@ class UnsupportedFunctionError(MutadError, NotImplementedError):
     with ``mutad.adjoint``, or compute the same thing with functions mutad differentiates.
     """
 
+    _refusal = True
+
 
 class UnsupportedArgumentError(MutadError, TypeError):
     """An argument holds arrays in a way mutad cannot follow, so it could not promise to give
@@ -87,6 +104,8 @@ class UnsupportedArgumentError(MutadError, TypeError):
     namedtuple, dataclass or plain object, or register the type with ``mutad.register_pytree``.
     """
 
+    _refusal = True
+
 
 class ComplexInputError(MutadError, TypeError):
     """Complex values reached something mutad does not differentiate for them.
@@ -95,6 +114,8 @@ class ComplexInputError(MutadError, TypeError):
     array), or a complex-valued function given to ``gradient``, which needs a real loss. The message names the function and what to do instead (take ``np.abs`` or
     ``np.real`` of a complex loss; use ``pullback`` for complex outputs).
     """
+
+    _refusal = True
 
 
 class InvalidArgumentError(MutadError, ValueError):
@@ -149,6 +170,8 @@ class UnsupportedOperationError(MutadError, NotImplementedError):
     x.resize(...) on a differentiated array
     """
 
+    _refusal = True
+
 
 class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
     """An attribute of an object standing for a traced value that mutad does not follow: a
@@ -159,6 +182,8 @@ class UnsupportedAttributeError(UnsupportedOperationError, AttributeError):
     Fix: the message names what is followed; compute with ``A.data`` (the traced stored
     values) or ``A.toarray()`` (a traced dense array).
     """
+
+    _refusal = False  # (NumPy and hasattr ask for attributes that may be missing)
 
 
 class UnsupportedArrayError(MutadError, TypeError):

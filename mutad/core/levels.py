@@ -32,8 +32,8 @@ class _Active(threading.local):
 
     def __init__(self):
         self.running = []
-        # The conversions refused while a differentiation runs (``refused``), until the call
-        # they were raised in has ended (``core.arguments.run``).
+        # The errors refusing what NumPy would compute, made while a differentiation runs
+        # (``refused``), until the call they were raised in has ended (``arguments.run``).
         self.refusals = []
         # What saves of traced values wrote to (``written``), until the outermost
         # differentiation of this thread has ended: a read of it is refused.
@@ -41,9 +41,11 @@ class _Active(threading.local):
 
 
 def refused(error):
-    """``error``, a conversion mutad refuses (NumPy would have made it), noted for the end of
-    the running differentiation: a program that catches it (``except TypeError``) goes on
-    along another path than NumPy's, which ``arguments.run`` does not let pass."""
+    """``error``, made to refuse what NumPy or SciPy would have computed (a conversion, an
+    operation or function mutad does not differentiate), noted for the end of the running
+    differentiation: a program that catches it (``except Exception``) goes on along another
+    path than NumPy's, which ``arguments.run`` does not let pass once it was raised. Every
+    such error notes itself as it is made (``MutadError._refusal``)."""
     if ACTIVE.running:
         ACTIVE.refusals.append(error)
     return error

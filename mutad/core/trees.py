@@ -40,6 +40,7 @@ from .errors import (InvalidArgumentError, MutadError,
                      UnsupportedArgumentError, UnsupportedArrayError)
 from .allocation import Preexisting, stand_in_value
 from .devices import is_device
+from .levels import handled
 from .views import writeable
 
 T = TypeVar("T")
@@ -262,7 +263,8 @@ def _refilled(x, keys, values):
 def _holds_arrays(x):
     try:
         leaves = flatten(x)[0]
-    except UnsupportedArgumentError:
+    except UnsupportedArgumentError as error:  # (an argument mutad refuses holds arrays)
+        handled(error)
         return True
     return any(isinstance(leaf, np.ndarray) or _array_like(leaf) for leaf in leaves)
 

@@ -35,7 +35,7 @@ from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handli
                           remember_refusal, scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
                            UnsupportedOperationError, UntracedWriteError, function_name)
-from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, innermost, refused,
+from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
@@ -1186,7 +1186,8 @@ class ArrayMethods(Tracer):
             if self.flags.c_contiguous:
                 try:
                     self.shape = new_shape
-                except UnsupportedOperationError:
+                except UnsupportedOperationError as error:
+                    handled(error)  # (refused again, saying what resize does)
                     self._refuse("x.resize(...) of an argument", "NumPy would reshape the "
                                  "caller's array, whose shape stays. Make a new array: "
                                  "x = x.reshape(shape).")
@@ -2314,17 +2315,17 @@ def conversion_error(what):
         fix = LIST_FIX  # NumPy's own function, not dispatched to: a traced value inside a list
     user = _outside(frame, ("numpy", "mutad", "scipy"))
     if user is None or user is frame:
-        return refused(ConversionError(
+        return ConversionError(
             f"a traced array was converted to a plain array by {what}{where}, which would cut "
-            f"its gradient. {fix}"))
+            f"its gradient. {fix}")
     called = _called(user) or "a library function"
     equivalent = _mutad_equivalent(user, called)
-    return refused(ConversionError(
+    return ConversionError(
         f"a traced array was converted to a plain array by {what}{where}, called through "
         f"{called} in {user.f_globals.get('__name__', '?')}.{user.f_code.co_name}, which would "
         "cut its gradient. "
         + (f"Call {equivalent} instead, which mutad differentiates. " if equivalent else "")
-        + (fix if fix is MASKED_FIX else CONVERSION_FIX)))  # (scipy.stats.mstats: np.ma's)
+        + (fix if fix is MASKED_FIX else CONVERSION_FIX))  # (scipy.stats.mstats: np.ma's)
 
 
 def _plain_method(what):

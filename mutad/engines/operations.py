@@ -52,7 +52,7 @@ from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotang
                       check_alias, constant_result, ended, freeze, fresh, fresh_value, innermost,
                       keep, locate, place_at, place_of, plain, private, recipe,
                       view_of)
-from ..core.levels import ACTIVE, escaped
+from ..core.levels import ACTIVE, escaped, handled
 from ..core.shadows import Buffer, Place, lendable, overlapping, scalar_buffer, zeros
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
@@ -316,7 +316,8 @@ def _fast_plan(ufunc, pattern, count):
     elif rule is not None and count == ufunc.nin:
         try:
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
-        except Exception:  # noqa: BLE001 (the general path raises it, where it does)
+        except Exception as error:  # noqa: BLE001 (the general path raises it, where it does)
+            handled(error)
             traced = None
         if traced:
             plan = _FastPlan(rule, count, pattern, traced, reads, state,
@@ -835,7 +836,8 @@ def _fast_write_plan(ufunc, pattern, apart=False):
     if rule is not None:
         try:
             traced, reads, state = differentiable(ufunc, rule, pattern, count)
-        except Exception:  # noqa: BLE001 (the general path raises it, where it does)
+        except Exception as error:  # noqa: BLE001 (the general path raises it, where it does)
+            handled(error)
             traced = None
         if not traced and rule is ASSIGNMENT and pattern == 0:
             state = None  # (a number assigned: no gradient reaches it, as ``_write_elementwise``

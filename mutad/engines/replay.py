@@ -121,7 +121,7 @@ from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathere
                           differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
-from ..core.levels import ACTIVE
+from ..core.levels import ACTIVE, handled
 from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
@@ -4081,6 +4081,7 @@ class Program:
             except Exception as error:  # tracing raises too, or Python takes another path
                 if STRICT and isinstance(error, (NameError, AttributeError)):
                     raise  # mutad's own mistake, not the program's
+                handled(error)  # (the call is traced again, raising where f does)
                 raise GuardFailed from error
             if (heard.kinds or self.kinds) and not _same_events(heard.kinds, self.kinds):
                 raise GuardFailed  # what Python may have acted on, or warns about
@@ -6152,6 +6153,7 @@ class Replayed:
                                         isinstance(error, _REFUSALS_OF_TRACED)) or (
                     STRICT and isinstance(error, (NameError, AttributeError))):
                 raise
+            handled(error)  # (traced again, it raises where f does)
             first = str(error).split(". ")[0]
             refused = (f"a rule refused an array outside argnums, which a recording follows as "
                        f"an input of the program ({first})"

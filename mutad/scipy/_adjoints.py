@@ -24,7 +24,7 @@ from ..custom import Adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
                           UnsupportedOperationError)
 from ..core.debug import Warnings
-from ..core.levels import ACTIVE, innermost
+from ..core.levels import ACTIVE, handled, innermost
 from ..core.views import wrapped
 from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
@@ -202,7 +202,8 @@ def _reads_what_it_overwrites(fn, bound, names, result):
     try:
         probe = inspect.BoundArguments(bound.signature, {k: shared(v) for k, v in plain.items()})
         again = fn(*probe.args, **probe.kwargs)
-    except Exception:
+    except Exception as error:  # (a probe of mutad's own: not the program's path)
+        handled(error)
         return True
     ys, expected = _array_leaves(again), _array_leaves(result)
     return len(ys) != len(expected) or any(
@@ -224,7 +225,8 @@ def _writes_into(fn, bound, arguments, name, copy):
     probe = inspect.BoundArguments(bound.signature, {**arguments, name: generic})
     try:
         fn(*probe.args, **probe.kwargs)
-    except Exception:
+    except Exception as error:  # (a probe of mutad's own: not the program's path)
+        handled(error)
         return True  # (not known: as if it did)
     return generic.tobytes(order="A") != before.tobytes(order="A")
 
@@ -589,7 +591,8 @@ def following_scipys_code(function, args, kwargs):
         try:  # (a traced number's plain value is a 0-d array: the number, as it was indexed)
             function(*_plain(args, numbers=True),
                      **{k: _plain(v, numbers=True) for k, v in kwargs.items()})
-        except Exception:
+        except Exception as probed:
+            handled(probed)  # (a probe of mutad's own: the error raised is the first)
             raise error from None  # (SciPy's own error, of the plain values too)
         raise _not_followed(function, f"raised {type(error).__name__} ({error}) where the "
                             "plain values pass") from error

@@ -220,7 +220,7 @@ from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
-from ..core.levels import ACTIVE, WRAPPERS, innermost
+from ..core.levels import ACTIVE, WRAPPERS, handled, innermost
 from ..core.registry import HOLOMORPHIC, RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
@@ -914,7 +914,8 @@ class _Iterative(_Solver):
         if isinstance(matrix, _splinalg.LinearOperator):
             try:
                 matrix.rmatvec(np.zeros(matrix.shape[0], matrix.dtype))
-            except NotImplementedError:
+            except NotImplementedError as error:  # (SciPy's, or a refusal of mutad's)
+                handled(error)
                 return _transposed_by_pullback(matrix, f"scipy.sparse.linalg.{self.method}")
             return matrix.T
         return matrix.T
@@ -1021,7 +1022,8 @@ def _transposed_preconditioner(M):
     M = _splinalg.aslinearoperator(M)
     try:
         M.rmatvec(np.zeros(M.shape[0], M.dtype))
-    except NotImplementedError:
+    except NotImplementedError as error:  # (SciPy's, or a refusal of mutad's)
+        handled(error)
         return None
     return M.T
 
@@ -1658,7 +1660,8 @@ class TracedSparse(_ComparedByValue):
             held[()] = self
             try:
                 return ufunc(held)
-            except Exception:
+            except Exception as error:
+                handled(error)
                 # where SciPy's matrix fails too (np.exp(A): it has no method exp), SciPy's
                 # error, which names its class
                 held[()] = self.layout.probe()
@@ -1958,9 +1961,10 @@ class TracedSparse(_ComparedByValue):
             warnings.simplefilter("ignore", _sparse.SparseEfficiencyWarning)
             try:
                 numbered[key] = labels if shape else labels[()]
-            except Exception:
+            except Exception as error:
                 if not summed:
                     raise
+                handled(error)
         if summed:
             self.sum_duplicates()  # as SciPy's does, in place; then its write
             return self.__setitem__(key, value, warns)
@@ -5549,7 +5553,8 @@ class _OperatorSolve:
             if transposed and self.method not in _Iterative.SYMMETRIC:
                 try:
                     operator.rmatvec(np.zeros(operator.shape[0], operator.dtype))
-                except NotImplementedError:
+                except NotImplementedError as error:  # (SciPy's, or a refusal of mutad's)
+                    handled(error)
                     operator = _transposed_by_pullback(operator, self.name)
                 else:
                     operator = operator.T
