@@ -16,8 +16,10 @@ from test_recompute import leapfrog, peak_bytes as peak, sweeps
 
 
 def replays(replaying):
-    """The calls replayed so far, over every program of ``replaying``."""
-    return sum(p.replays for p in replaying.programs.values() if type(p) is Program)
+    """The calls replayed so far, over every program of ``replaying`` (each signature's
+    most recently used and the others it keeps)."""
+    kept = [*replaying.programs.values(), *(p for ps in replaying.others.values() for p in ps)]
+    return sum(p.replays for p in kept if type(p) is Program)
 
 
 def chained_writes(replaying):
