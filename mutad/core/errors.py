@@ -25,7 +25,7 @@ class MutadError(Exception):
     # goes on, down another path than NumPy's, ends with an error (``arguments.run``).
     _refusal = False
 
-    def __init__(self, *args):
+    def __init__(self, *args: object) -> None:
         super().__init__(*args)
         if self._refusal:
             from .levels import refused  # (levels, above this module, raises these errors)
