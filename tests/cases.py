@@ -26,7 +26,8 @@ import scipy.special as special
 from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)'s ufunc
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
-from scipy.special._ufuncs import _nct_pdf, _ncx2_pdf  # scipy.stats.nct's and ncx2's densities
+from scipy.special._ufuncs import (  # scipy.stats' own ncx2, nct and skewnorm functions
+    _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf, _skewnorm_ppf)
 
 from strategies import (
     Domain,
@@ -220,6 +221,7 @@ above_half = Domain("above_half", 0.6, 3.0)
 bessel_argument = Domain("bessel_argument", 0.5, 3.0)
 exponent = Domain("exponent", -1.5, 1.5)
 probability = Domain("probability", 0.05, 0.95)
+both_halves = Domain("both_halves", 0.6, 0.9)  # (above_half and probability both)
 negative_non_integer = Domain("negative_non_integer", -2.8, -2.2)
 elliptic_parameter = Domain("elliptic_parameter", -1.5, 0.9)
 
@@ -366,10 +368,29 @@ UFUNC_CASES += [
     _first(special.gdtrc,     (above_half, above_half), settings=((0, 0.7),), label="b"),
     _first(special.fdtr,      (above_half, above_half), settings=((2, 1.2),)),
     _first(special.fdtrc,     (above_half, above_half), settings=((2, 0.8),)),
-    # the noncentral chi-squared and t densities, in x and the noncentrality, their degrees
-    # of freedom held constant (their distribution functions and quantiles: test_stats.py)
+    # the noncentral chi-squared and t functions, in x (or the probability) and the
+    # noncentrality, their degrees of freedom held constant
     Case(_ncx2_pdf,         (above_half, above_half), settings=((1, 3.5),)),
+    Case(_ncx2_sf,          (above_half, above_half), settings=((1, 3.5),)),
+    Case(special.chndtr,    (above_half, above_half), settings=((1, 2.5),)),
+    Case(_ncx2_isf,         (probability, above_half), settings=((1, 3.5),), alias=both_halves),
+    Case(special.chndtrix,  (probability, above_half), settings=((1, 2.5),), alias=both_halves),
     Case(_nct_pdf,          (real, real),          settings=((1, 4.5),)),
+    Case(_nct_sf,           (real, real),          settings=((1, 4.5),)),
+    Case(special.nctdtr,    (real, real),          settings=((0, 5.5),)),
+    Case(_nct_isf,          (probability, real),   settings=((1, 4.5),), alias=probability),
+    Case(special.nctdtrit,  (real, probability),   settings=((0, 5.5),), alias=probability),
+    # inverse distribution functions, in every argument
+    # (their second derivatives in a degree of freedom are refused, as chdtr's and fdtr's)
+    Case(special.chdtri,    (probability,), settings=((0, 2.5),)),
+    _first(special.chdtri,  (above_half, probability), alias=both_halves),
+    Case(special.fdtri,     (probability,), settings=((0, 3.0), (1, 5.0))),
+    _first(special.fdtri,   (above_half, probability), settings=((1, 5.0),), alias=both_halves),
+    _first(special.fdtri,   (above_half, probability), settings=((0, 3.0),), alias=both_halves),
+    Case(_skewnorm_ppf,     (probability, real), settings=((1, 0.3), (2, 1.4)),
+         alias=probability),
+    Case(_skewnorm_ppf,     (real, above_half), settings=((0, 0.4), (3, 0.7)),
+         alias=above_half),
     Case(special.struve,    (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.struve,    (real,),               settings=((0, 2.0),)),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),

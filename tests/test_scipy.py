@@ -235,9 +235,10 @@ def as_tuple(result):
 # the functions without a complex rule refuse them. scipy.special's ufuncs have complex rows
 # in tests/cases.py's COMPLEX_UFUNC_CASES; the factorizations are tested elsewhere.
 COMPLEX_CASES = [complexified(c) for c in SIGNAL_CASES if c.name.startswith("convolve")] + [
-    complexified(c) for c in LINALG_CASES if c.name in ("expm", "expm_stack")]
+    complexified(c) for c in LINALG_CASES if c.name in ("expm", "expm_stack")] + [
+    complexified(c) for c in SPECIAL_CASES if c.name == "logsumexp_weights"]  # (log(s): holomorphic)
 COMPLEX_REFUSED = [complexified(c) for c in SPECIAL_CASES + SIGNAL_CASES
-                   if c.name in ("softmax", "log_softmax_axis", "logsumexp_weights", "lfilter_iir",
+                   if c.name in ("softmax", "log_softmax_axis", "lfilter_iir",
                                  "lfilter_fir_zi")]
 
 

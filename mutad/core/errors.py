@@ -24,12 +24,14 @@ class MutadError(Exception):
     # differentiation runs, it is noted (``levels.refused``), and a program that catches it and
     # goes on, down another path than NumPy's, ends with an error (``arguments.run``).
     _refusal = False
+    # ``levels.refused``, which ``core.levels`` (above this module: it raises these errors)
+    # puts here when it is imported
+    _note_refusal: "staticmethod | None" = None
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
-        if self._refusal:
-            from .levels import refused  # (levels, above this module, raises these errors)
-            refused(self)
+        if self._refusal and MutadError._note_refusal is not None:
+            MutadError._note_refusal(self)
 
 
 class NonScalarOutputError(MutadError, TypeError):

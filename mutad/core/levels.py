@@ -18,7 +18,7 @@ This module knows nothing about arrays.
 import itertools
 import threading
 
-from .errors import EscapedTracerError
+from .errors import EscapedTracerError, MutadError
 
 LEVELS = itertools.count()
 """Every differentiation takes the next level: a later, inner one handles the operations that
@@ -60,6 +60,7 @@ def handled(error):
 
 
 ACTIVE = _Active()
+MutadError._note_refusal = staticmethod(refused)  # (errors made while one runs: noted)
 
 
 WRAPPERS = set()

@@ -1345,10 +1345,12 @@ def _referenced(function, np):
     for name in sorted(names):
         if name in namespace:
             found.append(namespace[name])
-        if namespace.get("np") is np and hasattr(np, name):
-            found.append(getattr(np, name))
-        if "linalg" in names and hasattr(np.linalg, name):
-            found.append(getattr(np.linalg, name))
+        # (NumPy's own attributes: ``vars``, not ``getattr``, which warns of names NumPy
+        # deprecated, ``np.object``)
+        if namespace.get("np") is np and name in vars(np):
+            found.append(vars(np)[name])
+        if "linalg" in names and name in vars(np.linalg):
+            found.append(vars(np.linalg)[name])
     return [value for value in found if callable(value)]
 
 

@@ -6200,15 +6200,18 @@ class Replayed:
     def _first_that_holds(self, key, front, candidates, flat, modes):
         """``(value, gradients)`` of the first of ``candidates`` (programs of the signature
         ``key``, whose most recently used is ``front``) whose guards all hold on this call,
-        which becomes the most recently used; raises :class:`GuardFailed` (the last one's)
-        where none does."""
-        for i, program in enumerate(candidates):
+        which becomes the most recently used; raises :class:`GuardFailed` where none does
+        (the first failure that says why, for ``reasons``)."""
+        failed = None
+        for program in candidates:
             try:
                 answer = program.run(flat, modes)
                 break
-            except GuardFailed:
-                if i == len(candidates) - 1:
-                    raise
+            except GuardFailed as error:
+                if failed is None or error.args and not failed.args:
+                    failed = error
+        else:
+            raise failed
         if program is not front:  # (the others in the order they were last used)
             self.programs[key] = program
             self.others[key] = [p for p in candidates if p is not program]

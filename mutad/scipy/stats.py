@@ -49,8 +49,9 @@ valid stand-in to put in their place), and so is a formula that does not run on 
 closed form (its ``_entropy``, the asymptotic branches decided on the plain parameters as
 SciPy decides them) plus ``log(scale)``; of the other continuous distributions (``f``,
 ``genextreme``, ``vonmises``, ...) with the derivatives of SciPy's own ``_entropy`` followed on
-each element of the shapes (a closed form, or SciPy's quadrature of the density); the
-discrete ones' (a sum over the support) is refused. ``vonmises.cdf`` (SciPy's compiled series)
+each element of the shapes (the distribution's own ``_entropy``); SciPy's generic quadrature of
+the density (``skewnorm``, ``nct``: its integrand's derivative is infinite where the density
+underflows to 0) and the discrete ones' (a sum over the support) are refused. ``vonmises.cdf`` (SciPy's compiled series)
 has the derivatives of its series and normal approximation. ``norm.fit``, ``expon.fit`` and
 ``uniform.fit`` are SciPy's closed-form maximum likelihood fits, its steps on the
 differentiated data (``floc`` and ``fscale`` too); a fit a distribution's class writes itself (``gamma`` with ``floc`` or
@@ -238,7 +239,14 @@ class Univariate:
                 raise UnsupportedOperationError(
                     f"scipy.stats.{self.scipy.name}.entropy of differentiated parameters: SciPy "
                     "computes it by a sum over the support, which mutad does not follow; it "
-                    "follows the closed forms and quadratures of the continuous distributions.")
+                    "follows the closed forms of the continuous distributions.")
+            if type(self.scipy)._entropy is _stats.rv_continuous._entropy:
+                # (the integrand -p log p has an infinite derivative where the density
+                # underflows to 0, in the tails: its derivative there is not the limit's)
+                raise UnsupportedOperationError(
+                    f"scipy.stats.{self.scipy.name}.entropy of differentiated parameters: SciPy "
+                    "computes it by quadrature of the density, which mutad does not "
+                    "differentiate; it follows the distributions' own closed forms.")
             formula = self._scipys_entropy
         shapes, loc, scale = self.scipy._parse_args(*args, **kwargs)
         value = _ENTROPY_VALUES.setdefault(self.scipy.name, Value(
@@ -251,9 +259,9 @@ class Univariate:
         return result[()] if np.ndim(result) == 0 else result
 
     def _scipys_entropy(self, *shapes):
-        """The entropy of the standard distribution by SciPy's own ``_entropy`` (a closed form,
-        or its quadrature of the density), followed on each element of the shapes, as SciPy
-        calls it (``np.vectorize``)."""
+        """The entropy of the standard distribution by SciPy's own ``_entropy`` of the
+        distribution, followed on each element of the shapes, as SciPy calls it
+        (``np.vectorize``)."""
         if not shapes:
             return following_scipys_code(self.scipy._entropy, (), {})
         shape = np.broadcast_shapes(*(np.shape(s) for s in shapes))
