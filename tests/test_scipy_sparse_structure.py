@@ -212,6 +212,25 @@ ENTRYWISE = {  # each keeps A's stored entries, zero or not (tiny values: produc
 }
 
 
+def _stored_as_scipys(operation, dense, x, seen=lambda m: m):
+    """``operation`` of each kind of matrix made from ``dense(x)`` stores SciPy's entries and
+    values (``seen`` of them), its nnz and its sum SciPy's, bit for bit."""
+    for kind in (sp.csr_array, sp.csc_matrix, sp.coo_array, sp.bsr_array, sp.dia_matrix):
+        expected = operation(kind(dense(x)))
+        found = []
+
+        def f(x):
+            m = operation(kind(dense(x)))  # noqa: B023 (called at once)
+            found.append((m.value, m.nnz))  # noqa: B023
+            return m.sum()
+
+        value, _ = mutad.value_and_gradient(f, x)
+        (matrix, nnz), = found
+        assert structure(seen(matrix)) == structure(seen(expected)), kind
+        assert nnz == expected.nnz
+        assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
+
+
 @pytest.mark.parametrize("name", ENTRYWISE)
 def test_entrywise_result_of_a_dense_matrix_stores_scipys_entries(name):
     """SciPy's A.multiply(B), A * c, A.power(n), A.rint() ... store each entry A stores,
@@ -224,20 +243,7 @@ def test_entrywise_result_of_a_dense_matrix_stores_scipys_entries(name):
         return np.array([[x[0], 0.0, x[1]], [0.0, x[2], 0.0], [x[3], 0.0, 2.0 * x[0]]])
 
     x = np.array([0.3, 0.0, 1.1, 1e-200])
-    for kind in (sp.csr_array, sp.csc_matrix, sp.coo_array, sp.bsr_array, sp.dia_matrix):
-        expected = operation(kind(dense(x)))
-        found = []
-
-        def f(x):
-            m = operation(kind(dense(x)))  # noqa: B023 (called at once)
-            found.append((m.value, m.nnz))  # noqa: B023
-            return m.sum()
-
-        value, _ = mutad.value_and_gradient(f, x)
-        (matrix, nnz), = found
-        assert structure(matrix) == structure(expected), kind
-        assert nnz == expected.nnz
-        assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
+    _stored_as_scipys(operation, dense, x)
     mutad.check_grads(lambda x: operation(sp.csr_array(dense(x))).sum(), x)
 
 
@@ -281,23 +287,9 @@ def test_entrywise_result_with_inf_or_nan_leaves_out_scipys_entries(name):
     def dense(x):
         return np.array([[x[0], 0.0, x[1]], [0.0, x[2], 0.0], [x[3], 0.0, INF]])
 
-    x = np.array([0.3, 0.0, NAN, 1.5])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        for kind in (sp.csr_array, sp.csc_matrix, sp.coo_array, sp.bsr_array, sp.dia_matrix):
-            expected = operation(kind(dense(x)))
-            found = []
-
-            def f(x):
-                m = operation(kind(dense(x)))  # noqa: B023 (called at once)
-                found.append((m.value, m.nnz))  # noqa: B023
-                return m.sum()
-
-            value, _ = mutad.value_and_gradient(f, x)
-            (matrix, nnz), = found
-            assert structure(_inside(matrix)) == structure(_inside(expected)), kind
-            assert nnz == expected.nnz
-            assert np.asarray(value).tobytes() == np.asarray(expected.sum()).tobytes()
+        _stored_as_scipys(operation, dense, np.array([0.3, 0.0, NAN, 1.5]), _inside)
         x = np.array([0.3, 0.7, 1.1, 1.5])
         finite = np.isfinite(operation(sp.csr_array(dense(x))).toarray())
         mutad.check_grads(lambda x: operation(sp.csr_array(dense(x))).toarray()[finite].sum(),
