@@ -2277,3 +2277,96 @@ def test_views_apart_within_the_targets_bounds_give_the_bounds_tests_bits(monkey
     assert exact == bounds
     assert exact[0] == _bits([expected])[0]
     assert {(False, True), (True, True), (False, False)} <= set(answers)
+
+
+_ELEMENTWISE_STATEMENTS = (
+    "{n} = np.{unary}({p})", "{n} = {p} {op} {q}", "{n} = {c} {op} {p}", "{n} = {p} {op} {c}",
+    "{n} = np.{binary}({p}, {q})", "{n} = {p} ** 2.0", "{n} = np.abs({p}) ** {q}",
+    "{n} = {p} * np.flip({p})", "{n} = {p} * np.arange(5)", "{n} = {p} * np.ones(5, np.float32)",
+    "{n} = {p}.astype(np.float32) * {q}", "{n} = np.abs({p} + 1j * {q})",
+    "{n} = np.exp(1j * {p}).imag * {q}", "{n} = {p} * 1.0\n    m = {n} * {q}\n    {n} += m",
+    "{n} = np.{unary}({p}, out=np.empty_like({p}))", "{n} = {p} {op} np.float64({c})")
+"""Elementwise statements of traced arrays of five elements and of none (0-d), the operators
+and ufuncs of one and two operands, with Python's and NumPy's numbers on either side,
+integer and float32 operands, complex intermediates, an operand beside its own view, a value
+written after a product read it."""
+
+_UNARY = ("sin", "exp", "tanh", "sqrt", "log", "abs", "negative", "square", "reciprocal",
+          "cos", "log1p", "cbrt")
+_BINARY = ("maximum", "hypot", "arctan2", "multiply", "subtract", "fmin", "copysign")
+_NUMBERS = ("2.0", "3", "-0.0", "np.float32(1.5)", "np.inf", "0.5", "0")
+
+
+def _elementwise_program(seed):
+    """A random program of ``_ELEMENTWISE_STATEMENTS`` on ``x``, ``y`` (5 elements) and ``t``
+    (0-d), each statement's operands among the values made so far."""
+    rng = np.random.default_rng(seed)
+    names, lines = ["x", "y", "t"], []
+    for k in range(10):
+        statement = _ELEMENTWISE_STATEMENTS[int(rng.integers(len(_ELEMENTWISE_STATEMENTS)))]
+        p, q = (names[int(i)] for i in rng.integers(len(names), size=2))
+        lines.append(statement.format(
+            n=f"v{k}", p=p, q=q, op=rng.choice(["+", "-", "*", "/"]),
+            unary=rng.choice(_UNARY), binary=rng.choice(_BINARY), c=rng.choice(_NUMBERS)))
+        names.append(f"v{k}")
+    loss = " + ".join(f"np.sum(np.real({v}) * {i + 1.0})" for i, v in enumerate(names))
+    source = "def f(x, y, t):\n" + "".join(f"    {line}\n" for line in lines) \
+        + f"    return {loss}\n"
+    namespace = {"np": np}
+    exec(compile(source, f"<elementwise {seed}>", "exec"), namespace)
+    return namespace["f"]
+
+
+def _elementwise_arguments(seed):
+    """Arguments of an ``_elementwise_program``, with a NaN, an infinity, zeros of both signs
+    and a negative value among them at some seeds."""
+    rng = np.random.default_rng(seed)
+    x, y, t = rng.uniform(0.5, 2.0, 5), rng.uniform(-2.0, 2.0, 5), np.array(rng.uniform(0.5, 2))
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, -1.0]
+    if seed % 2:
+        x[seed % 5] = specials[seed % 6]
+        y[(seed + 2) % 5] = specials[(seed + 3) % 6]
+    return x, y, t
+
+
+def _outcome(f, args, handling):
+    """Value and gradient of ``f`` at ``args`` under ``np.errstate(all=handling)``, with the
+    warnings it gave (category and message), or the error it raised (type and message); the
+    caller's arrays checked back bit for bit."""
+    given = [np.copy(a) for a in args]
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all=handling):
+        warnings.simplefilter("always")
+        try:
+            value, grads = mutad.value_and_gradient(f, *given)
+            result = [np.asarray(value).tobytes(), *(np.asarray(g).tobytes() for g in grads)]
+        except Exception as error:  # noqa: BLE001 (compared between the paths)
+            result = (type(error), str(error))
+    for a, g in zip(args, given, strict=True):
+        assert a.tobytes() == g.tobytes()
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_elementwise_programs_give_the_general_paths_bits_warnings_and_errors(
+        seed, monkeypatch):
+    """Random programs of elementwise operations (``_elementwise_program``) at values that
+    change the fast paths' decisions (NaN, infinities, signed zeros, negative bases, integer,
+    float32 and complex operands, 0-d values beside arrays, numbers on either side, views of an
+    operand beside it, writes after reads): NumPy's value, and the general path's value,
+    gradient, warnings and errors, bit for bit, under each floating-point handling."""
+    f, args = _elementwise_program(seed), _elementwise_arguments(seed)
+    for handling in ("ignore", "warn", "raise"):
+        with np.errstate(all=handling), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                expected = np.asarray(f(*(np.copy(a) for a in args))).tobytes()
+            except FloatingPointError:
+                expected = None
+        fast = _outcome(f, args, handling)
+        if expected is not None and type(fast[0]) is list:
+            assert fast[0][0] == expected
+        elif expected is not None:  # (NumPy's error raised by a product of the reverse pass)
+            assert fast[0][0] is FloatingPointError and "in the gradient of" in fast[0][1]
+        with monkeypatch.context() as general:
+            _general_path_only(general)
+            assert _outcome(f, args, handling) == fast
