@@ -195,3 +195,29 @@ def f(x):
         else:
             assert _same(replaying(X.copy()), mutad.value_and_grad(module.f)(X.copy()))
         assert module.B is bound and _same(bound, np.full(3, k))
+
+
+def test_a_rebound_global_beside_an_argument_of_a_class_of_the_users():
+    """The classes of the arguments are reached on each call, with what f reaches again:
+    the inputs are left out of that walk's answer as out of the first's."""
+    class Params:
+        def __init__(self, w):
+            self.w = w
+
+        def scale(self, x):
+            return self.w * x
+
+    module = _module("""
+def f(x, p):
+    return (p.scale(B) * np.sin(x)).sum()
+""", B=np.ones(3))
+    p = Params(2.0)
+    replaying = mutad.value_and_grad(module.f, replay=True)
+    trace, traced = replaying.trace, []
+    replaying.trace = lambda *args, **kwargs: (traced.append(1), trace(*args, **kwargs))[1]
+    for k in range(5):
+        module.B = np.full(3, 1.0 + k)
+        expected = mutad.value_and_grad(module.f)(X.copy(), p)
+        got = replaying(X.copy(), p)
+        assert _same(got[0], expected[0]) and _same(got[1][0], expected[1][0])
+    assert len(traced) == 2

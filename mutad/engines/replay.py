@@ -6241,6 +6241,10 @@ class Replayed:
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self._traced(args, kwargs)
+        if reached is not None and inputs is not None:  # (the inputs: as in ``_as_inputs``)
+            ids = {id(a) for _, _, a in inputs}
+            reached = ([x for x in reached[0] if id(x) not in ids],
+                       [a for a in reached[1] if id(a) not in ids], None)
         candidates = [] if type(program) is not Program else [program, *self.others.get(
             key, ())] if self.others else [program]  # (a key hashed once less, in the common case)
         if kinds:
