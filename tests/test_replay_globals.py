@@ -85,6 +85,7 @@ bases = [np.linspace(0.5, 2.0 + k, 12) for k in range(3)]
       _written(np.add)], 4),  # written in place between calls
     ([np.ones(3), 2.5, 2 * np.ones(3), 3 * np.ones(3), 2.5, 4 * np.ones(3), 5 * np.ones(3)],
      2),  # rebound to a number
+    ([np.array(1.0), np.array(2.0), np.array(-3.0), np.float64(4.0), np.array(5.0)], 1),  # 0-d
 ])
 def test_a_rebound_global_is_an_input_of_the_program(values, replayed):
     module = _module(PRODUCT, B=np.ones(3))
