@@ -5320,10 +5320,16 @@ def _hold_class(cls, walk):
 def _code_globals(code):
     """The names ``code`` and the code objects within it read or write as globals (or, in a
     class's body, as names): not those of attributes, which ``co_names`` holds as well."""
+    return _names_by(code, _GLOBAL_OPS)
+
+
+def _names_by(code, operations):
+    """The names the instructions ``operations`` of ``code`` and of the code objects within
+    it name."""
     found, codes = set(), [code]
     while codes:
         c = codes.pop()
-        found.update(i.argval for i in dis.get_instructions(c) if i.opname in _GLOBAL_OPS)
+        found.update(i.argval for i in dis.get_instructions(c) if i.opname in operations)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
 
@@ -6077,12 +6083,7 @@ def _other_threads():
 def _stored_names(code):
     """The names ``code`` and the code objects within it bind or delete as globals or as
     attributes."""
-    found, codes = set(), [code]
-    while codes:
-        c = codes.pop()
-        found.update(i.argval for i in dis.get_instructions(c) if i.opname in _STORE_OPS)
-        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return frozenset(found)
+    return _names_by(code, _STORE_OPS)
 
 
 WRITTEN_INPUT = ("f wrote into an array bound to a module's name: its bytes before each call "
