@@ -116,11 +116,13 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
     with ReverseDifferentiation(policy, memory) as d:
         # Keyword arguments are traced like the others (they may alias or be written), but
         # get no gradient.
-        *traced_args, traced_kwargs = d.wrap((*args, kwargs),
-                                             None if argnums is None else selected,
-                                             recording is not None)
+        # (and what a recording takes as inputs of the program besides: outside argnums)
+        given = () if recording is None else recording.given()
+        traced = d.wrap((*args, kwargs, *given), selected if argnums is not None else
+                        range(len(args) + 1) if given else None, recording is not None)
+        *traced_args, traced_kwargs = traced[:len(args) + 1]
         if recording is not None:
-            recording.start(d)
+            recording.start(d, traced[len(args) + 1:])
         y = d.call(f, traced_args, traced_kwargs)
         y, output_as = _unwrapped_output(y, has_aux)
         if recording is not None:

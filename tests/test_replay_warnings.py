@@ -249,3 +249,43 @@ def test_a_replay_warns_as_numpys_constructors_it_does_not_call_again(f):
         expected = shown(f, x.copy())
         assert expected and shown(replaying, x) == expected
     assert replays(replaying) == 2
+
+
+def test_a_replay_reads_the_users_filters_one_by_one_only_where_they_changed(monkeypatch):
+    """A replay catches its steps' warnings under filters of its own (``debug.Capture``) and
+    gives the user's back as it stops: where none was added meanwhile, it tells so without a
+    loop over the filters (a call costs the same under a hundred filters as under none); a
+    filter added into the list it put on, in the same thread, stays, and the next capture
+    puts on the filters as they were before it, not that changed list."""
+    from mutad.core import debug
+    users = []
+    monkeypatch.setattr(debug, "_users", lambda filters: users.append(1) or [
+        entry for entry in filters if type(entry[1]) is not debug._WhileCapturing])
+    replaying = mutad.value_and_grad(two_logs, replay=True)
+    x = np.array([0.5, 1.5])
+    with warnings.catch_warnings():
+        for k in range(100):
+            warnings.filterwarnings("ignore", f"not this {k}", UserWarning)
+        filters = list(warnings.filters)
+        for _ in range(3):
+            replaying(x)
+        value, grad = mutad.value_and_grad(two_logs)(x)
+        users.clear()
+        replayed, replayed_grad = replaying(x)
+        assert not users and replayed == value and np.array_equal(replayed_grad, grad)
+        assert warnings.filters == filters
+        capture = debug.Capture()
+        try:
+            warnings.filterwarnings("error", "added")  # (into the list the capture put on)
+        finally:
+            capture.stop()
+        assert warnings.filters[0][0] == "error" and warnings.filters[1:] == filters and users
+        del warnings.filters[0]
+        capture = debug.Capture()
+        try:
+            assert not any(entry[0] == "error" and entry[1] is not None
+                           and entry[1].pattern == "added" for entry in warnings.filters)
+            warnings.warn("added", UserWarning)
+        finally:
+            assert [str(w.message) for w in capture.stop()] == ["added"]
+    assert replays(replaying) == 3

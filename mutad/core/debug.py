@@ -284,7 +284,7 @@ class Capture:
     same thread swaps them again and gives back what it found, one in another thread takes
     those on as they are, and the last to stop gives back the first's."""
 
-    __slots__ = ("filters", "show", "issued", "swapped")
+    __slots__ = ("filters", "show", "issued", "swapped", "made")
 
     def __init__(self):
         self.issued = []
@@ -295,9 +295,11 @@ class Capture:
                 self.filters = warnings.filters
                 if not _CAPTURES[0]:
                     _CAPTURES[1] = self.filters
-                warnings.filters = _capturing(self.filters)
+                self.made = _capturing(self.filters)
+                warnings.filters = list(self.made)  # (a list of its own, which code may change)
             else:  # (another thread's are on)
                 self.filters = _CAPTURES[1]
+                self.made = None
             _CAPTURES[0] += 1
             _THREAD.captures += 1
         show_to(self.show)
@@ -308,14 +310,23 @@ class Capture:
             _CAPTURES[0] -= 1
             _THREAD.captures -= 1
             if not _CAPTURES[0]:
-                warnings.filters, _CAPTURES[1] = _given_back(_CAPTURES[1]), None
+                found = _CAPTURES[1]
+                warnings.filters, _CAPTURES[1] = self._given_back(found), None
             elif self.swapped and _THREAD.captures:
-                warnings.filters = _given_back(self.filters, capturing=True)
+                warnings.filters = self._given_back(self.filters, capturing=True)
         return self.issued
+
+    def _given_back(self, found, capturing=False):
+        """``_given_back(found)``, at once where the filters are those this Capture put on
+        (no filter added since: the common case, told without reading each filter)."""
+        if found is self.filters and self.made is not None and warnings.filters == self.made:
+            return found
+        return _given_back(found, capturing)
 
 
 def _capturing(filters):
-    """``filters`` as a ``Capture`` has them, a new list: in a thread with one on, each
+    """``filters`` as a ``Capture`` has them (a list kept for them: copy it before changing
+    it): in a thread with one on, each
     action but "error" is "always"; in any other, each is the caller's, matched as Python
     matches it (the filters are the process's, and such a thread's warnings are the user's
     own). Each filter but an "error" one is preceded by its copy whose action is "always"
@@ -323,7 +334,7 @@ def _capturing(filters):
     key = tuple(filters)
     last = _LAST_CAPTURING
     if key == last[0]:  # (the filters of the last call, as a rule: their own tuples, which
-        return list(last[1])  # compare by identity, where hashing a key reads each filter)
+        return last[1]  # compare by identity, where hashing a key reads each filter)
     made = _CAPTURING.get(key)
     if made is None:
         if len(_CAPTURING) >= 256:
@@ -336,7 +347,7 @@ def _capturing(filters):
         made.append(_ALWAYS_WHILE_CAPTURING)
         _CAPTURING[key] = made
     last[:] = key, made
-    return list(made)
+    return made
 
 
 def _given_back(found, capturing=False):
@@ -347,7 +358,7 @@ def _given_back(found, capturing=False):
     kept = _users(warnings.filters)
     if kept == _users(found):
         return found
-    return _capturing(kept) if capturing else kept
+    return list(_capturing(kept)) if capturing else kept
 
 
 def _users(filters):

@@ -44,7 +44,9 @@ Every decision the program depends on is a *guard*:
   turns a RuntimeWarning into an error): the signature that picks a program;
 * what ``f`` reaches besides its arguments (:func:`reach`): its code, closures, defaults,
   the globals its code names, a bound method's object, and on, by identity, and the arrays
-  among them by their bytes (:class:`Contents`); a change drops every program of ``f``.
+  among them by their bytes (:class:`Contents`); a change drops every program of ``f``. From
+  the first call that rebinds one, the float arrays bound to modules' names are inputs of
+  the program instead, as arguments outside argnums are (:func:`_as_inputs`).
 
 A recording that drew random numbers from a generator living between calls leaves its
 signature traced (``_random_states``). Replay runs ``f``'s program, not ``f``: what ``f``
@@ -4354,15 +4356,32 @@ class Recording:
     once the arguments are traced, ``end`` once the function returned; ``program`` is then
     the recorded program, or None (``reason`` says why)."""
 
-    def __init__(self, has_aux=False):
+    def __init__(self, has_aux=False, inputs=None):
         self.has_aux = has_aux  # f returns (loss, aux)
         self.recorder = None
         self.shown = None  # its Shown, which lists what the call showed the caller
         self.program = None
         self.reason = None
         self.errors = None
+        # The arrays bound to modules' names that the program takes as inputs (``_as_inputs``):
+        # ``[(namespace, name, array)]``; their traced arrays, bound to those names while f
+        # runs; and those f wrote into, with their bytes as it left them
+        self.inputs = inputs or ()
+        self.traced, self.bound = (), ()
+        self.written = []
 
-    def start(self, run):
+    def given(self):
+        """What the traced call takes after its arguments: the inputs, as one more argument
+        outside argnums (``start`` binds their traced arrays to their names)."""
+        return (tuple(a for _, _, a in self.inputs),) if self.inputs else ()
+
+    def start(self, run, given=()):
+        if given:
+            self.traced = given[0]
+            self.bound = [(namespace, name, namespace.get(name), t) for (namespace, name, _), t
+                          in zip(self.inputs, self.traced, strict=True)]
+            for namespace, name, _, t in self.bound:
+                namespace[name] = t
         tape = run.tape  # never nested: Replayed traces without recording inside another
         self.recorder = recorder = Recorder(tape)
         recorder.outside_argnums = run.outside_argnums
@@ -4374,10 +4393,25 @@ class Recording:
         recorder.showing = self.shown = Shown(recorder)
         self.errors = ERRORS.get()  # NumPy's error handling at the call, which f may change
 
+    def unbind(self):
+        """The inputs' names bound again to what they held before ``start`` (the arrays, or
+        what stands in for them: ``allocation.Preexisting``)."""
+        bound, self.bound = self.bound, ()
+        for namespace, name, held, t in bound:
+            if namespace.get(name) is t:
+                namespace[name] = held
+
     def end(self, run, y, output_as=None):
+        self.unbind()
         recorder = self.recorder
         if recorder is None:
             return
+        for (_, _, a), t in zip(self.inputs, self.traced, strict=True):
+            if writeable(a) and t.buffer.key not in run.pending:  # (written: ``_save``)
+                # NumPy's run of f leaves the array written, the caller's as it is not: as f
+                # left it, once the differentiation put it back (``Replayed``), and traced
+                self.written.append((a, a.copy()))
+                recorder.refuse(WRITTEN_INPUT)
         run.tape.recorder = None
         recorder.showing.remove()
         recorder.close()
@@ -4445,6 +4479,7 @@ class Recording:
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
+        self.unbind()  # (f raised)
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             recorder.showing.remove()  # (also if the call raised)
@@ -4644,7 +4679,7 @@ def classes(tree, found=None):
     return list(found.values())
 
 
-def reach(f, kinds=(), kept=None):
+def reach(f, kinds=(), kept=None, bound=None):
     """What ``f``'s program may depend on besides its arguments: ``(objects, arrays, large)``.
 
     From ``f``, its code object, what it closes over, its defaults, the globals its code names,
@@ -4676,7 +4711,9 @@ def reach(f, kinds=(), kept=None):
     object's class is (the arguments': ``f`` may call their methods). ``kept``: a list to which the
     answer is appended as a :class:`Reached`, with what the walk read, where everything it
     met is of a kind ``Reached`` can read again (a function, a module, what it reads nothing
-    of); left as it is otherwise."""
+    of); left as it is otherwise. ``bound``: a list to which each ``(namespace, name)`` of a
+    module's namespace (a function's globals, a module of the user's reached as an object) is
+    appended whose value the walk took is a float array (:func:`_as_inputs`)."""
     objects, arrays, seen, large = [], [], set(), []
     walk = _Walk(_home(f))
     names = walk.names
@@ -4733,14 +4770,26 @@ def reach(f, kinds=(), kept=None):
                             objects.append(value)
                 else:
                     work.extend(namespace[name] for name in reversed(new))
+                    if bound is not None and id(namespace) in walk.modules:
+                        bound.extend((namespace, name) for name in new
+                                     if _bindable(namespace[name]))
     if walk.builtins and not names.isdisjoint(_BUILTIN_READERS):  # (builtins.type(i))
         large.append(f"f {_reads_identity(f'builtins.{min(names & _BUILTIN_READERS)}')}")
     if states is not None and not large:
         namespaces = [(namespace, whole and walk.dynamic, frozenset(done),
                        [(name, namespace[name]) for name in sorted(done)], frozenset(read))
                       for namespace, done, whole, read in walk.held.values()]
-        kept.append(Reached(objects, arrays, states, namespaces))
+        kept.append(Reached(objects, arrays, states, namespaces,
+                            None if bound is None else list(bound)))
+    if bound is not None and walk.dynamic:  # (what code stores by names it builds: unseen)
+        bound.clear()
     return objects, arrays, large[0] if large else None
+
+
+def _bindable(value):
+    """Whether ``value``, bound to a module's name, may be an input of the program: a float
+    array (an integer one is most often an index, on whose values the program decides)."""
+    return type(value) is np.ndarray and value.dtype.kind in "fc"
 
 
 class Reached:
@@ -4752,10 +4801,11 @@ class Reached:
     held (``namespaces``). The walk is a function of these alone: the same, it meets the same
     objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces")
+    __slots__ = ("objects", "arrays", "states", "namespaces", "bound")
 
-    def __init__(self, objects, arrays, states, namespaces):
+    def __init__(self, objects, arrays, states, namespaces, bound=None):
         self.objects, self.arrays, self.states = objects, arrays, states
+        self.bound = bound  # (reach's ``bound``)
         # Per namespace held by the names the code names (each taken is one of them), those
         # of them it did not have (``absent``): it has the same of them again exactly where
         # it has every name taken (the values below are looked up) and none of those
@@ -4777,9 +4827,27 @@ class Reached:
             elif {name for name in (namespace if every else _named(names, namespace))
                   if type(name) is str} != taken:
                 return False
-            for name, value in values:
-                if namespace.get(name, _APART) is not value:
+            for i, (name, value) in enumerate(values):
+                now = namespace.get(name, _APART)
+                if now is not value and not self._rebound(namespace, name, value, now, values, i):
                     return False
+        return True
+
+    def _rebound(self, namespace, name, value, now, values, i):
+        """Whether the walk would meet the float array ``now``, bound to ``name`` in place of
+        ``value``, where it met ``value``, and nothing else otherwise (a float array it
+        reached once, by one of ``bound``'s names: it walks no further into one), which its
+        answer then holds in ``value``'s place (new lists: ``_changed`` compares them)."""
+        if not (self.bound and _bindable(now) and _bindable(value)
+                and any(held is namespace and key == name for held, key in self.bound)):
+            return False
+        objects = [k for k, x in enumerate(self.objects) if x is value]
+        arrays = [k for k, a in enumerate(self.arrays) if a is value]
+        if len(objects) != 1 or len(arrays) != 1:
+            return False
+        self.objects, self.arrays = list(self.objects), list(self.arrays)
+        self.objects[objects[0]] = self.arrays[arrays[0]] = now
+        values[i] = name, now
         return True
 
 
@@ -4868,10 +4936,11 @@ class _Walk:
     globals and builtins (not reached as an object too) ``globals``, the names its code reads
     or writes as globals; ``dynamic``: the user's code reached builds names (``DYNAMIC``)."""
 
-    __slots__ = ("held", "dynamic", "home", "shallow", "builtins", "names", "globals")
+    __slots__ = ("held", "dynamic", "home", "shallow", "builtins", "names", "globals", "modules")
 
     def __init__(self, home):
         self.held = {}
+        self.modules = set()  # the ids of the modules' namespaces held (``reach``'s ``bound``)
         self.dynamic = False
         self.builtins = False  # the builtins module met as an object (builtins.id)
         self.home = home  # the file of f's code: the program's, whose built names count
@@ -4983,6 +5052,7 @@ def _reach_into(x, work, arrays, walk, large):
         work.extend(x.__defaults__ or ())
         work.extend((x.__kwdefaults__ or {}).values())
         walk.hold(x.__globals__, whole=whole_globals, as_globals=True)
+        walk.modules.add(id(x.__globals__))
         # a name its globals lack is the builtins' (builtins.SCALE = 2.0, a shadowed print)
         walk.hold(x.__builtins__ if type(x.__builtins__) is dict else vars(x.__builtins__),
                   shallow=True, as_globals=True)
@@ -5053,6 +5123,7 @@ def _reach_into(x, work, arrays, walk, large):
         if not _library(x.__name__):
             # (getattr(module, name): whole where it is the user's, not an installed library)
             walk.hold(vars(x), whole=_users_file(getattr(x, "__file__", None) or ""))
+            walk.modules.add(id(vars(x)))
             names.add("__getattr__")  # what Python calls for a name its namespace lacks
         else:  # NumPy's, SciPy's, the standard library's: by the names the code names, as
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
@@ -5249,10 +5320,16 @@ def _hold_class(cls, walk):
 def _code_globals(code):
     """The names ``code`` and the code objects within it read or write as globals (or, in a
     class's body, as names): not those of attributes, which ``co_names`` holds as well."""
+    return _names_by(code, _GLOBAL_OPS)
+
+
+def _names_by(code, operations):
+    """The names the instructions ``operations`` of ``code`` and of the code objects within
+    it name."""
     found, codes = set(), [code]
     while codes:
         c = codes.pop()
-        found.update(i.argval for i in dis.get_instructions(c) if i.opname in _GLOBAL_OPS)
+        found.update(i.argval for i in dis.get_instructions(c) if i.opname in operations)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
 
@@ -5961,6 +6038,64 @@ def _changed(objects, arrays, held):
     return None
 
 
+def _as_inputs(bound, objects, arrays, parts):
+    """The float arrays bound to modules' names that ``f`` reaches (``bound``: ``reach``'s) as
+    inputs of its programs, which a recording traces as it traces an argument outside argnums
+    (its decisions on their values are guards; their dtypes, shapes, layouts and the memory
+    they share with the arguments pick a program) and a replay reads afresh on each call:
+    ``([(namespace, name, array)], objects, arrays)``, ``objects`` and ``arrays`` (what ``reach``
+    found) less those arrays, which a rebinding of the name no longer changes. None where one
+    of them is not an input alone: where ``f`` reaches it another way too (an object's
+    attribute: it is compared as before), shares memory with another array ``f`` reaches or
+    another argument of the call, or where some code reached rebinds such a name (``global A;
+    A = ...``, ``cfg.A = ...``: it would rebind it to a traced array)."""
+    stored = set()
+    for x in objects:
+        if type(x) is types.CodeType:
+            stored.update(_stored_names(x))
+    inputs = [(namespace, name, namespace[name]) for namespace, name in bound
+              if name not in stored]
+    if not inputs:
+        return None
+    ids = {id(a) for _, _, a in inputs}
+    owners = {id(owner(a)) for _, _, a in inputs}
+    if len(ids) != len(inputs) or len(owners) != len(inputs):  # one array, two names
+        return None
+    others = [x for x in objects if id(x) not in ids]
+    apart = [a for a in arrays if id(a) not in ids]
+    if len(objects) - len(others) != len(inputs) or len(arrays) - len(apart) != len(inputs) or (
+            any(id(owner(a)) in owners for a in apart) or any(
+                isinstance(leaf, np.ndarray) and id(owner(leaf)) in owners
+                for leaves, _ in parts for leaf in leaves)):
+        return None
+    return inputs, others, apart
+
+
+def _other_threads():
+    """Whether a thread of the program's other than this one runs (not a daemon thread, as
+    an interpreter's or a notebook's own threads are)."""
+    current = threading.current_thread()
+    return threading.active_count() > 1 and any(
+        t is not current and not t.daemon for t in threading.enumerate())
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_names(code):
+    """The names ``code`` and the code objects within it bind or delete as globals or as
+    attributes."""
+    return _names_by(code, _STORE_OPS)
+
+
+WRITTEN_INPUT = ("f wrote into an array bound to a module's name: its bytes before each call "
+                 "would be an input of the program, which a replay does not read, so each "
+                 "call is traced")
+"""Why a recording stops where ``f`` writes into one of its inputs bound to names."""
+
+
+_STORE_OPS = frozenset(("STORE_GLOBAL", "DELETE_GLOBAL", "STORE_ATTR", "DELETE_ATTR",
+                        "STORE_NAME", "DELETE_NAME"))
+
+
 _REFUSALS_OF_TRACED = (MutadError, TypeError, struct.error)
 """The errors of code given a traced value where it takes NumPy's (a rule's refusal, a type
 it does not take), which a recording that follows arrays outside argnums may meet where
@@ -5993,6 +6128,10 @@ class Replayed:
         self.unfollowed = {}  # what a replay does not follow among the arguments -> why
         self.held = None
         self.reached = None  # the last walk of what f reaches, while what it read holds
+        # The float arrays bound to modules' names that f reaches (``reach``'s ``bound``),
+        # those bound on the last call, and whether they are inputs of its programs (from the
+        # first call on which one of them was rebound: ``_as_inputs``)
+        self.bound, self.last_bound, self.binding = (), {}, False
         self.checked = {}  # number of positional arguments -> check_argnums's answer
         self.__wrapped__ = f
         for name in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -6040,9 +6179,10 @@ class Replayed:
         """``reach(self.f)``: the last walk's answer where what it read holds (``Reached``)."""
         known = self.reached
         if known is not None and known.holds():
+            self.bound = known.bound
             return known.objects, known.arrays, None
-        kept = []
-        answer = reach(self.f, kept=kept)
+        kept, self.bound = [], []
+        answer = reach(self.f, kept=kept, bound=self.bound)
         self.reached = kept[0] if kept else None
         return answer
 
@@ -6051,8 +6191,22 @@ class Replayed:
         if unfollowed is not None:  # what a replay cannot compare (or only at tracing's cost)
             self.unfollowed[REACHED] = unfollowed
             return self._traced(args, kwargs)
+        parts = [flatten(arg) for arg in (*args, kwargs)]
+        inputs = None
+        if self.binding and self.bound:  # (float arrays bound to modules' names)
+            inputs = _as_inputs(self.bound, objects, arrays, parts)
+            if inputs is not None:
+                inputs, objects, arrays = inputs
         changed = _changed(objects, arrays, self.held)
         if changed is not None:
+            if self.bound and not self.binding:  # one of them rebound since the last change?
+                last, self.last_bound = self.last_bound, {
+                    (id(namespace), name): namespace[name] for namespace, name in self.bound}
+                self.binding = any(last.get(key, a) is not a
+                                   for key, a in self.last_bound.items())
+                inputs = _as_inputs(self.bound, objects, arrays, parts) if self.binding else None
+                if inputs is not None:
+                    inputs, objects, arrays = inputs
             self.programs.clear()  # what f reaches changed: every program may differ
             self.others.clear()
             self.held = objects, [Contents(a) for a in arrays]
@@ -6065,9 +6219,12 @@ class Replayed:
         else:
             self.changes = 0
             self.unfollowed.pop(REACHED, None)
-        parts = [flatten(arg) for arg in (*args, kwargs)]
-        described = [(leaves, arg, self.argnums is not None and i not in selected)
-                     for i, ((leaves, _), arg) in enumerate(zip(parts, (*args, kwargs)))]
+        given = (*args, kwargs)
+        if inputs is not None:  # (after the arguments: outside argnums)
+            given = (*given, tuple(a for _, _, a in inputs))
+            parts.append(flatten(given[-1]))
+        described = [(leaves, arg, i > len(args) or self.argnums is not None and i not in
+                      selected) for i, ((leaves, _), arg) in enumerate(zip(parts, given))]
         key, why = signature(described)
         if why is not None:  # arguments a replay does not follow: traced, reasons says why
             self.unfollowed[key] = why
@@ -6085,6 +6242,10 @@ class Replayed:
         if reached is not None and reached[2] is not None:
             self.unfollowed[REACHED] = f"through its arguments, {reached[2]}"
             return self._traced(args, kwargs)
+        if reached is not None and inputs is not None:  # (the inputs: as in ``_as_inputs``)
+            ids = {id(a) for _, _, a in inputs}
+            reached = ([x for x in reached[0] if id(x) not in ids],
+                       [a for a in reached[1] if id(a) not in ids], None)
         candidates = [] if type(program) is not Program else [program, *self.others.get(
             key, ())] if self.others else [program]  # (a key hashed once less, in the common case)
         if kinds:
@@ -6109,7 +6270,7 @@ class Replayed:
             else:
                 self.failures.pop(key, None)
                 start, per_argument = 0, []
-                for leaves, rebuild in parts:
+                for leaves, rebuild in parts[:len(args) + 1]:
                     per_argument.append(rebuild(grads[start:start + len(leaves)]))
                     start += len(leaves)
                 grads = per_argument[selected[0]] if single else tuple(
@@ -6117,7 +6278,10 @@ class Replayed:
                 return value, grads
         if program is None and self._numbers_change(described, key):
             return self._traced(args, kwargs)
-        recording = Recording(self.has_aux) if type(program) is not str else None
+        if inputs is not None and type(program) is not str and _other_threads():
+            return self._traced(args, kwargs)  # (it would meet the traced arrays bound to the
+            # inputs' names while the call records: ``Recording.start``)
+        recording = Recording(self.has_aux, inputs) if type(program) is not str else None
         drawn = None if recording is None else _random_states(objects)
         saved = None if recording is None else Saved(  # (self.held: the arrays as they are)
             objects if reached is None else (*objects, *reached[0]),
@@ -6176,6 +6340,8 @@ class Replayed:
             self._keep(key, refused)
             return value, grads
         if recording is not None:
+            for a, written in recording.written:  # as f left them (``Recording.end``)
+                np.copyto(a, written)
             if recording.program is not None and _random_states(objects) != drawn:
                 recording.program = None  # the next call draws other numbers
                 recording.reason = ("a random draw from a generator that lives between calls "
