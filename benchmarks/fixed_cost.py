@@ -5,6 +5,7 @@ process; and what mutad imported costs the user's plain NumPy code outside a dif
     OMP_NUM_THREADS=1 python benchmarks/fixed_cost.py
     OMP_NUM_THREADS=1 python benchmarks/fixed_cost.py --trees /path/to/old /path/to/new
     OMP_NUM_THREADS=1 python benchmarks/fixed_cost.py --plain
+    OMP_NUM_THREADS=1 python benchmarks/fixed_cost.py --imports jax
 
 The function is ``np.sin(x).sum()`` of 10 floats. Each row is the median, over ``--rounds``
 rounds of ``--calls`` calls, of the process time (CPU time, steadier than the wall clock on a
@@ -13,7 +14,9 @@ from one tree after the other, alternately, so that both trees see the same mach
 autograd, where installed, runs in every interpreter, as the reference the trees are compared
 with. ``--plain`` times NumPy calls made outside any differentiation, alternately in an
 interpreter that never imported mutad and in one that imported it and ran a gradient first
-(which installed and removed the allocation mode's bindings).
+(which installed and removed the allocation mode's bindings). ``--imports`` names modules each
+interpreter imports first: a library's modules that bind NumPy are namespaces the allocation
+mode swaps on every call.
 """
 
 import argparse
@@ -29,8 +32,10 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES = """
-import sys, time
+import importlib, os, sys, time
 import numpy as np
+for name in filter(None, os.environ.get("FIXED_COST_IMPORTS", "").split(",")):
+    importlib.import_module(name)
 import mutad
 x = np.linspace(0.1, 1.0, 10)
 f = lambda x: np.sin(x).sum()
@@ -84,9 +89,10 @@ for name, call in cases.items():
 tenth as many untimed calls, printed as ``name microseconds``."""
 
 
-def run(code, *args, tree=ROOT):
-    """One fresh interpreter running ``code`` with mutad imported from ``tree``: ``{row: us}``."""
-    environment = {**os.environ, "PYTHONPATH": str(tree)}
+def run(code, *args, tree=ROOT, imports=""):
+    """One fresh interpreter running ``code`` with mutad imported from ``tree`` (after the
+    modules ``imports`` names, separated by commas): ``{row: us}``."""
+    environment = {**os.environ, "PYTHONPATH": str(tree), "FIXED_COST_IMPORTS": imports}
     out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
                          text=True, check=True, env=environment).stdout
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in out.splitlines()}
@@ -103,6 +109,8 @@ def main(argv=None):
                         help="repositories to import mutad from, alternately (default: this one)")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--imports", default="",
+                        help="modules to import before mutad, separated by commas (jax)")
     parser.add_argument("--plain", action="store_true",
                         help="time plain NumPy calls with mutad imported against without")
     options = parser.parse_args(argv)
@@ -122,7 +130,8 @@ def main(argv=None):
     results = {tree: [] for tree in options.trees}
     for _ in range(options.rounds):
         for tree in options.trees:
-            results[tree].append(run(CASES + TIMED, options.calls, tree=tree))
+            results[tree].append(run(CASES + TIMED, options.calls, tree=tree,
+                                      imports=options.imports))
     table = {tree: medians(rounds) for tree, rounds in results.items()}
     rows = list(table[options.trees[0]])
     print(f"{'us per call (process time)':28s}" + "".join(f" {str(i):>10s}" for i in
