@@ -21,7 +21,7 @@ import mutad
 from cases import replays_as_traced
 from mutad import errors
 from mutad.core import registry
-from mutad.core.allocation import MODE, Preexisting
+from mutad.core.allocation import FEW_SITES, MODE, Preexisting
 
 P = np.array([0.5, -1.0, 2.0])  # a plain array made before any differentiation
 
@@ -1731,6 +1731,58 @@ def test_bindings_changed_between_calls_are_read_as_bound_now():
     finally:
         scipy.linalg.det = det
         vars(np).pop("mutad_marker", None)
+
+
+_FEW_SITES = """
+import numpy as np
+
+def f(x):
+    z = np.zeros(3)
+    z[:] = x  # (a traced value written: NumPy's own zeros would refuse it)
+    return (z * z).sum()
+
+def rebinding(x, value):
+    global np
+    np = value
+    return (x * x).sum()
+"""
+
+_MANY_SITES = """
+from numpy import empty, eye, full, ones, zeros
+
+def f(x):
+    z = zeros(3)
+    z[:] = x
+    return (z * z).sum()
+"""
+
+
+def test_a_name_the_user_rebinds_stays_the_users_in_modules_of_few_sites_and_of_many():
+    """The modules that bind one of NumPy's names (np) and those that bind many (its
+    factories, by name) are swapped in two ways (site by site, and by namespace): in both, the
+    mode's functions are read inside a differentiation and NumPy's after, and a name the user
+    rebinds between calls, or f inside one, stays the user's."""
+    few, many = types.ModuleType("binds_numpy"), types.ModuleType("binds_numpys_factories")
+    exec(_FEW_SITES, few.__dict__)
+    exec(_MANY_SITES, many.__dict__)
+    x = np.array([1.0, 2.0, 3.0])
+    for module in (few, many, few, many):
+        assert np.array_equal(mutad.grad(module.f)(x), 2 * x)
+        assert few.np is np and many.zeros is np.zeros
+    assert 0 < len(_sites_of(few)) <= FEW_SITES < len(_sites_of(many))
+    mine = types.SimpleNamespace()
+    few.np, many.zeros = mine, mine
+    assert np.array_equal(mutad.grad(lambda x: (x * x).sum())(x), 2 * x)
+    assert few.np is mine and many.zeros is mine
+    few.np, many.zeros = np, np.zeros
+    assert np.array_equal(mutad.grad(few.rebinding)(x, mine), 2 * x)
+    assert few.np is mine and many.zeros is np.zeros
+    few.np = np
+    assert np.array_equal(mutad.grad(few.f)(x), 2 * x) and few.np is np
+
+
+def _sites_of(module):
+    return [site for site in MODE.sites.values() if site[0] is module.__dict__]
 
 
 def test_routed_functions_and_methods_show_the_librarys_signature():

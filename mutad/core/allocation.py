@@ -4061,10 +4061,10 @@ _VERSION = _version_reader()
 
 
 class _Swaps:
-    """The sites of one namespace (``_Mode.sites``), swapped together: by one ``update`` where
-    the namespace's version (``_VERSION``) proves nothing was bound there since it was known
-    to hold all of one side, else name by name, each swapped where it holds what the mode put
-    there or found there."""
+    """The sites of one namespace of many (``_Mode.sites``), swapped together: by one
+    ``update`` where the namespace's version (``_VERSION``) proves nothing was bound there
+    since it was known to hold all of one side, else name by name, each swapped where it holds
+    what the mode put there or found there."""
 
     __slots__ = ("namespace", "version", "sides", "known")
 
@@ -4094,6 +4094,27 @@ class _Swaps:
                     complete = False
             if version is not None:
                 known[to] = version.value if complete else None
+
+
+FEW_SITES = 4
+"""The namespaces of at most this many sites (a module that binds ``np`` alone: each module of
+a library imported beside NumPy, more than a hundred with JAX) are swapped site by site, in
+one loop over all of them (``_swap_sites``): two reads of each one's version and an
+``update`` cost more than asking what a few names hold."""
+
+
+def _swap_sites(sites, to):
+    """Bind side ``to`` (0: the library's, 1: the mode's) at each of ``sites``, ``(namespace,
+    name, original, replacement)``, where the other side is bound (as ``_Swaps.swap`` does name
+    by name)."""
+    if to:
+        for namespace, name, original, replacement in sites:
+            if namespace.get(name) is original:
+                namespace[name] = replacement
+    else:
+        for namespace, name, original, replacement in sites:
+            if namespace.get(name) is replacement:
+                namespace[name] = original
 
 
 def _unchanged(module, snapshot):
@@ -4698,7 +4719,9 @@ class _Mode:
             for module, replacements in ((pickle, PICKLE_REPLACEMENTS),
                                          (importlib, IMPORTLIB_REPLACEMENTS))
             for name, (own, new) in replacements.items()}
-        self.swaps = None  # the sites by namespace (_Swaps), made again when they change
+        # the sites as they are swapped (``_swap``): those of namespaces of many by namespace
+        # (_Swaps), and the others one by one; made again when they change
+        self.swaps = None
         self.methods = {}  # (cls, name) -> (the rule its installed method routes to, NumPy's)
         self.methods_version = -1  # registry.VERSIONS["method"] when they were installed
         self.cells = []  # (cell or namespace, key, what it held, the stand-in swapped in)
@@ -4934,7 +4957,7 @@ class _Mode:
                 json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
-                _Swaps.swap(self._swaps(), 1)
+                self._swap(1)
                 plain = types.ModuleType  # (read once: 40 modules, on every entry and exit)
                 for module, cls in self._entered():
                     if type(module) is plain:
@@ -5014,7 +5037,7 @@ class _Mode:
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
-        _Swaps.swap(self._swaps(), 0)
+        self._swap(0)
         plain = types.ModuleType
         for module, cls in self.entered:
             if type(module) is cls:
@@ -5041,14 +5064,19 @@ class _Mode:
             if pair is not None and held is pair[0]:
                 _put(place, key, pair[1])
 
-    def _swaps(self):
+    def _swap(self, to):
+        """Bind side ``to`` (0: the library's, 1: the mode's) of every site."""
         if self.swaps is None:
-            by_namespace = {}
-            for namespace, name, original, replacement in self.sites.values():
-                by_namespace.setdefault(id(namespace), (namespace, []))[1].append(
-                    (name, original, replacement))
-            self.swaps = [_Swaps(*pair) for pair in by_namespace.values()]
-        return self.swaps
+            by_namespace: dict = {}
+            for site in self.sites.values():
+                by_namespace.setdefault(id(site[0]), []).append(site)
+            few = [group for group in by_namespace.values() if len(group) <= FEW_SITES]
+            self.swaps = ([_Swaps(group[0][0], [site[1:] for site in group])
+                           for group in by_namespace.values() if len(group) > FEW_SITES],
+                          tuple(site for group in few for site in group))
+        many, few_sites = self.swaps
+        _Swaps.swap(many, to)
+        _swap_sites(few_sites, to)
 
     def _swap_cells(self, f, depth=4):
         """Swap what the mode replaces or routes where ``f`` reaches it through its closure
