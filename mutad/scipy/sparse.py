@@ -2201,23 +2201,30 @@ class TracedSparse(_ComparedByValue):
         return self._extreme("min", axis, out, explicit)
 
     def _extreme(self, name, axis, out, explicit):
-        if out is not None or axis is not None and (
-                explicit or not isinstance(self.layout.template, _sparse.spmatrix)):
-            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse array with traced values, "
-                    "or of the stored entries alone (explicit=True)",
-                    f"SciPy's result is a sparse array of the {name}ima, which mutad does not "
-                    f"make: take them from the dense array, A.toarray().{name}(axis), or "
-                    f"{name}() of the rows or columns you need (A[[i], :].{name}()).")
-        # SciPy's errors (no entry, another axis)
-        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        if out is not None:
+            _refuse(f"{name}(out=...) of a scipy.sparse matrix with traced values",
+                    "leave it out and use the sparse matrix it returns.")
+        # SciPy's errors (no entry, another axis), and its kind of result
+        probed = getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        if np.ndim(probed) == 1:
+            _refuse(f"{name}(axis=...) of a scipy.sparse array with traced values",
+                    f"SciPy's result is a 1-d sparse array of the {name}ima, which mutad does "
+                    f"not make: take them from the dense array, A.toarray().{name}(axis), or "
+                    f"of an spmatrix (scipy.sparse.csr_matrix(A).{name}(axis)).")
         # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
         summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
         if axis is not None:
-            # SciPy's coo matrix of each line's extreme, the zeros not stored among its
-            # entries, those that are zero left out: the dense array's (no repeated entries
-            # left to add), made sparse as SciPy makes a dense matrix sparse
-            lines = getattr(np, name)(summed.toarray(), axis=axis, keepdims=True)
+            # SciPy's coo matrix (a row or a column) of each line's extreme, the zeros not stored among its entries unless ``explicit`` (a
+            # line storing none: 0), those that are zero left out: the dense array's (no
+            # repeated entries left to add), made sparse as SciPy makes a dense array sparse
+            dense = summed.toarray()
+            if explicit:
+                stored = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1)).toarray() != 0
+                dense = np.where(stored, dense, -np.inf if name == "max" else np.inf)
+            lines = getattr(np, name)(dense, axis=axis, keepdims=True)
+            if explicit:
+                lines = np.where(np.any(stored, axis=axis, keepdims=True), lines, 0.0)
             return RULES[SCIPY["coo_matrix"]].route(lines)
         layout = summed.layout
         values = np.reshape(summed.data, (-1,))[layout.valid]
