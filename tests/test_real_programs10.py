@@ -45,6 +45,8 @@ import scipy.optimize
 import scipy.signal
 import scipy.sparse
 import scipy.sparse.linalg
+import scipy.spatial
+import scipy.spatial.distance
 import scipy.special
 import scipy.stats
 from numpy.lib.stride_tricks import sliding_window_view
@@ -1233,6 +1235,213 @@ def ac_nodal_analysis_frequency_sweep_stacked_solve():
     def make(s):
         return np.array([100.0, 50.0, 1e3]) + s, 1.0 + 0.1 * s, 1e-2
     return loss, make, dict(argnums=(0, 1, 2))
+
+
+# ---------------------------------------------------------------------------------------------
+# More of SciPy: sparse rows, blocks and coordinates, Krylov solvers with guesses and
+# preconditioners, shift-invert eigsh, binary morphology, traced filter coefficients, spectral
+# subtraction, peak measures, a BDF solve with a sparsity pattern, quadrature, distances and
+# trees, smoothing splines and B-spline design matrices
+
+
+def sparse_csr_array_rows_iterated_dot():
+    def loss(k):
+        A = scipy.sparse.diags_array([-k[1:], 2 + k, -k[1:]], offsets=[-1, 0, 1], format="csr")
+        x = np.linspace(0, 1, len(k))
+        tot = 0.0
+        for i in range(A.shape[0]):
+            row = A[[i], :]
+            tot += (row @ x)[0] ** 2
+        return tot + A.trace()
+    def make(s):
+        return 1 + 0.1 * np.arange(6.0) + 0.01 * s,
+    return loss, make, dict()
+
+
+def sparse_hstack_vstack_identity_kkt_spsolve():
+    def loss(H, c):
+        n = 4
+        Hs = scipy.sparse.csc_array(H @ H.T + np.eye(n))
+        Aeq = scipy.sparse.csc_array(np.ones((1, n)))
+        K = scipy.sparse.vstack([scipy.sparse.hstack([Hs, Aeq.T]), scipy.sparse.hstack([Aeq, scipy.sparse.csc_array((1, 1))])]).tocsc()
+        sol = scipy.sparse.linalg.spsolve(K, np.concatenate([-c, [1.0]]))
+        x = sol[:n]
+        return 0.5 * x @ (Hs @ x) + c @ x
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((4, 4)), r.standard_normal(4)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def sparse_tocoo_row_col_data_edge_weights():
+    edges = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+    def loss(w, x):
+        W = scipy.sparse.coo_array((w, (edges[:, 0], edges[:, 1])), shape=(4, 4))
+        W = (W + W.T).tocsr()
+        C = W.tocoo()
+        e = np.sum(C.data * (x[C.row] - x[C.col]) ** 2)
+        d = np.asarray(W.sum(axis=1)).ravel()
+        Lap = scipy.sparse.diags_array(d) - W
+        return e + x @ (Lap @ x) + np.sum(d ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 + r.random(5), r.standard_normal(4)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def sparse_cg_with_x0_and_maxiter_preconditioned_diagonal():
+    n = 10
+    def loss(k, b):
+        A = scipy.sparse.diags_array([-np.ones(n - 1), 2 + k, -np.ones(n - 1)], offsets=[-1, 0, 1], format="csr")
+        Minv = scipy.sparse.diags_array(1 / (2 + k))
+        x0 = b / (2 + k)
+        x, info = scipy.sparse.linalg.cg(A, b, x0=x0, M=Minv, rtol=1e-12, atol=0, maxiter=200)
+        y = scipy.sparse.linalg.bicgstab(A, b, rtol=1e-12, atol=0)[0]
+        return x @ b + y @ y
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random(n), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def sparse_eigsh_smallest_shift_invert_standard():
+    n = 12
+    def loss(k):
+        A = scipy.sparse.diags_array([-k[1:-1], k[:-1] + k[1:], -k[1:-1]], offsets=[-1, 0, 1], format="csc")
+        w, v = scipy.sparse.linalg.eigsh(A, k=2, sigma=0.0, which="LM", v0=np.ones(n - 1))
+        return np.sum(w) + np.sum(v[:, 0] ** 4)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 1 + 0.3 * r.random(n),
+    return loss, make, dict(rtol=1e-4, jvp=False)
+
+
+def ndimage_binary_closing_fill_holes_distance_weighted():
+    base = np.zeros((10, 10), bool)
+    base[2:8, 2:8] = True
+    base[4, 4] = False
+    def loss(img):
+        mask = scipy.ndimage.binary_fill_holes(scipy.ndimage.binary_closing(base))
+        dist = scipy.ndimage.distance_transform_edt(mask)
+        sm = scipy.ndimage.gaussian_filter(img, 1.0, mode="constant")
+        com = scipy.ndimage.center_of_mass(sm * mask)
+        return np.sum(sm * dist) + com[0] * com[1]
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random((10, 10)),
+    return loss, make, dict()
+
+
+def ndimage_correlate_traced_kernel_grey_dilation_percentile():
+    def loss(img, k):
+        c = scipy.ndimage.correlate(img, k, mode="reflect")
+        d = scipy.ndimage.grey_dilation(img, size=(3, 3))
+        p = scipy.ndimage.percentile_filter(img, 75, size=3)
+        u = scipy.ndimage.uniform_filter(img, size=(3, 1))
+        return np.sum(c * d) + np.sum(p ** 2) + np.sum(u)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random((7, 8)), r.random((3, 3))
+    return loss, make, dict(argnums=(0, 1), step=1e-6)
+
+
+def signal_filtfilt_traced_ba_lfilter_zi_steady():
+    def loss(b, a1, x):
+        a = np.array([1.0, a1, 0.2])
+        y = scipy.signal.filtfilt(b, a, x, padtype="odd", padlen=6)
+        zi = scipy.signal.lfilter_zi(b, a)
+        y2, _ = scipy.signal.lfilter(b, a, x, zi=zi * x[0])
+        return np.sum(y ** 2) + np.sum(y2 ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.array([0.2, 0.4, 0.2]), -0.5 + 0.05 * s, r.standard_normal(30)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def signal_stft_istft_traced_window_spectral_subtraction():
+    def loss(x, alpha):
+        f, t, Z = scipy.signal.stft(x, nperseg=16, noverlap=8)
+        mag = np.abs(Z)
+        noise = mag[:, :2].mean(axis=1, keepdims=True)
+        gain = np.maximum(1 - alpha * noise / (mag + 1e-9), 0.1)
+        _, xr = scipy.signal.istft(Z * gain, nperseg=16, noverlap=8)
+        return np.sum(xr[:len(x)] ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.sin(np.linspace(0, 20, 64)) + 0.3 * r.standard_normal(64), 1.0 + 0.1 * s
+    return loss, make, dict(argnums=(0, 1), step=1e-6)
+
+
+def signal_find_peaks_prominences_widths_then_traced():
+    def loss(y):
+        peaks, props = scipy.signal.find_peaks(y, prominence=0.2, width=1)
+        prom = scipy.signal.peak_prominences(y, peaks)[0]
+        w = scipy.signal.peak_widths(y, peaks, rel_height=0.5)[0]
+        return np.sum(y[peaks] ** 2) + np.sum(prom) + np.sum(w) * 0.1
+    def make(s):
+        r = np.random.default_rng(s)
+        t = np.linspace(0, 6, 40)
+        return np.sin(3 * t) + 0.5 * np.sin(7 * t) + 0.01 * r.standard_normal(40),
+    return loss, make, dict(step=1e-6)
+
+
+def solve_ivp_bdf_sparse_jacobian_reaction_diffusion():
+    n = 6
+    def loss(D, u0):
+        def rhs(t, u):
+            du = np.empty_like(u)
+            du[1:-1] = D * (u[2:] - 2 * u[1:-1] + u[:-2]) - u[1:-1] ** 3
+            du[0] = D * (u[1] - u[0]) - u[0] ** 3
+            du[-1] = D * (u[-2] - u[-1]) - u[-1] ** 3
+            return du
+        sol = scipy.integrate.solve_ivp(rhs, (0, 0.5), u0, method="BDF", rtol=1e-8, atol=1e-10,
+                                        jac_sparsity=scipy.sparse.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)],
+                                                                                   offsets=[-1, 0, 1]))
+        return np.sum(sol.y[:, -1] ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 5.0 + 0.1 * s, r.random(n)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-3, jvp=False)
+
+
+def quad_points_and_cumulative_trapezoid_initial():
+    def loss(a, y):
+        v, _ = scipy.integrate.quad(lambda x: np.abs(x - a) * np.exp(-x), 0.0, 3.0, points=[1.0], epsabs=1e-12)
+        c = scipy.integrate.cumulative_trapezoid(y, dx=0.1, initial=0)
+        s = scipy.integrate.simpson(y ** 2, dx=0.1)
+        return v + c[-1] * c[3] + s
+    def make(s):
+        r = np.random.default_rng(s)
+        return 1.2 + 0.1 * s, r.random(9)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def spatial_distance_cdist_minkowski_kdtree_query_k():
+    pts = np.random.default_rng(4).random((12, 2))
+    def loss(X):
+        D = scipy.spatial.distance.cdist(X, pts, metric="minkowski", p=3)
+        tree = scipy.spatial.cKDTree(pts)
+        d, i = tree.query(X, k=2)
+        nn = pts[i[:, 0]]
+        return np.sum(np.exp(-D)) + np.sum((X - nn) ** 2) + np.sum(scipy.spatial.distance.pdist(X, "cityblock"))
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random((4, 2)),
+    return loss, make, dict()
+
+
+def make_smoothing_spline_lam_and_bspline_design_matrix():
+    x = np.linspace(0, 1, 12)
+    t = np.r_[[0.0] * 4, 0.33, 0.66, [1.0] * 4]
+    def loss(y):
+        spl = scipy.interpolate.make_smoothing_spline(x, y, lam=1e-3)
+        B = scipy.interpolate.BSpline.design_matrix(x, t, 3).toarray()
+        c = np.linalg.lstsq(B, y, rcond=None)[0]
+        return np.sum(spl(x) ** 2) + np.sum(c ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return np.sin(4 * x) + 0.1 * r.standard_normal(12),
+    return loss, make, dict()
 
 
 PROGRAMS = [obj for name, obj in list(globals().items())
