@@ -450,6 +450,13 @@ def chain(k, fmt="csr"):
                               [-1, 0, 1], format=fmt)
 
 
+def mass():
+    """A constant positive definite mass matrix (built where it is called: inside a
+    differentiated function, of followed constants)."""
+    return scipy.sparse.diags([np.full(NE - 1, 1 / 6), np.full(NE, 2 / 3) + 0.05 * np.arange(NE),
+                               np.full(NE - 1, 1 / 6)], [-1, 0, 1], format="csc")
+
+
 def signed(v):
     """Eigenvectors of a fixed sign (ARPACK's signs are its own): the first entry positive."""
     return v * np.sign(v[0])
@@ -471,6 +478,14 @@ EIGSH = {
     "shift-invert, eigenpairs": (
         lambda k: np.sum(np.cos(scipy.sparse.linalg.eigsh(chain(k), 2, sigma=4.5, v0=V0)[0]))
         + np.sum(signed(scipy.sparse.linalg.eigsh(chain(k), 2, sigma=4.5, v0=V0)[1])[:5])),
+    # the generalized problem A v = λ M v of a constant M (it was refused)
+    "generalized, shift-invert, eigenpairs": (
+        lambda k: (lambda w, v: np.sum(w ** 2) + np.sum(signed(v)[:6] ** 3))(
+            *scipy.sparse.linalg.eigsh(chain(k), 2, M=mass(), sigma=4.5, v0=V0))),
+    "generalized, lowest eigenvalues alone": (
+        lambda k: np.sum(np.sqrt(scipy.sparse.linalg.eigsh(
+            chain(k, "csc"), 3, M=mass().toarray(), which="SA", v0=V0,
+            return_eigenvectors=False)))),
 }
 
 
@@ -513,9 +528,15 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
     # (Repeated eigenvalues are refused too, where ARPACK returns both copies; whether it does
     # depends on its rounding, which the order of the tests before changed: not tested here.)
     eigsh = scipy.sparse.linalg.eigsh
-    with pytest.raises(UnsupportedOperationError, match="generalized"):
-        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.eye(NE),
+    with pytest.raises(UnsupportedOperationError, match="traced settings"):
+        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.diags(k[:NE]),
                                               v0=V0)[0]), KE.copy())
+    with pytest.raises(UnsupportedOperationError, match="Minv"):
+        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.eye(NE), sigma=1.0,
+                                              Minv=scipy.sparse.eye(NE), v0=V0)[0]), KE.copy())
+    with pytest.raises(UnsupportedOperationError, match="M-orthonormal"):
+        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=mass(), sigma=-1.0, v0=V0,
+                                              mode="buckling")[0]), KE.copy())
     with pytest.raises(UnsupportedOperationError, match="not symmetric"):
         mutad.gradient(lambda k: np.sum(eigsh(chain(k) + scipy.sparse.diags(
             [k[1:-1]], [1], format="csr"), 2, v0=V0)[0]), KE.copy())

@@ -151,9 +151,12 @@ eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ
 pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
 eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
 to ``ADJOINT_RTOL``; where a differentiation follows them (a hessian), the same formulas by
-NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. Repeated
-eigenvalues among the returned ones (within
-``1e-8`` relative) and the generalized problem (``M``) are refused, and so is, with ``eigs``,
+NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. The generalized
+problem ``A v = λ M v`` of a constant ``M`` (dense or sparse; ARPACK's eigenvectors are
+M-orthonormal, checked): ``dλᵢ = vᵢᵀ dA vᵢ`` again, and ``dvᵢ`` solves ``(A - λᵢ M) dvᵢ =
+-(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Repeated eigenvalues
+among the returned ones (within ``1e-8`` relative), a traced ``M``, ``Minv`` and ``M`` as a
+``LinearOperator`` are refused, and so is, with ``eigs``,
 a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
 matrix).
 
@@ -4196,16 +4199,19 @@ def _bordered_solve(name, shifted, x, rhs, values=False):
     return y[:n]
 
 
-def _require_simple(name, matrix, w, v):
+def _require_simple(name, matrix, w, v, mass=None):
     """Each returned eigenvalue simple among all of A's (returned or not, which ARPACK does
-    not tell): the bordered matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
+    not tell): the bordered matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then
+    (of a generalized problem, ``[[A - λ M, M v], [(M v)ᴴ, 0]]``)."""
     n = matrix.shape[0]
     probe = np.cos(np.arange(n) + 0.5)
+    mass = _sparse.eye(n) if mass is None else mass
     for i in range(len(w)):
         shifted = (matrix.astype(np.result_type(matrix.dtype, w.dtype))
-                   - w[i] * _sparse.eye(n)).tocsc()
-        rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
-        _bordered_solve(name, shifted, v[:, i], rhs, values=True)
+                   - w[i] * mass).tocsc()
+        border = mass @ v[:, i]
+        rhs = probe - border * (np.conj(v[:, i]) @ probe)
+        _bordered_solve(name, shifted, border, rhs, values=True)
 
 
 
@@ -4218,11 +4224,16 @@ class _Eigenproblem:
     the plain stored values, computed once per distinct set of values (the eigenvalues and the
     eigenvectors are two primitives of the one call: ARPACK starts from a random vector unless
     given ``v0``, so a second call would be another result), and the solves in the complement
-    of an eigenvector its derivatives need."""
+    of an eigenvector its derivatives need. Of a generalized problem ``A v = λ M v`` (``M`` a
+    constant, its ``mass``), ARPACK's eigenvectors are M-orthonormal (``vᵀ M v = 1``, checked),
+    and the derivatives are those of that normalization: ``dλ = vᵀ dA v``, and ``dv`` the
+    solution of ``(A - λ M) dv = -(dA - dλ M) v`` with ``vᵀ M dv = 0``."""
 
     def __init__(self, layout, k, options, vectors):
         self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
         self.key, self.pairs = None, None
+        mass = options.get("M")
+        self.mass = None if mass is None else _sparse.csc_array(mass, dtype=float)
 
     def value(self, data):
         key = np.ascontiguousarray(data).tobytes()
@@ -4241,7 +4252,13 @@ class _Eigenproblem:
                 pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
                 v, = _matched("eigsh", w, pw, [pv], "eigenvalues")
             _distinct("eigsh", w, "eigenvalues")
-            _require_simple("eigsh", csr, w, v)
+            if self.mass is not None and not np.allclose(
+                    np.einsum("ij,ij->j", v, self.mass @ v), 1.0, rtol=0.0, atol=1e-8):
+                _refuse("scipy.sparse.linalg.eigsh of a generalized problem whose eigenvectors "
+                        "are not M-orthonormal (a mode other than 'normal', or an M that is "
+                        "not positive definite)", "mutad differentiates the problem "
+                        "A v = λ M v of a positive definite M in mode='normal'.")
+            _require_simple("eigsh", csr, w, v, self.mass)
             self.key, self.pairs = key, (w, v)
         return self.pairs
 
@@ -4251,6 +4268,9 @@ class _Eigenproblem:
         w, v = self.value(data)
         matrix = self.layout.build(data)
         vi, lam = v[:, i], w[i]
+        if self.mass is not None:  # the bordered system, whose border keeps vᵀ M z = 0
+            shifted = (self.layout.stored(data) - lam * self.mass).tocsc()
+            return -_bordered_solve("eigsh", shifted, self.mass @ vi, np.asarray(rhs, float))
         project = lambda x: x - vi * (vi @ x)  # noqa: E731
         operator = _splinalg.LinearOperator(
             matrix.shape, matvec=lambda x: project(matrix @ project(np.ravel(x))
@@ -4300,9 +4320,12 @@ def _complement_solve(data, problem, w, v, i, rhs):
         return problem.complement_solve(data, i, rhs)
     a = _followed_dense(problem.layout, data)
     n = a.shape[0]
+    mass = np.eye(n) if problem.mass is None else problem.mass.toarray()
     vi = v[:, i]
-    bordered = np.block([[a - w[i] * np.eye(n), vi[:, None]], [vi[None, :], np.zeros((1, 1))]])
-    return -np.linalg.solve(bordered, np.concatenate([rhs - vi * (vi @ rhs), np.zeros(1)]))[:n]
+    border = mass @ vi
+    bordered = np.block([[a - w[i] * mass, border[:, None]],
+                         [border[None, :], np.zeros((1, 1))]])
+    return -np.linalg.solve(bordered, np.concatenate([rhs - border * (vi @ rhs), np.zeros(1)]))[:n]
 
 
 def _followed_product(problem, data, direction, v):
@@ -4380,6 +4403,14 @@ def _closed_over(name, A):
                                     dtype=A.dtype)
 
 
+def _settled_matrix(x, what):
+    """``settled(x)``, of a sparse matrix holding constants too: SciPy's matrix of their
+    values."""
+    if isinstance(x, TracedSparse):
+        return x.layout.build(settled(x.data, what))
+    return settled(x, what)
+
+
 def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
            v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
            return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
@@ -4390,16 +4421,17 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
         return SCIPY["eigsh"](_closed_over("eigsh", A), k,
                               return_eigenvectors=return_eigenvectors, **settings)
     traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
-              or isinstance(x, TracedSparse)]
+              or isinstance(x, TracedSparse) and carries_derivative(x.data)]
     if traced:
         _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
                 "pass them as constants; the eigenpairs' derivative is in A's stored values.")
-    # (a constant the function computed, a start v0, as its plain value)
-    settings = {n: settled(x, f"scipy.sparse.linalg.eigsh's {n} computed in the function")
-                for n, x in settings.items()}
-    if M is not None or Minv is not None:
-        _refuse("scipy.sparse.linalg.eigsh of a generalized problem (M) of traced values",
-                "mutad differentiates the standard problem A v = λ v only.")
+    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
+    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}
+    if Minv is not None or isinstance(M, _splinalg.LinearOperator):
+        _refuse("scipy.sparse.linalg.eigsh of a generalized problem with Minv, or with M a "
+                "LinearOperator, of traced values", "pass M as a matrix (dense or sparse), "
+                "and leave Minv out.")
     layout, data = _spectral_matrix_of(A, "eigsh")
     problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
     w = _eigenvalues(data, problem=problem)
