@@ -84,11 +84,11 @@ the affine map of the data they are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coeffi
 interpolants of the identity columns), build it from plain data for those. ``antiderivative`` and
 ``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
-periodic extrapolation past the data's interval) are linear in the data too: the antiderivative is SciPy's
-``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
-differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines (``BSpline``,
-``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the base interval
-where SciPy clips them (``extrapolate=False``).
+periodic extrapolation past the data's interval) are linear in the data too: the antiderivative
+is SciPy's ``derivative(-nu)``, and an integral SciPy's own value with the derivatives of
+F(b) - F(a), differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines
+(``BSpline``, ``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the
+base interval where SciPy clips them (``extrapolate=False``).
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.

@@ -2218,12 +2218,14 @@ class TracedSparse(_ComparedByValue):
         summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
         if axis is not None:
-            # SciPy's coo matrix (a row or a column) of each line's extreme, the zeros not stored among its entries unless ``explicit`` (a
-            # line storing none: 0), those that are zero left out: the dense array's (no
-            # repeated entries left to add), made sparse as SciPy makes a dense array sparse
+            # SciPy's coo matrix (a row or a column) of each line's extreme, the zeros not
+            # stored among its entries unless ``explicit`` (a line storing none: 0), those
+            # that are zero left out: the dense array's (no repeated entries left to add),
+            # made sparse as SciPy makes a dense array sparse
             dense = summed.toarray()
             if explicit:
-                stored = self.layout.probe(np.arange(1.0, self.layout.valid.size + 1)).toarray() != 0
+                numbered = np.arange(1.0, self.layout.valid.size + 1)
+                stored = self.layout.probe(numbered).toarray() != 0
                 dense = np.where(stored, dense, -np.inf if name == "max" else np.inf)
             lines = getattr(np, name)(dense, axis=axis, keepdims=True)
             if explicit:

@@ -37,8 +37,9 @@ SciPy's C takes them). The others' compositions may round otherwise than SciPy's
 ``minkowski``'s other p, whose powers NumPy computes with another ``pow`` than SciPy's C++,
 and ``cosine``, ``correlation``, ``seuclidean`` and ``mahalanobis``, which SciPy computes in C
 compiled to reassociate its sums; their values are SciPy's own call's, with the derivatives of
-the composition (``tests/test_scipy_spatial.py``). ``seuclidean`` without ``V`` and ``mahalanobis`` without ``VI``
-differentiate SciPy's variance and inverse covariance of the points too.
+the composition (``tests/test_scipy_spatial.py``). ``seuclidean`` without ``V`` and
+``mahalanobis`` without ``VI`` differentiate SciPy's variance and inverse covariance of the
+points too.
 
 Kinks. The distance between identical points (``euclidean``, ``seuclidean``, ``mahalanobis``,
 ``minkowski``) has the derivative 0 there, a subgradient, and not the NaN of the square root's
