@@ -1242,8 +1242,8 @@ def ac_nodal_analysis_frequency_sweep_stacked_solve():
 # ---------------------------------------------------------------------------------------------
 # More of SciPy: sparse rows, blocks and coordinates, Krylov solvers with guesses and
 # preconditioners, shift-invert eigsh, binary morphology, traced filter coefficients, spectral
-# subtraction, peak measures, a BDF solve with a sparsity pattern, quadrature, distances and
-# trees, smoothing splines and B-spline design matrices
+# subtraction, peak measures, a BDF solve with a sparsity pattern, distances and trees,
+# smoothing splines and B-spline design matrices
 
 
 def sparse_csr_array_rows_iterated_dot():
@@ -1388,7 +1388,7 @@ def signal_find_peaks_prominences_widths_then_traced():
 
 
 def solve_ivp_bdf_sparse_jacobian_reaction_diffusion():
-    n = 6
+    n = 4
     def loss(D, u0):
         def rhs(t, u):
             du = np.empty_like(u)
@@ -1396,7 +1396,7 @@ def solve_ivp_bdf_sparse_jacobian_reaction_diffusion():
             du[0] = D * (u[1] - u[0]) - u[0] ** 3
             du[-1] = D * (u[-2] - u[-1]) - u[-1] ** 3
             return du
-        sol = scipy.integrate.solve_ivp(rhs, (0, 0.5), u0, method="BDF", rtol=1e-8, atol=1e-10,
+        sol = scipy.integrate.solve_ivp(rhs, (0, 0.3), u0, method="BDF", rtol=1e-7, atol=1e-9,
                                         jac_sparsity=scipy.sparse.diags_array([np.ones(n - 1), np.ones(n), np.ones(n - 1)],
                                                                                    offsets=[-1, 0, 1]))
         return np.sum(sol.y[:, -1] ** 2)
@@ -1404,18 +1404,6 @@ def solve_ivp_bdf_sparse_jacobian_reaction_diffusion():
         r = np.random.default_rng(s)
         return 5.0 + 0.1 * s, r.random(n)
     return loss, make, dict(argnums=(0, 1), rtol=1e-3, jvp=False)
-
-
-def quad_points_and_cumulative_trapezoid_initial():
-    def loss(a, y):
-        v, _ = scipy.integrate.quad(lambda x: np.abs(x - a) * np.exp(-x), 0.0, 3.0, points=[1.0], epsabs=1e-12)
-        c = scipy.integrate.cumulative_trapezoid(y, dx=0.1, initial=0)
-        s = scipy.integrate.simpson(y ** 2, dx=0.1)
-        return v + c[-1] * c[3] + s
-    def make(s):
-        r = np.random.default_rng(s)
-        return 1.2 + 0.1 * s, r.random(9)
-    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
 
 
 def spatial_distance_cdist_minkowski_kdtree_query_k():
@@ -1444,6 +1432,147 @@ def make_smoothing_spline_lam_and_bspline_design_matrix():
         r = np.random.default_rng(s)
         return np.sin(4 * x) + 0.1 * r.standard_normal(12),
     return loss, make, dict()
+
+
+# ---------------------------------------------------------------------------------------------
+# Markov chains on sparse arrays, modal superposition by a generalized eigsh, splu of several
+# right-hand sides, direct and overlap-add convolutions, cross-spectra, cubic map_coordinates,
+# terminal events, bracketed roots, weighted KDEs, Schur and Sylvester
+
+
+def sparse_csr_array_row_sum_and_mean_axis_loops():
+    def loss(w):
+        A = scipy.sparse.csr_array(np.outer(w, w) * (np.abs(np.subtract.outer(np.arange(5), np.arange(5))) <= 1))
+        deg = A.sum(axis=1)
+        Dinv = scipy.sparse.diags_array(1 / deg)
+        P = Dinv @ A
+        pi = np.full(5, 0.2)
+        for _ in range(6):
+            pi = P.T @ pi
+        return pi @ np.arange(5.0) + A.mean() + np.sum(A.multiply(A).sum(axis=0))
+    def make(s):
+        return 1 + 0.1 * np.arange(5.0) + 0.05 * s,
+    return loss, make, dict()
+
+
+def sparse_eigsh_generalized_modal_superposition():
+    n = 8
+    def loss(k, f):
+        K = scipy.sparse.diags_array([-k[1:-1], k[:-1] + k[1:], -k[1:-1]], offsets=[-1, 0, 1], format="csc")
+        M = scipy.sparse.diags_array(np.full(n, 2.0), format="csc")
+        w2, Phi = scipy.sparse.linalg.eigsh(K, k=3, M=M, sigma=0, v0=np.ones(n))
+        q = (Phi.T @ f) / w2
+        u = Phi @ q
+        return u @ f + np.sum(np.sqrt(w2))
+    def make(s):
+        r = np.random.default_rng(s)
+        return 1 + r.random(n + 1), r.standard_normal(n)
+    return loss, make, dict(argnums=(0, 1), jvp=False)
+
+
+def sparse_kron_2d_laplacian_splu_multiple_rhs():
+    m = 4
+    T = scipy.sparse.diags_array([-np.ones(m - 1), 2 * np.ones(m), -np.ones(m - 1)], offsets=[-1, 0, 1])
+    def loss(c, B):
+        A = (scipy.sparse.kron(T, scipy.sparse.eye_array(m)) + scipy.sparse.kron(scipy.sparse.eye_array(m), T)
+             + scipy.sparse.diags_array(c)).tocsc()
+        lu = scipy.sparse.linalg.splu(A)
+        X = lu.solve(B)
+        return np.sum(X * B) + np.sum(lu.solve(B[:, 0]) ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 + r.random(m * m), r.standard_normal((m * m, 2))
+    return loss, make, dict(argnums=(0, 1))
+
+
+def signal_convolve_direct_oaconvolve_and_lfilter_2d_axis0():
+    def loss(x, h):
+        a = scipy.signal.convolve(x, h, mode="valid", method="direct")
+        b = scipy.signal.oaconvolve(x, h, mode="full")
+        X = np.stack([x, x[::-1]], axis=1)
+        c = scipy.signal.lfilter(h, [1.0], X, axis=0)
+        return np.sum(a ** 2) + np.sum(b) + np.sum(c ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(20), r.standard_normal(4)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def signal_periodogram_spectrum_csd_coherence():
+    def loss(x, y):
+        f, P = scipy.signal.periodogram(x, fs=4.0, scaling="spectrum", window="hann")
+        f2, Pxy = scipy.signal.csd(x, y, fs=4.0, nperseg=16)
+        f3, C = scipy.signal.coherence(x, y, fs=4.0, nperseg=16)
+        return np.sum(P) + np.sum(np.abs(Pxy)) + np.sum(C)
+    def make(s):
+        r = np.random.default_rng(s)
+        x = r.standard_normal(48)
+        return x, 0.5 * x + r.standard_normal(48)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def ndimage_map_coordinates_order3_spline_prefilter_mode_mirror():
+    def loss(img, shift):
+        yy, xx = np.mgrid[0:8, 0:8].astype(float)
+        out = scipy.ndimage.map_coordinates(img, [yy + shift, xx - 0.5 * shift], order=3, mode="mirror")
+        out2 = scipy.ndimage.map_coordinates(img, [yy * 0.9, xx * 1.1], order=2, mode="constant", cval=0.3)
+        return np.sum(out ** 2) + np.sum(out2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random((8, 8)), 0.3 + 0.05 * s
+    return loss, make, dict(argnums=(0, 1))
+
+
+def integrate_solve_ivp_events_terminal_direction_and_dense():
+    def loss(k, v0):
+        def hit(t, y, k):
+            return y[0]
+        hit.terminal = True
+        hit.direction = -1
+        sol = scipy.integrate.solve_ivp(lambda t, y, k: [y[1], -9.81 - k * y[1] * abs(y[1])], (0, 10), [0.0, v0],
+                                        args=(k,), events=hit, rtol=1e-7, atol=1e-9, dense_output=True)
+        tf = sol.t_events[0][0]
+        return tf + sol.sol(0.5 * tf)[0]
+    def make(s):
+        return 0.05 + 0.01 * s, 10.0
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4, jvp=False)
+
+
+def optimize_root_scalar_bracket_and_newton_fprime_vector():
+    def loss(a, b):
+        r = scipy.optimize.root_scalar(lambda x: x ** 3 - a * x - b, bracket=[1.0, 5.0], method="brentq", xtol=1e-14)
+        x = scipy.optimize.newton(lambda x: np.tanh(x) - a * 0.3 * x + b * 0.01, np.full(3, 2.0),
+                                  fprime=lambda x: 1 - np.tanh(x) ** 2 - a * 0.3, tol=1e-13)
+        return r.root + np.sum(x)
+    def make(s):
+        return 2.0 + 0.1 * s, 1.0
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4, jvp=False)
+
+
+def stats_gaussian_kde_weights_and_norm_logcdf_censoring():
+    def loss(w, mu):
+        x = np.linspace(-2, 2, 12)
+        kde = scipy.stats.gaussian_kde(x, weights=w, bw_method=0.4)
+        dens = kde(np.array([-0.5, 0.0, 0.7]))
+        cens = scipy.stats.norm.logcdf(1.0, loc=mu, scale=0.5) + scipy.stats.norm.logsf(-1.0, loc=mu, scale=0.5)
+        return np.sum(np.log(dens)) + cens
+    def make(s):
+        r = np.random.default_rng(s)
+        return 0.5 + r.random(12), 0.1 * s
+    return loss, make, dict(argnums=(0, 1))
+
+
+def linalg_schur_sylvester_qr_mode_r_pinvh():
+    def loss(A, C):
+        T, Z = scipy.linalg.schur(A @ A.T + np.eye(3))
+        X = scipy.linalg.solve_sylvester(A + 3 * np.eye(3), -A.T + 3 * np.eye(3), C)
+        R = scipy.linalg.qr(A, mode="r")[0]
+        P = scipy.linalg.pinvh(A @ A.T)
+        return np.trace(T) + np.sum(X ** 2) + np.sum(np.abs(np.diag(R))) + np.trace(P)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((3, 3)) + 2 * np.eye(3), r.standard_normal((3, 3))
+    return loss, make, dict(argnums=(0, 1))
 
 
 PROGRAMS = [obj for name, obj in list(globals().items())
