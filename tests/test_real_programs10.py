@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import scipy.fft
 import scipy.integrate
 import scipy.interpolate
 import scipy.linalg
@@ -1573,6 +1574,94 @@ def linalg_schur_sylvester_qr_mode_r_pinvh():
         r = np.random.default_rng(s)
         return r.standard_normal((3, 3)) + 2 * np.eye(3), r.standard_normal((3, 3))
     return loss, make, dict(argnums=(0, 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# A LinearOperator subclass of the user's, solve's assume_a structures, shuffled minibatches,
+# FFT lengths and norms, matrix norms and condition numbers in a loop
+
+
+def linear_operator_subclass_matvec_cg_closure():
+    class Stencil(scipy.sparse.linalg.LinearOperator):
+        def __init__(self, k):
+            self.k = k
+            super().__init__(dtype=float, shape=(len(k), len(k)))
+        def _matvec(self, x):
+            y = (2 + self.k) * x
+            y[1:] -= x[:-1]
+            y[:-1] -= x[1:]
+            return y
+        def _rmatvec(self, x):
+            return self._matvec(x)
+    def loss(k, b):
+        x, info = scipy.sparse.linalg.cg(Stencil(k), b, rtol=1e-12, atol=0)
+        return x @ b
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.random(6), r.standard_normal(6)
+    return loss, make, dict(argnums=(0, 1), rtol=1e-4)
+
+
+def scipy_linalg_solve_assume_a_structures():
+    def loss(d, e, b):
+        T = np.diag(d) + np.diag(e, 1) + np.diag(e, -1)
+        x1 = scipy.linalg.solve(T, b, assume_a="tridiagonal")
+        x2 = scipy.linalg.solve(np.diag(d), b, assume_a="diagonal")
+        L = np.tril(np.outer(d, d) * 0.1) + np.diag(d)
+        x3 = scipy.linalg.solve(L, b, assume_a="lower triangular")
+        x4 = scipy.linalg.solve(T, b, assume_a="banded")
+        x5 = scipy.linalg.solve(T, b, assume_a="sym")
+        return x1 @ b + x2 @ x2 + x3.sum() + x4 @ x1 + x5.sum()
+    def make(s):
+        r = np.random.default_rng(s)
+        return 3 + r.random(5), 0.5 * r.random(4), r.standard_normal(5)
+    return loss, make, dict(argnums=(0, 1, 2))
+
+
+def rng_permutation_and_shuffle_of_traced_minibatches():
+    def loss(X, w):
+        rng = np.random.default_rng(0)
+        data = X.copy()
+        total = 0.0
+        for epoch in range(2):
+            rng.shuffle(data)
+            for batch in np.split(data, 3):
+                total += np.sum((batch @ w) ** 2)
+            perm = rng.permutation(data)
+            total += perm[0] @ w
+        return total
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((6, 3)), r.standard_normal(3)
+    return loss, make, dict(argnums=(0, 1))
+
+
+def fft_next_fast_len_workers_norm_forward():
+    def loss(x):
+        n = scipy.fft.next_fast_len(2 * len(x) - 1)
+        X = scipy.fft.rfft(x, n=n, workers=2)
+        ac = scipy.fft.irfft(np.abs(X) ** 2, n=n)[:len(x)]
+        Y = np.fft.rfft(x, norm="forward")
+        z = np.fft.irfft(Y, n=len(x) - 1, norm="forward")
+        return np.sum(ac ** 2) + np.sum(z ** 2)
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal(11),
+    return loss, make, dict()
+
+
+def matrix_two_norm_cond_nuclear_in_loop():
+    def loss(A):
+        tot = 0.0
+        B = A.copy()
+        for _ in range(3):
+            tot += np.linalg.norm(B, 2) + np.linalg.norm(B, "nuc") + np.linalg.cond(B)
+            B = B @ A * 0.5 + np.eye(3)
+        return tot
+    def make(s):
+        r = np.random.default_rng(s)
+        return r.standard_normal((3, 3)) + 2 * np.eye(3),
+    return loss, make, dict()
 
 
 PROGRAMS = [obj for name, obj in list(globals().items())

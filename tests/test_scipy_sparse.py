@@ -1155,6 +1155,44 @@ def test_a_replayed_operator_solve_gives_plain_gradients(method):
                                             for g, e in zip(grads, expected[1]))
 
 
+class _Convection(scipy.sparse.linalg.LinearOperator):
+    """A user's subclass: its products read the traced values it holds (a speed, and an
+    operator of them), as a closure's functions read theirs."""
+
+    def __init__(self, k, inner=None):
+        self.k, self.inner = k, inner
+        super().__init__(dtype=float, shape=(N, N))
+
+    def _matvec(self, x):
+        y = (2.0 + self.k[0]) * x
+        y[1:] -= (1.0 + self.k[1]) * x[:-1]
+        y[:-1] -= x[1:]
+        return y if self.inner is None else y + 0.1 * self.inner.matvec(x)
+
+    def _rmatvec(self, x):
+        y = (2.0 + self.k[0]) * x
+        y[:-1] -= (1.0 + self.k[1]) * x[1:]
+        y[1:] -= x[:-1]
+        return y if self.inner is None else y + 0.1 * self.inner.rmatvec(x)
+
+
+@pytest.mark.parametrize("method", ["gmres", "bicgstab", "cg"])
+def test_an_operator_of_a_users_subclass_holding_traced_values_is_solved(method):
+    """Regression: a LinearOperator subclass defining _matvec and _rmatvec on traced values it
+    holds (and one holding such an operator) was refused."""
+    def f(k, b):
+        if method == "cg":  # symmetric (no convection): its transposed products its own
+            A = _Convection(k * np.array([1.0, 0.0]))
+        else:
+            A = _Convection(k, inner=_Convection(0.5 * k) if method == "gmres" else None)
+        x, info = getattr(scipy.sparse.linalg, method)(A, b, rtol=1e-13, atol=0.0)
+        return np.sum(np.sin(x)) + info
+
+    k = np.array([0.5, 0.3])
+    mutad.check_grads(f, k, B.copy(), modes=["rev", "fwd"], rtol=1e-5)
+    replays_as_traced(f, [(k, B), (k * 1.5, B), (k, B * 2.0)], argnums=(0, 1))
+
+
 def test_linear_operator_products_of_traced_values_are_scipys():
     """matvec, rmatvec, matmat, @, * and x @ A of traced vectors, and of an operator whose
     functions read traced values (its dtype found by SciPy's probe of an int8 vector)."""

@@ -136,8 +136,9 @@ not converge (``info != 0``) while a differentiation follows it raises
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
 ``LinearOperator`` (its ``rmatvec`` then serves the other methods' adjoints; without
 one, a real operator's ``Aᵀ y`` is the pullback of its ``matvec`` at ``y``), or one
-of the user's functions that read traced values from their closures (``_OperatorSolve``: the
-solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
+of the user's functions that read traced values from their closures, or of a subclass of
+the user's whose products (``_matvec``, ...) read them from its attributes (``_OperatorSolve``:
+the solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
 methods would if they did not convert them to plain arrays. ``aslinearoperator`` of a traced
@@ -5525,11 +5526,20 @@ _COMPOSITES = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
                _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
 
 
+_PRODUCTS = ("_matvec", "_rmatvec", "_matmat", "_rmatmat", "_adjoint", "_transpose")
+
+
+def _user_operator(A):
+    """Whether ``A`` is of the user's own subclass of ``LinearOperator`` (not SciPy's)."""
+    return not type(A).__module__.startswith("scipy.")
+
+
 def _operator_functions(A, method, seen):
     """The user's functions the operator ``A`` applies: those of an operator of functions
     (``LinearOperator(matvec=...)``), and of the operators their closures hold (a scaled
-    operator's, ``alpha * A``), and those of the pieces of SciPy's sums, products, powers and
-    transposes of operators. An operator of another kind that holds differentiated values is
+    operator's, ``alpha * A``), the products a subclass of the user's defines (``_matvec``,
+    ...), and those of the pieces of SciPy's sums, products, powers and transposes of
+    operators. An operator of another of SciPy's kinds that holds differentiated values is
     refused."""
     if id(A) in seen:
         return []
@@ -5540,6 +5550,14 @@ def _operator_functions(A, method, seen):
         held = [cell.cell_contents for f in functions
                 for cell in getattr(f, "__closure__", None) or ()]
         return functions + [g for B in held if isinstance(B, _splinalg.LinearOperator)
+                            for g in _operator_functions(B, method, seen)]
+    if _user_operator(A):
+        # the user's subclass: its own products, methods reading its attributes as a
+        # closure's cells are read, and those of the operators it holds
+        functions = [getattr(A, name) for name in _PRODUCTS
+                     if getattr(type(A), name) is not getattr(_splinalg.LinearOperator, name)]
+        return functions + [g for B in vars(A).values()
+                            if isinstance(B, _splinalg.LinearOperator)
                             for g in _operator_functions(B, method, seen)]
     if type(A) in _COMPOSITES:
         operands = [B for B in A.args if isinstance(B, _splinalg.LinearOperator)]
