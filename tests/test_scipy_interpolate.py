@@ -131,6 +131,12 @@ FORMS = {
     "CubicSpline 2-d integrate": lambda y, q: CubicSpline(X, np.outer(y, [1.0, -2.0])).integrate(
         0.2, q[2]),
     "PchipInterpolator integrate": lambda y, q: PchipInterpolator(X, y).integrate(q[1], q[4]),
+    # periodic extrapolation with bounds within the data's interval: no period wraps in
+    "CubicSpline periodic integrate inside": lambda y, q: CubicSpline(
+        X, _periodic(y[:-1]), bc_type="periodic").integrate(q[0], q[3]),
+    "BSpline periodic integrate inside": lambda y, q: BSpline(
+        np.arange(-3.0, 11.0), y[:7].repeat(2)[:10], 3, extrapolate="periodic").integrate(
+            q[4], 0.5),
     "PPoly antiderivative": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)),
                                                X[[0, 3, 6]]).antiderivative()(q),
     "PPoly integrate": lambda y, q: PPoly(np.reshape(y[:6], (3, 2)), X[[0, 3, 6]]).integrate(
@@ -395,7 +401,7 @@ REFUSED = {
     "periodic integral": lambda y: CubicSpline(X, _periodic(y[:-1]), bc_type="periodic").integrate(
         0.0, 5.0),
     "BSpline periodic integral": lambda y: BSpline(
-        np.arange(-3.0, 11.0), y[:7].repeat(2)[:10], 3, extrapolate="periodic").integrate(0.5, 4.0),
+        np.arange(-3.0, 11.0), y[:7].repeat(2)[:10], 3, extrapolate="periodic").integrate(0.5, 9.0),
     "make_lsq_spline traced weights": lambda y: make_lsq_spline(X, X, LSQ_KNOTS, w=y)(QUERIES),
     "PPoly traced breakpoints": lambda y: PPoly(np.ones((2, 2)), np.sort(y[:3]))(QUERIES),
     "PPoly axis": lambda y: PPoly(np.reshape(np.outer(y[:6], [1.0, 2.0]), (2, 3, 2)), X[:3],

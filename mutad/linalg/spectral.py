@@ -1860,19 +1860,20 @@ class _BandedEigenValue(Value):
 
 
 _eig_banded_value = _BandedEigenValue(
-    lambda ab, lower, eigvals_only, check_finite: _linalg.eig_banded(
-        ab, lower, eigvals_only, False, "a", None, 0, check_finite), "scipy.linalg.eig_banded")
+    lambda ab, lower, eigvals_only, select, select_range, max_ev, check_finite: (
+        _linalg.eig_banded(ab, lower, eigvals_only, False, select, select_range, max_ev,
+                           check_finite)), "scipy.linalg.eig_banded")
 _eigvals_banded_value = _BandedEigenValue(
-    lambda ab, lower, check_finite: _linalg.eigvals_banded(ab, lower, False, "a", None,
-                                                           check_finite),
-    "scipy.linalg.eigvals_banded")
+    lambda ab, lower, select, select_range, check_finite: _linalg.eigvals_banded(
+        ab, lower, False, select, select_range, check_finite), "scipy.linalg.eigvals_banded")
 _eigh_tridiagonal_value = _BandedEigenValue(
-    lambda d, e, eigvals_only, check_finite, tol, driver: _linalg.eigh_tridiagonal(
-        d, e, eigvals_only, "a", None, check_finite, tol, driver),
-    "scipy.linalg.eigh_tridiagonal")
+    lambda d, e, eigvals_only, select, select_range, check_finite, tol, driver: (
+        _linalg.eigh_tridiagonal(d, e, eigvals_only, select, select_range, check_finite, tol,
+                                 driver)), "scipy.linalg.eigh_tridiagonal")
 _eigvalsh_tridiagonal_value = _BandedEigenValue(
-    lambda d, e, check_finite, tol, driver: _linalg.eigvalsh_tridiagonal(
-        d, e, "a", None, check_finite, tol, driver), "scipy.linalg.eigvalsh_tridiagonal")
+    lambda d, e, select, select_range, check_finite, tol, driver: (
+        _linalg.eigvalsh_tridiagonal(d, e, select, select_range, check_finite, tol, driver)),
+    "scipy.linalg.eigvalsh_tridiagonal")
 
 
 def _dense_from_diagonals(diagonals):
@@ -1895,24 +1896,48 @@ def _symmetric_dense_from_band(a_band, lower):
     return _dense_from_diagonals(diagonals)
 
 
-def _require_real_full_spectrum(name, values, select):
-    if select not in ("a", "all", 0):
-        raise UnsupportedOperationError(
-            f"scipy.linalg.{name}(..., select={select!r}): the derivative of some eigenpairs "
-            "needs all of them; compute them all (select='a') and index the result.")
+def _require_real(name, values):
     if any(np.iscomplexobj(v) for v in values):
         raise UnsupportedOperationError(
             f"scipy.linalg.{name} of complex (Hermitian) band storage: mutad differentiates "
             "real symmetric band storage. Build the Hermitian matrix and call eigh.")
 
 
-def _eigenproblem_like_scipys(name, dense, w_value, v_value=None):
+def _plain_range(select_range):
+    """``select_range`` as numbers (a primitive's settings), None where SciPy ignores it."""
+    return None if select_range is None else tuple(
+        np.asarray(stop_gradient(bound)).item() for bound in select_range)
+
+
+def _selection_offset(w, w_value, select, select_range):
+    """Where SciPy's selection ``w_value`` (consecutive eigenvalues in ascending order) begins
+    in the whole spectrum ``w``: the first index of ``select='i'``; of ``'v'``, the offset
+    whose eigenvalues match SciPy's best (a decision on the values, which a replay checks is
+    the same again; the comparison after it refuses a selection it does not reproduce)."""
+    if select in ("i", "index", 2):
+        return int(select_range[0])
+    count, values = np.shape(w_value)[0], stop_gradient(w)
+    mismatch = np.stack([np.max(np.abs(values[k:k + count] - w_value), initial=0.0)
+                         for k in range(np.shape(w)[0] - count + 1)])
+    return int(settled(np.argmin(mismatch), "the eigenvalues a selection by value returns"))
+
+
+def _eigenproblem_like_scipys(name, dense, w_value, v_value=None, select="a",
+                              select_range=None):
     """SciPy's eigenvalues ``w_value`` (and eigenvectors ``v_value``) with the derivatives of
-    np.linalg.eigh of ``dense``, the matrix SciPy's storage stands for."""
+    np.linalg.eigh of ``dense``, the matrix SciPy's storage stands for, or of those of its
+    eigenpairs SciPy selected (``select``: the derivative of each is the same whether the
+    others are returned or not)."""
     if v_value is None:
         w = np.linalg.eigvalsh(dense)
     else:
         w, v = np.linalg.eigh(dense)
+    count = np.shape(w_value)[0]
+    if count != np.shape(dense)[0]:
+        offset = _selection_offset(w, w_value, select, select_range)
+        w = w[offset:offset + count]
+        if v_value is not None:
+            v = v[:, offset:offset + count]
     scale = 1.0 + np.max(np.abs(w_value), initial=0.0)
     if not np.max(np.abs(w - w_value), initial=0.0) <= 1e-8 * scale * max(1, np.shape(dense)[0]):
         raise UnsupportedOperationError(  # (a guard: never another problem's derivative)
@@ -1938,13 +1963,14 @@ def _eig_banded(a_band, lower=False, eigvals_only=False, overwrite_a_band=False,
     if not carries_derivative(a_band):  # a constant (mutad.stop_gradient): SciPy's own
         return _eig_banded_stand_in.original(a_band, lower, eigvals_only, overwrite_a_band,
                                              select, select_range, max_ev, check_finite)
-    _require_real_full_spectrum("eig_banded", (a_band,), select)
+    _require_real("eig_banded", (a_band,))
     a_band = np.atleast_2d(a_band)
-    value = _eig_banded_value(a_band, lower, eigvals_only, check_finite)
+    value = _eig_banded_value(a_band, lower, eigvals_only, select, _plain_range(select_range),
+                              max_ev, check_finite)
     dense = _symmetric_dense_from_band(a_band, lower)
     if eigvals_only:
-        return _eigenproblem_like_scipys("eig_banded", dense, value)
-    return _eigenproblem_like_scipys("eig_banded", dense, *value)
+        return _eigenproblem_like_scipys("eig_banded", dense, value, None, select, select_range)
+    return _eigenproblem_like_scipys("eig_banded", dense, *value, select, select_range)
 
 
 def _eigvals_banded(a_band, lower=False, overwrite_a_band=False, select="a",
@@ -1952,11 +1978,12 @@ def _eigvals_banded(a_band, lower=False, overwrite_a_band=False, select="a",
     if not carries_derivative(a_band):
         return _eigvals_banded_stand_in.original(a_band, lower, overwrite_a_band, select,
                                                  select_range, check_finite)
-    _require_real_full_spectrum("eigvals_banded", (a_band,), select)
+    _require_real("eigvals_banded", (a_band,))
     a_band = np.atleast_2d(a_band)
-    value = _eigvals_banded_value(a_band, lower, check_finite)
+    value = _eigvals_banded_value(a_band, lower, select, _plain_range(select_range),
+                                  check_finite)
     return _eigenproblem_like_scipys("eigvals_banded", _symmetric_dense_from_band(a_band, lower),
-                                     value)
+                                     value, None, select, select_range)
 
 
 def _tridiagonal(d, e):
@@ -1968,12 +1995,14 @@ def _eigh_tridiagonal(d, e, eigvals_only=False, select="a", select_range=None,
     if not (carries_derivative(d) or carries_derivative(e)):
         return _eigh_tridiagonal_stand_in.original(d, e, eigvals_only, select, select_range,
                                                    check_finite, tol, lapack_driver)
-    _require_real_full_spectrum("eigh_tridiagonal", (d, e), select)
-    value = _eigh_tridiagonal_value(d, e, eigvals_only, check_finite, tol, lapack_driver)
+    _require_real("eigh_tridiagonal", (d, e))
+    value = _eigh_tridiagonal_value(d, e, eigvals_only, select, _plain_range(select_range),
+                                    check_finite, tol, lapack_driver)
     dense = _tridiagonal(d, e)
     if eigvals_only:
-        return _eigenproblem_like_scipys("eigh_tridiagonal", dense, value)
-    return _eigenproblem_like_scipys("eigh_tridiagonal", dense, *value)
+        return _eigenproblem_like_scipys("eigh_tridiagonal", dense, value, None, select,
+                                         select_range)
+    return _eigenproblem_like_scipys("eigh_tridiagonal", dense, *value, select, select_range)
 
 
 def _eigvalsh_tridiagonal(d, e, select="a", select_range=None, check_finite=True, tol=0.0,
@@ -1981,9 +2010,11 @@ def _eigvalsh_tridiagonal(d, e, select="a", select_range=None, check_finite=True
     if not (carries_derivative(d) or carries_derivative(e)):
         return _eigvalsh_tridiagonal_stand_in.original(d, e, select, select_range,
                                                        check_finite, tol, lapack_driver)
-    _require_real_full_spectrum("eigvalsh_tridiagonal", (d, e), select)
-    value = _eigvalsh_tridiagonal_value(d, e, check_finite, tol, lapack_driver)
-    return _eigenproblem_like_scipys("eigvalsh_tridiagonal", _tridiagonal(d, e), value)
+    _require_real("eigvalsh_tridiagonal", (d, e))
+    value = _eigvalsh_tridiagonal_value(d, e, select, _plain_range(select_range), check_finite,
+                                        tol, lapack_driver)
+    return _eigenproblem_like_scipys("eigvalsh_tridiagonal", _tridiagonal(d, e), value, None,
+                                     select, select_range)
 
 
 _eig_banded_stand_in = StandIn(_linalg.eig_banded, _eig_banded)

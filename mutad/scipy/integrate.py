@@ -1389,6 +1389,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         else [events]
     if "jac" in options and not callable(options["jac"]):
         options["jac"] = _jacobian_numbers(options["jac"])
+    if options.get("jac_sparsity") is not None:  # a pattern, read as numbers
+        options["jac_sparsity"] = _jacobian_numbers(options["jac_sparsity"])
     parameters = _Parameters("solve_ivp", (fun, options.get("jac"), *event_list),
                              () if args is None else args)
     method = getattr(method, "scipy", method)  # SciPy's class for its stand-in (RK45)

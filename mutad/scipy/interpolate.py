@@ -84,11 +84,11 @@ the affine map of the data they are: ``c₀ + Σ_i C_i d_i``, ``C_i`` the coeffi
 interpolants of the identity columns), build it from plain data for those. ``antiderivative`` and
 ``integrate(a, b)`` of ``CubicSpline``, the Hermite splines and ``PPoly`` (not of one already
 differentiated or integrated, whose spec would not reproduce SciPy's chained values, nor with
-periodic extrapolation) are linear in the data too: the antiderivative is SciPy's
-``derivative(-nu)``, and an integral SciPy's own value with the derivatives of F(b) - F(a),
-differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines (``BSpline``,
-``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the base interval
-where SciPy clips them (``extrapolate=False``).
+periodic extrapolation past the data's interval) are linear in the data too: the antiderivative
+is SciPy's ``derivative(-nu)``, and an integral SciPy's own value with the derivatives of
+F(b) - F(a), differentiated in the data and the bounds; ``integrate(a, b)`` of the B-splines
+(``BSpline``, ``make_interp_spline``'s, ``make_lsq_spline``'s) too, its bounds clipped to the
+base interval where SciPy clips them (``extrapolate=False``).
 
 Every rule computes with this module's evaluations and NumPy, so a derivative is differentiated
 again (``mutad.hvp``, a gradient of a gradient) and forward mode works as reverse mode does.
@@ -931,11 +931,20 @@ class _TracedInterpolant:
         built = self._spec.build(plain)
         at = built.extrapolate if extrapolate is None else extrapolate
         if at == "periodic":
+            # bounds within the data's interval integrate what the extrapolated antiderivative
+            # integrates there; beyond it, periods would wrap in, which is refused
+            start, stop = ((built.t[built.k], built.t[len(built.t) - built.k - 1]) if bspline
+                           else (built.x[0], built.x[-1]))
+            bounds = [np.asarray(stop_gradient(bound)) for bound in (a, b)]
+            if all(np.all((start <= bound) & (bound <= stop)) for bound in bounds):
+                at = True
+        if at == "periodic":
             raise UnsupportedOperationError(
-                f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation, "
-                "of an interpolant built from traced data: mutad differentiates integrals "
-                "over the data's interval or extrapolated (extrapolate=True). Integrate over "
-                "whole periods within the data, or pass extrapolate=True for bounds inside it.")
+                f"scipy.interpolate.{self._name}(...).integrate with periodic extrapolation "
+                "and a bound beyond the data's interval, of an interpolant built from traced "
+                "data: mutad differentiates integrals within the data's interval or "
+                "extrapolated (extrapolate=True). Split the integral into whole periods and "
+                "a part within the data's interval.")
         spec = spec.with_extrapolate(at)
         value = _integral_value(self._spec, a, b, extrapolate, *self._data)
         lo, hi = a, b

@@ -106,7 +106,8 @@ subdiagonal entry real) is refused: LAPACK skips its reflector there and takes o
 the reduction is discontinuous.
 
 ``eig_banded``, ``eigvals_banded``, ``eigh_tridiagonal`` and ``eigvalsh_tridiagonal`` (real band
-storage, every eigenpair: ``select='a'``), ``cholesky_banded`` (real band storage) and ``rq``
+storage; every eigenpair, or those ``select='i'`` or ``'v'`` picks, each with the derivative
+it has among all of them), ``cholesky_banded`` (real band storage) and ``rq``
 (a real square matrix, or a wide one with ``mode='economic'`` or ``'r'``) are differentiated by
 SciPy's names: their values are SciPy's own, their derivatives those of np.linalg's eigh,
 cholesky and qr of the dense matrix the storage stands for (RQ: the QR factorisation of the

@@ -136,8 +136,9 @@ not converge (``info != 0``) while a differentiation follows it raises
 and ``minres`` assume a symmetric ``A``, as SciPy's methods do; ``A`` may be a constant
 ``LinearOperator`` (its ``rmatvec`` then serves the other methods' adjoints; without
 one, a real operator's ``Aᵀ y`` is the pullback of its ``matvec`` at ``y``), or one
-of the user's functions that read traced values from their closures (``_OperatorSolve``: the
-solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
+of the user's functions that read traced values from their closures, or of a subclass of
+the user's whose products (``_matvec``, ...) read them from its attributes (``_OperatorSolve``:
+the solve is differentiated in them too, to the first order), and ``x0`` a traced array (a warm
 start, which has no derivative). ``LinearOperator``'s products (``matvec``, ``A @ x``, ...)
 pass traced vectors to the user's functions and their traced results back, as SciPy's
 methods would if they did not convert them to plain arrays. ``aslinearoperator`` of a traced
@@ -151,9 +152,12 @@ eigenvectors of their derivative). ``dλᵢ = vᵢᵀ dA vᵢ``, so ``Ā = Σᵢ
 pattern; ``dvᵢ = -(A - λᵢ I)⁺ Pᵢ dA vᵢ`` with ``Pᵢ = I - vᵢ vᵢᵀ`` (the derivative of the unit
 eigenvector with ``vᵢᵀ dvᵢ = 0``), the pseudo-inverse applied by MINRES on ``Pᵢ (A - λᵢ I) Pᵢ``
 to ``ADJOINT_RTOL``; where a differentiation follows them (a hessian), the same formulas by
-NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. Repeated
-eigenvalues among the returned ones (within
-``1e-8`` relative) and the generalized problem (``M``) are refused, and so is, with ``eigs``,
+NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. The generalized
+problem ``A v = λ M v`` of a constant ``M`` (dense or sparse; ARPACK's eigenvectors are
+M-orthonormal, checked): ``dλᵢ = vᵢᵀ dA vᵢ`` again, and ``dvᵢ`` solves ``(A - λᵢ M) dvᵢ =
+-(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Repeated eigenvalues
+among the returned ones (within ``1e-8`` relative), a traced ``M``, ``Minv`` and ``M`` as a
+``LinearOperator`` are refused, and so is, with ``eigs``,
 a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
 matrix).
 
@@ -2201,23 +2205,32 @@ class TracedSparse(_ComparedByValue):
         return self._extreme("min", axis, out, explicit)
 
     def _extreme(self, name, axis, out, explicit):
-        if out is not None or axis is not None and (
-                explicit or not isinstance(self.layout.template, _sparse.spmatrix)):
-            _refuse(f"{name}(axis=..., out=...) of a scipy.sparse array with traced values, "
-                    "or of the stored entries alone (explicit=True)",
-                    f"SciPy's result is a sparse array of the {name}ima, which mutad does not "
-                    f"make: take them from the dense array, A.toarray().{name}(axis), or "
-                    f"{name}() of the rows or columns you need (A[[i], :].{name}()).")
-        # SciPy's errors (no entry, another axis)
-        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        if out is not None:
+            _refuse(f"{name}(out=...) of a scipy.sparse matrix with traced values",
+                    "leave it out and use the sparse matrix it returns.")
+        # SciPy's errors (no entry, another axis), and its kind of result
+        probed = getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        if np.ndim(probed) == 1:
+            _refuse(f"{name}(axis=...) of a scipy.sparse array with traced values",
+                    f"SciPy's result is a 1-d sparse array of the {name}ima, which mutad does "
+                    f"not make: take them from the dense array, A.toarray().{name}(axis), or "
+                    f"of an spmatrix (scipy.sparse.csr_matrix(A).{name}(axis)).")
         # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
         summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
         if axis is not None:
-            # SciPy's coo matrix of each line's extreme, the zeros not stored among its
-            # entries, those that are zero left out: the dense array's (no repeated entries
-            # left to add), made sparse as SciPy makes a dense matrix sparse
-            lines = getattr(np, name)(summed.toarray(), axis=axis, keepdims=True)
+            # SciPy's coo matrix (a row or a column) of each line's extreme, the zeros not
+            # stored among its entries unless ``explicit`` (a line storing none: 0), those
+            # that are zero left out: the dense array's (no repeated entries left to add),
+            # made sparse as SciPy makes a dense array sparse
+            dense = summed.toarray()
+            if explicit:
+                numbered = np.arange(1.0, self.layout.valid.size + 1)
+                stored = self.layout.probe(numbered).toarray() != 0
+                dense = np.where(stored, dense, -np.inf if name == "max" else np.inf)
+            lines = getattr(np, name)(dense, axis=axis, keepdims=True)
+            if explicit:
+                lines = np.where(np.any(stored, axis=axis, keepdims=True), lines, 0.0)
             return RULES[SCIPY["coo_matrix"]].route(lines)
         layout = summed.layout
         values = np.reshape(summed.data, (-1,))[layout.valid]
@@ -4189,16 +4202,19 @@ def _bordered_solve(name, shifted, x, rhs, values=False):
     return y[:n]
 
 
-def _require_simple(name, matrix, w, v):
+def _require_simple(name, matrix, w, v, mass=None):
     """Each returned eigenvalue simple among all of A's (returned or not, which ARPACK does
-    not tell): the bordered matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then."""
+    not tell): the bordered matrix ``[[A - λ I, v], [vᴴ, 0]]`` is nonsingular exactly then
+    (of a generalized problem, ``[[A - λ M, M v], [(M v)ᴴ, 0]]``)."""
     n = matrix.shape[0]
     probe = np.cos(np.arange(n) + 0.5)
+    mass = _sparse.eye(n) if mass is None else mass
     for i in range(len(w)):
         shifted = (matrix.astype(np.result_type(matrix.dtype, w.dtype))
-                   - w[i] * _sparse.eye(n)).tocsc()
-        rhs = probe - v[:, i] * (np.conj(v[:, i]) @ probe)
-        _bordered_solve(name, shifted, v[:, i], rhs, values=True)
+                   - w[i] * mass).tocsc()
+        border = mass @ v[:, i]
+        rhs = probe - border * (np.conj(v[:, i]) @ probe)
+        _bordered_solve(name, shifted, border, rhs, values=True)
 
 
 
@@ -4211,11 +4227,16 @@ class _Eigenproblem:
     the plain stored values, computed once per distinct set of values (the eigenvalues and the
     eigenvectors are two primitives of the one call: ARPACK starts from a random vector unless
     given ``v0``, so a second call would be another result), and the solves in the complement
-    of an eigenvector its derivatives need."""
+    of an eigenvector its derivatives need. Of a generalized problem ``A v = λ M v`` (``M`` a
+    constant, its ``mass``), ARPACK's eigenvectors are M-orthonormal (``vᵀ M v = 1``, checked),
+    and the derivatives are those of that normalization: ``dλ = vᵀ dA v``, and ``dv`` the
+    solution of ``(A - λ M) dv = -(dA - dλ M) v`` with ``vᵀ M dv = 0``."""
 
     def __init__(self, layout, k, options, vectors):
         self.layout, self.k, self.options, self.vectors = layout, k, options, vectors
         self.key, self.pairs = None, None
+        mass = options.get("M")
+        self.mass = None if mass is None else _sparse.csc_array(mass, dtype=float)
 
     def value(self, data):
         key = np.ascontiguousarray(data).tobytes()
@@ -4234,7 +4255,13 @@ class _Eigenproblem:
                 pw, pv = SCIPY["eigsh"](matrix, self.k, **self.options)
                 v, = _matched("eigsh", w, pw, [pv], "eigenvalues")
             _distinct("eigsh", w, "eigenvalues")
-            _require_simple("eigsh", csr, w, v)
+            if self.mass is not None and not np.allclose(
+                    np.einsum("ij,ij->j", v, self.mass @ v), 1.0, rtol=0.0, atol=1e-8):
+                _refuse("scipy.sparse.linalg.eigsh of a generalized problem whose eigenvectors "
+                        "are not M-orthonormal (a mode other than 'normal', or an M that is "
+                        "not positive definite)", "mutad differentiates the problem "
+                        "A v = λ M v of a positive definite M in mode='normal'.")
+            _require_simple("eigsh", csr, w, v, self.mass)
             self.key, self.pairs = key, (w, v)
         return self.pairs
 
@@ -4244,6 +4271,9 @@ class _Eigenproblem:
         w, v = self.value(data)
         matrix = self.layout.build(data)
         vi, lam = v[:, i], w[i]
+        if self.mass is not None:  # the bordered system, whose border keeps vᵀ M z = 0
+            shifted = (self.layout.stored(data) - lam * self.mass).tocsc()
+            return -_bordered_solve("eigsh", shifted, self.mass @ vi, np.asarray(rhs, float))
         project = lambda x: x - vi * (vi @ x)  # noqa: E731
         operator = _splinalg.LinearOperator(
             matrix.shape, matvec=lambda x: project(matrix @ project(np.ravel(x))
@@ -4293,9 +4323,12 @@ def _complement_solve(data, problem, w, v, i, rhs):
         return problem.complement_solve(data, i, rhs)
     a = _followed_dense(problem.layout, data)
     n = a.shape[0]
+    mass = np.eye(n) if problem.mass is None else problem.mass.toarray()
     vi = v[:, i]
-    bordered = np.block([[a - w[i] * np.eye(n), vi[:, None]], [vi[None, :], np.zeros((1, 1))]])
-    return -np.linalg.solve(bordered, np.concatenate([rhs - vi * (vi @ rhs), np.zeros(1)]))[:n]
+    border = mass @ vi
+    bordered = np.block([[a - w[i] * mass, border[:, None]],
+                         [border[None, :], np.zeros((1, 1))]])
+    return -np.linalg.solve(bordered, np.concatenate([rhs - border * (vi @ rhs), np.zeros(1)]))[:n]
 
 
 def _followed_product(problem, data, direction, v):
@@ -4373,6 +4406,14 @@ def _closed_over(name, A):
                                     dtype=A.dtype)
 
 
+def _settled_matrix(x, what):
+    """``settled(x)``, of a sparse matrix holding constants too: SciPy's matrix of their
+    values."""
+    if isinstance(x, TracedSparse):
+        return x.layout.build(settled(x.data, what))
+    return settled(x, what)
+
+
 def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "LM",
            v0: Any = None, ncv: int | None = None, maxiter: int | None = None, tol: float = 0,
            return_eigenvectors: bool = True, Minv: Any = None, OPinv: Any = None,
@@ -4383,16 +4424,17 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
         return SCIPY["eigsh"](_closed_over("eigsh", A), k,
                               return_eigenvectors=return_eigenvectors, **settings)
     traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
-              or isinstance(x, TracedSparse)]
+              or isinstance(x, TracedSparse) and carries_derivative(x.data)]
     if traced:
         _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
                 "pass them as constants; the eigenpairs' derivative is in A's stored values.")
-    # (a constant the function computed, a start v0, as its plain value)
-    settings = {n: settled(x, f"scipy.sparse.linalg.eigsh's {n} computed in the function")
-                for n, x in settings.items()}
-    if M is not None or Minv is not None:
-        _refuse("scipy.sparse.linalg.eigsh of a generalized problem (M) of traced values",
-                "mutad differentiates the standard problem A v = λ v only.")
+    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
+    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}
+    if Minv is not None or isinstance(M, _splinalg.LinearOperator):
+        _refuse("scipy.sparse.linalg.eigsh of a generalized problem with Minv, or with M a "
+                "LinearOperator, of traced values", "pass M as a matrix (dense or sparse), "
+                "and leave Minv out.")
     layout, data = _spectral_matrix_of(A, "eigsh")
     problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
     w = _eigenvalues(data, problem=problem)
@@ -5484,11 +5526,20 @@ _COMPOSITES = (_interface._SumLinearOperator, _interface._ProductLinearOperator,
                _interface._AdjointLinearOperator, _interface._TransposedLinearOperator)
 
 
+_PRODUCTS = ("_matvec", "_rmatvec", "_matmat", "_rmatmat", "_adjoint", "_transpose")
+
+
+def _user_operator(A):
+    """Whether ``A`` is of the user's own subclass of ``LinearOperator`` (not SciPy's)."""
+    return not type(A).__module__.startswith("scipy.")
+
+
 def _operator_functions(A, method, seen):
     """The user's functions the operator ``A`` applies: those of an operator of functions
     (``LinearOperator(matvec=...)``), and of the operators their closures hold (a scaled
-    operator's, ``alpha * A``), and those of the pieces of SciPy's sums, products, powers and
-    transposes of operators. An operator of another kind that holds differentiated values is
+    operator's, ``alpha * A``), the products a subclass of the user's defines (``_matvec``,
+    ...), and those of the pieces of SciPy's sums, products, powers and transposes of
+    operators. An operator of another of SciPy's kinds that holds differentiated values is
     refused."""
     if id(A) in seen:
         return []
@@ -5499,6 +5550,14 @@ def _operator_functions(A, method, seen):
         held = [cell.cell_contents for f in functions
                 for cell in getattr(f, "__closure__", None) or ()]
         return functions + [g for B in held if isinstance(B, _splinalg.LinearOperator)
+                            for g in _operator_functions(B, method, seen)]
+    if _user_operator(A):
+        # the user's subclass: its own products, methods reading its attributes as a
+        # closure's cells are read, and those of the operators it holds
+        functions = [getattr(A, name) for name in _PRODUCTS
+                     if getattr(type(A), name) is not getattr(_splinalg.LinearOperator, name)]
+        return functions + [g for B in vars(A).values()
+                            if isinstance(B, _splinalg.LinearOperator)
                             for g in _operator_functions(B, method, seen)]
     if type(A) in _COMPOSITES:
         operands = [B for B in A.args if isinstance(B, _splinalg.LinearOperator)]

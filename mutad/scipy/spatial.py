@@ -33,13 +33,13 @@ Values. SciPy computes the first five in C++, each distance accumulating its ter
 along the row, which ``np.cumsum`` does too: ``euclidean``, ``sqeuclidean``, ``cityblock``,
 ``chebyshev`` and ``minkowski`` with p = 1, 2 or inf (which SciPy computes as those) are SciPy's
 bit for bit, with or without weights (float64 points; other points are taken as float64, as
-SciPy's C takes them). The others may differ from SciPy's in the last places:
-``minkowski``'s other p, whose powers NumPy computes with another ``pow`` than SciPy's C++
-(a relative difference up to 7e-16 in 6,000 random pairs), and ``cosine``, ``correlation``,
-``seuclidean`` and ``mahalanobis``, which SciPy computes in C compiled to reassociate its sums
-(up to 4e-16 for seuclidean, 1e-14 for mahalanobis and cosine, 5e-14 for correlation, whose
-1 - cos cancels where the distance is small; ``tests/test_scipy_spatial.py``). ``seuclidean`` without ``V`` and ``mahalanobis`` without ``VI``
-differentiate SciPy's variance and inverse covariance of the points too.
+SciPy's C takes them). The others' compositions may round otherwise than SciPy's:
+``minkowski``'s other p, whose powers NumPy computes with another ``pow`` than SciPy's C++,
+and ``cosine``, ``correlation``, ``seuclidean`` and ``mahalanobis``, which SciPy computes in C
+compiled to reassociate its sums; their values are SciPy's own call's, with the derivatives of
+the composition (``tests/test_scipy_spatial.py``). ``seuclidean`` without ``V`` and
+``mahalanobis`` without ``VI`` differentiate SciPy's variance and inverse covariance of the
+points too.
 
 Kinks. The distance between identical points (``euclidean``, ``seuclidean``, ``mahalanobis``,
 ``minkowski``) has the derivative 0 there, a subgradient, and not the NaN of the square root's
@@ -271,6 +271,27 @@ def _cosine(u, v, centred):
     return 1.0 - cosine
 
 
+# SciPy's own distances of the metrics whose composition may differ from SciPy's C in the last
+# places (its pow, its reassociated sums): their values are SciPy's, their derivatives the
+# composition's
+_SETTINGS = ("p", "w", "V", "VI")
+_pdist_value = Value(lambda X, name, *settings: _distance.pdist(X, name, **_given(settings)),
+                     "scipy.spatial.distance.pdist")
+_cdist_value = Value(lambda XA, XB, name, *settings: _distance.cdist(
+    XA, XB, name, **_given(settings)), "scipy.spatial.distance.cdist")
+
+
+def _given(settings):
+    return {k: v for k, v in zip(_SETTINGS, settings) if v is not None}
+
+
+def _rounded_otherwise(name, kwargs):
+    """Whether mutad's composition of the metric ``name`` may round otherwise than SciPy's C."""
+    if name == "minkowski":
+        return kwargs.get("p", 2.0) not in (1.0, 2.0, np.inf)
+    return name in ("cosine", "correlation", "seuclidean", "mahalanobis")
+
+
 def _refuse_out(out, name):
     if out is not None:
         raise UnsupportedOperationError(
@@ -292,7 +313,10 @@ def pdist(X, metric="euclidean", *, out=None, **kwargs):
     if name is None:  # the user's function of two rows, on each pair, as SciPy calls it
         values = [metric(X[i], X[j], **kwargs) for i, j in zip(first, second)]
         return np.stack(values).astype(np.float64) if values else np.zeros(0)
-    return _distances(X[first], X[second], name, X, dict(kwargs))
+    y = _distances(X[first], X[second], name, X, dict(kwargs))
+    if _rounded_otherwise(name, kwargs):
+        return scipys_value(_pdist_value(X, name, *map(kwargs.get, _SETTINGS)), y)
+    return y
 
 
 @stands_in_for(_distance.cdist)
@@ -316,6 +340,9 @@ def cdist(XA, XB, metric="euclidean", *, out=None, **kwargs):
         y = np.stack(values).astype(np.float64) if values else np.zeros(0)
     else:
         y = _distances(XA[first], XB[second], name, np.concatenate([XA, XB]), dict(kwargs))
+        if _rounded_otherwise(name, kwargs):
+            return scipys_value(_cdist_value(XA, XB, name, *map(kwargs.get, _SETTINGS)),
+                                np.reshape(y, (mA, mB)))
     return np.reshape(y, (mA, mB))
 
 
