@@ -4796,8 +4796,9 @@ class _Mode:
         (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
         if _numpy_made(value):
             return made_floats(value)
-        if type(value) is not types.FunctionType \
-                or not str(getattr(value, "__module__", "")).startswith("scipy."):
+        # (SciPy's by where its code is, not by its __module__: a user's function wrapped
+        # with functools.wraps(scipy_function) bears SciPy's names, and is the user's code)
+        if type(value) is not types.FunctionType or _top(value.__globals__) != "scipy":
             return None
         pair = self.made.get(id(value))
         if pair is None or pair[0] is not value:
