@@ -918,7 +918,7 @@ class ArrayMethods(Tracer):
         for kind in type(self).__mro__:
             found = kind.__dict__.get(name)
             if found is not None:
-                if type(found) is not ArrayMethod:
+                if not isinstance(found, ArrayMethod):  # (ArrayProperty's too)
                     return object.__getattribute__(self, name)
                 break
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'",
@@ -1436,19 +1436,44 @@ class ArrayMethod:
     def __get__(self, x, kind=None):
         if x is None:
             return self.__func__
-        if getattr(x, "weak", False) is True and str(sys._getframe(1).f_globals.get(
+        self.lacked(x, sys._getframe(1))
+        return types.MethodType(self.__func__, x)
+
+    def lacked(self, x, frame):
+        """Python's ``AttributeError`` where ``x`` stands for a Python number and the code of
+        ``frame`` reading the attribute is not mutad's."""
+        if getattr(x, "weak", False) is True and str(frame.f_globals.get(
                 "__name__")).partition(".")[0] != "mutad":
             raise AttributeError(
                 f"'{numpy_class(x).__name__}' object has no attribute '{self.name}'")
-        return types.MethodType(self.__func__, x)
+
+
+class ArrayProperty(ArrayMethod):
+    """An ndarray attribute ``name`` (a property: ``shape``, ``dtype``, ``ndim``) of traced and
+    dual values, which a value standing for a Python number lacks, as ``ArrayMethod``'s:
+    ``hasattr(k, "shape")`` is False, as of Python's float, where code branches on it."""
+
+    __slots__ = ()
+
+    def __get__(self, x, kind=None):
+        if x is None:
+            return self.__func__
+        self.lacked(x, sys._getframe(1))
+        return self.__func__.__get__(x, kind)
+
+    def __set__(self, x, value):
+        self.__func__.__set__(x, value)
 
 
 def array_methods_only(cls):
-    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s."""
+    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s, and
+    its properties ``ArrayProperty``s."""
     for name in ARRAY_ONLY.intersection(vars(cls)):
         method = vars(cls)[name]
         if inspect.isfunction(method):
             setattr(cls, name, ArrayMethod(method, name))
+        elif type(method) is property:
+            setattr(cls, name, ArrayProperty(method, name))
 
 
 def _install_methods():
