@@ -1978,7 +1978,7 @@ def picks_one_record(x, key):
     return all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim
 
 
-_ONE_RECORDS = weakref.WeakValueDictionary()
+_ONE_RECORDS: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
 """The plain 0-d views, by their ids, that stand for one record (``rec[1]``, NumPy's
 ``np.void``) rather than for NumPy's 0-d array of records (``rec[1, ...]``, which views the
 same bytes): a decision of the program's indexing, never of values."""
