@@ -254,7 +254,8 @@ def _scaled_in_place_by_inf(A):
 
 def _inside(m):
     """``m``, a dia matrix's slots outside it zero (SciPy's A.multiply(B) fills them with
-    products of B's entries elsewhere, which mutad does not follow)."""
+    products of B's entries elsewhere, which mutad follows only where A is not made from a
+    dense array: ``test_dia_product_holds_scipys_values_outside_the_matrix``)."""
     if m.format != "dia":
         return m
     m = m.copy()
