@@ -2,6 +2,7 @@
 the call, and only while a differentiation runs in the calling thread."""
 
 import collections
+import functools
 import pickle
 import sys
 import threading
@@ -1667,6 +1668,29 @@ def test_arrays_scipys_unrouted_functions_make_take_traced_writes():
     assert type(scipy.special) is types.ModuleType and type(scipy.linalg) is types.ModuleType
     assert type(scipy.special.roots_legendre) is types.FunctionType
     assert scipy.linalg.dft is scipy.linalg._special_matrices.dft
+
+
+SCALE = np.array([1.0, 2.0, 3.0])
+
+
+@functools.wraps(scipy.linalg.solve)  # (bears SciPy's names: __module__, __wrapped__)
+def _scaled_by_its_first(v):
+    out = SCALE.copy()
+    out[1:] = v[1:] * v[0]
+    return out @ v
+
+
+def test_a_users_function_wrapped_with_scipys_names_is_the_users_code():
+    """Regression: a function of the user's wrapped with functools.wraps(scipy.linalg.solve)
+    was taken for SciPy's (by its __module__) and run as SciPy's code, whose traced writes
+    into a copy of a global array were refused (a ValueError of SciPy's code)."""
+    def f(x):
+        return _scaled_by_its_first(x) * 2.0
+
+    x = np.array([0.3, -0.7, 1.2])
+    value, _ = mutad.value_and_gradient(f, x)
+    assert value == f(x.copy())
+    mutad.check_grads(f, x)
 
 
 def test_a_function_importing_scipys_function_in_its_body_makes_constants():

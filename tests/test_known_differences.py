@@ -215,6 +215,11 @@ ARRAY_ONLY = {
     "hasattr": lambda k: k * hasattr(k, "sum") + 3 * k * hasattr(k, "reshape") + k,
     "getattr": lambda k: k * (getattr(k, "round", None) is None),
     "sum_of_sums": lambda k: sum((v * v).sum() for v in [np.ones(2), k]),
+    # an attribute (a property) Python's float lacks: np.array([k, k]) where NumPy's runs
+    "hasattr_shape": lambda k: k if hasattr(k, "shape") else np.array([k, k]),
+    "shape": lambda k: k * len(k.shape),
+    "dtype": lambda k: k.astype(k.dtype),
+    "ndim_size_T": lambda k: k * (k.ndim + k.size) + k.T,
 }
 
 NUMPY_OF_NUMBERS = {  # NumPy's functions of a float, which ask it for the methods it lacks
@@ -233,7 +238,9 @@ NUMPY_OF_NUMBERS = {  # NumPy's functions of a float, which ask it for the metho
 def test_a_float_argument_lacks_the_methods_pythons_float_lacks(name):
     """A Python float in the arguments was traced as a value with every method of an array,
     so ``sum(v.sum() for v in xs)`` returned a value where NumPy raises AttributeError
-    ('float' object has no attribute 'sum'), and ``hasattr(k, "sum")`` was True."""
+    ('float' object has no attribute 'sum'), and ``hasattr(k, "sum")`` was True; so did its
+    properties (``hasattr(k, "shape")``: a branch on it took the array's side, 0.51 for
+    NumPy's 1.02)."""
     g = ARRAY_ONLY.get(name) or NUMPY_OF_NUMBERS[name]
 
     def f(xs):

@@ -1,6 +1,7 @@
 """The bindings a ``library_allocation()`` block makes in the ``numpy`` module: swapped in and
 back exactly, however often blocks are entered, whatever the code rebinds around them."""
 
+import sys
 import threading
 
 import numpy as np
@@ -119,3 +120,36 @@ def test_scipys_formulas_in_a_loop_differentiate_as_one_call():
     expected = sum(mutad.gradient(step(i), x)[0] for i in range(5))
     np.testing.assert_allclose(g, expected, rtol=1e-13)
     assert np.zeros is own
+
+
+def test_another_thread_calls_scipys_own_functions_while_scipys_code_is_followed():
+    """Regression: while a differentiation followed SciPy's code (``fixed_quad``, whose
+    module's names the mode binds to their stand-ins meanwhile), another thread running no
+    differentiation read ``scipy.integrate.trapezoid`` as mutad's stand-in, which reached
+    itself through those names: RecursionError. It reads and calls SciPy's own function."""
+    import scipy.integrate
+
+    own, xs = scipy.integrate.trapezoid, np.linspace(0.0, 1.0, 9)
+    expected = own(np.exp(xs), xs)
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def waiting(t):
+        inside.set()
+        release.wait(10)
+        return np.cos(t)
+
+    def f(a):
+        return scipy.integrate.fixed_quad(waiting, 0.0, a[0], n=3)[0] * a[1]
+
+    thread = threading.Thread(target=lambda: seen.append(mutad.gradient(f, np.ones(2))))
+    thread.start()
+    try:
+        inside.wait(10)
+        assert scipy.integrate.trapezoid is own
+        found = scipy.integrate.trapezoid(np.exp(xs), xs)
+        swapped = vars(sys.modules["scipy.integrate._quadrature"])["trapezoid"]
+        assert swapped(np.exp(xs), xs) == expected  # (a stand-in bound there meanwhile)
+    finally:
+        release.set()
+        thread.join()
+    assert found.tobytes() == expected.tobytes() and len(seen) == 1

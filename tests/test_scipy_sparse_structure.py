@@ -254,7 +254,8 @@ def _scaled_in_place_by_inf(A):
 
 def _inside(m):
     """``m``, a dia matrix's slots outside it zero (SciPy's A.multiply(B) fills them with
-    products of B's entries elsewhere, which mutad does not follow)."""
+    products of B's entries elsewhere, which mutad follows only where A is not made from a
+    dense array: ``test_dia_product_holds_scipys_values_outside_the_matrix``)."""
     if m.format != "dia":
         return m
     m = m.copy()
@@ -321,3 +322,38 @@ def test_an_entry_left_out_keeps_its_derivative_by_a_finite_factor_beside_inf():
     expected = sp.csr_array(np.diag(x)).multiply(B)
     assert expected.nnz == 1 and np.asarray(value).tobytes() == np.float64(3.0).tobytes()
     assert grad.tolist() == [2.0, 3.0]
+
+
+DIAGONALS = np.array([0, 1, -1])
+PADDED_PRODUCTS = {  # a dia matrix whose slots outside it hold values, times ...
+    "a dense matrix": lambda A, x: A.multiply(np.outer(x[:4], x[4:8])),
+    "a row": lambda A, x: A.multiply(x[4:8]),
+    "a column": lambda A, x: A.multiply(x[4:8, None]),
+    "a dia matrix": lambda A, x: A.multiply(sp.dia_array((x[4:12].reshape(2, 4), [1, -1]),
+                                                          shape=(4, 4))),
+    "a constant": lambda A, x: sp.dia_array((np.arange(1.0, 13.0).reshape(3, 4), DIAGONALS),
+                                            shape=(4, 4)).multiply(A),
+    "rectangular": lambda A, x: sp.dia_array((x[:12].reshape(2, 6), [0, 2]), shape=(4, 6))
+    .multiply(np.outer(x[:4], x[4:10])),
+}
+
+
+@pytest.mark.parametrize("name", PADDED_PRODUCTS)
+def test_dia_product_holds_scipys_values_outside_the_matrix(name):
+    """Regression: SciPy's dia A.multiply(B) multiplies whole diagonals, so the slots of its
+    result outside the matrix hold products (of A's slots there and B's entries its indices
+    wrap to, or B's slots there), which the user's code reads in ``.data``; mutad's held
+    zeros there (a sum of ``.data`` of 690 for SciPy's 577), their derivative none."""
+    product = PADDED_PRODUCTS[name]
+
+    def stored(x):
+        return product(sp.dia_array((x[:12].reshape(3, 4), DIAGONALS), shape=(4, 4)), x)
+
+    x = np.linspace(0.5, 2.0, 12)
+    found = []
+    value, _ = mutad.value_and_gradient(lambda x: found.append(stored(x).data) or
+                                        (stored(x).data ** 2).sum(), x)
+    assert np.asarray(found[0]).tobytes() == stored(x).data.tobytes()
+    assert np.asarray(value).tobytes() == np.asarray((stored(x).data ** 2).sum()).tobytes()
+    mutad.check_grads(lambda x: (stored(x).data ** 2).sum(), x)
+    mutad.check_grads(lambda x: (stored(x).toarray() ** 2).sum(), x)

@@ -167,3 +167,58 @@ def test_record_arrays_of_constants():
     x = np.array([1.0, 2.0, 3.0])
     (g,) = mutad.gradient(f, x)
     np.testing.assert_array_equal(g, 1.0 + 2.0 * np.arange(3.0) ** 2 * x)
+
+
+def _zero_d_view_of_a_record(x):
+    s = np.zeros(2, dtype=[("a", float), ("b", float)])
+    s["a"] = x
+    first = s[0, ...]["a"]  # NumPy's 0-d array viewing s (s[0]["a"] would be a scalar copy)
+    s["a"] *= 3.0
+    kinds = (isinstance(s[0, ...], np.ndarray), isinstance(first, np.ndarray),
+             isinstance(s[0], np.ndarray))
+    return first * x[1], kinds
+
+
+def test_a_0d_view_of_records_is_an_array_not_one_record():
+    """Regression: ``s[0, ...]`` of an array of records is NumPy's 0-d array, a view whose
+    fields are views too; mutad took it for one record (``s[0]``, NumPy's np.void) and its
+    field for a copy, so a later write into ``s`` did not reach it (10.0 for NumPy's 30.0)."""
+    x = np.array([2.0, 5.0])
+    expected = _zero_d_view_of_a_record(x.copy())
+    assert expected == (30.0, (True, True, False))
+    assert mutad.value_and_gradient(_zero_d_view_of_a_record, x, has_aux=True)[0] == expected
+    assert mutad.jvp(lambda x: _zero_d_view_of_a_record(x)[0], (x,), (np.ones(2),))[0] == 30.0
+    mutad.check_grads(lambda x: _zero_d_view_of_a_record(x)[0], x, modes=("rev", "fwd"))
+    replays_as_traced(lambda x: _zero_d_view_of_a_record(x)[0], [(x,), (x + 0.5,), (x * 2,)])
+
+
+ONE_RECORD = np.zeros(3, dtype=[("a", float), ("b", float)])[0]  # NumPy's np.void, a constant
+SHOWN_AS_NUMPYS = {  # of s, an array of records holding x
+    "np.where of one record of NumPy's": lambda s, x: np.where(x > 1.5, ONE_RECORD, s),
+    "np.where of one record of each": lambda s, x: np.where(x > 1.5, s[1], ONE_RECORD),
+    "a recarray view": lambda s, x: s.view(np.recarray),
+    "one record of a recarray view": lambda s, x: s.view(np.recarray)[0],
+    "a 0-d view of a recarray view": lambda s, x: s.view(np.recarray)[0, ...],
+}
+
+
+@pytest.mark.parametrize("name", SHOWN_AS_NUMPYS)
+def test_records_results_have_numpys_class_and_dtype(name):
+    """Regression: np.where of NumPy's one record (np.void) beside traced records raised
+    NumPy's DTypePromotionError (its positions were taken for numbers), and ``s.view(
+    np.recarray)`` kept np.void's dtype where NumPy's view has np.record's."""
+    operation = SHOWN_AS_NUMPYS[name]
+
+    def f(x, seen):
+        s = np.zeros(3, dtype=[("a", float), ("b", float)])
+        s["a"] = x
+        y = operation(s, x)
+        seen.append((y.__class__, repr(y.dtype), np.shape(y), np.asarray(y["a"]).tolist()))
+        return (np.asarray(y["a"]) ** 2).sum()
+
+    x = np.array([1.0, 2.0, 3.0])
+    expected, found = [], []
+    f(x.copy(), expected)
+    mutad.value_and_gradient(lambda x: f(x, found), x)
+    assert found == expected
+    mutad.check_grads(lambda x: f(x, []), x, modes=("rev", "fwd"))

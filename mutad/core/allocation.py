@@ -3370,7 +3370,13 @@ class _Route:
         self.original, self.stand_in = original, stand_in
 
     def __call__(self, *args, **kwargs):
-        if ACTIVE.running and _each_stand_in((args, kwargs)):
+        if not ACTIVE.running:
+            # another thread, running no differentiation, that reads a namespace the mode
+            # binds (a module's names that SciPy's code followed by the mode reads): the
+            # library's function itself (the stand-in may reach its original through the same
+            # namespace, and so itself)
+            return self.original(*args, **kwargs)
+        if _each_stand_in((args, kwargs)):
             written = self._written(args, kwargs)
             accessed(args, kwargs, written=written)
             adopt(written)
@@ -3380,7 +3386,7 @@ class _Route:
             named = _named_view(y)
             return y if named is None else named
         y = self.stand_in(*args, **kwargs)
-        if ACTIVE.running and type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
+        if type(y) in _SEQUENCES_OR_ARRAY:  # (not a traced result)
             return from_plain_objects(y, self.original, args, kwargs)
         return y
 
@@ -3632,6 +3638,8 @@ class _RoutingModule(types.ModuleType):
 
     def __getattribute__(self, name):
         value = types.ModuleType.__getattribute__(self, name)
+        if not ACTIVE.running:  # (another thread, running no differentiation: the module's)
+            return value
         if type(value) is types.ModuleType:  # (a submodule: scipy.linalg's basic)
             MODE.reach(value)
             return value
@@ -3647,6 +3655,8 @@ class _MadeModule(_RoutingModule):
 
     def __getattribute__(self, name):
         value = _RoutingModule.__getattribute__(self, name)
+        if not ACTIVE.running:
+            return value
         if type(value) is types.FunctionType or type(value) is _DISPATCHER:
             made = MODE._made(value)
             if made is not None:
@@ -4819,8 +4829,9 @@ class _Mode:
         (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
         if _numpy_made(value):
             return made_floats(value)
-        if type(value) is not types.FunctionType \
-                or not str(getattr(value, "__module__", "")).startswith("scipy."):
+        # (SciPy's by where its code is, not by its __module__: a user's function wrapped
+        # with functools.wraps(scipy_function) bears SciPy's names, and is the user's code)
+        if type(value) is not types.FunctionType or _top(value.__globals__) != "scipy":
             return None
         pair = self.made.get(id(value))
         if pair is None or pair[0] is not value:
@@ -5931,6 +5942,15 @@ def _overridden(cls, routed):
 
 
 MODE = _Mode()
+
+
+def library_route(value):
+    """What a SciPy module's name bound to the routed function ``value`` reads while SciPy's
+    code is followed (``following_scipys_code``): the mode's ``_Route`` of it, which is
+    the library's function itself in the threads running no differentiation (the module's
+    names are the process's); None where nothing routes ``value``."""
+    pair = MODE.routes.get(id(value))
+    return pair[1] if pair is not None and pair[0] is value else None
 
 
 def mode(f=None):

@@ -23,6 +23,7 @@ import re
 import sys
 import types
 import warnings
+import weakref
 
 import numpy as np
 from numpy.lib import recfunctions
@@ -917,7 +918,7 @@ class ArrayMethods(Tracer):
         for kind in type(self).__mro__:
             found = kind.__dict__.get(name)
             if found is not None:
-                if type(found) is not ArrayMethod:
+                if not isinstance(found, ArrayMethod):  # (ArrayProperty's too)
                     return object.__getattribute__(self, name)
                 break
         raise AttributeError(f"'{_type_name(self)}' object has no attribute '{name}'",
@@ -1313,7 +1314,10 @@ class ArrayMethods(Tracer):
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in (None, np.ndarray):
             return self if stands_for_scalar(self) else self[...]
         if (dtype is None or np.dtype(dtype) == self.dtype) and type in SUBCLASS_VIEWS:
-            return SUBCLASS_VIEWS[type](self[...])  # (np.recarray's)
+            # (np.recarray's, of NumPy's view's dtype: np.record's records, not np.void's)
+            plain = memory(self).view(type).view(np.ndarray)
+            y = None if plain.dtype.type is self.dtype.type else view_as(self, plain)
+            return SUBCLASS_VIEWS[type](self[...] if y is None else y)
         if type in (None, np.ndarray) and _parts_of_one_another(np.dtype(dtype), self.dtype):
             y = view_as(self, memory(self).view(dtype))  # NumPy's view, and its error
             if y is not None:
@@ -1432,19 +1436,44 @@ class ArrayMethod:
     def __get__(self, x, kind=None):
         if x is None:
             return self.__func__
-        if getattr(x, "weak", False) is True and str(sys._getframe(1).f_globals.get(
+        self.lacked(x, sys._getframe(1))
+        return types.MethodType(self.__func__, x)
+
+    def lacked(self, x, frame):
+        """Python's ``AttributeError`` where ``x`` stands for a Python number and the code of
+        ``frame`` reading the attribute is not mutad's."""
+        if getattr(x, "weak", False) is True and str(frame.f_globals.get(
                 "__name__")).partition(".")[0] != "mutad":
             raise AttributeError(
                 f"'{numpy_class(x).__name__}' object has no attribute '{self.name}'")
-        return types.MethodType(self.__func__, x)
+
+
+class ArrayProperty(ArrayMethod):
+    """An ndarray attribute ``name`` (a property: ``shape``, ``dtype``, ``ndim``) of traced and
+    dual values, which a value standing for a Python number lacks, as ``ArrayMethod``'s:
+    ``hasattr(k, "shape")`` is False, as of Python's float, where code branches on it."""
+
+    __slots__ = ()
+
+    def __get__(self, x, kind=None):
+        if x is None:
+            return self.__func__
+        self.lacked(x, sys._getframe(1))
+        return self.__func__.__get__(x, kind)
+
+    def __set__(self, x, value):
+        self.__func__.__set__(x, value)
 
 
 def array_methods_only(cls):
-    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s."""
+    """Make the ndarray methods ``cls`` defines that Python's float lacks ``ArrayMethod``s, and
+    its properties ``ArrayProperty``s."""
     for name in ARRAY_ONLY.intersection(vars(cls)):
         method = vars(cls)[name]
         if inspect.isfunction(method):
             setattr(cls, name, ArrayMethod(method, name))
+        elif type(method) is property:
+            setattr(cls, name, ArrayProperty(method, name))
 
 
 def _install_methods():
@@ -1937,10 +1966,30 @@ def records_key(x, key):
         return key
     if isinstance(key, (int, np.integer)) and one_record(memory(x)):
         return names[key]  # a field by its position, as NumPy's np.void reads it
-    items = key if type(key) is tuple else (key,)
-    if all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim:
-        return (*items, Ellipsis)
+    if picks_one_record(x, key):
+        return (*(key if type(key) is tuple else (key,)), Ellipsis)
     return key
+
+
+def picks_one_record(x, key):
+    """Whether ``x[key]`` of an array of records ``x`` is one record (NumPy's ``np.void``):
+    integers, one for each dimension."""
+    items = key if type(key) is tuple else (key,)
+    return all(isinstance(k, (int, np.integer)) for k in items) and len(items) == x.ndim
+
+
+_ONE_RECORDS: "weakref.WeakValueDictionary[int, np.ndarray]" = weakref.WeakValueDictionary()
+"""The plain 0-d views, by their ids, that stand for one record (``rec[1]``, NumPy's
+``np.void``) rather than for NumPy's 0-d array of records (``rec[1, ...]``, which views the
+same bytes): a decision of the program's indexing, never of values."""
+
+
+def as_one_record(y):
+    """``y``, the traced or dual 0-d view ``x[i, ...]`` that ``x[i]`` of an array of records
+    is followed as, marked as standing for NumPy's ``np.void`` (``one_record``)."""
+    value = memory(y)
+    _ONE_RECORDS[id(value)] = value
+    return y
 
 
 def records_gathered(x, key):
@@ -1960,7 +2009,8 @@ def one_record(value):
     """Whether ``value``, the plain value of a traced or dual array of records, is one record
     of an array (``rec[1]``, NumPy's ``np.void``, which mutad follows as the 0-d view
     ``rec[1, ...]``) rather than a 0-d array of its own."""
-    return value.ndim == 0 and value.base is not None and value.dtype.names is not None
+    return value.ndim == 0 and value.dtype.names is not None \
+        and _ONE_RECORDS.get(id(value)) is value
 
 
 def text_element(value, key):
@@ -2173,7 +2223,8 @@ def records_moved(func, args, kwargs):
     def positions(tree):
         if type(tree) in (list, tuple):
             return type(tree)(positions(v) for v in tree)
-        if isinstance(tree, (np.ndarray, Tracer)) and tree.dtype.names is not None:
+        # (one record of NumPy's, np.void, is records too: np.where(c, rec[0], a))
+        if isinstance(tree, (np.ndarray, np.void, Tracer)) and tree.dtype.names is not None:
             start = sum(np.size(x) for x in sources)
             sources.append(tree)
             return np.arange(start, start + np.size(tree)).reshape(np.shape(tree))

@@ -36,7 +36,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
                         records_key, text_element, record_field, by_mutad, subclass_call,
-                        takes_over_kinds,
+                        takes_over_kinds, picks_one_record, as_one_record,
                         records_write, refuse_records,
                         into_outs, judge_out, out_computation, single_out, stands_for_scalar,
                         takes_over, weak, weak_arithmetic,
@@ -1289,6 +1289,8 @@ class Dual(ArrayMethods):
             y = records_gathered(self, key)
             if y is not None:
                 return y
+            if picks_one_record(self, key):
+                return as_one_record(self[records_key(self, key)])
             key = records_key(self, key)
         if type(self.value) is np.ndarray:
             element = text_element(self.value, key)

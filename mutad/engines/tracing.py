@@ -53,7 +53,7 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right, records_function,
                         records_gathered, records_key, records_write, text_element, numpy_scalar,
-                        record_field, by_mutad,
+                        record_field, by_mutad, picks_one_record, as_one_record,
                         refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
                         weak_arithmetic, integer_events)
@@ -242,6 +242,8 @@ class TracedDispatch:
             y = records_gathered(self, key)
             if y is not None:
                 return y
+            if picks_one_record(self, key):
+                return as_one_record(self[records_key(self, key)])
             key = records_key(self, key)
         index = _index(key)
         element = text_element(self.value, index)

@@ -13,7 +13,8 @@ from scipy._lib import array_api_compat
 
 from . import _devices
 from ..core.allocation import (FOLLOWED_LIBRARY_CODE, Preexisting, by_user_code, in_containers,
-                               library_allocation, library_binding, lists_as_arrays,
+                               library_allocation, library_binding, library_route,
+                               lists_as_arrays,
                                stand_in_value)
 from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
                           writeable)
@@ -26,7 +27,7 @@ from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
 from ..core.debug import Warnings
 from ..core.levels import ACTIVE, handled, innermost
 from ..core.views import wrapped
-from ..core.registry import NO_RULE, RULES, NoClosedForm, defroute, padded
+from ..core.registry import RULES, NoClosedForm, defroute, padded
 from ..rules._helpers import stacked, unbroadcast
 
 
@@ -559,12 +560,12 @@ def following_scipys_code(function, args, kwargs):
                 originals = {}
                 for name, value in list(namespace.items()):
                     try:
-                        route = RULES.get(value, NO_RULE).route if callable(value) else None
+                        route = library_route(value) if callable(value) else None
                         stand_in = route or library_binding(value)  # (np.r_ is not callable)
                     except TypeError:  # (an unhashable value)
                         continue
                     if stand_in is not None:
-                        originals[name] = value
+                        originals[name] = value, stand_in
                         namespace[name] = stand_in
                 entry = _SWAPPED[id(namespace)] = [0, originals]
             entry[0] += 1
@@ -602,9 +603,8 @@ def following_scipys_code(function, args, kwargs):
                 entry[0] -= 1
                 if entry[0] == 0:
                     del _SWAPPED[id(namespace)]
-                    for name, value in entry[1].items():
-                        if namespace.get(name) in (RULES.get(value, NO_RULE).route,
-                                                   library_binding(value)):
+                    for name, (value, stand_in) in entry[1].items():
+                        if namespace.get(name) is stand_in:
                             namespace[name] = value
 
 
@@ -654,8 +654,8 @@ def _not_followed(function, what):
 
 _ROUTED_NAMES = threading.Lock()
 _SWAPPED: dict[int, list] = {}
-"""``id(namespace)`` -> [the calls in ``following_scipys_code`` running with it, {name: SciPy's
-function it bound before its stand-in}]."""
+"""``id(namespace)`` -> [the calls in ``following_scipys_code`` running with it, {name: (what
+it bound before, the stand-in bound in its place)}]."""
 
 
 def found_again(value, found, *settings):

@@ -447,6 +447,12 @@ class _Layout:
         data.reshape(-1)[self.valid] = np.broadcast_to(values, self.valid.shape)[self.valid]
         return self.build(data)
 
+    def every(self, numbered=False):
+        """The matrix holding, in every slot (those outside a dia matrix too), 1, or
+        (``numbered``) the slot's number counted from 1."""
+        values = np.arange(1.0, self.valid.size + 1) if numbered else np.ones(self.valid.size)
+        return self.build(values.reshape(self.data_shape), dropping=False)
+
     def slots(self, u, v):
         """``u[i] v[j]`` in the slot of each ``A[i, j]`` (``u[i] · v[j]`` for 2-d ``u`` and
         ``v``, rows against rows), zero in the slots outside the matrix: the cotangent of the
@@ -2542,6 +2548,10 @@ class TracedSparse(_ComparedByValue):
                 _refuse("A.multiply(B) of sparse matrices of different shapes (with traced "
                         "values)", "broadcast B: B of A's shape, or a dense B.")
             out = _Layout(result)
+            if out.padded and not self.layout.drops and not other.layout.drops:
+                return TracedSparse(out, self._padded_product(
+                    other.data, lambda mine: mine.multiply(other.layout.every()),
+                    lambda ones: ones.multiply(other.layout.every(numbered=True))))
             return TracedSparse(_dropping(out), _summed(self.data, self.layout, out)
                                 * _summed(other.data, other.layout, out))
         if not _dense_operand(other) or np.broadcast_shapes(np.shape(other),
@@ -2555,6 +2565,11 @@ class TracedSparse(_ComparedByValue):
         # SciPy's: this matrix's stored entries (tocoo's), each times B's, zero or not
         out = _Layout(result)
         kept = self._keeping_stored()
+        if out.padded and not kept.drops:
+            shape = np.shape(other)
+            return TracedSparse(out, self._padded_product(
+                other, lambda mine: mine.multiply(np.ones(shape)),
+                lambda ones: ones.multiply(np.arange(1.0, np.prod(shape) + 1).reshape(shape))))
         if kept.drops:
             slots_in, slots_out = _summing_slots(kept, out)
             left = np.zeros(out.valid.size, bool)
@@ -2566,6 +2581,18 @@ class TracedSparse(_ComparedByValue):
             values = np.where(out.valid, values, 0.0)
         values = _finite_where_left_out(np.reshape(values, out.data_shape), out)
         return TracedSparse(out, _summed(self.data, self.layout, out) * values)
+
+    def _padded_product(self, other, by_ones, by_numbers):
+        """SciPy's stored values of this dia matrix's product with ``other`` (the stored
+        values of another dia matrix, or a dense array) where its result is a dia matrix with
+        slots outside the matrix: SciPy multiplies whole diagonals, so those slots hold the
+        product of values outside both matrices (the user's code may read them in ``.data``),
+        and so do mutad's. Which slot of each operand a result's slot multiplies, SciPy's
+        product of slot numbers with ones tells: ``by_ones(numbered)``, this matrix's numbers
+        times ``other``'s ones, ``by_numbers(ones)``, its ones times ``other``'s numbers."""
+        mine = np.rint(by_ones(self.layout.every(numbered=True)).data).astype(np.intp) - 1
+        theirs = np.rint(by_numbers(self.layout.every()).data).astype(np.intp) - 1
+        return np.reshape(self.data, (-1,))[mine] * np.reshape(other, (-1,))[theirs]
 
     def maximum(self, other: Any) -> TracedSparse | Any:
         """SciPy's ``A.maximum(B)``: see :meth:`_extremum`."""
