@@ -28,7 +28,7 @@ from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
 from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
     _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
-    _skewnorm_isf, _skewnorm_ppf)
+    _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
 
 from strategies import (
     Domain,
@@ -402,6 +402,7 @@ UFUNC_CASES += [
          alias=probability),
     Case(_invgauss_ppf,     (above_half, above_half), settings=((0, 0.3),)),
     Case(_invgauss_isf,     (probability, above_half), settings=((2, 1.5),), alias=probability),
+    Case(_scaled_exp1,      (positive,)),   # (invgauss.entropy's x e^x E_1(x))
     Case(special.struve,    (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.struve,    (real,),               settings=((0, 2.0),)),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),

@@ -31,6 +31,7 @@ import scipy.stats
 
 import mutad
 from mutad.scipy import special
+from scipy.special._ufuncs import _scaled_exp1
 
 # The slow kind (high-precision references from mpmath, at the special functions' edges):
 # not in the fast subset, python -m pytest -m "not slow".
@@ -188,6 +189,8 @@ SPECIAL = [
     # exponents, a small and a large offset
     ("zeta_x", lambda x: sc.zeta(x, 0.3), lambda x: mp.zeta(x, 0.3), [1 + 1e-6, 40.0]),
     ("zeta_x_large_q", lambda x: sc.zeta(x, 250.0), lambda x: mp.zeta(x, 250.0), [31.7]),
+    # x e^x E_1(x), scipy.stats.invgauss.entropy's: its closed form's cancellation, its series
+    ("scaled_exp1", _scaled_exp1, lambda x: x * mp.exp(x) * mp.e1(x), [1e-300, 49.9, 1e8]),
 ]
 
 

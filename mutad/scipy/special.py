@@ -59,7 +59,8 @@ from scipy.special import (
 )
 from scipy.special._ufuncs import (_beta_ppf, _invgauss_isf, _invgauss_ppf, _lambertw,
                                    _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
-                                   _riemann_zeta, _skewnorm_isf, _skewnorm_ppf, _zeta)
+                                   _riemann_zeta, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf,
+                                   _zeta)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -640,6 +641,25 @@ def _invgauss_density(x, mu, lam):
         -lam * (x - mu) ** 2 / (2.0 * mu * mu * x))
 
 
+# d/dx of SciPy's _scaled_exp1(x) = x e^x E_1(x) (scipy.stats.invgauss.entropy's) is
+# y + e^x E_1(x) - 1, which cancels as y tends to 1 (to 1e-12 at x = 50, where it is 1/x²); from 50
+# its asymptotic series Σ_(k≥1) (-1)^(k+1) k k! / x^(k+1), whose first term left out, of the 33
+# taken (their coefficients float32's too), is below 1e-16 of the sum there. +inf at 0
+# (-log x - γ - 1).
+_SCALED_EXP1_TERMS = [(-1.0) ** (k + 1) * k * math.factorial(k) for k in range(1, 34)]
+_SCALED_EXP1_ASYMPTOTIC = 50.0
+
+
+def _scaled_exp1_derivative(y, x):
+    far = x >= _SCALED_EXP1_ASYMPTOTIC
+    u = 1.0 / np.where(far, x, _SCALED_EXP1_ASYMPTOTIC)
+    series = _series(_SCALED_EXP1_TERMS, u) * u * u
+    zero = x == 0
+    near = np.where(far | zero, 1.0, x)  # y / x as e^x E_1(x): its derivative has no y / x²
+    closed = np.where(far | zero, 1.0, y) + np.exp(near) * exp1(near) - 1.0
+    return np.where(far, series, np.where(zero, np.inf, closed))
+
+
 def _ndtri_exp_slope(y, x):
     """d/dx ndtri_exp(x) = e^x / φ(y): below the median Φ(y)/φ(y) = √(π/2) erfcx(-y/√2) (e^x
     is Φ(y)), above e^x times ``_numerics.inverse_slope`` of the tail 1 - e^x = -expm1(x)."""
@@ -898,6 +918,7 @@ elementwise(_invgauss_ppf, lambda y, q, mu, lam: 1.0 / _invgauss_density(y, mu, 
             _invgauss_quantile_dmu, _invgauss_quantile_dlam,                          uses="xy")
 elementwise(_invgauss_isf, lambda y, q, mu, lam: -1.0 / _invgauss_density(y, mu, lam),
             _invgauss_quantile_dmu, _invgauss_quantile_dlam,                          uses="xy")
+elementwise(_scaled_exp1, _scaled_exp1_derivative,                                uses="xy")
 elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
                              for k in range(3)))
 # fmt: on
