@@ -1407,7 +1407,13 @@ def _moments_from_raw(distribution, shapes, moments, mu, mu2, g1, g2):
         raise UnsupportedOperationError(
             f"scipy.stats.{distribution.name}: SciPy computes these moments of the "
             "distribution by numerical integration, which mutad does not differentiate.")
-    munp = distribution._munp  # (SciPy's steps, in its order, for its values bit for bit)
+    munp = distribution._munp  # (SciPy's steps, for its values bit for bit)
+
+    def lower(mu, mu2):  # the mean and variance the higher moments need
+        if mu is None:
+            mu = munp(1, *shapes)
+        return mu, munp(2, *shapes) - mu * mu if mu2 is None else mu2
+
     with np.errstate(invalid="ignore"):
         if "m" in moments and mu is None:
             mu = munp(1, *shapes)
@@ -1417,23 +1423,15 @@ def _moments_from_raw(distribution, shapes, moments, mu, mu2, g1, g2):
                 mu = munp(1, *shapes)
             mu2 = np.where(~np.isinf(mu), mu2p - mu**2, np.inf)  # an infinite mean: infinite
         if "s" in moments and g1 is None:
-            mu3p = munp(3, *shapes)
-            if mu is None:
-                mu = munp(1, *shapes)
-            if mu2 is None:
-                mu2 = munp(2, *shapes) - mu * mu
-            g1 = ((-mu * mu - 3 * mu2) * mu + mu3p) / np.power(mu2, 1.5)
+            mu, mu2 = lower(mu, mu2)
+            g1 = ((-mu * mu - 3 * mu2) * mu + munp(3, *shapes)) / np.power(mu2, 1.5)
         if "k" in moments and g2 is None:
-            mu4p = munp(4, *shapes)
-            if mu is None:
-                mu = munp(1, *shapes)
-            if mu2 is None:
-                mu2 = munp(2, *shapes) - mu * mu
+            mu, mu2 = lower(mu, mu2)
             if g1 is None:
                 mu3 = (-mu * mu - 3 * mu2) * mu + munp(3, *shapes)
             else:
                 mu3 = g1 * np.power(mu2, 1.5)
-            g2 = (((-mu**2 - 6 * mu2) * mu - 4 * mu3) * mu + mu4p) / mu2**2.0 - 3.0
+            g2 = (((-mu**2 - 6 * mu2) * mu - 4 * mu3) * mu + munp(4, *shapes)) / mu2**2.0 - 3.0
     return mu, mu2, g1, g2
 
 
