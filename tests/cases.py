@@ -26,8 +26,9 @@ import scipy.special as special
 from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)'s ufunc
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
-from scipy.special._ufuncs import (  # scipy.stats' own ncx2, nct and skewnorm functions
-    _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf, _skewnorm_ppf)
+from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
+    _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
+    _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
 
 from strategies import (
     Domain,
@@ -280,6 +281,10 @@ UFUNC_CASES += [
     Case(special.k0e,       (bessel_argument,)),
     Case(special.k1e,       (bessel_argument,)),
     Case(special.kve,       (bessel_argument,),    settings=((0, 1.5),)),
+    # K_v in its order, by the trapezoidal rule of its integral (x held constant: the second
+    # derivatives through the x partial's own quadrature cost seconds)
+    Case(special.kv,        (Domain("order", -3.0, 3.0),), settings=((1, 1.7),)),
+    Case(special.kve,       (Domain("order", -3.0, 3.0),), settings=((1, 0.6),)),
     Case(special.huber,     (above_half, real),    alias=above_half),
     Case(special.pseudo_huber, (above_half, real), alias=above_half),
     Case(special.boxcox,    (above_half, exponent), alias=above_half),
@@ -391,11 +396,19 @@ UFUNC_CASES += [
          alias=probability),
     Case(_skewnorm_ppf,     (real, above_half), settings=((0, 0.4), (3, 0.7)),
          alias=above_half),
+    # (the quantiles' partials in loc and scale are _skewnorm_ppf's; _invgauss_ppf's in q
+    # _invgauss_isf's but for the sign)
+    Case(_skewnorm_isf,     (probability, real), settings=((1, -0.2), (2, 0.8)),
+         alias=probability),
+    Case(_invgauss_ppf,     (above_half, above_half), settings=((0, 0.3),)),
+    Case(_invgauss_isf,     (probability, above_half), settings=((2, 1.5),), alias=probability),
+    Case(_scaled_exp1,      (positive,)),   # (invgauss.entropy's x e^x E_1(x))
     Case(special.struve,    (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.struve,    (real,),               settings=((0, 2.0),)),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),
          settings=((0, 0.7), (1, 1.3), (2, 2.1))),
     Case(_zeta,             (above_half,),         settings=((0, 2.5),)),
+    Case(_zeta,             (above_one,),          settings=((1, 0.7),)),
     Case(special.radian,    (real, real),          settings=((2, 30.0),)),
     Case(special.radian,    (real, real),          settings=((0, 10.0),)),
     Case(special.lpmv,             (open_unit_interval,), settings=((0, 1), (1, 3))),

@@ -67,15 +67,15 @@ def test_a_refusal_of_knots_from_data_in_a_try_is_tracings():
 
 def bessel_of_an_order_from_data_caught(x, orders):
     try:
-        return scipy.special.kv(orders[0] * 1.0, x).sum()
+        return scipy.special.jv(orders[0] * 1.0, x).sum()
     except Exception:
         return x.sum() * 1000.0
 
 
 def test_any_rules_refusal_of_an_array_outside_argnums_caught_by_f_is_tracings():
-    """scipy.special.kv has no derivative in its order: an order computed from data outside
+    """scipy.special.jv has no derivative in its order: an order computed from data outside
     argnums is traced in the recording only, whose refusal f caught, so the recording call
-    answered f's except branch (2000.0 where tracing, with a constant order, gives 2.34). Any
+    answered f's except branch (2000.0 where tracing, with a constant order, gives 0.48). Any
     rule's refusal so caught makes the call traced again, not only scipy.interpolate's."""
     calls = [(np.array([0.7, 1.3]) + 0.1 * i, np.array([1.5, 2.0])) for i in range(4)]
     replayed_like_traced(bessel_of_an_order_from_data_caught, calls, replayed=False)

@@ -31,6 +31,7 @@ import scipy.stats
 
 import mutad
 from mutad.scipy import special
+from scipy.special._ufuncs import _scaled_exp1
 
 # The slow kind (high-precision references from mpmath, at the special functions' edges):
 # not in the fast subset, python -m pytest -m "not slow".
@@ -180,6 +181,16 @@ SPECIAL = [
     ("k0e", sc.k0e, bessel("k", 0, True), [1e-10, 1.0, 50.0, 1e3, 1e8]),
     ("k1e", sc.k1e, bessel("k", 1, True), [1e-10, 1.0, 50.0, 1e3, 1e8]),
     ("kve", lambda x: sc.kve(2.5, x), bessel("k", 2.5, True), [1e-5, 1.0, 1e3, 1e8]),
+    # K_v in its order (the trapezoidal rule of its integral): tiny and large x, large order
+    ("kv_order", lambda v: sc.kv(v, 1e-3), lambda v: mp.besselk(v, 1e-3), [0.5, 35.5]),
+    ("kve_order", lambda v: sc.kve(v, 1e4), lambda v: mp.besselk(v, 1e4) * mp.exp(1e4),
+     [1e-6, 120.0]),
+    # the Hurwitz zeta function in its exponent (Euler-Maclaurin): near its pole at 1, large
+    # exponents, a small and a large offset
+    ("zeta_x", lambda x: sc.zeta(x, 0.3), lambda x: mp.zeta(x, 0.3), [1 + 1e-6, 40.0]),
+    ("zeta_x_large_q", lambda x: sc.zeta(x, 250.0), lambda x: mp.zeta(x, 250.0), [31.7]),
+    # x e^x E_1(x), scipy.stats.invgauss.entropy's: its closed form's cancellation, its series
+    ("scaled_exp1", _scaled_exp1, lambda x: x * mp.exp(x) * mp.e1(x), [1e-300, 49.9, 1e8]),
 ]
 
 
@@ -504,6 +515,37 @@ def test_student_t_cdf_differentiates_a_traced_df():
     """scipy.stats.t.cdf with df traced was refused: its derivative in df is stdtr's."""
     grad, = mutad.gradient(lambda df: scipy.stats.t.cdf(0.5, df), 3.0)
     assert relative_error(float(grad), mp_stdtr_dnu(3.0, 0.5, 1), 1e-300) <= FIRST
+
+
+def mp_invgauss_quantile_dmu(x, mu):
+    """-(∂F/∂μ)/(∂F/∂x) of invgauss' distribution function F at x, by mpmath: the derivative of
+    the quantile whose value is x (at SciPy's x, Boost's root, within 1e-6 of mpmath's in the
+    far upper tail)."""
+    with mp.workdps(DIGITS):
+        def cdf(x, mu):
+            a = mp.sqrt(1 / x)
+            return mp.ncdf(a * (x / mu - 1)) + mp.exp(2 / mu) * mp.ncdf(-a * (x / mu + 1))
+        x = mp.mpf(x)
+        return float(-mp.diff(lambda m: cdf(x, m), mu) / mp.diff(lambda t: cdf(t, mu), x))
+
+
+@pytest.mark.parametrize("q, mu", [(1e-9, 0.05), (0.3, 0.7), (0.9, 20.0), (1e-12, 3.0)])
+def test_invgauss_quantiles_in_the_mean(q, mu):
+    """scipy.stats.invgauss.ppf and isf (Boost's quantiles; SciPy's ppf takes the isf of
+    1 - q above 1/2) were refused: their partial in μ is of one sign, erfcx's."""
+    for method in (scipy.stats.invgauss.ppf, scipy.stats.invgauss.isf):
+        grad, = mutad.gradient(lambda mu: method(q, mu), mu)
+        expected = mp_invgauss_quantile_dmu(method(q, mu), mu)
+        assert relative_error(float(grad), expected, 1e-300) <= FIRST
+
+
+def test_order_and_exponent_sums_too_long_are_refused():
+    """K_v's derivative in an order of 1e7 would take more than 20000 steps of its rule, the
+    Hurwitz zeta function's in an exponent of 1e5 more than 1e5 terms: refused, saying so."""
+    with pytest.raises(mutad.MutadError, match="order as a constant"):
+        mutad.gradient(lambda v: sc.kve(v, 1e3), 1e7)
+    with pytest.raises(mutad.MutadError, match="pass x as a constant"):
+        mutad.gradient(lambda x: sc.zeta(x, 2.0), 1e5)
 
 
 # ----------------------------------------------------------------------------------------------

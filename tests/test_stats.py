@@ -482,6 +482,23 @@ def test_quantile_functions(name, shapes, method):
     mutad.check_jvp(function, *args)
 
 
+def test_weibull_min_moments_from_its_raw_moments():
+    """weibull_min's _stats gives no moment, SciPy forms them from its _munp, Γ(1 + n/c): its
+    mean, var, std and stats were refused as if SciPy integrated them numerically."""
+    def f(c, scale):
+        skew, kurtosis = scipy.stats.weibull_min.stats(c, moments="sk")
+        return (scipy.stats.weibull_min.mean(c, 0.3, scale) + scipy.stats.weibull_min.var(c)
+                + scipy.stats.weibull_min(c, scale=scale).std() + skew + kurtosis)
+
+    assert mutad.value_and_gradient(f, 0.7, 1.3)[0] == f(0.7, 1.3)
+    mutad.check_grads(f, 0.7, 1.3)
+    mutad.check_grads(lambda c: scipy.stats.weibull_min.var(c), 1.7, order=2)
+    for moments in ("m", "v", "mvsk"):
+        value = mutad.value_and_gradient(
+            lambda c: np.sum(scipy.stats.weibull_min.stats(c, moments=moments)), 1.7)[0]
+        assert value == np.sum(scipy.stats.weibull_min.stats(1.7, moments=moments))
+
+
 def test_norm_quantiles_by_scipys_names_frozen_too():
     def f(mu, sigma):
         return (scipy.stats.norm.ppf(UNIT, mu, sigma).sum() + scipy.stats.norm(mu, sigma).isf(0.3)
@@ -1036,7 +1053,7 @@ LIBRARY_BUFFERS = [
     ('hypsecant', (), 'logsf', ('x', 'loc', 'scale')),
     ('hypsecant', (), 'ppf', ('x', 'loc', 'scale')),
     ('invgamma', (4.066899613699307,), 'ppf', ('x', 'loc', 'scale')),
-    ('invgauss', (0.14546264555347513,), 'ppf', ('loc', 'scale')),
+    ('invgauss', (0.14546264555347513,), 'ppf', ('x', 'shape0', 'loc', 'scale')),
     ('invweibull', (10.58,), 'logcdf', ('x', 'shape0', 'loc', 'scale')),
     ('invweibull', (10.58,), 'logsf', ('x', 'shape0', 'loc', 'scale')),
     ('invweibull', (10.58,), 'ppf', ('x', 'shape0', 'loc', 'scale')),

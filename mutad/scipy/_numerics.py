@@ -24,6 +24,7 @@ import scipy.special as _special
 from numpy.polynomial.legendre import leggauss
 from scipy.special import (betaln, erfcx, gamma, gammaln, k0, k0e, k1, k1e, kve, poch, psi,
                            rgamma, xlog1py, xlogy)
+from scipy.special._ufuncs import _zeta
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import NoClosedForm
@@ -987,3 +988,138 @@ betainc_da = Elementwise(lambda a, b, x: _betainc_dab_value(0, a, b, x), _SECOND
 betainc_db = Elementwise(lambda a, b, x: _betainc_dab_value(1, a, b, x), _SECOND_IN_A,
                          _SECOND_IN_B, _betainc_dab_dx(1), name="betainc_db")
 """∂/∂b of the regularized incomplete beta function I_x(a, b)."""
+
+
+# The Hurwitz zeta function ζ(x, q) = Σ_k (k + q)^-x (SciPy's zeta(x, q), x > 1, q > 0) and its
+# derivatives in x, D_m = ∂^m ζ / ∂x^m = Σ_k (-log(k + q))^m (k + q)^-x, by the Euler-Maclaurin
+# formula: the first n terms summed, then with a = n + q the tail a^-x G(x),
+# G(x) = a / (x - 1) + 1/2 + Σ_j B_2j / (2j)! P_j(x) a^(1-2j), P_j(x) = x (x + 1) ... (x + 2j - 2),
+# whose m-th derivative is a^-x Σ_i binom(m, i) (-log a)^(m-i) G^(i)(x) (each term of one sign
+# but the Bernoulli corrections). n makes the first term left out (j = 9) below 1e-18 of the
+# tail's leading a^(1-x) / (x - 1), the remainder being below that term.
+_B18_OVER_FACTORIAL = (43867 / 798) / math.factorial(18)
+_ZETA_TOLERANCE = 1e-18
+_ZETA_MOST_TERMS = 100_000
+_RISING = [np.polynomial.polynomial.polyfromroots(-np.arange(2.0 * j - 1.0))
+           for j in range(1, len(BERNOULLI) + 1)]
+_ZETA_BERNOULLI = [b / math.factorial(2 * j) for j, b in enumerate(BERNOULLI, start=1)]
+
+
+def _zeta_terms(x, q):
+    """How many terms to sum before the Euler-Maclaurin tail: a = n + q with
+    B_18 / 18! (x - 1) P_9(x) / a^18 ≤ ``_ZETA_TOLERANCE`` for every element."""
+    log_bound = (math.log(_B18_OVER_FACTORIAL / _ZETA_TOLERANCE) + np.log(x - 1.0)
+                 + sum(np.log(x + i) for i in range(17))) / 18.0
+    n = int(np.max(np.ceil(np.exp(log_bound) - q), initial=0.0))
+    if n > _ZETA_MOST_TERMS:
+        raise UnsupportedOperationError(
+            "scipy.special.zeta: mutad sums its derivative in the exponent x by the "
+            f"Euler-Maclaurin formula, which needs more than {_ZETA_MOST_TERMS} terms here "
+            "(x beyond about 40000); pass x as a constant.")
+    return max(n, 0)
+
+
+def _zeta_derivative_value(m, x, q):
+    x, q = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(q, dtype=float))
+    inside = both(x > 1.0, np.isfinite(x), q > 0.0, np.isfinite(q))
+    xs, qs = np.where(inside, x, 2.0), np.where(inside, q, 1.0)
+    n = _zeta_terms(xs, qs)
+    total = np.zeros_like(xs)
+    for k in range(n - 1, -1, -1):  # the smallest terms first
+        log_t = np.log(qs + k)
+        total = total + (-log_t) ** m * np.exp(-xs * log_t)
+    a = qs + n
+    log_a = np.log(a)
+    tail = 0.0
+    for i in range(m + 1):
+        g = a * ((-1.0) ** i * math.factorial(i)) / (xs - 1.0) ** (i + 1) + (0.5 if i == 0 else 0.0)
+        for c, rising in zip(_ZETA_BERNOULLI, _RISING, strict=True):
+            g = g + c * np.polynomial.polynomial.polyval(
+                xs, np.polynomial.polynomial.polyder(rising, i)) * a ** (1.0 - len(rising))
+        tail = tail + math.comb(m, i) * (-log_a) ** (m - i) * g
+    result = np.where(inside, total + np.exp(-xs * log_a) * tail, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def zeta_derivative(m):
+    """∂^m ζ(x, q) / ∂x^m (m ≥ 1), NaN outside x > 1, q > 0. Its partial in x is the next one;
+    in q, -m D_(m-1)(x + 1, q) - x D_m(x + 1, q) (of ∂ (k + q)^-x / ∂q = -x (k + q)^(-x-1))."""
+    def lower(x, q):
+        return _zeta(x, q) if m == 1 else zeta_derivative(m - 1)(x, q)
+
+    return Elementwise(
+        functools.partial(_zeta_derivative_value, m),
+        lambda y, x, q: zeta_derivative(m + 1)(x, q),
+        lambda y, x, q: -m * lower(x + 1.0, q) - x * zeta_derivative(m)(x + 1.0, q),
+        name=f"zeta_derivative_{m}")
+
+
+# K_v(x) e^x = ∫_0^∞ cosh(vt) e^(-x s) dt, s = cosh t - 1 (DLMF 10.32.9), and its derivatives in
+# the order and in x: I_(p,r)(v, x) = ∫_0^∞ t^p s^r w_p(vt) e^(-x s) dt, w_p = cosh for even p,
+# sinh for odd p, with ∂I_(p,r)/∂v = I_(p+1,r) and ∂I_(p,r)/∂x = -I_(p,r+1). The integrand has
+# one sign (sinh(vt) that of v) and falls double exponentially, so the trapezoidal rule is exact
+# to rounding (Trefethen and Weideman, SIAM Review 56, 2014): its end T is where the exponent
+# x s - |v| t has fallen by ``_K_ORDER_DECAY`` (with the factors t^p s^r), its step where the
+# error of a rule on the strip |Im t| < d, e^(√(x² + v²) d²/2 - 2πd/h), is below e^-45.
+_K_ORDER_DECAY = 60.0
+_K_ORDER_MOST_STEPS = 20_000
+
+
+def _k_order_rule(v, x, p, r):
+    """The trapezoidal rule's end T and step h, per element (plain arrays)."""
+    end = np.ones_like(x)
+    for _ in range(30):  # T = acosh(1 + (decay + |v| T + log of the factors) / x), a contraction
+        end = np.arccosh(1.0 + (_K_ORDER_DECAY + np.abs(v) * end
+                                + (p + r) * np.log1p(end) + r * end) / x)
+    step = np.minimum(0.1, 0.6 / np.sqrt(np.hypot(x, v)))
+    return end, step
+
+
+def _k_order_integral_value(p, r, v, x):
+    v, x = np.broadcast_arrays(np.asarray(v, dtype=float), np.asarray(x, dtype=float))
+    inside = both(x > 0.0, np.isfinite(x), np.isfinite(v))
+    vs, xs = np.where(inside, v, 0.0), np.where(inside, x, 1.0)
+    end, step = _k_order_rule(vs, xs, p, r)
+    steps = int(np.max(np.ceil(end / step), initial=1.0))
+    if steps > _K_ORDER_MOST_STEPS:
+        raise UnsupportedOperationError(
+            "scipy.special.kv: mutad integrates its derivative in the order v by the "
+            f"trapezoidal rule, which needs more than {_K_ORDER_MOST_STEPS} steps here (an "
+            "order beyond about 1e5); pass the order as a constant.")
+    size = np.abs(vs)
+    total = np.zeros_like(xs)
+    with _errstate():
+        for k in range(steps, 0, -1):  # the smallest terms first
+            t = k * step
+            s = 2.0 * np.sinh(0.5 * t) ** 2
+            # cosh(vt) e^(-xs) = e^(|v|t - xs) (1 + e^(-2|v|t)) / 2, sinh's with -expm1 and v's
+            # sign: neither overflows where their product does not, nor cancels for small vt
+            other = 1.0 + np.exp(-2.0 * size * t) if p % 2 == 0 else -np.expm1(-2.0 * size * t)
+            total = total + 0.5 * t ** p * s ** r * np.exp(size * t - xs * s) * other
+        if p == 0 and r == 0:  # the term at t = 0, halved
+            total = total + 0.5
+        if p % 2 == 1:
+            total = np.sign(vs) * total
+        result = np.where(inside, total * step, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def k_order_integral(p, r):
+    """I_(p,r)(v, x): ∂^p/∂v^p (-∂/∂x)^r of K_v(x) e^x (x > 0; NaN elsewhere)."""
+    return Elementwise(
+        functools.partial(_k_order_integral_value, p, r),
+        lambda y, v, x: k_order_integral(p + 1, r)(v, x),
+        lambda y, v, x: -k_order_integral(p, r + 1)(v, x),
+        name=f"k_order_integral_{p}_{r}")
+
+
+def kve_dv(y, v, x):
+    """∂/∂v of K_v(x) e^x."""
+    return k_order_integral(1, 0)(v, x)
+
+
+def kv_dv(y, v, x):
+    """∂/∂v of K_v(x): the scaled one's times e^-x."""
+    return k_order_integral(1, 0)(v, x) * np.exp(-x)

@@ -19,7 +19,10 @@ Every partial derivative computes with ufuncs that have rows and with these wrap
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
 it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
 Bessel function's order, a hypergeometric function's parameters) the row says so
-(``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``.
+(``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``;
+where a sum or an integral computes it to rounding, that is its partial (K_v's in the order v
+by the trapezoidal rule of its integral, the Hurwitz zeta function's in its exponent by the
+Euler-Maclaurin formula, ``_numerics``).
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
 the partials are written to hold at the same points (``_numerics``): log_ndtr's as
@@ -54,9 +57,10 @@ from scipy.special import (
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
 )
-from scipy.special._ufuncs import (_beta_ppf, _lambertw, _nct_isf, _nct_pdf, _nct_sf,
-                                   _ncx2_isf, _ncx2_pdf, _ncx2_sf, _riemann_zeta,
-                                   _skewnorm_ppf, _zeta)
+from scipy.special._ufuncs import (_beta_ppf, _invgauss_isf, _invgauss_ppf, _lambertw,
+                                   _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
+                                   _riemann_zeta, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf,
+                                   _zeta)
 
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE
@@ -411,6 +415,25 @@ def _skewnorm_owens_da(z, a):
     return np.exp(-0.5 * z * z * (1.0 + a * a)) / (math.pi * (1.0 + a * a))
 
 
+def _skewnorm_quantile_dq(sign):
+    def partial(y, q, loc, scale, a):
+        return sign * scale / _skewnorm_density((y - loc) / scale, a)
+    return partial
+
+
+def _skewnorm_quantile_dloc(y, q, loc, scale, a):
+    return np.ones_like(y)
+
+
+def _skewnorm_quantile_dscale(y, q, loc, scale, a):
+    return (y - loc) / scale
+
+
+def _skewnorm_quantile_da(y, q, loc, scale, a):
+    z = (y - loc) / scale
+    return scale * _skewnorm_owens_da(z, a) / _skewnorm_density(z, a)
+
+
 def _chi2_ddf(y, v, x):
     """∂/∂v of chdtr(v, x) = P(v/2, x/2)."""
     return 0.5 * _numerics.gammainc_da(0.5 * v, 0.5 * x)
@@ -597,6 +620,46 @@ def _nct_quantile_dmu(y, nu, mu, q):
     return _nct_normal_mean(y, nu, mu) / _nct_pdf(y, nu, mu)
 
 
+# The inverse Gaussian distribution of mean μ and shape λ (scipy.stats.invgauss's own quantiles,
+# Boost's, of λ = 1): F(x) = Φ(u) + e^(2λ/μ) Φ(-v), u = √(λ/x) (x/μ - 1), v = √(λ/x) (x/μ + 1),
+# density f(x) = √(λ/x³) φ(u). Since e^(2λ/μ) φ(v) = φ(u), ∂F/∂μ = -(2λ/μ²) e^(2λ/μ) Φ(-v) =
+# -(2λ/μ²) φ(u) √(π/2) erfcx(v/√2) and φ(u) cancels from the quantile's partials: ∂x/∂μ =
+# -(∂F/∂μ)/f = √(2π) x √(λx) erfcx(v/√2) / μ², of one sign, for the quantile of F and of 1 - F
+# alike; and x(q; μ, λ) = λ x(q; μ/λ, 1) gives ∂x/∂λ = (x - μ ∂x/∂μ) / λ.
+def _invgauss_quantile_dmu(y, q, mu, lam):
+    v = np.sqrt(lam / (2.0 * y)) * (y / mu + 1.0)
+    return _SQRT_2PI * y * np.sqrt(lam * y) * erfcx(v) / (mu * mu)
+
+
+def _invgauss_quantile_dlam(y, q, mu, lam):
+    return (y - mu * _invgauss_quantile_dmu(y, q, mu, lam)) / lam
+
+
+def _invgauss_density(x, mu, lam):
+    """f(x) = √(λ / (2π x³)) exp(-λ (x - μ)² / (2 μ² x))."""
+    return np.sqrt(lam / (2.0 * math.pi * x ** 3)) * np.exp(
+        -lam * (x - mu) ** 2 / (2.0 * mu * mu * x))
+
+
+# d/dx of SciPy's _scaled_exp1(x) = x e^x E_1(x) (scipy.stats.invgauss.entropy's) is
+# y + e^x E_1(x) - 1, which cancels as y tends to 1 (to 1e-12 at x = 50, where it is 1/x²); from 50
+# its asymptotic series Σ_(k≥1) (-1)^(k+1) k k! / x^(k+1), whose first term left out, of the 33
+# taken (their coefficients float32's too), is below 1e-16 of the sum there. +inf at 0
+# (-log x - γ - 1).
+_SCALED_EXP1_TERMS = [(-1.0) ** (k + 1) * k * math.factorial(k) for k in range(1, 34)]
+_SCALED_EXP1_ASYMPTOTIC = 50.0
+
+
+def _scaled_exp1_derivative(y, x):
+    far = x >= _SCALED_EXP1_ASYMPTOTIC
+    u = 1.0 / np.where(far, x, _SCALED_EXP1_ASYMPTOTIC)
+    series = _series(_SCALED_EXP1_TERMS, u) * u * u
+    zero = x == 0
+    near = np.where(far | zero, 1.0, x)  # y / x as e^x E_1(x): its derivative has no y / x²
+    closed = np.where(far | zero, 1.0, y) + np.exp(near) * exp1(near) - 1.0
+    return np.where(far, series, np.where(zero, np.inf, closed))
+
+
 def _ndtri_exp_slope(y, x):
     """d/dx ndtri_exp(x) = e^x / φ(y): below the median Φ(y)/φ(y) = √(π/2) erfcx(-y/√2) (e^x
     is Φ(y)), above e^x times ``_numerics.inverse_slope`` of the tail 1 - e^x = -expm1(x)."""
@@ -668,10 +731,10 @@ elementwise(i1e,       _scaled_i(1),                                      uses="
 elementwise(ive,       _ORDER, _ive_derivative,                          uses="xy", decide=_sign_of_x)
 elementwise(k0,        lambda y, x: -k1(x))
 elementwise(k1,        _numerics.k1_derivative)
-elementwise(kv,        _ORDER, _numerics.kv_derivative)
+elementwise(kv,        _numerics.kv_dv, _numerics.kv_derivative)
 elementwise(k0e,       _numerics.scaled_k_derivative(0),                             uses="xy")
 elementwise(k1e,       _numerics.scaled_k_derivative(1),                             uses="xy")
-elementwise(kve,       _ORDER, _kve_derivative,                                      uses="xy")
+elementwise(kve,       _numerics.kve_dv, _kve_derivative,                            uses="xy")
 elementwise(huber,     _huber_ddelta, _huber_dr,                               decide=_huber_parts)
 elementwise(pseudo_huber, _pseudo_huber_ddelta, _pseudo_huber_dr)
 elementwise(boxcox,    lambda y, x, lmbda: np.power(x, lmbda - 1.0), _boxcox_dlambda(np.log),
@@ -705,7 +768,8 @@ elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
 elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
-elementwise(_zeta,     NoClosedForm("the exponent x"), lambda y, x, q: -x * _zeta(x + 1.0, q))
+elementwise(_zeta,     lambda y, x, q: _numerics.zeta_derivative(1)(x, q),
+            lambda y, x, q: -x * _zeta(x + 1.0, q))
 elementwise(_riemann_zeta, NoClosedForm("the exponent x"))  # zeta(x): only a constant x
 elementwise(cosm1,     lambda y, x: -np.sin(x))
 elementwise(tandg,     lambda y, x: (math.pi / 180.0) * (1.0 + y * y),                 uses="y")
@@ -760,16 +824,15 @@ elementwise(betainccinv, _inverse_beta_dab(0), _inverse_beta_dab(1),
 elementwise(_beta_ppf,   lambda y, p, a, b: _beta_inverse_density(y, a, b),
             lambda y, p, a, b: _inverse_beta_dab(0)(y, a, b, p),
             lambda y, p, a, b: _inverse_beta_dab(1)(y, a, b, p),                      uses="xy")
-# scipy.stats.skewnorm.ppf's own (Boost's) inverse, x = _skewnorm_ppf(q, loc, scale, a) of the
-# distribution function Φ(z) - 2 T(z, a), z = (x - loc) / scale (Owen's T): one over the
-# density 2 φ(z) Φ(a z) / scale in q, 1 in loc, z in scale, and in a minus the distribution
-# function's partial over the density, ∂T/∂a = exp(-z² (1 + a²) / 2) / (2π (1 + a²))
-elementwise(_skewnorm_ppf, lambda y, q, loc, scale, a: scale / _skewnorm_density(
-                (y - loc) / scale, a),
-            lambda y, q, loc, scale, a: np.ones_like(y),
-            lambda y, q, loc, scale, a: (y - loc) / scale,
-            lambda y, q, loc, scale, a: scale * _skewnorm_owens_da((y - loc) / scale, a)
-            / _skewnorm_density((y - loc) / scale, a),                               uses="xy")
+# scipy.stats.skewnorm.ppf's and isf's own (Boost's) inverses, x = _skewnorm_ppf(q, loc, scale, a)
+# of the distribution function Φ(z) - 2 T(z, a), z = (x - loc) / scale (Owen's T), and
+# _skewnorm_isf of its complement: ± one over the density 2 φ(z) Φ(a z) / scale in q, 1 in loc,
+# z in scale, and in a minus the distribution function's partial over the density (the same for
+# both), ∂T/∂a = exp(-z² (1 + a²) / 2) / (2π (1 + a²))
+elementwise(_skewnorm_ppf, _skewnorm_quantile_dq(1.0), _skewnorm_quantile_dloc,
+            _skewnorm_quantile_dscale, _skewnorm_quantile_da,                         uses="xy")
+elementwise(_skewnorm_isf, _skewnorm_quantile_dq(-1.0), _skewnorm_quantile_dloc,
+            _skewnorm_quantile_dscale, _skewnorm_quantile_da,                         uses="xy")
 # chdtr(v, x) = P(v/2, x/2) and gdtr(a, b, x) = P(b, a x), and their complements
 elementwise(chdtr,     _chi2_ddf, lambda y, v, x: 0.5 * _density(0.5 * v, 0.5 * x))
 elementwise(chdtrc,    _negated(_chi2_ddf), lambda y, v, x: -0.5 * _density(0.5 * v, 0.5 * x))
@@ -851,6 +914,11 @@ elementwise(nctdtrit,  _DEGREES_OF_FREEDOM, _nct_quantile_dmu,
             lambda y, nu, mu, q: 1.0 / _nct_pdf(y, nu, mu),                           uses="xy")
 elementwise(_nct_isf,  lambda y, q, nu, mu: -1.0 / _nct_pdf(y, nu, mu), _DEGREES_OF_FREEDOM,
             lambda y, q, nu, mu: _nct_quantile_dmu(y, nu, mu, q),                     uses="xy")
+elementwise(_invgauss_ppf, lambda y, q, mu, lam: 1.0 / _invgauss_density(y, mu, lam),
+            _invgauss_quantile_dmu, _invgauss_quantile_dlam,                          uses="xy")
+elementwise(_invgauss_isf, lambda y, q, mu, lam: -1.0 / _invgauss_density(y, mu, lam),
+            _invgauss_quantile_dmu, _invgauss_quantile_dlam,                          uses="xy")
+elementwise(_scaled_exp1, _scaled_exp1_derivative,                                uses="xy")
 elementwise(voigt_profile, *(lambda y, x, sigma, gamma, k=k: _voigt_partials(x, sigma, gamma)[k]
                              for k in range(3)))
 # fmt: on

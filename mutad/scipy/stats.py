@@ -105,7 +105,8 @@ from scipy.stats._continuous_distns import FitDataError as _FitDataError
 from scipy.stats._continuous_distns import (
     FitUniformFixedScaleDataError as _FitUniformFixedScaleDataError)
 from scipy.stats._continuous_distns import _remove_optimizer_parameters
-from scipy.stats._distn_infrastructure import rv_continuous_frozen, rv_discrete_frozen, rv_frozen
+from scipy.stats._distn_infrastructure import (rv_continuous_frozen, rv_discrete_frozen, rv_frozen,
+                                               rv_generic)
 from scipy.stats import _kde
 from scipy.stats import _stats as _compiled
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
@@ -1359,8 +1360,10 @@ def _moments_rule(name):
     """``stats``, ``mean``, ``var`` and ``std`` of a univariate distribution with traced
     parameters, as SciPy computes them (``rv_generic.stats``): its own ``_stats`` of the shape
     parameters (closed forms in NumPy's and SciPy's functions, which dispatch), moved and
-    scaled by loc and scale. Parameters outside the distribution's domain (SciPy's NaN), and
-    the moments a distribution computes by numerical integration (``_munp``), are refused."""
+    scaled by loc and scale, and those ``_stats`` leaves out from the raw moments of its own
+    ``_munp`` (``_moments_from_raw``). Parameters outside the distribution's domain (SciPy's
+    NaN), and the moments SciPy computes by numerical integration (its generic ``_munp``),
+    are refused."""
 
     def rule(self, *args, **kwds):
         if name == "std":
@@ -1379,11 +1382,9 @@ def _moments_rule(name):
                 mu, mu2, g1, g2 = self._stats(*shapes, moments=moments)
             else:
                 mu, mu2, g1, g2 = self._stats(*shapes)
-        needed = {"m": mu, "v": mu2, "s": g1, "k": g2}
-        if any(needed[m] is None for m in moments):
-            raise UnsupportedOperationError(
-                f"scipy.stats.{self.name}.{name}: SciPy computes these moments of the "
-                "distribution by numerical integration, which mutad does not differentiate.")
+            needed = {"m": mu, "v": mu2, "s": g1, "k": g2}
+            if any(needed[m] is None for m in moments):
+                mu, mu2, g1, g2 = _moments_from_raw(self, shapes, moments, mu, mu2, g1, g2)
         values = {"m": lambda: mu * scale + loc, "v": lambda: mu2 * scale * scale,
                   "s": lambda: g1, "k": lambda: g2}
         output = [np.broadcast_to(values[m](), np.shape(cond)).astype(np.float64)
@@ -1394,6 +1395,44 @@ def _moments_rule(name):
 
     rule_of[name] = rule
     return rule
+
+
+def _moments_from_raw(distribution, shapes, moments, mu, mu2, g1, g2):
+    """The moments ``_stats`` left out (None), from the raw moments ``_munp(n, *shapes)`` as
+    SciPy's ``rv_generic.stats`` forms them, where the distribution writes ``_munp`` itself (a
+    closed form: weibull_min's Γ(1 + n/c)); SciPy's generic one integrates the density
+    numerically, and is refused."""
+    owner = next(c for c in type(distribution).__mro__ if "_munp" in c.__dict__)
+    if owner in (rv_generic, _stats.rv_continuous, _stats.rv_discrete):
+        raise UnsupportedOperationError(
+            f"scipy.stats.{distribution.name}: SciPy computes these moments of the "
+            "distribution by numerical integration, which mutad does not differentiate.")
+    munp = distribution._munp  # (SciPy's steps, for its values bit for bit)
+
+    def lower(mu, mu2):  # the mean and variance the higher moments need
+        if mu is None:
+            mu = munp(1, *shapes)
+        return mu, munp(2, *shapes) - mu * mu if mu2 is None else mu2
+
+    with np.errstate(invalid="ignore"):
+        if "m" in moments and mu is None:
+            mu = munp(1, *shapes)
+        if "v" in moments and mu2 is None:
+            mu2p = munp(2, *shapes)
+            if mu is None:
+                mu = munp(1, *shapes)
+            mu2 = np.where(~np.isinf(mu), mu2p - mu**2, np.inf)  # an infinite mean: infinite
+        if "s" in moments and g1 is None:
+            mu, mu2 = lower(mu, mu2)
+            g1 = ((-mu * mu - 3 * mu2) * mu + munp(3, *shapes)) / np.power(mu2, 1.5)
+        if "k" in moments and g2 is None:
+            mu, mu2 = lower(mu, mu2)
+            if g1 is None:
+                mu3 = (-mu * mu - 3 * mu2) * mu + munp(3, *shapes)
+            else:
+                mu3 = g1 * np.power(mu2, 1.5)
+            g2 = (((-mu**2 - 6 * mu2) * mu - 4 * mu3) * mu + munp(4, *shapes)) / mu2**2.0 - 3.0
+    return mu, mu2, g1, g2
 
 
 def _parameters_accepted(distribution, *parameters):
