@@ -552,6 +552,16 @@ def case_id(case):
     return case.id
 
 
+def under_alternating_policies(cases, policies=("restore", "checkpoint")):
+    """``(case, policy)`` parameters for a table's second-order test: each case under one
+    policy, alternating along the table, so that each policy meets half of the cases (the
+    first-order test runs every case under every policy)."""
+    import pytest
+
+    chosen = [(case, policies[i % len(policies)]) for i, case in enumerate(cases)]
+    return [pytest.param(case, policy, id=f"{case.id}-{policy}") for case, policy in chosen]
+
+
 def curved(function, complex_outputs=False):
     """``function`` with ``np.sin`` applied to each of its float outputs.
 

@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import (Case, arguments, case_id, check_complex, complexified, fixed, normal,
-                   numpys_bits_in_every_mode, replays_as_traced)
+                   numpys_bits_in_every_mode, replays_as_traced, under_alternating_policies)
 from mutad.core.registry import table
 
 POLICIES = ("restore", "checkpoint")
@@ -190,8 +190,7 @@ def test_complex_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
 

@@ -35,6 +35,7 @@ module missing from the table fails the test, so a new one is placed on purpose.
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import mutad
@@ -124,6 +125,7 @@ def before(target, module, sides):
     return any(module in side and target in side[:side.index(module)] for side in sides)
 
 
+@functools.cache  # (parsing every module takes seconds; the four tests read one graph)
 def graph():
     """``{module: [(imported module, line, at top level)]}`` for every module of mutad."""
     return {_name(path): imports(_name(path), path.read_text())

@@ -7,7 +7,8 @@ import pytest
 import scipy.linalg
 
 import mutad
-from cases import Case, arguments, case_id, check_complex, complexified, constant, normal
+from cases import (Case, arguments, case_id, check_complex, complexified, constant, normal,
+                   under_alternating_policies)
 from mutad.core.registry import RULES, table
 from mutad.testing import directional_fd
 from test_scipy_stops import central
@@ -288,14 +289,15 @@ def curved(function):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
-@pytest.mark.parametrize("case", ALL_CASES + EINSUM_SUBLISTS, ids=case_id)
-def test_linalg_second_derivatives(case, rng):
+@pytest.mark.parametrize(("case", "policy"),
+                         under_alternating_policies(ALL_CASES + EINSUM_SUBLISTS, POLICIES))
+def test_linalg_second_derivatives(case, policy, rng):
     """Hessian-vector products, reverse over forward and nested reverse, against finite
     differences of the gradient: every rule's forward computation and pullback run on arrays
-    the outer differentiation traces."""
+    the outer differentiation traces (under one policy each, alternating: the first-order
+    test runs every case under both)."""
     args = case.sample(rng)
-    for policy in POLICIES:
-        mutad.check_grads(case.function, *args, order=2, policy=policy)
+    mutad.check_grads(case.function, *args, order=2, policy=policy)
     mutad.check_grads(curved(case.function), *args, order=2)
 
 
@@ -350,8 +352,7 @@ def test_complex_linalg_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_linalg_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
 

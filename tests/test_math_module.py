@@ -171,20 +171,24 @@ def test_math_isclose_of_traced_scalars_is_a_decision(rng):
     pairs += [tuple(rng.standard_normal(2) * 10.0 ** rng.integers(-3, 3)) for _ in range(50)]
     pairs += [(a, a * (1 + rng.choice([1e-10, 1e-9, 2e-9]))) for a in rng.standard_normal(30)]
     tolerances = [{}, {"rel_tol": 1e-3}, {"abs_tol": 1e-9}, {"rel_tol": 0.0, "abs_tol": 0.5}]
+    # (all the pairs, as the rows of one array, in one differentiation per mode, dtype and
+    # tolerances: each comparison is still of traced elements, and of one with a float)
     for dtype in (np.float64, np.float32):
-        for a, b in pairs:
-            for kw in tolerances:
-                pair = np.array([a, b], dtype=dtype)
-                expected = math.isclose(float(pair[0]), float(pair[1]), **kw)
-                answers = []
+        rows = np.array(pairs, dtype=dtype)
+        for kw in tolerances:
+            expected = [math.isclose(float(a), float(b), **kw) for a, b in rows]
+            answers = []
 
-                def f(x):
-                    answers.append(math.isclose(x[0], x[1], **kw))
-                    answers.append(math.isclose(x[0], float(pair[1]), **kw))
-                    return x.sum() * 2.0
-                mutad.gradient(f, pair)
-                mutad.jvp(f, (pair,), (np.ones(2, dtype),))
-                assert answers == [expected] * 4, (a, b, kw, dtype)
+            def f(x):
+                for i in range(len(rows)):
+                    answers.append((math.isclose(x[i, 0], x[i, 1], **kw),
+                                    math.isclose(x[i, 0], float(rows[i, 1]), **kw)))
+                return x.sum() * 2.0
+            mutad.gradient(f, rows)
+            mutad.jvp(f, (rows,), (np.ones_like(rows),))
+            for i, (a, b) in enumerate(pairs):
+                for answer in (answers[i], answers[len(rows) + i]):
+                    assert answer == (expected[i],) * 2, (a, b, kw, dtype)
 
     def converged(x):
         s = (x * x).sum()

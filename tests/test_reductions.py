@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 import mutad
-from cases import COMPLEX, Case, case_id, check_complex, curved, standard_complex
+from cases import (COMPLEX, Case, case_id, check_complex, curved, standard_complex,
+                   under_alternating_policies)
 from mutad.core.registry import RULES
 from rule_checks import WHERE, P, TIES, X, X3, check_forward_rule, rule_case, with_nans
 
@@ -203,8 +204,7 @@ def test_reduction_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(CASES, POLICIES))
 def test_reduction_second_derivatives(case, policy, rng):
     # Nested reverse mode runs each pullback on values and cotangents the outer gradient
     # traces; prod and cumprod at zeros included.
@@ -301,8 +301,7 @@ def test_complex_reduction_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_reduction_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
 

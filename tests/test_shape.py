@@ -7,7 +7,7 @@ import pytest
 
 import mutad
 from cases import (COMPLEX, Case, arguments, case_id, check_complex, complex_normal, curved, normal,
-                   numpys_bits_in_every_mode, replays_as_traced)
+                   numpys_bits_in_every_mode, replays_as_traced, under_alternating_policies)
 from mutad.core.registry import RULES
 from rule_checks import (WHERE, V4, X3, XF, Const, V, X, check_forward_rule, normal_array,
                          rule_case)
@@ -333,8 +333,7 @@ def test_shape_gradient(case, policy, rng):
     mutad.check_grads(case, *case.sample(rng), policy=policy)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(CASES, POLICIES))
 def test_shape_second_derivatives(case, policy, rng):
     # Nested reverse mode: the pullbacks build their cotangents from traced ones (gathers with
     # np.add.at into traced zeros, diagonals written into traced zeros).
@@ -456,8 +455,7 @@ def test_complex_shape_gradient(case, policy, rng):
     check_complex(case, case.sample(rng), policy)
 
 
-@pytest.mark.parametrize("policy", POLICIES)
-@pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
+@pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_shape_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
 
