@@ -9,6 +9,7 @@ is a float.
 """
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -395,3 +396,56 @@ def test_numpys_scalars_on_the_left_of_numbers_are_its_scalar_math(dtype):
         again, h = replayed(x)
         assert same(again, expected) and np.array_equal(h, g)
         assert x.tobytes() == before
+
+
+PYTHONS_EVENTS = {
+    # Python's complex arithmetic (beside NumPy's float64, a Python float) raises no
+    # floating-point event: nan+infj, silently
+    "1j * (d + inf)": (np.array([1.0]), lambda x: 1j * (x[0] + np.inf)),
+    "(inf+0j) * d": (np.array([0.0]), lambda x: complex(np.inf, 0.0) * x[0]),
+    "d * (inf+0j)": (np.array([-0.0]), lambda x: x[0] * complex(np.inf, 0.0)),
+    # ZeroDivisionError, as Python's, and no warning before it
+    "1j / d": (np.array([0.0]), lambda x: 1j / x[0]),
+    "z.item() ** -1": (np.array([complex(np.inf, 0.0)]), lambda z: z[0].item() ** -1),
+    "2.0 ** z.item()": (np.array([complex(-np.inf, 1.0)]), lambda z: 2.0 ** z[0].item()),
+    # NumPy's complex scalar product warns (inf * 0) where its loop is silent
+    "z * nan": (np.array([complex(np.inf, 0.0)]), lambda z: z[0] * np.nan),
+    "inf * z": (np.array([complex(np.nan, 0.0)]), lambda z: np.inf * z[0]),
+    # and of an overflow otherwise (the loop warns of one only, or of one where it is silent)
+    "z * z": (np.array([1e200 + 1e200j]), lambda z: z[0] * z[0]),
+    "z * 0j": (np.array([-1e308 + 1e308j]), lambda z: z[0] * 0j),
+}
+
+
+def _outcome(compute, x):
+    """The bits of ``compute(x)`` (its parts), or its error, and the warnings it gave."""
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        try:
+            result = np.complex128(mutad.stop_gradient(compute(x))).tobytes()
+        except (ArithmeticError, ValueError) as error:
+            result = (type(error), str(error))
+    return result, [str(w.message) for w in heard]
+
+
+@pytest.mark.parametrize("raising", [False, True])
+@pytest.mark.parametrize("name", PYTHONS_EVENTS)
+def test_pythons_arithmetic_and_numpys_scalar_math_raise_their_own_events(name, raising):
+    """Regression: ``1j * (x[0] + np.inf)`` warned of an invalid value (raised under
+    ``np.errstate(all="raise")``) where Python's complex product, which computes it, is
+    silent; NumPy's complex scalar product ``z[0] * nan``, which warns, was silent."""
+    x, compute = PYTHONS_EVENTS[name]
+    errors = "raise" if raising else "warn"
+    with np.errstate(all=errors):
+        expected = _outcome(compute, x)
+    heard = []
+
+    def f(x):
+        with np.errstate(all=errors):
+            heard.append(_outcome(compute, x))
+        return x.real.sum()
+
+    mutad.gradient(f, x.copy())
+    with warnings.catch_warnings(record=True):  # (a tangent's own events: "..., in a tangent")
+        mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+    assert heard == [expected, expected]

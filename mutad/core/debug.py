@@ -846,11 +846,35 @@ def as_scalar_math(message, x, other):
     scalar math words it where both stand for scalars (NumPy's or Python's numbers)."""
     if not (wrapped(x) and stands_for_scalar(x)) or not (
             type(other) in (bool, int, float, complex) or isinstance(other, np.generic)
-            or wrapped(other) and stands_for_scalar(other)):
+            or wrapped(other) and stands_for_scalar(other)) \
+            or _promotes(x, other) or _promotes(other, x):
         return message
     event, found, name = message.partition(" encountered in ")
     return f"{event} encountered in scalar {SCALAR_NAMES.get(name, name)}" \
         if found and not name.startswith("scalar ") else message
+
+
+_KIND_RANKS = {"b": 0, "i": 1, "u": 1, "f": 2, "c": 3}
+
+
+def _promotes(number, scalar):
+    """Whether ``number``, a Python number (or a value standing for one), is of a higher kind
+    than NumPy's scalar ``scalar`` (or a value standing for one): NumPy's scalar math leaves
+    the operation to the ufunc, whose words its events have (``np.float64(0.0) * (inf+0j)``:
+    "invalid value encountered in multiply")."""
+    if type(number) in (bool, int, float, complex):
+        kind = np.asarray(number).dtype.kind
+    elif wrapped(number) and getattr(number, "weak", False) is True:
+        kind = memory(number).dtype.kind
+    else:
+        return False
+    if isinstance(scalar, np.generic):
+        strong = scalar.dtype.kind
+    elif wrapped(scalar) and getattr(scalar, "weak", False) is not True:
+        strong = memory(scalar).dtype.kind
+    else:
+        return False
+    return _KIND_RANKS.get(kind, 0) > _KIND_RANKS.get(strong, 3)
 
 
 def scalar_math_error(error, x, other):

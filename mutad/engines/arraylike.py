@@ -218,18 +218,23 @@ def _operator(method, name, prefix):
             turned = _pythons_own(self, other, pythons_own, reflected)
             if turned is not None:
                 return turned
+        left, right = (other, self) if reflected else (self, other)
+        python = pythons is not None and _pythons_arithmetic(left, right)
         try:
-            if power and _powers_events_differ(self, other, reflected):
-                # NumPy's scalar power raises its own events, not its loop's (-inf ** 0.5 is
-                # inf, silently, where np.power warns of nan): _scalar_math raises them
-                result = without_events(method, self, other)
-                events = True
-            elif weak(self) and weak(other):
-                # Python's arithmetic on its floats raises no floating-point event (inf - inf
-                # is nan, 1e200 * 1e200 inf, silently, under any np.errstate), where NumPy's
+            if python or weak(self) and weak(other):
+                # Python's arithmetic on its numbers, and its complex arithmetic beside
+                # NumPy's float64 (a Python float), raises no floating-point event (inf - inf
+                # is nan, 1j * inf nan+infj, silently, under any np.errstate), where NumPy's
                 # loop computing it warns or raises
                 result = without_events(method, self, other)
                 events = False
+            elif power and _powers_events_differ(self, other, reflected) \
+                    or repeats and _complex_scalars(self, other):
+                # NumPy's scalar power and complex product raise their own events, not the
+                # loop's (-inf ** 0.5 is inf, silently, where np.power warns of nan; (inf+0j)
+                # * nan warns where np.multiply is silent): _scalar_math raises them
+                result = without_events(method, self, other)
+                events = True
             else:
                 events = False
                 result = method(self, other)
@@ -240,10 +245,10 @@ def _operator(method, name, prefix):
             return result  # elements of an array: NumPy's loops compute them, as here
         if overflowing is not None and type(value) is np.ndarray and value.dtype.kind in "iu":
             integer_events(result, overflowing, *((other, self) if reflected else (self, other)))
-        if kinds is not None:
+        if python:  # (Python's value, not NumPy's scalar math's)
+            _python_complex(result, left, right, pythons)
+        elif kinds is not None:
             _scalar_math(result, value, self, other, pythons, kinds, reflected, events)
-        if pythons is not None:
-            _python_complex(result, self, other, pythons, reflected)
         return result
 
     operate.__name__ = method.__name__
@@ -319,16 +324,15 @@ def _times_sequence(scalar, sequence):
     raise TypeError(f"can't multiply sequence by non-int of type '{dtype.type.__name__}'")
 
 
-def _python_complex(result, self, other, operation, reflected):
-    """Puts right ``result`` of ``self OP other`` (``other OP self`` where ``reflected``) where
-    Python's arithmetic, not NumPy's, computes it: a Python complex (or a value standing for
+def _python_complex(result, left, right, operation):
+    """Puts right ``result`` of ``left OP right`` where Python's arithmetic, not NumPy's,
+    computes it (``_pythons_arithmetic``): a Python complex (or a value standing for
     one) on the left of a Python number or NumPy's float64 scalar (which is a Python float:
     ``1j * np.sin(d)`` is Python's complex), and a Python float on the left of a Python
     complex. Python's complex division and power round otherwise than NumPy's loops; the
     result stands for Python's complex (weak), its value Python's (``put_right``, which a
     replay does too)."""
-    left, right = (other, self) if reflected else (self, other)
-    if not wrapped(result) or not _pythons_arithmetic(left, right):
+    if not wrapped(result):
         return
     weaken(result)
     put_right(result, functools.partial(_on_pythons_numbers, operation), _python_number(left),
@@ -533,6 +537,16 @@ def _powers_events_differ(x, other, reflected):
     loop = (lambda: fast(memory(x))) if fast is not None else (
         lambda: np.power(*((np.asarray(b), a) if reflected else (np.asarray(a), b))))
     return _events(loop) != _events(lambda: (b ** a) if reflected else (a ** b))
+
+
+def _complex_scalars(x, other):
+    """Whether ``x`` and ``other`` stand for scalars, one of them complex: NumPy's scalar
+    product of them raises other events than ``np.multiply`` (``(inf+0j) * nan`` warns of an
+    invalid value, ``(-1e308+1e308j) * 0j`` of none, where the loop is silent, or warns of an
+    overflow), and ``_scalar_math`` computes it again."""
+    if not stands_for_scalar(x) or not _stands_for_scalar_operand(other):
+        return False
+    return memory(x).dtype.kind == "c" or _complex(other) or isinstance(other, np.complexfloating)
 
 
 def _events(compute):
