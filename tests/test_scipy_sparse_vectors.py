@@ -9,6 +9,7 @@ the traced call's, and the caller's array unchanged."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import scipy.sparse.linalg
 
 import mutad
 from cases import replays_as_traced
@@ -24,6 +25,11 @@ def matrix(x, kind):
     entry (1, 0) empty."""
     m = sp.coo_array((x[:4], ([0, 1, 1, 0], [0, 1, 2, 0])), shape=(2, 3))
     return kind(m)
+
+
+def written(m, key, value):
+    m[key] = value
+    return m
 
 
 def weighed(y):
@@ -50,6 +56,9 @@ OPERATIONS = {
     "row + dense, dense - row": lambda A, x: (A[0] + W * x[4]) + (W - A[1]),
     "row * dense": lambda A, x: A[1] * (W + x[4]),
     "row + row": lambda A, x: A[0] + A[1],
+    "row @ row, row.dot(row)": lambda A, x: (A[0] @ A[1]) * A[1].dot(A[1] * x[4]),
+    "row.sqrt(), power(2)": lambda A, x: abs(A[1]).sqrt() + A[0].power(2),
+    "row[k] = v": lambda A, x: written(written(A[1], 0, x[4]), 2, 0.5),
     "row.multiply(row)": lambda A, x: A[0].multiply(A[1]),
     "row.sum(), mean(), max()": lambda A, x: A[1].sum() + A[1].mean() * A[0].max(),
     "row[k], row[1:]": lambda A, x: A[1][2] * A[1][1:],
@@ -92,6 +101,32 @@ def test_replays_of_one_dimensional_patterns_the_values_choose(kind):
     before = [c.tobytes() for c in calls]
     replays_as_traced(f, [(c,) for c in calls], replayed=2)
     assert [c.tobytes() for c in calls] == before
+
+
+@pytest.mark.parametrize("name, operation", [
+    ("a write", lambda x: written(sp.coo_array(np.outer(x[:2], x[2:5])), (0, 1), 3.0)),
+    ("-A", lambda x: -sp.csr_array(np.outer(x[:2], x[2:5])).tocoo()),
+    ("abs(A)", lambda x: abs(sp.csr_array(np.outer(x[:2], x[2:5])).tocoo())),
+    ("A.sqrt()", lambda x: abs(sp.csr_array(np.outer(x[:2], x[2:5])).tocoo()).sqrt()),
+])
+def test_structure_of_coo_results(name, operation):
+    """A write into a coo array of a dense one whose zeros SciPy leaves out (they were
+    stored), and -A, abs(A), A.sqrt() of a canonical coo array (SciPy's new array is not
+    marked canonical; mutad's was): SciPy's structure."""
+    x = np.array([0.3, 0.0, 0.9, 0.0, 0.6])
+    seen = []
+    mutad.gradient(lambda x: seen.append(described(operation(x))) or weighed(operation(x)), x)
+    assert seen == [described(operation(x.copy()))]
+
+
+def test_one_dimensional_refusals():
+    """What mutad does not follow of a 1-d sparse array says what to write instead."""
+    x = np.array([0.7, 1.3, 0.4])
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="kron of a 1-d.*reshape"):
+        mutad.gradient(lambda x: sp.kron(sp.coo_array(x), sp.coo_array(x)).sum(), x)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="norm.*1-d.*np.linalg"):
+        mutad.gradient(lambda x: scipy.sparse.linalg.norm(sp.coo_array(x), 1)[0], x)
+    assert x.tobytes() == np.array([0.7, 1.3, 0.4]).tobytes()
 
 
 def test_a_one_dimensional_dok_array_is_refused():

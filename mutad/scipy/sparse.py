@@ -667,6 +667,40 @@ def _sparse_product_jvp(tangents, a, b, pairs):
                         pairs.out.data_shape)
 
 
+def _inner_value(a, b, left, right):
+    return left.build(a) @ right.build(b)
+
+
+_inner = Adjoint(_inner_value)
+_inner.complex_values = None
+"""``v @ w`` of 1-d sparse arrays: SciPy's own (a 0-d array), bilinear in their stored values."""
+
+
+def _at_slots(layout, dense):
+    """The entries of ``dense`` at ``layout``'s slots, shaped as its stored values."""
+    return np.reshape(layout.at(dense), layout.data_shape)
+
+
+@_inner.rule
+def _inner_rule(a, b, left, right):
+    y = _inner(a, b, left=left, right=right)
+
+    def back(dy):  # each stored value's cotangent: ȳ times the other's entry at its place
+        return (_at_slots(left, _dense(right, b)) * dy,
+                _at_slots(right, _dense(left, a)) * dy)
+
+    return y, back
+
+
+@_inner.jvp_rule
+def _inner_jvp(tangents, a, b, left, right):
+    terms = [_inner(t, b, left=left, right=right) if i == 0 else
+             _inner(a, t, left=left, right=right)
+             for i, t in enumerate(tangents) if t is not None]
+    return (_inner(a, b, left=left, right=right),
+            None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1])
+
+
 def _reduction_value(data, layout, method, setting):
     if method.startswith("matrix "):  # an spmatrix's sum along an axis: its np.matrix's array
         return np.asarray(getattr(layout.build(data), method.removeprefix("matrix "))(setting))
@@ -2026,6 +2060,15 @@ class TracedSparse(_ComparedByValue):
                 np.put(self.data, gone, written[-1 - label[at]])
         old = np.concatenate([np.reshape(self.data, (-1,)), written * np.ones(written.shape)])
         source = np.where(label > 0, label - 1, self.layout.valid.size - 1 - label)
+        if self.layout.droppable is not None:
+            # an entry of a dense matrix that stays SciPy leaves out while it is zero; one
+            # written is stored, zero or not
+            at = np.maximum(label - 1, 0)
+            grouping = self.layout.grouping()
+            layout = layout.dropping(np.where(label > 0, self.layout.droppable[at], False),
+                                     None if grouping is None else np.where(
+                                         label > 0, grouping[at],
+                                         grouping.max() + 1 + np.arange(len(at))))
         self.layout, self.data = layout, np.reshape(old[source], layout.data_shape)
 
     def tolil(self, copy: bool = False) -> Any:
@@ -2223,7 +2266,7 @@ class TracedSparse(_ComparedByValue):
             _refuse(f"{name}(out=...) of a scipy.sparse matrix with traced values",
                     "leave it out and use the sparse matrix it returns.")
         # SciPy's errors (no entry, another axis), and its kind of result
-        probed = getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
         if self.ndim == 1:
             axis = None  # (a 1-d array's only axis: its extreme)
         # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
@@ -2287,6 +2330,9 @@ class TracedSparse(_ComparedByValue):
     def __matmul__(self, other):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
+            if self.ndim == other.ndim == 1:
+                self.layout.probe() @ other.layout.probe()  # (SciPy's error for other sizes)
+                return _inner(self.data, other.data, left=self.layout, right=other.layout)
             pairs = _Pairs(self.layout, other.layout)
             out = _dropping(pairs.out)
             if out.format == "bsr":
@@ -2511,7 +2557,7 @@ class TracedSparse(_ComparedByValue):
             out = np.reshape(self.layout.left_out(self.data), np.shape(self.data))
             kept = valid & ~out
             root = ufunc(np.where(kept, self.data, 0.5))
-            return TracedSparse(self.layout, np.where(kept, root, memory(self.data)))
+            return TracedSparse(self._fresh_layout(), np.where(kept, root, memory(self.data)))
         kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
         if valid.all():
             return TracedSparse(kept, ufunc(self.data))
@@ -2974,6 +3020,10 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
     ``B``'s: SciPy's kron of each one's slot numbers with the other's pattern tells which."""
     if not _followed(A, B):
         return SCIPY["kron"](A, B, format=format)
+    if 1 in (np.ndim(A), np.ndim(B)):
+        _refuse("scipy.sparse.kron of a 1-d sparse array of traced values",
+                "give it two dimensions, kron(a.reshape((1, -1)), b.reshape((1, -1))), and "
+                "reshape the result: .reshape(-1).")
     if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
            for x in (A, B)):
         _refuse("scipy.sparse.kron of a differentiated dense array",
@@ -3069,6 +3119,10 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
     the lines, by its steps."""
     if not isinstance(x, TracedSparse):
         return SCIPY["norm"](x, ord, axis)
+    if x.ndim == 1 and not (axis is None and ord in (None, "fro", "f")):
+        _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a 1-d sparse array "
+                "of traced values", "take its default (Frobenius) norm, or the dense "
+                "vector's: np.linalg.norm(v.toarray(), ord).")
     if axis is None and ord in (None, "fro", "f"):
         x.sum_duplicates()  # as SciPy's does, in place
         if x.layout.drops:  # SciPy's value: without a dense matrix's zeros
