@@ -82,8 +82,16 @@ matrix, as does the user's ``tolil()`` or ``todok()`` of a constant one (``A = L
 place where traced values are written into it, and so do a constructor asked for a ``lil`` or ``dok`` result of traced values
 (``diags``, ``bmat``, ``kron`` with ``format='lil'``; ``lil_matrix`` or ``dok_matrix`` of a
 traced array or matrix), made in csr and assembled entry by entry. What is not
-listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
-error that says what to write instead. A matrix SciPy built of constants (``scipy.sparse.eye``,
+listed (``argmax``, a region of traced values written into a ``lil`` matrix) is
+refused with an error that says what to write instead.
+
+**1-d sparse arrays.** A sparse array's row or column (``A[i]``, ``A[:, j]``, ``A[i, [j,
+k]]``), its lines' extremes (``A.max(axis)``, ``A.min(axis)``: SciPy's coo array of them,
+its zeros left out), ``A.reshape(n)``, ``A.resize(n)`` and ``coo_array(x)`` of a vector
+are SciPy's 1-d coo (csr) arrays, traced as the row ``(1, n)`` they are: their products
+(``v @ x``, ``X @ v``, ``v @ B``, ``B @ v``, ``v @ w``), arithmetic, sums, extremes,
+indexing, writes and conversions are those above, SciPy's values. A 1-d ``dok`` array,
+``kron`` and ``norm(v, ord)`` of one are refused. A matrix SciPy built of constants (``scipy.sparse.eye``,
 ``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
 the user's code reads (``A.data[:] = k``, ``A.data *= k[0]``) becomes a traced matrix of its
 pattern in place, its values a constant the differentiation follows, as ``np.zeros``'s are
