@@ -82,8 +82,16 @@ matrix, as does the user's ``tolil()`` or ``todok()`` of a constant one (``A = L
 place where traced values are written into it, and so do a constructor asked for a ``lil`` or ``dok`` result of traced values
 (``diags``, ``bmat``, ``kron`` with ``format='lil'``; ``lil_matrix`` or ``dok_matrix`` of a
 traced array or matrix), made in csr and assembled entry by entry. What is not
-listed (``max(axis)``, a region of traced values written into a ``lil`` matrix) is refused with an
-error that says what to write instead. A matrix SciPy built of constants (``scipy.sparse.eye``,
+listed (``argmax``, a region of traced values written into a ``lil`` matrix) is
+refused with an error that says what to write instead.
+
+**1-d sparse arrays.** A sparse array's row or column (``A[i]``, ``A[:, j]``, ``A[i, [j,
+k]]``), its lines' extremes (``A.max(axis)``, ``A.min(axis)``: SciPy's coo array of them,
+its zeros left out), ``A.reshape(n)``, ``A.resize(n)`` and ``coo_array(x)`` of a vector
+are SciPy's 1-d coo (csr) arrays, traced as the row ``(1, n)`` they are: their products
+(``v @ x``, ``X @ v``, ``v @ B``, ``B @ v``, ``v @ w``), arithmetic, sums, extremes,
+indexing, writes and conversions are those above, SciPy's values. A 1-d ``dok`` array,
+``kron`` and ``norm(v, ord)`` of one are refused. A matrix SciPy built of constants (``scipy.sparse.eye``,
 ``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
 the user's code reads (``A.data[:] = k``, ``A.data *= k[0]``) becomes a traced matrix of its
 pattern in place, its values a constant the differentiation follows, as ``np.zeros``'s are
@@ -335,13 +343,11 @@ class _Layout:
     ``valid`` is False for the slots of a ``dia`` matrix that fall outside it."""
 
     def __init__(self, template):
-        if template.ndim != 2:
-            # (each slot's place is a row and a column throughout)
-            _refuse(f"a scipy.sparse array of traced values of {template.ndim} dimension(s) "
+        if template.ndim not in (1, 2):
+            _refuse(f"a scipy.sparse array of traced values of {template.ndim} dimensions "
                     f"(shape {template.shape})",
-                    "mutad follows those of two: give the values two (a vector as a row of "
-                    "shape (1, n): coo_array(x[None, :]), A[[i], :] of a csr_array, "
-                    "A.reshape((1, -1))), and take the row of a result (.toarray()[0]).")
+                    "mutad follows those of one and two: reshape it to two, "
+                    "A.reshape((-1, A.shape[-1])).")
         if template.format not in FORMATS:
             template = template.tocsr()
         # A copy of its own: SciPy sorts the indices of a matrix and sums its duplicates in
@@ -354,8 +360,10 @@ class _Layout:
         self.kind = type(template)
         self.format = template.format
         self.shape = template.shape
+        # a 1-d array's slots are those of the row (1, n) it is: row 0 throughout
+        self.grid = (1,) * (2 - template.ndim) + template.shape
         self.data_shape = template.data.shape
-        m, n = self.shape
+        m, n = self.grid
         self.droppable = None  # the slots SciPy stores only where their value is not zero
         self.groups = None  # the droppable slots SciPy keeps or leaves out together (dropping)
         # a dia matrix's slots that SciPy leaves out with their whole diagonal where each
@@ -368,7 +376,8 @@ class _Layout:
             minor = template.indices[:len(major)]
             rows, cols = (major, minor) if self.format == "csr" else (minor, major)
         elif self.format == "coo":
-            rows, cols = template.coords
+            rows, cols = (np.zeros_like(template.coords[0]),) * (2 - template.ndim) + \
+                template.coords
         elif self.format == "bsr":  # data[s, r, c] is A[R·(block row) + r, C·(block col) + c]
             r, c = template.blocksize
             major = np.repeat(np.arange(len(template.indptr) - 1), np.diff(template.indptr))
@@ -456,7 +465,10 @@ class _Layout:
     def slots(self, u, v):
         """``u[i] v[j]`` in the slot of each ``A[i, j]`` (``u[i] · v[j]`` for 2-d ``u`` and
         ``v``, rows against rows), zero in the slots outside the matrix: the cotangent of the
-        stored values of ``A`` in ``u`` and ``v``'s bilinear form ``uᵀ A v``."""
+        stored values of ``A`` in ``u`` and ``v``'s bilinear form ``uᵀ A v`` (a 1-d array's,
+        a row: ``u`` of its one row)."""
+        if len(self.shape) == 1:
+            u = np.reshape(u, (1,) + np.shape(u))
         g = u[self.rows] * v[self.cols]
         if np.ndim(g) == 2:
             g = g.sum(axis=-1)
@@ -465,7 +477,11 @@ class _Layout:
         return np.reshape(g, self.data_shape)
 
     def keys(self):
-        return self.rows[self.valid] * self.shape[1] + self.cols[self.valid]
+        return self.rows[self.valid] * self.grid[1] + self.cols[self.valid]
+
+    def at(self, dense):
+        """The entries of ``dense`` (an array of this shape) at the slots' positions."""
+        return dense[self.cols] if len(self.shape) == 1 else dense[self.rows, self.cols]
 
     def dropping(self, droppable, groups=None):
         """This layout with ``droppable`` slots (None: none); ``groups``: for each slot, the
@@ -546,11 +562,17 @@ def _product_rule(data, x, layout, right=False, followed=(True, True)):
 
     def back(dy):
         dx = ddata = None
-        if followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ = (A ȳᵀ)ᵀ)
+        vector = len(layout.shape) == 1  # a 1-d A: a row on the left, a column on the right
+        if followed[1] and vector:  # y = a · x: x̄ = a ⊗ ȳ (right: ȳ ⊗ a)
+            a = _dense(layout, data)
+            dx = a * dy if np.ndim(x) == 1 else (
+                dy[:, None] * a[None, :] if right else a[:, None] * dy[None, :])
+        elif followed[1]:  # x̄ = Aᵀ ȳ (right: x̄ = ȳ Aᵀ = (A ȳᵀ)ᵀ)
             dx = (_t(_times(data, _t(dy), layout)) if right
                   else _times_transposed(data, dy, layout, True))
         if followed[0]:  # y = A x: Ā_ij = ȳ_i · x_j; y = x A: Ā_ij = x_i · ȳ_j (by columns)
-            ddata = layout.slots(dy, x) if not right else layout.slots(_t(x), _t(dy))
+            ddata = layout.slots(dy, x) if not right else layout.slots(dy, _t(x)) if vector \
+                else layout.slots(_t(x), _t(dy))
         return ddata, dx
 
     return y, back
@@ -588,15 +610,18 @@ class _Pairs:
         self.left, self.right = left, right
         self.out = _Layout(left.probe() @ right.probe())
         a_slots, b_slots = np.flatnonzero(left.valid), np.flatnonzero(right.valid)
-        b_slots = b_slots[np.argsort(right.rows[b_slots], kind="stable")]
+        # a 1-d right operand is a column: its slots' rows are their places, in column 0
+        right_rows, right_cols, columns = (right.cols, np.zeros_like(right.cols), 1) if len(
+            right.shape) == 1 else (right.rows, right.cols, right.shape[1])
+        b_slots = b_slots[np.argsort(right_rows[b_slots], kind="stable")]
         inner = right.shape[0]
-        counts = np.bincount(right.rows[b_slots], minlength=inner)
+        counts = np.bincount(right_rows[b_slots], minlength=inner)
         starts = np.cumsum(counts) - counts
         each = counts[left.cols[a_slots]]
         self.a = np.repeat(a_slots, each)
         within = np.arange(len(self.a)) - np.repeat(np.cumsum(each) - each, each)
         self.b = b_slots[np.repeat(starts[left.cols[a_slots]], each) + within]
-        keys = left.rows[self.a] * right.shape[1] + right.cols[self.b]
+        keys = left.rows[self.a] * columns + right_cols[self.b]
         out_keys = self.out.keys()
         order = np.argsort(out_keys)
         where = np.flatnonzero(self.out.valid)[order[np.searchsorted(out_keys, keys,
@@ -611,10 +636,10 @@ class _Pairs:
         sum that is exactly zero; its slot holds 0)."""
         product = (self.left.build(a) @ self.right.build(b)).tocoo()
         data = np.zeros(self.out.valid.size)
-        keys = self.out.rows * self.out.shape[1] + self.out.cols
+        keys = self.out.rows * self.out.grid[1] + self.out.cols
         keys = np.where(self.out.valid, keys, -1)
         order = np.argsort(keys)
-        found = order[np.searchsorted(keys, product.row * self.out.shape[1] + product.col,
+        found = order[np.searchsorted(keys, np.ravel_multi_index(product.coords, product.shape),
                                       sorter=order)]
         data[found] = product.data
         return data.reshape(self.out.data_shape)
@@ -656,6 +681,40 @@ def _sparse_product_jvp(tangents, a, b, pairs):
                         pairs.out.data_shape)
 
 
+def _inner_value(a, b, left, right):
+    return left.build(a) @ right.build(b)
+
+
+_inner = Adjoint(_inner_value)
+_inner.complex_values = None
+"""``v @ w`` of 1-d sparse arrays: SciPy's own (a 0-d array), bilinear in their stored values."""
+
+
+def _at_slots(layout, dense):
+    """The entries of ``dense`` at ``layout``'s slots, shaped as its stored values."""
+    return np.reshape(layout.at(dense), layout.data_shape)
+
+
+@_inner.rule
+def _inner_rule(a, b, left, right):
+    y = _inner(a, b, left=left, right=right)
+
+    def back(dy):  # each stored value's cotangent: ȳ times the other's entry at its place
+        return (_at_slots(left, _dense(right, b)) * dy,
+                _at_slots(right, _dense(left, a)) * dy)
+
+    return y, back
+
+
+@_inner.jvp_rule
+def _inner_jvp(tangents, a, b, left, right):
+    terms = [_inner(t, b, left=left, right=right) if i == 0 else
+             _inner(a, t, left=left, right=right)
+             for i, t in enumerate(tangents) if t is not None]
+    return (_inner(a, b, left=left, right=right),
+            None if not terms else terms[0] if len(terms) == 1 else terms[0] + terms[1])
+
+
 def _reduction_value(data, layout, method, setting):
     if method.startswith("matrix "):  # an spmatrix's sum along an axis: its np.matrix's array
         return np.asarray(getattr(layout.build(data), method.removeprefix("matrix "))(setting))
@@ -679,7 +738,7 @@ def _reduction_rule(data, layout, method, setting):
             offset = layout.cols - layout.rows
             on = layout.valid & (offset == setting)
             g = np.where(on, dy[np.where(on, np.minimum(layout.rows, layout.cols), 0)], 0.0)
-        elif setting is None:
+        elif setting is None or len(layout.shape) == 1:  # (a 1-d array's axis 0: all of it)
             g = np.where(layout.valid, dy, 0.0) if layout.padded else np.broadcast_to(
                 dy, layout.valid.shape) + 0.0
         else:
@@ -1831,10 +1890,12 @@ class TracedSparse(_ComparedByValue):
 
     # what SciPy's matrices tell ----------------------------------------------------------
 
-    ndim = 2
+    @property
+    def ndim(self) -> int:
+        return len(self.layout.shape)
 
     @property
-    def shape(self) -> tuple[int, int]:
+    def shape(self) -> tuple[int, ...]:
         return self.layout.shape
 
     @property
@@ -1918,7 +1979,7 @@ class TracedSparse(_ComparedByValue):
 
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.ndim, np.shape) and len(args) == 1 and not kwargs:
-            return 2 if func is np.ndim else self.shape
+            return self.ndim if func is np.ndim else self.shape
         if func in (np.real, np.imag) and len(args) == 1 and not kwargs:
             return self.real if func is np.real else self.imag  # (NumPy's: val.real)
         _refuse(f"np.{func.__name__} of a scipy.sparse matrix with traced values",
@@ -1945,9 +2006,6 @@ class TracedSparse(_ComparedByValue):
                 summed.sum_duplicates()
                 return summed[key]
             return _gather(self.data, np.rint(np.asarray(numbered)).astype(np.intp))
-        if numbered.ndim != 2:
-            _refuse("indexing a scipy.sparse array with traced values down to one dimension",
-                    "keep two: A[[i], :] or A[i:i + 1, :].")
         return self._with(_relayout(self.data, self.layout, lambda m: m[key]))
 
     def __setitem__(self, key, value, warns=True):
@@ -2010,12 +2068,21 @@ class TracedSparse(_ComparedByValue):
             if len(gone):
                 keys = layout.keys()
                 order = np.argsort(keys)
-                old_keys = self.layout.rows[gone] * self.shape[1] + self.layout.cols[gone]
+                old_keys = self.layout.rows[gone] * self.layout.grid[1] + self.layout.cols[gone]
                 at = np.flatnonzero(layout.valid)[order[np.searchsorted(keys, old_keys,
                                                                         sorter=order)]]
                 np.put(self.data, gone, written[-1 - label[at]])
         old = np.concatenate([np.reshape(self.data, (-1,)), written * np.ones(written.shape)])
         source = np.where(label > 0, label - 1, self.layout.valid.size - 1 - label)
+        if self.layout.droppable is not None:
+            # an entry of a dense matrix that stays SciPy leaves out while it is zero; one
+            # written is stored, zero or not
+            at = np.maximum(label - 1, 0)
+            grouping = self.layout.grouping()
+            layout = layout.dropping(np.where(label > 0, self.layout.droppable[at], False),
+                                     None if grouping is None else np.where(
+                                         label > 0, grouping[at],
+                                         grouping.max() + 1 + np.arange(len(at))))
         self.layout, self.data = layout, np.reshape(old[source], layout.data_shape)
 
     def tolil(self, copy: bool = False) -> Any:
@@ -2031,6 +2098,10 @@ class TracedSparse(_ComparedByValue):
     def _assembled(self, array_kind: Any, matrix_kind: Any) -> Any:
         """A matrix of ``array_kind`` (``matrix_kind`` for a matrix) holding its entries, the
         duplicates of a position summed."""
+        if self.ndim == 1:
+            _refuse(f"a 1-d {array_kind.__name__} of traced values",
+                    "keep the 1-d array in coo or csr format (coo_array(x)), which mutad "
+                    "follows, or give it two dimensions (x[None, :]).")
         kind = array_kind if isinstance(self.layout.template, _sparse.sparray) else matrix_kind
         lil = kind.assembled(self.shape)
         valid = self.layout.valid
@@ -2088,9 +2159,6 @@ class TracedSparse(_ComparedByValue):
         reshaped = probe.reshape(*args, **kwargs)  # (SciPy's errors too)
         if reshaped is probe:
             return self
-        if reshaped.ndim != 2:
-            _refuse("reshaping a scipy.sparse array with traced values to one dimension",
-                    "keep two: A.reshape((1, n)).")
         return self._with(_relayout(self.data, self.layout,
                                     lambda m: m.reshape(*args, **kwargs)))
 
@@ -2105,9 +2173,6 @@ class TracedSparse(_ComparedByValue):
                     "B.resize(...).")
         probe = self.layout.probe()
         probe.resize(*shape)  # (SciPy's errors)
-        if probe.ndim != 2:
-            _refuse("resizing a scipy.sparse array with traced values to one dimension",
-                    "keep two: A.resize((1, n)).")
         self.layout, self.data = _relayout(self.data, self.layout,
                                            lambda m: (m.resize(*shape), m)[1])
 
@@ -2215,32 +2280,36 @@ class TracedSparse(_ComparedByValue):
             _refuse(f"{name}(out=...) of a scipy.sparse matrix with traced values",
                     "leave it out and use the sparse matrix it returns.")
         # SciPy's errors (no entry, another axis), and its kind of result
-        probed = getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
-        if np.ndim(probed) == 1:
-            _refuse(f"{name}(axis=...) of a scipy.sparse array with traced values",
-                    f"SciPy's result is a 1-d sparse array of the {name}ima, which mutad does "
-                    f"not make: take them from the dense array, A.toarray().{name}(axis), or "
-                    f"of an spmatrix (scipy.sparse.csr_matrix(A).{name}(axis)).")
+        getattr(self.layout.probe(), name)(axis=axis, explicit=explicit)
+        if self.ndim == 1:
+            axis = None  # (a 1-d array's only axis: its extreme)
         # SciPy's coo sums in place for the whole matrix's extreme, a copy for its lines'
         summed = self if self.format == "coo" and axis is None else self.copy()
         summed.sum_duplicates()
         if axis is not None:
-            # SciPy's coo matrix (a row or a column) of each line's extreme, the zeros not
-            # stored among its entries unless ``explicit`` (a line storing none: 0), those
-            # that are zero left out: the dense array's (no repeated entries left to add),
-            # made sparse as SciPy makes a dense array sparse
+            # SciPy's coo matrix (a row or a column; an array's: 1-d) of each line's extreme,
+            # the zeros not stored among its entries unless ``explicit`` (a line storing none:
+            # 0), those that are zero left out: the dense array's (no repeated entries left to
+            # add), made sparse as SciPy makes a dense array sparse
             dense = summed.toarray()
             if explicit:
                 numbered = np.arange(1.0, self.layout.valid.size + 1)
                 stored = self.layout.probe(numbered).toarray() != 0
                 dense = np.where(stored, dense, -np.inf if name == "max" else np.inf)
-            lines = getattr(np, name)(dense, axis=axis, keepdims=True)
+            keep = self._is_matrix()
+            lines = getattr(np, name)(dense, axis=axis, keepdims=keep)
             if explicit:
-                lines = np.where(np.any(stored, axis=axis, keepdims=True), lines, 0.0)
-            return RULES[SCIPY["coo_matrix"]].route(lines)
+                lines = np.where(np.any(stored, axis=axis, keepdims=keep), lines, 0.0)
+            made = RULES[SCIPY["coo_matrix" if keep else "coo_array"]].route(lines)
+            # (SciPy's, made of its lines' coordinates, is not marked canonical)
+            layout = made.layout.dropping(made.layout.droppable, made.layout.groups)
+            layout.template = layout.template.copy()
+            layout.template.has_canonical_format = False
+            made.layout = layout
+            return made
         layout = summed.layout
         values = np.reshape(summed.data, (-1,))[layout.valid]
-        if not explicit and int(np.count_nonzero(layout.valid)) < self.shape[0] * self.shape[1]:
+        if not explicit and int(np.count_nonzero(layout.valid)) < math.prod(self.shape):
             values = np.concatenate([values, np.zeros(1)])  # the zeros it does not store
         return getattr(np, name)(values)
 
@@ -2275,6 +2344,9 @@ class TracedSparse(_ComparedByValue):
     def __matmul__(self, other):
         if isinstance(other, (TracedSparse, _sparse.sparray, _sparse.spmatrix)):
             other = _lift(other)
+            if self.ndim == other.ndim == 1:
+                self.layout.probe() @ other.layout.probe()  # (SciPy's error for other sizes)
+                return _inner(self.data, other.data, left=self.layout, right=other.layout)
             pairs = _Pairs(self.layout, other.layout)
             out = _dropping(pairs.out)
             if out.format == "bsr":
@@ -2325,15 +2397,21 @@ class TracedSparse(_ComparedByValue):
         values, which a replay guards; their slots stay (for their derivative), left out by
         their new value, the only ones that are. ``fresh``: the result is a new matrix
         (SciPy's ``_with_data``), a coo one not known to be canonical."""
-        layout = self.layout
-        if fresh and layout.format == "coo" and layout.template.has_canonical_format:
-            layout = layout.dropping(layout.droppable, layout.groups)  # (a twin)
-            layout.template = layout.template.copy()  # (SciPy's copy: not canonical)
+        layout = self._fresh_layout() if fresh else self.layout
         if not layout.drops:
             return layout
         out = _decision(self._values, "the entries a scipy.sparse matrix made from a dense "
                                       "array stores", layout.left_out)
         return _left_out_as(layout, out)
+
+    def _fresh_layout(self):
+        """The layout of SciPy's new matrix of this one's pattern (``_with_data``): a coo one
+        not known to be canonical."""
+        layout = self.layout
+        if layout.format == "coo" and layout.template.has_canonical_format:
+            layout = layout.dropping(layout.droppable, layout.groups)  # (a twin)
+            layout.template = layout.template.copy()  # (SciPy's copy: not canonical)
+        return layout
 
     def __mul__(self, other):
         if _is_scalar(other):
@@ -2378,7 +2456,7 @@ class TracedSparse(_ComparedByValue):
         return self
 
     def __neg__(self):
-        return TracedSparse(self.layout, -self.data)
+        return TracedSparse(self._fresh_layout(), -self.data)
 
     def conjugate(self, copy: bool = True) -> TracedSparse:
         """SciPy's: of real values (the only ones mutad follows here) a copy, or the matrix
@@ -2437,7 +2515,7 @@ class TracedSparse(_ComparedByValue):
 
     def __abs__(self):
         self.sum_duplicates()  # as SciPy's does
-        return TracedSparse(self.layout, np.abs(self.data))
+        return TracedSparse(self._fresh_layout(), np.abs(self.data))
 
     def getrow(self, i: int) -> TracedSparse:
         """SciPy's ``A.getrow(i)`` (a matrix's, 1 x n): csr and csc copy the row's stored
@@ -2493,7 +2571,7 @@ class TracedSparse(_ComparedByValue):
             out = np.reshape(self.layout.left_out(self.data), np.shape(self.data))
             kept = valid & ~out
             root = ufunc(np.where(kept, self.data, 0.5))
-            return TracedSparse(self.layout, np.where(kept, root, memory(self.data)))
+            return TracedSparse(self._fresh_layout(), np.where(kept, root, memory(self.data)))
         kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
         if valid.all():
             return TracedSparse(kept, ufunc(self.data))
@@ -2576,7 +2654,7 @@ class TracedSparse(_ComparedByValue):
             left[slots_out] = kept.left_out(np.zeros(kept.data_shape))[slots_in]
             out = _left_out_as(out, left)
         dense = np.broadcast_to(other, self.shape)
-        values = dense[out.rows, out.cols]
+        values = out.at(dense)
         if out.padded:
             values = np.where(out.valid, values, 0.0)
         values = _finite_where_left_out(np.reshape(values, out.data_shape), out)
@@ -2633,7 +2711,7 @@ class TracedSparse(_ComparedByValue):
                 return TracedSparse(_dropping(self.layout), ufunc(self.data, other))
             out = _Layout(getattr(probe, name)(memory(other)))  # (SciPy's warning)
             dense = self.toarray()
-            return TracedSparse(out, np.reshape(ufunc(dense[out.rows, out.cols], other),
+            return TracedSparse(out, np.reshape(ufunc(out.at(dense), other),
                                                 out.data_shape))
         if not _dense_operand(other):
             _refuse(f"A.{name}(B) of a scipy.sparse matrix with traced values and "
@@ -2977,6 +3055,10 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
     ``B``'s: SciPy's kron of each one's slot numbers with the other's pattern tells which."""
     if not _followed(A, B):
         return SCIPY["kron"](A, B, format=format)
+    if 1 in (np.ndim(A), np.ndim(B)):
+        _refuse("scipy.sparse.kron of a 1-d sparse array of traced values",
+                "give it two dimensions, kron(a.reshape((1, -1)), b.reshape((1, -1))), and "
+                "reshape the result: .reshape(-1).")
     if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
            for x in (A, B)):
         _refuse("scipy.sparse.kron of a differentiated dense array",
@@ -3072,6 +3154,10 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
     the lines, by its steps."""
     if not isinstance(x, TracedSparse):
         return SCIPY["norm"](x, ord, axis)
+    if x.ndim == 1 and not (axis is None and ord in (None, "fro", "f")):
+        _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a 1-d sparse array "
+                "of traced values", "take its default (Frobenius) norm, or the dense "
+                "vector's: np.linalg.norm(v.toarray(), ord).")
     if axis is None and ord in (None, "fro", "f"):
         x.sum_duplicates()  # as SciPy's does, in place
         if x.layout.drops:  # SciPy's value: without a dense matrix's zeros
@@ -3554,7 +3640,8 @@ def _dense(layout, data, order=None):
     """The dense array of the matrix of ``layout`` holding ``data`` (``toarray``)."""
     dense = np.zeros_like(data, shape=layout.shape)
     valid = layout.valid
-    np.add.at(dense, (layout.rows[valid], layout.cols[valid]), np.reshape(data, (-1,))[valid])
+    at = (layout.rows[valid], layout.cols[valid])[2 - len(layout.shape):]
+    np.add.at(dense, at, np.reshape(data, (-1,))[valid])
     return np.asfortranarray(dense) if order == "F" else dense
 
 
