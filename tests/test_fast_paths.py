@@ -589,7 +589,35 @@ def _reductions(a, b):
     return s + t + np.sum(c * c) + np.dot(np.arange(4.0), b) + np.sum(product * m)
 
 
+def _settings(a, b):
+    """NumPy's functions of traced arrays with plain settings (``operations._plain_settings``),
+    which ``apply_array_function`` asks first, by method and by function: an axis, negative or
+    a tuple, ``keepdims``, ``ddof``, ``axis=None`` and ``dtype=None`` given, of a view, over an
+    empty axis; beside the settings it does not take there (NumPy's integer as an axis, a
+    dtype, ``where=``, ``initial=``, ``out=``) and operands it does not (integers, booleans,
+    complex values, a constant)."""
+    m = a.reshape(3, 4)
+    v = b.reshape(3, 4)[:, ::2]
+    s = m.sum(axis=0) @ v.sum(axis=1, keepdims=True)[:2, 0].repeat(2) \
+        + np.sum(m * v.mean(axis=-1, keepdims=True), axis=(0, 1)) \
+        + m.max(axis=1).sum() + np.min(v, axis=0, keepdims=False).prod(axis=None) \
+        + np.var(m, axis=0, ddof=1).sum() + m.std(axis=1, ddof=0).sum() \
+        + np.cumsum(v, axis=1).sum(axis=None, dtype=None) + np.mean(m[:0], axis=1).sum() \
+        + np.prod(v, axis=-2, keepdims=True).sum()
+    t = m.sum(axis=np.int64(1)).sum() + np.sum(m, axis=0, dtype=np.float32).sum() \
+        + np.sum(m, axis=1, where=m > 0).sum() + m.sum(axis=0, initial=1.5).sum() \
+        + np.max(v, axis=0, initial=b[0]).sum()
+    k = np.arange(12).reshape(3, 4)
+    t = t + np.sum(k, axis=0) @ m[0] + np.sum(k > 5, axis=1).sum() * m[1, 1] \
+        + np.real(np.sum(m * (1 + 2j), axis=0) @ np.sum(v + 1j, axis=1)[:2].repeat(2)) \
+        + np.sum(np.ones((2, 2)), axis=0) @ m[0, :2]
+    out = np.zeros(4)
+    np.sum(m * m, axis=0, out=out)
+    return s + t + np.sum(out, axis=0, keepdims=True)[0]
+
+
 PROGRAMS = {
+    "settings": (_settings, lambda rng: (rng.standard_normal(12), rng.standard_normal(12))),
     "reductions": (_reductions, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "outs": (_outs, lambda rng: (rng.standard_normal(4), rng.standard_normal(4))),
     "slices": (_slice_updates, lambda rng: (rng.standard_normal((4, 4)), rng.standard_normal(4))),
@@ -655,9 +683,16 @@ def _described(f, args):
             return ("place", p.offset, p.shape, p.strides, p.dtype)
         return ("value", np.asarray(p).tobytes() if isinstance(p, np.ndarray) else p)
 
+    def setting(v):  # (a stand-in of what the record does not keep: its kind alone)
+        if type(v) in (list, tuple):
+            return [setting(e) for e in v]
+        return v if isinstance(v, (int, float, type(None), np.generic, np.dtype, type)) \
+            else type(v).__name__
+
     with ReverseDifferentiation("restore") as d:
         d.call(f, d.wrap([np.copy(a) for a in args]))
         return [(repr(r.primitive), place(r.inputs or ()),
+                 None if r.settings is None else {k: setting(v) for k, v in r.settings.items()},
                  [b.shape for b in r.outputs], r.undo_kind, r.line,
                  None if r.kept is None else [k is None for k in r.kept],
                  type(r.state).__name__ if type(r.state) is not tuple else len(r.state))
@@ -1517,6 +1552,39 @@ def test_the_reverse_shortcuts_of_elements_give_the_general_paths_bits_in_every_
             patched.setattr(operations, "_ELEMENT_PLANS", {})
             patched.setattr(operations.WritePlan, "_shared", {})
             assert _bits(_by_every_mode(f, args)) == lean
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # NaN met by design
+def test_plain_settings_take_the_fast_path_and_give_the_general_paths_bits_in_every_mode(
+        monkeypatch):
+    """NumPy's functions of traced arrays with plain settings (``x.sum(axis=0)``) are
+    ``_fast_function``'s, handed their settings, the others the general path's; against the
+    general path for every call: the same values and derivatives bit for bit, by each policy,
+    under a budget and anomaly detection, recorded and replayed, nested and beside forward
+    mode, with NaN (a payload), infinities and signed zeros among the operands. (Of finite
+    ones, the records too: ``test_the_fast_paths_give_the_general_paths_records_...``.)"""
+    f, args = _program("settings", 17, True)
+    taken = []
+    fast_function = operations._fast_function
+
+    def noted(*arguments):
+        taken.append(arguments[6] if len(arguments) > 6 else None)
+        return fast_function(*arguments)
+
+    with np.errstate(all="ignore"):
+        with monkeypatch.context() as patched:
+            patched.setattr(operations, "_fast_function", noted)
+            fast = _bits(_by_every_mode(f, args))
+        with monkeypatch.context() as patched:
+            _general_path_only(patched)
+            general = _bits(_by_every_mode(f, args))
+    assert fast == general
+    for settings in ({"axis": 0}, {"axis": 1, "keepdims": True}, {"axis": (0, 1)},
+                     {"axis": 0, "ddof": 1}, {"axis": None, "dtype": None}):
+        assert settings in taken
+    for settings in filter(None, taken):  # (not a dtype, NumPy's integer, where=, initial=)
+        assert all(type(v) in (int, bool, tuple, type(None)) for v in settings.values())
+        assert not {"where", "initial", "out"}.intersection(settings)
 
 
 def test_products_of_traced_operands_are_recorded_as_their_plain_functions():

@@ -645,7 +645,26 @@ _TRACED_BACKS = {}
 """``_traced_back``'s functions by back and pattern."""
 
 
-def _fast_function(ufunc, inputs, tape, values, plan, skip):
+def _plain_settings(kwargs):
+    """Whether each of ``kwargs`` is a plain setting of a NumPy function, a Python ``int``,
+    ``bool`` or None, or a tuple of ``int`` (``axis=0``, ``keepdims=True``, ``ddof=1``,
+    ``axis=(0, 1)``), other than ``out`` and ``like``: a value that carries no derivative,
+    which the general path hands the rule as it is and its record keeps as it is
+    (``_record_function``'s settings)."""
+    for name, value in kwargs.items():
+        kind = type(value)
+        if kind is tuple:
+            for item in value:
+                if type(item) is not int:
+                    return False
+        elif kind is not int and kind is not bool and value is not None:
+            return False
+        if name == "out" or name == "like":
+            return False
+    return True
+
+
+def _fast_function(ufunc, inputs, tape, values, plan, skip, settings=None):
     """``apply_function`` for a generalized ufunc (``a @ b``) whose operands are all real arrays
     traced by ``tape``, in one function called by ``fast_ufunc`` (its conditions; ``skip``
     counts ``ReverseTape.record``'s frame too): the rule runs and its record is made as there,
@@ -653,16 +672,20 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
     A NumPy function's (``np.sum(x)``: ``apply_array_function``, ``_function_plan``'s
     conditions) too, which may give several outputs, or an array of objects: those are the
     general path's, which takes what the rule gave. Where only some operands are traced, the
-    others constants: ``_constant_product``."""
+    others constants: ``_constant_product``. ``settings``: a NumPy function's plain keyword
+    arguments (``_plain_settings``), handed to the rule and kept by its record, as the general
+    path's ``apply_function`` does; None where there are none."""
     active(tape)
     rule = plan.rule
-    plain = None if plan.user or not plan.specialized else plan.plain_functions(values)
+    plain = None if plan.user or not plan.specialized or settings is not None \
+        else plan.plain_functions(values)
     if plain is not None:
         y, back = plain[0](*values), plain[1]
     else:
-        y, back = rule(*values)
+        y, back = rule(*values) if settings is None else rule(*values, **settings)
         if isinstance(y, (tuple, list)) or type(y) is NDARRAY and y.dtype.kind == "O":
-            return apply_function(str(plan.primitive), rule, inputs, {}, tape, (y, back))
+            return apply_function(str(plan.primitive), rule, inputs, dict(settings or {}),
+                                  tape, (y, back))
     if type(y) is _FLOAT64:
         # (a dot product's NumPy scalar, a loop's commonest: ``_output``'s answer, as
         # ``fast_ufunc`` wraps one, its conditions those of ``fresh``'s short path)
@@ -688,13 +711,13 @@ def _fast_function(ufunc, inputs, tape, values, plan, skip):
     else:
         primals = None if plan.user else {id(owner(x.value)) for x in inputs}
         outputs = [result.buffer]
-        record = Record(plan.primitive, places, None, (result.buffer,), None,
+        record = Record(plan.primitive, places, settings, (result.buffer,), None,
                         (back, list(places), primals, outputs, False), function_pullback)
     if tape.recomputation is not None and is_recomputable(rule):
-        tape.recomputation.give_recipe(record, None, result.buffer, None)
+        tape.recomputation.give_recipe(record, None, result.buffer, settings)
     tape.record(record, skip)
     if tape.anomaly is not None:
-        tape.anomaly.produced(record, list(values), [result])
+        tape.anomaly.produced(record, [*values, *(settings or {}).values()], [result])
     return result
 
 
@@ -1639,14 +1662,15 @@ def _written(func, args, kwargs):
 
 
 def apply_array_function(func, args, kwargs, tape):
-    if not kwargs:
-        # The commonest call, np.sum(x) or np.dot(a, b) of real arrays ``tape`` traces
-        # (``_function_plan``) with no keyword argument and no ``out`` by position, of a
-        # function whose result depends on their values, with a pure rule and no composite
-        # that may take the call (one marked ``keywords_only`` declines a call without
-        # keyword arguments: np.sum's of ``initial=``): what the questions below ask has one
-        # answer there (nothing to join or move, the arrays carry the derivative), and it is
-        # ``_fast_function``'s. Asked first.
+    if not kwargs or _plain_settings(kwargs):
+        # The commonest call, np.sum(x), np.dot(a, b) or x.sum(axis=0) of real arrays
+        # ``tape`` traces (``_function_plan``) with no keyword argument but plain settings
+        # (``_plain_settings``) and no ``out`` by position, of a function whose result
+        # depends on their values, with a pure rule and no composite that may take the call
+        # (one marked ``keywords_only`` takes a call whose keyword argument carries a
+        # derivative alone: np.sum's of ``initial=``): what the questions below ask has one
+        # answer there (nothing to join or move, the arrays carry the derivative, the
+        # settings none), and it is ``_fast_function``'s. Asked first.
         entry = RULES.get(func, NO_RULE)
         rule, composite = entry.reverse, entry.composite
         if rule is not None and entry.shaped is None and (
@@ -1657,7 +1681,7 @@ def apply_array_function(func, args, kwargs, tape):
                 # (the frames of debug.caller, ReverseTape.record, _fast_function and this
                 # one skipped)
                 return _fast_function(func, args, tape, [x.value for x in args], plan,
-                                      SKIPPED)
+                                      SKIPPED, dict(kwargs) if kwargs else None)
     joined = joined_in_order(func, args, kwargs)
     if joined is not None:
         return joined
