@@ -197,9 +197,12 @@ def _operator(method, name, prefix):
     question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
     overflowing = _OVERFLOWING.get(name)
-    pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix in ("", "i"), prefix == "r", name == "mul"
     in_place = prefix == "i"
+    # Python's operator on the plain numbers (its augmented one for ``a op= b``, whose errors
+    # say "//=")
+    plain = getattr(operator, f"__{'i' if in_place else ''}{name}__")
+    pythons_own = plain if name in _PYTHONS_OWN else None
     power = name == "pow"
 
     def operate(self, other):
@@ -240,6 +243,9 @@ def _operator(method, name, prefix):
                 result = method(self, other)
         except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
             raise scalar_math_error(error, self, other) from None
+        except TypeError:  # (no loop for the operands' types: 1j // x[0])
+            _raise_plain_error(plain, left, right)
+            raise
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
             return result  # elements of an array: NumPy's loops compute them, as here
@@ -311,6 +317,30 @@ def _pythons_divmod(x, other, left, right):
         except (ZeroDivisionError, OverflowError, TypeError):
             _not_replayed(x, "Python's arithmetic raised")  # (a program may catch it)
             raise
+
+
+def _raise_plain_error(operation, left, right):
+    """Where ``left`` and ``right`` stand for numbers (NumPy's scalars or Python's) and
+    ``operation`` of those numbers raises TypeError, raises it: the operation the engine
+    refused with the ufunc's TypeError is refused by NumPy's scalar or Python's number in its
+    own words (``np.complex128(1) // 2``: "unsupported operand type(s) for //"). Returns where
+    the numbers compute it (the engine's error stands)."""
+    if not (_stands_for_scalar_operand(left) and _stands_for_scalar_operand(right)):
+        return
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            operation(_plain_number(left), _plain_number(right))
+        except TypeError as error:
+            raise error from None
+
+
+def _plain_number(x):
+    """The number ``x`` stands for: Python's (``_python_number``) where it is weak, else NumPy's
+    scalar."""
+    if not wrapped(x):
+        return x
+    return _python_number(x) if weak(x) else memory(x)[()]
 
 
 def _times_sequence(scalar, sequence):
@@ -1151,11 +1181,19 @@ class ArrayMethods(Tracer):
 
     def __divmod__(self, other):
         _pythons_divmod(self, other, self, other)
-        return self // other, self % other
+        try:
+            return self // other, self % other
+        except TypeError:
+            _raise_plain_error(divmod, self, other)  # (its own words: "divmod()", not "//")
+            raise
 
     def __rdivmod__(self, other):
         _pythons_divmod(self, other, other, self)
-        return other // self, other % self
+        try:
+            return other // self, other % self
+        except TypeError:
+            _raise_plain_error(divmod, other, self)
+            raise
 
     def to_device(self, device, /, *, stream=None):
         if device != "cpu" or stream is not None:
