@@ -223,6 +223,8 @@ def _operator(method, name, prefix):
                 return turned
         left, right = (other, self) if reflected else (self, other)
         python = pythons is not None and _pythons_arithmetic(left, right)
+        if python:  # (Python raises before the engine computes: 1j / x[0] at 0.0)
+            _pythons_value(pythons, self, left, right)
         try:
             if python or weak(self) and weak(other):
                 # Python's arithmetic on its numbers, and its complex arithmetic beside
@@ -287,12 +289,7 @@ def _pythons_own(self, other, operation, reflected):
     power is Python's complex number, where NumPy's is nan: that power is then computed in
     complex numbers (``_python_complex`` puts Python's value). None where the operation is
     NumPy's as well."""
-    a, b = _python_number(self), _python_number(other)
-    try:
-        exact = operation(b, a) if reflected else operation(a, b)
-    except (ZeroDivisionError, OverflowError):
-        _not_replayed(self, "Python's arithmetic raised")  # (a program may catch it)
-        raise
+    exact = _pythons_value(operation, self, *((other, self) if reflected else (self, other)))
     if type(exact) is not complex or _complex(self) or _complex(other):
         recorder = getattr(getattr(self, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay asks Python again, first
@@ -301,7 +298,7 @@ def _pythons_own(self, other, operation, reflected):
         return None
     _not_replayed(self, "a negative Python number to a fractional power, Python's complex")
     if reflected:  # other is a Python number
-        return complex(b) ** self
+        return complex(_python_number(other)) ** self
     z = self.astype(np.complex128)
     weaken(z)
     return z ** other
@@ -312,11 +309,20 @@ def _pythons_divmod(x, other, left, right):
     traced or dual one of them, ``other`` the other), its own (``float divmod()``), not its
     ``//``'s."""
     if weak(other) and weak(x):
-        try:
-            divmod(_python_number(left), _python_number(right))
-        except (ZeroDivisionError, OverflowError, TypeError):
-            _not_replayed(x, "Python's arithmetic raised")  # (a program may catch it)
-            raise
+        _pythons_value(divmod, x, left, right)
+
+
+def _pythons_value(operation, x, left, right):
+    """``operation`` of the Python numbers ``left`` and ``right`` stand for (``x`` the traced
+    or dual one of them), or its error (``1j / 0.0``: ZeroDivisionError), raised before the
+    engine computes anything: a dual's tangent, whose events would be issued once f returns,
+    is not computed for a value that was not. A call that raised is not replayed (a program
+    may catch the error)."""
+    try:
+        return operation(_python_number(left), _python_number(right))
+    except (ZeroDivisionError, OverflowError, TypeError):
+        _not_replayed(x, "Python's arithmetic raised")
+        raise
 
 
 def _raise_plain_error(operation, left, right):
