@@ -9,6 +9,7 @@ is a float.
 """
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -446,6 +447,54 @@ def test_pythons_arithmetic_and_numpys_scalar_math_raise_their_own_events(name, 
         return x.real.sum()
 
     mutad.gradient(f, x.copy())
-    with warnings.catch_warnings(record=True):  # (a tangent's own events: "..., in a tangent")
+    with warnings.catch_warnings(record=True) as tangents:  # (issued once f has returned)
+        warnings.simplefilter("always")
         mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
     assert heard == [expected, expected]
+    if type(expected[0]) is tuple:  # Python raised: no tangent of a value it did not compute
+        # (regression: 1j / x[0] at 0.0 warned "divide by zero ..., in a tangent", and
+        # under np.errstate(all="raise") raised it once f had returned)
+        assert [str(w.message) for w in tangents] == []
+
+
+COMPLEX_FLOORS = {  # NumPy's scalars and Python's numbers have no floor division of complex
+    # numbers: their TypeError, not the ufunc's ("ufunc 'floor_divide' not supported ...")
+    "//": operator.floordiv, "%": operator.mod, "divmod": divmod,
+    "//=": operator.ifloordiv, "%=": operator.imod,
+}
+
+
+@pytest.mark.parametrize("name, reflected", [(name, reflected) for name in COMPLEX_FLOORS
+                                              for reflected in (False, True)
+                                              if not (reflected and name.endswith("="))])
+def test_floor_division_of_complex_numbers_is_numpys_or_pythons_type_error(name, reflected):
+    """Regression: ``1j // x[0]`` raised the ufunc's TypeError, where NumPy's scalar's is
+    "unsupported operand type(s) for //: 'complex' and 'numpy.complex128'"."""
+    operation = COMPLEX_FLOORS[name]
+    cases = [(dtype, read, other) for dtype, others in ((np.complex128, (2, 0.5, 1j, np.int64(3),
+                                                                         np.complex128(1j))),
+                                                        (np.float64, (1j, np.complex64(1j))))
+             for read in (lambda x: x[0], lambda x: x[0].item()) for other in others
+             if not (reflected and name == "divmod" and isinstance(other, np.generic))]
+    # (divmod(np.int64(3), z[0]) is the ufunc np.divmod, which NumPy's complex scalars have no
+    # loop of either)
+    for dtype, read, other in cases:
+        def compute(x):
+            s = read(x)
+            try:
+                operation(other, s) if reflected else operation(s, other)
+            except TypeError as error:
+                return str(error)
+            return None
+
+        x = np.array([1.5 - 2j if dtype is np.complex128 else 1.5], dtype)
+        expected = compute(x)
+        heard = []
+
+        def f(x):
+            heard.append(compute(x))
+            return x.real.sum() if dtype is np.complex128 else x.sum()
+
+        mutad.gradient(f, x.copy())
+        mutad.jvp(f, (x.copy(),), (np.ones_like(x),))
+        assert expected is not None and heard == [expected, expected], (dtype, other, heard)

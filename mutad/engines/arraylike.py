@@ -197,9 +197,12 @@ def _operator(method, name, prefix):
     question more than the engine's own."""
     kinds, pythons = _SCALAR_MATH.get(name), _PYTHONS.get(name)
     overflowing = _OVERFLOWING.get(name)
-    pythons_own = _PYTHONS_OWN.get(name)
     giving_way, reflected, repeats = prefix in ("", "i"), prefix == "r", name == "mul"
     in_place = prefix == "i"
+    # Python's operator on the plain numbers (its augmented one for ``a op= b``, whose errors
+    # say "//=")
+    plain = getattr(operator, f"__{'i' if in_place else ''}{name}__")
+    pythons_own = plain if name in _PYTHONS_OWN else None
     power = name == "pow"
 
     def operate(self, other):
@@ -220,6 +223,8 @@ def _operator(method, name, prefix):
                 return turned
         left, right = (other, self) if reflected else (self, other)
         python = pythons is not None and _pythons_arithmetic(left, right)
+        if python:  # (Python raises before the engine computes: 1j / x[0] at 0.0)
+            _pythons_value(pythons, self, left, right)
         try:
             if python or weak(self) and weak(other):
                 # Python's arithmetic on its numbers, and its complex arithmetic beside
@@ -240,6 +245,9 @@ def _operator(method, name, prefix):
                 result = method(self, other)
         except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
             raise scalar_math_error(error, self, other) from None
+        except TypeError:  # (no loop for the operands' types: 1j // x[0])
+            _raise_plain_error(plain, left, right)
+            raise
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
             return result  # elements of an array: NumPy's loops compute them, as here
@@ -281,12 +289,7 @@ def _pythons_own(self, other, operation, reflected):
     power is Python's complex number, where NumPy's is nan: that power is then computed in
     complex numbers (``_python_complex`` puts Python's value). None where the operation is
     NumPy's as well."""
-    a, b = _python_number(self), _python_number(other)
-    try:
-        exact = operation(b, a) if reflected else operation(a, b)
-    except (ZeroDivisionError, OverflowError):
-        _not_replayed(self, "Python's arithmetic raised")  # (a program may catch it)
-        raise
+    exact = _pythons_value(operation, self, *((other, self) if reflected else (self, other)))
     if type(exact) is not complex or _complex(self) or _complex(other):
         recorder = getattr(getattr(self, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:  # a replay asks Python again, first
@@ -295,7 +298,7 @@ def _pythons_own(self, other, operation, reflected):
         return None
     _not_replayed(self, "a negative Python number to a fractional power, Python's complex")
     if reflected:  # other is a Python number
-        return complex(b) ** self
+        return complex(_python_number(other)) ** self
     z = self.astype(np.complex128)
     weaken(z)
     return z ** other
@@ -306,11 +309,44 @@ def _pythons_divmod(x, other, left, right):
     traced or dual one of them, ``other`` the other), its own (``float divmod()``), not its
     ``//``'s."""
     if weak(other) and weak(x):
+        _pythons_value(divmod, x, left, right)
+
+
+def _pythons_value(operation, x, left, right):
+    """``operation`` of the Python numbers ``left`` and ``right`` stand for (``x`` the traced
+    or dual one of them), or its error (``1j / 0.0``: ZeroDivisionError), raised before the
+    engine computes anything: a dual's tangent, whose events would be issued once f returns,
+    is not computed for a value that was not. A call that raised is not replayed (a program
+    may catch the error)."""
+    try:
+        return operation(_python_number(left), _python_number(right))
+    except (ZeroDivisionError, OverflowError, TypeError):
+        _not_replayed(x, "Python's arithmetic raised")
+        raise
+
+
+def _raise_plain_error(operation, left, right):
+    """Where ``left`` and ``right`` stand for numbers (NumPy's scalars or Python's) and
+    ``operation`` of those numbers raises TypeError, raises it: the operation the engine
+    refused with the ufunc's TypeError is refused by NumPy's scalar or Python's number in its
+    own words (``np.complex128(1) // 2``: "unsupported operand type(s) for //"). Returns where
+    the numbers compute it (the engine's error stands)."""
+    if not (_stands_for_scalar_operand(left) and _stands_for_scalar_operand(right)):
+        return
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
         try:
-            divmod(_python_number(left), _python_number(right))
-        except (ZeroDivisionError, OverflowError, TypeError):
-            _not_replayed(x, "Python's arithmetic raised")  # (a program may catch it)
-            raise
+            operation(_plain_number(left), _plain_number(right))
+        except TypeError as error:
+            raise error from None
+
+
+def _plain_number(x):
+    """The number ``x`` stands for: Python's (``_python_number``) where it is weak, else NumPy's
+    scalar."""
+    if not wrapped(x):
+        return x
+    return _python_number(x) if weak(x) else memory(x)[()]
 
 
 def _times_sequence(scalar, sequence):
@@ -1151,11 +1187,19 @@ class ArrayMethods(Tracer):
 
     def __divmod__(self, other):
         _pythons_divmod(self, other, self, other)
-        return self // other, self % other
+        try:
+            return self // other, self % other
+        except TypeError:
+            _raise_plain_error(divmod, self, other)  # (its own words: "divmod()", not "//")
+            raise
 
     def __rdivmod__(self, other):
         _pythons_divmod(self, other, other, self)
-        return other // self, other % self
+        try:
+            return other // self, other % self
+        except TypeError:
+            _raise_plain_error(divmod, other, self)
+            raise
 
     def to_device(self, device, /, *, stream=None):
         if device != "cpu" or stream is not None:
