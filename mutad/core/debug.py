@@ -237,26 +237,36 @@ def show_to(handler):
     code's too) go to ``handler`` (called with a ``warnings.WarningMessage``) until
     ``unshow(handler)``."""
     with _LOCK:
-        if not _OUTSIDE[0] and warnings._showwarnmsg is not _shown:
-            _OUTSIDE[1] = warnings._showwarnmsg
-            warnings._showwarnmsg = _shown
-        _OUTSIDE[0] += 1
-        _THREAD.stack.append(handler)
+        _show_to(handler)
+
+
+def _show_to(handler):
+    """``show_to``, the lock held."""
+    if not _OUTSIDE[0] and warnings._showwarnmsg is not _shown:
+        _OUTSIDE[1] = warnings._showwarnmsg
+        warnings._showwarnmsg = _shown
+    _OUTSIDE[0] += 1
+    _THREAD.stack.append(handler)
 
 
 def unshow(handler):
     with _LOCK:
-        stack = _THREAD.stack
-        for i in range(len(stack) - 1, -1, -1):
-            if stack[i] is handler:
-                del stack[i]
-                break
-        else:
-            return
-        _OUTSIDE[0] -= 1
-        if not _OUTSIDE[0] and warnings._showwarnmsg is _shown:  # (not where another
-            warnings._showwarnmsg = _OUTSIDE[1]  # replaced it since; _OUTSIDE[1] is kept for
-            # a thread that looked the hook up before, and calls it after)
+        _unshow(handler)
+
+
+def _unshow(handler):
+    """``unshow``, the lock held."""
+    stack = _THREAD.stack
+    for i in range(len(stack) - 1, -1, -1):
+        if stack[i] is handler:
+            del stack[i]
+            break
+    else:
+        return
+    _OUTSIDE[0] -= 1
+    if not _OUTSIDE[0] and warnings._showwarnmsg is _shown:  # (not where another
+        warnings._showwarnmsg = _OUTSIDE[1]  # replaced it since; _OUTSIDE[1] is kept for
+        # a thread that looked the hook up before, and calls it after)
 
 
 def show_below(handler, message):
@@ -302,11 +312,11 @@ class Capture:
                 self.made = None
             _CAPTURES[0] += 1
             _THREAD.captures += 1
-        show_to(self.show)
+            _show_to(self.show)  # (under the same lock: one taken per Capture, not two)
 
     def stop(self):
-        unshow(self.show)
         with _LOCK:
+            _unshow(self.show)
             _CAPTURES[0] -= 1
             _THREAD.captures -= 1
             if not _CAPTURES[0]:

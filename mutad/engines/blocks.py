@@ -270,11 +270,14 @@ class Code:
         then, which are the operands the checks would have left; then the last one. (A NaN
         operand makes NumPy's scalar arithmetic raise no floating-point event, so the events
         are those of the checks on the way, too.)"""
+        if not self.nan_checks:  # (most blocks: their lines are not scanned)
+            return
         checks = {y: (index, call) for index, y, call in self.nan_checks}
         at = {index: y for index, y, _ in self.nan_checks}
         uses = collections.defaultdict(list)  # local -> the forward lines that name it
+        findall = _LOCAL.findall
         for i, line in enumerate(self.forward):
-            for name in set(_LOCAL.findall(line)):
+            for name in set(findall(line)):
                 uses[name].append(i)
         reader = {}  # a deferred local -> the checked operation that reads it
         for y, (index, _) in checks.items():
@@ -322,11 +325,19 @@ class Code:
         the check's multiply) and the second passed that on; the product by -k2 and its
         check do the same, in the same order."""
         lines = self.reverse
-        counts = collections.Counter(_COTANGENT.findall("\n".join([*self.forward, *lines])))
+        counted = []
+
+        def count(name):
+            """How many times the lines name the local ``name`` (counted once, where a pair
+            of lines is a candidate: in most blocks none is)."""
+            if not counted:
+                counted.append(collections.Counter(_COTANGENT.findall(
+                    "\n".join([*self.forward, *lines]))))
+            return counted[0][name]
         negations = {}  # a constant's name -> that of its negation
         i = 0
         while i + 1 < len(lines):
-            scalar = self._scalar_negation(lines, i, counts)
+            scalar = self._scalar_negation(lines, i, count)
             if scalar is not None:
                 indent_, c, a, k2 = scalar
                 negated = negations.get(k2)
@@ -341,7 +352,7 @@ class Code:
             one = type(first) is str and _PRODUCT.fullmatch(first)
             two = type(second) is str and _PRODUCT.fullmatch(second)
             if one and two and one[1] == two[1] and one[3] == one[5] and two[3] == two[5] \
-                    and two[3] == one[2] and counts[one[2]] == 3 \
+                    and two[3] == one[2] and count(one[2]) == 3 \
                     and first.strip() in self.real_products \
                     and second.strip() in self.real_products \
                     and _real_number(self.constant(one[4])) == -1:
@@ -356,7 +367,7 @@ class Code:
                     continue
             i += 1
 
-    def _scalar_negation(self, lines, i, counts):
+    def _scalar_negation(self, lines, i, count):
         """``(indent, c, a, k2)`` where ``lines[i:i + 6]`` are ``b = a * k1`` and ``c = b *
         k2`` on real float scalars, each with its NaN check, that ``fold_negations`` takes as
         one product, else None."""
@@ -375,7 +386,7 @@ class Code:
             one = _SCALAR_PRODUCT.fullmatch(f"{one[1]}{one[2]} = {one[3]} * {check[1]}")
         two = _SCALAR_PRODUCT.fullmatch(window[3])
         if not two or one[1] != two[1] or two[3] != one[2] \
-                or counts[one[2]] != 6 or window[0].strip() not in self.real_products \
+                or count(one[2]) != 6 or window[0].strip() not in self.real_products \
                 or window[3].strip() not in self.real_products:
             return None
         for (_, b, a, k), check in ((one.groups(), window[1:3]), (two.groups(), window[4:6])):
