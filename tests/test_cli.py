@@ -27,6 +27,11 @@ needs_matplotlib = pytest.mark.skipif(importlib.util.find_spec("matplotlib") is 
                                       reason="matplotlib is not installed (the 'bench' extra)")
 
 TINY = ["--n", "20", "--steps", "3", "--reps", "1", "--no-progress"]
+# A limit for a run of the command, for a command that hangs: most of a run's time is its
+# children's start (each imports mutad, SciPy's modules included), about 2 s of CPU apiece, and a
+# loaded 2-core machine running two test workers beside it gives them a fraction of a core, so
+# the limit is the whole suite's budget rather than a multiple of the run's time on an idle one.
+RUN_LIMIT_SECONDS = 900
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def tiny_run(tmp_path_factory):
     if importlib.util.find_spec("matplotlib") is not None:
         arguments += ["--plot", str(paths["plot"])]
     completed = subprocess.run([sys.executable, "-m", "mutad.bench", *arguments],
-                               capture_output=True, text=True, timeout=300)
+                               capture_output=True, text=True, timeout=RUN_LIMIT_SECONDS)
     return completed, paths
 
 
@@ -253,7 +258,7 @@ def test_progress_is_printed_as_lines_when_stderr_is_not_a_terminal(tmp_path):
     completed = subprocess.run(
         [sys.executable, "-m", "mutad.bench", "--workloads", "W4,W1", "--systems",
          "mutad-restore,numpy", "--reps", "1", "--progress-every", "0.05"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        capture_output=True, text=True, timeout=RUN_LIMIT_SECONDS, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": checkout})
     assert completed.returncode == 0, completed.stderr
     saved = sorted(p.suffix for p in (tmp_path / cli.SAVE_TO).iterdir())
