@@ -357,3 +357,45 @@ def test_dia_product_holds_scipys_values_outside_the_matrix(name):
     assert np.asarray(value).tobytes() == np.asarray((stored(x).data ** 2).sum()).tobytes()
     mutad.check_grads(lambda x: (stored(x).data ** 2).sum(), x)
     mutad.check_grads(lambda x: (stored(x).toarray() ** 2).sum(), x)
+
+
+DIA_MAPS = {  # SciPy's maps of a dia matrix's stored values, its slots outside it too
+    "sqrt": lambda A: A.sqrt(),
+    "expm1": lambda A: A.expm1(),
+    "sin": lambda A: A.sin(),
+    "arcsin": lambda A: A.arcsin(),
+    "floor": lambda A: A.floor(),
+    "power(0.5)": lambda A: A.power(0.5),
+    "abs": abs,
+}
+
+
+@pytest.mark.parametrize("name", DIA_MAPS)
+def test_dia_map_differentiates_the_slots_outside_the_matrix(name):
+    """Regression: a map of a dia matrix's stored values (``A.sqrt()``, ``A.power(n)``, ...)
+    took SciPy's values in its slots outside the matrix as constants: the user's code that
+    reads them in ``.data`` got a zero derivative there (0 for 0.224). Their padding zeros,
+    read by nothing (``toarray()``), still take no 0 * inf, nor its warning."""
+    mapped = DIA_MAPS[name]
+
+    def stored(x):
+        return mapped(sp.dia_array((x[:12].reshape(3, 4), DIAGONALS), shape=(4, 4))).data
+
+    def padded(x):  # SciPy's zeros in the slots outside the matrix
+        return mapped(sp.diags([x[:3], x[3:7], x[7:10]], [-1, 0, 1], format="dia"))
+
+    x, before = np.linspace(0.1, 0.9, 12), np.linspace(0.1, 0.9, 12)
+    weights = np.arange(1.0, 13.0).reshape(3, 4)
+    found = []
+    value, grad = mutad.value_and_gradient(
+        lambda x: found.append(stored(x)) or (stored(x) * weights).sum(), x)
+    assert np.asarray(found[0]).tobytes() == stored(x).tobytes()
+    assert np.asarray(value).tobytes() == np.asarray((stored(x) * weights).sum()).tobytes()
+    assert x.tobytes() == before.tobytes()
+    mutad.check_grads(lambda x: (stored(x) * weights).sum(), x, modes=("rev", "fwd"))
+    replays_as_traced(lambda x: (stored(x) * weights).sum(), [(x,), (x * 1.1,), (x,)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value, grad = mutad.value_and_gradient(lambda x: (padded(x).toarray() ** 2).sum(), x)
+    assert np.isfinite(grad).all()
+    assert np.asarray(value).tobytes() == np.asarray((padded(x).toarray() ** 2).sum()).tobytes()

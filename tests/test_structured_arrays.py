@@ -222,3 +222,45 @@ def test_records_results_have_numpys_class_and_dtype(name):
     mutad.value_and_gradient(lambda x: f(x, found), x)
     assert found == expected
     mutad.check_grads(lambda x: f(x, []), x, modes=("rev", "fwd"))
+
+
+RECORDS = np.dtype([("a", float), ("b", float), ("n", np.int64)])
+COPIES = {  # an argument of records, copied in f, then written
+    "s.copy()": lambda s: s.copy(),
+    "np.copy(s)": np.copy,
+    "s[['a', 'b']].copy()": lambda s: s[["a", "b"]].copy(),
+    "np.array(s)": np.array,
+    "s.astype(s.dtype)": lambda s: s.astype(s.dtype),
+    "s itself": lambda s: s,  # (written into: the caller's array comes back as it was)
+}
+
+
+@pytest.mark.parametrize("name", COPIES)
+def test_a_copy_of_an_argument_of_records_is_followed(name):
+    """Regression: an argument of records outside argnums reached f as a plain array, so its
+    copy made by a method (``t = s.copy()``) was plain too, and a traced value written into
+    it stopped (ConstantModifiedError, where NumPy gives 12.0). It stands in as records made
+    before the call do, reached by a name; a write into the argument itself is followed too,
+    and the caller's array comes back bit for bit, in a list or a dict too."""
+    copied = COPIES[name]
+
+    def f(x, s):
+        t = copied(s)
+        t["a"] = t["a"] * x
+        return t["a"].sum() * x + t["b"][1]
+
+    def numpys(x):
+        return f(x, s.copy())
+
+    s = np.zeros(3, RECORDS)
+    s["a"], s["b"], s["n"] = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [1, 2, 3]
+    before = s.tobytes()
+    for g, given in ((f, s), (lambda x, L: f(x, L[0]), [s]),
+                     (lambda x, d: f(x, d["s"]), {"s": s})):
+        value, grad = mutad.value_and_gradient(g, 2.0, given, argnums=0)
+        assert np.asarray(value).tobytes() == np.asarray(numpys(2.0)).tobytes()
+        assert grad == 24.0 and s.tobytes() == before
+    value, tangent = mutad.jvp(f, (2.0, s), (1.0, None))
+    assert tangent == 24.0 and s.tobytes() == before
+    replays_as_traced(f, [(2.0, s), (3.0, s), (2.0, s)])
+    assert s.tobytes() == before

@@ -4583,11 +4583,30 @@ for _name in dir(np.random.RandomState):
         setattr(_ModeRandomState, _name, _drawn(getattr(np.random.RandomState, _name)))
 
 
-def drawing_argument(x):
+def drawing_argument(x, received=None):
     """An argument of the differentiated function as it receives it: a NumPy ``Generator``
     passed in draws through the mode (a stand-in over the same bit generator, whose state
-    advances as NumPy's), as one it reaches by name does."""
-    return _ModeGenerator(x.bit_generator) if type(x) is np.random.Generator else x
+    advances as NumPy's), as one it reaches by name does; an array of records of floats
+    (which no engine traces as an argument) stands in as one made before the call that the
+    function reaches by name (``Preexisting``), so that the arrays made from it are followed
+    however they are made (``t = s.copy(); t["a"] *= x``), in the lists, tuples and dicts it
+    is passed in too; the ids of the memory's owners go into ``received``, a set: an
+    argument's memory, which comes back as it was, however ``f`` writes into it."""
+    kind = type(x)
+    if kind is np.random.Generator:
+        return _ModeGenerator(x.bit_generator)
+    if kind is np.ndarray:
+        if not _followed_records(x.dtype):
+            return x
+        if received is not None:
+            received.add(id(owner(x)))
+        return MODE._stand_in(x)
+    if kind is list or kind is tuple or kind is dict:
+        items = list(x.values()) if kind is dict else x
+        given = [drawing_argument(item, received) for item in items]
+        if any(map(operator.is_not, given, items)):  # (else the caller's own container)
+            return dict(zip(x, given)) if kind is dict else kind(given)
+    return x
 
 
 def _default_rng(*args, **kwargs):

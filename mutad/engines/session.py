@@ -110,6 +110,9 @@ class Differentiation:
         self.later = []  # what differentiations nested in f left in plain arrays (``leave``)
         self.views = []  # (a view of a caller's array ``settle`` stored, that array)
         self.given_as_is = []  # the caller's containers f was given as they are (``settle``)
+        # ids of the owners of the memory of arguments f is given untraced (records), which
+        # come back as they were, as every argument does (``allocation.drawing_argument``)
+        self.received = set()
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -483,8 +486,9 @@ class ReverseDifferentiation(Differentiation):
         base = owner(x)
         # traced where records read it as a constant (see unfreeze), else a constant
         constant = not (first and unfreeze(self.tape, base))
-        if id(base) not in self.buffers:  # memory apart from the arguments'
-            self.apart.add(id(base))
+        if id(base) not in self.buffers:  # memory apart from the arguments' (traced ones')
+            if id(base) not in self.received:
+                self.apart.add(id(base))
             if not spans(x, base):
                 self._caller_array(base.view(), constant)  # (base itself is shut)
         return self._caller_array(x, constant)
@@ -518,8 +522,8 @@ class ReverseDifferentiation(Differentiation):
 
     def call(self, f, args, kwargs=None):
         """``f(*args, **kwargs)`` of the traced arguments, with this differentiation running."""
-        args = [drawing_argument(a) for a in args]
-        kwargs = {k: drawing_argument(v) for k, v in (kwargs or {}).items()}
+        args = [drawing_argument(a, self.received) for a in args]
+        kwargs = {k: drawing_argument(v, self.received) for k, v in (kwargs or {}).items()}
         return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
 
     def _explain(self, error):
@@ -711,7 +715,8 @@ class ForwardDifferentiation(Differentiation):
         the arguments are wrapped once it runs, so that a gradient inside ``f`` takes it as
         its outer level."""
         try:
-            y = run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent))
+            y = run(self, f, lambda g: g(*[drawing_argument(self.wrap(primal, tangent),
+                                                            self.received)
                                             for primal, tangent
                                             in zip(primals, tangents, strict=True)]),
                     lambda error: written_elsewhere(error) if self.adopted
@@ -748,7 +753,7 @@ class ForwardDifferentiation(Differentiation):
         records, which is no argument, a copy of all of them as this level's constant, whose
         view ``x`` is: the records, some of them, or a field's)."""
         base = owner(x)
-        if not wrapped(x) and id(base) not in self.copies:
+        if not wrapped(x) and id(base) not in self.copies and id(base) not in self.received:
             self.apart.add(id(base))
         if wrapped(x) or base.dtype.names is None:
             return self._leaf(x, None)

@@ -39,7 +39,7 @@ built from, as in SciPy. Its operations keep it
 sparse: ``A.T``, ``A.transpose()``, ``A.tocsr()``/``tocsc()``/``tocoo()``/``asformat()``,
 ``A * c``, ``c * A``, ``A / c``, ``-A``, ``abs(A)``, ``A.power(n)``, ``A ** n``, the ufuncs
 SciPy maps over the stored values (``A.sqrt()``, ``A.expm1()``, ``A.log1p()``, ``A.sin()``,
-``A.tanh()``, ...: 0 at 0; dia's slots outside the matrix carry no derivative), a matrix's
+``A.tanh()``, ...: 0 at 0; dia's slots outside the matrix too), a matrix's
 ``A.getrow(i)`` and ``A.getcol(j)`` (SciPy's selector products, in SciPy's formats), ``A + B``,
 ``A - B``, ``A @ B`` (sparse operands), ``A.multiply(B)``, indexing (``A[1:-1, 1:-1]``,
 ``A[free][:, free]``, a mask), ``tril``, ``triu`` and ``kron`` give traced sparse matrices
@@ -233,7 +233,7 @@ from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, handled, innermost
-from ..core.registry import HOLOMORPHIC, RULES, defmethod, defroute
+from ..core.registry import HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import address, memory, stands_for_scalar, wrapped
@@ -757,6 +757,46 @@ def _reduction_rule(data, layout, method, setting):
 def _reduction_jvp(tangents, data, layout, method, setting):
     return (_reduction(data, layout, method, setting),
             _reduction(tangents[0], layout, method, setting))
+
+
+def _padding_map_value(values, ufunc, *constants):
+    return ufunc(values, *constants)
+
+
+_padding_map = Adjoint(_padding_map_value)
+_padding_map.complex_values = None
+"""``ufunc(values, *constants)`` (sqrt, sin, ..., a power) of the values in a dia matrix's
+slots outside it: its derivative taken only where the cotangent (tangent) is not zero, so that
+a slot nothing reads, a padding zero under sqrt's infinite partial say, gives no ``0 * inf``
+nor its warning."""
+
+
+def _where_moved(d, values, ufunc, constants):
+    """``d`` times the partial of ``ufunc`` (its elementwise rule's; none: 0, a step's) at
+    ``values`` where ``d`` is not zero, else 0 (the partial taken at a safe 0.5 there, in the
+    domain of every map SciPy has)."""
+    elementwise = RULES.get(ufunc, NO_RULE).elementwise
+    moved = d != 0.0
+    if elementwise is None:
+        return np.zeros(np.shape(d))
+    at = np.where(moved, values, 0.5)
+    xs = (at, *constants)
+    decision = () if elementwise.decide is None else (elementwise.decide(*xs),)
+    partial = elementwise.partials[0](ufunc(*xs), *xs, *decision)
+    return np.where(moved, d * partial, 0.0)
+
+
+@_padding_map.rule
+def _padding_map_rule(values, ufunc, *constants):
+    def back(dy):
+        return (_where_moved(dy, values, ufunc, constants), None) + (None,) * len(constants)
+
+    return ufunc(values, *constants), back
+
+
+@_padding_map.jvp_rule
+def _padding_map_jvp(tangents, values, ufunc, *constants):
+    return ufunc(values, *constants), _where_moved(tangents[0], values, ufunc, constants)
 
 
 def _frobenius_value(data, layout):
@@ -2573,13 +2613,7 @@ class TracedSparse(_ComparedByValue):
             root = ufunc(np.where(kept, self.data, 0.5))
             return TracedSparse(self._fresh_layout(), np.where(kept, root, memory(self.data)))
         kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
-        if valid.all():
-            return TracedSparse(kept, ufunc(self.data))
-        # dia's slots outside the matrix: SciPy maps them too (its values there, bit for bit),
-        # but they carry no derivative, and sqrt's at their zeros would be an infinite partial
-        # times a zero cotangent: mapped as constants, the slots inside at a safe 0.5 otherwise.
-        inside = ufunc(np.where(valid, self.data, 0.5))
-        return TracedSparse(kept, np.where(valid, inside, ufunc(memory(self.data))))
+        return TracedSparse(kept, self._mapped(ufunc))
 
     def power(self, n: Any, dtype: None = None) -> TracedSparse:
         """Each stored value to the power ``n`` (a number: the zeros it does not store stay
@@ -2590,7 +2624,18 @@ class TracedSparse(_ComparedByValue):
         self.layout.probe().power(n)  # SciPy's error for n <= 0
         self.sum_duplicates()  # as SciPy's does
         kept = self._keeping_stored()  # (0 ** nan is nan: those SciPy leaves out, 0 ** 2)
-        return TracedSparse(kept, self.data ** _finite_where_left_out(n, kept, 2.0))
+        return TracedSparse(kept, self._mapped(np.power, _finite_where_left_out(n, kept, 2.0)))
+
+    def _mapped(self, ufunc, *constants):
+        """``ufunc(self.data, *constants)``, a dia matrix's slots outside it too (SciPy maps
+        them, and the user's code may read them in ``.data``), whose padding zeros, sqrt's
+        infinite partial there, get a derivative only where something reads them
+        (``_padding_map``); the slots inside at a safe 0.5 there."""
+        valid = np.reshape(self.layout.valid, np.shape(self.data))
+        if valid.all():
+            return ufunc(self.data, *constants)
+        inside = ufunc(np.where(valid, self.data, 0.5), *constants)
+        return np.where(valid, inside, _padding_map(self.data, ufunc, *constants))
 
     def __pow__(self, n: Any) -> TracedSparse:
         if isinstance(self.layout.template, _sparse.sparray):  # sparse arrays: elementwise
