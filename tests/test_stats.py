@@ -1236,6 +1236,15 @@ def test_every_formula_filling_scipys_own_buffers(name, shapes, method, wrts):
     _check_scipys_formula(name, shapes, method, wrts)
 
 
+@pytest.mark.parametrize("name, method", [("genextreme", "pdf"), ("genpareto", "pdf"),
+                                          ("genextreme", "isf")])
+def test_formulas_writing_shapes_into_scipys_copies(name, method):
+    """Regression: in a shape alone (the points plain), ``apply_where``'s ``fill_value=-x``
+    is copied by ``astype``, which no factory stands for, and ``xpx.at(out, cond).set(...)``
+    wrote the traced shape's terms into that copy: UntracedWriteError."""
+    _check_scipys_formula(name, (0.2,), method, ("shape0",))
+
+
 def test_scipys_buffers_outside_the_domain_and_numpys_bindings():
     """Shapes outside the domain are still refused (SciPy's NaN: no stand-in); NumPy's own
     factories are bound again after the differentiation, on return and on error, and a thread

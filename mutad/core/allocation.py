@@ -662,15 +662,43 @@ def _writeable_array(x):
     return _LIBRARY["bindings"][0][2](x)
 
 
+def _at_update(self, at_op, in_place_op, out_of_place_op, y, /, copy=None, xp=None):
+    """``at(x, idx).set(y)`` (``.add``, ``.multiply``, ...: ``at._op``) of SciPy's array API
+    helpers, where ``y`` is traced and ``x`` a plain float array the block does not follow
+    (one SciPy made by a call no factory stands for: ``fill_value.astype(dtype)`` in
+    ``apply_where``): the update of a copy of ``x`` (``copy=True``: the helpers' copy is
+    ``np.array(x, copy=True)``, which the block follows), as ``at`` makes where ``x`` is not
+    writeable. ``copy=None`` lets ``at`` copy (its callers read the array it returns); with
+    ``copy=False``, which asks for ``x`` itself, the write is refused as any write of a
+    traced value into an array not followed is."""
+    x = self._x
+    if copy is None and type(x) is np.ndarray and x.dtype.kind in "fc" and wrapped(y):
+        copy = True
+    return _LIBRARY["bindings"][1][2](self, at_op, in_place_op, out_of_place_op, y,
+                                      copy=copy, xp=xp)
+
+
 _LIBRARY: dict[str, Any] = {
     "depth": 0, "lock": threading.Lock(), "factories": {}, "numpy": None,
     "bindings": [["scipy._lib.array_api_extra._lib._at", "is_writeable_array", None,
-                  _writeable_array]]}
+                  _writeable_array],
+                 ["scipy._lib.array_api_extra._lib._at", "at._op", None, _at_update]]}
 """The ``library_allocation()`` blocks running in any thread; NumPy's factories bound in the
 ``numpy`` module while one runs (name -> (NumPy's, ``_library_factory`` of it)); the swap of
 the ``numpy`` module's names a block makes (``_NumpySwap``, kept while they stay bound as it
 found them); and the bindings of SciPy's
-modules swapped then ([module, name, SciPy's, mutad's])."""
+modules swapped then ([module, name, SciPy's, mutad's]: a dotted name is a class's
+attribute)."""
+
+
+def _binding_owner(binding):
+    """The object (a SciPy module, or a class of it) whose attribute ``binding`` swaps, and
+    the attribute's name; ``None`` where the module is not imported."""
+    owner = sys.modules.get(binding[0])
+    *path, name = binding[1].split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+    return None if owner is None else (owner, name)
 
 
 class _NumpySwap:
@@ -766,10 +794,10 @@ def library_allocation() -> Iterator[None]:
                 swap = _LIBRARY["numpy"] = _NumpySwap(namespace)
             swap.enter(namespace)
             for binding in _LIBRARY["bindings"]:
-                module = sys.modules.get(binding[0])
-                if module is not None:
-                    binding[2] = getattr(module, binding[1])
-                    setattr(module, binding[1], binding[3])
+                found = _binding_owner(binding)
+                if found is not None:
+                    binding[2] = getattr(*found)
+                    setattr(*found, binding[3])
         _LIBRARY["depth"] += 1
     STATE.library += 1
     try:
@@ -781,9 +809,9 @@ def library_allocation() -> Iterator[None]:
             if _LIBRARY["depth"] == 0:
                 _LIBRARY["numpy"].leave(vars(np))
                 for binding in _LIBRARY["bindings"]:
-                    module = sys.modules.get(binding[0])
-                    if module is not None and getattr(module, binding[1]) is binding[3]:
-                        setattr(module, binding[1], binding[2])
+                    found = _binding_owner(binding)
+                    if found is not None and getattr(*found) is binding[3]:
+                        setattr(*found, binding[2])
 
 
 def _fromiter_items(args, kwargs):
