@@ -630,14 +630,17 @@ def library_binding(value):
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
     where it is one of ``POLYNOMIAL_READERS``, the mode's reader;
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
-    mode's (``_Joined``: a traced item is joined, not converted); where it is the ``math``
-    module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
+    mode's (``_Joined``: a traced item is joined, not converted); where it is
+    ``np.isscalar``, the mode's (True of a traced number standing for a scalar); where it is
+    the ``math`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
     traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
     if value is math:
         return _LIBRARY_MATH
+    if value is QUERIES["isscalar"][0]:
+        return QUERIES["isscalar"][1]
     polynomial = POLYNOMIAL_READERS.get(id(value))
     if polynomial is not None and polynomial[0] is value:
         return polynomial[1]
@@ -706,8 +709,8 @@ class _NumpySwap:
     for the functions they are bound to (entering and leaving a block is paid by every rule
     that runs SciPy's formulas, each step of a loop: one dict update each way, not a
     ``setattr`` per name): what they are bound to outside blocks (``before``), what a block
-    binds them to (``during``: the ``_library_factory`` of each function, the mode's ``r_``
-    and ``c_``), and NumPy's function each of the block's functions stands for (whose rule it
+    binds them to (``during``: the ``_library_factory`` of each function, the mode's ``r_``,
+    ``c_`` and ``isscalar``), and NumPy's function each of the block's functions stands for (whose rule it
     takes while a block runs: NumPy hands a call with ``like=`` over by the function the name
     is bound to). The versions of the namespace and of ``RULES`` (``_VERSION``) prove, where
     they did not change since this swap last left, that the names are bound as it found them
@@ -715,7 +718,7 @@ class _NumpySwap:
 
     def __init__(self, namespace):
         factories = _LIBRARY["factories"]
-        self.names = (*_LIBRARY_NAMES, "r_", "c_")
+        self.names = (*_LIBRARY_NAMES, "r_", "c_", "isscalar")
         self.found = tuple(namespace[name] for name in self.names)
         self.during = {}
         for name, own in zip(_LIBRARY_NAMES, self.found):
@@ -724,6 +727,9 @@ class _NumpySwap:
             self.during[name] = factories[name][1]
         for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
             self.during[name] = JOINED[name][1]
+        # np.isscalar(x) of a traced number standing for NumPy's scalar (a shape's mean in
+        # norminvgauss._isf, which then calls _sf(x) as on a scalar): True, as NumPy says
+        self.during["isscalar"] = QUERIES["isscalar"][1]
         self.before = dict(zip(self.names, self.found))
         self.bound = tuple(self.during.values())
         self.owns = self.found[:len(_LIBRARY_NAMES)]
@@ -2508,7 +2514,7 @@ def _isscalar(element):
     made, not on its numbers, so a replayed program's answer is the recorded one."""
     if wrapped(element):
         return stands_for_scalar(element)
-    return np.isscalar(element)
+    return QUERIES["isscalar"][0](element)  # (NumPy's: a library block binds this one in numpy)
 
 
 def _asarray_chkfinite(a, dtype=None, order=None):
