@@ -803,7 +803,7 @@ def library_allocation() -> Iterator[None]:
                 found = _binding_owner(binding)
                 if found is not None:
                     binding[2] = getattr(*found)
-                    setattr(*found, binding[3])
+                    setattr(found[0], found[1], binding[3])
         _LIBRARY["depth"] += 1
     STATE.library += 1
     try:
@@ -817,7 +817,7 @@ def library_allocation() -> Iterator[None]:
                 for binding in _LIBRARY["bindings"]:
                     found = _binding_owner(binding)
                     if found is not None and getattr(*found) is binding[3]:
-                        setattr(*found, binding[2])
+                        setattr(found[0], found[1], binding[2])
 
 
 def _fromiter_items(args, kwargs):
