@@ -25,6 +25,7 @@ import numpy as np
 import scipy.special as special
 from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)'s ufunc
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
+from scipy.special._ufuncs import _riemann_zeta  # scipy.special.zeta(x)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
 from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
     _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
@@ -409,6 +410,8 @@ UFUNC_CASES += [
          settings=((0, 0.7), (1, 1.3), (2, 2.1))),
     Case(_zeta,             (above_half,),         settings=((0, 2.5),)),
     Case(_zeta,             (above_one,),          settings=((1, 0.7),)),
+    Case(_riemann_zeta,     (above_one,)),
+    Case(special.zetac,     (above_one,)),
     Case(special.radian,    (real, real),          settings=((2, 30.0),)),
     Case(special.radian,    (real, real),          settings=((0, 10.0),)),
     Case(special.lpmv,             (open_unit_interval,), settings=((0, 1), (1, 3))),

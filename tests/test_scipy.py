@@ -655,7 +655,6 @@ def test_zeta_by_scipys_name_differentiates_its_offset(rng):
 
 
 @pytest.mark.parametrize("name, program", [
-    ("zeta", lambda x: scipy.special.zeta(x)),                # the ufunc _riemann_zeta
     ("ellip_harm", lambda x: scipy.special.ellip_harm(2.0, 3.0, 1, 1, x)),  # _ellip_harm
 ])
 def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, program):
@@ -667,14 +666,24 @@ def test_refusals_name_the_public_function_that_wraps_a_private_ufunc(name, prog
         mutad.jvp(program, (x,), (np.ones(2),))
 
 
-def test_riemann_zeta_says_its_exponent_has_no_derivative():
-    """zeta(x) of a traced x: no formula in x, said as the two-argument form says it (it was
-    "zeta has no differentiation rule"); of a constant x, a constant."""
-    x = np.array([2.5, 3.0])
-    with pytest.raises(mutad.errors.UnsupportedOperationError, match="the exponent x"):
-        mutad.gradient(lambda x: scipy.special.zeta(x).sum(), x)
-    assert mutad.gradient(lambda q: scipy.special.zeta(3.0) * q, 2.0)[0] == \
-        scipy.special.zeta(3.0)
+@pytest.mark.parametrize("function", [scipy.special.zeta, scipy.special.zetac])
+def test_riemann_zeta_in_its_exponent(function):
+    """zeta(x) and zetac(x) of a traced x (they were refused: "no derivative with respect to
+    the exponent x"): ζ'(x), the Hurwitz function's at q = 1, to rounding against mpmath, 0 at
+    x = inf; x <= 1 (the pole, the continuation) refused in the forward pass, where the values
+    are known, before any pullback is asked for."""
+    mpmath = pytest.importorskip("mpmath")
+    x = np.array([1.001, 1.5, 3.7, 40.0, np.inf])
+    grad, = mutad.gradient(lambda x: function(x).sum(), x)
+    expected = [float(mpmath.zeta(v, 1, 1)) for v in x[:-1]]
+    np.testing.assert_allclose(grad[:-1], expected, rtol=1e-14)
+    assert grad[-1] == 0.0
+    name = function.__name__
+    for below in (np.array([0.5, 2.0]), np.array([1.0])):
+        with pytest.raises(mutad.errors.UnsupportedOperationError,
+                           match=rf"^scipy\.special\.{name}\(x\) of a differentiated x <= 1"):
+            mutad.pullback(lambda x: function(x), below)  # (the forward pass alone)
+    assert mutad.gradient(lambda q: function(3.0) * q, 2.0)[0] == function(3.0)
 
 
 SEVERAL_OUTPUTS = {

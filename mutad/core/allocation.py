@@ -630,14 +630,17 @@ def library_binding(value):
     module's import, which binding them in ``numpy`` does not reach), its ``_library_factory``;
     where it is one of ``POLYNOMIAL_READERS``, the mode's reader;
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
-    mode's (``_Joined``: a traced item is joined, not converted); where it is the ``math``
-    module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
+    mode's (``_Joined``: a traced item is joined, not converted); where it is
+    ``np.isscalar``, the mode's (True of a traced number standing for a scalar); where it is
+    the ``math`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
     traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
     if value is math:
         return _LIBRARY_MATH
+    if value is QUERIES["isscalar"][0]:
+        return QUERIES["isscalar"][1]
     polynomial = POLYNOMIAL_READERS.get(id(value))
     if polynomial is not None and polynomial[0] is value:
         return polynomial[1]
@@ -662,15 +665,43 @@ def _writeable_array(x):
     return _LIBRARY["bindings"][0][2](x)
 
 
+def _at_update(self, at_op, in_place_op, out_of_place_op, y, /, copy=None, xp=None):
+    """``at(x, idx).set(y)`` (``.add``, ``.multiply``, ...: ``at._op``) of SciPy's array API
+    helpers, where ``y`` is traced and ``x`` a plain float array the block does not follow
+    (one SciPy made by a call no factory stands for: ``fill_value.astype(dtype)`` in
+    ``apply_where``): the update of a copy of ``x`` (``copy=True``: the helpers' copy is
+    ``np.array(x, copy=True)``, which the block follows), as ``at`` makes where ``x`` is not
+    writeable. ``copy=None`` lets ``at`` copy (its callers read the array it returns); with
+    ``copy=False``, which asks for ``x`` itself, the write is refused as any write of a
+    traced value into an array not followed is."""
+    x = self._x
+    if copy is None and type(x) is np.ndarray and x.dtype.kind in "fc" and wrapped(y):
+        copy = True
+    return _LIBRARY["bindings"][1][2](self, at_op, in_place_op, out_of_place_op, y,
+                                      copy=copy, xp=xp)
+
+
 _LIBRARY: dict[str, Any] = {
     "depth": 0, "lock": threading.Lock(), "factories": {}, "numpy": None,
     "bindings": [["scipy._lib.array_api_extra._lib._at", "is_writeable_array", None,
-                  _writeable_array]]}
+                  _writeable_array],
+                 ["scipy._lib.array_api_extra._lib._at", "at._op", None, _at_update]]}
 """The ``library_allocation()`` blocks running in any thread; NumPy's factories bound in the
 ``numpy`` module while one runs (name -> (NumPy's, ``_library_factory`` of it)); the swap of
 the ``numpy`` module's names a block makes (``_NumpySwap``, kept while they stay bound as it
 found them); and the bindings of SciPy's
-modules swapped then ([module, name, SciPy's, mutad's])."""
+modules swapped then ([module, name, SciPy's, mutad's]: a dotted name is a class's
+attribute)."""
+
+
+def _binding_owner(binding):
+    """The object (a SciPy module, or a class of it) whose attribute ``binding`` swaps, and
+    the attribute's name; ``None`` where the module is not imported."""
+    owner = sys.modules.get(binding[0])
+    *path, name = binding[1].split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+    return None if owner is None else (owner, name)
 
 
 class _NumpySwap:
@@ -678,8 +709,8 @@ class _NumpySwap:
     for the functions they are bound to (entering and leaving a block is paid by every rule
     that runs SciPy's formulas, each step of a loop: one dict update each way, not a
     ``setattr`` per name): what they are bound to outside blocks (``before``), what a block
-    binds them to (``during``: the ``_library_factory`` of each function, the mode's ``r_``
-    and ``c_``), and NumPy's function each of the block's functions stands for (whose rule it
+    binds them to (``during``: the ``_library_factory`` of each function, the mode's ``r_``,
+    ``c_`` and ``isscalar``), and NumPy's function each of the block's functions stands for (whose rule it
     takes while a block runs: NumPy hands a call with ``like=`` over by the function the name
     is bound to). The versions of the namespace and of ``RULES`` (``_VERSION``) prove, where
     they did not change since this swap last left, that the names are bound as it found them
@@ -687,7 +718,7 @@ class _NumpySwap:
 
     def __init__(self, namespace):
         factories = _LIBRARY["factories"]
-        self.names = (*_LIBRARY_NAMES, "r_", "c_")
+        self.names = (*_LIBRARY_NAMES, "r_", "c_", "isscalar")
         self.found = tuple(namespace[name] for name in self.names)
         self.during = {}
         for name, own in zip(_LIBRARY_NAMES, self.found):
@@ -696,6 +727,9 @@ class _NumpySwap:
             self.during[name] = factories[name][1]
         for name in ("r_", "c_"):  # np.r_[y[::-1], last] of traced items: joined
             self.during[name] = JOINED[name][1]
+        # np.isscalar(x) of a traced number standing for NumPy's scalar (a shape's mean in
+        # norminvgauss._isf, which then calls _sf(x) as on a scalar): True, as NumPy says
+        self.during["isscalar"] = QUERIES["isscalar"][1]
         self.before = dict(zip(self.names, self.found))
         self.bound = tuple(self.during.values())
         self.owns = self.found[:len(_LIBRARY_NAMES)]
@@ -766,10 +800,10 @@ def library_allocation() -> Iterator[None]:
                 swap = _LIBRARY["numpy"] = _NumpySwap(namespace)
             swap.enter(namespace)
             for binding in _LIBRARY["bindings"]:
-                module = sys.modules.get(binding[0])
-                if module is not None:
-                    binding[2] = getattr(module, binding[1])
-                    setattr(module, binding[1], binding[3])
+                found = _binding_owner(binding)
+                if found is not None:
+                    binding[2] = getattr(*found)
+                    setattr(found[0], found[1], binding[3])
         _LIBRARY["depth"] += 1
     STATE.library += 1
     try:
@@ -781,9 +815,9 @@ def library_allocation() -> Iterator[None]:
             if _LIBRARY["depth"] == 0:
                 _LIBRARY["numpy"].leave(vars(np))
                 for binding in _LIBRARY["bindings"]:
-                    module = sys.modules.get(binding[0])
-                    if module is not None and getattr(module, binding[1]) is binding[3]:
-                        setattr(module, binding[1], binding[2])
+                    found = _binding_owner(binding)
+                    if found is not None and getattr(*found) is binding[3]:
+                        setattr(found[0], found[1], binding[2])
 
 
 def _fromiter_items(args, kwargs):
@@ -2480,7 +2514,7 @@ def _isscalar(element):
     made, not on its numbers, so a replayed program's answer is the recorded one."""
     if wrapped(element):
         return stands_for_scalar(element)
-    return np.isscalar(element)
+    return QUERIES["isscalar"][0](element)  # (NumPy's: a library block binds this one in numpy)
 
 
 def _asarray_chkfinite(a, dtype=None, order=None):

@@ -44,7 +44,7 @@ from scipy.special import (
     beta, betainc, betaincc, betaln, digamma, entr, erf, erfc, erfcinv, erfcx, erfinv, expit,
     gamma, gammainc, gammaincc, gammaln, i0, i0e, i1, i1e, iv, ive, j0, j1, jv, jve, k0, k0e, k1,
     k1e, kv, kve, log_expit, log_ndtr, loggamma, logit, ndtr, ndtri, psi, rel_entr, rgamma, stdtr,
-    xlog1py, xlogy, y0, y1, yn, yv, yve,
+    xlog1py, xlogy, y0, y1, yn, yv, yve, zetac,
     binom, boxcox, boxcox1p, cbrt, cosdg, exp1, exp10, exp2, expi, expn, exprel, huber,
     inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
     dawsn, ellipe, ellipk, eval_chebyc, eval_chebys, eval_chebyt, eval_chebyu, eval_gegenbauer,
@@ -709,6 +709,28 @@ elementwise(log_ndtr,  _numerics.log_ndtr_derivative,                           
 elementwise(expit,     lambda y, x: logistic_density(x))
 elementwise(log_expit, lambda y, x: logistic(-x))
 elementwise(logit,     lambda y, x: np.divide(1.0, x * (1.0 - x)))
+def _riemann_exponent(name):
+    """The decision of ``zeta(x)``'s (``zetac(x)``'s) derivative, taken in the forward pass
+    where the values are known: x = +inf (ζ = 1, whose slope is 0). Its series sums the
+    derivative for x > 1 alone, so a differentiated x ≤ 1 (the pole, the continuation) is
+    refused here, not when the gradient is pulled back."""
+    def decide(x):
+        if np.any(x <= 1.0):  # (x may be traced by an enclosing differentiation)
+            raise UnsupportedOperationError(
+                f"scipy.special.{name}(x) of a differentiated x <= 1: mutad differentiates the "
+                "Riemann zeta function in x for x > 1 (by the Euler-Maclaurin formula), not at "
+                "its pole x = 1 or in its continuation below it. Pass x there as a constant "
+                "(mutad.stop_gradient).")
+        return x == np.inf
+    return decide
+
+
+def _riemann_zeta_dx(y, x, infinite):
+    """ζ'(x) = ∂ζ(x, 1)/∂x, the Hurwitz function's at q = 1 (also zetac's, ζ - 1's): its
+    terms -log(k) k^-x all have one sign, so it holds to rounding for large x too."""
+    return np.where(infinite, 0.0, _numerics.zeta_derivative(1)(np.where(infinite, 2.0, x), 1.0))
+
+
 elementwise(xlogy,     _xlogy_dx, _xlogy_dw,                                     decide=_xlogy_zeros)
 elementwise(xlog1py,   _xlog1py_dx, _xlog1py_dw,                                 decide=_xlog1py_zeros)
 elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
@@ -770,7 +792,8 @@ elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     lambda y, x, q: _numerics.zeta_derivative(1)(x, q),
             lambda y, x, q: -x * _zeta(x + 1.0, q))
-elementwise(_riemann_zeta, NoClosedForm("the exponent x"))  # zeta(x): only a constant x
+elementwise(_riemann_zeta, _riemann_zeta_dx, decide=_riemann_exponent("zeta"))
+elementwise(zetac,     _riemann_zeta_dx,                                  decide=_riemann_exponent("zetac"))
 elementwise(cosm1,     lambda y, x: -np.sin(x))
 elementwise(tandg,     lambda y, x: (math.pi / 180.0) * (1.0 + y * y),                 uses="y")
 elementwise(cotdg,     lambda y, x: (-math.pi / 180.0) * (1.0 + y * y),                uses="y")

@@ -590,6 +590,10 @@ def _vonmises_standard_cdf(self, x, kappa):  # (SciPy's vonmises._cdf, whose fun
     return _von_mises_cdf(kappa, x)
 
 
+# (of constants too: SciPy's compiled function does not read them, and its generic quantile
+# solver evaluates the distribution function on the constants its quantile's broadcast made)
+_vonmises_standard_cdf.on_constants = True  # type: ignore[attr-defined]
+
 defmethod(type(_stats.vonmises), "_cdf", _vonmises_standard_cdf)
 
 
