@@ -86,6 +86,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import numpy as np  # noqa: E402
 
 import mutad  # noqa: E402
+from mutad.bench.harness import CLOCKS  # noqa: E402
 
 MARKER = "KERNELS-RESULT "
 ALPHA, BETA = 1.5, 1.2  # PolyBench's alpha and beta
@@ -602,10 +603,6 @@ def _tracemalloc_peak(call):
     return peak - before
 
 
-CLOCKS = {"process": time.process_time, "wall": time.perf_counter}
-"""``--clock``: the process's CPU time (the default: on a machine shared with other work, the
-time this single-threaded process ran, not the time others took the core from it), or the
-wall clock."""
 
 MIN_TIME = 0.002
 """Seconds of NumPy forwards per timed sample at least (``--min-time``)."""

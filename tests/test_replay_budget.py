@@ -47,7 +47,8 @@ def replayed_as_traced(f, calls, budget, argnums=0, policy="restore"):
         assert np.asarray(value).tobytes() == np.asarray(expected_value).tobytes()
         if type(grads) is not tuple:
             grads, expected = (grads,), (expected,)
-        assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected], budget
+        assert [np.asarray(g).tobytes() for g in grads] == [np.asarray(g).tobytes()
+                                                            for g in expected], budget
     return replaying
 
 
@@ -162,3 +163,25 @@ def test_a_replayed_budget_keeps_the_memory_flat_in_the_number_of_steps():
     peaks = [peak(lambda: programs[100](u0, target, 100)),
              peak(lambda: mutad.grad(heat_fit, argnums=0, memory=budget)(u0, target, 100))]
     assert peaks[0] < peaks[1] + u0.nbytes, [p / u0.nbytes for p in peaks]
+
+
+def _bratu_with_settings(u, c, weights, steps):
+    """Red-black sweeps reading a Python float ``c`` (a number the recomputed values read as
+    Python's, ``Buffer.weak``), a ufunc's keyword and a function's setting (``np.diff``'s
+    ``axis``), each recomputed in the reverse pass and by the redone writes."""
+    for _ in range(steps):
+        u[1:-1:2] = 0.5 * (u[0:-2:2] + u[2::2] + c * np.exp(u[1:-1:2], dtype=np.float64))
+        d = np.diff(u, axis=0)
+        u[2:-1:2] = 0.5 * (u[1:-2:2] + u[3::2] + c * np.exp(u[2:-1:2])) + 0.1 * np.sin(d[1::2])
+    return np.sum(weights * u * u)
+
+
+@pytest.mark.parametrize("budget", [0, 4])
+def test_recomputed_numbers_and_settings_are_replayed_as_traced(budget):
+    """The lines the replay reads recomputed values by (``replay._Reading``) read a float
+    argument as Python's number, and pass a ufunc's keywords and a function's settings."""
+    n = 1200
+    weights = 1 + np.cos(np.linspace(0, 5, n)) ** 2
+    calls = [(u, c, weights, 6) for u, c in zip(states(n), (-1e-3, 2e-3, -3e-3, 1e-3))]
+    replaying = replayed_as_traced(_bratu_with_settings, calls, budget * n * 8, argnums=(0, 1))
+    assert not replaying.reasons and replays(replaying) == 3

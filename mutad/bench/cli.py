@@ -129,6 +129,11 @@ def parser():
     result.add_argument("--reps", type=_positive_integer, metavar="R",
                         help="timing rounds per configuration (default 3, 7 for small-ops; "
                              "with --full 5 and 21)")
+    result.add_argument("--clock", choices=tuple(harness.CLOCKS), default="wall",
+                        help="what times the rounds: the wall clock (default) or the "
+                             "process's CPU time, which other work on a shared machine "
+                             "does not inflate (NumPy's arrays; --xp cupy times the wall "
+                             "clock)")
     result.add_argument("--timeout", type=_positive_number, metavar="SECONDS",
                         help="limit per configuration; a slower one is reported as 'timeout' "
                              "(default 300, with --full 3600)")
@@ -243,7 +248,7 @@ def configurations(mode, workloads, systems, options, reference_dir):
         for params in sizes(WORKLOADS[name], mode, options.steps, options.n):
             for system in ordered:
                 yield {"system": system, "workload": name, "params": params, "rounds": rounds,
-                       "check": True, "reference_dir": reference_dir}
+                       "clock": options.clock, "check": True, "reference_dir": reference_dir}
 
 
 def _clock(seconds):
@@ -438,7 +443,9 @@ def _header(document, from_file):
     lines.append(f"mutad-bench ({document['mode']} sizes): each row is measured in a fresh Python "
                  "process computing on one core; the first gradient call is timed on its own "
                  "(for mutad-replay, the call that records), then, after one untimed round, "
-                 "every round times the plain NumPy function and the gradient back to back")
+                 "every round times the plain NumPy function and the gradient back to back"
+                 + (" by the process's CPU time" if any(r.get("clock") == "process"
+                                                         for r in timed) else ""))
     if not pinned:
         lines.append("note: the memory allocator could not be set up here as on Linux with glibc, "
                      "so a time can depend on what the process allocated before, and a peak on "

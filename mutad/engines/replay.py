@@ -115,7 +115,7 @@ from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, a
                                as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, out_position, text_element, weak
-from .blocks import (Block, Opaque, Pair, flat_slice, indent, partial_as_traced,
+from .blocks import (Block, Opaque, Pair, _factory, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           show_below, show_to, unshow, user_frames, users_callback, warn_at)
@@ -2283,8 +2283,9 @@ class Recomputed:
     @staticmethod
     def later(plans, record, values):
         """The record ``record`` to reverse, its values of ``plans`` (``(slot, [(position,
-        plan), ...])``) let go now and found again just before it is reversed: ``(the
-        recomputed values, record, plans)``, as ``Tape.reverse`` takes it. A long program
+        read), ...])``, ``read`` a plan's lines: :func:`_reading`) let go now and found again
+        just before it is reversed: ``(the recomputed values, record, plans)``, as
+        ``Tape.reverse`` takes it. A long program
         holds one such tuple per record until its reverse pass: the step's own list of plans
         where the record kept every value it names (the common case), a list of its own
         only where it kept fewer."""
@@ -2300,80 +2301,199 @@ class Recomputed:
 
     def back(self, shadows, record, plans):
         kept, values = record.kept, self.values
-        for i, plan in plans:
-            kept[i] = self.read(plan, values)
+        for i, read in plans:
+            kept[i] = read(self, values, None)
         Tape.reverse(record, shadows)
 
-    def read(self, plan, values, rebuilt=None):
-        """The value of ``plan``.
 
-        Only the reads the plans make count (``rebuilt`` None: a record's, :meth:`back`), here
-        alone: each runs at most once per call, in the order the traced reverse pass made them,
-        so a count reaches 0 at the last planned read of its array or value, never before. A
-        value missing from the cache at a planned read was not computed by the plan that keeps
-        it, which comes first: its record keeps none this time (its write's bytes copied, or
-        an undo decided otherwise). It is computed here from that plan, outside the plans
-        (``rebuilt`` ``{}``), counting nothing (that plan's computations nested in another's
-        may run again this way): all it reads is still held for the plan's own reads, which
-        never ran. A write a chain redoes reads outside the plans too: ``rebuilt``, the arrays
-        that stand for the buffers it rebuilds, by key (what it reads alive is held for the
-        whole call)."""
-        _, key, layout, number, how, source = plan
-        if how is ALIVE:
-            array = None if rebuilt is None else rebuilt.get(key)
-            if array is None:
-                array = values[source]
-        elif how is CACHED:
-            array = self.cache.get(key)
-            if array is None:
-                array = self.compute(source, values, {})
-        else:
-            array = self.compute(source, values, rebuilt)
-        if rebuilt is None:
-            if how is ALIVE:
-                if source in self.alive and count_down(self.alive, source):
-                    values[source] = None  # (the records that read it hold it)
-            elif how is CACHED and count_down(self.left, key):
-                self.cache.pop(key, None)
-        if how is ALIVE and type(array) is not np.ndarray:
-            # a number (``Buffer.weak``) or NumPy's scalar
-            if number:
-                return array.item() if isinstance(array, np.generic) else array
-            array = np.asarray(array)
-        if number:
-            return array.item()
-        return array if layout is None else strided(array.reshape(-1), *layout)
+def _alive_counted(recomputed, values, slot):
+    """The array alive at ``slot``, read by a record's plan: the last such read lets it go
+    (the records that read it hold it)."""
+    array = values[slot]
+    alive = recomputed.alive
+    if slot in alive and count_down(alive, slot):
+        values[slot] = None
+    return array
 
-    def compute(self, plan, values, rebuilt=None):
-        if plan[0] is SAME:
-            _, key, stored, same = plan
-            y = self.read(same, values, rebuilt)
-        else:
-            _, key, stored, primitive, rule, output, inputs, settings = plan
-            args = [self.input(p, values, rebuilt) for p in inputs]
-            kwargs = {k: self.input(p, values, rebuilt) for k, p in settings.items()}
-            if rule is not None:
-                y = rule(*args, **kwargs)[0]
-                if output is not None:
-                    y = y[output]
-            else:
-                y = primitive(*args, **kwargs)
-        if stored and key in self.left:
-            self.cache[key] = y
-        return y
 
-    def input(self, plan, values, rebuilt=None):
+def _cached(recomputed, key, again, values):
+    """The value recomputed for several records under ``key``. Missing from the cache, it
+    was not computed by the plan that keeps it, which comes first: its record keeps none this
+    time (its write's bytes copied, or an undo decided otherwise). It is computed here by
+    ``again``, that plan outside the plans, counting nothing (all it reads is still held for
+    the plan's own reads, which never ran)."""
+    array = recomputed.cache.get(key)
+    return again(recomputed, values, {}) if array is None else array
+
+
+def _cached_counted(recomputed, key, again, values):
+    """:func:`_cached`, read by a record's plan: the last such read lets it go."""
+    array = _cached(recomputed, key, again, values)
+    if count_down(recomputed.left, key):
+        recomputed.cache.pop(key, None)
+    return array
+
+
+def _kept(recomputed, key, y):
+    """``y``, the value of ``key``, kept for the records left that read it."""
+    if key in recomputed.left:
+        recomputed.cache[key] = y
+    return y
+
+
+def _alive_number(array):
+    """What a ufunc read of a number alive: Python's (``Buffer.weak``, NumPy's scalar's)."""
+    return array.item() if isinstance(array, (np.ndarray, np.generic)) else array
+
+
+def _alive_array(array):
+    return array if type(array) is np.ndarray else np.asarray(array)
+
+
+def _alive_region(array, shape, dtype, offset, strides):
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)
+    return strided(array.reshape(-1), shape, dtype, offset, strides)
+
+
+def _region(array, shape, dtype, offset, strides):
+    return strided(array.reshape(-1), shape, dtype, offset, strides)
+
+
+class _Reading:
+    """The lines of a plan (:func:`_replan`'s): one expression, the calls of the recursion
+    that plans stand for written out, in the same order, so that each value lives exactly
+    as long (an operand until the call that reads it returns); its constants bound by name
+    (``c0``, ``c1``, ...), so that plans alike in shape share their compiled lines.
+
+    ``counted``: the plan of a record's value (``Recomputed.back``), whose reads of arrays
+    alive and of values recomputed for several records count down, the last letting go. Only
+    those reads count: each runs at most once per call, in the order the traced reverse pass
+    made them, so a count reaches 0 at the last planned read of its array or value, never
+    before. Else a plan read outside the plans, counting nothing: a value missing from the
+    cache (:func:`_cached`; that plan's computations nested in another's may run again this
+    way), or a write a chain redoes (``rebuilt``: the arrays that stand for the buffers it
+    rebuilds, by key, read before any alive; what it reads alive is held for the whole
+    call)."""
+
+    def __init__(self, counted):
+        self.counted = counted
+        self.constants = []
+        self.names = {}
+
+    def bind(self, value):
+        name = self.names.get(id(value))
+        if name is None:
+            name = self.names[id(value)] = f"c{len(self.constants)}"
+            self.constants.append(value)
+        return name
+
+    def input(self, plan):
         kind = plan[0]
         if kind is READ:
-            return self.read(plan, values, rebuilt)
+            return self.read(plan)
         if kind is SEQUENCE:
-            return plan[1](self.input(p, values, rebuilt) for p in plan[2])
-        return plan[1]
+            items = "".join(f"{self.input(p)}, " for p in plan[2])
+            return f"[{items}]" if plan[1] is list else f"({items})"
+        return self.bind(plan[1])  # a constant
+
+    def read(self, plan):
+        _, key, layout, number, how, source = plan
+        if how is ALIVE:
+            if self.counted:
+                array = f"{self.bind(_alive_counted)}(recomputed, values, {self.bind(source)})"
+            else:
+                array = (f"(a if (a := rebuilt.get({self.bind(key)})) is not None "
+                         f"else values[{self.bind(source)}])")
+            if number:
+                return f"{self.bind(_alive_number)}({array})"
+            if layout is None:
+                return f"{self.bind(_alive_array)}({array})"
+            return f"{self.bind(_alive_region)}({array}, {self.layout(layout)})"
+        if how is CACHED:
+            again = _Again(source)
+            cached = _cached_counted if self.counted else _cached
+            array = (f"{self.bind(cached)}(recomputed, {self.bind(key)}, {self.bind(again)}, "
+                     "values)")
+        else:
+            array = self.compute(source)
+        if number:
+            return f"{array}.item()"
+        return array if layout is None else f"{self.bind(_region)}({array}, {self.layout(layout)})"
+
+    def layout(self, layout):
+        shape, dtype, offset, strides = layout
+        if 0 in shape:  # an empty view may sit at the end of the buffer: it reads no byte
+            offset = 0
+        return ", ".join(self.bind(x) for x in (shape, dtype, offset, strides))
+
+    def compute(self, plan):
+        if plan[0] is SAME:
+            _, key, stored, same = plan
+            y = self.read(same)
+        else:
+            _, key, stored, primitive, rule, output, inputs, settings = plan
+            args = [self.input(p) for p in inputs]
+            args += [f"**{{{self.bind(k)}: {self.input(p)}}}" for k, p in settings.items()]
+            if rule is not None:
+                y = f"{self.bind(rule)}({', '.join(args)})[0]"
+                if output is not None:
+                    y = f"{y}[{self.bind(output)}]"
+            else:
+                y = f"{self.bind(primitive)}({', '.join(args)})"
+        if stored:
+            return f"{self.bind(_kept)}(recomputed, {self.bind(key)}, {y})"
+        return y
+
+
+class _Again:
+    """The lines of ``plan`` read outside the plans, made where first needed (a value missing
+    from the cache, :func:`_cached`: seldom)."""
+
+    __slots__ = ("plan", "read")
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.read = None
+
+    def __call__(self, recomputed, values, rebuilt):
+        if self.read is None:
+            self.read = _reading(self.plan, False)
+        return self.read(recomputed, values, rebuilt)
+
+
+def _reading(plan, counted):
+    """``read(recomputed, values, rebuilt)``, the value of ``plan`` (:class:`_Reading`)."""
+    code = _Reading(counted)
+    value = code.read(plan) if plan[0] is READ else code.compute(plan)
+    return _made(code, value, "recomputed, values, rebuilt")
+
+
+def _reading_all(plans):
+    """``read(recomputed, values, rebuilt)``, the tuple of the values of ``plans`` (a rebuilt
+    write's inputs, read outside the plans); where one is None, ``read(copied, recomputed,
+    values, rebuilt)``, the next of the values ``copied`` as the write read them in its place
+    (``Chained.copies``)."""
+    code = _Reading(False)
+    copies = iter(range(len(plans)))
+    value = "(" + "".join(f"copied[{next(copies)}], " if p is None else f"{code.input(p)}, "
+                          for p in plans) + ")"
+    arguments = "recomputed, values, rebuilt"
+    return _made(code, value, f"copied, {arguments}" if None in plans else arguments)
+
+
+def _made(code, value, arguments):
+    names = ", ".join(f"c{i}" for i in range(len(code.constants)))
+    source = (f"def make({names}):\n"
+              f"    def read({arguments}):\n"
+              f"        return {value}\n"
+              f"    return read\n")
+    return _factory(source)(*code.constants)
 
 
 class Redone:
     """What the replay's chain of a buffer (``recompute.Chain``) reads the inputs of the writes
-    it redoes through, in place of tracing's ``Recomputation``: their plans
+    it redoes through, in place of tracing's ``Recomputation``: their plans' lines
     (:class:`Chained`), over the call's ``values``."""
 
     __slots__ = ("recomputed", "values")
@@ -2385,8 +2505,7 @@ class Redone:
     def read_all(self, inputs, rebuilt):
         if inputs is None:  # a write the recorded call's chain never redid
             raise GuardFailed
-        recomputed, values = self.recomputed, self.values
-        return tuple(recomputed.input(plan, values, rebuilt) for plan in inputs)
+        return inputs(self.recomputed, self.values, rebuilt)
 
 
 class Chained:
@@ -2394,10 +2513,10 @@ class Chained:
     replay's chain of its buffer takes it as the recorded call's did, the snapshots kept at the
     same writes (so the reverse pass redoes the same writes, by revolve's same schedule), and
     redoes it from its inputs found as the recorded call's first redo of it found them
-    (``inputs``: a plan per input, ``Recomputation.read``'s over the program's slots;
-    ``copies``: the positions of the small values no reference follows, copied as the write
-    reads them, as tracing copies them: ``recompute.redone``; None: a write the recorded call
-    never redid). The chain, and the arrays its redone writes read alive (``Program.held``),
+    (``inputs``: the lines of their plans, ``Recomputation.read``'s over the program's slots,
+    :func:`_reading_all`; ``copies``: the positions of the small values no reference follows,
+    copied as the write reads them, as tracing copies them: ``recompute.redone``; None: a write
+    the recorded call never redid). The chain, and the arrays its redone writes read alive (``Program.held``),
     live as long as tracing's."""
 
     __slots__ = ("slot", "buffer", "whole", "budget", "first", "version", "snapshot", "place",
@@ -2431,10 +2550,9 @@ class Chained:
         """The write just made, from the values ``vals``."""
         inputs = self.inputs
         if self.copies and inputs is not None:
-            inputs = list(inputs)
-            for i in self.copies:
-                v = vals[i]
-                inputs[i] = (CONSTANT, v.copy() if type(v) is np.ndarray else v)
+            inputs = functools.partial(inputs, tuple(
+                [v.copy() if type(v) is np.ndarray else v for v in map(vals.__getitem__,
+                                                                        self.copies)]))
         rebuild.chain.wrote(inputs, self.place, redo)
 
 
@@ -3940,6 +4058,9 @@ class Program:
         # later, when it rebuilds an earlier state of its buffer)
         for slot in self.held:
             self.alive.pop(slot, None)
+        for step in planned:
+            slot, plans = step.later
+            step.later = (slot, [(i, _reading(plan, True)) for i, plan in plans])
         self.large |= {slots[key] for key in self.recomputed if key in slots} - self.returned_slots
 
     def _chained(self, step, rebuild, slots):
@@ -3966,7 +4087,7 @@ class Program:
                     copies.append(i)
                 else:
                     inputs.append(_replan(plan, slots, self, {}, key))
-            inputs = tuple(inputs)
+            inputs = _reading_all(inputs)
         return Chained(self.recomputes, rebuild, whole, self.budget, inputs, tuple(copies))
 
     def aliases(self, leaves):
