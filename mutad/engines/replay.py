@@ -4483,6 +4483,7 @@ class Recording:
         self.shown = None  # its Shown, which lists what the call showed the caller
         self.program = None
         self.reason = None
+        self.back_reason = None  # why the reverse pass makes the program one not to replay
         self.errors = None
         # The arrays bound to modules' names that the program takes as inputs (``_as_inputs``):
         # ``[(namespace, name, array)]``; their traced arrays, bound to those names while f
@@ -4597,10 +4598,27 @@ class Recording:
                 held.append(leaf)
         return held, rebuild, [type(leaf) is Traced and _scalar(leaf) for leaf in leaves]
 
+    @contextlib.contextmanager
+    def reversing(self):
+        """The recording's reverse pass runs in this block (``refuse_back``)."""
+        ACTIVE.reversing.append(self)
+        try:
+            yield
+        finally:
+            ACTIVE.reversing.remove(self)
+
+    def refuse_back(self, reason):
+        """No program of this call: its reverse pass ran something a replay does not redo
+        as it ran (a differentiation a custom rule's back starts, ``arguments.run``)."""
+        if self.back_reason is None:
+            self.back_reason = reason
+
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         self.unbind()  # (f raised)
+        if self.program is not None and self.back_reason is not None:  # (else: the first)
+            self.program, self.reason = None, self.back_reason
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             recorder.showing.remove()  # (also if the call raised)
