@@ -371,7 +371,7 @@ def _complex_scalars(*values):
                  and views.stands_for_scalar(v) else v for v in values)
 
 
-def _interp_sides(x, xp):
+def interp_sides(x, xp):
     """Where NumPy's interp puts each x: right of xp (``x > xp[-1]``, asked first, as NumPy's
     search asks it: of an xp that decreases an x may be both), else left of it
     (``x < xp[0]``), else inside, on the interval ``i`` (``xp[i] <= x < xp[i + 1]``, the last
@@ -393,7 +393,7 @@ def _interp_sides(x, xp):
     return below, above, inside, interval
 
 
-def _interp_piece(x, xp, fp, i, inside):
+def interp_piece(x, xp, fp, i, inside):
     """On the interval ``i`` of each x, ``t = (x - xp_i) / h`` and the slope
     ``s = (fp_(i+1) - fp_i) / h``, ``h = xp_(i+1) - xp_i``: zero outside xp (which they do not
     reach: no 0/0 of an x beyond repeated end points, no inf of an infinite x), and t = 1,
@@ -426,7 +426,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if complex_x:  # y depends on its real part alone
         x = np.real(x)
     x_shape, xp_shape, fp_shape = np.shape(x), np.shape(xp), np.shape(fp)
-    below, above, inside, interval = _interp_sides(x, xp)
+    below, above, inside, interval = interp_sides(x, xp)
 
     def back(dy):
         # Built with calls that dispatch: under nested reverse mode dy, x, xp and fp are arrays
@@ -439,7 +439,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             # t = (x - xp_i) / h. Then ∂y/∂x = s, ∂y/∂fp_i = 1 - t, ∂y/∂fp_(i+1) = t,
             # ∂y/∂xp_i = s (t - 1), ∂y/∂xp_(i+1) = -s t.
             i = interval
-            t, s = _interp_piece(x, xp, fp, i, inside)
+            t, s = interp_piece(x, xp, fp, i, inside)
             inner = np.where(inside, dy, 0.0)
             # a complex x: ∂y/∂Re x = s, none in Im x (its cotangent real, by the holomorphic
             # rules' conjugations, see registry.holomorphic)
@@ -483,13 +483,13 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
     if np.iscomplexobj(x):  # y depends on its real part alone
         x = np.real(x)
         dx = None if dx is None else np.real(dx)
-    below, above, inside, i = _interp_sides(x, xp)
+    below, above, inside, i = interp_sides(x, xp)
     terms = []
     if np.size(xp) > 1:
         # The partial derivatives of the reverse rule: on [xp_i, xp_(i+1)], with slope s and
         # t = (x - xp_i) / h,
         # dy = s dx + (1 - t) dfp_i + t dfp_(i+1) + s (t - 1) dxp_i - s t dxp_(i+1).
-        t, s = _interp_piece(x, xp, fp, i, inside)
+        t, s = interp_piece(x, xp, fp, i, inside)
         if dx is not None:
             terms.append(s * dx)
         if dfp is not None:

@@ -151,6 +151,7 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
+from ..rules.indexing import interp_piece, interp_sides
 from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused_attribute,
                         reproduces, scipys_value)
 
@@ -690,22 +691,55 @@ class _Interp1d(_OneDimensional):
     sorted data (order 0: piecewise constant, derivative 0), 0 where a query gets the
     constant ``fill_value``."""
 
-    def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted):
+    def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted,
+                 by_column=False):
         self.x, self.kind, self.axis, self.copy = x, kind, axis, copy
         self.bounds_error, self.fill_value = bounds_error, fill_value
         self.assume_sorted = assume_sorted
+        self.by_column = by_column
 
     def value(self, data, points, nu):
-        scipy_interpolant = _interpolate.interp1d(self.x, data[0], self.kind, self.axis,
-                                                  self.copy, self.bounds_error, self.fill_value,
-                                                  self.assume_sorted)
+        if self.by_column and nu == 0:  # (columns of the basis of 1-d data: ``linear``)
+            return self._np_interps(data[0], points)
+        scipy_interpolant = self._scipys(data[0])
         if nu == 0:
             return scipy_interpolant(points)
         return _interp1d_derivative(scipy_interpolant, points, nu)
 
+    def _np_interps(self, columns, points):
+        """np.interp(points, x, column) of each column (n, w) of a basis, as SciPy's
+        ``_call_linear_np`` computes one-dimensional data, of its sorted knots: each point
+        on its interval as np.interp puts it (``indexing.interp_sides``, ``interp_piece``),
+        weighing the interval's two rows; 0 outside the knots, where SciPy fills."""
+        order = np.arange(len(self.x)) if self.assume_sorted else np.argsort(self.x,
+                                                                             kind="mergesort")
+        knots = np.asarray(self.x)[order]
+        flat = np.ravel(points)
+        _, _, inside, i = interp_sides(flat, knots)
+        t, _ = interp_piece(flat, knots, knots, i, inside)
+        rows = ((1.0 - t)[:, None] * columns[order[i]] + t[:, None] * columns[order[i + 1]])
+        rows = np.where(inside[:, None], rows, 0.0)
+        return np.reshape(rows, np.shape(points) + np.shape(columns)[1:])
+
+    def _scipys(self, y):
+        return _interpolate.interp1d(self.x, y, self.kind, self.axis, self.copy,
+                                     self.bounds_error, self.fill_value, self.assume_sorted)
+
     def linear(self, i, data, width):
+        """The basis's spec: SciPy's interpolant of the unit columns. Of one-dimensional
+        data SciPy computes kind='linear' with np.interp (``_call_linear_np``), of several
+        columns with its own search (``_call_linear``), which at a repeated knot picks
+        another interval (or divides 0 by 0): the basis of such data is computed as np.interp
+        computes each of its columns (``by_column``), as SciPy computes the data's values,
+        where SciPy takes that path (float64 or integer knots and data, not extrapolating;
+        two knots at least)."""
         fill = self.fill_value if _extrapolates(self.fill_value) else 0.0
-        return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted)
+        by_column = (self.kind == "linear" and np.ndim(data[0]) == 1 and len(self.x) > 1
+                     and not _extrapolates(self.fill_value)
+                     and all(np.result_type(v) in (np.float64, np.int_)
+                             for v in (self.x, data[0])))
+        return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted,
+                         by_column)
 
 
 def _extrapolates(fill_value):
