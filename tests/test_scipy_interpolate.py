@@ -1141,3 +1141,20 @@ def test_interp1d_linear_of_repeated_knots_differentiates_numpys_interp(fill_val
     f = lambda y: interp1d([0.0, 0.0, 1.0, 2.0], y, bounds_error=False)(0.0)  # noqa: E731
     assert f(y) == 3.0 and mutad.gradient(f, y)[0].tolist() == [0.0, 1.0, 0.0, 0.0]
     assert y.tobytes() == before
+
+
+def test_interp1d_linear_of_traced_repeated_knots_is_scipys_value():
+    """Regression: interp1d(x, y)(0.0) of traced knots [0, 0, 1, 2] (SciPy's value 3.0, by
+    np.interp) came back NaN: the derivative's formula took SciPy's other search's interval,
+    of width 0 there, and its 0/0 reached the value. The intervals are np.interp's where
+    SciPy computes with it; the value SciPy's, in a replay too."""
+    y = np.array([1.0, 3.0, 2.0, 5.0])
+    f = lambda x: interp1d(x, y, bounds_error=False, fill_value=0.0)(  # noqa: E731
+        np.array([0.0, 0.5, 1.0, 2.0])) @ np.arange(1.0, 5.0)
+    calls = [(np.array(knots),) for knots in ([0.0, 0.0, 1.0, 2.0], [0.0, 1.0, 1.0, 2.0],
+                                              [0.0, 0.5, 1.0, 2.0], [0.0, 0.0, 1.0, 2.0])]
+    for (x,) in calls:
+        value, gradient = mutad.value_and_grad(f)(x)
+        assert value == f(x) and np.isfinite(gradient).all(), x
+    replays_as_traced(f, calls, replayed=1)  # (a call whose intervals are a recording's)
+    assert y.tolist() == [1.0, 3.0, 2.0, 5.0]
