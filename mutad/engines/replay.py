@@ -1586,7 +1586,7 @@ class SetElement:
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
         index = code.bind(self.index)
         lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
-        read = code.elements.get((array, code.read_as(index)))
+        read = code.element(array, index)
         if read is not None and lines[0] == f"{old} = {array}[{index}]":
             lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
         code.forward += lines
