@@ -4704,14 +4704,15 @@ def signature(parts):
                                 owners.setdefault(id(x), len(owners)), None, shape, strides,
                                 same, values))  # (offset None: owns its memory, x.base is None)
                     continue
-                base = owner(x)
-                if type(base) is not np.ndarray:
-                    return (f"a view of a {type(base).__name__}",
-                            f"an array whose memory is a {type(base).__name__}'s")
-                key.append((x.shape, dtype, x.strides, writeable(x),
-                            owners.setdefault(id(base), len(owners)),
-                            0 if base is x else address(x) - address(base), base.shape,
-                            base.strides, same, values))
+                base = x.base
+                if type(base) is not np.ndarray or base.base is not None:  # (a view of a view)
+                    base = owner(x)
+                    if type(base) is not np.ndarray:
+                        return (f"a view of a {type(base).__name__}",
+                                f"an array whose memory is a {type(base).__name__}'s")
+                key.append((x.shape, dtype, x.strides, x.flags.num & WRITEABLE != 0,
+                            owners.setdefault(id(base), len(owners)), address(x) - address(base),
+                            base.shape, base.strides, same, values))  # (x: a view, not base)
             elif kind is bool or x is None:
                 key.append((kind, x))
             elif kind in (float, np.float64, np.float32, np.float16) and not plain:
