@@ -6426,7 +6426,7 @@ class Replayed:
             else:
                 self.failures.pop(key, None)
                 start, per_argument = 0, []
-                for leaves, rebuild in parts[:len(args) + 1]:
+                for leaves, rebuild in parts[:len(args)]:  # (keyword arguments: not selected)
                     per_argument.append(rebuild(grads[start:start + len(leaves)]))
                     start += len(leaves)
                 grads = per_argument[selected[0]] if single else tuple(
