@@ -4978,7 +4978,7 @@ class Reached:
                 return False
         for namespace, every, taken, values, names, absent in self.namespaces:
             if absent is not None:
-                if any(map(namespace.__contains__, absent)):
+                if absent and any(map(namespace.__contains__, absent)):
                     return False
             elif {name for name in (namespace if every else _named(names, namespace))
                   if type(name) is str} != taken:
@@ -5056,7 +5056,8 @@ def _function_state(f):
     attribute dict, and whether that is empty."""
     keywords = f.__kwdefaults__
     return (f.__code__, f.__defaults__, keywords, *(keywords.values() if keywords else ()),
-            _APART, *_cell_contents(f), _APART, f.__dict__, not f.__dict__)
+            _APART, *(_cell_contents(f) if f.__closure__ else ()), _APART, f.__dict__,
+            not f.__dict__)
 
 
 def _attributes_state(x):
