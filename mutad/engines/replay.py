@@ -6413,7 +6413,8 @@ class Replayed:
         if any(p.aliases(flat) for p in candidates):
             return self._traced(args, kwargs)
         if candidates:
-            self.programs.move_to_end(key)
+            if len(self.programs) > 1:  # (one is the last already: the key hashed once less)
+                self.programs.move_to_end(key)
             try:
                 value, grads = self._first_that_holds(key, program, candidates, flat, modes)
             except GuardFailed as failed:
