@@ -1096,6 +1096,10 @@ def shown_class(x, numpy_class):
 
 
 _SEQUENCES = (list, tuple)
+DISPATCHED = {}
+"""Class -> ``function(ufunc, operands)``, which a ufunc the user's code calls in the mode
+calls where every operand is of that class (``_ModeUfunc``), as its ``__array_ufunc__``
+would be called: the traced array's, which its engine adds."""
 _SEQUENCES_OR_ARRAY = (list, tuple, np.ndarray)
 
 
@@ -1129,6 +1133,22 @@ class _ModeUfunc:
                     return from_plain_objects(self.ufunc(*args, **kwargs), self.ufunc, args,
                                               kwargs)
                 break
+        else:
+            # Operands all of one class of ``DISPATCHED``, one per input, no keyword: NumPy
+            # would call that class's ``__array_ufunc__`` with them and nothing else, once
+            # (``np.sin(x)`` of a traced ``x``); its engine's function does it here, without
+            # NumPy's search for overrides. Where it declines (NotImplemented), NumPy's call
+            # says what NumPy says.
+            call = DISPATCHED.get(type(args[0])) if args else None
+            if call is not None and not kwargs and len(args) == self.ufunc.nin:
+                kind = type(args[0])
+                for a in args:
+                    if type(a) is not kind:
+                        break
+                else:
+                    y = call(self.ufunc, args)
+                    if y is not NotImplemented:
+                        return y
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):
