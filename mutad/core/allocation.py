@@ -4712,13 +4712,7 @@ _BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.
 def _import_module(name, package=None):
     """``importlib.import_module`` in the mode: the library module it gives is switched as an
     ``import`` statement's is (``_Mode.reach``)."""
-    IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1
-    try:
-        module = _IMPORT_MODULE(name, package)
-    finally:
-        IMPORTS.depth -= 1
-    if len(sys.modules) != MODE.rules_checked and not IMPORTS.depth:
-        MODE.load_rules()
+    module = _imported(_IMPORT_MODULE, name, package)
     if type(module) is types.ModuleType:
         MODE.reach(module)
     return module
@@ -4728,6 +4722,19 @@ IMPORTS = threading.local()
 """``depth``: the imports running in this thread through the mode's ``__import__`` and
 ``importlib.import_module``; the rule modules of the libraries they load are loaded once the
 outermost one has returned (``_Mode.load_rules``), when no module of theirs is half-made."""
+
+
+def _imported(importer, *arguments):
+    """``importer(*arguments)``, an import in the mode; the outermost one loads the rule
+    modules of the libraries imported since the last did (``_Mode.load_rules``)."""
+    IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1
+    try:
+        module = importer(*arguments)
+    finally:
+        IMPORTS.depth -= 1
+    if len(sys.modules) != MODE.rules_checked and not IMPORTS.depth:
+        MODE.load_rules()
+    return module
 
 
 _IMPORT_MODULE = importlib.import_module
@@ -5078,13 +5085,7 @@ class _Mode:
         """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
-        IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1
-        try:
-            module = _IMPORT(name, globals, locals, fromlist, level)
-        finally:
-            IMPORTS.depth -= 1
-        if len(sys.modules) != self.rules_checked and not IMPORTS.depth:
-            self.load_rules()
+        module = _imported(_IMPORT, name, globals, locals, fromlist, level)
         if type(module) is types.ModuleType:  # (``from scipy.linalg.basic import solve``)
             self.reach(module)
         if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
