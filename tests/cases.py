@@ -286,6 +286,18 @@ UFUNC_CASES += [
     # derivatives through the x partial's own quadrature cost seconds)
     Case(special.kv,        (Domain("order", -3.0, 3.0),), settings=((1, 1.7),)),
     Case(special.kve,       (Domain("order", -3.0, 3.0),), settings=((1, 0.6),)),
+    # J_v, Y_v and I_v in their order (a first derivative: their series or integrals), where
+    # the series serves (small x), where the integrals do, and an order in (-1, 0)
+    _first(special.jv,      (Domain("order", -0.9, 3.0),), settings=((1, 1.7),), label="order"),
+    _first(special.jv,      (Domain("order", 0.0, 3.0),), settings=((1, 9.5),),
+           label="order-oscillating"),
+    _first(special.yv,      (Domain("order", -3.0, 3.0),), settings=((1, 2.2),), label="order"),
+    _first(special.jve,     (Domain("order", 0.0, 3.0),), settings=((1, 0.4),), label="order"),
+    _first(special.yve,     (Domain("order", 0.0, 3.0),), settings=((1, 12.0),), label="order"),
+    _first(special.iv,      (Domain("order", -0.9, 3.0),), settings=((1, 1.3),), label="order"),
+    _first(special.ive,     (Domain("order", -0.9, 3.0),), settings=((1, 30.0),), label="order"),
+    _first(special.ive,     (Domain("order", 6.0, 9.0),), settings=((1, 0.5),),
+           label="order-small-x"),
     Case(special.huber,     (above_half, real),    alias=above_half),
     Case(special.pseudo_huber, (above_half, real), alias=above_half),
     Case(special.boxcox,    (above_half, exponent), alias=above_half),

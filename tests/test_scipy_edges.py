@@ -194,6 +194,38 @@ SPECIAL = [
 ]
 
 
+# J_v, Y_v, I_v in their order, a first derivative (the second is refused): where the power
+# series serves (J_v, I_v tiny, v beyond x), where Schläfli's integrals do (x beyond v, large x,
+# I_v's at v = 0, which is -K_0(x)), an order in (-1, 0), a tiny argument
+FIRST_ONLY = [
+    ("jv_order", lambda v: sc.jv(v, 2.0), lambda v: mp.besselj(v, 2.0), [-0.5, 0.3, 20.0]),
+    ("jv_order_evanescent", lambda v: sc.jv(v, 50.0), lambda v: mp.besselj(v, 50.0), [100.0]),
+    ("jv_order_large_x", lambda v: sc.jv(v, 300.0), lambda v: mp.besselj(v, 300.0), [1.0]),
+    ("yv_order", lambda v: sc.yv(v, 1e-3), lambda v: mp.bessely(v, 1e-3), [-0.9, 0.0, 2.5]),
+    ("yv_order_large_x", lambda v: sc.yv(v, 90.0), lambda v: mp.bessely(v, 90.0), [0.3, 30.0]),
+    ("iv_order", lambda v: sc.iv(v, 3.0), lambda v: mp.besseli(v, 3.0), [-0.5, 0.0, 40.0]),
+    ("ive_order", lambda v: sc.ive(v, 200.0), lambda v: mp.besseli(v, 200.0) * mp.exp(-200),
+     [0.0, 2.5, 100.0]),
+]
+
+
+@pytest.mark.parametrize("f, fm, x", [pytest.param(f, fm, x, id=f"{name}({x!r})")
+                                      for name, f, fm, points in FIRST_ONLY for x in points])
+def test_first_derivatives_at_their_edges(f, fm, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, (reverse,) = mutad.value_and_gradient(f, x)
+        _, forward = mutad.jvp(f, (x,), (1.0,))
+    assert value == f(x)
+    with mp.workdps(DIGITS):
+        point = mp.mpf(x)
+        v, d1 = (float(mp.diff(fm, point, n, h=mp.mpf(10) ** -20 * (abs(point) or 1)))
+                 for n in range(2))
+    floor = 1e-14 * abs(v) / (abs(x) or 1.0)
+    for d in (reverse, forward):
+        assert relative_error(float(d), d1, floor) <= FIRST, (d, d1)
+
+
 def mp_t_cdf_large(nu, t):
     """Student's t distribution function for large ν, by its hypergeometric series."""
     return mp.mpf(1) / 2 + t * mp.exp(mp.loggamma((nu + 1) / 2) - mp.loggamma(nu / 2)) / (

@@ -1123,3 +1123,136 @@ def kve_dv(y, v, x):
 def kv_dv(y, v, x):
     """∂/∂v of K_v(x): the scaled one's times e^-x."""
     return k_order_integral(1, 0)(v, x) * np.exp(-x)
+
+
+# ----------------------------------------------------------------------------------------------
+# J_v, Y_v and I_v in their order v (x > 0). Two forms, each accurate where the other is not:
+#
+# * the power series Σ_k s^k (x/2)^(2k+v) / (k! Γ(k+v+1)) (s = -1 for J, +1 for I), whose
+#   derivative in v is the same sum with each term times log(x/2) - ψ(k+v+1). For v > -1 its
+#   terms' absolute values sum to I_v(x), so its error is ε I_v(x): the form where J_v (I_v
+#   e^-x) is small, v beyond x, where the integrals below cancel to a tiny value;
+# * Schläfli's integrals (DLMF 10.9.6, 10.9.7, 10.32.4), differentiated under the integral:
+#   J_v = (1/π)∫_0^π cos(x sin θ - vθ) dθ - (sin vπ/π) ∫_0^∞ e^(-x sinh t - vt) dt,
+#   Y_v = (1/π)∫_0^π sin(x sin θ - vθ) dθ - (1/π)∫_0^∞ (e^(vt) + e^(-vt) cos vπ) e^(-x sinh t) dt,
+#   I_v e^-x = (1/π)∫_0^π e^(x (cos θ - 1)) cos vθ dθ - (sin vπ/π) ∫_0^∞ e^(-x (cosh t + 1) - vt) dt,
+#   by Gauss-Legendre, on [0, π] with more nodes than the phase x sin θ - vθ turns, on [0, T]
+#   with T where the exponent has fallen by ``_BESSEL_ORDER_DECAY``: their error is ε times
+#   the integrands' size, 1 (e^0 for I), the form where the function oscillates or grows.
+# Their second derivatives (in v again, or in x) are refused: ``NoClosedForm``.
+_BESSEL_ORDER_DECAY = 60.0
+_BESSEL_ORDER_MOST_NODES = 20_000
+_BESSEL_ORDER_TAIL_NODES = 160
+
+
+@functools.cache
+def _legendre_on(n, end):
+    """Gauss-Legendre nodes and weights of n points on [0, end]."""
+    nodes, weights = leggauss(n)
+    return 0.5 * end * (nodes + 1.0), 0.5 * end * weights
+
+
+def _bessel_order_series(sign, v, x, scaled):
+    """∂/∂v of Σ_k sign^k (x/2)^(2k+v) / (k! Γ(k+v+1)) (times e^-x where ``scaled``), v > -1.
+    The terms are their common factor, the first, times the products of the ratios of the
+    consecutive terms: the common factor's rounding is not amplified where the sum cancels."""
+    log_half = np.log(0.5 * x)
+    common = np.exp(v * log_half - gammaln(v + 1.0) - (x if scaled else 0.0))
+    total = np.zeros_like(x)
+    bound = np.zeros_like(x)
+    log_ratio = np.zeros_like(x)
+    digamma = psi(v + 1.0)
+    k = 0
+    while True:
+        term = np.exp(log_ratio) * (log_half - digamma)
+        total = total + (sign ** k) * term
+        bound = bound + np.abs(term)
+        k += 1
+        # (past the largest term, the terms fall faster than geometrically)
+        if k > 0.5 * np.max(x, initial=0.0) + 2 and np.all(np.abs(term) <= 1e-17 * bound):
+            return common * total
+        if k > _BESSEL_ORDER_MOST_NODES:
+            raise UnsupportedOperationError(
+                "scipy.special: mutad's series of a Bessel function's derivative in its order "
+                f"needs more than {_BESSEL_ORDER_MOST_NODES} terms here; pass the order as a "
+                "constant.")
+        log_ratio = log_ratio + (2.0 * log_half - math.log(k) - np.log(k + v))
+        digamma = digamma + 1.0 / (k + v)
+
+
+def _bessel_order_tail(x, rate, m, phi, shift=0.0):
+    """∫_0^∞ t^m e^(-x (phi(t) + shift) - rate t) dt (x > 0), by Gauss-Legendre on [0, T]."""
+    end = np.ones_like(x)
+    grow = np.maximum(-rate, 0.0)
+    inverse = np.arcsinh if phi is np.sinh else (lambda u: np.arccosh(1.0 + u))
+    for _ in range(40):  # x (phi(T) - phi(0)) - |rate| T = decay + m log(1 + T), a contraction
+        end = inverse((_BESSEL_ORDER_DECAY + grow * end + m * np.log1p(end)) / x)
+    nodes, weights = _legendre_on(_BESSEL_ORDER_TAIL_NODES, 1.0)
+    t = end[..., None] * nodes  # each element on its own [0, T]
+    with _errstate():
+        integrand = t ** m * np.exp(-x[..., None] * (phi(t) + shift) - rate[..., None] * t)
+    return end * (integrand @ weights)
+
+
+def _bessel_order_integrals(kind, v, x):
+    """∂/∂v of J_v (``kind`` "j"), Y_v ("y") or I_v e^-x ("i") by Schläfli's integrals."""
+    count = int(np.max(np.ceil(x + np.abs(v)), initial=0.0)) + 40
+    if count > _BESSEL_ORDER_MOST_NODES:
+        raise UnsupportedOperationError(
+            "scipy.special: mutad integrates a Bessel function's derivative in its order by "
+            f"Gauss-Legendre, which needs more than {_BESSEL_ORDER_MOST_NODES} nodes here (an "
+            "argument or order beyond about 2e4); pass the order as a constant.")
+    theta, weights = _legendre_on(count, math.pi)
+    vs, xs = v[..., None], x[..., None]
+    s, c = np.sin(math.pi * v), np.cos(math.pi * v)
+    with _errstate():
+        if kind == "i":
+            body = -((theta * np.exp(xs * (np.cos(theta) - 1.0)) * np.sin(vs * theta)) @ weights)
+            return (body / math.pi - c * _bessel_order_tail(x, v, 0, np.cosh, 1.0)
+                    + (s / math.pi) * _bessel_order_tail(x, v, 1, np.cosh, 1.0))
+        phase = xs * np.sin(theta) - vs * theta
+        if kind == "j":
+            body = (theta * np.sin(phase)) @ weights
+            return (body / math.pi - c * _bessel_order_tail(x, v, 0, np.sinh)
+                    + (s / math.pi) * _bessel_order_tail(x, v, 1, np.sinh))
+        body = -((theta * np.cos(phase)) @ weights)
+        return ((body - _bessel_order_tail(x, -v, 1, np.sinh)
+                 + c * _bessel_order_tail(x, v, 1, np.sinh)) / math.pi
+                + s * _bessel_order_tail(x, v, 0, np.sinh))
+
+
+def _bessel_order_value(kind, name, v, x):
+    v, x = np.broadcast_arrays(np.asarray(v, dtype=float), np.asarray(x, dtype=float))
+    if kind != "y" and np.any(np.logical_and(v <= -1.0, x > 0.0)):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: mutad differentiates it in its order v for v > -1; pass "
+            "an order v <= -1 as a constant (mutad.stop_gradient).")
+    inside = both(x > 0.0, np.isfinite(x), np.isfinite(v))
+    vs, xs = np.where(inside, v, 1.0), np.where(inside, x, 1.0)
+    with _errstate():
+        if kind == "y":
+            series = np.zeros(vs.shape, dtype=bool)
+        elif kind == "j":  # the series' error ε I_v(x) at most the integrals' ε
+            series = _special.ive(vs, xs) * np.exp(xs) <= 10.0
+        else:  # I_v e^-x small: v beyond x
+            series = _special.ive(vs, xs) < 1e-2
+        result = np.empty(vs.shape)
+        if np.any(series):
+            result[series] = _bessel_order_series(-1.0 if kind == "j" else 1.0, vs[series],
+                                                  xs[series], kind == "i")
+        if not np.all(series):
+            result[~series] = _bessel_order_integrals(kind, vs[~series], xs[~series])
+        # at x = 0, J_v and I_v are 0 for every v > 0 (elsewhere on x <= 0 no derivative)
+        edge = np.where(both(x == 0.0, v > 0.0, kind != "y"), 0.0, np.nan)
+        result = np.where(inside, result, edge)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def bessel_order_derivative(kind, name):
+    """∂/∂v of J_v(x) (``kind`` "j"), Y_v(x) ("y"), I_v(x) e^-|x| ("i"): SciPy's ``name``'s."""
+    second = NoClosedForm(f"the order v of scipy.special.{name} twice (a second derivative)")
+    return Elementwise(functools.partial(_bessel_order_value, kind, name),
+                       second, NoClosedForm(f"x and the order v of scipy.special.{name} (a "
+                                            "second derivative)"),
+                       name=f"{name}_order_derivative")

@@ -18,11 +18,12 @@ reach them (``registry.defroute``).
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
 it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
-Bessel function's order, a hypergeometric function's parameters) the row says so
-(``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``;
-where a sum or an integral computes it to rounding, that is its partial (K_v's in the order v
-by the trapezoidal rule of its integral, the Hurwitz zeta function's in its exponent by the
-Euler-Maclaurin formula, ``_numerics``).
+hypergeometric function's parameters, Struve's order) the row says so (``NoClosedForm``):
+differentiating with respect to that argument raises a ``MutadError``; where a sum or an
+integral computes it to rounding, that is its partial (K_v's in the order v by the trapezoidal
+rule of its integral; J_v's, Y_v's and I_v's, a first derivative, by their power series or
+Schläfli's integrals; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin
+formula, ``_numerics``).
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
 the partials are written to hold at the same points (``_numerics``): log_ndtr's as
@@ -379,6 +380,16 @@ def _struve_dx(y, v, x):
 
 
 _ORDER = NoClosedForm("the order v")
+
+
+def _in_order(kind, name, scaled=False):
+    """The partial of SciPy's ``name`` in its order v (``_numerics.bessel_order_derivative``):
+    J_v's and Y_v's (also jve's and yve's, which scale by 1 for real x), I_v e^-|x|'s, and I_v's
+    as that times e^x."""
+    def partial(y, v, x, *decision):
+        derivative = _numerics.bessel_order_derivative(kind, name)(v, x)
+        return derivative * np.exp(x) if kind == "i" and not scaled else derivative
+    return partial
 _DEGREE = NoClosedForm("the degree n")
 _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
@@ -737,20 +748,21 @@ elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
 elementwise(rel_entr,  _rel_entr_dx, _rel_entr_dw,                               decide=_xlogy_zeros)
 elementwise(j0,        lambda y, x: -j1(x))
 elementwise(j1,        lambda y, x: 0.5 * (j0(x) - jv(2.0, x)))
-elementwise(jv,        _ORDER, lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
+elementwise(jv,        _in_order("j", "jv"), lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
 elementwise(y0,        lambda y, x: -y1(x))
 elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
 elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
-elementwise(yv,        _ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
+elementwise(yv,        _in_order("y", "yv"), lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
 # (jve and yve scale by exp(-|Im x|): 1 for the real arguments differentiated)
-elementwise(jve,       _ORDER, lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
-elementwise(yve,       _ORDER, lambda y, v, x: 0.5 * (yve(v - 1.0, x) - yve(v + 1.0, x)))
+elementwise(jve,       _in_order("j", "jve"), lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
+elementwise(yve,       _in_order("y", "yve"), lambda y, v, x: 0.5 * (yve(v - 1.0, x) - yve(v + 1.0, x)))
 elementwise(i0,        lambda y, x: i1(x))
 elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
-elementwise(iv,        _ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
+elementwise(iv,        _in_order("i", "iv"), lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
 elementwise(i0e,       _scaled_i(0),                                      uses="xy", decide=sign_of)
 elementwise(i1e,       _scaled_i(1),                                      uses="xy", decide=sign_of)
-elementwise(ive,       _ORDER, _ive_derivative,                          uses="xy", decide=_sign_of_x)
+elementwise(ive,       _in_order("i", "ive", scaled=True), _ive_derivative, uses="xy",
+            decide=_sign_of_x)
 elementwise(k0,        lambda y, x: -k1(x))
 elementwise(k1,        _numerics.k1_derivative)
 elementwise(kv,        _numerics.kv_dv, _numerics.kv_derivative)

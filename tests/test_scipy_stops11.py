@@ -1,0 +1,57 @@
+"""SciPy programs that stopped: Bessel functions differentiated in their order (jv, yv, iv,
+ive; scipy.stats.ncx2 in its degrees of freedom, whose density is SciPy's ive of order
+df/2 - 1). Each checked with central differences (``tests.test_scipy_stops.check``: reverse
+and forward mode, a replay), its value SciPy's bit for bit and the caller's arrays unchanged,
+and replayed a third time."""
+
+import numpy as np
+import pytest
+import scipy.special as sc
+import scipy.stats
+
+import mutad
+
+from tests.test_scipy_stops8 import check_replayed
+
+X = np.array([0.7, 1.3, 0.4, 2.9])
+W = np.cos(np.arange(4.0))
+
+
+# ----------------------------------------------------------------------------------------------
+# Bessel functions in their order: a first derivative, by their series or Schläfli's integrals
+
+
+_IN_ORDER = {
+    "jv": lambda p: (sc.jv(p, 2.0) * W).sum() + sc.jv(2.0 * p, 15.0) @ W,
+    "yv": lambda p: (sc.yv(p, 2.5) * W).sum() + sc.yve(p - 0.5, 0.3) @ W,
+    "iv": lambda p: (sc.iv(p, 1.5) * W).sum() + np.log(sc.ive(p, 40.0)).sum(),
+    "besselian_mixture": lambda p: (sc.jv(p[:2], p[2:]) ** 2).sum() + sc.iv(p[0], p[3]),
+    "ncx2_df": lambda p: scipy.stats.ncx2.logpdf(3.0, p + 1.0, 0.5 * p[::-1]).sum(),
+    "ncx2_fit": lambda p: scipy.stats.ncx2.logpdf(W ** 2 + 0.5, p[0] + 0.5, p[1]).sum()
+    + scipy.stats.ncx2.pdf(1.2, p[2], p[3]),
+    "rice_like": lambda p: np.log(sc.ive(p[0] - 1.0, p[1] * p[2])).sum() - p[3] * p[0],
+}
+
+
+@pytest.mark.parametrize("name", list(_IN_ORDER))
+def test_bessel_functions_in_their_order(name):
+    """Regression: jv, yv, iv and ive were refused in their order ("no derivative with
+    respect to the order v"), and so was ncx2 in its degrees of freedom."""
+    check_replayed(_IN_ORDER[name], X.copy(), rtol=1e-6, atol=1e-7)
+
+
+def test_an_order_of_at_most_minus_one_is_refused():
+    """The series serves orders v > -1: an order below is refused, not given a wrong number."""
+    with pytest.raises(mutad.MutadError, match=r"order v for v > -1"):
+        mutad.gradient(lambda v: sc.jv(v, 2.0), -1.5)
+    np.testing.assert_allclose(mutad.gradient(lambda v: sc.yv(v, 2.0), -1.5)[0],
+                               (sc.yv(-1.5 + 1e-6, 2.0) - sc.yv(-1.5 - 1e-6, 2.0)) / 2e-6,
+                               rtol=1e-7)
+
+
+@pytest.mark.parametrize("function", [sc.jv, sc.iv, sc.ive, sc.yv])
+def test_a_second_derivative_in_the_order_is_refused(function):
+    with pytest.raises(mutad.MutadError, match="second derivative"):
+        mutad.hessian(lambda v: function(v, 2.0), 0.7)
+    with pytest.raises(mutad.MutadError, match="second derivative"):
+        mutad.hessian(lambda vx: function(vx[0], vx[1]), np.array([0.7, 2.0]))
