@@ -206,6 +206,19 @@ FIRST_ONLY = [
     ("iv_order", lambda v: sc.iv(v, 3.0), lambda v: mp.besseli(v, 3.0), [-0.5, 0.0, 40.0]),
     ("ive_order", lambda v: sc.ive(v, 200.0), lambda v: mp.besseli(v, 200.0) * mp.exp(-200),
      [0.0, 2.5, 100.0]),
+    # Kummer's function in its parameters (the series; for z < 0 Kummer's transformation): a
+    # term of the series in a passing through 0 (a = -2.5, the sixth), a polynomial (a = -2),
+    # z large, negative z, M(0, b, z) = 1 in b
+    ("hyp1f1_a", lambda a: sc.hyp1f1(a, 0.3, 0.7), lambda a: mp.hyp1f1(a, 0.3, 0.7),
+     [-2.5, -2.0, 0.5]),
+    ("hyp1f1_a_large_z", lambda a: sc.hyp1f1(a, 1.5, 60.0), lambda a: mp.hyp1f1(a, 1.5, 60.0),
+     [0.5, 3.0]),
+    ("hyp1f1_a_negative_z", lambda a: sc.hyp1f1(a, 10.0, -50.0),
+     lambda a: mp.hyp1f1(a, 10.0, -50.0), [0.5, 3.0]),
+    ("hyp1f1_b", lambda b: sc.hyp1f1(0.5, b, 5.0), lambda b: mp.hyp1f1(0.5, b, 5.0), [0.3, 10.0]),
+    ("hyp1f1_b_negative_z", lambda b: sc.hyp1f1(-2.5, b, -5.0),
+     lambda b: mp.hyp1f1(-2.5, b, -5.0), [1.5]),
+    ("hyp1f1_b_of_zero_a", lambda b: sc.hyp1f1(0.0, b, -5.0) * (1 + b), lambda b: 1 + b, [1.5]),
 ]
 
 

@@ -1,6 +1,6 @@
 """SciPy programs that stopped: Bessel functions differentiated in their order (jv, yv, iv,
 ive; scipy.stats.ncx2 in its degrees of freedom, whose density is SciPy's ive of order
-df/2 - 1). Each checked with central differences (``tests.test_scipy_stops.check``: reverse
+df/2 - 1), Kummer's function hyp1f1 in its parameters. Each checked with central differences (``tests.test_scipy_stops.check``: reverse
 and forward mode, a replay), its value SciPy's bit for bit and the caller's arrays unchanged,
 and replayed a third time."""
 
@@ -55,3 +55,27 @@ def test_a_second_derivative_in_the_order_is_refused(function):
         mutad.hessian(lambda v: function(v, 2.0), 0.7)
     with pytest.raises(mutad.MutadError, match="second derivative"):
         mutad.hessian(lambda vx: function(vx[0], vx[1]), np.array([0.7, 2.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Kummer's function in its parameters a and b (its series; Kummer's transformation for z < 0)
+
+
+def _kummer(p):
+    a, b = p[:2], p[2:] + 1.0
+    return (sc.hyp1f1(a, b, 0.7 * W[:2]) * W[:2]).sum() + np.log(sc.hyp1f1(b, b + a, -3.0)).sum()
+
+
+def test_kummers_function_in_its_parameters():
+    """Regression: hyp1f1 was refused in a and b ("no derivative with respect to the
+    parameter a")."""
+    check_replayed(_kummer, X.copy())
+
+
+def test_kummers_function_where_its_series_cancels_is_refused():
+    """a > b with z < 0 (and a < 0 with z > 0): the series' terms of both signs cancel; the
+    derivative is refused rather than given with the digits lost."""
+    with pytest.raises(mutad.MutadError, match="cancels"):
+        mutad.gradient(lambda a: sc.hyp1f1(a, 1.5, -50.0), 20.0)
+    with pytest.raises(mutad.MutadError, match="second derivative"):
+        mutad.hessian(lambda a: sc.hyp1f1(a, 1.5, 2.0), 0.5)

@@ -1164,12 +1164,15 @@ def _bessel_order_series(sign, v, x, scaled):
     digamma = psi(v + 1.0)
     k = 0
     while True:
-        term = np.exp(log_ratio) * (log_half - digamma)
+        size = np.exp(log_ratio)
+        term = size * (log_half - digamma)
         total = total + (sign ** k) * term
         bound = bound + np.abs(term)
         k += 1
-        # (past the largest term, the terms fall faster than geometrically)
-        if k > 0.5 * np.max(x, initial=0.0) + 2 and np.all(np.abs(term) <= 1e-17 * bound):
+        # (past the largest term, the terms fall faster than geometrically; their sizes, not
+        # the terms, which pass through 0 where log(x/2) - ψ changes sign)
+        if k > 0.5 * np.max(x, initial=0.0) + 2 and np.all(
+                size * (np.abs(log_half) + np.abs(digamma)) <= 1e-17 * bound):
             return common * total
         if k > _BESSEL_ORDER_MOST_NODES:
             raise UnsupportedOperationError(
@@ -1256,3 +1259,82 @@ def bessel_order_derivative(kind, name):
                        second, NoClosedForm(f"x and the order v of scipy.special.{name} (a "
                                             "second derivative)"),
                        name=f"{name}_order_derivative")
+
+
+# ----------------------------------------------------------------------------------------------
+# Kummer's function M(a, b, z) = 1F1(a; b; z) in its parameters: the series Σ_k t_k, t_k =
+# (a)_k z^k / ((b)_k k!), differentiated term by term, each term's partials by the recurrence of
+# the terms (t_k = t_(k-1) r_k, r_k = (a+k-1) z / ((b+k-1) k)), which holds at a = 0, -1, ...
+# too (a polynomial). For z < 0 Kummer's transformation M(a, b, z) = e^z M(b-a, b, -z) makes
+# the series' terms of one sign for b > a; where the sum still cancels (its terms' absolute
+# values beyond 1e5 times the sum) the derivative is refused rather than given inaccurate.
+_KUMMER_MOST_TERMS = 5000
+
+
+def _kummer_series_partial(direction, a, b, z):
+    """The derivative of M(a, b, z) along ``direction`` ("a", "b", or "ab": a and b together)
+    by the series at z, and the sum of its terms' absolute values. Along a and b together the
+    ratio's derivative is z (b - a) / ((b+k-1)² k): 0 where a = b, as M(b, b, z) = e^z is."""
+    term = np.ones_like(z)
+    derivative, total, bound = np.zeros_like(z), np.zeros_like(z), np.zeros_like(z)
+    for k in range(1, _KUMMER_MOST_TERMS + 1):
+        step = z / ((b + k - 1.0) * k)
+        ratio = (a + k - 1.0) * step
+        if direction == "a":
+            slope = step
+        elif direction == "b":
+            slope = -ratio / (b + k - 1.0)
+        else:
+            slope = step * (b - a) / (b + k - 1.0)
+        previous = derivative
+        derivative = derivative * ratio + term * slope
+        term = term * ratio
+        total = total + derivative
+        bound = bound + np.abs(derivative)
+        # (two terms in a row: one passes through 0 where its sign changes)
+        if k > np.max(np.abs(z), initial=0.0) and np.all(
+                np.maximum(np.abs(derivative), np.abs(previous)) <= 1e-17 * bound):
+            return total, bound
+    raise UnsupportedOperationError(
+        f"scipy.special.hyp1f1: its series in the parameters needs more than "
+        f"{_KUMMER_MOST_TERMS} terms here (a large argument); pass the parameters as constants.")
+
+
+def _kummer_parameter_value(which, a, b, z):
+    a, b, z = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (a, b, z)))
+    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(z), b > 0.0)
+    a, b, z = (np.where(inside, u, fill) for u, fill in ((a, 0.5), (b, 1.0), (z, 0.0)))
+    negative = z < 0.0
+    partial, bound = np.zeros_like(z), np.zeros_like(z)
+    with _errstate():
+        for side in (False, True):
+            chosen = negative == side
+            if not np.any(chosen):
+                continue
+            ac, bc, zc = a[chosen], b[chosen], np.abs(z[chosen])
+            if side:  # M(a, b, z) = e^z M(b - a, b, -z): along a, minus along its first
+                # parameter; along b, along both of them
+                total, size = _kummer_series_partial("a" if which == 0 else "ab", bc - ac, bc,
+                                                     zc)
+                scale = np.exp(-zc)
+                total = -total if which == 0 else total
+            else:
+                total, size = _kummer_series_partial("ab"[which], ac, bc, zc)
+                scale = 1.0
+            partial[chosen], bound[chosen] = total * scale, size * scale
+        if np.any(np.logical_and(inside, bound > 1e5 * np.abs(partial))):
+            raise UnsupportedOperationError(
+                f"scipy.special.hyp1f1: its series in the parameter {'ab'[which]} cancels "
+                "here (terms of both signs: a < 0, or a > b with z < 0), which would lose its "
+                "digits; pass the parameters as constants.")
+        result = np.where(inside, partial, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def kummer_parameter_derivative(which):
+    """∂/∂a (``which`` 0) or ∂/∂b (1) of scipy.special.hyp1f1(a, b, z), b > 0 (NaN elsewhere)."""
+    second = NoClosedForm("the parameters of scipy.special.hyp1f1 and another argument (a "
+                          "second derivative)")
+    return Elementwise(functools.partial(_kummer_parameter_value, which), second, second, second,
+                       name=f"hyp1f1_d{'ab'[which]}")

@@ -17,13 +17,14 @@ reach them (``registry.defroute``).
 
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
-it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
-hypergeometric function's parameters, Struve's order) the row says so (``NoClosedForm``):
-differentiating with respect to that argument raises a ``MutadError``; where a sum or an
+it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form
+(hyp2f1's parameters, Struve's order) the row says so (``NoClosedForm``): differentiating
+with respect to that argument raises a ``MutadError``; where a sum or an
 integral computes it to rounding, that is its partial (K_v's in the order v by the trapezoidal
 rule of its integral; J_v's, Y_v's and I_v's, a first derivative, by their power series or
-Schläfli's integrals; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin
-formula, ``_numerics``).
+Schläfli's integrals; Kummer's function hyp1f1's in its parameters, a first derivative, by
+its series; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin formula,
+``_numerics``).
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
 the partials are written to hold at the same points (``_numerics``): log_ndtr's as
@@ -843,7 +844,9 @@ elementwise(ndtri_exp, _ndtri_exp_slope,                                        
 # x^p is: the limit at x = 0)
 elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
             lambda y, x, p: xlogy(y + 1.0, x),                                        uses="xy")
-elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
+# in a and b a first derivative, by the series (``_numerics.kummer_parameter_derivative``)
+elementwise(hyp1f1,    lambda y, a, b, x: _numerics.kummer_parameter_derivative(0)(a, b, x),
+            lambda y, a, b, x: _numerics.kummer_parameter_derivative(1)(a, b, x),
             lambda y, a, b, x: a / b * hyp1f1(a + 1.0, b + 1.0, x))
 # The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
 # and in a, -(∂P/∂a) / (∂P/∂x) at x = y, the same for the complement (both partials change sign)
