@@ -27,6 +27,8 @@ from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _riemann_zeta  # scipy.special.zeta(x)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
+# scipy.stats.kstwobign's and ksone's distribution functions and their inverses
+from scipy.special._ufuncs import _kolmogc, _kolmogci, _smirnovc, _smirnovci
 from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
     _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
     _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
@@ -331,6 +333,18 @@ UFUNC_CASES += [
     Case(special.voigt_profile, (real, above_half), settings=((1, 0.6),), label="x gamma"),
     Case(special.powm1,     (above_half, exponent)),
     Case(special.hyp1f1,    (real,),               settings=((0, 0.5), (1, 1.5))),
+    # the Kolmogorov distributions by SciPy's derivatives (a first derivative); smirnov's d
+    # between SciPy's breaks at multiples of 1/n
+    _first(special.kolmogorov, (Domain("statistic", 0.3, 2.5),)),
+    _first(_kolmogc, (Domain("statistic", 0.3, 2.5),)),
+    _first(special.kolmogi, (probability,)),
+    _first(_kolmogci, (probability,)),
+    _first(special.smirnov, (Domain("statistic", 0.22, 0.38),), settings=((0, 5),)),
+    _first(_smirnovc, (Domain("statistic", 0.22, 0.38),),
+           settings=((0, 5),)),
+    _first(special.smirnovi, (Domain("probability", 0.15, 0.4),), settings=((0, 5),)),
+    _first(_smirnovci, (Domain("probability", 0.6, 0.85),),
+           settings=((0, 5),)),
     _first(special.hyp1f1,  (Domain("parameter", -0.5, 2.0),), settings=((1, 1.5), (2, -0.8)),
            label="a"),
     _first(special.hyp1f1,  (Domain("parameter", 0.5, 3.0),), settings=((0, 0.7), (2, 2.5)),

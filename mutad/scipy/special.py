@@ -59,6 +59,9 @@ from scipy.special import (
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
 )
+from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
+from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
+                                   _smirnovp)
 from scipy.special._ufuncs import (_beta_ppf, _invgauss_isf, _invgauss_ppf, _lambertw,
                                    _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
                                    _riemann_zeta, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf,
@@ -96,12 +99,13 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
            "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
-           "kl_div", "kv",
+           "kl_div", "kolmogi", "kolmogorov", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri", "ndtri_exp",
            "owens_t", "poch",
            "polygamma", "powm1",
-           "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
+           "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "smirnov", "smirnovi",
+           "softmax", "spence",
            "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
            "yn", "yv", "yve"]
 
@@ -840,6 +844,21 @@ elementwise(fdtri,     lambda y, a, b, p: -_f_ddfn(None, a, b, y) / _f_density(a
             lambda y, a, b, p: 1.0 / _f_density(a, b, y),                            uses="xy")
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, 1.0))
 elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
+# The Kolmogorov distribution's complement kolmogorov(x) (scipy.stats.kstwobign.sf), its
+# distribution function _kolmogc (kstwobign.cdf) and their inverses, by SciPy's own derivative
+# _kolmogp; the one-sided Kolmogorov-Smirnov smirnov(n, d) (scipy.stats.ksone), piecewise
+# constant in n, by SciPy's _smirnovp. Their derivatives' own (a second derivative) refused.
+elementwise(kolmogorov, lambda y, x: _kolmogp(x))
+elementwise(_kolmogc,  lambda y, x: -_kolmogp(x))
+elementwise(kolmogi,   lambda y, p: 1.0 / _kolmogp(y),                                uses="xy")
+elementwise(_kolmogci, lambda y, p: -1.0 / _kolmogp(y),                               uses="xy")
+elementwise(_kolmogp,  NoClosedForm("x (a second derivative of the Kolmogorov distribution)"))
+elementwise(smirnov,   None, lambda y, n, d: _smirnovp(n, d))
+elementwise(_smirnovc, None, lambda y, n, d: -_smirnovp(n, d))
+elementwise(smirnovi,  None, lambda y, n, p: 1.0 / _smirnovp(n, y),                   uses="xy")
+elementwise(_smirnovci, None, lambda y, n, p: -1.0 / _smirnovp(n, y),                 uses="xy")
+elementwise(_smirnovp, NoClosedForm("the number of samples n"), NoClosedForm(
+    "d (a second derivative of the one-sided Kolmogorov-Smirnov distribution)"))
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
 # x^p is: the limit at x = 0)
 elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
