@@ -411,6 +411,12 @@ UFUNC_CASES += [
     Case(special.chndtr,    (above_half, above_half), settings=((1, 2.5),)),
     Case(_ncx2_isf,         (probability, above_half), settings=((1, 3.5),), alias=both_halves),
     Case(special.chndtrix,  (probability, above_half), settings=((1, 2.5),), alias=both_halves),
+    # in the degrees of freedom too (a first derivative: the Poisson mixture's terms)
+    _first(_ncx2_pdf,       (above_half,), settings=((0, 2.0), (2, 1.5)), label="df"),
+    _first(_ncx2_sf,        (above_half, above_half), settings=((0, 1.5),), label="df"),
+    _first(special.chndtr,  (above_half, above_half), settings=((2, 0.5),), label="df"),
+    _first(_ncx2_isf,       (probability, above_half), settings=((2, 1.5),), label="df"),
+    _first(special.chndtrix, (probability, above_half), settings=((2, 0.5),), label="df"),
     Case(_nct_pdf,          (real, real),          settings=((1, 4.5),)),
     Case(_nct_sf,           (real, real),          settings=((1, 4.5),)),
     Case(special.nctdtr,    (real, real),          settings=((0, 5.5),)),

@@ -79,3 +79,26 @@ def test_kummers_function_where_its_series_cancels_is_refused():
         mutad.gradient(lambda a: sc.hyp1f1(a, 1.5, -50.0), 20.0)
     with pytest.raises(mutad.MutadError, match="second derivative"):
         mutad.hessian(lambda a: sc.hyp1f1(a, 1.5, 2.0), 0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.ncx2 in its degrees of freedom: its Poisson mixture of central distributions,
+# differentiated term by term
+
+
+_NCX2 = {
+    "cdf": lambda p: scipy.stats.ncx2.cdf(W ** 2 + 0.5, p + 0.5, p[::-1]).sum(),
+    "sf": lambda p: scipy.stats.ncx2.logsf(3.0, p + 1.0, 0.7).sum(),
+    "pdf": lambda p: scipy.stats.ncx2.pdf(2.0, p[0] + 1.0, p[1] * 5.0),
+    "ppf": lambda p: scipy.stats.ncx2.ppf(0.3, p[:2] + 1.0, p[2:]).sum(),
+    "isf": lambda p: scipy.stats.ncx2.isf(0.3, p + 1.0, 2.0) @ W,
+    "power": lambda p: scipy.stats.ncx2.sf(scipy.stats.chi2.isf(0.05, p[0] + 2.0),
+                                           p[0] + 2.0, 10.0 * p[1] ** 2),
+}
+
+
+@pytest.mark.parametrize("name", list(_NCX2))
+def test_the_noncentral_chi_squared_distribution_in_its_degrees_of_freedom(name):
+    """Regression: ncx2's cdf, sf, pdf, ppf, isf were refused in df ("no derivative with
+    respect to the degrees of freedom df")."""
+    check_replayed(_NCX2[name], X.copy(), rtol=1e-6, atol=1e-7)

@@ -589,6 +589,15 @@ def _ncx2_next(y, x, k, lam):
     return _ncx2_pdf(x, k + 2.0, lam)
 
 
+def _ncx2_cdf_dk(y, x, k, lam):
+    return _numerics.ncx2_dk(False)(x, k, lam)
+
+
+def _ncx2_quantile_dk(y, q, k, lam):
+    """∂/∂k of the quantile y (of F or of 1 - F): minus F's partial in k over the density."""
+    return -_numerics.ncx2_dk(False)(y, k, lam) / _ncx2_pdf(y, k, lam)
+
+
 def _ncx2_quantile_dlam(y, q, k, lam):
     """∂x/∂λ of a quantile x (of the distribution function or its complement): f_(k+2)/f_k."""
     return _ncx2_pdf(y, k + 2.0, lam) / _ncx2_pdf(y, k, lam)
@@ -952,15 +961,17 @@ elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v")
 # on every branch k (W / (z (1 + W)) but for the 1 at z = 0); the branch and the tolerance
 # have none.
 elementwise(_lambertw, lambda y, z, k, tol: np.exp(-y) / (1.0 + y), None, None,   uses="y")
-elementwise(chndtr,    lambda y, x, k, lam: _ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+# (in k, a first derivative: the Poisson mixture's terms', ``_numerics.ncx2_dk``)
+elementwise(chndtr,    lambda y, x, k, lam: _ncx2_pdf(x, k, lam), _ncx2_cdf_dk,
             lambda y, x, k, lam: -_ncx2_next(y, x, k, lam))
-elementwise(_ncx2_sf,  lambda y, x, k, lam: -_ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_sf,  lambda y, x, k, lam: -_ncx2_pdf(x, k, lam), _negated(_ncx2_cdf_dk),
             _ncx2_next)
-elementwise(_ncx2_pdf, _ncx2_pdf_dx, _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_pdf, _ncx2_pdf_dx,
+            lambda y, x, k, lam: _numerics.ncx2_dk(True)(x, k, lam),
             lambda y, x, k, lam: 0.5 * (_ncx2_pdf(x, k + 2.0, lam) - y),               uses="xy")
-elementwise(chndtrix,  lambda y, q, k, lam: 1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(chndtrix,  lambda y, q, k, lam: 1.0 / _ncx2_pdf(y, k, lam), _ncx2_quantile_dk,
             _ncx2_quantile_dlam,                                                      uses="xy")
-elementwise(_ncx2_isf, lambda y, q, k, lam: -1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_isf, lambda y, q, k, lam: -1.0 / _ncx2_pdf(y, k, lam), _ncx2_quantile_dk,
             _ncx2_quantile_dlam,                                                      uses="xy")
 elementwise(_nct_pdf,  _nct_pdf_dt, _DEGREES_OF_FREEDOM, _nct_pdf_dmu,                uses="xy")
 elementwise(nctdtr,    _DEGREES_OF_FREEDOM, lambda y, nu, mu, t: -_nct_normal_mean(t, nu, mu),
