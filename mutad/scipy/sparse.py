@@ -3109,7 +3109,8 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
         vectors = np.ndim(A) == np.ndim(B) == 1 and any(
             isinstance(x, _sparse.sparray) or isinstance(x, TracedSparse)
             and isinstance(x.layout.template, _sparse.sparray) for x in (A, B))
-        made = _kron(*(x.reshape((1, -1)) if np.ndim(x) == 1 else x for x in (A, B)), "coo")
+        rows = [x.reshape((1, -1)) if np.ndim(x) == 1 else x for x in (A, B)]
+        made = _kron(rows[0], rows[1], "coo")
         made = made.reshape(-1) if vectors else made
         return made if format in (None, "coo") else made.asformat(format)
     if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
