@@ -219,6 +219,14 @@ FIRST_ONLY = [
     ("hyp1f1_b_negative_z", lambda b: sc.hyp1f1(-2.5, b, -5.0),
      lambda b: mp.hyp1f1(-2.5, b, -5.0), [1.5]),
     ("hyp1f1_b_of_zero_a", lambda b: sc.hyp1f1(0.0, b, -5.0) * (1 + b), lambda b: 1 + b, [1.5]),
+    # Gauss's function in its parameters (the series, |z| <= 0.9): a polynomial (a = -2), z at
+    # either end
+    ("hyp2f1_a", lambda a: sc.hyp2f1(a, 1.5, 2.5, 0.9), lambda a: mp.hyp2f1(a, 1.5, 2.5, 0.9),
+     [-2.0, 0.5, 3.0]),
+    ("hyp2f1_b", lambda b: sc.hyp2f1(0.5, b, 0.7, -0.9), lambda b: mp.hyp2f1(0.5, b, 0.7, -0.9),
+     [0.3, 1.5]),
+    ("hyp2f1_c", lambda c: sc.hyp2f1(-2.5, 0.3, c, 0.5), lambda c: mp.hyp2f1(-2.5, 0.3, c, 0.5),
+     [0.7, 10.0]),
 ]
 
 

@@ -1,6 +1,7 @@
 """SciPy programs that stopped: Bessel functions differentiated in their order (jv, yv, iv,
 ive; scipy.stats.ncx2 in its degrees of freedom, whose density is SciPy's ive of order
-df/2 - 1), Kummer's function hyp1f1 in its parameters. Each checked with central differences (``tests.test_scipy_stops.check``: reverse
+df/2 - 1), Kummer's and Gauss's hypergeometric functions
+(hyp1f1, hyp2f1) in their parameters, scipy.stats.ncx2 in its degrees of freedom. Each checked with central differences (``tests.test_scipy_stops.check``: reverse
 and forward mode, a replay), its value SciPy's bit for bit and the caller's arrays unchanged,
 and replayed a third time."""
 
@@ -70,6 +71,25 @@ def test_kummers_function_in_its_parameters():
     """Regression: hyp1f1 was refused in a and b ("no derivative with respect to the
     parameter a")."""
     check_replayed(_kummer, X.copy())
+
+
+def _gauss(p):
+    return (sc.hyp2f1(p[:2], p[2:], p[0] + 2.0, 0.6 * W[:2]) * W[:2]).sum() + sc.hyp2f1(
+        0.5, 1.0, p[3] + 1.0, -0.8)
+
+
+def test_gauss_hypergeometric_function_in_its_parameters():
+    """Regression: hyp2f1 was refused in a, b and c."""
+    check_replayed(_gauss, X.copy())
+
+
+def test_gauss_hypergeometric_function_beyond_its_series_is_refused():
+    """Its series serves |z| <= 0.9 and c > 0: elsewhere the parameters are refused."""
+    with pytest.raises(mutad.MutadError, match=r"\|z\| <= 0.9"):
+        mutad.gradient(lambda a: sc.hyp2f1(a, 1.5, 2.5, 0.95), 0.5)
+    with pytest.raises(mutad.MutadError, match="c > 0"):
+        mutad.gradient(lambda c: sc.hyp2f1(0.5, 1.5, c, 0.5), -0.5)
+    assert mutad.gradient(lambda z: sc.hyp2f1(0.5, 1.5, 2.5, z), 0.95)[0] > 0  # (z, as before)
 
 
 def test_kummers_function_where_its_series_cancels_is_refused():

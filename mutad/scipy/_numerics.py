@@ -1262,30 +1262,36 @@ def bessel_order_derivative(kind, name):
 
 
 # ----------------------------------------------------------------------------------------------
-# Kummer's function M(a, b, z) = 1F1(a; b; z) in its parameters: the series Σ_k t_k, t_k =
-# (a)_k z^k / ((b)_k k!), differentiated term by term, each term's partials by the recurrence of
-# the terms (t_k = t_(k-1) r_k, r_k = (a+k-1) z / ((b+k-1) k)), which holds at a = 0, -1, ...
-# too (a polynomial). For z < 0 Kummer's transformation M(a, b, z) = e^z M(b-a, b, -z) makes
-# the series' terms of one sign for b > a; where the sum still cancels (its terms' absolute
-# values beyond 1e5 times the sum) the derivative is refused rather than given inaccurate.
-_KUMMER_MOST_TERMS = 5000
+# The hypergeometric functions M(a, b, z) = 1F1(a; b; z) (Kummer's) and 2F1(a, b; c; z) in their
+# parameters: the series Σ_k t_k, t_(k) = t_(k-1) r_k, r_k = Π_i (n_i+k-1) z / ((d+k-1) k)
+# (numerators n_i, denominator d), differentiated term by term, each term's partial by the
+# recurrence of the terms, which holds where a numerator is 0, -1, ... too (a polynomial). For
+# 1F1 and z < 0 Kummer's transformation M(a, b, z) = e^z M(b-a, b, -z) makes the terms of one
+# sign for b > a; 2F1's series serves |z| <= 0.9. Where the sum still cancels (its terms'
+# absolute values beyond 1e5 times the sum) the derivative is refused rather than given
+# inaccurate. Parameters a denominator d > 0.
+_HYPERGEOMETRIC_MOST_TERMS = 5000
+_HYP2F1_LARGEST_Z = 0.9
 
 
-def _kummer_series_partial(direction, a, b, z):
-    """The derivative of M(a, b, z) along ``direction`` ("a", "b", or "ab": a and b together)
-    by the series at z, and the sum of its terms' absolute values. Along a and b together the
-    ratio's derivative is z (b - a) / ((b+k-1)² k): 0 where a = b, as M(b, b, z) = e^z is."""
+def _hypergeometric_series_partial(numerators, denominator, z, moved, with_denominator, name):
+    """The derivative of Σ_k t_k along numerator ``moved`` (None: none), and with the
+    denominator too where ``with_denominator``, by the series at z, and the sum of its terms'
+    absolute values. Along a numerator n and the denominator d together the ratio's derivative
+    is Π_(j≠i) (n_j+k-1) z (d - n) / ((d+k-1)² k): 0 where n = d, as M(b, b, z) = e^z is."""
     term = np.ones_like(z)
     derivative, total, bound = np.zeros_like(z), np.zeros_like(z), np.zeros_like(z)
-    for k in range(1, _KUMMER_MOST_TERMS + 1):
-        step = z / ((b + k - 1.0) * k)
-        ratio = (a + k - 1.0) * step
-        if direction == "a":
-            slope = step
-        elif direction == "b":
-            slope = -ratio / (b + k - 1.0)
+    for k in range(1, _HYPERGEOMETRIC_MOST_TERMS + 1):
+        others = functools.reduce(np.multiply, [n + (k - 1.0) for i, n in enumerate(numerators)
+                                                if i != moved], np.ones_like(z))
+        step = others * z / ((denominator + k - 1.0) * k)
+        if moved is None:
+            ratio = step
+            slope = -ratio / (denominator + k - 1.0)
         else:
-            slope = step * (b - a) / (b + k - 1.0)
+            ratio = step * (numerators[moved] + k - 1.0)
+            slope = (step * (denominator - numerators[moved]) / (denominator + k - 1.0)
+                     if with_denominator else step)
         previous = derivative
         derivative = derivative * ratio + term * slope
         term = term * ratio
@@ -1296,13 +1302,28 @@ def _kummer_series_partial(direction, a, b, z):
                 np.maximum(np.abs(derivative), np.abs(previous)) <= 1e-17 * bound):
             return total, bound
     raise UnsupportedOperationError(
-        f"scipy.special.hyp1f1: its series in the parameters needs more than "
-        f"{_KUMMER_MOST_TERMS} terms here (a large argument); pass the parameters as constants.")
+        f"scipy.special.{name}: its series in the parameters needs more than "
+        f"{_HYPERGEOMETRIC_MOST_TERMS} terms here; pass the parameters as constants.")
+
+
+def _refuse_cancelling(name, parameter, bound, partial, inside, where):
+    if np.any(np.logical_and(inside, bound > 1e5 * np.abs(partial))):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: its series in the parameter {parameter} cancels here "
+            f"({where}), which would lose its digits; pass the parameters as constants.")
+
+
+def _refuse_outside(name, inside, where):
+    if not np.all(inside):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: mutad differentiates it in its parameters {where}; pass "
+            "the parameters as constants elsewhere (mutad.stop_gradient).")
 
 
 def _kummer_parameter_value(which, a, b, z):
     a, b, z = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (a, b, z)))
-    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(z), b > 0.0)
+    _refuse_outside("hyp1f1", np.logical_or(b > 0.0, np.isnan(a + b + z)), "for b > 0")
+    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(z))
     a, b, z = (np.where(inside, u, fill) for u, fill in ((a, 0.5), (b, 1.0), (z, 0.0)))
     negative = z < 0.0
     partial, bound = np.zeros_like(z), np.zeros_like(z)
@@ -1314,26 +1335,53 @@ def _kummer_parameter_value(which, a, b, z):
             ac, bc, zc = a[chosen], b[chosen], np.abs(z[chosen])
             if side:  # M(a, b, z) = e^z M(b - a, b, -z): along a, minus along its first
                 # parameter; along b, along both of them
-                total, size = _kummer_series_partial("a" if which == 0 else "ab", bc - ac, bc,
-                                                     zc)
+                total, size = _hypergeometric_series_partial([bc - ac], bc, zc, 0, which == 1,
+                                                             "hyp1f1")
                 scale = np.exp(-zc)
                 total = -total if which == 0 else total
             else:
-                total, size = _kummer_series_partial("ab"[which], ac, bc, zc)
+                total, size = _hypergeometric_series_partial([ac], bc, zc,
+                                                             0 if which == 0 else None, False,
+                                                             "hyp1f1")
                 scale = 1.0
             partial[chosen], bound[chosen] = total * scale, size * scale
-        if np.any(np.logical_and(inside, bound > 1e5 * np.abs(partial))):
-            raise UnsupportedOperationError(
-                f"scipy.special.hyp1f1: its series in the parameter {'ab'[which]} cancels "
-                "here (terms of both signs: a < 0, or a > b with z < 0), which would lose its "
-                "digits; pass the parameters as constants.")
+        _refuse_cancelling("hyp1f1", "ab"[which], bound, partial, inside,
+                           "terms of both signs: a < 0, or a > b with z < 0")
+        result = np.where(inside, partial, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+def _gauss_parameter_value(which, a, b, c, z):
+    a, b, c, z = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (a, b, c, z)))
+    _refuse_outside("hyp2f1", np.logical_or(
+        both(c > 0.0, np.abs(z) <= _HYP2F1_LARGEST_Z), np.isnan(a + b + c + z)),
+        f"for c > 0 and |z| <= {_HYP2F1_LARGEST_Z}, by its series")
+    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(c), np.isfinite(z))
+    a, b, c, z = (np.where(inside, u, fill)
+                  for u, fill in ((a, 0.5), (b, 0.5), (c, 1.0), (z, 0.0)))
+    with _errstate():
+        partial, bound = _hypergeometric_series_partial([a, b], c, z, which if which < 2
+                                                        else None, False, "hyp2f1")
+        _refuse_cancelling("hyp2f1", "abc"[which], bound, partial, inside,
+                           "terms of both signs")
         result = np.where(inside, partial, np.nan)
     return result[()] if result.ndim == 0 else result
 
 
 @functools.cache
+def gauss_parameter_derivative(which):
+    """∂/∂a (``which`` 0), ∂/∂b (1) or ∂/∂c (2) of scipy.special.hyp2f1(a, b, c, z), c > 0,
+    |z| <= 0.9 (refused elsewhere)."""
+    second = NoClosedForm("the parameters of scipy.special.hyp2f1 and another argument (a "
+                          "second derivative)")
+    return Elementwise(functools.partial(_gauss_parameter_value, which), second, second,
+                       second, second, name=f"hyp2f1_d{'abc'[which]}")
+
+
+@functools.cache
 def kummer_parameter_derivative(which):
-    """∂/∂a (``which`` 0) or ∂/∂b (1) of scipy.special.hyp1f1(a, b, z), b > 0 (NaN elsewhere)."""
+    """∂/∂a (``which`` 0) or ∂/∂b (1) of scipy.special.hyp1f1(a, b, z), b > 0 (refused
+    elsewhere)."""
     second = NoClosedForm("the parameters of scipy.special.hyp1f1 and another argument (a "
                           "second derivative)")
     return Elementwise(functools.partial(_kummer_parameter_value, which), second, second, second,

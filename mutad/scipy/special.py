@@ -18,12 +18,12 @@ reach them (``registry.defroute``).
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
 it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form
-(hyp2f1's parameters, Struve's order) the row says so (``NoClosedForm``): differentiating
+(hyperu's parameters, Struve's order) the row says so (``NoClosedForm``): differentiating
 with respect to that argument raises a ``MutadError``; where a sum or an
 integral computes it to rounding, that is its partial (K_v's in the order v by the trapezoidal
 rule of its integral; J_v's, Y_v's and I_v's, a first derivative, by their power series or
-Schläfli's integrals; Kummer's function hyp1f1's in its parameters, a first derivative, by
-its series; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin formula,
+Schläfli's integrals; hyp1f1's and hyp2f1's in their parameters, a first derivative, by
+their series; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin formula,
 ``_numerics``).
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
@@ -400,6 +400,12 @@ _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
+
+
+def _in_parameter(which):
+    def partial(y, a, b, c, z):
+        return _numerics.gauss_parameter_derivative(which)(a, b, c, z)
+    return partial
 
 
 def _f_density(a, b, x):
@@ -814,7 +820,9 @@ elementwise(ellipe,    _ellipe_derivative)
 elementwise(spence,    _spence_derivative)
 elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
-elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
+# in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
+# (``_numerics.gauss_parameter_derivative``)
+elementwise(hyp2f1,    _in_parameter(0), _in_parameter(1), _in_parameter(2),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     lambda y, x, q: _numerics.zeta_derivative(1)(x, q),
             lambda y, x, q: -x * _zeta(x + 1.0, q))
