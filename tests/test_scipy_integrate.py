@@ -716,7 +716,23 @@ def test_quad_with_a_weight(f):
     assert value == f(p.copy())
     mutad.check_grads(f, p)
     mutad.check_jvp(f, p)
-    replays_as_traced(f, [(p,), (p * 1.1,)])
+    # (new parameters give another error estimate, which f might decide on: recorded again)
+    replays_as_traced(f, [(p,), (p,), (p * 1.1,), (p * 1.1,)], replayed=2)
+    assert p.tobytes() == before
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: quad(lambda x: np.exp(-p[0] * x) * p[1], 0, p[1])[0],
+    lambda p: quad(lambda x: np.exp(-p[0] * x * x), p[1], np.inf)[0],
+    lambda p: quad(lambda x, c: np.sin(c * x) * x, 0.2, p[1], args=(p[0],))[0],
+], ids=["closure", "infinite", "args"])
+def test_quad_replays(f):
+    """quad's rule, whose back integrates the integrand's pullback (a differentiation the
+    back starts), replays as traced, bit for bit: the same arguments replay; new ones give
+    another error estimate (a Python number f may decide on) and are recorded again."""
+    p = np.array([1.5, 0.7])
+    before = p.tobytes()
+    replays_as_traced(f, [(p,), (p,), (p * 1.1,), (p * 1.1,)], replayed=2)
     assert p.tobytes() == before
 
 

@@ -74,9 +74,6 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    if ACTIVE.custom_backs:  # (the recording's tape is not running then: its reverse pass is)
-        for recording in ACTIVE.reversing:
-            recording.refuse_back("a custom rule's back starts a differentiation")
     with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()), \
             no_full_collections():
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
