@@ -1118,3 +1118,25 @@ def test_bernstein_polynomials_of_traced_values():
         assert y.tobytes() == before
         mutad.check_grads(f, y, modes=("rev", "fwd"), rtol=1e-6)
         replays_as_traced(f, [(y,), (y * 1.3,), (y[::-1].copy(),)])
+
+
+_NOISY_X = np.linspace(0.0, 3.0, 15)
+_NOISY_Y = np.sin(_NOISY_X) + 0.1 * np.cos(7.0 * _NOISY_X)
+
+
+def _smoothed(y):  # curfit's iteration on p
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, s=0.05)
+    return s(np.array([0.4, 1.7])).sum() + s.integral(0.5, 2.0) + s.get_residual()
+
+
+def test_a_smoothing_fit_replays_while_fitpack_places_the_same_knots():
+    """FITPACK's fit at s > 0 is a step a replay runs again on the new y; the knots it places,
+    which the steps after it read as numbers, are a decision the replay checks: data that keep
+    them replay, bit for bit the traced calls; data given other knots record again."""
+    y, near, other = _NOISY_Y, _NOISY_Y * 1.001, _NOISY_Y + 0.3 * np.sin(9.0 * _NOISY_X)
+    knots = [scipy.interpolate.UnivariateSpline(_NOISY_X, v, s=0.05).get_knots()
+             for v in (y, near, other)]
+    assert knots[0].tobytes() == knots[1].tobytes() and len(knots[0]) != len(knots[2])
+    before = y.tobytes()
+    replays_as_traced(_smoothed, [(y,), (y,), (near,), (other,), (other,)], replayed=3)
+    assert y.tobytes() == before
