@@ -1483,7 +1483,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
         y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
     y = _IVP(y0, *values, problem=problem)
-    if kind is _SolvedAnew:
+    if isinstance(problem, _SolvedAnew):
         problem.guard(y)
     sol = result["sol"]
     out = _ivp.OdeResult(**sol)

@@ -2360,8 +2360,9 @@ def _fitpack_numbers(y, scipy_class, given):
 
 def _fitted_spline(scipy_class):
     """The stand-in for FITPACK's spline class ``scipy_class``: SciPy's object from plain data,
-    a :class:`_FittedSpline` from differentiated y where the fit is linear in y; a smoothing fit
-    (UnivariateSpline with s > 0, or no s) refused."""
+    a :class:`_FittedSpline` from differentiated y: where the fit is linear in y, its linear
+    map; a smoothing fit (UnivariateSpline with s > 0, or no s) on FITPACK's knots
+    (``_smoothing_fit``)."""
     name = scipy_class.__name__
     signature = inspect.signature(scipy_class)
 
