@@ -131,9 +131,10 @@ from ..engines.session import kept_state_writable
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
+from ..core.debug import Warnings
 from ..core.views import memory, weaken
-from ._adjoints import (Value, array_argument, found_again, outside_differentiations,
-                        refused_attribute, scipys_value)
+from ._adjoints import (Value, array_argument, events_at_user_lines, found_again,
+                        outside_differentiations, refused_attribute, scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
                        _with_derivatives)
 from .optimize import _constant as _allocated
@@ -812,6 +813,7 @@ class _Problem:
         rhs = self.rhs  # (not self: the replay compares what its function reaches, each call)
         replayed = grad(lambda t, y, lam, *p: np.dot(lam, rhs(t, y, p)),
                         argnums=(1, *range(3, 3 + len(values))), replay=True)
+        writer = Warnings()
 
         def vjp(t, y, lam):
             nonlocal replayed
@@ -819,7 +821,9 @@ class _Problem:
                 try:
                     # Arrays of their own: a program is recorded per layout of its arguments,
                     # and the solvers pass rows of their stage arrays, one offset per stage
-                    return replayed(np.array(t), np.array(y), np.array(lam), *values)
+                    # (in a replay's reverse pass, its listener's events: events_at_user_lines)
+                    with events_at_user_lines(writer):
+                        return replayed(np.array(t), np.array(y), np.array(lam), *values)
                 except ConversionError as error:
                     handled(error)
                     replayed = None
