@@ -93,8 +93,10 @@ def run(code, *args, tree=ROOT, imports=""):
     """One fresh interpreter running ``code`` with mutad imported from ``tree`` (after the
     modules ``imports`` names, separated by commas): ``{row: us}``."""
     environment = {**os.environ, "PYTHONPATH": str(tree), "FIXED_COST_IMPORTS": imports}
+    # (run in ``tree``: ``-c`` puts the working directory first on the path, which would
+    # import the checkout the benchmark was started in, whatever ``tree`` says)
     out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
-                         text=True, check=True, env=environment).stdout
+                         text=True, check=True, env=environment, cwd=tree).stdout
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in out.splitlines()}
 
 

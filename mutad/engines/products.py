@@ -22,12 +22,16 @@ CHUNK = 1 << 15
 """Elements per piece when a partial derivative of a large array is evaluated piecewise, in
 ``CHUNK`` s: an array of fewer than four is evaluated whole."""
 
-PIECE = 4
+PIECE = 1
 """``CHUNK`` s per piece of a product evaluated a piece at a time (``times_partial``,
-``add_times_partial``): each piece costs a few NumPy calls of its own, and its temporaries
-(the partial, its product: a megabyte each) are about as fast to reach from the last level of
-cache as from the second (W5's replayed gradient at n = 2*10^6: 2.85 -> 2.77 NumPy forwards,
-from pieces of a quarter megabyte to pieces of one)."""
+``add_times_partial``): each piece costs a few NumPy calls of its own, and its arrays (the
+cotangent's piece, the operands', the partial, its product: a quarter megabyte each) should
+stay in the second level of cache, which a piece of a megabyte each overflows (2 MiB per core:
+a product of 2^17 float64 elements in pieces of 2^15 in 52 us, in one in 106 us). W5's traced
+gradient at n = 10^7, pieces of a megabyte -> a quarter of one (here and in ``writes.PIECE``):
+668 -> 574 ms, median of 9, 582 -> 559 ms fastest; at n = 10^6 and 2*10^6 the same within
+noise (an earlier machine's: 2.85 -> 2.77 NumPy forwards at n = 2*10^6 from a quarter to
+one megabyte)."""
 
 
 def writable(a):
