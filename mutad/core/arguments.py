@@ -83,9 +83,6 @@ def run(differentiation, f, call, explain=None):
             "differentiation follows, which they are not. Compute the rule's values with NumPy "
             "alone (its derivative as a formula), or differentiate outside the function given "
             "to mutad and pass the result in as an argument.")
-    if ACTIVE.custom_backs:  # (the recording's tape is not running then: its reverse pass is)
-        for recording in ACTIVE.reversing:
-            recording.refuse_back("a custom rule's back starts a differentiation")
     with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()), \
             no_full_collections():
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
