@@ -38,10 +38,6 @@ class _Active(threading.local):
         # What saves of traced values wrote to (``written``), until the outermost
         # differentiation of this thread has ended: a read of it is refused.
         self.written = []
-        # The custom functions whose rules run now on plain values, in a call the innermost
-        # differentiation records (``custom.Adjoint.record``): a differentiation their rule
-        # starts is refused (``arguments.run``).
-        self.plain_rules = []
 
 
 def refused(error):
