@@ -1311,10 +1311,32 @@ class Multinomial:
         return np.exp(self.logpmf(x, n, p))
 
 
+class Wishart:
+    """``scipy.stats.wishart`` frozen with differentiated parameters: SciPy's checks of them
+    where it freezes, its density (SciPy's own code, below) where it is asked for. (SciPy's
+    frozen distribution converts them to plain arrays.)"""
+
+    scipy = _stats.wishart
+
+    def __call__(self, df=None, scale=None, seed=None):
+        # SciPy's errors where SciPy raises them, of the plain values (a traced number: NumPy's
+        # scalar, for SciPy's np.isscalar(df))
+        plain_df = np.asarray(memory(df))[()] if _is_traced((df,), {}) else df
+        self.scipy._process_parameters(plain_df, *_plain((scale,)))
+        return Frozen(self, (), {"df": df, "scale": scale})
+
+    def logpdf(self, x, df=None, scale=None):
+        return self.scipy.logpdf(x, df, scale)
+
+    def pdf(self, x, df=None, scale=None):
+        return self.scipy.pdf(x, df, scale)
+
+
 multivariate_normal = MultivariateNormal()
 multivariate_t = MultivariateT()
 dirichlet = Dirichlet()
 multinomial = Multinomial()
+wishart = Wishart()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1472,7 +1494,8 @@ for _generator, _frozen, _distribution, _names in (
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf", "mean", "var", "entropy")),
         (multinomial_gen, multinomial_frozen, multinomial, ("logpmf", "pmf")),
-        (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf"))):
+        (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf")),
+        (wishart_gen, None, wishart, ())):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
         defmethod(_generator, _name, _generator_rule(_distribution, _name))
