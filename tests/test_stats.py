@@ -1494,7 +1494,9 @@ _SCALE = np.array([[2.0, 0.1], [0.1, 1.5]])
         df=c[0] ** 2 + 3.0, scale=np.array([[c[1], 0.2], [0.2, c[2]]])).logpdf(_SCALE),
      np.array([0.7, 1.3, 0.9])),
     ("wishart frozen pdf in scale", lambda c: scipy.stats.wishart(
-        4, np.array([[c[0], c[1]], [c[1], c[2]]])).pdf(_SCALE), np.array([2.0, 0.3, 1.0]))])
+        4, np.array([[c[0], c[1]], [c[1], c[2]]])).pdf(_SCALE), np.array([2.0, 0.3, 1.0])),
+    ("wishart frozen, constant, at x", lambda c: scipy.stats.wishart(4, np.eye(2)).logpdf(
+        np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.1, 1.5]))])
 def test_multivariate_lists_and_scipys_own_code(name, f, x):
     followed_as_scipy(f, x, x * 1.05)
 

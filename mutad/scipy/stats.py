@@ -112,7 +112,8 @@ from scipy.stats import _stats as _compiled
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
-                                       multivariate_t_frozen, multivariate_t_gen, wishart_gen)
+                                       multivariate_t_frozen, multivariate_t_gen, wishart_frozen,
+                                       wishart_gen)
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
@@ -1173,7 +1174,8 @@ def _log_beta_jvp(tangents, alpha):
 
 _SCIPYS_METHODS = {f"{kind.__name__.removesuffix('_gen')}.{name}": getattr(kind, name)
                    for kind, names in ((dirichlet_gen, ("mean", "var", "entropy")),
-                                       (wishart_gen, ("logpdf", "pdf"))) for name in names}
+                                       (wishart_gen, ("logpdf", "pdf")),
+                                       (wishart_frozen, ("logpdf", "pdf"))) for name in names}
 """SciPy's methods that rules run as SciPy's own code, read before a differentiation installs the
 rules in their place."""
 
@@ -1512,10 +1514,13 @@ defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
 for _name in ("mean", "var", "entropy"):
     defmethod(dirichlet_frozen, _name, lambda self, _name=_name: getattr(dirichlet, _name)(
         self.alpha))
-# wishart's density: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
-for _name in ("logpdf", "pdf"):
-    defmethod(wishart_gen, _name, lambda self, *args, _name=_name, **kwargs: following_scipys_code(
-        _SCIPYS_METHODS[f"wishart.{_name}"], (self, *args), kwargs))
+# wishart's density, and that of SciPy's frozen wishart (constant parameters) at differentiated
+# points: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
+for _generator in (wishart_gen, wishart_frozen):
+    for _name in ("logpdf", "pdf"):
+        defmethod(_generator, _name, lambda self, *args, _method=_SCIPYS_METHODS[
+            f"{_generator.__name__.removesuffix('_gen')}.{_name}"], **kwargs:
+            following_scipys_code(_method, (self, *args), kwargs))
 defmethod(multinomial_frozen, "logpmf", lambda self, x: multinomial.logpmf(x, self.n, self.p))
 defmethod(multinomial_frozen, "pmf", lambda self, x: multinomial.pmf(x, self.n, self.p))
 del _distribution, _name, _generator, _frozen, _names
