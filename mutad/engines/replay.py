@@ -131,8 +131,8 @@ from .inplace import SavedWrite, on_constants, record_constant_write, unseen
 from .operations import (Product, apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
-from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
-                      plain, thaw)
+from .reverse import (REVERSING, ReverseTape, Traced, add_cotangents, check_constants, constant,
+                      fresh_value, plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
@@ -795,7 +795,12 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             else:  # (an operand, a number: as it is)
                 into = dy if last else "None"
                 evaluate, p = _partial_value(code, partial, y, vals, scalars=made.shape == ())
-                lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
+                if made.shape == ():
+                    lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
+                else:  # (a traced scalar times a vector, syrk's alpha * A[i, k] * A[:i, k])
+                    times, array, number = _unmasked_lines(code, made, dy, p, into)
+                    lines += [*evaluate, f"{g} = ({times} if {array}{number} else "
+                                         f"product({dy}, {p}, {into}))"]
             if scalar_cotangents(buffer) and made.shape != ():
                 # unbroadcast's sum over every axis of g (of made's shape), as the float64
                 # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
@@ -877,14 +882,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
                 # asked first, and a short one's dot product BLAS's: _sum_of_products)
-                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, {into})'
-                dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
-                array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
-                         and made.dtype == np.float64 else "")
-                number = ("(type(p) is float and isfinite(p) or type(p) is int) and p"
-                          if strong else "((type(p) is float or type(p) is float64) and "
-                          "isfinite(p) or type(p) is int) and p")
+                times, array, number = _unmasked_lines(code, made, dy, "p", into)
                 general = f"({times} if {array}{number} else product({dy}, p, {into}))"
                 known = code.constant(p)  # (a number known now: zero or not finite here)
                 if p != "p":
@@ -915,6 +913,24 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     if shared is not None:
         code.share(*shared)
     return lines
+
+
+def _unmasked_lines(code, made, dy, p, into):
+    """``(times, array, number)``: the expressions of ``blocks._product(dy, p, into)`` where
+    ``products.unmasked`` says yes on its own questions, told inline for a ``p`` (a name)
+    that is an array or a number: ``times``, the product; ``array``, the condition (with
+    its ``or``, or empty) that ``p`` is an array of ``made``'s shape (a short float64 vector)
+    whose dot product with ``dy`` is finite; ``number``, that it is a finite nonzero number
+    (not NumPy's float64 where ``made`` is of another dtype, which NEP 50 promotes)."""
+    times = f"{dy} * {p}" if into == "None" else f"multiply({dy}, {p}, {into})"
+    dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
+    array = (f"type({p}) is ndarray and {p}.shape == {code.bind(made.shape)} and "
+             f"isfinite({dot}({dy}, {p})) or " if len(made.shape) <= 1
+             and made.dtype == np.float64 else "")
+    number = (f"(type({p}) is float and isfinite({p}) or type({p}) is int) and {p}"
+              if made.dtype != np.float64 else f"((type({p}) is float or type({p}) is float64) "
+              f"and isfinite({p}) or type({p}) is int) and {p}")
+    return times, array, number
 
 
 def _new_local(code, buffer, named, g):
@@ -1570,7 +1586,7 @@ class SetElement:
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
         index = code.bind(self.index)
         lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
-        read = code.elements.get((array, code.read_as(index)))
+        read = code.element(array, index)
         if read is not None and lines[0] == f"{old} = {array}[{index}]":
             lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
         code.forward += lines
@@ -4184,7 +4200,6 @@ class Program:
         originals = Originals()
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
-        ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
             hearing = self.hearing
             heard = hearing.heard
@@ -4192,10 +4207,18 @@ class Program:
                 capture = Capture()  # (every warning, as the recording kept them)
                 try:
                     token = hearing.set()
+                    # The engine's own operations (Reenter) run on the tape while the steps
+                    # run; its reverse pass runs as tracing's does, the tape no longer running
+                    # but reversing (``reverse.REVERSING``): a differentiation a pullback
+                    # starts (a custom rule's back that calls ``mutad.pullback``) is not
+                    # nested in the replay's, and a rule's pullback sees the differentiations
+                    # running as after a traced call.
+                    ACTIVE.running.append(tape)
                     try:
                         for step in self.steps:
                             step(values, tape)
                     finally:
+                        ACTIVE.running.remove(tape)
                         ERRORS.reset(token)
                 finally:
                     issued = capture.stop()
@@ -4253,10 +4276,12 @@ class Program:
                 heard_back = Heard() if hearing is None else hearing.heard  # again)
                 if quiet:  # (none printed, none called)
                     shadows.events = heard_back
+                REVERSING.tapes.append(tape)
                 try:
                     while records:
                         reverse(records.pop(), shadows)
                 finally:
+                    REVERSING.tapes.pop()
                     if token is not None:
                         ERRORS.reset(token)
                 if [message for message, _ in heard_back.kinds] != self.back_kinds:
@@ -4269,7 +4294,6 @@ class Program:
                 g = shadows.release(place, hand_over=hand_over)
                 grads.append(scalar_derivative(g, scalar) if scalar else g)
         finally:
-            ACTIVE.running.remove(tape)
             tape.records.clear()
             if self.recomputes is not None:  # (its chains refer back to the values)
                 values[self.recomputes] = None
@@ -4483,7 +4507,6 @@ class Recording:
         self.shown = None  # its Shown, which lists what the call showed the caller
         self.program = None
         self.reason = None
-        self.back_reason = None  # why the reverse pass makes the program one not to replay
         self.errors = None
         # The arrays bound to modules' names that the program takes as inputs (``_as_inputs``):
         # ``[(namespace, name, array)]``; their traced arrays, bound to those names while f
@@ -4598,27 +4621,10 @@ class Recording:
                 held.append(leaf)
         return held, rebuild, [type(leaf) is Traced and _scalar(leaf) for leaf in leaves]
 
-    @contextlib.contextmanager
-    def reversing(self):
-        """The recording's reverse pass runs in this block (``refuse_back``)."""
-        ACTIVE.reversing.append(self)
-        try:
-            yield
-        finally:
-            ACTIVE.reversing.remove(self)
-
-    def refuse_back(self, reason):
-        """No program of this call: its reverse pass ran something a replay does not redo
-        as it ran (a differentiation a custom rule's back starts, ``arguments.run``)."""
-        if self.back_reason is None:
-            self.back_reason = reason
-
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         self.unbind()  # (f raised)
-        if self.program is not None and self.back_reason is not None:  # (else: the first)
-            self.program, self.reason = None, self.back_reason
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             recorder.showing.remove()  # (also if the call raised)
