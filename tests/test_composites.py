@@ -506,3 +506,20 @@ def test_emath_gives_numpys_values_and_is_differentiated(name):
     mutad.check_grads(f, x, modes=("rev", "fwd"))
     replays_as_traced(f, [(x,), (np.abs(x) + 0.1,), (-x,)])
     assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("axis", [2, (0, 2), (-1, 1), (1, 1)])
+def test_an_average_over_axes_the_data_lacks_raises_numpys_error(axis):
+    """Regression: np.average over an axis out of bounds, or repeated, said np.mean's words
+    ("axis 2 is out of bounds ...", "duplicate value in 'axis'"), not NumPy's average's
+    ("axis: axis 2 is out of bounds ...", "repeated axis in `axis` argument")."""
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    with pytest.raises(ValueError) as expected:
+        np.average(x, axis=axis)
+    for run in (lambda: mutad.gradient(lambda x: np.average(x, axis=axis).sum(), x),
+                lambda: mutad.jvp(lambda x: np.average(x, axis=axis), (x,), (x,))):
+        with pytest.raises(ValueError) as raised:
+            run()
+        assert (type(raised.value), str(raised.value)) == (type(expected.value),
+                                                           str(expected.value))
+    assert x.tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]

@@ -2438,3 +2438,50 @@ def test_random_elementwise_programs_give_the_general_paths_bits_warnings_and_er
         with monkeypatch.context() as general:
             _general_path_only(general)
             assert _outcome(f, args, handling) == fast
+
+
+def test_mode_ufuncs_of_traced_operands_alone_call_the_engine_at_once(monkeypatch):
+    """A ufunc the program calls in the allocation mode with traced operands alone, no
+    keyword (``np.sin(x)``), calls the engine's function itself (``allocation.DISPATCHED``),
+    without NumPy's dispatch and the mode's frame: the same values, gradients and warning
+    lines as through NumPy's dispatch, for whole arrays, views, 0-d values, a binary ufunc,
+    a ufunc NumPy's dispatch then refuses, and a nested differentiation; the caller's array
+    unchanged."""
+
+    def f(x):
+        a = np.sin(x)
+        b = np.log(x[1:] - 0.5)  # (negative values: NumPy's warning, at this line)
+        c = np.tanh(np.sum(x))
+        d = np.hypot(x, a)
+        e = np.sqrt(x - x[0])  # (a zero: its pullback's warning, at the line of its record)
+        return a.sum() + np.nansum(b) + c + d.sum() + e.sum()
+
+    def nested(x):
+        return mutad.gradient(lambda y: np.sin(y).sum() * np.cos(y[0]), x)[0].sum()
+
+    x = np.linspace(0.1, 1.0, 4)
+    before = x.tobytes()
+    calls = []
+    engine = allocation.DISPATCHED[reverse.Traced]
+
+    def counted(ufunc, inputs):
+        calls.append(ufunc)
+        return engine(ufunc, inputs)
+
+    def run():
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            value, grad = mutad.value_and_grad(f)(x)
+        second = mutad.gradient(nested, x)[0]
+        return value, grad.tobytes(), second.tobytes(), [w.lineno for w in heard]
+
+    monkeypatch.setitem(allocation.DISPATCHED, reverse.Traced, counted)
+    run()  # (its warning's line is this test's function between: the lines are compared next)
+    assert np.sin in calls and np.hypot in calls and np.log in calls
+    monkeypatch.setitem(allocation.DISPATCHED, reverse.Traced, engine)
+    direct = run()
+    monkeypatch.delitem(allocation.DISPATCHED, reverse.Traced)
+    assert run() == direct
+    assert len(set(direct[3])) == 2 and x.tobytes() == before  # (log's line, sqrt's)
+    with pytest.raises(TypeError):  # NumPy's refusal, as without the engine's function
+        mutad.gradient(lambda x: np.bitwise_and(x, x).sum(), x)

@@ -868,6 +868,52 @@ def test_interp_with_period_is_numpys_reduction_differentiated():
     assert fp.tobytes() == before
 
 
+@pytest.mark.parametrize("points, knots", [
+    ([0.5, -1.0, 0.0, np.inf, -np.inf], (0.0, 0.0)),  # repeated knots, x outside or on them
+    ([0.5, 1.0, 1.5, 2.0], (0.0, 1.0, 1.0, 2.0)),  # a repeated knot inside
+    ([0.5, -0.5, 0.0, 1.0], (1.0, 0.0)),  # decreasing: x both above and below, NumPy's right
+], ids=["repeated-ends", "repeated-inside", "decreasing-ends"])
+def test_interp_gradients_where_knots_repeat_or_decrease_are_those_of_numpys_values(points, knots):
+    """Regression: np.interp(0.5, [0, 0], fp) (NumPy's fp[-1]) had the gradient nan in every
+    argument (0/0 of the empty interval, times the zero of an x outside it), and
+    np.interp(0.5, [1, 0], [2, 5]) (NumPy's 5.0: x > xp[-1] is asked first) gave fp the
+    gradient [1, 1], taking x for both below and above. Each point's gradient and tangent is
+    the derivative of NumPy's value, here a knot's height or a line's."""
+    n = len(knots)
+    x = np.array([*knots, *np.arange(3.0, 3.0 + n)])
+    f = lambda x: np.interp(np.array(points), x[:n], x[n:])  # noqa: E731
+    before = x.tobytes()
+    assert mutad.pullback(f, x)[0].tobytes() == f(x).tobytes()
+    for k, point in enumerate(points):
+        value, gradient = mutad.value_and_grad(lambda x: f(x)[k])(x)
+        assert value == f(x)[k]
+        expected = np.zeros(2 * n)  # by hand: the height NumPy returns, or the line through two
+        if point > knots[-1]:
+            expected[2 * n - 1] = 1.0
+        elif point < knots[0]:
+            expected[n] = 1.0
+        else:  # (x == xp[-1]: the last interval's, the height fp[-1] where it is empty)
+            i = max([i for i in range(n - 1) if knots[i] <= point < knots[i + 1]], default=n - 2)
+            width = knots[i + 1] - knots[i]
+            t = (point - knots[i]) / width if width else 1.0
+            s = (x[n + i + 1] - x[n + i]) / width if width else 0.0
+            expected[[i, i + 1, n + i, n + i + 1]] = [s * (t - 1.0), -s * t, 1.0 - t, t]
+        assert gradient.tolist() == expected.tolist(), point
+        tangent = mutad.jvp(lambda x: f(x)[k], (x,), (np.arange(1.0, 2 * n + 1.0),))[1]
+        assert tangent == expected @ np.arange(1.0, 2 * n + 1.0)
+    assert x.tobytes() == before
+
+
+def test_interp_inside_knots_that_decrease_is_refused():
+    """NumPy's value inside an xp that decreases is its search's, which mutad does not
+    follow: refused, not a gradient of another interval."""
+    for run in (lambda: mutad.gradient(lambda fp: np.interp(0.5, [0.0, 2.0, 1.0], fp), np.ones(3)),
+                lambda: mutad.jvp(lambda fp: np.interp(0.5, [0.0, 2.0, 1.0], fp), (np.ones(3),),
+                                  (np.ones(3),))):
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="xp not increasing"):
+            run()
+
+
 # Decisions: permutations and intervals are decided when the rule runs -----------------------
 
 from decisions import check_decision_kept, then_disturbed  # noqa: E402

@@ -138,6 +138,67 @@ def test_a_fresh_import_of_mutad_differentiates_array_operations():
     assert result.stdout.strip() == "[0.0, 2.0, 4.0]"
 
 
+SCIPY_IMPORTED_LATER = """
+import json, sys
+import numpy as np
+import mutad
+from mutad.engines.replay import Program
+
+print(json.dumps([name for name in ("scipy.integrate", "scipy.interpolate", "scipy.optimize",
+                                    "scipy.signal", "scipy.sparse", "scipy.stats")
+                  if name in sys.modules]))
+x = np.linspace(0.1, 1.0, 4)
+before = x.tobytes()
+mutad.grad(lambda x: np.sin(x).sum())(x)  # (a first differentiation, before SciPy's modules)
+
+
+def f(x):
+    import scipy.signal, scipy.stats  # (the first import of each: in the function's body)
+    return scipy.stats.norm.logpdf(scipy.signal.lfilter([1.0, 0.5], [1.0], x)).sum()
+
+
+traced = mutad.grad(f)(x)
+import scipy.integrate  # (between two differentiations)
+
+
+def g(x):
+    return scipy.integrate.trapezoid(x * x) + f(x)
+
+
+replaying = mutad.value_and_grad(g, replay=True)
+replaying(x)
+value, replayed = replaying(x)
+program, = replaying.programs.values()
+assert type(program) is Program and program.replays == 1
+assert x.tobytes() == before
+print(traced.tolist())
+print((replayed - 2 * x * [0.5, 1.0, 1.0, 0.5]).tolist())
+"""
+
+
+@pytest.mark.slow
+def test_the_rules_of_a_scipy_module_imported_after_mutad_and_in_the_function_apply():
+    """``import mutad`` imports none of SciPy's modules that it has rules for but linalg and
+    special (which NumPy's own rules use): a differentiation loads the rules of those imported
+    before it starts, and an import that code running in it makes (the function's own
+    ``import scipy.stats``) loads them as it returns. So the gradients are the same whether
+    SciPy's modules were imported before ``import mutad``, after a first differentiation or
+    in the function's body, traced and replayed."""
+    result = subprocess.run([sys.executable, "-c", SCIPY_IMPORTED_LATER], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    imported, traced, replayed = map(json.loads, result.stdout.splitlines())
+    assert imported == []
+    import scipy.signal
+    import scipy.stats
+
+    x = np.linspace(0.1, 1.0, 4)
+    expected = mutad.grad(lambda x: scipy.stats.norm.logpdf(
+        scipy.signal.lfilter([1.0, 0.5], [1.0], x)).sum())(x)
+    assert traced == expected.tolist()
+    np.testing.assert_allclose(replayed, expected, rtol=1e-13)
+
+
 # ----------------------------------------------------------------------------------------------
 # Type information
 

@@ -465,11 +465,12 @@ COMPLEX_FLOORS = {  # NumPy's scalars and Python's numbers have no floor divisio
 
 
 @pytest.mark.parametrize("name, reflected", [(name, reflected) for name in COMPLEX_FLOORS
-                                              for reflected in (False, True)
-                                              if not (reflected and name.endswith("="))])
+                                              for reflected in (False, True)])
 def test_floor_division_of_complex_numbers_is_numpys_or_pythons_type_error(name, reflected):
     """Regression: ``1j // x[0]`` raised the ufunc's TypeError, where NumPy's scalar's is
-    "unsupported operand type(s) for //: 'complex' and 'numpy.complex128'"."""
+    "unsupported operand type(s) for //: 'complex' and 'numpy.complex128'"; and ``n //= x[0]``
+    of a number ``n`` (whose ``//=`` is x[0]'s ``__rfloordiv__``) said "//" where Python says
+    "//="."""
     operation = COMPLEX_FLOORS[name]
     cases = [(dtype, read, other) for dtype, others in ((np.complex128, (2, 0.5, 1j, np.int64(3),
                                                                          np.complex128(1j))),

@@ -47,8 +47,18 @@ def leading_axes(t, w):
     return np.sum(y)
 
 
+def scaled_columns(a, c):
+    """A traced scalar (a product of an element) times a column, added into the leading
+    elements of a vector in a loop (syrk's ``C[i, :i + 1] += alpha * A[i, k] * A[:i + 1, k]``):
+    the scalar's cotangent is the product summed, its product's check told in the lines."""
+    u = c * 2.0
+    for k in range(a.shape[1]):
+        u[:k + 2] += 0.5 * a[k, 0] * a[:k + 2, k]
+    return np.sum(u * u)
+
+
 PROGRAMS = {pairwise: ((4, 3), (4,)), rows_and_columns: ((3, 4), (4,)),
-            leading_axes: ((2, 3, 4), (3, 4))}
+            leading_axes: ((2, 3, 4), (3, 4)), scaled_columns: ((4, 3), (4,))}
 
 
 def _with(a, index, value):
@@ -115,3 +125,22 @@ def test_the_broadcasting_steps_write_their_own_lines_in_a_block(f):
     inside = {id(step) for step in program.steps if type(step) is blocks.Block
               for step in step.steps}
     assert all(id(step) in inside for step in broadcast)
+
+
+def test_a_scalar_times_a_column_is_replayed_not_traced_on_each_flip(capfd, monkeypatch):
+    """The flips of ``scaled_columns``' products (an infinite or NaN column meeting a zero
+    cotangent, zero scalars) are replayed, not traced, with the traced bits: the product
+    of the scalar's cotangent asks its questions in the block's lines, and calls
+    ``blocks._product`` (``products.times``) only where they say no."""
+    monkeypatch.setattr(blocks, "TEMPLATES", collections.OrderedDict())
+    taken = []
+    monkeypatch.setitem(blocks.HELPERS, "product",
+                        lambda *args: (taken.append(1), blocks._product(*args))[1])
+    calls = _calls(scaled_columns, np.float64)
+    replaying = replayed_like_traced(scaled_columns, calls[:3], MODES["all-ignore"], capfd)
+    assert not taken  # finite and nonzero: every product told in the lines
+    replaying = replayed_like_traced(scaled_columns, calls, MODES["all-ignore"], capfd)
+    assert taken  # an infinite column, zeros: products.times
+    assert len(replaying.traced) == 1  # the recording alone
+    (program,) = replaying.programs.values()
+    assert program.replays == len(calls) - 1

@@ -21,6 +21,17 @@ def rewritten(A):
     return np.sum(A * A)
 
 
+def vector_rewritten(A):
+    """A vector's elements read, then each updated in place (heat-scalar's
+    ``u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])``): the read's index is the integer,
+    the write's a tuple of it, one element either way."""
+    u = A[2] * 1.0
+    un = u.copy()
+    for i in range(1, 4):
+        u[i] += 0.25 * (un[i + 1] - 2 * un[i] + un[i - 1])
+    return np.sum(u * u)
+
+
 def row_between(A):
     """The element read, its row written in place (through a view) and read, then the
     element written: what the row's read sees in the reverse pass is the element the write
@@ -77,8 +88,9 @@ KEPT_AS_READ = re.compile(r"\bold\d+ = v\d+\n")
 
 
 @pytest.mark.parametrize("policy", POLICIES)
-def test_an_element_read_then_written_is_kept_as_read(policy, templates):
-    replaying = replayed_like_traced(rewritten, calls(), policy, traced_once=True)
+@pytest.mark.parametrize("f", [rewritten, vector_rewritten], ids=lambda f: f.__name__)
+def test_an_element_read_then_written_is_kept_as_read(f, policy, templates):
+    replaying = replayed_like_traced(f, calls(), policy, traced_once=True)
     assert blocks(replaying)
     assert any(KEPT_AS_READ.search(source) for source in templates)
 

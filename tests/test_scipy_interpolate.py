@@ -1118,3 +1118,43 @@ def test_bernstein_polynomials_of_traced_values():
         assert y.tobytes() == before
         mutad.check_grads(f, y, modes=("rev", "fwd"), rtol=1e-6)
         replays_as_traced(f, [(y,), (y * 1.3,), (y[::-1].copy(),)])
+
+
+@pytest.mark.parametrize("fill_value", [0.0, (-1.0, 3.0)], ids=["fill", "below-above"])
+def test_interp1d_linear_of_repeated_knots_differentiates_numpys_interp(fill_value):
+    """Regression: interp1d(x, y) of one-dimensional float64 data computes its values with
+    np.interp (SciPy's _call_linear_np), and mutad took their derivative in y from SciPy's
+    interpolant of several columns (_call_linear), whose search picks another interval at a
+    repeated knot: at x = 1.0 of knots [0, 1, 1, 2] the gradient went to y[1] where NumPy's
+    value is y[2], and at x = 0.0 of knots [0, 0, 1, 2] (0/0 there) it was lost. Each query's
+    gradient is now np.interp's, written by hand here."""
+    knots = np.array([0.0, 1.0, 1.0, 2.0])
+    y = np.array([1.0, 3.0, 2.0, 5.0])
+    before = y.tobytes()
+    expected = {0.5: [0.5, 0.5, 0.0, 0.0], 1.0: [0.0, 0.0, 1.0, 0.0], 1.5: [0.0, 0.0, 0.5, 0.5],
+                2.0: [0.0, 0.0, 0.0, 1.0], 3.0: [0.0, 0.0, 0.0, 0.0]}
+    for point, gradient in expected.items():
+        f = lambda y: interp1d(knots, y, bounds_error=False, fill_value=fill_value)(point)  # noqa: E731,B023
+        value, got = mutad.value_and_grad(f)(y)
+        assert value == f(y)
+        assert got.tolist() == gradient, point
+    f = lambda y: interp1d([0.0, 0.0, 1.0, 2.0], y, bounds_error=False)(0.0)  # noqa: E731
+    assert f(y) == 3.0 and mutad.gradient(f, y)[0].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert y.tobytes() == before
+
+
+def test_interp1d_linear_of_traced_repeated_knots_is_scipys_value():
+    """Regression: interp1d(x, y)(0.0) of traced knots [0, 0, 1, 2] (SciPy's value 3.0, by
+    np.interp) came back NaN: the derivative's formula took SciPy's other search's interval,
+    of width 0 there, and its 0/0 reached the value. The intervals are np.interp's where
+    SciPy computes with it; the value SciPy's, in a replay too."""
+    y = np.array([1.0, 3.0, 2.0, 5.0])
+    f = lambda x: interp1d(x, y, bounds_error=False, fill_value=0.0)(  # noqa: E731
+        np.array([0.0, 0.5, 1.0, 2.0])) @ np.arange(1.0, 5.0)
+    calls = [(np.array(knots),) for knots in ([0.0, 0.0, 1.0, 2.0], [0.0, 1.0, 1.0, 2.0],
+                                              [0.0, 0.5, 1.0, 2.0], [0.0, 0.0, 1.0, 2.0])]
+    for (x,) in calls:
+        value, gradient = mutad.value_and_grad(f)(x)
+        assert value == f(x) and np.isfinite(gradient).all(), x
+    replays_as_traced(f, calls, replayed=1)  # (a call whose intervals are a recording's)
+    assert y.tolist() == [1.0, 3.0, 2.0, 5.0]

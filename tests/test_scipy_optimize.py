@@ -1519,3 +1519,22 @@ def test_large_scale_nonlinear_solvers(solver):
     value, _ = mutad.value_and_grad(loss)(p)
     assert value == loss(p)
     mutad.check_grads(loss, p, modes=("rev", "fwd"), rtol=1e-6)
+
+
+def test_scipys_followed_code_raising_on_traced_values_alone_is_refused_by_name():
+    """SciPy's own code run on traced values (check_grad, followed step by step) that raises
+    where the plain values pass (here the user's function, handed a traced array, takes a
+    memoryview of it): an UnsupportedOperationError naming the SciPy function, the error's
+    cause the one raised, the caller's array unchanged."""
+    def fun(p):
+        memoryview(p)
+        return (p ** 2).sum()
+
+    x = np.array([0.3, 0.7])
+    with pytest.raises(UnsupportedOperationError,
+                       match=r"scipy\.optimize\.check_grad does not run on differentiated values"
+                             r".*raised TypeError \(memoryview.*where the plain values pass"
+                       ) as raised:
+        mutad.gradient(lambda x: scipy.optimize.check_grad(fun, lambda p: 2.0 * p, x), x)
+    assert type(raised.value.__cause__) is TypeError
+    assert x.tolist() == [0.3, 0.7]

@@ -886,6 +886,15 @@ COMPILED_DISTRIBUTIONS = {
                 np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
     "nct.isf": (lambda q, k, s: scipy.stats.nct.isf(q, 5.5, k, scale=s),
                 np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
+    # the Kolmogorov distributions (SciPy's kolmogorov, smirnov ufuncs and their inverses)
+    "kstwobign.cdf": (lambda x, k, s: scipy.stats.kstwobign.cdf(x, loc=0.1 * k, scale=s),
+                      np.array([0.6, 1.0, 2.0]), np.array([0.1, 0.3, 0.5])),
+    "kstwobign.ppf": (lambda q, k, s: scipy.stats.kstwobign.ppf(q, loc=k, scale=s),
+                      np.array([0.2, 0.5, 0.9]), np.array([0.1, 0.3, 0.5])),
+    "ksone.cdf": (lambda x, k, s: scipy.stats.ksone.cdf(x, 5, loc=0.01 * k, scale=s),
+                  np.array([0.3, 0.33, 0.36]), np.array([0.1, 0.3, 0.5])),
+    "ksone.isf": (lambda q, k, s: scipy.stats.ksone.isf(q, 5, loc=k, scale=s),
+                  np.array([0.2, 0.3, 0.4]), np.array([0.1, 0.3, 0.5])),
 }
 
 

@@ -202,6 +202,29 @@ def test_a_row_not_declared_for_complex_values_refuses_them(ufunc):
     assert z.tobytes() == before
 
 
+@pytest.mark.parametrize("f", [
+    lambda z: np.divmod(z, 2.0)[1], lambda z: np.divmod(2.0, z)[0], lambda z: divmod(z, 2.0)[1],
+    lambda z: divmod(2.0, z)[0], lambda z: np.modf(z)[0], lambda z: np.frexp(z)[0],
+], ids=["divmod", "divmod-right", "builtin-divmod", "builtin-divmod-right", "modf", "frexp"])
+def test_a_ufunc_of_two_outputs_with_no_complex_loop_raises_numpys_type_error(f):
+    """Regression: np.divmod, np.modf and np.frexp of complex values raised ComplexInputError
+    (mutad has no complex rule), and divmod(z, 2.0) np.floor_divide's TypeError, where NumPy
+    has no loop for them at all and raises its own TypeError ("ufunc 'divmod' not
+    supported ..."): NumPy's error, in every mode."""
+    z = np.array([1.2 + 0.5j, 0.8 - 0.3j])
+    before = z.tobytes()
+    with pytest.raises(TypeError) as expected:
+        f(z)
+    for run in (lambda: mutad.gradient(lambda z: np.abs(f(z)).sum(), z),
+                lambda: mutad.value_and_grad(lambda z: np.abs(f(z)).sum(), replay=True)(z),
+                lambda: mutad.jvp(f, (z,), (np.ones_like(z),))):
+        with pytest.raises(TypeError) as raised:
+            run()
+        assert type(raised.value) is type(expected.value)
+        assert str(raised.value) == str(expected.value)
+    assert z.tobytes() == before
+
+
 @pytest.mark.slow  # second order: the first-order cases stay fast
 @pytest.mark.parametrize(("case", "scenario", "policy"), list(_second_order_runs(COMPLEX_PAIRS)))
 def test_complex_ufunc_second_derivatives(case, scenario, policy, rng):

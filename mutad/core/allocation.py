@@ -1096,6 +1096,10 @@ def shown_class(x, numpy_class):
 
 
 _SEQUENCES = (list, tuple)
+DISPATCHED = {}
+"""Class -> ``function(ufunc, operands)``, which a ufunc the user's code calls in the mode
+calls where every operand is of that class (``_ModeUfunc``), as its ``__array_ufunc__``
+would be called: the traced array's, which its engine adds."""
 _SEQUENCES_OR_ARRAY = (list, tuple, np.ndarray)
 
 
@@ -1129,6 +1133,22 @@ class _ModeUfunc:
                     return from_plain_objects(self.ufunc(*args, **kwargs), self.ufunc, args,
                                               kwargs)
                 break
+        else:
+            # Operands all of one class of ``DISPATCHED``, one per input, no keyword: NumPy
+            # would call that class's ``__array_ufunc__`` with them and nothing else, once
+            # (``np.sin(x)`` of a traced ``x``); its engine's function does it here, without
+            # NumPy's search for overrides. Where it declines (NotImplemented), NumPy's call
+            # says what NumPy says.
+            call = DISPATCHED.get(type(args[0])) if args else None
+            if call is not None and not kwargs and len(args) == self.ufunc.nin:
+                kind = type(args[0])
+                for a in args:
+                    if type(a) is not kind:
+                        break
+                else:
+                    y = call(self.ufunc, args)
+                    if y is not NotImplemented:
+                        return y
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -4712,9 +4732,28 @@ _BY_ORIGINAL.update({id(func): (func, new) for func, new in PICKLE_REPLACEMENTS.
 def _import_module(name, package=None):
     """``importlib.import_module`` in the mode: the library module it gives is switched as an
     ``import`` statement's is (``_Mode.reach``)."""
-    module = _IMPORT_MODULE(name, package)
+    module = _imported(_IMPORT_MODULE, name, package)
     if type(module) is types.ModuleType:
         MODE.reach(module)
+    return module
+
+
+IMPORTS = threading.local()
+"""``depth``: the imports running in this thread through the mode's ``__import__`` and
+``importlib.import_module``; the rule modules of the libraries they load are loaded once the
+outermost one has returned (``_Mode.load_rules``), when no module of theirs is half-made."""
+
+
+def _imported(importer, *arguments):
+    """``importer(*arguments)``, an import in the mode; the outermost one loads the rule
+    modules of the libraries imported since the last did (``_Mode.load_rules``)."""
+    IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1
+    try:
+        module = importer(*arguments)
+    finally:
+        IMPORTS.depth -= 1
+    if len(sys.modules) != MODE.rules_checked and not IMPORTS.depth:
+        MODE.load_rules()
     return module
 
 
@@ -4823,6 +4862,7 @@ class _Mode:
         self.imports = None if _VERSION is None else (_VERSION(sys.modules),
                                                       _VERSION(RULE_MODULES))
         self.imported = None
+        self.rules_checked = 0  # len(sys.modules) when imports in the mode last loaded them
 
     # finding the bindings ----------------------------------------------------------------
 
@@ -5074,7 +5114,7 @@ class _Mode:
         """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
         zeros``) run by user code in a thread that differentiates binds the mode's module, as
         the module-level names are bound (a function that imports NumPy in its body)."""
-        module = _IMPORT(name, globals, locals, fromlist, level)
+        module = _imported(_IMPORT, name, globals, locals, fromlist, level)
         if type(module) is types.ModuleType:  # (``from scipy.linalg.basic import solve``)
             self.reach(module)
         if (module is np or module in PYTHON_MODULES) and _in_mode() and globals is not None:
@@ -5082,6 +5122,34 @@ class _Mode:
             if isinstance(caller, str) and caller.partition(".")[0] not in INTERNAL:
                 return self.numpy if module is np else self.python[id(module)]
         return module
+
+    def load_rules(self):
+        """Code running in the mode imported modules (``import scipy.stats`` in the function's
+        body, SciPy's ``scipy.stats`` loaded on its first read): load the rule modules of the
+        libraries among them (``RULE_MODULES``), and bind what they route in the mode as an
+        entry would have, had they been imported before it, so that the function runs as it
+        runs where they were (the rule modules are loaded by the first differentiation that
+        finds their library imported, not by ``import mutad``)."""
+        with self.lock:
+            self.rules_checked = len(sys.modules)
+            if all(library not in sys.modules or rules in sys.modules
+                   for library, rules in RULE_MODULES.items()):
+                return
+            IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1  # (their own imports wait)
+            try:
+                with plain_allocation():
+                    load_rule_modules()
+            finally:
+                IMPORTS.depth -= 1
+            if self.depth:
+                self._scan_modules(None)
+                self._swap(1)
+                plain = types.ModuleType
+                for module, cls in self._entered():
+                    if type(module) is plain:
+                        module.__class__ = cls
+                self._route_methods()
+            self.rules_checked = len(sys.modules)
 
     def _install_types(self):
         """Bind ``np.ndarray`` and NumPy's scalar types in the mode's module to what the code

@@ -43,6 +43,10 @@ class _Active(threading.local):
         # back starts refuses the recordings (``arguments.run``).
         self.reversing = []
         self.custom_backs = 0
+        # The custom functions whose rules run now on plain values, in a call the innermost
+        # differentiation records (``custom.Adjoint.record``): a differentiation their rule
+        # starts is refused (``arguments.run``).
+        self.plain_rules = []
 
 
 def refused(error):

@@ -218,7 +218,7 @@ def _operator(method, name, prefix):
                 and _gives_way(type(other), in_place):  # (its class defines __array_ufunc__)
             return NotImplemented
         if pythons_own is not None and weak(other) and weak(self):
-            turned = _pythons_own(self, other, pythons_own, reflected)
+            turned = _pythons_own(self, other, _augmented(pythons_own, reflected), reflected)
             if turned is not None:
                 return turned
         left, right = (other, self) if reflected else (self, other)
@@ -246,7 +246,7 @@ def _operator(method, name, prefix):
         except FloatingPointError as error:  # (np.errstate's "raise": worded as NumPy's)
             raise scalar_math_error(error, self, other) from None
         except TypeError:  # (no loop for the operands' types: 1j // x[0])
-            _raise_plain_error(plain, left, right)
+            _raise_plain_error(_augmented(plain, reflected), left, right)
             raise
         value = getattr(result, "value", None)
         if type(value) is np.ndarray and value.ndim:
@@ -265,6 +265,22 @@ def _operator(method, name, prefix):
 
 
 _SEQUENCES = frozenset((list, tuple, str, bytes))
+
+
+def _augmented(operation, reflected):
+    """Python's operator to ask the error of, ``operation`` or, where a reflected operator runs
+    for the program's augmented assignment, its augmented one: ``n //= x[0]`` of a Python or
+    NumPy number ``n``, which has no ``__ifloordiv__``, calls ``x[0].__rfloordiv__``, and
+    Python's and NumPy's error says "//=" (the program's instruction tells, or the function it
+    calls: ``operator.ifloordiv(n, x[0])``). Asked only where an error is raised."""
+    if not reflected:
+        return operation
+    augmented = getattr(operator, f"i{operation.__name__}")
+    frame = _outside(sys._getframe(2), ("mutad",))
+    if frame is None or not (_instructions(frame.f_code).get(frame.f_lasti, "").endswith("=")
+                             or _calls_any(frame, (augmented,))):  # (operator.ifloordiv)
+        return operation
+    return augmented
 
 
 def _not_replayed(x, reason):
@@ -1191,6 +1207,7 @@ class ArrayMethods(Tracer):
             return self // other, self % other
         except TypeError:
             _raise_plain_error(divmod, self, other)  # (its own words: "divmod()", not "//")
+            numpys_loop_error(np.divmod, (self, other))  # (an array's: "ufunc 'divmod'")
             raise
 
     def __rdivmod__(self, other):
@@ -1199,6 +1216,7 @@ class ArrayMethods(Tracer):
             return other // self, other % self
         except TypeError:
             _raise_plain_error(divmod, other, self)
+            numpys_loop_error(np.divmod, (other, self))
             raise
 
     def to_device(self, device, /, *, stream=None):
@@ -2637,6 +2655,14 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
         ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
     out[...] = y
     return out
+
+
+def numpys_loop_error(ufunc, values):
+    """Raise NumPy's own error where ``ufunc`` has no loop for the types of ``values``
+    (``np.divmod``, ``np.modf``, ``np.frexp`` of complex values: a TypeError), which a rule
+    routed to would otherwise refuse for a reason of mutad's (no complex rule): asked of empty
+    arrays of the operands' dtypes, Python numbers as they are (NumPy's weak promotion)."""
+    ufunc(*(np.empty(0, x.dtype) if hasattr(x, "dtype") else x for x in values))
 
 
 def untraced_write(what, into=None):

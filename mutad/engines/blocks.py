@@ -593,6 +593,18 @@ class Code:
         self.asked.add(key)
         return ["if tape.guards:", f"    tape.before_write({self.bind(key, 'key')})"]
 
+    def element(self, array, index):
+        """The local holding the element ``array[index]`` as a step read it (:attr:`elements`),
+        or None; ``index`` names the index. A tuple of one integer stands for that integer
+        where the element was read with it (``u[i]`` read, ``u[i] += ...`` written: a write
+        records its index as a tuple), both one element of a vector."""
+        index = self.read_as(index)
+        read = self.elements.get((array, index))
+        if read is None and type(index) is tuple and index[0] is tuple and len(index[1]) == 1 \
+                and index[1][0][0] is int:
+            read = self.elements.get((array, index[1][0]))
+        return read
+
     def forget(self, local=None):
         """The elements read (:attr:`elements`) forgotten: all of them, or those ``local``
         holds or was read from (a local let go)."""

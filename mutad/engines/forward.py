@@ -32,7 +32,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_out,
-                        item_assignment_refused, numpy_scalar, numpys_scalar_operator,
+                        item_assignment_refused, numpy_scalar, numpys_loop_error,
+                        numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
                         records_key, text_element, record_field, by_mutad, subclass_call,
@@ -561,6 +562,8 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         return apply_function(ufunc, inputs, kwargs, level, entry.complex_rules[1])
     if rule is None:
         if entry.reverse is not None:  # generalized ufuncs (matmul) have function rules
+            if complex_among(primals):
+                numpys_loop_error(ufunc, primals)
             if out is not None:
                 kwargs = dict(kwargs, out=out)
             return apply_function(ufunc, inputs, kwargs, level)

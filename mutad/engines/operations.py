@@ -30,8 +30,8 @@ from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
                                ufunc_operands,
                                without_derivative)
 from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
-                        masked_ufunc, judge_out, out_by_keyword, out_computation, out_position,
-                        stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
+                        masked_ufunc, judge_out, numpys_loop_error, out_by_keyword,
+                        out_computation, out_position, stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, from_user_line
 from .elementwise import (_NOTHING_KEPT, ARITHMETIC, ASSIGNMENT, ElementWrite, Elementwise,
@@ -227,6 +227,8 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
             return apply_function(function_name(ufunc), entry.complex_rules[0], inputs,
                                   kwargs)
         if rule is None and entry.reverse is not None:  # generalized ufuncs (matmul)
+            if complex_among(values):
+                numpys_loop_error(ufunc, values)
             if out is not None:
                 kwargs["out"] = out
             return apply_function(function_name(ufunc), entry.reverse, inputs, kwargs)

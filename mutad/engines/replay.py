@@ -795,7 +795,12 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
             else:  # (an operand, a number: as it is)
                 into = dy if last else "None"
                 evaluate, p = _partial_value(code, partial, y, vals, scalars=made.shape == ())
-                lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
+                if made.shape == ():
+                    lines += [*evaluate, f"{g} = product({dy}, {p}, {into})"]
+                else:  # (a traced scalar times a vector, syrk's alpha * A[i, k] * A[:i, k])
+                    times, array, number = _unmasked_lines(code, made, dy, p, into)
+                    lines += [*evaluate, f"{g} = ({times} if {array}{number} else "
+                                         f"product({dy}, {p}, {into}))"]
             if scalar_cotangents(buffer) and made.shape != ():
                 # unbroadcast's sum over every axis of g (of made's shape), as the float64
                 # scalar it makes a 0-d array of, which the block holds as NumPy's scalar
@@ -877,14 +882,7 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
                 # shape, of at most one dimension, whose dot product with it is finite
                 # (products.unmasked's own questions; the array, the partial most steps have,
                 # asked first, and a short one's dot product BLAS's: _sum_of_products)
-                times = f'{dy} * p' if into == 'None' else f'multiply({dy}, p, {into})'
-                dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
-                array = (f"type(p) is ndarray and p.shape == {code.bind(made.shape)} and "
-                         f"isfinite({dot}({dy}, p)) or " if len(made.shape) <= 1
-                         and made.dtype == np.float64 else "")
-                number = ("(type(p) is float and isfinite(p) or type(p) is int) and p"
-                          if strong else "((type(p) is float or type(p) is float64) and "
-                          "isfinite(p) or type(p) is int) and p")
+                times, array, number = _unmasked_lines(code, made, dy, "p", into)
                 general = f"({times} if {array}{number} else product({dy}, p, {into}))"
                 known = code.constant(p)  # (a number known now: zero or not finite here)
                 if p != "p":
@@ -915,6 +913,24 @@ def _lean_cotangents(code, lean, made, vals, y, scalar=None, always=True, owned=
     if shared is not None:
         code.share(*shared)
     return lines
+
+
+def _unmasked_lines(code, made, dy, p, into):
+    """``(times, array, number)``: the expressions of ``blocks._product(dy, p, into)`` where
+    ``products.unmasked`` says yes on its own questions, told inline for a ``p`` (a name)
+    that is an array or a number: ``times``, the product; ``array``, the condition (with
+    its ``or``, or empty) that ``p`` is an array of ``made``'s shape (a short float64 vector)
+    whose dot product with ``dy`` is finite; ``number``, that it is a finite nonzero number
+    (not NumPy's float64 where ``made`` is of another dtype, which NEP 50 promotes)."""
+    times = f"{dy} * {p}" if into == "None" else f"multiply({dy}, {p}, {into})"
+    dot = "vdot" if math.prod(made.shape) <= UNTHREADED else "sum_of_products"
+    array = (f"type({p}) is ndarray and {p}.shape == {code.bind(made.shape)} and "
+             f"isfinite({dot}({dy}, {p})) or " if len(made.shape) <= 1
+             and made.dtype == np.float64 else "")
+    number = (f"(type({p}) is float and isfinite({p}) or type({p}) is int) and {p}"
+              if made.dtype != np.float64 else f"((type({p}) is float or type({p}) is float64) "
+              f"and isfinite({p}) or type({p}) is int) and {p}")
+    return times, array, number
 
 
 def _new_local(code, buffer, named, g):
@@ -1570,7 +1586,7 @@ class SetElement:
         value = code.bind(self.constant) if self.value is None else code.value(self.value)
         index = code.bind(self.index)
         lines = ElementWrite.write_lines(array, index, value, old, code.before_write(self.key))
-        read = code.elements.get((array, code.read_as(index)))
+        read = code.element(array, index)
         if read is not None and lines[0] == f"{old} = {array}[{index}]":
             lines[0] = f"{old} = {read}"  # (the same element, the same bits: read already)
         code.forward += lines

@@ -45,7 +45,8 @@ import types
 
 import numpy as np
 
-from ..core.allocation import (READ_BESIDE, Preexisting, lists_as_arrays, python_objects,
+from ..core.allocation import (DISPATCHED, READ_BESIDE, Preexisting, lists_as_arrays,
+                               python_objects,
                                rebound_in_place,
                                stand_in_value, stands_in, without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
@@ -467,6 +468,28 @@ def install_fast_operators(cls):
 
 
 install_dispatch(Traced, TracedDispatch)
+
+
+def _mode_ufunc(ufunc, inputs):
+    """``__array_ufunc__`` of traced ``inputs`` alone, one per input of ``ufunc``, with no
+    keyword, as a ufunc the user's code calls in the allocation mode calls it
+    (``allocation.DISPATCHED``): a unary ufunc (``np.sin(x)``) takes ``fast_ufunc`` as
+    ``__array_ufunc__`` would, told that the mode's frame lies between it and the user's
+    line (``debug.caller`` skips it without looking: Python makes no object of it)."""
+    x = inputs[0]
+    if len(inputs) == 1:
+        tape, buffer = x.tape, x.buffer
+        if not buffer.weak and not buffer.constant and tape.recorder is None \
+                and tape.outer is None:
+            # (``debug.caller``'s frame, fast_ufunc's, this one's and the mode's skipped)
+            yt = fast_ufunc(ufunc, inputs, tape, [x.value], 1, SKIPPED,
+                            (buffer,) if x.whole else None)
+            if yt is not None:
+                return yt
+    return x.__array_ufunc__(ufunc, "__call__", *inputs)
+
+
+DISPATCHED[Traced] = _mode_ufunc
 install_operators(Traced, _binary)
 install_fast_operators(Traced)
 READ_BESIDE[Traced] = _read_beside

@@ -237,6 +237,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     a = _as_array(a)  # (NumPy's np.asanyarray of each: a list of weights, [1, 2, 3])
     if weights is not None:
         weights = _as_array(weights)
+    if axis is not None:  # (as NumPy first: its errors' words, "axis: axis 2 is out of ...")
+        axis = normalize_axis_tuple(axis, np.ndim(a), "axis")
     if weights is None:
         avg = np.mean(a, axis=axis, keepdims=keepdims)
         dtype = np.result_type(avg)
@@ -250,7 +252,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if np.shape(weights) != np.shape(a):
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            axes = normalize_axis_tuple(axis, np.ndim(a), "axis")
+            axes = axis
             if np.shape(weights) != tuple(np.shape(a)[ax] for ax in axes):
                 raise ValueError("Shape of weights must be consistent with shape of a along "
                                  "specified axis.")

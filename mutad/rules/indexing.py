@@ -371,6 +371,42 @@ def _complex_scalars(*values):
                  and views.stands_for_scalar(v) else v for v in values)
 
 
+def interp_sides(x, xp):
+    """Where NumPy's interp puts each x: right of xp (``x > xp[-1]``, asked first, as NumPy's
+    search asks it: of an xp that decreases an x may be both), else left of it
+    (``x < xp[0]``), else inside, on the interval ``i`` (``xp[i] <= x < xp[i + 1]``, the last
+    one for ``x == xp[-1]``), a decision taken now: a pullback may see x and xp restored up to
+    rounding. Inside an xp that decreases somewhere, NumPy's search finds an interval mutad
+    does not follow: refused."""
+    above = x > xp[-1]
+    below = (x < xp[0]) & ~above
+    inside = ~below & ~above
+    interval = None
+    if np.shape(xp)[0] > 1:
+        if np.any(inside) and np.any(np.diff(xp) < 0):
+            raise UnsupportedOperationError(
+                "np.interp of differentiated values with xp not increasing and x inside its "
+                "range: NumPy's result there is its search's (its documentation calls it "
+                "meaningless), whose interval mutad does not follow. Sort xp (and fp with it: "
+                "order = np.argsort(xp); np.interp(x, xp[order], fp[order])).")
+        interval = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.shape(xp)[0] - 2)
+    return below, above, inside, interval
+
+
+def interp_piece(x, xp, fp, i, inside):
+    """On the interval ``i`` of each x, ``t = (x - xp_i) / h`` and the slope
+    ``s = (fp_(i+1) - fp_i) / h``, ``h = xp_(i+1) - xp_i``: zero outside xp (which they do not
+    reach: no 0/0 of an x beyond repeated end points, no inf of an infinite x), and t = 1,
+    s = 0 on an interval of no width (x == xp[-1] == xp[-2], where NumPy gives fp[-1])."""
+    start = np.take(xp, i)
+    h = np.take(xp, i + 1) - start
+    wide = inside & (h != 0)
+    width = np.where(wide, h, 1.0)
+    t = np.where(wide, (np.where(wide, x, start) - start) / width, np.where(inside, 1.0, 0.0))
+    s = np.where(wide, (np.take(fp, i + 1) - np.take(fp, i)) / width, 0.0)
+    return t, s
+
+
 @defrule(np.interp, leading=5)
 def interp(x, xp, fp, left=None, right=None, period=None):
     if period is not None:  # left and right are ignored, as NumPy ignores them
@@ -390,13 +426,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
     if complex_x:  # y depends on its real part alone
         x = np.real(x)
     x_shape, xp_shape, fp_shape = np.shape(x), np.shape(xp), np.shape(fp)
-    below = x < xp[0]
-    above = x > xp[-1]
-    inside = ~below & ~above
-    # The interval of each x is found now: back may see x and xp restored up to rounding.
-    interval = None
-    if xp_shape[0] > 1:
-        interval = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, xp_shape[0] - 2)
+    below, above, inside, interval = interp_sides(x, xp)
 
     def back(dy):
         # Built with calls that dispatch: under nested reverse mode dy, x, xp and fp are arrays
@@ -409,10 +439,7 @@ def interp(x, xp, fp, left=None, right=None, period=None):
             # t = (x - xp_i) / h. Then ∂y/∂x = s, ∂y/∂fp_i = 1 - t, ∂y/∂fp_(i+1) = t,
             # ∂y/∂xp_i = s (t - 1), ∂y/∂xp_(i+1) = -s t.
             i = interval
-            start = np.take(xp, i)
-            h = np.take(xp, i + 1) - start
-            t = (x - start) / h
-            s = (np.take(fp, i + 1) - np.take(fp, i)) / h
+            t, s = interp_piece(x, xp, fp, i, inside)
             inner = np.where(inside, dy, 0.0)
             # a complex x: ∂y/∂Re x = s, none in Im x (its cotangent real, by the holomorphic
             # rules' conjugations, see registry.holomorphic)
@@ -456,18 +483,13 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
     if np.iscomplexobj(x):  # y depends on its real part alone
         x = np.real(x)
         dx = None if dx is None else np.real(dx)
-    below = x < xp[0]
-    above = x > xp[-1]
+    below, above, inside, i = interp_sides(x, xp)
     terms = []
     if np.size(xp) > 1:
         # The partial derivatives of the reverse rule: on [xp_i, xp_(i+1)], with slope s and
         # t = (x - xp_i) / h,
         # dy = s dx + (1 - t) dfp_i + t dfp_(i+1) + s (t - 1) dxp_i - s t dxp_(i+1).
-        i = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.size(xp) - 2)
-        start = np.take(xp, i)
-        h = np.take(xp, i + 1) - start
-        t = (x - start) / h
-        s = (np.take(fp, i + 1) - np.take(fp, i)) / h
+        t, s = interp_piece(x, xp, fp, i, inside)
         if dx is not None:
             terms.append(s * dx)
         if dfp is not None:

@@ -151,6 +151,7 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
+from ..rules.indexing import interp_piece, interp_sides
 from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused_attribute,
                         reproduces, scipys_value)
 
@@ -690,26 +691,65 @@ class _Interp1d(_OneDimensional):
     sorted data (order 0: piecewise constant, derivative 0), 0 where a query gets the
     constant ``fill_value``."""
 
-    def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted):
+    def __init__(self, x, kind, axis, copy, bounds_error, fill_value, assume_sorted,
+                 by_column=False):
         self.x, self.kind, self.axis, self.copy = x, kind, axis, copy
         self.bounds_error, self.fill_value = bounds_error, fill_value
         self.assume_sorted = assume_sorted
+        self.by_column = by_column
 
     def value(self, data, points, nu):
-        scipy_interpolant = _interpolate.interp1d(self.x, data[0], self.kind, self.axis,
-                                                  self.copy, self.bounds_error, self.fill_value,
-                                                  self.assume_sorted)
+        if self.by_column and nu == 0:  # (columns of the basis of 1-d data: ``linear``)
+            return self._np_interps(data[0], points)
+        scipy_interpolant = self._scipys(data[0])
         if nu == 0:
             return scipy_interpolant(points)
         return _interp1d_derivative(scipy_interpolant, points, nu)
 
+    def _np_interps(self, columns, points):
+        """np.interp(points, x, column) of each column (n, w) of a basis, as SciPy's
+        ``_call_linear_np`` computes one-dimensional data, of its sorted knots: each point
+        on its interval as np.interp puts it (``indexing.interp_sides``, ``interp_piece``),
+        weighing the interval's two rows; 0 outside the knots, where SciPy fills."""
+        order = np.arange(len(self.x)) if self.assume_sorted else np.argsort(self.x,
+                                                                             kind="mergesort")
+        knots = np.asarray(self.x)[order]
+        flat = np.ravel(points)
+        _, _, inside, i = interp_sides(flat, knots)
+        t, _ = interp_piece(flat, knots, knots, i, inside)
+        rows = ((1.0 - t)[:, None] * columns[order[i]] + t[:, None] * columns[order[i + 1]])
+        rows = np.where(inside[:, None], rows, 0.0)
+        return np.reshape(rows, np.shape(points) + np.shape(columns)[1:])
+
+    def _scipys(self, y):
+        return _interpolate.interp1d(self.x, y, self.kind, self.axis, self.copy,
+                                     self.bounds_error, self.fill_value, self.assume_sorted)
+
     def linear(self, i, data, width):
+        """The basis's spec: SciPy's interpolant of the unit columns. Of one-dimensional
+        data SciPy computes kind='linear' with np.interp (``_call_linear_np``), of several
+        columns with its own search (``_call_linear``), which at a repeated knot picks
+        another interval (or divides 0 by 0): the basis of such data (``_by_np_interp``)
+        is computed as np.interp computes each of its columns (``by_column``), as SciPy
+        computes the data's values."""
         fill = self.fill_value if _extrapolates(self.fill_value) else 0.0
-        return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted)
+        by_column = _by_np_interp(self.kind, self.x, data[0], self.fill_value)
+        return _Interp1d(self.x, self.kind, 0, True, self.bounds_error, fill, self.assume_sorted,
+                         by_column)
 
 
 def _extrapolates(fill_value):
     return isinstance(fill_value, str) and fill_value == "extrapolate"
+
+
+def _by_np_interp(kind, x, y, fill_value):
+    """Whether SciPy's interp1d computes its values with np.interp (``_call_linear_np``):
+    kind='linear' of float64 or integer knots and one-dimensional data of those dtypes, not
+    extrapolating, two knots at least. Its own search (``_call_linear``), taken otherwise,
+    puts a point on a repeated knot on another interval (or divides 0 by 0 there)."""
+    return (kind == "linear" and np.ndim(y) == 1 and np.shape(x)[0] > 1
+            and not _extrapolates(fill_value)
+            and all(np.result_type(v) in (np.float64, np.int_) for v in (x, y)))
 
 
 def _interp1d_derivative(interpolant, points, nu):
@@ -1307,18 +1347,26 @@ class _LinearInKnots:
         self.x, self.y = np.copy(x), np.copy(y)
         self._settings = (kind, axis, bounds_error, fill_value, assume_sorted)
         self.axis = axis % max(np.ndim(y), 1)
+        self._np_interp = _by_np_interp(kind, x, y, fill_value)
         _interp1d_value(self.x, self.y, self.x[:1], self._settings)  # SciPy's checks
 
     def __call__(self, q):
         value = _interp1d_value(self.x, self.y, q, self._settings)
-        order, upper, outside = _linear_in_knots_decisions(self.x, q, self._settings)
+        order, upper, outside = _linear_in_knots_decisions(self.x, q, self._settings,
+                                                           self._np_interp)
         x = self.x[order]
         y = np.moveaxis(np.take(self.y, order, axis=self.axis), self.axis, 0)
         flat = np.ravel(q)
         x_lo, x_hi = x[upper - 1], x[upper]
         y_lo, y_hi = y[upper - 1], y[upper]
         rest = (slice(None),) + (None,) * (np.ndim(y) - 1)
-        composition = (y_hi - y_lo) / (x_hi - x_lo)[rest] * (flat - x_lo)[rest] + y_lo
+        width = x_hi - x_lo
+        if self._np_interp:  # np.interp's fp[-1] at x == xp[-1] == xp[-2]: no 0/0
+            empty = width == 0
+            width = np.where(empty, 1.0, width)
+        composition = (y_hi - y_lo) / width[rest] * (flat - x_lo)[rest] + y_lo
+        if self._np_interp and empty.any():
+            composition = np.where(empty[rest], y_hi, composition)
         if outside.any():  # (SciPy's fill: a constant)
             composition = np.where(outside[rest], 0.0, composition)
         return scipys_value(value, _laid_out(composition, q, self.axis))
@@ -1389,14 +1437,19 @@ _interp1d_value = Value(lambda x, y, q, settings: _interp1d_of(x, y, settings)(q
                                "scipy.interpolate.interp1d")
 
 
-def _decisions(x, q, settings):
+def _decisions(x, q, settings, np_interp=False):
     """SciPy's order of the knots (``mergesort``), each query's upper knot (clipped to
-    1 ... n - 1) and whether it lies outside the knots where SciPy fills."""
+    1 ... n - 1) as SciPy's search finds it, or np.interp's where SciPy computes with it
+    (``np_interp``: ``_by_np_interp``), and whether it lies outside the knots where SciPy
+    fills."""
     kind, axis, bounds_error, fill_value, assume_sorted = settings
     order = np.arange(len(x)) if assume_sorted else np.argsort(x, kind="mergesort")
     x = x[order]
     flat = np.ravel(np.asarray(q, dtype=float))
-    upper = np.clip(np.searchsorted(x, flat), 1, len(x) - 1).astype(np.intp)
+    if np_interp:
+        upper = (interp_sides(flat, x)[3] + 1).astype(np.intp)
+    else:
+        upper = np.clip(np.searchsorted(x, flat), 1, len(x) - 1).astype(np.intp)
     outside = ((flat < x[0]) | (flat > x[-1])) & (not _extrapolates(fill_value))
     return order, upper, outside
 
