@@ -243,6 +243,13 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
                 return without_derivative(ufunc(*values, **kwargs), values, kwargs, tape.level)
             rule = CONSTANT
     if out is not None:
+        if rule is not ASSIGNMENT and type(out) is Traced and out.value.dtype.kind != "c" \
+                and complex_among(values):
+            # complex values into a real ``out`` (casting='unsafe'): NumPy's complex loop, then
+            # its real part written; a rule's partials read the complex result (exp's y), not
+            # the real part the target holds
+            y = unwrapped_ufunc(ufunc, inputs, None, kwargs, rule, tape, values, pattern)
+            return apply_ufunc(np.positive, (y,), out, _UNSAFE, ASSIGNMENT)
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     y = ufunc(*values, **kwargs)
