@@ -1497,7 +1497,14 @@ _SCALE = np.array([[2.0, 0.1], [0.1, 1.5]])
         _SCALE, df=4, scale=np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.3, 1.0])),
     ("wishart pdf in x", lambda c: scipy.stats.wishart.pdf(
         np.array([[c[0], c[1]], [c[1], c[2]]]), df=4, scale=np.eye(2)),
-     np.array([2.0, 0.1, 1.5]))])
+     np.array([2.0, 0.1, 1.5])),
+    # vonmises_fisher of a traced kappa: SciPy's check np.isscalar(kappa) raised its ValueError
+    ("vonmises_fisher frozen, in kappa", lambda k: scipy.stats.vonmises_fisher(
+        [0.0, 0.6, 0.8], k[0]).logpdf(np.array([0.6, 0.0, 0.8])) + scipy.stats.vonmises_fisher(
+        [0.6, 0.8], k[0]).entropy(), np.array([2.0])),
+    ("vonmises_fisher pdf in mu and kappa", lambda m: np.sum(scipy.stats.vonmises_fisher.pdf(
+        np.array([[0.6, 0.0, 0.8], [0.0, 0.8, 0.6]]), m[:3] / np.linalg.norm(m[:3]),
+        kappa=m[3])), np.array([0.1, 0.6, 0.8, 3.0]))])
 def test_multivariate_lists_and_scipys_own_code(name, f, x):
     followed_as_scipy(f, x, x * 1.05)
 
