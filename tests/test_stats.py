@@ -1520,7 +1520,15 @@ _SCALE = np.array([[2.0, 0.1], [0.1, 1.5]])
         [0.6, 0.8], k[0]).entropy(), np.array([2.0])),
     ("vonmises_fisher pdf in mu and kappa", lambda m: np.sum(scipy.stats.vonmises_fisher.pdf(
         np.array([[0.6, 0.0, 0.8], [0.0, 0.8, 0.6]]), m[:3] / np.linalg.norm(m[:3]),
-        kappa=m[3])), np.array([0.1, 0.6, 0.8, 3.0]))])
+        kappa=m[3])), np.array([0.1, 0.6, 0.8, 3.0])),
+    # (frozen: SciPy's frozen wishart converted its parameters to plain arrays, refused)
+    ("wishart frozen in df and scale", lambda c: scipy.stats.wishart(
+        df=c[0] ** 2 + 3.0, scale=np.array([[c[1], 0.2], [0.2, c[2]]])).logpdf(_SCALE),
+     np.array([0.7, 1.3, 0.9])),
+    ("wishart frozen pdf in scale", lambda c: scipy.stats.wishart(
+        4, np.array([[c[0], c[1]], [c[1], c[2]]])).pdf(_SCALE), np.array([2.0, 0.3, 1.0])),
+    ("wishart frozen, constant, at x", lambda c: scipy.stats.wishart(4, np.eye(2)).logpdf(
+        np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.1, 1.5]))])
 def test_multivariate_lists_and_scipys_own_code(name, f, x):
     followed_as_scipy(f, x, x * 1.05)
 
@@ -1538,3 +1546,7 @@ def test_scipys_own_code_asks_isscalar_of_a_traced_number():
     with pytest.raises(ValueError, match="Degrees of freedom must be greater"):
         mutad.gradient(lambda s: scipy.stats.wishart.logpdf(_SCALE, df=1, scale=np.eye(2) * s),
                        4.5)
+    with pytest.raises(ValueError, match="Degrees of freedom must be greater"):  # (frozen)
+        mutad.gradient(lambda s: scipy.stats.wishart(df=1, scale=np.eye(2) * s), 4.5)
+    with pytest.raises(ValueError, match="Degrees of freedom must be a scalar"):
+        mutad.gradient(lambda d: scipy.stats.wishart(df=d, scale=np.eye(2)), np.array([4.5]))
