@@ -30,8 +30,8 @@ from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s u
 # scipy.stats.kstwobign's and ksone's distribution functions and their inverses
 from scipy.special._ufuncs import _kolmogc, _kolmogci, _smirnovc, _smirnovci
 from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
-    _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
-    _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
+    _invgauss_isf, _invgauss_ppf, _ncf_isf, _ncf_pdf, _ncf_sf, _nct_isf, _nct_pdf, _nct_sf,
+    _ncx2_isf, _ncx2_pdf, _ncx2_sf, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
 
 from strategies import (
     Domain,
@@ -421,6 +421,14 @@ UFUNC_CASES += [
     _first(special.chndtr,  (above_half, above_half), settings=((2, 0.5),), label="df"),
     _first(_ncx2_isf,       (probability, above_half), settings=((2, 1.5),), label="df"),
     _first(special.chndtrix, (probability, above_half), settings=((2, 0.5),), label="df"),
+    # the noncentral F functions, in x (or the probability) and the noncentrality
+    Case(_ncf_pdf,          (above_half, above_half), settings=((1, 3.5), (2, 6.0))),
+    Case(_ncf_sf,           (above_half, above_half), settings=((1, 2.5), (2, 7.0))),
+    Case(special.ncfdtr,    (above_half, above_half), settings=((0, 3.5), (1, 6.0))),
+    Case(_ncf_isf,          (probability, above_half), settings=((1, 3.5), (2, 6.0)),
+         alias=both_halves),
+    Case(special.ncfdtri,   (above_half, probability), settings=((0, 2.5), (1, 7.0)),
+         alias=both_halves),
     Case(_nct_pdf,          (real, real),          settings=((1, 4.5),)),
     Case(_nct_sf,           (real, real),          settings=((1, 4.5),)),
     Case(special.nctdtr,    (real, real),          settings=((0, 5.5),)),

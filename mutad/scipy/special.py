@@ -57,13 +57,14 @@ from scipy.special import (
     ndtri_exp, powm1, voigt_profile, wofz, lpmv, hyperu,
     cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
-    chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
+    chdtri, chndtr, chndtrix, nctdtr, nctdtrit, ncfdtr, ncfdtri,
 )
 from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
 from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
                                    _smirnovp)
 from scipy.special._ufuncs import (_beta_ppf, _invgauss_isf, _invgauss_ppf, _lambertw,
-                                   _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
+                                   _ncf_isf, _ncf_pdf, _ncf_sf, _nct_isf, _nct_pdf, _nct_sf,
+                                   _ncx2_isf, _ncx2_pdf, _ncx2_sf,
                                    _riemann_zeta, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf,
                                    _zeta)
 
@@ -651,6 +652,37 @@ def _nct_quantile_dmu(y, nu, mu, q):
     return _nct_normal_mean(y, nu, mu) / _nct_pdf(y, nu, mu)
 
 
+# The noncentral F distribution, X = (U/n₁) / (V/n₂) of a noncentral χ²_(n₁)(λ) U: a Poisson
+# mixture (weights w_j = e^(-λ/2) (λ/2)^j / j!) of the laws of U of n₁ + 2j degrees of freedom,
+# and the component of n₁ + 2(j+1) is that of j of n₁ + 2 degrees of freedom (λ the same),
+# scaled by (n₁ + 2)/n₁: with c = n₁/(n₁ + 2), ∂w_j/∂λ = w_j (j/λ - 1/2) gives ∂f/∂λ =
+# (c f(cx; n₁+2) - f(x)) / 2 and ∂F/∂λ = (F(cx; n₁+2) - F(x)) / 2 (of the complements where F >
+# 1/2: no cancellation in the upper tail). In x, each component's log-density has the slope
+# (n₁/2 + j - 1)/x - (n₁/2 + j + n₂/2) n₁/(n₂ + n₁x), and Σ j w_j b_j = (λ/2) c f(cx; n₁+2).
+def _ncf_next(x, n1, n2, lam):
+    """c f(cx; n₁ + 2, n₂, λ), c = n₁/(n₁ + 2): the density of one more mixture term."""
+    c = n1 / (n1 + 2.0)
+    return c * _ncf_pdf(c * x, n1 + 2.0, n2, lam)
+
+
+def _ncf_pdf_dx(y, x, n1, n2, lam):
+    slope = (0.5 * n1 - 1.0) / x - 0.5 * (n1 + n2) * n1 / (n2 + n1 * x)
+    return y * slope + n2 / (x * (n2 + n1 * x)) * 0.5 * lam * _ncf_next(x, n1, n2, lam)
+
+
+def _ncf_cdf_dlam(x, n1, n2, lam):
+    """∂F/∂λ of the distribution function F(x; n₁, n₂, λ) (negative)."""
+    c = n1 / (n1 + 2.0)
+    lower = ncfdtr(n1, n2, lam, x) <= 0.5
+    return 0.5 * np.where(lower, ncfdtr(n1 + 2.0, n2, lam, c * x) - ncfdtr(n1, n2, lam, x),
+                          _ncf_sf(x, n1, n2, lam) - _ncf_sf(c * x, n1 + 2.0, n2, lam))
+
+
+def _ncf_quantile_dlam(y, n1, n2, lam):
+    """∂x/∂λ of a quantile x (of the distribution function or its complement): -(∂F/∂λ)/f."""
+    return -_ncf_cdf_dlam(y, n1, n2, lam) / _ncf_pdf(y, n1, n2, lam)
+
+
 # The inverse Gaussian distribution of mean μ and shape λ (scipy.stats.invgauss's own quantiles,
 # Boost's, of λ = 1): F(x) = Φ(u) + e^(2λ/μ) Φ(-v), u = √(λ/x) (x/μ - 1), v = √(λ/x) (x/μ + 1),
 # density f(x) = √(λ/x³) φ(u). Since e^(2λ/μ) φ(v) = φ(u), ∂F/∂μ = -(2λ/μ²) e^(2λ/μ) Φ(-v) =
@@ -990,6 +1022,19 @@ elementwise(nctdtrit,  _DEGREES_OF_FREEDOM, _nct_quantile_dmu,
             lambda y, nu, mu, q: 1.0 / _nct_pdf(y, nu, mu),                           uses="xy")
 elementwise(_nct_isf,  lambda y, q, nu, mu: -1.0 / _nct_pdf(y, nu, mu), _DEGREES_OF_FREEDOM,
             lambda y, q, nu, mu: _nct_quantile_dmu(y, nu, mu, q),                     uses="xy")
+elementwise(_ncf_pdf,  _ncf_pdf_dx, _DEGREES_OF_FREEDOM, _DEGREES_OF_FREEDOM,
+            lambda y, x, n1, n2, lam: 0.5 * (_ncf_next(x, n1, n2, lam) - y),          uses="xy")
+elementwise(ncfdtr,    _DEGREES_OF_FREEDOM, _DEGREES_OF_FREEDOM,
+            lambda y, n1, n2, lam, x: _ncf_cdf_dlam(x, n1, n2, lam),
+            lambda y, n1, n2, lam, x: _ncf_pdf(x, n1, n2, lam))
+elementwise(_ncf_sf,   lambda y, x, n1, n2, lam: -_ncf_pdf(x, n1, n2, lam), _DEGREES_OF_FREEDOM,
+            _DEGREES_OF_FREEDOM, lambda y, x, n1, n2, lam: -_ncf_cdf_dlam(x, n1, n2, lam))
+elementwise(ncfdtri,   _DEGREES_OF_FREEDOM, _DEGREES_OF_FREEDOM,
+            lambda y, n1, n2, lam, q: _ncf_quantile_dlam(y, n1, n2, lam),
+            lambda y, n1, n2, lam, q: 1.0 / _ncf_pdf(y, n1, n2, lam),                uses="xy")
+elementwise(_ncf_isf,  lambda y, q, n1, n2, lam: -1.0 / _ncf_pdf(y, n1, n2, lam),
+            _DEGREES_OF_FREEDOM, _DEGREES_OF_FREEDOM,
+            lambda y, q, n1, n2, lam: _ncf_quantile_dlam(y, n1, n2, lam),             uses="xy")
 elementwise(_invgauss_ppf, lambda y, q, mu, lam: 1.0 / _invgauss_density(y, mu, lam),
             _invgauss_quantile_dmu, _invgauss_quantile_dlam,                          uses="xy")
 elementwise(_invgauss_isf, lambda y, q, mu, lam: -1.0 / _invgauss_density(y, mu, lam),

@@ -64,7 +64,9 @@ distributions without rules of their own for them are SciPy's code followed.
 ``multivariate_normal``'s ``logpdf``, ``pdf`` and ``entropy``, and ``multivariate_t``'s
 ``logpdf`` and ``pdf`` (finite ``df``), are differentiated in all their arguments (points and
 parameters given as arrays or as lists); ``dirichlet``'s ``mean``, ``var`` and ``entropy``, and
-``wishart``'s ``logpdf`` and ``pdf``, are SciPy's own code run on the traced parameters;
+``wishart``'s ``logpdf`` and ``pdf``, are SciPy's own code run on the traced parameters, and
+so are ``vonmises_fisher``'s ``logpdf``, ``pdf`` and ``entropy`` (in ``x``, ``mu`` and
+``kappa``; SciPy's checks on the plain values);
 ``multivariate_normal``'s ``cdf`` and ``logcdf`` (SciPy's integral) in ``x`` and ``mean`` with
 a constant ``cov``, to the first order: ``∂Φ/∂xᵢ`` is the density of ``xᵢ`` times SciPy's integral of
 the conditional distribution of the others, of one dimension fewer.
@@ -112,7 +114,8 @@ from scipy.stats import _stats as _compiled
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
-                                       multivariate_t_frozen, multivariate_t_gen, wishart_frozen,
+                                       multivariate_t_frozen, multivariate_t_gen,
+                                       vonmises_fisher_frozen, vonmises_fisher_gen, wishart_frozen,
                                        wishart_gen)
 
 from ..api import stop_gradient
@@ -1235,6 +1238,40 @@ class Dirichlet:
                                      {})
 
 
+class VonMisesFisher:
+    """``scipy.stats.vonmises_fisher``: ``logpdf``, ``pdf`` and ``entropy``, in ``x``, ``mu``
+    and ``kappa``. SciPy checks the parameters with ``np.isscalar(kappa)``, which a traced
+    number fails: its checks run on the plain values (a 0-d ``kappa``'s number), then its own
+    code (``_logpdf``, ``_entropy``: ``ive`` of ``kappa``) on the traced ones."""
+
+    scipy = _stats.vonmises_fisher
+
+    def __call__(self, mu=None, kappa=1, seed=None):
+        return Frozen(self, (mu, kappa), {})
+
+    def _dim(self, mu, kappa):
+        mu, kappa = (np.asarray(memory(v)) for v in lists_as_arrays((mu, kappa)))
+        return self.scipy._process_parameters(mu, kappa[()] if kappa.ndim == 0 else kappa)[0]
+
+    def logpdf(self, x, mu=None, kappa=1):
+        if not _is_traced((x, mu, kappa), {}):
+            return self.scipy.logpdf(x, mu, kappa)
+        x, mu = lists_as_arrays((x, mu))
+        return following_scipys_code(vonmises_fisher_gen._logpdf,
+                                     (self.scipy, x, self._dim(mu, kappa), mu, kappa), {})
+
+    def pdf(self, x, mu=None, kappa=1):
+        if not _is_traced((x, mu, kappa), {}):
+            return self.scipy.pdf(x, mu, kappa)
+        return np.exp(self.logpdf(x, mu, kappa))
+
+    def entropy(self, mu=None, kappa=1):
+        if not _is_traced((mu, kappa), {}):
+            return self.scipy.entropy(mu, kappa)
+        return following_scipys_code(vonmises_fisher_gen._entropy,
+                                     (self.scipy, self._dim(mu, kappa), kappa), {})
+
+
 class MultivariateT(MultivariateNormal):
     """``scipy.stats.multivariate_t``: ``logpdf`` and ``pdf`` through a Cholesky factor of the
     shape matrix, as the normal's: Γ((ν + p)/2) / (Γ(ν/2) (νπ)^{p/2} |Σ|^{1/2})
@@ -1336,6 +1373,7 @@ class Wishart:
 
 multivariate_normal = MultivariateNormal()
 multivariate_t = MultivariateT()
+vonmises_fisher = VonMisesFisher()
 dirichlet = Dirichlet()
 multinomial = Multinomial()
 wishart = Wishart()
@@ -1497,6 +1535,8 @@ for _generator, _frozen, _distribution, _names in (
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf", "mean", "var", "entropy")),
         (multinomial_gen, multinomial_frozen, multinomial, ("logpmf", "pmf")),
         (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf")),
+        (vonmises_fisher_gen, vonmises_fisher_frozen, vonmises_fisher,
+         ("logpdf", "pdf", "entropy")),
         (wishart_gen, None, wishart, ())):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
@@ -1521,6 +1561,11 @@ for _generator in (wishart_gen, wishart_frozen):
         defmethod(_generator, _name, lambda self, *args, _method=_SCIPYS_METHODS[
             f"{_generator.__name__.removesuffix('_gen')}.{_name}"], **kwargs:
             following_scipys_code(_method, (self, *args), kwargs))
+for _name in ("logpdf", "pdf"):
+    defmethod(vonmises_fisher_frozen, _name, lambda self, x, _name=_name: getattr(
+        vonmises_fisher, _name)(x, self.mu, self.kappa))
+defmethod(vonmises_fisher_frozen, "entropy", lambda self: vonmises_fisher.entropy(self.mu,
+                                                                                  self.kappa))
 defmethod(multinomial_frozen, "logpmf", lambda self, x: multinomial.logpmf(x, self.n, self.p))
 defmethod(multinomial_frozen, "pmf", lambda self, x: multinomial.pmf(x, self.n, self.p))
 del _distribution, _name, _generator, _frozen, _names
