@@ -2661,8 +2661,12 @@ def numpys_loop_error(ufunc, values):
     """Raise NumPy's own error where ``ufunc`` has no loop for the types of ``values``
     (``np.divmod``, ``np.modf``, ``np.frexp`` of complex values: a TypeError), which a rule
     routed to would otherwise refuse for a reason of mutad's (no complex rule): asked of empty
-    arrays of the operands' dtypes, Python numbers as they are (NumPy's weak promotion)."""
-    ufunc(*(np.empty(0, x.dtype) if hasattr(x, "dtype") else x for x in values))
+    arrays of the operands' dtypes, Python numbers as they are (NumPy's weak promotion); a
+    generalized ufunc's (``np.matvec``) of the operands' dimensions, each of length 0, so that
+    its core dimensions agree."""
+    core = ufunc.signature is not None
+    ufunc(*(np.empty((0,) * (np.ndim(x) if core else 1), x.dtype) if hasattr(x, "dtype") else x
+            for x in values))
 
 
 def untraced_write(what, into=None):
