@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import warnings
 import weakref
@@ -133,8 +132,7 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         value = _scalar_output(y)
         if output_as is not None:
             value = output_as(value)
-        with contextlib.nullcontext() if recording is None else recording.reversing():
-            grads = d.gradients([(y, 1.0)])
+        grads = d.gradients([(y, 1.0)])
     grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
     return ((value, aux) if has_aux else value), grads
 

@@ -9,7 +9,6 @@ place that knows both engines.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import threading
@@ -19,7 +18,7 @@ from typing import Any, TypeVar, overload
 from .engines import forward, operations
 from .core.allocation import running_rule, writing_into
 from .core.errors import InvalidArgumentError, UnsupportedFunctionError
-from .core.levels import ACTIVE, innermost
+from .core.levels import innermost
 from .core.registry import CONVENTION, user_rule
 
 Rule = TypeVar("Rule", bound=Callable[..., Any])
@@ -36,24 +35,6 @@ def dispatch(adjoint, args, kwargs):
         if type(inner) is forward.Dual:
             return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
         return adjoint.record(args, dict(kwargs))
-
-
-@contextlib.contextmanager
-def _rule_on_plain_values(adjoint, args, kwargs):
-    """The block in which ``adjoint``'s rule runs for a call the innermost differentiation
-    records: where no enclosing differentiation follows the values it is given (plain arrays
-    and numbers), a differentiation it starts would nest inside the recording one and take its
-    own values for ones that follows (an error at some later step that blames the user): it
-    is refused, naming the function (``arguments.run``). Where an enclosing one follows them
-    (``mutad.hvp`` through the rule), it differentiates them as the rule's other steps."""
-    if innermost([getattr(a, "value", a) for a in (*args, *kwargs.values())]) is not None:
-        yield
-        return
-    ACTIVE.plain_rules.append(adjoint._name())
-    try:
-        yield
-    finally:
-        ACTIVE.plain_rules.pop()
 
 
 class _Rules(threading.local):
@@ -122,8 +103,7 @@ class Adjoint:
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its rule's pullback."""
-        with _rule_on_plain_values(self, args, kwargs):
-            return operations.apply_function(self._name(), self._checked_rule(), args, kwargs)
+        return operations.apply_function(self._name(), self._checked_rule(), args, kwargs)
 
     def _name(self):
         # A ufunc (scipy.special.dawsn) has a __name__ but no __qualname__.
@@ -192,10 +172,9 @@ class InplaceAdjoint(Adjoint):
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its in-place rule."""
-        with _rule_on_plain_values(self, args, kwargs):
-            return operations.apply_inplace_rule(
-                self._name(), self._checked_rule(), args, kwargs, self.writes,
-                self.checkpointed, self.growth, self._run_rule)
+        return operations.apply_inplace_rule(
+            self._name(), self._checked_rule(), args, kwargs, self.writes, self.checkpointed,
+            self.growth, self._run_rule)
 
     def jvp_rule(self, rule: Rule) -> Rule:
         """Attach forward mode's rule ``rule(tangents, *args, **kwargs) -> result``. It calls

@@ -27,6 +27,8 @@ from scipy.special._ufuncs import _lambertw  # scipy.special.lambertw(z, k, tol)
 from scipy.special._ufuncs import _zeta  # scipy.special.zeta(x, q)'s ufunc
 from scipy.special._ufuncs import _riemann_zeta  # scipy.special.zeta(x)'s ufunc
 from scipy.special._ufuncs import _beta_ppf  # scipy.stats.beta.ppf(q, a, b)'s ufunc
+# scipy.stats.kstwobign's and ksone's distribution functions and their inverses
+from scipy.special._ufuncs import _kolmogc, _kolmogci, _smirnovc, _smirnovci
 from scipy.special._ufuncs import (  # scipy.stats' own invgauss, ncx2, nct, skewnorm functions
     _invgauss_isf, _invgauss_ppf, _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
     _scaled_exp1, _skewnorm_isf, _skewnorm_ppf)
@@ -286,6 +288,18 @@ UFUNC_CASES += [
     # derivatives through the x partial's own quadrature cost seconds)
     Case(special.kv,        (Domain("order", -3.0, 3.0),), settings=((1, 1.7),)),
     Case(special.kve,       (Domain("order", -3.0, 3.0),), settings=((1, 0.6),)),
+    # J_v, Y_v and I_v in their order (a first derivative: their series or integrals), where
+    # the series serves (small x), where the integrals do, and an order in (-1, 0)
+    _first(special.jv,      (Domain("order", -0.9, 3.0),), settings=((1, 1.7),), label="order"),
+    _first(special.jv,      (Domain("order", 0.0, 3.0),), settings=((1, 9.5),),
+           label="order-oscillating"),
+    _first(special.yv,      (Domain("order", -3.0, 3.0),), settings=((1, 2.2),), label="order"),
+    _first(special.jve,     (Domain("order", 0.0, 3.0),), settings=((1, 0.4),), label="order"),
+    _first(special.yve,     (Domain("order", 0.0, 3.0),), settings=((1, 12.0),), label="order"),
+    _first(special.iv,      (Domain("order", -0.9, 3.0),), settings=((1, 1.3),), label="order"),
+    _first(special.ive,     (Domain("order", -0.9, 3.0),), settings=((1, 30.0),), label="order"),
+    _first(special.ive,     (Domain("order", 6.0, 9.0),), settings=((1, 0.5),),
+           label="order-small-x"),
     Case(special.huber,     (above_half, real),    alias=above_half),
     Case(special.pseudo_huber, (above_half, real), alias=above_half),
     Case(special.boxcox,    (above_half, exponent), alias=above_half),
@@ -319,6 +333,26 @@ UFUNC_CASES += [
     Case(special.voigt_profile, (real, above_half), settings=((1, 0.6),), label="x gamma"),
     Case(special.powm1,     (above_half, exponent)),
     Case(special.hyp1f1,    (real,),               settings=((0, 0.5), (1, 1.5))),
+    # the Kolmogorov distributions by SciPy's derivatives (a first derivative); smirnov's d
+    # between SciPy's breaks at multiples of 1/n
+    _first(special.kolmogorov, (Domain("statistic", 0.3, 2.5),)),
+    _first(_kolmogc, (Domain("statistic", 0.3, 2.5),)),
+    _first(special.kolmogi, (probability,)),
+    _first(_kolmogci, (probability,)),
+    _first(special.smirnov, (Domain("statistic", 0.22, 0.38),), settings=((0, 5),)),
+    _first(_smirnovc, (Domain("statistic", 0.22, 0.38),),
+           settings=((0, 5),)),
+    _first(special.smirnovi, (Domain("probability", 0.15, 0.4),), settings=((0, 5),)),
+    _first(_smirnovci, (Domain("probability", 0.6, 0.85),),
+           settings=((0, 5),)),
+    _first(special.hyp2f1,  (Domain("parameter", -0.5, 2.0),), settings=((1, 1.5), (2, 2.5),
+                                                                         (3, -0.6)), label="a"),
+    _first(special.hyp2f1,  (Domain("parameter", 0.5, 3.0),), settings=((0, 0.7), (1, 1.2),
+                                                                        (3, 0.8)), label="c"),
+    _first(special.hyp1f1,  (Domain("parameter", -0.5, 2.0),), settings=((1, 1.5), (2, -0.8)),
+           label="a"),
+    _first(special.hyp1f1,  (Domain("parameter", 0.5, 3.0),), settings=((0, 0.7), (2, 2.5)),
+           label="b"),
     Case(special.hyperu,    (positive,),           settings=((0, 0.5), (1, 1.5))),
     Case(special.gammaincinv, (probability,),      settings=((0, 2.5),)),
     Case(special.gammainccinv, (probability,),     settings=((0, 2.5),)),
@@ -381,6 +415,12 @@ UFUNC_CASES += [
     Case(special.chndtr,    (above_half, above_half), settings=((1, 2.5),)),
     Case(_ncx2_isf,         (probability, above_half), settings=((1, 3.5),), alias=both_halves),
     Case(special.chndtrix,  (probability, above_half), settings=((1, 2.5),), alias=both_halves),
+    # in the degrees of freedom too (a first derivative: the Poisson mixture's terms)
+    _first(_ncx2_pdf,       (above_half,), settings=((0, 2.0), (2, 1.5)), label="df"),
+    _first(_ncx2_sf,        (above_half, above_half), settings=((0, 1.5),), label="df"),
+    _first(special.chndtr,  (above_half, above_half), settings=((2, 0.5),), label="df"),
+    _first(_ncx2_isf,       (probability, above_half), settings=((2, 1.5),), label="df"),
+    _first(special.chndtrix, (probability, above_half), settings=((2, 0.5),), label="df"),
     Case(_nct_pdf,          (real, real),          settings=((1, 4.5),)),
     Case(_nct_sf,           (real, real),          settings=((1, 4.5),)),
     Case(special.nctdtr,    (real, real),          settings=((0, 5.5),)),

@@ -226,39 +226,3 @@ def test_cholesky_in_place_refusing_an_indefinite_matrix_caught_by_f_is_differen
     before = A.tobytes()
     mutad.check_grads(jittered, A, symmetric=(0,))
     assert A.tobytes() == before
-
-
-# ----------------------------------------------------------------------------------------------
-# A rule that starts a differentiation of its own on the plain values it is given: that
-# differentiation nested inside the recording one, took its results for values the recording
-# follows, and the call failed later with EscapedTracerError (a global or a cache blamed) or a
-# ConversionError. It is refused, naming the function; where an enclosing differentiation
-# follows the rule's values (mutad.hvp through it) the rule's steps are differentiated.
-
-@mutad.adjoint
-def _cube_gradient(v):
-    return 3.0 * v ** 2
-
-
-@_cube_gradient.rule
-def _cube_gradient_rule(v):
-    return mutad.grad(lambda u: (u ** 3).sum())(v), lambda dy: (dy * 6.0 * v,)
-
-
-@_cube_gradient.jvp_rule
-def _cube_gradient_jvp(tangents, v):
-    return mutad.grad(lambda u: (u ** 3).sum())(v), 6.0 * v * tangents[0]
-
-
-@pytest.mark.parametrize("f", [lambda x: _cube_gradient(x).sum(),
-                               lambda x: (_cube_gradient(np.ones(2)) * x).sum()],
-                         ids=["argument", "constant"])
-def test_a_rule_starting_a_differentiation_on_plain_values_is_refused(f):
-    x = np.array([0.5, 1.5])
-    for run in (lambda: mutad.gradient(f, x), lambda: mutad.value_and_grad(f, replay=True)(x)):
-        with pytest.raises(mutad.errors.UnsupportedOperationError,
-                           match="rule of _cube_gradient .*starts a differentiation"):
-            run()
-    assert x.tolist() == [0.5, 1.5]
-    # (an enclosing differentiation following the rule's values differentiates its steps)
-    assert mutad.hvp(lambda x: _cube_gradient(x).sum(), (x,), (np.ones(2),)).tolist() == [6.0, 6.0]

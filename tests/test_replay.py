@@ -1251,24 +1251,44 @@ def test_a_view_of_an_argument_the_call_does_not_trace_is_read_as_the_call_read_
     assert program_count(replaying) == 1 and replays(replaying) >= 1
 
 
-def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
-    # solve_ivp's rule calls fun, made by the call: replayed, it would read the recorded
-    # call's p (and k, an argument not differentiated)
+def _closing_over(dense_output):
+    """A function whose solve_ivp calls fun, made by the call, closing over p (and k, an
+    argument not differentiated)."""
     import scipy.integrate
 
     def f(y0, p, k):
         def rhs(t, y):
             return np.array([y[1], -p[1] * y[0] - p[0] * y[1] * k[0]])
 
-        sol = scipy.integrate.solve_ivp(rhs, (0.0, 1.0), y0, rtol=1e-8, atol=1e-10)
-        free = scipy.integrate.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.ones(1))
+        times = np.linspace(0.0, 1.0, 3)
+        sol = scipy.integrate.solve_ivp(rhs, (0.0, 1.0), y0, t_eval=times, rtol=1e-8,
+                                        atol=1e-10, dense_output=dense_output)
+        free = scipy.integrate.solve_ivp(lambda t, y: -k * y, (0.0, 1.0), np.ones(1),
+                                         t_eval=times)
         return sol.y[0, -1] ** 2 + sol.y[1, -1] * free.y[0, -1]
 
+    return f
+
+
+def test_a_rule_given_a_closure_over_the_calls_arrays_is_traced():
+    # solve_ivp's rule with dense output keeps the problem's solve, which sol.sol reads:
+    # replayed, it would read the recorded call's p and k
     calls = [(np.array([1.0, 0.0]) * s, np.array([0.3, 1.5]) * s, np.array([s]))
              for s in (1.0, 1.01, 0.9)]
-    replaying = replayed_like_traced(f, calls, argnums=(0, 1), replayed=False)
+    replaying = replayed_like_traced(_closing_over(True), calls, argnums=(0, 1),
+                                     replayed=False)
     (reason,) = replaying.reasons.values()
     assert "closure" in reason
+
+
+def test_a_solve_binds_the_arrays_its_function_closes_over_to_the_calls():
+    # Without dense output, the problem binds the arrays fun closes over (p, and k, an
+    # argument not differentiated) to each call's, and a replay solves again: a call with
+    # another k replays, reading its own
+    calls = [(np.array([1.0, 0.0]), np.array([0.3, 1.5]), np.array([s]))
+             for s in (1.0, 1.0, 1.0001, 1.0001)]
+    replaying = replayed_like_traced(_closing_over(False), calls, argnums=(0, 1))
+    assert program_count(replaying) == 1 and replays(replaying) == 3
 
 
 def test_values_the_program_computes_without_a_gradient_are_followed_where_they_are_used():
@@ -1315,19 +1335,25 @@ def test_integers_the_program_computes_as_scipys_indices_and_settings_are_guarde
     assert program_count(replaying) == 1 and not replaying.reasons
 
 
-def test_a_solve_that_keeps_its_forward_solution_is_traced():
-    # solve_ivp's rule keeps its call's forward solve: replayed, its reverse pass raised
+@pytest.mark.parametrize("dense_output", [True, False])
+def test_a_solve_that_keeps_its_forward_solution_is_traced(dense_output):
+    # solve_ivp's rule kept its call's forward solve: replayed, its reverse pass raised. With
+    # dense output (sol.sol reads the solve) it still does: traced; without, a replay solves
+    # again (the same steps on the same y0, other steps recorded again)
     import scipy.integrate
 
     def f(y0):
         sol = scipy.integrate.solve_ivp(lambda t, y: -0.5 * y ** 3, (0.0, 1.0), y0,
-                                        rtol=1e-8, atol=1e-10)
+                                        rtol=1e-8, atol=1e-10, dense_output=dense_output)
         return (sol.y[:, -1] ** 2).sum()
 
-    calls = [(np.array([1.0, 0.8]) * s,) for s in (1.0, 1.1, 0.9)]
-    replaying = replayed_like_traced(f, calls, replayed=False)
-    (reason,) = replaying.reasons.values()
-    assert "solve_ivp" in reason
+    calls = [(np.array([1.0, 0.8]) * s,) for s in (1.0, 1.0, 1.1, 1.1, 0.9)]
+    replaying = replayed_like_traced(f, calls, replayed=not dense_output)
+    if dense_output:
+        (reason,) = replaying.reasons.values()
+        assert "solve_ivp" in reason
+    else:
+        assert replays(replaying) == 2
 
 
 def test_what_a_replay_cannot_follow_is_traced_on_every_call_with_a_reason():

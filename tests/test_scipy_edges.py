@@ -194,6 +194,59 @@ SPECIAL = [
 ]
 
 
+# J_v, Y_v, I_v in their order, a first derivative (the second is refused): where the power
+# series serves (J_v, I_v tiny, v beyond x), where Schläfli's integrals do (x beyond v, large x,
+# I_v's at v = 0, which is -K_0(x)), an order in (-1, 0), a tiny argument
+FIRST_ONLY = [
+    ("jv_order", lambda v: sc.jv(v, 2.0), lambda v: mp.besselj(v, 2.0), [-0.5, 0.3, 20.0]),
+    ("jv_order_evanescent", lambda v: sc.jv(v, 50.0), lambda v: mp.besselj(v, 50.0), [100.0]),
+    ("jv_order_large_x", lambda v: sc.jv(v, 300.0), lambda v: mp.besselj(v, 300.0), [1.0]),
+    ("yv_order", lambda v: sc.yv(v, 1e-3), lambda v: mp.bessely(v, 1e-3), [-0.9, 0.0, 2.5]),
+    ("yv_order_large_x", lambda v: sc.yv(v, 90.0), lambda v: mp.bessely(v, 90.0), [0.3, 30.0]),
+    ("iv_order", lambda v: sc.iv(v, 3.0), lambda v: mp.besseli(v, 3.0), [-0.5, 0.0, 40.0]),
+    ("ive_order", lambda v: sc.ive(v, 200.0), lambda v: mp.besseli(v, 200.0) * mp.exp(-200),
+     [0.0, 2.5, 100.0]),
+    # Kummer's function in its parameters (the series; for z < 0 Kummer's transformation): a
+    # term of the series in a passing through 0 (a = -2.5, the sixth), a polynomial (a = -2),
+    # z large, negative z, M(0, b, z) = 1 in b
+    ("hyp1f1_a", lambda a: sc.hyp1f1(a, 0.3, 0.7), lambda a: mp.hyp1f1(a, 0.3, 0.7),
+     [-2.5, -2.0, 0.5]),
+    ("hyp1f1_a_large_z", lambda a: sc.hyp1f1(a, 1.5, 60.0), lambda a: mp.hyp1f1(a, 1.5, 60.0),
+     [0.5, 3.0]),
+    ("hyp1f1_a_negative_z", lambda a: sc.hyp1f1(a, 10.0, -50.0),
+     lambda a: mp.hyp1f1(a, 10.0, -50.0), [0.5, 3.0]),
+    ("hyp1f1_b", lambda b: sc.hyp1f1(0.5, b, 5.0), lambda b: mp.hyp1f1(0.5, b, 5.0), [0.3, 10.0]),
+    ("hyp1f1_b_negative_z", lambda b: sc.hyp1f1(-2.5, b, -5.0),
+     lambda b: mp.hyp1f1(-2.5, b, -5.0), [1.5]),
+    ("hyp1f1_b_of_zero_a", lambda b: sc.hyp1f1(0.0, b, -5.0) * (1 + b), lambda b: 1 + b, [1.5]),
+    # Gauss's function in its parameters (the series, |z| <= 0.9): a polynomial (a = -2), z at
+    # either end
+    ("hyp2f1_a", lambda a: sc.hyp2f1(a, 1.5, 2.5, 0.9), lambda a: mp.hyp2f1(a, 1.5, 2.5, 0.9),
+     [-2.0, 0.5, 3.0]),
+    ("hyp2f1_b", lambda b: sc.hyp2f1(0.5, b, 0.7, -0.9), lambda b: mp.hyp2f1(0.5, b, 0.7, -0.9),
+     [0.3, 1.5]),
+    ("hyp2f1_c", lambda c: sc.hyp2f1(-2.5, 0.3, c, 0.5), lambda c: mp.hyp2f1(-2.5, 0.3, c, 0.5),
+     [0.7, 10.0]),
+]
+
+
+@pytest.mark.parametrize("f, fm, x", [pytest.param(f, fm, x, id=f"{name}({x!r})")
+                                      for name, f, fm, points in FIRST_ONLY for x in points])
+def test_first_derivatives_at_their_edges(f, fm, x):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        value, (reverse,) = mutad.value_and_gradient(f, x)
+        _, forward = mutad.jvp(f, (x,), (1.0,))
+    assert value == f(x)
+    with mp.workdps(DIGITS):
+        point = mp.mpf(x)
+        v, d1 = (float(mp.diff(fm, point, n, h=mp.mpf(10) ** -20 * (abs(point) or 1)))
+                 for n in range(2))
+    floor = 1e-14 * abs(v) / (abs(x) or 1.0)
+    for d in (reverse, forward):
+        assert relative_error(float(d), d1, floor) <= FIRST, (d, d1)
+
+
 def mp_t_cdf_large(nu, t):
     """Student's t distribution function for large ν, by its hypergeometric series."""
     return mp.mpf(1) / 2 + t * mp.exp(mp.loggamma((nu + 1) / 2) - mp.loggamma(nu / 2)) / (

@@ -317,6 +317,62 @@ def test_the_adjoints_replay_records_one_program_for_every_stage(monkeypatch):
     assert y0.tolist() == [0.0, 1.0]
 
 
+def _two_states(t, y, a, p):
+    return np.array([-a * y[0] + p[1], y[0] - p[1] * y[1]])
+
+
+@pytest.mark.parametrize("method, t_eval", [
+    ("RK45", None), ("RK45", np.linspace(0.0, 1.0, 4)), ("LSODA", np.linspace(0.0, 1.0, 4)),
+], ids=["RK45 at its steps", "RK45 at t_eval", "LSODA at t_eval"])
+def test_solve_ivp_replays_while_the_solver_decides_as_recorded(method, t_eval):
+    """A replay solves again on the new values, and checks that the solver decided as it did
+    when recorded: the times it returns (its accepted steps where t_eval is not given) and
+    its counts and status, which f may read. Values and gradients bit for bit the traced
+    ones; parameters that keep those decisions replay, ones that change them (more steps)
+    record again."""
+    def loss(p):
+        sol = solve_ivp(lambda t, y, a: _two_states(t, y, a, p), (0.0, 1.0), np.array([1.0, 2.0]),
+                        method=method, t_eval=t_eval, args=(p[0],))
+        return sol.y[:, -1].sum() * sol.t[-1] + sol.nfev
+
+    p = np.array([0.7, 1.3])
+    before = p.tobytes()
+    near, far = p * 1.0001, p * 5.0
+    solved = [scipy.integrate.solve_ivp(_two_states, (0.0, 1.0), [1.0, 2.0], method=method,
+                                        t_eval=t_eval, args=(q[0], q)) for q in (p, near, far)]
+    assert solved[0].nfev == solved[1].nfev != solved[2].nfev
+    assert solved[0].t.tobytes() != solved[1].t.tobytes() or t_eval is not None
+    # (at its own steps, the near parameters move the times: recorded again)
+    replays_as_traced(loss, [(p,), (p,), (near,), (far,), (far,)],
+                      replayed=2 if t_eval is None else 3)
+    assert p.tobytes() == before
+
+
+def test_odeint_replays_a_new_solve():
+    """odeint shows f its outputs at f's times alone: a replay solves again, however many
+    steps LSODA takes for the new values, bit for bit the traced calls. With full_output, its
+    counts are the recorded call's: traced on every call."""
+    times = np.linspace(0.0, 1.0, 5)
+
+    def stiff(y, t, p):
+        return np.array([-10.0 * p[0] * (y[0] - np.cos(t)), y[0] - p[1] * y[1]])
+
+    def loss(p):
+        return odeint(stiff, np.array([0.0, 1.0]), times, args=(p,))[-1].sum()
+
+    p = np.array([0.7, 1.3])
+    before = p.tobytes()
+    steps = [scipy.integrate.odeint(stiff, [0.0, 1.0], times, args=(q,), full_output=1)[1]
+             ["nst"][-1] for q in (p, p * 0.01)]
+    assert steps[0] != steps[1]
+    replays_as_traced(loss, [(p,), (p,), (p * 0.01,)], replayed=2)
+    assert p.tobytes() == before
+    counted = replays_as_traced(lambda p: odeint(stiff, np.array([0.0, 1.0]), times, args=(p,),
+                                                 full_output=1)[0][-1].sum(), [(p,), (p,)],
+                                replayed=0)
+    assert any("odeint" in why for why in counted.reasons.values())
+
+
 def test_solve_ivp_jacobian_sharing_the_closure():
     """fun and jac close over the same cell: one parameter, differentiated once."""
     def final(k):
@@ -716,7 +772,23 @@ def test_quad_with_a_weight(f):
     assert value == f(p.copy())
     mutad.check_grads(f, p)
     mutad.check_jvp(f, p)
-    replays_as_traced(f, [(p,), (p * 1.1,)])
+    # (new parameters give another error estimate, which f might decide on: recorded again)
+    replays_as_traced(f, [(p,), (p,), (p * 1.1,), (p * 1.1,)], replayed=2)
+    assert p.tobytes() == before
+
+
+@pytest.mark.parametrize("f", [
+    lambda p: quad(lambda x: np.exp(-p[0] * x) * p[1], 0, p[1])[0],
+    lambda p: quad(lambda x: np.exp(-p[0] * x * x), p[1], np.inf)[0],
+    lambda p: quad(lambda x, c: np.sin(c * x) * x, 0.2, p[1], args=(p[0],))[0],
+], ids=["closure", "infinite", "args"])
+def test_quad_replays(f):
+    """quad's rule, whose back integrates the integrand's pullback (a differentiation the
+    back starts), replays as traced, bit for bit: the same arguments replay; new ones give
+    another error estimate (a Python number f may decide on) and are recorded again."""
+    p = np.array([1.5, 0.7])
+    before = p.tobytes()
+    replays_as_traced(f, [(p,), (p,), (p * 1.1,), (p * 1.1,)], replayed=2)
     assert p.tobytes() == before
 
 

@@ -1158,3 +1158,25 @@ def test_interp1d_linear_of_traced_repeated_knots_is_scipys_value():
         assert value == f(x) and np.isfinite(gradient).all(), x
     replays_as_traced(f, calls, replayed=1)  # (a call whose intervals are a recording's)
     assert y.tolist() == [1.0, 3.0, 2.0, 5.0]
+
+
+_NOISY_X = np.linspace(0.0, 3.0, 15)
+_NOISY_Y = np.sin(_NOISY_X) + 0.1 * np.cos(7.0 * _NOISY_X)
+
+
+def _smoothed(y):  # curfit's iteration on p
+    s = scipy.interpolate.UnivariateSpline(_NOISY_X, y, s=0.05)
+    return s(np.array([0.4, 1.7])).sum() + s.integral(0.5, 2.0) + s.get_residual()
+
+
+def test_a_smoothing_fit_replays_while_fitpack_places_the_same_knots():
+    """FITPACK's fit at s > 0 is a step a replay runs again on the new y; the knots it places,
+    which the steps after it read as numbers, are a decision the replay checks: data that keep
+    them replay, bit for bit the traced calls; data given other knots record again."""
+    y, near, other = _NOISY_Y, _NOISY_Y * 1.001, _NOISY_Y + 0.3 * np.sin(9.0 * _NOISY_X)
+    knots = [scipy.interpolate.UnivariateSpline(_NOISY_X, v, s=0.05).get_knots()
+             for v in (y, near, other)]
+    assert knots[0].tobytes() == knots[1].tobytes() and len(knots[0]) != len(knots[2])
+    before = y.tobytes()
+    replays_as_traced(_smoothed, [(y,), (y,), (near,), (other,), (other,)], replayed=3)
+    assert y.tobytes() == before

@@ -272,6 +272,19 @@ def test_refusals(rng):
         mutad.gradient(lambda x: scipy.signal.savgol_filter(x, 6, 2).sum(), x)
 
 
+def test_a_zero_order_filter_has_no_steady_state_as_in_scipy(rng):
+    # SciPy's lfilter_zi of a one-coefficient filter raises (its companion matrix has no
+    # rows); an empty steady state would let filtfilt of it compute where SciPy's raises.
+    x = rng.normal(size=10)
+    for loss in (lambda x: (scipy.signal.lfilter_zi(np.array([2.0]), [1.0]) * x[0]).sum(),
+                 lambda x: scipy.signal.lfilter_zi(x[:1], [1.0]).sum(),
+                 lambda x: scipy.signal.filtfilt(x[:1], [1.0], x).sum()):
+        with pytest.raises(ValueError, match="at least 2"):
+            loss(x)
+        with pytest.raises(ValueError, match="at least 2"):
+            mutad.gradient(loss, x)
+
+
 def test_plain_calls_are_scipys_own(rng):
     for call, shapes in CASES.values():
         args = arguments(shapes, rng)

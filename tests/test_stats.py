@@ -886,6 +886,15 @@ COMPILED_DISTRIBUTIONS = {
                 np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
     "nct.isf": (lambda q, k, s: scipy.stats.nct.isf(q, 5.5, k, scale=s),
                 np.array([0.2, 0.5, 0.9]), np.array([-0.5, 0.7, 1.5])),
+    # the Kolmogorov distributions (SciPy's kolmogorov, smirnov ufuncs and their inverses)
+    "kstwobign.cdf": (lambda x, k, s: scipy.stats.kstwobign.cdf(x, loc=0.1 * k, scale=s),
+                      np.array([0.6, 1.0, 2.0]), np.array([0.1, 0.3, 0.5])),
+    "kstwobign.ppf": (lambda q, k, s: scipy.stats.kstwobign.ppf(q, loc=k, scale=s),
+                      np.array([0.2, 0.5, 0.9]), np.array([0.1, 0.3, 0.5])),
+    "ksone.cdf": (lambda x, k, s: scipy.stats.ksone.cdf(x, 5, loc=0.01 * k, scale=s),
+                  np.array([0.3, 0.33, 0.36]), np.array([0.1, 0.3, 0.5])),
+    "ksone.isf": (lambda q, k, s: scipy.stats.ksone.isf(q, 5, loc=k, scale=s),
+                  np.array([0.2, 0.3, 0.4]), np.array([0.1, 0.3, 0.5])),
 }
 
 
@@ -1488,7 +1497,15 @@ _SCALE = np.array([[2.0, 0.1], [0.1, 1.5]])
         _SCALE, df=4, scale=np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.3, 1.0])),
     ("wishart pdf in x", lambda c: scipy.stats.wishart.pdf(
         np.array([[c[0], c[1]], [c[1], c[2]]]), df=4, scale=np.eye(2)),
-     np.array([2.0, 0.1, 1.5]))])
+     np.array([2.0, 0.1, 1.5])),
+    # (frozen: SciPy's frozen wishart converted its parameters to plain arrays, refused)
+    ("wishart frozen in df and scale", lambda c: scipy.stats.wishart(
+        df=c[0] ** 2 + 3.0, scale=np.array([[c[1], 0.2], [0.2, c[2]]])).logpdf(_SCALE),
+     np.array([0.7, 1.3, 0.9])),
+    ("wishart frozen pdf in scale", lambda c: scipy.stats.wishart(
+        4, np.array([[c[0], c[1]], [c[1], c[2]]])).pdf(_SCALE), np.array([2.0, 0.3, 1.0])),
+    ("wishart frozen, constant, at x", lambda c: scipy.stats.wishart(4, np.eye(2)).logpdf(
+        np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.1, 1.5]))])
 def test_multivariate_lists_and_scipys_own_code(name, f, x):
     followed_as_scipy(f, x, x * 1.05)
 
@@ -1506,3 +1523,7 @@ def test_scipys_own_code_asks_isscalar_of_a_traced_number():
     with pytest.raises(ValueError, match="Degrees of freedom must be greater"):
         mutad.gradient(lambda s: scipy.stats.wishart.logpdf(_SCALE, df=1, scale=np.eye(2) * s),
                        4.5)
+    with pytest.raises(ValueError, match="Degrees of freedom must be greater"):  # (frozen)
+        mutad.gradient(lambda s: scipy.stats.wishart(df=1, scale=np.eye(2) * s), 4.5)
+    with pytest.raises(ValueError, match="Degrees of freedom must be a scalar"):
+        mutad.gradient(lambda d: scipy.stats.wishart(df=d, scale=np.eye(2)), np.array([4.5]))

@@ -4819,6 +4819,9 @@ class _Mode:
             version = _VERSION(vars(mirror[0])) if _VERSION is not None else None
             mirror += [_snapshot(mirror[0]), version,
                        version.value if version is not None else None]
+        # (the mirrors' versions, and their values when all were last found unchanged, to
+        # ask of all of them in one comparison on every entry: None until then)
+        self.mirrored: tuple | None = None
         # id(namespace) -> (namespace, its size when scanned): by the namespace itself, not the
         # module's name (a script loaded twice from one file makes two modules of one name)
         self.scanned = {}
@@ -5086,6 +5089,9 @@ class _Mode:
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
         bindings changed since they were made (``self.mirrors``)."""
+        if self.mirrored is not None and [
+                version.value for version in self.mirrored[0]] == self.mirrored[1]:
+            return  # (every module's version as last known: nothing bound since, in any)
         for mirror in self.mirrors:
             module, copy, make, snapshot, version, known = mirror
             now = version.value if version is not None else None  # read before comparing: a
@@ -5098,6 +5104,9 @@ class _Mode:
                 copy.__dict__.update(namespace)
                 mirror[3] = _snapshot(module)
             mirror[5] = now
+        if _VERSION is not None:  # (each as read above: a change made since shows next time)
+            self.mirrored = ([mirror[4] for mirror in self.mirrors],
+                             [mirror[5] for mirror in self.mirrors])
 
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it

@@ -74,18 +74,6 @@ def run(differentiation, f, call, explain=None):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    if ACTIVE.plain_rules:
-        name = ACTIVE.plain_rules[-1]
-        raise UnsupportedOperationError(
-            f"the rule of {name} (mutad.adjoint, mutad.inplace_adjoint) starts a "
-            "differentiation (mutad.grad, gradient, jvp, pullback, ...) while mutad "
-            f"differentiates a call of {name}: its values would be taken for ones that "
-            "differentiation follows, which they are not. Compute the rule's values with NumPy "
-            "alone (its derivative as a formula), or differentiate outside the function given "
-            "to mutad and pass the result in as an argument.")
-    if ACTIVE.custom_backs:  # (the recording's tape is not running then: its reverse pass is)
-        for recording in ACTIVE.reversing:
-            recording.refuse_back("a custom rule's back starts a differentiation")
     with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()), \
             no_full_collections():
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)

@@ -928,14 +928,15 @@ def at_user_lines(writer, modes=None):
     else:  # (a function of the handling in force, which one object holds: ``ERRORS``)
         global _LOGGED
         errors = ERRORS.get()
-        known, logged = _LOGGED
+        known, logged, _ = _LOGGED
         kept = errors is known
         if not kept:
             logged = logged_categories(np.geterr())
             # kept with the handling, held (so that no other one takes its id), unless it calls
             # a differentiation's writer, which may hold that differentiation's records
-            if type(np.geterrcall()) is not Warnings:
-                _LOGGED = errors, logged
+            call = _handling()["call"]
+            if type(call) is not Warnings:
+                _LOGGED = errors, logged, call
     if not logged:
         return contextlib.nullcontext()
     unanswered = None if kept else getattr(np.geterrcall(), "unanswered", None)
@@ -966,8 +967,17 @@ class Handling:
         return False
 
 
-_LOGGED: tuple = (None, {})
-"""The ``ERRORS`` value ``at_user_lines`` last met, and its ``logged_categories``."""
+_LOGGED: tuple = (None, {}, None)
+"""The ``ERRORS`` value ``at_user_lines`` last met, its ``logged_categories`` and its callback
+(``np.geterrcall()``)."""
+
+
+def _callback():
+    """``np.geterrcall()`` as mutad's code reads it: the callback of the handling in force,
+    known without NumPy's dictionary of it where ``at_user_lines`` last met that handling (the
+    same object: it cannot have changed, and ``_LOGGED`` holds it, so no other takes its id)."""
+    known, _, call = _LOGGED
+    return call if ERRORS.get() is known else _handling()["call"]
 
 
 class at_user_lines_keeping_seterr:
@@ -985,7 +995,7 @@ class at_user_lines_keeping_seterr:
 
     def __enter__(self):
         writer = self.writer
-        writer.replaced = _handling()["call"]  # (``np.geterrcall()`` as mutad's code reads it)
+        writer.replaced = _callback()
         self.context = at_user_lines(writer)
         self.context.__enter__()
         self.inside = ERRORS.get()

@@ -38,15 +38,6 @@ class _Active(threading.local):
         # What saves of traced values wrote to (``written``), until the outermost
         # differentiation of this thread has ended: a read of it is refused.
         self.written = []
-        # The recordings of replays whose reverse pass runs in this thread, and how many
-        # custom rules' backs run now (``operations.custom_back``): a differentiation such a
-        # back starts refuses the recordings (``arguments.run``).
-        self.reversing = []
-        self.custom_backs = 0
-        # The custom functions whose rules run now on plain values, in a call the innermost
-        # differentiation records (``custom.Adjoint.record``): a differentiation their rule
-        # starts is refused (``arguments.run``).
-        self.plain_rules = []
 
 
 def refused(error):

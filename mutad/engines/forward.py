@@ -584,6 +584,13 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
     if traced and not any(_moves(inputs[i], level) for i in traced):
         traced = []  # constants alone: NumPy's operation, no partial (1 / (2 sqrt(0))) computed
+    if out is not None and traced and ufunc is not np.positive \
+            and np.dtype(out.dtype).kind != "c" and complex_among(primals):
+        # complex values into a real ``out`` (casting='unsafe'): NumPy's complex loop, then its
+        # real part written; a rule's partials read the complex result (exp's y), not the real
+        # part the target holds
+        y = apply_ufunc(ufunc, inputs, None, kwargs, level)
+        return apply_ufunc(np.positive, (y,), out, {"casting": "unsafe"}, level)
     if out is not None:
         if not _followed(out, level) and not _carry([inputs[i] for i in traced]):
             traced = []  # constants only: written into an array the jvp does not follow

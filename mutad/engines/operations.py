@@ -243,6 +243,13 @@ def unwrapped_ufunc(ufunc, inputs, out, kwargs, rule, tape, values, pattern):
                 return without_derivative(ufunc(*values, **kwargs), values, kwargs, tape.level)
             rule = CONSTANT
     if out is not None:
+        if rule is not ASSIGNMENT and type(out) is Traced and out.value.dtype.kind != "c" \
+                and complex_among(values):
+            # complex values into a real ``out`` (casting='unsafe'): NumPy's complex loop, then
+            # its real part written; a rule's partials read the complex result (exp's y), not
+            # the real part the target holds
+            y = unwrapped_ufunc(ufunc, inputs, None, kwargs, rule, tape, values, pattern)
+            return apply_ufunc(np.positive, (y,), out, _UNSAFE, ASSIGNMENT)
         return _write_elementwise(ufunc, rule, tape, inputs, values, pattern, out, kwargs)
     active(tape)
     y = ufunc(*values, **kwargs)
@@ -1623,17 +1630,6 @@ class Product(OneOutput):
                        if any(p.whole for p in record.inputs) else None)
 
 
-def custom_back(back, *cotangents):
-    """``back(*cotangents)``, the back of a custom rule (``mutad.adjoint``,
-    ``mutad.inplace_adjoint``): a differentiation it starts is one a replay's recording of
-    the call refuses (``arguments.run``)."""
-    ACTIVE.custom_backs += 1
-    try:
-        return back(*cotangents)
-    finally:
-        ACTIVE.custom_backs -= 1
-
-
 def function_pullback(record, shadows, _):
     """The pullback of a pure rule: ``state`` is the rule's ``back``, the places of the
     arguments (None where none is differentiated), the ids of their memory, the buffers the
@@ -1644,12 +1640,10 @@ def function_pullback(record, shadows, _):
         return
     if multiple:  # outputs no gradient reached: zeros, or None for a back that asks so
         unreached = None if getattr(back, "unreached_as_none", False) else zeros
-        dys = tuple(unreached(b) if dy is None and b is not None and unreached else dy
-                    for dy, b in zip(dys, outputs, strict=True))
+        cotangents = back(tuple(unreached(b) if dy is None and b is not None and unreached
+                                else dy for dy, b in zip(dys, outputs, strict=True)))
     else:
-        dys = dys[0]
-    # (primals None: a user's rule, ``_record_function``)
-    cotangents = back(dys) if primals is not None else custom_back(back, dys)
+        cotangents = back(dys[0])
     rows = []
     for p, g in zip(places, cotangents, strict=True):
         if type(p) is list:  # a sequence argument: one place per item
@@ -1888,8 +1882,8 @@ def _inplace_rule_pullback(record, shadows, _):
     # elements share memory gets zeros to accumulate into, added up afterwards.
     summed = [np.zeros_like(v) if p is not None and overlapping(p) else None
               for p, v in zip(places, values, strict=True)]
-    custom_back(back, *(s if s is not None else None if p is None else shadows.of(p, like=v)
-                        for p, v, s in zip(places, values, summed, strict=True)))
+    back(*(s if s is not None else None if p is None else shadows.of(p, like=v)
+           for p, v, s in zip(places, values, summed, strict=True)))
     for p, s in zip(places, summed, strict=True):
         if s is not None:
             shadows.add(p, s)

@@ -131,8 +131,8 @@ from .inplace import SavedWrite, on_constants, record_constant_write, unseen
 from .operations import (Product, apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
-from .reverse import (ReverseTape, Traced, add_cotangents, check_constants, constant, fresh_value,
-                      plain, thaw)
+from .reverse import (REVERSING, ReverseTape, Traced, add_cotangents, check_constants, constant,
+                      fresh_value, plain, thaw)
 from ..core.shadows import Buffer, Place, Shadows, overlapping
 from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
@@ -4200,7 +4200,6 @@ class Program:
         originals = Originals()
         for key, saved in self.saves.items():
             tape.guard(key, lambda saved=saved: [originals.keep(leaves[j]) for j in saved])
-        ACTIVE.running.append(tape)  # the engine's own operations (Reenter) run on it
         try:
             hearing = self.hearing
             heard = hearing.heard
@@ -4208,10 +4207,18 @@ class Program:
                 capture = Capture()  # (every warning, as the recording kept them)
                 try:
                     token = hearing.set()
+                    # The engine's own operations (Reenter) run on the tape while the steps
+                    # run; its reverse pass runs as tracing's does, the tape no longer running
+                    # but reversing (``reverse.REVERSING``): a differentiation a pullback
+                    # starts (a custom rule's back that calls ``mutad.pullback``) is not
+                    # nested in the replay's, and a rule's pullback sees the differentiations
+                    # running as after a traced call.
+                    ACTIVE.running.append(tape)
                     try:
                         for step in self.steps:
                             step(values, tape)
                     finally:
+                        ACTIVE.running.remove(tape)
                         ERRORS.reset(token)
                 finally:
                     issued = capture.stop()
@@ -4269,10 +4276,12 @@ class Program:
                 heard_back = Heard() if hearing is None else hearing.heard  # again)
                 if quiet:  # (none printed, none called)
                     shadows.events = heard_back
+                REVERSING.tapes.append(tape)
                 try:
                     while records:
                         reverse(records.pop(), shadows)
                 finally:
+                    REVERSING.tapes.pop()
                     if token is not None:
                         ERRORS.reset(token)
                 if [message for message, _ in heard_back.kinds] != self.back_kinds:
@@ -4285,7 +4294,6 @@ class Program:
                 g = shadows.release(place, hand_over=hand_over)
                 grads.append(scalar_derivative(g, scalar) if scalar else g)
         finally:
-            ACTIVE.running.remove(tape)
             tape.records.clear()
             if self.recomputes is not None:  # (its chains refer back to the values)
                 values[self.recomputes] = None
@@ -4499,7 +4507,6 @@ class Recording:
         self.shown = None  # its Shown, which lists what the call showed the caller
         self.program = None
         self.reason = None
-        self.back_reason = None  # why the reverse pass makes the program one not to replay
         self.errors = None
         # The arrays bound to modules' names that the program takes as inputs (``_as_inputs``):
         # ``[(namespace, name, array)]``; their traced arrays, bound to those names while f
@@ -4614,27 +4621,10 @@ class Recording:
                 held.append(leaf)
         return held, rebuild, [type(leaf) is Traced and _scalar(leaf) for leaf in leaves]
 
-    @contextlib.contextmanager
-    def reversing(self):
-        """The recording's reverse pass runs in this block (``refuse_back``)."""
-        ACTIVE.reversing.append(self)
-        try:
-            yield
-        finally:
-            ACTIVE.reversing.remove(self)
-
-    def refuse_back(self, reason):
-        """No program of this call: its reverse pass ran something a replay does not redo
-        as it ran (a differentiation a custom rule's back starts, ``arguments.run``)."""
-        if self.back_reason is None:
-            self.back_reason = reason
-
     def seal(self):
         """Once the traced call is over: the buffers the program names forget the first
         call's arrays (``shadows.Buffer.ref``), which the program must not keep alive."""
         self.unbind()  # (f raised)
-        if self.program is not None and self.back_reason is not None:  # (else: the first)
-            self.program, self.reason = None, self.back_reason
         recorder, self.recorder = self.recorder, None
         if recorder is not None:
             recorder.showing.remove()  # (also if the call raised)

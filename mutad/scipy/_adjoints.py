@@ -777,6 +777,19 @@ class Value(Adjoint):
         return self(*args), None
 
 
+def events_at_user_lines(writer=None):
+    """NumPy's floating-point events, where a running differentiation hears them (a replay
+    compares them with its recording's), issued at the user's lines in this block instead (by
+    ``writer``, a ``debug.Warnings``: one kept for many blocks is one handling, which the
+    programs of the replays run in them are recorded for), as a differentiation started in
+    it logs them, which then replays (the handling a replay's listener sets is one a
+    recording refuses: Python may act on it)."""
+    logged = {category: "log" for category, mode in np.geterr().items() if mode == "log"}
+    heard = logged and isinstance(np.geterrcall(), (Warnings, Heard))
+    return np.errstate(call=writer or Warnings(), **logged) if heard \
+        else contextlib.nullcontext()
+
+
 @contextlib.contextmanager
 def outside_differentiations(name):
     """Run the block outside every differentiation of this thread: on plain numbers, NumPy
@@ -786,13 +799,8 @@ def outside_differentiations(name):
     (``name`` the routine the block runs for)."""
     running = ACTIVE.running
     ACTIVE.running = []
-    # NumPy's floating-point events, where a running differentiation hears them (a replay
-    # compares them with its recording's): issued at the user's lines instead, as a
-    # differentiation started in the block logs them, which then replays
-    logged = {category: "log" for category, mode in np.geterr().items() if mode == "log"}
-    heard = logged and isinstance(np.geterrcall(), (Warnings, Heard))
     try:
-        with np.errstate(call=Warnings(), **logged) if heard else contextlib.nullcontext():
+        with events_at_user_lines():
             yield
     except EscapedTracerError as error:
         raise UnsupportedOperationError(

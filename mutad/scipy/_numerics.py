@@ -1123,3 +1123,315 @@ def kve_dv(y, v, x):
 def kv_dv(y, v, x):
     """∂/∂v of K_v(x): the scaled one's times e^-x."""
     return k_order_integral(1, 0)(v, x) * np.exp(-x)
+
+
+# ----------------------------------------------------------------------------------------------
+# J_v, Y_v and I_v in their order v (x > 0). Two forms, each accurate where the other is not:
+#
+# * the power series Σ_k s^k (x/2)^(2k+v) / (k! Γ(k+v+1)) (s = -1 for J, +1 for I), whose
+#   derivative in v is the same sum with each term times log(x/2) - ψ(k+v+1). For v > -1 its
+#   terms' absolute values sum to I_v(x), so its error is ε I_v(x): the form where J_v (I_v
+#   e^-x) is small, v beyond x, where the integrals below cancel to a tiny value;
+# * Schläfli's integrals (DLMF 10.9.6, 10.9.7, 10.32.4), differentiated under the integral:
+#   J_v = (1/π)∫_0^π cos(x sin θ - vθ) dθ - (sin vπ/π) ∫_0^∞ e^(-x sinh t - vt) dt,
+#   Y_v = (1/π)∫_0^π sin(x sin θ - vθ) dθ - (1/π)∫_0^∞ (e^(vt) + e^(-vt) cos vπ) e^(-x sinh t) dt,
+#   I_v e^-x = (1/π)∫_0^π e^(x (cos θ - 1)) cos vθ dθ - (sin vπ/π) ∫_0^∞ e^(-x (cosh t + 1) - vt) dt,
+#   by Gauss-Legendre, on [0, π] with more nodes than the phase x sin θ - vθ turns, on [0, T]
+#   with T where the exponent has fallen by ``_BESSEL_ORDER_DECAY``: their error is ε times
+#   the integrands' size, 1 (e^0 for I), the form where the function oscillates or grows.
+# Their second derivatives (in v again, or in x) are refused: ``NoClosedForm``.
+_BESSEL_ORDER_DECAY = 60.0
+_BESSEL_ORDER_MOST_NODES = 20_000
+_BESSEL_ORDER_TAIL_NODES = 160
+
+
+@functools.cache
+def _legendre_on(n, end):
+    """Gauss-Legendre nodes and weights of n points on [0, end]."""
+    nodes, weights = leggauss(n)
+    return 0.5 * end * (nodes + 1.0), 0.5 * end * weights
+
+
+def _bessel_order_series(sign, v, x, scaled):
+    """∂/∂v of Σ_k sign^k (x/2)^(2k+v) / (k! Γ(k+v+1)) (times e^-x where ``scaled``), v > -1.
+    The terms are their common factor, the first, times the products of the ratios of the
+    consecutive terms: the common factor's rounding is not amplified where the sum cancels."""
+    log_half = np.log(0.5 * x)
+    common = np.exp(v * log_half - gammaln(v + 1.0) - (x if scaled else 0.0))
+    total = np.zeros_like(x)
+    bound = np.zeros_like(x)
+    log_ratio = np.zeros_like(x)
+    digamma = psi(v + 1.0)
+    k = 0
+    while True:
+        size = np.exp(log_ratio)
+        term = size * (log_half - digamma)
+        total = total + (sign ** k) * term
+        bound = bound + np.abs(term)
+        k += 1
+        # (past the largest term, the terms fall faster than geometrically; their sizes, not
+        # the terms, which pass through 0 where log(x/2) - ψ changes sign)
+        if k > 0.5 * np.max(x, initial=0.0) + 2 and np.all(
+                size * (np.abs(log_half) + np.abs(digamma)) <= 1e-17 * bound):
+            return common * total
+        if k > _BESSEL_ORDER_MOST_NODES:
+            raise UnsupportedOperationError(
+                "scipy.special: mutad's series of a Bessel function's derivative in its order "
+                f"needs more than {_BESSEL_ORDER_MOST_NODES} terms here; pass the order as a "
+                "constant.")
+        log_ratio = log_ratio + (2.0 * log_half - math.log(k) - np.log(k + v))
+        digamma = digamma + 1.0 / (k + v)
+
+
+def _bessel_order_tail(x, rate, m, phi, shift=0.0):
+    """∫_0^∞ t^m e^(-x (phi(t) + shift) - rate t) dt (x > 0), by Gauss-Legendre on [0, T]."""
+    end = np.ones_like(x)
+    grow = np.maximum(-rate, 0.0)
+    inverse = np.arcsinh if phi is np.sinh else (lambda u: np.arccosh(1.0 + u))
+    for _ in range(40):  # x (phi(T) - phi(0)) - |rate| T = decay + m log(1 + T), a contraction
+        end = inverse((_BESSEL_ORDER_DECAY + grow * end + m * np.log1p(end)) / x)
+    nodes, weights = _legendre_on(_BESSEL_ORDER_TAIL_NODES, 1.0)
+    t = end[..., None] * nodes  # each element on its own [0, T]
+    with _errstate():
+        integrand = t ** m * np.exp(-x[..., None] * (phi(t) + shift) - rate[..., None] * t)
+    return end * (integrand @ weights)
+
+
+def _bessel_order_integrals(kind, v, x):
+    """∂/∂v of J_v (``kind`` "j"), Y_v ("y") or I_v e^-x ("i") by Schläfli's integrals."""
+    count = int(np.max(np.ceil(x + np.abs(v)), initial=0.0)) + 40
+    if count > _BESSEL_ORDER_MOST_NODES:
+        raise UnsupportedOperationError(
+            "scipy.special: mutad integrates a Bessel function's derivative in its order by "
+            f"Gauss-Legendre, which needs more than {_BESSEL_ORDER_MOST_NODES} nodes here (an "
+            "argument or order beyond about 2e4); pass the order as a constant.")
+    theta, weights = _legendre_on(count, math.pi)
+    vs, xs = v[..., None], x[..., None]
+    s, c = np.sin(math.pi * v), np.cos(math.pi * v)
+    with _errstate():
+        if kind == "i":
+            body = -((theta * np.exp(xs * (np.cos(theta) - 1.0)) * np.sin(vs * theta)) @ weights)
+            return (body / math.pi - c * _bessel_order_tail(x, v, 0, np.cosh, 1.0)
+                    + (s / math.pi) * _bessel_order_tail(x, v, 1, np.cosh, 1.0))
+        phase = xs * np.sin(theta) - vs * theta
+        if kind == "j":
+            body = (theta * np.sin(phase)) @ weights
+            return (body / math.pi - c * _bessel_order_tail(x, v, 0, np.sinh)
+                    + (s / math.pi) * _bessel_order_tail(x, v, 1, np.sinh))
+        body = -((theta * np.cos(phase)) @ weights)
+        return ((body - _bessel_order_tail(x, -v, 1, np.sinh)
+                 + c * _bessel_order_tail(x, v, 1, np.sinh)) / math.pi
+                + s * _bessel_order_tail(x, v, 0, np.sinh))
+
+
+def _bessel_order_value(kind, name, v, x):
+    v, x = np.broadcast_arrays(np.asarray(v, dtype=float), np.asarray(x, dtype=float))
+    if kind != "y" and np.any(np.logical_and(v <= -1.0, x > 0.0)):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: mutad differentiates it in its order v for v > -1; pass "
+            "an order v <= -1 as a constant (mutad.stop_gradient).")
+    inside = both(x > 0.0, np.isfinite(x), np.isfinite(v))
+    vs, xs = np.where(inside, v, 1.0), np.where(inside, x, 1.0)
+    with _errstate():
+        if kind == "y":
+            series = np.zeros(vs.shape, dtype=bool)
+        elif kind == "j":  # the series' error ε I_v(x) at most the integrals' ε
+            series = _special.ive(vs, xs) * np.exp(xs) <= 10.0
+        else:  # I_v e^-x small: v beyond x
+            series = _special.ive(vs, xs) < 1e-2
+        result = np.empty(vs.shape)
+        if np.any(series):
+            result[series] = _bessel_order_series(-1.0 if kind == "j" else 1.0, vs[series],
+                                                  xs[series], kind == "i")
+        if not np.all(series):
+            result[~series] = _bessel_order_integrals(kind, vs[~series], xs[~series])
+        # at x = 0, J_v and I_v are 0 for every v > 0 (elsewhere on x <= 0 no derivative)
+        edge = np.where(both(x == 0.0, v > 0.0, kind != "y"), 0.0, np.nan)
+        result = np.where(inside, result, edge)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def bessel_order_derivative(kind, name):
+    """∂/∂v of J_v(x) (``kind`` "j"), Y_v(x) ("y"), I_v(x) e^-|x| ("i"): SciPy's ``name``'s."""
+    second = NoClosedForm(f"the order v of scipy.special.{name} twice (a second derivative)")
+    return Elementwise(functools.partial(_bessel_order_value, kind, name),
+                       second, NoClosedForm(f"x and the order v of scipy.special.{name} (a "
+                                            "second derivative)"),
+                       name=f"{name}_order_derivative")
+
+
+# ----------------------------------------------------------------------------------------------
+# The hypergeometric functions M(a, b, z) = 1F1(a; b; z) (Kummer's) and 2F1(a, b; c; z) in their
+# parameters: the series Σ_k t_k, t_(k) = t_(k-1) r_k, r_k = Π_i (n_i+k-1) z / ((d+k-1) k)
+# (numerators n_i, denominator d), differentiated term by term, each term's partial by the
+# recurrence of the terms, which holds where a numerator is 0, -1, ... too (a polynomial). For
+# 1F1 and z < 0 Kummer's transformation M(a, b, z) = e^z M(b-a, b, -z) makes the terms of one
+# sign for b > a; 2F1's series serves |z| <= 0.9. Where the sum still cancels (its terms'
+# absolute values beyond 1e5 times the sum) the derivative is refused rather than given
+# inaccurate. Parameters a denominator d > 0.
+_HYPERGEOMETRIC_MOST_TERMS = 5000
+_HYP2F1_LARGEST_Z = 0.9
+
+
+def _hypergeometric_series_partial(numerators, denominator, z, moved, with_denominator, name):
+    """The derivative of Σ_k t_k along numerator ``moved`` (None: none), and with the
+    denominator too where ``with_denominator``, by the series at z, and the sum of its terms'
+    absolute values. Along a numerator n and the denominator d together the ratio's derivative
+    is Π_(j≠i) (n_j+k-1) z (d - n) / ((d+k-1)² k): 0 where n = d, as M(b, b, z) = e^z is."""
+    term = np.ones_like(z)
+    derivative, total, bound = np.zeros_like(z), np.zeros_like(z), np.zeros_like(z)
+    for k in range(1, _HYPERGEOMETRIC_MOST_TERMS + 1):
+        others = functools.reduce(np.multiply, [n + (k - 1.0) for i, n in enumerate(numerators)
+                                                if i != moved], np.ones_like(z))
+        step = others * z / ((denominator + k - 1.0) * k)
+        if moved is None:
+            ratio = step
+            slope = -ratio / (denominator + k - 1.0)
+        else:
+            ratio = step * (numerators[moved] + k - 1.0)
+            slope = (step * (denominator - numerators[moved]) / (denominator + k - 1.0)
+                     if with_denominator else step)
+        previous = derivative
+        derivative = derivative * ratio + term * slope
+        term = term * ratio
+        total = total + derivative
+        bound = bound + np.abs(derivative)
+        # (two terms in a row: one passes through 0 where its sign changes)
+        if k > np.max(np.abs(z), initial=0.0) and np.all(
+                np.maximum(np.abs(derivative), np.abs(previous)) <= 1e-17 * bound):
+            return total, bound
+    raise UnsupportedOperationError(
+        f"scipy.special.{name}: its series in the parameters needs more than "
+        f"{_HYPERGEOMETRIC_MOST_TERMS} terms here; pass the parameters as constants.")
+
+
+def _refuse_cancelling(name, parameter, bound, partial, inside, where):
+    if np.any(np.logical_and(inside, bound > 1e5 * np.abs(partial))):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: its series in the parameter {parameter} cancels here "
+            f"({where}), which would lose its digits; pass the parameters as constants.")
+
+
+def _refuse_outside(name, inside, where):
+    if not np.all(inside):
+        raise UnsupportedOperationError(
+            f"scipy.special.{name}: mutad differentiates it in its parameters {where}; pass "
+            "the parameters as constants elsewhere (mutad.stop_gradient).")
+
+
+def _kummer_parameter_value(which, a, b, z):
+    a, b, z = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (a, b, z)))
+    _refuse_outside("hyp1f1", np.logical_or(b > 0.0, np.isnan(a + b + z)), "for b > 0")
+    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(z))
+    a, b, z = (np.where(inside, u, fill) for u, fill in ((a, 0.5), (b, 1.0), (z, 0.0)))
+    negative = z < 0.0
+    partial, bound = np.zeros_like(z), np.zeros_like(z)
+    with _errstate():
+        for side in (False, True):
+            chosen = negative == side
+            if not np.any(chosen):
+                continue
+            ac, bc, zc = a[chosen], b[chosen], np.abs(z[chosen])
+            if side:  # M(a, b, z) = e^z M(b - a, b, -z): along a, minus along its first
+                # parameter; along b, along both of them
+                total, size = _hypergeometric_series_partial([bc - ac], bc, zc, 0, which == 1,
+                                                             "hyp1f1")
+                scale = np.exp(-zc)
+                total = -total if which == 0 else total
+            else:
+                total, size = _hypergeometric_series_partial([ac], bc, zc,
+                                                             0 if which == 0 else None, False,
+                                                             "hyp1f1")
+                scale = 1.0
+            partial[chosen], bound[chosen] = total * scale, size * scale
+        _refuse_cancelling("hyp1f1", "ab"[which], bound, partial, inside,
+                           "terms of both signs: a < 0, or a > b with z < 0")
+        result = np.where(inside, partial, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+def _gauss_parameter_value(which, a, b, c, z):
+    a, b, c, z = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (a, b, c, z)))
+    _refuse_outside("hyp2f1", np.logical_or(
+        both(c > 0.0, np.abs(z) <= _HYP2F1_LARGEST_Z), np.isnan(a + b + c + z)),
+        f"for c > 0 and |z| <= {_HYP2F1_LARGEST_Z}, by its series")
+    inside = both(np.isfinite(a), np.isfinite(b), np.isfinite(c), np.isfinite(z))
+    a, b, c, z = (np.where(inside, u, fill)
+                  for u, fill in ((a, 0.5), (b, 0.5), (c, 1.0), (z, 0.0)))
+    with _errstate():
+        partial, bound = _hypergeometric_series_partial([a, b], c, z, which if which < 2
+                                                        else None, False, "hyp2f1")
+        _refuse_cancelling("hyp2f1", "abc"[which], bound, partial, inside,
+                           "terms of both signs")
+        result = np.where(inside, partial, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def gauss_parameter_derivative(which):
+    """∂/∂a (``which`` 0), ∂/∂b (1) or ∂/∂c (2) of scipy.special.hyp2f1(a, b, c, z), c > 0,
+    |z| <= 0.9 (refused elsewhere)."""
+    second = NoClosedForm("the parameters of scipy.special.hyp2f1 and another argument (a "
+                          "second derivative)")
+    return Elementwise(functools.partial(_gauss_parameter_value, which), second, second,
+                       second, second, name=f"hyp2f1_d{'abc'[which]}")
+
+
+@functools.cache
+def kummer_parameter_derivative(which):
+    """∂/∂a (``which`` 0) or ∂/∂b (1) of scipy.special.hyp1f1(a, b, z), b > 0 (refused
+    elsewhere)."""
+    second = NoClosedForm("the parameters of scipy.special.hyp1f1 and another argument (a "
+                          "second derivative)")
+    return Elementwise(functools.partial(_kummer_parameter_value, which), second, second, second,
+                       name=f"hyp1f1_d{'ab'[which]}")
+
+
+# ----------------------------------------------------------------------------------------------
+# The noncentral chi-squared distribution in its degrees of freedom k: a Poisson mixture of
+# central ones, F(x; k, λ) = Σ_j w_j P(k/2 + j, x/2), w_j = e^(-λ/2) (λ/2)^j / j!, and its
+# density Σ_j w_j f_(k+2j)(x), differentiated term by term: ½ ∂P/∂a (``gammainc_da``) and
+# f_ν(x) ½ (log(x/2) - ψ(ν/2)). The sum runs to where the weights beyond are below 1e-17 of
+# the largest (past λ/2 by 12 of its standard deviations and 40 terms).
+_NCX2_MOST_TERMS = 20_000
+
+
+def _ncx2_dk_value(density, x, k, lam):
+    x, k, lam = np.broadcast_arrays(*(np.asarray(u, dtype=float) for u in (x, k, lam)))
+    inside = both(x > 0.0, np.isfinite(x), k > 0.0, np.isfinite(k), lam >= 0.0,
+                  np.isfinite(lam))
+    xs, ks, ls = np.where(inside, x, 1.0), np.where(inside, k, 1.0), np.where(inside, lam, 0.0)
+    half = 0.5 * ls
+    terms = int(np.max(np.ceil(half + 12.0 * np.sqrt(half) + 40.0), initial=40.0))
+    if terms > _NCX2_MOST_TERMS:
+        raise UnsupportedOperationError(
+            "scipy.stats.ncx2 (scipy.special.chndtr): its derivative in the degrees of freedom "
+            f"sums more than {_NCX2_MOST_TERMS} terms of its Poisson mixture here (a "
+            "noncentrality beyond about 3e4); pass the degrees of freedom as a constant.")
+    total = np.zeros_like(xs)
+    with _errstate():
+        log_half = np.log(np.where(half > 0, half, 1.0))
+        log_x = np.log(0.5 * xs)
+        for j in range(terms):
+            weight = np.exp(-half + j * log_half - gammaln(j + 1.0)) if j else np.exp(-half)
+            weight = np.where(half > 0, weight, 1.0 if j == 0 else 0.0)
+            a = 0.5 * ks + j
+            if density:  # f_ν(x) = (x/2)^(a-1) e^(-x/2) / (2 Γ(a)), a = ν/2
+                term = np.exp((a - 1.0) * log_x - 0.5 * xs - gammaln(a)) * 0.5 * (log_x - psi(a))
+                term = 0.5 * term
+            else:
+                term = 0.5 * _gammainc_da_value(a, 0.5 * xs)
+            total = total + weight * term
+        result = np.where(inside, total, np.nan)
+    return result[()] if result.ndim == 0 else result
+
+
+@functools.cache
+def ncx2_dk(density):
+    """∂/∂k of the noncentral chi-squared distribution function F(x; k, λ) (SciPy's chndtr),
+    or with ``density`` of its density (SciPy's _ncx2_pdf), x > 0 (NaN elsewhere)."""
+    second = NoClosedForm("the degrees of freedom of scipy.stats.ncx2 and another argument (a "
+                          "second derivative)")
+    return Elementwise(functools.partial(_ncx2_dk_value, density), second, second, second,
+                       name=f"ncx2_{'pdf' if density else 'cdf'}_dk")

@@ -131,9 +131,10 @@ from ..engines.session import kept_state_writable
 from ..core.levels import ACTIVE, Tracer, handled, innermost
 from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
+from ..core.debug import Warnings
 from ..core.views import memory, weaken
-from ._adjoints import (Value, array_argument, found_again, outside_differentiations,
-                        refused_attribute, scipys_value)
+from ._adjoints import (Value, array_argument, events_at_user_lines, found_again,
+                        outside_differentiations, refused_attribute, scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
                        _with_derivatives)
 from .optimize import _constant as _allocated
@@ -762,6 +763,7 @@ class _Problem:
         self.rtol, self.atol = rtol, float(np.min(atol))
         self.max_step = max_step
         self.solved = None  # (y0, values): copies of the inputs the forward solve ran on
+        self.solution: Any = None  # solve_ivp's result of that solve
         self.adaptive = False  # whether the outputs are at the solver's own step times
         # Set by the function that made the problem: the forward solve on plain values, and
         # what it keeps (solve_ivp: the dense output; odeint: its output times).
@@ -772,6 +774,11 @@ class _Problem:
         # An explicit Runge-Kutta solve's steps (a _Record: the reverse and forward passes go
         # through them again), or None.
         self.steps: Any = None
+
+    def solves(self, y0, values):
+        """Whether the forward solve is to run for ``y0`` and ``values``: the first time; the
+        solve kept serves the rules that run again in the same call."""
+        return self.solved is None
 
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
@@ -806,6 +813,7 @@ class _Problem:
         rhs = self.rhs  # (not self: the replay compares what its function reaches, each call)
         replayed = grad(lambda t, y, lam, *p: np.dot(lam, rhs(t, y, p)),
                         argnums=(1, *range(3, 3 + len(values))), replay=True)
+        writer = Warnings()
 
         def vjp(t, y, lam):
             nonlocal replayed
@@ -813,7 +821,9 @@ class _Problem:
                 try:
                     # Arrays of their own: a program is recorded per layout of its arguments,
                     # and the solvers pass rows of their stage arrays, one offset per stage
-                    return replayed(np.array(t), np.array(y), np.array(lam), *values)
+                    # (in a replay's reverse pass, its listener's events: events_at_user_lines)
+                    with events_at_user_lines(writer):
+                        return replayed(np.array(t), np.array(y), np.array(lam), *values)
                 except ConversionError as error:
                     handled(error)
                     replayed = None
@@ -1417,9 +1427,13 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         y0 = np.asarray(y0)
         y0 = y0.astype(complex if np.iscomplexobj(y0) else float, copy=False)
     t0 = float(t_span[0])
-    problem = _Problem("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
-                       t0, float(t_span[1]), method, options.get("rtol", 1e-3),
-                       options.get("atol", 1e-6), options.get("max_step", np.inf))
+    # Without events, dense output and differentiated times (which the problem and the result
+    # keep as this solve's), a replay solves again, checking that the solver decides as here
+    kind = _Problem if events is not None or dense_output or span_followed or eval_followed \
+        else _SolvedAnew
+    problem = kind("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
+                   t0, float(t_span[1]), method, options.get("rtol", 1e-3),
+                   options.get("atol", 1e-6), options.get("max_step", np.inf))
     result: dict[str, Any] = {}
 
     explicit = _RUNGE_KUTTA.get(method) if not vectorized else None
@@ -1441,9 +1455,10 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         return sol
 
     def forward(y0_plain, values):
-        if problem.solved is not None:
+        if not problem.solves(y0_plain, values):
             return result["sol"]
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
+        result.pop("dense", None)  # (an earlier solve's, where a replay solves again)
         if recorded:
             problem.steps = _Record()
             sol = solve(y0_plain, values, _recording(explicit, problem.steps), False)
@@ -1461,7 +1476,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             def path(t_from, t_to):  # the dense output covers the whole span
                 return sol.sol
         problem.path, problem.times = path, sol.t
-        result["sol"] = sol
+        result["sol"] = problem.solution = sol
         parameters.freeze()
         return sol
 
@@ -1472,6 +1487,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
         y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
     y = _IVP(y0, *values, problem=problem)
+    if isinstance(problem, _SolvedAnew):
+        problem.guard(y)
     sol = result["sol"]
     out = _ivp.OdeResult(**sol)
     terminal = None  # the time of the event that ended the solve, and the state then
@@ -1495,6 +1512,45 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
         out.t = eval_given
     out.sol = _DenseSolution(problem, y0, values) if dense_output else None
     return out
+
+
+class _SolvedAnew(_Problem):
+    """A problem whose solution's rule solves anew, on plain values, for inputs other than
+    the last solve's (the parameters bound into ``fun`` for the solve, as ``quad``'s
+    integrand); and whose call shows the caller only the differentiated outputs, which the
+    rule makes, and plain results of the solve that a replay checks are decided again as
+    they were (``guard``): a replay of the call runs the rule again
+    (``replay._holds_arrays_of_the_call``)."""
+
+    replays_on_its_operands = True
+
+    def solves(self, y0, values):
+        """Also where the inputs are not those of the solve kept (their bytes): a replay's."""
+        return self.solved is None or not all(
+            _same_bytes(a, b) for a, b in zip((y0, *values), (self.solved[0], *self.solved[1]),
+                                              strict=True))
+
+    def decisions(self):
+        """What the caller sees of the last solve besides its differentiated outputs, which
+        the solver's decisions make: its times (the steps it accepted, or t_eval) and its
+        counts and status (``solve_ivp``'s result)."""
+        sol = self.solution
+        return sol.t.tobytes(), sol.nfev, sol.njev, sol.nlu, sol.status
+
+    def guard(self, y):
+        """A replay recording the call (``y`` the solve's output) checks that the solve it
+        runs again decides as this one did: else the plain results the caller holds
+        (``decisions``) would be this call's, and the call is recorded again."""
+        recorder = getattr(getattr(y, "tape", None), "recorder", None)
+        if recorder is not None and recorder.ready:
+            recorder.guard(y, self.decisions(), lambda _: self.decisions())
+
+
+def _same_bytes(a, b):
+    """Whether ``a`` and ``b`` (a solve's inputs, plain or an enclosing differentiation's)
+    hold the same numbers, bit for bit."""
+    a, b = np.asarray(_plain(a)), np.asarray(_plain(b))
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def _jacobian_numbers(jac):
@@ -1585,10 +1641,13 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
         with plain_allocation():  # nothing differentiated reaches the solve
             return _odepack_py.odeint(_plain_call("odeint", func), y0, times, args, **settings)
     tolerance = 1.49012e-8  # odeint's default rtol and atol
-    problem = _Problem("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
-                       float(times[0]), float(times[-1]), "LSODA",
-                       tolerance if rtol is None else rtol, tolerance if atol is None else atol,
-                       np.inf if not hmax else hmax)
+    # (the info full_output returns, and differentiated times, which the problem keeps as
+    # numbers, are the first solve's: a replay could not solve anew)
+    kind = _Problem if full_output or times_followed else _SolvedAnew
+    problem = kind("odeint", _rhs("odeint", func, parameters, tfirst=tfirst), parameters,
+                   float(times[0]), float(times[-1]), "LSODA",
+                   tolerance if rtol is None else rtol, tolerance if atol is None else atol,
+                   np.inf if not hmax else hmax)
     result: dict[str, Any] = {}
 
     def forward(y0_plain, values):

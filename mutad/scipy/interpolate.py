@@ -152,8 +152,8 @@ from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
 from ..rules.indexing import interp_piece, interp_sides
-from ._adjoints import (ScipyAdjoint, Value, array_argument, linear_map, refused_attribute,
-                        reproduces, scipys_value)
+from ._adjoints import (ScipyAdjoint, Value, array_argument, found_again, linear_map,
+                        refused_attribute, reproduces, scipys_value)
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -2333,12 +2333,12 @@ def _smoothing_fit(name, x, y, w, xb, xe, k, s, t, c, fp):
     except np.linalg.LinAlgError:  # a singular system, whose fit FITPACK's rotations rank
         raise refusal from None
     n = len(t)
-    value = np.asarray(c, float)[:n]  # (its last k + 1 entries FITPACK's workspace: unread)
+    value = c[:n]  # (its last k + 1 entries FITPACK's workspace: unread)
     if not np.max(np.abs(stop_gradient(fit) - value[:n - k - 1])) <= \
             CURFIT_RTOL * np.max(np.abs(value[:n - k - 1])):
         raise refusal
     return (scipys_value(value, np.concatenate([fit, np.zeros(k + 1)])),
-            scipys_value(np.float64(fp), residual))
+            scipys_value(fp[()], residual))
 
 
 def _curfit_steps(x, y, w, xb, xe, k, s, t):
@@ -2403,10 +2403,19 @@ def _smoothing_iteration(fit_at, p, fp0, fp, s, acc, maxit):
     return fit, fp
 
 
+def _fitpack_numbers(y, scipy_class, given):
+    """SciPy's spline ``scipy_class`` of the arguments ``given`` with ``y``: its knots and
+    coefficients (FITPACK's), and the residual as a 0-d array."""
+    spline = scipy_class(**dict(given, y=_plain(y)))  # (y traced where no replay records)
+    t, c, _ = spline._eval_args
+    return t, c, np.asarray(spline.get_residual(), float)
+
+
 def _fitted_spline(scipy_class):
     """The stand-in for FITPACK's spline class ``scipy_class``: SciPy's object from plain data,
-    a :class:`_FittedSpline` from differentiated y where the fit is linear in y; a smoothing fit
-    (UnivariateSpline with s > 0, or no s) refused."""
+    a :class:`_FittedSpline` from differentiated y: where the fit is linear in y, its linear
+    map; a smoothing fit (UnivariateSpline with s > 0, or no s) on FITPACK's knots
+    (``_smoothing_fit``)."""
     name = scipy_class.__name__
     signature = inspect.signature(scipy_class)
 
@@ -2427,13 +2436,22 @@ def _fitted_spline(scipy_class):
         def fitted(y):
             return scipy_class(**dict(given, y=y))
 
-        spline = fitted(_plain(given["y"]))
+        # Its settings, which the data do not change (the degree, weights, interval, s and
+        # extrapolation; knots placed by x alone where s = 0), from a fit of zeros: of y's
+        # numbers, a replay would have to check every one
+        if given.get("check_finite") and not np.all(np.isfinite(given["y"])):
+            fitted(_plain(given["y"]))  # (SciPy's error)
+        spline = fitted(np.zeros(np.shape(given["y"])))
         t, c, k = spline._eval_args
         _, _, w, xb, xe, _, s = spline._data[:7]
         if s > 0:  # a smoothing fit, on the knots FITPACK placed by the data
-            c, fp = _smoothing_fit(name, given["x"], given["y"], w, xb, xe, k, s, t, c,
-                                   spline.get_residual())
-            return _FittedSpline(name, np.copy(t), c, k, spline.ext, fp)
+            # (SciPy's fit of y a step of its own, which a replay runs again: the knots, read
+            # as numbers, are a decision on y it checks; the coefficients and residual, the
+            # values the steps below differentiate, are those of its fit)
+            t, c, fp = found_again(given["y"], _fitpack_numbers, scipy_class, given)
+            c, fp = _smoothing_fit(name, given["x"], given["y"], w, xb, xe, k, s,
+                                   np.asarray(t), c, fp)
+            return _FittedSpline(name, np.asarray(t).copy(), c, k, spline.ext, fp)
         c = linear_map(lambda y: fitted(y)._eval_args[1], np.shape(given["y"])[0],
                        f"scipy.interpolate.{name}")(given["y"])
         return _FittedSpline(name, np.copy(t), c, k, spline.ext)
@@ -2527,7 +2545,8 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
         s = m - math.sqrt(2 * m) if s is None else s
         fp = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, 1, per, quiet)[1]
         c, fp = _smoothing_fit("splrep", x, y, w, x[0] if xb is None else xb,
-                               x[-1] if xe is None else xe, degree, s, knots, c, fp)
+                               x[-1] if xe is None else xe, degree, s, knots, c,
+                               np.asarray(fp, float))
         return ((knots, c, degree), fp, *plain[2:]) if full_output else (knots, c, degree)
     options = {"w": w, "xb": xb, "xe": xe, "s": s, "quiet": quiet}
     c = _interpolating_coefficients(x, knots, degree, options)(y)

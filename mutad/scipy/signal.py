@@ -1869,6 +1869,8 @@ def lfilter_zi(b, a):
     # dividing gives a[0] its derivative there too.
     b, a = b / a[0], a / a[0]
     n = max(np.shape(a)[0], np.shape(b)[0])
+    if n < 2:  # SciPy's companion matrix of a has no rows
+        raise ValueError("The length of `a` along the last axis must be at least 2.")
     a = np.concatenate((a, np.zeros(n - np.shape(a)[0])))
     b = np.concatenate((b, np.zeros(n - np.shape(b)[0])))
     # companion(a).T has -a[1:] / a[0] (a[0] is 1) down its first column, ones above it.

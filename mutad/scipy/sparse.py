@@ -90,8 +90,9 @@ k]]``), its lines' extremes (``A.max(axis)``, ``A.min(axis)``: SciPy's coo array
 its zeros left out), ``A.reshape(n)``, ``A.resize(n)`` and ``coo_array(x)`` of a vector
 are SciPy's 1-d coo (csr) arrays, traced as the row ``(1, n)`` they are: their products
 (``v @ x``, ``X @ v``, ``v @ B``, ``B @ v``, ``v @ w``), arithmetic, sums, extremes,
-indexing, writes and conversions are those above, SciPy's values. A 1-d ``dok`` array,
-``kron`` and ``norm(v, ord)`` of one are refused. A matrix SciPy built of constants (``scipy.sparse.eye``,
+indexing, writes and conversions are those above, SciPy's values; so are a 1-d ``dok``
+array (its entries written one at a time, or converted), ``kron`` with one (SciPy's coo
+product of the row it stands for) and ``norm(v, ord)`` of one (of positive order). A matrix SciPy built of constants (``scipy.sparse.eye``,
 ``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
 the user's code reads (``A.data[:] = k``, ``A.data *= k[0]``) becomes a traced matrix of its
 pattern in place, its values a constant the differentiation follows, as ``np.zeros``'s are
@@ -2138,7 +2139,7 @@ class TracedSparse(_ComparedByValue):
     def _assembled(self, array_kind: Any, matrix_kind: Any) -> Any:
         """A matrix of ``array_kind`` (``matrix_kind`` for a matrix) holding its entries, the
         duplicates of a position summed."""
-        if self.ndim == 1:
+        if self.ndim == 1 and array_kind is not dok_array:  # (SciPy's lil is 2-d only)
             _refuse(f"a 1-d {array_kind.__name__} of traced values",
                     "keep the 1-d array in coo or csr format (coo_array(x)), which mutad "
                     "follows, or give it two dimensions (x[None, :]).")
@@ -2148,7 +2149,9 @@ class TracedSparse(_ComparedByValue):
         values = np.reshape(self.data, (-1,))[valid]
         for k, (i, j) in enumerate(zip(self.layout.rows[valid].tolist(),
                                         self.layout.cols[valid].tolist())):
-            lil[i, j] = lil[i, j] + values[k] if (i, j) in lil.entries else values[k]
+            point = (j,) if self.ndim == 1 else (i, j)  # (a 1-d array: the row (1, n))
+            key = _key_of(point)
+            lil[key] = lil[key] + values[k] if point in lil.entries else values[k]
         return lil
 
     def eliminate_zeros(self) -> None:
@@ -3100,10 +3103,16 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
     ``B``'s: SciPy's kron of each one's slot numbers with the other's pattern tells which."""
     if not _followed(A, B):
         return SCIPY["kron"](A, B, format=format)
-    if 1 in (np.ndim(A), np.ndim(B)):
-        _refuse("scipy.sparse.kron of a 1-d sparse array of traced values",
-                "give it two dimensions, kron(a.reshape((1, -1)), b.reshape((1, -1))), and "
-                "reshape the result: .reshape(-1).")
+    if 1 in (np.ndim(A), np.ndim(B)) and all(np.ndim(x) in (1, 2) for x in (A, B)):
+        # SciPy's coo product, a 1-d operand the row (1, n) it stands for (its entries in the
+        # same order); of two 1-d sparse arrays a 1-d one
+        vectors = np.ndim(A) == np.ndim(B) == 1 and any(
+            isinstance(x, _sparse.sparray) or isinstance(x, TracedSparse)
+            and isinstance(x.layout.template, _sparse.sparray) for x in (A, B))
+        rows = [x.reshape((1, -1)) if np.ndim(x) == 1 else x for x in (A, B)]
+        made = _kron(rows[0], rows[1], "coo")
+        made = made.reshape(-1) if vectors else made
+        return made if format in (None, "coo") else made.asformat(format)
     if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
            for x in (A, B)):
         _refuse("scipy.sparse.kron of a differentiated dense array",
@@ -3200,9 +3209,15 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
     if not isinstance(x, TracedSparse):
         return SCIPY["norm"](x, ord, axis)
     if x.ndim == 1 and not (axis is None and ord in (None, "fro", "f")):
-        _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a 1-d sparse array "
-                "of traced values", "take its default (Frobenius) norm, or the dense "
-                "vector's: np.linalg.norm(v.toarray(), ord).")
+        # a vector's norm, SciPy's of its one axis (a one-element array)
+        if axis not in (None, 0, -1) or not (ord in (np.inf, None) or isinstance(
+                ord, (int, float, np.integer, np.floating)) and 0 < ord < np.inf):
+            _refuse(f"scipy.sparse.linalg.norm(ord={ord!r}, axis={axis!r}) of a 1-d sparse "
+                    "array of traced values", "take a norm of positive order, or the dense "
+                    "vector's: np.linalg.norm(v.toarray(), ord).")
+        if ord == np.inf:  # (SciPy's largest absolute value)
+            return np.reshape(abs(x.tocsr()).max(axis=0), (1,))
+        axis = 0
     if axis is None and ord in (None, "fro", "f"):
         x.sum_duplicates()  # as SciPy's does, in place
         if x.layout.drops:  # SciPy's value: without a dense matrix's zeros
@@ -3375,6 +3390,11 @@ def _past_numpy(frame):
     return frame
 
 
+def _key_of(point):
+    """SciPy's key of an entry: ``(i, j)``, a 1-d array's ``i``."""
+    return point if len(point) > 1 else point[0]
+
+
 class _Assembled:
     """A ``lil`` or ``dok`` matrix made in a differentiated function (the mixin of
     ``scipy.sparse.lil_matrix``'s stand-ins): it is SciPy's own, but for the entries written
@@ -3402,14 +3422,15 @@ class _Assembled:
                 "convert it first (A.tocsr()), which mutad follows.")
 
     def _point(self, key):
-        """``key`` as one entry ``(i, j)`` (non-negative), or None."""
-        if type(key) is not tuple or len(key) != 2 or not all(
-                isinstance(k, (int, np.integer)) for k in key):
+        """``key`` as one entry ``(i, j)`` (non-negative; ``(i,)`` of a 1-d array), or None."""
+        if len(self.shape) == 1 and isinstance(key, (int, np.integer)):
+            key = (key,)
+        if type(key) is not tuple or len(key) != len(self.shape) or not all(
+                isinstance(k, (int, np.integer)) and not isinstance(k, bool) for k in key):
             return None
-        (i, j), (m, n) = key, self.shape
-        if not (-m <= i < m and -n <= j < n):
+        if not all(-m <= i < m for i, m in zip(key, self.shape)):
             return None  # SciPy's own error follows
-        return int(i) % m, int(j) % n
+        return tuple(int(i) % m for i, m in zip(key, self.shape))
 
     def __setitem__(self, key, value):
         point = self._point(key)
@@ -3418,6 +3439,9 @@ class _Assembled:
                 # A[i, i - 1:i + 2] = [-k, 2 * k, -k]: entry by entry, as NumPy's assignment
                 # broadcasts the values over the region and writes its positions in order
                 region = self._selection(key)
+                if region is None and len(self.shape) == 1:
+                    _refuse("writing traced values into a region of a 1-d scipy.sparse dok "
+                            "array", "write its entries one at a time (v[i] = x).")
                 if region is None:
                     _refuse(f"writing traced values into a scipy.sparse {self.format} matrix "
                             "with this index", "index rows and columns with integers, slices, "
@@ -3449,16 +3473,18 @@ class _Assembled:
             if np.ndim(value) != 0:
                 _refuse("an entry of a scipy.sparse matrix set to an array", "set a number.")
             self.entries[point] = value
-            super().__setitem__(point, 1.0)  # a placeholder: stored, whatever v is
+            super().__setitem__(_key_of(point), 1.0)  # a placeholder: stored, whatever v is
         else:
             self.entries.pop(point, None)
-            super().__setitem__(point, value)
+            super().__setitem__(_key_of(point), value)
 
     def _selection(self, key):
         """The positions the region ``key`` selects, as NumPy's indexing shapes them: row and
         column numbers (non-negative) of the region's shape (rows and columns each an integer,
         a slice, a list or a mask; two lists pair up, as NumPy's indices), or None for another
         kind of index."""
+        if len(self.shape) == 1:  # (a 1-d dok array's: entries one at a time)
+            return None
         if type(key) is not tuple:
             key = (key, slice(None))
         if len(key) != 2:
@@ -3533,8 +3559,8 @@ class _Assembled:
             coo = self.tocoo()
         finally:
             object.__setattr__(self, "entries", entries)
-        rows, cols = (np.asarray(c, np.intp) for c in coo.coords)
-        where = {(int(r), int(c)): k for k, (r, c) in enumerate(zip(rows, cols))}
+        coords = tuple(np.asarray(c, np.intp) for c in coo.coords)  # (one of a 1-d array)
+        where = {tuple(map(int, point)): k for k, point in enumerate(zip(*coords))}
         points = list(entries)
         if not points:  # (none written: lil * x of a traced x, SciPy's product)
             return _lift(coo)
@@ -3543,7 +3569,7 @@ class _Assembled:
         values = np.concatenate([coo.data.astype(np.float64),
                                  np.stack([entries[p] for p in points])])
         kind = coo_array if isinstance(self, _sparse.sparray) else coo_matrix
-        assembled = kind((values[source], (rows, cols)), shape=self.shape)
+        assembled = kind((values[source], coords), shape=self.shape)
         assembled.layout.template.has_canonical_format = coo.has_canonical_format  # SciPy's
         # SciPy's lil and dok store no entry written a zero: a traced one that is zero is left
         # out of SciPy's values (A.nnz), as a dense matrix's zeros are (kept for its derivative)

@@ -17,12 +17,14 @@ reach them (``registry.defroute``).
 
 Every partial derivative computes with ufuncs that have rows and with these wrappers, never
 with SciPy's Python functions directly, so that an enclosing differentiation can differentiate
-it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form (a
-Bessel function's order, a hypergeometric function's parameters) the row says so
-(``NoClosedForm``): differentiating with respect to that argument raises a ``MutadError``;
-where a sum or an integral computes it to rounding, that is its partial (K_v's in the order v
-by the trapezoidal rule of its integral, the Hurwitz zeta function's in its exponent by the
-Euler-Maclaurin formula, ``_numerics``).
+it again (``mutad.hvp``, a gradient of a gradient). Where a derivative has no closed form
+(hyperu's parameters, Struve's order) the row says so (``NoClosedForm``): differentiating
+with respect to that argument raises a ``MutadError``; where a sum or an
+integral computes it to rounding, that is its partial (K_v's in the order v by the trapezoidal
+rule of its integral; J_v's, Y_v's and I_v's, a first derivative, by their power series or
+Schläfli's integrals; hyp1f1's and hyp2f1's in their parameters, a first derivative, by
+their series; the Hurwitz zeta function's in its exponent by the Euler-Maclaurin formula,
+``_numerics``).
 
 The values are SciPy's own, with its asymptotic branches, log-space tails and reflections;
 the partials are written to hold at the same points (``_numerics``): log_ndtr's as
@@ -57,6 +59,9 @@ from scipy.special import (
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit,
 )
+from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
+from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
+                                   _smirnovp)
 from scipy.special._ufuncs import (_beta_ppf, _invgauss_isf, _invgauss_ppf, _lambertw,
                                    _nct_isf, _nct_pdf, _nct_sf, _ncx2_isf, _ncx2_pdf, _ncx2_sf,
                                    _riemann_zeta, _scaled_exp1, _skewnorm_isf, _skewnorm_ppf,
@@ -94,12 +99,13 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
            "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
-           "kl_div", "kv",
+           "kl_div", "kolmogi", "kolmogorov", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
            "logsumexp", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri", "ndtri_exp",
            "owens_t", "poch",
            "polygamma", "powm1",
-           "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "softmax", "spence",
+           "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "smirnov", "smirnovi",
+           "softmax", "spence",
            "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
            "yn", "yv", "yve"]
 
@@ -379,11 +385,27 @@ def _struve_dx(y, v, x):
 
 
 _ORDER = NoClosedForm("the order v")
+
+
+def _in_order(kind, name, scaled=False):
+    """The partial of SciPy's ``name`` in its order v (``_numerics.bessel_order_derivative``):
+    J_v's and Y_v's (also jve's and yve's, which scale by 1 for real x), I_v e^-|x|'s, and I_v's
+    as that times e^x."""
+    def partial(y, v, x, *decision):
+        derivative = _numerics.bessel_order_derivative(kind, name)(v, x)
+        return derivative * np.exp(x) if kind == "i" and not scaled else derivative
+    return partial
 _DEGREE = NoClosedForm("the degree n")
 _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
+
+
+def _in_parameter(which):
+    def partial(y, a, b, c, z):
+        return _numerics.gauss_parameter_derivative(which)(a, b, c, z)
+    return partial
 
 
 def _f_density(a, b, x):
@@ -573,6 +595,15 @@ def _ncx2_next(y, x, k, lam):
     return _ncx2_pdf(x, k + 2.0, lam)
 
 
+def _ncx2_cdf_dk(y, x, k, lam):
+    return _numerics.ncx2_dk(False)(x, k, lam)
+
+
+def _ncx2_quantile_dk(y, q, k, lam):
+    """∂/∂k of the quantile y (of F or of 1 - F): minus F's partial in k over the density."""
+    return -_numerics.ncx2_dk(False)(y, k, lam) / _ncx2_pdf(y, k, lam)
+
+
 def _ncx2_quantile_dlam(y, q, k, lam):
     """∂x/∂λ of a quantile x (of the distribution function or its complement): f_(k+2)/f_k."""
     return _ncx2_pdf(y, k + 2.0, lam) / _ncx2_pdf(y, k, lam)
@@ -737,20 +768,21 @@ elementwise(entr,      lambda y, x: -(np.log(x) + 1.0))
 elementwise(rel_entr,  _rel_entr_dx, _rel_entr_dw,                               decide=_xlogy_zeros)
 elementwise(j0,        lambda y, x: -j1(x))
 elementwise(j1,        lambda y, x: 0.5 * (j0(x) - jv(2.0, x)))
-elementwise(jv,        _ORDER, lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
+elementwise(jv,        _in_order("j", "jv"), lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
 elementwise(y0,        lambda y, x: -y1(x))
 elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
 elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
-elementwise(yv,        _ORDER, lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
+elementwise(yv,        _in_order("y", "yv"), lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
 # (jve and yve scale by exp(-|Im x|): 1 for the real arguments differentiated)
-elementwise(jve,       _ORDER, lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
-elementwise(yve,       _ORDER, lambda y, v, x: 0.5 * (yve(v - 1.0, x) - yve(v + 1.0, x)))
+elementwise(jve,       _in_order("j", "jve"), lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
+elementwise(yve,       _in_order("y", "yve"), lambda y, v, x: 0.5 * (yve(v - 1.0, x) - yve(v + 1.0, x)))
 elementwise(i0,        lambda y, x: i1(x))
 elementwise(i1,        lambda y, x: 0.5 * (i0(x) + iv(2.0, x)))
-elementwise(iv,        _ORDER, lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
+elementwise(iv,        _in_order("i", "iv"), lambda y, v, x: 0.5 * (iv(v - 1.0, x) + iv(v + 1.0, x)))
 elementwise(i0e,       _scaled_i(0),                                      uses="xy", decide=sign_of)
 elementwise(i1e,       _scaled_i(1),                                      uses="xy", decide=sign_of)
-elementwise(ive,       _ORDER, _ive_derivative,                          uses="xy", decide=_sign_of_x)
+elementwise(ive,       _in_order("i", "ive", scaled=True), _ive_derivative, uses="xy",
+            decide=_sign_of_x)
 elementwise(k0,        lambda y, x: -k1(x))
 elementwise(k1,        _numerics.k1_derivative)
 elementwise(kv,        _numerics.kv_dv, _numerics.kv_derivative)
@@ -788,7 +820,9 @@ elementwise(ellipe,    _ellipe_derivative)
 elementwise(spence,    _spence_derivative)
 elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
-elementwise(hyp2f1,    _PARAMETER_A, _PARAMETER_B, NoClosedForm("the parameter c"),
+# in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
+# (``_numerics.gauss_parameter_derivative``)
+elementwise(hyp2f1,    _in_parameter(0), _in_parameter(1), _in_parameter(2),
             lambda y, a, b, c, z: a * b / c * hyp2f1(a + 1.0, b + 1.0, c + 1.0, z))
 elementwise(_zeta,     lambda y, x, q: _numerics.zeta_derivative(1)(x, q),
             lambda y, x, q: -x * _zeta(x + 1.0, q))
@@ -827,11 +861,28 @@ elementwise(fdtri,     lambda y, a, b, p: -_f_ddfn(None, a, b, y) / _f_density(a
             lambda y, a, b, p: 1.0 / _f_density(a, b, y),                            uses="xy")
 elementwise(erfi,      lambda y, x: (2.0 / _SQRT_PI) * _numerics.exp_of_square(x, 1.0))
 elementwise(ndtri_exp, _ndtri_exp_slope,                                              uses="xy")
+# The Kolmogorov distribution's complement kolmogorov(x) (scipy.stats.kstwobign.sf), its
+# distribution function _kolmogc (kstwobign.cdf) and their inverses, by SciPy's own derivative
+# _kolmogp; the one-sided Kolmogorov-Smirnov smirnov(n, d) (scipy.stats.ksone), piecewise
+# constant in n, by SciPy's _smirnovp. Their derivatives' own (a second derivative) refused.
+elementwise(kolmogorov, lambda y, x: _kolmogp(x))
+elementwise(_kolmogc,  lambda y, x: -_kolmogp(x))
+elementwise(kolmogi,   lambda y, p: 1.0 / _kolmogp(y),                                uses="xy")
+elementwise(_kolmogci, lambda y, p: -1.0 / _kolmogp(y),                               uses="xy")
+elementwise(_kolmogp,  NoClosedForm("x (a second derivative of the Kolmogorov distribution)"))
+elementwise(smirnov,   None, lambda y, n, d: _smirnovp(n, d))
+elementwise(_smirnovc, None, lambda y, n, d: -_smirnovp(n, d))
+elementwise(smirnovi,  None, lambda y, n, p: 1.0 / _smirnovp(n, y),                   uses="xy")
+elementwise(_smirnovci, None, lambda y, n, p: -1.0 / _smirnovp(n, y),                 uses="xy")
+elementwise(_smirnovp, NoClosedForm("the number of samples n"), NoClosedForm(
+    "d (a second derivative of the one-sided Kolmogorov-Smirnov distribution)"))
 # x^p - 1: p x^(p-1) in x (0 where p = 0: x^0 - 1 is 0 for every x), x^p log x in p (0 where
 # x^p is: the limit at x = 0)
 elementwise(powm1,     lambda y, x, p: p * np.power(np.where(p == 0.0, 1.0, x), p - 1.0),
             lambda y, x, p: xlogy(y + 1.0, x),                                        uses="xy")
-elementwise(hyp1f1,    _PARAMETER_A, _PARAMETER_B,
+# in a and b a first derivative, by the series (``_numerics.kummer_parameter_derivative``)
+elementwise(hyp1f1,    lambda y, a, b, x: _numerics.kummer_parameter_derivative(0)(a, b, x),
+            lambda y, a, b, x: _numerics.kummer_parameter_derivative(1)(a, b, x),
             lambda y, a, b, x: a / b * hyp1f1(a + 1.0, b + 1.0, x))
 # The inverses of P(a, x) and Q(a, x) in the probability: one over the density at x = y
 # and in a, -(∂P/∂a) / (∂P/∂x) at x = y, the same for the complement (both partials change sign)
@@ -918,15 +969,17 @@ elementwise(lpmv,      NoClosedForm("the order m"), NoClosedForm("the degree v")
 # on every branch k (W / (z (1 + W)) but for the 1 at z = 0); the branch and the tolerance
 # have none.
 elementwise(_lambertw, lambda y, z, k, tol: np.exp(-y) / (1.0 + y), None, None,   uses="y")
-elementwise(chndtr,    lambda y, x, k, lam: _ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+# (in k, a first derivative: the Poisson mixture's terms', ``_numerics.ncx2_dk``)
+elementwise(chndtr,    lambda y, x, k, lam: _ncx2_pdf(x, k, lam), _ncx2_cdf_dk,
             lambda y, x, k, lam: -_ncx2_next(y, x, k, lam))
-elementwise(_ncx2_sf,  lambda y, x, k, lam: -_ncx2_pdf(x, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_sf,  lambda y, x, k, lam: -_ncx2_pdf(x, k, lam), _negated(_ncx2_cdf_dk),
             _ncx2_next)
-elementwise(_ncx2_pdf, _ncx2_pdf_dx, _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_pdf, _ncx2_pdf_dx,
+            lambda y, x, k, lam: _numerics.ncx2_dk(True)(x, k, lam),
             lambda y, x, k, lam: 0.5 * (_ncx2_pdf(x, k + 2.0, lam) - y),               uses="xy")
-elementwise(chndtrix,  lambda y, q, k, lam: 1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(chndtrix,  lambda y, q, k, lam: 1.0 / _ncx2_pdf(y, k, lam), _ncx2_quantile_dk,
             _ncx2_quantile_dlam,                                                      uses="xy")
-elementwise(_ncx2_isf, lambda y, q, k, lam: -1.0 / _ncx2_pdf(y, k, lam), _DEGREES_OF_FREEDOM,
+elementwise(_ncx2_isf, lambda y, q, k, lam: -1.0 / _ncx2_pdf(y, k, lam), _ncx2_quantile_dk,
             _ncx2_quantile_dlam,                                                      uses="xy")
 elementwise(_nct_pdf,  _nct_pdf_dt, _DEGREES_OF_FREEDOM, _nct_pdf_dmu,                uses="xy")
 elementwise(nctdtr,    _DEGREES_OF_FREEDOM, lambda y, nu, mu, t: -_nct_normal_mean(t, nu, mu),

@@ -112,7 +112,8 @@ from scipy.stats import _stats as _compiled
 from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
                                        multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
-                                       multivariate_t_frozen, multivariate_t_gen, wishart_gen)
+                                       multivariate_t_frozen, multivariate_t_gen, wishart_frozen,
+                                       wishart_gen)
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
@@ -1173,7 +1174,8 @@ def _log_beta_jvp(tangents, alpha):
 
 _SCIPYS_METHODS = {f"{kind.__name__.removesuffix('_gen')}.{name}": getattr(kind, name)
                    for kind, names in ((dirichlet_gen, ("mean", "var", "entropy")),
-                                       (wishart_gen, ("logpdf", "pdf"))) for name in names}
+                                       (wishart_gen, ("logpdf", "pdf")),
+                                       (wishart_frozen, ("logpdf", "pdf"))) for name in names}
 """SciPy's methods that rules run as SciPy's own code, read before a differentiation installs the
 rules in their place."""
 
@@ -1311,10 +1313,32 @@ class Multinomial:
         return np.exp(self.logpmf(x, n, p))
 
 
+class Wishart:
+    """``scipy.stats.wishart`` frozen with differentiated parameters: SciPy's checks of them
+    where it freezes, its density (SciPy's own code, below) where it is asked for. (SciPy's
+    frozen distribution converts them to plain arrays.)"""
+
+    scipy = _stats.wishart
+
+    def __call__(self, df=None, scale=None, seed=None):
+        # SciPy's errors where SciPy raises them, of the plain values (a traced number: NumPy's
+        # scalar, for SciPy's np.isscalar(df))
+        plain_df = np.asarray(memory(df))[()] if _is_traced((df,), {}) else df
+        self.scipy._process_parameters(plain_df, *_plain((scale,)))
+        return Frozen(self, (), {"df": df, "scale": scale})
+
+    def logpdf(self, x, df=None, scale=None):
+        return self.scipy.logpdf(x, df, scale)
+
+    def pdf(self, x, df=None, scale=None):
+        return self.scipy.pdf(x, df, scale)
+
+
 multivariate_normal = MultivariateNormal()
 multivariate_t = MultivariateT()
 dirichlet = Dirichlet()
 multinomial = Multinomial()
+wishart = Wishart()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1472,7 +1496,8 @@ for _generator, _frozen, _distribution, _names in (
          ("logpdf", "pdf", "cdf", "logcdf", "entropy")),
         (dirichlet_gen, dirichlet_frozen, dirichlet, ("logpdf", "pdf", "mean", "var", "entropy")),
         (multinomial_gen, multinomial_frozen, multinomial, ("logpmf", "pmf")),
-        (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf"))):
+        (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf")),
+        (wishart_gen, None, wishart, ())):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
         defmethod(_generator, _name, _generator_rule(_distribution, _name))
@@ -1489,10 +1514,13 @@ defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
 for _name in ("mean", "var", "entropy"):
     defmethod(dirichlet_frozen, _name, lambda self, _name=_name: getattr(dirichlet, _name)(
         self.alpha))
-# wishart's density: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
-for _name in ("logpdf", "pdf"):
-    defmethod(wishart_gen, _name, lambda self, *args, _name=_name, **kwargs: following_scipys_code(
-        _SCIPYS_METHODS[f"wishart.{_name}"], (self, *args), kwargs))
+# wishart's density, and that of SciPy's frozen wishart (constant parameters) at differentiated
+# points: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
+for _generator in (wishart_gen, wishart_frozen):
+    for _name in ("logpdf", "pdf"):
+        defmethod(_generator, _name, lambda self, *args, _method=_SCIPYS_METHODS[
+            f"{_generator.__name__.removesuffix('_gen')}.{_name}"], **kwargs:
+            following_scipys_code(_method, (self, *args), kwargs))
 defmethod(multinomial_frozen, "logpmf", lambda self, x: multinomial.logpmf(x, self.n, self.p))
 defmethod(multinomial_frozen, "pmf", lambda self, x: multinomial.pmf(x, self.n, self.p))
 del _distribution, _name, _generator, _frozen, _names
