@@ -2485,3 +2485,71 @@ def test_mode_ufuncs_of_traced_operands_alone_call_the_engine_at_once(monkeypatc
     assert len(set(direct[3])) == 2 and x.tobytes() == before  # (log's line, sqrt's)
     with pytest.raises(TypeError):  # NumPy's refusal, as without the engine's function
         mutad.gradient(lambda x: np.bitwise_and(x, x).sum(), x)
+
+
+_NUMBERS_BESIDE = [1.5, 2, -1, 0.0, math.nan, math.inf, True, 0.5j, np.float32(1.5),
+                   np.float64(2.0), np.int64(3)]
+"""Operands beside a traced array in ``test_mode_ufuncs_of_traced_arrays_and_numbers``: Python
+floats and ints (the engine's own route), NaN and infinity, and those it leaves to NumPy's
+dispatch (a bool, a complex, NumPy's scalars)."""
+_TRACED_AS = {"float64": lambda x: x, "float32": lambda x: x.astype(np.float32),
+              "0-d": lambda x: x[1], "complex": lambda x: x * (1 + 1j),
+              "int": lambda x: (x * 3).astype(np.int64), "second": lambda x: x[::-1] * 0.5}
+
+
+@pytest.mark.parametrize("ufunc", [np.maximum, np.power, np.hypot, np.true_divide])
+def test_mode_ufuncs_of_traced_arrays_and_numbers(monkeypatch, ufunc):
+    """A ufunc the program calls in the allocation mode on a traced array and a Python float
+    or int, or on two traced arrays (``np.maximum(x, 0.0)``, ``np.hypot(x, y)``), takes
+    ``fast_ufunc`` from the engine's function (``allocation.DISPATCHED``), without NumPy's
+    dispatch and ``__array_ufunc__``: against NumPy's dispatch, the same values (NumPy's
+    promotion of Python's numbers beside float32, ints, 0-d values), gradients, warnings with
+    their lines, and errors (``np.errstate(all="raise")``), each bit for bit; a bool, a complex
+    and NumPy's scalars are left to NumPy's dispatch."""
+    x = np.array([0.0, -1.5, 2.0, 0.5])
+    before = x.tobytes()
+    entered = []
+    general = reverse.Traced.__array_ufunc__
+
+    def counted(self, *args, **kwargs):
+        entered.append(1)
+        return general(self, *args, **kwargs)
+
+    def outcome(kind, number, left, raising):
+        def f(x):
+            t = _TRACED_AS[kind](x)
+            other = x * 0.5 if kind == "second" else number
+            with np.errstate(all="raise" if raising else "warn"):
+                y = ufunc(t, other) if left else ufunc(other, t)
+            return np.real(y).sum() + np.imag(y).sum() + x.sum()
+
+        with warnings.catch_warnings(record=True) as heard:
+            warnings.simplefilter("always")
+            try:
+                value, grad = mutad.value_and_grad(f)(x)
+            except Exception as error:  # noqa: BLE001 (compared below)
+                return type(error), str(error)
+        heard = [(w.category, str(w.message), w.lineno) for w in heard]
+        return np.asarray(value).tobytes(), np.dtype(type(value)), grad.tobytes(), heard
+
+    engine = allocation.DISPATCHED[reverse.Traced]
+    for kind in _TRACED_AS:
+        for number in [None] if kind == "second" else _NUMBERS_BESIDE:
+            for left in (True, False):
+                for raising in (False, True):
+                    direct = outcome(kind, number, left, raising)
+                    monkeypatch.delitem(allocation.DISPATCHED, reverse.Traced)
+                    assert outcome(kind, number, left, raising) == direct, (kind, number)
+                    monkeypatch.setitem(allocation.DISPATCHED, reverse.Traced, engine)
+                    if raising:
+                        continue
+                    monkeypatch.setattr(reverse.Traced, "__array_ufunc__", counted)
+                    entered.clear()
+                    outcome(kind, number, left, raising)
+                    monkeypatch.setattr(reverse.Traced, "__array_ufunc__", general)
+                    real = kind in ("float64", "float32", "0-d", "second")
+                    if real and (number is None or type(number) in (float, int)):
+                        assert not entered, (kind, number, left)  # the engine's route
+                    elif real:
+                        assert entered, (kind, number, left)  # NumPy's dispatch
+    assert x.tobytes() == before

@@ -1098,8 +1098,9 @@ def shown_class(x, numpy_class):
 _SEQUENCES = (list, tuple)
 DISPATCHED = {}
 """Class -> ``function(ufunc, operands)``, which a ufunc the user's code calls in the mode
-calls where every operand is of that class (``_ModeUfunc``), as its ``__array_ufunc__``
-would be called: the traced array's, which its engine adds."""
+calls where every operand is of that class or a Python float or int, one at least of the
+class (``_ModeUfunc``), as its ``__array_ufunc__`` would be called: the traced array's, which
+its engine adds."""
 _SEQUENCES_OR_ARRAY = (list, tuple, np.ndarray)
 
 
@@ -1134,21 +1135,26 @@ class _ModeUfunc:
                                               kwargs)
                 break
         else:
-            # Operands all of one class of ``DISPATCHED``, one per input, no keyword: NumPy
-            # would call that class's ``__array_ufunc__`` with them and nothing else, once
-            # (``np.sin(x)`` of a traced ``x``); its engine's function does it here, without
-            # NumPy's search for overrides. Where it declines (NotImplemented), NumPy's call
-            # says what NumPy says.
-            call = DISPATCHED.get(type(args[0])) if args else None
-            if call is not None and not kwargs and len(args) == self.ufunc.nin:
-                kind = type(args[0])
+            # Operands of one class of ``DISPATCHED`` and Python floats and ints beside them,
+            # one per input, no keyword: NumPy would call that class's ``__array_ufunc__``
+            # with them and nothing else, once (``np.sin(x)``, ``np.maximum(x, 0.0)`` of a
+            # traced ``x``); its engine's function does it here, without NumPy's search for
+            # overrides. Where it declines (NotImplemented), NumPy's call says what NumPy says.
+            if not kwargs:
+                kind = None
                 for a in args:
-                    if type(a) is not kind:
+                    t = type(a)
+                    if t is float or t is int:
+                        continue
+                    if kind is None and t in DISPATCHED:
+                        kind = t
+                    elif t is not kind:
                         break
                 else:
-                    y = call(self.ufunc, args)
-                    if y is not NotImplemented:
-                        return y
+                    if kind is not None and len(args) == self.ufunc.nin:
+                        y = DISPATCHED[kind](self.ufunc, args)
+                        if y is not NotImplemented:
+                            return y
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):

@@ -65,8 +65,8 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
                       write_constant, writes_into)
 from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
-from .operations import (apply_array_function, apply_function, apply_ufunc, as_assigned, assign,
-                         door, fast_out, fast_ufunc, fast_write, write_into_element)
+from .operations import (_unwrap, apply_array_function, apply_function, apply_ufunc,
+                         as_assigned, assign, door, fast_out, fast_ufunc, fast_write, write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup, pyfunc_ufunc_method
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,
@@ -471,11 +471,15 @@ install_dispatch(Traced, TracedDispatch)
 
 
 def _mode_ufunc(ufunc, inputs):
-    """``__array_ufunc__`` of traced ``inputs`` alone, one per input of ``ufunc``, with no
-    keyword, as a ufunc the user's code calls in the allocation mode calls it
-    (``allocation.DISPATCHED``): a unary ufunc (``np.sin(x)``) takes ``fast_ufunc`` as
-    ``__array_ufunc__`` would, told that the mode's frame lies between it and the user's
-    line (``debug.caller`` skips it without looking: Python makes no object of it)."""
+    """``__array_ufunc__`` of ``inputs``, one per input of ``ufunc``, traced arrays and Python
+    floats and ints beside them, with no keyword, as a ufunc the user's code calls in the
+    allocation mode calls it (``allocation.DISPATCHED``), told that the mode's frame lies
+    between it and the user's line (``debug.caller`` skips it without looking: Python makes no
+    object of it). A unary ufunc (``np.sin(x)``) takes ``fast_ufunc`` as ``__array_ufunc__``
+    would; with more operands (``np.maximum(x, 0.0)``, ``np.hypot(x, y)``),
+    ``__array_ufunc__`` has nothing to ask of such operands (no stand-in, ``out=``, subclass,
+    scalar math or other mode's value) and calls ``apply_ufunc``, whose common case
+    (``fast_ufunc``, on ``_unwrap``'s values) is taken here."""
     x = inputs[0]
     if len(inputs) == 1:
         tape, buffer = x.tape, x.buffer
@@ -486,7 +490,15 @@ def _mode_ufunc(ufunc, inputs):
                             (buffer,) if x.whole else None)
             if yt is not None:
                 return yt
-    return x.__array_ufunc__(ufunc, "__call__", *inputs)
+        return x.__array_ufunc__(ufunc, "__call__", *inputs)
+    tape, values, pattern = _unwrap(inputs)
+    if pattern and tape.recorder is None and tape.outer is None:
+        yt = fast_ufunc(ufunc, inputs, tape, values, pattern, SKIPPED)  # (as for one operand)
+        if yt is not None:
+            return yt
+    for x in inputs:
+        if type(x) is Traced:  # (NumPy's choice: the first operand that overrides)
+            return x.__array_ufunc__(ufunc, "__call__", *inputs)
 
 
 DISPATCHED[Traced] = _mode_ufunc

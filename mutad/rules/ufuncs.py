@@ -189,11 +189,26 @@ def taken(wins):
     the first operand is taken, and ``wins(b, a)``. NumPy compares complex values with a NaN
     part raising an invalid value, which NumPy's np.maximum of them does not: there silently."""
     def decide(a, b):
-        if np.iscomplexobj(a) or np.iscomplexobj(b):
+        if not (_real(a) and _real(b)) and (np.iscomplexobj(a) or np.iscomplexobj(b)):
             with np.errstate(invalid="ignore"):
                 return winner(wins(a, b), wins(b, a))
         return winner(wins(a, b), wins(b, a))
     return decide
+
+
+def _real(x):
+    """Whether ``x`` is a real NumPy array or a Python float or int, asked first, quickly
+    (``np.iscomplexobj``'s answer for them; every maximum the program computes asks it)."""
+    kind = type(x)
+    return kind is float or kind is int or kind is np.ndarray and x.dtype.kind != "c"
+
+
+def _anywhere(mask):
+    """``np.any(mask)``, by NumPy's own method of a NumPy array or bool, where np.any's Python
+    layers cost as much as the comparisons that made ``mask`` (a decision of every hypot and
+    power the program computes)."""
+    kind = type(mask)
+    return mask.any() if kind is np.ndarray or kind is np.bool_ else np.any(mask)
 
 
 _ON_DEVICES = {}  # (id(table), namespace) -> the table in that device library's memory
@@ -223,7 +238,7 @@ def origin(a, b):
     """Where hypot's arguments are both 0 (None if nowhere): its partials take 0 there, the
     subgradient np.linalg.norm takes at 0."""
     at_origin = np.logical_and(np.equal(a, 0), np.equal(b, 0))
-    return at_origin if np.any(at_origin) else None
+    return at_origin if _anywhere(at_origin) else None
 
 
 def over_hypot(x, y, at_origin):
@@ -293,7 +308,7 @@ def zero_base(a, b):
     d(a**b)/db is taken as 0 at a zero base, and d(a**b)/da is 0 where a**b is 0**0 = 1 (a
     constant), not 0 * inf."""
     zero = np.equal(a, 0)
-    return (zero, np.logical_and(zero, np.equal(b, 0))) if np.any(zero) else None
+    return (zero, np.logical_and(zero, np.equal(b, 0))) if _anywhere(zero) else None
 
 
 def base_away_from(a, zero, at):
