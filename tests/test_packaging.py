@@ -49,7 +49,7 @@ NOT_EXPORTED = {
     **{("mutad.scipy.stats", name): "the class of distribution objects, which are used as "
        "SciPy's are (stats.norm.logpdf(x, mu, sigma)) and never built by users"
        for name in ("Univariate", "Continuous", "Discrete", "Frozen", "MultivariateNormal",
-                    "MultivariateT", "Dirichlet", "Multinomial")},
+                    "MultivariateT", "Dirichlet", "Multinomial", "VonMisesFisher", "Wishart")},
 }
 """Public-looking functions and classes of public modules that are not exported, and why."""
 

@@ -37,7 +37,7 @@ from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
 from ..engines.arraylike import carries_derivative, settled
-from ._helpers import accumulator, batch_aligned, gather_cotangent
+from ._helpers import accumulator, batch_aligned, gather_cotangent, interp_piece, interp_sides
 
 
 def _resolve_mode(indices, length, mode):
@@ -369,42 +369,6 @@ def _complex_scalars(*values):
     rules are given in its place."""
     return tuple(v[()] if type(v) is np.ndarray and np.iscomplexobj(v)
                  and views.stands_for_scalar(v) else v for v in values)
-
-
-def interp_sides(x, xp):
-    """Where NumPy's interp puts each x: right of xp (``x > xp[-1]``, asked first, as NumPy's
-    search asks it: of an xp that decreases an x may be both), else left of it
-    (``x < xp[0]``), else inside, on the interval ``i`` (``xp[i] <= x < xp[i + 1]``, the last
-    one for ``x == xp[-1]``), a decision taken now: a pullback may see x and xp restored up to
-    rounding. Inside an xp that decreases somewhere, NumPy's search finds an interval mutad
-    does not follow: refused."""
-    above = x > xp[-1]
-    below = (x < xp[0]) & ~above
-    inside = ~below & ~above
-    interval = None
-    if np.shape(xp)[0] > 1:
-        if np.any(inside) and np.any(np.diff(xp) < 0):
-            raise UnsupportedOperationError(
-                "np.interp of differentiated values with xp not increasing and x inside its "
-                "range: NumPy's result there is its search's (its documentation calls it "
-                "meaningless), whose interval mutad does not follow. Sort xp (and fp with it: "
-                "order = np.argsort(xp); np.interp(x, xp[order], fp[order])).")
-        interval = np.clip(np.searchsorted(xp, x, side="right") - 1, 0, np.shape(xp)[0] - 2)
-    return below, above, inside, interval
-
-
-def interp_piece(x, xp, fp, i, inside):
-    """On the interval ``i`` of each x, ``t = (x - xp_i) / h`` and the slope
-    ``s = (fp_(i+1) - fp_i) / h``, ``h = xp_(i+1) - xp_i``: zero outside xp (which they do not
-    reach: no 0/0 of an x beyond repeated end points, no inf of an infinite x), and t = 1,
-    s = 0 on an interval of no width (x == xp[-1] == xp[-2], where NumPy gives fp[-1])."""
-    start = np.take(xp, i)
-    h = np.take(xp, i + 1) - start
-    wide = inside & (h != 0)
-    width = np.where(wide, h, 1.0)
-    t = np.where(wide, (np.where(wide, x, start) - start) / width, np.where(inside, 1.0, 0.0))
-    s = np.where(wide, (np.take(fp, i + 1) - np.take(fp, i)) / width, 0.0)
-    return t, s
 
 
 @defrule(np.interp, leading=5)

@@ -151,7 +151,7 @@ from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
-from ..rules.indexing import interp_piece, interp_sides
+from ..rules._helpers import interp_piece, interp_sides
 from ._adjoints import (ScipyAdjoint, Value, array_argument, found_again, linear_map,
                         refused_attribute, reproduces, scipys_value)
 
@@ -709,7 +709,7 @@ class _Interp1d(_OneDimensional):
     def _np_interps(self, columns, points):
         """np.interp(points, x, column) of each column (n, w) of a basis, as SciPy's
         ``_call_linear_np`` computes one-dimensional data, of its sorted knots: each point
-        on its interval as np.interp puts it (``indexing.interp_sides``, ``interp_piece``),
+        on its interval as np.interp puts it (``rules._helpers.interp_sides``, ``interp_piece``),
         weighing the interval's two rows; 0 outside the knots, where SciPy fills."""
         order = np.arange(len(self.x)) if self.assume_sorted else np.argsort(self.x,
                                                                              kind="mergesort")

@@ -140,7 +140,7 @@ DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma
                  "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multinomial",
                  "multivariate_normal",
                  "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm",
-                 "t", "truncnorm", "uniform", "weibull_min")
+                 "t", "truncnorm", "uniform", "vonmises_fisher", "weibull_min", "wishart")
 # The descriptive statistics and tests stand in for SciPy's (registry.defroute) from their module.
 __all__ = [*DISTRIBUTIONS, *_descriptive.__all__, "gaussian_kde"]
 
