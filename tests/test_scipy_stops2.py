@@ -310,5 +310,7 @@ import scipy.special  # noqa: E402
 def test_scaled_bessel_functions_of_the_first_and_second_kind():
     x = POSITIVE[:6].copy()
     check(lambda x: np.sum(scipy.special.jve(2.5, x) * scipy.special.yve(1.5, x)), x, order=2)
+    order = lambda v: scipy.special.jve(v, 1.3).sum()  # noqa: E731
+    check_grads(order, x[:3] * 0.5, modes=("rev",))  # (in its order: v > -1)
     with pytest.raises(UnsupportedOperationError, match="jve.*order v"):
-        mutad.gradient(lambda v: scipy.special.jve(v, 1.3).sum(), x)
+        mutad.gradient(order, -x[:3] - 1.0)
