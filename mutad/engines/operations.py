@@ -31,7 +31,8 @@ from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands,
                                without_derivative)
 from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
                         masked_ufunc, judge_out, numpys_loop_error, out_by_keyword,
-                        out_computation, out_position, stands_for_scalar, untraced_write, weak_beside_arrays, weak_value)
+                        out_computation, out_position, stands_for_scalar, untraced_write,
+                        weak_beside_arrays, weak_value)
 from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, from_user_line
 from .elementwise import (_NOTHING_KEPT, ARITHMETIC, ASSIGNMENT, ElementWrite, Elementwise,

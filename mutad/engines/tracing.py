@@ -46,9 +46,8 @@ import types
 import numpy as np
 
 from ..core.allocation import (DISPATCHED, READ_BESIDE, Preexisting, lists_as_arrays,
-                               python_objects,
-                               rebound_in_place,
-                               stand_in_value, stands_in, without_derivative)
+                               python_objects, rebound_in_place, stand_in_value, stands_in,
+                               without_derivative)
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right, subclass_call, takes_over_kinds,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
@@ -66,7 +65,8 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (_unwrap, apply_array_function, apply_function, apply_ufunc,
-                         as_assigned, assign, door, fast_out, fast_ufunc, fast_write, write_into_element)
+                         as_assigned, assign, door, fast_out, fast_ufunc, fast_write,
+                         write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup, pyfunc_ufunc_method
 from .recompute import Held
 from .reverse import (Traced, _read_only, active, carries, check_alias, constant_result, fresh,

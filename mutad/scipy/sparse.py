@@ -92,8 +92,8 @@ are SciPy's 1-d coo (csr) arrays, traced as the row ``(1, n)`` they are: their p
 (``v @ x``, ``X @ v``, ``v @ B``, ``B @ v``, ``v @ w``), arithmetic, sums, extremes,
 indexing, writes and conversions are those above, SciPy's values; so are a 1-d ``dok``
 array (its entries written one at a time, or converted), ``kron`` with one (SciPy's coo
-product of the row it stands for) and ``norm(v, ord)`` of one (of positive order). A matrix SciPy built of constants (``scipy.sparse.eye``,
-``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
+product of the row it stands for) and ``norm(v, ord)`` of one (of positive order). A matrix
+SciPy built of constants (``scipy.sparse.eye``, ``diags`` of numbers, a ``kron`` or sum of such, one made before the call) whose stored values
 the user's code reads (``A.data[:] = k``, ``A.data *= k[0]``) becomes a traced matrix of its
 pattern in place, its values a constant the differentiation follows, as ``np.zeros``'s are
 (SciPy's matrix again, as it was, when the differentiation ends). The values of ``C = A @ B``
