@@ -2523,6 +2523,12 @@ class Redone:
             raise GuardFailed
         return inputs(self.recomputed, self.values, rebuilt)
 
+    @staticmethod
+    def recompute_into(inputs, rebuilt, out):
+        """Never: a write is redone as the recorded call's first redo of it was, whose plan
+        (the recording call's) reads its value and then copies it."""
+        return False
+
 
 class Chained:
     """A write that the recorded call's memory budget rebuilt (``recompute.Chain``): the
