@@ -42,7 +42,7 @@ from .elementwise import (ElementWrite, Elementwise, ElementsRead, Gathered, fol
                           fold_written, reverse_elementwise, reverse_folded)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
-from ..core.shadows import Buffer, Place
+from ..core.shadows import Buffer, Place, shared
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import (address, itself, may_share, owner, owner_view, strided, wrapped,
@@ -752,7 +752,9 @@ def place_at(buffer, offset, shape, strides, dtype, tape):
     """The place of the view of part of ``buffer``'s memory ``offset`` bytes past its lowest
     byte, laid out by ``shape``, ``strides`` and ``dtype``, traced by ``tape``."""
     if type(buffer.ref) is not Held:
-        return Place(buffer, False, offset, shape, strides, dtype)
+        # (its layout by the one object of each: a stepper's records hold places of views of
+        # its temporaries by the thousand, all of a few layouts)
+        return Place(buffer, False, offset, shared(shape), shared(strides), dtype)
     # The views of an argument repeat on every step of a loop: one place for each
     place = (buffer, offset, shape, strides, dtype)
     places = tape.places
