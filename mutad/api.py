@@ -50,18 +50,21 @@ def _unwrapped_output(y, has_aux):
 
 
 def _scalar_output(y):
-    # (a traced value's isinstance asks its __class__, which looks for its caller: not here)
-    if type(y) is not Traced and isinstance(y, (tuple, list)):
+    # (a traced value's isinstance asks its __class__, which looks for its caller: not here;
+    # nor its dtype, a property that does too: its value's)
+    traced = type(y) is Traced
+    if not traced and isinstance(y, (tuple, list)):
         raise NonScalarOutputError(
             f"gradient needs a scalar output, but the function returned a {type(y).__name__}. "
             "If it is (loss, aux), pass has_aux=True to get aux back beside the gradients; "
             "otherwise return one float (y.sum() for an array).")
-    if getattr(y, "dtype", None) is not None and y.dtype.kind == "c" or type(y) is complex:
+    dtype = y.value.dtype if traced else getattr(y, "dtype", None)
+    if dtype is not None and dtype.kind == "c" or type(y) is complex:
         raise ComplexInputError(
             "gradient needs a real-valued function, but this one returned a complex value, "
             "whose derivative is not a gradient. Return a real loss (np.abs(y) ** 2, "
             "np.real(y), ...), or use mutad.pullback with a complex cotangent.")
-    if type(y) is Traced:
+    if traced:
         # One element of any shape is a scalar (a (1, 1) ``e.T @ e`` of column vectors), as
         # for autograd and PyTorch; the value comes back in its shape
         if y.value.size != 1:

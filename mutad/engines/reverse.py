@@ -192,6 +192,9 @@ class ReverseTape(Tape):
         if recomputation is not None:
             recomputation.finish()
         records = self.records
+        if not records:  # (nothing to run: no pullback to hear, nor its errors to label)
+            self.clear()
+            return
         reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
         checked = reverse is not Tape.reverse  # (else a pure record's pullback is called here)
         watch = Warnings(ReverseTape.replay.__code__)
