@@ -43,3 +43,32 @@ def test_a_view_with_a_step_of_zero_is_writeable_as_numpys():
     with pytest.raises(mutad.MutadError, match="elements share memory"):
         mutad.gradient(several, x)
     assert x.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# x.shape = ... of an array made before the call, once the function wrote into it, was refused
+# as of "a traced array [that] stands for its argument": the refusal names such arrays too, and
+# what works (the shape set before the first write).
+
+GRID = np.linspace(0.0, 1.0, 6)  # a module-level work array
+
+
+def test_the_shape_of_an_array_made_before_is_refused_by_its_cause():
+    def reshaped_after_a_write(x):
+        GRID[:3] = x
+        GRID.shape = (2, 3)
+        return GRID.sum()
+
+    def reshaped_before(x):
+        GRID.shape = (2, 3)
+        GRID[1] = x
+        return (GRID * [[1.0], [2.0]]).sum()
+
+    x = np.array([0.5, -0.3, 0.8])
+    with pytest.raises(mutad.MutadError, match="made before the call that the function wrote"):
+        mutad.gradient(reshaped_after_a_write, x)
+    assert GRID.shape == (6,) and GRID.tolist() == np.linspace(0.0, 1.0, 6).tolist()
+    assert mutad.gradient(reshaped_before, x)[0].tolist() == [2.0, 2.0, 2.0]
+    assert GRID.shape == (2, 3) and GRID[1].tolist() == x.tolist()  # as NumPy's run leaves it
+    GRID.shape = (6,)
+    GRID[:] = np.linspace(0.0, 1.0, 6)
