@@ -72,3 +72,55 @@ def test_the_shape_of_an_array_made_before_is_refused_by_its_cause():
     assert GRID.shape == (2, 3) and GRID[1].tolist() == x.tolist()  # as NumPy's run leaves it
     GRID.shape = (6,)
     GRID[:] = np.linspace(0.0, 1.0, 6)
+
+
+# ----------------------------------------------------------------------------------------------
+# jacobian and jacrev run f more than once (a run for the outputs' shapes, then one per row or
+# per batch of columns): where f reads state its runs change (a counter, a list it appends to,
+# a draw from a random generator that lives between calls), their rows came from other runs
+# than NumPy's one, silently: jacrev of x * len(calls) gave diag(2, 3, 4, 5) for the identity.
+# Each run's values are the first one's, bit for bit, or the Jacobian is refused.
+
+_CALLS = []
+
+
+def _counting(x):
+    _CALLS.append(1)
+    return x * len(_CALLS)
+
+
+def _noisy(x):
+    return x * _NOISE.standard_normal(x.shape)
+
+
+_NOISE = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("jacobian", [
+    lambda f, x: mutad.jacobian(f, x),
+    lambda f, x: mutad.jacrev(f)(x),
+    lambda f, x: mutad.hessian(lambda x: (f(x) ** 2).sum() + 0.0 * x[0], x),
+], ids=["jacobian", "jacrev", "hessian"])
+@pytest.mark.parametrize("f", [_counting, _noisy], ids=["counter", "random draw"])
+def test_a_jacobian_of_runs_that_differ_is_refused(jacobian, f):
+    x = np.linspace(0.5, 1.0, 20)  # (more directions than one batch of a Hessian)
+    before = x.tobytes()
+    _CALLS.clear()
+    with pytest.raises(mutad.MutadError, match="returned other values on another of the runs"):
+        jacobian(f, x)
+    assert x.tobytes() == before
+
+
+def test_a_jacobian_of_a_function_with_harmless_state_is_its_one_runs():
+    log = []
+
+    def logged(x):
+        log.append(x.shape)  # state no value reads
+        y = x.copy()
+        y[1:] *= x[:-1]
+        return y
+
+    x = np.array([0.5, -0.3, 0.8])
+    expected = np.array([[1.0, 0.0, 0.0], [-0.3, 0.5, 0.0], [0.0, 0.8, -0.3]])
+    assert mutad.jacobian(logged, x).tolist() == expected.tolist()
+    assert mutad.jacrev(logged)(x).tolist() == expected.tolist()
