@@ -933,6 +933,9 @@ class Traced(ArrayMethods):
         value, locked = self.value, self.tape.locked
         if write:
             if writeable(value):
+                # (NumPy's own call, which takes back its warning about writes into a view
+                # np.broadcast_arrays made)
+                value.setflags(write=True)
                 return True
             if not any(a is value for a in locked):
                 return False
