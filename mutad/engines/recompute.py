@@ -76,7 +76,8 @@ same (``Recomputation.chain``), which redoes it when it rebuilds the writes befo
 
 
 EXACT = frozenset((np.add, np.subtract, np.multiply, np.true_divide, np.negative))
-"""Ufuncs whose every element is correctly rounded (IEEE arithmetic): computed straight into a
+"""Ufuncs whose every element of real floating values is correctly rounded (IEEE arithmetic;
+complex products and quotients are formulas a loop may fuse otherwise): computed straight into a
 strided region or into a fresh array, whatever loop NumPy picks, they give the same bits. A
 rebuilt write whose value is such a ufunc's result is redone into its target directly
 (``Recomputation.recompute_into``); a transcendental one (``np.exp``) may pick a loop of other
@@ -651,6 +652,7 @@ class Recomputation:
         recipe = buffer.origin
         if recipe is None or recipe.same is not None or recipe.output not in (None, 0) \
                 or not place.whole or buffer.weak or buffer.dtype != out.dtype \
+                or out.dtype.kind != "f" \
                 or buffer.shape != out.shape:
             return False
         record = recipe.record
