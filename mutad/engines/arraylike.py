@@ -2640,8 +2640,7 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
     NumPy's reductions do; with ``axis=``, ``keepdims=`` or ``initial=`` too."""
     settings = {"casting", "dtype"} if method == "__call__" else {
         "axis", "dtype", "keepdims", "initial"}
-    if not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
-            or type(owner(out)) is not Preexisting or set(kwargs) - settings - {"out"} \
+    if not integers_made(out) or set(kwargs) - settings - {"out"} \
             or method not in ("__call__", "reduce", "accumulate", "reduceat") \
             or not any(wrapped(x) for x in inputs):
         return None
@@ -2653,6 +2652,27 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
                                                 kwargs.get("casting", "same_kind")):
         plain = [memory(x) if wrapped(x) else x for x in inputs]
         ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
+    out[...] = y
+    return out
+
+
+def integers_made(out):
+    """Whether ``out`` is an integer or boolean array f made (``np.zeros(n, int)``: the
+    allocation mode's stand-in of its own passes on a plain view of it), into which values
+    with a derivative are cast as NumPy casts them, their derivative zero."""
+    return isinstance(out, np.ndarray) and out.dtype.kind in "iub" \
+        and type(owner(out)) is Preexisting
+
+
+def integers_assigned(out, y):
+    """``f(..., out=k)`` of a function with a rule (``np.clip``, ``np.cumsum``, ``np.mean``)
+    whose result ``y``, computed apart, has a derivative, and ``k`` an integer or boolean array
+    f made: ``y`` cast into ``k``, as NumPy casts its result into such an ``out`` (NumPy's
+    refusal of the cast already raised: ``judge_out``), whose derivative is zero. Written as
+    ``k[...] = y``, the cast the engines make of a value into integers, which a replay
+    guards, as ``integers_out`` does for ufuncs; None where ``k`` is no such array."""
+    if not integers_made(out) or not wrapped(y):
+        return None
     out[...] = y
     return out
 

@@ -31,7 +31,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_
                                stands_in, ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
-                        conversion_error, inexact_output, install_operators, integers_out,
+                        conversion_error, inexact_output, install_operators, integers_assigned,
+                        integers_out,
                         item_assignment_refused, numpy_scalar, numpys_loop_error,
                         numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
@@ -866,7 +867,9 @@ def apply_function(func, args, kwargs, level, rule=None):
             _viewing(item, args)
     if out is None:
         return result
-    written = _assign(out, result, level, function_name(func))
+    written = integers_assigned(out, result)  # np.clip(x, 0, 5, out=k, casting=...)
+    if written is None:  # (k integers f made: cast, their tangent zero)
+        written = _assign(out, result, level, function_name(func))
     if raised is not None:
         raise raised
     return written
