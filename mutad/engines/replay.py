@@ -4214,11 +4214,16 @@ class Program:
                     # starts (a custom rule's back that calls ``mutad.pullback``) is not
                     # nested in the replay's, and a rule's pullback sees the differentiations
                     # running as after a traced call.
+                    # A differentiation a rule's forward pass starts (a custom rule that calls
+                    # ``mutad.gradient`` of its plain values) is not nested in it either, as
+                    # in the traced call (``levels.nesting``).
                     ACTIVE.running.append(tape)
+                    ACTIVE.rules.append(tape.level)
                     try:
                         for step in self.steps:
                             step(values, tape)
                     finally:
+                        ACTIVE.rules.pop()
                         ACTIVE.running.remove(tape)
                         ERRORS.reset(token)
                 finally:
