@@ -2495,7 +2495,7 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
 }
 CONVERSION_FIXES.update(dict.fromkeys(("normal", "uniform", "exponential", "lognormal"),
                                      _DRAW_FIX))
-CONVERSION_FIXES.update(dict.fromkeys(("tobytes", "bytes"), (
+CONVERSION_FIXES.update(dict.fromkeys(("tobytes", "bytes", "bytearray"), (
     "Numbers read back from bytes (np.frombuffer) have no derivative: keep computing with the "
     "array. For a key or a checksum no gradient flows through, take "
     "mutad.stop_gradient(x).tobytes().")))
@@ -2548,6 +2548,19 @@ def _called(frame):
     last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
     callee = _callee(text[start:last + end].decode(errors="replace"))
     return callee if callee and re.fullmatch(r"[A-Za-z_][\w.()]*", callee) else None
+
+
+def bytearray_refused(x, frame):
+    """The error for ``bytearray(x)`` (the user's call at ``frame``), where Python asks ``x``
+    for an index (then iterates it, asking each element), as it does of an object that hands
+    out no buffer, as NumPy's array does; None where ``frame`` makes no such call. Of a traced
+    value, the conversion ``bytes(x)`` refuses, with its fix; of a constant, what to call."""
+    if _called(frame) != "bytearray":
+        return None
+    x._converted("bytearray()")  # (raises, of a value with a derivative)
+    return UnsupportedOperationError(
+        "bytearray(x) of an array mutad follows, which hands Python no buffer: take "
+        "bytearray(x.tobytes()), the bytes of its values (which have no derivative).")
 
 
 def _callee(call):
