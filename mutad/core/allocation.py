@@ -248,6 +248,21 @@ STATE = _State()
 
 
 @contextlib.contextmanager
+def apart_from_rules(apart: bool) -> Iterator[None]:
+    """Where ``apart``, a differentiation a rule's forward pass started runs in this block:
+    the code it differentiates is not the rule's, whose arrays are plain (``running_rule``),
+    but a function of its own, whose arrays its allocation mode follows."""
+    if not apart:
+        yield
+        return
+    rules, STATE.rules = STATE.rules, 0
+    try:
+        yield
+    finally:
+        STATE.rules = rules
+
+
+@contextlib.contextmanager
 def plain_allocation() -> Iterator[None]:
     """Turn the allocation mode off in this block (of this thread): arrays created here are
     plain, as outside a differentiation. For code that hands its arrays to compiled routines

@@ -114,7 +114,7 @@ from ..core.devices import is_device
 from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
                                as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
-from .arraylike import ArrayMethods, out_position, text_element, weak
+from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
@@ -3574,7 +3574,8 @@ class Recorder:
             if isinstance(y, (tuple, list)):
                 self.refuse(f"{name}(..., out=...) with several outputs")
                 raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
-            return assign(out, y)
+            written = integers_assigned(out, y)  # (k integers f made: a guarded cast)
+            return assign(out, y) if written is None else written
         before = len(tape.records)
         traced = [x for x in _items(args)
                   if type(x) is Traced and x.tape is tape and not x.buffer.constant]
@@ -4219,11 +4220,16 @@ class Program:
                     # starts (a custom rule's back that calls ``mutad.pullback``) is not
                     # nested in the replay's, and a rule's pullback sees the differentiations
                     # running as after a traced call.
+                    # A differentiation a rule's forward pass starts (a custom rule that calls
+                    # ``mutad.gradient`` of its plain values) is not nested in it either, as
+                    # in the traced call (``levels.nesting``).
                     ACTIVE.running.append(tape)
+                    ACTIVE.rules.append(tape.level)
                     try:
                         for step in self.steps:
                             step(values, tape)
                     finally:
+                        ACTIVE.rules.pop()
                         ACTIVE.running.remove(tape)
                         ERRORS.reset(token)
                 finally:

@@ -21,6 +21,7 @@ module, which imports none of them.
 
 import operator
 import struct
+import sys
 import threading
 import weakref
 import zlib
@@ -31,7 +32,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, plain_
                                without_derivative)
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
-                        alias_written_after_read, conversion_error, numpy_value, weak_value)
+                        alias_written_after_read, bytearray_refused, conversion_error,
+                        numpy_value, weak_value)
 from ..core.devices import is_device
 from ..core.debug import (ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as,
                           gradient_errors)
@@ -968,6 +970,9 @@ class Traced(ArrayMethods):
         return value
 
     def __index__(self):
+        refused = bytearray_refused(self, sys._getframe(1))  # (bytearray(x) asks it first)
+        if refused is not None:
+            raise refused
         value = self._converted("an index", operator.index)
         if value.ndim or value.dtype.kind not in "iub":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")

@@ -380,9 +380,10 @@ def _owens_t_da(y, h, a):  # the integrand at a
 
 
 def _struve_dx(y, v, x):
-    """H_v' = (H_{v-1} - H_{v+1}) / 2 + (x/2)^v / (2 √π Γ(v + 3/2)), with no division by x."""
+    """H_v' = (H_{v-1} - H_{v+1}) / 2 + (x/2)^v / (2 √π Γ(v + 3/2)), with no division by x
+    (1/Γ by rgamma: zero at Γ's poles, v + 3/2 = 0, -1, ..., where Γ(v + 3/2) is NaN)."""
     return (0.5 * (struve(v - 1.0, x) - struve(v + 1.0, x))
-            + np.power(0.5 * x, v) / ((2.0 * _SQRT_PI) * gamma(v + 1.5)))
+            + np.power(0.5 * x, v) * rgamma(v + 1.5) / (2.0 * _SQRT_PI))
 
 
 _ORDER = NoClosedForm("the order v")
