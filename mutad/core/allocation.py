@@ -4519,9 +4519,11 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
-                _caller(sys._getframe(1))):
-            return allocate(y, (np.array, (y.copy(),), {}))
+        if _in_mode() and _drawn_for_the_user(_caller(sys._getframe(1))):
+            if _allocated(y, args, kwargs):
+                return allocate(y, (np.array, (y.copy(),), {}))
+            if _counting(y, args, kwargs):  # rng.integers(...), rng.permutation(n): as
+                return _own_stand_in(y)     # np.arange's, the floats made from them followed
         return y
 
     return _named(drawing, draw)
