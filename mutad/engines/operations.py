@@ -1184,7 +1184,7 @@ def assign(target, value, element=False):
     and found apart from ``value`` (``overlaps``)."""
     if type(target) is Traced and target.value.dtype.kind in "US":
         return _write_text(target, value)
-    value = as_assigned(value, target.dtype)
+    value = as_assigned(value, target.value.dtype if type(target) is Traced else target.dtype)
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
@@ -1258,7 +1258,9 @@ def as_assigned(value, dtype):
     cast", which the ufunc writing it would word as its own)."""
     if dtype.kind not in "fc":
         return value
-    kind = np.dtype(float) if type(value) is float else getattr(value, "dtype", None)
+    given = type(value)
+    kind = _REAL if given is float else value.value.dtype if given is Traced else \
+        getattr(value, "dtype", None)
     if kind is not None and kind.kind == dtype.kind and kind.itemsize > dtype.itemsize:
         if type(value) is Traced or type(value) is NDARRAY:
             return value.astype(dtype)
@@ -1326,7 +1328,7 @@ def write_number(target, value):
     not a constant, and ``value`` a Python float or int, outside a recording: a number is no
     operand at the target's position, and no gradient reaches it; the write by the plan of a
     constant."""
-    value = as_assigned(value, target.dtype)
+    value = as_assigned(value, target.value.dtype if type(target) is Traced else target.dtype)
     write_element(target, value, value, 0)
 
 

@@ -885,9 +885,13 @@ def _fits(value, shape):
     does not broadcast to the ``shape`` of its target (``x[:2] = v[:3]``), which the
     elementwise write would word as a ufunc's: NumPy's own assignment raises it, between
     arrays of the two shapes that hold no memory of their own."""
-    if type(value) is float or type(value) is int:
+    kind = type(value)
+    if kind is float or kind is int:
         return
-    given = value.shape if hasattr(value, "shape") else np.shape(value)
+    # (a traced array's shape read from its array: its property asks whether it stands for a
+    # Python number, which the engine's own reads need not)
+    given = value.value.shape if kind is Traced else \
+        value.shape if hasattr(value, "shape") else np.shape(value)
     if given == shape or given == ():
         return
     try:
