@@ -912,7 +912,7 @@ def _fast_operand(tape, target, other):
     return None
 
 
-def fast_write(ufunc, target, other):
+def fast_write(ufunc, target, other, skip=SKIPPED + 2):
     """The augmented assignment ``target op= other`` (``apply_ufunc(ufunc, (target, other),
     out=target)``) in one function where its bytes are saved, or None, with nothing done,
     where the general path is taken: operands ``_fast_operand`` takes, a ufunc whose rule gives
@@ -921,7 +921,8 @@ def fast_write(ufunc, target, other):
     ``record_saved_write`` ask has one answer: the operands unwrap to their values, the target
     is operand 0 (its ``target_position``), and the record is the :class:`inplace.SavedWrite`
     those make, in the same order of steps (``_saved_write``; ``tracing``'s ``inplace`` calls it
-    after its own questions)."""
+    after its own questions, and its operators' short path before them: ``skip``, the frames
+    ``debug.caller`` skips, one fewer)."""
     tape = target.tape
     operand = _fast_operand(tape, target, other)
     if operand is None:
@@ -931,7 +932,7 @@ def fast_write(ufunc, target, other):
     plan = _write_plan(ufunc, pattern)
     if plan is False:
         return None
-    return _saved_write(ufunc, tape, target, other, [target.value, operand], plan)
+    return _saved_write(ufunc, tape, target, other, [target.value, operand], plan, skip)
 
 
 def fast_assign(target, value):
