@@ -19,6 +19,7 @@ from .core.errors import (
     NonScalarOutputError,
     PullbackReusedError,
     UnsupportedFunctionError,
+    UnsupportedOperationError,
 )
 from .engines import forward, session
 from .core.allocation import allocate
@@ -50,18 +51,21 @@ def _unwrapped_output(y, has_aux):
 
 
 def _scalar_output(y):
-    # (a traced value's isinstance asks its __class__, which looks for its caller: not here)
-    if type(y) is not Traced and isinstance(y, (tuple, list)):
+    # (a traced value's isinstance asks its __class__, which looks for its caller: not here;
+    # nor its dtype, a property that does too: its value's)
+    traced = type(y) is Traced
+    if not traced and isinstance(y, (tuple, list)):
         raise NonScalarOutputError(
             f"gradient needs a scalar output, but the function returned a {type(y).__name__}. "
             "If it is (loss, aux), pass has_aux=True to get aux back beside the gradients; "
             "otherwise return one float (y.sum() for an array).")
-    if getattr(y, "dtype", None) is not None and y.dtype.kind == "c" or type(y) is complex:
+    dtype = y.value.dtype if traced else getattr(y, "dtype", None)
+    if dtype is not None and dtype.kind == "c" or type(y) is complex:
         raise ComplexInputError(
             "gradient needs a real-valued function, but this one returned a complex value, "
             "whose derivative is not a gradient. Return a real loss (np.abs(y) ** 2, "
             "np.real(y), ...), or use mutad.pullback with a complex cotangent.")
-    if type(y) is Traced:
+    if traced:
         # One element of any shape is a scalar (a (1, 1) ``e.T @ e`` of column vectors), as
         # for autograd and PyTorch; the value comes back in its shape
         if y.value.size != 1:
@@ -554,7 +558,10 @@ def _on_leaves(f, args, selected, runs=None):
     def f_of_leaves(*xs):
         if runs is not None:
             runs.begin()
-        return f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+        y = f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+        if runs is not None:
+            runs.ended(y)
+        return y
 
     def per_argument(values, i):
         start, n, rebuild = parts[i]
@@ -668,12 +675,33 @@ class _RunsShownAsOne:
     def __init__(self):
         self.shown, self.run = {}, {}
         self.outer_runs = None
+        self.first = None  # the values the first run of ``f`` returned (``ended``)
 
     def begin(self):
         """A run of ``f`` begins (``_on_leaves``'s function calls it). (Emptied in place: a
         dict rebound on every run would be a change to what ``f`` reaches for the replay of
         ``jacrev``'s rows, which then traced every row.)"""
         self.run.clear()
+
+    def ended(self, y):
+        """A run of ``f`` returned ``y``: the values of each run are the first one's, bit for
+        bit, or ``f`` reads state its runs change (a counter, a list it appends to, a draw from
+        a generator that lives between calls), and the derivatives of several runs would not
+        be those of NumPy's one run of ``f``: refused. (A batched pass that stopped is not
+        used, whatever ``f`` went on to compute after catching its stop.)"""
+        if forward.FAILED:
+            return
+        values = [(v.dtype.str, v.shape, v.tobytes()) for v in
+                  (np.asarray(memory(leaf)) for leaf in flatten(y)[0]) if v.dtype.kind in "biufc"]
+        if self.first is None:
+            self.first = values
+        elif values != self.first:
+            raise UnsupportedOperationError(
+                "f returned other values on another of the runs a Jacobian or a Hessian makes "
+                "of it (one per row, or per batch of directions): it reads state that its runs "
+                "change (a counter, a list it appends to, a draw from a random generator that "
+                "lives between calls), and the derivatives of its several runs would not be "
+                "those of one run. Pass that state as an argument, or seed a generator inside f.")
 
     def __enter__(self):
         self.show_before = warnings._showwarnmsg_impl

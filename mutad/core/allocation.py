@@ -3199,7 +3199,19 @@ def _view_attribute(name):
             return _Flat(self, y)
         return self if y is plain else y.view(Preexisting)
 
-    return property(viewing)
+    def setting(self, value):
+        # (``U0.flat = x``, ``U0.real = x``, ``Z0.imag = x``: NumPy's write through that view,
+        # which adopts the memory as any other write does; a real array's imaginary part
+        # raises NumPy's error)
+        if name == "imag" and self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        viewing(self)[...] = value
+
+    return property(viewing, setting if name in _WRITABLE_VIEWS else None)
+
+
+_WRITABLE_VIEWS = ("real", "imag", "flat")
+"""The attributes of ndarray's views that NumPy lets a program assign (``a.flat = x``)."""
 
 
 class _Flat:

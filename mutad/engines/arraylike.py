@@ -918,8 +918,10 @@ class ArrayMethods(Tracer):
         array_methods_only(cls)  # (the engines' own: Traced.astype)
 
     shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
-        "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
-        "x = x.reshape(...)."))
+        "x.shape = ...", "it stands for the caller's array (an argument, or an array made "
+        "before the call that the function wrote into), whose shape stays. Use "
+        "x = x.reshape(...), or set the shape of such an array before the function's first "
+        "write into it."))
     dtype = property(lambda self: self.value.dtype, lambda self, dtype: self._refuse(
         "x.dtype = ...", "reinterpreting its bytes has no derivative. Use x = x.astype(...)."))
     ndim = property(lambda self: self.value.ndim)

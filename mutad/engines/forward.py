@@ -64,7 +64,8 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
-                          real_part_if, strided, view_as, wrapped, writes_freely)
+                          real_part_if, strided, view_as, wrapped, writeable,
+                          writes_freely)
 from .writes import (at_target, check_region, over_target, reads_written,
                      written_before_raising)
 
@@ -1225,6 +1226,11 @@ class Dual(ArrayMethods):
         back, and ``f`` works on copies of the caller's arrays). Writes check the value first,
         so a refused one leaves the tangent as it was."""
         self.value.setflags(write=write)
+        tangent = self.tangent
+        if write and type(tangent) is np.ndarray and writeable(tangent):
+            # (a broadcast's, as its value's: NumPy's warning about writes into a view
+            # np.broadcast_arrays made taken back)
+            tangent.setflags(write=True)
         return True
 
     def constant(self):

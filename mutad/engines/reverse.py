@@ -192,6 +192,9 @@ class ReverseTape(Tape):
         if recomputation is not None:
             recomputation.finish()
         records = self.records
+        if not records:  # (nothing to run: no pullback to hear, nor its errors to label)
+            self.clear()
+            return
         reverse = self.reverse if self.anomaly is None else self.anomaly.checked(self.reverse)
         checked = reverse is not Tape.reverse  # (else a pure record's pullback is called here)
         watch = Warnings(ReverseTape.replay.__code__)
@@ -930,6 +933,9 @@ class Traced(ArrayMethods):
         value, locked = self.value, self.tape.locked
         if write:
             if writeable(value):
+                # (NumPy's own call, which takes back its warning about writes into a view
+                # np.broadcast_arrays made)
+                value.setflags(write=True)
                 return True
             if not any(a is value for a in locked):
                 return False
