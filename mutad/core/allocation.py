@@ -5265,8 +5265,8 @@ class _Mode:
                 # or method they hold (the user's f itself: mutad.hessian(
                 # scipy.special.logsumexp, x)) is swapped.
                 own = package == "mutad"
-                places = [(cell, "cell_contents")
-                          for cell in getattr(g, "__closure__", None) or ()]
+                closure = getattr(g, "__closure__", None)
+                places = [(cell, "cell_contents") for cell in closure] if closure else []
                 if not own:  # (mutad's own closures hold what its engines need as it is)
                     holders += places
             if code is not None and namespace is not None and not own:
@@ -5290,8 +5290,10 @@ class _Mode:
                     site[2] = original if site[2] is original \
                         or _compares_with_float(code, name) \
                         or self._compares_float(namespace, name) else stand_in
-                places += [(namespace, name) for name in names if name in namespace]
-                holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
+                for name in names:  # (one loop, not two comprehensions: a few names)
+                    holders.append((namespace, name))  # (a global f binds: ``global``)
+                    if name in namespace:
+                        places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):
                     holders += _holders(bound)
@@ -5307,8 +5309,12 @@ class _Mode:
                 elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
                     places += [(bound, name) for name in names if name in vars(bound)]
                     holders += [(bound, name) for name in names]
-                places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
-                places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
+                defaults = getattr(g, "__defaults__", None)
+                if defaults:
+                    places += [(g, i) for i in range(len(defaults))]
+                defaults = getattr(g, "__kwdefaults__", None)
+                if defaults:
+                    places += [(g, name) for name in defaults]
             while places:
                 place, key = places.pop()
                 try:
