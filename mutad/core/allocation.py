@@ -5089,9 +5089,12 @@ class _Mode:
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
         bindings changed since they were made (``self.mirrors``)."""
-        if self.mirrored is not None and [
-                version.value for version in self.mirrored[0]] == self.mirrored[1]:
-            return  # (every module's version as last known: nothing bound since, in any)
+        if self.mirrored is not None:  # (a loop, not a comprehension: on every entry)
+            for version, known in zip(*self.mirrored):
+                if version.value != known:
+                    break
+            else:
+                return  # (every module's version as last known: nothing bound since, in any)
         for mirror in self.mirrors:
             module, copy, make, snapshot, version, known = mirror
             now = version.value if version is not None else None  # read before comparing: a
@@ -5195,7 +5198,8 @@ class _Mode:
                 module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
-        originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
+        originals = {id(stand_in): (stand_in, original)
+                     for _, _, original, stand_in in self.cells} if self.cells else {}
         self.array_stand_ins = {}
         self.plain_views = {}
         while self.cells:
