@@ -19,6 +19,7 @@ from .core.errors import (
     NonScalarOutputError,
     PullbackReusedError,
     UnsupportedFunctionError,
+    UnsupportedOperationError,
 )
 from .engines import forward, session
 from .core.allocation import allocate
@@ -563,7 +564,10 @@ def _on_leaves(f, args, selected, runs=None):
     def f_of_leaves(*xs):
         if runs is not None:
             runs.begin()
-        return f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+        y = f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+        if runs is not None:
+            runs.ended(y)
+        return y
 
     def per_argument(values, i):
         start, n, rebuild = parts[i]
@@ -677,12 +681,33 @@ class _RunsShownAsOne:
     def __init__(self):
         self.shown, self.run = {}, {}
         self.outer_runs = None
+        self.first = None  # the values the first run of ``f`` returned (``ended``)
 
     def begin(self):
         """A run of ``f`` begins (``_on_leaves``'s function calls it). (Emptied in place: a
         dict rebound on every run would be a change to what ``f`` reaches for the replay of
         ``jacrev``'s rows, which then traced every row.)"""
         self.run.clear()
+
+    def ended(self, y):
+        """A run of ``f`` returned ``y``: the values of each run are the first one's, bit for
+        bit, or ``f`` reads state its runs change (a counter, a list it appends to, a draw from
+        a generator that lives between calls), and the derivatives of several runs would not
+        be those of NumPy's one run of ``f``: refused. (A batched pass that stopped is not
+        used, whatever ``f`` went on to compute after catching its stop.)"""
+        if forward.FAILED:
+            return
+        values = [(v.dtype.str, v.shape, v.tobytes()) for v in
+                  (np.asarray(memory(leaf)) for leaf in flatten(y)[0]) if v.dtype.kind in "biufc"]
+        if self.first is None:
+            self.first = values
+        elif values != self.first:
+            raise UnsupportedOperationError(
+                "f returned other values on another of the runs a Jacobian or a Hessian makes "
+                "of it (one per row, or per batch of directions): it reads state that its runs "
+                "change (a counter, a list it appends to, a draw from a random generator that "
+                "lives between calls), and the derivatives of its several runs would not be "
+                "those of one run. Pass that state as an argument, or seed a generator inside f.")
 
     def __enter__(self):
         self.show_before = warnings._showwarnmsg_impl

@@ -18,7 +18,7 @@ from typing import Any, TypeVar, overload
 from .engines import forward, operations
 from .core.allocation import running_rule, writing_into
 from .core.errors import InvalidArgumentError, UnsupportedFunctionError
-from .core.levels import innermost
+from .core.levels import innermost, rule_running
 from .core.registry import CONVENTION, user_rule
 
 Rule = TypeVar("Rule", bound=Callable[..., Any])
@@ -32,9 +32,10 @@ def dispatch(adjoint, args, kwargs):
     with running_rule():
         if inner is None:
             return adjoint.fn(*args, **kwargs)
-        if type(inner) is forward.Dual:
-            return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
-        return adjoint.record(args, dict(kwargs))
+        with rule_running(inner.level):  # (a gradient its rule takes: of none of inner's)
+            if type(inner) is forward.Dual:
+                return forward.apply_adjoint(adjoint, inner.level, args, kwargs)
+            return adjoint.record(args, dict(kwargs))
 
 
 class _Rules(threading.local):

@@ -825,6 +825,37 @@ def test_random_draws_are_buffers_mutad_follows():
     assert type(draws) is np.ndarray  # outside a differentiation: NumPy's own
 
 
+def integer_draws_as_weights(x):
+    """Integers drawn (a generator's, np.random's) stand in for themselves, as np.arange's do:
+    the float arrays made from them are followed (a mini-batch's indices, counts as weights)."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(1, 4, size=4) * 1.0
+    w[0] = x[0]
+    idx = rng.permutation(4)
+    np.random.seed(2)
+    k = np.random.randint(1, 5, size=4).astype(float)
+    k[1] += x[1]
+    c = rng.choice(4, size=4)
+    return (w * x[idx]).sum() + (k * x).sum() + x[c].sum()
+
+
+def test_integer_draws_stand_in_for_themselves():
+    x = np.array([0.7, 1.3, 0.4, 0.9])
+    saved = x.tobytes()
+    value, _ = mutad.value_and_gradient(integer_draws_as_weights, x)
+    assert value == integer_draws_as_weights(x.copy()) and x.tobytes() == saved
+    mutad.check_grads(integer_draws_as_weights, x)
+    replays_as_traced(integer_draws_as_weights, [(x,), (x + 1.0,)])
+
+    def local_draws(x):  # a generator the function makes: the replay holds its integers
+        rng = np.random.default_rng(3)
+        w = rng.integers(0, 3, 4).astype(float)
+        w[2] = x[2]
+        return (w * x[rng.permutation(4)]).sum()
+
+    replays_as_traced(local_draws, [(x,), (x + 1.0,), (x * 2.0,)], replayed=2)
+    assert x.tobytes() == saved
+
 def reparameterised_draws(theta):
     rng = np.random.default_rng(7)
     y = rng.normal(theta[0], theta[1], size=5)
@@ -1130,6 +1161,37 @@ def test_a_traced_value_written_into_an_array_made_before_is_written_back():
     assert mutad.grad(f)(0.5) == np.linspace(0.0, 1.0, 5)[1:].sum()
     assert U0.tolist() == (np.linspace(0.0, 1.0, 5) * [1.0, 0.5, 0.5, 0.5, 0.5]).tolist()
     U0[:] = np.linspace(0.0, 1.0, 5)
+
+
+Z0 = np.zeros(3, complex)  # a module-level complex work array
+
+
+@pytest.mark.parametrize("write", [
+    lambda x: setattr(U0, "flat", x[:2] ** 2),  # (repeated to U0's size, as NumPy does)
+    lambda x: setattr(U0, "real", x[0] * np.arange(5.0)),
+    lambda x: (setattr(Z0, "imag", x ** 2), setattr(Z0, "real", x[::-1])),
+], ids=["U0.flat = ...", "U0.real = ...", "Z0.imag = ..."])
+def test_an_attribute_of_an_array_made_before_assigned_a_traced_value(write):
+    """``U0.flat = x``, ``U0.real = x``, ``Z0.imag = x`` of an array made before the
+    differentiation raised "property of 'Preexisting' object has no setter": each writes
+    through NumPy's view, as any other write into that array does."""
+    def f(x):
+        write(x)
+        return (U0 * np.arange(5.0)).sum() + (np.abs(Z0) ** 2 * [1.0, 2.0, 3.0]).sum()
+
+    x, before = np.array([0.5, -0.3, 0.8]), np.array([0.5, -0.3, 0.8]).tobytes()
+    expected_value = f(x.copy())
+    expected_arrays = U0.tobytes(), Z0.tobytes()
+    fd = mutad.testing.directional_fd(f, (x,), (np.array([1.0, 2.0, -1.0]),))
+    U0[:], Z0[:] = np.linspace(0.0, 1.0, 5), 0.0
+    value, (gradient,) = mutad.value_and_gradient(f, x)
+    assert x.tobytes() == before and value == expected_value
+    assert (U0.tobytes(), Z0.tobytes()) == expected_arrays  # left as NumPy's run leaves them
+    np.testing.assert_allclose(gradient @ [1.0, 2.0, -1.0], fd, rtol=1e-8)
+    U0[:], Z0[:] = np.linspace(0.0, 1.0, 5), 0.0
+    with pytest.raises(TypeError, match="array does not have imaginary part to set"):
+        mutad.gradient(lambda x: (setattr(U0, "imag", x), x.sum())[1], x)
+    assert U0.tolist() == np.linspace(0.0, 1.0, 5).tolist()
 
 
 def test_an_array_made_before_behaves_as_numpys_in_the_function():

@@ -226,3 +226,53 @@ def test_cholesky_in_place_refusing_an_indefinite_matrix_caught_by_f_is_differen
     before = A.tobytes()
     mutad.check_grads(jittered, A, symmetric=(0,))
     assert A.tobytes() == before
+
+
+def _energy_of(x):
+    z = np.zeros_like(x)  # (an array the inner differentiation's mode follows)
+    z[:] = np.sin(x)
+    return np.sum(z ** 2)
+
+
+_energy = mutad.adjoint(_energy_of)
+
+
+@_energy.rule
+def _energy_rule(x):
+    y, (g,) = mutad.value_and_gradient(_energy_of, x)  # of the rule's plain values
+    return y, lambda dy: (dy * g,)
+
+
+@_energy.jvp_rule
+def _energy_jvp(tangents, x):
+    return mutad.jvp(_energy_of, (x,), (tangents[0],))
+
+
+def test_a_rule_whose_forward_pass_differentiates_its_values():
+    """A custom rule (and a forward rule) whose forward pass calls ``mutad.value_and_gradient``
+    (``mutad.jvp``) of its plain values: that differentiation was nested in the one recording
+    the rule, and its value came back as a traced array of it, which escaped
+    (EscapedTracerError). It is nested in the enclosing differentiations alone: the gradient,
+    the replayed one (a replay, asserted), the jvp and the hessian (forward over reverse,
+    whose rule is given the forward level's values) are the function's."""
+    def f(x):
+        return _energy(x * 2.0) * np.sum(x)
+
+    def expected(x):  # d/dx [sum sin(2x)^2 * sum x]
+        return 2 * np.sin(4 * x) * np.sum(x) + np.sum(np.sin(2 * x) ** 2)
+
+    x = np.array([0.3, 0.7, 1.1])
+    x0 = x.copy()
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], expected(x), rtol=1e-13)
+    _, tangent = mutad.jvp(f, (x,), (np.ones(3),))
+    np.testing.assert_allclose(tangent, np.sum(expected(x)), rtol=1e-13)
+    replaying = mutad.grad(f, replay=True)
+    replaying(x)
+    replays = sum(p.replays for p in replaying.programs.values() if not isinstance(p, str))
+    np.testing.assert_allclose(replaying(x * 1.1), expected(x * 1.1), rtol=1e-13)
+    assert sum(p.replays for p in replaying.programs.values()
+               if not isinstance(p, str)) == replays + 1, replaying.reasons
+    h = 1e-6
+    numeric = np.array([(expected(x + h * e) - expected(x - h * e)) / (2 * h) for e in np.eye(3)])
+    np.testing.assert_allclose(mutad.hessian(f, x), numeric, rtol=1e-6, atol=1e-8)
+    assert x.tobytes() == x0.tobytes()

@@ -109,6 +109,12 @@ CASES = [
      ["x.tobytes()", "mutad.stop_gradient(x).tobytes()"]),
     (lambda x: pickle.loads(pickle.dumps(x * 2)).sum(), errors.ConversionError,
      ["pickle.dumps()", "copy.deepcopy(x)"]),
+    # bytearray(x), which asks an array that hands out no buffer for an index, then iterates
+    # it: Python's TypeError of a float element's index
+    (lambda x: x.sum() + len(bytearray(x)), errors.ConversionError,
+     ["bytearray()", "mutad.stop_gradient(x).tobytes()"]),
+    (lambda x: x.sum() + len(bytearray(np.ones(3))), errors.UnsupportedOperationError,
+     ["bytearray(x.tobytes())"]),
     (lambda x: (x * 2).setflags(align=False), errors.UnsupportedOperationError,
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
     (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,

@@ -121,7 +121,19 @@ def _blas_products(b):
     return np.sum(c ** 2) + blas.ddot(y, z) + blas.dnrm2(gemv(1.0, a, z)) + np.sum(y)
 
 
+def _blas_triangular(b):
+    a = A0 + np.diag(b)
+    m = np.outer(b, b[:3]) + 1.0
+    x = blas.dtrsm(1.5, a, m, lower=1)
+    y = blas.dtrsm(0.5, a[:3, :3], m, side=1, trans_a=1, diag=1)
+    z = blas.dtrmm(2.0, a, x, trans_a=1)
+    trsm, trmm = scipy.linalg.get_blas_funcs(("trsm", "trmm"), (a,))  # (SciPy's invwishart)
+    w = trmm(1.0, a[:3, :3], trsm(1.0, a, m), side=1, lower=1, diag=1)
+    return np.sum(x ** 2) + np.sum(y * z[:, :3]) + np.sum(w)
+
+
 ROUTINES = {
+    "blas triangular": (_blas_triangular, True),
     "gesv": (_gesv, True), "gesv overwriting a and b": (_gesv_overwritten, False),
     "getrf and getrs": (_getrf_getrs, True), "getrf in place": (_getrf_in_place, True),
     "potrf and potrs": (_potrf_potrs, True), "potrf of a triangle": (_potrf_of_a_triangle, False),

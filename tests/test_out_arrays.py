@@ -178,3 +178,56 @@ def test_a_reduction_into_integers_casts_as_numpy(case, engine):
             assert value == expected
             np.testing.assert_array_equal(grad, numpy_gradient(x0), strict=True)
         np.testing.assert_array_equal(x, x0, strict=True)
+
+
+FUNCTION_INTEGER_OUTS = {
+    "clip unsafe": (lambda x, o: np.clip(x * 2, -1, 3, out=o, casting="unsafe"), (4,)),
+    "clip traced bounds": (lambda x, o: np.clip(x * 2, x[0], x[2] + 1, out=o,
+                                                casting="unsafe"), (4,)),
+    "cumsum": (lambda x, o: np.cumsum(x * 2, out=o), (4,)),
+    "sum": (lambda x, o: np.sum(x * 3, out=o), ()),
+    "mean": (lambda x, o: np.mean(x * 3, out=o), ()),
+    "einsum unsafe": (lambda x, o: np.einsum("i,i->i", x, x, out=o, casting="unsafe"), (4,)),
+    "concatenate unsafe": (lambda x, o: np.concatenate([x, x * 2], out=o, casting="unsafe"),
+                           (8,)),
+}
+
+
+@pytest.mark.parametrize("engine", ["gradient", "jvp", "replay"])
+@pytest.mark.parametrize("case", list(FUNCTION_INTEGER_OUTS))
+def test_a_function_into_integers_casts_as_numpy(case, engine):
+    """A function with a rule (``np.clip``, ``np.cumsum``, ``np.mean``) writing values with a
+    derivative into an integer ``out`` f made casts them as NumPy does (its values NumPy's,
+    their derivative zero), as a ufunc's call does. It was refused as a write into an array
+    mutad does not follow when traced, and raised NumPy's casting error of a copy when
+    replayed."""
+    write, shape = FUNCTION_INTEGER_OUTS[case]
+
+    def f(x):
+        o = np.zeros(shape, np.int64)
+        write(x, o)
+        return (x * o[:4]).sum() if o.ndim else x.sum() * o
+
+    def numpy_gradient(x):
+        o = np.zeros(shape, np.int64)
+        write(x, o)
+        return (o[:4] if o.ndim else np.full(4, o)).astype(float)
+
+    x0 = np.array([0.3, 1.7, 2.5, -1.2])
+    if engine == "jvp":
+        x = x0.copy()
+        value, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+        assert value == f(x0.copy()) and tangent == numpy_gradient(x0).sum()
+        np.testing.assert_array_equal(x, x0, strict=True)
+        return
+    g = mutad.value_and_grad(f, replay=engine == "replay")
+    for k in range(2 if engine == "replay" else 1):
+        x1 = x0 + 0.001 * k  # (the same integers: the replay's guard holds)
+        x = x1.copy()
+        replays = sum(p.replays for p in g.programs.values()) if engine == "replay" else 0
+        value, grad = g(x)
+        assert value == f(x1.copy())
+        np.testing.assert_array_equal(grad, numpy_gradient(x1), strict=True)
+        np.testing.assert_array_equal(x, x1, strict=True)
+        if k:
+            assert sum(p.replays for p in g.programs.values()) == replays + 1, g.reasons

@@ -214,6 +214,10 @@ def _factors(rng, kind, dtype):
         d[_N - 1], p[_N - 1] = np.nan, 0.0
     elif kind == "inf-alone":
         d[3] = -np.inf
+    elif kind == "nan-alone":  # a NaN the mask keeps: no zero factor made it
+        p[_N - 2] = np.nan
+    elif kind == "overflows-to-inf":  # finite factors, an infinite product, no NaN
+        d[4], p[4] = np.finfo(dtype).max, -2.0
     elif kind == "sum-overflows":  # every product finite, their sum not
         d[:] = np.finfo(dtype).max / 2
         p[:] = 1.5
@@ -230,11 +234,13 @@ def _factors(rng, kind, dtype):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("kind", ["finite", "zero-meets-inf", "zero-meets-nan", "inf-alone",
-                                  "sum-overflows", "near-the-bound", "subnormal"])
+                                  "nan-alone", "overflows-to-inf", "sum-overflows",
+                                  "near-the-bound", "subnormal"])
 def test_a_long_product_formed_before_its_check_is_times_own(rng, kind, dtype):
-    # ``times`` into memory of its own forms a long product first and reads its extremes, asking
-    # ``unmasked`` of the factors only where they do not settle it: bit for bit the product that
-    # asking first gives, the sign of each zero included, and its factors unchanged.
+    # ``times`` into memory of its own forms a long product first and reads its smallest
+    # element, asking ``unmasked`` of the factors only where that is a NaN: bit for bit the
+    # product that asking first gives, the sign of each zero included, and its factors
+    # unchanged.
     times = mutad.engines.products.times
     d, p = _factors(rng, kind, dtype)
     expected = _spelled_out(d, p)

@@ -739,10 +739,20 @@ def rescaled_midway(q, p, steps=12):
     return (q * q).sum()
 
 
+def strided_assignments(q, p, steps=6):
+    """Strided assignments, redone under a budget straight into their region where the value's
+    last step is exact arithmetic (a product, a quotient), as computed where it is not (exp)."""
+    for _ in range(steps):
+        q[1:-1:2] = 0.5 * (q[0:-2:2] + q[2::2] + p[1:-1:2] * np.exp(q[1:-1:2]))
+        q[2:-1:2] = (q[1:-2:2] + q[3::2] - 0.1 * np.exp(q[2:-1:2])) / 2.5
+        q[1::3] = np.exp(-q[1::3] * q[1::3])
+    return (q * q).sum()
+
+
 @pytest.mark.parametrize("n", [10, 700])  # temporaries kept, or as large as a snapshot
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 @pytest.mark.parametrize("f", [kick_drift, linear_force, damped, with_assignments,
-                               rescaled_midway],
+                               rescaled_midway, strided_assignments],
                          ids=lambda f: f.__name__)
 def test_a_budget_changes_no_bit_of_the_gradient(f, policy, n):
     rng = np.random.default_rng(n)
@@ -754,6 +764,31 @@ def test_a_budget_changes_no_bit_of_the_gradient(f, policy, n):
         assert (q.tobytes(), p.tobytes()) == before
         assert value == expected[0]
         assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]], budget
+
+
+def test_a_rebuilt_assignment_of_exact_arithmetic_is_computed_in_its_region(monkeypatch):
+    """The redo of ``q[1:-1:2] = 0.5 * (...)`` computes the product into the region it assigns
+    (no temporary, no copy); that of ``q[1::3] = np.exp(...)`` does not (a strided output may
+    take a loop of other rounding). No bit of the gradient changes either way."""
+    taken = []
+    into = Recomputation.recompute_into
+
+    def counted(self, inputs, rebuilt, out):
+        done = into(self, inputs, rebuilt, out)
+        origin = None if type(inputs[0]) is np.ndarray else inputs[0].buffer.origin
+        if origin is not None:  # (not a small value copied, nor one without a recipe)
+            taken.append((origin.record.primitive, done))
+        return done
+
+    q, p = np.linspace(-0.5, 0.5, 2000), np.linspace(0.1, 0.3, 2000)  # (halves not small)
+    before = q.tobytes(), p.tobytes()
+    expected = mutad.value_and_gradient(strided_assignments, q, p, policy="checkpoint")
+    monkeypatch.setattr(Recomputation, "recompute_into", counted)
+    value, grads = mutad.value_and_gradient(strided_assignments, q, p, memory=3 * q.nbytes)
+    assert {(np.multiply, True), (np.true_divide, True), (np.exp, False)} <= set(taken)
+    assert value == expected[0]
+    assert [g.tobytes() for g in grads] == [g.tobytes() for g in expected[1]]
+    assert (q.tobytes(), p.tobytes()) == before
 
 
 def test_a_force_padded_with_new_zeros_each_time_is_recomputed_once():

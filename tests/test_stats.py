@@ -1528,7 +1528,18 @@ _SCALE = np.array([[2.0, 0.1], [0.1, 1.5]])
     ("wishart frozen pdf in scale", lambda c: scipy.stats.wishart(
         4, np.array([[c[0], c[1]], [c[1], c[2]]])).pdf(_SCALE), np.array([2.0, 0.3, 1.0])),
     ("wishart frozen, constant, at x", lambda c: scipy.stats.wishart(4, np.eye(2)).logpdf(
-        np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.1, 1.5]))])
+        np.array([[c[0], c[1]], [c[1], c[2]]])), np.array([2.0, 0.1, 1.5])),
+    # invwishart: SciPy's own code, whose BLAS trsm stopped it (no rule)
+    ("invwishart logpdf in scale and x", lambda c: scipy.stats.invwishart.logpdf(
+        np.array([[c[3], c[1]], [c[1], c[2]]]), df=4, scale=np.array([[c[0], c[1]],
+                                                                      [c[1], c[2]]])),
+     np.array([2.0, 0.3, 1.0, 1.4])),
+    ("invwishart frozen pdf in df and scale", lambda c: scipy.stats.invwishart(
+        df=c[0] ** 2 + 3.0, scale=np.array([[c[1], 0.2], [0.2, c[2]]])).pdf(_SCALE),
+     np.array([0.7, 1.3, 0.9])),
+    ("invwishart frozen, constant, at x", lambda c: scipy.stats.invwishart(
+        4, np.eye(2)).logpdf(np.array([[c[0], c[1]], [c[1], c[2]]])),
+     np.array([2.0, 0.1, 1.5]))])
 def test_multivariate_lists_and_scipys_own_code(name, f, x):
     followed_as_scipy(f, x, x * 1.05)
 

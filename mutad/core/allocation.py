@@ -248,6 +248,21 @@ STATE = _State()
 
 
 @contextlib.contextmanager
+def apart_from_rules(apart: bool) -> Iterator[None]:
+    """Where ``apart``, a differentiation a rule's forward pass started runs in this block:
+    the code it differentiates is not the rule's, whose arrays are plain (``running_rule``),
+    but a function of its own, whose arrays its allocation mode follows."""
+    if not apart:
+        yield
+        return
+    rules, STATE.rules = STATE.rules, 0
+    try:
+        yield
+    finally:
+        STATE.rules = rules
+
+
+@contextlib.contextmanager
 def plain_allocation() -> Iterator[None]:
     """Turn the allocation mode off in this block (of this thread): arrays created here are
     plain, as outside a differentiation. For code that hands its arrays to compiled routines
@@ -1613,8 +1628,9 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     op_flags=[["readonly"], ["writeonly"]])``), with no flags: their elements in NumPy's
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
-    before."""
-    if not (_in_mode() and _follows([op, op_dtypes, *rest, *kwargs.values()])):
+    before, unless it may write into them (``_writes_allocated``)."""
+    if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
+                            or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
     several = type(op) in (list, tuple)
     operands = list(op) if several else [op]
@@ -1655,6 +1671,19 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     if "external_loop" in flags:
         return _ChunkIterator(operands, order, writes, several, flags)
     return _ElementIterator(operands, order, writes, several, flags)
+
+
+def _writes_allocated(op, op_flags):
+    """Whether ``np.nditer(op, op_flags=op_flags)`` may write into an array the function
+    allocated (``out = np.zeros(n)``, then ``x[...] = p[i]`` in the loop): the loop can write
+    traced values there, which NumPy's iterator would put in its memory unseen."""
+    operands = list(op) if type(op) in (list, tuple) else [op]
+    if not op_flags:
+        return False
+    each = op_flags if all(type(f) in (list, tuple) for f in op_flags) \
+        else [op_flags] * len(operands)
+    return any(wrapped(x) and bool(set(f) & {"readwrite", "writeonly"})
+               for x, f in zip(operands, each))
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
@@ -3199,7 +3228,19 @@ def _view_attribute(name):
             return _Flat(self, y)
         return self if y is plain else y.view(Preexisting)
 
-    return property(viewing)
+    def setting(self, value):
+        # (``U0.flat = x``, ``U0.real = x``, ``Z0.imag = x``: NumPy's write through that view,
+        # which adopts the memory as any other write does; a real array's imaginary part
+        # raises NumPy's error)
+        if name == "imag" and self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        viewing(self)[...] = value
+
+    return property(viewing, setting if name in _WRITABLE_VIEWS else None)
+
+
+_WRITABLE_VIEWS = ("real", "imag", "flat")
+"""The attributes of ndarray's views that NumPy lets a program assign (``a.flat = x``)."""
 
 
 class _Flat:
@@ -4519,9 +4560,11 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
-                _caller(sys._getframe(1))):
-            return allocate(y, (np.array, (y.copy(),), {}))
+        if _in_mode() and _drawn_for_the_user(_caller(sys._getframe(1))):
+            if _allocated(y, args, kwargs):
+                return allocate(y, (np.array, (y.copy(),), {}))
+            if _counting(y, args, kwargs):  # rng.integers(...), rng.permutation(n): as
+                return _own_stand_in(y)     # np.arange's, the floats made from them followed
         return y
 
     return _named(drawing, draw)

@@ -19,10 +19,10 @@ import threading
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-from .allocation import adopted_views, mode
+from .allocation import adopted_views, apart_from_rules, mode
 from .debug import ERRORS, Warnings, at_user_lines_keeping_seterr
 from .errors import ArgnumsError, MutadError, UnsupportedOperationError
-from .levels import ACTIVE
+from .levels import ACTIVE, resume, set_aside
 from .trees import arrays_within
 from .views import writeable
 
@@ -70,6 +70,15 @@ def run(differentiation, f, call, explain=None):
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
     clearer error for another one (None: it stands). NumPy's floating-point warnings are
     issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``)."""
+    aside = set_aside()  # (started by a rule's forward pass: nested in none of its own)
+    try:
+        with apart_from_rules(aside is not None):
+            return _run(differentiation, f, call, explain)
+    finally:
+        resume(aside)
+
+
+def _run(differentiation, f, call, explain):
     for outer in ACTIVE.running:  # a replay records no program with one nested inside it
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:

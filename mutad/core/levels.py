@@ -15,6 +15,7 @@ escaped it (``escaped``).
 This module knows nothing about arrays.
 """
 
+import contextlib
 import itertools
 import threading
 
@@ -38,6 +39,9 @@ class _Active(threading.local):
         # What saves of traced values wrote to (``written``), until the outermost
         # differentiation of this thread has ended: a read of it is refused.
         self.written = []
+        # The levels of the differentiations whose decorated function's rule (``mutad.adjoint``)
+        # runs now on plain values, innermost last (``rule_running``).
+        self.rules = []
 
 
 def refused(error):
@@ -115,6 +119,49 @@ def deeper(x, than):
         return False
     other = innermost((than,))
     return other is None or other.level < inner.level
+
+
+@contextlib.contextmanager
+def rule_running(level):
+    """The block in which a decorated function's rule runs on the plain values of the
+    differentiation of ``level`` (its forward pass, which may differentiate them itself:
+    ``nesting``)."""
+    ACTIVE.rules.append(level)
+    try:
+        yield
+    finally:
+        ACTIVE.rules.pop()
+
+
+def nesting():
+    """The running differentiations a differentiation starting now is nested in: every one,
+    but inside a rule that runs on plain values (a user's rule whose forward pass calls
+    ``mutad.gradient`` of them), those outside the one recording the rule alone. That one
+    and those inside it are set aside while the new one runs (``set_aside``): the rule is given
+    none of their values, and the new one's are plain to them, as its result is to the rule."""
+    running = ACTIVE.running
+    if not ACTIVE.rules:
+        return running
+    floor = ACTIVE.rules[-1]
+    return [d for d in running if d.level < floor]
+
+
+def set_aside():
+    """Set aside what a differentiation starting now is not nested in (``nesting``): the
+    running ones it is not, and the rules running (inside it, a differentiation it starts is
+    nested in it). Returns what ``resume`` puts back when it ends."""
+    if not ACTIVE.rules:
+        return None
+    aside = (list(ACTIVE.running), ACTIVE.rules)
+    ACTIVE.running[:] = nesting()
+    ACTIVE.rules = []
+    return aside
+
+
+def resume(aside):
+    """Put back what ``set_aside`` set aside (the running ones as they were)."""
+    if aside is not None:
+        ACTIVE.running[:], ACTIVE.rules = aside
 
 
 def running(level):

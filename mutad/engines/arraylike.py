@@ -918,8 +918,10 @@ class ArrayMethods(Tracer):
         array_methods_only(cls)  # (the engines' own: Traced.astype)
 
     shape = property(lambda self: self.value.shape, lambda self, shape: self._refuse(
-        "x.shape = ...", "a traced array stands for its argument, whose shape stays. Use "
-        "x = x.reshape(...)."))
+        "x.shape = ...", "it stands for the caller's array (an argument, or an array made "
+        "before the call that the function wrote into), whose shape stays. Use "
+        "x = x.reshape(...), or set the shape of such an array before the function's first "
+        "write into it."))
     dtype = property(lambda self: self.value.dtype, lambda self, dtype: self._refuse(
         "x.dtype = ...", "reinterpreting its bytes has no derivative. Use x = x.astype(...)."))
     ndim = property(lambda self: self.value.ndim)
@@ -2495,7 +2497,7 @@ CONVERSION_FIXES = {  # what to write instead of a conversion in the user's own 
 }
 CONVERSION_FIXES.update(dict.fromkeys(("normal", "uniform", "exponential", "lognormal"),
                                      _DRAW_FIX))
-CONVERSION_FIXES.update(dict.fromkeys(("tobytes", "bytes"), (
+CONVERSION_FIXES.update(dict.fromkeys(("tobytes", "bytes", "bytearray"), (
     "Numbers read back from bytes (np.frombuffer) have no derivative: keep computing with the "
     "array. For a key or a checksum no gradient flows through, take "
     "mutad.stop_gradient(x).tobytes().")))
@@ -2548,6 +2550,19 @@ def _called(frame):
     last = len(text) - len(linecache.getline(frame.f_code.co_filename, end_line).encode())
     callee = _callee(text[start:last + end].decode(errors="replace"))
     return callee if callee and re.fullmatch(r"[A-Za-z_][\w.()]*", callee) else None
+
+
+def bytearray_refused(x, frame):
+    """The error for ``bytearray(x)`` (the user's call at ``frame``), where Python asks ``x``
+    for an index (then iterates it, asking each element), as it does of an object that hands
+    out no buffer, as NumPy's array does; None where ``frame`` makes no such call. Of a traced
+    value, the conversion ``bytes(x)`` refuses, with its fix; of a constant, what to call."""
+    if _called(frame) != "bytearray":
+        return None
+    x._converted("bytearray()")  # (raises, of a value with a derivative)
+    return UnsupportedOperationError(
+        "bytearray(x) of an array mutad follows, which hands Python no buffer: take "
+        "bytearray(x.tobytes()), the bytes of its values (which have no derivative).")
 
 
 def _callee(call):
@@ -2640,8 +2655,7 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
     NumPy's reductions do; with ``axis=``, ``keepdims=`` or ``initial=`` too."""
     settings = {"casting", "dtype"} if method == "__call__" else {
         "axis", "dtype", "keepdims", "initial"}
-    if not isinstance(out, np.ndarray) or out.dtype.kind not in "iub" \
-            or type(owner(out)) is not Preexisting or set(kwargs) - settings - {"out"} \
+    if not integers_made(out) or set(kwargs) - settings - {"out"} \
             or method not in ("__call__", "reduce", "accumulate", "reduceat") \
             or not any(wrapped(x) for x in inputs):
         return None
@@ -2653,6 +2667,27 @@ def integers_out(ufunc, inputs, out, kwargs, method="__call__"):
                                                 kwargs.get("casting", "same_kind")):
         plain = [memory(x) if wrapped(x) else x for x in inputs]
         ufunc(*plain, out=np.empty(out.shape, out.dtype), **kwargs)  # NumPy's error
+    out[...] = y
+    return out
+
+
+def integers_made(out):
+    """Whether ``out`` is an integer or boolean array f made (``np.zeros(n, int)``: the
+    allocation mode's stand-in of its own passes on a plain view of it), into which values
+    with a derivative are cast as NumPy casts them, their derivative zero."""
+    return isinstance(out, np.ndarray) and out.dtype.kind in "iub" \
+        and type(owner(out)) is Preexisting
+
+
+def integers_assigned(out, y):
+    """``f(..., out=k)`` of a function with a rule (``np.clip``, ``np.cumsum``, ``np.mean``)
+    whose result ``y``, computed apart, has a derivative, and ``k`` an integer or boolean array
+    f made: ``y`` cast into ``k``, as NumPy casts its result into such an ``out`` (NumPy's
+    refusal of the cast already raised: ``judge_out``), whose derivative is zero. Written as
+    ``k[...] = y``, the cast the engines make of a value into integers, which a replay
+    guards, as ``integers_out`` does for ufuncs; None where ``k`` is no such array."""
+    if not integers_made(out) or not wrapped(y):
+        return None
     out[...] = y
     return out
 

@@ -1203,13 +1203,16 @@ class Rerun:
     """How an elementwise write is redone (``writes.Undo``'s ``redo``): ``ufunc`` again, from
     the inputs read now, into ``out``. Writes without keyword arguments share one per ufunc."""
 
-    __slots__ = ("ufunc", "kwargs")
+    __slots__ = ("ufunc", "kwargs", "copies")
 
     _shared = {}
 
     def __init__(self, ufunc, kwargs):
         self.ufunc = ufunc
         self.kwargs = kwargs
+        # an assignment (``x[key] = v``): its one input copied into ``out`` as it is, which a
+        # chain may compute there instead (``recompute.Recomputation.recompute_into``)
+        self.copies = ufunc is np.positive and not kwargs
 
     @classmethod
     def of(cls, ufunc, kwargs):

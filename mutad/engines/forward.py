@@ -31,7 +31,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, TracedObjects, called_
                                stands_in, ufunc_operands, without_derivative)
 from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carries_derivative,
                         alias_read_after_write, alias_written,
-                        conversion_error, inexact_output, install_operators, integers_out,
+                        conversion_error, inexact_output, install_operators, integers_assigned,
+                        integers_out,
                         item_assignment_refused, numpy_scalar, numpys_loop_error,
                         numpys_scalar_operator,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
@@ -64,7 +65,8 @@ from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, ch
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
-                          real_part_if, strided, view_as, wrapped, writes_freely)
+                          real_part_if, strided, view_as, wrapped, writeable,
+                          writes_freely)
 from .writes import (at_target, check_region, over_target, reads_written,
                      written_before_raising)
 
@@ -576,14 +578,14 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         if out is None:
             return without_derivative(ufunc(*primals, **kwargs), primals, kwargs, level)
         return _write_constant(ufunc, primals, out, kwargs, level)
-    traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
-    for i in list(traced):
-        if type(rule.partials[i]) is NoClosedForm:
-            if carries_derivative(inputs[i]):
-                raise rule.partials[i].error(ufunc)
-            traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
-    if traced and not any(_moves(inputs[i], level) for i in traced):
-        traced = []  # constants alone: NumPy's operation, no partial (1 / (2 sqrt(0))) computed
+    # A constant operand (an allocation's zero tangent) needs no partial: none is computed
+    # (1 / (2 sqrt(0)) of a constant's sqrt) or refused (jv's in an order v <= -1 that is not
+    # differentiated), as reverse mode computes no cotangent for it.
+    traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None
+              and _moves(inputs[i], level)]
+    for i in traced:
+        if type(rule.partials[i]) is NoClosedForm and carries_derivative(inputs[i]):
+            raise rule.partials[i].error(ufunc)
     if out is not None and traced and ufunc is not np.positive \
             and np.dtype(out.dtype).kind != "c" and complex_among(primals):
         # complex values into a real ``out`` (casting='unsafe'): NumPy's complex loop, then its
@@ -866,7 +868,9 @@ def apply_function(func, args, kwargs, level, rule=None):
             _viewing(item, args)
     if out is None:
         return result
-    written = _assign(out, result, level, function_name(func))
+    written = integers_assigned(out, result)  # np.clip(x, 0, 5, out=k, casting=...)
+    if written is None:  # (k integers f made: cast, their tangent zero)
+        written = _assign(out, result, level, function_name(func))
     if raised is not None:
         raise raised
     return written
@@ -1225,6 +1229,11 @@ class Dual(ArrayMethods):
         back, and ``f`` works on copies of the caller's arrays). Writes check the value first,
         so a refused one leaves the tangent as it was."""
         self.value.setflags(write=write)
+        tangent = self.tangent
+        if write and type(tangent) is np.ndarray and writeable(tangent):
+            # (a broadcast's, as its value's: NumPy's warning about writes into a view
+            # np.broadcast_arrays made taken back)
+            tangent.setflags(write=True)
         return True
 
     def constant(self):

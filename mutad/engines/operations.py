@@ -29,8 +29,8 @@ import numpy as np
 from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, stand_in_value,
                                ufunc_operands,
                                without_derivative)
-from .arraylike import (inexact_output, integers_out, joined_in_order, keywords_in_place,
-                        masked_ufunc, judge_out, numpys_loop_error, out_by_keyword,
+from .arraylike import (inexact_output, integers_assigned, integers_out, joined_in_order,
+                        keywords_in_place, masked_ufunc, judge_out, numpys_loop_error, out_by_keyword,
                         out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
@@ -1463,6 +1463,11 @@ def apply_function(name, rule, args, kwargs, tape=None, ran=None):
     if out is not None:
         if isinstance(y, (tuple, list)):
             raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
+        written = integers_assigned(out, result)  # np.clip(x, 0, 5, out=k, casting=...)
+        if written is not None:  # (k integers f made)
+            if raised is not None:
+                raise raised
+            return written
         if type(out) is np.ndarray:  # (assign would refuse it too, naming np.positive)
             raise untraced_write(f"{name}(..., out=...)", out)
         return _into_out(out, result, raised)

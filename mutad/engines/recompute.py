@@ -75,6 +75,15 @@ redo the writes before it into a copy of its whole array. It joins its array's c
 same (``Recomputation.chain``), which redoes it when it rebuilds the writes before it."""
 
 
+EXACT = frozenset((np.add, np.subtract, np.multiply, np.true_divide, np.negative))
+"""Ufuncs whose every element of real floating values is correctly rounded (IEEE arithmetic;
+complex products and quotients are formulas a loop may fuse otherwise): computed straight into a
+strided region or into a fresh array, whatever loop NumPy picks, they give the same bits. A
+rebuilt write whose value is such a ufunc's result is redone into its target directly
+(``Recomputation.recompute_into``); a transcendental one (``np.exp``) may pick a loop of other
+rounding for a strided output, so it is computed as the forward pass did."""
+
+
 def small(value):
     """Whether the array ``value`` (or all of a buffer, or the values at a place in one) is
     small enough to keep rather than recompute."""
@@ -630,6 +639,31 @@ class Recomputation:
                          tuple(plans[:len(inputs)]), dict(zip(settings, plans[len(inputs):]))))
         return y
 
+    def recompute_into(self, inputs, rebuilt, out):
+        """Compute the one value of ``inputs`` (a rebuilt assignment's) straight into ``out``
+        (of its shape and dtype), where it would be recomputed (not alive, not kept) by one
+        ufunc of ``EXACT``; whether it did. The assignment so skips a temporary of its
+        region's size and its copy. (Its value may be no place: ``redone``'s copy of a small
+        one; then it did not.)"""
+        if len(inputs) != 1 or not _is_place(inputs[0]):
+            return False
+        place = inputs[0]
+        buffer = place.buffer
+        recipe = buffer.origin
+        if recipe is None or recipe.same is not None or recipe.output not in (None, 0) \
+                or not place.whole or buffer.weak or buffer.dtype != out.dtype \
+                or out.dtype.kind != "f" \
+                or buffer.shape != out.shape:
+            return False
+        record = recipe.record
+        if type(record.primitive) is not np.ufunc or record.primitive not in EXACT \
+                or record.settings \
+                or rebuilt.get(buffer.key) is not None or buffer.key in self.values \
+                or (buffer.ref is not None and buffer.ref() is not None):
+            return False
+        record.primitive(*[self.read_all(x, rebuilt) for x in record.inputs], out=out)
+        return True
+
     def read_all(self, x, rebuilt=None, numbers=True, plan=None):
         """``x`` (a recipe's input: a place, a constant, a list of them) as a value now
         (``numbers``: see ``read``). ``plan``: a list to which the plan of ``x`` is added:
@@ -928,14 +962,18 @@ class Chain:
         pins = self.pins.get(max(b for b in self.barriers if b <= start))
         if pins:
             rebuilt.update(pins)
-        read_all = self.recomputation.read_all
+        recomputation = self.recomputation
+        read_all = recomputation.read_all
         for write in self.writes[start - self.first:stop - self.first]:
             # (its first redo while a replay records says how it found its inputs; no local
             # holds them, which would keep a recomputed one alive through the next redo)
             plans = write.plans
+            out = view(work, self.buffer, write.place)
+            if plans is None and getattr(write.redo, "copies", False) \
+                    and recomputation.recompute_into(write.inputs, rebuilt, out):
+                continue  # an assignment of a value computed again: computed in place
             write.redo(read_all(write.inputs, rebuilt) if plans is None or plans
-                       else read_all(write.inputs, rebuilt, True, plans),
-                       view(work, self.buffer, write.place))
+                       else read_all(write.inputs, rebuilt, True, plans), out)
         return work
 
     def spare(self, array):

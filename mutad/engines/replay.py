@@ -114,7 +114,7 @@ from ..core.devices import is_device
 from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
                                as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
-from .arraylike import ArrayMethods, out_position, text_element, weak
+from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, indent, partial_as_traced,
                      scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
@@ -1495,7 +1495,11 @@ class Gather:
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
                 lines, flat = code.flat_of(self.place, always=True)
-                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy, in_place=False)]
+                element = code.bind(element)
+                # (where a write's reverse took the element's cotangent: stored over it)
+                back = code.added_back(flat, element, dy)
+                return [*lines, *(back if back is not None else
+                                  code.plus(f"{flat}[{element}]", dy, in_place=False))]
             lines, shadow = code.shadow(self.place, always=True)
             if scalar_cotangents(self.buffer):
                 return [*lines, *code.plus(f"{shadow}[{key}]", dy, in_place=False)]
@@ -1615,7 +1619,7 @@ class SetElement:
         lines, flat = code.existing_flat(buffer, k)
         element = code.bind(self.written.offset // 8)
         return [*ElementWrite.back_lines([*lines, f"dy = {flat}[{element}]",
-                                          f"{flat}[{element}] = 0.0"], array, index, old),
+                                          code.took(flat, element)], array, index, old),
                 *code.add(self.place, "dy")]
 
 
@@ -2522,6 +2526,12 @@ class Redone:
         if inputs is None:  # a write the recorded call's chain never redid
             raise GuardFailed
         return inputs(self.recomputed, self.values, rebuilt)
+
+    @staticmethod
+    def recompute_into(inputs, rebuilt, out):
+        """Never: a write is redone as the recorded call's first redo of it was, whose plan
+        (the recording call's) reads its value and then copies it."""
+        return False
 
 
 class Chained:
@@ -3568,7 +3578,8 @@ class Recorder:
             if isinstance(y, (tuple, list)):
                 self.refuse(f"{name}(..., out=...) with several outputs")
                 raise UnsupportedOperationError(f"{name}(..., out=...) with several outputs.")
-            return assign(out, y)
+            written = integers_assigned(out, y)  # (k integers f made: a guarded cast)
+            return assign(out, y) if written is None else written
         before = len(tape.records)
         traced = [x for x in _items(args)
                   if type(x) is Traced and x.tape is tape and not x.buffer.constant]
@@ -4213,11 +4224,16 @@ class Program:
                     # starts (a custom rule's back that calls ``mutad.pullback``) is not
                     # nested in the replay's, and a rule's pullback sees the differentiations
                     # running as after a traced call.
+                    # A differentiation a rule's forward pass starts (a custom rule that calls
+                    # ``mutad.gradient`` of its plain values) is not nested in it either, as
+                    # in the traced call (``levels.nesting``).
                     ACTIVE.running.append(tape)
+                    ACTIVE.rules.append(tape.level)
                     try:
                         for step in self.steps:
                             step(values, tape)
                     finally:
+                        ACTIVE.rules.pop()
                         ACTIVE.running.remove(tape)
                         ERRORS.reset(token)
                 finally:

@@ -21,6 +21,7 @@ module, which imports none of them.
 
 import operator
 import struct
+import sys
 import threading
 import weakref
 import zlib
@@ -31,7 +32,8 @@ from ..core.allocation import (PLAIN_ACCESS, Preexisting, called_by_name, plain_
                                without_derivative)
 from ..core.arguments import no_full_collections
 from .arraylike import (ArrayMethods, alias_read_after_write, alias_written,
-                        alias_written_after_read, conversion_error, numpy_value, weak_value)
+                        alias_written_after_read, bytearray_refused, conversion_error,
+                        numpy_value, weak_value)
 from ..core.devices import is_device
 from ..core.debug import (ERRORS, SKIPPED, Warnings, anomaly, at_user_lines, caller, errors_as,
                           gradient_errors)
@@ -42,7 +44,7 @@ from .elementwise import (ElementWrite, Elementwise, ElementsRead, Gathered, fol
                           fold_written, reverse_elementwise, reverse_folded)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
-from ..core.shadows import Buffer, Place
+from ..core.shadows import Buffer, Place, shared
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import (address, itself, may_share, owner, owner_view, strided, wrapped,
@@ -755,7 +757,9 @@ def place_at(buffer, offset, shape, strides, dtype, tape):
     """The place of the view of part of ``buffer``'s memory ``offset`` bytes past its lowest
     byte, laid out by ``shape``, ``strides`` and ``dtype``, traced by ``tape``."""
     if type(buffer.ref) is not Held:
-        return Place(buffer, False, offset, shape, strides, dtype)
+        # (its layout by the one object of each: a stepper's records hold places of views of
+        # its temporaries by the thousand, all of a few layouts)
+        return Place(buffer, False, offset, shared(shape), shared(strides), dtype)
     # The views of an argument repeat on every step of a loop: one place for each
     place = (buffer, offset, shape, strides, dtype)
     places = tape.places
@@ -933,6 +937,9 @@ class Traced(ArrayMethods):
         value, locked = self.value, self.tape.locked
         if write:
             if writeable(value):
+                # (NumPy's own call, which takes back its warning about writes into a view
+                # np.broadcast_arrays made)
+                value.setflags(write=True)
                 return True
             if not any(a is value for a in locked):
                 return False
@@ -963,6 +970,9 @@ class Traced(ArrayMethods):
         return value
 
     def __index__(self):
+        refused = bytearray_refused(self, sys._getframe(1))  # (bytearray(x) asks it first)
+        if refused is not None:
+            raise refused
         value = self._converted("an index", operator.index)
         if value.ndim or value.dtype.kind not in "iub":
             raise TypeError("only integer scalar arrays can be converted to a scalar index")

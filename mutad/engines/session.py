@@ -28,7 +28,7 @@ from ..core.errors import (ConstantModifiedError, InvalidArgumentError, PolicyEr
                            UnsupportedOperationError)
 from .forward import (BATCH, FAILED, NESTED, BatchUnsupported, Dual, as_array, enclosed, split,
                       unbatched, zero_tangent)
-from ..core.levels import ACTIVE, LEVELS, Tracer
+from ..core.levels import ACTIVE, LEVELS, Tracer, nesting
 from .recompute import hold_for_good
 from .reverse import (REVERSING, DeviceCopy, ReverseTape, Traced, _depth, as_owner,
                       check_constants, checksum, fresh, thaw, unfreeze, view_of)
@@ -338,7 +338,8 @@ class ReverseDifferentiation(Differentiation):
         if memory is not None and not (isinstance(memory, (int, float)) and memory >= 0):
             raise PolicyError(f"memory={memory!r}: give a number of bytes, or None.")
         # Nested in another differentiation, its outer level is the innermost running one.
-        self.tape = ReverseTape(policy, ACTIVE.running[-1] if ACTIVE.running else None,
+        outer = nesting()
+        self.tape = ReverseTape(policy, outer[-1] if outer else None,
                                 None if memory is None else int(memory))
         super().__init__()
         self.tape.originals = self.originals

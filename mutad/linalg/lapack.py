@@ -3,7 +3,8 @@
 banded and tridiagonal solvers ``dgbsv``/``dgbtrf``/``dgbtrs``, ``dgtsv``/``dgttrf``/``dgttrs``,
 ``dpbsv``/``dpbtrf``/``dpbtrs``, ``dptsv``/``dpttrf``/``dpttrs``, the inverses ``dgetri``,
 ``dpotri``, ``dtrtri``,
-``scipy.linalg.blas.dgemm``/``dgemv``/``daxpy``/``dscal``/``ddot``/``dnrm2`` (their float32
+``scipy.linalg.blas.dgemm``/``dgemv``/``daxpy``/``dscal``/``ddot``/``dnrm2``, the triangular
+``dtrsm``/``dtrmm`` (their float32
 ``s`` twins too), and the same routines as ``get_lapack_funcs`` and ``get_blas_funcs`` return
 them.
 
@@ -12,8 +13,8 @@ too), and their derivatives those of the scipy.linalg functions mutad differenti
 compute the same numbers (``scipys_value``): ``gesv``, ``getrf`` and ``getrs`` are
 ``lu_factor`` and ``lu_solve`` (``gesv``'s pivots must be ``lu_factor``'s, which they are but at
 exact ties: otherwise refused), ``potrf``, ``potrs`` and ``posv`` ``cholesky`` and ``cho_solve``
-of the symmetric matrix of the triangle they read, ``trtrs`` ``solve_triangular``, ``syev``
-``eigh`` with SciPy's driver ``"ev"`` (``syevd``: ``"evd"``; the same routine, whose
+of the symmetric matrix of the triangle they read, ``trtrs`` and BLAS's ``trsm``
+``solve_triangular`` (``trmm`` a product with the triangle read), ``syev`` ``eigh`` with SciPy's driver ``"ev"`` (``syevd``: ``"evd"``; the same routine, whose
 eigenvectors' signs the derivative follows), the BLAS routines products and sums. The band LU
 routines (``gbtrf``, ``gttrf``, ``gbsv``, ``gtsv``) are ``lu_factor`` of the dense matrix,
 whose pivots theirs are (refused at an exact tie), their factors gathered from its (each
@@ -333,6 +334,31 @@ def _gemm(values, alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0, overwrite
     return y if c is None else y + beta * c
 
 
+def _triangle(a, k, lower, diag):
+    """The triangular matrix BLAS's ``trsm`` and ``trmm`` read: the leading ``k × k`` block of
+    ``a``, its triangle (the other is not read, and gets no derivative), ones on its diagonal
+    where ``diag`` says it is a unit one."""
+    a = a[:k, :k]
+    t = np.tril(a, -1 if diag else 0) if lower else np.triu(a, 1 if diag else 0)
+    return t + np.eye(k) if diag else t
+
+
+def _trsm(values, alpha, a, b, side=0, lower=0, trans_a=0, diag=0, overwrite_b=0):
+    # op(A) X = alpha B (side 0), X op(A) = alpha B (side 1): op(A)ᵀ Xᵀ = alpha Bᵀ
+    k = np.shape(b)[1 if side else 0]
+    t = _triangle(a, k, lower, diag)
+    if side:
+        return alpha * transpose(solve_triangular(t, transpose(b), 0 if trans_a else 1,
+                                                  bool(lower), check_finite=False))
+    return alpha * solve_triangular(t, b, 1 if trans_a else 0, bool(lower), check_finite=False)
+
+
+def _trmm(values, alpha, a, b, side=0, lower=0, trans_a=0, diag=0, overwrite_b=0):
+    # alpha op(A) B (side 0), alpha B op(A) (side 1)
+    t = _op(_triangle(a, np.shape(b)[1 if side else 0], lower, diag), trans_a)
+    return alpha * (b @ t if side else t @ b)
+
+
 def _refuse_strided(name, *settings):
     if any(s is not None for s in settings):
         raise UnsupportedOperationError(
@@ -378,7 +404,8 @@ ROUTINES = {  # name: (library, composition, the arguments it always writes wher
     "pttrf": (_lapack, _pttrf, ()), "pttrs": (_lapack, _pttrs, ()), "ptsv": (_lapack, _ptsv, ()),
     "pbtrf": (_lapack, _pbtrf, ()), "pbtrs": (_lapack, _pbtrs, ()), "pbsv": (_lapack, _pbsv, ()),
     "getri": (_lapack, _getri, ()), "potri": (_lapack, _potri, ()), "trtri": (_lapack, _trtri, ()),
-    "gemm": (_blas, _gemm, ()), "gemv": (_blas, _gemv, ()), "axpy": (_blas, _axpy, ("y",)),
+    "gemm": (_blas, _gemm, ()), "gemv": (_blas, _gemv, ()), "trsm": (_blas, _trsm, ()),
+    "trmm": (_blas, _trmm, ()), "axpy": (_blas, _axpy, ("y",)),
     "scal": (_blas, _scal, ("x",)), "dot": (_blas, _dot, ()), "nrm2": (_blas, _nrm2, ()),
 }
 """The routines followed, by their name without the type's letter."""

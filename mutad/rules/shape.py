@@ -930,7 +930,17 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     # each walked axis now has its n elements; the others are of one element or repeat one
     view = view.reshape(tuple(shape[axis] if axis in walked else 1
                               for axis in range(len(shape))))
-    return view if view.shape == shape else np.broadcast_to(view, shape)
+    if view.shape == shape:
+        return view
+    if not writeable:
+        return np.broadcast_to(view, shape)
+    # a step of zero in a writeable view: NumPy's is writeable, as np.broadcast_arrays' views
+    # are once their flag is set (a write of several elements through it is refused where it
+    # is made: they share memory)
+    view = np.broadcast_arrays(view, _NUMPY_AS_STRIDED[0](
+        np.empty(1, np.bool_), shape, (0,) * len(shape)))[0]
+    view.setflags(write=True)
+    return view
 
 
 defroute(_AS_STRIDED, as_strided)

@@ -137,7 +137,7 @@ import numpy as np
 import scipy.interpolate
 import scipy.linalg
 import scipy.spatial
-from scipy.interpolate import _interpnd
+from scipy.interpolate import _fitpack_impl, _interpnd
 
 from scipy.sparse.linalg import spsolve
 
@@ -2411,6 +2411,16 @@ def _fitpack_numbers(y, scipy_class, given):
     return t, c, np.asarray(spline.get_residual(), float)
 
 
+def _splrep_numbers(y, x, w, xb, xe, k, s, full_output, quiet):
+    """SciPy's smoothing ``splrep`` of ``y`` (its warnings and errors too, as ``full_output``
+    asks): its knots, coefficients, residual and ``ier``, the last two as 0-d arrays."""
+    y = _plain(y)  # (traced where no replay records)
+    if not full_output:
+        _interpolate.splrep(x, y, w, xb, xe, k, 0, s, None, 0, 0, quiet)
+    (t, c, _), fp, ier, _ = _interpolate.splrep(x, y, w, xb, xe, k, 0, s, None, 1, 0, quiet)
+    return t, c, np.asarray(fp, float), np.asarray(ier)
+
+
 def _fitted_spline(scipy_class):
     """The stand-in for FITPACK's spline class ``scipy_class``: SciPy's object from plain data,
     a :class:`_FittedSpline` from differentiated y: where the fit is linear in y, its linear
@@ -2537,17 +2547,22 @@ def splrep(x: Any, y: Any, w: Any = None, xb: Any = None, xe: Any = None, k: int
             "(differentiated in x and y), or pass the data through mutad.stop_gradient where "
             "no gradient should flow.")
     x = _plain_copy(x)
+    if not interpolating:  # a smoothing fit (s > 0), on the knots FITPACK placed by the data
+        # (SciPy's fit of y a step of its own, which a replay runs again: the knots, read as
+        # numbers, are a decision on y it checks, as UnivariateSpline's)
+        knots, c, fp, ier = found_again(y, _splrep_numbers, x, w, xb, xe, k, s, full_output,
+                                        quiet)
+        m = len(x)
+        c, fp = _smoothing_fit("splrep", x, y, np.ones(m) if w is None else w,
+                               x[0] if xb is None else xb, x[-1] if xe is None else xe, k,
+                               m - math.sqrt(2 * m) if s is None else s, np.asarray(knots), c,
+                               fp)
+        if not full_output:
+            return knots, c, k
+        messages = _fitpack_impl._iermess
+        return (knots, c, k), fp, int(ier), messages.get(int(ier), messages["unknown"])[0]
     plain = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, full_output, per, quiet)
     knots, c, degree = plain[0] if full_output else plain
-    if not interpolating:  # a smoothing fit (s > 0), on the knots FITPACK placed by the data
-        m = len(x)
-        w = np.ones(m) if w is None else w
-        s = m - math.sqrt(2 * m) if s is None else s
-        fp = _interpolate.splrep(x, _plain(y), w, xb, xe, k, task, s, t, 1, per, quiet)[1]
-        c, fp = _smoothing_fit("splrep", x, y, w, x[0] if xb is None else xb,
-                               x[-1] if xe is None else xe, degree, s, knots, c,
-                               np.asarray(fp, float))
-        return ((knots, c, degree), fp, *plain[2:]) if full_output else (knots, c, degree)
     options = {"w": w, "xb": xb, "xe": xe, "s": s, "quiet": quiet}
     c = _interpolating_coefficients(x, knots, degree, options)(y)
     return ((knots, c, degree), *plain[1:]) if full_output else (knots, c, degree)

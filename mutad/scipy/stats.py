@@ -111,8 +111,8 @@ from scipy.stats._distn_infrastructure import (rv_continuous_frozen, rv_discrete
                                                rv_generic)
 from scipy.stats import _kde
 from scipy.stats import _stats as _compiled
-from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, multinomial_frozen,
-                                       multinomial_gen,
+from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, invwishart_frozen,
+                                       invwishart_gen, multinomial_frozen, multinomial_gen,
                                        multivariate_normal_frozen, multivariate_normal_gen,
                                        multivariate_t_frozen, multivariate_t_gen,
                                        vonmises_fisher_frozen, vonmises_fisher_gen, wishart_frozen,
@@ -137,7 +137,7 @@ from .special import (betainc, betaincc, betaln, erf, expit, gammainc, gammaincc
 from .special import logsumexp as _logsumexp
 
 DISTRIBUTIONS = ("beta", "binom", "cauchy", "chi2", "dirichlet", "expon", "gamma", "gumbel_r",
-                 "halfnorm", "invgamma", "laplace", "logistic", "lognorm", "multinomial",
+                 "halfnorm", "invgamma", "invwishart", "laplace", "logistic", "lognorm", "multinomial",
                  "multivariate_normal",
                  "multivariate_t", "nbinom", "norm", "pareto", "poisson", "rayleigh", "skewnorm",
                  "t", "truncnorm", "uniform", "vonmises_fisher", "weibull_min", "wishart")
@@ -1178,7 +1178,9 @@ def _log_beta_jvp(tangents, alpha):
 _SCIPYS_METHODS = {f"{kind.__name__.removesuffix('_gen')}.{name}": getattr(kind, name)
                    for kind, names in ((dirichlet_gen, ("mean", "var", "entropy")),
                                        (wishart_gen, ("logpdf", "pdf")),
-                                       (wishart_frozen, ("logpdf", "pdf"))) for name in names}
+                                       (wishart_frozen, ("logpdf", "pdf")),
+                                       (invwishart_gen, ("logpdf", "pdf")),
+                                       (invwishart_frozen, ("logpdf", "pdf"))) for name in names}
 """SciPy's methods that rules run as SciPy's own code, read before a differentiation installs the
 rules in their place."""
 
@@ -1351,11 +1353,12 @@ class Multinomial:
 
 
 class Wishart:
-    """``scipy.stats.wishart`` frozen with differentiated parameters: SciPy's checks of them
-    where it freezes, its density (SciPy's own code, below) where it is asked for. (SciPy's
-    frozen distribution converts them to plain arrays.)"""
+    """``scipy.stats.wishart`` (or ``invwishart``) frozen with differentiated parameters:
+    SciPy's checks of them where it freezes, its density (SciPy's own code, below) where it is
+    asked for. (SciPy's frozen distribution converts them to plain arrays.)"""
 
-    scipy = _stats.wishart
+    def __init__(self, scipy):
+        self.scipy = scipy
 
     def __call__(self, df=None, scale=None, seed=None):
         # SciPy's errors where SciPy raises them, of the plain values (a traced number: NumPy's
@@ -1376,7 +1379,8 @@ multivariate_t = MultivariateT()
 vonmises_fisher = VonMisesFisher()
 dirichlet = Dirichlet()
 multinomial = Multinomial()
-wishart = Wishart()
+wishart = Wishart(_stats.wishart)
+invwishart = Wishart(_stats.invwishart)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1537,7 +1541,7 @@ for _generator, _frozen, _distribution, _names in (
         (multivariate_t_gen, multivariate_t_frozen, multivariate_t, ("logpdf", "pdf")),
         (vonmises_fisher_gen, vonmises_fisher_frozen, vonmises_fisher,
          ("logpdf", "pdf", "entropy")),
-        (wishart_gen, None, wishart, ())):
+        (wishart_gen, None, wishart, ()), (invwishart_gen, None, invwishart, ())):
     defmethod(_generator, "__call__", _generator_rule(_distribution, "__call__"))
     for _name in _names:
         defmethod(_generator, _name, _generator_rule(_distribution, _name))
@@ -1554,9 +1558,10 @@ defmethod(dirichlet_frozen, "pdf", lambda self, x: dirichlet.pdf(x, self.alpha))
 for _name in ("mean", "var", "entropy"):
     defmethod(dirichlet_frozen, _name, lambda self, _name=_name: getattr(dirichlet, _name)(
         self.alpha))
-# wishart's density, and that of SciPy's frozen wishart (constant parameters) at differentiated
-# points: SciPy's own code (its Cholesky factors by scipy.linalg, routed)
-for _generator in (wishart_gen, wishart_frozen):
+# wishart's and invwishart's densities, and those of SciPy's frozen ones (constant parameters)
+# at differentiated points: SciPy's own code (its Cholesky factors by scipy.linalg, invwishart's
+# triangular solves by BLAS's trsm, routed)
+for _generator in (wishart_gen, wishart_frozen, invwishart_gen, invwishart_frozen):
     for _name in ("logpdf", "pdf"):
         defmethod(_generator, _name, lambda self, *args, _method=_SCIPYS_METHODS[
             f"{_generator.__name__.removesuffix('_gen')}.{_name}"], **kwargs:

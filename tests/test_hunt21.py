@@ -1,0 +1,126 @@
+"""Answers that differed from NumPy's, and refusals that misnamed their cause: each test fails
+without its fix."""
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+import mutad
+
+
+# ----------------------------------------------------------------------------------------------
+# as_strided of a differentiated array with a step of zero (``strides=(0, 8)``) gave a read-only
+# broadcast where NumPy's view is writeable: ``flags.writeable`` said False, a write of one
+# element (which NumPy's memory takes in any order) was refused, and a write of several was
+# refused as into "a read-only view, as NumPy makes it". The view is writeable as NumPy's.
+
+
+def _one_element_through_a_repeating_view(x):
+    u = x.copy()
+    z = as_strided(u, shape=(2, 3), strides=(0, 8))
+    assert z.flags.writeable and not as_strided(u, (2, 3), (0, 8), writeable=False).flags.writeable
+    z[1, 2] = x[0] * 3.0
+    return (u * [1.0, 2.0, 3.0]).sum() + (z ** 2).sum()
+
+
+def test_a_view_with_a_step_of_zero_is_writeable_as_numpys():
+    x = np.array([0.5, -0.3, 0.8])
+    before = x.tobytes()
+    value, (gradient,) = mutad.value_and_gradient(_one_element_through_a_repeating_view, x)
+    assert x.tobytes() == before
+    assert value == _one_element_through_a_repeating_view(x.copy())
+    # u = [x0, x1, 3 x0]: 1 x0 + 2 x1 + 9 x0 + 2 (x0² + x1² + 9 x0²)
+    np.testing.assert_allclose(gradient, [10.0 + 40.0 * x[0], 2.0 + 4.0 * x[1], 0.0])
+    tangent = mutad.jvp(_one_element_through_a_repeating_view, (x,), (np.ones(3),))[1]
+    np.testing.assert_allclose(tangent, gradient.sum())
+    assert x.tobytes() == before
+
+    def several(x):
+        u = x.copy()
+        as_strided(u, shape=(4,), strides=(0,))[...] += 1.0
+        return u.sum()
+
+    with pytest.raises(mutad.MutadError, match="elements share memory"):
+        mutad.gradient(several, x)
+    assert x.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
+# x.shape = ... of an array made before the call, once the function wrote into it, was refused
+# as of "a traced array [that] stands for its argument": the refusal names such arrays too, and
+# what works (the shape set before the first write).
+
+GRID = np.linspace(0.0, 1.0, 6)  # a module-level work array
+
+
+def test_the_shape_of_an_array_made_before_is_refused_by_its_cause():
+    def reshaped_after_a_write(x):
+        GRID[:3] = x
+        GRID.shape = (2, 3)
+        return GRID.sum()
+
+    def reshaped_before(x):
+        GRID.shape = (2, 3)
+        GRID[1] = x
+        return (GRID * [[1.0], [2.0]]).sum()
+
+    x = np.array([0.5, -0.3, 0.8])
+    with pytest.raises(mutad.MutadError, match="made before the call that the function wrote"):
+        mutad.gradient(reshaped_after_a_write, x)
+    assert GRID.shape == (6,) and GRID.tolist() == np.linspace(0.0, 1.0, 6).tolist()
+    assert mutad.gradient(reshaped_before, x)[0].tolist() == [2.0, 2.0, 2.0]
+    assert GRID.shape == (2, 3) and GRID[1].tolist() == x.tolist()  # as NumPy's run leaves it
+    GRID.shape = (6,)
+    GRID[:] = np.linspace(0.0, 1.0, 6)
+
+
+# ----------------------------------------------------------------------------------------------
+# jacobian and jacrev run f more than once (a run for the outputs' shapes, then one per row or
+# per batch of columns): where f reads state its runs change (a counter, a list it appends to,
+# a draw from a random generator that lives between calls), their rows came from other runs
+# than NumPy's one, silently: jacrev of x * len(calls) gave diag(2, 3, 4, 5) for the identity.
+# Each run's values are the first one's, bit for bit, or the Jacobian is refused.
+
+_CALLS = []
+
+
+def _counting(x):
+    _CALLS.append(1)
+    return x * len(_CALLS)
+
+
+def _noisy(x):
+    return x * _NOISE.standard_normal(x.shape)
+
+
+_NOISE = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize("jacobian", [
+    lambda f, x: mutad.jacobian(f, x),
+    lambda f, x: mutad.jacrev(f)(x),
+    lambda f, x: mutad.hessian(lambda x: (f(x) ** 2).sum() + 0.0 * x[0], x),
+], ids=["jacobian", "jacrev", "hessian"])
+@pytest.mark.parametrize("f", [_counting, _noisy], ids=["counter", "random draw"])
+def test_a_jacobian_of_runs_that_differ_is_refused(jacobian, f):
+    x = np.linspace(0.5, 1.0, 20)  # (more directions than one batch of a Hessian)
+    before = x.tobytes()
+    _CALLS.clear()
+    with pytest.raises(mutad.MutadError, match="returned other values on another of the runs"):
+        jacobian(f, x)
+    assert x.tobytes() == before
+
+
+def test_a_jacobian_of_a_function_with_harmless_state_is_its_one_runs():
+    log = []
+
+    def logged(x):
+        log.append(x.shape)  # state no value reads
+        y = x.copy()
+        y[1:] *= x[:-1]
+        return y
+
+    x = np.array([0.5, -0.3, 0.8])
+    expected = np.array([[1.0, 0.0, 0.0], [-0.3, 0.5, 0.0], [0.0, 0.8, -0.3]])
+    assert mutad.jacobian(logged, x).tolist() == expected.tolist()
+    assert mutad.jacrev(logged)(x).tolist() == expected.tolist()
