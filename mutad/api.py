@@ -137,7 +137,13 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         if output_as is not None:
             value = output_as(value)
         grads = d.gradients([(y, 1.0)])
-    grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
+    if single:
+        grads = grads[selected[0]]
+    else:  # (a loop, not a generator: made and resumed on every call, it costs more)
+        picked = []
+        for i in selected:
+            picked.append(grads[i])
+        grads = tuple(picked)
     return ((value, aux) if has_aux else value), grads
 
 

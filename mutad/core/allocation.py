@@ -5136,9 +5136,12 @@ class _Mode:
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
         bindings changed since they were made (``self.mirrors``)."""
-        if self.mirrored is not None and [
-                version.value for version in self.mirrored[0]] == self.mirrored[1]:
-            return  # (every module's version as last known: nothing bound since, in any)
+        if self.mirrored is not None:  # (a loop, not a comprehension: on every entry)
+            for version, known in zip(*self.mirrored):
+                if version.value != known:
+                    break
+            else:
+                return  # (every module's version as last known: nothing bound since, in any)
         for mirror in self.mirrors:
             module, copy, make, snapshot, version, known = mirror
             now = version.value if version is not None else None  # read before comparing: a
@@ -5242,7 +5245,8 @@ class _Mode:
                 module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
-        originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
+        originals = {id(stand_in): (stand_in, original)
+                     for _, _, original, stand_in in self.cells} if self.cells else {}
         self.array_stand_ins = {}
         self.plain_views = {}
         while self.cells:
@@ -5312,8 +5316,8 @@ class _Mode:
                 # or method they hold (the user's f itself: mutad.hessian(
                 # scipy.special.logsumexp, x)) is swapped.
                 own = package == "mutad"
-                places = [(cell, "cell_contents")
-                          for cell in getattr(g, "__closure__", None) or ()]
+                closure = getattr(g, "__closure__", None)
+                places = [(cell, "cell_contents") for cell in closure] if closure else []
                 if not own:  # (mutad's own closures hold what its engines need as it is)
                     holders += places
             if code is not None and namespace is not None and not own:
@@ -5337,8 +5341,10 @@ class _Mode:
                     site[2] = original if site[2] is original \
                         or _compares_with_float(code, name) \
                         or self._compares_float(namespace, name) else stand_in
-                places += [(namespace, name) for name in names if name in namespace]
-                holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
+                for name in names:  # (one loop, not two comprehensions: a few names)
+                    holders.append((namespace, name))  # (a global f binds: ``global``)
+                    if name in namespace:
+                        places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):
                     holders += _holders(bound)
@@ -5354,8 +5360,12 @@ class _Mode:
                 elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
                     places += [(bound, name) for name in names if name in vars(bound)]
                     holders += [(bound, name) for name in names]
-                places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
-                places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
+                defaults = getattr(g, "__defaults__", None)
+                if defaults:
+                    places += [(g, i) for i in range(len(defaults))]
+                defaults = getattr(g, "__kwdefaults__", None)
+                if defaults:
+                    places += [(g, name) for name in defaults]
             while places:
                 place, key = places.pop()
                 try:
