@@ -3171,6 +3171,10 @@ class Preexisting(np.ndarray):
             level.shape = shape
         original = self.__dict__.get("original")
         if original is not None:
+            for differentiation in ACTIVE.running:  # its shape before, if f raises
+                adopter = getattr(differentiation, "adopter", None)
+                if adopter is not None:
+                    adopter.reshaped.setdefault(id(original), (original, original.shape))
             original.shape = shape
         np.ndarray.shape.__set__(self, shape)
 
