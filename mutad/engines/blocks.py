@@ -1221,9 +1221,14 @@ def operand_buffers(args, places):
     for a, place in zip(args, places, strict=True):
         if place is not None:
             keys.add(place.key if type(place) is Buffer else place.buffer.key)
-        elif not (type(a) in (bool, int, float, complex) or isinstance(a, np.generic)):
+        elif not held_number(a):
             return None
     return keys
+
+
+def held_number(a):
+    """Whether the constant ``a`` is a number, which holds no memory of an array's."""
+    return type(a) in (bool, int, float, complex) or isinstance(a, np.generic)
 
 
 class Block:

@@ -115,8 +115,8 @@ from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, a
                                as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
-from .blocks import (Block, Opaque, Pair, _factory, flat_slice, indent, operand_buffers,
-                     partial_as_traced, scalar_cotangents, unchecked)
+from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
+                     operand_buffers, partial_as_traced, scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           show_below, show_to, unshow, user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
@@ -1314,8 +1314,7 @@ class ElementwiseWrite:
             return False
         for i, (a, place) in enumerate(zip(self.args, self.inputs, strict=True)):
             if place is None:
-                if type(a) is Slot or not (type(a) in (bool, int, float, complex)
-                                           or isinstance(a, np.generic)):
+                if type(a) is Slot or not held_number(a):
                     return False
             elif (place if type(place) is Buffer else place.buffer) is self.buffer and (
                     type(a) is not Slot or a.index != self.target
