@@ -51,6 +51,7 @@ import threading
 import numpy as np
 
 from .products import UNTHREADED, ZERO, _sum_of_products, _vdot, times, times_scalar, unmasked
+from ..core.shadows import Buffer
 from ..core.tape import Tape
 
 TEMPLATES = collections.OrderedDict()
@@ -280,6 +281,47 @@ class Code:
         self.derived = None
         # the last element of a flat shadow read and zeroed in the reverse pass (``took``)
         self.taken = None
+        # buffer key -> (place, flag) of the saved write since which no step's reverse lines
+        # read the buffer's memory (``rewrite``), and the steps whose copies may go (``dropped``)
+        self.rewritten = {}
+        self.dropped = set()
+
+    def read_back(self, keys):
+        """Before a step's lines: its reverse lines may read the memory of the buffers keyed
+        ``keys`` (None: of any buffer), so no later write's copy into them may go
+        (:meth:`rewrite`)."""
+        if keys is None:
+            self.rewritten.clear()
+        else:
+            for key in keys:
+                self.rewritten.pop(key, None)
+
+    def rewrite(self, place, eligible, k):
+        """A write into ``place`` whose overwritten bytes step ``k`` copies (where
+        ``Tape.copied`` says so) and copies back in the reverse pass: ``(flag, first)``, the
+        local that says, as the forward pass runs, whether its copy may go (None: it may not),
+        and whether the write is the first of its run.
+
+        A run is a write into a region, then writes into that same region, with no line
+        between whose reverse pass may read the buffer's memory (:meth:`read_back`): the
+        reverse pass puts back the bytes before the first write, and nothing reads the region
+        before then, so the bytes the later writes overwrote need not be put back on the way.
+        A later write's copy goes only where the first write was copied (the flag: an inverse
+        of the first would compute back from the bytes the later writes left); the writes
+        between that were inverted compute back from such bytes too, into the region the
+        first's copy then covers. ``eligible``: the write's own reverse lines read nothing of
+        the buffer's memory."""
+        key = place.buffer.key
+        run = self.rewritten.pop(key, None)
+        if not eligible:
+            return None, False
+        if run is not None and _same_region(run[0], place):
+            self.rewritten[key] = run
+            self.dropped.add(k)
+            return run[1], False
+        flag = f"again{k}"
+        self.rewritten[key] = (place, flag)
+        return flag, True
 
     def defer_nan_checks(self):
         """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
@@ -1164,6 +1206,31 @@ class Opaque:
             Tape.reverse(record, shadows)
 
 
+def _same_region(a, b):
+    """Whether the places ``a`` and ``b`` are the same elements of one buffer."""
+    return a.buffer is b.buffer and a.whole == b.whole and a.offset == b.offset \
+        and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+
+
+def operand_buffers(args, places):
+    """The keys of the buffers over whose memory the operands of a step are: ``args``, each
+    a slot (None where the step dropped it) or a constant, at ``places`` (its record's: None
+    where not traced); None where one may be over memory no place names (a value of the
+    program not traced, an array), which may be any buffer's."""
+    keys = set()
+    for a, place in zip(args, places, strict=True):
+        if place is not None:
+            keys.add(place.key if type(place) is Buffer else place.buffer.key)
+        elif not held_number(a):
+            return None
+    return keys
+
+
+def held_number(a):
+    """Whether the constant ``a`` is a number, which holds no memory of an array's."""
+    return type(a) in (bool, int, float, complex) or isinstance(a, np.generic)
+
+
 class Block:
     """A run of steps as generated functions; one tuple on the tape for all of them. Its lines
     are written and compiled when it first runs (:meth:`_compile`): a replay whose guard fails
@@ -1191,6 +1258,7 @@ class Block:
             code.makers = {key: step for key, step in zip(self.outputs, steps)
                            if key is not None}
             for k, step in enumerate(steps):
+                code.read_back(getattr(step, "reverse_reads", None))
                 step.emit(code, k)
                 if not getattr(step, "writes_nothing", False):  # (into memory: see Code)
                     code.forget()

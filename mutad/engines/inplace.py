@@ -255,6 +255,15 @@ def unseen(tape, buffer, value, recording=False):
                                                    or buffer.key in recomputation.lazy)))
 
 
+def unobserved(tape):
+    """Whether, while the reverse pass of ``tape`` runs, only its own records read the memory
+    of its buffers: no enclosing differentiation, anomaly detection or memory budget, which
+    read them as the pass goes (:func:`unseen`)."""
+    recomputation = tape.recomputation
+    return tape.outer is None and tape.anomaly is None and (
+        recomputation is None or recomputation.budget is None)
+
+
 def unread(tape, buffer, value, own):
     """Whether nothing will read the bytes a write into ``buffer`` (its array ``value``, of
     ``tape``) is about to overwrite, so that the write needs no undo (``writes.UNREAD``): a
@@ -411,7 +420,9 @@ class SavedWrite:
 
     def __call__(self):
         region = self.region if self.find is None else self.find()
-        if region is not None:  # (else a temporary nothing reads any more)
+        if region is not None and self.saved is not None:
+            # (else a temporary nothing reads any more, or bytes nothing reads before an
+            # earlier write's undo puts them back: ``blocks.Code.rewrite``)
             copy_back(region, self.saved)
 
     def lent(self):

@@ -115,8 +115,8 @@ from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, a
                                as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
-from .blocks import (Block, Opaque, Pair, _factory, flat_slice, indent, partial_as_traced,
-                     scalar_cotangents, unchecked)
+from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
+                     operand_buffers, partial_as_traced, scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           show_below, show_to, unshow, user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
@@ -127,7 +127,7 @@ from ..core.levels import ACTIVE, handled
 from .products import UNTHREADED, _vdot, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
-from .inplace import SavedWrite, on_constants, record_constant_write, unseen
+from .inplace import SavedWrite, on_constants, record_constant_write, unobserved, unseen
 from .operations import (Product, apply_function, assign, complex_back, function_pullback,
                          observed_ufunc, unwrapped_ufunc)
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
@@ -375,6 +375,8 @@ class Call:
 
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
+    # (the buffers whose memory its reverse pass reads: ``blocks.Code.read_back``)
+    reverse_reads: frozenset = frozenset()
 
 
 ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul,
@@ -477,6 +479,14 @@ class Pure:
     def writes_nothing(self):
         """Whether its lines write into no memory (``blocks.Code.elements``)."""
         return not self.kwargs or "out" not in self.kwargs
+
+    @property
+    def reverse_reads(self):
+        """The keys of the buffers whose memory its reverse pass may read (its operands'; None:
+        any buffer's): ``blocks.Code.read_back``."""
+        if self.kwargs or self.later is not None:
+            return None
+        return operand_buffers(self.args, self.inputs)
 
     def __init__(self, ufunc, args, kwargs, out, rule, reads, record):
         # NumPy's scalars compute the four operations in their own arithmetic, at a tenth of
@@ -1262,9 +1272,17 @@ class ElementwiseWrite:
             lean = ElementWrite.write_lines(target, "()", vals[0], saved,
                                             code.before_write(self.key), code.bind(self.ufunc),
                                             exact_as_scalar(self.written.dtype))
+            flag, first = None, False
         else:
             lean = SavedWrite.write_lines(code.bind(self.ufunc), vals, target, saved,
                                           code.before_write(self.key))
+            # where no reverse line reads the region between the first write of a run and
+            # this one, the copy may go (``Code.rewrite``): the first's is put back
+            flag, first = code.rewrite(self.written, self._rewritable(), k)
+            if first:
+                lean.append(f"{flag} = {code.bind(unobserved)}(tape)")
+            elif flag is not None:
+                lean[0] = f"{saved} = None if {flag} else {target}.copy()"
         if not self.plan.invertible and self.lean:  # always copied (Tape.copied): no record
             if self.whole:
                 code.forward.append(f"tape.copied(False, {target}.nbytes, {key}, True)")
@@ -1282,8 +1300,36 @@ class ElementwiseWrite:
             f"if tape.copied({self.plan.invertible}, {target}.nbytes, {key}, {self.whole}):",
             *indent(lean), f"    {record} = None", "else:", *stored,
             f"    {code.bind(self)}(values, tape)",
-            f"    {record} = tape.records.pop()", f"    {saved} = None"]
+            f"    {record} = tape.records.pop()", f"    {saved} = None",
+            *([f"    {flag} = False"] if first else [])]
         code.records.append((read, [target, saved], record))
+
+    def _rewritable(self):
+        """Whether the write may be one of a run of writes into its region whose later copies
+        go (``blocks.Code.rewrite``): it is copied in the lines of a block (:meth:`emit`), and
+        its reverse lines read nothing of its buffer's memory: no operand over the buffer but
+        the target, which its pullback does not read, and no value recomputed."""
+        if self.element or not self.lean or self.later is not None or self.unplanned \
+                or self.saved is not None or self.chained is not None:
+            return False
+        for i, (a, place) in enumerate(zip(self.args, self.inputs, strict=True)):
+            if place is None:
+                if type(a) is Slot or not held_number(a):
+                    return False
+            elif (place if type(place) is Buffer else place.buffer) is self.buffer and (
+                    type(a) is not Slot or a.index != self.target
+                    or self.traced and (self.reads is None or i in self.reads)):
+                return False
+        return True
+
+    @property
+    def reverse_reads(self):
+        """The keys of the buffers, other than its target's (``blocks.Code.rewrite``), whose
+        memory its reverse pass may read: its operands' (an inverse's too); None: any."""
+        keys = operand_buffers(self.args, self.inputs)
+        if keys is not None:
+            keys.discard(self.buffer.key)
+        return keys
 
     def emit_back(self, code, k):
         """As :meth:`Pure.emit_back`: :meth:`back` unrolled, where it is lean."""
@@ -1298,6 +1344,8 @@ class ElementwiseWrite:
         take = [f"dy = shadows.take({code.bind(written)})"]
         take = ElementWrite.back_lines(take, target, "()", saved) if self.element \
             else SavedWrite.back_lines(take, code.bind(copy_back), target, saved)
+        if k in code.dropped:  # (no copy: the bytes the run's first write saved come back)
+            take[-1] = f"if {saved} is not None: {take[-1]}"
         hoisted = []
         span = None if written.whole else flat_slice(written)
         _, flat = code.flat_of(written.buffer, always=False)
@@ -1432,6 +1480,7 @@ class Gather:
     __slots__ = ("source", "key", "out", "place", "buffer", "repeats")
 
     writes_nothing = True  # (into memory: ``blocks.Code.elements``)
+    reverse_reads: frozenset = frozenset()  # (it adds cotangents, at the key it kept)
 
     def __init__(self, source, key, out, record):
         self.source = source
@@ -2671,6 +2720,7 @@ class Free:
         code.records.append(())
 
     writes_nothing = True  # (into memory: ``blocks.Code.elements``)
+    reverse_reads: frozenset = frozenset()  # (of memory: ``blocks.Code.read_back``)
 
     emit_back = staticmethod(_no_lines)
     back = staticmethod(_no_pullback)
