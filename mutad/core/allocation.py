@@ -1628,8 +1628,9 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     op_flags=[["readonly"], ["writeonly"]])``), with no flags: their elements in NumPy's
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
-    before."""
-    if not (_in_mode() and _follows([op, op_dtypes, *rest, *kwargs.values()])):
+    before, unless it may write into them (``_writes_allocated``)."""
+    if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
+                            or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
     several = type(op) in (list, tuple)
     operands = list(op) if several else [op]
@@ -1670,6 +1671,19 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     if "external_loop" in flags:
         return _ChunkIterator(operands, order, writes, several, flags)
     return _ElementIterator(operands, order, writes, several, flags)
+
+
+def _writes_allocated(op, op_flags):
+    """Whether ``np.nditer(op, op_flags=op_flags)`` may write into an array the function
+    allocated (``out = np.zeros(n)``, then ``x[...] = p[i]`` in the loop): the loop can write
+    traced values there, which NumPy's iterator would put in its memory unseen."""
+    operands = list(op) if type(op) in (list, tuple) else [op]
+    if not op_flags:
+        return False
+    each = op_flags if all(type(f) in (list, tuple) for f in op_flags) \
+        else [op_flags] * len(operands)
+    return any(wrapped(x) and bool(set(f) & {"readwrite", "writeonly"})
+               for x, f in zip(operands, each))
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
@@ -3157,6 +3171,10 @@ class Preexisting(np.ndarray):
             level.shape = shape
         original = self.__dict__.get("original")
         if original is not None:
+            for differentiation in ACTIVE.running:  # its shape before, if f raises
+                adopter = getattr(differentiation, "adopter", None)
+                if adopter is not None:
+                    adopter.reshaped.setdefault(id(original), (original, original.shape))
             original.shape = shape
         np.ndarray.shape.__set__(self, shape)
 
@@ -4546,9 +4564,11 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
-                _caller(sys._getframe(1))):
-            return allocate(y, (np.array, (y.copy(),), {}))
+        if _in_mode() and _drawn_for_the_user(_caller(sys._getframe(1))):
+            if _allocated(y, args, kwargs):
+                return allocate(y, (np.array, (y.copy(),), {}))
+            if _counting(y, args, kwargs):  # rng.integers(...), rng.permutation(n): as
+                return _own_stand_in(y)     # np.arange's, the floats made from them followed
         return y
 
     return _named(drawing, draw)

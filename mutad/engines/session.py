@@ -113,6 +113,9 @@ class Differentiation:
         # ids of the owners of the memory of arguments f is given untraced (records), which
         # come back as they were, as every argument does (``allocation.drawing_argument``)
         self.received = set()
+        # id of a caller's array made before the call that f reshaped in place
+        # (``U0.shape = ...``) -> (that array, its shape before), put back if f raises
+        self.reshaped = {}
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -180,7 +183,11 @@ class Differentiation:
         a list it appended to, a global: ``holders``, ``allocation.settle``) is replaced by
         its plain value, as NumPy's run would have stored it: the caller's own object where
         it is an argument or such an array, else a copy of its values now. ``returned``: False
-        where ``f`` raised, after which the caller's arrays come back as they were."""
+        where ``f`` raised, after which the caller's arrays come back as they were, in the
+        shapes they had (``U0.shape = ...``)."""
+        if not returned:
+            for caller, shape in self.reshaped.values():
+                caller.shape = shape
         if returned:
             # (memory an argument views too comes back as the argument's does)
             self.left = [(x, t.value.copy()) for x, t in self.written
