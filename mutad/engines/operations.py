@@ -1055,6 +1055,10 @@ def _saved_write(ufunc, tape, target, other, values, plan, skip=SKIPPED + 2, inp
             named = other
         named = (named,) if len(values) == 1 else (place, named)
         kept = tape.hold(kept, named)
+    if not any(x is not None for x in kept):
+        # (a write whose pullback reads no value, the common case: the one tuple of Nones
+        # that all such records share, not a list each; only a list's stand-ins are filled in)
+        kept = _NOTHING_KEPT.get(len(kept)) or kept
     record = SavedWrite(write_plan.primitive, named, state, place, kept,
                         value if find is None else None, find, saved)
     # (by default: called by ``fast_write`` or ``fast_assign``, called by the engine
