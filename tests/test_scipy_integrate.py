@@ -348,6 +348,20 @@ def test_solve_ivp_replays_while_the_solver_decides_as_recorded(method, t_eval):
     assert p.tobytes() == before
 
 
+def test_solve_ivp_whose_steps_move_on_every_call_says_why_it_is_traced():
+    """Parameters that move the adaptive steps on every call record again each time, until
+    the replay gives up: ``reasons`` names the solver's decisions as what changed."""
+    def loss(p):
+        sol = solve_ivp(_two_states, (0.0, 1.0), np.array([1.0, 2.0]), args=(p[0], p))
+        return sol.y[:, -1].sum()
+
+    p = np.array([0.7, 1.3])
+    calls = [(p * (1.0 + 0.001 * k),) for k in range(6)]
+    replaying = replays_as_traced(loss, calls, replayed=0)
+    assert any("sol.t" in why for why in replaying.reasons.values())
+    assert p.tobytes() == np.array([0.7, 1.3]).tobytes()
+
+
 def test_odeint_replays_a_new_solve():
     """odeint shows f its outputs at f's times alone: a replay solves again, however many
     steps LSODA takes for the new values, bit for bit the traced calls. With full_output, its

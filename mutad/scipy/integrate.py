@@ -1543,7 +1543,13 @@ class _SolvedAnew(_Problem):
         (``decisions``) would be this call's, and the call is recorded again."""
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
         if recorder is not None and recorder.ready:
-            recorder.guard(y, self.decisions(), lambda _: self.decisions())
+            recorder.guard(y, self.decisions(), lambda _: self.decisions(), _DECIDED_ANEW)
+
+
+_DECIDED_ANEW = (
+    "the solve run again took other steps than the recorded one: its accepted times sol.t "
+    "and its counts nfev, njev, nlu and status, which the caller holds as plain values, "
+    "would be the recorded ones")
 
 
 def _same_bytes(a, b):
