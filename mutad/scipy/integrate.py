@@ -780,6 +780,16 @@ class _Problem:
         solve kept serves the rules that run again in the same call."""
         return self.solved is None
 
+    def kept(self):
+        """What the forward solve keeps (``keep`` puts it back)."""
+        return self.solved, self.solution, self.dense, self.path, self.steps
+
+    def keep(self, solve):
+        """Keep ``solve`` (a ``kept()``), or, given None, release what the solve kept: the
+        next one solves again."""
+        self.solved, self.solution, self.dense, self.path, self.steps = \
+            (None,) * 5 if solve is None else solve
+
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
         were changed in place after the solve)."""
@@ -1196,16 +1206,26 @@ class _Solution(Adjoint):
             return self._differentiated_rule(y0, values, problem, times)
         Y, path, times, transpose = self.evaluate(problem, y0, values, times)
         adaptive = self is _IVP and problem.adaptive
+        # A problem that solves anew lives in a replayed program between calls: what its
+        # solve keeps goes with this call's reverse pass (``back``), not with the problem
+        solve = problem.kept() if problem.replays_on_its_operands else None
 
         def back(dY):
             dY = np.transpose(dY) if transpose else dY
             dY = np.reshape(dY, (np.size(y0), -1))
             if adaptive and np.any(dY[:, 1:-1]):
                 raise UnsupportedOperationError(_ADAPTIVE)
-            # The right-hand side runs again, writing its own work buffers (self.dy[:] = ...)
-            with kept_state_writable():
-                dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
-                                               np.transpose(Y) if transpose else Y)
+            if solve is not None:  # (released by an earlier pass over the same call)
+                problem.keep(solve)
+            try:
+                # The right-hand side runs again, writing its own work buffers
+                # (self.dy[:] = ...)
+                with kept_state_writable():
+                    dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
+                                                   np.transpose(Y) if transpose else Y)
+            finally:
+                if solve is not None:
+                    problem.keep(None)
             return (dy0, *dvalues)
 
         return Y, back
@@ -1434,7 +1454,6 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     problem = kind("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
                    t0, float(t_span[1]), method, options.get("rtol", 1e-3),
                    options.get("atol", 1e-6), options.get("max_step", np.inf))
-    result: dict[str, Any] = {}
 
     explicit = _RUNGE_KUTTA.get(method) if not vectorized else None
     # An explicit Runge-Kutta solve without dense output or events keeps, for its reverse pass,
@@ -1456,17 +1475,17 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
 
     def forward(y0_plain, values):
         if not problem.solves(y0_plain, values):
-            return result["sol"]
+            return problem.solution
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
-        result.pop("dense", None)  # (an earlier solve's, where a replay solves again)
+        problem.dense = None  # (an earlier solve's, where a replay solves again)
         if recorded:
             problem.steps = _Record()
             sol = solve(y0_plain, values, _recording(explicit, problem.steps), False)
 
             def path(t_from, t_to):  # the continuous adjoint's, where the steps are not
-                if "dense" not in result:  # reproduced: the same solve, its dense output kept
-                    result["dense"] = solve(*problem.solved, method, True).sol
-                return result["dense"]
+                if problem.dense is None:  # reproduced: the same solve, its dense output kept
+                    problem.dense = solve(*problem.solved, method, True).sol
+                return problem.dense
         else:
             sol = solve(y0_plain, values, method, True)
             problem.dense = sol.sol
@@ -1476,7 +1495,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             def path(t_from, t_to):  # the dense output covers the whole span
                 return sol.sol
         problem.path, problem.times = path, sol.t
-        result["sol"] = problem.solution = sol
+        problem.solution = sol
         parameters.freeze()
         return sol
 
@@ -1489,7 +1508,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     y = _IVP(y0, *values, problem=problem)
     if isinstance(problem, _SolvedAnew):
         problem.guard(y)
-    sol = result["sol"]
+    sol = problem.solution
     out = _ivp.OdeResult(**sol)
     terminal = None  # the time of the event that ended the solve, and the state then
     if events is not None:
