@@ -365,7 +365,8 @@ def test_solve_ivp_whose_steps_move_on_every_call_says_why_it_is_traced():
 def test_a_replayed_solve_ivp_keeps_no_solve_between_calls(monkeypatch):
     """The program of a replayed solve_ivp holds its problem between calls: what a solve keeps
     for its reverse pass (its steps, its solution, copies of its inputs) is released by that
-    pass, on the recording call and on each replay, and the gradients stay the traced ones."""
+    pass, on the recording call and on each replay, or by the guard that stops a replay whose
+    solver decided otherwise; the gradients stay the traced ones."""
     problems = []
     made = integrate._SolvedAnew.__init__
 
@@ -381,7 +382,8 @@ def test_a_replayed_solve_ivp_keeps_no_solve_between_calls(monkeypatch):
         return sol.y[:, -1].sum()
 
     p = np.array([0.7, 1.3])
-    replays_as_traced(loss, [(p,), (p,), (p * 1.0001,)], replayed=2)
+    # (the last call's solver decides otherwise: its replay stops at the guard, recorded again)
+    replays_as_traced(loss, [(p,), (p,), (p * 1.0001,), (p * 5.0,)], replayed=2)
     assert problems and all(problem.solution is problem.steps is problem.solved is None
                                 for problem in problems)
     assert p.tobytes() == np.array([0.7, 1.3]).tobytes()

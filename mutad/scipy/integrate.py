@@ -1561,8 +1561,17 @@ class _SolvedAnew(_Problem):
         runs again decides as this one did: else the plain results the caller holds
         (``decisions``) would be this call's, and the call is recorded again."""
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
-        if recorder is not None and recorder.ready:
-            recorder.guard(y, self.decisions(), lambda _: self.decisions(), _DECIDED_ANEW)
+        if recorder is None or not recorder.ready:
+            return
+        taken = self.decisions()
+
+        def decided(_):
+            found = self.decisions()
+            if found != taken:  # (the replay stops here: no reverse pass releases the solve)
+                self.keep(None)
+            return found
+
+        recorder.guard(y, taken, decided, _DECIDED_ANEW)
 
 
 _DECIDED_ANEW = (
