@@ -10,7 +10,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .core.devices import device_of
+from .core.devices import device_of, is_device, namespace
 from .core.errors import (
     ArgnumsError,
     ComplexInputError,
@@ -137,7 +137,13 @@ def _value_and_gradient(f, args, kwargs, argnums, policy, has_aux, memory=None,
         if output_as is not None:
             value = output_as(value)
         grads = d.gradients([(y, 1.0)])
-    grads = grads[selected[0]] if single else tuple(grads[i] for i in selected)
+    if single:
+        grads = grads[selected[0]]
+    else:  # (a loop, not a generator: made and resumed on every call, it costs more)
+        picked = []
+        for i in selected:
+            picked.append(grads[i])
+        grads = tuple(picked)
     return ((value, aux) if has_aux else value), grads
 
 
@@ -663,6 +669,16 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     return jacobian_of_f
 
 
+def _on_host(value):
+    """``value`` as a NumPy array: a device array's explicit copy to the host (a device library
+    refuses NumPy's implicit conversion)."""
+    if is_device(value):
+        to_host = getattr(namespace(value), "asnumpy", None)
+        if to_host is not None:
+            return to_host(value)
+    return np.asarray(value)
+
+
 class _RunsShownAsOne:
     """While a Jacobian or a Hessian runs ``f`` once per direction (or batch of them), the
     warnings shown are those one run shows: NumPy's own, as its one run of ``f`` gives them,
@@ -692,7 +708,7 @@ class _RunsShownAsOne:
         if forward.FAILED:
             return
         values = [(v.dtype.str, v.shape, v.tobytes()) for v in
-                  (np.asarray(memory(leaf)) for leaf in flatten(y)[0]) if v.dtype.kind in "biufc"]
+                  (_on_host(memory(leaf)) for leaf in flatten(y)[0]) if v.dtype.kind in "biufc"]
         if self.first is None:
             self.first = values
         elif values != self.first:

@@ -825,6 +825,37 @@ def test_random_draws_are_buffers_mutad_follows():
     assert type(draws) is np.ndarray  # outside a differentiation: NumPy's own
 
 
+def integer_draws_as_weights(x):
+    """Integers drawn (a generator's, np.random's) stand in for themselves, as np.arange's do:
+    the float arrays made from them are followed (a mini-batch's indices, counts as weights)."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(1, 4, size=4) * 1.0
+    w[0] = x[0]
+    idx = rng.permutation(4)
+    np.random.seed(2)
+    k = np.random.randint(1, 5, size=4).astype(float)
+    k[1] += x[1]
+    c = rng.choice(4, size=4)
+    return (w * x[idx]).sum() + (k * x).sum() + x[c].sum()
+
+
+def test_integer_draws_stand_in_for_themselves():
+    x = np.array([0.7, 1.3, 0.4, 0.9])
+    saved = x.tobytes()
+    value, _ = mutad.value_and_gradient(integer_draws_as_weights, x)
+    assert value == integer_draws_as_weights(x.copy()) and x.tobytes() == saved
+    mutad.check_grads(integer_draws_as_weights, x)
+    replays_as_traced(integer_draws_as_weights, [(x,), (x + 1.0,)])
+
+    def local_draws(x):  # a generator the function makes: the replay holds its integers
+        rng = np.random.default_rng(3)
+        w = rng.integers(0, 3, 4).astype(float)
+        w[2] = x[2]
+        return (w * x[rng.permutation(4)]).sum()
+
+    replays_as_traced(local_draws, [(x,), (x + 1.0,), (x * 2.0,)], replayed=2)
+    assert x.tobytes() == saved
+
 def reparameterised_draws(theta):
     rng = np.random.default_rng(7)
     y = rng.normal(theta[0], theta[1], size=5)

@@ -6,6 +6,7 @@ the paths' decisions (every operand traced or not, real or complex, float32, a v
 array, one loop's step after another)."""
 
 import math
+import sys
 import types
 import warnings
 
@@ -841,16 +842,19 @@ def test_the_elements_a_loop_writes_are_assigned_as_elements_and_are_right(name,
 
 def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monkeypatch):
     """``operations.fast_write`` records the augmented assignments of slices whose bytes it
-    saves, and leaves the others (complex, too large to save, into a constant) to the general
-    path; ``operations.fast_assign`` the assignments of rows and columns."""
+    saves, called by the operator's own short path (``tracing._fast_operator``, not through
+    the general operator), and leaves the others (complex, too large to save, into a constant)
+    to the general path; ``operations.fast_assign`` the assignments of rows and columns."""
     f, make = PROGRAMS["slices"]
     args = make(np.random.default_rng(5))
     fast_write = tracing.fast_write
-    taken, left = [], []
+    taken, left, callers = [], [], set()
 
-    def counted(ufunc, target, other):
-        written = fast_write(ufunc, target, other)
+    def counted(ufunc, target, other, *skip):
+        written = fast_write(ufunc, target, other, *skip)
         (left if written is None else taken).append((ufunc, target.dtype.type, target.size))
+        if written is not None:
+            callers.add(sys._getframe(1).f_code.co_name)
         return written
 
     monkeypatch.setattr(tracing, "fast_write", counted)
@@ -872,6 +876,7 @@ def test_the_slices_a_loop_updates_take_the_writes_short_path_and_are_right(monk
     assert {(np.multiply, np.complex128, 4), (np.multiply, np.float64, 9000),
             (np.multiply, np.float64, 4)} <= set(left)  # (the last: ``K *= 2.0``)
     assert (np.add, np.float32, 4) in taken
+    assert callers == {"method"}  # (``_fast_operator``'s, not ``_binary``'s ``inplace``)
 
 
 def test_out_calls_take_the_writes_short_path_and_give_the_general_paths_bits(monkeypatch):

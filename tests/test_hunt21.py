@@ -74,6 +74,39 @@ def test_the_shape_of_an_array_made_before_is_refused_by_its_cause():
     GRID[:] = np.linspace(0.0, 1.0, 6)
 
 
+def _reshaped_then_refused(x):
+    GRID.shape = (2, 3)
+    GRID[1] = x
+    GRID.shape = (3, 2)  # after the write: refused
+    return GRID.sum()
+
+
+def _reshaped_then_raising(x):
+    GRID.shape = (3, 2)
+    GRID[0] = x[:2]
+    raise KeyError("the user's own error")
+
+
+def _reshaped_then_raising_unwritten(x):
+    GRID.shape = (2, 3)
+    return (x + GRID[0, :2]).sum()  # NumPy's ValueError: shapes (3,) and (2,)
+
+
+@pytest.mark.parametrize("f, error", [(_reshaped_then_refused, mutad.MutadError),
+                                      (_reshaped_then_raising, KeyError),
+                                      (_reshaped_then_raising_unwritten, ValueError)],
+                         ids=["refused", "raising", "raising unwritten"])
+@pytest.mark.parametrize("replay", [False, True])
+def test_an_array_made_before_reshaped_comes_back_in_its_shape_where_f_raises(f, error, replay):
+    """A call that raises leaves the caller's arrays as they were: a module-level array
+    reshaped in place (``GRID.shape = ...``) came back with its values but in the new shape."""
+    x = np.array([0.5, -0.3, 0.8])
+    for _ in range(2 if replay else 1):
+        with pytest.raises(error):
+            mutad.grad(f, replay=replay)(x)
+        assert GRID.shape == (6,) and GRID.tolist() == np.linspace(0.0, 1.0, 6).tolist()
+
+
 # ----------------------------------------------------------------------------------------------
 # jacobian and jacrev run f more than once (a run for the outputs' shapes, then one per row or
 # per batch of columns): where f reads state its runs change (a counter, a list it appends to,

@@ -1,5 +1,6 @@
 """Linear algebra rules: products, einsum and np.linalg, out of place and written in place."""
 
+import itertools
 import warnings
 
 import numpy as np
@@ -376,6 +377,38 @@ def test_det_gradient_of_a_singular_matrix_is_the_cofactor_matrix():
     singular = np.array([[1.0, 2.0], [2.0, 4.0]])
     (grad,) = mutad.gradient(np.linalg.det, singular)
     np.testing.assert_allclose(grad, [[4.0, -2.0], [-2.0, 1.0]], atol=1e-12)
+
+
+def _det_second_derivatives(a):
+    """d² det / dA_ij dA_kl: the signed determinant of A without rows i, k and columns j, l."""
+    n = a.shape[0]
+    h = np.zeros((n, n, n, n), dtype=a.dtype)
+    for i, j, k, l in itertools.product(range(n), repeat=4):
+        if i != k and j != l:
+            rows = [r for r in range(n) if r not in (i, k)]
+            columns = [c for c in range(n) if c not in (j, l)]
+            sign = (-1) ** (i + j + k + l) * (1 if (k > i) == (l > j) else -1)
+            h[i, j, k, l] = sign * (np.linalg.det(a[np.ix_(rows, columns)]) if rows else 1)
+    return h
+
+
+@pytest.mark.parametrize("a", [np.diag([1.0, 2.0, 0.0]), np.diag([1.0, 0.0, 0.0]), np.zeros((3, 3)),
+                               np.outer([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]), np.arange(16.0).reshape(4, 4)],
+                         ids=["rank 2", "rank 1", "zero", "outer", "rank 2 of 4"])
+def test_det_hessian_of_a_singular_matrix_is_exact(a):
+    # det is a polynomial: its Hessian exists at singular matrices, where the SVD that gives
+    # the cofactors has zero (often repeated) singular values and no derivative
+    expected = _det_second_derivatives(a)
+    given = a.copy()
+    np.testing.assert_allclose(mutad.hessian(np.linalg.det, given), expected, rtol=0, atol=1e-12)
+    direction = np.arange(a.size, dtype=float).reshape(a.shape)
+    np.testing.assert_allclose(mutad.hvp(np.linalg.det, (given,), (direction,)),
+                               np.einsum("ijkl,kl->ij", expected, direction), rtol=0, atol=1e-11)
+    stack = np.stack([a, 2 * a])
+    hessian = mutad.jacfwd(lambda s: mutad.gradient(lambda s: np.linalg.det(s).sum(), s)[0])(stack)
+    np.testing.assert_allclose(hessian[0, :, :, 0], expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(hessian[1, :, :, 1], 2 ** (a.shape[0] - 2) * expected, rtol=0, atol=1e-11)
+    assert np.array_equal(given, a)
 
 
 @pytest.mark.parametrize("ord", [None, 1, 2, 3, np.inf, -np.inf])

@@ -697,7 +697,18 @@ def _nditer_allocated_broadcast(x):
     return (it.operands[2] * np.arange(8.0).reshape(2, 4)).sum()
 
 
-@pytest.mark.parametrize("f", [_nditer_allocated_output, _nditer_allocated_broadcast])
+def _nditer_into_an_array_it_made(x):
+    """A loop over an array the function allocated, writing differentiated values into it
+    through the iterator's elements (its multi-index picking them)."""
+    out = np.zeros(8)
+    it = np.nditer(out, flags=["multi_index"], op_flags=["readwrite"])
+    for v in it:
+        v[...] = x[7 - it.multi_index[0]] ** 2
+    return (out * np.arange(8.0)).sum()
+
+
+@pytest.mark.parametrize("f", [_nditer_allocated_output, _nditer_allocated_broadcast,
+                               _nditer_into_an_array_it_made])
 def test_nditer_with_an_allocated_output(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 

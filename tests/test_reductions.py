@@ -932,6 +932,23 @@ def test_reduce_in_another_order_than_numpys_is_refused():
     assert mutad.gradient(lambda x: np.logaddexp.reduce(x[:0], axis=0).sum(), x)[0].sum() == 0
 
 
+def test_reduce_whose_numpy_loop_is_not_the_fold_says_so():
+    """NumPy 2.4's float np.power.reduce of three values is not (x0 ** x1) ** x2; the refusal
+    said the array was laid out so that NumPy reduced it in another order, of a 1-d array,
+    and told the user to reduce a C-ordered copy, which gives the same value again."""
+    x = np.array([1.03, 0.81, 1.37])
+    f = lambda x: np.power.reduce(x)  # noqa: E731
+    fold = (x[0] ** x[1]) ** x[2]
+    if np.power.reduce(x) == fold:  # a NumPy whose loop is the fold
+        assert mutad.value_and_grad(f)(x)[0] == fold
+        return
+    with pytest.raises(mutad.errors.UnsupportedOperationError) as refused:
+        mutad.gradient(f, x)
+    message = str(refused.value)
+    assert "NumPy's own loop does not compute" in message and repr(float(fold)) in message
+    assert "C order" not in message and "ascontiguousarray" not in message
+
+
 @pytest.mark.parametrize("indices", ([0, 2, 3], [0, 4, 1, 5], [3], [0, 0, 2]))
 def test_add_reduceat_sums_segments_as_numpy_does(indices):
     """np.add.reduceat: NumPy's segment sums; where the indices go down an output is the single

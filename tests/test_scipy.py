@@ -691,6 +691,12 @@ SEVERAL_OUTPUTS = {
     "shichi": lambda x: scipy.special.shichi(x)[0] + scipy.special.shichi(x)[1] ** 2,
     "fresnel": lambda x: 3.0 * scipy.special.fresnel(x)[0] + scipy.special.fresnel(x)[1],
     "airy": lambda x: (lambda ai, aip, bi, bip: ai + 2.0 * aip + bi * bip)(*scipy.special.airy(x)),
+    "airye": lambda x: (lambda a, ap, b, bp: a + 2.0 * ap + b * bp)(*scipy.special.airye(x)),
+    "airye_negative": lambda x: (lambda a, ap, b, bp: b + 2.0 * bp)(*scipy.special.airye(-x)),
+    "itj0y0": lambda x: scipy.special.itj0y0(x)[0] * scipy.special.itj0y0(x)[1],
+    "iti0k0": lambda x: scipy.special.iti0k0(x)[0] + 2.0 * scipy.special.iti0k0(x)[1],
+    "it2j0y0": lambda x: scipy.special.it2j0y0(x)[0] ** 2 + scipy.special.it2j0y0(x)[1],
+    "it2i0k0": lambda x: scipy.special.it2i0k0(x)[0] + 3.0 * scipy.special.it2i0k0(x)[1],
 }
 
 

@@ -424,6 +424,23 @@ def test_solve_ivp_jacobian_sharing_the_closure():
     np.testing.assert_allclose(mutad.gradient(final, 0.5)[0], -np.exp(-0.5), rtol=1e-8)
 
 
+
+@pytest.mark.parametrize("method", ["BDF", "Radau"])
+def test_solve_ivp_jacobian_function_giving_a_sparse_matrix(method):
+    """A method of lines: jac= a function returning a scipy.sparse matrix (of differentiated
+    values) reaches SciPy as that matrix, not an array NumPy makes of it."""
+    def final(p):
+        L = scipy.sparse.diags([1.0, -2.0, 1.0], [-1, 0, 1], shape=(4, 4), format="csc") * p[0]
+        u0 = np.array([0.2, 0.9, 0.7, 0.1])
+        return solve_ivp(lambda t, u: L @ u - p[1] * u, (0, 0.3), u0, method=method,
+                         jac=lambda t, u: L - p[1] * scipy.sparse.eye(4), rtol=1e-8,
+                         atol=1e-10).y[:, -1].sum()
+
+    p = np.array([0.8, 0.3])
+    saved = p.tobytes()
+    mutad.check_grads(final, p, rtol=1e-5)
+    assert p.tobytes() == saved
+
 def test_solve_ivp_vectorized_and_outputs_at_the_solvers_steps():
     def loss(y0, k):
         sol = solve_ivp(lambda t, y: -k * y ** 2, (0.0, 1.0), y0, vectorized=True, **TIGHT)

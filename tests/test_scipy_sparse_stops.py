@@ -191,3 +191,19 @@ def test_canonical_forms_of_unsorted_differentiated_values(kind, how):
     # the in-place sorts overwrote)
     mutad.gradient(lambda x: seen.append([structure(m.value) for m in canonical(x)]) or f(x), x)
     assert seen == [[structure(m) for m in canonical(x.copy())]]
+
+
+def _built_from_lists(p):
+    """Matrices built from, and diagonals written with, Python lists of differentiated numbers,
+    as SciPy reads them: the arrays NumPy makes of the lists."""
+    dense = sp.csr_matrix([[p[0] + 2, 0.0], [0.0, p[1]]])
+    banded = sp.diags([[p[0], p[1], 1.0], [0.5, p[2]]], [0, 1], format="csc")
+    A = sp.eye(3, format="csr")
+    A.setdiag([p[0], 1.0, p[1]])
+    L = sp.lil_matrix((3, 3))
+    L.setdiag((p[2], p[3]), 1)
+    return weighed(dense @ banded[:2, :2]) + weighed(A @ banded) + weighed(L) * p[0]
+
+
+def test_lists_of_differentiated_numbers_build_and_fill_matrices():
+    check(_built_from_lists, np.array([0.7, 1.3, 0.4, 0.9]))

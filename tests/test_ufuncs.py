@@ -168,7 +168,7 @@ COMPLEX_UFUNCS_LEFT_OUT = {
     scipy.special.eval_chebys, scipy.special.eval_sh_legendre, scipy.special.eval_sh_chebyt,
     scipy.special.eval_sh_chebyu, scipy.special.eval_laguerre, scipy.special.eval_gegenbauer,
     scipy.special.eval_genlaguerre, scipy.special.eval_jacobi, scipy.special._ufuncs._zeta,
-    scipy.special.hyp1f1, scipy.special._ufuncs._riemann_zeta,
+    scipy.special.hyp1f1, scipy.special._ufuncs._riemann_zeta, scipy.special.hyp0f1,
 }
 
 

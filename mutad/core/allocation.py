@@ -1628,8 +1628,9 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     op_flags=[["readonly"], ["writeonly"]])``), with no flags: their elements in NumPy's
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
-    before."""
-    if not (_in_mode() and _follows([op, op_dtypes, *rest, *kwargs.values()])):
+    before, unless it may write into them (``_writes_allocated``)."""
+    if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
+                            or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
     several = type(op) in (list, tuple)
     operands = list(op) if several else [op]
@@ -1670,6 +1671,19 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     if "external_loop" in flags:
         return _ChunkIterator(operands, order, writes, several, flags)
     return _ElementIterator(operands, order, writes, several, flags)
+
+
+def _writes_allocated(op, op_flags):
+    """Whether ``np.nditer(op, op_flags=op_flags)`` may write into an array the function
+    allocated (``out = np.zeros(n)``, then ``x[...] = p[i]`` in the loop): the loop can write
+    traced values there, which NumPy's iterator would put in its memory unseen."""
+    operands = list(op) if type(op) in (list, tuple) else [op]
+    if not op_flags:
+        return False
+    each = op_flags if all(type(f) in (list, tuple) for f in op_flags) \
+        else [op_flags] * len(operands)
+    return any(wrapped(x) and bool(set(f) & {"readwrite", "writeonly"})
+               for x, f in zip(operands, each))
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
@@ -3157,6 +3171,10 @@ class Preexisting(np.ndarray):
             level.shape = shape
         original = self.__dict__.get("original")
         if original is not None:
+            for differentiation in ACTIVE.running:  # its shape before, if f raises
+                adopter = getattr(differentiation, "adopter", None)
+                if adopter is not None:
+                    adopter.reshaped.setdefault(id(original), (original, original.shape))
             original.shape = shape
         np.ndarray.shape.__set__(self, shape)
 
@@ -4546,9 +4564,11 @@ def _drawn(draw):
                 else drawn
             return out
         y = draw(*args, **kwargs)
-        if _in_mode() and _allocated(y, args, kwargs) and _drawn_for_the_user(
-                _caller(sys._getframe(1))):
-            return allocate(y, (np.array, (y.copy(),), {}))
+        if _in_mode() and _drawn_for_the_user(_caller(sys._getframe(1))):
+            if _allocated(y, args, kwargs):
+                return allocate(y, (np.array, (y.copy(),), {}))
+            if _counting(y, args, kwargs):  # rng.integers(...), rng.permutation(n): as
+                return _own_stand_in(y)     # np.arange's, the floats made from them followed
         return y
 
     return _named(drawing, draw)
@@ -5116,9 +5136,12 @@ class _Mode:
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
         bindings changed since they were made (``self.mirrors``)."""
-        if self.mirrored is not None and [
-                version.value for version in self.mirrored[0]] == self.mirrored[1]:
-            return  # (every module's version as last known: nothing bound since, in any)
+        if self.mirrored is not None:  # (a loop, not a comprehension: on every entry)
+            for version, known in zip(*self.mirrored):
+                if version.value != known:
+                    break
+            else:
+                return  # (every module's version as last known: nothing bound since, in any)
         for mirror in self.mirrors:
             module, copy, make, snapshot, version, known = mirror
             now = version.value if version is not None else None  # read before comparing: a
@@ -5222,7 +5245,8 @@ class _Mode:
                 module.__class__ = plain
         # (a place may hold another place's stand-in: ping-pong buffers swapped by the
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
-        originals = {id(stand_in): (stand_in, original) for _, _, original, stand_in in self.cells}
+        originals = {id(stand_in): (stand_in, original)
+                     for _, _, original, stand_in in self.cells} if self.cells else {}
         self.array_stand_ins = {}
         self.plain_views = {}
         while self.cells:
@@ -5292,8 +5316,8 @@ class _Mode:
                 # or method they hold (the user's f itself: mutad.hessian(
                 # scipy.special.logsumexp, x)) is swapped.
                 own = package == "mutad"
-                places = [(cell, "cell_contents")
-                          for cell in getattr(g, "__closure__", None) or ()]
+                closure = getattr(g, "__closure__", None)
+                places = [(cell, "cell_contents") for cell in closure] if closure else []
                 if not own:  # (mutad's own closures hold what its engines need as it is)
                     holders += places
             if code is not None and namespace is not None and not own:
@@ -5317,8 +5341,10 @@ class _Mode:
                     site[2] = original if site[2] is original \
                         or _compares_with_float(code, name) \
                         or self._compares_float(namespace, name) else stand_in
-                places += [(namespace, name) for name in names if name in namespace]
-                holders += [(namespace, name) for name in names]  # (a global f binds: ``global``)
+                for name in names:  # (one loop, not two comprehensions: a few names)
+                    holders.append((namespace, name))  # (a global f binds: ``global``)
+                    if name in namespace:
+                        places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):
                     holders += _holders(bound)
@@ -5334,8 +5360,12 @@ class _Mode:
                 elif isinstance(bound, type) and _user_class(bound):  # a classmethod's cls.W
                     places += [(bound, name) for name in names if name in vars(bound)]
                     holders += [(bound, name) for name in names]
-                places += [(g, i) for i in range(len(getattr(g, "__defaults__", None) or ()))]
-                places += [(g, name) for name in (getattr(g, "__kwdefaults__", None) or {})]
+                defaults = getattr(g, "__defaults__", None)
+                if defaults:
+                    places += [(g, i) for i in range(len(defaults))]
+                defaults = getattr(g, "__kwdefaults__", None)
+                if defaults:
+                    places += [(g, name) for name in defaults]
             while places:
                 place, key = places.pop()
                 try:

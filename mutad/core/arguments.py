@@ -105,7 +105,9 @@ def _run(differentiation, f, call, explain):
                 if adopter.adopted:  # f returns an array it wrote into
                     result = adopted_views(result)
             # (an error made, not raised, has no traceback: a refusal kept ready, say)
-            raised = [e for e in ACTIVE.refusals[refusals:] if e.__traceback__ is not None]
+            # (no comprehension made where none was noted: the common case, on every call)
+            raised = [e for e in ACTIVE.refusals[refusals:] if e.__traceback__ is not None] \
+                if len(ACTIVE.refusals) > refusals else ()
             if raised:
                 raise went_past(raised[0])
             return result
@@ -125,7 +127,8 @@ def _run(differentiation, f, call, explain):
             # a refusal raised out of this differentiation, into an enclosing one's function,
             # stays noted there
             escaping = sys.exc_info()[1]
-            kept = [e for e in ACTIVE.refusals[refusals:] if e is escaping]
+            kept = [e for e in ACTIVE.refusals[refusals:] if e is escaping] \
+                if len(ACTIVE.refusals) > refusals else []
             del ACTIVE.refusals[refusals:]
             ACTIVE.running.pop()
             if ACTIVE.running:

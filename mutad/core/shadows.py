@@ -446,7 +446,8 @@ class Shadows:
                     if view is not None:  # zeros, then ``view += g``: 0.0 + g, in one pass
                         np.add(g, 0.0, out=view)
                         return
-        g = real_part_if(place, g)
+        if type(g) is not float:  # (a Python float, the seed 1.0, is its own real part:
+            g = real_part_if(place, g)  # not asked of the place's dtype, a property's read)
         if place.whole and buffer.c_contiguous and buffer.key not in self.entries:
             if buffer.device is not None:
                 g = self._device_shadow(buffer, g, owned)

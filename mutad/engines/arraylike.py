@@ -1517,7 +1517,8 @@ class ArrayMethod:
     def __get__(self, x, kind=None):
         if x is None:
             return self.__func__
-        self.lacked(x, sys._getframe(1))
+        if getattr(x, "weak", False) is True:  # (``lacked``'s first question: the frame only then)
+            self.lacked(x, sys._getframe(1))
         return types.MethodType(self.__func__, x)
 
     def lacked(self, x, frame):
@@ -1539,7 +1540,8 @@ class ArrayProperty(ArrayMethod):
     def __get__(self, x, kind=None):
         if x is None:
             return self.__func__
-        self.lacked(x, sys._getframe(1))
+        if getattr(x, "weak", False) is True:  # (as ``ArrayMethod``'s)
+            self.lacked(x, sys._getframe(1))
         return self.__func__.__get__(x, kind)
 
     def __set__(self, x, value):

@@ -166,6 +166,30 @@ def careful(lines):
     return [line.careful if type(line) is Pair else line for line in lines]
 
 
+def _written_out(items):
+    """The reverse lines ``items`` as :meth:`Code.rendered` writes them, where each run of
+    :class:`Stretch`es among them is written in its careful form (none of them writes into a
+    vector it checks at the end: ``Code._stretch``'s sinks), so that they never leave the
+    compiled pass; else None."""
+    lines, run = [], []
+    for item in [*items, None]:
+        if type(item) is Stretch:
+            run.append(item)
+            continue
+        if run:
+            touched = set().union(*(stretch.touched for stretch in run))
+            if any(key in touched and unchecked(buffer)
+                   for key, buffer in run[-1].closed[0].items()):
+                return None
+            lines += careful([line for stretch in run for line in stretch.lines])
+            run = []
+        if item is not None:
+            if type(item) is not str and type(item) is not _Zeroing:
+                return None
+            lines.append(item)
+    return lines
+
+
 class Stretch:
     """The reverse lines of one step that read and write local cotangents alone (no shadow,
     no entry of the dictionary, no deopt), strings and :class:`Pair`s; consecutive ones are
@@ -254,6 +278,8 @@ class Code:
         self.elements = {}
         # while the lines are finished: the constants finishing them bound (``derive``)
         self.derived = None
+        # the last element of a flat shadow read and zeroed in the reverse pass (``took``)
+        self.taken = None
 
     def defer_nan_checks(self):
         """Check a chain of arithmetic on NumPy's scalars for a NaN once, at its end.
@@ -716,6 +742,86 @@ class Code:
         again = "added_in_place" if in_place else "add"
         return [f"t = {target} + {g}", f"{target} = t if t == t else {again}({target}, {g})"]
 
+    def took(self, flat, element):
+        """The line that zeroes the element ``element`` (its name) of the flat shadow
+        ``flat`` where its cotangent was just read into ``dy``, as a marker that
+        :meth:`added_back` may take out again."""
+        zeroed = _Zeroing(f"{flat}[{element}] = 0.0")
+        self.taken = (flat, self.constant(element), zeroed)
+        return zeroed
+
+    def added_back(self, flat, element, g):
+        """Lines for ``flat[element] += g`` (NumPy's float64 scalars, as :meth:`plus` writes
+        it, not in place) where the element was the last one read and zeroed (:meth:`took`:
+        ``x[i] -= ...`` or ``x[i] /= ...``, then ``x[i]`` read, its cotangent taken, then given
+        back), and no line since reads or writes it by any route; else None.
+
+        Then the element need not be zeroed: the sum into the zero is ``0.0 + g``, stored over
+        what the element holds. Where ``g`` is the cotangent read there, each name between
+        ``dy`` and ``g`` a plain copy of the one before, made where every line runs, the
+        element holds ``g``'s bits already, which ``0.0 + g`` gives again wherever ``g`` is
+        nonzero and not a NaN: it is left as it is (a zero, whose sign the sum makes
+        positive, and a NaN are summed). The lines since the read are read for all that; where
+        one cannot be told apart (one that reaches the shadows otherwise, a stretch that may
+        leave the compiled pass, a way out of it) the element is zeroed and added into as
+        before."""
+        taken = self.taken
+        if taken is None or taken[0] != flat or taken[1] != self.constant(element) \
+                or type(taken[1]) is not int:
+            return None
+        self.taken = None
+        lines = self.reverse
+        start = next((i for i in range(len(lines) - 1, -1, -1) if lines[i] is taken[2]), None)
+        if start is None:
+            return None
+        owners = {name: layout[1] if layout[0] == "flat" else layout[0]
+                  for layout, name in self.shadows.items()}
+        since = _written_out(lines[start + 1:])
+        if since is None:
+            return None
+        copies, view = {"dy"}, False
+        for line in since:
+            if not self._apart(line, flat, taken[1], owners):
+                return None
+            if _VIEW.search(line):  # (a view of a shadow made since, by a line read here)
+                view = view or line.startswith("view = ")
+                if not view:
+                    return None
+            copy = _COPY.fullmatch(line)
+            if copy is not None and copy[2] in copies:
+                copies.add(copy[1])
+                continue
+            copies = {name for name in copies if not re.search(
+                rf"(?<![\w.]){name}\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)", line)}
+        del lines[start]
+        zero = self.bind(ZERO)
+        stored = [f"t = {zero} + {g}", f"{flat}[{element}] = t if t == t else add({zero}, {g})"]
+        return [f"if not ({g} and {g} == {g}):", *indent(stored)] if g in copies else stored
+
+    def _apart(self, line, flat, element, owners):
+        """Whether the reverse line ``line`` leaves the element ``element`` of the flat shadow
+        ``flat`` alone, read from what it names: no shadow but through the locals holding
+        them (``owners``: their buffers' keys), that one only at other elements or by slices
+        that miss it, another only where it is another buffer's."""
+        if any(word in line for word in _REACHING):
+            return False
+        for match in _SHADOW_LOCAL.finditer(line):
+            name = match[1]
+            if name == flat:
+                at = self.constant(match[2]) if match[2] else None
+                if type(at) is int:
+                    if at == element:
+                        return False
+                elif type(at) is slice and all(type(part) is int and part >= 0 for part in (
+                        at.start, at.stop, at.step)):
+                    if element in range(at.start, at.stop, at.step):
+                        return False
+                else:
+                    return False
+            elif name not in owners or owners[name] == owners.get(flat):
+                return False
+        return True
+
     def shadow(self, place, always):
         """``(lines, expression)``: the shadow of ``place`` (``shadows.of``) where a reverse
         line adds into it. Once a line that always runs has made it, it is a local, for every
@@ -870,6 +976,23 @@ _COTANGENT = re.compile(r"\b[cg][0-9]+\b")
 """The name of a local of the reverse pass: a cotangent, a product made for an input."""
 _CONSTANT = re.compile(r"\bk[0-9]+\b")
 """The name of a constant (``Code.bind``)."""
+_SHADOW_LOCAL = re.compile(r"\b(s[0-9]+)\b(?:\[(k[0-9]+)\])?")
+"""A local holding a shadow (``Code.shadow``, ``Code.flat_of``), and the constant it is
+indexed by, if any."""
+_VIEW = re.compile(r"\bview\b")
+"""The local holding a view of a shadow (``Code.add_into``)."""
+_COPY = re.compile(r"(c[0-9]+|dy) = (c[0-9]+|dy)")
+"""A reverse line, at the pass's own level, that makes one name of a cotangent another's."""
+_REACHING = ("shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:")
+"""What a reverse line names where it may reach a shadow other than through its locals, or
+leave the compiled pass (``Code.added_back``)."""
+
+
+class _Zeroing(str):
+    """The line that zeroes an element whose cotangent was read (``Code.took``), told apart
+    from an equal one by its identity."""
+
+    __slots__ = ()
 _PRODUCT = re.compile(r"( *)([cg][0-9]+) = multiply\(([cg][0-9]+), (k[0-9]+), ([cg][0-9]+)\)")
 """A reverse line that multiplies a local by a constant (``Code.fold_negations``)."""
 _SCALAR_PRODUCT = re.compile(r"( *)([cg][0-9]+) = ([cg][0-9]+) \* (k[0-9]+)")

@@ -24,7 +24,7 @@ from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, 
                        times_partial, writable)
 from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRule,
                              NoClosedForm, Operand, Rule)
-from ..core.shadows import Buffer, Place, bytes_of, overlapping
+from ..core.shadows import Buffer, Place, bytes_of, lendable, overlapping
 from ..core.tape import OneOutput, Write
 from ..core.views import NDARRAY, writeable
 from .writes import EXACT_AS_SCALAR, CopyBack, reads_written
@@ -1035,10 +1035,14 @@ def write_cotangents(shadows, rule, dy, y, places, kept, traced, spare=None):
     never from a variable: ``Shadows.lend`` counts its references), is lent to the cotangents
     made here, and to no later ones."""
     earlier = shadows.spare
-    if spare is not None:
+    if spare is not None and lendable(spare):  # (``lend``'s first question: most are small)
         shadows.lend(spare)
-        del spare  # (not lent: freed before the cotangents are made)
-    elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
+    del spare  # (not lent: freed before the cotangents are made)
+    if type(dy) is NDARRAY and dy.nbytes < SHORT and dy.flags.writeable:
+        # (``elementwise_cotangents``' first question, asked here: a small write's)
+        _small_cotangents(shadows, rule, dy, y, places, kept, traced)
+    else:
+        elementwise_cotangents(shadows, rule, dy, y, places, kept, traced)
     if earlier is not None:  # (nearly always None: only large copies are lent)
         shadows.let_go(earlier)
 

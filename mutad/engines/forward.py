@@ -578,14 +578,14 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         if out is None:
             return without_derivative(ufunc(*primals, **kwargs), primals, kwargs, level)
         return _write_constant(ufunc, primals, out, kwargs, level)
-    # A constant operand (an allocation's zero tangent) needs no partial: none is computed
-    # (1 / (2 sqrt(0)) of a constant's sqrt) or refused (jv's in an order v <= -1 that is not
-    # differentiated), as reverse mode computes no cotangent for it.
-    traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None
-              and _moves(inputs[i], level)]
-    for i in traced:
-        if type(rule.partials[i]) is NoClosedForm and carries_derivative(inputs[i]):
-            raise rule.partials[i].error(ufunc)
+    traced = [i for i, t in enumerate(tangents) if t is not None and rule.partials[i] is not None]
+    for i in list(traced):
+        if type(rule.partials[i]) is NoClosedForm:
+            if carries_derivative(inputs[i]):
+                raise rule.partials[i].error(ufunc)
+            traced.remove(i)  # a constant (an allocation's zero tangent): no derivative needed
+    if traced and not any(_moves(inputs[i], level) for i in traced):
+        traced = []  # constants alone: NumPy's operation, no partial (1 / (2 sqrt(0))) computed
     if out is not None and traced and ufunc is not np.positive \
             and np.dtype(out.dtype).kind != "c" and complex_among(primals):
         # complex values into a real ``out`` (casting='unsafe'): NumPy's complex loop, then its

@@ -912,7 +912,7 @@ def _fast_operand(tape, target, other):
     return None
 
 
-def fast_write(ufunc, target, other):
+def fast_write(ufunc, target, other, skip=SKIPPED + 2):
     """The augmented assignment ``target op= other`` (``apply_ufunc(ufunc, (target, other),
     out=target)``) in one function where its bytes are saved, or None, with nothing done,
     where the general path is taken: operands ``_fast_operand`` takes, a ufunc whose rule gives
@@ -921,7 +921,8 @@ def fast_write(ufunc, target, other):
     ``record_saved_write`` ask has one answer: the operands unwrap to their values, the target
     is operand 0 (its ``target_position``), and the record is the :class:`inplace.SavedWrite`
     those make, in the same order of steps (``_saved_write``; ``tracing``'s ``inplace`` calls it
-    after its own questions)."""
+    after its own questions, and its operators' short path before them: ``skip``, the frames
+    ``debug.caller`` skips, one fewer)."""
     tape = target.tape
     operand = _fast_operand(tape, target, other)
     if operand is None:
@@ -931,7 +932,7 @@ def fast_write(ufunc, target, other):
     plan = _write_plan(ufunc, pattern)
     if plan is False:
         return None
-    return _saved_write(ufunc, tape, target, other, [target.value, operand], plan)
+    return _saved_write(ufunc, tape, target, other, [target.value, operand], plan, skip)
 
 
 def fast_assign(target, value):
@@ -1184,7 +1185,7 @@ def assign(target, value, element=False):
     and found apart from ``value`` (``overlaps``)."""
     if type(target) is Traced and target.value.dtype.kind in "US":
         return _write_text(target, value)
-    value = as_assigned(value, target.dtype)
+    value = as_assigned(value, target.value.dtype if type(target) is Traced else target.dtype)
     tape = value.tape if type(value) is Traced else None
     if type(target) is Traced and target.tape is tape and not value.buffer.weak \
             and not value.buffer.constant and value.value.dtype == target.value.dtype \
@@ -1258,7 +1259,9 @@ def as_assigned(value, dtype):
     cast", which the ufunc writing it would word as its own)."""
     if dtype.kind not in "fc":
         return value
-    kind = np.dtype(float) if type(value) is float else getattr(value, "dtype", None)
+    given = type(value)
+    kind = _REAL if given is float else value.value.dtype if given is Traced else \
+        getattr(value, "dtype", None)
     if kind is not None and kind.kind == dtype.kind and kind.itemsize > dtype.itemsize:
         if type(value) is Traced or type(value) is NDARRAY:
             return value.astype(dtype)
@@ -1326,7 +1329,7 @@ def write_number(target, value):
     not a constant, and ``value`` a Python float or int, outside a recording: a number is no
     operand at the target's position, and no gradient reaches it; the write by the plan of a
     constant."""
-    value = as_assigned(value, target.dtype)
+    value = as_assigned(value, target.value.dtype if type(target) is Traced else target.dtype)
     write_element(target, value, value, 0)
 
 

@@ -1495,7 +1495,11 @@ class Gather:
             if scalar_cotangents(self.buffer) and element is not None:
                 # (the flat shadow, where an integer finds the element at half the cost)
                 lines, flat = code.flat_of(self.place, always=True)
-                return [*lines, *code.plus(f"{flat}[{code.bind(element)}]", dy, in_place=False)]
+                element = code.bind(element)
+                # (where a write's reverse took the element's cotangent: stored over it)
+                back = code.added_back(flat, element, dy)
+                return [*lines, *(back if back is not None else
+                                  code.plus(f"{flat}[{element}]", dy, in_place=False))]
             lines, shadow = code.shadow(self.place, always=True)
             if scalar_cotangents(self.buffer):
                 return [*lines, *code.plus(f"{shadow}[{key}]", dy, in_place=False)]
@@ -1615,7 +1619,7 @@ class SetElement:
         lines, flat = code.existing_flat(buffer, k)
         element = code.bind(self.written.offset // 8)
         return [*ElementWrite.back_lines([*lines, f"dy = {flat}[{element}]",
-                                          f"{flat}[{element}] = 0.0"], array, index, old),
+                                          code.took(flat, element)], array, index, old),
                 *code.add(self.place, "dy")]
 
 

@@ -113,6 +113,9 @@ class Differentiation:
         # ids of the owners of the memory of arguments f is given untraced (records), which
         # come back as they were, as every argument does (``allocation.drawing_argument``)
         self.received = set()
+        # id of a caller's array made before the call that f reshaped in place
+        # (``U0.shape = ...``) -> (that array, its shape before), put back if f raises
+        self.reshaped = {}
 
     def adopt(self, stand_in, root, x):
         """This differentiation's array for ``stand_in`` (``allocation.Preexisting``), which
@@ -180,7 +183,11 @@ class Differentiation:
         a list it appended to, a global: ``holders``, ``allocation.settle``) is replaced by
         its plain value, as NumPy's run would have stored it: the caller's own object where
         it is an argument or such an array, else a copy of its values now. ``returned``: False
-        where ``f`` raised, after which the caller's arrays come back as they were."""
+        where ``f`` raised, after which the caller's arrays come back as they were, in the
+        shapes they had (``U0.shape = ...``)."""
+        if not returned:
+            for caller, shape in self.reshaped.values():
+                caller.shape = shape
         if returned:
             # (memory an argument views too comes back as the argument's does)
             self.left = [(x, t.value.copy()) for x, t in self.written
@@ -365,11 +372,18 @@ class ReverseDifferentiation(Differentiation):
         selected argument."""
         wrapped = []
         made = {}  # id of a float array -> its traced array: one object passed twice is one
-        flat = [flatten(arg) for arg in args]  # (each argument's leaves, and its rebuild)
+        # (loops, not comprehensions, on every call: Python makes a function and a frame for
+        # each comprehension, which costs more than the loop over a few arguments)
+        flat = []  # each argument's leaves, and its rebuild
+        for arg in args:
+            flat.append(flatten(arg))
         # the memory of the enclosing levels' arrays in selected arguments: followed here
-        followed = {id(owner(leaf)) for i, (leaves, _) in enumerate(flat)
-                    if selected is None or i in selected
-                    for leaf in leaves if isinstance(leaf, Tracer)}
+        followed = set()
+        for i, (leaves, _) in enumerate(flat):
+            if selected is None or i in selected:
+                for leaf in leaves:
+                    if isinstance(leaf, Tracer):
+                        followed.add(id(owner(leaf)))
         for i, arg in enumerate(args):  # (``x is y`` in f is True for f(a, a), as in NumPy)
             leaves, rebuild = flat[i]
             self.rebuilds.append((len(self.leaves), len(leaves), rebuild))
@@ -391,8 +405,11 @@ class ReverseDifferentiation(Differentiation):
                 self.outside_argnums = True  # traced for the replay only
             self.leaves.extend(leaves)
             wrapped.append(self.given_for(arg, rebuild, new))
-        check_distinct_memory([entry[0] for key, entry in self.buffers.items()
-                               if type(key) is int])
+        owners = []
+        for key, entry in self.buffers.items():
+            if type(key) is int:
+                owners.append(entry[0])
+        check_distinct_memory(owners)
         return wrapped
 
     def _wrap_leaf(self, x, plain=False, constant=False, followed=frozenset()):
@@ -523,8 +540,12 @@ class ReverseDifferentiation(Differentiation):
 
     def call(self, f, args, kwargs=None):
         """``f(*args, **kwargs)`` of the traced arguments, with this differentiation running."""
-        args = [drawing_argument(a, self.received) for a in args]
-        kwargs = {k: drawing_argument(v, self.received) for k, v in (kwargs or {}).items()}
+        drawn = []  # (a loop, not a comprehension: see wrap)
+        for a in args:
+            drawn.append(drawing_argument(a, self.received))
+        args = drawn
+        kwargs = {k: drawing_argument(v, self.received) for k, v in kwargs.items()} \
+            if kwargs else {}
         return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
 
     def _explain(self, error):
@@ -616,7 +637,10 @@ class ReverseDifferentiation(Differentiation):
 
     def _per_argument(self, leaf_values):
         """Rebuild each positional argument's structure around its leaves' values."""
-        return tuple(rebuild(leaf_values[start:start + n]) for start, n, rebuild in self.rebuilds)
+        values = []  # (a loop, not a generator: see wrap)
+        for start, n, rebuild in self.rebuilds:
+            values.append(rebuild(leaf_values[start:start + n]))
+        return tuple(values)
 
     def restore(self):
         """Write back the caller's original bytes, make frozen constants writable again, and

@@ -363,10 +363,27 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
 
     ``scalars``: ``general`` is the augmented assignment ``a op= b``, taken here where ``a``
     stands for NumPy's scalar (``x[i, j] /= 9.0`` reads one: ``stands_for_scalar``), which
-    Python rebinds to ``a op b`` as ``_binary``'s ``inplace`` computes it."""
+    Python rebinds to ``a op b`` as ``_binary``'s ``inplace`` computes it, and where ``a`` is
+    an array with axes, which ``inplace`` writes by ``operations.fast_write``."""
 
     def method(self, other):
         value, buffer, tape, given = self.value, self.buffer, self.tape, other
+        if scalars and value.ndim and type(value) is NDARRAY and not buffer.weak \
+                and tape.recorder is None and tape.outer is None:
+            # ``a op= b`` into an array with axes, beside a Python number or an array of the
+            # tape that does not stand for one: ``general``'s questions have one answer (no
+            # operand takes it over, neither stands for a Python number, the result has
+            # elements), and ``_binary``'s ``inplace`` calls ``fast_write``, as here
+            kind = type(other)
+            if kind is float or kind is int or kind is Traced and other.tape is tape \
+                    and not other.buffer.weak:
+                try:  # (``debug.caller``'s frame, fast_write's, this one's: ``inplace``'s less one)
+                    written = fast_write(ufunc, self, other, SKIPPED + 1)
+                except FloatingPointError as error:  # (np.errstate's "raise")
+                    raise scalar_math_error(error, self, other) from None
+                if written is not None:
+                    return written
+            return general(self, given)
         if type(value) is NDARRAY and not buffer.weak and tape.recorder is None \
                 and tape.outer is None and (not scalars or not value.ndim and value.base is None
                                             and not value.flags.writeable):
@@ -885,9 +902,13 @@ def _fits(value, shape):
     does not broadcast to the ``shape`` of its target (``x[:2] = v[:3]``), which the
     elementwise write would word as a ufunc's: NumPy's own assignment raises it, between
     arrays of the two shapes that hold no memory of their own."""
-    if type(value) is float or type(value) is int:
+    kind = type(value)
+    if kind is float or kind is int:
         return
-    given = value.shape if hasattr(value, "shape") else np.shape(value)
+    # (a traced array's shape read from its array: its property asks whether it stands for a
+    # Python number, which the engine's own reads need not)
+    given = value.value.shape if kind is Traced else \
+        value.shape if hasattr(value, "shape") else np.shape(value)
     if given == shape or given == ():
         return
     try:

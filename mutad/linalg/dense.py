@@ -22,7 +22,7 @@ from ..core.errors import UnsupportedOperationError
 from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
 from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
 from ..scipy._adjoints import scipy_adjoint
-from ..core.views import memory
+from ..core.views import memory, wrapped
 from ..engines.products import product_times
 from .spectral import REPEATED_ULPS, singular_values_pullback, singular_values_tangent
 from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
@@ -43,7 +43,24 @@ def cofactor(a):
     A = U S Vᴴ (the holomorphic derivative, det(A) A⁻ᵀ where A is invertible):
     adj(A)ᵀ = det(U) det(Vᴴ) conj(U) adj(S) conj(Vᴴ).
     """
+    if wrapped(a):
+        # differentiated itself (a Hessian of det): the SVD's singular values are not
+        # differentiable where det's singular matrices put them (at zero, often repeated), but
+        # the cofactors are polynomials of A's entries, exactly differentiable as determinants
+        return _minors_cofactor(a)
     return of_finite_matrices(a, _cofactor)
+
+
+def _minors_cofactor(a):
+    """adj(A)ᵀ as (-1)^(i+j) det(A without row i and column j), each a determinant whose own
+    rule differentiates it."""
+    n = np.shape(a)[-1]
+    if n == 1:
+        return np.ones(np.shape(a), dtype=np.result_type(a))
+    others = np.array([[j for j in range(n) if j != i] for i in range(n)])
+    minors = a[..., others[:, None, :, None], others[None, :, None, :]]
+    signs = 1 - 2 * (np.add.outer(np.arange(n), np.arange(n)) % 2)
+    return signs * np.linalg.det(minors)
 
 
 def _cofactor(a):

@@ -802,17 +802,34 @@ def reduce_of(ufunc):
         if keepdims:
             y = np.expand_dims(y, axes)
         if not _same_bits(memory(y), expected):
-            raise UnsupportedOperationError(
-                f"{name} of a differentiated array laid out so that NumPy reduces it in another "
-                "order (over several axes of an array not in C order), or with a loop whose "
-                "rounding depends on the layout: mutad differentiates a fold in order, which "
-                "would not give NumPy's values. Reduce along one axis of a C-ordered copy "
-                "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
+            raise _unlike_the_fold(name, ufunc, memory(a), axes, memory(y), expected)
         _traced_in_replays(f"{name}, whose agreement with NumPy's order of reduction a "
                            "replay would not check")
         return y
 
     return reduce
+
+
+def _unlike_the_fold(name, ufunc, a, axes, y, expected):
+    """The refusal of a reduction whose NumPy values are not the fold's ``y``: NumPy took
+    another order (several axes of an array not in C order), or its own loop does not compute
+    the fold (NumPy 2.4's float ``np.power.reduce`` of three or more values gives another
+    number than ``(x[0] ** x[1]) ** x[2]``)."""
+    y, expected = np.broadcast_arrays(y, expected)
+    differing = np.flatnonzero(~((y == expected) | (np.isnan(y) & np.isnan(expected))))
+    at = differing[0] if differing.size else 0
+    numbers = (f"NumPy gives {expected.flat[at].item()!r} where the fold "
+               f"s = np.{ufunc.__name__}(s, x[i]) gives {y.flat[at].item()!r}")
+    if len(axes) > 1 and not np.asarray(a).flags.c_contiguous:
+        return UnsupportedOperationError(
+            f"{name} of a differentiated array over several axes of an array not in C order: "
+            f"NumPy reduces it in another order ({numbers}), and mutad differentiates the fold "
+            "in order, which would not give NumPy's values. Reduce a C-ordered copy "
+            "(np.ascontiguousarray(x)), or write the fold as a loop: s = f(s, x[i]).")
+    return UnsupportedOperationError(
+        f"{name} of a differentiated array, whose values NumPy's own loop does not compute as "
+        f"the fold in order ({numbers}): mutad differentiates the fold, which would not give "
+        "NumPy's values. Write the fold as a loop if it is the fold you mean: s = f(s, x[i]).")
 
 
 def _traced_in_replays(reason):

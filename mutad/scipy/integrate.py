@@ -108,6 +108,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as _sparse
 
 # SciPy's functions from the modules that define them: the allocation mode swaps the public
 # module's names for the stand-ins below while a differentiation runs.
@@ -643,7 +644,8 @@ def _plain_call(name, fn):
 
     def call(*a):
         try:
-            return np.asarray(fn(*a))
+            y = fn(*a)
+            return y if _sparse.issparse(y) else np.asarray(y)  # (a sparse Jacobian: SciPy's)
         except (ConversionError, UntracedWriteError) as error:
             if len(ACTIVE.running) > 1:  # what it read is an enclosing differentiation's
                 raise UnsupportedOperationError(f"{name}: {_NESTED}") from error

@@ -2368,6 +2368,7 @@ class TracedSparse(_ComparedByValue):
             _refuse("setdiag of a scipy.sparse bsr matrix with traced values",
                     "convert it first (A.tocsr()), which mutad follows.")
         rows, cols = _diagonal_positions(self.shape, k)
+        values = lists_as_arrays([values])[0]  # a list of traced numbers: NumPy's array of it
         if self.format == "coo":
             # SciPy's coo setdiag drops the entries of the diagonal and appends the new ones
             # (coo takes no A[i, j] = v): SciPy's, on the numbers of the stored values
@@ -2886,9 +2887,8 @@ def _constructed(fn, name, data, build, dense=False, dtype=None, indices=()):
     if dtype is not None and np.dtype(dtype) != np.float64:
         _refuse(f"{name}(..., dtype={dtype!r}) of traced values",
                 "mutad follows float64 values: drop dtype=.")
-    if any(type(x) in (list, tuple) and _followed(x) for x in
-           (data if type(data) in (list, tuple) and not dense else [data])):
-        _refuse(f"{name} of a list of traced numbers", "pass an array of them (np.stack).")
+    if type(data) in (list, tuple):  # lists of traced numbers: the arrays NumPy makes of them
+        data = lists_as_arrays([data])[0] if dense else type(data)(lists_as_arrays(data))
     pieces = _pieces(data, dense)
     single = type(data) not in (list, tuple) or dense
     arrange = (lambda xs: xs[0]) if single else (lambda xs: type(data)(xs))
@@ -3540,6 +3540,7 @@ class _Assembled:
     def setdiag(self, values, k=0):
         """SciPy's ``setdiag``: with traced values, entry by entry (``A[i, i + k] = v``)."""
         rows, cols = _diagonal_positions(self.shape, k)
+        values = lists_as_arrays([values])[0]  # a list of traced numbers: NumPy's array of it
         if not _followed(values):  # SciPy's, over the traced entries it overwrites
             count = len(rows) if np.ndim(values) == 0 else min(len(rows), len(values))
             for point in zip(rows[:count].tolist(), cols[:count].tolist()):

@@ -58,6 +58,7 @@ from scipy.special import (
     cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit, ncfdtr, ncfdtri,
+    modstruve, hyp0f1,
 )
 from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
 from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
@@ -98,17 +99,18 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "eval_legendre", "eval_sh_chebyt", "eval_sh_chebyu", "eval_sh_legendre", "exp1",
            "exp10", "exp2", "expi", "expit", "expm1", "expn", "exprel", "gamma", "gammainc",
            "gammaincc", "gammainccinv", "gammaincinv", "gammaln", "gdtr", "gdtrc", "huber",
-           "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
+           "hyp0f1", "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
            "kl_div", "kolmogi", "kolmogorov", "kv",
            "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
-           "logsumexp", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri", "ndtri_exp",
+           "logsumexp", "modstruve", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri",
+           "ndtri_exp",
            "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "smirnov", "smirnovi",
            "softmax", "spence",
-           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py", "xlogy", "y0", "y1",
-           "yn", "yv", "yve"]
+           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py",
+           "xlogy", "y0", "y1", "yn", "yv", "yve"]
 
 
 _SQRT_PI = math.sqrt(math.pi)
@@ -384,6 +386,12 @@ def _struve_dx(y, v, x):
     (1/Γ by rgamma: zero at Γ's poles, v + 3/2 = 0, -1, ..., where Γ(v + 3/2) is NaN)."""
     return (0.5 * (struve(v - 1.0, x) - struve(v + 1.0, x))
             + np.power(0.5 * x, v) * rgamma(v + 1.5) / (2.0 * _SQRT_PI))
+
+
+def _modstruve_dx(y, v, x):
+    """L_v' = (L_{v-1} + L_{v+1}) / 2 + (x/2)^v / (2 √π Γ(v + 3/2)) (DLMF 11.4.26)."""
+    return (0.5 * (modstruve(v - 1.0, x) + modstruve(v + 1.0, x))
+            + np.power(0.5 * x, v) / ((2.0 * _SQRT_PI) * gamma(v + 1.5)))
 
 
 _ORDER = NoClosedForm("the order v")
@@ -853,6 +861,10 @@ elementwise(ellipe,    _ellipe_derivative)
 elementwise(spence,    _spence_derivative)
 elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
+elementwise(modstruve, _ORDER, _modstruve_dx)
+# 0F1(; b; z): d/dz = 0F1(; b + 1; z) / b
+elementwise(hyp0f1,    NoClosedForm("the parameter b"),
+            lambda y, b, z: hyp0f1(b + 1.0, z) / b)
 # in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
 # (``_numerics.gauss_parameter_derivative``)
 elementwise(hyp2f1,    _in_parameter(0), _in_parameter(1), _in_parameter(2),
@@ -1155,7 +1167,36 @@ _SEVERAL_OUTPUTS = {
     _special.fresnel: lambda x, ys: (np.sin((0.5 * math.pi) * x * x),
                                      np.cos((0.5 * math.pi) * x * x)),
     _special.airy: lambda x, ys: (ys[1], x * ys[0], ys[3], x * ys[2]),
+    # the integrals of J_0 and Y_0, of I_0 and K_0: their integrands (not itairy's, whose
+    # values SciPy computes to about 1e-8, so that its differences are not its integrands)
+    _special.itj0y0: lambda x, ys: (j0(x), y0(x)),
+    _special.iti0k0: lambda x, ys: (i0(x), k0(x)),
+    _special.it2j0y0: lambda x, ys: (_one_minus_j0_over_x(x), -_over_x(y0)(x)),
+    _special.it2i0k0: lambda x, ys: (_i0_minus_one_over_x(x), -_over_x(k0)(x)),
+    # eAi = Ai e^ζ and eBi = Bi e^-|Re ζ|, ζ = 2/3 x^(3/2): for x > 0 eAi' = eAip + √x eAi,
+    # eAip' = x eAi + √x eAip, eBi' = eBip - √x eBi, eBip' = x eBi - √x eBip; for x < 0 Bi's
+    # scaling is 1 (eAi is nan there)
+    _special.airye: lambda x, ys: _airye_derivatives(x, ys),
 }
+
+
+def _one_minus_j0_over_x(x):  # (1 - J_0(x)) / x, 0 at 0 (x / 4 near it)
+    small = np.abs(x) < 1e-4
+    safe = np.where(small, 1.0, x)
+    return np.where(small, 0.25 * x, (1.0 - j0(safe)) / safe)
+
+
+def _i0_minus_one_over_x(x):  # (I_0(x) - 1) / x, 0 at 0 (x / 4 near it)
+    small = np.abs(x) < 1e-4
+    safe = np.where(small, 1.0, x)
+    return np.where(small, 0.25 * x, (i0(safe) - 1.0) / safe)
+
+
+def _airye_derivatives(x, ys):
+    eai, eaip, ebi, ebip = ys
+    positive = x > 0
+    root = np.where(positive, np.sqrt(np.where(positive, x, 1.0)), 0.0)
+    return (eaip + root * eai, x * eai + root * eaip, ebip - root * ebi, x * ebi - root * ebip)
 
 
 def _several_outputs(ufunc):
