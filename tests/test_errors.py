@@ -159,6 +159,21 @@ def test_error_names_the_fix_and_restores_arguments(action, error, words):
     assert x.tobytes() == before
 
 
+@pytest.mark.parametrize("action, error, words", [
+    case for case in CASES if any("bytearray(" in word for word in case[2] or ())])
+def test_bytearray_of_a_forward_mode_value_is_refused_as_in_reverse_mode(action, error, words):
+    """A forward-mode value has no ``__index__``, which bytearray(x) asks first: Python then
+    iterates it, and its iteration refuses as reverse mode's index does, not with Python's
+    TypeError of an element's index."""
+    x = np.linspace(0.5, 1.5, 4)
+    before = x.tobytes()
+    with pytest.raises(error) as caught:
+        mutad.jvp(mutate_then(action), (x,), (np.ones(4),))
+    for word in words:
+        assert word in str(caught.value), (word, str(caught.value))
+    assert x.tobytes() == before
+
+
 def test_a_complex_valued_function_has_no_gradient():
     z = np.ones(2, complex)
     before = z.tobytes()

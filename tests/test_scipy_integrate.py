@@ -348,6 +348,47 @@ def test_solve_ivp_replays_while_the_solver_decides_as_recorded(method, t_eval):
     assert p.tobytes() == before
 
 
+def test_solve_ivp_whose_steps_move_on_every_call_says_why_it_is_traced():
+    """Parameters that move the adaptive steps on every call record again each time, until
+    the replay gives up: ``reasons`` names the solver's decisions as what changed."""
+    def loss(p):
+        sol = solve_ivp(_two_states, (0.0, 1.0), np.array([1.0, 2.0]), args=(p[0], p))
+        return sol.y[:, -1].sum()
+
+    p = np.array([0.7, 1.3])
+    calls = [(p * (1.0 + 0.001 * k),) for k in range(6)]
+    replaying = replays_as_traced(loss, calls, replayed=0)
+    assert any("sol.t" in why for why in replaying.reasons.values())
+    assert p.tobytes() == np.array([0.7, 1.3]).tobytes()
+
+
+def test_a_replayed_solve_ivp_keeps_no_solve_between_calls(monkeypatch):
+    """The program of a replayed solve_ivp holds its problem between calls: what a solve keeps
+    for its reverse pass (its steps, its solution, copies of its inputs) is released by that
+    pass, on the recording call and on each replay, or by the guard that stops a replay whose
+    solver decided otherwise; the gradients stay the traced ones."""
+    problems = []
+    made = integrate._SolvedAnew.__init__
+
+    def kept(self, *args, **kwargs):
+        made(self, *args, **kwargs)
+        problems.append(self)
+
+    monkeypatch.setattr(integrate._SolvedAnew, "__init__", kept)
+
+    def loss(p):
+        sol = solve_ivp(_two_states, (0.0, 1.0), np.array([1.0, 2.0]), args=(p[0], p),
+                        t_eval=np.linspace(0.0, 1.0, 3))
+        return sol.y[:, -1].sum()
+
+    p = np.array([0.7, 1.3])
+    # (the last call's solver decides otherwise: its replay stops at the guard, recorded again)
+    replays_as_traced(loss, [(p,), (p,), (p * 1.0001,), (p * 5.0,)], replayed=2)
+    assert problems and all(problem.solution is problem.steps is problem.solved is None
+                                for problem in problems)
+    assert p.tobytes() == np.array([0.7, 1.3]).tobytes()
+
+
 def test_odeint_replays_a_new_solve():
     """odeint shows f its outputs at f's times alone: a replay solves again, however many
     steps LSODA takes for the new values, bit for bit the traced calls. With full_output, its

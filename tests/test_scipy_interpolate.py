@@ -1187,3 +1187,30 @@ def test_a_smoothing_fit_replays_while_fitpack_places_the_same_knots(smoothed):
     before = y.tobytes()
     replays_as_traced(smoothed, [(y,), (y,), (near,), (other,), (other,)], replayed=3)
     assert y.tobytes() == before
+
+
+def test_a_smoothing_splrep_replays_while_its_ier_is_the_recorded_one(monkeypatch):
+    """``splrep(full_output=1)``'s ``ier``, read by f in arithmetic and in a branch, comes from
+    the fit the replay runs again and is a decision it checks: the same ier replays, another
+    (FITPACK's fit made to report one) records again, bit for bit the traced calls."""
+    moved = [0]
+    fit = interpolate._splrep_numbers
+
+    def reported(*args):
+        knots, c, fp, ier = fit(*args)
+        return knots, c, fp, ier + moved[0]
+
+    monkeypatch.setattr(interpolate, "_splrep_numbers", reported)
+
+    def loss(y):
+        (_, c, _), fp, ier, message = scipy.interpolate.splrep(_NOISY_X, y, s=0.05,
+                                                               full_output=1)
+        return np.sum(c ** 2) + fp * (ier + 1) + (len(message) if ier > 0 else 0.0)
+
+    y = _NOISY_Y.copy()
+    replaying = replays_as_traced(loss, [(y,), (y,), (y * 1.001,)], replayed=2)
+    moved[0] = 3
+    (value, gradient), traced = replaying(y), mutad.value_and_grad(loss)(y)
+    assert [p.replays for p in replaying.programs.values()] == [0]  # (recorded again)
+    assert value == traced[0] and gradient.tobytes() == traced[1].tobytes()
+    assert y.tobytes() == _NOISY_Y.tobytes()

@@ -1000,6 +1000,9 @@ class ArrayMethods(Tracer):
         return len(self.value)
 
     def __iter__(self):
+        refused = bytearray_refused(self, sys._getframe(1))  # (bytearray(x) iterates it)
+        if refused is not None:
+            raise refused
         if stands_for_scalar(self):
             raise TypeError(f"'{_type_name(self)}' object is not iterable")
         if self.ndim == 0 and one_record(memory(self)):  # (NumPy's np.void: its fields)
@@ -2556,10 +2559,12 @@ def _called(frame):
 
 def bytearray_refused(x, frame):
     """The error for ``bytearray(x)`` (the user's call at ``frame``), where Python asks ``x``
-    for an index (then iterates it, asking each element), as it does of an object that hands
-    out no buffer, as NumPy's array does; None where ``frame`` makes no such call. Of a traced
+    for an index (then iterates it, asking each element: a forward-mode value, which has no
+    ``__index__``, is asked at its ``__iter__``), as it does of an object that hands out no
+    buffer, as NumPy's array does; None where ``frame`` makes no such call. Of a traced
     value, the conversion ``bytes(x)`` refuses, with its fix; of a constant, what to call."""
-    if _called(frame) != "bytearray":
+    if frame is None or "bytearray" not in frame.f_code.co_names or \
+            _called(frame) != "bytearray":  # (the names at once: iterations ask it too)
         return None
     x._converted("bytearray()")  # (raises, of a value with a derivative)
     return UnsupportedOperationError(

@@ -3929,8 +3929,9 @@ class Recorder:
         self.steps.append(Guard(slot, _layout_and_bytes, _layout_and_bytes(t.value),
                                 f"{what}, which took other values"))
 
-    def guard(self, x, taken, decide=None):
-        """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes."""
+    def guard(self, x, taken, decide=None, why=None):
+        """Python read ``taken`` of ``x``: ``decide(value)``, or its truth, or its bytes
+        (``why``: the decision in words, for ``Guard``)."""
         slot = self._slot_of(x, "a decision on")
         if slot is None:
             return
@@ -3941,7 +3942,7 @@ class Recorder:
             return
         if decide is None:
             decide = bool if type(taken) is bool else _bytes
-        self.steps.append(Guard(slot, decide, taken))
+        self.steps.append(Guard(slot, decide, taken, why))
 
 
 def _chained(recomputation, record, buffer):

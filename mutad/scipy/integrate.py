@@ -782,6 +782,16 @@ class _Problem:
         solve kept serves the rules that run again in the same call."""
         return self.solved is None
 
+    def kept(self):
+        """What the forward solve keeps (``keep`` puts it back)."""
+        return self.solved, self.solution, self.dense, self.path, self.steps
+
+    def keep(self, solve):
+        """Keep ``solve`` (a ``kept()``), or, given None, release what the solve kept: the
+        next one solves again."""
+        self.solved, self.solution, self.dense, self.path, self.steps = \
+            (None,) * 5 if solve is None else solve
+
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
         were changed in place after the solve)."""
@@ -1198,16 +1208,26 @@ class _Solution(Adjoint):
             return self._differentiated_rule(y0, values, problem, times)
         Y, path, times, transpose = self.evaluate(problem, y0, values, times)
         adaptive = self is _IVP and problem.adaptive
+        # A problem that solves anew lives in a replayed program between calls: what its
+        # solve keeps goes with this call's reverse pass (``back``), not with the problem
+        solve = problem.kept() if problem.replays_on_its_operands else None
 
         def back(dY):
             dY = np.transpose(dY) if transpose else dY
             dY = np.reshape(dY, (np.size(y0), -1))
             if adaptive and np.any(dY[:, 1:-1]):
                 raise UnsupportedOperationError(_ADAPTIVE)
-            # The right-hand side runs again, writing its own work buffers (self.dy[:] = ...)
-            with kept_state_writable():
-                dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
-                                               np.transpose(Y) if transpose else Y)
+            if solve is not None:  # (released by an earlier pass over the same call)
+                problem.keep(solve)
+            try:
+                # The right-hand side runs again, writing its own work buffers
+                # (self.dy[:] = ...)
+                with kept_state_writable():
+                    dy0, dvalues = problem.adjoint(path, times, dY, y0, values,
+                                                   np.transpose(Y) if transpose else Y)
+            finally:
+                if solve is not None:
+                    problem.keep(None)
             return (dy0, *dvalues)
 
         return Y, back
@@ -1436,7 +1456,6 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     problem = kind("solve_ivp", _rhs("solve_ivp", fun, parameters, vectorized), parameters,
                    t0, float(t_span[1]), method, options.get("rtol", 1e-3),
                    options.get("atol", 1e-6), options.get("max_step", np.inf))
-    result: dict[str, Any] = {}
 
     explicit = _RUNGE_KUTTA.get(method) if not vectorized else None
     # An explicit Runge-Kutta solve without dense output or events keeps, for its reverse pass,
@@ -1458,17 +1477,17 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
 
     def forward(y0_plain, values):
         if not problem.solves(y0_plain, values):
-            return result["sol"]
+            return problem.solution
         problem.solved = (np.copy(y0_plain), [np.copy(v) for v in values])
-        result.pop("dense", None)  # (an earlier solve's, where a replay solves again)
+        problem.dense = None  # (an earlier solve's, where a replay solves again)
         if recorded:
             problem.steps = _Record()
             sol = solve(y0_plain, values, _recording(explicit, problem.steps), False)
 
             def path(t_from, t_to):  # the continuous adjoint's, where the steps are not
-                if "dense" not in result:  # reproduced: the same solve, its dense output kept
-                    result["dense"] = solve(*problem.solved, method, True).sol
-                return result["dense"]
+                if problem.dense is None:  # reproduced: the same solve, its dense output kept
+                    problem.dense = solve(*problem.solved, method, True).sol
+                return problem.dense
         else:
             sol = solve(y0_plain, values, method, True)
             problem.dense = sol.sol
@@ -1478,7 +1497,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             def path(t_from, t_to):  # the dense output covers the whole span
                 return sol.sol
         problem.path, problem.times = path, sol.t
-        result["sol"] = problem.solution = sol
+        problem.solution = sol
         parameters.freeze()
         return sol
 
@@ -1491,7 +1510,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     y = _IVP(y0, *values, problem=problem)
     if isinstance(problem, _SolvedAnew):
         problem.guard(y)
-    sol = result["sol"]
+    sol = problem.solution
     out = _ivp.OdeResult(**sol)
     terminal = None  # the time of the event that ended the solve, and the state then
     if events is not None:
@@ -1544,8 +1563,23 @@ class _SolvedAnew(_Problem):
         runs again decides as this one did: else the plain results the caller holds
         (``decisions``) would be this call's, and the call is recorded again."""
         recorder = getattr(getattr(y, "tape", None), "recorder", None)
-        if recorder is not None and recorder.ready:
-            recorder.guard(y, self.decisions(), lambda _: self.decisions())
+        if recorder is None or not recorder.ready:
+            return
+        taken = self.decisions()
+
+        def decided(_):
+            found = self.decisions()
+            if found != taken:  # (the replay stops here: no reverse pass releases the solve)
+                self.keep(None)
+            return found
+
+        recorder.guard(y, taken, decided, _DECIDED_ANEW)
+
+
+_DECIDED_ANEW = (
+    "the solve run again took other steps than the recorded one: its accepted times sol.t "
+    "and its counts nfev, njev, nlu and status, which the caller holds as plain values, "
+    "would be the recorded ones")
 
 
 def _same_bytes(a, b):
