@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.linalg
+from scipy import special
 from hypothesis import HealthCheck, given, settings
 
 import mutad
@@ -318,3 +319,53 @@ def test_a_direction_along_which_no_operand_moves_gives_numpys_zero(monkeypatch)
     J, batched = compare(f, make, monkeypatch)
     assert batched
     assert not np.signbit(J[0][0, 1])
+
+
+def test_an_operand_still_along_some_directions_adds_its_term_as_each_direction(monkeypatch):
+    # a (still along x[2]'s direction) times b: its term there is the product of a zero
+    # tangent and its partial (+0.0, -0.0, or 0 beside an infinite partial), which decides the
+    # sign of the sum with b's term (-0.0): the batch adds it as one direction per pass does,
+    # into a new array and in place (the target's own term)
+    def f(x):
+        a, b = x[:2], x[2:]
+        t = a.copy()
+        t *= b
+        return a * b, t, b / a, np.sqrt(a) * b, np.arctan2(a, b)
+
+    def make():
+        return (np.array([-0.0, 0.5, 1.5]),)
+
+    _, batched = compare(f, make, monkeypatch)
+    assert batched
+
+
+def test_a_constant_operands_refused_partial_is_left_out_in_each_direction(monkeypatch):
+    # jv's slope in an order v <= -1 is refused, but the order is a constant (made in f): its
+    # term is left out in the batch as in each direction alone, into a new array and into
+    # out= (the order's memory, and x's)
+    def f(x):
+        o = np.array([1.5, 2.5]) - 3.0
+        t = o.copy()
+        special.jv(t, x, out=t)
+        u = x.copy()
+        special.jv(o, u, out=u)
+        return special.jv(o, x) * -1.0, t, u
+
+    x = np.array([0.7, 1.3])
+    J, batched = compare(f, lambda: (x.copy(),), monkeypatch)
+    assert batched
+    v = np.array([-1.5, -0.5])
+    slope = np.diag(0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x)))
+    np.testing.assert_allclose(J[0], -slope, rtol=1e-12)
+    np.testing.assert_allclose(J[1], slope, rtol=1e-12)
+    np.testing.assert_allclose(J[2], slope, rtol=1e-12)
+
+
+def test_a_partial_that_refuses_where_its_operand_moves_along_some_directions(monkeypatch):
+    # jv's slope in an order v <= -1 is refused: along the order's direction one direction per
+    # pass refuses it, and so does the batch, whatever the other directions
+    def f(x):
+        return special.jv(x[:1] - 3.0, x[1:])
+
+    J, _ = compare(f, lambda: (np.array([1.5, 0.7, 1.3]),), monkeypatch)
+    assert isinstance(J, mutad.MutadError)

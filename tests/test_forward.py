@@ -454,3 +454,31 @@ def test_an_infinite_partial_of_an_operand_with_a_tangent_still_warns():
         _, tangent = mutad.jvp(lambda b: np.sqrt(b - np.array([1.0, 0.0, 0.0])), (b,),
                                (np.ones(3),))
     assert tangent[0] == np.inf
+
+
+_ORDERS = np.array([1.5, 2.5])
+
+
+def _bessel_of_made_order(x):
+    o = np.array([1.5, 2.5])  # made in f: a constant, whose tangent is zero
+    return np.sum(special.jv(o - 3.0, x))
+
+
+def _bessel_of_closure_order(x):
+    return np.sum(special.jv(_ORDERS - 3.0, x))
+
+
+@pytest.mark.parametrize("f", [_bessel_of_made_order, _bessel_of_closure_order])
+def test_a_constant_operands_refused_partial_is_left_out(f):
+    """jv(o - 3.0, x) of a constant order o (made in f, or read from a closure) at v <= -1,
+    differentiated in x alone: forward mode refused, as mutad refuses the partial in the order
+    below v = -1, though the order's tangent is zero (reverse mode computes no cotangent for a
+    constant). jvp, jacfwd and the hessian are those of x's partial alone."""
+    x = np.array([0.7, 1.3])
+    v = _ORDERS - 3.0
+    slope = 0.5 * (special.jv(v - 1.0, x) - special.jv(v + 1.0, x))  # ∂J_v/∂x
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], slope, rtol=1e-12)
+    np.testing.assert_allclose(mutad.jvp(f, (x,), (np.ones(2),))[1], np.sum(slope), rtol=1e-12)
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), slope, rtol=1e-12)
+    curvature = 0.25 * (special.jv(v - 2.0, x) - 2 * special.jv(v, x) + special.jv(v + 2.0, x))
+    np.testing.assert_allclose(mutad.hessian(f, x), np.diag(curvature), rtol=1e-10, atol=1e-14)

@@ -44,6 +44,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         takes_over, weak, weak_arithmetic,
                         weak_beside_arrays, weak_value)
 from ..core.errors import (
+    MutadError,
     RuleError,
     UnsupportedArrayError,
     UnsupportedFunctionError,
@@ -57,7 +58,7 @@ from ..core.errors import (
 )
 from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
-from ..core.levels import ACTIVE, Tracer, ended, escaped, innermost, running
+from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
 from .products import times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
@@ -466,19 +467,17 @@ def _with_tangents(args, tangents):
 # Elementwise ufuncs: the tangent is the sum of partial derivative times input tangent
 
 
-def _term(rule, i, y, primals, tangent, original=None):
-    """``partial_i * tangent``. A partial NumPy computed afresh takes the product in its own
+def _term(rule, i, y, primals, tangent, original=None, operand=None):
+    """``partial_i * tangent``, None where the partial of ``operand`` is refused and it is a
+    constant (``_partial``). A partial NumPy computed afresh takes the product in its own
     memory (plain arrays only: an enclosing reverse pass should see new arrays, not writes).
     ``original``: in a batched pass, the batch of tangents before ``_aligned``."""
     partial = rule.partials[i]
     if partial is ONE:
         return tangent
-    try:
-        p = partial(y, *primals)
-    except (ZeroDivisionError, OverflowError):
-        # Python's arithmetic on the numbers of weak operands (1.0 / x at x = 0.0) raises where
-        # NumPy's, which the reverse pass computes with, gives inf or nan: NumPy's scalars
-        p = partial(y, *[_numpys_scalar(v) for v in primals])
+    p = _partial(partial, y, primals, operand)
+    if p is None:
+        return None
     if original is not None:
         return _batch_times(tangent, p, original)
     if (type(p) is np.ndarray and type(tangent) is np.ndarray
@@ -488,6 +487,28 @@ def _term(rule, i, y, primals, tangent, original=None):
                         if type(v) is np.ndarray) and writes_freely(p)):
         return times(tangent, p, out=p)
     return times(tangent, p)
+
+
+def _partial(partial, y, primals, operand=None):
+    """``partial(y, *primals)``; None where mutad refuses it (jv's in an order v <= -1) for
+    an ``operand`` that carries no derivative: a constant (an allocation's zero tangent), whose
+    term is zero, as reverse mode computes no cotangent for it. Only a refusal leaves the term
+    out, so every other term is the one computed in each direction alone, in a batch, and on a
+    device alike; in a batch, an operand that moves along some directions only stops the pass
+    (``carries_derivative``), and each direction alone refuses where it moves."""
+    try:
+        try:
+            return partial(y, *primals)
+        except (ZeroDivisionError, OverflowError):
+            # Python's arithmetic on the numbers of weak operands (1.0 / x at x = 0.0) raises
+            # where NumPy's, which the reverse pass computes with, gives inf or nan: NumPy's
+            # scalars
+            return partial(y, *[_numpys_scalar(v) for v in primals])
+    except MutadError as error:
+        if operand is None or carries_derivative(operand):
+            raise
+        handled(error)
+        return None
 
 
 def _numpys_scalar(v):
@@ -530,6 +551,8 @@ def _sum_terms(terms, sources):
     array (not one of the tangents ``sources``)."""
     total = None
     for term in terms:
+        if term is None:
+            continue  # a constant's, refused (``_partial``)
         if total is None:
             total = term
         elif (type(total) is np.ndarray and type(term) is np.ndarray
@@ -598,7 +621,7 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
             traced = []  # constants only: written into an array the jvp does not follow
         still = _still(originals, traced)
         target = _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
-                                    originals)
+                                    originals, inputs)
         if still is not None:
             target.tangent[still] = 0.0
         return target
@@ -611,8 +634,8 @@ def apply_ufunc(ufunc, inputs, out, kwargs, level):
         check_complex(function_name(ufunc), rule)
     with tangent_errors(level):
         given = _partial_arguments(rule, primals, traced)
-        dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i])
-                         for i in traced), tangents)
+        dy = _sum_terms((_term(rule, i, y, given, tangents[i], originals and originals[i],
+                               inputs[i]) for i in traced), tangents)
     dy = _tangent_for(y, dy, tangents, level)
     still = _still(originals, traced)
     if still is not None:
@@ -713,25 +736,33 @@ def _write_constant(func, primals, out, kwargs, level):
     return target
 
 
-def _write_tangent(rule, target, position, over, traced, y, given, tangents, originals):
+def _write_tangent(rule, target, position, over, traced, y, given, tangents, originals, inputs):
     """``_write_elementwise``'s update of the target's tangent."""
     others = []
     for i in traced:
         if i == position:
             continue
-        term = _term(rule, i, y, given, tangents[i], originals and originals[i])
+        term = _term(rule, i, y, given, tangents[i], originals and originals[i],
+                     inputs and inputs[i])
+        if term is None:
+            continue  # a constant's, refused (``_partial``)
         if term is tangents[i] and i in over:
             term = term.copy()  # the target's tangent changes before this term is added
         others.append(term)
     t = target.tangent
+    own = None
+    if position is not None and rule.partials[position] is not ONE:
+        own = _partial(rule.partials[position], y, given, inputs and inputs[position])
+        if own is None:
+            position = None  # the target a constant, whose partial is refused: its term left out
     if position is None:
         t[...] = 0.0 if not others else np.broadcast_to(_sum_terms(others, tangents), t.shape)
     else:
-        if rule.partials[position] is not ONE:
+        if own is not None:
             if originals is None:
-                times(t, rule.partials[position](y, *given), out=t)
+                times(t, own, out=t)
             else:
-                _batch_times(t, rule.partials[position](y, *given), t, out=t)
+                _batch_times(t, own, t, out=t)
         for term in others:
             np.add(t, term, out=t)
 
@@ -756,8 +787,9 @@ def _fits(ufunc, primals, target, kwargs):
 
 
 def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, level,
-                       originals=None):
-    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place.
+                       originals=None, inputs=None):
+    """``ufunc(*inputs, out=out)``, updating ``out``'s tangent in place (``inputs``: the
+    operands, duals, whose partials ``_partial`` may leave out).
 
     The target's own tangent is updated in place where it is an input (``a *= b`` makes
     ``ȧ *= b; ȧ += a ḃ``), so an enclosing reverse pass sees invertible in-place updates, not
@@ -783,7 +815,8 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         _fits(ufunc, primals, target.value, kwargs)
         y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
     with tangent_errors(level):
-        _write_tangent(rule, target, position, over, traced, y, given, tangents, originals)
+        _write_tangent(rule, target, position, over, traced, y, given, tangents, originals,
+                       inputs)
     if not after:  # the partials above read the primals as they were
         ufunc(*primals, out=target.value, **kwargs)
     return target
