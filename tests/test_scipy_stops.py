@@ -1766,6 +1766,30 @@ def test_incomplete_elliptic_integrals_at_m_0_and_1(phi):
         assert np.isnan(one)
 
 
+@pytest.mark.parametrize("a, b", [(2.0, 2.0), (2.0, 2.0 + 1e-5), (-1.0, -3.0), (5.0, 0.01),
+                                  (0.3, 40.0)])
+def test_arithmetic_geometric_mean_where_its_closed_form_cancels_or_signs_are_negative(a, b):
+    """agm(a, b)'s partials are K's derivative at m = 1 - (b/a)²: by K's series at a = b (0/0
+    there), of |b/a| for two negative arguments (agm(-a, -b) = -agm(a, b))."""
+    x = np.array([a, b])
+    kept = x.copy()
+    mutad.check_grads(lambda x: scipy.special.agm(x[0], x[1]), x, order=2, rtol=1e-5)
+    assert np.array_equal(x, kept)
+    if a == b:
+        g = mutad.gradient(lambda x: scipy.special.agm(x[0], x[1]), x)[0]
+        assert np.array_equal(g, [0.5, 0.5])
+
+
+def test_arithmetic_geometric_mean_at_a_zero_argument_and_of_opposite_signs():
+    """agm(0, b) = 0 along b, growing as π / 2 log(4b/a) along a: partials 0 and +inf; NaN where
+    SciPy's value is (arguments of opposite signs) and at (0, 0)."""
+    def g(a, b):
+        return mutad.gradient(lambda x: scipy.special.agm(x[0], x[1]), np.array([a, b]))[0]
+    assert np.array_equal(g(0.0, 1.5), [np.inf, 0.0])
+    assert np.array_equal(g(-1.5, 0.0), [0.0, np.inf])
+    assert np.isnan(g(1.0, -2.0)).all() and np.isnan(g(0.0, 0.0)).all()
+
+
 # ----------------------------------------------------------------------------------------------
 # The stored values and pattern of a sparse matrix made from a dense array of constants
 # (np.eye's, a dense matrix built in f), read by the user's code: SciPy's matrix holds none of

@@ -58,7 +58,7 @@ from scipy.special import (
     cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit, ncfdtr, ncfdtri,
-    modstruve, hyp0f1,
+    modstruve, hyp0f1, agm,
 )
 from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
 from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
@@ -88,7 +88,8 @@ softmax, log_softmax = (scipy_adjoint(fn, arrays=("x",))
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+__all__ = ["agm", "bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv",
+           "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "fdtri", "kn", "nbdtr", "nbdtrc",
            "pdtr", "pdtrc",
@@ -395,6 +396,23 @@ def _modstruve_dx(y, v, x):
 
 
 _ORDER = NoClosedForm("the order v")
+
+
+def _agm_db(a, b):
+    """∂M/∂b of the arithmetic-geometric mean M(a, b) = a M(1, r), r = b/a: M(1, r) = π / 2K(m),
+    m = 1 - r² (K of parameter m), so ∂M/∂b = dM(1, r)/dr = (4/π) r M(1, r)² K'(m). At a zero
+    argument M is 0 along the other one (partial 0) and grows as π / 2 log(4/|t|) along it
+    (partial +inf); NaN where the signs differ (SciPy's value is NaN) and at (0, 0)."""
+    zero = (np.equal(a, 0.0) | np.equal(b, 0.0)) & ~np.isnan(b)
+    r = np.where(zero, 1.0, b) / np.where(zero, 1.0, a)
+    m = 1.0 - r * r
+    general = (4.0 / math.pi) * r * agm(1.0, r) ** 2 * _ellipk_derivative(None, m)
+    at_zero = np.where(np.equal(b, 0.0), np.where(np.equal(a, 0.0), np.nan, np.inf), 0.0)
+    return np.where(zero, at_zero, general)
+
+
+def _agm_da(y, a, b):  # M(a, b) = M(b, a): ∂M/∂a is ∂M/∂b with the arguments swapped
+    return _agm_db(b, a)
 
 
 def _in_order(kind, name, scaled=False):
@@ -863,6 +881,7 @@ elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
 elementwise(modstruve, _ORDER, _modstruve_dx)
 # 0F1(; b; z): d/dz = 0F1(; b + 1; z) / b
+elementwise(agm,       _agm_da, lambda y, a, b: _agm_db(a, b))
 elementwise(hyp0f1,    NoClosedForm("the parameter b"),
             lambda y, b, z: hyp0f1(b + 1.0, z) / b)
 # in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
