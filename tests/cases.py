@@ -485,6 +485,7 @@ UFUNC_CASES += [
     Case(special.eval_hermitenorm, (real,),               settings=((0, 4),)),
     Case(special.eval_gegenbauer,  (open_unit_interval,), settings=((0, 3), (1, 0.8))),
     Case(special.eval_genlaguerre, (real,),               settings=((0, 3), (1, 0.8))),
+    Case(special.eval_genlaguerre, (above_half, real),   settings=((0, 4),), label="alpha"),
     Case(special.eval_jacobi,      (open_unit_interval,), settings=((0, 3), (1, 0.8), (2, 0.3))),
 ]
 # fmt: on

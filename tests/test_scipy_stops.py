@@ -1790,6 +1790,22 @@ def test_arithmetic_geometric_mean_at_a_zero_argument_and_of_opposite_signs():
     assert np.isnan(g(1.0, -2.0)).all() and np.isnan(g(0.0, 0.0)).all()
 
 
+def test_generalized_laguerre_in_its_parameter_of_integer_degrees_only():
+    """∂/∂α L_n^(α)(x) = Σ_(k<n) L_k^(α)(x) / (n - k) for degrees of one array (0 and below:
+    SciPy's 0, a constant); NaN for SciPy's non-integer degrees (its hypergeometric form)."""
+    n = np.array([-1, 0, 1, 3, 5])
+
+    def f(p):
+        return np.sum(scipy.special.eval_genlaguerre(n, p[0], p[1] * np.linspace(-1.0, 2.0, 5)))
+
+    x = np.array([0.8, 1.2])
+    kept = x.copy()
+    mutad.check_grads(f, x, order=2, rtol=1e-5)
+    assert np.array_equal(x, kept)
+    g = mutad.gradient(lambda p: scipy.special.eval_genlaguerre(2.5, p[0], p[1]), x)[0]
+    assert np.isnan(g[0]) and np.isfinite(g[1])
+
+
 # ----------------------------------------------------------------------------------------------
 # The stored values and pattern of a sparse matrix made from a dense array of constants
 # (np.eye's, a dense matrix built in f), read by the user's code: SciPy's matrix holds none of

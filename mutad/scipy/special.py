@@ -430,6 +430,20 @@ _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
 
 
+def _genlaguerre_dalpha(y, n, alpha, x):
+    """∂/∂α L_n^(α)(x) = Σ_(k<n) L_k^(α)(x) / (n - k), of the polynomial of an integer degree n
+    (0 for n <= 0: a constant, SciPy's 0 below 0); NaN for a degree that is not an integer,
+    whose hypergeometric function has no such sum."""
+    whole = np.equal(np.floor(n), n)
+    top = int(np.max(np.where(whole, n, 0), initial=0))
+    total = np.zeros(np.shape(y), np.result_type(y, np.float64))
+    for k in range(top):
+        below = np.less(k, n)
+        total = total + np.where(below, eval_genlaguerre(k, alpha, x)
+                                 / np.where(below, n - k, 1), 0.0)
+    return np.where(whole, total, np.nan)
+
+
 def _in_parameter(which):
     def partial(y, a, b, c, z):
         return _numerics.gauss_parameter_derivative(which)(a, b, c, z)
@@ -1016,7 +1030,7 @@ elementwise(eval_hermitenorm, _DEGREE,
             _of_degree(lambda y, n, x: n * eval_hermitenorm(n - 1, x)))
 elementwise(eval_gegenbauer, _DEGREE, _ALPHA, _of_degree(
     lambda y, n, alpha, x: 2.0 * alpha * eval_gegenbauer(n - 1, alpha + 1.0, x)))
-elementwise(eval_genlaguerre, _DEGREE, _ALPHA, _of_degree(
+elementwise(eval_genlaguerre, _DEGREE, _genlaguerre_dalpha, _of_degree(
     lambda y, n, alpha, x: -eval_genlaguerre(n - 1, alpha + 1.0, x)))
 elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
