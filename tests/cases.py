@@ -459,6 +459,8 @@ UFUNC_CASES += [
     Case(special.modstruve, (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.hyp0f1,    (real,),               settings=((0, 1.7),)),
     Case(special.agm,       (above_half, above_half)),
+    Case(special.wright_bessel,     (positive,),  settings=((0, 0.5), (1, 1.2))),
+    Case(special.log_wright_bessel, (positive,),  settings=((0, 0.5), (1, 1.2))),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),
          settings=((0, 0.7), (1, 1.3), (2, 2.1))),
     Case(_zeta,             (above_half,),         settings=((0, 2.5),)),

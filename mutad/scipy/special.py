@@ -58,7 +58,7 @@ from scipy.special import (
     cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit, ncfdtr, ncfdtri,
-    modstruve, hyp0f1, agm,
+    modstruve, hyp0f1, agm, wright_bessel, log_wright_bessel,
 )
 from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
 from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
@@ -103,14 +103,15 @@ __all__ = ["agm", "bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv",
            "hyp0f1", "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
            "kl_div", "kolmogi", "kolmogorov", "kv",
-           "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "kve", "log1p", "log_expit", "log_wright_bessel", "lpmv", "log_ndtr", "log_softmax",
+           "loggamma", "logit",
            "logsumexp", "modstruve", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri",
            "ndtri_exp",
            "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "smirnov", "smirnovi",
            "softmax", "spence",
-           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py",
+           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "wright_bessel", "xlog1py",
            "xlogy", "y0", "y1", "yn", "yv", "yve"]
 
 
@@ -896,6 +897,12 @@ elementwise(struve,    _ORDER, _struve_dx)
 elementwise(modstruve, _ORDER, _modstruve_dx)
 # 0F1(; b; z): d/dz = 0F1(; b + 1; z) / b
 elementwise(agm,       _agm_da, lambda y, a, b: _agm_db(a, b))
+# Wright's Φ(a, b; x) = Σ x^k / (k! Γ(ak + b)): d/dx Φ(a, b; x) = Φ(a, a + b; x); in a and b
+# no closed form
+elementwise(wright_bessel, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: wright_bessel(a, a + b, x))
+elementwise(log_wright_bessel, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: np.exp(log_wright_bessel(a, a + b, x) - y),              uses="xy")
 elementwise(hyp0f1,    NoClosedForm("the parameter b"),
             lambda y, b, z: hyp0f1(b + 1.0, z) / b)
 # in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
