@@ -458,6 +458,9 @@ UFUNC_CASES += [
     Case(special.struve,    (bessel_argument,),    settings=((0, -2.5),), label="pole"),
     Case(special.modstruve, (bessel_argument,),    settings=((0, 1.3),)),
     Case(special.hyp0f1,    (real,),               settings=((0, 1.7),)),
+    Case(special.agm,       (above_half, above_half)),
+    Case(special.wright_bessel,     (positive,),  settings=((0, 0.5), (1, 1.2))),
+    Case(special.log_wright_bessel, (positive,),  settings=((0, 0.5), (1, 1.2))),
     Case(special.hyp2f1,    (Domain("hypergeometric_argument", -0.8, 0.8),),
          settings=((0, 0.7), (1, 1.3), (2, 2.1))),
     Case(_zeta,             (above_half,),         settings=((0, 2.5),)),
@@ -484,6 +487,7 @@ UFUNC_CASES += [
     Case(special.eval_hermitenorm, (real,),               settings=((0, 4),)),
     Case(special.eval_gegenbauer,  (open_unit_interval,), settings=((0, 3), (1, 0.8))),
     Case(special.eval_genlaguerre, (real,),               settings=((0, 3), (1, 0.8))),
+    Case(special.eval_genlaguerre, (above_half, real),   settings=((0, 4),), label="alpha"),
     Case(special.eval_jacobi,      (open_unit_interval,), settings=((0, 3), (1, 0.8), (2, 0.3))),
 ]
 # fmt: on

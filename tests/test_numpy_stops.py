@@ -1866,3 +1866,34 @@ def test_copyto_into_integers_keeps_numpys_casting_check():
 
     with pytest.raises(TypeError, match="same_kind"):
         mutad.gradient(f, np.array([0.3, -0.7, 1.1]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Floats of an array of plain objects (np.array(numbers, dtype=object), np.empty's filled, a
+# ufunc np.frompyfunc made of constants) written into: followed, as np.array of the numbers is
+
+def _floats_of_objects(x):
+    a = np.array([1.0, 2.0, 3.0], dtype=object).astype(float)
+    a[0] = x[0]
+    return (a * x).sum()
+
+
+def _floats_of_filled_objects(x):
+    o = np.empty(3, dtype=object)
+    o[:] = [1.5, 2, 3.0]
+    a = np.asarray(o, dtype=float)
+    a[1:] += x[1:] ** 2
+    return (a * x).sum()
+
+
+def _floats_of_a_pyfunc_ufunc(x):
+    twice = np.frompyfunc(lambda v: v * 2, 1, 1)
+    a = twice(np.arange(3.0)).astype(float)
+    a[2] = x[2] * x[0]
+    return (a * x).sum()
+
+
+@pytest.mark.parametrize("f", [_floats_of_objects, _floats_of_filled_objects,
+                               _floats_of_a_pyfunc_ufunc])
+def test_floats_of_plain_objects_take_traced_values(f):
+    check(f, np.array([0.3, -0.7, 1.1]))

@@ -1766,6 +1766,46 @@ def test_incomplete_elliptic_integrals_at_m_0_and_1(phi):
         assert np.isnan(one)
 
 
+@pytest.mark.parametrize("a, b", [(2.0, 2.0), (2.0, 2.0 + 1e-5), (-1.0, -3.0), (5.0, 0.01),
+                                  (0.3, 40.0)])
+def test_arithmetic_geometric_mean_where_its_closed_form_cancels_or_signs_are_negative(a, b):
+    """agm(a, b)'s partials are K's derivative at m = 1 - (b/a)²: by K's series at a = b (0/0
+    there), of |b/a| for two negative arguments (agm(-a, -b) = -agm(a, b))."""
+    x = np.array([a, b])
+    kept = x.copy()
+    mutad.check_grads(lambda x: scipy.special.agm(x[0], x[1]), x, order=2, rtol=1e-5)
+    assert np.array_equal(x, kept)
+    if a == b:
+        g = mutad.gradient(lambda x: scipy.special.agm(x[0], x[1]), x)[0]
+        assert np.array_equal(g, [0.5, 0.5])
+
+
+def test_arithmetic_geometric_mean_at_a_zero_argument_and_of_opposite_signs():
+    """agm(0, b) = 0 along b, growing as π / 2 log(4b/a) along a: partials 0 and +inf; NaN where
+    SciPy's value is (arguments of opposite signs) and at (0, 0)."""
+    def g(a, b):
+        return mutad.gradient(lambda x: scipy.special.agm(x[0], x[1]), np.array([a, b]))[0]
+    assert np.array_equal(g(0.0, 1.5), [np.inf, 0.0])
+    assert np.array_equal(g(-1.5, 0.0), [0.0, np.inf])
+    assert np.isnan(g(1.0, -2.0)).all() and np.isnan(g(0.0, 0.0)).all()
+
+
+def test_generalized_laguerre_in_its_parameter_of_integer_degrees_only():
+    """∂/∂α L_n^(α)(x) = Σ_(k<n) L_k^(α)(x) / (n - k) for degrees of one array (0 and below:
+    SciPy's 0, a constant); NaN for SciPy's non-integer degrees (its hypergeometric form)."""
+    n = np.array([-1, 0, 1, 3, 5])
+
+    def f(p):
+        return np.sum(scipy.special.eval_genlaguerre(n, p[0], p[1] * np.linspace(-1.0, 2.0, 5)))
+
+    x = np.array([0.8, 1.2])
+    kept = x.copy()
+    mutad.check_grads(f, x, order=2, rtol=1e-5)
+    assert np.array_equal(x, kept)
+    g = mutad.gradient(lambda p: scipy.special.eval_genlaguerre(2.5, p[0], p[1]), x)[0]
+    assert np.isnan(g[0]) and np.isfinite(g[1])
+
+
 # ----------------------------------------------------------------------------------------------
 # The stored values and pattern of a sparse matrix made from a dense array of constants
 # (np.eye's, a dense matrix built in f), read by the user's code: SciPy's matrix holds none of

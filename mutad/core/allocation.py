@@ -407,9 +407,10 @@ def factory(func, counting=True):
                     return named
             if _allocated(y, args, kwargs):
                 return allocate(y, (func, args, kwargs))
-            if func.__name__ in _BLANK and type(y) is np.ndarray and y.dtype.kind == "O" \
-                    and _fresh_memory(y, args, kwargs):
-                return y.view(TracedObjects)  # np.empty(n, dtype=object): takes traced values
+            if type(y) is np.ndarray and y.dtype.kind == "O" and _fresh_memory(y, args, kwargs):
+                # np.empty(n, dtype=object), np.array(numbers, dtype=object): takes traced
+                # values, and its floats (o.astype(float)) are followed
+                return y.view(TracedObjects)
             if counting and _counting(y, args, kwargs):
                 return _own_stand_in(y)
             if type(y) is tuple:  # np.linspace(..., retstep=True): (samples, step)
@@ -417,12 +418,6 @@ def factory(func, counting=True):
         return y
 
     return _named(allocating, func)
-
-
-_BLANK = frozenset(("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
-                    "full_like"))
-"""NumPy's factories of arrays to fill: of objects, one that takes traced values
-(``TracedObjects``)."""
 
 
 def loader(func):
@@ -1287,7 +1282,12 @@ class TracedObjects(np.ndarray):
         elements = list(self.flat)  # (C order)
         if dtype.kind not in "fc" or not any(wrapped(e) for e in elements) or not all(
                 _real_number(e) for e in elements):
-            return self.view(np.ndarray).astype(dtype, order, casting, subok, copy)
+            y = self.view(np.ndarray).astype(dtype, order, casting, subok, copy)
+            if _in_mode() and type(y) is np.ndarray and follows_floats(y.dtype):
+                # floats of plain objects (o = np.array([1.0, 2.0], dtype=object)): new
+                # memory, which takes traced values as np.array of the numbers would
+                return allocate(y)
+            return y
         y = np.stack([e if wrapped(e) else np.float64(e) for e in elements])
         y = y.astype(dtype).reshape(self.shape)
         if order == "F" or order == "A" and self.flags.f_contiguous and not self.flags.c_contiguous:
@@ -3961,11 +3961,13 @@ def without_derivative(y, args, kwargs, level):
         return y
     kind = y.dtype.kind
     if y.base is None and all(a is not y for a in args):  # (a ufunc's: new memory, always)
-        new = kind in "fciub"
+        new = kind in "fciubO"
     else:
         new = _allocated(y, args, kwargs) or _counting(y, args, kwargs)
     if not new or y.dtype.names is not None:
         return y
+    if kind == "O":  # (a ufunc np.frompyfunc made, of constants): as np.empty(n, dtype=object)
+        return y.view(TracedObjects)
     if kind in "fc":
         return allocate(y)
     # (a device's integers stay its own: a stand-in of itself is an array of NumPy's, and a

@@ -58,7 +58,7 @@ from scipy.special import (
     cosm1, cotdg, fdtr, fdtrc, fdtri, kn, pdtr, pdtrc, tandg, bdtr, bdtrc, nbdtr, nbdtrc,
     betainccinv, betaincinv, stdtrit,
     chdtri, chndtr, chndtrix, nctdtr, nctdtrit, ncfdtr, ncfdtri,
-    modstruve, hyp0f1,
+    modstruve, hyp0f1, agm, wright_bessel, log_wright_bessel,
 )
 from scipy.special import kolmogi, kolmogorov, smirnov, smirnovi
 from scipy.special._ufuncs import (_kolmogc, _kolmogci, _kolmogp, _smirnovc, _smirnovci,
@@ -88,7 +88,8 @@ softmax, log_softmax = (scipy_adjoint(fn, arrays=("x",))
 # gradient.
 nondifferentiable(_special.gammasgn, _special.round)
 
-__all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betaincinv", "betaln",
+__all__ = ["agm", "bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv",
+           "betaincinv", "betaln",
            "binom", "boxcox", "boxcox1p", "cbrt",
            "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "fdtri", "kn", "nbdtr", "nbdtrc",
            "pdtr", "pdtrc",
@@ -102,14 +103,15 @@ __all__ = ["bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv", "betai
            "hyp0f1", "hyp1f1", "hyp2f1", "hyperu", "i0", "i0e", "i1", "i1e", "inv_boxcox",
            "inv_boxcox1p", "iv", "ive", "j0", "j1", "jv", "jve", "k0", "k0e", "k1", "k1e",
            "kl_div", "kolmogi", "kolmogorov", "kv",
-           "kve", "log1p", "log_expit", "lpmv", "log_ndtr", "log_softmax", "loggamma", "logit",
+           "kve", "log1p", "log_expit", "log_wright_bessel", "lpmv", "log_ndtr", "log_softmax",
+           "loggamma", "logit",
            "logsumexp", "modstruve", "multigammaln", "nctdtr", "nctdtrit", "ndtr", "ndtri",
            "ndtri_exp",
            "owens_t", "poch",
            "polygamma", "powm1",
            "pseudo_huber", "psi", "radian", "rel_entr", "rgamma", "sindg", "smirnov", "smirnovi",
            "softmax", "spence",
-           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "xlog1py",
+           "stdtr", "stdtrit", "struve", "voigt_profile", "wofz", "wright_bessel", "xlog1py",
            "xlogy", "y0", "y1", "yn", "yv", "yve"]
 
 
@@ -397,6 +399,23 @@ def _modstruve_dx(y, v, x):
 _ORDER = NoClosedForm("the order v")
 
 
+def _agm_db(a, b):
+    """∂M/∂b of the arithmetic-geometric mean M(a, b) = a M(1, r), r = b/a: M(1, r) = π / 2K(m),
+    m = 1 - r² (K of parameter m), so ∂M/∂b = dM(1, r)/dr = (4/π) r M(1, r)² K'(m). At a zero
+    argument M is 0 along the other one (partial 0) and grows as π / 2 log(4/|t|) along it
+    (partial +inf); NaN where the signs differ (SciPy's value is NaN) and at (0, 0)."""
+    zero = (np.equal(a, 0.0) | np.equal(b, 0.0)) & ~np.isnan(b)
+    r = np.where(zero, 1.0, b) / np.where(zero, 1.0, a)
+    m = 1.0 - r * r
+    general = (4.0 / math.pi) * r * agm(1.0, r) ** 2 * _ellipk_derivative(None, m)
+    at_zero = np.where(np.equal(b, 0.0), np.where(np.equal(a, 0.0), np.nan, np.inf), 0.0)
+    return np.where(zero, at_zero, general)
+
+
+def _agm_da(y, a, b):  # M(a, b) = M(b, a): ∂M/∂a is ∂M/∂b with the arguments swapped
+    return _agm_db(b, a)
+
+
 def _in_order(kind, name, scaled=False):
     """The partial of SciPy's ``name`` in its order v (``_numerics.bessel_order_derivative``):
     J_v's and Y_v's (also jve's and yve's, which scale by 1 for real x), I_v e^-|x|'s, and I_v's
@@ -410,6 +429,20 @@ _ALPHA = NoClosedForm("the parameter alpha")
 _BETA = NoClosedForm("the parameter beta")
 _PARAMETER_A = NoClosedForm("the parameter a")
 _PARAMETER_B = NoClosedForm("the parameter b")
+
+
+def _genlaguerre_dalpha(y, n, alpha, x):
+    """∂/∂α L_n^(α)(x) = Σ_(k<n) L_k^(α)(x) / (n - k), of the polynomial of an integer degree n
+    (0 for n <= 0: a constant, SciPy's 0 below 0); NaN for a degree that is not an integer,
+    whose hypergeometric function has no such sum."""
+    whole = np.equal(np.floor(n), n)
+    top = int(np.max(np.where(whole, n, 0), initial=0))
+    total = np.zeros(np.shape(y), np.result_type(y, np.float64))
+    for k in range(top):
+        below = np.less(k, n)
+        total = total + np.where(below, eval_genlaguerre(k, alpha, x)
+                                 / np.where(below, n - k, 1), 0.0)
+    return np.where(whole, total, np.nan)
 
 
 def _in_parameter(which):
@@ -863,6 +896,13 @@ elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
 elementwise(modstruve, _ORDER, _modstruve_dx)
 # 0F1(; b; z): d/dz = 0F1(; b + 1; z) / b
+elementwise(agm,       _agm_da, lambda y, a, b: _agm_db(a, b))
+# Wright's Φ(a, b; x) = Σ x^k / (k! Γ(ak + b)): d/dx Φ(a, b; x) = Φ(a, a + b; x); in a and b
+# no closed form
+elementwise(wright_bessel, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: wright_bessel(a, a + b, x))
+elementwise(log_wright_bessel, _PARAMETER_A, _PARAMETER_B,
+            lambda y, a, b, x: np.exp(log_wright_bessel(a, a + b, x) - y),              uses="xy")
 elementwise(hyp0f1,    NoClosedForm("the parameter b"),
             lambda y, b, z: hyp0f1(b + 1.0, z) / b)
 # in a, b and c a first derivative for c > 0, |z| <= 0.9, by the series
@@ -997,7 +1037,7 @@ elementwise(eval_hermitenorm, _DEGREE,
             _of_degree(lambda y, n, x: n * eval_hermitenorm(n - 1, x)))
 elementwise(eval_gegenbauer, _DEGREE, _ALPHA, _of_degree(
     lambda y, n, alpha, x: 2.0 * alpha * eval_gegenbauer(n - 1, alpha + 1.0, x)))
-elementwise(eval_genlaguerre, _DEGREE, _ALPHA, _of_degree(
+elementwise(eval_genlaguerre, _DEGREE, _genlaguerre_dalpha, _of_degree(
     lambda y, n, alpha, x: -eval_genlaguerre(n - 1, alpha + 1.0, x)))
 elementwise(eval_jacobi,    _DEGREE, _ALPHA, _BETA, _of_degree(
     lambda y, n, alpha, beta, x: 0.5 * (n + alpha + beta + 1.0)
