@@ -4907,6 +4907,10 @@ class _Mode:
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
+        # the version of the mode's numpy's namespace when it was last found or made to bind
+        # NumPy's own types (``_holds_own_types``; None: not known)
+        self.types_version = _VERSION(self.numpy.__dict__) if _VERSION is not None else None
+        self.own_types = None
         # id(namespace) -> [a user module's namespace whose code reads float, what its float
         # is in the mode: PYTHON_FLOAT, Python's own where some code may compare by identity]
         self.floats = {}
@@ -5213,17 +5217,25 @@ class _Mode:
         """Bind ``np.ndarray`` and NumPy's scalar types in the mode's module to what the code
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
-        self.numpy.ndarray = self.ndarray or np.ndarray
         namespace = self.numpy.__dict__
-        namespace.update(_CALLED_ORIGINALS)
-        for name, chosen in self.scalars.items():
-            if chosen is not None:
-                namespace[name] = chosen
+        if self.ndarray is not None or self.scalars or not self._holds_own_types():
+            self.numpy.ndarray = self.ndarray or np.ndarray
+            namespace.update(_CALLED_ORIGINALS)
+            for name, chosen in self.scalars.items():
+                if chosen is not None:
+                    namespace[name] = chosen
         for namespace, name, chosen in self.floats.values():  # (a builtin: bound as a global)
             if chosen is PYTHON_BUILTINS[name]:
                 namespace[name] = chosen
             elif namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
+
+    def _holds_own_types(self):
+        """Whether the mode's ``numpy`` binds NumPy's own ``ndarray`` and types of
+        ``CALLED_TYPES``, as ``_undo`` left it, its namespace's version (``_VERSION``) proving
+        nothing was bound there since: the common case, a function that calls none of them,
+        then costs no ``update`` of them on entry and exit."""
+        return self.own_types is not None and self.types_version.value == self.own_types
 
     def _undo(self):
         _NUMBER_TEXTS.clear()
@@ -5231,8 +5243,10 @@ class _Mode:
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
         self.floats = {}
-        self.numpy.ndarray = np.ndarray
-        self.numpy.__dict__.update(_CALLED_ORIGINALS)
+        if not self._holds_own_types():
+            self.numpy.ndarray = np.ndarray
+            self.numpy.__dict__.update(_CALLED_ORIGINALS)
+            self.own_types = self.types_version.value if self.types_version is not None else None
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
