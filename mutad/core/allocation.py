@@ -5597,9 +5597,36 @@ def _called_types(code):
 
 def _own_names(namespace):
     """The names that the code of the functions and classes defined in the module whose
-    namespace is ``namespace`` reads (as globals, which no attribute access of the module
-    sees), found among its bindings, its classes' attributes and the containers it binds."""
-    return {name for code in _own_codes(namespace) for c in _codes(code) for name in c.co_names}
+    namespace is ``namespace`` reads as globals, which no attribute access of the module
+    sees, found among its bindings, its classes' attributes and the containers it binds (not
+    the names it reads as attributes alone, ``self.sum()``, which ``co_names`` holds too: the
+    mode's class of the module answers those, and swapping them would cost every entry)."""
+    found: set = set()
+    for code in _own_codes(namespace):
+        for c in _codes(code):
+            _global_names(c, found)
+    return found
+
+
+def _global_names(code, found):
+    """Add to ``found`` the names ``code`` (not the code objects within it) reads or writes
+    as globals (or, in a class's body, as names), read from its instructions as ``dis`` reads
+    them, without making an object per instruction (the modules of a library, on the first
+    differentiation that finds them: thousands of functions)."""
+    names, raw, extended = code.co_names, code.co_code, 0
+    for i in range(0, len(raw), 2):
+        op, arg = raw[i], raw[i + 1] | extended
+        extended = arg << 8 if op == _EXTENDED_ARG else 0
+        if op in _GLOBAL_OPCODES:
+            found.add(names[arg >> 1 if op in _NULL_FLAGGED else arg])
+
+
+_GLOBAL_OPCODES = frozenset(dis.opmap[name] for name in (
+    "LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME",
+    "LOAD_FROM_DICT_OR_GLOBALS") if name in dis.opmap)
+_EXTENDED_ARG = dis.EXTENDED_ARG
+# (from Python 3.11, LOAD_GLOBAL's argument holds the name's index shifted past a flag)
+_NULL_FLAGGED = frozenset((dis.opmap["LOAD_GLOBAL"],) if sys.version_info >= (3, 11) else ())
 
 
 def _own_codes(namespace):
