@@ -111,8 +111,8 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
-                               as_objects, put_value)
+from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, _global_names,
+                               as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
@@ -5534,7 +5534,10 @@ def _hold_class(cls, walk):
 def _code_globals(code):
     """The names ``code`` and the code objects within it read or write as globals (or, in a
     class's body, as names): not those of attributes, which ``co_names`` holds as well."""
-    return _names_by(code, _GLOBAL_OPS)
+    found: set = set()
+    for c in _codes(code):
+        _global_names(c, found)
+    return frozenset(found)
 
 
 def _names_by(code, operations):
@@ -5546,10 +5549,6 @@ def _names_by(code, operations):
         found.update(i.argval for i in dis.get_instructions(c) if i.opname in operations)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
-
-
-_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
-                         "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"))
 
 
 @functools.lru_cache(maxsize=4096)
