@@ -20,7 +20,7 @@ from ..core.devices import is_device
 from ..core.debug import READ_PULLBACKS
 
 from .recompute import Written, current_region
-from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, times,
+from .products import (UNTHREADED, _vdot, _times_partial_of, add_times_partial, partial_at, times,
                        times_partial, writable)
 from ..core.registry import (HOLOMORPHIC, ONE, Applied, Constant, ElementwiseRule,
                              NoClosedForm, Operand, Rule)
@@ -529,7 +529,7 @@ def _small_product(dy, partial, y, values, out, suggested):
     elif kind is Applied:
         p = partial.function(y if partial.position is None else values[partial.position])
     else:
-        p = partial(y, *values)
+        p = partial_at(partial, y, values)
     kind = type(p)
     if kind is float or kind is _FLOAT64:
         if p != 0.0 and math.isfinite(p):

@@ -59,7 +59,7 @@ from ..core.errors import (
 from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
-from .products import times
+from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
                              pyfunc_ufunc_method, pyfunc_ufunc_rule,
@@ -497,23 +497,12 @@ def _partial(partial, y, primals, operand=None):
     device alike; in a batch, an operand that moves along some directions only stops the pass
     (``carries_derivative``), and each direction alone refuses where it moves."""
     try:
-        try:
-            return partial(y, *primals)
-        except (ZeroDivisionError, OverflowError):
-            # Python's arithmetic on the numbers of weak operands (1.0 / x at x = 0.0) raises
-            # where NumPy's, which the reverse pass computes with, gives inf or nan: NumPy's
-            # scalars
-            return partial(y, *[_numpys_scalar(v) for v in primals])
+        return partial_at(partial, y, primals)
     except MutadError as error:
         if operand is None or carries_derivative(operand):
             raise
         handled(error)
         return None
-
-
-def _numpys_scalar(v):
-    """NumPy's scalar of a Python float or complex ``v``; anything else as it is."""
-    return np.float64(v) if type(v) is float else np.complex128(v) if type(v) is complex else v
 
 
 def _batch_times(d, p, original, out=None):
