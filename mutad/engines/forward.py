@@ -1212,8 +1212,11 @@ class Dual(ArrayMethods):
 
     def plain_value(self):
         """A dual whose tangent is zero converts as its value: along the tangent direction it
-        is constant, so no derivative is lost (``ArrayMethods``)."""
-        return np.asarray(self.value) if self.constant() else None
+        is constant, so no derivative is lost (``ArrayMethods``); where an enclosing
+        differentiation traces that value, as it converts (None if it is traced there)."""
+        if not self.constant():
+            return None
+        return self.value.plain_value() if wrapped(self.value) else np.asarray(self.value)
 
     def constant_here(self):
         """Whether no derivative of this differentiation flows through it: its tangent is
