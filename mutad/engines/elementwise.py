@@ -529,7 +529,10 @@ def _small_product(dy, partial, y, values, out, suggested):
     elif kind is Applied:
         p = partial.function(y if partial.position is None else values[partial.position])
     else:
-        p = partial_at(partial, y, values)
+        try:  # (``partial_at``'s call, written out: this runs per operation of a loop)
+            p = partial(y, *values)
+        except (ZeroDivisionError, OverflowError):
+            p = partial_at(partial, y, values)
     kind = type(p)
     if kind is float or kind is _FLOAT64:
         if p != 0.0 and math.isfinite(p):
