@@ -833,8 +833,7 @@ class Code:
             if copy is not None and copy[2] in copies:
                 copies.add(copy[1])
                 continue
-            copies = {name for name in copies if not re.search(
-                rf"(?<![\w.]){name}\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)", line)}
+            copies.difference_update(_ASSIGNED.findall(line))
         del lines[start]
         zero = self.bind(ZERO)
         stored = [f"t = {zero} + {g}", f"{flat}[{element}] = t if t == t else add({zero}, {g})"]
@@ -845,7 +844,7 @@ class Code:
         ``flat`` alone, read from what it names: no shadow but through the locals holding
         them (``owners``: their buffers' keys), that one only at other elements or by slices
         that miss it, another only where it is another buffer's."""
-        if any(word in line for word in _REACHING):
+        if _REACHING.search(line):
             return False
         for match in _SHADOW_LOCAL.finditer(line):
             name = match[1]
@@ -1025,9 +1024,12 @@ _VIEW = re.compile(r"\bview\b")
 """The local holding a view of a shadow (``Code.add_into``)."""
 _COPY = re.compile(r"(c[0-9]+|dy) = (c[0-9]+|dy)")
 """A reverse line, at the pass's own level, that makes one name of a cotangent another's."""
-_REACHING = ("shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:")
+_REACHING = re.compile("|".join(map(re.escape, (
+    "shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:"))))
 """What a reverse line names where it may reach a shadow other than through its locals, or
 leave the compiled pass (``Code.added_back``)."""
+_ASSIGNED = re.compile(r"(?<![\w.])(\w+)\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)")
+"""The names a line assigns to, in place or not (``Code.added_back``)."""
 
 
 class _Zeroing(str):
