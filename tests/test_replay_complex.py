@@ -158,3 +158,33 @@ def test_the_square_of_a_complex_element_is_numpys_scalars():
         assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
         assert _bits(mutad.jvp(_squared_elements, (v,), (np.ones(3),))[0]) == _bits(numpys)
     assert len(traced) == 1  # the recording alone: the others replayed
+
+
+# The partials of an operation of complex elements (np.reciprocal's ``-(y * y)``) read the
+# values a replay holds as NumPy's complex scalars, which multiply by NumPy's scalar math, where
+# tracing holds 0-d arrays, which multiply by the loops (with fused multiply-adds): the replayed
+# gradients differed from the traced ones in the last bit. The partials read 0-d arrays there too.
+
+def _reciprocal_element(x, y):
+    z = x + 1j * y
+    w = np.reciprocal(z[1]) * z[0]
+    return (w * np.conj(w)).real
+
+
+def test_the_partials_of_complex_elements_are_the_traced_ones():
+    calls = [(np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
+             (np.array([1.5, -1.0, 0.5]), np.array([0.25, 0.5, 1.0])),
+             (np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
+             (np.array([0.3, 0.7, 0.5]), np.array([1.1, -2.3, 1.0]))]
+    replaying = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1), replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for x, y in calls:
+        mine = (x.copy(), y.copy())
+        got = replaying(*mine)
+        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == y.tobytes()
+        expected = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1))(x.copy(), y.copy())
+        assert _bits(got[0]) == _bits(expected[0]), (x, y)
+        assert [_bits(g) for g in got[1]] == [_bits(g) for g in expected[1]], (x, y)
+    assert len(traced) == 1  # the recording alone: the others replayed

@@ -473,7 +473,7 @@ class Pure:
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
                  "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
-                 "later", "exact")
+                 "later", "exact", "complex_values")
 
     @property
     def writes_nothing(self):
@@ -517,6 +517,10 @@ class Pure:
         self.scalar_nan = None  # the same, where only its NaN is its own (Recorder)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
         self.exact = None  # math's function of its arguments, whose value it gives (PutValue)
+        # whether a value its partials may read is complex (``record``)
+        self.complex_values = record.output.dtype.kind == "c" or any(
+            type(a) is complex for a in args) or any(
+            place is not None and place.dtype.kind == "c" for place in self.inputs)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
@@ -583,6 +587,9 @@ class Pure:
                                  [i in at for i in range(len(self.args))])
 
     def record(self, vals, y):
+        if self.complex_values:  # (the partials of NumPy's complex scalars, 0-d arrays in
+            # tracing: their products round otherwise, ``_as_traced``)
+            vals, y = [_as_traced(v) for v in vals], _as_traced(y)
         kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
                                 vals, y)
         return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,
@@ -1086,6 +1093,18 @@ def _stands_for_scalar(x):
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
+
+
+_COMPLEX_NUMBERS = frozenset((complex, np.complex128, np.complex64, np.clongdouble))
+
+
+def _as_traced(value):
+    """``value`` as tracing holds it for an operation's partials: NumPy's complex scalar (or
+    Python's complex number), which a replay holds for a 0-d value, as the 0-d array tracing
+    holds. NumPy's scalar math multiplies complex scalars otherwise than its loops do 0-d
+    arrays (without fused multiply-adds), and the partials (``-(y * y)``, np.reciprocal's)
+    multiply with Python's operators."""
+    return np.array(value) if type(value) in _COMPLEX_NUMBERS else value
 
 
 def _on_scalars(operation, traced, *values):
