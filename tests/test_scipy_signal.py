@@ -90,6 +90,12 @@ CASES = {
        for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
     "savgol-interp-axis0-deriv": (lambda f, x: f.savgol_filter(x, 7, 3, deriv=1, delta=0.5,
                                                                axis=0), ((9, 3),)),
+    # a differentiated spacing, of a differentiated signal and of a constant one
+    "savgol-interp-spacing-axis0": (lambda f, x, d: f.savgol_filter(x, 7, 3, deriv=2,
+                                                                   delta=0.5 + d, axis=0),
+                                    ((9, 3), ())),
+    "savgol-interp-spacing-of-constant": (
+        lambda f, d: f.savgol_filter(np.sin(np.arange(11.0)), 5, 2, deriv=1, delta=d), ((),)),
     # spectral analysis
     "welch": (lambda f, x: f.welch(x, nperseg=16)[1], ((64,),)),
     "welch-linear-spectrum-median": (

@@ -113,9 +113,9 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent,
-                        following_scipys_code, linear_function, linear_map, refused_attribute,
-                        scipy_adjoint, scipys_value, stands_in_for)
+from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, _plain, array_argument,
+                        array_tangent, following_scipys_code, linear_function, linear_map,
+                        refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -1959,6 +1959,13 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
     if mode != "interp":  # SciPy's own: ndimage's convolve1d with its coefficients
         coefficients = _signal.savgol_coeffs(window_length, polyorder, deriv=deriv, delta=delta)
         return ndimage.convolve1d(x, coefficients, axis=axis, mode=mode, cval=cval)
+    if deriv > 0 and innermost((delta,)) is not None:
+        # A differentiated spacing: the fit's derivative is the same fit's at the plain spacing
+        # times (delta0 / delta)**deriv, exactly (SciPy divides its coefficients, and its end
+        # polynomials' values, by delta**deriv), and that factor is 1.0, changing no bit.
+        plain = _plain(delta, numbers=True)  # a number at every level of differentiation
+        return (_savgol_interp(x, window_length, polyorder, deriv, plain, axis)
+                * (plain / delta) ** deriv)
     return _savgol_interp(x, window_length, polyorder, deriv, delta, axis)
 
 
