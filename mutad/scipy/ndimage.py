@@ -970,13 +970,13 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
     # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
     # about its centre, every other axis as it is.
     if carries_derivative(angle) and 0 <= order <= 5:
-        if np.ndim(input) != 2:
-            raise UnsupportedOperationError(
-                f"scipy.ndimage.rotate of a {np.ndim(input)}-d array by a differentiated "
-                "angle: mutad differentiates the angle of a 2-d image's rotation; rotate "
-                "each plane (a 2-d image) and stack them.")
-        return _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval,
-                                          prefilter)
+        if np.ndim(input) < 2:
+            raise RuntimeError("input array should be at least 2D")  # SciPy's own
+        if np.ndim(input) == 2:
+            return _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval,
+                                              prefilter)
+        return _planes_rotated_by_a_traced_angle(input, angle, axes, reshape, output, order,
+                                                 mode, cval, prefilter)
     angle, = _settings("rotate", order, (angle, "the angle"))
     ndim = np.ndim(input)
     plane = sorted(a % ndim for a in axes)
@@ -1004,6 +1004,32 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
     return _interpolated(_ndimage.rotate, "rotate", input, output, output_shape, weights,
                          dict(angle=angle, axes=axes, reshape=reshape, order=order, mode=mode,
                               prefilter=prefilter), cval)
+
+
+def _planes_rotated_by_a_traced_angle(input, angle, axes, reshape, output, order, mode, cval,
+                                      prefilter):
+    """``rotate`` of an n-d array by a differentiated angle, as SciPy does it: each plane
+    parallel to ``axes`` (its axes in their order in the array) rotated as an image, the
+    planes stacked back in place."""
+    ndim = np.ndim(input)
+    plane = sorted(int(a) % ndim for a in axes)
+    if len(axes) != 2 or plane[0] == plane[1]:
+        raise ValueError("axes should contain exactly two values")  # SciPy's check
+    others = [a for a in range(ndim) if a not in plane]
+    moved = np.moveaxis(input, plane, (-2, -1))
+    lines = np.reshape(moved, (-1,) + np.shape(moved)[-2:])
+    into = output is not None and not _is_dtype(output)  # the caller's array
+    kind = None if into else output
+    rotated = np.stack([_rotated_by_a_traced_angle(image, angle, reshape, kind, order, mode,
+                                                   cval, prefilter) for image in lines])
+    rotated = np.moveaxis(np.reshape(rotated, tuple(np.shape(input)[a] for a in others)
+                                     + np.shape(rotated)[-2:]), (-2, -1), plane)
+    if into:
+        if np.shape(output) != np.shape(rotated):
+            raise RuntimeError("output shape not correct")  # SciPy's check
+        output[...] = rotated
+        return output
+    return rotated
 
 
 def _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval, prefilter):
