@@ -309,9 +309,31 @@ def test_integer_outputs_are_refused(rng):
     x = rng.normal(size=(5, 4))
     with pytest.raises(UnsupportedOperationError, match="float outputs"):
         mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=np.int32).sum(), x)
-    with pytest.raises(UnsupportedOperationError, match="cval"):
-        mutad.gradient(lambda c: scipy.ndimage.maximum_filter(x, 3, mode="constant",
-                                                              cval=c).sum(), 1.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, c: scipy.ndimage.maximum_filter(x, 3, mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.median_filter(x, (3, 2), mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.percentile_filter(x, 30, 3, mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.minimum_filter1d(x, 4, axis=0, mode="constant", cval=c)])
+def test_a_differentiated_cval_of_a_rank_filter(call, rng):
+    """Rank filters with a differentiated cval (was refused): the outputs that took the
+    constant from their window's extension are cval, the others the elements they took;
+    SciPy's values bit for bit, of a differentiated image or of a constant one."""
+    x = rng.normal(size=(5, 4))
+    before = x.tobytes()
+
+    def f(x, c):
+        return weighted(call(x, c))
+
+    y, _ = mutad.jvp(call, (x, 0.4), (np.ones_like(x), 1.0))
+    assert y.tobytes() == call(x, 0.4).tobytes()
+    assert (call(x, 0.4) == 0.4).any()  # (some outputs do take cval)
+    mutad.check_grads(f, x, 0.4)
+    mutad.check_jvp(f, x, 0.4)
+    mutad.check_grads(lambda c: f(x, c), 0.4, order=2)
+    replays_as_traced(f, [(x, 0.4), (x * 1.1, 0.45), (x, -0.3)], argnums=(0, 1), replayed=2)
+    assert x.tobytes() == before
 
 
 IMAGE = np.random.default_rng(7).random((8, 7))
