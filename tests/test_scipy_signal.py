@@ -155,6 +155,20 @@ CASES = {
                                  ((2, 23),)),
     "upfirdn": (lambda f, h, x: f.upfirdn(h, x, 2, 3), ((5,), (13,))),
     "upfirdn-axis0": (lambda f, h, x: f.upfirdn(h, x, 3, 1, axis=0), ((4,), (6, 2))),
+    # every extension mode: SciPy's extension of the signal, then the zero extension's filter
+    **{f"upfirdn-{mode}": (lambda f, h, x, mode=mode: f.upfirdn(h, x, 2, 3, mode=mode),
+                           ((5,), (9,)))
+       for mode in ("wrap", "edge", "smooth", "symmetric", "reflect", "antisymmetric",
+                    "antireflect", "line")},
+    "upfirdn-wrap-short-axis0": (lambda f, h, x: f.upfirdn(h, x, 1, 2, axis=0, mode="wrap"),
+                                 ((9,), (3, 2))),
+    "upfirdn-cval": (lambda f, h, x, c: f.upfirdn(h, x, 3, 2, mode="constant", cval=c),
+                     ((4,), (7,), ())),
+    "resample_poly-line-axis1": (lambda f, x: f.resample_poly(x, 3, 2, axis=1, padtype="line"),
+                                 ((2, 12),)),
+    # a differentiated cval that is 0 (c is 0.3): still differentiated
+    "resample_poly-cval-zero": (lambda f, x, c: f.resample_poly(x, 2, 3, padtype="constant",
+                                                                cval=c - 0.3), ((14,), ())),
     "decimate": (lambda f, x: f.decimate(x, 3), ((60,),)),
     "decimate-fir": (lambda f, x: f.decimate(x, 2, ftype="fir"), ((50,),)),
     "decimate-fir-causal-axis0": (lambda f, x: f.decimate(x, 2, n=6, ftype="fir",
@@ -414,10 +428,8 @@ def test_signals_given_as_lists(rng):
 
 def test_more_refusals(rng):
     x = rng.normal(size=30)
-    with pytest.raises(UnsupportedOperationError, match="zero extension"):
-        mutad.gradient(lambda x: scipy.signal.upfirdn([1.0, 0.5], x, 2, mode="edge").sum(), x)
-    with pytest.raises(UnsupportedOperationError, match="padtype"):
-        mutad.gradient(lambda x: scipy.signal.resample_poly(x, 2, 3, padtype="edge").sum(), x)
+    with pytest.raises(ValueError, match="padtype must be one of"):  # SciPy's own
+        mutad.gradient(lambda x: scipy.signal.resample_poly(x, 2, 3, padtype="odd").sum(), x)
     with pytest.raises(UnsupportedOperationError, match="dlti"):
         system = scipy.signal.dlti(*scipy.signal.butter(2, 0.3))
         mutad.gradient(lambda x: scipy.signal.decimate(x, 2, ftype=system).sum(), x)
