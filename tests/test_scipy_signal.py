@@ -52,6 +52,12 @@ def parts(z):
     return np.stack([np.real(z), np.imag(z)])
 
 
+def frequency_response(w_h):
+    """freqz's frequencies and its response's parts, in one real array."""
+    w, h = w_h
+    return np.concatenate([w, parts(h).ravel()])
+
+
 def demeaned(d):
     """A detrend function of the user's: the segment less its mean."""
     return d - d.mean(axis=-1, keepdims=True)
@@ -197,6 +203,12 @@ CASES = {
     "freqz-fir-whole": (lambda f, b: parts(f.freqz(b, worN=10, whole=True)[1]), ((5,),)),
     "freqz-frequencies": (lambda f, b, a: parts(f.freqz(b, a, worN=np.linspace(0, 3, 7),
                                                         fs=6.0)[1]), (B, A)),
+    # differentiated frequencies and sampling frequency
+    "freqz-frequencies-and-fs": (lambda f, b, w, fs: frequency_response(
+        f.freqz(b, A, worN=w + np.arange(4.0), fs=6.0 + fs)), (B, (4,), ())),
+    "freqz-fs-of-a-grid": (lambda f, b, fs: frequency_response(f.freqz(b, A, worN=6,
+                                                                       fs=6.0 + fs)),
+                           (B, ())),
 }
 
 

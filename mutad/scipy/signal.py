@@ -2572,6 +2572,12 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
     return h
 
 
+def _as_python_float(value, dtype):
+    """A number SciPy holds as a Python float, in arithmetic with an array of ``dtype``: NumPy
+    converts it to that dtype first (weak promotion), as this does a differentiated one."""
+    return value.astype(dtype) if isinstance(value, Tracer) else value
+
+
 @stands_in_for(_signal.freqz)
 def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquist=False):
     # SciPy's steps (signal/_filter_design.py) for 1-d coefficients: the FFT of b divided by
@@ -2585,7 +2591,13 @@ def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquis
     res_dtype = np.result_type(b, a)
     real_dtype = np.finfo(res_dtype).dtype if np.issubdtype(res_dtype, np.inexact) else (
         np.float64)
-    fs = _filter_design._validate_fs(fs, allow_none=False)
+    if carries_derivative(fs):  # a differentiated sampling frequency scales the frequencies
+        if np.ndim(fs) != 0:
+            raise ValueError("Sampling frequency fs must be a single scalar.")
+        fs = fs * 1.0  # (SciPy's float(fs))
+    else:
+        fs = _filter_design._validate_fs(_setting(fs, "sampling frequency fs", "freqz"),
+                                         allow_none=False)
     if worN is None:
         worN = 512
     h = None
@@ -2608,14 +2620,14 @@ def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquis
     else:
         if isinstance(worN, complex):
             worN = worN.real
-        w = np.atleast_1d(np.asarray(worN, dtype=res_dtype))
+        w = np.atleast_1d(array_argument(worN)).astype(res_dtype)  # (traced frequencies too)
         if np.issubdtype(w.dtype, np.integer):
             w = w.astype(np.float64)
-        w = 2 * np.pi * w / fs
+        w = 2 * np.pi * w / _as_python_float(fs, w.dtype)
     if h is None:
         zm1 = np.exp(-1j * w)
         h = _horner(zm1, b) / _horner(zm1, a)
-    w = w * (fs / (2 * np.pi))
+    w = w * _as_python_float(fs / (2 * np.pi), w.dtype)
     if plot is not None:
         plot(w, h)
     return w, h
