@@ -156,6 +156,8 @@ CASES = {
                                    ((2, 12),)),
     "resample-freq-domain": (lambda f, x: parts(f.resample(x, 12, domain="freq")), ((8,),)),
     "resample-time": (lambda f, x, t: f.resample(x, 11, t=t)[1], ((7,), (3,))),
+    "resample-window-of-a-differentiated-beta": (
+        lambda f, c: f.resample(np.sin(np.arange(14.0)), 9, window=("kaiser", 3.0 + c)), ((),)),
     "resample_poly": (lambda f, x: f.resample_poly(x, 3, 2), ((20,),)),
     "resample_poly-mean-axis1": (lambda f, x: f.resample_poly(x, 2, 5, axis=1, padtype="mean"),
                                  ((2, 23),)),

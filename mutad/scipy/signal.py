@@ -2476,7 +2476,7 @@ def resample(x, num, t=None, axis=0, window=None, domain="time"):
             n_X = X.shape[-1]
             W[1:n_X] += np.flip(W[-n_X + 1:])
             W[1:n_X] /= 2
-            X *= W[:n_X]
+            X = X * W[:n_X]  # (X is plain where only the window is differentiated)
         X = X[..., :m2]
         if m % 2 == 0 and num != n_x:
             X[..., m // 2] *= 2 if num < n_x else 0.5
