@@ -19,6 +19,7 @@ from cases import replays_as_traced
 
 SOS = scipy.signal.butter(4, 0.2, output="sos")
 B, A = scipy.signal.butter(3, 0.3)
+WAVE = np.sin(np.arange(14.0))  # a signal made before the differentiation: a constant
 
 
 def weighted(y):
@@ -157,7 +158,7 @@ CASES = {
     "resample-freq-domain": (lambda f, x: parts(f.resample(x, 12, domain="freq")), ((8,),)),
     "resample-time": (lambda f, x, t: f.resample(x, 11, t=t)[1], ((7,), (3,))),
     "resample-window-of-a-differentiated-beta": (
-        lambda f, c: f.resample(np.sin(np.arange(14.0)), 9, window=("kaiser", 3.0 + c)), ((),)),
+        lambda f, c: f.resample(WAVE, 9, window=("kaiser", 3.0 + c)), ((),)),
     "resample_poly": (lambda f, x: f.resample_poly(x, 3, 2), ((20,),)),
     "resample_poly-mean-axis1": (lambda f, x: f.resample_poly(x, 2, 5, axis=1, padtype="mean"),
                                  ((2, 23),)),
