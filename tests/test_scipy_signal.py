@@ -157,6 +157,13 @@ CASES = {
                                    ((2, 12),)),
     "resample-freq-domain": (lambda f, x: parts(f.resample(x, 12, domain="freq")), ((8,),)),
     "resample-time": (lambda f, x, t: f.resample(x, 11, t=t)[1], ((7,), (3,))),
+    # settings differentiated where the signal or coefficients are constants: SciPy's in-place
+    # steps write them into arrays made of constants
+    "spectrogram-differentiated-fs": (lambda f, fs: f.spectrogram(WAVE, fs=2.0 + fs,
+                                                                  nperseg=8)[2], ((),)),
+    "firwin-differentiated-window": (lambda f, c: f.firwin(9, 0.3, window=("kaiser", 3.0 + c)),
+                                     ((),)),
+    "freqz-differentiated-gain": (lambda f, c: parts(f.freqz(B, [2.0 + c], worN=6)[1]), ((),)),
     "resample-window-of-a-differentiated-beta": (
         lambda f, c: f.resample(WAVE, 9, window=("kaiser", 3.0 + c)), ((),)),
     "resample_poly": (lambda f, x: f.resample_poly(x, 3, 2), ((20,),)),

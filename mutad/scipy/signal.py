@@ -2476,7 +2476,7 @@ def resample(x, num, t=None, axis=0, window=None, domain="time"):
             n_X = X.shape[-1]
             W[1:n_X] += np.flip(W[-n_X + 1:])
             W[1:n_X] /= 2
-            X = X * W[:n_X]  # (X is plain where only the window is differentiated)
+            X = _updated(np.multiply, X, W[:n_X])
         X = X[..., :m2]
         if m % 2 == 0 and num != n_x:
             X[..., m // 2] *= 2 if num < n_x else 0.5
@@ -2559,7 +2559,7 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
         left, right = bands[j, 0], bands[j, 1]
         h += right * np.sinc(right * m)
         h -= left * np.sinc(left * m)
-    h *= _signal.get_window(window, numtaps, fftbins=False)
+    h = _updated(np.multiply, h, _signal.get_window(window, numtaps, fftbins=False))
     if scale:
         left, right = bands[0, ...]
         if left == 0:
@@ -2570,6 +2570,13 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
             scale_frequency = 0.5 * (left + right)
         h /= np.sum(h * np.cos(np.pi * m * scale_frequency))
     return h
+
+
+def _updated(ufunc, x, y):
+    """SciPy's in-place ``x op= y`` as a new array: the values NumPy writes (the operation in
+    the operands' common type, cast to x's dtype), without writing into x, a plain array made
+    from constants where only y is differentiated (a setting: the window, fs)."""
+    return ufunc(x, y).astype(np.result_type(x), copy=False)
 
 
 def _as_python_float(value, dtype):
@@ -2613,7 +2620,7 @@ def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquis
             real = (np.issubdtype(b.dtype, np.floating) and np.issubdtype(a.dtype, np.floating))
             h = (fft.rfft if real else fft.fft)(b, n=n_fft, axis=0)
             h = h[:min(N, h.shape[0])]
-            h /= a
+            h = _updated(np.divide, h, a)
             if real and whole:
                 stop = None if n_fft % 2 == 1 else -1
                 h = np.concatenate((h, np.conj(np.flip(h[1:stop], axis=0))))
@@ -2959,14 +2966,14 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
     result = fft.fft(result, n=nfft) if sides == "twosided" else fft.rfft(result.real, n=nfft)
     if mode == "psd":
         result = np.conjugate(result) * result
-    result *= scale
+    result = _updated(np.multiply, result, scale)
     if sides == "onesided" and mode == "psd":
         if nfft % 2:
             result[..., 1:] *= 2
         else:
             result[..., 1:-1] *= 2
     time = np.arange(nperseg / 2, np.shape(x)[-1] - nperseg / 2 + 1,
-                     nperseg - noverlap) / float(fs)
+                     nperseg - noverlap) / (fs if isinstance(fs, Tracer) else float(fs))
     if boundary is not None:
         time -= (nperseg / 2) / fs
     result = result.astype(outdtype)
