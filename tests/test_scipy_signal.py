@@ -163,6 +163,7 @@ CASES = {
                                                                   nperseg=8)[2], ((),)),
     "firwin-differentiated-window": (lambda f, c: f.firwin(9, 0.3, window=("kaiser", 3.0 + c)),
                                      ((),)),
+    "firwin-differentiated-width": (lambda f, c: f.firwin(11, 0.3, width=0.2 + c), ((),)),
     "freqz-differentiated-gain": (lambda f, c: parts(f.freqz(B, [2.0 + c], worN=6)[1]), ((),)),
     "resample-window-of-a-differentiated-beta": (
         lambda f, c: f.resample(WAVE, 9, window=("kaiser", 3.0 + c)), ((),)),

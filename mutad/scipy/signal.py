@@ -2529,8 +2529,8 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
         raise ValueError("Invalid cutoff frequencies: the frequencies must be strictly "
                          "increasing.")
     if width is not None:
-        window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps,
-                                                                      float(width) / nyq)))
+        width = width if isinstance(width, Tracer) else float(width)  # (SciPy's float)
+        window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps, width / nyq)))
     # SciPy's named responses: whether each passes zero, and whether it takes one cutoff
     named = {"lowpass": (True, True), "bandstop": (True, False), "highpass": (False, True),
              "bandpass": (False, False)}
