@@ -433,6 +433,19 @@ def test_replayed_gradients_are_the_traced_ones(rng):
     assert not replayed.reasons  # replayed, not traced again
 
 
+def test_a_differentiated_spacing_is_traced_again_not_replayed():
+    """savgol_filter(mode='interp') of a differentiated delta runs SciPy's fit at delta's
+    plain value: a replay would keep the recorded one, so each call is traced (SciPy's bits
+    at every spacing), and says why."""
+    x = np.sin(np.arange(30.0))
+
+    def f(delta):
+        return (scipy.signal.savgol_filter(x, 7, 2, deriv=1, delta=delta) ** 2).sum()
+
+    replaying = replays_as_traced(f, [(0.5,), (0.7,), (1.3,)])
+    assert "spacing's plain value" in str(replaying.reasons)
+
+
 def test_signals_given_as_lists(rng):
     """A list holding traced values is the array NumPy makes of it, as SciPy's np.asarray does."""
     x = rng.normal(size=8)

@@ -117,7 +117,8 @@ from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
 from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, _plain, array_argument,
                         array_tangent, following_scipys_code, linear_function, linear_map,
-                        refused_attribute, scipy_adjoint, scipys_value, stands_in_for)
+                        not_replayed, refused_attribute, scipy_adjoint, scipys_value,
+                        stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -1966,6 +1967,7 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
         # times (delta0 / delta)**deriv, exactly (SciPy divides its coefficients, and its end
         # polynomials' values, by delta**deriv), and that factor is 1.0, changing no bit.
         plain = _plain(delta, numbers=True)  # a number at every level of differentiation
+        not_replayed("scipy.signal.savgol_filter's fit at the spacing's plain value")
         return (_savgol_interp(x, window_length, polyorder, deriv, plain, axis)
                 * (plain / delta) ** deriv)
     return _savgol_interp(x, window_length, polyorder, deriv, delta, axis)
