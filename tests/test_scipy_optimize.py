@@ -318,6 +318,59 @@ def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # (trust-constr's own, of bounds)
+def _held_by_a_moving_bound(solver):
+    """x₀ + 2x₁ + f* at the minimum x* of f = (x₀ - 3)² + (x₁ - 3)² + x₀x₁ with x₀ ≤ θ₀, which
+    holds x₀ = θ₀ (θ₀ < 1.5) and x₁ = 3 - θ₀/2: its derivative is 2θ₀ - 6 + θ₀/2 + 3 - θ₀;
+    least_squares' and curve_fit's twins are in the test."""
+    def objective(x):
+        return (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + x[0] * x[1]
+
+    def f(theta):
+        if solver == "least_squares":  # ½‖r‖² with r = (x₀ - 3, x₁ - 3 + x₀/2)
+            res = least_squares(lambda x: np.array([x[0] - 3.0, x[1] - 3.0 + 0.5 * x[0]]),
+                                [0.1, 0.1], bounds=([0.0, 0.0], [theta[0], 5.0]),
+                                xtol=1e-15, ftol=1e-15, gtol=1e-15)
+            return res.x[0] + 2.0 * res.x[1] + res.cost
+        if solver == "curve_fit":  # a line a + b t through 3 + 2t, a ≤ θ₀
+            t = np.linspace(0.0, 1.0, 6)
+            popt, _ = curve_fit(line, t, 2.0 * t + 3.0, p0=[0.5, 0.5],
+                                bounds=([0.0, 0.0], [5.0, theta[0]]))
+            return popt[1] + 2.0 * popt[0]
+        if solver == "fmin_l_bfgs_b":
+            x, value, _ = scipy.optimize.fmin_l_bfgs_b(
+                objective, [0.1, 0.1], approx_grad=True, bounds=[(0.0, theta[0]), (0.0, 5.0)],
+                pgtol=1e-12, factr=10)
+            return x[0] + 2.0 * x[1] + value
+        options = {"SLSQP": {"tol": 1e-14, "constraints": [
+            {"type": "ineq", "fun": lambda x: 10.0 - x[0]}]}}.get(solver, {})
+        res = minimize(objective, [0.1, 0.1], method=solver,
+                       bounds=[(0.0, theta[0]), (None, 5.0)], **options)
+        return res.x[0] + 2.0 * res.x[1] + res.fun
+
+    return f
+
+
+@pytest.mark.parametrize("solver", ["L-BFGS-B", "TNC", "SLSQP", "least_squares", "curve_fit",
+                                    "fmin_l_bfgs_b"])
+def test_a_bound_that_depends_on_the_differentiated_values_moves_the_minimum_it_holds(solver):
+    """The coordinates a bound holds are the bound, whose derivative they have, and the free
+    ones follow them (the minimum with those fixed); the objective there too. Was: the held
+    coordinates' derivative zero, as for a constant bound — silently wrong."""
+    f = _held_by_a_moving_bound(solver)
+    theta = np.array([1.0])
+    expected = {"least_squares": -2.0,  # x = (θ, 3 - θ/2), cost ½(θ - 3)²
+                # b = θ held, a = 2 + (3 - θ) Σt / Σt²: d(b + 2a)/dθ = 1 - 2 Σt / Σt²
+                "curve_fit": 1.0 - 2.0 * 3.0 / 2.2}.get(solver, -1.5)
+    value = f(theta)
+    g = gradient_keeping(f, theta)[0]
+    np.testing.assert_allclose(g, [expected], rtol=1e-6)
+    np.testing.assert_allclose(g, central_differences(f, theta, 1e-5), rtol=2e-3)
+    assert f(theta) == value  # (SciPy's value: the derivatives add nothing to it)
+    if solver in ("L-BFGS-B", "least_squares"):  # second order: d²/dθ² = 3/2, and 1
+        np.testing.assert_allclose(mutad.hessian(f, theta), [[1.5 if solver == "L-BFGS-B"
+                                                              else 1.0]], rtol=1e-6)
+
+
 def test_minimize_trust_constr_inside_an_active_bound_is_refused_naming_barrier_tol():
     """trust-constr, an interior point method, stops inside an active bound: the refusal spoke
     of a Newton step alone, not of the bound it is near nor of the options that set how near
@@ -1039,6 +1092,19 @@ def test_least_squares_robust_losses(loss):
                                / 2e-4, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(dscale, (exact(y, scale + 1e-4) - exact(y, scale - 1e-4)) / 2e-4,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_least_squares_from_a_differentiated_start_has_constant_cost_and_fun():
+    """Where only x0 is differentiated (it picks the minimum, which does not move), res.cost
+    and res.fun are SciPy's numbers, of derivative zero. Was: refused as followed."""
+    def f(x0):
+        res = least_squares(lambda x: B @ x - Y, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return res.cost + res.fun.sum() + x0[0]
+
+    x0 = np.zeros(N)
+    plain = least_squares(lambda x: B @ x - Y, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    assert f(x0) == plain.cost + plain.fun.sum()
+    np.testing.assert_array_equal(gradient_keeping(f, x0)[0], np.eye(N)[0])
 
 
 def test_least_squares_refusals():

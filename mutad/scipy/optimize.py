@@ -862,6 +862,61 @@ def _bounds_arrays(bounds, n, pairs):
     return lower, upper
 
 
+def _bound_shift(bounds, plain, x, pairs, sides=None):
+    """Where SciPy's minimum ``x`` lies on bounds (``bounds``, read as ``_bounds_arrays``
+    reads them; ``plain`` their numbers) that depend on the differentiated values: an array
+    of zeros shaped as ``x`` carrying the derivatives of the bounds at the coordinates they
+    hold, which move with them (``x_i = b_i(θ)``), the free ones with them, as the minimum of
+    the objective at ``x + shift`` with the held coordinates fixed; None where no such bound
+    holds one. ``sides``: where the solver says it holds them (``least_squares``'
+    ``active_mask``, -1 on a lower bound, 1 on an upper one), else where ``x`` lies on one."""
+    if bounds is None or not _plain(bounds, {})[2]:
+        return None
+    flat = np.ravel(x)
+    limits = _bounds_arrays(plain, flat.size, pairs)
+    if limits is None:
+        return None
+    if sides is None:
+        on_lower = _on(flat, limits[0])
+        on_upper = _on(flat, limits[1]) & ~on_lower
+    else:
+        sides = np.ravel(sides)
+        on_lower, on_upper = sides < 0, sides > 0
+    if not (on_lower.any() or on_upper.any()):
+        return None
+    if isinstance(bounds, _optimize.Bounds):
+        lower, upper = bounds.lb, bounds.ub
+    elif pairs:
+        lower = [-np.inf if lo is None else lo for lo, _ in bounds]
+        upper = [np.inf if hi is None else hi for _, hi in bounds]
+    else:
+        lower, upper = bounds
+
+    def at(bound, mask):  # the bound's values where it holds x (zeros elsewhere: no inf)
+        bound = lists_as_arrays([bound])[0] if type(bound) in (list, tuple) else bound
+        return np.where(mask, np.broadcast_to(np.ravel(bound), flat.shape), 0.0)
+
+    held = at(lower, on_lower) + at(upper, on_upper)
+    if not _followed(held):
+        return None
+    return np.reshape(held - stop_gradient(held), np.shape(x))
+
+
+def _shifted(function, shift):
+    """``function`` of ``z + shift`` (``_bound_shift``), or itself without a shift."""
+    if shift is None:
+        return function
+    return lambda z, *args: function(z + shift, *args)
+
+
+def _moved_with(x, solution, shift):
+    """SciPy's minimum ``x`` with the derivatives of ``solution + shift``: those of the
+    minimum over the free coordinates and of the bounds holding the others."""
+    if shift is None:
+        return solution
+    return _with_derivatives(np.asarray(x), solution + shift)
+
+
 # ----------------------------------------------------------------------------------------------
 # Results
 
@@ -1015,11 +1070,13 @@ def _local_minimum(name, res, a, p):
         return _constrained_minimum(name, res, lambda z: objective(z, *args),
                                     lambda z: plain_objective(z, *plain_args),
                                     _constraint_functions(name, a["constraints"],
-                                                          p["constraints"]), p["bounds"])
+                                                          p["constraints"]), p["bounds"],
+                                    a["bounds"])
     bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
     solution, value = _minimum(name, lambda z: objective(z, *args),
                                lambda z: plain_objective(z, *plain_args), res.x,
-                               bool(res.success), res.message, bounds)
+                               bool(res.success), res.message, bounds,
+                               _bound_shift(a["bounds"], p["bounds"], res.x, pairs=True))
     values = {"x": solution}
     if value is not None:
         values["fun"] = _with_derivatives(res.fun, value)
@@ -1043,7 +1100,8 @@ def _global_minimizer(original):
         bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
         solution, value = _minimum(name, lambda z: a["func"](z, *args),
                                    lambda z: p["func"](z, *plain_args), res.x,
-                                   bool(res.success), res.message, bounds)
+                                   bool(res.success), res.message, bounds,
+                                   _bound_shift(a["bounds"], p["bounds"], res.x, pairs=True))
         values = {"x": solution}
         if value is not None:
             values["fun"] = _with_derivatives(res.fun, value)
@@ -1080,12 +1138,18 @@ dual_annealing = _global_minimizer(_optimize.dual_annealing)
 direct = _global_minimizer(_optimize.direct)
 
 
-def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None):
+def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None,
+             shift=None):
     """SciPy's minimum ``x`` of ``objective`` (a function of ``x`` alone, computed by the
     user's functions on what the differentiation follows; ``plain_objective`` its plain twin),
     differentiated by the implicit function theorem (its gradient zero there), and the
     objective there with the derivatives of its value (the envelope theorem), None where it
-    does not depend on what the differentiation follows."""
+    does not depend on what the differentiation follows. ``shift``: ``_bound_shift``'s, where
+    differentiated bounds hold coordinates of ``x``."""
+    if shift is not None:
+        solution, value = _minimum(name, _shifted(objective, shift), plain_objective, x,
+                                   converged, message, bounds)
+        return _moved_with(x, solution, shift), value
     z = np.array(x, dtype=float)
     stationarity = _gradient(objective, z)
     solution = _solution(name, x, stationarity,
@@ -1130,12 +1194,12 @@ def _legacy_minimizer(original, function, flag_at=None, gradient_switch=None):
             converged = result[2] in (0, 1, 2)  # (a local minimum, its f or x converged)
         else:
             converged = result[2]["warnflag"] == 0
-        bounds = a.get("bounds")
-        bounds = None if bounds is None else _bounds_arrays(p["bounds"], np.size(x), pairs=True)
+        given = a.get("bounds")
+        bounds = None if given is None else _bounds_arrays(p["bounds"], np.size(x), pairs=True)
         solution, value = _minimum(name, lambda z: objective(z, *args),
                                    lambda z: plain_objective(z, *plain_args), x, converged,
                                    f"SciPy's flag {result[flag_at] if full else result[2]}",
-                                   bounds)
+                                   bounds, _bound_shift(given, p.get("bounds"), x, pairs=True))
         if not full:
             f = result[1] if value is None else _with_derivatives(result[1], value)
             extra = result[2]
@@ -1251,9 +1315,12 @@ active there: SciPy's solvers meet them to their tolerance, an interior point me
 multiplier, and refused."""
 
 
-def _constrained_minimum(name, res, objective, plain_objective, constraints, bounds):
+def _constrained_minimum(name, res, objective, plain_objective, constraints, bounds,
+                         given_bounds=None):
     """``minimize`` with ``constraints=``: ``res.x`` and ``res.fun`` differentiated through the
-    KKT conditions at SciPy's minimum (see the section)."""
+    KKT conditions at SciPy's minimum (see the section); ``bounds`` plain, ``given_bounds`` as
+    the user gave them (a bound holding ``x`` moves it where it depends on the differentiated
+    values)."""
     g, plain_g, equality_at = constraints
     x = np.array(res.x, dtype=float)
     shape, n = x.shape, x.size
@@ -1278,9 +1345,18 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
         else np.zeros(0)
     m = int(np.count_nonzero(active)) + len(held)
 
-    def active_rows(function, z):
+    shift = _bound_shift(given_bounds, bounds, x, pairs=True)
+
+    def active_rows(function, z, moved=False):
+        """The active constraints' rows at ``z``; ``moved``: the bounds holding ``z`` with
+        their derivatives (``_bound_shift``)."""
         rows = function(z)[active]
-        return np.concatenate([rows, held @ np.ravel(z) - held_at]) if len(held) else rows
+        if not len(held):
+            return rows
+        bound_rows = held @ np.ravel(z) - held_at
+        if moved and shift is not None:
+            bound_rows = bound_rows - held @ np.ravel(shift)
+        return np.concatenate([rows, bound_rows])
 
     with outside_differentiations(name):
         slope = np.ravel(grad(plain_objective)(x.copy()))
@@ -1315,7 +1391,7 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
     x_held = _constant(x)
     residual = np.concatenate([
         np.ravel(_gradient(lambda w: objective(w) - multipliers @ active_rows(g, w), x)),
-        active_rows(g, x_held)])
+        active_rows(g, x_held, moved=True)])
     if _order(residual) > 1:
         raise UnsupportedOperationError(
             f"{name}: a derivative of higher order through a constrained minimum: mutad "
@@ -1329,7 +1405,7 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
             "bounds how close it comes to an active inequality: pass the options "
             "initial_barrier_parameter and initial_barrier_tolerance (1e-10, say)"))
     out = {"x": np.reshape(solution[:n], shape) if _followed(solution) else res.x}
-    value = objective(x_held) - multipliers @ active_rows(g, x_held)
+    value = objective(x_held) - multipliers @ active_rows(g, x_held, moved=True)
     if _followed(value):
         out["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, out, keep=(*_KEEP, "fun"))
@@ -1343,9 +1419,11 @@ def minimize_scalar(original, a, p, call, followed):
     if not followed:
         return res
     name = "scipy.optimize.minimize_scalar"
-    solution, value = _scalar_minimum(name, a["fun"], p["fun"], a["args"], p["args"], res.x,
-                                      bool(res.success), res.message, p["bounds"])
-    values = {"x": solution}
+    shift = _bound_shift(a["bounds"], p["bounds"], res.x, pairs=False)
+    solution, value = _scalar_minimum(name, _shifted(a["fun"], shift), p["fun"], a["args"],
+                                      p["args"], res.x, bool(res.success), res.message,
+                                      p["bounds"])
+    values = {"x": _moved_with(res.x, solution, shift)}
     if _followed(value):
         values["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, values, keep=(*_KEEP, "fun"))
@@ -1416,14 +1494,16 @@ def least_squares(original, a, p, call, followed):
     kwargs, plain_kwargs = a["kwargs"] or {}, p["kwargs"] or {}
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
 
+    x = np.array(res.x, dtype=float)
+    shift = _bound_shift(a["bounds"], p["bounds"], x, pairs=False, sides=res.active_mask)
+
     def residuals(x, *args):
-        return _as_array(a["fun"](x, *args, **kwargs))
+        return _as_array(a["fun"](x if shift is None else x + shift, *args, **kwargs))
 
     def plain_residuals(x):
         return _as_array(p["fun"](x, *plain_args, **plain_kwargs))
 
     loss, scale = a["loss"], a["f_scale"]
-    x = np.array(res.x, dtype=float)
     cost = _cost(lambda z: residuals(z, *args), loss, scale)
     stationarity = _gradient(cost, x)
     solution = _solution(
@@ -1431,7 +1511,7 @@ def least_squares(original, a, p, call, followed):
         _minimum_linearization(name, _cost(plain_residuals, loss, p["f_scale"]), x.copy()),
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
         held=np.asarray(res.active_mask) != 0, at=lambda z: grad(cost)(z))
-    values = {"x": solution}
+    values = {"x": _moved_with(res.x, solution, shift)}
     fixed = residuals(_held_at(x, solution, stationarity), *args)
     if _followed(fixed):
         values["cost"] = _with_derivatives(res.cost, _cost(lambda z: fixed, loss, scale)(None))
@@ -1439,8 +1519,11 @@ def least_squares(original, a, p, call, followed):
     if _followed(moved):
         values["fun"] = _with_derivatives(res.fun, moved)
     held = np.any(np.asarray(res.active_mask) != 0)
-    return _result(name, res, values,
-                   keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
+    # cost and fun not followed (only x0 was: it picks the minimum, which does not move):
+    # SciPy's numbers, constants of the differentiation
+    constant = tuple(key for key in ("cost", "fun") if key not in values)
+    return _result(name, res, values, keep=(*_KEEP, "optimality", "active_mask", *constant,
+                                            *(() if held else ("grad",))))
 
 
 @_stands_in_for(_optimize.leastsq)
@@ -1498,15 +1581,17 @@ def curve_fit(original, a, p, call, followed):
         return r
 
     x = np.array(popt, dtype=float)
-    misfit = _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]))
+    shift = _bound_shift(a["bounds"], p["bounds"], x, pairs=False)
+    misfit = _shifted(_half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"])),
+                      shift)
     stationarity = _gradient(misfit, x)
-    solution = _solution(
+    solution = _moved_with(popt, _solution(
         name, popt, stationarity,
         _minimum_linearization(
             name, _half_square(residuals(p["f"], p["xdata"], p["ydata"], p["sigma"])),
             x.copy()),
         True, "", _bounds_arrays(p["bounds"], x.size, pairs=False),
-        at=lambda z: grad(misfit)(z))
+        at=lambda z: grad(misfit)(z)), shift)
     pcov = _covariance(result[1], residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]),
                        solution, a["absolute_sigma"], name)
     if len(result) == 2:
