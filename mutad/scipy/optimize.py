@@ -36,8 +36,8 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
   at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
   whose derivative is zero (refused when a bound holds the minimum). With ``constraints=``
   (SLSQP, trust-constr, COBYLA, ...: dicts ``{'type': 'eq' or 'ineq', 'fun', 'args'}``, whose
-  functions may read differentiated values, and ``NonlinearConstraint`` and
-  ``LinearConstraint`` objects that do not): ``F`` is the KKT conditions in ``(x, λ)``,
+  functions may read differentiated values, as may ``NonlinearConstraint`` and
+  ``LinearConstraint`` objects' functions and bounds): ``F`` is the KKT conditions in ``(x, λ)``,
   ``[∇ₓ(L - λ·g); g] = 0`` over the active constraints ``g`` (the equalities, the
   inequalities meeting their bound within 1e-6 of ``x*``'s size, and the bounds ``x*`` lies
   on), ``λ`` the least-squares multipliers at ``x*`` (refused when ``∇L`` is not a combination
@@ -1241,8 +1241,8 @@ def _constraint_functions(name, given, plain):
     the values of every constraint in a vector (``g = 0`` where ``equality(x)``, ``g ≥ 0``
     elsewhere), computed by the user's functions (``g``) and their plain twins; from dicts
     (``{'type': 'eq' or 'ineq', 'fun', 'args'}``), and ``NonlinearConstraint`` and
-    ``LinearConstraint`` objects (``lb ≤ fun(x) ≤ ub``, an equality where ``lb == ub``) that
-    do not depend on the differentiated values (as dicts, they may)."""
+    ``LinearConstraint`` objects (``lb ≤ fun(x) ≤ ub``, an equality where ``lb == ub``), any
+    of which may depend on the differentiated values."""
     items = list(given) if isinstance(given, (list, tuple)) else [given]
     plain_items = list(plain) if isinstance(plain, (list, tuple)) else [plain]
     # senses[i] tells, from the values of plain_values[i] (a constraint's function, before
@@ -1268,19 +1268,20 @@ def _constraint_functions(name, given, plain):
             fun = lambda x, A=item.A: A @ np.ravel(x)  # noqa: E731
         else:
             fun = item.fun
-        plain_fun, replaced, followed = _plain((fun, item.lb, item.ub), {})
-        if followed:
-            raise UnsupportedOperationError(
-                f"{name}: a {type(item).__name__} that depends on the differentiated values: "
-                "give it as dicts, {'type': 'eq' or 'ineq', 'fun': ..., 'args': ...}, whose "
-                "functions may.")
-        lower, upper = np.asarray(item.lb, dtype=float), np.asarray(item.ub, dtype=float)
-        for functions, f in ((parts, fun), (plain_parts, plain_fun[0])):
-            functions.append(lambda x, f=f, lower=lower, upper=upper: _bounded_rows(
-                np.ravel(_as_array(f(x))), lower, upper))
-        plain_values.append(lambda x, f=plain_fun[0]: np.ravel(_as_array(f(x))))
+        # its function, lb and ub may depend on the differentiated values (closing over
+        # them, or computed from them): the rows of the user's are differentiated, which of
+        # them there are is read from the plain twins'
+        (plain_fun, lower, upper), _, _ = _plain((fun, item.lb, item.ub), {})
+        lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        given_lower, given_upper = (lists_as_arrays([b])[0] if type(b) in (list, tuple) else b
+                                    for b in (item.lb, item.ub))
+        for functions, f, lo, hi in ((parts, fun, given_lower, given_upper),
+                                     (plain_parts, plain_fun, lower, upper)):
+            functions.append(lambda x, f=f, lo=lo, hi=hi, lower=lower, upper=upper:
+                             _bounded_rows(np.ravel(_as_array(f(x))), lo, hi, (lower, upper)))
+        plain_values.append(lambda x, f=plain_fun: np.ravel(_as_array(f(x))))
         senses.append(lambda values, lower=lower, upper=upper: _bounded_rows(
-            values, lower, upper, sense=True))
+            values, lower, upper, (lower, upper), sense=True))
 
     def stacked(functions):
         return lambda x: np.concatenate([g(x) for g in functions])
@@ -1293,13 +1294,15 @@ def _constraint_functions(name, given, plain):
     return stacked(parts), stacked(plain_parts), equality
 
 
-def _bounded_rows(y, lower, upper, sense=False):
+def _bounded_rows(y, lower, upper, plain, sense=False):
     """``lower ≤ y ≤ upper`` as the rows ``y - lower`` where the two are equal (equalities),
-    then ``y - lower`` and ``upper - y`` where finite; ``sense``: which of those rows are
-    equalities, for the number of ``y``'s rows (``y``'s values unread)."""
+    then ``y - lower`` and ``upper - y`` where finite, which ``plain``, the bounds' numbers,
+    decides; ``sense``: which of those rows are equalities, for the number of ``y``'s rows
+    (``y``'s values unread)."""
     lower, upper = np.broadcast_to(lower, np.shape(y)), np.broadcast_to(upper, np.shape(y))
-    equal = lower == upper
-    below, above = np.isfinite(lower) & ~equal, np.isfinite(upper) & ~equal
+    plain_lower, plain_upper = (np.broadcast_to(bound, np.shape(y)) for bound in plain)
+    equal = plain_lower == plain_upper
+    below, above = np.isfinite(plain_lower) & ~equal, np.isfinite(plain_upper) & ~equal
     if sense:
         return np.concatenate([np.ones(np.count_nonzero(equal), dtype=bool),
                                np.zeros(np.count_nonzero(below) + np.count_nonzero(above),
