@@ -558,6 +558,30 @@ def test_constraint_objects_that_depend_on_the_differentiated_values():
                                rtol=1e-7)
 
 
+def test_bounds_and_linear_constraints_made_of_the_differentiated_values():
+    """Bounds(lb, ub) and LinearConstraint(A, lb, ub) of differentiated values (SciPy's
+    constructors converted them: a ConversionError in np.atleast_1d), isinstance of them
+    still SciPy's: a bound holding x₀ = θ₀ (the L-BFGS-B case of the moving bound above),
+    and the line x₀ + a x₁ = c as a LinearConstraint."""
+    def held(theta):
+        bounds = scipy.optimize.Bounds([0.0, 0.0], [theta[0], 5.0])
+        assert isinstance(bounds, scipy.optimize.Bounds)
+        res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + x[0] * x[1],
+                       [0.1, 0.1], method="L-BFGS-B", bounds=bounds)
+        return res.x[0] + 2.0 * res.x[1] + res.fun
+
+    def on_the_line(theta):
+        a, c = theta
+        res = minimize(lambda x: x @ x, [0.1, 0.1], method="SLSQP", tol=1e-14,
+                       constraints=scipy.optimize.LinearConstraint([[1.0, a]], c, c))
+        return res.fun + res.x[0]
+
+    np.testing.assert_allclose(gradient_keeping(held, np.array([1.0, 2.0]))[0], [-1.5, 0.0],
+                               rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(gradient_keeping(on_the_line, np.array([1.0, 2.0]))[0],
+                               [-3.0, 2.5], rtol=1e-7)
+
+
 def test_minimize_refuses_what_its_constraints_do_not_determine():
     theta = np.array([0.3, 0.9])
 

@@ -128,7 +128,8 @@ import scipy.optimize as _optimize
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_object
+from ..core.allocation import (FOR_THE_CALLER, allocate, by_user_code, lists_as_arrays,
+                               user_object)
 from ..api import grad, hvp, jacfwd, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
@@ -147,7 +148,7 @@ __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "bre
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
            "least_squares", "leastsq", "linear_sum_assignment", "linearmixing", "linprog",
-           "lsq_linear", "minimize",
+           "lsq_linear", "minimize", "Bounds", "LinearConstraint",
            "minimize_scalar", "newton",
            "newton_krylov", "nnls", "ridder", "root", "root_scalar", "shgo", "toms748"]
 
@@ -2014,6 +2015,54 @@ def approx_fprime(xk: Any, f: Any, epsilon: Any = _APPROX_FPRIME_EPSILON, *args:
 
 _approx_fprime_original = _optimize.approx_fprime
 defroute(_optimize.approx_fprime, approx_fprime)
+
+
+class _ConstraintRecord:
+    """SciPy's ``Bounds`` or ``LinearConstraint`` standing in for itself while a
+    differentiation runs: made of values it follows, SciPy's object made of their numbers
+    (its checks and broadcasts), holding in ``fields`` the values themselves, broadcast as
+    SciPy's are (SciPy's constructor would convert them: ``np.atleast_1d``); else the class
+    (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
+
+    def __init__(self, cls, fields):
+        self.cls, self.fields = cls, fields
+        self.__name__ = self.__qualname__ = cls.__name__
+        self.__doc__ = f"SciPy's ``scipy.optimize.{cls.__name__}``, holding traced values."
+        self.__wrapped__ = cls
+        self.signature = inspect.signature(cls)
+        defroute(cls, self)
+
+    def __call__(self, *args, **kwargs):
+        given = self.signature.bind(*args, **kwargs).arguments
+        plain, replaced, _ = _plain(given, {})
+        if not replaced:
+            return self.cls(*args, **kwargs)
+        record = self.cls(**plain)
+        for field in self.fields:
+            value = given.get(field)
+            if type(value) in (list, tuple):
+                value = lists_as_arrays([value])[0]
+            if isinstance(value, Tracer):
+                setattr(record, field, np.broadcast_to(np.reshape(value, np.shape(
+                    np.asarray(plain[field]))), np.shape(getattr(record, field))))
+        return record
+
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(instance, self.cls)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self.cls)
+
+    def __getattr__(self, name):
+        return getattr(self.cls, name)
+
+    def __repr__(self):
+        return repr(self.cls)
+
+
+FOR_THE_CALLER.add(_ConstraintRecord.__instancecheck__.__code__)
+Bounds = _ConstraintRecord(_optimize.Bounds, ("lb", "ub"))
+LinearConstraint = _ConstraintRecord(_optimize.LinearConstraint, ("A", "lb", "ub"))
 # (SciPy's own code: the norm of grad's difference from approx_fprime, reached by its name)
 check_grad = ScipysCode(_optimize.check_grad)
 
