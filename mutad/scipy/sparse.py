@@ -233,7 +233,7 @@ from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
-from ..core.levels import ACTIVE, WRAPPERS, handled, innermost
+from ..core.levels import ACTIVE, WRAPPERS, Tracer, handled, innermost
 from ..core.registry import HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
@@ -2259,10 +2259,21 @@ class TracedSparse(_ComparedByValue):
     def copy(self) -> TracedSparse:
         return TracedSparse(self.layout, self.data.copy())
 
-    def toarray(self, order: str | None = None, out: None = None) -> Any:
+    def toarray(self, order: str | None = None, out: Any = None) -> Any:
         if out is not None:
-            _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
-                    "use the array it returns.")
+            # SciPy zeroes out and fills it: the dense array written into it, after SciPy's
+            # checks of it (order, shape, dtype, contiguity) on a plain array laid out alike
+            buffer = memory(out) if isinstance(out, Tracer) else out
+            if not isinstance(buffer, np.ndarray):
+                raise TypeError(f"out must be an array, not {type(out).__name__}")
+            like = np.empty(buffer.shape, buffer.dtype, order="F" if buffer.flags.f_contiguous
+                            and not buffer.flags.c_contiguous else "C")
+            if not (buffer.flags.c_contiguous or buffer.flags.f_contiguous):
+                like = np.empty(buffer.shape[:-1] + (2 * buffer.shape[-1],),
+                                buffer.dtype)[..., ::2] if buffer.ndim else like
+            self.layout.template.toarray(order, like)
+            out[...] = _dense(self.layout, self.data, None)
+            return out
         dense = _dense(self.layout, self.data, order)
         if type(dense) is np.ndarray and ACTIVE.running:
             # of constant values: a constant the differentiation follows, as np.zeros's is
