@@ -1653,3 +1653,4 @@ def test_scipys_followed_code_raising_on_traced_values_alone_is_refused_by_name(
         mutad.gradient(lambda x: scipy.optimize.check_grad(fun, lambda p: 2.0 * p, x), x)
     assert type(raised.value.__cause__) is TypeError
     assert x.tolist() == [0.3, 0.7]
+

@@ -128,8 +128,7 @@ import scipy.optimize as _optimize
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _sparse_linalg
 
-from ..core.allocation import (FOR_THE_CALLER, allocate, by_user_code, lists_as_arrays,
-                               user_object)
+from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_object
 from ..api import grad, hvp, jacfwd, jacobian, jvp, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
@@ -137,8 +136,8 @@ from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
 from ..core.trees import REGISTERED
 from ..core.views import memory, weaken
-from ._adjoints import (ScipysCode, StandIn, Value, not_replayed, outside_differentiations,
-                        reproduces, scipys_value)
+from ._adjoints import (ScipysCode, StandIn, StandInClass, Value, not_replayed,
+                        outside_differentiations, reproduces, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
@@ -843,19 +842,24 @@ def _half_square(residuals):
     return objective
 
 
+def _lower_and_upper(bounds, pairs):
+    """The lower and the upper bounds, as given, of SciPy's ``bounds`` (``_bounds_arrays``)."""
+    if isinstance(bounds, _optimize.Bounds):
+        return bounds.lb, bounds.ub
+    if pairs:
+        return ([-np.inf if lo is None else lo for lo, _ in bounds],
+                [np.inf if hi is None else hi for _, hi in bounds])
+    lower, upper = bounds
+    return lower, upper
+
+
 def _bounds_arrays(bounds, n, pairs):
     """``(lower, upper)``, flat arrays of ``n`` numbers, of SciPy's ``bounds``: a ``Bounds``,
     ``minimize``'s sequence of ``(min, max)`` pairs (``pairs``; None for no bound) or the
     ``(lb, ub)`` of ``least_squares`` and ``curve_fit``; None when nothing is bounded."""
     if bounds is None:
         return None
-    if isinstance(bounds, _optimize.Bounds):
-        lower, upper = bounds.lb, bounds.ub
-    elif pairs:
-        lower = [-np.inf if lo is None else lo for lo, _ in bounds]
-        upper = [np.inf if hi is None else hi for _, hi in bounds]
-    else:
-        lower, upper = bounds
+    lower, upper = _lower_and_upper(bounds, pairs)
     lower = np.broadcast_to(np.array(lower, dtype=float).ravel(), (n,))
     upper = np.broadcast_to(np.array(upper, dtype=float).ravel(), (n,))
     if np.all(np.isneginf(lower)) and np.all(np.isposinf(upper)):
@@ -885,13 +889,7 @@ def _bound_shift(bounds, plain, x, pairs, sides=None):
         on_lower, on_upper = sides < 0, sides > 0
     if not (on_lower.any() or on_upper.any()):
         return None
-    if isinstance(bounds, _optimize.Bounds):
-        lower, upper = bounds.lb, bounds.ub
-    elif pairs:
-        lower = [-np.inf if lo is None else lo for lo, _ in bounds]
-        upper = [np.inf if hi is None else hi for _, hi in bounds]
-    else:
-        lower, upper = bounds
+    lower, upper = _lower_and_upper(bounds, pairs)
 
     def at(bound, mask):  # the bound's values where it holds x (zeros elsewhere: no inf)
         bound = lists_as_arrays([bound])[0] if type(bound) in (list, tuple) else bound
@@ -2017,7 +2015,7 @@ _approx_fprime_original = _optimize.approx_fprime
 defroute(_optimize.approx_fprime, approx_fprime)
 
 
-class _ConstraintRecord:
+class _ConstraintRecord(StandInClass):
     """SciPy's ``Bounds`` or ``LinearConstraint`` standing in for itself while a
     differentiation runs: made of values it follows, SciPy's object made of their numbers
     (its checks and broadcasts), holding in ``fields`` the values themselves, broadcast as
@@ -2025,12 +2023,9 @@ class _ConstraintRecord:
     (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
 
     def __init__(self, cls, fields):
-        self.cls, self.fields = cls, fields
-        self.__name__ = self.__qualname__ = cls.__name__
-        self.__doc__ = f"SciPy's ``scipy.optimize.{cls.__name__}``, holding traced values."
-        self.__wrapped__ = cls
-        self.signature = inspect.signature(cls)
-        defroute(cls, self)
+        super().__init__(cls, f"SciPy's ``scipy.optimize.{cls.__name__}``, holding traced "
+                              "values.")
+        self.fields, self.signature = fields, inspect.signature(cls)
 
     def __call__(self, *args, **kwargs):
         given = self.signature.bind(*args, **kwargs).arguments
@@ -2047,20 +2042,7 @@ class _ConstraintRecord:
                     np.asarray(plain[field]))), np.shape(getattr(record, field))))
         return record
 
-    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
-        return isinstance(instance, self.cls)
 
-    def __subclasscheck__(self, subclass):
-        return issubclass(subclass, self.cls)
-
-    def __getattr__(self, name):
-        return getattr(self.cls, name)
-
-    def __repr__(self):
-        return repr(self.cls)
-
-
-FOR_THE_CALLER.add(_ConstraintRecord.__instancecheck__.__code__)
 Bounds = _ConstraintRecord(_optimize.Bounds, ("lb", "ub"))
 LinearConstraint = _ConstraintRecord(_optimize.LinearConstraint, ("A", "lb", "ub"))
 # (SciPy's own code: the norm of grad's difference from approx_fprime, reached by its name)
