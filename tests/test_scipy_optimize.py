@@ -1654,3 +1654,37 @@ def test_scipys_followed_code_raising_on_traced_values_alone_is_refused_by_name(
     assert type(raised.value.__cause__) is TypeError
     assert x.tolist() == [0.3, 0.7]
 
+
+def test_a_buffer_the_solver_writes_into_holds_what_scipys_last_call_wrote():
+    """A function given to the solver that writes into an array the differentiated function
+    allocated: SciPy's run wrote into a copy, and the array kept its zeros (a silently wrong
+    value). Now it holds what NumPy leaves there where nothing in the call is differentiated,
+    and is refused where its values would depend on the differentiated ones."""
+    t = np.linspace(0.0, 1.0, 6)
+
+    def last_residuals(p):
+        r = np.zeros(6)
+
+        def residuals(q):
+            r[:] = q[0] * np.exp(-q[1] * t) - 2.0 * np.exp(-0.5 * t)
+            return r
+
+        least_squares(residuals, [0.5, 0.5], xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return r.sum() + p[0]
+
+    p = np.array([1.0])
+    value, (gradient,) = mutad.value_and_gradient(last_residuals, p)
+    assert value == last_residuals(p.copy())
+    assert gradient.tolist() == [1.0]
+
+    def moving(p):
+        seen = np.zeros(1)
+
+        def fun(x):
+            seen[0] = x[0]
+            return x ** 3 - 2.0 * p[0]
+
+        return fsolve(fun, [1.0], xtol=1e-14)[0] + seen[0]
+
+    with pytest.raises(UnsupportedOperationError, match="writes into an array"):
+        mutad.gradient(moving, p)

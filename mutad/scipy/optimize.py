@@ -271,11 +271,11 @@ def _plain_function(f, memo):
     return g, True, followed
 
 
-def _plain_call(original, args, kwargs):
+def _plain_call(original, args, kwargs, copies=None):
     """SciPy's ``original`` called with ``args`` and ``kwargs``: every argument by name
     (defaults filled in), the same with plain numbers, the plain twin of what the call gave
     (for SciPy's own call), and whether a value replaced depends on what a differentiation
-    follows."""
+    follows; ``copies`` (a list) gets the arrays copied for it (``_written_back``)."""
     bound = inspect.signature(original).bind(*args, **kwargs)
     given = dict(bound.arguments)
     bound.apply_defaults()
@@ -283,7 +283,33 @@ def _plain_call(original, args, kwargs):
     for name, value in given.items():
         call[name], _, depends = _plain(value, memo)
         followed |= depends
+    if copies is not None:
+        # the copies SciPy's run gets of the function's arrays (a buffer its closure holds),
+        # with their numbers now: what the run writes into them is told after it
+        copies += [(x, value, value.copy()) for x, (value, _, _) in memo.values()
+                   if isinstance(x, Tracer) and isinstance(value, np.ndarray)]
     return bound.arguments, {**bound.arguments, **call}, call, followed
+
+
+def _written_back(name, copies, followed):
+    """What SciPy's run wrote into the copies of the function's arrays (``_plain_call``),
+    written into those arrays, where it wrote plain numbers into constants (no value in the
+    call depends on what the differentiation follows): they then hold what NumPy leaves
+    there, the values of SciPy's last call. Where the call is followed, those values depend
+    on the differentiated values through the solver's iterations, which mutad does not
+    differentiate: refused."""
+    for array, copy_, before in copies:
+        if copy_.tobytes() == before.tobytes():
+            continue
+        if followed or not _constant_at(array):
+            raise UnsupportedOperationError(
+                f"{name}: a function given to it writes into an array the differentiated "
+                "function holds (a buffer in its closure), which after the solve holds what "
+                "SciPy's last call of it wrote: values of the solver's iterations, which mutad "
+                "does not differentiate. Let the function return new arrays (r = ...; return "
+                "r, or a buffer allocated inside it), and compute what the buffer held from "
+                "the solution.")
+        array[...] = copy_
 
 
 def _run(original, call, **settings):
@@ -996,11 +1022,15 @@ class _StandIn:
     def __call__(self, *args, **kwargs):
         if not ACTIVE.running:
             return self.original(*args, **kwargs)
-        _not_replayed(f"scipy.optimize.{self.original.__name__}")
+        name = f"scipy.optimize.{self.original.__name__}"
+        _not_replayed(name)
+        copies: list = []
+        problem = _plain_call(self.original, args, kwargs, copies)
+        result = self.solve(self.original, *problem)
+        _written_back(name, copies, problem[-1])
         # the plain float arrays of the result (a solution of constants, res.x): constants of
         # the differentiation, as np.zeros' are, that the function may write traced values into
-        return by_user_code(self.solve(self.original, *_plain_call(self.original, args, kwargs)),
-                            self.original, args, kwargs, sys._getframe(1))
+        return by_user_code(result, self.original, args, kwargs, sys._getframe(1))
 
 
 def _not_replayed(name):
