@@ -251,6 +251,31 @@ def test_the_allocation_modes_stand_in_types_answer_as_numpys():
     assert seen == expected * 2
 
 
+_FLOAT64, _NDARRAY = np.float64, np.ndarray
+
+
+def _numpys_own_types(seen):
+    def f(x):  # (by vars: code that names the types gets NumPy's own, as it compares them)
+        seen.append((vars(np)["float64"] is _FLOAT64, vars(np)["ndarray"] is _NDARRAY))
+        return x.sum()
+    return f
+
+
+def _calling_the_types(x):
+    a = np.ndarray((2,), dtype=float)  # (called, never compared: the mode's constructor)
+    a[:] = x[:2]
+    return np.float64(a.sum()) * 2.0
+
+
+def test_a_function_after_one_that_called_the_stand_in_types_sees_numpys_own():
+    # (the mode binds NumPy's own types back only where its module changed since it did)
+    seen: list = []
+    for f in (_numpys_own_types(seen), _calling_the_types, _numpys_own_types(seen),
+              _numpys_own_types(seen)):
+        mutad.gradient(f, X.copy())
+    assert seen == [(True, True)] * 3
+
+
 def unbound_methods(x):
     y = x * 2.0
     y = np.ndarray.__iadd__(y, x)

@@ -189,3 +189,41 @@ def test_a_rescan_that_finds_the_same_sites_keeps_the_swaps_and_finds_a_new_site
     assert np.array_equal(mutad.grad(module.g)(x), 2 * x)
     assert allocation.MODE.swaps is not swaps
     assert module.zeros is np.zeros and module.np is np
+
+
+def test_a_routed_function_its_modules_code_reads_only_as_an_attribute_is_routed():
+    # numpy.ma.core's code names zeros and sum only as attributes (``self.sum()``): the
+    # mode's class of the module routes them, as it is read, with no swap of its namespace
+    outside = np.ma.core.zeros
+    assert "zeros" not in allocation._own_names(vars(np.ma.core))
+    seen = []
+
+    def f(x):
+        seen.append(type(np.ma.core.zeros) is allocation._Route  # (``outside``, a cell, too)
+                    and np.ma.core.zeros is np.ma.zeros)
+        z = np.ma.core.zeros(3)
+        z[:] = x * x
+        return np.ma.core.sum(z)
+
+    x = np.array([0.5, 1.5, 2.0])
+    before = x.copy()
+    (g,) = mutad.gradient(f, x)
+    assert seen == [True]
+    np.testing.assert_array_equal(g, 2.0 * before)
+    assert x.tobytes() == before.tobytes()
+    assert np.ma.core.zeros is outside and vars(np.ma.core)["zeros"] is outside
+
+
+def test_the_global_names_read_from_instructions_are_those_dis_reads():
+    import dis
+    source = "def many(x):\n    return " + " + ".join(f"g{i}" for i in range(300)) + \
+             "\nclass C:\n    y = g0\n    del y\n"
+    codes = [compile(source, "<many>", "exec")]  # (index past 255: EXTENDED_ARG; a class body)
+    codes += allocation._own_codes(vars(np.ma.core)) + allocation._own_codes(vars(scipy.linalg))
+    operations = {"LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME",
+                  "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"}
+    for code in codes:
+        for c in allocation._codes(code):
+            found: set = set()
+            allocation._global_names(c, found)
+            assert found == {i.argval for i in dis.get_instructions(c) if i.opname in operations}

@@ -4907,6 +4907,10 @@ class _Mode:
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
         self.scalars = {}  # name -> what np.<name> is in the mode (CALLED_TYPES): NumPy's or not
+        # the version of the mode's numpy's namespace when it was last found or made to bind
+        # NumPy's own types (``_holds_own_types``; None: not known)
+        self.types_version = _VERSION(self.numpy.__dict__) if _VERSION is not None else None
+        self.own_types = None
         # id(namespace) -> [a user module's namespace whose code reads float, what its float
         # is in the mode: PYTHON_FLOAT, Python's own where some code may compare by identity]
         self.floats = {}
@@ -5213,17 +5217,25 @@ class _Mode:
         """Bind ``np.ndarray`` and NumPy's scalar types in the mode's module to what the code
         ``_swap_cells`` read chose: the stand-ins where it calls them and never compares them by
         identity, NumPy's own otherwise."""
-        self.numpy.ndarray = self.ndarray or np.ndarray
         namespace = self.numpy.__dict__
-        namespace.update(_CALLED_ORIGINALS)
-        for name, chosen in self.scalars.items():
-            if chosen is not None:
-                namespace[name] = chosen
+        if self.ndarray is not None or self.scalars or not self._holds_own_types():
+            self.numpy.ndarray = self.ndarray or np.ndarray
+            namespace.update(_CALLED_ORIGINALS)
+            for name, chosen in self.scalars.items():
+                if chosen is not None:
+                    namespace[name] = chosen
         for namespace, name, chosen in self.floats.values():  # (a builtin: bound as a global)
             if chosen is PYTHON_BUILTINS[name]:
                 namespace[name] = chosen
             elif namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
+
+    def _holds_own_types(self):
+        """Whether the mode's ``numpy`` binds NumPy's own ``ndarray`` and types of
+        ``CALLED_TYPES``, as ``_undo`` left it, its namespace's version (``_VERSION``) proving
+        nothing was bound there since: the common case, a function that calls none of them,
+        then costs no ``update`` of them on entry and exit."""
+        return self.own_types is not None and self.types_version.value == self.own_types
 
     def _undo(self):
         _NUMBER_TEXTS.clear()
@@ -5231,8 +5243,10 @@ class _Mode:
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
         self.floats = {}
-        self.numpy.ndarray = np.ndarray
-        self.numpy.__dict__.update(_CALLED_ORIGINALS)
+        if not self._holds_own_types():
+            self.numpy.ndarray = np.ndarray
+            self.numpy.__dict__.update(_CALLED_ORIGINALS)
+            self.own_types = self.types_version.value if self.types_version is not None else None
         if builtins.__import__ == self._importing:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
@@ -5583,9 +5597,36 @@ def _called_types(code):
 
 def _own_names(namespace):
     """The names that the code of the functions and classes defined in the module whose
-    namespace is ``namespace`` reads (as globals, which no attribute access of the module
-    sees), found among its bindings, its classes' attributes and the containers it binds."""
-    return {name for code in _own_codes(namespace) for c in _codes(code) for name in c.co_names}
+    namespace is ``namespace`` reads as globals, which no attribute access of the module
+    sees, found among its bindings, its classes' attributes and the containers it binds (not
+    the names it reads as attributes alone, ``self.sum()``, which ``co_names`` holds too: the
+    mode's class of the module answers those, and swapping them would cost every entry)."""
+    found: set = set()
+    for code in _own_codes(namespace):
+        for c in _codes(code):
+            _global_names(c, found)
+    return found
+
+
+def _global_names(code, found):
+    """Add to ``found`` the names ``code`` (not the code objects within it) reads or writes
+    as globals (or, in a class's body, as names), read from its instructions as ``dis`` reads
+    them, without making an object per instruction (the modules of a library, on the first
+    differentiation that finds them: thousands of functions)."""
+    names, raw, extended = code.co_names, code.co_code, 0
+    for i in range(0, len(raw), 2):
+        op, arg = raw[i], raw[i + 1] | extended
+        extended = arg << 8 if op == _EXTENDED_ARG else 0
+        if op in _GLOBAL_OPCODES:
+            found.add(names[arg >> 1 if op in _NULL_FLAGGED else arg])
+
+
+_GLOBAL_OPCODES = frozenset(dis.opmap[name] for name in (
+    "LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME", "STORE_NAME", "DELETE_NAME",
+    "LOAD_FROM_DICT_OR_GLOBALS") if name in dis.opmap)
+_EXTENDED_ARG = dis.EXTENDED_ARG
+# (from Python 3.11, LOAD_GLOBAL's argument holds the name's index shifted past a flag)
+_NULL_FLAGGED = frozenset((dis.opmap["LOAD_GLOBAL"],) if sys.version_info >= (3, 11) else ())
 
 
 def _own_codes(namespace):

@@ -473,7 +473,7 @@ class Pure:
 
     __slots__ = ("ufunc", "record_ufunc", "args", "at", "kwargs", "out", "rule", "reads",
                  "inputs", "buffer", "state", "lean", "weak", "scalar_math", "scalar_nan",
-                 "later", "exact")
+                 "later", "exact", "complex_values")
 
     @property
     def writes_nothing(self):
@@ -517,6 +517,9 @@ class Pure:
         self.scalar_nan = None  # the same, where only its NaN is its own (Recorder)
         self.later = None  # the values its record recomputes in the reverse pass (Recomputed)
         self.exact = None  # math's function of its arguments, whose value it gives (PutValue)
+        # whether a value of the program its partials may read is complex (``record``)
+        self.complex_values = record.output.dtype.kind == "c" or any(
+            place is not None and place.dtype.kind == "c" for place in self.inputs)
 
     def prepare(self):
         buffer, rule = self.buffer, self.rule
@@ -583,6 +586,13 @@ class Pure:
                                  [i in at for i in range(len(self.args))])
 
     def record(self, vals, y):
+        if self.complex_values:  # (the partials of the program's complex values, 0-d
+            # arrays in tracing: NumPy's scalars multiply otherwise, ``_as_traced``; the
+            # constants as they are)
+            vals = list(vals)
+            for i, _ in self.at:
+                vals[i] = _as_traced(vals[i])
+            y = _as_traced(y)
         kept = elementwise_kept(self.rule, self.reads, read_by_partials(vals, self.reads),
                                 vals, y)
         return Elementwise(self.record_ufunc, self.inputs, self.kwargs or None, self.buffer,
@@ -1086,6 +1096,18 @@ def _stands_for_scalar(x):
 
 INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/"}
 """The operators a :class:`Pure` step's line in a block writes as Python's own."""
+
+
+_COMPLEX_SCALARS = frozenset((np.complex128, np.complex64, np.clongdouble))
+
+
+def _as_traced(value):
+    """``value`` as tracing holds it for an operation's partials: NumPy's complex scalar, which
+    a replay holds for a 0-d value, as the 0-d array tracing holds. NumPy's scalar math
+    multiplies complex scalars otherwise than its loops do 0-d arrays (without fused
+    multiply-adds), and the partials (``-(y * y)``, np.reciprocal's) multiply with Python's
+    operators. (A Python complex number stays one: its weak type promotes as tracing's.)"""
+    return np.array(value) if type(value) in _COMPLEX_SCALARS else value
 
 
 def _on_scalars(operation, traced, *values):
