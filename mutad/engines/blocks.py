@@ -43,6 +43,7 @@ its place (:class:`Opaque`), so that one block spans a whole loop body, views, w
 """
 
 import collections
+import functools
 import math
 import re
 import sys
@@ -823,34 +824,30 @@ class Code:
             return None
         copies, view = {"dy"}, False
         for line in since:
-            if not self._apart(line, flat, taken[1], owners):
+            reaching, named, viewed, copy, assigned = _read_line(line)
+            if reaching or not self._apart(named, flat, taken[1], owners):
                 return None
-            if _VIEW.search(line):  # (a view of a shadow made since, by a line read here)
+            if viewed:  # (a view of a shadow made since, by a line read here)
                 view = view or line.startswith("view = ")
                 if not view:
                     return None
-            copy = _COPY.fullmatch(line)
-            if copy is not None and copy[2] in copies:
-                copies.add(copy[1])
+            if copy is not None and copy[1] in copies:
+                copies.add(copy[0])
                 continue
-            copies = {name for name in copies if not re.search(
-                rf"(?<![\w.]){name}\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)", line)}
+            copies -= assigned
         del lines[start]
         zero = self.bind(ZERO)
         stored = [f"t = {zero} + {g}", f"{flat}[{element}] = t if t == t else add({zero}, {g})"]
         return [f"if not ({g} and {g} == {g}):", *indent(stored)] if g in copies else stored
 
-    def _apart(self, line, flat, element, owners):
-        """Whether the reverse line ``line`` leaves the element ``element`` of the flat shadow
-        ``flat`` alone, read from what it names: no shadow but through the locals holding
-        them (``owners``: their buffers' keys), that one only at other elements or by slices
-        that miss it, another only where it is another buffer's."""
-        if any(word in line for word in _REACHING):
-            return False
-        for match in _SHADOW_LOCAL.finditer(line):
-            name = match[1]
+    def _apart(self, named, flat, element, owners):
+        """Whether a reverse line that reaches the shadows only through the locals holding
+        them, and names those ``named`` (``_read_line``), leaves the element ``element`` of the
+        flat shadow ``flat`` alone: that one only at other elements or by slices that miss it,
+        another only where it is another buffer's (``owners``: their buffers' keys)."""
+        for name, index in named:
             if name == flat:
-                at = self.constant(match[2]) if match[2] else None
+                at = self.constant(index) if index else None
                 if type(at) is int:
                     if at == element:
                         return False
@@ -1025,9 +1022,27 @@ _VIEW = re.compile(r"\bview\b")
 """The local holding a view of a shadow (``Code.add_into``)."""
 _COPY = re.compile(r"(c[0-9]+|dy) = (c[0-9]+|dy)")
 """A reverse line, at the pass's own level, that makes one name of a cotangent another's."""
-_REACHING = ("shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:")
+_REACHING = re.compile("|".join(map(re.escape, (
+    "shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:"))))
 """What a reverse line names where it may reach a shadow other than through its locals, or
 leave the compiled pass (``Code.added_back``)."""
+_ASSIGNED = re.compile(r"(?<![\w.])(\w+)\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)")
+"""The names a line assigns to, in place or not (``Code.added_back``)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _read_line(line):
+    """What :meth:`Code.added_back` reads of the reverse line ``line``: whether it names what
+    may reach the shadows otherwise (``_REACHING``), the locals holding shadows it names with
+    the constant each is indexed by, or None (``_SHADOW_LOCAL``), whether it names ``view``,
+    the names of a plain copy it makes (``_COPY``), or None, and the names it assigns to. (A
+    block's lines name its locals and constants by number from 0: the blocks of a loop
+    write the same lines again, each read once.)"""
+    copy = _COPY.fullmatch(line)
+    return (_REACHING.search(line) is not None,
+            tuple((match[1], match[2]) for match in _SHADOW_LOCAL.finditer(line)),
+            _VIEW.search(line) is not None, None if copy is None else (copy[1], copy[2]),
+            frozenset(_ASSIGNED.findall(line)))
 
 
 class _Zeroing(str):
