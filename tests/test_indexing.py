@@ -1351,10 +1351,15 @@ HISTOGRAM_SAMPLES = np.array([0.1, 0.5, 0.9, 1.3])  # a module-level array: a st
     lambda r: (np.histogram(HISTOGRAM_SAMPLES * 1.0, 4, (r[0], r[1]), density=True)[0]
                * np.arange(4.0)).sum(),
     lambda r: (np.histogram_bin_edges(HISTOGRAM_SAMPLES, bins=3, range=(r[0], 2.0)) ** 3).sum(),
-], ids=["edges", "density", "bin-edges"])
+    lambda r: (np.histogram([0.5, 1.0, 1.5], bins=3, range=(r[0], r[1]))[1] ** 2).sum(),
+    lambda r: (np.histogram([0.5, 1.0, 1.5], 3, (r[0], r[1]))[1] ** 2).sum(),
+    lambda r: (np.histogram_bin_edges([0.5, 1.0], bins=3, range=(r[0], r[1])) ** 2).sum(),
+], ids=["edges", "density", "bin-edges", "listed", "listed-positional", "listed-bin-edges"])
 def test_histogram_edges_follow_a_differentiated_range(f):
     """The edges np.linspace(range[0], range[1], n + 1) move with a differentiated range (its
-    gradient was 0, and samples reached by name raised ConstantModifiedError)."""
+    gradient was 0, and samples reached by name raised ConstantModifiedError; samples of a
+    list, which NumPy's dispatch passed over, ran NumPy's code on the traced range, which
+    raised ConstantModifiedError)."""
     r = np.array([-1.1, 2.0])
     assert mutad.value_and_grad(f)(r)[0] == f(r)
     mutad.check_grads(f, r)
