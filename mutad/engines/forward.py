@@ -34,7 +34,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_assigned,
                         integers_out,
                         item_assignment_refused, numpy_scalar, numpys_loop_error,
-                        numpys_scalar_operator,
+                        numpys_scalar_operator, put_square_right,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
                         records_key, text_element, record_field, by_mutad, subclass_call,
@@ -1152,6 +1152,9 @@ class Dual(ArrayMethods):
         if _outranked(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
+            if ufunc is np.square and out is None and not kwargs:  # (NumPy's complex scalars
+                return put_square_right(apply_ufunc(ufunc, inputs, None, kwargs, level),
+                                        inputs[0])  # square otherwise than its loops)
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
         if out is not None:
             kwargs["out"] = out
