@@ -998,6 +998,14 @@ def reader(func):
         if ACTIVE.running and func in _SPLITTERS and type(args[0]) in _SEQUENCES \
                 and _of_plain_objects((args, kwargs)):
             return _split_list(func, args, kwargs, sys._getframe(1))
+        if ACTIVE.running and func in _RANGED and type(args[0]) in _SEQUENCES \
+                and not holds_wrapped(args[0]) and any(
+                    wrapped(v) or type(v) in _SEQUENCES and holds_wrapped(v)
+                    for v in (*args[1:], *kwargs.values())):
+            # traced values where NumPy's dispatch does not look (np.histogram's range) beside
+            # plain numbers of a list: the array NumPy makes of the list, a constant, takes
+            # the call to the rule
+            args = (allocate(np.asarray(args[0]), (np.asarray, (args[0],), {})), *args[1:])
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
@@ -1011,6 +1019,9 @@ def reader(func):
 
     return _named(reading_arrays, func)
 
+
+_RANGED = (np.histogram, np.histogram_bin_edges)
+"""NumPy's functions whose ``range`` NumPy's dispatch does not look at."""
 
 _POLY1D_OF_POLY1D = (np.polyint, np.polyder)
 """NumPy's functions that return a ``np.poly1d`` of one (its integral, its derivative)."""

@@ -124,7 +124,7 @@ from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathere
                           unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE, handled
-from .products import UNTHREADED, _vdot, product_times, times
+from .products import UNTHREADED, _vdot, partial_at, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write, unobserved, unseen
@@ -629,7 +629,7 @@ class Pure:
                 else:
                     g = dy if last else dy.copy()
             else:
-                p = partial(y, *vals)
+                p = partial_at(partial, y, vals)
                 if not dy.ndim and p != p:  # as tracing computes it (partial_as_traced)
                     p = partial_as_traced(partial, y, *vals)
                 g = times(dy, p, dy if last else np.empty_like(dy))
@@ -1005,13 +1005,16 @@ def _partial_value(code, partial, y, vals, scalar=False, scalars=False):
     call = f"{code.bind(partial)}({y}, {vals})"
     again = f"partial_as_traced({code.bind(partial)}, {y}, {vals})"
     offer = getattr(partial, "scalar", None) if scalar else None
-    if offer is not None:
-        lines = _scalar_partial(code, offer, call, again, y, vals)
-        if lines is not None:
-            return lines, "p"
-    if scalar or scalars:  # a NaN as tracing makes it (``blocks.partial_as_traced``)
-        return [f"p = {call}", "if p != p:", f"    p = {again}"], "p"
-    return [f"p = {call}"], "p"
+    lines = None if offer is None else _scalar_partial(code, offer, call, again, y, vals)
+    if lines is None:
+        lines = [f"p = {call}"]
+        if scalar or scalars:  # a NaN as tracing makes it (``blocks.partial_as_traced``)
+            lines += ["if p != p:", f"    p = {again}"]
+    # Python's arithmetic on a weak operand's number raises where NumPy's gives inf or nan:
+    # there the partial is computed as tracing computes it (``products.partial_at``)
+    at = f"{code.bind(partial_at)}({code.bind(partial)}, {y}, ({vals},))"
+    return ["try:", f"    {lines[0]}", "except (ZeroDivisionError, OverflowError):",
+            f"    p = {at}", *lines[1:]], "p"
 
 
 def _scalar_partial(code, offer, call, again, y, vals):
