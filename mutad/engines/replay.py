@@ -111,8 +111,8 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
-                               as_objects, put_value)
+from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
+                               as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
@@ -5012,9 +5012,12 @@ class Reached:
     closure cells and attribute dict, a module's name and file), and per namespace held, the
     names taken from it and their values, for the names the code met names by which it was
     held (``namespaces``). The walk is a function of these alone: the same, it meets the same
-    objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
+    objects in the same order. The arrays' bytes are compared on each call as a walk's are.
+    A namespace whose dict's version (``allocation._VERSION``, which every change to the dict
+    renews) is the one it had when its names last held binds what it bound then: its names
+    hold again, told without looking them up (``versions``)."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces", "bound")
+    __slots__ = ("objects", "arrays", "states", "namespaces", "bound", "versions")
 
     def __init__(self, objects, arrays, states, namespaces, bound=None):
         self.objects, self.arrays, self.states = objects, arrays, states
@@ -5027,13 +5030,37 @@ class Reached:
             strings = frozenset(name for name in names if type(name) is str)
             self.namespaces.append((namespace, every, taken, values, names, strings - taken
                                     if not every and taken <= strings else None))
+        # Per namespace, its version's reader (kept with the namespace, which it must not
+        # outlive; None for a mapping not a dict, a class's) and the version with which its
+        # names last held (None: not yet)
+        self.versions = None if _VERSION is None else [
+            [_VERSION(held[0]) if type(held[0]) is dict else None, None]
+            for held in self.namespaces]
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        for namespace, every, taken, values, names, absent in self.namespaces:
+        versions = self.versions
+        if versions is None:
+            return self._names_hold(self.namespaces)
+        for held, version in zip(self.namespaces, versions):
+            reader = version[0]
+            if reader is None:
+                if not self._names_hold((held,)):
+                    return False
+                continue
+            now = reader.value
+            if now != version[1]:
+                if not self._names_hold((held,)):
+                    return False
+                version[1] = now
+        return True
+
+    def _names_hold(self, namespaces):
+        """Whether each of ``namespaces`` has the names it had, bound as they were."""
+        for namespace, every, taken, values, names, absent in namespaces:
             if absent is not None:
                 if absent and any(map(namespace.__contains__, absent)):
                     return False
