@@ -2762,25 +2762,29 @@ def _read_slots(step):
     return found
 
 
-def with_frees(steps, large):
+def with_frees(steps, large, reads):
     """``steps`` with a :class:`Free` after the last step that uses each of the slots
-    ``large``, so that the replay holds a large temporary no longer than the traced call."""
+    ``large``, so that the replay holds a large temporary no longer than the traced call, and
+    the slots each of them reads: ``reads`` (``_read_slots``' per step) with none for each
+    ``Free``."""
     if not large:
-        return steps
+        return steps, reads
     last = {}
-    for k, step in enumerate(steps):
-        for slot in _read_slots(step):
+    for k, slots in enumerate(reads):
+        for slot in slots:
             if slot in large:
                 last[slot] = k
     after = collections.defaultdict(list)
     for slot, k in last.items():
         after[k].append(slot)
-    out = []
-    for k, step in enumerate(steps):
+    out, out_reads = [], []
+    for k, (step, slots) in enumerate(zip(steps, reads)):
         out.append(step)
+        out_reads.append(slots)
         if k in after:
             out.append(Free(after[k]))
-    return out
+            out_reads.append(())
+    return out, out_reads
 
 
 REPEAT = 8
@@ -2881,7 +2885,7 @@ _LINES_ALONE = (Pure, Function, SetElement, Free)
 index's values a ``Gather`` or a ``Call`` computes, ``resolve``, are read from the program's)."""
 
 
-def with_blocks(steps, held, guarded=(), raising=frozenset()):
+def with_blocks(steps, held, guarded=(), raising=frozenset(), reads=None):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
@@ -2889,8 +2893,9 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     bytes a call saves before their first write (``Tape.guard``: the arguments'); ``raising``:
     the ids of the steps of the operations that warned of a floating-point event when
     recorded (``Program.raising``), which run as themselves, where ``Heard`` tells them apart
-    (and which stay alive: no other object takes their ids)."""
-    reads = [set(_read_slots(step)) for step in steps]
+    (and which stay alive: no other object takes their ids); ``reads``: the slots each step
+    reads, where known (``with_frees``' answer)."""
+    reads = [set(slots) for slots in (map(_read_slots, steps) if reads is None else reads)]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
     for step, slots in zip(steps, reads):
@@ -4211,7 +4216,9 @@ class Program:
         place = self.output_place
         self.seed = place if type(place) is Buffer and place.c_contiguous \
             and place.device is None and place.dtype == np.float64 else None
-        self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
+        # (The slots each step reads, found once for both: preparing a step changes none)
+        self.steps, reads = with_frees(self.steps, self.large - self.alive.keys() - self.held,
+                                       [_read_slots(step) for step in self.steps])
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
@@ -4221,7 +4228,7 @@ class Program:
         # steps would cost about what the traced call did, on top of compiling them); where
         # a guard fails on the way, the blocks after it were never compiled.
         held = [*self.returned_slots, *self.alive, *self.held]
-        self.steps = with_blocks(self.steps, held, self.saves, self.raising)
+        self.steps = with_blocks(self.steps, held, self.saves, self.raising, reads)
         self.prepared = True
 
     def run(self, leaves, modes):
