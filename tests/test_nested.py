@@ -97,6 +97,23 @@ def test_hvp_of_a_function_that_calls_gradient():
     mutad.check_grads(f, np.array([0.3, -0.2, 0.5]), order=2)
 
 
+@pytest.mark.parametrize("convert", [lambda d: float(d.sum()), lambda d: d[1].item(),
+                                     lambda d: d.tolist()[0]])
+def test_a_number_whose_tangent_is_zero_keeps_the_reverse_derivative(convert):
+    """float(), .item() and .tolist() of a dual whose tangent is zero (x - x) but whose value
+    an enclosing reverse pass traces: converted as that traced value converts, followed. They
+    were refused as a traced array converted by np.asarray (the dual's constant value was
+    taken as plain), though NumPy computes f (scipy.signal.detrend(x) @ a line is one)."""
+    def f(x):
+        return 3.0 * convert(x - x) + np.sum(x ** 3)
+
+    x, v = np.array([1.0, 2.0, 3.0]), np.array([1.0, -1.0, 0.5])
+    expected = 6 * x * v
+    np.testing.assert_array_equal(mutad.hvp(f, (x,), (v,)), expected)
+    np.testing.assert_array_equal(gradient(lambda x: mutad.jvp(f, (x,), (v,))[1], x)[0],
+                                  expected)
+
+
 def test_third_derivative_by_nesting_three_gradients():
     def d(f):
         return lambda x: gradient(f, x)[0]

@@ -126,3 +126,65 @@ def test_forward_mode_is_the_same_whichever_inputs_carry_tangents(seed):
         both = mutad.jvp(f, (x, c), (tx, np.zeros_like(c)))
         assert _bits(alone[0]) == _bits(both[0]), (statements, x, c)
         assert _bits(alone[1]) == _bits(both[1]), (statements, x, c, tx)
+
+
+# NumPy squares a complex scalar (``np.square(z[0])``) by a loop of its own, without the fused
+# multiply-adds of the loop of arrays, so the two round apart in the last bit: tracing took the
+# square of the element from the arrays' loop, where NumPy (and a replay, which holds the
+# element as NumPy's scalar) computes the scalar's. The value is NumPy's scalar's in every mode.
+
+def _squared_elements(x):
+    z = x + 1j * x[::-1]
+    return np.square(z[0]).real + 2.0 * np.square(z[1]).real + np.square(z[1:]).real.sum()
+
+
+def test_the_square_of_a_complex_element_is_numpys_scalars():
+    np.square(np.complex128(1j))  # (NumPy's first square of a complex scalar takes the loop)
+    x = np.array([2.09868411346781, 1.25, 0.5449101394377727])
+    assert np.square(np.complex128(2.09868411346781 + 0.5449101394377727j)).tobytes() != \
+        np.square(np.array([2.09868411346781 + 0.5449101394377727j])).tobytes()
+    calls = [x, x * 1.5, x + 0.25, x, np.random.default_rng(0).normal(size=3)]
+    replaying = mutad.value_and_grad(_squared_elements, replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for v in calls:
+        mine = v.copy()
+        got = replaying(mine)
+        assert mine.tobytes() == v.tobytes()
+        expected = mutad.value_and_grad(_squared_elements)(v.copy())
+        numpys = _squared_elements(v.copy())
+        assert _bits(expected[0]) == _bits(numpys), v
+        assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
+        assert _bits(mutad.jvp(_squared_elements, (v,), (np.ones(3),))[0]) == _bits(numpys)
+    assert len(traced) == 1  # the recording alone: the others replayed
+
+
+# The partials of an operation of complex elements (np.reciprocal's ``-(y * y)``) read the
+# values a replay holds as NumPy's complex scalars, which multiply by NumPy's scalar math, where
+# tracing holds 0-d arrays, which multiply by the loops (with fused multiply-adds): the replayed
+# gradients differed from the traced ones in the last bit. The partials read 0-d arrays there too.
+
+def _reciprocal_element(x, y):
+    z = x + 1j * y
+    w = np.reciprocal(z[1]) * z[0]
+    return (w * np.conj(w)).real
+
+
+def test_the_partials_of_complex_elements_are_the_traced_ones():
+    calls = [(np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
+             (np.array([1.5, -1.0, 0.5]), np.array([0.25, 0.5, 1.0])),
+             (np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
+             (np.array([0.3, 0.7, 0.5]), np.array([1.1, -2.3, 1.0]))]
+    replaying = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1), replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for x, y in calls:
+        mine = (x.copy(), y.copy())
+        got = replaying(*mine)
+        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == y.tobytes()
+        expected = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1))(x.copy(), y.copy())
+        assert _bits(got[0]) == _bits(expected[0]), (x, y)
+        assert [_bits(g) for g in got[1]] == [_bits(g) for g in expected[1]], (x, y)
+    assert len(traced) == 1  # the recording alone: the others replayed

@@ -1309,6 +1309,22 @@ def test_the_voigt_profile_where_it_is_a_lorentzian():
     assert gs.tolist() == [0.0, 0.0, 0.0]
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: scipy.special.voigt_profile(x, 0.0, 0.5),    # the Lorentzian
+    lambda x: scipy.special.hyp2f1(0.5, 1.0, 0.0, x),      # at its pole in c: inf and nan
+    lambda x: scipy.special.hyp1f1(1.0, 0.0, x)])
+def test_partials_of_python_number_parameters_are_numpys(f):
+    """A parameter passed as a Python float reaches the reverse pass's partials as one:
+    Python's division by it (1 / sigma at sigma = 0.0) raised ZeroDivisionError where NumPy's,
+    and forward mode, give inf or nan: both modes compute the partials as they do for it
+    passed as an array."""
+    x = np.array([-1.5, 0.0, 0.3, 2.0])
+    with np.errstate(all="ignore"):
+        (got,) = mutad.gradient(lambda x: f(x).sum(), x)
+        _, tangent = mutad.jvp(f, (x,), (np.ones(4),))
+    np.testing.assert_array_equal(got, tangent)
+
+
 def test_spherical_bessel_derivative_by_keyword():
     """derivative=True by keyword, as SciPy's signature names it (it raised a TypeError)."""
     z = np.array([0.5, 1.5])

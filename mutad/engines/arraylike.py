@@ -765,6 +765,17 @@ def put_abs_right(result, x):
     put_right(result, _PYTHONS_ABS, memory(x)[()])  # (a replay's raises: it traces the call)
 
 
+def put_square_right(result, x):
+    """Puts right ``result`` of ``np.square(x)`` where ``x`` stands for a complex scalar:
+    NumPy squares a complex scalar by a loop of its own, which rounds otherwise than the loop
+    of arrays (and 0-d arrays): ``np.square(np.complex128(2.09868411346781 +
+    0.5449101394377727j)).real`` is 4.107547948060073, of the 0-d array 4.107547948060074.
+    Returns ``result``."""
+    if stands_for_scalar(x) and memory(x).dtype.kind == "c":
+        put_right(result, np.square, memory(x)[()])
+    return result
+
+
 def _stands_for_scalar_operand(x):
     """Whether ``x`` is a Python or NumPy number, or a traced or dual value standing for one."""
     if isinstance(x, (int, float, complex, np.generic)):

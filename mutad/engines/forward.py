@@ -34,7 +34,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         conversion_error, inexact_output, install_operators, integers_assigned,
                         integers_out,
                         item_assignment_refused, numpy_scalar, numpys_loop_error,
-                        numpys_scalar_operator,
+                        numpys_scalar_operator, put_square_right,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
                         records_key, text_element, record_field, by_mutad, subclass_call,
@@ -59,7 +59,7 @@ from ..core.errors import (
 from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
-from .products import times
+from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
                              pyfunc_ufunc_method, pyfunc_ufunc_rule,
@@ -497,23 +497,12 @@ def _partial(partial, y, primals, operand=None):
     device alike; in a batch, an operand that moves along some directions only stops the pass
     (``carries_derivative``), and each direction alone refuses where it moves."""
     try:
-        try:
-            return partial(y, *primals)
-        except (ZeroDivisionError, OverflowError):
-            # Python's arithmetic on the numbers of weak operands (1.0 / x at x = 0.0) raises
-            # where NumPy's, which the reverse pass computes with, gives inf or nan: NumPy's
-            # scalars
-            return partial(y, *[_numpys_scalar(v) for v in primals])
+        return partial_at(partial, y, primals)
     except MutadError as error:
         if operand is None or carries_derivative(operand):
             raise
         handled(error)
         return None
-
-
-def _numpys_scalar(v):
-    """NumPy's scalar of a Python float or complex ``v``; anything else as it is."""
-    return np.float64(v) if type(v) is float else np.complex128(v) if type(v) is complex else v
 
 
 def _batch_times(d, p, original, out=None):
@@ -1163,6 +1152,9 @@ class Dual(ArrayMethods):
         if _outranked(inputs + (out,), level):
             return NotImplemented
         if method == "__call__":
+            if ufunc is np.square and out is None and not kwargs:  # (NumPy's complex scalars
+                return put_square_right(apply_ufunc(ufunc, inputs, None, kwargs, level),
+                                        inputs[0])  # square otherwise than its loops)
             return apply_ufunc(ufunc, inputs, out, kwargs, level)
         if out is not None:
             kwargs["out"] = out
@@ -1223,8 +1215,11 @@ class Dual(ArrayMethods):
 
     def plain_value(self):
         """A dual whose tangent is zero converts as its value: along the tangent direction it
-        is constant, so no derivative is lost (``ArrayMethods``)."""
-        return np.asarray(self.value) if self.constant() else None
+        is constant, so no derivative is lost (``ArrayMethods``); where an enclosing
+        differentiation traces that value, as it converts (None if it is traced there)."""
+        if not self.constant():
+            return None
+        return self.value.plain_value() if wrapped(self.value) else np.asarray(self.value)
 
     def constant_here(self):
         """Whether no derivative of this differentiation flows through it: its tangent is

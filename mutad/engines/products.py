@@ -48,6 +48,22 @@ _REAL_PLAIN = frozenset((np.ndarray, float, int, np.float64))
 """Types of a partial that is a plain value, real unless an array of complex dtype."""
 
 
+def partial_at(partial, y, values):
+    """``partial(y, *values)``, both engines' one call of an elementwise rule's partial.
+    Python's arithmetic on the number of a weak operand (``1.0 / sigma`` at ``sigma = 0.0``)
+    raises where NumPy's, on an array, gives inf or nan: there the partial is computed on
+    NumPy's scalars of those numbers, as NumPy computes it for an array."""
+    try:
+        return partial(y, *values)
+    except (ZeroDivisionError, OverflowError):
+        return partial(y, *[numpys_scalar(v) for v in values])
+
+
+def numpys_scalar(v):
+    """NumPy's scalar of a Python float or complex ``v``; anything else as it is."""
+    return np.float64(v) if type(v) is float else np.complex128(v) if type(v) is complex else v
+
+
 def adjoint(p):
     """The factor a cotangent takes from partial ``p``: ``p``, conjugated if complex."""
     return p.conjugate() if type(p) is complex or getattr(p, "dtype", _REAL).kind == "c" else p
@@ -58,14 +74,14 @@ def times_partial(dy, partial, y, values, out):
     complex and it is not). For large arrays of one shape the partial is evaluated a piece at
     a time, so its temporaries stay small and in cache."""
     if type(dy) is np.ndarray and dy.size < 4 * CHUNK:  # not in pieces (``_pieces``)
-        return _times_partial_of(dy, partial(y, *values), out if writable(out) else None,
-                                 out)
+        return _times_partial_of(dy, partial_at(partial, y, values),
+                                 out if writable(out) else None, out)
     pieces = _pieces(dy, out, y, values)
     if pieces is None:
-        return _times(dy, adjoint(partial(y, *values)), out)
+        return _times(dy, adjoint(partial_at(partial, y, values)), out)
     flat_dy, flat_out = dy.reshape(-1), out.reshape(-1)
-    for part, args in pieces:
-        times(flat_dy[part], adjoint(partial(*args)), flat_out[part])
+    for part, (y_part, *parts) in pieces:
+        times(flat_dy[part], adjoint(partial_at(partial, y_part, parts)), flat_out[part])
     return out
 
 
@@ -91,9 +107,9 @@ def add_times_partial(into, dy, partial, y, values):
         return False
     flat_dy, flat_into = dy.reshape(-1), into.reshape(-1)
     scratch = np.empty(min(PIECE * CHUNK, dy.size), np.result_type(dy, into))
-    for part, args in pieces:
+    for part, (y_part, *parts) in pieces:
         d = flat_dy[part]
-        product = times(d, adjoint(partial(*args)), scratch[:d.size])
+        product = times(d, adjoint(partial_at(partial, y_part, parts)), scratch[:d.size])
         np.add(flat_into[part], product, out=flat_into[part])
     return True
 

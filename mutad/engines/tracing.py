@@ -51,8 +51,9 @@ from ..core.allocation import (DISPATCHED, READ_BESIDE, Preexisting, lists_as_ar
 from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right, subclass_call, takes_over_kinds,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
-                        holds_records, judge_out, out_computation, put_abs_right, records_function,
-                        records_gathered, records_key, records_write, text_element, numpy_scalar,
+                        holds_records, judge_out, out_computation, put_abs_right,
+                        put_square_right, records_function, records_gathered, records_key,
+                        records_write, text_element, numpy_scalar,
                         record_field, by_mutad, picks_one_record, as_one_record,
                         refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
@@ -140,6 +141,8 @@ class TracedDispatch:
                     break
             else:  # traced operands alone: no stand-in, no out=, no other mode's value
                 if len(inputs) == 1:  # np.sin(x): what ``apply_ufunc`` asks, answered here
+                    if ufunc is np.square:  # (NumPy's complex scalars square otherwise)
+                        return put_square_right(apply_ufunc(ufunc, inputs), self)
                     tape, buffer = self.tape, self.buffer
                     if not buffer.weak and not buffer.constant and tape.recorder is None \
                             and tape.outer is None:
@@ -499,6 +502,8 @@ def _mode_ufunc(ufunc, inputs):
     (``fast_ufunc``, on ``_unwrap``'s values) is taken here."""
     x = inputs[0]
     if len(inputs) == 1:
+        if ufunc is np.square:  # (``__array_ufunc__`` squares a complex scalar as NumPy does)
+            return x.__array_ufunc__(ufunc, "__call__", *inputs)
         tape, buffer = x.tape, x.buffer
         if not buffer.weak and not buffer.constant and tape.recorder is None \
                 and tape.outer is None:
