@@ -111,8 +111,8 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, _global_names,
-                               as_floats, as_objects, put_value)
+from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
+                               _global_names, as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
@@ -2835,25 +2835,29 @@ def _read_slots(step):
     return found
 
 
-def with_frees(steps, large):
+def with_frees(steps, large, reads):
     """``steps`` with a :class:`Free` after the last step that uses each of the slots
-    ``large``, so that the replay holds a large temporary no longer than the traced call."""
+    ``large``, so that the replay holds a large temporary no longer than the traced call, and
+    the slots each of them reads: ``reads`` (``_read_slots``' per step) with none for each
+    ``Free``."""
     if not large:
-        return steps
+        return steps, reads
     last = {}
-    for k, step in enumerate(steps):
-        for slot in _read_slots(step):
+    for k, slots in enumerate(reads):
+        for slot in slots:
             if slot in large:
                 last[slot] = k
     after = collections.defaultdict(list)
     for slot, k in last.items():
         after[k].append(slot)
-    out = []
-    for k, step in enumerate(steps):
+    out, out_reads = [], []
+    for k, (step, slots) in enumerate(zip(steps, reads)):
         out.append(step)
+        out_reads.append(slots)
         if k in after:
             out.append(Free(after[k]))
-    return out
+            out_reads.append(())
+    return out, out_reads
 
 
 REPEAT = 8
@@ -2954,7 +2958,7 @@ _LINES_ALONE = (Pure, Function, SetElement, Free)
 index's values a ``Gather`` or a ``Call`` computes, ``resolve``, are read from the program's)."""
 
 
-def with_blocks(steps, held, guarded=(), raising=frozenset()):
+def with_blocks(steps, held, guarded=(), raising=frozenset(), reads=None):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
@@ -2962,8 +2966,9 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     bytes a call saves before their first write (``Tape.guard``: the arguments'); ``raising``:
     the ids of the steps of the operations that warned of a floating-point event when
     recorded (``Program.raising``), which run as themselves, where ``Heard`` tells them apart
-    (and which stay alive: no other object takes their ids)."""
-    reads = [set(_read_slots(step)) for step in steps]
+    (and which stay alive: no other object takes their ids); ``reads``: the slots each step
+    reads, where known (``with_frees``' answer)."""
+    reads = [set(slots) for slots in (map(_read_slots, steps) if reads is None else reads)]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
     for step, slots in zip(steps, reads):
@@ -4284,7 +4289,9 @@ class Program:
         place = self.output_place
         self.seed = place if type(place) is Buffer and place.c_contiguous \
             and place.device is None and place.dtype == np.float64 else None
-        self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
+        # (The slots each step reads, found once for both: preparing a step changes none)
+        self.steps, reads = with_frees(self.steps, self.large - self.alive.keys() - self.held,
+                                       [_read_slots(step) for step in self.steps])
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
@@ -4294,7 +4301,7 @@ class Program:
         # steps would cost about what the traced call did, on top of compiling them); where
         # a guard fails on the way, the blocks after it were never compiled.
         held = [*self.returned_slots, *self.alive, *self.held]
-        self.steps = with_blocks(self.steps, held, self.saves, self.raising)
+        self.steps = with_blocks(self.steps, held, self.saves, self.raising, reads)
         self.prepared = True
 
     def run(self, leaves, modes):
@@ -5085,9 +5092,12 @@ class Reached:
     closure cells and attribute dict, a module's name and file), and per namespace held, the
     names taken from it and their values, for the names the code met names by which it was
     held (``namespaces``). The walk is a function of these alone: the same, it meets the same
-    objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
+    objects in the same order. The arrays' bytes are compared on each call as a walk's are.
+    A namespace whose dict's version (``allocation._VERSION``, which every change to the dict
+    renews) is the one it had when its names last held binds what it bound then: its names
+    hold again, told without looking them up (``versions``)."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces", "bound")
+    __slots__ = ("objects", "arrays", "states", "namespaces", "bound", "versions")
 
     def __init__(self, objects, arrays, states, namespaces, bound=None):
         self.objects, self.arrays, self.states = objects, arrays, states
@@ -5100,13 +5110,37 @@ class Reached:
             strings = frozenset(name for name in names if type(name) is str)
             self.namespaces.append((namespace, every, taken, values, names, strings - taken
                                     if not every and taken <= strings else None))
+        # Per namespace, its version's reader (kept with the namespace, which it must not
+        # outlive; None for a mapping not a dict, a class's) and the version with which its
+        # names last held (None: not yet)
+        self.versions = None if _VERSION is None else [
+            [_VERSION(held[0]) if type(held[0]) is dict else None, None]
+            for held in self.namespaces]
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        for namespace, every, taken, values, names, absent in self.namespaces:
+        versions = self.versions
+        if versions is None:
+            return self._names_hold(self.namespaces)
+        for held, version in zip(self.namespaces, versions):
+            reader = version[0]
+            if reader is None:
+                if not self._names_hold((held,)):
+                    return False
+                continue
+            now = reader.value
+            if now != version[1]:
+                if not self._names_hold((held,)):
+                    return False
+                version[1] = now
+        return True
+
+    def _names_hold(self, namespaces):
+        """Whether each of ``namespaces`` has the names it had, bound as they were."""
+        for namespace, every, taken, values, names, absent in namespaces:
             if absent is not None:
                 if absent and any(map(namespace.__contains__, absent)):
                     return False
