@@ -188,3 +188,33 @@ def test_the_partials_of_complex_elements_are_the_traced_ones():
         assert _bits(got[0]) == _bits(expected[0]), (x, y)
         assert [_bits(g) for g in got[1]] == [_bits(g) for g in expected[1]], (x, y)
     assert len(traced) == 1  # the recording alone: the others replayed
+
+
+# NumPy takes its complex scalar's square only where the call has no keyword: with ``out=None``
+# written out (which NumPy drops before ``__array_ufunc__``, so the engines saw no keyword) it
+# takes the loop's, and traced, replayed and forward values had the scalar's square.
+
+def _squared_elements_out_none(x):
+    z = x + 1j * x[::-1]
+    return np.square(z[0], out=None).real + 2.0 * np.square(z[1], out=(None,)).real
+
+
+def test_the_square_of_a_complex_element_with_out_none_is_the_loops():
+    np.square(np.complex128(1j))  # (NumPy's first square of a complex scalar takes the loop)
+    x = np.array([2.09868411346781, 1.25, 0.5449101394377727])
+    calls = [x, x * 1.5, x, np.random.default_rng(0).normal(size=3)]
+    replaying = mutad.value_and_grad(_squared_elements_out_none, replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for v in calls:
+        mine = v.copy()
+        got = replaying(mine)
+        assert mine.tobytes() == v.tobytes()
+        numpys = _squared_elements_out_none(v.copy())
+        expected = mutad.value_and_grad(_squared_elements_out_none)(v.copy())
+        assert _bits(expected[0]) == _bits(numpys), v
+        assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
+        tangent = mutad.jvp(_squared_elements_out_none, (v,), (np.ones(3),))[0]
+        assert _bits(tangent) == _bits(numpys), v
+    assert len(traced) == 1  # the recording alone: the others replayed
