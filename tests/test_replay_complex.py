@@ -218,3 +218,28 @@ def test_the_square_of_a_complex_element_with_out_none_is_the_loops():
         tangent = mutad.jvp(_squared_elements_out_none, (v,), (np.ones(3),))[0]
         assert _bits(tangent) == _bits(numpys), v
     assert len(traced) == 1  # the recording alone: the others replayed
+
+
+# ``.imag`` of a complex element's product is a view 8 bytes into the read-only 0-d array
+# tracing holds; a replay holds NumPy's scalar there, whose ``.imag`` is an array of its own:
+# the step's layout guard failed on every call, and the signature was traced each time.
+
+def _imaginary_part_of_a_product(x):
+    z = x + 1j * x[::-1]
+    return (z[1] * z[2]).imag + (z[0] * z[1]).real
+
+
+def test_the_imaginary_part_of_a_complex_elements_product_is_replayed():
+    rng = np.random.default_rng(0)
+    calls = [rng.normal(size=3) for _ in range(3)]
+    replaying = mutad.value_and_grad(_imaginary_part_of_a_product, replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for v in calls:
+        mine = v.copy()
+        got = replaying(mine)
+        assert mine.tobytes() == v.tobytes()
+        expected = mutad.value_and_grad(_imaginary_part_of_a_product)(v.copy())
+        assert _bits(got[0]) == _bits(expected[0]) and _bits(got[1]) == _bits(expected[1]), v
+    assert len(traced) == 1  # the recording alone: the others replayed
