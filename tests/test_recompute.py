@@ -489,6 +489,41 @@ def test_a_temporary_computed_twice_from_the_same_bytes_is_recomputed_once():
         mutad.check_grads(lambda x: f(x, changed, zero), x)
 
 
+def test_a_temporary_a_recipe_reads_at_two_places_is_recomputed_once(monkeypatch):
+    """The force's padding is read by ``padded[1:] - padded[:-1]`` at two places, its cube by
+    ``cube[1:] - cube[:-1]``: recomputed for the undo of ``p += s``, each is computed once for
+    both reads, traced and in the replay's lines, with the traced bits."""
+    from mutad.engines import replay
+
+    def f(q, p):
+        p += 0.005 * force(q)
+        return np.sum(p * p)
+
+    traced = collections.Counter()
+    recompute = Recomputation._recompute
+
+    def counted(self, buffer, rebuilt, plan=None):
+        traced[buffer.key] += 1
+        return recompute(self, buffer, rebuilt, plan)
+
+    compiled = []
+    compute = replay._Reading.compute
+
+    def compiled_counted(self, plan):
+        compiled.append((id(self), plan[1]))
+        return compute(self, plan)
+
+    monkeypatch.setattr(Recomputation, "_recompute", counted)
+    monkeypatch.setattr(replay._Reading, "compute", compiled_counted)
+    q, p = state()
+    before = q.tobytes(), p.tobytes()
+    mutad.gradient(f, q, p, argnums=(0, 1))
+    assert traced and max(traced.values()) == 1, traced
+    replays_as_traced(f, [(q, p)] * 3, argnums=(0, 1), replayed=2)
+    assert compiled and max(collections.Counter(compiled).values()) == 1
+    assert (q.tobytes(), p.tobytes()) == before
+
+
 def test_an_array_a_record_keeps_is_freed_once_that_record_has_run(monkeypatch):
     """Regression: an array a record kept stayed alive until the replay ended."""
     from mutad.engines.reverse import ReverseTape

@@ -1367,3 +1367,23 @@ def test_a_gradient_of_quad_with_an_integer_limit_differentiated_again_by_revers
     np.testing.assert_allclose(h[0, 0], -z1 * quad(lambda t: t * t * np.sin(z0 * t), 0, 1)[0],
                                rtol=1e-8)
     assert h[1, 1] == 0 and np.array_equal(x, kept)
+
+
+def test_solve_bvp_leaves_in_a_buffer_what_scipys_last_call_wrote():
+    """fun writing into an array the differentiated function allocated: SciPy's run wrote
+    into a copy, and the array kept its zeros (a silently wrong value); now NumPy's."""
+    def f(p):
+        last = np.zeros(1)
+
+        def fun(x, y):
+            last[0] = x.size
+            return np.vstack([y[1], -np.exp(y[0])])
+
+        scipy.integrate.solve_bvp(fun, lambda ya, yb: np.array([ya[0], yb[0]]),
+                                  np.linspace(0, 1, 5), np.zeros((2, 5)), tol=1e-8)
+        return last[0] + p[0]
+
+    p = np.array([1.0])
+    value, (gradient,) = mutad.value_and_gradient(f, p)
+    assert value == f(p.copy()) and value > 1.0
+    assert gradient.tolist() == [1.0]

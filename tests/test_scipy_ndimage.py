@@ -309,9 +309,31 @@ def test_integer_outputs_are_refused(rng):
     x = rng.normal(size=(5, 4))
     with pytest.raises(UnsupportedOperationError, match="float outputs"):
         mutad.gradient(lambda x: gaussian_filter(x, 1.0, output=np.int32).sum(), x)
-    with pytest.raises(UnsupportedOperationError, match="cval"):
-        mutad.gradient(lambda c: scipy.ndimage.maximum_filter(x, 3, mode="constant",
-                                                              cval=c).sum(), 1.0)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, c: scipy.ndimage.maximum_filter(x, 3, mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.median_filter(x, (3, 2), mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.percentile_filter(x, 30, 3, mode="constant", cval=c),
+    lambda x, c: scipy.ndimage.minimum_filter1d(x, 4, axis=0, mode="constant", cval=c)])
+def test_a_differentiated_cval_of_a_rank_filter(call, rng):
+    """Rank filters with a differentiated cval (was refused): the outputs that took the
+    constant from their window's extension are cval, the others the elements they took;
+    SciPy's values bit for bit, of a differentiated image or of a constant one."""
+    x = rng.normal(size=(5, 4))
+    before = x.tobytes()
+
+    def f(x, c):
+        return weighted(call(x, c))
+
+    y, _ = mutad.jvp(call, (x, 0.4), (np.ones_like(x), 1.0))
+    assert y.tobytes() == call(x, 0.4).tobytes()
+    assert (call(x, 0.4) == 0.4).any()  # (some outputs do take cval)
+    mutad.check_grads(f, x, 0.4)
+    mutad.check_jvp(f, x, 0.4)
+    mutad.check_grads(lambda c: f(x, c), 0.4, order=2)
+    replays_as_traced(f, [(x, 0.4), (x * 1.1, 0.45), (x, -0.3)], argnums=(0, 1), replayed=2)
+    assert x.tobytes() == before
 
 
 IMAGE = np.random.default_rng(7).random((8, 7))
@@ -583,7 +605,7 @@ def test_the_zoom_enters_through_the_output_shape_alone(image):
 def test_a_rotation_in_its_angle(order, mode, reshape, rng):
     """Registration by a rotation: the angle was refused as a constant. An image's rotation is
     SciPy's affine_transform by its matrix and the offset that keeps the centre: SciPy's
-    values bit for bit, differentiated through them; a volume's refused, saying what to do."""
+    values bit for bit, differentiated through them."""
     image = rng.normal(size=(5, 6))
 
     def f(angle, x):
@@ -593,8 +615,27 @@ def test_a_rotation_in_its_angle(order, mode, reshape, rng):
     mutad.check_grads(f, 23.0, image)
     mutad.check_jvp(f, 23.0, image)
     replays_as_traced(f, [(23.0, image), (31.0, image)], argnums=(0, 1))
-    with pytest.raises(UnsupportedOperationError, match="rotate each plane"):
-        mutad.gradient(lambda a: scipy.ndimage.rotate(np.ones((3, 4, 2)), a).sum(), 10.0)
+
+
+@pytest.mark.parametrize("axes, reshape, output", [((1, 2), True, None), ((2, 0), False, None),
+                                                   ((0, 1), True, np.float64),
+                                                   ((0, 2), False, "array")])
+def test_a_volume_rotation_in_its_angle(axes, reshape, output, rng):
+    """A volume turned by a differentiated angle (was refused): SciPy rotates each plane
+    parallel to ``axes`` as an image; so does mutad, the same values bit for bit, into the
+    caller's output array too."""
+    volume = rng.normal(size=(3, 5, 4))
+    before = volume.tobytes()
+
+    def f(angle, x):
+        into = np.zeros_like(x) if output == "array" else output
+        y = scipy.ndimage.rotate(x, angle, axes=axes, reshape=reshape, output=into, order=1)
+        return weighted(into if output == "array" else y)
+
+    assert mutad.value_and_grad(f, argnums=(0, 1))(23.0, volume)[0] == f(23.0, volume)
+    mutad.check_grads(f, 23.0, volume)
+    mutad.check_jvp(f, 23.0, volume)
+    assert volume.tobytes() == before
 
 
 def test_nearest_interpolation_of_a_rotation_is_refused(image):

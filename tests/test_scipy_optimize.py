@@ -318,6 +318,59 @@ def test_minimize_holds_strictly_active_bounds_and_refuses_the_others():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # (trust-constr's own, of bounds)
+def _held_by_a_moving_bound(solver):
+    """x₀ + 2x₁ + f* at the minimum x* of f = (x₀ - 3)² + (x₁ - 3)² + x₀x₁ with x₀ ≤ θ₀, which
+    holds x₀ = θ₀ (θ₀ < 1.5) and x₁ = 3 - θ₀/2: its derivative is 2θ₀ - 6 + θ₀/2 + 3 - θ₀;
+    least_squares' and curve_fit's twins are in the test."""
+    def objective(x):
+        return (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + x[0] * x[1]
+
+    def f(theta):
+        if solver == "least_squares":  # ½‖r‖² with r = (x₀ - 3, x₁ - 3 + x₀/2)
+            res = least_squares(lambda x: np.array([x[0] - 3.0, x[1] - 3.0 + 0.5 * x[0]]),
+                                [0.1, 0.1], bounds=([0.0, 0.0], [theta[0], 5.0]),
+                                xtol=1e-15, ftol=1e-15, gtol=1e-15)
+            return res.x[0] + 2.0 * res.x[1] + res.cost
+        if solver == "curve_fit":  # a line a + b t through 3 + 2t, a ≤ θ₀
+            t = np.linspace(0.0, 1.0, 6)
+            popt, _ = curve_fit(line, t, 2.0 * t + 3.0, p0=[0.5, 0.5],
+                                bounds=([0.0, 0.0], [5.0, theta[0]]))
+            return popt[1] + 2.0 * popt[0]
+        if solver == "fmin_l_bfgs_b":
+            x, value, _ = scipy.optimize.fmin_l_bfgs_b(
+                objective, [0.1, 0.1], approx_grad=True, bounds=[(0.0, theta[0]), (0.0, 5.0)],
+                pgtol=1e-12, factr=10)
+            return x[0] + 2.0 * x[1] + value
+        options = {"SLSQP": {"tol": 1e-14, "constraints": [
+            {"type": "ineq", "fun": lambda x: 10.0 - x[0]}]}}.get(solver, {})
+        res = minimize(objective, [0.1, 0.1], method=solver,
+                       bounds=[(0.0, theta[0]), (None, 5.0)], **options)
+        return res.x[0] + 2.0 * res.x[1] + res.fun
+
+    return f
+
+
+@pytest.mark.parametrize("solver", ["L-BFGS-B", "TNC", "SLSQP", "least_squares", "curve_fit",
+                                    "fmin_l_bfgs_b"])
+def test_a_bound_that_depends_on_the_differentiated_values_moves_the_minimum_it_holds(solver):
+    """The coordinates a bound holds are the bound, whose derivative they have, and the free
+    ones follow them (the minimum with those fixed); the objective there too. Was: the held
+    coordinates' derivative zero, as for a constant bound — silently wrong."""
+    f = _held_by_a_moving_bound(solver)
+    theta = np.array([1.0])
+    expected = {"least_squares": -2.0,  # x = (θ, 3 - θ/2), cost ½(θ - 3)²
+                # b = θ held, a = 2 + (3 - θ) Σt / Σt²: d(b + 2a)/dθ = 1 - 2 Σt / Σt²
+                "curve_fit": 1.0 - 2.0 * 3.0 / 2.2}.get(solver, -1.5)
+    value = f(theta)
+    g = gradient_keeping(f, theta)[0]
+    np.testing.assert_allclose(g, [expected], rtol=1e-6)
+    np.testing.assert_allclose(g, central_differences(f, theta, 1e-5), rtol=2e-3)
+    assert f(theta) == value  # (SciPy's value: the derivatives add nothing to it)
+    if solver in ("L-BFGS-B", "least_squares"):  # second order: d²/dθ² = 3/2, and 1
+        np.testing.assert_allclose(mutad.hessian(f, theta), [[1.5 if solver == "L-BFGS-B"
+                                                              else 1.0]], rtol=1e-6)
+
+
 def test_minimize_trust_constr_inside_an_active_bound_is_refused_naming_barrier_tol():
     """trust-constr, an interior point method, stops inside an active bound: the refusal spoke
     of a Newton step alone, not of the bound it is near nor of the options that set how near
@@ -472,6 +525,63 @@ def test_minimize_under_constraint_objects_bounded_on_both_sides():
         assert theta.tobytes() == before
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (trust-constr's own, of a linear objective)
+def test_constraint_objects_that_depend_on_the_differentiated_values():
+    """A NonlinearConstraint whose function closes over the differentiated values, or whose
+    lb and ub are computed from them, is differentiated as the dicts are (was refused):
+    max x₀ + 2x₁ on the ellipse x₀² + a x₁² ≤ c, of value (a + 4)/(2λa) - 1/(2λ) with
+    λ = √((a + 4)/(4ac)), and min |x|² on the line x₀ + a x₁ = c (lb = ub = c)."""
+    def on_the_ellipse(theta, method):
+        a, c = theta
+        constraint = scipy.optimize.NonlinearConstraint(lambda x: x[0] ** 2 + a * x[1] ** 2,
+                                                        0.0, c)
+        options = ({"tol": 1e-14} if method == "SLSQP" else {"options": {
+            "gtol": 1e-13, "xtol": 1e-15, "maxiter": 5000, "initial_barrier_parameter": 1e-10,
+            "initial_barrier_tolerance": 1e-10}})
+        res = minimize(lambda x: -(x[0] + 2.0 * x[1]), [0.1, 0.1], method=method,
+                       constraints=[constraint], **options)
+        return res.fun + res.x[0]
+
+    def on_the_line(theta):
+        a, c = theta
+        res = minimize(lambda x: x @ x, [0.1, 0.1], method="SLSQP", tol=1e-14,
+                       constraints=scipy.optimize.NonlinearConstraint(
+                           lambda x: x[0] + a * x[1], c, c))
+        return res.fun + res.x[0]  # c²/(1 + a²) + c/(1 + a²)
+
+    theta = np.array([1.0, 2.0])
+    for method in ("SLSQP", "trust-constr"):
+        np.testing.assert_allclose(
+            gradient_keeping(lambda t: on_the_ellipse(t, method), theta)[0],
+            [1.5178932777, -0.6324555320], rtol=1e-7)
+    np.testing.assert_allclose(gradient_keeping(on_the_line, theta)[0], [-3.0, 2.5],
+                               rtol=1e-7)
+
+
+def test_bounds_and_linear_constraints_made_of_the_differentiated_values():
+    """Bounds(lb, ub) and LinearConstraint(A, lb, ub) of differentiated values (SciPy's
+    constructors converted them: a ConversionError in np.atleast_1d), isinstance of them
+    still SciPy's: a bound holding x₀ = θ₀ (the L-BFGS-B case of the moving bound above),
+    and the line x₀ + a x₁ = c as a LinearConstraint."""
+    def held(theta):
+        bounds = scipy.optimize.Bounds([0.0, 0.0], [theta[0], 5.0])
+        assert isinstance(bounds, scipy.optimize.Bounds)
+        res = minimize(lambda x: (x[0] - 3.0) ** 2 + (x[1] - 3.0) ** 2 + x[0] * x[1],
+                       [0.1, 0.1], method="L-BFGS-B", bounds=bounds)
+        return res.x[0] + 2.0 * res.x[1] + res.fun
+
+    def on_the_line(theta):
+        a, c = theta
+        res = minimize(lambda x: x @ x, [0.1, 0.1], method="SLSQP", tol=1e-14,
+                       constraints=scipy.optimize.LinearConstraint([[1.0, a]], c, c))
+        return res.fun + res.x[0]
+
+    np.testing.assert_allclose(gradient_keeping(held, np.array([1.0, 2.0]))[0], [-1.5, 0.0],
+                               rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(gradient_keeping(on_the_line, np.array([1.0, 2.0]))[0],
+                               [-3.0, 2.5], rtol=1e-7)
+
+
 def test_minimize_refuses_what_its_constraints_do_not_determine():
     theta = np.array([0.3, 0.9])
 
@@ -481,16 +591,8 @@ def test_minimize_refuses_what_its_constraints_do_not_determine():
                        options={"ftol": 1e-15})
         return res.x.sum()
 
-    def moving_object(theta):
-        res = minimize(lambda x: np.sum((x - theta) ** 2), np.zeros(2), method="SLSQP",
-                       constraints=[scipy.optimize.NonlinearConstraint(
-                           lambda x: x[0] - theta[1], 0.0, 0.0)])
-        return res.x.sum()
-
     with pytest.raises(UnsupportedOperationError, match="strictly active"):
         mutad.gradient(weakly_active, theta.copy())
-    with pytest.raises(UnsupportedOperationError, match="give it as dicts"):
-        mutad.gradient(moving_object, theta.copy())
 
     def equality(theta):
         res = minimize(lambda x: np.sum((x - theta) ** 4) + np.sum(x ** 2), np.zeros(2),
@@ -1041,6 +1143,19 @@ def test_least_squares_robust_losses(loss):
                                rtol=1e-5, atol=1e-6)
 
 
+def test_least_squares_from_a_differentiated_start_has_constant_cost_and_fun():
+    """Where only x0 is differentiated (it picks the minimum, which does not move), res.cost
+    and res.fun are SciPy's numbers, of derivative zero. Was: refused as followed."""
+    def f(x0):
+        res = least_squares(lambda x: B @ x - Y, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return res.cost + res.fun.sum() + x0[0]
+
+    x0 = np.zeros(N)
+    plain = least_squares(lambda x: B @ x - Y, x0, xtol=1e-15, ftol=1e-15, gtol=1e-15)
+    assert f(x0) == plain.cost + plain.fun.sum()
+    np.testing.assert_array_equal(gradient_keeping(f, x0)[0], np.eye(N)[0])
+
+
 def test_least_squares_refusals():
     def robust(y):
         return least_squares(lambda x: B @ x - y, np.zeros(N),
@@ -1538,3 +1653,38 @@ def test_scipys_followed_code_raising_on_traced_values_alone_is_refused_by_name(
         mutad.gradient(lambda x: scipy.optimize.check_grad(fun, lambda p: 2.0 * p, x), x)
     assert type(raised.value.__cause__) is TypeError
     assert x.tolist() == [0.3, 0.7]
+
+
+def test_a_buffer_the_solver_writes_into_holds_what_scipys_last_call_wrote():
+    """A function given to the solver that writes into an array the differentiated function
+    allocated: SciPy's run wrote into a copy, and the array kept its zeros (a silently wrong
+    value). Now it holds what NumPy leaves there where nothing in the call is differentiated,
+    and is refused where its values would depend on the differentiated ones."""
+    t = np.linspace(0.0, 1.0, 6)
+
+    def last_residuals(p):
+        r = np.zeros(6)
+
+        def residuals(q):
+            r[:] = q[0] * np.exp(-q[1] * t) - 2.0 * np.exp(-0.5 * t)
+            return r
+
+        least_squares(residuals, [0.5, 0.5], xtol=1e-15, ftol=1e-15, gtol=1e-15)
+        return r.sum() + p[0]
+
+    p = np.array([1.0])
+    value, (gradient,) = mutad.value_and_gradient(last_residuals, p)
+    assert value == last_residuals(p.copy())
+    assert gradient.tolist() == [1.0]
+
+    def moving(p):
+        seen = np.zeros(1)
+
+        def fun(x):
+            seen[0] = x[0]
+            return x ** 3 - 2.0 * p[0]
+
+        return fsolve(fun, [1.0], xtol=1e-14)[0] + seen[0]
+
+    with pytest.raises(UnsupportedOperationError, match="writes into an array"):
+        mutad.gradient(moving, p)

@@ -19,6 +19,7 @@ from cases import replays_as_traced
 
 SOS = scipy.signal.butter(4, 0.2, output="sos")
 B, A = scipy.signal.butter(3, 0.3)
+WAVE = np.sin(np.arange(14.0))  # a signal made before the differentiation: a constant
 
 
 def weighted(y):
@@ -50,6 +51,12 @@ FREE = np.delete(SOS, 3, axis=1)
 def parts(z):
     """A complex result as its real and imaginary parts, stacked (a real value for the loss)."""
     return np.stack([np.real(z), np.imag(z)])
+
+
+def frequency_response(w_h):
+    """freqz's frequencies and its response's parts, in one real array."""
+    w, h = w_h
+    return np.concatenate([w, parts(h).ravel()])
 
 
 def demeaned(d):
@@ -90,6 +97,12 @@ CASES = {
        for mode in ("interp", "mirror", "constant", "nearest", "wrap")},
     "savgol-interp-axis0-deriv": (lambda f, x: f.savgol_filter(x, 7, 3, deriv=1, delta=0.5,
                                                                axis=0), ((9, 3),)),
+    # a differentiated spacing, of a differentiated signal and of a constant one
+    "savgol-interp-spacing-axis0": (lambda f, x, d: f.savgol_filter(x, 7, 3, deriv=2,
+                                                                   delta=0.5 + d, axis=0),
+                                    ((9, 3), ())),
+    "savgol-interp-spacing-of-constant": (
+        lambda f, d: f.savgol_filter(np.sin(np.arange(11.0)), 5, 2, deriv=1, delta=d), ((),)),
     # spectral analysis
     "welch": (lambda f, x: f.welch(x, nperseg=16)[1], ((64,),)),
     "welch-linear-spectrum-median": (
@@ -144,11 +157,35 @@ CASES = {
                                    ((2, 12),)),
     "resample-freq-domain": (lambda f, x: parts(f.resample(x, 12, domain="freq")), ((8,),)),
     "resample-time": (lambda f, x, t: f.resample(x, 11, t=t)[1], ((7,), (3,))),
+    # settings differentiated where the signal or coefficients are constants: SciPy's in-place
+    # steps write them into arrays made of constants
+    "spectrogram-differentiated-fs": (lambda f, fs: f.spectrogram(WAVE, fs=2.0 + fs,
+                                                                  nperseg=8)[2], ((),)),
+    "firwin-differentiated-window": (lambda f, c: f.firwin(9, 0.3, window=("kaiser", 3.0 + c)),
+                                     ((),)),
+    "firwin-differentiated-width": (lambda f, c: f.firwin(11, 0.3, width=0.2 + c), ((),)),
+    "freqz-differentiated-gain": (lambda f, c: parts(f.freqz(B, [2.0 + c], worN=6)[1]), ((),)),
+    "resample-window-of-a-differentiated-beta": (
+        lambda f, c: f.resample(WAVE, 9, window=("kaiser", 3.0 + c)), ((),)),
     "resample_poly": (lambda f, x: f.resample_poly(x, 3, 2), ((20,),)),
     "resample_poly-mean-axis1": (lambda f, x: f.resample_poly(x, 2, 5, axis=1, padtype="mean"),
                                  ((2, 23),)),
     "upfirdn": (lambda f, h, x: f.upfirdn(h, x, 2, 3), ((5,), (13,))),
     "upfirdn-axis0": (lambda f, h, x: f.upfirdn(h, x, 3, 1, axis=0), ((4,), (6, 2))),
+    # every extension mode: SciPy's extension of the signal, then the zero extension's filter
+    **{f"upfirdn-{mode}": (lambda f, h, x, mode=mode: f.upfirdn(h, x, 2, 3, mode=mode),
+                           ((5,), (9,)))
+       for mode in ("wrap", "edge", "smooth", "symmetric", "reflect", "antisymmetric",
+                    "antireflect", "line")},
+    "upfirdn-wrap-short-axis0": (lambda f, h, x: f.upfirdn(h, x, 1, 2, axis=0, mode="wrap"),
+                                 ((9,), (3, 2))),
+    "upfirdn-cval": (lambda f, h, x, c: f.upfirdn(h, x, 3, 2, mode="constant", cval=c),
+                     ((4,), (7,), ())),
+    "resample_poly-line-axis1": (lambda f, x: f.resample_poly(x, 3, 2, axis=1, padtype="line"),
+                                 ((2, 12),)),
+    # a differentiated cval that is 0 (c is 0.3): still differentiated
+    "resample_poly-cval-zero": (lambda f, x, c: f.resample_poly(x, 2, 3, padtype="constant",
+                                                                cval=c - 0.3), ((14,), ())),
     "decimate": (lambda f, x: f.decimate(x, 3), ((60,),)),
     "decimate-fir": (lambda f, x: f.decimate(x, 2, ftype="fir"), ((50,),)),
     "decimate-fir-causal-axis0": (lambda f, x: f.decimate(x, 2, n=6, ftype="fir",
@@ -177,6 +214,12 @@ CASES = {
     "freqz-fir-whole": (lambda f, b: parts(f.freqz(b, worN=10, whole=True)[1]), ((5,),)),
     "freqz-frequencies": (lambda f, b, a: parts(f.freqz(b, a, worN=np.linspace(0, 3, 7),
                                                         fs=6.0)[1]), (B, A)),
+    # differentiated frequencies and sampling frequency
+    "freqz-frequencies-and-fs": (lambda f, b, w, fs: frequency_response(
+        f.freqz(b, A, worN=w + np.arange(4.0), fs=6.0 + fs)), (B, (4,), ())),
+    "freqz-fs-of-a-grid": (lambda f, b, fs: frequency_response(f.freqz(b, A, worN=6,
+                                                                       fs=6.0 + fs)),
+                           (B, ())),
 }
 
 
@@ -390,6 +433,19 @@ def test_replayed_gradients_are_the_traced_ones(rng):
     assert not replayed.reasons  # replayed, not traced again
 
 
+def test_a_differentiated_spacing_is_traced_again_not_replayed():
+    """savgol_filter(mode='interp') of a differentiated delta runs SciPy's fit at delta's
+    plain value: a replay would keep the recorded one, so each call is traced (SciPy's bits
+    at every spacing), and says why."""
+    x = np.sin(np.arange(30.0))
+
+    def f(delta):
+        return (scipy.signal.savgol_filter(x, 7, 2, deriv=1, delta=delta) ** 2).sum()
+
+    replaying = replays_as_traced(f, [(0.5,), (0.7,), (1.3,)])
+    assert "spacing's plain value" in str(replaying.reasons)
+
+
 def test_signals_given_as_lists(rng):
     """A list holding traced values is the array NumPy makes of it, as SciPy's np.asarray does."""
     x = rng.normal(size=8)
@@ -408,10 +464,8 @@ def test_signals_given_as_lists(rng):
 
 def test_more_refusals(rng):
     x = rng.normal(size=30)
-    with pytest.raises(UnsupportedOperationError, match="zero extension"):
-        mutad.gradient(lambda x: scipy.signal.upfirdn([1.0, 0.5], x, 2, mode="edge").sum(), x)
-    with pytest.raises(UnsupportedOperationError, match="padtype"):
-        mutad.gradient(lambda x: scipy.signal.resample_poly(x, 2, 3, padtype="edge").sum(), x)
+    with pytest.raises(ValueError, match="padtype must be one of"):  # SciPy's own
+        mutad.gradient(lambda x: scipy.signal.resample_poly(x, 2, 3, padtype="odd").sum(), x)
     with pytest.raises(UnsupportedOperationError, match="dlti"):
         system = scipy.signal.dlti(*scipy.signal.butter(2, 0.3))
         mutad.gradient(lambda x: scipy.signal.decimate(x, 2, ftype=system).sum(), x)

@@ -207,3 +207,26 @@ def _built_from_lists(p):
 
 def test_lists_of_differentiated_numbers_build_and_fill_matrices():
     check(_built_from_lists, np.array([0.7, 1.3, 0.4, 0.9]))
+
+
+@pytest.mark.parametrize("kind", ["csr_matrix", "coo_matrix", "dia_array", "lil_matrix"])
+def test_toarray_into_an_array_the_function_allocated(kind):
+    """``A.toarray(out=out)``: SciPy zeroes ``out`` and fills it (was refused); the array
+    written into is followed, then written into again; SciPy's errors for a wrong ``out``."""
+    def f(v):
+        A = getattr(sp, kind)(np.diag(v) + np.diag(v[:2] * v[1:], 1))
+        out = np.ones((3, 3))
+        A.toarray(out=out)
+        out[0, 2] = v[1]
+        return np.sum(out ** 2 * np.arange(1.0, 10.0).reshape(3, 3))
+
+    check(f, np.array([0.7, 1.3, 0.4]))
+    for bad in ({"out": np.ones((2, 3))}, {"out": np.ones((3, 3)), "order": "C"},
+                {"out": np.ones((3, 6))[:, ::2]}):
+        def g(v):
+            return sp.csr_matrix(np.diag(v)).toarray(**bad).sum()
+
+        with pytest.raises(ValueError) as plain:
+            g(np.ones(3))
+        with pytest.raises(ValueError, match=str(plain.value)):
+            mutad.gradient(g, np.ones(3))

@@ -102,8 +102,9 @@ def caller(skip=SKIPPED, lines=None):
     inside = _INSIDE
     while frame is not None:
         code = frame.f_code
-        known = inside.get(code.co_filename)
-        if known is None:
+        try:  # (a subscript, not ``dict.get``: the interpreter's specialised lookup; misses once)
+            known = inside[code.co_filename]
+        except KeyError:
             known = _learn(code.co_filename)
         if not known:
             offset = frame.f_lasti  # (the line number costs a search: worked out if shown)

@@ -366,11 +366,12 @@ is a question of one lookup (``ElementWrite.reverse``, which the replay runs too
 def _written_inputs(dtype):
     """``(stand-in,)``, the inputs of a write of a value through the stand-in
     (``fold_written``): one tuple for all writes of ``dtype``."""
-    inputs = _WRITTEN.get(dtype)
-    if inputs is None:
+    try:  # (a subscript, not ``dict.get``: the interpreter's specialised lookup, per write)
+        return _WRITTEN[dtype]
+    except KeyError:
         inputs = _WRITTEN[dtype] = (_stand_in(dtype, "written"),)
         _WRITTEN_IDS.add(id(inputs))
-    return inputs
+        return inputs
 
 
 def fold_reads(records, errors_of):
@@ -464,15 +465,19 @@ state, ``(state, {positions: (state, positions)})``."""
 def _folded_state(state, positions):
     """``(state, positions)``, one tuple for all equal ones (a loop's records share a few
     plans' states and positions)."""
-    known = _FOLDED_STATES.get(id(state))
+    try:  # (subscripts, not ``dict.get``: the interpreter's specialised lookup, per fold)
+        known = _FOLDED_STATES[id(state)]
+    except KeyError:
+        known = None
     if known is None or known[0] is not state:  # (held here, its id is no other object's)
         if len(_FOLDED_STATES) >= FOLDED_STATES:
             _FOLDED_STATES.clear()
         known = _FOLDED_STATES[id(state)] = (state, {})
-    folded = known[1].get(positions)
-    if folded is None:
+    try:
+        return known[1][positions]
+    except KeyError:
         folded = known[1][positions] = (state, positions)
-    return folded
+        return folded
 
 
 _NORMAL, _LARGEST = sys.float_info.min, sys.float_info.max

@@ -348,9 +348,9 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     ``debug.caller`` skips, its own and this one's included: those of the engine's on every
     path here (``debug.SKIPPED``). ``named``: the record's inputs (``recipe``), where the caller
     found every input a whole array of ``tape`` or a Python number; None: worked out here."""
-    plans = _FAST.get(ufunc)
-    plan = None if plans is None else plans.get(pattern)
-    if plan is None:
+    try:  # (subscripts, not ``dict.get``: the interpreter's specialised lookup, per operation)
+        plan = _FAST[ufunc][pattern]
+    except KeyError:
         plan = _fast_plan(ufunc, pattern, len(inputs))
     if type(plan) is not _FastPlan:
         if type(plan) is _FastFunction and plan.rule is RULES.get(ufunc, NO_RULE).reverse:
@@ -360,8 +360,12 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             elif _real_constants(inputs, values, pattern):
                 return _constant_product(plan, inputs, values, pattern, tape, skip + 1)
         return None
-    # (a rule declared again since the plan was made: the general path, which reads it)
-    if plan.rule is not RULES.get(ufunc, NO_RULE).elementwise:
+    # (a rule declared again since the plan was made: the general path, which reads it; a
+    # plan of this kind was made from the ufunc's entry, which may since have gone)
+    try:
+        if plan.rule is not RULES[ufunc].elementwise:
+            return None
+    except KeyError:
         return None
     if plan.complex_rules is not False:  # (a complex operand: the general path's own rules)
         for value in values:  # (``complex_among``, its common answers first: float64, numbers)
@@ -1306,7 +1310,10 @@ def write_into_element(x, key, value, plain, pattern=1):
     is all of its buffer (``key``: a tuple of integers, one per axis), without the traced
     view of that element: a scalar loop's ``x[i, j] = v`` (``tracing._element_written``,
     which asked its questions)."""
-    plan = _ELEMENT_PLANS.get(pattern) or _element_plan(pattern)
+    try:  # (a subscript, not ``dict.get``: the interpreter's specialised lookup, per write)
+        plan = _ELEMENT_PLANS[pattern]
+    except KeyError:
+        plan = _element_plan(pattern)
     tape, buffer, array = x.tape, x.buffer, x.value
     index = (*key, Ellipsis)
     region = array[index]  # (the element's 0-d view; IndexError past the ends)

@@ -575,11 +575,14 @@ class Recomputation:
             if count_down(self.readers, key):
                 self.values.pop(key, None)
 
-    def read(self, place, rebuilt=None, numbers=True, plan=None):
+    def read(self, place, rebuilt=None, numbers=True, plan=None, once=None):
         """The value at ``place`` now: its buffer's array if alive, else recomputed.
         ``rebuilt`` maps the keys of buffers being rebuilt to the arrays that stand for them.
         A buffer that stands for a Python number (``Buffer.weak``) gives that number, as a
         ufunc's operand, unless not ``numbers`` (a rule's argument: its 0-d array).
+        ``once``: the values recomputed for the other inputs of one recipe, by buffer key, with
+        their plans (``_recompute``): a buffer it reads at several places (both views of
+        ``d[1:] - d[:-1]``, both factors of ``d * d``) is computed once, for the same bytes.
 
         ``plan``, a list: add to it how the value was found, for a replay to find it the same
         way: ``(READ, place, numbers, source)``, ``source`` ``ALIVE`` (the array, as it is
@@ -596,10 +599,14 @@ class Recomputation:
         if array is None:
             array = self.values.get(buffer.key)
             source = CACHED
-            if array is None:
+            if array is None and once is not None and buffer.key in once:
+                array, source = once[buffer.key]  # (the plan's own object: computed once)
+            elif array is None:
                 source = None if plan is None else []
                 array = self._recompute(buffer, rebuilt, source)
                 source = None if plan is None else source[0]
+                if once is not None:
+                    once[buffer.key] = array, source
         if plan is not None:
             plan.append((READ, place, numbers, source))
         if numbers and buffer.weak:  # a Python number, as the program computed with it
@@ -623,8 +630,9 @@ class Recomputation:
         primitive = record.primitive
         rule = getattr(primitive, "rule", None)
         plans = None if plan is None else []
-        inputs = [self.read_all(x, rebuilt, rule is None, plans) for x in record.inputs]
-        settings = {k: self.read_all(v, rebuilt, True, plans)
+        once = {}
+        inputs = [self.read_all(x, rebuilt, rule is None, plans, once) for x in record.inputs]
+        settings = {k: self.read_all(v, rebuilt, True, plans, once)
                     for k, v in (record.settings or {}).items()}
         if rule is not None:  # a rule: its outputs, without the pullback it also returns
             y = rule(*inputs, **settings)[0]
@@ -664,19 +672,19 @@ class Recomputation:
         record.primitive(*[self.read_all(x, rebuilt) for x in record.inputs], out=out)
         return True
 
-    def read_all(self, x, rebuilt=None, numbers=True, plan=None):
+    def read_all(self, x, rebuilt=None, numbers=True, plan=None, once=None):
         """``x`` (a recipe's input: a place, a constant, a list of them) as a value now
-        (``numbers``: see ``read``). ``plan``: a list to which the plan of ``x`` is added:
-        ``read``'s for a place, ``(SEQUENCE, type, plans)`` for a list or tuple, ``(CONSTANT,
-        x)`` for anything else."""
+        (``numbers`` and ``once``: see ``read``). ``plan``: a list to which the plan of ``x``
+        is added: ``read``'s for a place, ``(SEQUENCE, type, plans)`` for a list or tuple,
+        ``(CONSTANT, x)`` for anything else."""
         if type(x) in (list, tuple):
             inner = None if plan is None else []
-            y = type(x)(self.read_all(e, rebuilt, numbers, inner) for e in x)
+            y = type(x)(self.read_all(e, rebuilt, numbers, inner, once) for e in x)
             if plan is not None:
                 plan.append((SEQUENCE, type(x), tuple(inner)))
             return y
         if _is_place(x):
-            return self.read(x, rebuilt, numbers, plan)
+            return self.read(x, rebuilt, numbers, plan, once)
         if plan is not None:
             plan.append((CONSTANT, x))
         return x

@@ -2475,10 +2475,48 @@ class _Reading:
     rebuilds, by key, read before any alive; what it reads alive is held for the whole
     call)."""
 
-    def __init__(self, counted):
+    def __init__(self, counted, plans=()):
         self.counted = counted
         self.constants = []
         self.names = {}
+        # A computation several reads share (``_replan``'s ``shared``): by ``id``, how many
+        # read it; its first read computes it into a list, the middle ones read the list, the
+        # last pops it, so it lives no longer than it did computed for each read.
+        self.reads = collections.Counter()
+        self.held = {}
+        for plan in plans:
+            self._count(plan)
+
+    def _count(self, plan):
+        kind = plan[0]
+        if kind is READ:
+            source = plan[5]
+            if plan[4] is not ALIVE and plan[4] is not CACHED:
+                self.reads[id(source)] += 1
+                if self.reads[id(source)] == 1:
+                    self._count(source)
+        elif kind is SEQUENCE:
+            for p in plan[2]:
+                self._count(p)
+        elif kind is SAME:
+            self._count(plan[3])
+        elif kind is RUN:
+            for p in (*plan[6], *plan[7].values()):
+                self._count(p)
+
+    def computed(self, source):
+        """The lines of ``source``, a computation: computed here, or read as computed for an
+        earlier read that shares it."""
+        reads = self.reads[id(source)]
+        if reads < 2:
+            return self.compute(source)
+        held = self.held.get(id(source))
+        if held is None:
+            name = f"h{len(self.held)}"
+            self.held[id(source)] = [name, reads - 1]
+            return f"({name} := [{self.compute(source)}])[0]"
+        held[1] -= 1
+        return f"{held[0]}.pop()" if held[1] == 0 else f"{held[0]}[0]"
 
     def bind(self, value):
         name = self.names.get(id(value))
@@ -2515,7 +2553,7 @@ class _Reading:
             array = (f"{self.bind(cached)}(recomputed, {self.bind(key)}, {self.bind(again)}, "
                      "values)")
         else:
-            array = self.compute(source)
+            array = self.computed(source)
         if number:
             return f"{array}.item()"
         return array if layout is None else f"{self.bind(_region)}({array}, {self.layout(layout)})"
@@ -2563,7 +2601,7 @@ class _Again:
 
 def _reading(plan, counted):
     """``read(recomputed, values, rebuilt)``, the value of ``plan`` (:class:`_Reading`)."""
-    code = _Reading(counted)
+    code = _Reading(counted, (plan,))
     value = code.read(plan) if plan[0] is READ else code.compute(plan)
     return _made(code, value, "recomputed, values, rebuilt")
 
@@ -2573,7 +2611,7 @@ def _reading_all(plans):
     write's inputs, read outside the plans); where one is None, ``read(copied, recomputed,
     values, rebuilt)``, the next of the values ``copied`` as the write read them in its place
     (``Chained.copies``)."""
-    code = _Reading(False)
+    code = _Reading(False, [p for p in plans if p is not None])
     copies = iter(range(len(plans)))
     value = "(" + "".join(f"copied[{next(copies)}], " if p is None else f"{code.input(p)}, "
                           for p in plans) + ")"
@@ -2665,7 +2703,7 @@ class Unplanned(Exception):
     """A value the traced reverse pass recomputed that a replay could not find as it did."""
 
 
-def _replan(plan, slots, program, stored, rebuilt=None):
+def _replan(plan, slots, program, stored, rebuilt=None, shared=None):
     """``plan`` (``recompute.Recomputation.read``'s) over the program's slots (``slots``:
     buffer key -> slot): ``(READ, key, layout, number, how, source)``, ``source`` the slot
     of an array read alive (``program.alive``), or its computation again, its inputs replanned
@@ -2673,7 +2711,12 @@ def _replan(plan, slots, program, stored, rebuilt=None):
     are replanned in the order the reverse pass made them); counts the reads of values kept
     for several records (``program.cached``). ``rebuilt``: the key of the buffer a chain
     rebuilds, for the plan of a write it redoes, which reads that buffer from the chain and
-    what else it reads alive from slots held for the whole call (``program.held``)."""
+    what else it reads alive from slots held for the whole call (``program.held``).
+    ``shared``: the computations replanned so far, by ``id``: one computation that several
+    reads of a recipe's inputs share (``Recomputation.read``'s ``once``) is replanned once,
+    its reads alive counted once, and stays one object, which ``_Reading`` computes once."""
+    if shared is None:
+        shared = {}
     kind = plan[0]
     if kind is READ:
         _, place, numbers, source = plan
@@ -2701,26 +2744,31 @@ def _replan(plan, slots, program, stored, rebuilt=None):
             source = stored.get(buffer.key)
             if source is None:
                 raise Unplanned("a value recomputed for several records in an unknown order")
+        elif id(source) in shared:
+            source = shared[id(source)][1]
         else:
-            source = _replan(source, slots, program, stored, rebuilt)
+            shared[id(source)] = (source, _replan(source, slots, program, stored, rebuilt,
+                                                  shared))
+            source = shared[id(source)][1]
         return (READ, buffer.key, layout, numbers and buffer.weak, how, source)
     if kind is SAME or kind is RUN:  # a computation: (kind, key, kept, ...)
         key, kept = plan[1], plan[2]
         program.recomputed.add(key)
         if kind is SAME:
-            how = (_replan(plan[3], slots, program, stored, rebuilt),)
+            how = (_replan(plan[3], slots, program, stored, rebuilt, shared),)
         else:
             primitive, rule, output, inputs, settings = plan[3:]
             how = (primitive, rule, output,
-                   tuple(_replan(p, slots, program, stored, rebuilt) for p in inputs),
-                   {k: _replan(p, slots, program, stored, rebuilt) for k, p in settings.items()})
+                   tuple(_replan(p, slots, program, stored, rebuilt, shared) for p in inputs),
+                   {k: _replan(p, slots, program, stored, rebuilt, shared)
+                    for k, p in settings.items()})
         plan = (kind, key, kept, *how)
         if kept:
             stored[key] = plan
         return plan
     if kind is SEQUENCE:
         return (SEQUENCE, plan[1],
-                tuple(_replan(p, slots, program, stored, rebuilt) for p in plan[2]))
+                tuple(_replan(p, slots, program, stored, rebuilt, shared) for p in plan[2]))
     return plan  # a constant
 
 

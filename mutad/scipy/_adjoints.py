@@ -12,7 +12,8 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
-from ..core.allocation import (FOLLOWED_LIBRARY_CODE, Preexisting, by_user_code, in_containers,
+from ..core.allocation import (FOLLOWED_LIBRARY_CODE, FOR_THE_CALLER, Preexisting, by_user_code,
+                               in_containers,
                                library_allocation, library_binding, library_route,
                                lists_as_arrays,
                                stand_in_value)
@@ -522,6 +523,34 @@ class StandIn:
         for name, place in overwritten:
             y = _written_as_scipy_writes(self.original, bound, name, place, y)
         return y
+
+
+class StandInClass:
+    """A SciPy class standing in for itself while a differentiation runs
+    (``registry.defroute``), its subclass saying what a call makes of traced values; else it
+    is the class: ``isinstance`` and ``issubclass`` ask it, its attributes are its."""
+
+    def __init__(self, cls, doc):
+        self.cls = cls
+        self.__name__ = self.__qualname__ = cls.__name__
+        self.__doc__ = doc
+        self.__wrapped__ = cls
+        defroute(cls, self)
+
+    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
+        return isinstance(instance, self.cls)
+
+    def __subclasscheck__(self, subclass):
+        return issubclass(subclass, self.cls)
+
+    def __getattr__(self, name):
+        return getattr(self.cls, name)
+
+    def __repr__(self):
+        return repr(self.cls)
+
+
+FOR_THE_CALLER.add(StandInClass.__instancecheck__.__code__)
 
 
 class ScipysCode(StandIn):

@@ -136,7 +136,7 @@ from ..core.debug import Warnings
 from ..core.views import memory, weaken
 from ._adjoints import (Value, array_argument, events_at_user_lines, found_again,
                         outside_differentiations, refused_attribute, scipys_value)
-from .optimize import (_as_array, _not_replayed, _root_linearization, _solution,
+from .optimize import (_as_array, _not_replayed, _root_linearization, _solution, _written_back,
                        _with_derivatives)
 from .optimize import _constant as _allocated
 from .optimize import _plain_call as _plain_arguments
@@ -1755,9 +1755,12 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
             "through mutad.stop_gradient.")
     name = "scipy.integrate.solve_bvp"
     _not_replayed(name)
-    given, _, call, followed = _plain_arguments(_bvp.solve_bvp, (fun, bc, x, y), options)
+    copies: list = []
+    given, _, call, followed = _plain_arguments(_bvp.solve_bvp, (fun, bc, x, y), options,
+                                                copies)
     with outside_differentiations(name):
         res = _bvp.solve_bvp(**call)
+    _written_back(name, copies, followed)  # (a buffer fun or bc writes into: SciPy's values)
     if not followed:
         return res
     if np.iscomplexobj(res.y):

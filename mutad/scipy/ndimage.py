@@ -95,7 +95,8 @@ from ..core.devices import beside
 from ..core.views import may_overlap, memory, same_region
 from ..api import stop_gradient
 from ._devices import call, through_counterparts
-from ._adjoints import ScipyAdjoint, ScipysCode, StandIn, Value, scipys_value, stands_in_for
+from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, _plain, scipys_value,
+                        stands_in_for)
 
 __all__ = ["affine_transform", "binary_closing", "binary_dilation", "binary_erosion",
            "binary_fill_holes", "binary_hit_or_miss", "binary_opening", "binary_propagation",
@@ -588,9 +589,11 @@ def gaussian_gradient_magnitude(input, sigma, output=None, mode="reflect", cval=
 # Rank filters: each output is one element of its window, chosen in the forward pass
 
 
-def _plain_select(input, call):
-    """SciPy's rank filter: ``call`` holds the function and every setting of the user's call."""
-    return call(input)
+def _plain_select(input, cval, call):
+    """SciPy's rank filter: ``call`` holds the function and every other setting of the user's
+    call; ``cval``, differentiated or not, is an argument (the value of the outputs that take
+    it from their window's extension), so that a replay gives SciPy the cval of its call."""
+    return call(input, cval=cval)
 
 
 _select = ScipyAdjoint(_plain_select)
@@ -618,22 +621,42 @@ def _chosen(input, y, footprint, origins, modes, cval, offsets=None):
 
 
 @_select.rule
-def _select_rule(input, call):
-    y = _select(input, call)
-    chosen = _chosen(input, y, *call.keywords["geometry"])
+def _select_rule(input, cval, call):
+    y = _select(input, cval, call)
+    chosen = _chosen(input, y, *_with_cval(call.keywords["geometry"], cval))
 
     def back(dy):
-        return gather_cotangent(dy, input, lambda sources: chosen), None
+        # the outputs that took the constant send their cotangents to cval
+        return (gather_cotangent(dy, input, lambda sources: chosen),
+                np.sum(np.where(chosen < 0, dy, np.zeros_like(dy))), None)
 
     return y, back
 
 
 @_select.jvp_rule
-def _select_jvp(tangents, input, call):
-    y = _select(input, call)
-    chosen = _chosen(input, y, *call.keywords["geometry"])
-    gathered = np.take(np.ravel(tangents[0]), np.maximum(chosen, 0))
-    return y, np.where(chosen >= 0, gathered, np.zeros_like(gathered))
+def _select_jvp(tangents, input, cval, call):
+    y = _select(input, cval, call)
+    chosen = _chosen(input, y, *_with_cval(call.keywords["geometry"], cval))
+    dx, dcval = (tuple(tangents) + (None, None))[:2]
+    gathered = (np.zeros(np.shape(y), dtype=y.dtype) if dx is None
+                else np.take(np.ravel(dx), np.maximum(chosen, 0)))
+    extension = np.zeros_like(gathered) if dcval is None else dcval + np.zeros_like(gathered)
+    return y, np.where(chosen >= 0, gathered, extension)
+
+
+def _with_cval(geometry, cval):
+    """A rank filter's window ``geometry`` (footprint, origins, modes, cval, offsets) with the
+    cval of this call."""
+    return geometry[:3] + (cval,) + geometry[4:]
+
+
+def _rank_cval(cval, name):
+    """A rank filter's ``cval``: the number SciPy is given, and the one the selection takes,
+    differentiated where it is (the same number)."""
+    if carries_derivative(cval):
+        return _plain(cval, numbers=True), cval
+    _constant(cval, "cval", name)
+    return cval, cval
 
 
 def _rank(original, name, input, size, footprint, output, mode, cval, origin, axes, **settings):
@@ -641,7 +664,7 @@ def _rank(original, name, input, size, footprint, output, mode, cval, origin, ax
     taking the cotangent of the element it selected from its window (footprint ``footprint``
     or a box of ``size``, extended by ``mode``: the same windows SciPy reads)."""
     dtype = _dtype(output, input, name)
-    _constant(cval, "cval", name)
+    cval, taken_cval = _rank_cval(cval, name)
     ndim = np.ndim(input)
     axes = _ni_support._check_axes(axes, ndim)
     if footprint is None:
@@ -660,12 +683,14 @@ def _rank(original, name, input, size, footprint, output, mode, cval, origin, ax
                                                    output=dtype, mode=mode, cval=cval,
                                                    origin=origin, axes=axes),
                              geometry=geometry)
-    return _deliver(_select(input, call), output)
+    return _deliver(_select(input, taken_cval, call), output)
 
 
 def _call(original, settings, input, **recipe):
     """``original`` of ``input`` with the user's settings; ``recipe`` is what the rule reads
-    (the windows' geometry, the interpolation's weights)."""
+    (the windows' geometry, the interpolation's weights; a rank filter's cval, a setting
+    too)."""
+    settings = dict(settings, cval=recipe["cval"]) if "cval" in recipe else settings
     return original(input, **settings)
 
 
@@ -701,7 +726,7 @@ def _rank1d_stand_in(original):
     def stand_in(input, size, axis=-1, output=None, mode="reflect", cval=0.0, origin=0):
         axis = normalize_axis_index(axis, np.ndim(input))
         dtype = _dtype(output, input, name)
-        _constant(cval, "cval", name)
+        cval, taken_cval = _rank_cval(cval, name)
         ndim = np.ndim(input)
         _into_itself(name, input, output)
         box = np.ones([size if a == axis else 1 for a in range(ndim)], dtype=bool)
@@ -710,7 +735,7 @@ def _rank1d_stand_in(original):
         call = functools.partial(_call, original, dict(size=size, axis=axis, output=dtype,
                                                        mode=mode, cval=cval, origin=origin),
                                  geometry=geometry)
-        return _deliver(_select(input, call), output)
+        return _deliver(_select(input, taken_cval, call), output)
 
     return stand_in
 
@@ -970,13 +995,13 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
     # SciPy's geometry (ndimage/_interpolation.py): the rotation of the plane of ``axes``
     # about its centre, every other axis as it is.
     if carries_derivative(angle) and 0 <= order <= 5:
-        if np.ndim(input) != 2:
-            raise UnsupportedOperationError(
-                f"scipy.ndimage.rotate of a {np.ndim(input)}-d array by a differentiated "
-                "angle: mutad differentiates the angle of a 2-d image's rotation; rotate "
-                "each plane (a 2-d image) and stack them.")
-        return _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval,
-                                          prefilter)
+        if np.ndim(input) < 2:
+            raise RuntimeError("input array should be at least 2D")  # SciPy's own
+        if np.ndim(input) == 2:
+            return _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval,
+                                              prefilter)
+        return _planes_rotated_by_a_traced_angle(input, angle, axes, reshape, output, order,
+                                                 mode, cval, prefilter)
     angle, = _settings("rotate", order, (angle, "the angle"))
     ndim = np.ndim(input)
     plane = sorted(a % ndim for a in axes)
@@ -1004,6 +1029,32 @@ def rotate(input, angle, axes=(1, 0), reshape=True, output=None, order=3, mode="
     return _interpolated(_ndimage.rotate, "rotate", input, output, output_shape, weights,
                          dict(angle=angle, axes=axes, reshape=reshape, order=order, mode=mode,
                               prefilter=prefilter), cval)
+
+
+def _planes_rotated_by_a_traced_angle(input, angle, axes, reshape, output, order, mode, cval,
+                                      prefilter):
+    """``rotate`` of an n-d array by a differentiated angle, as SciPy does it: each plane
+    parallel to ``axes`` (its axes in their order in the array) rotated as an image, the
+    planes stacked back in place."""
+    ndim = np.ndim(input)
+    plane = sorted(int(a) % ndim for a in axes)
+    if len(axes) != 2 or plane[0] == plane[1]:
+        raise ValueError("axes should contain exactly two values")  # SciPy's check
+    others = [a for a in range(ndim) if a not in plane]
+    moved = np.moveaxis(input, plane, (-2, -1))
+    lines = np.reshape(moved, (-1,) + np.shape(moved)[-2:])
+    into = output is not None and not _is_dtype(output)  # the caller's array
+    kind = None if into else output
+    rotated = np.stack([_rotated_by_a_traced_angle(image, angle, reshape, kind, order, mode,
+                                                   cval, prefilter) for image in lines])
+    rotated = np.moveaxis(np.reshape(rotated, tuple(np.shape(input)[a] for a in others)
+                                     + np.shape(rotated)[-2:]), (-2, -1), plane)
+    if into:
+        if np.shape(output) != np.shape(rotated):
+            raise RuntimeError("output shape not correct")  # SciPy's check
+        output[...] = rotated
+        return output
+    return rotated
 
 
 def _rotated_by_a_traced_angle(input, angle, reshape, output, order, mode, cval, prefilter):
@@ -1680,7 +1731,7 @@ def _grey(original, minimum, input, size, footprint, structure, output, mode, cv
     call = functools.partial(_call, original, dict(
         size=size, footprint=given_footprint, structure=given_structure, output=dtype, mode=mode,
         cval=cval, origin=origin, axes=axes), geometry=geometry)
-    return _deliver(_select(input, call), output)
+    return _deliver(_select(input, cval, call), output)
 
 
 def _grey_stand_in(original, minimum):

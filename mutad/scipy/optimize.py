@@ -36,8 +36,8 @@ which reverse mode applies as ``θ̄ = -(∂F/∂θ)ᵀ λ`` with ``(∂F/∂x)�
   at ``x*``; ``res.jac`` (``∇ₓL`` at ``x*``, zero along the solutions) keeps SciPy's values,
   whose derivative is zero (refused when a bound holds the minimum). With ``constraints=``
   (SLSQP, trust-constr, COBYLA, ...: dicts ``{'type': 'eq' or 'ineq', 'fun', 'args'}``, whose
-  functions may read differentiated values, and ``NonlinearConstraint`` and
-  ``LinearConstraint`` objects that do not): ``F`` is the KKT conditions in ``(x, λ)``,
+  functions may read differentiated values, as may ``NonlinearConstraint`` and
+  ``LinearConstraint`` objects' functions and bounds): ``F`` is the KKT conditions in ``(x, λ)``,
   ``[∇ₓ(L - λ·g); g] = 0`` over the active constraints ``g`` (the equalities, the
   inequalities meeting their bound within 1e-6 of ``x*``'s size, and the bounds ``x*`` lies
   on), ``λ`` the least-squares multipliers at ``x*`` (refused when ``∇L`` is not a combination
@@ -136,8 +136,8 @@ from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
 from ..core.trees import REGISTERED
 from ..core.views import memory, weaken
-from ._adjoints import (ScipysCode, StandIn, Value, not_replayed, outside_differentiations,
-                        reproduces, scipys_value)
+from ._adjoints import (ScipysCode, StandIn, StandInClass, Value, not_replayed,
+                        outside_differentiations, reproduces, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
@@ -147,7 +147,7 @@ __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "bre
            "fmin_cg", "fmin_l_bfgs_b", "fmin_ncg", "fmin_powell", "fmin_tnc", "fminbound",
            "fsolve", "golden", "brent",
            "least_squares", "leastsq", "linear_sum_assignment", "linearmixing", "linprog",
-           "lsq_linear", "minimize",
+           "lsq_linear", "minimize", "Bounds", "LinearConstraint",
            "minimize_scalar", "newton",
            "newton_krylov", "nnls", "ridder", "root", "root_scalar", "shgo", "toms748"]
 
@@ -271,11 +271,11 @@ def _plain_function(f, memo):
     return g, True, followed
 
 
-def _plain_call(original, args, kwargs):
+def _plain_call(original, args, kwargs, copies=None):
     """SciPy's ``original`` called with ``args`` and ``kwargs``: every argument by name
     (defaults filled in), the same with plain numbers, the plain twin of what the call gave
     (for SciPy's own call), and whether a value replaced depends on what a differentiation
-    follows."""
+    follows; ``copies`` (a list) gets the arrays copied for it (``_written_back``)."""
     bound = inspect.signature(original).bind(*args, **kwargs)
     given = dict(bound.arguments)
     bound.apply_defaults()
@@ -283,7 +283,33 @@ def _plain_call(original, args, kwargs):
     for name, value in given.items():
         call[name], _, depends = _plain(value, memo)
         followed |= depends
+    if copies is not None:
+        # the copies SciPy's run gets of the function's arrays (a buffer its closure holds),
+        # with their numbers now: what the run writes into them is told after it
+        copies += [(x, value, value.copy()) for x, (value, _, _) in memo.values()
+                   if isinstance(x, Tracer) and isinstance(value, np.ndarray)]
     return bound.arguments, {**bound.arguments, **call}, call, followed
+
+
+def _written_back(name, copies, followed):
+    """What SciPy's run wrote into the copies of the function's arrays (``_plain_call``),
+    written into those arrays, where it wrote plain numbers into constants (no value in the
+    call depends on what the differentiation follows): they then hold what NumPy leaves
+    there, the values of SciPy's last call. Where the call is followed, those values depend
+    on the differentiated values through the solver's iterations, which mutad does not
+    differentiate: refused."""
+    for array, copy_, before in copies:
+        if copy_.tobytes() == before.tobytes():
+            continue
+        if followed or not _constant_at(array):
+            raise UnsupportedOperationError(
+                f"{name}: a function given to it writes into an array the differentiated "
+                "function holds (a buffer in its closure), which after the solve holds what "
+                "SciPy's last call of it wrote: values of the solver's iterations, which mutad "
+                "does not differentiate. Let the function return new arrays (r = ...; return "
+                "r, or a buffer allocated inside it), and compute what the buffer held from "
+                "the solution.")
+        array[...] = copy_
 
 
 def _run(original, call, **settings):
@@ -842,24 +868,78 @@ def _half_square(residuals):
     return objective
 
 
+def _lower_and_upper(bounds, pairs):
+    """The lower and the upper bounds, as given, of SciPy's ``bounds`` (``_bounds_arrays``)."""
+    if isinstance(bounds, _optimize.Bounds):
+        return bounds.lb, bounds.ub
+    if pairs:
+        return ([-np.inf if lo is None else lo for lo, _ in bounds],
+                [np.inf if hi is None else hi for _, hi in bounds])
+    lower, upper = bounds
+    return lower, upper
+
+
 def _bounds_arrays(bounds, n, pairs):
     """``(lower, upper)``, flat arrays of ``n`` numbers, of SciPy's ``bounds``: a ``Bounds``,
     ``minimize``'s sequence of ``(min, max)`` pairs (``pairs``; None for no bound) or the
     ``(lb, ub)`` of ``least_squares`` and ``curve_fit``; None when nothing is bounded."""
     if bounds is None:
         return None
-    if isinstance(bounds, _optimize.Bounds):
-        lower, upper = bounds.lb, bounds.ub
-    elif pairs:
-        lower = [-np.inf if lo is None else lo for lo, _ in bounds]
-        upper = [np.inf if hi is None else hi for _, hi in bounds]
-    else:
-        lower, upper = bounds
+    lower, upper = _lower_and_upper(bounds, pairs)
     lower = np.broadcast_to(np.array(lower, dtype=float).ravel(), (n,))
     upper = np.broadcast_to(np.array(upper, dtype=float).ravel(), (n,))
     if np.all(np.isneginf(lower)) and np.all(np.isposinf(upper)):
         return None
     return lower, upper
+
+
+def _bound_shift(bounds, plain, x, pairs, sides=None):
+    """Where SciPy's minimum ``x`` lies on bounds (``bounds``, read as ``_bounds_arrays``
+    reads them; ``plain`` their numbers) that depend on the differentiated values: an array
+    of zeros shaped as ``x`` carrying the derivatives of the bounds at the coordinates they
+    hold, which move with them (``x_i = b_i(θ)``), the free ones with them, as the minimum of
+    the objective at ``x + shift`` with the held coordinates fixed; None where no such bound
+    holds one. ``sides``: where the solver says it holds them (``least_squares``'
+    ``active_mask``, -1 on a lower bound, 1 on an upper one), else where ``x`` lies on one."""
+    if bounds is None or not _plain(bounds, {})[2]:
+        return None
+    flat = np.ravel(x)
+    limits = _bounds_arrays(plain, flat.size, pairs)
+    if limits is None:
+        return None
+    if sides is None:
+        on_lower = _on(flat, limits[0])
+        on_upper = _on(flat, limits[1]) & ~on_lower
+    else:
+        sides = np.ravel(sides)
+        on_lower, on_upper = sides < 0, sides > 0
+    if not (on_lower.any() or on_upper.any()):
+        return None
+    lower, upper = _lower_and_upper(bounds, pairs)
+
+    def at(bound, mask):  # the bound's values where it holds x (zeros elsewhere: no inf)
+        bound = lists_as_arrays([bound])[0] if type(bound) in (list, tuple) else bound
+        return np.where(mask, np.broadcast_to(np.ravel(bound), flat.shape), 0.0)
+
+    held = at(lower, on_lower) + at(upper, on_upper)
+    if not _followed(held):
+        return None
+    return np.reshape(held - stop_gradient(held), np.shape(x))
+
+
+def _shifted(function, shift):
+    """``function`` of ``z + shift`` (``_bound_shift``), or itself without a shift."""
+    if shift is None:
+        return function
+    return lambda z, *args: function(z + shift, *args)
+
+
+def _moved_with(x, solution, shift):
+    """SciPy's minimum ``x`` with the derivatives of ``solution + shift``: those of the
+    minimum over the free coordinates and of the bounds holding the others."""
+    if shift is None:
+        return solution
+    return _with_derivatives(np.asarray(x), solution + shift)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -942,11 +1022,15 @@ class _StandIn:
     def __call__(self, *args, **kwargs):
         if not ACTIVE.running:
             return self.original(*args, **kwargs)
-        _not_replayed(f"scipy.optimize.{self.original.__name__}")
+        name = f"scipy.optimize.{self.original.__name__}"
+        _not_replayed(name)
+        copies: list = []
+        problem = _plain_call(self.original, args, kwargs, copies)
+        result = self.solve(self.original, *problem)
+        _written_back(name, copies, problem[-1])
         # the plain float arrays of the result (a solution of constants, res.x): constants of
         # the differentiation, as np.zeros' are, that the function may write traced values into
-        return by_user_code(self.solve(self.original, *_plain_call(self.original, args, kwargs)),
-                            self.original, args, kwargs, sys._getframe(1))
+        return by_user_code(result, self.original, args, kwargs, sys._getframe(1))
 
 
 def _not_replayed(name):
@@ -1015,11 +1099,13 @@ def _local_minimum(name, res, a, p):
         return _constrained_minimum(name, res, lambda z: objective(z, *args),
                                     lambda z: plain_objective(z, *plain_args),
                                     _constraint_functions(name, a["constraints"],
-                                                          p["constraints"]), p["bounds"])
+                                                          p["constraints"]), p["bounds"],
+                                    a["bounds"])
     bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
     solution, value = _minimum(name, lambda z: objective(z, *args),
                                lambda z: plain_objective(z, *plain_args), res.x,
-                               bool(res.success), res.message, bounds)
+                               bool(res.success), res.message, bounds,
+                               _bound_shift(a["bounds"], p["bounds"], res.x, pairs=True))
     values = {"x": solution}
     if value is not None:
         values["fun"] = _with_derivatives(res.fun, value)
@@ -1043,7 +1129,8 @@ def _global_minimizer(original):
         bounds = _bounds_arrays(p["bounds"], np.size(res.x), pairs=True)
         solution, value = _minimum(name, lambda z: a["func"](z, *args),
                                    lambda z: p["func"](z, *plain_args), res.x,
-                                   bool(res.success), res.message, bounds)
+                                   bool(res.success), res.message, bounds,
+                                   _bound_shift(a["bounds"], p["bounds"], res.x, pairs=True))
         values = {"x": solution}
         if value is not None:
             values["fun"] = _with_derivatives(res.fun, value)
@@ -1080,12 +1167,18 @@ dual_annealing = _global_minimizer(_optimize.dual_annealing)
 direct = _global_minimizer(_optimize.direct)
 
 
-def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None):
+def _minimum(name, objective, plain_objective, x, converged, message="", bounds=None,
+             shift=None):
     """SciPy's minimum ``x`` of ``objective`` (a function of ``x`` alone, computed by the
     user's functions on what the differentiation follows; ``plain_objective`` its plain twin),
     differentiated by the implicit function theorem (its gradient zero there), and the
     objective there with the derivatives of its value (the envelope theorem), None where it
-    does not depend on what the differentiation follows."""
+    does not depend on what the differentiation follows. ``shift``: ``_bound_shift``'s, where
+    differentiated bounds hold coordinates of ``x``."""
+    if shift is not None:
+        solution, value = _minimum(name, _shifted(objective, shift), plain_objective, x,
+                                   converged, message, bounds)
+        return _moved_with(x, solution, shift), value
     z = np.array(x, dtype=float)
     stationarity = _gradient(objective, z)
     solution = _solution(name, x, stationarity,
@@ -1130,12 +1223,12 @@ def _legacy_minimizer(original, function, flag_at=None, gradient_switch=None):
             converged = result[2] in (0, 1, 2)  # (a local minimum, its f or x converged)
         else:
             converged = result[2]["warnflag"] == 0
-        bounds = a.get("bounds")
-        bounds = None if bounds is None else _bounds_arrays(p["bounds"], np.size(x), pairs=True)
+        given = a.get("bounds")
+        bounds = None if given is None else _bounds_arrays(p["bounds"], np.size(x), pairs=True)
         solution, value = _minimum(name, lambda z: objective(z, *args),
                                    lambda z: plain_objective(z, *plain_args), x, converged,
                                    f"SciPy's flag {result[flag_at] if full else result[2]}",
-                                   bounds)
+                                   bounds, _bound_shift(given, p.get("bounds"), x, pairs=True))
         if not full:
             f = result[1] if value is None else _with_derivatives(result[1], value)
             extra = result[2]
@@ -1177,8 +1270,8 @@ def _constraint_functions(name, given, plain):
     the values of every constraint in a vector (``g = 0`` where ``equality(x)``, ``g ≥ 0``
     elsewhere), computed by the user's functions (``g``) and their plain twins; from dicts
     (``{'type': 'eq' or 'ineq', 'fun', 'args'}``), and ``NonlinearConstraint`` and
-    ``LinearConstraint`` objects (``lb ≤ fun(x) ≤ ub``, an equality where ``lb == ub``) that
-    do not depend on the differentiated values (as dicts, they may)."""
+    ``LinearConstraint`` objects (``lb ≤ fun(x) ≤ ub``, an equality where ``lb == ub``), any
+    of which may depend on the differentiated values."""
     items = list(given) if isinstance(given, (list, tuple)) else [given]
     plain_items = list(plain) if isinstance(plain, (list, tuple)) else [plain]
     # senses[i] tells, from the values of plain_values[i] (a constraint's function, before
@@ -1204,19 +1297,20 @@ def _constraint_functions(name, given, plain):
             fun = lambda x, A=item.A: A @ np.ravel(x)  # noqa: E731
         else:
             fun = item.fun
-        plain_fun, replaced, followed = _plain((fun, item.lb, item.ub), {})
-        if followed:
-            raise UnsupportedOperationError(
-                f"{name}: a {type(item).__name__} that depends on the differentiated values: "
-                "give it as dicts, {'type': 'eq' or 'ineq', 'fun': ..., 'args': ...}, whose "
-                "functions may.")
-        lower, upper = np.asarray(item.lb, dtype=float), np.asarray(item.ub, dtype=float)
-        for functions, f in ((parts, fun), (plain_parts, plain_fun[0])):
-            functions.append(lambda x, f=f, lower=lower, upper=upper: _bounded_rows(
-                np.ravel(_as_array(f(x))), lower, upper))
-        plain_values.append(lambda x, f=plain_fun[0]: np.ravel(_as_array(f(x))))
+        # its function, lb and ub may depend on the differentiated values (closing over
+        # them, or computed from them): the rows of the user's are differentiated, which of
+        # them there are is read from the plain twins'
+        (plain_fun, lower, upper), _, _ = _plain((fun, item.lb, item.ub), {})
+        lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+        given_lower, given_upper = (lists_as_arrays([b])[0] if type(b) in (list, tuple) else b
+                                    for b in (item.lb, item.ub))
+        for functions, f, lo, hi in ((parts, fun, given_lower, given_upper),
+                                     (plain_parts, plain_fun, lower, upper)):
+            functions.append(lambda x, f=f, lo=lo, hi=hi, lower=lower, upper=upper:
+                             _bounded_rows(np.ravel(_as_array(f(x))), lo, hi, (lower, upper)))
+        plain_values.append(lambda x, f=plain_fun: np.ravel(_as_array(f(x))))
         senses.append(lambda values, lower=lower, upper=upper: _bounded_rows(
-            values, lower, upper, sense=True))
+            values, lower, upper, (lower, upper), sense=True))
 
     def stacked(functions):
         return lambda x: np.concatenate([g(x) for g in functions])
@@ -1229,13 +1323,15 @@ def _constraint_functions(name, given, plain):
     return stacked(parts), stacked(plain_parts), equality
 
 
-def _bounded_rows(y, lower, upper, sense=False):
+def _bounded_rows(y, lower, upper, plain, sense=False):
     """``lower ≤ y ≤ upper`` as the rows ``y - lower`` where the two are equal (equalities),
-    then ``y - lower`` and ``upper - y`` where finite; ``sense``: which of those rows are
-    equalities, for the number of ``y``'s rows (``y``'s values unread)."""
+    then ``y - lower`` and ``upper - y`` where finite, which ``plain``, the bounds' numbers,
+    decides; ``sense``: which of those rows are equalities, for the number of ``y``'s rows
+    (``y``'s values unread)."""
     lower, upper = np.broadcast_to(lower, np.shape(y)), np.broadcast_to(upper, np.shape(y))
-    equal = lower == upper
-    below, above = np.isfinite(lower) & ~equal, np.isfinite(upper) & ~equal
+    plain_lower, plain_upper = (np.broadcast_to(bound, np.shape(y)) for bound in plain)
+    equal = plain_lower == plain_upper
+    below, above = np.isfinite(plain_lower) & ~equal, np.isfinite(plain_upper) & ~equal
     if sense:
         return np.concatenate([np.ones(np.count_nonzero(equal), dtype=bool),
                                np.zeros(np.count_nonzero(below) + np.count_nonzero(above),
@@ -1251,9 +1347,12 @@ active there: SciPy's solvers meet them to their tolerance, an interior point me
 multiplier, and refused."""
 
 
-def _constrained_minimum(name, res, objective, plain_objective, constraints, bounds):
+def _constrained_minimum(name, res, objective, plain_objective, constraints, bounds,
+                         given_bounds=None):
     """``minimize`` with ``constraints=``: ``res.x`` and ``res.fun`` differentiated through the
-    KKT conditions at SciPy's minimum (see the section)."""
+    KKT conditions at SciPy's minimum (see the section); ``bounds`` plain, ``given_bounds`` as
+    the user gave them (a bound holding ``x`` moves it where it depends on the differentiated
+    values)."""
     g, plain_g, equality_at = constraints
     x = np.array(res.x, dtype=float)
     shape, n = x.shape, x.size
@@ -1278,9 +1377,18 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
         else np.zeros(0)
     m = int(np.count_nonzero(active)) + len(held)
 
-    def active_rows(function, z):
+    shift = _bound_shift(given_bounds, bounds, x, pairs=True)
+
+    def active_rows(function, z, moved=False):
+        """The active constraints' rows at ``z``; ``moved``: the bounds holding ``z`` with
+        their derivatives (``_bound_shift``)."""
         rows = function(z)[active]
-        return np.concatenate([rows, held @ np.ravel(z) - held_at]) if len(held) else rows
+        if not len(held):
+            return rows
+        bound_rows = held @ np.ravel(z) - held_at
+        if moved and shift is not None:
+            bound_rows = bound_rows - held @ np.ravel(shift)
+        return np.concatenate([rows, bound_rows])
 
     with outside_differentiations(name):
         slope = np.ravel(grad(plain_objective)(x.copy()))
@@ -1315,7 +1423,7 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
     x_held = _constant(x)
     residual = np.concatenate([
         np.ravel(_gradient(lambda w: objective(w) - multipliers @ active_rows(g, w), x)),
-        active_rows(g, x_held)])
+        active_rows(g, x_held, moved=True)])
     if _order(residual) > 1:
         raise UnsupportedOperationError(
             f"{name}: a derivative of higher order through a constrained minimum: mutad "
@@ -1329,7 +1437,7 @@ def _constrained_minimum(name, res, objective, plain_objective, constraints, bou
             "bounds how close it comes to an active inequality: pass the options "
             "initial_barrier_parameter and initial_barrier_tolerance (1e-10, say)"))
     out = {"x": np.reshape(solution[:n], shape) if _followed(solution) else res.x}
-    value = objective(x_held) - multipliers @ active_rows(g, x_held)
+    value = objective(x_held) - multipliers @ active_rows(g, x_held, moved=True)
     if _followed(value):
         out["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, out, keep=(*_KEEP, "fun"))
@@ -1343,9 +1451,11 @@ def minimize_scalar(original, a, p, call, followed):
     if not followed:
         return res
     name = "scipy.optimize.minimize_scalar"
-    solution, value = _scalar_minimum(name, a["fun"], p["fun"], a["args"], p["args"], res.x,
-                                      bool(res.success), res.message, p["bounds"])
-    values = {"x": solution}
+    shift = _bound_shift(a["bounds"], p["bounds"], res.x, pairs=False)
+    solution, value = _scalar_minimum(name, _shifted(a["fun"], shift), p["fun"], a["args"],
+                                      p["args"], res.x, bool(res.success), res.message,
+                                      p["bounds"])
+    values = {"x": _moved_with(res.x, solution, shift)}
     if _followed(value):
         values["fun"] = _with_derivatives(res.fun, value)
     return _result(name, res, values, keep=(*_KEEP, "fun"))
@@ -1416,14 +1526,16 @@ def least_squares(original, a, p, call, followed):
     kwargs, plain_kwargs = a["kwargs"] or {}, p["kwargs"] or {}
     args, plain_args = _tuple(a["args"]), _tuple(p["args"])
 
+    x = np.array(res.x, dtype=float)
+    shift = _bound_shift(a["bounds"], p["bounds"], x, pairs=False, sides=res.active_mask)
+
     def residuals(x, *args):
-        return _as_array(a["fun"](x, *args, **kwargs))
+        return _as_array(a["fun"](x if shift is None else x + shift, *args, **kwargs))
 
     def plain_residuals(x):
         return _as_array(p["fun"](x, *plain_args, **plain_kwargs))
 
     loss, scale = a["loss"], a["f_scale"]
-    x = np.array(res.x, dtype=float)
     cost = _cost(lambda z: residuals(z, *args), loss, scale)
     stationarity = _gradient(cost, x)
     solution = _solution(
@@ -1431,7 +1543,7 @@ def least_squares(original, a, p, call, followed):
         _minimum_linearization(name, _cost(plain_residuals, loss, p["f_scale"]), x.copy()),
         bool(res.success), res.message, _bounds_arrays(p["bounds"], x.size, pairs=False),
         held=np.asarray(res.active_mask) != 0, at=lambda z: grad(cost)(z))
-    values = {"x": solution}
+    values = {"x": _moved_with(res.x, solution, shift)}
     fixed = residuals(_held_at(x, solution, stationarity), *args)
     if _followed(fixed):
         values["cost"] = _with_derivatives(res.cost, _cost(lambda z: fixed, loss, scale)(None))
@@ -1439,8 +1551,11 @@ def least_squares(original, a, p, call, followed):
     if _followed(moved):
         values["fun"] = _with_derivatives(res.fun, moved)
     held = np.any(np.asarray(res.active_mask) != 0)
-    return _result(name, res, values,
-                   keep=(*_KEEP, "optimality", "active_mask", *(() if held else ("grad",))))
+    # cost and fun not followed (only x0 was: it picks the minimum, which does not move):
+    # SciPy's numbers, constants of the differentiation
+    constant = tuple(key for key in ("cost", "fun") if key not in values)
+    return _result(name, res, values, keep=(*_KEEP, "optimality", "active_mask", *constant,
+                                            *(() if held else ("grad",))))
 
 
 @_stands_in_for(_optimize.leastsq)
@@ -1498,15 +1613,17 @@ def curve_fit(original, a, p, call, followed):
         return r
 
     x = np.array(popt, dtype=float)
-    misfit = _half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]))
+    shift = _bound_shift(a["bounds"], p["bounds"], x, pairs=False)
+    misfit = _shifted(_half_square(residuals(a["f"], a["xdata"], a["ydata"], a["sigma"])),
+                      shift)
     stationarity = _gradient(misfit, x)
-    solution = _solution(
+    solution = _moved_with(popt, _solution(
         name, popt, stationarity,
         _minimum_linearization(
             name, _half_square(residuals(p["f"], p["xdata"], p["ydata"], p["sigma"])),
             x.copy()),
         True, "", _bounds_arrays(p["bounds"], x.size, pairs=False),
-        at=lambda z: grad(misfit)(z))
+        at=lambda z: grad(misfit)(z)), shift)
     pcov = _covariance(result[1], residuals(a["f"], a["xdata"], a["ydata"], a["sigma"]),
                        solution, a["absolute_sigma"], name)
     if len(result) == 2:
@@ -1926,6 +2043,38 @@ def approx_fprime(xk: Any, f: Any, epsilon: Any = _APPROX_FPRIME_EPSILON, *args:
 
 _approx_fprime_original = _optimize.approx_fprime
 defroute(_optimize.approx_fprime, approx_fprime)
+
+
+class _ConstraintRecord(StandInClass):
+    """SciPy's ``Bounds`` or ``LinearConstraint`` standing in for itself while a
+    differentiation runs: made of values it follows, SciPy's object made of their numbers
+    (its checks and broadcasts), holding in ``fields`` the values themselves, broadcast as
+    SciPy's are (SciPy's constructor would convert them: ``np.atleast_1d``); else the class
+    (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
+
+    def __init__(self, cls, fields):
+        super().__init__(cls, f"SciPy's ``scipy.optimize.{cls.__name__}``, holding traced "
+                              "values.")
+        self.fields, self.signature = fields, inspect.signature(cls)
+
+    def __call__(self, *args, **kwargs):
+        given = self.signature.bind(*args, **kwargs).arguments
+        plain, replaced, _ = _plain(given, {})
+        if not replaced:
+            return self.cls(*args, **kwargs)
+        record = self.cls(**plain)
+        for field in self.fields:
+            value = given.get(field)
+            if type(value) in (list, tuple):
+                value = lists_as_arrays([value])[0]
+            if isinstance(value, Tracer):
+                setattr(record, field, np.broadcast_to(np.reshape(value, np.shape(
+                    np.asarray(plain[field]))), np.shape(getattr(record, field))))
+        return record
+
+
+Bounds = _ConstraintRecord(_optimize.Bounds, ("lb", "ub"))
+LinearConstraint = _ConstraintRecord(_optimize.LinearConstraint, ("A", "lb", "ub"))
 # (SciPy's own code: the norm of grad's difference from approx_fprime, reached by its name)
 check_grad = ScipysCode(_optimize.check_grad)
 

@@ -25,7 +25,8 @@ cascade of sections (its value SciPy's own), ``filtfilt`` (``method="pad"`` and 
 ``sosfiltfilt`` SciPy's own steps on them. ``convolve2d`` and ``correlate2d`` differentiate
 both operands and the fillvalue, for every mode and boundary; ``savgol_filter`` is linear in x,
 ndimage's ``convolve1d`` but in ``mode="interp"``, whose end rows are SciPy's polynomial fits;
-``upfirdn`` is linear in h and in x (with the zero extension, ``mode="constant"``); ``medfilt``
+``upfirdn`` is linear in h and in x, and in every extension mode the zero extension's filter
+of the signal as SciPy extends it (linear in x; ``cval`` differentiated too); ``medfilt``
 and ``order_filter`` are ndimage's rank filter (as in SciPy), each output taking the cotangent of the element it selected, and
 ``medfilt2d`` the same filter of a 2-d array (checked to select SciPy's values); ``wiener`` is
 SciPy's own steps on ``correlate``. ``find_peaks`` (every setting, as constants),
@@ -102,7 +103,8 @@ import scipy.signal as _signal
 from numpy.lib.array_utils import normalize_axis_index
 from scipy.signal import (_arraytools, _filter_design, _lti_conversion, _ltisys, _signaltools,
                           _spectral_py)
-from scipy.signal._upfirdn import _output_len
+from scipy.signal import _upfirdn_apply
+from scipy.signal._upfirdn import _output_len, _upfirdn_modes
 
 from ..core.allocation import lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
@@ -113,9 +115,10 @@ from ..core.levels import Tracer, innermost
 from ..core.registry import HOLOMORPHIC, defmethod, defroute
 from ..rules._helpers import accumulator, gather_cotangent, stacked, unbroadcast
 from . import fft, linalg, ndimage
-from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, array_argument, array_tangent,
-                        following_scipys_code, linear_function, linear_map, refused_attribute,
-                        scipy_adjoint, scipys_value, stands_in_for)
+from ._adjoints import (ScipyAdjoint, ScipysCode, StandIn, Value, _plain, array_argument,
+                        array_tangent, following_scipys_code, linear_function, linear_map,
+                        not_replayed, refused_attribute, scipy_adjoint, scipys_value,
+                        stands_in_for)
 
 lfilter = scipy_adjoint(_signal.lfilter)
 convolve = scipy_adjoint(_signal.convolve)
@@ -1959,6 +1962,14 @@ def savgol_filter(x, window_length, polyorder, deriv=0, delta=1.0, axis=-1, mode
     if mode != "interp":  # SciPy's own: ndimage's convolve1d with its coefficients
         coefficients = _signal.savgol_coeffs(window_length, polyorder, deriv=deriv, delta=delta)
         return ndimage.convolve1d(x, coefficients, axis=axis, mode=mode, cval=cval)
+    if deriv > 0 and innermost((delta,)) is not None:
+        # A differentiated spacing: the fit's derivative is the same fit's at the plain spacing
+        # times (delta0 / delta)**deriv, exactly (SciPy divides its coefficients, and its end
+        # polynomials' values, by delta**deriv), and that factor is 1.0, changing no bit.
+        plain = _plain(delta, numbers=True)  # a number at every level of differentiation
+        not_replayed("scipy.signal.savgol_filter's fit at the spacing's plain value")
+        return (_savgol_interp(x, window_length, polyorder, deriv, plain, axis)
+                * (plain / delta) ** deriv)
     return _savgol_interp(x, window_length, polyorder, deriv, delta, axis)
 
 
@@ -2230,14 +2241,75 @@ def _upsampled(x, up, length):
     return u
 
 
+def _extension(n, width, mode):
+    """SciPy's extension of a length-``n`` signal by ``width`` samples at each end in ``mode``
+    (other than 'constant'), linear in the signal: ``(near, left, right)``, the extension
+    before (after) it being ``signal[near] @ left.T`` (``right.T``). Every mode extends from
+    the samples within ``width + 1`` of an end ('wrap' of the other end's); SciPy's own
+    extension of the unit vectors there gives the matrices."""
+    near = np.unique(np.r_[np.arange(min(n, width + 2)), np.arange(max(0, n - width - 2), n)])
+    extended = np.stack([_upfirdn_apply._pad_test(np.eye(1, n, j)[0], width, width, mode)
+                         for j in near], axis=1)
+    return near, extended[:width], extended[width + n:]
+
+
+def _upfirdn_extended_rule(h, x, up, down, axis, mode, cval):
+    """upfirdn in an extension ``mode`` other than zeros: the zero extension's upfirdn of the
+    signal extended by SciPy's extension, enough samples for every tap, a multiple of
+    ``down`` so that its outputs are SciPy's, shifted. Linear in h and in the extended
+    signal, itself linear in x (and, mode 'constant', in cval)."""
+    y = upfirdn(h, x, up, down, axis, mode, cval)
+    x_last = np.moveaxis(x, axis, -1)
+    n = np.shape(x_last)[-1]
+    width = down * -(-(-(-(np.size(h) - 1) // up) + 1) // down)
+    if mode == "constant":
+        near = np.arange(0)
+        left = right = np.zeros((width, 0))
+        before = after = np.zeros(np.shape(x_last)[:-1] + (width,)) + cval
+    else:
+        near, left, right = _extension(n, width, mode)
+        before, after = x_last[..., near] @ left.T, x_last[..., near] @ right.T
+    extended = np.concatenate((before, x_last, after), axis=-1)
+    start = width * up // down
+    count = np.shape(y)[axis]
+    _, back_extended = _upfirdn_rule(h, np.moveaxis(extended, -1, axis), up, down, axis)
+    full = _output_len(np.size(h), n + 2 * width, up, down)
+    shifted = np.moveaxis(upfirdn(h, extended, up, down), -1, axis)
+    expected = np.asarray(_plain(y))  # (the check decides nothing a derivative follows)
+    got = np.take(np.asarray(_plain(shifted)), np.arange(start, start + count), axis=axis)
+    if not np.allclose(got, expected, rtol=1e-10,
+                       atol=1e-12 * (1.0 + np.max(np.abs(expected), initial=0.0))):
+        raise UnsupportedOperationError(  # (SciPy's extension changed: refuse, never guess)
+            f"scipy.signal.upfirdn(mode={mode!r}): SciPy's result is not the filter of its "
+            "extension as mutad computes it; differentiate mode='constant'.")
+
+    def back(dy):
+        z_shape = list(np.shape(dy))
+        z_shape[axis] = full
+        z = np.zeros_like(dy, shape=z_shape)
+        index = [slice(None)] * np.ndim(z)
+        index[axis] = slice(start, start + count)
+        z[tuple(index)] = dy
+        dh, d_extended = back_extended(z)[:2]
+        d_last = np.moveaxis(d_extended, axis, -1)
+        d_before, d_after = d_last[..., :width], d_last[..., width + n:]
+        dx = d_last[..., width:width + n].copy()
+        dx[..., near] += d_before @ left + d_after @ right
+        dcval = np.sum(d_before) + np.sum(d_after) if mode == "constant" else None
+        return dh, np.moveaxis(dx, -1, axis), None, None, None, None, dcval
+
+    return y, back
+
+
 @upfirdn.rule
 def _upfirdn_rule(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
-    if mode != "constant" or cval != 0:
-        raise UnsupportedOperationError(
-            f"scipy.signal.upfirdn(mode={mode!r}, cval={cval!r}): mutad differentiates the "
-            "zero extension only (mode='constant', cval=0).")
     if np.ndim(h) != 1:
         raise UnsupportedOperationError("scipy.signal.upfirdn of an h that is not 1-d.")
+    if mode not in _upfirdn_modes:
+        raise ValueError(f"Unknown mode: {mode}")
+    if mode != "constant" or not (type(cval) is int and cval == 0):
+        # (a differentiated cval reaches the rule as a float, 0.0 too: it needs its cotangent)
+        return _upfirdn_extended_rule(h, x, up, down, axis, mode, cval)
     y = upfirdn(h, x, up, down, axis, mode, cval)
     x_last = np.moveaxis(x, axis, -1)
     length, taps = np.shape(x_last)[-1], np.size(h)
@@ -2263,15 +2335,16 @@ def _upfirdn_rule(h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
 
 @upfirdn.jvp_rule
 def _upfirdn_jvp(tangents, h, x, up=1, down=1, axis=-1, mode="constant", cval=0):
+    # bilinear in h and in the extended signal, which is linear in x and cval
     dh, dx = (tuple(tangents) + (None, None))[:2]
-    if mode != "constant" or cval != 0:
-        raise UnsupportedOperationError(
-            f"scipy.signal.upfirdn(mode={mode!r}, cval={cval!r}): mutad differentiates the "
-            "zero extension only (mode='constant', cval=0).")
-    parts = [upfirdn(h, dx, up, down, axis)] if dx is not None else []
+    dcval = (tuple(tangents) + (None,) * 7)[6]
+    parts = [upfirdn(h, dx, up, down, axis, mode)] if dx is not None else []
     if dh is not None:
-        parts.append(upfirdn(dh, x, up, down, axis))
-    return upfirdn(h, x, up, down, axis), functools.reduce(np.add, parts) if parts else None
+        parts.append(upfirdn(dh, x, up, down, axis, mode, cval))
+    if dcval is not None and mode == "constant":
+        parts.append(upfirdn(h, np.zeros_like(x), up, down, axis, mode, 1.0) * dcval)
+    return (upfirdn(h, x, up, down, axis, mode, cval),
+            functools.reduce(np.add, parts) if parts else None)
 
 
 @stands_in_for(_signal.resample_poly)
@@ -2318,18 +2391,18 @@ def resample_poly(x, up, down, axis=0, window=("kaiser", 5.0), padtype="constant
     h = np.concatenate((np.zeros(n_pre_pad, dtype=h.dtype), h,
                         np.zeros(n_post_pad, dtype=h.dtype)))
     funcs = {"mean": np.mean, "median": np.median, "minimum": np.min, "maximum": np.max}
+    extension = {"mode": "constant", "cval": 0}
     if padtype in funcs:
         background = funcs[padtype](x, axis=axis, keepdims=True)
         x = x - background
-    elif padtype == "constant" and cval not in (None, 0):
-        raise UnsupportedOperationError(
-            "scipy.signal.resample_poly(padtype='constant', cval != 0): mutad differentiates "
-            "the zero extension, or padtype 'mean', 'median', 'minimum', 'maximum'.")
-    elif padtype != "constant":
-        raise UnsupportedOperationError(
-            f"scipy.signal.resample_poly(padtype={padtype!r}): mutad differentiates the zero "
-            "extension, or padtype 'mean', 'median', 'minimum', 'maximum'.")
-    y = upfirdn(h, x, up, down, axis=axis)
+    elif padtype in _upfirdn_modes:
+        extension = {"mode": padtype}
+        if padtype == "constant":
+            extension["cval"] = 0 if cval is None else cval
+    else:
+        raise ValueError("padtype must be one of: maximum, mean, median, minimum, "
+                         + ", ".join(_upfirdn_modes))
+    y = upfirdn(h, x, up, down, axis=axis, **extension)
     keep = [slice(None)] * np.ndim(x)
     keep[axis] = slice(n_pre_remove, n_pre_remove + n_out)
     y_keep = y[tuple(keep)]
@@ -2405,7 +2478,7 @@ def resample(x, num, t=None, axis=0, window=None, domain="time"):
             n_X = X.shape[-1]
             W[1:n_X] += np.flip(W[-n_X + 1:])
             W[1:n_X] /= 2
-            X *= W[:n_X]
+            X = _updated(np.multiply, X, W[:n_X])
         X = X[..., :m2]
         if m % 2 == 0 and num != n_x:
             X[..., m // 2] *= 2 if num < n_x else 0.5
@@ -2458,8 +2531,8 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
         raise ValueError("Invalid cutoff frequencies: the frequencies must be strictly "
                          "increasing.")
     if width is not None:
-        window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps,
-                                                                      float(width) / nyq)))
+        width = width if isinstance(width, Tracer) else float(width)  # (SciPy's float)
+        window = ("kaiser", _signal.kaiser_beta(_signal.kaiser_atten(numtaps, width / nyq)))
     # SciPy's named responses: whether each passes zero, and whether it takes one cutoff
     named = {"lowpass": (True, True), "bandstop": (True, False), "highpass": (False, True),
              "bandpass": (False, False)}
@@ -2488,7 +2561,7 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
         left, right = bands[j, 0], bands[j, 1]
         h += right * np.sinc(right * m)
         h -= left * np.sinc(left * m)
-    h *= _signal.get_window(window, numtaps, fftbins=False)
+    h = _updated(np.multiply, h, _signal.get_window(window, numtaps, fftbins=False))
     if scale:
         left, right = bands[0, ...]
         if left == 0:
@@ -2499,6 +2572,19 @@ def firwin(numtaps, cutoff, *, width=None, window="hamming", pass_zero=True, sca
             scale_frequency = 0.5 * (left + right)
         h /= np.sum(h * np.cos(np.pi * m * scale_frequency))
     return h
+
+
+def _updated(ufunc, x, y):
+    """SciPy's in-place ``x op= y`` as a new array: the values NumPy writes (the operation in
+    the operands' common type, cast to x's dtype), without writing into x, a plain array made
+    from constants where only y is differentiated (a setting: the window, fs)."""
+    return ufunc(x, y).astype(np.result_type(x), copy=False)
+
+
+def _as_python_float(value, dtype):
+    """A number SciPy holds as a Python float, in arithmetic with an array of ``dtype``: NumPy
+    converts it to that dtype first (weak promotion), as this does a differentiated one."""
+    return value.astype(dtype) if isinstance(value, Tracer) else value
 
 
 @stands_in_for(_signal.freqz)
@@ -2514,7 +2600,13 @@ def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquis
     res_dtype = np.result_type(b, a)
     real_dtype = np.finfo(res_dtype).dtype if np.issubdtype(res_dtype, np.inexact) else (
         np.float64)
-    fs = _filter_design._validate_fs(fs, allow_none=False)
+    if carries_derivative(fs):  # a differentiated sampling frequency scales the frequencies
+        if np.ndim(fs) != 0:
+            raise ValueError("Sampling frequency fs must be a single scalar.")
+        fs = fs * 1.0  # (SciPy's float(fs))
+    else:
+        fs = _filter_design._validate_fs(_setting(fs, "sampling frequency fs", "freqz"),
+                                         allow_none=False)
     if worN is None:
         worN = 512
     h = None
@@ -2530,21 +2622,21 @@ def freqz(b, a=1, worN=512, whole=False, plot=None, fs=2 * np.pi, include_nyquis
             real = (np.issubdtype(b.dtype, np.floating) and np.issubdtype(a.dtype, np.floating))
             h = (fft.rfft if real else fft.fft)(b, n=n_fft, axis=0)
             h = h[:min(N, h.shape[0])]
-            h /= a
+            h = _updated(np.divide, h, a)
             if real and whole:
                 stop = None if n_fft % 2 == 1 else -1
                 h = np.concatenate((h, np.conj(np.flip(h[1:stop], axis=0))))
     else:
         if isinstance(worN, complex):
             worN = worN.real
-        w = np.atleast_1d(np.asarray(worN, dtype=res_dtype))
+        w = np.atleast_1d(array_argument(worN)).astype(res_dtype)  # (traced frequencies too)
         if np.issubdtype(w.dtype, np.integer):
             w = w.astype(np.float64)
-        w = 2 * np.pi * w / fs
+        w = 2 * np.pi * w / _as_python_float(fs, w.dtype)
     if h is None:
         zm1 = np.exp(-1j * w)
         h = _horner(zm1, b) / _horner(zm1, a)
-    w = w * (fs / (2 * np.pi))
+    w = w * _as_python_float(fs / (2 * np.pi), w.dtype)
     if plot is not None:
         plot(w, h)
     return w, h
@@ -2876,14 +2968,14 @@ def _spectral_helper(x, y, fs=1.0, window="hann", nperseg=None, noverlap=None, n
     result = fft.fft(result, n=nfft) if sides == "twosided" else fft.rfft(result.real, n=nfft)
     if mode == "psd":
         result = np.conjugate(result) * result
-    result *= scale
+    result = _updated(np.multiply, result, scale)
     if sides == "onesided" and mode == "psd":
         if nfft % 2:
             result[..., 1:] *= 2
         else:
             result[..., 1:-1] *= 2
     time = np.arange(nperseg / 2, np.shape(x)[-1] - nperseg / 2 + 1,
-                     nperseg - noverlap) / float(fs)
+                     nperseg - noverlap) / (fs if isinstance(fs, Tracer) else float(fs))
     if boundary is not None:
         time -= (nperseg / 2) / fs
     result = result.astype(outdtype)

@@ -225,7 +225,7 @@ import scipy.sparse.linalg as _splinalg
 import scipy.sparse.csgraph as _csgraph
 from scipy.sparse.linalg import _interface
 
-from ..core.allocation import (COMPILED_OBJECTS, FOR_THE_CALLER, HANDED_SUBCLASSES, PASSING,
+from ..core.allocation import (COMPILED_OBJECTS, HANDED_SUBCLASSES, PASSING,
                                SUBCLASS_CALLS, allocate, holds_derivative, internal,
                                lists_as_arrays, reissued, shown_class)
 from ..engines.arraylike import carries_derivative, settled
@@ -233,14 +233,14 @@ from ..api import pullback
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
-from ..core.levels import ACTIVE, WRAPPERS, handled, innermost
+from ..core.levels import ACTIVE, WRAPPERS, Tracer, handled, innermost
 from ..core.registry import HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import address, memory, stands_for_scalar, wrapped
 from . import integrate as _integrate
-from ._adjoints import (ScipysCode, Value, found_again, not_replayed, reproduces,
-                        scipys_value)
+from ._adjoints import (ScipysCode, StandInClass, Value, found_again, not_replayed,
+                        reproduces, scipys_value)
 
 __all__ = ["aslinearoperator", "bicg", "bicgstab", "block_array", "block_diag", "bmat", "bsr_array", "bsr_matrix", "cg", "cgs", "coo_array", "coo_matrix",
            "csc_array", "csc_matrix", "csr_array", "csr_matrix", "dia_array", "dia_matrix",
@@ -2259,10 +2259,21 @@ class TracedSparse(_ComparedByValue):
     def copy(self) -> TracedSparse:
         return TracedSparse(self.layout, self.data.copy())
 
-    def toarray(self, order: str | None = None, out: None = None) -> Any:
+    def toarray(self, order: str | None = None, out: Any = None) -> Any:
         if out is not None:
-            _refuse("toarray(out=...) of a scipy.sparse matrix with traced values",
-                    "use the array it returns.")
+            # SciPy zeroes out and fills it: the dense array written into it, after SciPy's
+            # checks of it (order, shape, dtype, contiguity) on a plain array laid out alike
+            buffer = memory(out) if isinstance(out, Tracer) else out
+            if not isinstance(buffer, np.ndarray):
+                raise TypeError(f"out must be an array, not {type(out).__name__}")
+            like = np.empty(buffer.shape, buffer.dtype, order="F" if buffer.flags.f_contiguous
+                            and not buffer.flags.c_contiguous else "C")
+            if not (buffer.flags.c_contiguous or buffer.flags.f_contiguous):
+                like = np.empty(buffer.shape[:-1] + (2 * buffer.shape[-1],),
+                                buffer.dtype)[..., ::2] if buffer.ndim else like
+            self.layout.template.toarray(order, like)
+            out[...] = _dense(self.layout, self.data, None)
+            return out
         dense = _dense(self.layout, self.data, order)
         if type(dense) is np.ndarray and ACTIVE.running:
             # of constant values: a constant the differentiation follows, as np.zeros's is
@@ -3276,18 +3287,15 @@ def _find(A: Any) -> Any:
 find = _route(SCIPY["find"], _find)
 
 
-class _SparseClass:
+class _SparseClass(StandInClass):
     """A SciPy sparse class (``scipy.sparse.csr_matrix``) standing in for itself while a
     differentiation runs: called with traced values it makes a :class:`TracedSparse`, else it
     is the class (``isinstance`` and ``issubclass`` ask it, its attributes are its)."""
 
     def __init__(self, cls):
-        self.cls = cls
+        super().__init__(cls, f"SciPy's ``scipy.sparse.{cls.__name__}``, following traced "
+                              "values.")
         self.format = cls.__name__[:3]
-        self.__name__ = self.__qualname__ = cls.__name__
-        self.__doc__ = f"SciPy's ``scipy.sparse.{cls.__name__}``, following traced values."
-        self.__wrapped__ = cls
-        defroute(cls, self)
 
     def __call__(self, arg1, shape=None, dtype=None, copy=False, **kwargs):
         if not _followed(arg1):
@@ -3326,20 +3334,7 @@ class _SparseClass:
                             lambda fn, d: fn((d, *arg1[1:]), shape=shape, copy=copy, **kwargs),
                             dtype=dtype, indices=arg1[1:])
 
-    def __instancecheck__(self, instance):  # for the user's code (``FOR_THE_CALLER``)
-        return isinstance(instance, self.cls)
 
-    def __subclasscheck__(self, subclass):
-        return issubclass(subclass, self.cls)
-
-    def __getattr__(self, name):
-        return getattr(self.cls, name)
-
-    def __repr__(self):
-        return repr(self.cls)
-
-
-FOR_THE_CALLER.add(_SparseClass.__instancecheck__.__code__)
 (csr_matrix, csr_array, csc_matrix, csc_array, coo_matrix, coo_array, dia_matrix, dia_array,
  bsr_matrix, bsr_array) = (_SparseClass(SCIPY[name]) for name in (
      "csr_matrix", "csr_array", "csc_matrix", "csc_array", "coo_matrix", "coo_array",
