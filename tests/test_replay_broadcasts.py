@@ -14,6 +14,7 @@ import pytest
 
 import mutad
 from mutad.engines import blocks, replay
+from test_replay_complex import replayed_as_traced
 from test_replay_stretches import MODES, replayed_like_traced
 
 
@@ -163,15 +164,4 @@ def test_the_recording_call_spreads_a_sums_cotangent_as_tracing():
     calls = [(np.array([np.inf, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0])),
              (np.array([1.0, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0])),
              (np.array([np.inf, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0]))]
-    replaying = mutad.value_and_grad(normalized_outer, argnums=(0, 1), replay=True)
-    traced = []
-    trace = replaying.trace
-    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for x, y in calls:
-        mine = (x.copy(), y.copy())
-        got = replaying(*mine)
-        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == y.tobytes()
-        expected = mutad.value_and_grad(normalized_outer, argnums=(0, 1))(x.copy(), y.copy())
-        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
-        assert [g.tobytes() for g in got[1]] == [g.tobytes() for g in expected[1]], (x, y)
-    assert len(traced) == 1  # the recording alone: the others replayed
+    replayed_as_traced(normalized_outer, calls, (0, 1))

@@ -171,23 +171,31 @@ def _reciprocal_element(x, y):
     return (w * np.conj(w)).real
 
 
+def replayed_as_traced(f, calls, argnums=0):
+    """Calls ``value_and_grad(f, argnums, replay=True)`` on each tuple of arrays of ``calls``,
+    each against a fresh traced call, bit for bit, with the caller's arrays unchanged; only
+    the first call (the recording) is traced."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for args in calls:
+        mine = [a.copy() for a in args]
+        got = replaying(*mine)
+        assert [m.tobytes() for m in mine] == [a.tobytes() for a in args]
+        expected = mutad.value_and_grad(f, argnums=argnums)(*[a.copy() for a in args])
+        assert _bits(got[0]) == _bits(expected[0]), args
+        gradients = (got[1], expected[1]) if type(argnums) is tuple else ([got[1]], [expected[1]])
+        assert [_bits(g) for g in gradients[0]] == [_bits(g) for g in gradients[1]], args
+    assert len(traced) == 1  # the recording alone: the others replayed
+
+
 def test_the_partials_of_complex_elements_are_the_traced_ones():
     calls = [(np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
              (np.array([1.5, -1.0, 0.5]), np.array([0.25, 0.5, 1.0])),
              (np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
              (np.array([0.3, 0.7, 0.5]), np.array([1.1, -2.3, 1.0]))]
-    replaying = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1), replay=True)
-    traced = []
-    trace = replaying.trace
-    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for x, y in calls:
-        mine = (x.copy(), y.copy())
-        got = replaying(*mine)
-        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == y.tobytes()
-        expected = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1))(x.copy(), y.copy())
-        assert _bits(got[0]) == _bits(expected[0]), (x, y)
-        assert [_bits(g) for g in got[1]] == [_bits(g) for g in expected[1]], (x, y)
-    assert len(traced) == 1  # the recording alone: the others replayed
+    replayed_as_traced(_reciprocal_element, calls, (0, 1))
 
 
 # NumPy takes its complex scalar's square only where the call has no keyword: with ``out=None``
@@ -231,15 +239,4 @@ def _imaginary_part_of_a_product(x):
 
 def test_the_imaginary_part_of_a_complex_elements_product_is_replayed():
     rng = np.random.default_rng(0)
-    calls = [rng.normal(size=3) for _ in range(3)]
-    replaying = mutad.value_and_grad(_imaginary_part_of_a_product, replay=True)
-    traced = []
-    trace = replaying.trace
-    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for v in calls:
-        mine = v.copy()
-        got = replaying(mine)
-        assert mine.tobytes() == v.tobytes()
-        expected = mutad.value_and_grad(_imaginary_part_of_a_product)(v.copy())
-        assert _bits(got[0]) == _bits(expected[0]) and _bits(got[1]) == _bits(expected[1]), v
-    assert len(traced) == 1  # the recording alone: the others replayed
+    replayed_as_traced(_imaginary_part_of_a_product, [(rng.normal(size=3),) for _ in range(3)])
