@@ -1176,6 +1176,11 @@ class _ModeUfunc:
                         y = DISPATCHED[kind](self.ufunc, args)
                         if y is not NotImplemented:
                             return y
+            elif self.ufunc is np.square and len(kwargs) == 1 and _no_out(kwargs.get("out", 0)):
+                # NumPy squares a complex scalar by a loop of its own only where the call has
+                # no keyword (the engines do so too), and drops ``out=None`` before
+                # ``__array_ufunc__``: its default ``where=True`` tells them of the keyword.
+                kwargs = {"where": True}
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -1206,6 +1211,11 @@ class _ModeUfunc:
     @property
     def __name__(self):
         return self.ufunc.__name__
+
+
+def _no_out(out):
+    """Whether ``out`` is ``None`` or ``(None,)``, a ufunc's ``out=`` NumPy drops."""
+    return out is None or type(out) is tuple and len(out) == 1 and out[0] is None
 
 
 def _reading_lists(method):

@@ -402,8 +402,16 @@ class Out:
         self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
         # of a view of an operand, where it lies in its memory: a guard too, since settings
         # the program computes may move it (np.flip(x, axis) of a computed axis), and the
-        # program's records name that place
-        self.layout = _layout(t.value) if view else None
+        # program's records name that place; not of a read-only 0-d array, which a replay
+        # holds as NumPy's scalar (its ``.imag``: an array of its own there), one element
+        # that no setting moves a view in and no write reaches
+        self.layout = _layout(t.value) if view and _movable(t.value) else None
+
+
+def _movable(view):
+    """Whether where ``view`` lies in its memory may change: not in a read-only 0-d array."""
+    base = owner(view)
+    return base.ndim > 0 or base.flags.writeable
 
 
 def _layout(view):
