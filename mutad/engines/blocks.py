@@ -1022,8 +1022,13 @@ _VIEW = re.compile(r"\bview\b")
 """The local holding a view of a shadow (``Code.add_into``)."""
 _COPY = re.compile(r"(c[0-9]+|dy) = (c[0-9]+|dy)")
 """A reverse line, at the pass's own level, that makes one name of a cotangent another's."""
+PARTIAL_TRY = "try:  # (a partial's arithmetic only)"
+"""The line opening the ``try`` around a partial's value (``replay._partial_value``): its
+``except`` computes the partial again, touching no shadow and staying in the compiled pass, so
+:meth:`Code.added_back` reads through it."""
 _REACHING = re.compile("|".join(map(re.escape, (
-    "shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[", "try:"))))
+    "shadows", "entries", "get(", "pop(", "deopt", "retake", "Retake", "x[")))
+    + r"|try:(?!  # \(a partial's arithmetic only\))")
 """What a reverse line names where it may reach a shadow other than through its locals, or
 leave the compiled pass (``Code.added_back``)."""
 _ASSIGNED = re.compile(r"(?<![\w.])(\w+)\s*(?:[-+*/@%&|^:]|//|\*\*|<<|>>)?=(?!=)")

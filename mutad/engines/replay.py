@@ -115,8 +115,8 @@ from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting,
                                _global_names, as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
-from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
-                     operand_buffers, partial_as_traced, scalar_cotangents, unchecked)
+from .blocks import (PARTIAL_TRY, Block, Opaque, Pair, _factory, flat_slice, held_number,
+                     indent, operand_buffers, partial_as_traced, scalar_cotangents, unchecked)
 from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_categories, nowhere,
                           show_below, show_to, unshow, user_frames, users_callback, warn_at)
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
@@ -1021,7 +1021,7 @@ def _partial_value(code, partial, y, vals, scalar=False, scalars=False):
     # Python's arithmetic on a weak operand's number raises where NumPy's gives inf or nan:
     # there the partial is computed as tracing computes it (``products.partial_at``)
     at = f"{code.bind(partial_at)}({code.bind(partial)}, {y}, ({vals},))"
-    return ["try:", f"    {lines[0]}", "except (ZeroDivisionError, OverflowError):",
+    return [PARTIAL_TRY, f"    {lines[0]}", "except (ZeroDivisionError, OverflowError):",
             f"    p = {at}", *lines[1:]], "p"
 
 
