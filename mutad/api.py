@@ -23,7 +23,7 @@ from .core.errors import (
 )
 from .engines import forward, session
 from .core.allocation import allocate
-from .core.arguments import check_argnums
+from .core.arguments import check_argnums, no_full_collections
 from .core.debug import user_frames
 from .core.levels import Tracer, handled
 from .listing import TapeListing
@@ -334,7 +334,8 @@ def pullback(f: Callable[..., Any], *args: Any,
     """
     d = ReverseDifferentiation(policy, memory)
     try:
-        y = d.call(f, d.wrap(args))
+        with no_full_collections():  # (d's ``with`` block holds them elsewhere: here, not)
+            y = d.call(f, d.wrap(args))
     except BaseException:
         d.restore()
         raise

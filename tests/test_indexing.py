@@ -1351,10 +1351,15 @@ HISTOGRAM_SAMPLES = np.array([0.1, 0.5, 0.9, 1.3])  # a module-level array: a st
     lambda r: (np.histogram(HISTOGRAM_SAMPLES * 1.0, 4, (r[0], r[1]), density=True)[0]
                * np.arange(4.0)).sum(),
     lambda r: (np.histogram_bin_edges(HISTOGRAM_SAMPLES, bins=3, range=(r[0], 2.0)) ** 3).sum(),
-], ids=["edges", "density", "bin-edges"])
+    lambda r: (np.histogram([0.5, 1.0, 1.5], bins=3, range=(r[0], r[1]))[1] ** 2).sum(),
+    lambda r: (np.histogram([0.5, 1.0, 1.5], 3, (r[0], r[1]))[1] ** 2).sum(),
+    lambda r: (np.histogram_bin_edges([0.5, 1.0], bins=3, range=(r[0], r[1])) ** 2).sum(),
+], ids=["edges", "density", "bin-edges", "listed", "listed-positional", "listed-bin-edges"])
 def test_histogram_edges_follow_a_differentiated_range(f):
     """The edges np.linspace(range[0], range[1], n + 1) move with a differentiated range (its
-    gradient was 0, and samples reached by name raised ConstantModifiedError)."""
+    gradient was 0, and samples reached by name raised ConstantModifiedError; samples of a
+    list, which NumPy's dispatch passed over, ran NumPy's code on the traced range, which
+    raised ConstantModifiedError)."""
     r = np.array([-1.1, 2.0])
     assert mutad.value_and_grad(f)(r)[0] == f(r)
     mutad.check_grads(f, r)
@@ -1555,3 +1560,61 @@ def test_a_ufunc_at_raising_after_numpy_applied_it_is_differentiated(which, poli
     assert [np.float64(v).tobytes() for v in forward] == [np.float64(v).tobytes() for v in
         mutad.jvp(lambda x: _scatters_raising(x, which, False), (x,), (tangent,))]
     assert x.tobytes() == before
+
+
+# The set functions: NumPy's values and masks, each value taking the derivative of the input
+# element it is (of equal ones, the first; copies of one value, np.intersect1d(x, x[::2])).
+
+SET_SAMPLES = np.array([0.3, 1.2, -0.8, 2.5, 4.0, -1.0])
+SET_OTHERS = np.array([5.0, 0.7, 1.9, 2.6])
+
+
+def _weighted(y):
+    return (y * np.arange(1.0, y.size + 1)).sum()
+
+
+SET_FUNCTIONS = {
+    "isin": lambda x: (x * np.isin(x, x[::2])).sum(),
+    "isin, invert": lambda x: (x * np.isin(x[:, None] * np.ones(2), SET_OTHERS,
+                                           invert=True)[:, 0]).sum(),
+    "union1d": lambda x: _weighted(np.union1d(x, SET_OTHERS + 0.1)),
+    "union1d of copies": lambda x: _weighted(np.union1d(x, x[1:3])),
+    "intersect1d of copies": lambda x: _weighted(np.intersect1d(x, x[::2])),
+    "intersect1d, indices": lambda x: _weighted(np.intersect1d(x, x[1:], return_indices=True)[0]),
+    "setdiff1d": lambda x: _weighted(np.setdiff1d(x, x[::3])),
+    "setdiff1d, unique": lambda x: _weighted(np.setdiff1d(x[1:], SET_OTHERS + 0.1,
+                                                          assume_unique=True)),
+    "setxor1d": lambda x: _weighted(np.setxor1d(SET_OTHERS + 0.1, x[::2])),
+}
+
+
+@pytest.mark.parametrize("f", SET_FUNCTIONS.values(), ids=SET_FUNCTIONS.keys())
+def test_set_functions_are_numpys_values_with_the_derivatives_of_their_elements(f):
+    """np.isin, union1d, intersect1d, setdiff1d and setxor1d had no rule (refused): NumPy's
+    values, and finite differences where the sets stay as they are."""
+    x = SET_SAMPLES.copy()
+    value, _ = mutad.value_and_grad(f)(x)
+    assert value == f(x)
+    mutad.check_grads(f, x)
+    assert x.tobytes() == SET_SAMPLES.tobytes()
+
+
+def test_replayed_set_functions_decide_on_each_calls_values():
+    """A replay takes the set decisions again: the order of the values changes (a call
+    whose sets change size traces again)."""
+    def f(x, y):
+        return _weighted(np.union1d(x, y)) + _weighted(np.intersect1d(x, y)) \
+            + _weighted(np.setdiff1d(x, y)) + (x * np.isin(x, y)).sum()
+
+    y = SET_OTHERS.copy()
+    calls = [(SET_SAMPLES, y), (SET_SAMPLES[::-1].copy(), y), (np.roll(SET_SAMPLES, 2) * 0.9, y)]
+    replays_as_traced(f, calls, argnums=(0, 1), replayed=2)
+
+
+def test_intersect1d_of_a_signed_zero_beside_its_negation_is_refused():
+    """NumPy's sort of the two arrays' values may put the second's 0.0 before the first's -0.0:
+    its common value is then not the first array's element, whose derivative mutad gives."""
+    x = np.array([-0.0, 1.0, 2.0])
+    assert np.intersect1d(x, -x).tobytes() != x[:1].tobytes()
+    with pytest.raises(mutad.MutadError, match="bits"):
+        mutad.gradient(lambda x: np.intersect1d(x, -x).sum(), x)

@@ -14,6 +14,7 @@ import pytest
 
 import mutad
 from mutad.engines import blocks, replay
+from test_replay_complex import replayed_as_traced
 from test_replay_stretches import MODES, replayed_like_traced
 
 
@@ -144,3 +145,23 @@ def test_a_scalar_times_a_column_is_replayed_not_traced_on_each_flip(capfd, monk
     assert len(replaying.traced) == 1  # the recording alone
     (program,) = replaying.programs.values()
     assert program.replays == len(calls) - 1
+
+
+# The cotangent of a sum over every axis, spread over the operand's shape, was a broadcast in
+# the rule's pullback (the general path, which the recording call takes) and an array of its
+# own in tracing's fast path and a compiled replay: NumPy's loops add a broadcast operand to a
+# shadow with other NaNs, so the recording call's gradient had NaNs of other signs than
+# ``replay=False``'s (``S /= S.sum()`` of ``inf - inf``). Each is now the array of its own.
+
+def normalized_outer(x, y):
+    with np.errstate(all="ignore"):
+        s = np.outer(x, y)
+        s /= s.sum()
+        return (s * np.arange(1.0, 10.0).reshape(3, 3)).sum()
+
+
+def test_the_recording_call_spreads_a_sums_cotangent_as_tracing():
+    calls = [(np.array([np.inf, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0])),
+             (np.array([1.0, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0])),
+             (np.array([np.inf, 0.5, 2.0]), np.array([-1.0, 0.5, -1.0]))]
+    replayed_as_traced(normalized_outer, calls, (0, 1))

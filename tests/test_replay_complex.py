@@ -171,20 +171,72 @@ def _reciprocal_element(x, y):
     return (w * np.conj(w)).real
 
 
+def replayed_as_traced(f, calls, argnums=0):
+    """Calls ``value_and_grad(f, argnums, replay=True)`` on each tuple of arrays of ``calls``,
+    each against a fresh traced call, bit for bit, with the caller's arrays unchanged; only
+    the first call (the recording) is traced."""
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    traced = []
+    trace = replaying.trace
+    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
+    for args in calls:
+        mine = [a.copy() for a in args]
+        got = replaying(*mine)
+        assert [m.tobytes() for m in mine] == [a.tobytes() for a in args]
+        expected = mutad.value_and_grad(f, argnums=argnums)(*[a.copy() for a in args])
+        assert _bits(got[0]) == _bits(expected[0]), args
+        gradients = (got[1], expected[1]) if type(argnums) is tuple else ([got[1]], [expected[1]])
+        assert [_bits(g) for g in gradients[0]] == [_bits(g) for g in gradients[1]], args
+    assert len(traced) == 1  # the recording alone: the others replayed
+
+
 def test_the_partials_of_complex_elements_are_the_traced_ones():
     calls = [(np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
              (np.array([1.5, -1.0, 0.5]), np.array([0.25, 0.5, 1.0])),
              (np.array([1.0, -1.0, 0.5]), np.array([-0.0, 0.5, 1.0])),
              (np.array([0.3, 0.7, 0.5]), np.array([1.1, -2.3, 1.0]))]
-    replaying = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1), replay=True)
+    replayed_as_traced(_reciprocal_element, calls, (0, 1))
+
+
+# NumPy takes its complex scalar's square only where the call has no keyword: with ``out=None``
+# written out (which NumPy drops before ``__array_ufunc__``, so the engines saw no keyword) it
+# takes the loop's, and traced, replayed and forward values had the scalar's square.
+
+def _squared_elements_out_none(x):
+    z = x + 1j * x[::-1]
+    return np.square(z[0], out=None).real + 2.0 * np.square(z[1], out=(None,)).real
+
+
+def test_the_square_of_a_complex_element_with_out_none_is_the_loops():
+    np.square(np.complex128(1j))  # (NumPy's first square of a complex scalar takes the loop)
+    x = np.array([2.09868411346781, 1.25, 0.5449101394377727])
+    calls = [x, x * 1.5, x, np.random.default_rng(0).normal(size=3)]
+    replaying = mutad.value_and_grad(_squared_elements_out_none, replay=True)
     traced = []
     trace = replaying.trace
     replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for x, y in calls:
-        mine = (x.copy(), y.copy())
-        got = replaying(*mine)
-        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == y.tobytes()
-        expected = mutad.value_and_grad(_reciprocal_element, argnums=(0, 1))(x.copy(), y.copy())
-        assert _bits(got[0]) == _bits(expected[0]), (x, y)
-        assert [_bits(g) for g in got[1]] == [_bits(g) for g in expected[1]], (x, y)
+    for v in calls:
+        mine = v.copy()
+        got = replaying(mine)
+        assert mine.tobytes() == v.tobytes()
+        numpys = _squared_elements_out_none(v.copy())
+        expected = mutad.value_and_grad(_squared_elements_out_none)(v.copy())
+        assert _bits(expected[0]) == _bits(numpys), v
+        assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
+        tangent = mutad.jvp(_squared_elements_out_none, (v,), (np.ones(3),))[0]
+        assert _bits(tangent) == _bits(numpys), v
     assert len(traced) == 1  # the recording alone: the others replayed
+
+
+# ``.imag`` of a complex element's product is a view 8 bytes into the read-only 0-d array
+# tracing holds; a replay holds NumPy's scalar there, whose ``.imag`` is an array of its own:
+# the step's layout guard failed on every call, and the signature was traced each time.
+
+def _imaginary_part_of_a_product(x):
+    z = x + 1j * x[::-1]
+    return (z[1] * z[2]).imag + (z[0] * z[1]).real
+
+
+def test_the_imaginary_part_of_a_complex_elements_product_is_replayed():
+    rng = np.random.default_rng(0)
+    replayed_as_traced(_imaginary_part_of_a_product, [(rng.normal(size=3),) for _ in range(3)])

@@ -173,3 +173,43 @@ def test_functions_and_numbers_it_reaches_rebound_between_calls():
                 assert got.tobytes() == mutad.grad(_through_a_global_function)(x).tobytes()
     finally:
         STEP, SCALE = _doubled, 0.5
+
+
+
+FACTOR = 0.5
+
+
+def _through_a_global_and_a_builtin(x):
+    return np.sum(x * FACTOR) * abs(-2.0)
+
+
+def _tripled(v):
+    return 3.0 * v
+
+
+def test_names_rebound_after_replays_stop_them():
+    """A module's name, and a builtin shadowed by a module's name, each rebound after calls
+    that replayed (whose namespaces held unchanged, told by their dicts' versions): each call
+    the traced call's gradient, and the calls while they stay replayed."""
+    global FACTOR
+    this = globals()
+    replayed = mutad.grad(_through_a_global_and_a_builtin, replay=True)
+    x = np.array([0.3, -0.7, 1.1])
+    try:
+        for k in range(8):
+            if k % 4 == 1:
+                FACTOR = 3.0
+            elif k % 4 == 2:
+                this["abs"] = _tripled  # (in this module's namespace, before builtins')
+            elif k % 4 == 3:
+                FACTOR = 0.5
+                del this["abs"]
+            for _ in range(3):  # the first records, the later two replay
+                got = replayed(x)
+                assert got.tobytes() == mutad.grad(_through_a_global_and_a_builtin)(
+                    x).tobytes()
+            assert [p.replays >= 2 for p in replayed.programs.values()] == [True]
+        assert not replayed.reasons
+    finally:
+        FACTOR = 0.5
+        this.pop("abs", None)

@@ -1325,6 +1325,19 @@ def test_partials_of_python_number_parameters_are_numpys(f):
     np.testing.assert_array_equal(got, tangent)
 
 
+@pytest.mark.parametrize("f", [
+    lambda x: scipy.special.voigt_profile(x, 0.0, 0.5),
+    lambda x: scipy.special.hyp2f1(0.5, 1.0, 0.0, x),
+    lambda x: scipy.special.hyp1f1(1.0, 0.0, x)])
+def test_replayed_partials_of_python_number_parameters_are_numpys(f):
+    """Replayed, the partials of a Python-float parameter are computed as tracing computes them
+    (NumPy's scalar where Python's arithmetic on the number raises): the replays raised
+    ZeroDivisionError where the traced call gave the gradient."""
+    x = np.array([-1.5, 0.0, 0.3, 2.0])
+    with np.errstate(all="ignore"):
+        replays_as_traced(lambda x: f(x).sum(), [(x * s,) for s in (1.0, 1.1, 0.9)], replayed=2)
+
+
 def test_spherical_bessel_derivative_by_keyword():
     """derivative=True by keyword, as SciPy's signature names it (it raised a TypeError)."""
     z = np.array([0.5, 1.5])

@@ -998,6 +998,14 @@ def reader(func):
         if ACTIVE.running and func in _SPLITTERS and type(args[0]) in _SEQUENCES \
                 and _of_plain_objects((args, kwargs)):
             return _split_list(func, args, kwargs, sys._getframe(1))
+        if ACTIVE.running and func in _RANGED and type(args[0]) in _SEQUENCES \
+                and not holds_wrapped(args[0]) and any(
+                    wrapped(v) or type(v) in _SEQUENCES and holds_wrapped(v)
+                    for v in (*args[1:], *kwargs.values())):
+            # traced values where NumPy's dispatch does not look (np.histogram's range) beside
+            # plain numbers of a list: the array NumPy makes of the list, a constant, takes
+            # the call to the rule
+            args = (allocate(np.asarray(args[0]), (np.asarray, (args[0],), {})), *args[1:])
         if ACTIVE.running and any(type(a) in (list, tuple) and holds_wrapped(a) for a in args):
             try:
                 stacked = lists_as_arrays(args)
@@ -1011,6 +1019,9 @@ def reader(func):
 
     return _named(reading_arrays, func)
 
+
+_RANGED = (np.histogram, np.histogram_bin_edges)
+"""NumPy's functions whose ``range`` NumPy's dispatch does not look at."""
 
 _POLY1D_OF_POLY1D = (np.polyint, np.polyder)
 """NumPy's functions that return a ``np.poly1d`` of one (its integral, its derivative)."""
@@ -1165,6 +1176,11 @@ class _ModeUfunc:
                         y = DISPATCHED[kind](self.ufunc, args)
                         if y is not NotImplemented:
                             return y
+            elif self.ufunc is np.square and len(kwargs) == 1 and _no_out(kwargs.get("out", 0)):
+                # NumPy squares a complex scalar by a loop of its own only where the call has
+                # no keyword (the engines do so too), and drops ``out=None`` before
+                # ``__array_ufunc__``: its default ``where=True`` tells them of the keyword.
+                kwargs = {"where": True}
         return self.ufunc(*args, **kwargs)
 
     def __getattr__(self, name):
@@ -1195,6 +1211,11 @@ class _ModeUfunc:
     @property
     def __name__(self):
         return self.ufunc.__name__
+
+
+def _no_out(out):
+    """Whether ``out`` is ``None`` or ``(None,)``, a ufunc's ``out=`` NumPy drops."""
+    return out is None or type(out) is tuple and len(out) == 1 and out[0] is None
 
 
 def _reading_lists(method):

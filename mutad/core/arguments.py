@@ -83,8 +83,9 @@ def _run(differentiation, f, call, explain):
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
-    with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()), \
-            no_full_collections():
+    # (full collections held off by the caller: a differentiation's ``with`` block holds them
+    # from its start to its end, this run included: ``no_full_collections``)
+    with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()
         ACTIVE.running.append(differentiation)

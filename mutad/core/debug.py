@@ -924,6 +924,13 @@ def at_user_lines(writer, modes=None):
     gradient inside a function being differentiated); a null context if there are none, or
     if the user's handling already calls or logs (its ``seterrcall`` object must stay).
     ``modes``: ``np.geterr()`` as it is now, where the caller has just read it."""
+    settings = _logging_to(writer, modes)
+    return contextlib.nullcontext() if settings is None else Handling(**settings)
+
+
+def _logging_to(writer, modes=None):
+    """``at_user_lines``' handling: the settings of ``np.errstate`` that log to ``writer``, or
+    None where nothing is to be logged."""
     if modes is not None:
         logged, kept = logged_categories(modes), False
     else:  # (a function of the handling in force, which one object holds: ``ERRORS``)
@@ -939,13 +946,13 @@ def at_user_lines(writer, modes=None):
             if type(call) is not Warnings:
                 _LOGGED = errors, logged, call
     if not logged:
-        return contextlib.nullcontext()
+        return None
     unanswered = None if kept else getattr(np.geterrcall(), "unanswered", None)
     if unanswered and type(writer) is Warnings:  # (the events of a category set to "call"
         # with no callback, which the writer replaced answers with NumPy's NameError)
         writer = copy.copy(writer)
         writer.unanswered = unanswered
-    return Handling(call=writer, **logged)
+    return {"call": writer, **logged}
 
 
 class Handling:
@@ -986,28 +993,31 @@ class at_user_lines_keeping_seterr:
     (``np.seterr`` in f, not undone) kept after it, as NumPy's run of f keeps it, where leaving
     the context would put the caller's back. Inside, f sees and sets the caller's handling as
     NumPy shows it (``_as_the_user_sees``). (A class, not a generator: cheaper to enter and
-    leave, once per differentiation.)"""
+    leave, once per differentiation; and ``at_user_lines``' handling set here, not through a
+    ``Handling`` of its own: one object and two calls fewer.)"""
 
-    __slots__ = ("writer", "context", "inside")
+    __slots__ = ("writer", "token", "inside")
 
     def __init__(self, writer):
         self.writer = writer
-        self.context = self.inside = None
+        self.token = self.inside = None
 
     def __enter__(self):
         writer = self.writer
         writer.replaced = _callback()
-        self.context = at_user_lines(writer)
-        self.context.__enter__()
+        settings = _logging_to(writer)
+        # (None: nothing logged, the handling left as it is)
+        self.token = None if settings is None else ERRORS.set(_make_handling(**settings))
         self.inside = ERRORS.get()
 
     def __exit__(self, *exception):
         try:
             left = None if ERRORS.get() is self.inside else _as_the_user_sees(_handling())
         finally:
-            self.context.__exit__(*exception)
+            if self.token is not None:
+                ERRORS.reset(self.token)
         # (f may have raised after it: NumPy's handling stays as f left it all the same)
-        if left is not None and type(self.context) is not contextlib.nullcontext:
+        if left is not None and self.token is not None:
             ERRORS.set(_made_as_the_user_sets(left))  # (under an enclosing differentiation's
             # writer: still logged to it)
         return False

@@ -111,8 +111,8 @@ import weakref
 import numpy as np
 
 from ..core.devices import is_device
-from ..core.allocation import (LRU_CACHED, SELF_STANDING, Preexisting, _codes, as_floats,
-                               as_objects, put_value)
+from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
+                               _global_names, as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (Block, Opaque, Pair, _factory, flat_slice, held_number, indent,
@@ -124,7 +124,7 @@ from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathere
                           unbroadcast)
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import ACTIVE, handled
-from .products import UNTHREADED, _vdot, product_times, times
+from .products import UNTHREADED, _vdot, partial_at, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
                         Rebuild, count_down, recomputable, small)
 from .inplace import SavedWrite, on_constants, record_constant_write, unobserved, unseen
@@ -402,8 +402,16 @@ class Out:
         self.buffer = t.buffer if type(t) is Traced else None  # weak: a Python number
         # of a view of an operand, where it lies in its memory: a guard too, since settings
         # the program computes may move it (np.flip(x, axis) of a computed axis), and the
-        # program's records name that place
-        self.layout = _layout(t.value) if view else None
+        # program's records name that place; not of a read-only 0-d array, which a replay
+        # holds as NumPy's scalar (its ``.imag``: an array of its own there), one element
+        # that no setting moves a view in and no write reaches
+        self.layout = _layout(t.value) if view and _movable(t.value) else None
+
+
+def _movable(view):
+    """Whether where ``view`` lies in its memory may change: not in a read-only 0-d array."""
+    base = owner(view)
+    return base.ndim > 0 or base.flags.writeable
 
 
 def _layout(view):
@@ -629,7 +637,7 @@ class Pure:
                 else:
                     g = dy if last else dy.copy()
             else:
-                p = partial(y, *vals)
+                p = partial_at(partial, y, vals)
                 if not dy.ndim and p != p:  # as tracing computes it (partial_as_traced)
                     p = partial_as_traced(partial, y, *vals)
                 g = times(dy, p, dy if last else np.empty_like(dy))
@@ -1005,13 +1013,16 @@ def _partial_value(code, partial, y, vals, scalar=False, scalars=False):
     call = f"{code.bind(partial)}({y}, {vals})"
     again = f"partial_as_traced({code.bind(partial)}, {y}, {vals})"
     offer = getattr(partial, "scalar", None) if scalar else None
-    if offer is not None:
-        lines = _scalar_partial(code, offer, call, again, y, vals)
-        if lines is not None:
-            return lines, "p"
-    if scalar or scalars:  # a NaN as tracing makes it (``blocks.partial_as_traced``)
-        return [f"p = {call}", "if p != p:", f"    p = {again}"], "p"
-    return [f"p = {call}"], "p"
+    lines = None if offer is None else _scalar_partial(code, offer, call, again, y, vals)
+    if lines is None:
+        lines = [f"p = {call}"]
+        if scalar or scalars:  # a NaN as tracing makes it (``blocks.partial_as_traced``)
+            lines += ["if p != p:", f"    p = {again}"]
+    # Python's arithmetic on a weak operand's number raises where NumPy's gives inf or nan:
+    # there the partial is computed as tracing computes it (``products.partial_at``)
+    at = f"{code.bind(partial_at)}({code.bind(partial)}, {y}, ({vals},))"
+    return ["try:", f"    {lines[0]}", "except (ZeroDivisionError, OverflowError):",
+            f"    p = {at}", *lines[1:]], "p"
 
 
 def _scalar_partial(code, offer, call, again, y, vals):
@@ -2832,25 +2843,29 @@ def _read_slots(step):
     return found
 
 
-def with_frees(steps, large):
+def with_frees(steps, large, reads):
     """``steps`` with a :class:`Free` after the last step that uses each of the slots
-    ``large``, so that the replay holds a large temporary no longer than the traced call."""
+    ``large``, so that the replay holds a large temporary no longer than the traced call, and
+    the slots each of them reads: ``reads`` (``_read_slots``' per step) with none for each
+    ``Free``."""
     if not large:
-        return steps
+        return steps, reads
     last = {}
-    for k, step in enumerate(steps):
-        for slot in _read_slots(step):
+    for k, slots in enumerate(reads):
+        for slot in slots:
             if slot in large:
                 last[slot] = k
     after = collections.defaultdict(list)
     for slot, k in last.items():
         after[k].append(slot)
-    out = []
-    for k, step in enumerate(steps):
+    out, out_reads = [], []
+    for k, (step, slots) in enumerate(zip(steps, reads)):
         out.append(step)
+        out_reads.append(slots)
         if k in after:
             out.append(Free(after[k]))
-    return out
+            out_reads.append(())
+    return out, out_reads
 
 
 REPEAT = 8
@@ -2951,7 +2966,7 @@ _LINES_ALONE = (Pure, Function, SetElement, Free)
 index's values a ``Gather`` or a ``Call`` computes, ``resolve``, are read from the program's)."""
 
 
-def with_blocks(steps, held, guarded=(), raising=frozenset()):
+def with_blocks(steps, held, guarded=(), raising=frozenset(), reads=None):
     """``steps`` with each run of lean elementwise steps (:class:`Pure`, :class:`Gather`, and
     :class:`SetElement`, fused here), and of the indexing, writes and guards between them
     (``_member``), as one :class:`blocks.Block`. ``held``: the slots the program reads when
@@ -2959,8 +2974,9 @@ def with_blocks(steps, held, guarded=(), raising=frozenset()):
     bytes a call saves before their first write (``Tape.guard``: the arguments'); ``raising``:
     the ids of the steps of the operations that warned of a floating-point event when
     recorded (``Program.raising``), which run as themselves, where ``Heard`` tells them apart
-    (and which stay alive: no other object takes their ids)."""
-    reads = [set(_read_slots(step)) for step in steps]
+    (and which stay alive: no other object takes their ids); ``reads``: the slots each step
+    reads, where known (``with_frees``' answer)."""
+    reads = [set(slots) for slots in (map(_read_slots, steps) if reads is None else reads)]
     readers = collections.Counter(slot for slots in reads for slot in slots)
     fused, fused_reads = [], []
     for step, slots in zip(steps, reads):
@@ -4281,7 +4297,9 @@ class Program:
         place = self.output_place
         self.seed = place if type(place) is Buffer and place.c_contiguous \
             and place.device is None and place.dtype == np.float64 else None
-        self.steps = with_frees(self.steps, self.large - self.alive.keys() - self.held)
+        # (The slots each step reads, found once for both: preparing a step changes none)
+        self.steps, reads = with_frees(self.steps, self.large - self.alive.keys() - self.held,
+                                       [_read_slots(step) for step in self.steps])
         for step in self.steps:
             if hasattr(step, "prepare"):
                 step.prepare()
@@ -4291,7 +4309,7 @@ class Program:
         # steps would cost about what the traced call did, on top of compiling them); where
         # a guard fails on the way, the blocks after it were never compiled.
         held = [*self.returned_slots, *self.alive, *self.held]
-        self.steps = with_blocks(self.steps, held, self.saves, self.raising)
+        self.steps = with_blocks(self.steps, held, self.saves, self.raising, reads)
         self.prepared = True
 
     def run(self, leaves, modes):
@@ -5082,9 +5100,12 @@ class Reached:
     closure cells and attribute dict, a module's name and file), and per namespace held, the
     names taken from it and their values, for the names the code met names by which it was
     held (``namespaces``). The walk is a function of these alone: the same, it meets the same
-    objects in the same order. The arrays' bytes are compared on each call as a walk's are."""
+    objects in the same order. The arrays' bytes are compared on each call as a walk's are.
+    A namespace whose dict's version (``allocation._VERSION``, which every change to the dict
+    renews) is the one it had when its names last held binds what it bound then: its names
+    hold again, told without looking them up (``versions``)."""
 
-    __slots__ = ("objects", "arrays", "states", "namespaces", "bound")
+    __slots__ = ("objects", "arrays", "states", "namespaces", "bound", "versions")
 
     def __init__(self, objects, arrays, states, namespaces, bound=None):
         self.objects, self.arrays, self.states = objects, arrays, states
@@ -5097,13 +5118,37 @@ class Reached:
             strings = frozenset(name for name in names if type(name) is str)
             self.namespaces.append((namespace, every, taken, values, names, strings - taken
                                     if not every and taken <= strings else None))
+        # Per namespace, its version's reader (kept with the namespace, which it must not
+        # outlive; None for a mapping not a dict, a class's) and the version with which its
+        # names last held (None: not yet)
+        self.versions = None if _VERSION is None else [
+            [_VERSION(held[0]) if type(held[0]) is dict else None, None]
+            for held in self.namespaces]
 
     def holds(self):
         for x, read, state in self.states:
             now = read(x)
             if len(now) != len(state) or not all(map(operator.is_, now, state)):
                 return False
-        for namespace, every, taken, values, names, absent in self.namespaces:
+        versions = self.versions
+        if versions is None:
+            return self._names_hold(self.namespaces)
+        for held, version in zip(self.namespaces, versions):
+            reader = version[0]
+            if reader is None:
+                if not self._names_hold((held,)):
+                    return False
+                continue
+            now = reader.value
+            if now != version[1]:
+                if not self._names_hold((held,)):
+                    return False
+                version[1] = now
+        return True
+
+    def _names_hold(self, namespaces):
+        """Whether each of ``namespaces`` has the names it had, bound as they were."""
+        for namespace, every, taken, values, names, absent in namespaces:
             if absent is not None:
                 if absent and any(map(namespace.__contains__, absent)):
                     return False
@@ -5604,7 +5649,10 @@ def _hold_class(cls, walk):
 def _code_globals(code):
     """The names ``code`` and the code objects within it read or write as globals (or, in a
     class's body, as names): not those of attributes, which ``co_names`` holds as well."""
-    return _names_by(code, _GLOBAL_OPS)
+    found: set = set()
+    for c in _codes(code):
+        _global_names(c, found)
+    return frozenset(found)
 
 
 def _names_by(code, operations):
@@ -5616,10 +5664,6 @@ def _names_by(code, operations):
         found.update(i.argval for i in dis.get_instructions(c) if i.opname in operations)
         codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return frozenset(found)
-
-
-_GLOBAL_OPS = frozenset(("LOAD_GLOBAL", "STORE_GLOBAL", "DELETE_GLOBAL", "LOAD_NAME",
-                         "STORE_NAME", "DELETE_NAME", "LOAD_FROM_DICT_OR_GLOBALS"))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -158,9 +158,10 @@ class Differentiation:
         raise NotImplementedError
 
     def __enter__(self):
-        # Full collections held off from the start to the end, its reverse pass included:
-        # the blocks of ``run`` and of the reverse pass nest in this one, which costs them a
-        # count rather than a freeze and an unfreeze each (``no_full_collections``).
+        # Full collections held off from the start to the end, the run of f and its reverse
+        # pass included: the reverse pass's block nests in this one, which costs it a count
+        # rather than a freeze and an unfreeze (``no_full_collections``); the run has none
+        # of its own (``arguments.run``).
         _COLLECTIONS.__enter__()
         return self
 

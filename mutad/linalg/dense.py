@@ -20,7 +20,8 @@ import scipy.linalg as _linalg
 
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import RULES, complex_aware, defjvp, defrule, holomorphic
-from ..rules._helpers import require_symmetric, symmetric_part, transpose, unbroadcast
+from ..rules._helpers import (one_triangle, require_symmetric, symmetric_part, transpose,
+                              unbroadcast)
 from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory, wrapped
 from ..engines.products import product_times
@@ -495,21 +496,27 @@ def _on_read_entries(g, assume_a):
     raise UnsupportedOperationError(f"assume_a={assume_a!r}: a structure mutad does not know.")
 
 
-def _check_symmetric(a, assume_a, name):
-    """A symmetric structure reads one triangle, and its gradient is the symmetric one (the
-    derivative along symmetric perturbations): a matrix that is not symmetric (Hermitian for
-    "her" and "pos" of complex values) is refused, as cholesky's and eigh's are."""
+def _triangle_read(a, assume_a, lower, name):
+    """A symmetric structure reads one triangle (the ``lower`` one, else the upper), and its
+    gradient is the symmetric one (the derivative along symmetric perturbations). A real
+    matrix that is not symmetric: the :class:`OneTriangle` read, the call being that of the
+    symmetric matrix the triangle stands for, as cholesky's and eigh's are (``one_triangle``);
+    None for any other. A complex one that is not symmetric (Hermitian for "her" and "pos")
+    is refused."""
     if assume_a not in _SYMMETRIC:
-        return
+        return None
     name = f"scipy.linalg.{name}(a, assume_a={assume_a!r})"
+    if not np.iscomplexobj(a):
+        return one_triangle(a, lower, name)
     if np.iscomplexobj(a) and assume_a in ("sym", "symmetric"):  # complex symmetric: a = aᵀ
         if np.max(np.abs(a - transpose(a)), initial=0.0) > 1e-8 * np.max(np.abs(a), initial=0.0):
             raise UnsupportedOperationError(
                 f"{name} of a matrix that is not symmetric: SciPy reads one triangle, and "
                 "mutad gives the symmetric gradient, which is not the derivative of this call. "
                 "Pass a symmetric matrix, (A + A.T) / 2, or solve without assume_a.")
-        return
+        return None
     require_symmetric(a, name)
+    return None
 
 
 def _solve_again(a, b, lower, assume_a, transposed):
@@ -523,14 +530,15 @@ def _solve_again(a, b, lower, assume_a, transposed):
 @solve.rule
 def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_finite=True,
                 assume_a=None, transposed=False):
-    _check_symmetric(a, assume_a, "solve")
+    read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
 
     def back(dx):
         # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
         db = _solve_again(a, dx, lower, assume_a, not transposed)
         dm = -times_transpose(db, x)
-        return _on_read_entries(transpose(dm) if transposed else dm, assume_a), db
+        da = _on_read_entries(transpose(dm) if transposed else dm, assume_a)
+        return da if read is None else read.cotangent(da), db
 
     return x, back
 
@@ -538,13 +546,13 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
 @solve.jvp_rule
 def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False,
                check_finite=True, assume_a=None, transposed=False):
-    _check_symmetric(a, assume_a, "solve")
+    read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
     da, db = tangents[:2]
     rhs = db
     if da is not None:
         # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
-        da = _on_read_entries(da, assume_a)
+        da = _on_read_entries(da if read is None else read.tangent(da), assume_a)
         dm_x = product_times(np.matmul, transpose(da) if transposed else da, x)
         rhs = -dm_x if rhs is None else rhs - dm_x
     return x, _solve_again(a, rhs, lower, assume_a, transposed)
@@ -560,7 +568,7 @@ def _diagonal_inverse_keeps_off_diagonal():
 def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
     # structure: assume_a and lower, keywords of SciPy 1.17's inv, passed on only when given.
     assume_a = structure.get("assume_a")
-    _check_symmetric(a, assume_a, "inv")
+    read = _triangle_read(a, assume_a, structure.get("lower", False), "inv")
     y = inv(a, False, check_finite, **structure)
 
     def back(dy):
@@ -572,16 +580,17 @@ def _inv_rule(a, overwrite_a=False, check_finite=True, **structure):
             return (dy * off_diagonal - identity * (dy * y * y),)
         # dY = -Y dA Y (Giles 2008, §3.1), so Ā = -Yᵀ Ȳ Yᵀ.
         y_transposed = transpose(y)
-        return (_on_read_entries(-(y_transposed @ dy @ y_transposed), assume_a),)
+        da = _on_read_entries(-(y_transposed @ dy @ y_transposed), assume_a)
+        return (da if read is None else read.cotangent(da),)
 
     return y, back
 
 
 @inv.jvp_rule
 def _inv_jvp(tangents, a, overwrite_a=False, check_finite=True, **structure):
-    _check_symmetric(a, structure.get("assume_a"), "inv")
+    read = _triangle_read(a, structure.get("assume_a"), structure.get("lower", False), "inv")
     y = inv(a, False, check_finite, **structure)
-    da = tangents[0]
+    da = tangents[0] if read is None else read.tangent(tangents[0])
     if structure.get("assume_a") == "diagonal":  # y_ii = 1 / a_ii, as the reverse rule
         identity = np.eye(np.shape(y)[-1])
         off_diagonal = (1.0 - identity) if _diagonal_inverse_keeps_off_diagonal() else 0.0

@@ -214,6 +214,84 @@ def _unique_decided_jvp(tangents, ar, return_index, return_inverse, return_count
     return unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs), None
 
 
+@defcomposite(np.isin)
+def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
+    """NumPy's booleans: a decision on the values, taken on every call (``isin_decided``)."""
+    return isin_decided(element, test_elements, assume_unique, invert, kind)
+
+
+@adjoint
+def isin_decided(element, test_elements, assume_unique, invert, kind):
+    """``np.isin`` of the values, as constants."""
+    return np.isin(element, test_elements, assume_unique=assume_unique, invert=invert, kind=kind)
+
+
+@isin_decided.rule
+def _isin_decided_rule(element, test_elements, assume_unique, invert, kind):
+    decided = isin_decided(element, test_elements, assume_unique, invert, kind)
+    return decided, lambda dy: (None,) * 5
+
+
+@isin_decided.jvp_rule
+def _isin_decided_jvp(tangents, element, test_elements, assume_unique, invert, kind):
+    return isin_decided(element, test_elements, assume_unique, invert, kind), None
+
+
+# The set functions: NumPy's values, each gathered from the element of an input it is (of
+# equal ones, the first, as np.unique takes them), so that it takes that element's derivative.
+
+for _set_function in (np.union1d, np.setxor1d):
+    # NumPy's own code: np.unique and np.concatenate, sorting, masks (which reach their rules)
+    defcomposite(_set_function)(getattr(_set_function, "_implementation"))
+
+
+@defcomposite(np.setdiff1d)
+def setdiff1d(ar1, ar2, assume_unique=False):
+    """NumPy's code, its masking by np.isin (whose composite above it reaches)."""
+    if assume_unique:
+        ar1 = np.ravel(ar1)
+    else:
+        ar1, ar2 = np.unique(ar1), np.unique(ar2)
+    return ar1[np.isin(ar1, ar2, assume_unique=True, invert=True)]
+
+
+@defcomposite(np.intersect1d)
+def intersect1d(ar1, ar2, assume_unique=False, return_indices=False):
+    """NumPy's common values, each gathered from its element of ``ar1`` (NumPy's index of it:
+    the first occurrence), so that it takes that element's derivative (where ``ar2``'s equal
+    element is a copy of the same value, ``np.intersect1d(x, x[::2])``, the same one). Where
+    that element does not hold NumPy's bits (0.0 beside -0.0), refused, as np.unique's is.
+    The indices are decisions on the values, taken on every call (``intersect1d_decided``)."""
+    bits_agree, first, second = intersect1d_decided(ar1, ar2, assume_unique)
+    if not bits_agree:
+        raise UnsupportedOperationError(
+            "np.intersect1d of differentiated values where equal elements differ in their bits "
+            "(0.0 and -0.0): NumPy's common value need not be the first array's, whose "
+            "derivative mutad gives. Make them one value first (x + 0.0 turns -0.0 into 0.0).")
+    common = np.ravel(ar1)[first]
+    return (common, first, second) if return_indices else common
+
+
+@adjoint
+def intersect1d_decided(ar1, ar2, assume_unique):
+    """Of the values, as constants: whether ``ar1``'s elements at NumPy's indices hold the
+    bits of NumPy's common values (``np.bool_``), and NumPy's indices into each input."""
+    values = np.intersect1d(ar1, ar2, assume_unique)
+    common, first, second = np.intersect1d(ar1, ar2, assume_unique, return_indices=True)
+    bits_agree = np.ravel(ar1)[first].tobytes() == values.tobytes() == common.tobytes()
+    return np.bool_(bits_agree), first, second
+
+
+@intersect1d_decided.rule
+def _intersect1d_decided_rule(ar1, ar2, assume_unique):
+    return intersect1d_decided(ar1, ar2, assume_unique), lambda dy: (None,) * 3
+
+
+@intersect1d_decided.jvp_rule
+def _intersect1d_decided_jvp(tangents, ar1, ar2, assume_unique):
+    return intersect1d_decided(ar1, ar2, assume_unique), None
+
+
 @defrule(np.partition, leading=1)
 def partition(a, kth, axis=-1, kind="introselect", order=None):
     # NumPy leaves the order within each side of kth unspecified, so the permutation is found

@@ -64,6 +64,13 @@ def sum_(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
     where = kwargs.get("where", True)
     shape = a.shape
+    if axis is None and dtype is None and not keepdims and not kwargs:
+        # a plain cotangent spread as ``_sum_for``'s (tracing's fast path, a compiled
+        # replay): an array of its own, not a broadcast, which NumPy's loops add to a shadow
+        # with other NaNs (a traced one, of a nested differentiation: broadcast)
+        layout = shape, a.dtype
+        return y, lambda dy: _spread(dy, layout) if isinstance(dy, (np.ndarray, np.generic)) \
+            else (expand(dy, shape, None, False),)
     return y, lambda dy: (masked(expand(dy, shape, axis, keepdims), where),)
 
 
