@@ -1387,3 +1387,78 @@ def test_solve_bvp_leaves_in_a_buffer_what_scipys_last_call_wrote():
     value, (gradient,) = mutad.value_and_gradient(f, p)
     assert value == f(p.copy()) and value > 1.0
     assert gradient.tolist() == [1.0]
+
+
+def _ivp_buffer(p, buf):
+    def rhs(t, y):
+        buf[0] = y[1]
+        buf[1] = -p[0] * y[0]
+        return buf.copy()
+    return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0, 0.0], rtol=1e-8).y[0, -1]
+
+
+def _ivp_args_buffer(p, buf):
+    def rhs(t, y, k, work):
+        np.multiply(-k[0], y[::-1], out=work)
+        return work * np.array([-1.0, 1.0])
+    return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0, 0.0], args=(p, buf)).y[0, -1]
+
+
+def _odeint_buffer(p, buf):
+    def rhs(y, t):
+        buf[:] = [y[1], -p[0] * y[0]]
+        return buf.copy()
+    return odeint(rhs, [1.0, 0.0], [0.0, 1.0])[-1, 0]
+
+
+def _quad_buffer(p, buf):
+    def g(x):
+        buf[0] = x
+        return np.exp(-p[0] * x)
+    return quad(g, 0, 1)[0]
+
+
+def _rhs_writes_the_parameter(p, buf):
+    def rhs(t, y):
+        p[1] = y[0]  # the differentiated value itself
+        return -p[0] * y
+    return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0]).y[0, -1]
+
+
+@pytest.mark.parametrize("solve", [_ivp_buffer, _ivp_args_buffer, _odeint_buffer, _quad_buffer,
+                                   _rhs_writes_the_parameter])
+def test_a_function_writing_into_an_array_the_differentiation_follows_is_refused(solve):
+    """A right-hand side (integrand) writing into an array holding differentiated values,
+    read after the solve: SciPy ran it on that array's numbers, so the array held the values
+    of SciPy's last call with the derivative of what it held before (a gradient of -0.37
+    where it is -0.74); one writing into the differentiated value itself also changed the
+    caller's array. Now refused, the caller's array untouched."""
+    def f(p):
+        buf = p * 1.0
+        return solve(p, buf) + 1e3 * buf.sum()
+
+    p = np.array([1.0, 0.5])
+    kept = p.copy()
+    with pytest.raises(UnsupportedOperationError, match="writes into an array holding differentiated"):
+        mutad.gradient(f, p)
+    assert p.tobytes() == kept.tobytes()
+
+
+def test_a_buffer_allocated_inside_the_right_hand_side_is_differentiated():
+    """What the refusal above asks for: the buffer allocated in the function, the state it
+    leaves read from the solution."""
+    def f(p):
+        def rhs(t, y):
+            buf = np.empty(2)
+            buf[0] = y[1]
+            buf[1] = -p[0] * y[0]
+            return buf
+        return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0, 0.0], rtol=1e-10,
+                                         atol=1e-12).y[0, -1]
+
+    p = np.array([1.0])
+    kept = p.copy()
+    (gradient,) = mutad.gradient(f, p)
+    assert p.tobytes() == kept.tobytes()
+    # y = cos(√p t): d/dp cos(√p) = -sin(√p) / (2√p)
+    np.testing.assert_allclose(gradient, [-np.sin(1.0) / 2], rtol=1e-6)

@@ -473,6 +473,10 @@ class _Parameters:
         distinct = {}
         self.slots = [distinct.setdefault(id(leaves[i]), len(distinct)) for i in self.followed]
         self.distinct = [self.followed[self.slots.index(k)] for k in range(len(distinct))]
+        # The leaves carrying derivatives: the user's function gets their numbers read-only
+        # (``_read_only``); a constant (a work buffer the function allocated, written and
+        # returned by the right-hand side) stays writable.
+        self.guarded = {i for i in self.followed if carries_derivative(leaves[i])}
 
     def _attributes(self, held):
         """Follow the differentiated values the attributes of ``held`` hold (an object a
@@ -514,7 +518,7 @@ class _Parameters:
     def _filled(self, values):
         leaves = self.leaves()
         for i, k in zip(self.followed, self.slots, strict=True):
-            leaves[i] = values[k]
+            leaves[i] = _read_only(values[k]) if i in self.guarded else values[k]
         return leaves
 
     def args(self, values):
@@ -605,6 +609,27 @@ class _PartialBinding:
         self.owner.__setstate__((self.owner.func, args, keywords, self.owner.__dict__ or None))
 
 
+def _read_only(value):
+    """``value``, bound for the user's function: a plain array (the numbers of an array
+    carrying a derivative) as a read-only view of it. The function runs there on plain
+    numbers, which the differentiation does not see: a write into one (a differentiated
+    value, a buffer holding some) would leave in it values of the solver's last call whose
+    derivative is lost, or change the caller's array (``_Bound`` refuses it)."""
+    if type(value) is not np.ndarray or not value.flags.writeable:
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
+
+
+_WRITTEN = ("a function given to it writes into an array holding differentiated values (one "
+            "of the differentiated arguments, or a buffer in its closure or in args= holding "
+            "values computed from them): the solver runs it on plain numbers, so the array "
+            "would hold values of the solver's last call, whose derivative mutad does not "
+            "follow. Let the function return new arrays (allocate the buffer inside it: "
+            "buf = np.empty(n)), and compute what the buffer held from the solution.")
+
+
 class _Bound:
     def __init__(self, parameters, cell_leaves):
         self.parameters, self.cell_leaves = parameters, cell_leaves
@@ -622,12 +647,14 @@ class _Bound:
                 self.held.append(cell.cell_contents)
                 cell.cell_contents = frozen
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, error, traceback):
         cells = [cell for cell, *_ in self.parameters.cells]
         if self.parameters.frozen is not None:
             cells += self.parameters.others
         for cell, held in zip(reversed(cells), reversed(self.held), strict=True):
             cell.cell_contents = held
+        if kind is ValueError and "read-only" in str(error):  # NumPy's, on _read_only's views
+            raise UnsupportedOperationError(f"{self.parameters.name}: {_WRITTEN}") from error
 
 
 _HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
