@@ -88,7 +88,8 @@ class Adjoint:
 
     def rule(self, rule: Rule) -> Rule:
         """Attach ``rule(*args, **kwargs) -> (y, back)``; ``back(dy)`` returns one cotangent per
-        positional argument (``None`` for one without a gradient)."""
+        positional argument (``None`` for one without a gradient: a None for an argument a
+        differentiation follows is refused, not taken for a zero)."""
         self.pure_rule = rule
         self._declare(rule)
         return rule

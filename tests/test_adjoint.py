@@ -358,3 +358,78 @@ def test_an_array_a_rule_returns_is_never_written():
     _, dy = mutad.jvp(forward, (x,), (np.full(3, 1.0 / 3.0),))
     np.testing.assert_allclose(dy, 2 * W)
     assert W.tobytes() == before
+
+
+# A rule whose back gives a differentiated argument no cotangent (None), or whose forward rule
+# never reads its tangent, dropped that derivative: a silent zero (savgol_filter's traced
+# delta was one, a setting after the rule's leading arguments, which ScipyAdjoint's padding
+# gives None). Refused by name, unless the rule declares the derivative zero.
+def _rules_dropping_s(fn, declare=lambda rule: rule):
+    """``fn(x, s)`` as a user's function and as a SciPy function (``padded``), each with rules
+    that differentiate ``x`` alone (``x * fn(1, s)`` is linear in ``x``)."""
+    from mutad.scipy._adjoints import ScipyAdjoint
+
+    user, padded = mutad.adjoint(fn), ScipyAdjoint(fn)
+
+    @user.rule
+    @declare
+    def _rule(x, s):
+        return fn(x, s), lambda dy: (dy * fn(1.0, s), None)
+
+    @user.jvp_rule
+    @declare
+    def _forward(tangents, x, s):
+        return fn(x, s), tangents[0] * fn(1.0, s)
+
+    @padded.rule
+    @declare
+    def _leading(x, s):
+        return fn(x, s), lambda dy: (dy * fn(1.0, s),)  # (padded: None for s)
+
+    @padded.jvp_rule
+    @declare
+    def _padded_forward(tangents, x, s):
+        return fn(x, s), tangents[0] * fn(1.0, s)
+
+    return user, padded
+
+
+def _scaled(x, s):
+    return x * s
+
+
+def _floored(x, s):
+    return x * np.floor(s)
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["user", "padded"])
+def test_a_setting_a_rule_does_not_differentiate_is_refused_not_a_zero(which):
+    scaled = _rules_dropping_s(_scaled)[which]
+    x0 = np.arange(3.0)
+
+    def f(a):
+        return np.sum(scaled(x0 * a, a))  # d/da = 2 a sum(x0): the rule drops half
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="argument 's'"):
+        mutad.gradient(f, 2.0)
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="argument 's'"):
+        mutad.jvp(f, (2.0,), (1.0,))
+    assert mutad.gradient(lambda a: np.sum(scaled(x0 * a, 2.0)), 2.0)[0] == 6.0  # s constant
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["user", "padded"])
+def test_a_setting_declared_of_zero_derivative_may_have_none(which):
+    from mutad.core.registry import zero_derivative
+    x0 = np.arange(3.0)
+    for declare in (zero_derivative("s"), None):
+        floored = _rules_dropping_s(_floored, *[declare] if declare else [])[which]
+
+        def f(a):  # floor(a): piecewise constant, its derivative zero
+            return np.sum(floored(x0 * a, a))
+
+        if declare is None:  # the same rules undeclared: refused
+            with pytest.raises(mutad.errors.UnsupportedOperationError, match="argument 's'"):
+                mutad.gradient(f, 2.2)
+            continue
+        assert mutad.gradient(f, 2.2)[0] == 6.0
+        assert mutad.jvp(f, (2.2,), (1.0,))[1] == 6.0

@@ -124,6 +124,7 @@ facets; ``user_rule`` for ``custom``. ``table(facet)`` lists the functions with 
 """
 
 import functools
+import inspect
 import warnings
 
 from .errors import (ComplexInputError, ConversionError, UnsupportedOperationError,
@@ -519,6 +520,70 @@ class _OfAllArguments:
         return cotangents[:count] + (None,) * (count - len(cotangents))
 
 
+def zero_derivative(*names):
+    """Declare that the decorated rule's derivative in the arguments ``names`` (its parameters'
+    names) is zero by mathematics (an integer-valued or piecewise-constant setting), so that its
+    ``back`` may give them no cotangent (None) where a differentiation follows them; without
+    this, such a None is refused (``dropped_derivative``): the default is no silent zero."""
+
+    def declare(rule):
+        rule.zero_derivative = frozenset(names)
+        return rule
+
+    return declare
+
+
+@functools.cache
+def _declared_zero(rule, skip):
+    """The positions of ``rule``'s arguments (its parameters after the first ``skip``) its
+    declaration (``zero_derivative``) says have a zero derivative, and the first position of
+    its ``*args`` where the declaration names them (None otherwise)."""
+    names = getattr(rule, "zero_derivative", None)
+    inner = inspect.unwrap(rule)
+    names = names or getattr(inner, "zero_derivative", None)
+    if not names:
+        return frozenset(), None
+    parameters = list(inspect.signature(inner).parameters.values())[skip:]
+    rest = next((i for i, p in enumerate(parameters)
+                 if p.kind is inspect.Parameter.VAR_POSITIONAL and p.name in names), None)
+    return frozenset(i for i, p in enumerate(parameters) if p.name in names), rest
+
+
+def _zero(rule, position, skip):
+    positions, rest = _declared_zero(rule, skip)
+    return position in positions or rest is not None and position >= rest
+
+
+def dropped_derivative(name, position, rules):
+    """Refuse a rule that gave an argument a differentiation follows no derivative (a ``back``'s
+    None cotangent, the None ``padded`` supplies; a forward rule's tangent it never read),
+    unless one of ``rules`` declares that argument's derivative zero (``zero_derivative``):
+    a setting a rule neither differentiates nor refuses (``savgol_filter``'s ``delta`` once)
+    must not give a silent zero. ``rules``: ``(rule, skip)`` pairs, ``skip`` the parameters
+    before the arguments (a forward rule's tangents)."""
+    rules = [(r, skip) for r, skip in rules if r is not None]
+    if any(_zero(r, position, skip) for r, skip in rules):
+        return
+    raise UnsupportedOperationError(
+        f"{name}: mutad has no derivative with respect to its argument "
+        f"{_argument_name(*rules[0], position)}, and that argument depends on the "
+        "differentiated arguments. Pass it as a constant (a number, or an array not computed "
+        "from the differentiated arguments).")
+
+
+def _argument_name(rule, skip, position):
+    """How an error names ``rule``'s argument at ``position``: its parameter's name where the
+    rule's signature says, else its position."""
+    try:
+        parameters = list(inspect.signature(inspect.unwrap(rule)).parameters.values())[skip:]
+    except (TypeError, ValueError):
+        parameters = []
+    if position < len(parameters) and parameters[position].kind in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        return repr(parameters[position].name)
+    return f"at position {position}"
+
+
 def padded(rule, leading=None, keywords=None):
     """``rule`` whose ``back`` returns cotangents for its leading positional arguments only
     (``leading`` of them, if given): the arguments a caller passes positionally after them
@@ -564,6 +629,9 @@ def defjvp(*funcs, leading=None):
 
         @functools.wraps(rule)
         def jvp(tangents, *args, **kwargs):
+            for i in range(leading, len(tangents)):  # settings: no tangent read
+                if tangents[i] is not None:
+                    dropped_derivative(function_name(func), i, ((rule, 1),))
             if all(t is None for t in tangents[:leading]):  # reached through a setting
                 return call(*args, **kwargs), None
             return rule(tangents, *args, **kwargs)

@@ -62,7 +62,7 @@ from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, ru
 from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
-                             pyfunc_ufunc_method, pyfunc_ufunc_rule,
+                             dropped_derivative, pyfunc_ufunc_method, pyfunc_ufunc_rule,
                              complex_among)
 from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
@@ -1442,7 +1442,13 @@ def apply_adjoint(adjoint, level, args, kwargs):
         check_complex(name, rule)
     writes = getattr(adjoint, "writes", None)
     if writes is None:
-        (y, dy), _ = _ruled(adjoint.fn, rule, tangents, primals, kwargs, level)
+        read = _Read(tangents)
+        (y, dy), _ = _ruled(adjoint.fn, rule, read, primals, kwargs, level)
+        for i in read.unread():
+            # (a dual constant here, whose tangent is zero, the rule may take for a constant:
+            # dropping a zero tangent is exact, as an interpolant's constant query points)
+            if not (type(args[i]) is Dual and args[i].constant_here()):
+                dropped_derivative(name, i, ((rule, 1), (adjoint.pure_rule, 0)))
         if dy is None and _of_constants(args, level):
             return constant_result(y, level, primals, args)
         return _wrap(y, dy, level, primals, tangents, owned=False)
@@ -1455,6 +1461,31 @@ def apply_adjoint(adjoint, level, args, kwargs):
             tangents = (None,) * len(tangents)  # constants only, into arrays not followed
     result, _ = _ruled(adjoint.fn, rule, tangents, primals, kwargs, level)
     return _returned(result, args, primals)
+
+
+class _Read(tuple):
+    """A forward rule's tangents, which note the ones it reads: a tangent it never read is
+    one it dropped (a setting given a silent zero derivative: ``registry.dropped_derivative``).
+    Iterating or slicing reads every one it reaches."""
+
+    def __init__(self, tangents):
+        self.seen = set()
+
+    def __getitem__(self, index):
+        if type(index) is slice:
+            self.seen.update(range(*index.indices(len(self))))
+        else:
+            self.seen.add(index % len(self))
+        return tuple.__getitem__(self, index)
+
+    def __iter__(self):
+        self.seen.update(range(len(self)))
+        return tuple.__iter__(self)
+
+    def unread(self):
+        """The positions of the tangents (not None) never read."""
+        return [i for i, t in enumerate(tuple.__iter__(self))
+                if t is not None and i not in self.seen]
 
 
 def _returned(result, args, primals):

@@ -46,7 +46,7 @@ from .inplace import (SavedWrite, _destination, _finder, _named, _rule_restores,
                       record_write, target_position, write_constant)
 from .recompute import SMALL, Held, Kept, Tracked, flat, keeps_memory, small, written
 from ..core.registry import (CONVENTION, HOLOMORPHIC, NO_RULE, RULES, ElementwiseRule, Rule,
-                             pyfunc_ufunc_rule,
+                             dropped_derivative, pyfunc_ufunc_rule,
                              check_complex, complex_among, is_recomputable, is_user_rule, lookup,
                              value_arguments)
 from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotangents, carries,
@@ -1665,13 +1665,23 @@ def function_pullback(record, shadows, _):
     else:
         cotangents = back(dys[0])
     rows = []
-    for p, g in zip(places, cotangents, strict=True):
+    for i, (p, g) in enumerate(zip(places, cotangents, strict=True)):
         if type(p) is list:  # a sequence argument: one place per item
             if g is not None:
                 rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
+            elif any(e is not None for e in p):
+                no_cotangent(record.primitive, i)
         elif p is not None:
+            if g is None:
+                no_cotangent(record.primitive, i)
             rows.append((p, g))
     add_cotangents(shadows, rows, primals)
+
+
+def no_cotangent(primitive, position):
+    """A rule's ``back`` gave the argument at ``position``, which the differentiation
+    follows, no cotangent: refused unless declared (``registry.dropped_derivative``)."""
+    dropped_derivative(primitive.name, position, ((primitive.rule, 0),))
 
 
 def _written(func, args, kwargs):

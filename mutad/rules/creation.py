@@ -15,7 +15,7 @@ from ..core.allocation import as_objects, follows_floats
 from ..core.debug import caller, warn_at
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import (ZERO_TANGENT, defbatched, defjvp, deflinear, defrule,
-                             holomorphic, recomputable, shaped)
+                             holomorphic, recomputable, shaped, zero_derivative)
 from ..core.tape import source_line
 from ..core.views import memory, stands_for_scalar
 from ._helpers import traced_among, unbroadcast
@@ -139,6 +139,7 @@ def arange_jvp(tangents, *args, **kwargs):
 
 
 @defrule(np.full_like, leading=2)
+@zero_derivative("a")  # (its shape and dtype alone)
 def full_like(a, fill_value, *args, **kwargs):
     y = np.full_like(a, fill_value, *args, **kwargs)
     fill_shape = np.shape(fill_value)

@@ -26,7 +26,7 @@ from ..core.debug import from_user_line
 from ..core.devices import beside, device_of, index_for, ufunc_at
 from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.registry import (complex_aware, defbatched, defcomposite, definplace, deflinear,
-                             defjvp, defrule, holomorphic, recomputable)
+                             defjvp, defrule, holomorphic, recomputable, zero_derivative)
 from ..core.allocation import allocate, lists_as_arrays
 from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
@@ -203,6 +203,7 @@ def unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwar
 
 
 @unique_decided.rule
+@zero_derivative("ar")  # (decisions: integers and a flag, piecewise constant in the values)
 def _unique_decided_rule(ar, return_index, return_inverse, return_counts, axis, **kwargs):
     decided = unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwargs)
     return decided, lambda dy: (None,) * 5
@@ -970,6 +971,7 @@ def plain_bin_edges(a, bins, range, weights):
 
 
 @plain_bin_edges.rule
+@zero_derivative("a", "weights")  # (constants: the edges' derivative is the composition's)
 def _plain_bin_edges_rule(a, bins, range, weights):
     return plain_bin_edges(a, bins, range, weights), lambda dy: (None, None, None, None)
 
@@ -999,6 +1001,7 @@ def _bins_of(a, bins, range, weights):
 
 
 @histogram_counts.rule
+@zero_derivative("a", "bins", "range")  # (counts of bins: piecewise constant in the samples)
 def _histogram_counts_rule(weights, a, bins, range):
     if weights is None:  # counts: constants
         return histogram_counts(weights, a, bins, range), lambda dy: (None, None, None, None)
@@ -1139,6 +1142,7 @@ def _cells_of(sample, bins, range):
 
 
 @histogramdd_counts.rule
+@zero_derivative("sample", "bins", "range")  # (piecewise constant in the samples)
 def _histogramdd_counts_rule(weights, sample, bins, range):
     hist = histogramdd_counts(weights, sample, bins, range)
     if weights is None:

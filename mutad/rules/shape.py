@@ -561,7 +561,8 @@ def broadcast_arrays(*args, subok=False):
                and x.shape == shape else y for x, y in zip(args, np.broadcast_arrays(*args, subok=subok), strict=True))
 
     def back(dys):
-        return tuple(None if dy is None else unbroadcast(dy, shape)
+        # (no cotangent for an argument returned as itself: its derivative is its own; 0 here)
+        return tuple(np.zeros(shape) if dy is None else unbroadcast(dy, shape)
                      for dy, shape in zip(dys, shapes, strict=True))
 
     return ys, back

@@ -28,7 +28,7 @@ from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
 from ..core.debug import Warnings
 from ..core.levels import ACTIVE, handled, innermost
 from ..core.views import wrapped
-from ..core.registry import RULES, NoClosedForm, defroute, padded
+from ..core.registry import RULES, NoClosedForm, defroute, padded, zero_derivative
 from ..rules._helpers import stacked, unbroadcast
 
 
@@ -327,7 +327,9 @@ def _workspace_rule(fn, signature, name, keys, *values):
         # derivative would give, whatever it is
         if dy is not None and (innermost((dy,)) is not None or np.any(np.asarray(dy) != 0)):
             raise _workspace_refused(fn, name, "the gradient reads it after the call")
-        return (None,) * (4 + len(values))
+        # (zeros, not None: the arrays' derivative is not zero, its product with dy is)
+        return (None,) * 4 + tuple(np.zeros_like(v) if np.ndim(v) and np.asarray(v).dtype.kind
+                                   in "fc" else None for v in values)
 
     return y, back
 
@@ -799,6 +801,7 @@ class Value(Adjoint):
     def _name(self):
         return self.__qualname__
 
+    @zero_derivative("args")  # (the composition gives the derivatives)
     def _pullback_rule(self, *args):
         return self(*args), lambda dy: (None,) * len(args)
 

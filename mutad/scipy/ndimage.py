@@ -189,8 +189,8 @@ def _geometry(input, weights, kind, axis, mode, origin):
 def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed=None):
     # The wrapper, not SciPy's own: nested reverse mode differentiates the pullback again.
     y = _filter(input, weights, cval, kind, axis, mode, origin, dtype, followed)
-    if np.size(input) == 0:  # no element: no cotangent reaches anything
-        return y, lambda dy: (None, None, None)
+    if np.size(input) == 0:  # no element: the output reads nothing, every derivative is 0
+        return y, lambda dy: (np.zeros(np.shape(input)), np.zeros(np.shape(weights)), 0.0)
     sizes, lines = _geometry(input, weights, kind, axis, mode, origin)
     follow_input, follow_weights, follow_cval = followed or (True, True, True)
 
@@ -211,6 +211,8 @@ def _filter_rule(input, weights, cval, kind, axis, mode, origin, dtype, followed
             if follow_cval and mode in ("constant", "grid-constant"):
                 constant = _extended(np.zeros(np.shape(input), dtype=bool), True, lines)
                 dcval = np.sum(np.where(beside(memory(dextended), constant), dextended, 0.0))
+            elif follow_cval:  # (the other modes never read cval: its derivative is 0)
+                dcval = 0.0
         if follow_weights:
             windows = sliding_window_view(_extended(input, cval, lines), sizes)
             dweights = np.reshape(np.tensordot(dy, windows, axes=np.ndim(dy)),
@@ -802,8 +804,8 @@ _resample = ScipyAdjoint(_plain_resample)
 @_resample.rule
 def _resample_rule(input, call):
     y = _resample(input, call)
-    if np.size(input) == 0 or np.size(y) == 0:  # no element: no cotangent reaches anything
-        return y, lambda dy: (None, None)
+    if np.size(input) == 0 or np.size(y) == 0:  # no element: every derivative is 0
+        return y, lambda dy: (np.zeros(np.shape(input)), None)
     grid, weights = call.keywords["weights"](np.shape(input))
 
     def back(dy):

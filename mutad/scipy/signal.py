@@ -532,7 +532,8 @@ def _two_dimensional_rules(function):
             gathered = np.where(sources >= 0, np.ravel(in1)[np.maximum(sources, 0)],
                                 np.where(sources == -1, fillvalue, 0.0))
             din2 = np.tensordot(dy, gathered, axes=2)
-            dfill = np.sum(np.where(sources == -1, spread, 0.0)) if boundary == "fill" else None
+            # (SciPy reads the fillvalue with boundary="fill" alone: elsewhere its derivative is 0)
+            dfill = np.sum(np.where(sources == -1, spread, 0.0)) if boundary == "fill" else 0.0
             return din1, din2, None, None, dfill
 
         return y, back

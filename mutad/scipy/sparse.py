@@ -234,7 +234,8 @@ from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
 from ..core.levels import ACTIVE, WRAPPERS, Tracer, handled, innermost
-from ..core.registry import HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute
+from ..core.registry import (HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute,
+                             zero_derivative)
 from ..rules._helpers import transpose
 from ..core.trees import register_pytree
 from ..core.views import address, memory, stands_for_scalar, wrapped
@@ -834,6 +835,7 @@ _solve.complex_values = HOLOMORPHIC  # x = op(A)⁻¹ b: its rule's solves with 
 
 
 @_solve.rule
+@zero_derivative("guess")  # (the solution, converged, is A⁻¹ b whatever the start)
 def _solve_rule(data, b, guess, solver):
     x = _solve(data, b, guess, solver=solver)
     shape = np.shape(b)  # not b itself: the pullback keeps no right-hand side
@@ -5854,6 +5856,7 @@ def _first_order_only(problem, *items):
 
 
 @_operator_solve.rule
+@zero_derivative("guess")  # (the solution, converged, is A⁻¹ b whatever the start)
 def _operator_solve_rule(b, guess, *values, problem):
     _first_order_only(problem, b, *values)
     x = problem.value(b, guess, values)
