@@ -1447,7 +1447,9 @@ def apply_adjoint(adjoint, level, args, kwargs):
         for i in read.unread():
             # (a dual constant here, whose tangent is zero, the rule may take for a constant:
             # dropping a zero tangent is exact, as an interpolant's constant query points)
-            if not (type(args[i]) is Dual and args[i].constant_here()):
+            # (an argument with no elements has no tangent to drop)
+            if not (type(args[i]) is Dual and (args[i].constant_here()
+                                               or 0 in np.shape(primals[i]))):
                 dropped_derivative(name, i, ((rule, 1), (adjoint.pure_rule, 0)))
         if dy is None and _of_constants(args, level):
             return constant_result(y, level, primals, args)

@@ -971,7 +971,7 @@ def plain_bin_edges(a, bins, range, weights):
 
 
 @plain_bin_edges.rule
-@zero_derivative("a", "weights")  # (constants: the edges' derivative is the composition's)
+@zero_derivative("a", "bins", "range", "weights")  # (constants: the edges' derivative is the composition's)
 def _plain_bin_edges_rule(a, bins, range, weights):
     return plain_bin_edges(a, bins, range, weights), lambda dy: (None, None, None, None)
 
