@@ -138,26 +138,23 @@ def _squared_elements(x):
     return np.square(z[0]).real + 2.0 * np.square(z[1]).real + np.square(z[1:]).real.sum()
 
 
+def _squares_as_numpys(f, calls):
+    """``f`` of each array of ``calls`` replayed as traced (``replayed_as_traced``), its
+    traced value and its tangent NumPy's value, bit for bit."""
+    replayed_as_traced(f, [(v,) for v in calls])
+    for v in calls:
+        numpys = f(v.copy())
+        assert _bits(mutad.value_and_grad(f)(v.copy())[0]) == _bits(numpys), v
+        assert _bits(mutad.jvp(f, (v,), (np.ones(3),))[0]) == _bits(numpys), v
+
+
 def test_the_square_of_a_complex_element_is_numpys_scalars():
     np.square(np.complex128(1j))  # (NumPy's first square of a complex scalar takes the loop)
     x = np.array([2.09868411346781, 1.25, 0.5449101394377727])
     assert np.square(np.complex128(2.09868411346781 + 0.5449101394377727j)).tobytes() != \
         np.square(np.array([2.09868411346781 + 0.5449101394377727j])).tobytes()
-    calls = [x, x * 1.5, x + 0.25, x, np.random.default_rng(0).normal(size=3)]
-    replaying = mutad.value_and_grad(_squared_elements, replay=True)
-    traced = []
-    trace = replaying.trace
-    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for v in calls:
-        mine = v.copy()
-        got = replaying(mine)
-        assert mine.tobytes() == v.tobytes()
-        expected = mutad.value_and_grad(_squared_elements)(v.copy())
-        numpys = _squared_elements(v.copy())
-        assert _bits(expected[0]) == _bits(numpys), v
-        assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
-        assert _bits(mutad.jvp(_squared_elements, (v,), (np.ones(3),))[0]) == _bits(numpys)
-    assert len(traced) == 1  # the recording alone: the others replayed
+    _squares_as_numpys(_squared_elements, [x, x * 1.5, x + 0.25, x,
+                                           np.random.default_rng(0).normal(size=3)])
 
 
 # The partials of an operation of complex elements (np.reciprocal's ``-(y * y)``) read the
@@ -210,22 +207,8 @@ def _squared_elements_out_none(x):
 def test_the_square_of_a_complex_element_with_out_none_is_the_loops():
     np.square(np.complex128(1j))  # (NumPy's first square of a complex scalar takes the loop)
     x = np.array([2.09868411346781, 1.25, 0.5449101394377727])
-    calls = [x, x * 1.5, x, np.random.default_rng(0).normal(size=3)]
-    replaying = mutad.value_and_grad(_squared_elements_out_none, replay=True)
-    traced = []
-    trace = replaying.trace
-    replaying.trace = lambda *a, **k: (traced.append(1), trace(*a, **k))[1]
-    for v in calls:
-        mine = v.copy()
-        got = replaying(mine)
-        assert mine.tobytes() == v.tobytes()
-        numpys = _squared_elements_out_none(v.copy())
-        expected = mutad.value_and_grad(_squared_elements_out_none)(v.copy())
-        assert _bits(expected[0]) == _bits(numpys), v
-        assert _bits(got[0]) == _bits(numpys) and _bits(got[1]) == _bits(expected[1]), v
-        tangent = mutad.jvp(_squared_elements_out_none, (v,), (np.ones(3),))[0]
-        assert _bits(tangent) == _bits(numpys), v
-    assert len(traced) == 1  # the recording alone: the others replayed
+    _squares_as_numpys(_squared_elements_out_none,
+                       [x, x * 1.5, x, np.random.default_rng(0).normal(size=3)])
 
 
 # ``.imag`` of a complex element's product is a view 8 bytes into the read-only 0-d array
