@@ -774,6 +774,14 @@ EXPM_MULTIPLY = {
         generator(k).toarray(), X2 * k[1], start=0.0, stop=1.0, num=3))), KX),
     "a dense constant A, in b": (lambda u: np.sum(scipy.sparse.linalg.expm_multiply(
         M.toarray(), u) ** 3), U),
+    # times that depend on the differentiated values (were refused): e^{t A} B moves with t
+    "on a grid of traced times, in A and b": (lambda k: np.sum(scipy.sparse.linalg.expm_multiply(
+        generator(k), B * k[0], start=k[2] - 0.5, stop=1.5 * k[1], num=3) ** 2 * np.arange(N)),
+        KX),
+    "a dense A, on a grid of a traced end, without it": (
+        lambda k: np.sum(np.sin(scipy.sparse.linalg.expm_multiply(
+            generator(KX).toarray(), X2 * k[1], start=0.0, stop=k[0], num=3, endpoint=False))),
+        KX),
 }
 
 
@@ -810,6 +818,20 @@ def test_expm_multiply_is_scipys_and_the_gradient_the_dense_one():
     assert np.allclose(t, t_dense, rtol=1e-10)
 
 
+def test_expm_multiply_on_traced_times_is_scipys_grid():
+    def grid(k):
+        return scipy.sparse.linalg.expm_multiply(generator(k), B, start=0.0, stop=k[0], num=4)
+
+    value, _ = mutad.pullback(grid, KX.copy())
+    assert value.tobytes() == grid(KX).tobytes()
+    # d/dt e^{tA} B = A e^{tA} B, at t = k[0] * j / 3
+    _, tangent = mutad.jvp(lambda s: scipy.sparse.linalg.expm_multiply(
+        generator(KX), B, start=0.0, stop=s, num=4), (KX[0],), (1.0,))
+    dense = generator(KX).toarray()
+    expected = [j / 3 * dense @ scipy.linalg.expm(KX[0] * j / 3 * dense) @ B for j in range(4)]
+    assert np.allclose(tangent, expected, rtol=1e-8, atol=1e-12)
+
+
 def test_expm_multiply_has_derivatives_of_every_order():
     # regression: its second derivatives were refused (a rule of the first order); they are
     # those of the dense exponential
@@ -843,9 +865,6 @@ def test_expm_multiply_has_third_derivatives():
 
 def test_expm_multiply_is_refused_where_it_has_no_rule():
     expm_multiply = scipy.sparse.linalg.expm_multiply
-    with pytest.raises(UnsupportedOperationError, match="grid of traced times"):
-        mutad.gradient(lambda k: np.sum(expm_multiply(generator(KX), B, start=0.0, stop=k[0],
-                                                      num=3)), KX.copy())
     operator = scipy.sparse.linalg.aslinearoperator(generator(KX))
     with pytest.raises(UnsupportedOperationError, match="LinearOperator"):
         mutad.gradient(lambda u: np.sum(expm_multiply(operator, u)), U.copy())

@@ -186,7 +186,9 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
-``A``; the times themselves are constants (traced ones refused). Where a differentiation
+``A``. Times that depend on the differentiated values (a traced ``start`` or ``stop``): SciPy's
+grid's values, with the derivatives of ``e^{(t_k A)} B`` computed one time ``t_k`` at a time
+(``num`` products, each differentiated as above, to every order). Where a differentiation
 follows the derivatives (a hessian), the same formulas by NumPy's calls and ``expm_multiply``
 of the dense matrices, which it follows in turn, to every order. Of a dense
 ``A`` (an array), SciPy's value of the array, the derivatives those of its sparse form.
@@ -229,7 +231,7 @@ from ..core.allocation import (COMPILED_OBJECTS, HANDED_SUBCLASSES, PASSING,
                                SUBCLASS_CALLS, allocate, holds_derivative, internal,
                                lists_as_arrays, reissued, shown_class)
 from ..engines.arraylike import carries_derivative, settled
-from ..api import pullback
+from ..api import pullback, stop_gradient
 from ..custom import Adjoint
 from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
                            UnsupportedOperationError)
@@ -5407,8 +5409,7 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
     grid = () if all(x is None for x in (start, stop, num, endpoint)) else (
         ("start", start), ("stop", stop), ("num", num), ("endpoint", endpoint))
     if _followed(start, stop):
-        _refuse("scipy.sparse.linalg.expm_multiply on a grid of traced times (start, stop)",
-                "pass them as constants, or call it once per time t with A * t (e^{tA} B).")
+        return _expm_multiply_traced_times(A, B, start, stop, num, endpoint, traceA)
     if _followed(traceA):
         _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
                 "constant (or leave it out).")
@@ -5428,6 +5429,24 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
 
 
 expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
+
+
+def _expm_multiply_traced_times(A, B, start, stop, num, endpoint, traceA):
+    """SciPy's grid of e^{t_k A} B at times ``np.linspace(start, stop, num, endpoint)`` that
+    depend on the differentiated values: SciPy's grid's values, with the derivatives of the
+    products e^{(t_k A)} B one time at a time (each differentiated as expm_multiply is, in
+    ``t_k A`` and ``B``, to every order)."""
+    grid = _expm_multiply(A, B, start=_number(start), stop=_number(stop), num=num,
+                          endpoint=endpoint, traceA=traceA)
+    times = _grid_times((("start", start), ("stop", stop), ("num", num),
+                         ("endpoint", endpoint)))
+    composition = np.stack([_expm_multiply(A * t, B) for t in times])
+    return scipys_value(stop_gradient(grid), composition)
+
+
+def _number(x):
+    """The plain number a traced scalar holds (None stays None)."""
+    return None if x is None else float(stop_gradient(x))
 
 
 
