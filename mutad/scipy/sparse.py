@@ -251,14 +251,14 @@ __all__ = ["aslinearoperator", "bicg", "bicgstab", "block_array", "block_diag", 
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
            "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lgmres", "lil_array", "lil_matrix", "lobpcg", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
-           "norm", "qmr", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
+           "norm", "onenormest", "qmr", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tfqmr", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
     "bicg", "cgs", "qmr", "lgmres", "gcrotmk", "tfqmr",
     "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
-    "inv", "aslinearoperator", "spilu")},
+    "inv", "aslinearoperator", "spilu", "onenormest")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_array",
         "block_diag", "kron",
@@ -3270,6 +3270,44 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
 norm = _route(SCIPY["norm"], _norm)
 
 
+def _onenormest(A: Any, t: int = 2, itmax: int = 5, compute_v: bool = False,
+                compute_w: bool = False) -> Any:
+    """SciPy's estimate of the 1-norm, ``‖A v‖₁`` for the unit vector ``v = e_j`` its search
+    chose (it returns ``v`` and ``w = A v``): SciPy's value, with the derivative of
+    ``‖A e_j‖₁`` (which column is a decision, as ``np.max``'s). Where SciPy's estimate is not
+    the norm of the column it returns (it kept a product with its random starting block), the
+    vector behind it is not known: refused."""
+    if not _followed(A):
+        return SCIPY["onenormest"](A, t, itmax, compute_v, compute_w)
+    sparse = isinstance(A, (TracedSparse, _Assembled)) or _sparse.issparse(A)
+    if sparse:
+        A = _lift(A)
+        plain = A.layout.build(stop_gradient(A.data))
+    elif _dense_operand(A):
+        plain = np.asarray(stop_gradient(A))
+    else:
+        _refuse("scipy.sparse.linalg.onenormest of an operator with traced values that is "
+                "neither a scipy.sparse matrix nor an array", "pass the matrix itself.")
+    est, v, w = SCIPY["onenormest"](plain, t, itmax, compute_v=True, compute_w=True)
+    j = int(np.argmax(v))
+    column = np.ravel(plain[:, [j]].toarray() if sparse else plain[:, j])
+    total = np.sum(np.abs(column))
+    if not (np.array_equal(w, column) and abs(est - total) <= 8 * np.finfo(float).eps * total):
+        _refuse("scipy.sparse.linalg.onenormest whose estimate is not the norm of the column it "
+                "returns (SciPy kept the product with its random starting block)",
+                "take the exact norm, scipy.sparse.linalg.norm(A, 1), or pass t >= A.shape[0].")
+    product = A @ v
+    result = (scipys_value(est, np.sum(np.abs(product))),)
+    if compute_v:
+        result += (v,)
+    if compute_w:
+        result += (scipys_value(w, product),)
+    return result if len(result) > 1 else result[0]
+
+
+onenormest = _route(SCIPY["onenormest"], _onenormest)
+
+
 def _find(A: Any) -> Any:
     """SciPy's ``find``: the rows, columns and values of the nonzero entries of a coo copy of
     ``A`` whose repeated entries are added (in SciPy's order, SciPy's sums); the zeros mutad
@@ -6122,33 +6160,6 @@ expm = _route(SCIPY["expm"], _expm)
 # SciPy's own code on a traced matrix (ScipysCode): lobpcg's iterations are NumPy's and
 # scipy.linalg's steps (eigh of the Rayleigh-Ritz projections), its decisions on the values
 lobpcg = ScipysCode(_splinalg.lobpcg)
-
-UNFOLLOWED = ("onenormest",)
-"""The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
-refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
-
-
-def _unfollowed(name):
-    original = getattr(_splinalg, name)
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        if _followed(*args, *kwargs.values()):
-            raise UnsupportedFunctionError(
-                f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
-                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, qmr, lgmres, lsqr or "
-                "lsmr, which "
-                "mutad differentiates; or make the matrix dense "
-                "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
-                "expm); or give it a rule with mutad.adjoint.")
-        return original(*args, **kwargs)
-
-    return _route(original, refuse)
-
-
-for _name in UNFOLLOWED:
-    if hasattr(_splinalg, _name):
-        _unfollowed(_name)
-
 
 # ----------------------------------------------------------------------------------------------
 # SciPy's sparse matrices as arguments: their stored values are what is differentiated
