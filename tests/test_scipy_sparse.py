@@ -486,7 +486,50 @@ EIGSH = {
         lambda k: np.sum(np.sqrt(scipy.sparse.linalg.eigsh(
             chain(k, "csc"), 3, M=mass().toarray(), which="SA", v0=V0,
             return_eigenvectors=False)))),
+    # a mass matrix with traced values (it was refused: "traced settings (M)")
+    "generalized, a traced M, shift-invert, eigenpairs": (
+        lambda k: (lambda w, v: np.sum(w ** 2) + np.sum(signed(v)[:6] ** 3))(
+            *scipy.sparse.linalg.eigsh(chain(k), 2, M=traced_mass(k), sigma=4.5, v0=V0))),
+    "generalized, a traced dense M of a constant A, eigenvalues alone": (
+        lambda k: np.sum(np.sqrt(scipy.sparse.linalg.eigsh(
+            chain(KE, "csc"), 3, M=traced_mass(k).toarray(), which="SA", v0=V0,
+            return_eigenvectors=False)))),
 }
+
+
+def traced_mass(k):
+    """A positive definite mass matrix whose diagonal depends on the differentiated values."""
+    return scipy.sparse.diags([np.full(NE - 1, 1 / 6), 2 / 3 + 0.1 * k[:NE] ** 2,
+                               np.full(NE - 1, 1 / 6)], [-1, 0, 1], format="csr")
+
+
+def _traced_mass_sparse(k):
+    w, v = scipy.sparse.linalg.eigsh(chain(k), 2, M=traced_mass(k), sigma=4.5, v0=V0)
+    return np.sum(w ** 2) + np.sum(signed(v)[:6] ** 3)
+
+
+def _traced_mass_dense(k):
+    w, v = scipy.linalg.eigh(chain(k).toarray(), traced_mass(k).toarray())
+    order = np.sort(np.argsort(np.abs(w - 4.5))[:2])
+    return np.sum(w[order] ** 2) + np.sum(signed(v[:, order])[:6] ** 3)
+
+
+def test_eigsh_of_a_traced_mass_matrix_is_the_dense_problems():
+    """SciPy's pairs, bit for bit, with the derivatives of scipy.linalg.eigh(A, M) of the
+    dense matrices."""
+    k = KE.copy()
+    value, g = mutad.value_and_grad(_traced_mass_sparse)(k)
+    assert value == _traced_mass_sparse(KE.copy())
+    assert np.allclose(g, mutad.grad(_traced_mass_dense)(k), rtol=1e-8, atol=1e-12)
+    assert k.tobytes() == KE.tobytes()
+
+
+@pytest.mark.slow
+def test_eigsh_of_a_traced_mass_matrix_has_the_dense_problems_hessian():
+    k = KE.copy()
+    assert np.allclose(mutad.hessian(_traced_mass_sparse, k),
+                       mutad.hessian(_traced_mass_dense, k), rtol=1e-6, atol=1e-9)
+    assert k.tobytes() == KE.tobytes()
 
 
 def test_eigsh_from_arpacks_random_start():
@@ -529,8 +572,7 @@ def test_eigsh_is_refused_where_it_has_no_derivative():
     # depends on its rounding, which the order of the tests before changed: not tested here.)
     eigsh = scipy.sparse.linalg.eigsh
     with pytest.raises(UnsupportedOperationError, match="traced settings"):
-        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.diags(k[:NE]),
-                                              v0=V0)[0]), KE.copy())
+        mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, v0=V0 * k[0])[0]), KE.copy())
     with pytest.raises(UnsupportedOperationError, match="Minv"):
         mutad.gradient(lambda k: np.sum(eigsh(chain(k), 2, M=scipy.sparse.eye(NE), sigma=1.0,
                                               Minv=scipy.sparse.eye(NE), v0=V0)[0]), KE.copy())

@@ -164,9 +164,12 @@ to ``ADJOINT_RTOL``; where a differentiation follows them (a hessian), the same 
 NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. The generalized
 problem ``A v = λ M v`` of a constant ``M`` (dense or sparse; ARPACK's eigenvectors are
 M-orthonormal, checked): ``dλᵢ = vᵢᵀ dA vᵢ`` again, and ``dvᵢ`` solves ``(A - λᵢ M) dvᵢ =
--(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Repeated eigenvalues
-among the returned ones (within ``1e-8`` relative), a traced ``M``, ``Minv`` and ``M`` as a
-``LinearOperator`` are refused, and so is, with ``eigs``,
+-(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Of a traced ``M``:
+SciPy's pairs, with the derivatives of the same pairs of the dense problem
+(``scipy.linalg.eigh(A, M)`` of the dense matrices, each eigenvalue matched to within ``1e-8``
+relative and simple, each eigenvector's sign to SciPy's), to every order; a dense cost,
+``O(n³)``. Repeated eigenvalues among the returned ones (within ``1e-8`` relative), ``Minv``
+and ``M`` as a ``LinearOperator`` are refused, and so is, with ``eigs``,
 a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
 matrix).
 
@@ -4648,16 +4651,19 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
                               return_eigenvectors=return_eigenvectors, **settings)
     traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
               or isinstance(x, TracedSparse) and carries_derivative(x.data)]
-    if traced:
-        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
-                "pass them as constants; the eigenpairs' derivative is in A's stored values.")
-    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
-    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
-                                      "function") for n, x in settings.items()}
     if Minv is not None or isinstance(M, _splinalg.LinearOperator):
         _refuse("scipy.sparse.linalg.eigsh of a generalized problem with Minv, or with M a "
                 "LinearOperator, of traced values", "pass M as a matrix (dense or sparse), "
                 "and leave Minv out.")
+    if traced == ["M"]:
+        return _eigsh_traced_mass(A, k, settings, return_eigenvectors)
+    if traced:
+        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
+                "pass them as constants; the eigenpairs' derivative is in the stored values "
+                "of A and M.")
+    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
+    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}
     layout, data = _spectral_matrix_of(A, "eigsh")
     problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
     w = _eigenvalues(data, problem=problem)
@@ -4667,6 +4673,54 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
 
 
 eigsh = _route(SCIPY["eigsh"], _eigsh)
+
+
+def _eigsh_operand(X):
+    """The plain matrix SciPy's ``eigsh`` takes for ``X`` (a sparse matrix, traced or not, or
+    a dense array), and its dense matrix as mutad follows it."""
+    if isinstance(X, np.ndarray) and not wrapped(X):
+        return X, X
+    layout, data = _spectral_matrix_of(X, "eigsh")
+    return layout.build(stop_gradient(data)), _followed_dense(layout, data)
+
+
+def _eigsh_traced_mass(A, k, settings, vectors):
+    """``eigsh(A, k, M=M)`` of a mass matrix ``M`` with traced values: SciPy's pairs of the
+    plain matrices, with the derivatives of the same pairs of the dense generalized problem
+    (``scipy.linalg.eigh(A, M)``, differentiated in both, to every order): each of SciPy's
+    eigenvalues matched to the dense one it is (a simple one, else refused), each eigenvector
+    (M-orthonormal in both) to the dense one of the same sign."""
+    matrix, dense = _eigsh_operand(A)
+    mass, dense_mass = _eigsh_operand(settings["M"])
+    plain = {**{n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}, "M": mass}
+    found = SCIPY["eigsh"](matrix, k, return_eigenvectors=vectors, **plain)
+    w = found[0] if vectors else found
+    all_w, all_v = scipy.linalg.eigh(dense, dense_mass)
+    plain_w, plain_v = np.asarray(stop_gradient(all_w)), np.asarray(stop_gradient(all_v))
+    scale = max(np.abs(plain_w).max(), np.finfo(float).tiny)
+    picked = []
+    for value in w:
+        j = int(np.argmin(np.abs(plain_w - value)))
+        others = np.delete(plain_w, j)
+        if abs(plain_w[j] - value) > 1e-8 * scale or (
+                others.size and np.abs(others - plain_w[j]).min() <= 1e-8 * scale):
+            _refuse("scipy.sparse.linalg.eigsh with a traced M of an eigenvalue that is "
+                    "repeated, or that the dense problem does not reproduce", "mutad "
+                    "differentiates simple eigenvalues of A v = λ M v, M positive definite.")
+        picked.append(j)
+    values = scipys_value(w, all_w[picked])
+    if not vectors:
+        return values
+    v = found[1]
+    # SciPy's vectors, M-orthonormal (mode 'normal'), are the dense ones up to their sign
+    overlaps = np.einsum("ij,ij->j", v, np.asarray(mass @ plain_v[:, picked]))
+    if not np.allclose(np.abs(overlaps), 1.0, rtol=0.0, atol=1e-6):
+        _refuse("scipy.sparse.linalg.eigsh with a traced M whose eigenvectors are not "
+                "M-orthonormal (a mode other than 'normal', or an M that is not positive "
+                "definite)", "mutad differentiates A v = λ M v of a positive definite M in "
+                "mode='normal'.")
+    return values, scipys_value(v, all_v[:, picked] * np.sign(overlaps))
 
 
 
