@@ -2492,9 +2492,11 @@ class TracedSparse(_ComparedByValue):
         return self.multiply(other)
 
     def __truediv__(self, other):
+        if not _is_scalar(other) and _dense_operand(other):
+            return self.multiply(np.divide(1, other))  # SciPy's: the product with the reciprocal
         if not _is_scalar(other):
-            _refuse("a scipy.sparse matrix with traced values divided by an array",
-                    "multiply by its reciprocal with A.multiply(1 / B).")
+            _refuse("a scipy.sparse matrix with traced values divided by a sparse matrix",
+                    "multiply by the reciprocal of its dense array, A.multiply(1 / B.toarray()).")
         kept = self._keeping_stored()  # SciPy's: times 1/c
         return TracedSparse(kept, self.data * _finite_where_left_out(1 / other, kept))
 
