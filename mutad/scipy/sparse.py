@@ -236,8 +236,7 @@ from ..core.allocation import (COMPILED_OBJECTS, HANDED_SUBCLASSES, PASSING,
 from ..engines.arraylike import carries_derivative, settled
 from ..api import pullback, stop_gradient
 from ..custom import Adjoint
-from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
-                           UnsupportedOperationError)
+from ..core.errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..core.levels import ACTIVE, WRAPPERS, Tracer, handled, innermost
 from ..core.registry import (HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute,
                              zero_derivative)
