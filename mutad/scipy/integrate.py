@@ -103,6 +103,7 @@ import contextlib
 import functools
 import hashlib
 import sys
+import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -120,10 +121,10 @@ from scipy.integrate._ivp import lsoda as _lsoda
 from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import (STATE, _in_mode, allocate, by_user_code, plain_allocation,
-                               user_object)
+from ..core.allocation import (MODE, STATE, Preexisting, _in_mode, allocate, by_user_code,
+                               follows_floats, plain_allocation, plain_memory, user_object)
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
-from ..custom import Adjoint
+from ..custom import Adjoint, adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..engines.arraylike import carries_derivative, settled
@@ -655,6 +656,107 @@ class _Bound:
             cell.cell_contents = held
         if kind is ValueError and "read-only" in str(error):  # NumPy's, on _read_only's views
             raise UnsupportedOperationError(f"{self.parameters.name}: {_WRITTEN}") from error
+
+
+class _BuffersWritten:
+    """The block of a solve whose user functions run on plain numbers, where they may write
+    into arrays the differentiated function reaches and reads after the solve: a constant
+    among ``parameters`` (a work buffer it allocated, bound to its numbers) or an array made
+    before the call that it reaches by a name (``Preexisting``). NumPy leaves in each the
+    values of SciPy's last call of the functions, which depend on ``inputs`` (the call's
+    differentiated values) through the solver's iterations: on leaving the block each array
+    written holds those values (taken when SciPy's run ends: ``_scipy_ran``; the
+    derivatives' runs of the functions after it write there too), written by a recorded step
+    (``_solvers_last``) whose derivative is refused where one is asked of it, rather than
+    left a constant whose derivative would be a silent zero."""
+
+    def __init__(self, name, parameters, inputs):
+        self.name, self.inputs = name, inputs
+        leaves = parameters.leaves()
+        arrays = [leaves[i] for i in parameters.followed if i not in parameters.guarded]
+        arrays += [x for x in MODE.array_stand_ins.values() if follows_floats(x.dtype)]
+        self.watched = [(x, m, m.copy()) for x in arrays
+                        for m in (plain_memory(x) if type(x) is Preexisting else memory(x),)
+                        if type(m) is np.ndarray and m.dtype.kind in "fc"]
+        self.last = None
+
+    def __enter__(self):
+        _WATCHED.blocks.append(self)
+        return self
+
+    def ran(self):
+        """SciPy's run of the user's functions ended: what they left in the arrays."""
+        if self.last is None:
+            self.last = [m.copy() for _, m, _ in self.watched]
+
+    def __exit__(self, kind, error, traceback):
+        _WATCHED.blocks.remove(self)
+        last = self.last or [m for _, m, _ in self.watched]
+        written = [(x, m, before, after) for (x, m, before), after in zip(self.watched, last)
+                   if after.tobytes() != before.tobytes()]
+        if kind is not None or not written:
+            return
+        after = [after.copy() for *_, after in written]
+        for _, m, before, _ in written:
+            np.copyto(m, before)  # (the write below is the one the differentiation follows)
+        for differentiation in ACTIVE.running:  # (a replay would keep this call's values)
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{self.name}: a function given to it wrote into an array "
+                                "the function may read after the solve")
+        inputs = [v for v in self.inputs if carries_derivative(v)]
+        for (x, *_), values in zip(written, after):
+            x[...] = _solvers_last(values, *inputs)
+
+
+class _Watched(threading.local):
+    def __init__(self):
+        self.blocks = []  # the _BuffersWritten blocks running in this thread, innermost last
+
+
+_WATCHED = _Watched()
+
+
+def _scipy_ran():
+    """SciPy's run of a solve ended: the values its last call of the user's functions left
+    in the arrays they write into are NumPy's (``_BuffersWritten``)."""
+    if _WATCHED.blocks:
+        _WATCHED.blocks[-1].ran()
+
+
+@adjoint
+def _solvers_last(last, *inputs):
+    """``last``, the values a solver's last call of a user function left in an array, as a
+    function of the solve's differentiated ``inputs`` whose derivative mutad does not know."""
+    return last.copy()
+
+
+@_solvers_last.rule
+def _solvers_last_rule(last, *inputs):
+    # (``inputs`` an enclosing differentiation follows: the values are its step's too)
+    y = _solvers_last(last, *inputs) if _followed(*inputs) else last.copy()
+
+    def back(dy):
+        if np.any(memory(dy)):
+            raise UnsupportedOperationError(_SOLVERS_LAST)
+        return (None, *(np.zeros(np.shape(v), np.result_type(memory(v))) for v in inputs))
+    return y, back
+
+
+@_solvers_last.jvp_rule
+def _solvers_last_forward(tangents, last, *inputs):
+    # (a tangent not known: NaN, as that of sol.y at the solver's own step times)
+    y = _solvers_last(last, *inputs) if _followed(*inputs) else last.copy()
+    moved = any(t is not None and np.any(memory(t)) for t in tangents[1:])
+    return y, np.full(np.shape(last), np.nan if moved else 0.0, last.dtype)
+
+
+_SOLVERS_LAST = (
+    "a gradient reached values that a function given to the solver wrote into an array "
+    "(a work buffer in its closure, a module-level array) in the solver's last call of it: "
+    "they depend on the differentiated values through the solver's iterations, which mutad "
+    "does not differentiate. Compute what the loss reads from the solution instead (the "
+    "right-hand side at sol.y[:, -1]); in forward mode such values' tangents are NaN.")
 
 
 _HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
@@ -1498,6 +1600,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
                 _plain_call("solve_ivp", fun), t_span, y0_plain, solver, t_eval, dense,
                 None if events is None else [_plain_event(e) for e in event_list],
                 vectorized, parameters.args(values), **plain_options)
+        _scipy_ran()
         if sol.status < 0:
             raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
         return sol
@@ -1534,7 +1637,8 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     if span_followed:
         # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
         y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
-    y = _IVP(y0, *values, problem=problem)
+    with _BuffersWritten("solve_ivp", parameters, (y0, *values)):
+        y = _IVP(y0, *values, problem=problem)
     if isinstance(problem, _SolvedAnew):
         problem.guard(y)
     sol = problem.solution
