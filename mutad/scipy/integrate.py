@@ -894,6 +894,9 @@ class _Problem:
         self.rtol, self.atol = rtol, float(np.min(atol))
         self.max_step = max_step
         self.solved = None  # (y0, values): copies of the inputs the forward solve ran on
+        # copies of the values as the solve left them (a buffer the right-hand side writes
+        # into holds its last call's values: ``_BuffersWritten``)
+        self.left: Any = None
         self.solution: Any = None  # solve_ivp's result of that solve
         self.adaptive = False  # whether the outputs are at the solver's own step times
         # Set by the function that made the problem: the forward solve on plain values, and
@@ -924,7 +927,7 @@ class _Problem:
     def check_inputs(self, y0, values):
         """The solution kept is of the inputs it was solved for: refuse others (the inputs
         were changed in place after the solve)."""
-        y0_then, values_then = self.solved
+        y0_then, values_then = self.solved[0], self.left
         same = np.array_equal(y0_then, y0) and all(
             np.array_equal(a, b) for a, b in zip(values_then, values, strict=True))
         if not same:
@@ -1627,7 +1630,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
             def path(t_from, t_to):  # the dense output covers the whole span
                 return sol.sol
         problem.path, problem.times = path, sol.t
-        problem.solution = sol
+        problem.solution, problem.left = sol, [np.copy(v) for v in values]
         parameters.freeze()
         return sol
 
@@ -1637,16 +1640,18 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     if span_followed:
         # A later start is the same solve from y0 moved back along f: y0 - f(t0, y0) dt0.
         y0 = y0 - rhs(t0, y0) * _shift(span_given[0])
+    terminal = None  # the time of the event that ended the solve, and the state then
+    # (the events' derivatives evaluate the functions again: in the block, which leaves in
+    # the arrays they write what SciPy's run left)
     with _BuffersWritten("solve_ivp", parameters, (y0, *values)):
         y = _IVP(y0, *values, problem=problem)
-    if isinstance(problem, _SolvedAnew):
-        problem.guard(y)
-    sol = problem.solution
-    out = _ivp.OdeResult(**sol)
-    terminal = None  # the time of the event that ended the solve, and the state then
-    if events is not None:
-        out.t_events, out.y_events, terminal = _events(
-            problem, event_list, parameters, sol, y0, values, rhs)
+        if isinstance(problem, _SolvedAnew):
+            problem.guard(y)
+        sol = problem.solution
+        out = _ivp.OdeResult(**sol)
+        if events is not None:
+            out.t_events, out.y_events, terminal = _events(
+                problem, event_list, parameters, sol, y0, values, rhs)
     if eval_followed:
         y = _moved(rhs, y, eval_given, t_eval)
     elif t_eval is None and (span_followed or terminal is not None):
@@ -1822,6 +1827,7 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
             found = _odepack_py.odeint(
                 _plain_call("odeint", func), y0_plain, times, parameters.args(values),
                 **{**settings, "Dfun": _plain_call("odeint", Dfun), "full_output": 1})
+        _scipy_ran()
         Y, info = found
         parameters.freeze()
         if info["message"] != "Integration successful.":
@@ -1848,9 +1854,10 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
         _refuse_second_order("odeint", "differentiated times")
         rhs = functools.partial(problem.rhs, values=values)
         y0 = y0 - rhs(times[0], y0) * _shift(t[0])
-        Y = _moved(rhs, np.transpose(_ODEINT(y0, *values, problem=problem)), t, times).T
-    else:
+    with _BuffersWritten("odeint", parameters, (y0, *values)):
         Y = _ODEINT(y0, *values, problem=problem)
+    if times_followed:
+        Y = _moved(rhs, np.transpose(Y), t, times).T
     return (Y, result["info"]) if full_output else Y
 
 
@@ -2050,6 +2057,7 @@ class _Integral:
                 self.parameters.bound(values):
             self.found = self.integrate(_plain_call(self.name, self.func), a, b,
                                         args=self.parameters.args(values), **self.settings)
+        _scipy_ran()
         self.parameters.freeze()
         return np.asarray(self.found[0], dtype=float)
 
@@ -2211,7 +2219,9 @@ def _integral(name, integrate, func, a, b, args, settings):
         if _followed(limit) and np.isnan(limit):
             raise InvalidArgumentError(f"{name}: a NaN limit cannot be differentiated.")
     integral = _Integral(name, integrate, func, parameters, settings)
-    value = _QUAD(a, b, *parameters.values(), integral=integral)
+    values = parameters.values()
+    with _BuffersWritten(name, parameters, (a, b, *values)):
+        value = _QUAD(a, b, *values, integral=integral)
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
     return (value, *found_again(value, _besides_the_value, integral))
