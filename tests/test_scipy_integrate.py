@@ -1482,13 +1482,16 @@ def _closure_buffer(solver, read):
             y = scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-6, t_eval=[1.0]).y[0, -1]
         elif solver == "odeint":
             y = odeint(rhs, [1.0], [0.0, 1.0], tfirst=True)[-1, 0]
+        elif solver == "ode":
+            r = scipy.integrate.ode(rhs).set_integrator("dopri5")
+            y = r.set_initial_value([1.0], 0.0).integrate(1.0)[0]
         else:
             y = quad(lambda x: rhs(x, np.array([1.0]))[0], 0.0, 1.0)[0]
         return y + (buf.sum() if read else 0.0 * buf[0])
     return loss
 
 
-BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "quad"]
+BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad"]
 
 
 @pytest.mark.parametrize("solver", BUFFER_SOLVERS)

@@ -2592,6 +2592,7 @@ def _ode_class(scipy_class):
                     self.f_params = tuple(parameters.args(values))
                     try:
                         y1 = np.array(scipy_class.integrate(self, t, step, relax), dtype=float)
+                        _scipy_ran()
                     finally:
                         self.f_params = given
                 parameters.freeze()
@@ -2607,7 +2608,9 @@ def _ode_class(scipy_class):
                 return np.stack([start, y1]), path
 
             problem.forward = forward
-            self._mutad_state = _ODE(y0, *parameters.values(), problem=problem)[1]
+            values = parameters.values()
+            with _BuffersWritten(problem.name, parameters, (y0, *values)):
+                self._mutad_state = _ODE(y0, *values, problem=problem)[1]
             return self._mutad_state
 
     Ode.__name__, Ode.__qualname__ = scipy_class.__name__, scipy_class.__qualname__
