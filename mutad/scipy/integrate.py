@@ -121,7 +121,8 @@ from scipy.integrate._ivp import lsoda as _lsoda
 from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import (MODE, STATE, Preexisting, _in_mode, allocate, by_user_code,
+from ..core.allocation import (MODE, STATE, Preexisting, _in_mode, adopted, allocate,
+                               by_user_code,
                                follows_floats, plain_allocation, plain_memory, user_object)
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
 from ..custom import Adjoint, adjoint
@@ -687,12 +688,13 @@ class _BuffersWritten:
     def ran(self):
         """SciPy's run of the user's functions ended: what they left in the arrays."""
         if self.last is None:
-            self.last = [m.copy() for _, m, _ in self.watched]
+            self.last = [_now(x, m).copy() for x, m, _ in self.watched]
 
     def __exit__(self, kind, error, traceback):
         _WATCHED.blocks.remove(self)
-        last = self.last or [m for _, m, _ in self.watched]
-        written = [(x, m, before, after) for (x, m, before), after in zip(self.watched, last)
+        last = self.last or [_now(x, m) for x, m, _ in self.watched]
+        written = [(x, _now(x, m), before, after)
+                   for (x, m, before), after in zip(self.watched, last)
                    if after.tobytes() != before.tobytes()]
         if kind is not None or not written:
             return
@@ -707,6 +709,14 @@ class _BuffersWritten:
         inputs = [v for v in self.inputs if carries_derivative(v)]
         for (x, *_), values in zip(written, after):
             x[...] = _solvers_last(values, *inputs)
+
+
+def _now(x, m):
+    """The memory that holds the values of ``x`` now (``m``, its memory when the block began):
+    of a stand-in a write adopted in the block (forward mode's, which follows writes inside
+    rules), the running differentiation's array for it."""
+    level = adopted(x) if type(x) is Preexisting else None
+    return m if level is None else memory(level)
 
 
 class _Watched(threading.local):
