@@ -95,8 +95,13 @@ tangent together, and reverse mode the state and its sensitivity matrix ∂y/∂
 by a ``solve_ivp`` that the enclosing differentiation differentiates in its turn; through
 ``quad`` and ``quad_vec``, the derivative's integral is itself a differentiated ``quad_vec``.
 Refused, with an error that says so: second derivatives with respect to times and event times
-(differentiated to first order), and outputs at the step times SciPy's step size control chose
-(no ``t_eval``; the ends of the interval excepted).
+(differentiated to first order), outputs at the step times SciPy's step size control chose
+(no ``t_eval``; the ends of the interval excepted), and a derivative of what a function given
+to ``solve_ivp``, ``odeint``, ``ode``, ``quad`` or ``quad_vec`` wrote into an array the
+program reads after the solve (a work buffer in its closure, a module-level array): the array
+holds what SciPy's last call of the function left, as NumPy's run leaves it, but those values
+depend on the differentiated ones through the solver's iterations (forward mode gives them a
+NaN tangent).
 """
 
 import contextlib
