@@ -5,7 +5,9 @@ argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, 
 and integers from NumPy functions, a global array changed between calls) and write in every
 way the replay compiles or runs again (elements, slices and strided views, scatters and
 ``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
-reductions, SciPy's ``overwrite_a``, complex parts). ``check`` calls
+reductions, SciPy's ``overwrite_a``, complex parts), and decide on values taken out of the
+differentiation (``mutad.stop_gradient``), on counts and positions the data picks (a mask's
+indices, a slice's end, a shift, a search) and on ties after an inexact undo. ``check`` calls
 ``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
 decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
 and the caller's bytes."""
@@ -111,6 +113,32 @@ def _statements(rng):
         f"m = np.asfortranarray(np.outer(x, y) + {5 * N} * np.eye({N}))\n"
         "factors = scipy.linalg.lu_factor(m, overwrite_a=True)\n"
         "s = s + scipy.linalg.lu_solve(factors, s) + m.sum(axis=0)",
+        # values taken out of the differentiation (mutad.stop_gradient), decided on and read
+        # as numbers
+        f"s = s * float(mutad.stop_gradient(s[{i}]))",
+        f"c = mutad.stop_gradient(s)\nif c[{i}] > c[{j}]:\n    s = s[::-1] * x",
+        # Python's arithmetic on a number of the data, on a branch of its sign; a list of the
+        # data sorted by Python
+        f"v = float(s[{i}])\ns = s * (v ** 0.5 if v > 0 else -v)",
+        "s = s + np.array(sorted(s.tolist(), key=abs))",
+        # lengths, counts and positions the data picks: a slice's end, the indices of a mask
+        # (how many there are), a shift, a search in sorted values, a sorted table's knots
+        f"n = int(np.clip(np.nan_to_num(np.floor(x[{i}] + 2.0)), 0, {N}))\ns[:n] *= y[{j}]",
+        f"idx = np.nonzero(x > {c})[0]\ns[idx] *= y[idx]",
+        "s = np.roll(s, int(np.argmax(x)))",
+        f"s = np.sort(s)\ns[np.searchsorted(s, {c}) % {N}] += y[{j}]",
+        "s = s + np.interp(x, np.sort(y), s)",
+        # masks and ties of functions that choose: where=, select, piecewise, running maxima,
+        # a clip into the work array
+        f"np.maximum(s, y, out=s, where=x > {c})",
+        f"s = np.select([x > {c}, x < -{c}], [s, y], default=1.0) * s",
+        "s = np.piecewise(s, [s < 0, s >= 0], [lambda t: t * t, lambda t: 2.0 * t])",
+        "s = np.maximum.accumulate(s)",
+        f"np.clip(s, -1.0, {c}, out=s)",
+        # a write the restore policy undoes by an inverse that does not give the bytes back,
+        # then a tie decided on them
+        "s += x * 0.1\ns -= x * 0.1\ns = np.maximum(s, y)",
+        "with np.errstate(all='ignore'):\n    s = np.nan_to_num(s / x)",
     ]
     return choices[rng.integers(len(choices))]
 
@@ -125,7 +153,7 @@ def source(seed, length=None):
 
 
 def make(seed):
-    namespace = {"np": np, "scipy": scipy, "W": np.ones(N)}
+    namespace = {"np": np, "scipy": scipy, "mutad": mutad, "W": np.ones(N)}
     exec(compile(source(seed), f"<replay program {seed}>", "exec"), namespace)  # noqa: S102
     return namespace["f"], namespace["W"]
 
