@@ -191,30 +191,57 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def check(seed, calls=8, policy="restore", memory=None):
+def laid_out(a, kind):
+    """``a``'s values laid out in one of ``LAYOUTS`` ways: an array of its own (0), reversed
+    (a negative stride, 1), every other element of a larger array (2), a column of a 2-D
+    array (3), a slice past the start of a larger array (4)."""
+    if kind == 0:
+        return a.copy()
+    if kind == 1:
+        return a[::-1].copy()[::-1]
+    if kind == 3:
+        base = np.zeros((a.size, 3))
+        base[:, 1] = a
+        return base[:, 1]
+    base = np.zeros(2 * a.size if kind == 2 else a.size + 3)
+    view = base[::2] if kind == 2 else base[3:]
+    view[...] = a
+    return view
+
+
+LAYOUTS = 5
+
+
+def check(seed, calls=8, policy="restore", memory=None, layouts=False):
     """Replay program ``seed`` on ``calls`` inputs that flip its decisions (and the global
     ``W``'s sign on some calls); raise :class:`Mismatch` where a replayed call differs from
     a traced one or leaves the caller's arrays changed. Both under the memory budget
-    ``memory`` (None: none). Returns the replaying function."""
+    ``memory`` (None: none); with ``layouts``, each argument laid out in one of the ways of
+    :func:`laid_out`, drawn anew on some calls (a signature of its own, the same for both).
+    Returns the replaying function."""
     f, W = make(seed)
     rng = np.random.default_rng(seed + 1)
     replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory,
                                      replay=True)
     traced = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory)
     previous = inputs(rng)
+    kinds = [0, 0]
     for call in range(calls):
         args = previous if rng.random() < 0.3 else inputs(rng)  # repeats replay, others flip
         previous = args
         if rng.random() < 0.2:
             W *= -1.0
-        mine = [a.copy() for a in args]
+        if layouts and (call == 0 or rng.random() < 0.3):  # (kept else: replayed in them)
+            kinds = [int(k) for k in rng.integers(LAYOUTS, size=len(args))]
+        mine = [laid_out(a, kind) for a, kind in zip(args, kinds)]
         got = _outcome(replaying, mine)
         if any(a.tobytes() != b.tobytes() for a, b in zip(mine, args)):
             raise Mismatch(f"program {seed}, call {call}: the caller's arrays changed\n"
                            + source(seed))
-        expected = _outcome(traced, [a.copy() for a in args])
+        expected = _outcome(traced, [laid_out(a, kind) for a, kind in zip(args, kinds)])
         if got[0] != expected[0] or (got[0] == "raised" and got[1] is not expected[1]) or (
                 got[0] == "value" and not _same(got[1], expected[1])):
             raise Mismatch(f"program {seed}, call {call} on x={args[0]!r}, y={args[1]!r}, "
-                           f"W={W!r}: replayed {got}, traced {expected}\n" + source(seed))
+                           f"W={W!r}, laid out as {kinds}: replayed {got}, traced {expected}\n"
+                           + source(seed))
     return replaying
