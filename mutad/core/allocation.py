@@ -2208,8 +2208,32 @@ def _traced_real_scalar(value):
 
 PYTHON_COMPLEX = _PythonComplex("complex", (complex,), {"__module__": "builtins",
                                                        "__doc__": complex.__doc__})
-PYTHON_BUILTINS = {"float": PYTHON_FLOAT, "complex": PYTHON_COMPLEX}
-"""Python's number types in the mode, bound as ``PYTHON_FLOAT`` is, each under its name."""
+
+
+def _shown_type(*args, **kwargs):
+    """Python's ``type`` as the differentiated code sees it where it loads the name only to
+    call it: of a value mutad hands the program in place of NumPy's (a traced array, a traced
+    element, a value standing for a Python float, an array the function made), the class of
+    what NumPy would have handed it, as ``isinstance`` answers (``shown_class``), so that
+    ``type(x) is np.ndarray`` and ``type(x.sum()) == np.float64`` take NumPy's branch (they took
+    the other, silently: a wrong value); otherwise Python's ``type`` itself."""
+    if len(args) != 1 or kwargs:
+        return type(*args, **kwargs)
+    value = args[0]
+    cls = type(value)
+    if cls.__module__.partition(".")[0] != "mutad":
+        return cls
+    shown = value.__class__  # (asked for the user's code that called: ``FOR_THE_CALLER``)
+    if shown is not cls or not isinstance(value, np.ndarray):
+        return shown
+    # an array of the mode's own class (``Preexisting``): NumPy's class it derives from
+    return next(c for c in cls.__mro__ if c.__module__.partition(".")[0] != "mutad")
+
+
+_shown_type.__name__ = _shown_type.__qualname__ = "type"
+PYTHON_BUILTINS = {"float": PYTHON_FLOAT, "complex": PYTHON_COMPLEX, "type": _shown_type}
+"""Python's builtins the mode stands in for, bound as ``PYTHON_FLOAT`` is, each under its
+name: the number types, and ``type``."""
 
 
 class _RecordsConstructor(_ShownType):
@@ -2416,6 +2440,26 @@ def _uses(code, name):
 _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 # (code, type) -> whether it reads the builtin type other than to show or call what it gives
 # (``_compares_with_float``)
+
+
+def _keeps_builtin(code, name):
+    """Whether ``code`` (or a function defined in it) needs Python's own builtin ``name``
+    rather than the mode's (``PYTHON_BUILTINS``): ``float`` or ``complex`` where it may compare
+    a type with it (``_compares_with_float``); ``type`` where it loads it for anything but a
+    call (``isinstance(c, type)``, ``class Meta(type)``, ``t = type``), which the mode's, a
+    function, cannot pass for."""
+    if name != "type":
+        return _compares_with_float(code, name)
+    loads = _NAME_USES.get((code, "type loaded"))
+    if loads is None:
+        loads = False
+        for c in _codes(code):
+            instructions = list(dis.get_instructions(c))
+            loads = loads or any(
+                i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                and not _loaded_to_call(instructions, k) for k, i in enumerate(instructions))
+        _NAME_USES[code, "type loaded"] = loads
+    return loads
 
 
 def _compares_with_float(code, name="float"):
@@ -3581,7 +3625,7 @@ class _Route:
 
 FOR_THE_CALLER = {method.__code__ for method in (_ShownType.__instancecheck__,
                                                  _ScalarType.__instancecheck__,
-                                                 _Route.__instancecheck__)}
+                                                 _Route.__instancecheck__, _shown_type)}
 """The code of the stand-ins that answer ``isinstance`` for the user's code that asked
 (``shown_class``): the mode's types, routed classes, and SciPy's sparse classes'
 (``mutad.scipy.sparse``)."""
@@ -5376,7 +5420,7 @@ class _Mode:
                     original = getattr(builtins, name)
                     site = self.floats.setdefault((id(namespace), name), [namespace, name, None])
                     site[2] = original if site[2] is original \
-                        or _compares_with_float(code, name) \
+                        or _keeps_builtin(code, name) \
                         or self._compares_float(namespace, name) else stand_in
                 for name in names:  # (one loop, not two comprehensions: a few names)
                     holders.append((namespace, name))  # (a global f binds: ``global``)
@@ -5468,7 +5512,7 @@ class _Mode:
                                     for builtin, stand_in in PYTHON_BUILTINS.items())
         known = self.float_compares.get((id(namespace), name))
         if known is None or known[0] is not namespace or known[1] != size:
-            compares = any(_compares_with_float(code, name) for code in _own_codes(namespace)
+            compares = any(_keeps_builtin(code, name) for code in _own_codes(namespace)
                            if name in _names(code))
             known = self.float_compares[id(namespace), name] = (namespace, size, compares)
         return known[2]
