@@ -144,6 +144,21 @@ def test_a_branch_on_type_gives_numpys_value_and_its_derivative():
     assert x.tobytes() == before
 
 
+def converts_then_compares(x):
+    """Calls NumPy's scalar type (the mode's stands in for it) and compares a type with it by
+    ``==`` and ``!=``, which its stand-in answers as NumPy's type."""
+    y = np.float32(x[0]) * 2
+    if type(y) != np.float32 or not type(y) == np.float32:
+        return 0.0 * x[0]
+    return y * x[1]
+
+
+def test_a_scalar_types_stand_in_compares_unequal_as_numpys():
+    x = np.array([1.5, 2.5])
+    value, (g,) = mutad.value_and_gradient(converts_then_compares, x)  # (!= raised TypeError)
+    assert value == converts_then_compares(x.copy()) == 7.5 and g.tolist() == [5.0, 3.0]
+
+
 LOADS_TYPE = """
 def f(x):
     return x.sum() * isinstance(np.ndarray, type) + (type(x) is np.ndarray)

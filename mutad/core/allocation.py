@@ -2047,7 +2047,8 @@ class _ScalarType(type):
         return True if other is cls or other is cls.__bases__[0] else NotImplemented
 
     def __ne__(cls, other):
-        equal = cls.__eq__(other)
+        # (the metaclass's __eq__: ``cls.__eq__`` is the scalar type's method of its values)
+        equal = _ScalarType.__eq__(cls, other)
         return equal if equal is NotImplemented else not equal
 
     def __hash__(cls):
@@ -5503,9 +5504,9 @@ class _Mode:
 
     def _compares_float(self, namespace, name="float"):
         """Whether the code of some function or class of the module whose namespace is
-        ``namespace`` may compare a type with ``float`` where the mode's cannot pass
-        (``_compares_with_float``): the mode's float, bound as the module's global, would be
-        the one it compares with."""
+        ``namespace`` needs Python's own builtin ``name`` (``_keeps_builtin``: compares a type
+        with ``float``, loads ``type`` other than to call it): the mode's, bound as the
+        module's global, would be the one it reads."""
         # (its size without the stand-ins the mode binds there itself, ``_install_types``:
         # a nested differentiation finds them bound, and must not scan the module again)
         size = len(namespace) - sum(namespace.get(builtin) is stand_in
