@@ -75,7 +75,9 @@ those standing for floats as their numbers (``_json_default``); Python's ``float
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
 does), and ``complex`` of traced floats the value standing for the Python complex: a module's
 global bound to ``PYTHON_FLOAT`` (``PYTHON_COMPLEX``) for the differentiation, in the modules whose
-code reads it and never compares a type with it (``_Mode._compares_float``).
+code reads it and never compares a type with it (``_Mode._compares_float``); and ``type``, called
+by the differentiated code, gives the class of NumPy's value (``_shown_type``), in the modules
+whose code loads it only to call it.
 
 Float arrays (and arrays of records holding floats) made before the differentiation started
 that the differentiated function reaches by a name (a module-level initial condition ``U0``, a
