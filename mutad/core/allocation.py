@@ -2453,16 +2453,8 @@ def _keeps_builtin(code, name):
     function, cannot pass for."""
     if name != "type":
         return _compares_with_float(code, name)
-    loads = _NAME_USES.get((code, "type loaded"))
-    if loads is None:
-        loads = False
-        for c in _codes(code):
-            instructions = list(dis.get_instructions(c))
-            loads = loads or any(
-                i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-                and not _loaded_to_call(instructions, k) for k, i in enumerate(instructions))
-        _NAME_USES[code, "type loaded"] = loads
-    return loads
+    return _loads_type(code, "type loaded", lambda instructions, k, c: _loaded_to_call(
+        instructions, k))
 
 
 def _compares_with_float(code, name="float"):
@@ -2475,17 +2467,24 @@ def _compares_with_float(code, name="float"):
     compares nothing."""
     if _uses(code, name)[1]:
         return True
-    reads_type = _NAME_USES.get((code, type))
-    if reads_type is None:
-        reads_type = False
+    return _loads_type(code, type, lambda instructions, k, c: _type_only_shown(
+        instructions, k, c.co_name))
+
+
+def _loads_type(code, key, harmless):
+    """Whether ``code`` (or a function defined in it) loads the builtin ``type`` where
+    ``harmless(instructions, k, code)`` does not clear the load at instruction ``k``; kept in
+    ``_NAME_USES`` under ``(code, key)``."""
+    loads = _NAME_USES.get((code, key))
+    if loads is None:
+        loads = False
         for c in _codes(code):
             instructions = list(dis.get_instructions(c))
-            reads_type = reads_type or any(
+            loads = loads or any(
                 i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-                and not _type_only_shown(instructions, k, c.co_name)
-                for k, i in enumerate(instructions))
-        _NAME_USES[code, type] = reads_type
-    return reads_type
+                and not harmless(instructions, k, c) for k, i in enumerate(instructions))
+        _NAME_USES[code, key] = loads
+    return loads
 
 
 # Callees a type, or its name, may be handed to without being compared: shown to a person,
