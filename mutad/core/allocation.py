@@ -4913,6 +4913,9 @@ class _Mode:
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
+        # ``builtins.__import__`` in the mode (``_importing``), bound once: put in and found by
+        # identity on every entry and exit
+        self.importer = self._importing
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
@@ -5140,7 +5143,7 @@ class _Mode:
                 self._install_types()
                 return holders
             try:
-                builtins.__import__ = self._importing
+                builtins.__import__ = self.importer
                 json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
@@ -5151,7 +5154,8 @@ class _Mode:
                         module.__class__ = cls
                 self._route_methods()
                 self.ndarray = None
-                self.scalars = {}
+                if self.scalars:  # (a new one where the last entry chose some: the common
+                    self.scalars = {}  # case, none, keeps the empty one)
                 holders = self._swap_cells(f)
                 self._install_types()
                 return holders
@@ -5263,12 +5267,13 @@ class _Mode:
         for namespace, name, _ in self.floats.values():
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
-        self.floats = {}
+        if self.floats:  # (emptied where it holds some: the common case holds none)
+            self.floats = {}
         if not self._holds_own_types():
             self.numpy.ndarray = np.ndarray
             self.numpy.__dict__.update(_CALLED_ORIGINALS)
             self.own_types = self.types_version.value if self.types_version is not None else None
-        if builtins.__import__ == self._importing:
+        if builtins.__import__ is self.importer:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
         self._swap(0)
@@ -5284,8 +5289,10 @@ class _Mode:
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original)
                      for _, _, original, stand_in in self.cells} if self.cells else {}
-        self.array_stand_ins = {}
-        self.plain_views = {}
+        if self.array_stand_ins:  # (the common case made none: the empty ones are kept)
+            self.array_stand_ins = {}
+        if self.plain_views:
+            self.plain_views = {}
         while self.cells:
             place, key, _, _ = self.cells.pop()
             if type(place) is list:  # (the function may have moved its items: each one)
