@@ -5134,7 +5134,11 @@ class _Mode:
             if cupy_array is not None:  # known before the scan: its SciPy's functions are
                 namespace_of(cupy_array)  # routed in the first differentiation too
             self.imported = now  # (as read before: an import made since shows next time)
-        with self.lock:
+        # (the lock taken and released by its methods, not a ``with`` block, whose special
+        # methods are looked up anew each time: the mode's entry and exit run once per
+        # differentiation)
+        self.lock.acquire()
+        try:
             self.depth += 1
             if self.depth > 1:
                 if self.methods_version != VERSIONS["method"]:
@@ -5163,6 +5167,8 @@ class _Mode:
                 self._undo()
                 self.depth -= 1
                 raise
+        finally:
+            self.lock.release()
 
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
@@ -5192,10 +5198,13 @@ class _Mode:
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it
         was the last one running."""
-        with self.lock:
+        self.lock.acquire()  # (as in ``enter``)
+        try:
             self.depth -= 1
             if self.depth == 0:
                 self._undo()
+        finally:
+            self.lock.release()
 
     def _importing(self, name, globals=None, locals=None, fromlist=(), level=0):
         """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
@@ -6237,8 +6246,11 @@ class _InMode:
         f = self.f
         holders = MODE.enter(f)
         try:
-            with MODE.lock:
+            MODE.lock.acquire()  # (as in ``_Mode.enter``)
+            try:
                 stand_in = None if f is None else MODE._stand_in(f)
+            finally:
+                MODE.lock.release()
         except BaseException:
             MODE.exit()
             raise
