@@ -3734,6 +3734,10 @@ def _numpy_made(value):
 
 
 _DISPATCHER = type(np.choose)
+
+_MADE_TOPS = ("numpy", "scipy")
+"""The packages whose Python functions may be ``_MadeFloats`` (``_numpy_made``: a function's
+own module's package is NumPy) or ``_Made`` (``_Mode._made``: SciPy)."""
 """The type of NumPy's functions that its ``__array_function__`` protocol dispatches."""
 
 _MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
@@ -5006,6 +5010,8 @@ class _Mode:
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
         (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
+        if type(value) is types.FunctionType and _top(value.__globals__) not in _MADE_TOPS:
+            return None  # (the user's own function, met on every entry: neither question asked)
         if _numpy_made(value):
             return made_floats(value)
         # (SciPy's by where its code is, not by its __module__: a user's function wrapped
