@@ -3780,6 +3780,10 @@ def _numpy_made(value):
 
 
 _DISPATCHER = type(np.choose)
+
+_MADE_TOPS = ("numpy", "scipy")
+"""The packages whose Python functions may be ``_MadeFloats`` (``_numpy_made``: a function's
+own module's package is NumPy) or ``_Made`` (``_Mode._made``: SciPy)."""
 """The type of NumPy's functions that its ``__array_function__`` protocol dispatches."""
 
 _MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
@@ -4959,6 +4963,9 @@ class _Mode:
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
+        # ``builtins.__import__`` in the mode (``_importing``), bound once: put in and found by
+        # identity on every entry and exit
+        self.importer = self._importing
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
@@ -5049,6 +5056,8 @@ class _Mode:
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
         (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
+        if type(value) is types.FunctionType and _top(value.__globals__) not in _MADE_TOPS:
+            return None  # (the user's own function, met on every entry: neither question asked)
         if _numpy_made(value):
             return made_floats(value)
         # (SciPy's by where its code is, not by its __module__: a user's function wrapped
@@ -5177,7 +5186,11 @@ class _Mode:
             if cupy_array is not None:  # known before the scan: its SciPy's functions are
                 namespace_of(cupy_array)  # routed in the first differentiation too
             self.imported = now  # (as read before: an import made since shows next time)
-        with self.lock:
+        # (the lock taken and released by its methods, not a ``with`` block, whose special
+        # methods are looked up anew each time: the mode's entry and exit run once per
+        # differentiation)
+        self.lock.acquire()
+        try:
             self.depth += 1
             if self.depth > 1:
                 if self.methods_version != VERSIONS["method"]:
@@ -5186,7 +5199,7 @@ class _Mode:
                 self._install_types()
                 return holders
             try:
-                builtins.__import__ = self._importing
+                builtins.__import__ = self.importer
                 json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
@@ -5197,7 +5210,8 @@ class _Mode:
                         module.__class__ = cls
                 self._route_methods()
                 self.ndarray = None
-                self.scalars = {}
+                if self.scalars:  # (a new one where the last entry chose some: the common
+                    self.scalars = {}  # case, none, keeps the empty one)
                 holders = self._swap_cells(f)
                 self._install_types()
                 return holders
@@ -5205,6 +5219,8 @@ class _Mode:
                 self._undo()
                 self.depth -= 1
                 raise
+        finally:
+            self.lock.release()
 
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
@@ -5234,10 +5250,13 @@ class _Mode:
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it
         was the last one running."""
-        with self.lock:
+        self.lock.acquire()  # (as in ``enter``)
+        try:
             self.depth -= 1
             if self.depth == 0:
                 self._undo()
+        finally:
+            self.lock.release()
 
     def _importing(self, name, globals=None, locals=None, fromlist=(), level=0):
         """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
@@ -5309,12 +5328,13 @@ class _Mode:
         for namespace, name, _ in self.floats.values():
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
-        self.floats = {}
+        if self.floats:  # (emptied where it holds some: the common case holds none)
+            self.floats = {}
         if not self._holds_own_types():
             self.numpy.ndarray = np.ndarray
             self.numpy.__dict__.update(_CALLED_ORIGINALS)
             self.own_types = self.types_version.value if self.types_version is not None else None
-        if builtins.__import__ == self._importing:
+        if builtins.__import__ is self.importer:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
         self._swap(0)
@@ -5330,8 +5350,10 @@ class _Mode:
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original)
                      for _, _, original, stand_in in self.cells} if self.cells else {}
-        self.array_stand_ins = {}
-        self.plain_views = {}
+        if self.array_stand_ins:  # (the common case made none: the empty ones are kept)
+            self.array_stand_ins = {}
+        if self.plain_views:
+            self.plain_views = {}
         while self.cells:
             place, key, _, _ = self.cells.pop()
             if type(place) is list:  # (the function may have moved its items: each one)
@@ -6276,8 +6298,11 @@ class _InMode:
         f = self.f
         holders = MODE.enter(f)
         try:
-            with MODE.lock:
+            MODE.lock.acquire()  # (as in ``_Mode.enter``)
+            try:
                 stand_in = None if f is None else MODE._stand_in(f)
+            finally:
+                MODE.lock.release()
         except BaseException:
             MODE.exit()
             raise
