@@ -642,13 +642,15 @@ def library_binding(value):
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
     mode's (``_Joined``: a traced item is joined, not converted); where it is
     ``np.isscalar``, the mode's (True of a traced number standing for a scalar); where it is
-    the ``math`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
-    traced scalars; ``None`` otherwise."""
+    the ``math`` or ``cmath`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's,
+    whose functions follow traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
     if value is math:
         return _LIBRARY_MATH
+    if value is cmath:
+        return _LIBRARY_CMATH
     if value is QUERIES["isscalar"][0]:
         return QUERIES["isscalar"][1]
     polynomial = POLYNOMIAL_READERS.get(id(value))
@@ -4796,6 +4798,9 @@ for _swapped in PYTHON_MODULES.values():
     _BY_ORIGINAL.update({id(func): (func, new) for func, new in _swapped.values()})
 _LIBRARY_MATH = _mode_python(math)
 """The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
+_LIBRARY_CMATH = _mode_python(cmath)
+"""The ``cmath`` module as SciPy's code reads it there (``cmath.exp(2j * pi * f1 / fs)`` of a
+traced frequency in ``scipy.signal.czt``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,

@@ -1639,8 +1639,9 @@ def cont2discrete(system, dt, method="zoh", alpha=None):
 
 
 # The chirp z-transform: SciPy's CZT (and ZoomFFT) applied as SciPy's __call__ computes it, on
-# the transform's constant arrays: a product, an FFT, another product, an inverse FFT and a
-# product, each differentiated (linear in x; the transform's settings are constants).
+# the transform's arrays: a product, an FFT, another product, an inverse FFT and a product,
+# each differentiated. A ZoomFFT of a differentiated range or fs is made by SciPy's own
+# __init__, followed: its chirps are traced arrays, differentiated through the call as well.
 
 
 def _czt_call(self, x, *, axis=-1):
@@ -1654,7 +1655,19 @@ def _czt_call(self, x, *, axis=-1):
     return np.transpose(y, order)
 
 
+_czt_call.always = True  # type: ignore[attr-defined]  # (a transform of a differentiated
+# frequency range holds traced arrays: its call on a constant signal differentiates them too)
 defmethod(_signal.CZT, "__call__", _czt_call)
+_ZOOM_FFT_INIT = _signal.ZoomFFT.__init__
+
+
+def _zoom_fft_init(self, *args, **kwargs):
+    """A ``ZoomFFT`` of a differentiated frequency range or sampling frequency: SciPy's own
+    ``__init__``, followed, whose ``cmath.exp(2j * pi * f1 / fs)`` is the mode's ``cmath``."""
+    following_scipys_code(_ZOOM_FFT_INIT.__get__(self), args, kwargs)
+
+
+defmethod(_signal.ZoomFFT, "__init__", _zoom_fft_init)
 
 
 @stands_in_for(_signal.czt)
