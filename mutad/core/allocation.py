@@ -2262,6 +2262,8 @@ def _matrix_of(data, dtype, copy, numpys):
     call of NumPy's (``np.matrix``, ``np.asmatrix``) that makes its matrix of given values:
     made once, of the plain values where ``data`` holds traced ones, so that NumPy's warning
     is issued once, from NumPy's line."""
+    if ACTIVE.running and holds_wrapped(data):
+        subclass_rules(np.matrix)
     handed = HANDED_SUBCLASSES.get(np.matrix)
     if handed is None or not (ACTIVE.running and holds_wrapped(data)):
         return numpys(data)
@@ -2312,6 +2314,8 @@ def _bmat(obj, ldict=None, gdict=None):
     object that computes as np.matrix does (``HANDED_SUBCLASSES``), in the shape NumPy's bmat
     of their plain values has (its errors too), where the calling code compares no type with
     np.matrix by identity (``_asmatrix``'s condition); NumPy's otherwise (a string of names)."""
+    if ACTIVE.running and holds_wrapped(obj):
+        subclass_rules(np.matrix)
     handed = HANDED_SUBCLASSES.get(np.matrix)
     if handed is None or not (ACTIVE.running and holds_wrapped(obj)) or type(obj) not in (
             list, tuple) or _uses(sys._getframe(1).f_code, "matrix")[1]:
@@ -2664,6 +2668,21 @@ SUBCLASS_CALLS: dict[type, Callable[[Any, tuple, dict], Any]] = {}
 in a NumPy function or ufunc (``np.matrix(A) + np.diag(x)``), what computes ``call(*args,
 **kwargs)`` as the subclass does, its results of the subclass where NumPy's are
 (``scipy.sparse`` registers np.matrix's)."""
+
+SUBCLASS_LIBRARIES = {np.matrix: "scipy.sparse"}
+"""For a subclass of ndarray, the library whose rule module registers its stand-ins
+(``HANDED_SUBCLASSES``, ``SUBCLASS_CALLS``): np.matrix's computes beside scipy.sparse's
+matrices, whose ``todense()`` gives one (``subclass_rules``)."""
+
+
+def subclass_rules(kind):
+    """Load the rules that register ``kind``'s stand-ins (``SUBCLASS_LIBRARIES``) where no
+    rule module has yet: a program of np.matrix that imports no scipy.sparse, as the mode
+    loads them for one that imports it in its body."""
+    library = SUBCLASS_LIBRARIES.get(kind)
+    if library is not None and kind not in HANDED_SUBCLASSES:
+        _imported(_IMPORT_MODULE, library)
+
 
 FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
 """How a Python function of SciPy's that nothing routes (``_Made``) runs on traced arguments:
