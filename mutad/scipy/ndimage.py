@@ -301,12 +301,20 @@ def _deliver(result, output):
 def _constant(value, what, name):
     if innermost((value,)) is None:
         return value
-    if carries_derivative(value):
+    if _carries(value):
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name}: mutad does not differentiate with respect to {what}; pass "
             "it as a constant (a number not computed from the differentiated arguments).")
     what = what if what.startswith("the ") else f"a {what}"  # "the matrix", "a cval"
     return settled(value, f"scipy.ndimage.{name} with {what} the program computes")
+
+
+def _carries(value):
+    """Whether ``value`` (inside lists and tuples too: a tuple of settings) carries a
+    derivative."""
+    if type(value) in (list, tuple):
+        return any(_carries(v) for v in value)
+    return carries_derivative(value)
 
 
 def _weights(weights):
@@ -1114,25 +1122,23 @@ def _geometric_transform(input, mapping, output_shape=None, output=None, order=3
                         extra_keywords=None):
     # The user's mapping of output coordinates is plain Python: its input coordinates are
     # computed once here, as SciPy computes them (the same calls, the same numbers), and the
-    # derivative in the image is map_coordinates' at them.
-    extra_arguments, extra_keywords = _settings(
-        "geometric_transform", order, (extra_arguments, "extra_arguments"),
-        (extra_keywords, "extra_keywords"))
+    # derivative in the image is map_coordinates' at them. Where they depend on the
+    # differentiated arguments (a mapping reading a traced shift), they are map_coordinates'
+    # traced coordinates: SciPy interpolates both the same way, at the same numbers.
+    _settings("geometric_transform", order)  # (the extra arguments go to the mapping)
     output_shape = tuple(int(n) for n in (np.shape(input) if output_shape is None
                                           else output_shape))
     keywords = extra_keywords or {}
     ndim = np.ndim(input)
+    found = [list(mapping(index, *extra_arguments, **keywords))
+             for index in np.ndindex(*output_shape)]
+    if innermost((found,)) is not None:
+        points, = lists_as_arrays([found])
+        coordinates = np.reshape(np.transpose(points * 1.0), (ndim, *output_shape))
+        return map_coordinates(input, coordinates, output, order, mode, cval, prefilter)
     coordinates = np.empty((ndim, int(np.prod(output_shape))))
-    for p, index in enumerate(np.ndindex(*output_shape)):
-        try:
-            found = mapping(index, *extra_arguments, **keywords)
-            coordinates[:, p] = [float(c) for c in found]
-        except ConversionError as error:
-            raise UnsupportedOperationError(
-                "scipy.ndimage.geometric_transform: the mapping returned coordinates that "
-                "depend on the differentiated arguments, which mutad does not differentiate "
-                "there; compute the coordinates as an array and call map_coordinates (order=1 "
-                "differentiates them), or pass them through mutad.stop_gradient.") from error
+    for p, point in enumerate(found):
+        coordinates[:, p] = [float(c) for c in point]
     weights = _point_weights(list(coordinates), order, mode, prefilter)
     # SciPy's own, held by the stand-in: scipy.ndimage's name is the stand-in while this runs.
     return _interpolated(geometric_transform.original, "geometric_transform", input, output,
@@ -1601,13 +1607,13 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     function computes is recorded): SciPy's own filter of the elements' positions, with a
     function that notes each window, tells which elements, boundaries included."""
     extra_keywords = extra_keywords or {}
-    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+    if not any(carries_derivative(v) for v in (input, cval, *extra_arguments,
                                                 *extra_keywords.values())):
+        cval = _constant(cval, "cval", "generic_filter")
         return generic_filter.original(input, function, size, footprint, output, mode, cval,
                                        origin, extra_arguments, extra_keywords, axes=axes)
     if np.iscomplexobj(input):
         raise TypeError("Complex type not supported")
-    cval = _constant(cval, "cval", "generic_filter")
     dtype = _dtype(output, input, "generic_filter")
     shape = np.shape(input)
     windows = []
@@ -1620,7 +1626,7 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     generic_filter.original(np.arange(math.prod(shape), dtype=np.float64).reshape(shape), note,
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
-                               np.full(1, cval, np.float64)])
+                               np.reshape(cval, (1,)).astype(np.float64, copy=False)])
     if _into_itself("generic_filter", input, output, by_lines=False):
         # SciPy reads each window from the memory it writes into, element by element in
         # C order: later windows see the results already written
@@ -1644,13 +1650,13 @@ def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="r
     on a new output line the differentiation follows, line after line, so that what it
     writes there is differentiated."""
     extra_keywords = {} if extra_keywords is None else extra_keywords
-    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+    if not any(carries_derivative(v) for v in (input, cval, *extra_arguments,
                                                 *extra_keywords.values())):
+        cval = _constant(cval, "cval", "generic_filter1d")
         return generic_filter1d.original(input, function, filter_size, axis, output, mode,
                                          cval, origin, extra_arguments, extra_keywords)
     if np.iscomplexobj(input):
         raise TypeError("Complex type not supported")
-    cval = _constant(cval, "cval", "generic_filter1d")
     dtype = _dtype(output, input, "generic_filter1d")
     axis = normalize_axis_index(axis, np.ndim(input))
     length = np.shape(input)[axis]
