@@ -697,7 +697,15 @@ SEVERAL_OUTPUTS = {
     "iti0k0": lambda x: scipy.special.iti0k0(x)[0] + 2.0 * scipy.special.iti0k0(x)[1],
     "it2j0y0": lambda x: scipy.special.it2j0y0(x)[0] ** 2 + scipy.special.it2j0y0(x)[1],
     "it2i0k0": lambda x: scipy.special.it2i0k0(x)[0] + 3.0 * scipy.special.it2i0k0(x)[1],
+    # ellipj in u and m (had no rule: an elliptic filter's design of a traced ripple stopped)
+    "ellipj": lambda x: (lambda sn, cn, dn, ph: sn + 2.0 * cn + dn * ph)(
+        *scipy.special.ellipj(x, x / 3.0)),
+    "ellipj_u": lambda x: scipy.special.ellipj(2.0 * x, 0.4)[3] * scipy.special.ellipj(
+        2.0 * x, 0.4)[0],
+    "ellipj_m": lambda x: (lambda sn, cn, dn, ph: sn * dn + cn - ph)(
+        *scipy.special.ellipj(1.3, x[:, None] / 3.0)).sum(axis=1),
 }
+
 
 
 @pytest.mark.parametrize("name", SEVERAL_OUTPUTS)

@@ -1022,8 +1022,6 @@ def ss2tf(A, B, C, D, input=0):
 def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butter",
                output="ba", fs=None):
     name = "scipy.signal.iirfilter"
-    _refuse_followed((rp, rs), "a filter's ripple or attenuation (rp, rs)",
-                     "Pass them as constants; the critical frequencies Wn are differentiated.")
     Wn = array_argument(Wn) * 1.0
     fs = _filter_design._validate_fs(fs, allow_none=True)
     ftype, btype, output = (x.lower() for x in (ftype, btype, output))
@@ -1037,15 +1035,15 @@ def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butte
     if plain.size > 1 and not plain[0] < plain[1]:
         raise ValueError("Wn[0] must be less than Wn[1]")
     btype = _filter_design.band_dict.get(btype, btype)
-    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk", "sos") \
-            or _filter_design.filter_dict.get(ftype, [None])[0] is _filter_design.besselap:
+    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk", "sos"):
         raise UnsupportedOperationError(
             f"{name}(btype={btype!r}, ftype={ftype!r}, output={output!r}) of differentiated "
             "critical frequencies: mutad follows the lowpass, highpass and bandpass designs "
-            "of butter, cheby1, cheby2 and ellip with output='ba', 'zpk' or 'sos'.")
-    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0)
-    z, p, k = _filter_design.iirfilter(N, 1.0, rp, rs, btype="lowpass", analog=True,
-                                       ftype=ftype, output="zpk")
+            "of butter, cheby1, cheby2, ellip and bessel with output='ba', 'zpk' or 'sos'.")
+    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0);
+    # of a differentiated ripple or attenuation, SciPy's own code followed (cheb1ap, ellipap)
+    z, p, k = following_scipys_code(_filter_design.iirfilter, (N, 1.0, rp, rs), dict(
+        btype="lowpass", analog=True, ftype=ftype, output="zpk"))
     degree = _filter_design._relative_degree(z, p)
     if not analog:
         if np.any(plain >= 1):
