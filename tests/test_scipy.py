@@ -704,8 +704,18 @@ SEVERAL_OUTPUTS = {
         2.0 * x, 0.4)[0],
     "ellipj_m": lambda x: (lambda sn, cn, dn, ph: sn * dn + cn - ph)(
         *scipy.special.ellipj(1.3, x[:, None] / 3.0)).sum(axis=1),
+    # the parabolic cylinder functions in x (had no rule): their derivative, and Weber's
+    # equation for the derivative's
+    "pbdv": lambda x: (lambda d, dp: d + 2.0 * dp)(*scipy.special.pbdv(1.3, x)),
+    "pbvv": lambda x: scipy.special.pbvv(0.7, x)[0] * scipy.special.pbvv(0.7, x)[1],
+    "pbwa": lambda x: (lambda w, wp: w ** 2 + wp)(*scipy.special.pbwa(0.4, x)),
 }
 
+
+def test_a_parabolic_cylinder_functions_order_is_refused():
+    for mode in (lambda f: mutad.gradient(f, 1.3), lambda f: mutad.jvp(f, (1.3,), (1.0,))):
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="order"):
+            mode(lambda v: scipy.special.pbdv(v, 1.0)[0])
 
 
 @pytest.mark.parametrize("name", SEVERAL_OUTPUTS)

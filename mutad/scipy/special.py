@@ -1323,6 +1323,49 @@ def _ellipj_jvp(tangents, u, m, **kwargs):
                      for pu, pm in zip(in_u, in_m, strict=True))
 
 
+# The parabolic cylinder functions give their value and its derivative in x, and solve
+# Weber's equation y'' = c(order, x) y: pbdv's D_v and pbvv's V_v with c = x²/4 - v - 1/2,
+# pbwa's W(a, x) with c = a - x²/4. Their derivative in the order has no closed form: a
+# differentiated order is refused (the pullback gives it None).
+_WEBER = {_special.pbdv: lambda v, x: 0.25 * x * x - v - 0.5,
+          _special.pbvv: lambda v, x: 0.25 * x * x - v - 0.5,
+          _special.pbwa: lambda a, x: a - 0.25 * x * x}
+
+
+def _weber(ufunc):
+    curvature = _WEBER[ufunc]
+
+    def outputs(order, x, kwargs):
+        if kwargs or np.iscomplexobj(order) or np.iscomplexobj(x):
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__} of complex values or with out=/where= has no "
+                "rule in mutad: call it on real arguments and write the outputs where they "
+                "belong.")
+        y, dy = ufunc(order, x)
+        return (y, dy), (dy, curvature(order, x) * y)
+
+    def rule(order, x, **kwargs):
+        ys, partials = outputs(order, x, kwargs)
+        return ys, lambda dys: (None, unbroadcast(
+            sum(times(d, p) for d, p in zip(dys, partials, strict=True)), np.shape(x)))
+
+    def jvp(tangents, order, x, **kwargs):
+        dorder, dx = (tuple(tangents) + (None, None))[:2]
+        if dorder is not None:
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__}: mutad has no derivative with respect to the "
+                "order, and it depends on the differentiated arguments. Pass it as a constant.")
+        ys, partials = outputs(order, x, kwargs)
+        return ys, tuple(None if dx is None else times(dx, p) for p in partials)
+
+    defrule(ufunc)(rule)
+    defjvp(ufunc)(jvp)
+
+
+for _ufunc in _WEBER:
+    _weber(_ufunc)
+
+
 @polygamma.rule
 def _polygamma_rule(n, x):
     y = polygamma(n, x)
