@@ -768,8 +768,9 @@ def test_discrete_step_and_impulse_responses(name):
 
 
 def test_frequency_responses_of_differentiated_systems():
-    """freqs, freqs_zpk and freqresp (of transfer functions and zeros and poles) at given
-    frequencies: SciPy's values bit for bit, gradients in both modes and to second order."""
+    """freqs, freqs_zpk and freqresp (of transfer functions, zeros and poles, and a (num, den)
+    tuple) at given frequencies: SciPy's values bit for bit, gradients in both modes and to
+    second order."""
     w = np.logspace(-1, 1, 7)
 
     def responses(p):
@@ -778,7 +779,9 @@ def test_frequency_responses_of_differentiated_systems():
                                        p[2], worN=w)
         _, h3 = scipy.signal.freqresp(scipy.signal.lti([p[2]], [1.0, p[1], p[0]]), w=w)
         _, h4 = scipy.signal.lti([-p[0]], [-p[1], -p[2]], p[3]).freqresp(w=w)
-        h = np.concatenate([h1, h2, h3, h4])
+        # a (num, den) tuple, which SciPy converts to zeros and poles (was refused)
+        _, h5 = scipy.signal.freqresp(([p[2], p[3]], [1.0, p[1], p[0]]), w=w)
+        h = np.concatenate([h1, h2, h3, h4, h5])
         return np.concatenate([np.real(h), np.imag(h)])
 
     p = P.copy()
@@ -793,9 +796,6 @@ def test_frequency_responses_of_differentiated_systems():
     with pytest.raises(UnsupportedOperationError, match="worN"):
         mutad.gradient(lambda p: np.abs(scipy.signal.freqs([1.0], [1.0, p[0], p[1]])[1]).sum(),
                        p)
-    with pytest.raises(UnsupportedOperationError, match="lti"):
-        mutad.gradient(lambda p: np.abs(scipy.signal.freqresp(([1.0], [1.0, p[0], p[1]]),
-                                                              w=w)[1]).sum(), p)
     zpk = lambda p: np.abs(scipy.signal.freqresp(  # noqa: E731
         ([-p[0]], [-p[1], -p[2]], p[3]), w=w)[1])
     y, _ = mutad.jvp(zpk, (p,), (np.ones(4),))

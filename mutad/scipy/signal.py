@@ -1519,12 +1519,10 @@ def freqresp(system, w=None, n=10000):
         sys = lti(*system)
         if not isinstance(sys, _System):
             return _signal.freqresp(system, w=w, n=n)
-        if sys._kind == "tf":  # SciPy converts a tuple to zeros and poles, of any kind
-            raise UnsupportedOperationError(
-                "scipy.signal.freqresp of a (num, den) tuple of differentiated coefficients: "
-                "SciPy converts it to zeros and poles (the roots), which mutad does not "
-                "differentiate. Pass scipy.signal.lti(num, den) (its transfer function is used "
-                "as it is), or call freqs(num, den, worN=w).")
+        if sys._kind == "tf":  # SciPy converts a tuple to zeros and poles (to_zpk), of any
+            # kind: tf2zpk's roots, differentiated, then freqs_zpk
+            return freqs_zpk(*tf2zpk(np.ravel(sys.num), sys.den),
+                             worN=w if w is not None else n)
     if sys._kind == "ss":
         raise UnsupportedOperationError(
             "scipy.signal.freqresp of a state-space system of differentiated matrices: SciPy "
