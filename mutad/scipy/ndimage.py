@@ -87,7 +87,7 @@ from scipy.ndimage import _filters, _measurements, _ni_support
 
 from ..core.allocation import allocate, lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
-from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
