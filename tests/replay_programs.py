@@ -5,7 +5,9 @@ argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, 
 and integers from NumPy functions, a global array changed between calls) and write in every
 way the replay compiles or runs again (elements, slices and strided views, scatters and
 ``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
-reductions, SciPy's ``overwrite_a``, complex parts). ``check`` calls
+reductions, SciPy's ``overwrite_a``, complex parts), and decide on values taken out of the
+differentiation (``mutad.stop_gradient``), on counts and positions the data picks (a mask's
+indices, a slice's end, a shift, a search) and on ties after an inexact undo. ``check`` calls
 ``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
 decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
 and the caller's bytes."""
@@ -111,6 +113,32 @@ def _statements(rng):
         f"m = np.asfortranarray(np.outer(x, y) + {5 * N} * np.eye({N}))\n"
         "factors = scipy.linalg.lu_factor(m, overwrite_a=True)\n"
         "s = s + scipy.linalg.lu_solve(factors, s) + m.sum(axis=0)",
+        # values taken out of the differentiation (mutad.stop_gradient), decided on and read
+        # as numbers
+        f"s = s * float(mutad.stop_gradient(s[{i}]))",
+        f"c = mutad.stop_gradient(s)\nif c[{i}] > c[{j}]:\n    s = s[::-1] * x",
+        # Python's arithmetic on a number of the data, on a branch of its sign; a list of the
+        # data sorted by Python
+        f"v = float(s[{i}])\ns = s * (v ** 0.5 if v > 0 else -v)",
+        "s = s + np.array(sorted(s.tolist(), key=abs))",
+        # lengths, counts and positions the data picks: a slice's end, the indices of a mask
+        # (how many there are), a shift, a search in sorted values, a sorted table's knots
+        f"n = int(np.clip(np.nan_to_num(np.floor(x[{i}] + 2.0)), 0, {N}))\ns[:n] *= y[{j}]",
+        f"idx = np.nonzero(x > {c})[0]\ns[idx] *= y[idx]",
+        "s = np.roll(s, int(np.argmax(x)))",
+        f"s = np.sort(s)\ns[np.searchsorted(s, {c}) % {N}] += y[{j}]",
+        "s = s + np.interp(x, np.sort(y), s)",
+        # masks and ties of functions that choose: where=, select, piecewise, running maxima,
+        # a clip into the work array
+        f"np.maximum(s, y, out=s, where=x > {c})",
+        f"s = np.select([x > {c}, x < -{c}], [s, y], default=1.0) * s",
+        "s = np.piecewise(s, [s < 0, s >= 0], [lambda t: t * t, lambda t: 2.0 * t])",
+        "s = np.maximum.accumulate(s)",
+        f"np.clip(s, -1.0, {c}, out=s)",
+        # a write the restore policy undoes by an inverse that does not give the bytes back,
+        # then a tie decided on them
+        "s += x * 0.1\ns -= x * 0.1\ns = np.maximum(s, y)",
+        "with np.errstate(all='ignore'):\n    s = np.nan_to_num(s / x)",
     ]
     return choices[rng.integers(len(choices))]
 
@@ -125,7 +153,7 @@ def source(seed, length=None):
 
 
 def make(seed):
-    namespace = {"np": np, "scipy": scipy, "W": np.ones(N)}
+    namespace = {"np": np, "scipy": scipy, "mutad": mutad, "W": np.ones(N)}
     exec(compile(source(seed), f"<replay program {seed}>", "exec"), namespace)  # noqa: S102
     return namespace["f"], namespace["W"]
 
@@ -163,30 +191,57 @@ def _same(a, b):
     return a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
 
 
-def check(seed, calls=8, policy="restore", memory=None):
+def laid_out(a, kind):
+    """``a``'s values laid out in one of ``LAYOUTS`` ways: an array of its own (0), reversed
+    (a negative stride, 1), every other element of a larger array (2), a column of a 2-D
+    array (3), a slice past the start of a larger array (4)."""
+    if kind == 0:
+        return a.copy()
+    if kind == 1:
+        return a[::-1].copy()[::-1]
+    if kind == 3:
+        base = np.zeros((a.size, 3))
+        base[:, 1] = a
+        return base[:, 1]
+    base = np.zeros(2 * a.size if kind == 2 else a.size + 3)
+    view = base[::2] if kind == 2 else base[3:]
+    view[...] = a
+    return view
+
+
+LAYOUTS = 5
+
+
+def check(seed, calls=8, policy="restore", memory=None, layouts=False):
     """Replay program ``seed`` on ``calls`` inputs that flip its decisions (and the global
     ``W``'s sign on some calls); raise :class:`Mismatch` where a replayed call differs from
     a traced one or leaves the caller's arrays changed. Both under the memory budget
-    ``memory`` (None: none). Returns the replaying function."""
+    ``memory`` (None: none); with ``layouts``, each argument laid out in one of the ways of
+    :func:`laid_out`, drawn anew on some calls (a signature of its own, the same for both).
+    Returns the replaying function."""
     f, W = make(seed)
     rng = np.random.default_rng(seed + 1)
     replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory,
                                      replay=True)
     traced = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory)
     previous = inputs(rng)
+    kinds = [0, 0]
     for call in range(calls):
         args = previous if rng.random() < 0.3 else inputs(rng)  # repeats replay, others flip
         previous = args
         if rng.random() < 0.2:
             W *= -1.0
-        mine = [a.copy() for a in args]
+        if layouts and (call == 0 or rng.random() < 0.3):  # (kept else: replayed in them)
+            kinds = [int(k) for k in rng.integers(LAYOUTS, size=len(args))]
+        mine = [laid_out(a, kind) for a, kind in zip(args, kinds)]
         got = _outcome(replaying, mine)
         if any(a.tobytes() != b.tobytes() for a, b in zip(mine, args)):
             raise Mismatch(f"program {seed}, call {call}: the caller's arrays changed\n"
                            + source(seed))
-        expected = _outcome(traced, [a.copy() for a in args])
+        expected = _outcome(traced, [laid_out(a, kind) for a, kind in zip(args, kinds)])
         if got[0] != expected[0] or (got[0] == "raised" and got[1] is not expected[1]) or (
                 got[0] == "value" and not _same(got[1], expected[1])):
             raise Mismatch(f"program {seed}, call {call} on x={args[0]!r}, y={args[1]!r}, "
-                           f"W={W!r}: replayed {got}, traced {expected}\n" + source(seed))
+                           f"W={W!r}, laid out as {kinds}: replayed {got}, traced {expected}\n"
+                           + source(seed))
     return replaying

@@ -12,7 +12,8 @@ as a standalone reproducer, and counts of programs run and failures by class.
 ``--replay`` runs the replay class instead: programs of ``replay_programs`` whose control flow
 and writes depend on the data, each replayed on inputs that flip its decisions and compared
 call by call with tracing, under both policies, every other program under a memory budget
-(``memory=0``) too; every failure's source is printed.
+(``memory=0``) too, every third with its arguments in other layouts (negative and wide
+strides, views into larger arrays); every failure's source is printed.
 
 Each batch draws ``--batch`` programs from a fresh seed and judges each with
 ``random_programs.check`` (values against NumPy, the caller's bytes, restore against
@@ -125,7 +126,8 @@ def soak_replay(minutes, policies):
             counts["programs"] += 1
             memory = 0 if seed_ % 2 else None  # every other program under a budget too
             try:
-                replaying = replay_programs.check(seed_, policy=policy, memory=memory)
+                replaying = replay_programs.check(seed_, policy=policy, memory=memory,
+                                                  layouts=seed_ % 3 == 0)
             except replay_programs.Mismatch as mismatch:
                 counts["failed"] += 1
                 print(f"\n=== failure ({policy}, memory={memory}) ===\n{mismatch}", flush=True)

@@ -34,6 +34,20 @@ def test_the_programs_replay():
     assert replayed >= 20
 
 
+def test_replayed_calls_on_arguments_laid_out_otherwise():
+    """Arguments reversed, strided, columns of 2-D arrays and views past a larger array's start
+    (``replay_programs.laid_out``), drawn per call: each layout is a signature of its own, and
+    every call matches a traced one on the same layouts, bit for bit, with the caller's arrays
+    intact. Some of those signatures are replayed (else the test would prove nothing)."""
+    replayed = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for seed in range(6):
+            replaying = replay_programs.check(seed, calls=10, layouts=True)
+            replayed += sum(p.replays for p in replaying.programs.values() if type(p) is not str)
+    assert replayed >= 6
+
+
 def _expand_and_add_an_element(a):
     v = np.expand_dims(a, 0)
     v[[0, 0]] += np.sin(v[0, -1, 0])  # a 0-d operand broadcast into a repeated-index write
