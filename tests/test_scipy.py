@@ -700,8 +700,6 @@ SEVERAL_OUTPUTS = {
     # ellipj in u and m (had no rule: an elliptic filter's design of a traced ripple stopped)
     "ellipj": lambda x: (lambda sn, cn, dn, ph: sn + 2.0 * cn + dn * ph)(
         *scipy.special.ellipj(x, x / 3.0)),
-    "ellipj_u": lambda x: scipy.special.ellipj(2.0 * x, 0.4)[3] * scipy.special.ellipj(
-        2.0 * x, 0.4)[0],
     "ellipj_m": lambda x: (lambda sn, cn, dn, ph: sn * dn + cn - ph)(
         *scipy.special.ellipj(1.3, x[:, None] / 3.0)).sum(axis=1),
     # the parabolic cylinder functions in x (had no rule): their derivative, and Weber's

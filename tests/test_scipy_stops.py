@@ -478,17 +478,14 @@ DESIGNS = {
     "ellip bandpass": (lambda w: scipy.signal.ellip(3, 1, 30, w, btype="band"), [0.2, 0.5]),
     "iirfilter analog": (lambda w: scipy.signal.iirfilter(3, w[0], btype="low", analog=True,
                                                           ftype="butter"), [2.0]),
-    # the ripple and attenuation (were refused): SciPy's prototypes (cheb1ap, cheb2ap, ellipap:
-    # ellipk, ellipkm1, ellipj) followed; bessel's prototype (was refused), SciPy's own
+    # the ripple and attenuation (were refused): SciPy's prototypes (cheb1ap, ellipap: ellipk,
+    # ellipkm1, ellipj) followed; bessel's prototype (was refused), SciPy's own
     "cheby1 ripple, even order": (lambda r: scipy.signal.cheby1(4, r[0], r[1]), [0.5, 0.3]),
-    "cheby2 attenuation, highpass": (lambda r: scipy.signal.cheby2(3, r[0], 0.3, "high"),
-                                     [35.0]),
     "ellip ripple and attenuation": (lambda r: scipy.signal.ellip(4, r[0], r[1], 0.25),
                                      [0.5, 40.0]),
     "ellip odd bandpass zpk": (lambda r: scipy.signal.ellip(3, r[0], 30, [0.2, r[1]],
                                                             btype="band", output="zpk"),
                                [0.8, 0.45]),
-    "bessel": (lambda w: scipy.signal.bessel(3, w[0]), [0.3]),
     "bessel mag, fs": (lambda w: scipy.signal.bessel(4, w[0], norm="mag", fs=100.0), [12.0]),
 }
 
