@@ -1664,24 +1664,29 @@ def function_pullback(record, shadows, _):
                                 else dy for dy, b in zip(dys, outputs, strict=True)))
     else:
         cotangents = back(dys[0])
-    rows = []
-    for i, (p, g) in enumerate(zip(places, cotangents, strict=True)):
+    rows, dropped = [], False
+    for p, g in zip(places, cotangents, strict=True):
         if type(p) is list:  # a sequence argument: one place per item
             if g is not None:
                 rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
             elif any(e is not None for e in p):
-                no_cotangent(record.primitive, i)
+                dropped = True
         elif p is not None:
             if g is None:
-                no_cotangent(record.primitive, i)
+                dropped = True
             rows.append((p, g))
+    if dropped:
+        no_cotangent(record.primitive, places, cotangents)
     add_cotangents(shadows, rows, primals)
 
 
-def no_cotangent(primitive, position):
-    """A rule's ``back`` gave the argument at ``position``, which the differentiation
-    follows, no cotangent: refused unless declared (``registry.dropped_derivative``)."""
-    dropped_derivative(primitive.name, position, ((primitive.rule, 0),))
+def no_cotangent(primitive, places, cotangents):
+    """A rule's ``back`` gave arguments the differentiation follows (their ``places``) no
+    cotangent: refused unless declared (``registry.dropped_derivative``). (Their positions
+    are found here, off the common path.)"""
+    for i, (p, g) in enumerate(zip(places, cotangents, strict=True)):
+        if g is None and (any(e is not None for e in p) if type(p) is list else p is not None):
+            dropped_derivative(primitive.name, i, ((primitive.rule, 0),))
 
 
 def _written(func, args, kwargs):
