@@ -109,9 +109,11 @@ programs = [
     lambda p: (p.reshape(2, 2) * A).sum(),
 ]
 assert "scipy.sparse" not in sys.modules
+filters = list(warnings.filters)
 for f in programs:
     p = np.array([0.7, 1.3, 0.4, 0.9])
     value, (g,) = mutad.value_and_gradient(f, p)
+    assert warnings.filters == filters  # (SciPy's import adds filters: not the program's)
     assert value == f(p), (value, f(p))
     mutad.check_grads(f, p)
     assert p.tobytes() == np.array([0.7, 1.3, 0.4, 0.9]).tobytes()

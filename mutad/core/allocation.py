@@ -2727,7 +2727,10 @@ def subclass_rules(kind):
     loads them for one that imports it in its body."""
     library = SUBCLASS_LIBRARIES.get(kind)
     if library is not None and kind not in HANDED_SUBCLASSES:
-        _imported(_IMPORT_MODULE, library)
+        # (the program did not import it: its warning filters, which importing SciPy adds to,
+        # stay the program's; SciPy's would silence np.matrix's own warning)
+        with warnings.catch_warnings():
+            _imported(_IMPORT_MODULE, library)
 
 
 FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
