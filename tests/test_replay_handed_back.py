@@ -64,6 +64,17 @@ def scaled(A, W):
     return (W * A).sum()
 
 
+def vector(A, W):
+    """heat-scalar's update of a vector, ``u[i] += r * (un[i + 1] - 2 * un[i] + un[i - 1])``:
+    the element read with the integer, written with a tuple of it, one element either way,
+    whose cotangent the addition hands back whole."""
+    u = A[1] * 1.0
+    un = u.copy()
+    for i in range(1, N - 1):
+        u[i] += 0.25 * (un[i + 1] - 2 * un[i] + un[i - 1])
+    return (W[1] * u).sum()
+
+
 def _calls():
     """Weights whose entries are the cotangents taken: ordinary, then zeros of either sign,
     NaN, infinities and the smallest subnormal among them."""
@@ -78,7 +89,8 @@ def _calls():
     return calls
 
 
-@pytest.mark.parametrize("f", [rows, including, twice, scaled], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", [rows, including, twice, scaled, vector],
+                         ids=lambda f: f.__name__)
 def test_an_element_handed_back_replays_as_traced(f, capfd):
     replaying = replayed_like_traced(f, _calls(), MODES["all-ignore"], capfd)
     assert len(replaying.traced) == 1  # every call after the first replayed
@@ -93,3 +105,11 @@ def test_the_lines_store_the_cotangent_given_back(capfd):
     stored = re.compile(r"\n {8}t = k[0-9]+ \+ c[0-9]+\n {8}s[0-9]+\[k[0-9]+\] = t if t == t")
     assert any(left.search(source) for source in blocks.TEMPLATES)
     assert any(stored.search(source) for source in blocks.TEMPLATES)
+
+
+def test_a_vectors_element_read_with_the_integer_is_left_as_it_is(capfd):
+    blocks.TEMPLATES.clear()
+    replaying = replayed_like_traced(vector, _calls()[:2], MODES["all-ignore"], capfd)
+    assert len(replaying.traced) == 1
+    left = re.compile(r"\n {8}if not \((c[0-9]+) and \1 == \1\):\n {12}t = k[0-9]+ \+ \1\n")
+    assert any(left.search(source) for source in blocks.TEMPLATES)

@@ -1595,7 +1595,10 @@ class Gather:
 def _element_at(buffer, key):
     """Where in ``buffer``'s flat shadow (``Shadows.flat``) the element ``key`` of the whole
     buffer is (a position, as ``Shadows._view`` maps it), if ``key`` is a tuple of one integer
-    per dimension; else None."""
+    per dimension, or one integer of a vector (``u[i]``, which NumPy reads as ``u[i,]``);
+    else None."""
+    if type(key) is int:
+        key = (key,)
     if type(buffer) is not Buffer or buffer.device is not None or type(key) is not tuple \
             or len(key) != len(buffer.shape) or not all(type(i) is int for i in key):
         return None
