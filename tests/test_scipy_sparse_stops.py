@@ -230,3 +230,25 @@ def test_toarray_into_an_array_the_function_allocated(kind):
             g(np.ones(3))
         with pytest.raises(ValueError, match=str(plain.value)):
             mutad.gradient(g, np.ones(3))
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix])
+def test_a_traced_matrix_divided_by_an_array(kind):
+    """A / d[:, None] of a traced matrix and an array (was refused): SciPy's steps,
+    A.multiply(1 / d), its values and kind of result."""
+    rows, cols = np.array([0, 0, 1, 2, 2]), np.array([0, 2, 1, 0, 2])
+
+    def f(w):
+        A = kind((w[:5], (rows, cols)), shape=(3, 3))
+        B = A / w[5:, None]
+        return (B @ np.array([1.0, 2.0, 3.0])).sum() + (A / np.array([1.0, 2.0, 4.0])).sum()
+
+    w = np.linspace(1.0, 2.0, 8)
+    A = kind((w[:5], (rows, cols)), shape=(3, 3))
+    y, _ = mutad.pullback(lambda w: kind((w[:5], (rows, cols)), shape=(3, 3)) / w[5:, None],
+                          w.copy())
+    expected = A / w[5:, None]
+    assert isinstance(y, type(expected))
+    assert np.asarray(y.toarray()).tobytes() == np.asarray(expected.toarray()).tobytes()
+    mutad.check_grads(f, w)
+    assert w.tolist() == np.linspace(1.0, 2.0, 8).tolist()
