@@ -190,9 +190,12 @@ class Differentiation:
             for caller, shape in self.reshaped.values():
                 caller.shape = shape
         if returned:
-            # (memory an argument views too comes back as the argument's does)
-            self.left = [(x, t.value.copy()) for x, t in self.written
-                         if isinstance(x, Tracer) or id(owner(x)) in self.apart] + self.later
+            # (memory an argument views too comes back as the argument's does; what nested
+            # differentiations left in a plain array first: a write this one adopted the
+            # array at came after them, as the writes of a nested one into it from then on
+            # are this one's)
+            self.left = self.later + [(x, t.value.copy()) for x, t in self.written
+                                      if isinstance(x, Tracer) or id(owner(x)) in self.apart]
         settle(holders, self.detached)
         if self.given_as_is:  # (a caller's list f was given: ``log.append(x.sum())``)
             settle([(self.given_as_is, None), *((vars(x), None) for x in self.given_as_is
