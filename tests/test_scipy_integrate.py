@@ -1482,6 +1482,10 @@ def _closure_buffer(solver, read):
             y = scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-6, t_eval=[1.0]).y[0, -1]
         elif solver == "odeint":
             y = odeint(rhs, [1.0], [0.0, 1.0], tfirst=True)[-1, 0]
+        elif solver.startswith("solve_bvp"):  # (y' = -p y, y(0) = 1, as a boundary value)
+            y = scipy.integrate.solve_bvp(
+                lambda t, y: rhs(t, y[0])[None], lambda ya, yb: ya - 1.0,
+                np.linspace(0.0, 1.0, 5), np.ones((1, 5)), tol=1e-10).y[0, -1]
         elif solver == "ode":
             r = scipy.integrate.ode(rhs).set_integrator("dopri5")
             y = r.set_initial_value([1.0], 0.0).integrate(1.0)[0]
@@ -1491,7 +1495,7 @@ def _closure_buffer(solver, read):
     return loss
 
 
-BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad"]
+BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad", "solve_bvp global"]
 
 
 @pytest.mark.parametrize("solver", BUFFER_SOLVERS)

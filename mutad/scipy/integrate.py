@@ -1808,11 +1808,21 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
     name = "scipy.integrate.solve_bvp"
     _not_replayed(name)
     copies: list = []
+    inputs: list = []
     given, _, call, followed = _plain_arguments(_bvp.solve_bvp, (fun, bc, x, y), options,
-                                                copies)
-    with outside_differentiations(name):
-        res = _bvp.solve_bvp(**call)
-    _written_back(name, copies, followed)  # (a buffer fun or bc writes into: SciPy's values)
+                                                copies, inputs)
+    # (a module-level array fun or bc writes into: what SciPy's run left there)
+    with BuffersWritten(name, (), inputs):
+        with outside_differentiations(name):
+            res = _bvp.solve_bvp(**call)
+        scipy_ran()
+        _written_back(name, copies, followed)  # (a buffer fun or bc writes into: SciPy's values)
+        return _bvp_solved(name, res, given, call, followed)
+
+
+def _bvp_solved(name, res, given, call, followed):
+    """``solve_bvp``'s result ``res`` with the derivatives of its solution (``given``: the
+    call's arguments by name, ``call``: the same with plain numbers)."""
     if not followed:
         return res
     if np.iscomplexobj(res.y):
