@@ -1530,3 +1530,21 @@ def test_a_buffer_the_solvers_function_writes_and_nothing_reads_is_differentiate
     assert value == expected and _WORK.tobytes() == left.tobytes() and p.tolist() == [0.7]
     h = 1e-6
     assert np.isclose(gradient[0], (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-4)
+
+
+def test_a_module_level_buffer_under_a_derivative_of_second_order_is_refused_saying_so():
+    """The right-hand side writing into a module-level buffer, run again by the discrete
+    adjoint inside mutad.hvp's nested differentiation: refused with a message naming the
+    buffer and what to do (was the general UntracedWriteError about caches and deques)."""
+    def loss(p):
+        def rhs(t, y):
+            _WORK[0] = y[0]
+            return -p[0] * y
+        return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-8).y[0, -1] ** 2
+
+    p = np.array([1.3])
+    _WORK[:] = 0.0
+    with pytest.raises(UnsupportedOperationError, match="run again for the derivatives"):
+        mutad.hvp(loss, (p,), (np.ones(1),))
+    assert p.tolist() == [1.3]
+    _WORK[:] = 0.0

@@ -12,6 +12,7 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
+from ..core.arguments import unwrapped
 from ..core.allocation import (FOLLOWED_LIBRARY_CODE, FOR_THE_CALLER, MODE, Preexisting,
                                adopted, by_user_code, follows_floats, in_containers,
                                library_allocation, plain_memory, library_binding, library_route,
@@ -24,7 +25,7 @@ from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
 from ..custom import Adjoint, adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
-                          UnsupportedOperationError)
+                          UnsupportedOperationError, UntracedWriteError)
 from ..core.debug import Warnings
 from ..core.levels import ACTIVE, handled, innermost
 from ..core.views import memory, wrapped
@@ -898,6 +899,32 @@ class BuffersWritten:
         inputs = [v for v in self.inputs if carries_derivative(v)]
         for (x, *_), values in zip(written, after):
             x[...] = solvers_last(values, *inputs)
+
+
+@contextlib.contextmanager
+def derivative_runs(name):
+    """The block of a run of a solver's user function that its derivatives make (on traced
+    or dual values): a write there into an array mutad does not follow in that run (a
+    module-level buffer, which a nested differentiation of a derivative of second order
+    does not take as its own) is refused saying so, rather than by the write's general
+    ``UntracedWriteError``."""
+    try:
+        yield
+    except (UntracedWriteError, ValueError, TypeError) as error:
+        # (NumPy's conversion of an element, ``B[0] = x``, raises a ValueError from it)
+        found = error if isinstance(error, UntracedWriteError) else unwrapped(error)
+        if isinstance(found, UntracedWriteError):
+            raise UnsupportedOperationError(f"{name}: {_DERIVATIVE_RUN_WRITE}") from found
+        raise
+
+
+_DERIVATIVE_RUN_WRITE = (
+    "a function given to the solver, run again for the derivatives, wrote a traced value into "
+    "an array mutad does not follow in that run: a buffer made before the differentiation (a "
+    "module-level array) under a derivative of second order (mutad.hvp, a hessian, a gradient "
+    "of a gradient), whose nested differentiation does not take it as its own, or an array "
+    "reached through an object mutad does not look into. Let the function allocate its "
+    "buffer (np.empty inside it) or return new arrays, or ask for first derivatives only.")
 
 
 def _now(x, m):

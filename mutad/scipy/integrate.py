@@ -140,8 +140,8 @@ from ..core.trees import REGISTERED, flatten
 from ..core.debug import Warnings
 from ..core.views import memory, weaken
 from ._adjoints import (BuffersWritten, Value, array_argument, events_at_user_lines,
-                        found_again, outside_differentiations, refused_attribute, scipy_ran,
-                        scipys_value)
+                        derivative_runs, found_again, outside_differentiations,
+                        refused_attribute, scipy_ran, scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution, _written_back,
                        _with_derivatives)
 from .optimize import _constant as _allocated
@@ -1431,7 +1431,7 @@ def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
     """The right-hand side in solve_ivp's order, ``rhs(t, y, values)``, for the solvers'
     pullbacks and tangents: the parameters set to ``values``."""
     def rhs(t, y, values):
-        with parameters.bound(values):
+        with parameters.bound(values), derivative_runs(name):
             args = parameters.args(values)
             if vectorized:
                 return fun(t, y[:, None], *args)[:, 0]
