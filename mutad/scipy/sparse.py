@@ -3283,8 +3283,8 @@ def _onenormest(A: Any, t: int = 2, itmax: int = 5, compute_v: bool = False,
     vector behind it is not known: refused."""
     if not _followed(A):
         return SCIPY["onenormest"](A, t, itmax, compute_v, compute_w)
-    sparse = isinstance(A, (TracedSparse, _Assembled)) or _sparse.issparse(A)
-    if sparse:
+    plain: Any
+    if isinstance(A, (TracedSparse, _Assembled)) or _sparse.issparse(A):
         A = _lift(A)
         plain = A.layout.build(stop_gradient(A.data))
     elif _dense_operand(A):
@@ -3294,7 +3294,7 @@ def _onenormest(A: Any, t: int = 2, itmax: int = 5, compute_v: bool = False,
                 "neither a scipy.sparse matrix nor an array", "pass the matrix itself.")
     est, v, w = SCIPY["onenormest"](plain, t, itmax, compute_v=True, compute_w=True)
     j = int(np.argmax(v))
-    column = np.ravel(plain[:, [j]].toarray() if sparse else plain[:, j])
+    column = np.ravel(plain[:, [j]].toarray() if _sparse.issparse(plain) else plain[:, j])
     total = np.sum(np.abs(column))
     if not (np.array_equal(w, column) and abs(est - total) <= 8 * np.finfo(float).eps * total):
         _refuse("scipy.sparse.linalg.onenormest whose estimate is not the norm of the column it "
