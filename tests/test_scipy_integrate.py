@@ -1532,14 +1532,17 @@ def test_a_buffer_the_solvers_function_writes_and_nothing_reads_is_differentiate
     assert np.isclose(gradient[0], (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-4)
 
 
-def test_a_module_level_buffer_under_a_derivative_of_second_order_is_refused_saying_so():
-    """The right-hand side writing into a module-level buffer, run again by the discrete
-    adjoint inside mutad.hvp's nested differentiation: refused with a message naming the
-    buffer and what to do (was the general UntracedWriteError about caches and deques)."""
+@pytest.mark.parametrize("solver", ["solve_ivp", "quad"])
+def test_a_module_level_buffer_under_a_derivative_of_second_order_is_refused_saying_so(solver):
+    """The solver's function writing into a module-level buffer, run again for the derivatives
+    inside mutad.hvp's nested differentiation: refused with a message naming the buffer and
+    what to do (was the general UntracedWriteError about caches and deques)."""
     def loss(p):
         def rhs(t, y):
-            _WORK[0] = y[0]
+            _WORK[0] = y[0] if solver == "solve_ivp" else t
             return -p[0] * y
+        if solver == "quad":
+            return quad(lambda t: rhs(t, np.ones(1))[0], 0.0, 1.0)[0] ** 2
         return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-8).y[0, -1] ** 2
 
     p = np.array([1.3])

@@ -1939,7 +1939,7 @@ class _Integral:
         self.found = None
 
     def integrand(self, x, values):
-        with self.parameters.bound(values):
+        with self.parameters.bound(values), derivative_runs(self.name):
             return self.func(x, *self.parameters.args(values))
 
     def vector_jacobian(self, values, dy):
@@ -1949,9 +1949,10 @@ class _Integral:
         where a decision of f differs). Where f makes ``x`` a plain number (``float(x)``),
         each point is a pullback at that number instead."""
         func, parameters = self.func, self.parameters  # (not self: what a replay compares)
+        name = self.name
 
         def weighted(x, *p):
-            with parameters.bound(p):
+            with parameters.bound(p), derivative_runs(name):
                 return _dot(dy, func(x, *parameters.args(p)))
 
         replayed = grad(weighted, argnums=tuple(range(len(values) + 1)), replay=True)
