@@ -90,8 +90,9 @@ def described(y):
     csr, with its offsets: its slots outside the matrix, which hold no entry, may hold a zero
     of either sign); an array's, or an spmatrix's np.matrix's, type, shape and bits."""
     if sp.issparse(y):
-        m = y if isinstance(y, (sp.spmatrix, sp.sparray)) and type(y).__module__.startswith(
-            "scipy") else y.value
+        # (a traced matrix, which the user's type() shows as SciPy's class, holds SciPy's)
+        value = getattr(y, "value", None)
+        m = value if isinstance(value, (sp.spmatrix, sp.sparray)) else y
         return structure(m.tocsr()) + [m.offsets.tolist()] if m.format == "dia" else \
             structure(m)
     return [isinstance(y, np.matrix), np.shape(y),
