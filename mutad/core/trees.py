@@ -30,6 +30,7 @@ import enum
 import functools
 import gc
 import numbers
+import operator
 import types
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -222,6 +223,11 @@ def written_back(built, plain, apply=True):
     traced value's plain one), within the lists, dicts and tuples it made too. Tuples,
     namedtuples and types given to ``register_pytree`` are rebuilt by the function's own
     means and left as they are."""
+    for b in built:  # (the common case, told cheaply: nothing changed)
+        if not _unchanged(b):
+            break
+    else:
+        return False
     callers = {}
     for b in built:
         for given, child in zip(b.given, b.children):
@@ -299,6 +305,24 @@ def same_contents(before, after):
     return len(before) == len(after) and all(
         k == k2 and v is v2 and same_contents(c, c2)
         for (k, v, c), (k2, v2, c2) in zip(before, after))
+
+
+def _unchanged(b):
+    """Whether the container ``b.made`` holds what it was made with, keys and all (where
+    it cannot tell cheaply, an object with slots, False: ``written_back`` looks closer)."""
+    made, given = b.made, b.given
+    if b.attributes:
+        own = getattr(made, "__dict__", None)
+        return type(own) is dict and len(own) == len(given) and all(
+            map(operator.is_, own.values(), given)) and own.keys() == b.tree.__dict__.keys()
+    if type(made) is dict or type(made) is not tuple and isinstance(made, dict) \
+            and type(made) not in REGISTERED:
+        return len(made) == len(given) and all(map(operator.is_, made.values(), given)) \
+            and made.keys() == b.tree.keys()
+    if type(made) is list or type(made) is not tuple and isinstance(made, list) \
+            and type(made) not in REGISTERED:
+        return len(made) == len(given) and all(map(operator.is_, made, given))
+    return True  # (a tuple, a registered type: left as they are)
 
 
 def _refill(caller, made, callers, mapped, apply):
