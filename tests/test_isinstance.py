@@ -101,6 +101,80 @@ def test_isinstance_answers_as_of_numpys_values(transform, arguments):
     assert (x.tobytes(), np.asarray(k).tobytes(), type(k)) == before
 
 
+def typed(x, k, seen):
+    """A program that notes what ``type()`` gives of its values, then computes with them."""
+    seen.append([type(v) for v in derived(x, k)])
+    return (np.sin(x) * k).real.sum()
+
+
+@pytest.mark.parametrize("transform", TRANSFORMS)
+@pytest.mark.parametrize("arguments", ["float64, Python float", "float32, np.float32"])
+def test_type_answers_as_of_numpys_values(transform, arguments):
+    """``type()`` called by the user's code gives the class of NumPy's value, as ``isinstance``
+    does: ``type(x) is np.ndarray``, ``type(x.sum()) is np.float64`` and ``type(k) is float``
+    take NumPy's branch (they took the other, and the value was not NumPy's)."""
+    x, k = ARGUMENTS[arguments]
+    expected = []
+    typed(np.copy(x), copy.copy(k), expected)
+    seen = []
+    TRANSFORMS[transform](functools.partial(typed, seen=seen), x, k)
+    assert seen[0] == expected[0]
+
+
+def branching_on_type(x):
+    """Branches on ``type()`` of its values, as code written for arrays and scalars does."""
+    if type(x) is not np.ndarray:
+        return 0.0 * x[0]
+    s = x.sum()
+    if type(s) == np.float64 and type(s.item()) is float:
+        s = s * x[0]
+    return s + (type(x[1:]).__name__ == "ndarray") * x[1]
+
+
+def test_a_branch_on_type_gives_numpys_value_and_its_derivative():
+    x = np.array([0.3, -1.2, 2.0])
+    before = x.tobytes()
+    value, (g,) = mutad.value_and_gradient(branching_on_type, x)
+    assert value == branching_on_type(x.copy()) == x.sum() * x[0] + x[1]
+    assert np.allclose(g, [x.sum() + x[0], x[0] + 1.0, x[0]], rtol=1e-15)
+    y, t = mutad.jvp(branching_on_type, (x,), (np.ones(3),))
+    assert y == value and np.isclose(t, g.sum(), rtol=1e-15)
+    assert np.allclose(mutad.hvp(branching_on_type, (x,), (np.ones(3),)), [4.0, 1.0, 1.0],
+                       rtol=1e-15)
+    assert x.tobytes() == before
+
+
+def converts_then_compares(x):
+    """Calls NumPy's scalar type (the mode's stands in for it) and compares a type with it by
+    ``==`` and ``!=``, which its stand-in answers as NumPy's type."""
+    y = np.float32(x[0]) * 2
+    if type(y) != np.float32 or not type(y) == np.float32:
+        return 0.0 * x[0]
+    return y * x[1]
+
+
+def test_a_scalar_types_stand_in_compares_unequal_as_numpys():
+    x = np.array([1.5, 2.5])
+    value, (g,) = mutad.value_and_gradient(converts_then_compares, x)  # (!= raised TypeError)
+    assert value == converts_then_compares(x.copy()) == 7.5 and g.tolist() == [5.0, 3.0]
+
+
+LOADS_TYPE = """
+def f(x):
+    return x.sum() * isinstance(np.ndarray, type) + (type(x) is np.ndarray)
+"""
+
+
+def test_type_stays_pythons_in_a_module_that_loads_it_otherwise():
+    """A module whose code loads ``type`` other than to call it (``isinstance(c, type)``, here
+    of another module, whose names this one's functions would read) keeps Python's, which the
+    mode's, a function, would not pass for."""
+    namespace = {"__name__": "loads_type", "np": np}
+    exec(LOADS_TYPE, namespace)
+    value, (g,) = mutad.value_and_gradient(namespace["f"], np.ones(2))
+    assert value == 2.0 and g.tolist() == [1.0, 1.0]
+
+
 def test_the_answers_checked_are_numpys():
     """What the table above holds: NumPy's answers differ between its values."""
     x, k = ARGUMENTS["float64, Python float"]
@@ -356,8 +430,8 @@ def probe(v):
 def test_numpys_scipys_and_mutads_own_code_see_mutads_class():
     """Their Python code tells a traced array from the array it wraps by its class (NumPy's
     ``isinstance(a, np.ndarray)`` before reading its buffer), as before, also through Python's
-    ``abc`` (``isinstance(v, numbers.Number)``): only the user's code is shown NumPy's class.
-    ``type()`` is mutad's class everywhere."""
+    ``abc`` (``isinstance(v, numbers.Number)``): only the user's code is shown NumPy's class,
+    by ``type()`` too where it calls it (``test_type_answers_as_of_numpys_values``)."""
     probes = {}
     for module in ("numpy._probe", "scipy._probe", "mutad._probe", "user_module"):
         namespace = {"__name__": module, "np": np, "numbers": numbers}
@@ -373,8 +447,8 @@ def test_numpys_scipys_and_mutads_own_code_see_mutads_class():
         return (x * x).sum()
 
     mutad.gradient(f, X.copy())
-    kind = seen["user_module"][-1]
-    assert kind is not np.ndarray and seen["user_module"] == (True, True, np.ndarray, kind)
+    kind = seen["numpy._probe"][-1]
+    assert kind is not np.ndarray and seen["user_module"] == (True, True, np.ndarray, np.ndarray)
     for module in ("numpy._probe", "scipy._probe", "mutad._probe"):  # (numbers' ABC: theirs)
         assert seen[module] == (False, False, kind, kind)
     assert all(type(c) is kind and c.__class__ is np.ndarray for c in seen["copies"])

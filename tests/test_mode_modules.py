@@ -227,3 +227,16 @@ def test_the_global_names_read_from_instructions_are_those_dis_reads():
             found: set = set()
             allocation._global_names(c, found)
             assert found == {i.argval for i in dis.get_instructions(c) if i.opname in operations}
+
+
+def test_no_module_of_mutads_own_is_switched():
+    """mutad's own modules bind no routed function to a name that their code reads only as an
+    attribute (a loop's name left bound, a constant of NumPy's function): the mode would switch
+    such a module's class on every entry, a cost to every differentiation, to route a name no
+    user code reads."""
+    x = np.array([1.0, 2.0])
+    before = x.copy()
+    assert mutad.gradient(lambda x: (x * x).sum(), x)[0].tolist() == [2.0, 4.0]
+    assert x.tobytes() == before.tobytes()
+    assert [module.__name__ for module, _ in allocation.MODE.switched.values()
+            if str(module.__dict__.get("__name__")).startswith("mutad.rules.")] == []

@@ -1462,3 +1462,67 @@ def test_a_buffer_allocated_inside_the_right_hand_side_is_differentiated():
     assert p.tobytes() == kept.tobytes()
     # y = cos(√p t): d/dp cos(√p) = -sin(√p) / (2√p)
     np.testing.assert_allclose(gradient, [-np.sin(1.0) / 2], rtol=1e-6)
+
+
+_WORK = np.zeros(2)  # a module-level work buffer a right-hand side writes into
+
+
+def _closure_buffer(solver, read):
+    """A loss whose solver's function writes into a buffer the loss allocated (or, with
+    ``solver`` ending in "global", the module-level one), read after the solve when ``read``."""
+    def loss(p):
+        buf = _WORK if solver.endswith("global") else np.zeros(2)
+
+        def rhs(t, y):
+            buf[0] = y[0]
+            buf[1] = -p[0] * y[0]
+            return -p[0] * y
+
+        if solver.startswith("solve_ivp"):
+            y = scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-6, t_eval=[1.0]).y[0, -1]
+        elif solver == "odeint":
+            y = odeint(rhs, [1.0], [0.0, 1.0], tfirst=True)[-1, 0]
+        elif solver == "ode":
+            r = scipy.integrate.ode(rhs).set_integrator("dopri5")
+            y = r.set_initial_value([1.0], 0.0).integrate(1.0)[0]
+        else:
+            y = quad(lambda x: rhs(x, np.array([1.0]))[0], 0.0, 1.0)[0]
+        return y + (buf.sum() if read else 0.0 * buf[0])
+    return loss
+
+
+BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad"]
+
+
+@pytest.mark.parametrize("solver", BUFFER_SOLVERS)
+def test_a_buffer_the_solvers_function_writes_and_the_loss_reads_is_refused(solver):
+    """Regression: the values SciPy's last call left in the buffer are NumPy's, but a read of
+    them had derivative zero (a silently wrong gradient). Reverse mode refuses a gradient
+    reaching them; forward mode gives them a NaN tangent."""
+    loss = _closure_buffer(solver, read=True)
+    p = np.array([0.7])
+    _WORK[:] = 0.0
+    expected = loss(p.copy())
+    _WORK[:] = 0.0
+    with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
+        mutad.gradient(loss, p)
+    assert p.tolist() == [0.7]
+    _WORK[:] = 0.0
+    value, tangent = mutad.jvp(loss, (p,), (np.ones(1),))
+    assert value == expected and np.isnan(tangent) and p.tolist() == [0.7]
+
+
+@pytest.mark.parametrize("solver", BUFFER_SOLVERS)
+def test_a_buffer_the_solvers_function_writes_and_nothing_reads_is_differentiated(solver):
+    """The same buffer, which the loss reads only multiplied by zero: the gradient is the
+    solution's, and the buffer holds what NumPy's run leaves in it."""
+    loss = _closure_buffer(solver, read=False)
+    p = np.array([0.7])
+    _WORK[:] = 0.0
+    expected = loss(p.copy())
+    left = _WORK.copy()
+    _WORK[:] = 0.0
+    value, (gradient,) = mutad.value_and_gradient(loss, p)
+    assert value == expected and _WORK.tobytes() == left.tobytes() and p.tolist() == [0.7]
+    h = 1e-6
+    assert np.isclose(gradient[0], (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-4)

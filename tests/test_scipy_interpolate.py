@@ -722,7 +722,23 @@ def test_scattered_data_refusals():
             p, SCATTERED_VALUES, neighbors=4)(INSIDE).sum(), SCATTERED)
     with pytest.raises(UnsupportedOperationError, match="epsilon"):
         mutad.gradient(lambda e: scipy.interpolate.RBFInterpolator(
-            SCATTERED, SCATTERED_VALUES, kernel="gaussian", epsilon=e)(INSIDE).sum(), 1.5)
+            SCATTERED, SCATTERED_VALUES, kernel="gaussian", epsilon=e, neighbors=4)(
+                INSIDE).sum(), 1.5)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "thin_plate_spline"])
+def test_rbf_interpolation_in_its_shape_parameter_and_smoothing(kernel):
+    """A differentiated epsilon and smoothing (were refused): SciPy's values, the composition's
+    derivatives in them, with the values and the queries too."""
+    def f(s, d, q):
+        return np.sum(np.sin(scipy.interpolate.RBFInterpolator(
+            SCATTERED, d, kernel=kernel, epsilon=s[0], smoothing=s[1:] ** 2)(q)))
+
+    args = (np.concatenate([[1.5], np.linspace(0.1, 0.3, len(SCATTERED))]),
+            SCATTERED_VALUES.copy(), INSIDE.copy())
+    assert mutad.value_and_grad(f, argnums=(0, 1, 2))(*args)[0] == f(*args)
+    mutad.check_grads(f, *args)
+    mutad.check_jvp(f, *args)
 
 
 RBF_SETTINGS = {

@@ -1686,5 +1686,55 @@ def test_a_buffer_the_solver_writes_into_holds_what_scipys_last_call_wrote():
 
         return fsolve(fun, [1.0], xtol=1e-14)[0] + seen[0]
 
+    # fsolve's last call is at its solution: the buffer holds x*, with its derivative
+    # (was refused); d(2 x*)/dp = 4/3 (2p)^(-2/3)
+    value, (gradient,) = mutad.value_and_gradient(moving, p)
+    assert value == moving(p.copy())
+    assert np.allclose(gradient, 4 / 3 * 2.0 ** (-2 / 3), rtol=1e-10)
+
+    def finite_differences(p):
+        seen = np.zeros(2)
+
+        def fun(x):
+            seen[:] = x
+            return (x[0] - p[0]) ** 2 + 3 * (x[1] - 1) ** 2 + 0.1 * x[0] ** 4
+
+        return minimize(fun, [0.0, 0.0], method="BFGS").x[0] + seen.sum()
+
+    # BFGS's last call is a finite-difference step from its solution: refused (the values the
+    # buffer holds were, before the copies were read right after SciPy's run, the solution's)
     with pytest.raises(UnsupportedOperationError, match="writes into an array"):
-        mutad.gradient(moving, p)
+        mutad.gradient(finite_differences, p)
+    assert p.tolist() == [1.0]
+
+
+A3 = np.array([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("method", ["BFGS", "L-BFGS-B", "Newton-CG"])
+def test_buffers_the_objective_and_its_gradient_write_into(method):
+    """Buffers in the objective's closure, written by it (and by its jac), the differentiated
+    function's arrays: the nested differentiations the derivatives need wrote into them (an
+    enclosing differentiation's array: refused); now they write into copies, and the buffers
+    hold SciPy's last numbers, those of the objective and jac at the solution."""
+    def f(p):
+        r, g = np.zeros(3), np.zeros(3)
+
+        def objective(x):
+            r[:] = x - p[0] * A3
+            return r @ r + p[1] * x @ x
+
+        def jac(x):
+            g[:] = 2 * (x - p[0] * A3) + 2 * p[1] * x
+            return g.copy()
+
+        hess = (lambda x: 2 * (1 + p[1]) * np.eye(3)) if method == "Newton-CG" else None
+        res = minimize(objective, np.zeros(3), jac=jac, hess=hess, method=method)
+        return np.sum(res.x ** 2) + r.sum() + g.sum()
+
+    p = np.array([1.0, 2.0])
+    value, (gradient,) = mutad.value_and_gradient(f, p)
+    assert value == f(p.copy())
+    # x* = p0 a / (1 + p1), r = x* - p0 a, g = 0 at x*
+    assert np.allclose(gradient, [28 / 9 - 4, -28 / 27 - 2 / 3], rtol=1e-7)
+    assert p.tolist() == [1.0, 2.0]

@@ -90,8 +90,9 @@ def described(y):
     csr, with its offsets: its slots outside the matrix, which hold no entry, may hold a zero
     of either sign); an array's, or an spmatrix's np.matrix's, type, shape and bits."""
     if sp.issparse(y):
-        m = y if isinstance(y, (sp.spmatrix, sp.sparray)) and type(y).__module__.startswith(
-            "scipy") else y.value
+        # (a traced matrix, which the user's type() shows as SciPy's class, holds SciPy's)
+        value = getattr(y, "value", None)
+        m = value if isinstance(value, (sp.spmatrix, sp.sparray)) else y
         return structure(m.tocsr()) + [m.offsets.tolist()] if m.format == "dia" else \
             structure(m)
     return [isinstance(y, np.matrix), np.shape(y),
@@ -230,3 +231,25 @@ def test_toarray_into_an_array_the_function_allocated(kind):
             g(np.ones(3))
         with pytest.raises(ValueError, match=str(plain.value)):
             mutad.gradient(g, np.ones(3))
+
+
+@pytest.mark.parametrize("kind", [sp.csr_array, sp.csr_matrix])
+def test_a_traced_matrix_divided_by_an_array(kind):
+    """A / d[:, None] of a traced matrix and an array (was refused): SciPy's steps,
+    A.multiply(1 / d), its values and kind of result."""
+    rows, cols = np.array([0, 0, 1, 2, 2]), np.array([0, 2, 1, 0, 2])
+
+    def f(w):
+        A = kind((w[:5], (rows, cols)), shape=(3, 3))
+        B = A / w[5:, None]
+        return (B @ np.array([1.0, 2.0, 3.0])).sum() + (A / np.array([1.0, 2.0, 4.0])).sum()
+
+    w = np.linspace(1.0, 2.0, 8)
+    A = kind((w[:5], (rows, cols)), shape=(3, 3))
+    y, _ = mutad.pullback(lambda w: kind((w[:5], (rows, cols)), shape=(3, 3)) / w[5:, None],
+                          w.copy())
+    expected = A / w[5:, None]
+    assert isinstance(y, type(expected))
+    assert np.asarray(y.toarray()).tobytes() == np.asarray(expected.toarray()).tobytes()
+    mutad.check_grads(f, w)
+    assert w.tolist() == np.linspace(1.0, 2.0, 8).tolist()

@@ -43,6 +43,8 @@ METRICS = [
     ("seuclidean", {"V": W}),
     ("mahalanobis", {}),
     ("mahalanobis", {"VI": np.diag(W)}),
+    ("braycurtis", {}),
+    ("canberra", {}),
     ("e", {}),  # SciPy's aliases
     ("cos", {}),
 ]
@@ -146,11 +148,11 @@ def test_a_function_of_two_rows_is_called_on_each_pair():
 
 @pytest.mark.parametrize("call", [
     lambda x: pdist(x, "hamming"),
-    lambda x: cdist(x, Y, "braycurtis"),
+    lambda x: cdist(x, Y, "braycurtis", w=W),
     lambda x: pdist(x, "cosine", w=W),
     lambda x: pdist(x, out=np.empty(15)),
     lambda x: pdist(x, "minkowski", p=-1.0),
-], ids=["hamming", "braycurtis", "cosine-weights", "out", "minkowski-negative"])
+], ids=["hamming", "braycurtis-weights", "cosine-weights", "out", "minkowski-negative"])
 def test_refused(call):
     x = X.copy()
     with pytest.raises(UnsupportedOperationError):

@@ -75,7 +75,9 @@ those standing for floats as their numbers (``_json_default``); Python's ``float
 the differentiated code, gives the traced value standing for the Python float (as ``x.item()``
 does), and ``complex`` of traced floats the value standing for the Python complex: a module's
 global bound to ``PYTHON_FLOAT`` (``PYTHON_COMPLEX``) for the differentiation, in the modules whose
-code reads it and never compares a type with it (``_Mode._compares_float``).
+code reads it and never compares a type with it (``_Mode._compares_float``); and ``type``, called
+by the differentiated code, gives the class of NumPy's value (``_shown_type``), in the modules
+whose code loads it only to call it.
 
 Float arrays (and arrays of records holding floats) made before the differentiation started
 that the differentiated function reaches by a name (a module-level initial condition ``U0``, a
@@ -2047,7 +2049,8 @@ class _ScalarType(type):
         return True if other is cls or other is cls.__bases__[0] else NotImplemented
 
     def __ne__(cls, other):
-        equal = cls.__eq__(other)
+        # (the metaclass's __eq__: ``cls.__eq__`` is the scalar type's method of its values)
+        equal = _ScalarType.__eq__(cls, other)
         return equal if equal is NotImplemented else not equal
 
     def __hash__(cls):
@@ -2208,8 +2211,32 @@ def _traced_real_scalar(value):
 
 PYTHON_COMPLEX = _PythonComplex("complex", (complex,), {"__module__": "builtins",
                                                        "__doc__": complex.__doc__})
-PYTHON_BUILTINS = {"float": PYTHON_FLOAT, "complex": PYTHON_COMPLEX}
-"""Python's number types in the mode, bound as ``PYTHON_FLOAT`` is, each under its name."""
+
+
+def _shown_type(*args, **kwargs):
+    """Python's ``type`` as the differentiated code sees it where it loads the name only to
+    call it: of a value mutad hands the program in place of NumPy's (a traced array, a traced
+    element, a value standing for a Python float, an array the function made), the class of
+    what NumPy would have handed it, as ``isinstance`` answers (``shown_class``), so that
+    ``type(x) is np.ndarray`` and ``type(x.sum()) == np.float64`` take NumPy's branch (they took
+    the other, silently: a wrong value); otherwise Python's ``type`` itself."""
+    if len(args) != 1 or kwargs:
+        return type(*args, **kwargs)
+    value = args[0]
+    cls = type(value)
+    if cls.__module__.partition(".")[0] != "mutad":
+        return cls
+    shown = value.__class__  # (asked for the user's code that called: ``FOR_THE_CALLER``)
+    if shown is not cls or not isinstance(value, np.ndarray):
+        return shown
+    # an array of the mode's own class (``Preexisting``): NumPy's class it derives from
+    return next(c for c in cls.__mro__ if c.__module__.partition(".")[0] != "mutad")
+
+
+_shown_type.__name__ = _shown_type.__qualname__ = "type"
+PYTHON_BUILTINS = {"float": PYTHON_FLOAT, "complex": PYTHON_COMPLEX, "type": _shown_type}
+"""Python's builtins the mode stands in for, bound as ``PYTHON_FLOAT`` is, each under its
+name: the number types, and ``type``."""
 
 
 class _RecordsConstructor(_ShownType):
@@ -2418,6 +2445,18 @@ _NAME_USES = {}  # (code, name) -> (calls it, may compare it by identity)
 # (``_compares_with_float``)
 
 
+def _keeps_builtin(code, name):
+    """Whether ``code`` (or a function defined in it) needs Python's own builtin ``name``
+    rather than the mode's (``PYTHON_BUILTINS``): ``float`` or ``complex`` where it may compare
+    a type with it (``_compares_with_float``); ``type`` where it loads it for anything but a
+    call (``isinstance(c, type)``, ``class Meta(type)``, ``t = type``), which the mode's, a
+    function, cannot pass for."""
+    if name != "type":
+        return _compares_with_float(code, name)
+    return _loads_type(code, "type loaded", lambda instructions, k, c: _loaded_to_call(
+        instructions, k))
+
+
 def _compares_with_float(code, name="float"):
     """Whether ``code`` (or a function defined in it) may compare a type with ``name``
     (``float``, ``complex``) where
@@ -2428,17 +2467,24 @@ def _compares_with_float(code, name="float"):
     compares nothing."""
     if _uses(code, name)[1]:
         return True
-    reads_type = _NAME_USES.get((code, type))
-    if reads_type is None:
-        reads_type = False
+    return _loads_type(code, type, lambda instructions, k, c: _type_only_shown(
+        instructions, k, c.co_name))
+
+
+def _loads_type(code, key, harmless):
+    """Whether ``code`` (or a function defined in it) loads the builtin ``type`` where
+    ``harmless(instructions, k, code)`` does not clear the load at instruction ``k``; kept in
+    ``_NAME_USES`` under ``(code, key)``."""
+    loads = _NAME_USES.get((code, key))
+    if loads is None:
+        loads = False
         for c in _codes(code):
             instructions = list(dis.get_instructions(c))
-            reads_type = reads_type or any(
+            loads = loads or any(
                 i.argval == "type" and i.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-                and not _type_only_shown(instructions, k, c.co_name)
-                for k, i in enumerate(instructions))
-        _NAME_USES[code, type] = reads_type
-    return reads_type
+                and not harmless(instructions, k, c) for k, i in enumerate(instructions))
+        _NAME_USES[code, key] = loads
+    return loads
 
 
 # Callees a type, or its name, may be handed to without being compared: shown to a person,
@@ -3581,7 +3627,7 @@ class _Route:
 
 FOR_THE_CALLER = {method.__code__ for method in (_ShownType.__instancecheck__,
                                                  _ScalarType.__instancecheck__,
-                                                 _Route.__instancecheck__)}
+                                                 _Route.__instancecheck__, _shown_type)}
 """The code of the stand-ins that answer ``isinstance`` for the user's code that asked
 (``shown_class``): the mode's types, routed classes, and SciPy's sparse classes'
 (``mutad.scipy.sparse``)."""
@@ -3734,6 +3780,10 @@ def _numpy_made(value):
 
 
 _DISPATCHER = type(np.choose)
+
+_MADE_TOPS = ("numpy", "scipy")
+"""The packages whose Python functions may be ``_MadeFloats`` (``_numpy_made``: a function's
+own module's package is NumPy) or ``_Made`` (``_Mode._made``: SciPy)."""
 """The type of NumPy's functions that its ``__array_function__`` protocol dispatches."""
 
 _MADE_FLOATS: dict[int, tuple[Any, _MadeFloats]] = {}
@@ -4913,6 +4963,9 @@ class _Mode:
         self.modules = 0
         self.libraries = len(LIBRARIES)
         self.devices = {}  # id(device namespace) -> its mode version
+        # ``builtins.__import__`` in the mode (``_importing``), bound once: put in and found by
+        # identity on every entry and exit
+        self.importer = self._importing
         self.routes = {}  # id(original) -> (original, its _Route), from the Rules' routes
         self.made = {}  # id(SciPy's function) -> (it, its _Made): the functions not routed
         self.switched = {}  # id(a library's public module) -> [it, its class in the mode]
@@ -5003,6 +5056,8 @@ class _Mode:
     def _made(self, value):
         """``_Made`` of ``value`` where it is a Python function of SciPy's that nothing routes
         (made once per function), ``_MadeFloats`` where it is one of NumPy's, else None."""
+        if type(value) is types.FunctionType and _top(value.__globals__) not in _MADE_TOPS:
+            return None  # (the user's own function, met on every entry: neither question asked)
         if _numpy_made(value):
             return made_floats(value)
         # (SciPy's by where its code is, not by its __module__: a user's function wrapped
@@ -5131,7 +5186,11 @@ class _Mode:
             if cupy_array is not None:  # known before the scan: its SciPy's functions are
                 namespace_of(cupy_array)  # routed in the first differentiation too
             self.imported = now  # (as read before: an import made since shows next time)
-        with self.lock:
+        # (the lock taken and released by its methods, not a ``with`` block, whose special
+        # methods are looked up anew each time: the mode's entry and exit run once per
+        # differentiation)
+        self.lock.acquire()
+        try:
             self.depth += 1
             if self.depth > 1:
                 if self.methods_version != VERSIONS["method"]:
@@ -5140,7 +5199,7 @@ class _Mode:
                 self._install_types()
                 return holders
             try:
-                builtins.__import__ = self._importing
+                builtins.__import__ = self.importer
                 json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
@@ -5151,7 +5210,8 @@ class _Mode:
                         module.__class__ = cls
                 self._route_methods()
                 self.ndarray = None
-                self.scalars = {}
+                if self.scalars:  # (a new one where the last entry chose some: the common
+                    self.scalars = {}  # case, none, keeps the empty one)
                 holders = self._swap_cells(f)
                 self._install_types()
                 return holders
@@ -5159,6 +5219,8 @@ class _Mode:
                 self._undo()
                 self.depth -= 1
                 raise
+        finally:
+            self.lock.release()
 
     def _mirror(self):
         """Make the mode's copies of NumPy's modules and ``math`` again where a module's
@@ -5188,10 +5250,13 @@ class _Mode:
     def exit(self):
         """A differentiation ended (returned or raised): swap NumPy's bindings back when it
         was the last one running."""
-        with self.lock:
+        self.lock.acquire()  # (as in ``enter``)
+        try:
             self.depth -= 1
             if self.depth == 0:
                 self._undo()
+        finally:
+            self.lock.release()
 
     def _importing(self, name, globals=None, locals=None, fromlist=(), level=0):
         """``builtins.__import__`` in the mode: ``import numpy`` (``as np``, ``from numpy import
@@ -5263,12 +5328,13 @@ class _Mode:
         for namespace, name, _ in self.floats.values():
             if namespace.get(name) is PYTHON_BUILTINS[name]:
                 del namespace[name]
-        self.floats = {}
+        if self.floats:  # (emptied where it holds some: the common case holds none)
+            self.floats = {}
         if not self._holds_own_types():
             self.numpy.ndarray = np.ndarray
             self.numpy.__dict__.update(_CALLED_ORIGINALS)
             self.own_types = self.types_version.value if self.types_version is not None else None
-        if builtins.__import__ == self._importing:
+        if builtins.__import__ is self.importer:
             builtins.__import__ = _IMPORT
         json.JSONEncoder.default = _JSON_DEFAULT
         self._swap(0)
@@ -5284,8 +5350,10 @@ class _Mode:
         # function, ``self.a, self.b = self.b, self.a``; each gets back what that one stands for)
         originals = {id(stand_in): (stand_in, original)
                      for _, _, original, stand_in in self.cells} if self.cells else {}
-        self.array_stand_ins = {}
-        self.plain_views = {}
+        if self.array_stand_ins:  # (the common case made none: the empty ones are kept)
+            self.array_stand_ins = {}
+        if self.plain_views:
+            self.plain_views = {}
         while self.cells:
             place, key, _, _ = self.cells.pop()
             if type(place) is list:  # (the function may have moved its items: each one)
@@ -5376,7 +5444,7 @@ class _Mode:
                     original = getattr(builtins, name)
                     site = self.floats.setdefault((id(namespace), name), [namespace, name, None])
                     site[2] = original if site[2] is original \
-                        or _compares_with_float(code, name) \
+                        or _keeps_builtin(code, name) \
                         or self._compares_float(namespace, name) else stand_in
                 for name in names:  # (one loop, not two comprehensions: a few names)
                     holders.append((namespace, name))  # (a global f binds: ``global``)
@@ -5459,16 +5527,16 @@ class _Mode:
 
     def _compares_float(self, namespace, name="float"):
         """Whether the code of some function or class of the module whose namespace is
-        ``namespace`` may compare a type with ``float`` where the mode's cannot pass
-        (``_compares_with_float``): the mode's float, bound as the module's global, would be
-        the one it compares with."""
+        ``namespace`` needs Python's own builtin ``name`` (``_keeps_builtin``: compares a type
+        with ``float``, loads ``type`` other than to call it): the mode's, bound as the
+        module's global, would be the one it reads."""
         # (its size without the stand-ins the mode binds there itself, ``_install_types``:
         # a nested differentiation finds them bound, and must not scan the module again)
         size = len(namespace) - sum(namespace.get(builtin) is stand_in
                                     for builtin, stand_in in PYTHON_BUILTINS.items())
         known = self.float_compares.get((id(namespace), name))
         if known is None or known[0] is not namespace or known[1] != size:
-            compares = any(_compares_with_float(code, name) for code in _own_codes(namespace)
+            compares = any(_keeps_builtin(code, name) for code in _own_codes(namespace)
                            if name in _names(code))
             known = self.float_compares[id(namespace), name] = (namespace, size, compares)
         return known[2]
@@ -6230,8 +6298,11 @@ class _InMode:
         f = self.f
         holders = MODE.enter(f)
         try:
-            with MODE.lock:
+            MODE.lock.acquire()  # (as in ``_Mode.enter``)
+            try:
                 stand_in = None if f is None else MODE._stand_in(f)
+            finally:
+                MODE.lock.release()
         except BaseException:
             MODE.exit()
             raise

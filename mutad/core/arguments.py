@@ -71,8 +71,10 @@ def run(differentiation, f, call, explain=None):
     clearer error for another one (None: it stands). NumPy's floating-point warnings are
     issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``)."""
     aside = set_aside()  # (started by a rule's forward pass: nested in none of its own)
+    if aside is None:  # (no rule running, the common case: no block to enter, none to resume)
+        return _run(differentiation, f, call, explain)
     try:
-        with apart_from_rules(aside is not None):
+        with apart_from_rules(True):
             return _run(differentiation, f, call, explain)
     finally:
         resume(aside)
@@ -180,7 +182,7 @@ class _Freezer:
     differentiation) and the collector's callback it installs (``gc.callbacks``) while a
     block runs in the process."""
 
-    __slots__ = ("running", "frozen", "made", "walk_all", "idle")
+    __slots__ = ("running", "frozen", "made", "walk_all", "idle", "callback")
 
     def __init__(self):
         self.running = 0  # blocks running in the process
@@ -188,24 +190,34 @@ class _Freezer:
         self.made = 0  # objects made since (collections since, times the youngest's threshold)
         self.walk_all = False  # the full collection running walks the frozen objects too
         self.idle = False  # the process froze objects of its own: the collector runs as is
+        # (the callback bound once: added and removed as one object, found by identity)
+        self.callback = self.collected
 
+    # (the lock taken and released by its methods, not a ``with`` block, whose special
+    # methods are looked up anew on each entry: this runs twice per differentiation)
     def __enter__(self):
-        with _COLLECTOR:
+        _COLLECTOR.acquire()
+        try:
             if not self.running:
                 self.idle = gc.get_freeze_count() > 0
                 if not self.idle:
                     gc.freeze()
                     self.frozen = self.made = 0
                     self.walk_all = False
-                    gc.callbacks.append(self.collected)
+                    gc.callbacks.append(self.callback)
             self.running += 1
+        finally:
+            _COLLECTOR.release()
 
     def __exit__(self, *exception):
-        with _COLLECTOR:
+        _COLLECTOR.acquire()
+        try:
             self.running -= 1
             if not self.running and not self.idle:
-                gc.callbacks.remove(self.collected)
+                gc.callbacks.remove(self.callback)
                 gc.unfreeze()
+        finally:
+            _COLLECTOR.release()
 
     def collected(self, phase, info):
         """The collector's callback: it runs as each collection starts and stops."""

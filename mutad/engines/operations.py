@@ -489,8 +489,10 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     # elementwise record or a read, the common cases, it has nothing to fold)
     if records:
         kind = type(records[-1])
-        if kind is Write or kind is ElementWrite or kind is Elementwise \
-                and len(records) > 1 and type(records[-2]) is Gathered:
+        if kind is Elementwise:  # (the commonest first: a chain of operations on arrays)
+            if len(records) > 1 and type(records[-2]) is Gathered:
+                tape.fold()
+        elif kind is Write or kind is ElementWrite:
             tape.fold()
     records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)
@@ -1664,24 +1666,29 @@ def function_pullback(record, shadows, _):
                                 else dy for dy, b in zip(dys, outputs, strict=True)))
     else:
         cotangents = back(dys[0])
-    rows = []
-    for i, (p, g) in enumerate(zip(places, cotangents, strict=True)):
+    rows, dropped = [], False
+    for p, g in zip(places, cotangents, strict=True):
         if type(p) is list:  # a sequence argument: one place per item
             if g is not None:
                 rows.extend((e, ge) for e, ge in zip(p, g, strict=True) if e is not None)
             elif any(e is not None for e in p):
-                no_cotangent(record.primitive, i)
+                dropped = True
         elif p is not None:
             if g is None:
-                no_cotangent(record.primitive, i)
+                dropped = True
             rows.append((p, g))
+    if dropped:
+        no_cotangent(record.primitive, places, cotangents)
     add_cotangents(shadows, rows, primals)
 
 
-def no_cotangent(primitive, position):
-    """A rule's ``back`` gave the argument at ``position``, which the differentiation
-    follows, no cotangent: refused unless declared (``registry.dropped_derivative``)."""
-    dropped_derivative(primitive.name, position, ((primitive.rule, 0),))
+def no_cotangent(primitive, places, cotangents):
+    """A rule's ``back`` gave arguments the differentiation follows (their ``places``) no
+    cotangent: refused unless declared (``registry.dropped_derivative``). (Their positions
+    are found here, off the common path.)"""
+    for i, (p, g) in enumerate(zip(places, cotangents, strict=True)):
+        if g is None and (any(e is not None for e in p) if type(p) is list else p is not None):
+            dropped_derivative(primitive.name, i, ((primitive.rule, 0),))
 
 
 def _written(func, args, kwargs):

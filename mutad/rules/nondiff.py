@@ -87,3 +87,5 @@ for _function in (np.testing.assert_allclose, np.testing.assert_almost_equal,
                   np.testing.assert_equal):
     nondifferentiable(_function)
     defroute(_function, _dispatched(_function))
+del _function  # (a name of this module's left bound to a routed function would make the
+# mode switch the module's class on every entry to route it: ``_RoutingModule``)

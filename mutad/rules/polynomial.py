@@ -1150,6 +1150,8 @@ for _original, _composite in ((_pu._fromroots, _fromroots), (_pu.trimcoef, _trim
                               (_pu._valnd, _valnd), (_pu._vander_nd, _vander_nd)):
     COMPOSITES[_original] = _composite
     _standing_in(_original, _composite)
+del _original  # (a name of this module's left bound to a routed function would make the
+# mode switch the module's class on every entry to route it: ``_RoutingModule``)
 
 
 # The power series' polyval2d and polygrid2d dispatch on their arguments (NumPy's

@@ -899,9 +899,9 @@ def reduceat_of(ufunc):
     return reduceat
 
 
-_AS_STRIDED = np.lib.stride_tricks.as_strided
-_NUMPY_AS_STRIDED = (_AS_STRIDED,)  # NumPy's, held where the mode's swap of routed names in
-# public modules (this one's ``_AS_STRIDED`` too) does not reach it
+_NUMPY_AS_STRIDED = (np.lib.stride_tricks.as_strided,)  # NumPy's, held where the mode's swap
+# of routed names in public modules does not reach it (and bound to no name of this module's
+# own: the mode would switch its class on every entry to route that name, ``_RoutingModule``)
 
 
 def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
@@ -961,7 +961,7 @@ def as_strided(x, shape=None, strides=None, subok=False, writeable=True):
     return view
 
 
-defroute(_AS_STRIDED, as_strided)
+defroute(_NUMPY_AS_STRIDED[0], as_strided)
 
 
 

@@ -113,9 +113,9 @@ systems are differentiated in ``d`` alone, as ``W d``, ``W`` the values of the i
 the identity columns, a block of columns at a time (both modes and every order through the
 transposed pair). Refused: differentiated data points of the nearest neighbour and
 Clough-Tocher interpolants,
-a differentiated ``fill_value`` (but ``interp1d``'s), ``smoothing`` or ``epsilon``,
-differentiated queries or data
-points of ``RBFInterpolator`` with ``neighbors``, and ``CloughTocher2DInterpolator`` (and
+a differentiated ``fill_value`` (but ``interp1d``'s), differentiated queries, data points,
+``smoothing`` or ``epsilon`` of ``RBFInterpolator`` with ``neighbors`` (without, the
+composition is differentiated in ``smoothing`` and ``epsilon`` too), and ``CloughTocher2DInterpolator`` (and
 ``griddata(method='cubic')`` in two dimensions) of differentiated values at differentiated
 queries or of more than one column of values (of plain values it is differentiated at its
 queries: SciPy's cubic Bezier polynomial of a query's barycentric weights); of one column of differentiated values it is linear in them for the number
@@ -3347,14 +3347,17 @@ def _monomials(x, powers):
     return np.stack(columns, axis=1) if columns else np.zeros((np.shape(x)[0], 0))
 
 
-def _rbf_composition(y, d, x, interpolant):
+def _rbf_composition(y, d, x, interpolant, epsilon=None, smoothing=None):
     """SciPy's RBF interpolant of ``d`` at the data points ``y``, at the queries ``x``, written
     with functions mutad differentiates (SciPy's vectorized steps): the polynomial domain
     shifted and scaled by the data's bounds, the kernel and monomial system solved, its
     coefficients applied to the kernels and monomials at the queries. ``interpolant`` is
-    SciPy's own of the plain values: its kernel, shape parameter, smoothing and exponents."""
-    epsilon, powers = interpolant.epsilon, interpolant.powers
+    SciPy's own of the plain values: its kernel, shape parameter, smoothing and exponents;
+    ``epsilon`` and ``smoothing``, where given, the traced shape parameter and smoothing."""
+    powers = interpolant.powers
+    epsilon = interpolant.epsilon if epsilon is None else epsilon
     count, terms = np.shape(y)[0], np.shape(powers)[0]
+    smoothing = interpolant.smoothing if smoothing is None else np.zeros(count) + smoothing
     values = np.reshape(d, (count, -1))
     mins, maxs = np.min(y, axis=0), np.max(y, axis=0)
     shift, scale = (maxs + mins) / 2, (maxs - mins) / 2
@@ -3363,8 +3366,7 @@ def _rbf_composition(y, d, x, interpolant):
     monomials = _monomials((y - shift) / scale, powers)
     lhs = np.concatenate([np.concatenate((kernels, monomials), axis=1),
                           np.concatenate((monomials.T, np.zeros((terms, terms))), axis=1)],
-                         axis=0) + np.diag(np.concatenate([interpolant.smoothing,
-                                                           np.zeros(terms)]))
+                         axis=0) + np.diag(np.concatenate([smoothing, np.zeros(terms)]))
     rhs = np.concatenate([values, np.zeros((terms, np.shape(values)[1]))], axis=0)
     coefficients = np.linalg.solve(lhs, rhs)
     at_queries = np.concatenate(
@@ -3384,10 +3386,11 @@ class _TracedRBF:
     differentiated in ``d`` (and the queries) with local ``neighbors``, in ``d``, ``y`` and the
     queries without."""
 
-    def __init__(self, y, d, settings):
+    def __init__(self, y, d, settings, shape=None):
         self.y, self.d = (v if _traced(v) else _plain_copy(np.asarray(v, dtype=float))
                           for v in (y, d))
         self._settings = settings
+        self._shape = shape or {}  # the traced epsilon and smoothing
         self._interpolant = _interpolate.RBFInterpolator(_plain(y), _plain(d), **settings)
 
     def _interpolant_of(self, d):
@@ -3401,7 +3404,7 @@ class _TracedRBF:
                            "in them), or pass them as constants.")
             return _rbf_apply(self.d, self._interpolant_of, _plain_copy(_plain(x)))
         x = x if _traced(x) else np.asarray(x, dtype=float)
-        composition = _rbf_composition(self.y, self.d, x, self._interpolant)
+        composition = _rbf_composition(self.y, self.d, x, self._interpolant, **self._shape)
         return scipys_value(_rbf_value(self.y, self.d, x, self._settings), composition)
 
     def __getattr__(self, name):
@@ -3431,14 +3434,17 @@ def RBFInterpolator(y: Any, d: Any, neighbors: Any = None, smoothing: Any = 0.0,
                     degree: Any = None) -> Any:
     settings = dict(neighbors=neighbors, smoothing=smoothing, kernel=kernel, epsilon=epsilon,
                     degree=degree)
-    _refuse_traced("RBFInterpolator", "smoothing or epsilon", (smoothing, epsilon),
-                   "Pass them as constants.")
-    if not _traced((y, d)):
+    # a traced shape parameter or smoothing: SciPy's interpolant of their numbers, the
+    # composition differentiated in them too
+    shape = {k: v for k, v in (("epsilon", epsilon), ("smoothing", smoothing)) if _traced(v)}
+    if not _traced((y, d)) and not shape:
         return _interpolate.RBFInterpolator(y, d, **settings)
     if neighbors is not None:
-        _refuse_traced("RBFInterpolator", "the data points of an interpolant with neighbors",
-                       y, "Leave neighbors=None, or pass them as constants.")
-    return _TracedRBF(y, d, settings)
+        _refuse_traced("RBFInterpolator", "the data points, smoothing or epsilon of an "
+                       "interpolant with neighbors", (y, smoothing, epsilon),
+                       "Leave neighbors=None, or pass them as constants.")
+    settings.update({k: _plain(v) for k, v in shape.items()})
+    return _TracedRBF(y, d, settings, shape)
 
 
 class _TracedRbf(scipy.interpolate.Rbf):

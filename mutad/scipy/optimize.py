@@ -129,13 +129,14 @@ import scipy.sparse as _sparse
 import scipy.sparse.linalg as _sparse_linalg
 
 from ..core.allocation import allocate, by_user_code, lists_as_arrays, user_object
-from ..api import grad, hvp, jacfwd, jacobian, jvp, stop_gradient
+from .. import api as _api
+from ..api import stop_gradient
 from ..custom import Adjoint
 from ..core.errors import UnsupportedOperationError
 from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
 from ..core.trees import REGISTERED
-from ..core.views import memory, weaken
+from ..core.views import may_overlap, memory, weaken
 from ._adjoints import (ScipysCode, StandIn, StandInClass, Value, not_replayed,
                         outside_differentiations, reproduces, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
@@ -291,25 +292,155 @@ def _plain_call(original, args, kwargs, copies=None):
     return bound.arguments, {**bound.arguments, **call}, call, followed
 
 
-def _written_back(name, copies, followed):
+def _called_at_solution(original, a, result):
+    """Call the user's function that SciPy's solver ``original`` evaluates at its solution
+    (``a``: the call's arguments by name) at the differentiated solution in ``result``, as
+    SciPy calls it: what it writes into the buffers of its closure then has the derivatives of
+    the solution. False for the solvers this does not know."""
+    name = original.__name__
+    full = bool(a.get("full_output", False))
+    if name == "curve_fit":
+        a["f"](a["xdata"], *result[0])
+        return True
+    if name in ("minimize", "root", "least_squares"):
+        functions, x = [a["fun"], a["jac"]], result.x
+    elif name == "fsolve":
+        functions, x = [a["func"], a["fprime"]], result[0] if full else result
+    elif name in ("brentq", "brenth", "ridder", "bisect", "toms748"):
+        functions, x = [a["f"]], result[0] if full else result
+    else:
+        return False
+    for function in functions:  # (SciPy's order: the function, then its derivative)
+        if callable(function):
+            function(x, *_tuple(a["args"]), **(a.get("kwargs") or {}))
+    return True
+
+
+def _written_back(name, copies, followed, at_solution=None):
     """What SciPy's run wrote into the copies of the function's arrays (``_plain_call``),
     written into those arrays, where it wrote plain numbers into constants (no value in the
     call depends on what the differentiation follows): they then hold what NumPy leaves
     there, the values of SciPy's last call. Where the call is followed, those values depend
-    on the differentiated values through the solver's iterations, which mutad does not
-    differentiate: refused."""
-    for array, copy_, before in copies:
-        if copy_.tobytes() == before.tobytes():
-            continue
+    on the differentiated values: where SciPy's last call was at its solution, the user's
+    function called there (``at_solution``, which says whether it knows how) writes them, with
+    the derivatives of the solution; elsewhere (a finite-difference step, a trial point) they
+    depend on them through the solver's iterations, which mutad does not differentiate:
+    refused."""
+    changed = [(array, copy_) for array, copy_, before in copies
+               if copy_.tobytes() != before.tobytes()]
+    if followed and changed and at_solution is not None and at_solution() and all(
+            memory(array).tobytes() == copy_.tobytes() for array, copy_ in changed):
+        # SciPy's last call was at its solution (or wrote the same numbers): the user's
+        # function called at the differentiated solution wrote SciPy's last numbers into the
+        # buffers, with their derivatives
+        return
+    for array, copy_ in changed:
         if followed or not _constant_at(array):
             raise UnsupportedOperationError(
                 f"{name}: a function given to it writes into an array the differentiated "
                 "function holds (a buffer in its closure), which after the solve holds what "
-                "SciPy's last call of it wrote: values of the solver's iterations, which mutad "
-                "does not differentiate. Let the function return new arrays (r = ...; return "
-                "r, or a buffer allocated inside it), and compute what the buffer held from "
-                "the solution.")
+                "SciPy's last call of it wrote: values at a point other than the solution (a "
+                "finite-difference step, a trial point of the solver's iterations), which mutad "
+                "does not differentiate. Give the solver the derivative (jac=), so that its last "
+                "call is at the solution, or let the function return new arrays (r = ...; "
+                "return r, or a buffer allocated inside it), and compute what the buffer held "
+                "from the solution.")
         array[...] = copy_
+
+
+_BUFFERS: list = []
+"""For each solver running (innermost last), the innermost differentiation it was called in
+and the closure cells of the user's functions given to it that hold arrays a differentiation
+follows (``_buffer_cells``)."""
+
+
+def _buffer_cells(items):
+    """The closure cells of the Python functions among ``items`` (in lists, tuples, dicts,
+    ``functools.partial``, objects, and the functions their closures hold) that hold traced
+    arrays (a buffer the function writes into, ``r[:] = ...``); none where one of those arrays
+    may share memory with another of them, or with a traced array reached otherwise (a view of
+    it in the closure, an argument, an object's attribute), which a copy would part."""
+    cells, others = [], []
+    _closure_arrays(items, set(), cells, others)
+    arrays = list({id(cell.cell_contents): cell.cell_contents for cell in cells}.values())
+    for i, a in enumerate(arrays):
+        if any(may_overlap(a, b) for b in [*arrays[i + 1:], *others]):
+            return []
+    return cells
+
+
+def _closure_arrays(items, seen, cells, others):
+    for x in items:
+        if id(x) in seen:
+            continue
+        seen.add(id(x))
+        if isinstance(x, Tracer):
+            if hasattr(x, "shape"):
+                others.append(x)
+        elif type(x) in (list, tuple):
+            _closure_arrays(x, seen, cells, others)
+        elif type(x) is dict:
+            _closure_arrays(x.values(), seen, cells, others)
+        elif isinstance(x, functools.partial):
+            _closure_arrays((x.func, x.args, x.keywords), seen, cells, others)
+        elif isinstance(x, types.FunctionType):
+            for cell in x.__closure__ or ():
+                try:
+                    contents = cell.cell_contents
+                except ValueError:  # a cell not filled yet
+                    continue
+                if isinstance(contents, Tracer) and hasattr(contents, "shape"):
+                    seen.add(id(contents))
+                    cells.append(cell)
+                else:
+                    _closure_arrays((contents,), seen, cells, others)
+        elif user_object(x) and hasattr(x, "__dict__"):
+            _closure_arrays(vars(x).values(), seen, cells, others)
+
+
+def _privately(f, all_levels=False):
+    """``f`` for a differentiation nested in a solver's rule (``all_levels``: for the rule
+    itself): while it runs, the closure cells of the user's functions that hold an enclosing
+    differentiation's array (a buffer they write into) hold a copy of it made at the nested
+    level, which that differentiation follows. The evaluations the derivatives need (at SciPy's
+    solution held constant, or inside a nested differentiation, whose values an enclosing
+    level's array cannot take) leave the buffer as it was; ``_written_back`` tells what it
+    holds after the solve."""
+    if not any(cells for _, cells in _BUFFERS):
+        return f
+
+    def privately(*args, **kwargs):
+        # (the cells of the solvers whose differentiation this one runs inside, not of those
+        # whose plain twins' evaluations run outside every differentiation)
+        running = ACTIVE.running if all_levels else ACTIVE.running[:-1]
+        saved = [(cell, cell.cell_contents) for caller, cells in _BUFFERS
+                 if any(caller is d for d in running) for cell in cells]
+        copies = {}  # (one copy of an array two cells hold)
+        try:
+            for cell, contents in saved:
+                if id(contents) not in copies:
+                    copies[id(contents)] = allocate(np.zeros(np.shape(contents),
+                                                             np.result_type(contents)))
+                    copies[id(contents)][...] = contents
+                cell.cell_contents = copies[id(contents)]
+            return f(*args, **kwargs)
+        finally:
+            for cell, contents in saved:
+                cell.cell_contents = contents
+
+    return privately
+
+
+def _nested(transform):
+    """The differentiation ``transform`` (``mutad.grad``, ``jvp``, ...) of ``_privately(f)``."""
+    @functools.wraps(transform)
+    def nested(f, *args, **kwargs):
+        return transform(_privately(f), *args, **kwargs)
+    return nested
+
+
+grad, hvp, jacfwd, jacobian, jvp = map(_nested, (_api.grad, _api.hvp, _api.jacfwd,
+                                                 _api.jacobian, _api.jvp))
 
 
 def _run(original, call, **settings):
@@ -329,7 +460,16 @@ def _run(original, call, **settings):
         else:
             keywords[name] = arguments[name]
     with outside_differentiations(f"scipy.optimize.{original.__name__}"):
-        return original(*positional, **keywords)
+        result = original(*positional, **keywords)
+    if _RUNS:
+        # what SciPy's run left in the copies of the buffers, before the rule's evaluations of
+        # the plain twins (a Hessian's at the solution) write into them too
+        _RUNS[-1][:] = [(x, value.copy(), before) for x, value, before in _RUNS[-1]]
+    return result
+
+
+_RUNS: list = []
+"""The copies of the buffers (``_plain_call``'s) of each solver running (innermost last)."""
 
 
 def _tuple(args):
@@ -1026,8 +1166,16 @@ class _StandIn:
         _not_replayed(name)
         copies: list = []
         problem = _plain_call(self.original, args, kwargs, copies)
-        result = self.solve(self.original, *problem)
-        _written_back(name, copies, problem[-1])
+        _BUFFERS.append((ACTIVE.running[-1], _buffer_cells((args, kwargs))))
+        _RUNS.append(copies)
+        try:
+            # the evaluations the derivatives need write into copies of the buffers
+            result = _privately(self.solve, all_levels=True)(self.original, *problem)
+        finally:
+            _BUFFERS.pop()
+            _RUNS.pop()
+        _written_back(name, copies, problem[-1],
+                      lambda: _called_at_solution(self.original, problem[0], result))
         # the plain float arrays of the result (a solution of constants, res.x): constants of
         # the differentiation, as np.zeros' are, that the function may write traced values into
         return by_user_code(result, self.original, args, kwargs, sys._getframe(1))

@@ -164,9 +164,12 @@ to ``ADJOINT_RTOL``; where a differentiation follows them (a hessian), the same 
 NumPy's calls, the pseudo-inverse by a dense bordered solve, to every order. The generalized
 problem ``A v = λ M v`` of a constant ``M`` (dense or sparse; ARPACK's eigenvectors are
 M-orthonormal, checked): ``dλᵢ = vᵢᵀ dA vᵢ`` again, and ``dvᵢ`` solves ``(A - λᵢ M) dvᵢ =
--(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Repeated eigenvalues
-among the returned ones (within ``1e-8`` relative), a traced ``M``, ``Minv`` and ``M`` as a
-``LinearOperator`` are refused, and so is, with ``eigs``,
+-(dA - dλᵢ M) vᵢ`` with ``vᵢᵀ M dvᵢ = 0``, by a bordered sparse solve. Of a traced ``M``:
+SciPy's pairs, with the derivatives of the same pairs of the dense problem
+(``scipy.linalg.eigh(A, M)`` of the dense matrices, each eigenvalue matched to within ``1e-8``
+relative and simple, each eigenvector's sign to SciPy's), to every order; a dense cost,
+``O(n³)``. Repeated eigenvalues among the returned ones (within ``1e-8`` relative), ``Minv``
+and ``M`` as a ``LinearOperator`` are refused, and so is, with ``eigs``,
 a ``LinearOperator`` whose functions read differentiated values from their closure (pass the
 matrix).
 
@@ -186,7 +189,9 @@ the top half of ``exp([[A, Ȧ], [0, A]]) [Ḃ; B]``, and ``Ā`` the entries on `
 ``L(Aᵀ, Ȳ Bᵀ)``, the top half of ``exp([[Aᵀ, Ȳ Bᵀ], [0, Aᵀ]]) [0; I]`` (``n`` right-hand
 sides: a dense ``n × n`` result). On SciPy's grid of times (``start``, ``stop``, ``num``,
 ``endpoint``: SciPy's values) the same for ``e^{tA} B`` at each ``t``, ``tA`` in place of
-``A``; the times themselves are constants (traced ones refused). Where a differentiation
+``A``. Times that depend on the differentiated values (a traced ``start`` or ``stop``): SciPy's
+grid's values, with the derivatives of ``e^{(t_k A)} B`` computed one time ``t_k`` at a time
+(``num`` products, each differentiated as above, to every order). Where a differentiation
 follows the derivatives (a hessian), the same formulas by NumPy's calls and ``expm_multiply``
 of the dense matrices, which it follows in turn, to every order. Of a dense
 ``A`` (an array), SciPy's value of the array, the derivatives those of its sparse form.
@@ -229,10 +234,9 @@ from ..core.allocation import (COMPILED_OBJECTS, HANDED_SUBCLASSES, PASSING,
                                SUBCLASS_CALLS, allocate, holds_derivative, internal,
                                lists_as_arrays, reissued, shown_class)
 from ..engines.arraylike import carries_derivative, settled
-from ..api import pullback
+from ..api import pullback, stop_gradient
 from ..custom import Adjoint
-from ..core.errors import (UnsupportedAttributeError, UnsupportedFunctionError,
-                           UnsupportedOperationError)
+from ..core.errors import UnsupportedAttributeError, UnsupportedOperationError
 from ..core.levels import ACTIVE, WRAPPERS, Tracer, handled, innermost
 from ..core.registry import (HOLOMORPHIC, NO_RULE, RULES, defmethod, defroute,
                              zero_derivative)
@@ -249,14 +253,14 @@ __all__ = ["aslinearoperator", "bicg", "bicgstab", "block_array", "block_diag", 
            "factorized", "find", "gcrotmk", "gmres", "bellman_ford", "dijkstra", "floyd_warshall", "johnson",
            "shortest_path",
            "hstack", "IncompleteFactors", "inv", "kron", "kronsum", "laplacian", "lgmres", "lil_array", "lil_matrix", "lobpcg", "lsmr", "lsqr", "matrix_power", "minimum_spanning_tree", "minres",
-           "norm", "qmr", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
+           "norm", "onenormest", "qmr", "spdiags", "spilu", "splu", "spsolve", "spsolve_triangular", "SuperLU", "svds", "TracedMatrix",
            "TracedSparse", "tfqmr", "tril", "triu", "vstack"]
 
 SCIPY = {**{name: getattr(_splinalg, name) for name in (
     "spsolve", "spsolve_triangular", "splu", "factorized", "cg", "gmres", "bicgstab", "minres",
     "bicg", "cgs", "qmr", "lgmres", "gcrotmk", "tfqmr",
     "norm", "eigs", "eigsh", "svds", "expm", "expm_multiply", "matrix_power", "lsqr", "lsmr",
-    "inv", "aslinearoperator", "spilu")},
+    "inv", "aslinearoperator", "spilu", "onenormest")},
     **{name: getattr(_sparse, name) for name in (
         "diags", "diags_array", "spdiags", "hstack", "vstack", "bmat", "block_array",
         "block_diag", "kron",
@@ -2487,9 +2491,11 @@ class TracedSparse(_ComparedByValue):
         return self.multiply(other)
 
     def __truediv__(self, other):
+        if not _is_scalar(other) and _dense_operand(other):
+            return self.multiply(np.divide(1, other))  # SciPy's: the product with the reciprocal
         if not _is_scalar(other):
-            _refuse("a scipy.sparse matrix with traced values divided by an array",
-                    "multiply by its reciprocal with A.multiply(1 / B).")
+            _refuse("a scipy.sparse matrix with traced values divided by a sparse matrix",
+                    "multiply by the reciprocal of its dense array, A.multiply(1 / B.toarray()).")
         kept = self._keeping_stored()  # SciPy's: times 1/c
         return TracedSparse(kept, self.data * _finite_where_left_out(1 / other, kept))
 
@@ -3266,6 +3272,44 @@ def _norm(x: Any, ord: Any = None, axis: Any = None) -> Any:
 
 
 norm = _route(SCIPY["norm"], _norm)
+
+
+def _onenormest(A: Any, t: int = 2, itmax: int = 5, compute_v: bool = False,
+                compute_w: bool = False) -> Any:
+    """SciPy's estimate of the 1-norm, ``‖A v‖₁`` for the unit vector ``v = e_j`` its search
+    chose (it returns ``v`` and ``w = A v``): SciPy's value, with the derivative of
+    ``‖A e_j‖₁`` (which column is a decision, as ``np.max``'s). Where SciPy's estimate is not
+    the norm of the column it returns (it kept a product with its random starting block), the
+    vector behind it is not known: refused."""
+    if not _followed(A):
+        return SCIPY["onenormest"](A, t, itmax, compute_v, compute_w)
+    plain: Any
+    if isinstance(A, (TracedSparse, _Assembled)) or _sparse.issparse(A):
+        A = _lift(A)
+        plain = A.layout.build(stop_gradient(A.data))
+    elif _dense_operand(A):
+        plain = np.asarray(stop_gradient(A))
+    else:
+        _refuse("scipy.sparse.linalg.onenormest of an operator with traced values that is "
+                "neither a scipy.sparse matrix nor an array", "pass the matrix itself.")
+    est, v, w = SCIPY["onenormest"](plain, t, itmax, compute_v=True, compute_w=True)
+    j = int(np.argmax(v))
+    column = np.ravel(plain[:, [j]].toarray() if _sparse.issparse(plain) else plain[:, j])
+    total = np.sum(np.abs(column))
+    if not (np.array_equal(w, column) and abs(est - total) <= 8 * np.finfo(float).eps * total):
+        _refuse("scipy.sparse.linalg.onenormest whose estimate is not the norm of the column it "
+                "returns (SciPy kept the product with its random starting block)",
+                "take the exact norm, scipy.sparse.linalg.norm(A, 1), or pass t >= A.shape[0].")
+    product = A @ v
+    result = (scipys_value(est, np.sum(np.abs(product))),)
+    if compute_v:
+        result += (v,)
+    if compute_w:
+        result += (scipys_value(w, product),)
+    return result if len(result) > 1 else result[0]
+
+
+onenormest = _route(SCIPY["onenormest"], _onenormest)
 
 
 def _find(A: Any) -> Any:
@@ -4608,16 +4652,19 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
                               return_eigenvectors=return_eigenvectors, **settings)
     traced = [n for n, x in settings.items() if any(carries_derivative(y) for y in _leaves([x]))
               or isinstance(x, TracedSparse) and carries_derivative(x.data)]
-    if traced:
-        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
-                "pass them as constants; the eigenpairs' derivative is in A's stored values.")
-    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
-    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
-                                      "function") for n, x in settings.items()}
     if Minv is not None or isinstance(M, _splinalg.LinearOperator):
         _refuse("scipy.sparse.linalg.eigsh of a generalized problem with Minv, or with M a "
                 "LinearOperator, of traced values", "pass M as a matrix (dense or sparse), "
                 "and leave Minv out.")
+    if traced == ["M"]:
+        return _eigsh_traced_mass(A, k, settings, return_eigenvectors)
+    if traced:
+        _refuse(f"scipy.sparse.linalg.eigsh with traced settings ({', '.join(traced)})",
+                "pass them as constants; the eigenpairs' derivative is in the stored values "
+                "of A and M.")
+    # (a constant the function computed, a start v0 or a mass matrix, as its plain value)
+    settings = {n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}
     layout, data = _spectral_matrix_of(A, "eigsh")
     problem = _Eigenproblem(layout, k, settings, return_eigenvectors)
     w = _eigenvalues(data, problem=problem)
@@ -4627,6 +4674,54 @@ def _eigsh(A: Any, k: int = 6, M: Any = None, sigma: Any = None, which: str = "L
 
 
 eigsh = _route(SCIPY["eigsh"], _eigsh)
+
+
+def _eigsh_operand(X):
+    """The plain matrix SciPy's ``eigsh`` takes for ``X`` (a sparse matrix, traced or not, or
+    a dense array), and its dense matrix as mutad follows it."""
+    if isinstance(X, np.ndarray) and not wrapped(X):
+        return X, X
+    layout, data = _spectral_matrix_of(X, "eigsh")
+    return layout.build(stop_gradient(data)), _followed_dense(layout, data)
+
+
+def _eigsh_traced_mass(A, k, settings, vectors):
+    """``eigsh(A, k, M=M)`` of a mass matrix ``M`` with traced values: SciPy's pairs of the
+    plain matrices, with the derivatives of the same pairs of the dense generalized problem
+    (``scipy.linalg.eigh(A, M)``, differentiated in both, to every order): each of SciPy's
+    eigenvalues matched to the dense one it is (a simple one, else refused), each eigenvector
+    (M-orthonormal in both) to the dense one of the same sign."""
+    matrix, dense = _eigsh_operand(A)
+    mass, dense_mass = _eigsh_operand(settings["M"])
+    plain = {**{n: _settled_matrix(x, f"scipy.sparse.linalg.eigsh's {n} computed in the "
+                                      "function") for n, x in settings.items()}, "M": mass}
+    found = SCIPY["eigsh"](matrix, k, return_eigenvectors=vectors, **plain)
+    w = found[0] if vectors else found
+    all_w, all_v = scipy.linalg.eigh(dense, dense_mass)
+    plain_w, plain_v = np.asarray(stop_gradient(all_w)), np.asarray(stop_gradient(all_v))
+    scale = max(np.abs(plain_w).max(), np.finfo(float).tiny)
+    picked = []
+    for value in w:
+        j = int(np.argmin(np.abs(plain_w - value)))
+        others = np.delete(plain_w, j)
+        if abs(plain_w[j] - value) > 1e-8 * scale or (
+                others.size and np.abs(others - plain_w[j]).min() <= 1e-8 * scale):
+            _refuse("scipy.sparse.linalg.eigsh with a traced M of an eigenvalue that is "
+                    "repeated, or that the dense problem does not reproduce", "mutad "
+                    "differentiates simple eigenvalues of A v = λ M v, M positive definite.")
+        picked.append(j)
+    values = scipys_value(w, all_w[picked])
+    if not vectors:
+        return values
+    v = found[1]
+    # SciPy's vectors, M-orthonormal (mode 'normal'), are the dense ones up to their sign
+    overlaps = np.einsum("ij,ij->j", v, np.asarray(mass @ plain_v[:, picked]))
+    if not np.allclose(np.abs(overlaps), 1.0, rtol=0.0, atol=1e-6):
+        _refuse("scipy.sparse.linalg.eigsh with a traced M whose eigenvectors are not "
+                "M-orthonormal (a mode other than 'normal', or an M that is not positive "
+                "definite)", "mutad differentiates A v = λ M v of a positive definite M in "
+                "mode='normal'.")
+    return values, scipys_value(v, all_v[:, picked] * np.sign(overlaps))
 
 
 
@@ -5407,8 +5502,7 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
     grid = () if all(x is None for x in (start, stop, num, endpoint)) else (
         ("start", start), ("stop", stop), ("num", num), ("endpoint", endpoint))
     if _followed(start, stop):
-        _refuse("scipy.sparse.linalg.expm_multiply on a grid of traced times (start, stop)",
-                "pass them as constants, or call it once per time t with A * t (e^{tA} B).")
+        return _expm_multiply_traced_times(A, B, start, stop, num, endpoint, traceA)
     if _followed(traceA):
         _refuse("scipy.sparse.linalg.expm_multiply with a traced traceA", "pass it as a "
                 "constant (or leave it out).")
@@ -5428,6 +5522,24 @@ def _expm_multiply(A: Any, B: Any, start: Any = None, stop: Any = None, num: Any
 
 
 expm_multiply = _route(SCIPY["expm_multiply"], _expm_multiply)
+
+
+def _expm_multiply_traced_times(A, B, start, stop, num, endpoint, traceA):
+    """SciPy's grid of e^{t_k A} B at times ``np.linspace(start, stop, num, endpoint)`` that
+    depend on the differentiated values: SciPy's grid's values, with the derivatives of the
+    products e^{(t_k A)} B one time at a time (each differentiated as expm_multiply is, in
+    ``t_k A`` and ``B``, to every order)."""
+    grid = _expm_multiply(A, B, start=_number(start), stop=_number(stop), num=num,
+                          endpoint=endpoint, traceA=traceA)
+    times = _grid_times((("start", start), ("stop", stop), ("num", num),
+                         ("endpoint", endpoint)))
+    composition = np.stack([_expm_multiply(A * t, B) for t in times])
+    return scipys_value(stop_gradient(grid), composition)
+
+
+def _number(x):
+    """The plain number a traced scalar holds (None stays None)."""
+    return None if x is None else float(stop_gradient(x))
 
 
 
@@ -6103,33 +6215,6 @@ expm = _route(SCIPY["expm"], _expm)
 # SciPy's own code on a traced matrix (ScipysCode): lobpcg's iterations are NumPy's and
 # scipy.linalg's steps (eigh of the Rayleigh-Ritz projections), its decisions on the values
 lobpcg = ScipysCode(_splinalg.lobpcg)
-
-UNFOLLOWED = ("onenormest",)
-"""The functions of ``scipy.sparse.linalg`` mutad has no rule for: of traced values they are
-refused by name, where SciPy's own code would fail on the traced matrix with its TypeError."""
-
-
-def _unfollowed(name):
-    original = getattr(_splinalg, name)
-
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        if _followed(*args, *kwargs.values()):
-            raise UnsupportedFunctionError(
-                f"scipy.sparse.linalg.{name} of traced values has no rule in mutad. Solve with "
-                "spsolve, splu, factorized, cg, gmres, bicgstab, minres, qmr, lgmres, lsqr or "
-                "lsmr, which "
-                "mutad differentiates; or make the matrix dense "
-                "(A.toarray()) and use NumPy's or SciPy's dense routines (eigh, svd, lstsq, "
-                "expm); or give it a rule with mutad.adjoint.")
-        return original(*args, **kwargs)
-
-    return _route(original, refuse)
-
-
-for _name in UNFOLLOWED:
-    if hasattr(_splinalg, _name):
-        _unfollowed(_name)
-
 
 # ----------------------------------------------------------------------------------------------
 # SciPy's sparse matrices as arguments: their stored values are what is differentiated

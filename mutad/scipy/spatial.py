@@ -15,7 +15,8 @@ array([[-0.6, -0.8],
 Each distance is computed from the pairs of rows (gathered, in SciPy's order of pairs) by
 functions mutad differentiates, so both modes and every order follow. The metrics followed are
 ``euclidean``, ``sqeuclidean``, ``cityblock``, ``chebyshev`` and ``minkowski`` (``p=``, and each
-with ``w=``), ``cosine``, ``correlation``, ``seuclidean`` (``V=``) and ``mahalanobis`` (``VI=``),
+with ``w=``), ``cosine``, ``correlation``, ``seuclidean`` (``V=``), ``mahalanobis`` (``VI=``),
+``braycurtis`` and ``canberra`` (whose terms ``0 / 0`` SciPy takes as 0),
 by any of SciPy's aliases, and a Python function of two rows (called on each pair, as SciPy
 calls it). SciPy's own function of one of those metrics (``metric=distance.euclidean``), which
 SciPy calls on each pair in Python, is computed as the metric by its name: its values are the
@@ -35,7 +36,8 @@ along the row, which ``np.cumsum`` does too: ``euclidean``, ``sqeuclidean``, ``c
 bit for bit, with or without weights (float64 points; other points are taken as float64, as
 SciPy's C takes them). The others' compositions may round otherwise than SciPy's:
 ``minkowski``'s other p, whose powers NumPy computes with another ``pow`` than SciPy's C++,
-and ``cosine``, ``correlation``, ``seuclidean`` and ``mahalanobis``, which SciPy computes in C
+and ``cosine``, ``correlation``, ``seuclidean``, ``mahalanobis``, ``braycurtis`` and
+``canberra``, which SciPy computes in C
 compiled to reassociate its sums; their values are SciPy's own call's, with the derivatives of
 the composition (``tests/test_scipy_spatial.py``). ``seuclidean`` without ``V`` and
 ``mahalanobis`` without ``VI`` differentiate SciPy's variance and inverse covariance of the
@@ -95,7 +97,7 @@ _SCIPY_CKDTREE = _spatial_module.cKDTree
 
 # SciPy's aliases of the metrics followed (scipy.spatial.distance._METRIC_ALIAS).
 _FOLLOWED = ("euclidean", "sqeuclidean", "cityblock", "chebyshev", "minkowski", "cosine",
-             "correlation", "seuclidean", "mahalanobis")
+             "correlation", "seuclidean", "mahalanobis", "braycurtis", "canberra")
 _CANONICAL = {alias: info.canonical_name for alias, info in _distance._METRIC_ALIAS.items()}
 
 
@@ -197,6 +199,13 @@ def _distances(u, v, name, points, kwargs):
         return _where_zero(total, lambda s: s ** (1.0 / p))
     if name in ("cosine", "correlation"):
         return _cosine(u, v, name == "correlation")
+    if name == "braycurtis":
+        return np.sum(np.abs(d), axis=-1) / np.sum(np.abs(u + v), axis=-1)
+    if name == "canberra":
+        # SciPy's terms |u - v| / (|u| + |v|), of which 0 / 0 is taken as 0
+        scale = np.abs(u) + np.abs(v)
+        return np.sum(np.where(scale == 0.0, 0.0, np.abs(d) / np.where(scale == 0.0, 1.0, scale)),
+                      axis=-1)
     if name == "seuclidean":
         if V is None:
             V = np.var(points, axis=0, ddof=1)
@@ -289,7 +298,8 @@ def _rounded_otherwise(name, kwargs):
     """Whether mutad's composition of the metric ``name`` may round otherwise than SciPy's C."""
     if name == "minkowski":
         return kwargs.get("p", 2.0) not in (1.0, 2.0, np.inf)
-    return name in ("cosine", "correlation", "seuclidean", "mahalanobis")
+    return name in ("cosine", "correlation", "seuclidean", "mahalanobis", "braycurtis",
+                    "canberra")
 
 
 def _refuse_out(out, name):
