@@ -654,15 +654,6 @@ class ReverseDifferentiation(Differentiation):
     def ours(self, x):
         return type(x) is Traced and x.tape is self.tape
 
-    def _plain(self, value):
-        """What NumPy's run of f leaves where f stored ``value`` in a container it was given
-        (``trees.written_back``): a value of this differentiation's, detached."""
-        if isinstance(value, Tracer):
-            plain = self.detached(value)
-            if plain is not None:
-                return plain
-        return value
-
     def stands_for_callers(self, x):
         return super().stands_for_callers(x) or any(t is x for t in self.traced)
 
