@@ -325,6 +325,8 @@ UFUNC_CASES += [
     Case(special.ellipk,    (elliptic_parameter,)),
     Case(special.ellipk,    (Domain("near_zero", -5e-4, 5e-4),), label="near-zero"),
     Case(special.ellipe,    (elliptic_parameter,)),
+    Case(special.ellipkm1,  (Domain("complement", 0.1, 2.5),)),
+    Case(special.ellipkm1,  (Domain("near_one", 1.0 - 5e-4, 1.0 + 5e-4),), label="near-one"),
     Case(special.ellipe,    (Domain("near_zero", -5e-4, 5e-4),), label="near-zero"),
     Case(special.spence,    (positive,)),
     Case(special.erfi,      (real,)),

@@ -95,6 +95,49 @@ def test_a_constant_matrix_meeting_a_traced_array_computes_as_np_matrix():
     np.testing.assert_allclose(mutad.jvp(f, (x,), (np.ones_like(x),))[1], g.sum())
 
 
+MATRICES_WITHOUT_SCIPY_SPARSE = """
+import sys, warnings
+import numpy as np
+import mutad
+warnings.simplefilter("ignore", PendingDeprecationWarning)
+A = np.matrix([[2.0, 1.0], [0.5, 3.0]])
+programs = [
+    lambda p: (np.matrix(p.reshape(2, 2)) * np.matrix(p.reshape(2, 2)).T).sum()
+    + np.asmatrix(p.reshape(2, 2)).I.sum(),
+    lambda p: np.bmat([[np.asmatrix(p.reshape(2, 2)), A], [A, A]]).sum(),
+    lambda p: (A + np.diag(p[:2])).sum() + np.asarray(A * p.reshape(2, 2)).sum(),
+    lambda p: (p.reshape(2, 2) * A).sum(),
+]
+assert "scipy.sparse" not in sys.modules
+filters = list(warnings.filters)
+for f in programs:
+    p = np.array([0.7, 1.3, 0.4, 0.9])
+    value, (g,) = mutad.value_and_gradient(f, p)
+    assert warnings.filters == filters  # (SciPy's import adds filters: not the program's)
+    assert value == f(p), (value, f(p))
+    mutad.check_grads(f, p)
+    assert p.tobytes() == np.array([0.7, 1.3, 0.4, 0.9]).tobytes()
+"""
+
+
+@pytest.mark.slow  # (a new process: its imports)
+def test_np_matrix_in_a_program_that_imports_no_scipy_sparse():
+    """np.matrix's stand-in is scipy.sparse's rules': a program of np.matrix of traced values
+    (or a constant matrix meeting them) that imports no scipy.sparse loads them (was refused,
+    as a conversion, where nothing had imported scipy.sparse)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-c", MATRICES_WITHOUT_SCIPY_SPARSE],
+                         capture_output=True, text=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 0, run.stderr
+
+
 # ----------------------------------------------------------------------------------------------
 # x.flat
 

@@ -1585,6 +1585,15 @@ SET_FUNCTIONS = {
     "setdiff1d, unique": lambda x: _weighted(np.setdiff1d(x[1:], SET_OTHERS + 0.1,
                                                           assume_unique=True)),
     "setxor1d": lambda x: _weighted(np.setxor1d(SET_OTHERS + 0.1, x[::2])),
+    # complex values (were refused as written for reals): gathered, in NumPy's complex order
+    "isin, complex": lambda x: (x * np.isin(x + 1j * x[::-1], (x + 1j * x[::-1])[::2])).sum(),
+    "union1d, complex": lambda x: _weighted(np.abs(np.union1d(x + 0.5j * x**2,
+                                                              SET_OTHERS + 0.1j)) ** 2),
+    "intersect1d, complex": lambda x: _weighted(np.abs(np.intersect1d(x * (1 - 2j),
+                                                                      x[::2] * (1 - 2j))) ** 2),
+    "setdiff1d, complex": lambda x: _weighted(np.imag(np.setdiff1d(x + 1j * x**2, x[::3] + 0j))),
+    "setxor1d, complex": lambda x: _weighted(np.real(np.setxor1d(SET_OTHERS * 1j, x[::2] + 1j))),
+    "unique, complex": lambda x: _weighted(np.abs(np.unique(np.r_[x, x[:3]] * (1 - 0.5j))) ** 2),
 }
 
 

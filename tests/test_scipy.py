@@ -697,7 +697,23 @@ SEVERAL_OUTPUTS = {
     "iti0k0": lambda x: scipy.special.iti0k0(x)[0] + 2.0 * scipy.special.iti0k0(x)[1],
     "it2j0y0": lambda x: scipy.special.it2j0y0(x)[0] ** 2 + scipy.special.it2j0y0(x)[1],
     "it2i0k0": lambda x: scipy.special.it2i0k0(x)[0] + 3.0 * scipy.special.it2i0k0(x)[1],
+    # ellipj in u and m (had no rule: an elliptic filter's design of a traced ripple stopped)
+    "ellipj": lambda x: (lambda sn, cn, dn, ph: sn + 2.0 * cn + dn * ph)(
+        *scipy.special.ellipj(x, x / 3.0)),
+    "ellipj_m": lambda x: (lambda sn, cn, dn, ph: sn * dn + cn - ph)(
+        *scipy.special.ellipj(1.3, x[:, None] / 3.0)).sum(axis=1),
+    # the parabolic cylinder functions in x (had no rule): their derivative, and Weber's
+    # equation for the derivative's
+    "pbdv": lambda x: (lambda d, dp: d + 2.0 * dp)(*scipy.special.pbdv(1.3, x)),
+    "pbvv": lambda x: scipy.special.pbvv(0.7, x)[0] * scipy.special.pbvv(0.7, x)[1],
+    "pbwa": lambda x: (lambda w, wp: w ** 2 + wp)(*scipy.special.pbwa(0.4, x)),
 }
+
+
+def test_a_parabolic_cylinder_functions_order_is_refused():
+    for mode in (lambda f: mutad.gradient(f, 1.3), lambda f: mutad.jvp(f, (1.3,), (1.0,))):
+        with pytest.raises(mutad.errors.UnsupportedOperationError, match="order"):
+            mode(lambda v: scipy.special.pbdv(v, 1.0)[0])
 
 
 @pytest.mark.parametrize("name", SEVERAL_OUTPUTS)

@@ -673,9 +673,27 @@ def test_geometric_transform_into_an_output_and_refusals(image):
         return weighted(out)
 
     mutad.check_grads(f, image)
-    with pytest.raises(UnsupportedOperationError, match="map_coordinates"):
-        mutad.gradient(lambda s: weighted(scipy.ndimage.geometric_transform(
-            image, lambda p: (p[0] + s, p[1]))), 0.5)
+
+
+@pytest.mark.parametrize("passed", ["closure", "extra_arguments", "extra_keywords"])
+@pytest.mark.parametrize("order", [1, 3])
+def test_geometric_transform_of_a_differentiated_mapping(passed, order, image):
+    """A mapping of differentiated parameters (was refused; one passed by extra_arguments
+    was taken as a constant: a silent zero): map_coordinates' at the coordinates it gives,
+    SciPy's values bit for bit, differentiated in the parameters and the image."""
+    before = image.tobytes()
+
+    def f(s, x):
+        kwargs = {"closure": {}, "extra_arguments": dict(extra_arguments=(s[0], s[1])),
+                  "extra_keywords": dict(extra_keywords={"a": s[0], "b": s[1]})}[passed]
+        mapping = (lambda p: shear(p, s[0], s[1])) if passed == "closure" else shear
+        return weighted(scipy.ndimage.geometric_transform(x, mapping, (6, 5), order=order,
+                                                          mode="nearest", **kwargs))
+
+    s = np.array([0.23, -0.37])
+    assert mutad.value_and_grad(f, argnums=(0, 1))(s, image)[0] == f(s, image)
+    mutad.check_grads(f, s, image, modes=("rev", "fwd"))
+    assert image.tobytes() == before
 
 
 # Fourier filters ------------------------------------------------------------------------------
@@ -747,6 +765,27 @@ def test_fourier_sigma_and_shift_are_differentiated(rng):
     mutad.check_grads(both, x, sigmas, order=2)
 
 
+@pytest.mark.slow  # (about 2 s)
+def test_fourier_box_and_ellipsoid_sizes_are_differentiated(rng):
+    """The box's and the ellipsoid's sizes (were refused): their kernels' derivatives, in 1,
+    2 and 3 dimensions, near a zero size (their series) too; SciPy's values bit for bit."""
+    z = rng.normal(size=(5, 6)) + 1j * rng.normal(size=(5, 6))
+    x, v = rng.normal(size=(4, 7)), rng.normal(size=(3, 4, 5))
+    uniform = lambda s: power(scipy.ndimage.fourier_uniform(z, s))  # noqa: E731
+    rfft_uniform = lambda s: power(scipy.ndimage.fourier_uniform(x, s, n=12, axis=1))  # noqa: E731
+    ellipsoid = lambda s: power(scipy.ndimage.fourier_ellipsoid(z, s))  # noqa: E731
+    line = lambda s: power(scipy.ndimage.fourier_ellipsoid(z[0], s))  # noqa: E731
+    volume = lambda s: power(scipy.ndimage.fourier_ellipsoid(v, s, n=9))  # noqa: E731
+    for f, p in ((uniform, np.array([2.0, 1.3])), (rfft_uniform, 1.7), (ellipsoid, 2.5),
+                 (ellipsoid, np.array([0.01, 1e-3])), (line, 2.5), (volume, np.array(
+                     [1.5, 2.0, 2.5]))):
+        assert mutad.value_and_grad(f)(p)[0] == f(p)
+        mutad.check_grads(f, p, modes=("rev", "fwd"))
+    mutad.check_grads(uniform, np.array([2.0, 1.3]), order=2)
+    both = lambda x, s: power(scipy.ndimage.fourier_ellipsoid(x, s))  # noqa: E731
+    mutad.check_grads(both, x, np.array([1.2, 2.1]))
+
+
 @pytest.mark.parametrize("policy", ["restore", "checkpoint"])
 def test_fourier_output_written_in_place_is_restored(policy, rng):
     def f(x, s):
@@ -778,10 +817,6 @@ def test_fourier_output_types_are_scipys(rng):
 def test_fourier_refusals(rng):
     x = rng.normal(size=(5, 4))
     z = x + 1j
-    with pytest.raises(UnsupportedOperationError, match="the size"):
-        mutad.gradient(lambda s: power(scipy.ndimage.fourier_uniform(x, s)), 2.0)
-    with pytest.raises(UnsupportedOperationError, match="the size"):
-        mutad.gradient(lambda s: power(scipy.ndimage.fourier_ellipsoid(x, s)), 2.0)
     with pytest.raises(UnsupportedOperationError, match="imaginary part"):
         mutad.gradient(lambda x: power(scipy.ndimage.fourier_gaussian(x + z, 1.0,
                                                                       output=np.float64)), x)
@@ -879,6 +914,30 @@ def test_generic_filter1d_of_a_traced_image(settings, rng):
     mutad.check_grads(f, x, w)
     mutad.check_jvp(f, x, w)
     replays_as_traced(f, [(x, w), (x[::-1] * 0.9, w * 1.1)], argnums=(0, 1), replayed=1)
+
+
+@pytest.mark.parametrize("name, f", [
+    ("generic_filter", lambda c, x: scipy.ndimage.generic_filter(
+        x, lambda w: w.max() - w.mean(), size=3, mode="constant", cval=c[0])),
+    ("generic_filter-into-itself", lambda c, x: _into_itself(x * c[1], np.mean, (2, 3),
+                                                             mode="constant", cval=c[0] ** 2)),
+    ("generic_filter1d", lambda c, x: scipy.ndimage.generic_filter1d(
+        x, _smoothing_line, 3, mode="constant", cval=c[0], extra_arguments=(0.5,)))])
+def test_generic_filters_of_a_differentiated_cval(name, f, rng):
+    """A differentiated cval (refused; a constant image's went to SciPy's compiled filter as a
+    conversion): the extension's constant, gathered into the windows as the image's elements
+    are, so it takes the derivatives of the windows it fills."""
+    x = rng.normal(size=(5, 6))
+    before = x.tobytes()
+
+    def g(c):
+        return weighted(f(c, x))
+
+    c = np.array([0.3, 1.2])
+    assert mutad.value_and_grad(g)(c)[0] == g(c)
+    mutad.check_grads(g, c, modes=("rev", "fwd"))
+    replays_as_traced(g, [(c,), (c * 1.1,), (c,)])
+    assert x.tobytes() == before
 
 
 def test_generic_filters_of_plain_images_in_a_differentiation(rng):

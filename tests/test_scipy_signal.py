@@ -768,8 +768,9 @@ def test_discrete_step_and_impulse_responses(name):
 
 
 def test_frequency_responses_of_differentiated_systems():
-    """freqs, freqs_zpk and freqresp (of transfer functions and zeros and poles) at given
-    frequencies: SciPy's values bit for bit, gradients in both modes and to second order."""
+    """freqs, freqs_zpk and freqresp (of transfer functions, zeros and poles, and a (num, den)
+    tuple) at given frequencies: SciPy's values bit for bit, gradients in both modes and to
+    second order."""
     w = np.logspace(-1, 1, 7)
 
     def responses(p):
@@ -778,7 +779,9 @@ def test_frequency_responses_of_differentiated_systems():
                                        p[2], worN=w)
         _, h3 = scipy.signal.freqresp(scipy.signal.lti([p[2]], [1.0, p[1], p[0]]), w=w)
         _, h4 = scipy.signal.lti([-p[0]], [-p[1], -p[2]], p[3]).freqresp(w=w)
-        h = np.concatenate([h1, h2, h3, h4])
+        # a (num, den) tuple, which SciPy converts to zeros and poles (was refused)
+        _, h5 = scipy.signal.freqresp(([p[2], p[3]], [1.0, p[1], p[0]]), w=w)
+        h = np.concatenate([h1, h2, h3, h4, h5])
         return np.concatenate([np.real(h), np.imag(h)])
 
     p = P.copy()
@@ -793,9 +796,6 @@ def test_frequency_responses_of_differentiated_systems():
     with pytest.raises(UnsupportedOperationError, match="worN"):
         mutad.gradient(lambda p: np.abs(scipy.signal.freqs([1.0], [1.0, p[0], p[1]])[1]).sum(),
                        p)
-    with pytest.raises(UnsupportedOperationError, match="lti"):
-        mutad.gradient(lambda p: np.abs(scipy.signal.freqresp(([1.0], [1.0, p[0], p[1]]),
-                                                              w=w)[1]).sum(), p)
     zpk = lambda p: np.abs(scipy.signal.freqresp(  # noqa: E731
         ([-p[0]], [-p[1], -p[2]], p[3]), w=w)[1])
     y, _ = mutad.jvp(zpk, (p,), (np.ones(4),))
@@ -1010,6 +1010,25 @@ def test_chirp_z_transforms(name, rng):
     mutad.check_grads(power, copy, order=2)
     mutad.check_jvp(power, copy)
     assert copy.tobytes() == x.tobytes()
+
+
+_CZT_SIGNAL = np.sin(9 * np.linspace(0, 1, 32, endpoint=False))
+
+
+@pytest.mark.parametrize("name, f", [
+    ("zoom_fft range", lambda c: np.sum(np.abs(scipy.signal.zoom_fft(
+        _CZT_SIGNAL, [c[0], c[1]], m=12, fs=2.0)) ** 2)),
+    ("ZoomFFT fs, endpoint", lambda c: np.sum(np.abs(scipy.signal.ZoomFFT(
+        32, c[1], m=8, fs=c[0] * 4, endpoint=True)(_CZT_SIGNAL * c[0])) ** 2)),
+])
+def test_a_zoom_fft_of_a_differentiated_range(name, f):
+    """A ZoomFFT of a differentiated frequency range or fs (SciPy's __init__ calls cmath.exp on
+    it: refused as a conversion): SciPy's __init__ followed, its chirps traced arrays, and its
+    call on a constant signal differentiated in them."""
+    from cases import followed_as_scipy
+
+    followed_as_scipy(f, np.array([0.1, 0.3]), np.array([0.15, 0.35]))
+    assert _CZT_SIGNAL.tobytes() == np.sin(9 * np.linspace(0, 1, 32, endpoint=False)).tobytes()
 
 
 # ----------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import scipy.stats.qmc
 
 import mutad
 from mutad.core.registry import RULES
-from mutad.errors import ConversionError, UnsupportedOperationError
+from mutad.errors import UnsupportedOperationError
 from test_scipy_stops import central, check
 
 
@@ -70,7 +70,17 @@ def test_scipys_code_without_a_rule_that_converts_is_refused():
     # compiled code handed a differentiated array: SciPy's code, followed, stops there
     with pytest.raises(UnsupportedOperationError, match=r"scipy\.stats\.shapiro .*mutad\.adjoint"):
         mutad.gradient(lambda x: scipy.stats.shapiro(x).statistic, x)
-    # (float() of its center frequency; kaiser's beta, once the example here, is followed now)
-    with pytest.raises(ConversionError, match=r"scipy\.signal\..*gammatone.*mutad\.adjoint"):
-        mutad.gradient(lambda x: scipy.signal.gammatone(100 + x[0], "fir", fs=1000)[0].sum(), x)
     assert x.tobytes() == before
+
+
+def test_scipys_code_followed_reads_float_as_the_users_code():
+    """float() of a traced number in SciPy's code that mutad follows (gammatone's center
+    frequency, once refused as a conversion) is the value standing for the Python float, as
+    in the user's code: SciPy's values, differentiated."""
+    def f(x):
+        return scipy.signal.gammatone(100 + x[0], "fir", fs=1000)[0].sum() \
+            + scipy.signal.gammatone(100 * x[1], "iir", fs=1000)[1].sum()
+
+    x = np.array([0.3, 0.5])
+    assert mutad.value_and_gradient(f, x)[0] == f(x)
+    mutad.check_grads(f, x, modes=("rev", "fwd"))

@@ -644,13 +644,15 @@ def library_binding(value):
     where it is NumPy's index expression ``r_`` or ``c_`` (``from numpy import r_``), the
     mode's (``_Joined``: a traced item is joined, not converted); where it is
     ``np.isscalar``, the mode's (True of a traced number standing for a scalar); where it is
-    the ``math`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's, whose functions follow
-    traced scalars; ``None`` otherwise."""
+    the ``math`` or ``cmath`` module (``math.sqrt(s2 / n)`` of a traced number), the mode's,
+    whose functions follow traced scalars; ``None`` otherwise."""
     for original, mode in (JOINED["r_"], JOINED["c_"]):
         if value is original:
             return mode
     if value is math:
         return _LIBRARY_MATH
+    if value is cmath:
+        return _LIBRARY_CMATH
     if value is QUERIES["isscalar"][0]:
         return QUERIES["isscalar"][1]
     polynomial = POLYNOMIAL_READERS.get(id(value))
@@ -2287,6 +2289,8 @@ def _matrix_of(data, dtype, copy, numpys):
     call of NumPy's (``np.matrix``, ``np.asmatrix``) that makes its matrix of given values:
     made once, of the plain values where ``data`` holds traced ones, so that NumPy's warning
     is issued once, from NumPy's line."""
+    if ACTIVE.running and holds_wrapped(data):
+        subclass_rules(np.matrix)
     handed = HANDED_SUBCLASSES.get(np.matrix)
     if handed is None or not (ACTIVE.running and holds_wrapped(data)):
         return numpys(data)
@@ -2337,6 +2341,8 @@ def _bmat(obj, ldict=None, gdict=None):
     object that computes as np.matrix does (``HANDED_SUBCLASSES``), in the shape NumPy's bmat
     of their plain values has (its errors too), where the calling code compares no type with
     np.matrix by identity (``_asmatrix``'s condition); NumPy's otherwise (a string of names)."""
+    if ACTIVE.running and holds_wrapped(obj):
+        subclass_rules(np.matrix)
     handed = HANDED_SUBCLASSES.get(np.matrix)
     if handed is None or not (ACTIVE.running and holds_wrapped(obj)) or type(obj) not in (
             list, tuple) or _uses(sys._getframe(1).f_code, "matrix")[1]:
@@ -2708,6 +2714,24 @@ SUBCLASS_CALLS: dict[type, Callable[[Any, tuple, dict], Any]] = {}
 in a NumPy function or ufunc (``np.matrix(A) + np.diag(x)``), what computes ``call(*args,
 **kwargs)`` as the subclass does, its results of the subclass where NumPy's are
 (``scipy.sparse`` registers np.matrix's)."""
+
+SUBCLASS_LIBRARIES = {np.matrix: "scipy.sparse"}
+"""For a subclass of ndarray, the library whose rule module registers its stand-ins
+(``HANDED_SUBCLASSES``, ``SUBCLASS_CALLS``): np.matrix's computes beside scipy.sparse's
+matrices, whose ``todense()`` gives one (``subclass_rules``)."""
+
+
+def subclass_rules(kind):
+    """Load the rules that register ``kind``'s stand-ins (``SUBCLASS_LIBRARIES``) where no
+    rule module has yet: a program of np.matrix that imports no scipy.sparse, as the mode
+    loads them for one that imports it in its body."""
+    library = SUBCLASS_LIBRARIES.get(kind)
+    if library is not None and kind not in HANDED_SUBCLASSES:
+        # (the program did not import it: its warning filters, which importing SciPy adds to,
+        # stay the program's; SciPy's would silence np.matrix's own warning)
+        with warnings.catch_warnings():
+            _imported(_IMPORT_MODULE, library)
+
 
 FOLLOWED_LIBRARY_CODE: list[Callable[[Any, tuple, dict], Any]] = []
 """How a Python function of SciPy's that nothing routes (``_Made``) runs on traced arguments:
@@ -4846,6 +4870,9 @@ for _swapped in PYTHON_MODULES.values():
     _BY_ORIGINAL.update({id(func): (func, new) for func, new in _swapped.values()})
 _LIBRARY_MATH = _mode_python(math)
 """The ``math`` module as SciPy's code a differentiation follows reads it (``library_binding``)."""
+_LIBRARY_CMATH = _mode_python(cmath)
+"""The ``cmath`` module as SciPy's code reads it there (``cmath.exp(2j * pi * f1 / fs)`` of a
+traced frequency in ``scipy.signal.czt``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,

@@ -295,13 +295,19 @@ class Capture:
     same thread swaps them again and gives back what it found, one in another thread takes
     those on as they are, and the last to stop gives back the first's."""
 
-    __slots__ = ("filters", "show", "issued", "swapped", "made")
+    __slots__ = ("filters", "show", "issued", "swapped", "made", "stack")
 
+    # (A replay starts and stops one on every call: this thread's state, a ``threading.local``
+    # whose every attribute read looks the thread up, is read once per read needed, its
+    # handlers' stack kept; ``_show_to`` and ``_unshow`` are written out, under the one lock.)
     def __init__(self):
         self.issued = []
-        self.show = self.issued.append
+        self.show = show = self.issued.append
+        thread = _THREAD
+        self.stack = stack = thread.stack  # (started and stopped in one thread)
         with _LOCK:
-            self.swapped = _THREAD.captures or not _CAPTURES[0]
+            captures = thread.captures
+            self.swapped = captures or not _CAPTURES[0]
             if self.swapped:
                 self.filters = warnings.filters
                 if not _CAPTURES[0]:
@@ -312,18 +318,30 @@ class Capture:
                 self.filters = _CAPTURES[1]
                 self.made = None
             _CAPTURES[0] += 1
-            _THREAD.captures += 1
-            _show_to(self.show)  # (under the same lock: one taken per Capture, not two)
+            thread.captures = captures + 1
+            if not _OUTSIDE[0] and warnings._showwarnmsg is not _shown:  # (``_show_to``)
+                _OUTSIDE[1] = warnings._showwarnmsg
+                warnings._showwarnmsg = _shown
+            _OUTSIDE[0] += 1
+            stack.append(show)
 
     def stop(self):
+        show, stack = self.show, self.stack
         with _LOCK:
-            _unshow(self.show)
+            if stack and stack[-1] is show:  # (the innermost, as a rule: ``_unshow``)
+                del stack[-1]
+                _OUTSIDE[0] -= 1
+                if not _OUTSIDE[0] and warnings._showwarnmsg is _shown:
+                    warnings._showwarnmsg = _OUTSIDE[1]
+            else:
+                _unshow(show)
             _CAPTURES[0] -= 1
-            _THREAD.captures -= 1
+            thread = _THREAD
+            captures = thread.captures = thread.captures - 1
             if not _CAPTURES[0]:
                 found = _CAPTURES[1]
                 warnings.filters, _CAPTURES[1] = self._given_back(found), None
-            elif self.swapped and _THREAD.captures:
+            elif self.swapped and captures:
                 warnings.filters = self._given_back(self.filters, capturing=True)
         return self.issued
 

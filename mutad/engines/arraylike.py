@@ -29,9 +29,9 @@ import numpy as np
 from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
-from ..core.allocation import (HANDED_SUBCLASSES, SUBCLASS_CALLS, Preexisting, allocate,
-                               lists_as_arrays, plain_memory, remember_text, shown_class,
-                               writes_in_full)
+from ..core.allocation import (HANDED_SUBCLASSES, SUBCLASS_CALLS, SUBCLASS_LIBRARIES,
+                               Preexisting, allocate, lists_as_arrays, plain_memory,
+                               remember_text, shown_class, subclass_rules, writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handling,
                           remember_refusal, scalar_math_error, without_events)
 from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAttributeError,
@@ -206,7 +206,7 @@ def _operator(method, name, prefix):
     power = name == "pow"
 
     def operate(self, other):
-        if reflected and type(other) in HANDED_SUBCLASSES:
+        if reflected and (type(other) in HANDED_SUBCLASSES or type(other) in SUBCLASS_LIBRARIES):
             handed = _handed_operator(other, name)
             if handed is not None:  # np.matrix(A) * x: np.matrix's product
                 return handed(self)
@@ -469,6 +469,7 @@ def subclass_call(call, kinds, args, kwargs):
     x)``), which NumPy's call would give as that subclass; None where none is (or where an
     ``out=`` is given)."""
     for kind in kinds:  # (a loop: this runs for calls off the engines' fast paths)
+        subclass_rules(kind)
         computes = SUBCLASS_CALLS.get(kind)
         if computes is not None and "out" not in kwargs:
             return computes(call, args, kwargs)
@@ -480,8 +481,11 @@ def _handed_operator(other, name):
     that a library stands in for (``HANDED_SUBCLASSES``: np.matrix), as its stand-in computes
     it of a traced or dual operand (``np.matrix(A) * x``: np.matrix's product, whose own
     operator took the operand for no array and gave way); None where the stand-in has none."""
-    handed = HANDED_SUBCLASSES[type(other)](other.view(np.ndarray))
-    return getattr(handed, f"__{name}__", None)
+    subclass_rules(type(other))
+    stand_in = HANDED_SUBCLASSES.get(type(other))
+    if stand_in is None:
+        return None
+    return getattr(stand_in(other.view(np.ndarray)), f"__{name}__", None)
 
 
 def _gives_way(kind, in_place=False):
@@ -495,6 +499,8 @@ def _gives_way(kind, in_place=False):
     too (``takes_over_in_place_operations``: a stand-in of such a class)."""
     if getattr(kind, "takes_over_operations", False) is True:
         return not in_place or getattr(kind, "takes_over_in_place_operations", False) is True
+    if kind in SUBCLASS_LIBRARIES:  # (np.matrix in a program that imports no scipy.sparse)
+        subclass_rules(kind)
     if kind in HANDED_SUBCLASSES:  # (np.matrix: its reflected operator, as NumPy's subclass's
         return not in_place       # comes first, x * m its product)
     protocol = getattr(kind, "__array_ufunc__", _ABSENT)

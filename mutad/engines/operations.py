@@ -489,8 +489,10 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
     # elementwise record or a read, the common cases, it has nothing to fold)
     if records:
         kind = type(records[-1])
-        if kind is Write or kind is ElementWrite or kind is Elementwise \
-                and len(records) > 1 and type(records[-2]) is Gathered:
+        if kind is Elementwise:  # (the commonest first: a chain of operations on arrays)
+            if len(records) > 1 and type(records[-2]) is Gathered:
+                tape.fold()
+        elif kind is Write or kind is ElementWrite:
             tape.fold()
     records.append(record)
     errors = ERRORS.get()  # (as ReverseTape.record notes an np.errstate block's handling)

@@ -4827,6 +4827,14 @@ def signature(parts):
                           "objects (not a registered pytree, nor an object holding a function)")
         key.append(described)
         for x in leaves:
+            if type(x) is _NDARRAY and x.base is None:  # (a float array that owns its
+                dtype = x.dtype  # memory, the common case, told at once: as below)
+                if dtype.kind in "fc":
+                    shape, strides, i = x.shape, x.strides, id(x)
+                    key.append((shape, dtype, strides, x.flags.num & WRITEABLE != 0,
+                                owners.setdefault(i, len(owners)), None, shape, strides,
+                                objects.setdefault(i, len(objects)), None))
+                    continue
             kind = type(x)
             if kind is not np.ndarray and (kind is complex or isinstance(x, np.complexfloating)):
                 return f"a {np.result_type(x)} number", "complex numbers as arguments"
@@ -4955,6 +4963,8 @@ COPIED = 1 << 24
 """Arrays ``f`` reaches of up to this many bytes are compared with a copy on each call; larger
 ones with a BLAKE2 digest of their bytes (no second copy of a large dataset)."""
 
+
+_NDARRAY = np.ndarray
 
 _NOT_OBJECTS = frozenset((np.ndarray, float, int, bool, str, type(None)))
 """Exact types of the arguments ``classes`` finds no class in (``attributes`` has none)."""

@@ -394,10 +394,12 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
             if kind is float or kind is int:
                 operand, traced, place = other, 0, other
                 scalar = not value.ndim and value.dtype.kind == "c"
-            elif kind is Traced and other.tape is tape and not other.buffer.weak \
-                    and type(other.value) is NDARRAY:
-                operand, traced = other.value, 0 if other.buffer.constant else 1
-                place = other.buffer if other.whole else None
+            elif kind is Traced and other.tape is tape and not (its := other.buffer).weak \
+                    and type(operand := other.value) is NDARRAY:
+                # (``its``: its buffer, read once: a traced array's attributes are read through
+                # its class's ``__getattr__`` hook, each read a slow lookup)
+                traced = 0 if its.constant else 1
+                place = its if other.whole else None
                 scalar = not value.ndim and not operand.ndim and (
                     value.dtype.kind == "c" or operand.dtype.kind == "c")
             elif kind is Preexisting and not scalars and not buffer.constant and (
@@ -420,9 +422,12 @@ def _fast_operator(ufunc, general, reflected, scalars=False):
                 except FloatingPointError as error:  # (np.errstate's "raise")
                     raise scalar_math_error(error, self, other) from None
                 if yt is not None:
-                    y = yt.value
-                    if not y.ndim and y.dtype.kind == "f" and math.isnan(y):  # scalar math's?
-                        put_nan_right(yt, self, other, ufunc, reflected)
+                    # (a result of no axes has operands of none: of an array with axes, not
+                    # asked)
+                    if not value.ndim:
+                        y = yt.value
+                        if not y.ndim and y.dtype.kind == "f" and math.isnan(y):  # scalar math's?
+                            put_nan_right(yt, self, other, ufunc, reflected)
                     return yt
         return general(self, given)
 

@@ -892,6 +892,11 @@ def copyto(dst, src, casting="same_kind", where=True):
 # complex values; the in-place handlers write through the core's assignment, which takes them.
 holomorphic(np.take, np.take_along_axis, np.compress, np.extract, np.sort, np.partition,
             np.choose, np.select, np.diff, np.interp)
+# The set functions gather their values from the inputs (in NumPy's order of complex numbers,
+# the same bits found as for reals) and np.isin is a decision on the values: no formula in them
+# is written for reals.
+holomorphic(np.unique, np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all,
+            np.isin, np.union1d, np.setxor1d, np.setdiff1d, np.intersect1d)
 complex_aware((np.add, "at"), (np.subtract, "at"), np.put, np.place, np.putmask, np.put_along_axis,
               np.copyto)
 

@@ -12,8 +12,8 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
-from ..core.allocation import (FOLLOWED_LIBRARY_CODE, FOR_THE_CALLER, Preexisting, by_user_code,
-                               in_containers,
+from ..core.allocation import (FOLLOWED_LIBRARY_CODE, FOR_THE_CALLER, MODE, PYTHON_BUILTINS,
+                               Preexisting, by_user_code, in_containers,
                                library_allocation, library_binding, library_route,
                                lists_as_arrays,
                                stand_in_value)
@@ -598,6 +598,13 @@ def following_scipys_code(function, args, kwargs):
                     if stand_in is not None:
                         originals[name] = value, stand_in
                         namespace[name] = stand_in
+                for name, stand_in in PYTHON_BUILTINS.items():
+                    # Python's float() and complex() of a traced number, as in the user's code
+                    # (the value standing for the Python number), where the module's code
+                    # compares no type with them
+                    if name not in namespace and not MODE._compares_float(namespace, name):
+                        originals[name] = _ABSENT, stand_in
+                        namespace[name] = stand_in
                 entry = _SWAPPED[id(namespace)] = [0, originals]
             entry[0] += 1
             entries.append((namespace, entry))
@@ -635,8 +642,14 @@ def following_scipys_code(function, args, kwargs):
                 if entry[0] == 0:
                     del _SWAPPED[id(namespace)]
                     for name, (value, stand_in) in entry[1].items():
-                        if namespace.get(name) is stand_in:
+                        if namespace.get(name) is stand_in and value is _ABSENT:
+                            del namespace[name]
+                        elif namespace.get(name) is stand_in:
                             namespace[name] = value
+
+
+_ABSENT = object()
+"""The value of a name that ``following_scipys_code`` binds in a module that had none."""
 
 
 def _namespaces(function):

@@ -87,7 +87,7 @@ from scipy.ndimage import _filters, _measurements, _ni_support
 
 from ..core.allocation import allocate, lists_as_arrays
 from ..engines.arraylike import carries_derivative, settled
-from ..core.errors import ConversionError, UnsupportedOperationError, UntracedWriteError
+from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE, innermost
 from ..core.registry import CONVENTION
 from ..rules._helpers import gather_cotangent, stacked
@@ -301,12 +301,20 @@ def _deliver(result, output):
 def _constant(value, what, name):
     if innermost((value,)) is None:
         return value
-    if carries_derivative(value):
+    if _carries(value):
         raise UnsupportedOperationError(
             f"scipy.ndimage.{name}: mutad does not differentiate with respect to {what}; pass "
             "it as a constant (a number not computed from the differentiated arguments).")
     what = what if what.startswith("the ") else f"a {what}"  # "the matrix", "a cval"
     return settled(value, f"scipy.ndimage.{name} with {what} the program computes")
+
+
+def _carries(value):
+    """Whether ``value`` (inside lists and tuples too: a tuple of settings) carries a
+    derivative."""
+    if type(value) in (list, tuple):
+        return any(_carries(v) for v in value)
+    return carries_derivative(value)
 
 
 def _weights(weights):
@@ -1114,25 +1122,23 @@ def _geometric_transform(input, mapping, output_shape=None, output=None, order=3
                         extra_keywords=None):
     # The user's mapping of output coordinates is plain Python: its input coordinates are
     # computed once here, as SciPy computes them (the same calls, the same numbers), and the
-    # derivative in the image is map_coordinates' at them.
-    extra_arguments, extra_keywords = _settings(
-        "geometric_transform", order, (extra_arguments, "extra_arguments"),
-        (extra_keywords, "extra_keywords"))
+    # derivative in the image is map_coordinates' at them. Where they depend on the
+    # differentiated arguments (a mapping reading a traced shift), they are map_coordinates'
+    # traced coordinates: SciPy interpolates both the same way, at the same numbers.
+    _settings("geometric_transform", order)  # (the extra arguments go to the mapping)
     output_shape = tuple(int(n) for n in (np.shape(input) if output_shape is None
                                           else output_shape))
     keywords = extra_keywords or {}
     ndim = np.ndim(input)
+    found = [list(mapping(index, *extra_arguments, **keywords))
+             for index in np.ndindex(*output_shape)]
+    if innermost((found,)) is not None:
+        points, = lists_as_arrays([found])
+        coordinates = np.reshape(np.transpose(points * 1.0), (ndim, *output_shape))
+        return map_coordinates(input, coordinates, output, order, mode, cval, prefilter)
     coordinates = np.empty((ndim, int(np.prod(output_shape))))
-    for p, index in enumerate(np.ndindex(*output_shape)):
-        try:
-            found = mapping(index, *extra_arguments, **keywords)
-            coordinates[:, p] = [float(c) for c in found]
-        except ConversionError as error:
-            raise UnsupportedOperationError(
-                "scipy.ndimage.geometric_transform: the mapping returned coordinates that "
-                "depend on the differentiated arguments, which mutad does not differentiate "
-                "there; compute the coordinates as an array and call map_coordinates (order=1 "
-                "differentiates them), or pass them through mutad.stop_gradient.") from error
+    for p, point in enumerate(found):
+        coordinates[:, p] = [float(c) for c in point]
     weights = _point_weights(list(coordinates), order, mode, prefilter)
     # SciPy's own, held by the stand-in: scipy.ndimage's name is the stand-in while this runs.
     return _interpolated(geometric_transform.original, "geometric_transform", input, output,
@@ -1436,13 +1442,14 @@ def _affine_jvp(tangents, input, matrix, offset, output_shape, cval, order, mode
 # the Gaussian exp(-2π² σ_a² f_a²), for the shift exp(-2πi s_a f_a). The value is SciPy's; the
 # derivative in the input is the multiplication by K (its adjoint, by conj(K): the Gaussian's,
 # the box's and the ellipsoid's are real, the shift's conj(K(s)) is K(-s)), and in σ_a and s_a
-# it is y times the derivative of the log of their factor: -4π² σ_a f_a² and -2πi f_a.
+# it is y times the derivative of the log of their factor: -4π² σ_a f_a² and -2πi f_a; in
+# the box's and the ellipsoid's sizes, the derivative of their kernel (_size_derivatives).
 
 _FOURIER = {"fourier_gaussian": _ndimage.fourier_gaussian,
             "fourier_uniform": _ndimage.fourier_uniform,
             "fourier_ellipsoid": _ndimage.fourier_ellipsoid,
             "fourier_shift": _ndimage.fourier_shift}
-_FOLLOWED_PARAMETER = {"fourier_gaussian": "sigma", "fourier_shift": "shift"}
+_SIZED = ("fourier_uniform", "fourier_ellipsoid")
 
 
 def _plain_fourier(input, parameters, name, n, axis, dtype):
@@ -1471,12 +1478,49 @@ def _logarithmic(name, shape, a, n, axis):
 
 
 def _fourier_parameter_terms(name, y, parameters, n, axis, weigh):
-    """``weigh(y · ∂ log K/∂p_a / p-factor)`` for each axis a, or None where the filter's
-    parameters have no derivative (the box and ellipsoid sizes, refused when traced)."""
-    if name not in _FOLLOWED_PARAMETER:
-        return None
+    """``weigh(y · ∂ log K/∂p_a / p-factor)`` for each axis a (the Gaussian's and the
+    shift's)."""
     shape = np.shape(y)
     return [weigh(y * _logarithmic(name, shape, a, n, axis), a) for a in range(len(shape))]
+
+
+# The box's K = Π_a sinc(s_a f_a) and the ellipsoid's K = g_d(π r), r = |(s_a f_a)_a|, of the
+# d = 1, 2 or 3 dimensions: g_1(x) = sin x / x, g_2(x) = 2 J_1(x) / x, g_3(x) = 3 (sin x -
+# x cos x) / x³ (SciPy's kernels). With x_a = π s_a f_a, ∂x/∂s_a = π² s_a f_a² / x for both
+# (x = x_a for the box), so ∂K/∂s_a = π² s_a f_a² (g'(x) / x), times the other axes' factors
+# for the box. g'(x) / x is (cos x - g_1) / x², 2 (J_0(x) - g_2) / x², 3 (sin x / x - g_3) /
+# x², whose series -1/3 + x²/30, -1/4 + x²/48, -1/5 + x²/70 are taken near 0.
+_SIZE_SERIES = {1: (-1.0 / 3.0, 1.0 / 30.0), 2: (-0.25, 1.0 / 48.0), 3: (-0.2, 1.0 / 70.0)}
+
+
+def _slope_over_x(d, x2):
+    """g_d'(x) / x (above) of x² = ``x2`` (no square root of 0: its derivative would be
+    infinite), at a safe point where its series is taken."""
+    small = x2 < 1e-4
+    safe = np.sqrt(np.where(small, 1.0, x2))
+    if d == 1:
+        g, top = np.sin(safe) / safe, np.cos(safe)
+    elif d == 2:
+        g, top = 2.0 * _special.j1(safe) / safe, _special.j0(safe)
+    else:
+        g, top = 3.0 * (np.sin(safe) - safe * np.cos(safe)) / safe ** 3, np.sin(safe) / safe
+    c0, c1 = _SIZE_SERIES[d]
+    return np.where(small, c0 + c1 * x2, d * (top - g) / (safe * safe))
+
+
+def _size_derivatives(name, input, sizes, n, axis):
+    """∂y/∂s_a, for each axis a, of the box's or the ellipsoid's filter of ``input``."""
+    shape = np.shape(input)
+    f = [_frequencies(shape, a, n, axis) for a in range(len(shape))]
+    x = [math.pi * sizes[a] * f[a] for a in range(len(shape))]
+    scale = [(math.pi ** 2) * sizes[a] * f[a] * f[a] for a in range(len(shape))]
+    if name == "fourier_uniform":
+        factors = [np.sinc(sizes[a] * f[a]) for a in range(len(shape))]
+        return [input * scale[a] * _slope_over_x(1, x[a] * x[a]) * functools.reduce(
+            np.multiply, [factors[b] for b in range(len(shape)) if b != a], 1.0)
+            for a in range(len(shape))]
+    slope = _slope_over_x(len(shape), functools.reduce(np.add, [t * t for t in x]))
+    return [input * scale[a] * slope for a in range(len(shape))]
 
 
 @_fourier.rule
@@ -1492,11 +1536,12 @@ def _fourier_rule(input, parameters, name, n, axis, dtype):
             dinput = _fourier(dy, parameters, name, n, axis, None)
         if real_input and np.iscomplexobj(dinput):
             dinput = np.real(dinput)
+        if name in _SIZED:  # Re Σ conj(ȳ) ∂y/∂s_a
+            return dinput, stacked([np.real(np.vdot(dy, t)) for t in _size_derivatives(
+                name, input, parameters, n, axis)])
         # Re Σ conj(ȳ) y ∂log K/∂p_a, the Gaussian's σ_a factored out and put back after.
         terms = _fourier_parameter_terms(name, y, parameters, n, axis,
                                          lambda t, a: np.real(np.vdot(dy, t)))
-        if terms is None:
-            return dinput, None
         dparameters = stacked(terms)
         if name == "fourier_gaussian":
             dparameters = dparameters * parameters
@@ -1510,7 +1555,10 @@ def _fourier_jvp(tangents, input, parameters, name, n, axis, dtype):
     dinput, dparameters = (tuple(tangents) + (None, None))[:2]
     y = _fourier(input, parameters, name, n, axis, dtype)
     parts = [] if dinput is None else [_fourier(dinput, parameters, name, n, axis, dtype)]
-    if dparameters is not None:
+    if dparameters is not None and name in _SIZED:
+        parts += [t * dparameters[a] for a, t in enumerate(_size_derivatives(
+            name, input, parameters, n, axis))]
+    elif dparameters is not None:
         scale = dparameters * parameters if name == "fourier_gaussian" else dparameters
         parts += _fourier_parameter_terms(name, y, parameters, n, axis,
                                           lambda t, a: t * scale[a])
@@ -1563,13 +1611,11 @@ def _fourier_stand_in(name, parameter_name):
         if innermost((parameter,)) is None:
             parameters = np.asarray(_ni_support._normalize_sequence(parameter, ndim),
                                     dtype=np.float64)
-        elif name in _FOLLOWED_PARAMETER:
+        else:
             parameters = (parameter * np.ones(ndim) if np.ndim(parameter) == 0
                           else parameter * 1.0)
             if np.shape(parameters) != (ndim,):
                 raise RuntimeError("sequence argument must have length equal to input rank")
-        else:
-            _constant(parameter, "the size", name)
         y = _fourier(input, parameters, name, int(n), axis, dtype)
         return _deliver(y, output)
 
@@ -1601,13 +1647,13 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     function computes is recorded): SciPy's own filter of the elements' positions, with a
     function that notes each window, tells which elements, boundaries included."""
     extra_keywords = extra_keywords or {}
-    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+    if not any(carries_derivative(v) for v in (input, cval, *extra_arguments,
                                                 *extra_keywords.values())):
+        cval = _constant(cval, "cval", "generic_filter")
         return generic_filter.original(input, function, size, footprint, output, mode, cval,
                                        origin, extra_arguments, extra_keywords, axes=axes)
     if np.iscomplexobj(input):
         raise TypeError("Complex type not supported")
-    cval = _constant(cval, "cval", "generic_filter")
     dtype = _dtype(output, input, "generic_filter")
     shape = np.shape(input)
     windows = []
@@ -1620,7 +1666,7 @@ def generic_filter(input, function, size=None, footprint=None, output=None, mode
     generic_filter.original(np.arange(math.prod(shape), dtype=np.float64).reshape(shape), note,
                             size, footprint, None, mode, -1.0, origin, axes=axes)
     elements = np.concatenate([np.ravel(input).astype(np.float64, copy=False),
-                               np.full(1, cval, np.float64)])
+                               np.reshape(cval, (1,)).astype(np.float64, copy=False)])
     if _into_itself("generic_filter", input, output, by_lines=False):
         # SciPy reads each window from the memory it writes into, element by element in
         # C order: later windows see the results already written
@@ -1644,13 +1690,13 @@ def generic_filter1d(input, function, filter_size, axis=-1, output=None, mode="r
     on a new output line the differentiation follows, line after line, so that what it
     writes there is differentiated."""
     extra_keywords = {} if extra_keywords is None else extra_keywords
-    if not any(carries_derivative(v) for v in (input, *extra_arguments,
+    if not any(carries_derivative(v) for v in (input, cval, *extra_arguments,
                                                 *extra_keywords.values())):
+        cval = _constant(cval, "cval", "generic_filter1d")
         return generic_filter1d.original(input, function, filter_size, axis, output, mode,
                                          cval, origin, extra_arguments, extra_keywords)
     if np.iscomplexobj(input):
         raise TypeError("Complex type not supported")
-    cval = _constant(cval, "cval", "generic_filter1d")
     dtype = _dtype(output, input, "generic_filter1d")
     axis = normalize_axis_index(axis, np.ndim(input))
     length = np.shape(input)[axis]

@@ -1022,8 +1022,6 @@ def ss2tf(A, B, C, D, input=0):
 def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butter",
                output="ba", fs=None):
     name = "scipy.signal.iirfilter"
-    _refuse_followed((rp, rs), "a filter's ripple or attenuation (rp, rs)",
-                     "Pass them as constants; the critical frequencies Wn are differentiated.")
     Wn = array_argument(Wn) * 1.0
     fs = _filter_design._validate_fs(fs, allow_none=True)
     ftype, btype, output = (x.lower() for x in (ftype, btype, output))
@@ -1037,15 +1035,15 @@ def _iirfilter(N, Wn, rp=None, rs=None, btype="band", analog=False, ftype="butte
     if plain.size > 1 and not plain[0] < plain[1]:
         raise ValueError("Wn[0] must be less than Wn[1]")
     btype = _filter_design.band_dict.get(btype, btype)
-    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk", "sos") \
-            or _filter_design.filter_dict.get(ftype, [None])[0] is _filter_design.besselap:
+    if btype not in ("lowpass", "highpass", "bandpass") or output not in ("ba", "zpk", "sos"):
         raise UnsupportedOperationError(
             f"{name}(btype={btype!r}, ftype={ftype!r}, output={output!r}) of differentiated "
             "critical frequencies: mutad follows the lowpass, highpass and bandpass designs "
-            "of butter, cheby1, cheby2 and ellip with output='ba', 'zpk' or 'sos'.")
-    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0)
-    z, p, k = _filter_design.iirfilter(N, 1.0, rp, rs, btype="lowpass", analog=True,
-                                       ftype=ftype, output="zpk")
+            "of butter, cheby1, cheby2, ellip and bessel with output='ba', 'zpk' or 'sos'.")
+    # the analog lowpass prototype, SciPy's: its design at the frequency 1 (lp2lp_zpk by 1.0);
+    # of a differentiated ripple or attenuation, SciPy's own code followed (cheb1ap, ellipap)
+    z, p, k = following_scipys_code(_filter_design.iirfilter, (N, 1.0, rp, rs), dict(
+        btype="lowpass", analog=True, ftype=ftype, output="zpk"))
     degree = _filter_design._relative_degree(z, p)
     if not analog:
         if np.any(plain >= 1):
@@ -1521,12 +1519,10 @@ def freqresp(system, w=None, n=10000):
         sys = lti(*system)
         if not isinstance(sys, _System):
             return _signal.freqresp(system, w=w, n=n)
-        if sys._kind == "tf":  # SciPy converts a tuple to zeros and poles, of any kind
-            raise UnsupportedOperationError(
-                "scipy.signal.freqresp of a (num, den) tuple of differentiated coefficients: "
-                "SciPy converts it to zeros and poles (the roots), which mutad does not "
-                "differentiate. Pass scipy.signal.lti(num, den) (its transfer function is used "
-                "as it is), or call freqs(num, den, worN=w).")
+        if sys._kind == "tf":  # SciPy converts a tuple to zeros and poles (to_zpk), of any
+            # kind: tf2zpk's roots, differentiated, then freqs_zpk
+            return freqs_zpk(*tf2zpk(np.ravel(sys.num), sys.den),
+                             worN=w if w is not None else n)
     if sys._kind == "ss":
         raise UnsupportedOperationError(
             "scipy.signal.freqresp of a state-space system of differentiated matrices: SciPy "
@@ -1639,8 +1635,9 @@ def cont2discrete(system, dt, method="zoh", alpha=None):
 
 
 # The chirp z-transform: SciPy's CZT (and ZoomFFT) applied as SciPy's __call__ computes it, on
-# the transform's constant arrays: a product, an FFT, another product, an inverse FFT and a
-# product, each differentiated (linear in x; the transform's settings are constants).
+# the transform's arrays: a product, an FFT, another product, an inverse FFT and a product,
+# each differentiated. A ZoomFFT of a differentiated range or fs is made by SciPy's own
+# __init__, followed: its chirps are traced arrays, differentiated through the call as well.
 
 
 def _czt_call(self, x, *, axis=-1):
@@ -1654,7 +1651,19 @@ def _czt_call(self, x, *, axis=-1):
     return np.transpose(y, order)
 
 
+_czt_call.always = True  # type: ignore[attr-defined]  # (a transform of a differentiated
+# frequency range holds traced arrays: its call on a constant signal differentiates them too)
 defmethod(_signal.CZT, "__call__", _czt_call)
+_ZOOM_FFT_INIT = _signal.ZoomFFT.__init__
+
+
+def _zoom_fft_init(self, *args, **kwargs):
+    """A ``ZoomFFT`` of a differentiated frequency range or sampling frequency: SciPy's own
+    ``__init__``, followed, whose ``cmath.exp(2j * pi * f1 / fs)`` is the mode's ``cmath``."""
+    following_scipys_code(_ZOOM_FFT_INIT.__get__(self), args, kwargs)
+
+
+defmethod(_signal.ZoomFFT, "__init__", _zoom_fft_init)
 
 
 @stands_in_for(_signal.czt)

@@ -49,7 +49,7 @@ from scipy.special import (
     xlog1py, xlogy, y0, y1, yn, yv, yve, zetac,
     binom, boxcox, boxcox1p, cbrt, cosdg, exp1, exp10, exp2, expi, expn, exprel, huber,
     inv_boxcox, inv_boxcox1p, kl_div, poch, pseudo_huber, sindg,
-    dawsn, ellipe, ellipk, eval_chebyc, eval_chebys, eval_chebyt, eval_chebyu, eval_gegenbauer,
+    dawsn, ellipe, ellipk, ellipkm1, eval_chebyc, eval_chebys, eval_chebyt, eval_chebyu, eval_gegenbauer,
     eval_genlaguerre, eval_hermite, eval_hermitenorm, eval_jacobi, eval_laguerre, eval_legendre,
     eval_sh_chebyt, eval_sh_chebyu, eval_sh_legendre, expm1, hyp2f1, log1p, owens_t, radian,
     spence, struve,
@@ -94,7 +94,7 @@ __all__ = ["agm", "bdtr", "bdtrc", "beta", "betainc", "betaincc", "betainccinv",
            "chdtr", "chdtrc", "chdtri", "chndtr", "chndtrix", "cosdg", "cosm1", "cotdg", "fdtr", "fdtrc", "fdtri", "kn", "nbdtr", "nbdtrc",
            "pdtr", "pdtrc",
            "tandg", "dawsn", "digamma", "ellipe", "ellipeinc", "ellipk",
-           "ellipkinc", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
+           "ellipkinc", "ellipkm1", "entr", "erf", "erfc", "erfcinv", "erfcx", "erfi", "erfinv",
            "eval_chebyc", "eval_chebys", "eval_chebyt", "eval_chebyu", "eval_gegenbauer",
            "eval_genlaguerre", "eval_hermite", "eval_hermitenorm", "eval_jacobi", "eval_laguerre",
            "eval_legendre", "eval_sh_chebyt", "eval_sh_chebyu", "eval_sh_legendre", "exp1",
@@ -353,6 +353,14 @@ _ellipk_derivative = _elliptic_derivative(
     lambda m: (ellipe(m) - (1.0 - m) * ellipk(m)) / (2.0 * m * (1.0 - m)), _ELLIPK_SERIES)
 _ellipe_derivative = _elliptic_derivative(
     lambda m: (ellipe(m) - ellipk(m)) / (2.0 * m), _ELLIPE_SERIES)
+
+
+def _ellipkm1_derivative(y, p):
+    """ellipkm1(p) = K(1 - p): -K'(1 - p), written in p (1 - m, exact) up to p = 1/2, where
+    1 - p would lose p's digits; beyond, K' of m = 1 - p (its series near m = 0)."""
+    small = p <= 0.5
+    near = (ellipe(1.0 - p) - p * y) / (2.0 * p * (1.0 - p))
+    return -np.where(small, near, _ellipk_derivative(None, np.where(small, 0.5, 1.0 - p)))
 
 
 # -log(1 + w) / w = Σ (-w)^k / (k + 1), negated, for |w| below _SPENCE_SERIES
@@ -891,6 +899,7 @@ elementwise(expm1,     lambda y, x: np.exp(x))  # not y + 1, which is 0 where ex
 elementwise(dawsn,     _numerics.dawsn_derivative,                                   uses="xy")
 elementwise(ellipk,    _ellipk_derivative)
 elementwise(ellipe,    _ellipe_derivative)
+elementwise(ellipkm1,  _ellipkm1_derivative,                                         uses="xy")
 elementwise(spence,    _spence_derivative)
 elementwise(owens_t,   _owens_t_dh, _owens_t_da)
 elementwise(struve,    _ORDER, _struve_dx)
@@ -1270,6 +1279,91 @@ def _several_outputs(ufunc):
 
 for _ufunc in _SEVERAL_OUTPUTS:
     _several_outputs(_ufunc)
+
+
+# ellipj's sn, cn, dn and φ = am(u|m): in u, sn' = cn dn, cn' = -sn dn, dn' = -m sn cn,
+# φ' = dn; in m, φ moves so that F(φ|m) = u holds, ∂φ/∂m = -dn ∂F/∂m (F(φ|m) is u itself),
+# and sn, cn, dn follow it (dn² = 1 - m sn²: ∂dn/∂m = -(sn² + 2m sn ∂sn/∂m) / 2dn).
+def _ellipj_partials(u, m, ys):
+    sn, cn, dn, _ = ys
+    moved = -dn * _ellipkinc_dm(u, ys[3], m)
+    in_u = (cn * dn, -sn * dn, -m * sn * cn, dn)
+    in_m = (cn * moved, -sn * moved, -(sn * sn + 2.0 * m * sn * cn * moved) / (2.0 * dn),
+            moved)
+    return in_u, in_m
+
+
+def _ellipj_outputs(u, m, kwargs):
+    if kwargs or np.iscomplexobj(u) or np.iscomplexobj(m):
+        raise UnsupportedOperationError(
+            "scipy.special.ellipj of complex values or with out=/where= has no rule in mutad: "
+            "call it on real u and m and write the outputs where they belong.")
+    ys = _special.ellipj(u, m)
+    return ys, _ellipj_partials(u, m, ys)
+
+
+@defrule(_special.ellipj)
+def _ellipj_rule(u, m, **kwargs):
+    ys, (in_u, in_m) = _ellipj_outputs(u, m, kwargs)
+
+    def back(dys):
+        # an output not used (a zero cotangent) adds 0, even where its derivative is infinite
+        du = sum(times(dy, p) for dy, p in zip(dys, in_u, strict=True))
+        dm = sum(times(dy, p) for dy, p in zip(dys, in_m, strict=True))
+        return unbroadcast(du, np.shape(u)), unbroadcast(dm, np.shape(m))
+
+    return ys, back
+
+
+@defjvp(_special.ellipj)
+def _ellipj_jvp(tangents, u, m, **kwargs):
+    ys, (in_u, in_m) = _ellipj_outputs(u, m, kwargs)
+    du, dm = (tuple(tangents) + (None, None))[:2]
+    return ys, tuple(sum(times(d, p) for d, p in ((du, pu), (dm, pm)) if d is not None)
+                     for pu, pm in zip(in_u, in_m, strict=True))
+
+
+# The parabolic cylinder functions give their value and its derivative in x, and solve
+# Weber's equation y'' = c(order, x) y: pbdv's D_v and pbvv's V_v with c = x²/4 - v - 1/2,
+# pbwa's W(a, x) with c = a - x²/4. Their derivative in the order has no closed form: a
+# differentiated order is refused (the pullback gives it None).
+_WEBER = {_special.pbdv: lambda v, x: 0.25 * x * x - v - 0.5,
+          _special.pbvv: lambda v, x: 0.25 * x * x - v - 0.5,
+          _special.pbwa: lambda a, x: a - 0.25 * x * x}
+
+
+def _weber(ufunc):
+    curvature = _WEBER[ufunc]
+
+    def outputs(order, x, kwargs):
+        if kwargs or np.iscomplexobj(order) or np.iscomplexobj(x):
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__} of complex values or with out=/where= has no "
+                "rule in mutad: call it on real arguments and write the outputs where they "
+                "belong.")
+        y, dy = ufunc(order, x)
+        return (y, dy), (dy, curvature(order, x) * y)
+
+    def rule(order, x, **kwargs):
+        ys, partials = outputs(order, x, kwargs)
+        return ys, lambda dys: (None, unbroadcast(
+            sum(times(d, p) for d, p in zip(dys, partials, strict=True)), np.shape(x)))
+
+    def jvp(tangents, order, x, **kwargs):
+        dorder, dx = (tuple(tangents) + (None, None))[:2]
+        if dorder is not None:
+            raise UnsupportedOperationError(
+                f"scipy.special.{ufunc.__name__}: mutad has no derivative with respect to the "
+                "order, and it depends on the differentiated arguments. Pass it as a constant.")
+        ys, partials = outputs(order, x, kwargs)
+        return ys, tuple(None if dx is None else times(dx, p) for p in partials)
+
+    defrule(ufunc)(rule)
+    defjvp(ufunc)(jvp)
+
+
+for _ufunc in _WEBER:
+    _weber(_ufunc)
 
 
 @polygamma.rule
