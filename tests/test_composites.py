@@ -110,6 +110,8 @@ CASES = [
                                         arguments(normal(2, 3), normal(3))),
     Case.named("vectorize-keyword",    lambda a, b: np.vectorize(lambda u, v=1.0: u / v, otypes=[float])(a, v=b),
                                         arguments(normal(4), positive(4))),
+    Case.named("vectorize-closure",    lambda a: np.vectorize(lambda v: v * v * a[1] + a[0] if v > 0.5 else -v * a[0])(np.linspace(0, 1, 5)),
+                                        arguments(normal(2))),  # the differentiated values only in f's closure
     Case.named("vectorize-signature",  lambda a: np.vectorize(lambda r: np.array([r.sum(), (r * r).sum()]),
                                                               signature="(n)->(2)")(a), arguments(normal(4, 3))),
     Case.named("vectorize-signature-broadcast", lambda a, b: np.vectorize(lambda u, v: u @ v, signature="(n),(n)->()")(a, b),
@@ -227,7 +229,7 @@ def test_the_composites_raise_numpys_errors(f):
         mutad.gradient(lambda x: np.sum(f(x)), x)
 
 
-BIT_FOR_BIT = ["vectorize-signature", "vectorize-signature-broadcast", "piecewise", "piecewise-constants", "piecewise-single", "logspace",
+BIT_FOR_BIT = ["vectorize-closure", "vectorize-signature", "vectorize-signature-broadcast", "piecewise", "piecewise-constants", "piecewise-single", "logspace",
                "logspace-base", "geomspace", "geomspace-negative", "apply_over_axes",
                "apply_over_axes-scan"]
 

@@ -234,9 +234,56 @@ def test_no_module_of_mutads_own_is_switched():
     attribute (a loop's name left bound, a constant of NumPy's function): the mode would switch
     such a module's class on every entry, a cost to every differentiation, to route a name no
     user code reads."""
+    # (mutad's SciPy modules too: imported with their SciPy library, their names routed then)
+    import mutad.scipy.interpolate, mutad.scipy.signal, mutad.scipy.spatial  # noqa: F401
+
     x = np.array([1.0, 2.0])
     before = x.copy()
     assert mutad.gradient(lambda x: (x * x).sum(), x)[0].tolist() == [2.0, 4.0]
     assert x.tobytes() == before.tobytes()
     assert [module.__name__ for module, _ in allocation.MODE.switched.values()
-            if str(module.__dict__.get("__name__")).startswith("mutad.rules.")] == []
+            if str(module.__dict__.get("__name__")).startswith("mutad.")] == []
+
+
+RULES_LOADED_IN_A_DIFFERENTIATION = """
+import sys
+import numpy as np
+import scipy.sparse.linalg as ssl
+import mutad
+assert "scipy.interpolate" not in sys.modules
+
+def imports_in_its_body(x):
+    import scipy.interpolate  # noqa: F401  (its rules load inside the differentiation)
+    return (x * 2.0).sum()
+
+mutad.gradient(imports_in_its_body, np.ones(3))
+rules = sys.modules["mutad.scipy.interpolate"]
+assert rules.spsolve is ssl.spsolve, rules.spsolve
+from scipy.interpolate import RegularGridInterpolator
+grid = np.linspace(0.0, 1.0, 6)
+point = np.array([[0.3, 0.4]])
+f = lambda v: RegularGridInterpolator((grid, grid), v, method="cubic",
+                                      solver=ssl.spsolve)(point).sum()
+v = np.add.outer(grid ** 2, grid)
+(g,) = mutad.gradient(f, v)
+assert mutad.value_and_gradient(f, v)[0] == f(v)
+"""
+
+
+@pytest.mark.slow  # (a new process: its imports)
+def test_rule_modules_loaded_in_a_differentiation_bind_the_libraries_functions():
+    """A library the differentiated function imports in its body loads its rule module in
+    the mode: what that module imports from the library is the library's function, not the
+    mode's stand-in (which SciPy's ``solver != ssl.spsolve`` told apart from its own, for good:
+    RegularGridInterpolator's direct solver taken for an iterative one)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    run = subprocess.run([sys.executable, "-c", RULES_LOADED_IN_A_DIFFERENTIATION],
+                         capture_output=True, text=True, cwd=root,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
+    assert run.returncode == 0, run.stderr

@@ -5311,11 +5311,20 @@ class _Mode:
                    for library, rules in RULE_MODULES.items()):
                 return
             IMPORTS.depth = getattr(IMPORTS, "depth", 0) + 1  # (their own imports wait)
+            # (the rule modules bind the libraries' own functions, as when imported before a
+            # differentiation: ``from scipy.sparse.linalg import spsolve`` read in the mode gave
+            # the stand-in, for good, which SciPy's ``solver != ssl.spsolve`` then told apart)
+            switched = self._library_side() if self.depth else None
             try:
                 with plain_allocation():
                     load_rule_modules()
             finally:
                 IMPORTS.depth -= 1
+                if switched is not None:
+                    if builtins.__import__ is _IMPORT:
+                        builtins.__import__ = self.importer
+                    for module, cls in switched:
+                        module.__class__ = cls
             if self.depth:
                 self._scan_modules(None)
                 self._swap(1)
@@ -5325,6 +5334,20 @@ class _Mode:
                         module.__class__ = cls
                 self._route_methods()
             self.rules_checked = len(sys.modules)
+
+    def _library_side(self):
+        """Bind the libraries' side of every site, Python's import, and give every switched
+        module its plain class while the mode stays entered; gives the modules switched, for
+        their classes back (the sites' side is bound again by the caller)."""
+        self._swap(0)
+        if builtins.__import__ is self.importer:  # (its imports switch the modules they give)
+            builtins.__import__ = _IMPORT
+        plain = types.ModuleType
+        switched = [(module, cls) for module, cls in (*self.entered, *self.reached)
+                    if type(module) is cls]
+        for module, _ in switched:
+            module.__class__ = plain
+        return switched
 
     def _install_types(self):
         """Bind ``np.ndarray`` and NumPy's scalar types in the mode's module to what the code

@@ -1135,6 +1135,9 @@ def _core_sizes(sizes, shape, dims):
                              f"{sizes[dim]}")
 
 
+# Every call while a differentiation runs: ``f`` may read differentiated values it closes
+# over (``np.vectorize(lambda r: model(r, params))(grid)``) where every argument is plain.
+vectorized.always = True  # type: ignore[attr-defined]
 defmethod(np.vectorize, "__call__", vectorized)
 
 
