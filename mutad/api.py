@@ -30,7 +30,7 @@ from .listing import TapeListing
 from .engines.replay import Replayed
 from .engines.reverse import Traced, active, place_of, thaw
 from .engines.session import ReverseDifferentiation, check_precision
-from .core.trees import (check_leaf, flatten, is_inexact_array, is_inexact_scalar,
+from .core.trees import (check_leaf, flatten, written_back, is_inexact_array, is_inexact_scalar,
                           scalar_derivative)
 from .core.views import memory, owner, wrapped
 
@@ -565,7 +565,15 @@ def _on_leaves(f, args, selected, runs=None):
     def f_of_leaves(*xs):
         if runs is not None:
             runs.begin()
-        y = f(*(rebuild(list(xs[start:start + n])) for start, n, rebuild in parts))
+        built: list = []
+        y = f(*(rebuild(list(xs[start:start + n]), None, built) for start, n, rebuild in parts))
+        if written_back(built, None, apply=False):
+            raise UnsupportedOperationError(
+                "f changed a container it was given (set an attribute, a dict entry, a list "
+                "item) in a Jacobian or a Hessian, which runs f once per direction or batch "
+                "of them: mutad cannot leave the caller's containers as NumPy's one run of f "
+                "leaves them. Keep such state outside the arguments (a closure), or compute "
+                "what f stores there outside the differentiation.")
         if runs is not None:
             runs.ended(y)
         return y

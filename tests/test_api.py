@@ -1081,6 +1081,123 @@ def test_a_container_the_function_mutates_is_the_callers_with_plain_values(how):
     assert np.array_equal(g, expected)
 
 
+class _Model:
+    pass
+
+
+@dataclasses.dataclass
+class _Params:
+    w: np.ndarray
+    extra: dict
+
+
+class _Slotted:
+    __slots__ = ("w", "cache")
+
+
+def _caching(x, st, d, items, params, slotted):
+    # a model caching what it computed on the containers it is given, as plain code does
+    st.y = x * st.w
+    st.calls = getattr(st, "calls", 0) + 1
+    st.pair = (st.w, [x.sum()])
+    del st.old
+    d["y"] = (x * d["w"]).sum()
+    d["w2"] = d["w"]
+    d.pop("old")
+    items.append(x[0] * items[0])
+    items.pop(1)
+    params.extra["seen"] = True
+    params.w = params.w * 2.0
+    slotted.cache = x.max()
+    return (x * st.w * d["w"] * items[0] * params.w * slotted.w).sum()
+
+
+def _containers():
+    st = _Model()
+    st.w, st.old = np.array([1.0, 2.0, 3.0]), "old"
+    d = {"w": np.array([0.5, 1.5, 2.5]), "old": np.ones(3)}
+    items = [np.array([2.0, 3.0, 4.0]), np.arange(3.0)]
+    params = _Params(np.array([1.0, -1.0, 0.5]), {})
+    slotted = _Slotted()
+    slotted.w = np.array([3.0, 1.0, 2.0])
+    return st, d, items, params, slotted
+
+
+@pytest.mark.parametrize("how", ["gradient", "outside", "jvp", "nested", "replay"])
+def test_what_f_stores_in_a_rebuilt_container_reaches_the_caller(how):
+    # Containers holding arrays are rebuilt around the traced arrays: what f stores in them
+    # (attributes, dict entries, list items) reaches the caller's own containers as in
+    # NumPy's run, as plain values; the caller's arrays come back bit for bit.
+    x = np.array([0.5, -1.0, 2.0])
+    replaying = mutad.grad(_caching, replay=True)
+    for call in range(3 if how == "replay" else 1):  # fresh containers, the same structure
+        args = _containers()
+        st, d, items, params, slotted = args
+        arrays = [x, st.w, d["w"], d["old"], *items, params.w, slotted.w]
+        before = [a.copy() for a in arrays]
+        expected = _containers()
+        _caching(x, *expected)
+        if how == "gradient":
+            mutad.gradient(_caching, x, *args)
+        elif how == "outside":
+            mutad.gradient(_caching, x, *args, argnums=0)
+        elif how == "jvp":
+            mutad.jvp(_caching, (x, *args), (np.ones(3), None, None, None, None, None))
+        elif how == "nested":
+            mutad.gradient(lambda x: mutad.gradient(_caching, x, *args)[0].sum() * x.sum(), x)
+        else:  # each call traced: a replay would change no container
+            calls = replays(replaying)
+            replaying(x, *args)
+            assert replays(replaying) == calls
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(arrays, before, strict=True))
+        st0, d0, items0, params0, slotted0 = expected
+        assert type(st.y) is np.ndarray and st.y.tobytes() == st0.y.tobytes()
+        assert st.calls == 1 and not hasattr(st, "old")
+        assert st.pair[0] is arrays[1] and type(st.pair[1][0]) is np.float64
+        assert st.pair[1][0] == st0.pair[1][0]
+        assert list(d) == ["w", "y", "w2"] and d["w2"] is arrays[2] and d["y"] == d0["y"]
+        assert len(items) == 2 and items[0] is arrays[4] and type(items[1]) is np.ndarray
+        assert items[1].tobytes() == items0[1].tobytes()
+        assert params.extra == {"seen": True} and params.w is not arrays[6]
+        assert type(params.w) is np.ndarray and params.w.tobytes() == params0.w.tobytes()
+        assert slotted.w is arrays[7] and slotted.cache == slotted0.cache == 2.0
+    if how == "replay":
+        assert any("changed a container" in r for r in replaying.reasons.values())
+
+
+def test_a_replay_of_f_changing_a_container_given_as_it_is_traces():
+    # a dict holding no array is f's own as it is the caller's: a replay, which runs no line
+    # of f, would leave out what f stores in it, so such a call records no program
+    def f(x, opts):
+        opts["calls"] = opts.get("calls", 0) + 1
+        return (x * opts["scale"]).sum()
+
+    x = np.array([1.0, 2.0])
+    replaying = mutad.grad(f, replay=True)
+    for _ in range(3):
+        opts = {"scale": 2}
+        calls = replays(replaying)
+        assert replaying(x, opts).tolist() == [2.0, 2.0] and replays(replaying) == calls
+        assert opts == {"scale": 2, "calls": 1}
+    assert any("changed a container" in r for r in replaying.reasons.values())
+
+
+def test_a_jacobian_of_f_changing_its_containers_is_refused():
+    # a Jacobian or a Hessian runs f once per direction: which run's changes the caller
+    # should see is NumPy's one run's, which mutad cannot tell apart: refused, not dropped
+    def f(x, st):
+        st["y"] = x * 2.0
+        return x * st["w"]
+
+    st = {"w": np.array([1.0, 2.0])}
+    x = np.array([3.0, 4.0])
+    for differentiate in (mutad.jacobian, lambda f, x, st: mutad.hessian(
+            lambda x, st: f(x, st).sum(), x, st)):
+        with pytest.raises(mutad.MutadError, match="changed a container it was given"):
+            differentiate(f, x, st)
+        assert list(st) == ["w"] and st["w"].tolist() == [1.0, 2.0] and x.tolist() == [3.0, 4.0]
+
+
 def test_a_list_inside_a_rebuilt_container_is_the_callers():
     # {"w": w, "log": log}: the dict is rebuilt around the traced w, its log is the caller's
     def f(p):

@@ -1482,6 +1482,10 @@ def _closure_buffer(solver, read):
             y = scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-6, t_eval=[1.0]).y[0, -1]
         elif solver == "odeint":
             y = odeint(rhs, [1.0], [0.0, 1.0], tfirst=True)[-1, 0]
+        elif solver.startswith("solve_bvp"):  # (y' = -p y, y(0) = 1, as a boundary value)
+            y = scipy.integrate.solve_bvp(
+                lambda t, y: rhs(t, y[0])[None], lambda ya, yb: ya - 1.0,
+                np.linspace(0.0, 1.0, 5), np.ones((1, 5)), tol=1e-10).y[0, -1]
         elif solver == "ode":
             r = scipy.integrate.ode(rhs).set_integrator("dopri5")
             y = r.set_initial_value([1.0], 0.0).integrate(1.0)[0]
@@ -1491,7 +1495,7 @@ def _closure_buffer(solver, read):
     return loss
 
 
-BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad"]
+BUFFER_SOLVERS = ["solve_ivp", "solve_ivp global", "odeint", "ode", "quad", "solve_bvp global"]
 
 
 @pytest.mark.parametrize("solver", BUFFER_SOLVERS)
@@ -1526,3 +1530,24 @@ def test_a_buffer_the_solvers_function_writes_and_nothing_reads_is_differentiate
     assert value == expected and _WORK.tobytes() == left.tobytes() and p.tolist() == [0.7]
     h = 1e-6
     assert np.isclose(gradient[0], (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-4)
+
+
+@pytest.mark.parametrize("solver", ["solve_ivp", "quad"])
+def test_a_module_level_buffer_under_a_derivative_of_second_order_is_refused_saying_so(solver):
+    """The solver's function writing into a module-level buffer, run again for the derivatives
+    inside mutad.hvp's nested differentiation: refused with a message naming the buffer and
+    what to do (was the general UntracedWriteError about caches and deques)."""
+    def loss(p):
+        def rhs(t, y):
+            _WORK[0] = y[0] if solver == "solve_ivp" else t
+            return -p[0] * y
+        if solver == "quad":
+            return quad(lambda t: rhs(t, np.ones(1))[0], 0.0, 1.0)[0] ** 2
+        return scipy.integrate.solve_ivp(rhs, (0, 1), [1.0], rtol=1e-8).y[0, -1] ** 2
+
+    p = np.array([1.3])
+    _WORK[:] = 0.0
+    with pytest.raises(UnsupportedOperationError, match="run again for the derivatives"):
+        mutad.hvp(loss, (p,), (np.ones(1),))
+    assert p.tolist() == [1.3]
+    _WORK[:] = 0.0

@@ -1738,3 +1738,72 @@ def test_buffers_the_objective_and_its_gradient_write_into(method):
     # x* = p0 a / (1 + p1), r = x* - p0 a, g = 0 at x*
     assert np.allclose(gradient, [28 / 9 - 4, -28 / 27 - 2 / 3], rtol=1e-7)
     assert p.tolist() == [1.0, 2.0]
+
+
+_SEEN = np.zeros(2)  # a module-level buffer the solvers' functions write into
+
+
+def _objective(x, p):
+    _SEEN[0] = x[0] if np.ndim(x) else x
+    return (_SEEN[0] - 2.0 * p[0]) ** 2 + 0.1 * (_SEEN[0] - 2.0 * p[0]) ** 4
+
+
+def _residual(x, p):
+    _SEEN[0] = x[0] if np.ndim(x) else x
+    return np.atleast_1d(_SEEN[0] ** 3 + _SEEN[0] - 10.0 * p[0])
+
+
+def _line(t, a):
+    _SEEN[0] = a
+    return a * t
+
+
+GLOBAL_BUFFER_SOLVES = {
+    "minimize": lambda p: minimize(_objective, [0.5], args=(p,), method="BFGS").x[0],
+    "minimize Nelder-Mead": lambda p: minimize(_objective, [0.5], args=(p,),
+                                               method="Nelder-Mead", tol=1e-10).x[0],
+    "minimize_scalar": lambda p: scipy.optimize.minimize_scalar(_objective, args=(p,)).x,
+    "least_squares": lambda p: least_squares(_residual, [1.0], args=(p,)).x[0],
+    "curve_fit": lambda p: curve_fit(_line, np.arange(3.0),
+                                     p[0] * np.arange(3.0) + [0.0, 0.1, -0.1], p0=[1.0])[0][0],
+    "root": lambda p: root(_residual, [1.0], args=(p,)).x[0],
+    "fsolve": lambda p: fsolve(_residual, [1.0], args=(p,))[0],
+    "brentq": lambda p: brentq(lambda x: _residual(x, p)[0], 0.0, 5.0),
+}
+
+
+@pytest.mark.parametrize("solver", GLOBAL_BUFFER_SOLVES)
+@pytest.mark.parametrize("read", [True, False])
+def test_a_module_level_buffer_the_solvers_function_writes(solver, read):
+    """Regression: a module-level array the function writes into held, after the solve, what
+    the derivatives' runs of the function wrote (a value other than NumPy's), and a loss
+    reading it got a silently wrong gradient. It now holds what SciPy's last call wrote; a
+    gradient reaching those values is refused, forward mode gives them a NaN tangent, and a
+    loss not reading them is differentiated, the array left as NumPy's run leaves it."""
+    solve = GLOBAL_BUFFER_SOLVES[solver]
+
+    def loss(p):
+        return solve(p) + (_SEEN[0] if read else 0.0)
+
+    p = np.array([1.3])
+    _SEEN[:] = 0.0
+    expected = loss(p.copy())
+    left = _SEEN.tobytes()
+    for mode in ("reverse", "forward"):
+        _SEEN[:] = 0.0
+        if mode == "forward":
+            value, derivative = mutad.jvp(loss, (p,), (np.ones(1),))
+        elif read:
+            with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
+                mutad.value_and_gradient(loss, p)
+            assert p.tolist() == [1.3]
+            continue
+        else:
+            value, (derivative,) = mutad.value_and_gradient(loss, p)
+        assert value == expected and _SEEN.tobytes() == left and p.tolist() == [1.3]
+        if read:
+            assert np.isnan(derivative)
+        else:
+            h = 1e-5
+            assert np.allclose(derivative, (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-5)
+    _SEEN[:] = 0.0

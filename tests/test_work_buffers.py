@@ -358,6 +358,31 @@ def test_nested_gradients_writing_one_buffer():
     WORK[:] = 0.0
 
 
+def test_the_outer_write_after_a_nested_gradient_is_what_the_buffer_holds():
+    """The inner differentiation writes the buffer first, the outer one after it: the buffer
+    ends holding the outer one's write, as NumPy's run leaves it (it held the inner one's)."""
+    def inner(x):
+        WORK[:2] = 3.0 * x[:2]
+        return x @ x
+
+    def outer(x):
+        g = mutad.gradient(inner, x)[0]
+        WORK[2] = 5.0
+        WORK[:2] = 7.0 * x[:2]
+        return g.sum() + WORK.sum()
+
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    for differentiate in (lambda: mutad.value_and_gradient(outer, x)[0],
+                          lambda: mutad.jvp(outer, (x,), (np.ones(4),))[0]):
+        assert differentiate() == outer(x.copy())
+        left = WORK.tobytes()
+        WORK[:] = 0.0
+        differentiate()
+        assert WORK.tobytes() == left
+        WORK[:] = 0.0
+    assert x.tolist() == [0.3, -0.7, 1.1, 0.2]
+
+
 def test_a_memory_budget():
     x = np.array([0.3, -0.7, 1.1, 0.2])
     before = WORK.tobytes()

@@ -30,6 +30,7 @@ import enum
 import functools
 import gc
 import numbers
+import operator
 import types
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -78,7 +79,9 @@ def flatten(tree):
     own container wherever each leaf within it is the very leaf it holds (a log list, an empty
     list), so that what the function does to it (``log.append``) reaches the caller, as in
     NumPy's run; a new one only around leaves that were replaced. ``kept``, a list, takes the
-    caller's containers so given."""
+    caller's containers so given; ``rebuild(new_leaves, kept, built)`` also records in
+    ``built`` each container made anew (``Built``), whose changes :func:`written_back` gives
+    the caller's."""
     kind = type(tree)
     if kind is np.ndarray:  # the common case, first
         return [tree], _first
@@ -93,11 +96,11 @@ _NUMBERS = frozenset((float, int, bool, str, type(None)))
 """Exact types of leaves told before the general walk: an argument such as a step count."""
 
 
-def _first(leaves, kept=None):
+def _first(leaves, kept=None, built=None):
     return leaves[0]
 
 
-def _no_keywords(leaves, kept=None):
+def _no_keywords(leaves, kept=None, built=None):
     return {}
 
 
@@ -119,16 +122,19 @@ def _flatten(tree, path):
     if type(build) is _ObjectBuilder and not any(map(_data, leaves)):
         return [tree], _first  # nothing to differentiate or restore: passed as it is
 
-    def rebuild(new, kept=None):
+    def rebuild(new, kept=None, built=None):
         if kept is not None and all(a is b for a, b in zip(new, leaves, strict=True)):
             kept.append(tree)
             return tree
         out, start = [], 0
         for (_, sub), n in zip(parts, sizes, strict=True):
-            out.append(sub(new[start:start + n], kept))
+            out.append(sub(new[start:start + n], kept, built))
             start += n
         try:
-            return build(out)
+            made = build(out)
+            if built is not None:
+                built.append(Built(tree, made, children, out, type(build) is _ObjectBuilder))
+            return made
         except MutadError:
             raise
         except Exception as error:  # a tuple subclass with its own __new__, an object copy
@@ -195,6 +201,144 @@ def _node(x):
     return [getattr(x, n) for n in names], _ObjectBuilder(x, names)
 
 
+class Built:
+    """A container ``rebuild`` made for the caller's ``tree`` around other leaves: ``made``,
+    whose children ``given`` stand for ``tree``'s ``children``; ``attributes``: a plain object
+    or dataclass instance (``_ObjectBuilder``'s)."""
+
+    __slots__ = ("tree", "made", "children", "given", "attributes")
+
+    def __init__(self, tree, made, children, given, attributes):
+        self.tree, self.made, self.children, self.given = tree, made, list(children), given
+        self.attributes = attributes
+
+
+def written_back(built, plain, apply=True):
+    """Whether the function changed a container it was given for the caller's (``built``,
+    ``rebuild``'s records): a key, attribute or item added, removed or bound to another value
+    (``st.y = ...``, ``d["y"] = ...``, ``p.append(...)``). ``apply``: give the caller's
+    containers those changes, as NumPy's run of the function makes them in the caller's own
+    objects: where the function stored a value it was given for the caller's (an array, a
+    container), the caller's own; else ``plain(value)``, the value NumPy's run stores (a
+    traced value's plain one), within the lists, dicts and tuples it made too. Tuples,
+    namedtuples and types given to ``register_pytree`` are rebuilt by the function's own
+    means and left as they are."""
+    for b in built:  # (the common case, told cheaply: nothing changed)
+        if not _unchanged(b):
+            break
+    else:
+        return False
+    callers = {}
+    for b in built:
+        for given, child in zip(b.given, b.children):
+            callers[id(given)] = child
+        callers[id(b.made)] = b.tree
+
+    def mapped(value, depth=3):
+        caller = callers.get(id(value))
+        if caller is not None or id(value) in callers:
+            return caller
+        kind = type(value)
+        if depth and (kind is list or kind is dict):
+            for k in (list(value) if kind is dict else range(len(value))):
+                item = mapped(value[k], depth - 1)
+                if item is not value[k]:
+                    value[k] = item
+            return value
+        if depth and kind is tuple:
+            items = tuple(mapped(item, depth - 1) for item in value)
+            return value if all(a is b for a, b in zip(items, value)) else items
+        return plain(value)
+
+    changed = False
+    for b in built:
+        caller, made = b.tree, b.made
+        if b.attributes:
+            own = getattr(made, "__dict__", None)
+            if type(own) is dict:
+                changed |= _refill(caller.__dict__, own, callers, mapped, apply)
+            for name in _slot_names(type(made)):
+                if hasattr(made, name):
+                    value = getattr(made, name)
+                    if not hasattr(caller, name) or getattr(caller, name) is not callers.get(
+                            id(value), value):
+                        changed = True
+                        if apply:
+                            object.__setattr__(caller, name, mapped(value))
+                elif hasattr(caller, name):
+                    changed = True
+                    if apply:
+                        object.__delattr__(caller, name)
+        elif type(caller) in REGISTERED or isinstance(caller, tuple):
+            continue
+        elif isinstance(caller, dict):
+            changed |= _refill(caller, made, callers, mapped, apply)
+        elif isinstance(caller, list):
+            if len(made) != len(caller) or any(callers.get(id(v), v) is not c
+                                               for v, c in zip(made, caller)):
+                changed = True
+                if apply:
+                    caller[:] = [mapped(v) for v in made]
+    return changed
+
+
+def contents(x, depth=3):
+    """What the container ``x`` holds, ``depth`` containers down (dicts, lists, the
+    attributes of plain objects), to tell with :func:`same_contents` whether a function
+    changed it; None for what is no such container."""
+    if isinstance(x, dict):
+        items = list(x.items())
+    elif isinstance(x, list):
+        items = list(enumerate(x))
+    elif type(getattr(x, "__dict__", None)) is dict and not isinstance(x, STATIC) \
+            and not _array_like(x):
+        items = list(vars(x).items())
+    else:
+        return None
+    return [(k, v, contents(v, depth - 1) if depth else None) for k, v in items]
+
+
+def same_contents(before, after):
+    """Whether two :func:`contents` of a container are the same keys and objects."""
+    if before is None or after is None:
+        return before is after
+    return len(before) == len(after) and all(
+        k == k2 and v is v2 and same_contents(c, c2)
+        for (k, v, c), (k2, v2, c2) in zip(before, after))
+
+
+def _unchanged(b):
+    """Whether the container ``b.made`` holds what it was made with, keys and all (where
+    it cannot tell cheaply, an object with slots, False: ``written_back`` looks closer)."""
+    made, given = b.made, b.given
+    if b.attributes:
+        own = getattr(made, "__dict__", None)
+        return type(own) is dict and len(own) == len(given) and all(
+            map(operator.is_, own.values(), given)) and own.keys() == b.tree.__dict__.keys()
+    if type(made) is dict or type(made) is not tuple and isinstance(made, dict) \
+            and type(made) not in REGISTERED:
+        return len(made) == len(given) and all(map(operator.is_, made.values(), given)) \
+            and made.keys() == b.tree.keys()
+    if type(made) is list or type(made) is not tuple and isinstance(made, list) \
+            and type(made) not in REGISTERED:
+        return len(made) == len(given) and all(map(operator.is_, made, given))
+    return True  # (a tuple, a registered type: left as they are)
+
+
+def _refill(caller, made, callers, mapped, apply):
+    """``written_back`` for a dict (an object's ``__dict__``): whether ``made``'s items differ
+    from ``caller``'s (``callers``: the caller's value for each one given), and, ``apply``,
+    ``caller`` given them (``mapped``)."""
+    if list(made) == list(caller) and all(callers.get(id(v), v) is caller[k]
+                                          for k, v in made.items()):
+        return False
+    if apply:
+        items = [(k, mapped(v)) for k, v in made.items()]
+        caller.clear()
+        caller.update(items)
+    return True
+
+
 class _ObjectBuilder:
     """Rebuilds a plain object or dataclass instance: a shallow copy with its attributes set
     directly, so that neither ``__init__`` nor ``__post_init__`` runs on gradients."""
@@ -230,24 +374,34 @@ def attributes(x):
 def _attributes(x):
     """The names of the attributes stored in instance ``x`` (its ``__dict__`` and its slots),
     or None when it stores none there."""
-    slots = []
-    for cls in type(x).__mro__:
-        declared = cls.__dict__.get("__slots__", ())
-        for name in (declared,) if isinstance(declared, str) else declared:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            if name.startswith("__") and not name.endswith("__"):
-                name = f"_{cls.__name__.lstrip('_')}{name}"  # Python's name mangling
-            if hasattr(x, name):  # an unset slot has no value to follow
-                slots.append(name)
+    slots = [name for name in _slot_names(type(x))
+             if hasattr(x, name)]  # an unset slot has no value to follow
     own = getattr(x, "__dict__", None)
     if not isinstance(own, dict):
         return slots or None
     return list(own) + [n for n in slots if n not in own]
 
 
+def _slot_names(kind):
+    """The names of the ``__slots__`` attributes of instances of ``kind``, as stored."""
+    names = []
+    for cls in kind.__mro__:
+        declared = cls.__dict__.get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{cls.__name__.lstrip('_')}{name}"  # Python's name mangling
+            names.append(name)
+    return names
+
+
 def _with_attributes(x, names, values):
     new = copy.copy(x)
+    own = getattr(new, "__dict__", None)
+    if type(own) is dict and len(own) > len(names):  # (set since ``names`` were taken: by
+        for name in [n for n in own if n not in names]:  # f, ``written_back`` gives them the
+            del own[name]  # caller's; the gradient keeps the structure the call was given)
     for name, value in zip(names, values, strict=True):
         object.__setattr__(new, name, value)  # frozen dataclasses too
     return new

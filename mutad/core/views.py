@@ -124,7 +124,7 @@ def owner(a):
     """The ndarray at the root of ``a``'s ``.base`` chain: the array that owns its memory.
     ``as_strided`` (and ``sliding_window_view``, built on it) puts an object that is not an
     array in the chain, holding the array it views as its own ``base``."""
-    if type(a) is not np.ndarray:
+    if type(a) is not NDARRAY:
         a = memory(a)
         if devices.is_device(a):  # a device library's views name their owner as NumPy's do
             base = a.base
@@ -132,11 +132,13 @@ def owner(a):
     while True:
         # (ndarray's own base: a subclass's may name the owner otherwise, as a stand-in's of
         # an array made before names the owner's stand-in)
-        base = a.base if type(a) is np.ndarray or not isinstance(a, np.ndarray) \
-            else np.ndarray.base.__get__(a)
-        if type(base) is not np.ndarray and not isinstance(base, np.ndarray):
+        base = a.base if type(a) is NDARRAY or not isinstance(a, NDARRAY) \
+            else NDARRAY.base.__get__(a)
+        if type(base) is not NDARRAY and not isinstance(base, NDARRAY):
+            if base is None:  # (the common end, answered before getattr's AttributeError)
+                return a
             base = getattr(base, "base", None)
-            if not isinstance(base, np.ndarray):
+            if not isinstance(base, NDARRAY):
                 return a
         a = base
 
@@ -171,7 +173,7 @@ WRITEABLE = _writeable_bit()
 def writeable(a):
     """``a.flags.writeable``, read without the FutureWarning NumPy gives when that flag of an
     ``np.broadcast_arrays`` result is read (the flag itself is unchanged)."""
-    if type(a) is not np.ndarray:
+    if type(a) is not NDARRAY:
         a = memory(a)
         if devices.is_device(a):  # a device library has no read-only arrays: one whose
             return not overlaps_itself(a)  # elements share memory (a broadcast) is taken as one
@@ -273,7 +275,8 @@ def element_indices(shape, strides, offset, itemsize):
 
 def spans(a, base):
     """True when contiguous ``a`` covers exactly the memory of ``base``."""
-    a, base = memory(a), memory(base)
+    if type(a) is not NDARRAY or type(base) is not NDARRAY:  # (plain arrays: asked first)
+        a, base = memory(a), memory(base)
     return (a.flags.c_contiguous and a.nbytes == base.nbytes and a.dtype == base.dtype
             and address(a) == address(base))
 

@@ -35,7 +35,7 @@ from .reverse import (REVERSING, DeviceCopy, ReverseTape, Traced, _depth, as_own
 from ..core.shadows import Buffer, Shadows
 from ..core.tape import POLICIES
 from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
-                          scalar_derivative)
+                          contents, same_contents, scalar_derivative, written_back)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
                           same_region, spans, views, weaken, wrapped, writeable)
 
@@ -109,7 +109,11 @@ class Differentiation:
         self.caller_of = {}  # id of an array given to f -> the caller's object (``detached``)
         self.later = []  # what differentiations nested in f left in plain arrays (``leave``)
         self.views = []  # (a view of a caller's array ``settle`` stored, that array)
-        self.given_as_is = []  # the caller's containers f was given as they are (``settle``)
+        # the caller's containers f was given as they are, and those a differentiation nested
+        # in f stored values in (``settle``)
+        self.given_as_is = []
+        self.built = []  # the containers f was given for the caller's (``trees.Built``)
+        self.recorded = None  # what those given as they are held before a recorded call
         # ids of the owners of the memory of arguments f is given untraced (records), which
         # come back as they were, as every argument does (``allocation.drawing_argument``)
         self.received = set()
@@ -190,10 +194,27 @@ class Differentiation:
             for caller, shape in self.reshaped.values():
                 caller.shape = shape
         if returned:
-            # (memory an argument views too comes back as the argument's does)
-            self.left = [(x, t.value.copy()) for x, t in self.written
-                         if isinstance(x, Tracer) or id(owner(x)) in self.apart] + self.later
+            # (memory an argument views too comes back as the argument's does; what nested
+            # differentiations left in a plain array first: a write this one adopted the
+            # array at came after them, as the writes of a nested one into it from then on
+            # are this one's)
+            self.left = self.later + [(x, t.value.copy()) for x, t in self.written
+                                      if isinstance(x, Tracer) or id(owner(x)) in self.apart]
         settle(holders, self.detached)
+        recorder = getattr(getattr(self, "tape", None), "recorder", None)
+        changed = bool(self.built) and written_back(self.built, self._plain)
+        if recorder is not None and (changed or self.recorded is not None and not all(
+                same_contents(before, contents(c)) for c, before
+                in zip(self.given_as_is, self.recorded))):
+            # (a replay runs no line of f: it would change none)
+            recorder.refuse("f changed a container it was given (an attribute, a dict entry, "
+                            "a list item)")
+        if changed:
+            if len(ACTIVE.running) > 1:  # nested: what it stored may be an enclosing level's
+                enclosing = getattr(ACTIVE.running[-2], "adopter", None)  # value, settled
+                if enclosing is not None:  # when that level's function returns
+                    enclosing.given_as_is.extend(b.tree for b in self.built
+                                                 if not isinstance(b.tree, tuple))
         if self.given_as_is:  # (a caller's list f was given: ``log.append(x.sum())``)
             settle([(self.given_as_is, None), *((vars(x), None) for x in self.given_as_is
                                                 if _user_object(x))], self.detached)
@@ -202,10 +223,19 @@ class Differentiation:
         """What f is given for the caller's ``argument``: ``rebuild`` (``trees.flatten``'s)
         around ``leaves``, the caller's own containers within it where they hold nothing
         replaced, kept to settle as NumPy's run of f leaves them."""
-        given = rebuild(leaves, self.given_as_is)
+        given = rebuild(leaves, self.given_as_is, self.built)
         if given is argument and _user_object(argument):  # (holding no array: a leaf)
             self.given_as_is.append(argument)
         return given
+
+    def _plain(self, value):
+        """What NumPy's run of f leaves where f stored ``value`` in a container it was given
+        (``trees.written_back``): a value of this differentiation's, detached."""
+        if isinstance(value, Tracer):
+            plain = self.detached(value)
+            if plain is not None:
+                return plain
+        return value
 
     def stands_for_callers(self, x):
         """Whether ``x`` is the very array ``f`` was given for a caller's (an argument's, an
@@ -406,6 +436,8 @@ class ReverseDifferentiation(Differentiation):
                 self.outside_argnums = True  # traced for the replay only
             self.leaves.extend(leaves)
             wrapped.append(self.given_for(arg, rebuild, new))
+        if recording and self.given_as_is:
+            self.recorded = [contents(c) for c in self.given_as_is]
         owners = []
         for key, entry in self.buffers.items():
             if type(key) is int:

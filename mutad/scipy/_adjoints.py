@@ -12,9 +12,10 @@ import numpy as np
 from scipy._lib import array_api_compat
 
 from . import _devices
+from ..core.arguments import unwrapped
 from ..core.allocation import (FOLLOWED_LIBRARY_CODE, FOR_THE_CALLER, MODE, PYTHON_BUILTINS,
-                               Preexisting, by_user_code, in_containers,
-                               library_allocation, library_binding, library_route,
+                               Preexisting, adopted, by_user_code, follows_floats, in_containers,
+                               library_allocation, library_binding, library_route, plain_memory,
                                lists_as_arrays,
                                stand_in_value)
 from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owner, weaken,
@@ -22,12 +23,12 @@ from ..core.views import (address, byte_span, may_overlap, overlaps_itself, owne
 from ..api import stop_gradient
 from ..engines.arraylike import ArrayMethods, carries_derivative, weak
 from ..engines.replay import Heard
-from ..custom import Adjoint, dispatch
+from ..custom import Adjoint, adjoint, dispatch
 from ..core.errors import (ConversionError, EscapedTracerError, MutadError,
-                          UnsupportedOperationError)
+                          UnsupportedOperationError, UntracedWriteError)
 from ..core.debug import Warnings
 from ..core.levels import ACTIVE, handled, innermost
-from ..core.views import wrapped
+from ..core.views import memory, wrapped
 from ..core.registry import RULES, NoClosedForm, defroute, padded, zero_derivative
 from ..rules._helpers import stacked, unbroadcast
 
@@ -855,3 +856,145 @@ def outside_differentiations(name):
             "value through args= (the function receives it as an argument).") from error
     finally:
         ACTIVE.running = running
+
+
+# ----------------------------------------------------------------------------------------------
+# Arrays a solver's user functions write into, read after the solve
+
+
+class BuffersWritten:
+    """The block of a solve whose user functions run on plain numbers (SciPy's run, then
+    the derivatives' runs), where they may write into arrays the differentiated function
+    reaches and reads after the solve: the ``buffers`` the solver names (a work buffer the
+    differentiated function allocated, bound to its numbers for SciPy's run) and the arrays
+    made before the call that it reaches by a name (``Preexisting``: a module-level array).
+    NumPy leaves in each the values of SciPy's last call of the functions, which depend on
+    ``inputs`` (the call's differentiated values) through the solver's iterations: on leaving
+    the block each array written holds those values (taken when SciPy's run ends:
+    ``scipy_ran``; the derivatives' runs of the functions after it write there too), written
+    by a recorded step (``solvers_last``) whose derivative is refused where one is asked of
+    it, rather than left a constant whose derivative would be a silent zero."""
+
+    def __init__(self, name, buffers, inputs):
+        self.name, self.inputs = name, inputs
+        arrays = [*buffers, *(x for x in MODE.array_stand_ins.values()
+                              if follows_floats(x.dtype))]
+        self.watched = [(x, m, m.copy()) for x in arrays
+                        for m in (plain_memory(x) if type(x) is Preexisting else memory(x),)
+                        if type(m) is np.ndarray and m.dtype.kind in "fc"]
+        self.last = None
+
+    def __enter__(self):
+        _WATCHED.blocks.append(self)
+        return self
+
+    def ran(self):
+        """SciPy's run of the user's functions ended: what they left in the arrays."""
+        if self.last is None:
+            self.last = [_now(x, m).copy() for x, m, _ in self.watched]
+
+    def __exit__(self, kind, error, traceback):
+        _WATCHED.blocks.remove(self)
+        last = self.last or [_now(x, m) for x, m, _ in self.watched]
+        written = [(x, _now(x, m), before, after)
+                   for (x, m, before), after in zip(self.watched, last)
+                   if after.tobytes() != before.tobytes()]
+        if kind is not None or not written:
+            return
+        after = [after.copy() for *_, after in written]
+        for _, m, before, _ in written:
+            np.copyto(m, before)  # (the write below is the one the differentiation follows)
+        for differentiation in ACTIVE.running:  # (a replay would keep this call's values)
+            recorder = getattr(differentiation, "recorder", None)
+            if recorder is not None:
+                recorder.refuse(f"{self.name}: a function given to it wrote into an array "
+                                "the function may read after the solve")
+        inputs = [v for v in self.inputs if carries_derivative(v)]
+        for (x, *_), values in zip(written, after):
+            x[...] = solvers_last(values, *inputs)
+
+
+@contextlib.contextmanager
+def derivative_runs(name):
+    """The block of a run of a solver's user function that its derivatives make (on traced
+    or dual values): a write there into an array mutad does not follow in that run (a
+    module-level buffer, which a nested differentiation of a derivative of second order
+    does not take as its own) is refused saying so, rather than by the write's general
+    ``UntracedWriteError``."""
+    try:
+        yield
+    except (UntracedWriteError, ValueError, TypeError) as error:
+        # (NumPy's conversion of an element, ``B[0] = x``, raises a ValueError from it)
+        found = error if isinstance(error, UntracedWriteError) else unwrapped(error)
+        if isinstance(found, UntracedWriteError):
+            raise UnsupportedOperationError(f"{name}: {_DERIVATIVE_RUN_WRITE}") from found
+        raise
+
+
+_DERIVATIVE_RUN_WRITE = (
+    "a function given to the solver, run again for the derivatives, wrote a traced value into "
+    "an array mutad does not follow in that run: a buffer made before the differentiation (a "
+    "module-level array) under a derivative of second order (mutad.hvp, a hessian, a gradient "
+    "of a gradient), whose nested differentiation does not take it as its own, or an array "
+    "reached through an object mutad does not look into. Let the function allocate its "
+    "buffer (np.empty inside it) or return new arrays, or ask for first derivatives only.")
+
+
+def _now(x, m):
+    """The memory that holds the values of ``x`` now (``m``, its memory when the block began):
+    of a stand-in a write adopted in the block (forward mode's, which follows writes inside
+    rules), the running differentiation's array for it."""
+    level = adopted(x) if type(x) is Preexisting else None
+    return m if level is None else memory(level)
+
+
+class _Watched(threading.local):
+    def __init__(self):
+        self.blocks = []  # the BuffersWritten blocks running in this thread, innermost last
+
+
+_WATCHED = _Watched()
+
+
+def scipy_ran():
+    """SciPy's run of a solve ended: the values its last call of the user's functions left
+    in the arrays they write into are NumPy's (``BuffersWritten``)."""
+    if _WATCHED.blocks:
+        _WATCHED.blocks[-1].ran()
+
+
+@adjoint
+def solvers_last(last, *inputs):
+    """``last``, the values a solver's last call of a user function left in an array, as a
+    function of the solve's differentiated ``inputs`` whose derivative mutad does not know."""
+    return last.copy()
+
+
+@solvers_last.rule
+def _solvers_last_rule(last, *inputs):
+    # (``inputs`` an enclosing differentiation follows: the values are its step's too)
+    y = solvers_last(last, *inputs) if innermost(inputs) is not None else last.copy()
+
+    def back(dy):
+        if np.any(memory(dy)):
+            raise UnsupportedOperationError(_SOLVERS_LAST)
+        return (None, *(np.zeros(np.shape(v), np.result_type(memory(v)))
+                        for v in inputs))
+    return y, back
+
+
+@solvers_last.jvp_rule
+def _solvers_last_forward(tangents, last, *inputs):
+    # (a tangent not known: NaN, as that of sol.y at the solver's own step times)
+    y = solvers_last(last, *inputs) if innermost(inputs) is not None else last.copy()
+    moved = any(t is not None and np.any(memory(t)) for t in tangents[1:])
+    return y, np.full(np.shape(last), np.nan if moved else 0.0, last.dtype)
+
+
+_SOLVERS_LAST = (
+    "a gradient reached values that a function given to a solver wrote into an array (a work "
+    "buffer in its closure, a module-level array) in the solver's last call of it: they "
+    "depend on the differentiated values through the solver's iterations, which mutad does "
+    "not differentiate. Compute what the loss reads from the solution instead (the function "
+    "called at the solution: the right-hand side at sol.y[:, -1], the objective at res.x); in "
+    "forward mode such values' tangents are NaN.")

@@ -108,7 +108,6 @@ import contextlib
 import functools
 import hashlib
 import sys
-import threading
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -126,11 +125,10 @@ from scipy.integrate._ivp import lsoda as _lsoda
 from scipy.integrate._ivp import radau as _radau
 from scipy.integrate._ivp import rk as _rk
 
-from ..core.allocation import (MODE, STATE, Preexisting, _in_mode, adopted, allocate,
-                               by_user_code,
-                               follows_floats, plain_allocation, plain_memory, user_object)
+from ..core.allocation import (STATE, _in_mode, allocate, by_user_code, plain_allocation,
+                               user_object)
 from ..api import grad, jacobian, jvp, pullback, stop_gradient
-from ..custom import Adjoint, adjoint
+from ..custom import Adjoint
 from ..core.errors import (ConversionError, InvalidArgumentError, UnsupportedOperationError,
                            UntracedWriteError)
 from ..engines.arraylike import carries_derivative, settled
@@ -141,8 +139,9 @@ from ..core.registry import defroute
 from ..core.trees import REGISTERED, flatten
 from ..core.debug import Warnings
 from ..core.views import memory, weaken
-from ._adjoints import (Value, array_argument, events_at_user_lines, found_again,
-                        outside_differentiations, refused_attribute, scipys_value)
+from ._adjoints import (BuffersWritten, Value, array_argument, events_at_user_lines,
+                        derivative_runs, found_again, outside_differentiations,
+                        refused_attribute, scipy_ran, scipys_value)
 from .optimize import (_as_array, _not_replayed, _root_linearization, _solution, _written_back,
                        _with_derivatives)
 from .optimize import _constant as _allocated
@@ -664,114 +663,14 @@ class _Bound:
             raise UnsupportedOperationError(f"{self.parameters.name}: {_WRITTEN}") from error
 
 
-class _BuffersWritten:
-    """The block of a solve whose user functions run on plain numbers, where they may write
-    into arrays the differentiated function reaches and reads after the solve: a constant
-    among ``parameters`` (a work buffer it allocated, bound to its numbers) or an array made
-    before the call that it reaches by a name (``Preexisting``). NumPy leaves in each the
-    values of SciPy's last call of the functions, which depend on ``inputs`` (the call's
-    differentiated values) through the solver's iterations: on leaving the block each array
-    written holds those values (taken when SciPy's run ends: ``_scipy_ran``; the
-    derivatives' runs of the functions after it write there too), written by a recorded step
-    (``_solvers_last``) whose derivative is refused where one is asked of it, rather than
-    left a constant whose derivative would be a silent zero."""
-
-    def __init__(self, name, parameters, inputs):
-        self.name, self.inputs = name, inputs
-        leaves = parameters.leaves()
-        arrays = [leaves[i] for i in parameters.followed if i not in parameters.guarded]
-        arrays += [x for x in MODE.array_stand_ins.values() if follows_floats(x.dtype)]
-        self.watched = [(x, m, m.copy()) for x in arrays
-                        for m in (plain_memory(x) if type(x) is Preexisting else memory(x),)
-                        if type(m) is np.ndarray and m.dtype.kind in "fc"]
-        self.last = None
-
-    def __enter__(self):
-        _WATCHED.blocks.append(self)
-        return self
-
-    def ran(self):
-        """SciPy's run of the user's functions ended: what they left in the arrays."""
-        if self.last is None:
-            self.last = [_now(x, m).copy() for x, m, _ in self.watched]
-
-    def __exit__(self, kind, error, traceback):
-        _WATCHED.blocks.remove(self)
-        last = self.last or [_now(x, m) for x, m, _ in self.watched]
-        written = [(x, _now(x, m), before, after)
-                   for (x, m, before), after in zip(self.watched, last)
-                   if after.tobytes() != before.tobytes()]
-        if kind is not None or not written:
-            return
-        after = [after.copy() for *_, after in written]
-        for _, m, before, _ in written:
-            np.copyto(m, before)  # (the write below is the one the differentiation follows)
-        for differentiation in ACTIVE.running:  # (a replay would keep this call's values)
-            recorder = getattr(differentiation, "recorder", None)
-            if recorder is not None:
-                recorder.refuse(f"{self.name}: a function given to it wrote into an array "
-                                "the function may read after the solve")
-        inputs = [v for v in self.inputs if carries_derivative(v)]
-        for (x, *_), values in zip(written, after):
-            x[...] = _solvers_last(values, *inputs)
-
-
-def _now(x, m):
-    """The memory that holds the values of ``x`` now (``m``, its memory when the block began):
-    of a stand-in a write adopted in the block (forward mode's, which follows writes inside
-    rules), the running differentiation's array for it."""
-    level = adopted(x) if type(x) is Preexisting else None
-    return m if level is None else memory(level)
-
-
-class _Watched(threading.local):
-    def __init__(self):
-        self.blocks = []  # the _BuffersWritten blocks running in this thread, innermost last
-
-
-_WATCHED = _Watched()
-
-
-def _scipy_ran():
-    """SciPy's run of a solve ended: the values its last call of the user's functions left
-    in the arrays they write into are NumPy's (``_BuffersWritten``)."""
-    if _WATCHED.blocks:
-        _WATCHED.blocks[-1].ran()
-
-
-@adjoint
-def _solvers_last(last, *inputs):
-    """``last``, the values a solver's last call of a user function left in an array, as a
-    function of the solve's differentiated ``inputs`` whose derivative mutad does not know."""
-    return last.copy()
-
-
-@_solvers_last.rule
-def _solvers_last_rule(last, *inputs):
-    # (``inputs`` an enclosing differentiation follows: the values are its step's too)
-    y = _solvers_last(last, *inputs) if _followed(*inputs) else last.copy()
-
-    def back(dy):
-        if np.any(memory(dy)):
-            raise UnsupportedOperationError(_SOLVERS_LAST)
-        return (None, *(np.zeros(np.shape(v), np.result_type(memory(v))) for v in inputs))
-    return y, back
-
-
-@_solvers_last.jvp_rule
-def _solvers_last_forward(tangents, last, *inputs):
-    # (a tangent not known: NaN, as that of sol.y at the solver's own step times)
-    y = _solvers_last(last, *inputs) if _followed(*inputs) else last.copy()
-    moved = any(t is not None and np.any(memory(t)) for t in tangents[1:])
-    return y, np.full(np.shape(last), np.nan if moved else 0.0, last.dtype)
-
-
-_SOLVERS_LAST = (
-    "a gradient reached values that a function given to the solver wrote into an array "
-    "(a work buffer in its closure, a module-level array) in the solver's last call of it: "
-    "they depend on the differentiated values through the solver's iterations, which mutad "
-    "does not differentiate. Compute what the loss reads from the solution instead (the "
-    "right-hand side at sol.y[:, -1]); in forward mode such values' tangents are NaN.")
+def _buffers_written(name, parameters, inputs):
+    """The block of a solve whose user functions run on plain numbers (``BuffersWritten``):
+    the buffers it watches besides the module-level arrays are the constants among
+    ``parameters`` (a work buffer the differentiated function allocated, bound to its numbers
+    for SciPy's run)."""
+    leaves = parameters.leaves()
+    return BuffersWritten(name, [leaves[i] for i in parameters.followed
+                                 if i not in parameters.guarded], inputs)
 
 
 _HIDDEN = ("the function reads a differentiated array that is neither in args= nor in its "
@@ -910,7 +809,7 @@ class _Problem:
         self.max_step = max_step
         self.solved = None  # (y0, values): copies of the inputs the forward solve ran on
         # copies of the values as the solve left them (a buffer the right-hand side writes
-        # into holds its last call's values: ``_BuffersWritten``)
+        # into holds its last call's values: ``BuffersWritten``)
         self.left: Any = None
         self.solution: Any = None  # solve_ivp's result of that solve
         self.adaptive = False  # whether the outputs are at the solver's own step times
@@ -1532,7 +1431,7 @@ def _rhs(name, fun, parameters, vectorized=False, tfirst=True):
     """The right-hand side in solve_ivp's order, ``rhs(t, y, values)``, for the solvers'
     pullbacks and tangents: the parameters set to ``values``."""
     def rhs(t, y, values):
-        with parameters.bound(values):
+        with parameters.bound(values), derivative_runs(name):
             args = parameters.args(values)
             if vectorized:
                 return fun(t, y[:, None], *args)[:, 0]
@@ -1618,7 +1517,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
                 _plain_call("solve_ivp", fun), t_span, y0_plain, solver, t_eval, dense,
                 None if events is None else [_plain_event(e) for e in event_list],
                 vectorized, parameters.args(values), **plain_options)
-        _scipy_ran()
+        scipy_ran()
         if sol.status < 0:
             raise UnsupportedOperationError(f"solve_ivp: the solve failed: {sol.message}")
         return sol
@@ -1658,7 +1557,7 @@ def solve_ivp(fun: Callable[..., Any], t_span: Sequence[float], y0: Any,
     terminal = None  # the time of the event that ended the solve, and the state then
     # (the events' derivatives evaluate the functions again: in the block, which leaves in
     # the arrays they write what SciPy's run left)
-    with _BuffersWritten("solve_ivp", parameters, (y0, *values)):
+    with _buffers_written("solve_ivp", parameters, (y0, *values)):
         y = _IVP(y0, *values, problem=problem)
         if isinstance(problem, _SolvedAnew):
             problem.guard(y)
@@ -1842,7 +1741,7 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
             found = _odepack_py.odeint(
                 _plain_call("odeint", func), y0_plain, times, parameters.args(values),
                 **{**settings, "Dfun": _plain_call("odeint", Dfun), "full_output": 1})
-        _scipy_ran()
+        scipy_ran()
         Y, info = found
         parameters.freeze()
         if info["message"] != "Integration successful.":
@@ -1869,7 +1768,7 @@ def odeint(func: Callable[..., Any], y0: Any, t: Any, args: tuple[Any, ...] = ()
         _refuse_second_order("odeint", "differentiated times")
         rhs = functools.partial(problem.rhs, values=values)
         y0 = y0 - rhs(times[0], y0) * _shift(t[0])
-    with _BuffersWritten("odeint", parameters, (y0, *values)):
+    with _buffers_written("odeint", parameters, (y0, *values)):
         Y = _ODEINT(y0, *values, problem=problem)
     if times_followed:
         Y = _moved(rhs, np.transpose(Y), t, times).T
@@ -1909,11 +1808,21 @@ def _solve_bvp(fun: Callable[..., Any], bc: Callable[..., Any], x: Any, y: Any, 
     name = "scipy.integrate.solve_bvp"
     _not_replayed(name)
     copies: list = []
+    inputs: list = []
     given, _, call, followed = _plain_arguments(_bvp.solve_bvp, (fun, bc, x, y), options,
-                                                copies)
-    with outside_differentiations(name):
-        res = _bvp.solve_bvp(**call)
-    _written_back(name, copies, followed)  # (a buffer fun or bc writes into: SciPy's values)
+                                                copies, inputs)
+    # (a module-level array fun or bc writes into: what SciPy's run left there)
+    with BuffersWritten(name, (), inputs):
+        with outside_differentiations(name):
+            res = _bvp.solve_bvp(**call)
+        scipy_ran()
+        _written_back(name, copies, followed)  # (a buffer fun or bc writes into: SciPy's values)
+        return _bvp_solved(name, res, given, call, followed)
+
+
+def _bvp_solved(name, res, given, call, followed):
+    """``solve_bvp``'s result ``res`` with the derivatives of its solution (``given``: the
+    call's arguments by name, ``call``: the same with plain numbers)."""
     if not followed:
         return res
     if np.iscomplexobj(res.y):
@@ -2030,7 +1939,7 @@ class _Integral:
         self.found = None
 
     def integrand(self, x, values):
-        with self.parameters.bound(values):
+        with self.parameters.bound(values), derivative_runs(self.name):
             return self.func(x, *self.parameters.args(values))
 
     def vector_jacobian(self, values, dy):
@@ -2040,9 +1949,10 @@ class _Integral:
         where a decision of f differs). Where f makes ``x`` a plain number (``float(x)``),
         each point is a pullback at that number instead."""
         func, parameters = self.func, self.parameters  # (not self: what a replay compares)
+        name = self.name
 
         def weighted(x, *p):
-            with parameters.bound(p):
+            with parameters.bound(p), derivative_runs(name):
                 return _dot(dy, func(x, *parameters.args(p)))
 
         replayed = grad(weighted, argnums=tuple(range(len(values) + 1)), replay=True)
@@ -2072,7 +1982,7 @@ class _Integral:
                 self.parameters.bound(values):
             self.found = self.integrate(_plain_call(self.name, self.func), a, b,
                                         args=self.parameters.args(values), **self.settings)
-        _scipy_ran()
+        scipy_ran()
         self.parameters.freeze()
         return np.asarray(self.found[0], dtype=float)
 
@@ -2235,7 +2145,7 @@ def _integral(name, integrate, func, a, b, args, settings):
             raise InvalidArgumentError(f"{name}: a NaN limit cannot be differentiated.")
     integral = _Integral(name, integrate, func, parameters, settings)
     values = parameters.values()
-    with _BuffersWritten(name, parameters, (a, b, *values)):
+    with _buffers_written(name, parameters, (a, b, *values)):
         value = _QUAD(a, b, *values, integral=integral)
     if type(integral.found[0]) is float:  # quad's value is a Python float: promoted weakly
         weaken(value)
@@ -2607,7 +2517,7 @@ def _ode_class(scipy_class):
                     self.f_params = tuple(parameters.args(values))
                     try:
                         y1 = np.array(scipy_class.integrate(self, t, step, relax), dtype=float)
-                        _scipy_ran()
+                        scipy_ran()
                     finally:
                         self.f_params = given
                 parameters.freeze()
@@ -2624,7 +2534,7 @@ def _ode_class(scipy_class):
 
             problem.forward = forward
             values = parameters.values()
-            with _BuffersWritten(problem.name, parameters, (y0, *values)):
+            with _buffers_written(problem.name, parameters, (y0, *values)):
                 self._mutad_state = _ODE(y0, *values, problem=problem)[1]
             return self._mutad_state
 

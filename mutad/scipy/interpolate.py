@@ -3809,6 +3809,7 @@ for _scattered_fit in (_interpolate.SmoothBivariateSpline, _interpolate.LSQBivar
                        _interpolate.SmoothSphereBivariateSpline,
                        _interpolate.LSQSphereBivariateSpline):
     _refused_surface_fit(_scattered_fit)
+del _scattered_fit  # (a routed class left bound: the mode would switch the module's class)
 
 
 @_route(_interpolate.bisplrep)

@@ -137,8 +137,8 @@ from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
 from ..core.trees import REGISTERED
 from ..core.views import may_overlap, memory, weaken
-from ._adjoints import (ScipysCode, StandIn, StandInClass, Value, not_replayed,
-                        outside_differentiations, reproduces, scipys_value)
+from ._adjoints import (BuffersWritten, ScipysCode, StandIn, StandInClass, Value, not_replayed,
+                        outside_differentiations, reproduces, scipy_ran, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
@@ -272,11 +272,12 @@ def _plain_function(f, memo):
     return g, True, followed
 
 
-def _plain_call(original, args, kwargs, copies=None):
+def _plain_call(original, args, kwargs, copies=None, inputs=None):
     """SciPy's ``original`` called with ``args`` and ``kwargs``: every argument by name
     (defaults filled in), the same with plain numbers, the plain twin of what the call gave
     (for SciPy's own call), and whether a value replaced depends on what a differentiation
-    follows; ``copies`` (a list) gets the arrays copied for it (``_written_back``)."""
+    follows; ``copies`` (a list) gets the arrays copied for it (``_written_back``), ``inputs``
+    (a list) the values replaced that a differentiation follows (``BuffersWritten``)."""
     bound = inspect.signature(original).bind(*args, **kwargs)
     given = dict(bound.arguments)
     bound.apply_defaults()
@@ -289,6 +290,12 @@ def _plain_call(original, args, kwargs, copies=None):
         # with their numbers now: what the run writes into them is told after it
         copies += [(x, value, value.copy()) for x, (value, _, _) in memo.values()
                    if isinstance(x, Tracer) and isinstance(value, np.ndarray)]
+    if inputs is not None:
+        for x, (_, _, depends) in memo.values():
+            if depends and isinstance(x, Tracer):
+                inputs.append(x)
+            elif depends and type(x) in WRAPPERS:  # (a traced sparse matrix: its arrays)
+                inputs += [c for c in REGISTERED[type(x)][0](x)[0] if isinstance(c, Tracer)]
     return bound.arguments, {**bound.arguments, **call}, call, followed
 
 
@@ -461,6 +468,7 @@ def _run(original, call, **settings):
             keywords[name] = arguments[name]
     with outside_differentiations(f"scipy.optimize.{original.__name__}"):
         result = original(*positional, **keywords)
+    scipy_ran()
     if _RUNS:
         # what SciPy's run left in the copies of the buffers, before the rule's evaluations of
         # the plain twins (a Hessian's at the solution) write into them too
@@ -1165,17 +1173,20 @@ class _StandIn:
         name = f"scipy.optimize.{self.original.__name__}"
         _not_replayed(name)
         copies: list = []
-        problem = _plain_call(self.original, args, kwargs, copies)
-        _BUFFERS.append((ACTIVE.running[-1], _buffer_cells((args, kwargs))))
-        _RUNS.append(copies)
-        try:
-            # the evaluations the derivatives need write into copies of the buffers
-            result = _privately(self.solve, all_levels=True)(self.original, *problem)
-        finally:
-            _BUFFERS.pop()
-            _RUNS.pop()
-        _written_back(name, copies, problem[-1],
-                      lambda: _called_at_solution(self.original, problem[0], result))
+        inputs: list = []
+        problem = _plain_call(self.original, args, kwargs, copies, inputs)
+        # (a module-level array the functions write into: what SciPy's run left there)
+        with BuffersWritten(name, (), inputs):
+            _BUFFERS.append((ACTIVE.running[-1], _buffer_cells((args, kwargs))))
+            _RUNS.append(copies)
+            try:
+                # the evaluations the derivatives need write into copies of the buffers
+                result = _privately(self.solve, all_levels=True)(self.original, *problem)
+            finally:
+                _BUFFERS.pop()
+                _RUNS.pop()
+            _written_back(name, copies, problem[-1],
+                          lambda: _called_at_solution(self.original, problem[0], result))
         # the plain float arrays of the result (a solution of constants, res.x): constants of
         # the differentiation, as np.zeros' are, that the function may write traced values into
         return by_user_code(result, self.original, args, kwargs, sys._getframe(1))

@@ -1859,6 +1859,7 @@ for _maker in (_signal.get_window, *(getattr(_signal.windows, name)
                                      for name in _signal.windows.__all__)):
     if callable(_maker):
         StandIn(_maker, _following_window_maker(_maker))
+del _maker  # (a routed function left bound: the mode would switch the module's class)
 
 
 # ----------------------------------------------------------------------------------------------

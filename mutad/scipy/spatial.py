@@ -768,6 +768,9 @@ defmethod(_SCIPY_KDTREE, "query", _constant_query)
 defmethod(_SCIPY_KDTREE, "sparse_distance_matrix", _constant_sparse)
 defmethod(_SCIPY_KDTREE, "query_ball_point", _constant_ball_point)
 defmethod(_SCIPY_KDTREE, "query_pairs", _constant_pairs)
+# (read above only: a routed class left bound to a name no code of the module reads would have
+# the mode switch the module's class on every entry)
+del _SCIPY_KDTREE
 
 
 class _PlainCKDTree:
