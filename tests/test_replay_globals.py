@@ -222,3 +222,31 @@ def f(x, p):
         got = replaying(X.copy(), p)
         assert _same(got[0], expected[0]) and _same(got[1][0], expected[1][0])
     assert len(traced) == 2
+
+
+FILTERED = """
+def f(x):
+    out = np.empty_like(IMG, dtype=float)
+    WRITE
+    a = scipy.ndimage.sobel(out, 0)
+    return (a * a).sum() + (out * x[0]).sum()
+"""
+
+
+@pytest.mark.parametrize("write, dtype", [
+    ("np.multiply(IMG, x[1], out=out)", float),
+    ("scipy.ndimage.gaussian_filter(IMG * x[1], 1.0, output=out)", float),
+    ("out[...] = IMG; out *= x[1]", float),
+    ("np.multiply(IMG, x[1], out=out)", int),  # (an integer array's stand-in)
+])
+def test_an_allocation_like_a_global_is_plain_in_each_replay(write, dtype):
+    """``np.empty_like(IMG, dtype=float)`` of a module's array: the factory hands NumPy the stand-in of
+    ``IMG``, whose plain view makes a plain array; a replay makes it from that view too, not
+    from the stand-in (which, called from the replay, gave a constant of its tape: a traced
+    array where the recording held a plain one, escaping into a filter's pullback)."""
+    import scipy.ndimage
+    img = (np.random.RandomState(1).rand(6, 6) * 10).astype(dtype)
+    given = img.copy()
+    module = _module(FILTERED.replace("WRITE", write), IMG=img, scipy=scipy)
+    assert _calls(module.f, module, "IMG", [None, None, None]) == 2
+    assert module.IMG is img and _same(img, given)

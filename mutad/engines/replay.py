@@ -112,7 +112,7 @@ import numpy as np
 
 from ..core.devices import is_device
 from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
-                               _global_names, as_floats, as_objects, put_value)
+                               _global_names, _read_views, as_floats, as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (PARTIAL_TRY, Block, Opaque, Pair, _factory, flat_slice, held_number,
@@ -3919,6 +3919,13 @@ class Recorder:
             self.refuse("an array allocated in the function by a call a replay cannot redo")
             return
         function, args, kwargs = made
+        # The mode's factory handed NumPy the stand-ins of pre-existing arrays among its
+        # operands (``np.empty_like(U0)``), whose own ``__array_function__`` gave it the plain
+        # views, called from mutad's code: a plain result. Called from the replay's, a
+        # stand-in would make it a constant of the replay's tape instead, a traced array where
+        # the recording held a plain one. So the step reads the plain views, as the
+        # operations that read the stand-ins do.
+        args, kwargs = _read_views((args, kwargs))
         if self.depends((args, kwargs)):  # a stop_gradient: its values are the traced ones
             self.derived.add(id(t.buffer))  # so Python's decisions on them are guarded
         self.steps.append(Call(function, self.spec(args), self.spec(kwargs),
