@@ -1161,6 +1161,7 @@ def test_what_f_stores_in_a_rebuilt_container_reaches_the_caller(how):
         assert params.extra == {"seen": True} and params.w is not arrays[6]
         assert type(params.w) is np.ndarray and params.w.tobytes() == params0.w.tobytes()
         assert slotted.w is arrays[7] and slotted.cache == slotted0.cache == 2.0
+        assert type(slotted.cache) is np.float64
     if how == "replay":
         assert any("changed a container" in r for r in replaying.reasons.values())
 
@@ -1196,6 +1197,155 @@ def test_a_jacobian_of_f_changing_its_containers_is_refused():
         with pytest.raises(mutad.MutadError, match="changed a container it was given"):
             differentiate(f, x, st)
         assert list(st) == ["w"] and st["w"].tolist() == [1.0, 2.0] and x.tolist() == [3.0, 4.0]
+
+
+class _Registered:
+    """Rebuilt by its own unflatten (``register_pytree``): a model caching what it computed."""
+
+    def __init__(self, w, scale, log):
+        self.w, self.scale, self.log, self.calls = w, scale, log, 0
+
+
+class _RegisteredSlotted:
+    __slots__ = ("w", "best")
+
+    def __init__(self, w):
+        self.w = w
+
+
+class _RegisteredCopying(_Registered):
+    """Its unflatten copies the log list: f's appends to it would not reach the caller's."""
+
+
+class _RegisteredDict(dict):
+    pass
+
+
+class _RegisteredOpaque:
+    """Keeps its array outside its attributes, where only its flatten finds it."""
+
+    __slots__ = ()
+    store = {}
+
+    def __init__(self, w):
+        _RegisteredOpaque.store[id(self)] = w
+
+
+@pytest.fixture
+def registered():
+    kinds = {
+        _Registered: (lambda m: ((m.w,), (m.scale, m.log, m.calls)),
+                      lambda aux, ch: _with_calls(_Registered(ch[0], *aux[:2]), aux[2])),
+        _RegisteredSlotted: (lambda m: ((m.w,), None), lambda aux, ch: _RegisteredSlotted(*ch)),
+        _RegisteredCopying: (lambda m: ((m.w,), (m.scale, m.log)),
+                             lambda aux, ch: _RegisteredCopying(ch[0], aux[0], list(aux[1]))),
+        _RegisteredDict: (lambda d: (list(d.values()), list(d)),
+                          lambda keys, ch: _RegisteredDict(zip(keys, ch))),
+        _RegisteredOpaque: (lambda o: ((_RegisteredOpaque.store[id(o)],), None),
+                            lambda aux, ch: _RegisteredOpaque(*ch)),
+    }
+    for kind, (flatten, unflatten) in kinds.items():
+        mutad.register_pytree(kind, flatten, unflatten)
+    yield
+    for kind in kinds:
+        del mutad.core.trees.REGISTERED[kind]
+
+
+def _with_calls(m, calls):
+    m.calls = calls
+    return m
+
+
+def _caching_registered(x, m, slotted):
+    m.calls += 1
+    m.y = x * m.w
+    m.w2 = m.w
+    m.cache = {"total": (x * m.w).sum()}
+    del m.scale
+    m.log.append(x[0] * m.w[0])  # (the caller's own list, which unflatten passes on)
+    slotted.best = x.max()
+    return (x * m.w * slotted.w).sum()
+
+
+@pytest.mark.parametrize("how", ["gradient", "outside", "jvp", "nested", "replay"])
+def test_what_f_stores_in_a_registered_container_reaches_the_caller(how, registered):
+    # an object rebuilt by its registered unflatten: the attributes f adds, removes or rebinds
+    # in it reach the caller's object as in NumPy's run, as plain values (a given array: the
+    # caller's own); the caller's arrays come back bit for bit
+    x = np.array([0.5, -1.0, 2.0])
+    replaying = mutad.grad(_caching_registered, replay=True)
+    for call in range(3 if how == "replay" else 1):  # fresh objects, the same structure
+        m = _Registered(np.array([1.0, 2.0, 3.0]), 2.0, [])
+        m.calls = 4
+        slotted = _RegisteredSlotted(np.array([3.0, 1.0, 2.0]))
+        arrays = [x, m.w, slotted.w]
+        before = [a.copy() for a in arrays]
+        expected = (_with_calls(_Registered(m.w.copy(), 2.0, []), 4),
+                    _RegisteredSlotted(slotted.w.copy()))
+        _caching_registered(x, *expected)
+        if how == "gradient":
+            mutad.gradient(_caching_registered, x, m, slotted)
+        elif how == "outside":
+            mutad.gradient(_caching_registered, x, m, slotted, argnums=0)
+        elif how == "jvp":
+            mutad.jvp(_caching_registered, (x, m, slotted), (np.ones(3), None, None))
+        elif how == "nested":
+            mutad.gradient(lambda x: mutad.gradient(
+                _caching_registered, x, m, slotted)[0].sum() * x.sum(), x)
+        else:  # each call traced: a replay would change no object
+            calls = replays(replaying)
+            replaying(x, m, slotted)
+            assert replays(replaying) == calls
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(arrays, before, strict=True))
+        m0, slotted0 = expected
+        assert m.calls == 5 and not hasattr(m, "scale") and m.log == m0.log == [0.5]
+        assert type(m.log[0]) is np.float64
+        assert type(m.y) is np.ndarray and m.y.tobytes() == m0.y.tobytes()
+        assert m.w is arrays[1] and m.w2 is arrays[1]
+        assert type(m.cache["total"]) is np.float64 and m.cache["total"] == m0.cache["total"]
+        assert type(slotted.best) is np.float64 and slotted.best == slotted0.best == 2.0
+    if how == "replay":  # (refused before f runs, as registered types are; else after)
+        assert any("registered pytree" in r or "changed a container" in r
+                   for r in replaying.reasons.values())
+
+
+def test_a_registered_container_whose_change_cannot_reach_the_caller_is_refused(registered):
+    # what f changes where the caller's object does not share it (a list unflatten copied,
+    # the items of a dict subclass, a store only flatten reaches) is refused, never dropped;
+    # the caller's arrays come back bit for bit; f changing nothing is not refused
+    def appends(x, m):
+        m.log.append(x.sum())
+        return (x * m.w).sum()
+
+    def sets(x, d):
+        d["y"] = x * 2.0
+        return (x * d["w"]).sum()
+
+    def stores(x, o):
+        _RegisteredOpaque.store[id(o)] = x * 2.0
+        return x.sum()
+
+    def reads(x, m, d, o):
+        return (x * m.w * d["w"] * _RegisteredOpaque.store[id(o)]).sum()
+
+    x = np.array([1.0, 2.0])
+    m = _RegisteredCopying(np.array([3.0, 4.0]), 1.0, [])
+    d = _RegisteredDict(w=np.array([5.0, 6.0]))
+    o = _RegisteredOpaque(np.array([7.0, 8.0]))
+    arrays = [x, m.w, d["w"], _RegisteredOpaque.store[id(o)]]
+    before = [a.copy() for a in arrays]
+    for f, arg, words in ((appends, m, "attribute 'log'"), (sets, d, "its items"),
+                          (stores, o, "flatten")):
+        for differentiate in (mutad.gradient, lambda f, x, a: mutad.jvp(f, (x, a), (x, None))):
+            with pytest.raises(mutad.errors.UnsupportedOperationError) as caught:
+                differentiate(f, x, arg)
+            assert type(arg).__qualname__ in str(caught.value) and words in str(caught.value)
+        with pytest.raises(mutad.MutadError, match="changed a container it was given"):
+            mutad.jacobian(lambda x, a: f(x, a) * x, x, arg)
+    assert m.log == [] and list(d) == ["w"] and _RegisteredOpaque.store[id(o)] is arrays[3]
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(arrays, before, strict=True))
+    g = mutad.gradient(reads, x, m, d, o)
+    assert g[0].tolist() == [105.0, 192.0] and g[1].w.tolist() == [35.0, 96.0]
 
 
 def test_a_list_inside_a_rebuilt_container_is_the_callers():

@@ -5502,7 +5502,7 @@ class _Mode:
                         places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
                 if user_object(bound):
-                    holders += _holders(bound)
+                    holders += attribute_holders(bound)
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
                     places += _attributes(bound, names)
@@ -5560,7 +5560,7 @@ class _Mode:
                     # method's ``self``, and the code of the methods it names
                     objects.add(id(value))
                     places += _attributes(value, names)
-                    holders += _holders(value)
+                    holders += attribute_holders(value)
                     todo += [(method, level + 1) for method in _methods(value, names)]
                 elif type(value) is types.ModuleType and id(value) in self.switched:
                     self.reach(value)  # (``sla = scipy.linalg.basic`` held by an object)
@@ -5849,7 +5849,7 @@ obj``), which must give NumPy's own arrays: the attributes they read are not fol
 them (``_methods``), else a stand-in of ``self.value`` would reach NumPy from ``__array__``."""
 
 
-def _holders(obj):
+def attribute_holders(obj):
     """The places of all attributes of ``obj`` (a ``user_object``) for ``settle``: its
     ``__dict__`` (which may gain one), and its slots."""
     attributes = getattr(obj, "__dict__", None)

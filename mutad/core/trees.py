@@ -37,8 +37,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from .errors import (InvalidArgumentError, MutadError,
-                     UnsupportedArgumentError, UnsupportedArrayError)
+from .errors import (InvalidArgumentError, MutadError, UnsupportedArgumentError,
+                     UnsupportedArrayError, UnsupportedOperationError)
 from .allocation import Preexisting, stand_in_value
 from .devices import is_device
 from .levels import handled
@@ -133,7 +133,9 @@ def _flatten(tree, path):
         try:
             made = build(out)
             if built is not None:
-                built.append(Built(tree, made, children, out, type(build) is _ObjectBuilder))
+                built.append(Built(tree, made, children, out, type(build) is _ObjectBuilder,
+                                   _Registered(made, REGISTERED[type(tree)][0])
+                                   if type(tree) in REGISTERED else None))
             return made
         except MutadError:
             raise
@@ -204,30 +206,48 @@ def _node(x):
 class Built:
     """A container ``rebuild`` made for the caller's ``tree`` around other leaves: ``made``,
     whose children ``given`` stand for ``tree``'s ``children``; ``attributes``: a plain object
-    or dataclass instance (``_ObjectBuilder``'s)."""
+    or dataclass instance (``_ObjectBuilder``'s); ``registered``: for a type given to
+    ``register_pytree``, what ``made`` held as its ``unflatten`` built it (``_Registered``)."""
 
-    __slots__ = ("tree", "made", "children", "given", "attributes")
+    __slots__ = ("tree", "made", "children", "given", "attributes", "registered")
 
-    def __init__(self, tree, made, children, given, attributes):
+    def __init__(self, tree, made, children, given, attributes, registered=None):
         self.tree, self.made, self.children, self.given = tree, made, list(children), given
-        self.attributes = attributes
+        self.attributes, self.registered = attributes, registered
 
 
-def written_back(built, plain, apply=True):
+def written_back(built, plain, apply=True, refuse=True):
     """Whether the function changed a container it was given for the caller's (``built``,
     ``rebuild``'s records): a key, attribute or item added, removed or bound to another value
     (``st.y = ...``, ``d["y"] = ...``, ``p.append(...)``). ``apply``: give the caller's
     containers those changes, as NumPy's run of the function makes them in the caller's own
     objects: where the function stored a value it was given for the caller's (an array, a
     container), the caller's own; else ``plain(value)``, the value NumPy's run stores (a
-    traced value's plain one), within the lists, dicts and tuples it made too. Tuples,
-    namedtuples and types given to ``register_pytree`` are rebuilt by the function's own
-    means and left as they are."""
-    for b in built:  # (the common case, told cheaply: nothing changed)
-        if not _unchanged(b):
-            break
-    else:
+    traced value's plain one), within the lists, dicts and tuples it made too. Tuples and
+    namedtuples cannot change. An object of a type given to ``register_pytree`` (built by
+    its ``unflatten``) gives the caller's the attributes the function added, removed or
+    rebound in it; what else changed in it (its items, the contents of a dict or list it
+    does not share with the caller's, what only its ``flatten`` finds) cannot be given back,
+    and is refused (``refuse``, and ``apply``: :class:`UnsupportedOperationError`), before
+    any container is changed."""
+    registered = {id(b): b.registered.changes(b.made, b.tree, plain) for b in built
+                  if b.registered is not None}
+    if all(not names and elsewhere is None and not shared
+           for names, elsewhere, shared in registered.values()) \
+            and all(map(_unchanged, built)):  # (the common case, told cheaply: no change)
         return False
+    if apply and refuse:
+        for b in built:
+            names, elsewhere, _ = registered.get(id(b), ((), None, ()))
+            if elsewhere is not None or names and type(b.made) is not type(b.tree):
+                raise UnsupportedOperationError(
+                    f"f changed {elsewhere or 'attributes'} of an argument of type "
+                    f"{type(b.tree).__qualname__}, given to mutad.register_pytree: f is given "
+                    "an object that the type's unflatten builds around traced arrays, and "
+                    "mutad cannot give that change to the caller's object, as NumPy's run of "
+                    "f would make it. Store what f keeps in an attribute of the object (an "
+                    "instance with a __dict__ or __slots__, rebuilt by unflatten as the same "
+                    "type), or keep it outside the argument (a dict or list argument).")
     callers = {}
     for b in built:
         for given, child in zip(b.given, b.children):
@@ -269,7 +289,25 @@ def written_back(built, plain, apply=True):
                     changed = True
                     if apply:
                         object.__delattr__(caller, name)
-        elif type(caller) in REGISTERED or isinstance(caller, tuple):
+        elif b.registered is not None:
+            names, elsewhere, shared = registered[id(b)]
+            changed |= bool(names) or elsewhere is not None or bool(shared)
+            if apply:
+                for value in shared:  # (its items: plain values, or the caller's own)
+                    mapped(value)
+            if apply and names and elsewhere is None and type(made) is type(caller):
+                now, slots = _attribute_values(made), _slot_names(type(made))
+                for name in names:
+                    if name in slots:
+                        if name in now:
+                            object.__setattr__(caller, name, mapped(now[name]))
+                        elif hasattr(caller, name):
+                            object.__delattr__(caller, name)
+                    elif name in now:
+                        caller.__dict__[name] = mapped(now[name])
+                    else:
+                        caller.__dict__.pop(name, None)
+        elif isinstance(caller, tuple):
             continue
         elif isinstance(caller, dict):
             changed |= _refill(caller, made, callers, mapped, apply)
@@ -311,6 +349,8 @@ def _unchanged(b):
     """Whether the container ``b.made`` holds what it was made with, keys and all (where
     it cannot tell cheaply, an object with slots, False: ``written_back`` looks closer)."""
     made, given = b.made, b.given
+    if b.registered is not None:  # (told by its ``changes``)
+        return True
     if b.attributes:
         own = getattr(made, "__dict__", None)
         return type(own) is dict and len(own) == len(given) and all(
@@ -337,6 +377,91 @@ def _refill(caller, made, callers, mapped, apply):
         caller.clear()
         caller.update(items)
     return True
+
+
+class _Registered:
+    """What an object of a type given to ``register_pytree`` held as its ``unflatten`` built
+    it, to tell what a function then changed in it (``changes``): its attributes
+    (``__dict__`` and slots), the contents of the dicts, lists and objects among them, its
+    items (a dict or list); for a type keeping no attribute (a C extension type, one keeping
+    its state elsewhere), the children and ``aux`` its ``flatten`` finds, where two calls of
+    it find the same (else they cannot be compared)."""
+
+    __slots__ = ("flatten", "attributes", "inner", "items", "found")
+
+    def __init__(self, made, flatten_):
+        self.flatten = flatten_
+        self.attributes = _attribute_values(made)
+        self.inner = {k: contents(v, 1) for k, v in self.attributes.items()}
+        self.items = contents(made, 1) if isinstance(made, (dict, list)) else None
+        self.found = None
+        if not self.attributes and self.items is None:
+            found = self._found(made)
+            if found is not None and _same_found(found, self._found(made)):
+                self.found = found
+
+    def _found(self, made):
+        try:
+            children, aux = self.flatten(made)
+            return list(children), aux
+        except Exception:  # (a flatten that cannot take what the function left)
+            return None
+
+    def changes(self, made, caller, plain=None):
+        """``(names, elsewhere, shared)``: the attributes the function added, removed or
+        rebound in ``made``; what else it changed there that the caller's object does not
+        share, in words (None if nothing): the contents of a dict, list or object held in an
+        attribute that is not the caller's own, its items, what its ``flatten`` finds (a
+        child found then or its ``plain`` value: mutad's own settling of a store the
+        function reaches by a name); the caller's own containers among its attributes whose
+        contents it changed (``unflatten`` gave them on: a log it appended to)."""
+        now, before = _attribute_values(made), self.attributes
+        names = [n for n in before if n not in now or now[n] is not before[n]]
+        names += [n for n in now if n not in before]
+        elsewhere, callers, shared = None, None, []
+        for name, inner in self.inner.items():
+            value = now.get(name)
+            if inner is not None and value is before[name] and not same_contents(
+                    inner, contents(value, 1)):
+                callers = _attribute_values(caller) if callers is None else callers
+                if value is not callers.get(name):
+                    elsewhere = f"the contents of its attribute {name!r}"
+                else:
+                    shared.append(value)
+        if self.items is not None and not same_contents(self.items, contents(made, 1)):
+            elsewhere = "its items"
+        if self.found is not None:
+            found = self._found(made)
+            if found is None or not _same_found(self.found, found, plain):
+                elsewhere = "what its flatten function finds in it"
+        return names, elsewhere, shared
+
+
+def _same_found(a, b, plain=None):
+    """Whether two ``(children, aux)`` a ``flatten`` found are the same objects (``aux``
+    equal), where that can be told; ``plain``: a child of ``a`` may be its plain value."""
+    if len(a[0]) != len(b[0]) or not all(x is y or plain is not None and plain(x) is y
+                                         for x, y in zip(a[0], b[0])):
+        return False
+    if a[1] is b[1]:
+        return True
+    try:
+        same = a[1] == b[1]
+        return type(same) in (bool, np.bool_) and bool(same)
+    except Exception:  # (arrays in aux: no one answer)
+        return False
+
+
+def _attribute_values(x):
+    """The attributes stored in the instance ``x`` (``__dict__`` and slots), by name."""
+    own = getattr(x, "__dict__", None)
+    values = dict(own) if type(own) is dict else {}
+    for name in _slot_names(type(x)):
+        try:
+            values[name] = object.__getattribute__(x, name)
+        except AttributeError:  # (a slot not set)
+            pass
+    return values
 
 
 class _ObjectBuilder:

@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from ..core.allocation import drawing_argument, holds_derivative, settle
+from ..core.allocation import attribute_holders, drawing_argument, holds_derivative, settle
 from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, no_full_collections, run
 from ..core.debug import issue_held
@@ -202,7 +202,8 @@ class Differentiation:
                                       if isinstance(x, Tracer) or id(owner(x)) in self.apart]
         settle(holders, self.detached)
         recorder = getattr(getattr(self, "tape", None), "recorder", None)
-        changed = bool(self.built) and written_back(self.built, self._plain)
+        changed = bool(self.built) and written_back(self.built, self._plain,
+                                                   refuse=returned)
         if recorder is not None and (changed or self.recorded is not None and not all(
                 same_contents(before, contents(c)) for c, before
                 in zip(self.given_as_is, self.recorded))):
@@ -216,8 +217,9 @@ class Differentiation:
                     enclosing.given_as_is.extend(b.tree for b in self.built
                                                  if not isinstance(b.tree, tuple))
         if self.given_as_is:  # (a caller's list f was given: ``log.append(x.sum())``)
-            settle([(self.given_as_is, None), *((vars(x), None) for x in self.given_as_is
-                                                if _user_object(x))], self.detached)
+            settle([(self.given_as_is, None), *(h for x in self.given_as_is
+                                                if not isinstance(x, STATIC)
+                                                for h in attribute_holders(x))], self.detached)
 
     def given_for(self, argument, rebuild, leaves):
         """What f is given for the caller's ``argument``: ``rebuild`` (``trees.flatten``'s)
