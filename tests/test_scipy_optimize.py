@@ -1786,28 +1786,37 @@ def test_a_module_level_buffer_the_solvers_function_writes(solver, read):
     def loss(p):
         return solve(p) + (_SEEN[0] if read else 0.0)
 
+    _holds_scipys_last_values(loss, _SEEN, refused=read)
+
+
+def _holds_scipys_last_values(loss, buffer, refused):
+    """Check ``loss`` of a solve whose function writes into an array that ``buffer`` shows
+    after it: the value and ``buffer`` NumPy's bit for bit, the derivative (reverse and jvp)
+    that of central differences, or, where ``refused`` (the loss reads values SciPy's last
+    call wrote away from the solution), a gradient refused and a NaN tangent."""
     p = np.array([1.3])
-    _SEEN[:] = 0.0
+    buffer[:] = 0.0
     expected = loss(p.copy())
-    left = _SEEN.tobytes()
+    left = buffer.tobytes()
+    h = 1e-5
+    slope = (loss(p + h) - loss(p - h)) / (2 * h)
     for mode in ("reverse", "forward"):
-        _SEEN[:] = 0.0
+        buffer[:] = 0.0
         if mode == "forward":
             value, derivative = mutad.jvp(loss, (p,), (np.ones(1),))
-        elif read:
+        elif refused:
             with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
                 mutad.value_and_gradient(loss, p)
             assert p.tolist() == [1.3]
             continue
         else:
             value, (derivative,) = mutad.value_and_gradient(loss, p)
-        assert value == expected and _SEEN.tobytes() == left and p.tolist() == [1.3]
-        if read:
+        assert value == expected and buffer.tobytes() == left and p.tolist() == [1.3]
+        if refused:
             assert np.isnan(derivative)
         else:
-            h = 1e-5
-            assert np.allclose(derivative, (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-5)
-    _SEEN[:] = 0.0
+            assert np.allclose(derivative, slope, rtol=1e-5)
+    buffer[:] = 0.0
 
 
 def _closure_solve(solver, p, seen):
@@ -1865,24 +1874,4 @@ def test_a_closure_buffer_the_solvers_function_writes(solver, read):
         _LEFT[:] = seen
         return x + (seen[0] if read else 0.0)
 
-    p = np.array([1.3])
-    expected = loss(p.copy())
-    left = _LEFT.tobytes()
-    h = 1e-5
-    slope = (loss(p + h) - loss(p - h)) / (2 * h)
-    for mode in ("reverse", "forward"):
-        _LEFT[:] = 0.0
-        if mode == "forward":
-            value, derivative = mutad.jvp(loss, (p,), (np.ones(1),))
-        elif read and solver != "fsolve":
-            with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
-                mutad.value_and_gradient(loss, p)
-            assert p.tolist() == [1.3]
-            continue
-        else:
-            value, (derivative,) = mutad.value_and_gradient(loss, p)
-        assert value == expected and _LEFT.tobytes() == left and p.tolist() == [1.3]
-        if read and solver != "fsolve":
-            assert np.isnan(derivative)
-        else:
-            assert np.allclose(derivative, slope, rtol=1e-5)
+    _holds_scipys_last_values(loss, _LEFT, refused=read and solver != "fsolve")
