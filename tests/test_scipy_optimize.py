@@ -1701,9 +1701,10 @@ def test_a_buffer_the_solver_writes_into_holds_what_scipys_last_call_wrote():
 
         return minimize(fun, [0.0, 0.0], method="BFGS").x[0] + seen.sum()
 
-    # BFGS's last call is a finite-difference step from its solution: refused (the values the
-    # buffer holds were, before the copies were read right after SciPy's run, the solution's)
-    with pytest.raises(UnsupportedOperationError, match="writes into an array"):
+    # BFGS's last call is a finite-difference step from its solution: the loss reads the
+    # buffer, and a gradient reaching it is refused (the values the buffer holds were, before
+    # the copies were read right after SciPy's run, the solution's)
+    with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
         mutad.gradient(finite_differences, p)
     assert p.tolist() == [1.0]
 
@@ -1785,25 +1786,92 @@ def test_a_module_level_buffer_the_solvers_function_writes(solver, read):
     def loss(p):
         return solve(p) + (_SEEN[0] if read else 0.0)
 
+    _holds_scipys_last_values(loss, _SEEN, refused=read)
+
+
+def _holds_scipys_last_values(loss, buffer, refused):
+    """Check ``loss`` of a solve whose function writes into an array that ``buffer`` shows
+    after it: the value and ``buffer`` NumPy's bit for bit, the derivative (reverse and jvp)
+    that of central differences, or, where ``refused`` (the loss reads values SciPy's last
+    call wrote away from the solution), a gradient refused and a NaN tangent."""
     p = np.array([1.3])
-    _SEEN[:] = 0.0
+    buffer[:] = 0.0
     expected = loss(p.copy())
-    left = _SEEN.tobytes()
+    left = buffer.tobytes()
+    h = 1e-5
+    slope = (loss(p + h) - loss(p - h)) / (2 * h)
     for mode in ("reverse", "forward"):
-        _SEEN[:] = 0.0
+        buffer[:] = 0.0
         if mode == "forward":
             value, derivative = mutad.jvp(loss, (p,), (np.ones(1),))
-        elif read:
+        elif refused:
             with pytest.raises(UnsupportedOperationError, match="wrote into an array"):
                 mutad.value_and_gradient(loss, p)
             assert p.tolist() == [1.3]
             continue
         else:
             value, (derivative,) = mutad.value_and_gradient(loss, p)
-        assert value == expected and _SEEN.tobytes() == left and p.tolist() == [1.3]
-        if read:
+        assert value == expected and buffer.tobytes() == left and p.tolist() == [1.3]
+        if refused:
             assert np.isnan(derivative)
         else:
-            h = 1e-5
-            assert np.allclose(derivative, (loss(p + h) - loss(p - h)) / (2 * h), rtol=1e-5)
-    _SEEN[:] = 0.0
+            assert np.allclose(derivative, slope, rtol=1e-5)
+    buffer[:] = 0.0
+
+
+def _closure_solve(solver, p, seen):
+    """``solver``'s solution of a problem whose functions write into ``seen``, a buffer in
+    their closure (the differentiated function's array)."""
+    def objective(x):
+        seen[0] = x[0] if np.ndim(x) else x
+        return (seen[0] - 2.0 * p[0]) ** 2 + 0.1 * (seen[0] - 2.0 * p[0]) ** 4
+
+    def residual(x):
+        seen[0] = x[0] if np.ndim(x) else x
+        return np.atleast_1d(seen[0] ** 3 + seen[0] - 10.0 * p[0])
+
+    def line(t, a):
+        seen[0] = a
+        return a * t
+
+    if solver == "minimize":
+        return minimize(objective, [0.5], method="BFGS").x[0]
+    if solver == "minimize Nelder-Mead":
+        return minimize(objective, [0.5], method="Nelder-Mead", tol=1e-10).x[0]
+    if solver == "minimize_scalar":
+        return scipy.optimize.minimize_scalar(objective).x
+    if solver == "least_squares":
+        return least_squares(residual, [1.0]).x[0]
+    if solver == "curve_fit":
+        return curve_fit(line, np.arange(3.0), p[0] * np.arange(3.0) + [0.0, 0.1, -0.1],
+                         p0=[1.0])[0][0]
+    if solver == "root_scalar":
+        return scipy.optimize.root_scalar(lambda x: residual(x)[0], x0=1.0, x1=2.0).root
+    if solver == "newton":
+        return scipy.optimize.newton(lambda x: residual(x)[0], 1.0)
+    assert solver == "fsolve"
+    return fsolve(residual, [1.0])[0]
+
+
+CLOSURE_BUFFER_SOLVERS = ["minimize", "minimize Nelder-Mead", "minimize_scalar", "least_squares",
+                          "curve_fit", "root_scalar", "newton", "fsolve"]
+_LEFT = np.zeros(2)  # what the closure buffer held after the solve
+
+
+@pytest.mark.parametrize("solver", CLOSURE_BUFFER_SOLVERS)
+@pytest.mark.parametrize("read", [True, False])
+def test_a_closure_buffer_the_solvers_function_writes(solver, read):
+    """Regression: a buffer in the function's closure (the differentiated function's array)
+    that SciPy's last call wrote at a point other than its solution (a finite-difference
+    step, a trial point) was refused even when the loss did not read it. As a module-level
+    array's, it now holds what SciPy's last call wrote; a gradient reaching those values is
+    refused, forward mode gives them a NaN tangent, and a loss not reading them is
+    differentiated, the buffer holding NumPy's numbers (fsolve's last call is at its solution:
+    the buffer's derivative is the solution's)."""
+    def loss(p):
+        seen = np.zeros(2)
+        x = _closure_solve(solver, p, seen)
+        _LEFT[:] = seen
+        return x + (seen[0] if read else 0.0)
+
+    _holds_scipys_last_values(loss, _LEFT, refused=read and solver != "fsolve")

@@ -137,8 +137,10 @@ from ..core.levels import ACTIVE, WRAPPERS, Tracer
 from ..core.registry import defroute
 from ..core.trees import REGISTERED
 from ..core.views import may_overlap, memory, weaken
+from ..engines.arraylike import carries_derivative
 from ._adjoints import (BuffersWritten, ScipysCode, StandIn, StandInClass, Value, not_replayed,
-                        outside_differentiations, reproduces, scipy_ran, scipys_value)
+                        outside_differentiations, reproduces, scipy_ran, scipys_value,
+                        solvers_last)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
@@ -323,36 +325,50 @@ def _called_at_solution(original, a, result):
     return True
 
 
-def _written_back(name, copies, followed, at_solution=None):
+def _written_back(name, copies, followed, inputs=None, at_solution=None):
     """What SciPy's run wrote into the copies of the function's arrays (``_plain_call``),
-    written into those arrays, where it wrote plain numbers into constants (no value in the
-    call depends on what the differentiation follows): they then hold what NumPy leaves
-    there, the values of SciPy's last call. Where the call is followed, those values depend
-    on the differentiated values: where SciPy's last call was at its solution, the user's
-    function called there (``at_solution``, which says whether it knows how) writes them, with
-    the derivatives of the solution; elsewhere (a finite-difference step, a trial point) they
-    depend on them through the solver's iterations, which mutad does not differentiate:
-    refused."""
+    written into those arrays: they then hold what NumPy leaves there, the values of SciPy's
+    last call. Where no value in the call depends on what the differentiation follows, those
+    are plain numbers. Where the call is followed, they depend on the differentiated values:
+    where SciPy's last call was at its solution, the user's function called there
+    (``at_solution``, which says whether it knows how) writes them, with the derivatives of
+    the solution; elsewhere (a finite-difference step, a trial point) they depend on them
+    through the solver's iterations, which mutad does not differentiate: they are written by
+    the recorded step ``solvers_last`` of the call's differentiated ``inputs``, as a
+    module-level array's (``BuffersWritten``), whose derivative is refused where one reaches
+    them (refused at once without ``inputs``: a solver whose rule's derivative runs of the
+    functions cannot take the buffers)."""
     changed = [(array, copy_) for array, copy_, before in copies
                if copy_.tobytes() != before.tobytes()]
-    if followed and changed and at_solution is not None and at_solution() and all(
-            memory(array).tobytes() == copy_.tobytes() for array, copy_ in changed):
-        # SciPy's last call was at its solution (or wrote the same numbers): the user's
-        # function called at the differentiated solution wrote SciPy's last numbers into the
-        # buffers, with their derivatives
-        return
+    if followed and changed and at_solution is not None and at_solution():
+        if all(memory(array).tobytes() == copy_.tobytes() for array, copy_ in changed):
+            # SciPy's last call was at its solution (or wrote the same numbers): the user's
+            # function called at the differentiated solution wrote SciPy's last numbers into
+            # the buffers, with their derivatives
+            return
+        if any(memory(array).tobytes() != before.tobytes() for array, copy_, before in copies
+               if copy_.tobytes() == before.tobytes()):
+            # (the call at the solution wrote into an array SciPy's run left as it was)
+            raise UnsupportedOperationError(_WRITTEN_ELSEWHERE.format(name=name))
+    inputs = None if inputs is None else [v for v in inputs if carries_derivative(v)]
     for array, copy_ in changed:
-        if followed or not _constant_at(array):
-            raise UnsupportedOperationError(
-                f"{name}: a function given to it writes into an array the differentiated "
-                "function holds (a buffer in its closure), which after the solve holds what "
-                "SciPy's last call of it wrote: values at a point other than the solution (a "
-                "finite-difference step, a trial point of the solver's iterations), which mutad "
-                "does not differentiate. Give the solver the derivative (jac=), so that its last "
-                "call is at the solution, or let the function return new arrays (r = ...; "
-                "return r, or a buffer allocated inside it), and compute what the buffer held "
-                "from the solution.")
-        array[...] = copy_
+        if followed and inputs is not None:
+            # (a copy: the step keeps its input, and the run's copy may be written again)
+            array[...] = solvers_last(copy_.copy(), *inputs)
+        elif not followed and _constant_at(array):
+            array[...] = copy_
+        else:
+            raise UnsupportedOperationError(_WRITTEN_ELSEWHERE.format(name=name))
+
+
+_WRITTEN_ELSEWHERE = (
+    "{name}: a function given to it writes into an array the differentiated function holds (a "
+    "buffer in its closure), which after the solve holds what SciPy's last call of it wrote: "
+    "values at a point other than the solution (a finite-difference step, a trial point of "
+    "the solver's iterations), which mutad does not differentiate. Give the solver the "
+    "derivative (jac=), so that its last call is at the solution, or let the function return "
+    "new arrays (r = ...; return r, or a buffer allocated inside it), and compute what the "
+    "buffer held from the solution.")
 
 
 _BUFFERS: list = []
@@ -1185,7 +1201,7 @@ class _StandIn:
             finally:
                 _BUFFERS.pop()
                 _RUNS.pop()
-            _written_back(name, copies, problem[-1],
+            _written_back(name, copies, problem[-1], inputs,
                           lambda: _called_at_solution(self.original, problem[0], result))
         # the plain float arrays of the result (a solution of constants, res.x): constants of
         # the differentiation, as np.zeros' are, that the function may write traced values into
