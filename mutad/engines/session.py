@@ -37,7 +37,7 @@ from ..core.tape import POLICIES
 from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                           contents, same_contents, scalar_derivative, written_back)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
-                          same_region, spans, views, weaken, wrapped, writeable)
+                          same_region, spanned_from, spans, views, weaken, wrapped, writeable)
 
 
 ADOPTED = ("f wrote into an array made before the call that it reaches by a name (a "
@@ -488,12 +488,13 @@ class ReverseDifferentiation(Differentiation):
         if id(base) not in self.buffers:
             # One buffer for all views of the memory, laid out as the argument when it
             # spans all of it (np.linspace's result views an array of its own).
-            layout = x if x is base or spans(x, base) else base
+            at = None if x is base else spanned_from(x, base)
+            layout = x if x is base or at is not None else base
             lifted = None if outer is None else outer.lift(layout)
             # a constant here where no enclosing level's derivative flows through it either
             # (a forward level's zero tangent; a reverse level follows the writes into it)
             buffer = Buffer(layout, constant=constant and not holds_derivative(lifted))
-            buffer.note_address(layout)
+            buffer.note_address(layout, at)
             if outer is None:
                 hold_for_good(buffer, layout)
             if lifted is not None:
