@@ -43,7 +43,9 @@ def _unwrapped_output(y, has_aux):
     holds (``__mutad_output__``), and what makes the loss's value NumPy's again (None: it is)."""
     pair = has_aux and isinstance(y, (tuple, list)) and len(y) == 2
     loss = y[0] if pair else y
-    unwrap = getattr(type(loss), "__mutad_output__", None)
+    # (a traced array, the common loss, has none: not asked of its class, where a missing
+    # attribute costs an AttributeError made and dropped)
+    unwrap = None if type(loss) is Traced else getattr(type(loss), "__mutad_output__", None)
     if unwrap is None:
         return y, None
     loss, output_as = unwrap(loss)
