@@ -736,7 +736,7 @@ class _RunsShownAsOne:
         # the arrays made before the call that f writes into, put back after each run and left
         # as the first one left them when all have ended (``session.RUNS``): by the outermost
         # Jacobian or Hessian, where one runs inside another's f
-        self.outer_runs = getattr(session.RUNS, "left", None)
+        self.outer_runs = session.RUNS.left
         if self.outer_runs is None:
             session.RUNS.left = []
         return self

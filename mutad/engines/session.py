@@ -283,7 +283,7 @@ class Differentiation:
         left, self.left, self.views = self.left, [], []
         if not left:  # (f wrote into no array made before the call: nothing to leave)
             return
-        runs = getattr(RUNS, "left", None)
+        runs = RUNS.left
         if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
             if not runs:
                 runs.extend(left)
@@ -293,7 +293,11 @@ class Differentiation:
 
 _COLLECTIONS = no_full_collections()
 
-RUNS = threading.local()
+class _Runs(threading.local):
+    left = None  # (a default, not getattr's: a local's missing attribute makes an error)
+
+
+RUNS = _Runs()
 """``left``: while a Jacobian or a Hessian runs ``f`` once per pass (``api._RunsShownAsOne``),
 a list that takes what the first run left in the arrays made before the call it wrote into
 (``Differentiation.settle``): each run starts from the caller's bytes, and ``leave`` writes
