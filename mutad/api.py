@@ -43,7 +43,9 @@ def _unwrapped_output(y, has_aux):
     holds (``__mutad_output__``), and what makes the loss's value NumPy's again (None: it is)."""
     pair = has_aux and isinstance(y, (tuple, list)) and len(y) == 2
     loss = y[0] if pair else y
-    unwrap = getattr(type(loss), "__mutad_output__", None)
+    # (a traced array, the common loss, has none: not asked of its class, where a missing
+    # attribute costs an AttributeError made and dropped)
+    unwrap = None if type(loss) is Traced else getattr(type(loss), "__mutad_output__", None)
     if unwrap is None:
         return y, None
     loss, output_as = unwrap(loss)
@@ -734,7 +736,7 @@ class _RunsShownAsOne:
         # the arrays made before the call that f writes into, put back after each run and left
         # as the first one left them when all have ended (``session.RUNS``): by the outermost
         # Jacobian or Hessian, where one runs inside another's f
-        self.outer_runs = getattr(session.RUNS, "left", None)
+        self.outer_runs = session.RUNS.left
         if self.outer_runs is None:
             session.RUNS.left = []
         return self

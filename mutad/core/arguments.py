@@ -81,7 +81,10 @@ def run(differentiation, f, call, explain=None):
 
 
 def _run(differentiation, f, call, explain):
-    for outer in ACTIVE.running:  # a replay records no program with one nested inside it
+    # this thread's lists, read once (an attribute of a thread-local is a dear read): none is
+    # rebound for good while f runs (``outside_differentiations`` puts the same list back)
+    running, noted = ACTIVE.running, ACTIVE.refusals
+    for outer in running:  # a replay records no program with one nested inside it
         recorder = getattr(outer, "recorder", None)
         if recorder is not None:
             recorder.refuse("a differentiation nested inside the function")
@@ -90,8 +93,8 @@ def _run(differentiation, f, call, explain):
     with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()
-        ACTIVE.running.append(differentiation)
-        refusals = len(ACTIVE.refusals)
+        running.append(differentiation)
+        refusals = len(noted)
         recorder = getattr(differentiation, "recorder", None)
         if recorder is not None:  # the events of plain operations before f's first step too
             recorder.watch()
@@ -109,8 +112,8 @@ def _run(differentiation, f, call, explain):
                     result = adopted_views(result)
             # (an error made, not raised, has no traceback: a refusal kept ready, say)
             # (no comprehension made where none was noted: the common case, on every call)
-            raised = [e for e in ACTIVE.refusals[refusals:] if e.__traceback__ is not None] \
-                if len(ACTIVE.refusals) > refusals else ()
+            raised = [e for e in noted[refusals:] if e.__traceback__ is not None] \
+                if len(noted) > refusals else ()
             if raised:
                 raise went_past(raised[0])
             return result
@@ -130,12 +133,12 @@ def _run(differentiation, f, call, explain):
             # a refusal raised out of this differentiation, into an enclosing one's function,
             # stays noted there
             escaping = sys.exc_info()[1]
-            kept = [e for e in ACTIVE.refusals[refusals:] if e is escaping] \
-                if len(ACTIVE.refusals) > refusals else []
-            del ACTIVE.refusals[refusals:]
-            ACTIVE.running.pop()
-            if ACTIVE.running:
-                ACTIVE.refusals += kept
+            kept = [e for e in noted[refusals:] if e is escaping] \
+                if len(noted) > refusals else []
+            del noted[refusals:]
+            running.pop()
+            if running:
+                noted += kept
             else:
                 ACTIVE.written.clear()
 

@@ -152,11 +152,11 @@ class Buffer:
             self.low, self.span = byte_span(array)
             self.offset = address(array) - self.low
 
-    def note_address(self, array):
+    def note_address(self, array, at=None):
         """Record the address of the buffer's first byte from ``array``, the whole buffer,
-        before the first view of it is mapped."""
+        before the first view of it is mapped (``at``: that address, where already read)."""
         if self.low is None:
-            self.low = address(array)
+            self.low = address(array) if at is None else at
 
 
 def scalar_buffer(dtype, _new=object.__new__):

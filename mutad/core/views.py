@@ -275,10 +275,19 @@ def element_indices(shape, strides, offset, itemsize):
 
 def spans(a, base):
     """True when contiguous ``a`` covers exactly the memory of ``base``."""
+    return spanned_from(a, base) is not None
+
+
+def spanned_from(a, base):
+    """The address of ``a``'s first byte when contiguous ``a`` covers exactly the memory of
+    ``base`` (read once: a buffer laid out as ``a`` records it), else None."""
     if type(a) is not NDARRAY or type(base) is not NDARRAY:  # (plain arrays: asked first)
         a, base = memory(a), memory(base)
-    return (a.flags.c_contiguous and a.nbytes == base.nbytes and a.dtype == base.dtype
-            and address(a) == address(base))
+    if a.flags.c_contiguous and a.nbytes == base.nbytes and a.dtype == base.dtype:
+        at = address(a)
+        if at == address(base):
+            return at
+    return None
 
 
 def byte_span(array):

@@ -1647,9 +1647,10 @@ class Product(OneOutput):
         back, *values = record.state
         rows = list(zip(record.inputs, back(dy, *values), strict=True))
         # A shadow adopts a cotangent only as the whole of a buffer: arguments that are parts
-        # (``x[i, :j] @ x[:j, j]``) need not know whose memory their cotangents are
+        # (``x[i, :j] @ x[:j, j]``) need not know whose memory their cotangents are (asked of
+        # a list: a generator that any() stops early is closed by a GeneratorExit, dearer)
         add_cotangents(shadows, rows, {id(owner(v)) for v in values if type(v) is not tuple}
-                       if any(p.whole for p in record.inputs) else None)
+                       if any([p.whole for p in record.inputs]) else None)
 
 
 def function_pullback(record, shadows, _):

@@ -37,7 +37,7 @@ from ..core.tape import POLICIES
 from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                           contents, same_contents, scalar_derivative, written_back)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
-                          same_region, spans, views, weaken, wrapped, writeable)
+                          same_region, spanned_from, spans, views, weaken, wrapped, writeable)
 
 
 ADOPTED = ("f wrote into an array made before the call that it reaches by a name (a "
@@ -285,7 +285,7 @@ class Differentiation:
         left, self.left, self.views = self.left, [], []
         if not left:  # (f wrote into no array made before the call: nothing to leave)
             return
-        runs = getattr(RUNS, "left", None)
+        runs = RUNS.left
         if runs is not None and not ACTIVE.running:  # one run of several: the first's, at the end
             if not runs:
                 runs.extend(left)
@@ -295,7 +295,11 @@ class Differentiation:
 
 _COLLECTIONS = no_full_collections()
 
-RUNS = threading.local()
+class _Runs(threading.local):
+    left = None  # (a default, not getattr's: a local's missing attribute makes an error)
+
+
+RUNS = _Runs()
 """``left``: while a Jacobian or a Hessian runs ``f`` once per pass (``api._RunsShownAsOne``),
 a list that takes what the first run left in the arrays made before the call it wrote into
 (``Differentiation.settle``): each run starts from the caller's bytes, and ``leave`` writes
@@ -490,12 +494,13 @@ class ReverseDifferentiation(Differentiation):
         if id(base) not in self.buffers:
             # One buffer for all views of the memory, laid out as the argument when it
             # spans all of it (np.linspace's result views an array of its own).
-            layout = x if x is base or spans(x, base) else base
+            at = None if x is base else spanned_from(x, base)
+            layout = x if x is base or at is not None else base
             lifted = None if outer is None else outer.lift(layout)
             # a constant here where no enclosing level's derivative flows through it either
             # (a forward level's zero tangent; a reverse level follows the writes into it)
             buffer = Buffer(layout, constant=constant and not holds_derivative(lifted))
-            buffer.note_address(layout)
+            buffer.note_address(layout, at)
             if outer is None:
                 hold_for_good(buffer, layout)
             if lifted is not None:
