@@ -112,6 +112,8 @@ CASES = [
                                         arguments(normal(4), positive(4))),
     Case.named("vectorize-closure",    lambda a: np.vectorize(lambda v: v * v * a[1] + a[0] if v > 0.5 else -v * a[0])(np.linspace(0, 1, 5)),
                                         arguments(normal(2))),  # the differentiated values only in f's closure
+    Case.named("vectorize-decorator",  lambda a: np.vectorize(otypes=[np.float64])(lambda v: v * v * a[1] - v)(a),
+                                        arguments(normal(3))),  # @np.vectorize(otypes=...): NumPy's two calls
     Case.named("vectorize-signature",  lambda a: np.vectorize(lambda r: np.array([r.sum(), (r * r).sum()]),
                                                               signature="(n)->(2)")(a), arguments(normal(4, 3))),
     Case.named("vectorize-signature-broadcast", lambda a, b: np.vectorize(lambda u, v: u @ v, signature="(n),(n)->()")(a, b),

@@ -981,6 +981,9 @@ def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
     return result.astype(dtype, copy=False)
 
 
+_NUMPYS_VECTORIZE_CALL = np.vectorize.__call__
+
+
 def vectorized(self, *args, **kwargs):
     """``np.vectorize(f)(*args)`` on traced arrays: ``f`` called on each element of the
     broadcast arguments (a traced 0-d array, where NumPy gives it a Python scalar: what ``f``
@@ -989,6 +992,8 @@ def vectorized(self, *args, **kwargs):
     decides the output types where ``otypes`` does not (reused for the first element visited
     where ``cache`` is set), as NumPy calls it; its results cast to those types and laid out
     as that machinery lays out its output, one array per output."""
+    if self.pyfunc is np._NoValue:  # (``@np.vectorize(otypes=...)`` given its function)
+        return _NUMPYS_VECTORIZE_CALL(self, *args, **kwargs)
     if self.signature is not None:
         return _vectorized_with_signature(self, *args, **kwargs)
     kwargs = {**kwargs}
