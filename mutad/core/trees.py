@@ -58,6 +58,16 @@ STATIC = (numbers.Number, str, bytes, type(None), type(Ellipsis), slice, range, 
 LIBRARIES = ("numpy", "scipy")
 
 
+def _users_registration(cls):
+    """Whether ``cls`` was given to ``register_pytree`` by the user's code, whose changes by
+    the function are followed to the caller's object (``_Registered``); the types mutad
+    registers itself (SciPy's sparse matrices, whose operations sort and canonicalise the
+    rebuilt copy's indices in place) are left as they are."""
+    registered = REGISTERED.get(cls)
+    return registered is not None and not str(
+        getattr(registered[0], "__module__", "")).startswith("mutad.")
+
+
 def register_pytree(cls: type[T], flatten: Callable[[T], tuple[Iterable[Any], Any]],
                     unflatten: Callable[[Any, list[Any]], T]) -> None:
     """Tell mutad how to take apart and rebuild objects of type ``cls``, as JAX's
@@ -135,7 +145,7 @@ def _flatten(tree, path):
             if built is not None:
                 built.append(Built(tree, made, children, out, type(build) is _ObjectBuilder,
                                    _Registered(made, REGISTERED[type(tree)][0])
-                                   if type(tree) in REGISTERED else None))
+                                   if _users_registration(type(tree)) else None))
             return made
         except MutadError:
             raise

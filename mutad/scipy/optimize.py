@@ -139,9 +139,9 @@ from ..core.trees import REGISTERED
 from ..core.views import may_overlap, memory, weaken
 from ..engines.arraylike import carries_derivative
 from ._adjoints import (BuffersWritten, ScipysCode, StandIn, StandInClass, Value, not_replayed,
-                        outside_differentiations, reproduces, scipy_ran, scipys_value,
-                        solvers_last)
+                        outside_differentiations, reproduces, scipy_ran, scipys_value)
 from ._adjoints import scipy_adjoint as _scipy_adjoint
+from ._adjoints import solvers_last as _solvers_last
 
 __all__ = ["anderson", "approx_fprime", "basinhopping", "bisect", "brenth", "brentq",
            "broyden1", "broyden2", "brute", "check_grad", "curve_fit", "diagbroyden",
@@ -334,7 +334,7 @@ def _written_back(name, copies, followed, inputs=None, at_solution=None):
     (``at_solution``, which says whether it knows how) writes them, with the derivatives of
     the solution; elsewhere (a finite-difference step, a trial point) they depend on them
     through the solver's iterations, which mutad does not differentiate: they are written by
-    the recorded step ``solvers_last`` of the call's differentiated ``inputs``, as a
+    the recorded step ``_solvers_last`` of the call's differentiated ``inputs``, as a
     module-level array's (``BuffersWritten``), whose derivative is refused where one reaches
     them (refused at once without ``inputs``: a solver whose rule's derivative runs of the
     functions cannot take the buffers)."""
@@ -354,7 +354,7 @@ def _written_back(name, copies, followed, inputs=None, at_solution=None):
     for array, copy_ in changed:
         if followed and inputs is not None:
             # (a copy: the step keeps its input, and the run's copy may be written again)
-            array[...] = solvers_last(copy_.copy(), *inputs)
+            array[...] = _solvers_last(copy_.copy(), *inputs)
         elif not followed and _constant_at(array):
             array[...] = copy_
         else:
