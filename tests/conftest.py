@@ -1,4 +1,7 @@
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,3 +34,17 @@ def inverting(monkeypatch):
     import mutad.core.tape
 
     monkeypatch.setattr(mutad.core.tape, "SMALL_WRITE", 0)
+
+
+@pytest.fixture
+def fresh_process():
+    """Runs a Python script in a new process, this checkout first on its path (what a process
+    has imported decides what a test of imports sees); fails where the script fails, with its
+    error output."""
+    def run(script):
+        root = Path(__file__).resolve().parent.parent
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                cwd=root, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                                    filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
+        assert result.returncode == 0, result.stderr
+    return run

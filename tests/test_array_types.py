@@ -121,21 +121,11 @@ for f in programs:
 
 
 @pytest.mark.slow  # (a new process: its imports)
-def test_np_matrix_in_a_program_that_imports_no_scipy_sparse():
+def test_np_matrix_in_a_program_that_imports_no_scipy_sparse(fresh_process):
     """np.matrix's stand-in is scipy.sparse's rules': a program of np.matrix of traced values
     (or a constant matrix meeting them) that imports no scipy.sparse loads them (was refused,
     as a conversion, where nothing had imported scipy.sparse)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    run = subprocess.run([sys.executable, "-c", MATRICES_WITHOUT_SCIPY_SPARSE],
-                         capture_output=True, text=True, cwd=root,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
-    assert run.returncode == 0, run.stderr
+    fresh_process(MATRICES_WITHOUT_SCIPY_SPARSE)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -271,19 +271,9 @@ assert mutad.value_and_gradient(f, v)[0] == f(v)
 
 
 @pytest.mark.slow  # (a new process: its imports)
-def test_rule_modules_loaded_in_a_differentiation_bind_the_libraries_functions():
+def test_rule_modules_loaded_in_a_differentiation_bind_the_libraries_functions(fresh_process):
     """A library the differentiated function imports in its body loads its rule module in
     the mode: what that module imports from the library is the library's function, not the
     mode's stand-in (which SciPy's ``solver != ssl.spsolve`` told apart from its own, for good:
     RegularGridInterpolator's direct solver taken for an iterative one)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
-    run = subprocess.run([sys.executable, "-c", RULES_LOADED_IN_A_DIFFERENTIATION],
-                         capture_output=True, text=True, cwd=root,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             filter(None, [str(root), os.environ.get("PYTHONPATH")]))})
-    assert run.returncode == 0, run.stderr
+    fresh_process(RULES_LOADED_IN_A_DIFFERENTIATION)
