@@ -21,10 +21,10 @@ import mutad
 import random_programs as rp
 from mutad.bench.workloads import big_elementwise
 from mutad.engines import replay
-from mutad.engines.blocks import Block, Opaque
 from mutad.engines.replay import ElementwiseWrite
 from test_recompute import peak_bytes
 from test_replay_budget import replays
+from test_replay_reentered import all_steps
 
 POLICIES = ("restore", "checkpoint")
 
@@ -66,17 +66,6 @@ def replayed_like_traced(f, calls, policy="restore", argnums=0, traced_once=Fals
     if replayed and len(calls) > 1:
         assert untraced, f"no call replayed: {replaying.reasons}"
     return replaying
-
-
-def _steps(program):
-    """The steps of a replayed ``program``, those its compiled blocks run as they are
-    (``blocks.Opaque``) among them."""
-    for step in program.steps:
-        if type(step) is Block:
-            yield from (inner.step if type(inner) is Opaque else inner
-                        for inner in step.steps)
-        else:
-            yield step
 
 
 def program_count(replaying):
@@ -1412,7 +1401,7 @@ def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_replay
     replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x * 0.9,), (x,)],
                                      traced_once=True)
     (program,) = replaying.programs.values()
-    assert any(type(step) is replay.Reenter and step.made for step in _steps(program))
+    assert any(type(step) is replay.Reenter and step.made for step in all_steps(program))
 
 
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():

@@ -163,10 +163,12 @@ def test_an_operation_that_makes_its_result_is_run_again_as_traced(f, n, policy,
         assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
     (program,) = replaying.programs.values()
     assert program.replays == len(calls) - 1, replaying.reasons
-    assert any(type(step) is replay.Reenter and step.made for step in _all_steps(program))
+    assert any(type(step) is replay.Reenter and step.made for step in all_steps(program))
 
 
-def _all_steps(program):
+def all_steps(program):
+    """The steps of a replayed ``program``, those its compiled blocks run as they are
+    (``blocks.Opaque``) among them."""
     for step in program.steps:
         if type(step) is blocks.Block:
             yield from (inner.step if type(inner) is blocks.Opaque else inner
@@ -200,4 +202,4 @@ def test_functions_closing_over_the_calls_values_are_recorded_as_steps():
         assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
     (program,) = replaying.programs.values()
     assert program.replays == 5, replaying.reasons
-    assert not any(type(step) is replay.Reenter and step.made for step in _all_steps(program))
+    assert not any(type(step) is replay.Reenter and step.made for step in all_steps(program))
