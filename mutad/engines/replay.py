@@ -2411,20 +2411,15 @@ def _adopt(outputs, y, made, first, tape):
             _adopt(out, item, made, first, tape)
 
 
-CLOSED = (np.ufunc, types.BuiltinFunctionType, types.BuiltinMethodType, type,
-          type(np.sum), np.dtype)
-"""Callables that read nothing but their arguments (NumPy's ufuncs and functions, builtins,
-classes)."""
-
-
 def _closed(tree):
     """Whether the callables among an operation's arguments ``tree`` read nothing made in the
     call but their arguments, so that running the operation again on a later call's values
-    (:class:`Reenter`) computes what the call would: those of ``CLOSED``, and functions of
-    no free variables whose defaults are Python's numbers and strings (a lambda written in
-    ``f`` reads what it names from ``f``'s globals, which a replay follows). A function
-    closing over ``f``'s variables reads the values the recorded call bound them to, a bound
-    method its object's state."""
+    (:class:`Reenter`) computes what the call would: NumPy's functions and ufuncs (not one
+    ``np.frompyfunc`` made of a Python function, its loops all of objects), builtins, NumPy's
+    and Python's types, and functions of no free variables whose defaults are Python's
+    numbers and strings (a lambda written in ``f`` reads what it names from ``f``'s globals,
+    which a replay follows). A function closing over ``f``'s variables reads the values the
+    recorded call bound them to, a bound method its object's state."""
     kind = type(tree)
     if kind is tuple or kind is list:
         return all(_closed(item) for item in tree)
@@ -2434,7 +2429,18 @@ def _closed(tree):
         return tree.__closure__ is None and all(
             type(d) in PYTHON_SCALARS or d is None
             for d in (*(tree.__defaults__ or ()), *(tree.__kwdefaults__ or {}).values()))
-    return not callable(tree) or isinstance(tree, CLOSED)
+    if kind is np.ufunc:
+        return not all("O" in loop for loop in tree.types)
+    if kind is types.BuiltinFunctionType:  # (and method: ``np.add.at``; ``d.get`` reads d)
+        bound = tree.__self__
+        return bound is None or type(bound) is types.ModuleType \
+            or type(bound) is np.ufunc and _closed(bound)
+    if kind is type:
+        return tree.__module__ == "builtins" or tree.__module__.split(".")[0] == "numpy"
+    return not callable(tree) or kind is _DISPATCHER or isinstance(tree, np.dtype)
+
+
+_DISPATCHER = type(np.sum)  # (NumPy's functions that dispatch to ``__array_function__``)
 
 
 def _value_of(y):
