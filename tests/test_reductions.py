@@ -221,6 +221,13 @@ def complex_with_zeros(rng, shape):
     return np.where(rng.uniform(size=shape) < 0.35, 0.0, z)
 
 
+def complex_off_centre(rng, shape):
+    """Complex values not along check_grads' random direction: at the ``rng`` fixture's seed,
+    a standard complex sample is that direction, along which a wrong derivative of a
+    homogeneous function (a product's, a variance's) can agree with the right one."""
+    return (0.6 - 0.8j) * standard_complex(rng, shape) + (0.5 - 0.25j)
+
+
 def complex_var_of_a_row_updated_in_place(x):
     x[0] -= np.mean(x, axis=0)
     x[1] *= np.conj(x[2])
@@ -290,10 +297,23 @@ COMPLEX_CASES = [
     # real reductions of complex values, complex reductions of real ones
     Case(lambda x, y: np.sum(x * np.exp(1j * y), axis=0), shapes=((3, 4), (3, 4)), name="sum_of_phasors"),
     Case(lambda z: np.max(np.abs(z), axis=1) + np.var(z.imag), name="max_of_magnitudes", **COMPLEX),
+    # a real dtype= reduces the real parts (NumPy casts, discarding the imaginary parts); a
+    # complex one makes the real variance a complex array with no imaginary part
+    *(Case(function, kwargs=kwargs, dtype=np.complex128, domains=(complex_off_centre,))
+      for function, kwargs in [
+          (np.prod, dict(axis=1, dtype=np.float64)),
+          (on_nans(np.nanprod), dict(axis=0, dtype=np.float64)),
+          (np.cumprod, dict(axis=1, dtype=np.float64)),
+          (np.multiply.accumulate, dict(dtype=np.float64)),
+          (np.var, dict(axis=1, dtype=np.float64)),
+          (np.std, dict(axis=0, ddof=1, dtype=np.float64)),
+          (np.var, dict(axis=1, dtype=np.complex128)),
+          (np.std, dict(axis=0, dtype=np.complex128))]),
 ]
 # fmt: on
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # (a real dtype=)
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_reduction_gradient(case, policy, rng):
@@ -301,6 +321,7 @@ def test_complex_reduction_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 @pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_reduction_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
