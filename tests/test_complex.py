@@ -493,6 +493,7 @@ def test_scipy_transforms_over_several_axes(name):
     arg = M if name in ("rfftn", "rfft2", "ihfftn", "ihfft2") else ZM
     check(lambda a: transform(a, norm="ortho"), arg)
     check(lambda a: transform(a, (5, 4), (1, 0)), arg)
+    check(lambda a: transform(a, 5, 1), arg)  # SciPy's single integers for s and axes
 
 
 @pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst"])
