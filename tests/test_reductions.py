@@ -308,7 +308,9 @@ COMPLEX_CASES = [
           (np.var, dict(axis=1, dtype=np.float64)),
           (np.std, dict(axis=0, ddof=1, dtype=np.float64)),
           (np.var, dict(axis=1, dtype=np.complex128)),
-          (np.std, dict(axis=0, dtype=np.complex128))]),
+          (np.std, dict(axis=0, dtype=np.complex128)),
+          (np.maximum.reduce, dict(axis=1, dtype=np.float64)),
+          (np.minimum.reduce, dict(axis=0, dtype=np.float64, keepdims=True))]),
 ]
 # fmt: on
 
@@ -342,6 +344,22 @@ TIED = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
 def test_tied_maxima_share_the_gradient_equally(reduction):
     expected = np.array([[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
     np.testing.assert_allclose(gradient(lambda x: reduction(x, axis=1).sum(), TIED), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("reduction", [np.maximum.reduce, np.minimum.reduce],
+                         ids=["maximum.reduce", "minimum.reduce"])
+def test_extremes_reduced_in_a_narrower_dtype_pass_the_gradient_to_them(reduction, dtype):
+    """Regression: the elements equal to the extreme were found by comparing the operand with
+    the extreme rounded into dtype=, which none of them equals: the gradient was zero."""
+    x = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.4]]).astype(np.result_type(dtype, float))
+    expected = np.zeros(x.shape)
+    expected[np.arange(2), (np.argmax if reduction.__self__ is np.maximum else np.argmin)(
+        x.real, axis=1)] = 1.0
+    g = gradient(lambda x: reduction(x, axis=1, dtype=dtype).real.sum(), x)
+    np.testing.assert_array_equal(g, expected)
+    _, t = mutad.jvp(lambda x: reduction(x, axis=1, dtype=dtype), (x,), (np.ones_like(x),))
+    np.testing.assert_array_equal(t, np.ones(2))
 
 
 @pytest.mark.parametrize("reduction", [np.min, np.amin, np.minimum.reduce, np.nanmin],

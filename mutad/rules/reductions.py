@@ -326,12 +326,20 @@ def mean_over_extremes(da, a, y, axis, keepdims, where=True):
     return np.sum(np.where(hit, da, 0.0), axis=axis, keepdims=keepdims) / ties
 
 
+def as_compared(a, y, dtype):
+    """The elements as a maximum or minimum reduction given ``dtype=`` (a ufunc's ``reduce``)
+    compared them, cast into it: which of them equal the extreme ``y``."""
+    a = as_reduced(a, dtype)
+    return a if dtype is None else a.astype(np.result_type(y), copy=False)
+
+
 def extreme_rule(forward):
     """The rule of ``forward``, one of NumPy's maximum or minimum reductions."""
 
     def rule(a, axis=None, *, keepdims=False, **kwargs):
         y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
-        ties = ties_of(a, y, axis, keepdims, kwargs.get("where", True))
+        ties = ties_of(as_compared(a, y, kwargs.get("dtype")), y, axis, keepdims,
+                       kwargs.get("where", True))
         return y, lambda dy: (share_among_extremes(dy, ties, axis, keepdims),)
 
     rule.__name__ = rule.__qualname__ = forward.__name__
@@ -343,7 +351,9 @@ def extreme_jvp(forward):
 
     def jvp(tangents, a, axis=None, *, keepdims=False, **kwargs):
         y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
-        return y, mean_over_extremes(tangents[0], a, y, axis, keepdims, kwargs.get("where", True))
+        dtype = kwargs.get("dtype")
+        return y, mean_over_extremes(as_reduced(tangents[0], dtype), as_compared(a, y, dtype), y,
+                                     axis, keepdims, kwargs.get("where", True))
 
     jvp.__name__ = jvp.__qualname__ = f"{forward.__name__}_jvp"
     return jvp
