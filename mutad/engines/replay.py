@@ -114,7 +114,8 @@ import numpy as np
 
 from ..core.devices import is_device
 from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
-                               _global_names, _read_views, as_floats, as_objects, put_value)
+                               _global_names, _ModeUfunc, _read_views, _Route, as_floats,
+                               as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (PARTIAL_TRY, Block, Opaque, Pair, _factory, flat_slice, held_number,
@@ -2415,7 +2416,8 @@ def _closed(tree):
     """Whether the callables among an operation's arguments ``tree`` read nothing made in the
     call but their arguments, so that running the operation again on a later call's values
     (:class:`Reenter`) computes what the call would: NumPy's functions and ufuncs (not one
-    ``np.frompyfunc`` made of a Python function, its loops all of objects), builtins, NumPy's
+    ``np.frompyfunc`` made of a Python function, its loops all of objects), as f's code names
+    them in the allocation mode too, the libraries' routed functions, builtins, NumPy's
     and Python's types, and functions of no free variables whose defaults are Python's
     numbers and strings (a lambda written in ``f`` reads what it names from ``f``'s globals,
     which a replay follows). A function closing over ``f``'s variables reads the values the
@@ -2431,6 +2433,10 @@ def _closed(tree):
             for d in (*(tree.__defaults__ or ()), *(tree.__kwdefaults__ or {}).values()))
     if kind is np.ufunc:
         return not all("O" in loop for loop in tree.types)
+    if kind is _ModeUfunc:  # (NumPy's ufunc as f's code names it: ``np.sin``)
+        return _closed(tree.ufunc)
+    if kind is _Route:  # (a library's function as f's code names it)
+        return True
     if kind is types.BuiltinFunctionType:  # (and method: ``np.add.at``; ``d.get`` reads d)
         bound = tree.__self__
         return bound is None or type(bound) is types.ModuleType \
