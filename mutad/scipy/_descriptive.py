@@ -1599,11 +1599,12 @@ _siegelslopes_value = Value(_scipys_siegelslopes, "scipy.stats.siegelslopes")
 
 
 def _repeated_medians(y, x, method):
-    plain_x = np.asarray(memory(x)) if wrapped(x) else np.asarray(x)
     deltax, deltay = x[:, None] - x, y[:, None] - y
     slopes, intercepts = [], []
-    for j in range(len(plain_x)):
-        others = np.nonzero(plain_x[j] - plain_x)[0]
+    for j in range(len(x)):
+        # the points of another abscissa, found in the traced differences (a decision on the
+        # values a replay takes again; of the plain ones it kept the recorded call's pairs)
+        others = np.nonzero(deltax[j])[0]
         slopes.append(np.median(deltay[j, others] / deltax[j, others]))
         if method == "separate":
             intercepts.append(np.median((y * x[j] - y[j] * x)[others] / deltax[j, others]))
