@@ -51,3 +51,18 @@ def test_siegelslopes_pairs_are_the_calls_own(method, argnums):
 
     calls = [(_Y, _X), (_Y, _X), (_Y, _TIED), (_Y, _X + 0.5), (_Y, _TIED), (_Y, _X)]
     _replayed_as_traced(fit, calls, argnums, least=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.weightedtau: SciPy's compiled tau was computed of the plain values inside the
+# stand-in, which a recording does not see, so a replay kept the recorded call's tau: every
+# later call whose orderings differ got the recorded value (and the gradient it scales). It is
+# a step of its own, without derivative, that a replay computes again.
+
+@pytest.mark.parametrize("rank", [True, None, False])
+def test_weightedtau_is_the_calls_own(rank):
+    def scaled(y, x):
+        return scipy.stats.weightedtau(x, y, rank=rank).statistic * np.sum(y)
+
+    calls = [(_Y, _X), (_Y, _X), (_Y, _TIED), (_Y[::-1], _X), (_Y, _X[::-1]), (_Y, _X)]
+    _replayed_as_traced(scaled, calls, (0, 1), least=2)
