@@ -239,3 +239,20 @@ def test_a_jacobian_and_a_hessian_of_a_library_function_itself():
     assert x.tobytes() == before
     assert mutad.jacobian(math.sin, 0.5) == math.cos(0.5)
     assert mutad.hessian(math.exp, 0.5) == math.exp(0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# f that hands a differentiated array to a thread pool stopped with an error naming a global, a
+# closure or a cache as where the array escaped: it names the other thread, and what to do.
+
+def test_an_array_handed_to_another_thread_is_refused_by_that_cause():
+    import concurrent.futures
+
+    def f(x):
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return sum(pool.map(lambda part: (part ** 2).sum(), np.array_split(x, 2)))
+
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(mutad.errors.EscapedTracerError, match="another thread.*map"):
+        mutad.grad(f)(x)
+    assert x.tolist() == [0.3, -1.2, 0.7]
