@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .core.devices import device_of, is_device, namespace
+from .core.devices import LIBRARIES, device_of, is_device, namespace
 from .core.errors import (
     ArgnumsError,
     ComplexInputError,
@@ -701,6 +701,51 @@ _NO_ATTRIBUTES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunct
 functions (whose attributes are not the state of a program's objects)."""
 
 
+def _reached_by(f, reached, seen, depth):
+    """Append to ``reached`` what function ``f`` reaches: the object it is a method of (or is,
+    a callable object), its closure's contents and the globals its code names; and, ``depth``
+    levels down, what the functions among those reach (a lambda around f, a helper f calls)."""
+    if id(f) in seen:
+        return
+    seen.add(id(f))
+    if isinstance(f, types.MethodType):
+        reached.append(f.__self__)
+    elif not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)):
+        reached.append(f)  # a callable object
+    function = getattr(f, "__func__", f)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return
+    start = len(reached)
+    for cell in function.__closure__ or ():
+        try:
+            reached.append(cell.cell_contents)
+        except ValueError:  # (a cell not filled yet)
+            pass
+    names = function.__globals__
+    reached.extend(names[name] for name in _names_read(code) if name in names)
+    if depth > 1:
+        for x in reached[start:]:
+            if isinstance(x, (types.FunctionType, types.MethodType)) and _users(x):
+                _reached_by(x, reached, seen, depth - 1)
+
+
+def _users(function):
+    """Whether ``function`` is the user's code, not a library's (NumPy's, SciPy's, mutad's)."""
+    module = getattr(function, "__func__", function).__globals__.get("__name__")
+    return str(module).partition(".")[0] not in LIBRARIES
+
+
+def _names_read(code):
+    """The global names ``code`` reads, with those of the code it holds (a comprehension's,
+    a lambda's)."""
+    names = list(code.co_names)
+    for inner in code.co_consts:
+        if isinstance(inner, types.CodeType):
+            names.extend(_names_read(inner))
+    return names
+
+
 class _RunsShownAsOne:
     """While a Jacobian or a Hessian runs ``f`` once per direction (or batch of them), the
     warnings shown are those one run shows: NumPy's own, as its one run of ``f`` gives them,
@@ -722,28 +767,20 @@ class _RunsShownAsOne:
     def reach(self, f, args):
         """Note the random generators ``f`` reaches before its first run (in its arguments,
         the object it is a method of, its closure and the globals it names, or as an attribute
-        of one of those): each run of ``f`` starts from their states as NumPy's one run does,
-        so that its draws are the same (``begin``). Draws from generators out of this reach
-        that mutad follows are noted as they are made (``allocation.RUNS_OF_F``)."""
-        # (np.random's functions' generator, and the random module's)
-        reached = [*args, np.random.mtrand._rand, random._inst]
-        if isinstance(f, types.MethodType):
-            reached.append(f.__self__)
-        elif not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)):
-            reached.append(f)  # a callable object
-        function = getattr(f, "__func__", f)
-        code = getattr(function, "__code__", None)
-        if code is not None:
-            for cell in function.__closure__ or ():
-                try:
-                    reached.append(cell.cell_contents)
-                except ValueError:  # (a cell not filled yet)
-                    pass
-            names = function.__globals__
-            reached.extend(names[name] for name in code.co_names if name in names)
+        of one of those; Python's where it names the random module or a method of a
+        generator): each run of ``f`` starts from their states as NumPy's one run does, so
+        that its draws are the same (``begin``). Draws that mutad follows (np.random's
+        functions, a Generator reached by name) note theirs as they are made
+        (``allocation.RUNS_OF_F``): only a run that draws from NumPy's global generator pays
+        for putting back its state, the dearest to read and set."""
+        reached = list(args)
+        _reached_by(f, reached, set(), 3)
         for x in reached:
+            if x is random:  # (np.random's functions are followed, their draws noted as made)
+                x = random._inst
             attributes = () if isinstance(x, _NO_ATTRIBUTES) else getattr(x, "__dict__", ())
-            for y in (x, *(attributes.values() if attributes else ())):
+            for y in (x, getattr(x, "__self__", None),  # (a generator's method: `from random
+                      *(attributes.values() if attributes else ())):  # import gauss`)
                 if isinstance(y, _GENERATORS):
                     self.drawing_from(y)
 

@@ -4628,7 +4628,8 @@ def _drawn(draw):
 
     def drawing(*args, **kwargs):
         if RUNS_OF_F.watching:  # (a Jacobian's runs of f: each draws from the same state)
-            RUNS_OF_F.drawing_from(getattr(draw, "__self__", None) or args[0])
+            generator = getattr(draw, "__self__", None)  # (a method's: the first argument)
+            RUNS_OF_F.drawing_from(generator if generator is not None or not args else args[0])
         if reparameterised and ACTIVE.running and (
                 holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
             generator = getattr(draw, "__self__", None)
