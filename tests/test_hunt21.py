@@ -226,6 +226,7 @@ def test_a_jacobian_of_a_function_with_harmless_state_is_its_one_runs():
 # the Jacobian of a lambda calling it, were followed: the function of the arguments' leaves
 # around f called f itself, not what the mode calls for it.
 
+@pytest.mark.slow  # (about 1.7 s alone: its first differentiation after importing scipy.optimize)
 def test_a_jacobian_and_a_hessian_of_a_library_function_itself():
     import math
 
