@@ -493,6 +493,7 @@ def test_scipy_transforms_over_several_axes(name):
     arg = M if name in ("rfftn", "rfft2", "ihfftn", "ihfft2") else ZM
     check(lambda a: transform(a, norm="ortho"), arg)
     check(lambda a: transform(a, (5, 4), (1, 0)), arg)
+    check(lambda a: transform(a, 5, 1), arg)  # SciPy's single integers for s and axes
 
 
 @pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst"])
@@ -611,9 +612,36 @@ def test_jacobian_and_hessian_of_complex_values_are_refused():
         mutad.jacobian(lambda z: z * 2.0, Z)
     with pytest.raises(errors.ComplexInputError, match="pullback"):
         mutad.hessian(lambda z: np.sum(np.abs(z) ** 2), Z)
-    with pytest.raises(errors.ComplexInputError, match="pullback"):
-        mutad.jacobian(lambda x: x * 1j, X)
+    with pytest.raises(errors.ComplexInputError, match="jacfwd"):
+        mutad.jacrev(lambda x: x * 1j)(X)
     assert Z.tobytes() == before
+
+
+# The complex outputs of real arguments (a spectrum, the eigenvalues of a real matrix) were
+# refused by jacobian: their Jacobian is complex, the derivatives of the real and imaginary
+# parts, forward mode's tangents, as JAX's jacfwd gives it.
+
+@pytest.mark.parametrize("jacobian", [lambda f, x: mutad.jacobian(f, x),
+                                      lambda f, x: mutad.jacfwd(f)(x)], ids=["jacobian", "jacfwd"])
+def test_the_jacobian_of_complex_outputs_of_real_arguments(jacobian):
+    x = np.array([0.3, -1.2, 0.7, 0.25, 1.5])
+    before = x.tobytes()
+    n = np.arange(5)
+    dft = np.exp(-2j * np.pi * np.outer(n, n) / 5)
+
+    def f(x):
+        y = np.fft.rfft(x)
+        y *= np.exp(1j * x[:3])  # in place
+        return y, x[0] * np.exp(1j * x[1])
+
+    J, K = jacobian(f, x)
+    rotation = np.exp(1j * x[:3])
+    expected = dft[:3] * rotation[:, None]
+    expected[np.arange(3), np.arange(3)] += 1j * np.fft.rfft(x) * rotation
+    np.testing.assert_allclose(J, expected, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(K, [np.exp(1j * x[1]), 1j * x[0] * np.exp(1j * x[1]), 0, 0, 0],
+                               rtol=1e-15, atol=0)
+    assert J.dtype == K.dtype == np.complex128 and x.tobytes() == before
 
 
 def c(*shape):
@@ -692,6 +720,29 @@ def test_a_ufunc_of_complex_values_written_into_a_real_out_differentiates_its_re
         assert abs(grad[0] + 14.697761392249562) < 1e-12
         before = x.tobytes()
         # (a replay traces these calls, bit for bit: it refuses such writes)
+        replays_as_traced(f, [(x,), (x * 1.5,), (x,)])
+        assert x.tobytes() == before
+
+
+def test_a_ufunc_whose_dtype_chooses_a_loop_of_another_kind_differentiates_that_loop():
+    """Regression: dtype= or signature= choosing a complex loop for real operands (the square
+    root, power and arcsine of values outside their real domains) gave NaN derivatives, the
+    rules' partials taken in real arithmetic; a real loop for complex operands
+    (casting='unsafe', NumPy's real parts) gave the complex function's derivative. The
+    operands are now cast to the loop's kind. Both modes, second order, replay=True."""
+    def f(x):
+        z = x + 1j * x[::-1]
+        a = np.sqrt(x, dtype=np.complex128) * np.power(x, x[::-1] ** 2, dtype=complex)
+        b = np.arcsin(2 * x, signature=(None, np.complex128))
+        c = np.sin(z, dtype=np.float64, casting="unsafe")
+        d = np.hypot(z, x, signature="dd->d", casting="unsafe")
+        return np.sum(np.abs(a) ** 2 + b.real * b.imag + c * d * x)
+
+    x = np.array([-0.7, 0.4, 1.3])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        check(f, x, order=2)
+        before = x.tobytes()
         replays_as_traced(f, [(x,), (x * 1.5,), (x,)])
         assert x.tobytes() == before
 
