@@ -39,6 +39,7 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
+from .writes import raising_ignored, unknown_write_refused, written_in_place_before_raising
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
 
@@ -1781,7 +1782,16 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
         mask = np.broadcast_to(mask, shape)  # follows it)
     picked = [x if type(x) in (float, int, complex, bool) or np.ndim(x) == 0
               else np.broadcast_to(x, shape)[mask] for x in inputs]
-    out[mask] = ufunc(*picked, **kwargs)
+    try:
+        out[mask] = ufunc(*picked, **kwargs)
+    except FloatingPointError as error:
+        # Under np.errstate(...="raise") NumPy raises after writing the selected elements
+        # (f may catch the error and go on): written here too, then raised
+        if not written_in_place_before_raising(out, inputs):
+            raise unknown_write_refused(ufunc) from error
+        with np.errstate(**raising_ignored()):
+            out[mask] = ufunc(*picked, **kwargs)
+        raise
     return out
 
 

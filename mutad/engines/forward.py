@@ -68,8 +68,9 @@ from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, view_as, wrapped, writeable,
                           writes_freely)
-from .writes import (at_target, check_region, over_target, reads_written,
-                     written_before_raising)
+from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
+                     unknown_write_refused, written_before_raising,
+                     written_in_place_before_raising)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -797,18 +798,58 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     with tangent_errors(level):
         given = _partial_arguments(rule, primals, traced)
     after = reads_written(rule)  # partials that read only the output: after the write
+    raised = None  # NumPy's FloatingPointError, raised once value and tangent are written
     if after:
-        ufunc(*primals, out=target.value, **kwargs)
+        raised = _write_value(ufunc, primals, target.value, kwargs)
         y = target.value
     else:
+        # the errors NumPy raises before writing, raised before the tangent is written
         _fits(ufunc, primals, target.value, kwargs)
-        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+        if kwargs:
+            _settings_fit(ufunc, primals, target.value, kwargs)
+        y = None
+        if "y" in rule.uses:
+            try:
+                y = ufunc(*primals, **kwargs)
+            except FloatingPointError as error:  # the write raises it too, having written
+                if not written_in_place_before_raising(target.value, primals):
+                    raise unknown_write_refused(ufunc) from error
+                raised = error
+                with np.errstate(**raising_ignored()):
+                    y = ufunc(*primals, **kwargs)
     with tangent_errors(level):
         _write_tangent(rule, target, position, over, traced, y, given, tangents, originals,
                        inputs)
     if not after:  # the partials above read the primals as they were
-        ufunc(*primals, out=target.value, **kwargs)
+        if raised is None:
+            raised = _write_value(ufunc, primals, target.value, kwargs)
+        else:
+            with np.errstate(**raising_ignored()):
+                ufunc(*primals, out=target.value, **kwargs)
+    if raised is not None:
+        raise raised
     return target
+
+
+def _write_value(ufunc, primals, out, kwargs):
+    """``ufunc(*primals, out=out, **kwargs)``; the FloatingPointError NumPy raises after
+    writing (``np.errstate(...="raise")``) is returned, to be raised once the tangent is
+    written too, as f may catch it and go on with both (None: none was raised)."""
+    try:
+        ufunc(*primals, out=out, **kwargs)
+    except FloatingPointError as error:
+        if not written_in_place_before_raising(out, primals):
+            raise unknown_write_refused(ufunc) from error
+        return error
+    return None
+
+
+def _settings_fit(ufunc, primals, out, kwargs):
+    """Raise NumPy's error for ``ufunc(*primals, out=out, **kwargs)`` whose settings refuse its
+    dtypes (``casting="no"``, ``dtype=``, ``signature=``), which NumPy raises before writing,
+    before the target's tangent is: the same call on no elements raises it."""
+    ufunc(*[np.empty(0, np.asarray(p).dtype) if np.ndim(p) else p for p in primals],
+          out=np.empty(0, out.dtype), **kwargs)
 
 
 # ----------------------------------------------------------------------------------------------
