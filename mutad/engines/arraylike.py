@@ -39,7 +39,8 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
-from .writes import raising_ignored, unknown_write_refused, written_in_place_before_raising
+from .writes import (RAISED_AFTER_WRITING, raising_ignored, unknown_write_refused,
+                     written_in_place_before_raising)
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
 
@@ -1784,7 +1785,7 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
               else np.broadcast_to(x, shape)[mask] for x in inputs]
     try:
         out[mask] = ufunc(*picked, **kwargs)
-    except FloatingPointError as error:
+    except RAISED_AFTER_WRITING as error:
         # Under np.errstate(...="raise") NumPy raises after writing the selected elements
         # (f may catch the error and go on): written here too, then raised
         if not written_in_place_before_raising(out, inputs):

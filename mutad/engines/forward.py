@@ -68,9 +68,9 @@ from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, view_as, wrapped, writeable,
                           writes_freely)
-from .writes import (at_target, check_region, over_target, raising_ignored, reads_written,
-                     unknown_write_refused, written_before_raising,
-                     written_in_place_before_raising)
+from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
+                     raising_ignored, reads_written, unknown_write_refused,
+                     written_before_raising, written_in_place_before_raising)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -811,7 +811,7 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         if "y" in rule.uses:
             try:
                 y = ufunc(*primals, **kwargs)
-            except FloatingPointError as error:  # the write raises it too, having written
+            except RAISED_AFTER_WRITING as error:  # the write raises it too, having written
                 if not written_in_place_before_raising(target.value, primals):
                     raise unknown_write_refused(ufunc) from error
                 raised = error
@@ -837,7 +837,7 @@ def _write_value(ufunc, primals, out, kwargs):
     written too, as f may catch it and go on with both (None: none was raised)."""
     try:
         ufunc(*primals, out=out, **kwargs)
-    except FloatingPointError as error:
+    except RAISED_AFTER_WRITING as error:
         if not written_in_place_before_raising(out, primals):
             raise unknown_write_refused(ufunc) from error
         return error

@@ -724,10 +724,17 @@ def _all_normal_magnitudes(b, smallest_normal):
     return bool(low >= smallest_normal or high <= -smallest_normal)
 
 
+RAISED_AFTER_WRITING = (FloatingPointError, RuntimeWarning)
+"""What NumPy raises after writing its result, for a floating-point error its loop met: its
+FloatingPointError under ``np.errstate(...="raise")``, or its RuntimeWarning where the warning
+filters make warnings errors (``warnings.simplefilter("error")``). f may catch either and go
+on with what NumPy wrote."""
+
+
 def raising_ignored():
-    """``np.errstate``'s settings with each category that raises ignored instead: to compute
-    again what NumPy computed before it raised."""
-    return {k: "ignore" for k, v in np.geterr().items() if v == "raise"}
+    """``np.errstate``'s settings with every category ignored: to compute again what NumPy
+    computed before it raised (``RAISED_AFTER_WRITING``), whose events its call has issued."""
+    return {"all": "ignore"}
 
 
 def written_before_raising(out, operands):
