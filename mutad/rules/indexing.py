@@ -735,8 +735,10 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         if type(values_tangent) in (list, tuple):  # values given as a list: its array's
             values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
-        if values_at < len(moved):  # (a zero of the target's type: an integer field's too)
-            moved[values_at] = np.zeros((), tangents[0].dtype) if values_tangent is None \
+        if values_at < len(moved):  # (zeros of the target's type, an integer field's too, of
+            # the values' shape, which NumPy's checks read: np.place's of no values raises)
+            moved[values_at] = np.zeros(np.shape(args[values_at]), tangents[0].dtype) \
+                if values_tangent is None \
                 else values_tangent if raised is not None \
                 else tangent_into(values_tangent, tangents[0])  # (the write NumPy made, once)
         if raised is None:
