@@ -1672,17 +1672,39 @@ class FlatIterator:
             converted = np.empty(base.shape, base.dtype)
             converted.flat[key] = value
             value = converted.flat[key]
-        positions = np.arange(base.size)[key]
+        raised = None
+        try:
+            positions = np.arange(base.size)[key]
+        except IndexError:
+            # an index out of bounds: NumPy writes the positions before it, in the index's
+            # order, then raises (its error, from the same write into a scratch array)
+            try:
+                np.empty(base.shape, base.dtype).flat[key] = 0
+            except IndexError as error:
+                raised = error
+            if raised is None or not isinstance(key, (list, np.ndarray)):
+                raise
+            flat_key = np.ravel(np.asarray(key))
+            if flat_key.dtype.kind not in "iu":
+                raise
+            inside = (flat_key < base.size) & (flat_key >= -base.size)
+            key = flat_key[:int(np.argmin(inside))]
+            positions = np.arange(base.size)[key]
+            count = flat_key.size
+        else:
+            count = positions.size
         if type(value) in (list, tuple):  # x.flat = [u * v for ...]: the array NumPy makes
             value = lists_as_arrays([value])[0]
         values = np.ravel(value)
-        if values.size != positions.size and values.size:
-            values = np.take(values, np.arange(positions.size) % values.size)
-        values = np.reshape(values, positions.shape)
+        if values.size != count and values.size:
+            values = np.take(values, np.arange(count) % values.size)
+        values = np.reshape(values[:positions.size], positions.shape)
         if base.value.flags.c_contiguous:
             np.ravel(base)[key] = values
         else:
             base[np.unravel_index(positions, base.shape)] = values
+        if raised is not None:
+            raise raised
 
     def copy(self):
         return np.ravel(self.base).copy()
