@@ -1441,13 +1441,14 @@ _CAUGHT_WRITES = {  # a write into u that NumPy refuses or raises from, which f 
     "log": lambda u: np.log(u, out=u),
     "masked log": lambda u: np.log(u, out=u, where=u < 3.0),
     "log at": lambda u: np.log.at(u, [0, 1, 3]),
+    "divmod": lambda u: np.divmod(u, np.where(u < 3.0, 0.0, 2.0), out=(np.empty_like(u), u)),
     "casting": lambda u: np.multiply(u, 2.0, out=u, casting="no", dtype=np.float32),
 }
 
 
 def caught_write(x, case, how):
     """``_CAUGHT_WRITES[case]`` into ``x``, raising as ``how`` says (FloatingPointError under
-    ``np.errstate(invalid="raise")``, or NumPy's RuntimeWarning where warnings are made errors:
+    ``np.errstate(all="raise")``, or NumPy's RuntimeWarning where warnings are made errors:
     NumPy wrote first; TypeError: it refused the call, writing nothing), the error caught; or,
     for ``how=None``, its equivalent that does not raise (the error ignored; no call)."""
     x *= 1.5
@@ -1455,7 +1456,7 @@ def caught_write(x, case, how):
         if how == "warning":
             warnings.simplefilter("error")
         try:
-            with np.errstate(invalid={"raise": "raise", "warning": "warn", None: "ignore"}[how]):
+            with np.errstate(all={"raise": "raise", "warning": "warn", None: "ignore"}[how]):
                 if how is not None or case != "casting":
                     _CAUGHT_WRITES[case](x)
         except (FloatingPointError, RuntimeWarning, TypeError):
@@ -1475,7 +1476,8 @@ def test_a_caught_error_of_a_write_leaves_value_and_tangent_as_numpy_left_the_ar
     both modes: the value was another than NumPy's. Where warnings are made errors
     (``warnings.simplefilter("error")``), NumPy's RuntimeWarning, raised after it wrote, was
     not taken as its FloatingPointError is: the write went unrecorded (``np.log(u, out=u)``:
-    another gradient), or was not made (``np.log.at``, a masked write: another value). Now the
+    another gradient), or was not made (``np.log.at``, a masked write: another value). Nor
+    were the results of ``np.divmod(..., out=(q, r))`` raising either way. Now the
     value is NumPy's bit for bit, and gradient, jvp and the batched Jacobian are those of the
     program that does not raise; the caller's bytes come back."""
     x = np.array([1.0, -2.0, 4.0, 9.0, 0.3])

@@ -1737,7 +1737,17 @@ def into_outs(ufunc, inputs, kwargs):
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__} with several out= arrays and where=: compute without out= "
             "and select with np.where(mask, new, old).")
-    results = ufunc(*inputs, **kwargs)
+    raised = None
+    try:
+        results = ufunc(*inputs, **kwargs)
+    except RAISED_AFTER_WRITING as error:
+        # NumPy raises after writing every result into its out= array (f may catch it and go
+        # on): written here too, then raised
+        if not all(written_in_place_before_raising(o, inputs) for o in outs if o is not None):
+            raise unknown_write_refused(ufunc) from error
+        raised = error
+        with np.errstate(**raising_ignored()):
+            results = ufunc(*inputs, **kwargs)
     for o, y in zip(outs, results, strict=True):
         if o is not None and memory(o).dtype != memory(y).dtype:
             raise UnsupportedOperationError(
@@ -1747,6 +1757,8 @@ def into_outs(ufunc, inputs, kwargs):
     for o, y in zip(outs, results, strict=True):
         if o is not None:
             o[...] = y
+    if raised is not None:
+        raise raised
     return tuple(y if o is None else o for o, y in zip(outs, results, strict=True))
 
 
