@@ -1435,6 +1435,9 @@ def _ipow(u):
     u **= 0.5
 
 
+_OVERFLOWING_ROW = np.eye(5)
+_OVERFLOWING_ROW[0, [1, 3]] = 1e308  # (its product with u: inf - inf, a NaN)
+
 _CAUGHT_WRITES = {  # a write into u that NumPy refuses or raises from, which f catches
     "sqrt": lambda u: np.sqrt(u, out=u),  # (a partial that reads the result alone)
     "power": _ipow,
@@ -1442,6 +1445,7 @@ _CAUGHT_WRITES = {  # a write into u that NumPy refuses or raises from, which f 
     "masked log": lambda u: np.log(u, out=u, where=u < 3.0),
     "log at": lambda u: np.log.at(u, [0, 1, 3]),
     "divmod": lambda u: np.divmod(u, np.where(u < 3.0, 0.0, 2.0), out=(np.empty_like(u), u)),
+    "dot": lambda u: np.dot(_OVERFLOWING_ROW, u.copy(), out=u),
     "casting": lambda u: np.multiply(u, 2.0, out=u, casting="no", dtype=np.float32),
 }
 
@@ -1477,7 +1481,8 @@ def test_a_caught_error_of_a_write_leaves_value_and_tangent_as_numpy_left_the_ar
     (``warnings.simplefilter("error")``), NumPy's RuntimeWarning, raised after it wrote, was
     not taken as its FloatingPointError is: the write went unrecorded (``np.log(u, out=u)``:
     another gradient), or was not made (``np.log.at``, a masked write: another value). Nor
-    were the results of ``np.divmod(..., out=(q, r))`` raising either way. Now the
+    were the results of ``np.divmod(..., out=(q, r))`` raising either way, nor forward
+    mode's ``np.dot(m, v, out=u)`` raising NumPy's RuntimeWarning. Now the
     value is NumPy's bit for bit, and gradient, jvp and the batched Jacobian are those of the
     program that does not raise; the caller's bytes come back."""
     x = np.array([1.0, -2.0, 4.0, 9.0, 0.3])

@@ -954,7 +954,7 @@ def _ruled(func, rule, tangents, primals, kwargs, level, out=None):
         del held[before:]
         try:
             _issue_numpys_events(func, primals, kwargs, met)
-        except FloatingPointError as error:
+        except RAISED_AFTER_WRITING as error:
             if not written_before_raising(out, primals):
                 raise
             raised = error  # computed as NumPy computed it, written with its tangent, then raised
@@ -986,13 +986,33 @@ def _issue_numpys_events(func, primals, kwargs, met):
             warnings.simplefilter("ignore")  # rule's call of NumPy's has issued them
             call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
     except FloatingPointError as error:
+        # NumPy raises for the first event its loop met; the others it met (an overflow, then
+        # an invalid inf - inf) are the value's too, not the tangent's
+        log = _EventLog()
+        with np.errstate(all="log", call=log), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
         take(str(error))
+        for message in log.messages:
+            take(message)
         raise
     finally:
         HOLDING.level = outer
-        for event in HELD.pop(own, ()):
-            warn_at(event[0], RuntimeWarning, *event[1:])
+        events = HELD.pop(own, ())
+        for event in events:  # (all taken first: a warning made an error stops the issuing)
             take(event[0])
+        for event in events:
+            warn_at(event[0], RuntimeWarning, *event[1:])
+
+
+class _EventLog:
+    """NumPy's error handler (``call=``, mode "log") that keeps the messages of its events."""
+
+    def __init__(self):
+        self.messages = []
+
+    def write(self, text):
+        self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
 
 
 def _batched_rule(func, entry, rule, primals, out, level):
