@@ -160,3 +160,17 @@ def test_a_replay_computes_pythons_arithmetic_as_python(name):
         assert same(got[0], f(before.copy())), (v, got[0])
         assert x.tobytes() == before.tobytes()
     assert len(traced) < len(values) - 2  # replayed, interpreted and compiled
+
+
+def test_a_checked_python_number_is_compared_by_its_bits():
+    """A replay checks a Python number computed from traced values (``np.count_nonzero``,
+    lstsq's rank) against the recorded one; NaNs of the other sign or payload, or zeros of
+    the other sign, are other numbers (``math.copysign`` and ``struct`` read them)."""
+    from mutad.engines.replay import identical
+
+    nan = float("nan")
+    assert identical(nan, nan) and identical(1.5, 1.5) and identical(1 + 2j, 1 + 2j)
+    assert not identical(nan, -nan) and not identical(0.0, -0.0)
+    assert not identical(complex(0.0, nan), complex(0.0, -nan))
+    assert not identical(complex(-0.0, 1.0), complex(0.0, 1.0))
+    assert not identical(1, 1.0) and identical(True, True)

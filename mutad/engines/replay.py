@@ -437,12 +437,15 @@ PYTHON_SCALARS = (bool, int, float, complex, str)
 
 
 def identical(a, b):
-    """Whether Python values ``a`` and ``b`` are the same: type and value, a float's sign of
-    zero, NaN equal to NaN."""
+    """Whether Python values ``a`` and ``b`` are the same: type and value, a float's bits
+    (the sign of a zero or a NaN, a NaN's payload: a later ``copysign`` or ``view`` reads
+    them)."""
     if type(a) is not type(b):
         return False
-    if type(a) is float or type(a) is complex:
-        return repr(a) == repr(b)
+    if type(a) is float:
+        return struct.pack('<d', a) == struct.pack('<d', b)
+    if type(a) is complex:
+        return struct.pack('<dd', a.real, a.imag) == struct.pack('<dd', b.real, b.imag)
     return a == b
 
 
