@@ -493,6 +493,7 @@ def test_scipy_transforms_over_several_axes(name):
     arg = M if name in ("rfftn", "rfft2", "ihfftn", "ihfft2") else ZM
     check(lambda a: transform(a, norm="ortho"), arg)
     check(lambda a: transform(a, (5, 4), (1, 0)), arg)
+    check(lambda a: transform(a, 5, 1), arg)  # SciPy's single integers for s and axes
 
 
 @pytest.mark.parametrize("name", ["dct", "idct", "dst", "idst"])
@@ -692,6 +693,29 @@ def test_a_ufunc_of_complex_values_written_into_a_real_out_differentiates_its_re
         assert abs(grad[0] + 14.697761392249562) < 1e-12
         before = x.tobytes()
         # (a replay traces these calls, bit for bit: it refuses such writes)
+        replays_as_traced(f, [(x,), (x * 1.5,), (x,)])
+        assert x.tobytes() == before
+
+
+def test_a_ufunc_whose_dtype_chooses_a_loop_of_another_kind_differentiates_that_loop():
+    """Regression: dtype= or signature= choosing a complex loop for real operands (the square
+    root, power and arcsine of values outside their real domains) gave NaN derivatives, the
+    rules' partials taken in real arithmetic; a real loop for complex operands
+    (casting='unsafe', NumPy's real parts) gave the complex function's derivative. The
+    operands are now cast to the loop's kind. Both modes, second order, replay=True."""
+    def f(x):
+        z = x + 1j * x[::-1]
+        a = np.sqrt(x, dtype=np.complex128) * np.power(x, x[::-1] ** 2, dtype=complex)
+        b = np.arcsin(2 * x, signature=(None, np.complex128))
+        c = np.sin(z, dtype=np.float64, casting="unsafe")
+        d = np.hypot(z, x, signature="dd->d", casting="unsafe")
+        return np.sum(np.abs(a) ** 2 + b.real * b.imag + c * d * x)
+
+    x = np.array([-0.7, 0.4, 1.3])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        check(f, x, order=2)
+        before = x.tobytes()
         replays_as_traced(f, [(x,), (x * 1.5,), (x,)])
         assert x.tobytes() == before
 

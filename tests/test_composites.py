@@ -59,6 +59,8 @@ CASES = [
     Case.named("average-returned",     lambda a, w: np.average(a, 0, w, returned=True), arguments(normal(3, 2), positive(3, 2))),
     Case.named("nanvar",               on_nans(lambda x: np.nanvar(x, axis=0, ddof=1)), arguments(normal(5, 4))),
     Case.named("nanstd",               on_nans(np.nanstd), arguments(normal(7))),
+    Case.named("nanvar-correction",    on_nans(lambda x: np.nanvar(x, axis=1, correction=1.5)), arguments(normal(3, 6))),
+    Case.named("nanstd-correction",    on_nans(lambda x: np.nanstd(x, correction=1)), arguments(normal(7))),
     Case.named("cov",                  np.cov,       arguments(normal(3, 6))),
     Case.named("cov-columns-weights",  lambda m, w: np.cov(m, rowvar=False, aweights=w), arguments(normal(6, 2), positive(6))),
     Case.named("cov-two",              lambda x, y: np.cov(x, y, bias=True), arguments(normal(5), normal(5))),
@@ -165,7 +167,8 @@ def test_jvp(case, rng):
 # part on every float argument; the others refuse complex values rather than differentiate
 # them as if they were real.
 
-COMPLEX_REFUSED = {"nanvar", "nanstd", "cov", "cov-columns-weights", "cov-two", "corrcoef",
+COMPLEX_REFUSED = {"nanvar", "nanstd", "nanvar-correction", "nanstd-correction", "cov",
+                   "cov-columns-weights", "cov-two", "corrcoef",
                    "polyfit", "polyfit-weights", "correlate", "correlate-full", "correlate-same",
                    "logspace", "logspace-base", "geomspace", "geomspace-negative"}
 COMPLEX_ELSEWHERE = {"svdvals", "cond", "cond-fro", "qr", "qr-r",  # factorizations

@@ -221,6 +221,13 @@ def complex_with_zeros(rng, shape):
     return np.where(rng.uniform(size=shape) < 0.35, 0.0, z)
 
 
+def complex_off_centre(rng, shape):
+    """Complex values not along check_grads' random direction: at the ``rng`` fixture's seed,
+    a standard complex sample is that direction, along which a wrong derivative of a
+    homogeneous function (a product's, a variance's) can agree with the right one."""
+    return (0.6 - 0.8j) * standard_complex(rng, shape) + (0.5 - 0.25j)
+
+
 def complex_var_of_a_row_updated_in_place(x):
     x[0] -= np.mean(x, axis=0)
     x[1] *= np.conj(x[2])
@@ -290,10 +297,25 @@ COMPLEX_CASES = [
     # real reductions of complex values, complex reductions of real ones
     Case(lambda x, y: np.sum(x * np.exp(1j * y), axis=0), shapes=((3, 4), (3, 4)), name="sum_of_phasors"),
     Case(lambda z: np.max(np.abs(z), axis=1) + np.var(z.imag), name="max_of_magnitudes", **COMPLEX),
+    # a real dtype= reduces the real parts (NumPy casts, discarding the imaginary parts); a
+    # complex one makes the real variance a complex array with no imaginary part
+    *(Case(function, kwargs=kwargs, dtype=np.complex128, domains=(complex_off_centre,))
+      for function, kwargs in [
+          (np.prod, dict(axis=1, dtype=np.float64)),
+          (on_nans(np.nanprod), dict(axis=0, dtype=np.float64)),
+          (np.cumprod, dict(axis=1, dtype=np.float64)),
+          (np.multiply.accumulate, dict(dtype=np.float64)),
+          (np.var, dict(axis=1, dtype=np.float64)),
+          (np.std, dict(axis=0, ddof=1, dtype=np.float64)),
+          (np.var, dict(axis=1, dtype=np.complex128)),
+          (np.std, dict(axis=0, dtype=np.complex128)),
+          (np.maximum.reduce, dict(axis=1, dtype=np.float64)),
+          (np.minimum.reduce, dict(axis=0, dtype=np.float64, keepdims=True))]),
 ]
 # fmt: on
 
 
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")  # (a real dtype=)
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("case", COMPLEX_CASES, ids=case_id)
 def test_complex_reduction_gradient(case, policy, rng):
@@ -301,6 +323,7 @@ def test_complex_reduction_gradient(case, policy, rng):
 
 
 @pytest.mark.slow  # second order: the first-order cases stay fast
+@pytest.mark.filterwarnings("ignore::numpy.exceptions.ComplexWarning")
 @pytest.mark.parametrize(("case", "policy"), under_alternating_policies(COMPLEX_CASES, POLICIES))
 def test_complex_reduction_second_derivatives(case, policy, rng):
     check_complex(case, case.sample(rng), policy, order=2)
@@ -321,6 +344,22 @@ TIED = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]])
 def test_tied_maxima_share_the_gradient_equally(reduction):
     expected = np.array([[0.0, 0.5, 0.5], [1 / 3, 1 / 3, 1 / 3]])
     np.testing.assert_allclose(gradient(lambda x: reduction(x, axis=1).sum(), TIED), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("reduction", [np.maximum.reduce, np.minimum.reduce],
+                         ids=["maximum.reduce", "minimum.reduce"])
+def test_extremes_reduced_in_a_narrower_dtype_pass_the_gradient_to_them(reduction, dtype):
+    """Regression: the elements equal to the extreme were found by comparing the operand with
+    the extreme rounded into dtype=, which none of them equals: the gradient was zero."""
+    x = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.4]]).astype(np.result_type(dtype, float))
+    expected = np.zeros(x.shape)
+    expected[np.arange(2), (np.argmax if reduction.__self__ is np.maximum else np.argmin)(
+        x.real, axis=1)] = 1.0
+    g = gradient(lambda x: reduction(x, axis=1, dtype=dtype).real.sum(), x)
+    np.testing.assert_array_equal(g, expected)
+    _, t = mutad.jvp(lambda x: reduction(x, axis=1, dtype=dtype), (x,), (np.ones_like(x),))
+    np.testing.assert_array_equal(t, np.ones(2))
 
 
 @pytest.mark.parametrize("reduction", [np.min, np.amin, np.minimum.reduce, np.nanmin],

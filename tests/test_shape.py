@@ -137,6 +137,12 @@ def clip_over_own_input(x):
     return x * x
 
 
+def clip_over_own_input_where(x):
+    """Only where the mask is true: the other elements keep x's own values."""
+    np.clip(x, -0.5, 0.5, out=x, where=np.array([True, False, False, True]))
+    return x * x
+
+
 def roll_over_own_input(x):
     x[...] = np.roll(x, 1, axis=0)
     return x * np.arange(4.0)
@@ -292,6 +298,9 @@ CASES = [
     Case(lambda x, lower: x.clip(lower, 0.5), shapes=((3, 4), (4,)), name="clip"),
     Case(lambda x, lower: np.clip(x, lower, lower - 1.0), shapes=((3, 4), (4,)), name="clip_inverted_bounds"),
     Case(np.clip, args=(-0.5, 0.5), dtype=np.float32),
+    # where=: written into out only where the mask is true, out keeping its values elsewhere
+    Case(lambda x, y: np.clip(x, -0.5, 0.5, out=y * 1.0, where=x > 0), shapes=((3, 4), (3, 4)), name="clip_where_into_out"),
+    Case(lambda x, lower, y: x.clip(lower, None, y * 2.0, where=[[True], [False], [True]]), shapes=((3, 4), (4,), (3, 4)), name="clip_where_into_out"),
     # no-copy functions
     Case(squared(np.atleast_1d), shapes=((),)),
     Case(squared(np.atleast_2d), shapes=((4,),)),
@@ -315,6 +324,7 @@ CASES = [
     Case(stack_into_out, shapes=((3, 4), (3, 4))),
     Case(where_into_a_column, shapes=((3, 4), (3, 4))),
     Case(clip_over_own_input),
+    Case(clip_over_own_input_where),
     Case(roll_over_own_input),
     Case(tile_into_a_fresh_buffer),
     Case(pad_into_a_slice, shapes=((2, 3), (3, 4))),

@@ -40,6 +40,34 @@ memory, is then the cost. The replay's lean steps and compiled blocks take the a
 and add into whole buffers' shadows directly, which no shared shadow then reaches."""
 
 
+def in_the_loops_kinds(ufunc, inputs, kwargs):
+    """``inputs`` as the loop a ufunc's ``dtype=`` or ``signature=`` chooses reads them, where
+    that loop is of another kind than an array operand: real values in a complex loop
+    (``np.sqrt(x, dtype=complex)`` of negative x, whose derivative is complex), complex values
+    in a real one under ``casting='unsafe'`` (their real parts). The rules' partials are then
+    those of the loop's values: each such operand is cast by a call that dispatches (followed
+    as any cast is); the others, and every operand where no loop is resolved (NumPy's own call
+    raises), are as given."""
+    if "dtype" not in kwargs and "signature" not in kwargs:
+        return inputs
+    dtypes = [getattr(x, "dtype", None) if type(x) not in (int, float, complex) else type(x)
+              for x in inputs]
+    signature = kwargs.get("signature")
+    if signature is None:
+        signature = (None,) * ufunc.nin + (kwargs["dtype"],) * ufunc.nout
+    try:
+        loop = ufunc.resolve_dtypes((*dtypes, *(None,) * ufunc.nout), signature=signature,
+                                    casting=kwargs.get("casting", "same_kind"))
+    except Exception:  # noqa: BLE001 (NumPy's own call raises it, or takes another route)
+        return inputs
+    cast = list(inputs)
+    for i, (dtype, read) in enumerate(zip(dtypes, loop, strict=False)):
+        if isinstance(dtype, np.dtype) and dtype.kind in "fc" and read.kind in "fc" \
+                and dtype.kind != read.kind:
+            cast[i] = inputs[i].astype(read) if read.kind == "c" else np.real(inputs[i])
+    return tuple(cast)
+
+
 def short(value):
     """Whether ``value`` (an array, or all of a buffer, or the values at a place in one) is
     below :data:`SHORT`."""

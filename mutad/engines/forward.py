@@ -59,6 +59,7 @@ from ..core.errors import (
 from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
+from .elementwise import in_the_loops_kinds
 from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
@@ -556,6 +557,8 @@ def _sum_terms(terms, sources):
 
 
 def apply_ufunc(ufunc, inputs, out, kwargs, level):
+    if "dtype" in kwargs or "signature" in kwargs:
+        inputs = in_the_loops_kinds(ufunc, inputs, kwargs)
     if out is not None and type(out) is not Dual:
         written = integers_out(ufunc, inputs, out, kwargs)
         if written is not None:

@@ -37,7 +37,7 @@ from ..core.devices import is_device
 from ..core.debug import ERRORS, SKIPPED, from_user_line
 from .elementwise import (_NOTHING_KEPT, ARITHMETIC, ASSIGNMENT, ElementWrite, Elementwise,
                           Gathered, Rerun, arithmetic_in_python, differentiable, elementwise_kept,
-                          read_by_partials, write_kept, write_pullback)
+                          in_the_loops_kinds, read_by_partials, write_kept, write_pullback)
 from ..core.errors import (MutadError, RuleError, UnsupportedOperationError,
                            differentiated_keyword, function_name, holds_objects, no_rule,
                            objects_refused)
@@ -184,6 +184,8 @@ def _keyword_values(name, kwargs, tape):
 
 def apply_ufunc(ufunc, inputs, out=None, kwargs=None, rule=None):
     """``ufunc(*inputs, out=out, **kwargs)`` with ``ufunc``'s rule (or ``rule``, given)."""
+    if kwargs and ("dtype" in kwargs or "signature" in kwargs):
+        inputs = in_the_loops_kinds(ufunc, inputs, kwargs)
     if out is None:
         tape, values, pattern = _unwrap(inputs)
     else:  # the target takes part in choosing the level

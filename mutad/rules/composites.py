@@ -275,7 +275,13 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
     """NumPy's steps: the sums in ``dtype`` (by default the data's), each divided by its
     integer count in float64 and rounded back into the sum's dtype (NumPy divides into the
-    sum's array), the deviations rounded into the data's dtype (NumPy subtracts in place)."""
+    sum's array), the deviations rounded into the data's dtype (NumPy subtracts in place).
+    ``correction=`` is NumPy's other name for ``ddof``."""
+    correction = kwargs.pop("correction", np._NoValue)
+    if correction is not np._NoValue:
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
     if out is not None or kwargs:
         _refuse("nanvar", "out=, where= or mean=")
     data = np.result_type(a)

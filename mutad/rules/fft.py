@@ -110,12 +110,14 @@ def adjoint(stages, shape):
 def shape_and_axes(a, s, axes, inverse_real=False):
     """The lengths and axes of a transform over several axes, as NumPy reads ``s`` and ``axes``
     (``s`` None: the input's lengths, for an inverse real transform 2 (m - 1) on the last axis;
-    a length of -1: the input's)."""
+    a length of -1: the input's), and as SciPy reads them too: a single integer for either is
+    a sequence of one."""
     shape = np.shape(a)
     given = s is not None
+    s = [s] if given and np.ndim(s) == 0 else s
     if axes is None:
         axes = list(range(-len(s), 0)) if given else list(range(-len(shape), 0))
-    axes = list(axes)
+    axes = [axes] if np.ndim(axes) == 0 else list(axes)
     s = list(s) if given else [shape[axis] for axis in axes]
     if len(s) != len(axes):
         raise ValueError("Shape and axes have different lengths.")

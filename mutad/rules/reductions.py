@@ -50,6 +50,15 @@ def count(a, axis, where):
     return np.sum(np.broadcast_to(where, a.shape), axis=axis, keepdims=True).astype(a.dtype)
 
 
+def as_reduced(a, dtype):
+    """The values a reduction given ``dtype=`` combines: NumPy casts its operand to that dtype,
+    so a complex operand reduced in a real dtype is its real part (NumPy's own call discards
+    the imaginary part, with its ComplexWarning), and the derivatives are the real part's."""
+    if dtype is not None and np.iscomplexobj(a) and np.dtype(dtype).kind != "c":
+        return np.real(a)
+    return a
+
+
 def reverse_cumsum(g, axis):
     """``out[k] = sum(g[k:])`` along ``axis``: the transpose of a cumulative sum."""
     return np.flip(np.cumsum(np.flip(g, axis), axis), axis)
@@ -230,6 +239,7 @@ def _exclusive_products(a, axis):
 @defrule(np.prod, leading=1)
 def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    a = as_reduced(a, dtype)
     inexact = divides_inexactly(a, axis, kwargs)
     # a zero cotangent gives zero beside an infinite or NaN product of the others (times):
     # an element of another output's column has no derivative there
@@ -240,8 +250,8 @@ def prod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 
 @defjvp(np.prod, leading=1)
 def prod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    da = tangents[0]
     y = np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    da, a = as_reduced(tangents[0], dtype), as_reduced(a, dtype)
     others = product_of_others(a, axis, kwargs, divides_inexactly(a, axis, kwargs))
     # a left-out element is not read: its tangent, even infinite, does not count; a zero
     # tangent contributes zero, beside an infinite or NaN product of the others too (times)
@@ -262,6 +272,7 @@ def multiply_reduce_jvp(tangents, a, axis=0, **kwargs):
 @defrule(np.nanprod, leading=1)
 def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    a = as_reduced(a, dtype)
     present = ~np.isnan(a)
     inexact = divides_inexactly(np.where(present, a, 1), axis, kwargs)
 
@@ -274,8 +285,8 @@ def nanprod(a, axis=None, dtype=None, *, keepdims=False, **kwargs):
 
 @defjvp(np.nanprod, leading=1)
 def nanprod_jvp(tangents, a, axis=None, dtype=None, *, keepdims=False, **kwargs):
-    da = tangents[0]
     y = np.nanprod(a, axis=axis, dtype=dtype, keepdims=keepdims, **kwargs)
+    da, a = as_reduced(tangents[0], dtype), as_reduced(a, dtype)
     present = ~np.isnan(a)
     factors = np.where(present, a, 1)
     others = product_of_others(factors, axis, kwargs, divides_inexactly(factors, axis, kwargs))
@@ -315,12 +326,20 @@ def mean_over_extremes(da, a, y, axis, keepdims, where=True):
     return np.sum(np.where(hit, da, 0.0), axis=axis, keepdims=keepdims) / ties
 
 
+def as_compared(a, y, dtype):
+    """The elements as a maximum or minimum reduction given ``dtype=`` (a ufunc's ``reduce``)
+    compared them, cast into it: which of them equal the extreme ``y``."""
+    a = as_reduced(a, dtype)
+    return a if dtype is None else a.astype(np.result_type(y), copy=False)
+
+
 def extreme_rule(forward):
     """The rule of ``forward``, one of NumPy's maximum or minimum reductions."""
 
     def rule(a, axis=None, *, keepdims=False, **kwargs):
         y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
-        ties = ties_of(a, y, axis, keepdims, kwargs.get("where", True))
+        ties = ties_of(as_compared(a, y, kwargs.get("dtype")), y, axis, keepdims,
+                       kwargs.get("where", True))
         return y, lambda dy: (share_among_extremes(dy, ties, axis, keepdims),)
 
     rule.__name__ = rule.__qualname__ = forward.__name__
@@ -332,7 +351,9 @@ def extreme_jvp(forward):
 
     def jvp(tangents, a, axis=None, *, keepdims=False, **kwargs):
         y = from_user_line(forward, a, axis=axis, keepdims=keepdims, **kwargs)
-        return y, mean_over_extremes(tangents[0], a, y, axis, keepdims, kwargs.get("where", True))
+        dtype = kwargs.get("dtype")
+        return y, mean_over_extremes(as_reduced(tangents[0], dtype), as_compared(a, y, dtype), y,
+                                     axis, keepdims, kwargs.get("where", True))
 
     jvp.__name__ = jvp.__qualname__ = f"{forward.__name__}_jvp"
     return jvp
@@ -373,29 +394,35 @@ def ptp_jvp(tangents, a, axis=None, *, keepdims=False):
 # var, std
 
 
-def variance_gradient(a, axis, ddof, where, mean=None):
+def variance_gradient(a, axis, ddof, where, mean=None, dtype=None):
     """d var / d a = 2 (a - mean) / (n - ddof) over the elements a ``where=`` mask keeps; the
     callers mask its products, as the left-out elements are not read (0 even where the
     derivative or the cotangent is NaN or infinite: a slice of no more than ddof elements).
-    ``mean``: the constant mean NumPy was given (``mean=``), which it centres on instead."""
+    ``mean``: the constant mean NumPy was given (``mean=``), which it centres on instead.
+    Otherwise the mean is NumPy's, taken in ``dtype``: of complex values in a real dtype, the
+    mean of their real parts (the real part of the centred values then sums to zero, so the
+    mean's own change drops out of the derivative, as for the mean of the values)."""
     n = count(a, axis, where)
     if mean is not None:
         return (2 / (n - ddof)) * (a - mean)
     with warnings.catch_warnings():  # of an empty slice: NumPy's np.var has warned
         warnings.simplefilter("ignore", RuntimeWarning)
-        centred = a - np.mean(a, axis=axis, keepdims=True, where=where)
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        centred = a - np.mean(a, axis=axis, keepdims=True, where=where, dtype=dtype)
     return (2 / (n - ddof)) * centred
 
 
-def variance_cotangent(dy, a, axis, keepdims, ddof, where, mean=None):
-    return masked(expand(dy, a.shape, axis, keepdims)
-                  * variance_gradient(a, axis, ddof, where, mean), where)
+def variance_cotangent(dy, a, axis, keepdims, ddof, where, mean=None, dtype=None):
+    """The variance is real even in a complex dtype: the imaginary part of a cotangent of one
+    has nothing to act on."""
+    return masked(expand(np.real(dy), a.shape, axis, keepdims)
+                  * variance_gradient(a, axis, ddof, where, mean, dtype), where)
 
 
-def variance_tangent(da, a, axis, keepdims, ddof, where, mean=None):
+def variance_tangent(da, a, axis, keepdims, ddof, where, mean=None, dtype=None):
     """The gradient's inner product with ``da``: for complex ``a``, Re(conj(gradient) da), the
     real variance's change (NumPy's variance of complex values is that of |a - mean|)."""
-    g = variance_gradient(a, axis, ddof, where, mean)
+    g = variance_gradient(a, axis, ddof, where, mean, dtype)
     product = np.real(np.conjugate(g) * da) if np.iscomplexobj(g) else times(da, g)
     return np.sum(masked(product, where), axis=axis, keepdims=keepdims)
 
@@ -431,7 +458,7 @@ def var(a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False, **kwargs
     where = kwargs.get("where", True)
 
     def back(dy):
-        da = variance_cotangent(dy, a, axis, keepdims, ddof, where, mean)
+        da = variance_cotangent(dy, a, axis, keepdims, ddof, where, mean, dtype)
         return (da, None, None, mean_cotangent(da, mean))
 
     return y, back
@@ -446,7 +473,7 @@ def var_jvp(tangents, a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=F
         return y, None
     ddof = kwargs.get("correction", ddof)
     return y, variance_tangent(centred_tangent(da, dmean, a), a, axis, keepdims, ddof,
-                               kwargs.get("where", True), mean)
+                               kwargs.get("where", True), mean, dtype)
 
 
 @defrule(np.std, leading=4, keywords=VARIANCE_MEAN)
@@ -458,7 +485,7 @@ def std(a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=False, **kwargs
     safe = np.where(y == 0, np.inf, 2 * y)
 
     def back(dy):
-        da = variance_cotangent(dy / safe, a, axis, keepdims, ddof, where, mean)
+        da = variance_cotangent(dy / safe, a, axis, keepdims, ddof, where, mean, dtype)
         return (da, None, None, mean_cotangent(da, mean))
 
     return y, back
@@ -473,7 +500,7 @@ def std_jvp(tangents, a, axis=None, dtype=None, mean=None, *, ddof=0, keepdims=F
         return y, None
     ddof = kwargs.get("correction", ddof)
     d_variance = variance_tangent(centred_tangent(da, dmean, a), a, axis, keepdims, ddof,
-                                  kwargs.get("where", True), mean)
+                                  kwargs.get("where", True), mean, dtype)
     # as the reverse rule: 0 at std 0; a zero change of the variance (a direction along
     # elements where= leaves out) is zero beside a NaN or infinite std too
     return y, np.where(d_variance == 0, d_variance, d_variance / np.where(y == 0, np.inf, 2 * y))
@@ -701,6 +728,7 @@ def cumprod_tangent(dx, x, y, axis):
 @defrule(np.cumprod, leading=1)
 def cumprod(a, axis=None, dtype=None):
     y = np.cumprod(a, axis=axis, dtype=dtype)
+    a = as_reduced(a, dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         x, zero = a.reshape(-1), np.ravel(a) == 0
         stepwise = divides_inexactly_along(y, zero, 0)
@@ -712,8 +740,8 @@ def cumprod(a, axis=None, dtype=None):
 
 @defjvp(np.cumprod, leading=1)
 def cumprod_jvp(tangents, a, axis=None, dtype=None):
-    da = tangents[0]
     y = np.cumprod(a, axis=axis, dtype=dtype)
+    da, a = as_reduced(tangents[0], dtype), as_reduced(a, dtype)
     if axis is None or a.ndim == 0:  # both flatten: a 0-d input's axis 0 gives shape (1,)
         return y, cumprod_tangent(np.ravel(da), np.ravel(a), y, 0)
     return y, cumprod_tangent(da, a, y, axis)

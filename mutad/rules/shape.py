@@ -670,6 +670,24 @@ def clip(a, *bounds, **kwargs):
     return y, back
 
 
+@defcomposite(np.clip)
+def clip_into_where(a, *bounds, out=None, **kwargs):
+    """``np.clip(a, lower, upper, out=out, where=mask)``: NumPy's clip ufunc writes its values
+    into ``out`` only where ``mask`` is true, ``out`` keeping its own elsewhere, where the rule
+    (whose result the core writes into ``out`` whole) would overwrite them: the clipped values,
+    copied into ``out`` under the mask as the ufunc casts them. Other calls are the rule's."""
+    if len(bounds) > 2:  # out by position
+        bounds, out = bounds[:2], bounds[2]
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    where = kwargs.pop("where", True)
+    if out is None or where is True:
+        return NotImplemented
+    np.copyto(out, np.clip(a, *bounds, **kwargs), casting=kwargs.get("casting", "same_kind"),
+              where=where)
+    return out
+
+
 @defjvp(np.clip)
 def clip_jvp(tangents, a, *bounds, **kwargs):
     y = np.clip(a, *bounds, **kwargs)
