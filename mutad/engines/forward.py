@@ -851,8 +851,18 @@ def _settings_fit(ufunc, primals, out, kwargs):
     """Raise NumPy's error for ``ufunc(*primals, out=out, **kwargs)`` whose settings refuse its
     dtypes (``casting="no"``, ``dtype=``, ``signature=``), which NumPy raises before writing,
     before the target's tangent is: the same call on no elements raises it."""
-    ufunc(*[np.empty(0, np.asarray(p).dtype) if np.ndim(p) else p for p in primals],
-          out=np.empty(0, out.dtype), **kwargs)
+    ufunc(*map(_no_elements, primals), out=np.empty(0, out.dtype), **kwargs)
+
+
+def _no_elements(value):
+    """An array of no elements of ``value``'s dtype (an enclosing differentiation's traced
+    value's too, whose values are not read); a Python number as itself (NumPy's weak type)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        if type(value) in (int, float, complex, bool):
+            return value
+        dtype = np.asarray(value).dtype
+    return np.empty(0, dtype)
 
 
 # ----------------------------------------------------------------------------------------------
