@@ -7,7 +7,9 @@ way the replay compiles or runs again (elements, slices and strided views, scatt
 ``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
 reductions, SciPy's ``overwrite_a``, complex parts), and decide on values taken out of the
 differentiation (``mutad.stop_gradient``), on counts and positions the data picks (a mask's
-indices, a slice's end, a shift, a search) and on ties after an inexact undo. ``check`` calls
+indices, a slice's end, a shift, a search), on ties after an inexact undo, on Python's
+lists, dicts and orders built from the data, and inside a library function mutad follows
+(``scipy.stats.siegelslopes``: which points tie). ``check`` calls
 ``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
 decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
 and the caller's bytes."""
@@ -16,6 +18,7 @@ import textwrap
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 
 import mutad
 
@@ -139,6 +142,19 @@ def _statements(rng):
         # then a tie decided on them
         "s += x * 0.1\ns -= x * 0.1\ns = np.maximum(s, y)",
         "with np.errstate(all='ignore'):\n    s = np.nan_to_num(s / x)",
+        # Python's containers built from the data: a list's length and sum, a dict's keys,
+        # indices as a list, an order Python sorts by the values
+        f"lst = [v for v in s if v > {c}]\ns = s * (len(lst) + 1.0)\nif lst:\n    s[0] += sum(lst)",
+        f"d = {{}}\nfor r in range({N}):\n    d[bool(x[r] > {c})] = d.get(bool(x[r] > {c}), 0.0) + s[r]\n"
+        "for key in sorted(d):\n    s = s + d[key] * (2.0 if key else 0.5)",
+        f"for r in np.where(x > {c})[0].tolist():\n    s[r] += y[r]",
+        f"order = sorted(range({N}), key=lambda r: s[r])\ns = s[order] * x",
+        # an element loop whose branch the data picks, each turn reading the last turn's write
+        f"for r in range(1, {N}):\n    if s[r - 1] > {c}:\n        s[r] = s[r - 1] * y[r]\n"
+        "    else:\n        s[r] += x[r]",
+        # a library's decisions on the data inside a function mutad follows (which points tie)
+        "if np.isfinite(s).all() and np.isfinite(x).all():\n"
+        "    r = scipy.stats.siegelslopes(s, x)\n    s = s * r.slope + r.intercept",
     ]
     return choices[rng.integers(len(choices))]
 

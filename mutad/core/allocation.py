@@ -118,6 +118,7 @@ import json
 import math
 import operator
 import pickle
+import random
 import statistics
 import sys
 import threading
@@ -4626,6 +4627,9 @@ def _drawn(draw):
     reparameterised = name in REPARAMETERISED or name == "multivariate_normal"
 
     def drawing(*args, **kwargs):
+        if RUNS_OF_F.watching:  # (a Jacobian's runs of f: each draws from the same state)
+            generator = getattr(draw, "__self__", None)  # (a method's: the first argument)
+            RUNS_OF_F.drawing_from(generator if generator is not None or not args else args[0])
         if reparameterised and ACTIVE.running and (
                 holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
             generator = getattr(draw, "__self__", None)
@@ -4669,6 +4673,38 @@ def _drawn(draw):
         return y
 
     return _named(drawing, draw)
+
+
+class _RunsOfF(threading.local):
+    """The random generators f draws from while a Jacobian or a Hessian runs it once per pass
+    (``api._RunsShownAsOne``, which restores them): ``watching``, the runs objects now open,
+    innermost last (a new list for each change), each told of every generator a draw in the
+    mode meets (``_drawn``)."""
+    watching: list = []
+
+    def drawing_from(self, generator):
+        for runs in self.watching:
+            runs.drawing_from(generator)
+
+
+RUNS_OF_F = _RunsOfF()
+
+
+def random_state(generator):
+    """The object that holds ``generator``'s state (a ``Generator``'s bit generator, shared by
+    mutad's stand-in over it; a legacy ``RandomState`` or Python's ``random.Random`` itself,
+    whose state holds a cached normal too), and functions reading and setting that state; None
+    for another object."""
+    if isinstance(generator, np.random.Generator):
+        generator = generator.bit_generator
+    if isinstance(generator, np.random.BitGenerator):
+        bits = generator
+        return bits, lambda: bits.state, lambda state: setattr(bits, "state", state)
+    if isinstance(generator, np.random.RandomState):
+        return generator, lambda: generator.get_state(legacy=False), generator.set_state
+    if isinstance(generator, random.Random):  # (Python's, random.random() one of its methods)
+        return generator, generator.getstate, generator.setstate
+    return None
 
 
 def _drawn_for_the_user(frame):
@@ -6337,6 +6373,16 @@ def mode(f=None):
     method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``), and the
     places ``_Mode.enter`` found."""
     return _InMode(f)
+
+
+def as_called(f):
+    """What the running mode calls for ``f`` where mutad's own code calls it (a Jacobian's
+    function of the leaves of the arguments around the differentiated function): what stands
+    in for ``f`` if it is a function the mode routes, as ``mode`` gives it where ``f`` is the
+    differentiated function itself; else ``f``."""
+    with MODE.lock:
+        stand_in = MODE._stand_in(f)
+    return f if stand_in is None else stand_in
 
 
 class _InMode:
