@@ -1811,7 +1811,7 @@ def door(tape, operation, args, kwargs):
     write, a composite of others): a recording replay redoes it as the engine does it, unless
     every record it makes is one of a step of its own (``replay.Recorder.door``)."""
     recorder = tape.recorder
-    if recorder is not None and recorder.ready and recorder.soft is None:
+    if recorder is not None and recorder.ready:
         return recorder.door(operation, args, kwargs)
     return operation(*args, **kwargs)
 
@@ -1833,7 +1833,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     """
     tape, values = _unwrap_args(args)
     tape = active(tape)
-    if tape.recorder is not None and tape.recorder.ready and tape.recorder.soft is None:
+    if tape.recorder is not None and tape.recorder.ready and tape.recorder.opens(
+            apply_inplace_rule):
         return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
                                                        checkpointed, growth, run_rule), {})
     kwargs = _keyword_values(name, kwargs, tape)
