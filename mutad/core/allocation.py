@@ -5271,7 +5271,8 @@ class _Mode:
                 for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
-                self._route_methods()
+                if self.methods_version != VERSIONS["method"]:
+                    self._route_methods()
                 self.ndarray = None
                 if self.scalars:  # (a new one where the last entry chose some: the common
                     self.scalars = {}  # case, none, keeps the empty one)
@@ -5368,7 +5369,8 @@ class _Mode:
                 for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
-                self._route_methods()
+                if self.methods_version != VERSIONS["method"]:
+                    self._route_methods()
             self.rules_checked = len(sys.modules)
 
     def _library_side(self):
@@ -5512,19 +5514,22 @@ class _Mode:
                 if not own:  # (mutad's own closures hold what its engines need as it is)
                     holders += places
             if code is not None and namespace is not None and not own:
-                names = _names(code)  # its own code's and its nested functions' (a lambda's)
+                # its own code's and its nested functions' names (a lambda's), and of those
+                # the types and builtins the mode stands in for
+                names, called, builtins_read = _read_by(code)
                 if "ndarray" in names:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
-                for name in _called_types(code):
+                for name in called:
                     original, stand_in = CALLED_TYPES[name]
                     calls, compares = _uses(code, name)
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
-                for name, stand_in in PYTHON_BUILTINS.items():
-                    if name not in names or namespace.get(name, stand_in) is not stand_in:
+                for name in builtins_read:
+                    stand_in = PYTHON_BUILTINS[name]
+                    if namespace.get(name, stand_in) is not stand_in:
                         continue
                     # (called, or handed on to be called: map(float, x), defaultdict(float))
                     original = getattr(builtins, name)
@@ -5537,7 +5542,7 @@ class _Mode:
                     if name in namespace:
                         places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
-                if user_object(bound):
+                if bound is not None and user_object(bound):  # (a function's: None, not asked)
                     holders += attribute_holders(bound)
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
@@ -5765,9 +5770,13 @@ def _names(code):
 
 
 @functools.lru_cache(maxsize=4096)
-def _called_types(code):
-    """The names of ``CALLED_TYPES`` among ``_names(code)`` (kept, as those are)."""
-    return tuple(sorted(CALLED_TYPES.keys() & _names(code)))
+def _read_by(code):
+    """``_names(code)``, the names of ``CALLED_TYPES`` among them and those of
+    ``PYTHON_BUILTINS`` (kept, as those are: one look-up of ``code`` on every entry of the
+    mode, not one per question, each of which hashes the code object)."""
+    names = _names(code)
+    return (names, tuple(sorted(CALLED_TYPES.keys() & names)),
+            tuple(name for name in PYTHON_BUILTINS if name in names))
 
 
 def _own_names(namespace):
