@@ -1267,6 +1267,19 @@ def _method_loss(cache):
     return Model().loss, Model.weight
 
 
+def _static_loss(cache):
+    class Model:
+        @staticmethod
+        @cache
+        def weight(t):
+            return np.sin(t) * 2.0
+
+        def loss(self, x):
+            return self.weight(x[0]) * x[1]
+
+    return Model().loss, Model.weight
+
+
 @dataclasses.dataclass(frozen=True)
 class _Rate:  # hashes and compares by its value
     a: float
@@ -1280,13 +1293,13 @@ def _dataclass_loss(cache):
     return (lambda x: decay(_Rate(float(x[0]))) * x[1]), decay
 
 
-@pytest.mark.parametrize("form", ["module", "closure", "method", "dataclass"])
+@pytest.mark.parametrize("form", ["module", "closure", "method", "static", "dataclass"])
 @pytest.mark.parametrize("differentiate", [
     lambda f, x: mutad.gradient(f, x)[0], lambda f, x: mutad.jvp(f, (x,), (np.ones(2),))[1]],
     ids=["gradient", "jvp"])
 def test_a_helpers_cache_is_passed_by_a_differentiated_value(form, differentiate):
     # A helper f reaches by a name, cached by functools.lru_cache or functools.cache (a
-    # module-level function, a closure's, a class's cached method), called with a
+    # module-level function, a closure's, a class's cached or static method), called with a
     # differentiated number after a plain call with that number filled its cache: the cache
     # answered (a traced scalar hashes and compares as its number) with the plain value, a
     # derivative of 0 through it, silently (and of a frozen dataclass holding the number).
@@ -1295,7 +1308,7 @@ def test_a_helpers_cache_is_passed_by_a_differentiated_value(form, differentiate
         _cached_decay.cache_clear()
         (f, cached), uncached = (_decayed, _cached_decay), _decayed_past_cache
     else:
-        make = {"closure": _closure_loss, "method": _method_loss,
+        make = {"closure": _closure_loss, "method": _method_loss, "static": _static_loss,
                 "dataclass": _dataclass_loss}[form]
         (f, cached), uncached = make(functools.lru_cache(maxsize=None)), make(lambda g: g)[0]
     x = np.array([0.7, 1.3])

@@ -5705,6 +5705,9 @@ class _Mode:
                 is types.FunctionType and str(value.__wrapped__.__globals__.get(
                     "__name__")).partition(".")[0] not in INTERNAL:
             return _CachedStandIn(value, self._stand_in, self._hold)
+        if type(value) is staticmethod and type(value.__func__) is LRU_CACHED:
+            held = self._stand_in(value.__func__)  # (a cached static method of a class)
+            return None if held is None else staticmethod(held)
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
