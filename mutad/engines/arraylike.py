@@ -39,7 +39,7 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
-from .writes import (RAISED_AFTER_WRITING, raising_ignored, unknown_write_refused,
+from .writes import (raised_after_writing, raising_ignored, unknown_write_refused,
                      written_in_place_before_raising)
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
@@ -1740,7 +1740,9 @@ def into_outs(ufunc, inputs, kwargs):
     raised = None
     try:
         results = ufunc(*inputs, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         # NumPy raises after writing every result into its out= array (f may catch it and go
         # on): written here too, then raised
         if not all(written_in_place_before_raising(o, inputs) for o in outs if o is not None):
@@ -1819,7 +1821,9 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
               else np.broadcast_to(x, shape)[mask] for x in inputs]
     try:
         out[mask] = ufunc(*picked, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         # Under np.errstate(...="raise") NumPy raises after writing the selected elements
         # (f may catch the error and go on): written here too, then raised
         if not written_in_place_before_raising(out, inputs):

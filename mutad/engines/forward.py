@@ -56,7 +56,8 @@ from ..core.errors import (
     objects_refused,
     plain_copy_missed,
 )
-from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
+from ..core.debug import (CATEGORIES, ERRORS, HELD, HOLDING, Warnings, from_user_line, handed_on,
+                          warn_at)
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
 from .elementwise import in_the_loops_kinds
@@ -69,7 +70,7 @@ from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, view_as, wrapped, writeable,
                           writes_freely)
-from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
+from .writes import (raised_after_writing, at_target, check_region, over_target,
                      raising_ignored, reads_written, unknown_write_refused,
                      written_before_raising, written_in_place_before_raising)
 
@@ -78,12 +79,16 @@ from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
 # A tangent's floating-point events
 
 _RAISING = [None, ()]
-"""The last handling seen (``ERRORS``' value) and its categories that raise."""
+"""The last handling seen (``ERRORS``' value) and its categories that raise, or call an error
+callback or log of the user's (which may raise, as f may catch after NumPy wrote: the same as
+raising), with their modes."""
 
 
 class _TangentErrors:
-    """NumPy's error handler (``call=``) while a tangent is computed where a category raises:
-    its message is held; another category's goes on to the handler this one stands for."""
+    """NumPy's error handler (``call=``) while a tangent is computed where a category raises
+    or calls the user's callback or log: its message is held (with the callback, for a
+    category that calls one: ``debug.issue_held`` hands it on); another category's goes on to
+    the handler this one stands for."""
 
     __slots__ = ("before", "raising", "level")
 
@@ -96,7 +101,10 @@ class _TangentErrors:
     def write(self, text):
         category = next((c for words, c in CATEGORIES.items() if words in text), None)
         if category in self.raising:
-            HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
+            message = text.removeprefix("Warning: ").rstrip("\n")
+            mode = self.raising[category]
+            HELD.setdefault(self.level, []).append(
+                (message,) if mode == "raise" else (message, handed_on(mode, self.before)))
         elif self.before is not None:
             self.before.write(text)
 
@@ -117,7 +125,9 @@ class tangent_errors:
         HOLDING.level = self.level
         errors = ERRORS.get()
         if errors is not _RAISING[0]:
-            _RAISING[:] = errors, tuple(k for k, v in np.geterr().items() if v == "raise")
+            log = not isinstance(np.geterrcall(), Warnings)  # (the user's log, not mutad's)
+            _RAISING[:] = errors, {k: v for k, v in np.geterr().items()
+                                   if v in ("raise", "call") or v == "log" and log}
         raising = _RAISING[1]
         self.errors = None
         if raising:
@@ -814,7 +824,9 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         if "y" in rule.uses:
             try:
                 y = ufunc(*primals, **kwargs)
-            except RAISED_AFTER_WRITING as error:  # the write raises it too, having written
+            except Exception as error:  # the write raises it too, having written
+                if not raised_after_writing(error):
+                    raise
                 if not written_in_place_before_raising(target.value, primals):
                     raise unknown_write_refused(ufunc) from error
                 raised = error
@@ -840,7 +852,9 @@ def _write_value(ufunc, primals, out, kwargs):
     written too, as f may catch it and go on with both (None: none was raised)."""
     try:
         ufunc(*primals, out=out, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         if not written_in_place_before_raising(out, primals):
             raise unknown_write_refused(ufunc) from error
         return error
@@ -967,7 +981,9 @@ def _ruled(func, rule, tangents, primals, kwargs, level, out=None):
         del held[before:]
         try:
             _issue_numpys_events(func, primals, kwargs, met)
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             if not written_before_raising(out, primals):
                 raise
             raised = error  # computed as NumPy computed it, written with its tangent, then raised
@@ -998,9 +1014,12 @@ def _issue_numpys_events(func, primals, kwargs, met):
         with warnings.catch_warnings():  # its Python warnings ("Mean of empty slice"): the
             warnings.simplefilter("ignore")  # rule's call of NumPy's has issued them
             call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
-    except FloatingPointError as error:
-        # NumPy raises for the first event its loop met; the others it met (an overflow, then
-        # an invalid inf - inf) are the value's too, not the tangent's
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
+        # NumPy raises for the first event its loop met (its FloatingPointError, or what the
+        # error callback raises); the others it met (an overflow, then an invalid inf - inf)
+        # are the value's too, not the tangent's
         log = _EventLog()
         with np.errstate(all="log", call=log), warnings.catch_warnings():
             warnings.simplefilter("ignore")
