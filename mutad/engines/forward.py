@@ -33,7 +33,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_assigned,
                         integers_out,
-                        item_assignment_refused, numpy_scalar, numpys_loop_error,
+                        item_assignment_refused, numpy_scalar, numpys_loop_error, sequence_assigned,
                         numpys_scalar_operator, put_square_right,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
@@ -61,6 +61,7 @@ from ..core.debug import (CATEGORIES, ERRORS, HELD, HOLDING, Warnings, from_user
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
 from .elementwise import in_the_loops_kinds
+from .operations import as_assigned
 from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
@@ -1459,7 +1460,9 @@ class Dual(ArrayMethods):
             if records_write(self, key, value):
                 return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
-            value = lists_as_arrays([value])[0]  # makes of it
+            dtype = self.value.dtype  # makes of it, its items converted as NumPy converts them
+            value = sequence_assigned(self, key, value,
+                                      lambda v: lists_as_arrays([as_assigned(v, dtype)])[0])
         _assign(self, value, self.level, "x[key] = value", key)
 
     def _inplace(self, ufunc, other):
