@@ -32,7 +32,7 @@ from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
-from ..engines.writes import RAISED_AFTER_WRITING, Reads, Undo, checkpoint
+from ..engines.writes import raised_after_writing, Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
@@ -632,7 +632,9 @@ def at_in_rounds(ufunc):
                 recorder.nondiff(_numpys_at, (ufunc, a, indices, b), {})
             else:
                 _numpys_at(ufunc, a, indices, b)
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             # NumPy applies every occurrence, then raises for the floating-point errors met
             # (f may catch it and go on): its error raised after the rounds
             with np.errstate(all="ignore"):
