@@ -203,3 +203,81 @@ def test_functions_closing_over_the_calls_values_are_recorded_as_steps():
     (program,) = replaying.programs.values()
     assert program.replays == 5, replaying.reasons
     assert not any(type(step) is replay.Reenter and step.made for step in all_steps(program))
+
+
+@mutad.inplace_adjoint(writes=("x",))
+def scaled_by_(x, factors):
+    """``x *= factors()``: an in-place function given a function, which gives the factors as
+    Python numbers."""
+    x *= np.array(factors())
+
+
+@scaled_by_.rule
+def _scaled_by_rule(x, factors):
+    s = list(factors())
+    for i in range(len(x)):
+        x[i] *= s[i]
+
+    def back(dx, dfactors):
+        for i in range(len(x)):
+            x[i] /= s[i]
+            dx[i] *= s[i]
+    return back
+
+
+def factors_of_the_call(x, w):
+    """The factors read from w in the rule's function, a closure: taken again on the
+    recorded call's w, the decisions ``tolist`` takes there unguarded, a wrong number."""
+    u = x * w
+    scaled_by_(u, lambda: ((w > 1.0) * 1.0 + 1.0).tolist())
+    return np.sum(u * u)
+
+
+def factors_of_the_rule(x, w):
+    """The rule itself closes over the factors."""
+    m = (w > 1.0) * 1.0 + 1.0
+
+    @mutad.inplace_adjoint(writes=("x",))
+    def scale_(x):
+        x *= np.array(m.tolist())
+
+    @scale_.rule
+    def _rule(x):
+        back = _scaled_by_rule(x, m.tolist)
+        return lambda dx: back(dx, None)
+
+    u = x * w
+    scale_(u)
+    return np.sum(u * u)
+
+
+def constant_factors(x, w):
+    """A function of no free variables: run again, it computes what the call would."""
+    u = x * w
+    scaled_by_(u, lambda: [1.0, 2.0, 3.0, 1.0, 2.0, 1.5])
+    return np.sum(u * u)
+
+
+@pytest.mark.parametrize("f", [factors_of_the_call, factors_of_the_rule, constant_factors])
+def test_an_in_place_rule_given_a_closure_over_the_call_is_not_run_again(f):
+    """An in-place rule is run again on each replay (a ``Reenter`` step), its function
+    arguments with it: one closing over the call's values would read the recorded call's. Such
+    a call is traced, saying why; one whose functions read their arguments alone replays."""
+    rng = np.random.default_rng(3)
+    x = np.abs(rng.standard_normal(6)) + 0.1
+    ws = [rng.uniform(0.5, 1.5, 6) for _ in range(5)]
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for w in ws:
+        args = (x.copy(), w.copy())
+        got = replaying(*args)
+        assert args[0].tobytes() == x.tobytes() and args[1].tobytes() == w.tobytes()
+        expected = mutad.value_and_grad(f, argnums=(0, 1))(x.copy(), w.copy())
+        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
+        assert np.asarray(expected[0]).tobytes() == np.asarray(f(x.copy(), w.copy())).tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
+    if f is constant_factors:
+        (program,) = replaying.programs.values()
+        assert program.replays == 4, replaying.reasons
+    else:
+        (reason,) = replaying.reasons.values()
+        assert "given a function that reads values other than its arguments" in reason

@@ -2443,6 +2443,10 @@ def _closed(tree):
             or type(bound) is np.ufunc and _closed(bound)
     if kind is type:
         return tree.__module__ == "builtins" or tree.__module__.split(".")[0] == "numpy"
+    if kind is types.MethodType:  # (mutad's own: an in-place rule's runner, which runs the
+        owner = tree.__self__      # rule and the function its object holds)
+        return type(owner).__module__.split(".")[0] == "mutad" and _closed(tree.__func__) \
+            and _closed(vars(owner))
     return not callable(tree) or kind is _DISPATCHER or isinstance(tree, np.dtype)
 
 
@@ -3376,6 +3380,13 @@ class Recorder:
         elif any(_stands_in(record) for record in self.tape.records[before:]):
             self.refuse("a value recomputed in the reverse pass inside an operation the "
                         "replay runs as the engine does")
+            return y
+        elif not closed:
+            # Run again, a function among its arguments would read what it closed over in
+            # the recorded call (its decisions on them, taken inside, are not guarded)
+            self.refuse("an operation the replay runs as the engine does (an in-place rule) "
+                        "given a function that reads values other than its arguments (a "
+                        "closure, a default array, a bound method)")
             return y
         del self.steps[mark:]
         if any(type(item) is not Traced and isinstance(item, (np.ndarray, np.generic, float))
