@@ -281,3 +281,40 @@ def test_an_in_place_rule_given_a_closure_over_the_call_is_not_run_again(f):
     else:
         (reason,) = replaying.reasons.values()
         assert "given a function that reads values other than its arguments" in reason
+
+
+def along_rows_of_a_closure(x, w):
+    """np.apply_along_axis of constants, its function closing over a mask of w: the call of
+    constants is a step run again on each replay, which would read the recorded call's mask."""
+    m = (w > 1.0) * 1.0
+    k = np.apply_along_axis(lambda r: r * m, 1, np.ones((3, 6)))
+    return np.sum(k @ (x * w))
+
+
+def along_rows_of_numpy(x, w):
+    k = np.apply_along_axis(np.cumsum, 1, np.ones((3, 6)))
+    return np.sum(k @ (x * w))
+
+
+@pytest.mark.parametrize("f", [along_rows_of_a_closure, along_rows_of_numpy])
+def test_a_call_of_constants_given_a_closure_over_the_call_is_not_run_again(f):
+    """A function of constants is one step of the program, called again on each replay:
+    given a function closing over the call's values, the call is traced, saying why."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(6)
+    ws = [rng.uniform(0.5, 1.5, 6) for _ in range(5)]
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for w in ws:
+        args = (x.copy(), w.copy())
+        got = replaying(*args)
+        assert args[0].tobytes() == x.tobytes() and args[1].tobytes() == w.tobytes()
+        expected = mutad.value_and_grad(f, argnums=(0, 1))(x.copy(), w.copy())
+        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
+        assert np.asarray(expected[0]).tobytes() == np.asarray(f(x.copy(), w.copy())).tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
+    if f is along_rows_of_numpy:
+        (program,) = replaying.programs.values()
+        assert program.replays == 4, replaying.reasons
+    else:
+        (reason,) = replaying.reasons.values()
+        assert "of constants given a function that reads values other than its" in reason
