@@ -2773,7 +2773,9 @@ class TracedSparse(_ComparedByValue):
             return TracedSparse(_dropping(out), ufunc(_summed(self.data, self.layout, out),
                                                       _summed(other.data, other.layout, out)))
         if _is_scalar(other):
-            keeps_zeros = memory(other) <= 0 if name == "maximum" else memory(other) >= 0
+            # (a decision on a traced number's value, which a replay guards: compared by
+            # NumPy's traced comparison, not on its plain value, which a recording does not see)
+            keeps_zeros = bool(other <= 0 if name == "maximum" else other >= 0)
             if keeps_zeros:
                 self.sum_duplicates()  # as SciPy's does; then it leaves out the zeros
                 return TracedSparse(_dropping(self.layout), ufunc(self.data, other))
