@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 
+import mutad
 from test_replay_hunt20 import _replayed_as_traced
 
 # ----------------------------------------------------------------------------------------------
@@ -34,3 +35,42 @@ def test_sparse_extremum_zeros_by_the_calls_number(name, form, argnums):
         kept, filled = -kept, -filled
     calls = [(_DATA, kept), (_DATA, kept), (_DATA, filled), (_DATA, filled), (_DATA, kept)]
     _replayed_as_traced(f, calls, argnums, least=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# np.histogramdd (np.histogram2d) of a sample the program computes without derivative (an
+# integer sample, a stop_gradient's): the edges NumPy takes from its extremes were those of
+# its plain values, outside any step, so a replay kept the recorded call's edges (and the
+# densities they divide). They are computed of the traced sample, as a differentiated one's.
+
+_SAMPLE = np.array([[0.1, 0.2], [0.5, 0.9], [0.3, 0.4], [0.8, 0.1]])
+_WEIGHTS = np.array([1.0, 2.0, 3.0, 4.0])
+
+
+@pytest.mark.parametrize("made", ["stopped", "integers"])
+@pytest.mark.parametrize("argnums", [(0, 1), 1])
+def test_histogramdd_edges_of_the_calls_sample(made, argnums):
+    def f(x, w):
+        s = mutad.stop_gradient(x) if made == "stopped" else (x * 4.0).astype(int)
+        h, edges = np.histogramdd(s, bins=3, weights=w, density=True)
+        return np.sum(h * np.arange(1.0, 10.0).reshape(3, 3)) + edges[0].sum() + edges[1][1]
+
+    moved = _SAMPLE * 2.0 + 0.3
+    calls = [(_SAMPLE, _WEIGHTS), (_SAMPLE, _WEIGHTS), (moved, _WEIGHTS), (moved, _WEIGHTS),
+             (_SAMPLE, _WEIGHTS)]
+    _replayed_as_traced(f, calls, argnums, least=2)
+
+
+def test_histogramdd_integer_edges_are_numpys():
+    def f(x):
+        h, edges = np.histogramdd((x * 4.0).astype(int), bins=3)
+        found.append([mutad.stop_gradient(e) for e in edges])
+        return np.sum(h) + np.sum(x)
+
+    for x in (_SAMPLE, _SAMPLE * 2.0 + 0.3):
+        found = []
+        mutad.gradient(f, x.copy())
+        expected = np.histogramdd((x * 4.0).astype(int), bins=3)[1]
+        assert all(type(a) is np.ndarray and a.dtype == b.dtype and a.tobytes() == b.tobytes()
+                   for a, b in zip(found[0], expected, strict=True))
+
