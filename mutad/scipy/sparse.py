@@ -2630,11 +2630,14 @@ class TracedSparse(_ComparedByValue):
             # the root's partial there is infinite (an entry moving through zero leaves sqrt's
             # domain: no derivative), so they stay SciPy's unstored zeros, constants (the
             # branch SciPy takes, as a replay's recomputed mask takes it at each call), where
-            # the other maps' finite partials at zero are their derivatives
+            # the other maps' finite partials at zero are their derivatives (of this call's
+            # values: a replay takes them again, where the plain ones would be the recorded
+            # call's, also where the zeros it leaves out moved)
             out = np.reshape(self.layout.left_out(self.data), np.shape(self.data))
             kept = valid & ~out
             root = ufunc(np.where(kept, self.data, 0.5))
-            return TracedSparse(self._fresh_layout(), np.where(kept, root, memory(self.data)))
+            return TracedSparse(self._fresh_layout(),
+                                np.where(kept, root, stop_gradient(self.data)))
         kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
         return TracedSparse(kept, self._mapped(ufunc))
 
