@@ -6,9 +6,11 @@ traced ones bit for bit, the caller's arrays too, and asserted replayed."""
 import numpy as np
 import pytest
 import scipy.sparse
+import scipy.sparse.csgraph
 
 import mutad
-from test_replay_hunt20 import _replayed_as_traced
+from test_replay_budget import replays
+from test_replay_hunt20 import _replayed_as_traced, _same
 
 # ----------------------------------------------------------------------------------------------
 # A.maximum(c) (A.minimum(c)) of a scipy.sparse matrix: whether the zeros SciPy does not store
@@ -92,3 +94,29 @@ def test_sparse_sqrt_zeros_of_the_calls_values(kind):
     full = np.array([[1.0, 4.0, 9.0], [0.0, 2.0, 3.0]])
     holed = np.array([[1.0, 0.0, 9.0], [0.0, 2.0, 3.0]])
     _replayed_as_traced(f, [(full,), (full,), (holed,), (holed,), (full,)], least=2)
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.sparse.csgraph's shortest paths of a traced graph with unweighted=True: SciPy's counts
+# of edges, found on the plain weights outside any step, were returned as they are, so a
+# replay kept the recorded call's where the graph's edges changed. Such calls are traced, with
+# the reason (the weighted ones were already: their lengths are SciPy's plain values).
+
+
+@pytest.mark.parametrize("name, sparse", [("dijkstra", False), ("shortest_path", True)])
+def test_csgraph_unweighted_paths_are_traced(name, sparse):
+    def f(g):
+        graph = scipy.sparse.csr_array(g) if sparse else g
+        d = getattr(scipy.sparse.csgraph, name)(graph, unweighted=True, directed=not sparse)
+        return np.sum(np.where(np.isfinite(d), d, 0.0) * g)
+
+    chain = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+    shortcut = np.array([[0.0, 1.0, 5.0], [0.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+    replaying = mutad.value_and_grad(f, replay=True)
+    for g in (chain, chain, shortcut, shortcut):
+        given = g.copy()
+        got = replaying(given)
+        assert given.tobytes() == g.tobytes()
+        assert _same(got, mutad.value_and_grad(f)(g.copy()))
+    assert replays(replaying) == 0
+    assert any(f"csgraph.{name}" in reason for reason in replaying.reasons.values())

@@ -5186,6 +5186,10 @@ def _shortest_paths(name):
                 _refuse(f"scipy.sparse.csgraph.{name} of a traced {argument}",
                         f"pass {argument} as a constant.")
         plain, W = _graph_weights(given["csgraph"], given["directed"])
+        # SciPy's search of the plain weights (its paths; with unweighted=True, its counts of
+        # edges, returned as they are): a replay would keep this call's
+        not_replayed(f"scipy.sparse.csgraph.{name} of a traced graph, whose paths SciPy finds "
+                     "on its plain weights outside a recorded step")
         settings = dict(given, csgraph=plain, return_predecessors=True)
         if "overwrite" in settings:
             settings["overwrite"] = False
