@@ -5,7 +5,8 @@ argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, 
 and integers from NumPy functions, a global array changed between calls) and write in every
 way the replay compiles or runs again (elements, slices and strided views, scatters and
 ``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
-reductions, SciPy's ``overwrite_a``, complex parts), and decide on values taken out of the
+reductions, SciPy's ``overwrite_a``, complex parts; operations run again that make their
+result: ``np.piecewise``, ``np.bincount``), and decide on values taken out of the
 differentiation (``mutad.stop_gradient``), on counts and positions the data picks (a mask's
 indices, a slice's end, a shift, a search), on ties after an inexact undo, on Python's
 lists, dicts and orders built from the data, and inside a library function mutad follows
@@ -136,6 +137,13 @@ def _statements(rng):
         f"np.maximum(s, y, out=s, where=x > {c})",
         f"s = np.select([x > {c}, x < -{c}], [s, y], default=1.0) * s",
         "s = np.piecewise(s, [s < 0, s >= 0], [lambda t: t * t, lambda t: 2.0 * t])",
+        # an operation run again that makes its result (piecewise's, bincount's), the result
+        # written in place after; functions closing over the call's values (recorded as steps)
+        f"p = np.piecewise(s, [s < {c}], [np.sin, {c}])\np *= y\np[1:] += p[:-1] * 0.5\n"
+        "s = s + p",
+        f"s = s + np.bincount(np.argsort(x) % 3, weights=s * y, minlength={N})",
+        f"p = np.piecewise(s, [x < {c}], [lambda t: t * y[{j}], lambda t: t - x[{i}]])\n"
+        "s = s + p",
         "s = np.maximum.accumulate(s)",
         f"np.clip(s, -1.0, {c}, out=s)",
         # a write the restore policy undoes by an inverse that does not give the bytes back,
