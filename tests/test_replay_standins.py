@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import scipy.sparse
 import scipy.sparse.csgraph
+import scipy.stats
 
 import mutad
 from test_replay_budget import replays
@@ -120,3 +121,30 @@ def test_csgraph_unweighted_paths_are_traced(name, sparse):
         assert _same(got, mutad.value_and_grad(f)(g.copy()))
     assert replays(replaying) == 0
     assert any(f"csgraph.{name}" in reason for reason in replaying.reasons.values())
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.vonmises_fisher: SciPy's checks of mu (a unit vector) and kappa (positive) were
+# taken on the plain values, outside any step, so a replay recorded where they held gave a
+# number where SciPy raises its error. They are decisions a replay takes again.
+
+
+@pytest.mark.parametrize("argnums", [0, (0, 1)])
+def test_vonmises_fisher_checks_of_the_calls_values(argnums):
+    x = np.array([0.6, 0.8, 0.0])
+
+    def f(mu, kappa):
+        return scipy.stats.vonmises_fisher.logpdf(x, mu, kappa[0])
+
+    unit, other = np.array([0.0, 1.0, 0.0]), np.array([0.6, 0.0, 0.8])
+    kappa = np.array([2.0])
+    _replayed_as_traced(f, [(unit, kappa), (unit, kappa), (other, kappa), (unit, kappa)],
+                        argnums, least=2)
+    replaying = mutad.value_and_grad(f, argnums=argnums, replay=True)
+    replaying(unit, kappa)
+    replaying(unit, kappa)
+    assert replays(replaying) == 1
+    with pytest.raises(ValueError, match="unit vector"):
+        replaying(2.0 * unit, kappa)
+    with pytest.raises(ValueError, match="kappa"):
+        replaying(unit, np.array([0.0]))

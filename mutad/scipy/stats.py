@@ -1252,7 +1252,14 @@ class VonMisesFisher:
         return Frozen(self, (mu, kappa), {})
 
     def _dim(self, mu, kappa):
-        mu, kappa = (np.asarray(memory(v)) for v in lists_as_arrays((mu, kappa)))
+        mu, kappa = lists_as_arrays((mu, kappa))
+        # SciPy's checks read the values (a unit mu, a positive kappa): each is a decision a
+        # replay takes again (where one changes, the call is traced, and SciPy's check raises
+        # its error), where the plain values' would hold as recorded
+        for v, holds in ((mu, _unit), (kappa, _positive)):
+            if isinstance(v, Tracer):
+                v._decided(holds)
+        mu, kappa = (np.asarray(memory(v)) for v in (mu, kappa))
         return self.scipy._process_parameters(mu, kappa[()] if kappa.ndim == 0 else kappa)[0]
 
     def logpdf(self, x, mu=None, kappa=1):
@@ -1272,6 +1279,14 @@ class VonMisesFisher:
             return self.scipy.entropy(mu, kappa)
         return following_scipys_code(vonmises_fisher_gen._entropy,
                                      (self.scipy, self._dim(mu, kappa), kappa), {})
+
+
+def _unit(mu):
+    return bool(np.allclose(np.linalg.norm(mu), 1.0))  # (SciPy's test)
+
+
+def _positive(kappa):
+    return bool(np.all(kappa > 0))
 
 
 class MultivariateT(MultivariateNormal):
