@@ -148,3 +148,21 @@ def test_vonmises_fisher_checks_of_the_calls_values(argnums):
         replaying(2.0 * unit, kappa)
     with pytest.raises(ValueError, match="kappa"):
         replaying(unit, np.array([0.0]))
+
+
+# ----------------------------------------------------------------------------------------------
+# scipy.stats.multivariate_normal.cdf (logcdf) of a covariance the function computes without
+# derivative (a stop_gradient's): SciPy's integral was set up with its plain values, outside
+# any step, so a replay kept the recorded call's covariance. Its values are now checked again
+# by a replay (``settled``).
+
+
+@pytest.mark.parametrize("name", ["cdf", "logcdf"])
+def test_multivariate_normal_cdf_of_the_calls_covariance(name):
+    def f(x, cov):
+        return getattr(scipy.stats.multivariate_normal, name)(x, np.zeros(2),
+                                                              mutad.stop_gradient(cov))
+
+    x = np.array([0.3, -0.2])
+    near, far = np.array([[1.0, 0.2], [0.2, 1.0]]), np.array([[2.0, 0.5], [0.5, 1.5]])
+    _replayed_as_traced(f, [(x, near), (x, near), (x, far), (x, far)], (0, 1), least=2)

@@ -120,7 +120,7 @@ from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, invwisha
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import Tracer, innermost
@@ -1043,7 +1043,10 @@ class MultivariateNormal:
             raise UnsupportedOperationError(
                 f"{name} of a differentiated covariance or with a lower_limit: mutad "
                 "differentiates it in x and mean, with a constant cov and lower_limit=None.")
-        cov = np.array(memory(cov)) if isinstance(cov, Tracer) else cov  # (a constant's value)
+        # (a constant's value, which a replay checks again: one the function computes, of
+        # its arguments, changes from call to call)
+        cov = np.array(settled(cov, f"{name} of a covariance computed in the function")) \
+            if isinstance(cov, Tracer) else cov
         _, _, plain_cov, dim = self._parameters(0.0, None if mean is None else memory(mean),
                                                 cov)
         problem = _NormalIntegral(function, cov, args, kwargs, np.asarray(plain_cov, float),
