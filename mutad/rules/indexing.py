@@ -1082,11 +1082,20 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     edges = list(_histogramdd_edges(plain_sample, bins, range))
     scalar_bins = isinstance(bins, str) or (type(bins) not in (list, tuple)
                                             and np.ndim(bins) == 0)
+    # Edges NumPy takes from the sample's extremes are computed again of the traced sample, a
+    # constant the program computes too (an integer sample, a stop_gradient's), whose
+    # extremes change from call to call as well: the steps a replay runs again, and the
+    # decision on them (a tie) guarded. Those of the plain values would be the
+    # recorded call's.
+    follows = wrapped(sample) and np.asarray(plain_sample).dtype.kind in "fiu"
     for i in builtins_range(D):
         bins_i = bins if scalar_bins else bins[i]
         if (np.ndim(bins_i) == 0 and not isinstance(bins_i, str)
-                and (range is None or range[i] is None) and carries_derivative(sample)
-                and np.size(sample) and np.asarray(plain_sample).dtype.kind == "f"):
+                and (range is None or range[i] is None) and np.size(sample)):
+            if not follows:
+                if wrapped(sample):
+                    settled(sample, "np.histogramdd's edges of a sample the program computes")
+                continue
             first, last = np.min(sample[:, i]), np.max(sample[:, i])
             if first == last:
                 first, last = first - 0.5, last + 0.5
