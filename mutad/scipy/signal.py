@@ -3410,23 +3410,29 @@ qspline1d_eval = _spline_evaluation("qspline1d_eval")
 
 @stands_in_for(_signal.sepfir2d)
 def sepfir2d(input, hrow, hcol):
-    """``scipy.signal.sepfir2d`` of a traced image and constant kernels: a separable filter,
+    """``scipy.signal.sepfir2d`` of a traced image or kernels: a separable filter,
     ``C @ input @ R.T`` for a filter ``R`` along the rows and ``C`` along the columns, each
     with SciPy's mirror-symmetric boundaries (SciPy's compiled code reads the image's memory,
     which a traced array does not hand out). The values are SciPy's; the derivatives are
-    those of the matrices, which SciPy's filter of identities gives."""
-    if carries_derivative(hrow) or carries_derivative(hcol):
-        raise UnsupportedOperationError(
-            "scipy.signal.sepfir2d of differentiated kernels (hrow, hcol): mutad "
-            "differentiates it in the image alone. Pass the kernels as constants, or write "
-            "the filter with scipy.signal.convolve2d, which mutad differentiates in both.")
+    those of the matrices, which SciPy's filter of identities gives: linear in each kernel,
+    ``C = Σ hcol[j] C(e_j)`` and ``R = Σ hrow[i] R(e_i)``."""
     image = array_argument(input)
     if np.ndim(image) != 2:  # SciPy's own error
-        sepfir2d.original(stop_gradient(image), hrow, hcol)
+        sepfir2d.original(stop_gradient(image), _plain(hrow), _plain(hcol))
         raise UnsupportedOperationError(
             f"scipy.signal.sepfir2d of a differentiated array of shape {np.shape(image)}: "
             "mutad differentiates a 2-D image.")
-    return _separable_filter(hrow, hcol, *np.shape(image))(image)
+    if not (carries_derivative(hrow) or carries_derivative(hcol)):
+        return _separable_filter(hrow, hcol, *np.shape(image))(image)
+    original = sepfir2d.original  # (SciPy's name for it is routed to the stand-in)
+    value = original(_plain(image), _plain(hrow), _plain(hcol))
+    hrow, hcol = array_argument(hrow), array_argument(hcol)
+    rows, columns = np.shape(image)
+    by_column = np.stack([original(np.eye(rows), [1.0], e) for e in np.eye(np.size(hcol))])
+    by_row = np.stack([original(np.eye(columns), e, [1.0]) for e in np.eye(np.size(hrow))])
+    C = np.tensordot(np.ravel(hcol), by_column, axes=1)
+    RT = np.tensordot(np.ravel(hrow), by_row, axes=1)
+    return scipys_value(value, C @ image @ RT)
 
 
 def _separable_filter(hrow, hcol, rows, columns):
