@@ -608,9 +608,41 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     ``J[k][i]`` for output ``k`` and argument ``i``). An argument that is a structure (a tuple,
     dataclass, object) gives that structure, each float leaf holding its Jacobian and ``None``
     for the others.
-    :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do.
+    :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do;
+    so does ``jacobian(f)`` given no arguments, which takes keyword arguments for ``f`` too.
     """
+    if not args:  # (a function of no arguments has no Jacobian: JAX's ``jacobian(f)(x)``)
+        return _curried(_jacobian, f, argnums, None)
     return _jacobian(f, args, argnums, None)
+
+
+def _curried(differentiation, f, *options):
+    """``jacobian(f)``, ``hessian(f)``: the function of ``f``'s arguments, positional and
+    keyword, computing ``differentiation(f, args, argnums, *more)`` at them."""
+    argnums, *more = options
+
+    @user_frames
+    def at(*args, **kwargs):
+        g, args, selected = _with_keywords(f, args, argnums, kwargs)
+        return differentiation(g, args, selected, *more)
+
+    return at
+
+
+def _with_keywords(f, args, argnums, kwargs):
+    """``f``, ``args`` and ``argnums`` of a call with keyword arguments as those of one whose
+    keywords are a last positional argument (a dict, not differentiated): they then take the
+    path of every argument that is not differentiated (the runs a Jacobian or a Hessian makes
+    of ``f`` each get them as NumPy's one run does; the caller's arrays are left as they
+    were)."""
+    if not kwargs:
+        return f, args, argnums
+    selected, single = check_argnums(argnums, len(args))
+
+    def with_keywords(*values):
+        return as_called(f)(*values[:-1], **values[-1])
+
+    return with_keywords, args + (kwargs,), selected[0] if single else selected
 
 
 def _with_aux(f, has_aux):
@@ -652,9 +684,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     """
 
     @user_frames
-    def jacobian_of_f(*args):
+    def jacobian_of_f(*args, **kwargs):  # (keyword arguments are f's, as JAX's)
         loss, result = _with_aux(f, has_aux)
-        return result(_jacobian(loss, args, argnums, "forward"))
+        loss, args, selected = _with_keywords(loss, args, argnums, kwargs)
+        return result(_jacobian(loss, args, selected, "forward"))
 
     return jacobian_of_f
 
@@ -679,9 +712,10 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     """
 
     @user_frames
-    def jacobian_of_f(*args):
+    def jacobian_of_f(*args, **kwargs):  # (keyword arguments are f's, as JAX's)
         loss, result = _with_aux(f, has_aux)
-        return result(_jacobian(loss, args, argnums, "reverse"))
+        loss, args, selected = _with_keywords(loss, args, argnums, kwargs)
+        return result(_jacobian(loss, args, selected, "reverse"))
 
     return jacobian_of_f
 
@@ -1108,7 +1142,16 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     along the elements of ``x``, the gradient's in-place reverse pass carrying tangents: a batch
     of directions per pass where every operation on them is one the batch handles (as in
     :func:`jacobian`), else one direction per pass, with the same result. A decorated function
-    whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
+    whose reverse rule does not dispatch falls back to ``hvp``'s orders.
+
+    ``hessian(f)``, given no arguments, is the function computing it at ``f``'s arguments,
+    positional and keyword, as JAX's ``hessian(f)``."""
+    if not args:  # (a function of no arguments has no Hessian)
+        return _curried(_hessian_at, f, argnums, policy)
+    return _hessian_at(f, args, argnums, policy)
+
+
+def _hessian_at(f, args, argnums, policy):
     with _RunsShownAsOne() as runs:
         return _hessian(f, args, argnums, policy, runs)
 

@@ -6376,6 +6376,24 @@ def library_route(value):
     return pair[1] if pair is not None and pair[0] is value else None
 
 
+_CACHE_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
+"""The type of ``functools.lru_cache``'s and ``functools.cache``'s wrappers."""
+
+
+def uncached(f):
+    """``f``, or the function its ``functools.lru_cache`` (or ``functools.cache``) wraps where
+    ``f``, the differentiated function (or method), is itself such a wrapper: its cache, keyed
+    on the number a differentiated value stands for, would hand back a result computed without
+    this differentiation (of a plain call made before, or of another differentiation) and with
+    no derivative. The function it wraps computes NumPy's number, with its derivative, and the
+    cache is left as it was (no traced value is stored in it)."""
+    if type(f) is types.MethodType and type(f.__func__) is _CACHE_WRAPPER:
+        return types.MethodType(uncached(f.__func__), f.__self__)
+    while type(f) is _CACHE_WRAPPER:
+        f = f.__wrapped__
+    return f
+
+
 def mode(f=None):
     """The allocation mode around one differentiation of ``f``; gives the function to call:
     ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
@@ -6389,6 +6407,7 @@ def as_called(f):
     function of the leaves of the arguments around the differentiated function): what stands
     in for ``f`` if it is a function the mode routes, as ``mode`` gives it where ``f`` is the
     differentiated function itself; else ``f``."""
+    f = uncached(f)
     with MODE.lock:
         stand_in = MODE._stand_in(f)
     return f if stand_in is None else stand_in
@@ -6403,7 +6422,7 @@ class _InMode:
         self.f = f
 
     def __enter__(self):
-        f = self.f
+        f = self.f if self.f is None else uncached(self.f)
         holders = MODE.enter(f)
         try:
             MODE.lock.acquire()  # (as in ``_Mode.enter``)
