@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import random
 import types
 import warnings
@@ -780,6 +781,36 @@ def _names_read(code):
     return names
 
 
+def _generators_held(reached, depth=3, budget=256):
+    """The random generators among ``reached`` or held in them ``depth`` steps down (an
+    attribute, an item of a list, tuple or dict, the object a bound method is of:
+    ``self.noise.rng``, ``self.layers[0].rng``, ``from random import gauss``), looking at no
+    more than ``budget`` objects (a program's large containers are not walked through)."""
+    level, seen = list(reached), set()
+    for _ in range(depth + 1):
+        below = []
+        for x in level:
+            if type(x) in _HOLDS_NO_GENERATOR or id(x) in seen or budget <= 0:
+                continue
+            seen.add(id(x))
+            budget -= 1
+            if isinstance(x, _GENERATORS):
+                yield x
+            elif isinstance(x, (list, tuple)):
+                below.extend(x[:budget])
+            elif isinstance(x, dict):
+                below.extend(itertools.islice(x.values(), budget))
+            elif isinstance(x, (types.MethodType, types.BuiltinMethodType)):
+                below.append(x.__self__)  # (a generator's method: `from random import gauss`)
+            elif type(x).__dictoffset__ and not isinstance(x, _NO_ATTRIBUTES):
+                below.extend(itertools.islice(x.__dict__.values(), budget))
+        level = below
+
+
+_HOLDS_NO_GENERATOR = {int, float, complex, bool, str, bytes, type(None), np.ndarray,
+                       np.float64, np.int64}
+
+
 class _RunsShownAsOne:
     """While a Jacobian or a Hessian runs ``f`` once per direction (or batch of them), the
     warnings shown are those one run shows: NumPy's own, as its one run of ``f`` gives them,
@@ -800,23 +831,18 @@ class _RunsShownAsOne:
 
     def reach(self, f, args):
         """Note the random generators ``f`` reaches before its first run (in its arguments,
-        the object it is a method of, its closure and the globals it names, or as an attribute
-        of one of those; Python's where it names the random module or a method of a
-        generator): each run of ``f`` starts from their states as NumPy's one run does, so
+        the object it is a method of, its closure and the globals it names, or held in one of
+        those, a few attributes or items down: ``_generators_held``; Python's where it names
+        the random module or a method of a generator): each run of ``f`` starts from their states as NumPy's one run does, so
         that its draws are the same (``begin``). Draws that mutad follows (np.random's
         functions, a Generator reached by name) note theirs as they are made
         (``allocation.RUNS_OF_F``): only a run that draws from NumPy's global generator pays
         for putting back its state, the dearest to read and set."""
         reached = list(args)
         _reached_by(f, reached, set(), 3)
-        for x in reached:
-            if x is random:  # (np.random's functions are followed, their draws noted as made)
-                x = random._inst
-            attributes = () if isinstance(x, _NO_ATTRIBUTES) else getattr(x, "__dict__", ())
-            for y in (x, getattr(x, "__self__", None),  # (a generator's method: `from random
-                      *(attributes.values() if attributes else ())):  # import gauss`)
-                if isinstance(y, _GENERATORS):
-                    self.drawing_from(y)
+        for generator in _generators_held(
+                random._inst if x is random else x for x in reached):
+            self.drawing_from(generator)
 
     def drawing_from(self, generator):
         """``f`` draws from ``generator``: its state before the first draw of these runs is

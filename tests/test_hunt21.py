@@ -159,6 +159,17 @@ class _Noisy:
         return x * self.rng.standard_normal(x.shape)
 
 
+class _Model:  # a generator two attributes deep (self.noise.rng), and in a list attribute
+    def __init__(self):
+        self.noise, self.layers = _Noisy(), [_Noisy()]
+
+    def __call__(self, x):
+        return self.noise(x)
+
+    def layered(self, x):
+        return self.layers[0](x)
+
+
 def _in_a_closure():
     g = np.random.default_rng(2)
     return lambda x: x * g.standard_normal(x.shape), g
@@ -170,6 +181,8 @@ _GENERATORS = {  # f (x times numbers it draws), and the generator it draws them
                             np.random.mtrand._rand),
     "a closure's": _in_a_closure,
     "an attribute": lambda: (lambda noisy: (noisy, noisy.rng))(_Noisy()),
+    "two attributes deep": lambda: (lambda model: (model, model.noise.rng))(_Model()),
+    "in a list attribute": lambda: (lambda model: (model.layered, model.layers[0].rng))(_Model()),
     "python's random": lambda: (lambda x: x * np.array([random.gauss(0.0, 1.0) for _ in x]),
                                 random._inst),
 }

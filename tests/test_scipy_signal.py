@@ -84,6 +84,10 @@ CASES = {
     "sosfilt-zi-axis0": (lambda f, p, x, zi: weighted(f.sosfilt(sections(p), x, 0, zi)[0])
                          + weighted(f.sosfilt(sections(p), x, axis=0, zi=zi)[1]),
                          (FREE[:2], (9, 3), (2, 2, 3))),
+    # one section as a 1-d array of six (SciPy's atleast_2d; symiirorder2 passes one)
+    "sosfilt-1d-section-zi": (lambda f, p, x, zi: weighted(f.sosfilt(sections(p)[0], x, zi=zi)[0])
+                              + weighted(f.sosfilt(sections(p)[0], x, zi=zi)[1]),
+                              (FREE[:1], (12,), (1, 2))),
     "filtfilt": (lambda f, x: f.filtfilt(B, A, x), ((30,),)),
     "filtfilt-coefficients": (lambda f, b, a, x: f.filtfilt(b, a, x, padtype="even", padlen=5),
                               (B, A * 2.0, (30,))),

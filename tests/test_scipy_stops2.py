@@ -273,18 +273,18 @@ def test_funm_of_complex_eigenvalues_and_refusals():
 
 # ----------------------------------------------------------------------------------------------
 # SciPy's followed code handing a traced array to compiled code that converts it
-# (symiirorder2's initial conditions), which raised the conversion's error in some runs and a
-# SystemError in others: the conversion's error, naming the compiled function and SciPy's
+# (levy_stable's Nolan integrand object), which raised the conversion's error in some runs and
+# a SystemError in others: the conversion's error, naming the compiled function and SciPy's
 # function that called it, in every run
 
 
 def test_compiled_code_failing_on_traced_values_is_refused_by_name():
-    x = X16[:8].copy()
+    import scipy.stats
+    beta = np.array([0.3])
     with pytest.raises(mutad.errors.ConversionError,
-                       match=r"symiirorder2_ic_fwd\(\) in scipy\.signal\._spline_filters\."
-                             r"symiirorder2, called through scipy\.signal\.\w+ in"):
-        mutad.gradient(lambda x: np.sum(scipy.signal.symiirorder2(x, 0.5, 0.1)), x)
-    assert x.tobytes() == X16[:8].tobytes()
+                       match=r"Nolan\(\) in scipy\.stats\._levy_stable\.\w+, called through"):
+        mutad.gradient(lambda b: np.sum(scipy.stats.levy_stable.pdf(0.5, 1.5, b)), beta)
+    assert beta.tobytes() == np.array([0.3]).tobytes()
 
 
 def test_symiirorder1_start_of_traced_values():
@@ -297,6 +297,50 @@ def test_symiirorder1_start_of_traced_values():
           np.array([1.0, 0.5, 0.2]))
     check(lambda x: np.sum(scipy.signal.symiirorder1(x.reshape(2, 20), 0.7, -0.2) ** 2),
           np.concatenate([np.sin(5 * t), np.cos(3 * t)])[::2].copy())
+
+
+# symiirorder2's compiled starts (symiirorder2_ic_fwd, _bwd): sums of the first (last) values
+# weighted by the two-pole filter's steady-state responses, SciPy's weights and counts taken in
+# its arithmetic; cspline2d and spline_filter (symiirorder2 along each axis) with them
+
+T120 = np.linspace(0.0, 1.0, 120)
+IMAGE = np.outer(np.sin(3 * T120[:40]), np.cos(2 * T120[:44])) + 0.01 * np.arange(44)
+
+SYMIIRORDER2 = {
+    "signal": (lambda x: np.sum(scipy.signal.symiirorder2(x, 0.6, 1.1) ** 2), np.sin(5 * T120)),
+    "rows_precision": (lambda x: np.sum(scipy.signal.symiirorder2(x.reshape(2, -1), 0.6, 1.1,
+                                                                  1e-6) ** 2), np.sin(5 * T120)),
+    "omega_pi": (lambda x: np.sum(scipy.signal.symiirorder2(x, 0.6, np.pi) ** 2), np.sin(5 * T120)),
+    "omega_zero": (lambda x: np.sum(scipy.signal.symiirorder2(x, 0.6, 0.0) ** 2), np.cos(T120)),
+    "r_omega": (lambda p: np.sum(scipy.signal.symiirorder2(np.sin(5 * T120[:40]) * p[2], p[0],
+                                                           p[1]) ** 2), np.array([-0.4, 2.5, 1.2])),
+    "cspline2d": (lambda x: np.sum(scipy.signal.cspline2d(x, 1.0) ** 2), IMAGE),
+    "spline_filter": (lambda x: np.sum(scipy.signal.spline_filter(x, 2.0) ** 2), IMAGE),
+}
+
+
+@pytest.mark.parametrize("name", SYMIIRORDER2)
+def test_symiirorder2_starts_of_traced_values(name):
+    f, x = SYMIIRORDER2[name]
+    check(f, x.copy())
+
+
+def test_symiirorder2_in_float32_and_refused_at_its_limits():
+    x = np.sin(5 * T120).astype(np.float32)
+    f = lambda x: np.sum(scipy.signal.symiirorder2(x, 0.6, 1.1) ** 2)  # noqa: E731
+    value, (gradient,) = mutad.value_and_gradient(f, x)
+    assert value.tobytes() == f(x.copy()).tobytes()
+    # SciPy's float32 starts stop at other counts than float64's: differences in float32 (f is
+    # quadratic in x, so a long step is exact but for the values' rounding)
+    v = np.cos(np.arange(120.0)).astype(np.float32)
+    difference = (f(x + 0.05 * v) - f(x - 0.05 * v)) / 0.1
+    assert np.isclose(np.dot(gradient, v), difference, rtol=1e-3)
+    assert np.isclose(mutad.jvp(f, (x,), (v,))[1], difference, rtol=1e-3)
+    assert x.tobytes() == np.sin(5 * T120).astype(np.float32).tobytes()
+    for r, omega in [(0.6, 0.0), (0.0, 1.1)]:  # the limiting formulas: omega 0 or pi, r 0
+        with pytest.raises(UnsupportedOperationError, match="symiirorder2 differentiated in r"):
+            mutad.gradient(lambda p: np.sum(scipy.signal.symiirorder2(
+                np.sin(5 * T120), p[0], p[1])), np.array([r, omega]))
 
 
 # scipy.stats.weightedtau: SciPy's compiled weighted tau of the orderings of x and y, a

@@ -75,9 +75,20 @@ def test_sepfir2d_of_an_image(hrow, hcol):
           + np.sum(scipy.signal.sepfir2d(x * x, hrow, hcol) ** 2), IMAGE.copy(), order=2)
 
 
-def test_sepfir2d_of_differentiated_kernels_is_refused():
-    with pytest.raises(UnsupportedOperationError, match="kernels"):
-        mutad.gradient(lambda h: np.sum(scipy.signal.sepfir2d(IMAGE, h, [1.])), X[:3].copy())
+@pytest.mark.parametrize("which", ["hrow", "hcol", "all"])
+def test_sepfir2d_of_differentiated_kernels(which):
+    """Bilinear in the kernels (and the image): C(hcol) @ x @ R(hrow).T, each matrix linear
+    in its kernel, its values SciPy's."""
+    weights = np.sin(np.arange(20.0)).reshape(4, 5)
+
+    def f(p):
+        hrow = p[:3] if which != "hcol" else np.array([1., 2., 1.])
+        hcol = p[3:8] if which != "hrow" else np.array([0.5, -1., 2.])
+        image = IMAGE * p[8] if which == "all" else IMAGE
+        return np.sum(scipy.signal.sepfir2d(image, hrow, hcol) * weights) \
+            + np.sum(scipy.signal.sepfir2d(image, hrow, hcol) ** 2)
+
+    check(f, np.array([0.2, -1., 3., 0.3, 1., 0.7, 2., -1., 1.3]), order=2)
 
 
 # ----------------------------------------------------------------------------------------------

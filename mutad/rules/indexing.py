@@ -197,6 +197,12 @@ def unique_decided(ar, return_index, return_inverse, return_counts, axis, **kwar
     result = np.unique(ar, return_index, return_inverse, return_counts, axis, **kwargs)
     values = result[0] if type(result) is tuple else result
     first = np.unique(ar, True, axis=axis, **kwargs)[1]
+    if kwargs.get("sorted", True) is False and axis is None:
+        # NumPy's unsorted values (a hash table's order: np.unique_values of complex values)
+        # need not be in the order its index of first occurrences is: each value's own
+        ordered, first = np.unique(ar, True, equal_nan=kwargs.get("equal_nan", True))
+        if ordered.shape == values.shape:
+            first = first[np.minimum(np.searchsorted(ordered, values), len(first) - 1)]
     found = np.ravel(ar)[first] if axis is None else np.take(ar, first, axis=axis)
     bits_agree = found.shape == values.shape and found.tobytes() == values.tobytes()
     return (np.bool_(bits_agree), first, *(result[1:] if type(result) is tuple else ()))

@@ -38,8 +38,9 @@ Grey morphology (``grey_erosion``, ``grey_dilation``, ``grey_opening``, ``grey_c
 minimum and maximum over SciPy's windows (a size, a footprint or a structure; a dilation's
 mirrored, its origin moved as SciPy moves it): SciPy's values, each output's cotangent going
 to the element it selected (where a structure is given, the element whose value less (plus)
-the structure's is the output). The structure and ``cval`` are constants (refused when
-differentiated).
+the structure's is the output). A differentiated structure sends each output's cotangent
+to (less, in an erosion) the structure's value it took as well; ``cval`` is a constant
+(refused when differentiated).
 
 The measurements over labelled regions (``sum``, ``sum_labels``, ``mean``, ``variance``,
 ``standard_deviation``, ``minimum``, ``maximum``, ``extrema``, ``center_of_mass``) take SciPy's
@@ -609,10 +610,11 @@ def _plain_select(input, cval, call):
 _select = ScipyAdjoint(_plain_select)
 
 
-def _chosen(input, y, footprint, origins, modes, cval, offsets=None):
+def _chosen(input, y, footprint, origins, modes, cval, offsets=None, positions=False):
     """The flat index of the element each output of a rank filter took (-1: the constant
     ``cval``), decided now and kept: the first element of its window equal to it (plus its
-    offset in the window, a grey morphology's structure)."""
+    offset in the window, a grey morphology's structure); with ``positions``, and its place
+    among the window's elements (the offset it took)."""
     lines = _lines(np.shape(input), footprint.shape, origins, modes)
     sources = _extended(np.arange(np.size(input)).reshape(np.shape(input)), -1, lines)
     windows = sliding_window_view(sources, footprint.shape)[..., footprint]
@@ -627,6 +629,8 @@ def _chosen(input, y, footprint, origins, modes, cval, offsets=None):
             "input, so it cannot say which element was selected; differentiate a float64 "
             "filter of a float64 input.")
     first = np.argmax(hit, axis=-1)[..., None]
+    if positions:
+        return np.take_along_axis(windows, first, axis=-1)[..., 0], first[..., 0]
     return np.take_along_axis(windows, first, axis=-1)[..., 0]
 
 
@@ -1739,7 +1743,9 @@ def _grey(original, minimum, input, size, footprint, structure, output, mode, cv
         raise ValueError("size, footprint, or structure must be specified")
     dtype = _dtype(output, input, name)
     _constant(cval, "cval", name)
-    _constant(structure, "the structure", name)
+    traced_structure = structure if carries_derivative(structure) else None
+    if traced_structure is not None:
+        structure = _plain(structure)
     ndim = np.ndim(input)
     axes = _ni_support._check_axes(axes, ndim)
     origins = list(_ni_support._normalize_sequence(origin, len(axes)))
@@ -1776,6 +1782,24 @@ def _grey(original, minimum, input, size, footprint, structure, output, mode, cv
         modes[a] = m
     geometry = (box, tuple(_filters._expand_origin(ndim, axes, origins)), tuple(modes), cval,
                 offsets)
+    if traced_structure is not None:
+        # SciPy's value; each output the element it took plus (less) the structure's value
+        # there, as a composition of the input and the structure (SciPy's choices kept)
+        value = original(_plain(input), size=size, footprint=given_footprint,
+                         structure=given_structure, output=dtype, mode=mode, cval=cval,
+                         origin=origin,
+                         axes=axes)
+        if value.dtype.kind != "f":
+            raise UnsupportedOperationError(
+                f"scipy.ndimage.{name} with a differentiated structure into {value.dtype} "
+                "values: differentiate a float filter (a float input or output=float).")
+        chosen, position = _chosen(_plain(input), value, *geometry, positions=True)
+        traced = flip(traced_structure.astype(np.float64))
+        if traced.ndim != ndim:
+            traced = np.expand_dims(traced, tuple(a for a in range(ndim) if a not in axes))
+        offsets = (-traced if minimum else traced)[box]
+        taken = np.where(chosen >= 0, np.take(np.ravel(input), np.maximum(chosen, 0)), cval)
+        return _deliver(scipys_value(value, taken + np.take(offsets, position)), output)
     call = functools.partial(_call, original, dict(
         size=size, footprint=given_footprint, structure=given_structure, output=dtype, mode=mode,
         cval=cval, origin=origin, axes=axes), geometry=geometry)

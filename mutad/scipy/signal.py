@@ -88,6 +88,12 @@ The waveforms ``chirp`` and ``sawtooth`` and the designs ``iirnotch``, ``iirpeak
 and coefficients (``bilinear``'s transformed polynomials, linear in the coefficients, SciPy's
 values with the derivatives of that map, then ``normalize``); ``square`` is SciPy's own code,
 followed step by step (its values, constant between jumps, have the derivative zero).
+
+The smoothing filters ``symiirorder1`` and ``symiirorder2``, and SciPy's splines built on them
+(``cspline1d``, ``qspline1d``, ``cspline2d``, ``qspline2d``, ``spline_filter``), are SciPy's
+own code on differentiated signals and filter parameters: their compiled mirror-symmetric
+starts are sums SciPy takes term by term, which mutad takes with SciPy's weights and number of
+terms (checked to give SciPy's values bit for bit) and differentiates.
 """
 
 import functools
@@ -567,11 +573,18 @@ def _section(sos, s):
     return sos[s, :3], sos[s, 3:]
 
 
+def _sections(sos):
+    """``sos`` as SciPy's sosfilt takes it: a 1-d array of six is one section
+    (symiirorder2 passes one)."""
+    return np.reshape(sos, (1, -1)) if np.ndim(sos) == 1 else sos
+
+
 @sosfilt.rule
 def _sosfilt_rule(sos, x, axis=-1, zi=None):
     # The value is SciPy's own; the derivative is that of the cascade of lfilter sections it
     # computes (each section's a[0] is 1), through each section's lfilter rule in turn.
     result = sosfilt(sos, x, axis, zi)
+    shape, sos = np.shape(sos), _sections(sos)
     backs = []
     for s in range(np.shape(sos)[0]):
         section, back = _lfilter_rule(*_section(sos, s), x, axis, None if zi is None else zi[s])
@@ -584,7 +597,8 @@ def _sosfilt_rule(sos, x, axis=-1, zi=None):
         for s in reversed(range(len(backs))):
             db, da, dy, _, dzi[s] = backs[s](dy if zi is None else (dy, dresult[1][s]))
             rows[s] = np.concatenate([db, da])
-        return np.stack(rows), dy, None, None if zi is None else np.stack(dzi)
+        return (np.reshape(np.stack(rows), shape), dy, None,
+                None if zi is None else np.stack(dzi))
 
     return result, back
 
@@ -597,6 +611,7 @@ def _sosfilt_jvp(tangents, sos, x, axis=-1, zi=None):
                            (tuple(tangents) + (None,) * 4)[:4])
     sos, x, zi = map(array_argument, (sos, x, zi))
     result = sosfilt(sos, x, axis, zi)
+    sos, dsos = _sections(sos), None if dsos is None else _sections(dsos)
     dzf = []
     for s in range(np.shape(sos)[0]):
         coefficients = _section(sos, s)
@@ -3395,23 +3410,29 @@ qspline1d_eval = _spline_evaluation("qspline1d_eval")
 
 @stands_in_for(_signal.sepfir2d)
 def sepfir2d(input, hrow, hcol):
-    """``scipy.signal.sepfir2d`` of a traced image and constant kernels: a separable filter,
+    """``scipy.signal.sepfir2d`` of a traced image or kernels: a separable filter,
     ``C @ input @ R.T`` for a filter ``R`` along the rows and ``C`` along the columns, each
     with SciPy's mirror-symmetric boundaries (SciPy's compiled code reads the image's memory,
     which a traced array does not hand out). The values are SciPy's; the derivatives are
-    those of the matrices, which SciPy's filter of identities gives."""
-    if carries_derivative(hrow) or carries_derivative(hcol):
-        raise UnsupportedOperationError(
-            "scipy.signal.sepfir2d of differentiated kernels (hrow, hcol): mutad "
-            "differentiates it in the image alone. Pass the kernels as constants, or write "
-            "the filter with scipy.signal.convolve2d, which mutad differentiates in both.")
+    those of the matrices, which SciPy's filter of identities gives: linear in each kernel,
+    ``C = Σ hcol[j] C(e_j)`` and ``R = Σ hrow[i] R(e_i)``."""
     image = array_argument(input)
     if np.ndim(image) != 2:  # SciPy's own error
-        sepfir2d.original(stop_gradient(image), hrow, hcol)
+        sepfir2d.original(stop_gradient(image), _plain(hrow), _plain(hcol))
         raise UnsupportedOperationError(
             f"scipy.signal.sepfir2d of a differentiated array of shape {np.shape(image)}: "
             "mutad differentiates a 2-D image.")
-    return _separable_filter(hrow, hcol, *np.shape(image))(image)
+    if not (carries_derivative(hrow) or carries_derivative(hcol)):
+        return _separable_filter(hrow, hcol, *np.shape(image))(image)
+    original = sepfir2d.original  # (SciPy's name for it is routed to the stand-in)
+    value = original(_plain(image), _plain(hrow), _plain(hcol))
+    hrow, hcol = array_argument(hrow), array_argument(hcol)
+    rows, columns = np.shape(image)
+    by_column = np.stack([original(np.eye(rows), [1.0], e) for e in np.eye(np.size(hcol))])
+    by_row = np.stack([original(np.eye(columns), e, [1.0]) for e in np.eye(np.size(hrow))])
+    C = np.tensordot(np.ravel(hcol), by_column, axes=1)
+    RT = np.tensordot(np.ravel(hrow), by_row, axes=1)
+    return scipys_value(value, C @ image @ RT)
 
 
 def _separable_filter(hrow, hcol, rows, columns):
@@ -3453,3 +3474,123 @@ def _symiirorder1_ic(signal, z1, precision=-1.0):
     powers = z1 ** np.arange(1.0, count + 1.0)
     composition = signal[..., 0] + np.sum(signal[..., :count] * powers, axis=-1)
     return scipys_value(value, np.reshape(composition, np.shape(value)))
+
+
+
+# symiirorder2: SciPy's Python code (followed) starts its forward and backward passes from the
+# compiled symiirorder2_ic_fwd and symiirorder2_ic_bwd: sums of the signal's first (last)
+# values weighted by a two-pole filter's steady-state responses (_hc, _hs in SciPy's C), term
+# by term until a weight's square is within the precision. The weights and the number of terms
+# are decisions of r, omega and the precision alone: the stand-ins take them in SciPy's
+# arithmetic (its float32 roundings included), check that the sums so taken are SciPy's values
+# bit for bit (refusing where not), and differentiate those sums in the signal, r and omega.
+
+
+def _two_pole_step(k, cs, r, omega, special, sin, rounded):
+    """SciPy's ``_hc``: the response at k ≥ 0 of cs / (1 - 2r cos ω z⁻¹ + r² z⁻²) to a
+    step (``special``: ω, where it is exactly 0 or π and SciPy takes the limit)."""
+    if special == 0.0:
+        return rounded(cs * r ** k * (k + 1))
+    if special == math.pi:
+        return rounded(cs * r ** k * (k + 1) * (1 - 2 * (k % 2)))
+    return rounded(cs * r ** k * sin(omega * (k + 1)) / sin(omega))
+
+
+def _two_pole_symmetric(k, cs, rsq, omega, special, functions, rounded):
+    """SciPy's ``_hs``: the same filter's steady state run backwards, at |k|."""
+    sin, cos, tan = functions
+    cssq, k = rounded(cs * cs), abs(k)
+    rsupk = rsq ** (k / 2.0)
+    if special is not None:
+        c0 = rounded((1 + rsq) / ((1 - rsq) * (1 - rsq) * (1 - rsq)) * cssq)
+        gamma = (1 - rsq) / (1 + rsq) * (1 if special == 0.0 else 1 - 2 * (k % 2))
+        return rounded(c0 * rsupk * (1 + gamma * k))
+    c0 = rounded(cssq * (1.0 + rsq) / (1.0 - rsq) / (1 - 2 * rsq * cos(2 * omega) + rsq * rsq))
+    gamma = (1.0 - rsq) / (1.0 + rsq) / tan(omega)
+    return rounded(c0 * rsupk * (cos(omega * k) + gamma * sin(omega * k)))
+
+
+def _symiirorder2_columns(backward, r, omega, special, functions, rounded):
+    """The two columns of SciPy's start (y[n-1] and y[n-2], or backwards y[n+1] and y[n+2]),
+    each as its leading terms ``[(weight, index)]`` and its loop's weight of term k."""
+    cs = rounded(1 - 2 * r * functions[1](omega) + r * r)
+    if backward:
+        rsq = r * r
+        hs = lambda k: _two_pole_symmetric(k, cs, rsq, omega, special, functions, rounded)  # noqa: E731
+        return [([], lambda k, a=a, b=b: rounded(hs(k + a) + hs(k + b)))
+                for a, b in ((0, 1), (-1, 2))]
+    hc = lambda k: _two_pole_step(k, cs, r, omega, special, functions[0], rounded)  # noqa: E731
+    return [([(hc(0), 0)], lambda k: hc(k + 1)), ([(hc(0), 1), (hc(1), 0)], lambda k: hc(k + 2))]
+
+
+def _symiirorder2_start(backward):
+    """The stand-in for SciPy's ``symiirorder2_ic_bwd`` (``backward``) or
+    ``symiirorder2_ic_fwd``, for rows of a 1-d or 2-d signal."""
+    original = _spline.symiirorder2_ic_bwd if backward else _spline.symiirorder2_ic_fwd
+
+    def start(signal, r, omega, precision=-1.0):
+        plain_r, plain_omega = float(_plain(r, numbers=True)), float(_plain(omega, numbers=True))
+        value = original(_plain(signal), plain_r, plain_omega, precision)
+        dtype, traced_filter = value.dtype, carries_derivative(r) or carries_derivative(omega)
+        special = plain_omega if plain_omega in (0.0, math.pi) else None
+        if traced_filter and (special is not None or plain_r == 0.0):
+            raise UnsupportedOperationError(
+                f"scipy.signal.symiirorder2 differentiated in r or omega at r={plain_r}, "
+                f"omega={plain_omega}: SciPy's start takes limiting formulas there (omega 0 or "
+                "pi, r 0), whose derivatives are not all the filter's. Differentiate at "
+                "another point.")
+        rounded = float if dtype == np.float64 else (lambda v: float(np.float32(v)))
+        precision = dtype.type(precision if 0.0 < precision <= 1.0 else
+                               1e-11 if dtype == np.float64 else 1e-6)
+        if not backward:  # (SciPy's forward start squares it; its backward one does not)
+            precision = precision * precision
+        rows = np.reshape(_plain(signal), (-1, np.shape(_plain(signal))[-1])).astype(dtype)
+        count = rows.shape[1]
+        index = (lambda k: count - 1 - k) if backward else (lambda k: k)
+        # SciPy's sums, in its order and dtype, and the weights its loops took
+        sums, loops = [], []
+        for leading, weight in _symiirorder2_columns(backward, plain_r, plain_omega, special,
+                                                      (math.sin, math.cos, math.tan), rounded):
+            total = np.zeros(rows.shape[0], dtype)
+            for i, (w, at) in enumerate(leading):
+                term = dtype.type(w) * rows[:, at]
+                total = term if i == 0 else total + term
+            taken = []
+            while True:
+                taken.append(dtype.type(weight(len(taken))))
+                total = total + taken[-1] * rows[:, index(len(taken) - 1)]
+                if not (taken[-1] * taken[-1] > precision and len(taken) < count):
+                    break
+            sums.append(total)
+            loops.append(np.array(taken))
+        if (max(map(len, loops)) >= count
+                or np.stack(sums, axis=1).tobytes() != value.tobytes()):
+            raise UnsupportedOperationError(
+                f"scipy.signal.symiirorder2 of differentiated values where mutad cannot "
+                f"reproduce the sums of SciPy's compiled {original.__name__}: its derivative "
+                "would be another sum's. Filter with scipy.signal.sosfilt, whose start you "
+                "give as zi.")
+        # the same sums of the traced values, weighted as SciPy's (of the traced r and omega)
+        columns = []
+        if traced_filter:
+            traced = _symiirorder2_columns(backward, r, omega, None, (np.sin, np.cos, np.tan),
+                                           lambda v: v)
+            loops = [weight(np.arange(float(len(taken))))
+                     for (_, weight), taken in zip(traced, loops)]
+        else:
+            traced = _symiirorder2_columns(backward, plain_r, plain_omega, special,
+                                           (math.sin, math.cos, math.tan), rounded)
+        for (leading, _), weights in zip(traced, loops):
+            picked = signal[..., [index(k) for k in range(len(weights))]]
+            total = np.sum(weights * picked, axis=-1)
+            for w, at in leading:
+                total = total + w * signal[..., at]
+            columns.append(total)
+        return scipys_value(value, np.reshape(np.stack(columns, axis=-1), np.shape(value)))
+
+    start.__name__ = original.__name__
+    return StandIn(original, start)
+
+
+_symiirorder2_ic_fwd = _symiirorder2_start(backward=False)
+_symiirorder2_ic_bwd = _symiirorder2_start(backward=True)
