@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import random
+import types
 import warnings
 import weakref
 from collections.abc import Callable
@@ -10,7 +12,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-from .core.devices import device_of, is_device, namespace
+from .core.devices import LIBRARIES, device_of, is_device, namespace
 from .core.errors import (
     ArgnumsError,
     ComplexInputError,
@@ -22,7 +24,7 @@ from .core.errors import (
     UnsupportedOperationError,
 )
 from .engines import forward, session
-from .core.allocation import allocate
+from .core.allocation import RUNS_OF_F, allocate, as_called, random_state
 from .core.arguments import check_argnums, no_full_collections
 from .core.debug import user_frames
 from .core.levels import Tracer, handled
@@ -564,11 +566,14 @@ def _on_leaves(f, args, selected, runs=None):
         parts.append((len(leaves), len(these), rebuild))
         leaves.extend(these)
 
+    if runs is not None:
+        runs.reach(f, leaves)
+
     def f_of_leaves(*xs):
         if runs is not None:
             runs.begin()
         built: list = []
-        y = f(*(rebuild(list(xs[start:start + n]), None, built) for start, n, rebuild in parts))
+        y = as_called(f)(*(rebuild(list(xs[start:start + n]), None, built) for start, n, rebuild in parts))
         if written_back(built, None, apply=False):
             raise UnsupportedOperationError(
                 "f changed a container it was given (set an attribute, a dict entry, a list "
@@ -602,9 +607,41 @@ def jacobian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] =
     ``J[k][i]`` for output ``k`` and argument ``i``). An argument that is a structure (a tuple,
     dataclass, object) gives that structure, each float leaf holding its Jacobian and ``None``
     for the others.
-    :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do.
+    :func:`jacfwd` and :func:`jacrev` choose the mode, and return a function, as JAX's do;
+    so does ``jacobian(f)`` given no arguments, which takes keyword arguments for ``f`` too.
     """
+    if not args:  # (a function of no arguments has no Jacobian: JAX's ``jacobian(f)(x)``)
+        return _curried(_jacobian, f, argnums, None)
     return _jacobian(f, args, argnums, None)
+
+
+def _curried(differentiation, f, *options):
+    """``jacobian(f)``, ``hessian(f)``: the function of ``f``'s arguments, positional and
+    keyword, computing ``differentiation(f, args, argnums, *more)`` at them."""
+    argnums, *more = options
+
+    @user_frames
+    def at(*args, **kwargs):
+        g, args, selected = _with_keywords(f, args, argnums, kwargs)
+        return differentiation(g, args, selected, *more)
+
+    return at
+
+
+def _with_keywords(f, args, argnums, kwargs):
+    """``f``, ``args`` and ``argnums`` of a call with keyword arguments as those of one whose
+    keywords are a last positional argument (a dict, not differentiated): they then take the
+    path of every argument that is not differentiated (the runs a Jacobian or a Hessian makes
+    of ``f`` each get them as NumPy's one run does; the caller's arrays are left as they
+    were)."""
+    if not kwargs:
+        return f, args, argnums
+    selected, single = check_argnums(argnums, len(args))
+
+    def with_keywords(*values):
+        return as_called(f)(*values[:-1], **values[-1])
+
+    return with_keywords, args + (kwargs,), selected[0] if single else selected
 
 
 def _with_aux(f, has_aux):
@@ -646,9 +683,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     """
 
     @user_frames
-    def jacobian_of_f(*args):
+    def jacobian_of_f(*args, **kwargs):  # (keyword arguments are f's, as JAX's)
         loss, result = _with_aux(f, has_aux)
-        return result(_jacobian(loss, args, argnums, "forward"))
+        loss, args, selected = _with_keywords(loss, args, argnums, kwargs)
+        return result(_jacobian(loss, args, selected, "forward"))
 
     return jacobian_of_f
 
@@ -673,9 +711,10 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
     """
 
     @user_frames
-    def jacobian_of_f(*args):
+    def jacobian_of_f(*args, **kwargs):  # (keyword arguments are f's, as JAX's)
         loss, result = _with_aux(f, has_aux)
-        return result(_jacobian(loss, args, argnums, "reverse"))
+        loss, args, selected = _with_keywords(loss, args, argnums, kwargs)
+        return result(_jacobian(loss, args, selected, "reverse"))
 
     return jacobian_of_f
 
@@ -688,6 +727,57 @@ def _on_host(value):
         if to_host is not None:
             return to_host(value)
     return np.asarray(value)
+
+
+_GENERATORS = (np.random.Generator, np.random.RandomState, np.random.BitGenerator, random.Random)
+_NO_ATTRIBUTES = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType)
+"""What ``_RunsShownAsOne.reach`` does not look into for generators: classes, modules and
+functions (whose attributes are not the state of a program's objects)."""
+
+
+def _reached_by(f, reached, seen, depth):
+    """Append to ``reached`` what function ``f`` reaches: the object it is a method of (or is,
+    a callable object), its closure's contents and the globals its code names; and, ``depth``
+    levels down, what the functions among those reach (a lambda around f, a helper f calls)."""
+    if id(f) in seen:
+        return
+    seen.add(id(f))
+    if isinstance(f, types.MethodType):
+        reached.append(f.__self__)
+    elif not isinstance(f, (types.FunctionType, types.BuiltinFunctionType)):
+        reached.append(f)  # a callable object
+    function = getattr(f, "__func__", f)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return
+    start = len(reached)
+    for cell in function.__closure__ or ():
+        try:
+            reached.append(cell.cell_contents)
+        except ValueError:  # (a cell not filled yet)
+            pass
+    names = function.__globals__
+    reached.extend(names[name] for name in _names_read(code) if name in names)
+    if depth > 1:
+        for x in reached[start:]:
+            if isinstance(x, (types.FunctionType, types.MethodType)) and _users(x):
+                _reached_by(x, reached, seen, depth - 1)
+
+
+def _users(function):
+    """Whether ``function`` is the user's code, not a library's (NumPy's, SciPy's, mutad's)."""
+    module = getattr(function, "__func__", function).__globals__.get("__name__")
+    return str(module).partition(".")[0] not in LIBRARIES
+
+
+def _names_read(code):
+    """The global names ``code`` reads, with those of the code it holds (a comprehension's,
+    a lambda's)."""
+    names = list(code.co_names)
+    for inner in code.co_consts:
+        if isinstance(inner, types.CodeType):
+            names.extend(_names_read(inner))
+    return names
 
 
 class _RunsShownAsOne:
@@ -703,18 +793,54 @@ class _RunsShownAsOne:
         self.shown, self.run = {}, {}
         self.outer_runs = None
         self.first = None  # the values the first run of ``f`` returned (``ended``)
+        # the random generators f reaches or draws from, by the id of what holds their state:
+        # (holder, set_state, the state before the first run drew from it)
+        self.generators = {}
+        self.watching_before = None
+
+    def reach(self, f, args):
+        """Note the random generators ``f`` reaches before its first run (in its arguments,
+        the object it is a method of, its closure and the globals it names, or as an attribute
+        of one of those; Python's where it names the random module or a method of a
+        generator): each run of ``f`` starts from their states as NumPy's one run does, so
+        that its draws are the same (``begin``). Draws that mutad follows (np.random's
+        functions, a Generator reached by name) note theirs as they are made
+        (``allocation.RUNS_OF_F``): only a run that draws from NumPy's global generator pays
+        for putting back its state, the dearest to read and set."""
+        reached = list(args)
+        _reached_by(f, reached, set(), 3)
+        for x in reached:
+            if x is random:  # (np.random's functions are followed, their draws noted as made)
+                x = random._inst
+            attributes = () if isinstance(x, _NO_ATTRIBUTES) else getattr(x, "__dict__", ())
+            for y in (x, getattr(x, "__self__", None),  # (a generator's method: `from random
+                      *(attributes.values() if attributes else ())):  # import gauss`)
+                if isinstance(y, _GENERATORS):
+                    self.drawing_from(y)
+
+    def drawing_from(self, generator):
+        """``f`` draws from ``generator``: its state before the first draw of these runs is
+        kept, the state each later run starts from."""
+        held = random_state(generator)
+        if held is not None and id(held[0]) not in self.generators:
+            holder, get_state, set_state = held
+            self.generators[id(holder)] = (holder, set_state, get_state())
 
     def begin(self):
         """A run of ``f`` begins (``_on_leaves``'s function calls it). (Emptied in place: a
         dict rebound on every run would be a change to what ``f`` reaches for the replay of
-        ``jacrev``'s rows, which then traced every row.)"""
+        ``jacrev``'s rows, which then traced every row.) The random generators ``f`` draws
+        from are put back as they were before the first run: each run draws the same numbers
+        as NumPy's one run of ``f``, and the last leaves them as that run does."""
         self.run.clear()
+        for _, set_state, state in self.generators.values():
+            set_state(state)
 
     def ended(self, y):
         """A run of ``f`` returned ``y``: the values of each run are the first one's, bit for
-        bit, or ``f`` reads state its runs change (a counter, a list it appends to, a draw from
-        a generator that lives between calls), and the derivatives of several runs would not
-        be those of NumPy's one run of ``f``: refused. (A batched pass that stopped is not
+        bit, or ``f`` reads state its runs change (a counter, a list it appends to; a draw
+        from a generator ``reach`` did not find), and the derivatives of several runs would
+        not be those of NumPy's one run of ``f``: refused. (A batched pass that stopped is not
         used, whatever ``f`` went on to compute after catching its stop.)"""
         if forward.FAILED:
             return
@@ -726,9 +852,10 @@ class _RunsShownAsOne:
             raise UnsupportedOperationError(
                 "f returned other values on another of the runs a Jacobian or a Hessian makes "
                 "of it (one per row, or per batch of directions): it reads state that its runs "
-                "change (a counter, a list it appends to, a draw from a random generator that "
-                "lives between calls), and the derivatives of its several runs would not be "
-                "those of one run. Pass that state as an argument, or seed a generator inside f.")
+                "change (a counter, a list it appends to, an attribute it updates, a generator "
+                "held deeper in an object than mutad looks), and the derivatives of its several "
+                "runs would not be those of one run. Pass that state as an argument, or keep it "
+                "outside f.")
 
     def __enter__(self):
         self.show_before = warnings._showwarnmsg_impl
@@ -739,10 +866,16 @@ class _RunsShownAsOne:
         self.outer_runs = session.RUNS.left
         if self.outer_runs is None:
             session.RUNS.left = []
+        self.watching_before = RUNS_OF_F.watching
+        RUNS_OF_F.watching = [*self.watching_before, self]
         return self
 
     def __exit__(self, *exception):
         warnings._showwarnmsg_impl = self.show_before
+        RUNS_OF_F.watching = self.watching_before
+        if exception[0] is not None:  # (the generators as they were before f ran)
+            for _, set_state, state in self.generators.values():
+                set_state(state)
         if self.outer_runs is None:
             left, session.RUNS.left = session.RUNS.left, None
             if exception[0] is None:
@@ -775,21 +908,33 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
         BATCHED and mode == "forward" and differentiated) else None
     y = first[0] if first is not None else session.jvp(f, tuple(args), (None,) * len(args))[0]
     outputs, rebuild = flatten(y)
-    for out in outputs:
-        if np.iscomplexobj(out):
-            raise ComplexInputError(
-                "jacobian of a function with complex outputs: use mutad.pullback and "
-                "mutad.jvp, or return the real and imaginary parts as real arrays.")
-        if not _is_float(out):
-            raise NonScalarOutputError(
-                "jacobian needs f to return float arrays or scalars (in tuples, lists or "
-                f"dicts), not {type(out).__name__}.")
-    sizes = [int(np.prod(np.shape(out))) for out in outputs]
+    # A complex output of real arguments has a complex Jacobian, the derivatives of its real
+    # and imaginary parts: its columns are forward mode's tangents (reverse mode's rows would
+    # be the gradients of a complex number)
+    complex_outputs = any(np.iscomplexobj(out) for out in outputs)
+    if complex_outputs and mode == "reverse":
+        raise ComplexInputError(
+            "jacrev of a function with complex outputs: reverse mode takes real outputs. Use "
+            "mutad.jacfwd or mutad.jacobian (the complex Jacobian of real arguments, in "
+            "forward mode), mutad.pullback, or return the real and imaginary parts as real "
+            "arrays.")
+    # An output that is not a float (an iteration count, a flag, a mask beside the values)
+    # has no derivative: its Jacobian is None, as a leaf of an argument that is not a float
+    floats = [k for k, out in enumerate(outputs) if _is_float(out)]
+    if not floats:
+        raise NonScalarOutputError(
+            "jacobian needs f to return float arrays or scalars (in tuples, lists or dicts), "
+            f"not {type(y).__name__ if not outputs else type(outputs[0]).__name__}." + (
+                " A function that writes its result into an array it is given returns "
+                "nothing: return that array (return out)." if y is None else ""))
+    sizes = [int(np.prod(np.shape(out))) if k in floats else 0 for k, out in enumerate(outputs)]
     jacobians = {}
     for i in differentiated:
         x_shape = np.shape(args[i])
-        if mode == "reverse" or mode is None and sum(sizes) < int(np.prod(x_shape)):
-            blocks = [_reverse_rows(f, args, i, k, out) for k, out in enumerate(outputs)]
+        if mode == "reverse" or mode is None and sum(sizes) < int(np.prod(x_shape)) and \
+                not complex_outputs:
+            blocks = [_reverse_rows(f, args, i, k, outputs[k]) if k in floats else None
+                      for k in range(len(outputs))]
         else:
             columns = None
             if first is not None and i == differentiated[0]:
@@ -803,15 +948,17 @@ def _jacobian_of_runs(f, args, argnums, mode, runs):
                     tangents = [None] * len(args)
                     tangents[i] = e
                     columns.append(flatten(session.jvp(f, tuple(args), tuple(tangents))[1])[0])
-            blocks = [_assemble([c[k] for c in columns], x_shape, out)
+            blocks = [_assemble([c[k] for c in columns], x_shape, out) if k in floats else None
                       for k, out in enumerate(outputs)]
         jacobians[i] = [scalar_derivative(J, type(args[i]), type(out))
-                        if is_inexact_scalar(args[i]) and is_inexact_scalar(out) else J
-                        for J, out in zip(blocks, outputs, strict=True)]
+                        if J is not None and is_inexact_scalar(args[i]) and is_inexact_scalar(out)
+                        else J for J, out in zip(blocks, outputs, strict=True)]
 
     # JAX's nesting, as the shape y.shape + x.shape: the outputs' structure outside, then the
     # tuple of argnums, then each argument's structure around its leaves' blocks
     def of_output(k):
+        if k not in floats:
+            return None
         results = [per_argument({leaf: J[k] for leaf, J in jacobians.items()}, i)
                    for i in selected]
         return results[0] if single else tuple(results)
@@ -969,7 +1116,16 @@ def hessian(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] = 
     along the elements of ``x``, the gradient's in-place reverse pass carrying tangents: a batch
     of directions per pass where every operation on them is one the batch handles (as in
     :func:`jacobian`), else one direction per pass, with the same result. A decorated function
-    whose reverse rule does not dispatch falls back to ``hvp``'s orders."""
+    whose reverse rule does not dispatch falls back to ``hvp``'s orders.
+
+    ``hessian(f)``, given no arguments, is the function computing it at ``f``'s arguments,
+    positional and keyword, as JAX's ``hessian(f)``."""
+    if not args:  # (a function of no arguments has no Hessian)
+        return _curried(_hessian_at, f, argnums, policy)
+    return _hessian_at(f, args, argnums, policy)
+
+
+def _hessian_at(f, args, argnums, policy):
     with _RunsShownAsOne() as runs:
         return _hessian(f, args, argnums, policy, runs)
 

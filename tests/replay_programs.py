@@ -5,9 +5,12 @@ argmax writes, masks, sorts, exceptions under ``np.errstate``, strings, hashes, 
 and integers from NumPy functions, a global array changed between calls) and write in every
 way the replay compiles or runs again (elements, slices and strided views, scatters and
 ``ufunc.at``, ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``, ``out=`` functions and
-reductions, SciPy's ``overwrite_a``, complex parts), and decide on values taken out of the
+reductions, SciPy's ``overwrite_a``, complex parts; operations run again that make their
+result: ``np.piecewise``, ``np.bincount``), and decide on values taken out of the
 differentiation (``mutad.stop_gradient``), on counts and positions the data picks (a mask's
-indices, a slice's end, a shift, a search) and on ties after an inexact undo. ``check`` calls
+indices, a slice's end, a shift, a search), on ties after an inexact undo, on Python's
+lists, dicts and orders built from the data, and inside a library function mutad follows
+(``scipy.stats.siegelslopes``: which points tie). ``check`` calls
 ``value_and_grad(f, replay=True)`` on a sequence of inputs drawn from a few values, so that the
 decisions flip from call to call, and compares every call with a fresh traced one, bit for bit,
 and the caller's bytes."""
@@ -16,6 +19,7 @@ import textwrap
 
 import numpy as np
 import scipy.linalg
+import scipy.stats
 
 import mutad
 
@@ -133,12 +137,32 @@ def _statements(rng):
         f"np.maximum(s, y, out=s, where=x > {c})",
         f"s = np.select([x > {c}, x < -{c}], [s, y], default=1.0) * s",
         "s = np.piecewise(s, [s < 0, s >= 0], [lambda t: t * t, lambda t: 2.0 * t])",
+        # an operation run again that makes its result (piecewise's, bincount's), the result
+        # written in place after; functions closing over the call's values (recorded as steps)
+        f"p = np.piecewise(s, [s < {c}], [np.sin, {c}])\np *= y\np[1:] += p[:-1] * 0.5\n"
+        "s = s + p",
+        f"s = s + np.bincount(np.argsort(x) % 3, weights=s * y, minlength={N})",
+        f"p = np.piecewise(s, [x < {c}], [lambda t: t * y[{j}], lambda t: t - x[{i}]])\n"
+        "s = s + p",
         "s = np.maximum.accumulate(s)",
         f"np.clip(s, -1.0, {c}, out=s)",
         # a write the restore policy undoes by an inverse that does not give the bytes back,
         # then a tie decided on them
         "s += x * 0.1\ns -= x * 0.1\ns = np.maximum(s, y)",
         "with np.errstate(all='ignore'):\n    s = np.nan_to_num(s / x)",
+        # Python's containers built from the data: a list's length and sum, a dict's keys,
+        # indices as a list, an order Python sorts by the values
+        f"lst = [v for v in s if v > {c}]\ns = s * (len(lst) + 1.0)\nif lst:\n    s[0] += sum(lst)",
+        f"d = {{}}\nfor r in range({N}):\n    d[bool(x[r] > {c})] = d.get(bool(x[r] > {c}), 0.0) + s[r]\n"
+        "for key in sorted(d):\n    s = s + d[key] * (2.0 if key else 0.5)",
+        f"for r in np.where(x > {c})[0].tolist():\n    s[r] += y[r]",
+        f"order = sorted(range({N}), key=lambda r: s[r])\ns = s[order] * x",
+        # an element loop whose branch the data picks, each turn reading the last turn's write
+        f"for r in range(1, {N}):\n    if s[r - 1] > {c}:\n        s[r] = s[r - 1] * y[r]\n"
+        "    else:\n        s[r] += x[r]",
+        # a library's decisions on the data inside a function mutad follows (which points tie)
+        "if np.isfinite(s).all() and np.isfinite(x).all():\n"
+        "    r = scipy.stats.siegelslopes(s, x)\n    s = s * r.slope + r.intercept",
     ]
     return choices[rng.integers(len(choices))]
 

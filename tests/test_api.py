@@ -761,6 +761,44 @@ def test_jacfwd_and_jacrev_return_jacobian_functions(transform, rng):
     assert np.allclose(Jw @ v, directional_fd(_in_place, (x, w), (None, v)), rtol=1e-7)
 
 
+def _keyword_buffer(x, w, *, buf, scale):
+    """Writes into a caller's buffer given by keyword; its Hessian is not constant."""
+    buf[:] = x * w
+    buf *= scale
+    return buf[0] * x[0] + buf.sum()
+
+
+@pytest.mark.parametrize("transform", [mutad.jacfwd, mutad.jacrev, mutad.jacobian,
+                                       mutad.hessian],
+                         ids=["jacfwd", "jacrev", "jacobian", "hessian"])
+def test_jacobian_functions_take_keyword_arguments(transform):
+    # As JAX's: jacfwd(f)(x, k=...), jacrev(f)(...), and jacobian(f) / hessian(f) given no
+    # arguments return the function, whose keyword arguments are f's, not differentiated, and
+    # each run f makes gets them as NumPy's one run does: the caller's buffer is left as it was.
+    x, w = np.array([0.5, -1.0, 2.0]), np.array([2.0, 3.0, -1.0])
+    buf = np.full(3, 7.0)
+    scale = 3.0
+    got = transform(_keyword_buffer, argnums=(0, 1))(x, w, buf=buf, scale=scale)
+    assert np.array_equal(buf, np.full(3, 7.0))
+    e0 = np.eye(3)[0]  # f = scale * (w[0] x[0]**2 + x @ w)
+    grads = (scale * w + 2 * scale * w[0] * x[0] * e0, scale * x + scale * x[0] ** 2 * e0)
+    if transform is mutad.hessian:
+        expected = ((2 * scale * w[0] * np.outer(e0, e0), scale * np.eye(3) + 2 * scale * x[0]
+                     * np.outer(e0, e0)),
+                    (scale * np.eye(3) + 2 * scale * x[0] * np.outer(e0, e0), np.zeros((3, 3))))
+        for row, expected_row in zip(got, expected, strict=True):
+            for block, expected_block in zip(row, expected_row, strict=True):
+                assert np.allclose(block, expected_block, rtol=1e-12, atol=1e-12)
+    else:
+        for block, expected_block in zip(got, grads, strict=True):
+            assert np.allclose(block, expected_block, rtol=1e-12, atol=0)
+
+
+def test_argnums_without_positional_arguments_says_to_pass_by_position():
+    with pytest.raises(mutad.errors.ArgnumsError, match="by position"):
+        mutad.grad(lambda x: (x * x).sum())(x=np.ones(2))
+
+
 def test_jacfwd_and_jacrev_use_the_mode_they_name(monkeypatch, rng):
     # A wide Jacobian (3 x 4) takes jacobian's reverse passes; jacfwd takes jvps all the same,
     # and jacrev gradients on a tall one.

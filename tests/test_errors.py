@@ -1205,6 +1205,32 @@ def test_frompyfunc_gets_the_same_advice_in_forward_mode():
     assert x.tolist() == [1.0, 2.0]
 
 
+@pytest.mark.parametrize("differentiate", [
+    lambda f, a: mutad.grad(f)(a), lambda f, a: mutad.jacobian(f, a),
+    lambda f, a: mutad.jvp(f, (a,), (1.0,))[1], lambda f, a: mutad.grad(f, replay=True)(a)],
+    ids=["grad", "jacobian", "jvp", "replay"])
+def test_a_cached_differentiated_function_is_differentiated_past_its_cache(differentiate):
+    # The cache, keyed on the number the differentiated value stands for, handed back the
+    # plain call's result, or an earlier differentiation's: a derivative of 0, silently.
+    @functools.lru_cache(maxsize=None)
+    def f(a):
+        return np.sin(a) * a
+
+    class Model:
+        @functools.cache
+        def loss(self, t):
+            return np.cos(t) * t
+
+    model = Model()
+    assert f(0.5) == np.sin(0.5) * 0.5 and model.loss(0.5) == np.cos(0.5) * 0.5
+    for _ in range(2):
+        assert np.isclose(differentiate(f, 0.5), np.cos(0.5) * 0.5 + np.sin(0.5), rtol=1e-14)
+        assert np.isclose(differentiate(model.loss, 0.5), np.cos(0.5) - 0.5 * np.sin(0.5),
+                          rtol=1e-14)
+    assert f.cache_info().currsize == 1 and f.cache_info().misses == 1  # left as it was
+    assert f(0.5) == np.sin(0.5) * 0.5
+
+
 def test_a_cache_keyed_on_a_differentiated_value_is_named_when_its_result_escapes():
     @functools.lru_cache(maxsize=None)
     def stiffness(k):  # a cache keyed on the parameter: the second call's hit is stale

@@ -1485,18 +1485,32 @@ def _copyto_refusing_complex(u, x):
     np.copyto(u, x * 3.0 + 1j)  # complex into float: refused by casting="same_kind"
 
 
+def _flat_past_the_end(u, x):
+    u.flat[[3, 1, 9, 0]] = x[:2] * 3.0  # NumPy writes u[3] and u[1], then meets 9
+
+
+def _place_of_no_values(u, x):
+    np.place(u, x > 0.4, [])  # NumPy refuses before writing: no values to place
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("write, error", [
     (_put_past_the_end, IndexError),
     (_copyto_refusing_the_cast, TypeError),
     (_copyto_refusing_complex, TypeError),
-], ids=["put-past-the-end", "copyto-casting-no", "copyto-complex-into-float"])
+    (_place_of_no_values, ValueError),
+    (_flat_past_the_end, IndexError),
+], ids=["put-past-the-end", "copyto-casting-no", "copyto-complex-into-float", "place-no-values",
+        "flat-past-the-end"])
 def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, error, policy):
     """Regression: ``np.put`` meeting an index out of bounds after writing the elements before
     it, f catching the IndexError: mutad wrote nothing (value 11.7 for NumPy's 8.7, the
     gradient missing the write); ``np.copyto`` refusing a cast wrote all the same (35.1 for
     11.7). Now the array holds what NumPy leaves, bit for bit, and the gradient is that of
-    the whole program, the except branch included; the caller's bytes come back."""
+    the whole program, the except branch included; the caller's bytes come back. Forward
+    mode's ``np.place(u, mask, [])``, refused by NumPy, zeroed u's tangent under the mask: the
+    tangent's write took a zero for the values, not their shape. ``u.flat[[3, 1, 9, 0]] = v``
+    wrote nothing (NumPy writes u[3] and u[1], then raises)."""
     weights = np.arange(1.0, 6.0)
 
     def f(x):

@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 import mutad
 import random_programs as rp
 from mutad.bench.workloads import big_elementwise
+from mutad.engines import replay
 from mutad.engines.replay import ElementwiseWrite
 from test_recompute import peak_bytes
 from test_replay_budget import replays
+from test_replay_reentered import all_steps
 
 POLICIES = ("restore", "checkpoint")
 
@@ -1383,21 +1385,23 @@ def test_a_decision_on_a_python_number_the_program_computed_is_replayed():
     replayed_like_traced(f, [(x,), (x * 1.01,), (x * 0.99,)], traced_once=True)
 
 
-def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_traced():
+def test_an_operation_run_as_the_engine_runs_it_that_makes_a_new_array_is_replayed():
     """np.bincount of traced weights into bins the program computes (a particle deposit) is
     one step the replay runs as the engine does, whose result is a new array: its slot was
     bound by a step of its own, dropped, and no step filled it, so every replay failed on it
-    (as a guard: traced, 'guards failed on 4 calls in a row'). It is refused, with its
-    reason, when recorded."""
+    (then it was refused, traced on every call). The step's new array now takes the
+    recorded one's key, which the later steps' records name, and the bins that move between
+    calls are counted again, replayed as traced."""
     def deposit(x):
         bins = np.floor(x * 8.0).astype(int) % 8
         return (np.bincount(bins, weights=x * x, minlength=8) * np.arange(1.0, 9.0)).sum()
 
-    x = np.linspace(0.05, 0.95, 7)
-    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x[::-1] * 0.9,), (x,)],
-                                     replayed=False)
-    (reason,) = set(replaying.reasons.values())  # (linspace's x views memory of its own)
-    assert "records its own new arrays" in reason
+    x = np.linspace(0.05, 0.95, 7).copy()  # (an array of its own, as x * 1.01 is)
+    assert len({tuple(np.floor(a * 8.0) % 8) for a in (x, x * 1.01, x * 0.9)}) == 3
+    replaying = replayed_like_traced(deposit, [(x,), (x * 1.01,), (x * 0.9,), (x,)],
+                                     traced_once=True)
+    (program,) = replaying.programs.values()
+    assert any(type(step) is replay.Reenter and step.made for step in all_steps(program))
 
 
 def test_the_recording_call_of_a_refused_program_is_the_traced_call():

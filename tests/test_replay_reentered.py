@@ -98,3 +98,108 @@ def test_a_large_step_stays_between_blocks():
     program = _program(large)
     big = [step for step in program.steps if type(step) is replay.Pure and not step.lean]
     assert big and any(type(step) is blocks.Block for step in program.steps)
+
+
+# ----------------------------------------------------------------------------------------------
+# An operation run again whose result is an array of its own (np.piecewise's: zeros of x's type,
+# then each function's values assigned where its condition holds)
+
+def _pieces(s, w):
+    return np.piecewise(s, [s < 0.0, s > 1.0], [lambda t: t * t, np.sin, 0.5]) * w
+
+
+def piecewise_read(x, w):
+    """Its result read by elementwise steps."""
+    return np.sum(_pieces(x * 1.5, w) ** 2)
+
+
+def piecewise_written(x, w):
+    """Its result written in place after: an augmented write, a slice of itself, a scatter."""
+    p = np.piecewise(x, [x < 0.0], [lambda t: np.exp(t), lambda t: t / 3.0])
+    p *= w
+    p[1:] += p[:-1] * 0.5
+    np.add.at(p, [0, 0, 2], w[:3])
+    return np.sum(p * x)
+
+
+def piecewise_twice(x, w):
+    """Its result the next one's argument, an element of it written between."""
+    s = x * w
+    for _ in range(2):
+        s = np.piecewise(s, [s < 0.2], [lambda t: t * 1.5, lambda t: t - 0.1])
+        s[0] = w[1] * s[2]
+    return np.sum(s * s)
+
+
+def _made_calls(f, n):
+    """Calls whose conditions flip between calls (and values large enough, at ``n``, for the
+    reverse pass to recompute what the records read, and for writes undone by inverses)."""
+    rng = np.random.default_rng(len(f.__name__))
+    x, w = rng.standard_normal(n), rng.uniform(0.5, 2.0, n)
+    return [(x, w), (x, w), (-x, w), (x * 0.5 + 0.6, w), (x, w * 1.1), (-x, w), (x, w)]
+
+
+@pytest.mark.parametrize("policy, memory", [("restore", None), ("checkpoint", None),
+                                            ("restore", 0)])
+@pytest.mark.parametrize("n", [5, 10_000])
+@pytest.mark.parametrize("f", [piecewise_read, piecewise_written, piecewise_twice],
+                         ids=lambda f: f.__name__)
+def test_an_operation_that_makes_its_result_is_run_again_as_traced(f, n, policy, memory):
+    """The operation runs again on each call as one step (:class:`replay.Reenter`), its new
+    array taking the recorded one's key, which the later steps' records name: conditions
+    that move between calls are taken again. Every call after the first replays, bit for
+    bit the traced call, the caller's arrays as they were (before, each was traced: an
+    operation that records its own new arrays)."""
+    calls = _made_calls(f, n)
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory,
+                                     replay=True)
+    tracing = mutad.value_and_grad(f, argnums=(0, 1), policy=policy, memory=memory)
+    for x, w in calls:
+        mine = (x.copy(), w.copy())
+        got = replaying(*mine)
+        assert mine[0].tobytes() == x.tobytes() and mine[1].tobytes() == w.tobytes()
+        expected = tracing(x.copy(), w.copy())
+        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
+    (program,) = replaying.programs.values()
+    assert program.replays == len(calls) - 1, replaying.reasons
+    assert any(type(step) is replay.Reenter and step.made for step in all_steps(program))
+
+
+def all_steps(program):
+    """The steps of a replayed ``program``, those its compiled blocks run as they are
+    (``blocks.Opaque``) among them."""
+    for step in program.steps:
+        if type(step) is blocks.Block:
+            yield from (inner.step if type(inner) is blocks.Opaque else inner
+                        for inner in step.steps)
+        else:
+            yield step
+
+
+def closing_over(x, w):
+    """The functions close over values of the call: an element of an argument, a constant
+    computed from one (a mask's count), and a number from one."""
+    s = x * w
+    m = (w > 1.0).astype(float)
+    p = np.piecewise(s, [s < 0.0], [lambda t: t * w[0] + m.sum(), lambda t: t * m[1]])
+    return np.sum(p * s)
+
+
+def test_functions_closing_over_the_calls_values_are_recorded_as_steps():
+    """Run again, np.piecewise's functions would read what they closed over in the recorded
+    call (the mask's count, the recorded one: wrong numbers); their operations are steps of
+    the program instead, which read this call's values from their slots. Replayed as
+    traced wherever the conditions hold as recorded, each mask of w replayed."""
+    rng = np.random.default_rng(7)
+    x = np.abs(rng.standard_normal(6)) + 0.1  # (the conditions the same on every call)
+    ws = [rng.uniform(0.5, 1.5, 6) for _ in range(3)]
+    replaying = mutad.value_and_grad(closing_over, argnums=(0, 1), replay=True)
+    for w in [*ws, *ws]:
+        got = replaying(x.copy(), w.copy())
+        expected = mutad.value_and_grad(closing_over, argnums=(0, 1))(x.copy(), w.copy())
+        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
+    (program,) = replaying.programs.values()
+    assert program.replays == 5, replaying.reasons
+    assert not any(type(step) is replay.Reenter and step.made for step in all_steps(program))

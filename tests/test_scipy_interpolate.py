@@ -272,6 +272,34 @@ GRID_FORMS = {
 }
 
 
+def test_regular_grid_spline_solve_with_spsolve_either_binding(monkeypatch):
+    """SciPy's spline solve takes spsolve's direct path where the solver equals
+    scipy.sparse.linalg.spsolve as the module gives it then; SciPy's function and mutad's
+    stand-in for it (which a name bound while a differentiation ran holds: mutad's own
+    binding where its rule module was imported then) were taken one for the other, and SciPy
+    called spsolve with atol= (a TypeError that came and went with the order programs ran
+    in). Either solves directly: SciPy's values, the gradient spsolve's."""
+    from mutad.scipy import sparse as msparse
+    gx, gy = np.linspace(0, 3, 6), np.linspace(0, 2, 5)
+    points = np.array([[1.3, 0.7], [2.2, 1.1]])
+    values = np.add.outer(np.sin(gx), np.cos(gy))
+
+    def f(v, solver):
+        return np.sum(scipy.interpolate.RegularGridInterpolator(
+            (gx, gy), v, method="cubic", solver=solver)(points) ** 2)
+
+    expected = f(values, scipy.sparse.linalg.spsolve)
+    monkeypatch.setattr(interpolate, "spsolve", msparse.spsolve)
+    v = values.copy()
+    for solver in (None, scipy.sparse.linalg.spsolve, msparse.spsolve):
+        value, (g,) = mutad.value_and_gradient(lambda v: f(v, solver), v)
+        if solver is not None:
+            assert value == expected
+        assert np.allclose(g, mutad.gradient(lambda v: f(v, scipy.sparse.linalg.spsolve),
+                                             values)[0], rtol=1e-6, atol=1e-9)
+    assert v.tobytes() == values.tobytes()
+
+
 @pytest.mark.parametrize("form", GRID_FORMS)
 def test_regular_grid(form):
     f = GRID_FORMS[form]

@@ -1878,3 +1878,24 @@ def test_a_closure_buffer_the_solvers_function_writes(solver, read):
         return x + (seen[0] if read else 0.0)
 
     _holds_scipys_last_values(loss, _LEFT, refused=read and solver != "fsolve")
+
+
+@pytest.mark.parametrize("increasing", [True, False])
+def test_isotonic_regression_of_traced_values_and_weights(increasing):
+    """isotonic_regression's compiled pool-adjacent-violators pass stopped at traced values:
+    each fitted value is its block's weighted mean, the blocks SciPy's decisions. SciPy's
+    values bit for bit, the gradient in y and in the weights against differences, the
+    caller's arrays unchanged."""
+    y0 = np.array([1.0, 3.0, 2.0, 4.0, 3.5, 5.0, 4.9, 4.8])
+    w0 = np.array([1.0, 2.0, 0.5, 1.0, 3.0, 1.0, 2.0, 1.5])
+
+    def f(y, w):
+        r = scipy.optimize.isotonic_regression(y, weights=w, increasing=increasing)
+        return np.sum(r.x ** 2 * np.arange(1.0, 9.0)) + np.sum(r.weights ** 2)
+
+    y, w = y0.copy(), w0.copy()
+    value, (gy, gw) = mutad.value_and_gradient(f, y, w, argnums=(0, 1))
+    assert value == f(y0, w0)
+    assert y.tobytes() == y0.tobytes() and w.tobytes() == w0.tobytes()
+    np.testing.assert_allclose(gy, central_differences(lambda q: f(q, w0), y0, 1e-6), atol=1e-6)
+    np.testing.assert_allclose(gw, central_differences(lambda q: f(y0, q), w0, 1e-6), atol=1e-6)

@@ -112,6 +112,11 @@ PRODUCTS = {
     "kron(dense, A)": (lambda k: np.sum((scipy.sparse.kron(np.array([[1.0, 2.0], [0.0, 3.0]]),
                                                            stiffness(k)) @ np.tile(B, 2)) ** 2),
                        K),
+    # a dense traced operand: SciPy's coo of it, its zeros (here one at k[2] = k[2]) left out
+    "kron(I, dense traced)": (lambda k: np.sum((scipy.sparse.kron(scipy.sparse.eye(3), np.array(
+        [[k[0], k[1]], [k[2] - K[2], 1.0]]), format="csr") @ np.arange(6.0)) ** 2), K),
+    "kron(dense traced, A)": (lambda k: np.sum((scipy.sparse.kron(np.array(
+        [[k[0], 0.0], [k[1], k[2]]]), stiffness(k)) @ np.tile(B, 2)) ** 2), K),
     # kronsum calls SciPy's own kron, which converted the traced values
     "kronsum(A, T), T of allocated ones": (lambda k: np.sum(scipy.sparse.kronsum(
         stiffness(k), scipy.sparse.diags([np.ones(2), -2.0 * np.ones(3), np.ones(2)],
@@ -434,6 +439,44 @@ def test_iterative_not_converged_is_an_error():
     assert k.tobytes() == K.tobytes()
     # plain, SciPy's own answer: info > 0
     assert scipy.sparse.linalg.cg(stiffness(K, "csr"), B, maxiter=1)[1] > 0
+
+
+def test_a_callback_reading_the_iterate_with_the_traced_matrix():
+    """SciPy hands a callback its working iterate, which it goes on updating in place: a
+    callback computing residuals with the traced matrix reads it for the derivative, which
+    stopped SciPy's next update. The callback reads a copy: SciPy's values and residuals,
+    the direct solve's gradient; a kept iterate holds SciPy's last numbers, as SciPy's array
+    would; one kept and read with the traced matrix, or written into, is refused."""
+    spla = scipy.sparse.linalg
+
+    def f(k, residuals, kept=None, read=True):
+        A = stiffness(k, "csr")
+
+        def callback(xk):
+            if kept is not None:
+                kept.append(xk)
+            if read:
+                residuals.append(np.linalg.norm(A @ xk - B))
+        x, _ = spla.cg(A, B, rtol=1e-13, atol=0.0, callback=callback)
+        return np.sum(x ** 2) + (0.0 if kept is None else np.sum(kept[0]))
+
+    plain, traced = [], []
+    k = K.copy()
+    value, (g,) = mutad.value_and_gradient(lambda k: f(k, traced), k)
+    assert value == f(K.copy(), plain) and traced == plain and len(plain) > 2
+    assert k.tobytes() == K.tobytes()
+    direct, = mutad.gradient(lambda k: np.sum(spsolve(stiffness(k, "csc"), B) ** 2), k)
+    np.testing.assert_allclose(g, direct, rtol=1e-8)
+    value, _ = mutad.value_and_gradient(lambda k: f(k, [], [], read=False), k)
+    assert value == f(K.copy(), [], [], read=False)  # the kept iterate: the solution's numbers
+    with pytest.raises(UnsupportedOperationError, match="keeps the iterate"):
+        mutad.gradient(lambda k: f(k, [], []), k)
+
+    def writes(xk):
+        xk[0] = 0.0
+    with pytest.raises(UnsupportedOperationError, match="writes into the iterate"):
+        mutad.gradient(lambda k: spla.cg(stiffness(k, "csr"), B, callback=writes)[0].sum(), k)
+    assert k.tobytes() == K.tobytes()
 
 
 # ----------------------------------------------------------------------------------------------

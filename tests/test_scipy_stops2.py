@@ -273,20 +273,30 @@ def test_funm_of_complex_eigenvalues_and_refusals():
 
 # ----------------------------------------------------------------------------------------------
 # SciPy's followed code handing a traced array to compiled code that converts it
-# (symiirorder1's initial conditions), which raised the conversion's error in some runs and a
+# (symiirorder2's initial conditions), which raised the conversion's error in some runs and a
 # SystemError in others: the conversion's error, naming the compiled function and SciPy's
 # function that called it, in every run
 
 
-@pytest.mark.parametrize("f", [lambda x: scipy.signal.symiirorder1(x, 0.5, 0.1),
-                               lambda x: scipy.signal.qspline2d(x.reshape(2, 4))])
-def test_compiled_code_failing_on_traced_values_is_refused_by_name(f):
+def test_compiled_code_failing_on_traced_values_is_refused_by_name():
     x = X16[:8].copy()
     with pytest.raises(mutad.errors.ConversionError,
-                       match=r"symiirorder1_ic\(\) in scipy\.signal\._spline_filters\."
-                             r"symiirorder1, called through scipy\.signal\.\w+ in"):
-        mutad.gradient(lambda x: np.sum(f(x)), x)
+                       match=r"symiirorder2_ic_fwd\(\) in scipy\.signal\._spline_filters\."
+                             r"symiirorder2, called through scipy\.signal\.\w+ in"):
+        mutad.gradient(lambda x: np.sum(scipy.signal.symiirorder2(x, 0.5, 0.1)), x)
     assert x.tobytes() == X16[:8].tobytes()
+
+
+def test_symiirorder1_start_of_traced_values():
+    """symiirorder1's compiled start (symiirorder1_ic), a sum of z1ᵏ x[k-1] over as many terms
+    as |z1|ᵏ takes to fall within the precision, stopped at traced values: SciPy's values, the
+    derivative in the signal (rows of a 2-d one each summed), c0 and z1."""
+    t = np.linspace(0.0, 1.0, 40)
+    check(lambda p: np.sum(scipy.signal.symiirorder1(p[0] * np.sin(5 * t) + np.cos(3 * t), p[1],
+                                                     p[2], precision=1e-6) ** 2),
+          np.array([1.0, 0.5, 0.2]))
+    check(lambda x: np.sum(scipy.signal.symiirorder1(x.reshape(2, 20), 0.7, -0.2) ** 2),
+          np.concatenate([np.sin(5 * t), np.cos(3 * t)])[::2].copy())
 
 
 # scipy.stats.weightedtau: SciPy's compiled weighted tau of the orderings of x and y, a

@@ -190,12 +190,38 @@ def test_the_eigenvalues_of_a_matrix_of_huge_entries():
 # "TypeError: 'NoneType' object is not subscriptable" from the batched pass, whose integer
 # output has no tangent, where jacrev raises the NonScalarOutputError that names it.
 
-@pytest.mark.parametrize("f", [lambda x: (x * 2, np.argmax(x)), lambda x: np.argmax(x)])
-def test_a_forward_jacobian_of_an_integer_output_is_refused_by_name(f):
+# An output beside the float ones that has no derivative (an index, an iteration count, a mask,
+# a label, None) has the Jacobian None, as an argument's leaf that is not a float; only a
+# function with no float output at all is refused.
+
+def test_a_forward_jacobian_of_an_integer_output_alone_is_refused_by_name():
     x = np.array([0.5, 2.0, 1.0])
-    for jacobian in (mutad.jacfwd, mutad.jacrev):
+    for jacobian in (mutad.jacfwd, mutad.jacrev, lambda f: lambda x: mutad.jacobian(f, x)):
         with pytest.raises(mutad.errors.NonScalarOutputError, match="not int64"):
-            jacobian(f)(x)
+            jacobian(lambda x: np.argmax(x))(x)
+        with pytest.raises(mutad.errors.NonScalarOutputError, match="return out"):
+            jacobian(lambda x: None)(x)
+
+
+@pytest.mark.parametrize("f, expected", [
+    (lambda x: (x * 2, np.argmax(x)), lambda x: (2 * np.eye(3), None)),
+    (lambda x: {"y": x[:2] ** 2, "iterations": 3, "converged": True, "method": "newton",
+                "info": None},
+     lambda x: {"y": np.diag(2 * x)[:2], "iterations": None, "converged": None,
+                "method": None, "info": None}),
+    (lambda x: [x > 1.0, np.sin(x).sum(), np.arange(2)],
+     lambda x: [None, np.cos(x), None]),
+], ids=["index", "dict of counts and flags", "mask and integers"])
+def test_a_jacobian_of_outputs_without_derivative_beside_floats_is_none_for_them(f, expected):
+    x = np.array([0.5, 2.0, 1.0])
+    for jacobian in (mutad.jacfwd, mutad.jacrev, lambda f: lambda x: mutad.jacobian(f, x)):
+        result = jacobian(f)(x)
+        want = expected(x)
+        leaves = list(want.values()) if isinstance(want, dict) else list(want)
+        got = list(result.values()) if isinstance(result, dict) else list(result)
+        assert type(result) is type(want) and len(got) == len(leaves)
+        for J, E in zip(got, leaves):
+            assert (J is None) if E is None else np.allclose(J, E, rtol=1e-15, atol=0)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1431,6 +1431,100 @@ def test_a_product_into_out_that_raises_after_numpy_wrote_it_is_differentiated(s
     assert x.tobytes() == before
 
 
+def _ipow(u):
+    u **= 0.5
+
+
+_OVERFLOWING_ROW = np.eye(5)
+_OVERFLOWING_ROW[0, [1, 3]] = 1e308  # (its product with u: inf - inf, a NaN)
+
+_CAUGHT_WRITES = {  # a write into u that NumPy refuses or raises from, which f catches
+    "sqrt": lambda u: np.sqrt(u, out=u),  # (a partial that reads the result alone)
+    "power": _ipow,
+    "log": lambda u: np.log(u, out=u),
+    "masked log": lambda u: np.log(u, out=u, where=u < 3.0),
+    "log at": lambda u: np.log.at(u, [0, 1, 3]),
+    "divmod": lambda u: np.divmod(u, np.where(u < 3.0, 0.0, 2.0), out=(np.empty_like(u), u)),
+    "dot": lambda u: np.dot(_OVERFLOWING_ROW, u.copy(), out=u),
+    "casting": lambda u: np.multiply(u, 2.0, out=u, casting="no", dtype=np.float32),
+}
+
+
+def caught_write(x, case, how):
+    """``_CAUGHT_WRITES[case]`` into ``x``, raising as ``how`` says (FloatingPointError under
+    ``np.errstate(all="raise")``, or NumPy's RuntimeWarning where warnings are made errors:
+    NumPy wrote first; TypeError: it refused the call, writing nothing), the error caught; or,
+    for ``how=None``, its equivalent that does not raise (the error ignored; no call)."""
+    x *= 1.5
+    with warnings.catch_warnings():
+        if how == "warning":
+            warnings.simplefilter("error")
+        try:
+            with np.errstate(all={"raise": "raise", "warning": "warn", None: "ignore"}[how]):
+                if how is not None or case != "casting":
+                    _CAUGHT_WRITES[case](x)
+        except (FloatingPointError, RuntimeWarning, TypeError):
+            pass
+    x -= 0.25
+    return np.nansum(x * x * np.arange(1.0, x.size + 1))
+
+
+@pytest.mark.parametrize("how", ["raise", "warning"])
+@pytest.mark.parametrize("case", sorted(_CAUGHT_WRITES))
+def test_a_caught_error_of_a_write_leaves_value_and_tangent_as_numpy_left_the_array(case, how):
+    """Regression: forward mode wrote the tangent of ``np.multiply(u, 2.0, out=u,
+    casting="no", dtype=np.float32)`` before NumPy refused the call (TypeError, caught by f):
+    the jvp doubled u's tangent and not u. It skipped the tangent of ``np.sqrt(u, out=u)``
+    (and ``u **= 0.5``) under ``np.errstate(invalid="raise")``, whose result NumPy writes
+    before raising. ``np.log(u, out=u, where=mask)`` raising so was not written at all, in
+    both modes: the value was another than NumPy's. Where warnings are made errors
+    (``warnings.simplefilter("error")``), NumPy's RuntimeWarning, raised after it wrote, was
+    not taken as its FloatingPointError is: the write went unrecorded (``np.log(u, out=u)``:
+    another gradient), or was not made (``np.log.at``, a masked write: another value). Nor
+    were the results of ``np.divmod(..., out=(q, r))`` raising either way, nor forward
+    mode's ``np.dot(m, v, out=u)`` raising NumPy's RuntimeWarning. Now the
+    value is NumPy's bit for bit, and gradient, jvp and the batched Jacobian are those of the
+    program that does not raise; the caller's bytes come back."""
+    x = np.array([1.0, -2.0, 4.0, 9.0, 0.3])
+    before = x.tobytes()
+    value, grad = mutad.value_and_grad(caught_write)(x, case, how)
+    expected_value, expected = mutad.value_and_grad(caught_write)(x, case, None)
+    assert np.asarray(value).tobytes() == np.asarray(caught_write(x.copy(), case, how)).tobytes()
+    assert np.asarray(value).tobytes() == np.asarray(expected_value).tobytes()
+    np.testing.assert_allclose(grad, expected, rtol=1e-14)
+    tangent = np.array([0.5, -1.0, 2.0, 0.25, 1.0])
+    y, dy = mutad.jvp(lambda x: caught_write(x, case, how), (x,), (tangent,))
+    assert np.asarray(y).tobytes() == np.asarray(value).tobytes()
+    np.testing.assert_allclose(dy, np.sum(expected * tangent), rtol=1e-13)
+    np.testing.assert_allclose(mutad.jacfwd(caught_write)(x, case, how), expected, rtol=1e-14)
+    assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("differentiate", [
+    lambda f, x: mutad.gradient(f, x), lambda f, x: mutad.jvp(f, (x,), (np.ones_like(x),)),
+    lambda f, x: mutad.grad(f, replay=True)(x)])
+def test_a_caught_error_of_a_write_into_an_overlapped_array_is_refused(differentiate):
+    """Regression: ``np.sqrt(u[::-1], out=u)`` under ``np.errstate(invalid="raise")``: NumPy
+    computes into a copy of ``u``, which it drops as it raises, so ``u`` is as it was; mutad
+    recorded the write all the same, and the gradient was another (the jvp's too). Whether
+    NumPy writes first depends on its memory layout there (it does for ``out=u[:-1]`` of
+    ``u[1:]``), so a write raising into an array an operand overlaps otherwise than as the
+    same elements is refused by name; the caller's bytes come back."""
+    def f(u):
+        try:
+            with np.errstate(invalid="raise"):
+                np.sqrt(u[::-1], out=u)
+        except FloatingPointError:
+            pass
+        return np.nansum(u * u * np.arange(1.0, u.size + 1))
+
+    x = np.array([1.0, -2.0, 4.0, 9.0])
+    before = x.tobytes()
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="overlaps"):
+        differentiate(f, x)
+    assert x.tobytes() == before
+
+
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_tanhs_derivative_far_out_is_zero_without_a_warning(dtype):
     """tanh's derivative is 1 / cosh², below the smallest float past |x| = 710 (float64): it

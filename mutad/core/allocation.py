@@ -118,6 +118,7 @@ import json
 import math
 import operator
 import pickle
+import random
 import statistics
 import sys
 import threading
@@ -4626,6 +4627,9 @@ def _drawn(draw):
     reparameterised = name in REPARAMETERISED or name == "multivariate_normal"
 
     def drawing(*args, **kwargs):
+        if RUNS_OF_F.watching:  # (a Jacobian's runs of f: each draws from the same state)
+            generator = getattr(draw, "__self__", None)  # (a method's: the first argument)
+            RUNS_OF_F.drawing_from(generator if generator is not None or not args else args[0])
         if reparameterised and ACTIVE.running and (
                 holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
             generator = getattr(draw, "__self__", None)
@@ -4669,6 +4673,38 @@ def _drawn(draw):
         return y
 
     return _named(drawing, draw)
+
+
+class _RunsOfF(threading.local):
+    """The random generators f draws from while a Jacobian or a Hessian runs it once per pass
+    (``api._RunsShownAsOne``, which restores them): ``watching``, the runs objects now open,
+    innermost last (a new list for each change), each told of every generator a draw in the
+    mode meets (``_drawn``)."""
+    watching: list = []
+
+    def drawing_from(self, generator):
+        for runs in self.watching:
+            runs.drawing_from(generator)
+
+
+RUNS_OF_F = _RunsOfF()
+
+
+def random_state(generator):
+    """The object that holds ``generator``'s state (a ``Generator``'s bit generator, shared by
+    mutad's stand-in over it; a legacy ``RandomState`` or Python's ``random.Random`` itself,
+    whose state holds a cached normal too), and functions reading and setting that state; None
+    for another object."""
+    if isinstance(generator, np.random.Generator):
+        generator = generator.bit_generator
+    if isinstance(generator, np.random.BitGenerator):
+        bits = generator
+        return bits, lambda: bits.state, lambda state: setattr(bits, "state", state)
+    if isinstance(generator, np.random.RandomState):
+        return generator, lambda: generator.get_state(legacy=False), generator.set_state
+    if isinstance(generator, random.Random):  # (Python's, random.random() one of its methods)
+        return generator, generator.getstate, generator.setstate
+    return None
 
 
 def _drawn_for_the_user(frame):
@@ -5235,7 +5271,8 @@ class _Mode:
                 for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
-                self._route_methods()
+                if self.methods_version != VERSIONS["method"]:
+                    self._route_methods()
                 self.ndarray = None
                 if self.scalars:  # (a new one where the last entry chose some: the common
                     self.scalars = {}  # case, none, keeps the empty one)
@@ -5332,7 +5369,8 @@ class _Mode:
                 for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
-                self._route_methods()
+                if self.methods_version != VERSIONS["method"]:
+                    self._route_methods()
             self.rules_checked = len(sys.modules)
 
     def _library_side(self):
@@ -5476,19 +5514,22 @@ class _Mode:
                 if not own:  # (mutad's own closures hold what its engines need as it is)
                     holders += places
             if code is not None and namespace is not None and not own:
-                names = _names(code)  # its own code's and its nested functions' (a lambda's)
+                # its own code's and its nested functions' names (a lambda's), and of those
+                # the types and builtins the mode stands in for
+                names, called, builtins_read = _read_by(code)
                 if "ndarray" in names:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
                         ndarray if calls else self.ndarray)
-                for name in _called_types(code):
+                for name in called:
                     original, stand_in = CALLED_TYPES[name]
                     calls, compares = _uses(code, name)
                     chosen = self.scalars.get(name)
                     self.scalars[name] = original if compares or chosen is original else (
                         stand_in if calls else chosen)
-                for name, stand_in in PYTHON_BUILTINS.items():
-                    if name not in names or namespace.get(name, stand_in) is not stand_in:
+                for name in builtins_read:
+                    stand_in = PYTHON_BUILTINS[name]
+                    if namespace.get(name, stand_in) is not stand_in:
                         continue
                     # (called, or handed on to be called: map(float, x), defaultdict(float))
                     original = getattr(builtins, name)
@@ -5501,7 +5542,7 @@ class _Mode:
                     if name in namespace:
                         places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
-                if user_object(bound):
+                if bound is not None and user_object(bound):  # (a function's: None, not asked)
                     holders += attribute_holders(bound)
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
@@ -5729,9 +5770,13 @@ def _names(code):
 
 
 @functools.lru_cache(maxsize=4096)
-def _called_types(code):
-    """The names of ``CALLED_TYPES`` among ``_names(code)`` (kept, as those are)."""
-    return tuple(sorted(CALLED_TYPES.keys() & _names(code)))
+def _read_by(code):
+    """``_names(code)``, the names of ``CALLED_TYPES`` among them and those of
+    ``PYTHON_BUILTINS`` (kept, as those are: one look-up of ``code`` on every entry of the
+    mode, not one per question, each of which hashes the code object)."""
+    names = _names(code)
+    return (names, tuple(sorted(CALLED_TYPES.keys() & names)),
+            tuple(name for name in PYTHON_BUILTINS if name in names))
 
 
 def _own_names(namespace):
@@ -6331,12 +6376,41 @@ def library_route(value):
     return pair[1] if pair is not None and pair[0] is value else None
 
 
+_CACHE_WRAPPER = type(functools.lru_cache(maxsize=None)(len))
+"""The type of ``functools.lru_cache``'s and ``functools.cache``'s wrappers."""
+
+
+def uncached(f):
+    """``f``, or the function its ``functools.lru_cache`` (or ``functools.cache``) wraps where
+    ``f``, the differentiated function (or method), is itself such a wrapper: its cache, keyed
+    on the number a differentiated value stands for, would hand back a result computed without
+    this differentiation (of a plain call made before, or of another differentiation) and with
+    no derivative. The function it wraps computes NumPy's number, with its derivative, and the
+    cache is left as it was (no traced value is stored in it)."""
+    if type(f) is types.MethodType and type(f.__func__) is _CACHE_WRAPPER:
+        return types.MethodType(uncached(f.__func__), f.__self__)
+    while type(f) is _CACHE_WRAPPER:
+        f = f.__wrapped__
+    return f
+
+
 def mode(f=None):
     """The allocation mode around one differentiation of ``f``; gives the function to call:
     ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
     method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``), and the
     places ``_Mode.enter`` found."""
     return _InMode(f)
+
+
+def as_called(f):
+    """What the running mode calls for ``f`` where mutad's own code calls it (a Jacobian's
+    function of the leaves of the arguments around the differentiated function): what stands
+    in for ``f`` if it is a function the mode routes, as ``mode`` gives it where ``f`` is the
+    differentiated function itself; else ``f``."""
+    f = uncached(f)
+    with MODE.lock:
+        stand_in = MODE._stand_in(f)
+    return f if stand_in is None else stand_in
 
 
 class _InMode:
@@ -6348,7 +6422,7 @@ class _InMode:
         self.f = f
 
     def __enter__(self):
-        f = self.f
+        f = self.f if self.f is None else uncached(self.f)
         holders = MODE.enter(f)
         try:
             MODE.lock.acquire()  # (as in ``_Mode.enter``)

@@ -268,6 +268,11 @@ def check_argnums(argnums, count):
             isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in items):
         raise ArgnumsError(f"argnums={argnums!r}: give an int or a tuple of ints.")
     for i in items:
+        if not -count <= i < count and count == 0:
+            raise ArgnumsError(
+                f"argnums={argnums!r}: the function was given no positional argument. argnums "
+                f"selects among the positional ones: pass the differentiated argument by "
+                f"position, g(x) rather than g(x=x) (as JAX requires).")
         if not -count <= i < count:
             raise ArgnumsError(
                 f"argnums={argnums!r}: the function was given {count} positional argument(s), "

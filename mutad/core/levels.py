@@ -181,5 +181,8 @@ def escaped(what, differentiation="the differentiation"):
     return EscapedTracerError(
         f"{what} was used outside {differentiation} that created it (it escaped through a "
         "global, a closure or an attribute, or a cache such as functools.lru_cache called "
-        "with a differentiated value). Return values from the differentiated function "
-        "instead of storing them, and cache only what does not depend on the arguments.")
+        "with a differentiated value; or f handed it to another thread, a thread pool's "
+        "map, where mutad does not follow it). Return values from the differentiated "
+        "function instead of storing them, cache only what does not depend on the "
+        "arguments, and compute in the thread that called mutad (map(g, parts) for "
+        "executor.map(g, parts)).")

@@ -175,6 +175,37 @@ def scalar_buffer(dtype, _new=object.__new__):
     return buffer
 
 
+def result_buffer(array, _new=object.__new__):
+    """``Buffer(array)`` of an array an operation has just made, traced: of a C-contiguous
+    NumPy array of a layout seen before (``_contiguous``), the common case, its fields set
+    without the call of ``__init__`` and its other questions; else that call. A buffer is made
+    per operation (``operations.fast_ufunc``, ``reverse.fresh``), where this costs a fifth
+    less."""
+    if type(array) is not NDARRAY:
+        return Buffer(array)
+    shape = array.shape
+    layout = _contiguous.get(shape)
+    dtype = array.dtype
+    if layout is None or layout[1] is not dtype or layout[0] != array.strides:
+        return Buffer(array)
+    buffer = _new(Buffer)
+    buffer.key = _next_key()
+    buffer.version = 0
+    buffer.origin = None
+    buffer.ref = None
+    buffer.owner = None
+    buffer.constant = False
+    buffer.read = False
+    buffer.weak = False
+    buffer.dtype = dtype
+    buffer.device = None
+    _, _, buffer.shape, buffer.strides, buffer.span = layout
+    buffer.c_contiguous = True
+    buffer.low = None
+    buffer.offset = 0
+    return buffer
+
+
 class Place:
     """Where a shadow is read or written: a buffer, and the part of it (None: all of it)."""
 

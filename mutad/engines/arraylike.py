@@ -39,6 +39,8 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
+from .writes import (RAISED_AFTER_WRITING, raising_ignored, unknown_write_refused,
+                     written_in_place_before_raising)
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
 
@@ -1670,17 +1672,39 @@ class FlatIterator:
             converted = np.empty(base.shape, base.dtype)
             converted.flat[key] = value
             value = converted.flat[key]
-        positions = np.arange(base.size)[key]
+        raised = None
+        try:
+            positions = np.arange(base.size)[key]
+        except IndexError:
+            # an index out of bounds: NumPy writes the positions before it, in the index's
+            # order, then raises (its error, from the same write into a scratch array)
+            try:
+                np.empty(base.shape, base.dtype).flat[key] = 0
+            except IndexError as error:
+                raised = error
+            if raised is None or not isinstance(key, (list, np.ndarray)):
+                raise
+            flat_key = np.ravel(np.asarray(key))
+            if flat_key.dtype.kind not in "iu":
+                raise
+            inside = (flat_key < base.size) & (flat_key >= -base.size)
+            key = flat_key[:int(np.argmin(inside))]
+            positions = np.arange(base.size)[key]
+            count = flat_key.size
+        else:
+            count = positions.size
         if type(value) in (list, tuple):  # x.flat = [u * v for ...]: the array NumPy makes
             value = lists_as_arrays([value])[0]
         values = np.ravel(value)
-        if values.size != positions.size and values.size:
-            values = np.take(values, np.arange(positions.size) % values.size)
-        values = np.reshape(values, positions.shape)
+        if values.size != count and values.size:
+            values = np.take(values, np.arange(count) % values.size)
+        values = np.reshape(values[:positions.size], positions.shape)
         if base.value.flags.c_contiguous:
             np.ravel(base)[key] = values
         else:
             base[np.unravel_index(positions, base.shape)] = values
+        if raised is not None:
+            raise raised
 
     def copy(self):
         return np.ravel(self.base).copy()
@@ -1713,7 +1737,17 @@ def into_outs(ufunc, inputs, kwargs):
         raise UnsupportedOperationError(
             f"np.{ufunc.__name__} with several out= arrays and where=: compute without out= "
             "and select with np.where(mask, new, old).")
-    results = ufunc(*inputs, **kwargs)
+    raised = None
+    try:
+        results = ufunc(*inputs, **kwargs)
+    except RAISED_AFTER_WRITING as error:
+        # NumPy raises after writing every result into its out= array (f may catch it and go
+        # on): written here too, then raised
+        if not all(written_in_place_before_raising(o, inputs) for o in outs if o is not None):
+            raise unknown_write_refused(ufunc) from error
+        raised = error
+        with np.errstate(**raising_ignored()):
+            results = ufunc(*inputs, **kwargs)
     for o, y in zip(outs, results, strict=True):
         if o is not None and memory(o).dtype != memory(y).dtype:
             raise UnsupportedOperationError(
@@ -1723,6 +1757,8 @@ def into_outs(ufunc, inputs, kwargs):
     for o, y in zip(outs, results, strict=True):
         if o is not None:
             o[...] = y
+    if raised is not None:
+        raise raised
     return tuple(y if o is None else o for o, y in zip(outs, results, strict=True))
 
 
@@ -1781,7 +1817,16 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
         mask = np.broadcast_to(mask, shape)  # follows it)
     picked = [x if type(x) in (float, int, complex, bool) or np.ndim(x) == 0
               else np.broadcast_to(x, shape)[mask] for x in inputs]
-    out[mask] = ufunc(*picked, **kwargs)
+    try:
+        out[mask] = ufunc(*picked, **kwargs)
+    except RAISED_AFTER_WRITING as error:
+        # Under np.errstate(...="raise") NumPy raises after writing the selected elements
+        # (f may catch the error and go on): written here too, then raised
+        if not written_in_place_before_raising(out, inputs):
+            raise unknown_write_refused(ufunc) from error
+        with np.errstate(**raising_ignored()):
+            out[mask] = ufunc(*picked, **kwargs)
+        raise
     return out
 
 

@@ -69,8 +69,9 @@ from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, view_as, wrapped, writeable,
                           writes_freely)
-from .writes import (at_target, check_region, over_target, reads_written,
-                     written_before_raising)
+from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
+                     raising_ignored, reads_written, unknown_write_refused,
+                     written_before_raising, written_in_place_before_raising)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -800,18 +801,68 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
     with tangent_errors(level):
         given = _partial_arguments(rule, primals, traced)
     after = reads_written(rule)  # partials that read only the output: after the write
+    raised = None  # NumPy's FloatingPointError, raised once value and tangent are written
     if after:
-        ufunc(*primals, out=target.value, **kwargs)
+        raised = _write_value(ufunc, primals, target.value, kwargs)
         y = target.value
     else:
+        # the errors NumPy raises before writing, raised before the tangent is written
         _fits(ufunc, primals, target.value, kwargs)
-        y = ufunc(*primals, **kwargs) if "y" in rule.uses else None
+        if kwargs:
+            _settings_fit(ufunc, primals, target.value, kwargs)
+        y = None
+        if "y" in rule.uses:
+            try:
+                y = ufunc(*primals, **kwargs)
+            except RAISED_AFTER_WRITING as error:  # the write raises it too, having written
+                if not written_in_place_before_raising(target.value, primals):
+                    raise unknown_write_refused(ufunc) from error
+                raised = error
+                with np.errstate(**raising_ignored()):
+                    y = ufunc(*primals, **kwargs)
     with tangent_errors(level):
         _write_tangent(rule, target, position, over, traced, y, given, tangents, originals,
                        inputs)
     if not after:  # the partials above read the primals as they were
-        ufunc(*primals, out=target.value, **kwargs)
+        if raised is None:
+            raised = _write_value(ufunc, primals, target.value, kwargs)
+        else:
+            with np.errstate(**raising_ignored()):
+                ufunc(*primals, out=target.value, **kwargs)
+    if raised is not None:
+        raise raised
     return target
+
+
+def _write_value(ufunc, primals, out, kwargs):
+    """``ufunc(*primals, out=out, **kwargs)``; the FloatingPointError NumPy raises after
+    writing (``np.errstate(...="raise")``) is returned, to be raised once the tangent is
+    written too, as f may catch it and go on with both (None: none was raised)."""
+    try:
+        ufunc(*primals, out=out, **kwargs)
+    except RAISED_AFTER_WRITING as error:
+        if not written_in_place_before_raising(out, primals):
+            raise unknown_write_refused(ufunc) from error
+        return error
+    return None
+
+
+def _settings_fit(ufunc, primals, out, kwargs):
+    """Raise NumPy's error for ``ufunc(*primals, out=out, **kwargs)`` whose settings refuse its
+    dtypes (``casting="no"``, ``dtype=``, ``signature=``), which NumPy raises before writing,
+    before the target's tangent is: the same call on no elements raises it."""
+    ufunc(*map(_no_elements, primals), out=np.empty(0, out.dtype), **kwargs)
+
+
+def _no_elements(value):
+    """An array of no elements of ``value``'s dtype (an enclosing differentiation's traced
+    value's too, whose values are not read); a Python number as itself (NumPy's weak type)."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        if type(value) in (int, float, complex, bool):
+            return value
+        dtype = np.asarray(value).dtype
+    return np.empty(0, dtype)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -916,7 +967,7 @@ def _ruled(func, rule, tangents, primals, kwargs, level, out=None):
         del held[before:]
         try:
             _issue_numpys_events(func, primals, kwargs, met)
-        except FloatingPointError as error:
+        except RAISED_AFTER_WRITING as error:
             if not written_before_raising(out, primals):
                 raise
             raised = error  # computed as NumPy computed it, written with its tangent, then raised
@@ -948,13 +999,33 @@ def _issue_numpys_events(func, primals, kwargs, met):
             warnings.simplefilter("ignore")  # rule's call of NumPy's has issued them
             call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
     except FloatingPointError as error:
+        # NumPy raises for the first event its loop met; the others it met (an overflow, then
+        # an invalid inf - inf) are the value's too, not the tangent's
+        log = _EventLog()
+        with np.errstate(all="log", call=log), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
         take(str(error))
+        for message in log.messages:
+            take(message)
         raise
     finally:
         HOLDING.level = outer
-        for event in HELD.pop(own, ()):
-            warn_at(event[0], RuntimeWarning, *event[1:])
+        events = HELD.pop(own, ())
+        for event in events:  # (all taken first: a warning made an error stops the issuing)
             take(event[0])
+        for event in events:
+            warn_at(event[0], RuntimeWarning, *event[1:])
+
+
+class _EventLog:
+    """NumPy's error handler (``call=``, mode "log") that keeps the messages of its events."""
+
+    def __init__(self):
+        self.messages = []
+
+    def write(self, text):
+        self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
 
 
 def _batched_rule(func, entry, rule, primals, out, level):

@@ -37,9 +37,10 @@ from ..core.tape import SMALL_WRITE, Write
 from .elementwise import ElementWrite, write_cotangents
 from ..core.views import (address, byte_span, may_share, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (SAVED, UNREAD, VERIFYING, CopyBack, Destination, Reads, Undo, Undos,
-                     at_target, check_region, copy_back, decide_undo,
-                     over_target, saving)
+from .writes import (RAISED_AFTER_WRITING, SAVED, UNREAD, VERIFYING, CopyBack, Destination,
+                     Reads, Undo, Undos, at_target, check_region, copy_back, decide_undo,
+                     over_target, saving, unknown_write_refused,
+                     written_in_place_before_raising)
 
 
 def write_constant(tape, target, key, write, primitive=None):
@@ -196,9 +197,15 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     else:
         try:
             write()
-        except FloatingPointError as error:
+        except RAISED_AFTER_WRITING as error:
             # Under np.errstate(...="raise") NumPy raises after writing its result: the write
-            # happened, and f may catch the error and go on, so it is recorded all the same
+            # happened, and f may catch the error and go on, so it is recorded all the same;
+            # unless an operand overlaps the target in another layout, where NumPy may have
+            # computed into a copy it dropped
+            if reads is not None and not all(written_in_place_before_raising(t.value,
+                                                                            reads.values)
+                                             for t in targets):
+                raise unknown_write_refused(primitive) from error
             raised = error
     for t in targets:
         if t.buffer is not None:
@@ -464,7 +471,9 @@ class SavedWrite:
         tape.before_write(key)
         try:
             ufunc(*values, out=target)
-        except FloatingPointError as error:
+        except RAISED_AFTER_WRITING as error:
+            if not written_in_place_before_raising(target, values):
+                raise unknown_write_refused(ufunc) from error
             return saved, error
         return saved, None
 

@@ -54,15 +54,17 @@ from .reverse import (Traced, _NUMBERS, _if_held, _read_only, active, add_cotang
                       keep, locate, place_at, place_of, plain, private, recipe,
                       view_of)
 from ..core.levels import ACTIVE, escaped, handled
-from ..core.shadows import Buffer, Place, lendable, overlapping, scalar_buffer, zeros
+from ..core.shadows import (Buffer, Place, lendable, overlapping, result_buffer, scalar_buffer,
+                            zeros)
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
                           weaken, wrapped, writeable)
-from .writes import (CopyBack, ElementwiseInverse, Reads, Undo, Undos, raising_ignored,
-                     reads_written, written_before_raising)
+from .writes import (RAISED_AFTER_WRITING, CopyBack, ElementwiseInverse, Reads, Undo, Undos,
+                     raising_ignored, reads_written, written_before_raising)
 
 _FLOAT64 = np.float64
 _new_ref = weakref.ref.__new__
+_new = object.__new__
 _REAL = np.dtype(float)
 
 CONSTANT = ElementwiseRule((None, None, None))
@@ -407,14 +409,21 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             dtype = y.dtype
             if dtype is not _REAL and dtype.kind == "c":
                 check_complex(function_name(ufunc), plan.rule)
-            buffer = Buffer(y)
+            buffer = result_buffer(y)
             if y.nbytes >= SMALL:
                 if y.base is None:  # (``Tracked(y)`` of a new array, made as the Kept below)
                     buffer.ref = ref = _new_ref(Tracked, y)
                     ref.layout = None
                 else:
                     buffer.ref = Tracked(y)
-            yt = Traced(y, buffer, tape, True)  # (its owner: noted by ``view_of``, as ``fresh``)
+            # (``Traced(y, buffer, tape, True)``, its fields set here, without the class's call:
+            # its owner noted by ``view_of``, as ``fresh``)
+            yt = _new(Traced)
+            yt.value = y
+            yt.buffer = buffer
+            yt.tape = tape
+            yt.whole = True
+            yt.indexed = None
         else:
             if getattr(y, "dtype", None) is not None and y.dtype.kind == "c":
                 check_complex(function_name(ufunc), plan.rule)
@@ -456,7 +465,16 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             read = [*read, plan.decide(*values)]
         if uses_y:
             read.append(y)
-    record = Elementwise(ufunc, named, None, buffer, read, plan.state)
+    # (``Elementwise(ufunc, named, None, buffer, read, plan.state)``, its fields set here,
+    # without the class's call: a record per operation)
+    record = _new(Elementwise)
+    record.primitive = ufunc
+    record.inputs = named
+    record.settings = None
+    record.output = buffer
+    record.kept = read
+    record.state = plan.state
+    record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     recomputation = tape.recomputation
     if recomputation is not None:
         if nothing is None:  # (``ReverseTape.hold``)
@@ -484,7 +502,6 @@ def fast_ufunc(ufunc, inputs, tape, values, pattern, skip, named=None):
             recomputation.give_recipe(record, 0, buffer, None)
         if uses_y:
             read[-1] = recomputation.hold(buffer, y)
-    record.where = tape.caller(skip, tape.lines)  # (``ReverseTape.record``)
     records = tape.records
     # (``ReverseTape.fold``'s first question, asked here: it folds only after a write, or
     # after an elementwise record that follows a read of an element; after another
@@ -1435,7 +1452,7 @@ def apply_function(name, rule, args, kwargs, tape=None, ran=None):
     raised = None
     try:
         y, back = rule(*kept, **kwargs) if ran is None else ran
-    except FloatingPointError as error:
+    except RAISED_AFTER_WRITING as error:
         if not written_before_raising(out, values):
             raise
         raised = error  # computed as NumPy computed it, written and recorded, then raised
@@ -1811,7 +1828,7 @@ def door(tape, operation, args, kwargs):
     write, a composite of others): a recording replay redoes it as the engine does it, unless
     every record it makes is one of a step of its own (``replay.Recorder.door``)."""
     recorder = tape.recorder
-    if recorder is not None and recorder.ready and recorder.soft is None:
+    if recorder is not None and recorder.ready:
         return recorder.door(operation, args, kwargs)
     return operation(*args, **kwargs)
 
@@ -1833,7 +1850,8 @@ def apply_inplace_rule(name, rule, args, kwargs, writes, checkpointed, growth, r
     """
     tape, values = _unwrap_args(args)
     tape = active(tape)
-    if tape.recorder is not None and tape.recorder.ready and tape.recorder.soft is None:
+    if tape.recorder is not None and tape.recorder.ready and tape.recorder.opens(
+            apply_inplace_rule):
         return tape.recorder.door(apply_inplace_rule, (name, rule, args, kwargs, writes,
                                                        checkpointed, growth, run_rule), {})
     kwargs = _keyword_values(name, kwargs, tape)

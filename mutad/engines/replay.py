@@ -60,8 +60,10 @@ whose code reads one (:func:`_identity_read`), or that reaches one of them or ``
 as a value (``IDENTITY_READERS``), is traced on every call. An operation
 the engine records in ways no step of its own redoes (a scatter, ``ufunc.at``, an in-place
 rule) is a :class:`Reenter` step: the engine's operation again, on traced arrays made for the
-call. What a replay cannot redo at all (a differentiation nested in ``f``) leaves that
-signature traced on every call, correct but not faster; :attr:`Replayed.reasons` says why.
+call, its result a new array of its own too (np.piecewise's, np.bincount's), which takes the
+recorded array's key, where the operation reads nothing but its arguments. What a replay
+cannot redo at all (a differentiation nested in ``f``) leaves that signature traced on every
+call, correct but not faster; :attr:`Replayed.reasons` says why.
 
 A temporary that tracing recomputes in its reverse pass (``recompute``: one of 4 KiB or more,
 so that memory stays O(state)) is recomputed by the replay too: the recording's reverse pass
@@ -112,7 +114,8 @@ import numpy as np
 
 from ..core.devices import is_device
 from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
-                               _global_names, _read_views, as_floats, as_objects, put_value)
+                               _global_names, _ModeUfunc, _read_views, _Route, as_floats,
+                               as_objects, put_value)
 from ..core.arguments import Originals, check_argnums
 from .arraylike import ArrayMethods, integers_assigned, out_position, text_element, weak
 from .blocks import (PARTIAL_TRY, Block, Opaque, Pair, _factory, flat_slice, held_number,
@@ -133,7 +136,7 @@ from .operations import (Product, apply_function, assign, complex_back, function
 from ..core.registry import NO_RULE, ONE, RULES, Applied, Constant, Operand, complex_among
 from .reverse import (REVERSING, ReverseTape, Traced, add_cotangents, check_constants, constant,
                       fresh_value, plain, thaw)
-from ..core.shadows import Buffer, Place, Shadows, overlapping
+from ..core.shadows import Buffer, Place, Shadows, _next_key, overlapping
 from ..core.tape import SMALL_WRITE, Record, Tape, Write
 from .tracing import Gathered  # (the one import of tracing, which gives Traced its operations)
 from ..core.trees import attributes, flatten, scalar_derivative
@@ -2332,19 +2335,30 @@ def _places(inputs):
 
 class Reenter:
     """An operation the engine records in ways no other step redoes (a scatter, ``ufunc.at``,
-    ``np.copyto``, an in-place rule): the engine's own ``operation`` again, on traced arrays
-    made for this call over the program's buffers, so that it records and decides as when
-    it was recorded. ``traced`` maps the slot of each traced argument to its buffer, whether
-    it was all of it, its byte offset in it, and the buffer's state then (constant, read)."""
+    ``np.copyto``, an in-place rule, a composite that writes into an array it allocates:
+    ``np.piecewise``): the engine's own ``operation`` again, on traced arrays made for this
+    call over the program's buffers, so that it records and decides as when it was recorded.
+    ``traced`` maps the slot of each traced argument to its buffer, whether it was all of it,
+    its byte offset in it, and the buffer's state then (constant, read).
 
-    __slots__ = ("operation", "args", "kwargs", "traced", "outputs")
+    ``made``: by slot, the results that were new buffers of the operation's own (None: none),
+    each the facts of its buffer (``_made_facts``). The operation makes a new buffer on each
+    call, which the records it makes name; the program's later steps name the recorded one.
+    The new buffer takes the recorded one's key (the shadows' key), so that the cotangents the
+    later steps' records leave there reach the operation's records, once its facts are the
+    recorded ones: its layout, which the later records' places index, and its state, on
+    which they decided (a constant then gets no cotangent: the composite wrote no traced value
+    into it this time); else the call is recorded again."""
 
-    def __init__(self, operation, args, kwargs, traced, outputs):
+    __slots__ = ("operation", "args", "kwargs", "traced", "outputs", "made")
+
+    def __init__(self, operation, args, kwargs, traced, outputs, made=None):
         self.operation = operation
         self.args = args
         self.kwargs = kwargs
         self.traced = traced
         self.outputs = outputs
+        self.made = made
 
     def __call__(self, values, tape):
         wrapped = {}
@@ -2355,9 +2369,84 @@ class Reenter:
             buffer.low = address(value) - (buffer.offset if whole else offset)
             buffer.constant, buffer.read = constant, read
             wrapped[slot] = Traced(value, buffer, tape, whole)
+        first = _next_key() if self.made is not None else None
         y = self.operation(*resolve(self.args, values, wrapped),
                            **resolve(self.kwargs, values, wrapped))
+        if first is not None:
+            _adopt(self.outputs, y, self.made, first, tape)
         _store(self.outputs, y, values)
+
+
+def _made_facts(buffer):
+    """What the program's later steps took of a buffer an operation made (:class:`Reenter`):
+    its layout and state."""
+    return (buffer.dtype, buffer.shape, buffer.strides, buffer.offset, buffer.span,
+            buffer.c_contiguous, buffer.device, buffer.constant, buffer.read, buffer.weak)
+
+
+def _adopt(outputs, y, made, first, tape):
+    """Give each new buffer among the results ``y`` that ``made`` names (by the slot of its
+    :class:`Out` in ``outputs``) the key of the buffer it stands for, the recorded one: it
+    must be the operation's own (made since key ``first``), all of it, and have the recorded
+    facts (``_made_facts``), else the call is recorded again. What ``tape`` counts by the key
+    goes with it: the drift of the inverses that undo the operation's writes into it, which
+    decides how the later writes into it are undone (``Tape.undo_for``), as in the traced
+    call, where it had one key throughout."""
+    kind = type(outputs)
+    if kind is Out:
+        facts = made.get(outputs.slot)
+        if facts is not None:
+            buffer = y.buffer if type(y) is Traced else None
+            if buffer is None or not y.whole or buffer.key < first \
+                    or _made_facts(buffer) != facts:
+                raise GuardFailed
+            key = outputs.buffer.key
+            drift = tape.drift.pop(buffer.key, None)
+            if drift is not None:
+                tape.drift[key] = drift
+            buffer.key = key
+    elif kind is tuple:
+        if type(y) not in (tuple, list) or len(y) != len(outputs):
+            raise GuardFailed
+        for out, item in zip(outputs, y):
+            _adopt(out, item, made, first, tape)
+
+
+def _closed(tree):
+    """Whether the callables among an operation's arguments ``tree`` read nothing made in the
+    call but their arguments, so that running the operation again on a later call's values
+    (:class:`Reenter`) computes what the call would: NumPy's functions and ufuncs (not one
+    ``np.frompyfunc`` made of a Python function, its loops all of objects), as f's code names
+    them in the allocation mode too, the libraries' routed functions, builtins, NumPy's
+    and Python's types, and functions of no free variables whose defaults are Python's
+    numbers and strings (a lambda written in ``f`` reads what it names from ``f``'s globals,
+    which a replay follows). A function closing over ``f``'s variables reads the values the
+    recorded call bound them to, a bound method its object's state."""
+    kind = type(tree)
+    if kind is tuple or kind is list:
+        return all(_closed(item) for item in tree)
+    if kind is dict:
+        return all(_closed(item) for item in tree.values())
+    if kind is types.FunctionType:
+        return tree.__closure__ is None and all(
+            type(d) in PYTHON_SCALARS or d is None
+            for d in (*(tree.__defaults__ or ()), *(tree.__kwdefaults__ or {}).values()))
+    if kind is np.ufunc:
+        return not all("O" in loop for loop in tree.types)
+    if kind is _ModeUfunc:  # (NumPy's ufunc as f's code names it: ``np.sin``)
+        return _closed(tree.ufunc)
+    if kind is _Route:  # (a library's function as f's code names it)
+        return True
+    if kind is types.BuiltinFunctionType:  # (and method: ``np.add.at``; ``d.get`` reads d)
+        bound = tree.__self__
+        return bound is None or type(bound) is types.ModuleType \
+            or type(bound) is np.ufunc and _closed(bound)
+    if kind is type:
+        return tree.__module__ == "builtins" or tree.__module__.split(".")[0] == "numpy"
+    return not callable(tree) or kind is _DISPATCHER or isinstance(tree, np.dtype)
+
+
+_DISPATCHER = type(np.sum)  # (NumPy's functions that dispatch to ``__array_function__``)
 
 
 def _value_of(y):
@@ -3159,6 +3248,7 @@ class Recorder:
         # decisions on them are guarded as on traced values (``derive``).
         self.derived = set()
         self.soft = None  # inside a door: what the engine recorded outside a step
+        self.entering = None  # the operation a door is about to run (``opens``)
         self.modes = self.call = None  # NumPy's error handling at the last step (``watch``)
         self.errors = None  # and the object that holds it (``debug.ERRORS``)
         special = sys.modules.get("scipy.special")  # and scipy.special's, as the call began
@@ -3226,12 +3316,30 @@ class Recorder:
         else:
             self.refuse(f"an operation recorded outside a replayable step ({what})")
 
+    def opens(self, operation):
+        """Whether ``operation`` (one that calls :meth:`door` on itself: ``Traced.__setitem__``,
+        an in-place rule) opens a door: not where it is the door's own call of it."""
+        if self.entering is operation:
+            self.entering = None
+            return False
+        return True
+
     def door(self, operation, args, kwargs):
         """``operation(*args, **kwargs)`` (``operations.door``): the operations it makes are steps
         of their own, unless the engine records anything else meanwhile; then they are dropped
-        and the whole operation is one :class:`Reenter` step."""
+        and the whole operation is one :class:`Reenter` step.
+
+        A door inside another's operation (an assignment in a composite such as
+        np.piecewise's) is one of its own. Where all the outer operation records is in steps,
+        such doors' among them, it is one :class:`Reenter` step too if it reads nothing but
+        its arguments (``_closed``): its decisions (piecewise's conditions) are then taken
+        again on each call rather than guarded. Else its steps are kept, so that the user's
+        functions it calls (piecewise's, closing over values of the call) are recorded as
+        steps whose slots name what they read, rather than run again as they were made,
+        over the values they closed over in the recorded call."""
         self.enter()
         mark, first = len(self.steps), len(self.objects)
+        since = _next_key()  # (the keys of the buffers the operation makes, on)
         traced = {}
         for x in within((args, kwargs), Traced):
             slot = self.slots.get(id(x))
@@ -3240,46 +3348,100 @@ class Recorder:
             buffer = x.buffer
             offset = 0 if x.whole else address(x.value) - buffer.low
             traced[slot] = (buffer, x.whole, offset, buffer.constant, buffer.read)
-        self.soft = []
+        outer, self.soft = self.soft, []
         before = len(self.tape.records)
+        self.entering = operation
         try:
             y = operation(*args, **kwargs)
         except BaseException as error:
             self.raised(error)
             raise
         finally:
-            soft, self.soft = self.soft, None
+            soft, self.soft = self.soft, outer
+            self.entering = None
             self.leave()
-        if soft and self.reason is None:
-            if any(_stands_in(record) for record in self.tape.records[before:]):
-                self.refuse("a value recomputed in the reverse pass inside an operation the "
-                            "replay runs as the engine does")
-            del self.steps[mark:]
-            if any(type(item) is not Traced and isinstance(item, (np.ndarray, np.generic, float))
-                   for item in (y if type(y) in (tuple, list) else (y,))):
-                # (lu_factor_'s pivots: later steps would take the recorded call's as constants)
-                self.refuse("an operation run as the engine runs it whose results include "
-                            "plain values computed from the arrays (lu_factor_'s pivots)")
+        if self.reason is not None:
+            return y
+        results = y if type(y) in (tuple, list) else (y,)
+        closed = _closed((args, kwargs))
+        if not soft:
+            # All it recorded is in steps; where doors inside it made steps that run the
+            # engine's operation again, the whole operation runs again as one, if that
+            # reads its arguments alone: its decisions then are taken again rather than
+            # guarded (np.piecewise's conditions)
+            if not closed or not any(type(step) is Reenter for step in self.steps[mark:]) \
+                    or any(_stands_in(record) for record in self.tape.records[before:]) \
+                    or not self._runs_again(results, traced, first, since, []):
                 return y
-            buffers = {info[0] for info in traced.values()}
-            self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
-                                      self._reentered(y, buffers, first)))
+        elif any(_stands_in(record) for record in self.tape.records[before:]):
+            self.refuse("a value recomputed in the reverse pass inside an operation the "
+                        "replay runs as the engine does")
+            return y
+        del self.steps[mark:]
+        if any(type(item) is not Traced and isinstance(item, (np.ndarray, np.generic, float))
+               for item in results):
+            # (lu_factor_'s pivots: later steps would take the recorded call's as constants)
+            self.refuse("an operation run as the engine runs it whose results include "
+                        "plain values computed from the arrays (lu_factor_'s pivots)")
+            return y
+        buffers = {info[0] for info in traced.values()}
+        # The slots the operation's own steps bound are filled by no step now: the reverse
+        # pass's plans find no buffer whole there (``Program.plan``)
+        self.wholes = {key: slot for key, slot in self.wholes.items() if slot < first}
+        made = {}
+        outputs = self._reentered(y, buffers, first, since, made if closed else None)
+        self.steps.append(Reenter(operation, self.spec(args), self.spec(kwargs), traced,
+                                  outputs, {slot: facts for slot, (_, facts)
+                                            in made.items()} or None))
         return y
 
-    def _reentered(self, y, buffers, first):
-        """How a :class:`Reenter` step stores its result: views of the buffers it was given
-        (a new buffer would have a key the program's other records do not know). A result
-        bound to a slot by a step of the operation's own, dropped (slot ``first`` on), is bound
-        anew: no step fills that slot."""
+    def _runs_again(self, results, traced, first, since, made):
+        """Whether an operation's ``results`` (a tuple) can be a :class:`Reenter` step's
+        (``_reentered``, asked without binding or refusing): no plain values computed from
+        the arrays, and each traced array a value of the program from before, a view of a
+        buffer it was given (``traced``), or all of a buffer of its own, one each."""
+        buffers = [info[0] for info in traced.values()]
+        for item in results:
+            kind = type(item)
+            if kind is tuple or kind is list:
+                if not self._runs_again(item, traced, first, since, made):
+                    return False
+            elif kind is Traced:
+                if self.slots.get(id(item), first) < first or item.buffer in buffers:
+                    continue
+                if item.buffer.key < since or not item.whole \
+                        or any(buffer is item.buffer for buffer in made):
+                    return False
+                made.append(item.buffer)
+            elif isinstance(item, (np.ndarray, np.generic, float)) or kind is dict:
+                return False
+        return True
+
+    def _reentered(self, y, buffers, first, since, made):
+        """How a :class:`Reenter` step stores its result: views of the buffers it was given,
+        or all of a buffer the operation made (its key ``since`` or later), which the step's
+        replays give the recorded buffer's key (``made``: by slot, that buffer and its facts,
+        ``_made_facts``; None where the operation may read what it was not given, and a
+        new buffer is refused: ``_closed``). A result bound to a slot by a step of the
+        operation's own, dropped (slot ``first`` on), is bound anew: no step fills that
+        slot."""
         if type(y) is Traced:
             if self.slots.get(id(y), first) < first:
                 return None  # a value of the program from before: its slot holds it
             if y.buffer not in buffers:
-                self.refuse("an operation that records its own new arrays")
-                return None
+                # (a view of one, or a buffer that holds two results, is a place the later
+                # records name, which its replay would have to find again; an array of the
+                # program's the operation reached otherwise has a key no new buffer takes)
+                if made is None or y.buffer.key < since or not y.whole \
+                        or any(buffer is y.buffer for buffer, _ in made.values()):
+                    self.refuse("an operation that records its own new arrays")
+                    return None
+                out = Out(self.bind(y), _value_of, y)
+                made[out.slot] = (y.buffer, _made_facts(y.buffer))
+                return out
             return Out(self.bind(y), _value_of, y)
         if type(y) in (tuple, list):
-            return tuple(self._reentered(item, buffers, first) for item in y)
+            return tuple(self._reentered(item, buffers, first, since, made) for item in y)
         return self._plain_output(y)
 
     def refuse(self, reason):

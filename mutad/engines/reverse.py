@@ -44,7 +44,7 @@ from .elementwise import (ElementWrite, Elementwise, ElementsRead, Gathered, fol
                           fold_written, reverse_elementwise, reverse_folded)
 from .products import CHUNK
 from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
-from ..core.shadows import Buffer, Place, shared
+from ..core.shadows import Buffer, Place, result_buffer, shared
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
 from ..core.views import (address, itself, may_share, owner, owner_view, strided, wrapped,
@@ -637,7 +637,7 @@ def fresh(y, tape):
     if not plain_array and type(y) is not np.ndarray and isinstance(y, np.ndarray):
         raise UnsupportedArrayError(unsupported_array(
             y, "a result computed from a traced array and an array the function uses"))
-    buffer = Buffer(y)
+    buffer = result_buffer(y)
     if tape.outer is not None:
         y = tape.outer.lift(y)
     elif y.nbytes >= SMALL:  # a small array is never recomputed: nothing to follow

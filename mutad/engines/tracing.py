@@ -294,7 +294,7 @@ class TracedDispatch:
         if type(value) is np.ndarray:
             check_alias(value)
         recorder = self.tape.recorder
-        if recorder is not None and recorder.ready and recorder.soft is None:
+        if recorder is not None and recorder.ready and recorder.opens(Traced.__setitem__):
             return recorder.door(Traced.__setitem__, (self, key, value), {})
         if _deeper(value, self.tape):
             raise lost_tangent("x[key] = value")

@@ -19,7 +19,8 @@ from ..core.debug import Handling
 from ..core.devices import namespace
 from .products import CHUNK
 from .recompute import Rebuild
-from ..core.errors import ReadOnlyError, UnsupportedOperationError, plain_copy_missed
+from ..core.errors import (ReadOnlyError, UnsupportedOperationError, function_name,
+                           plain_copy_missed)
 from ..core.levels import ACTIVE
 from ..core.registry import Normwise
 from ..core.views import (may_overlap, memory, overlaps_itself, owner, same_region, views,
@@ -723,10 +724,17 @@ def _all_normal_magnitudes(b, smallest_normal):
     return bool(low >= smallest_normal or high <= -smallest_normal)
 
 
+RAISED_AFTER_WRITING = (FloatingPointError, RuntimeWarning)
+"""What NumPy raises after writing its result, for a floating-point error its loop met: its
+FloatingPointError under ``np.errstate(...="raise")``, or its RuntimeWarning where the warning
+filters make warnings errors (``warnings.simplefilter("error")``). f may catch either and go
+on with what NumPy wrote."""
+
+
 def raising_ignored():
-    """``np.errstate``'s settings with each category that raises ignored instead: to compute
-    again what NumPy computed before it raised."""
-    return {k: "ignore" for k, v in np.geterr().items() if v == "raise"}
+    """``np.errstate``'s settings with every category ignored: to compute again what NumPy
+    computed before it raised (``RAISED_AFTER_WRITING``), whose events its call has issued."""
+    return {"all": "ignore"}
 
 
 def written_before_raising(out, operands):
@@ -736,3 +744,38 @@ def written_before_raising(out, operands):
     NumPy asks), when it computes into a copy that it drops as it raises."""
     return out is not None and not any(np.may_share_memory(memory(out), memory(v))
                                        for v in operands if type(memory(v)) is np.ndarray)
+
+
+def written_in_place_before_raising(out, operands):
+    """Whether NumPy's elementwise ufunc writing into ``out``, raising FloatingPointError under
+    ``np.errstate(...="raise")``, surely wrote its result there first (f may catch the error
+    and go on): where no operand shares memory with ``out``, or each one that does is ``out``'s
+    very elements in its order (same address, shape, strides and dtype: ``x **= 0.5``,
+    ``np.sqrt(x, out=x)``), which NumPy's loop reads and writes in place. Where an operand
+    overlaps ``out`` otherwise, NumPy's memory layout decides whether it writes in place or
+    into a copy that it drops as it raises (``np.sqrt(x[::-1], out=x)`` leaves ``x`` as it
+    was; ``np.sqrt(x[1:], out=x[:-1])`` writes): False, an answer mutad does not give."""
+    out = memory(out)
+    if overlaps_itself(out):
+        return False
+    for v in operands:
+        v = memory(v)
+        if type(v) is not np.ndarray or not np.may_share_memory(out, v):
+            continue
+        if not (v.__array_interface__["data"][0] == out.__array_interface__["data"][0]
+                and v.shape == out.shape and v.strides == out.strides and v.dtype == out.dtype):
+            return False
+    return True
+
+
+def unknown_write_refused(func):
+    """The error for a FloatingPointError NumPy raised in ``func`` (a ufunc, or a primitive's
+    name) writing into an array that an operand overlaps in another layout
+    (``written_in_place_before_raising`` says no)."""
+    name = func if isinstance(func, str) else function_name(func)
+    return UnsupportedOperationError(
+        f"{name}(..., out=...): NumPy raised FloatingPointError (np.errstate(...='raise')) in a write into an "
+        "array that an operand overlaps in another order or layout, where NumPy's memory "
+        "layout decides whether the result was written before it raised, and mutad cannot "
+        "tell which to differentiate. Compute into a new array (y = np.sqrt(x[::-1])) and "
+        "copy it in, or let the error be a warning there (np.errstate(invalid='warn')).")

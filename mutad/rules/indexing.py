@@ -32,7 +32,7 @@ from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
-from ..engines.writes import Reads, Undo, checkpoint
+from ..engines.writes import RAISED_AFTER_WRITING, Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
@@ -632,7 +632,7 @@ def at_in_rounds(ufunc):
                 recorder.nondiff(_numpys_at, (ufunc, a, indices, b), {})
             else:
                 _numpys_at(ufunc, a, indices, b)
-        except FloatingPointError as error:
+        except RAISED_AFTER_WRITING as error:
             # NumPy applies every occurrence, then raises for the floating-point errors met
             # (f may catch it and go on): its error raised after the rounds
             with np.errstate(all="ignore"):
@@ -735,8 +735,10 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
         if type(values_tangent) in (list, tuple):  # values given as a list: its array's
             values_tangent = _list_tangent(args[values_at], values_tangent)
         moved = [tangents[0], *args[1:]]
-        if values_at < len(moved):  # (a zero of the target's type: an integer field's too)
-            moved[values_at] = np.zeros((), tangents[0].dtype) if values_tangent is None \
+        if values_at < len(moved):  # (zeros of the target's type, an integer field's too, of
+            # the values' shape, which NumPy's checks read: np.place's of no values raises)
+            moved[values_at] = np.zeros(np.shape(args[values_at]), tangents[0].dtype) \
+                if values_tangent is None \
                 else values_tangent if raised is not None \
                 else tangent_into(values_tangent, tangents[0])  # (the write NumPy made, once)
         if raised is None:

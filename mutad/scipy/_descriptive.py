@@ -1599,11 +1599,12 @@ _siegelslopes_value = Value(_scipys_siegelslopes, "scipy.stats.siegelslopes")
 
 
 def _repeated_medians(y, x, method):
-    plain_x = np.asarray(memory(x)) if wrapped(x) else np.asarray(x)
     deltax, deltay = x[:, None] - x, y[:, None] - y
     slopes, intercepts = [], []
-    for j in range(len(plain_x)):
-        others = np.nonzero(plain_x[j] - plain_x)[0]
+    for j in range(len(x)):
+        # the points of another abscissa, found in the traced differences (a decision on the
+        # values a replay takes again; of the plain ones it kept the recorded call's pairs)
+        others = np.nonzero(deltax[j])[0]
         slopes.append(np.median(deltay[j, others] / deltax[j, others]))
         if method == "separate":
             intercepts.append(np.median((y * x[j] - y[j] * x)[others] / deltax[j, others]))
@@ -1622,13 +1623,19 @@ def _siegelslopes(y, x, method):
 
 # scipy.stats.weightedtau: SciPy's compiled weighted tau reads x and y through their orderings
 # alone (the weigher weighs ranks): piecewise constant in them, its derivative zero wherever it
-# has one. Its value on the plain values, a constant
+# has one. Its value SciPy's of the plain values, without derivative: a step a replay computes
+# again (taken from the plain values here, a replay kept the recorded call's tau)
 
 from scipy.stats import _stats as _compiled_stats  # noqa: E402
 
 
+def _scipys_weightedrankedtau(x, y, rank, weigher, additive):
+    return np.asarray(_compiled_stats._weightedrankedtau(x, y, rank, weigher, additive))
+
+
+_weightedrankedtau_value = Value(_scipys_weightedrankedtau, "scipy.stats.weightedtau")
+
+
 @stands_in_for(_compiled_stats._weightedrankedtau)
 def _weightedrankedtau(x, y, rank, weigher, additive):
-    def plain(a):
-        return np.asarray(memory(a)) if wrapped(a) else a
-    return _compiled_stats._weightedrankedtau(plain(x), plain(y), rank, weigher, additive)
+    return _weightedrankedtau_value(x, y, rank, weigher, additive)

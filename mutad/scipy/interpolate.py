@@ -136,6 +136,7 @@ from typing import Any
 import numpy as np
 import scipy.interpolate
 import scipy.linalg
+import scipy.sparse.linalg
 import scipy.spatial
 from scipy.interpolate import _fitpack_impl, _interpnd
 
@@ -786,6 +787,18 @@ _DERIVATIVE_METHODS = {"linear": "slinear", "slinear": "slinear", "cubic": "cubi
 """The spline method whose derivatives are a method's: its own, or the same function's."""
 
 
+def _as_scipy_asks(solver):
+    """SciPy's spline solve (``make_ndbspl``) takes its direct path where ``solver`` equals
+    ``scipy.sparse.linalg.spsolve`` as the module gives it when SciPy asks: the mode's stand-in
+    while a differentiation runs, SciPy's own outside one. Either one taken for the other
+    would take the iterative path, which calls spsolve with ``atol=`` (a TypeError): either is
+    made the one the module gives now, in the same call as SciPy's question."""
+    if getattr(solver, "__name__", None) == "spsolve" and getattr(
+            solver, "__module__", "").startswith(("scipy.sparse.", "mutad.scipy.sparse")):
+        return scipy.sparse.linalg.spsolve
+    return solver
+
+
 class _Grid:
     """``RegularGridInterpolator``: data of shape grid + batch, points (..., ndim), values with
     the points' axes first; partial derivatives along each grid axis."""
@@ -812,7 +825,7 @@ class _Grid:
             if method in _SPLINE_METHODS:
                 return _interpolate.RegularGridInterpolator(
                     self.points, values, method, self.bounds_error, self.fill_value,
-                    solver=self.solver, solver_args=self.solver_args)
+                    solver=_as_scipy_asks(self.solver), solver_args=self.solver_args)
             return _interpolate.RegularGridInterpolator(self.points, values, method,
                                                         self.bounds_error, self.fill_value)
         return self.obj
@@ -835,7 +848,8 @@ class _Grid:
             result = self._interpolant(values, method)(points, method, nu=nu)
         else:  # the same function as a spline ('linear' is 'slinear'), solved exactly
             result = _interpolate.RegularGridInterpolator(
-                self.points, values, method, False, None, solver=spsolve)(points, nu=nu)
+                self.points, values, method, False, None,
+                solver=_as_scipy_asks(spsolve))(points, nu=nu)
         if self.fill_value is not None:  # the constant fill outside the grid
             outside = _outside(self.points, points)
             if np.any(outside):

@@ -125,6 +125,7 @@ from typing import Any
 
 import numpy as np
 import scipy.optimize as _optimize
+from scipy.optimize import _pava_pybind
 import scipy.sparse as _sparse
 import scipy.sparse.linalg as _sparse_linalg
 
@@ -2342,3 +2343,27 @@ def linprog(original, a, p, call, followed):
     fun = scipys_value(np.float64(res.fun), np.dot(c, x_composed))
     return _result(name, res, {"x": scipys_value(res.x, x_composed), "fun": fun},
                    keep=(*_KEEP, "crossover_nit"))
+
+
+# ----------------------------------------------------------------------------------------------
+# isotonic_regression: SciPy's Python code (followed) hands copies of y and of the weights to
+# its compiled pool-adjacent-violators pass, which writes in place each block's weighted mean
+# over the block's entries of x and the blocks' total weights into the first entries of w, and
+# the blocks' bounds into r. The blocks are decisions of the values (their derivative zero
+# wherever they are fixed); each fitted entry is its block's weighted mean, sum(w y) / sum(w).
+
+
+def _pava(x: Any, w: Any, r: Any) -> Any:
+    plain_x, plain_w = np.array(memory(x)), np.array(memory(w))
+    _, _, _, b = _pava_pybind.pava(plain_x, plain_w, r)
+    bounds = np.asarray(r[:b + 1])
+    starts, lengths = bounds[:-1], np.diff(bounds)
+    totals = np.add.reduceat(w[:bounds[-1]], starts)
+    means = np.add.reduceat((w * x)[:bounds[-1]], starts) / totals
+    x[...] = scipys_value(plain_x, np.repeat(means, lengths))
+    w[...] = plain_w
+    w[:b] = scipys_value(plain_w[:b], totals)
+    return x, w, r, b
+
+
+StandIn(_pava_pybind.pava, _pava)

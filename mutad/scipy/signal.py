@@ -103,7 +103,7 @@ import scipy.signal as _signal
 from numpy.lib.array_utils import normalize_axis_index
 from scipy.signal import (_arraytools, _filter_design, _lti_conversion, _ltisys, _signaltools,
                           _spectral_py)
-from scipy.signal import _upfirdn_apply
+from scipy.signal import _spline, _upfirdn_apply
 from scipy.signal._upfirdn import _output_len, _upfirdn_modes
 
 from ..core.allocation import lists_as_arrays
@@ -3422,3 +3422,34 @@ def _separable_filter(hrow, hcol, rows, columns):
     RT = original(np.eye(columns), hrow, [1.0])  # the rows' filter of each row of I: R.T
     return linear_function(lambda x: original(x, hrow, hcol), lambda u: C.T @ u @ RT.T,
                            lambda v: C @ v @ RT, "scipy.signal.sepfir2d")
+
+
+# symiirorder1: SciPy's Python code (followed) starts its forward pass from the compiled
+# symiirorder1_ic, the mirror-symmetric start x[0] + Σ_{k=1..K} z1ᵏ x[k-1], summed term by term
+# until |z1|ᵏ is within the precision (K a decision of |z1|). The stand-in finds SciPy's K as
+# the number of terms whose sum, taken in SciPy's order, is SciPy's value bit for bit; where no
+# single K is (a zero term, a dtype SciPy sums otherwise) it refuses.
+
+
+@stands_in_for(_spline.symiirorder1_ic)
+def _symiirorder1_ic(signal, z1, precision=-1.0):
+    plain_signal, plain_z1 = _plain(signal), complex(_plain(z1)) if np.iscomplexobj(
+        _plain(z1)) else float(_plain(z1))
+    value = _symiirorder1_ic.original(plain_signal, plain_z1, precision)
+    rows = np.reshape(plain_signal, (-1, np.shape(plain_signal)[-1]))
+    total, power, terms = rows[:, 0].copy(), 1.0, []
+    for k in range(rows.shape[1]):
+        power = power * plain_z1
+        total = total + power * rows[:, k]
+        if np.array_equal(total, np.ravel(value)):
+            terms.append(k + 1)
+    if len(terms) != 1:
+        raise UnsupportedOperationError(
+            "scipy.signal.symiirorder1 of differentiated values where mutad cannot tell how "
+            "many terms SciPy's starting sum took (a zero term, or another summation order): "
+            "its derivative would be another sum's. Filter with scipy.signal.lfilter, whose "
+            "start you give as zi.")
+    count = terms[0]
+    powers = z1 ** np.arange(1.0, count + 1.0)
+    composition = signal[..., 0] + np.sum(signal[..., :count] * powers, axis=-1)
+    return scipys_value(value, np.reshape(composition, np.shape(value)))

@@ -214,6 +214,7 @@ import abc
 import contextlib
 import dis
 import functools
+import gc
 import inspect
 import math
 import operator
@@ -3132,16 +3133,16 @@ def _kron(A: Any, B: Any, format: str | None = None) -> Any:
         made = _kron(rows[0], rows[1], "coo")
         made = made.reshape(-1) if vectors else made
         return made if format in (None, "coo") else made.asformat(format)
-    if any(wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x)
-           for x in (A, B)):
-        _refuse("scipy.sparse.kron of a differentiated dense array",
-                "make it a sparse matrix first (scipy.sparse.csr_array(x)).")
     if format in ("lil", "dok"):  # the entries in csr, assembled one by one
         made = _kron(A, B, "csr")
         return made.tolil() if format == "lil" else made.todok()
     sparse = _sparse.coo_array if any(isinstance(x, _sparse.sparray) or (
         isinstance(x, TracedSparse) and isinstance(x.layout.template, _sparse.sparray))
         for x in (A, B)) else _sparse.coo_matrix
+    # SciPy makes a dense operand a coo matrix, leaving its zeros out, as a traced one is made
+    A, B = (_constructed(sparse, "scipy.sparse.kron", x, lambda fn, d: fn(d), dense=True)
+            if wrapped(x) and not isinstance(x, TracedSparse) and carries_derivative(x) else x
+            for x in (A, B))
     A, B = (_lift(x if isinstance(x, TracedSparse) or _sparse.issparse(x) else sparse(
         memory(x))) for x in (A, B))
 
@@ -4332,11 +4333,77 @@ def _plain_preconditioner(M, method, what):
                                     rmatvec=applied("rmatvec"), dtype=M.dtype)
 
 
+class _IteratesSeen:
+    """A callback of an iterative solve handed copies of SciPy's iterates. SciPy hands it its
+    own working array, which it goes on updating in place; a callback that reads it with
+    traced values (``norm(A @ xk - b)`` of a traced ``A``) has mutad keep what it read
+    read-only for the derivative, and SciPy's next update would then fail. A copy the
+    callback keeps (``path.append(xk)``) is given SciPy's array's numbers when the solve
+    ends, as the kept array itself would hold; a callback that writes into the iterate, which
+    steers SciPy's solve, is refused."""
+
+    def __init__(self, callback, method):
+        self.callback, self.method, self.kept = callback, method, []
+
+    def __call__(self, iterate):
+        if type(iterate) is not np.ndarray:  # (gmres's residual norms: numbers)
+            return self.callback(iterate)
+        seen = iterate.copy()
+        result = self.callback(seen)
+        if seen.tobytes() != iterate.tobytes():
+            _refuse(f"scipy.sparse.linalg.{self.method} with a callback that writes into the "
+                    "iterate it is handed", "SciPy's solve would go on from the written "
+                    "numbers; mutad hands the callback a copy. Keep the solve's own steps, "
+                    "or write the iterations yourself.")
+        if sys.getrefcount(seen) > 2:  # (this frame's name, and getrefcount's argument)
+            self.kept.append((seen, iterate))
+        return result
+
+    def settle(self):
+        """Each kept copy given its SciPy array's numbers at the solve's end. One that an
+        operation mutad recorded read (read-only now, for the derivative) keeps the numbers
+        it read: refused where the program holds it too (in a list, a set, a dict, or a
+        tuple one of those holds), whose later reads would see them, not SciPy's last."""
+        for seen, iterate in self.kept:
+            if seen.flags.writeable:
+                seen[...] = iterate
+            elif _held_by_the_program(seen):
+                _refuse(f"scipy.sparse.linalg.{self.method} with a callback that keeps the "
+                        "iterate it is handed and reads it with differentiated values",
+                        "SciPy hands it its working array, which it goes on updating, so the "
+                        "kept array would hold the solve's last numbers. Keep a copy "
+                        "(path.append(xk.copy())).")
+
+
+def _held_by_the_program(array):
+    """Whether a list, set or dict holds ``array``, or a tuple one of those holds, other than
+    a recording's own: its tables of what it froze (keyed by the array's id) and summed
+    (tuples that start with the array), and its records (tuples with mutad's objects)."""
+    for holder in gc.get_referrers(array):
+        if type(holder) in (list, set) or (
+                type(holder) is dict and holder.get(id(array)) is not array):
+            return True
+        if type(holder) is tuple and not (holder and holder[0] is array) and not any(
+                type(item).__module__.startswith("mutad.") for item in holder) and any(
+                type(outer) in (list, set, dict) for outer in gc.get_referrers(holder)):
+            return True
+    return False
+
+
 def _iterative(method):
     def iterate(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
-        if options.get("callback") is not None:  # (counting the iterations into a list)
-            not_replayed(f"scipy.sparse.linalg.{method} with a callback, which SciPy calls "
-                         "on each iteration: a replay would not call it")
+        if options.get("callback") is None:
+            return iterate_seen(A, b, x0, **options)
+        # (counting the iterations into a list)
+        not_replayed(f"scipy.sparse.linalg.{method} with a callback, which SciPy calls "
+                     "on each iteration: a replay would not call it")
+        seen = options["callback"] = _IteratesSeen(options["callback"], method)
+        try:
+            return iterate_seen(A, b, x0, **options)
+        finally:
+            seen.settle()
+
+    def iterate_seen(A: Any, b: Any, x0: Any = None, **options: Any) -> tuple[Any, int]:
         parameters = _operator_parameters(A, method)
         if parameters is not None:
             _dense_rhs(b, method)
