@@ -1049,8 +1049,16 @@ def _reverse_rows(f, args, i, k, out):
     row = grad(component, argnums=i, replay=True)
     rows = [row(*args, e=e) for e in _basis(out)]
     # np.stack, not np.array: rows an enclosing differentiation traces stay traced (nested).
-    stacked = np.stack(rows) if rows else np.zeros(0, np.result_type(args[i].dtype, 0.0))
+    # Of the output's dtype, as forward mode's columns are (a gradient has its argument's):
+    # jacobian's result is the same whichever mode it takes
+    dtype = _dtype_of(out)
+    stacked = np.stack(rows).astype(dtype, copy=False) if rows else np.zeros(0, dtype)
     return np.reshape(stacked, np.shape(out) + np.shape(args[i]))
+
+
+def _dtype_of(out):
+    """The dtype of output leaf ``out`` (an array, a NumPy or Python scalar)."""
+    return out.dtype if hasattr(out, "dtype") else np.result_type(out)
 
 
 def _assemble(columns, x_shape, out):
@@ -1058,8 +1066,7 @@ def _assemble(columns, x_shape, out):
     ``x`` in C order, each of ``out``'s shape and dtype."""
     out_shape = np.shape(out)
     if not columns:  # x has no elements: zero columns of out's dtype, as the others are
-        dtype = out.dtype if hasattr(out, "dtype") else np.result_type(out)
-        return np.zeros(out_shape + x_shape, dtype)
+        return np.zeros(out_shape + x_shape, _dtype_of(out))
     stacked = np.stack(columns).reshape(x_shape + out_shape)  # traced columns stay traced
     return np.moveaxis(stacked, tuple(range(len(x_shape))), tuple(range(-len(x_shape), 0)))
 

@@ -64,6 +64,33 @@ def test_jvp_takes_none_or_zeros_for_an_integer_primal():
         assert np.array_equal(y, x * n) and np.array_equal(dy, np.ones(3) * n)
 
 
+_OF_ANOTHER_DTYPE = {  # f and an argument, whose output's dtype is not the argument's
+    "float64 to float32": (lambda a: np.sin(a).astype(np.float32), np.array([1.0, 2.0, 3.0])),
+    "float32 to float64": (lambda a: np.sin(a.astype(np.float64)),
+                           np.array([1.0, 2.0, 3.0], np.float32)),
+    "float64 to a float32 sum": (lambda a: np.sin(a).astype(np.float32).sum(),
+                                 np.array([1.0, 2.0])),
+    "float64 to float16, 2-d": (lambda a: (a * a).astype(np.float16), np.ones((2, 2)) / 3),
+    "Python float to float32": (lambda a: np.float32(np.sin(a)), 1.0),
+    "empty float64 to float32": (lambda a: np.sin(a).astype(np.float32), np.ones((2, 0))),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OF_ANOTHER_DTYPE))
+def test_a_jacobian_has_its_outputs_dtype_in_either_mode(case):
+    """Regression: jacrev's rows, gradients, had the argument's dtype: a float64 Jacobian of a
+    float32 output where jacfwd gave float32, and jacobian either, by the mode it took (a
+    float32 sum of two float64 elements: reverse mode, float64). Each has the output's dtype
+    now, as forward mode's columns do."""
+    f, x = _OF_ANOTHER_DTYPE[case]
+    forward, reverse, either = mutad.jacfwd(f)(x), mutad.jacrev(f)(x), mutad.jacobian(f, x)
+    assert type(reverse) is type(forward) is type(either)
+    assert np.result_type(reverse) == np.result_type(forward) == np.result_type(either) == \
+        np.result_type(f(x))
+    np.testing.assert_allclose(np.float64(reverse), np.float64(forward), rtol=1e-6)
+    np.testing.assert_allclose(np.float64(either), np.float64(forward), rtol=1e-6)
+
+
 def test_derivatives_with_respect_to_empty_arrays_keep_the_dtype_of_the_others():
     """Without columns, the Jacobian and Hessian blocks were float64 whatever the dtypes: an
     empty float32 argument gives float32 blocks, as one with elements does."""

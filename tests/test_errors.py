@@ -1,6 +1,7 @@
 """Every MutadError path: raised, names the fix, and leaves the caller's arrays as they were."""
 
 import collections
+import dataclasses
 import functools
 import importlib
 import operator
@@ -1231,13 +1232,105 @@ def test_a_cached_differentiated_function_is_differentiated_past_its_cache(diffe
     assert f(0.5) == np.sin(0.5) * 0.5
 
 
+def _decay(n, a):
+    return np.exp(-a) * n
+
+
+_cached_decay = functools.lru_cache(maxsize=None)(_decay)
+
+
+def _decayed(x):
+    return _cached_decay(3, float(x[0])) * x[1]
+
+
+def _decayed_past_cache(x):
+    return _decay(3, float(x[0])) * x[1]
+
+
+def _closure_loss(cache):
+    @cache
+    def square(a):
+        return a * a * np.ones(2)
+
+    return (lambda x: (square(x[0]) * x).sum()), square
+
+
+def _method_loss(cache):
+    class Model:
+        @cache
+        def weight(self, t):
+            return np.sin(t) * 2.0
+
+        def loss(self, x):
+            return self.weight(t=float(x[0])) * x[1]
+
+    return Model().loss, Model.weight
+
+
+def _static_loss(cache):
+    class Model:
+        @staticmethod
+        @cache
+        def weight(t):
+            return np.sin(t) * 2.0
+
+        def loss(self, x):
+            return self.weight(x[0]) * x[1]
+
+    return Model().loss, Model.weight
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rate:  # hashes and compares by its value
+    a: float
+
+
+def _dataclass_loss(cache):
+    @cache
+    def decay(rate):
+        return np.exp(-rate.a)
+
+    return (lambda x: decay(_Rate(float(x[0]))) * x[1]), decay
+
+
+@pytest.mark.parametrize("form", ["module", "closure", "method", "static", "dataclass"])
+@pytest.mark.parametrize("differentiate", [
+    lambda f, x: mutad.gradient(f, x)[0], lambda f, x: mutad.jvp(f, (x,), (np.ones(2),))[1]],
+    ids=["gradient", "jvp"])
+def test_a_helpers_cache_is_passed_by_a_differentiated_value(form, differentiate):
+    # A helper f reaches by a name, cached by functools.lru_cache or functools.cache (a
+    # module-level function, a closure's, a class's cached or static method), called with a
+    # differentiated number after a plain call with that number filled its cache: the cache
+    # answered (a traced scalar hashes and compares as its number) with the plain value, a
+    # derivative of 0 through it, silently (and of a frozen dataclass holding the number).
+    # Called past its cache, the cache left as it was.
+    if form == "module":
+        _cached_decay.cache_clear()
+        (f, cached), uncached = (_decayed, _cached_decay), _decayed_past_cache
+    else:
+        make = {"closure": _closure_loss, "method": _method_loss, "static": _static_loss,
+                "dataclass": _dataclass_loss}[form]
+        (f, cached), uncached = make(functools.lru_cache(maxsize=None)), make(lambda g: g)[0]
+    x = np.array([0.7, 1.3])
+    plain = f(x)  # fills the cache under 0.7
+    info, expected = cached.cache_info(), differentiate(uncached, x)
+    for _ in range(2):
+        np.testing.assert_allclose(differentiate(f, x), expected, rtol=1e-14)
+        assert x.tolist() == [0.7, 1.3]
+    assert cached.cache_info() == info  # neither looked up nor filled
+    assert f(x) == plain and cached.cache_info().hits == info.hits + 1
+    assert type(f(x)) is np.float64
+
+
 def test_a_cache_keyed_on_a_differentiated_value_is_named_when_its_result_escapes():
     @functools.lru_cache(maxsize=None)
-    def stiffness(k):  # a cache keyed on the parameter: the second call's hit is stale
-        return k * np.array([[2.0, -1.0], [-1.0, 2.0]])
+    def stiffness(k):  # a cache keyed on the parameter, where mutad does not look (in a
+        return k * np.array([[2.0, -1.0], [-1.0, 2.0]])  # deque): the second hit is stale
+
+    held = collections.deque([stiffness])
 
     def f(k):
-        return np.linalg.solve(stiffness(k[0]), np.ones(2)).sum()
+        return np.linalg.solve(held[0](k[0]), np.ones(2)).sum()
 
     k = np.array([1.5])
     np.testing.assert_allclose(mutad.gradient(f, k)[0], -np.ones(2).sum() / 1.5**2)

@@ -1493,6 +1493,18 @@ def _place_of_no_values(u, x):
     np.place(u, x > 0.4, [])  # NumPy refuses before writing: no values to place
 
 
+def _sequence_by_index_array(u, x):
+    u[[0, 2]] = [x[0] * 3.0, "q"]  # NumPy converts it whole first: writes nothing
+
+
+def _sequence_broadcast(u, x):
+    u.reshape(5, 1)[:] = [x[0] * 3.0, "q"][:1] + ["q"]  # (a row broadcast: nothing written)
+
+
+def _sequence_of_a_number_in_words(u, x):
+    u[1:3] = [x[0] * 3.0, "2.5"]  # converted as NumPy converts it: no error
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("write, error", [
     (_put_past_the_end, IndexError),
@@ -1500,8 +1512,12 @@ def _place_of_no_values(u, x):
     (_copyto_refusing_complex, TypeError),
     (_place_of_no_values, ValueError),
     (_flat_past_the_end, IndexError),
+    (_sequence_by_index_array, ValueError),
+    (_sequence_broadcast, ValueError),
+    (_sequence_of_a_number_in_words, ValueError),
 ], ids=["put-past-the-end", "copyto-casting-no", "copyto-complex-into-float", "place-no-values",
-        "flat-past-the-end"])
+        "flat-past-the-end", "sequence-by-index-array", "sequence-broadcast",
+        "sequence-of-a-number-in-words"])
 def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, error, policy):
     """Regression: ``np.put`` meeting an index out of bounds after writing the elements before
     it, f catching the IndexError: mutad wrote nothing (value 11.7 for NumPy's 8.7, the
@@ -1510,7 +1526,9 @@ def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, err
     the whole program, the except branch included; the caller's bytes come back. Forward
     mode's ``np.place(u, mask, [])``, refused by NumPy, zeroed u's tangent under the mask: the
     tangent's write took a zero for the values, not their shape. ``u.flat[[3, 1, 9, 0]] = v``
-    wrote nothing (NumPy writes u[3] and u[1], then raises)."""
+    wrote nothing (NumPy writes u[3] and u[1], then raises). Forward mode's ``u[1:3] = [v,
+    "2.5"]`` raised ValueError where NumPy converts the string (nothing written, caught by f:
+    another value)."""
     weights = np.arange(1.0, 6.0)
 
     def f(x):
@@ -1532,6 +1550,34 @@ def test_a_copying_write_raising_caught_by_f_leaves_what_numpy_leaves(write, err
     y, dy = mutad.jvp(f, (x,), (tangent,))
     assert np.float64(y).tobytes() == np.float64(value).tobytes()
     np.testing.assert_allclose(dy, grad @ tangent, rtol=1e-12)
+    assert x.tobytes() == before
+
+
+@pytest.mark.parametrize("differentiate", [
+    lambda f, x: mutad.gradient(f, x), lambda f, x: mutad.jvp(f, (x,), (np.ones_like(x),)),
+    lambda f, x: mutad.grad(f, replay=True)(x)], ids=["gradient", "jvp", "replay"])
+@pytest.mark.parametrize("unconvertible", ["q", 1j, 2**1100, object()],
+                         ids=["word", "complex", "past-the-doubles", "object"])
+def test_a_sequence_numpy_writes_in_part_before_raising_is_refused(unconvertible, differentiate):
+    """Regression: ``u[:] = [1.0, x[0], "q", ...]``, f catching the error: NumPy writes such
+    a sequence element by element, leaving those before "q" written (a complex number, an
+    int past the doubles, an object too), where mutad, converting the list first, wrote
+    nothing (another value; forward mode wrote the object's values but not their tangents).
+    Refused by name; the caller's bytes come back."""
+    def f(x):
+        u = x * 1.0
+        try:
+            u[:] = [1.0, x[0] * 2.0, unconvertible, 4.0, 5.0]
+        except (ValueError, TypeError, OverflowError):
+            pass
+        return np.sum(u * u)
+
+    x = np.array([0.5, -1.0, 2.0, 0.3, 1.2])
+    before = x.tobytes()
+    assert f(x.copy()) == 1.0 + 1.0 + 4.0 + 0.09 + 1.44  # NumPy wrote u[0] and u[1]
+    with pytest.raises(mutad.errors.UnsupportedOperationError,
+                       match="element by element|dtype object"):
+        differentiate(f, x)
     assert x.tobytes() == before
 
 

@@ -203,3 +203,107 @@ def test_functions_closing_over_the_calls_values_are_recorded_as_steps():
     (program,) = replaying.programs.values()
     assert program.replays == 5, replaying.reasons
     assert not any(type(step) is replay.Reenter and step.made for step in all_steps(program))
+
+
+@mutad.inplace_adjoint(writes=("x",))
+def scaled_by_(x, factors):
+    """``x *= factors()``: an in-place function given a function, which gives the factors as
+    Python numbers."""
+    x *= np.array(factors())
+
+
+@scaled_by_.rule
+def _scaled_by_rule(x, factors):
+    s = list(factors())
+    for i in range(len(x)):
+        x[i] *= s[i]
+
+    def back(dx, dfactors):
+        for i in range(len(x)):
+            x[i] /= s[i]
+            dx[i] *= s[i]
+    return back
+
+
+def factors_of_the_call(x, w):
+    """The factors read from w in the rule's function, a closure: taken again on the
+    recorded call's w, the decisions ``tolist`` takes there unguarded, a wrong number."""
+    u = x * w
+    scaled_by_(u, lambda: ((w > 1.0) * 1.0 + 1.0).tolist())
+    return np.sum(u * u)
+
+
+def factors_of_the_rule(x, w):
+    """The rule itself closes over the factors."""
+    m = (w > 1.0) * 1.0 + 1.0
+
+    @mutad.inplace_adjoint(writes=("x",))
+    def scale_(x):
+        x *= np.array(m.tolist())
+
+    @scale_.rule
+    def _rule(x):
+        back = _scaled_by_rule(x, m.tolist)
+        return lambda dx: back(dx, None)
+
+    u = x * w
+    scale_(u)
+    return np.sum(u * u)
+
+
+def constant_factors(x, w):
+    """A function of no free variables: run again, it computes what the call would."""
+    u = x * w
+    scaled_by_(u, lambda: [1.0, 2.0, 3.0, 1.0, 2.0, 1.5])
+    return np.sum(u * u)
+
+
+def along_rows_of_a_closure(x, w):
+    """np.apply_along_axis of constants, its function closing over a mask of w: the call of
+    constants is a step run again on each replay, which would read the recorded call's mask."""
+    m = (w > 1.0) * 1.0
+    k = np.apply_along_axis(lambda r: r * m, 1, np.ones((3, 6)))
+    return np.sum(k @ (x * w))
+
+
+def along_rows_of_numpy(x, w):
+    k = np.apply_along_axis(np.cumsum, 1, np.ones((3, 6)))
+    return np.sum(k @ (x * w))
+
+
+CLOSURES = {  # f: what the reason says (None: replayed)
+    factors_of_the_call: "an operation the replay runs as the engine does (an in-place rule) "
+                         "given a function that reads values other than its arguments",
+    factors_of_the_rule: "an operation the replay runs as the engine does (an in-place rule) "
+                         "given a function that reads values other than its arguments",
+    constant_factors: None,
+    along_rows_of_a_closure: "np.apply_along_axis of constants given a function that reads "
+                             "values other than its arguments",
+    along_rows_of_numpy: None,
+}
+
+
+@pytest.mark.parametrize("f", list(CLOSURES))
+def test_a_step_run_again_given_a_closure_over_the_call_is_not_replayed(f):
+    """An in-place rule (a ``Reenter`` step) and a call of constants (a ``Call`` step) are run
+    again on each replay, their function arguments with them: one closing over the call's
+    values would read the recorded call's. Such a call is traced, saying why; one whose
+    functions read their arguments alone replays. Against tracing and NumPy, bit for bit."""
+    rng = np.random.default_rng(3)
+    x = np.abs(rng.standard_normal(6)) + 0.1
+    ws = [rng.uniform(0.5, 1.5, 6) for _ in range(5)]
+    replaying = mutad.value_and_grad(f, argnums=(0, 1), replay=True)
+    for w in ws:
+        args = (x.copy(), w.copy())
+        got = replaying(*args)
+        assert args[0].tobytes() == x.tobytes() and args[1].tobytes() == w.tobytes()
+        expected = mutad.value_and_grad(f, argnums=(0, 1))(x.copy(), w.copy())
+        assert np.asarray(got[0]).tobytes() == np.asarray(expected[0]).tobytes()
+        assert np.asarray(expected[0]).tobytes() == np.asarray(f(x.copy(), w.copy())).tobytes()
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(got[1], expected[1], strict=True))
+    if CLOSURES[f] is None:
+        (program,) = replaying.programs.values()
+        assert program.replays == 4, replaying.reasons
+    else:
+        (reason,) = replaying.reasons.values()
+        assert reason.startswith(CLOSURES[f])

@@ -1450,26 +1450,49 @@ _CAUGHT_WRITES = {  # a write into u that NumPy refuses or raises from, which f 
 }
 
 
+class _Stop(Exception):
+    """What an error callback of ``np.errstate(...="call")`` raises: of no class NumPy's."""
+
+
+class _StoppingLog:
+    """An error log of ``np.errstate(...="log")`` whose ``write`` raises."""
+
+    def write(self, message):
+        raise _Stop(message)
+
+
+def _stop(kind, flag):
+    raise _Stop(kind)
+
+
+_RAISING = {  # np.errstate's settings for each way a caught write raises
+    "raise": {"all": "raise"}, "warning": {"all": "warn"}, None: {"all": "ignore"},
+    "call": {"all": "call", "call": _stop},
+    "log": {"all": "log", "call": _StoppingLog()},
+}
+
+
 def caught_write(x, case, how):
     """``_CAUGHT_WRITES[case]`` into ``x``, raising as ``how`` says (FloatingPointError under
-    ``np.errstate(all="raise")``, or NumPy's RuntimeWarning where warnings are made errors:
-    NumPy wrote first; TypeError: it refused the call, writing nothing), the error caught; or,
-    for ``how=None``, its equivalent that does not raise (the error ignored; no call)."""
+    ``np.errstate(all="raise")``, NumPy's RuntimeWarning where warnings are made errors, or
+    what an error callback (``"call"``) or log (``"log"``) raises: NumPy wrote first;
+    TypeError: it refused the call, writing nothing), the error caught; or, for ``how=None``,
+    its equivalent that does not raise (the error ignored; no call)."""
     x *= 1.5
     with warnings.catch_warnings():
         if how == "warning":
             warnings.simplefilter("error")
         try:
-            with np.errstate(all={"raise": "raise", "warning": "warn", None: "ignore"}[how]):
+            with np.errstate(**_RAISING[how]):
                 if how is not None or case != "casting":
                     _CAUGHT_WRITES[case](x)
-        except (FloatingPointError, RuntimeWarning, TypeError):
+        except (FloatingPointError, RuntimeWarning, TypeError, _Stop):
             pass
     x -= 0.25
     return np.nansum(x * x * np.arange(1.0, x.size + 1))
 
 
-@pytest.mark.parametrize("how", ["raise", "warning"])
+@pytest.mark.parametrize("how", ["raise", "warning", "call", "log"])
 @pytest.mark.parametrize("case", sorted(_CAUGHT_WRITES))
 def test_a_caught_error_of_a_write_leaves_value_and_tangent_as_numpy_left_the_array(case, how):
     """Regression: forward mode wrote the tangent of ``np.multiply(u, 2.0, out=u,
@@ -1482,8 +1505,10 @@ def test_a_caught_error_of_a_write_leaves_value_and_tangent_as_numpy_left_the_ar
     not taken as its FloatingPointError is: the write went unrecorded (``np.log(u, out=u)``:
     another gradient), or was not made (``np.log.at``, a masked write: another value). Nor
     were the results of ``np.divmod(..., out=(q, r))`` raising either way, nor forward
-    mode's ``np.dot(m, v, out=u)`` raising NumPy's RuntimeWarning. Now the
-    value is NumPy's bit for bit, and gradient, jvp and the batched Jacobian are those of the
+    mode's ``np.dot(m, v, out=u)`` raising NumPy's RuntimeWarning. Nor was an exception of
+    any class raised by the error callback of ``np.errstate(...="call")`` (or a log's
+    ``write``), which NumPy calls after writing: reverse mode did not record the write of
+    ``np.log(u, out=u)`` (another gradient). Now the value is NumPy's bit for bit, and gradient, jvp and the batched Jacobian are those of the
     program that does not raise; the caller's bytes come back."""
     x = np.array([1.0, -2.0, 4.0, 9.0, 0.3])
     before = x.tobytes()

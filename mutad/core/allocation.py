@@ -135,7 +135,7 @@ from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, 
                     without_events)
 from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
                      UntracedWriteError, objects_refused)
-from .levels import ACTIVE, CARRIERS, Tracer, innermost, running
+from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -5705,6 +5705,9 @@ class _Mode:
                 is types.FunctionType and str(value.__wrapped__.__globals__.get(
                     "__name__")).partition(".")[0] not in INTERNAL:
             return _CachedStandIn(value, self._stand_in, self._hold)
+        if type(value) is staticmethod and type(value.__func__) is LRU_CACHED:
+            held = self._stand_in(value.__func__)  # (a cached static method of a class)
+            return None if held is None else staticmethod(held)
         wrap = COMPILED_OBJECTS.get(type(value))
         if wrap is not None:
             return wrap(value)
@@ -5998,13 +6001,20 @@ class _CachedStandIn:
     into it by ``hold`` till the mode ends), so that the function's writes into them are
     followed and their bytes written back, as a global array's; mutad cannot look into the
     cache. What a call the cache does not answer makes, the cache keeps: plain arrays, made
-    outside the mode, as NumPy makes them."""
+    outside the mode, as NumPy makes them. A call given a traced value (``decay(3,
+    float(x[0]))``, a method's ``self.weight(x[0])``) runs the function it wraps, past its
+    cache: a traced scalar hashes and compares as its number, so the cache would hand back
+    what a plain call stored under that number, with no derivative, and keep the traced
+    result for later calls; the cache is left as it was."""
 
     def __init__(self, cached, stand_in, hold):
         functools.update_wrapper(self, cached, updated=())
         self.cached, self.stand_in, self.hold = cached, stand_in, hold
 
     def __call__(self, *args, **kwargs):
+        if _holds_traced(args) or kwargs and _holds_traced(kwargs):
+            hash((args, *kwargs.values()))  # (an array refused as a key, as the cache does)
+            return self.cached.__wrapped__(*args, **kwargs)
         with plain_allocation():  # (what a call it does not answer from its cache makes
             y = self.cached(*args, **kwargs)  # is kept: plain arrays, as NumPy's)
         if type(y) is np.ndarray:
@@ -6023,6 +6033,28 @@ class _CachedStandIn:
 
     def __get__(self, instance, owner=None):  # a cached method, as a class's attribute
         return self if instance is None else types.MethodType(self, instance)
+
+
+def _holds_traced(tree, depth=3):
+    """Whether ``tree`` is, or holds ``depth`` levels down, a traced value: in a tuple, a list,
+    a set, a dict's keys or values, or the attributes of an object of the user's that hashes
+    by its values (a frozen dataclass of parameters; one hashed by identity is a cache's key
+    whatever it holds, as in NumPy's run)."""
+    kind = type(tree)
+    if kind in WRAPPERS or kind in CARRIERS:
+        return True
+    if depth == 0:
+        return False
+    if isinstance(tree, tuple) or kind is list or kind is set or kind is frozenset:
+        items = tree
+    elif kind is dict:
+        items = (*tree, *tree.values())
+    elif user_object(tree) and type(getattr(tree, "__dict__", None)) is dict \
+            and type(tree).__hash__ not in (object.__hash__, None):
+        items = vars(tree).values()
+    else:
+        return False
+    return any(_holds_traced(item, depth - 1) for item in itertools.islice(items, 64))
 
 
 def _tuple_stand_in(held, stand_in):

@@ -671,11 +671,15 @@ a warning turned into an error or recorded by ``warnings.catch_warnings``). An e
 
 def issue_held(level, issue=True):
     """Issue the events held for ``level`` (``HELD``) in their order, an error raised as a
-    ``FloatingPointError``; with ``issue=False`` (``f`` raised), drop them."""
+    ``FloatingPointError``, one of a category set to "call" or "log" handed to its callback; with
+    ``issue=False`` (``f`` raised), drop them."""
     events = HELD.pop(level, None)
     for event in events if issue and events else ():
         if len(event) == 1:
             raise FloatingPointError(f"{event[0]}, in a tangent")
+        if len(event) == 2:  # a category set to "call" or "log": its callback or log
+            event[1](event[0])
+            continue
         # labelled, as a gradient's are: the derivative's, beside NumPy's own (issued in f)
         warn_at(f"{event[0]}, in a tangent", RuntimeWarning, *event[1:])
 
@@ -754,6 +758,21 @@ class Warnings:
 CATEGORIES = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
               "invalid value": "invalid"}
 """NumPy's error handling categories, by the words of its messages."""
+
+_FLAGS = {"divide": 1, "over": 2, "under": 4, "invalid": 8}
+"""The flag NumPy hands an error callback for each category (``np.errstate(...="call")``)."""
+
+
+def handed_on(mode, callback):
+    """How an event of a category set to ``mode`` ("call" or "log") is handed to ``callback``
+    (``np.seterrcall``'s), as NumPy hands it: a function of NumPy's message."""
+    if mode == "log":
+        return lambda message: callback.write(f"Warning: {message}\n")
+
+    def call(message):
+        words = message.partition(" encountered")[0]
+        callback(words, _FLAGS[CATEGORIES[words]])
+    return call
 
 
 def silenced(ambient, message, filename, lineno):

@@ -39,7 +39,7 @@ from ..core.errors import (ConstantModifiedError, ConversionError, UnsupportedAt
 from ..core.levels import (WRAPPERS, Tracer, carries_derivative, escaped, handled, innermost,
                            running)
 from ..core.registry import SUBCLASS_VIEWS
-from .writes import (RAISED_AFTER_WRITING, raising_ignored, unknown_write_refused,
+from .writes import (raised_after_writing, raising_ignored, unknown_write_refused,
                      written_in_place_before_raising)
 from ..core.views import (may_overlap, memory, owner, stands_for_scalar, view_as, views, weaken,
                           wrapped, writeable)
@@ -1740,7 +1740,9 @@ def into_outs(ufunc, inputs, kwargs):
     raised = None
     try:
         results = ufunc(*inputs, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         # NumPy raises after writing every result into its out= array (f may catch it and go
         # on): written here too, then raised
         if not all(written_in_place_before_raising(o, inputs) for o in outs if o is not None):
@@ -1819,7 +1821,9 @@ def masked_ufunc(ufunc, inputs, out, kwargs):
               else np.broadcast_to(x, shape)[mask] for x in inputs]
     try:
         out[mask] = ufunc(*picked, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         # Under np.errstate(...="raise") NumPy raises after writing the selected elements
         # (f may catch the error and go on): written here too, then raised
         if not written_in_place_before_raising(out, inputs):
@@ -2032,6 +2036,44 @@ def keywords_in_place(func, rule, args, kwargs):
             warnings.simplefilter("ignore")
             func(*_plain_values(args), **dict(zip(kwargs, _plain_values(kwargs.values()))))
     return args, kwargs
+
+
+def sequence_assigned(target, key, value, convert):
+    """``convert(value)``, the array NumPy makes of a list or tuple assigned as ``target[key] =
+    value`` (the engine's conversion: ``x[:3] = [x[2], 2 * x[1], 5.0]``). Where an element
+    cannot be converted ("q", a complex number into floats, an int past the doubles, an
+    object: an array of objects, which NumPy's assignment converts element by element), NumPy's
+    own error is raised where its assignment, made on a copy of ``target``'s values, writes
+    nothing (a broadcast sequence, an index array, a first element); where NumPy converts the
+    sequence into the array element by element and raises with the elements before that one
+    written, which f may catch and go on with, it is refused (the engines convert it whole
+    first)."""
+    try:
+        converted = convert(value)
+    except (ValueError, TypeError, OverflowError) as error:
+        _numpys_assignment(target, key, value, error)
+        raise
+    if getattr(converted, "dtype", None) == object and target.dtype != object:
+        _numpys_assignment(target, key, value, None)
+    return converted
+
+
+def _numpys_assignment(target, key, value, error):
+    """NumPy's own ``target[key] = value`` on a copy of ``target``'s values: its error raised
+    where it wrote nothing; refused where it raised having written some elements."""
+    values = _plain_values((target,))[0]
+    probe = values.copy()
+    try:
+        probe[_plain_values((key,))[0]] = _plain_values((value,))[0]
+    except Exception as numpys:
+        if probe.tobytes() == values.tobytes():
+            raise numpys from None  # NumPy's own error, having written nothing
+        raise UnsupportedOperationError(
+            f"x[key] = {type(value).__name__} whose element NumPy cannot convert to "
+            f"{values.dtype} ({numpys}): NumPy writes such a sequence into the array element "
+            "by element, leaving those before that element written as it raises, which "
+            "mutad does not follow. Convert the values first (np.asarray(values, "
+            "dtype=float)), or check them before assigning.") from error or numpys
 
 
 def _plain_values(items):

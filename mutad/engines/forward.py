@@ -33,7 +33,7 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_assigned,
                         integers_out,
-                        item_assignment_refused, numpy_scalar, numpys_loop_error,
+                        item_assignment_refused, numpy_scalar, numpys_loop_error, sequence_assigned,
                         numpys_scalar_operator, put_square_right,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
@@ -56,10 +56,12 @@ from ..core.errors import (
     objects_refused,
     plain_copy_missed,
 )
-from ..core.debug import CATEGORIES, ERRORS, HELD, HOLDING, from_user_line, warn_at
+from ..core.debug import (CATEGORIES, ERRORS, HELD, HOLDING, Warnings, from_user_line, handed_on,
+                          warn_at)
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
 from .elementwise import in_the_loops_kinds
+from .operations import as_assigned
 from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,
@@ -69,7 +71,7 @@ from ..core.trees import unsupported_array
 from ..core.views import (address, may_overlap, memory, overlaps_itself, owner, owner_view,
                           real_part_if, strided, view_as, wrapped, writeable,
                           writes_freely)
-from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
+from .writes import (raised_after_writing, at_target, check_region, over_target,
                      raising_ignored, reads_written, unknown_write_refused,
                      written_before_raising, written_in_place_before_raising)
 
@@ -78,12 +80,16 @@ from .writes import (RAISED_AFTER_WRITING, at_target, check_region, over_target,
 # A tangent's floating-point events
 
 _RAISING = [None, ()]
-"""The last handling seen (``ERRORS``' value) and its categories that raise."""
+"""The last handling seen (``ERRORS``' value) and its categories that raise, or call an error
+callback or log of the user's (which may raise, as f may catch after NumPy wrote: the same as
+raising), with their modes."""
 
 
 class _TangentErrors:
-    """NumPy's error handler (``call=``) while a tangent is computed where a category raises:
-    its message is held; another category's goes on to the handler this one stands for."""
+    """NumPy's error handler (``call=``) while a tangent is computed where a category raises
+    or calls the user's callback or log: its message is held (with the callback, for a
+    category that calls one: ``debug.issue_held`` hands it on); another category's goes on to
+    the handler this one stands for."""
 
     __slots__ = ("before", "raising", "level")
 
@@ -96,7 +102,10 @@ class _TangentErrors:
     def write(self, text):
         category = next((c for words, c in CATEGORIES.items() if words in text), None)
         if category in self.raising:
-            HELD.setdefault(self.level, []).append((text.removeprefix("Warning: ").rstrip("\n"),))
+            message = text.removeprefix("Warning: ").rstrip("\n")
+            mode = self.raising[category]
+            HELD.setdefault(self.level, []).append(
+                (message,) if mode == "raise" else (message, handed_on(mode, self.before)))
         elif self.before is not None:
             self.before.write(text)
 
@@ -117,7 +126,9 @@ class tangent_errors:
         HOLDING.level = self.level
         errors = ERRORS.get()
         if errors is not _RAISING[0]:
-            _RAISING[:] = errors, tuple(k for k, v in np.geterr().items() if v == "raise")
+            log = not isinstance(np.geterrcall(), Warnings)  # (the user's log, not mutad's)
+            _RAISING[:] = errors, {k: v for k, v in np.geterr().items()
+                                   if v in ("raise", "call") or v == "log" and log}
         raising = _RAISING[1]
         self.errors = None
         if raising:
@@ -814,7 +825,9 @@ def _write_elementwise(ufunc, rule, primals, tangents, traced, out, kwargs, leve
         if "y" in rule.uses:
             try:
                 y = ufunc(*primals, **kwargs)
-            except RAISED_AFTER_WRITING as error:  # the write raises it too, having written
+            except Exception as error:  # the write raises it too, having written
+                if not raised_after_writing(error):
+                    raise
                 if not written_in_place_before_raising(target.value, primals):
                     raise unknown_write_refused(ufunc) from error
                 raised = error
@@ -840,7 +853,9 @@ def _write_value(ufunc, primals, out, kwargs):
     written too, as f may catch it and go on with both (None: none was raised)."""
     try:
         ufunc(*primals, out=out, **kwargs)
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         if not written_in_place_before_raising(out, primals):
             raise unknown_write_refused(ufunc) from error
         return error
@@ -967,7 +982,9 @@ def _ruled(func, rule, tangents, primals, kwargs, level, out=None):
         del held[before:]
         try:
             _issue_numpys_events(func, primals, kwargs, met)
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             if not written_before_raising(out, primals):
                 raise
             raised = error  # computed as NumPy computed it, written with its tangent, then raised
@@ -998,9 +1015,12 @@ def _issue_numpys_events(func, primals, kwargs, met):
         with warnings.catch_warnings():  # its Python warnings ("Mean of empty slice"): the
             warnings.simplefilter("ignore")  # rule's call of NumPy's has issued them
             call(*map(plain, primals), **{k: plain(v) for k, v in kwargs.items()})
-    except FloatingPointError as error:
-        # NumPy raises for the first event its loop met; the others it met (an overflow, then
-        # an invalid inf - inf) are the value's too, not the tangent's
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
+        # NumPy raises for the first event its loop met (its FloatingPointError, or what the
+        # error callback raises); the others it met (an overflow, then an invalid inf - inf)
+        # are the value's too, not the tangent's
         log = _EventLog()
         with np.errstate(all="log", call=log), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -1440,7 +1460,9 @@ class Dual(ArrayMethods):
             if records_write(self, key, value):
                 return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
-            value = lists_as_arrays([value])[0]  # makes of it
+            dtype = self.value.dtype  # makes of it, its items converted as NumPy converts them
+            value = sequence_assigned(self, key, value,
+                                      lambda v: lists_as_arrays([as_assigned(v, dtype)])[0])
         _assign(self, value, self.level, "x[key] = value", key)
 
     def _inplace(self, ufunc, other):

@@ -37,7 +37,7 @@ from ..core.tape import SMALL_WRITE, Write
 from .elementwise import ElementWrite, write_cotangents
 from ..core.views import (address, byte_span, may_share, memory, real_part_if,
                           strided, wrapped, writeable)
-from .writes import (RAISED_AFTER_WRITING, SAVED, UNREAD, VERIFYING, CopyBack, Destination,
+from .writes import (raised_after_writing, SAVED, UNREAD, VERIFYING, CopyBack, Destination,
                      Reads, Undo, Undos, at_target, check_region, copy_back, decide_undo,
                      over_target, saving, unknown_write_refused,
                      written_in_place_before_raising)
@@ -197,7 +197,9 @@ def record_write(primitive, target, write, reads=None, undo=SAVED, *, pullback=N
     else:
         try:
             write()
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             # Under np.errstate(...="raise") NumPy raises after writing its result: the write
             # happened, and f may catch the error and go on, so it is recorded all the same;
             # unless an operand overlaps the target in another layout, where NumPy may have
@@ -471,7 +473,9 @@ class SavedWrite:
         tape.before_write(key)
         try:
             ufunc(*values, out=target)
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             if not written_in_place_before_raising(target, values):
                 raise unknown_write_refused(ufunc) from error
             return saved, error

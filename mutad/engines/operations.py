@@ -59,7 +59,7 @@ from ..core.shadows import (Buffer, Place, lendable, overlapping, result_buffer,
 from ..core.tape import OneOutput, Primitive, Record, Write
 from ..core.views import (NDARRAY, itself, memory, overlaps_itself, owner, same_region, views,
                           weaken, wrapped, writeable)
-from .writes import (RAISED_AFTER_WRITING, CopyBack, ElementwiseInverse, Reads, Undo, Undos,
+from .writes import (raised_after_writing, CopyBack, ElementwiseInverse, Reads, Undo, Undos,
                      raising_ignored, reads_written, written_before_raising)
 
 _FLOAT64 = np.float64
@@ -1452,7 +1452,9 @@ def apply_function(name, rule, args, kwargs, tape=None, ran=None):
     raised = None
     try:
         y, back = rule(*kept, **kwargs) if ran is None else ran
-    except RAISED_AFTER_WRITING as error:
+    except Exception as error:
+        if not raised_after_writing(error):
+            raise
         if not written_before_raising(out, values):
             raise
         raised = error  # computed as NumPy computed it, written and recorded, then raised

@@ -125,7 +125,7 @@ from ..core.debug import (ERRORS, Capture, Warnings, anomaly_detection, logged_c
 from .elementwise import (ASSIGNMENT, SHORT, ElementWrite, Elementwise, _gathered_back,
                           differentiable, elementwise_kept, read_by_partials, short,
                           unbroadcast)
-from ..core.errors import MutadError, UnsupportedOperationError
+from ..core.errors import MutadError, UnsupportedOperationError, function_name
 from ..core.levels import ACTIVE, handled
 from .products import UNTHREADED, _vdot, partial_at, product_times, times
 from .recompute import (ALIVE, CACHED, CONSTANT, READ, RUN, SAME, SEQUENCE, Chain, Lazy,
@@ -2428,7 +2428,11 @@ def _closed(tree):
     if kind is dict:
         return all(_closed(item) for item in tree.values())
     if kind is types.FunctionType:
-        return tree.__closure__ is None and all(
+        if tree.__closure__ is not None:  # (a library's wrapper of its own functions: np.cumsum
+            return str(tree.__module__).split(".")[0] in _LIBRARY_MODULES and all(  # as f's code
+                _filled(cell) and callable(cell.cell_contents)           # names it there)
+                and _closed(cell.cell_contents) for cell in tree.__closure__)
+        return all(
             type(d) in PYTHON_SCALARS or d is None
             for d in (*(tree.__defaults__ or ()), *(tree.__kwdefaults__ or {}).values()))
     if kind is np.ufunc:
@@ -2443,9 +2447,14 @@ def _closed(tree):
             or type(bound) is np.ufunc and _closed(bound)
     if kind is type:
         return tree.__module__ == "builtins" or tree.__module__.split(".")[0] == "numpy"
+    if kind is types.MethodType:  # (mutad's own: an in-place rule's runner, which runs the
+        owner = tree.__self__      # rule and the function its object holds)
+        return type(owner).__module__.split(".")[0] == "mutad" and _closed(tree.__func__) \
+            and _closed(vars(owner))
     return not callable(tree) or kind is _DISPATCHER or isinstance(tree, np.dtype)
 
 
+_LIBRARY_MODULES = frozenset(("numpy", "scipy", "mutad"))
 _DISPATCHER = type(np.sum)  # (NumPy's functions that dispatch to ``__array_function__``)
 
 
@@ -3377,6 +3386,13 @@ class Recorder:
             self.refuse("a value recomputed in the reverse pass inside an operation the "
                         "replay runs as the engine does")
             return y
+        elif not closed:
+            # Run again, a function among its arguments would read what it closed over in
+            # the recorded call (its decisions on them, taken inside, are not guarded)
+            self.refuse("an operation the replay runs as the engine does (an in-place rule) "
+                        "given a function that reads values other than its arguments (a "
+                        "closure, a default array, a bound method)")
+            return y
         del self.steps[mark:]
         if any(type(item) is not Traced and isinstance(item, (np.ndarray, np.generic, float))
                for item in results):
@@ -3967,6 +3983,13 @@ class Recorder:
 
     def on_constants(self, call, args, kwargs, tape, written):
         if self._written_out(call, (*args, kwargs)):
+            return on_constants(call, args, kwargs, tape, written)
+        if not _closed((call, args, kwargs)):
+            # (its step calls it again: a function closing over the call's values would read
+            # the recorded call's, np.apply_along_axis(lambda r: r * m, 1, ones))
+            self.refuse(f"{function_name(call)} of constants given a function that reads "
+                        "values other than its arguments (a closure, a default array, a bound "
+                        "method)")
             return on_constants(call, args, kwargs, tape, written)
         targets = {id(t): t for t in written if type(t) is Traced or isinstance(t, np.ndarray)}
         if targets:

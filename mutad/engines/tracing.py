@@ -53,7 +53,7 @@ from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right,
                         put_square_right, records_function, records_gathered, records_key,
-                        records_write, text_element, numpy_scalar,
+                        records_write, sequence_assigned, text_element, numpy_scalar,
                         record_field, by_mutad, picks_one_record, as_one_record,
                         refuse_records,
                         integers_out, into_outs, single_out, stands_for_scalar, takes_over,
@@ -288,7 +288,9 @@ class TracedDispatch:
             if records_write(self, key, value):
                 return
         if type(value) in (list, tuple):  # x[:3] = [x[2], 2 * x[1], 5.0]: the array NumPy
-            value = lists_as_arrays([as_assigned(value, self.value.dtype)])[0]  # makes of it
+            dtype = self.value.dtype  # makes of it
+            value = sequence_assigned(self, key, value,
+                                      lambda v: lists_as_arrays([as_assigned(v, dtype)])[0])
         if type(value) is Preexisting:
             value = stand_in_value(value)
         if type(value) is np.ndarray:

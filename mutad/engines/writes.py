@@ -10,6 +10,7 @@ and the replay of a recording (``replay``) both call it, on the same values, so 
 decide alike.
 """
 
+import functools
 import math
 import threading
 
@@ -729,6 +730,49 @@ RAISED_AFTER_WRITING = (FloatingPointError, RuntimeWarning)
 FloatingPointError under ``np.errstate(...="raise")``, or its RuntimeWarning where the warning
 filters make warnings errors (``warnings.simplefilter("error")``). f may catch either and go
 on with what NumPy wrote."""
+
+
+def raised_after_writing(error):
+    """Whether ``error``, raised by a NumPy call writing its result, is raised after NumPy
+    wrote it, as f may catch it and go on with what NumPy wrote: one of
+    ``RAISED_AFTER_WRITING``, or what the error callback of ``np.errstate(...="call",
+    call=handler)`` (or the ``write`` of a ``"log"`` one) raised, which NumPy calls exactly
+    where it would raise its FloatingPointError. The error could be of any class, so the
+    callback is told by its frame in the error's traceback (NumPy's loops call no other
+    Python code); a callback with no Python frame of its own is refused."""
+    if isinstance(error, RAISED_AFTER_WRITING):
+        return True
+    modes = set(np.geterr().values())
+    callback = np.geterrcall()
+    if callback is None or not modes & {"call", "log"}:
+        return False
+    codes = {_code(callback if mode == "call" else getattr(callback, "write", None))
+             for mode in modes & {"call", "log"}}
+    if None in codes:
+        raise UnsupportedOperationError(
+            f"a {type(error).__name__} from a NumPy call under np.errstate(...='call') whose "
+            f"error callback ({callback!r}) is not a Python function: mutad cannot tell "
+            "whether the callback raised it after NumPy wrote its result. Use a Python "
+            "function as the callback.") from error
+    traceback = error.__traceback__
+    while traceback is not None:
+        if traceback.tb_frame.f_code in codes:
+            return True
+        traceback = traceback.tb_next
+    return False
+
+
+def _code(callback):
+    """The code object a call of ``callback`` runs (a function, a bound method, a
+    functools.partial of one, an object whose class defines ``__call__`` in Python), or
+    None."""
+    while isinstance(callback, functools.partial):
+        callback = callback.func
+    callback = getattr(callback, "__func__", callback)
+    code = getattr(callback, "__code__", None)
+    if code is None and callback is not None:
+        code = getattr(getattr(type(callback), "__call__", None), "__code__", None)
+    return code
 
 
 def raising_ignored():

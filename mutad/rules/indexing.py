@@ -32,7 +32,7 @@ from ..engines.elementwise import unbroadcast
 from ..engines.forward import tangent_into
 from ..engines.inplace import check_destination, copy_into, overlaps, record_write, writes_into
 from ..engines.reverse import Traced, locate, plain, private
-from ..engines.writes import RAISED_AFTER_WRITING, Reads, Undo, checkpoint
+from ..engines.writes import raised_after_writing, Reads, Undo, checkpoint
 from ..core import views
 from ..custom import adjoint
 from ..core.views import memory, wrapped
@@ -632,7 +632,9 @@ def at_in_rounds(ufunc):
                 recorder.nondiff(_numpys_at, (ufunc, a, indices, b), {})
             else:
                 _numpys_at(ufunc, a, indices, b)
-        except RAISED_AFTER_WRITING as error:
+        except Exception as error:
+            if not raised_after_writing(error):
+                raise
             # NumPy applies every occurrence, then raises for the floating-point errors met
             # (f may catch it and go on): its error raised after the rounds
             with np.errstate(all="ignore"):
@@ -1080,11 +1082,20 @@ def histogramdd(sample, bins=10, range=None, density=None, weights=None):
     edges = list(_histogramdd_edges(plain_sample, bins, range))
     scalar_bins = isinstance(bins, str) or (type(bins) not in (list, tuple)
                                             and np.ndim(bins) == 0)
+    # Edges NumPy takes from the sample's extremes are computed again of the traced sample, a
+    # constant the program computes too (an integer sample, a stop_gradient's), whose
+    # extremes change from call to call as well: the steps a replay runs again, and the
+    # decision on them (a tie) guarded. Those of the plain values would be the
+    # recorded call's.
+    follows = wrapped(sample) and np.asarray(plain_sample).dtype.kind in "fiu"
     for i in builtins_range(D):
         bins_i = bins if scalar_bins else bins[i]
         if (np.ndim(bins_i) == 0 and not isinstance(bins_i, str)
-                and (range is None or range[i] is None) and carries_derivative(sample)
-                and np.size(sample) and np.asarray(plain_sample).dtype.kind == "f"):
+                and (range is None or range[i] is None) and np.size(sample)):
+            if not follows:
+                if wrapped(sample):
+                    settled(sample, "np.histogramdd's edges of a sample the program computes")
+                continue
             first, last = np.min(sample[:, i]), np.max(sample[:, i])
             if first == last:
                 first, last = first - 0.5, last + 0.5

@@ -2631,11 +2631,14 @@ class TracedSparse(_ComparedByValue):
             # the root's partial there is infinite (an entry moving through zero leaves sqrt's
             # domain: no derivative), so they stay SciPy's unstored zeros, constants (the
             # branch SciPy takes, as a replay's recomputed mask takes it at each call), where
-            # the other maps' finite partials at zero are their derivatives
+            # the other maps' finite partials at zero are their derivatives (of this call's
+            # values: a replay takes them again, where the plain ones would be the recorded
+            # call's, also where the zeros it leaves out moved)
             out = np.reshape(self.layout.left_out(self.data), np.shape(self.data))
             kept = valid & ~out
             root = ufunc(np.where(kept, self.data, 0.5))
-            return TracedSparse(self._fresh_layout(), np.where(kept, root, memory(self.data)))
+            return TracedSparse(self._fresh_layout(),
+                                np.where(kept, root, stop_gradient(self.data)))
         kept = self._keeping_stored()  # (rint(0.3), floor(0.3): stored zeros)
         return TracedSparse(kept, self._mapped(ufunc))
 
@@ -2774,7 +2777,9 @@ class TracedSparse(_ComparedByValue):
             return TracedSparse(_dropping(out), ufunc(_summed(self.data, self.layout, out),
                                                       _summed(other.data, other.layout, out)))
         if _is_scalar(other):
-            keeps_zeros = memory(other) <= 0 if name == "maximum" else memory(other) >= 0
+            # (a decision on a traced number's value, which a replay guards: compared by
+            # NumPy's traced comparison, not on its plain value, which a recording does not see)
+            keeps_zeros = bool(other <= 0 if name == "maximum" else other >= 0)
             if keeps_zeros:
                 self.sum_duplicates()  # as SciPy's does; then it leaves out the zeros
                 return TracedSparse(_dropping(self.layout), ufunc(self.data, other))
@@ -5248,6 +5253,10 @@ def _shortest_paths(name):
                 _refuse(f"scipy.sparse.csgraph.{name} of a traced {argument}",
                         f"pass {argument} as a constant.")
         plain, W = _graph_weights(given["csgraph"], given["directed"])
+        # SciPy's search of the plain weights (its paths; with unweighted=True, its counts of
+        # edges, returned as they are): a replay would keep this call's
+        not_replayed(f"scipy.sparse.csgraph.{name} of a traced graph, whose paths SciPy finds "
+                     "on its plain weights outside a recorded step")
         settings = dict(given, csgraph=plain, return_predecessors=True)
         if "overwrite" in settings:
             settings["overwrite"] = False

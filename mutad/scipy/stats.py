@@ -120,7 +120,7 @@ from scipy.stats._multivariate import (dirichlet_frozen, dirichlet_gen, invwisha
 
 from ..api import stop_gradient
 from ..core.allocation import holds_wrapped, library_allocation, lists_as_arrays
-from ..engines.arraylike import carries_derivative
+from ..engines.arraylike import carries_derivative, settled
 from ..custom import Adjoint
 from ..core.errors import MutadError, UnsupportedOperationError
 from ..core.levels import Tracer, innermost
@@ -1043,7 +1043,10 @@ class MultivariateNormal:
             raise UnsupportedOperationError(
                 f"{name} of a differentiated covariance or with a lower_limit: mutad "
                 "differentiates it in x and mean, with a constant cov and lower_limit=None.")
-        cov = np.array(memory(cov)) if isinstance(cov, Tracer) else cov  # (a constant's value)
+        # (a constant's value, which a replay checks again: one the function computes, of
+        # its arguments, changes from call to call)
+        cov = np.array(settled(cov, f"{name} of a covariance computed in the function")) \
+            if isinstance(cov, Tracer) else cov
         _, _, plain_cov, dim = self._parameters(0.0, None if mean is None else memory(mean),
                                                 cov)
         problem = _NormalIntegral(function, cov, args, kwargs, np.asarray(plain_cov, float),
@@ -1252,7 +1255,14 @@ class VonMisesFisher:
         return Frozen(self, (mu, kappa), {})
 
     def _dim(self, mu, kappa):
-        mu, kappa = (np.asarray(memory(v)) for v in lists_as_arrays((mu, kappa)))
+        mu, kappa = lists_as_arrays((mu, kappa))
+        # SciPy's checks read the values (a unit mu, a positive kappa): each is a decision a
+        # replay takes again (where one changes, the call is traced, and SciPy's check raises
+        # its error), where the plain values' would hold as recorded
+        for v, holds in ((mu, _unit), (kappa, _positive)):
+            if isinstance(v, Tracer):
+                v._decided(holds)
+        mu, kappa = (np.asarray(memory(v)) for v in (mu, kappa))
         return self.scipy._process_parameters(mu, kappa[()] if kappa.ndim == 0 else kappa)[0]
 
     def logpdf(self, x, mu=None, kappa=1):
@@ -1272,6 +1282,14 @@ class VonMisesFisher:
             return self.scipy.entropy(mu, kappa)
         return following_scipys_code(vonmises_fisher_gen._entropy,
                                      (self.scipy, self._dim(mu, kappa), kappa), {})
+
+
+def _unit(mu):
+    return bool(np.allclose(np.linalg.norm(mu), 1.0))  # (SciPy's test)
+
+
+def _positive(kappa):
+    return bool(np.all(kappa > 0))
 
 
 class MultivariateT(MultivariateNormal):
