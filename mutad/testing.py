@@ -13,6 +13,13 @@ after ``f``, with a random cotangent on them too: the reverse pass then starts w
 gradient in every argument buffer, and a rule that assigns where it must accumulate drops it.
 Checks run on the caller's arrays and verify that each comes back bit-for-bit. They
 differentiate through the public API only (``pullback``, ``jvp``, ``inplace_adjoint``).
+
+The random directions and cotangents of a check with ``seed=s`` come from a stream of the
+checker's own (``s`` with a spawn key of its own), never the numbers that
+``np.random.default_rng(s)`` draws: a caller who draws ``x`` from that generator would
+otherwise be checked along ``x`` itself, and along ``x`` a wrong derivative of a function
+homogeneous in ``x`` (a product, a norm, a variance, a linear map) agrees with the right one,
+both giving ``degree * f(x)``.
 """
 
 from __future__ import annotations
@@ -117,6 +124,17 @@ class _Copies:
 # The check, recursive in order
 
 
+_CHECKER_KEY = int.from_bytes(b"mutad.testing", "big")
+"""The spawn key that sets the checker's random numbers apart from a caller's."""
+
+
+def _checker_rng(seed: int) -> np.random.Generator:
+    """The generator of a check's random directions and cotangents for ``seed``: one of the
+    checker's own, whose numbers are not those of ``np.random.default_rng(s)`` for any seed
+    ``s`` (nor of a generator spawned from one), so they never repeat arguments a caller drew."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(_CHECKER_KEY,)))
+
+
 @user_frames
 def check_grads(f: Callable[..., Any], *args: Any,
                 policy: Literal["restore", "checkpoint"] = "restore", rtol: float | None = None,
@@ -138,6 +156,10 @@ def check_grads(f: Callable[..., Any], *args: Any,
     ``symmetric`` lists positional arguments (square matrices) perturbed only along symmetric
     directions (Hermitian ones for complex arguments), for functions such as Cholesky that read
     one triangle and have a symmetric (Hermitian) gradient.
+    ``seed`` chooses the random directions and cotangents; they are drawn from a stream of the
+    checker's own, never the numbers of ``np.random.default_rng(seed)``, so a check is never
+    made along arguments drawn from that generator (where a wrong derivative of a homogeneous
+    function passes).
 
     >>> import numpy as np, mutad
     >>> def f(a, b):
@@ -151,7 +173,7 @@ def check_grads(f: Callable[..., Any], *args: Any,
         raise InvalidArgumentError(f"check_grads(modes={modes!r}): the modes are 'rev' and 'fwd'.")
     settings = _Settings(policy, rtol, atol, step, symmetric,
                          modes or (("rev",) if order == 1 else MODES), optional_fwd=modes is None)
-    _check(f, args, settings, np.random.default_rng(seed), order)
+    _check(f, args, settings, _checker_rng(seed), order)
 
 
 @user_frames
@@ -325,7 +347,7 @@ def check_transpose(forward_rule: Callable[..., tuple[Any, Any]],
     ...     return x * x, lambda w: (2 * x * w,)
     >>> check_transpose(square_jvp, square_vjp, np.array([1.0, -2.0]))
     """
-    rng = np.random.default_rng(seed)
+    rng = _checker_rng(seed)
     leaves = _leaves(args)
     before = [_fingerprint(x) for x in leaves]
     if tangents is None:
@@ -405,7 +427,7 @@ def check_rule(f: Adjoint, *args: Any, restore_rtol: float = 1e-8, rtol: float |
             settings = _Settings(policy, rtol, atol, 1e-4, symmetric, (mode,),
                                  restoration=restoration)
             try:
-                _check(program, variant, settings, np.random.default_rng(seed), 1)
+                _check(program, variant, settings, _checker_rng(seed), 1)
             except GradientCheckError:
                 raise
             except MutadError as error:

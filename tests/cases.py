@@ -1156,13 +1156,13 @@ def numpys_bits_in_every_mode(f, x):
     return expected
 
 
-def followed_as_scipy(f, x, other, rtol=None):
+def followed_as_scipy(f, x, other, rtol=None, step=1e-4):
     """``f``, a SciPy call on ``x`` that mutad follows: its value SciPy's bit for bit, its
-    derivatives in both modes those of central differences (``x`` unchanged), and a replay
-    recorded at ``x`` and run at ``other`` the traced call's bits."""
+    derivatives in both modes those of central differences of ``step`` (``x`` unchanged), and
+    a replay recorded at ``x`` and run at ``other`` the traced call's bits."""
     import mutad  # (the module imports no mutad at import time)
 
     expected = np.asarray(f(x.copy())).tobytes()
     assert np.asarray(mutad.value_and_gradient(f, x)[0]).tobytes() == expected
-    mutad.check_grads(f, x, modes=("rev", "fwd"), rtol=rtol)
+    mutad.check_grads(f, x, modes=("rev", "fwd"), rtol=rtol, step=step)
     replays_as_traced(f, [(x,), (other,), (x,)])

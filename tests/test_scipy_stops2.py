@@ -191,13 +191,18 @@ FITS = {
 }
 
 
+# Finite-difference steps other than 1e-4: the method of moments' shape 4 / skewness² is 261
+# here, and moves by 4000 per unit of skewness, so that its sine is steep.
+FIT_STEPS = {"gamma_mm": 1e-6}
+
+
 @pytest.mark.parametrize("name", FITS)
 def test_fits_by_scipys_formulas(name):
     fit = FITS[name]
     value, _ = mutad.value_and_gradient(lambda x: sum(fit(x)), POSITIVE.copy())
     assert value == sum(fit(POSITIVE.copy()))
     check_grads(lambda x: np.sin(fit(x)[0]) + fit(x)[-1] ** 2, POSITIVE.copy(),
-                modes=("rev", "fwd"), rtol=1e-5, atol=1e-8)
+                modes=("rev", "fwd"), rtol=1e-5, atol=1e-8, step=FIT_STEPS.get(name, 1e-4))
 
 
 @pytest.mark.parametrize("fit", [

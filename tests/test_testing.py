@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mutad
-from mutad.testing import GradientCheckError, check_transpose, directional_fd
+from mutad.testing import GradientCheckError, check_rule, check_transpose, directional_fd
 
 
 def square_jvp(tangents, x):
@@ -97,6 +97,26 @@ def test_a_wrong_first_derivative_fails_order_two(rng):
 
     with pytest.raises(GradientCheckError, match="gradient mismatch"):
         mutad.check_grads(lambda x: cube(x).sum(), rng.standard_normal(3), order=2)
+
+
+@mutad.adjoint
+def half_right_product(x):
+    return x[0] * x[1]
+
+
+@half_right_product.rule
+def _half_right_product_rule(x):
+    """Wrong: ``2 x[1]`` for ``x[0]`` and nothing for ``x[1]``; right along ``x`` alone, where
+    both give ``2 x[0] x[1]``, as any derivative of a function of degree 2 does."""
+    return half_right_product(x), lambda dy: (np.array([2.0 * x[1], 0.0]) * dy,)
+
+
+@pytest.mark.parametrize("check", [mutad.check_grads, check_rule])
+def test_a_check_is_not_made_along_arguments_drawn_with_its_seed(check):
+    """``seed=s`` draws no direction that ``np.random.default_rng(s)`` drew as the argument."""
+    x = np.random.default_rng(3).standard_normal(2)
+    with pytest.raises(GradientCheckError, match="gradient mismatch"):
+        check(half_right_product, x, seed=3)
 
 
 def test_forward_mode_asked_for_of_a_function_without_a_forward_rule_is_refused(rng):
