@@ -2038,6 +2038,41 @@ def keywords_in_place(func, rule, args, kwargs):
     return args, kwargs
 
 
+_DOUBLE = np.dtype(float)
+
+
+def as_assigned(value, dtype):
+    """``value`` as NumPy's assignment into an array of ``dtype`` takes it: a Python int into
+    floats or complex numbers, alone or in a list or tuple, is first the nearest double,
+    whatever its size (np.positive, or an array of ints, would cast it from int64, rounding
+    once: 2**60 + 2**36 + 1 into float32, and refuse one past int64; Python's float raises
+    NumPy's OverflowError past the doubles). A Python complex number into real numbers, a
+    string or None is converted as NumPy's assignment converts it, by the target's type
+    (``float(1j)`` raises TypeError, ``float("1.5")``, NaN for None), not cast by a ufunc.
+    A traced value or an array of wider numbers of the target's kind (doubles into float32)
+    is first cast to its type, as NumPy's assignment casts it (an overflow "encountered in
+    cast", which the ufunc writing it would word as its own)."""
+    if dtype.kind not in "fc":
+        return value
+    given = type(value)
+    traced = isinstance(value, ArrayMethods)  # (either engine's: Traced, Dual)
+    kind = _DOUBLE if given is float else value.value.dtype if traced else \
+        getattr(value, "dtype", None)
+    if kind is not None and kind.kind == dtype.kind and kind.itemsize > dtype.itemsize:
+        if traced or type(value) is np.ndarray:
+            return value.astype(dtype)
+        if type(value) is float or isinstance(value, np.generic):
+            return np.asarray(value, dtype)[()]
+    if type(value) is int:
+        return float(value)
+    if value is None or type(value) in (str, bytes) or (type(value) is complex
+                                                          and dtype.kind == "f"):
+        return np.asarray(value, dtype)[()]
+    if type(value) in (list, tuple):
+        return [as_assigned(item, dtype) for item in value]
+    return value
+
+
 def sequence_assigned(target, key, value, convert):
     """``convert(value)``, the array NumPy makes of a list or tuple assigned as ``target[key] =
     value`` (the engine's conversion: ``x[:3] = [x[2], 2 * x[1], 5.0]``). Where an element

@@ -33,7 +33,8 @@ from .arraylike import (FRESH_FIX, SCALAR_METHOD_FUNCTIONS, ArrayMethods, carrie
                         alias_read_after_write, alias_written,
                         conversion_error, inexact_output, install_operators, integers_assigned,
                         integers_out,
-                        item_assignment_refused, numpy_scalar, numpys_loop_error, sequence_assigned,
+                        as_assigned, item_assignment_refused, numpy_scalar, numpys_loop_error,
+                        sequence_assigned,
                         numpys_scalar_operator, put_square_right,
                         joined_in_order, keywords_in_place, lost_tangent, masked_ufunc,
                         out_by_keyword, holds_records, records_function, records_gathered,
@@ -61,7 +62,6 @@ from ..core.debug import (CATEGORIES, ERRORS, HELD, HOLDING, Warnings, from_user
 from ..core.devices import is_device
 from ..core.levels import ACTIVE, Tracer, ended, escaped, handled, innermost, running
 from .elementwise import in_the_loops_kinds
-from .operations import as_assigned
 from .products import partial_at, times
 from .recompute import flat
 from ..core.registry import (NO_RULE, ONE, RULES, ZERO_TANGENT, NoClosedForm, check_complex,

@@ -29,8 +29,9 @@ import numpy as np
 from ..core.allocation import (Preexisting, converted_by_numpy, joined_operands, stand_in_value,
                                ufunc_operands,
                                without_derivative)
-from .arraylike import (inexact_output, integers_assigned, integers_out, joined_in_order,
-                        keywords_in_place, masked_ufunc, judge_out, numpys_loop_error, out_by_keyword,
+from .arraylike import (as_assigned, inexact_output, integers_assigned, integers_out,
+                        joined_in_order, keywords_in_place, masked_ufunc, judge_out,
+                        numpys_loop_error, out_by_keyword,
                         out_computation, out_position, stands_for_scalar, untraced_write,
                         weak_beside_arrays, weak_value)
 from ..core.devices import is_device
@@ -1273,37 +1274,6 @@ def _number_into(target, value):
     operand, pattern 0) into a real traced array that is no constant, outside a recording."""
     return type(value) is float and type(target) is Traced and not target.buffer.constant \
         and target.value.dtype.kind == "f" and target.tape.recorder is None
-
-
-def as_assigned(value, dtype):
-    """``value`` as NumPy's assignment into an array of ``dtype`` takes it: a Python int into
-    floats or complex numbers, alone or in a list or tuple, is first the nearest double,
-    whatever its size (np.positive, or an array of ints, would cast it from int64, rounding
-    once: 2**60 + 2**36 + 1 into float32, and refuse one past int64; Python's float raises
-    NumPy's OverflowError past the doubles). A Python complex number into real numbers, a
-    string or None is converted as NumPy's assignment converts it, by the target's type
-    (``float(1j)`` raises TypeError, ``float("1.5")``, NaN for None), not cast by a ufunc.
-    A traced value or an array of wider numbers of the target's kind (doubles into float32)
-    is first cast to its type, as NumPy's assignment casts it (an overflow "encountered in
-    cast", which the ufunc writing it would word as its own)."""
-    if dtype.kind not in "fc":
-        return value
-    given = type(value)
-    kind = _REAL if given is float else value.value.dtype if given is Traced else \
-        getattr(value, "dtype", None)
-    if kind is not None and kind.kind == dtype.kind and kind.itemsize > dtype.itemsize:
-        if type(value) is Traced or type(value) is NDARRAY:
-            return value.astype(dtype)
-        if type(value) is float or isinstance(value, np.generic):
-            return np.asarray(value, dtype)[()]
-    if type(value) is int:
-        return float(value)
-    if value is None or type(value) in (str, bytes) or (type(value) is complex
-                                                          and dtype.kind == "f"):
-        return np.asarray(value, dtype)[()]
-    if type(value) in (list, tuple):
-        return [as_assigned(item, dtype) for item in value]
-    return value
 
 
 def write_element(target, value, plain, pattern=1):

@@ -48,7 +48,7 @@ import numpy as np
 from ..core.allocation import (DISPATCHED, READ_BESIDE, Preexisting, lists_as_arrays,
                                python_objects, rebound_in_place, stand_in_value, stands_in,
                                without_derivative)
-from .arraylike import (OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
+from .arraylike import (as_assigned, OPERATORS, SCALAR_METHOD_FUNCTIONS, array_methods_only,
                         install_operators, put_nan_right, subclass_call, takes_over_kinds,
                         item_assignment_refused, lost_tangent, numpys_scalar_operator,
                         holds_records, judge_out, out_computation, put_abs_right,
@@ -66,7 +66,7 @@ from .inplace import (check_destination, copy_into, on_constants, overlaps, reco
 from ..core.levels import ACTIVE, Tracer, escaped
 from ..core.levels import innermost as innermost_tracer
 from .operations import (_unwrap, apply_array_function, apply_function, apply_ufunc,
-                         as_assigned, assign, door, fast_out, fast_ufunc, fast_write,
+                         assign, door, fast_out, fast_ufunc, fast_write,
                          write_into_element)
 from ..core.registry import NO_RULE, RULES, lookup, pyfunc_ufunc_method
 from .recompute import Held
