@@ -112,7 +112,7 @@ import weakref
 
 import numpy as np
 
-from ..core.devices import is_device
+from ..core.devices import LIBRARIES, is_device
 from ..core.allocation import (_VERSION, LRU_CACHED, SELF_STANDING, Preexisting, _codes,
                                _global_names, _ModeUfunc, _read_views, _Route, as_floats,
                                as_objects, put_value)
@@ -2429,7 +2429,7 @@ def _closed(tree):
         return all(_closed(item) for item in tree.values())
     if kind is types.FunctionType:
         if tree.__closure__ is not None:  # (a library's wrapper of its own functions: np.cumsum
-            return str(tree.__module__).split(".")[0] in _LIBRARY_MODULES and all(  # as f's code
+            return str(tree.__module__).split(".")[0] in LIBRARIES and all(  # as f's code
                 _filled(cell) and callable(cell.cell_contents)           # names it there)
                 and _closed(cell.cell_contents) for cell in tree.__closure__)
         return all(
@@ -2454,7 +2454,6 @@ def _closed(tree):
     return not callable(tree) or kind is _DISPATCHER or isinstance(tree, np.dtype)
 
 
-_LIBRARY_MODULES = frozenset(("numpy", "scipy", "mutad"))
 _DISPATCHER = type(np.sum)  # (NumPy's functions that dispatch to ``__array_function__``)
 
 
