@@ -810,3 +810,25 @@ def test_buffers_held_in_lists_and_tuples():
     assert LIST_OF_BUFFERS[0] is held[3] and LIST_OF_BUFFERS[1] is held[2]
     assert held[2].tolist() == [1.0] * 4  # as NumPy's run leaves it
     held[2][:] = 0.0
+
+
+ROWS = [np.zeros(4), np.zeros(4)]
+
+
+@pytest.mark.parametrize("read", [
+    lambda: np.array(ROWS).ravel(), lambda: np.asarray(tuple(ROWS)).ravel(),
+    lambda: np.sum(ROWS, axis=0), lambda: np.sin(ROWS).ravel(),
+    lambda: np.einsum("ij->j", ROWS), lambda: np.dot(ROWS, np.arange(4.0)),
+    lambda: np.random.default_rng(3).normal(ROWS[0], 0.5) * ROWS[1],
+], ids=["array", "asarray", "sum", "ufunc", "einsum", "dot", "draw's parameters"])
+def test_buffers_written_then_read_through_a_list(read):
+    """Buffers made before the call, written inside it, then read as items of a list or tuple
+    that NumPy makes one array of (``np.array(rows)``, ``np.sum(rows)``, a draw's parameters):
+    the list is read as the arrays the writes adopted, not as the buffers' plain bytes, whose
+    derivative is zero (silently, before)."""
+    def f(x):
+        ROWS[0][:] = x
+        ROWS[1][:] = np.cumsum(x) * x
+        return (read() * np.linspace(0.5, 2.0, np.size(read()))).sum()
+
+    check(f, np.array([0.3, -1.2, 0.8, 0.5]), buffers=ROWS)

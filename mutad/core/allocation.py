@@ -311,9 +311,14 @@ def _in_mode():
 
 
 def holds_wrapped(tree):
-    if type(tree) in (list, tuple):
+    """Whether ``tree`` (lists and tuples of it) holds a traced value: a traced array, or the
+    stand-in of an array made before whose memory a write adopted (``rows[0][:] = x`` of a
+    list ``rows`` made outside, then ``np.array(rows)``), which NumPy would read as its plain
+    bytes."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
         return any(holds_wrapped(x) for x in tree)
-    return wrapped(tree)
+    return wrapped(tree) or kind is Preexisting and adopted(tree) is not None
 
 
 def holds_derivative(tree):
@@ -322,6 +327,8 @@ def holds_derivative(tree):
     function allocated, ``mutad.stop_gradient``)."""
     if type(tree) in (list, tuple):
         return any(holds_derivative(x) for x in tree)
+    if type(tree) is Preexisting:  # (an array made before: what a write adopted, if any)
+        tree = adopted(tree)
     if wrapped(tree) and not isinstance(tree, Tracer) or type(tree) in CARRIERS:
         return True  # (a traced sparse matrix, a tree of traced points: it may)
     while isinstance(tree, Tracer):
@@ -887,7 +894,7 @@ def _stacked(tree):
     """Nested lists and tuples holding traced values, as one array: each level stacked, so
     that every item keeps its gradient and plain numbers are constants."""
     if type(tree) not in (list, tuple):
-        return tree
+        return _adopted_view(tree)
     items = [_stacked(x) for x in tree]
     if any(wrapped(x) for x in items):
         return np.stack(items)
