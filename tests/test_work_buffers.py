@@ -820,15 +820,36 @@ ROWS = [np.zeros(4), np.zeros(4)]
     lambda: np.sum(ROWS, axis=0), lambda: np.sin(ROWS).ravel(),
     lambda: np.einsum("ij->j", ROWS), lambda: np.dot(ROWS, np.arange(4.0)),
     lambda: np.random.default_rng(3).normal(ROWS[0], 0.5) * ROWS[1],
-], ids=["array", "asarray", "sum", "ufunc", "einsum", "dot", "draw's parameters"])
+    lambda: np.full((2, 4), ROWS[1]).ravel(), lambda: np.fromiter(ROWS[0], float),
+    lambda: np.array([v * v for v in np.nditer(ROWS[1])]),
+    lambda: np.stack(np.meshgrid(ROWS[0], ROWS[1][:2])).ravel(),
+], ids=["array", "asarray", "sum", "ufunc", "einsum", "dot", "draw's parameters", "full",
+        "fromiter", "nditer", "meshgrid"])
 def test_buffers_written_then_read_through_a_list(read):
     """Buffers made before the call, written inside it, then read as items of a list or tuple
-    that NumPy makes one array of (``np.array(rows)``, ``np.sum(rows)``, a draw's parameters):
-    the list is read as the arrays the writes adopted, not as the buffers' plain bytes, whose
-    derivative is zero (silently, before)."""
+    that NumPy makes one array of (``np.array(rows)``, ``np.sum(rows)``, a draw's parameters),
+    or by a call that does not dispatch (``np.full``'s fill, ``np.fromiter``, ``np.nditer``):
+    read as the arrays the writes adopted, not as the buffers' plain bytes, whose derivative
+    is zero (silently, before; ``np.meshgrid`` of them stopped)."""
     def f(x):
         ROWS[0][:] = x
         ROWS[1][:] = np.cumsum(x) * x
         return (read() * np.linspace(0.5, 2.0, np.size(read()))).sum()
 
     check(f, np.array([0.3, -1.2, 0.8, 0.5]), buffers=ROWS)
+
+
+def test_pickling_a_written_buffer_refuses_as_pickling_a_traced_array_does():
+    """A pickle of a buffer made before and written inside the function is refused, as a pickle
+    of a traced array is (what comes back is plain numbers: its derivative was silently zero
+    before); the buffer's bytes come back."""
+    import pickle
+
+    def f(x):
+        ROWS[0][:] = x * x
+        return pickle.loads(pickle.dumps(ROWS[0])).sum()
+
+    before = ROWS[0].tobytes()
+    with pytest.raises(errors.ConversionError, match="deepcopy"):
+        mutad.gradient(f, np.array([0.3, -1.2, 0.8, 0.5]))
+    assert ROWS[0].tobytes() == before

@@ -396,6 +396,10 @@ def factory(func, counting=True):
     takes_like = func.__name__ in TAKES_LIKE and func is getattr(np, func.__name__, None)
 
     def allocating(*args, **kwargs):
+        if ACTIVE.running and _holds_adopted((args, kwargs)):
+            # (an array made before that a write adopted, np.full(n, buf), np.fromiter(buf):
+            # the array the write adopted, which NumPy, not dispatching, would read as bytes)
+            args, kwargs = adopted_views(args), adopted_views(kwargs)
         if func is np.fromiter and ACTIVE.running and args:
             y, args = _fromiter_items(args, kwargs)
             if y is not None:
@@ -1662,6 +1666,8 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
     before, unless it may write into them (``_writes_allocated``)."""
+    if _in_mode() and _holds_adopted(op):  # (the arrays writes adopted, not their bytes)
+        op = adopted_views(op)
     if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
                             or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
@@ -3300,10 +3306,10 @@ class Preexisting(np.ndarray):
         return stand_in if stand_in is not None and stand_in.original is base else base
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
-        return plain_memory(self).__reduce__()
+        return _pickled(self).__reduce__()
 
     def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
-        return plain_memory(self).__reduce_ex__(protocol)
+        return _pickled(self).__reduce_ex__(protocol)
 
 
 def _flat_operands(operands):
@@ -3383,6 +3389,24 @@ class _Flat:
 
 for _name in ("T", "mT", "real", "imag", "flat"):
     setattr(Preexisting, _name, _view_attribute(_name))
+
+
+def _pickled(stand_in):
+    """What pickling ``stand_in`` pickles: the array a write adopted (whose pickling, as a
+    traced array's, refuses to cut its derivative), else the plain array it stands for."""
+    level = adopted(stand_in)
+    return plain_memory(stand_in) if level is None else level
+
+
+def _holds_adopted(tree):
+    """Whether ``tree`` (lists, tuples and dicts of it) holds the stand-in of an array made
+    before whose memory a write adopted."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return any(_holds_adopted(x) for x in tree)
+    if kind is dict:
+        return any(_holds_adopted(x) for x in tree.values())
+    return kind is Preexisting and adopted(tree) is not None
 
 
 def plain_memory(stand_in):
