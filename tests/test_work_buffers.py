@@ -853,3 +853,32 @@ def test_pickling_a_written_buffer_refuses_as_pickling_a_traced_array_does():
     with pytest.raises(errors.ConversionError, match="deepcopy"):
         mutad.gradient(f, np.array([0.3, -1.2, 0.8, 0.5]))
     assert ROWS[0].tobytes() == before
+
+
+@pytest.mark.parametrize("read", [
+    lambda: np.random.default_rng(3).normal(ROWS[0], 0.5) * ROWS[1],
+    lambda: np.stack(np.meshgrid(ROWS[0], ROWS[1][:2])).ravel(),
+], ids=["draw's parameters", "meshgrid"])
+def test_buffers_written_then_read_through_a_list_forward_and_hessian(read):
+    """The same reads of adopted buffers under jvp, jacfwd and a Hessian (forward over
+    reverse): a draw's parameters and np.meshgrid's (which stopped there before)."""
+    def f(x):
+        ROWS[0][:] = x
+        ROWS[1][:] = np.cumsum(x) * x
+        return read()
+
+    x = np.array([0.3, -1.2, 0.8, 0.5])
+    _restored = _restoring(f, ROWS)
+    jac = np.stack([(_restored(x + 1e-6 * e) - _restored(x - 1e-6 * e)) / 2e-6
+                    for e in np.eye(4)], axis=1)
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), jac, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (x,), (np.ones(4),))[1], jac.sum(axis=1),
+                               rtol=1e-6, atol=1e-8)
+    weights = np.linspace(0.5, 2.0, jac.shape[0])
+    grad = mutad.grad(lambda x: f(x) @ weights)
+    fd = np.stack([(grad(x + 1e-6 * e) - grad(x - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
+    left, kept = left_by_numpy(f, [x], ROWS)
+    np.testing.assert_allclose(mutad.hessian(lambda x: f(x) @ weights, x), fd, rtol=1e-5,
+                               atol=1e-7)
+    assert [b.tobytes() for b in ROWS] == left  # as NumPy's one run leaves them
+    put_back(ROWS, kept)

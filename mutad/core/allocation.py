@@ -4661,6 +4661,8 @@ def _drawn(draw):
         if RUNS_OF_F.watching:  # (a Jacobian's runs of f: each draws from the same state)
             generator = getattr(draw, "__self__", None)  # (a method's: the first argument)
             RUNS_OF_F.drawing_from(generator if generator is not None or not args else args[0])
+        if ACTIVE.running and _holds_adopted((args, kwargs)):  # (parameters a write adopted)
+            args, kwargs = adopted_views(args), adopted_views(kwargs)
         if reparameterised and ACTIVE.running and (
                 holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
             generator = getattr(draw, "__self__", None)

@@ -600,8 +600,8 @@ def broadcast_arrays_jvp(tangents, *args, subok=False):
     # decisions, so each tangent is the same view of its argument's tangent as the output is of
     # the argument (or the tangent itself, when NumPy hands the arguments back).
     filled = [np.zeros(np.shape(x)) if t is None else t for x, t in zip(args, tangents, strict=True)]
-    dys = np.broadcast_arrays(*filled, subok=subok)
-    return (np.broadcast_arrays(*args, subok=subok),
+    dys = np.broadcast_arrays(*map(_as_protected, filled), subok=subok)
+    return (np.broadcast_arrays(*map(_as_protected, args), subok=subok),
             tuple(None if t is None else dy for t, dy in zip(tangents, dys, strict=True)))
 
 
