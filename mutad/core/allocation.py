@@ -17,7 +17,8 @@ intercept its factory functions:
 * the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
   and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt``, the float arrays
   ``pickle.loads`` and ``pickle.load`` give user code and those of ``np.load``'s ``.npz``
-  archives are such constants too, as
+  archives are such constants too (but for a round trip of traced values through
+  ``pickle.dumps``, a copy: ``_pickling``), as
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
@@ -108,11 +109,13 @@ import builtins
 import cmath
 import collections
 import contextlib
+import copy
 import ctypes
 import dis
 import functools
 import importlib
 import inspect
+import io
 import itertools
 import json
 import math
@@ -500,6 +503,108 @@ class _Archive(np.lib.npyio.NpzFile):
         return _loaded(y) if _in_mode() else y
 
 
+class _Pickled(threading.local):
+    """The bytes ``pickle.dumps`` gave the differentiated code of objects holding traced values,
+    in this thread: ``id(bytes) -> (bytes, copy, differentiation)``, ``copy`` the objects as they
+    were then, copied as ``copy.deepcopy`` copies them (which mutad follows), for the
+    differentiation then innermost."""
+
+    def __init__(self):
+        self.made = {}
+
+
+PICKLED = _Pickled()
+
+
+def _pickling(func):
+    """``pickle.dumps`` in the mode: of objects holding traced values (which NumPy's pickling
+    would convert, cutting their derivative), called by the user's code, the bytes Python's
+    pickling gives of their values, and a copy of the objects as they are now
+    (``copy.deepcopy``'s, which mutad follows), which ``pickle.loads`` of those very bytes
+    gives again (``_unpickling``): a round trip through pickle (a checkpoint of a state dict,
+    a deep copy spelled so) is a copy whose derivative flows. What a program writes the bytes
+    to is plain numbers, as before (``pickle.dump`` into a file, read back, is refused)."""
+
+    def pickling(obj, protocol=None, *, fix_imports=True, buffer_callback=None):
+        caller = _top(sys._getframe(1).f_globals)
+        if not (_in_mode() and ACTIVE.running) or caller in INTERNAL \
+                or caller in STANDARD_LIBRARY:
+            return func(obj, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback)
+        buffer = io.BytesIO()
+        pickler = _PlainPickler(buffer, protocol, fix_imports=fix_imports,
+                                buffer_callback=buffer_callback)
+        pickler.dump(obj)
+        made = buffer.getvalue()
+        if not pickler.met:
+            return made
+        running = ACTIVE.running
+        PICKLED.made = {key: entry for key, entry in PICKLED.made.items()
+                        if any(entry[2] is level for level in running)}  # (those ended go)
+        PICKLED.made[id(made)] = (made, copy.deepcopy(obj), running[-1])
+        return made
+
+    return _named(pickling, func)
+
+
+def _made_by_pickling(data):
+    """The copy ``pickle.dumps`` kept of the objects it pickled into the bytes ``data`` (the
+    same bytes, or equal ones: the same numbers, read back by another route) in a
+    differentiation running now, or None."""
+    if type(data) not in (bytes, bytearray, memoryview):
+        return None
+    running = ACTIVE.running
+    for made, kept, level in PICKLED.made.values():
+        if (made is data or made == data) and any(level is each for each in running):
+            return kept
+    return None
+
+
+def _position(stream):
+    """Where a stream ``pickle.load`` reads from stands, or None where it cannot go back there;
+    while pickled traced values could be read back through it, so that what it reads is told."""
+    try:
+        return stream.tell() if stream.seekable() else _unknown_stream()
+    except (AttributeError, OSError):
+        return _unknown_stream()
+
+
+def _unknown_stream():
+    raise ConversionError(
+        "pickle.load from a stream that cannot be read again, after pickle.dumps pickled traced "
+        "values in the differentiated function: what it reads may be those values as plain "
+        "numbers, which would cut their gradient. Pass the bytes pickle.dumps gave to "
+        "pickle.loads, which gives back a copy mutad follows, or copy the objects with "
+        "copy.deepcopy.")
+
+
+def _read_since(stream, start):
+    end = stream.tell()
+    stream.seek(start)
+    data = stream.read(end - start)
+    stream.seek(end)
+    return data
+
+
+class _PlainPickler(pickle.Pickler):
+    """Python's pickling of traced values as the plain arrays they stand for: the bytes NumPy's
+    pickling gives of the same numbers."""
+
+    def __init__(self, file, protocol=None, **kwargs):
+        super().__init__(file, protocol, **kwargs)
+        self.protocol = pickle.DEFAULT_PROTOCOL if protocol is None else \
+            pickle.HIGHEST_PROTOCOL if protocol < 0 else protocol
+        self.met = False  # whether it met a traced value
+
+    def reducer_override(self, obj):
+        if type(obj) is Preexisting:
+            obj = _pickled(obj)
+        if wrapped(obj):
+            self.met = True
+            value = memory(obj)
+            return (value[()] if stands_for_scalar(obj) else value).__reduce_ex__(self.protocol)
+        return NotImplemented
+
+
 def _unpickling(func):
     """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
     code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
@@ -508,9 +613,19 @@ def _unpickling(func):
     arrays may view the caller's memory (an array made before, as a view of it would): they
     are Python's own, a traced write into them refused."""
 
+    reads_bytes = func.__name__ == "loads"
+
     def unpickling(*args, **kwargs):
+        made = _made_by_pickling(args[0]) if PICKLED.made and args and reads_bytes else None
+        if made is not None:  # (pickle.loads(pickle.dumps(x)): a copy, followed)
+            return copy.deepcopy(made)
         check_read(f"pickle.{func.__name__}", source(args, kwargs))
+        start = _position(args[0]) if PICKLED.made and args and not reads_bytes else None
         y = func(*args, **kwargs)
+        if start is not None:  # (the bytes pickle.dumps gave, written to a file and read back)
+            made = _made_by_pickling(_read_since(args[0], start))
+            if made is not None:
+                return copy.deepcopy(made)
         if _in_mode() and kwargs.get("buffers") is None:
             caller = _top(sys._getframe(1).f_globals)
             if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
@@ -4944,6 +5059,7 @@ _LIBRARY_CMATH = _mode_python(cmath)
 traced frequency in ``scipy.signal.czt``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
+PICKLE_REPLACEMENTS["dumps"] = (pickle.dumps, _pickling(pickle.dumps))
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,
 NumPy's and the libraries' read them there, and keep Python's: ``_unpickling``) and where a
 user's module binds them (``from pickle import loads``)."""

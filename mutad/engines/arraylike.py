@@ -1216,8 +1216,9 @@ class ArrayMethods(Tracer):
         return self._converted("pickling").__reduce__()
 
     def __copy__(self):
-        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array)
-        return self if stands_for_scalar(self) else self.copy()
+        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array); of
+        # an array, laid out as it is, as NumPy's copy.copy and copy.deepcopy keep its order
+        return self if stands_for_scalar(self) else self.copy(order="K")
 
     def __deepcopy__(self, memo):
         return self.__copy__()
