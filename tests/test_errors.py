@@ -7,6 +7,7 @@ import importlib
 import io
 import operator
 import pickle
+import struct
 import traceback
 
 import numpy as np
@@ -60,6 +61,14 @@ def untraced_function_out(x):
 
 # made before the differentiation, held by a deque (one reached by a name is followed)
 PARTICLES = collections.deque([np.zeros(4, dtype=[("pos", float), ("vel", float)])])
+
+
+def array_module_buffer(x):
+    import array
+    values = array.array("d", [0.0] * len(x))
+    for i, v in enumerate(x):
+        values[i] = v * 2
+    return np.asarray(values).sum()
 
 
 def structured_fields(x):
@@ -120,7 +129,11 @@ CASES = [
     (lambda x: (x * 2).setflags(align=False), errors.UnsupportedOperationError,
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
     (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
-     ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),
+     ["memoryview: a bytes-like object", "hands out no buffer",
+      "memoryview(mutad.stop_gradient(x))"]),
+    (lambda x: struct.unpack("2d", struct.pack("2d", *x[:2]))[0] + x.sum(),
+     errors.ConversionError, ["struct.pack()", "bytes, which have no derivative"]),
+    (array_module_buffer, errors.UntracedWriteError, ["array.array", "Collect traced values"]),
     # (code that compares a type with np.matrix by identity keeps NumPy's np.asmatrix)
     pytest.param(lambda x: (np.asmatrix(x.reshape(2, 2)) * 2).sum() * (type(x) is not np.matrix),
                  errors.ConversionError, ["np.asmatrix()", "isinstance(m, np.matrix)", "A @ B"],
