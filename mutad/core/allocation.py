@@ -2740,6 +2740,7 @@ def _replacements():
     table.update(ITERATORS)
     table.update(QUERIES)
     table.update(DIGITS)
+    table.update(CALLING_BACK)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
     table["bmat"] = (np.bmat, _named(_bmat, np.bmat))
     table["from_dlpack"] = (np.from_dlpack, _named(_from_dlpack, np.from_dlpack))
@@ -2827,6 +2828,26 @@ def _writing_digits(func):
 DIGITS = {name: (getattr(np, name), _writing_digits(getattr(np, name)))
           for name in ("format_float_positional", "format_float_scientific")}
 """NumPy's functions that write a number's digits (dispatching on nothing), and the mode's."""
+
+
+def _calling_back(func):
+    """``func`` (``CALLING_BACK``) in the mode: while a differentiation runs, NumPy's loop as
+    its rule's composite writes it, on every call, plain arguments too: the user's function it
+    calls may compute with differentiated values it closes over
+    (``np.apply_along_axis(lambda row: np.tanh(row @ w), 1, X)`` of a plain ``X``), whose
+    results NumPy's own loop would store into the plain buffer it allocates (a stop)."""
+    def calling_back(*args, **kwargs):
+        if ACTIVE.running:
+            return RULES[func].composite(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    return _named(calling_back, func)
+
+
+CALLING_BACK = {name: (getattr(np, name), _calling_back(getattr(np, name)))
+                for name in ("apply_along_axis", "apply_over_axes")}
+"""NumPy's functions that call a function of the user's on the slices of plain arrays, and
+the mode's."""
 
 
 REPLACEMENTS = _replacements()
