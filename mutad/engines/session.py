@@ -19,7 +19,8 @@ import threading
 
 import numpy as np
 
-from ..core.allocation import attribute_holders, drawing_argument, holds_derivative, settle
+from ..core.allocation import (attribute_holders, drawing_argument, handed_code,
+                               holds_derivative, settle)
 from ..core.devices import is_device
 from ..core.arguments import Originals, check_distinct_memory, no_full_collections, run
 from ..core.debug import issue_held
@@ -586,7 +587,8 @@ class ReverseDifferentiation(Differentiation):
         args = drawn
         kwargs = {k: drawing_argument(v, self.received) for k, v in kwargs.items()} \
             if kwargs else {}
-        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
+        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain,
+                   handed_code((*args, *kwargs.values())) if args or kwargs else ())
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
@@ -785,7 +787,7 @@ class ForwardDifferentiation(Differentiation):
                                             for primal, tangent
                                             in zip(primals, tangents, strict=True)]),
                     lambda error: written_elsewhere(error) if self.adopted
-                    and "read-only" in str(error) else None)
+                    and "read-only" in str(error) else None, handed_code(primals))
         except BaseException:
             issue_held(self.level, issue=False)
             raise
