@@ -2,15 +2,20 @@
 each replaying function is called as that state changes between calls, each call compared
 with a traced one, bit for bit, and with NumPy's value."""
 
+import datetime
 import glob
 import os
 import pathlib
+import time
+from time import perf_counter
 
 import numpy as np
+import pytest
 
 import mutad
 
 from test_replay import same
+from test_replay_budget import replays
 
 
 def replayed_like_numpy(f, change, calls=5):
@@ -122,6 +127,41 @@ def test_the_working_directory_read_in_f_leaves_it_traced(tmp_path):
     finally:
         os.chdir(start)
     assert "os.getcwd" in " ".join(replaying.reasons.values())
+
+
+# The clock f reads changes between calls where nothing a replay guards does: every replay gave
+# the recorded reading (and what f computed from it)
+
+
+def _time_time():
+    return time.time() % 1.0
+
+
+def _perf_counter():  # (a function of the module's, imported by its name)
+    return perf_counter() % 1.0
+
+
+def _datetime_now():  # (a class's method)
+    return datetime.datetime.now().microsecond * 1e-6
+
+
+def _date_today():
+    return float(datetime.date.today().day)
+
+
+@pytest.mark.parametrize("reading", [_time_time, _perf_counter, _datetime_now, _date_today])
+def test_the_clock_read_in_f_leaves_it_traced(reading):
+    def loss(x):
+        t = reading()
+        return t * x.sum(), t
+
+    replaying = mutad.value_and_grad(loss, has_aux=True, replay=True)
+    x = np.array([1.0, -0.5, 2.0])
+    for _ in range(4):
+        (value, t), gradient = replaying(x.copy())
+        assert same(value, t * x.sum()) and same(gradient, np.full(3, t))  # (its own reading)
+    assert replays(replaying) == 0
+    assert "reads the clock" in " ".join(replaying.reasons.values())
 
 
 # ----------------------------------------------------------------------------------------------

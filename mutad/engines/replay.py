@@ -49,9 +49,11 @@ Every decision the program depends on is a *guard*:
   the program instead, as arguments outside argnums are (:func:`_as_inputs`).
 
 A recording that drew random numbers from a generator living between calls leaves its
-signature traced (``_random_states``). Replay runs ``f``'s program, not ``f``: what ``f``
-reads from outside what it reaches (a file, the clock) is read as it was when the program was
-recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
+signature traced (``_random_states``), and so does code that reaches the clock
+(``CLOCK_READERS``) or a file (``FILE_READERS``). Replay runs ``f``'s program, not ``f``: what
+``f`` reads from outside what it reaches (a file a library opens by its name) is read as it was
+when the program was recorded, as under ``jax.jit``. Pass what changes between calls as an
+argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
@@ -83,6 +85,7 @@ import collections.abc
 import contextlib
 import contextvars
 import ctypes
+import datetime
 import dis
 import enum
 import functools
@@ -105,6 +108,7 @@ import string
 import struct
 import sys
 import threading
+import time
 import types
 import typing
 import warnings
@@ -5272,6 +5276,9 @@ def reach(f, kinds=(), kept=None, bound=None):
                         value = namespace[name]
                         if id(value) in FILE_READERS:
                             large.append(_reads_files(FILE_READERS[id(value)]))
+                        clock = _reads_clock(value, names)
+                        if clock is not None:
+                            large.append(clock)
                         if _walked_in_library(name, value, namespace):
                             work.append(value)
                         else:  # compared by identity alone (np.exp = g: another object)
@@ -5609,6 +5616,8 @@ def _reach_into(x, work, arrays, walk, large):
         large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
     elif id(x) in FILE_READERS:  # (from os.path import exists; a helper module's open)
         large.append(_reads_files(FILE_READERS[id(x)]))
+    elif id(x) in CLOCK_READERS:  # (from time import perf_counter)
+        large.append(_reads_clock(x, names))
     elif isinstance(x, pathlib.Path):  # (path.read_text(), path.exists())
         large.append(_reads_files(f"a {kind.__name__}, whose methods read files"))
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
@@ -5664,6 +5673,8 @@ def _reach_into(x, work, arrays, walk, large):
         else:  # NumPy's, SciPy's, the standard library's: by the names the code names, as
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
+        if issubclass(x, datetime.date) and not names.isdisjoint(_CLOCK_METHODS):
+            large.append(_reads_clock(x, names))  # (from datetime import datetime: .now())
         _hold_class(x, walk)
         work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
         work.extend(_special_methods(x))  # what Python calls unnamed on its objects f makes
@@ -6010,6 +6021,37 @@ def _reads_files(reader):
     """Why a function reaching ``reader`` (``open()``, ``os.path.exists``) is traced."""
     return (f"f reaches {reader}: what a file holds may change between calls, and what f "
             "writes to one a replay would not write again; pass what f reads as an argument")
+
+
+CLOCK_READERS = {id(getattr(module, name)): f"{module.__name__}.{name}" for module, names in (
+    (time, ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+            "process_time", "process_time_ns", "thread_time", "thread_time_ns",
+            "clock_gettime", "clock_gettime_ns", "localtime", "gmtime", "ctime", "asctime",
+            "strftime")),
+    (os, ("times", "getloadavg"))) for name in names if hasattr(module, name)}
+"""The functions that read the clock (or the machine's counters of time and load), by ids:
+they answer otherwise on every call, where nothing a replay guards changes, so code that
+reaches one is traced on every call (a replay would give each call the recorded reading).
+``time.localtime()``, ``ctime()``, ``asctime()`` and ``strftime(format)`` read it when given no
+time. ``datetime``'s ``now()``, ``utcnow()`` and ``today()`` are told by ``_reads_clock``."""
+
+_CLOCK_METHODS = frozenset(("now", "utcnow", "today"))
+
+
+def _reads_clock(x, names):
+    """Why code reaching ``x`` (among code that names ``names``) is traced, where ``x`` is a
+    function of ``CLOCK_READERS`` or a class of ``datetime`` whose clock the code names
+    (``datetime.now()``, ``date.today()``); else None."""
+    if id(x) in CLOCK_READERS:
+        reader = CLOCK_READERS[id(x)]
+    elif (isinstance(x, type) and issubclass(x, datetime.date)
+          and not names.isdisjoint(_CLOCK_METHODS)):
+        reader = f"datetime.{x.__name__}.{min(names & _CLOCK_METHODS)}()"
+    else:
+        return None
+    return (f"f reaches {reader}, which reads the clock: its reading changes between calls, "
+            "where a replay would give every call the recorded one; pass the time f reads "
+            "as an argument")
 
 
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
