@@ -11,6 +11,7 @@ from time import perf_counter
 
 import numpy as np
 import pytest
+import scipy.special
 
 import mutad
 
@@ -162,6 +163,42 @@ def test_the_clock_read_in_f_leaves_it_traced(reading):
         assert same(value, t * x.sum()) and same(gradient, np.full(3, t))  # (its own reading)
     assert replays(replaying) == 0
     assert "reads the clock" in " ".join(replaying.reasons.values())
+
+
+# A setting of NumPy's or SciPy's that f reads (not the floating-point error handling the
+# signature holds) changed between calls: every replay gave the recorded setting's answer
+
+
+def _special_raises():
+    return 2.0 if scipy.special.geterr()["singular"] == "raise" else 1.0
+
+
+def _buffer_size():
+    return np.getbufsize() / 8192
+
+
+@pytest.mark.parametrize("read, settings, setting", [
+    (_special_raises, scipy.special.geterr, lambda k: scipy.special.seterr(
+        singular=("ignore", "raise")[k])),
+    (_buffer_size, np.getbufsize, lambda k: np.setbufsize((8192, 16384)[k]))])
+def test_a_setting_f_reads_changed_between_calls_records_anew(read, settings, setting):
+    def loss(x):
+        return read() * (x * x).sum()
+
+    before = settings()
+    replaying = mutad.value_and_grad(loss, replay=True)
+    x = np.array([1.0, -0.5, 2.0])
+    try:
+        for k in (0, 0, 1, 1, 0):
+            setting(k)
+            got, expected = replaying(x.copy()), mutad.value_and_grad(loss)(x.copy())
+            assert same(got[0], expected[0]) and same(got[1], expected[1])
+            assert same(got[0], (1.0 + k) * (x * x).sum())
+    finally:
+        scipy.special.seterr(**before) if settings is scipy.special.geterr else np.setbufsize(
+            before)
+    assert replays(replaying) == 3  # (the second call, the fourth, and the fifth: the first
+    # program again)
 
 
 # ----------------------------------------------------------------------------------------------

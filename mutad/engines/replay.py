@@ -6555,12 +6555,22 @@ functions' answers: the decimal context (a thread's, changed in place: its preci
 environment, and the items of ``sys.argv``."""
 
 
+def _reads_a_setting(x):
+    """Whether ``x`` is a function of NumPy's or SciPy's that reads one of their settings
+    and takes no arguments, whose answer the program may depend on (``f`` decides on it):
+    ``np.getbufsize``, ``scipy.special.geterr`` (NumPy's error handling at the call is the
+    signature's, and its print options are always read)."""
+    return x is np.getbufsize or (callable(x) and getattr(x, "__name__", None) == "geterr"
+                                  and str(getattr(x, "__module__", "")).startswith("scipy."))
+
+
 def _settings(objects):
     """``(read, value)`` of the settings a program's answers may depend on: NumPy's print
     options (a string of a constant array, written as the program was recorded), the
     recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
     whose functions, classes or namespaces ``f`` reaches, the caller's floating-point error
-    callback where it reaches ``np.geterrcall``, the virtual subclasses registered
+    callback where it reaches ``np.geterrcall``, the settings of ``_reads_a_setting`` it
+    reaches (``scipy.special.geterr()``), the virtual subclasses registered
     with abstract base classes where it reaches one, and the states of the random generators
     it reaches; a replay under others records anew."""
     modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
@@ -6570,6 +6580,7 @@ def _settings(objects):
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
     if any(x is np.geterrcall or x is np.seterrcall for x in objects):  # (the caller's
         found.append((users_callback, users_callback()))  # callback, which f reads)
+    found += ((x, x()) for x in {id(x): x for x in objects if _reads_a_setting(x)}.values())
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
     # the state of a generator f reaches, itself or by a method of it (np.random.normal is
