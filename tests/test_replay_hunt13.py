@@ -150,7 +150,12 @@ def _date_today():
     return float(datetime.date.today().day)
 
 
-@pytest.mark.parametrize("reading", [_time_time, _perf_counter, _datetime_now, _date_today])
+def _datetime64_now():  # (NumPy's, given "now")
+    return float(np.datetime64("now").astype(np.int64) % 60)
+
+
+@pytest.mark.parametrize("reading", [_time_time, _perf_counter, _datetime_now, _date_today,
+                                     _datetime64_now])
 def test_the_clock_read_in_f_leaves_it_traced(reading):
     def loss(x):
         t = reading()

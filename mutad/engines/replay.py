@@ -5673,7 +5673,7 @@ def _reach_into(x, work, arrays, walk, large):
         else:  # NumPy's, SciPy's, the standard library's: by the names the code names, as
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
-        if issubclass(x, datetime.date) and not names.isdisjoint(_CLOCK_METHODS):
+        if _dated(x) and not names.isdisjoint(_CLOCK_METHODS):
             large.append(_reads_clock(x, names))  # (from datetime import datetime: .now())
         _hold_class(x, walk)
         work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
@@ -6033,20 +6033,29 @@ CLOCK_READERS = {id(getattr(module, name)): f"{module.__name__}.{name}" for modu
 they answer otherwise on every call, where nothing a replay guards changes, so code that
 reaches one is traced on every call (a replay would give each call the recorded reading).
 ``time.localtime()``, ``ctime()``, ``asctime()`` and ``strftime(format)`` read it when given no
-time. ``datetime``'s ``now()``, ``utcnow()`` and ``today()`` are told by ``_reads_clock``."""
+time. ``datetime``'s ``now()``, ``utcnow()`` and ``today()``, and ``np.datetime64("now")``,
+are told by ``_reads_clock``."""
 
 _CLOCK_METHODS = frozenset(("now", "utcnow", "today"))
 
 
+def _dated(x):
+    """Whether ``x`` is a class that reads the clock by one of ``_CLOCK_METHODS``:
+    ``datetime``'s (``datetime.now()``, ``date.today()``) and ``np.datetime64`` (given
+    ``"now"`` or ``"today"``)."""
+    return x is np.datetime64 or isinstance(x, type) and issubclass(x, datetime.date)
+
+
 def _reads_clock(x, names):
     """Why code reaching ``x`` (among code that names ``names``) is traced, where ``x`` is a
-    function of ``CLOCK_READERS`` or a class of ``datetime`` whose clock the code names
-    (``datetime.now()``, ``date.today()``); else None."""
+    function of ``CLOCK_READERS`` or a class of ``_dated`` whose clock the code names
+    (``datetime.now()``, ``date.today()``, ``np.datetime64("now")``); else None."""
     if id(x) in CLOCK_READERS:
         reader = CLOCK_READERS[id(x)]
-    elif (isinstance(x, type) and issubclass(x, datetime.date)
-          and not names.isdisjoint(_CLOCK_METHODS)):
-        reader = f"datetime.{x.__name__}.{min(names & _CLOCK_METHODS)}()"
+    elif _dated(x) and not names.isdisjoint(_CLOCK_METHODS):
+        now = min(names & _CLOCK_METHODS)
+        reader = (f"numpy.datetime64('{now}')" if x is np.datetime64 else
+                  f"datetime.{x.__name__}.{now}()")
     else:
         return None
     return (f"f reaches {reader}, which reads the clock: its reading changes between calls, "
