@@ -111,8 +111,14 @@ import threading
 import time
 import types
 import typing
+import uuid
 import warnings
 import weakref
+
+try:
+    import resource
+except ImportError:  # (not on Windows)
+    resource = None
 
 import numpy as np
 
@@ -6023,18 +6029,24 @@ def _reads_files(reader):
             "writes to one a replay would not write again; pass what f reads as an argument")
 
 
-CLOCK_READERS = {id(getattr(module, name)): f"{module.__name__}.{name}" for module, names in (
+CLOCK_READERS = {id(getattr(module, name)): (f"{module.__name__}.{name}", what)
+                 for module, names, what in (
     (time, ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
             "process_time", "process_time_ns", "thread_time", "thread_time_ns",
             "clock_gettime", "clock_gettime_ns", "localtime", "gmtime", "ctime", "asctime",
-            "strftime")),
-    (os, ("times", "getloadavg"))) for name in names if hasattr(module, name)}
-"""The functions that read the clock (or the machine's counters of time and load), by ids:
-they answer otherwise on every call, where nothing a replay guards changes, so code that
-reaches one is traced on every call (a replay would give each call the recorded reading).
+            "strftime"), "the clock"),
+    (os, ("times", "getloadavg"), "the clock"), (resource, ("getrusage",), "the clock"),
+    (uuid, ("uuid1",), "the clock"),
+    (gc, ("get_count", "get_stats"), "the interpreter's counters"),
+    (sys, ("getallocatedblocks",), "the interpreter's counters"))
+                 for name in names if module is not None and hasattr(module, name)}
+"""The functions that read the clock (or the process's and the interpreter's counters: CPU
+time, load, objects allocated), by ids, with what they read: they answer
+otherwise on every call, where nothing a replay guards changes, so code that reaches one is
+traced on every call (a replay would give each call the recorded reading).
 ``time.localtime()``, ``ctime()``, ``asctime()`` and ``strftime(format)`` read it when given no
-time. ``datetime``'s ``now()``, ``utcnow()`` and ``today()``, and ``np.datetime64("now")``,
-are told by ``_reads_clock``."""
+time, ``uuid.uuid1()`` makes its identifier of it. ``datetime``'s ``now()``, ``utcnow()`` and
+``today()``, and ``np.datetime64("now")``, are told by ``_reads_clock``."""
 
 _CLOCK_METHODS = frozenset(("now", "utcnow", "today"))
 
@@ -6051,15 +6063,15 @@ def _reads_clock(x, names):
     function of ``CLOCK_READERS`` or a class of ``_dated`` whose clock the code names
     (``datetime.now()``, ``date.today()``, ``np.datetime64("now")``); else None."""
     if id(x) in CLOCK_READERS:
-        reader = CLOCK_READERS[id(x)]
+        reader, what = CLOCK_READERS[id(x)]
     elif _dated(x) and not names.isdisjoint(_CLOCK_METHODS):
         now = min(names & _CLOCK_METHODS)
-        reader = (f"numpy.datetime64('{now}')" if x is np.datetime64 else
-                  f"datetime.{x.__name__}.{now}()")
+        reader, what = (f"numpy.datetime64('{now}')" if x is np.datetime64 else
+                        f"datetime.{x.__name__}.{now}()"), "the clock"
     else:
         return None
-    return (f"f reaches {reader}, which reads the clock: its reading changes between calls, "
-            "where a replay would give every call the recorded one; pass the time f reads "
+    return (f"f reaches {reader}, which reads {what}: its reading changes between calls, "
+            "where a replay would give every call the recorded one; pass what f reads of it "
             "as an argument")
 
 
