@@ -6576,6 +6576,13 @@ functions' answers: the decimal context (a thread's, changed in place: its preci
 environment, and the items of ``sys.argv``."""
 
 
+def _error_filters():
+    """Python's warnings filters that turn a warning into an error: a warning ``f``'s own code
+    issues (``warnings.warn``), which a replay does not issue again, raises under one where
+    it is shown under others."""
+    return tuple(held for held in warnings.filters if held[0] == "error")
+
+
 def _reads_a_setting(x):
     """Whether ``x`` is a function of NumPy's or SciPy's that reads one of their settings
     and takes no arguments, whose answer the program may depend on (``f`` decides on it):
@@ -6591,7 +6598,8 @@ def _settings(objects):
     recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
     whose functions, classes or namespaces ``f`` reaches, the caller's floating-point error
     callback where it reaches ``np.geterrcall``, the settings of ``_reads_a_setting`` it
-    reaches (``scipy.special.geterr()``), the virtual subclasses registered
+    reaches (``scipy.special.geterr()``), the warnings filters that raise where it reaches
+    ``warnings.warn`` (``_error_filters``), the virtual subclasses registered
     with abstract base classes where it reaches one, and the states of the random generators
     it reaches; a replay under others records anew."""
     modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
@@ -6602,6 +6610,8 @@ def _settings(objects):
     if any(x is np.geterrcall or x is np.seterrcall for x in objects):  # (the caller's
         found.append((users_callback, users_callback()))  # callback, which f reads)
     found += ((x, x()) for x in {id(x): x for x in objects if _reads_a_setting(x)}.values())
+    if any(x is warnings.warn or x is warnings.warn_explicit for x in objects):
+        found.append((_error_filters, _error_filters()))  # (f's own warnings: raised or not)
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
     # the state of a generator f reaches, itself or by a method of it (np.random.normal is
