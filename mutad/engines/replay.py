@@ -118,7 +118,7 @@ import weakref
 try:
     import resource
 except ImportError:  # (not on Windows)
-    resource = None
+    resource = None  # type: ignore[assignment]
 
 import numpy as np
 
