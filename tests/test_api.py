@@ -794,6 +794,27 @@ def test_jacobian_functions_take_keyword_arguments(transform):
             assert np.allclose(block, expected_block, rtol=1e-12, atol=0)
 
 
+def _shifted_square(x, shift):
+    x -= shift  # in place: the caller's array must come back as it was
+    return (x * x).sum()
+
+
+def test_gradient_given_no_arguments_is_grads_function():
+    # gradient(f) / value_and_gradient(f) with no arguments called f with none (a TypeError
+    # from f): as JAX's grad(f), they are the function of the first argument, what an
+    # optimizer's jac= takes (its extra arguments by args=).
+    x0, shift = np.zeros(2), np.array([1.0, -2.0])
+    result = scipy.optimize.minimize(_shifted_square, x0, args=(shift,),
+                                     jac=mutad.gradient(_shifted_square), method="BFGS")
+    assert np.allclose(result.x, shift, atol=1e-8) and result.nit <= 3
+    x = np.array([0.5, 3.0])
+    g = mutad.gradient(_shifted_square)(x, shift)
+    assert type(g) is np.ndarray and np.array_equal(g, 2 * (x - shift))
+    value, (gx, gs) = mutad.value_and_gradient(_shifted_square, argnums=(0, 1))(x, shift)
+    assert value == ((x - shift) ** 2).sum() and np.array_equal(gs, -gx)
+    assert np.array_equal(x, [0.5, 3.0]) and np.array_equal(shift, [1.0, -2.0])
+
+
 def test_argnums_without_positional_arguments_says_to_pass_by_position():
     with pytest.raises(mutad.errors.ArgnumsError, match="by position"):
         mutad.grad(lambda x: (x * x).sum())(x=np.ones(2))
