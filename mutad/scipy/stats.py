@@ -2021,6 +2021,7 @@ def _scipys_moments_rule(original):
     def rule(self, *args, **kwargs):
         return following_scipys_code(original.__get__(self, type(self)), args, kwargs)
 
+    rule.subclasses = True  # (a user's distribution: SciPy's code reads its own _pdf, _stats)
     return rule
 
 
