@@ -313,3 +313,37 @@ def test_a_rule_that_makes_arrays_of_its_own_returns_them_plain():
                if not isinstance(p, str)) == replays + 1, replaying.reasons
     np.testing.assert_allclose(mutad.hessian(lambda x: f(x, w), x), np.diag(8 * w * w), rtol=1e-14)
     assert x.tobytes() == x0.tobytes() and w.tobytes() == w0.tobytes()
+
+
+@mutad.adjoint
+def _applied(fn, x):
+    return fn(x)
+
+
+@_applied.rule
+def _applied_rule(fn, x):
+    h = 1e-6
+    return fn(x), lambda dy: (None, (fn(x + h) - fn(x - h)) / (2 * h) * dy)
+
+
+def test_a_traced_argument_given_by_keyword():
+    """``_applied(np.cos, x=x)``, the traced argument given by keyword: the call found no
+    differentiation among its positional arguments and raised EscapedTracerError. It is moved
+    to the position its parameter names, so the rule's ``back`` gives it its cotangent:
+    traced and replayed (asserted) alike, the caller's array unchanged."""
+    def f(x):
+        return np.sum(_applied(np.cos, x=x * 2.0)) + np.sum(_applied(fn=np.sin, x=x))
+
+    def expected(x):
+        return -2.0 * np.sin(2.0 * x) + np.cos(x)
+
+    x = np.array([0.3, 0.7])
+    x0 = x.copy()
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], expected(x), rtol=1e-8)
+    replaying = mutad.grad(f, replay=True)
+    replaying(x)
+    replays = sum(p.replays for p in replaying.programs.values() if not isinstance(p, str))
+    np.testing.assert_allclose(replaying(x * 1.1), expected(x * 1.1), rtol=1e-8)
+    assert sum(p.replays for p in replaying.programs.values()
+               if not isinstance(p, str)) == replays + 1, replaying.reasons
+    assert x.tobytes() == x0.tobytes()
