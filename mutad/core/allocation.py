@@ -138,7 +138,7 @@ from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, 
                     without_events)
 from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
                      UntracedWriteError, objects_refused)
-from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, running
+from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, nesting, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -293,8 +293,11 @@ def plain_allocation() -> Iterator[None]:
 def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array.
-    ``made``: ``(function, args, kwargs)``, the call that made it."""
-    for differentiation in ACTIVE.running:
+    Inside a decorated function's rule, which runs on the plain values of the level recording
+    it, of the levels outside that one alone (``nesting``): what the rule returns, and its
+    ``back`` computes, are plain to that level. ``made``: ``(function, args, kwargs)``, the
+    call that made it."""
+    for differentiation in nesting():
         if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
             differentiation.recorder.refuse("an array of records (a structured dtype), "
                                             "which a replay does not redo")
