@@ -342,6 +342,50 @@ def test_a_write_by_another_way_to_the_memory_is_refused():
         assert not WORK.any() and WORK.flags.writeable
 
 
+class Pairs:
+    """A buffer and views of it that ``as_strided`` and ``sliding_window_view`` made: NumPy will
+    not set such a view's WRITEABLE flag back once it is cleared."""
+
+    def __init__(self):
+        self.u = np.zeros(8)
+        self.pairs = np.lib.stride_tricks.as_strided(self.u, (4, 2), (16, 8))
+        self.windows = np.lib.stride_tricks.sliding_window_view(self.u, 3, writeable=True)
+
+
+PAIRS = Pairs()
+
+
+def test_views_made_by_stride_tricks_stay_writable_and_a_write_by_another_way_is_refused():
+    """Such views are read-only while the function runs, as the buffer's other objects are,
+    and writable again after it: before, the caller's view stayed read-only after a gradient,
+    and forward mode raised NumPy's ValueError when it ended. A write through them by another
+    way (a deque) is refused."""
+    views = [PAIRS.u, PAIRS.pairs, PAIRS.windows]
+
+    def f(x):
+        PAIRS.pairs[:, 0] = x[:4]
+        PAIRS.windows[1:3, 1] *= x[4:6]
+        return (PAIRS.u ** 3 * x).sum()
+
+    check(f, np.arange(1.0, 9.0), buffers=[PAIRS.u])
+    _, tangent = mutad.jvp(f, (np.arange(1.0, 9.0),), (np.ones(8),))
+    assert tangent == pytest.approx(mutad.gradient(f, np.arange(1.0, 9.0))[0].sum())
+    assert all(v.flags.writeable for v in views)
+    held = collections.deque([PAIRS.pairs])
+
+    def g(x):
+        PAIRS.pairs[:, 0] = x[:4]
+        held[0][:, 1] = 2.0  # not seen by mutad: refused
+        return (PAIRS.u ** 3 * x).sum()
+
+    left = PAIRS.u.tobytes()
+    for differentiate in (lambda: mutad.gradient(g, np.ones(8)),
+                          lambda: mutad.jvp(g, (np.ones(8),), (np.ones(8),))):
+        with pytest.raises(errors.ConstantModifiedError, match="another way"):
+            differentiate()
+        assert PAIRS.u.tobytes() == left and all(v.flags.writeable for v in views)
+
+
 def test_nested_gradients_writing_one_buffer():
     def inner(x):
         WORK[:] = x * x
