@@ -11,6 +11,7 @@ call.
 """
 
 import collections
+import pickle
 import types
 
 import numpy as np
@@ -323,6 +324,77 @@ def test_forward_mode_and_hessians():
     mutad.check_grads(kept, x, order=2)
     assert WORK.tobytes() == before
     WORK[:] = 0.0
+
+
+def _positions(x):
+    """Positions read from the buffer by its methods once the function wrote into it."""
+    WORK[:] = x * x
+    i, j = WORK.argmax(), WORK.argmin()
+    order = WORK.argsort()
+    k = WORK.argpartition(2)[2]
+    return WORK[i] * 3.0 + WORK[j] + WORK[order] @ np.arange(4.0) + WORK[k] * x[0]
+
+
+def _iterated(x):
+    WORK[:] = x * x
+    total = sum(v * w for v, w in zip(np.nditer(WORK), x, strict=True))
+    for index, v in np.ndenumerate(WORK):
+        total = total + v * index[0]
+    for v in np.nditer(WORK, op_flags=["readwrite"]):
+        v[...] = v * 2.0
+    return total + WORK @ x
+
+
+READERS = {"positions": _positions, "iterators": _iterated}
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_a_written_buffer_read_by_its_methods_and_iterators(name):
+    """In forward mode, WORK.argmax(), argmin(), argsort() and argpartition(), np.nditer(WORK)
+    and np.ndenumerate(WORK) read the caller's memory, which forward mode does not write (it
+    works on its own copy of the buffer): the positions and the elements were those of the
+    values before the call (all 0 here), a wrong value, jvp and Hessian; the reverse pass
+    missed the derivative through the iterators. They now read the differentiation's array,
+    as WORK.max() does."""
+    f = READERS[name]
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    for direction in np.eye(4)[[0, 2]]:
+        value, tangent = mutad.jvp(f, (x,), (direction,))
+        assert np.asarray(value).tobytes() == _restoring(f, [WORK])(x.copy()).tobytes()
+        fd = directional_fd(_restoring(f, [WORK]), (x,), (direction,))
+        np.testing.assert_allclose(tangent, fd, rtol=1e-7)
+        assert WORK.tobytes() == left_by_numpy(f, (x,), [WORK])[0][0]
+        WORK[:] = 0.0
+    check(f, x, buffers=[WORK])
+    WORK[:] = 0.0
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), mutad.gradient(f, x)[0], rtol=1e-14)
+    WORK[:] = 0.0
+    if name == "positions":
+        # (6 x2² + x3² + x0² + 2 x1² + x1² x0 at x, where the positions are 2, 3, [3 0 1 2], 1)
+        expected = [[2.0, 2 * x[1], 0, 0], [2 * x[1], 4 + 2 * x[0], 0, 0], [0, 0, 12, 0],
+                    [0, 0, 0, 2]]
+        np.testing.assert_allclose(mutad.hessian(f, x), expected, rtol=1e-12)
+        WORK[:] = 0.0
+
+
+@pytest.mark.parametrize("convert, words", [
+    (lambda: np.frombuffer(bytes(WORK)), "bytes"),
+    (lambda: pickle.loads(pickle.dumps(WORK)), "pickl"),
+], ids=["bytes", "pickle"])
+def test_a_written_buffer_converted_by_its_memory_is_refused(convert, words):
+    """bytes(WORK) and pickle.dumps(WORK) read the memory NumPy exports: in forward mode the
+    values before the call, and the reverse pass lost the derivative silently (for bytes,
+    Python asked the stand-in's __index__ first, which raised an AttributeError in forward
+    mode). They are refused, as for an array made in the function."""
+    def f(x):
+        WORK[:] = x * x
+        return convert().sum()
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
+                          lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
+        with pytest.raises(errors.ConversionError, match=words):
+            differentiate()
+        assert not WORK.any()
 
 
 def test_a_write_by_another_way_to_the_memory_is_refused():

@@ -1655,6 +1655,8 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
     before, unless it may write into them (``_writes_allocated``)."""
+    if _in_mode():
+        op = _stand_ins_iterated(op, op_flags)
     if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
                             or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
@@ -1703,13 +1705,31 @@ def _writes_allocated(op, op_flags):
     """Whether ``np.nditer(op, op_flags=op_flags)`` may write into an array the function
     allocated (``out = np.zeros(n)``, then ``x[...] = p[i]`` in the loop): the loop can write
     traced values there, which NumPy's iterator would put in its memory unseen."""
+    return any(wrapped(x) and writes for x, writes in _iterated_writes(op, op_flags))
+
+
+def _iterated_writes(op, op_flags):
+    """``np.nditer(op, op_flags=op_flags)``'s operands, each with whether the iterator may
+    write into it."""
     operands = list(op) if type(op) in (list, tuple) else [op]
     if not op_flags:
-        return False
+        return [(x, False) for x in operands]
     each = op_flags if all(type(f) in (list, tuple) for f in op_flags) \
         else [op_flags] * len(operands)
-    return any(wrapped(x) and bool(set(f) & {"readwrite", "writeonly"})
-               for x, f in zip(operands, each))
+    return [(x, bool(set(f) & {"readwrite", "writeonly"})) for x, f in zip(operands, each)]
+
+
+def _stand_ins_iterated(op, op_flags):
+    """``np.nditer``'s operands with each stand-in (an array made before the call) as the
+    engines read it (``_plain_views``): once a write adopted its memory, the differentiation's
+    array, whose elements the iterator then gives; NumPy's own iterator would read the
+    stand-in's memory, where forward mode keeps the values before the call and the reverse
+    pass would not see the derivative. One the iterator may write into is adopted first."""
+    pairs = _iterated_writes(op, op_flags)
+    if not any(type(x) is Preexisting for x, _ in pairs):
+        return op
+    adopt([x for x, writes in pairs if writes and type(x) is Preexisting])
+    return _plain_views(op)
 
 
 _TRACKING = {"multi_index", "c_index", "f_index", "zerosize_ok", "refs_ok"}
@@ -1892,7 +1912,11 @@ def _run_view(x, run, writes):
 def _ndenumerate(arr):
     """``np.ndenumerate`` in the mode: of an array mutad follows (or a list holding its
     values), each index with the element itself, read by indexing (NumPy's reads the array's
-    memory through ``np.asarray``); else NumPy's own."""
+    memory through ``np.asarray``); else NumPy's own. An array made before the call is read
+    as the engines read it (``_plain_views``: once a write adopted its memory, the
+    differentiation's array)."""
+    if _in_mode():
+        arr = _plain_views(arr)
     if _in_mode() and (holds_wrapped([arr]) or wrapped(arr)):
         if type(arr) in (list, tuple):
             arr = lists_as_arrays([arr])[0]
@@ -3292,11 +3316,17 @@ class Preexisting(np.ndarray):
         stand_in = MODE.array_stand_ins.get(id(base)) if _in_mode() else None
         return stand_in if stand_in is not None and stand_in.original is base else base
 
-    def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
-        return plain_memory(self).__reduce__()
+    # Pickled as the ndarray it stands for (loadable without mutad); once a write adopted its
+    # memory, as the differentiation's array, which refuses a value with a derivative (its
+    # memory holds, in forward mode, the values before the call, and a reverse pass would not
+    # see the derivative cut)
+    def __reduce__(self):
+        level = adopted(self)
+        return (plain_memory(self) if level is None else level).__reduce__()
 
     def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
-        return plain_memory(self).__reduce_ex__(protocol)
+        level = adopted(self)
+        return (plain_memory(self) if level is None else level).__reduce_ex__(protocol)
 
 
 def _flat_operands(operands):
@@ -4180,16 +4210,34 @@ def _reading(name):
     def reading(self, *args, **kwargs):
         if ACTIVE.running:
             level = adopted(self)
-            if level is not None:
+            if level is not None and hasattr(level, name):
                 return getattr(level, name)(*args, **kwargs)
-            accessed(self)
+            if level is None:
+                accessed(self)
+            # (else NumPy's error of any float array: ``__index__``'s TypeError)
         return method(self, *args, **kwargs)
 
     return _named(reading, method)
 
 
+def _bytes(self):
+    """``bytes(U0)``, which Python asks of ``__bytes__`` before the buffer NumPy exports of the
+    memory: once a write adopted it, the differentiation's array's ``tobytes()``, which refuses
+    a value with a derivative (the buffer holds, in forward mode, the values before the call,
+    and the reverse pass would not see the conversion); else the buffer's bytes, as NumPy's."""
+    if ACTIVE.running:
+        level = adopted(self)
+        if level is not None:
+            return level.tobytes()
+        accessed(self)
+    return bytes(memoryview(plain_memory(self)))
+
+
+Preexisting.__bytes__ = _bytes  # type: ignore[attr-defined]
+
+
 for _name in ("item", "tolist", "tobytes", "__float__", "__int__", "__complex__", "__index__",
-              "__bool__"):
+              "__bool__", "dumps", "dump", "tofile"):
     setattr(Preexisting, _name, _reading(_name))
 
 for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
@@ -4198,7 +4246,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "searchsorted",
+              "mean", "std", "var", "clip", "searchsorted", "argmax", "argmin", "argsort",
+              "argpartition", "byteswap",  # (of the values, not of the plain memory)
               "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
