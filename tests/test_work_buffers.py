@@ -16,6 +16,8 @@ import types
 
 import numpy as np
 import pytest
+import scipy.optimize
+import scipy.stats
 
 import mutad
 from mutad import errors
@@ -377,22 +379,74 @@ def test_a_written_buffer_read_by_its_methods_and_iterators(name):
         WORK[:] = 0.0
 
 
-@pytest.mark.parametrize("convert, words", [
-    (lambda: np.frombuffer(bytes(WORK)), "bytes"),
-    (lambda: pickle.loads(pickle.dumps(WORK)), "pickl"),
-], ids=["bytes", "pickle"])
-def test_a_written_buffer_converted_by_its_memory_is_refused(convert, words):
-    """bytes(WORK) and pickle.dumps(WORK) read the memory NumPy exports: in forward mode the
-    values before the call, and the reverse pass lost the derivative silently (for bytes,
-    Python asked the stand-in's __index__ first, which raised an AttributeError in forward
-    mode). They are refused, as for an array made in the function."""
+@pytest.mark.parametrize("convert, error, words", [
+    (lambda: np.frombuffer(bytes(WORK)), errors.ConversionError, "bytes"),
+    (lambda: pickle.loads(pickle.dumps(WORK)), errors.ConversionError, "pickl"),
+    (lambda: np.asmatrix(WORK), errors.UnsupportedOperationError, "matrix"),
+], ids=["bytes", "pickle", "matrix"])
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix's)
+def test_a_written_buffer_converted_by_its_memory_is_refused(convert, error, words):
+    """bytes(WORK), pickle.dumps(WORK) and np.asmatrix(WORK) (a view as another subclass) read
+    the memory NumPy exports: in forward mode the values before the call, and the reverse
+    pass lost the derivative silently (for bytes, Python asked the stand-in's __index__
+    first, which raised an AttributeError in forward mode). They are refused, as for an
+    array made in the function."""
     def f(x):
         WORK[:] = x * x
         return convert().sum()
 
     for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
                           lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
-        with pytest.raises(errors.ConversionError, match=words):
+        with pytest.raises(error, match=words):
+            differentiate()
+        assert not WORK.any()
+
+
+def _logpdf_of_the_buffer(x):
+    WORK[:] = x * x
+    return scipy.stats.norm.logpdf(WORK).sum() + scipy.stats.norm(0.5, 2.0).cdf(WORK) @ x
+
+
+def _root_given_the_buffer(x):
+    WORK[:] = x * x
+    return scipy.optimize.brentq(lambda t, w: t - w.sum() * 0.1, -10, 10, args=(WORK,))
+
+
+def _buffer_after_a_root(x):
+    WORK[:] = x * x
+    return scipy.optimize.brentq(lambda t: t - 1.0, -10, 10) * WORK.sum()
+
+
+@pytest.mark.parametrize("f", [_logpdf_of_the_buffer, _root_given_the_buffer,
+                               _buffer_after_a_root], ids=["distribution", "args=", "after"])
+def test_a_written_buffer_given_to_scipy(f):
+    """A written buffer given to a distribution's method (norm.logpdf(WORK)) was converted by
+    SciPy's own method, not its rule: the gradient through it was lost (zero) and forward
+    mode's value was that of the values before the call. After a solve, forward mode took
+    the buffer's values for what the solver's functions wrote, and lost its tangent."""
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    check(f, x, buffers=[WORK])
+    WORK[:] = 0.0
+    direction = np.array([1.0, -0.5, 0.25, 2.0])
+    value, tangent = mutad.jvp(f, (x,), (direction,))
+    expected = _restoring(f, [WORK])(x.copy())
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    fd = directional_fd(_restoring(f, [WORK]), (x,), (direction,))
+    np.testing.assert_allclose(tangent, fd, rtol=1e-7)
+    WORK[:] = 0.0
+
+
+def test_a_written_buffer_read_by_a_solvers_function_from_a_global_is_refused():
+    """The solver runs its functions on plain numbers: one reading a buffer the function
+    wrote from a global read the stand-in's memory (in forward mode the values before the
+    call) and lost the derivative, silently. Refused, saying to pass it with args=."""
+    def f(x):
+        WORK[:] = x * x
+        return scipy.optimize.brentq(lambda t: t - WORK.sum() * 0.1, -10, 10)
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
+                          lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
+        with pytest.raises(errors.UnsupportedOperationError, match="args="):
             differentiate()
         assert not WORK.any()
 

@@ -133,8 +133,8 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, warn_at,
                     without_events)
-from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
-                     UntracedWriteError, objects_refused)
+from .errors import (ConversionError, EscapedTracerError, UnsupportedArrayError,
+                     UnsupportedOperationError, UntracedWriteError, objects_refused)
 from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -3424,11 +3424,12 @@ def _view(self, *args, **kwargs):
         kind, args = args[0], args[1:]
     if isinstance(kind, _Constructor):  # (the mode's np.ndarray, as the user's code names it)
         kind = np.ndarray
+    level = adopted(self)
+    if level is not None:  # (as another subclass too, np.asmatrix(U0): refused there)
+        return level.view(*args, **kwargs) if kind in (None, np.ndarray) else \
+            level.view(*args, type=kind, **kwargs)
     if kind is not None and kind is not np.ndarray:
         return np.ndarray.view(self, *args, type=kind, **kwargs)
-    level = adopted(self)
-    if level is not None:
-        return level.view(*args, **kwargs)
     return np.ndarray.view(plain_memory(self), *args, **kwargs).view(Preexisting)
 
 
@@ -3475,7 +3476,11 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or not follows_floats(stand_in.dtype):
+    if not running:
+        if ACTIVE.suspended and follows_floats(stand_in.dtype):
+            _adopted_apart(stand_in)
+        return None
+    if not follows_floats(stand_in.dtype):
         return None
     plain = plain_memory(stand_in)
     base = owner(plain)
@@ -3490,6 +3495,21 @@ def adopted(stand_in, write=False):
             "(y = np.frombuffer(b).copy()), or make the array over memory nothing else "
             "holds (np.frombuffer(bytearray(n)), np.ctypeslib.as_array((c_double * n)())).")
     return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
+
+
+def _adopted_apart(stand_in):
+    """Refuse ``stand_in`` where the differentiations a block set aside (a SciPy solver's run
+    on plain numbers, ``outside_differentiations``) adopted its memory: its own memory holds,
+    in forward mode, the values before the call, and the reverse pass would not see the
+    derivative through what the block computes of it (``brentq(lambda t: t - W.sum(), ...)``
+    of a module-level buffer the function wrote)."""
+    root = id(owner(plain_memory(stand_in)))
+    for differentiation in ACTIVE.suspended[-1]:
+        adopter = getattr(differentiation, "adopter", None)
+        if adopter is not None and root in adopter.adopted:
+            raise EscapedTracerError(
+                "an array made before the call, which the function wrote into, was read by "
+                "code running on plain numbers for a library's routine")
 
 
 def _read_elsewhere(root):
@@ -6185,6 +6205,8 @@ def _routed(cls, name, rule, original):
 
     if isinstance(original, staticmethod):  # rule(*args): no instance
         def method(*args, **kwargs):
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(cls, args, kwargs):
                 return rule(*args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6192,6 +6214,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
         def method(owner, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6199,6 +6223,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(owner, *args, **kwargs)
     else:
         def method(self, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6212,6 +6238,18 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _adopted_arguments(args, kwargs):
+    """A routed method's arguments with each stand-in whose memory a write adopted, where it
+    carries a derivative, as the differentiation's array (``adopted_views``), so that the rule
+    takes the call: the library's method would convert the stand-in NumPy's way, reading its
+    memory (in forward mode the values before the call; the reverse pass would lose the
+    derivative): ``norm.logpdf(W)`` of a module-level buffer the function wrote."""
+    views, keywords = adopted_views(args), adopted_views(kwargs)
+    if holds_derivative([views, list(keywords.values())]):
+        return views, keywords
+    return args, kwargs
 
 
 HANDING_LIBRARIES = ("scipy.", "numpy.polynomial.")
