@@ -136,8 +136,8 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, warn_at,
                     without_events)
-from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
-                     UntracedWriteError, objects_refused)
+from .errors import (ConversionError, EscapedTracerError, UnsupportedArrayError,
+                     UnsupportedOperationError, UntracedWriteError, objects_refused)
 from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, nesting, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
@@ -2023,7 +2023,10 @@ def _run_view(x, run, writes):
 def _ndenumerate(arr):
     """``np.ndenumerate`` in the mode: of an array mutad follows (or a list holding its
     values), each index with the element itself, read by indexing (NumPy's reads the array's
-    memory through ``np.asarray``); else NumPy's own."""
+    memory through ``np.asarray``); else NumPy's own. A buffer made before the call is read
+    as the array a write adopted, as ``_nditer`` reads it."""
+    if _in_mode() and _holds_adopted(arr):  # (the arrays writes adopted, not their bytes)
+        arr = adopted_views(arr)
     if _in_mode() and (holds_wrapped([arr]) or wrapped(arr)):
         if type(arr) in (list, tuple):
             arr = lists_as_arrays([arr])[0]
@@ -3543,11 +3546,12 @@ def _view(self, *args, **kwargs):
         kind, args = args[0], args[1:]
     if isinstance(kind, _Constructor):  # (the mode's np.ndarray, as the user's code names it)
         kind = np.ndarray
+    level = adopted(self)
+    if level is not None:  # (as another subclass too, np.asmatrix(U0): refused there)
+        return level.view(*args, **kwargs) if kind in (None, np.ndarray) else \
+            level.view(*args, type=kind, **kwargs)
     if kind is not None and kind is not np.ndarray:
         return np.ndarray.view(self, *args, type=kind, **kwargs)
-    level = adopted(self)
-    if level is not None:
-        return level.view(*args, **kwargs)
     return np.ndarray.view(plain_memory(self), *args, **kwargs).view(Preexisting)
 
 
@@ -3594,7 +3598,11 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or not follows_floats(stand_in.dtype):
+    if not running:
+        if ACTIVE.suspended and follows_floats(stand_in.dtype):
+            _adopted_apart(stand_in)
+        return None
+    if not follows_floats(stand_in.dtype):
         return None
     plain = plain_memory(stand_in)
     base = owner(plain)
@@ -3609,6 +3617,21 @@ def adopted(stand_in, write=False):
             "(y = np.frombuffer(b).copy()), or make the array over memory nothing else "
             "holds (np.frombuffer(bytearray(n)), np.ctypeslib.as_array((c_double * n)())).")
     return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
+
+
+def _adopted_apart(stand_in):
+    """Refuse ``stand_in`` where the differentiations a block set aside (a SciPy solver's run
+    on plain numbers, ``outside_differentiations``) adopted its memory: its own memory holds,
+    in forward mode, the values before the call, and the reverse pass would not see the
+    derivative through what the block computes of it (``brentq(lambda t: t - W.sum(), ...)``
+    of a module-level buffer the function wrote)."""
+    root = id(owner(plain_memory(stand_in)))
+    for differentiation in ACTIVE.suspended[-1]:
+        adopter = getattr(differentiation, "adopter", None)
+        if adopter is not None and root in adopter.adopted:
+            raise EscapedTracerError(
+                "an array made before the call, which the function wrote into, was read by "
+                "code running on plain numbers for a library's routine")
 
 
 def _read_elsewhere(root):
@@ -4329,16 +4352,34 @@ def _reading(name):
     def reading(self, *args, **kwargs):
         if ACTIVE.running:
             level = adopted(self)
-            if level is not None:
+            if level is not None and hasattr(level, name):
                 return getattr(level, name)(*args, **kwargs)
-            accessed(self)
+            if level is None:
+                accessed(self)
+            # (else NumPy's error of any float array: ``__index__``'s TypeError)
         return method(self, *args, **kwargs)
 
     return _named(reading, method)
 
 
+def _bytes(self):
+    """``bytes(U0)``, which Python asks of ``__bytes__`` before the buffer NumPy exports of the
+    memory: once a write adopted it, the differentiation's array's ``tobytes()``, which refuses
+    a value with a derivative (the buffer holds, in forward mode, the values before the call,
+    and the reverse pass would not see the conversion); else the buffer's bytes, as NumPy's."""
+    if ACTIVE.running:
+        level = adopted(self)
+        if level is not None:
+            return level.tobytes()
+        accessed(self)
+    return bytes(memoryview(plain_memory(self)))
+
+
+Preexisting.__bytes__ = _bytes  # type: ignore[attr-defined]
+
+
 for _name in ("item", "tolist", "tobytes", "__float__", "__int__", "__complex__", "__index__",
-              "__bool__"):
+              "__bool__", "tofile"):  # (dumps, dump: pickling's, ``_pickled``)
     setattr(Preexisting, _name, _reading(_name))
 
 for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
@@ -4347,7 +4388,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "searchsorted",
+              "mean", "std", "var", "clip", "searchsorted", "argmax", "argmin", "argsort",
+              "argpartition", "byteswap",  # (of the values, not of the plain memory)
               "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
@@ -6288,6 +6330,8 @@ def _routed(cls, name, rule, original):
 
     if isinstance(original, staticmethod):  # rule(*args): no instance
         def method(*args, **kwargs):
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(cls, args, kwargs):
                 return rule(*args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6295,6 +6339,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
         def method(owner, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6302,6 +6348,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(owner, *args, **kwargs)
     else:
         def method(self, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6315,6 +6363,18 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _adopted_arguments(args, kwargs):
+    """A routed method's arguments with each stand-in whose memory a write adopted, where it
+    carries a derivative, as the differentiation's array (``adopted_views``), so that the rule
+    takes the call: the library's method would convert the stand-in NumPy's way, reading its
+    memory (in forward mode the values before the call; the reverse pass would lose the
+    derivative): ``norm.logpdf(W)`` of a module-level buffer the function wrote."""
+    views, keywords = adopted_views(args), adopted_views(kwargs)
+    if holds_derivative([views, list(keywords.values())]):
+        return views, keywords
+    return args, kwargs
 
 
 HANDING_LIBRARIES = ("scipy.", "numpy.polynomial.")
