@@ -5277,6 +5277,8 @@ class _Mode:
                 return holders
             try:
                 self.libraries_in = False
+                # (asked before the user's names are swapped: of what they bind outside)
+                libraries = arguments is None or not _reaches_no_library(f, arguments)
                 builtins.__import__ = self.importer
                 self._mirror()
                 self._scan_modules(f)
@@ -5286,7 +5288,7 @@ class _Mode:
                 for module, cls in self.entered_apart[1]:
                     if type(module) is plain:
                         module.__class__ = cls
-                if arguments is None or not _reaches_no_library(f, arguments):
+                if libraries:
                     self.swap_libraries(1)
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
@@ -5912,10 +5914,10 @@ _PLAIN_ATTRIBUTES = frozenset(
 NumPy's arrays', scalars' and dtypes', and Python's numbers', strings' and containers' (not a
 private or special one: ``x.__array_namespace__()`` is NumPy's module)."""
 
-_PLAIN_BUILTINS = frozenset((
+_PLAIN_BUILTINS = {name: getattr(builtins, name) for name in (
     "abs", "all", "any", "bool", "complex", "dict", "divmod", "enumerate", "float", "int",
     "isinstance", "len", "list", "max", "min", "pow", "range", "reversed", "round", "slice",
-    "sorted", "sum", "tuple", "zip"))
+    "sorted", "sum", "tuple", "zip")}
 """Python's builtins that reach no library's module with the values they are given."""
 
 _REACHING_OPCODES = frozenset(name for name in (
@@ -5961,28 +5963,47 @@ def _plain_reads(code):
 
 
 def _reaches_no_library(f, arguments, depth=4):
-    """Whether ``f``, called with ``arguments``, can reach no module of NumPy's or SciPy's but
-    through the functions of NumPy's core (``_core_of_numpy``), so that their modules' own
-    names and classes need not be swapped (``_OWN_LIBRARIES``): a user's function whose code
-    (``_plain_reads``), and that of the user's functions it holds, ``depth`` levels down, reads
-    only plain values (``_plain_values``: numbers, strings, arrays, containers of them), the
-    builtins of ``_PLAIN_BUILTINS``, and NumPy's module as ``np.<name>`` of those functions;
-    given arguments of plain values alone. Code of those libraries' modules runs only where
-    one of their functions or objects is called, and reads their modules' attributes only
-    where it holds them: a value reached so holds none of them. (Loops, not comprehensions:
-    asked on every differentiation.)"""
-    functions: list = []
-    if not _plain_values(((f, depth), (arguments, depth)), functions):
+    """Whether ``f``, called with ``arguments`` (``(args, kwargs)``), can reach no module of
+    NumPy's or SciPy's but through the functions of NumPy's core (``_core_of_numpy``), so that
+    their modules' own names and classes need not be swapped (``_OWN_LIBRARIES``): a user's
+    function whose code (``_plain_reads``), and that of the user's functions it holds,
+    ``depth`` levels down, reads only plain values (``_plain_values``: numbers, strings,
+    arrays, containers of them), the builtins of ``_PLAIN_BUILTINS``, and NumPy's module as
+    ``np.<name>`` of those functions; given arguments of plain values alone. Code of those
+    libraries' modules runs only where one of their functions or objects is called, and reads
+    their modules' attributes only where it holds them: a value reached so holds none of them.
+    (Loops, not comprehensions, and arrays and numbers told at once: asked on every
+    differentiation.)"""
+    args, kwargs = arguments
+    functions: list = [(f, depth)]
+    held: list = [(kwargs, depth)] if kwargs else []
+    for value in args:
+        kind = type(value)
+        if kind in WRAPPERS or kind is np.ndarray:
+            if value.dtype.hasobject:
+                return False
+        elif kind not in _ATOMS:
+            held.append((value, depth))
+    if held and not _plain_values(held, functions):
         return False
     seen = set()
     while functions:
         g, level = functions.pop()
+        if type(g) is not types.FunctionType:
+            return False
         if id(g) in seen:
             continue
         seen.add(id(g))
+        namespace = g.__globals__
+        package = namespace.get("__name__")
+        if type(package) is not str or package.partition(".")[0] in INTERNAL \
+                or package.partition(".")[0] in STANDARD_LIBRARY:
+            return False
         code = g.__code__
         known = _PLAIN_READS.get(id(code))
         if known is None or known[0] is not code:
+            if len(_PLAIN_READS) >= 4096:  # (code made anew, by exec: not kept for ever)
+                _PLAIN_READS.clear()
             known = _PLAIN_READS[id(code)] = (code, _plain_reads(code))
         reads = known[1]
         if reads is None:
@@ -5997,11 +6018,10 @@ def _reaches_no_library(f, arguments, depth=4):
                 held.append((cell.cell_contents, level - 1))
             except ValueError:  # (a cell not filled yet)
                 continue
-        namespace = g.__globals__
         for name, attributes in reads:
             if name in namespace:
                 value = namespace[name]
-                if value is np:
+                if value is np or value is MODE.numpy:  # (NumPy's, or the mode's in it)
                     if attributes is None:
                         return False
                     for attribute in attributes:
@@ -6009,8 +6029,11 @@ def _reaches_no_library(f, arguments, depth=4):
                             return False
                     continue
                 held.append((value, level - 1))
-            elif name not in _PLAIN_BUILTINS and hasattr(builtins, name):  # (else a
-                return False  # NameError, as without mutad)
+            else:  # (where neither binds it, a NameError, as without mutad)
+                own = _PLAIN_BUILTINS.get(name)
+                found = g.__builtins__ if type(g.__builtins__) is dict else vars(builtins)
+                if found.get(name) is not own:
+                    return False
             if attributes is not None and not attributes <= _PLAIN_ATTRIBUTES:
                 return False
         if held and not _plain_values(held, functions):
@@ -6019,6 +6042,7 @@ def _reaches_no_library(f, arguments, depth=4):
 
 
 _PLAIN_READS: dict = {}  # id(code) -> (code, _plain_reads(code)): by identity, not by hash
+_PLAIN_ITEMS = 256
 
 
 def _plain_values(held, functions):
@@ -6026,8 +6050,9 @@ def _plain_values(held, functions):
     (``_reaches_no_library``): a number, a string, None, an array of numbers (or one a
     differentiation traces), a NumPy scalar, or a tuple, list or dict of such values, ``depth``
     levels deep; or a user's function, noted in ``functions`` with ``depth`` for its own reads
-    to be looked into."""
-    todo = list(held)
+    to be looked into. (At most ``_PLAIN_ITEMS`` items, and as many functions: beyond, not
+    asked.)"""
+    todo, left = list(held), _PLAIN_ITEMS
     while todo:
         value, depth = todo.pop()
         kind = type(value)
@@ -6039,22 +6064,20 @@ def _plain_values(held, functions):
             continue
         if depth < 0:
             return False
-        if kind is tuple or kind is list:
-            if len(value) > 64:
+        if kind is tuple or kind is list or kind is dict:
+            left -= len(value)
+            if left < 0:
                 return False
+        if kind is tuple or kind is list:
             for item in value:
                 todo.append((item, depth - 1))
         elif kind is dict:
-            if len(value) > 64:
-                return False
             for key, item in value.items():
                 if type(key) not in _ATOMS:
                     return False
                 todo.append((item, depth - 1))
-        elif kind is types.FunctionType:
-            package = value.__globals__.get("__name__")
-            if type(package) is not str or package.partition(".")[0] in INTERNAL \
-                    or package.partition(".")[0] in STANDARD_LIBRARY:
+        elif kind is types.FunctionType:  # (whose code ``_reaches_no_library`` reads)
+            if len(functions) >= _PLAIN_ITEMS:
                 return False
             functions.append((value, depth))
         else:
