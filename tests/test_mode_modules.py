@@ -297,6 +297,8 @@ def _through_helper(c):
     (lambda x: np.sum(np.sin(x) * ALPHA), ([np.ones(3)], {}), True),
     (lambda C, A, B: (_gemm(C, A, B), C.sum())[1], ([np.ones((2, 2))] * 3, {}), True),
     (lambda x: sum(v for v in zip(x, range(3)))[0], ([np.ones(3)], {}), True),
+    (eval("lambda x: np.sin(x).sum()", {"np": np}), ([np.ones(3)], {}), True),  # (exec's)
+    (eval("lambda x: np.ma.sum(x)", {"np": np}), ([np.ones(3)], {}), False),
     # what reaches NumPy's or SciPy's modules: their sides stay swapped in
     (lambda x: np.ma.sum(x), ([np.ones(3)], {}), False),
     (lambda x: np.polynomial.chebyshev.chebpow(x, 2).sum(), ([np.ones(3)], {}), False),

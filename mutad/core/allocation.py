@@ -5995,9 +5995,10 @@ def _reaches_no_library(f, arguments, depth=4):
             continue
         seen.add(id(g))
         namespace = g.__globals__
-        package = namespace.get("__name__")
-        if type(package) is not str or package.partition(".")[0] in INTERNAL \
-                or package.partition(".")[0] in STANDARD_LIBRARY:
+        # (by its module's name, as ``_swap_cells`` tells it: a namespace of code made by exec
+        # without one is the user's)
+        package = str(namespace.get("__name__")).partition(".")[0]
+        if package in INTERNAL or package in STANDARD_LIBRARY:
             return False
         code = g.__code__
         known = _PLAIN_READS.get(id(code))
