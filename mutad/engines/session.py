@@ -587,7 +587,7 @@ class ReverseDifferentiation(Differentiation):
         args = drawn
         kwargs = {k: drawing_argument(v, self.received) for k, v in kwargs.items()} \
             if kwargs else {}
-        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
+        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain, (args, kwargs))
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
