@@ -4272,6 +4272,16 @@ def _writing_nothing(function):
 
 
 def _first_of(rule):
+    """What computes the value alone of ``rule``'s call, for a step that records no back (a
+    view's): the plain function a linear map's rule computes its value with
+    (``rule.plain``), without the template and back the rule would make for nothing; else
+    the rule's first output. Only of the rule itself or of one wrapper that hands its value
+    on (``registry.padded``): another wrapper may change the value, and is called."""
+    inner = getattr(rule, "__wrapped__", rule)
+    plain = None if hasattr(inner, "__wrapped__") else vars(inner).get("plain")
+    if plain is not None:
+        return plain
+
     def outputs(*args, **kwargs):
         return rule(*args, **kwargs)[0]
     return outputs
