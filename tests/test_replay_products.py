@@ -146,3 +146,18 @@ def test_views_by_linear_maps_replay_as_numpys_function(policy):
     assert _first_of(rule) is np.transpose
     wrapped = functools.wraps(rule)(lambda *args, **kwargs: rule(*args, **kwargs))
     assert _first_of(wrapped) is not np.transpose
+
+
+def test_where_a_view_lies_is_read_from_its_owner():
+    """The layout a replay's guard compares (``replay._layout``): of a view of the array that
+    owns its memory (read without ``owner``'s search), of a view of a view, of an array that
+    is no view, of a 0-d one and of NumPy's scalar, from the owner's first element."""
+    from mutad.core.views import address, owner
+    from mutad.engines.replay import _layout
+    whole = np.arange(24.0).reshape(4, 6)
+    for view in (whole, whole.T, whole[1:, ::2], whole[1:][:, 2:], whole.T[::-1],
+                 whole.ravel()[3:], np.lib.stride_tricks.as_strided(whole, (2, 2), (8, 8)),
+                 np.zeros(()), np.float64(2.0)):
+        base = owner(view)
+        assert _layout(view) == (view.strides, address(view) - address(base),
+                                 base is view and view.ndim > 0)

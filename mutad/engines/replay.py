@@ -422,7 +422,9 @@ def _layout(view):
     one of its own (an advanced index's copy where the recording's key gave a view, which a
     write through it would miss) lies at offset 0 too. (A 0-d one may be either: a replay
     holds a scalar the recording viewed, ``x[0].item()``'s, as a value of its own.)"""
-    base = owner(view)
+    base = view.base if type(view) is _NDARRAY else None  # (the common view, of a plain
+    if type(base) is not _NDARRAY or base.base is not None:  # array that owns its memory:
+        base = owner(view)  # that array, without owner's search)
     return view.strides, address(view) - address(base), base is view and view.ndim > 0
 
 
