@@ -3,7 +3,6 @@ NumPy's or raises a MutadError naming what is unsupported and what to do instead
 silent None or a number NumPy would not give, never an AttributeError from mutad."""
 
 import copy
-import pickle
 
 import numpy as np
 import pytest
@@ -269,7 +268,6 @@ REFUSED = {
     "x.tofile":     (lambda x: x.tofile("unused"), ConversionError, "cut its gradient"),
     "x.dump":       (lambda x: x.dump("unused"), ConversionError, "cut its gradient"),
     "x.dumps":      (lambda x: x.dumps(), ConversionError, "cut its gradient"),
-    "pickle":       (lambda x: pickle.dumps(x), ConversionError, "cut its gradient"),
     "np.asarray(x.flat)": (lambda x: np.asarray(x.flat), ConversionError, "cut its gradient"),
 }
 # fmt: on

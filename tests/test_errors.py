@@ -4,8 +4,10 @@ import collections
 import dataclasses
 import functools
 import importlib
+import io
 import operator
 import pickle
+import struct
 import traceback
 
 import numpy as np
@@ -61,6 +63,14 @@ def untraced_function_out(x):
 PARTICLES = collections.deque([np.zeros(4, dtype=[("pos", float), ("vel", float)])])
 
 
+def array_module_buffer(x):
+    import array
+    values = array.array("d", [0.0] * len(x))
+    for i, v in enumerate(x):
+        values[i] = v * 2
+    return np.asarray(values).sum()
+
+
 def structured_fields(x):
     PARTICLES[0]["pos"] = x
     return PARTICLES[0]["pos"].sum()
@@ -108,8 +118,8 @@ CASES = [
      errors.UnsupportedAttributeError, ["__array_interface__", "x.shape", "mutad.adjoint"]),
     (lambda x: x.sum() * len(x.tobytes()), errors.ConversionError,
      ["x.tobytes()", "mutad.stop_gradient(x).tobytes()"]),
-    (lambda x: pickle.loads(pickle.dumps(x * 2)).sum(), errors.ConversionError,
-     ["pickle.dumps()", "copy.deepcopy(x)"]),
+    (lambda x: pickle.dump(x * 2, io.BytesIO()) or x.sum(), errors.ConversionError,
+     ["pickle.dump()", "copy.deepcopy(x)"]),
     # bytearray(x), which asks an array that hands out no buffer for an index, then iterates
     # it: Python's TypeError of a float element's index
     (lambda x: x.sum() + len(bytearray(x)), errors.ConversionError,
@@ -119,7 +129,11 @@ CASES = [
     (lambda x: (x * 2).setflags(align=False), errors.UnsupportedOperationError,
      ["x.setflags", "mutad.stop_gradient(x).copy()"]),
     (lambda x: x.sum() + len(memoryview(x)), errors.ConversionError,
-     ["memoryview: a bytes-like object", "compiled code", "mutad.stop_gradient(x)"]),
+     ["memoryview: a bytes-like object", "hands out no buffer",
+      "memoryview(mutad.stop_gradient(x))"]),
+    (lambda x: struct.unpack("2d", struct.pack("2d", *x[:2]))[0] + x.sum(),
+     errors.ConversionError, ["struct.pack()", "bytes, which have no derivative"]),
+    (array_module_buffer, errors.UntracedWriteError, ["array.array", "Collect traced values"]),
     # (code that compares a type with np.matrix by identity keeps NumPy's np.asmatrix)
     pytest.param(lambda x: (np.asmatrix(x.reshape(2, 2)) * 2).sum() * (type(x) is not np.matrix),
                  errors.ConversionError, ["np.asmatrix()", "isinstance(m, np.matrix)", "A @ B"],

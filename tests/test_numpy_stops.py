@@ -474,9 +474,12 @@ def test_arrays_of_unfollowed_makers(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
+_WORKSPACE = __import__("pickle").dumps(np.zeros(8))  # (pickled before the differentiation)
+
+
 def _unpickled_workspace(x):
     import pickle
-    w = pickle.loads(pickle.dumps(np.zeros(8)))
+    w = pickle.loads(_WORKSPACE)
     w[...] = x
     w[1:] += w[:-1] * 0.5
     return (w ** 2).sum()
@@ -544,6 +547,35 @@ def test_arrays_read_from_pickles_and_archives_written(f):
     check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
 
 
+def _pickled_state_round_trip(x):
+    """A checkpoint of a state dict through pickle: a copy, as of the time it was pickled, that
+    keeps a Fortran array's layout, a NumPy scalar, Python's numbers and an array held twice."""
+    import pickle
+    u = np.asfortranarray(np.outer(x[:3], x[3:6]))
+    state = {"u": u, "again": u, "peak": x.max(), "step": 3, "v": x * 2}
+    blob = pickle.dumps(state)
+    state["v"][0] = 100.0  # after pickling: not in the copy
+    back = pickle.loads(blob)
+    back["u"][0, 0] += 1.0  # one array, as pickled: seen through "again"
+    layout = back["again"].flags.f_contiguous and isinstance(back["peak"], np.float64) \
+        and __import__("copy").deepcopy(u).flags.f_contiguous  # (NumPy's copies keep it)
+    return (back["again"] ** 2).sum() * layout + back["peak"] * back["step"] + back["v"] @ x
+
+
+def _pickled_bytes_read_back_by_another_route(x):
+    """The bytes pickled from traced values, copied, and written to a stream read back by
+    pickle.load: the same numbers, a copy mutad follows."""
+    import io
+    import pickle
+    blob = pickle.dumps([x[:4] * 2, x[4:] ** 2], protocol=pickle.HIGHEST_PROTOCOL)
+    a, b = pickle.loads(bytes(bytearray(blob)))
+    stream = io.BytesIO()
+    stream.write(blob)
+    stream.seek(0)
+    c, d = pickle.load(stream)
+    return a @ b + (c * d).sum() + len(blob) * 0.0
+
+
 def _masked_filled_written(x):
     m = np.ma.masked_array(np.zeros(8), mask=np.arange(8) % 3 == 0)
     w = np.ma.filled(m, 1.0)  # a new array: the data, masked elements replaced
@@ -551,6 +583,50 @@ def _masked_filled_written(x):
     d = np.ma.filled(np.ma.masked_less(np.linspace(-1.0, 1.0, 8), 0.0), 0.5)
     d[1:] += w[:-1]
     return (w * d).sum() + m.sum()
+
+
+@pytest.mark.parametrize("f", [_pickled_state_round_trip,
+                               _pickled_bytes_read_back_by_another_route])
+def test_pickle_round_trips_of_traced_values(f):
+    """pickle.loads of what pickle.dumps made of traced values in the function (refused
+    before): a copy of them as they were pickled, followed; the bytes are NumPy's."""
+    check(f, np.array([0.31, -0.72, 1.13, -0.24, 0.57, 0.93, -1.36, 0.42]))
+
+
+def test_pickled_bytes_are_numpys_and_an_unreadable_stream_is_refused():
+    import pickle
+    made = {}
+
+    def f(x):
+        made["blob"] = pickle.dumps({"v": x * 2, "s": x[0]})
+        return x.sum()
+
+    x = np.array([0.5, -1.0, 2.0])
+    mutad.gradient(f, x)
+    assert made["blob"] == pickle.dumps({"v": x * 2, "s": x[0]})
+
+    class Pipe:  # a stream pickle.load reads once, which cannot go back
+        def __init__(self, data):
+            self.data, self.at = data, 0
+
+        def read(self, n=-1):
+            n = len(self.data) - self.at if n < 0 else n
+            self.at += n
+            return self.data[self.at - n:self.at]
+
+        def readline(self):
+            return self.read(1)
+
+        def readinto(self, buffer):
+            data = self.read(len(buffer))
+            buffer[:len(data)] = data
+            return len(data)
+
+    def g(x):
+        return pickle.load(Pipe(pickle.dumps(x * 2))).sum()
+
+    with pytest.raises(mutad.errors.ConversionError, match="pickle.loads"):
+        mutad.gradient(g, x)
 
 
 @pytest.mark.parametrize("f", [_masked_filled_written])

@@ -810,3 +810,72 @@ def test_buffers_held_in_lists_and_tuples():
     assert LIST_OF_BUFFERS[0] is held[3] and LIST_OF_BUFFERS[1] is held[2]
     assert held[2].tolist() == [1.0] * 4  # as NumPy's run leaves it
     held[2][:] = 0.0
+
+
+ROWS = [np.zeros(4), np.zeros(4)]
+
+
+@pytest.mark.parametrize("read", [
+    lambda: np.array(ROWS).ravel(), lambda: np.asarray(tuple(ROWS)).ravel(),
+    lambda: np.sum(ROWS, axis=0), lambda: np.sin(ROWS).ravel(),
+    lambda: np.einsum("ij->j", ROWS), lambda: np.dot(ROWS, np.arange(4.0)),
+    lambda: np.random.default_rng(3).normal(ROWS[0], 0.5) * ROWS[1],
+    lambda: np.full((2, 4), ROWS[1]).ravel(), lambda: np.fromiter(ROWS[0], float),
+    lambda: np.array([v * v for v in np.nditer(ROWS[1])]),
+    lambda: np.stack(np.meshgrid(ROWS[0], ROWS[1][:2])).ravel(),
+], ids=["array", "asarray", "sum", "ufunc", "einsum", "dot", "draw's parameters", "full",
+        "fromiter", "nditer", "meshgrid"])
+def test_buffers_written_then_read_through_a_list(read):
+    """Buffers made before the call, written inside it, then read as items of a list or tuple
+    that NumPy makes one array of (``np.array(rows)``, ``np.sum(rows)``, a draw's parameters),
+    or by a call that does not dispatch (``np.full``'s fill, ``np.fromiter``, ``np.nditer``):
+    read as the arrays the writes adopted, not as the buffers' plain bytes, whose derivative
+    is zero (silently, before; ``np.meshgrid`` of them stopped)."""
+    def f(x):
+        ROWS[0][:] = x
+        ROWS[1][:] = np.cumsum(x) * x
+        return (read() * np.linspace(0.5, 2.0, np.size(read()))).sum()
+
+    check(f, np.array([0.3, -1.2, 0.8, 0.5]), buffers=ROWS)
+
+
+def test_pickling_a_written_buffer_pickles_what_was_written():
+    """A pickle round trip of a buffer made before and written inside the function is a copy
+    of what was written, as of a traced array (it was plain numbers: its derivative was
+    silently zero before)."""
+    import pickle
+
+    def f(x):
+        ROWS[0][:] = x * x
+        return pickle.loads(pickle.dumps(ROWS[0])) @ x
+
+    check(f, np.array([0.3, -1.2, 0.8, 0.5]), buffers=ROWS)
+
+
+@pytest.mark.parametrize("read", [
+    lambda: np.random.default_rng(3).normal(ROWS[0], 0.5) * ROWS[1],
+    lambda: np.stack(np.meshgrid(ROWS[0], ROWS[1][:2])).ravel(),
+], ids=["draw's parameters", "meshgrid"])
+def test_buffers_written_then_read_through_a_list_forward_and_hessian(read):
+    """The same reads of adopted buffers under jvp, jacfwd and a Hessian (forward over
+    reverse): a draw's parameters and np.meshgrid's (which stopped there before)."""
+    def f(x):
+        ROWS[0][:] = x
+        ROWS[1][:] = np.cumsum(x) * x
+        return read()
+
+    x = np.array([0.3, -1.2, 0.8, 0.5])
+    _restored = _restoring(f, ROWS)
+    jac = np.stack([(_restored(x + 1e-6 * e) - _restored(x - 1e-6 * e)) / 2e-6
+                    for e in np.eye(4)], axis=1)
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), jac, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(mutad.jvp(f, (x,), (np.ones(4),))[1], jac.sum(axis=1),
+                               rtol=1e-6, atol=1e-8)
+    weights = np.linspace(0.5, 2.0, jac.shape[0])
+    grad = mutad.grad(lambda x: f(x) @ weights)
+    fd = np.stack([(grad(x + 1e-6 * e) - grad(x - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
+    left, kept = left_by_numpy(f, [x], ROWS)
+    np.testing.assert_allclose(mutad.hessian(lambda x: f(x) @ weights, x), fd, rtol=1e-5,
+                               atol=1e-7)
+    assert [b.tobytes() for b in ROWS] == left  # as NumPy's one run leaves them
+    put_back(ROWS, kept)

@@ -17,7 +17,8 @@ intercept its factory functions:
 * the arrays NumPy's index expressions make (``np.mgrid``, ``np.ogrid``, ``np.r_`` of slices)
   and those of ``np.indices``, ``np.loadtxt`` and ``np.genfromtxt``, the float arrays
   ``pickle.loads`` and ``pickle.load`` give user code and those of ``np.load``'s ``.npz``
-  archives are such constants too, as
+  archives are such constants too (but for a round trip of traced values through
+  ``pickle.dumps``, a copy: ``_pickling``), as
   are the new float arrays the routed SciPy functions below return to user code when no traced
   value reaches them (``scipy.signal.get_window("hann", n)``, a solve of plain values), and
   those SciPy's other Python functions return to it (``scipy.special.roots_legendre(n)``,
@@ -108,11 +109,13 @@ import builtins
 import cmath
 import collections
 import contextlib
+import copy
 import ctypes
 import dis
 import functools
 import importlib
 import inspect
+import io
 import itertools
 import json
 import math
@@ -311,9 +314,14 @@ def _in_mode():
 
 
 def holds_wrapped(tree):
-    if type(tree) in (list, tuple):
+    """Whether ``tree`` (lists and tuples of it) holds a traced value: a traced array, or the
+    stand-in of an array made before whose memory a write adopted (``rows[0][:] = x`` of a
+    list ``rows`` made outside, then ``np.array(rows)``), which NumPy would read as its plain
+    bytes."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
         return any(holds_wrapped(x) for x in tree)
-    return wrapped(tree)
+    return wrapped(tree) or kind is Preexisting and adopted(tree) is not None
 
 
 def holds_derivative(tree):
@@ -322,6 +330,8 @@ def holds_derivative(tree):
     function allocated, ``mutad.stop_gradient``)."""
     if type(tree) in (list, tuple):
         return any(holds_derivative(x) for x in tree)
+    if type(tree) is Preexisting:  # (an array made before: what a write adopted, if any)
+        tree = adopted(tree)
     if wrapped(tree) and not isinstance(tree, Tracer) or type(tree) in CARRIERS:
         return True  # (a traced sparse matrix, a tree of traced points: it may)
     while isinstance(tree, Tracer):
@@ -389,6 +399,10 @@ def factory(func, counting=True):
     takes_like = func.__name__ in TAKES_LIKE and func is getattr(np, func.__name__, None)
 
     def allocating(*args, **kwargs):
+        if ACTIVE.running and _holds_adopted((args, kwargs)):
+            # (an array made before that a write adopted, np.full(n, buf), np.fromiter(buf):
+            # the array the write adopted, which NumPy, not dispatching, would read as bytes)
+            args, kwargs = adopted_views(args), adopted_views(kwargs)
         if func is np.fromiter and ACTIVE.running and args:
             y, args = _fromiter_items(args, kwargs)
             if y is not None:
@@ -489,6 +503,108 @@ class _Archive(np.lib.npyio.NpzFile):
         return _loaded(y) if _in_mode() else y
 
 
+class _Pickled(threading.local):
+    """The bytes ``pickle.dumps`` gave the differentiated code of objects holding traced values,
+    in this thread: ``id(bytes) -> (bytes, copy, differentiation)``, ``copy`` the objects as they
+    were then, copied as ``copy.deepcopy`` copies them (which mutad follows), for the
+    differentiation then innermost."""
+
+    def __init__(self):
+        self.made = {}
+
+
+PICKLED = _Pickled()
+
+
+def _pickling(func):
+    """``pickle.dumps`` in the mode: of objects holding traced values (which NumPy's pickling
+    would convert, cutting their derivative), called by the user's code, the bytes Python's
+    pickling gives of their values, and a copy of the objects as they are now
+    (``copy.deepcopy``'s, which mutad follows), which ``pickle.loads`` of those very bytes
+    gives again (``_unpickling``): a round trip through pickle (a checkpoint of a state dict,
+    a deep copy spelled so) is a copy whose derivative flows. What a program writes the bytes
+    to is plain numbers, as before (``pickle.dump`` into a file, read back, is refused)."""
+
+    def pickling(obj, protocol=None, *, fix_imports=True, buffer_callback=None):
+        caller = _top(sys._getframe(1).f_globals)
+        if not (_in_mode() and ACTIVE.running) or caller in INTERNAL \
+                or caller in STANDARD_LIBRARY:
+            return func(obj, protocol, fix_imports=fix_imports, buffer_callback=buffer_callback)
+        buffer = io.BytesIO()
+        pickler = _PlainPickler(buffer, protocol, fix_imports=fix_imports,
+                                buffer_callback=buffer_callback)
+        pickler.dump(obj)
+        made = buffer.getvalue()
+        if not pickler.met:
+            return made
+        running = ACTIVE.running
+        PICKLED.made = {key: entry for key, entry in PICKLED.made.items()
+                        if any(entry[2] is level for level in running)}  # (those ended go)
+        PICKLED.made[id(made)] = (made, copy.deepcopy(obj), running[-1])
+        return made
+
+    return _named(pickling, func)
+
+
+def _made_by_pickling(data):
+    """The copy ``pickle.dumps`` kept of the objects it pickled into the bytes ``data`` (the
+    same bytes, or equal ones: the same numbers, read back by another route) in a
+    differentiation running now, or None."""
+    if type(data) not in (bytes, bytearray, memoryview):
+        return None
+    running = ACTIVE.running
+    for made, kept, level in PICKLED.made.values():
+        if (made is data or made == data) and any(level is each for each in running):
+            return kept
+    return None
+
+
+def _position(stream):
+    """Where a stream ``pickle.load`` reads from stands, or None where it cannot go back there;
+    while pickled traced values could be read back through it, so that what it reads is told."""
+    try:
+        return stream.tell() if stream.seekable() else _unknown_stream()
+    except (AttributeError, OSError):
+        return _unknown_stream()
+
+
+def _unknown_stream():
+    raise ConversionError(
+        "pickle.load from a stream that cannot be read again, after pickle.dumps pickled traced "
+        "values in the differentiated function: what it reads may be those values as plain "
+        "numbers, which would cut their gradient. Pass the bytes pickle.dumps gave to "
+        "pickle.loads, which gives back a copy mutad follows, or copy the objects with "
+        "copy.deepcopy.")
+
+
+def _read_since(stream, start):
+    end = stream.tell()
+    stream.seek(start)
+    data = stream.read(end - start)
+    stream.seek(end)
+    return data
+
+
+class _PlainPickler(pickle.Pickler):
+    """Python's pickling of traced values as the plain arrays they stand for: the bytes NumPy's
+    pickling gives of the same numbers."""
+
+    def __init__(self, file, protocol=None, **kwargs):
+        super().__init__(file, protocol, **kwargs)
+        self.protocol = pickle.DEFAULT_PROTOCOL if protocol is None else \
+            pickle.HIGHEST_PROTOCOL if protocol < 0 else protocol
+        self.met = False  # whether it met a traced value
+
+    def reducer_override(self, obj):
+        if type(obj) is Preexisting:
+            obj = _pickled(obj)
+        if wrapped(obj):
+            self.met = True
+            value = memory(obj)
+            return (value[()] if stands_for_scalar(obj) else value).__reduce_ex__(self.protocol)
+        return NotImplemented
+
+
 def _unpickling(func):
     """``pickle.loads`` or ``pickle.load`` in the mode: the float arrays it gives the user's
     code (at the top, or in a list, tuple or dict it gives) as ``np.load``'s (``_loaded``: a
@@ -497,9 +613,19 @@ def _unpickling(func):
     arrays may view the caller's memory (an array made before, as a view of it would): they
     are Python's own, a traced write into them refused."""
 
+    reads_bytes = func.__name__ == "loads"
+
     def unpickling(*args, **kwargs):
+        made = _made_by_pickling(args[0]) if PICKLED.made and args and reads_bytes else None
+        if made is not None:  # (pickle.loads(pickle.dumps(x)): a copy, followed)
+            return copy.deepcopy(made)
         check_read(f"pickle.{func.__name__}", source(args, kwargs))
+        start = _position(args[0]) if PICKLED.made and args and not reads_bytes else None
         y = func(*args, **kwargs)
+        if start is not None:  # (the bytes pickle.dumps gave, written to a file and read back)
+            made = _made_by_pickling(_read_since(args[0], start))
+            if made is not None:
+                return copy.deepcopy(made)
         if _in_mode() and kwargs.get("buffers") is None:
             caller = _top(sys._getframe(1).f_globals)
             if caller not in INTERNAL and caller not in STANDARD_LIBRARY:
@@ -887,7 +1013,7 @@ def _stacked(tree):
     """Nested lists and tuples holding traced values, as one array: each level stacked, so
     that every item keeps its gradient and plain numbers are constants."""
     if type(tree) not in (list, tuple):
-        return tree
+        return _adopted_view(tree)
     items = [_stacked(x) for x in tree]
     if any(wrapped(x) for x in items):
         return np.stack(items)
@@ -1655,6 +1781,8 @@ def _nditer(op, flags=None, op_flags=None, op_dtypes=None, order="K", *rest, **k
     order, each by indexing (:class:`_ElementIterator`); otherwise an error that says what to
     write instead. Constants (arrays allocated in the function) it reads as plain arrays, as
     before, unless it may write into them (``_writes_allocated``)."""
+    if _in_mode() and _holds_adopted(op):  # (the arrays writes adopted, not their bytes)
+        op = adopted_views(op)
     if not (_in_mode() and (_follows([op, op_dtypes, *rest, *kwargs.values()])
                             or _writes_allocated(op, op_flags))):
         return np.nditer(op, flags, op_flags, op_dtypes, order, *rest, **kwargs)
@@ -3293,10 +3421,10 @@ class Preexisting(np.ndarray):
         return stand_in if stand_in is not None and stand_in.original is base else base
 
     def __reduce__(self):  # pickled as the ndarray it stands for (loadable without mutad)
-        return plain_memory(self).__reduce__()
+        return _pickled(self).__reduce__()
 
     def __reduce_ex__(self, protocol):  # (protocol 5: its memory out of band, as NumPy's)
-        return plain_memory(self).__reduce_ex__(protocol)
+        return _pickled(self).__reduce_ex__(protocol)
 
 
 def _flat_operands(operands):
@@ -3376,6 +3504,24 @@ class _Flat:
 
 for _name in ("T", "mT", "real", "imag", "flat"):
     setattr(Preexisting, _name, _view_attribute(_name))
+
+
+def _pickled(stand_in):
+    """What pickling ``stand_in`` pickles: the array a write adopted (whose pickling, as a
+    traced array's, refuses to cut its derivative), else the plain array it stands for."""
+    level = adopted(stand_in)
+    return plain_memory(stand_in) if level is None else level
+
+
+def _holds_adopted(tree):
+    """Whether ``tree`` (lists, tuples and dicts of it) holds the stand-in of an array made
+    before whose memory a write adopted."""
+    kind = type(tree)
+    if kind is list or kind is tuple:
+        return any(_holds_adopted(x) for x in tree)
+    if kind is dict:
+        return any(_holds_adopted(x) for x in tree.values())
+    return kind is Preexisting and adopted(tree) is not None
 
 
 def plain_memory(stand_in):
@@ -4630,6 +4776,8 @@ def _drawn(draw):
         if RUNS_OF_F.watching:  # (a Jacobian's runs of f: each draws from the same state)
             generator = getattr(draw, "__self__", None)  # (a method's: the first argument)
             RUNS_OF_F.drawing_from(generator if generator is not None or not args else args[0])
+        if ACTIVE.running and _holds_adopted((args, kwargs)):  # (parameters a write adopted)
+            args, kwargs = adopted_views(args), adopted_views(kwargs)
         if reparameterised and ACTIVE.running and (
                 holds_derivative(list(args)) or holds_derivative(list(kwargs.values()))):
             generator = getattr(draw, "__self__", None)
@@ -4911,6 +5059,7 @@ _LIBRARY_CMATH = _mode_python(cmath)
 traced frequency in ``scipy.signal.czt``)."""
 PICKLE_REPLACEMENTS = {name: (getattr(pickle, name), _unpickling(getattr(pickle, name)))
                        for name in ("load", "loads")}
+PICKLE_REPLACEMENTS["dumps"] = (pickle.dumps, _pickling(pickle.dumps))
 """``pickle``'s functions, swapped in the ``pickle`` module itself (Python's other modules,
 NumPy's and the libraries' read them there, and keep Python's: ``_unpickling``) and where a
 user's module binds them (``from pickle import loads``)."""

@@ -176,8 +176,34 @@ def no_full_collections():
     as were frozen the last time it did: that garbage stays proportional to what lives, and
     those walks cost about one more per object made. The last block to end gives the objects
     back (``gc.unfreeze``). Process-wide, as the collector is; where the process froze objects
-    of its own (``gc.freeze``), which an unfreeze would give back, the collector runs as is."""
+    of its own (``gc.freeze``), which an unfreeze would give back, the collector runs as is.
+
+    While a block runs, the collector's youngest generation is also collected less often
+    (``paced``): each of its collections costs a fixed part beyond the objects it walks (this
+    block's callback among it), and a differentiation's objects live until it ends, so
+    frequent ones free nothing sooner (a twentieth of a traced program of small operations).
+    The middle generation is collected after as many objects made as with the process's
+    thresholds, so no cycle of garbage waits longer than it may without a differentiation,
+    and the same objects reach the oldest generation, whose pacing is unchanged. The last
+    block to end puts the process's thresholds back, unless the program set others meanwhile
+    (``gc.set_threshold``), which it keeps."""
     return _NO_FULL_COLLECTIONS
+
+
+def paced(thresholds):
+    """The collector's thresholds while a differentiation runs (``no_full_collections``), for
+    the process's ``thresholds``: the youngest generation waits for half as many objects as
+    the middle one waits for with ``thresholds``, and every other of its collections is a
+    middle one (a middle threshold of 0), so the middle generation, and the oldest after it,
+    are collected as often as with ``thresholds``. Kept where the process collects nothing by
+    itself (a youngest threshold of 0) or the middle generation at every other collection
+    already (a middle threshold of 0)."""
+    young, middle, oldest = thresholds
+    if not young or not middle:
+        return thresholds
+    # (a generation is collected when its count exceeds its threshold: the middle one after
+    # middle + 1 collections of the youngest, each after young + 1 objects)
+    return (young + 1) * (middle + 1) // 2 - 1, 0, oldest
 
 
 class _Freezer:
@@ -185,7 +211,8 @@ class _Freezer:
     differentiation) and the collector's callback it installs (``gc.callbacks``) while a
     block runs in the process."""
 
-    __slots__ = ("running", "frozen", "made", "walk_all", "idle", "callback")
+    __slots__ = ("running", "frozen", "made", "walk_all", "idle", "callback", "thresholds",
+                 "paced")
 
     def __init__(self):
         self.running = 0  # blocks running in the process
@@ -195,6 +222,7 @@ class _Freezer:
         self.idle = False  # the process froze objects of its own: the collector runs as is
         # (the callback bound once: added and removed as one object, found by identity)
         self.callback = self.collected
+        self.thresholds = self.paced = None  # the process's thresholds, and those set instead
 
     # (the lock taken and released by its methods, not a ``with`` block, whose special
     # methods are looked up anew on each entry: this runs twice per differentiation)
@@ -208,6 +236,9 @@ class _Freezer:
                     self.frozen = self.made = 0
                     self.walk_all = False
                     gc.callbacks.append(self.callback)
+                    self.thresholds = gc.get_threshold()
+                    self.paced = paced(self.thresholds)
+                    gc.set_threshold(*self.paced)
             self.running += 1
         finally:
             _COLLECTOR.release()
@@ -219,6 +250,8 @@ class _Freezer:
             if not self.running and not self.idle:
                 gc.callbacks.remove(self.callback)
                 gc.unfreeze()
+                if gc.get_threshold() == self.paced:  # (else the program's own, kept)
+                    gc.set_threshold(*self.thresholds)
         finally:
             _COLLECTOR.release()
 

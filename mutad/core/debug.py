@@ -638,6 +638,17 @@ def _compiled_code_refusal(error):
             "has one.")
         refusal.__cause__ = error
         return refusal.with_traceback(error.__traceback__)
+    if text.startswith("memoryview:"):
+        refusal = ConversionError(
+            f"memoryview(x) of an array mutad follows ({error}): a traced array hands out no "
+            "buffer of its memory, since what is read or written through one has no derivative "
+            "mutad could see. Compute with the array itself (np.asarray(x) is x, x.copy() a "
+            "copy, x.view() a view), and take memoryview(mutad.stop_gradient(x)) where bytes "
+            "no gradient flows through are needed; an array made in the function for such "
+            "code is NumPy's own where it is made inside a `with mutad.plain_allocation():` "
+            "block.")
+        refusal.__cause__ = error
+        return refusal.with_traceback(error.__traceback__)
     refusal = ConversionError(
         f"a traced array was handed to compiled code that takes plain NumPy arrays only "
         f"({error}), which mutad cannot follow: a routine without a rule in mutad, or the method "

@@ -24,6 +24,7 @@ import sys
 import types
 import warnings
 import weakref
+from array import array as python_array
 
 import numpy as np
 from numpy.lib import recfunctions
@@ -1216,8 +1217,9 @@ class ArrayMethods(Tracer):
         return self._converted("pickling").__reduce__()
 
     def __copy__(self):
-        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array)
-        return self if stands_for_scalar(self) else self.copy()
+        # of NumPy's scalar, a value as immutable as it (a copy would be a writeable array); of
+        # an array, laid out as it is, as NumPy's copy.copy and copy.deepcopy keep its order
+        return self if stands_for_scalar(self) else self.copy(order="K")
 
     def __deepcopy__(self, memo):
         return self.__copy__()
@@ -2573,6 +2575,9 @@ def conversion_error(what):
             error.args = (error.args[0] + " " + STRUCTURED_FIX,)
         if any(isinstance(v, np.memmap) for v in frame.f_locals.values()):
             error.args = (error.args[0] + " " + MEMMAP_FIX,)
+        if any(isinstance(v, (python_array, bytearray, memoryview))
+               for v in frame.f_locals.values()):
+            error.args = (error.args[0] + " " + BUFFER_FIX,)
         return error
     called = _called(frame)
     what = f"{called}()" if called else what  # as the code spells it: np.array, not np.asarray
@@ -2649,6 +2654,10 @@ CONVERSION_FIXES.update(dict.fromkeys(("dumps", "dump"), (
     "A pickled array comes back as plain numbers, which would cut the gradient: copy it with "
     "copy.deepcopy(x) or x.copy(), which mutad follows, and pickle mutad.stop_gradient(x) to "
     "save values no gradient flows through.")))
+CONVERSION_FIXES["pack"] = CONVERSION_FIXES["pack_into"] = (
+    "struct.pack writes the numbers as bytes, which have no derivative: keep computing with the "
+    "numbers themselves (a tuple of them, an array), and pack mutad.stop_gradient(x) where bytes "
+    "are needed (a file, a message, a checksum).")
 CONVERSION_FIXES["longdouble"] = (
     "mutad differentiates float16, float32 and float64 values (and complex64 and complex128), "
     "not long doubles: compute in float64, np.float64(x).")
@@ -2778,6 +2787,12 @@ STRUCTURED_FIX = ("If it is a field of a structured array (a record dtype, p['po
                   "before that it reaches otherwise or one made by np.rec or np.recarray. "
                   "Allocate it so inside the function, or keep each field in an array of its "
                   "own (pos = np.zeros(n); vel = np.zeros(n)).")
+
+
+BUFFER_FIX = ("If it is Python's array.array, a bytearray or a memoryview: they hold plain "
+              "numbers, which have no derivative. Collect traced values in a list "
+              "(np.array(values) stacks them), or write them into an array made inside the "
+              "function (np.zeros(n), np.empty_like(x)).")
 
 
 MEMMAP_FIX = ("If it is a memory map (np.memmap, wherever it was made, mode='w+' or 'c' in "

@@ -24,7 +24,7 @@ from ..core.errors import UnsupportedOperationError, UntracedWriteError
 from ..core.levels import ACTIVE
 from ..core.registry import (ZERO_TANGENT, complex_aware, defbatched, defcomposite, definplace, defjoin,
                              defjvp, deflinear, defroute, defrule, holomorphic, recomputable)
-from ..core.views import address, memory, owner, owner_view, wrapped
+from ..core.views import address, memory, owner, owner_view, wrapped, writeable
 from ._helpers import (Template, along, batch_aligned, batch_axes, batch_or_zeros, batch_size, gather_cotangent,
                        unbroadcast)
 
@@ -551,6 +551,16 @@ for _func in (np.atleast_1d, np.atleast_2d, np.atleast_3d):
     atleast_rule(_func)
 
 
+def _as_protected(x):
+    """``x``, a view made before a record protected its owner (``reverse.freeze``: the memory of
+    an array made before the differentiation, which a write adopted), read-only as its owner
+    now is: NumPy's broadcast would make a view of it writeable, which its owner refuses."""
+    if type(x) is np.ndarray and writeable(x) and not writeable(owner(x)):
+        x = x.view()
+        x.flags.writeable = False
+    return x
+
+
 @defrule(np.broadcast_arrays)
 def broadcast_arrays(*args, subok=False):
     """NumPy's views: an argument it returns as itself comes back itself (the engines hand
@@ -559,7 +569,8 @@ def broadcast_arrays(*args, subok=False):
     shapes = [np.shape(x) for x in args]
     shape = np.broadcast_shapes(*shapes)
     ys = tuple(x if (isinstance(x, np.ndarray) or wrapped(x) or is_device(x))
-               and x.shape == shape else y for x, y in zip(args, np.broadcast_arrays(*args, subok=subok), strict=True))
+               and x.shape == shape else y for x, y in zip(
+                   args, np.broadcast_arrays(*map(_as_protected, args), subok=subok), strict=True))
 
     def back(dys):
         # (no cotangent for an argument returned as itself: its derivative is its own; 0 here)
@@ -590,8 +601,8 @@ def broadcast_arrays_jvp(tangents, *args, subok=False):
     # decisions, so each tangent is the same view of its argument's tangent as the output is of
     # the argument (or the tangent itself, when NumPy hands the arguments back).
     filled = [np.zeros(np.shape(x)) if t is None else t for x, t in zip(args, tangents, strict=True)]
-    dys = np.broadcast_arrays(*filled, subok=subok)
-    return (np.broadcast_arrays(*args, subok=subok),
+    dys = np.broadcast_arrays(*map(_as_protected, filled), subok=subok)
+    return (np.broadcast_arrays(*map(_as_protected, args), subok=subok),
             tuple(None if t is None else dy for t, dy in zip(tangents, dys, strict=True)))
 
 
