@@ -96,13 +96,14 @@ def _scalar_output(y):
 def value_and_gradient(f: Callable[..., Any], *args: Any,
                        argnums: int | tuple[int, ...] | None = None,
                        policy: Literal["restore", "checkpoint"] = "restore",
-                       has_aux: bool = False, memory: float | None = None) -> tuple[Any, Any]:
+                       has_aux: bool = False, memory: float | None = None) -> Any:
     """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
 
     ``f`` may update arrays in place; every array reachable from ``args`` holds its original
     bytes again when this returns or raises. Gradients mirror their arguments (see ``gradient``).
     With ``has_aux=True``, ``f`` returns ``(loss, aux)`` and this returns
-    ``((value, aux), grads)`` (JAX's convention).
+    ``((value, aux), grads)`` (JAX's convention). Given no arguments, it is
+    :func:`value_and_grad`'s function (``value_and_gradient(f)(x)``, as ``gradient(f)``).
 
     >>> import numpy as np, mutad
     >>> def f(a, b):
@@ -112,6 +113,8 @@ def value_and_gradient(f: Callable[..., Any], *args: Any,
     >>> float(value), da.tolist(), db.tolist()
     (52.0, [8.0, 12.0], [8.0, 12.0])
     """
+    if not args:  # (as ``gradient(f)``)
+        return value_and_grad(f, 0 if argnums is None else argnums, has_aux, policy, memory)
     return _value_and_gradient(f, args, {}, argnums, policy, has_aux, memory)
 
 
@@ -202,6 +205,10 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     Arguments that share memory are one buffer with one gradient: each receives the gradient
     with respect to that buffer (passing ``x`` twice gives the total derivative twice).
 
+    ``gradient(f)`` given no arguments is :func:`grad`'s function, as JAX's ``grad(f)``: the
+    gradient with respect to the first argument (or ``argnums``) alone, what
+    ``scipy.optimize.minimize(fun, x0, jac=mutad.gradient(fun))`` takes.
+
     >>> import numpy as np, mutad
     >>> def add_vecs(a, b):
     ...     a += b            # in place: b reaches the output only through a's memory
@@ -214,6 +221,8 @@ def gradient(f: Callable[..., Any], *args: Any, argnums: int | tuple[int, ...] |
     >>> a.tolist()            # the caller's array is as it was
     [0.0, 0.0, 0.0]
     """
+    if not args:  # (a function of no arguments has no gradient: JAX's ``grad(f)(x)``)
+        return grad(f, 0 if argnums is None else argnums, has_aux, policy, memory)
     value, grads = _value_and_gradient(f, args, {}, argnums, policy, has_aux, memory)
     return (grads, value[1]) if has_aux else grads
 

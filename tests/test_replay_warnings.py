@@ -224,6 +224,28 @@ def test_a_filter_added_to_the_same_list_between_recordings_is_obeyed():
             f(x)
 
 
+def test_a_warning_of_fs_own_code_raises_under_the_callers_error_filter():
+    """A replay does not run f's own ``warnings.warn``: under a filter that makes its category
+    an error (set by the caller between calls), the call picks a program of its own, which
+    raises where NumPy's run raises, not the program recorded where the warning was shown."""
+    def f(x):
+        if x[0] > 1.0:
+            warnings.warn("a large first element", UserWarning)
+        return (x * x).sum()
+
+    replaying = mutad.value_and_grad(f, replay=True)
+    x = np.array([2.0, 1.0])
+    for action in ("ignore", "ignore", "error", "ignore", "error"):
+        with warnings.catch_warnings():
+            warnings.simplefilter(action, UserWarning)
+            if action == "error":
+                with pytest.raises(UserWarning, match="a large first element"):
+                    replaying(x.copy())
+            else:
+                assert replaying(x.copy())[0] == 5.0
+    assert replays(replaying) == 2  # (the second call, and the fourth)
+
+
 def made_matrix(a):
     return np.matrix(np.diag(a)).sum()
 

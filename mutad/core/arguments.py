@@ -63,26 +63,25 @@ class Originals:
                 np.copyto(x, original)
 
 
-def run(differentiation, f, call, explain=None, handed=()):
+def run(differentiation, f, call, explain=None, arguments=None):
     """``call(g)``, which calls ``g``: the differentiated function ``f``, or what stands in for
     it when ``f`` is a function the mode routes (``scipy.stats.norm.logpdf`` itself), with
     ``differentiation`` running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
     clearer error for another one (None: it stands). NumPy's floating-point warnings are
     issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``).
-    ``handed``: the functions and objects of the user's among ``f``'s arguments
-    (``allocation.handed_code``), whose code the mode follows as ``f``'s."""
+    ``arguments``: what ``call`` hands ``g``, where known (``allocation.mode``)."""
     aside = set_aside()  # (started by a rule's forward pass: nested in none of its own)
     if aside is None:  # (no rule running, the common case: no block to enter, none to resume)
-        return _run(differentiation, f, call, explain, handed)
+        return _run(differentiation, f, call, explain, arguments)
     try:
         with apart_from_rules(True):
-            return _run(differentiation, f, call, explain, handed)
+            return _run(differentiation, f, call, explain, arguments)
     finally:
         resume(aside)
 
 
-def _run(differentiation, f, call, explain, handed):
+def _run(differentiation, f, call, explain, arguments):
     # this thread's lists, read once (an attribute of a thread-local is a dear read): none is
     # rebound for good while f runs (``outside_differentiations`` puts the same list back)
     running, noted = ACTIVE.running, ACTIVE.refusals
@@ -92,7 +91,7 @@ def _run(differentiation, f, call, explain, handed):
             recorder.refuse("a differentiation nested inside the function")
     # (full collections held off by the caller: a differentiation's ``with`` block holds them
     # from its start to its end, this run included: ``no_full_collections``)
-    with mode(f, handed) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
+    with mode(f, arguments) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()
         running.append(differentiation)
@@ -178,8 +177,34 @@ def no_full_collections():
     as were frozen the last time it did: that garbage stays proportional to what lives, and
     those walks cost about one more per object made. The last block to end gives the objects
     back (``gc.unfreeze``). Process-wide, as the collector is; where the process froze objects
-    of its own (``gc.freeze``), which an unfreeze would give back, the collector runs as is."""
+    of its own (``gc.freeze``), which an unfreeze would give back, the collector runs as is.
+
+    While a block runs, the collector's youngest generation is also collected less often
+    (``paced``): each of its collections costs a fixed part beyond the objects it walks (this
+    block's callback among it), and a differentiation's objects live until it ends, so
+    frequent ones free nothing sooner (a twentieth of a traced program of small operations).
+    The middle generation is collected after as many objects made as with the process's
+    thresholds, so no cycle of garbage waits longer than it may without a differentiation,
+    and the same objects reach the oldest generation, whose pacing is unchanged. The last
+    block to end puts the process's thresholds back, unless the program set others meanwhile
+    (``gc.set_threshold``), which it keeps."""
     return _NO_FULL_COLLECTIONS
+
+
+def paced(thresholds):
+    """The collector's thresholds while a differentiation runs (``no_full_collections``), for
+    the process's ``thresholds``: the youngest generation waits for half as many objects as
+    the middle one waits for with ``thresholds``, and every other of its collections is a
+    middle one (a middle threshold of 0), so the middle generation, and the oldest after it,
+    are collected as often as with ``thresholds``. Kept where the process collects nothing by
+    itself (a youngest threshold of 0) or the middle generation at every other collection
+    already (a middle threshold of 0)."""
+    young, middle, oldest = thresholds
+    if not young or not middle:
+        return thresholds
+    # (a generation is collected when its count exceeds its threshold: the middle one after
+    # middle + 1 collections of the youngest, each after young + 1 objects)
+    return (young + 1) * (middle + 1) // 2 - 1, 0, oldest
 
 
 class _Freezer:
@@ -187,7 +212,8 @@ class _Freezer:
     differentiation) and the collector's callback it installs (``gc.callbacks``) while a
     block runs in the process."""
 
-    __slots__ = ("running", "frozen", "made", "walk_all", "idle", "callback")
+    __slots__ = ("running", "frozen", "made", "walk_all", "idle", "callback", "thresholds",
+                 "paced")
 
     def __init__(self):
         self.running = 0  # blocks running in the process
@@ -197,6 +223,7 @@ class _Freezer:
         self.idle = False  # the process froze objects of its own: the collector runs as is
         # (the callback bound once: added and removed as one object, found by identity)
         self.callback = self.collected
+        self.thresholds = self.paced = None  # the process's thresholds, and those set instead
 
     # (the lock taken and released by its methods, not a ``with`` block, whose special
     # methods are looked up anew on each entry: this runs twice per differentiation)
@@ -210,6 +237,9 @@ class _Freezer:
                     self.frozen = self.made = 0
                     self.walk_all = False
                     gc.callbacks.append(self.callback)
+                    self.thresholds = gc.get_threshold()
+                    self.paced = paced(self.thresholds)
+                    gc.set_threshold(*self.paced)
             self.running += 1
         finally:
             _COLLECTOR.release()
@@ -221,6 +251,8 @@ class _Freezer:
             if not self.running and not self.idle:
                 gc.callbacks.remove(self.callback)
                 gc.unfreeze()
+                if gc.get_threshold() == self.paced:  # (else the program's own, kept)
+                    gc.set_threshold(*self.thresholds)
         finally:
             _COLLECTOR.release()
 

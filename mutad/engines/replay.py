@@ -49,9 +49,11 @@ Every decision the program depends on is a *guard*:
   the program instead, as arguments outside argnums are (:func:`_as_inputs`).
 
 A recording that drew random numbers from a generator living between calls leaves its
-signature traced (``_random_states``). Replay runs ``f``'s program, not ``f``: what ``f``
-reads from outside what it reaches (a file, the clock) is read as it was when the program was
-recorded, as under ``jax.jit``. Pass what changes between calls as an argument.
+signature traced (``_random_states``), and so does code that reaches the clock
+(``CLOCK_READERS``) or a file (``FILE_READERS``). Replay runs ``f``'s program, not ``f``: what
+``f`` reads from outside what it reaches (a file a library opens by its name) is read as it was
+when the program was recorded, as under ``jax.jit``. Pass what changes between calls as an
+argument.
 
 A plain value computed from a traced one (a comparison, an index) comes back, while
 recording, as a constant of the tape, so that Python's decisions on it are seen; Python's
@@ -83,6 +85,7 @@ import collections.abc
 import contextlib
 import contextvars
 import ctypes
+import datetime
 import dis
 import enum
 import functools
@@ -105,10 +108,17 @@ import string
 import struct
 import sys
 import threading
+import time
 import types
 import typing
+import uuid
 import warnings
 import weakref
+
+try:
+    import resource
+except ImportError:  # (not on Windows)
+    resource = None  # type: ignore[assignment]
 
 import numpy as np
 
@@ -422,7 +432,9 @@ def _layout(view):
     one of its own (an advanced index's copy where the recording's key gave a view, which a
     write through it would miss) lies at offset 0 too. (A 0-d one may be either: a replay
     holds a scalar the recording viewed, ``x[0].item()``'s, as a value of its own.)"""
-    base = owner(view)
+    base = view.base if type(view) is _NDARRAY else None  # (the common view, of a plain
+    if type(base) is not _NDARRAY or base.base is not None:  # array that owns its memory:
+        base = owner(view)  # that array, without owner's search)
     return view.strides, address(view) - address(base), base is view and view.ndim > 0
 
 
@@ -4272,6 +4284,16 @@ def _writing_nothing(function):
 
 
 def _first_of(rule):
+    """What computes the value alone of ``rule``'s call, for a step that records no back (a
+    view's): the plain function a linear map's rule computes its value with
+    (``rule.plain``), without the template and back the rule would make for nothing; else
+    the rule's first output. Only of the rule itself or of one wrapper that hands its value
+    on (``registry.padded``): another wrapper may change the value, and is called."""
+    inner = getattr(rule, "__wrapped__", rule)
+    plain = None if hasattr(inner, "__wrapped__") else vars(inner).get("plain")
+    if plain is not None:
+        return plain
+
     def outputs(*args, **kwargs):
         return rule(*args, **kwargs)[0]
     return outputs
@@ -5272,6 +5294,9 @@ def reach(f, kinds=(), kept=None, bound=None):
                         value = namespace[name]
                         if id(value) in FILE_READERS:
                             large.append(_reads_files(FILE_READERS[id(value)]))
+                        clock = _reads_clock(value, names)
+                        if clock is not None:
+                            large.append(clock)
                         if _walked_in_library(name, value, namespace):
                             work.append(value)
                         else:  # compared by identity alone (np.exp = g: another object)
@@ -5609,6 +5634,8 @@ def _reach_into(x, work, arrays, walk, large):
         large.append(f"f {_reads_identity(IDENTITY_READERS[id(x)] + ' as a value')}")
     elif id(x) in FILE_READERS:  # (from os.path import exists; a helper module's open)
         large.append(_reads_files(FILE_READERS[id(x)]))
+    elif id(x) in CLOCK_READERS:  # (from time import perf_counter)
+        large.append(_reads_clock(x, names))
     elif isinstance(x, pathlib.Path):  # (path.read_text(), path.exists())
         large.append(_reads_files(f"a {kind.__name__}, whose methods read files"))
     elif isinstance(x, np.ndarray):  # subclasses too (a memory-mapped array)
@@ -5664,6 +5691,8 @@ def _reach_into(x, work, arrays, walk, large):
         else:  # NumPy's, SciPy's, the standard library's: by the names the code names, as
             walk.hold(vars(x), shallow=True)  # one may be set or rebound (np.add.scale = 2.0)
     elif isinstance(x, type):
+        if _dated(x) and not names.isdisjoint(_CLOCK_METHODS):
+            large.append(_reads_clock(x, names))  # (from datetime import datetime: .now())
         _hold_class(x, walk)
         work.extend(_special_methods(type(x)))  # (its metaclass's __getattr__: cls.scale)
         work.extend(_special_methods(x))  # what Python calls unnamed on its objects f makes
@@ -6010,6 +6039,52 @@ def _reads_files(reader):
     """Why a function reaching ``reader`` (``open()``, ``os.path.exists``) is traced."""
     return (f"f reaches {reader}: what a file holds may change between calls, and what f "
             "writes to one a replay would not write again; pass what f reads as an argument")
+
+
+CLOCK_READERS = {id(getattr(module, name)): (f"{module.__name__}.{name}", what)
+                 for module, names, what in (
+    (time, ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns",
+            "process_time", "process_time_ns", "thread_time", "thread_time_ns",
+            "clock_gettime", "clock_gettime_ns", "localtime", "gmtime", "ctime", "asctime",
+            "strftime"), "the clock"),
+    (os, ("times", "getloadavg"), "the clock"), (resource, ("getrusage",), "the clock"),
+    (uuid, ("uuid1",), "the clock"),
+    (gc, ("get_count", "get_stats"), "the interpreter's counters"),
+    (sys, ("getallocatedblocks",), "the interpreter's counters"))
+                 for name in names if module is not None and hasattr(module, name)}
+"""The functions that read the clock (or the process's and the interpreter's counters: CPU
+time, load, objects allocated), by ids, with what they read: they answer
+otherwise on every call, where nothing a replay guards changes, so code that reaches one is
+traced on every call (a replay would give each call the recorded reading).
+``time.localtime()``, ``ctime()``, ``asctime()`` and ``strftime(format)`` read it when given no
+time, ``uuid.uuid1()`` makes its identifier of it. ``datetime``'s ``now()``, ``utcnow()`` and
+``today()``, and ``np.datetime64("now")``, are told by ``_reads_clock``."""
+
+_CLOCK_METHODS = frozenset(("now", "utcnow", "today"))
+
+
+def _dated(x):
+    """Whether ``x`` is a class that reads the clock by one of ``_CLOCK_METHODS``:
+    ``datetime``'s (``datetime.now()``, ``date.today()``) and ``np.datetime64`` (given
+    ``"now"`` or ``"today"``)."""
+    return x is np.datetime64 or isinstance(x, type) and issubclass(x, datetime.date)
+
+
+def _reads_clock(x, names):
+    """Why code reaching ``x`` (among code that names ``names``) is traced, where ``x`` is a
+    function of ``CLOCK_READERS`` or a class of ``_dated`` whose clock the code names
+    (``datetime.now()``, ``date.today()``, ``np.datetime64("now")``); else None."""
+    if id(x) in CLOCK_READERS:
+        reader, what = CLOCK_READERS[id(x)]
+    elif _dated(x) and not names.isdisjoint(_CLOCK_METHODS):
+        now = min(names & _CLOCK_METHODS)
+        reader, what = (f"numpy.datetime64('{now}')" if x is np.datetime64 else
+                        f"datetime.{x.__name__}.{now}()"), "the clock"
+    else:
+        return None
+    return (f"f reaches {reader}, which reads {what}: its reading changes between calls, "
+            "where a replay would give every call the recorded one; pass what f reads of it "
+            "as an argument")
 
 
 _BUILTIN_READERS = frozenset(name for name, v in vars(builtins).items()
@@ -6513,12 +6588,30 @@ functions' answers: the decimal context (a thread's, changed in place: its preci
 environment, and the items of ``sys.argv``."""
 
 
+def _error_filters():
+    """Python's warnings filters that turn a warning into an error: a warning ``f``'s own code
+    issues (``warnings.warn``), which a replay does not issue again, raises under one where
+    it is shown under others."""
+    return tuple(held for held in warnings.filters if held[0] == "error")
+
+
+def _reads_a_setting(x):
+    """Whether ``x`` is a function of NumPy's or SciPy's that reads one of their settings
+    and takes no arguments, whose answer the program may depend on (``f`` decides on it):
+    ``np.getbufsize``, ``scipy.special.geterr`` (NumPy's error handling at the call is the
+    signature's, and its print options are always read)."""
+    return x is np.getbufsize or (callable(x) and getattr(x, "__name__", None) == "geterr"
+                                  and str(getattr(x, "__module__", "")).startswith("scipy."))
+
+
 def _settings(objects):
     """``(read, value)`` of the settings a program's answers may depend on: NumPy's print
     options (a string of a constant array, written as the program was recorded), the
     recursion limit (a RecursionError f catches), those of ``_SETTINGS`` of the modules
     whose functions, classes or namespaces ``f`` reaches, the caller's floating-point error
-    callback where it reaches ``np.geterrcall``, the virtual subclasses registered
+    callback where it reaches ``np.geterrcall``, the settings of ``_reads_a_setting`` it
+    reaches (``scipy.special.geterr()``), the warnings filters that raise where it reaches
+    ``warnings.warn`` (``_error_filters``), the virtual subclasses registered
     with abstract base classes where it reaches one, and the states of the random generators
     it reaches; a replay under others records anew."""
     modules = {x.__name__ if type(x) is types.ModuleType else getattr(x, "__module__", None)
@@ -6528,6 +6621,9 @@ def _settings(objects):
     found += ((read, read()) for name, read in _SETTINGS.items() if name in modules)
     if any(x is np.geterrcall or x is np.seterrcall for x in objects):  # (the caller's
         found.append((users_callback, users_callback()))  # callback, which f reads)
+    found += ((x, x()) for x in {id(x): x for x in objects if _reads_a_setting(x)}.values())
+    if any(x is warnings.warn or x is warnings.warn_explicit for x in objects):
+        found.append((_error_filters, _error_filters()))  # (f's own warnings: raised or not)
     if any(isinstance(x, abc.ABCMeta) for x in objects):  # (isinstance(obj, Base): a class
         found.append((abc.get_cache_token, abc.get_cache_token()))  # registered since)
     # the state of a generator f reaches, itself or by a method of it (np.random.normal is
