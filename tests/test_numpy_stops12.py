@@ -105,6 +105,31 @@ def test_library_code_applying_along_an_axis_of_masked_arrays():
 
 
 # ----------------------------------------------------------------------------------------------
+# np.apply_along_axis and np.apply_over_axes of plain arrays, their function computing with
+# the differentiated values it closes over (NumPy's loop stored them in its plain buffer)
+
+_ROWS = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [0.0, 1.0, 1.0], [-2.0, 0.5, 0.3]])
+_PLAIN_OPERANDS = {
+    "along_rows": lambda w: np.apply_along_axis(lambda row: np.tanh(row @ w), 1, _ROWS),
+    "along_columns": lambda w: np.apply_along_axis(lambda col: col * w[:1] + col ** 2, 0,
+                                                   _ROWS),
+    "along_made_array": lambda w: np.apply_along_axis(lambda v: np.sin(v * w), 1,
+                                                      np.ones((2, 3))),
+    "over_axes": lambda w: np.apply_over_axes(lambda a, axis: np.sum(a * w, axis), _ROWS,
+                                              [0, 1]),
+    "over_axes_of_made_array": lambda w: np.apply_over_axes(
+        lambda a, axis: np.sum(a * w, axis), np.ones((2, 3)), [0]),
+}
+
+
+@pytest.mark.parametrize("name", list(_PLAIN_OPERANDS))
+def test_applying_along_axes_of_plain_arrays_a_function_closing_over_traced_values(name):
+    before = _ROWS.tobytes()
+    check(lambda w: np.sum(_PLAIN_OPERANDS[name](w) ** 2), np.array([0.3, -0.7, 1.1]))
+    assert _ROWS.tobytes() == before
+
+
+# ----------------------------------------------------------------------------------------------
 # f returning a masked array of one element: its value NumPy's masked array, its gradient the
 # data's
 

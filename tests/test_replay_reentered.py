@@ -9,6 +9,7 @@ that flip the products' decisions from call to call."""
 import collections
 
 import numpy as np
+from numpy.lib import _shape_base_impl
 import pytest
 
 import mutad
@@ -259,10 +260,20 @@ def constant_factors(x, w):
 
 
 def along_rows_of_a_closure(x, w):
-    """np.apply_along_axis of constants, its function closing over a mask of w: the call of
-    constants is a step run again on each replay, which would read the recorded call's mask."""
+    """np.apply_along_axis of constants, its function closing over a mask of w: NumPy's loop
+    runs in the differentiated code (the mode's np.apply_along_axis), so each call of the
+    function is recorded as the program's own steps, which a replay runs with the new mask."""
     m = (w > 1.0) * 1.0
     k = np.apply_along_axis(lambda r: r * m, 1, np.ones((3, 6)))
+    return np.sum(k @ (x * w))
+
+
+def along_rows_of_a_closure_by_numpys_module(x, w):
+    """The same function reached where the mode does not bind it (NumPy's module defining
+    it): a call of constants, a step run again on each replay, which would read the recorded
+    call's mask."""
+    m = (w > 1.0) * 1.0
+    k = _shape_base_impl.apply_along_axis(lambda r: r * m, 1, np.ones((3, 6)))
     return np.sum(k @ (x * w))
 
 
@@ -277,8 +288,10 @@ CLOSURES = {  # f: what the reason says (None: replayed)
     factors_of_the_rule: "an operation the replay runs as the engine does (an in-place rule) "
                          "given a function that reads values other than its arguments",
     constant_factors: None,
-    along_rows_of_a_closure: "np.apply_along_axis of constants given a function that reads "
-                             "values other than its arguments",
+    along_rows_of_a_closure: None,
+    along_rows_of_a_closure_by_numpys_module: "np.apply_along_axis of constants given a "
+                                              "function that reads values other than its "
+                                              "arguments",
     along_rows_of_numpy: None,
 }
 

@@ -2746,6 +2746,7 @@ def _replacements():
     table.update(ITERATORS)
     table.update(QUERIES)
     table.update(DIGITS)
+    table.update(CALLING_BACK)
     table["asmatrix"] = (np.asmatrix, _named(_asmatrix, np.asmatrix))
     table["bmat"] = (np.bmat, _named(_bmat, np.bmat))
     table["from_dlpack"] = (np.from_dlpack, _named(_from_dlpack, np.from_dlpack))
@@ -2833,6 +2834,26 @@ def _writing_digits(func):
 DIGITS = {name: (getattr(np, name), _writing_digits(getattr(np, name)))
           for name in ("format_float_positional", "format_float_scientific")}
 """NumPy's functions that write a number's digits (dispatching on nothing), and the mode's."""
+
+
+def _calling_back(func):
+    """``func`` (``CALLING_BACK``) in the mode: while a differentiation runs, NumPy's loop as
+    its rule's composite writes it, on every call, plain arguments too: the user's function it
+    calls may compute with differentiated values it closes over
+    (``np.apply_along_axis(lambda row: np.tanh(row @ w), 1, X)`` of a plain ``X``), whose
+    results NumPy's own loop would store into the plain buffer it allocates (a stop)."""
+    def calling_back(*args, **kwargs):
+        if ACTIVE.running:
+            return RULES[func].composite(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    return _named(calling_back, func)
+
+
+CALLING_BACK = {name: (getattr(np, name), _calling_back(getattr(np, name)))
+                for name in ("apply_along_axis", "apply_over_axes")}
+"""NumPy's functions that call a function of the user's on the slices of plain arrays, and
+the mode's."""
 
 
 REPLACEMENTS = _replacements()
@@ -5466,7 +5487,7 @@ class _Mode:
                 if not self.libraries_in and (
                         arguments is None or not _reaches_no_library(f, arguments)):
                     self.swap_libraries(1)
-                holders = self._swap_cells(f)
+                holders = self._swap_cells(f, handed=_handed_by(arguments))
                 self._install_types()
                 return holders
             try:
@@ -5489,7 +5510,7 @@ class _Mode:
                 self.ndarray = None
                 if self.scalars:  # (a new one where the last entry chose some: the common
                     self.scalars = {}  # case, none, keeps the empty one)
-                holders = self._swap_cells(f)
+                holders = self._swap_cells(f, handed=_handed_by(arguments))
                 self._install_types()
                 return holders
             except BaseException:
@@ -5713,24 +5734,45 @@ class _Mode:
                 if type(module) is cls:
                     module.__class__ = types.ModuleType
 
-    def _swap_cells(self, f, depth=4):
+    def _swap_cells(self, f, depth=4, handed=()):
         """Swap what the mode replaces or routes where ``f`` reaches it through its closure
         cells and the module-level names its code reads (a bound method or a partial, which the
         module scan leaves), and where the user functions, bound methods and partials held there
         reach it, ``depth`` levels down. Gives the places found so (``holders``, what
         ``settle`` looks into when ``f`` returns): ``(place, key)``, or ``(container, None)``
-        for all of an object's attributes, a list's items or a dict's."""
+        for all of an object's attributes, a list's items or a dict's. ``handed``: the
+        functions and objects ``f`` is given as arguments, looked into as those its code
+        reaches by a name (a model handed to the loss, ``loss(theta, model)``, whose module's
+        ``float`` and work arrays are then the mode's, as where the loss names the model)."""
         todo, seen, objects = [(f, 0)], set(), set()
+        # (a list of its own: the stand-ins of what it holds, a partial of a routed function,
+        # are put into it, not into the caller's arguments)
+        arguments: list | None = list(handed) if handed else None
         holders: list = []
-        while todo:
+        # the objects reached, each with the names of its attributes looked into, and the
+        # attributes all the code read writes (``_written_attributes``): an attribute another
+        # function writes (``step(state, k)`` writing ``state.u[1:]`` of the ``state`` the
+        # loss names) is looked into once all of it is read (``_named_later``)
+        reached: dict = {}
+        read: set = set()
+        written: set = set()
+        while todo or (todo := _named_later(reached, read, written)):
             g, level = todo.pop()
             # (a method by its object and function: ``_methods`` binds it anew each time)
-            key: Any = (id(g.__self__), id(g.__func__)) if type(g) is types.MethodType else id(g)
+            key: Any = (id(g.__self__), id(g.__func__)) if type(g) is types.MethodType else (
+                (id(g.obj), g.names, g.written) if type(g) is _Named else id(g))
             if g is None or key in seen or level > depth:
                 continue
             seen.add(key)
             names: Any = ()
-            if isinstance(g, functools.partial):
+            if type(g) is _Named:  # an object's attributes other code writes, methods it calls
+                names = g.names
+                places = _attributes(g.obj, g.written)
+                todo += [(method, level + 1) for method in _methods(g.obj, names)]
+                code = namespace = None
+                own = False
+                g = None
+            elif isinstance(g, functools.partial):
                 todo.append((g.func, level + 1))
                 # a work array bound as the partial's keyword (partial(step, work=W))
                 places: list = [(g.keywords, key) for key in g.keywords]
@@ -5761,6 +5803,8 @@ class _Mode:
                 # its own code's and its nested functions' names (a lambda's), and of those
                 # the types and builtins the mode stands in for
                 names, called, builtins_read = _read_by(code)
+                read.update(names)
+                written.update(_written_attributes(code))
                 if "ndarray" in names:
                     calls, compares = _uses_ndarray(code)
                     self.ndarray = np.ndarray if compares or self.ndarray is np.ndarray else (
@@ -5787,6 +5831,7 @@ class _Mode:
                         places.append((namespace, name))
                 bound = getattr(g_bound, "__self__", None)
                 if bound is not None and user_object(bound):  # (a function's: None, not asked)
+                    _reach(reached, bound, names, level)
                     holders += attribute_holders(bound)
                     # self.u0 of a method: the attributes its code names, and the code of the
                     # methods (properties, a base's through super()) it names on self
@@ -5806,6 +5851,9 @@ class _Mode:
                 defaults = getattr(g, "__kwdefaults__", None)
                 if defaults:
                     places += [(g, name) for name in defaults]
+            if arguments is not None:  # (f's own names: those the code reads of an object)
+                places += [(arguments, i) for i in range(len(arguments))]
+                arguments = None
             while places:
                 place, key = places.pop()
                 try:
@@ -5844,6 +5892,7 @@ class _Mode:
                     # model's ``model.run(k)``): the attributes the code names, as of a
                     # method's ``self``, and the code of the methods it names
                     objects.add(id(value))
+                    _reach(reached, value, names, level)
                     places += _attributes(value, names)
                     holders += attribute_holders(value)
                     todo += [(method, level + 1) for method in _methods(value, names)]
@@ -6017,6 +6066,30 @@ def _names(code):
 
 
 @functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)
+def _written_attributes(code):
+    """The attribute names ``code`` (and the code of the functions defined in it) stores into
+    or writes elements of: ``obj.name = ...``, ``obj.name += ...``, and those it reads on a
+    line that assigns to an element or a slice (``state.u[1:] = ...``, ``st.force[i] = f``)."""
+    found = set()
+    for c in _codes(code):
+        loaded: dict = {}
+        stored_lines = set()
+        line = None
+        for instruction in dis.get_instructions(c):
+            if instruction.starts_line is not None:
+                line = instruction.starts_line
+            if instruction.opname == "STORE_ATTR":
+                found.add(instruction.argval)
+            elif instruction.opname == "LOAD_ATTR":
+                loaded.setdefault(line, []).append(instruction.argval)
+            elif instruction.opname == "STORE_SUBSCR":
+                stored_lines.add(line)
+        for stored in stored_lines:
+            found.update(loaded.get(stored, ()))
+    return frozenset(found)
+
+
 def _read_by(code):
     """``_names(code)``, the names of ``CALLED_TYPES`` among them and those of
     ``PYTHON_BUILTINS`` (kept, as those are: one look-up of ``code`` on every entry of the
@@ -6393,6 +6466,49 @@ def _settled(value, detached, depth):
     if all(a is b for a, b in zip(items, value)):
         return value
     return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+
+
+class _Named:
+    """The object ``obj`` to look into again (``_Mode._swap_cells``): the methods of ``names``
+    and the attributes ``written``."""
+
+    __slots__ = ("obj", "names", "written")
+
+    def __init__(self, obj, names, written):
+        self.obj, self.names, self.written = obj, names, written
+
+
+def _reach(reached, obj, names, level):
+    """Note that ``_Mode._swap_cells`` reached the object ``obj`` at ``level`` and looked into
+    its attributes ``names``."""
+    entry = reached.get(id(obj))
+    if entry is None:
+        reached[id(obj)] = [obj, set(names), level]
+    else:
+        entry[1].update(names)
+
+
+def _named_later(reached, read, written):
+    """What ``_Mode._swap_cells`` looks into once it has run out of code to read: of each
+    object reached, the attributes the code read writes (``written``) and the methods of its
+    class the code names (``read``), not yet looked into (none, the common case: an empty
+    list)."""
+    later = []
+    for entry in reached.values():
+        obj, named, level = entry
+        if read.issubset(named):
+            continue
+        new = read - named
+        named.update(new)
+        # (of those, the names of its attributes and of its class's: a few among the many)
+        attributes = getattr(obj, "__dict__", None)
+        classes = [vars(base) for base in type(obj).__mro__ if _user_class(base)]
+        methods = tuple(sorted(name for name in new if any(name in c for c in classes)))
+        stored = tuple(sorted(name for name in new & written if type(attributes) is dict
+                              and name in attributes or any(name in c for c in classes)))
+        if methods or stored:
+            later.append((_Named(obj, methods, stored), level))
+    return later
 
 
 def _attributes(obj, names):
@@ -6899,6 +7015,64 @@ def mode(f=None, arguments=None):
     function of plain values that reaches no library's module leaves their side of the mode
     alone, ``_reaches_no_library``)."""
     return _InMode(f, arguments)
+
+
+_HANDED_KINDS = (types.FunctionType, types.MethodType, functools.partial)
+_HANDED_TYPES: dict[type, bool] = {}
+"""Whether an argument of each type may be an object of the user's whose class's code
+``handed_code`` gives (asked of each type once: a traced array's, a float's, on every
+differentiation)."""
+
+
+def handed_code(values, depth=2):
+    """The code of the user's among ``values``, the arguments of the differentiated function,
+    and in the lists, tuples and dicts they are (``depth`` levels, their first 64 items): its
+    functions, bound methods and partials (a model handed to the loss, a table of them), and
+    the functions of the classes of its objects (a simulation object, a callable potential, a
+    list of terms), as functions, not bound to the object: the object's arrays are an
+    argument's, which the differentiation follows and gives back as it does every argument's.
+    ``()`` where there is none, the common case."""
+    found = ()
+    for value in values:
+        kind = type(value)
+        if kind in _HANDED_KINDS:
+            found += (value,)
+            continue
+        if kind in (list, tuple, dict) and depth:
+            items = value.values() if kind is dict else value
+            found += handed_code(itertools.islice(items, 64), depth - 1)
+            continue
+        may = _HANDED_TYPES.get(kind)
+        if may is None:
+            may = _HANDED_TYPES[kind] = _user_class(kind) and not issubclass(
+                kind, (np.ndarray, type, types.ModuleType, tuple, list, dict))
+        if may and user_object(value):
+            found += tuple(_class_functions(kind))
+    return found
+
+
+def _handed_by(arguments):
+    """``handed_code`` of the arguments ``(args, kwargs)`` of the differentiated function (None:
+    not known)."""
+    if not arguments:
+        return ()
+    args, kwargs = arguments
+    return handed_code((*args, *kwargs.values()) if kwargs else args)
+
+
+def _class_functions(cls):
+    """The functions the user's class ``cls`` and its bases of the user's define: its methods,
+    static methods', class methods' and properties' functions."""
+    for base in cls.__mro__:
+        if not _user_class(base):
+            continue
+        for member in vars(base).values():
+            if type(member) is property:
+                member = member.fget
+            elif type(member) in (staticmethod, classmethod):
+                member = member.__func__
+            if type(member) is types.FunctionType:
+                yield member
 
 
 def as_called(f):

@@ -786,7 +786,7 @@ class ForwardDifferentiation(Differentiation):
                                             for primal, tangent
                                             in zip(primals, tangents, strict=True)]),
                     lambda error: written_elsewhere(error) if self.adopted
-                    and "read-only" in str(error) else None)
+                    and "read-only" in str(error) else None, (primals, None))
         except BaseException:
             issue_held(self.level, issue=False)
             raise
