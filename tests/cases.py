@@ -269,6 +269,7 @@ UFUNC_CASES += [
     Case(special.y0,        (bessel_argument,)),
     Case(special.y1,        (bessel_argument,)),
     Case(special.yn,        (bessel_argument,),    settings=((0, 2),)),
+    Case(special.yn,        (bessel_argument,),    settings=((0, 0.5),), label="truncated"),
     Case(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
     Case(special.jve,       (bessel_argument,),    settings=((0, 1.5),)),
     Case(special.yve,       (bessel_argument,),    settings=((0, 0.7),)),
