@@ -40,8 +40,8 @@ def uniform(low, high, *shape):
     return lambda rng: rng.uniform(low, high, shape)
 
 
-def well_conditioned(n):
-    return lambda rng: rng.standard_normal((n, n)) + n * np.eye(n)
+def well_conditioned(n, batch=()):
+    return lambda rng: rng.standard_normal(batch + (n, n)) + n * np.eye(n)
 
 
 def needs_pivoting(n):
@@ -154,6 +154,12 @@ LINALG_CASES = [
     Case.named("lu_solve_transposed",  linalg.lu_solve,   arguments(lu_factors(4), normal(4), constant(1))),
     Case.named("solve",                linalg.solve,      arguments(well_conditioned(4), normal(4, 2))),
     Case.named("solve_vector",         linalg.solve,      arguments(well_conditioned(4), normal(4))),
+    # a matrix broadcast against a batch of right-hand sides, a vector against a batch of
+    # matrices (each solved as one column): the reverse pass raised NumPy's errors
+    Case.named("solve_broadcast_matrix", linalg.solve,    arguments(well_conditioned(4), normal(2, 4, 2))),
+    Case.named("solve_batched_vector", linalg.solve,      arguments(well_conditioned(4, (2,)), normal(4))),
+    Case.named("solve_batched_matrix_broadcast_b", linalg.solve, arguments(well_conditioned(4, (2,)),
+                                                                           normal(4, 3))),
     Case.named("inv",                  linalg.inv,        arguments(well_conditioned(4))),
     Case.named("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
     Case.named("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
