@@ -140,6 +140,11 @@ LINALG_CASES = [
     Case.named("cho_solve",            linalg.cho_solve,  arguments(cholesky_factor(4, False), normal(4, 2))),
     Case.named("cho_solve_lower",      linalg.cho_solve,  arguments(cholesky_factor(4, True), normal(4))),
     Case.named("solve_triangular",     linalg.solve_triangular, arguments(well_conditioned(4), normal(4, 2))),
+    # broadcast against a batch (a vector against a batch of matrices, solved as columns)
+    Case.named("solve_triangular_broadcast_matrix", linalg.solve_triangular,
+         arguments(well_conditioned(4), normal(2, 4, 2), constant(1))),
+    Case.named("solve_triangular_batched_vector", linalg.solve_triangular,
+         arguments(well_conditioned(4, (2,)), normal(4), constant(0), constant(True))),
     Case.named("solve_triangular_lower_transposed", linalg.solve_triangular,
          arguments(well_conditioned(4), normal(4), constant("T"), constant(True))),
     Case.named("solve_triangular_unit", linalg.solve_triangular,

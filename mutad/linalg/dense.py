@@ -27,7 +27,7 @@ from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory, wrapped
 from ..engines.products import product_times
 from .spectral import REPEATED_ULPS, singular_values_pullback, singular_values_tangent
-from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
+from ._common import (adjoint, as_matrices, one_column_of_a_batch, conjugate, hermitian_part, of_finite_matrices,
                       require_matrix, times_transpose)
 
 solve, inv, det, pinv, lstsq = map(scipy_adjoint, (
@@ -535,7 +535,7 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
     read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
 
-    column = _one_column_of_a_batch(a, b)
+    column = one_column_of_a_batch(a, b)
 
     def back(dx):
         # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
@@ -551,19 +551,13 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
     return x, back
 
 
-def _one_column_of_a_batch(a, b):
-    """Whether SciPy solves a vector ``b`` as one column of each matrix of a batch ``a`` (its
-    result a batch of vectors, which the derivatives solve as columns too)."""
-    return np.ndim(b) == 1 and np.ndim(a) > 2
-
-
 @solve.jvp_rule
 def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False,
                check_finite=True, assume_a=None, transposed=False):
     read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
     da, db = tangents[:2]
-    column = _one_column_of_a_batch(a, b)
+    column = one_column_of_a_batch(a, b)
     rhs = db[:, None] if column and db is not None else db
     if da is not None:
         # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
