@@ -1448,3 +1448,13 @@ def test_an_overwritten_array_that_another_argument_reads_is_refused(rng):
 
     assert mutad.value_and_gradient(copied_matrix, a)[0] == copied_matrix(a.copy())
     mutad.check_grads(copied_matrix, a)
+
+
+def test_logm_of_a_stack_is_refused_in_both_modes():
+    """Regression: forward mode raised NumPy's norm error for a stack of matrices, which the
+    reverse rule refuses with a MutadError (loop over the stack)."""
+    stack = np.stack([2.0 * np.eye(3) + 0.1, 3.0 * np.eye(3)])
+    with pytest.raises(mutad.MutadError, match="not a stack"):
+        mutad.gradient(lambda a: np.sum(scipy.linalg.logm(a)), stack)
+    with pytest.raises(mutad.MutadError, match="not a stack"):
+        mutad.jvp(scipy.linalg.logm, (stack,), (np.ones_like(stack),))
