@@ -182,12 +182,28 @@ def _along(ndim, axis, key):
 @_routed(_quadrature.trapezoid)
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
               axis: int = -1) -> Any:
-    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x`` (NumPy's ``trapezoid``, the
-    same formula, for traced arrays)."""
+    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x``: SciPy's formula, summed in y's
+    floating dtype as SciPy sums it (NumPy's ``trapezoid`` promotes with ``x``: a float32 y
+    over float64 x is float32 in SciPy, a complex x's imaginary part is dropped)."""
     if not _followed(y, x, dx):
         return _quadrature.trapezoid(y, x, dx, axis)
-    # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
-    return np.trapezoid(y, x, dx, axis)
+    y = _as_array(y) if _followed(y) else np.asarray(y)
+    dtype = y.dtype if y.dtype.kind in "fc" else np.dtype(np.float64)
+    later, earlier = [slice(None)] * y.ndim, [slice(None)] * y.ndim
+    later[axis], earlier[axis] = slice(1, None), slice(None, -1)
+    later, earlier = tuple(later), tuple(earlier)
+    if x is None:
+        d = dx
+    else:
+        x = _as_array(x) if _followed(x) else np.asarray(x)
+        if x.ndim == 1:
+            along = [None] * y.ndim
+            along[axis] = slice(None)
+            d = (x[1:] - x[:-1])[tuple(along)]
+        else:  # (an n-d x broadcast to y)
+            x = np.broadcast_to(x, y.shape)
+            d = x[later] - x[earlier]
+    return np.sum(d * (y[later] + y[earlier]) / 2.0, axis=axis, dtype=dtype)
 
 
 def _ratio(num, den):
