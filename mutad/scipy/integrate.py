@@ -109,6 +109,7 @@ import functools
 import hashlib
 import sys
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -299,6 +300,15 @@ def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     return res
 
 
+def _as_float64(dx):
+    """A traced ``dx`` as ``np.asarray(dx, dtype=np.float64)`` reads it."""
+    if np.iscomplexobj(dx):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
+        dx = np.real(dx)
+    return dx.astype(np.float64)
+
+
 @_routed(_quadrature.romb)
 def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
     """SciPy's ``romb``, differentiated in ``y`` and ``dx``: its trapezoids and Richardson
@@ -315,7 +325,10 @@ def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
         raise ValueError("Number of samples must be one plus a non-negative power of 2.")
     if show:  # SciPy prints the table of the same values
         _quadrature.romb(stop_gradient(y), stop_gradient(dx), axis, show)
-    h = intervals * (np.asarray(dx, dtype=np.float64) if not _followed(dx) else dx * 1.0)
+    # (SciPy reads dx as a float64: a float32 one widens, a complex one loses its imaginary
+    # part, with NumPy's warning)
+    h = intervals * (np.asarray(dx, dtype=np.float64) if not _followed(dx)
+                     else _as_float64(dx))
     R = {(0, 0): (y[_along(nd, axis, 0)] + y[_along(nd, axis, -1)]) / 2.0 * h}
     start = stop = step = intervals
     for i in range(1, k + 1):
