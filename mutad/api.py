@@ -96,7 +96,7 @@ def _scalar_output(y):
 def value_and_gradient(f: Callable[..., Any], *args: Any,
                        argnums: int | tuple[int, ...] | None = None,
                        policy: Literal["restore", "checkpoint"] = "restore",
-                       has_aux: bool = False, memory: float | None = None) -> tuple[Any, Any]:
+                       has_aux: bool = False, memory: float | None = None) -> Any:
     """The value of scalar-valued ``f(*args)`` and its gradient with respect to ``args``.
 
     ``f`` may update arrays in place; every array reachable from ``args`` holds its original

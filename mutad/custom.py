@@ -101,7 +101,21 @@ class Adjoint:
         user_rule(self, rule, self.complex_values)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs and innermost(kwargs.values()) is not None:
+            args, kwargs = self._positional(args, kwargs)
         return dispatch(self, args, kwargs)
+
+    def _positional(self, args, kwargs):
+        """``args`` and ``kwargs`` with the arguments given by keyword to parameters that take
+        them by position too moved to the positions they name (``cube(x=x)`` is ``cube(x)``):
+        the rule's ``back`` returns one cotangent per positional argument, so a traced one
+        given by keyword gets its own. As they were where ``fn``'s signature does not bind them
+        (the call's own error to come) or has none."""
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return args, kwargs
+        return bound.args, bound.kwargs
 
     def record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The call on arrays a reverse pass traces: recorded with its rule's pullback."""

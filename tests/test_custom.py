@@ -276,3 +276,74 @@ def test_a_rule_whose_forward_pass_differentiates_its_values():
     numeric = np.array([(expected(x + h * e) - expected(x - h * e)) / (2 * h) for e in np.eye(3)])
     np.testing.assert_allclose(mutad.hessian(f, x), numeric, rtol=1e-6, atol=1e-8)
     assert x.tobytes() == x0.tobytes()
+
+
+@mutad.adjoint
+def _scaled_by(x, factors):
+    return x * np.array(factors())
+
+
+@_scaled_by.rule
+def _scaled_by_rule(x, factors):
+    s = np.array(factors())  # a new array of the rule's own
+    return x * s, lambda dy: (dy * s, None)
+
+
+def test_a_rule_that_makes_arrays_of_its_own_returns_them_plain():
+    """A rule given a callable that makes the rule's array (``np.array(factors())``): the
+    allocation mode made that array a constant of the differentiation recording the rule, so
+    the rule's result was a traced array of it, wrapped once more; a replay's next operation
+    on it raised KeyError in its recording. Inside a rule, new arrays are constants of the
+    enclosing differentiations alone: traced, replayed (asserted) and the Hessian (the rule
+    given an outer level's values) are the function's."""
+    def f(x, w):
+        return np.sum(_scaled_by(x * w, lambda: [2.0] * 3) ** 2)
+
+    x, w = np.array([1.0, 0.5, -2.0]), np.array([2.0, 3.0, 0.25])
+    x0, w0 = x.copy(), w.copy()
+    expected = (8 * x * w * w, 8 * x * x * w)  # d/d(x, w) of sum (2 x w)^2
+    for got, want in zip(mutad.gradient(f, x, w), expected):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    replaying = mutad.grad(f, argnums=(0, 1), replay=True)
+    replaying(x, w)
+    replays = sum(p.replays for p in replaying.programs.values() if not isinstance(p, str))
+    for got, want in zip(replaying(x * 1.5, w), (8 * 1.5 * x * w * w, 8 * 2.25 * x * x * w)):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    assert sum(p.replays for p in replaying.programs.values()
+               if not isinstance(p, str)) == replays + 1, replaying.reasons
+    np.testing.assert_allclose(mutad.hessian(lambda x: f(x, w), x), np.diag(8 * w * w), rtol=1e-14)
+    assert x.tobytes() == x0.tobytes() and w.tobytes() == w0.tobytes()
+
+
+@mutad.adjoint
+def _applied(fn, x):
+    return fn(x)
+
+
+@_applied.rule
+def _applied_rule(fn, x):
+    h = 1e-6
+    return fn(x), lambda dy: (None, (fn(x + h) - fn(x - h)) / (2 * h) * dy)
+
+
+def test_a_traced_argument_given_by_keyword():
+    """``_applied(np.cos, x=x)``, the traced argument given by keyword: the call found no
+    differentiation among its positional arguments and raised EscapedTracerError. It is moved
+    to the position its parameter names, so the rule's ``back`` gives it its cotangent:
+    traced and replayed (asserted) alike, the caller's array unchanged."""
+    def f(x):
+        return np.sum(_applied(np.cos, x=x * 2.0)) + np.sum(_applied(fn=np.sin, x=x))
+
+    def expected(x):
+        return -2.0 * np.sin(2.0 * x) + np.cos(x)
+
+    x = np.array([0.3, 0.7])
+    x0 = x.copy()
+    np.testing.assert_allclose(mutad.gradient(f, x)[0], expected(x), rtol=1e-8)
+    replaying = mutad.grad(f, replay=True)
+    replaying(x)
+    replays = sum(p.replays for p in replaying.programs.values() if not isinstance(p, str))
+    np.testing.assert_allclose(replaying(x * 1.1), expected(x * 1.1), rtol=1e-8)
+    assert sum(p.replays for p in replaying.programs.values()
+               if not isinstance(p, str)) == replays + 1, replaying.reasons
+    assert x.tobytes() == x0.tobytes()

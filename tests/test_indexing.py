@@ -1159,6 +1159,29 @@ def test_a_ufunc_at_whose_operand_shares_the_targets_memory_is_refused():
     assert x.tobytes() == before
 
 
+@pytest.mark.parametrize("ufunc", [np.add, np.subtract, np.multiply])
+@pytest.mark.parametrize("mode", ["gradient", "jvp", "jacfwd"])
+def test_a_ufunc_at_numpy_reads_past_its_values_is_refused(ufunc, mode):
+    # Into a 1-d array at a 2-d index, values of one dimension: NumPy reads past their end (its
+    # result holds what lies in memory there), so no value or derivative can match it. The
+    # jvp wrote NumPy's misread into the tangent; the gradient was of the broadcast values.
+    x, v = np.array([0.5, 1.5, 2.5, 3.5]), np.array([2.0, 3.0, 4.0])
+    before = x.tobytes(), v.tobytes()
+
+    def f(x, v):
+        ufunc.at(x, np.array([[0, 1], [1, 2]]), v[:2])
+        return x
+
+    with pytest.raises(mutad.errors.UnsupportedOperationError, match="reads past the end"):
+        if mode == "gradient":
+            mutad.gradient(lambda x, v: f(x, v).sum(), x, v)
+        elif mode == "jvp":
+            mutad.jvp(f, (x, v), (np.ones(4), np.ones(3)))
+        else:
+            mutad.jacfwd(f, argnums=(0, 1))(x, v)
+    assert (x.tobytes(), v.tobytes()) == before
+
+
 def test_bincount_is_linear_in_its_weights():
     """Regression: np.bincount and np.histogram were non-differentiable, so a differentiated
     weights argument got a silent zero gradient."""

@@ -277,3 +277,57 @@ def test_rule_modules_loaded_in_a_differentiation_bind_the_libraries_functions(f
     mode's stand-in (which SciPy's ``solver != ssl.spsolve`` told apart from its own, for good:
     RegularGridInterpolator's direct solver taken for an iterative one)."""
     fresh_process(RULES_LOADED_IN_A_DIFFERENTIATION)
+
+
+ALPHA = 1.5
+HELPERS = [np.polynomial.chebyshev.chebpow]
+
+
+def _gemm(C, A, B):
+    C *= ALPHA
+    C += ALPHA * (A @ B)
+
+
+def _through_helper(c):
+    return HELPERS[0](c, 2).sum()
+
+
+@pytest.mark.parametrize("f, arguments, plain", [
+    (lambda x: (x * x).sum(), ([np.ones(3)], {}), True),
+    (lambda x: np.sum(np.sin(x) * ALPHA), ([np.ones(3)], {}), True),
+    (lambda C, A, B: (_gemm(C, A, B), C.sum())[1], ([np.ones((2, 2))] * 3, {}), True),
+    (lambda x: sum(v for v in zip(x, range(3)))[0], ([np.ones(3)], {}), True),
+    (eval("lambda x: np.sin(x).sum()", {"np": np}), ([np.ones(3)], {}), True),  # (exec's)
+    (eval("lambda x: np.ma.sum(x)", {"np": np}), ([np.ones(3)], {}), False),
+    # what reaches NumPy's or SciPy's modules: their sides stay swapped in
+    (lambda x: np.ma.sum(x), ([np.ones(3)], {}), False),
+    (lambda x: np.polynomial.chebyshev.chebpow(x, 2).sum(), ([np.ones(3)], {}), False),
+    (_through_helper, ([np.ones(3)], {}), False),
+    (lambda x: x.__array_namespace__().ma.sum(x), ([np.ones(3)], {}), False),
+    (lambda x: getattr(np, "ma").sum(x), ([np.ones(3)], {}), False),
+    (lambda x: scipy.linalg.norm(x), ([np.ones(3)], {}), False),
+    (lambda x, m: (x * m).sum(), ([np.ones(3), np.ma.ones(3)], {}), False),
+    (lambda x, h: h(x), ([np.ones(3), np.polynomial.chebyshev.chebval], {}), False),
+    (lambda x: [np][0].ma.sum(x), ([np.ones(3)], {}), False),
+    (lambda x: np.diff(x).sum(), ([np.ones(3)], {}), False),  # (numpy.lib's: not looked into)
+    (lambda x: x.sum(), ([np.array([1.0, None], dtype=object)], {}), False),
+])
+def test_a_function_reaching_no_librarys_module_is_told_apart(f, arguments, plain):
+    """The mode leaves NumPy's and SciPy's own modules' names and classes alone only around a
+    function that cannot reach those modules, through its code, the values it holds, the
+    user's functions it calls or its arguments."""
+    assert allocation._reaches_no_library(f, arguments) is plain
+
+
+def test_a_function_reaching_a_library_after_one_that_reaches_none():
+    """A differentiation of a function that reaches a library's module, after one of a function
+    that reaches none (whose mode left the libraries' side alone), runs with that side swapped
+    in; the caller's array is unchanged and every module is its own afterwards."""
+    c = np.array([0.5, -1.0, 2.0])
+    before = c.copy()
+    assert np.array_equal(mutad.gradient(lambda c: (c * c).sum(), c)[0], 2 * c)
+    g = mutad.gradient(lambda c: np.polynomial.chebyshev.chebpow(c, 2).sum(), c)[0]
+    assert np.allclose(g, mutad.gradient(_through_helper, c)[0])
+    assert np.array_equal(c, before)
+    assert not allocation.MODE.libraries_in and not allocation.MODE.depth
+    assert type(np.ma) is types.ModuleType and type(scipy.linalg) is types.ModuleType

@@ -3,6 +3,8 @@
 that flip each decision of those lines (a finite product taken as it is, a non-finite one
 through ``product_times``)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -101,3 +103,61 @@ def test_a_constant_reshaped_in_place_between_calls_is_guarded():
             assert same(got[0], expected[0]) and same(got[1], expected[1])
     finally:
         ROW.shape = (4,)
+
+
+def rearranged(M, x):
+    """Views of traced values by linear maps (their value NumPy's function's alone: no back
+    of the rule is recorded), among the products, one a flip along an axis the values
+    choose (the replay's guards see it move)."""
+    for _ in range(3):
+        A = M @ M.T
+        d = np.diag(A)
+        flipped = np.flip(A, axis=int(x[0] > 0))
+        x = A @ x + d
+        M = M + np.swapaxes(flipped, 0, 1)[:, :M.shape[1]] * 0.1
+    return np.sum(x * x) + np.sum(np.moveaxis(M, 0, 1)[0])
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_views_by_linear_maps_replay_as_numpys_function(policy):
+    """A replay computes a linear map's view by NumPy's function itself (``rule.plain``,
+    ``replay._first_of``), not by the rule, whose back it would throw away: bit for bit the
+    traced gradient, on values that flip the flip's axis and reach infinities and NaNs."""
+    from mutad.core import registry
+    from mutad.engines.replay import Call, _first_of
+    rng = np.random.default_rng(11)
+    made = []
+    for i in range(6):
+        M, x = rng.standard_normal((3, 3)), rng.standard_normal(3)
+        x[0] = abs(x[0]) if i != 4 else -abs(x[0])  # the fifth call flips the other axis
+        if i == 2:
+            M[1, 1] = np.inf
+        if i == 3:
+            M[0, 2], x[2] = np.nan, -0.0
+        made.append((M, x))
+    with np.errstate(all="ignore"):
+        replaying = replayed_like_traced(rearranged, made, policy, argnums=(0, 1))
+    called = {step.function for program in replaying.programs.values()
+              if type(program) is not str for member in program.steps
+              for step in getattr(member, "steps", (member,)) if type(step) is Call}
+    assert {np.transpose, np.diag, np.flip, np.swapaxes, np.moveaxis} <= called
+    # a rule under a wrapper of its own may not give the plain function's value: called
+    rule = registry.RULES[np.transpose].reverse
+    assert _first_of(rule) is np.transpose
+    wrapped = functools.wraps(rule)(lambda *args, **kwargs: rule(*args, **kwargs))
+    assert _first_of(wrapped) is not np.transpose
+
+
+def test_where_a_view_lies_is_read_from_its_owner():
+    """The layout a replay's guard compares (``replay._layout``): of a view of the array that
+    owns its memory (read without ``owner``'s search), of a view of a view, of an array that
+    is no view, of a 0-d one and of NumPy's scalar, from the owner's first element."""
+    from mutad.core.views import address, owner
+    from mutad.engines.replay import _layout
+    whole = np.arange(24.0).reshape(4, 6)
+    for view in (whole, whole.T, whole[1:, ::2], whole[1:][:, 2:], whole.T[::-1],
+                 whole.ravel()[3:], np.lib.stride_tricks.as_strided(whole, (2, 2), (8, 8)),
+                 np.zeros(()), np.float64(2.0)):
+        base = owner(view)
+        assert _layout(view) == (view.strides, address(view) - address(base),
+                                 base is view and view.ndim > 0)

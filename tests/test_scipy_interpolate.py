@@ -889,15 +889,24 @@ def test_a_grid_of_values_the_function_computes_at_differentiated_points():
         mutad.check_grads(f, points)
 
 
-def test_interpn_splinef2d_of_traced_values_is_refused_by_name():
-    """It raised SciPy's ValueError "Method 'splinef2d' is not defined" (the grid
-    interpolator's, which does not have it)."""
+def test_interpn_splinef2d_of_traced_values():
+    """It was refused by name (before that, SciPy's ValueError of the grid interpolator,
+    which does not have it). SciPy's code is followed: its RectBivariateSpline of the grid,
+    read at the points inside, fill_value outside; SciPy's values bit for bit, gradients in the
+    values or the points, the caller's arrays unchanged (check_grads). (In both at once the
+    spline of traced values is refused its traced points, by RectBivariateSpline's rule.)"""
     gx, gy = np.linspace(0, 1, 4), np.linspace(0, 1, 5)
     values = np.outer(np.cos(gx), np.sin(gy + 1))
-    points = np.array([[0.2, 0.5], [0.7, 0.1]])
-    with pytest.raises(mutad.MutadError, match="splinef2d"):
-        mutad.gradient(lambda v: np.sum(scipy.interpolate.interpn((gx, gy), v, points,
-                                                                  method="splinef2d")), values)
+    points = np.array([[0.2, 0.5], [0.7, 0.1], [1.5, 0.3]])  # (the last one outside)
+
+    def f(v, p):
+        return scipy.interpolate.interpn((gx, gy), v * v, p, method="splinef2d",
+                                         bounds_error=False, fill_value=-1.0)
+
+    for g, x in ((lambda v: f(v, points), values), (lambda p: f(values, p), points)):
+        value, _ = mutad.pullback(g, x)
+        assert value.tobytes() == g(x).tobytes()
+        mutad.check_grads(g, x, modes=("rev",))
 
 
 def test_barycentric_at_the_nodes_and_replay():

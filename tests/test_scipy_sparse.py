@@ -3355,13 +3355,16 @@ ASSEMBLED_RESULTS = {
     "lil_matrix(csr)": lambda v: scipy.sparse.lil_matrix(scipy.sparse.diags([v], [0],
                                                                             format="csr")),
     "csr.todok()": lambda v: scipy.sparse.diags([v], [0], format="csr").todok(),
+    "csr.asformat('lil')": lambda v: scipy.sparse.csr_matrix(np.diag(v)).asformat("lil"),
+    "csc.asformat('dok')": lambda v: scipy.sparse.diags([v], [0], format="csc").asformat("dok"),
 }
 
 
 @pytest.mark.parametrize("name", ASSEMBLED_RESULTS)
 def test_lil_and_dok_results_of_traced_values(name):
     """A constructor asked for a lil or dok result of traced values (diags, bmat, kron with
-    format=, lil_matrix or dok_matrix of a traced array or matrix, a traced csr's todok) was
+    format=, lil_matrix or dok_matrix of a traced array or matrix, a traced csr's todok, its
+    asformat('lil')) was
     refused: it is made in csr and assembled entry by entry, as a traced csr's tolil is;
     SciPy's entries and format, differentiated and replayed."""
     make = ASSEMBLED_RESULTS[name]

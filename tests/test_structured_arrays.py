@@ -106,6 +106,39 @@ def test_whole_records_moved_or_cast_are_followed(f):
     mutad.check_grads(lambda x: f(_table(x)), np.array([1.0, 2.0, 3.0]), modes=("rev", "fwd"))
 
 
+def _tuples_of_constants(x):
+    c = np.zeros(3)
+    c += 2.0  # traced values of no derivative
+    r = _table(x)
+    r[0] = (c[0], c[1])
+    r[1:] = [(c[2], 5.0)]
+    return (r["m"] * r["v"]).sum() + x @ x
+
+
+def _lists_of_tuples(x):
+    r = np.zeros(4, dtype=[("m", float), ("v", float)])
+    r[1:] = [(x[0], 5.0), (x[1] * 2, x[0]), (1.0, x[2])]
+    r[0] = (x[2], x[1])
+    return (r["m"] * x.sum()).sum() + (r["v"] ** 2).sum()
+
+
+@pytest.mark.parametrize("f", [_tuples_of_constants, _lists_of_tuples],
+                         ids=["tuples of constants", "lists of tuples"])
+def test_records_written_as_tuples(f):
+    """A record written as a tuple of traced values without derivative (a constant the
+    function made; every value in the run of f by which a Jacobian learns its outputs) raised
+    NumPy's ValueError "setting an array element with a sequence", as did a list of tuples,
+    with or without derivatives: each is written record by record, field by field."""
+    x = np.array([0.5, 2.0, -1.25])
+    before = x.tobytes()
+    value, (g,) = mutad.value_and_gradient(f, x)
+    assert np.asarray(value).tobytes() == np.asarray(f(x.copy())).tobytes()
+    mutad.check_grads(f, x, modes=("rev", "fwd"))
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), g, rtol=1e-14)
+    np.testing.assert_allclose(mutad.jacrev(f)(x), g, rtol=1e-14)
+    assert x.tobytes() == before
+
+
 def _labelled(x):
     """Records with an integer field beside the floats, written whole by field and in place."""
     r = np.zeros(3, dtype=[("a", float), ("b", float), ("k", np.int32)])

@@ -15,6 +15,8 @@ import types
 
 import numpy as np
 import pytest
+import scipy.optimize
+import scipy.stats
 
 import mutad
 from mutad import errors
@@ -325,6 +327,128 @@ def test_forward_mode_and_hessians():
     WORK[:] = 0.0
 
 
+def _positions(x):
+    """Positions read from the buffer by its methods once the function wrote into it."""
+    WORK[:] = x * x
+    i, j = WORK.argmax(), WORK.argmin()
+    order = WORK.argsort()
+    k = WORK.argpartition(2)[2]
+    return WORK[i] * 3.0 + WORK[j] + WORK[order] @ np.arange(4.0) + WORK[k] * x[0]
+
+
+def _iterated(x):
+    WORK[:] = x * x
+    total = sum(v * w for v, w in zip(np.nditer(WORK), x, strict=True))
+    for index, v in np.ndenumerate(WORK):
+        total = total + v * index[0]
+    for v in np.nditer(WORK, op_flags=["readwrite"]):
+        v[...] = v * 2.0
+    return total + WORK @ x
+
+
+READERS = {"positions": _positions, "iterators": _iterated}
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_a_written_buffer_read_by_its_methods_and_iterators(name):
+    """In forward mode, WORK.argmax(), argmin(), argsort() and argpartition(), np.nditer(WORK)
+    and np.ndenumerate(WORK) read the caller's memory, which forward mode does not write (it
+    works on its own copy of the buffer): the positions and the elements were those of the
+    values before the call (all 0 here), a wrong value, jvp and Hessian; the reverse pass
+    missed the derivative through the iterators. They now read the differentiation's array,
+    as WORK.max() does."""
+    f = READERS[name]
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    for direction in np.eye(4)[[0, 2]]:
+        value, tangent = mutad.jvp(f, (x,), (direction,))
+        assert np.asarray(value).tobytes() == _restoring(f, [WORK])(x.copy()).tobytes()
+        fd = directional_fd(_restoring(f, [WORK]), (x,), (direction,))
+        np.testing.assert_allclose(tangent, fd, rtol=1e-7)
+        assert WORK.tobytes() == left_by_numpy(f, (x,), [WORK])[0][0]
+        WORK[:] = 0.0
+    check(f, x, buffers=[WORK])
+    WORK[:] = 0.0
+    np.testing.assert_allclose(mutad.jacfwd(f)(x), mutad.gradient(f, x)[0], rtol=1e-14)
+    WORK[:] = 0.0
+    if name == "positions":
+        # (6 x2² + x3² + x0² + 2 x1² + x1² x0 at x, where the positions are 2, 3, [3 0 1 2], 1)
+        expected = [[2.0, 2 * x[1], 0, 0], [2 * x[1], 4 + 2 * x[0], 0, 0], [0, 0, 12, 0],
+                    [0, 0, 0, 2]]
+        np.testing.assert_allclose(mutad.hessian(f, x), expected, rtol=1e-12)
+        WORK[:] = 0.0
+
+
+@pytest.mark.parametrize("convert, error, words", [
+    (lambda: np.frombuffer(bytes(WORK)), errors.ConversionError, "bytes"),
+    (lambda: np.asmatrix(WORK), errors.UnsupportedOperationError, "matrix"),
+], ids=["bytes", "matrix"])
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (np.matrix's)
+def test_a_written_buffer_converted_by_its_memory_is_refused(convert, error, words):
+    """bytes(WORK) and np.asmatrix(WORK) (a view as another subclass) read the memory NumPy
+    exports: in forward mode the values before the call, and the reverse pass lost the
+    derivative silently (for bytes, Python asked the stand-in's __index__ first, which raised
+    an AttributeError in forward mode). They are refused, as for an array made in the
+    function."""
+    def f(x):
+        WORK[:] = x * x
+        return convert().sum()
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
+                          lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
+        with pytest.raises(error, match=words):
+            differentiate()
+        assert not WORK.any()
+
+
+def _logpdf_of_the_buffer(x):
+    WORK[:] = x * x
+    return scipy.stats.norm.logpdf(WORK).sum() + scipy.stats.norm(0.5, 2.0).cdf(WORK) @ x
+
+
+def _root_given_the_buffer(x):
+    WORK[:] = x * x
+    return scipy.optimize.brentq(lambda t, w: t - w.sum() * 0.1, -10, 10, args=(WORK,))
+
+
+def _buffer_after_a_root(x):
+    WORK[:] = x * x
+    return scipy.optimize.brentq(lambda t: t - 1.0, -10, 10) * WORK.sum()
+
+
+@pytest.mark.parametrize("f", [_logpdf_of_the_buffer, _root_given_the_buffer,
+                               _buffer_after_a_root], ids=["distribution", "args=", "after"])
+def test_a_written_buffer_given_to_scipy(f):
+    """A written buffer given to a distribution's method (norm.logpdf(WORK)) was converted by
+    SciPy's own method, not its rule: the gradient through it was lost (zero) and forward
+    mode's value was that of the values before the call. After a solve, forward mode took
+    the buffer's values for what the solver's functions wrote, and lost its tangent."""
+    x = np.array([0.3, -0.7, 1.1, 0.2])
+    check(f, x, buffers=[WORK])
+    WORK[:] = 0.0
+    direction = np.array([1.0, -0.5, 0.25, 2.0])
+    value, tangent = mutad.jvp(f, (x,), (direction,))
+    expected = _restoring(f, [WORK])(x.copy())
+    assert np.asarray(value).tobytes() == np.asarray(expected).tobytes()
+    fd = directional_fd(_restoring(f, [WORK]), (x,), (direction,))
+    np.testing.assert_allclose(tangent, fd, rtol=1e-7)
+    WORK[:] = 0.0
+
+
+def test_a_written_buffer_read_by_a_solvers_function_from_a_global_is_refused():
+    """The solver runs its functions on plain numbers: one reading a buffer the function
+    wrote from a global read the stand-in's memory (in forward mode the values before the
+    call) and lost the derivative, silently. Refused, saying to pass it with args=."""
+    def f(x):
+        WORK[:] = x * x
+        return scipy.optimize.brentq(lambda t: t - WORK.sum() * 0.1, -10, 10)
+
+    for differentiate in (lambda: mutad.gradient(f, np.ones(4)),
+                          lambda: mutad.jvp(f, (np.ones(4),), (np.ones(4),))):
+        with pytest.raises(errors.UnsupportedOperationError, match="args="):
+            differentiate()
+        assert not WORK.any()
+
+
 def test_a_write_by_another_way_to_the_memory_is_refused():
     """The buffer reached by a name and through a deque: the deque's array, the caller's own,
     is read-only once the function wrote through the name (mutad would not see that write)."""
@@ -340,6 +464,50 @@ def test_a_write_by_another_way_to_the_memory_is_refused():
         with pytest.raises(errors.ConstantModifiedError, match="another way"):
             differentiate()
         assert not WORK.any() and WORK.flags.writeable
+
+
+class Pairs:
+    """A buffer and views of it that ``as_strided`` and ``sliding_window_view`` made: NumPy will
+    not set such a view's WRITEABLE flag back once it is cleared."""
+
+    def __init__(self):
+        self.u = np.zeros(8)
+        self.pairs = np.lib.stride_tricks.as_strided(self.u, (4, 2), (16, 8))
+        self.windows = np.lib.stride_tricks.sliding_window_view(self.u, 3, writeable=True)
+
+
+PAIRS = Pairs()
+
+
+def test_views_made_by_stride_tricks_stay_writable_and_a_write_by_another_way_is_refused():
+    """Such views are read-only while the function runs, as the buffer's other objects are,
+    and writable again after it: before, the caller's view stayed read-only after a gradient,
+    and forward mode raised NumPy's ValueError when it ended. A write through them by another
+    way (a deque) is refused."""
+    views = [PAIRS.u, PAIRS.pairs, PAIRS.windows]
+
+    def f(x):
+        PAIRS.pairs[:, 0] = x[:4]
+        PAIRS.windows[1:3, 1] *= x[4:6]
+        return (PAIRS.u ** 3 * x).sum()
+
+    check(f, np.arange(1.0, 9.0), buffers=[PAIRS.u])
+    _, tangent = mutad.jvp(f, (np.arange(1.0, 9.0),), (np.ones(8),))
+    assert tangent == pytest.approx(mutad.gradient(f, np.arange(1.0, 9.0))[0].sum())
+    assert all(v.flags.writeable for v in views)
+    held = collections.deque([PAIRS.pairs])
+
+    def g(x):
+        PAIRS.pairs[:, 0] = x[:4]
+        held[0][:, 1] = 2.0  # not seen by mutad: refused
+        return (PAIRS.u ** 3 * x).sum()
+
+    left = PAIRS.u.tobytes()
+    for differentiate in (lambda: mutad.gradient(g, np.ones(8)),
+                          lambda: mutad.jvp(g, (np.ones(8),), (np.ones(8),))):
+        with pytest.raises(errors.ConstantModifiedError, match="another way"):
+            differentiate()
+        assert PAIRS.u.tobytes() == left and all(v.flags.writeable for v in views)
 
 
 def test_nested_gradients_writing_one_buffer():

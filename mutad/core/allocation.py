@@ -136,9 +136,9 @@ from .devices import (LIBRARIES, SCIPY_LIBRARIES, device_of, is_device, is_names
                       namespace_of)
 from .debug import (FROM_USER_LINE, Capture, from_callers_line, from_user_line, warn_at,
                     without_events)
-from .errors import (ConversionError, UnsupportedArrayError, UnsupportedOperationError,
-                     UntracedWriteError, objects_refused)
-from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, running
+from .errors import (ConversionError, EscapedTracerError, UnsupportedArrayError,
+                     UnsupportedOperationError, UntracedWriteError, objects_refused)
+from .levels import ACTIVE, CARRIERS, WRAPPERS, Tracer, innermost, nesting, running
 from .registry import (NO_RULE, RULE_MODULES, RULES, SUBCLASS_VIEWS, VERSIONS,
                        load_rule_modules, table)
 from .views import (address, byte_bounds, memory, owner, stands_for_scalar, strided, view_as,
@@ -293,8 +293,11 @@ def plain_allocation() -> Iterator[None]:
 def allocate(y, made=None):
     """``y``, a new plain array, as a constant of every differentiation running in this
     thread (each level's value an array of the levels outside it); the innermost's array.
-    ``made``: ``(function, args, kwargs)``, the call that made it."""
-    for differentiation in ACTIVE.running:
+    Inside a decorated function's rule, which runs on the plain values of the level recording
+    it, of the levels outside that one alone (``nesting``): what the rule returns, and its
+    ``back`` computes, are plain to that level. ``made``: ``(function, args, kwargs)``, the
+    call that made it."""
+    for differentiation in nesting():
         if y.dtype.names is not None and getattr(differentiation, "recorder", None) is not None:
             differentiation.recorder.refuse("an array of records (a structured dtype), "
                                             "which a replay does not redo")
@@ -2020,7 +2023,10 @@ def _run_view(x, run, writes):
 def _ndenumerate(arr):
     """``np.ndenumerate`` in the mode: of an array mutad follows (or a list holding its
     values), each index with the element itself, read by indexing (NumPy's reads the array's
-    memory through ``np.asarray``); else NumPy's own."""
+    memory through ``np.asarray``); else NumPy's own. A buffer made before the call is read
+    as the array a write adopted, as ``_nditer`` reads it."""
+    if _in_mode() and _holds_adopted(arr):  # (the arrays writes adopted, not their bytes)
+        arr = adopted_views(arr)
     if _in_mode() and (holds_wrapped([arr]) or wrapped(arr)):
         if type(arr) in (list, tuple):
             arr = lists_as_arrays([arr])[0]
@@ -3540,11 +3546,12 @@ def _view(self, *args, **kwargs):
         kind, args = args[0], args[1:]
     if isinstance(kind, _Constructor):  # (the mode's np.ndarray, as the user's code names it)
         kind = np.ndarray
+    level = adopted(self)
+    if level is not None:  # (as another subclass too, np.asmatrix(U0): refused there)
+        return level.view(*args, **kwargs) if kind in (None, np.ndarray) else \
+            level.view(*args, type=kind, **kwargs)
     if kind is not None and kind is not np.ndarray:
         return np.ndarray.view(self, *args, type=kind, **kwargs)
-    level = adopted(self)
-    if level is not None:
-        return level.view(*args, **kwargs)
     return np.ndarray.view(plain_memory(self), *args, **kwargs).view(Preexisting)
 
 
@@ -3591,7 +3598,11 @@ def adopted(stand_in, write=False):
     None for a stand-in whose memory none adopted: the plain array it views is read as a
     constant."""
     running = ACTIVE.running
-    if not running or not follows_floats(stand_in.dtype):
+    if not running:
+        if ACTIVE.suspended and follows_floats(stand_in.dtype):
+            _adopted_apart(stand_in)
+        return None
+    if not follows_floats(stand_in.dtype):
         return None
     plain = plain_memory(stand_in)
     base = owner(plain)
@@ -3606,6 +3617,21 @@ def adopted(stand_in, write=False):
             "(y = np.frombuffer(b).copy()), or make the array over memory nothing else "
             "holds (np.frombuffer(bytearray(n)), np.ctypeslib.as_array((c_double * n)())).")
     return _adopted_at(stand_in, plain, id(base), len(running) - 1, write)
+
+
+def _adopted_apart(stand_in):
+    """Refuse ``stand_in`` where the differentiations a block set aside (a SciPy solver's run
+    on plain numbers, ``outside_differentiations``) adopted its memory: its own memory holds,
+    in forward mode, the values before the call, and the reverse pass would not see the
+    derivative through what the block computes of it (``brentq(lambda t: t - W.sum(), ...)``
+    of a module-level buffer the function wrote)."""
+    root = id(owner(plain_memory(stand_in)))
+    for differentiation in ACTIVE.suspended[-1]:
+        adopter = getattr(differentiation, "adopter", None)
+        if adopter is not None and root in adopter.adopted:
+            raise EscapedTracerError(
+                "an array made before the call, which the function wrote into, was read by "
+                "code running on plain numbers for a library's routine")
 
 
 def _read_elsewhere(root):
@@ -4326,16 +4352,34 @@ def _reading(name):
     def reading(self, *args, **kwargs):
         if ACTIVE.running:
             level = adopted(self)
-            if level is not None:
+            if level is not None and hasattr(level, name):
                 return getattr(level, name)(*args, **kwargs)
-            accessed(self)
+            if level is None:
+                accessed(self)
+            # (else NumPy's error of any float array: ``__index__``'s TypeError)
         return method(self, *args, **kwargs)
 
     return _named(reading, method)
 
 
+def _bytes(self):
+    """``bytes(U0)``, which Python asks of ``__bytes__`` before the buffer NumPy exports of the
+    memory: once a write adopted it, the differentiation's array's ``tobytes()``, which refuses
+    a value with a derivative (the buffer holds, in forward mode, the values before the call,
+    and the reverse pass would not see the conversion); else the buffer's bytes, as NumPy's."""
+    if ACTIVE.running:
+        level = adopted(self)
+        if level is not None:
+            return level.tobytes()
+        accessed(self)
+    return bytes(memoryview(plain_memory(self)))
+
+
+Preexisting.__bytes__ = _bytes  # type: ignore[attr-defined]
+
+
 for _name in ("item", "tolist", "tobytes", "__float__", "__int__", "__complex__", "__index__",
-              "__bool__"):
+              "__bool__", "tofile"):  # (dumps, dump: pickling's, ``_pickled``)
     setattr(Preexisting, _name, _reading(_name))
 
 for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
@@ -4344,7 +4388,8 @@ for _name in ("__setitem__", "fill", "sort", "put", "partition", "setfield"):
 for _name in ("copy", "astype", "flatten", "ravel", "reshape", "__getitem__", "take", "repeat",
               "compress", "choose", "round", "dot", "diagonal", "squeeze", "transpose",
               "swapaxes", "conj", "conjugate", "cumsum", "cumprod", "__copy__", "__deepcopy__",
-              "mean", "std", "var", "clip", "searchsorted",
+              "mean", "std", "var", "clip", "searchsorted", "argmax", "argmin", "argsort",
+              "argpartition", "byteswap",  # (of the values, not of the plain memory)
               "nonzero"):  # (nonzero: ndarray's, never a subclass's)
     setattr(Preexisting, _name, _making(_name))
 
@@ -5189,6 +5234,12 @@ class _Mode:
         self.bound_scanned: dict = {}  # id(namespace) -> (namespace, its size when looked into)
         self.entered_of = None
         self.entered: list = []  # the pairs of ``switched`` switched on every entry
+        # those of them of NumPy's and SciPy's modules (``_OWN_LIBRARIES``), and the others
+        self.entered_apart: tuple = ([], [])
+        # whether the libraries' side of the mode (their modules' own names and classes, and
+        # JSON's encoder) is swapped in: not while the differentiated functions running reach
+        # no library's module (``_reaches_no_library``)
+        self.libraries_in = False
         self.reached: list = []  # those switched since the last entry, on first reach
         self.routes_version = -1  # registry.VERSIONS["route"] when they were read
         self.ndarray = None  # what np.ndarray is in the mode: NumPy's, or the constructor's
@@ -5363,6 +5414,9 @@ class _Mode:
                         or self.bound.get(id(module)) is module:
                     entered.append((module, cls))
             self.entered = entered
+            self.entered_apart = (
+                [pair for pair in entered if _top(vars(pair[0])) in _OWN_LIBRARIES],
+                [pair for pair in entered if _top(vars(pair[0])) not in _OWN_LIBRARIES])
         return self.entered
 
     def reach(self, module):
@@ -5387,9 +5441,11 @@ class _Mode:
 
     # swapping them -----------------------------------------------------------------------
 
-    def enter(self, f=None):
+    def enter(self, f=None, arguments=None):
         """A differentiation starts in this thread: load the rule modules of the libraries in
-        use, and swap the mode's bindings in if none was running."""
+        use, and swap the mode's bindings in if none was running; the libraries' side of them
+        (``swap_libraries``) where ``f``, called with ``arguments`` (None: not known), may
+        reach a library's module (``_reaches_no_library``)."""
         now = (self.imports[0].value, self.imports[1].value) \
             if self.imports is not None and sys.modules is self.imports_of else None
         if now is None or now != self.imported:  # (sys.modules or RULE_MODULES changed)
@@ -5407,19 +5463,27 @@ class _Mode:
             if self.depth > 1:
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
+                if not self.libraries_in and (
+                        arguments is None or not _reaches_no_library(f, arguments)):
+                    self.swap_libraries(1)
                 holders = self._swap_cells(f)
                 self._install_types()
                 return holders
             try:
+                self.libraries_in = False
+                # (asked before the user's names are swapped: of what they bind outside)
+                libraries = arguments is None or not _reaches_no_library(f, arguments)
                 builtins.__import__ = self.importer
-                json.JSONEncoder.default = _json_default
                 self._mirror()
                 self._scan_modules(f)
                 self._swap(1)
+                self._entered()
                 plain = types.ModuleType  # (read once: 40 modules, on every entry and exit)
-                for module, cls in self._entered():
+                for module, cls in self.entered_apart[1]:
                     if type(module) is plain:
                         module.__class__ = cls
+                if libraries:
+                    self.swap_libraries(1)
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
                 self.ndarray = None
@@ -5518,6 +5582,7 @@ class _Mode:
                 for module, cls in self._entered():
                     if type(module) is plain:
                         module.__class__ = cls
+                self.swap_libraries(1)  # (its imports may be the libraries' own)
                 if self.methods_version != VERSIONS["method"]:
                     self._route_methods()
             self.rules_checked = len(sys.modules)
@@ -5527,6 +5592,7 @@ class _Mode:
         module its plain class while the mode stays entered; gives the modules switched, for
         their classes back (the sites' side is bound again by the caller)."""
         self._swap(0)
+        self._swap(0, libraries=True)
         if builtins.__import__ is self.importer:  # (its imports switch the modules they give)
             builtins.__import__ = _IMPORT
         plain = types.ModuleType
@@ -5573,10 +5639,11 @@ class _Mode:
             self.own_types = self.types_version.value if self.types_version is not None else None
         if builtins.__import__ is self.importer:
             builtins.__import__ = _IMPORT
-        json.JSONEncoder.default = _JSON_DEFAULT
+        if self.libraries_in:
+            self.swap_libraries(0)
         self._swap(0)
         plain = types.ModuleType
-        for module, cls in self.entered:
+        for module, cls in self.entered_apart[1]:
             if type(module) is cls:
                 module.__class__ = plain
         while self.reached:
@@ -5604,19 +5671,47 @@ class _Mode:
             if pair is not None and held is pair[0]:
                 _put(place, key, pair[1])
 
-    def _swap(self, to):
-        """Bind side ``to`` (0: the library's, 1: the mode's) of every site."""
+    def _swap(self, to, libraries=False):
+        """Bind side ``to`` (0: the library's, 1: the mode's) of every site but those of the
+        namespaces of many of NumPy's and SciPy's own modules (``_OWN_LIBRARIES``), of those
+        alone where ``libraries``."""
         if self.swaps is None:
             by_namespace: dict = {}
             for site in self.sites.values():
                 by_namespace.setdefault(id(site[0]), []).append(site)
             few = [group for group in by_namespace.values() if len(group) <= FEW_SITES]
-            self.swaps = ([_Swaps(group[0][0], [site[1:] for site in group])
-                           for group in by_namespace.values() if len(group) > FEW_SITES],
+            many = [_Swaps(group[0][0], [site[1:] for site in group])
+                    for group in by_namespace.values() if len(group) > FEW_SITES]
+            self.swaps = ([one for one in many if _top(one.namespace) in _OWN_LIBRARIES],
+                          [one for one in many if _top(one.namespace) not in _OWN_LIBRARIES],
                           tuple(site for group in few for site in group))
-        many, few_sites = self.swaps
+        if libraries:
+            _Swaps.swap(self.swaps[0], to)
+            return
+        _, many, few_sites = self.swaps
         _Swaps.swap(many, to)
         _swap_sites(few_sites, to)
+
+    def swap_libraries(self, to):
+        """Bind side ``to`` (1: the mode's) of the libraries' side of the mode: the names
+        NumPy's and SciPy's own modules read as globals, those modules' classes, JSON's
+        encoder's ``default``; 0: the libraries' own. Needed only where a function running
+        may reach one of their modules: their code runs, and reads their modules'
+        attributes, nowhere else (``_reaches_no_library``)."""
+        self.libraries_in = bool(to)
+        if to:
+            json.JSONEncoder.default = _json_default
+            self._swap(1, libraries=True)
+            plain = types.ModuleType
+            for module, cls in self.entered_apart[0]:
+                if type(module) is plain:
+                    module.__class__ = cls
+        else:
+            json.JSONEncoder.default = _JSON_DEFAULT
+            self._swap(0, libraries=True)
+            for module, cls in self.entered_apart[0]:
+                if type(module) is cls:
+                    module.__class__ = types.ModuleType
 
     def _swap_cells(self, f, depth=4):
         """Swap what the mode replaces or routes where ``f`` reaches it through its closure
@@ -5998,6 +6093,209 @@ _ATOMS = frozenset((str, int, float, bool, bytes, complex, type(None)))
 """Values ``_own_names`` need not look into."""
 
 
+# functions that reach no library's module -----------------------------------------------
+
+_OWN_LIBRARIES = ("numpy", "scipy")
+"""The libraries whose modules' own names (``_Swaps``) and classes (``_RoutingModule``) the
+mode swaps for what their code reads: the side of the mode a function that can reach none of
+their modules (``_reaches_no_library``) never meets."""
+
+_PLAIN_ATTRIBUTES = frozenset(
+    name for kind in (np.ndarray, np.generic, np.dtype, list, tuple, dict, str, int, float,
+                      complex, range, slice)
+    for name in dir(kind) if not name.startswith("_"))
+"""The attributes code may read of the values it holds and still reach no library's module:
+NumPy's arrays', scalars' and dtypes', and Python's numbers', strings' and containers' (not a
+private or special one: ``x.__array_namespace__()`` is NumPy's module)."""
+
+_PLAIN_BUILTINS = {name: getattr(builtins, name) for name in (
+    "abs", "all", "any", "bool", "complex", "dict", "divmod", "enumerate", "float", "int",
+    "isinstance", "len", "list", "max", "min", "pow", "range", "reversed", "round", "slice",
+    "sorted", "sum", "tuple", "zip")}
+"""Python's builtins that reach no library's module with the values they are given."""
+
+_REACHING_OPCODES = frozenset(name for name in (
+    "IMPORT_NAME", "IMPORT_FROM", "IMPORT_STAR", "LOAD_BUILD_CLASS", "LOAD_NAME", "STORE_NAME",
+    "DELETE_NAME", "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_SUPER_ATTR",
+    "SETUP_ANNOTATIONS") if name in dis.opmap)
+"""Instructions after which no reading of a code tells what it reaches: an import, a class
+made, a module's or a class's body."""
+
+_ATTRIBUTE_OPCODES = frozenset(name for name in (
+    "LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR", "DELETE_ATTR") if name in dis.opmap)
+_NUMPY_SCALARS = frozenset(np.sctypeDict.values())
+_BUILTIN_FUNCTION = type(len)
+
+
+def _plain_reads(code):
+    """The globals ``code`` (and the code of the functions defined in it) reads, each with
+    the attributes it reads of it where it reads it only as ``name.attribute`` (else None), as
+    a tuple of pairs; None where the code imports, makes a class, reads names as a module's body
+    does or reads an attribute not in ``_PLAIN_ATTRIBUTES`` of another value."""
+    reads: dict = {}
+    for c in _codes(code):
+        instructions = list(dis.get_instructions(c))
+        read_as_attribute = set()
+        for k, instruction in enumerate(instructions):
+            name = instruction.opname
+            if name in _REACHING_OPCODES:
+                return None
+            if name == "LOAD_GLOBAL":
+                following = instructions[k + 1] if k + 1 < len(instructions) else None
+                if following is not None and following.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                    read_as_attribute.add(k + 1)
+                    attributes = reads.setdefault(instruction.argval, set())
+                    if attributes is not None:
+                        attributes.add(following.argval)
+                else:
+                    reads[instruction.argval] = None
+            elif name in _ATTRIBUTE_OPCODES and k not in read_as_attribute \
+                    and instruction.argval not in _PLAIN_ATTRIBUTES:
+                return None
+    return tuple((name, None if attributes is None else frozenset(attributes))
+                 for name, attributes in reads.items())
+
+
+def _reaches_no_library(f, arguments, depth=4):
+    """Whether ``f``, called with ``arguments`` (``(args, kwargs)``), can reach no module of
+    NumPy's or SciPy's but through the functions of NumPy's core (``_core_of_numpy``), so that
+    their modules' own names and classes need not be swapped (``_OWN_LIBRARIES``): a user's
+    function whose code (``_plain_reads``), and that of the user's functions it holds,
+    ``depth`` levels down, reads only plain values (``_plain_values``: numbers, strings,
+    arrays, containers of them), the builtins of ``_PLAIN_BUILTINS``, and NumPy's module as
+    ``np.<name>`` of those functions; given arguments of plain values alone. Code of those
+    libraries' modules runs only where one of their functions or objects is called, and reads
+    their modules' attributes only where it holds them: a value reached so holds none of them.
+    (Loops, not comprehensions, and arrays and numbers told at once: asked on every
+    differentiation.)"""
+    args, kwargs = arguments
+    functions: list = [(f, depth)]
+    held: list = [(kwargs, depth)] if kwargs else []
+    for value in args:
+        kind = type(value)
+        if kind in WRAPPERS or kind is np.ndarray:
+            if value.dtype.hasobject:
+                return False
+        elif kind not in _ATOMS:
+            held.append((value, depth))
+    if held and not _plain_values(held, functions):
+        return False
+    seen = set()
+    while functions:
+        g, level = functions.pop()
+        if type(g) is not types.FunctionType:
+            return False
+        if id(g) in seen:
+            continue
+        seen.add(id(g))
+        namespace = g.__globals__
+        # (by its module's name, as ``_swap_cells`` tells it: a namespace of code made by exec
+        # without one is the user's)
+        package = str(namespace.get("__name__")).partition(".")[0]
+        if package in INTERNAL or package in STANDARD_LIBRARY:
+            return False
+        code = g.__code__
+        known = _PLAIN_READS.get(id(code))
+        if known is None or known[0] is not code:
+            if len(_PLAIN_READS) >= 4096:  # (code made anew, by exec: not kept for ever)
+                _PLAIN_READS.clear()
+            known = _PLAIN_READS[id(code)] = (code, _plain_reads(code))
+        reads = known[1]
+        if reads is None:
+            return False
+        held = []
+        if g.__defaults__:
+            held.append((g.__defaults__, level - 1))
+        if g.__kwdefaults__:
+            held.append((g.__kwdefaults__, level - 1))
+        for cell in g.__closure__ or ():
+            try:
+                held.append((cell.cell_contents, level - 1))
+            except ValueError:  # (a cell not filled yet)
+                continue
+        for name, attributes in reads:
+            if name in namespace:
+                value = namespace[name]
+                if value is np or value is MODE.numpy:  # (NumPy's, or the mode's in it)
+                    if attributes is None:
+                        return False
+                    for attribute in attributes:
+                        if not _core_of_numpy(vars(np).get(attribute)):
+                            return False
+                    continue
+                held.append((value, level - 1))
+            else:  # (where neither binds it, a NameError, as without mutad)
+                own = _PLAIN_BUILTINS.get(name)
+                found = g.__builtins__ if type(g.__builtins__) is dict else vars(builtins)
+                if found.get(name) is not own:
+                    return False
+            if attributes is not None and not attributes <= _PLAIN_ATTRIBUTES:
+                return False
+        if held and not _plain_values(held, functions):
+            return False
+    return True
+
+
+_PLAIN_READS: dict = {}  # id(code) -> (code, _plain_reads(code)): by identity, not by hash
+_PLAIN_ITEMS = 256
+
+
+def _plain_values(held, functions):
+    """Whether each value of ``held``, ``(value, depth)``, reaches no library's module
+    (``_reaches_no_library``): a number, a string, None, an array of numbers (or one a
+    differentiation traces), a NumPy scalar, or a tuple, list or dict of such values, ``depth``
+    levels deep; or a user's function, noted in ``functions`` with ``depth`` for its own reads
+    to be looked into. (At most ``_PLAIN_ITEMS`` items, and as many functions: beyond, not
+    asked.)"""
+    todo, left = list(held), _PLAIN_ITEMS
+    while todo:
+        value, depth = todo.pop()
+        kind = type(value)
+        if kind in _ATOMS or kind in _NUMPY_SCALARS:
+            continue
+        if kind is np.ndarray or kind in WRAPPERS:
+            if value.dtype.hasobject:
+                return False
+            continue
+        if depth < 0:
+            return False
+        if kind is tuple or kind is list or kind is dict:
+            left -= len(value)
+            if left < 0:
+                return False
+        if kind is tuple or kind is list:
+            for item in value:
+                todo.append((item, depth - 1))
+        elif kind is dict:
+            for key, item in value.items():
+                if type(key) not in _ATOMS:
+                    return False
+                todo.append((item, depth - 1))
+        elif kind is types.FunctionType:  # (whose code ``_reaches_no_library`` reads)
+            if len(functions) >= _PLAIN_ITEMS:
+                return False
+            functions.append((value, depth))
+        else:
+            return False
+    return True
+
+
+def _core_of_numpy(value):
+    """Whether ``value``, what NumPy's module binds to a name, is a ufunc, a function of
+    NumPy's core (``numpy._core``: arithmetic, reductions, shapes, not ``numpy.ma``'s or
+    ``numpy.polynomial``'s), one of NumPy's scalar types or ``ndarray``, or a number."""
+    kind = type(value)
+    if kind is np.ufunc or kind in _ATOMS or value is np.ndarray \
+            or isinstance(value, type) and value in _NUMPY_SCALARS:
+        return True
+    if kind is _DISPATCHER:
+        value = value._implementation
+        kind = type(value)
+    if kind is types.FunctionType:
+        return str(value.__globals__.get("__name__")).startswith("numpy._core.")
+    return kind is _BUILTIN_FUNCTION and value.__module__ == "numpy"
+
+
 def user_object(obj):
     """Whether ``obj`` is an instance of a user class with attributes of its own (in its
     ``__dict__``, or in slots)."""
@@ -6285,6 +6583,8 @@ def _routed(cls, name, rule, original):
 
     if isinstance(original, staticmethod):  # rule(*args): no instance
         def method(*args, **kwargs):
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(cls, args, kwargs):
                 return rule(*args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6292,6 +6592,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(*args, **kwargs)
     elif isinstance(original, classmethod):  # rule(owner, *args): the class it was called on
         def method(owner, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(owner, args, kwargs):
                 return rule(owner, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6299,6 +6601,8 @@ def _routed(cls, name, rule, original):
             return original.__func__(owner, *args, **kwargs)
     else:
         def method(self, *args, **kwargs):  # type: ignore[misc]
+            if ACTIVE.running:
+                args, kwargs = _adopted_arguments(args, kwargs)
             if routes(type(self), args, kwargs):
                 return rule(self, *args, **kwargs)
             if ACTIVE.running and not internal(caller := _caller(sys._getframe(1))):
@@ -6312,6 +6616,18 @@ def _routed(cls, name, rule, original):
     # library's parameters, not (*args, **kwargs)
     return type(original)(method) if isinstance(original, (staticmethod, classmethod)) \
         else method
+
+
+def _adopted_arguments(args, kwargs):
+    """A routed method's arguments with each stand-in whose memory a write adopted, where it
+    carries a derivative, as the differentiation's array (``adopted_views``), so that the rule
+    takes the call: the library's method would convert the stand-in NumPy's way, reading its
+    memory (in forward mode the values before the call; the reverse pass would lose the
+    derivative): ``norm.logpdf(W)`` of a module-level buffer the function wrote."""
+    views, keywords = adopted_views(args), adopted_views(kwargs)
+    if holds_derivative([views, list(keywords.values())]):
+        return views, keywords
+    return args, kwargs
 
 
 HANDING_LIBRARIES = ("scipy.", "numpy.polynomial.")
@@ -6575,12 +6891,14 @@ def uncached(f):
     return f
 
 
-def mode(f=None):
+def mode(f=None, arguments=None):
     """The allocation mode around one differentiation of ``f``; gives the function to call:
     ``f``, or what stands in for it when ``f`` is itself a function the mode routes (a bound
     method of a routed class, ``scipy.stats.norm.logpdf``; ``scipy.linalg.det``), and the
-    places ``_Mode.enter`` found."""
-    return _InMode(f)
+    places ``_Mode.enter`` found. ``arguments``: what ``f`` is called with, where known (a
+    function of plain values that reaches no library's module leaves their side of the mode
+    alone, ``_reaches_no_library``)."""
+    return _InMode(f, arguments)
 
 
 def as_called(f):
@@ -6597,14 +6915,15 @@ def as_called(f):
 class _InMode:
     """``mode``'s block (a class: cheaper to enter and leave than a generator's)."""
 
-    __slots__ = ("f",)
+    __slots__ = ("f", "arguments")
 
-    def __init__(self, f=None):
+    def __init__(self, f=None, arguments=None):
         self.f = f
+        self.arguments = arguments
 
     def __enter__(self):
         f = self.f if self.f is None else uncached(self.f)
-        holders = MODE.enter(f)
+        holders = MODE.enter(f, self.arguments)
         try:
             MODE.lock.acquire()  # (as in ``_Mode.enter``)
             try:

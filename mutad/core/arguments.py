@@ -63,24 +63,25 @@ class Originals:
                 np.copyto(x, original)
 
 
-def run(differentiation, f, call, explain=None):
+def run(differentiation, f, call, explain=None, arguments=None):
     """``call(g)``, which calls ``g``: the differentiated function ``f``, or what stands in for
     it when ``f`` is a function the mode routes (``scipy.stats.norm.logpdf`` itself), with
     ``differentiation`` running in this thread and the allocation mode on. A ``ValueError`` or ``TypeError`` that
     NumPy raised around a mutad error is that mutad error; ``explain(error)`` may give a
     clearer error for another one (None: it stands). NumPy's floating-point warnings are
-    issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``)."""
+    issued at the user's line that ran the operation, not inside mutad (``debug.Warnings``).
+    ``arguments``: what ``call`` hands ``g``, where known (``allocation.mode``)."""
     aside = set_aside()  # (started by a rule's forward pass: nested in none of its own)
     if aside is None:  # (no rule running, the common case: no block to enter, none to resume)
-        return _run(differentiation, f, call, explain)
+        return _run(differentiation, f, call, explain, arguments)
     try:
         with apart_from_rules(True):
-            return _run(differentiation, f, call, explain)
+            return _run(differentiation, f, call, explain, arguments)
     finally:
         resume(aside)
 
 
-def _run(differentiation, f, call, explain):
+def _run(differentiation, f, call, explain, arguments):
     # this thread's lists, read once (an attribute of a thread-local is a dear read): none is
     # rebound for good while f runs (``outside_differentiations`` puts the same list back)
     running, noted = ACTIVE.running, ACTIVE.refusals
@@ -90,7 +91,7 @@ def _run(differentiation, f, call, explain):
             recorder.refuse("a differentiation nested inside the function")
     # (full collections held off by the caller: a differentiation's ``with`` block holds them
     # from its start to its end, this run included: ``no_full_collections``)
-    with mode(f) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
+    with mode(f, arguments) as (function, holders), at_user_lines_keeping_seterr(Warnings()):
         if hasattr(differentiation, "errors"):  # (a tape: its records' handling is told apart)
             differentiation.errors = ERRORS.get()
         running.append(differentiation)

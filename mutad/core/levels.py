@@ -42,6 +42,9 @@ class _Active(threading.local):
         # The levels of the differentiations whose decorated function's rule (``mutad.adjoint``)
         # runs now on plain values, innermost last (``rule_running``).
         self.rules = []
+        # The running lists set aside by blocks that run outside every differentiation of
+        # this thread (a SciPy solver's run on plain numbers), innermost last.
+        self.suspended = []
 
 
 def refused(error):

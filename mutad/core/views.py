@@ -180,6 +180,47 @@ def writeable(a):
     return a.flags.num & WRITEABLE != 0
 
 
+def made_writable(a):
+    """Make ``a`` writable again, an array of the caller's that was writable before mutad made
+    it read-only for a while (while a differentiation runs, to see writes by another route).
+    NumPy refuses ("cannot set WRITEABLE flag to True of this array") where the arrays ``a``
+    views lead to an object that is no array and exports no writable buffer: ``as_strided``'s
+    and ``sliding_window_view``'s results, an ``__array_interface__`` object's array. There its
+    flag is set back in NumPy's array struct, as it was before (``_flags_field``)."""
+    try:
+        a.flags.writeable = True
+    except ValueError:
+        if _flags_at is None or type(a) is not NDARRAY and not isinstance(a, NDARRAY):
+            raise
+        _flags_at(id(a) + _FLAGS_OFFSET).value |= WRITEABLE
+
+
+def _flags_field():
+    """Where :func:`made_writable` finds an ndarray's flags: the offset of the ``int`` field of
+    NumPy's array struct (``PyArrayObject_fields.flags``) that holds ``flags.num``, for every
+    probe of several different flags; (None, None) where no offset does (another interpreter
+    or layout), and NumPy's refusal stands."""
+    try:
+        import ctypes
+    except ImportError:  # an interpreter without ctypes
+        return None, None
+    read = ctypes.c_int.from_address
+    base = np.arange(24.0).reshape(4, 6)
+    frozen = base[1:, ::2].copy()
+    frozen.flags.writeable = False
+    probes = [base, base[1:, ::-2], base.T, frozen, np.zeros(()), np.empty(0, np.int8),
+              np.lib.stride_tricks.as_strided(base, (2, 2), (8, 8))]
+    if _data_at is None:  # (not CPython's ids, or not NumPy's layout: no direct access)
+        return None, None
+    for offset in range(_DATA_OFFSET, _DATA_OFFSET + 128, ctypes.sizeof(ctypes.c_int)):
+        if all(read(id(p) + offset).value == p.flags.num for p in probes):
+            return read, offset
+    return None, None
+
+
+_flags_at, _FLAGS_OFFSET = _flags_field()
+
+
 def stands_for_scalar(x):
     """Whether traced or dual ``x`` stands for a NumPy scalar (a reduction's result, ``x[i]``, a
     float argument): a 0-d array of its own, read-only, as NumPy's scalars are immutable. An

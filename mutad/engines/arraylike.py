@@ -31,7 +31,7 @@ from numpy.lib import recfunctions
 from numpy.lib.array_utils import normalize_axis_index
 
 from ..core.allocation import (HANDED_SUBCLASSES, SUBCLASS_CALLS, SUBCLASS_LIBRARIES,
-                               Preexisting, allocate, lists_as_arrays, plain_memory,
+                               Preexisting, allocate, holds_wrapped, lists_as_arrays, plain_memory,
                                remember_text, shown_class, subclass_rules, writes_in_full)
 from ..core.debug import (SCALAR_NAMES, SCALAR_OPERATORS, SCALAR_PASSING, Handling,
                           remember_refusal, scalar_math_error, without_events)
@@ -2257,8 +2257,9 @@ def text_element(value, key):
 def records_write(x, key, value):
     """``x[key] = value`` into an array of records (a structured dtype) by records where ``x``
     or ``value`` holds differentiated values, written field by field as NumPy assigns them: a
-    tuple (one record, ``a[0] = (v, 1.0)``) its items in the fields' order, records
-    (``a[1:] = b``) their fields by position, and a field of one record by its position
+    tuple (one record, ``a[0] = (v, 1.0)``) its items in the fields' order, a list of tuples
+    (``a[1:] = [(v, 1.0), (w, 2.0)]``) record by record, records (``a[1:] = b``) their fields
+    by position, and a field of one record by its position
     (``rec[1][0] = v``). True where written so; other values refused
     (mutad follows writes into the fields, ``a['m'][0] = v``)."""
     if type(key) is str or type(key) is list and all(type(k) is str for k in key):
@@ -2273,8 +2274,16 @@ def records_write(x, key, value):
         items = [value[name] for name in value.dtype.names]
     else:
         items, names = value if type(value) is list else (value,), ()
-    if not (carries_derivative(x) or any(carries_derivative(v) for v in items)):
+    # (values of no differentiation: NumPy's write; a traced or dual value without derivative,
+    # a constant the function made (c[0] of c = np.zeros(3)), is written by its field as
+    # one with a derivative is: converted whole, a tuple of them would be a row of floats)
+    if not (carries_derivative(x) or holds_wrapped(items)):
         return False
+    target = x[key] if type(value) is list and all(type(v) is tuple for v in value) else None
+    if target is not None and target.ndim == 1 and len(value) in (1, len(target)):
+        for i in range(len(target)):  # a list of records (tuples), each to its record
+            target[i] = value[i if len(value) > 1 else 0]  # (one broadcast, as NumPy does)
+        return True
     if len(items) != len(names):
         raise UnsupportedOperationError(
             "x[key] = value into records of an array of records (a structured dtype) holding "

@@ -432,7 +432,9 @@ def _layout(view):
     one of its own (an advanced index's copy where the recording's key gave a view, which a
     write through it would miss) lies at offset 0 too. (A 0-d one may be either: a replay
     holds a scalar the recording viewed, ``x[0].item()``'s, as a value of its own.)"""
-    base = owner(view)
+    base = view.base if type(view) is _NDARRAY else None  # (the common view, of a plain
+    if type(base) is not _NDARRAY or base.base is not None:  # array that owns its memory:
+        base = owner(view)  # that array, without owner's search)
     return view.strides, address(view) - address(base), base is view and view.ndim > 0
 
 
@@ -4282,6 +4284,16 @@ def _writing_nothing(function):
 
 
 def _first_of(rule):
+    """What computes the value alone of ``rule``'s call, for a step that records no back (a
+    view's): the plain function a linear map's rule computes its value with
+    (``rule.plain``), without the template and back the rule would make for nothing; else
+    the rule's first output. Only of the rule itself or of one wrapper that hands its value
+    on (``registry.padded``): another wrapper may change the value, and is called."""
+    inner = getattr(rule, "__wrapped__", rule)
+    plain = None if hasattr(inner, "__wrapped__") else vars(inner).get("plain")
+    if plain is not None:
+        return plain
+
     def outputs(*args, **kwargs):
         return rule(*args, **kwargs)[0]
     return outputs

@@ -47,8 +47,8 @@ from .recompute import SMALL, Held, Recomputation, Written, flat, small, track
 from ..core.shadows import Buffer, Place, result_buffer, shared
 from ..core.tape import Absent, OneOutput, Tape, Write
 from ..core.trees import unsupported_array
-from ..core.views import (address, itself, may_share, owner, owner_view, strided, wrapped,
-                          writeable)
+from ..core.views import (address, itself, made_writable, may_share, owner, owner_view,
+                          strided, wrapped, writeable)
 
 
 class _Reversing(threading.local):
@@ -575,7 +575,7 @@ def unfreeze(tape, root):
     frozen = [a for a in tape.frozen.values() if owner(a) is root]
     for a in sorted(frozen, key=_depth):  # owners first
         del tape.frozen[id(a)]
-        a.flags.writeable = True
+        made_writable(a)
     read = False
     for key, (value, total, _) in list(tape.sums.items()):
         if total is not None and owner(value) is root:
@@ -601,17 +601,11 @@ def unlock(tape):
 
 
 def thaw(tape):
-    """Make the arrays ``freeze`` made read-only writable again (owners first). NumPy will
-    not for an array whose memory belongs to no array (a C library's buffer handed over
-    through a capsule, as odeint's function receives its state): that one stays read-only,
-    as the library's own buffer, which nothing else writes, may."""
+    """Make the arrays ``freeze`` made read-only writable again (owners first)."""
     unlock(tape)
     frozen, tape.frozen = tape.frozen, {}
     for a in frozen.values():
-        try:
-            a.flags.writeable = True
-        except ValueError:  # "cannot set WRITEABLE flag to True of this array"
-            pass
+        made_writable(a)
     tape.sums.clear()
 
 

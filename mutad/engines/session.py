@@ -37,7 +37,8 @@ from ..core.tape import POLICIES
 from ..core.trees import (STATIC, check_leaf, flatten, is_inexact_array, is_inexact_scalar,
                           contents, same_contents, scalar_derivative, written_back)
 from ..core.views import (address, element_indices, memory, overlaps_itself, owner, owner_view,
-                          same_region, spanned_from, spans, views, weaken, wrapped, writeable)
+                          same_region, spanned_from, spans, views, weaken, wrapped, writeable,
+                          made_writable)
 
 
 ADOPTED = ("f wrote into an array made before the call that it reaches by a name (a "
@@ -281,7 +282,7 @@ class Differentiation:
         self.originals.restore()
         for view, caller in self.views:  # (made while the caller's memory was read-only)
             if writeable(caller):
-                view.flags.writeable = True
+                made_writable(view)
         left, self.left, self.views = self.left, [], []
         if not left:  # (f wrote into no array made before the call: nothing to leave)
             return
@@ -319,7 +320,7 @@ def kept_state_writable():
     kept = sorted(shut.values(), key=_depth)  # owners first: a view turns writable after its owner
     saved = [a.copy() for a in kept]  # (a view whose owner mutad left writable: its own bytes)
     for a in kept:
-        a.flags.writeable = True  # (each was writable before mutad froze it)
+        made_writable(a)  # (each was writable before mutad froze it)
     try:
         yield
     finally:
@@ -586,7 +587,7 @@ class ReverseDifferentiation(Differentiation):
         args = drawn
         kwargs = {k: drawing_argument(v, self.received) for k, v in kwargs.items()} \
             if kwargs else {}
-        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain)
+        return run(self.tape, f, lambda g: g(*args, **kwargs), self._explain, (args, kwargs))
 
     def _explain(self, error):
         """A write NumPy refused because the array is one mutad keeps read-only."""
@@ -841,7 +842,7 @@ class ForwardDifferentiation(Differentiation):
         and write back the caller's original bytes."""
         closed, self.closed = self.closed, {}
         for a in closed.values():
-            a.flags.writeable = True
+            made_writable(a)
         super().restore()
 
     def wrap(self, primal, tangent):

@@ -560,6 +560,24 @@ def interp_jvp(tangents, x, xp, fp, left=None, right=None, period=None):
 # the tangent
 
 
+def refuse_misread_at(ufunc, a, indices, b):
+    """Refuse ``ufunc.at(a, indices, b)`` where NumPy reads past the end of ``b``: into a 1-d
+    array, at an index array of two or more dimensions, with values of one dimension that
+    NumPy should broadcast along the index's last axis (``np.add.at(u, [[0, 1], [1, 2]],
+    [v0, v1])``). NumPy's loop for that case takes the values as if they had one element per
+    index, so its result holds whatever lies in memory past them: no derivative describes it."""
+    key = plain(indices)
+    if type(key) is tuple and len(key) == 1:
+        key = key[0]
+    if (b is not None and np.ndim(a) == 1 and np.ndim(b) == 1 and np.size(b) > 1
+            and np.ndim(key) >= 2 and np.size(b) != np.size(key)):
+        raise UnsupportedOperationError(
+            f"np.{ufunc.__name__}.at: values of shape {np.shape(b)} broadcast against an index "
+            f"of shape {np.shape(key)} into a 1-d array, where NumPy reads past the end of the "
+            "values (its result depends on memory it does not own). Broadcast the values "
+            "first: np.broadcast_to(values, np.shape(indices)).")
+
+
 def _unbuffered(ufunc, sign):
     """The handler of ``ufunc.at(a, indices, b)`` (``a[indices] ±= b``, repeated indices each
     adding their share). The touched elements are saved, never restored by ``opposite.at``:
@@ -569,6 +587,7 @@ def _unbuffered(ufunc, sign):
         call = f"np.{ufunc.__name__}.at"
         if not writes_into(call, a, b):
             return ufunc.at(a, plain(indices), plain(b))
+        refuse_misread_at(ufunc, a, indices, b)
         check_destination(a, call)
         tape = a.tape
         target = a.value
@@ -624,6 +643,7 @@ def at_in_rounds(ufunc):
         name = f"np.{ufunc.__name__}.at"
         if (b is None) != (ufunc.nin == 1):
             return ufunc.at(plain(a), plain(indices), *(() if b is None else (plain(b),)))
+        refuse_misread_at(ufunc, a, indices, b)
         if b is not None and np.shares_memory(views.memory(a), views.memory(b)):
             raise UnsupportedOperationError(
                 f"{name}: its operand shares memory with the array it writes, which NumPy reads "
@@ -764,8 +784,16 @@ def _same_write_on_tangents(call, name, values_at, accumulates=False):
 for _func, _values_at in ((np.put, 2), (np.place, 2), (np.putmask, 2), (np.put_along_axis, 2),
                           (np.copyto, 1), (np.fill_diagonal, 1)):
     defjvp(_func)(_same_write_on_tangents(_func, f"np.{_func.__name__}", _values_at))
+
+
+def _checked_at(ufunc, a, indices, b):
+    """``ufunc.at(a, indices, b)`` once ``refuse_misread_at`` has passed it."""
+    refuse_misread_at(ufunc, a, indices, b)
+    ufunc_at(ufunc, a, indices, b)
+
+
 for _ufunc in (np.add, np.subtract):
-    defjvp((_ufunc, "at"))(_same_write_on_tangents(functools.partial(ufunc_at, _ufunc),
+    defjvp((_ufunc, "at"))(_same_write_on_tangents(functools.partial(_checked_at, _ufunc),
                                                    f"np.{_ufunc.__name__}.at", 2,
                                                    accumulates=True))
 del _func, _values_at, _ufunc
@@ -798,6 +826,7 @@ def _accumulate_batched(ufunc):
     as for one: the same bits. Other keys (tuples, masks, slices) are not covered."""
 
     def rule(tangents, a, indices, b):
+        refuse_misread_at(ufunc, a, indices, b)
         if (tangents[1] is not None or type(a) is not np.ndarray or a.dtype.kind != "f"
                 or np.iscomplexobj(b) or a.ndim == 0
                 or not ((type(indices) is np.ndarray and indices.dtype.kind in "iu")

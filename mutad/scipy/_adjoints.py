@@ -845,6 +845,7 @@ def outside_differentiations(name):
     (``name`` the routine the block runs for)."""
     running = ACTIVE.running
     ACTIVE.running = []
+    ACTIVE.suspended.append(running)
     try:
         with events_at_user_lines():
             yield
@@ -855,6 +856,7 @@ def outside_differentiations(name):
             "(a global, say), which mutad cannot replace by its numbers for the solver. Pass that "
             "value through args= (the function receives it as an argument).") from error
     finally:
+        ACTIVE.suspended.pop()
         ACTIVE.running = running
 
 
@@ -879,7 +881,9 @@ class BuffersWritten:
         self.name, self.inputs = name, inputs
         arrays = [*buffers, *(x for x in MODE.array_stand_ins.values()
                               if follows_floats(x.dtype))]
-        self.watched = [(x, m, m.copy()) for x in arrays
+        # (the values before, as ``_now`` reads them: of a stand-in a write adopted before the
+        # solve, the differentiation's array's, which in forward mode are not its memory's)
+        self.watched = [(x, m, _now(x, m).copy()) for x in arrays
                         for m in (plain_memory(x) if type(x) is Preexisting else memory(x),)
                         if type(m) is np.ndarray and m.dtype.kind in "fc"]
         self.last = None

@@ -153,8 +153,8 @@ from ..api import stop_gradient
 from ..linalg.structured import solve_banded as _solve_banded
 from ..rules._helpers import unbroadcast
 from ..rules._helpers import interp_piece, interp_sides
-from ._adjoints import (ScipyAdjoint, Value, array_argument, found_again, linear_map,
-                        refused_attribute, reproduces, scipys_value)
+from ._adjoints import (ScipyAdjoint, Value, array_argument, following_scipys_code,
+                        found_again, linear_map, refused_attribute, reproduces, scipys_value)
 
 # SciPy's own names, kept before a differentiation routes the module's attributes to the
 # stand-ins below (which call these)
@@ -2010,11 +2010,9 @@ def interpn(points: Any, values: Any, xi: Any, method: str = "linear", bounds_er
             fill_value: Any = np.nan) -> Any:
     if not _traced((points, values, xi, fill_value)):
         return _interpolate.interpn(points, values, xi, method, bounds_error, fill_value)
-    if method == "splinef2d":  # RectBivariateSpline's smoothing spline, not the grid's
-        raise UnsupportedOperationError(
-            "scipy.interpolate.interpn(method='splinef2d') of traced values: mutad "
-            "differentiates the grid interpolants of RegularGridInterpolator (method='linear', "
-            "'slinear', 'cubic', 'quintic'); use one of them.")
+    if method == "splinef2d":  # SciPy's RectBivariateSpline of the grid, read at xi
+        return following_scipys_code(_interpolate.interpn, (points, values, xi), {
+            "method": method, "bounds_error": bounds_error, "fill_value": fill_value})
     return RegularGridInterpolator(points, values, method, bounds_error, fill_value)(xi)
 
 

@@ -2229,6 +2229,8 @@ class TracedSparse(_ComparedByValue):
     def asformat(self, format: str | None, copy: bool = False) -> TracedSparse:
         if format is None or format == self.format:
             return self.copy() if copy else self
+        if format in ("lil", "dok"):  # (SciPy's asformat calls tolil, todok)
+            return self.tolil(copy=copy) if format == "lil" else self.todok(copy=copy)
         if format not in FORMATS:
             self.layout.probe().asformat(format)  # SciPy's error for a format it does not know
             _refuse(f"asformat({format!r}) of a scipy.sparse matrix with traced values",

@@ -2021,6 +2021,7 @@ def _scipys_moments_rule(original):
     def rule(self, *args, **kwargs):
         return following_scipys_code(original.__get__(self, type(self)), args, kwargs)
 
+    rule.subclasses = True  # (a user's distribution: SciPy's code reads its own _pdf, _stats)
     return rule
 
 
@@ -2041,3 +2042,38 @@ def _frozen_init(self, dist, *args, **kwds):
 
 
 defmethod(rv_frozen, "__init__", _frozen_init)
+
+_HISTOGRAM_INIT = _stats.rv_histogram.__init__
+
+
+def _histogram_init(self, histogram, *args, **kwargs):
+    """``rv_histogram`` of traced counts (or densities): SciPy's own ``__init__`` followed, its
+    normalisation (``float(np.sum(...))`` of the traced counts: the value standing for that
+    number) and cumulative sums of the traced values, which its ``_pdf``, ``_cdf`` and ``_ppf``
+    read."""
+    following_scipys_code(_HISTOGRAM_INIT.__get__(self, type(self)), (histogram, *args), kwargs)
+
+
+defmethod(_stats.rv_histogram, "__init__", _histogram_init)
+
+
+def _histogram_rule(name):
+    """Method ``name`` of an ``rv_histogram``: where the histogram holds traced values (its
+    ``_hpdf``, ``_hcdf`` made by ``_histogram_init``), SciPy's own code followed, which reads
+    them, whatever the arguments (``d.mean()`` has none); else ``rv_continuous``'s (routed by
+    its arguments)."""
+    scipys = getattr(_stats.rv_continuous, name)  # (SciPy's own, before any routing)
+
+    def rule(self, *args, **kwargs):
+        if not holds_wrapped([getattr(self, "_hpdf", None), getattr(self, "_hcdf", None),
+                              getattr(self, "_hbins", None)]):
+            return getattr(_stats.rv_continuous, name)(self, *args, **kwargs)
+        return following_scipys_code(scipys.__get__(self, type(self)), args, kwargs)
+
+    rule.always = True
+    return rule
+
+
+for _name in ("pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf", "stats", "mean",
+              "var", "std", "median", "interval", "moment", "expect", "entropy"):
+    defmethod(_stats.rv_histogram, _name, _histogram_rule(_name))
