@@ -198,7 +198,7 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     else:
         x = _as_array(x) if _followed(x) else np.asarray(x)
         if x.ndim == 1:
-            along = [None] * y.ndim
+            along: list[slice | None] = [None] * y.ndim
             along[axis] = slice(None)
             d = (x[1:] - x[:-1])[tuple(along)]
         else:  # (an n-d x broadcast to y)
