@@ -269,6 +269,7 @@ UFUNC_CASES += [
     Case(special.y0,        (bessel_argument,)),
     Case(special.y1,        (bessel_argument,)),
     Case(special.yn,        (bessel_argument,),    settings=((0, 2),)),
+    Case(special.yn,        (bessel_argument,),    settings=((0, 0.5),), label="truncated"),
     Case(special.yv,        (bessel_argument,),    settings=((0, 0.7),)),
     Case(special.jve,       (bessel_argument,),    settings=((0, 1.5),)),
     Case(special.yve,       (bessel_argument,),    settings=((0, 0.7),)),
@@ -304,6 +305,9 @@ UFUNC_CASES += [
     Case(special.pseudo_huber, (above_half, real), alias=above_half),
     Case(special.boxcox,    (above_half, exponent), alias=above_half),
     Case(special.boxcox1p,  (above_half, exponent), alias=above_half),
+    # at x = 0 (boxcox1p's x = -1), y = -1/λ for λ > 0 (its λ-derivative was NaN)
+    Case(special.boxcox,    (above_half,),         settings=((0, 0.0),), label="at zero"),
+    Case(special.boxcox1p,  (above_half,),         settings=((0, -1.0),), label="at zero"),
     Case(special.inv_boxcox, (unit_interior, Domain("mild_exponent", -0.5, 0.5))),
     Case(special.inv_boxcox1p, (unit_interior, Domain("mild_exponent", -0.5, 0.5))),
     Case(special.exprel,    (real,)),

@@ -40,8 +40,8 @@ def uniform(low, high, *shape):
     return lambda rng: rng.uniform(low, high, shape)
 
 
-def well_conditioned(n):
-    return lambda rng: rng.standard_normal((n, n)) + n * np.eye(n)
+def well_conditioned(n, batch=()):
+    return lambda rng: rng.standard_normal(batch + (n, n)) + n * np.eye(n)
 
 
 def needs_pivoting(n):
@@ -140,6 +140,11 @@ LINALG_CASES = [
     Case.named("cho_solve",            linalg.cho_solve,  arguments(cholesky_factor(4, False), normal(4, 2))),
     Case.named("cho_solve_lower",      linalg.cho_solve,  arguments(cholesky_factor(4, True), normal(4))),
     Case.named("solve_triangular",     linalg.solve_triangular, arguments(well_conditioned(4), normal(4, 2))),
+    # broadcast against a batch (a vector against a batch of matrices, solved as columns)
+    Case.named("solve_triangular_broadcast_matrix", linalg.solve_triangular,
+         arguments(well_conditioned(4), normal(2, 4, 2), constant(1))),
+    Case.named("solve_triangular_batched_vector", linalg.solve_triangular,
+         arguments(well_conditioned(4, (2,)), normal(4), constant(0), constant(True))),
     Case.named("solve_triangular_lower_transposed", linalg.solve_triangular,
          arguments(well_conditioned(4), normal(4), constant("T"), constant(True))),
     Case.named("solve_triangular_unit", linalg.solve_triangular,
@@ -154,6 +159,12 @@ LINALG_CASES = [
     Case.named("lu_solve_transposed",  linalg.lu_solve,   arguments(lu_factors(4), normal(4), constant(1))),
     Case.named("solve",                linalg.solve,      arguments(well_conditioned(4), normal(4, 2))),
     Case.named("solve_vector",         linalg.solve,      arguments(well_conditioned(4), normal(4))),
+    # a matrix broadcast against a batch of right-hand sides, a vector against a batch of
+    # matrices (each solved as one column): the reverse pass raised NumPy's errors
+    Case.named("solve_broadcast_matrix", linalg.solve,    arguments(well_conditioned(4), normal(2, 4, 2))),
+    Case.named("solve_batched_vector", linalg.solve,      arguments(well_conditioned(4, (2,)), normal(4))),
+    Case.named("solve_batched_matrix_broadcast_b", linalg.solve, arguments(well_conditioned(4, (2,)),
+                                                                           normal(4, 3))),
     Case.named("inv",                  linalg.inv,        arguments(well_conditioned(4))),
     Case.named("expm",                 linalg.expm,       arguments(normal(4, 4, scale=0.5))),
     Case.named("expm_stack",           linalg.expm,       arguments(normal(2, 3, 3, scale=0.5))),
@@ -1437,3 +1448,13 @@ def test_an_overwritten_array_that_another_argument_reads_is_refused(rng):
 
     assert mutad.value_and_gradient(copied_matrix, a)[0] == copied_matrix(a.copy())
     mutad.check_grads(copied_matrix, a)
+
+
+def test_logm_of_a_stack_is_refused_in_both_modes():
+    """Regression: forward mode raised NumPy's norm error for a stack of matrices, which the
+    reverse rule refuses with a MutadError (loop over the stack)."""
+    stack = np.stack([2.0 * np.eye(3) + 0.1, 3.0 * np.eye(3)])
+    with pytest.raises(mutad.MutadError, match="not a stack"):
+        mutad.gradient(lambda a: np.sum(scipy.linalg.logm(a)), stack)
+    with pytest.raises(mutad.MutadError, match="not a stack"):
+        mutad.jvp(scipy.linalg.logm, (stack,), (np.ones_like(stack),))

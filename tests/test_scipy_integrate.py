@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import math
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -79,6 +80,33 @@ def test_quadratures_of_samples(name, by_scipy, by_mutad, n):
             mutad.check_grads(f, y, x, policy=policy)
         mutad.check_jvp(f, y, x)
     mutad.check_grads(by_scipy, y, x, order=2)
+
+
+def test_trapezoid_and_romb_keep_scipys_dtypes():
+    """Regression: mutad's trapezoid was NumPy's, which promotes y with x: float64 for a
+    float32 (or float16) y over float64 x where SciPy's is float32, complex for a complex x,
+    whose imaginary part SciPy drops (with NumPy's ComplexWarning); a list y with traced x
+    raised a TypeError."""
+    x = _abscissae(5)
+    y = np.sin(x)
+    cases = [lambda y, x: trapezoid(y.astype(np.float32), x),
+             lambda y, x: trapezoid(np.stack([y, y]).astype(np.float16), x, axis=1),
+             lambda y, x: trapezoid(y, x + 0.5j),
+             lambda y, x: trapezoid([1.0, 2.0, 4.0, 3.0, 0.5], x) * y[0],
+             # romb reads dx as a float64 (a float32 or complex traced dx was kept)
+             lambda y, x: romb(y, dx=x[1].astype(np.float32)),
+             lambda y, x: romb(y, dx=x[1] + 0.5j)]
+    for f in cases:
+        before = unchanged(y, x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            expected = f(y, x)
+            for value in (mutad.pullback(f, y, x)[0], mutad.jvp(f, (y, x), (y, x))[0]):
+                assert type(value) is type(expected) and value.tobytes() == expected.tobytes()
+            if expected.dtype == np.float64 and f is not cases[4]:  # (not through float32)
+                mutad.check_grads(f, y, x)
+                mutad.check_jvp(f, y, x)
+        assert unchanged(y, x) == before
 
 
 def test_quadratures_along_an_axis():

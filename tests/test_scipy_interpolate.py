@@ -178,6 +178,33 @@ def test_data_and_queries(form):
     assert np.array_equal(y, Y) and np.array_equal(q, QUERIES)
 
 
+# SciPy's values bit for bit, of its types, in both modes: pchip_interpolate's derivatives are
+# its derivative polynomials' values (not the interpolant's of order nu, which round apart),
+# and an integral of 1-d data is SciPy's 0-d array (it was a NumPy scalar)
+EXACT_FORMS = {
+    "pchip_interpolate der=1": lambda y: pchip_interpolate(X, y, QUERIES, der=1),
+    "pchip_interpolate der=[1, 2]": lambda y: pchip_interpolate(X, y, QUERIES, der=[1, 2]),
+    "CubicSpline integrate": lambda y: CubicSpline(X, y).integrate(0.2, 3.1),
+    "make_interp_spline integrate": lambda y: make_interp_spline(X, y).integrate(-0.5, 3.1),
+    "PchipInterpolator integrate": lambda y: PchipInterpolator(X, y).integrate(0.2, 3.1),
+}
+
+
+@pytest.mark.parametrize("form", EXACT_FORMS)
+def test_values_are_scipys_bit_for_bit_and_of_its_types(form):
+    f = EXACT_FORMS[form]
+    data = np.cos(2.0 * X) + X  # (data whose orders of derivatives round apart)
+    y = data.copy()
+    expected = f(data)
+    for got in (mutad.pullback(f, y)[0], mutad.jvp(f, (y,), (np.ones_like(y),))[0]):
+        pairs = zip(got, expected, strict=True) if isinstance(expected, list) else [(got,
+                                                                                        expected)]
+        assert type(got) is type(expected)
+        for value, scipys in pairs:
+            assert type(value) is type(scipys) and value.tobytes() == scipys.tobytes()
+    assert y.tobytes() == data.tobytes()
+
+
 # SciPy's own interpolants, built from plain data before the differentiation, at traced queries
 BUILT = {
     "CubicSpline": CubicSpline(X, Y),

@@ -100,3 +100,9 @@ def require_matrix(name, a):
         raise UnsupportedOperationError(
             f"mutad.scipy.linalg.{name} differentiates one matrix, not a stack of shape "
             f"{np.shape(a)}: loop over the stack.")
+
+
+def one_column_of_a_batch(a, b):
+    """Whether SciPy solves a vector ``b`` as one column of each matrix of a batch ``a`` (its
+    result a batch of vectors, which the derivatives solve as columns too)."""
+    return np.ndim(b) == 1 and np.ndim(a) > 2

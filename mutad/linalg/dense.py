@@ -27,7 +27,7 @@ from ..scipy._adjoints import scipy_adjoint
 from ..core.views import memory, wrapped
 from ..engines.products import product_times
 from .spectral import REPEATED_ULPS, singular_values_pullback, singular_values_tangent
-from ._common import (adjoint, as_matrices, conjugate, hermitian_part, of_finite_matrices,
+from ._common import (adjoint, as_matrices, one_column_of_a_batch, conjugate, hermitian_part, of_finite_matrices,
                       require_matrix, times_transpose)
 
 solve, inv, det, pinv, lstsq = map(scipy_adjoint, (
@@ -535,12 +535,18 @@ def _solve_rule(a, b, lower=False, overwrite_a=False, overwrite_b=False, check_f
     read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
 
+    column = one_column_of_a_batch(a, b)
+
     def back(dx):
         # x = M⁻¹ b, M = a or aᵀ: b̄ = M⁻ᵀ x̄ and M̄ = -b̄ xᵀ (Giles 2008, §3.1).
-        db = _solve_again(a, dx, lower, assume_a, not transposed)
-        dm = -times_transpose(db, x)
+        # (a matrix broadcast against a batch of right-hand sides, or a right-hand side
+        # against a batch of matrices, gets the sum over the batch)
+        xs = x[..., None] if column else x
+        db = _solve_again(a, dx[..., None] if column else dx, lower, assume_a, not transposed)
+        dm = unbroadcast(-times_transpose(db, xs), np.shape(a))
         da = _on_read_entries(transpose(dm) if transposed else dm, assume_a)
-        return da if read is None else read.cotangent(da), db
+        db = unbroadcast(db, np.shape(b) + ((1,) if column else ()))
+        return da if read is None else read.cotangent(da), db[..., 0] if column else db
 
     return x, back
 
@@ -551,13 +557,16 @@ def _solve_jvp(tangents, a, b, lower=False, overwrite_a=False, overwrite_b=False
     read = _triangle_read(a, assume_a, lower, "solve")
     x = solve(a, b, lower, False, False, check_finite, assume_a, transposed)
     da, db = tangents[:2]
-    rhs = db
+    column = one_column_of_a_batch(a, b)
+    rhs = db[:, None] if column and db is not None else db
     if da is not None:
         # dx = M⁻¹ (db - dM x), M = a or aᵀ, dM the tangent of the entries SciPy reads.
         da = _on_read_entries(da if read is None else read.tangent(da), assume_a)
-        dm_x = product_times(np.matmul, transpose(da) if transposed else da, x)
+        dm_x = product_times(np.matmul, transpose(da) if transposed else da,
+                             x[..., None] if column else x)
         rhs = -dm_x if rhs is None else rhs - dm_x
-    return x, _solve_again(a, rhs, lower, assume_a, transposed)
+    dx = _solve_again(a, rhs, lower, assume_a, transposed)
+    return x, dx[..., 0] if column else dx
 
 
 def _diagonal_inverse_keeps_off_diagonal():

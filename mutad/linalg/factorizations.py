@@ -24,14 +24,15 @@ from ..core.allocation import allocate
 from ..core.devices import device_of
 from ..core.errors import UnsupportedOperationError
 from ..core.registry import complex_aware, defjvp, defrule
-from ..rules._helpers import one_triangle, symmetric_part, transpose
+from ..rules._helpers import one_triangle, symmetric_part, transpose, unbroadcast
 from ..api import stop_gradient
 from ..engines.arraylike import carries_derivative
 from ..engines.products import product_times
 from ..scipy._adjoints import StandIn, Value, scipy_adjoint, scipys_value
 from ..core.views import memory
 from .spectral import REPEATED_ULPS
-from ._common import adjoint, hermitian_part, is_transposed, require_matrix, times_transpose
+from ._common import (adjoint, hermitian_part, is_transposed, one_column_of_a_batch,
+                      require_matrix, times_transpose)
 
 cholesky, cho_factor, cho_solve, solve_triangular, lu_factor, lu_solve, lu, qr = map(
     scipy_adjoint, (_linalg.cholesky, _linalg.cho_factor, _linalg.cho_solve,
@@ -431,14 +432,18 @@ def _solve_triangular_rule(a, b, trans=0, lower=False, unit_diagonal=False, over
                            check_finite=True):
     x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
     transposed = is_transposed(trans)
+    column = one_column_of_a_batch(a, b)
 
     def back(dx):
         # x = M⁻¹ b with M = T or Tᵀ, T the triangle of a: b̄ = M⁻ᵀ x̄, M̄ = -b̄ xᵀ, and a
-        # gets T̄ on the entries solve_triangular reads (not the diagonal when it is unit).
-        db = solve_triangular(a, dx, 0 if transposed else 1, lower, unit_diagonal,
-                              check_finite=False)
-        dm = -times_transpose(db, x)
-        return _read_triangle(transpose(dm) if transposed else dm, lower, unit_diagonal), db
+        # gets T̄ on the entries solve_triangular reads (not the diagonal when it is unit);
+        # summed over a batch that a or b was broadcast against
+        db = solve_triangular(a, dx[..., None] if column else dx, 0 if transposed else 1,
+                              lower, unit_diagonal, check_finite=False)
+        dm = unbroadcast(-times_transpose(db, x[..., None] if column else x), np.shape(a))
+        db = unbroadcast(db, np.shape(b) + ((1,) if column else ()))
+        return (_read_triangle(transpose(dm) if transposed else dm, lower, unit_diagonal),
+                db[..., 0] if column else db)
 
     return x, back
 
@@ -448,13 +453,16 @@ def _solve_triangular_jvp(tangents, a, b, trans=0, lower=False, unit_diagonal=Fa
                           overwrite_b=False, check_finite=True):
     x = solve_triangular(a, b, trans, lower, unit_diagonal, False, check_finite)
     da, db = tangents[:2]
-    rhs = db
+    column = one_column_of_a_batch(a, b)
+    rhs = db[:, None] if column and db is not None else db
     if da is not None:
         # dx = M⁻¹ (db - dM x), dM the tangent of the triangle solve_triangular reads.
         dt = _read_triangle(da, lower, unit_diagonal)
-        dm_x = product_times(np.matmul, transpose(dt) if is_transposed(trans) else dt, x)
+        dm_x = product_times(np.matmul, transpose(dt) if is_transposed(trans) else dt,
+                             x[..., None] if column else x)
         rhs = -dm_x if rhs is None else rhs - dm_x
-    return x, solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
+    dx = solve_triangular(a, rhs, trans, lower, unit_diagonal, check_finite=False)
+    return x, dx[..., 0] if column else dx
 
 
 def _lu_factor_cotangent(lu, order, dlu):

@@ -208,6 +208,7 @@ def _logm_rule(A, *settings):
 
 @logm.jvp_rule
 def _logm_jvp(tangents, A, *settings):
+    require_matrix("logm", A)  # (a stack refused as the reverse rule refuses it)
     result = logm(A, *settings)
     tangent = _logm_frechet(A, tangents[0])
     if type(result) is tuple:

@@ -109,6 +109,7 @@ import functools
 import hashlib
 import sys
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -182,12 +183,28 @@ def _along(ndim, axis, key):
 @_routed(_quadrature.trapezoid)
 def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
               axis: int = -1) -> Any:
-    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x`` (NumPy's ``trapezoid``, the
-    same formula, for traced arrays)."""
+    """SciPy's ``trapezoid``, differentiated in ``y`` and ``x``: SciPy's formula, summed in y's
+    floating dtype as SciPy sums it (NumPy's ``trapezoid`` promotes with ``x``: a float32 y
+    over float64 x is float32 in SciPy, a complex x's imaginary part is dropped)."""
     if not _followed(y, x, dx):
         return _quadrature.trapezoid(y, x, dx, axis)
-    # NumPy's trapezoid is SciPy's formula, and mutad differentiates it (rules/composites.py).
-    return np.trapezoid(y, x, dx, axis)
+    y = _as_array(y) if _followed(y) else np.asarray(y)
+    dtype = y.dtype if y.dtype.kind in "fc" else np.dtype(np.float64)
+    later, earlier = [slice(None)] * y.ndim, [slice(None)] * y.ndim
+    later[axis], earlier[axis] = slice(1, None), slice(None, -1)
+    later, earlier = tuple(later), tuple(earlier)
+    if x is None:
+        d = dx
+    else:
+        x = _as_array(x) if _followed(x) else np.asarray(x)
+        if x.ndim == 1:
+            along: list[slice | None] = [None] * y.ndim
+            along[axis] = slice(None)
+            d = (x[1:] - x[:-1])[tuple(along)]
+        else:  # (an n-d x broadcast to y)
+            x = np.broadcast_to(x, y.shape)
+            d = x[later] - x[earlier]
+    return np.sum(d * (y[later] + y[earlier]) / 2.0, axis=axis, dtype=dtype)
 
 
 def _ratio(num, den):
@@ -283,6 +300,15 @@ def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     return res
 
 
+def _as_float64(dx):
+    """A traced ``dx`` as ``np.asarray(dx, dtype=np.float64)`` reads it."""
+    if np.iscomplexobj(dx):
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      np.exceptions.ComplexWarning, stacklevel=3)
+        dx = np.real(dx)
+    return dx.astype(np.float64)
+
+
 @_routed(_quadrature.romb)
 def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
     """SciPy's ``romb``, differentiated in ``y`` and ``dx``: its trapezoids and Richardson
@@ -299,7 +325,10 @@ def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
         raise ValueError("Number of samples must be one plus a non-negative power of 2.")
     if show:  # SciPy prints the table of the same values
         _quadrature.romb(stop_gradient(y), stop_gradient(dx), axis, show)
-    h = intervals * (np.asarray(dx, dtype=np.float64) if not _followed(dx) else dx * 1.0)
+    # (SciPy reads dx as a float64: a float32 one widens, a complex one loses its imaginary
+    # part, with NumPy's warning)
+    h = intervals * (np.asarray(dx, dtype=np.float64) if not _followed(dx)
+                     else _as_float64(dx))
     R = {(0, 0): (y[_along(nd, axis, 0)] + y[_along(nd, axis, -1)]) / 2.0 * h}
     start = stop = step = intervals
     for i in range(1, k + 1):

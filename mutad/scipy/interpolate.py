@@ -1007,7 +1007,10 @@ class _TracedInterpolant:
             lo, hi = (np.clip(bound, t[k], t[len(t) - k - 1]) for bound in (a, b))
         composition = (self._evaluate(*self._data, hi, spec=spec, nu=0)
                        - self._evaluate(*self._data, lo, spec=spec, nu=0))
-        return scipys_value(value, composition)
+        integral = scipys_value(value, composition)
+        # (SciPy's integral of 1-d data is a 0-d array, which the subtraction makes a scalar)
+        scipys = memory(value)
+        return integral[...] if type(scipys) is np.ndarray and scipys.ndim == 0 else integral
 
     def solve(self, y=0.0, discontinuity=True, extrapolate=None):
         """SciPy's roots of ``interpolant(x) = y`` (its own call, on the plain data), each
@@ -1956,9 +1959,12 @@ def pchip_interpolate(xi: Any, yi: Any, x: Any, der: Any = 0, axis: int = 0) -> 
     if not _traced((xi, yi, x)):
         return _interpolate.pchip_interpolate(xi, yi, x, der, axis)
     interpolant = PchipInterpolator(xi, yi, axis)
+
+    def of_order(nu):  # as SciPy evaluates it: a derivative is the derivative's polynomial's
+        return interpolant(x) if nu == 0 else interpolant.derivative(nu)(x)
     if np.ndim(der) == 0:
-        return interpolant(x, der)
-    return [interpolant(x, nu) for nu in der]  # SciPy's list, one result per order
+        return of_order(der)
+    return [of_order(nu) for nu in der]  # SciPy's list, one result per order
 
 
 @_route(_interpolate.PchipInterpolator)

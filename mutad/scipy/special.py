@@ -221,10 +221,15 @@ def _pseudo_huber_dr(y, delta, r):
 def _boxcox_dlambda(base):
     """d/dλ of boxcox (``base`` log) or boxcox1p (``base`` log1p), y = (e^(λL) - 1) / λ with
     L = base(x): L² exprel'(λL), whose series near λL = 0 holds where the closed form
-    (x^λ L - y) / λ cancels (λ = 0 included: L² / 2)."""
+    (x^λ L - y) / λ cancels (λ = 0 included: L² / 2). Where L = -∞ (x = 0, boxcox1p's x = -1)
+    and λ > 0, y = -1/λ: its derivative 1/λ², where the form's ∞² e^-∞ is NaN."""
     def partial(y, x, lmbda):
         logs = base(x)
-        return logs * logs * _exprel_derivative(None, lmbda * logs)
+        at_zero = np.isneginf(logs) & (lmbda > 0)
+        finite_logs = np.where(at_zero, 0.0, logs)
+        inverse = 1.0 / np.where(at_zero, lmbda, 1.0)
+        return np.where(at_zero, inverse * inverse,
+                        finite_logs * finite_logs * _exprel_derivative(None, lmbda * finite_logs))
     return partial
 
 
@@ -853,7 +858,9 @@ elementwise(j1,        lambda y, x: 0.5 * (j0(x) - jv(2.0, x)))
 elementwise(jv,        _in_order("j", "jv"), lambda y, v, x: 0.5 * (jv(v - 1.0, x) - jv(v + 1.0, x)))
 elementwise(y0,        lambda y, x: -y1(x))
 elementwise(y1,        lambda y, x: 0.5 * (y0(x) - yn(2, x)))
-elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(n - 1, x) - yn(n + 1, x)))
+# yn truncates its order to an integer n (as kn): Y_n' = (Y_(n-1) - Y_(n+1)) / 2
+elementwise(yn,        None, lambda y, n, x: 0.5 * (yn(np.trunc(n) - 1.0, x)
+                                                    - yn(np.trunc(n) + 1.0, x)))
 elementwise(yv,        _in_order("y", "yv"), lambda y, v, x: 0.5 * (yv(v - 1.0, x) - yv(v + 1.0, x)))
 # (jve and yve scale by exp(-|Im x|): 1 for the real arguments differentiated)
 elementwise(jve,       _in_order("j", "jve"), lambda y, v, x: 0.5 * (jve(v - 1.0, x) - jve(v + 1.0, x)))
