@@ -109,6 +109,37 @@ def test_trapezoid_and_romb_keep_scipys_dtypes():
         assert unchanged(y, x) == before
 
 
+@pytest.mark.parametrize("quadrature", ["simpson", "cumulative_trapezoid", "cumulative_simpson",
+                                        "romb"])
+def test_quadratures_read_samples_and_spacings_as_scipy_does(quadrature):
+    """Regression: simpson's spacings of a float32 x stayed float32 (SciPy widens them: the
+    value differed in its last bits) and a complex x's stayed complex (SciPy drops the
+    imaginary part: a complex value); a list y with traced abscissae raised a TypeError in
+    each of these."""
+    x = _abscissae(5)
+    y = np.sin(x)
+    integrate = getattr(scipy.integrate, quadrature)
+    if quadrature == "romb":
+        cases = [lambda y, x: integrate([1.0, 2.0, 4.0, 3.0, 0.5], dx=x[1]) * y[0]]
+    else:
+        def given_x(y, x):
+            return integrate(y, x=x)
+        cases = [lambda y, x: given_x([1.0, 2.0, 4.0, 3.0, 0.5], x) * y[0]]
+        if quadrature == "simpson":
+            cases += [lambda y, x: given_x(y, x + 0.5j),
+                      lambda y, x: given_x(y, x.astype(np.float32))]  # (last: no check_grads)
+    for f in cases:
+        before = unchanged(y, x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            expected = f(y, x)
+            for value in (mutad.pullback(f, y, x)[0], mutad.jvp(f, (y, x), (y, x))[0]):
+                assert type(value) is type(expected) and value.tobytes() == expected.tobytes()
+            if f is not cases[-1] or quadrature != "simpson":  # (float32: steps too fine)
+                mutad.check_grads(f, y, x)
+        assert unchanged(y, x) == before
+
+
 def test_quadratures_along_an_axis():
     x = _abscissae(5)
     y = np.cos(np.outer(np.arange(1.0, 4.0), x))  # (3, 5): integrate each row, and columns

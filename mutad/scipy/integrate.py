@@ -174,6 +174,12 @@ def _followed(*items):
 # Quadratures of samples: SciPy's steps, in calls mutad differentiates
 
 
+def _array(a):
+    """``a`` as SciPy's ``np.asarray(a)`` reads it: a list holding traced numbers as one traced
+    array (``_as_array``), a traced array as itself."""
+    return _as_array(a) if _followed(a) else np.asarray(a)
+
+
 def _along(ndim, axis, key):
     index = [slice(None)] * ndim
     index[axis] = key
@@ -188,7 +194,7 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     over float64 x is float32 in SciPy, a complex x's imaginary part is dropped)."""
     if not _followed(y, x, dx):
         return _quadrature.trapezoid(y, x, dx, axis)
-    y = _as_array(y) if _followed(y) else np.asarray(y)
+    y = _array(y)
     dtype = y.dtype if y.dtype.kind in "fc" else np.dtype(np.float64)
     later, earlier = [slice(None)] * y.ndim, [slice(None)] * y.ndim
     later[axis], earlier[axis] = slice(1, None), slice(None, -1)
@@ -196,7 +202,7 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     if x is None:
         d = dx
     else:
-        x = _as_array(x) if _followed(x) else np.asarray(x)
+        x = _array(x)
         if x.ndim == 1:
             along: list[slice | None] = [None] * y.ndim
             along[axis] = slice(None)
@@ -222,7 +228,8 @@ def _basic_simpson(y, start, stop, x, dx, axis):
         result = np.sum(y[slice0] + 4.0 * y[slice1] + y[slice2], axis=axis)
         return result * (dx / 3.0)
     h = np.diff(x, axis=axis)
-    h0, h1 = h[slice0] * 1.0, h[slice1] * 1.0  # SciPy's astype(float)
+    # (SciPy's astype(float): a float32 x's spacings widened, a complex one's real part)
+    h0, h1 = _as_float64(h[slice0]), _as_float64(h[slice1])
     hsum, hprod = h0 + h1, h0 * h1
     h0divh1 = _ratio(h0, h1)
     tmp = hsum / 6.0 * (y[slice0] * (2.0 - _ratio(1.0, h0divh1))
@@ -238,8 +245,10 @@ def simpson(y: Any, x: Any = None, *, dx: float = 1.0,
     correction for an even number of samples included."""
     if not _followed(y, x, dx):
         return _quadrature.simpson(y, x=x, dx=dx, axis=axis)
+    y = _array(y)
     nd, n = np.ndim(y), np.shape(y)[axis]
     if x is not None:
+        x = _array(x)
         if np.ndim(x) == 1:
             shape = [1] * nd
             shape[axis] = np.shape(x)[0]
@@ -274,6 +283,7 @@ def cumulative_trapezoid(y: Any, x: Any = None, dx: float = 1.0,
     """SciPy's ``cumulative_trapezoid``, differentiated in ``y`` and ``x``."""
     if not _followed(y, x, dx):
         return _quadrature.cumulative_trapezoid(y, x, dx, axis, initial)
+    y = _array(y)
     nd = np.ndim(y)
     if np.shape(y)[axis] == 0:
         raise ValueError("At least one point is required along `axis`.")
@@ -315,6 +325,7 @@ def romb(y: Any, dx: float = 1.0, axis: int = -1, show: Any = False) -> Any:
     extrapolations, in SciPy's order. ``show`` prints SciPy's own table."""
     if not _followed(y, dx):
         return _quadrature.romb(y, dx, axis, show)
+    y = _array(y)
     nd = np.ndim(y)
     intervals = np.shape(y)[axis] - 1
     n, k = 1, 0
@@ -388,7 +399,7 @@ def cumulative_simpson(y: Any, *, x: Any = None, dx: Any = 1.0, axis: int = -1,
     its steps, in calls mutad differentiates."""
     if not _followed(y, x, dx, initial):
         return _quadrature.cumulative_simpson(y, x=x, dx=dx, axis=axis, initial=initial)
-    y = _floating(y)
+    y = _floating(_array(y))
     shape = np.shape(y)
     if not -len(shape) <= axis < len(shape):
         raise ValueError(f"`axis={axis}` is not valid for `y` with `y.ndim={len(shape)}`.")
