@@ -96,6 +96,14 @@ def test_trapezoid_and_romb_keep_scipys_dtypes():
              # romb reads dx as a float64 (a float32 or complex traced dx was kept)
              lambda y, x: romb(y, dx=x[1].astype(np.float32)),
              lambda y, x: romb(y, dx=x[1] + 0.5j)]
+    _computed_as_scipy(cases, y, x, lambda f, expected: expected.dtype == np.float64
+                       and f is not cases[4])  # (not through float32)
+
+
+def _computed_as_scipy(cases, y, x, checked):
+    """Each case ``f(y, x)``'s value bit for bit as SciPy's in both modes, its derivatives
+    checked where ``checked(f, value)`` (not through float32: finite differences' steps are
+    finer than its precision), and ``y`` and ``x`` unchanged."""
     for f in cases:
         before = unchanged(y, x)
         with warnings.catch_warnings():
@@ -103,7 +111,7 @@ def test_trapezoid_and_romb_keep_scipys_dtypes():
             expected = f(y, x)
             for value in (mutad.pullback(f, y, x)[0], mutad.jvp(f, (y, x), (y, x))[0]):
                 assert type(value) is type(expected) and value.tobytes() == expected.tobytes()
-            if expected.dtype == np.float64 and f is not cases[4]:  # (not through float32)
+            if checked(f, expected):
                 mutad.check_grads(f, y, x)
                 mutad.check_jvp(f, y, x)
         assert unchanged(y, x) == before
@@ -127,17 +135,9 @@ def test_quadratures_read_samples_and_spacings_as_scipy_does(quadrature):
         cases = [lambda y, x: given_x([1.0, 2.0, 4.0, 3.0, 0.5], x) * y[0]]
         if quadrature == "simpson":
             cases += [lambda y, x: given_x(y, x + 0.5j),
-                      lambda y, x: given_x(y, x.astype(np.float32))]  # (last: no check_grads)
-    for f in cases:
-        before = unchanged(y, x)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            expected = f(y, x)
-            for value in (mutad.pullback(f, y, x)[0], mutad.jvp(f, (y, x), (y, x))[0]):
-                assert type(value) is type(expected) and value.tobytes() == expected.tobytes()
-            if f is not cases[-1] or quadrature != "simpson":  # (float32: steps too fine)
-                mutad.check_grads(f, y, x)
-        assert unchanged(y, x) == before
+                      lambda y, x: given_x(y, x.astype(np.float32))]
+    _computed_as_scipy(cases, y, x, lambda f, expected: quadrature != "simpson"
+                       or f is not cases[-1])  # (not through float32)
 
 
 def test_quadratures_along_an_axis():
